@@ -1,0 +1,109 @@
+# gpuledger — one GNU Makefile. `make help` lists the targets.
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+CC ?= cc
+BUILD ?= build
+PKGS := libpq libmicrohttpd libcjson yaml-0.1 libcurl libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter
+ifeq ($(CI),true)
+WARN += -Werror
+endif
+ifdef WERROR
+WARN += -Werror
+endif
+OPT ?= -O2 -g
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) -Iinclude $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
+LDFLAGS_ALL := $(LDFLAGS)
+ifdef SANITIZE
+CFLAGS_ALL += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS_ALL += -fsanitize=$(SANITIZE)
+endif
+LIBS := $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC := $(filter-out src/cli/main.c,$(shell find src -name '*.c' | sort))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ := $(BUILD)/obj/src/cli/main.o
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
+INTEG_SRC := $(sort $(wildcard tests/integration/test_*.c))
+INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
+HTTP_SRC := $(sort $(wildcard tests/http/test_*.c))
+HTTP_BIN := $(HTTP_SRC:tests/http/%.c=$(BUILD)/tests/http/%)
+TESTLIB_SRC := $(sort $(wildcard tests/lib/*.c))
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all deps run test test-unit test-integration test-http test-web test-slurm bench fuzz clean help check-config-doc
+all: $(BUILD)/gpuledger
+
+help:
+	@echo "make            build $(BUILD)/gpuledger"
+	@echo "make run        install deps, build, start embedded PostgreSQL, migrate, load demo data, serve on 127.0.0.1:8080"
+	@echo "make test       install deps, build, run unit + integration + http tests"
+	@echo "make bench      run the benchmarks (never part of make test)"
+	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/libgl.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/gpuledger: $(MAIN_OBJ) $(BUILD)/libgl.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/tests/integration/%: tests/integration/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/tests/http/%: tests/http/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
+
+build-tests: $(BUILD)/gpuledger $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory build-tests
+	@BUILD=$(BUILD) tests/run.sh all
+
+test-unit: $(BUILD)/gpuledger $(UNIT_BIN)
+	@BUILD=$(BUILD) tests/run.sh unit
+
+test-integration: $(BUILD)/gpuledger $(INTEG_BIN) $(HTTP_BIN)
+	@BUILD=$(BUILD) tests/run.sh integration
+
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/gpuledger
+	@scripts/run.sh
+
+bench: $(BUILD)/gpuledger $(BENCH_BIN)
+	@BUILD=$(BUILD) bench/run.sh
+
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	@BUILD=$(BUILD) tests/fuzz/run.sh $(FUZZ_SRC)
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

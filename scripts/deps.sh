@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpuledger needs to build, test and run.
+# As root: apt-get installs what is missing. Otherwise: prints the command.
+set -euo pipefail
+PKGS=(build-essential pkg-config libpq-dev libmicrohttpd-dev libcjson-dev libyaml-dev
+      libcurl4-openssl-dev libssl-dev libcmocka-dev postgresql-15 curl)
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+	echo "deps: missing Debian packages: ${missing[*]}" >&2
+	echo "deps: run as root:  apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd >/dev/null
