@@ -32,7 +32,17 @@ int gl_err_prefix(struct gl_err *err, const char *fmt, ...)
 	vsnprintf(pre, sizeof pre, fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof old);
-	snprintf(err->msg, sizeof err->msg, "%s%s", pre, old);
+	old[sizeof old - 1] = '\0';
+	{
+		size_t a = strlen(pre), b = strlen(old);
+		if (a > sizeof err->msg - 1)
+			a = sizeof err->msg - 1;
+		if (b > sizeof err->msg - 1 - a)
+			b = sizeof err->msg - 1 - a;
+		memcpy(err->msg, pre, a);
+		memcpy(err->msg + a, old, b);
+		err->msg[a + b] = '\0';
+	}
 	return -(err->code ? err->code : GL_EINVAL);
 }
 
