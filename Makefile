@@ -10,7 +10,7 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
-	-Wno-unused-parameter
+	-Wno-unused-parameter -Wno-format-truncation
 ifeq ($(CI),true)
 WARN += -Werror
 endif
@@ -27,7 +27,8 @@ endif
 LIBS := $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC := $(filter-out src/cli/main.c,$(shell find src -name '*.c' | sort))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+SQL_FILES := $(sort $(wildcard sql/[0-9][0-9][0-9]_*.sql))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/migrations.o
 MAIN_OBJ := $(BUILD)/obj/src/cli/main.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -54,6 +55,14 @@ deps:
 	@scripts/deps.sh
 
 $(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/gen/migrations.c: $(SQL_FILES) scripts/embed-sql.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-sql.sh $@ $(SQL_FILES)
+
+$(BUILD)/obj/gen/migrations.o: $(BUILD)/gen/migrations.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 

@@ -1,0 +1,86 @@
+/* gpuledger — configuration: YAML (libyaml) -> a small tree that keeps line
+ * numbers -> struct gl_config through one declarative key table.
+ *
+ * Ownership: gl_config_load() fills a caller-owned struct gl_config whose
+ * strings and arrays are heap-owned by it; release with gl_config_fini().
+ * gl_config_keys() returns a static table (never freed).
+ */
+#ifndef GL_CONFIG_H
+#define GL_CONFIG_H
+
+#include "gl/common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gl_sacct_source_cfg {
+	char *cluster;
+	char *command;       /* sacct binary (path or name on PATH) */
+	char *extra_args;    /* whitespace-separated extra argv elements */
+	char *delimiter;
+	int64_t interval_s;
+	int64_t overlap_s;   /* re-read window before the watermark */
+	int64_t chunk_s;     /* sacct -S/-E chunk size (day-sized by default) */
+	int64_t lookback_s;  /* first run: how far back to start */
+	int64_t timeout_s;   /* kill sacct after this long */
+};
+
+struct gl_config {
+	char *path;          /* the file it came from, or "(defaults)" */
+	/* database */
+	char *db_dsn;        /* "" -> embedded cluster */
+	char *db_embedded_dir;
+	char *db_pg_bindir;
+	/* server */
+	char *listen;
+	int64_t http_threads;
+	int64_t http_conn_timeout_s;
+	int64_t http_max_conns;
+	int64_t http_max_conns_per_ip;
+	int64_t http_max_body_bytes;
+	char *web_dir;
+	/* log */
+	char *log_level;
+	/* ingest */
+	int64_t ingest_batch_rows;
+	int64_t ingest_max_skip_reasons;
+	int64_t bucket_s;
+	/* sources */
+	struct gl_sacct_source_cfg *sacct;
+	size_t n_sacct;
+};
+
+enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST };
+
+struct gl_cfg_key {
+	const char *name;        /* dotted path relative to its table ("database.dsn", "cluster") */
+	enum gl_cfg_type type;
+	size_t offset;           /* into the struct the table describes */
+	const char *def;         /* default as text (NULL = none) */
+	int required;
+	int64_t min, max;        /* for GL_CFG_INT */
+	const char *doc;
+	/* GL_CFG_LIST: element table, element size, offset of the size_t count */
+	const struct gl_cfg_key *sub;
+	size_t elem_size;
+	size_t count_offset;
+};
+
+/* The top-level key table, terminated by an entry with name == NULL. */
+const struct gl_cfg_key *gl_config_keys(void);
+
+/* path == NULL: defaults only. Errors name "file:line: key: why". */
+int gl_config_load(struct gl_config *cfg, const char *path, struct gl_err *err) GL_MUSTCHECK;
+/* Same from a memory buffer (name is used in messages). */
+int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf, size_t len,
+		       struct gl_err *err) GL_MUSTCHECK;
+void gl_config_fini(struct gl_config *cfg);
+
+/* Effective DSN: GPULEDGER_DSN env, else database.dsn, else NULL (embedded). */
+const char *gl_config_external_dsn(const struct gl_config *cfg);
+
+/* Flattened key paths ("sources.sacct[].cluster") in table order, for the
+ * doc/example consistency check. Calls cb once per key. */
+void gl_config_walk_keys(void (*cb)(const char *path, const struct gl_cfg_key *k, void *ud), void *ud);
+
+#endif

@@ -1,0 +1,54 @@
+/* gpuledger — database access: the embedded PostgreSQL cluster (db
+ * init/start/stop/status) and connections.
+ *
+ * Ownership: gl_db_connect() returns a PGconn the caller closes with
+ * PQfinish(). Every PGresult obtained through these helpers is the caller's
+ * to PQclear() unless stated otherwise.
+ */
+#ifndef GL_DB_H
+#define GL_DB_H
+
+#include "gl/common.h"
+#include "gl/config.h"
+
+#include <libpq-fe.h>
+#include <limits.h>
+
+struct gl_db_paths {
+	char base[PATH_MAX];    /* absolute embedded_dir */
+	char datadir[PATH_MAX]; /* base/pg */
+	char sockdir[PATH_MAX]; /* base/run, or a short /tmp path when that is too long for a socket */
+	char logfile[PATH_MAX]; /* base/pg.log */
+};
+
+#define GL_DB_EMBEDDED_PORT 5432 /* only names the socket file: TCP is off */
+#define GL_DB_NAME "gpuledger"
+#define GL_DB_ROLE "gpuledger"
+
+/* 1 when an external DSN is configured (GPULEDGER_DSN or database.dsn). */
+int gl_db_is_external(const struct gl_config *cfg);
+int gl_db_paths(const struct gl_config *cfg, struct gl_db_paths *p, struct gl_err *err) GL_MUSTCHECK;
+/* The DSN to use: external if configured, else the embedded socket. */
+int gl_db_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
+
+/* Embedded cluster control. init is idempotent (an initialised cluster is left
+ * alone); start also creates the gpuledger role and database when missing. */
+int gl_db_init(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
+int gl_db_start(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
+int gl_db_stop(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
+/* *running = 1 when the server answers on its socket. */
+int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) GL_MUSTCHECK;
+
+int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+
+/* Runs a statement without parameters (DDL, BEGIN/COMMIT). */
+int gl_db_exec(PGconn *c, const char *sql, struct gl_err *err) GL_MUSTCHECK;
+/* PQexecParams with text parameters; *res set on success (PGRES_COMMAND_OK or
+ * PGRES_TUPLES_OK), NULL on failure. res may be NULL to discard. */
+int gl_db_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
+		struct gl_err *err) GL_MUSTCHECK;
+/* Streams data through COPY ... FROM STDIN already started by copy_sql. */
+int gl_db_copy_in(PGconn *c, const char *copy_sql, const char *data, size_t len, struct gl_err *err) GL_MUSTCHECK;
+
+#endif

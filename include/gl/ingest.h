@@ -1,0 +1,43 @@
+/* gpuledger — ingest bookkeeping: runs (ingest_runs) and watermarks
+ * (ingest_state), plus the skipped-line reason collector every source uses.
+ *
+ * Ownership: struct gl_ingest_stats is caller-owned; gl_ingest_stats_fini()
+ * frees its reasons list. Nothing else allocates for the caller.
+ */
+#ifndef GL_INGEST_H
+#define GL_INGEST_H
+
+#include "gl/common.h"
+#include "gl/strbuf.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+struct gl_ingest_stats {
+	int64_t lines_read, inserted, updated, unchanged, skipped, ignored;
+	struct gl_strbuf reasons; /* JSON array body of {"line":N,"reason":"..."} */
+	int64_t n_reasons, max_reasons;
+};
+
+void gl_ingest_stats_init(struct gl_ingest_stats *s, int64_t max_reasons);
+void gl_ingest_stats_fini(struct gl_ingest_stats *s);
+/* Records a skipped input line; logs it as "input:line: reason" (rate-limited
+ * after max_reasons) and keeps the first max_reasons for ingest_runs. */
+void gl_ingest_stats_skip(struct gl_ingest_stats *s, const char *input, int64_t line, const char *reason);
+
+/* Inserts a 'running' ingest_runs row (committed on its own so a crash leaves
+ * a trace) and returns its id. Stale 'running' rows of the same source and
+ * cluster are marked 'aborted' first. */
+int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const char *input, int64_t *run_id,
+			struct gl_err *err) GL_MUSTCHECK;
+/* Writes the counters (call inside the batch transaction so counts and rows
+ * commit together). status: running | ok | partial | failed; error may be NULL. */
+int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
+			 const char *error, struct gl_err *err) GL_MUSTCHECK;
+
+/* Watermark of (source, cluster): GL_TIME_NONE when none yet. */
+int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm_s, struct gl_err *err) GL_MUSTCHECK;
+/* Sets it (inside the batch transaction). */
+int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64_t wm_s, struct gl_err *err) GL_MUSTCHECK;
+
+#endif

@@ -1,0 +1,45 @@
+/* gpuledger — writing jobs: batches of gl_job_row rows loaded with COPY into a
+ * temporary staging table and merged into `jobs` with one INSERT ... ON
+ * CONFLICT, all inside the caller's transaction.
+ *
+ * Ownership: gl_jobs_batch_new() returns a batch the caller frees with
+ * gl_jobs_batch_free() (NULL is a no-op). gl_jobs_batch_add() copies what it
+ * needs from the row; the row's strings may be reused afterwards.
+ */
+#ifndef GL_JOBS_H
+#define GL_JOBS_H
+
+#include "gl/common.h"
+#include "gl/jobrow.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+struct gl_jobs_batch;
+
+struct gl_merge_counts {
+	int64_t inserted, updated, unchanged;
+};
+
+struct gl_jobs_batch *gl_jobs_batch_new(void);
+void gl_jobs_batch_free(struct gl_jobs_batch *b);
+void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *row);
+size_t gl_jobs_batch_rows(const struct gl_jobs_batch *b);
+size_t gl_jobs_batch_bytes(const struct gl_jobs_batch *b);
+/* The staged COPY text (for benchmarks comparing against raw COPY). */
+const char *gl_jobs_batch_copy_data(const struct gl_jobs_batch *b, size_t *len);
+
+/* Merges the batch into jobs for cluster_id and empties it. Must run inside a
+ * transaction the caller owns (the watermark goes in the same one). Later rows
+ * with the same job_key win over earlier ones. */
+int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
+		  struct gl_err *err) GL_MUSTCHECK;
+
+/* Finds or creates the cluster; kind is "slurm" or "kubernetes". A name that
+ * exists with another kind is an error. */
+int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err) GL_MUSTCHECK;
+
+/* The column list of the staging table, in COPY order (for benchmarks). */
+extern const char gl_jobs_stage_columns[];
+
+#endif

@@ -1,0 +1,75 @@
+/* gpuledger — HTTP API server (libmicrohttpd): router, JSON errors, metrics.
+ *
+ * Ownership: gl_server_start() returns a server the caller stops and frees
+ * with gl_server_stop(). The config is borrowed and must outlive the server.
+ * Handlers fill a struct gl_resp whose body buffer the server owns and frees.
+ */
+#ifndef GL_SERVER_H
+#define GL_SERVER_H
+
+#include "gl/common.h"
+#include "gl/config.h"
+#include "gl/strbuf.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+struct gl_server;
+
+struct gl_req {
+	const char *method;
+	const char *path;
+	const char *remote_addr;
+	const char *body;
+	size_t body_len;
+	const struct gl_config *cfg;
+	struct gl_server *srv;
+	void *mhd_conn;           /* struct MHD_Connection*, for query lookups */
+	int64_t now_s;            /* request time: handlers never read the clock themselves */
+};
+
+struct gl_resp {
+	int status;               /* 0 = derive from the handler's return code */
+	const char *content_type; /* static string */
+	struct gl_strbuf body;
+	const char *extra_headers[8][2];
+	/* error details, set with gl_resp_error() */
+	const char *err_code;
+	char err_param[64];
+	char err_msg[400];
+};
+
+/* Query parameter or NULL. */
+const char *gl_req_param(const struct gl_req *req, const char *name);
+/* The calling thread's database connection (opened lazily, reconnected when broken). */
+int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
+
+/* Records an error for the response and returns -code; the server maps the
+ * code to the status (GL_EINVAL 400, GL_EAUTH 401, GL_EPERM 403, GL_ENOTFOUND
+ * 404, GL_ERANGE 413, GL_EBUSY 429, GL_EDB 503, else 500). */
+int gl_resp_error(struct gl_resp *resp, int code, const char *param, const char *fmt, ...) GL_PRINTF(4, 5);
+
+typedef int (*gl_handler_fn)(struct gl_req *req, struct gl_resp *resp);
+
+struct gl_route {
+	const char *method;
+	const char *path;         /* exact, or a prefix when it ends with '/' */
+	gl_handler_fn fn;
+	const char *name;         /* metrics label */
+};
+
+struct gl_server_opts {
+	const char *listen;       /* overrides cfg->listen when set */
+	const char *port_file;    /* the bound port is written here (tests use port 0) */
+};
+
+int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *opts, struct gl_server **out,
+		    struct gl_err *err) GL_MUSTCHECK;
+uint16_t gl_server_port(const struct gl_server *s);
+void gl_server_stop(struct gl_server *s);
+
+/* Metrics text (Prometheus 0.0.4) of the server's own counters. */
+void gl_server_metrics(struct gl_server *s, struct gl_strbuf *out);
+int64_t gl_server_started_s(const struct gl_server *s);
+
+#endif

@@ -1,0 +1,21 @@
+/* gpuledger — UTC time helpers. Pure: no clock, no locale, no TZ.
+ * Ownership: no allocation; output buffers are the caller's. */
+#ifndef GL_TIMEUTIL_H
+#define GL_TIMEUTIL_H
+
+#include "gl/common.h"
+
+#include <stdint.h>
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
+int64_t gl_time_days_from_civil(int64_t y, unsigned m, unsigned d);
+void gl_time_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
+/* RFC 3339 / ISO 8601: "2026-10-01T12:00:00Z", "...+02:00", fractional
+ * seconds (truncated), "2026-10-01 12:00:00" and a bare "2026-10-01" (00:00Z).
+ * A time without an offset is UTC. */
+int gl_time_parse(const char *s, size_t n, int64_t *out_s) GL_MUSTCHECK;
+/* "2026-10-01T12:00:00Z" into buf (>= 21 bytes). */
+void gl_time_format(int64_t t, char *buf, size_t n);
+
+#endif

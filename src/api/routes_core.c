@@ -1,0 +1,280 @@
+/* Health, metrics, jobs and ingest-run endpoints. */
+#include "gl/db.h"
+#include "gl/routes.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct gl_route gl_routes[] = {
+	{"GET", "/healthz", gl_route_healthz, "healthz"},
+	{"GET", "/metrics", gl_route_metrics, "metrics"},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs"},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs"},
+	{NULL, NULL, NULL, NULL},
+};
+
+static void put_json(struct gl_resp *resp, cJSON *root)
+{
+	char *s = cJSON_PrintUnformatted(root);
+	if (!s)
+		gl_oom(0);
+	gl_strbuf_puts(&resp->body, s);
+	gl_strbuf_putc(&resp->body, '\n');
+	cJSON_free(s);
+	resp->content_type = "application/json";
+}
+
+int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	PGconn *c;
+	PGresult *r = NULL;
+	int rc;
+
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_db_query(c, "SELECT 1", 0, NULL, &r, &err))) {
+		resp->status = 503;
+		gl_strbuf_puts(&resp->body, "{\"status\":\"unavailable\",\"db\":\"");
+		gl_strbuf_put_json_str(&resp->body, err.msg, strlen(err.msg));
+		gl_strbuf_puts(&resp->body, "\"}\n");
+		resp->content_type = "application/json";
+		return 0;
+	}
+	PQclear(r);
+	gl_strbuf_puts(&resp->body, "{\"status\":\"ok\",\"db\":\"ok\"}\n");
+	resp->content_type = "application/json";
+	return 0;
+}
+
+int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_strbuf *o = &resp->body;
+	struct gl_err err = {0};
+	PGconn *c;
+	PGresult *r = NULL;
+
+	gl_strbuf_printf(o,
+			 "# HELP gpuledger_build_info Build information.\n# TYPE gpuledger_build_info gauge\n"
+			 "gpuledger_build_info{version=\"%s\"} 1\n"
+			 "# HELP gpuledger_uptime_seconds Seconds since the server started.\n"
+			 "# TYPE gpuledger_uptime_seconds gauge\ngpuledger_uptime_seconds %lld\n",
+			 GL_VERSION, (long long)(req->now_s - gl_server_started_s(req->srv)));
+	gl_server_metrics(req->srv, o);
+	/* ingest health from the database: what users alert on */
+	gl_strbuf_puts(o, "# HELP gpuledger_db_up Whether the database answered this scrape.\n"
+			  "# TYPE gpuledger_db_up gauge\n");
+	if (gl_req_db(req, &c, &err) ||
+	    gl_db_query(c,
+			"SELECT DISTINCT ON (r.source, c.name) r.source, c.name,"
+			" extract(epoch FROM r.started_at)::bigint, r.status, r.lines_read, r.inserted + r.updated,"
+			" r.skipped, (SELECT extract(epoch FROM s.watermark)::bigint FROM ingest_state s"
+			"   WHERE s.source = r.source AND s.cluster_id = r.cluster_id)"
+			" FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+			" ORDER BY r.source, c.name, r.run_id DESC",
+			0, NULL, &r, &err)) {
+		gl_strbuf_puts(o, "gpuledger_db_up 0\n");
+	} else {
+		gl_strbuf_puts(o, "gpuledger_db_up 1\n");
+		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_timestamp_seconds Start of the last ingest run.\n"
+				  "# TYPE gpuledger_ingest_last_run_timestamp_seconds gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			gl_strbuf_printf(o, "gpuledger_ingest_last_run_timestamp_seconds{source=\"%s\",cluster=\"%s\",status=\"%s\"} %s\n",
+					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 3), PQgetvalue(r, i, 2));
+		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_rows Rows written (inserted+updated) by the last run.\n"
+				  "# TYPE gpuledger_ingest_last_run_rows gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			gl_strbuf_printf(o, "gpuledger_ingest_last_run_rows{source=\"%s\",cluster=\"%s\"} %s\n",
+					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 5));
+		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_skipped Lines skipped by the last run.\n"
+				  "# TYPE gpuledger_ingest_last_run_skipped gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			gl_strbuf_printf(o, "gpuledger_ingest_last_run_skipped{source=\"%s\",cluster=\"%s\"} %s\n",
+					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 6));
+		gl_strbuf_puts(o, "# HELP gpuledger_ingest_lag_seconds Now minus the source's watermark.\n"
+				  "# TYPE gpuledger_ingest_lag_seconds gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			if (!PQgetisnull(r, i, 7))
+				gl_strbuf_printf(o, "gpuledger_ingest_lag_seconds{source=\"%s\",cluster=\"%s\"} %lld\n",
+						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+						 (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
+	}
+	PQclear(r);
+	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	return 0;
+}
+
+static int int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
+		     long long max, long long *out)
+{
+	const char *v = gl_req_param(req, name);
+	char *end;
+	long long x;
+	if (!v) {
+		*out = def;
+		return 0;
+	}
+	x = strtoll(v, &end, 10);
+	if (!*v || *end)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer, got '%s'", name, v);
+	if (x < min || x > max)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
+	*out = x;
+	return 0;
+}
+
+static void add_time(cJSON *o, const char *k, PGresult *r, int row, int col)
+{
+	char buf[32];
+	if (PQgetisnull(r, row, col)) {
+		cJSON_AddNullToObject(o, k);
+		return;
+	}
+	gl_time_format(atoll(PQgetvalue(r, row, col)), buf, sizeof buf);
+	cJSON_AddStringToObject(o, k, buf);
+}
+
+static void add_str(cJSON *o, const char *k, PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddStringToObject(o, k, PQgetvalue(r, row, col));
+}
+
+static void add_num(cJSON *o, const char *k, PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddNumberToObject(o, k, (double)atoll(PQgetvalue(r, row, col)));
+}
+
+static const char *const job_states[] = {
+	"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+	"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
+	"RESIZING", "REVOKED", "SPECIAL_EXIT", "UNKNOWN",
+};
+
+int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	const char *cluster = gl_req_param(req, "cluster"), *state = gl_req_param(req, "state"),
+		   *job_id = gl_req_param(req, "job_id");
+	long long limit, offset;
+	char lim[24], off[24];
+	PGconn *c;
+	PGresult *r = NULL;
+	cJSON *root = NULL, *arr;
+	int rc;
+
+	if ((rc = int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
+	    (rc = int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)))
+		return rc;
+	if (state) {
+		size_t i;
+		for (i = 0; i < GL_ARRAY_LEN(job_states); i++)
+			if (!strcmp(state, job_states[i]))
+				break;
+		if (i == GL_ARRAY_LEN(job_states))
+			return gl_resp_error(resp, GL_EINVAL, "state", "state: unknown job state '%s'", state);
+	}
+	snprintf(lim, sizeof lim, "%lld", limit);
+	snprintf(off, sizeof off, "%lld", offset);
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if ((rc = gl_db_query(c,
+			      "SELECT c.name, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
+			      " j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
+			      " extract(epoch FROM j.start_at)::bigint, extract(epoch FROM j.end_at)::bigint,"
+			      " j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli"
+			      " FROM jobs j JOIN clusters c USING (cluster_id)"
+			      " WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
+			      "   AND ($3::text IS NULL OR j.job_id = $3)"
+			      " ORDER BY j.submit_at DESC NULLS LAST, j.job_pk DESC LIMIT $4 OFFSET $5",
+			      5, (const char *[]){cluster, state, job_id, lim, off}, &r, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(root, "jobs");
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *o = cJSON_CreateObject();
+		add_str(o, "cluster", r, i, 0);
+		add_str(o, "key", r, i, 1);
+		add_str(o, "job_id", r, i, 2);
+		add_str(o, "name", r, i, 3);
+		add_str(o, "user", r, i, 4);
+		add_str(o, "account", r, i, 5);
+		add_str(o, "partition", r, i, 6);
+		add_str(o, "qos", r, i, 7);
+		add_str(o, "namespace", r, i, 8);
+		add_str(o, "state", r, i, 9);
+		add_time(o, "submit", r, i, 10);
+		add_time(o, "start", r, i, 11);
+		add_time(o, "end", r, i, 12);
+		add_num(o, "elapsed_s", r, i, 13);
+		cJSON_AddNumberToObject(o, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / 1000.0);
+		add_str(o, "gpu_type", r, i, 15);
+		add_num(o, "queue_wait_s", r, i, 16);
+		add_str(o, "node_list", r, i, 17);
+		cJSON_AddNumberToObject(o, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / 1000.0);
+		cJSON_AddItemToArray(arr, o);
+	}
+	cJSON_AddNumberToObject(root, "count", PQntuples(r));
+	put_json(resp, root);
+	cJSON_Delete(root);
+	PQclear(r);
+	return 0;
+}
+
+int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	long long limit;
+	char lim[24];
+	const char *source = gl_req_param(req, "source");
+	PGconn *c;
+	PGresult *r = NULL;
+	cJSON *root, *arr;
+	int rc;
+
+	if ((rc = int_param(req, resp, "limit", 50, 1, 1000, &limit)))
+		return rc;
+	snprintf(lim, sizeof lim, "%lld", limit);
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if ((rc = gl_db_query(c,
+			      "SELECT r.run_id, r.source, c.name, r.input, extract(epoch FROM r.started_at)::bigint,"
+			      " extract(epoch FROM r.finished_at)::bigint, r.status, r.lines_read, r.inserted, r.updated,"
+			      " r.unchanged, r.skipped, r.ignored, r.skip_reasons::text, r.error"
+			      " FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
+			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
+			      2, (const char *[]){source, lim}, &r, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(root, "runs");
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *o = cJSON_CreateObject();
+		add_num(o, "run_id", r, i, 0);
+		add_str(o, "source", r, i, 1);
+		add_str(o, "cluster", r, i, 2);
+		add_str(o, "input", r, i, 3);
+		add_time(o, "started", r, i, 4);
+		add_time(o, "finished", r, i, 5);
+		add_str(o, "status", r, i, 6);
+		add_num(o, "lines_read", r, i, 7);
+		add_num(o, "inserted", r, i, 8);
+		add_num(o, "updated", r, i, 9);
+		add_num(o, "unchanged", r, i, 10);
+		add_num(o, "skipped", r, i, 11);
+		add_num(o, "ignored", r, i, 12);
+		cJSON_AddItemToObject(o, "skip_reasons", cJSON_Parse(PQgetvalue(r, i, 13)));
+		add_str(o, "error", r, i, 14);
+		cJSON_AddItemToArray(arr, o);
+	}
+	put_json(resp, root);
+	cJSON_Delete(root);
+	PQclear(r);
+	return 0;
+}

@@ -1,0 +1,451 @@
+/* Configuration loading (see include/gl/config.h). */
+#include "gl/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#define CFG_MAX_BYTES (4u << 20) /* libyaml has no nesting limit: bound the input */
+#define CFG_MAX_DEPTH 32
+
+/* ---- a tiny YAML tree that remembers line numbers ---- */
+enum ynode_type { Y_SCALAR, Y_MAP, Y_SEQ };
+struct ynode {
+	enum ynode_type type;
+	int line;
+	char *scalar;            /* Y_SCALAR */
+	int plain_null;          /* unquoted "", "~" or "null" */
+	struct ynode **kids;     /* Y_MAP: key,value,key,value...; Y_SEQ: items */
+	size_t n, cap;
+};
+
+static void ynode_free(struct ynode *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++)
+		ynode_free(n->kids[i]);
+	free(n->kids);
+	free(n->scalar);
+	free(n);
+}
+
+static void ynode_push(struct ynode *p, struct ynode *k)
+{
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 8;
+		p->kids = gl_xrealloc(p->kids, p->cap * sizeof *p->kids);
+	}
+	p->kids[p->n++] = k;
+}
+
+static int yaml_build(yaml_parser_t *ps, const char *name, struct ynode **root, struct gl_err *err)
+{
+	struct ynode *stack[CFG_MAX_DEPTH + 1];
+	int depth = 0, rc = 0, done = 0;
+	yaml_event_t ev;
+
+	*root = NULL;
+	while (!done) {
+		struct ynode *n = NULL;
+		if (!yaml_parser_parse(ps, &ev)) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s:%zu: YAML: %s", name,
+					ps->problem_mark.line + 1, ps->problem ? ps->problem : "syntax error");
+			goto out;
+		}
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		case YAML_ALIAS_EVENT:
+			rc = gl_err_set(err, GL_ECONFIG, "%s:%zu: YAML aliases are not supported", name,
+					ev.start_mark.line + 1);
+			yaml_event_delete(&ev);
+			goto out;
+		case YAML_SCALAR_EVENT:
+			n = gl_xcalloc(1, sizeof *n);
+			n->type = Y_SCALAR;
+			n->line = (int)ev.start_mark.line + 1;
+			n->scalar = gl_xstrndup((const char *)ev.data.scalar.value, ev.data.scalar.length);
+			n->plain_null = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+					(!strcmp(n->scalar, "") || !strcmp(n->scalar, "~") || !strcmp(n->scalar, "null"));
+			break;
+		case YAML_MAPPING_START_EVENT:
+		case YAML_SEQUENCE_START_EVENT:
+			n = gl_xcalloc(1, sizeof *n);
+			n->type = ev.type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ;
+			n->line = (int)ev.start_mark.line + 1;
+			break;
+		case YAML_MAPPING_END_EVENT:
+		case YAML_SEQUENCE_END_EVENT:
+			depth--;
+			break;
+		default:
+			break;
+		}
+		if (n) {
+			if (depth == 0) {
+				if (*root) {
+					ynode_free(n);
+					rc = gl_err_set(err, GL_ECONFIG, "%s:%zu: only one YAML document is allowed",
+							name, ev.start_mark.line + 1);
+					yaml_event_delete(&ev);
+					goto out;
+				}
+				*root = n;
+			} else {
+				ynode_push(stack[depth - 1], n);
+			}
+			if (n->type != Y_SCALAR) {
+				if (depth >= CFG_MAX_DEPTH) {
+					rc = gl_err_set(err, GL_ECONFIG, "%s:%d: nested too deeply", name, n->line);
+					yaml_event_delete(&ev);
+					goto out;
+				}
+				stack[depth++] = n;
+			}
+		}
+		yaml_event_delete(&ev);
+	}
+out:
+	if (rc) {
+		ynode_free(*root);
+		*root = NULL;
+	}
+	return rc;
+}
+
+/* ---- the key table ---- */
+#define OFF(f) offsetof(struct gl_config, f)
+#define SOFF(f) offsetof(struct gl_sacct_source_cfg, f)
+
+static const struct gl_cfg_key sacct_keys[] = {
+	{"cluster", GL_CFG_STR, SOFF(cluster), NULL, 1, 0, 0, "cluster name the jobs are booked under", NULL, 0, 0},
+	{"command", GL_CFG_STR, SOFF(command), "sacct", 0, 0, 0, "sacct binary (path or name on PATH)", NULL, 0, 0},
+	{"extra_args", GL_CFG_STR, SOFF(extra_args), "", 0, 0, 0, "extra sacct arguments, whitespace-separated (no shell)", NULL, 0, 0},
+	{"delimiter", GL_CFG_STR, SOFF(delimiter), "|", 0, 0, 0, "field delimiter passed to sacct --delimiter", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, SOFF(interval_s), "300", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"overlap_s", GL_CFG_INT, SOFF(overlap_s), "3600", 0, 0, 30 * 86400, "re-read this much before the watermark (late updates)", NULL, 0, 0},
+	{"chunk_s", GL_CFG_INT, SOFF(chunk_s), "86400", 0, 60, 31 * 86400, "sacct -S/-E window per call (sacct refuses very wide ranges)", NULL, 0, 0},
+	{"lookback_s", GL_CFG_INT, SOFF(lookback_s), "86400", 0, 0, 3650LL * 86400, "first run starts this far back", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, SOFF(timeout_s), "120", 0, 1, 3600, "kill a sacct call that runs longer", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+static const struct gl_cfg_key top_keys[] = {
+	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
+	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
+	{"database.embedded_dir", GL_CFG_STR, OFF(db_embedded_dir), "var", 0, 0, 0,
+	 "directory of the embedded cluster (pg/ data, run/ socket), relative to the working directory", NULL, 0, 0},
+	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
+	 "where initdb, pg_ctl and postgres live", NULL, 0, 0},
+	{"server.listen", GL_CFG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
+	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256, "HTTP worker threads (thread pool, at least 2)", NULL, 0, 0},
+	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
+	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 4, 100000, "total concurrent connections", NULL, 0, 0},
+	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "64", 0, 1, 100000, "concurrent connections per client address", NULL, 0, 0},
+	{"server.max_body_bytes", GL_CFG_INT, OFF(http_max_body_bytes), "1048576", 0, 0, 1LL << 30, "request body cap (413 above it)", NULL, 0, 0},
+	{"server.web_dir", GL_CFG_STR, OFF(web_dir), "web", 0, 0, 0, "static dashboard files served at /", NULL, 0, 0},
+	{"log.level", GL_CFG_STR, OFF(log_level), "info", 0, 0, 0, "debug | info | warn | error", NULL, 0, 0},
+	{"ingest.batch_rows", GL_CFG_INT, OFF(ingest_batch_rows), "50000", 0, 1, 10000000, "rows per transaction (batch + watermark commit together)", NULL, 0, 0},
+	{"ingest.max_skip_reasons", GL_CFG_INT, OFF(ingest_max_skip_reasons), "20", 0, 0, 10000, "skipped-line reasons kept per ingest run", NULL, 0, 0},
+	{"ingest.bucket_s", GL_CFG_INT, OFF(bucket_s), "300", 0, 60, 3600, "GPU usage rollup bucket", NULL, 0, 0},
+	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
+	 sizeof(struct gl_sacct_source_cfg), OFF(n_sacct)},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+const struct gl_cfg_key *gl_config_keys(void)
+{
+	return top_keys;
+}
+
+static void walk(const struct gl_cfg_key *t, const char *prefix,
+		 void (*cb)(const char *, const struct gl_cfg_key *, void *), void *ud)
+{
+	char path[256];
+	for (; t->name; t++) {
+		snprintf(path, sizeof path, "%s%s", prefix, t->name);
+		cb(path, t, ud);
+		if (t->type == GL_CFG_LIST) {
+			char sub[256];
+			snprintf(sub, sizeof sub, "%s[].", path);
+			walk(t->sub, sub, cb, ud);
+		}
+	}
+}
+
+void gl_config_walk_keys(void (*cb)(const char *, const struct gl_cfg_key *, void *), void *ud)
+{
+	walk(top_keys, "", cb, ud);
+}
+
+/* ---- applying the tree to the struct ---- */
+static int set_value(void *base, const struct gl_cfg_key *k, const char *text, const char *name, int line,
+		     const char *path, struct gl_err *err)
+{
+	char *p = (char *)base + k->offset;
+	switch (k->type) {
+	case GL_CFG_STR: {
+		char **dst = (char **)p;
+		free(*dst);
+		*dst = gl_xstrdup(text);
+		return 0;
+	}
+	case GL_CFG_INT: {
+		char *end;
+		long long v;
+		errno = 0;
+		v = strtoll(text, &end, 10);
+		if (errno || end == text || *end != '\0')
+			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected an integer, got '%s'", name, line, path, text);
+		if (v < k->min || v > k->max)
+			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: %lld is out of range [%lld, %lld]", name, line,
+					  path, v, (long long)k->min, (long long)k->max);
+		*(int64_t *)p = v;
+		return 0;
+	}
+	case GL_CFG_BOOL: {
+		int v;
+		if (!strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcmp(text, "1"))
+			v = 1;
+		else if (!strcasecmp(text, "false") || !strcasecmp(text, "no") || !strcmp(text, "0"))
+			v = 0;
+		else
+			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected true or false, got '%s'", name, line, path, text);
+		*(int *)p = v;
+		return 0;
+	}
+	case GL_CFG_LIST:
+		break;
+	}
+	return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: internal: bad key type", name, line, path);
+}
+
+static int apply_defaults(void *base, const struct gl_cfg_key *t, struct gl_err *err)
+{
+	for (; t->name; t++) {
+		if (t->type == GL_CFG_LIST || !t->def)
+			continue;
+		int rc = set_value(base, t, t->def, "(defaults)", 0, t->name, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
+		     const char *name, unsigned char *seen, struct gl_err *err);
+
+static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode *seq, const char *path,
+		      const char *name, struct gl_err *err)
+{
+	char **arr = (char **)((char *)base + k->offset);
+	size_t *count = (size_t *)((char *)base + k->count_offset);
+	size_t nsub = 0;
+	int rc = 0;
+
+	if (seq->type != Y_SEQ)
+		return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a list", name, seq->line, path);
+	while (k->sub[nsub].name)
+		nsub++;
+	*arr = gl_xcalloc(seq->n ? seq->n : 1, k->elem_size);
+	*count = seq->n;
+	for (size_t i = 0; i < seq->n; i++) {
+		void *elem = *arr + i * k->elem_size;
+		unsigned char seen[64] = {0};
+		char ipath[256];
+		snprintf(ipath, sizeof ipath, "%s[%zu].", path, i);
+		if ((rc = apply_defaults(elem, k->sub, err)))
+			return rc;
+		if (seq->kids[i]->type != Y_MAP)
+			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
+					  path, i);
+		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", name, seen, err))) {
+			return rc;
+		}
+		for (size_t j = 0; j < nsub; j++)
+			if (k->sub[j].required && !seen[j])
+				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
+						  seq->kids[i]->line, ipath, k->sub[j].name);
+	}
+	return 0;
+}
+
+/* Matches dotted table names against nested maps: "database.dsn" is found at
+ * database: {dsn: ...}. */
+static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
+		     const char *name, unsigned char *seen, struct gl_err *err)
+{
+	for (size_t i = 0; i + 1 < map->n; i += 2) {
+		const struct ynode *key = map->kids[i], *val = map->kids[i + 1];
+		char path[256];
+		int found = 0, rc;
+
+		if (key->type != Y_SCALAR)
+			return gl_err_set(err, GL_ECONFIG, "%s:%d: keys must be plain strings", name, key->line);
+		snprintf(path, sizeof path, "%s%s", prefix, key->scalar);
+		/* a duplicate key is almost always a mistake in a config file */
+		for (size_t j = 0; j < i; j += 2)
+			if (!strcmp(map->kids[j]->scalar, key->scalar))
+				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: duplicate key (first at line %d)", name,
+						  key->line, path, map->kids[j]->line);
+		for (size_t j = 0; t[j].name; j++) {
+			size_t plen = strlen(path);
+			if (!strcmp(t[j].name, path)) {
+				found = 1;
+				seen[j] = 1;
+				if (t[j].type == GL_CFG_LIST) {
+					if (val->type == Y_SCALAR && val->plain_null)
+						break;
+					if ((rc = apply_list(base, &t[j], val, path, name, err)))
+						return rc;
+				} else {
+					if (val->type != Y_SCALAR)
+						return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a single value", name,
+								  val->line, path);
+					if (t[j].required && val->plain_null)
+						return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: must not be empty", name,
+								  val->line, path);
+					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, path, err)))
+						return rc;
+				}
+				break;
+			}
+			if (!strncmp(t[j].name, path, plen) && t[j].name[plen] == '.') {
+				found = 2;
+			}
+		}
+		if (found == 2) {
+			char sub[256];
+			if (val->type == Y_SCALAR && val->plain_null)
+				continue;
+			if (val->type != Y_MAP)
+				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a mapping", name, val->line, path);
+			snprintf(sub, sizeof sub, "%s.", path);
+			if ((rc = apply_map(base, t, val, sub, name, seen, err)))
+				return rc;
+		} else if (!found) {
+			return gl_err_set(err, GL_ECONFIG, "%s:%d: unknown key '%s'", name, key->line, path);
+		}
+	}
+	return 0;
+}
+
+int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf, size_t len, struct gl_err *err)
+{
+	yaml_parser_t ps;
+	struct ynode *root = NULL;
+	unsigned char seen[64] = {0};
+	int rc, have_parser = 0;
+
+	memset(cfg, 0, sizeof *cfg);
+	cfg->path = gl_xstrdup(name ? name : "(defaults)");
+	if ((rc = apply_defaults(cfg, top_keys, err)))
+		goto out;
+	if (!buf)
+		goto out;
+	if (len > CFG_MAX_BYTES) {
+		rc = gl_err_set(err, GL_ECONFIG, "%s: larger than %u bytes", name, CFG_MAX_BYTES);
+		goto out;
+	}
+	if (!yaml_parser_initialize(&ps))
+		gl_oom(sizeof ps);
+	have_parser = 1;
+	yaml_parser_set_input_string(&ps, (const unsigned char *)buf, len);
+	if ((rc = yaml_build(&ps, name, &root, err)))
+		goto out;
+	if (!root || (root->type == Y_SCALAR && root->plain_null))
+		goto out; /* an empty file is all defaults */
+	if (root->type != Y_MAP) {
+		rc = gl_err_set(err, GL_ECONFIG, "%s:%d: the top level must be a mapping", name, root->line);
+		goto out;
+	}
+	rc = apply_map(cfg, top_keys, root, "", name, seen, err);
+	if (!rc) {
+		for (size_t i = 0; i < cfg->n_sacct; i++)
+			for (size_t j = 0; j < i; j++)
+				if (!strcmp(cfg->sacct[i].cluster, cfg->sacct[j].cluster)) {
+					rc = gl_err_set(err, GL_ECONFIG, "%s: sources.sacct[%zu].cluster: '%s' is listed twice",
+							name, i, cfg->sacct[i].cluster);
+					goto out;
+				}
+	}
+out:
+	if (have_parser)
+		yaml_parser_delete(&ps);
+	ynode_free(root);
+	if (rc)
+		gl_config_fini(cfg);
+	return rc;
+}
+
+int gl_config_load(struct gl_config *cfg, const char *path, struct gl_err *err)
+{
+	FILE *f = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!path)
+		return gl_config_load_buf(cfg, NULL, NULL, 0, err);
+	memset(cfg, 0, sizeof *cfg);
+	f = fopen(path, "rb");
+	if (!f) {
+		rc = gl_err_set(err, GL_ECONFIG, "%s: cannot open config: %s", path, strerror(errno));
+		goto out;
+	}
+	buf = gl_xmalloc(CFG_MAX_BYTES + 1);
+	len = fread(buf, 1, CFG_MAX_BYTES + 1, f);
+	if (ferror(f)) {
+		rc = gl_err_set(err, GL_ECONFIG, "%s: read error: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = gl_config_load_buf(cfg, path, buf, len, err);
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	return rc;
+}
+
+static void fini_table(void *base, const struct gl_cfg_key *t)
+{
+	for (; t->name; t++) {
+		char *p = (char *)base + t->offset;
+		if (t->type == GL_CFG_STR) {
+			free(*(char **)p);
+			*(char **)p = NULL;
+		} else if (t->type == GL_CFG_LIST) {
+			char *arr = *(char **)p;
+			size_t n = *(size_t *)((char *)base + t->count_offset);
+			for (size_t i = 0; arr && i < n; i++)
+				fini_table(arr + i * t->elem_size, t->sub);
+			free(arr);
+			*(char **)p = NULL;
+			*(size_t *)((char *)base + t->count_offset) = 0;
+		}
+	}
+}
+
+void gl_config_fini(struct gl_config *cfg)
+{
+	if (!cfg)
+		return;
+	fini_table(cfg, top_keys);
+	free(cfg->path);
+	cfg->path = NULL;
+}
+
+const char *gl_config_external_dsn(const struct gl_config *cfg)
+{
+	const char *env = getenv("GPULEDGER_DSN");
+	if (env && *env)
+		return env;
+	if (cfg->db_dsn && *cfg->db_dsn)
+		return cfg->db_dsn;
+	return NULL;
+}

@@ -1,0 +1,419 @@
+/* sacct ingestion driver (see include/gl/sacct_ingest.h). */
+#include "gl/sacct_ingest.h"
+#include "gl/db.h"
+#include "gl/hostlist.h"
+#include "gl/jobs.h"
+#include "gl/log.h"
+#include "gl/sacct.h"
+#include "gl/strbuf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct gl_sacct_ingest {
+	PGconn *c;
+	struct gl_sacct_ingest_opts o;
+	struct gl_sacct_layout lay;
+	int have_layout;
+	int cluster_id;
+	int64_t run_id;
+	struct gl_jobs_batch *batch;
+	struct gl_ingest_stats st;
+	int64_t ok_lines;          /* parsed allocations + steps: proof the input is sacct output */
+	int committed_any;
+	struct gl_strbuf partial;  /* an incomplete trailing line between feeds */
+	struct gl_strbuf scratch;  /* NUL-terminated copies of the current line's fields */
+	struct gl_strbuf nodes;
+	int64_t line_no;
+	int first_line_seen;
+};
+
+static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const char *source_error, struct gl_err *err)
+{
+	struct gl_merge_counts mc;
+	const char *status;
+	int rc;
+
+	/* nothing parsed at all: this is not sacct output; write nothing */
+	if (!in->committed_any && in->ok_lines == 0 && in->st.skipped > 0) {
+		return gl_err_set(err, GL_EFORMAT,
+				  "%s: not sacct output (none of the first %lld lines parsed; check --delimiter and --fields)",
+				  in->o.input_name, (long long)in->st.lines_read);
+	}
+	if ((rc = gl_db_exec(in->c, "BEGIN", err)))
+		return rc;
+	if ((rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
+		goto fail;
+	in->st.inserted += mc.inserted;
+	in->st.updated += mc.updated;
+	in->st.unchanged += mc.unchanged;
+	if (!final)
+		status = "running";
+	else if (!source_ok)
+		status = "failed";
+	else
+		status = in->st.skipped ? "partial" : "ok";
+	if (final && source_ok && in->o.watermark_s != GL_TIME_NONE &&
+	    (rc = gl_ingest_watermark_set(in->c, in->o.source, in->cluster_id, in->o.watermark_s, err)))
+		goto fail;
+	if ((rc = gl_ingest_run_update(in->c, in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
+		goto fail;
+	if ((rc = gl_db_exec(in->c, "COMMIT", err)))
+		goto fail;
+	in->committed_any = 1;
+	return 0;
+fail:
+	PQclear(PQexec(in->c, "ROLLBACK"));
+	return rc;
+}
+
+static const char *cstr(struct gl_sacct_ingest *in, struct gl_str s, size_t *offs)
+{
+	/* offsets, not pointers: the scratch buffer may move while it grows */
+	if (!s.p)
+		return NULL;
+	*offs = in->scratch.len;
+	gl_strbuf_append(&in->scratch, s.p, s.len);
+	gl_strbuf_putc(&in->scratch, '\0');
+	return "";
+}
+
+static int add_node(const char *host, void *ud)
+{
+	struct gl_strbuf *b = ud;
+	gl_strbuf_putc(b, b->len ? ',' : '[');
+	gl_strbuf_putc(b, '"');
+	gl_strbuf_put_json_str(b, host, strlen(host));
+	gl_strbuf_putc(b, '"');
+	return 0;
+}
+
+enum { S_KEY, S_JOBID, S_RAW, S_NAME, S_USER, S_GROUP, S_ACCOUNT, S_PART, S_QOS, S_WCKEY, S_STATE, S_EXIT,
+       S_REQTRES, S_ALLOCTRES, S_NODELIST, S_GPUTYPE, S__N };
+
+static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, struct gl_job_row *row)
+{
+	size_t off[S__N];
+	const char *set[S__N];
+	char key[128];
+
+	gl_strbuf_reset(&in->scratch);
+	if (rec->db_index >= 0)
+		snprintf(key, sizeof key, "db:%lld", (long long)rec->db_index);
+	else
+		snprintf(key, sizeof key, "raw:%.*s@%lld", (int)(rec->job_id_raw.p ? rec->job_id_raw.len : rec->job_id.len),
+			 rec->job_id_raw.p ? rec->job_id_raw.p : rec->job_id.p, (long long)rec->submit_s);
+	set[S_KEY] = cstr(in, (struct gl_str){key, strlen(key)}, &off[S_KEY]);
+	set[S_JOBID] = cstr(in, rec->job_id, &off[S_JOBID]);
+	set[S_RAW] = cstr(in, rec->job_id_raw, &off[S_RAW]);
+	set[S_NAME] = cstr(in, rec->job_name, &off[S_NAME]);
+	set[S_USER] = rec->user.len ? cstr(in, rec->user, &off[S_USER]) : NULL;
+	set[S_GROUP] = rec->group.len ? cstr(in, rec->group, &off[S_GROUP]) : NULL;
+	set[S_ACCOUNT] = rec->account.len ? cstr(in, rec->account, &off[S_ACCOUNT]) : NULL;
+	set[S_PART] = rec->partition.len ? cstr(in, rec->partition, &off[S_PART]) : NULL;
+	set[S_QOS] = rec->qos.len ? cstr(in, rec->qos, &off[S_QOS]) : NULL;
+	set[S_WCKEY] = rec->wckey.len ? cstr(in, rec->wckey, &off[S_WCKEY]) : NULL;
+	if (rec->state == GL_JS_UNKNOWN) {
+		/* keep the verbatim first token of an unknown state */
+		struct gl_str t = rec->state_raw;
+		size_t n = 0;
+		while (n < t.len && t.p[n] != ' ')
+			n++;
+		t.len = n;
+		set[S_STATE] = cstr(in, t, &off[S_STATE]);
+	} else {
+		const char *nm = gl_job_state_name(rec->state);
+		set[S_STATE] = cstr(in, (struct gl_str){nm, strlen(nm)}, &off[S_STATE]);
+	}
+	set[S_EXIT] = rec->exit_code.len ? cstr(in, rec->exit_code, &off[S_EXIT]) : NULL;
+	set[S_REQTRES] = rec->req_tres.len ? cstr(in, rec->req_tres, &off[S_REQTRES]) : NULL;
+	set[S_ALLOCTRES] = rec->alloc_tres.len ? cstr(in, rec->alloc_tres, &off[S_ALLOCTRES]) : NULL;
+	set[S_NODELIST] = rec->node_list.len ? cstr(in, rec->node_list, &off[S_NODELIST]) : NULL;
+	set[S_GPUTYPE] = rec->gpu_type[0] ? cstr(in, (struct gl_str){rec->gpu_type, strlen(rec->gpu_type)}, &off[S_GPUTYPE]) : NULL;
+#define P(i) (set[i] ? in->scratch.p + off[i] : NULL)
+	memset(row, 0, sizeof *row);
+	row->job_key = P(S_KEY);
+	row->job_id = P(S_JOBID);
+	row->job_id_raw = P(S_RAW);
+	row->name = P(S_NAME);
+	row->user_name = P(S_USER);
+	row->group_name = P(S_GROUP);
+	row->account = P(S_ACCOUNT);
+	row->partition = P(S_PART);
+	row->qos = P(S_QOS);
+	row->wckey = P(S_WCKEY);
+	row->state = P(S_STATE);
+	row->exit_code = P(S_EXIT);
+	row->req_tres = P(S_REQTRES);
+	row->alloc_tres = P(S_ALLOCTRES);
+	row->node_list = P(S_NODELIST);
+	row->gpu_type = P(S_GPUTYPE);
+#undef P
+	row->namespace_ = NULL;
+	row->array_job_id = rec->array_task_id >= 0 || rec->kind == GL_SACCT_ARRAY_PENDING ? rec->base_job_id : -1;
+	row->array_task_id = rec->array_task_id;
+	row->het_job_id = rec->het_offset >= 0 ? rec->base_job_id : -1;
+	row->het_offset = rec->het_offset;
+	row->uid = rec->uid;
+	row->state_known = rec->state != GL_JS_UNKNOWN;
+	row->state_by_uid = rec->state_by_uid;
+	row->submit_s = rec->submit_s;
+	row->eligible_s = rec->eligible_s;
+	row->start_s = rec->start_s;
+	row->end_s = rec->end_s;
+	row->elapsed_s = rec->elapsed_s;
+	row->suspended_s = rec->suspended_s;
+	row->timelimit_s = rec->timelimit_s;
+	row->nnodes = rec->nnodes;
+	row->ncpus = rec->ncpus;
+	row->req_mem_mb = rec->req_mem_mb;
+	row->gpu_milli = rec->gpus_alloc * 1000;
+	row->req_gpu_milli = rec->gpus_req * 1000;
+	row->nodes_json = NULL;
+	row->tags_json = NULL;
+	row->last_seen_s = GL_TIME_NONE;
+}
+
+static int header_fields(struct gl_sacct_ingest *in, const char *line, size_t len, struct gl_err *err)
+{
+	/* "JobID|JobIDRaw|...": sacct without --noheader. Use it as the layout
+	 * unless the caller fixed one. */
+	struct gl_strbuf f = GL_STRBUF_INIT;
+	size_t dl = in->lay.delim_len;
+	int rc = 0;
+	for (size_t i = 0; i < len;) {
+		if (i + dl <= len && memcmp(line + i, in->lay.delim, dl) == 0) {
+			if (i + dl < len)
+				gl_strbuf_putc(&f, ',');
+			i += dl;
+		} else {
+			gl_strbuf_putc(&f, line[i++]);
+		}
+	}
+	if (!in->o.fields) {
+		struct gl_sacct_layout lay;
+		if ((rc = gl_sacct_layout_init(&lay, gl_strbuf_cstr(&f), in->o.delimiter, err))) {
+			gl_err_prefix(err, "%s:%lld: header: ", in->o.input_name, (long long)in->line_no);
+			goto out;
+		}
+		gl_sacct_layout_fini(&in->lay);
+		in->lay = lay;
+	}
+out:
+	gl_strbuf_fini(&f);
+	return rc;
+}
+
+static int do_line(struct gl_sacct_ingest *in, const char *line, size_t len, struct gl_err *err)
+{
+	struct gl_sacct_rec rec;
+	struct gl_job_row row;
+	struct gl_err perr = {0};
+	char reason[600];
+	int rc;
+
+	in->line_no++;
+	if (len && line[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return 0;
+	in->st.lines_read++;
+	if (!in->first_line_seen) {
+		in->first_line_seen = 1;
+		if (len >= 5 && strncasecmp(line, "JobID", 5) == 0 &&
+		    (len == 5 || memcmp(line + 5, in->lay.delim, in->lay.delim_len) == 0 ||
+		     strncasecmp(line + 5, "Raw", 3) == 0)) {
+			in->st.ignored++;
+			return header_fields(in, line, len, err);
+		}
+	}
+	if (memchr(line, '\0', len)) {
+		gl_ingest_stats_skip(&in->st, in->o.input_name, in->line_no, "binary data (NUL byte)");
+		return 0;
+	}
+	if (gl_sacct_parse_line(&in->lay, line, len, &rec, &perr) != 0) {
+		gl_ingest_stats_skip(&in->st, in->o.input_name, in->line_no, perr.msg);
+		return 0;
+	}
+	in->ok_lines++;
+	if (rec.kind == GL_SACCT_STEP) {
+		/* steps are not allocations: their TRES would double-count the job */
+		in->st.ignored++;
+		return 0;
+	}
+	if (rec.cluster.p && rec.cluster.len && !gl_str_eq(rec.cluster, in->o.cluster)) {
+		snprintf(reason, sizeof reason, "Cluster '%.*s' is not '%s'", (int)rec.cluster.len, rec.cluster.p,
+			 in->o.cluster);
+		gl_ingest_stats_skip(&in->st, in->o.input_name, in->line_no, reason);
+		return 0;
+	}
+	if (rec.state == GL_JS_UNKNOWN)
+		gl_log(GL_LOG_WARN, "%s:%lld: unknown job state '%.*s' kept verbatim", in->o.input_name,
+		       (long long)in->line_no, (int)rec.state_raw.len, rec.state_raw.p);
+	to_row(in, &rec, &row);
+	gl_strbuf_reset(&in->nodes);
+	if (rec.node_list.len) {
+		struct gl_err herr = {0};
+		if (gl_hostlist_expand(rec.node_list.p, rec.node_list.len, add_node, &in->nodes, &herr) != 0) {
+			snprintf(reason, sizeof reason, "NodeList: %s", herr.msg);
+			gl_ingest_stats_skip(&in->st, in->o.input_name, in->line_no, reason);
+			return 0;
+		}
+		if (in->nodes.len)
+			gl_strbuf_putc(&in->nodes, ']');
+		row.nodes_json = in->nodes.len ? in->nodes.p : NULL;
+	}
+	gl_jobs_batch_add(in->batch, &row);
+	if ((int64_t)gl_jobs_batch_rows(in->batch) >= in->o.batch_rows) {
+		if ((rc = flush(in, 0, 1, NULL, err)))
+			return rc;
+	}
+	return 0;
+}
+
+int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, struct gl_sacct_ingest **out,
+			  struct gl_err *err)
+{
+	struct gl_sacct_ingest *in = gl_xcalloc(1, sizeof *in);
+	int rc;
+
+	*out = NULL;
+	in->c = c;
+	in->o = *opts;
+	if (!in->o.source)
+		in->o.source = "sacct";
+	if (in->o.batch_rows <= 0)
+		in->o.batch_rows = 50000;
+	gl_ingest_stats_init(&in->st, opts->max_skip_reasons);
+	gl_strbuf_init(&in->partial);
+	gl_strbuf_init(&in->scratch);
+	gl_strbuf_init(&in->nodes);
+	in->batch = gl_jobs_batch_new();
+	if ((rc = gl_sacct_layout_init(&in->lay, opts->fields, opts->delimiter, err)))
+		goto out;
+	in->have_layout = 1;
+	if ((rc = gl_cluster_ensure(c, opts->cluster, "slurm", &in->cluster_id, err)))
+		goto out;
+	if ((rc = gl_ingest_run_begin(c, in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))
+		goto out;
+out:
+	if (rc) {
+		gl_sacct_ingest_free(in);
+		return rc;
+	}
+	*out = in;
+	return 0;
+}
+
+int gl_sacct_ingest_feed(struct gl_sacct_ingest *in, const char *buf, size_t n, struct gl_err *err)
+{
+	const char *p = buf, *end = buf + n;
+	int rc;
+
+	if (in->partial.len) {
+		const char *nl = memchr(p, '\n', n);
+		if (!nl) {
+			gl_strbuf_append(&in->partial, p, n);
+			return 0;
+		}
+		gl_strbuf_append(&in->partial, p, (size_t)(nl - p));
+		if ((rc = do_line(in, in->partial.p, in->partial.len, err)))
+			return rc;
+		gl_strbuf_reset(&in->partial);
+		p = nl + 1;
+	}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) {
+			gl_strbuf_append(&in->partial, p, (size_t)(end - p));
+			break;
+		}
+		if ((rc = do_line(in, p, (size_t)(nl - p), err)))
+			return rc;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+int gl_sacct_ingest_finish(struct gl_sacct_ingest *in, int source_ok, const char *source_error,
+			   struct gl_ingest_stats *stats, struct gl_err *err)
+{
+	int rc = 0;
+	if (in->partial.len) {
+		if ((rc = do_line(in, in->partial.p, in->partial.len, err)))
+			goto out;
+		gl_strbuf_reset(&in->partial);
+	}
+	rc = flush(in, 1, source_ok, source_error, err);
+out:
+	if (rc) {
+		/* record why, outside any transaction */
+		struct gl_err e2 = {0};
+		if (gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
+			gl_log(GL_LOG_WARN, "ingest: could not record the failed run: %s", e2.msg);
+	}
+	if (stats) {
+		*stats = in->st;
+		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */
+	}
+	return rc;
+}
+
+void gl_sacct_ingest_free(struct gl_sacct_ingest *in)
+{
+	if (!in)
+		return;
+	if (in->have_layout)
+		gl_sacct_layout_fini(&in->lay);
+	gl_jobs_batch_free(in->batch);
+	gl_ingest_stats_fini(&in->st);
+	gl_strbuf_fini(&in->partial);
+	gl_strbuf_fini(&in->scratch);
+	gl_strbuf_fini(&in->nodes);
+	free(in);
+}
+
+int gl_sacct_ingest_file(PGconn *c, const struct gl_sacct_ingest_opts *opts, const char *path,
+			 struct gl_ingest_stats *stats, struct gl_err *err)
+{
+	struct gl_sacct_ingest *in = NULL;
+	FILE *f = NULL;
+	char *buf = NULL;
+	int rc;
+
+	f = fopen(path, "rb");
+	if (!f) {
+		rc = gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if ((rc = gl_sacct_ingest_begin(c, opts, &in, err)))
+		goto out;
+	buf = gl_xmalloc(1 << 20);
+	for (;;) {
+		size_t n = fread(buf, 1, 1 << 20, f);
+		if (n && (rc = gl_sacct_ingest_feed(in, buf, n, err)))
+			break;
+		if (n < (1 << 20)) {
+			if (ferror(f))
+				rc = gl_err_set(err, GL_EIO, "%s: read error", path);
+			break;
+		}
+	}
+	if (rc) {
+		struct gl_err e2 = {0};
+		if (gl_sacct_ingest_finish(in, 0, err->msg, stats, &e2)) {
+			/* the original error is the one to report */
+		}
+	} else {
+		rc = gl_sacct_ingest_finish(in, 1, NULL, stats, err);
+	}
+out:
+	if (f)
+		fclose(f);
+	free(buf);
+	gl_sacct_ingest_free(in);
+	return rc;
+}

@@ -1,0 +1,121 @@
+/* Ingest runs and watermarks (see include/gl/ingest.h). */
+#include "gl/ingest.h"
+#include "gl/db.h"
+#include "gl/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gl_ingest_stats_init(struct gl_ingest_stats *s, int64_t max_reasons)
+{
+	memset(s, 0, sizeof *s);
+	gl_strbuf_init(&s->reasons);
+	s->max_reasons = max_reasons;
+}
+
+void gl_ingest_stats_fini(struct gl_ingest_stats *s)
+{
+	gl_strbuf_fini(&s->reasons);
+}
+
+void gl_ingest_stats_skip(struct gl_ingest_stats *s, const char *input, int64_t line, const char *reason)
+{
+	s->skipped++;
+	if (s->n_reasons < s->max_reasons) {
+		gl_log(GL_LOG_WARN, "%s:%lld: %s (line skipped)", input, (long long)line, reason);
+		if (s->n_reasons)
+			gl_strbuf_putc(&s->reasons, ',');
+		gl_strbuf_printf(&s->reasons, "{\"line\":%lld,\"reason\":\"", (long long)line);
+		gl_strbuf_put_json_str(&s->reasons, reason, strlen(reason));
+		gl_strbuf_puts(&s->reasons, "\"}");
+		s->n_reasons++;
+	} else if (s->n_reasons == s->max_reasons) {
+		gl_log(GL_LOG_WARN, "%s: more skipped lines; further reasons are counted, not logged", input);
+		s->n_reasons++;
+	}
+}
+
+int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const char *input, int64_t *run_id,
+			struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char cid[16];
+	int rc;
+
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c,
+			      "UPDATE ingest_runs SET status = 'aborted', finished_at = now()"
+			      " WHERE source = $1 AND cluster_id = $2 AND status = 'running'"
+			      " AND started_at < now() - interval '1 hour'",
+			      2, (const char *[]){source, cid}, NULL, err)))
+		goto out;
+	if ((rc = gl_db_query(c,
+			      "INSERT INTO ingest_runs (source, cluster_id, input, started_at, status)"
+			      " VALUES ($1, $2, $3, clock_timestamp(), 'running') RETURNING run_id",
+			      3, (const char *[]){source, cid, input}, &r, err)))
+		goto out;
+	*run_id = atoll(PQgetvalue(r, 0, 0));
+out:
+	PQclear(r);
+	return rc;
+}
+
+int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
+			 const char *error, struct gl_err *err)
+{
+	char id[24], lr[24], ins[24], upd[24], unc[24], sk[24], ign[24];
+	struct gl_strbuf reasons = GL_STRBUF_INIT;
+	int rc;
+
+	snprintf(id, sizeof id, "%lld", (long long)run_id);
+	snprintf(lr, sizeof lr, "%lld", (long long)s->lines_read);
+	snprintf(ins, sizeof ins, "%lld", (long long)s->inserted);
+	snprintf(upd, sizeof upd, "%lld", (long long)s->updated);
+	snprintf(unc, sizeof unc, "%lld", (long long)s->unchanged);
+	snprintf(sk, sizeof sk, "%lld", (long long)s->skipped);
+	snprintf(ign, sizeof ign, "%lld", (long long)s->ignored);
+	gl_strbuf_putc(&reasons, '[');
+	gl_strbuf_append(&reasons, s->reasons.p ? s->reasons.p : "", s->reasons.len);
+	gl_strbuf_putc(&reasons, ']');
+	rc = gl_db_query(c,
+			 "UPDATE ingest_runs SET lines_read = $2, inserted = $3, updated = $4, unchanged = $5,"
+			 " skipped = $6, ignored = $7, skip_reasons = $8::jsonb, status = $9, error = $10,"
+			 " finished_at = CASE WHEN $9 = 'running' THEN NULL ELSE clock_timestamp() END"
+			 " WHERE run_id = $1",
+			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status, error}, NULL, err);
+	gl_strbuf_fini(&reasons);
+	return rc;
+}
+
+int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char cid[16];
+	int rc;
+	*wm = GL_TIME_NONE;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c,
+			      "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
+			      " WHERE source = $1 AND cluster_id = $2 AND watermark IS NOT NULL",
+			      2, (const char *[]){source, cid}, &r, err)))
+		goto out;
+	if (PQntuples(r) == 1)
+		*wm = atoll(PQgetvalue(r, 0, 0));
+out:
+	PQclear(r);
+	return rc;
+}
+
+int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64_t wm, struct gl_err *err)
+{
+	char cid[16], w[24];
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	snprintf(w, sizeof w, "%lld", (long long)wm);
+	return gl_db_query(c,
+			   "INSERT INTO ingest_state (source, cluster_id, watermark, updated_at)"
+			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
+			   " ON CONFLICT (source, cluster_id) DO UPDATE SET watermark = EXCLUDED.watermark,"
+			   " updated_at = now()",
+			   3, (const char *[]){source, cid, w}, NULL, err);
+}

@@ -1,0 +1,286 @@
+/* Job batches and the staging merge (see include/gl/jobs.h). */
+#include "gl/jobs.h"
+#include "gl/db.h"
+#include "gl/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gl_jobs_batch {
+	struct gl_strbuf data;
+	size_t rows;
+	int64_t seq;
+};
+
+/* Times are staged as epoch seconds (cheaper to write than text timestamps)
+ * and converted in the merge. seq orders duplicates within a batch. */
+const char gl_jobs_stage_columns[] =
+	"seq, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset, name, "
+	"user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, "
+	"state_by_uid, exit_code, submit_s, eligible_s, start_s, end_s, elapsed_s, suspended_s, timelimit_s, "
+	"nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres, node_list, nodes, "
+	"tags, last_seen_s";
+
+static const char stage_ddl[] =
+	"CREATE TEMP TABLE IF NOT EXISTS jobs_stage ("
+	" seq bigint, job_key text, job_id text, job_id_raw text, array_job_id bigint, array_task_id bigint,"
+	" het_job_id bigint, het_offset integer, name text, user_name text, uid bigint, group_name text,"
+	" account text, partition text, qos text, wckey text, namespace text, state text, state_known boolean,"
+	" state_by_uid bigint, exit_code text, submit_s bigint, eligible_s bigint, start_s bigint, end_s bigint,"
+	" elapsed_s bigint, suspended_s bigint, timelimit_s bigint, nnodes integer, ncpus integer,"
+	" req_mem_mb bigint, gpu_milli bigint, req_gpu_milli bigint, gpu_type text, req_tres text,"
+	" alloc_tres text, node_list text, nodes text[], tags jsonb, last_seen_s bigint"
+	") ON COMMIT DELETE ROWS";
+
+/* One statement: dedupe the batch, upsert, and report what changed. A row
+ * whose loaded columns are all equal is left alone (no dead tuple, no
+ * updated_at bump), which keeps re-ingesting an unchanged file cheap. */
+static const char merge_sql[] =
+	"WITH src AS ("
+	" SELECT DISTINCT ON (job_key) * FROM jobs_stage ORDER BY job_key, seq DESC"
+	"), up AS ("
+	" INSERT INTO jobs AS j (cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id,"
+	"  het_offset, name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state,"
+	"  state_known, state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s,"
+	"  timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres,"
+	"  node_list, nodes, tags, last_seen_at)"
+	" SELECT $1::integer, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset, name,"
+	"  user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, state_by_uid,"
+	"  exit_code, to_timestamp(submit_s), to_timestamp(eligible_s), to_timestamp(start_s), to_timestamp(end_s),"
+	"  elapsed_s, suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type,"
+	"  req_tres, alloc_tres, node_list, nodes, coalesce(tags, '{}'), to_timestamp(last_seen_s)"
+	" FROM src"
+	" ON CONFLICT (cluster_id, job_key) DO UPDATE SET"
+	"  job_id = EXCLUDED.job_id, job_id_raw = EXCLUDED.job_id_raw, array_job_id = EXCLUDED.array_job_id,"
+	"  array_task_id = EXCLUDED.array_task_id, het_job_id = EXCLUDED.het_job_id, het_offset = EXCLUDED.het_offset,"
+	"  name = EXCLUDED.name, user_name = EXCLUDED.user_name, uid = EXCLUDED.uid, group_name = EXCLUDED.group_name,"
+	"  account = EXCLUDED.account, partition = EXCLUDED.partition, qos = EXCLUDED.qos, wckey = EXCLUDED.wckey,"
+	"  namespace = EXCLUDED.namespace, state = EXCLUDED.state, state_known = EXCLUDED.state_known,"
+	"  state_by_uid = EXCLUDED.state_by_uid, exit_code = EXCLUDED.exit_code, submit_at = EXCLUDED.submit_at,"
+	"  eligible_at = EXCLUDED.eligible_at, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,"
+	"  elapsed_s = EXCLUDED.elapsed_s, suspended_s = EXCLUDED.suspended_s, timelimit_s = EXCLUDED.timelimit_s,"
+	"  nnodes = EXCLUDED.nnodes, ncpus = EXCLUDED.ncpus, req_mem_mb = EXCLUDED.req_mem_mb,"
+	"  gpu_milli = EXCLUDED.gpu_milli, req_gpu_milli = EXCLUDED.req_gpu_milli, gpu_type = EXCLUDED.gpu_type,"
+	"  req_tres = EXCLUDED.req_tres, alloc_tres = EXCLUDED.alloc_tres, node_list = EXCLUDED.node_list,"
+	"  nodes = EXCLUDED.nodes, tags = EXCLUDED.tags, last_seen_at = EXCLUDED.last_seen_at, updated_at = now()"
+	" WHERE (j.job_id, j.job_id_raw, j.array_job_id, j.array_task_id, j.het_job_id, j.het_offset, j.name,"
+	"  j.user_name, j.uid, j.group_name, j.account, j.partition, j.qos, j.wckey, j.namespace, j.state,"
+	"  j.state_known, j.state_by_uid, j.exit_code, j.submit_at, j.eligible_at, j.start_at, j.end_at, j.elapsed_s,"
+	"  j.suspended_s, j.timelimit_s, j.nnodes, j.ncpus, j.req_mem_mb, j.gpu_milli, j.req_gpu_milli, j.gpu_type,"
+	"  j.req_tres, j.alloc_tres, j.node_list, j.nodes, j.tags, j.last_seen_at)"
+	"  IS DISTINCT FROM"
+	" (EXCLUDED.job_id, EXCLUDED.job_id_raw, EXCLUDED.array_job_id, EXCLUDED.array_task_id, EXCLUDED.het_job_id,"
+	"  EXCLUDED.het_offset, EXCLUDED.name, EXCLUDED.user_name, EXCLUDED.uid, EXCLUDED.group_name,"
+	"  EXCLUDED.account, EXCLUDED.partition, EXCLUDED.qos, EXCLUDED.wckey, EXCLUDED.namespace, EXCLUDED.state,"
+	"  EXCLUDED.state_known, EXCLUDED.state_by_uid, EXCLUDED.exit_code, EXCLUDED.submit_at, EXCLUDED.eligible_at,"
+	"  EXCLUDED.start_at, EXCLUDED.end_at, EXCLUDED.elapsed_s, EXCLUDED.suspended_s, EXCLUDED.timelimit_s,"
+	"  EXCLUDED.nnodes, EXCLUDED.ncpus, EXCLUDED.req_mem_mb, EXCLUDED.gpu_milli, EXCLUDED.req_gpu_milli,"
+	"  EXCLUDED.gpu_type, EXCLUDED.req_tres, EXCLUDED.alloc_tres, EXCLUDED.node_list, EXCLUDED.nodes,"
+	"  EXCLUDED.tags, EXCLUDED.last_seen_at)"
+	" RETURNING (xmax = 0) AS ins"
+	") SELECT (SELECT count(*) FROM src), count(*) FILTER (WHERE ins), count(*) FILTER (WHERE NOT ins) FROM up";
+
+struct gl_jobs_batch *gl_jobs_batch_new(void)
+{
+	struct gl_jobs_batch *b = gl_xcalloc(1, sizeof *b);
+	gl_strbuf_init(&b->data);
+	return b;
+}
+
+void gl_jobs_batch_free(struct gl_jobs_batch *b)
+{
+	if (!b)
+		return;
+	gl_strbuf_fini(&b->data);
+	free(b);
+}
+
+size_t gl_jobs_batch_rows(const struct gl_jobs_batch *b)
+{
+	return b->rows;
+}
+
+size_t gl_jobs_batch_bytes(const struct gl_jobs_batch *b)
+{
+	return b->data.len;
+}
+
+const char *gl_jobs_batch_copy_data(const struct gl_jobs_batch *b, size_t *len)
+{
+	*len = b->data.len;
+	return gl_strbuf_cstr(&b->data);
+}
+
+static void put_str(struct gl_strbuf *o, const char *s)
+{
+	if (!s)
+		gl_strbuf_append(o, "\\N", 2);
+	else
+		gl_strbuf_put_copy_text(o, s, strlen(s));
+	gl_strbuf_putc(o, '\t');
+}
+
+/* -1 means "none" for counts and ids */
+static void put_int(struct gl_strbuf *o, int64_t v, int64_t null_val)
+{
+	if (v == null_val)
+		gl_strbuf_append(o, "\\N", 2);
+	else
+		gl_strbuf_put_i64(o, v);
+	gl_strbuf_putc(o, '\t');
+}
+
+static void put_nodes(struct gl_strbuf *o, const char *json)
+{
+	/* nodes_json is a JSON array of plain strings: turn it into a text[]
+	 * literal with every element quoted, then COPY-escape it */
+	struct gl_strbuf arr = GL_STRBUF_INIT;
+	const char *p = json;
+	int in = 0;
+
+	if (!json) {
+		gl_strbuf_append(o, "\\N\t", 3);
+		return;
+	}
+	gl_strbuf_putc(&arr, '{');
+	for (; *p; p++) {
+		if (!in) {
+			if (*p == '"') {
+				if (arr.len > 1)
+					gl_strbuf_putc(&arr, ',');
+				gl_strbuf_putc(&arr, '"');
+				in = 1;
+			}
+			continue;
+		}
+		if (*p == '\\' && p[1]) {
+			p++;
+			if (*p == '"' || *p == '\\')
+				gl_strbuf_putc(&arr, '\\');
+			gl_strbuf_putc(&arr, *p);
+		} else if (*p == '"') {
+			gl_strbuf_putc(&arr, '"');
+			in = 0;
+		} else {
+			gl_strbuf_putc(&arr, *p);
+		}
+	}
+	gl_strbuf_putc(&arr, '}');
+	gl_strbuf_put_copy_text(o, arr.p, arr.len);
+	gl_strbuf_putc(o, '\t');
+	gl_strbuf_fini(&arr);
+}
+
+void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *r)
+{
+	struct gl_strbuf *o = &b->data;
+	gl_strbuf_put_i64(o, b->seq++);
+	gl_strbuf_putc(o, '\t');
+	put_str(o, r->job_key);
+	put_str(o, r->job_id);
+	put_str(o, r->job_id_raw);
+	put_int(o, r->array_job_id, -1);
+	put_int(o, r->array_task_id, -1);
+	put_int(o, r->het_job_id, -1);
+	put_int(o, r->het_offset, -1);
+	put_str(o, r->name);
+	put_str(o, r->user_name);
+	put_int(o, r->uid, -1);
+	put_str(o, r->group_name);
+	put_str(o, r->account);
+	put_str(o, r->partition);
+	put_str(o, r->qos);
+	put_str(o, r->wckey);
+	put_str(o, r->namespace_);
+	put_str(o, r->state);
+	gl_strbuf_append(o, r->state_known ? "t\t" : "f\t", 2);
+	put_int(o, r->state_by_uid, -1);
+	put_str(o, r->exit_code);
+	put_int(o, r->submit_s, GL_TIME_NONE);
+	put_int(o, r->eligible_s, GL_TIME_NONE);
+	put_int(o, r->start_s, GL_TIME_NONE);
+	put_int(o, r->end_s, GL_TIME_NONE);
+	put_int(o, r->elapsed_s, -1);
+	put_int(o, r->suspended_s, -1);
+	put_int(o, r->timelimit_s, -1);
+	put_int(o, r->nnodes, -1);
+	put_int(o, r->ncpus, -1);
+	put_int(o, r->req_mem_mb, -1);
+	put_int(o, r->gpu_milli, INT64_MIN);
+	put_int(o, r->req_gpu_milli, INT64_MIN);
+	put_str(o, r->gpu_type);
+	put_str(o, r->req_tres);
+	put_str(o, r->alloc_tres);
+	put_str(o, r->node_list);
+	put_nodes(o, r->nodes_json);
+	put_str(o, r->tags_json);
+	if (r->last_seen_s == GL_TIME_NONE)
+		gl_strbuf_append(o, "\\N", 2);
+	else
+		gl_strbuf_put_i64(o, r->last_seen_s);
+	gl_strbuf_putc(o, '\n');
+	b->rows++;
+}
+
+int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out, struct gl_err *err)
+{
+	char copy_sql[sizeof gl_jobs_stage_columns + 64], cid[16];
+	PGresult *r = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	if (b->rows == 0)
+		return 0;
+	if ((rc = gl_db_exec(c, stage_ddl, err)))
+		goto out;
+	snprintf(copy_sql, sizeof copy_sql, "COPY jobs_stage (%s) FROM STDIN", gl_jobs_stage_columns);
+	if ((rc = gl_db_copy_in(c, copy_sql, b->data.p, b->data.len, err)))
+		goto out;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c, merge_sql, 1, (const char *[]){cid}, &r, err)))
+		goto out;
+	{
+		int64_t distinct = atoll(PQgetvalue(r, 0, 0));
+		out->inserted = atoll(PQgetvalue(r, 0, 1));
+		out->updated = atoll(PQgetvalue(r, 0, 2));
+		/* duplicates inside the batch count as unchanged: they changed nothing */
+		out->unchanged = (int64_t)b->rows - out->inserted - out->updated;
+		(void)distinct;
+	}
+	/* the staging rows vanish at COMMIT (ON COMMIT DELETE ROWS); clear now
+	 * too so a second batch in the same transaction starts empty */
+	if ((rc = gl_db_exec(c, "TRUNCATE jobs_stage", err)))
+		goto out;
+	gl_strbuf_reset(&b->data);
+	b->rows = 0;
+out:
+	PQclear(r);
+	return rc;
+}
+
+int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+
+	if ((rc = gl_db_query(c,
+			      "WITH ins AS (INSERT INTO clusters (name, kind) VALUES ($1, $2)"
+			      " ON CONFLICT (name) DO NOTHING RETURNING cluster_id, kind)"
+			      " SELECT cluster_id, kind FROM ins UNION ALL"
+			      " SELECT cluster_id, kind FROM clusters WHERE name = $1",
+			      2, (const char *[]){name, kind}, &r, err)))
+		goto out;
+	if (PQntuples(r) < 1) {
+		rc = gl_err_set(err, GL_EDB, "cluster '%s': could not be created", name);
+		goto out;
+	}
+	if (strcmp(PQgetvalue(r, 0, 1), kind) != 0) {
+		rc = gl_err_set(err, GL_EINVAL, "cluster '%s' is a %s cluster, not %s", name, PQgetvalue(r, 0, 1), kind);
+		goto out;
+	}
+	*cluster_id = atoi(PQgetvalue(r, 0, 0));
+out:
+	PQclear(r);
+	return rc;
+}

@@ -1,0 +1,171 @@
+/* Child processes (see include/gl/proc.h). */
+#include "gl/proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct gl_proc_result *res,
+		struct gl_err *err)
+{
+	static const struct gl_proc_opts none = {0};
+	const char **full = NULL;
+	int out[2] = {-1, -1}, errp[2] = {-1, -1}, rc = 0, stop = 0;
+	size_t n = 0, k = 0;
+	pid_t pid = -1;
+	int64_t deadline;
+	char buf[65536];
+
+	if (!opts)
+		opts = &none;
+	memset(res, 0, sizeof *res);
+	while (argv[n])
+		n++;
+	full = gl_xcalloc(n + 8, sizeof *full);
+	if (opts->run_as && geteuid() == 0) {
+		full[k++] = "runuser";
+		full[k++] = "-u";
+		full[k++] = opts->run_as;
+		full[k++] = "--";
+	}
+	for (size_t i = 0; i < n; i++)
+		full[k++] = argv[i];
+	full[k] = NULL;
+
+	if (pipe2(out, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
+		rc = gl_err_set(err, GL_EIO, "%s: pipe: %s", argv[0], strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = gl_err_set(err, GL_EIO, "%s: fork: %s", argv[0], strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		/* child: own process group so a timeout kills grandchildren too */
+		setpgid(0, 0);
+		if (opts->stdout_path) {
+			int fd = open(opts->stdout_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			if (fd < 0)
+				_exit(126);
+			dup2(fd, 1);
+		} else {
+			dup2(out[1], 1);
+		}
+		dup2(errp[1], 2);
+		if (opts->env)
+			for (size_t i = 0; opts->env[i]; i++)
+				putenv((char *)opts->env[i]);
+		execvp(full[0], (char *const *)full);
+		dprintf(2, "exec %s: %s", full[0], strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	close(errp[1]);
+	out[1] = errp[1] = -1;
+	deadline = opts->timeout_s > 0 ? mono_ms() + (int64_t)opts->timeout_s * 1000 : INT64_MAX;
+	{
+		struct pollfd pf[2] = {{out[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+		int open_fds = 2;
+		while (open_fds > 0) {
+			int64_t left = deadline == INT64_MAX ? -1 : deadline - mono_ms();
+			int pr;
+			if (deadline != INT64_MAX && left <= 0) {
+				res->timed_out = 1;
+				kill(-pid, SIGKILL);
+				break;
+			}
+			pr = poll(pf, 2, left < 0 ? -1 : (int)(left > 1000 ? 1000 : left));
+			if (pr < 0) {
+				if (errno == EINTR)
+					continue;
+				break;
+			}
+			for (int i = 0; i < 2; i++) {
+				ssize_t r;
+				if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+					continue;
+				r = read(pf[i].fd, buf, sizeof buf);
+				if (r <= 0) {
+					if (r < 0 && errno == EINTR)
+						continue;
+					pf[i].fd = -1;
+					open_fds--;
+					continue;
+				}
+				if (i == 0) {
+					if (!stop && opts->on_stdout)
+						stop = opts->on_stdout(buf, (size_t)r, opts->ud);
+					if (stop) {
+						kill(-pid, SIGKILL);
+						pf[0].fd = -1;
+						open_fds--;
+					}
+				} else {
+					size_t room = sizeof res->stderr_excerpt - 1 - res->stderr_bytes;
+					if (res->stderr_bytes < sizeof res->stderr_excerpt - 1) {
+						size_t c = (size_t)r < room ? (size_t)r : room;
+						memcpy(res->stderr_excerpt + res->stderr_bytes, buf, c);
+						res->stderr_bytes += c;
+						res->stderr_excerpt[res->stderr_bytes] = '\0';
+					}
+				}
+			}
+		}
+	}
+	{
+		int st;
+		while (waitpid(pid, &st, 0) < 0) {
+			if (errno != EINTR) {
+				rc = gl_err_set(err, GL_EIO, "%s: waitpid: %s", argv[0], strerror(errno));
+				goto out;
+			}
+		}
+		if (WIFEXITED(st)) {
+			res->exited = 1;
+			res->status = WEXITSTATUS(st);
+		} else {
+			res->status = WIFSIGNALED(st) ? WTERMSIG(st) : -1;
+		}
+	}
+	/* trim trailing newlines of the excerpt for one-line messages */
+	while (res->stderr_bytes && (res->stderr_excerpt[res->stderr_bytes - 1] == '\n'))
+		res->stderr_excerpt[--res->stderr_bytes] = '\0';
+	if (stop)
+		rc = stop;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	free(full);
+	return rc;
+}
+
+void gl_proc_describe(const struct gl_proc_result *res, char *buf, size_t n)
+{
+	if (res->timed_out)
+		snprintf(buf, n, "timed out");
+	else if (res->exited)
+		snprintf(buf, n, "exit %d", res->status);
+	else
+		snprintf(buf, n, "killed by signal %d", res->status);
+}
