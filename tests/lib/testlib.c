@@ -1,0 +1,336 @@
+/* gpuledger test support (see tests/lib/testlib.h). */
+#include "testlib.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *env_or_die(const char *k)
+{
+	const char *v = getenv(k);
+	if (!v || !*v) {
+		fprintf(stderr, "testlib: %s is not set (run the tests through tests/run.sh or make test)\n", k);
+		exit(2);
+	}
+	return v;
+}
+
+const char *gl_test_bin(void) { return env_or_die("GL_TEST_BIN"); }
+const char *gl_test_admin_dsn(void) { return env_or_die("GL_TEST_ADMIN_DSN"); }
+const char *gl_test_app_dsn_base(void) { return env_or_die("GL_TEST_APP_DSN"); }
+
+const char *gl_test_fixture(const char *rel)
+{
+	if (access(rel, R_OK) != 0) {
+		fprintf(stderr, "testlib: fixture %s missing (cwd must be the repo root)\n", rel);
+		exit(2);
+	}
+	return rel;
+}
+
+int gl_test_db_create(const char *name, char *dsn, size_t n)
+{
+	char sql[512];
+	PGconn *c = PQconnectdb(gl_test_admin_dsn());
+	PGresult *r;
+	int rc = 0;
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "testlib: admin connect: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return -1;
+	}
+	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", name);
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		rc = -1;
+	PQclear(r);
+	snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\" OWNER gpuledger TEMPLATE template0 ENCODING 'UTF8'", name);
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "testlib: %s: %s", sql, PQerrorMessage(c));
+		rc = -1;
+	}
+	PQclear(r);
+	PQfinish(c);
+	snprintf(dsn, n, "%s dbname=%s", gl_test_app_dsn_base(), name);
+	return rc;
+}
+
+int gl_test_db_fresh(const char *name, char *dsn, size_t n)
+{
+	struct gl_test_out o;
+	int rc;
+	if (gl_test_db_create(name, dsn, n))
+		return -1;
+	rc = gl_test_run(dsn, NULL, &o, "migrate", NULL);
+	if (rc || o.status != 0) {
+		fprintf(stderr, "testlib: migrate failed (%d): %s\n", o.status, o.err);
+		rc = -1;
+	}
+	gl_test_out_fini(&o);
+	return rc;
+}
+
+static char *slurp_fd(int fd, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *b = malloc(cap);
+	for (;;) {
+		ssize_t r;
+		if (n + 1 >= cap)
+			b = realloc(b, cap *= 2);
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	b[n] = '\0';
+	if (len)
+		*len = n;
+	return b;
+}
+
+int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, const char *arg0, ...)
+{
+	const char *argv[64];
+	int outp[2], errp[2], st;
+	size_t k = 0;
+	va_list ap;
+	pid_t pid;
+	char of[64], ef[64];
+
+	memset(o, 0, sizeof *o);
+	argv[k++] = gl_test_bin();
+	argv[k++] = arg0;
+	va_start(ap, arg0);
+	while (k < 63 && (argv[k] = va_arg(ap, const char *)))
+		k++;
+	va_end(ap);
+	argv[k] = NULL;
+	/* temp files, not pipes: no deadlock on big outputs */
+	snprintf(of, sizeof of, "/tmp/gltest-out-%d", (int)getpid());
+	snprintf(ef, sizeof ef, "/tmp/gltest-err-%d", (int)getpid());
+	outp[1] = open(of, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	errp[1] = open(ef, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (outp[1] < 0 || errp[1] < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		dup2(outp[1], 1);
+		dup2(errp[1], 2);
+		if (dsn)
+			setenv("GPULEDGER_DSN", dsn, 1);
+		else
+			unsetenv("GPULEDGER_DSN");
+		unsetenv("GPULEDGER_CONFIG");
+		for (size_t i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	o->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	lseek(outp[1], 0, SEEK_SET);
+	lseek(errp[1], 0, SEEK_SET);
+	o->out = slurp_fd(outp[1], NULL);
+	o->err = slurp_fd(errp[1], NULL);
+	close(outp[1]);
+	close(errp[1]);
+	unlink(of);
+	unlink(ef);
+	return 0;
+}
+
+void gl_test_out_fini(struct gl_test_out *o)
+{
+	free(o->out);
+	free(o->err);
+	o->out = o->err = NULL;
+}
+
+long long gl_test_qint(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	long long v = -999999;
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+		v = atoll(PQgetvalue(r, 0, 0));
+	else if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fprintf(stderr, "testlib: %s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	return v;
+}
+
+const char *gl_test_qstr(PGconn *c, const char *sql)
+{
+	static char buf[8192];
+	PGresult *r = PQexec(c, sql);
+	buf[0] = '\0';
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+		snprintf(buf, sizeof buf, "%s", PQgetisnull(r, 0, 0) ? "(null)" : PQgetvalue(r, 0, 0));
+	else if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fprintf(stderr, "testlib: %s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	return buf;
+}
+
+int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *config_yaml,
+			 const char *const *extra_args)
+{
+	char portfile[320], cfgfile[320];
+	const char *argv[32];
+	size_t k = 0;
+	int logfd;
+
+	memset(d, 0, sizeof *d);
+	snprintf(d->dir, sizeof d->dir, "/tmp/gltest-daemon-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -1;
+	snprintf(portfile, sizeof portfile, "%s/port", d->dir);
+	snprintf(cfgfile, sizeof cfgfile, "%s/config.yaml", d->dir);
+	snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
+	{
+		FILE *f = fopen(cfgfile, "w");
+		if (!f)
+			return -1;
+		fputs(config_yaml ? config_yaml : "", f);
+		fclose(f);
+	}
+	argv[k++] = gl_test_bin();
+	argv[k++] = "--config";
+	argv[k++] = cfgfile;
+	argv[k++] = "serve";
+	argv[k++] = "--listen";
+	argv[k++] = "127.0.0.1:0";
+	argv[k++] = "--port-file";
+	argv[k++] = portfile;
+	for (size_t i = 0; extra_args && extra_args[i] && k < 31; i++)
+		argv[k++] = extra_args[i];
+	argv[k] = NULL;
+	logfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	d->pid = fork();
+	if (d->pid == 0) {
+		dup2(logfd, 1);
+		dup2(logfd, 2);
+		setenv("GPULEDGER_DSN", dsn, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(logfd);
+	for (int i = 0; i < 200; i++) { /* up to 20 s */
+		FILE *f = fopen(portfile, "r");
+		int st;
+		if (f) {
+			int ok = fscanf(f, "%d", &d->port) == 1;
+			fclose(f);
+			if (ok && d->port > 0)
+				return 0;
+		}
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			fprintf(stderr, "testlib: daemon exited early; log %s\n", d->log);
+			d->pid = 0;
+			return -1;
+		}
+		usleep(100000);
+	}
+	fprintf(stderr, "testlib: daemon did not start; log %s\n", d->log);
+	return -1;
+}
+
+int gl_test_daemon_stop(struct gl_test_daemon *d)
+{
+	int st = 0;
+	char cmd[400];
+	if (d->pid > 0) {
+		kill(d->pid, SIGTERM);
+		for (int i = 0; i < 100; i++) {
+			if (waitpid(d->pid, &st, WNOHANG) == d->pid)
+				break;
+			usleep(100000);
+			if (i == 99) {
+				kill(d->pid, SIGKILL);
+				waitpid(d->pid, &st, 0);
+			}
+		}
+	}
+	d->pid = 0;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
+	if (getenv("GL_TEST_KEEP") == NULL && system(cmd) != 0)
+		fprintf(stderr, "testlib: could not remove %s\n", d->dir);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+struct membuf {
+	char *p;
+	size_t n;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct membuf *m = ud;
+	size_t k = size * nmemb;
+	m->p = realloc(m->p, m->n + k + 1);
+	memcpy(m->p + m->n, ptr, k);
+	m->n += k;
+	m->p[m->n] = '\0';
+	return k;
+}
+
+int gl_test_http(int port, const char *method, const char *path, const char *body, size_t body_len,
+		 const char *const *extra_headers, struct gl_test_http *r)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hl = NULL;
+	struct membuf b = {0}, hd = {0};
+	char url[2048];
+	CURLcode cc;
+
+	memset(r, 0, sizeof *r);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	if (body) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+	}
+	if (!strcmp(method, "HEAD"))
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	for (size_t i = 0; extra_headers && extra_headers[i]; i++)
+		hl = curl_slist_append(hl, extra_headers[i]);
+	if (hl)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+	cc = curl_easy_perform(h);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_slist_free_all(hl);
+	curl_easy_cleanup(h);
+	r->body = b.p ? b.p : calloc(1, 1);
+	r->len = b.n;
+	r->headers = hd.p ? hd.p : calloc(1, 1);
+	return cc == CURLE_OK ? 0 : -1;
+}
+
+void gl_test_http_fini(struct gl_test_http *r)
+{
+	free(r->body);
+	free(r->headers);
+	r->body = r->headers = NULL;
+}

@@ -1,0 +1,66 @@
+/* gpuledger test support: a fresh database per test program on the throwaway
+ * cluster tests/run.sh starts, the real binary run as a child, the real
+ * daemon on port 0, and HTTP requests with libcurl.
+ *
+ * Ownership: strings returned in struct fields are owned by the struct and
+ * freed by the matching _fini/_stop function.
+ */
+#ifndef GL_TESTLIB_H
+#define GL_TESTLIB_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Environment set by tests/run.sh. */
+const char *gl_test_bin(void);       /* $GL_TEST_BIN: build/gpuledger */
+const char *gl_test_admin_dsn(void); /* $GL_TEST_ADMIN_DSN: superuser on the throwaway cluster */
+const char *gl_test_app_dsn_base(void); /* $GL_TEST_APP_DSN: "host=... user=gpuledger" without dbname */
+
+/* Drops and creates database `name` owned by the app role; fills dsn. */
+int gl_test_db_create(const char *name, char *dsn, size_t n);
+/* Creates the database and runs the real `gpuledger migrate` against it. */
+int gl_test_db_fresh(const char *name, char *dsn, size_t n);
+
+struct gl_test_out {
+	int status;      /* exit status; 128+sig when killed */
+	char *out;       /* stdout, NUL-terminated */
+	char *err;       /* stderr excerpt */
+};
+/* Runs build/gpuledger with GPULEDGER_DSN=dsn (NULL: unset) and the given
+ * args (NULL-terminated). Extra env "K=V" entries may be passed in env. */
+int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, const char *arg0, ...);
+void gl_test_out_fini(struct gl_test_out *o);
+
+/* Query helpers: first column of the first row as integer / text (static buffer). */
+long long gl_test_qint(PGconn *c, const char *sql);
+const char *gl_test_qstr(PGconn *c, const char *sql);
+
+struct gl_test_daemon {
+	pid_t pid;
+	int port;
+	char dir[256];
+	char log[300];
+};
+/* Starts `gpuledger serve --listen 127.0.0.1:0 --port-file ...` with the
+ * given config text (may be NULL) against dsn; waits until it listens. */
+int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *config_yaml, const char *const *extra_args);
+/* SIGTERM, wait; returns the exit status. */
+int gl_test_daemon_stop(struct gl_test_daemon *d);
+
+struct gl_test_http {
+	long status;
+	char *body;
+	size_t len;
+	char *headers;
+};
+/* method "GET"/"POST"; body may be NULL. extra_headers: NULL-terminated "K: V" list or NULL. */
+int gl_test_http(int port, const char *method, const char *path, const char *body, size_t body_len,
+		 const char *const *extra_headers, struct gl_test_http *r);
+void gl_test_http_fini(struct gl_test_http *r);
+
+/* Repo-relative fixture path check: aborts the test program with a message
+ * when a fixture is missing (tests run from the repo root). */
+const char *gl_test_fixture(const char *rel);
+
+#endif

@@ -1,0 +1,184 @@
+/* Config loading: key table, errors with file:line, and the doc/example check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_defaults(void **state)
+{
+	struct gl_config c;
+	struct gl_err e = {0};
+	assert_int_equal(gl_config_load(&c, NULL, &e), 0);
+	assert_string_equal(c.listen, "127.0.0.1:8080");
+	assert_int_equal(c.http_threads, 2);
+	assert_string_equal(c.db_dsn, "");
+	assert_int_equal(c.n_sacct, 0);
+	gl_config_fini(&c);
+}
+
+static void test_values(void **state)
+{
+	static const char y[] = "server:\n  listen: 127.0.0.1:0\n  threads: 4\n"
+				"sources:\n  sacct:\n    - cluster: a\n      interval_s: 60\n    - cluster: b\n";
+	struct gl_config c;
+	struct gl_err e = {0};
+	assert_int_equal(gl_config_load_buf(&c, "t.yaml", y, strlen(y), &e), 0);
+	assert_string_equal(c.listen, "127.0.0.1:0");
+	assert_int_equal(c.http_threads, 4);
+	assert_int_equal(c.n_sacct, 2);
+	assert_string_equal(c.sacct[0].cluster, "a");
+	assert_int_equal(c.sacct[0].interval_s, 60);
+	assert_int_equal(c.sacct[1].interval_s, 300); /* default applied per element */
+	assert_string_equal(c.sacct[1].command, "sacct");
+	gl_config_fini(&c);
+}
+
+struct bad_case {
+	const char *yaml;
+	const char *want; /* substring of the error */
+};
+
+static const struct bad_case bad[] = {
+	{"server:\n  listn: x\n", "t.yaml:2: unknown key 'server.listn'"},
+	{"server:\n  threads: many\n", "t.yaml:2: server.threads: expected an integer, got 'many'"},
+	{"server:\n  threads: 1\n", "t.yaml:2: server.threads: 1 is out of range [2, 256]"},
+	{"bogus: 1\n", "t.yaml:1: unknown key 'bogus'"},
+	{"sources:\n  sacct:\n    - command: x\n", "t.yaml:3: sources.sacct[0].cluster: required key missing"},
+	{"sources:\n  sacct:\n    - cluster: a\n      nope: 1\n", "t.yaml:4: unknown key 'nope'"},
+	{"sources:\n  sacct:\n    - cluster: a\n    - cluster: a\n", "'a' is listed twice"},
+	{"server: [1, 2\n", "t.yaml:"},
+	{"server:\n  listen: a\n  listen: b\n", "t.yaml:3: server.listen: duplicate key (first at line 2)"},
+	{"- a\n- b\n", "t.yaml:1: the top level must be a mapping"},
+	{"server:\n  listen: [a]\n", "t.yaml:2: server.listen: expected a single value"},
+	{"a: &x 1\nb: *x\n", "aliases are not supported"},
+};
+
+static void test_bad(void **state)
+{
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct gl_config c;
+		struct gl_err e = {0};
+		int rc = gl_config_load_buf(&c, "t.yaml", bad[i].yaml, strlen(bad[i].yaml), &e);
+		if (rc == 0 || !strstr(e.msg, bad[i].want)) {
+			fprintf(stderr, "case %zu: rc=%d msg='%s' want '%s'\n", i, rc, e.msg, bad[i].want);
+			fail();
+		}
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	struct gl_config c;
+	struct gl_err e = {0};
+	assert_int_not_equal(gl_config_load(&c, "/nonexistent/gl.yaml", &e), 0);
+	assert_non_null(strstr(e.msg, "/nonexistent/gl.yaml: cannot open config"));
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *b;
+	long n;
+	assert_non_null(f);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+	b[n] = '\0';
+	fclose(f);
+	return b;
+}
+
+struct doc_ctx {
+	const char *doc, *example;
+	int missing;
+	char paths[128][128];
+	int n;
+};
+
+static void check_key(const char *path, const struct gl_cfg_key *k, void *ud)
+{
+	struct doc_ctx *d = ud;
+	char want[160];
+	const char *last = strrchr(path, '.');
+	snprintf(want, sizeof want, "| `%s` |", path);
+	if (!strstr(d->doc, want)) {
+		fprintf(stderr, "docs/config.md lacks a row for %s\n", path);
+		d->missing++;
+	}
+	snprintf(want, sizeof want, "%s:", last ? last + 1 : path);
+	if (!strstr(d->example, want)) {
+		fprintf(stderr, "gpuledger.example.yaml lacks %s\n", path);
+		d->missing++;
+	}
+	if (d->n < 128)
+		snprintf(d->paths[d->n++], sizeof d->paths[0], "%s", path);
+}
+
+static void test_doc_and_example_match_table(void **state)
+{
+	struct doc_ctx d = {0};
+	struct gl_config c;
+	struct gl_err e = {0};
+	char *doc = slurp("docs/config.md"), *ex = slurp("gpuledger.example.yaml");
+	d.doc = doc;
+	d.example = ex;
+	gl_config_walk_keys(check_key, &d);
+	assert_int_equal(d.missing, 0);
+	/* every documented key exists in the table */
+	for (const char *p = doc; (p = strstr(p, "\n| `")); p++) {
+		char key[128];
+		const char *s = p + 4, *q = strchr(s, '`');
+		int found = 0;
+		assert_non_null(q);
+		snprintf(key, sizeof key, "%.*s", (int)(q - s), s);
+		for (int i = 0; i < d.n; i++)
+			found |= !strcmp(d.paths[i], key);
+		if (!found)
+			fprintf(stderr, "docs/config.md documents unknown key %s\n", key);
+		assert_true(found);
+	}
+	/* the example is a valid config */
+	assert_int_equal(gl_config_load(&c, "gpuledger.example.yaml", &e), 0);
+	gl_config_fini(&c);
+	free(doc);
+	free(ex);
+}
+
+static void test_env_dsn(void **state)
+{
+	struct gl_config c;
+	struct gl_err e = {0};
+	static const char y[] = "database:\n  dsn: host=x\n";
+	assert_int_equal(gl_config_load_buf(&c, "t.yaml", y, strlen(y), &e), 0);
+	unsetenv("GPULEDGER_DSN");
+	assert_string_equal(gl_config_external_dsn(&c), "host=x");
+	setenv("GPULEDGER_DSN", "host=y", 1);
+	assert_string_equal(gl_config_external_dsn(&c), "host=y");
+	unsetenv("GPULEDGER_DSN");
+	gl_config_fini(&c);
+	assert_int_equal(gl_config_load(&c, NULL, &e), 0);
+	assert_null(gl_config_external_dsn(&c));
+	gl_config_fini(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_doc_and_example_match_table),
+		cmocka_unit_test(test_env_dsn),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,170 @@
+/* strbuf, time helpers, log rate limiting, child processes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/log.h"
+#include "gl/proc.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void test_strbuf_escapes(void **state)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	static const char raw[] = "a\tb\\c\nd\re";
+	gl_strbuf_put_copy_text(&b, raw, strlen(raw));
+	assert_string_equal(gl_strbuf_cstr(&b), "a\\tb\\\\c\\nd\\re");
+	gl_strbuf_reset(&b);
+	gl_strbuf_put_json_str(&b, "q\"\x01\\", 4);
+	assert_string_equal(gl_strbuf_cstr(&b), "q\\\"\\u0001\\\\");
+	gl_strbuf_reset(&b);
+	gl_strbuf_put_i64(&b, INT64_MIN + 1);
+	gl_strbuf_putc(&b, ' ');
+	gl_strbuf_put_i64(&b, 0);
+	gl_strbuf_putc(&b, ' ');
+	gl_strbuf_put_i64(&b, 1234567);
+	assert_string_equal(gl_strbuf_cstr(&b), "-9223372036854775807 0 1234567");
+	gl_strbuf_reset(&b);
+	for (int i = 0; i < 10000; i++)
+		gl_strbuf_printf(&b, "%d,", i);
+	assert_int_equal(b.len, 48890);
+	gl_strbuf_fini(&b);
+}
+
+struct tcase {
+	const char *in;
+	long long want; /* LLONG_MIN = error */
+};
+
+static const struct tcase times[] = {
+	{"1970-01-01T00:00:00Z", 0},
+	{"2026-11-22T16:03:53Z", 1795363433},
+	{"2026-11-22T16:03:53", 1795363433},
+	{"2026-11-22 16:03:53", 1795363433},
+	{"2026-11-22T18:03:53+02:00", 1795363433},
+	{"2026-11-22T16:03:53.999Z", 1795363433},
+	{"2026-11-22", 1795305600},
+	{"2024-02-29T00:00:00Z", 1709164800},
+	{"2023-02-29T00:00:00Z", INT64_MIN},
+	{"2026-13-01", INT64_MIN},
+	{"2026-11-22T25:00:00Z", INT64_MIN},
+	{"2026-11-22T16:03", 1795363380},
+	{"yesterday", INT64_MIN},
+	{"2026-11-22T16:03:53Zjunk", INT64_MIN},
+	{"", INT64_MIN},
+};
+
+static void test_time_parse(void **state)
+{
+	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+		int64_t t = 0;
+		int rc = gl_time_parse(times[i].in, strlen(times[i].in), &t);
+		if (times[i].want == INT64_MIN) {
+			if (rc == 0)
+				fprintf(stderr, "'%s' parsed as %lld\n", times[i].in, (long long)t);
+			assert_int_not_equal(rc, 0);
+		} else {
+			if (rc != 0 || t != times[i].want)
+				fprintf(stderr, "'%s': rc %d t %lld want %lld\n", times[i].in, rc, (long long)t, times[i].want);
+			assert_int_equal(rc, 0);
+			assert_int_equal(t, times[i].want);
+		}
+	}
+}
+
+static void test_time_roundtrip(void **state)
+{
+	/* every day across 1900..2200 round-trips through civil dates */
+	char buf[32];
+	for (int64_t t = -2208988800LL; t < 7258118400LL; t += 86400 + 3661) {
+		int64_t back;
+		gl_time_format(t, buf, sizeof buf);
+		assert_int_equal(gl_time_parse(buf, strlen(buf), &back), 0);
+		assert_int_equal(back, t);
+	}
+	gl_time_format(1795363433, buf, sizeof buf);
+	assert_string_equal(buf, "2026-11-22T16:03:53Z");
+}
+
+static void test_log_limiter(void **state)
+{
+	struct gl_log_limiter lim = GL_LOG_LIMITER_INIT(60);
+	char path[] = "/tmp/gl-log-XXXXXX", text[4096] = {0};
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	gl_log_set_fd(fd);
+	gl_log_fail(&lim, 1000, GL_LOG_ERROR, "sacct: down");   /* logged */
+	gl_log_fail(&lim, 1010, GL_LOG_ERROR, "sacct: down");   /* suppressed */
+	gl_log_fail(&lim, 1020, GL_LOG_ERROR, "sacct: down");   /* suppressed */
+	gl_log_fail(&lim, 1061, GL_LOG_ERROR, "sacct: down");   /* logged with count 2 */
+	gl_log_ok(&lim, "sacct");                                /* one recovered line */
+	gl_log_ok(&lim, "sacct");                                /* nothing */
+	gl_log_set_fd(2);
+	assert_true(pread(fd, text, sizeof text - 1, 0) > 0);
+	close(fd);
+	unlink(path);
+	{
+		int lines = 0;
+		for (const char *p = text; (p = strchr(p, '\n')); p++)
+			lines++;
+		assert_int_equal(lines, 3);
+	}
+	assert_non_null(strstr(text, "sacct: down (repeated 2 more times since last report)"));
+	assert_non_null(strstr(text, "sacct: recovered after 4 failures"));
+}
+
+static int collect(const char *buf, size_t n, void *ud)
+{
+	gl_strbuf_append(ud, buf, n);
+	return 0;
+}
+
+static void test_proc(void **state)
+{
+	struct gl_strbuf out = GL_STRBUF_INIT;
+	struct gl_proc_opts o = {0};
+	struct gl_proc_result r;
+	struct gl_err e = {0};
+	const char *env[] = {"GL_X=hello world", NULL};
+	const char *argv1[] = {"sh", "-c", "printf '%s' \"$GL_X\"; echo oops >&2; exit 3", NULL};
+	const char *argv2[] = {"sleep", "5", NULL};
+	const char *argv3[] = {"/nonexistent/binary", NULL};
+
+	o.env = env;
+	o.on_stdout = collect;
+	o.ud = &out;
+	assert_int_equal(gl_proc_run(argv1, &o, &r, &e), 0);
+	assert_true(r.exited);
+	assert_int_equal(r.status, 3);
+	assert_string_equal(gl_strbuf_cstr(&out), "hello world");
+	assert_string_equal(r.stderr_excerpt, "oops");
+
+	memset(&o, 0, sizeof o);
+	o.timeout_s = 1;
+	assert_int_equal(gl_proc_run(argv2, &o, &r, &e), 0);
+	assert_true(r.timed_out);
+	assert_false(r.exited);
+
+	assert_int_equal(gl_proc_run(argv3, NULL, &r, &e), 0);
+	assert_true(r.exited);
+	assert_int_equal(r.status, 127);
+	assert_non_null(strstr(r.stderr_excerpt, "/nonexistent/binary"));
+	gl_strbuf_fini(&out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_strbuf_escapes), cmocka_unit_test(test_time_parse),
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
+		cmocka_unit_test(test_proc),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
