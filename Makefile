@@ -85,9 +85,9 @@ $(BUILD)/tests/http/%: tests/http/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
 
 build-tests: $(BUILD)/gpuledger $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 

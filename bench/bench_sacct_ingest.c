@@ -1,0 +1,159 @@
+/* End-to-end `gpuledger ingest sacct` of 1M synthetic jobs (the real testbed
+ * lines resampled with fresh DBIndex values) against the limit: a raw COPY of
+ * the same rows into the same table with the same indexes. Also re-ingesting
+ * the same file (every row unchanged). Needs the env of bench/run.sh. */
+#include "lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TB "tests/fixtures/sacct/testbed/"
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void die(const char *m)
+{
+	fprintf(stderr, "bench_sacct_ingest: %s\n", m);
+	exit(1);
+}
+
+static long write_big(const char *path, long rows)
+{
+	FILE *in = fopen(TB "sacct_alloc.txt", "r"), *out = fopen(path, "w");
+	char lines[32][1024];
+	int n = 0;
+	long k = 0;
+	if (!in || !out)
+		die("cannot open fixture or output");
+	while (n < 32 && fgets(lines[n], sizeof lines[n], in))
+		n++;
+	fclose(in);
+	for (; k < rows; k++) {
+		char buf[1024], *f[40];
+		int nf = 0;
+		snprintf(buf, sizeof buf, "%s", lines[k % n]);
+		buf[strcspn(buf, "\n")] = '\0';
+		for (char *s = buf, *t; nf < 40 && (t = strsep(&s, "|"));)
+			f[nf++] = t;
+		for (int j = 0; j < nf; j++) {
+			if (j == 27) /* DBIndex */
+				fprintf(out, "%ld", k + 1);
+			else if (j == 0 && k >= n) /* distinct job ids too */
+				fprintf(out, "%ld", 100000 + k);
+			else
+				fputs(f[j], out);
+			fputc(j + 1 < nf ? '|' : '\n', out);
+		}
+	}
+	fclose(out);
+	return k;
+}
+
+static double run_ingest(const char *dsn, const char *file, const char *fields)
+{
+	struct gl_test_out o;
+	double t0 = now_s(), dt;
+	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file", file, "--fields", fields,
+			NULL) ||
+	    o.status != 0) {
+		fprintf(stderr, "%s\n", o.err);
+		die("ingest failed");
+	}
+	dt = now_s() - t0;
+	fprintf(stderr, "  ingest: %.2f s %s", dt, o.out);
+	gl_test_out_fini(&o);
+	return dt;
+}
+
+int main(int argc, char **argv)
+{
+	char dsn[512], path[512], copyfile[512], fields[1024], sql[2048];
+	long rows = argc > 1 ? atol(argv[1]) : 1000000;
+	double t_first, t_again, t_copy;
+	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
+	PGconn *c;
+	PGresult *r;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/bench-sacct.txt", tmp);
+	snprintf(copyfile, sizeof copyfile, "%s/bench-jobs.copy", tmp);
+	f = fopen(TB "sacct_fields.txt", "r");
+	if (!f || !fgets(fields, sizeof fields, f))
+		die("fields");
+	fclose(f);
+	fields[strcspn(fields, "\n")] = '\0';
+	for (char *p = fields; *p; p++)
+		if (*p == '|')
+			*p = ',';
+	write_big(path, rows);
+	if (gl_test_db_fresh("gl_bench_ingest", dsn, sizeof dsn))
+		die("db");
+	c = PQconnectdb(dsn);
+	t_first = run_ingest(dsn, path, fields);
+	t_again = run_ingest(dsn, path, fields);
+
+	/* the limit: COPY the very same rows into the same (now emptied) table */
+	snprintf(sql, sizeof sql,
+		 "COPY (SELECT cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset,"
+		 " name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known,"
+		 " state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s, timelimit_s,"
+		 " nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres, node_list, nodes,"
+		 " tags, last_seen_at FROM jobs) TO STDOUT");
+	{
+		FILE *out = fopen(copyfile, "w");
+		char *buf;
+		int n;
+		r = PQexec(c, sql);
+		if (PQresultStatus(r) != PGRES_COPY_OUT)
+			die(PQerrorMessage(c));
+		PQclear(r);
+		while ((n = PQgetCopyData(c, &buf, 0)) > 0) {
+			fwrite(buf, 1, (size_t)n, out);
+			PQfreemem(buf);
+		}
+		PQclear(PQgetResult(c));
+		fclose(out);
+	}
+	PQclear(PQexec(c, "TRUNCATE jobs"));
+	PQclear(PQexec(c, "CHECKPOINT"));
+	{
+		FILE *in = fopen(copyfile, "r");
+		char buf[1 << 16];
+		size_t n;
+		double t0 = now_s();
+		r = PQexec(c, "COPY jobs (cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id,"
+			      " het_offset, name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state,"
+			      " state_known, state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s,"
+			      " suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres,"
+			      " alloc_tres, node_list, nodes, tags, last_seen_at) FROM STDIN");
+		if (PQresultStatus(r) != PGRES_COPY_IN)
+			die(PQerrorMessage(c));
+		PQclear(r);
+		while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+			PQputCopyData(c, buf, (int)n);
+		PQputCopyEnd(c, NULL);
+		r = PQgetResult(c);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			die(PQerrorMessage(c));
+		PQclear(r);
+		t_copy = now_s() - t0;
+		fclose(in);
+	}
+	fprintf(stderr, "  raw COPY: %.2f s\n", t_copy);
+	printf("| sacct ingest, %ld synthetic jobs into an empty table | %.2f s (%.0f rows/s) | raw COPY of the same rows: %.2f s (target <= 1.5x) | %.2fx |\n",
+	       rows, t_first, (double)rows / t_first, t_copy, t_first / t_copy);
+	printf("| sacct re-ingest, same %ld jobs (all unchanged) | %.2f s | first ingest: %.2f s (target <= 1.5x) | %.2fx |\n",
+	       rows, t_again, t_first, t_again / t_first);
+	PQfinish(c);
+	unlink(path);
+	unlink(copyfile);
+	return 0;
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, one table. Benchmarks that need a database
+# get a throwaway embedded cluster (as tests/run.sh does). Never part of
+# `make test`. Each benchmark prints markdown rows "| figure | ours | limit | ratio |".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+T=$(mktemp -d /tmp/gpuledger-bench.XXXXXX)
+chmod 755 "$T"
+trap '"$BUILD/gpuledger" --config "$T/config.yaml" db stop >/dev/null 2>&1; rm -rf "$T"' EXIT
+printf 'database:\n  embedded_dir: %s/var\nlog:\n  level: warn\n' "$T" >"$T/config.yaml"
+"$BUILD/gpuledger" --config "$T/config.yaml" db init >/dev/null 2>&1
+"$BUILD/gpuledger" --config "$T/config.yaml" db start >/dev/null 2>&1
+sock=$("$BUILD/gpuledger" --config "$T/config.yaml" db status | sed -n 's/.*socket \([^)]*\)).*/\1/p')
+export GL_TEST_BIN=$PWD/$BUILD/gpuledger
+export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres"
+export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger"
+export GL_TEST_TMP=$T
+rows=()
+echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)" >&2
+for b in "$BUILD"/bench/bench_*; do
+	[[ -x $b && $b != *.d ]] || continue
+	echo "running $(basename "$b") ..." >&2
+	out=$("$b" 2> >(sed 's/^/  /' >&2)) || echo "  $(basename "$b") failed" >&2
+	while IFS= read -r l; do [[ $l == '| '* ]] && rows+=("$l"); done <<<"$out"
+done
+echo
+echo "| figure | ours | limit / peer | ratio |"
+echo "|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
