@@ -1,0 +1,127 @@
+/* gpuledger — pure parser for a Kubernetes PodList (`kubectl get pods -A -o json`).
+ *
+ * No I/O, no clock, no libpq: the caller reads the document and says when it
+ * was taken (gl_kube_pod_to_row's seen_at_s). Only pods that request GPUs come
+ * out; see FORMATS.md "Kubernetes pods" for the field mapping.
+ *
+ * Ownership:
+ * - struct gl_kube_opts is caller-owned and only read during gl_kube_parse();
+ *   its strings are not kept.
+ * - struct gl_kube_result is caller-owned storage; gl_kube_parse() fills it
+ *   with heap memory (pods, every string in them, problems) that
+ *   gl_kube_result_fini() releases. fini on a zeroed or already-finalised
+ *   result is a no-op, as is gl_kube_result_free(NULL).
+ * - The document is only read during gl_kube_parse(); nothing points into it.
+ * - gl_kube_pod_to_row() fills a struct gl_job_row whose strings point INTO
+ *   THE POD: the row is valid as long as the result is not finalised.
+ */
+#ifndef GL_KUBE_H
+#define GL_KUBE_H
+
+#include "gl/common.h"
+#include "gl/jobrow.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defaults for the resource bounds checked before any JSON is parsed. */
+#define GL_KUBE_MAX_DOC_BYTES_DEFAULT ((size_t)512 << 20)
+#define GL_KUBE_MAX_DEPTH_DEFAULT 64
+#define GL_KUBE_GPU_TYPE_MAX 64
+
+struct gl_kube_opts {
+	/* Label keys copied into tags_json as "team", "project", "cost_center".
+	 * NULL = "team", "project", "cost-center"; "" = do not copy. */
+	const char *team_label;
+	const char *project_label;
+	const char *cost_center_label;
+	size_t max_doc_bytes; /* 0 = GL_KUBE_MAX_DOC_BYTES_DEFAULT */
+	int max_depth;        /* 0 = GL_KUBE_MAX_DEPTH_DEFAULT */
+};
+
+enum gl_kube_phase {
+	GL_KUBE_PHASE_OTHER = 0, /* missing or not one of the documented values */
+	GL_KUBE_PHASE_PENDING,
+	GL_KUBE_PHASE_RUNNING,
+	GL_KUBE_PHASE_SUCCEEDED,
+	GL_KUBE_PHASE_FAILED,
+	GL_KUBE_PHASE_UNKNOWN,
+};
+
+struct gl_kube_pod {
+	char *uid;            /* metadata.uid, never NULL: the natural key */
+	char *name;           /* metadata.name, NULL when absent */
+	char *namespace_;     /* metadata.namespace, NULL when absent */
+	char *node_name;      /* spec.nodeName, NULL when not scheduled */
+	char *phase_raw;      /* status.phase verbatim, NULL when absent */
+	enum gl_kube_phase phase;
+	char *owner_kind;     /* first ownerReference with controller=true (else first one), NULL none */
+	char *owner_name;
+	char *labels_json;    /* metadata.labels as a JSON object, "{}" when none */
+	char *tags_json;      /* {"namespace":..,"owner_kind":..,"owner_name":..,"team":..,
+	                       *  "project":..,"cost_center":..,"labels":{...}} (absent keys omitted) */
+	char *nodes_json;     /* ["<nodeName>"] or NULL */
+	int64_t submit_s;     /* creationTimestamp, always set */
+	int64_t start_s;      /* status.startTime, else PodScheduled=True lastTransitionTime; GL_TIME_NONE */
+	int64_t end_s;        /* see gl_kube_parse(); GL_TIME_NONE while running */
+	int64_t gpu_milli;    /* requested GPUs x 1000, > 0 (whole, MIG and fractional shares) */
+	char gpu_type[GL_KUBE_GPU_TYPE_MAX]; /* MIG profile ("1g.10gb") when all GPUs are that profile, else "" */
+};
+
+struct gl_kube_result {
+	struct gl_kube_pod *pods; /* npods GPU pods, in document order */
+	size_t npods;
+	size_t nitems;            /* items in the document */
+	size_t skipped_no_gpu;    /* pods requesting no GPU (not an error) */
+	size_t skipped_bad;       /* pods dropped for a missing/bad key field */
+	char **problems;          /* one message per skipped pod or ignored bad field, */
+	size_t nproblems;         /* each naming the JSON path ("items[17].metadata.uid: missing") */
+	size_t problems_dropped;  /* beyond GL_KUBE_MAX_PROBLEMS: counted, not kept */
+};
+/* Keeps a hostile document from turning into millions of messages. */
+#define GL_KUBE_MAX_PROBLEMS 1000
+
+/* Parses a PodList (or a List whose items are Pods). Before parsing it checks
+ * the size cap and the bracket nesting depth (outside strings), so a huge or
+ * deeply nested document is refused cheaply with -GL_ERANGE.
+ * -GL_EINVAL: not JSON. -GL_EFORMAT: JSON but not a PodList (no `items` array,
+ * wrong kind). On any error res holds nothing (it is zeroed).
+ * Per pod: a missing uid or creationTimestamp skips that pod with a problem
+ * line; other bad optional fields are ignored with a problem line.
+ * end_s = max container finishedAt when every container has terminated or the
+ * phase is Succeeded/Failed; a terminal pod without any finishedAt (evicted)
+ * ends at its latest condition transition.
+ * GPUs per container from resources.limits, falling back to requests, for
+ * `nvidia.com/gpu` and `nvidia.com/mig-<profile>`; per resource the pod needs
+ * max(sum(containers) + sum(sidecars), max(init_i + sidecars before i)), as the
+ * scheduler computes it. A per-GPU share from a `gpu-milli` annotation/label
+ * (alibabacloud.com/gpu-milli, gpu-milli, gpu_milli; Alibaba traces, with
+ * alibabacloud.com/gpu-count as the GPU count when no resource is set) or
+ * HAMi's nvidia.com/gpucores (percent) scales the whole-GPU count. */
+int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
+		  struct gl_kube_result *res, struct gl_err *err) GL_MUSTCHECK;
+void gl_kube_result_fini(struct gl_kube_result *res);
+/* For heap-allocated results: fini + free(res). */
+void gl_kube_result_free(struct gl_kube_result *res);
+
+/* Fills row from pod (strings borrowed from pod; see Ownership). seen_at_s is
+ * when the snapshot was taken (row.last_seen_s), GL_TIME_NONE if unknown.
+ * gpu_milli (allocated) is the request once the pod is bound to a node or has
+ * started, else 0; req_gpu_milli is always the request (pending demand).
+ * eligible_s = submit_s (a pod is schedulable as soon as it exists). */
+void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_job_row *row);
+
+/* Pure helpers, exported for tests and other sources. */
+/* Kubernetes quantity ("1", "500m", "0.5", "2k", "1Ki", "1e3") -> milli-units,
+ * rounded up as Quantity.MilliValue() does. Negative values are -GL_EINVAL,
+ * values beyond int64 milli -GL_ERANGE. */
+int gl_kube_parse_quantity_milli(const char *s, size_t n, int64_t *milli) GL_MUSTCHECK;
+/* RFC 3339 date-time ("2026-10-01T12:00:00Z", "...T12:00:00.123+02:00";
+ * t/z lower case and a space separator accepted) -> Unix seconds UTC,
+ * fraction truncated. -GL_EINVAL on anything else. */
+int gl_kube_parse_rfc3339(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
+/* Largest {}/[] nesting depth outside JSON strings, stopping (returning
+ * max_depth + 1) as soon as max_depth is exceeded. Never fails. */
+int gl_kube_json_depth(const char *doc, size_t len, int max_depth);
+
+#endif

@@ -1,0 +1,942 @@
+/* Kubernetes PodList -> GPU pods (see include/gl/kube.h, FORMATS.md). */
+#include "gl/kube.h"
+#include "gl/strbuf.h"
+
+#include <cjson/cJSON.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- pure helpers ---------------------------------------------------- */
+
+/* Howard Hinnant's days_from_civil: proleptic Gregorian, no tables, no libc
+ * timezone state (timegm is not C11 and reads TZ files). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int is_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int digits(const char *s, size_t n, int *out)
+{
+	int v = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int gl_kube_parse_rfc3339(const char *s, size_t n, int64_t *out)
+{
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
+	size_t i;
+
+	if (!s || n < 20)
+		return -GL_EINVAL;
+	if (digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
+	    digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    digits(s + 17, 2, &se))
+		return -GL_EINVAL;
+	i = 19;
+	if (s[i] == '.') {
+		size_t f = ++i;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++;
+		if (i == f)
+			return -GL_EINVAL;
+	}
+	if (i >= n)
+		return -GL_EINVAL;
+	if ((s[i] == 'Z' || s[i] == 'z') && i + 1 == n) {
+		sign = 0;
+	} else if ((s[i] == '+' || s[i] == '-') && i + 6 == n && s[i + 3] == ':' &&
+		   !digits(s + i + 1, 2, &oh) && !digits(s + i + 4, 2, &om)) {
+		sign = s[i] == '+' ? 1 : -1;
+	} else {
+		return -GL_EINVAL;
+	}
+	/* Second 60 is a leap second; it is counted as the next minute's 0,
+	 * which is what POSIX time does anyway. */
+	if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 60 || oh > 23 || om > 59)
+		return -GL_EINVAL;
+	if (d > mdays[mo - 1] + (mo == 2 && is_leap(y)))
+		return -GL_EINVAL;
+	*out = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se -
+	       sign * (oh * 3600 + om * 60);
+	return 0;
+}
+
+static int mul_ok(uint64_t *v, uint64_t m)
+{
+	if (*v && m > UINT64_MAX / *v)
+		return 0;
+	*v *= m;
+	return 1;
+}
+
+int gl_kube_parse_quantity_milli(const char *s, size_t n, int64_t *milli)
+{
+	uint64_t mant = 0, v;
+	int exp10 = 3, exp2 = 0, sig = 0, ndig = 0, sticky = 0;
+	size_t i = 0;
+
+	if (!s)
+		return -GL_EINVAL;
+	if (i < n && s[i] == '+')
+		i++;
+	else if (i < n && s[i] == '-')
+		return -GL_EINVAL;
+	/* Mantissa as an exact integer with a decimal exponent, so "0.1" is
+	 * exactly 100m, never 99.99..m through a double. */
+	for (int frac = 0;; i++) {
+		if (i < n && s[i] == '.' && !frac) {
+			frac = 1;
+			continue;
+		}
+		if (i >= n || s[i] < '0' || s[i] > '9')
+			break;
+		ndig++;
+		if (mant == 0 && s[i] == '0') {
+			if (frac)
+				exp10--;
+			continue;
+		}
+		if (sig >= 19) {
+			/* More significant digits than 64 bits hold: in the
+			 * integer part they only scale (and overflow later);
+			 * in the fraction they only matter as "round up". */
+			if (!frac)
+				exp10++;
+			else if (s[i] != '0')
+				sticky = 1;
+			continue;
+		}
+		mant = mant * 10 + (uint64_t)(s[i] - '0');
+		sig++;
+		if (frac)
+			exp10--;
+	}
+	if (ndig == 0)
+		return -GL_EINVAL;
+	if (i < n) {
+		const char *suf = s + i;
+		size_t sl = n - i;
+		static const struct { const char *s; int e10, e2; } sufs[] = {
+			{"n", -9, 0}, {"u", -6, 0}, {"m", -3, 0}, {"k", 3, 0}, {"M", 6, 0},
+			{"G", 9, 0}, {"T", 12, 0}, {"P", 15, 0}, {"E", 18, 0},
+			{"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40},
+			{"Pi", 0, 50}, {"Ei", 0, 60},
+		};
+		size_t k;
+		for (k = 0; k < GL_ARRAY_LEN(sufs); k++) {
+			if (strlen(sufs[k].s) == sl && !memcmp(sufs[k].s, suf, sl)) {
+				exp10 += sufs[k].e10;
+				exp2 = sufs[k].e2;
+				break;
+			}
+		}
+		if (k == GL_ARRAY_LEN(sufs)) {
+			/* "1e3" / "1E-2": decimal exponent ("E" alone was exa). */
+			size_t j = 1;
+			int es = 1, ev = 0;
+			if (suf[0] != 'e' && suf[0] != 'E')
+				return -GL_EINVAL;
+			if (j < sl && (suf[j] == '+' || suf[j] == '-'))
+				es = suf[j++] == '-' ? -1 : 1;
+			if (j >= sl)
+				return -GL_EINVAL;
+			for (; j < sl; j++) {
+				if (suf[j] < '0' || suf[j] > '9')
+					return -GL_EINVAL;
+				if (ev < 1000)
+					ev = ev * 10 + (suf[j] - '0');
+			}
+			exp10 += es * ev;
+		}
+	}
+	v = mant;
+	if (v == 0) {
+		*milli = 0;
+		return 0;
+	}
+	if (exp2 && !mul_ok(&v, (uint64_t)1 << exp2))
+		return -GL_ERANGE;
+	if (exp10 >= 0) {
+		for (int e = 0; e < exp10; e++)
+			if (!mul_ok(&v, 10))
+				return -GL_ERANGE;
+		/* dropped fraction digits: round up (only reachable near
+		 * 1e18, where a milli either way does not matter) */
+		if (sticky && v++ == UINT64_MAX)
+			return -GL_ERANGE;
+	} else {
+		/* Round up like resource.Quantity.MilliValue(): 0.0001 -> 1m. */
+		uint64_t p = 1;
+		int tiny = 0;
+		for (int e = 0; e < -exp10; e++) {
+			if (!mul_ok(&p, 10)) {
+				tiny = 1;
+				break;
+			}
+		}
+		v = tiny ? 1 : v / p + (v % p != 0 || sticky);
+	}
+	if (v > (uint64_t)INT64_MAX)
+		return -GL_ERANGE;
+	*milli = (int64_t)v;
+	return 0;
+}
+
+int gl_kube_json_depth(const char *doc, size_t len, int max_depth)
+{
+	int depth = 0, deepest = 0, in_str = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = doc[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			continue;
+		}
+		if (c == '"') {
+			in_str = 1;
+		} else if (c == '{' || c == '[') {
+			if (++depth > deepest) {
+				deepest = depth;
+				if (deepest > max_depth)
+					return max_depth + 1;
+			}
+		} else if ((c == '}' || c == ']') && depth > 0) {
+			depth--;
+		}
+	}
+	return deepest;
+}
+
+/* ---- parse state ----------------------------------------------------- */
+
+struct ctx {
+	struct gl_kube_result *res;
+	size_t pods_cap, problems_cap;
+	const char *team_key, *project_key, *cost_key;
+};
+
+static void problem(struct ctx *c, const char *fmt, ...) GL_PRINTF(2, 3);
+static void problem(struct ctx *c, const char *fmt, ...)
+{
+	struct gl_kube_result *r = c->res;
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	va_list ap;
+
+	if (r->nproblems >= GL_KUBE_MAX_PROBLEMS) {
+		r->problems_dropped++;
+		return;
+	}
+	va_start(ap, fmt);
+	gl_strbuf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (r->nproblems == c->problems_cap) {
+		c->problems_cap = c->problems_cap ? c->problems_cap * 2 : 16;
+		r->problems = gl_xrealloc(r->problems, c->problems_cap * sizeof *r->problems);
+	}
+	r->problems[r->nproblems++] = gl_strbuf_steal(&b);
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static const char *get_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = get(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* For cJSON_ArrayForEach, which would also walk a string's or number's
+ * (empty) children but not guard a wrong container type. */
+static const cJSON *as_array(const cJSON *v)
+{
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
+static const cJSON *as_object(const cJSON *v)
+{
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? gl_xstrdup(s) : NULL;
+}
+
+/* An optional time field: absent is fine, garbage is reported and ignored. */
+static int64_t opt_time(struct ctx *c, const cJSON *o, const char *key, const char *path)
+{
+	const char *s = get_str(o, key);
+	int64_t t;
+
+	if (!s)
+		return GL_TIME_NONE;
+	if (gl_kube_parse_rfc3339(s, strlen(s), &t) < 0) {
+		problem(c, "%s.%s: bad time '%.40s'", path, key, s);
+		return GL_TIME_NONE;
+	}
+	return t;
+}
+
+/* ---- GPU requests ---------------------------------------------------- */
+
+#define RES_MAX 16
+#define RES_KEY_MAX (sizeof "nvidia.com/mig-" + GL_KUBE_GPU_TYPE_MAX)
+
+struct res_acc {
+	char key[RES_KEY_MAX];
+	int64_t app_sum, side_sum, init_max;
+};
+
+struct res_set {
+	struct res_acc a[RES_MAX];
+	int n;
+	int overflow; /* a sum left int64: the pod is unusable */
+};
+
+static int is_gpu_key(const char *k)
+{
+	return !strcmp(k, "nvidia.com/gpu") || !strcmp(k, "nvidia.com/gpucores") ||
+	       (!strncmp(k, "nvidia.com/mig-", 15) && k[15]);
+}
+
+static struct res_acc *res_find(struct res_set *rs, const char *key, int create)
+{
+	for (int i = 0; i < rs->n; i++)
+		if (!strcmp(rs->a[i].key, key))
+			return &rs->a[i];
+	if (!create || rs->n == RES_MAX || strlen(key) >= RES_KEY_MAX)
+		return NULL;
+	memset(&rs->a[rs->n], 0, sizeof rs->a[rs->n]);
+	strcpy(rs->a[rs->n].key, key);
+	return &rs->a[rs->n++];
+}
+
+static int64_t sat_add(struct res_set *rs, int64_t a, int64_t b)
+{
+	if (b > INT64_MAX - a) {
+		rs->overflow = 1;
+		return INT64_MAX;
+	}
+	return a + b;
+}
+
+/* A quantity from a JSON string (the API's form) or a bare number (seen in
+ * hand-written manifests). */
+static int json_quantity(const cJSON *v, int64_t *milli)
+{
+	if (cJSON_IsString(v))
+		return gl_kube_parse_quantity_milli(v->valuestring, strlen(v->valuestring), milli);
+	if (cJSON_IsNumber(v)) {
+		double m = ceil(v->valuedouble * 1000.0);
+		if (!(m >= 0))
+			return -GL_EINVAL;
+		if (m >= 9.2e18)
+			return -GL_ERANGE;
+		*milli = (int64_t)m;
+		return 0;
+	}
+	return -GL_EINVAL;
+}
+
+/* kind: 0 app container, 1 regular init container, 2 sidecar (init with
+ * restartPolicy Always: it keeps running next to the app containers). */
+static void add_container(struct ctx *c, struct res_set *rs, const cJSON *ctr, int kind,
+			  const char *path)
+{
+	const cJSON *res = get(ctr, "resources");
+	const cJSON *lists[2] = {get(res, "limits"), get(res, "requests")};
+	static const char *const lname[2] = {"limits", "requests"};
+	const cJSON *q;
+
+	for (int l = 0; l < 2; l++) {
+		cJSON_ArrayForEach(q, lists[l]) {
+			struct res_acc *a;
+			int64_t m;
+			int rc;
+
+			if (!cJSON_IsObject(lists[l]) || !q->string || !is_gpu_key(q->string))
+				continue;
+			/* limits win: requests only count for a key limits lack */
+			if (l == 1 && get(lists[0], q->string))
+				continue;
+			rc = json_quantity(q, &m);
+			if (rc < 0) {
+				problem(c, "%s.resources.%s.%.64s: bad quantity", path, lname[l], q->string);
+				continue;
+			}
+			a = res_find(rs, q->string, 1);
+			if (!a) {
+				problem(c, "%s.resources.%s.%.64s: too many or too long GPU resources, ignored", path,
+					lname[l], q->string);
+				continue;
+			}
+			if (kind == 0) {
+				a->app_sum = sat_add(rs, a->app_sum, m);
+			} else {
+				int64_t use = sat_add(rs, a->side_sum, m);
+				if (kind == 2)
+					a->side_sum = use;
+				if (use > a->init_max)
+					a->init_max = use;
+			}
+		}
+	}
+}
+
+static void add_containers(struct ctx *c, struct res_set *rs, const cJSON *spec, const char *key,
+			   const char *pod_path)
+{
+	const cJSON *arr = get(spec, key), *ctr;
+	size_t j = 0;
+	char path[96];
+
+	if (!cJSON_IsArray(arr))
+		return;
+	cJSON_ArrayForEach(ctr, arr) {
+		int kind = 0;
+		if (!strcmp(key, "initContainers")) {
+			const char *rp = get_str(ctr, "restartPolicy");
+			kind = rp && !strcmp(rp, "Always") ? 2 : 1;
+		}
+		snprintf(path, sizeof path, "%s.spec.%s[%zu]", pod_path, key, j++);
+		add_container(c, rs, ctr, kind, path);
+	}
+}
+
+static int64_t res_total(struct res_set *rs, const char *key)
+{
+	struct res_acc *a = res_find(rs, key, 0);
+	int64_t t;
+
+	if (!a)
+		return 0;
+	t = sat_add(rs, a->app_sum, a->side_sum);
+	return t > a->init_max ? t : a->init_max;
+}
+
+/* A per-GPU share in milli-GPUs from annotations or labels: 1..1000, or -1. */
+static int64_t share_milli(struct ctx *c, const cJSON *meta, const char *path, const char **which)
+{
+	static const char *const keys[] = {"alibabacloud.com/gpu-milli", "gpu-milli", "gpu_milli"};
+	static const char *const where[] = {"annotations", "labels"};
+
+	for (int w = 0; w < 2; w++) {
+		const cJSON *o = get(meta, where[w]);
+		for (size_t k = 0; k < GL_ARRAY_LEN(keys); k++) {
+			const cJSON *v = get(o, keys[k]);
+			int64_t m;
+			if (!v)
+				continue;
+			/* The value is already milli ("460"), so parse it as a
+			 * quantity and drop the milli scaling. */
+			if (json_quantity(v, &m) < 0 || m % 1000 != 0 || m > 1000000) {
+				problem(c, "%s.metadata.%s.%s: bad GPU share", path, where[w], keys[k]);
+				continue;
+			}
+			*which = keys[k];
+			return m / 1000;
+		}
+	}
+	return -1;
+}
+
+static int64_t scale_share(struct res_set *rs, int64_t whole_milli, int64_t share)
+{
+	if (share > 0 && whole_milli > INT64_MAX / share) {
+		rs->overflow = 1;
+		return 0;
+	}
+	return (whole_milli * share + 999) / 1000;
+}
+
+/* Returns the pod's GPU request in milli-GPUs; fills gpu_type for pure MIG. */
+static int64_t pod_gpus(struct ctx *c, const cJSON *item, const char *path, char *gpu_type,
+			int *overflow)
+{
+	const cJSON *spec = get(item, "spec"), *meta = get(item, "metadata");
+	struct res_set rs;
+	int64_t whole, cores, share, total, mig_total = 0;
+	const char *share_key = NULL, *mig_profile = NULL;
+	int nmig = 0;
+
+	rs.n = 0;
+	rs.overflow = 0;
+	/* init containers first: sidecar sums depend on their order */
+	add_containers(c, &rs, spec, "initContainers", path);
+	add_containers(c, &rs, spec, "containers", path);
+
+	whole = res_total(&rs, "nvidia.com/gpu");
+	cores = res_total(&rs, "nvidia.com/gpucores");
+	for (int i = 0; i < rs.n; i++) {
+		int64_t t;
+		if (strncmp(rs.a[i].key, "nvidia.com/mig-", 15))
+			continue;
+		t = res_total(&rs, rs.a[i].key);
+		if (t <= 0)
+			continue;
+		mig_total = sat_add(&rs, mig_total, t);
+		mig_profile = rs.a[i].key + 15;
+		nmig++;
+	}
+	share = share_milli(c, meta, path, &share_key);
+	if (share >= 0 && whole == 0 && mig_total == 0) {
+		/* Alibaba traces carry the whole request as annotations. */
+		const cJSON *cnt = get(get(meta, "annotations"), "alibabacloud.com/gpu-count");
+		int64_t m = 1000;
+		if (cnt && (json_quantity(cnt, &m) < 0 || m % 1000 != 0)) {
+			problem(c, "%s.metadata.annotations.alibabacloud.com/gpu-count: bad count", path);
+			m = 1000;
+		}
+		whole = m;
+	}
+	if (share >= 0)
+		whole = scale_share(&rs, whole, share);
+	else if (cores > 0 && whole > 0)
+		/* HAMi: gpucores is the percent of each GPU; milli-percent / 100 = milli-GPU share */
+		whole = scale_share(&rs, whole, cores / 100 > 1000 ? 1000 : cores / 100);
+	total = sat_add(&rs, whole, mig_total);
+	gpu_type[0] = '\0';
+	if (whole == 0 && nmig == 1)
+		snprintf(gpu_type, GL_KUBE_GPU_TYPE_MAX, "%s", mig_profile);
+	*overflow = rs.overflow;
+	return total;
+}
+
+/* ---- one pod --------------------------------------------------------- */
+
+static void put_kv(struct gl_strbuf *b, const char *k, const char *v)
+{
+	if (b->len > 1)
+		gl_strbuf_putc(b, ',');
+	gl_strbuf_putc(b, '"');
+	gl_strbuf_put_json_str(b, k, strlen(k));
+	gl_strbuf_puts(b, "\":\"");
+	gl_strbuf_put_json_str(b, v, strlen(v));
+	gl_strbuf_putc(b, '"');
+}
+
+static char *labels_json(const cJSON *labels)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	const cJSON *l;
+
+	gl_strbuf_putc(&b, '{');
+	/* labels are map[string]string in the API; anything else cannot come
+	 * from a real server and is dropped rather than guessed at */
+	cJSON_ArrayForEach(l, as_object(labels))
+		if (cJSON_IsString(l) && l->string)
+			put_kv(&b, l->string, l->valuestring);
+	gl_strbuf_putc(&b, '}');
+	return gl_strbuf_steal(&b);
+}
+
+static char *tags_json(struct ctx *c, const struct gl_kube_pod *p, const cJSON *labels)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	const char *keys[3] = {c->team_key, c->project_key, c->cost_key};
+	static const char *const names[3] = {"team", "project", "cost_center"};
+
+	gl_strbuf_putc(&b, '{');
+	if (p->namespace_)
+		put_kv(&b, "namespace", p->namespace_);
+	if (p->owner_kind)
+		put_kv(&b, "owner_kind", p->owner_kind);
+	if (p->owner_name)
+		put_kv(&b, "owner_name", p->owner_name);
+	for (int i = 0; i < 3; i++) {
+		const char *v = keys[i][0] ? get_str(labels, keys[i]) : NULL;
+		if (v)
+			put_kv(&b, names[i], v);
+	}
+	if (b.len > 1)
+		gl_strbuf_putc(&b, ',');
+	gl_strbuf_puts(&b, "\"labels\":");
+	gl_strbuf_puts(&b, p->labels_json);
+	gl_strbuf_putc(&b, '}');
+	return gl_strbuf_steal(&b);
+}
+
+static void pod_clear(struct gl_kube_pod *p)
+{
+	free(p->uid);
+	free(p->name);
+	free(p->namespace_);
+	free(p->node_name);
+	free(p->phase_raw);
+	free(p->owner_kind);
+	free(p->owner_name);
+	free(p->labels_json);
+	free(p->tags_json);
+	free(p->nodes_json);
+	memset(p, 0, sizeof *p);
+}
+
+static enum gl_kube_phase phase_of(const char *s)
+{
+	static const struct { const char *s; enum gl_kube_phase p; } map[] = {
+		{"Pending", GL_KUBE_PHASE_PENDING}, {"Running", GL_KUBE_PHASE_RUNNING},
+		{"Succeeded", GL_KUBE_PHASE_SUCCEEDED}, {"Failed", GL_KUBE_PHASE_FAILED},
+		{"Unknown", GL_KUBE_PHASE_UNKNOWN},
+	};
+	for (size_t i = 0; s && i < GL_ARRAY_LEN(map); i++)
+		if (!strcmp(s, map[i].s))
+			return map[i].p;
+	return GL_KUBE_PHASE_OTHER;
+}
+
+static int64_t pod_end(struct ctx *c, const cJSON *status, enum gl_kube_phase phase, const char *path)
+{
+	const cJSON *cs = get(status, "containerStatuses"), *e;
+	int64_t end = GL_TIME_NONE;
+	int all_done = cJSON_IsArray(cs) && cJSON_GetArraySize(cs) > 0;
+	int terminal = phase == GL_KUBE_PHASE_SUCCEEDED || phase == GL_KUBE_PHASE_FAILED;
+	char sub[96];
+	size_t j = 0;
+
+	cJSON_ArrayForEach(e, as_array(cs)) {
+		const cJSON *term = get(get(e, "state"), "terminated");
+		int64_t t;
+		if (!cJSON_IsObject(term)) {
+			all_done = 0;
+			j++;
+			continue;
+		}
+		snprintf(sub, sizeof sub, "%s.status.containerStatuses[%zu].state.terminated", path, j++);
+		t = opt_time(c, term, "finishedAt", sub);
+		if (t != GL_TIME_NONE && (end == GL_TIME_NONE || t > end))
+			end = t;
+	}
+	if (!all_done && !terminal)
+		return GL_TIME_NONE;
+	if (end == GL_TIME_NONE && terminal) {
+		/* Evicted or never-started pods end without container states;
+		 * the last condition change is when the kubelet gave up. */
+		const cJSON *conds = get(status, "conditions");
+		j = 0;
+		cJSON_ArrayForEach(e, as_array(conds)) {
+			int64_t t;
+			snprintf(sub, sizeof sub, "%s.status.conditions[%zu]", path, j++);
+			t = opt_time(c, e, "lastTransitionTime", sub);
+			if (t != GL_TIME_NONE && (end == GL_TIME_NONE || t > end))
+				end = t;
+		}
+	}
+	return end;
+}
+
+/* 1 = pod kept, 0 = skipped (counted). */
+static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kube_pod *p)
+{
+	const cJSON *meta, *spec, *status, *labels, *refs, *ref, *conds, *cond;
+	const char *uid, *created, *node;
+	char path[40];
+	int overflow = 0;
+
+	memset(p, 0, sizeof *p);
+	snprintf(path, sizeof path, "items[%zu]", idx);
+	if (!cJSON_IsObject(item)) {
+		problem(c, "%s: not an object", path);
+		goto bad;
+	}
+	meta = get(item, "metadata");
+	spec = get(item, "spec");
+	status = get(item, "status");
+	uid = get_str(meta, "uid");
+	if (!uid || !*uid) {
+		problem(c, "%s.metadata.uid: missing", path);
+		goto bad;
+	}
+	created = get_str(meta, "creationTimestamp");
+	if (!created) {
+		problem(c, "%s.metadata.creationTimestamp: missing", path);
+		goto bad;
+	}
+	if (gl_kube_parse_rfc3339(created, strlen(created), &p->submit_s) < 0) {
+		problem(c, "%s.metadata.creationTimestamp: bad time '%.40s'", path, created);
+		goto bad;
+	}
+	p->gpu_milli = pod_gpus(c, item, path, p->gpu_type, &overflow);
+	if (overflow) {
+		problem(c, "%s.spec: GPU request out of range", path);
+		goto bad;
+	}
+	if (p->gpu_milli <= 0) {
+		c->res->skipped_no_gpu++;
+		return 0;
+	}
+
+	p->uid = gl_xstrdup(uid);
+	p->name = dup_or_null(get_str(meta, "name"));
+	p->namespace_ = dup_or_null(get_str(meta, "namespace"));
+	node = get_str(spec, "nodeName");
+	if (node && *node) {
+		struct gl_strbuf b = GL_STRBUF_INIT;
+		p->node_name = gl_xstrdup(node);
+		gl_strbuf_puts(&b, "[\"");
+		gl_strbuf_put_json_str(&b, node, strlen(node));
+		gl_strbuf_puts(&b, "\"]");
+		p->nodes_json = gl_strbuf_steal(&b);
+	}
+	p->phase_raw = dup_or_null(get_str(status, "phase"));
+	p->phase = phase_of(p->phase_raw);
+
+	refs = get(meta, "ownerReferences");
+	ref = NULL;
+	cJSON_ArrayForEach(cond, as_array(refs)) {
+		if (!cJSON_IsObject(cond))
+			continue;
+		/* Fall back to the first reference: an owner without the
+		 * controller flag still says who made the pod. */
+		if (!ref)
+			ref = cond;
+		if (cJSON_IsTrue(get(cond, "controller"))) {
+			ref = cond;
+			break;
+		}
+	}
+	p->owner_kind = dup_or_null(get_str(ref, "kind"));
+	p->owner_name = dup_or_null(get_str(ref, "name"));
+
+	labels = get(meta, "labels");
+	p->labels_json = labels_json(labels);
+	p->tags_json = tags_json(c, p, labels);
+
+	{
+		char sub[64];
+		snprintf(sub, sizeof sub, "%s.status", path);
+		p->start_s = opt_time(c, status, "startTime", sub);
+	}
+	if (p->start_s == GL_TIME_NONE) {
+		size_t j = 0;
+		conds = get(status, "conditions");
+		cJSON_ArrayForEach(cond, as_array(conds)) {
+			const char *type = get_str(cond, "type"), *st = get_str(cond, "status");
+			char sub[64];
+			snprintf(sub, sizeof sub, "%s.status.conditions[%zu]", path, j++);
+			if (type && st && !strcmp(type, "PodScheduled") && !strcmp(st, "True")) {
+				p->start_s = opt_time(c, cond, "lastTransitionTime", sub);
+				break;
+			}
+		}
+	}
+	p->end_s = pod_end(c, status, p->phase, path);
+	return 1;
+bad:
+	pod_clear(p);
+	c->res->skipped_bad++;
+	return 0;
+}
+
+/* ---- document -------------------------------------------------------- */
+
+/* The whole document is judged before any pod is produced, so a non-PodList
+ * yields nothing at all. */
+static int check_kind(const cJSON *root, struct gl_err *err)
+{
+	const char *kind;
+	const cJSON *items, *it;
+	size_t i = 0;
+
+	if (!cJSON_IsObject(root))
+		return gl_err_set(err, GL_EFORMAT, "kube: document is not a JSON object");
+	kind = get_str(root, "kind");
+	if (!kind)
+		return gl_err_set(err, GL_EFORMAT, "kube: kind: missing (want PodList or List)");
+	if (strcmp(kind, "PodList") && strcmp(kind, "List"))
+		return gl_err_set(err, GL_EFORMAT, "kube: kind: '%.40s' is not PodList or List", kind);
+	items = get(root, "items");
+	if (!cJSON_IsArray(items))
+		return gl_err_set(err, GL_EFORMAT, "kube: items: %s", items ? "not an array" : "missing");
+	cJSON_ArrayForEach(it, items) {
+		const char *k = get_str(it, "kind");
+		/* API PodLists omit the item kind; a List must say Pod */
+		if ((k && strcmp(k, "Pod")) || (!k && !strcmp(kind, "List") && cJSON_IsObject(it)))
+			return gl_err_set(err, GL_EFORMAT, "kube: items[%zu].kind: '%.40s' is not Pod", i,
+					  k ? k : "(missing)");
+		i++;
+	}
+	return 0;
+}
+
+int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
+		  struct gl_kube_result *res, struct gl_err *err)
+{
+	static const struct gl_kube_opts defaults = {0};
+	struct ctx c;
+	size_t max_bytes;
+	int max_depth, rc = 0;
+	cJSON *root = NULL;
+	const cJSON *items, *it;
+	const char *end = NULL;
+	size_t idx = 0;
+
+	memset(res, 0, sizeof *res);
+	if (!opts)
+		opts = &defaults;
+	if (!doc)
+		return gl_err_set(err, GL_EINVAL, "kube: no document");
+	max_bytes = opts->max_doc_bytes ? opts->max_doc_bytes : GL_KUBE_MAX_DOC_BYTES_DEFAULT;
+	max_depth = opts->max_depth > 0 ? opts->max_depth : GL_KUBE_MAX_DEPTH_DEFAULT;
+	if (len > max_bytes)
+		return gl_err_set(err, GL_ERANGE, "kube: document is %zu bytes, over the %zu-byte cap",
+				  len, max_bytes);
+	/* cJSON recurses per level; a cheap scan first keeps a "[[[[..."
+	 * bomb from ever reaching it. */
+	if (gl_kube_json_depth(doc, len, max_depth) > max_depth)
+		return gl_err_set(err, GL_ERANGE, "kube: JSON nested deeper than %d levels", max_depth);
+
+	{
+		/* cJSON before 1.7.18 (CVE-2023-53154, fixed in Debian's
+		 * 1.7.15-1+deb12u3) reads one byte past a buffer that ends
+		 * inside an object; a JSON container always ends with } or ],
+		 * so anything else is refused before cJSON sees it. */
+		size_t last = len;
+		while (last > 0 && (doc[last - 1] == ' ' || doc[last - 1] == '\t' ||
+				    doc[last - 1] == '\n' || doc[last - 1] == '\r'))
+			last--;
+		if (last == 0)
+			return gl_err_set(err, GL_EINVAL, "kube: invalid JSON: empty document");
+		if (doc[last - 1] != '}' && doc[last - 1] != ']')
+			return gl_err_set(err, GL_EINVAL,
+					  "kube: invalid JSON: truncated or not an object (ends at byte %zu)",
+					  last - 1);
+	}
+	root = cJSON_ParseWithLengthOpts(doc, len, &end, 0);
+	if (!root) {
+		rc = gl_err_set(err, GL_EINVAL, "kube: invalid JSON at byte %zu",
+				end && end >= doc ? (size_t)(end - doc) : (size_t)0);
+		goto out;
+	}
+	/* Two documents glued together (a retried command appending) must not
+	 * pass as the first one. */
+	while ((size_t)(end - doc) < len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+		end++;
+	if ((size_t)(end - doc) < len) {
+		rc = gl_err_set(err, GL_EINVAL, "kube: trailing data at byte %zu", (size_t)(end - doc));
+		goto out;
+	}
+	rc = check_kind(root, err);
+	if (rc < 0)
+		goto out;
+
+	memset(&c, 0, sizeof c);
+	c.res = res;
+	c.team_key = opts->team_label ? opts->team_label : "team";
+	c.project_key = opts->project_label ? opts->project_label : "project";
+	c.cost_key = opts->cost_center_label ? opts->cost_center_label : "cost-center";
+	items = get(root, "items");
+	cJSON_ArrayForEach(it, items) {
+		struct gl_kube_pod p;
+		if (parse_pod(&c, it, idx++, &p)) {
+			if (res->npods == c.pods_cap) {
+				c.pods_cap = c.pods_cap ? c.pods_cap * 2 : 64;
+				res->pods = gl_xrealloc(res->pods, c.pods_cap * sizeof *res->pods);
+			}
+			res->pods[res->npods++] = p;
+		}
+	}
+	res->nitems = idx; /* cJSON_GetArraySize() is an int */
+out:
+	cJSON_Delete(root);
+	return rc;
+}
+
+void gl_kube_result_fini(struct gl_kube_result *res)
+{
+	if (!res)
+		return;
+	for (size_t i = 0; i < res->npods; i++)
+		pod_clear(&res->pods[i]);
+	free(res->pods);
+	for (size_t i = 0; i < res->nproblems; i++)
+		free(res->problems[i]);
+	free(res->problems);
+	memset(res, 0, sizeof *res);
+}
+
+void gl_kube_result_free(struct gl_kube_result *res)
+{
+	if (!res)
+		return;
+	gl_kube_result_fini(res);
+	free(res);
+}
+
+/* ---- job row --------------------------------------------------------- */
+
+void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_job_row *row)
+{
+	static const char *const states[] = {
+		[GL_KUBE_PHASE_PENDING] = "PENDING", [GL_KUBE_PHASE_RUNNING] = "RUNNING",
+		[GL_KUBE_PHASE_SUCCEEDED] = "COMPLETED", [GL_KUBE_PHASE_FAILED] = "FAILED",
+		[GL_KUBE_PHASE_UNKNOWN] = "UNKNOWN",
+	};
+	int bound = pod->node_name != NULL || pod->start_s != GL_TIME_NONE;
+
+	memset(row, 0, sizeof *row);
+	row->job_key = pod->uid;
+	row->job_id = pod->name ? pod->name : pod->uid;
+	row->array_job_id = row->array_task_id = row->het_job_id = row->het_offset = -1;
+	row->name = pod->name;
+	row->uid = -1;
+	row->namespace_ = pod->namespace_;
+	if (pod->phase == GL_KUBE_PHASE_OTHER) {
+		/* kept verbatim like unknown sacct states, so nothing is lost */
+		row->state = pod->phase_raw ? pod->phase_raw : "UNKNOWN";
+		row->state_known = 0;
+	} else {
+		row->state = states[pod->phase];
+		row->state_known = pod->phase != GL_KUBE_PHASE_UNKNOWN;
+	}
+	row->state_by_uid = -1;
+	row->submit_s = pod->submit_s;
+	row->eligible_s = pod->submit_s;
+	row->start_s = pod->start_s;
+	row->end_s = pod->end_s;
+	row->elapsed_s = pod->start_s != GL_TIME_NONE && pod->end_s != GL_TIME_NONE &&
+				 pod->end_s >= pod->start_s
+			 ? pod->end_s - pod->start_s
+			 : -1;
+	row->suspended_s = -1;
+	row->timelimit_s = -1;
+	row->nnodes = pod->node_name ? 1 : -1;
+	row->ncpus = -1;
+	row->req_mem_mb = -1;
+	row->gpu_milli = bound ? pod->gpu_milli : 0;
+	row->req_gpu_milli = pod->gpu_milli;
+	row->gpu_type = pod->gpu_type[0] ? pod->gpu_type : NULL;
+	row->node_list = pod->node_name;
+	row->nodes_json = pod->nodes_json;
+	row->tags_json = pod->tags_json;
+	row->last_seen_s = seen_at_s;
+}
