@@ -21,7 +21,8 @@ struct gl_merge_counts {
 	int64_t inserted, updated, unchanged;
 };
 
-struct gl_jobs_batch *gl_jobs_batch_new(void);
+/* Rows are written for cluster_id (its id goes into each row). */
+struct gl_jobs_batch *gl_jobs_batch_new(int cluster_id);
 void gl_jobs_batch_free(struct gl_jobs_batch *b);
 void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *row);
 size_t gl_jobs_batch_rows(const struct gl_jobs_batch *b);
@@ -29,17 +30,23 @@ size_t gl_jobs_batch_bytes(const struct gl_jobs_batch *b);
 /* The staged COPY text (for benchmarks comparing against raw COPY). */
 const char *gl_jobs_batch_copy_data(const struct gl_jobs_batch *b, size_t *len);
 
-/* Merges the batch into jobs for cluster_id and empties it. Must run inside a
- * transaction the caller owns (the watermark goes in the same one). Later rows
- * with the same job_key win over earlier ones. */
+/* Merges the batch into jobs for cluster_id and empties it: keys not in jobs
+ * yet go in by a direct COPY (bulk-insert path), the others through a staging
+ * table and one INSERT ... ON CONFLICT that skips unchanged rows. Must run
+ * inside a transaction the caller owns (the watermark goes in the same one),
+ * holding the per-cluster ingest lock (gl_jobs_lock) so two ingesters cannot
+ * both insert a new key. Later rows with the same job_key win. */
 int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
 		  struct gl_err *err) GL_MUSTCHECK;
+
+/* Transaction-scoped advisory lock serialising ingest into one cluster. */
+int gl_jobs_lock(PGconn *c, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
 
 /* Finds or creates the cluster; kind is "slurm" or "kubernetes". A name that
  * exists with another kind is an error. */
 int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err) GL_MUSTCHECK;
 
-/* The column list of the staging table, in COPY order (for benchmarks). */
+/* The column list of the batch rows, in COPY order (for benchmarks). */
 extern const char gl_jobs_stage_columns[];
 
 #endif

@@ -45,7 +45,8 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	}
 	if ((rc = gl_db_exec(in->c, "BEGIN", err)))
 		return rc;
-	if ((rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
+	if ((rc = gl_jobs_lock(in->c, in->cluster_id, err)) ||
+	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
 		goto fail;
 	in->st.inserted += mc.inserted;
 	in->st.updated += mc.updated;
@@ -291,12 +292,12 @@ int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, st
 	gl_strbuf_init(&in->partial);
 	gl_strbuf_init(&in->scratch);
 	gl_strbuf_init(&in->nodes);
-	in->batch = gl_jobs_batch_new();
 	if ((rc = gl_sacct_layout_init(&in->lay, opts->fields, opts->delimiter, err)))
 		goto out;
 	in->have_layout = 1;
 	if ((rc = gl_cluster_ensure(c, opts->cluster, "slurm", &in->cluster_id, err)))
 		goto out;
+	in->batch = gl_jobs_batch_new(in->cluster_id);
 	if ((rc = gl_ingest_run_begin(c, in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))
 		goto out;
 out:
