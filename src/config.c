@@ -135,6 +135,30 @@ static const struct gl_cfg_key sacct_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define KOFF(f) offsetof(struct gl_kube_source_cfg, f)
+static const struct gl_cfg_key kube_keys[] = {
+	{"cluster", GL_CFG_STR, KOFF(cluster), NULL, 1, 0, 0, "cluster name the pods are booked under", NULL, 0, 0},
+	{"command", GL_CFG_STR, KOFF(command), "", 0, 0, 0, "command printing a PodList (argv split on whitespace, no shell)", NULL, 0, 0},
+	{"file", GL_CFG_STR, KOFF(file), "", 0, 0, 0, "PodList JSON file refreshed by another process", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, KOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, KOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
+	{"label_team", GL_CFG_STR, KOFF(label_team), "team", 0, 0, 0, "pod label holding the team", NULL, 0, 0},
+	{"label_project", GL_CFG_STR, KOFF(label_project), "project", 0, 0, 0, "pod label holding the project", NULL, 0, 0},
+	{"label_cost_center", GL_CFG_STR, KOFF(label_cost_center), "cost-center", 0, 0, 0, "pod label holding the cost centre", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define DOFF(f) offsetof(struct gl_dcgm_source_cfg, f)
+static const struct gl_cfg_key dcgm_keys[] = {
+	{"cluster", GL_CFG_STR, DOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs belong to", NULL, 0, 0},
+	{"targets", GL_CFG_STR, DOFF(targets), "", 0, 0, 0, "dcgm-exporter /metrics URLs, whitespace- or comma-separated", NULL, 0, 0},
+	{"targets_file", GL_CFG_STR, DOFF(targets_file), "", 0, 0, 0, "file with one URL per line, re-read every run", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, DOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, DOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
+	{"max_parallel", GL_CFG_INT, DOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
@@ -153,8 +177,26 @@ static const struct gl_cfg_key top_keys[] = {
 	{"ingest.batch_rows", GL_CFG_INT, OFF(ingest_batch_rows), "50000", 0, 1, 10000000, "rows per transaction (batch + watermark commit together)", NULL, 0, 0},
 	{"ingest.max_skip_reasons", GL_CFG_INT, OFF(ingest_max_skip_reasons), "20", 0, 0, 10000, "skipped-line reasons kept per ingest run", NULL, 0, 0},
 	{"ingest.bucket_s", GL_CFG_INT, OFF(bucket_s), "300", 0, 60, 3600, "GPU usage rollup bucket", NULL, 0, 0},
+	{"idle.engine_active_threshold", GL_CFG_STR, OFF(idle_engine_active_threshold), "0.01", 0, 0, 0,
+	 "a sample is idle when DCGM_FI_PROF_GR_ENGINE_ACTIVE is below this ratio", NULL, 0, 0},
+	{"idle.use_gpu_util_fallback", GL_CFG_BOOL, OFF(idle_use_gpu_util_fallback), "true", 0, 0, 0,
+	 "without PROF_GR_ENGINE_ACTIVE, idle means DCGM_FI_DEV_GPU_UTIL == 0", NULL, 0, 0},
+	{"idle.memory_counts_as_busy", GL_CFG_BOOL, OFF(idle_memory_counts_as_busy), "false", 0, 0, 0,
+	 "framebuffer use above fb_used_busy_mib makes a sample busy", NULL, 0, 0},
+	{"idle.fb_used_busy_mib", GL_CFG_INT, OFF(idle_fb_used_busy_mib), "1024", 0, 0, 1LL << 30,
+	 "framebuffer threshold for memory_counts_as_busy", NULL, 0, 0},
+	{"idle.power_busy_watts", GL_CFG_INT, OFF(idle_power_busy_watts), "0", 0, 0, 100000,
+	 "power draw above this makes a sample busy (0 = off)", NULL, 0, 0},
+	{"inventory.absent_grace_s", GL_CFG_INT, OFF(inventory_absent_grace_s), "900", 0, 0, 30 * 86400,
+	 "a GPU that stops reporting for this long is marked absent", NULL, 0, 0},
+	{"retention.raw_days", GL_CFG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
+	 "raw per-sample partitions are dropped after this many days", NULL, 0, 0},
 	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
 	 sizeof(struct gl_sacct_source_cfg), OFF(n_sacct)},
+	{"sources.kube", GL_CFG_LIST, OFF(kube), NULL, 0, 0, 0, "Kubernetes clusters whose GPU pods are read", kube_keys,
+	 sizeof(struct gl_kube_source_cfg), OFF(n_kube)},
+	{"sources.dcgm", GL_CFG_LIST, OFF(dcgm), NULL, 0, 0, 0, "dcgm-exporter targets scraped for GPU activity", dcgm_keys,
+	 sizeof(struct gl_dcgm_source_cfg), OFF(n_dcgm)},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -373,6 +415,22 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 							name, i, cfg->sacct[i].cluster);
 					goto out;
 				}
+		for (size_t i = 0; !rc && i < cfg->n_kube; i++) {
+			int has_cmd = cfg->kube[i].command[0] != '\0', has_file = cfg->kube[i].file[0] != '\0';
+			if (has_cmd == has_file)
+				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.kube[%zu]: give exactly one of command and file",
+						name, i);
+		}
+		for (size_t i = 0; !rc && i < cfg->n_dcgm; i++)
+			if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
+				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.dcgm[%zu]: give targets or targets_file", name, i);
+		if (!rc) {
+			char *end;
+			double th = strtod(cfg->idle_engine_active_threshold, &end);
+			if (*end || end == cfg->idle_engine_active_threshold || th < 0 || th > 1)
+				rc = gl_err_set(err, GL_ECONFIG, "%s: idle.engine_active_threshold: '%s' is not a ratio in [0, 1]",
+						name, cfg->idle_engine_active_threshold);
+		}
 	}
 out:
 	if (have_parser)

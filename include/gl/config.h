@@ -25,6 +25,26 @@ struct gl_sacct_source_cfg {
 	int64_t timeout_s;   /* kill sacct after this long */
 };
 
+struct gl_kube_source_cfg {
+	char *cluster;
+	char *command;       /* e.g. "kubectl get pods -A -o json" (split on whitespace, no shell); "" = use file */
+	char *file;          /* a PodList JSON another process refreshes; "" = use command */
+	int64_t interval_s;
+	int64_t timeout_s;
+	char *label_team;    /* label keys copied into the ownership tags */
+	char *label_project;
+	char *label_cost_center;
+};
+
+struct gl_dcgm_source_cfg {
+	char *cluster;
+	char *targets;       /* whitespace/comma-separated http(s) URLs of dcgm-exporter /metrics */
+	char *targets_file;  /* one URL per line (# comments); re-read every run */
+	int64_t interval_s;
+	int64_t timeout_s;   /* per target */
+	int64_t max_parallel;
+};
+
 struct gl_config {
 	char *path;          /* the file it came from, or "(defaults)" */
 	/* database */
@@ -45,9 +65,22 @@ struct gl_config {
 	int64_t ingest_batch_rows;
 	int64_t ingest_max_skip_reasons;
 	int64_t bucket_s;
+	/* idle predicate (dcgm rollups, hook) */
+	char *idle_engine_active_threshold; /* decimal text, parsed where used */
+	int idle_use_gpu_util_fallback;
+	int idle_memory_counts_as_busy;
+	int64_t idle_fb_used_busy_mib;
+	int64_t idle_power_busy_watts;      /* 0 = off */
+	/* inventory / retention */
+	int64_t inventory_absent_grace_s;
+	int64_t retention_raw_days;
 	/* sources */
 	struct gl_sacct_source_cfg *sacct;
 	size_t n_sacct;
+	struct gl_kube_source_cfg *kube;
+	size_t n_kube;
+	struct gl_dcgm_source_cfg *dcgm;
+	size_t n_dcgm;
 };
 
 enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST };

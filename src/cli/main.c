@@ -1,6 +1,8 @@
 /* gpuledger command line: gpuledger [--config FILE] COMMAND [ARGS].
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
+#include "gl/cli.h"
 #include "gl/config.h"
+#include "gl/daemon.h"
 #include "gl/db.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
@@ -20,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
+#define EXIT_RUNTIME GL_EXIT_RUNTIME
+#define EXIT_USAGE GL_EXIT_USAGE
 
-static volatile sig_atomic_t g_stop;
+static volatile int g_stop; /* set from the signal handler; int for gl_daemon_tick */
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -47,32 +49,6 @@ static const char usage_main[] =
 	"\n"
 	"exit codes: 0 ok, 1 runtime error, 2 usage error\n";
 
-static int usage_error(const char *usage, const char *fmt, ...) GL_PRINTF(2, 3);
-static int usage_error(const char *usage, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "gpuledger: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n%s", usage);
-	return EXIT_USAGE;
-}
-
-static int wants_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return 1;
-	return 0;
-}
-
-static int fail(const struct gl_err *err)
-{
-	gl_log(GL_LOG_ERROR, "%s", err->msg);
-	return EXIT_RUNTIME;
-}
-
 /* ---- check-config ---- */
 static const char usage_check[] = "usage: gpuledger [--config FILE] check-config\n"
 				  "Loads and validates the configuration; prints the effective database target.\n";
@@ -81,14 +57,14 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 {
 	char dsn[1024];
 	struct gl_err err = {0};
-	if (wants_help(argc, argv)) {
+	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_check, stdout);
 		return 0;
 	}
 	if (argc > 1)
-		return usage_error(usage_check, "check-config: unexpected argument '%s'", argv[1]);
+		return gl_cli_usage_error(usage_check, "check-config: unexpected argument '%s'", argv[1]);
 	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err))
-		return fail(&err);
+		return gl_cli_fail(&err);
 	printf("%s: ok (%zu sacct sources; database: %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded");
 	return 0;
@@ -103,14 +79,14 @@ static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 	struct gl_err err = {0};
 	PGconn *c = NULL;
 	int applied = 0, ver = 0, rc = 0;
-	if (wants_help(argc, argv)) {
+	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_migrate, stdout);
 		return 0;
 	}
 	if (argc > 1)
-		return usage_error(usage_migrate, "migrate: unexpected argument '%s'", argv[1]);
+		return gl_cli_usage_error(usage_migrate, "migrate: unexpected argument '%s'", argv[1]);
 	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || gl_migrate_current(c, &ver, &err)) {
-		rc = fail(&err);
+		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	printf("migrate: %d applied, schema at version %d\n", applied, ver);
@@ -129,12 +105,12 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
 	int rc = 0;
-	if (wants_help(argc, argv)) {
+	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_db, stdout);
 		return 0;
 	}
 	if (argc != 2)
-		return usage_error(usage_db, "db: expected one of init|start|stop|status");
+		return gl_cli_usage_error(usage_db, "db: expected one of init|start|stop|status");
 	if (!strcmp(argv[1], "init"))
 		rc = gl_db_init(cfg, &err);
 	else if (!strcmp(argv[1], "start"))
@@ -150,78 +126,39 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 			return running ? 0 : 3;
 		}
 	} else
-		return usage_error(usage_db, "db: unknown action '%s'", argv[1]);
+		return gl_cli_usage_error(usage_db, "db: unknown action '%s'", argv[1]);
 	if (rc)
-		return fail(&err);
+		return gl_cli_fail(&err);
 	return 0;
 }
 
 /* ---- ingest ---- */
-static const char usage_ingest[] =
-	"usage: gpuledger [--config FILE] ingest sacct --cluster NAME --file F [--delimiter C] [--fields LIST]\n"
-	"Ingests a saved sacct output (--parsable or --parsable2). Without --fields, a header\n"
-	"line is used when present, else the recommended field list:\n  " GL_SACCT_DEFAULT_FIELDS "\n"
-	"Malformed lines are reported as file:line and skipped; the rest is ingested.\n"
-	"Exit status 0 when every line was ingested, 1 on failure, 4 when lines were skipped.\n";
+static const struct {
+	const char *name;
+	int (*fn)(struct gl_config *cfg, int argc, char **argv);
+	const char *summary;
+} ingest_cmds[] = {
+	{"sacct", gl_cli_ingest_sacct, "ingest sacct --cluster NAME --file F [--delimiter C] [--fields LIST]"},
+	/* further sources register here */
+};
 
 static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"cluster", required_argument, 0, 'C'}, {"file", required_argument, 0, 'f'},
-		{"delimiter", required_argument, 0, 'd'}, {"fields", required_argument, 0, 'F'},
-		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
-	};
-	const char *cluster = NULL, *file = NULL, *delim = NULL, *fields = NULL;
-	struct gl_sacct_ingest_opts o = {0};
-	struct gl_ingest_stats st;
-	struct gl_err err = {0};
-	PGconn *c = NULL;
-	int ch, rc = 0;
-
-	if (argc < 2 || wants_help(argc, argv)) {
-		fputs(usage_ingest, argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_USAGE : 0;
+	if (argc >= 2) {
+		for (size_t i = 0; i < GL_ARRAY_LEN(ingest_cmds); i++)
+			if (!strcmp(argv[1], ingest_cmds[i].name))
+				return ingest_cmds[i].fn(cfg, argc - 1, argv + 1);
 	}
-	if (strcmp(argv[1], "sacct") != 0)
-		return usage_error(usage_ingest, "ingest: unknown source '%s'", argv[1]);
-	optind = 2;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': cluster = optarg; break;
-		case 'f': file = optarg; break;
-		case 'd': delim = optarg; break;
-		case 'F': fields = optarg; break;
-		default: return usage_error(usage_ingest, "ingest sacct: bad option");
-		}
+	{
+		FILE *o = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;
+		fprintf(o, "usage: gpuledger [--config FILE] ingest SOURCE ...\nsources:\n");
+		for (size_t i = 0; i < GL_ARRAY_LEN(ingest_cmds); i++)
+			fprintf(o, "  gpuledger %s\n", ingest_cmds[i].summary);
+		fprintf(o, "'gpuledger ingest SOURCE --help' for details.\n");
+		if (argc >= 2 && o == stderr)
+			fprintf(stderr, "gpuledger: ingest: unknown source '%s'\n", argv[1]);
+		return o == stdout ? 0 : EXIT_USAGE;
 	}
-	if (optind < argc)
-		return usage_error(usage_ingest, "ingest sacct: unexpected argument '%s'", argv[optind]);
-	if (!cluster || !file)
-		return usage_error(usage_ingest, "ingest sacct: --cluster and --file are required");
-	gl_ingest_stats_init(&st, 0);
-	o.cluster = cluster;
-	o.input_name = file;
-	o.fields = fields;
-	o.delimiter = delim;
-	o.batch_rows = cfg->ingest_batch_rows;
-	o.max_skip_reasons = cfg->ingest_max_skip_reasons;
-	o.watermark_s = GL_TIME_NONE;
-	if (gl_db_connect(cfg, &c, &err) || gl_sacct_ingest_file(c, &o, file, &st, &err)) {
-		rc = fail(&err);
-		goto out;
-	}
-	gl_log(GL_LOG_INFO, "ingest sacct %s (%s): %lld lines, %lld inserted, %lld updated, %lld unchanged, "
-			    "%lld skipped, %lld ignored (steps/header)",
-	       file, cluster, (long long)st.lines_read, (long long)st.inserted, (long long)st.updated,
-	       (long long)st.unchanged, (long long)st.skipped, (long long)st.ignored);
-	printf("{\"lines\":%lld,\"inserted\":%lld,\"updated\":%lld,\"unchanged\":%lld,\"skipped\":%lld,\"ignored\":%lld}\n",
-	       (long long)st.lines_read, (long long)st.inserted, (long long)st.updated, (long long)st.unchanged,
-	       (long long)st.skipped, (long long)st.ignored);
-	rc = st.skipped ? 4 : 0;
-out:
-	gl_ingest_stats_fini(&st);
-	PQfinish(c);
-	return rc;
 }
 
 /* ---- serve ---- */
@@ -229,12 +166,6 @@ static const char usage_serve[] =
 	"usage: gpuledger [--config FILE] serve [--listen ADDR:PORT] [--port-file F] [--no-ingest]\n"
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
 	"--listen overrides server.listen (port 0 = any free port, logged and written to --port-file).\n";
-
-struct source_slot {
-	const struct gl_sacct_source_cfg *src;
-	int64_t next_s;
-	struct gl_log_limiter lim;
-};
 
 static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 {
@@ -244,13 +175,14 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	};
 	struct gl_server_opts so = {0};
 	struct gl_server *srv = NULL;
-	struct source_slot *slots = NULL;
+	struct gl_daemon_source *srcs = NULL;
+	size_t nsrc = 0;
 	struct gl_err err = {0};
 	PGconn *c = NULL;
 	int ch, rc = 0, no_ingest = 0, applied;
 	struct sigaction sa;
 
-	if (wants_help(argc, argv)) {
+	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_serve, stdout);
 		return 0;
 	}
@@ -260,11 +192,11 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		case 'l': so.listen = optarg; break;
 		case 'p': so.port_file = optarg; break;
 		case 'n': no_ingest = 1; break;
-		default: return usage_error(usage_serve, "serve: bad option");
+		default: return gl_cli_usage_error(usage_serve, "serve: bad option");
 		}
 	}
 	if (optind < argc)
-		return usage_error(usage_serve, "serve: unexpected argument '%s'", argv[optind]);
+		return gl_cli_usage_error(usage_serve, "serve: unexpected argument '%s'", argv[optind]);
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
@@ -274,16 +206,16 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 
 	/* fail early and clearly when the database is not there or not migrated */
 	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err)) {
-		rc = fail(&err);
+		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	if (gl_server_start(cfg, &so, &srv, &err)) {
-		rc = fail(&err);
+		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct sources%s)",
-	       so.listen ? so.listen : cfg->listen, (unsigned)gl_server_port(srv), cfg->n_sacct,
-	       no_ingest ? ", ingest off" : "");
+	gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct, %zu kube, %zu dcgm sources%s)",
+	       so.listen ? so.listen : cfg->listen, (unsigned)gl_server_port(srv), cfg->n_sacct, cfg->n_kube,
+	       cfg->n_dcgm, no_ingest ? ", ingest off" : "");
 	{
 		/* the exact port on its own line, for scripts that started us on port 0 */
 		char host[256];
@@ -291,38 +223,18 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		snprintf(host, sizeof host, "%.*s", (int)(strrchr(l, ':') - l), l);
 		gl_log(GL_LOG_INFO, "serve: URL http://%s:%u/", host, (unsigned)gl_server_port(srv));
 	}
-	slots = gl_xcalloc(cfg->n_sacct ? cfg->n_sacct : 1, sizeof *slots);
-	for (size_t i = 0; i < cfg->n_sacct; i++) {
-		slots[i].src = &cfg->sacct[i];
-		slots[i].next_s = 0;
-		slots[i].lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(600);
-	}
+	nsrc = gl_daemon_sources(cfg, &srcs);
 	/* one tick loop; each source runs at its own interval (Redis serverCron style) */
 	while (!g_stop) {
-		int64_t now = (int64_t)time(NULL);
-		for (size_t i = 0; !no_ingest && i < cfg->n_sacct && !g_stop; i++) {
-			struct gl_sacct_poll_result res;
-			if (now < slots[i].next_s)
-				continue;
-			slots[i].next_s = now + slots[i].src->interval_s;
-			if (PQstatus(c) != CONNECTION_OK)
-				PQreset(c);
-			if (gl_sacct_poll_run(c, cfg, slots[i].src, now, &res, &err)) {
-				gl_log_fail(&slots[i].lim, now, GL_LOG_ERROR, "sacct %s: %s", slots[i].src->cluster, err.msg);
-				continue;
-			}
-			gl_log_ok(&slots[i].lim, "sacct");
-			gl_log(GL_LOG_INFO, "sacct %s: %d chunks, %lld lines, %lld inserted, %lld updated, %lld unchanged, %lld skipped",
-			       slots[i].src->cluster, res.chunks, (long long)res.lines, (long long)res.inserted,
-			       (long long)res.updated, (long long)res.unchanged, (long long)res.skipped);
-		}
+		if (!no_ingest)
+			gl_daemon_tick(c, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
 		for (int t = 0; t < 5 && !g_stop; t++)
 			usleep(100 * 1000);
 	}
 	gl_log(GL_LOG_INFO, "serve: stopping");
 out:
 	gl_server_stop(srv);
-	free(slots);
+	free(srcs);
 	PQfinish(c);
 	return rc;
 }

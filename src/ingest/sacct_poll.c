@@ -1,5 +1,6 @@
 /* Periodic sacct runs (see include/gl/sacct_poll.h). */
 #include "gl/sacct_poll.h"
+#include "gl/daemon.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
 #include "gl/log.h"
@@ -154,4 +155,16 @@ int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sa
 		from = to;
 	}
 	return 0;
+}
+
+int gl_sacct_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			size_t n, struct gl_err *err)
+{
+	struct gl_sacct_poll_result res;
+	int rc = gl_sacct_poll_run(c, cfg, src, now_s, &res, err);
+	if (!rc)
+		snprintf(summary, n, "%d chunks, %lld lines, %lld inserted, %lld updated, %lld unchanged, %lld skipped",
+			 res.chunks, (long long)res.lines, (long long)res.inserted, (long long)res.updated,
+			 (long long)res.unchanged, (long long)res.skipped);
+	return rc;
 }

@@ -1,0 +1,40 @@
+/* gpuledger — the daemon's source scheduler: one tick loop, each source at
+ * its own interval (Redis serverCron style). A source is a run function plus
+ * its config; a failing source is logged rate-limited and retried next
+ * interval without holding back the others.
+ *
+ * Ownership: gl_daemon_sources() returns an array the caller frees with
+ * free(); its entries borrow the config, which must outlive them.
+ */
+#ifndef GL_DAEMON_H
+#define GL_DAEMON_H
+
+#include "gl/common.h"
+#include "gl/config.h"
+#include "gl/log.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+typedef int (*gl_source_run_fn)(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s,
+				char *summary, size_t summary_len, struct gl_err *err);
+
+struct gl_daemon_source {
+	char name[160];           /* "sacct:testgpu" */
+	int64_t interval_s;
+	gl_source_run_fn run;
+	const void *src;          /* the source's config entry */
+	int64_t next_s;
+	struct gl_log_limiter lim;
+};
+
+size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out);
+/* Runs every source due at now_s; stop (may be NULL) is polled between sources. */
+void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_source *s, size_t n, int64_t now_s,
+		    volatile int *stop);
+
+/* The sacct source (src/ingest/sacct_poll.c). */
+int gl_sacct_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			size_t n, struct gl_err *err);
+
+#endif

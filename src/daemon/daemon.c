@@ -1,0 +1,56 @@
+/* The daemon's source scheduler (see include/gl/daemon.h). */
+#include "gl/daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const char *kind, const char *cluster,
+		int64_t interval_s, gl_source_run_fn run, const void *src)
+{
+	struct gl_daemon_source *s;
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		*arr = gl_xrealloc(*arr, *cap * sizeof **arr);
+	}
+	s = &(*arr)[(*n)++];
+	memset(s, 0, sizeof *s);
+	snprintf(s->name, sizeof s->name, "%s:%s", kind, cluster);
+	s->interval_s = interval_s;
+	s->run = run;
+	s->src = src;
+	s->next_s = 0; /* run at once on start */
+	s->lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(600);
+}
+
+size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out)
+{
+	struct gl_daemon_source *arr = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < cfg->n_sacct; i++)
+		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_source_run,
+		    &cfg->sacct[i]);
+	/* further sources register here */
+	*out = arr;
+	return n;
+}
+
+void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_source *s, size_t n, int64_t now_s,
+		    volatile int *stop)
+{
+	for (size_t i = 0; i < n && !(stop && *stop); i++) {
+		char summary[512] = "";
+		struct gl_err err = {0};
+		if (now_s < s[i].next_s)
+			continue;
+		s[i].next_s = now_s + s[i].interval_s;
+		if (PQstatus(c) != CONNECTION_OK)
+			PQreset(c);
+		if (s[i].run(c, cfg, s[i].src, now_s, summary, sizeof summary, &err)) {
+			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
+			continue;
+		}
+		gl_log_ok(&s[i].lim, s[i].name);
+		gl_log(GL_LOG_INFO, "%s: %s", s[i].name, summary);
+	}
+}
