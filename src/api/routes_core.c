@@ -1,5 +1,6 @@
 /* Health, metrics, jobs and ingest-run endpoints. */
 #include "gl/db.h"
+#include "gl/health.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -63,6 +64,7 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 			 "# TYPE gpuledger_uptime_seconds gauge\ngpuledger_uptime_seconds %lld\n",
 			 GL_VERSION, (long long)(req->now_s - gl_server_started_s(req->srv)));
 	gl_server_metrics(req->srv, o);
+	gl_health_metrics(o);
 	/* ingest health from the database: what users alert on */
 	gl_strbuf_puts(o, "# HELP gpuledger_db_up Whether the database answered this scrape.\n"
 			  "# TYPE gpuledger_db_up gauge\n");

@@ -1,5 +1,8 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
+#include "gl/health.h"
+
+#include <time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +49,18 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 		s[i].next_s = now_s + s[i].interval_s;
 		if (PQstatus(c) != CONNECTION_OK)
 			PQreset(c);
-		if (s[i].run(c, cfg, s[i].src, now_s, summary, sizeof summary, &err)) {
+		struct timespec t0, t1;
+		const char *colon = strchr(s[i].name, ':');
+		char kind[16];
+		int rc;
+		snprintf(kind, sizeof kind, "%.*s", colon ? (int)(colon - s[i].name) : 15, s[i].name);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = s[i].run(c, cfg, s[i].src, now_s, summary, sizeof summary, &err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* the whole-source entry; sources with many targets add their own */
+		gl_health_report(kind, colon ? colon + 1 : "", "", rc == 0, now_s, rc ? err.msg : NULL,
+				 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+		if (rc) {
 			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
 			continue;
 		}

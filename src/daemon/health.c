@@ -1,0 +1,139 @@
+/* Health registry (see include/gl/health.h). */
+#include "gl/health.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct entry {
+	char source[16];
+	char cluster[64];
+	char key[256];
+	int up;
+	int64_t last_ok_s, last_err_s;
+	uint64_t consecutive_failures;
+	double duration_s;
+	char last_error[256];
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct entry entries[GL_HEALTH_MAX];
+static size_t n_entries;
+static uint64_t dropped;
+
+void gl_health_report(const char *source, const char *cluster, const char *key, int ok, int64_t at_s,
+		      const char *err, double duration_s)
+{
+	struct entry *e = NULL;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_entries; i++)
+		if (!strcmp(entries[i].source, source) && !strcmp(entries[i].cluster, cluster) && !strcmp(entries[i].key, key)) {
+			e = &entries[i];
+			break;
+		}
+	if (!e) {
+		if (n_entries == GL_HEALTH_MAX) {
+			dropped++;
+			goto out;
+		}
+		e = &entries[n_entries++];
+		memset(e, 0, sizeof *e);
+		snprintf(e->source, sizeof e->source, "%s", source);
+		snprintf(e->cluster, sizeof e->cluster, "%s", cluster);
+		snprintf(e->key, sizeof e->key, "%s", key);
+	}
+	e->up = ok;
+	e->duration_s = duration_s;
+	if (ok) {
+		e->last_ok_s = at_s;
+		e->consecutive_failures = 0;
+	} else {
+		e->last_err_s = at_s;
+		e->consecutive_failures++;
+		snprintf(e->last_error, sizeof e->last_error, "%s", err ? err : "error");
+	}
+out:
+	pthread_mutex_unlock(&mu);
+}
+
+static void label_value(struct gl_strbuf *o, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			gl_strbuf_putc(o, '\\');
+		if (*s == '\n') {
+			gl_strbuf_puts(o, "\\n");
+			continue;
+		}
+		gl_strbuf_putc(o, *s);
+	}
+}
+
+static void labels(struct gl_strbuf *o, const struct entry *e)
+{
+	gl_strbuf_puts(o, "{source=\"");
+	label_value(o, e->source);
+	gl_strbuf_puts(o, "\",cluster=\"");
+	label_value(o, e->cluster);
+	gl_strbuf_puts(o, "\",target=\"");
+	label_value(o, e->key);
+	gl_strbuf_puts(o, "\"}");
+}
+
+void gl_health_metrics(struct gl_strbuf *o)
+{
+	static const char *const names[] = {"up", "last_success_timestamp_seconds", "last_error_timestamp_seconds",
+					    "consecutive_failures", "last_duration_seconds"};
+	pthread_mutex_lock(&mu);
+	for (size_t m = 0; m < GL_ARRAY_LEN(names); m++) {
+		gl_strbuf_printf(o, "# TYPE gpuledger_source_%s gauge\n", names[m]);
+		for (size_t i = 0; i < n_entries; i++) {
+			const struct entry *e = &entries[i];
+			gl_strbuf_printf(o, "gpuledger_source_%s", names[m]);
+			labels(o, e);
+			switch (m) {
+			case 0: gl_strbuf_printf(o, " %d\n", e->up); break;
+			case 1: gl_strbuf_printf(o, " %lld\n", (long long)e->last_ok_s); break;
+			case 2: gl_strbuf_printf(o, " %lld\n", (long long)e->last_err_s); break;
+			case 3: gl_strbuf_printf(o, " %llu\n", (unsigned long long)e->consecutive_failures); break;
+			default: gl_strbuf_printf(o, " %.3f\n", e->duration_s); break;
+			}
+		}
+	}
+	gl_strbuf_puts(o, "# TYPE gpuledger_source_last_error_info gauge\n");
+	for (size_t i = 0; i < n_entries; i++) {
+		const struct entry *e = &entries[i];
+		if (e->up || !e->last_error[0])
+			continue;
+		gl_strbuf_puts(o, "gpuledger_source_last_error_info{source=\"");
+		label_value(o, e->source);
+		gl_strbuf_puts(o, "\",cluster=\"");
+		label_value(o, e->cluster);
+		gl_strbuf_puts(o, "\",target=\"");
+		label_value(o, e->key);
+		gl_strbuf_puts(o, "\",error=\"");
+		label_value(o, e->last_error);
+		gl_strbuf_puts(o, "\"} 1\n");
+	}
+	gl_strbuf_printf(o, "# TYPE gpuledger_source_health_dropped_total counter\ngpuledger_source_health_dropped_total %llu\n",
+			 (unsigned long long)dropped);
+	pthread_mutex_unlock(&mu);
+}
+
+size_t gl_health_failing(void)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_entries; i++)
+		n += !entries[i].up;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+void gl_health_reset(void)
+{
+	pthread_mutex_lock(&mu);
+	n_entries = 0;
+	dropped = 0;
+	pthread_mutex_unlock(&mu);
+}
