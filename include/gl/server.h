@@ -56,6 +56,7 @@ struct gl_route {
 	const char *path;         /* exact, or a prefix when it ends with '/' */
 	gl_handler_fn fn;
 	const char *name;         /* metrics label */
+	const char *role;         /* least role allowed: "public" (no token), "viewer", "finance", "admin", "hook" */
 };
 
 struct gl_server_opts {

@@ -11,11 +11,11 @@
 #include <string.h>
 
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz"},
-	{"GET", "/metrics", gl_route_metrics, "metrics"},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs"},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs"},
-	{NULL, NULL, NULL, NULL},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public"},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer"},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance"},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer"},
+	{NULL, NULL, NULL, NULL, NULL},
 };
 
 static void put_json(struct gl_resp *resp, cJSON *root)
