@@ -1,0 +1,47 @@
+/* gpuledger — exact cost arithmetic. Pure: no I/O, no clock.
+ *
+ * Amounts that are exact rationals (GPU-milli-seconds x micro-units per
+ * GPU-hour / 3,600,000) are rounded once per line, and the remainders are
+ * carried (largest-remainder method) so that the lines add up exactly to the
+ * rounded total. The same apportioning shares an integer amount (idle cost,
+ * idle GPU-seconds) across weights.
+ *
+ * Ownership: callers own every array.
+ */
+#ifndef GL_COST_H
+#define GL_COST_H
+
+#include "gl/common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 1 GPU-hour = 3600 s x 1000 milli-GPU */
+#define GL_MILLI_GPU_SECONDS_PER_GPU_HOUR 3600000LL
+
+typedef __int128 gl_i128;
+
+/* Parses a non-negative decimal integer (as PostgreSQL prints numeric without
+ * a fraction) into 128 bits. */
+int gl_i128_parse(const char *s, gl_i128 *out) GL_MUSTCHECK;
+/* Decimal text of v into buf (>= 41 bytes). */
+void gl_i128_format(gl_i128 v, char *buf, size_t n);
+
+/* Rounds num_i / denom for every line so that sum(out) == round(sum(num) / denom)
+ * (half up) and every out_i is floor or ceil of its exact value. num_i >= 0,
+ * denom > 0. */
+int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out) GL_MUSTCHECK;
+
+/* Shares `amount` (>= 0) over weights (>= 0) exactly: sum(out) == amount,
+ * out_i proportional to weight_i up to one unit. All weights zero: out all 0
+ * and -GL_EINVAL (nothing to share onto). */
+int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out) GL_MUSTCHECK;
+
+/* Nearest-rank percentile (p in 0..100) of sorted values; n > 0. */
+int64_t gl_percentile_sorted(const int64_t *sorted, size_t n, double p);
+
+/* "12.345678" from micro-units with `minor` decimals (2 for USD: "12.35",
+ * half up); minor = 6 keeps every digit. */
+void gl_money_format(int64_t micros, int minor, char *buf, size_t n);
+
+#endif

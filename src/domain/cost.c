@@ -1,0 +1,151 @@
+/* Exact cost arithmetic (see include/gl/cost.h). */
+#include "gl/cost.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gl_i128_parse(const char *s, gl_i128 *out)
+{
+	gl_i128 v = 0;
+	const char *p = s;
+	if (!*p)
+		return -GL_EINVAL;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -GL_EINVAL;
+		if (v > ((((gl_i128)1) << 120) / 10))
+			return -GL_ERANGE;
+		v = v * 10 + (*p - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+void gl_i128_format(gl_i128 v, char *buf, size_t n)
+{
+	char tmp[48], *q = tmp + sizeof tmp;
+	int neg = v < 0;
+	unsigned __int128 u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+	*--q = '\0';
+	do {
+		*--q = (char)('0' + (int)(u % 10));
+		u /= 10;
+	} while (u);
+	if (neg)
+		*--q = '-';
+	snprintf(buf, n, "%s", q);
+}
+
+struct rem {
+	size_t idx;
+	gl_i128 r;
+};
+
+static int by_rem_desc(const void *a, const void *b)
+{
+	const struct rem *x = a, *y = b;
+	if (x->r != y->r)
+		return x->r < y->r ? 1 : -1;
+	/* ties: earlier line first, so the result is deterministic */
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out)
+{
+	gl_i128 total = 0, floors = 0, target;
+	struct rem *r;
+	if (denom <= 0)
+		return -GL_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (num[i] < 0)
+			return -GL_EINVAL;
+		total += num[i];
+	}
+	target = (total + denom / 2) / denom;
+	r = gl_xcalloc(n ? n : 1, sizeof *r);
+	for (size_t i = 0; i < n; i++) {
+		out[i] = (int64_t)(num[i] / denom);
+		floors += out[i];
+		r[i].idx = i;
+		r[i].r = num[i] % denom;
+	}
+	qsort(r, n, sizeof *r, by_rem_desc);
+	/* target - floors < n always: each line lost less than one unit */
+	for (gl_i128 k = 0; k < target - floors && (size_t)k < n; k++)
+		out[r[k].idx]++;
+	free(r);
+	return 0;
+}
+
+int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out)
+{
+	gl_i128 wsum = 0;
+	gl_i128 *num;
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		out[i] = 0;
+		if (weight[i] < 0)
+			return -GL_EINVAL;
+		wsum += weight[i];
+	}
+	if (amount < 0)
+		return -GL_EINVAL;
+	if (wsum == 0)
+		return amount == 0 ? 0 : -GL_EINVAL;
+	num = gl_xcalloc(n ? n : 1, sizeof *num);
+	/* amount x w_i / W, rounded with carry; sums to exactly amount because
+	 * sum(num)/W == amount is an integer */
+	for (size_t i = 0; i < n; i++)
+		num[i] = (gl_i128)amount * weight[i];
+	if (wsum > INT64_MAX) {
+		free(num);
+		return -GL_ERANGE;
+	}
+	rc = gl_cost_apportion(num, n, (int64_t)wsum, out);
+	free(num);
+	return rc;
+}
+
+int64_t gl_percentile_sorted(const int64_t *v, size_t n, double p)
+{
+	size_t rank;
+	if (n == 0)
+		return 0;
+	if (p <= 0)
+		return v[0];
+	if (p >= 100)
+		return v[n - 1];
+	/* nearest rank: the smallest value with at least p% of values at or below it */
+	rank = (size_t)((p / 100.0) * (double)n + 0.999999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return v[rank - 1];
+}
+
+void gl_money_format(int64_t micros, int minor, char *buf, size_t n)
+{
+	int64_t scale = 1, q, r;
+	int neg = micros < 0;
+	uint64_t u = neg ? (uint64_t)(-(micros + 1)) + 1 : (uint64_t)micros;
+	if (minor < 0)
+		minor = 0;
+	if (minor > 6)
+		minor = 6;
+	for (int i = minor; i < 6; i++)
+		scale *= 10;
+	u = (u + (uint64_t)scale / 2) / (uint64_t)scale; /* half up, away from zero */
+	{
+		int64_t unit = 1;
+		for (int i = 0; i < minor; i++)
+			unit *= 10;
+		q = (int64_t)(u / (uint64_t)unit);
+		r = (int64_t)(u % (uint64_t)unit);
+		if (minor)
+			snprintf(buf, n, "%s%lld.%0*lld", neg ? "-" : "", (long long)q, minor, (long long)r);
+		else
+			snprintf(buf, n, "%s%lld", neg ? "-" : "", (long long)q);
+	}
+}

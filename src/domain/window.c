@@ -1,0 +1,155 @@
+/* Windows and steps (see include/gl/window.h). */
+#include "gl/window.h"
+#include "gl/timeutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t day_floor(int64_t t)
+{
+	return (t >= 0 ? t / 86400 : -((-t + 86399) / 86400)) * 86400;
+}
+
+int64_t gl_month_start(int64_t t)
+{
+	int64_t y;
+	unsigned m, d;
+	gl_time_civil_from_days(day_floor(t) / 86400, &y, &m, &d);
+	return gl_time_days_from_civil(y, m, 1) * 86400;
+}
+
+int64_t gl_month_next(int64_t ms)
+{
+	int64_t y;
+	unsigned m, d;
+	gl_time_civil_from_days(ms / 86400, &y, &m, &d);
+	if (++m > 12) {
+		m = 1;
+		y++;
+	}
+	return gl_time_days_from_civil(y, m, 1) * 86400;
+}
+
+static int64_t week_floor(int64_t t)
+{
+	int64_t day = day_floor(t) / 86400;
+	/* 1970-01-01 was a Thursday: Monday-based weekday */
+	int64_t wd = ((day % 7) + 7 + 3) % 7;
+	return (day - wd) * 86400;
+}
+
+static int parse_month(const char *s, size_t n, int64_t *out)
+{
+	char buf[16];
+	if (n != 7 || s[4] != '-')
+		return -GL_EINVAL;
+	memcpy(buf, s, 7);
+	memcpy(buf + 7, "-01", 4);
+	return gl_time_parse(buf, 10, out);
+}
+
+int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err)
+{
+	size_t n = strlen(s);
+	const char *comma = strchr(s, ',');
+
+	if (n == 0)
+		return gl_err_set(err, GL_EINVAL, "empty");
+	if (comma) {
+		int64_t a, b;
+		size_t na = (size_t)(comma - s), nb = n - na - 1;
+		if (gl_time_parse(s, na, &a) && parse_month(s, na, &a))
+			return gl_err_set(err, GL_EINVAL, "bad start '%.*s' (RFC3339 time or date)", (int)na, s);
+		if (gl_time_parse(comma + 1, nb, &b) && parse_month(comma + 1, nb, &b))
+			return gl_err_set(err, GL_EINVAL, "bad end '%s' (RFC3339 time or date)", comma + 1);
+		if (b <= a)
+			return gl_err_set(err, GL_EINVAL, "end before start");
+		w->start_s = a;
+		w->end_s = b;
+		return 0;
+	}
+	if (!strcmp(s, "today")) {
+		w->start_s = day_floor(now_s);
+		w->end_s = w->start_s + 86400;
+	} else if (!strcmp(s, "yesterday")) {
+		w->end_s = day_floor(now_s);
+		w->start_s = w->end_s - 86400;
+	} else if (!strcmp(s, "week")) {
+		w->end_s = now_s;
+		w->start_s = now_s - 7 * 86400;
+	} else if (!strcmp(s, "lastweek")) {
+		w->end_s = week_floor(now_s);
+		w->start_s = w->end_s - 7 * 86400;
+	} else if (!strcmp(s, "month") || !strcmp(s, "thismonth")) {
+		w->start_s = gl_month_start(now_s);
+		w->end_s = gl_month_next(w->start_s);
+	} else if (!strcmp(s, "lastmonth")) {
+		w->end_s = gl_month_start(now_s);
+		w->start_s = gl_month_start(w->end_s - 1);
+	} else if (n >= 2 && (s[n - 1] == 'd' || s[n - 1] == 'h' || s[n - 1] == 'm') && s[0] >= '0' && s[0] <= '9') {
+		char *end;
+		long long k = strtoll(s, &end, 10);
+		int64_t unit = s[n - 1] == 'd' ? 86400 : s[n - 1] == 'h' ? 3600 : 60;
+		if (end != s + n - 1 || k <= 0 || k > 3660LL * 86400 / unit)
+			return gl_err_set(err, GL_EINVAL, "bad duration '%s' (e.g. 7d, 24h, 90m)", s);
+		w->end_s = now_s;
+		w->start_s = now_s - k * unit;
+	} else if (n == 7 && parse_month(s, n, &w->start_s) == 0) {
+		w->end_s = gl_month_next(w->start_s);
+	} else if (n == 10 && gl_time_parse(s, n, &w->start_s) == 0) {
+		w->end_s = w->start_s + 86400;
+	} else {
+		return gl_err_set(err, GL_EINVAL,
+				  "unknown window '%s' (use 2026-10, 2026-10-05, A,B in RFC3339, 7d, 24h, today, "
+				  "yesterday, week, lastweek, month, lastmonth)",
+				  s);
+	}
+	return 0;
+}
+
+int gl_step_parse(const char *s, enum gl_step *out, struct gl_err *err)
+{
+	static const char *const names[] = {"none", "hour", "day", "week", "month"};
+	for (size_t i = 0; i < GL_ARRAY_LEN(names); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum gl_step)i;
+			return 0;
+		}
+	return gl_err_set(err, GL_EINVAL, "unknown step '%s' (hour, day, week, month)", s);
+}
+
+const char *gl_step_name(enum gl_step s)
+{
+	static const char *const names[] = {"none", "hour", "day", "week", "month"};
+	return (size_t)s < GL_ARRAY_LEN(names) ? names[s] : "none";
+}
+
+static int64_t step_next(enum gl_step step, int64_t t)
+{
+	switch (step) {
+	case GL_STEP_HOUR: return (t >= 0 ? t / 3600 : -((-t + 3599) / 3600)) * 3600 + 3600;
+	case GL_STEP_DAY: return day_floor(t) + 86400;
+	case GL_STEP_WEEK: return week_floor(t) + 7 * 86400;
+	case GL_STEP_MONTH: return gl_month_next(gl_month_start(t));
+	default: return INT64_MAX;
+	}
+}
+
+int gl_window_split(const struct gl_window *w, enum gl_step step, struct gl_window *out, size_t max, size_t *n,
+		    struct gl_err *err)
+{
+	int64_t t = w->start_s;
+	*n = 0;
+	while (t < w->end_s) {
+		int64_t e = step_next(step, t);
+		if (e > w->end_s)
+			e = w->end_s;
+		if (*n == max)
+			return gl_err_set(err, GL_ERANGE, "more than %zu steps", max);
+		out[*n].start_s = t;
+		out[*n].end_s = e;
+		(*n)++;
+		t = e;
+	}
+	return 0;
+}

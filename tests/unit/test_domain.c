@@ -1,0 +1,196 @@
+/* Windows, steps, exact cost apportioning, percentiles, money formatting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/cost.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t T(const char *s)
+{
+	int64_t t = 0;
+	if (gl_time_parse(s, strlen(s), &t))
+		fail_msg("bad time literal %s", s);
+	return t;
+}
+
+struct wcase {
+	const char *in, *now, *start, *end; /* start NULL = error */
+};
+
+static const struct wcase wins[] = {
+	{"2026-10", "2026-11-22T18:00:00Z", "2026-10-01", "2026-11-01"},
+	{"2026-12", "2026-11-22T18:00:00Z", "2026-12-01", "2027-01-01"},
+	{"2024-02-10", "2026-11-22T18:00:00Z", "2024-02-10", "2024-02-11"},
+	{"2026-11-22T17:00:00Z,2026-11-22T19:00:00Z", "2026-11-22T18:00:00Z", "2026-11-22T17:00:00Z", "2026-11-22T19:00:00Z"},
+	{"2026-10-01,2026-10-08", "2026-11-22T18:00:00Z", "2026-10-01", "2026-10-08"},
+	{"7d", "2026-11-22T18:00:00Z", "2026-11-15T18:00:00Z", "2026-11-22T18:00:00Z"},
+	{"24h", "2026-11-22T18:00:00Z", "2026-11-21T18:00:00Z", "2026-11-22T18:00:00Z"},
+	{"90m", "2026-11-22T18:00:00Z", "2026-11-22T16:30:00Z", "2026-11-22T18:00:00Z"},
+	{"today", "2026-11-22T18:00:00Z", "2026-11-22", "2026-11-23"},
+	{"yesterday", "2026-11-22T18:00:00Z", "2026-11-21", "2026-11-22"},
+	{"lastmonth", "2026-01-15T00:00:00Z", "2025-12-01", "2026-01-01"},
+	{"month", "2026-11-22T18:00:00Z", "2026-11-01", "2026-12-01"},
+	{"lastweek", "2026-11-22T18:00:00Z", "2026-11-09", "2026-11-16"}, /* 2026-11-22 is a Sunday */
+	{"2026-11-22T19:00:00Z,2026-11-22T17:00:00Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"0d", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"7x", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"2026-13", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"soon", "2026-11-22T18:00:00Z", NULL, NULL},
+};
+
+static void test_window_parse(void **state)
+{
+	for (size_t i = 0; i < sizeof wins / sizeof wins[0]; i++) {
+		struct gl_window w;
+		struct gl_err e = {0};
+		int rc = gl_window_parse(wins[i].in, T(wins[i].now), &w, &e);
+		if (!wins[i].start) {
+			if (rc == 0)
+				fail_msg("'%s' should fail", wins[i].in);
+			assert_true(e.msg[0] != '\0');
+			continue;
+		}
+		if (rc)
+			fail_msg("'%s': %s", wins[i].in, e.msg);
+		assert_int_equal(w.start_s, T(wins[i].start));
+		assert_int_equal(w.end_s, T(wins[i].end));
+	}
+}
+
+static void test_window_split(void **state)
+{
+	struct gl_window w = {T("2026-10-30T12:00:00Z"), T("2026-11-03T06:00:00Z")}, out[64];
+	struct gl_err e = {0};
+	size_t n;
+	enum gl_step st;
+	assert_int_equal(gl_window_split(&w, GL_STEP_DAY, out, 64, &n, &e), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(out[0].start_s, w.start_s);
+	assert_int_equal(out[0].end_s, T("2026-10-31"));
+	assert_int_equal(out[4].start_s, T("2026-11-03"));
+	assert_int_equal(out[4].end_s, w.end_s);
+	for (size_t i = 1; i < n; i++)
+		assert_int_equal(out[i].start_s, out[i - 1].end_s);
+	assert_int_equal(gl_window_split(&w, GL_STEP_MONTH, out, 64, &n, &e), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[1].start_s, T("2026-11-01"));
+	assert_int_equal(gl_window_split(&w, GL_STEP_WEEK, out, 64, &n, &e), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(out[1].start_s, T("2026-11-02")); /* a Monday */
+	assert_int_equal(gl_window_split(&w, GL_STEP_HOUR, out, 64, &n, &e), -GL_ERANGE);
+	assert_int_equal(gl_window_split(&w, GL_STEP_NONE, out, 64, &n, &e), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(gl_step_parse("day", &st, &e), 0);
+	assert_int_equal(st, GL_STEP_DAY);
+	assert_int_not_equal(gl_step_parse("fortnight", &st, &e), 0);
+}
+
+static uint64_t rng = 88172645463325252ULL;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void test_apportion_sums_exactly(void **state)
+{
+	/* random lines of GPU-milli-seconds x micros-per-hour: every line within
+	 * one unit of its exact value, and the lines add up to the rounded total */
+	for (int round = 0; round < 2000; round++) {
+		size_t n = 1 + next_rand() % 40;
+		gl_i128 num[40], total = 0;
+		int64_t out[40], sum = 0;
+		const int64_t denom = GL_MILLI_GPU_SECONDS_PER_GPU_HOUR;
+		for (size_t i = 0; i < n; i++) {
+			num[i] = (gl_i128)(next_rand() % 100000000) * (gl_i128)(next_rand() % 5000000);
+			total += num[i];
+		}
+		assert_int_equal(gl_cost_apportion(num, n, denom, out), 0);
+		for (size_t i = 0; i < n; i++) {
+			gl_i128 lo = num[i] / denom, hi = lo + (num[i] % denom != 0);
+			assert_true(out[i] == (int64_t)lo || out[i] == (int64_t)hi);
+			sum += out[i];
+		}
+		assert_true((gl_i128)sum == (total + denom / 2) / denom);
+	}
+}
+
+static void test_apportion_cases(void **state)
+{
+	/* hand-computed: 1 GPU for 1 s at 3.6 units/hour = 0.001 micro each */
+	gl_i128 num[3] = {1200000, 1200000, 1200000}; /* 0.333.. each, total 1.0 -> 1 */
+	int64_t out[3];
+	assert_int_equal(gl_cost_apportion(num, 3, 3600000, out), 0);
+	assert_int_equal(out[0] + out[1] + out[2], 1);
+	assert_int_equal(out[0], 1); /* ties go to the first line */
+	/* 8 GPUs x 30 s at 2.50 per GPU-hour = 0.1666.. = 166667 micros */
+	gl_i128 one[1] = {(gl_i128)8000 * 30 * 2500000};
+	assert_int_equal(gl_cost_apportion(one, 1, 3600000, out), 0);
+	assert_int_equal(out[0], 166667);
+}
+
+static void test_share(void **state)
+{
+	int64_t w[4] = {1, 1, 1, 0}, out[4];
+	assert_int_equal(gl_cost_share(100, w, 4, out), 0);
+	assert_int_equal(out[0] + out[1] + out[2] + out[3], 100);
+	assert_int_equal(out[3], 0);
+	assert_int_equal(out[0], 34);
+	for (int round = 0; round < 1000; round++) {
+		int64_t ws[16], o[16], amount = (int64_t)(next_rand() % 1000000000), s = 0;
+		size_t n = 1 + next_rand() % 16;
+		for (size_t i = 0; i < n; i++)
+			ws[i] = (int64_t)(next_rand() % 100000) + 1;
+		assert_int_equal(gl_cost_share(amount, ws, n, o), 0);
+		for (size_t i = 0; i < n; i++)
+			s += o[i];
+		assert_int_equal(s, amount);
+	}
+	int64_t zero[2] = {0, 0};
+	assert_int_not_equal(gl_cost_share(5, zero, 2, out), 0);
+	assert_int_equal(gl_cost_share(0, zero, 2, out), 0);
+}
+
+static void test_percentile_and_money(void **state)
+{
+	int64_t v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	char buf[64];
+	gl_i128 x;
+	assert_int_equal(gl_percentile_sorted(v, 10, 50), 5);
+	assert_int_equal(gl_percentile_sorted(v, 10, 90), 9);
+	assert_int_equal(gl_percentile_sorted(v, 10, 99), 10);
+	assert_int_equal(gl_percentile_sorted(v, 1, 99), 1);
+	gl_money_format(166667, 2, buf, sizeof buf);
+	assert_string_equal(buf, "0.17");
+	gl_money_format(12345678, 6, buf, sizeof buf);
+	assert_string_equal(buf, "12.345678");
+	gl_money_format(-5000, 2, buf, sizeof buf);
+	assert_string_equal(buf, "-0.01");
+	gl_money_format(2500000, 0, buf, sizeof buf);
+	assert_string_equal(buf, "3");
+	assert_int_equal(gl_i128_parse("123456789012345678901234567890", &x), 0);
+	gl_i128_format(x, buf, sizeof buf);
+	assert_string_equal(buf, "123456789012345678901234567890");
+	assert_int_not_equal(gl_i128_parse("12.5", &x), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_window_parse),	      cmocka_unit_test(test_window_split),
+		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
+		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
