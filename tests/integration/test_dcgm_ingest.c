@@ -1,0 +1,434 @@
+/* dcgm-exporter ingestion through the real binary against a real PostgreSQL:
+ * inventory from the real fixtures, absent GPUs after the grace period, idle
+ * and busy buckets attributed to the Slurm testbed's jobs, re-ingest
+ * idempotence, energy counter resets.
+ *
+ * The scrapes for the testbed nodes gpu01..gpu04 are HAND-WRITTEN by
+ * write_scrape() below (dcgm-exporter's line format, as in the real fixtures;
+ * values chosen per test); the others are the real fixture files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FX "tests/fixtures/dcgm/"
+#define TB "tests/fixtures/sacct/testbed/"
+
+static char g_dsn[512];
+static char g_fields[1024];
+static char g_dir[256];
+static char g_cfgenv[400];
+static PGconn *g_c;
+
+static int setup(void **state)
+{
+	FILE *f;
+	char cfg[300];
+	if (gl_test_db_fresh("gl_test_dcgm", g_dsn, sizeof g_dsn))
+		return -1;
+	g_c = PQconnectdb(g_dsn);
+	if (PQstatus(g_c) != CONNECTION_OK)
+		return -1;
+	PQclear(PQexec(g_c, "SET client_min_messages = warning"));
+	PQclear(PQexec(g_c, "SET TIME ZONE 'UTC'"));
+	f = fopen(gl_test_fixture(TB "sacct_fields.txt"), "r");
+	if (!f || !fgets(g_fields, sizeof g_fields, f))
+		return -1;
+	fclose(f);
+	g_fields[strcspn(g_fields, "\n")] = '\0';
+	for (char *p = g_fields; *p; p++)
+		if (*p == '|')
+			*p = ',';
+	snprintf(g_dir, sizeof g_dir, "/tmp/gltest-dcgm-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	/* 60 s buckets (the testbed's jobs last seconds), 120 s grace */
+	snprintf(cfg, sizeof cfg, "%s/config.yaml", g_dir);
+	f = fopen(cfg, "w");
+	if (!f)
+		return -1;
+	fputs("log:\n  level: warn\ningest:\n  bucket_s: 60\ninventory:\n  absent_grace_s: 120\n", f);
+	fclose(f);
+	snprintf(g_cfgenv, sizeof g_cfgenv, "GPULEDGER_CONFIG=%s", cfg);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	PQfinish(g_c);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", g_dir);
+	return 0;
+}
+
+/* Runs `ingest dcgm`; returns the exit status, stdout kept in out (caller frees). */
+static int ingest(const char *cluster, const char *file, const char *at, const char *node, char **out)
+{
+	struct gl_test_out o;
+	const char *env[] = {g_cfgenv, NULL};
+	int st;
+	if (node)
+		assert_int_equal(gl_test_run(g_dsn, env, &o, "ingest", "dcgm", "--cluster", cluster, "--file", file, "--at",
+					     at, "--node", node, NULL), 0);
+	else
+		assert_int_equal(gl_test_run(g_dsn, env, &o, "ingest", "dcgm", "--cluster", cluster, "--file", file, "--at",
+					     at, NULL), 0);
+	st = o.status;
+	if (st != 0 && st != 4)
+		fprintf(stderr, "ingest dcgm %s: exit %d: %s\n", file, st, o.err);
+	if (out)
+		*out = strdup(o.out);
+	gl_test_out_fini(&o);
+	return st;
+}
+
+static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static long long q(const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	return gl_test_qint(g_c, sql);
+}
+
+static const char *qs(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *qs(const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	return gl_test_qstr(g_c, sql);
+}
+
+/* ---- hand-written scrapes ---------------------------------------------- */
+
+struct hgpu {
+	const char *uuid;
+	double engine;         /* PROF_GR_ENGINE_ACTIVE; < 0: not reported */
+	long long energy_mj;   /* TOTAL_ENERGY_CONSUMPTION; < 0: not reported */
+	const char *jobs[3];   /* hpc_job labels (the exporter repeats the samples per job) */
+};
+
+static void write_scrape(const char *path, const char *host, const char *model, const struct hgpu *g, size_t n)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("# hand-written for tests/integration/test_dcgm_ingest.c (dcgm-exporter format)\n", f);
+	fputs("# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the graphics engine is active.\n"
+	      "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n", f);
+	for (size_t i = 0; i < n; i++) {
+		size_t nj = 0;
+		while (nj < 3 && g[i].jobs[nj])
+			nj++;
+		for (size_t j = 0; j < (nj ? nj : 1); j++) {
+			char lab[512], job[64] = "";
+			if (nj)
+				snprintf(job, sizeof job, ",hpc_job=\"%s\"", g[i].jobs[j]);
+			snprintf(lab, sizeof lab,
+				 "{gpu=\"%zu\",UUID=\"%s\",pci_bus_id=\"00000000:%02zX:00.0\",device=\"nvidia%zu\","
+				 "modelName=\"%s\",Hostname=\"%s\",DCGM_FI_DRIVER_VERSION=\"550.54.14\"%s}",
+				 i, g[i].uuid, 0x10 + i, i, model, host, job);
+			if (g[i].engine >= 0)
+				fprintf(f, "DCGM_FI_PROF_GR_ENGINE_ACTIVE%s %f\n", lab, g[i].engine);
+			fprintf(f, "DCGM_FI_DEV_FB_USED%s %d\n", lab, g[i].engine > 0.01 ? 30512 : 0);
+			fprintf(f, "DCGM_FI_DEV_FB_FREE%s %d\n", lab, g[i].engine > 0.01 ? 50407 : 80919);
+			fprintf(f, "DCGM_FI_DEV_POWER_USAGE%s %f\n", lab, g[i].engine > 0.01 ? 312.5 : 61.2);
+			if (g[i].energy_mj >= 0)
+				fprintf(f, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION%s %lld\n", lab, g[i].energy_mj);
+		}
+	}
+	fclose(f);
+}
+
+static const char *tmpf(const char *name)
+{
+	static char buf[8][400];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+	return buf[k];
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_inventory_from_real_scrapes(void **state)
+{
+	char *out = NULL;
+	assert_int_equal(ingest("fleet", FX "datadog_dcgm_fixture_metrics.prom", "2026-11-22T10:00:00Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"gpus\":3,\"nodes\":3,\"new_gpus\":3,\"applied\":3"));
+	free(out);
+	/* two real T4 hosts (and DataDog's redacted A10G series) */
+	assert_int_equal(q("SELECT count(*) FROM gpus g JOIN clusters c USING (cluster_id) WHERE c.name = 'fleet'"), 3);
+	assert_string_equal(qs("SELECT string_agg(n.name || '/' || g.model || '/' || coalesce(g.driver, '-'), ' ' ORDER BY n.name)"
+			       " FROM gpus g JOIN nodes n USING (node_id) JOIN clusters c ON c.cluster_id = g.cluster_id"
+			       " WHERE c.name = 'fleet'"),
+			    "424773df46e0/Tesla T4/460.106.00 551bdf382151/Tesla T4/470.182.03 ip-11111/NVIDIA A10G/550.144.03");
+	/* FB_USED + FB_FREE, the reserved part excluded */
+	assert_int_equal(q("SELECT memory_mib FROM gpus WHERE uuid = 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e'"), 15109);
+	assert_int_equal(q("SELECT count(*) FROM gpus WHERE uuid = 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e'"
+			   " AND first_seen = '2026-11-22T10:00:00Z' AND last_seen = first_seen AND absent_since IS NULL"), 1);
+
+	/* MIG: the parent and its four instances, keyed by GPU_I_ID */
+	assert_int_equal(ingest("fleet", FX "handwritten_mig_h100.prom", "2026-11-22T10:00:00Z", NULL, NULL), 0);
+	assert_string_equal(qs("SELECT string_agg(mig_instance || ':' || coalesce(mig_profile, '-') || ':' || mig_parent"
+			       " || ':' || coalesce(memory_mib::text, '-'), ' ' ORDER BY mig_instance)"
+			       " FROM gpus WHERE uuid = 'GPU-00000000-0000-0000-0000-000000000000'"),
+			    "-1:-:true:- 2:3g.40gb:false:40448 3:2g.20gb:false:20096 9:1g.10gb:false:9984 10:1g.10gb:false:9984");
+	/* a sample repeated per hpc_job is one GPU */
+	assert_int_equal(ingest("fleet", FX "handwritten_slurm_hpc_job.prom", "2026-11-22T10:00:00Z", NULL, NULL), 0);
+	assert_int_equal(q("SELECT count(*) FROM gpus g JOIN nodes n USING (node_id) WHERE n.name = 'gpu-node-07'"), 2);
+	/* Kubernetes: --node names the node, not the exporter pod; the
+	 * fixture's unparsable line is skipped and reported (exit 4) */
+	assert_int_equal(ingest("k8s", FX "handwritten_k8s_federate.prom", "2026-11-22T10:00:00Z", "gpu-node-k8s-1", &out), 4);
+	assert_non_null(strstr(out, "\"bad_lines\":1"));
+	free(out);
+	assert_int_equal(q("SELECT count(*) FROM gpus g JOIN nodes n USING (node_id) WHERE n.name = 'gpu-node-k8s-1'"), 1);
+	assert_int_equal(q("SELECT count(*) FROM nodes WHERE name = 'dcgm-exporter-x7k2p'"), 0);
+	assert_string_equal(qs("SELECT kind FROM clusters WHERE name = 'k8s'"), "kubernetes");
+	/* every run recorded */
+	assert_int_equal(q("SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'ok'"), 3);
+	assert_int_equal(q("SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'partial'"
+			   " AND skip_reasons::text LIKE '%%handwritten_k8s_federate.prom%%'"), 1);
+	/* not a scrape at all: an error, nothing written */
+	assert_int_equal(ingest("fleet", TB "sacct_alloc.txt", "2026-11-22T10:01:00Z", NULL, NULL), 1);
+}
+
+static void test_gpu_absent_after_grace(void **state)
+{
+	const struct hgpu two[] = {{"GPU-aaaa0000-0000-0000-0000-000000000001", 0.0, -1, {0}},
+				   {"GPU-aaaa0000-0000-0000-0000-000000000002", 0.0, -1, {0}}};
+	const char *a = tmpf("absent-two.prom"), *b = tmpf("absent-one.prom");
+	const char *gone = "uuid = 'GPU-aaaa0000-0000-0000-0000-000000000002'";
+	write_scrape(a, "node-a", "NVIDIA A100-SXM4-80GB", two, 2);
+	write_scrape(b, "node-a", "NVIDIA A100-SXM4-80GB", two, 1);
+	assert_int_equal(ingest("absent", a, "2026-11-22T11:00:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("absent", b, "2026-11-22T11:01:00Z", NULL, NULL), 0);
+	/* 60 s of silence is within the 120 s grace */
+	assert_int_equal(q("SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL", gone), 1);
+	assert_int_equal(ingest("absent", b, "2026-11-22T11:03:00Z", NULL, NULL), 0);
+	/* past the grace: absent since it was last seen */
+	assert_string_equal(qs("SELECT absent_since FROM gpus WHERE %s", gone), "2026-11-22 11:00:00+00");
+	assert_int_equal(q("SELECT count(*) FROM gpus WHERE uuid = 'GPU-aaaa0000-0000-0000-0000-000000000001'"
+			   " AND absent_since IS NULL AND last_seen = '2026-11-22T11:03:00Z'"), 1);
+	/* it comes back */
+	assert_int_equal(ingest("absent", a, "2026-11-22T11:04:00Z", NULL, NULL), 0);
+	assert_int_equal(q("SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL"
+			   " AND last_seen = '2026-11-22T11:04:00Z' AND first_seen = '2026-11-22T11:00:00Z'", gone), 1);
+}
+
+static void ingest_testbed(void)
+{
+	struct gl_test_out o;
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file",
+				     TB "sacct_alloc.txt", "--fields", g_fields, NULL), 0);
+	assert_int_equal(o.status, 0);
+	gl_test_out_fini(&o);
+}
+
+/* GPU-seconds from gl_job_usage for the job with that display id (and state) */
+static double job_usage(const char *col, const char *job_id, const char *state)
+{
+	char sql[1024];
+	const char *v;
+	snprintf(sql, sizeof sql,
+		 "SELECT coalesce((SELECT round(u.%s::numeric, 3) FROM gl_job_usage() u JOIN jobs j"
+		 " ON j.job_pk = u.job_pk AND j.cluster_id = u.cluster_id WHERE j.job_id = '%s'%s%s%s), -1)",
+		 col, job_id, state ? " AND j.state = '" : "", state ? state : "", state ? "'" : "");
+	v = gl_test_qstr(g_c, sql);
+	return atof(v);
+}
+
+static void test_attribution_to_testbed_jobs(void **state)
+{
+	/* gpu02: only job 4 (4 GPUs, 16:03:57-16:04:57) runs at 16:04:10-16:04:40,
+	 * its 4 GPUs idle (0.00006 is what idle engines read) */
+	const struct hgpu gpu02[] = {{"GPU-02000000-0000-0000-0000-000000000000", 0.00006, -1, {0}},
+				     {"GPU-02000000-0000-0000-0000-000000000001", 0.00006, -1, {0}},
+				     {"GPU-02000000-0000-0000-0000-000000000002", 0.00006, -1, {0}},
+				     {"GPU-02000000-0000-0000-0000-000000000003", 0.00006, -1, {0}}};
+	/* gpu01: jobs 2 (1 GPU), 3 (2 GPUs) and the first attempt of 5 (1 GPU)
+	 * share the node at 16:04:10; 2 and 3 at 16:04:30: proportional */
+	const struct hgpu gpu01[] = {{"GPU-01000000-0000-0000-0000-000000000000", 0.5, -1, {0}},
+				     {"GPU-01000000-0000-0000-0000-000000000001", 0.5, -1, {0}},
+				     {"GPU-01000000-0000-0000-0000-000000000002", 0.5, -1, {0}},
+				     {"GPU-01000000-0000-0000-0000-000000000003", 0.5, -1, {0}}};
+	/* gpu01 later: hpc_job 5 names the requeued job's second attempt */
+	const struct hgpu gpu01_late[] = {{"GPU-01000000-0000-0000-0000-000000000000", 0.7, -1, {"5"}},
+					  {"GPU-01000000-0000-0000-0000-000000000001", 0.0, -1, {0}},
+					  {"GPU-01000000-0000-0000-0000-000000000002", 0.0, -1, {0}},
+					  {"GPU-01000000-0000-0000-0000-000000000003", 0.0, -1, {0}}};
+	/* gpu03: hpc_job mapping; job 9 on GPUs 0 and 1, idle; 2 and 3 free */
+	const struct hgpu gpu03[] = {{"GPU-03000000-0000-0000-0000-000000000000", 0.0, -1, {"9"}},
+				     {"GPU-03000000-0000-0000-0000-000000000001", 0.0, -1, {"9"}},
+				     {"GPU-03000000-0000-0000-0000-000000000002", 0.9, -1, {0}},
+				     {"GPU-03000000-0000-0000-0000-000000000003", 0.0, -1, {0}}};
+	/* gpu04: jobs 11 and 13 share GPU 0 (every sample twice), busy */
+	const struct hgpu gpu04[] = {{"GPU-04000000-0000-0000-0000-000000000000", 0.8, -1, {"11", "13"}},
+				     {"GPU-04000000-0000-0000-0000-000000000001", 0.0, -1, {0}}};
+	char *out = NULL;
+
+	ingest_testbed();
+	write_scrape(tmpf("gpu02.prom"), "gpu02", "NVIDIA A100-SXM4-80GB", gpu02, 4);
+	write_scrape(tmpf("gpu01.prom"), "gpu01", "NVIDIA A100-SXM4-80GB", gpu01, 4);
+	write_scrape(tmpf("gpu01-late.prom"), "gpu01", "NVIDIA A100-SXM4-80GB", gpu01_late, 4);
+	write_scrape(tmpf("gpu03.prom"), "gpu03", "Tesla V100-SXM2-32GB", gpu03, 4);
+	write_scrape(tmpf("gpu04.prom"), "gpu04", "Tesla V100-SXM2-32GB", gpu04, 2);
+
+	assert_int_equal(ingest("testgpu", tmpf("gpu02.prom"), "2026-11-22T16:04:10Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"node_exclusive\":4"));
+	free(out);
+	assert_int_equal(ingest("testgpu", tmpf("gpu02.prom"), "2026-11-22T16:04:40Z", NULL, NULL), 0);
+	assert_int_equal(ingest("testgpu", tmpf("gpu01.prom"), "2026-11-22T16:04:10Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"node_estimated\":4"));
+	free(out);
+	assert_int_equal(ingest("testgpu", tmpf("gpu01.prom"), "2026-11-22T16:04:30Z", NULL, NULL), 0);
+	assert_int_equal(ingest("testgpu", tmpf("gpu01-late.prom"), "2026-11-22T16:06:40Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"hpc_job\":1,"));
+	assert_non_null(strstr(out, "\"unattributed\":3,"));
+	free(out);
+	assert_int_equal(ingest("testgpu", tmpf("gpu01-late.prom"), "2026-11-22T16:06:50Z", NULL, NULL), 0);
+	assert_int_equal(ingest("testgpu", tmpf("gpu03.prom"), "2026-11-22T16:04:10Z", NULL, NULL), 0);
+	assert_int_equal(ingest("testgpu", tmpf("gpu03.prom"), "2026-11-22T16:04:20Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"hpc_job\":2,"));
+	assert_non_null(strstr(out, "\"unattributed\":2,"));
+	free(out);
+	assert_int_equal(ingest("testgpu", tmpf("gpu04.prom"), "2026-11-22T16:04:20Z", NULL, NULL), 0);
+	assert_int_equal(ingest("testgpu", tmpf("gpu04.prom"), "2026-11-22T16:04:30Z", NULL, NULL), 0);
+
+	/* job 4 held gpu02 alone: 4 GPUs x 30 s between the two samples, all idle */
+	assert_true(job_usage("idle_gpu_s", "4", NULL) == 120.0);
+	assert_true(job_usage("busy_gpu_s", "4", NULL) == 0.0);
+	assert_string_equal(qs("SELECT string_agg(DISTINCT attribution, ',') FROM gpu_usage u JOIN gpus g USING (gpu_id)"
+			       " JOIN nodes n USING (node_id) WHERE n.name = 'gpu02'"), "node-exclusive");
+	assert_int_equal(q("SELECT count(*) FROM gpu_usage u JOIN jobs j ON j.job_pk = u.job_pk"
+			   " JOIN gpus g ON g.gpu_id = u.gpu_id JOIN nodes n ON n.node_id = g.node_id"
+			   " WHERE n.name = 'gpu02' AND j.job_id = '4' AND u.busy_samples = 0 AND u.samples = 2"
+			   " AND u.covered_s = 30 AND u.idle_s = 30"), 4);
+	/* gpu01 at 16:04:30 (20 s after the previous sample): jobs 2 and 3 hold 1
+	 * and 2 of its 4 GPUs: 20 and 40 GPU-seconds, estimated, busy */
+	assert_true(job_usage("busy_gpu_s", "2", NULL) == 20.0);
+	assert_true(job_usage("busy_gpu_s", "3", NULL) == 40.0);
+	assert_true(job_usage("estimated_gpu_s", "3", NULL) == 40.0);
+	assert_string_equal(qs("SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk) WHERE j.job_id = '3'"),
+			    "node-estimated");
+	/* the node's fourth GPU was nobody's at 16:04:30: the shares of a GPU
+	 * never exceed its coverage */
+	assert_int_equal(q("SELECT count(*) FROM (SELECT u.gpu_id, u.bucket, u.covered_s, sum(j.gpu_s) s FROM gpu_usage u"
+			   " JOIN gpu_usage_jobs j USING (gpu_id, bucket) GROUP BY 1, 2, 3) x WHERE s > covered_s + 1e-9"), 0);
+	/* requeue: hpc_job 5 at 16:06:40 is the second attempt (started 16:06:25);
+	 * its share never reaches back before its start: 15 s + 10 s */
+	assert_true(job_usage("busy_gpu_s", "5", "COMPLETED") == 25.0);
+	assert_true(job_usage("observed_gpu_s", "5", "REQUEUED") == 0.0);
+	assert_string_equal(qs("SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk)"
+			       " WHERE j.job_id = '5' AND j.state = 'COMPLETED'"), "hpc_job");
+	/* gpu03: job 9 on two idle GPUs for 10 s; the free GPUs stay unattributed
+	 * although the node had other GPU jobs (labels say which GPUs are whose) */
+	assert_true(job_usage("idle_gpu_s", "9", NULL) == 20.0);
+	assert_int_equal(q("SELECT count(*) FROM gpu_usage u JOIN gpus g USING (gpu_id) JOIN nodes n USING (node_id)"
+			   " WHERE n.name = 'gpu03' AND u.job_pk IS NULL"), 2);
+	/* gpu04 GPU 0: shared by 11 and 13, split (5 s each), counted once */
+	assert_true(job_usage("busy_gpu_s", "11", NULL) == 5.0);
+	assert_true(job_usage("busy_gpu_s", "13", NULL) == 5.0);
+	assert_int_equal(q("SELECT samples * 1000 + covered_s FROM gpu_usage WHERE gpu_id ="
+			   " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-04000000-0000-0000-0000-000000000000')"), 2010);
+	/* a window that ends before the buckets sees nothing */
+	assert_int_equal(q("SELECT count(*) FROM gl_job_usage('2026-11-22T15:00:00Z', '2026-11-22T16:00:00Z')"), 0);
+	assert_int_equal(q("SELECT count(*) FROM gl_job_usage('2026-11-22T16:04:00Z', '2026-11-22T16:05:00Z') u"
+			   " JOIN jobs j USING (job_pk) WHERE j.job_id IN ('2', '3', '4', '9', '11', '13')"), 6);
+}
+
+static const char *snapshot(void)
+{
+	return qs("SELECT md5(coalesce((SELECT string_agg(u::text, ',' ORDER BY gpu_id, bucket) FROM gpu_usage u), '') ||"
+		  " coalesce((SELECT string_agg(j::text, ',' ORDER BY gpu_id, bucket, job_pk) FROM gpu_usage_jobs j), '') ||"
+		  " coalesce((SELECT string_agg(s::text, ',' ORDER BY gpu_id) FROM dcgm_gpu_state s), '') ||"
+		  " coalesce((SELECT string_agg(g::text, ',' ORDER BY gpu_id) FROM gpus g), ''))");
+}
+
+static void test_reingest_is_idempotent(void **state)
+{
+	char before[64], *out = NULL;
+	/* the same scrape at the same time again (after the attribution test's data) */
+	snprintf(before, sizeof before, "%s", snapshot());
+	assert_int_equal(ingest("testgpu", tmpf("gpu02.prom"), "2026-11-22T16:04:40Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"applied\":0,\"stale\":4"));
+	free(out);
+	assert_int_equal(ingest("testgpu", tmpf("gpu02.prom"), "2026-11-22T16:04:10Z", NULL, &out), 0);
+	assert_non_null(strstr(out, "\"applied\":0,\"stale\":4"));
+	free(out);
+	assert_string_equal(snapshot(), before);
+	/* the watermark stays at the newest time ingested */
+	assert_string_equal(qs("SELECT s.watermark FROM ingest_state s JOIN clusters c USING (cluster_id)"
+			       " WHERE s.source = 'dcgm' AND c.name = 'testgpu'"), "2026-11-22 16:06:50+00");
+}
+
+static void test_energy_counter_reset(void **state)
+{
+	struct hgpu g = {"GPU-eeee0000-0000-0000-0000-000000000001", 0.3, 0, {0}};
+	static const struct {
+		const char *at;
+		long long mj;
+	} steps[] = {
+		{"2026-11-22T12:00:00Z", 1000}, {"2026-11-22T12:00:30Z", 5000},
+		{"2026-11-22T12:01:00Z", 200}, /* reboot: the counter restarted */
+		{"2026-11-22T12:01:30Z", 700},
+	};
+	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "energy-%zu.prom", i);
+		g.energy_mj = steps[i].mj;
+		write_scrape(tmpf(name), "node-e", "NVIDIA H100 80GB HBM3", &g, 1);
+		assert_int_equal(ingest("energy", tmpf(name), steps[i].at, NULL, NULL), 0);
+	}
+	assert_string_equal(qs("SELECT string_agg(to_char(bucket, 'HH24:MI') || '=' || coalesce(energy_mj::text, '-') || '/' ||"
+			       " energy_resets, ' ' ORDER BY bucket) FROM gpu_usage WHERE gpu_id ="
+			       " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-eeee0000-0000-0000-0000-000000000001')"),
+			    "12:00=4000/0 12:01=700/1");
+	/* the counter's last value survives between runs (and buckets) */
+	assert_int_equal(q("SELECT energy_last_mj::bigint FROM dcgm_gpu_state WHERE gpu_id ="
+			   " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-eeee0000-0000-0000-0000-000000000001')"), 700);
+}
+
+static void test_pod_attribution(void **state)
+{
+	char *out = NULL;
+	/* the pod the real-format federate fixture names (exported_namespace /
+	 * exported_pod), as the kube source would store it: job_id = name = pod */
+	PQclear(PQexec(g_c, "INSERT INTO jobs (cluster_id, job_key, job_id, name, namespace, state, start_at, gpu_milli, nodes)"
+			    " SELECT cluster_id, 'pod:uid-train', 'train-7f9c-0', 'train-7f9c-0', 'ml-team', 'RUNNING',"
+			    " '2026-11-22T09:00:00Z', 1000, '{gpu-node-k8s-1}' FROM clusters WHERE name = 'k8s'"));
+	assert_int_equal(q("SELECT count(*) FROM jobs WHERE job_key = 'pod:uid-train'"), 1);
+	/* 30 s after the first ingest of the same GPU (test_inventory_from_real_scrapes) */
+	assert_int_equal(ingest("k8s", FX "handwritten_k8s_federate.prom", "2026-11-22T10:00:30Z", "gpu-node-k8s-1", &out), 4);
+	assert_non_null(strstr(out, "\"pod\":1,"));
+	free(out);
+	assert_string_equal(qs("SELECT u.attribution || ':' || u.busy_gpu_s || ':' || u.idle_gpu_s FROM gl_job_usage() u"
+			       " JOIN jobs j USING (job_pk) WHERE j.job_key = 'pod:uid-train'"), "pod:30:0");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_inventory_from_real_scrapes),
+		cmocka_unit_test(test_gpu_absent_after_grace),
+		cmocka_unit_test(test_attribution_to_testbed_jobs),
+		cmocka_unit_test(test_reingest_is_idempotent),
+		cmocka_unit_test(test_energy_counter_reset),
+		cmocka_unit_test(test_pod_attribution),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
