@@ -1,0 +1,1023 @@
+/* Kubernetes PodList ingestion (see include/gl/kube_ingest.h, docs/ingest.md).
+ *
+ * How last_seen_at is kept. A snapshot says "these pods exist at at_s"; the
+ * cluster's kube watermark records the time of the last snapshot ingested in
+ * full. Two facts follow:
+ * - after a complete run at W, every open pod row of the cluster was listed
+ *   in the snapshot at W (the others were closed in the same transaction that
+ *   set W), so "seen at W" need not be written into each row;
+ * - writing at_s into every listed row would rewrite every running pod on
+ *   every run (a dead tuple per pod per minute) and make the re-ingest of a
+ *   snapshot at a later time look like a change.
+ * So last_seen_at of an open pod is the time of the snapshot that first showed
+ * it in its current state (phase/start/end): a listed pod whose state is
+ * unchanged keeps the stored value, and the merge, which skips rows whose
+ * columns are all equal, leaves it alone. A pod that vanishes is closed at
+ * greatest(last_seen_at, previous watermark, start_at, submit_at): the last
+ * time it was seen, also right after a run that died between batches (its
+ * rows carry that run's at_s, the watermark did not move).
+ */
+#include "gl/kube_ingest.h"
+#include "gl/daemon.h"
+#include "gl/db.h"
+#include "gl/jobs.h"
+#include "gl/kube.h"
+#include "gl/log.h"
+#include "gl/proc.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+
+#include <cjson/cJSON.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void gl_kube_ingest_result_fini(struct gl_kube_ingest_result *res)
+{
+	if (!res)
+		return;
+	gl_ingest_stats_fini(&res->st);
+	memset(res, 0, sizeof *res);
+}
+
+/* Appends s as one quoted element of a text[] literal body. */
+static void arr_put(struct gl_strbuf *arr, const char *s)
+{
+	if (arr->len > 1)
+		gl_strbuf_putc(arr, ',');
+	gl_strbuf_putc(arr, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			gl_strbuf_putc(arr, '\\');
+		gl_strbuf_putc(arr, *s);
+	}
+	gl_strbuf_putc(arr, '"');
+}
+
+/* Stored rows of one batch, found by job_key (strings live in the PGresult). */
+struct rowmap {
+	int *slot; /* PGresult row + 1; 0 = empty */
+	size_t mask;
+	const PGresult *r;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static void rowmap_build(struct rowmap *m, const PGresult *r)
+{
+	size_t cap = 16, n = (size_t)PQntuples(r);
+	while (cap < n * 2)
+		cap *= 2;
+	m->slot = gl_xcalloc(cap, sizeof *m->slot);
+	m->mask = cap - 1;
+	m->r = r;
+	for (size_t i = 0; i < n; i++) {
+		size_t h = hash_str(PQgetvalue(r, (int)i, 0)) & m->mask;
+		while (m->slot[h])
+			h = (h + 1) & m->mask;
+		m->slot[h] = (int)i + 1;
+	}
+}
+
+static int rowmap_find(const struct rowmap *m, const char *key)
+{
+	for (size_t h = hash_str(key) & m->mask; m->slot[h]; h = (h + 1) & m->mask)
+		if (!strcmp(PQgetvalue(m->r, m->slot[h] - 1, 0), key))
+			return m->slot[h] - 1;
+	return -1;
+}
+
+static int64_t get_time(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
+}
+
+/* A document with pods skipped for bad fields: those pods are still listed,
+ * so their rows must not be closed as vanished. The parser drops them before
+ * their uid is kept; read the uids again (rare path, bounded by the checks
+ * the parser already made). Appends "pod:<uid>\0" keys to keys. */
+static size_t add_listed_uids(const char *doc, size_t len, struct gl_strbuf *keys)
+{
+	cJSON *root = cJSON_ParseWithLength(doc, len), *it;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(root, "items")) {
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(it, "metadata"), "uid");
+		if (!cJSON_IsString(uid) || !uid->valuestring[0])
+			continue;
+		gl_strbuf_puts(keys, "pod:");
+		gl_strbuf_puts(keys, uid->valuestring);
+		gl_strbuf_putc(keys, '\0');
+		n++;
+	}
+	cJSON_Delete(root);
+	return n;
+}
+
+/* The keys a snapshot lists, as a set (strings stay in the keys buffer). */
+struct keyset {
+	const char **slot;
+	size_t mask;
+};
+
+static void keyset_build(struct keyset *k, const struct gl_strbuf *keys, size_t n)
+{
+	size_t cap = 16;
+	const char *p = keys->p;
+	while (cap < n * 2)
+		cap *= 2;
+	k->slot = gl_xcalloc(cap, sizeof *k->slot);
+	k->mask = cap - 1;
+	for (size_t i = 0; i < n; i++, p += strlen(p) + 1) {
+		size_t h = hash_str(p) & k->mask;
+		while (k->slot[h] && strcmp(k->slot[h], p))
+			h = (h + 1) & k->mask;
+		k->slot[h] = p;
+	}
+}
+
+static int keyset_has(const struct keyset *k, const char *s)
+{
+	for (size_t h = hash_str(s) & k->mask; k->slot[h]; h = (h + 1) & k->mask)
+		if (!strcmp(k->slot[h], s))
+			return 1;
+	return 0;
+}
+
+/* ---- parsing a snapshot in slices ------------------------------------
+ *
+ * One cJSON tree of a 50,000-pod document is about three times the text and
+ * parsing it takes as long as the database needs to COPY the rows. So the
+ * top-level `items` array is cut into slices of a few MiB, each parsed on its
+ * own (as a List of the same kind) by a worker thread while this thread
+ * writes the previous ones: peak memory is the text plus one slice's tree,
+ * and parsing overlaps the writes. No transaction commits before every slice
+ * has parsed, so a bad document still writes nothing (the open transaction is
+ * rolled back). The cutting is lexical; when the layout is not the plain one,
+ * or the skeleton (the document with an empty items array) or any slice
+ * fails, the whole document goes through gl_kube_parse() instead, and its
+ * verdict and message are the ones reported. The worker only parses: it
+ * touches no connection and no state outside struct parser. */
+
+#define SLICE_BYTES ((size_t)4 << 20)
+#define MERGE_ROWS 8192
+
+struct span {
+	size_t a, b; /* [a, b) */
+};
+
+static size_t skip_ws(const char *d, size_t i, size_t n)
+{
+	while (i < n && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* d[i] is '"': returns the index past the closing quote, n if unterminated. */
+static size_t skip_string(const char *d, size_t i, size_t n)
+{
+	for (i++; i < n; i++) {
+		if (d[i] == '\\')
+			i++;
+		else if (d[i] == '"')
+			return i + 1;
+	}
+	return n;
+}
+
+/* Skips one value lexically: containers only by bracket count (cJSON judges
+ * them later), scalars up to the next delimiter. */
+static size_t skip_value(const char *d, size_t i, size_t n)
+{
+	int depth = 0;
+	if (i >= n)
+		return n;
+	if (d[i] == '"')
+		return skip_string(d, i, n);
+	if (d[i] != '{' && d[i] != '[') {
+		while (i < n && d[i] != ',' && d[i] != ']' && d[i] != '}' && d[i] != ' ' && d[i] != '\t' &&
+		       d[i] != '\n' && d[i] != '\r')
+			i++;
+		return i;
+	}
+	for (; i < n; i++) {
+		if (d[i] == '"')
+			i = skip_string(d, i, n) - 1;
+		else if (d[i] == '{' || d[i] == '[')
+			depth++;
+		else if ((d[i] == '}' || d[i] == ']') && --depth == 0)
+			return i + 1;
+	}
+	return n;
+}
+
+/* Finds the one top-level "items" array and its elements. -1: not the plain
+ * layout (the caller parses the whole document). */
+static int split_items(const char *d, size_t n, size_t *open, size_t *close, struct span **out, size_t *nout)
+{
+	struct span *el = NULL;
+	size_t i = skip_ws(d, 0, n), nel = 0, cap = 0;
+	int found = 0;
+
+	if (i >= n || d[i] != '{')
+		goto fail;
+	i = skip_ws(d, i + 1, n);
+	for (;;) {
+		size_t ks = i, s;
+		if (i >= n || d[i] != '"')
+			goto fail;
+		i = skip_ws(d, skip_string(d, i, n), n);
+		if (i >= n || d[i] != ':')
+			goto fail;
+		i = skip_ws(d, i + 1, n);
+		if (i - ks >= 7 && !memcmp(d + ks, "\"items\"", 7) && skip_string(d, ks, n) == ks + 7) {
+			if (found++ || i >= n || d[i] != '[')
+				goto fail;
+			*open = i;
+			i = skip_ws(d, i + 1, n);
+			while (i < n && d[i] != ']') {
+				s = i;
+				i = skip_value(d, i, n);
+				if (i >= n || i == s)
+					goto fail;
+				if (nel == cap) {
+					cap = cap ? cap * 2 : 1024;
+					el = gl_xrealloc(el, cap * sizeof *el);
+				}
+				el[nel].a = s;
+				el[nel++].b = i;
+				i = skip_ws(d, i, n);
+				if (i < n && d[i] == ',')
+					i = skip_ws(d, i + 1, n);
+				else if (i >= n || d[i] != ']')
+					goto fail;
+			}
+			if (i >= n)
+				goto fail;
+			*close = i++;
+		} else {
+			s = i;
+			i = skip_value(d, i, n);
+			if (i >= n || i == s)
+				goto fail;
+		}
+		i = skip_ws(d, i, n);
+		if (i < n && d[i] == ',') {
+			i = skip_ws(d, i + 1, n);
+			continue;
+		}
+		if (i < n && d[i] == '}')
+			break;
+		goto fail;
+	}
+	if (!found)
+		goto fail;
+	*out = el;
+	*nout = nel;
+	return 0;
+fail:
+	free(el);
+	return -1;
+}
+
+/* "items[7].metadata.uid: missing" of a slice starting at item base. */
+static char *shift_index(char *msg, size_t base)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	char *end;
+	unsigned long long k;
+
+	if (base == 0 || strncmp(msg, "items[", 6) != 0)
+		return msg;
+	k = strtoull(msg + 6, &end, 10);
+	if (end == msg + 6 || *end != ']')
+		return msg;
+	gl_strbuf_printf(&b, "items[%llu%s", k + base, end);
+	free(msg);
+	return gl_strbuf_steal(&b);
+}
+
+/* One parsed slice: items [base, base + r.nitems) of the document. */
+struct part {
+	struct gl_kube_result r;
+	struct gl_strbuf extra; /* "pod:<uid>\0" of every item, for a slice with bad pods */
+	size_t nextra;
+	int rc;                 /* 0, or the slice did not parse */
+	struct gl_err err;
+};
+
+/* Produces the parts in order: slices parsed by a worker thread while the
+ * caller writes the previous ones (the database works on another core), or
+ * the whole document parsed at once. */
+struct parser {
+	const char *doc;
+	size_t len;
+	struct gl_kube_opts ko;
+	struct span *el;
+	size_t nel;
+	char *kind;
+	size_t *from;           /* slice s is el[from[s]] .. el[from[s + 1] - 1] */
+	size_t nslices;
+	struct part *parts;
+	size_t next;            /* the consumer's next slice */
+	int whole;              /* one part: the whole document, parsed by gl_kube_parse() */
+	int threaded;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t done;            /* under mu: parts ready */
+	int stop;               /* under mu: the consumer gave up */
+};
+
+static void parse_slice(struct parser *p, size_t s, struct gl_strbuf *buf)
+{
+	struct part *pt = &p->parts[s];
+	size_t a = p->from[s], b = p->from[s + 1];
+
+	gl_strbuf_reset(buf);
+	gl_strbuf_puts(buf, "{\"kind\":\"");
+	gl_strbuf_put_json_str(buf, p->kind, strlen(p->kind));
+	gl_strbuf_puts(buf, "\",\"items\":[");
+	gl_strbuf_append(buf, p->doc + p->el[a].a, p->el[b - 1].b - p->el[a].a);
+	gl_strbuf_puts(buf, "]}");
+	pt->rc = gl_kube_parse(buf->p, buf->len, &p->ko, &pt->r, &pt->err);
+	if (pt->rc == 0 && pt->r.nitems != b - a)
+		pt->rc = -GL_EFORMAT; /* the cut disagrees with cJSON: let the whole document decide */
+	if (pt->rc)
+		return;
+	for (size_t i = 0; i < pt->r.nproblems; i++)
+		pt->r.problems[i] = shift_index(pt->r.problems[i], a);
+	if (pt->r.skipped_bad)
+		pt->nextra = add_listed_uids(buf->p, buf->len, &pt->extra);
+}
+
+static void *parser_main(void *ud)
+{
+	struct parser *p = ud;
+	struct gl_strbuf buf = GL_STRBUF_INIT;
+	for (size_t s = 0; s < p->nslices; s++) {
+		int stop;
+		pthread_mutex_lock(&p->mu);
+		stop = p->stop;
+		pthread_mutex_unlock(&p->mu);
+		if (stop)
+			break;
+		parse_slice(p, s, &buf);
+		pthread_mutex_lock(&p->mu);
+		p->done = s + 1;
+		pthread_cond_signal(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		if (p->parts[s].rc)
+			break;
+	}
+	gl_strbuf_fini(&buf);
+	return NULL;
+}
+
+/* Sets up the sliced mode; -1 when the document is not the plain layout or
+ * its skeleton does not parse (the whole document then decides). */
+static int parser_slice(struct parser *p)
+{
+	struct gl_strbuf buf = GL_STRBUF_INIT;
+	struct gl_kube_result skel = {0};
+	struct gl_err perr = {0};
+	size_t open = 0, close = 0;
+	cJSON *root = NULL;
+	const char *kind;
+	int rc = -1;
+
+	if (p->len > (p->ko.max_doc_bytes ? p->ko.max_doc_bytes : GL_KUBE_MAX_DOC_BYTES_DEFAULT) ||
+	    split_items(p->doc, p->len, &open, &close, &p->el, &p->nel) || p->nel == 0)
+		goto out;
+	/* the skeleton carries the verdict on everything but the items */
+	gl_strbuf_append(&buf, p->doc, open + 1);
+	gl_strbuf_append(&buf, p->doc + close, p->len - close);
+	if (gl_kube_parse(buf.p, buf.len, &p->ko, &skel, &perr))
+		goto out;
+	root = cJSON_ParseWithLength(buf.p, buf.len);
+	if (!(kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "kind"))))
+		goto out;
+	p->kind = gl_xstrdup(kind);
+	p->from = gl_xmalloc((p->nel + 1) * sizeof *p->from);
+	for (size_t i = 0; i < p->nel;) {
+		size_t j = i + 1;
+		while (j < p->nel && p->el[j].b - p->el[i].a < SLICE_BYTES)
+			j++;
+		p->from[p->nslices++] = i;
+		i = j;
+	}
+	p->from[p->nslices] = p->nel;
+	rc = 0;
+out:
+	gl_kube_result_fini(&skel);
+	cJSON_Delete(root);
+	gl_strbuf_fini(&buf);
+	return rc;
+}
+
+static void parser_fini(struct parser *p)
+{
+	if (p->threaded) {
+		pthread_mutex_lock(&p->mu);
+		p->stop = 1;
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->th, NULL);
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+	}
+	for (size_t s = 0; p->parts && s < p->nslices; s++) {
+		gl_kube_result_fini(&p->parts[s].r);
+		gl_strbuf_fini(&p->parts[s].extra);
+	}
+	free(p->parts);
+	free(p->el);
+	free(p->from);
+	free(p->kind);
+	memset(p, 0, sizeof *p);
+}
+
+/* whole = 0: sliced when the layout allows; whole = 1: the whole document
+ * as one part (parsed here). */
+static void parser_start(struct parser *p, const char *doc, size_t len, const struct gl_kube_opts *ko, int whole)
+{
+	memset(p, 0, sizeof *p);
+	p->doc = doc;
+	p->len = len;
+	p->ko = *ko;
+	if (!whole && parser_slice(p) == 0) {
+		p->parts = gl_xcalloc(p->nslices, sizeof *p->parts);
+		pthread_mutex_init(&p->mu, NULL);
+		pthread_cond_init(&p->cv, NULL);
+		if (pthread_create(&p->th, NULL, parser_main, p) == 0) {
+			p->threaded = 1;
+			return;
+		}
+		/* no thread: parse the slices here, one by one, as they are asked for */
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+		return;
+	}
+	free(p->el);
+	free(p->from);
+	free(p->kind);
+	p->el = NULL;
+	p->from = NULL;
+	p->kind = NULL;
+	p->whole = 1;
+	p->nslices = 1;
+	p->parts = gl_xcalloc(1, sizeof *p->parts);
+	p->parts[0].rc = gl_kube_parse(doc, len, ko, &p->parts[0].r, &p->parts[0].err);
+	if (p->parts[0].rc == 0 && p->parts[0].r.skipped_bad)
+		p->parts[0].nextra = add_listed_uids(doc, len, &p->parts[0].extra);
+	p->done = 1;
+}
+
+/* Waits until slice s is parsed; returns its part. */
+static struct part *parser_get(struct parser *p, size_t s)
+{
+	if (p->threaded) {
+		pthread_mutex_lock(&p->mu);
+		while (p->done <= s)
+			pthread_cond_wait(&p->cv, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	} else if (p->done <= s) {
+		struct gl_strbuf buf = GL_STRBUF_INIT;
+		parse_slice(p, s, &buf);
+		gl_strbuf_fini(&buf);
+		p->done = s + 1;
+	}
+	return &p->parts[s];
+}
+
+/* The next part (NULL at the end); a failed part has rc != 0. */
+static struct part *parser_next(struct parser *p)
+{
+	return p->next < p->nslices ? parser_get(p, p->next++) : NULL;
+}
+
+/* 0 when every slice parsed (the document is good), else -1. */
+static int parser_check_all(struct parser *p)
+{
+	for (size_t s = 0; s < p->nslices; s++)
+		if (parser_get(p, s)->rc)
+			return -1;
+	return 0;
+}
+
+/* Frees a part the caller has written. */
+static void parser_release(struct part *pt)
+{
+	gl_kube_result_fini(&pt->r);
+	gl_strbuf_fini(&pt->extra);
+}
+
+/* Problems become skip reasons {"path":..., "reason":...}: a JSON document
+ * has no useful line numbers, the path says where to look. */
+static void record_problems(struct gl_kube_ingest_result *res, const struct gl_kube_result *kr, const char *input,
+			    int64_t max_reasons)
+{
+	struct gl_ingest_stats *s = &res->st;
+	for (size_t i = 0; i < kr->nproblems; i++) {
+		const char *m = kr->problems[i], *sep = strstr(m, ": ");
+		if (s->n_reasons < max_reasons) {
+			gl_log(GL_LOG_WARN, "%s: %s", input, m);
+			if (s->n_reasons)
+				gl_strbuf_putc(&s->reasons, ',');
+			gl_strbuf_puts(&s->reasons, "{\"path\":\"");
+			gl_strbuf_put_json_str(&s->reasons, m, sep ? (size_t)(sep - m) : strlen(m));
+			gl_strbuf_puts(&s->reasons, "\",\"reason\":\"");
+			if (sep)
+				gl_strbuf_put_json_str(&s->reasons, sep + 2, strlen(sep + 2));
+			gl_strbuf_puts(&s->reasons, "\"}");
+			s->n_reasons++;
+		} else if (s->n_reasons == max_reasons) {
+			gl_log(GL_LOG_WARN, "%s: more problems; further ones are counted, not logged", input);
+			s->n_reasons++;
+		}
+	}
+	if (kr->problems_dropped)
+		gl_log(GL_LOG_WARN, "%s: %zu more problems not kept by the parser", input, kr->problems_dropped);
+}
+
+/* Refuses a snapshot older than what is already booked: its pods would
+ * reopen or roll back rows that newer snapshots closed or advanced. */
+static int check_watermark(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, int64_t *wm,
+			   struct gl_err *err)
+{
+	char a[32], w[32];
+	int rc = gl_ingest_watermark_get(c, GL_KUBE_SOURCE, cluster_id, wm, err);
+	if (rc || *wm == GL_TIME_NONE || o->at_s >= *wm)
+		return rc;
+	gl_time_format(o->at_s, a, sizeof a);
+	gl_time_format(*wm, w, sizeof w);
+	return gl_err_set(err, GL_EINVAL,
+			  "%s: snapshot taken at %s is older than cluster '%s' (already ingested up to %s): refused, "
+			  "newer state is kept",
+			  o->input_name, a, o->cluster, w);
+}
+
+static const char vanish_sql[] =
+	"UPDATE jobs j SET end_at = g.t, last_seen_at = g.t, state = 'CANCELLED', state_known = true,"
+	" elapsed_s = CASE WHEN j.start_at IS NULL THEN NULL ELSE extract(epoch FROM g.t - j.start_at)::bigint END,"
+	" tags = j.tags || '{\"vanished\":true}'::jsonb, updated_at = now()"
+	" FROM (SELECT o.job_pk, greatest(o.last_seen_at, to_timestamp($2::bigint), o.start_at, o.submit_at) AS t"
+	"  FROM jobs o WHERE o.cluster_id = $1 AND o.end_at IS NULL AND o.job_key = ANY($3::text[])) g"
+	" WHERE j.cluster_id = $1 AND j.job_pk = g.job_pk AND g.t IS NOT NULL";
+
+/* Open rows the snapshot does not list are closed. The difference is taken
+ * here, not in SQL: an anti-join against a 50,000-element array parameter
+ * is planned from guesses (a nested loop took a minute), while a hash set
+ * is linear and the UPDATE then touches only the few vanished keys. */
+static int close_vanished(PGconn *c, int cluster_id, int64_t wm_prev, const struct keyset *listed, int64_t *n,
+			  struct gl_err *err)
+{
+	struct gl_strbuf gone = GL_STRBUF_INIT;
+	char cid[16], w[24];
+	PGresult *r = NULL;
+	int rc;
+
+	*n = 0;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	snprintf(w, sizeof w, "%lld", (long long)wm_prev);
+	if ((rc = gl_db_query(c, "SELECT job_key FROM jobs WHERE cluster_id = $1 AND end_at IS NULL", 1,
+			      (const char *[]){cid}, &r, err)))
+		goto out;
+	gl_strbuf_putc(&gone, '{');
+	for (int i = 0; i < PQntuples(r); i++)
+		if (!keyset_has(listed, PQgetvalue(r, i, 0)))
+			arr_put(&gone, PQgetvalue(r, i, 0));
+	gl_strbuf_putc(&gone, '}');
+	PQclear(r);
+	r = NULL;
+	if (gone.len == 2)
+		goto out;
+	if ((rc = gl_db_query(c, vanish_sql, 3, (const char *[]){cid, wm_prev == GL_TIME_NONE ? NULL : w, gone.p}, &r,
+			      err)))
+		goto out;
+	*n = atoll(PQcmdTuples(r));
+out:
+	PQclear(r);
+	gl_strbuf_fini(&gone);
+	return rc;
+}
+
+static int begin_txn(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, struct gl_kube_ingest_result *res,
+		     struct gl_err *err)
+{
+	int rc;
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		return rc;
+	/* under the lock: another ingester may have moved the watermark since */
+	if ((rc = gl_jobs_lock(c, cluster_id, err)) || (rc = check_watermark(c, cluster_id, o, &res->watermark_prev_s, err)))
+		PQclear(PQexec(c, "ROLLBACK"));
+	return rc;
+}
+
+/* Pods [from, to) of one part into the batch (last_seen_at decided against
+ * the stored rows, see the top comment). keys holds their "pod:<uid>" keys
+ * at key_off[]. */
+static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, const struct gl_kube_result *kr,
+		      size_t from, size_t to, const char *keys, const size_t *key_off, struct gl_jobs_batch *b,
+		      struct gl_kube_ingest_result *res, struct gl_err *err)
+{
+	struct gl_strbuf arr = GL_STRBUF_INIT;
+	struct rowmap map = {0};
+	PGresult *r = NULL;
+	char cid[16];
+	int rc;
+
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	gl_strbuf_putc(&arr, '{');
+	for (size_t i = from; i < to; i++)
+		arr_put(&arr, keys + key_off[i]);
+	gl_strbuf_putc(&arr, '}');
+	if ((rc = gl_db_query(c,
+			      "SELECT job_key, extract(epoch FROM last_seen_at)::bigint, state,"
+			      " extract(epoch FROM start_at)::bigint, extract(epoch FROM end_at)::bigint"
+			      " FROM jobs WHERE cluster_id = $1 AND job_key = ANY($2::text[])",
+			      2, (const char *[]){cid, arr.p}, &r, err)))
+		goto out;
+	rowmap_build(&map, r);
+	for (size_t i = from; i < to; i++) {
+		struct gl_job_row row;
+		int k;
+		gl_kube_pod_to_row(&kr->pods[i], o->at_s, &row);
+		row.job_key = keys + key_off[i];
+		k = rowmap_find(&map, row.job_key);
+		if (k >= 0 && !PQgetisnull(r, k, 1) && !strcmp(PQgetvalue(r, k, 2), row.state) &&
+		    get_time(r, k, 3) == row.start_s && get_time(r, k, 4) == row.end_s)
+			row.last_seen_s = atoll(PQgetvalue(r, k, 1)); /* same state: see the top comment */
+		if (row.end_s == GL_TIME_NONE && row.start_s == GL_TIME_NONE)
+			res->pending++;
+		else if (row.end_s == GL_TIME_NONE)
+			res->running++;
+		gl_jobs_batch_add(b, &row);
+	}
+out:
+	free(map.slot);
+	PQclear(r);
+	gl_strbuf_fini(&arr);
+	return rc;
+}
+
+/* The batch into jobs, inside the open transaction. */
+static int flush_batch(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_kube_ingest_result *res,
+		       struct gl_err *err)
+{
+	struct gl_merge_counts mc;
+	int rc = gl_jobs_merge(c, cluster_id, b, &mc, err);
+	if (!rc) {
+		res->st.inserted += mc.inserted;
+		res->st.updated += mc.updated;
+		res->st.unchanged += mc.unchanged;
+	}
+	return rc;
+}
+
+/* Writes the parts as they come: batch_rows pods per transaction, the
+ * vanished pods, the watermark and the final status in the last one. No
+ * transaction commits before every part has parsed, so a bad document
+ * writes nothing. *bad_doc = 1 (rc 0) when a part did not parse: everything
+ * was rolled back and the whole document must decide. */
+static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, struct parser *ps,
+			struct gl_kube_ingest_result *res, int *bad_doc, struct gl_err *err)
+{
+	struct gl_strbuf keys = GL_STRBUF_INIT;
+	struct keyset listed = {0};
+	struct gl_jobs_batch *b = gl_jobs_batch_new(cluster_id);
+	size_t batch = o->batch_rows > 0 ? (size_t)o->batch_rows : 50000, in_txn_rows = 0, nkeys = 0;
+	size_t *key_off = NULL, key_cap = 0;
+	struct part *pt;
+	int in_txn = 0, rc = 0;
+	int64_t vanished = 0;
+
+	*bad_doc = 0;
+	while ((pt = parser_next(ps))) {
+		if (pt->rc) {
+			*bad_doc = 1;
+			goto fail;
+		}
+		res->st.lines_read += (int64_t)pt->r.nitems;
+		res->st.ignored += (int64_t)pt->r.skipped_no_gpu;
+		res->st.skipped += (int64_t)pt->r.skipped_bad;
+		res->pods += (int64_t)pt->r.npods;
+		record_problems(res, &pt->r, o->input_name, o->max_skip_reasons);
+		/* every key the snapshot lists, ours ("pod:<uid>"), for the vanished */
+		if (key_cap < pt->r.npods) {
+			key_cap = pt->r.npods;
+			key_off = gl_xrealloc(key_off, key_cap * sizeof *key_off);
+		}
+		for (size_t i = 0; i < pt->r.npods; i++) {
+			key_off[i] = keys.len;
+			gl_strbuf_puts(&keys, "pod:");
+			gl_strbuf_puts(&keys, pt->r.pods[i].uid);
+			gl_strbuf_putc(&keys, '\0');
+		}
+		nkeys += pt->r.npods;
+		for (size_t from = 0; from < pt->r.npods;) {
+			size_t to = pt->r.npods - from > batch - in_txn_rows ? from + (batch - in_txn_rows) : pt->r.npods;
+			if (!in_txn && (rc = begin_txn(c, cluster_id, o, res, err)))
+				goto out;
+			in_txn = 1;
+			if ((rc = add_pods(c, cluster_id, o, &pt->r, from, to, keys.p, key_off, b, res, err)))
+				goto fail;
+			in_txn_rows += to - from;
+			from = to;
+			/* a few slices per COPY: fewer round trips, still overlapped */
+			if ((gl_jobs_batch_rows(b) >= MERGE_ROWS || in_txn_rows >= batch) &&
+			    (rc = flush_batch(c, cluster_id, b, res, err)))
+				goto fail;
+			if (in_txn_rows >= batch) {
+				if (parser_check_all(ps)) {
+					*bad_doc = 1;
+					goto fail;
+				}
+				if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
+				    (rc = gl_db_exec(c, "COMMIT", err)))
+					goto fail;
+				in_txn = 0;
+				in_txn_rows = 0;
+			}
+		}
+		gl_strbuf_append(&keys, pt->extra.p, pt->extra.len);
+		nkeys += pt->nextra;
+		parser_release(pt);
+	}
+	if (!in_txn && (rc = begin_txn(c, cluster_id, o, res, err)))
+		goto out;
+	in_txn = 1;
+	if ((rc = flush_batch(c, cluster_id, b, res, err)))
+		goto fail;
+	keyset_build(&listed, &keys, nkeys);
+	if ((rc = close_vanished(c, cluster_id, res->watermark_prev_s, &listed, &vanished, err)))
+		goto fail;
+	res->st.updated += vanished;
+	if (res->watermark_prev_s != o->at_s &&
+	    (rc = gl_ingest_watermark_set(c, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
+		goto fail;
+	if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
+	    (rc = gl_db_exec(c, "COMMIT", err)))
+		goto fail;
+	res->vanished = vanished;
+	goto out;
+fail:
+	if (in_txn)
+		PQclear(PQexec(c, "ROLLBACK"));
+out:
+	free(key_off);
+	free(listed.slot);
+	gl_strbuf_fini(&keys);
+	gl_jobs_batch_free(b);
+	return rc;
+}
+
+static void record_failed(PGconn *c, struct gl_kube_ingest_result *res, const struct gl_err *why)
+{
+	struct gl_err e2 = {0};
+	if (res->run_id && gl_ingest_run_update(c, res->run_id, &res->st, "failed", why->msg, &e2))
+		gl_log(GL_LOG_WARN, "kube: could not record the failed run: %s", e2.msg);
+}
+
+int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc, size_t len,
+		       struct gl_kube_ingest_result *res, struct gl_err *err)
+{
+	struct gl_kube_opts ko = {0};
+	struct parser ps = {0};
+	int64_t wm, run_id;
+	int cluster_id, rc, bad_doc = 0;
+
+	memset(res, 0, sizeof *res);
+	gl_ingest_stats_init(&res->st, o->max_skip_reasons);
+	res->watermark_prev_s = GL_TIME_NONE;
+	if (o->at_s == GL_TIME_NONE) {
+		rc = gl_err_set(err, GL_EINVAL, "%s: the time the snapshot was taken is required", o->input_name);
+		goto out;
+	}
+	if ((rc = gl_cluster_ensure(c, o->cluster, "kubernetes", &cluster_id, err)) ||
+	    (rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
+		goto out;
+	/* early, before parsing a large document for nothing; checked again
+	 * under the lock in every transaction */
+	if ((rc = check_watermark(c, cluster_id, o, &wm, err)))
+		goto failed;
+	res->watermark_prev_s = wm;
+	ko.team_label = o->team_label;
+	ko.project_label = o->project_label;
+	ko.cost_center_label = o->cost_center_label;
+	ko.max_doc_bytes = o->max_doc_bytes;
+	if (!doc)
+		len = 0;
+	for (int whole = 0; whole < 2; whole++) {
+		parser_start(&ps, doc ? doc : "", len, &ko, whole);
+		gl_log(GL_LOG_DEBUG, "%s: %zu bytes in %zu part(s)%s", o->input_name, len, ps.nslices,
+		       ps.threaded ? ", parsed by a worker thread" : "");
+		if ((rc = ingest_parts(c, cluster_id, o, &ps, res, &bad_doc, err)))
+			goto failed;
+		if (!bad_doc)
+			break;
+		if (ps.whole) {
+			/* the whole document's own verdict */
+			*err = ps.parts[ps.next - 1].err;
+			rc = -err->code;
+			gl_err_prefix(err, "%s: ", o->input_name);
+			goto failed;
+		}
+		/* a slice failed: all was rolled back; start again from the
+		 * whole document, which gives the authoritative verdict */
+		parser_fini(&ps);
+		run_id = res->run_id;
+		gl_kube_ingest_result_fini(res);
+		gl_ingest_stats_init(&res->st, o->max_skip_reasons);
+		res->run_id = run_id;
+		res->watermark_prev_s = wm;
+	}
+	goto out;
+failed:
+	record_failed(c, res, err);
+out:
+	parser_fini(&ps);
+	free(doc);
+	return rc;
+}
+
+int gl_kube_ingest_file(PGconn *c, const struct gl_kube_ingest_opts *o, const char *path,
+			struct gl_kube_ingest_result *res, struct gl_err *err)
+{
+	size_t cap = o->max_doc_bytes ? o->max_doc_bytes : GL_KUBE_MAX_DOC_BYTES_DEFAULT, got = 0;
+	struct stat sb;
+	char *buf = NULL;
+	FILE *f;
+
+	memset(res, 0, sizeof *res);
+	gl_ingest_stats_init(&res->st, 0);
+	f = fopen(path, "rb");
+	if (!f)
+		return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+	if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		fclose(f);
+		return gl_err_set(err, GL_EIO, "%s: not a regular file", path);
+	}
+	if ((uint64_t)sb.st_size > cap) {
+		fclose(f);
+		return gl_err_set(err, GL_ERANGE, "%s: %lld bytes is over the %zu-byte document limit", path,
+				  (long long)sb.st_size, cap);
+	}
+	buf = gl_xmalloc((size_t)sb.st_size + 1);
+	/* the file may be rewritten while we read: take what is there, the
+	 * parser rejects a torn document */
+	got = fread(buf, 1, (size_t)sb.st_size, f);
+	if (ferror(f)) {
+		fclose(f);
+		free(buf);
+		return gl_err_set(err, GL_EIO, "%s: read error", path);
+	}
+	fclose(f);
+	buf[got] = '\0';
+	gl_ingest_stats_fini(&res->st);
+	return gl_kube_ingest_doc(c, o, buf, got, res, err);
+}
+
+int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *input_name, const char *why,
+				  struct gl_err *err)
+{
+	struct gl_ingest_stats st;
+	int64_t run_id;
+	int cluster_id, rc;
+
+	gl_ingest_stats_init(&st, 0);
+	if (!(rc = gl_cluster_ensure(c, cluster, "kubernetes", &cluster_id, err)) &&
+	    !(rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err)))
+		rc = gl_ingest_run_update(c, run_id, &st, "failed", why, err);
+	gl_ingest_stats_fini(&st);
+	return rc;
+}
+
+/* ---- the daemon source ---------------------------------------------- */
+
+struct capture {
+	struct gl_strbuf out;
+	size_t cap;
+	int over;
+};
+
+static int on_out(const char *buf, size_t n, void *ud)
+{
+	struct capture *k = ud;
+	if (k->out.len + n > k->cap) {
+		k->over = 1;
+		return -GL_ERANGE; /* gl_proc_run kills the command */
+	}
+	gl_strbuf_append(&k->out, buf, n);
+	return 0;
+}
+
+/* Runs the command; the whole stdout when it exited 0, else an error. */
+static int run_command(const struct gl_kube_source_cfg *src, size_t cap, struct gl_strbuf *out, struct gl_err *err)
+{
+	const char *argv[64];
+	char *words = gl_xstrdup(src->command), *save = NULL, how[64];
+	struct capture k = {GL_STRBUF_INIT, cap, 0};
+	struct gl_proc_opts po = {0};
+	struct gl_proc_result pr;
+	size_t n = 0;
+	int rc;
+
+	for (char *t = strtok_r(words, " \t", &save); t && n < GL_ARRAY_LEN(argv) - 1; t = strtok_r(NULL, " \t", &save))
+		argv[n++] = t;
+	argv[n] = NULL;
+	if (n == 0) {
+		rc = gl_err_set(err, GL_ECONFIG, "kube %s: empty command", src->cluster);
+		goto out;
+	}
+	po.timeout_s = (int)src->timeout_s;
+	po.on_stdout = on_out;
+	po.ud = &k;
+	rc = gl_proc_run(argv, &po, &pr, err);
+	if (k.over) {
+		rc = gl_err_set(err, GL_ERANGE, "kube %s: %s: output over the %zu-byte document limit", src->cluster,
+				src->command, cap);
+		goto out;
+	}
+	if (rc)
+		goto out;
+	if (!pr.exited || pr.status != 0) {
+		gl_proc_describe(&pr, how, sizeof how);
+		rc = gl_err_set(err, GL_EIO, "kube %s: %s: %s%s%.400s", src->cluster, src->command, how,
+				pr.stderr_bytes ? ": " : "", pr.stderr_excerpt);
+		goto out;
+	}
+	*out = k.out;
+	k.out = (struct gl_strbuf)GL_STRBUF_INIT;
+out:
+	gl_strbuf_fini(&k.out);
+	free(words);
+	return rc;
+}
+
+int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *srcv, int64_t now_s, char *summary,
+		       size_t n, struct gl_err *err)
+{
+	const struct gl_kube_source_cfg *src = srcv;
+	struct gl_kube_ingest_opts o = {0};
+	struct gl_kube_ingest_result res = {0};
+	int rc;
+
+	o.cluster = src->cluster;
+	o.batch_rows = cfg->ingest_batch_rows;
+	o.max_skip_reasons = cfg->ingest_max_skip_reasons;
+	o.team_label = src->label_team;
+	o.project_label = src->label_project;
+	o.cost_center_label = src->label_cost_center;
+	if (src->file[0]) {
+		struct stat sb;
+		o.input_name = src->file;
+		/* the file says when it was written: a refresher that stopped leaves
+		 * an old mtime, so its pods are not claimed to be seen "now" (and the
+		 * unchanged file re-ingests as a no-op) */
+		if (stat(src->file, &sb) != 0) {
+			rc = gl_err_set(err, GL_EIO, "kube %s: %s: %s", src->cluster, src->file, strerror(errno));
+			goto failed;
+		}
+		o.at_s = (int64_t)sb.st_mtime < now_s ? (int64_t)sb.st_mtime : now_s;
+		rc = gl_kube_ingest_file(c, &o, src->file, &res, err);
+		if (rc && !res.run_id)
+			goto failed; /* not read at all: record it below */
+	} else {
+		struct gl_strbuf out = GL_STRBUF_INIT;
+		size_t len;
+		o.input_name = src->command;
+		o.at_s = now_s; /* listed no earlier than this: conservative for vanished pods */
+		if ((rc = run_command(src, GL_KUBE_MAX_DOC_BYTES_DEFAULT, &out, err)))
+			goto failed;
+		len = out.len;
+		rc = gl_kube_ingest_doc(c, &o, gl_strbuf_steal(&out), len, &res, err);
+	}
+	if (!rc)
+		snprintf(summary, n,
+			 "%lld pods (%lld running, %lld pending), %lld inserted, %lld updated, %lld unchanged, "
+			 "%lld vanished, %lld skipped",
+			 (long long)res.pods, (long long)res.running, (long long)res.pending, (long long)res.st.inserted,
+			 (long long)res.st.updated, (long long)res.st.unchanged, (long long)res.vanished,
+			 (long long)res.st.skipped);
+	goto out;
+failed:
+	/* no document: nothing is closed, the last known state stays in force */
+	{
+		struct gl_err e2 = {0};
+		if (gl_kube_ingest_record_failure(c, src->cluster, o.input_name, err->msg, &e2))
+			gl_log(GL_LOG_WARN, "kube %s: could not record the failed run: %s", src->cluster, e2.msg);
+	}
+out:
+	gl_kube_ingest_result_fini(&res);
+	return rc;
+}
