@@ -1,0 +1,48 @@
+/* gpuledger — access control for the API: the role lattice, the per-address
+ * limiter of failed authentications, and the short-lived token cache.
+ * Pure (no clock, no database): callers pass now_s, which keeps these
+ * testable without timing.
+ *
+ * Ownership: _new() results are freed by the matching _free(); NULL is a
+ * no-op. All functions on a limiter or cache are thread-safe.
+ */
+#ifndef GL_AUTH_H
+#define GL_AUTH_H
+
+#include "gl/common.h"
+#include "gl/tokens.h"
+
+#include <stdint.h>
+
+/* Token roles: viewer | finance | admin | hook. */
+int gl_auth_role_valid(const char *role);
+/* 1 when the route's role string is "public" (no token at all). */
+int gl_auth_route_public(const char *route_roles);
+/* The lattice (docs/security.md): admin may do everything; finance ⊇ viewer;
+ * hook is its own branch (hook routes only). route_roles is a route's least
+ * role, or several joined by '|' ("finance|hook") when two branches share a
+ * route. Unknown names allow nobody (fail closed). */
+int gl_auth_role_allows(const char *token_role, const char *route_roles);
+
+/* ---- failed-authentication limiter, per source address ---- */
+struct gl_ratelimit;
+/* max_failures within window_s block the address for block_s. */
+struct gl_ratelimit *gl_ratelimit_new(size_t slots, int max_failures, int64_t window_s, int64_t block_s);
+void gl_ratelimit_free(struct gl_ratelimit *rl);
+/* 1 while addr is blocked. */
+int gl_ratelimit_blocked(struct gl_ratelimit *rl, const char *addr, int64_t now_s);
+/* Counts a failure; returns 1 when this failure starts a block. */
+int gl_ratelimit_fail(struct gl_ratelimit *rl, const char *addr, int64_t now_s);
+
+/* ---- token cache, keyed by the token's SHA-256 ---- */
+struct gl_auth_cache;
+struct gl_auth_cache *gl_auth_cache_new(size_t slots, int64_t ttl_s);
+void gl_auth_cache_free(struct gl_auth_cache *c);
+/* 1 on a fresh hit: *found says whether the token exists, *t its row. */
+int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s, int *found,
+		      struct gl_token_info *t);
+/* t NULL: remember that the hash is unknown (for ttl_s as well). */
+void gl_auth_cache_put(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
+		       const struct gl_token_info *t);
+
+#endif

@@ -1,0 +1,61 @@
+/* gpuledger — API tokens: generation, storage (SHA-256 only), lookup.
+ *
+ * A token is "glt_" + 43 base64url characters (256 random bits). It is shown
+ * once by `gpuledger token create`; the database keeps SHA-256 of the whole
+ * string. Nothing here logs or stores a token.
+ *
+ * Ownership: gl_token_list() returns an array the caller frees with free();
+ * everything else fills caller-owned structs.
+ */
+#ifndef GL_TOKENS_H
+#define GL_TOKENS_H
+
+#include "gl/common.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#define GL_TOKEN_PREFIX "glt_"
+#define GL_TOKEN_LEN 47          /* strlen(prefix) + 43 */
+#define GL_TOKEN_MAX_OWNERS 16
+#define GL_TOKEN_OWNER_MAX 64    /* bytes incl. NUL */
+#define GL_TOKEN_NAME_MAX 128
+
+struct gl_token_info {
+	int64_t id;
+	char name[GL_TOKEN_NAME_MAX];
+	char role[16];
+	size_t n_owners;             /* 0: not scoped, sees every owner */
+	char owners[GL_TOKEN_MAX_OWNERS][GL_TOKEN_OWNER_MAX];
+	int64_t created_s, expires_s, revoked_s, last_used_s; /* GL_TIME_NONE when unset */
+};
+
+/* 256 bits from getrandom(2). */
+int gl_token_generate(char out[GL_TOKEN_LEN + 1], struct gl_err *err) GL_MUSTCHECK;
+/* 1 when s has the token shape (prefix, length, alphabet); cheap reject. */
+int gl_token_wellformed(const char *s);
+void gl_token_sha256(const char *token, unsigned char out[32]);
+/* Parses the scopes column ({"owners": [...]}) into t. */
+int gl_token_scopes_parse(const char *json, struct gl_token_info *t, struct gl_err *err) GL_MUSTCHECK;
+/* Checks an owner name given to --scope: 1..63 bytes, no control chars, no
+ * characters that would need quoting in an array literal. */
+int gl_token_owner_valid(const char *s);
+
+/* Creates a token, stores its hash and appends a "token.create" audit row in
+ * the same transaction. expires_s may be GL_TIME_NONE. */
+int gl_token_create(PGconn *c, const char *name, const char *role, int64_t expires_s, const char *const *owners,
+		    size_t n_owners, const char *actor, char token_out[GL_TOKEN_LEN + 1], int64_t *id_out,
+		    struct gl_err *err) GL_MUSTCHECK;
+/* Revokes by id (all digits) or by live name; audited. -GL_ENOTFOUND when
+ * nothing live matches. */
+int gl_token_revoke(PGconn *c, const char *id_or_name, const char *actor, int64_t *id_out,
+		    struct gl_err *err) GL_MUSTCHECK;
+int gl_token_list(PGconn *c, struct gl_token_info **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
+/* Looks a token up by hash (the index compares hashes, never tokens). *found
+ * is 0 for an unknown hash. Revoked and expired tokens are returned with
+ * their dates so callers can say why; last_used_at is touched only for a
+ * live token. */
+int gl_token_lookup(PGconn *c, const unsigned char hash[32], struct gl_token_info *out, int *found,
+		    struct gl_err *err) GL_MUSTCHECK;
+
+#endif

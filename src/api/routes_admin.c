@@ -1,0 +1,205 @@
+/* Admin endpoints: the audit log, its verification, the token list.
+ * No handler here ever sees or prints a token or its hash. */
+#include "gl/audit.h"
+#include "gl/db.h"
+#include "gl/routes.h"
+#include "gl/timeutil.h"
+#include "gl/tokens.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void put_json(struct gl_resp *resp, cJSON *root)
+{
+	char *s = cJSON_PrintUnformatted(root);
+	if (!s)
+		gl_oom(0);
+	gl_strbuf_puts(&resp->body, s);
+	gl_strbuf_putc(&resp->body, '\n');
+	cJSON_free(s);
+	resp->content_type = "application/json";
+}
+
+static void add_time(cJSON *o, const char *k, int64_t t)
+{
+	char buf[32];
+	if (t == GL_TIME_NONE) {
+		cJSON_AddNullToObject(o, k);
+		return;
+	}
+	gl_time_format(t, buf, sizeof buf);
+	cJSON_AddStringToObject(o, k, buf);
+}
+
+static int time_param(struct gl_req *req, struct gl_resp *resp, const char *name, char *out, size_t n,
+		      const char **val)
+{
+	const char *v = gl_req_param(req, name);
+	int64_t t;
+	*val = NULL;
+	if (!v)
+		return 0;
+	if (gl_time_parse(v, strlen(v), &t))
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an RFC 3339 time", name);
+	gl_time_format(t, out, n);
+	*val = out;
+	return 0;
+}
+
+static int int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
+		     long long max, long long *out)
+{
+	const char *v = gl_req_param(req, name);
+	char *end;
+	long long x;
+	*out = def;
+	if (!v)
+		return 0;
+	x = strtoll(v, &end, 10);
+	if (!*v || *end)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer", name);
+	if (x < min || x > max)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
+	*out = x;
+	return 0;
+}
+
+int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
+{
+	static const char *const allowed[] = {"from", "to", "action", "actor", "outcome", "limit", "cursor", NULL};
+	struct gl_err err = {0};
+	char from_b[32], to_b[32], lim[24], cur[24];
+	const char *from, *to;
+	long long limit, cursor;
+	PGconn *c;
+	PGresult *r = NULL;
+	cJSON *root, *arr;
+	int rc, n;
+
+	if ((rc = gl_req_check_params(req, resp, allowed)) ||
+	    (rc = time_param(req, resp, "from", from_b, sizeof from_b, &from)) ||
+	    (rc = time_param(req, resp, "to", to_b, sizeof to_b, &to)) ||
+	    (rc = int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
+	    (rc = int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
+		return rc;
+	if (from && to && strcmp(from, to) >= 0)
+		return gl_resp_error(resp, GL_EINVAL, "to", "to: must be after from");
+	snprintf(lim, sizeof lim, "%lld", limit);
+	snprintf(cur, sizeof cur, "%lld", cursor);
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	/* newest first; cursor = the seq to continue below */
+	if ((rc = gl_db_query(c,
+			      "SELECT audit_id, extract(epoch FROM at)::bigint, actor, source_addr, action, object, outcome,"
+			      " detail::text, encode(prev_hash, 'hex'), encode(hash, 'hex') FROM audit_log"
+			      " WHERE ($1::timestamptz IS NULL OR at >= $1) AND ($2::timestamptz IS NULL OR at < $2)"
+			      "   AND ($3::text IS NULL OR action = $3) AND ($4::text IS NULL OR actor = $4)"
+			      "   AND ($5::text IS NULL OR outcome = $5) AND ($6::bigint = 0 OR audit_id < $6)"
+			      " ORDER BY audit_id DESC LIMIT $7",
+			      7,
+			      (const char *[]){from, to, gl_req_param(req, "action"), gl_req_param(req, "actor"),
+					       gl_req_param(req, "outcome"), cur, lim},
+			      &r, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(root, "entries");
+	n = PQntuples(r);
+	for (int i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "seq", (double)atoll(PQgetvalue(r, i, 0)));
+		add_time(o, "at", atoll(PQgetvalue(r, i, 1)));
+		cJSON_AddStringToObject(o, "actor", PQgetvalue(r, i, 2));
+		if (PQgetisnull(r, i, 3))
+			cJSON_AddNullToObject(o, "source_addr");
+		else
+			cJSON_AddStringToObject(o, "source_addr", PQgetvalue(r, i, 3));
+		cJSON_AddStringToObject(o, "action", PQgetvalue(r, i, 4));
+		if (PQgetisnull(r, i, 5))
+			cJSON_AddNullToObject(o, "object");
+		else
+			cJSON_AddStringToObject(o, "object", PQgetvalue(r, i, 5));
+		cJSON_AddStringToObject(o, "outcome", PQgetvalue(r, i, 6));
+		cJSON_AddItemToObject(o, "detail", cJSON_Parse(PQgetvalue(r, i, 7)));
+		cJSON_AddStringToObject(o, "prev_hash", PQgetvalue(r, i, 8));
+		cJSON_AddStringToObject(o, "hash", PQgetvalue(r, i, 9));
+		cJSON_AddItemToArray(arr, o);
+	}
+	if (n == limit)
+		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 0)));
+	else
+		cJSON_AddNullToObject(root, "next_cursor");
+	put_json(resp, root);
+	cJSON_Delete(root);
+	PQclear(r);
+	return 0;
+}
+
+int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+	struct gl_audit_verify v;
+	struct gl_err err = {0};
+	char hx[2 * GL_AUDIT_HASH_LEN + 1];
+	PGconn *c;
+	cJSON *root;
+	int rc;
+
+	if ((rc = gl_req_check_params(req, resp, allowed)))
+		return rc;
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_audit_verify(c, NULL, 0, &v, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	cJSON_AddBoolToObject(root, "ok", v.ok);
+	cJSON_AddNumberToObject(root, "rows", (double)v.rows);
+	cJSON_AddNumberToObject(root, "first_seq", (double)v.first_seq);
+	cJSON_AddNumberToObject(root, "last_seq", (double)v.last_seq);
+	if (v.rows) {
+		gl_audit_hex(v.head, hx);
+		cJSON_AddStringToObject(root, "head_hash", hx);
+	}
+	if (!v.ok) {
+		cJSON_AddNumberToObject(root, "bad_seq", (double)v.bad_seq);
+		cJSON_AddStringToObject(root, "reason", v.reason);
+	}
+	put_json(resp, root);
+	cJSON_Delete(root);
+	return 0;
+}
+
+int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
+{
+	static const char *const allowed[] = {NULL};
+	struct gl_token_info *t = NULL;
+	struct gl_err err = {0};
+	size_t n = 0;
+	PGconn *c;
+	cJSON *root, *arr;
+	int rc;
+
+	if ((rc = gl_req_check_params(req, resp, allowed)))
+		return rc;
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_token_list(c, &t, &n, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(root, "tokens");
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject(), *ow;
+		cJSON_AddNumberToObject(o, "id", (double)t[i].id);
+		cJSON_AddStringToObject(o, "name", t[i].name);
+		cJSON_AddStringToObject(o, "role", t[i].role);
+		ow = cJSON_AddArrayToObject(o, "owners");
+		for (size_t k = 0; k < t[i].n_owners; k++)
+			cJSON_AddItemToArray(ow, cJSON_CreateString(t[i].owners[k]));
+		add_time(o, "created", t[i].created_s);
+		add_time(o, "expires", t[i].expires_s);
+		add_time(o, "revoked", t[i].revoked_s);
+		add_time(o, "last_used", t[i].last_used_s);
+		cJSON_AddItemToArray(arr, o);
+	}
+	put_json(resp, root);
+	cJSON_Delete(root);
+	free(t);
+	return 0;
+}

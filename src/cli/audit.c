@@ -1,0 +1,228 @@
+/* `gpuledger audit verify|head|prune|harden` (docs/security.md). */
+#include "gl/audit.h"
+#include "gl/cli.h"
+#include "gl/db.h"
+#include "gl/log.h"
+#include "gl/timeutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage_audit[] =
+	"usage: gpuledger [--config FILE] audit verify [--anchor FILE]\n"
+	"       gpuledger [--config FILE] audit head [--append FILE]\n"
+	"       gpuledger [--config FILE] audit prune --before YYYY-MM\n"
+	"       gpuledger [--config FILE] audit harden\n"
+	"verify  recompute the hash chain; exit 5 naming the first broken sequence number.\n"
+	"        --anchor FILE: lines written by 'audit head' must still match the chain.\n"
+	"head    print the chain head (seq, hash, time); --append also appends it to FILE\n"
+	"        (publish it outside the database, e.g. from cron).\n"
+	"prune   drop the monthly partitions before YYYY-MM (never the current month); audited.\n"
+	"harden  run once with a superuser DSN: hands audit_log to the role gpuledger_audit so the\n"
+	"        service role keeps only INSERT and SELECT.\n";
+
+/* Reads "seq N hash HEX ..." lines; other lines are ignored. */
+static int read_anchors(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	if (!f)
+		return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+		long long seq;
+		char hex[80];
+		if (sscanf(line, "seq %lld hash %79s", &seq, hex) != 2)
+			continue;
+		if (*n == cap)
+			*out = gl_xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+		(*out)[*n].seq = seq;
+		if (gl_audit_unhex(hex, (*out)[*n].hash)) {
+			fclose(f);
+			return gl_err_set(err, GL_EINVAL, "%s:%d: bad hash", path, ln);
+		}
+		(*n)++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int audit_verify(struct gl_config *cfg, int argc, char **argv)
+{
+	struct gl_audit_anchor *anchors = NULL;
+	struct gl_audit_verify v;
+	struct gl_err err = {0};
+	const char *anchor_file = NULL;
+	char hx[2 * GL_AUDIT_HASH_LEN + 1];
+	size_t na = 0;
+	PGconn *c = NULL;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--anchor") && i + 1 < argc)
+			anchor_file = argv[++i];
+		else
+			return gl_cli_usage_error(usage_audit, "audit verify: unexpected argument '%s'", argv[i]);
+	}
+	if ((anchor_file && read_anchors(anchor_file, &anchors, &na, &err)) || gl_db_connect(cfg, &c, &err) ||
+	    gl_audit_verify(c, anchors, na, &v, &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	if (!v.ok) {
+		printf("audit verify: BROKEN at seq %lld: %s (%lld rows verified before it)\n", (long long)v.bad_seq,
+		       v.reason, (long long)v.rows);
+		rc = GL_EXIT_BROKEN;
+		goto out;
+	}
+	gl_audit_hex(v.head, hx);
+	if (v.rows)
+		printf("audit verify: ok: %lld rows, seq %lld..%lld, head %s, %lld anchors checked\n", (long long)v.rows,
+		       (long long)v.first_seq, (long long)v.last_seq, hx, (long long)v.anchors_checked);
+	else
+		printf("audit verify: ok: empty log\n");
+out:
+	free(anchors);
+	PQfinish(c);
+	return rc;
+}
+
+static int audit_head(struct gl_config *cfg, int argc, char **argv)
+{
+	struct gl_audit_head h;
+	struct gl_err err = {0};
+	const char *append = NULL;
+	char hx[2 * GL_AUDIT_HASH_LEN + 1], at[32], line[256];
+	PGconn *c = NULL;
+	int rc = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--append") && i + 1 < argc)
+			append = argv[++i];
+		else
+			return gl_cli_usage_error(usage_audit, "audit head: unexpected argument '%s'", argv[i]);
+	}
+	if (gl_db_connect(cfg, &c, &err) || gl_audit_head(c, &h, &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	gl_audit_hex(h.seq ? h.hash : (const unsigned char[GL_AUDIT_HASH_LEN]){0}, hx);
+	gl_time_format(h.seq ? h.at_us / 1000000 : (int64_t)time(NULL), at, sizeof at);
+	snprintf(line, sizeof line, "seq %lld hash %s at %s\n", (long long)h.seq, hx, at);
+	fputs(line, stdout);
+	if (append) {
+		/* O_APPEND + fsync: each published head is one whole line, durable */
+		int fd = open(append, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		size_t len = strlen(line);
+		if (fd < 0 || write(fd, line, len) != (ssize_t)len || fsync(fd) != 0) {
+			gl_err_set(&err, GL_EIO, "audit head: %s: %s", append, strerror(errno));
+			rc = gl_cli_fail(&err);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+out:
+	PQfinish(c);
+	return rc;
+}
+
+static int audit_prune(struct gl_config *cfg, int argc, char **argv)
+{
+	struct gl_audit_prune_result res;
+	struct gl_err err = {0};
+	char actor[96], day[16];
+	int64_t before;
+	PGconn *c = NULL;
+	int rc = 0;
+	if (argc != 3 || strcmp(argv[1], "--before") != 0)
+		return gl_cli_usage_error(usage_audit, "audit prune: expected --before YYYY-MM");
+	if (strlen(argv[2]) != 7 || argv[2][4] != '-')
+		return gl_cli_usage_error(usage_audit, "audit prune: --before: expected YYYY-MM, got '%s'", argv[2]);
+	snprintf(day, sizeof day, "%s-01", argv[2]);
+	if (gl_time_parse(day, strlen(day), &before))
+		return gl_cli_usage_error(usage_audit, "audit prune: --before: expected YYYY-MM, got '%s'", argv[2]);
+	gl_cli_actor(actor, sizeof actor);
+	if (gl_db_connect(cfg, &c, &err) || gl_audit_prune(c, actor, before, &res, &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	printf("audit prune: dropped %d partitions (%lld rows) before %s; recorded as seq %lld\n", res.partitions,
+	       (long long)res.rows, argv[2], (long long)res.audit_seq);
+out:
+	PQfinish(c);
+	return rc;
+}
+
+/* Run as a superuser. The service role (the database owner) keeps SELECT
+ * and INSERT; ownership of the table, its partitions, the trigger function,
+ * the partition functions and the schema goes to gpuledger_audit, because
+ * an owner can disable triggers and a schema owner can drop any table. */
+static const char harden_sql[] =
+	"DO $$\n"
+	"DECLARE\n"
+	"    app name := (SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database());\n"
+	"    p regclass;\n"
+	"BEGIN\n"
+	"    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gpuledger_audit') THEN\n"
+	"        CREATE ROLE gpuledger_audit NOLOGIN;\n"
+	"    END IF;\n"
+	"    IF (SELECT rolsuper FROM pg_roles WHERE rolname = app) THEN\n"
+	"        RAISE EXCEPTION 'the database owner % is a superuser: nothing can bind it', app;\n"
+	"    END IF;\n"
+	"    ALTER TABLE public.audit_log OWNER TO gpuledger_audit;\n"
+	"    FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'public.audit_log'::regclass LOOP\n"
+	"        EXECUTE format('ALTER TABLE %s OWNER TO gpuledger_audit', p);\n"
+	"        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %I', p, app);\n"
+	"    END LOOP;\n"
+	"    ALTER FUNCTION public.gl_audit_reject() OWNER TO gpuledger_audit;\n"
+	"    ALTER FUNCTION public.gl_audit_partitions_ensure(date, integer) OWNER TO gpuledger_audit;\n"
+	"    ALTER FUNCTION public.gl_audit_partitions_drop(date) OWNER TO gpuledger_audit;\n"
+	"    EXECUTE format('REVOKE ALL ON public.audit_log FROM PUBLIC, %I', app);\n"
+	"    EXECUTE format('GRANT SELECT, INSERT ON public.audit_log TO %I', app);\n"
+	"    ALTER SCHEMA public OWNER TO gpuledger_audit;\n"
+	"    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA public TO %I', app);\n"
+	"END $$";
+
+static int audit_harden(struct gl_config *cfg, int argc, char **argv)
+{
+	struct gl_err err = {0};
+	PGconn *c = NULL;
+	int rc = 0;
+	if (argc != 1)
+		return gl_cli_usage_error(usage_audit, "audit harden: unexpected argument '%s'", argv[1]);
+	if (gl_db_connect(cfg, &c, &err) || gl_db_exec(c, harden_sql, &err)) {
+		gl_err_prefix(&err, "audit harden (needs a superuser DSN): ");
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	printf("audit harden: audit_log now belongs to gpuledger_audit; the service role may only SELECT and INSERT\n");
+out:
+	PQfinish(c);
+	return rc;
+}
+
+int gl_cli_audit(struct gl_config *cfg, int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_audit, stderr);
+		return GL_EXIT_USAGE;
+	}
+	if (gl_cli_wants_help(argc, argv)) {
+		fputs(usage_audit, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "verify"))
+		return audit_verify(cfg, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "head"))
+		return audit_head(cfg, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "prune"))
+		return audit_prune(cfg, argc - 1, argv + 1);
+	if (!strcmp(argv[1], "harden"))
+		return audit_harden(cfg, argc - 1, argv + 1);
+	return gl_cli_usage_error(usage_audit, "audit: unknown action '%s'", argv[1]);
+}

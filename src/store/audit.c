@@ -1,0 +1,959 @@
+/* Hash-chained audit log (see include/gl/audit.h, docs/security.md). */
+#include "gl/audit.h"
+#include "gl/db.h"
+#include "gl/log.h"
+#include "gl/timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CANON_MAGIC "gpuledger-audit-v1\n"
+#define NCOLS 11          /* parameters per inserted row */
+#define VERIFY_PAGE "50000"
+#define VERIFY_PAGE_N 50000
+#define WRITER_BATCH 256
+
+static const unsigned char zero_hash[GL_AUDIT_HASH_LEN];
+
+static int64_t now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* ---- pure parts ---- */
+
+static void put_field(struct gl_strbuf *o, const char *s)
+{
+	char num[24];
+	int k;
+	if (!s) {
+		gl_strbuf_append(o, "-,", 2);
+		return;
+	}
+	size_t n = strlen(s);
+	k = snprintf(num, sizeof num, "%zu:", n);
+	gl_strbuf_append(o, num, (size_t)k);
+	gl_strbuf_append(o, s, n);
+	gl_strbuf_putc(o, ',');
+}
+
+static void put_int_field(struct gl_strbuf *o, int64_t v)
+{
+	char num[24];
+	snprintf(num, sizeof num, "%lld", (long long)v);
+	put_field(o, num);
+}
+
+void gl_audit_canonical(struct gl_strbuf *out, int64_t seq, int64_t at_us, const char *actor, const char *source_addr,
+			const char *action, const char *object, const char *outcome, const char *detail)
+{
+	gl_strbuf_puts(out, CANON_MAGIC);
+	put_int_field(out, seq);
+	put_int_field(out, at_us);
+	put_field(out, actor);
+	put_field(out, source_addr);
+	put_field(out, action);
+	put_field(out, object);
+	put_field(out, outcome);
+	put_field(out, detail);
+}
+
+static pthread_once_t md_once = PTHREAD_ONCE_INIT;
+static EVP_MD *md_sha256;
+
+static void md_init(void)
+{
+	/* fetched once: the implicit fetch in EVP_sha256() per digest costs
+	 * more than hashing a short row */
+	md_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+	if (!md_sha256) {
+		gl_log(GL_LOG_ERROR, "audit: OpenSSL has no SHA-256");
+		abort();
+	}
+}
+
+static void hash_with(EVP_MD_CTX *ctx, const unsigned char prev[GL_AUDIT_HASH_LEN], const char *canonical, size_t n,
+		      unsigned char out[GL_AUDIT_HASH_LEN])
+{
+	if (!ctx || !EVP_DigestInit_ex(ctx, md_sha256, NULL) || !EVP_DigestUpdate(ctx, prev, GL_AUDIT_HASH_LEN) ||
+	    !EVP_DigestUpdate(ctx, canonical, n) || !EVP_DigestFinal_ex(ctx, out, NULL)) {
+		gl_log(GL_LOG_ERROR, "audit: SHA-256 failed");
+		abort();
+	}
+}
+
+void gl_audit_hash(const unsigned char prev[GL_AUDIT_HASH_LEN], const char *canonical, size_t n,
+		   unsigned char out[GL_AUDIT_HASH_LEN])
+{
+	EVP_MD_CTX *ctx;
+	pthread_once(&md_once, md_init);
+	ctx = EVP_MD_CTX_new();
+	hash_with(ctx, prev, canonical, n, out);
+	EVP_MD_CTX_free(ctx);
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		len = 2, cp = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		len = 3, cp = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* overlong forms, surrogates and beyond U+10FFFF */
+	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+void gl_audit_clean(const char *s, char *out, size_t cap)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, o = 0;
+	if (!cap)
+		return;
+	while (i < n) {
+		size_t k = utf8_len(p + i, n - i);
+		if (k == 0 || (k == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
+			if (o + 1 >= cap)
+				break;
+			out[o++] = '?';
+			i++;
+			continue;
+		}
+		if (o + k >= cap)
+			break;
+		memcpy(out + o, p + i, k);
+		o += k;
+		i += k;
+	}
+	out[o] = '\0';
+}
+
+void gl_audit_hex(const unsigned char h[GL_AUDIT_HASH_LEN], char out[2 * GL_AUDIT_HASH_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < GL_AUDIT_HASH_LEN; i++) {
+		out[2 * i] = digits[h[i] >> 4];
+		out[2 * i + 1] = digits[h[i] & 15];
+	}
+	out[2 * GL_AUDIT_HASH_LEN] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int gl_audit_unhex(const char *s, unsigned char out[GL_AUDIT_HASH_LEN])
+{
+	if (s[0] == '\\' && s[1] == 'x')
+		s += 2;
+	for (size_t i = 0; i < GL_AUDIT_HASH_LEN; i++) {
+		int a = hexval(s[2 * i]), b = a < 0 ? -1 : hexval(s[2 * i + 1]);
+		if (a < 0 || b < 0)
+			return -GL_EINVAL;
+		out[i] = (unsigned char)(a << 4 | b);
+	}
+	return s[2 * GL_AUDIT_HASH_LEN] == '\0' ? 0 : -GL_EINVAL;
+}
+
+/* ---- append ---- */
+
+static char *clean_dup(const char *s)
+{
+	char *o;
+	size_t n;
+	if (!s)
+		return NULL;
+	n = strlen(s) + 1;
+	if (n > GL_AUDIT_FIELD_MAX)
+		n = GL_AUDIT_FIELD_MAX;
+	o = gl_xmalloc(n);
+	gl_audit_clean(s, o, n);
+	return o;
+}
+
+static int read_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	memset(h, 0, sizeof *h);
+	if ((rc = gl_db_query(c,
+			      "SELECT audit_id, (extract(epoch FROM at) * 1000000)::bigint, hash FROM audit_log"
+			      " ORDER BY audit_id DESC LIMIT 1",
+			      0, NULL, &r, err)))
+		return rc;
+	if (PQntuples(r) == 1) {
+		h->seq = atoll(PQgetvalue(r, 0, 0));
+		h->at_us = atoll(PQgetvalue(r, 0, 1));
+		if (gl_audit_unhex(PQgetvalue(r, 0, 2), h->hash))
+			rc = gl_err_set(err, GL_EDB, "audit: head seq %lld: unreadable hash", (long long)h->seq);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int lock_chain(PGconn *c, struct gl_err *err)
+{
+	char key[24];
+	snprintf(key, sizeof key, "%lld", (long long)GL_AUDIT_LOCK_KEY);
+	return gl_db_query(c, "SELECT pg_advisory_xact_lock($1::bigint)", 1, (const char *[]){key}, NULL, err);
+}
+
+/* Inside a transaction: take the chain lock, read the head (unless the
+ * caller already holds it and passes it), normalise the details through
+ * jsonb (the stored text is what verifiers hash), chain and insert. */
+static int append_locked(PGconn *c, const struct gl_audit_entry *e, size_t n, const struct gl_audit_head *known,
+			 int64_t *first_seq, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, canon = GL_STRBUF_INIT;
+	struct gl_audit_head head;
+	PGresult *r = NULL;
+	const char **params = NULL;
+	char (*num)[3][24] = NULL, (*hex)[2][2 * GL_AUDIT_HASH_LEN + 3] = NULL;
+	char **clean = NULL;
+	unsigned char prev[GL_AUDIT_HASH_LEN];
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if ((rc = lock_chain(c, err)))
+		goto out;
+	params = gl_xcalloc(n * NCOLS, sizeof *params);
+	gl_strbuf_puts(&sql, "SELECT 0");
+	for (size_t i = 0; i < n; i++) {
+		gl_strbuf_printf(&sql, ", $%zu::jsonb::text", i + 1);
+		params[i] = e[i].detail_json && *e[i].detail_json ? e[i].detail_json : "{}";
+	}
+	if ((rc = gl_db_query(c, gl_strbuf_cstr(&sql), (int)n, params, &r, err))) {
+		gl_err_prefix(err, "audit: detail: ");
+		goto out;
+	}
+	if (known) {
+		head = *known;
+	} else if ((rc = read_head(c, &head, err))) {
+		goto out;
+	}
+	memcpy(prev, head.seq ? head.hash : zero_hash, sizeof prev);
+	num = gl_xcalloc(n, sizeof *num);
+	hex = gl_xcalloc(n, sizeof *hex);
+	clean = gl_xcalloc(n * 5, sizeof *clean);
+	gl_strbuf_reset(&sql);
+	gl_strbuf_puts(&sql, "INSERT INTO audit_log (audit_id, at, actor, source_addr, action, object, outcome, detail,"
+			     " prev_hash, hash) VALUES ");
+	for (size_t i = 0; i < n; i++) {
+		const char **p = params + i * NCOLS;
+		int64_t seq = head.seq + 1 + (int64_t)i, at = e[i].at_us ? e[i].at_us : now_us();
+		const char *detail = PQgetvalue(r, 0, (int)i + 1);
+		unsigned char h[GL_AUDIT_HASH_LEN];
+		char **cl = clean + i * 5;
+
+		cl[0] = clean_dup(e[i].actor ? e[i].actor : "system");
+		cl[1] = clean_dup(e[i].source_addr);
+		cl[2] = clean_dup(e[i].action ? e[i].action : "unknown");
+		cl[3] = clean_dup(e[i].object);
+		cl[4] = clean_dup(e[i].outcome ? e[i].outcome : "ok");
+		gl_strbuf_reset(&canon);
+		gl_audit_canonical(&canon, seq, at, cl[0], cl[1], cl[2], cl[3], cl[4], detail);
+		gl_audit_hash(prev, canon.p, canon.len, h);
+		snprintf(num[i][0], sizeof num[i][0], "%lld", (long long)seq);
+		/* floor division: exact for any epoch, the database adds the µs back */
+		snprintf(num[i][1], sizeof num[i][1], "%lld", (long long)(at >= 0 ? at / 1000000 : -((-at + 999999) / 1000000)));
+		snprintf(num[i][2], sizeof num[i][2], "%lld", (long long)(at - (at >= 0 ? at / 1000000 : -((-at + 999999) / 1000000)) * 1000000));
+		hex[i][0][0] = '\\', hex[i][0][1] = 'x';
+		gl_audit_hex(prev, hex[i][0] + 2);
+		hex[i][1][0] = '\\', hex[i][1][1] = 'x';
+		gl_audit_hex(h, hex[i][1] + 2);
+		memcpy(prev, h, sizeof prev);
+		p[0] = num[i][0];
+		p[1] = num[i][1];
+		p[2] = num[i][2];
+		p[3] = cl[0];
+		p[4] = cl[1];
+		p[5] = cl[2];
+		p[6] = cl[3];
+		p[7] = cl[4];
+		p[8] = detail;
+		p[9] = hex[i][0];
+		p[10] = hex[i][1];
+		gl_strbuf_printf(&sql,
+				 "%s($%zu::bigint, to_timestamp($%zu::bigint) + $%zu::bigint * interval '1 microsecond',"
+				 " $%zu, $%zu, $%zu, $%zu, $%zu, $%zu::jsonb, $%zu::bytea, $%zu::bytea)",
+				 i ? ", " : "", i * NCOLS + 1, i * NCOLS + 2, i * NCOLS + 3, i * NCOLS + 4, i * NCOLS + 5,
+				 i * NCOLS + 6, i * NCOLS + 7, i * NCOLS + 8, i * NCOLS + 9, i * NCOLS + 10, i * NCOLS + 11);
+	}
+	/* the detail slots at the front of params served the first query only;
+	 * the rows overwrote them (details now come from its result) */
+	if ((rc = gl_db_query(c, gl_strbuf_cstr(&sql), (int)(n * NCOLS), params, NULL, err))) {
+		gl_err_prefix(err, "audit: insert: ");
+		goto out;
+	}
+	if (first_seq)
+		*first_seq = head.seq + 1;
+out:
+	if (clean)
+		for (size_t i = 0; i < n * 5; i++)
+			free(clean[i]);
+	free(clean);
+	free(num);
+	free(hex);
+	free(params);
+	PQclear(r);
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&canon);
+	return rc;
+}
+
+/* Runs fn inside the caller's transaction, or in one of its own. */
+static int in_txn(PGconn *c, int *own, struct gl_err *err)
+{
+	*own = PQtransactionStatus(c) == PQTRANS_IDLE;
+	return *own ? gl_db_exec(c, "BEGIN", err) : 0;
+}
+
+static int end_txn(PGconn *c, int own, int rc, struct gl_err *err)
+{
+	if (!own)
+		return rc;
+	if (rc) {
+		PQclear(PQexec(c, "ROLLBACK"));
+		return rc;
+	}
+	return gl_db_exec(c, "COMMIT", err);
+}
+
+int gl_audit_append_batch(PGconn *c, const struct gl_audit_entry *e, size_t n, int64_t *first_seq, struct gl_err *err)
+{
+	int own, rc;
+	if ((rc = in_txn(c, &own, err)))
+		return rc;
+	rc = append_locked(c, e, n, NULL, first_seq, err);
+	return end_txn(c, own, rc, err);
+}
+
+int gl_audit_append(PGconn *c, const char *actor, const char *source_addr, const char *action, const char *object,
+		    const char *outcome, const char *detail_json, struct gl_err *err)
+{
+	struct gl_audit_entry e = {0, actor, source_addr, action, object, outcome, detail_json};
+	return gl_audit_append_batch(c, &e, 1, NULL, err);
+}
+
+int gl_audit_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err)
+{
+	return read_head(c, h, err);
+}
+
+int gl_audit_partitions_ensure(PGconn *c, int64_t now_s, int months, struct gl_err *err)
+{
+	char day[32], m[16];
+	gl_time_format(now_s, day, sizeof day);
+	day[10] = '\0';
+	snprintf(m, sizeof m, "%d", months);
+	return gl_db_query(c, "SELECT gl_audit_partitions_ensure($1::date, $2::integer)", 2, (const char *[]){day, m},
+			   NULL, err);
+}
+
+/* ---- verification ---- */
+
+static int anchor_cmp(const void *a, const void *b)
+{
+	const struct gl_audit_anchor *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void broken(struct gl_audit_verify *v, int64_t seq, const char *fmt, ...) GL_PRINTF(3, 4);
+static void broken(struct gl_audit_verify *v, int64_t seq, const char *fmt, ...)
+{
+	va_list ap;
+	v->ok = 0;
+	v->bad_seq = seq;
+	va_start(ap, fmt);
+	vsnprintf(v->reason, sizeof v->reason, fmt, ap);
+	va_end(ap);
+}
+
+/* A chain that starts after seq 1 is fine only when an audit.prune row
+ * accounts for everything before it and names the hash it links to. */
+static int check_start(PGconn *c, int64_t first, const unsigned char prev[GL_AUDIT_HASH_LEN],
+		       struct gl_audit_verify *v, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char s[24];
+	unsigned char h[GL_AUDIT_HASH_LEN];
+	int rc;
+	snprintf(s, sizeof s, "%lld", (long long)first);
+	if ((rc = gl_db_query(c,
+			      "SELECT (detail->>'last_seq')::bigint, detail->>'last_hash' FROM audit_log"
+			      " WHERE action = 'audit.prune' AND jsonb_typeof(detail->'last_seq') = 'number'"
+			      "   AND (detail->>'last_seq')::bigint < $1::bigint"
+			      " ORDER BY (detail->>'last_seq')::bigint DESC LIMIT 1",
+			      1, (const char *[]){s}, &r, err)))
+		return rc;
+	if (PQntuples(r) == 0) {
+		broken(v, 1, "sequence numbers 1..%lld are missing and no audit.prune row accounts for them",
+		       (long long)first - 1);
+	} else {
+		int64_t last = atoll(PQgetvalue(r, 0, 0));
+		if (last != first - 1)
+			broken(v, last + 1, "sequence numbers %lld..%lld are missing (the last prune ended at %lld)",
+			       (long long)last + 1, (long long)first - 1, (long long)last);
+		else if (PQgetisnull(r, 0, 1) || gl_audit_unhex(PQgetvalue(r, 0, 1), h) ||
+			 CRYPTO_memcmp(h, prev, sizeof h) != 0)
+			broken(v, first, "prev_hash of seq %lld does not match the last hash recorded by the prune",
+			       (long long)first);
+	}
+	PQclear(r);
+	return 0;
+}
+
+static int page_send(PGconn *c, int64_t after, struct gl_err *err)
+{
+	char a[24];
+	const char *p[1] = {a};
+	snprintf(a, sizeof a, "%lld", (long long)after);
+	if (!PQsendQueryParams(c,
+			       "SELECT audit_id, (extract(epoch FROM at) * 1000000)::bigint, actor, source_addr, action,"
+			       " object, outcome, detail::text, prev_hash, hash FROM audit_log"
+			       " WHERE audit_id > $1::bigint ORDER BY audit_id LIMIT " VERIFY_PAGE,
+			       1, NULL, p, NULL, NULL, 0))
+		return gl_err_set(err, GL_EDB, "audit verify: %s", PQerrorMessage(c));
+	return 0;
+}
+
+/* The page's result; the trailing NULL result is consumed here. */
+static int page_get(PGconn *c, PGresult **out, struct gl_err *err)
+{
+	PGresult *r, *extra;
+	int rc = 0;
+	*out = NULL;
+	r = PQgetResult(c);
+	while ((extra = PQgetResult(c)))
+		PQclear(extra);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = gl_err_set(err, GL_EDB, "audit verify: %s", PQerrorMessage(c));
+		PQclear(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors_in, size_t n_anchors, struct gl_audit_verify *v,
+		    struct gl_err *err)
+{
+	struct gl_strbuf canon = GL_STRBUF_INIT;
+	struct gl_audit_anchor *anchors = NULL;
+	PGresult *r = NULL;
+	unsigned char prev[GL_AUDIT_HASH_LEN], h[GL_AUDIT_HASH_LEN], stored[GL_AUDIT_HASH_LEN];
+	int64_t last = 0;
+	size_t ai = 0;
+	int own = 0, pending = 0, rc;
+	EVP_MD_CTX *ctx = NULL;
+
+	memset(v, 0, sizeof *v);
+	v->ok = 1;
+	if (n_anchors) {
+		anchors = gl_xmalloc(n_anchors * sizeof *anchors);
+		memcpy(anchors, anchors_in, n_anchors * sizeof *anchors);
+		qsort(anchors, n_anchors, sizeof *anchors, anchor_cmp);
+	}
+	/* one snapshot for the whole walk: rows appended meanwhile are simply
+	 * not part of this verification */
+	if (PQtransactionStatus(c) == PQTRANS_IDLE) {
+		if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
+			goto out;
+		own = 1;
+	}
+	pthread_once(&md_once, md_init);
+	ctx = EVP_MD_CTX_new();
+	if ((rc = page_send(c, 0, err)) || (rc = page_get(c, &r, err)))
+		goto out;
+	for (;;) {
+		int nt = PQntuples(r);
+		if (nt == 0)
+			break;
+		if (v->rows == 0 && atoll(PQgetvalue(r, 0, 0)) != 1) {
+			/* before the next page is in flight: this needs a query of its own */
+			unsigned char rprev[GL_AUDIT_HASH_LEN];
+			if (gl_audit_unhex(PQgetvalue(r, 0, 8), rprev) == 0) {
+				if ((rc = check_start(c, atoll(PQgetvalue(r, 0, 0)), rprev, v, err)))
+					goto out;
+				if (!v->ok)
+					goto done;
+			}
+		}
+		/* ask for the next page now: the server reads and sends it while
+		 * this thread hashes the current one */
+		if (nt == VERIFY_PAGE_N) {
+			if ((rc = page_send(c, atoll(PQgetvalue(r, nt - 1, 0)), err)))
+				goto out;
+			pending = 1;
+		}
+		for (int i = 0; i < nt; i++) {
+			int64_t seq = atoll(PQgetvalue(r, i, 0));
+			unsigned char rprev[GL_AUDIT_HASH_LEN];
+			if (gl_audit_unhex(PQgetvalue(r, i, 8), rprev) || gl_audit_unhex(PQgetvalue(r, i, 9), stored)) {
+				broken(v, seq, "seq %lld: prev_hash or hash is not 32 bytes", (long long)seq);
+				goto done;
+			}
+			if (v->rows == 0) {
+				v->first_seq = seq;
+				memcpy(prev, rprev, sizeof prev);
+			} else if (seq == last) {
+				broken(v, seq, "two rows carry sequence number %lld", (long long)seq);
+				goto done;
+			} else if (seq != last + 1) {
+				broken(v, last + 1, "sequence numbers %lld..%lld are missing", (long long)last + 1,
+				       (long long)seq - 1);
+				goto done;
+			}
+			if (CRYPTO_memcmp(rprev, prev, sizeof prev) != 0) {
+				broken(v, seq, "seq %lld: prev_hash does not match the hash of seq %lld", (long long)seq,
+				       (long long)seq - 1);
+				goto done;
+			}
+			gl_strbuf_reset(&canon);
+			gl_audit_canonical(&canon, seq, atoll(PQgetvalue(r, i, 1)), PQgetvalue(r, i, 2),
+					   PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3), PQgetvalue(r, i, 4),
+					   PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5), PQgetvalue(r, i, 6),
+					   PQgetvalue(r, i, 7));
+			hash_with(ctx, prev, canon.p, canon.len, h);
+			if (CRYPTO_memcmp(h, stored, sizeof h) != 0) {
+				broken(v, seq, "seq %lld: hash does not match the row's content (row altered)",
+				       (long long)seq);
+				goto done;
+			}
+			while (ai < n_anchors && anchors[ai].seq < v->first_seq)
+				ai++; /* pruned before this walk's start */
+			for (; ai < n_anchors && anchors[ai].seq == seq; ai++) {
+				v->anchors_checked++;
+				if (CRYPTO_memcmp(anchors[ai].hash, h, sizeof h) != 0) {
+					broken(v, seq, "seq %lld: hash differs from the published anchor (chain rewritten)",
+					       (long long)seq);
+					goto done;
+				}
+			}
+			memcpy(prev, h, sizeof prev);
+			last = seq;
+			v->rows++;
+		}
+		PQclear(r);
+		r = NULL;
+		if (!pending)
+			break;
+		pending = 0;
+		if ((rc = page_get(c, &r, err)))
+			goto out;
+	}
+	if (ai < n_anchors && anchors[ai].seq > last)
+		broken(v, last + 1, "the chain ends at seq %lld but an anchor published seq %lld",
+		       (long long)last, (long long)anchors[ai].seq);
+done:
+	v->last_seq = last;
+	if (v->rows)
+		memcpy(v->head, prev, sizeof prev);
+	rc = 0;
+out:
+	if (pending) {
+		/* stopped early with a page in flight: collect it before reusing c */
+		PQclear(r);
+		r = NULL;
+		(void)!page_get(c, &r, NULL);
+	}
+	EVP_MD_CTX_free(ctx);
+	if (own)
+		PQclear(PQexec(c, "COMMIT"));
+	PQclear(r);
+	free(anchors);
+	gl_strbuf_fini(&canon);
+	return rc;
+}
+
+/* ---- retention ---- */
+
+int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
+		   struct gl_err *err)
+{
+	struct gl_audit_head head;
+	struct gl_audit_entry e;
+	PGresult *r = NULL;
+	cJSON *d = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(d, "partitions");
+	char day[32], hx[2 * GL_AUDIT_HASH_LEN + 1] = "", *detail = NULL;
+	int own, rc;
+
+	memset(res, 0, sizeof *res);
+	gl_time_format(before_s, day, sizeof day);
+	day[10] = '\0';
+	if ((rc = in_txn(c, &own, err)))
+		goto out0;
+	/* the head is read before the drop: it may itself be in a dropped
+	 * month, and the prune row must still link to it */
+	if ((rc = lock_chain(c, err)) || (rc = read_head(c, &head, err)) ||
+	    (rc = gl_audit_partitions_ensure(c, (int64_t)time(NULL), 1, err)))
+		goto out;
+	if ((rc = gl_db_query(c,
+			      "SELECT partition_name, row_count, last_seq, last_hash FROM gl_audit_partitions_drop($1::date)",
+			      1, (const char *[]){day}, &r, err)))
+		goto out;
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON_AddItemToArray(parts, cJSON_CreateString(PQgetvalue(r, i, 0)));
+		res->partitions++;
+		res->rows += atoll(PQgetvalue(r, i, 1));
+		if (!PQgetisnull(r, i, 2) && atoll(PQgetvalue(r, i, 2)) > res->last_seq) {
+			unsigned char h[GL_AUDIT_HASH_LEN];
+			res->last_seq = atoll(PQgetvalue(r, i, 2));
+			if (!gl_audit_unhex(PQgetvalue(r, i, 3), h))
+				gl_audit_hex(h, hx);
+		}
+	}
+	cJSON_AddStringToObject(d, "before", day);
+	cJSON_AddNumberToObject(d, "rows", (double)res->rows);
+	if (res->last_seq) {
+		cJSON_AddNumberToObject(d, "last_seq", (double)res->last_seq);
+		cJSON_AddStringToObject(d, "last_hash", hx);
+	}
+	detail = cJSON_PrintUnformatted(d);
+	if (!detail)
+		gl_oom(0);
+	e = (struct gl_audit_entry){0, actor, NULL, "audit.prune", "audit_log", "ok", detail};
+	rc = append_locked(c, &e, 1, &head, &res->audit_seq, err);
+out:
+	rc = end_txn(c, own, rc, err);
+out0:
+	PQclear(r);
+	cJSON_Delete(d);
+	cJSON_free(detail);
+	return rc;
+}
+
+/* ---- asynchronous writer ---- */
+
+enum { OUT_OK, OUT_DENIED, OUT_ERROR, OUT_OTHER, OUT_N };
+static const char *const out_names[OUT_N] = {"ok", "denied", "error", "other"};
+
+static int outcome_idx(const char *o)
+{
+	for (int i = 0; i < OUT_OTHER; i++)
+		if (o && !strcmp(o, out_names[i]))
+			return i;
+	return OUT_OTHER;
+}
+
+/* One heap block per queued row: the struct, then its strings. */
+struct qent {
+	struct gl_audit_entry e;
+	char data[];
+};
+
+struct gl_audit_writer {
+	char *dsn;
+	PGconn *c;
+	pthread_t th;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t nonempty, nonfull;
+	struct qent **ring;
+	size_t cap, head, len;
+	int block_ms;
+	int stopping;
+	int64_t ensured_month;
+	uint64_t written, write_errors, dropped[OUT_N];
+	struct gl_log_limiter lim;
+};
+
+static struct qent *qent_new(const struct gl_audit_entry *e)
+{
+	const char *src[6] = {e->actor, e->source_addr, e->action, e->object, e->outcome, e->detail_json};
+	size_t lens[6], total = 0;
+	struct qent *q;
+	char *p;
+	for (int i = 0; i < 6; i++) {
+		lens[i] = src[i] ? strlen(src[i]) + 1 : 0;
+		total += lens[i];
+	}
+	q = gl_xmalloc(sizeof *q + total);
+	p = q->data;
+	const char **dst[6] = {&q->e.actor, &q->e.source_addr, &q->e.action, &q->e.object, &q->e.outcome,
+			       &q->e.detail_json};
+	for (int i = 0; i < 6; i++) {
+		if (!src[i]) {
+			*dst[i] = NULL;
+			continue;
+		}
+		memcpy(p, src[i], lens[i]);
+		*dst[i] = p;
+		p += lens[i];
+	}
+	q->e.at_us = e->at_us ? e->at_us : now_us();
+	return q;
+}
+
+static int writer_conn(struct gl_audit_writer *w, struct gl_err *err)
+{
+	if (w->c && PQstatus(w->c) == CONNECTION_OK)
+		return 0;
+	PQfinish(w->c);
+	w->c = NULL;
+	return gl_db_connect_dsn(w->dsn, &w->c, err);
+}
+
+static void month_roll(struct gl_audit_writer *w)
+{
+	int64_t t = (int64_t)time(NULL), y;
+	unsigned mo, d;
+	struct gl_err err = {0};
+	gl_time_civil_from_days(t / 86400, &y, &mo, &d);
+	if (y * 12 + mo == w->ensured_month)
+		return;
+	/* this month and the next two: a row never waits for DDL at midnight */
+	if (gl_audit_partitions_ensure(w->c, t, 3, &err))
+		gl_log(GL_LOG_WARN, "audit: cannot create monthly partitions (rows go to the default partition): %s",
+		       err.msg);
+	else
+		w->ensured_month = y * 12 + mo;
+}
+
+/* Writes a batch; on a data error (connection fine) falls back to one row
+ * at a time so one bad row cannot take its neighbours with it. Returns 0,
+ * or -GL_EDB when the database is unreachable (the batch is kept). */
+static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
+{
+	struct gl_audit_entry *e = gl_xmalloc(n * sizeof *e);
+	struct gl_err err = {0};
+	int rc;
+	for (size_t i = 0; i < n; i++)
+		e[i] = b[i]->e;
+	if ((rc = writer_conn(w, &err))) {
+		gl_log_fail(&w->lim, (int64_t)time(NULL), GL_LOG_WARN, "audit: writer: %s", err.msg);
+		free(e);
+		return rc;
+	}
+	month_roll(w);
+	rc = gl_audit_append_batch(w->c, e, n, NULL, &err);
+	if (rc && PQstatus(w->c) != CONNECTION_OK) {
+		gl_log_fail(&w->lim, (int64_t)time(NULL), GL_LOG_WARN, "audit: writer: %s", err.msg);
+		free(e);
+		return -GL_EDB;
+	}
+	if (rc) {
+		for (size_t i = 0; i < n; i++) {
+			if (gl_audit_append_batch(w->c, &e[i], 1, NULL, &err) == 0) {
+				pthread_mutex_lock(&w->mu);
+				w->written++;
+				pthread_mutex_unlock(&w->mu);
+				continue;
+			}
+			gl_log(GL_LOG_WARN, "audit: writer: row dropped: %s", err.msg);
+			pthread_mutex_lock(&w->mu);
+			w->write_errors++;
+			w->dropped[outcome_idx(e[i].outcome)]++;
+			pthread_mutex_unlock(&w->mu);
+		}
+	} else {
+		gl_log_ok(&w->lim, "audit: writer");
+		pthread_mutex_lock(&w->mu);
+		w->written += n;
+		pthread_mutex_unlock(&w->mu);
+	}
+	free(e);
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct gl_audit_writer *w = arg;
+	struct qent *batch[WRITER_BATCH];
+	size_t n = 0;
+	int backoff_ms = 100, stop_failures = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		while (w->len == 0 && !w->stopping && n == 0)
+			pthread_cond_wait(&w->nonempty, &w->mu);
+		if (w->len == 0 && n == 0 && w->stopping) {
+			pthread_mutex_unlock(&w->mu);
+			break;
+		}
+		while (n < WRITER_BATCH && w->len) {
+			batch[n++] = w->ring[w->head];
+			w->head = (w->head + 1) % w->cap;
+			w->len--;
+		}
+		pthread_cond_broadcast(&w->nonfull);
+		pthread_mutex_unlock(&w->mu);
+
+		if (write_batch(w, batch, n) == 0) {
+			for (size_t i = 0; i < n; i++)
+				free(batch[i]);
+			n = 0;
+			backoff_ms = 100;
+			continue;
+		}
+		/* database gone: keep the batch, back off; when stopping, give up
+		 * after a bounded number of tries and count what is lost */
+		if (w->stopping && ++stop_failures >= 5) {
+			pthread_mutex_lock(&w->mu);
+			for (size_t i = 0; i < n; i++) {
+				w->dropped[outcome_idx(batch[i]->e.outcome)]++;
+				free(batch[i]);
+			}
+			n = 0;
+			while (w->len) {
+				struct qent *q = w->ring[w->head];
+				w->head = (w->head + 1) % w->cap;
+				w->len--;
+				w->dropped[outcome_idx(q->e.outcome)]++;
+				free(q);
+			}
+			gl_log(GL_LOG_ERROR, "audit: writer stopping with the database unreachable: rows dropped "
+					     "(ok %llu, denied %llu, error %llu, other %llu so far)",
+			       (unsigned long long)w->dropped[OUT_OK], (unsigned long long)w->dropped[OUT_DENIED],
+			       (unsigned long long)w->dropped[OUT_ERROR], (unsigned long long)w->dropped[OUT_OTHER]);
+			pthread_mutex_unlock(&w->mu);
+			break;
+		}
+		usleep((useconds_t)backoff_ms * 1000);
+		if (backoff_ms < 5000)
+			backoff_ms *= 2;
+	}
+	return NULL;
+}
+
+int gl_audit_writer_start(const char *dsn, size_t capacity, int block_ms, struct gl_audit_writer **out,
+			  struct gl_err *err)
+{
+	struct gl_audit_writer *w = gl_xcalloc(1, sizeof *w);
+	int rc;
+	*out = NULL;
+	w->dsn = gl_xstrdup(dsn);
+	w->cap = capacity ? capacity : 1;
+	w->ring = gl_xcalloc(w->cap, sizeof *w->ring);
+	w->block_ms = block_ms;
+	w->lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(60);
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->nonempty, NULL);
+	pthread_cond_init(&w->nonfull, NULL);
+	/* connect now: a misconfigured database shows at startup, not as drops */
+	if ((rc = writer_conn(w, err))) {
+		gl_err_prefix(err, "audit writer: ");
+		gl_audit_writer_stop(w);
+		return rc;
+	}
+	month_roll(w);
+	if ((rc = pthread_create(&w->th, NULL, writer_main, w)) != 0) {
+		rc = gl_err_set(err, GL_EIO, "audit writer: pthread_create: %s", strerror(rc));
+		gl_audit_writer_stop(w);
+		return rc;
+	}
+	w->started = 1;
+	*out = w;
+	return 0;
+}
+
+void gl_audit_writer_submit(struct gl_audit_writer *w, const struct gl_audit_entry *e)
+{
+	struct qent *q = qent_new(e);
+	struct timespec dl;
+	int timed_out = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += w->block_ms / 1000;
+	dl.tv_nsec += (long)(w->block_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->mu);
+	while (w->len == w->cap && !w->stopping && !timed_out)
+		timed_out = pthread_cond_timedwait(&w->nonfull, &w->mu, &dl) == ETIMEDOUT;
+	if (w->len == w->cap || w->stopping) {
+		w->dropped[outcome_idx(q->e.outcome)]++;
+		pthread_mutex_unlock(&w->mu);
+		free(q);
+		return;
+	}
+	w->ring[(w->head + w->len) % w->cap] = q;
+	w->len++;
+	pthread_cond_signal(&w->nonempty);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void gl_audit_writer_stop(struct gl_audit_writer *w)
+{
+	if (!w)
+		return;
+	if (w->started) {
+		pthread_mutex_lock(&w->mu);
+		w->stopping = 1;
+		pthread_cond_broadcast(&w->nonempty);
+		pthread_cond_broadcast(&w->nonfull);
+		pthread_mutex_unlock(&w->mu);
+		pthread_join(w->th, NULL);
+	}
+	while (w->len) {
+		free(w->ring[w->head]);
+		w->head = (w->head + 1) % w->cap;
+		w->len--;
+	}
+	free(w->ring);
+	PQfinish(w->c);
+	pthread_cond_destroy(&w->nonempty);
+	pthread_cond_destroy(&w->nonfull);
+	pthread_mutex_destroy(&w->mu);
+	free(w->dsn);
+	free(w);
+}
+
+void gl_audit_writer_metrics(struct gl_audit_writer *w, struct gl_strbuf *o)
+{
+	pthread_mutex_lock(&w->mu);
+	gl_strbuf_printf(o,
+			 "# HELP gpuledger_audit_queue_depth Audit rows waiting for the writer.\n"
+			 "# TYPE gpuledger_audit_queue_depth gauge\ngpuledger_audit_queue_depth %zu\n"
+			 "# HELP gpuledger_audit_queue_capacity Size of the audit queue.\n"
+			 "# TYPE gpuledger_audit_queue_capacity gauge\ngpuledger_audit_queue_capacity %zu\n"
+			 "# HELP gpuledger_audit_rows_written_total Audit rows the writer committed.\n"
+			 "# TYPE gpuledger_audit_rows_written_total counter\ngpuledger_audit_rows_written_total %llu\n"
+			 "# HELP gpuledger_audit_write_errors_total Audit rows the database refused.\n"
+			 "# TYPE gpuledger_audit_write_errors_total counter\ngpuledger_audit_write_errors_total %llu\n"
+			 "# HELP gpuledger_audit_rows_dropped_total Audit rows lost (queue full, database gone at stop, refused), by outcome.\n"
+			 "# TYPE gpuledger_audit_rows_dropped_total counter\n",
+			 w->len, w->cap, (unsigned long long)w->written, (unsigned long long)w->write_errors);
+	for (int i = 0; i < OUT_N; i++)
+		gl_strbuf_printf(o, "gpuledger_audit_rows_dropped_total{outcome=\"%s\"} %llu\n", out_names[i],
+				 (unsigned long long)w->dropped[i]);
+	pthread_mutex_unlock(&w->mu);
+}

@@ -1,0 +1,281 @@
+/* API tokens (see include/gl/tokens.h). */
+#include "gl/tokens.h"
+#include "gl/audit.h"
+#include "gl/db.h"
+#include "gl/timeutil.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int gl_token_generate(char out[GL_TOKEN_LEN + 1], struct gl_err *err)
+{
+	unsigned char raw[33]; /* 32 random + 1 zero pad byte: 264 bits = 44 sextets, we emit 43 */
+	size_t got = 0, o;
+	while (got < 32) {
+		ssize_t r = getrandom(raw + got, 32 - got, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return gl_err_set(err, GL_EIO, "token: getrandom: %s", strerror(errno));
+		got += (size_t)r;
+	}
+	raw[32] = 0;
+	memcpy(out, GL_TOKEN_PREFIX, 4);
+	o = 4;
+	for (size_t i = 0; i < 33 && o < GL_TOKEN_LEN; i += 3) {
+		uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)(i + 1 < 33 ? raw[i + 1] : 0) << 8 |
+			     (uint32_t)(i + 2 < 33 ? raw[i + 2] : 0);
+		for (int k = 18; k >= 0 && o < GL_TOKEN_LEN; k -= 6)
+			out[o++] = b64url[(v >> k) & 63];
+	}
+	out[GL_TOKEN_LEN] = '\0';
+	memset(raw, 0, sizeof raw);
+	return 0;
+}
+
+int gl_token_wellformed(const char *s)
+{
+	if (strncmp(s, GL_TOKEN_PREFIX, 4) != 0 || strlen(s) != GL_TOKEN_LEN)
+		return 0;
+	for (size_t i = 4; i < GL_TOKEN_LEN; i++)
+		if (!strchr(b64url, s[i]) || !s[i])
+			return 0;
+	return 1;
+}
+
+void gl_token_sha256(const char *token, unsigned char out[32])
+{
+	unsigned int n = 0;
+	if (!EVP_Digest(token, strlen(token), out, &n, EVP_sha256(), NULL) || n != 32)
+		abort();
+}
+
+int gl_token_owner_valid(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= GL_TOKEN_OWNER_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x21 || c == 0x7f || c == '"' || c == '\\' || c == '{' || c == '}' || c == ',')
+			return 0;
+	}
+	return 1;
+}
+
+int gl_token_scopes_parse(const char *json, struct gl_token_info *t, struct gl_err *err)
+{
+	cJSON *j = cJSON_Parse(json), *owners, *it;
+	int rc = 0;
+	t->n_owners = 0;
+	if (!j || !cJSON_IsObject(j)) {
+		rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes is not a JSON object", (long long)t->id);
+		goto out;
+	}
+	owners = cJSON_GetObjectItem(j, "owners");
+	if (!owners)
+		goto out;
+	if (!cJSON_IsArray(owners)) {
+		rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes.owners is not an array", (long long)t->id);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, owners)
+	{
+		if (!cJSON_IsString(it) || !gl_token_owner_valid(it->valuestring) || t->n_owners == GL_TOKEN_MAX_OWNERS) {
+			rc = gl_err_set(err, GL_EINVAL, "token %lld: bad scopes.owners entry", (long long)t->id);
+			goto out;
+		}
+		snprintf(t->owners[t->n_owners++], GL_TOKEN_OWNER_MAX, "%s", it->valuestring);
+	}
+	/* a token whose scope failed to parse must never act unscoped */
+	if (t->n_owners == 0)
+		rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes.owners is empty", (long long)t->id);
+out:
+	cJSON_Delete(j);
+	return rc;
+}
+
+static int64_t opt_time(PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
+}
+
+int gl_token_create(PGconn *c, const char *name, const char *role, int64_t expires_s, const char *const *owners,
+		    size_t n_owners, const char *actor, char token_out[GL_TOKEN_LEN + 1], int64_t *id_out,
+		    struct gl_err *err)
+{
+	unsigned char h[32];
+	char hex[2 + 64 + 1], exp[32], *scopes = NULL, *detail = NULL;
+	cJSON *sj = cJSON_CreateObject(), *dj = cJSON_CreateObject();
+	PGresult *r = NULL;
+	int rc;
+
+	if (n_owners > GL_TOKEN_MAX_OWNERS) {
+		rc = gl_err_set(err, GL_EINVAL, "token: at most %d owner scopes", GL_TOKEN_MAX_OWNERS);
+		goto out;
+	}
+	if (n_owners) {
+		cJSON *a = cJSON_AddArrayToObject(sj, "owners");
+		for (size_t i = 0; i < n_owners; i++) {
+			if (!gl_token_owner_valid(owners[i])) {
+				rc = gl_err_set(err, GL_EINVAL, "token: bad owner scope '%s'", owners[i]);
+				goto out;
+			}
+			cJSON_AddItemToArray(a, cJSON_CreateString(owners[i]));
+		}
+	}
+	if ((rc = gl_token_generate(token_out, err)))
+		goto out;
+	gl_token_sha256(token_out, h);
+	hex[0] = '\\', hex[1] = 'x';
+	gl_audit_hex(h, hex + 2);
+	if (expires_s != GL_TIME_NONE)
+		gl_time_format(expires_s, exp, sizeof exp);
+	scopes = cJSON_PrintUnformatted(sj);
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		goto out;
+	if ((rc = gl_db_query(c,
+			      "INSERT INTO api_tokens (name, token_sha256, role, scopes, expires_at)"
+			      " VALUES ($1, $2::bytea, $3, $4::jsonb, $5::timestamptz) RETURNING token_id",
+			      5, (const char *[]){name, hex, role, scopes, expires_s == GL_TIME_NONE ? NULL : exp}, &r,
+			      err)))
+		goto rollback;
+	*id_out = atoll(PQgetvalue(r, 0, 0));
+	cJSON_AddNumberToObject(dj, "token_id", (double)*id_out);
+	cJSON_AddStringToObject(dj, "name", name);
+	cJSON_AddStringToObject(dj, "role", role);
+	cJSON_AddItemToObject(dj, "scopes", cJSON_Duplicate(sj, 1));
+	if (expires_s != GL_TIME_NONE)
+		cJSON_AddStringToObject(dj, "expires", exp);
+	detail = cJSON_PrintUnformatted(dj);
+	{
+		char obj[48];
+		snprintf(obj, sizeof obj, "token:%lld", (long long)*id_out);
+		if ((rc = gl_audit_append(c, actor, NULL, "token.create", obj, "ok", detail, err)))
+			goto rollback;
+	}
+	rc = gl_db_exec(c, "COMMIT", err);
+	goto out;
+rollback:
+	PQclear(PQexec(c, "ROLLBACK"));
+	memset(token_out, 0, GL_TOKEN_LEN + 1);
+out:
+	PQclear(r);
+	cJSON_Delete(sj);
+	cJSON_Delete(dj);
+	cJSON_free(scopes);
+	cJSON_free(detail);
+	return rc;
+}
+
+int gl_token_revoke(PGconn *c, const char *id_or_name, const char *actor, int64_t *id_out, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int by_id = *id_or_name != '\0' && strspn(id_or_name, "0123456789") == strlen(id_or_name) &&
+		    strlen(id_or_name) < 19;
+	char obj[48], *detail = NULL;
+	cJSON *dj = NULL;
+	int rc;
+
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		return rc;
+	if ((rc = gl_db_query(c,
+			      by_id ? "UPDATE api_tokens SET revoked_at = now() WHERE token_id = $1::bigint"
+				      " AND revoked_at IS NULL RETURNING token_id, name, role"
+				    : "UPDATE api_tokens SET revoked_at = now() WHERE name = $1"
+				      " AND revoked_at IS NULL RETURNING token_id, name, role",
+			      1, (const char *[]){id_or_name}, &r, err)))
+		goto rollback;
+	if (PQntuples(r) != 1) {
+		rc = gl_err_set(err, GL_ENOTFOUND, "token revoke: no live token with %s '%s'", by_id ? "id" : "name",
+				id_or_name);
+		goto rollback;
+	}
+	*id_out = atoll(PQgetvalue(r, 0, 0));
+	dj = cJSON_CreateObject();
+	cJSON_AddNumberToObject(dj, "token_id", (double)*id_out);
+	cJSON_AddStringToObject(dj, "name", PQgetvalue(r, 0, 1));
+	cJSON_AddStringToObject(dj, "role", PQgetvalue(r, 0, 2));
+	detail = cJSON_PrintUnformatted(dj);
+	snprintf(obj, sizeof obj, "token:%lld", (long long)*id_out);
+	if ((rc = gl_audit_append(c, actor, NULL, "token.revoke", obj, "ok", detail, err)))
+		goto rollback;
+	rc = gl_db_exec(c, "COMMIT", err);
+	goto out;
+rollback:
+	PQclear(PQexec(c, "ROLLBACK"));
+out:
+	PQclear(r);
+	cJSON_Delete(dj);
+	cJSON_free(detail);
+	return rc;
+}
+
+#define TOKEN_COLS                                                                                                     \
+	"token_id, name, role, scopes::text, extract(epoch FROM created_at)::bigint,"                                  \
+	" extract(epoch FROM expires_at)::bigint, extract(epoch FROM revoked_at)::bigint,"                            \
+	" extract(epoch FROM last_used_at)::bigint"
+
+static int fill(PGresult *r, int i, struct gl_token_info *t, struct gl_err *err)
+{
+	memset(t, 0, sizeof *t);
+	t->id = atoll(PQgetvalue(r, i, 0));
+	snprintf(t->name, sizeof t->name, "%s", PQgetvalue(r, i, 1));
+	snprintf(t->role, sizeof t->role, "%s", PQgetvalue(r, i, 2));
+	t->created_s = opt_time(r, i, 4);
+	t->expires_s = opt_time(r, i, 5);
+	t->revoked_s = opt_time(r, i, 6);
+	t->last_used_s = opt_time(r, i, 7);
+	return gl_token_scopes_parse(PQgetvalue(r, i, 3), t, err);
+}
+
+int gl_token_list(PGconn *c, struct gl_token_info **out, size_t *n, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	*out = NULL;
+	*n = 0;
+	if ((rc = gl_db_query(c, "SELECT " TOKEN_COLS " FROM api_tokens ORDER BY token_id", 0, NULL, &r, err)))
+		return rc;
+	*out = gl_xcalloc((size_t)PQntuples(r) + 1, sizeof **out);
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct gl_err e2 = {0};
+		/* a bad scopes value must not hide the token from the list */
+		(void)!fill(r, i, &(*out)[i], &e2);
+		(*n)++;
+	}
+	PQclear(r);
+	return 0;
+}
+
+int gl_token_lookup(PGconn *c, const unsigned char hash[32], struct gl_token_info *out, int *found,
+		    struct gl_err *err)
+{
+	char hex[2 + 64 + 1];
+	PGresult *r = NULL;
+	int rc;
+	*found = 0;
+	hex[0] = '\\', hex[1] = 'x';
+	gl_audit_hex(hash, hex + 2);
+	/* touching last_used_at here costs one write per cache miss, not per request */
+	if ((rc = gl_db_query(c,
+			      "WITH t AS (SELECT * FROM api_tokens WHERE token_sha256 = $1::bytea),"
+			      " u AS (UPDATE api_tokens a SET last_used_at = now() FROM t WHERE a.token_id = t.token_id"
+			      "   AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()))"
+			      " SELECT " TOKEN_COLS " FROM t",
+			      1, (const char *[]){hex}, &r, err)))
+		return rc;
+	if (PQntuples(r) == 1) {
+		rc = fill(r, 0, out, err);
+		*found = 1;
+	}
+	PQclear(r);
+	return rc;
+}
