@@ -40,6 +40,9 @@ int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out)
 /* Nearest-rank percentile (p in 0..100) of sorted values; n > 0. */
 int64_t gl_percentile_sorted(const int64_t *sorted, size_t n, double p);
 
+/* "2.50" -> 2500000 exactly; at most 6 decimals, no sign, no exponent. */
+int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err) GL_MUSTCHECK;
+
 /* "12.345678" from micro-units with `minor` decimals (2 for USD: "12.35",
  * half up); minor = 6 keeps every digit. */
 void gl_money_format(int64_t micros, int minor, char *buf, size_t n);

@@ -149,3 +149,28 @@ void gl_money_format(int64_t micros, int minor, char *buf, size_t n)
 			snprintf(buf, n, "%s%lld", neg ? "-" : "", (long long)q);
 	}
 }
+
+int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err)
+{
+	int64_t whole = 0, frac = 0;
+	int digits = 0, fd = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++, digits++) {
+		if (whole > (INT64_MAX / 1000000 - 9) / 10)
+			return gl_err_set(err, GL_ERANGE, "'%s' is too large", s);
+		whole = whole * 10 + (*p - '0');
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, fd++) {
+			if (fd == 6)
+				return gl_err_set(err, GL_EINVAL, "'%s' has more than 6 decimals", s);
+			frac = frac * 10 + (*p - '0');
+		}
+	}
+	if (*p || (digits == 0 && fd == 0))
+		return gl_err_set(err, GL_EINVAL, "'%s' is not a plain decimal amount", s);
+	for (; fd < 6; fd++)
+		frac *= 10;
+	*micros = whole * 1000000 + frac;
+	return 0;
+}

@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/chargeback.h"
 #include "gl/cost.h"
+#include "gl/csv.h"
+#include "gl/filter.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
@@ -185,12 +188,99 @@ static void test_percentile_and_money(void **state)
 	assert_int_not_equal(gl_i128_parse("12.5", &x), 0);
 }
 
+static const char *const dims[] = {"team", "cluster", "user", NULL};
+
+static void test_filter(void **state)
+{
+	struct gl_filter f;
+	struct gl_err e = {0};
+	assert_int_equal(gl_filter_parse("team:\"a\",\"b,c\"+cluster:x", dims, &f, &e), 0);
+	assert_int_equal(f.n, 2);
+	assert_string_equal(f.c[0].dim, "team");
+	assert_int_equal(f.c[0].n_values, 2);
+	assert_string_equal(f.c[0].values[1], "b,c");
+	assert_string_equal(f.c[1].values[0], "x");
+	gl_filter_fini(&f);
+	assert_int_equal(gl_filter_parse("user:\"q\\\"t\"", dims, &f, &e), 0);
+	assert_string_equal(f.c[0].values[0], "q\"t");
+	gl_filter_fini(&f);
+	static const char *const bad[] = {"planet:x", "team", "team:\"open", "team:x+", "team:", "team:a,", NULL};
+	for (size_t i = 0; bad[i]; i++) {
+		if (gl_filter_parse(bad[i], dims, &f, &e) == 0)
+			fail_msg("filter '%s' should fail", bad[i]);
+	}
+}
+
+static void test_csv(void **state)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	gl_csv_field(&b, "plain");
+	gl_csv_field(&b, "a,b");
+	gl_csv_field(&b, "say \"hi\"");
+	gl_csv_field(&b, "=SUM(A1)");
+	gl_csv_field(&b, "@cmd");
+	gl_csv_field(&b, "Zürich");
+	gl_csv_raw(&b, "-12.50");
+	gl_csv_end(&b);
+	gl_csv_field(&b, "");
+	gl_csv_raw(&b, "1");
+	gl_csv_end(&b);
+	assert_string_equal(gl_strbuf_cstr(&b),
+			    "plain,\"a,b\",\"say \"\"hi\"\"\",\"'=SUM(A1)\",\"'@cmd\",Zürich,-12.50\r\n\"\",1\r\n");
+	gl_strbuf_fini(&b);
+}
+
+static void test_chargeback_reconciles(void **state)
+{
+	/* random lines and idle: per step, lines + idle = total to the micro-unit
+	 * and to the second, under every sharing policy */
+	for (int policy = 0; policy < 3; policy++) {
+		for (int round = 0; round < 200; round++) {
+			struct gl_cb cb;
+			size_t n = next_rand() % 12;
+			int64_t sum_s = 0, sum_m = 0;
+			gl_cb_init(&cb, 1, (enum gl_share_idle)policy, 1);
+			for (size_t i = 0; i < n; i++) {
+				char key[16];
+				snprintf(key, sizeof key, "t%zu", i);
+				struct gl_cb_line *l = gl_cb_add_line(&cb, 0, (const char *[]){key});
+				l->alloc_ms = (gl_i128)(next_rand() % 100000000);
+				l->priced_ms = l->alloc_ms;
+				l->cost_num = l->alloc_ms * (gl_i128)(next_rand() % 4000000);
+				if (policy == GL_SHARE_OWNER && i == 0) {
+					l->idle_owner_ms = 123456;
+					l->idle_owner_num = (gl_i128)123456 * 2500000;
+				}
+			}
+			cb.steps[0].capacity_known = 1;
+			cb.steps[0].idle_ms = (gl_i128)(next_rand() % 100000000) + 123456;
+			cb.steps[0].idle_num = cb.steps[0].idle_ms * 2500000;
+			assert_int_equal(gl_cb_finish(&cb), 0);
+			for (size_t i = 0; i < n; i++) {
+				const struct gl_cb_line *l = &cb.steps[0].lines[i];
+				sum_s += l->alloc_s + l->idle_share_s;
+				sum_m += l->total_micros;
+				assert_int_equal(l->total_micros, l->cost_micros + l->idle_share_micros);
+			}
+			sum_s += cb.steps[0].idle_s;
+			sum_m += cb.steps[0].idle_micros;
+			assert_int_equal(sum_s, cb.total_s);
+			assert_int_equal(sum_m, cb.total_micros);
+			if (policy == GL_SHARE_PROPORTIONAL && n > 0 && cb.steps[0].total_alloc_s > 0)
+				assert_int_equal(cb.steps[0].idle_micros, 0);
+			gl_cb_fini(&cb);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_parse),	      cmocka_unit_test(test_window_split),
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
+		cmocka_unit_test(test_filter),		      cmocka_unit_test(test_csv),
+		cmocka_unit_test(test_chargeback_reconciles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,121 @@
+/* /v1/chargeback on a synthetic month: 10,000 GPUs (1,250 nodes x 8) and
+ * 1,000,000 jobs, through the real daemon over HTTP, against the limit: the
+ * same aggregation as the best hand-written SQL over the same tables, run
+ * directly. Needs the environment of bench/run.sh. */
+#include "lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void die(const char *m, PGconn *c)
+{
+	fprintf(stderr, "bench_chargeback: %s %s\n", m, c ? PQerrorMessage(c) : "");
+	exit(1);
+}
+
+static void exec(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		die(sql, c);
+	PQclear(r);
+}
+
+static void pct(double *v, int n, double *p50, double *p99)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	*p50 = v[(n + 1) / 2 - 1];
+	*p99 = v[(int)(0.99 * n + 0.999999) - 1];
+}
+
+int main(int argc, char **argv)
+{
+	long jobs = argc > 1 ? atol(argv[1]) : 1000000;
+	int reqs = argc > 2 ? atoi(argv[2]) : 20;
+	char dsn[512], sql[4096];
+	struct gl_test_daemon d;
+	double lat[400], p50, p99, sql_lat[400], s50, s99, t0;
+	PGconn *c;
+	const char *cost = "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
+			   "owners:\n  - match: account\n    value: acct1\n    team: t1\n  - match: account\n    value: acct2\n    team: t2\n"
+			   "  - match: account\n    value: acct3\n    team: t3\n  - match: user\n    value: '*'\n    team: rest\n";
+	if (reqs > 400)
+		reqs = 400;
+	if (gl_test_db_fresh("gl_bench_chargeback", dsn, sizeof dsn))
+		die("db", NULL);
+	c = PQconnectdb(dsn);
+	t0 = now_s();
+	exec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
+	/* a month of jobs: 1..8 GPUs, 5 min .. 2 days, 200 accounts, 2,000 users */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
+		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200), CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
+		 " 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000,"
+		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
+		 " FROM (SELECT g, timestamptz '2026-10-01' + (g::double precision / %ld) * interval '31 days' AS s,"
+		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
+		 jobs, jobs);
+	exec(c, sql);
+	exec(c, "ANALYZE jobs");
+	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, now_s() - t0);
+	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
+		die("daemon", NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		const char *path = pass ? "/v1/chargeback?window=2026-10&aggregate=team&step=day"
+					: "/v1/chargeback?window=2026-10&aggregate=team";
+		for (int i = 0; i < reqs; i++) {
+			struct gl_test_http r;
+			double a = now_s();
+			if (gl_test_http(d.port, "GET", path, NULL, 0, NULL, &r) || r.status != 200)
+				die("request failed", NULL);
+			lat[i] = (now_s() - a) * 1000;
+			gl_test_http_fini(&r);
+		}
+		pct(lat, reqs, &p50, &p99);
+		printf("| /v1/chargeback month, aggregate=team%s, %ld jobs (p50 / p99 of %d) | %.0f / %.0f ms | 100 ms p99 (target) | %.1fx |\n",
+		       pass ? ", step=day" : "", jobs, reqs, p50, p99, p99 / 100.0);
+		fflush(stdout);
+	}
+	/* the limit: the best hand-written SQL for the same figures (allocation
+	 * and cost per team for the month, owner rules at job start) */
+	for (int i = 0; i < reqs; i++) {
+		PGresult *r;
+		double a = now_s();
+		r = PQexec(c, "SELECT coalesce(o.team, '__unallocated__'), sum(j.gpu_milli::numeric * extract(epoch FROM"
+			      " least(j.end_at, '2026-11-01') - greatest(j.start_at, '2026-10-01'))),"
+			      " sum(j.gpu_milli::numeric * extract(epoch FROM least(j.end_at, '2026-11-01') -"
+			      " greatest(j.start_at, '2026-10-01')) * r.micros_per_gpu_hour)"
+			      " FROM jobs j JOIN rates r ON r.gpu_model = j.gpu_type"
+			      " LEFT JOIN LATERAL (SELECT team FROM owners w WHERE w.valid_from <= j.start_at AND j.start_at < w.valid_to"
+			      "  AND (w.match_value = '*' OR w.match_value = CASE w.match_field WHEN 'account' THEN j.account"
+			      "  WHEN 'user' THEN j.user_name END) ORDER BY w.priority LIMIT 1) o ON true"
+			      " WHERE j.gpu_milli > 0 AND j.start_at < '2026-11-01' AND j.end_at > '2026-10-01' GROUP BY 1");
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			die("sql", c);
+		PQclear(r);
+		sql_lat[i] = (now_s() - a) * 1000;
+	}
+	pct(sql_lat, reqs, &s50, &s99);
+	pct(lat, reqs, &p50, &p99);
+	printf("| /v1/chargeback month vs hand-written SQL (p50) | %.0f ms | SQL in psql: %.0f ms (target <= 1.3x) | %.2fx |\n", p50, s50,
+	       p50 / s50);
+	gl_test_daemon_stop(&d);
+	PQfinish(c);
+	return 0;
+}

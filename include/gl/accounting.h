@@ -1,0 +1,43 @@
+/* gpuledger — accounting queries: the raw sums behind chargeback, read from
+ * jobs (allocation), rates (cost), owners (gl_owner at the job's start),
+ * gl_job_usage (exporter busy/idle) and gl_capacity (fleet capacity).
+ *
+ * Ownership: fills a caller-initialised struct gl_cb (gl_cb_init with the
+ * number of steps); struct gl_acct_meta owns nothing beyond its arrays.
+ */
+#ifndef GL_ACCOUNTING_H
+#define GL_ACCOUNTING_H
+
+#include "gl/chargeback.h"
+#include "gl/common.h"
+#include "gl/filter.h"
+#include "gl/window.h"
+
+#include <libpq-fe.h>
+
+/* Dimensions the API can aggregate and filter by, NULL-terminated. */
+extern const char *const gl_acct_dims[];
+
+struct gl_acct_query {
+	const struct gl_window *steps;
+	size_t n_steps;
+	int64_t now_s;
+	const char *dims[GL_CB_MAX_DIMS];
+	size_t n_dims;
+	const struct gl_filter *filter;  /* may be NULL */
+	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
+	size_t n_scope_teams;
+};
+
+struct gl_acct_meta {
+	char unpriced_models[512];       /* comma-separated GPU models with no rate in the window */
+	int capacity_source;             /* 1 when gl_capacity exists in this database */
+};
+
+int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+		       struct gl_err *err) GL_MUSTCHECK;
+
+/* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
+const char *gl_acct_dim_sql(const char *dim);
+
+#endif

@@ -1,0 +1,25 @@
+/* gpuledger — the cost model in the database: rates, owner rules and idle
+ * owners loaded from YAML (struct gl_config), replacing what the previous
+ * load put there, in one transaction.
+ *
+ * Ownership: borrows the connection and the config.
+ */
+#ifndef GL_COSTING_H
+#define GL_COSTING_H
+
+#include "gl/common.h"
+#include "gl/config.h"
+
+#include <libpq-fe.h>
+
+struct gl_costing_summary {
+	int rates, owners, idle_owners; /* rows now loaded */
+	int changed;                    /* 1 when the loaded set differs from the previous one */
+};
+
+/* Validates everything first (errors name "rates[2].per_gpu_hour: ..."), then
+ * replaces the config-sourced rows. actor is recorded with the change. */
+int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
+		    struct gl_err *err) GL_MUSTCHECK;
+
+#endif

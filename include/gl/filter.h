@@ -1,0 +1,33 @@
+/* gpuledger — the API's `filter` parameter (OpenCost syntax):
+ *   team:"vision","language"+cluster:"testgpu"
+ * dimension:value list, '+' between clauses (AND), ',' between values (OR),
+ * values double-quoted (\" and \\ escapes) or bare (no , + : ").
+ *
+ * Pure. Ownership: struct gl_filter owns its strings; gl_filter_fini frees them.
+ */
+#ifndef GL_FILTER_H
+#define GL_FILTER_H
+
+#include "gl/common.h"
+
+#include <stddef.h>
+
+#define GL_FILTER_MAX_CLAUSES 8
+#define GL_FILTER_MAX_VALUES 64
+
+struct gl_filter_clause {
+	char *dim;
+	char *values[GL_FILTER_MAX_VALUES];
+	size_t n_values;
+};
+
+struct gl_filter {
+	struct gl_filter_clause c[GL_FILTER_MAX_CLAUSES];
+	size_t n;
+};
+
+/* dims: the allowed dimension names (NULL-terminated). */
+int gl_filter_parse(const char *s, const char *const *dims, struct gl_filter *f, struct gl_err *err) GL_MUSTCHECK;
+void gl_filter_fini(struct gl_filter *f);
+
+#endif

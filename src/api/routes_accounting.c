@@ -1,0 +1,320 @@
+/* Accounting endpoints: /v1/chargeback (JSON or CSV). */
+#include "gl/accounting.h"
+#include "gl/chargeback.h"
+#include "gl/cost.h"
+#include "gl/csv.h"
+#include "gl/routes.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STEPS 4000
+
+/* Common parameters of the windowed endpoints. */
+struct acct_params {
+	struct gl_window window;
+	enum gl_step step;
+	struct gl_window *steps;
+	size_t n_steps;
+	char agg_buf[256];
+	const char *dims[GL_CB_MAX_DIMS];
+	size_t n_dims;
+	struct gl_filter filter;
+	int have_filter;
+	enum gl_share_idle share;
+	int csv;
+};
+
+static void params_fini(struct acct_params *p)
+{
+	free(p->steps);
+	if (p->have_filter)
+		gl_filter_fini(&p->filter);
+}
+
+static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_params *p, const char *def_agg)
+{
+	const char *w = gl_req_param(req, "window"), *st = gl_req_param(req, "step"),
+		   *agg = gl_req_param(req, "aggregate"), *flt = gl_req_param(req, "filter"),
+		   *sh = gl_req_param(req, "shareIdle"), *fmt = gl_req_param(req, "format");
+	struct gl_err e = {0};
+	char *save = NULL;
+
+	memset(p, 0, sizeof *p);
+	if (gl_window_parse(w ? w : "month", req->now_s, &p->window, &e))
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", e.msg);
+	if (p->window.end_s - p->window.start_s > req->cfg->api_max_window_days * 86400)
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days (%lld days)",
+				     (long long)req->cfg->api_max_window_days);
+	if (gl_step_parse(st ? st : "none", &p->step, &e))
+		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", e.msg);
+	p->steps = gl_xcalloc(MAX_STEPS, sizeof *p->steps);
+	if (gl_window_split(&p->window, p->step, p->steps, MAX_STEPS, &p->n_steps, &e))
+		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s in the window (at most %d)", e.msg, MAX_STEPS);
+	snprintf(p->agg_buf, sizeof p->agg_buf, "%s", agg ? agg : def_agg);
+	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!gl_acct_dim_sql(t))
+			return gl_resp_error(resp, GL_EINVAL, "aggregate",
+					     "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
+					     "cluster, partition, qos, namespace, gpu_model)",
+					     t);
+		if (p->n_dims == GL_CB_MAX_DIMS)
+			return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: at most %d dimensions",
+					     GL_CB_MAX_DIMS);
+		for (size_t i = 0; i < p->n_dims; i++)
+			if (!strcmp(p->dims[i], t))
+				return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: '%s' given twice", t);
+		p->dims[p->n_dims++] = t;
+	}
+	if (p->n_dims == 0)
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: empty");
+	if (flt && *flt) {
+		if (gl_filter_parse(flt, gl_acct_dims, &p->filter, &e))
+			return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
+		p->have_filter = 1;
+	}
+	if (!sh || !strcmp(sh, "none") || !strcmp(sh, "false"))
+		p->share = GL_SHARE_NONE;
+	else if (!strcmp(sh, "proportional") || !strcmp(sh, "true") || !strcmp(sh, "weighted"))
+		p->share = GL_SHARE_PROPORTIONAL;
+	else if (!strcmp(sh, "owner")) {
+		if (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0)
+			return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
+		p->share = GL_SHARE_OWNER;
+	} else
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not none, proportional or owner", sh);
+	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
+		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
+	p->csv = fmt && !strcmp(fmt, "csv");
+	return 0;
+}
+
+static void time_str(int64_t t, char *buf, size_t n)
+{
+	gl_time_format(t, buf, n);
+}
+
+static cJSON *money(int64_t micros, int minor)
+{
+	char buf[48];
+	gl_money_format(micros, minor, buf, sizeof buf);
+	return cJSON_CreateString(buf);
+}
+
+static void add_usage(cJSON *o, const struct gl_cb_line *l)
+{
+	/* no exporter data is "unknown", never 0 */
+	if (l->observed_s > 0) {
+		cJSON_AddNumberToObject(o, "busy_gpu_seconds", (double)(int64_t)(l->busy_s + 0.5));
+		cJSON_AddNumberToObject(o, "idle_in_allocation_gpu_seconds", (double)(int64_t)(l->idle_s + 0.5));
+		cJSON_AddNumberToObject(o, "observed_gpu_seconds", (double)(int64_t)(l->observed_s + 0.5));
+	} else {
+		cJSON_AddNullToObject(o, "busy_gpu_seconds");
+		cJSON_AddNullToObject(o, "idle_in_allocation_gpu_seconds");
+		cJSON_AddNullToObject(o, "observed_gpu_seconds");
+	}
+}
+
+static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
+			const struct gl_acct_meta *meta, const char *currency)
+{
+	static const char *const share_names[] = {"none", "proportional", "owner"};
+	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
+	char a[32], b[32];
+	char *s;
+
+	time_str(p->window.start_s, a, sizeof a);
+	time_str(p->window.end_s, b, sizeof b);
+	cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){a, b}, 2));
+	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
+	agg = cJSON_AddArrayToObject(root, "aggregate");
+	for (size_t d = 0; d < p->n_dims; d++)
+		cJSON_AddItemToArray(agg, cJSON_CreateString(p->dims[d]));
+	cJSON_AddStringToObject(root, "shareIdle", share_names[p->share]);
+	cJSON_AddStringToObject(root, "currency", currency);
+	steps = cJSON_AddArrayToObject(root, "steps");
+	for (size_t i = 0; i < cb->n_steps; i++) {
+		const struct gl_cb_step *st = &cb->steps[i];
+		cJSON *so = cJSON_CreateObject(), *items, *idle, *t;
+		time_str(st->start_s, a, sizeof a);
+		time_str(st->end_s, b, sizeof b);
+		cJSON_AddStringToObject(so, "start", a);
+		cJSON_AddStringToObject(so, "end", b);
+		items = cJSON_AddArrayToObject(so, "items");
+		for (size_t j = 0; j < st->n_lines; j++) {
+			const struct gl_cb_line *l = &st->lines[j];
+			cJSON *o = cJSON_CreateObject(), *key = cJSON_AddObjectToObject(o, "key");
+			struct gl_strbuf name = GL_STRBUF_INIT;
+			for (size_t d = 0; d < p->n_dims; d++) {
+				cJSON_AddStringToObject(key, p->dims[d], l->key[d]);
+				if (d)
+					gl_strbuf_putc(&name, '/');
+				gl_strbuf_puts(&name, l->key[d]);
+			}
+			cJSON_AddStringToObject(o, "name", gl_strbuf_cstr(&name));
+			gl_strbuf_fini(&name);
+			cJSON_AddNumberToObject(o, "allocated_gpu_seconds", (double)l->alloc_s);
+			add_usage(o, l);
+			cJSON_AddNumberToObject(o, "unpriced_gpu_seconds", (double)l->unpriced_s);
+			cJSON_AddNumberToObject(o, "cost_micros", (double)l->cost_micros);
+			cJSON_AddNumberToObject(o, "idle_share_gpu_seconds", (double)l->idle_share_s);
+			cJSON_AddNumberToObject(o, "idle_share_micros", (double)l->idle_share_micros);
+			cJSON_AddNumberToObject(o, "total_micros", (double)l->total_micros);
+			cJSON_AddItemToObject(o, "cost", money(l->cost_micros, 2));
+			cJSON_AddItemToObject(o, "total", money(l->total_micros, 2));
+			cJSON_AddItemToArray(items, o);
+		}
+		idle = cJSON_AddObjectToObject(so, "idle");
+		cJSON_AddStringToObject(idle, "name", "__idle__");
+		if (st->capacity_known) {
+			cJSON_AddNumberToObject(idle, "gpu_seconds", (double)st->idle_s);
+			cJSON_AddNumberToObject(idle, "total_micros", (double)st->idle_micros);
+			cJSON_AddNumberToObject(idle, "unshared_gpu_seconds", (double)st->idle_total_s);
+			cJSON_AddNumberToObject(idle, "unshared_micros", (double)st->idle_total_micros);
+			cJSON_AddNumberToObject(idle, "overallocated_gpu_seconds", (double)st->overalloc_s);
+		} else {
+			/* no capacity source: idle is unknown, not zero */
+			cJSON_AddNullToObject(idle, "gpu_seconds");
+			cJSON_AddNullToObject(idle, "total_micros");
+		}
+		t = cJSON_AddObjectToObject(so, "totals");
+		cJSON_AddNumberToObject(t, "allocated_gpu_seconds", (double)st->total_alloc_s);
+		cJSON_AddNumberToObject(t, "gpu_seconds", (double)st->total_s);
+		cJSON_AddNumberToObject(t, "cost_micros", (double)st->total_cost_micros);
+		cJSON_AddNumberToObject(t, "total_micros", (double)st->total_micros);
+		cJSON_AddItemToObject(t, "total", money(st->total_micros, 2));
+		cJSON_AddItemToArray(steps, so);
+	}
+	tot = cJSON_AddObjectToObject(root, "totals");
+	cJSON_AddNumberToObject(tot, "allocated_gpu_seconds", (double)cb->total_alloc_s);
+	cJSON_AddNumberToObject(tot, "idle_gpu_seconds", (double)cb->total_idle_s);
+	cJSON_AddNumberToObject(tot, "gpu_seconds", (double)cb->total_s);
+	cJSON_AddNumberToObject(tot, "cost_micros", (double)cb->total_cost_micros);
+	cJSON_AddNumberToObject(tot, "idle_micros", (double)cb->total_idle_micros);
+	cJSON_AddNumberToObject(tot, "total_micros", (double)cb->total_micros);
+	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, 2));
+	{
+		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
+		char buf[sizeof meta->unpriced_models], *sv = NULL;
+		snprintf(buf, sizeof buf, "%s", meta->unpriced_models);
+		for (char *m = strtok_r(buf, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
+			cJSON_AddItemToArray(um, cJSON_CreateString(m));
+	}
+	cJSON_AddBoolToObject(root, "capacity_known", meta->capacity_source);
+	s = cJSON_PrintUnformatted(root);
+	gl_strbuf_puts(&resp->body, s);
+	gl_strbuf_putc(&resp->body, '\n');
+	cJSON_free(s);
+	cJSON_Delete(root);
+	resp->content_type = "application/json";
+}
+
+static void csv_i64(struct gl_strbuf *o, int64_t v)
+{
+	char buf[24];
+	snprintf(buf, sizeof buf, "%lld", (long long)v);
+	gl_csv_raw(o, buf);
+}
+
+static void csv_money(struct gl_strbuf *o, int64_t micros)
+{
+	char buf[48];
+	gl_money_format(micros, 2, buf, sizeof buf);
+	gl_csv_raw(o, buf);
+}
+
+static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb)
+{
+	struct gl_strbuf *o = &resp->body;
+	char a[32], b[32];
+	gl_csv_field(o, "start");
+	gl_csv_field(o, "end");
+	for (size_t d = 0; d < p->n_dims; d++)
+		gl_csv_field(o, p->dims[d]);
+	gl_csv_field(o, "allocated_gpu_seconds");
+	gl_csv_field(o, "busy_gpu_seconds");
+	gl_csv_field(o, "idle_in_allocation_gpu_seconds");
+	gl_csv_field(o, "cost");
+	gl_csv_field(o, "idle_share");
+	gl_csv_field(o, "total");
+	gl_csv_end(o);
+	for (size_t i = 0; i < cb->n_steps; i++) {
+		const struct gl_cb_step *st = &cb->steps[i];
+		time_str(st->start_s, a, sizeof a);
+		time_str(st->end_s, b, sizeof b);
+		for (size_t j = 0; j <= st->n_lines; j++) {
+			const struct gl_cb_line *l = j < st->n_lines ? &st->lines[j] : NULL;
+			if (!l && !st->capacity_known)
+				continue;
+			gl_csv_field(o, a);
+			gl_csv_field(o, b);
+			for (size_t d = 0; d < p->n_dims; d++)
+				gl_csv_field(o, l ? l->key[d] : "__idle__");
+			if (l) {
+				csv_i64(o, l->alloc_s);
+				if (l->observed_s > 0) {
+					csv_i64(o, (int64_t)(l->busy_s + 0.5));
+					csv_i64(o, (int64_t)(l->idle_s + 0.5));
+				} else {
+					gl_csv_raw(o, "");
+					gl_csv_raw(o, "");
+				}
+				csv_money(o, l->cost_micros);
+				csv_money(o, l->idle_share_micros);
+				csv_money(o, l->total_micros);
+			} else {
+				csv_i64(o, st->idle_s);
+				gl_csv_raw(o, "");
+				gl_csv_raw(o, "");
+				csv_money(o, st->idle_micros);
+				csv_money(o, 0);
+				csv_money(o, st->idle_micros);
+			}
+			gl_csv_end(o);
+		}
+	}
+	resp->content_type = "text/csv; charset=utf-8";
+	resp->extra_headers[0][0] = "Content-Disposition";
+	resp->extra_headers[0][1] = "attachment; filename=\"chargeback.csv\"";
+}
+
+int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
+{
+	struct acct_params p;
+	struct gl_acct_query q = {0};
+	struct gl_acct_meta meta;
+	struct gl_cb cb;
+	struct gl_err err = {0};
+	PGconn *c;
+	int rc;
+
+	if ((rc = parse_params(req, resp, &p, "team"))) {
+		params_fini(&p);
+		return rc;
+	}
+	gl_cb_init(&cb, p.n_dims, p.share, p.n_steps);
+	q.steps = p.steps;
+	q.n_steps = p.n_steps;
+	q.now_s = req->now_s;
+	for (size_t d = 0; d < p.n_dims; d++)
+		q.dims[d] = p.dims[d];
+	q.n_dims = p.n_dims;
+	q.filter = p.have_filter ? &p.filter : NULL;
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback(c, &q, &cb, &meta, &err)) ||
+	    (rc = gl_cb_finish(&cb))) {
+		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
+		goto out;
+	}
+	if (p.csv)
+		render_csv(resp, &p, &cb);
+	else
+		render_json(resp, &p, &cb, &meta, req->cfg->currency);
+out:
+	gl_cb_fini(&cb);
+	params_fini(&p);
+	return rc;
+}

@@ -1,0 +1,200 @@
+/* /v1/idle: allocated-but-idle GPU time per owner and the worst jobs (from
+ * exporter rollups, gl_job_usage), unallocated idle capacity per cluster,
+ * partition and model (gl_capacity minus allocation), and the share of fleet
+ * time wasted. */
+#include "gl/accounting.h"
+#include "gl/cost.h"
+#include "gl/db.h"
+#include "gl/routes.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Jobs in the window with their exporter-observed idle time; idle priced at
+ * the rate of the job's model in force at the window's clipped start. */
+static const char jobs_sql[] =
+	"WITH k AS ("
+	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
+	"  lower(jb.gpu_type) AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
+	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
+	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s, u.busy_gpu_s, u.observed_gpu_s"
+	" FROM jobs jb JOIN clusters c USING (cluster_id)"
+	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
+	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
+	"  jb.tags, jb.start_at) ow ON true"
+	"), p AS ("
+	" SELECT k.*, %s AS key, rt.micros_per_gpu_hour AS rate FROM k LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
+	"  WHERE r.valid_from <= k.s0 AND k.s0 < r.valid_to AND r.gpu_model = CASE WHEN EXISTS"
+	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END LIMIT 1) rt ON true"
+	")";
+
+int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
+{
+	const char *w = gl_req_param(req, "window"), *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit");
+	struct gl_window win;
+	struct gl_err err = {0};
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	char a[24], b[24], now[24], ta[32], tb[32], limit_s[16];
+	const char *expr;
+	long limit = 20;
+	PGconn *c;
+	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
+	cJSON *root = NULL, *arr;
+	int rc = 0, have_cap;
+	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
+
+	if (gl_window_parse(w ? w : "7d", req->now_s, &win, &err))
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", err.msg);
+	if (win.end_s - win.start_s > req->cfg->api_max_window_days * 86400)
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days");
+	if (!(expr = gl_acct_dim_sql(agg ? agg : "team")) || (agg && strchr(agg, ',')))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
+								   "user, account, cluster, partition, qos, namespace, gpu_model)");
+	if (lim) {
+		char *end;
+		limit = strtol(lim, &end, 10);
+		if (*end || end == lim || limit < 1 || limit > 1000)
+			return gl_resp_error(resp, GL_EINVAL, "limit", "limit: must be between 1 and 1000");
+	}
+	snprintf(a, sizeof a, "%lld", (long long)win.start_s);
+	snprintf(b, sizeof b, "%lld", (long long)win.end_s);
+	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
+	snprintf(limit_s, sizeof limit_s, "%ld", limit);
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+
+	gl_strbuf_printf(&sql, jobs_sql, expr);
+	gl_strbuf_puts(&sql, " SELECT p.key, round(sum(p.idle_gpu_s)), round(sum(p.busy_gpu_s)), round(sum(p.observed_gpu_s)),"
+			     " round(sum(p.idle_gpu_s * p.rate / 3600.0)), count(*) FILTER (WHERE p.rate IS NULL)"
+			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
+	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &owners, &err)))
+		goto fail;
+	gl_strbuf_reset(&sql);
+	gl_strbuf_printf(&sql, jobs_sql, expr);
+	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key, p.user_name, p.gpu_milli, p.gpu_model, p.state,"
+			     " round(p.idle_gpu_s), round(p.busy_gpu_s), round(p.idle_gpu_s * p.rate / 3600.0),"
+			     " extract(epoch FROM p.s0)::bigint, extract(epoch FROM p.e0)::bigint"
+			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
+	if ((rc = gl_db_query(c, sql.p, 4, (const char *[]){a, b, now, limit_s}, &top, &err)))
+		goto fail;
+	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL", 0, NULL,
+			      &capq, &err)))
+		goto fail;
+	have_cap = PQgetvalue(capq, 0, 0)[0] == 't';
+	if (have_cap &&
+	    (rc = gl_db_query(c,
+			      "WITH cap AS (SELECT cp.cluster_id, coalesce(cp.partition, '') AS partition, lower(cp.gpu_model) AS gpu_model,"
+			      "  sum(cp.reported_gpu_seconds) AS reported,"
+			      "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail"
+			      "  FROM gl_capacity(to_timestamp($1), to_timestamp($2)) cp GROUP BY 1, 2, 3"
+			      "), alloc AS (SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
+			      "  coalesce(lower(jb.gpu_type), 'unknown') AS gpu_model,"
+			      "  sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2))"
+			      "   - greatest(jb.start_at, to_timestamp($1)))) / 1000 AS s"
+			      "  FROM jobs jb WHERE jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)"
+			      "  AND coalesce(jb.end_at, to_timestamp($3)) > to_timestamp($1) GROUP BY 1, 2, 3"
+			      ") SELECT c.name, cap.partition, cap.gpu_model, cap.reported, cap.unavail, round(coalesce(alloc.s, 0)),"
+			      " round(greatest(cap.reported - cap.unavail - coalesce(alloc.s, 0), 0)),"
+			      " round(greatest(coalesce(alloc.s, 0) - (cap.reported - cap.unavail), 0)),"
+			      " round(greatest(cap.reported - cap.unavail - coalesce(alloc.s, 0), 0) * rt.micros_per_gpu_hour / 3600.0)"
+			      " FROM cap JOIN clusters c USING (cluster_id)"
+			      " LEFT JOIN alloc ON alloc.cluster_id = cap.cluster_id AND alloc.partition = cap.partition"
+			      "  AND alloc.gpu_model = cap.gpu_model"
+			      " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= to_timestamp($1)"
+			      "  AND to_timestamp($1) < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
+			      "  WHERE x.gpu_model = cap.gpu_model) THEN cap.gpu_model ELSE '*' END LIMIT 1) rt ON true"
+			      " ORDER BY 7 DESC, 1, 2, 3",
+			      3, (const char *[]){a, b, now}, &fleet, &err)))
+		goto fail;
+
+	root = cJSON_CreateObject();
+	gl_time_format(win.start_s, ta, sizeof ta);
+	gl_time_format(win.end_s, tb, sizeof tb);
+	cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){ta, tb}, 2));
+	cJSON_AddStringToObject(root, "aggregate", agg ? agg : "team");
+	arr = cJSON_AddArrayToObject(root, "allocated_idle");
+	for (int i = 0; i < PQntuples(owners); i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "key", PQgetvalue(owners, i, 0));
+		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(owners, i, 1)));
+		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(owners, i, 2)));
+		cJSON_AddNumberToObject(o, "observed_gpu_seconds", atof(PQgetvalue(owners, i, 3)));
+		if (PQgetisnull(owners, i, 4))
+			cJSON_AddNullToObject(o, "idle_cost_micros");
+		else
+			cJSON_AddNumberToObject(o, "idle_cost_micros", atof(PQgetvalue(owners, i, 4)));
+		cJSON_AddNumberToObject(o, "unpriced_jobs", atof(PQgetvalue(owners, i, 5)));
+		alloc_idle_total += atof(PQgetvalue(owners, i, 1));
+		cJSON_AddItemToArray(arr, o);
+	}
+	arr = cJSON_AddArrayToObject(root, "top_jobs");
+	for (int i = 0; i < PQntuples(top); i++) {
+		cJSON *o = cJSON_CreateObject();
+		char s0[32], e0[32];
+		cJSON_AddStringToObject(o, "cluster", PQgetvalue(top, i, 0));
+		cJSON_AddStringToObject(o, "job_id", PQgetvalue(top, i, 1));
+		cJSON_AddStringToObject(o, "owner", PQgetvalue(top, i, 2));
+		cJSON_AddStringToObject(o, "user", PQgetvalue(top, i, 3));
+		cJSON_AddNumberToObject(o, "gpus", atof(PQgetvalue(top, i, 4)) / 1000.0);
+		cJSON_AddStringToObject(o, "gpu_model", PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
+		cJSON_AddStringToObject(o, "state", PQgetvalue(top, i, 6));
+		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(top, i, 7)));
+		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(top, i, 8)));
+		if (PQgetisnull(top, i, 9))
+			cJSON_AddNullToObject(o, "idle_cost_micros");
+		else
+			cJSON_AddNumberToObject(o, "idle_cost_micros", atof(PQgetvalue(top, i, 9)));
+		gl_time_format(atoll(PQgetvalue(top, i, 10)), s0, sizeof s0);
+		gl_time_format(atoll(PQgetvalue(top, i, 11)), e0, sizeof e0);
+		cJSON_AddStringToObject(o, "from", s0);
+		cJSON_AddStringToObject(o, "to", e0);
+		cJSON_AddItemToArray(arr, o);
+	}
+	arr = cJSON_AddArrayToObject(root, "unallocated_idle");
+	for (int i = 0; fleet && i < PQntuples(fleet); i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "cluster", PQgetvalue(fleet, i, 0));
+		cJSON_AddStringToObject(o, "partition", PQgetvalue(fleet, i, 1));
+		cJSON_AddStringToObject(o, "gpu_model", PQgetvalue(fleet, i, 2));
+		cJSON_AddNumberToObject(o, "reported_gpu_seconds", atof(PQgetvalue(fleet, i, 3)));
+		cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", atof(PQgetvalue(fleet, i, 4)));
+		cJSON_AddNumberToObject(o, "allocated_gpu_seconds", atof(PQgetvalue(fleet, i, 5)));
+		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(fleet, i, 6)));
+		cJSON_AddNumberToObject(o, "overallocated_gpu_seconds", atof(PQgetvalue(fleet, i, 7)));
+		if (PQgetisnull(fleet, i, 8))
+			cJSON_AddNullToObject(o, "idle_cost_micros");
+		else
+			cJSON_AddNumberToObject(o, "idle_cost_micros", atof(PQgetvalue(fleet, i, 8)));
+		unalloc_idle_total += atof(PQgetvalue(fleet, i, 6));
+		reported_total += atof(PQgetvalue(fleet, i, 3));
+		cJSON_AddItemToArray(arr, o);
+	}
+	cJSON_AddBoolToObject(root, "capacity_known", have_cap && fleet && PQntuples(fleet) > 0);
+	if (reported_total > 0)
+		cJSON_AddNumberToObject(root, "wasted_fraction", (alloc_idle_total + unalloc_idle_total) / reported_total);
+	else
+		cJSON_AddNullToObject(root, "wasted_fraction");
+	{
+		char *s = cJSON_PrintUnformatted(root);
+		gl_strbuf_puts(&resp->body, s);
+		gl_strbuf_putc(&resp->body, '\n');
+		cJSON_free(s);
+	}
+	resp->content_type = "application/json";
+	goto out;
+fail:
+	rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
+out:
+	cJSON_Delete(root);
+	PQclear(owners);
+	PQclear(top);
+	PQclear(fleet);
+	PQclear(capq);
+	gl_strbuf_fini(&sql);
+	return rc;
+}

@@ -1,0 +1,168 @@
+/* Chargeback rounding, idle sharing and totals (see include/gl/chargeback.h). */
+#include "gl/chargeback.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps)
+{
+	memset(cb, 0, sizeof *cb);
+	cb->n_dims = n_dims;
+	cb->share = share;
+	cb->n_steps = n_steps;
+	cb->steps = gl_xcalloc(n_steps ? n_steps : 1, sizeof *cb->steps);
+}
+
+void gl_cb_fini(struct gl_cb *cb)
+{
+	for (size_t i = 0; i < cb->n_steps; i++) {
+		for (size_t j = 0; j < cb->steps[i].n_lines; j++)
+			for (size_t d = 0; d < GL_CB_MAX_DIMS; d++)
+				free(cb->steps[i].lines[j].key[d]);
+		free(cb->steps[i].lines);
+	}
+	free(cb->steps);
+	memset(cb, 0, sizeof *cb);
+}
+
+struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys)
+{
+	struct gl_cb_step *s = &cb->steps[step];
+	struct gl_cb_line *l;
+	if (s->n_lines == s->cap_lines) {
+		s->cap_lines = s->cap_lines ? s->cap_lines * 2 : 16;
+		s->lines = gl_xrealloc(s->lines, s->cap_lines * sizeof *s->lines);
+	}
+	l = &s->lines[s->n_lines++];
+	memset(l, 0, sizeof *l);
+	for (size_t d = 0; d < cb->n_dims; d++)
+		l->key[d] = gl_xstrdup(keys[d] ? keys[d] : "");
+	return l;
+}
+
+static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
+{
+	size_t n = s->n_lines;
+	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
+	int64_t *out = gl_xcalloc(n + 1, sizeof *out), *w = gl_xcalloc(n + 1, sizeof *w);
+	int rc = 0;
+
+	/* GPU-seconds: lines + idle rounded together so they add up to the step total */
+	for (size_t i = 0; i < n; i++)
+		num[i] = s->lines[i].alloc_ms;
+	num[n] = s->capacity_known ? s->idle_ms : 0;
+	if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
+		goto out;
+	s->total_alloc_s = 0;
+	for (size_t i = 0; i < n; i++) {
+		s->lines[i].alloc_s = out[i];
+		s->total_alloc_s += out[i];
+	}
+	s->idle_total_s = out[n];
+	/* unpriced GPU-seconds per line (informational, rounded per line) */
+	for (size_t i = 0; i < n; i++) {
+		gl_i128 u = s->lines[i].alloc_ms - s->lines[i].priced_ms;
+		s->lines[i].unpriced_s = (int64_t)((u + 500) / 1000);
+	}
+	{
+		gl_i128 o = s->overalloc_ms;
+		s->overalloc_s = (int64_t)((o + 500) / 1000);
+	}
+	/* cost: every line and the idle line rounded once, remainders carried */
+	for (size_t i = 0; i < n; i++)
+		num[i] = s->lines[i].cost_num;
+	num[n] = s->capacity_known ? s->idle_num : 0;
+	if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+		goto out;
+	s->total_cost_micros = 0;
+	for (size_t i = 0; i < n; i++) {
+		s->lines[i].cost_micros = out[i];
+		s->total_cost_micros += out[i];
+	}
+	s->idle_total_micros = out[n];
+	s->idle_micros = s->idle_total_micros;
+	s->idle_s = s->idle_total_s;
+	if (cb->share == GL_SHARE_PROPORTIONAL && s->idle_total_micros + s->idle_total_s > 0) {
+		/* to each line in proportion to its allocated GPU-time; with no
+		 * allocation at all there is nobody to share onto: idle stays */
+		int64_t *sh = gl_xcalloc(n + 1, sizeof *sh);
+		for (size_t i = 0; i < n; i++)
+			w[i] = s->lines[i].alloc_s;
+		if (gl_cost_share(s->idle_total_micros, w, n, sh) == 0) {
+			for (size_t i = 0; i < n; i++)
+				s->lines[i].idle_share_micros = sh[i];
+			s->idle_micros = 0;
+			if (gl_cost_share(s->idle_total_s, w, n, sh) == 0) {
+				for (size_t i = 0; i < n; i++)
+					s->lines[i].idle_share_s = sh[i];
+				s->idle_s = 0;
+			}
+		}
+		free(sh);
+	} else if (cb->share == GL_SHARE_OWNER) {
+		/* the store put each dedicated owner's idle numerators on its line;
+		 * round them together with what stays unowned */
+		gl_i128 owned_num = 0, owned_ms = 0;
+		for (size_t i = 0; i < n; i++) {
+			num[i] = s->lines[i].idle_owner_num;
+			owned_num += num[i];
+			owned_ms += s->lines[i].idle_owner_ms;
+		}
+		num[n] = s->idle_num > owned_num ? s->idle_num - owned_num : 0;
+		if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+			goto out;
+		/* re-balance to the idle total already fixed above */
+		{
+			int64_t sum = 0;
+			for (size_t i = 0; i <= n; i++)
+				sum += out[i];
+			out[n] += s->idle_total_micros - sum;
+		}
+		for (size_t i = 0; i < n; i++)
+			s->lines[i].idle_share_micros = out[i];
+		s->idle_micros = out[n];
+		for (size_t i = 0; i < n; i++)
+			num[i] = s->lines[i].idle_owner_ms;
+		num[n] = s->idle_ms > owned_ms ? s->idle_ms - owned_ms : 0;
+		if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
+			goto out;
+		{
+			int64_t sum = 0;
+			for (size_t i = 0; i <= n; i++)
+				sum += out[i];
+			out[n] += s->idle_total_s - sum;
+		}
+		for (size_t i = 0; i < n; i++)
+			s->lines[i].idle_share_s = out[i];
+		s->idle_s = out[n];
+	}
+	s->total_micros = s->idle_micros;
+	s->total_s = s->idle_s;
+	for (size_t i = 0; i < n; i++) {
+		s->lines[i].total_micros = s->lines[i].cost_micros + s->lines[i].idle_share_micros;
+		s->total_micros += s->lines[i].total_micros;
+		s->total_s += s->lines[i].alloc_s + s->lines[i].idle_share_s;
+	}
+out:
+	free(num);
+	free(out);
+	free(w);
+	return rc;
+}
+
+int gl_cb_finish(struct gl_cb *cb)
+{
+	int rc;
+	for (size_t i = 0; i < cb->n_steps; i++) {
+		struct gl_cb_step *s = &cb->steps[i];
+		if ((rc = finish_step(cb, s)))
+			return rc;
+		cb->total_alloc_s += s->total_alloc_s;
+		cb->total_cost_micros += s->total_cost_micros;
+		cb->total_idle_micros += s->idle_micros;
+		cb->total_idle_s += s->idle_s;
+		cb->total_micros += s->total_micros;
+		cb->total_s += s->total_s;
+	}
+	return 0;
+}

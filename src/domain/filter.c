@@ -1,0 +1,96 @@
+/* The API filter syntax (see include/gl/filter.h). */
+#include "gl/filter.h"
+#include "gl/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void gl_filter_fini(struct gl_filter *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->c[i].dim);
+		for (size_t j = 0; j < f->c[i].n_values; j++)
+			free(f->c[i].values[j]);
+	}
+	memset(f, 0, sizeof *f);
+}
+
+int gl_filter_parse(const char *s, const char *const *dims, struct gl_filter *f, struct gl_err *err)
+{
+	const char *p = s;
+	int rc = 0;
+	memset(f, 0, sizeof *f);
+	while (*p) {
+		struct gl_filter_clause *c;
+		const char *colon = strchr(p, ':');
+		size_t dl;
+		int known = 0;
+		if (f->n == GL_FILTER_MAX_CLAUSES) {
+			rc = gl_err_set(err, GL_EINVAL, "more than %d clauses", GL_FILTER_MAX_CLAUSES);
+			goto out;
+		}
+		if (!colon) {
+			rc = gl_err_set(err, GL_EINVAL, "expected dimension:value at '%s'", p);
+			goto out;
+		}
+		dl = (size_t)(colon - p);
+		for (size_t i = 0; dims[i]; i++)
+			if (strlen(dims[i]) == dl && !strncmp(dims[i], p, dl))
+				known = 1;
+		if (!known) {
+			rc = gl_err_set(err, GL_EINVAL, "unknown dimension '%.*s'", (int)dl, p);
+			goto out;
+		}
+		c = &f->c[f->n++];
+		c->dim = gl_xstrndup(p, dl);
+		p = colon + 1;
+		for (;;) {
+			struct gl_strbuf v = GL_STRBUF_INIT;
+			if (c->n_values == GL_FILTER_MAX_VALUES) {
+				rc = gl_err_set(err, GL_EINVAL, "more than %d values for '%s'", GL_FILTER_MAX_VALUES, c->dim);
+				goto out;
+			}
+			if (*p == '"') {
+				for (p++; *p && *p != '"'; p++) {
+					if (*p == '\\' && (p[1] == '"' || p[1] == '\\'))
+						p++;
+					gl_strbuf_putc(&v, *p);
+				}
+				if (*p != '"') {
+					gl_strbuf_fini(&v);
+					rc = gl_err_set(err, GL_EINVAL, "unterminated quote in '%s' values", c->dim);
+					goto out;
+				}
+				p++;
+			} else {
+				while (*p && *p != ',' && *p != '+' && *p != '"' && *p != ':')
+					gl_strbuf_putc(&v, *p++);
+				if (v.len == 0) {
+					gl_strbuf_fini(&v);
+					rc = gl_err_set(err, GL_EINVAL, "empty value for '%s'", c->dim);
+					goto out;
+				}
+			}
+			c->values[c->n_values++] = gl_strbuf_steal(&v);
+			if (*p == ',') {
+				p++;
+				continue;
+			}
+			break;
+		}
+		if (*p == '+') {
+			p++;
+			if (!*p) {
+				rc = gl_err_set(err, GL_EINVAL, "dangling '+'");
+				goto out;
+			}
+		} else if (*p) {
+			rc = gl_err_set(err, GL_EINVAL, "unexpected '%c' after '%s' values", *p, c->dim);
+			goto out;
+		}
+	}
+out:
+	if (rc)
+		gl_filter_fini(f);
+	return rc;
+}

@@ -1,0 +1,175 @@
+/* Loading the cost model (see include/gl/costing.h). */
+#include "gl/costing.h"
+#include "gl/cost.h"
+#include "gl/db.h"
+#include "gl/log.h"
+#include "gl/timeutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int parse_bound(const char *s, const char *what, int64_t *out, struct gl_err *err)
+{
+	if (!s || !*s) {
+		*out = GL_TIME_NONE;
+		return 0;
+	}
+	if (gl_time_parse(s, strlen(s), out))
+		return gl_err_set(err, GL_ECONFIG, "%s: '%s' is not an RFC3339 time or date", what, s);
+	return 0;
+}
+
+static void bound_text(int64_t t, const char *inf, char *buf, size_t n)
+{
+	if (t == GL_TIME_NONE)
+		snprintf(buf, n, "%s", inf);
+	else
+		gl_time_format(t, buf, n);
+}
+
+static int valid_match(const char *m)
+{
+	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace"};
+	for (size_t i = 0; i < GL_ARRAY_LEN(ok); i++)
+		if (!strcmp(m, ok[i]))
+			return 1;
+	return !strncmp(m, "label:", 6) && m[6] != '\0';
+}
+
+/* A fingerprint of the loaded set, to tell whether a load changed anything. */
+static const char fingerprint_sql[] =
+	"SELECT md5(coalesce((SELECT string_agg(r::text, ';' ORDER BY r::text) FROM"
+	" (SELECT gpu_model, mig_profile, currency, micros_per_gpu_hour, valid_from, valid_to FROM rates"
+	"  WHERE source = 'config') r), '') || '|' ||"
+	" coalesce((SELECT string_agg(o::text, ';' ORDER BY o.priority) FROM"
+	" (SELECT priority, cluster, match_field, match_value, team, project, cost_center, valid_from, valid_to"
+	"  FROM owners WHERE source = 'config') o), '') || '|' ||"
+	" coalesce((SELECT string_agg(i::text, ';' ORDER BY i::text) FROM"
+	" (SELECT cluster, partition, team FROM idle_owners WHERE source = 'config') i), ''))";
+
+int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
+		    struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char before[64] = "", what[96], from[32], to[32], micros[24], prio[16];
+	int rc, in_txn = 0;
+
+	memset(sum, 0, sizeof *sum);
+	/* validate everything before touching the database */
+	for (size_t i = 0; i < cfg->n_rates; i++) {
+		const struct gl_rate_cfg *rt = &cfg->rates[i];
+		int64_t m, f, t;
+		snprintf(what, sizeof what, "%s: rates[%zu]", cfg->path, i);
+		if (gl_money_parse(rt->per_gpu_hour, &m, err))
+			return gl_err_prefix(err, "%s.per_gpu_hour: ", what);
+		if (strcmp(rt->currency, cfg->currency) != 0)
+			return gl_err_set(err, GL_ECONFIG, "%s.currency: '%s' is not the reporting currency '%s'", what,
+					  rt->currency, cfg->currency);
+		if ((rc = parse_bound(rt->from, what, &f, err)) || (rc = parse_bound(rt->to, what, &t, err)))
+			return rc;
+		if (f != GL_TIME_NONE && t != GL_TIME_NONE && t <= f)
+			return gl_err_set(err, GL_ECONFIG, "%s: 'to' is not after 'from'", what);
+		for (size_t j = 0; j < i; j++) {
+			/* two prices for one model at one time would make cost ambiguous */
+			const struct gl_rate_cfg *o = &cfg->rates[j];
+			int64_t of, ot;
+			if (strcasecmp(o->model, rt->model) != 0)
+				continue;
+			if (parse_bound(o->from, what, &of, err) || parse_bound(o->to, what, &ot, err))
+				return -GL_ECONFIG;
+			if ((t == GL_TIME_NONE || of == GL_TIME_NONE || of < t) &&
+			    (ot == GL_TIME_NONE || f == GL_TIME_NONE || f < ot))
+				return gl_err_set(err, GL_ECONFIG, "%s: model '%s' overlaps rates[%zu] in time", what,
+						  rt->model, j);
+		}
+	}
+	for (size_t i = 0; i < cfg->n_owners; i++) {
+		const struct gl_owner_cfg *o = &cfg->owners[i];
+		int64_t f, t;
+		snprintf(what, sizeof what, "%s: owners[%zu]", cfg->path, i);
+		if (!valid_match(o->match))
+			return gl_err_set(err, GL_ECONFIG,
+					  "%s.match: '%s' is not account, user, partition, qos, wckey, namespace or label:<key>",
+					  what, o->match);
+		if ((rc = parse_bound(o->from, what, &f, err)) || (rc = parse_bound(o->to, what, &t, err)))
+			return rc;
+		if (f != GL_TIME_NONE && t != GL_TIME_NONE && t <= f)
+			return gl_err_set(err, GL_ECONFIG, "%s: 'to' is not after 'from'", what);
+	}
+
+	if ((rc = gl_db_query(c, fingerprint_sql, 0, NULL, &r, err)))
+		goto out;
+	snprintf(before, sizeof before, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	r = NULL;
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		goto out;
+	in_txn = 1;
+	if ((rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
+	    (rc = gl_db_exec(c, "DELETE FROM owners WHERE source = 'config'", err)) ||
+	    (rc = gl_db_exec(c, "DELETE FROM idle_owners WHERE source = 'config'", err)))
+		goto out;
+	for (size_t i = 0; i < cfg->n_rates; i++) {
+		const struct gl_rate_cfg *rt = &cfg->rates[i];
+		int64_t m, f, t;
+		if (gl_money_parse(rt->per_gpu_hour, &m, err) || parse_bound(rt->from, "", &f, err) ||
+		    parse_bound(rt->to, "", &t, err)) {
+			rc = -GL_ECONFIG;
+			goto out;
+		}
+		snprintf(micros, sizeof micros, "%lld", (long long)m);
+		bound_text(f, "-infinity", from, sizeof from);
+		bound_text(t, "infinity", to, sizeof to);
+		if ((rc = gl_db_query(c,
+				      "INSERT INTO rates (gpu_model, currency, micros_per_gpu_hour, valid_from, valid_to,"
+				      " created_by, source) VALUES (lower($1), $2, $3, $4, $5, $6, 'config')",
+				      6, (const char *[]){rt->model, rt->currency, micros, from, to, actor}, NULL, err)))
+			goto out;
+		sum->rates++;
+	}
+	for (size_t i = 0; i < cfg->n_owners; i++) {
+		const struct gl_owner_cfg *o = &cfg->owners[i];
+		int64_t f, t;
+		if (parse_bound(o->from, "", &f, err) || parse_bound(o->to, "", &t, err)) {
+			rc = -GL_ECONFIG;
+			goto out;
+		}
+		bound_text(f, "-infinity", from, sizeof from);
+		bound_text(t, "infinity", to, sizeof to);
+		/* list order is priority: first match wins */
+		snprintf(prio, sizeof prio, "%zu", i + 1);
+		if ((rc = gl_db_query(c,
+				      "INSERT INTO owners (priority, cluster, match_field, match_value, team, project,"
+				      " cost_center, valid_from, valid_to, source)"
+				      " VALUES ($1, nullif($2, ''), $3, $4, $5, $6, $7, $8, $9, 'config')",
+				      9,
+				      (const char *[]){prio, o->cluster, o->match, o->value, o->team, o->project,
+						       o->cost_center, from, to},
+				      NULL, err)))
+			goto out;
+		sum->owners++;
+	}
+	for (size_t i = 0; i < cfg->n_idle_owners; i++) {
+		const struct gl_idle_owner_cfg *io = &cfg->idle_owners[i];
+		if ((rc = gl_db_query(c, "INSERT INTO idle_owners (cluster, partition, team, source) VALUES ($1, $2, $3, 'config')",
+				      3, (const char *[]){io->cluster, io->partition, io->team}, NULL, err)))
+			goto out;
+		sum->idle_owners++;
+	}
+	if ((rc = gl_db_query(c, fingerprint_sql, 0, NULL, &r, err)))
+		goto out;
+	sum->changed = strcmp(before, PQgetvalue(r, 0, 0)) != 0;
+	if ((rc = gl_db_exec(c, "COMMIT", err)))
+		goto out;
+	in_txn = 0;
+	if (sum->changed)
+		gl_log(GL_LOG_INFO, "costing: %s loaded %d rates, %d owner rules, %d idle owners from %s (changed)", actor,
+		       sum->rates, sum->owners, sum->idle_owners, cfg->path);
+out:
+	if (in_txn)
+		PQclear(PQexec(c, "ROLLBACK"));
+	PQclear(r);
+	return rc;
+}

@@ -1,0 +1,216 @@
+/* Real Philly jobs through the sacct path: per-user GPU-seconds from
+ * /v1/chargeback and queue waits from /v1/queue against a computation over
+ * the JSON done here, independently of the code under test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAXJ 5000
+#define WINDOW "window=2017-09-01,2018-02-01"
+
+struct pj {
+	char user[16], vc[16];
+	long long submit, start, end, gpus;
+};
+static struct pj g_j[MAXJ];
+static int g_n;
+static char g_dsn[512];
+static struct gl_test_daemon g_d;
+
+static long long ts(const char *s)
+{
+	struct tm tm = {0};
+	if (!s || !strptime(s, "%Y-%m-%d %H:%M:%S", &tm))
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+static void fmt(long long t, char *buf, size_t n)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+}
+
+static int load_and_convert(const char *out_path)
+{
+	FILE *f = fopen(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), "rb"), *o;
+	char *buf;
+	long len;
+	cJSON *root, *it;
+	int k = 0;
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)len);
+	if (fread(buf, 1, (size_t)len, f) != (size_t)len)
+		return -1;
+	fclose(f);
+	root = cJSON_ParseWithLength(buf, (size_t)len);
+	free(buf);
+	if (!root)
+		return -1;
+	o = fopen(out_path, "w");
+	cJSON_ArrayForEach(it, root)
+	{
+		struct pj *j = &g_j[g_n];
+		cJSON *d, *det = cJSON_GetObjectItem(it, "detail");
+		char s1[32], s2[32], s3[32], nodes[4096] = "";
+		j->submit = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "submitted_time")));
+		j->start = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "start_time")));
+		j->end = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "end_time")));
+		if (j->submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
+			continue;
+		snprintf(j->user, sizeof j->user, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "user")));
+		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
+		j->gpus = 0;
+		cJSON_ArrayForEach(d, det)
+		{
+			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
+			if (strlen(nodes) + 16 < sizeof nodes) {
+				if (nodes[0])
+					strcat(nodes, ",");
+				strcat(nodes, cJSON_GetStringValue(cJSON_GetObjectItem(d, "ip")));
+			}
+		}
+		fmt(j->submit, s1, sizeof s1);
+		fmt(j->start, s2, sizeof s2);
+		fmt(j->end, s3, sizeof s3);
+		k++;
+		/* JobID|JobIDRaw|Cluster|Partition|Account|User|Submit|Eligible|Start|End|ElapsedRaw|State|ReqTRES|AllocTRES|NodeList|DBIndex|JobName */
+		fprintf(o, "%d|%d|philly|gpu|%s|%s|%s|%s|%s|%s|%lld|%s|gres/gpu=%lld|gres/gpu=%lld|%s|%d|%s\n", k, k, j->vc,
+			j->user, s1, s1, s2, s3, j->end - j->start,
+			strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "status")), "Pass") ? "FAILED" : "COMPLETED",
+			j->gpus, j->gpus, nodes, k, cJSON_GetStringValue(cJSON_GetObjectItem(it, "jobid")));
+		g_n++;
+	}
+	fclose(o);
+	cJSON_Delete(root);
+	return g_n > 4000 ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+	char path[PATH_MAX];
+	struct gl_test_out o;
+	snprintf(path, sizeof path, "%s/philly-sacct.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	if (load_and_convert(path) || gl_test_db_fresh("gl_test_philly", g_dsn, sizeof g_dsn))
+		return -1;
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
+			"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,"
+			"ReqTRES,AllocTRES,NodeList,DBIndex,JobName",
+			NULL) ||
+	    o.status != 0) {
+		fprintf(stderr, "ingest: %s\n", o.err);
+		return -1;
+	}
+	gl_test_out_fini(&o);
+	return gl_test_daemon_start(&g_d, g_dsn, NULL, (const char *[]){"--no-ingest", NULL});
+}
+
+static int teardown(void **state)
+{
+	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
+}
+
+static cJSON *get(const char *path)
+{
+	struct gl_test_http r;
+	cJSON *j;
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	if (r.status != 200)
+		fprintf(stderr, "%s: %ld %s\n", path, r.status, r.body);
+	assert_int_equal(r.status, 200);
+	j = cJSON_Parse(r.body);
+	assert_non_null(j);
+	gl_test_http_fini(&r);
+	return j;
+}
+
+static void test_gpu_seconds_per_user(void **state)
+{
+	cJSON *j = get("/v1/chargeback?" WINDOW "&aggregate=user"), *it;
+	cJSON *items = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items");
+	int users = 0;
+	long long total = 0;
+	cJSON_ArrayForEach(it, items)
+	{
+		const char *u = cJSON_GetObjectItem(it, "name")->valuestring;
+		long long want = 0;
+		for (int i = 0; i < g_n; i++)
+			if (!strcmp(g_j[i].user, u))
+				want += g_j[i].gpus * (g_j[i].end - g_j[i].start);
+		assert_int_equal((long long)cJSON_GetObjectItem(it, "allocated_gpu_seconds")->valuedouble, want);
+		total += want;
+		users++;
+	}
+	{
+		long long all = 0;
+		for (int i = 0; i < g_n; i++)
+			all += g_j[i].gpus * (g_j[i].end - g_j[i].start);
+		assert_int_equal(total, all);
+	}
+	assert_true(users > 100);
+	/* no rates configured: every GPU-second is reported as unpriced, never free */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unpriced_models")), 1);
+	cJSON_Delete(j);
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return (x > y) - (x < y);
+}
+
+static void test_queue_waits_per_user(void **state)
+{
+	cJSON *j = get("/v1/queue?" WINDOW "&aggregate=user"), *it;
+	static long long w[MAXJ];
+	int checked = 0;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "items"))
+	{
+		const char *u = cJSON_GetObjectItem(it, "key")->valuestring;
+		int n = 0;
+		double sum = 0;
+		for (int i = 0; i < g_n; i++)
+			if (!strcmp(g_j[i].user, u)) {
+				w[n++] = g_j[i].start - g_j[i].submit;
+				sum += (double)(g_j[i].start - g_j[i].submit);
+			}
+		qsort(w, (size_t)n, sizeof w[0], cmp_ll);
+		assert_int_equal((int)cJSON_GetObjectItem(it, "jobs")->valuedouble, n);
+		/* nearest-rank median and the mean to 0.1 s */
+		assert_int_equal((long long)cJSON_GetObjectItem(it, "wait_p50_s")->valuedouble, w[(n + 1) / 2 - 1]);
+		assert_int_equal((long long)cJSON_GetObjectItem(it, "wait_max_s")->valuedouble, w[n - 1]);
+		{
+			double mean = cJSON_GetObjectItem(it, "wait_mean_s")->valuedouble;
+			assert_true(mean > sum / n - 0.051 && mean < sum / n + 0.051);
+		}
+		checked++;
+	}
+	assert_true(checked > 100);
+	cJSON_Delete(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gpu_seconds_per_user),
+		cmocka_unit_test(test_queue_waits_per_user),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
