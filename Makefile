@@ -105,6 +105,10 @@ run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/gpuledger
 	@scripts/run.sh
 
+# end to end against a real Slurm 22.05 (root, ~5 min; never part of `make test`)
+test-slurm: $(BUILD)/gpuledger
+	@BUILD=$(BUILD) tests/slurm/run.sh
+
 bench: $(BUILD)/gpuledger $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
 

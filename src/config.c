@@ -159,6 +159,59 @@ static const struct gl_cfg_key dcgm_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define SNOFF(f) offsetof(struct gl_slurm_nodes_source_cfg, f)
+static const struct gl_cfg_key slurm_nodes_keys[] = {
+	{"cluster", GL_CFG_STR, SNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
+	{"scontrol", GL_CFG_STR, SNOFF(scontrol), "scontrol", 0, 0, 0, "scontrol binary (path or name on PATH)", NULL, 0, 0},
+	{"sacctmgr", GL_CFG_STR, SNOFF(sacctmgr), "sacctmgr", 0, 0, 0, "sacctmgr binary for the node event history; empty = none", NULL, 0, 0},
+	{"events_lookback_s", GL_CFG_INT, SNOFF(events_lookback_s), "86400", 0, 60, 3650LL * 86400, "node events re-read by each run", NULL, 0, 0},
+	{"reservations", GL_CFG_BOOL, SNOFF(reservations), "true", 0, 0, 0, "also read scontrol show reservation", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, SNOFF(interval_s), "300", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, SNOFF(timeout_s), "60", 0, 1, 3600, "kill a command that runs longer", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define KNOFF(f) offsetof(struct gl_kube_nodes_source_cfg, f)
+static const struct gl_cfg_key kube_nodes_keys[] = {
+	{"cluster", GL_CFG_STR, KNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
+	{"command", GL_CFG_STR, KNOFF(command), "", 0, 0, 0, "command printing a NodeList (argv split on whitespace, no shell)", NULL, 0, 0},
+	{"file", GL_CFG_STR, KNOFF(file), "", 0, 0, 0, "NodeList JSON file refreshed by another process", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, KNOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, KNOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define ROFF(f) offsetof(struct gl_rate_cfg, f)
+static const struct gl_cfg_key rate_keys[] = {
+	{"model", GL_CFG_STR, ROFF(model), NULL, 1, 0, 0, "GPU model/type as jobs name it, or * for any unpriced model", NULL, 0, 0},
+	{"currency", GL_CFG_STR, ROFF(currency), "USD", 0, 0, 0, "ISO 4217 code", NULL, 0, 0},
+	{"per_gpu_hour", GL_CFG_STR, ROFF(per_gpu_hour), NULL, 1, 0, 0, "price of one GPU-hour, decimal (at most 6 decimals)", NULL, 0, 0},
+	{"from", GL_CFG_STR, ROFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
+	{"to", GL_CFG_STR, ROFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define OWOFF(f) offsetof(struct gl_owner_cfg, f)
+static const struct gl_cfg_key owner_keys[] = {
+	{"cluster", GL_CFG_STR, OWOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
+	{"match", GL_CFG_STR, OWOFF(match), NULL, 1, 0, 0, "account, user, partition, qos, wckey, namespace or label:<key>", NULL, 0, 0},
+	{"value", GL_CFG_STR, OWOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
+	{"team", GL_CFG_STR, OWOFF(team), NULL, 1, 0, 0, "owning team", NULL, 0, 0},
+	{"project", GL_CFG_STR, OWOFF(project), "", 0, 0, 0, "project", NULL, 0, 0},
+	{"cost_center", GL_CFG_STR, OWOFF(cost_center), "", 0, 0, 0, "cost centre", NULL, 0, 0},
+	{"from", GL_CFG_STR, OWOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
+	{"to", GL_CFG_STR, OWOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define IOOFF(f) offsetof(struct gl_idle_owner_cfg, f)
+static const struct gl_cfg_key idle_owner_keys[] = {
+	{"cluster", GL_CFG_STR, IOOFF(cluster), NULL, 1, 0, 0, "cluster of the dedicated hardware", NULL, 0, 0},
+	{"partition", GL_CFG_STR, IOOFF(partition), "", 0, 0, 0, "partition; empty = the whole cluster", NULL, 0, 0},
+	{"team", GL_CFG_STR, IOOFF(team), NULL, 1, 0, 0, "team that pays for its idle time under shareIdle=owner", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
@@ -191,12 +244,25 @@ static const struct gl_cfg_key top_keys[] = {
 	 "a GPU that stops reporting for this long is marked absent", NULL, 0, 0},
 	{"retention.raw_days", GL_CFG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
 	 "raw per-sample partitions are dropped after this many days", NULL, 0, 0},
+	{"api.max_window_days", GL_CFG_INT, OFF(api_max_window_days), "400", 0, 1, 3660,
+	 "longest window an API request may ask for (400 above it)", NULL, 0, 0},
+	{"currency", GL_CFG_STR, OFF(currency), "USD", 0, 0, 0, "reporting currency; every rate must use it", NULL, 0, 0},
+	{"rates", GL_CFG_LIST, OFF(rates), NULL, 0, 0, 0, "effective-dated prices per GPU-hour per GPU model", rate_keys,
+	 sizeof(struct gl_rate_cfg), OFF(n_rates)},
+	{"owners", GL_CFG_LIST, OFF(owners), NULL, 0, 0, 0, "ownership rules, first match wins", owner_keys,
+	 sizeof(struct gl_owner_cfg), OFF(n_owners)},
+	{"idle_owners", GL_CFG_LIST, OFF(idle_owners), NULL, 0, 0, 0, "dedicated hardware whose idle time a team pays for",
+	 idle_owner_keys, sizeof(struct gl_idle_owner_cfg), OFF(n_idle_owners)},
 	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
 	 sizeof(struct gl_sacct_source_cfg), OFF(n_sacct)},
 	{"sources.kube", GL_CFG_LIST, OFF(kube), NULL, 0, 0, 0, "Kubernetes clusters whose GPU pods are read", kube_keys,
 	 sizeof(struct gl_kube_source_cfg), OFF(n_kube)},
 	{"sources.dcgm", GL_CFG_LIST, OFF(dcgm), NULL, 0, 0, 0, "dcgm-exporter targets scraped for GPU activity", dcgm_keys,
 	 sizeof(struct gl_dcgm_source_cfg), OFF(n_dcgm)},
+	{"sources.slurm_nodes", GL_CFG_LIST, OFF(slurm_nodes), NULL, 0, 0, 0, "Slurm node inventory, states and events",
+	 slurm_nodes_keys, sizeof(struct gl_slurm_nodes_source_cfg), OFF(n_slurm_nodes)},
+	{"sources.kube_nodes", GL_CFG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
+	 kube_nodes_keys, sizeof(struct gl_kube_nodes_source_cfg), OFF(n_kube_nodes)},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -421,6 +487,10 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.kube[%zu]: give exactly one of command and file",
 						name, i);
 		}
+		for (size_t i = 0; !rc && i < cfg->n_kube_nodes; i++)
+			if ((cfg->kube_nodes[i].command[0] != '\0') == (cfg->kube_nodes[i].file[0] != '\0'))
+				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.kube_nodes[%zu]: give exactly one of command and file",
+						name, i);
 		for (size_t i = 0; !rc && i < cfg->n_dcgm; i++)
 			if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
 				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.dcgm[%zu]: give targets or targets_file", name, i);

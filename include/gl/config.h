@@ -45,6 +45,51 @@ struct gl_dcgm_source_cfg {
 	int64_t max_parallel;
 };
 
+struct gl_rate_cfg {
+	char *model;         /* GPU model or type as jobs name it ("a100", "1g.10gb"); "*" = any unpriced model */
+	char *currency;
+	char *per_gpu_hour;  /* decimal text, at most 6 decimals: parsed exactly into micro-units */
+	char *from;          /* RFC3339 or date; "" = since always */
+	char *to;            /* "" = until further notice */
+};
+
+struct gl_owner_cfg {
+	char *cluster;       /* "" = any cluster */
+	char *match;         /* account | user | partition | qos | wckey | namespace | label:<key> */
+	char *value;         /* exact value, or "*" */
+	char *team;
+	char *project;
+	char *cost_center;
+	char *from;
+	char *to;
+};
+
+struct gl_idle_owner_cfg {
+	char *cluster;
+	char *partition;     /* "" = the whole cluster */
+	char *team;          /* idle capacity of this hardware is charged to this team (shareIdle=owner) */
+};
+
+/* sources.slurm_nodes[]: scontrol show node -o (+ sacctmgr show event, scontrol show reservation) */
+struct gl_slurm_nodes_source_cfg {
+	char *cluster;
+	char *scontrol;          /* scontrol binary */
+	char *sacctmgr;          /* sacctmgr binary; "" = no event history (sampled states only) */
+	int64_t events_lookback_s; /* each run re-reads the node events of this window */
+	int reservations;        /* also read scontrol show reservation -o */
+	int64_t interval_s;
+	int64_t timeout_s;
+};
+
+/* sources.kube_nodes[]: kubectl get nodes -o json */
+struct gl_kube_nodes_source_cfg {
+	char *cluster;
+	char *command;           /* split on whitespace, no shell; "" = use file */
+	char *file;              /* a NodeList JSON another process refreshes; "" = use command */
+	int64_t interval_s;
+	int64_t timeout_s;
+};
+
 struct gl_config {
 	char *path;          /* the file it came from, or "(defaults)" */
 	/* database */
@@ -81,6 +126,19 @@ struct gl_config {
 	size_t n_kube;
 	struct gl_dcgm_source_cfg *dcgm;
 	size_t n_dcgm;
+	struct gl_slurm_nodes_source_cfg *slurm_nodes;
+	size_t n_slurm_nodes;
+	struct gl_kube_nodes_source_cfg *kube_nodes;
+	size_t n_kube_nodes;
+	/* cost model */
+	struct gl_rate_cfg *rates;
+	size_t n_rates;
+	struct gl_owner_cfg *owners;
+	size_t n_owners;
+	struct gl_idle_owner_cfg *idle_owners;
+	size_t n_idle_owners;
+	int64_t api_max_window_days;
+	char *currency;
 };
 
 enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST };

@@ -36,5 +36,17 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 /* The sacct source (src/ingest/sacct_poll.c). */
 int gl_sacct_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err);
+/* The kube source (src/ingest/kube_ingest.c). */
+int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		       size_t n, struct gl_err *err);
+/* The dcgm-exporter source (src/ingest/dcgm_scrape.c). */
+int gl_dcgm_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		       size_t n, struct gl_err *err);
+/* The node inventory sources (src/ingest/nodes_poll.c): a failure applies
+ * nothing, so the last known node state stays in force. */
+int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			      size_t n, struct gl_err *err);
+int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			     size_t n, struct gl_err *err);
 
 #endif

@@ -12,6 +12,19 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp);
 int gl_route_metrics(struct gl_req *req, struct gl_resp *resp);
 int gl_route_jobs(struct gl_req *req, struct gl_resp *resp);
 int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_admin.c */
+int gl_route_audit(struct gl_req *req, struct gl_resp *resp);
+int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp);
+int gl_route_tokens(struct gl_req *req, struct gl_resp *resp);
+int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp);
+int gl_route_queue(struct gl_req *req, struct gl_resp *resp);
+int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_capacity.c */
+int gl_route_capacity(struct gl_req *req, struct gl_resp *resp);
+int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);
+/* Appends the inventory gauges (scheduler GPUs, snapshot age, conflicts
+ * between sources) to a /metrics body; silent when the query fails. */
+void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o);
 
 #define GL_VERSION "0.1.0"
 

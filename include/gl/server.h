@@ -10,11 +10,22 @@
 #include "gl/common.h"
 #include "gl/config.h"
 #include "gl/strbuf.h"
+#include "gl/tokens.h"
 
 #include <libpq-fe.h>
 #include <stdint.h>
 
 struct gl_server;
+
+/* Who is calling: filled by the server before the handler runs (NULL on
+ * "public" routes). Handlers read it; they never see the token itself. */
+struct gl_auth {
+	int64_t token_id;
+	char token_name[GL_TOKEN_NAME_MAX];
+	char role[16];
+	size_t n_owners;                 /* 0: not scoped, every owner */
+	char owners[GL_TOKEN_MAX_OWNERS][GL_TOKEN_OWNER_MAX];
+};
 
 struct gl_req {
 	const char *method;
@@ -26,6 +37,8 @@ struct gl_req {
 	struct gl_server *srv;
 	void *mhd_conn;           /* struct MHD_Connection*, for query lookups */
 	int64_t now_s;            /* request time: handlers never read the clock themselves */
+	const struct gl_auth *auth; /* NULL on public routes */
+	int scope_applied;        /* set by the owner-scope helpers below */
 };
 
 struct gl_resp {
@@ -43,6 +56,23 @@ struct gl_resp {
 const char *gl_req_param(const struct gl_req *req, const char *name);
 /* The calling thread's database connection (opened lazily, reconnected when broken). */
 int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
+
+/* Object-level checks for owner-scoped tokens. A handler that serves a
+ * scoped token must go through one of these (they mark the request); when a
+ * scoped token reaches a handler that never asked, the server replaces the
+ * answer with 403, so a route that does not filter by owner fails closed.
+ * gl_req_may_see_owner: 1 when the caller may see rows of owner.
+ * gl_req_owner_filter: NULL when unscoped, else a PostgreSQL text[] literal
+ * ("{a,b}") of the allowed owners in buf, for `$n::text[]` parameters. */
+int gl_req_may_see_owner(struct gl_req *req, const char *owner);
+const char *gl_req_owner_filter(struct gl_req *req, struct gl_strbuf *buf);
+/* 400 (param = the first unknown name) when the query string has a
+ * parameter not in allowed (NULL-terminated). */
+int gl_req_check_params(struct gl_req *req, struct gl_resp *resp, const char *const *allowed) GL_MUSTCHECK;
+/* Queues an audit row on the server's writer (never blocks long; see
+ * docs/security.md). e->at_us 0 = now. */
+struct gl_audit_entry;
+void gl_server_audit(struct gl_server *s, const struct gl_audit_entry *e);
 
 /* Records an error for the response and returns -code; the server maps the
  * code to the status (GL_EINVAL 400, GL_EAUTH 401, GL_EPERM 403, GL_ENOTFOUND

@@ -15,6 +15,14 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer"},
 	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance"},
 	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer"},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin"},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin"},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin"},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance"},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer"},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance"},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer"},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer"},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -102,6 +110,7 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 				gl_strbuf_printf(o, "gpuledger_ingest_lag_seconds{source=\"%s\",cluster=\"%s\"} %lld\n",
 						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
 						 (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
+		gl_inventory_metrics(c, o); /* src/api/routes_capacity.c */
 	}
 	PQclear(r);
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -167,6 +176,8 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		   *job_id = gl_req_param(req, "job_id");
 	long long limit, offset;
 	char lim[24], off[24];
+	struct gl_strbuf scope = GL_STRBUF_INIT;
+	const char *owners;
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root = NULL, *arr;
@@ -187,6 +198,8 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	snprintf(off, sizeof off, "%lld", offset);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	/* owner-scoped tokens see the jobs of their accounts / namespaces only */
+	owners = gl_req_owner_filter(req, &scope);
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
 			      " j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
@@ -195,9 +208,13 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 			      " FROM jobs j JOIN clusters c USING (cluster_id)"
 			      " WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
 			      "   AND ($3::text IS NULL OR j.job_id = $3)"
+			      "   AND ($6::text[] IS NULL OR j.account = ANY($6) OR j.namespace = ANY($6))"
 			      " ORDER BY j.submit_at DESC NULLS LAST, j.job_pk DESC LIMIT $4 OFFSET $5",
-			      5, (const char *[]){cluster, state, job_id, lim, off}, &r, &err)))
+			      6, (const char *[]){cluster, state, job_id, lim, off, owners}, &r, &err))) {
+		gl_strbuf_fini(&scope);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
+	gl_strbuf_fini(&scope);
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "jobs");
 	for (int i = 0; i < PQntuples(r); i++) {

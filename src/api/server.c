@@ -1,5 +1,7 @@
 /* HTTP server (see include/gl/server.h). */
 #include "gl/server.h"
+#include "gl/audit.h"
+#include "gl/auth.h"
 #include "gl/db.h"
 #include "gl/log.h"
 #include "gl/routes.h"
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -20,6 +23,26 @@
 static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
 #define MAX_ROUTES 64
 #define STATUS_SLOTS 600
+
+/* Access control and audit (docs/security.md). A revoked token stops
+ * working within AUTH_CACHE_TTL_S: the cache is the only thing between a
+ * request and the api_tokens row. */
+#define AUTH_CACHE_TTL_S 5
+#define AUTH_CACHE_SLOTS 4096
+#define AUTH_MAX_FAILURES 10 /* within AUTH_WINDOW_S, then AUTH_BLOCK_S of 429 */
+#define AUTH_WINDOW_S 60
+#define AUTH_BLOCK_S 60
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define AUTH_LIMITER_SLOTS 8192
+#define AUDIT_QUEUE 65536
+#define AUDIT_BLOCK_MS 200
+
+enum auth_reason { AR_MISSING, AR_MALFORMED, AR_UNKNOWN, AR_REVOKED, AR_EXPIRED, AR_UNUSABLE, AR_RATE_LIMITED,
+		   AR_FORBIDDEN, AR_SCOPE, AR_N };
+static const char *const auth_reason_names[AR_N] = {
+	"missing", "malformed", "unknown", "revoked", "expired", "unusable", "rate_limited", "forbidden", "scope",
+};
 
 struct route_stats {
 	uint64_t by_status[STATUS_SLOTS];
@@ -38,6 +61,10 @@ struct gl_server {
 	struct route_stats stats[MAX_ROUTES + 1]; /* last slot: unmatched */
 	size_t nroutes;
 	pthread_key_t conn_key;
+	struct gl_ratelimit *rl;
+	struct gl_auth_cache *tokens;
+	struct gl_audit_writer *audit;
+	uint64_t auth_denied[AR_N]; /* under mu */
 };
 
 /* Per-request state, freed in the completion callback. */
@@ -62,6 +89,70 @@ static double since(const struct timespec *t0)
 const char *gl_req_param(const struct gl_req *req, const char *name)
 {
 	return MHD_lookup_connection_value((struct MHD_Connection *)req->mhd_conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+int gl_req_may_see_owner(struct gl_req *req, const char *owner)
+{
+	req->scope_applied = 1;
+	if (!req->auth || !req->auth->n_owners)
+		return 1;
+	for (size_t i = 0; i < req->auth->n_owners; i++)
+		if (owner && !strcmp(owner, req->auth->owners[i]))
+			return 1;
+	return 0;
+}
+
+const char *gl_req_owner_filter(struct gl_req *req, struct gl_strbuf *buf)
+{
+	req->scope_applied = 1;
+	if (!req->auth || !req->auth->n_owners)
+		return NULL;
+	/* owners were validated at creation (no quotes, backslashes, braces or
+	 * commas); quoting still keeps an owner called NULL a string */
+	gl_strbuf_reset(buf);
+	gl_strbuf_putc(buf, '{');
+	for (size_t i = 0; i < req->auth->n_owners; i++) {
+		if (i)
+			gl_strbuf_putc(buf, ',');
+		gl_strbuf_putc(buf, '"');
+		gl_strbuf_puts(buf, req->auth->owners[i]);
+		gl_strbuf_putc(buf, '"');
+	}
+	gl_strbuf_putc(buf, '}');
+	return gl_strbuf_cstr(buf);
+}
+
+struct param_check {
+	const char *const *allowed;
+	const char *bad;
+};
+
+static enum MHD_Result check_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct param_check *pc = cls;
+	for (size_t i = 0; pc->allowed[i]; i++)
+		if (!strcmp(key, pc->allowed[i]))
+			return MHD_YES;
+	pc->bad = key;
+	return MHD_NO;
+}
+
+int gl_req_check_params(struct gl_req *req, struct gl_resp *resp, const char *const *allowed)
+{
+	struct param_check pc = {allowed, NULL};
+	MHD_get_connection_values((struct MHD_Connection *)req->mhd_conn, MHD_GET_ARGUMENT_KIND, check_param, &pc);
+	if (pc.bad) {
+		char name[64];
+		gl_audit_clean(pc.bad, name, sizeof name);
+		return gl_resp_error(resp, GL_EINVAL, name, "unknown parameter '%s'", name);
+	}
+	return 0;
+}
+
+void gl_server_audit(struct gl_server *s, const struct gl_audit_entry *e)
+{
+	if (s->audit)
+		gl_audit_writer_submit(s->audit, e);
 }
 
 static void conn_destroy(void *p)
@@ -194,6 +285,117 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct gl_resp *re
 	return ret;
 }
 
+static int auth_fail(struct gl_server *s, struct gl_req *req, struct gl_resp *resp, enum auth_reason why,
+		     enum auth_reason *reason)
+{
+	static const char *const msgs[AR_N] = {
+		[AR_MISSING] = "an Authorization: Bearer token is required",
+		[AR_MALFORMED] = "the Authorization header is not a gpuledger bearer token",
+		[AR_UNKNOWN] = "unknown token",
+		[AR_REVOKED] = "token revoked",
+		[AR_EXPIRED] = "token expired",
+		[AR_UNUSABLE] = "token has an unreadable scope; recreate it",
+	};
+	*reason = why;
+	if (gl_ratelimit_fail(s->rl, req->remote_addr, req->now_s))
+		gl_log(GL_LOG_WARN, "http: %d failed authentications from %s: blocked for %d s", AUTH_MAX_FAILURES,
+		       req->remote_addr, AUTH_BLOCK_S);
+	resp->extra_headers[0][0] = "WWW-Authenticate";
+	resp->extra_headers[0][1] = "Bearer realm=\"gpuledger\"";
+	return gl_resp_error(resp, GL_EAUTH, NULL, "%s", msgs[why]);
+}
+
+/* Fills a from the bearer token, or returns -GL_EAUTH / -GL_EBUSY / -GL_EDB
+ * with *reason set. The token is hashed at once and never kept. */
+static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp *resp, struct gl_auth *a,
+			int64_t *attempted_id, enum auth_reason *reason)
+{
+	const char *h = MHD_lookup_connection_value((struct MHD_Connection *)req->mhd_conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION);
+	struct gl_token_info t;
+	unsigned char key[32];
+	char tok[GL_TOKEN_LEN + 1];
+	int found = 0;
+
+	if (gl_ratelimit_blocked(s->rl, req->remote_addr, req->now_s)) {
+		/* no lookup at all while blocked: a guessing flood costs nothing */
+		*reason = AR_RATE_LIMITED;
+		resp->extra_headers[0][0] = "Retry-After";
+		resp->extra_headers[0][1] = XSTR(AUTH_BLOCK_S);
+		return gl_resp_error(resp, GL_EBUSY, NULL, "too many failed authentications from this address; retry later");
+	}
+	if (!h)
+		return auth_fail(s, req, resp, AR_MISSING, reason);
+	if (strncasecmp(h, "Bearer ", 7) != 0)
+		return auth_fail(s, req, resp, AR_MALFORMED, reason);
+	h += 7;
+	while (*h == ' ')
+		h++;
+	if (strlen(h) != GL_TOKEN_LEN || !gl_token_wellformed(h))
+		return auth_fail(s, req, resp, AR_MALFORMED, reason);
+	memcpy(tok, h, sizeof tok);
+	gl_token_sha256(tok, key);
+	memset(tok, 0, sizeof tok);
+	if (!gl_auth_cache_get(s->tokens, key, req->now_s, &found, &t)) {
+		struct gl_err err = {0};
+		PGconn *c;
+		int rc;
+		if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_token_lookup(c, key, &t, &found, &err))) {
+			if (rc == -GL_EDB || rc == -GL_EIO) {
+				*reason = AR_N;
+				return gl_resp_error(resp, GL_EDB, NULL, "cannot check the token: %s", err.msg);
+			}
+			*attempted_id = t.id;
+			return auth_fail(s, req, resp, AR_UNUSABLE, reason);
+		}
+		gl_auth_cache_put(s->tokens, key, req->now_s, found ? &t : NULL);
+	}
+	if (!found)
+		return auth_fail(s, req, resp, AR_UNKNOWN, reason);
+	*attempted_id = t.id;
+	if (t.revoked_s != GL_TIME_NONE)
+		return auth_fail(s, req, resp, AR_REVOKED, reason);
+	if (t.expires_s != GL_TIME_NONE && t.expires_s <= req->now_s)
+		return auth_fail(s, req, resp, AR_EXPIRED, reason);
+	memset(a, 0, sizeof *a);
+	a->token_id = t.id;
+	memcpy(a->token_name, t.name, sizeof a->token_name);
+	memcpy(a->role, t.role, sizeof a->role);
+	a->n_owners = t.n_owners;
+	memcpy(a->owners, t.owners, sizeof a->owners);
+	return 0;
+}
+
+/* One audit row per request, allowed or not: never the token, never the
+ * query string (filters may name people); the route, status and why. */
+static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_route *route, int status,
+			  int64_t token_id, enum auth_reason reason, double secs)
+{
+	struct gl_strbuf d = GL_STRBUF_INIT;
+	char actor[48], obj[GL_AUDIT_FIELD_MAX], method[16];
+	struct gl_audit_entry e;
+
+	if (!s->audit)
+		return;
+	if (token_id)
+		snprintf(actor, sizeof actor, "token:%lld", (long long)token_id);
+	else
+		snprintf(actor, sizeof actor, "anonymous");
+	gl_audit_clean(req->method, method, sizeof method);
+	gl_audit_clean(req->path, obj, sizeof obj);
+	gl_strbuf_puts(&d, "{\"method\":\"");
+	gl_strbuf_put_json_str(&d, method, strlen(method));
+	gl_strbuf_printf(&d, "\",\"route\":\"%s\",\"status\":%d", route ? route->name : "unmatched", status);
+	if (reason < AR_N)
+		gl_strbuf_printf(&d, ",\"reason\":\"%s\"", auth_reason_names[reason]);
+	gl_strbuf_printf(&d, ",\"ms\":%.3f}", secs * 1000.0);
+	e = (struct gl_audit_entry){0, actor, req->remote_addr, "http.request", obj,
+				    status < 400 ? "ok" : status == 401 || status == 403 || status == 429 ? "denied" : "error",
+				    gl_strbuf_cstr(&d)};
+	gl_audit_writer_submit(s->audit, &e);
+	gl_strbuf_fini(&d);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
 {
@@ -202,6 +404,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct gl_resp resp;
 	struct gl_req req;
 	const struct gl_route *route;
+	struct gl_auth auth;
+	enum auth_reason reason = AR_N;
+	int64_t token_id = 0;
 	size_t ridx = MAX_ROUTES;
 	int mm = 0, rc;
 	char addr[INET6_ADDRSTRLEN] = "";
@@ -246,16 +451,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	req.mhd_conn = conn;
 	req.now_s = wall_s();
 
-	if (ctx->too_large) {
+	route = match(method, url, &ridx, &mm);
+	rc = 0;
+	if (!route || !gl_auth_route_public(route->role)) {
+		/* unmatched paths need a token too: no route map for strangers */
+		if ((rc = authenticate(s, &req, &resp, &auth, &token_id, &reason)) == 0) {
+			req.auth = &auth;
+			token_id = auth.token_id;
+			if (route && !gl_auth_role_allows(auth.role, route->role)) {
+				reason = AR_FORBIDDEN;
+				rc = gl_resp_error(&resp, GL_EPERM, NULL, "role %s may not use %s %s", auth.role, method,
+						   route->path);
+			}
+		}
+	}
+	if (rc) {
+		/* denied above */
+	} else if (ctx->too_large) {
 		rc = gl_resp_error(&resp, GL_ERANGE, NULL, "request body larger than %lld bytes",
 				   (long long)s->cfg->http_max_body_bytes);
-	} else if (!(route = match(method, url, &ridx, &mm))) {
+	} else if (!route) {
 		rc = mm ? gl_resp_error(&resp, GL_EINVAL, NULL, "method %s not allowed on %s", method, url)
 			: gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
 		if (mm)
 			resp.status = 405;
 	} else {
 		rc = route->fn(&req, &resp);
+		if (rc == 0 && req.auth && req.auth->n_owners && !req.scope_applied) {
+			/* fail closed: this handler does not filter by owner */
+			gl_strbuf_reset(&resp.body);
+			memset(resp.extra_headers, 0, sizeof resp.extra_headers);
+			resp.status = 0;
+			reason = AR_SCOPE;
+			rc = gl_resp_error(&resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
+		}
 	}
 	if (rc) {
 		if (!resp.status)
@@ -268,7 +497,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else if (!resp.status) {
 		resp.status = 200;
 	}
-	record(s, ridx, resp.status, since(&ctx->t0));
+	{
+		double secs = since(&ctx->t0);
+		record(s, ridx, resp.status, secs);
+		if (reason < AR_N) {
+			pthread_mutex_lock(&s->mu);
+			s->auth_denied[reason]++;
+			pthread_mutex_unlock(&s->mu);
+		}
+		audit_request(s, &req, route, resp.status, token_id, reason, secs);
+	}
 	ret = send_resp(conn, &resp);
 	gl_strbuf_fini(&resp.body);
 	return ret;
@@ -353,6 +591,10 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 		goto out;
 	if ((rc = parse_listen(listen_at, &ss, &sl, err)))
 		goto out;
+	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
+	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);
+	if ((rc = gl_audit_writer_start(s->dsn, AUDIT_QUEUE, AUDIT_BLOCK_MS, &s->audit, err)))
+		goto out;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
@@ -407,6 +649,10 @@ void gl_server_stop(struct gl_server *s)
 		return;
 	if (s->d)
 		MHD_stop_daemon(s->d);
+	/* after the listener: no request can queue a row any more */
+	gl_audit_writer_stop(s->audit);
+	gl_ratelimit_free(s->rl);
+	gl_auth_cache_free(s->tokens);
 	pthread_key_delete(s->conn_key);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
@@ -444,5 +690,12 @@ void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
 		gl_strbuf_printf(o, "gpuledger_http_request_duration_seconds_count{route=\"%s\"} %llu\n", name,
 				 (unsigned long long)st->count);
 	}
+	gl_strbuf_puts(o, "# HELP gpuledger_auth_denied_total Requests refused by access control, by reason.\n"
+			  "# TYPE gpuledger_auth_denied_total counter\n");
+	for (int i = 0; i < AR_N; i++)
+		gl_strbuf_printf(o, "gpuledger_auth_denied_total{reason=\"%s\"} %llu\n", auth_reason_names[i],
+				 (unsigned long long)s->auth_denied[i]);
 	pthread_mutex_unlock(&s->mu);
+	if (s->audit)
+		gl_audit_writer_metrics(s->audit, o);
 }

@@ -2,6 +2,7 @@
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
 #include "gl/cli.h"
 #include "gl/config.h"
+#include "gl/costing.h"
 #include "gl/daemon.h"
 #include "gl/db.h"
 #include "gl/ingest.h"
@@ -13,6 +14,7 @@
 #include "gl/sacct_poll.h"
 #include "gl/server.h"
 
+#include <curl/curl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -40,6 +42,9 @@ static const char usage_main[] =
 	"  migrate        apply database migrations (idempotent)\n"
 	"  db             init|start|stop|status of the embedded PostgreSQL\n"
 	"  ingest         one-shot ingest: ingest sacct --cluster NAME --file F\n"
+	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
+	"  token          create|list|revoke API tokens\n"
+	"  audit          verify|head|prune|harden the audit log\n"
 	"  check-config   validate the configuration file\n"
 	"  version        print the version\n"
 	"\n"
@@ -139,6 +144,11 @@ static const struct {
 	const char *summary;
 } ingest_cmds[] = {
 	{"sacct", gl_cli_ingest_sacct, "ingest sacct --cluster NAME --file F [--delimiter C] [--fields LIST]"},
+	{"kube", gl_cli_ingest_kube, "ingest kube --cluster NAME --file F [--at TIME]"},
+	{"dcgm", gl_cli_ingest_dcgm, "ingest dcgm --cluster NAME --file F --at TIME [--node NAME]"},
+	{"slurm-nodes", gl_cli_ingest_slurm_nodes,
+	 "ingest slurm-nodes --cluster NAME --nodes F [--events F] [--reservations F] [--at TIME]"},
+	{"kube-nodes", gl_cli_ingest_kube_nodes, "ingest kube-nodes --cluster NAME --file F [--at TIME]"},
 	/* further sources register here */
 };
 
@@ -209,6 +219,14 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
+	/* the config's cost model, when it has one, is the one in force */
+	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
+		struct gl_costing_summary sum;
+		if (gl_costing_load(c, cfg, "system:serve", &sum, &err)) {
+			rc = gl_cli_fail(&err);
+			goto out;
+		}
+	}
 	if (gl_server_start(cfg, &so, &srv, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
@@ -251,6 +269,8 @@ int main(int argc, char **argv)
 	int ch, rc;
 	const char *cmd;
 
+	/* libcurl's global state, once, before any thread (the dcgm scraper) */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
 	/* stop at the command: its options are its own */
 	while ((ch = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -294,8 +314,14 @@ int main(int argc, char **argv)
 		rc = cmd_db(&cfg, argc, argv);
 	else if (!strcmp(cmd, "ingest"))
 		rc = cmd_ingest(&cfg, argc, argv);
+	else if (!strcmp(cmd, "rates"))
+		rc = gl_cli_rates(&cfg, argc, argv);
 	else if (!strcmp(cmd, "serve"))
 		rc = cmd_serve(&cfg, argc, argv);
+	else if (!strcmp(cmd, "token"))
+		rc = gl_cli_token(&cfg, argc, argv);
+	else if (!strcmp(cmd, "audit"))
+		rc = gl_cli_audit(&cfg, argc, argv);
 	else {
 		fprintf(stderr, "gpuledger: unknown command '%s'\n%s", cmd, usage_main);
 		rc = EXIT_USAGE;

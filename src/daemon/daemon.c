@@ -33,6 +33,16 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	for (size_t i = 0; i < cfg->n_sacct; i++)
 		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_source_run,
 		    &cfg->sacct[i]);
+	for (size_t i = 0; i < cfg->n_kube; i++)
+		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_source_run, &cfg->kube[i]);
+	for (size_t i = 0; i < cfg->n_dcgm; i++)
+		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_source_run, &cfg->dcgm[i]);
+	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
+		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
+		    gl_slurm_nodes_source_run, &cfg->slurm_nodes[i]);
+	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
+		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
+		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
 	/* further sources register here */
 	*out = arr;
 	return n;

@@ -313,7 +313,9 @@ int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
 	}
 	PQsetNoticeProcessor(c, on_notice, NULL);
 	/* all times are UTC, whatever the server's default */
-	PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'");
+	/* JIT compiles the big accounting queries for over a second and wins
+	 * nothing back on them: keep it off for our sessions */
+	PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'; SET jit = off; SET work_mem = '64MB'");
 	PQclear(r);
 	*out = c;
 	return 0;

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#define GL_ARRAY_LEN_T(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *env_or_die(const char *k)
 {
@@ -186,6 +189,85 @@ const char *gl_test_qstr(PGconn *c, const char *sql)
 	return buf;
 }
 
+/* port -> default token of the daemon on it, for gl_test_http() */
+static struct {
+	int port;
+	char token[64];
+} g_tokens[32];
+
+static void token_register(int port, const char *token)
+{
+	for (size_t i = 0; i < GL_ARRAY_LEN_T(g_tokens); i++)
+		if (g_tokens[i].port == 0 || g_tokens[i].port == port) {
+			g_tokens[i].port = port;
+			snprintf(g_tokens[i].token, sizeof g_tokens[i].token, "%s", token);
+			return;
+		}
+}
+
+static void token_unregister(int port)
+{
+	for (size_t i = 0; i < GL_ARRAY_LEN_T(g_tokens); i++)
+		if (g_tokens[i].port == port)
+			memset(&g_tokens[i], 0, sizeof g_tokens[i]);
+}
+
+static const char *token_for(int port)
+{
+	for (size_t i = 0; i < GL_ARRAY_LEN_T(g_tokens); i++)
+		if (g_tokens[i].port == port && g_tokens[i].token[0])
+			return g_tokens[i].token;
+	return NULL;
+}
+
+static int token_create_cfg(const char *dsn, const char *cfgfile, const char *name, const char *role,
+			    const char *const *extra, char *out, size_t n, long long *id)
+{
+	struct gl_test_out o;
+	const char *a[24];
+	size_t k = 0;
+	int rc = -1;
+	if (cfgfile) {
+		a[k++] = "--config";
+		a[k++] = cfgfile;
+	}
+	a[k++] = "token";
+	a[k++] = "create";
+	a[k++] = "--name";
+	a[k++] = name;
+	a[k++] = "--role";
+	a[k++] = role;
+	for (size_t i = 0; extra && extra[i] && k < 22; i++)
+		a[k++] = extra[i];
+	while (k < 24)
+		a[k++] = NULL;
+	out[0] = '\0';
+	if (gl_test_run(dsn, NULL, &o, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
+			a[13], a[14], a[15], a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23], NULL) == 0 &&
+	    o.status == 0) {
+		size_t len = strcspn(o.out, "\n");
+		if (len > 0 && len < n) {
+			memcpy(out, o.out, len);
+			out[len] = '\0';
+			rc = 0;
+		}
+		if (id) {
+			const char *p = strstr(o.err, "token ");
+			*id = p ? atoll(p + 6) : 0;
+		}
+	}
+	if (rc)
+		fprintf(stderr, "testlib: token create %s failed (%d): %s\n", name, o.status, o.err ? o.err : "");
+	gl_test_out_fini(&o);
+	return rc;
+}
+
+int gl_test_token_create(const char *dsn, const char *name, const char *role, const char *const *extra, char *out,
+			 size_t n, long long *id)
+{
+	return token_create_cfg(dsn, NULL, name, role, extra, out, n, id);
+}
+
 int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *config_yaml,
 			 const char *const *extra_args)
 {
@@ -207,6 +289,18 @@ int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *
 			return -1;
 		fputs(config_yaml ? config_yaml : "", f);
 		fclose(f);
+	}
+	{
+		/* every API route but /healthz wants a token: make an admin one
+		 * the real way; a daemon meant to fail at startup simply gets none */
+		struct gl_test_out o;
+		char name[64];
+		if (gl_test_run(dsn, NULL, &o, "--config", cfgfile, "migrate", NULL) == 0 && o.status == 0) {
+			static int n_made;
+			snprintf(name, sizeof name, "test-admin-%d-%d", (int)getpid(), ++n_made);
+			(void)!token_create_cfg(dsn, cfgfile, name, "admin", NULL, d->token, sizeof d->token, &d->token_id);
+		}
+		gl_test_out_fini(&o);
 	}
 	argv[k++] = gl_test_bin();
 	argv[k++] = "--config";
@@ -235,8 +329,11 @@ int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *
 		if (f) {
 			int ok = fscanf(f, "%d", &d->port) == 1;
 			fclose(f);
-			if (ok && d->port > 0)
+			if (ok && d->port > 0) {
+				if (d->token[0])
+					token_register(d->port, d->token);
 				return 0;
+			}
 		}
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
 			fprintf(stderr, "testlib: daemon exited early; log %s\n", d->log);
@@ -266,6 +363,7 @@ int gl_test_daemon_stop(struct gl_test_daemon *d)
 		}
 	}
 	d->pid = 0;
+	token_unregister(d->port);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->dir);
 	if (getenv("GL_TEST_KEEP") == NULL && system(cmd) != 0)
 		fprintf(stderr, "testlib: could not remove %s\n", d->dir);
@@ -291,6 +389,14 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 int gl_test_http(int port, const char *method, const char *path, const char *body, size_t body_len,
 		 const char *const *extra_headers, struct gl_test_http *r)
 {
+	return gl_test_http_ex(port, method, path, body, body_len, extra_headers, NULL, r);
+}
+
+int gl_test_http_ex(int port, const char *method, const char *path, const char *body, size_t body_len,
+		    const char *const *extra_headers, const struct gl_test_http_opts *o, struct gl_test_http *r)
+{
+	char auth[128];
+	int has_auth = 0;
 	CURL *h = curl_easy_init();
 	struct curl_slist *hl = NULL;
 	struct membuf b = {0}, hd = {0};
@@ -313,8 +419,20 @@ int gl_test_http(int port, const char *method, const char *path, const char *bod
 	}
 	if (!strcmp(method, "HEAD"))
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-	for (size_t i = 0; extra_headers && extra_headers[i]; i++)
+	for (size_t i = 0; extra_headers && extra_headers[i]; i++) {
 		hl = curl_slist_append(hl, extra_headers[i]);
+		if (!strncasecmp(extra_headers[i], "Authorization:", 14))
+			has_auth = 1;
+	}
+	if (!has_auth && !(o && o->no_token)) {
+		const char *tok = o && o->token ? o->token : token_for(port);
+		if (tok) {
+			snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+			hl = curl_slist_append(hl, auth);
+		}
+	}
+	if (o && o->source_addr)
+		curl_easy_setopt(h, CURLOPT_INTERFACE, o->source_addr);
 	if (hl)
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	cc = curl_easy_perform(h);

@@ -41,9 +41,13 @@ struct gl_test_daemon {
 	int port;
 	char dir[256];
 	char log[300];
+	char token[64];     /* an admin token made by the real `token create`; "" if that failed */
+	long long token_id;
 };
 /* Starts `gpuledger serve --listen 127.0.0.1:0 --port-file ...` with the
- * given config text (may be NULL) against dsn; waits until it listens. */
+ * given config text (may be NULL) against dsn; waits until it listens.
+ * Before that it migrates and creates an admin token (d->token), which
+ * gl_test_http() then sends to this daemon's port by default. */
 int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *config_yaml, const char *const *extra_args);
 /* SIGTERM, wait; returns the exit status. */
 int gl_test_daemon_stop(struct gl_test_daemon *d);
@@ -54,9 +58,24 @@ struct gl_test_http {
 	size_t len;
 	char *headers;
 };
-/* method "GET"/"POST"; body may be NULL. extra_headers: NULL-terminated "K: V" list or NULL. */
+/* method "GET"/"POST"; body may be NULL. extra_headers: NULL-terminated "K: V" list or NULL.
+ * Sends the admin token of the daemon started on port unless extra_headers
+ * has its own "Authorization:" line (a bare "Authorization:" sends none). */
 int gl_test_http(int port, const char *method, const char *path, const char *body, size_t body_len,
 		 const char *const *extra_headers, struct gl_test_http *r);
+
+struct gl_test_http_opts {
+	const char *token;       /* NULL: the daemon's admin token */
+	int no_token;            /* 1: no Authorization header at all */
+	const char *source_addr; /* bind the client here (e.g. "127.0.0.7"); NULL: default */
+};
+int gl_test_http_ex(int port, const char *method, const char *path, const char *body, size_t body_len,
+		    const char *const *extra_headers, const struct gl_test_http_opts *o, struct gl_test_http *r);
+
+/* Runs the real `gpuledger token create --name N --role R [extra...]`
+ * against dsn; the token goes to out (n >= 64), its id to *id (may be NULL). */
+int gl_test_token_create(const char *dsn, const char *name, const char *role, const char *const *extra, char *out,
+			 size_t n, long long *id);
 void gl_test_http_fini(struct gl_test_http *r);
 
 /* Repo-relative fixture path check: aborts the test program with a message

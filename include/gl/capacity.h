@@ -1,0 +1,55 @@
+/* gpuledger — capacity and availability per step: reported, allocated, down,
+ * planned down, reserved and idle GPU-seconds per cluster (and partition or
+ * GPU model), settled so that conservation holds exactly in every row:
+ *
+ *   allocated + down + planned_down + reserved + idle == reported
+ *
+ * Capacity comes from gl_capacity() (sql/010_capacity.sql), allocation from
+ * `jobs`. gl_capacity_settle() is pure (domain); gl_capacity_query() reads
+ * the database (store). docs/capacity.md has the rules.
+ *
+ * Ownership: gl_capacity_query() returns an array the caller frees with
+ * free(); rows hold no pointers.
+ */
+#ifndef GL_CAPACITY_H
+#define GL_CAPACITY_H
+
+#include "gl/common.h"
+#include "gl/window.h"
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum gl_cap_aggregate { GL_CAP_AGG_CLUSTER = 0, GL_CAP_AGG_PARTITION, GL_CAP_AGG_MODEL };
+
+struct gl_cap_row {
+	size_t step;                 /* index into the steps given */
+	int64_t start_s, end_s;
+	char cluster[128];
+	char key[128];               /* partition or GPU model; "" for aggregate=cluster */
+	/* inputs as measured */
+	int64_t raw_reported_gpu_seconds, raw_allocated_gpu_milliseconds, raw_down_gpu_seconds,
+		raw_planned_down_gpu_seconds, raw_reserved_gpu_seconds;
+	/* settled (gl_capacity_settle) */
+	int64_t reported_gpu_seconds, allocated_gpu_seconds, down_gpu_seconds, planned_down_gpu_seconds,
+		reserved_gpu_seconds, idle_gpu_seconds;
+	int64_t over_gpu_seconds;    /* what the clamps cut (allocation or downtime beyond capacity) */
+};
+
+/* Settles one row from its raw inputs, in sreport's order
+ * (_setup_cluster_tres_usage): allocated <= reported, then down, planned
+ * down and reserved are cut to what is left; idle is the rest. Pure. */
+void gl_capacity_settle(struct gl_cap_row *r);
+
+/* Saturation: allocated / (reported - down - planned_down); -1 when nothing was available. */
+double gl_capacity_saturation(const struct gl_cap_row *r);
+
+/* Rows for each step x cluster x key (only those with capacity or
+ * allocation), ordered by step, cluster, key, settled. cluster may be NULL
+ * (all). now_s ends running jobs. */
+int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
+		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows,
+		      struct gl_err *err) GL_MUSTCHECK;
+
+#endif

@@ -1,0 +1,430 @@
+/* GET /v1/capacity and GET /v1/inventory (issue 9; the capacity side of
+ * issue 6). docs/capacity.md describes the fields. */
+#include "gl/capacity.h"
+#include "gl/db.h"
+#include "gl/routes.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STEPS 2000
+
+static void put_json(struct gl_resp *resp, cJSON *root)
+{
+	char *s = cJSON_PrintUnformatted(root);
+	if (!s)
+		gl_oom(0);
+	gl_strbuf_puts(&resp->body, s);
+	gl_strbuf_putc(&resp->body, '\n');
+	cJSON_free(s);
+	resp->content_type = "application/json";
+}
+
+static void add_time(cJSON *o, const char *k, int64_t t)
+{
+	char buf[32];
+	gl_time_format(t, buf, sizeof buf);
+	cJSON_AddStringToObject(o, k, buf);
+}
+
+/* sreport prints times without a zone and the last second of the window */
+static void sreport_time(int64_t t, char *buf, size_t n)
+{
+	gl_time_format(t, buf, n);
+	buf[strcspn(buf, "Z")] = '\0';
+}
+
+static const char *key_name(enum gl_cap_aggregate agg)
+{
+	return agg == GL_CAP_AGG_PARTITION ? "partition" : agg == GL_CAP_AGG_MODEL ? "gpu_model" : NULL;
+}
+
+static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
+{
+	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
+	t->raw_allocated_gpu_milliseconds += r->raw_allocated_gpu_milliseconds;
+	t->raw_down_gpu_seconds += r->raw_down_gpu_seconds;
+	t->raw_planned_down_gpu_seconds += r->raw_planned_down_gpu_seconds;
+	t->raw_reserved_gpu_seconds += r->raw_reserved_gpu_seconds;
+	t->reported_gpu_seconds += r->reported_gpu_seconds;
+	t->allocated_gpu_seconds += r->allocated_gpu_seconds;
+	t->down_gpu_seconds += r->down_gpu_seconds;
+	t->planned_down_gpu_seconds += r->planned_down_gpu_seconds;
+	t->reserved_gpu_seconds += r->reserved_gpu_seconds;
+	t->idle_gpu_seconds += r->idle_gpu_seconds;
+	t->over_gpu_seconds += r->over_gpu_seconds;
+}
+
+static void row_fields(cJSON *o, const struct gl_cap_row *r)
+{
+	double sat = gl_capacity_saturation(r);
+	cJSON_AddNumberToObject(o, "reported_gpu_seconds", (double)r->reported_gpu_seconds);
+	cJSON_AddNumberToObject(o, "allocated_gpu_seconds", (double)r->allocated_gpu_seconds);
+	cJSON_AddNumberToObject(o, "down_gpu_seconds", (double)r->down_gpu_seconds);
+	cJSON_AddNumberToObject(o, "planned_down_gpu_seconds", (double)r->planned_down_gpu_seconds);
+	cJSON_AddNumberToObject(o, "reserved_gpu_seconds", (double)r->reserved_gpu_seconds);
+	cJSON_AddNumberToObject(o, "idle_gpu_seconds", (double)r->idle_gpu_seconds);
+	cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", (double)(r->down_gpu_seconds + r->planned_down_gpu_seconds));
+	cJSON_AddNumberToObject(o, "over_gpu_seconds", (double)r->over_gpu_seconds);
+	if (sat < 0)
+		cJSON_AddNullToObject(o, "saturation");
+	else
+		cJSON_AddNumberToObject(o, "saturation", sat);
+}
+
+/* sreport -P cluster Utilization, one block per step, GPU TRES only:
+ * Allocated includes non-maintenance reservations, as the rollup books them. */
+static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size_t nsteps, const struct gl_cap_row *rows,
+			size_t n)
+{
+	size_t i = 0;
+	for (size_t s = 0; s < nsteps; s++) {
+		char a[32], b[32];
+		sreport_time(steps[s].start_s, a, sizeof a);
+		sreport_time(steps[s].end_s - 1, b, sizeof b);
+		gl_strbuf_puts(o, "--------------------------------------------------------------------------------\n");
+		gl_strbuf_printf(o, "Cluster Utilization %s - %s\nUsage reported in TRES Seconds\n", a, b);
+		gl_strbuf_puts(o, "--------------------------------------------------------------------------------\n");
+		gl_strbuf_puts(o, "Cluster|TRES Name|Allocated|Down|PLND Down|Idle|Planned|Reported\n");
+		while (i < n && rows[i].step == s) {
+			size_t j = i;
+			struct gl_cap_row tot;
+			memset(&tot, 0, sizeof tot);
+			while (j < n && rows[j].step == s && !strcmp(rows[j].cluster, rows[i].cluster)) {
+				tot.raw_reported_gpu_seconds += rows[j].raw_reported_gpu_seconds;
+				tot.raw_allocated_gpu_milliseconds += rows[j].raw_allocated_gpu_milliseconds;
+				tot.raw_down_gpu_seconds += rows[j].raw_down_gpu_seconds;
+				tot.raw_planned_down_gpu_seconds += rows[j].raw_planned_down_gpu_seconds;
+				tot.raw_reserved_gpu_seconds += rows[j].raw_reserved_gpu_seconds;
+				j++;
+			}
+			/* the total is settled on its own, as sreport settles each TRES */
+			gl_capacity_settle(&tot);
+			gl_strbuf_printf(o, "%s|gres/gpu|%lld|%lld|%lld|%lld|0|%lld\n", rows[i].cluster,
+					 (long long)(tot.allocated_gpu_seconds + tot.reserved_gpu_seconds),
+					 (long long)tot.down_gpu_seconds, (long long)tot.planned_down_gpu_seconds,
+					 (long long)tot.idle_gpu_seconds, (long long)tot.reported_gpu_seconds);
+			for (size_t k = i; k < j; k++)
+				if (rows[k].key[0])
+					gl_strbuf_printf(o, "%s|gres/gpu:%s|%lld|%lld|%lld|%lld|0|%lld\n", rows[k].cluster,
+							 rows[k].key,
+							 (long long)(rows[k].allocated_gpu_seconds + rows[k].reserved_gpu_seconds),
+							 (long long)rows[k].down_gpu_seconds,
+							 (long long)rows[k].planned_down_gpu_seconds,
+							 (long long)rows[k].idle_gpu_seconds,
+							 (long long)rows[k].reported_gpu_seconds);
+			i = j;
+		}
+	}
+}
+
+int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
+{
+	const char *window = gl_req_param(req, "window"), *step_s = gl_req_param(req, "step"),
+		   *agg_s = gl_req_param(req, "aggregate"), *format = gl_req_param(req, "format"),
+		   *cluster = gl_req_param(req, "cluster");
+	struct gl_err err = {0};
+	struct gl_window w, *steps = NULL;
+	enum gl_step step = GL_STEP_NONE;
+	enum gl_cap_aggregate agg = GL_CAP_AGG_CLUSTER;
+	struct gl_cap_row *rows = NULL, tot;
+	size_t nsteps = 0, nrows = 0;
+	PGconn *c;
+	int rc = 0;
+
+	if (!window)
+		window = "24h";
+	if (gl_window_parse(window, req->now_s, &w, &err))
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", err.msg);
+	if (step_s && gl_step_parse(step_s, &step, &err))
+		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
+	if (agg_s) {
+		if (!strcmp(agg_s, "cluster"))
+			agg = GL_CAP_AGG_CLUSTER;
+		else if (!strcmp(agg_s, "partition"))
+			agg = GL_CAP_AGG_PARTITION;
+		else if (!strcmp(agg_s, "gpu_model"))
+			agg = GL_CAP_AGG_MODEL;
+		else
+			return gl_resp_error(resp, GL_EINVAL, "aggregate",
+					     "aggregate: expected cluster, partition or gpu_model, got '%s'", agg_s);
+	}
+	if (format && strcmp(format, "json") && strcmp(format, "csv") && strcmp(format, "sreport"))
+		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", format);
+	if (format && !strcmp(format, "sreport"))
+		agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+	steps = gl_xcalloc(MAX_STEPS, sizeof *steps);
+	if (gl_window_split(&w, step, steps, MAX_STEPS, &nsteps, &err)) {
+		rc = gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
+		goto out;
+	}
+	if ((rc = gl_req_db(req, &c, &err)) ||
+	    (rc = gl_capacity_query(c, steps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
+		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
+		goto out;
+	}
+	memset(&tot, 0, sizeof tot);
+	for (size_t i = 0; i < nrows; i++)
+		sum_into(&tot, &rows[i]);
+	if (format && !strcmp(format, "sreport")) {
+		put_sreport(&resp->body, steps, nsteps, rows, nrows);
+		resp->content_type = "text/plain; charset=utf-8";
+	} else if (format && !strcmp(format, "csv")) {
+		struct gl_strbuf *o = &resp->body;
+		gl_strbuf_printf(o, "start,end,cluster%s%s,reported_gpu_seconds,allocated_gpu_seconds,down_gpu_seconds,"
+				    "planned_down_gpu_seconds,reserved_gpu_seconds,idle_gpu_seconds,over_gpu_seconds,saturation\n",
+				 key_name(agg) ? "," : "", key_name(agg) ? key_name(agg) : "");
+		for (size_t i = 0; i < nrows; i++) {
+			const struct gl_cap_row *r = &rows[i];
+			char a[32], b[32];
+			double sat = gl_capacity_saturation(r);
+			gl_time_format(r->start_s, a, sizeof a);
+			gl_time_format(r->end_s, b, sizeof b);
+			gl_strbuf_printf(o, "%s,%s,\"%s\"", a, b, r->cluster);
+			if (key_name(agg))
+				gl_strbuf_printf(o, ",\"%s\"", r->key);
+			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,", (long long)r->reported_gpu_seconds,
+					 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
+					 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
+					 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds);
+			if (sat >= 0)
+				gl_strbuf_printf(o, "%.6f", sat);
+			gl_strbuf_putc(o, '\n');
+		}
+		resp->content_type = "text/csv; charset=utf-8";
+	} else {
+		cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
+		add_time(wo, "start", w.start_s);
+		add_time(wo, "end", w.end_s);
+		cJSON_AddStringToObject(root, "step", gl_step_name(step));
+		cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
+		arr = cJSON_AddArrayToObject(root, "rows");
+		for (size_t i = 0; i < nrows; i++) {
+			cJSON *o = cJSON_CreateObject();
+			add_time(o, "start", rows[i].start_s);
+			add_time(o, "end", rows[i].end_s);
+			cJSON_AddStringToObject(o, "cluster", rows[i].cluster);
+			if (key_name(agg))
+				cJSON_AddStringToObject(o, key_name(agg), rows[i].key);
+			row_fields(o, &rows[i]);
+			cJSON_AddItemToArray(arr, o);
+		}
+		t = cJSON_AddObjectToObject(root, "totals");
+		row_fields(t, &tot);
+		put_json(resp, root);
+		cJSON_Delete(root);
+	}
+out:
+	free(steps);
+	free(rows);
+	return rc;
+}
+
+/* ---- inventory ---- */
+
+static void add_col_str(cJSON *o, const char *k, PGresult *r, int i, int col)
+{
+	if (PQgetisnull(r, i, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddStringToObject(o, k, PQgetvalue(r, i, col));
+}
+
+static void add_col_time(cJSON *o, const char *k, PGresult *r, int i, int col)
+{
+	if (PQgetisnull(r, i, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		add_time(o, k, atoll(PQgetvalue(r, i, col)));
+}
+
+static void add_col_num(cJSON *o, const char *k, PGresult *r, int i, int col)
+{
+	if (PQgetisnull(r, i, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddNumberToObject(o, k, (double)atoll(PQgetvalue(r, i, col)));
+}
+
+/* One row per node: its current GPU spans (scheduler) and the state spans in
+ * force now or later (reservations ahead), as JSON built by the database.
+ * Conflicts are listed, never resolved: the scheduler's count stays what
+ * capacity uses. */
+#define TS(x) "to_char(" x " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+static const char inv_nodes_sql[] =
+	"WITH nd AS (SELECT cluster_id, node FROM node_gpu_spans WHERE valid_to IS NULL"
+	"  UNION SELECT cluster_id, node FROM node_state_spans"
+	"  WHERE valid_to IS NULL OR valid_to > to_timestamp($2::bigint))"
+	" SELECT cl.name, nd.node,"
+	" (SELECT array_to_string(s.partitions, ',') FROM node_gpu_spans s WHERE s.cluster_id = nd.cluster_id"
+	"   AND s.node = nd.node AND s.valid_to IS NULL LIMIT 1),"
+	" coalesce((SELECT json_agg(json_build_object('model', s.gpu_model, 'gpus', s.gpus, 'mig_instances',"
+	"   s.mig_instances, 'partition', s.partition, 'source', s.source, 'since', " TS("s.valid_from") ")"
+	"   ORDER BY s.gpu_model) FROM node_gpu_spans s WHERE s.cluster_id = nd.cluster_id AND s.node = nd.node"
+	"   AND s.valid_to IS NULL), '[]'),"
+	" coalesce((SELECT json_agg(json_build_object('state', n.state, 'source', n.source, 'reservation',"
+	"   nullif(n.ref, ''), 'since', " TS("n.valid_from") ", 'until', " TS("n.valid_to") ","
+	"   'raw_state', n.raw_state, 'unknown_flags', n.unknown_flags, 'reason', n.reason, 'reason_user',"
+	"   n.reason_user, 'allocated_gpus', n.alloc_gpus, 'reserved_gpus', n.gpus) ORDER BY n.valid_from)"
+	"   FROM node_state_spans n WHERE n.cluster_id = nd.cluster_id AND n.node = nd.node"
+	"   AND (n.valid_to IS NULL OR n.valid_to > to_timestamp($2::bigint))), '[]'),"
+	" (SELECT n.state FROM node_state_spans n WHERE n.cluster_id = nd.cluster_id AND n.node = nd.node"
+	"   AND n.valid_to IS NULL AND n.source IN ('scontrol', 'kube') ORDER BY n.valid_from DESC LIMIT 1)"
+	" FROM nd JOIN clusters cl ON cl.cluster_id = nd.cluster_id WHERE $1::text IS NULL OR cl.name = $1"
+	" ORDER BY 1, 2";
+
+static const char inv_conflicts_sql[] =
+	"WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g FROM node_gpu_spans WHERE valid_to IS NULL GROUP BY 1, 2),"
+	" exp AS (SELECT gp.cluster_id, nd.name AS node, count(DISTINCT gp.uuid) AS g FROM gpus gp"
+	"  JOIN nodes nd ON nd.node_id = gp.node_id WHERE gp.absent_since IS NULL GROUP BY 1, 2),"
+	" both_c AS (SELECT DISTINCT sch.cluster_id FROM sch JOIN exp USING (cluster_id))"
+	" SELECT cl.name, coalesce(sch.node, exp.node), sch.g, exp.g"
+	" FROM sch FULL JOIN exp ON exp.cluster_id = sch.cluster_id AND exp.node = sch.node"
+	" JOIN clusters cl ON cl.cluster_id = coalesce(sch.cluster_id, exp.cluster_id)"
+	" WHERE coalesce(sch.cluster_id, exp.cluster_id) IN (SELECT cluster_id FROM both_c)"
+	"  AND sch.g IS DISTINCT FROM exp.g AND ($1::text IS NULL OR cl.name = $1)"
+	" ORDER BY 1, 2";
+
+static const char inv_clusters_sql[] =
+	"SELECT cl.name, cl.kind,"
+	" (SELECT count(DISTINCT node) FROM node_gpu_spans s WHERE s.cluster_id = cl.cluster_id AND s.valid_to IS NULL),"
+	" (SELECT sum(gpus) FROM node_gpu_spans s WHERE s.cluster_id = cl.cluster_id AND s.valid_to IS NULL),"
+	" (SELECT count(DISTINCT (gp.node_id, gp.uuid)) FROM gpus gp WHERE gp.cluster_id = cl.cluster_id"
+	"   AND gp.absent_since IS NULL),"
+	" (SELECT extract(epoch FROM max(taken_at))::bigint FROM sched_snapshots t WHERE t.cluster_id = cl.cluster_id),"
+	" (SELECT extract(epoch FROM events_until)::bigint FROM sched_coverage v WHERE v.cluster_id = cl.cluster_id)"
+	" FROM clusters cl WHERE $1::text IS NULL OR cl.name = $1 ORDER BY 1";
+
+void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o)
+{
+	struct gl_err err = {0};
+	PGresult *r = NULL;
+	if (gl_db_query(c, inv_clusters_sql, 1, (const char *[]){NULL}, &r, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_inventory_gpus GPUs in the current inventory per cluster and source.\n"
+				  "# TYPE gpuledger_inventory_gpus gauge\n");
+		for (int i = 0; i < PQntuples(r); i++) {
+			if (!PQgetisnull(r, i, 3))
+				gl_strbuf_printf(o, "gpuledger_inventory_gpus{cluster=\"%s\",source=\"scheduler\"} %s\n",
+						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 3));
+			gl_strbuf_printf(o, "gpuledger_inventory_gpus{cluster=\"%s\",source=\"exporter\"} %s\n",
+					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 4));
+		}
+		gl_strbuf_puts(o, "# HELP gpuledger_inventory_snapshot_timestamp_seconds Time of the last scheduler node snapshot.\n"
+				  "# TYPE gpuledger_inventory_snapshot_timestamp_seconds gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			if (!PQgetisnull(r, i, 5))
+				gl_strbuf_printf(o, "gpuledger_inventory_snapshot_timestamp_seconds{cluster=\"%s\"} %s\n",
+						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 5));
+	}
+	PQclear(r);
+	r = NULL;
+	if (gl_db_query(c,
+			"SELECT name, kind, count(*) FROM (SELECT c.name, CASE WHEN x.s IS NULL THEN 'unknown_to_scheduler'"
+			" WHEN x.e IS NULL THEN 'unseen_by_exporter' ELSE 'gpu_count' END AS kind FROM ("
+			"  SELECT * FROM (WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g FROM node_gpu_spans"
+			"   WHERE valid_to IS NULL GROUP BY 1, 2), exp AS (SELECT gp.cluster_id, nd.name AS node,"
+			"   count(DISTINCT gp.uuid) AS g FROM gpus gp JOIN nodes nd ON nd.node_id = gp.node_id"
+			"   WHERE gp.absent_since IS NULL GROUP BY 1, 2)"
+			"   SELECT coalesce(sch.cluster_id, exp.cluster_id) AS cluster_id, sch.g AS s, exp.g AS e"
+			"   FROM sch FULL JOIN exp ON exp.cluster_id = sch.cluster_id AND exp.node = sch.node"
+			"   WHERE sch.g IS DISTINCT FROM exp.g"
+			"    AND coalesce(sch.cluster_id, exp.cluster_id) IN (SELECT sch.cluster_id FROM sch JOIN exp USING (cluster_id))"
+			"  ) q) x JOIN clusters c USING (cluster_id)) y GROUP BY 1, 2 ORDER BY 1, 2",
+			0, NULL, &r, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_inventory_conflicts Nodes where the scheduler and the exporter disagree.\n"
+				  "# TYPE gpuledger_inventory_conflicts gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			gl_strbuf_printf(o, "gpuledger_inventory_conflicts{cluster=\"%s\",kind=\"%s\"} %s\n",
+					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+	}
+	PQclear(r);
+}
+
+int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
+{
+	const char *cluster = gl_req_param(req, "cluster");
+	struct gl_err err = {0};
+	char now[24];
+	PGconn *c;
+	PGresult *r = NULL;
+	cJSON *root = NULL, *arr, *nodes;
+	int rc;
+
+	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	add_time(root, "at", req->now_s);
+	if ((rc = gl_db_query(c, inv_clusters_sql, 1, (const char *[]){cluster}, &r, &err)))
+		goto fail;
+	arr = cJSON_AddArrayToObject(root, "clusters");
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *o = cJSON_CreateObject();
+		add_col_str(o, "name", r, i, 0);
+		add_col_str(o, "kind", r, i, 1);
+		add_col_num(o, "scheduler_nodes", r, i, 2);
+		add_col_num(o, "scheduler_gpus", r, i, 3);
+		add_col_num(o, "exporter_gpus", r, i, 4);
+		add_col_time(o, "last_snapshot", r, i, 5);
+		add_col_time(o, "events_until", r, i, 6);
+		cJSON_AddStringToObject(o, "capacity_source",
+					!PQgetisnull(r, i, 3) ? "scheduler" : (!PQgetisnull(r, i, 4) && atoll(PQgetvalue(r, i, 4)))
+										? "exporter" : "none");
+		cJSON_AddItemToArray(arr, o);
+	}
+	PQclear(r);
+	r = NULL;
+
+	nodes = cJSON_AddArrayToObject(root, "nodes");
+	if ((rc = gl_db_query(c, inv_nodes_sql, 2, (const char *[]){cluster, now}, &r, &err)))
+		goto fail;
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *n = cJSON_CreateObject();
+		add_col_str(n, "cluster", r, i, 0);
+		add_col_str(n, "node", r, i, 1);
+		add_col_str(n, "partitions", r, i, 2);
+		cJSON_AddItemToObject(n, "gpus", cJSON_Parse(PQgetvalue(r, i, 3)));
+		cJSON_AddItemToObject(n, "states", cJSON_Parse(PQgetvalue(r, i, 4)));
+		/* the sampled state is the node's state now */
+		add_col_str(n, "state", r, i, 5);
+		cJSON_AddItemToArray(nodes, n);
+	}
+	PQclear(r);
+	r = NULL;
+	if ((rc = gl_db_query(c, inv_conflicts_sql, 1, (const char *[]){cluster}, &r, &err)))
+		goto fail;
+	arr = cJSON_AddArrayToObject(root, "conflicts");
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *o = cJSON_CreateObject();
+		char msg[256];
+		add_col_str(o, "cluster", r, i, 0);
+		add_col_str(o, "node", r, i, 1);
+		add_col_num(o, "scheduler_gpus", r, i, 2);
+		add_col_num(o, "exporter_gpus", r, i, 3);
+		if (PQgetisnull(r, i, 2))
+			snprintf(msg, sizeof msg, "the exporter sees %s GPUs on a node the scheduler does not list",
+				 PQgetvalue(r, i, 3));
+		else if (PQgetisnull(r, i, 3))
+			snprintf(msg, sizeof msg, "the scheduler lists %s GPUs; the exporter sees none", PQgetvalue(r, i, 2));
+		else
+			snprintf(msg, sizeof msg, "the scheduler says %s GPUs, the exporter sees %s", PQgetvalue(r, i, 2),
+				 PQgetvalue(r, i, 3));
+		cJSON_AddStringToObject(o, "kind", PQgetisnull(r, i, 2) ? "unknown_to_scheduler"
+						   : PQgetisnull(r, i, 3) ? "unseen_by_exporter" : "gpu_count");
+		cJSON_AddStringToObject(o, "message", msg);
+		cJSON_AddItemToArray(arr, o);
+	}
+	PQclear(r);
+	put_json(resp, root);
+	cJSON_Delete(root);
+	return 0;
+fail:
+	PQclear(r);
+	cJSON_Delete(root);
+	return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+}

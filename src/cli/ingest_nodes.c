@@ -1,0 +1,218 @@
+/* `gpuledger ingest slurm-nodes` and `gpuledger ingest kube-nodes`: one
+ * saved scheduler node snapshot (plus Slurm events and reservations) into the
+ * inventory tables. */
+#include "gl/cli.h"
+#include "gl/db.h"
+#include "gl/log.h"
+#include "gl/nodeobs.h"
+#include "gl/nodes_ingest.h"
+#include "gl/timeutil.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage_slurm_nodes[] =
+	"usage: gpuledger [--config FILE] ingest slurm-nodes --cluster NAME --nodes F [--events F]\n"
+	"                 [--reservations F] [--at TIME]\n"
+	"Applies a saved `scontrol show node -o` (--nodes), with the node event history of\n"
+	"`sacctmgr -P show event events=node,cluster start=... format=Cluster,Event,NodeName,ClusterNodes,\n"
+	"Start,End,State,StateRaw,Reason,User,TRES` (--events) and the reservations of\n"
+	"`sacctmgr -P show reservation ...` or `scontrol show reservation` (--reservations).\n"
+	"--at is when the dump was taken (RFC 3339, default now); with --events the event\n"
+	"history is taken as complete up to it. Exit 0 ok, 1 failure, 4 when lines were skipped.\n";
+
+static const char usage_kube_nodes[] =
+	"usage: gpuledger [--config FILE] ingest kube-nodes --cluster NAME --file F [--at TIME]\n"
+	"Applies a saved `kubectl get nodes -o json` taken at --at (RFC 3339, default now).\n"
+	"Exit 0 ok, 1 failure, 4 when nodes were skipped.\n";
+
+/* The whole file, NUL-terminated; NULL with err set on failure. */
+static char *slurp(const char *path, size_t *len, struct gl_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	if (!f) {
+		gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		size_t r;
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 1 << 17;
+			buf = gl_xrealloc(buf, cap + 1);
+		}
+		r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	if (ferror(f)) {
+		gl_err_set(err, GL_EIO, "%s: read error", path);
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static int parse_file(const char *path, int (*fn)(const char *, size_t, struct gl_node_snapshot *, struct gl_err *),
+		      struct gl_node_snapshot *s, struct gl_err *err)
+{
+	size_t len = 0;
+	char *buf = slurp(path, &len, err);
+	int rc;
+	if (!buf)
+		return -GL_EIO;
+	rc = fn(buf, len, s, err);
+	if (rc)
+		gl_err_prefix(err, "%s: ", path);
+	free(buf);
+	return rc;
+}
+
+static int parse_at(const char *at, int64_t *out)
+{
+	if (!at) {
+		*out = (int64_t)time(NULL);
+		return 0;
+	}
+	return gl_time_parse(at, strlen(at), out);
+}
+
+static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s)
+{
+	struct gl_err err = {0};
+	struct gl_nodes_ingest_counts n;
+	PGconn *c = NULL;
+	int rc;
+	for (size_t i = 0; i < s->nproblems; i++)
+		gl_log(GL_LOG_WARN, "%s", s->problems[i]);
+	if (s->problems_dropped)
+		gl_log(GL_LOG_WARN, "... and %zu more problems", s->problems_dropped);
+	if (gl_db_connect(cfg, &c, &err) || gl_nodes_ingest(c, o, s, &n, &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	gl_log(GL_LOG_INFO,
+	       "ingest %s %s (%s): %lld nodes (%lld with GPUs, %lld GPUs), GPU spans +%lld/-%lld, state spans +%lld/-%lld, "
+	       "%lld events, %lld reservation rows, %zu skipped",
+	       o->run_source, o->input_name, o->cluster, (long long)n.nodes, (long long)n.gpu_nodes, (long long)n.gpus,
+	       (long long)n.gpu_spans_opened, (long long)n.gpu_spans_closed, (long long)n.state_spans_opened,
+	       (long long)n.state_spans_closed, (long long)n.events, (long long)n.reservations, s->skipped);
+	printf("{\"nodes\":%lld,\"gpu_nodes\":%lld,\"gpus\":%lld,\"events\":%lld,\"reservation_rows\":%lld,"
+	       "\"skipped\":%zu,\"problems\":%zu}\n",
+	       (long long)n.nodes, (long long)n.gpu_nodes, (long long)n.gpus, (long long)n.events,
+	       (long long)n.reservations, s->skipped, s->nproblems + s->problems_dropped);
+	rc = s->skipped ? GL_EXIT_SKIPPED : 0;
+out:
+	PQfinish(c);
+	return rc;
+}
+
+int gl_cli_ingest_slurm_nodes(struct gl_config *cfg, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, 0, 'C'}, {"nodes", required_argument, 0, 'n'},
+		{"events", required_argument, 0, 'e'},  {"reservations", required_argument, 0, 'r'},
+		{"at", required_argument, 0, 'a'},      {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *cluster = NULL, *nodes = NULL, *events = NULL, *resv = NULL, *at = NULL;
+	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodes_ingest_opts o = {0};
+	struct gl_err err = {0};
+	int ch, rc;
+
+	if (gl_cli_wants_help(argc, argv)) {
+		fputs(usage_slurm_nodes, stdout);
+		return 0;
+	}
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': cluster = optarg; break;
+		case 'n': nodes = optarg; break;
+		case 'e': events = optarg; break;
+		case 'r': resv = optarg; break;
+		case 'a': at = optarg; break;
+		default: return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: bad option");
+		}
+	}
+	if (optind < argc)
+		return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: unexpected argument '%s'", argv[optind]);
+	if (!cluster || !nodes)
+		return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: --cluster and --nodes are required");
+	o.cluster = cluster;
+	o.kind = "slurm";
+	o.source = "scontrol";
+	o.run_source = "slurm-nodes";
+	o.input_name = nodes;
+	o.events_complete = events != NULL;
+	if (parse_at(at, &o.at_s))
+		return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: --at: bad time '%s'", at);
+	if (parse_file(nodes, gl_scontrol_parse_nodes, &s, &err) ||
+	    (events && parse_file(events, gl_sacctmgr_parse_events, &s, &err)) ||
+	    (resv && parse_file(resv, gl_slurm_parse_reservations, &s, &err))) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	rc = report(cfg, &o, &s);
+out:
+	gl_node_snapshot_fini(&s);
+	return rc;
+}
+
+int gl_cli_ingest_kube_nodes(struct gl_config *cfg, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"cluster", required_argument, 0, 'C'}, {"file", required_argument, 0, 'f'},
+		{"at", required_argument, 0, 'a'},      {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *cluster = NULL, *file = NULL, *at = NULL;
+	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodes_ingest_opts o = {0};
+	struct gl_err err = {0};
+	int ch, rc;
+
+	if (gl_cli_wants_help(argc, argv)) {
+		fputs(usage_kube_nodes, stdout);
+		return 0;
+	}
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': cluster = optarg; break;
+		case 'f': file = optarg; break;
+		case 'a': at = optarg; break;
+		default: return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: bad option");
+		}
+	}
+	if (optind < argc)
+		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: unexpected argument '%s'", argv[optind]);
+	if (!cluster || !file)
+		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: --cluster and --file are required");
+	o.cluster = cluster;
+	o.kind = "kubernetes";
+	o.source = "kube";
+	o.run_source = "kube-nodes";
+	o.input_name = file;
+	if (parse_at(at, &o.at_s))
+		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: --at: bad time '%s'", at);
+	if (parse_file(file, gl_kube_parse_nodes, &s, &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
+	rc = report(cfg, &o, &s);
+out:
+	gl_node_snapshot_fini(&s);
+	return rc;
+}

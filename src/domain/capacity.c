@@ -1,0 +1,37 @@
+/* Settling capacity rows (see include/gl/capacity.h). Pure. */
+#include "gl/capacity.h"
+
+static int64_t take(int64_t want, int64_t *left)
+{
+	int64_t t = want < 0 ? 0 : want;
+	if (t > *left)
+		t = *left;
+	*left -= t;
+	return t;
+}
+
+void gl_capacity_settle(struct gl_cap_row *r)
+{
+	int64_t left = r->raw_reported_gpu_seconds < 0 ? 0 : r->raw_reported_gpu_seconds;
+	/* GPU-milliseconds -> GPU-seconds once per row, so fractional shares
+	 * (MIG, time-slicing) round once */
+	int64_t alloc = r->raw_allocated_gpu_milliseconds / 1000;
+	int64_t wanted = alloc + r->raw_down_gpu_seconds + r->raw_planned_down_gpu_seconds + r->raw_reserved_gpu_seconds;
+	r->reported_gpu_seconds = left;
+	/* slurmdbd's order: allocation first, then Down, then PLND Down */
+	r->allocated_gpu_seconds = take(alloc, &left);
+	r->down_gpu_seconds = take(r->raw_down_gpu_seconds, &left);
+	r->planned_down_gpu_seconds = take(r->raw_planned_down_gpu_seconds, &left);
+	r->reserved_gpu_seconds = take(r->raw_reserved_gpu_seconds, &left);
+	r->idle_gpu_seconds = left;
+	r->over_gpu_seconds = wanted - (r->allocated_gpu_seconds + r->down_gpu_seconds + r->planned_down_gpu_seconds +
+					r->reserved_gpu_seconds);
+}
+
+double gl_capacity_saturation(const struct gl_cap_row *r)
+{
+	int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
+	if (avail <= 0)
+		return -1;
+	return (double)r->allocated_gpu_seconds / (double)avail;
+}

@@ -1,0 +1,194 @@
+/* The daemon's node inventory sources (sources.slurm_nodes[],
+ * sources.kube_nodes[]): run the scheduler's own tools, parse, apply. Any
+ * failure applies nothing, so the last known state stays in force; the
+ * scheduler (gl_daemon_tick) reports it through gl_health_report. */
+#include "gl/config.h"
+#include "gl/daemon.h"
+#include "gl/nodeobs.h"
+#include "gl/nodes_ingest.h"
+#include "gl/proc.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_OUTPUT ((size_t)512 << 20)
+
+struct capture {
+	struct gl_strbuf out;
+	int too_big;
+};
+
+static int on_out(const char *buf, size_t n, void *ud)
+{
+	struct capture *c = ud;
+	if (c->out.len + n > MAX_OUTPUT) {
+		c->too_big = 1;
+		return 1;
+	}
+	gl_strbuf_append(&c->out, buf, n);
+	return 0;
+}
+
+/* Runs argv and hands back its stdout; a non-zero exit, a timeout or an
+ * oversized answer is an error naming the command. */
+static int run_capture(const char *const *argv, int64_t timeout_s, struct gl_strbuf *out, struct gl_err *err)
+{
+	static const char *const env[] = {"TZ=UTC", "SLURM_TIME_FORMAT=standard", NULL};
+	struct capture cap = {GL_STRBUF_INIT, 0};
+	struct gl_proc_opts po = {0};
+	struct gl_proc_result pr;
+	char how[64];
+	int rc;
+	po.env = env;
+	po.timeout_s = (int)timeout_s;
+	po.on_stdout = on_out;
+	po.ud = &cap;
+	rc = gl_proc_run(argv, &po, &pr, err);
+	if (cap.too_big)
+		rc = gl_err_set(err, GL_ERANGE, "%s: output larger than %zu bytes", argv[0], MAX_OUTPUT);
+	else if (rc == 0 && !(pr.exited && pr.status == 0)) {
+		gl_proc_describe(&pr, how, sizeof how);
+		rc = gl_err_set(err, GL_EIO, "%s: %s%s%s", argv[0], how, pr.stderr_bytes ? ": " : "", pr.stderr_excerpt);
+	}
+	if (rc)
+		gl_strbuf_fini(&cap.out);
+	else
+		*out = cap.out;
+	return rc;
+}
+
+static void fmt_slurm_time(int64_t t, char *buf, size_t n)
+{
+	gl_time_format(t, buf, n);
+	buf[strcspn(buf, "Z")] = '\0';
+}
+
+static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_counts *k, const struct gl_node_snapshot *s)
+{
+	snprintf(summary, n,
+		 "%lld nodes (%lld with GPUs, %lld GPUs), GPU spans +%lld/-%lld, state spans +%lld/-%lld, %lld events, "
+		 "%lld reservation rows, %zu problems",
+		 (long long)k->nodes, (long long)k->gpu_nodes, (long long)k->gpus, (long long)k->gpu_spans_opened,
+		 (long long)k->gpu_spans_closed, (long long)k->state_spans_opened, (long long)k->state_spans_closed,
+		 (long long)k->events, (long long)k->reservations, s->nproblems + s->problems_dropped);
+}
+
+int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *vsrc, int64_t now_s, char *summary,
+			      size_t summary_len, struct gl_err *err)
+{
+	const struct gl_slurm_nodes_source_cfg *src = vsrc;
+	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_strbuf out = GL_STRBUF_INIT;
+	struct gl_nodes_ingest_opts o = {0};
+	struct gl_nodes_ingest_counts k;
+	char start[32], end[32], startarg[48], endarg[48], clarg[300];
+	int rc;
+
+	(void)cfg;
+	{
+		const char *argv[] = {src->scontrol, "show", "node", "-o", NULL};
+		if ((rc = run_capture(argv, src->timeout_s, &out, err)) ||
+		    (rc = gl_scontrol_parse_nodes(gl_strbuf_cstr(&out), out.len, &s, err)))
+			goto out;
+		gl_strbuf_fini(&out);
+	}
+	if (src->sacctmgr[0]) {
+		fmt_slurm_time(now_s - src->events_lookback_s, start, sizeof start);
+		fmt_slurm_time(now_s, end, sizeof end);
+		snprintf(startarg, sizeof startarg, "start=%s", start);
+		snprintf(endarg, sizeof endarg, "end=%s", end);
+		snprintf(clarg, sizeof clarg, "clusters=%s", src->cluster);
+		{
+			const char *argv[] = {src->sacctmgr, "-P", "show", "event", "events=node,cluster", clarg, startarg,
+					      endarg,
+					      "format=Cluster,Event,NodeName,ClusterNodes,Start,End,State,StateRaw,Reason,User,TRES",
+					      NULL};
+			if ((rc = run_capture(argv, src->timeout_s, &out, err)) ||
+			    (rc = gl_sacctmgr_parse_events(gl_strbuf_cstr(&out), out.len, &s, err)))
+				goto out;
+			gl_strbuf_fini(&out);
+		}
+	}
+	if (src->reservations) {
+		const char *argv[] = {src->scontrol, "show", "reservation", "-o", NULL};
+		if ((rc = run_capture(argv, src->timeout_s, &out, err)) ||
+		    (rc = gl_slurm_parse_reservations(gl_strbuf_cstr(&out), out.len, &s, err)))
+			goto out;
+		gl_strbuf_fini(&out);
+	}
+	o.cluster = src->cluster;
+	o.kind = "slurm";
+	o.source = "scontrol";
+	o.run_source = "slurm-nodes";
+	o.input_name = "scontrol show node -o";
+	o.at_s = now_s;
+	o.events_complete = src->sacctmgr[0] != '\0';
+	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
+		goto out;
+	summarize(summary, summary_len, &k, &s);
+out:
+	gl_strbuf_fini(&out);
+	gl_node_snapshot_fini(&s);
+	return rc;
+}
+
+int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *vsrc, int64_t now_s, char *summary,
+			     size_t summary_len, struct gl_err *err)
+{
+	const struct gl_kube_nodes_source_cfg *src = vsrc;
+	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_strbuf out = GL_STRBUF_INIT;
+	struct gl_nodes_ingest_opts o = {0};
+	struct gl_nodes_ingest_counts k;
+	int64_t at = now_s;
+	int rc;
+
+	(void)cfg;
+	if (src->command[0]) {
+		char *cmd = gl_xstrdup(src->command), *save = NULL;
+		const char *argv[64];
+		size_t n = 0;
+		for (char *t = strtok_r(cmd, " \t", &save); t && n < GL_ARRAY_LEN(argv) - 1; t = strtok_r(NULL, " \t", &save))
+			argv[n++] = t;
+		argv[n] = NULL;
+		rc = n ? run_capture(argv, src->timeout_s, &out, err) : gl_err_set(err, GL_ECONFIG, "empty command");
+		free(cmd);
+		if (rc)
+			goto out;
+	} else {
+		FILE *f = fopen(src->file, "rb");
+		struct stat sb;
+		char buf[65536];
+		size_t r;
+		if (!f) {
+			rc = gl_err_set(err, GL_EIO, "%s: %s", src->file, strerror(errno));
+			goto out;
+		}
+		/* the file is as old as its last write, not as our read */
+		if (fstat(fileno(f), &sb) == 0 && sb.st_mtime <= now_s)
+			at = (int64_t)sb.st_mtime;
+		while ((r = fread(buf, 1, sizeof buf, f)) > 0)
+			gl_strbuf_append(&out, buf, r);
+		fclose(f);
+	}
+	if ((rc = gl_kube_parse_nodes(gl_strbuf_cstr(&out), out.len, &s, err)))
+		goto out;
+	o.cluster = src->cluster;
+	o.kind = "kubernetes";
+	o.source = "kube";
+	o.run_source = "kube-nodes";
+	o.input_name = src->command[0] ? src->command : src->file;
+	o.at_s = at;
+	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
+		goto out;
+	summarize(summary, summary_len, &k, &s);
+out:
+	gl_strbuf_fini(&out);
+	gl_node_snapshot_fini(&s);
+	return rc;
+}

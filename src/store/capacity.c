@@ -1,0 +1,102 @@
+/* Reading capacity and allocation per step (see include/gl/capacity.h). */
+#include "gl/capacity.h"
+#include "gl/db.h"
+#include "gl/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Steps go in as two bigint arrays; gl_capacity() runs once per step and the
+ * jobs of every step are read in the same statement. A job counts once,
+ * under its own partition; its model is the one its first node had when it
+ * started (else its GRES type). */
+static const char cap_sql[] =
+	"WITH st AS (SELECT t.a, t.b, t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(a, b, i)),"
+	" cap AS ("
+	"  SELECT st.i, c.cluster_id,"
+	"   CASE $4 WHEN 'partition' THEN coalesce(c.partition, '') WHEN 'gpu_model' THEN c.gpu_model ELSE '' END AS k,"
+	"   sum(c.reported_gpu_seconds) AS r, sum(c.down_gpu_seconds) AS d,"
+	"   sum(c.planned_down_gpu_seconds) AS pd, sum(c.reserved_gpu_seconds) AS rs"
+	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b)) c GROUP BY 1, 2, 3),"
+	" jb AS ("
+	"  SELECT st.i, j.cluster_id,"
+	"   CASE $4 WHEN 'partition' THEN coalesce(j.partition, '')"
+	"    WHEN 'gpu_model' THEN coalesce((SELECT s.gpu_model FROM node_gpu_spans s WHERE s.cluster_id = j.cluster_id"
+	"      AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"
+	"      j.gpu_type, '')"
+	"    ELSE '' END AS k,"
+	"   sum(j.gpu_milli * extract(epoch FROM least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))"
+	"       - greatest(j.start_at, to_timestamp(st.a)))::bigint) AS am"
+	"  FROM st JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(st.b)"
+	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(st.a)"
+	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at"
+	"  GROUP BY 1, 2, 3)"
+	" SELECT coalesce(cap.i, jb.i) - 1, cl.name, coalesce(cap.k, jb.k), coalesce(cap.r, 0), coalesce(jb.am, 0),"
+	"  coalesce(cap.d, 0), coalesce(cap.pd, 0), coalesce(cap.rs, 0)"
+	" FROM cap FULL JOIN jb ON cap.i = jb.i AND cap.cluster_id = jb.cluster_id AND cap.k = jb.k"
+	" JOIN clusters cl ON cl.cluster_id = coalesce(cap.cluster_id, jb.cluster_id)"
+	" WHERE $5::text IS NULL OR cl.name = $5"
+	" ORDER BY 1, 2, 3";
+
+static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, int end)
+{
+	gl_strbuf_putc(b, '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			gl_strbuf_putc(b, ',');
+		gl_strbuf_put_i64(b, end ? w[i].end_s : w[i].start_s);
+	}
+	gl_strbuf_putc(b, '}');
+}
+
+int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
+		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows, struct gl_err *err)
+{
+	static const char *const agg_names[] = {"cluster", "partition", "gpu_model"};
+	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
+	char now[24];
+	PGresult *r = NULL;
+	struct gl_cap_row *out = NULL;
+	int rc, n;
+
+	*rows = NULL;
+	*nrows = 0;
+	put_array(&a, steps, nsteps, 0);
+	put_array(&b, steps, nsteps, 1);
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	if ((rc = gl_db_query(c, cap_sql, 5,
+			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster}, &r,
+			      err)))
+		goto out;
+	n = PQntuples(r);
+	out = gl_xcalloc(n ? (size_t)n : 1, sizeof *out);
+	for (int i = 0; i < n; i++) {
+		struct gl_cap_row *x = &out[i];
+		long long step = atoll(PQgetvalue(r, i, 0));
+		if (step < 0 || (size_t)step >= nsteps) {
+			rc = gl_err_set(err, GL_EDB, "capacity: step %lld out of range", step);
+			goto out;
+		}
+		x->step = (size_t)step;
+		x->start_s = steps[step].start_s;
+		x->end_s = steps[step].end_s;
+		snprintf(x->cluster, sizeof x->cluster, "%s", PQgetvalue(r, i, 1));
+		snprintf(x->key, sizeof x->key, "%s", PQgetvalue(r, i, 2));
+		x->raw_reported_gpu_seconds = atoll(PQgetvalue(r, i, 3));
+		x->raw_allocated_gpu_milliseconds = atoll(PQgetvalue(r, i, 4));
+		x->raw_down_gpu_seconds = atoll(PQgetvalue(r, i, 5));
+		x->raw_planned_down_gpu_seconds = atoll(PQgetvalue(r, i, 6));
+		x->raw_reserved_gpu_seconds = atoll(PQgetvalue(r, i, 7));
+		gl_capacity_settle(x);
+	}
+	*rows = out;
+	*nrows = (size_t)n;
+	out = NULL;
+out:
+	free(out);
+	PQclear(r);
+	gl_strbuf_fini(&a);
+	gl_strbuf_fini(&b);
+	return rc;
+}
