@@ -82,11 +82,11 @@ static const char *fleet_expr(const char *dim)
 {
 	/* the idle rows carry these three dimensions under the same names */
 	if (!strcmp(dim, "cluster"))
-		return "idle.cluster";
+		return "capk.cluster";
 	if (!strcmp(dim, "partition"))
-		return "idle.partition";
+		return "capk.partition";
 	if (!strcmp(dim, "gpu_model"))
-		return "idle.gpu_model";
+		return "capk.gpu_model";
 	return NULL;
 }
 
@@ -384,6 +384,11 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 				l->idle_owner_num += num;
 			}
 		}
+		/* a step with no capacity rows while others have some had no GPUs
+		 * (before the cluster existed): zero, not unknown */
+		if (PQntuples(r) > 0)
+			for (size_t i = 0; i < cb->n_steps; i++)
+				cb->steps[i].capacity_known = 1;
 	}
 out:
 	PQclear(r);

@@ -289,6 +289,8 @@ static cJSON *get_json(const char *path, long want_status)
 static long long num(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItem(o, k);
+	if (!cJSON_IsNumber(v))
+		fprintf(stderr, "'%s' is not a number\n", k);
 	assert_true(cJSON_IsNumber(v));
 	return (long long)v->valuedouble;
 }
@@ -312,6 +314,90 @@ static void check_api_conservation(const char *path)
 				 num(row, "idle_gpu_seconds"),
 			 num(row, "reported_gpu_seconds"));
 	cJSON_Delete(j);
+}
+
+/* /v1/chargeback reconciles with capacity: for every step, the lines'
+ * allocated GPU-seconds + __idle__ + unavailable = reported capacity (to the
+ * second), and lines + __idle__ = totals (to the second and the micro-unit),
+ * under every idle-sharing policy and several aggregations and windows. */
+static void test_chargeback_conserves_capacity(void **state)
+{
+	static const char *const windows[] = {
+		"2026-11-22T17:00:00Z,2026-11-22T19:00:00Z&step=hour",
+		"2026-11-22T17:30:00Z,2026-11-22T18:30:00Z",
+		"2026-11-22T17:59:00Z,2026-11-22T18:03:00Z&step=hour",
+	};
+	/* /v1/capacity per distinct step, fetched once */
+	struct {
+		char a[32], b[32];
+		long long unavail, reported, alloc;
+	} capc[16];
+	int ncap = 0;
+	static const char *const aggs[] = {"account", "team", "user,partition", "gpu_model"};
+	static const char *const shares[] = {"none", "proportional"};
+	char path[512];
+	int checked = 0;
+	PQclear(PQexec(g_c, "INSERT INTO rates (gpu_model, micros_per_gpu_hour) VALUES ('a100', 2500000), ('v100', 1200000)"));
+	for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+		for (size_t a = 0; a < sizeof aggs / sizeof aggs[0]; a++)
+			for (size_t sh = 0; sh < 2; sh++) {
+				cJSON *cb, *st, *cap, *crow;
+				(void)crow;
+				snprintf(path, sizeof path, "/v1/chargeback?window=%s&aggregate=%s&shareIdle=%s&filter=cluster:testgpu",
+					 windows[w], aggs[a], shares[sh]);
+				cb = get_json(path, 200);
+				assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cb, "capacity_known")));
+				cJSON_ArrayForEach(st, cJSON_GetObjectItem(cb, "steps"))
+				{
+					cJSON *it, *idle = cJSON_GetObjectItem(st, "idle"), *tot = cJSON_GetObjectItem(st, "totals");
+					long long alloc = 0, share_s = 0, micros = 0, unavail, reported;
+					cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "items"))
+					{
+						alloc += num(it, "allocated_gpu_seconds");
+						share_s += num(it, "idle_share_gpu_seconds");
+						micros += num(it, "total_micros");
+						assert_int_equal(num(it, "total_micros"),
+								 num(it, "cost_micros") + num(it, "idle_share_micros"));
+					}
+					/* the same step from /v1/capacity */
+					{
+						const char *sa = cJSON_GetObjectItem(st, "start")->valuestring,
+							   *sb = cJSON_GetObjectItem(st, "end")->valuestring;
+						int k;
+						for (k = 0; k < ncap; k++)
+							if (!strcmp(capc[k].a, sa) && !strcmp(capc[k].b, sb))
+								break;
+						if (k == ncap) {
+							assert_true(ncap < 16);
+							snprintf(path, sizeof path, "/v1/capacity?window=%s,%s&cluster=testgpu", sa, sb);
+							cap = get_json(path, 200);
+							crow = cJSON_GetObjectItem(cap, "totals");
+							snprintf(capc[k].a, sizeof capc[k].a, "%s", sa);
+							snprintf(capc[k].b, sizeof capc[k].b, "%s", sb);
+							capc[k].unavail = num(crow, "down_gpu_seconds") +
+									  num(crow, "planned_down_gpu_seconds") +
+									  num(crow, "reserved_gpu_seconds");
+							capc[k].reported = num(crow, "reported_gpu_seconds");
+							capc[k].alloc = num(crow, "allocated_gpu_seconds");
+							cJSON_Delete(cap);
+							ncap++;
+						}
+						unavail = capc[k].unavail;
+						reported = capc[k].reported;
+						assert_int_equal(alloc, capc[k].alloc);
+					}
+					assert_int_equal(num(idle, "overallocated_gpu_seconds"), 0);
+					assert_int_equal(alloc + num(idle, "unshared_gpu_seconds") + unavail, reported);
+					assert_int_equal(alloc + share_s + num(idle, "gpu_seconds"), num(tot, "gpu_seconds"));
+					assert_int_equal(micros + num(idle, "total_micros"), num(tot, "total_micros"));
+					if (!strcmp(shares[sh], "proportional") && alloc > 0)
+						assert_int_equal(num(idle, "total_micros"), 0);
+					checked++;
+				}
+				cJSON_Delete(cb);
+			}
+	assert_true(checked >= 30);
+	PQclear(PQexec(g_c, "DELETE FROM rates"));
 }
 
 static void test_api_capacity(void **state)
@@ -633,6 +719,7 @@ int main(void)
 		cmocka_unit_test(test_testbed_equals_sreport),
 		cmocka_unit_test(test_api_sreport_layout_is_byte_identical),
 		cmocka_unit_test(test_api_capacity),
+		cmocka_unit_test(test_chargeback_conserves_capacity),
 		cmocka_unit_test(test_reingest_and_bad_snapshots_change_nothing),
 		cmocka_unit_test(test_kube_capacity_follows_nodes),
 		cmocka_unit_test(test_inventory_and_conflicts),
