@@ -19,5 +19,12 @@ if [[ ! -f $marker ]]; then
 	scripts/demo-data.sh "$BIN" "${args[@]}"
 	mkdir -p var && touch "$marker"
 fi
+token_file=var/demo-token
+if [[ ! -s $token_file ]]; then
+	# a local admin token for trying the API; shown once, kept only in this file
+	(umask 077 && "$BIN" "${args[@]}" token create --name "demo-$(date +%s)" --role admin >"$token_file")
+fi
+echo "run: API token (admin) in $token_file, e.g.:"
+echo "     curl -H \"Authorization: Bearer \$(cat $token_file)\" 'http://127.0.0.1:8080/v1/chargeback?window=2026-11-22&aggregate=team'"
 echo "run: serving; press Ctrl-C to stop (the database keeps running: '$BIN ${args[*]} db stop')"
 exec "$BIN" "${args[@]}" serve
