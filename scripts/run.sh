@@ -7,8 +7,8 @@ BIN=${BUILD:-build}/gpuledger
 CONFIG=${GPULEDGER_CONFIG:-gpuledger.yaml}
 [[ -f $CONFIG ]] || CONFIG=gpuledger.example.yaml
 args=(--config "$CONFIG")
-if ! "$BIN" "${args[@]}" check-config >/dev/null; then exit 1; fi
-if [[ -z ${GPULEDGER_DSN:-} ]] && ! grep -qE '^\s*dsn:\s*\S' "$CONFIG"; then
+check=$("$BIN" "${args[@]}" check-config) || exit 1
+if [[ $check == *"database: embedded"* ]]; then
 	"$BIN" "${args[@]}" db init
 	"$BIN" "${args[@]}" db start
 fi

@@ -53,6 +53,12 @@ void gl_audit_hex(const unsigned char h[GL_AUDIT_HASH_LEN], char out[2 * GL_AUDI
 /* Parses 64 hex digits (an optional "\x" prefix is skipped); 0 or -GL_EINVAL. */
 int gl_audit_unhex(const char *s, unsigned char out[GL_AUDIT_HASH_LEN]) GL_MUSTCHECK;
 
+/* The actor of rows the process writes on its own behalf (ingest runs):
+ * "system" (the default, the daemon) or "cli:<user>" for a command. Set
+ * once at start, before any thread; the string is copied. */
+void gl_audit_set_process_actor(const char *actor);
+const char *gl_audit_process_actor(void);
+
 /* ---- synchronous append ---- */
 
 /* Appends one row. Joins the connection's transaction when one is open (so
@@ -95,6 +101,24 @@ struct gl_audit_verify {
  * the function returns 0 with v->ok = 0, bad_seq and reason set. */
 int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors, size_t n_anchors, struct gl_audit_verify *v,
 		    struct gl_err *err) GL_MUSTCHECK;
+
+/* Verifies only the rows lo_seq..hi_seq (GET /v1/audit/verify?window=):
+ * the first row's prev_hash is taken as given, so this proves the rows of
+ * the window are intact and consecutive, not what came before them. */
+int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struct gl_audit_anchor *anchors,
+			  size_t n_anchors, struct gl_audit_verify *v, struct gl_err *err) GL_MUSTCHECK;
+
+/* ---- anchors (the head published outside the database) ---- */
+
+/* "seq N hash HEX at TIME\n" of the current head into line (an empty log:
+ * seq 0, zero hash, now_s). */
+int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct gl_err *err) GL_MUSTCHECK;
+/* The same, appended to path as one line (O_APPEND, fsync); line gets it. */
+int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *line, size_t n,
+			   struct gl_err *err) GL_MUSTCHECK;
+/* Reads the "seq N hash HEX" lines of an anchor file (others are ignored);
+ * *out is caller-freed with free(). */
+int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 
 /* ---- retention ---- */
 

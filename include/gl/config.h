@@ -104,6 +104,12 @@ struct gl_config {
 	int64_t http_max_conns_per_ip;
 	int64_t http_max_body_bytes;
 	char *web_dir;
+	int64_t http_rate_per_ip;      /* requests/s per client address; 0 = off */
+	int64_t http_rate_burst;
+	/* audit (docs/security.md) */
+	char *audit_anchor_file;       /* "" = the daemon writes no anchors */
+	int64_t audit_anchor_interval_s;
+	int audit_requests;            /* 0 only for benchmarks: no per-request rows */
 	/* log */
 	char *log_level;
 	/* ingest */

@@ -35,6 +35,14 @@ int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const cha
 int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
 			 const char *error, struct gl_err *err) GL_MUSTCHECK;
 
+/* Appends the run's "ingest.run" audit row (actor gl_audit_process_actor(),
+ * object "source:cluster", detail: run id, status and counters; never the
+ * input, which may be a command line with credentials). Call once per run,
+ * after its last commit or rollback, outside any transaction: the row goes
+ * in its own transaction, so a failure to audit is logged and never undoes
+ * ingested data (docs/security.md). */
+void gl_ingest_run_audit(PGconn *c, int64_t run_id);
+
 /* Watermark of (source, cluster): GL_TIME_NONE when none yet. */
 int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm_s, struct gl_err *err) GL_MUSTCHECK;
 /* Sets it (inside the batch transaction). */

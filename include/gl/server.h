@@ -87,6 +87,12 @@ struct gl_route {
 	gl_handler_fn fn;
 	const char *name;         /* metrics label */
 	const char *role;         /* least role allowed: "public" (no token), "viewer", "finance", "admin", "hook" */
+	/* Query parameters the handler reads, comma-separated ("window,step");
+	 * NULL or "" = none. The server answers 400 naming the parameter for
+	 * any other name, a repeated name or a malformed value before the
+	 * handler runs, so a new parameter must be added here (and to
+	 * docs/openapi.yaml; a test checks they agree). */
+	const char *params;
 };
 
 struct gl_server_opts {

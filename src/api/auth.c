@@ -149,6 +149,95 @@ int gl_ratelimit_fail(struct gl_ratelimit *rl, const char *addr, int64_t now_s)
 	return started;
 }
 
+/* ---- request-rate limiter ---- */
+
+struct rq_slot {
+	char addr[48];
+	double tokens;
+	int64_t last_ms, audited_ms, refused;
+};
+
+struct gl_reqlimit {
+	pthread_mutex_t mu;
+	struct rq_slot *slots;
+	size_t n;
+	double rate_per_ms, burst;
+};
+
+struct gl_reqlimit *gl_reqlimit_new(size_t slots, double rate_per_s, double burst)
+{
+	struct gl_reqlimit *rl = gl_xcalloc(1, sizeof *rl);
+	pthread_mutex_init(&rl->mu, NULL);
+	rl->n = slots < PROBE ? PROBE : slots;
+	rl->slots = gl_xcalloc(rl->n, sizeof *rl->slots);
+	rl->rate_per_ms = rate_per_s / 1000.0;
+	rl->burst = burst < 1 ? 1 : burst;
+	return rl;
+}
+
+void gl_reqlimit_free(struct gl_reqlimit *rl)
+{
+	if (!rl)
+		return;
+	pthread_mutex_destroy(&rl->mu);
+	free(rl->slots);
+	free(rl);
+}
+
+/* Same eviction rule as rl_find: bounded memory whatever the address mix.
+ * An evicted address comes back with a full bucket, which only ever errs
+ * towards serving. */
+static struct rq_slot *rq_find(struct gl_reqlimit *rl, const char *addr, int64_t now_ms)
+{
+	size_t base = (size_t)(fnv(addr) % rl->n);
+	struct rq_slot *victim = NULL;
+	for (size_t i = 0; i < PROBE; i++) {
+		struct rq_slot *s = &rl->slots[(base + i) % rl->n];
+		if (s->addr[0] && !strcmp(s->addr, addr))
+			return s;
+		if (!victim || (!s->addr[0] && victim->addr[0]) ||
+		    (s->addr[0] && victim->addr[0] && s->last_ms < victim->last_ms))
+			victim = s;
+	}
+	memset(victim, 0, sizeof *victim);
+	strncpy(victim->addr, addr, sizeof victim->addr - 1);
+	victim->tokens = rl->burst;
+	victim->last_ms = now_ms;
+	victim->audited_ms = INT64_MIN / 2;
+	return victim;
+}
+
+int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms, int64_t *suppressed)
+{
+	struct rq_slot *s;
+	int ret;
+	*suppressed = 0;
+	if (!rl || rl->rate_per_ms <= 0)
+		return 0;
+	pthread_mutex_lock(&rl->mu);
+	s = rq_find(rl, addr, now_ms);
+	if (now_ms > s->last_ms) {
+		s->tokens += (double)(now_ms - s->last_ms) * rl->rate_per_ms;
+		if (s->tokens > rl->burst)
+			s->tokens = rl->burst;
+		s->last_ms = now_ms;
+	}
+	if (s->tokens >= 1.0) {
+		s->tokens -= 1.0;
+		ret = 0;
+	} else if (now_ms - s->audited_ms >= 1000) {
+		*suppressed = s->refused;
+		s->refused = 0;
+		s->audited_ms = now_ms;
+		ret = 1;
+	} else {
+		s->refused++;
+		ret = 2;
+	}
+	pthread_mutex_unlock(&rl->mu);
+	return ret;
+}
+
 /* ---- token cache ---- */
 
 struct cache_slot {

@@ -5,6 +5,7 @@
 #include "gl/routes.h"
 #include "gl/timeutil.h"
 #include "gl/tokens.h"
+#include "gl/window.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -33,18 +34,27 @@ static void add_time(cJSON *o, const char *k, int64_t t)
 	cJSON_AddStringToObject(o, k, buf);
 }
 
-static int time_param(struct gl_req *req, struct gl_resp *resp, const char *name, char *out, size_t n,
-		      const char **val)
+/* window= (include/gl/window.h) as two timestamptz texts; *have 0 when absent. */
+static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, char *to, size_t n, int *have)
 {
-	const char *v = gl_req_param(req, name);
-	int64_t t;
-	*val = NULL;
+	const char *v = gl_req_param(req, "window");
+	struct gl_window w;
+	struct gl_err e = {0};
+	*have = 0;
 	if (!v)
 		return 0;
-	if (gl_time_parse(v, strlen(v), &t))
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an RFC 3339 time", name);
-	gl_time_format(t, out, n);
-	*val = out;
+	if (gl_window_parse(v, req->now_s, &w, &e))
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", e.msg);
+	if (w.end_s - w.start_s > req->cfg->api_max_window_days * 86400)
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days (%lld days)",
+				     (long long)req->cfg->api_max_window_days);
+	gl_time_format(w.start_s, from, n);
+	/* a window ending now ("7d", "today") takes the rows of the current
+	 * second too: windows end at whole seconds, the log does not */
+	snprintf(to, n, "%s", "infinity");
+	if (w.end_s < req->now_s)
+		gl_time_format(w.end_s, to, n);
+	*have = 1;
 	return 0;
 }
 
@@ -68,29 +78,25 @@ static int int_param(struct gl_req *req, struct gl_resp *resp, const char *name,
 
 int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 {
-	static const char *const allowed[] = {"from", "to", "action", "actor", "outcome", "limit", "cursor", NULL};
 	struct gl_err err = {0};
 	char from_b[32], to_b[32], lim[24], cur[24];
-	const char *from, *to;
 	long long limit, cursor;
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root, *arr;
-	int rc, n;
+	int rc, n, have_w;
 
-	if ((rc = gl_req_check_params(req, resp, allowed)) ||
-	    (rc = time_param(req, resp, "from", from_b, sizeof from_b, &from)) ||
-	    (rc = time_param(req, resp, "to", to_b, sizeof to_b, &to)) ||
+	/* the server has already refused parameters outside the route's list */
+	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)) ||
 	    (rc = int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
 	    (rc = int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
-	if (from && to && strcmp(from, to) >= 0)
-		return gl_resp_error(resp, GL_EINVAL, "to", "to: must be after from");
 	snprintf(lim, sizeof lim, "%lld", limit);
 	snprintf(cur, sizeof cur, "%lld", cursor);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	/* newest first; cursor = the seq to continue below */
+	/* newest first; keyset pagination: cursor = the seq to continue below,
+	 * so pages stay exact while rows are appended */
 	if ((rc = gl_db_query(c,
 			      "SELECT audit_id, extract(epoch FROM at)::bigint, actor, source_addr, action, object, outcome,"
 			      " detail::text, encode(prev_hash, 'hex'), encode(hash, 'hex') FROM audit_log"
@@ -99,8 +105,8 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 			      "   AND ($5::text IS NULL OR outcome = $5) AND ($6::bigint = 0 OR audit_id < $6)"
 			      " ORDER BY audit_id DESC LIMIT $7",
 			      7,
-			      (const char *[]){from, to, gl_req_param(req, "action"), gl_req_param(req, "actor"),
-					       gl_req_param(req, "outcome"), cur, lim},
+			      (const char *[]){have_w ? from_b : NULL, have_w ? to_b : NULL, gl_req_param(req, "action"),
+					       gl_req_param(req, "actor"), gl_req_param(req, "outcome"), cur, lim},
 			      &r, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	root = cJSON_CreateObject();
@@ -138,23 +144,44 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 
 int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 {
-	static const char *const allowed[] = {NULL};
 	struct gl_audit_verify v;
 	struct gl_err err = {0};
-	char hx[2 * GL_AUDIT_HASH_LEN + 1];
+	char hx[2 * GL_AUDIT_HASH_LEN + 1], from_b[32], to_b[32];
+	int64_t lo = 0, hi = INT64_MAX;
 	PGconn *c;
+	PGresult *r = NULL;
 	cJSON *root;
-	int rc;
+	int rc, have_w;
 
-	if ((rc = gl_req_check_params(req, resp, allowed)))
+	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)))
 		return rc;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_audit_verify(c, NULL, 0, &v, &err)))
+	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if (have_w) {
+		/* the window's rows by time, then verified by sequence number */
+		if ((rc = gl_db_query(c,
+				      "SELECT coalesce(min(audit_id), 1), coalesce(max(audit_id), 0) FROM audit_log"
+				      " WHERE at >= $1::timestamptz AND at < $2::timestamptz",
+				      2, (const char *[]){from_b, to_b}, &r, &err)))
+			return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+		lo = atoll(PQgetvalue(r, 0, 0));
+		hi = atoll(PQgetvalue(r, 0, 1));
+		PQclear(r);
+	}
+	if (hi < lo) {
+		/* nothing in the window */
+		memset(&v, 0, sizeof v);
+		v.ok = 1;
+	} else if ((rc = gl_audit_verify_range(c, lo, hi, NULL, 0, &v, &err))) {
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
 	root = cJSON_CreateObject();
 	cJSON_AddBoolToObject(root, "ok", v.ok);
 	cJSON_AddNumberToObject(root, "rows", (double)v.rows);
 	cJSON_AddNumberToObject(root, "first_seq", (double)v.first_seq);
 	cJSON_AddNumberToObject(root, "last_seq", (double)v.last_seq);
+	if (have_w)
+		cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){from_b, to_b}, 2));
 	if (v.rows) {
 		gl_audit_hex(v.head, hx);
 		cJSON_AddStringToObject(root, "head_hash", hx);
@@ -170,7 +197,6 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 
 int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 {
-	static const char *const allowed[] = {NULL};
 	struct gl_token_info *t = NULL;
 	struct gl_err err = {0};
 	size_t n = 0;
@@ -178,8 +204,6 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root, *arr;
 	int rc;
 
-	if ((rc = gl_req_check_params(req, resp, allowed)))
-		return rc;
 	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_token_list(c, &t, &n, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	root = cJSON_CreateObject();

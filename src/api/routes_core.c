@@ -11,19 +11,19 @@
 #include <string.h>
 
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public"},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer"},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance"},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer"},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin"},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin"},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin"},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance"},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer"},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance"},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer"},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer"},
-	{NULL, NULL, NULL, NULL, NULL},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,limit,offset"},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit"},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor"},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format"},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format"},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit"},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster"},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster"},
+	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
 static void put_json(struct gl_resp *resp, cJSON *root)

@@ -37,11 +37,13 @@ static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025
 #define AUTH_LIMITER_SLOTS 8192
 #define AUDIT_QUEUE 65536
 #define AUDIT_BLOCK_MS 200
+#define REQ_LIMITER_SLOTS 8192
+#define MAX_QUERY_PARAMS 32
 
 enum auth_reason { AR_MISSING, AR_MALFORMED, AR_UNKNOWN, AR_REVOKED, AR_EXPIRED, AR_UNUSABLE, AR_RATE_LIMITED,
-		   AR_FORBIDDEN, AR_SCOPE, AR_N };
+		   AR_FORBIDDEN, AR_SCOPE, AR_REQUEST_RATE, AR_N };
 static const char *const auth_reason_names[AR_N] = {
-	"missing", "malformed", "unknown", "revoked", "expired", "unusable", "rate_limited", "forbidden", "scope",
+	"missing", "malformed", "unknown", "revoked", "expired", "unusable", "rate_limited", "forbidden", "scope", "request_rate",
 };
 
 struct route_stats {
@@ -62,6 +64,7 @@ struct gl_server {
 	size_t nroutes;
 	pthread_key_t conn_key;
 	struct gl_ratelimit *rl;
+	struct gl_reqlimit *reqrl; /* requests per second per address */
 	struct gl_auth_cache *tokens;
 	struct gl_audit_writer *audit;
 	uint64_t auth_denied[AR_N]; /* under mu */
@@ -73,6 +76,13 @@ struct req_ctx {
 	int too_large;
 	struct timespec t0;
 };
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 static int64_t wall_s(void)
 {
@@ -147,6 +157,86 @@ int gl_req_check_params(struct gl_req *req, struct gl_resp *resp, const char *co
 		return gl_resp_error(resp, GL_EINVAL, name, "unknown parameter '%s'", name);
 	}
 	return 0;
+}
+
+/* The route's declared parameters (include/gl/server.h): one pass over the
+ * parsed query. MHD has already percent-decoded names and values, so what
+ * is checked here is what a handler would see. */
+struct route_check {
+	const char *params;
+	const char *seen[MAX_QUERY_PARAMS];
+	size_t n;
+	char bad[64];
+	const char *why;
+};
+
+static int listed(const char *list, const char *key)
+{
+	size_t k = strlen(key);
+	for (const char *p = list; p && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		if (n == k && !strncmp(p, key, n))
+			return 1;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return 0;
+}
+
+static int value_ok(const char *v)
+{
+	char clean[GL_AUDIT_FIELD_MAX];
+	size_t n = strlen(v);
+	/* control characters and invalid UTF-8 are never a legitimate value
+	 * here; gl_audit_clean rewrites exactly those */
+	if (n >= sizeof clean)
+		return 0;
+	gl_audit_clean(v, clean, sizeof clean);
+	return strcmp(clean, v) == 0;
+}
+
+static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct route_check *rc = cls;
+	(void)kind;
+	if (!key || !*key) {
+		rc->why = "empty parameter name in the query string";
+		return MHD_NO;
+	}
+	gl_audit_clean(key, rc->bad, sizeof rc->bad);
+	if (rc->n == MAX_QUERY_PARAMS) {
+		rc->why = "too many query parameters";
+		return MHD_NO;
+	}
+	if (!listed(rc->params, key)) {
+		rc->why = "unknown parameter";
+		return MHD_NO;
+	}
+	for (size_t i = 0; i < rc->n; i++)
+		if (!strcmp(rc->seen[i], key)) {
+			rc->why = "parameter given more than once";
+			return MHD_NO;
+		}
+	rc->seen[rc->n++] = key;
+	if (value && !value_ok(value)) {
+		rc->why = "malformed value (control characters, invalid UTF-8 or over 1023 bytes)";
+		return MHD_NO;
+	}
+	rc->bad[0] = '\0';
+	return MHD_YES;
+}
+
+static int check_route_params(struct MHD_Connection *conn, const struct gl_route *route, struct gl_resp *resp)
+{
+	struct route_check rc = {route->params, {0}, 0, "", NULL};
+	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, check_route_param, &rc);
+	if (!rc.why)
+		return 0;
+	if (!rc.bad[0])
+		return gl_resp_error(resp, GL_EINVAL, NULL, "%s", rc.why);
+	return gl_resp_error(resp, GL_EINVAL, rc.bad, "%s: %s '%s'", rc.bad, rc.why, rc.bad);
 }
 
 void gl_server_audit(struct gl_server *s, const struct gl_audit_entry *e)
@@ -369,13 +459,13 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 /* One audit row per request, allowed or not: never the token, never the
  * query string (filters may name people); the route, status and why. */
 static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_route *route, int status,
-			  int64_t token_id, enum auth_reason reason, double secs)
+			  int64_t token_id, enum auth_reason reason, int64_t suppressed, double secs)
 {
 	struct gl_strbuf d = GL_STRBUF_INIT;
 	char actor[48], obj[GL_AUDIT_FIELD_MAX], method[16];
 	struct gl_audit_entry e;
 
-	if (!s->audit)
+	if (!s->audit || !s->cfg->audit_requests)
 		return;
 	if (token_id)
 		snprintf(actor, sizeof actor, "token:%lld", (long long)token_id);
@@ -388,6 +478,8 @@ static void audit_request(struct gl_server *s, const struct gl_req *req, const s
 	gl_strbuf_printf(&d, "\",\"route\":\"%s\",\"status\":%d", route ? route->name : "unmatched", status);
 	if (reason < AR_N)
 		gl_strbuf_printf(&d, ",\"reason\":\"%s\"", auth_reason_names[reason]);
+	if (suppressed)
+		gl_strbuf_printf(&d, ",\"suppressed\":%lld", (long long)suppressed);
 	gl_strbuf_printf(&d, ",\"ms\":%.3f}", secs * 1000.0);
 	e = (struct gl_audit_entry){0, actor, req->remote_addr, "http.request", obj,
 				    status < 400 ? "ok" : status == 401 || status == 403 || status == 429 ? "denied" : "error",
@@ -406,7 +498,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	const struct gl_route *route;
 	struct gl_auth auth;
 	enum auth_reason reason = AR_N;
-	int64_t token_id = 0;
+	int64_t token_id = 0, suppressed = 0;
+	int audit_it = 1;
 	size_t ridx = MAX_ROUTES;
 	int mm = 0, rc;
 	char addr[INET6_ADDRSTRLEN] = "";
@@ -453,7 +546,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	route = match(method, url, &ridx, &mm);
 	rc = 0;
-	if (!route || !gl_auth_route_public(route->role)) {
+	/* before any token lookup or database work: a flood costs a hash probe */
+	switch (gl_reqlimit_take(s->reqrl, addr, mono_ms(), &suppressed)) {
+	case 0: break;
+	case 2: audit_it = 0; /* fall through */
+	default:
+		reason = AR_REQUEST_RATE;
+		resp.extra_headers[0][0] = "Retry-After";
+		resp.extra_headers[0][1] = "1";
+		rc = gl_resp_error(&resp, GL_EBUSY, NULL, "too many requests from this address (server.rate_limit_per_ip)");
+	}
+	if (rc) {
+		/* refused above */
+	} else if (!route || !gl_auth_route_public(route->role)) {
 		/* unmatched paths need a token too: no route map for strangers */
 		if ((rc = authenticate(s, &req, &resp, &auth, &token_id, &reason)) == 0) {
 			req.auth = &auth;
@@ -475,7 +580,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			: gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
 		if (mm)
 			resp.status = 405;
-	} else {
+	} else if ((rc = check_route_params(conn, route, &resp)) == 0) {
 		rc = route->fn(&req, &resp);
 		if (rc == 0 && req.auth && req.auth->n_owners && !req.scope_applied) {
 			/* fail closed: this handler does not filter by owner */
@@ -505,7 +610,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			s->auth_denied[reason]++;
 			pthread_mutex_unlock(&s->mu);
 		}
-		audit_request(s, &req, route, resp.status, token_id, reason, secs);
+		if (audit_it)
+			audit_request(s, &req, route, resp.status, token_id, reason, suppressed, secs);
 	}
 	ret = send_resp(conn, &resp);
 	gl_strbuf_fini(&resp.body);
@@ -593,11 +699,14 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 		goto out;
 	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
 	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);
+	s->reqrl = gl_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
 	if ((rc = gl_audit_writer_start(s->dsn, AUDIT_QUEUE, AUDIT_BLOCK_MS, &s->audit, err)))
 		goto out;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* the logger first, or MHD reports option errors on its own stderr */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_conn_timeout_s,
@@ -605,7 +714,6 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns_per_ip,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 				MHD_OPTION_END);
 	if (!s->d) {
 		rc = gl_err_set(err, GL_EIO, "cannot listen on %s (address in use or not available)", listen_at);
@@ -652,6 +760,7 @@ void gl_server_stop(struct gl_server *s)
 	/* after the listener: no request can queue a row any more */
 	gl_audit_writer_stop(s->audit);
 	gl_ratelimit_free(s->rl);
+	gl_reqlimit_free(s->reqrl);
 	gl_auth_cache_free(s->tokens);
 	pthread_key_delete(s->conn_key);
 	pthread_mutex_destroy(&s->mu);

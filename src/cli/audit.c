@@ -26,34 +26,6 @@ static const char usage_audit[] =
 	"harden  run once with a superuser DSN: hands audit_log to the role gpuledger_audit so the\n"
 	"        service role keeps only INSERT and SELECT.\n";
 
-/* Reads "seq N hash HEX ..." lines; other lines are ignored. */
-static int read_anchors(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err)
-{
-	FILE *f = fopen(path, "r");
-	char line[512];
-	size_t cap = 0;
-	*out = NULL;
-	*n = 0;
-	if (!f)
-		return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
-	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
-		long long seq;
-		char hex[80];
-		if (sscanf(line, "seq %lld hash %79s", &seq, hex) != 2)
-			continue;
-		if (*n == cap)
-			*out = gl_xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
-		(*out)[*n].seq = seq;
-		if (gl_audit_unhex(hex, (*out)[*n].hash)) {
-			fclose(f);
-			return gl_err_set(err, GL_EINVAL, "%s:%d: bad hash", path, ln);
-		}
-		(*n)++;
-	}
-	fclose(f);
-	return 0;
-}
-
 static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_audit_anchor *anchors = NULL;
@@ -70,7 +42,7 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 		else
 			return gl_cli_usage_error(usage_audit, "audit verify: unexpected argument '%s'", argv[i]);
 	}
-	if ((anchor_file && read_anchors(anchor_file, &anchors, &na, &err)) || gl_db_connect(cfg, &c, &err) ||
+	if ((anchor_file && gl_audit_anchors_read(anchor_file, &anchors, &na, &err)) || gl_db_connect(cfg, &c, &err) ||
 	    gl_audit_verify(c, anchors, na, &v, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
@@ -95,10 +67,9 @@ out:
 
 static int audit_head(struct gl_config *cfg, int argc, char **argv)
 {
-	struct gl_audit_head h;
 	struct gl_err err = {0};
 	const char *append = NULL;
-	char hx[2 * GL_AUDIT_HASH_LEN + 1], at[32], line[256];
+	char line[256];
 	PGconn *c = NULL;
 	int rc = 0;
 	for (int i = 1; i < argc; i++) {
@@ -107,25 +78,13 @@ static int audit_head(struct gl_config *cfg, int argc, char **argv)
 		else
 			return gl_cli_usage_error(usage_audit, "audit head: unexpected argument '%s'", argv[i]);
 	}
-	if (gl_db_connect(cfg, &c, &err) || gl_audit_head(c, &h, &err)) {
+	if (gl_db_connect(cfg, &c, &err) ||
+	    (append ? gl_audit_anchor_append(c, append, (int64_t)time(NULL), line, sizeof line, &err)
+		    : gl_audit_anchor_line(c, (int64_t)time(NULL), line, sizeof line, &err))) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	gl_audit_hex(h.seq ? h.hash : (const unsigned char[GL_AUDIT_HASH_LEN]){0}, hx);
-	gl_time_format(h.seq ? h.at_us / 1000000 : (int64_t)time(NULL), at, sizeof at);
-	snprintf(line, sizeof line, "seq %lld hash %s at %s\n", (long long)h.seq, hx, at);
 	fputs(line, stdout);
-	if (append) {
-		/* O_APPEND + fsync: each published head is one whole line, durable */
-		int fd = open(append, O_WRONLY | O_APPEND | O_CREAT, 0644);
-		size_t len = strlen(line);
-		if (fd < 0 || write(fd, line, len) != (ssize_t)len || fsync(fd) != 0) {
-			gl_err_set(&err, GL_EIO, "audit head: %s: %s", append, strerror(errno));
-			rc = gl_cli_fail(&err);
-		}
-		if (fd >= 0)
-			close(fd);
-	}
 out:
 	PQfinish(c);
 	return rc;

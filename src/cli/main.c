@@ -1,5 +1,6 @@
 /* gpuledger command line: gpuledger [--config FILE] COMMAND [ARGS].
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
+#include "gl/audit.h"
 #include "gl/cli.h"
 #include "gl/config.h"
 #include "gl/costing.h"
@@ -172,6 +173,27 @@ static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
 }
 
 /* ---- serve ---- */
+
+/* Publishes the audit chain head outside the database (audit.anchor_file),
+ * so a rewrite by a database superuser is detectable. Written every
+ * interval even when nothing changed: a missing line then means the daemon
+ * was down, not that the log was quiet. */
+static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_limiter *lim)
+{
+	struct gl_err err = {0};
+	char line[256];
+	if (!cfg->audit_anchor_file[0])
+		return;
+	if (PQstatus(c) != CONNECTION_OK)
+		PQreset(c);
+	if (gl_audit_anchor_append(c, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err)) {
+		gl_log_fail(lim, (int64_t)time(NULL), GL_LOG_ERROR, "audit: anchor: %s", err.msg);
+		return;
+	}
+	gl_log_ok(lim, "audit: anchor");
+	gl_log(GL_LOG_DEBUG, "audit: anchor %s", line);
+}
+
 static const char usage_serve[] =
 	"usage: gpuledger [--config FILE] serve [--listen ADDR:PORT] [--port-file F] [--no-ingest]\n"
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
@@ -188,6 +210,8 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	struct gl_daemon_source *srcs = NULL;
 	size_t nsrc = 0;
 	struct gl_err err = {0};
+	struct gl_log_limiter anchor_lim = GL_LOG_LIMITER_INIT(600);
+	int64_t next_anchor_s = 0;
 	PGconn *c = NULL;
 	int ch, rc = 0, no_ingest = 0, applied;
 	struct sigaction sa;
@@ -222,7 +246,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	/* the config's cost model, when it has one, is the one in force */
 	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
 		struct gl_costing_summary sum;
-		if (gl_costing_load(c, cfg, "system:serve", &sum, &err)) {
+		if (gl_costing_load(c, cfg, "system", &sum, &err)) {
 			rc = gl_cli_fail(&err);
 			goto out;
 		}
@@ -231,25 +255,32 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct, %zu kube, %zu dcgm sources%s)",
-	       so.listen ? so.listen : cfg->listen, (unsigned)gl_server_port(srv), cfg->n_sacct, cfg->n_kube,
-	       cfg->n_dcgm, no_ingest ? ", ingest off" : "");
 	{
-		/* the exact port on its own line, for scripts that started us on port 0 */
+		/* the bound port (port 0 picks one), for people and scripts */
 		char host[256];
 		const char *l = so.listen ? so.listen : cfg->listen;
 		snprintf(host, sizeof host, "%.*s", (int)(strrchr(l, ':') - l), l);
-		gl_log(GL_LOG_INFO, "serve: URL http://%s:%u/", host, (unsigned)gl_server_port(srv));
+		gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct, %zu kube, %zu dcgm sources%s)", host,
+		       (unsigned)gl_server_port(srv), cfg->n_sacct, cfg->n_kube, cfg->n_dcgm,
+		       no_ingest ? ", ingest off" : "");
 	}
 	nsrc = gl_daemon_sources(cfg, &srcs);
 	/* one tick loop; each source runs at its own interval (Redis serverCron style) */
 	while (!g_stop) {
 		if (!no_ingest)
 			gl_daemon_tick(c, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
+		if ((int64_t)time(NULL) >= next_anchor_s) {
+			serve_anchor(c, cfg, &anchor_lim);
+			next_anchor_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
+		}
 		for (int t = 0; t < 5 && !g_stop; t++)
 			usleep(100 * 1000);
 	}
 	gl_log(GL_LOG_INFO, "serve: stopping");
+	/* the writer has drained: the last anchor covers every request served */
+	gl_server_stop(srv);
+	srv = NULL;
+	serve_anchor(c, cfg, &anchor_lim);
 out:
 	gl_server_stop(srv);
 	free(srcs);
@@ -306,6 +337,12 @@ int main(int argc, char **argv)
 	gl_log_set_level(lvl);
 	argc -= optind;
 	argv += optind;
+	if (strcmp(cmd, "serve") != 0) {
+		/* rows a command writes on its own behalf (ingest runs) name its user */
+		char actor[96];
+		gl_cli_actor(actor, sizeof actor);
+		gl_audit_set_process_actor(actor);
+	}
 	if (!strcmp(cmd, "check-config"))
 		rc = cmd_check_config(&cfg, argc, argv);
 	else if (!strcmp(cmd, "migrate"))

@@ -707,6 +707,7 @@ out:
 		if (gl_ingest_run_update(c, run_id, &b->st, "failed", err ? err->msg : "error", &e2))
 			gl_log(GL_LOG_WARN, "dcgm: could not record the failed run: %s", e2.msg);
 	}
+	gl_ingest_run_audit(c, run_id);
 	if (rc)
 		gl_err_prefix(err, "dcgm %s: ", o->cluster);
 	if (!rc && res_out)

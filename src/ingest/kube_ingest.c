@@ -845,6 +845,7 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 failed:
 	record_failed(c, res, err);
 out:
+	gl_ingest_run_audit(c, res->run_id);
 	parser_fini(&ps);
 	free(doc);
 	return rc;
@@ -896,8 +897,10 @@ int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *in
 
 	gl_ingest_stats_init(&st, 0);
 	if (!(rc = gl_cluster_ensure(c, cluster, "kubernetes", &cluster_id, err)) &&
-	    !(rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err)))
+	    !(rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
 		rc = gl_ingest_run_update(c, run_id, &st, "failed", why, err);
+		gl_ingest_run_audit(c, run_id);
+	}
 	gl_ingest_stats_fini(&st);
 	return rc;
 }

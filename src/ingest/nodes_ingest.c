@@ -655,6 +655,7 @@ out:
 		if (gl_ingest_run_update(c, run_id, &st, "failed", err->msg, &e2))
 			gl_log(GL_LOG_WARN, "%s: could not record the failed run: %s", o->run_source, e2.msg);
 	}
+	gl_ingest_run_audit(c, run_id);
 	gl_ingest_stats_fini(&st);
 	gl_strbuf_fini(&sb);
 	gl_strbuf_fini(&eb);

@@ -356,6 +356,7 @@ out:
 		if (gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
 			gl_log(GL_LOG_WARN, "ingest: could not record the failed run: %s", e2.msg);
 	}
+	gl_ingest_run_audit(in->c, in->run_id);
 	if (stats) {
 		*stats = in->st;
 		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -23,6 +24,18 @@
 #define WRITER_BATCH 256
 
 static const unsigned char zero_hash[GL_AUDIT_HASH_LEN];
+
+static char process_actor[96] = "system";
+
+void gl_audit_set_process_actor(const char *actor)
+{
+	snprintf(process_actor, sizeof process_actor, "%s", actor && *actor ? actor : "system");
+}
+
+const char *gl_audit_process_actor(void)
+{
+	return process_actor;
+}
 
 static int64_t now_us(void)
 {
@@ -439,16 +452,17 @@ static int check_start(PGconn *c, int64_t first, const unsigned char prev[GL_AUD
 	return 0;
 }
 
-static int page_send(PGconn *c, int64_t after, struct gl_err *err)
+static int page_send(PGconn *c, int64_t after, int64_t hi, struct gl_err *err)
 {
-	char a[24];
-	const char *p[1] = {a};
+	char a[24], b[24];
+	const char *p[2] = {a, b};
 	snprintf(a, sizeof a, "%lld", (long long)after);
+	snprintf(b, sizeof b, "%lld", (long long)hi);
 	if (!PQsendQueryParams(c,
 			       "SELECT audit_id, (extract(epoch FROM at) * 1000000)::bigint, actor, source_addr, action,"
 			       " object, outcome, detail::text, prev_hash, hash FROM audit_log"
-			       " WHERE audit_id > $1::bigint ORDER BY audit_id LIMIT " VERIFY_PAGE,
-			       1, NULL, p, NULL, NULL, 0))
+			       " WHERE audit_id > $1::bigint AND audit_id <= $2::bigint ORDER BY audit_id LIMIT " VERIFY_PAGE,
+			       2, NULL, p, NULL, NULL, 0))
 		return gl_err_set(err, GL_EDB, "audit verify: %s", PQerrorMessage(c));
 	return 0;
 }
@@ -473,6 +487,12 @@ static int page_get(PGconn *c, PGresult **out, struct gl_err *err)
 
 int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors_in, size_t n_anchors, struct gl_audit_verify *v,
 		    struct gl_err *err)
+{
+	return gl_audit_verify_range(c, 0, INT64_MAX, anchors_in, n_anchors, v, err);
+}
+
+int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struct gl_audit_anchor *anchors_in,
+			  size_t n_anchors, struct gl_audit_verify *v, struct gl_err *err)
 {
 	struct gl_strbuf canon = GL_STRBUF_INIT;
 	struct gl_audit_anchor *anchors = NULL;
@@ -499,13 +519,15 @@ int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors_in, size_t 
 	}
 	pthread_once(&md_once, md_init);
 	ctx = EVP_MD_CTX_new();
-	if ((rc = page_send(c, 0, err)) || (rc = page_get(c, &r, err)))
+	if (lo_seq > 0)
+		lo_seq--; /* page_send takes the number before the first wanted */
+	if ((rc = page_send(c, lo_seq, hi_seq, err)) || (rc = page_get(c, &r, err)))
 		goto out;
 	for (;;) {
 		int nt = PQntuples(r);
 		if (nt == 0)
 			break;
-		if (v->rows == 0 && atoll(PQgetvalue(r, 0, 0)) != 1) {
+		if (v->rows == 0 && lo_seq == 0 && atoll(PQgetvalue(r, 0, 0)) != 1) {
 			/* before the next page is in flight: this needs a query of its own */
 			unsigned char rprev[GL_AUDIT_HASH_LEN];
 			if (gl_audit_unhex(PQgetvalue(r, 0, 8), rprev) == 0) {
@@ -518,7 +540,7 @@ int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors_in, size_t 
 		/* ask for the next page now: the server reads and sends it while
 		 * this thread hashes the current one */
 		if (nt == VERIFY_PAGE_N) {
-			if ((rc = page_send(c, atoll(PQgetvalue(r, nt - 1, 0)), err)))
+			if ((rc = page_send(c, atoll(PQgetvalue(r, nt - 1, 0)), hi_seq, err)))
 				goto out;
 			pending = 1;
 		}
@@ -578,7 +600,7 @@ int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors_in, size_t 
 		if ((rc = page_get(c, &r, err)))
 			goto out;
 	}
-	if (ai < n_anchors && anchors[ai].seq > last)
+	if (ai < n_anchors && anchors[ai].seq > last && anchors[ai].seq <= hi_seq)
 		broken(v, last + 1, "the chain ends at seq %lld but an anchor published seq %lld",
 		       (long long)last, (long long)anchors[ai].seq);
 done:
@@ -600,6 +622,71 @@ out:
 	free(anchors);
 	gl_strbuf_fini(&canon);
 	return rc;
+}
+
+/* ---- anchors ---- */
+
+int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct gl_err *err)
+{
+	struct gl_audit_head h;
+	char hx[2 * GL_AUDIT_HASH_LEN + 1], at[32];
+	int rc;
+	if ((rc = gl_audit_head(c, &h, err)))
+		return rc;
+	gl_audit_hex(h.seq ? h.hash : zero_hash, hx);
+	gl_time_format(h.seq ? h.at_us / 1000000 : now_s, at, sizeof at);
+	snprintf(line, n, "seq %lld hash %s at %s\n", (long long)h.seq, hx, at);
+	return 0;
+}
+
+int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *line, size_t n, struct gl_err *err)
+{
+	size_t len;
+	int fd, rc;
+	if ((rc = gl_audit_anchor_line(c, now_s, line, n, err)))
+		return rc;
+	len = strlen(line);
+	/* O_APPEND + fsync: each published head is one whole line, durable */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return gl_err_set(err, GL_EIO, "audit anchor: %s: %s", path, strerror(errno));
+	if (write(fd, line, len) != (ssize_t)len || fsync(fd) != 0)
+		rc = gl_err_set(err, GL_EIO, "audit anchor: %s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	size_t cap = 0;
+	*out = NULL;
+	*n = 0;
+	if (!f)
+		return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+		long long seq;
+		char hex[80];
+		/* other lines (comments, syslog prefixes without the format) are ignored */
+		if (sscanf(line, "seq %lld hash %79s", &seq, hex) != 2)
+			continue;
+		if (seq == 0)
+			continue; /* the head of an empty log names no row */
+		if (*n == cap)
+			*out = gl_xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
+		(*out)[*n].seq = seq;
+		if (gl_audit_unhex(hex, (*out)[*n].hash)) {
+			fclose(f);
+			free(*out);
+			*out = NULL;
+			*n = 0;
+			return gl_err_set(err, GL_EINVAL, "%s:%d: bad hash", path, ln);
+		}
+		(*n)++;
+	}
+	fclose(f);
+	return 0;
 }
 
 /* ---- retention ---- */

@@ -1,5 +1,6 @@
 /* Loading the cost model (see include/gl/costing.h). */
 #include "gl/costing.h"
+#include "gl/audit.h"
 #include "gl/cost.h"
 #include "gl/db.h"
 #include "gl/log.h"
@@ -48,6 +49,33 @@ static const char fingerprint_sql[] =
 	"  FROM owners WHERE source = 'config') o), '') || '|' ||"
 	" coalesce((SELECT string_agg(i::text, ';' ORDER BY i::text) FROM"
 	" (SELECT cluster, partition, team FROM idle_owners WHERE source = 'config') i), ''))";
+
+/* The config-sourced rows as (table, row text): the before/after sets of the
+ * audit row's diff. Rates, owner rules and idle owners are no secrets. */
+#define COSTING_ROWS_SQL \
+	"SELECT 'rates' AS t, r::text AS row FROM (SELECT gpu_model, mig_profile, currency, micros_per_gpu_hour," \
+	" valid_from, valid_to FROM rates WHERE source = 'config') r" \
+	" UNION ALL SELECT 'owners', o::text FROM (SELECT priority, cluster, match_field, match_value, team, project," \
+	" cost_center, valid_from, valid_to FROM owners WHERE source = 'config') o" \
+	" UNION ALL SELECT 'idle_owners', i::text FROM (SELECT cluster, partition, team FROM idle_owners" \
+	" WHERE source = 'config') i"
+
+/* {"rates":{"added":N,"removed":N},"owners":...,"idle_owners":...,
+ *  "added":[first 20 rows],"removed":[first 20 rows]} */
+static const char diff_sql[] =
+	"WITH a AS (" COSTING_ROWS_SQL "),"
+	" ad AS (SELECT t, row FROM a EXCEPT ALL SELECT t, row FROM gl_costing_before),"
+	" rm AS (SELECT t, row FROM gl_costing_before EXCEPT ALL SELECT t, row FROM a)"
+	" SELECT jsonb_build_object("
+	"  'rates', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'rates'),"
+	"   'removed', (SELECT count(*) FROM rm WHERE t = 'rates')),"
+	"  'owners', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'owners'),"
+	"   'removed', (SELECT count(*) FROM rm WHERE t = 'owners')),"
+	"  'idle_owners', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'idle_owners'),"
+	"   'removed', (SELECT count(*) FROM rm WHERE t = 'idle_owners')),"
+	"  'added', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM ad ORDER BY 1 LIMIT 20) q), '[]'),"
+	"  'removed', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM rm ORDER BY 1 LIMIT 20) q), '[]')"
+	" )::text";
 
 int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err)
@@ -107,7 +135,8 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
 	in_txn = 1;
-	if ((rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
+	if ((rc = gl_db_exec(c, "CREATE TEMP TABLE gl_costing_before ON COMMIT DROP AS " COSTING_ROWS_SQL, err)) ||
+	    (rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM owners WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM idle_owners WHERE source = 'config'", err)))
 		goto out;
@@ -161,6 +190,14 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 	if ((rc = gl_db_query(c, fingerprint_sql, 0, NULL, &r, err)))
 		goto out;
 	sum->changed = strcmp(before, PQgetvalue(r, 0, 0)) != 0;
+	PQclear(r);
+	r = NULL;
+	/* a change of prices or owners and its audit row commit together, or
+	 * neither does: nobody changes what people are charged unrecorded */
+	if (sum->changed && ((rc = gl_db_query(c, diff_sql, 0, NULL, &r, err)) ||
+			     (rc = gl_audit_append(c, actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0),
+						   err))))
+		goto out;
 	if ((rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;
 	in_txn = 0;

@@ -1,5 +1,6 @@
 /* Ingest runs and watermarks (see include/gl/ingest.h). */
 #include "gl/ingest.h"
+#include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/log.h"
 
@@ -86,6 +87,37 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status, error}, NULL, err);
 	gl_strbuf_fini(&reasons);
 	return rc;
+}
+
+void gl_ingest_run_audit(PGconn *c, int64_t run_id)
+{
+	struct gl_err err = {0};
+	PGresult *r = NULL;
+	char id[24];
+
+	if (!run_id)
+		return; /* the run never started (no cluster, no database) */
+	snprintf(id, sizeof id, "%lld", (long long)run_id);
+	if (PQtransactionStatus(c) != PQTRANS_IDLE)
+		PQclear(PQexec(c, "ROLLBACK")); /* a caller's failed transaction must not swallow the row */
+	if (gl_db_query(c,
+			"SELECT r.source || ':' || coalesce(c.name, '?'), r.status,"
+			" jsonb_build_object('run_id', r.run_id, 'source', r.source, 'cluster', c.name, 'status', r.status,"
+			"  'lines_read', r.lines_read, 'inserted', r.inserted, 'updated', r.updated,"
+			"  'unchanged', r.unchanged, 'skipped', r.skipped, 'ignored', r.ignored)::text"
+			" FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id) WHERE r.run_id = $1",
+			1, (const char *[]){id}, &r, &err) == 0 &&
+	    PQntuples(r) == 1) {
+		const char *st = PQgetvalue(r, 0, 1);
+		const char *outcome = !strcmp(st, "ok") || !strcmp(st, "partial") ? "ok" : "error";
+		if (gl_audit_append(c, gl_audit_process_actor(), NULL, "ingest.run", PQgetvalue(r, 0, 0), outcome,
+				    PQgetvalue(r, 0, 2), &err))
+			gl_log(GL_LOG_WARN, "ingest: run %s: could not write its audit row: %s", id, err.msg);
+	} else {
+		gl_log(GL_LOG_WARN, "ingest: run %s: could not read it for the audit row: %s", id,
+		       err.msg[0] ? err.msg : "no such run");
+	}
+	PQclear(r);
 }
 
 int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm, struct gl_err *err)
