@@ -12,27 +12,14 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void die(const char *m)
-{
-	fprintf(stderr, "bench_audit: %s\n", m);
-	exit(1);
-}
-
 static PGconn *fresh(const char *name, char *dsn, size_t n)
 {
 	PGconn *c;
 	if (gl_test_db_fresh(name, dsn, n))
-		die("cannot create the database");
+		gl_test_die("cannot create the database");
 	c = PQconnectdb(dsn);
 	if (PQstatus(c) != CONNECTION_OK)
-		die(PQerrorMessage(c));
+		gl_test_die(PQerrorMessage(c));
 	return c;
 }
 
@@ -70,7 +57,7 @@ static void load_chain(PGconn *c, long n)
 					  "COPY audit_log (audit_id, at, actor, source_addr, action, object, outcome, detail,"
 					  " prev_hash, hash) FROM STDIN",
 					  data.p, data.len, &err))
-				die(err.msg);
+				gl_test_die(err.msg);
 			gl_strbuf_reset(&data);
 		}
 	}
@@ -88,11 +75,11 @@ int main(void)
 
 	PQclear(PQexec(c, "SET synchronous_commit = on"));
 	/* 1. one row per transaction, as a trigger-based design would pay */
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	for (long i = 0; i < n_single; i++)
 		if (gl_audit_append(c, "token:1", "10.1.2.3", "http.request", "/v1/jobs", "ok", "{\"status\": 200}", &err))
-			die(err.msg);
-	t = now_s() - t0;
+			gl_test_die(err.msg);
+	t = gl_test_now_s() - t0;
 	row("audit append, 1 row per transaction", (double)n_single / t, "2.5–2.9 k/s (ANCHORS: chained append)", 2700);
 
 	/* 2. batches of 256 (the writer thread's unit) */
@@ -101,11 +88,11 @@ int main(void)
 		for (int k = 0; k < 256; k++)
 			e[k] = (struct gl_audit_entry){0, "token:1", "10.1.2.3", "http.request", "/v1/jobs", "ok",
 						       "{\"status\": 200, \"route\": \"jobs\"}"};
-		t0 = now_s();
+		t0 = gl_test_now_s();
 		for (long i = 0; i < n_batch; i += 256)
 			if (gl_audit_append_batch(c, e, 256, NULL, &err))
-				die(err.msg);
-		t = now_s() - t0;
+				gl_test_die(err.msg);
+		t = gl_test_now_s() - t0;
 		row("audit append, batches of 256", (double)n_batch / t, "2.7 k/s (ANCHORS chained append)", 2700);
 	}
 
@@ -116,13 +103,13 @@ int main(void)
 					   "{\"method\":\"GET\",\"route\":\"jobs\",\"status\":200,\"ms\":0.120}"};
 		double submit;
 		if (gl_audit_writer_start(dsn, 65536, 200, &w, &err))
-			die(err.msg);
-		t0 = now_s();
+			gl_test_die(err.msg);
+		t0 = gl_test_now_s();
 		for (long i = 0; i < n_async; i++)
 			gl_audit_writer_submit(w, &e);
-		submit = now_s() - t0;
+		submit = gl_test_now_s() - t0;
 		gl_audit_writer_stop(w);
-		t = now_s() - t0;
+		t = gl_test_now_s() - t0;
 		row("audit writer (async, API path), end to end", (double)n_async / t, "2.7 k/s (ANCHORS chained append)",
 		    2700);
 		fprintf(stderr, "  writer: %.2f µs per submit on the request thread\n", submit / (double)n_async * 1e6);
@@ -130,24 +117,24 @@ int main(void)
 	{
 		struct gl_audit_verify v;
 		if (gl_audit_verify(c, NULL, 0, &v, &err) || !v.ok)
-			die(v.ok ? err.msg : v.reason);
+			gl_test_die(v.ok ? err.msg : v.reason);
 		fprintf(stderr, "  chain after the append runs: %lld rows, ok\n", (long long)v.rows);
 	}
 	PQfinish(c);
 
 	/* 4. verification of 1 M rows */
 	c = fresh("gl_bench_audit_verify", dsn, sizeof dsn);
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	load_chain(c, n_verify);
-	fprintf(stderr, "  loaded %ld chained rows in %.1f s\n", n_verify, now_s() - t0);
+	fprintf(stderr, "  loaded %ld chained rows in %.1f s\n", n_verify, gl_test_now_s() - t0);
 	{
 		struct gl_audit_verify v;
-		t0 = now_s();
+		t0 = gl_test_now_s();
 		if (gl_audit_verify(c, NULL, 0, &v, &err))
-			die(err.msg);
-		t = now_s() - t0;
+			gl_test_die(err.msg);
+		t = gl_test_now_s() - t0;
 		if (!v.ok || v.rows != n_verify)
-			die(v.reason);
+			gl_test_die(v.reason);
 		row("audit verify, 1 M rows", (double)n_verify / t, "430 k rows/s (ANCHORS); target 300 k", 430000);
 	}
 	PQfinish(c);

@@ -9,13 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -59,7 +52,7 @@ int main(int argc, char **argv)
 	if (gl_test_db_fresh("gl_bench_chargeback", dsn, sizeof dsn))
 		die("db", NULL);
 	c = PQconnectdb(dsn);
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	exec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
 	/* a month of jobs: 1..8 GPUs, 5 min .. 2 days, 200 accounts, 2,000 users */
 	snprintf(sql, sizeof sql,
@@ -73,7 +66,7 @@ int main(int argc, char **argv)
 		 jobs, jobs);
 	exec(c, sql);
 	exec(c, "ANALYZE jobs");
-	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, now_s() - t0);
+	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
 	for (int pass = 0; pass < 2; pass++) {
@@ -81,10 +74,10 @@ int main(int argc, char **argv)
 					: "/v1/chargeback?window=2026-10&aggregate=team";
 		for (int i = 0; i < reqs; i++) {
 			struct gl_test_http r;
-			double a = now_s();
+			double a = gl_test_now_s();
 			if (gl_test_http(d.port, "GET", path, NULL, 0, NULL, &r) || r.status != 200)
 				die("request failed", NULL);
-			lat[i] = (now_s() - a) * 1000;
+			lat[i] = (gl_test_now_s() - a) * 1000;
 			gl_test_http_fini(&r);
 		}
 		pct(lat, reqs, &p50, &p99);
@@ -96,7 +89,7 @@ int main(int argc, char **argv)
 	 * and cost per team for the month, owner rules at job start) */
 	for (int i = 0; i < reqs; i++) {
 		PGresult *r;
-		double a = now_s();
+		double a = gl_test_now_s();
 		r = PQexec(c, "SELECT coalesce(o.team, '__unallocated__'), sum(j.gpu_milli::numeric * extract(epoch FROM"
 			      " least(j.end_at, '2026-11-01') - greatest(j.start_at, '2026-10-01'))),"
 			      " sum(j.gpu_milli::numeric * extract(epoch FROM least(j.end_at, '2026-11-01') -"
@@ -109,7 +102,7 @@ int main(int argc, char **argv)
 		if (PQresultStatus(r) != PGRES_TUPLES_OK)
 			die("sql", c);
 		PQclear(r);
-		sql_lat[i] = (now_s() - a) * 1000;
+		sql_lat[i] = (gl_test_now_s() - a) * 1000;
 	}
 	pct(sql_lat, reqs, &s50, &s99);
 	pct(lat, reqs, &p50, &p99);

@@ -28,12 +28,6 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void die(const char *m)
-{
-	fprintf(stderr, "bench_dcgm_fleet: %s\n", m);
-	exit(1);
-}
-
 /* The first GPU's series of the real scrape (UUID GPU-20c56d28-...), with
  * HELP/TYPE lines kept once. */
 static char *template_lines(size_t *len)
@@ -43,7 +37,7 @@ static char *template_lines(size_t *len)
 	size_t cap = 1 << 16, n = 0;
 	char *b = malloc(cap);
 	if (!f)
-		die("cannot open " FIXTURE " (run from the repo root)");
+		gl_test_die("cannot open " FIXTURE " (run from the repo root)");
 	while (fgets(line, sizeof line, f)) {
 		size_t l = strlen(line);
 		if (!strstr(line, "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e"))
@@ -148,18 +142,18 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	if (gl_test_db_fresh("gl_bench_dcgm", dsn, sizeof dsn))
-		die("database");
+		gl_test_die("database");
 	c = PQconnectdb(dsn);
 	if (PQstatus(c) != CONNECTION_OK)
-		die("connect");
+		gl_test_die("connect");
 	if (gl_test_server_start(&srv, &port))
-		die("server");
+		gl_test_die("server");
 	snprintf(dir, sizeof dir, "%s/bench-dcgm", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
 	mkdir(dir, 0755);
 	snprintf(tf, sizeof tf, "%s/targets.txt", dir);
 	f = fopen(tf, "w");
 	if (!f)
-		die("targets file");
+		gl_test_die("targets file");
 	for (int n = 0; n < nodes; n++) {
 		size_t cap = 1 << 16, len = 0;
 		char *b = malloc(cap), path[64];
@@ -181,7 +175,7 @@ int main(int argc, char **argv)
 		 "      timeout_s: 10\n      max_parallel: 64\n",
 		 tf, interval);
 	if (gl_test_daemon_start(&d, dsn, cfg, NULL))
-		die("daemon");
+		gl_test_die("daemon");
 	/* rounds: the watermark moves to each round's scrape time once its
 	 * transaction commits; the lag is commit-visible minus scrape time */
 	while (seen < rounds + 1) {
@@ -203,15 +197,15 @@ int main(int argc, char **argv)
 			seen++;
 		}
 		if (t0 && now_s() - t0 > (double)interval * (rounds + 2))
-			die("the daemon did not keep up (no new round)");
+			gl_test_die("the daemon did not keep up (no new round)");
 		usleep(20 * 1000);
 	}
 	proc_stat(d.pid, &cpu1, &hwm);
 	t1 = now_s();
 	if (gl_test_qint(c, "SELECT count(*) FROM gpus") != gpus)
-		die("inventory does not hold every GPU");
+		gl_test_die("inventory does not hold every GPU");
 	if (gl_test_qint(c, "SELECT count(*) FROM gpu_usage WHERE covered_s > 0") < gpus)
-		die("rollups missing");
+		gl_test_die("rollups missing");
 	{
 		double share = (cpu1 - cpu0) / (t1 - t0) * 100.0;
 		printf("| dcgm fleet %d GPUs / %d s: daemon CPU (%% of one core) | %.2f %% | 10 %% | %.3f |\n", gpus, interval,

@@ -23,13 +23,6 @@ struct client {
 	long failures;
 };
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static size_t sink(char *p, size_t sz, size_t n, void *ud)
 {
 	(void)p;
@@ -68,7 +61,7 @@ static double run(const struct gl_test_daemon *d)
 	double t0;
 	long failures = 0;
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", d->token);
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	for (int i = 0; i < CLIENTS; i++) {
 		cl[i] = (struct client){d->port, auth, 0};
 		pthread_create(&th[i], NULL, client_main, &cl[i]);
@@ -81,7 +74,7 @@ static double run(const struct gl_test_daemon *d)
 		fprintf(stderr, "bench_http_audit: %ld requests failed\n", failures);
 		exit(1);
 	}
-	return (double)(CLIENTS * PER_CLIENT) / (now_s() - t0);
+	return (double)(CLIENTS * PER_CLIENT) / (gl_test_now_s() - t0);
 }
 
 static long long audit_rows(PGconn *c)
@@ -112,13 +105,13 @@ int main(void)
 	/* alternate, best of ROUNDS each: the machine's noise hits both */
 	for (int r = 0; r < ROUNDS; r++) {
 		long long before = audit_rows(c), want = before + CLIENTS * PER_CLIENT;
-		double t0 = now_s(), x = run(&on), t1;
+		double t0 = gl_test_now_s(), x = run(&on), t1;
 		if (x > best_on)
 			best_on = x;
 		/* the audited rows are written behind the answers: time the drain */
-		while (audit_rows(c) < want && now_s() - t0 < 60)
+		while (audit_rows(c) < want && gl_test_now_s() - t0 < 60)
 			usleep(20 * 1000);
-		t1 = now_s() - t0;
+		t1 = gl_test_now_s() - t0;
 		if (audit_rows(c) < want) {
 			fprintf(stderr, "bench_http_audit: audit rows missing after 60 s\n");
 			return 1;

@@ -27,39 +27,6 @@
 #define FIXDIR "tests/fixtures/kube"
 #define AT "2023-06-01T00:00:00Z"
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void die(const char *m)
-{
-	fprintf(stderr, "bench_kube_ingest: %s\n", m);
-	exit(1);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long sz;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)sz + 1);
-	if (!buf || fread(buf, 1, (size_t)sz, f) != (size_t)sz)
-		die("read fixture");
-	fclose(f);
-	buf[sz] = '\0';
-	*len = (size_t)sz;
-	return buf;
-}
-
 /* Writes the synthetic document to path; returns its size in bytes. */
 static long write_doc(const char *path, int npods)
 {
@@ -73,7 +40,7 @@ static long write_doc(const char *path, int npods)
 	int ntpl;
 
 	if (!d)
-		die(FIXDIR ": run from the repo root");
+		gl_test_die(FIXDIR ": run from the repo root");
 	while ((de = readdir(d))) {
 		char p[512], *buf;
 		size_t len;
@@ -81,8 +48,8 @@ static long write_doc(const char *path, int npods)
 		if (strncmp(de->d_name, "openb-at-", 9))
 			continue;
 		snprintf(p, sizeof p, FIXDIR "/%s", de->d_name);
-		buf = slurp(p, &len);
-		root = buf ? cJSON_ParseWithLength(buf, len) : NULL;
+		buf = gl_test_read_file(p, &len);
+		root = cJSON_ParseWithLength(buf, len);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "items"))
 			cJSON_AddItemToArray(templates, cJSON_Duplicate(it, 1));
 		cJSON_Delete(root);
@@ -91,7 +58,7 @@ static long write_doc(const char *path, int npods)
 	closedir(d);
 	ntpl = cJSON_GetArraySize(templates);
 	if (ntpl == 0)
-		die("no snapshots");
+		gl_test_die("no snapshots");
 	list = cJSON_CreateObject();
 	cJSON_AddStringToObject(list, "apiVersion", "v1");
 	cJSON_AddStringToObject(list, "kind", "List");
@@ -113,7 +80,7 @@ static long write_doc(const char *path, int npods)
 	cJSON_Delete(templates);
 	out = fopen(path, "w");
 	if (!out)
-		die("cannot write the document");
+		gl_test_die("cannot write the document");
 	for (char *p = text; *p; p++, size++) {
 		if (*p == '\t') { /* kubectl indents with 4 spaces */
 			fputs("    ", out);
@@ -135,7 +102,7 @@ static double run_ingest(const char *dsn, const char *file, long *maxrss_kib)
 {
 	char outpath[512], summary[512] = "";
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
-	double t0 = now_s(), dt;
+	double t0 = gl_test_now_s(), dt;
 	struct rusage ru;
 	int st;
 	pid_t pid;
@@ -155,8 +122,8 @@ static double run_ingest(const char *dsn, const char *file, long *maxrss_kib)
 		_exit(127);
 	}
 	if (pid < 0 || wait4(pid, &st, 0, &ru) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		die("ingest failed");
-	dt = now_s() - t0;
+		gl_test_die("ingest failed");
+	dt = gl_test_now_s() - t0;
 	*maxrss_kib = ru.ru_maxrss;
 	if ((f = fopen(outpath, "r"))) {
 		if (!fgets(summary, sizeof summary, f))
@@ -194,13 +161,13 @@ int main(int argc, char **argv)
 		if (pid == 0)
 			_exit(write_doc(path, npods) > 0 ? 0 : 1);
 		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			die("could not write the document");
+			gl_test_die("could not write the document");
 		if (stat(path, &sb) != 0)
-			die("document missing");
+			gl_test_die("document missing");
 		doc_bytes = (long)sb.st_size;
 	}
 	if (gl_test_db_fresh("gl_bench_kube", dsn, sizeof dsn))
-		die("db");
+		gl_test_die("db");
 	c = PQconnectdb(dsn);
 	PQclear(PQexec(c, "CHECKPOINT"));
 	t_first = run_ingest(dsn, path, &rss_first);
@@ -216,7 +183,7 @@ int main(int argc, char **argv)
 		int n;
 		r = PQexec(c, sql);
 		if (PQresultStatus(r) != PGRES_COPY_OUT)
-			die(PQerrorMessage(c));
+			gl_test_die(PQerrorMessage(c));
 		PQclear(r);
 		while ((n = PQgetCopyData(c, &buf, 0)) > 0) {
 			fwrite(buf, 1, (size_t)n, out);
@@ -231,20 +198,20 @@ int main(int argc, char **argv)
 		FILE *in = fopen(copyfile, "r");
 		char buf[1 << 16];
 		size_t n;
-		double t0 = now_s();
+		double t0 = gl_test_now_s();
 		snprintf(sql, sizeof sql, "COPY jobs (%s) FROM STDIN", cols);
 		r = PQexec(c, sql);
 		if (PQresultStatus(r) != PGRES_COPY_IN)
-			die(PQerrorMessage(c));
+			gl_test_die(PQerrorMessage(c));
 		PQclear(r);
 		while ((n = fread(buf, 1, sizeof buf, in)) > 0)
 			PQputCopyData(c, buf, (int)n);
 		PQputCopyEnd(c, NULL);
 		r = PQgetResult(c);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			die(PQerrorMessage(c));
+			gl_test_die(PQerrorMessage(c));
 		PQclear(r);
-		t_copy = now_s() - t0;
+		t_copy = gl_test_now_s() - t0;
 		fclose(in);
 	}
 	fprintf(stderr, "  raw COPY: %.2f s (%ld rows); document %.1f MiB; ingest peak RSS %.1f MiB\n", t_copy, rows,

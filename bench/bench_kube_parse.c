@@ -7,6 +7,7 @@
  * Prints markdown table rows for bench/run.sh. */
 #include "gl/kube.h"
 #include "gl/strbuf.h"
+#include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -46,29 +47,6 @@ static void reset_hwm(void)
 	}
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long sz;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	sz = ftell(f);
-	rewind(f);
-	buf = gl_xmalloc((size_t)sz + 1);
-	if (fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[sz] = '\0';
-	*len = (size_t)sz;
-	return buf;
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -101,8 +79,8 @@ int main(void)
 		if (strncmp(de->d_name, "openb-at-", 9))
 			continue;
 		snprintf(path, sizeof path, FIXDIR "/%s", de->d_name);
-		buf = slurp(path, &len);
-		root = buf ? cJSON_ParseWithLength(buf, len) : NULL;
+		buf = gl_test_read_file(path, &len);
+		root = cJSON_ParseWithLength(buf, len);
 		cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "items"))
 			cJSON_AddItemToArray(templates, cJSON_Duplicate(it, 1));
 		cJSON_Delete(root);

@@ -21,44 +21,12 @@
 #define KU "tests/fixtures/nodes/kube/"
 #define AT0 1795370400LL /* 2026-11-22T18:00:00Z */
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void die(const char *m)
-{
-	fprintf(stderr, "bench_nodes: %s\n", m);
-	exit(1);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b;
-	long n;
-	if (!f)
-		die(path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	if (!b || fread(b, 1, (size_t)n, f) != (size_t)n)
-		die("read");
-	b[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return b;
-}
-
 /* 10,000 scontrol lines from the real ones: nodes renamed, 1 in 50 (shifted
  * by `round`) DOWN with a reason */
 static void make_scontrol(struct gl_strbuf *out, int round)
 {
 	size_t len;
-	char *txt = slurp(TB "node_snapshots_scontrol.txt", &len), *lines[64];
+	char *txt = gl_test_read_file(TB "node_snapshots_scontrol.txt", &len), *lines[64];
 	int n = 0;
 	for (char *s = txt, *l; n < 64 && (l = strsep(&s, "\n"));)
 		if (!strncmp(l, "NodeName=", 9))
@@ -93,14 +61,14 @@ static void make_scontrol(struct gl_strbuf *out, int round)
 static void make_kube(struct gl_strbuf *out, int round)
 {
 	size_t len;
-	char *doc = slurp(KU "t2_2026-11-01T12.json", &len);
+	char *doc = gl_test_read_file(KU "t2_2026-11-01T12.json", &len);
 	char *items = strstr(doc, "\"items\": [");
 	char *objs[3];
 	size_t olen[3];
 	int k = 0;
 	char *p;
 	if (!items)
-		die("no items");
+		gl_test_die("no items");
 	p = items + 10;
 	/* split the three top-level objects by brace depth */
 	while (k < 3 && *p) {
@@ -139,7 +107,7 @@ static void sql(PGconn *c, const char *q)
 {
 	struct gl_err err = {0};
 	if (gl_db_exec(c, q, &err))
-		die(err.msg);
+		gl_test_die(err.msg);
 }
 
 static double g_parse_s;
@@ -150,10 +118,10 @@ static double ours(PGconn *c, const char *cluster, int kube, const struct gl_str
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	struct gl_err err = {0};
-	double t0 = now_s();
+	double t0 = gl_test_now_s();
 	if ((kube ? gl_kube_parse_nodes(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
-		die(err.msg);
-	g_parse_s = now_s() - t0;
+		gl_test_die(err.msg);
+	g_parse_s = gl_test_now_s() - t0;
 	o.cluster = cluster;
 	o.kind = kube ? "kubernetes" : "slurm";
 	o.source = kube ? "kube" : "scontrol";
@@ -161,9 +129,9 @@ static double ours(PGconn *c, const char *cluster, int kube, const struct gl_str
 	o.input_name = "bench";
 	o.at_s = at;
 	if (gl_nodes_ingest(c, &o, &s, &k, &err))
-		die(err.msg);
+		gl_test_die(err.msg);
 	gl_node_snapshot_fini(&s);
-	return now_s() - t0;
+	return gl_test_now_s() - t0;
 }
 
 /* the same rows, straight in */
@@ -174,7 +142,7 @@ static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, 
 	struct gl_err err = {0};
 	double t0, t;
 	if ((kube ? gl_kube_parse_nodes(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
-		die(err.msg);
+		gl_test_die(err.msg);
 	for (size_t i = 0; i < s.nnodes; i++) {
 		const struct gl_node_obs *o = &s.nodes[i];
 		for (size_t m = 0; m < o->ngpu_models; m++)
@@ -187,7 +155,7 @@ static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, 
 				 o->reason ? o->reason : "\\N");
 	}
 	gl_node_snapshot_fini(&s);
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	sql(c, "BEGIN");
 	sql(c, "CREATE TEMP TABLE IF NOT EXISTS raw_g (cluster_id int, node text, gpu_model text, gpus int, mig int,"
 	       " partition text, partitions text[], source text, t bigint) ON COMMIT DELETE ROWS;"
@@ -195,7 +163,7 @@ static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, 
 	       " raw text, reason text) ON COMMIT DELETE ROWS");
 	if (gl_db_copy_in(c, "COPY raw_g FROM STDIN", g.p, g.len, &err) ||
 	    gl_db_copy_in(c, "COPY raw_s FROM STDIN", st.p, st.len, &err))
-		die(err.msg);
+		gl_test_die(err.msg);
 	/* the timestamps go through to_timestamp as ours do */
 	sql(c, "INSERT INTO node_gpu_spans (cluster_id, node, gpu_model, gpus, mig_instances, partition, partitions, source,"
 	       " valid_from) SELECT cluster_id, node, gpu_model, gpus, mig, partition, partitions, source, to_timestamp(t)"
@@ -203,7 +171,7 @@ static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, 
 	       "INSERT INTO node_state_spans (cluster_id, node, source, state, valid_from, raw_state, reason)"
 	       " SELECT cluster_id, node, source, state, to_timestamp(t), raw, reason FROM raw_s");
 	sql(c, "COMMIT");
-	t = now_s() - t0;
+	t = gl_test_now_s() - t0;
 	gl_strbuf_fini(&g);
 	gl_strbuf_fini(&st);
 	return t;
@@ -223,7 +191,7 @@ static void bench(PGconn *c, const char *what, int kube)
 		make_scontrol(&t2, 1);
 	}
 	if (gl_cluster_ensure(c, "bench-raw", "slurm", &cid, &err))
-		die(err.msg);
+		gl_test_die(err.msg);
 	for (int r = 0; r < 3; r++) {
 		double a, b, x;
 		sql(c, "TRUNCATE node_gpu_spans, node_state_spans, sched_snapshots, sched_coverage");
@@ -255,10 +223,10 @@ int main(void)
 	char dsn[512];
 	PGconn *c;
 	if (gl_test_db_fresh("gl_bench_nodes", dsn, sizeof dsn))
-		die("no database (run through bench/run.sh)");
+		gl_test_die("no database (run through bench/run.sh)");
 	c = PQconnectdb(dsn);
 	if (PQstatus(c) != CONNECTION_OK)
-		die(PQerrorMessage(c));
+		gl_test_die(PQerrorMessage(c));
 	PQclear(PQexec(c, "SET client_min_messages = warning"));
 	bench(c, "10,000 nodes scontrol show node -o", 0);
 	bench(c, "5,000 nodes kubectl get nodes -o json", 1);

@@ -13,41 +13,12 @@
 #include "gl/dcgm.h"
 #include "gl/promtext.h"
 #include "gl/strbuf.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = gl_xmalloc((size_t)n + 1);
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
 
 /* Appends line with the first occurrence of each from[i] replaced by to[i]. */
 static void put_subst(struct gl_strbuf *b, const char *line, size_t n, const char *const *from,
@@ -146,45 +117,41 @@ int main(int argc, char **argv)
 	int iters = 0, rc = 1;
 
 	snprintf(path, sizeof path, "%s/datadog_dcgm_fixture_metrics.prom", dir);
-	src = read_file(path, &len);
-	if (!src) {
-		fprintf(stderr, "bench: cannot open %s (run from the repo root or pass the fixture dir)\n", path);
-		return 1;
-	}
+	src = gl_test_read_file(path, &len);
 	build(&syn, src, len, ngpus > 0 ? ngpus : 1);
 
 	/* parse only: best of repeated runs, for at least secs seconds */
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	do {
-		double a = now_s();
+		double a = gl_test_now_s();
 		c.n = 0;
 		if (gl_promtext_parse(syn.p, syn.len, NULL, &h, &st, NULL) != 0 || st.bad_lines)
 			goto out;
-		t = now_s() - a;
+		t = gl_test_now_s() - a;
 		if (t < best_parse)
 			best_parse = t;
 		per_scrape = c.n;
 		iters++;
-	} while (now_s() - t0 < secs || iters < 3);
+	} while (gl_test_now_s() - t0 < secs || iters < 3);
 
 	/* parse + dcgm mapping (hash lookup, arena copies of new GPUs) */
-	t0 = now_s();
+	t0 = gl_test_now_s();
 	iters = 0;
 	do {
 		struct gl_dcgm_scrape s;
 		struct gl_promtext_handler hm = {on_sample_map, NULL, &s};
-		double a = now_s();
+		double a = gl_test_now_s();
 		gl_dcgm_scrape_init(&s, NULL);
 		hm.ctx = &s;
 		if (gl_promtext_parse(syn.p, syn.len, NULL, &hm, NULL, NULL) != 0)
 			goto out;
 		gpus_seen = s.ngpus;
 		gl_dcgm_scrape_fini(&s);
-		t = now_s() - a;
+		t = gl_test_now_s() - a;
 		if (t < best_map)
 			best_map = t;
 		iters++;
-	} while (now_s() - t0 < secs || iters < 3);
+	} while (gl_test_now_s() - t0 < secs || iters < 3);
 
 	fprintf(stderr, "bench: synthetic scrape %.1f MB, %zu samples, %d GPUs (%zu mapped), sum %g\n",
 		(double)syn.len / 1e6, per_scrape, ngpus, gpus_seen, c.sum);

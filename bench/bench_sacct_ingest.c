@@ -12,19 +12,6 @@
 
 #define TB "tests/fixtures/sacct/testbed/"
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void die(const char *m)
-{
-	fprintf(stderr, "bench_sacct_ingest: %s\n", m);
-	exit(1);
-}
-
 static long write_big(const char *path, long rows)
 {
 	FILE *in = fopen(TB "sacct_alloc.txt", "r"), *out = fopen(path, "w");
@@ -32,7 +19,7 @@ static long write_big(const char *path, long rows)
 	int n = 0;
 	long k = 0;
 	if (!in || !out)
-		die("cannot open fixture or output");
+		gl_test_die("cannot open fixture or output");
 	while (n < 32 && fgets(lines[n], sizeof lines[n], in))
 		n++;
 	fclose(in);
@@ -60,14 +47,14 @@ static long write_big(const char *path, long rows)
 static double run_ingest(const char *dsn, const char *file, const char *fields)
 {
 	struct gl_test_out o;
-	double t0 = now_s(), dt;
+	double t0 = gl_test_now_s(), dt;
 	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file", file, "--fields", fields,
 			NULL) ||
 	    o.status != 0) {
 		fprintf(stderr, "%s\n", o.err);
-		die("ingest failed");
+		gl_test_die("ingest failed");
 	}
-	dt = now_s() - t0;
+	dt = gl_test_now_s() - t0;
 	fprintf(stderr, "  ingest: %.2f s %s", dt, o.out);
 	gl_test_out_fini(&o);
 	return dt;
@@ -87,7 +74,7 @@ int main(int argc, char **argv)
 	snprintf(copyfile, sizeof copyfile, "%s/bench-jobs.copy", tmp);
 	f = fopen(TB "sacct_fields.txt", "r");
 	if (!f || !fgets(fields, sizeof fields, f))
-		die("fields");
+		gl_test_die("fields");
 	fclose(f);
 	fields[strcspn(fields, "\n")] = '\0';
 	for (char *p = fields; *p; p++)
@@ -95,7 +82,7 @@ int main(int argc, char **argv)
 			*p = ',';
 	write_big(path, rows);
 	if (gl_test_db_fresh("gl_bench_ingest", dsn, sizeof dsn))
-		die("db");
+		gl_test_die("db");
 	c = PQconnectdb(dsn);
 	t_first = run_ingest(dsn, path, fields);
 	t_again = run_ingest(dsn, path, fields);
@@ -113,7 +100,7 @@ int main(int argc, char **argv)
 		int n;
 		r = PQexec(c, sql);
 		if (PQresultStatus(r) != PGRES_COPY_OUT)
-			die(PQerrorMessage(c));
+			gl_test_die(PQerrorMessage(c));
 		PQclear(r);
 		while ((n = PQgetCopyData(c, &buf, 0)) > 0) {
 			fwrite(buf, 1, (size_t)n, out);
@@ -128,23 +115,23 @@ int main(int argc, char **argv)
 		FILE *in = fopen(copyfile, "r");
 		char buf[1 << 16];
 		size_t n;
-		double t0 = now_s();
+		double t0 = gl_test_now_s();
 		r = PQexec(c, "COPY jobs (cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id,"
 			      " het_offset, name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state,"
 			      " state_known, state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s,"
 			      " suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres,"
 			      " alloc_tres, node_list, nodes, tags, last_seen_at) FROM STDIN");
 		if (PQresultStatus(r) != PGRES_COPY_IN)
-			die(PQerrorMessage(c));
+			gl_test_die(PQerrorMessage(c));
 		PQclear(r);
 		while ((n = fread(buf, 1, sizeof buf, in)) > 0)
 			PQputCopyData(c, buf, (int)n);
 		PQputCopyEnd(c, NULL);
 		r = PQgetResult(c);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			die(PQerrorMessage(c));
+			gl_test_die(PQerrorMessage(c));
 		PQclear(r);
-		t_copy = now_s() - t0;
+		t_copy = gl_test_now_s() - t0;
 		fclose(in);
 	}
 	fprintf(stderr, "  raw COPY: %.2f s\n", t_copy);

@@ -13,6 +13,7 @@
  * from the repo root). Output: markdown table rows.
  */
 #include "gl/sacct.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,28 +46,6 @@ struct tmpl {
 
 static struct tmpl tmpls[MAXT];
 static int ntmpl;
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f) {
-		fprintf(stderr, "bench: cannot open %s (run from the repo root or pass the fixture dir)\n",
-			path);
-		exit(1);
-	}
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n)
-		exit(1);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
 
 static int split(char *s, char **out, int max)
 {
@@ -116,7 +95,7 @@ static void add_file(const char *path, const char *fields)
 		"State", "NNodes", "NCPUS", "ReqCPUS", "ReqMem", "ReqTRES", "AllocTRES", "Timelimit",
 		"NodeList", "DBIndex", "Suspended", "WCKey", "JobName",
 	};
-	char *buf = slurp(path), *line, *save = NULL;
+	char *buf = gl_test_read_file(path, NULL), *line, *save = NULL;
 
 	for (line = strtok_r(buf, "\n", &save); line && ntmpl < MAXT;
 	     line = strtok_r(NULL, "\n", &save)) {

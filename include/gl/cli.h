@@ -1,6 +1,7 @@
 /* gpuledger — command-line helpers shared by the subcommands in src/cli/.
  * Exit codes: 0 ok, 1 runtime error, 2 usage error (3: `db status` stopped,
- * 4: ingest ran but skipped lines). Ownership: nothing allocated. */
+ * 4: ingest ran but skipped lines). Ownership: nothing allocated but the
+ * buffer of gl_cli_read_file, which the caller frees. */
 #ifndef GL_CLI_H
 #define GL_CLI_H
 
@@ -17,6 +18,35 @@ int gl_cli_usage_error(const char *usage, const char *fmt, ...) GL_PRINTF(2, 3);
 /* Logs err and returns GL_EXIT_RUNTIME. */
 int gl_cli_fail(const struct gl_err *err);
 int gl_cli_wants_help(int argc, char **argv);
+
+/* One option of a subcommand: `--name VALUE` stores VALUE (argv's own
+ * storage) in *value. A list of them ends with {NULL, NULL}. */
+struct gl_cli_opt {
+	const char *name;
+	const char **value;
+};
+#define GL_CLI_MAX_OPTS 8
+/* Parses the options of a subcommand whose options all take a value (argv[0]
+ * is the subcommand; cmd names it in messages, "ingest sacct"). --help or -h
+ * anywhere prints usage to stdout. Returns -1 when the command should go on,
+ * else the exit status to return at once: 0 after --help, GL_EXIT_USAGE after
+ * a bad option or a stray argument (message and usage on stderr). */
+int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage, const struct gl_cli_opt *opts);
+
+/* The whole of path (stdin for "-" when dash_is_stdin), NUL-terminated, its
+ * length without the NUL in *len; the caller frees it. NULL with err set
+ * when it cannot be opened or read. */
+char *gl_cli_read_file(const char *path, int dash_is_stdin, size_t *len, struct gl_err *err);
+
+/* One count of an ingest command's result; a list ends with {NULL, 0}. */
+struct gl_cli_count {
+	const char *name;
+	long long n;
+};
+/* Prints the counts as one JSON object line on stdout, the machine-readable
+ * result of an `ingest` command; returns its exit status: GL_EXIT_SKIPPED
+ * when skipped (input was left out), else 0. */
+int gl_cli_ingest_result(const struct gl_cli_count *counts, int skipped);
 
 /* Subcommands: argv[0] is the subcommand's own name ("sacct"). */
 int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv);

@@ -1,5 +1,6 @@
 /* Accounting endpoints: /v1/chargeback (JSON or CSV). */
 #include "gl/accounting.h"
+#include "gl/apijson.h"
 #include "gl/chargeback.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
@@ -38,18 +39,16 @@ static void params_fini(struct acct_params *p)
 
 static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_params *p, const char *def_agg)
 {
-	const char *w = gl_req_param(req, "window"), *st = gl_req_param(req, "step"),
-		   *agg = gl_req_param(req, "aggregate"), *flt = gl_req_param(req, "filter"),
-		   *sh = gl_req_param(req, "shareIdle"), *fmt = gl_req_param(req, "format");
+	const char *st = gl_req_param(req, "step"), *agg = gl_req_param(req, "aggregate"),
+		   *flt = gl_req_param(req, "filter"), *sh = gl_req_param(req, "shareIdle"),
+		   *fmt = gl_req_param(req, "format");
 	struct gl_err e = {0};
 	char *save = NULL;
+	int rc;
 
 	memset(p, 0, sizeof *p);
-	if (gl_window_parse(w ? w : "month", req->now_s, &p->window, &e))
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", e.msg);
-	if (p->window.end_s - p->window.start_s > req->cfg->api_max_window_days * 86400)
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days (%lld days)",
-				     (long long)req->cfg->api_max_window_days);
+	if ((rc = gl_apijson_window(req, resp, "month", &p->window)))
+		return rc;
 	if (gl_step_parse(st ? st : "none", &p->step, &e))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", e.msg);
 	p->steps = gl_xcalloc(MAX_STEPS, sizeof *p->steps);
@@ -124,12 +123,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 {
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
-	char a[32], b[32];
-	char *s;
 
-	time_str(p->window.start_s, a, sizeof a);
-	time_str(p->window.end_s, b, sizeof b);
-	cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){a, b}, 2));
+	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
 	agg = cJSON_AddArrayToObject(root, "aggregate");
 	for (size_t d = 0; d < p->n_dims; d++)
@@ -140,10 +135,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		const struct gl_cb_step *st = &cb->steps[i];
 		cJSON *so = cJSON_CreateObject(), *items, *idle, *t;
-		time_str(st->start_s, a, sizeof a);
-		time_str(st->end_s, b, sizeof b);
-		cJSON_AddStringToObject(so, "start", a);
-		cJSON_AddStringToObject(so, "end", b);
+		gl_apijson_add_time(so, "start", st->start_s);
+		gl_apijson_add_time(so, "end", st->end_s);
 		items = cJSON_AddArrayToObject(so, "items");
 		for (size_t j = 0; j < st->n_lines; j++) {
 			const struct gl_cb_line *l = &st->lines[j];
@@ -205,12 +198,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddItemToArray(um, cJSON_CreateString(m));
 	}
 	cJSON_AddBoolToObject(root, "capacity_known", meta->capacity_source);
-	s = cJSON_PrintUnformatted(root);
-	gl_strbuf_puts(&resp->body, s);
-	gl_strbuf_putc(&resp->body, '\n');
-	cJSON_free(s);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
-	resp->content_type = "application/json";
 }
 
 static void csv_i64(struct gl_strbuf *o, int64_t v)

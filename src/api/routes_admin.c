@@ -1,5 +1,6 @@
 /* Admin endpoints: the audit log, its verification, the token list.
  * No handler here ever sees or prints a token or its hash. */
+#include "gl/apijson.h"
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/routes.h"
@@ -12,42 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void put_json(struct gl_resp *resp, cJSON *root)
-{
-	char *s = cJSON_PrintUnformatted(root);
-	if (!s)
-		gl_oom(0);
-	gl_strbuf_puts(&resp->body, s);
-	gl_strbuf_putc(&resp->body, '\n');
-	cJSON_free(s);
-	resp->content_type = "application/json";
-}
-
-static void add_time(cJSON *o, const char *k, int64_t t)
-{
-	char buf[32];
-	if (t == GL_TIME_NONE) {
-		cJSON_AddNullToObject(o, k);
-		return;
-	}
-	gl_time_format(t, buf, sizeof buf);
-	cJSON_AddStringToObject(o, k, buf);
-}
-
 /* window= (include/gl/window.h) as two timestamptz texts; *have 0 when absent. */
 static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, char *to, size_t n, int *have)
 {
-	const char *v = gl_req_param(req, "window");
 	struct gl_window w;
-	struct gl_err e = {0};
+	int rc;
 	*have = 0;
-	if (!v)
+	if (!gl_req_param(req, "window"))
 		return 0;
-	if (gl_window_parse(v, req->now_s, &w, &e))
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", e.msg);
-	if (w.end_s - w.start_s > req->cfg->api_max_window_days * 86400)
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days (%lld days)",
-				     (long long)req->cfg->api_max_window_days);
+	if ((rc = gl_apijson_window(req, resp, NULL, &w)))
+		return rc;
 	gl_time_format(w.start_s, from, n);
 	/* a window ending now ("7d", "today") takes the rows of the current
 	 * second too: windows end at whole seconds, the log does not */
@@ -55,24 +30,6 @@ static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, ch
 	if (w.end_s < req->now_s)
 		gl_time_format(w.end_s, to, n);
 	*have = 1;
-	return 0;
-}
-
-static int int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
-		     long long max, long long *out)
-{
-	const char *v = gl_req_param(req, name);
-	char *end;
-	long long x;
-	*out = def;
-	if (!v)
-		return 0;
-	x = strtoll(v, &end, 10);
-	if (!*v || *end)
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer", name);
-	if (x < min || x > max)
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
-	*out = x;
 	return 0;
 }
 
@@ -88,8 +45,8 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 
 	/* the server has already refused parameters outside the route's list */
 	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)) ||
-	    (rc = int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
-	    (rc = int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
+	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
+	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
 	snprintf(lim, sizeof lim, "%lld", limit);
 	snprintf(cur, sizeof cur, "%lld", cursor);
@@ -115,17 +72,11 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 	for (int i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "seq", (double)atoll(PQgetvalue(r, i, 0)));
-		add_time(o, "at", atoll(PQgetvalue(r, i, 1)));
+		gl_apijson_add_time(o, "at", atoll(PQgetvalue(r, i, 1)));
 		cJSON_AddStringToObject(o, "actor", PQgetvalue(r, i, 2));
-		if (PQgetisnull(r, i, 3))
-			cJSON_AddNullToObject(o, "source_addr");
-		else
-			cJSON_AddStringToObject(o, "source_addr", PQgetvalue(r, i, 3));
+		gl_apijson_add_col_str(o, "source_addr", r, i, 3);
 		cJSON_AddStringToObject(o, "action", PQgetvalue(r, i, 4));
-		if (PQgetisnull(r, i, 5))
-			cJSON_AddNullToObject(o, "object");
-		else
-			cJSON_AddStringToObject(o, "object", PQgetvalue(r, i, 5));
+		gl_apijson_add_col_str(o, "object", r, i, 5);
 		cJSON_AddStringToObject(o, "outcome", PQgetvalue(r, i, 6));
 		cJSON_AddItemToObject(o, "detail", cJSON_Parse(PQgetvalue(r, i, 7)));
 		cJSON_AddStringToObject(o, "prev_hash", PQgetvalue(r, i, 8));
@@ -136,7 +87,7 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 0)));
 	else
 		cJSON_AddNullToObject(root, "next_cursor");
-	put_json(resp, root);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	PQclear(r);
 	return 0;
@@ -190,7 +141,7 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(root, "bad_seq", (double)v.bad_seq);
 		cJSON_AddStringToObject(root, "reason", v.reason);
 	}
-	put_json(resp, root);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	return 0;
 }
@@ -216,13 +167,13 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 		ow = cJSON_AddArrayToObject(o, "owners");
 		for (size_t k = 0; k < t[i].n_owners; k++)
 			cJSON_AddItemToArray(ow, cJSON_CreateString(t[i].owners[k]));
-		add_time(o, "created", t[i].created_s);
-		add_time(o, "expires", t[i].expires_s);
-		add_time(o, "revoked", t[i].revoked_s);
-		add_time(o, "last_used", t[i].last_used_s);
+		gl_apijson_add_time(o, "created", t[i].created_s);
+		gl_apijson_add_time(o, "expires", t[i].expires_s);
+		gl_apijson_add_time(o, "revoked", t[i].revoked_s);
+		gl_apijson_add_time(o, "last_used", t[i].last_used_s);
 		cJSON_AddItemToArray(arr, o);
 	}
-	put_json(resp, root);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	free(t);
 	return 0;

@@ -1,5 +1,6 @@
 /* GET /v1/capacity and GET /v1/inventory (issue 9; the capacity side of
  * issue 6). docs/capacity.md describes the fields. */
+#include "gl/apijson.h"
 #include "gl/capacity.h"
 #include "gl/db.h"
 #include "gl/routes.h"
@@ -13,24 +14,6 @@
 #include <string.h>
 
 #define MAX_STEPS 2000
-
-static void put_json(struct gl_resp *resp, cJSON *root)
-{
-	char *s = cJSON_PrintUnformatted(root);
-	if (!s)
-		gl_oom(0);
-	gl_strbuf_puts(&resp->body, s);
-	gl_strbuf_putc(&resp->body, '\n');
-	cJSON_free(s);
-	resp->content_type = "application/json";
-}
-
-static void add_time(cJSON *o, const char *k, int64_t t)
-{
-	char buf[32];
-	gl_time_format(t, buf, sizeof buf);
-	cJSON_AddStringToObject(o, k, buf);
-}
 
 /* sreport prints times without a zone and the last second of the window */
 static void sreport_time(int64_t t, char *buf, size_t n)
@@ -199,15 +182,15 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		resp->content_type = "text/csv; charset=utf-8";
 	} else {
 		cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
-		add_time(wo, "start", w.start_s);
-		add_time(wo, "end", w.end_s);
+		gl_apijson_add_time(wo, "start", w.start_s);
+		gl_apijson_add_time(wo, "end", w.end_s);
 		cJSON_AddStringToObject(root, "step", gl_step_name(step));
 		cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
 		arr = cJSON_AddArrayToObject(root, "rows");
 		for (size_t i = 0; i < nrows; i++) {
 			cJSON *o = cJSON_CreateObject();
-			add_time(o, "start", rows[i].start_s);
-			add_time(o, "end", rows[i].end_s);
+			gl_apijson_add_time(o, "start", rows[i].start_s);
+			gl_apijson_add_time(o, "end", rows[i].end_s);
 			cJSON_AddStringToObject(o, "cluster", rows[i].cluster);
 			if (key_name(agg))
 				cJSON_AddStringToObject(o, key_name(agg), rows[i].key);
@@ -216,7 +199,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		}
 		t = cJSON_AddObjectToObject(root, "totals");
 		row_fields(t, &tot);
-		put_json(resp, root);
+		gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
@@ -226,30 +209,6 @@ out:
 }
 
 /* ---- inventory ---- */
-
-static void add_col_str(cJSON *o, const char *k, PGresult *r, int i, int col)
-{
-	if (PQgetisnull(r, i, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		cJSON_AddStringToObject(o, k, PQgetvalue(r, i, col));
-}
-
-static void add_col_time(cJSON *o, const char *k, PGresult *r, int i, int col)
-{
-	if (PQgetisnull(r, i, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		add_time(o, k, atoll(PQgetvalue(r, i, col)));
-}
-
-static void add_col_num(cJSON *o, const char *k, PGresult *r, int i, int col)
-{
-	if (PQgetisnull(r, i, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		cJSON_AddNumberToObject(o, k, (double)atoll(PQgetvalue(r, i, col)));
-}
 
 /* One row per node: its current GPU spans (scheduler) and the state spans in
  * force now or later (reservations ahead), as JSON built by the database.
@@ -359,19 +318,19 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	root = cJSON_CreateObject();
-	add_time(root, "at", req->now_s);
+	gl_apijson_add_time(root, "at", req->now_s);
 	if ((rc = gl_db_query(c, inv_clusters_sql, 1, (const char *[]){cluster}, &r, &err)))
 		goto fail;
 	arr = cJSON_AddArrayToObject(root, "clusters");
 	for (int i = 0; i < PQntuples(r); i++) {
 		cJSON *o = cJSON_CreateObject();
-		add_col_str(o, "name", r, i, 0);
-		add_col_str(o, "kind", r, i, 1);
-		add_col_num(o, "scheduler_nodes", r, i, 2);
-		add_col_num(o, "scheduler_gpus", r, i, 3);
-		add_col_num(o, "exporter_gpus", r, i, 4);
-		add_col_time(o, "last_snapshot", r, i, 5);
-		add_col_time(o, "events_until", r, i, 6);
+		gl_apijson_add_col_str(o, "name", r, i, 0);
+		gl_apijson_add_col_str(o, "kind", r, i, 1);
+		gl_apijson_add_col_num(o, "scheduler_nodes", r, i, 2);
+		gl_apijson_add_col_num(o, "scheduler_gpus", r, i, 3);
+		gl_apijson_add_col_num(o, "exporter_gpus", r, i, 4);
+		gl_apijson_add_col_time(o, "last_snapshot", r, i, 5);
+		gl_apijson_add_col_time(o, "events_until", r, i, 6);
 		cJSON_AddStringToObject(o, "capacity_source",
 					!PQgetisnull(r, i, 3) ? "scheduler" : (!PQgetisnull(r, i, 4) && atoll(PQgetvalue(r, i, 4)))
 										? "exporter" : "none");
@@ -385,13 +344,13 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 		goto fail;
 	for (int i = 0; i < PQntuples(r); i++) {
 		cJSON *n = cJSON_CreateObject();
-		add_col_str(n, "cluster", r, i, 0);
-		add_col_str(n, "node", r, i, 1);
-		add_col_str(n, "partitions", r, i, 2);
+		gl_apijson_add_col_str(n, "cluster", r, i, 0);
+		gl_apijson_add_col_str(n, "node", r, i, 1);
+		gl_apijson_add_col_str(n, "partitions", r, i, 2);
 		cJSON_AddItemToObject(n, "gpus", cJSON_Parse(PQgetvalue(r, i, 3)));
 		cJSON_AddItemToObject(n, "states", cJSON_Parse(PQgetvalue(r, i, 4)));
 		/* the sampled state is the node's state now */
-		add_col_str(n, "state", r, i, 5);
+		gl_apijson_add_col_str(n, "state", r, i, 5);
 		cJSON_AddItemToArray(nodes, n);
 	}
 	PQclear(r);
@@ -402,10 +361,10 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	for (int i = 0; i < PQntuples(r); i++) {
 		cJSON *o = cJSON_CreateObject();
 		char msg[256];
-		add_col_str(o, "cluster", r, i, 0);
-		add_col_str(o, "node", r, i, 1);
-		add_col_num(o, "scheduler_gpus", r, i, 2);
-		add_col_num(o, "exporter_gpus", r, i, 3);
+		gl_apijson_add_col_str(o, "cluster", r, i, 0);
+		gl_apijson_add_col_str(o, "node", r, i, 1);
+		gl_apijson_add_col_num(o, "scheduler_gpus", r, i, 2);
+		gl_apijson_add_col_num(o, "exporter_gpus", r, i, 3);
 		if (PQgetisnull(r, i, 2))
 			snprintf(msg, sizeof msg, "the exporter sees %s GPUs on a node the scheduler does not list",
 				 PQgetvalue(r, i, 3));
@@ -420,7 +379,7 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddItemToArray(arr, o);
 	}
 	PQclear(r);
-	put_json(resp, root);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	return 0;
 fail:

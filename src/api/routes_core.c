@@ -1,4 +1,5 @@
 /* Health, metrics, jobs and ingest-run endpoints. */
+#include "gl/apijson.h"
 #include "gl/db.h"
 #include "gl/health.h"
 #include "gl/routes.h"
@@ -25,17 +26,6 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster"},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
-
-static void put_json(struct gl_resp *resp, cJSON *root)
-{
-	char *s = cJSON_PrintUnformatted(root);
-	if (!s)
-		gl_oom(0);
-	gl_strbuf_puts(&resp->body, s);
-	gl_strbuf_putc(&resp->body, '\n');
-	cJSON_free(s);
-	resp->content_type = "application/json";
-}
 
 int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 {
@@ -117,52 +107,6 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
-static int int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
-		     long long max, long long *out)
-{
-	const char *v = gl_req_param(req, name);
-	char *end;
-	long long x;
-	if (!v) {
-		*out = def;
-		return 0;
-	}
-	x = strtoll(v, &end, 10);
-	if (!*v || *end)
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer, got '%s'", name, v);
-	if (x < min || x > max)
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
-	*out = x;
-	return 0;
-}
-
-static void add_time(cJSON *o, const char *k, PGresult *r, int row, int col)
-{
-	char buf[32];
-	if (PQgetisnull(r, row, col)) {
-		cJSON_AddNullToObject(o, k);
-		return;
-	}
-	gl_time_format(atoll(PQgetvalue(r, row, col)), buf, sizeof buf);
-	cJSON_AddStringToObject(o, k, buf);
-}
-
-static void add_str(cJSON *o, const char *k, PGresult *r, int row, int col)
-{
-	if (PQgetisnull(r, row, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		cJSON_AddStringToObject(o, k, PQgetvalue(r, row, col));
-}
-
-static void add_num(cJSON *o, const char *k, PGresult *r, int row, int col)
-{
-	if (PQgetisnull(r, row, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		cJSON_AddNumberToObject(o, k, (double)atoll(PQgetvalue(r, row, col)));
-}
-
 static const char *const job_states[] = {
 	"PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
 	"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
@@ -183,8 +127,8 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root = NULL, *arr;
 	int rc;
 
-	if ((rc = int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
-	    (rc = int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)))
+	if ((rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
+	    (rc = gl_apijson_int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)))
 		return rc;
 	if (state) {
 		size_t i;
@@ -219,29 +163,29 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	arr = cJSON_AddArrayToObject(root, "jobs");
 	for (int i = 0; i < PQntuples(r); i++) {
 		cJSON *o = cJSON_CreateObject();
-		add_str(o, "cluster", r, i, 0);
-		add_str(o, "key", r, i, 1);
-		add_str(o, "job_id", r, i, 2);
-		add_str(o, "name", r, i, 3);
-		add_str(o, "user", r, i, 4);
-		add_str(o, "account", r, i, 5);
-		add_str(o, "partition", r, i, 6);
-		add_str(o, "qos", r, i, 7);
-		add_str(o, "namespace", r, i, 8);
-		add_str(o, "state", r, i, 9);
-		add_time(o, "submit", r, i, 10);
-		add_time(o, "start", r, i, 11);
-		add_time(o, "end", r, i, 12);
-		add_num(o, "elapsed_s", r, i, 13);
+		gl_apijson_add_col_str(o, "cluster", r, i, 0);
+		gl_apijson_add_col_str(o, "key", r, i, 1);
+		gl_apijson_add_col_str(o, "job_id", r, i, 2);
+		gl_apijson_add_col_str(o, "name", r, i, 3);
+		gl_apijson_add_col_str(o, "user", r, i, 4);
+		gl_apijson_add_col_str(o, "account", r, i, 5);
+		gl_apijson_add_col_str(o, "partition", r, i, 6);
+		gl_apijson_add_col_str(o, "qos", r, i, 7);
+		gl_apijson_add_col_str(o, "namespace", r, i, 8);
+		gl_apijson_add_col_str(o, "state", r, i, 9);
+		gl_apijson_add_col_time(o, "submit", r, i, 10);
+		gl_apijson_add_col_time(o, "start", r, i, 11);
+		gl_apijson_add_col_time(o, "end", r, i, 12);
+		gl_apijson_add_col_num(o, "elapsed_s", r, i, 13);
 		cJSON_AddNumberToObject(o, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / 1000.0);
-		add_str(o, "gpu_type", r, i, 15);
-		add_num(o, "queue_wait_s", r, i, 16);
-		add_str(o, "node_list", r, i, 17);
+		gl_apijson_add_col_str(o, "gpu_type", r, i, 15);
+		gl_apijson_add_col_num(o, "queue_wait_s", r, i, 16);
+		gl_apijson_add_col_str(o, "node_list", r, i, 17);
 		cJSON_AddNumberToObject(o, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / 1000.0);
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_AddNumberToObject(root, "count", PQntuples(r));
-	put_json(resp, root);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	PQclear(r);
 	return 0;
@@ -258,7 +202,7 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root, *arr;
 	int rc;
 
-	if ((rc = int_param(req, resp, "limit", 50, 1, 1000, &limit)))
+	if ((rc = gl_apijson_int_param(req, resp, "limit", 50, 1, 1000, &limit)))
 		return rc;
 	snprintf(lim, sizeof lim, "%lld", limit);
 	if ((rc = gl_req_db(req, &c, &err)))
@@ -275,24 +219,24 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	arr = cJSON_AddArrayToObject(root, "runs");
 	for (int i = 0; i < PQntuples(r); i++) {
 		cJSON *o = cJSON_CreateObject();
-		add_num(o, "run_id", r, i, 0);
-		add_str(o, "source", r, i, 1);
-		add_str(o, "cluster", r, i, 2);
-		add_str(o, "input", r, i, 3);
-		add_time(o, "started", r, i, 4);
-		add_time(o, "finished", r, i, 5);
-		add_str(o, "status", r, i, 6);
-		add_num(o, "lines_read", r, i, 7);
-		add_num(o, "inserted", r, i, 8);
-		add_num(o, "updated", r, i, 9);
-		add_num(o, "unchanged", r, i, 10);
-		add_num(o, "skipped", r, i, 11);
-		add_num(o, "ignored", r, i, 12);
+		gl_apijson_add_col_num(o, "run_id", r, i, 0);
+		gl_apijson_add_col_str(o, "source", r, i, 1);
+		gl_apijson_add_col_str(o, "cluster", r, i, 2);
+		gl_apijson_add_col_str(o, "input", r, i, 3);
+		gl_apijson_add_col_time(o, "started", r, i, 4);
+		gl_apijson_add_col_time(o, "finished", r, i, 5);
+		gl_apijson_add_col_str(o, "status", r, i, 6);
+		gl_apijson_add_col_num(o, "lines_read", r, i, 7);
+		gl_apijson_add_col_num(o, "inserted", r, i, 8);
+		gl_apijson_add_col_num(o, "updated", r, i, 9);
+		gl_apijson_add_col_num(o, "unchanged", r, i, 10);
+		gl_apijson_add_col_num(o, "skipped", r, i, 11);
+		gl_apijson_add_col_num(o, "ignored", r, i, 12);
 		cJSON_AddItemToObject(o, "skip_reasons", cJSON_Parse(PQgetvalue(r, i, 13)));
-		add_str(o, "error", r, i, 14);
+		gl_apijson_add_col_str(o, "error", r, i, 14);
 		cJSON_AddItemToArray(arr, o);
 	}
-	put_json(resp, root);
+	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	PQclear(r);
 	return 0;

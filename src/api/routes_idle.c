@@ -3,6 +3,7 @@
  * partition and model (gl_capacity minus allocation), and the share of fleet
  * time wasted. */
 #include "gl/accounting.h"
+#include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/db.h"
 #include "gl/routes.h"
@@ -35,11 +36,11 @@ static const char jobs_sql[] =
 
 int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *w = gl_req_param(req, "window"), *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit");
+	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit");
 	struct gl_window win;
 	struct gl_err err = {0};
 	struct gl_strbuf sql = GL_STRBUF_INIT;
-	char a[24], b[24], now[24], ta[32], tb[32], limit_s[16];
+	char a[24], b[24], now[24], limit_s[16];
 	const char *expr;
 	long limit = 20;
 	PGconn *c;
@@ -48,10 +49,8 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	int rc = 0, have_cap;
 	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
 
-	if (gl_window_parse(w ? w : "7d", req->now_s, &win, &err))
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", err.msg);
-	if (win.end_s - win.start_s > req->cfg->api_max_window_days * 86400)
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days");
+	if ((rc = gl_apijson_window(req, resp, "7d", &win)))
+		return rc;
 	if (!(expr = gl_acct_dim_sql(agg ? agg : "team")) || (agg && strchr(agg, ',')))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
 								   "user, account, cluster, partition, qos, namespace, gpu_model)");
@@ -113,9 +112,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		goto fail;
 
 	root = cJSON_CreateObject();
-	gl_time_format(win.start_s, ta, sizeof ta);
-	gl_time_format(win.end_s, tb, sizeof tb);
-	cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){ta, tb}, 2));
+	gl_apijson_add_window(root, "window", &win);
 	cJSON_AddStringToObject(root, "aggregate", agg ? agg : "team");
 	arr = cJSON_AddArrayToObject(root, "allocated_idle");
 	for (int i = 0; i < PQntuples(owners); i++) {
@@ -124,10 +121,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(owners, i, 1)));
 		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(owners, i, 2)));
 		cJSON_AddNumberToObject(o, "observed_gpu_seconds", atof(PQgetvalue(owners, i, 3)));
-		if (PQgetisnull(owners, i, 4))
-			cJSON_AddNullToObject(o, "idle_cost_micros");
-		else
-			cJSON_AddNumberToObject(o, "idle_cost_micros", atof(PQgetvalue(owners, i, 4)));
+		gl_apijson_add_col_num(o, "idle_cost_micros", owners, i, 4);
 		cJSON_AddNumberToObject(o, "unpriced_jobs", atof(PQgetvalue(owners, i, 5)));
 		alloc_idle_total += atof(PQgetvalue(owners, i, 1));
 		cJSON_AddItemToArray(arr, o);
@@ -145,10 +139,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddStringToObject(o, "state", PQgetvalue(top, i, 6));
 		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(top, i, 7)));
 		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(top, i, 8)));
-		if (PQgetisnull(top, i, 9))
-			cJSON_AddNullToObject(o, "idle_cost_micros");
-		else
-			cJSON_AddNumberToObject(o, "idle_cost_micros", atof(PQgetvalue(top, i, 9)));
+		gl_apijson_add_col_num(o, "idle_cost_micros", top, i, 9);
 		gl_time_format(atoll(PQgetvalue(top, i, 10)), s0, sizeof s0);
 		gl_time_format(atoll(PQgetvalue(top, i, 11)), e0, sizeof e0);
 		cJSON_AddStringToObject(o, "from", s0);
@@ -166,10 +157,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "allocated_gpu_seconds", atof(PQgetvalue(fleet, i, 5)));
 		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(fleet, i, 6)));
 		cJSON_AddNumberToObject(o, "overallocated_gpu_seconds", atof(PQgetvalue(fleet, i, 7)));
-		if (PQgetisnull(fleet, i, 8))
-			cJSON_AddNullToObject(o, "idle_cost_micros");
-		else
-			cJSON_AddNumberToObject(o, "idle_cost_micros", atof(PQgetvalue(fleet, i, 8)));
+		gl_apijson_add_col_num(o, "idle_cost_micros", fleet, i, 8);
 		unalloc_idle_total += atof(PQgetvalue(fleet, i, 6));
 		reported_total += atof(PQgetvalue(fleet, i, 3));
 		cJSON_AddItemToArray(arr, o);
@@ -179,13 +167,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(root, "wasted_fraction", (alloc_idle_total + unalloc_idle_total) / reported_total);
 	else
 		cJSON_AddNullToObject(root, "wasted_fraction");
-	{
-		char *s = cJSON_PrintUnformatted(root);
-		gl_strbuf_puts(&resp->body, s);
-		gl_strbuf_putc(&resp->body, '\n');
-		cJSON_free(s);
-	}
-	resp->content_type = "application/json";
+	gl_apijson_put(resp, root);
 	goto out;
 fail:
 	rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);

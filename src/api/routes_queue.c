@@ -1,6 +1,7 @@
 /* /v1/queue: queue waits of GPU jobs that started in the window, and the
  * pending demand now. */
 #include "gl/accounting.h"
+#include "gl/apijson.h"
 #include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/routes.h"
@@ -32,22 +33,19 @@ static const char queue_cte[] =
 
 int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *w = gl_req_param(req, "window"), *agg = gl_req_param(req, "aggregate"),
-		   *fmt = gl_req_param(req, "format");
+	const char *agg = gl_req_param(req, "aggregate"), *fmt = gl_req_param(req, "format");
 	struct gl_window win;
 	struct gl_err err = {0};
 	struct gl_strbuf sql = GL_STRBUF_INIT, cond = GL_STRBUF_INIT;
 	const char *dim = agg ? agg : "partition", *expr;
-	char a[24], b[24], now[24], ta[32], tb[32];
+	char a[24], b[24], now[24];
 	PGconn *c;
 	PGresult *r = NULL, *p = NULL;
 	cJSON *root = NULL, *items, *pend;
 	int rc = 0, csv = fmt && !strcmp(fmt, "csv");
 
-	if (gl_window_parse(w ? w : "7d", req->now_s, &win, &err))
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", err.msg);
-	if (win.end_s - win.start_s > req->cfg->api_max_window_days * 86400)
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days");
+	if ((rc = gl_apijson_window(req, resp, "7d", &win)))
+		return rc;
 	if (strchr(dim, ',') || !(expr = queue_dim_sql(dim)))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: one of partition, team, project, cost_center, user, account, cluster, qos, "
@@ -108,9 +106,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	root = cJSON_CreateObject();
-	gl_time_format(win.start_s, ta, sizeof ta);
-	gl_time_format(win.end_s, tb, sizeof tb);
-	cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){ta, tb}, 2));
+	gl_apijson_add_window(root, "window", &win);
 	cJSON_AddStringToObject(root, "aggregate", dim);
 	items = cJSON_AddArrayToObject(root, "items");
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -122,10 +118,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "wait_p99_s", atof(PQgetvalue(r, i, 4)));
 		cJSON_AddNumberToObject(o, "wait_max_s", atof(PQgetvalue(r, i, 5)));
 		cJSON_AddNumberToObject(o, "wait_mean_s", atof(PQgetvalue(r, i, 6)));
-		if (PQgetisnull(r, i, 7))
-			cJSON_AddNullToObject(o, "eligible_wait_p50_s");
-		else
-			cJSON_AddNumberToObject(o, "eligible_wait_p50_s", atof(PQgetvalue(r, i, 7)));
+		gl_apijson_add_col_num(o, "eligible_wait_p50_s", r, i, 7);
 		cJSON_AddNumberToObject(o, "gpus_started", atof(PQgetvalue(r, i, 8)) / 1000.0);
 		cJSON_AddItemToArray(items, o);
 	}
@@ -138,13 +131,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "longest_wait_s", atof(PQgetvalue(p, i, 3)));
 		cJSON_AddItemToArray(pend, o);
 	}
-	{
-		char *s = cJSON_PrintUnformatted(root);
-		gl_strbuf_puts(&resp->body, s);
-		gl_strbuf_putc(&resp->body, '\n');
-		cJSON_free(s);
-	}
-	resp->content_type = "application/json";
+	gl_apijson_put(resp, root);
 out:
 	cJSON_Delete(root);
 	PQclear(r);

@@ -7,8 +7,6 @@
 #include "gl/log.h"
 #include "gl/timeutil.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,45 +23,12 @@ static const char usage_ingest_dcgm[] =
 	"A sample at or before a GPU's last ingested one is not applied again.\n"
 	"Exit status 0 when every line was used, 1 on failure, 4 when lines were skipped.\n";
 
-static int read_all(const char *path, char **out, size_t *len, struct gl_err *err)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	size_t cap = 1 << 16, n = 0;
-	char *buf;
-	if (!f)
-		return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
-	buf = gl_xmalloc(cap);
-	for (;;) {
-		size_t k;
-		if (n == cap)
-			buf = gl_xrealloc(buf, cap *= 2);
-		k = fread(buf + n, 1, cap - n, f);
-		n += k;
-		if (k == 0)
-			break;
-	}
-	if (ferror(f)) {
-		if (f != stdin)
-			fclose(f);
-		free(buf);
-		return gl_err_set(err, GL_EIO, "%s: read error", path);
-	}
-	if (f != stdin)
-		fclose(f);
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
 int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"cluster", required_argument, 0, 'C'}, {"file", required_argument, 0, 'f'},
-		{"at", required_argument, 0, 'a'},      {"node", required_argument, 0, 'n'},
-		{"max-gap", required_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	const char *cluster = NULL, *file = NULL, *at = NULL, *node = NULL, *gap = NULL;
+	const struct gl_cli_opt opts[] = {
+		{"cluster", &cluster}, {"file", &file}, {"at", &at}, {"node", &node}, {"max-gap", &gap}, {NULL, NULL},
+	};
 	struct gl_dcgm_ingest_opts o;
 	struct gl_dcgm_ingest_result res;
 	struct gl_dcgm_scrape s;
@@ -74,25 +39,11 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	char *buf = NULL;
 	size_t len = 0;
 	int64_t at_s;
-	int ch, rc = 0, prc;
+	int rc, prc;
 
-	if (gl_cli_wants_help(argc, argv)) {
-		fputs(usage_ingest_dcgm, stdout);
-		return 0;
-	}
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': cluster = optarg; break;
-		case 'f': file = optarg; break;
-		case 'a': at = optarg; break;
-		case 'n': node = optarg; break;
-		case 'g': gap = optarg; break;
-		default: return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: bad option");
-		}
-	}
-	if (optind < argc)
-		return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: unexpected argument '%s'", argv[optind]);
+	if ((rc = gl_cli_parse_opts(argc, argv, "ingest dcgm", usage_ingest_dcgm, opts)) >= 0)
+		return rc;
+	rc = 0;
 	if (!cluster || !file || !at)
 		return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: --cluster, --file and --at are required");
 	if (gl_time_parse(at, strlen(at), &at_s) != 0)
@@ -109,7 +60,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	o.input_name = file;
 	so.node = node;
 
-	if (read_all(file, &buf, &len, &err)) {
+	if (!(buf = gl_cli_read_file(file, 1, &len, &err))) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -141,15 +92,17 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	       file, cluster, (long long)res.gpus, (long long)res.nodes, (long long)res.new_gpus,
 	       (long long)res.applied, (long long)res.stale, (long long)res.unattributed,
 	       (long long)res.marked_absent, (long long)res.bad_lines);
-	printf("{\"gpus\":%lld,\"nodes\":%lld,\"new_gpus\":%lld,\"applied\":%lld,\"stale\":%lld,\"duplicates\":%lld,"
-	       "\"hpc_job\":%lld,\"pod\":%lld,\"node_exclusive\":%lld,\"node_estimated\":%lld,\"unattributed\":%lld,"
-	       "\"marked_absent\":%lld,\"bad_lines\":%lld,\"no_host\":%lld}\n",
-	       (long long)res.gpus, (long long)res.nodes, (long long)res.new_gpus, (long long)res.applied,
-	       (long long)res.stale, (long long)res.duplicates, (long long)res.attributed[GL_ATTRIB_HPC_JOB],
-	       (long long)res.attributed[GL_ATTRIB_POD], (long long)res.attributed[GL_ATTRIB_NODE_EXCLUSIVE],
-	       (long long)res.attributed[GL_ATTRIB_NODE_ESTIMATED], (long long)res.unattributed,
-	       (long long)res.marked_absent, (long long)res.bad_lines, (long long)res.no_host);
-	rc = res.bad_lines || res.no_host ? GL_EXIT_SKIPPED : 0;
+	rc = gl_cli_ingest_result(
+		(const struct gl_cli_count[]){{"gpus", res.gpus}, {"nodes", res.nodes}, {"new_gpus", res.new_gpus},
+					      {"applied", res.applied}, {"stale", res.stale},
+					      {"duplicates", res.duplicates},
+					      {"hpc_job", res.attributed[GL_ATTRIB_HPC_JOB]},
+					      {"pod", res.attributed[GL_ATTRIB_POD]},
+					      {"node_exclusive", res.attributed[GL_ATTRIB_NODE_EXCLUSIVE]},
+					      {"node_estimated", res.attributed[GL_ATTRIB_NODE_ESTIMATED]},
+					      {"unattributed", res.unattributed}, {"marked_absent", res.marked_absent},
+					      {"bad_lines", res.bad_lines}, {"no_host", res.no_host}, {NULL, 0}},
+		res.bad_lines || res.no_host);
 out:
 	free(buf);
 	gl_dcgm_batch_free(b);

@@ -6,7 +6,6 @@
 #include "gl/timeutil.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,33 +25,16 @@ static const char usage_ingest_kube[] =
 
 int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"cluster", required_argument, 0, 'C'}, {"file", required_argument, 0, 'f'},
-		{"at", required_argument, 0, 'a'},      {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	const char *cluster = NULL, *file = NULL, *at = NULL;
+	const struct gl_cli_opt opts[] = {{"cluster", &cluster}, {"file", &file}, {"at", &at}, {NULL, NULL}};
 	struct gl_kube_ingest_opts o = {0};
 	struct gl_kube_ingest_result res = {0};
 	struct gl_err err = {0};
 	PGconn *c = NULL;
-	int ch, rc = 0;
+	int rc;
 
-	if (gl_cli_wants_help(argc, argv)) {
-		fputs(usage_ingest_kube, stdout);
-		return 0;
-	}
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': cluster = optarg; break;
-		case 'f': file = optarg; break;
-		case 'a': at = optarg; break;
-		default: return gl_cli_usage_error(usage_ingest_kube, "ingest kube: bad option");
-		}
-	}
-	if (optind < argc)
-		return gl_cli_usage_error(usage_ingest_kube, "ingest kube: unexpected argument '%s'", argv[optind]);
+	if ((rc = gl_cli_parse_opts(argc, argv, "ingest kube", usage_ingest_kube, opts)) >= 0)
+		return rc;
 	if (!cluster || !*cluster || !file)
 		return gl_cli_usage_error(usage_ingest_kube, "ingest kube: --cluster and --file are required");
 	if (at) {
@@ -89,12 +71,13 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 	       (long long)res.pending, (long long)res.st.inserted, (long long)res.st.updated,
 	       (long long)res.st.unchanged, (long long)res.vanished, (long long)res.st.skipped,
 	       (long long)res.st.ignored);
-	printf("{\"items\":%lld,\"pods\":%lld,\"running\":%lld,\"pending\":%lld,\"inserted\":%lld,\"updated\":%lld,"
-	       "\"unchanged\":%lld,\"vanished\":%lld,\"skipped\":%lld,\"ignored\":%lld}\n",
-	       (long long)res.st.lines_read, (long long)res.pods, (long long)res.running, (long long)res.pending,
-	       (long long)res.st.inserted, (long long)res.st.updated, (long long)res.st.unchanged,
-	       (long long)res.vanished, (long long)res.st.skipped, (long long)res.st.ignored);
-	rc = res.st.skipped ? GL_EXIT_SKIPPED : 0;
+	rc = gl_cli_ingest_result(
+		(const struct gl_cli_count[]){{"items", res.st.lines_read}, {"pods", res.pods},
+					      {"running", res.running}, {"pending", res.pending},
+					      {"inserted", res.st.inserted}, {"updated", res.st.updated},
+					      {"unchanged", res.st.unchanged}, {"vanished", res.vanished},
+					      {"skipped", res.st.skipped}, {"ignored", res.st.ignored}, {NULL, 0}},
+		res.st.skipped != 0);
 out:
 	gl_kube_ingest_result_fini(&res);
 	PQfinish(c);

@@ -8,8 +8,6 @@
 #include "gl/nodes_ingest.h"
 #include "gl/timeutil.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,44 +28,11 @@ static const char usage_kube_nodes[] =
 	"Applies a saved `kubectl get nodes -o json` taken at --at (RFC 3339, default now).\n"
 	"Exit 0 ok, 1 failure, 4 when nodes were skipped.\n";
 
-/* The whole file, NUL-terminated; NULL with err set on failure. */
-static char *slurp(const char *path, size_t *len, struct gl_err *err)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	if (!f) {
-		gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	for (;;) {
-		size_t r;
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 1 << 17;
-			buf = gl_xrealloc(buf, cap + 1);
-		}
-		r = fread(buf + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (ferror(f)) {
-		gl_err_set(err, GL_EIO, "%s: read error", path);
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
 static int parse_file(const char *path, int (*fn)(const char *, size_t, struct gl_node_snapshot *, struct gl_err *),
 		      struct gl_node_snapshot *s, struct gl_err *err)
 {
 	size_t len = 0;
-	char *buf = slurp(path, &len, err);
+	char *buf = gl_cli_read_file(path, 0, &len, err);
 	int rc;
 	if (!buf)
 		return -GL_EIO;
@@ -107,11 +72,12 @@ static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, c
 	       o->run_source, o->input_name, o->cluster, (long long)n.nodes, (long long)n.gpu_nodes, (long long)n.gpus,
 	       (long long)n.gpu_spans_opened, (long long)n.gpu_spans_closed, (long long)n.state_spans_opened,
 	       (long long)n.state_spans_closed, (long long)n.events, (long long)n.reservations, s->skipped);
-	printf("{\"nodes\":%lld,\"gpu_nodes\":%lld,\"gpus\":%lld,\"events\":%lld,\"reservation_rows\":%lld,"
-	       "\"skipped\":%zu,\"problems\":%zu}\n",
-	       (long long)n.nodes, (long long)n.gpu_nodes, (long long)n.gpus, (long long)n.events,
-	       (long long)n.reservations, s->skipped, s->nproblems + s->problems_dropped);
-	rc = s->skipped ? GL_EXIT_SKIPPED : 0;
+	rc = gl_cli_ingest_result(
+		(const struct gl_cli_count[]){{"nodes", n.nodes}, {"gpu_nodes", n.gpu_nodes}, {"gpus", n.gpus},
+					      {"events", n.events}, {"reservation_rows", n.reservations},
+					      {"skipped", (long long)s->skipped},
+					      {"problems", (long long)(s->nproblems + s->problems_dropped)}, {NULL, 0}},
+		s->skipped != 0);
 out:
 	PQfinish(c);
 	return rc;
@@ -119,35 +85,18 @@ out:
 
 int gl_cli_ingest_slurm_nodes(struct gl_config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"cluster", required_argument, 0, 'C'}, {"nodes", required_argument, 0, 'n'},
-		{"events", required_argument, 0, 'e'},  {"reservations", required_argument, 0, 'r'},
-		{"at", required_argument, 0, 'a'},      {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	const char *cluster = NULL, *nodes = NULL, *events = NULL, *resv = NULL, *at = NULL;
+	const struct gl_cli_opt opts[] = {
+		{"cluster", &cluster}, {"nodes", &nodes}, {"events", &events}, {"reservations", &resv}, {"at", &at},
+		{NULL, NULL},
+	};
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_err err = {0};
-	int ch, rc;
+	int rc;
 
-	if (gl_cli_wants_help(argc, argv)) {
-		fputs(usage_slurm_nodes, stdout);
-		return 0;
-	}
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': cluster = optarg; break;
-		case 'n': nodes = optarg; break;
-		case 'e': events = optarg; break;
-		case 'r': resv = optarg; break;
-		case 'a': at = optarg; break;
-		default: return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: bad option");
-		}
-	}
-	if (optind < argc)
-		return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: unexpected argument '%s'", argv[optind]);
+	if ((rc = gl_cli_parse_opts(argc, argv, "ingest slurm-nodes", usage_slurm_nodes, opts)) >= 0)
+		return rc;
 	if (!cluster || !nodes)
 		return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: --cluster and --nodes are required");
 	o.cluster = cluster;
@@ -172,32 +121,15 @@ out:
 
 int gl_cli_ingest_kube_nodes(struct gl_config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"cluster", required_argument, 0, 'C'}, {"file", required_argument, 0, 'f'},
-		{"at", required_argument, 0, 'a'},      {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	const char *cluster = NULL, *file = NULL, *at = NULL;
+	const struct gl_cli_opt opts[] = {{"cluster", &cluster}, {"file", &file}, {"at", &at}, {NULL, NULL}};
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_err err = {0};
-	int ch, rc;
+	int rc;
 
-	if (gl_cli_wants_help(argc, argv)) {
-		fputs(usage_kube_nodes, stdout);
-		return 0;
-	}
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': cluster = optarg; break;
-		case 'f': file = optarg; break;
-		case 'a': at = optarg; break;
-		default: return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: bad option");
-		}
-	}
-	if (optind < argc)
-		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: unexpected argument '%s'", argv[optind]);
+	if ((rc = gl_cli_parse_opts(argc, argv, "ingest kube-nodes", usage_kube_nodes, opts)) >= 0)
+		return rc;
 	if (!cluster || !file)
 		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: --cluster and --file are required");
 	o.cluster = cluster;

@@ -6,7 +6,6 @@
 #include "gl/sacct.h"
 #include "gl/sacct_ingest.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,34 +18,18 @@ static const char usage_ingest_sacct[] =
 
 int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"cluster", required_argument, 0, 'C'}, {"file", required_argument, 0, 'f'},
-		{"delimiter", required_argument, 0, 'd'}, {"fields", required_argument, 0, 'F'},
-		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
-	};
 	const char *cluster = NULL, *file = NULL, *delim = NULL, *fields = NULL;
+	const struct gl_cli_opt opts[] = {
+		{"cluster", &cluster}, {"file", &file}, {"delimiter", &delim}, {"fields", &fields}, {NULL, NULL},
+	};
 	struct gl_sacct_ingest_opts o = {0};
 	struct gl_ingest_stats st;
 	struct gl_err err = {0};
 	PGconn *c = NULL;
-	int ch, rc = 0;
+	int rc;
 
-	if (gl_cli_wants_help(argc, argv)) {
-		fputs(usage_ingest_sacct, stdout);
-		return 0;
-	}
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': cluster = optarg; break;
-		case 'f': file = optarg; break;
-		case 'd': delim = optarg; break;
-		case 'F': fields = optarg; break;
-		default: return gl_cli_usage_error(usage_ingest_sacct, "ingest sacct: bad option");
-		}
-	}
-	if (optind < argc)
-		return gl_cli_usage_error(usage_ingest_sacct, "ingest sacct: unexpected argument '%s'", argv[optind]);
+	if ((rc = gl_cli_parse_opts(argc, argv, "ingest sacct", usage_ingest_sacct, opts)) >= 0)
+		return rc;
 	if (!cluster || !file)
 		return gl_cli_usage_error(usage_ingest_sacct, "ingest sacct: --cluster and --file are required");
 	gl_ingest_stats_init(&st, 0);
@@ -65,10 +48,11 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 			    "%lld skipped, %lld ignored (steps/header)",
 	       file, cluster, (long long)st.lines_read, (long long)st.inserted, (long long)st.updated,
 	       (long long)st.unchanged, (long long)st.skipped, (long long)st.ignored);
-	printf("{\"lines\":%lld,\"inserted\":%lld,\"updated\":%lld,\"unchanged\":%lld,\"skipped\":%lld,\"ignored\":%lld}\n",
-	       (long long)st.lines_read, (long long)st.inserted, (long long)st.updated, (long long)st.unchanged,
-	       (long long)st.skipped, (long long)st.ignored);
-	rc = st.skipped ? 4 : 0;
+	rc = gl_cli_ingest_result(
+		(const struct gl_cli_count[]){{"lines", st.lines_read}, {"inserted", st.inserted},
+					      {"updated", st.updated}, {"unchanged", st.unchanged},
+					      {"skipped", st.skipped}, {"ignored", st.ignored}, {NULL, 0}},
+		st.skipped != 0);
 out:
 	gl_ingest_stats_fini(&st);
 	PQfinish(c);

@@ -69,15 +69,17 @@ static void label_value(struct gl_strbuf *o, const char *s)
 	}
 }
 
+/* source="...",cluster="...",target="...": the labels naming a source,
+ * without braces so that a metric can add its own */
 static void labels(struct gl_strbuf *o, const struct entry *e)
 {
-	gl_strbuf_puts(o, "{source=\"");
+	gl_strbuf_puts(o, "source=\"");
 	label_value(o, e->source);
 	gl_strbuf_puts(o, "\",cluster=\"");
 	label_value(o, e->cluster);
 	gl_strbuf_puts(o, "\",target=\"");
 	label_value(o, e->key);
-	gl_strbuf_puts(o, "\"}");
+	gl_strbuf_putc(o, '"');
 }
 
 void gl_health_metrics(struct gl_strbuf *o)
@@ -89,8 +91,9 @@ void gl_health_metrics(struct gl_strbuf *o)
 		gl_strbuf_printf(o, "# TYPE gpuledger_source_%s gauge\n", names[m]);
 		for (size_t i = 0; i < n_entries; i++) {
 			const struct entry *e = &entries[i];
-			gl_strbuf_printf(o, "gpuledger_source_%s", names[m]);
+			gl_strbuf_printf(o, "gpuledger_source_%s{", names[m]);
 			labels(o, e);
+			gl_strbuf_putc(o, '}');
 			switch (m) {
 			case 0: gl_strbuf_printf(o, " %d\n", e->up); break;
 			case 1: gl_strbuf_printf(o, " %lld\n", (long long)e->last_ok_s); break;
@@ -105,13 +108,9 @@ void gl_health_metrics(struct gl_strbuf *o)
 		const struct entry *e = &entries[i];
 		if (e->up || !e->last_error[0])
 			continue;
-		gl_strbuf_puts(o, "gpuledger_source_last_error_info{source=\"");
-		label_value(o, e->source);
-		gl_strbuf_puts(o, "\",cluster=\"");
-		label_value(o, e->cluster);
-		gl_strbuf_puts(o, "\",target=\"");
-		label_value(o, e->key);
-		gl_strbuf_puts(o, "\",error=\"");
+		gl_strbuf_puts(o, "gpuledger_source_last_error_info{");
+		labels(o, e);
+		gl_strbuf_puts(o, ",error=\"");
 		label_value(o, e->last_error);
 		gl_strbuf_puts(o, "\"} 1\n");
 	}

@@ -62,6 +62,19 @@ static int run_capture(const char *const *argv, int64_t timeout_s, struct gl_str
 	return rc;
 }
 
+/* Runs argv and parses its stdout into s with parse. */
+static int run_parse(const char *const *argv, int64_t timeout_s,
+		     int (*parse)(const char *, size_t, struct gl_node_snapshot *, struct gl_err *),
+		     struct gl_node_snapshot *s, struct gl_err *err)
+{
+	struct gl_strbuf out = GL_STRBUF_INIT;
+	int rc = run_capture(argv, timeout_s, &out, err);
+	if (rc == 0)
+		rc = parse(gl_strbuf_cstr(&out), out.len, s, err);
+	gl_strbuf_fini(&out);
+	return rc;
+}
+
 static void fmt_slurm_time(int64_t t, char *buf, size_t n)
 {
 	gl_time_format(t, buf, n);
@@ -83,7 +96,6 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 {
 	const struct gl_slurm_nodes_source_cfg *src = vsrc;
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
-	struct gl_strbuf out = GL_STRBUF_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	char start[32], end[32], startarg[48], endarg[48], clarg[300];
@@ -92,10 +104,8 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	(void)cfg;
 	{
 		const char *argv[] = {src->scontrol, "show", "node", "-o", NULL};
-		if ((rc = run_capture(argv, src->timeout_s, &out, err)) ||
-		    (rc = gl_scontrol_parse_nodes(gl_strbuf_cstr(&out), out.len, &s, err)))
+		if ((rc = run_parse(argv, src->timeout_s, gl_scontrol_parse_nodes, &s, err)))
 			goto out;
-		gl_strbuf_fini(&out);
 	}
 	if (src->sacctmgr[0]) {
 		fmt_slurm_time(now_s - src->events_lookback_s, start, sizeof start);
@@ -108,18 +118,14 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 					      endarg,
 					      "format=Cluster,Event,NodeName,ClusterNodes,Start,End,State,StateRaw,Reason,User,TRES",
 					      NULL};
-			if ((rc = run_capture(argv, src->timeout_s, &out, err)) ||
-			    (rc = gl_sacctmgr_parse_events(gl_strbuf_cstr(&out), out.len, &s, err)))
+			if ((rc = run_parse(argv, src->timeout_s, gl_sacctmgr_parse_events, &s, err)))
 				goto out;
-			gl_strbuf_fini(&out);
 		}
 	}
 	if (src->reservations) {
 		const char *argv[] = {src->scontrol, "show", "reservation", "-o", NULL};
-		if ((rc = run_capture(argv, src->timeout_s, &out, err)) ||
-		    (rc = gl_slurm_parse_reservations(gl_strbuf_cstr(&out), out.len, &s, err)))
+		if ((rc = run_parse(argv, src->timeout_s, gl_slurm_parse_reservations, &s, err)))
 			goto out;
-		gl_strbuf_fini(&out);
 	}
 	o.cluster = src->cluster;
 	o.kind = "slurm";
@@ -132,7 +138,6 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
-	gl_strbuf_fini(&out);
 	gl_node_snapshot_fini(&s);
 	return rc;
 }

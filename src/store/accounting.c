@@ -77,7 +77,6 @@ static const char alloc_cte[] =
 	" WHERE jb.start_at < to_timestamp($3)"
 	")";
 
-/* Adds "AND expr = ANY($n::text[])" per filter clause, and the owner scope. */
 static const char *fleet_expr(const char *dim)
 {
 	/* the idle rows carry these three dimensions under the same names */
@@ -90,6 +89,31 @@ static const char *fleet_expr(const char *dim)
 	return NULL;
 }
 
+/* Appends vals as the next parameter, a PostgreSQL text[] literal: every
+ * element double-quoted (so commas, braces and NULL need no care), \ and "
+ * escaped. The literal is NUL-terminated inside arrays and its start stored
+ * in arr_off[*np], because arrays may move while it grows; *np counts it. */
+static void add_text_array(struct gl_strbuf *arrays, size_t *arr_off, int *np, const char *const *vals, size_t n)
+{
+	arr_off[*np] = arrays->len;
+	gl_strbuf_putc(arrays, '{');
+	for (size_t v = 0; v < n; v++) {
+		if (v)
+			gl_strbuf_putc(arrays, ',');
+		gl_strbuf_putc(arrays, '"');
+		for (const char *p = vals[v]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				gl_strbuf_putc(arrays, '\\');
+			gl_strbuf_putc(arrays, *p);
+		}
+		gl_strbuf_putc(arrays, '"');
+	}
+	gl_strbuf_putc(arrays, '}');
+	gl_strbuf_putc(arrays, '\0');
+	(*np)++;
+}
+
+/* Adds "AND expr = ANY($n::text[])" per filter clause, and the owner scope. */
 static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, const char **params, int *np,
 		       struct gl_strbuf *arrays, size_t *arr_off, int only_fleet_dims, struct gl_err *err)
 {
@@ -102,41 +126,11 @@ static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, con
 				continue; /* owner filters do not narrow fleet idle */
 			return gl_err_set(err, GL_EINVAL, "unknown dimension '%s'", fc->dim);
 		}
-		arr_off[*np] = arrays->len;
-		gl_strbuf_putc(arrays, '{');
-		for (size_t v = 0; v < fc->n_values; v++) {
-			if (v)
-				gl_strbuf_putc(arrays, ',');
-			gl_strbuf_putc(arrays, '"');
-			for (const char *p = fc->values[v]; *p; p++) {
-				if (*p == '"' || *p == '\\')
-					gl_strbuf_putc(arrays, '\\');
-				gl_strbuf_putc(arrays, *p);
-			}
-			gl_strbuf_putc(arrays, '"');
-		}
-		gl_strbuf_putc(arrays, '}');
-		gl_strbuf_putc(arrays, '\0');
-		(*np)++;
+		add_text_array(arrays, arr_off, np, (const char *const *)fc->values, fc->n_values);
 		gl_strbuf_printf(sql, " AND %s = ANY($%d::text[])", expr, *np);
 	}
 	if (q->scope_teams && !only_fleet_dims) {
-		arr_off[*np] = arrays->len;
-		gl_strbuf_putc(arrays, '{');
-		for (size_t v = 0; v < q->n_scope_teams; v++) {
-			if (v)
-				gl_strbuf_putc(arrays, ',');
-			gl_strbuf_putc(arrays, '"');
-			for (const char *p = q->scope_teams[v]; *p; p++) {
-				if (*p == '"' || *p == '\\')
-					gl_strbuf_putc(arrays, '\\');
-				gl_strbuf_putc(arrays, *p);
-			}
-			gl_strbuf_putc(arrays, '"');
-		}
-		gl_strbuf_putc(arrays, '}');
-		gl_strbuf_putc(arrays, '\0');
-		(*np)++;
+		add_text_array(arrays, arr_off, np, q->scope_teams, q->n_scope_teams);
 		gl_strbuf_printf(sql, " AND k.team = ANY($%d::text[])", *np);
 	}
 	(void)params;

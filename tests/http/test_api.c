@@ -53,16 +53,8 @@ static int teardown(void **state)
 
 static cJSON *get_json(const char *path, long want_status)
 {
-	struct gl_test_http r;
-	cJSON *j;
-	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
-	if (r.status != want_status)
-		fprintf(stderr, "GET %s: %ld %s\n", path, r.status, r.body);
-	assert_int_equal(r.status, want_status);
-	assert_non_null(strstr(r.headers, "Content-Type: application/json"));
-	j = cJSON_Parse(r.body);
+	cJSON *j = gl_test_get_json(g_d.port, path, want_status);
 	assert_non_null(j);
-	gl_test_http_fini(&r);
 	return j;
 }
 

@@ -80,17 +80,10 @@ static int start_daemon(const char *cost_yaml)
 static int setup(void **state)
 {
 	struct gl_test_out o;
-	FILE *f;
 	if (gl_test_db_fresh("gl_test_chargeback", g_dsn, sizeof g_dsn))
 		return -1;
-	f = fopen(TB "sacct_fields.txt", "r");
-	if (!f || !fgets(g_fields, sizeof g_fields, f))
+	if (gl_test_sacct_fields(g_fields, sizeof g_fields))
 		return -1;
-	fclose(f);
-	g_fields[strcspn(g_fields, "\n")] = '\0';
-	for (char *p = g_fields; *p; p++)
-		if (*p == '|')
-			*p = ',';
 	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file", TB "sacct_alloc.txt",
 			"--fields", g_fields, NULL) ||
 	    o.status != 0)
@@ -108,15 +101,8 @@ static int teardown(void **state)
 
 static cJSON *get(const char *path, long want)
 {
-	struct gl_test_http r;
-	cJSON *j;
-	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
-	if (r.status != want)
-		fprintf(stderr, "GET %s -> %ld: %s\n", path, r.status, r.body);
-	assert_int_equal(r.status, want);
-	j = cJSON_Parse(r.body);
+	cJSON *j = gl_test_get_json(g_d.port, path, want);
 	assert_non_null(j);
-	gl_test_http_fini(&r);
 	return j;
 }
 

@@ -29,33 +29,10 @@ static int g_port, g_refused_port;
 static PGconn *g_c;
 static char g_auth[300]; /* "Authorization: Bearer ..." when the build has tokens */
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(gl_test_fixture(path), "rb");
-	char *b;
-	long n;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	if (fread(b, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		free(b);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return b;
-}
-
 static int serve_file(const char *path, const char *file, int delay_ms)
 {
 	size_t n;
-	char *b = slurp(file, &n);
-	if (!b)
-		return -1;
+	char *b = gl_test_read_file(gl_test_fixture(file), &n);
 	gl_test_server_route(g_srv, path, b, n, delay_ms);
 	free(b);
 	return 0;

@@ -129,15 +129,8 @@ static int teardown(void **state)
 
 static cJSON *get(const char *path)
 {
-	struct gl_test_http r;
-	cJSON *j;
-	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
-	if (r.status != 200)
-		fprintf(stderr, "%s: %ld %s\n", path, r.status, r.body);
-	assert_int_equal(r.status, 200);
-	j = cJSON_Parse(r.body);
+	cJSON *j = gl_test_get_json(g_d.port, path, 200);
 	assert_non_null(j);
-	gl_test_http_fini(&r);
 	return j;
 }
 

@@ -23,7 +23,6 @@ static PGconn *g_c, *g_adm;
 static int setup(void **state)
 {
 	char adsn[600];
-	FILE *f;
 	if (gl_test_db_fresh("gl_test_audit_events", g_dsn, sizeof g_dsn))
 		return -1;
 	g_c = PQconnectdb(g_dsn);
@@ -31,14 +30,8 @@ static int setup(void **state)
 	g_adm = PQconnectdb(adsn);
 	if (PQstatus(g_c) != CONNECTION_OK || PQstatus(g_adm) != CONNECTION_OK)
 		return -1;
-	f = fopen(gl_test_fixture("tests/fixtures/sacct/testbed/sacct_fields.txt"), "r");
-	if (!f || !fgets(g_fields, sizeof g_fields, f))
+	if (gl_test_sacct_fields(g_fields, sizeof g_fields))
 		return -1;
-	fclose(f);
-	g_fields[strcspn(g_fields, "\r\n")] = '\0';
-	for (char *p = g_fields; *p; p++)
-		if (*p == '|')
-			*p = ',';
 	snprintf(g_tmp, sizeof g_tmp, "%s/gl-audit-events-%d", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp",
 		 (int)getpid());
 	return mkdir(g_tmp, 0755) == 0 ? 0 : -1;

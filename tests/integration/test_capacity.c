@@ -236,21 +236,6 @@ static void test_testbed_equals_sreport(void **state)
 	compare_hour(TB "sreport_cluster_utilization_gputres_hour_18.txt", "2026-11-22T18:00:00Z");
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(gl_test_fixture(path), "rb");
-	char *b;
-	long n;
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = calloc(1, (size_t)n + 1);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return b;
-}
-
 static void test_api_sreport_layout_is_byte_identical(void **state)
 {
 	static const char *const hours[][2] = {
@@ -262,7 +247,7 @@ static void test_api_sreport_layout_is_byte_identical(void **state)
 		struct gl_test_http r;
 		char *want;
 		snprintf(path, sizeof path, TB "sreport_cluster_utilization_gputres_hour_%s.txt", hours[i][0]);
-		want = slurp(path);
+		want = gl_test_read_file(path, NULL);
 		assert_int_equal(gl_test_http(g_d.port, "GET", hours[i][1], NULL, 0, NULL, &r), 0);
 		assert_int_equal(r.status, 200);
 		if (strcmp(r.body, want))
@@ -274,15 +259,8 @@ static void test_api_sreport_layout_is_byte_identical(void **state)
 
 static cJSON *get_json(const char *path, long want_status)
 {
-	struct gl_test_http r;
-	cJSON *j;
-	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
-	if (r.status != want_status)
-		fprintf(stderr, "GET %s: %ld %s\n", path, r.status, r.body);
-	assert_int_equal(r.status, want_status);
-	j = cJSON_Parse(r.body);
+	cJSON *j = gl_test_get_json(g_d.port, path, want_status);
 	assert_non_null(j);
-	gl_test_http_fini(&r);
 	return j;
 }
 

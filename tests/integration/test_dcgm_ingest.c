@@ -39,14 +39,8 @@ static int setup(void **state)
 		return -1;
 	PQclear(PQexec(g_c, "SET client_min_messages = warning"));
 	PQclear(PQexec(g_c, "SET TIME ZONE 'UTC'"));
-	f = fopen(gl_test_fixture(TB "sacct_fields.txt"), "r");
-	if (!f || !fgets(g_fields, sizeof g_fields, f))
+	if (gl_test_sacct_fields(g_fields, sizeof g_fields))
 		return -1;
-	fclose(f);
-	g_fields[strcspn(g_fields, "\n")] = '\0';
-	for (char *p = g_fields; *p; p++)
-		if (*p == '|')
-			*p = ',';
 	snprintf(g_dir, sizeof g_dir, "/tmp/gltest-dcgm-XXXXXX");
 	if (!mkdtemp(g_dir))
 		return -1;
@@ -90,28 +84,6 @@ static int ingest(const char *cluster, const char *file, const char *at, const c
 		*out = strdup(o.out);
 	gl_test_out_fini(&o);
 	return st;
-}
-
-static long long q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long q(const char *fmt, ...)
-{
-	char sql[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof sql, fmt, ap);
-	va_end(ap);
-	return gl_test_qint(g_c, sql);
-}
-
-static const char *qs(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *qs(const char *fmt, ...)
-{
-	char sql[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof sql, fmt, ap);
-	va_end(ap);
-	return gl_test_qstr(g_c, sql);
 }
 
 /* ---- hand-written scrapes ---------------------------------------------- */
@@ -172,36 +144,36 @@ static void test_inventory_from_real_scrapes(void **state)
 	assert_non_null(strstr(out, "\"gpus\":3,\"nodes\":3,\"new_gpus\":3,\"applied\":3"));
 	free(out);
 	/* two real T4 hosts (and DataDog's redacted A10G series) */
-	assert_int_equal(q("SELECT count(*) FROM gpus g JOIN clusters c USING (cluster_id) WHERE c.name = 'fleet'"), 3);
-	assert_string_equal(qs("SELECT string_agg(n.name || '/' || g.model || '/' || coalesce(g.driver, '-'), ' ' ORDER BY n.name)"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus g JOIN clusters c USING (cluster_id) WHERE c.name = 'fleet'"), 3);
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT string_agg(n.name || '/' || g.model || '/' || coalesce(g.driver, '-'), ' ' ORDER BY n.name)"
 			       " FROM gpus g JOIN nodes n USING (node_id) JOIN clusters c ON c.cluster_id = g.cluster_id"
 			       " WHERE c.name = 'fleet'"),
 			    "424773df46e0/Tesla T4/460.106.00 551bdf382151/Tesla T4/470.182.03 ip-11111/NVIDIA A10G/550.144.03");
 	/* FB_USED + FB_FREE, the reserved part excluded */
-	assert_int_equal(q("SELECT memory_mib FROM gpus WHERE uuid = 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e'"), 15109);
-	assert_int_equal(q("SELECT count(*) FROM gpus WHERE uuid = 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e'"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT memory_mib FROM gpus WHERE uuid = 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e'"), 15109);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus WHERE uuid = 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e'"
 			   " AND first_seen = '2026-11-22T10:00:00Z' AND last_seen = first_seen AND absent_since IS NULL"), 1);
 
 	/* MIG: the parent and its four instances, keyed by GPU_I_ID */
 	assert_int_equal(ingest("fleet", FX "handwritten_mig_h100.prom", "2026-11-22T10:00:00Z", NULL, NULL), 0);
-	assert_string_equal(qs("SELECT string_agg(mig_instance || ':' || coalesce(mig_profile, '-') || ':' || mig_parent"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT string_agg(mig_instance || ':' || coalesce(mig_profile, '-') || ':' || mig_parent"
 			       " || ':' || coalesce(memory_mib::text, '-'), ' ' ORDER BY mig_instance)"
 			       " FROM gpus WHERE uuid = 'GPU-00000000-0000-0000-0000-000000000000'"),
 			    "-1:-:true:- 2:3g.40gb:false:40448 3:2g.20gb:false:20096 9:1g.10gb:false:9984 10:1g.10gb:false:9984");
 	/* a sample repeated per hpc_job is one GPU */
 	assert_int_equal(ingest("fleet", FX "handwritten_slurm_hpc_job.prom", "2026-11-22T10:00:00Z", NULL, NULL), 0);
-	assert_int_equal(q("SELECT count(*) FROM gpus g JOIN nodes n USING (node_id) WHERE n.name = 'gpu-node-07'"), 2);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus g JOIN nodes n USING (node_id) WHERE n.name = 'gpu-node-07'"), 2);
 	/* Kubernetes: --node names the node, not the exporter pod; the
 	 * fixture's unparsable line is skipped and reported (exit 4) */
 	assert_int_equal(ingest("k8s", FX "handwritten_k8s_federate.prom", "2026-11-22T10:00:00Z", "gpu-node-k8s-1", &out), 4);
 	assert_non_null(strstr(out, "\"bad_lines\":1"));
 	free(out);
-	assert_int_equal(q("SELECT count(*) FROM gpus g JOIN nodes n USING (node_id) WHERE n.name = 'gpu-node-k8s-1'"), 1);
-	assert_int_equal(q("SELECT count(*) FROM nodes WHERE name = 'dcgm-exporter-x7k2p'"), 0);
-	assert_string_equal(qs("SELECT kind FROM clusters WHERE name = 'k8s'"), "kubernetes");
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus g JOIN nodes n USING (node_id) WHERE n.name = 'gpu-node-k8s-1'"), 1);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM nodes WHERE name = 'dcgm-exporter-x7k2p'"), 0);
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT kind FROM clusters WHERE name = 'k8s'"), "kubernetes");
 	/* every run recorded */
-	assert_int_equal(q("SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'ok'"), 3);
-	assert_int_equal(q("SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'partial'"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'ok'"), 3);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'partial'"
 			   " AND skip_reasons::text LIKE '%%handwritten_k8s_federate.prom%%'"), 1);
 	/* not a scrape at all: an error, nothing written */
 	assert_int_equal(ingest("fleet", TB "sacct_alloc.txt", "2026-11-22T10:01:00Z", NULL, NULL), 1);
@@ -218,15 +190,15 @@ static void test_gpu_absent_after_grace(void **state)
 	assert_int_equal(ingest("absent", a, "2026-11-22T11:00:00Z", NULL, NULL), 0);
 	assert_int_equal(ingest("absent", b, "2026-11-22T11:01:00Z", NULL, NULL), 0);
 	/* 60 s of silence is within the 120 s grace */
-	assert_int_equal(q("SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL", gone), 1);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL", gone), 1);
 	assert_int_equal(ingest("absent", b, "2026-11-22T11:03:00Z", NULL, NULL), 0);
 	/* past the grace: absent since it was last seen */
-	assert_string_equal(qs("SELECT absent_since FROM gpus WHERE %s", gone), "2026-11-22 11:00:00+00");
-	assert_int_equal(q("SELECT count(*) FROM gpus WHERE uuid = 'GPU-aaaa0000-0000-0000-0000-000000000001'"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT absent_since FROM gpus WHERE %s", gone), "2026-11-22 11:00:00+00");
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus WHERE uuid = 'GPU-aaaa0000-0000-0000-0000-000000000001'"
 			   " AND absent_since IS NULL AND last_seen = '2026-11-22T11:03:00Z'"), 1);
 	/* it comes back */
 	assert_int_equal(ingest("absent", a, "2026-11-22T11:04:00Z", NULL, NULL), 0);
-	assert_int_equal(q("SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL"
 			   " AND last_seen = '2026-11-22T11:04:00Z' AND first_seen = '2026-11-22T11:00:00Z'", gone), 1);
 }
 
@@ -312,9 +284,9 @@ static void test_attribution_to_testbed_jobs(void **state)
 	/* job 4 held gpu02 alone: 4 GPUs x 30 s between the two samples, all idle */
 	assert_true(job_usage("idle_gpu_s", "4", NULL) == 120.0);
 	assert_true(job_usage("busy_gpu_s", "4", NULL) == 0.0);
-	assert_string_equal(qs("SELECT string_agg(DISTINCT attribution, ',') FROM gpu_usage u JOIN gpus g USING (gpu_id)"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT string_agg(DISTINCT attribution, ',') FROM gpu_usage u JOIN gpus g USING (gpu_id)"
 			       " JOIN nodes n USING (node_id) WHERE n.name = 'gpu02'"), "node-exclusive");
-	assert_int_equal(q("SELECT count(*) FROM gpu_usage u JOIN jobs j ON j.job_pk = u.job_pk"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpu_usage u JOIN jobs j ON j.job_pk = u.job_pk"
 			   " JOIN gpus g ON g.gpu_id = u.gpu_id JOIN nodes n ON n.node_id = g.node_id"
 			   " WHERE n.name = 'gpu02' AND j.job_id = '4' AND u.busy_samples = 0 AND u.samples = 2"
 			   " AND u.covered_s = 30 AND u.idle_s = 30"), 4);
@@ -323,37 +295,37 @@ static void test_attribution_to_testbed_jobs(void **state)
 	assert_true(job_usage("busy_gpu_s", "2", NULL) == 20.0);
 	assert_true(job_usage("busy_gpu_s", "3", NULL) == 40.0);
 	assert_true(job_usage("estimated_gpu_s", "3", NULL) == 40.0);
-	assert_string_equal(qs("SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk) WHERE j.job_id = '3'"),
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk) WHERE j.job_id = '3'"),
 			    "node-estimated");
 	/* the node's fourth GPU was nobody's at 16:04:30: the shares of a GPU
 	 * never exceed its coverage */
-	assert_int_equal(q("SELECT count(*) FROM (SELECT u.gpu_id, u.bucket, u.covered_s, sum(j.gpu_s) s FROM gpu_usage u"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM (SELECT u.gpu_id, u.bucket, u.covered_s, sum(j.gpu_s) s FROM gpu_usage u"
 			   " JOIN gpu_usage_jobs j USING (gpu_id, bucket) GROUP BY 1, 2, 3) x WHERE s > covered_s + 1e-9"), 0);
 	/* requeue: hpc_job 5 at 16:06:40 is the second attempt (started 16:06:25);
 	 * its share never reaches back before its start: 15 s + 10 s */
 	assert_true(job_usage("busy_gpu_s", "5", "COMPLETED") == 25.0);
 	assert_true(job_usage("observed_gpu_s", "5", "REQUEUED") == 0.0);
-	assert_string_equal(qs("SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk)"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk)"
 			       " WHERE j.job_id = '5' AND j.state = 'COMPLETED'"), "hpc_job");
 	/* gpu03: job 9 on two idle GPUs for 10 s; the free GPUs stay unattributed
 	 * although the node had other GPU jobs (labels say which GPUs are whose) */
 	assert_true(job_usage("idle_gpu_s", "9", NULL) == 20.0);
-	assert_int_equal(q("SELECT count(*) FROM gpu_usage u JOIN gpus g USING (gpu_id) JOIN nodes n USING (node_id)"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpu_usage u JOIN gpus g USING (gpu_id) JOIN nodes n USING (node_id)"
 			   " WHERE n.name = 'gpu03' AND u.job_pk IS NULL"), 2);
 	/* gpu04 GPU 0: shared by 11 and 13, split (5 s each), counted once */
 	assert_true(job_usage("busy_gpu_s", "11", NULL) == 5.0);
 	assert_true(job_usage("busy_gpu_s", "13", NULL) == 5.0);
-	assert_int_equal(q("SELECT samples * 1000 + covered_s FROM gpu_usage WHERE gpu_id ="
+	assert_int_equal(gl_test_qintf(g_c, "SELECT samples * 1000 + covered_s FROM gpu_usage WHERE gpu_id ="
 			   " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-04000000-0000-0000-0000-000000000000')"), 2010);
 	/* a window that ends before the buckets sees nothing */
-	assert_int_equal(q("SELECT count(*) FROM gl_job_usage('2026-11-22T15:00:00Z', '2026-11-22T16:00:00Z')"), 0);
-	assert_int_equal(q("SELECT count(*) FROM gl_job_usage('2026-11-22T16:04:00Z', '2026-11-22T16:05:00Z') u"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_job_usage('2026-11-22T15:00:00Z', '2026-11-22T16:00:00Z')"), 0);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_job_usage('2026-11-22T16:04:00Z', '2026-11-22T16:05:00Z') u"
 			   " JOIN jobs j USING (job_pk) WHERE j.job_id IN ('2', '3', '4', '9', '11', '13')"), 6);
 }
 
 static const char *snapshot(void)
 {
-	return qs("SELECT md5(coalesce((SELECT string_agg(u::text, ',' ORDER BY gpu_id, bucket) FROM gpu_usage u), '') ||"
+	return gl_test_qstrf(g_c, "SELECT md5(coalesce((SELECT string_agg(u::text, ',' ORDER BY gpu_id, bucket) FROM gpu_usage u), '') ||"
 		  " coalesce((SELECT string_agg(j::text, ',' ORDER BY gpu_id, bucket, job_pk) FROM gpu_usage_jobs j), '') ||"
 		  " coalesce((SELECT string_agg(s::text, ',' ORDER BY gpu_id) FROM dcgm_gpu_state s), '') ||"
 		  " coalesce((SELECT string_agg(g::text, ',' ORDER BY gpu_id) FROM gpus g), ''))");
@@ -372,7 +344,7 @@ static void test_reingest_is_idempotent(void **state)
 	free(out);
 	assert_string_equal(snapshot(), before);
 	/* the watermark stays at the newest time ingested */
-	assert_string_equal(qs("SELECT s.watermark FROM ingest_state s JOIN clusters c USING (cluster_id)"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT s.watermark FROM ingest_state s JOIN clusters c USING (cluster_id)"
 			       " WHERE s.source = 'dcgm' AND c.name = 'testgpu'"), "2026-11-22 16:06:50+00");
 }
 
@@ -394,12 +366,12 @@ static void test_energy_counter_reset(void **state)
 		write_scrape(tmpf(name), "node-e", "NVIDIA H100 80GB HBM3", &g, 1);
 		assert_int_equal(ingest("energy", tmpf(name), steps[i].at, NULL, NULL), 0);
 	}
-	assert_string_equal(qs("SELECT string_agg(to_char(bucket, 'HH24:MI') || '=' || coalesce(energy_mj::text, '-') || '/' ||"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT string_agg(to_char(bucket, 'HH24:MI') || '=' || coalesce(energy_mj::text, '-') || '/' ||"
 			       " energy_resets, ' ' ORDER BY bucket) FROM gpu_usage WHERE gpu_id ="
 			       " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-eeee0000-0000-0000-0000-000000000001')"),
 			    "12:00=4000/0 12:01=700/1");
 	/* the counter's last value survives between runs (and buckets) */
-	assert_int_equal(q("SELECT energy_last_mj::bigint FROM dcgm_gpu_state WHERE gpu_id ="
+	assert_int_equal(gl_test_qintf(g_c, "SELECT energy_last_mj::bigint FROM dcgm_gpu_state WHERE gpu_id ="
 			   " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-eeee0000-0000-0000-0000-000000000001')"), 700);
 }
 
@@ -411,12 +383,12 @@ static void test_pod_attribution(void **state)
 	PQclear(PQexec(g_c, "INSERT INTO jobs (cluster_id, job_key, job_id, name, namespace, state, start_at, gpu_milli, nodes)"
 			    " SELECT cluster_id, 'pod:uid-train', 'train-7f9c-0', 'train-7f9c-0', 'ml-team', 'RUNNING',"
 			    " '2026-11-22T09:00:00Z', 1000, '{gpu-node-k8s-1}' FROM clusters WHERE name = 'k8s'"));
-	assert_int_equal(q("SELECT count(*) FROM jobs WHERE job_key = 'pod:uid-train'"), 1);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE job_key = 'pod:uid-train'"), 1);
 	/* 30 s after the first ingest of the same GPU (test_inventory_from_real_scrapes) */
 	assert_int_equal(ingest("k8s", FX "handwritten_k8s_federate.prom", "2026-11-22T10:00:30Z", "gpu-node-k8s-1", &out), 4);
 	assert_non_null(strstr(out, "\"pod\":1,"));
 	free(out);
-	assert_string_equal(qs("SELECT u.attribution || ':' || u.busy_gpu_s || ':' || u.idle_gpu_s FROM gl_job_usage() u"
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution || ':' || u.busy_gpu_s || ':' || u.idle_gpu_s FROM gl_job_usage() u"
 			       " JOIN jobs j USING (job_pk) WHERE j.job_key = 'pod:uid-train'"), "pod:30:0");
 }
 

@@ -158,17 +158,6 @@ static void ingest_at(const char *cluster, const char *file, long long unix_s, s
 			 0);
 }
 
-static long long qint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static long long qint(const char *fmt, ...)
-{
-	char sql[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(sql, sizeof sql, fmt, ap);
-	va_end(ap);
-	return gl_test_qint(g_c, sql);
-}
-
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -327,10 +316,10 @@ static void check_against_trace(size_t k)
 			want_q[q] += (long long)p->num_gpu * p->gpu_milli;
 		}
 	}
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")), (long long)want_rows);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")), (long long)want_rows);
 	/* the totals an owner report would read: running now, per qos label */
 	for (size_t q = 0; q < nq; q++) {
-		got_q[q] = qint("SELECT coalesce(sum(gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
+		got_q[q] = gl_test_qintf(g_c, "SELECT coalesce(sum(gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
 				" AND start_at IS NOT NULL AND end_at IS NULL AND tags->'labels'->>'qos' = '%s'",
 				qos[q]);
 		if (got_q[q] != want_q[q])
@@ -341,11 +330,11 @@ static void check_against_trace(size_t k)
 		long long sum = 0;
 		for (size_t q = 0; q < nq; q++)
 			sum += want_q[q];
-		assert_int_equal(qint("SELECT coalesce(sum(gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
+		assert_int_equal(gl_test_qintf(g_c, "SELECT coalesce(sum(gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
 				      " AND start_at IS NOT NULL AND end_at IS NULL"),
 				 sum);
 	}
-	assert_int_equal(qint("SELECT coalesce(sum(req_gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
+	assert_int_equal(gl_test_qintf(g_c, "SELECT coalesce(sum(req_gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
 			      " AND start_at IS NULL AND end_at IS NULL"),
 			 want_pending);
 	free(seen);
@@ -382,16 +371,16 @@ static void test_openb_in_time_order(void **state)
 		/* a running pod that stays listed is not rewritten: the trace's first
 		 * pod runs from the first snapshot until it vanishes before the last */
 		if (k == 0)
-			pod0_xmin = qint("SELECT xmin::text::bigint FROM jobs WHERE job_key = '" POD0 "'");
+			pod0_xmin = gl_test_qintf(g_c, "SELECT xmin::text::bigint FROM jobs WHERE job_key = '" POD0 "'");
 		else if (k + 1 < g_ninst)
-			assert_int_equal(qint("SELECT xmin::text::bigint FROM jobs WHERE job_key = '" POD0 "'"), pod0_xmin);
+			assert_int_equal(gl_test_qintf(g_c, "SELECT xmin::text::bigint FROM jobs WHERE job_key = '" POD0 "'"), pod0_xmin);
 		else
-			assert_int_equal(qint("SELECT extract(epoch FROM end_at)::bigint FROM jobs WHERE job_key = '" POD0 "'"),
+			assert_int_equal(gl_test_qintf(g_c, "SELECT extract(epoch FROM end_at)::bigint FROM jobs WHERE job_key = '" POD0 "'"),
 					 OPENB_EPOCH + g_inst[k - 1]);
 		if (k > 0)
-			assert_true(qint("SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("k1")
+			assert_true(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("k1")
 					 " AND last_seen_at < to_timestamp(%lld)", OPENB_EPOCH + g_inst[k]) > 0);
-		fractional += qint("SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
+		fractional += gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("k1")
 				   " AND end_at IS NULL AND gpu_milli %% 1000 <> 0");
 
 		/* the same snapshot again: nothing inserted, nothing rewritten */
@@ -402,13 +391,13 @@ static void test_openb_in_time_order(void **state)
 			fail_msg("re-ingest of %s changed rows: %s", path, o.out);
 		gl_test_out_fini(&o);
 		assert_string_equal(rows_md5(after, sizeof after), before);
-		assert_int_equal(qint("SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
+		assert_int_equal(gl_test_qintf(g_c, "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
 				      " WHERE source = 'kube' AND cluster_id = " CLUSTER_SQL("k1")),
 				 OPENB_EPOCH + g_inst[k]);
 	}
 	/* fractional shares are really exercised */
 	assert_true(fractional > 0);
-	assert_int_equal(qint("SELECT count(*) FROM ingest_runs WHERE source = 'kube' AND status = 'ok'"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM ingest_runs WHERE source = 'kube' AND status = 'ok'"
 			      " AND cluster_id = " CLUSTER_SQL("k1")),
 			 (long long)(2 * g_ninst));
 }
@@ -427,7 +416,7 @@ static void test_older_snapshot_refused(void **state)
 	gl_test_out_fini(&o);
 	assert_string_equal(rows_md5(after, sizeof after), before);
 	assert_string_equal(gl_test_qstr(g_c, "SELECT status FROM ingest_runs ORDER BY run_id DESC LIMIT 1"), "failed");
-	assert_int_equal(qint("SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
 			      " WHERE source = 'kube' AND cluster_id = " CLUSTER_SQL("k1")),
 			 OPENB_EPOCH + g_inst[g_ninst - 1]);
 }
@@ -482,9 +471,9 @@ static void test_not_a_podlist_writes_nothing(void **state)
 	ingest_at("kbad", path, 1791000200LL, &o);
 	assert_non_null(strstr(o.err, "NodeList"));
 	gl_test_out_fini(&o);
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kbad")), 1);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kbad")), 1);
 	/* and the watermark did not move */
-	assert_int_equal(qint("SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state"
 			      " WHERE source = 'kube' AND cluster_id = " CLUSTER_SQL("kbad")),
 			 1791000000LL);
 }
@@ -515,12 +504,12 @@ static void test_pod_without_uid(void **state)
 	assert_non_null(strstr(o.out, "\"skipped\":2,"));
 	gl_test_out_fini(&o);
 	assert_string_equal(gl_test_qstr(g_c, "SELECT status FROM ingest_runs ORDER BY run_id DESC LIMIT 1"), "partial");
-	assert_int_equal(qint("SELECT count(*) FROM ingest_runs r, jsonb_array_elements(r.skip_reasons) e"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM ingest_runs r, jsonb_array_elements(r.skip_reasons) e"
 			      " WHERE r.run_id = (SELECT max(run_id) FROM ingest_runs)"
 			      " AND e->>'path' = 'items[0].metadata.uid' AND e->>'reason' = 'missing'"),
 			 1);
 	/* the rest was ingested; b is still listed (only unreadable), so not closed */
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kuid")), 2);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kuid")), 2);
 
 	/* once b is really gone it is closed at the last time it was seen */
 	snprintf(doc, sizeof doc, "{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"items\":[%s]}", a);
@@ -579,8 +568,8 @@ static void test_big_document_in_slices(void **state)
 		}
 		gl_test_out_fini(&o);
 	}
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kbig")), NPODS - 1);
-	assert_int_equal(qint("SELECT sum(gpu_milli) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kbig")),
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kbig")), NPODS - 1);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT sum(gpu_milli) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kbig")),
 			 (NPODS - 1) * 1000LL);
 	/* the run went through several transactions and ended 'partial' */
 	assert_string_equal(gl_test_qstr(g_c, "SELECT status FROM ingest_runs ORDER BY run_id DESC LIMIT 1"), "partial");
@@ -639,10 +628,10 @@ static void test_daemon_sources(void **state)
 			 OPENB_EPOCH + g_inst[0]);
 	assert_int_equal(wait_for(1, "SELECT count(*) FROM ingest_runs WHERE status = 'ok' AND cluster_id = " CLUSTER_SQL("kc")),
 			 1);
-	open_kc = qint("SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kc"));
+	open_kc = gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kc"));
 	assert_true(open_kc > 0);
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kd")),
-			 qint("SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kc")));
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kd")),
+			 gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kc")));
 
 	/* the file is refreshed (a later snapshot); the command breaks */
 	place_snapshot(snap1, file, OPENB_EPOCH + g_inst[1]);
@@ -656,7 +645,7 @@ static void test_daemon_sources(void **state)
 			 1);
 
 	/* kd now shows the second instant: same running set as the CLI ingest saw */
-	running_kd1 = qint("SELECT coalesce(sum(gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kd")
+	running_kd1 = gl_test_qintf(g_c, "SELECT coalesce(sum(gpu_milli), 0) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kd")
 			   " AND start_at IS NOT NULL AND end_at IS NULL");
 	if (g_csv) {
 		long long want = 0;
@@ -665,11 +654,11 @@ static void test_daemon_sources(void **state)
 				want += (long long)g_csv[i].num_gpu * g_csv[i].gpu_milli;
 		assert_int_equal(running_kd1, want);
 	}
-	assert_true(qint("SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kd") " AND tags ? 'vanished'") > 0);
+	assert_true(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kd") " AND tags ? 'vanished'") > 0);
 	/* the failed command closed nothing: the last known state stays */
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kc")),
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE end_at IS NULL AND cluster_id = " CLUSTER_SQL("kc")),
 			 open_kc);
-	assert_int_equal(qint("SELECT count(*) FROM jobs WHERE tags ? 'vanished' AND cluster_id = " CLUSTER_SQL("kc")), 0);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE tags ? 'vanished' AND cluster_id = " CLUSTER_SQL("kc")), 0);
 	assert_non_null(strstr(gl_test_qstr(g_c, "SELECT error FROM ingest_runs WHERE status = 'failed' AND cluster_id = "
 						 CLUSTER_SQL("kc")),
 			       "cat"));

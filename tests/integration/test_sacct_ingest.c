@@ -23,21 +23,14 @@ static PGconn *g_c;
 
 static int setup(void **state)
 {
-	FILE *f;
 	if (gl_test_db_fresh("gl_test_sacct", g_dsn, sizeof g_dsn))
 		return -1;
 	g_c = PQconnectdb(g_dsn);
 	if (PQstatus(g_c) != CONNECTION_OK)
 		return -1;
 	PQclear(PQexec(g_c, "SET client_min_messages = warning"));
-	f = fopen(gl_test_fixture(TB "sacct_fields.txt"), "r");
-	if (!f || !fgets(g_fields, sizeof g_fields, f))
+	if (gl_test_sacct_fields(g_fields, sizeof g_fields))
 		return -1;
-	fclose(f);
-	g_fields[strcspn(g_fields, "\n")] = '\0';
-	for (char *p = g_fields; *p; p++)
-		if (*p == '|')
-			*p = ',';
 	return 0;
 }
 

@@ -41,6 +41,71 @@ const char *gl_test_fixture(const char *rel)
 	return rel;
 }
 
+char *gl_test_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+	if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+		fprintf(stderr, "testlib: cannot read %s (cwd must be the repo root)\n", path);
+		exit(2);
+	}
+	buf = malloc((size_t)n + 1);
+	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "testlib: cannot read %s\n", path);
+		exit(2);
+	}
+	fclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = (size_t)n;
+	return buf;
+}
+
+int gl_test_sacct_fields(char *out, size_t n)
+{
+	FILE *f = fopen(gl_test_fixture("tests/fixtures/sacct/testbed/sacct_fields.txt"), "r");
+	int rc = f && fgets(out, (int)n, f) ? 0 : -1;
+	if (f)
+		fclose(f);
+	if (rc)
+		return rc;
+	out[strcspn(out, "\r\n")] = '\0';
+	for (char *p = out; *p; p++)
+		if (*p == '|')
+			*p = ',';
+	return 0;
+}
+
+cJSON *gl_test_get_json(int port, const char *path, long want_status)
+{
+	struct gl_test_http r;
+	cJSON *j = NULL;
+	if (gl_test_http(port, "GET", path, NULL, 0, NULL, &r) != 0)
+		fprintf(stderr, "GET %s: request failed\n", path);
+	else if (r.status != want_status)
+		fprintf(stderr, "GET %s: %ld %s\n", path, r.status, r.body);
+	else if (!strstr(r.headers, "Content-Type: application/json"))
+		fprintf(stderr, "GET %s: not JSON:\n%s\n", path, r.headers);
+	else if (!(j = cJSON_Parse(r.body)))
+		fprintf(stderr, "GET %s: bad JSON: %s\n", path, r.body);
+	gl_test_http_fini(&r);
+	return j;
+}
+
+double gl_test_now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void gl_test_die(const char *msg)
+{
+	fprintf(stderr, "%s: %s\n", program_invocation_short_name, msg);
+	exit(1);
+}
+
 int gl_test_db_create(const char *name, char *dsn, size_t n)
 {
 	char sql[512];
@@ -187,6 +252,26 @@ const char *gl_test_qstr(PGconn *c, const char *sql)
 		fprintf(stderr, "testlib: %s: %s", sql, PQerrorMessage(c));
 	PQclear(r);
 	return buf;
+}
+
+long long gl_test_qintf(PGconn *c, const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	return gl_test_qint(c, sql);
+}
+
+const char *gl_test_qstrf(PGconn *c, const char *fmt, ...)
+{
+	char sql[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(sql, sizeof sql, fmt, ap);
+	va_end(ap);
+	return gl_test_qstr(c, sql);
 }
 
 /* port -> default token of the daemon on it, for gl_test_http() */

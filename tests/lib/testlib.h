@@ -3,11 +3,16 @@
  * daemon on port 0, and HTTP requests with libcurl.
  *
  * Ownership: strings returned in struct fields are owned by the struct and
- * freed by the matching _fini/_stop function.
+ * freed by the matching _fini/_stop function; gl_test_read_file's buffer and
+ * gl_test_get_json's tree are the caller's (free, cJSON_Delete).
+ *
+ * Nothing here uses cmocka: the benchmarks link these objects too. Helpers
+ * that can fail return NULL/-1 for the test to assert on, or exit.
  */
 #ifndef GL_TESTLIB_H
 #define GL_TESTLIB_H
 
+#include <cjson/cJSON.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -35,6 +40,9 @@ void gl_test_out_fini(struct gl_test_out *o);
 /* Query helpers: first column of the first row as integer / text (static buffer). */
 long long gl_test_qint(PGconn *c, const char *sql);
 const char *gl_test_qstr(PGconn *c, const char *sql);
+/* The same with the SQL made by printf (at most 2 KiB). */
+long long gl_test_qintf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *gl_test_qstrf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct gl_test_daemon {
 	pid_t pid;
@@ -81,5 +89,22 @@ void gl_test_http_fini(struct gl_test_http *r);
 /* Repo-relative fixture path check: aborts the test program with a message
  * when a fixture is missing (tests run from the repo root). */
 const char *gl_test_fixture(const char *rel);
+/* The whole file, NUL-terminated, its length in *len (len may be NULL);
+ * exits the program with a message when it cannot be read. */
+char *gl_test_read_file(const char *path, size_t *len);
+/* The testbed's sacct field list (tests/fixtures/sacct/testbed/
+ * sacct_fields.txt, one '|'-separated line) comma-separated, as --fields
+ * takes it. 0, or -1 when it cannot be read. */
+int gl_test_sacct_fields(char *out, size_t n);
+
+/* GET path from the daemon on port: the parsed body when the status is
+ * want_status, the Content-Type JSON and the body parses; else NULL, with
+ * the status and body on stderr. */
+cJSON *gl_test_get_json(int port, const char *path, long want_status);
+
+/* For the benchmarks: monotonic seconds, and a fatal error that names the
+ * program ("bench_nodes: msg") and exits 1. */
+double gl_test_now_s(void);
+void gl_test_die(const char *msg) __attribute__((noreturn));
 
 #endif

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "gl/config.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,22 +82,6 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(e.msg, "/nonexistent/gl.yaml: cannot open config"));
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *b;
-	long n;
-	assert_non_null(f);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	b[n] = '\0';
-	fclose(f);
-	return b;
-}
-
 struct doc_ctx {
 	const char *doc, *example;
 	int missing;
@@ -128,7 +113,7 @@ static void test_doc_and_example_match_table(void **state)
 	struct doc_ctx d = {0};
 	struct gl_config c;
 	struct gl_err e = {0};
-	char *doc = slurp("docs/config.md"), *ex = slurp("gpuledger.example.yaml");
+	char *doc = gl_test_read_file("docs/config.md", NULL), *ex = gl_test_read_file("gpuledger.example.yaml", NULL);
 	d.doc = doc;
 	d.example = ex;
 	gl_config_walk_keys(check_key, &d);

@@ -8,31 +8,12 @@
 #include <cmocka.h>
 
 #include "gl/dcgm.h"
+#include "lib/testlib.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("cannot open %s (run tests from the repo root)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
 
 #define NOPE (-1.0e300) /* "metric absent" in want tables */
 
@@ -232,7 +213,7 @@ static void test_scrape_table(void **state)
 		struct gl_dcgm_opts o = {c->node};
 		struct gl_dcgm_scrape s;
 		size_t len;
-		char *buf = read_file(c->path, &len);
+		char *buf = gl_test_read_file(c->path, &len);
 
 		assert_int_equal(gl_dcgm_scrape_parse(&s, buf, len, &o, NULL), 0);
 		/* nothing may point into the input */

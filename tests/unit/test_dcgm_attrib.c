@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "gl/dcgm_attrib.h"
+#include "lib/testlib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -145,23 +146,6 @@ static void test_pod_labels_and_mig(void **state)
 	check(g, 5, j, 3, "31:1:pod | - | - | 33:1:node-exclusive | 33:1:node-exclusive");
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-	if (!f)
-		fail_msg("cannot open %s (run tests from the repo root)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 static void test_fixture_hpc_job(void **state)
 {
 	/* the hand-written hpc_job fixture: GPU 0 shared by 4242/4243, GPU 1 by 4250 */
@@ -169,7 +153,7 @@ static void test_fixture_hpc_job(void **state)
 	struct gl_err err = {0};
 	struct gl_attrib_gpu g[4];
 	size_t len;
-	char *buf = read_file("tests/fixtures/dcgm/handwritten_slurm_hpc_job.prom", &len);
+	char *buf = gl_test_read_file("tests/fixtures/dcgm/handwritten_slurm_hpc_job.prom", &len);
 	const struct gl_attrib_job j[] = {
 		JOB(1, "4242", "4242", "", "", "a", 1000, N_NODE7),
 		JOB(2, "4243", "4243", "", "", "b", 1000, N_NODE7),

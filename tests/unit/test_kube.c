@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "gl/kube.h"
+#include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -613,25 +614,6 @@ static struct csv_pod *load_csv(size_t *n)
 	return pods;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long sz;
-
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	sz = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)sz + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)sz, f), (size_t)sz);
-	fclose(f);
-	buf[sz] = '\0';
-	*len = (size_t)sz;
-	return buf;
-}
-
 static int cmp_ll(const void *a, const void *b)
 {
 	long long x = *(const long long *)a, y = *(const long long *)b;
@@ -733,7 +715,7 @@ static void test_openb_snapshots(void **state)
 		}
 
 		snprintf(path, sizeof path, FIXDIR "/openb-at-%lld.json", t);
-		doc = slurp(path, &len);
+		doc = gl_test_read_file(path, &len);
 		if (gl_kube_parse(doc, len, NULL, &r, &err) != 0)
 			fail_msg("%s: %s", path, err.msg);
 		if (r.nproblems)

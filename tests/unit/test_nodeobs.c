@@ -14,33 +14,13 @@
 #include "gl/nodeobs.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define FIX "tests/fixtures/nodes/"
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-	if (!f) {
-		fprintf(stderr, "missing fixture %s\n", path);
-		abort();
-	}
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 static int64_t t(const char *s)
 {
@@ -197,7 +177,7 @@ static void test_scontrol_testbed(void **state)
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
-	char *txt = slurp(FIX "testbed/start_scontrol_show_node.txt", &len);
+	char *txt = gl_test_read_file(FIX "testbed/start_scontrol_show_node.txt", &len);
 	const struct gl_node_obs *o;
 	assert_int_equal(gl_scontrol_parse_nodes(txt, len, &s, &err), 0);
 	assert_int_equal(s.nnodes, 4);
@@ -225,7 +205,7 @@ static void test_scontrol_states(void **state)
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len, down = 0, drained = 0, draining = 0, maint = 0;
-	char *txt = slurp(FIX "testbed/node_snapshots_scontrol.txt", &len);
+	char *txt = gl_test_read_file(FIX "testbed/node_snapshots_scontrol.txt", &len);
 	assert_int_equal(gl_scontrol_parse_nodes(txt, len, &s, &err), 0);
 	assert_int_equal(s.nnodes, 23);
 	assert_int_equal(s.skipped, 0);
@@ -299,7 +279,7 @@ static void check_real(const char *path, size_t want_gpu_nodes)
 	struct gl_err err = {0};
 	size_t len, gpu_nodes = 0;
 	int64_t gpus = 0, want_gpus = 0;
-	char *txt = slurp(path, &len), *p;
+	char *txt = gl_test_read_file(path, &len), *p;
 	size_t want_nodes = 0;
 	for (p = strstr(txt, "NodeName="); p; p = strstr(p + 1, "NodeName="))
 		want_nodes++;
@@ -333,7 +313,7 @@ static void test_events_testbed(void **state)
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
-	char *txt = slurp(FIX "testbed/sacctmgr_events.txt", &len);
+	char *txt = gl_test_read_file(FIX "testbed/sacctmgr_events.txt", &len);
 	const struct gl_slurm_event *e;
 	assert_int_equal(gl_sacctmgr_parse_events(txt, len, &s, &err), 0);
 	assert_int_equal(s.nevents, 3);
@@ -369,7 +349,7 @@ static void test_reservations(void **state)
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
-	char *txt = slurp(FIX "testbed/sacctmgr_reservations.txt", &len);
+	char *txt = gl_test_read_file(FIX "testbed/sacctmgr_reservations.txt", &len);
 	static const char one_line[] =
 		"ReservationName=big StartTime=2026-11-22T20:00:00 EndTime=2026-11-22T22:00:00 Duration=02:00:00 "
 		"Nodes=gpu[01-02] NodeCnt=2 CoreCnt=16 Features=(null) PartitionName=a100 Flags=SPEC_NODES "
@@ -377,7 +357,7 @@ static void test_reservations(void **state)
 		"State=INACTIVE BurstBuffer=(null) Watts=n/a MaxStartDelay=(null)\n";
 	assert_int_equal(gl_slurm_parse_reservations(txt, len, &s, &err), 0);
 	free(txt);
-	txt = slurp(FIX "testbed/scontrol_show_reservation.txt", &len);
+	txt = gl_test_read_file(FIX "testbed/scontrol_show_reservation.txt", &len);
 	assert_int_equal(gl_slurm_parse_reservations(txt, len, &s, &err), 0);
 	free(txt);
 	assert_int_equal(gl_slurm_parse_reservations(one_line, sizeof one_line - 1, &s, &err), 0);
@@ -407,7 +387,7 @@ static void test_kube_nodes(void **state)
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
-	char *txt = slurp(FIX "kube/t0_2026-11-01T00.json", &len);
+	char *txt = gl_test_read_file(FIX "kube/t0_2026-11-01T00.json", &len);
 	const struct gl_node_obs *o;
 	assert_int_equal(gl_kube_parse_nodes(txt, len, &s, &err), 0);
 	free(txt);
@@ -421,7 +401,7 @@ static void test_kube_nodes(void **state)
 	assert_int_equal(o->created_s, t("2026-10-01T00:00:00Z"));
 	gl_node_snapshot_fini(&s);
 
-	txt = slurp(FIX "kube/t2_2026-11-01T12.json", &len);
+	txt = gl_test_read_file(FIX "kube/t2_2026-11-01T12.json", &len);
 	assert_int_equal(gl_kube_parse_nodes(txt, len, &s, &err), 0);
 	free(txt);
 	o = node(&s, "gpu-n1");
@@ -474,7 +454,7 @@ static void test_kube_nodes_bad(void **state)
 static void test_kube_pai_inventory(void **state)
 {
 	size_t len, items = 0;
-	char *csv = slurp(FIX "real/pai_v2020_machine_spec.csv", &len), *save = NULL;
+	char *csv = gl_test_read_file(FIX "real/pai_v2020_machine_spec.csv", &len), *save = NULL;
 	struct gl_strbuf doc = GL_STRBUF_INIT;
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
 	struct gl_err err = {0};

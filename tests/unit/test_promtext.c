@@ -8,32 +8,13 @@
 
 #include "gl/promtext.h"
 #include "gl/strbuf.h"
+#include "lib/testlib.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("cannot open %s (run tests from the repo root)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	buf[n] = '\0';
-	*len = (size_t)n;
-	return buf;
-}
 
 static void put_double(struct gl_strbuf *b, double v)
 {
@@ -407,7 +388,7 @@ static void test_fixtures(void **state)
 		struct gl_promtext_handler h = {dump_sample, NULL, &b};
 		struct gl_promtext_stats st;
 		size_t len;
-		char *buf = read_file(c->path, &len);
+		char *buf = gl_test_read_file(c->path, &len);
 
 		assert_int_equal(gl_promtext_parse(buf, len, NULL, &h, &st, NULL), 0);
 		if (st.lines != c->lines || st.samples != c->samples || st.meta != c->meta ||
@@ -437,7 +418,7 @@ static int check_last(void *ctx, const struct gl_promtext_sample *s)
 static void test_fixture_last_line(void **state)
 {
 	size_t len;
-	char *buf = read_file("tests/fixtures/dcgm/datadog_dcgm_fixture_metrics.prom", &len);
+	char *buf = gl_test_read_file("tests/fixtures/dcgm/datadog_dcgm_fixture_metrics.prom", &len);
 	int seen = 0;
 	struct gl_promtext_handler h = {check_last, NULL, &seen};
 	(void)state;

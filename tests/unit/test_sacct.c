@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gl/sacct.h"
+#include "lib/testlib.h"
 
 #define FIX "tests/fixtures/sacct/"
 
@@ -38,26 +39,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		fail_msg("cannot open %s (run from the repo root)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
-
 static int str_is(struct gl_str s, const char *want)
 {
 	return s.p && strlen(want) == s.len && memcmp(s.p, want, s.len) == 0;
@@ -82,7 +63,7 @@ static void layout(struct gl_sacct_layout *lay, const char *fields, const char *
 static void testbed_layout(struct gl_sacct_layout *lay)
 {
 	size_t n;
-	char *f = slurp(TESTBED_FIELDS_FILE, &n);
+	char *f = gl_test_read_file(TESTBED_FIELDS_FILE, &n);
 	for (size_t i = 0; i < n; i++)
 		if (f[i] == '|')
 			f[i] = ',';
@@ -98,7 +79,7 @@ typedef void (*rec_fn)(const struct gl_sacct_rec *rec, void *ud);
 static int parse_file(const char *path, const struct gl_sacct_layout *lay, rec_fn fn, void *ud)
 {
 	size_t len, lineno = 0;
-	char *buf = slurp(path, &len);
+	char *buf = gl_test_read_file(path, &len);
 	const char *p = buf, *end = buf + len;
 	int lines = 0;
 

@@ -1,0 +1,36 @@
+/* gpuledger — helpers the route handlers share: query parameters checked
+ * the same way everywhere (400 naming the parameter) and JSON bodies.
+ * Ownership: nothing is kept. A cJSON tree passed in stays the caller's to
+ * cJSON_Delete; gl_apijson_put copies its text into resp->body, which the
+ * server owns (include/gl/server.h). */
+#ifndef GL_APIJSON_H
+#define GL_APIJSON_H
+
+#include "gl/server.h"
+#include "gl/window.h"
+
+#include <cjson/cJSON.h>
+#include <libpq-fe.h>
+#include <stdint.h>
+
+/* name= as an integer in [min, max], def when absent. Returns 0, or the
+ * handler's error return after gl_resp_error (400 naming the parameter). */
+int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
+			 long long max, long long *out) GL_MUSTCHECK;
+/* window= (include/gl/window.h; def when absent) at most api.max_window_days
+ * long. Returns 0, or the handler's error return after gl_resp_error. */
+int gl_apijson_window(struct gl_req *req, struct gl_resp *resp, const char *def, struct gl_window *w) GL_MUSTCHECK;
+
+/* root printed on one line, then a newline, as the JSON body of resp. */
+void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
+/* k: t as RFC 3339 UTC, null for GL_TIME_NONE. */
+void gl_apijson_add_time(cJSON *o, const char *k, int64_t t);
+/* k: [start, end] of w as RFC 3339 UTC strings. */
+void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w);
+/* k: column col of row as a string, a number, or epoch seconds as a time;
+ * null when the value is SQL NULL. */
+void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row, int col);
+void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col);
+void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col);
+
+#endif

@@ -1,0 +1,92 @@
+/* Parameter and JSON helpers of the route handlers (see include/gl/apijson.h). */
+#include "gl/apijson.h"
+#include "gl/timeutil.h"
+
+#include <stdlib.h>
+
+int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
+			 long long max, long long *out)
+{
+	const char *v = gl_req_param(req, name);
+	char *end;
+	long long x;
+	*out = def;
+	if (!v)
+		return 0;
+	x = strtoll(v, &end, 10);
+	if (!*v || *end)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer, got '%s'", name, v);
+	if (x < min || x > max)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
+	*out = x;
+	return 0;
+}
+
+int gl_apijson_window(struct gl_req *req, struct gl_resp *resp, const char *def, struct gl_window *w)
+{
+	const char *v = gl_req_param(req, "window");
+	struct gl_err e = {0};
+	if (gl_window_parse(v ? v : def, req->now_s, w, &e))
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", e.msg);
+	/* one request must not make the database scan years of jobs */
+	if (w->end_s - w->start_s > req->cfg->api_max_window_days * 86400)
+		return gl_resp_error(resp, GL_EINVAL, "window", "window: longer than api.max_window_days (%lld days)",
+				     (long long)req->cfg->api_max_window_days);
+	return 0;
+}
+
+void gl_apijson_put(struct gl_resp *resp, const cJSON *root)
+{
+	char *s = cJSON_PrintUnformatted(root);
+	if (!s)
+		gl_oom(0);
+	gl_strbuf_puts(&resp->body, s);
+	gl_strbuf_putc(&resp->body, '\n');
+	cJSON_free(s);
+	resp->content_type = "application/json";
+}
+
+void gl_apijson_add_time(cJSON *o, const char *k, int64_t t)
+{
+	char buf[32];
+	if (t == GL_TIME_NONE) {
+		cJSON_AddNullToObject(o, k);
+		return;
+	}
+	gl_time_format(t, buf, sizeof buf);
+	cJSON_AddStringToObject(o, k, buf);
+}
+
+void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w)
+{
+	char a[32], b[32];
+	gl_time_format(w->start_s, a, sizeof a);
+	gl_time_format(w->end_s, b, sizeof b);
+	cJSON_AddItemToObject(o, k, cJSON_CreateStringArray((const char *[]){a, b}, 2));
+}
+
+void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddStringToObject(o, k, PQgetvalue(r, row, col));
+}
+
+/* atof, not atoll: numeric columns (round(), avg()) come as decimals too;
+ * on bigint text both give the same double */
+void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		cJSON_AddNumberToObject(o, k, atof(PQgetvalue(r, row, col)));
+}
+
+void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		cJSON_AddNullToObject(o, k);
+	else
+		gl_apijson_add_time(o, k, atoll(PQgetvalue(r, row, col)));
+}
