@@ -39,10 +39,11 @@ static void pct(double *v, int n, double *p50, double *p99)
 int main(int argc, char **argv)
 {
 	long jobs = argc > 1 ? atol(argv[1]) : 1000000;
-	int reqs = argc > 2 ? atoi(argv[2]) : 20;
+	/* a request takes seconds at 1M jobs today: keep make bench short */
+	int reqs = argc > 2 ? atoi(argv[2]) : 5;
 	char dsn[512], sql[4096];
 	struct gl_test_daemon d;
-	double lat[400], p50, p99, sql_lat[400], s50, s99, t0;
+	double lat[400], lat0[400], p50, p99, sql_lat[400], s50, s99, t0;
 	PGconn *c;
 	const char *cost = "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			   "owners:\n  - match: account\n    value: acct1\n    team: t1\n  - match: account\n    value: acct2\n    team: t2\n"
@@ -72,15 +73,23 @@ int main(int argc, char **argv)
 	for (int pass = 0; pass < 2; pass++) {
 		const char *path = pass ? "/v1/chargeback?window=2026-10&aggregate=team&step=day"
 					: "/v1/chargeback?window=2026-10&aggregate=team";
-		for (int i = 0; i < reqs; i++) {
+		int failed = 0;
+		for (int i = 0; i < reqs && !failed; i++) {
 			struct gl_test_http r;
 			double a = gl_test_now_s();
 			if (gl_test_http(d.port, "GET", path, NULL, 0, NULL, &r) || r.status != 200)
-				die("request failed", NULL);
+				failed = 1; /* the test client gives up after 30 s */
 			lat[i] = (gl_test_now_s() - a) * 1000;
 			gl_test_http_fini(&r);
 		}
+		if (failed) {
+			printf("| /v1/chargeback month, aggregate=team%s, %ld jobs | no answer within 30 s | 100 ms p99 (target) | - |\n",
+			       pass ? ", step=day" : "", jobs);
+			continue;
+		}
 		pct(lat, reqs, &p50, &p99);
+		if (pass == 0)
+			memcpy(lat0, lat, sizeof lat0);
 		printf("| /v1/chargeback month, aggregate=team%s, %ld jobs (p50 / p99 of %d) | %.0f / %.0f ms | 100 ms p99 (target) | %.1fx |\n",
 		       pass ? ", step=day" : "", jobs, reqs, p50, p99, p99 / 100.0);
 		fflush(stdout);
@@ -105,7 +114,7 @@ int main(int argc, char **argv)
 		sql_lat[i] = (gl_test_now_s() - a) * 1000;
 	}
 	pct(sql_lat, reqs, &s50, &s99);
-	pct(lat, reqs, &p50, &p99);
+	pct(lat0, reqs, &p50, &p99);
 	printf("| /v1/chargeback month vs hand-written SQL (p50) | %.0f ms | SQL in psql: %.0f ms (target <= 1.3x) | %.2fx |\n", p50, s50,
 	       p50 / s50);
 	gl_test_daemon_stop(&d);

@@ -22,9 +22,12 @@ for b in "$BUILD"/bench/bench_*; do
 	[[ -x $b && $b != *.d ]] || continue
 	echo "running $(basename "$b") ..." >&2
 	out=$("$b" 2> >(sed 's/^/  /' >&2)) || echo "  $(basename "$b") failed" >&2
-	while IFS= read -r l; do [[ $l == '| '* ]] && rows+=("$l"); done <<<"$out"
+	while IFS= read -r l; do
+		# a benchmark's own header lines are not figures
+		[[ $l == '| '* && $l != '| benchmark |'* && $l != '| figure |'* ]] && rows+=("$l")
+	done <<<"$out"
 done
 echo
 echo "| figure | ours | limit / peer | ratio |"
 echo "|---|---|---|---|"
-printf '%s\n' "${rows[@]}"
+printf '%s\n' "${rows[@]}" | awk '!seen[$0]++'
