@@ -14,7 +14,7 @@
 const struct gl_route gl_routes[] = {
 	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL},
 	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,limit,offset"},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor"},
 	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit"},
 	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor"},
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
@@ -113,22 +113,58 @@ static const char *const job_states[] = {
 	"RESIZING", "REVOKED", "SPECIAL_EXIT", "UNKNOWN",
 };
 
+/* Jobs, newest first (keyset pagination on the row id). With a window: the
+ * jobs that overlap it, each with its GPU-seconds and cost inside the window
+ * (split at rate changes, rounded once per job) and its exporter-observed
+ * busy/idle GPU-seconds (null when there is no exporter data). */
+static const char jobs_sql[] =
+	"WITH w AS (SELECT to_timestamp($7::bigint) AS a, to_timestamp($8::bigint) AS b, to_timestamp($9::bigint) AS now),"
+	" j AS ("
+	" SELECT j.*, c.name AS cluster,"
+	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE greatest(j.start_at, w.a) END AS s0,"
+	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE least(coalesce(j.end_at, w.now), w.b) END AS e0"
+	" FROM jobs j JOIN clusters c USING (cluster_id), w"
+	" WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
+	"   AND ($3::text IS NULL OR j.job_id = $3)"
+	"   AND ($6::text[] IS NULL OR j.account = ANY($6) OR j.namespace = ANY($6))"
+	"   AND ($10::bigint IS NULL OR j.job_pk < $10)"
+	"   AND ($7::bigint IS NULL OR (j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a))"
+	" ORDER BY j.job_pk DESC LIMIT $4 OFFSET $5"
+	") SELECT j.cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
+	" j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
+	" extract(epoch FROM j.start_at)::bigint, extract(epoch FROM j.end_at)::bigint,"
+	" j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli, j.job_pk,"
+	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000) END,"
+	" (SELECT round(sum(j.gpu_milli * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
+	"   * r.micros_per_gpu_hour) / 3600000)"
+	"  FROM rates r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0"
+	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = lower(j.gpu_type))"
+	"   THEN lower(j.gpu_type) ELSE '*' END),"
+	" u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s"
+	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
+	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
+	" ORDER BY j.job_pk DESC";
+
 int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_err err = {0};
 	const char *cluster = gl_req_param(req, "cluster"), *state = gl_req_param(req, "state"),
-		   *job_id = gl_req_param(req, "job_id");
-	long long limit, offset;
-	char lim[24], off[24];
+		   *job_id = gl_req_param(req, "job_id"), *win = gl_req_param(req, "window");
+	long long limit, offset, cursor;
+	char lim[24], off[24], wa[24], wb[24], now[24], cur[24];
 	struct gl_strbuf scope = GL_STRBUF_INIT;
+	struct gl_window w = {0, 0};
 	const char *owners;
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root = NULL, *arr;
-	int rc;
+	int rc, n;
 
 	if ((rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
-	    (rc = gl_apijson_int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)))
+	    (rc = gl_apijson_int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)) ||
+	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
+		return rc;
+	if (win && (rc = gl_apijson_window(req, resp, NULL, &w)))
 		return rc;
 	if (state) {
 		size_t i;
@@ -140,28 +176,26 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	snprintf(off, sizeof off, "%lld", offset);
+	snprintf(wa, sizeof wa, "%lld", (long long)w.start_s);
+	snprintf(wb, sizeof wb, "%lld", (long long)w.end_s);
+	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
+	snprintf(cur, sizeof cur, "%lld", cursor);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	/* owner-scoped tokens see the jobs of their accounts / namespaces only */
 	owners = gl_req_owner_filter(req, &scope);
-	if ((rc = gl_db_query(c,
-			      "SELECT c.name, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
-			      " j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
-			      " extract(epoch FROM j.start_at)::bigint, extract(epoch FROM j.end_at)::bigint,"
-			      " j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli"
-			      " FROM jobs j JOIN clusters c USING (cluster_id)"
-			      " WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
-			      "   AND ($3::text IS NULL OR j.job_id = $3)"
-			      "   AND ($6::text[] IS NULL OR j.account = ANY($6) OR j.namespace = ANY($6))"
-			      " ORDER BY j.submit_at DESC NULLS LAST, j.job_pk DESC LIMIT $4 OFFSET $5",
-			      6, (const char *[]){cluster, state, job_id, lim, off, owners}, &r, &err))) {
+	if ((rc = gl_db_query(c, jobs_sql, 10,
+			      (const char *[]){cluster, state, job_id, lim, off, owners, win ? wa : NULL,
+					       win ? wb : NULL, now, cursor ? cur : NULL},
+			      &r, &err))) {
 		gl_strbuf_fini(&scope);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
 	gl_strbuf_fini(&scope);
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "jobs");
-	for (int i = 0; i < PQntuples(r); i++) {
+	n = PQntuples(r);
+	for (int i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		gl_apijson_add_col_str(o, "cluster", r, i, 0);
 		gl_apijson_add_col_str(o, "key", r, i, 1);
@@ -182,9 +216,20 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		gl_apijson_add_col_num(o, "queue_wait_s", r, i, 16);
 		gl_apijson_add_col_str(o, "node_list", r, i, 17);
 		cJSON_AddNumberToObject(o, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / 1000.0);
+		if (win) {
+			gl_apijson_add_col_num(o, "gpu_seconds", r, i, 20);
+			/* null cost: no rate covers the job's model in the window */
+			gl_apijson_add_col_num(o, "cost_micros", r, i, 21);
+			gl_apijson_add_col_num(o, "busy_gpu_seconds", r, i, 22);
+			gl_apijson_add_col_num(o, "idle_in_allocation_gpu_seconds", r, i, 23);
+		}
 		cJSON_AddItemToArray(arr, o);
 	}
-	cJSON_AddNumberToObject(root, "count", PQntuples(r));
+	cJSON_AddNumberToObject(root, "count", n);
+	if (n == limit)
+		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 19)));
+	else
+		cJSON_AddNullToObject(root, "next_cursor");
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	PQclear(r);
