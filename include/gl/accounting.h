@@ -37,6 +37,12 @@ struct gl_acct_meta {
 int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
 		       struct gl_err *err) GL_MUSTCHECK;
 
+/* Builds usage_daily for the whole past UTC day starting at day_s (one
+ * transaction, serialised with the staleness triggers). */
+int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
+/* Builds up to max_days stale past days, most recent first; *built counts them. */
+int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
+
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_acct_dim_sql(const char *dim);
 

@@ -7,6 +7,7 @@
 #define GL_APIJSON_H
 
 #include "gl/server.h"
+#include "gl/strbuf.h"
 #include "gl/window.h"
 
 #include <cjson/cJSON.h>
@@ -20,6 +21,28 @@ int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *n
 /* window= (include/gl/window.h; def when absent) at most api.max_window_days
  * long. Returns 0, or the handler's error return after gl_resp_error. */
 int gl_apijson_window(struct gl_req *req, struct gl_resp *resp, const char *def, struct gl_window *w) GL_MUSTCHECK;
+
+/* format= json (default) or csv: *csv 1 for csv. Returns 0, or the
+ * handler's error return after gl_resp_error (400 naming format). */
+int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv) GL_MUSTCHECK;
+/* Marks resp as a CSV download: Content-Type text/csv and the
+ * Content-Disposition disposition, a static string made with
+ * GL_APIJSON_ATTACHMENT("jobs.csv"). */
+#define GL_APIJSON_ATTACHMENT(file) "attachment; filename=\"" file "\""
+void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition);
+/* Adds header k: v (both static strings) in the first free slot. */
+void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v);
+/* CSV cells from column col of row: text (guarded, quoted as needed),
+ * a number as the database printed it, epoch seconds as RFC 3339 UTC,
+ * micro-units as money with 2 minor units; SQL NULL is an empty cell. */
+void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col);
+void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col);
+void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col);
+void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col);
+/* Thousandths (gpu_milli) as a decimal without trailing zeros ("0.5", "2"). */
+void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
+/* A header row from a NULL-terminated list of names. */
+void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);

@@ -46,6 +46,7 @@ struct gl_resp {
 	const char *content_type; /* static string */
 	struct gl_strbuf body;
 	const char *extra_headers[8][2];
+	char header_buf[64];      /* room for one header value made per request (e.g. a cursor) */
 	/* error details, set with gl_resp_error() */
 	const char *err_code;
 	char err_param[64];

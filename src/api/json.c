@@ -1,8 +1,13 @@
 /* Parameter and JSON helpers of the route handlers (see include/gl/apijson.h). */
 #include "gl/apijson.h"
+#include "gl/cost.h"
+#include "gl/csv.h"
+#include "gl/log.h"
 #include "gl/timeutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
 			 long long max, long long *out)
@@ -89,4 +94,81 @@ void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row
 		cJSON_AddNullToObject(o, k);
 	else
 		gl_apijson_add_time(o, k, atoll(PQgetvalue(r, row, col)));
+}
+
+int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)
+{
+	const char *v = gl_req_param(req, "format");
+	*csv = 0;
+	if (!v || !strcmp(v, "json"))
+		return 0;
+	if (strcmp(v, "csv"))
+		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", v);
+	*csv = 1;
+	return 0;
+}
+
+void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v)
+{
+	for (size_t i = 0; i < GL_ARRAY_LEN(resp->extra_headers); i++)
+		if (!resp->extra_headers[i][0]) {
+			resp->extra_headers[i][0] = k;
+			resp->extra_headers[i][1] = v;
+			return;
+		}
+	gl_log(GL_LOG_ERROR, "api: no room for response header %s", k);
+}
+
+void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition)
+{
+	resp->content_type = "text/csv; charset=utf-8";
+	/* a browser saves the table as a file instead of showing it */
+	gl_apijson_add_header(resp, "Content-Disposition", disposition);
+}
+
+void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col)
+{
+	gl_csv_field(o, PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
+}
+
+void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col)
+{
+	gl_csv_raw(o, PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
+}
+
+void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col)
+{
+	char buf[32] = "";
+	if (!PQgetisnull(r, row, col))
+		gl_time_format(atoll(PQgetvalue(r, row, col)), buf, sizeof buf);
+	gl_csv_raw(o, buf);
+}
+
+void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col)
+{
+	char buf[48] = "";
+	/* numeric columns (round(...)) print no fraction: atoll reads them whole */
+	if (!PQgetisnull(r, row, col))
+		gl_money_format(atoll(PQgetvalue(r, row, col)), 2, buf, sizeof buf);
+	gl_csv_raw(o, buf);
+}
+
+void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli)
+{
+	char buf[32];
+	size_t n;
+	snprintf(buf, sizeof buf, "%s%lld.%03lld", milli < 0 ? "-" : "", llabs(milli) / 1000, llabs(milli) % 1000);
+	n = strlen(buf);
+	while (buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (buf[n - 1] == '.')
+		buf[n - 1] = '\0';
+	gl_csv_raw(o, buf);
+}
+
+void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names)
+{
+	for (; *names; names++)
+		gl_csv_field(o, *names);
+	gl_csv_end(o);
 }

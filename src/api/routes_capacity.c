@@ -2,6 +2,7 @@
  * issue 6). docs/capacity.md describes the fields. */
 #include "gl/apijson.h"
 #include "gl/capacity.h"
+#include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
@@ -159,27 +160,37 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		resp->content_type = "text/plain; charset=utf-8";
 	} else if (format && !strcmp(format, "csv")) {
 		struct gl_strbuf *o = &resp->body;
-		gl_strbuf_printf(o, "start,end,cluster%s%s,reported_gpu_seconds,allocated_gpu_seconds,down_gpu_seconds,"
-				    "planned_down_gpu_seconds,reserved_gpu_seconds,idle_gpu_seconds,over_gpu_seconds,saturation\n",
-				 key_name(agg) ? "," : "", key_name(agg) ? key_name(agg) : "");
+		static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
+						  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
+						  "over_gpu_seconds", "saturation", NULL};
+		gl_csv_field(o, "start");
+		gl_csv_field(o, "end");
+		gl_csv_field(o, "cluster");
+		if (key_name(agg))
+			gl_csv_field(o, key_name(agg));
+		gl_apijson_csv_header(o, hdr);
 		for (size_t i = 0; i < nrows; i++) {
 			const struct gl_cap_row *r = &rows[i];
-			char a[32], b[32];
-			double sat = gl_capacity_saturation(r);
+			char a[32], b[32], sat[32] = "";
+			double sv = gl_capacity_saturation(r);
 			gl_time_format(r->start_s, a, sizeof a);
 			gl_time_format(r->end_s, b, sizeof b);
-			gl_strbuf_printf(o, "%s,%s,\"%s\"", a, b, r->cluster);
+			gl_csv_raw(o, a);
+			gl_csv_raw(o, b);
+			/* names come from scheduler output: guarded like any text */
+			gl_csv_field(o, r->cluster);
 			if (key_name(agg))
-				gl_strbuf_printf(o, ",\"%s\"", r->key);
-			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,", (long long)r->reported_gpu_seconds,
+				gl_csv_field(o, r->key);
+			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
 					 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
 					 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
 					 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds);
-			if (sat >= 0)
-				gl_strbuf_printf(o, "%.6f", sat);
-			gl_strbuf_putc(o, '\n');
+			if (sv >= 0)
+				snprintf(sat, sizeof sat, "%.6f", sv);
+			gl_csv_raw(o, sat);
+			gl_csv_end(o);
 		}
-		resp->content_type = "text/csv; charset=utf-8";
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
 	} else {
 		cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
 		gl_apijson_add_time(wo, "start", w.start_s);
@@ -304,6 +315,51 @@ void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o)
 	PQclear(r);
 }
 
+static void csv_json_str(struct gl_strbuf *o, const cJSON *obj, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(obj, k);
+	gl_csv_field(o, cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static void csv_json_num(struct gl_strbuf *o, const cJSON *obj, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(obj, k);
+	char buf[32] = "";
+	if (cJSON_IsNumber(v))
+		snprintf(buf, sizeof buf, "%lld", (long long)v->valuedouble);
+	gl_csv_raw(o, buf);
+}
+
+/* The node table of inv_nodes_sql as CSV: one row per node and GPU span
+ * (model), a node without GPU spans once with those cells empty. Future
+ * state spans and conflicts stay JSON-only: they are not one table. */
+static void inventory_csv(struct gl_resp *resp, const PGresult *r)
+{
+	struct gl_strbuf *o = &resp->body;
+	gl_apijson_csv_header(o, (const char *const[]){"cluster", "node", "partitions", "state", "gpu_model", "gpus",
+						       "mig_instances", "gpu_partition", "source", "since", NULL});
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *spans = cJSON_Parse(PQgetvalue(r, i, 3)), *sp;
+		int n = cJSON_GetArraySize(spans);
+		for (int k = 0; k < (n ? n : 1); k++) {
+			sp = n ? cJSON_GetArrayItem(spans, k) : NULL;
+			gl_apijson_csv_col_str(o, r, i, 0);
+			gl_apijson_csv_col_str(o, r, i, 1);
+			gl_apijson_csv_col_str(o, r, i, 2);
+			gl_apijson_csv_col_str(o, r, i, 5);
+			csv_json_str(o, sp, "model");
+			csv_json_num(o, sp, "gpus");
+			csv_json_num(o, sp, "mig_instances");
+			csv_json_str(o, sp, "partition");
+			csv_json_str(o, sp, "source");
+			csv_json_str(o, sp, "since");
+			gl_csv_end(o);
+		}
+		cJSON_Delete(spans);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("inventory.csv"));
+}
+
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 {
 	const char *cluster = gl_req_param(req, "cluster");
@@ -312,11 +368,20 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root = NULL, *arr, *nodes;
-	int rc;
+	int rc, csv;
 
+	if ((rc = gl_apijson_format(req, resp, &csv)))
+		return rc;
 	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if (csv) {
+		if ((rc = gl_db_query(c, inv_nodes_sql, 2, (const char *[]){cluster, now}, &r, &err)))
+			return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+		inventory_csv(resp, r);
+		PQclear(r);
+		return 0;
+	}
 	root = cJSON_CreateObject();
 	gl_apijson_add_time(root, "at", req->now_s);
 	if ((rc = gl_db_query(c, inv_clusters_sql, 1, (const char *[]){cluster}, &r, &err)))

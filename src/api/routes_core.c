@@ -1,5 +1,6 @@
 /* Health, metrics, jobs and ingest-run endpoints. */
 #include "gl/apijson.h"
+#include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/health.h"
 #include "gl/routes.h"
@@ -14,16 +15,16 @@
 const struct gl_route gl_routes[] = {
 	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL},
 	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor"},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit"},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format"},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format"},
 	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor"},
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL},
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format"},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format"},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit"},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format"},
 	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster"},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster"},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format"},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -145,6 +146,45 @@ static const char jobs_sql[] =
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
 	" ORDER BY j.job_pk DESC";
 
+/* The rows of jobs_sql as CSV, the columns of the JSON objects in order;
+ * cost in currency units with 2 decimals. */
+static void jobs_csv(struct gl_resp *resp, const PGresult *r, int windowed)
+{
+	static const char *const hdr[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
+					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
+					  "queue_wait_s", "node_list", "gpus_requested", NULL};
+	static const char *const win_hdr[] = {"gpu_seconds", "cost", "busy_gpu_seconds",
+					      "idle_in_allocation_gpu_seconds", NULL};
+	struct gl_strbuf *o = &resp->body;
+
+	for (size_t i = 0; hdr[i]; i++)
+		gl_csv_field(o, hdr[i]);
+	if (windowed)
+		gl_apijson_csv_header(o, win_hdr);
+	else
+		gl_csv_end(o);
+	for (int i = 0; i < PQntuples(r); i++) {
+		for (int k = 0; k <= 9; k++)
+			gl_apijson_csv_col_str(o, r, i, k);
+		for (int k = 10; k <= 12; k++)
+			gl_apijson_csv_col_time(o, r, i, k);
+		gl_apijson_csv_col_num(o, r, i, 13);
+		gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 14)));
+		gl_apijson_csv_col_str(o, r, i, 15);
+		gl_apijson_csv_col_num(o, r, i, 16);
+		gl_apijson_csv_col_str(o, r, i, 17);
+		gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 18)));
+		if (windowed) {
+			gl_apijson_csv_col_num(o, r, i, 20);
+			gl_apijson_csv_col_money(o, r, i, 21);
+			gl_apijson_csv_col_num(o, r, i, 22);
+			gl_apijson_csv_col_num(o, r, i, 23);
+		}
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
+}
+
 int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_err err = {0};
@@ -158,9 +198,10 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root = NULL, *arr;
-	int rc, n;
+	int rc, n, csv;
 
-	if ((rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
+	if ((rc = gl_apijson_format(req, resp, &csv)) ||
+	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
 	    (rc = gl_apijson_int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)) ||
 	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
@@ -192,9 +233,19 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
 	gl_strbuf_fini(&scope);
+	n = PQntuples(r);
+	if (csv) {
+		jobs_csv(resp, r, win != NULL);
+		/* CSV has no room for the cursor: the next page's is a header */
+		if (n == limit) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 19));
+			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
+		}
+		PQclear(r);
+		return 0;
+	}
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "jobs");
-	n = PQntuples(r);
 	for (int i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		gl_apijson_add_col_str(o, "cluster", r, i, 0);
@@ -245,9 +296,10 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root, *arr;
-	int rc;
+	int rc, csv;
 
-	if ((rc = gl_apijson_int_param(req, resp, "limit", 50, 1, 1000, &limit)))
+	if ((rc = gl_apijson_format(req, resp, &csv)) ||
+	    (rc = gl_apijson_int_param(req, resp, "limit", 50, 1, 1000, &limit)))
 		return rc;
 	snprintf(lim, sizeof lim, "%lld", limit);
 	if ((rc = gl_req_db(req, &c, &err)))
@@ -260,6 +312,30 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
 			      2, (const char *[]){source, lim}, &r, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if (csv) {
+		static const char *const hdr[] = {"run_id", "source", "cluster", "input", "started", "finished",
+						  "status", "lines_read", "inserted", "updated", "unchanged", "skipped",
+						  "ignored", "skip_reasons", "error", NULL};
+		struct gl_strbuf *o = &resp->body;
+		gl_apijson_csv_header(o, hdr);
+		for (int i = 0; i < PQntuples(r); i++) {
+			gl_apijson_csv_col_num(o, r, i, 0);
+			for (int k = 1; k <= 3; k++)
+				gl_apijson_csv_col_str(o, r, i, k);
+			gl_apijson_csv_col_time(o, r, i, 4);
+			gl_apijson_csv_col_time(o, r, i, 5);
+			gl_apijson_csv_col_str(o, r, i, 6);
+			for (int k = 7; k <= 12; k++)
+				gl_apijson_csv_col_num(o, r, i, k);
+			/* the reasons stay one JSON object in one cell */
+			gl_apijson_csv_col_str(o, r, i, 13);
+			gl_apijson_csv_col_str(o, r, i, 14);
+			gl_csv_end(o);
+		}
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("ingest_runs.csv"));
+		PQclear(r);
+		return 0;
+	}
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "runs");
 	for (int i = 0; i < PQntuples(r); i++) {

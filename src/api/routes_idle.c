@@ -5,6 +5,7 @@
 #include "gl/accounting.h"
 #include "gl/apijson.h"
 #include "gl/cost.h"
+#include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
@@ -34,9 +35,65 @@ static const char jobs_sql[] =
 	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END LIMIT 1) rt ON true"
 	")";
 
+/* One of the three tables as CSV, the columns of the JSON objects in order
+ * (the owner key named by its dimension); costs in currency units with 2
+ * decimals. fleet is NULL when capacity is unknown: a header only. */
+static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, const PGresult *owners,
+		     const PGresult *top, const PGresult *fleet)
+{
+	struct gl_strbuf *o = &resp->body;
+
+	if (!strcmp(table, "allocated")) {
+		gl_apijson_csv_header(o, (const char *const[]){dim, "idle_gpu_seconds", "busy_gpu_seconds",
+							       "observed_gpu_seconds", "idle_cost", "unpriced_jobs", NULL});
+		for (int i = 0; i < PQntuples(owners); i++) {
+			gl_apijson_csv_col_str(o, owners, i, 0);
+			for (int k = 1; k <= 3; k++)
+				gl_apijson_csv_col_num(o, owners, i, k);
+			gl_apijson_csv_col_money(o, owners, i, 4);
+			gl_apijson_csv_col_num(o, owners, i, 5);
+			gl_csv_end(o);
+		}
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_allocated.csv"));
+	} else if (!strcmp(table, "top_jobs")) {
+		gl_apijson_csv_header(o, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus", "gpu_model",
+							       "state", "idle_gpu_seconds", "busy_gpu_seconds", "idle_cost",
+							       "from", "to", NULL});
+		for (int i = 0; i < PQntuples(top); i++) {
+			for (int k = 0; k <= 3; k++)
+				gl_apijson_csv_col_str(o, top, i, k);
+			gl_apijson_csv_milli(o, atoll(PQgetvalue(top, i, 4)));
+			gl_csv_field(o, PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
+			gl_apijson_csv_col_str(o, top, i, 6);
+			gl_apijson_csv_col_num(o, top, i, 7);
+			gl_apijson_csv_col_num(o, top, i, 8);
+			gl_apijson_csv_col_money(o, top, i, 9);
+			gl_apijson_csv_col_time(o, top, i, 10);
+			gl_apijson_csv_col_time(o, top, i, 11);
+			gl_csv_end(o);
+		}
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_top_jobs.csv"));
+	} else {
+		gl_apijson_csv_header(o, (const char *const[]){"cluster", "partition", "gpu_model", "reported_gpu_seconds",
+							       "unavailable_gpu_seconds", "allocated_gpu_seconds",
+							       "idle_gpu_seconds", "overallocated_gpu_seconds", "idle_cost",
+							       NULL});
+		for (int i = 0; fleet && i < PQntuples(fleet); i++) {
+			for (int k = 0; k <= 2; k++)
+				gl_apijson_csv_col_str(o, fleet, i, k);
+			for (int k = 3; k <= 7; k++)
+				gl_apijson_csv_col_num(o, fleet, i, k);
+			gl_apijson_csv_col_money(o, fleet, i, 8);
+			gl_csv_end(o);
+		}
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_unallocated.csv"));
+	}
+}
+
 int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit");
+	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit"),
+		   *table = gl_req_param(req, "table");
 	struct gl_window win;
 	struct gl_err err = {0};
 	struct gl_strbuf sql = GL_STRBUF_INIT;
@@ -46,11 +103,15 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
 	cJSON *root = NULL, *arr;
-	int rc = 0, have_cap;
+	int rc = 0, have_cap, csv;
 	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
 
-	if ((rc = gl_apijson_window(req, resp, "7d", &win)))
+	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
+	/* three tables do not fit one CSV: table= picks one (JSON has them all) */
+	if (table && strcmp(table, "allocated") && strcmp(table, "top_jobs") && strcmp(table, "unallocated"))
+		return gl_resp_error(resp, GL_EINVAL, "table", "table: '%s' is not allocated, top_jobs or unallocated",
+				     table);
 	if (!(expr = gl_acct_dim_sql(agg ? agg : "team")) || (agg && strchr(agg, ',')))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
 								   "user, account, cluster, partition, qos, namespace, gpu_model)");
@@ -110,6 +171,10 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 			      " ORDER BY 7 DESC, 1, 2, 3",
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
 		goto fail;
+	if (csv) {
+		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet);
+		goto out;
+	}
 
 	root = cJSON_CreateObject();
 	gl_apijson_add_window(root, "window", &win);

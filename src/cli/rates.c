@@ -1,5 +1,6 @@
 /* `gpuledger rates load FILE | list`: the cost model (rates, owner rules,
  * idle owners) from a YAML file with the same keys as the main config. */
+#include "gl/accounting.h"
 #include "gl/cli.h"
 #include "gl/costing.h"
 #include "gl/cost.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage_rates[] =
@@ -88,6 +90,38 @@ int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 	return gl_cli_usage_error(usage_rates, "rates: expected 'load FILE' or 'list'");
 out:
 	PQclear(r);
+	PQfinish(c);
+	return rc;
+}
+
+static const char usage_rollup[] =
+	"usage: gpuledger [--config FILE] rollup [--days N]\n"
+	"Rebuilds the daily per-owner aggregates (usage_daily) of up to N stale past days (default 400),\n"
+	"most recent first. The daemon does this every minute; run it after a bulk load or a cost-model change.\n";
+
+int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
+{
+	struct gl_err err = {0};
+	PGconn *c = NULL;
+	int built = 0, rc = 0;
+	long days = 400;
+
+	if (gl_cli_wants_help(argc, argv)) {
+		fputs(usage_rollup, stdout);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "--days")) {
+		char *end;
+		days = strtol(argv[2], &end, 10);
+		if (*end || days < 1 || days > 100000)
+			return gl_cli_usage_error(usage_rollup, "rollup: --days must be a positive integer");
+	} else if (argc != 1) {
+		return gl_cli_usage_error(usage_rollup, "rollup: unexpected argument '%s'", argv[1]);
+	}
+	if (gl_db_connect(cfg, &c, &err) || gl_acct_build_stale(c, (int64_t)time(NULL), (int)days, &built, &err))
+		rc = gl_cli_fail(&err);
+	else
+		printf("rollup: %d days rebuilt\n", built);
 	PQfinish(c);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
+#include "gl/accounting.h"
 #include "gl/health.h"
 
 #include <time.h>
@@ -26,6 +27,17 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 	s->lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(600);
 }
 
+/* Rebuilds stale past days of usage_daily, at most a month per run so one
+ * slow run never starves the other sources. */
+static int rollup_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		      size_t n, struct gl_err *err)
+{
+	int built = 0, rc = gl_acct_build_stale(c, now_s, 31, &built, err);
+	if (!rc)
+		snprintf(summary, n, "%d days rebuilt", built);
+	return rc;
+}
+
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out)
 {
 	struct gl_daemon_source *arr = NULL;
@@ -43,6 +55,8 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
 		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
 		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
+	/* the daily aggregates follow whatever the sources above changed */
+	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
 	/* further sources register here */
 	*out = arr;
 	return n;

@@ -2,6 +2,7 @@
 #include "gl/accounting.h"
 #include "gl/db.h"
 #include "gl/strbuf.h"
+#include "gl/timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ const char *gl_acct_dim_sql(const char *dim)
 static const char jobs_cte[] =
 	"WITH steps AS ("
 	" SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b"
-	" FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS s(a, b, i)"
+	" FROM unnest($1::bigint[], $2::bigint[], $4::integer[]) AS s(a, b, i)"
 	"), bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
@@ -48,7 +49,8 @@ static const char jobs_cte[] =
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
 	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
 	" FROM steps s"
-	" JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b AND coalesce(jb.end_at, to_timestamp($3)) > s.a"
+	" JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
+	"  AND (jb.end_at > s.a OR (jb.end_at IS NULL AND to_timestamp($3) > s.a))"
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
 	" WHERE jb.start_at < to_timestamp($3)"
@@ -64,18 +66,40 @@ static const char jobs_cte[] =
 	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
 	")";
 
-/* Jobs overlapping each step without owners: what fleet idle needs. */
+/* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
+ * over the live pieces ($4 start, $5 end, $6 step) and from usage_daily over
+ * built days ($7 day start, $8 step). */
 static const char alloc_cte[] =
 	"WITH steps AS ("
 	" SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b"
 	" FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS s(a, b, i)"
+	"), lsteps AS ("
+	" SELECT s.i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b"
+	" FROM unnest($4::bigint[], $5::bigint[], $6::integer[]) AS s(a, b, i)"
 	"), k AS ("
-	" SELECT s.i, jb.cluster_id, jb.partition, lower(jb.gpu_type) AS gpu_model, jb.gpu_milli,"
-	"  greatest(jb.start_at, s.a) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), s.b) AS e0"
-	" FROM steps s"
-	" JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b AND coalesce(jb.end_at, to_timestamp($3)) > s.a"
+	" SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition, coalesce(lower(jb.gpu_type), 'unknown') AS gpu_model,"
+	"  jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b) - greatest(jb.start_at, s.a)) AS ms"
+	" FROM lsteps s"
+	" JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
+	"  AND (jb.end_at > s.a OR (jb.end_at IS NULL AND to_timestamp($3) > s.a))"
 	" WHERE jb.start_at < to_timestamp($3)"
+	" UNION ALL"
+	" SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.alloc"
+	" FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
+	" JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
+	" JOIN clusters c ON c.name = u.d_cluster"
 	")";
+
+/* The accounting dimensions as usage_daily columns. */
+static const char *daily_expr(const char *dim)
+{
+	static const char *const col[] = {"u.d_team", "u.d_project", "u.d_cost_center", "u.d_user", "u.d_account",
+					  "u.d_cluster", "u.d_partition", "u.d_qos", "u.d_namespace", "u.d_gpu_model"};
+	for (size_t i = 0; gl_acct_dims[i]; i++)
+		if (!strcmp(gl_acct_dims[i], dim))
+			return col[i];
+	return NULL;
+}
 
 static const char *fleet_expr(const char *dim)
 {
@@ -113,46 +137,133 @@ static void add_text_array(struct gl_strbuf *arrays, size_t *arr_off, int *np, c
 	(*np)++;
 }
 
-/* Adds "AND expr = ANY($n::text[])" per filter clause, and the owner scope. */
-static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, const char **params, int *np,
-		       struct gl_strbuf *arrays, size_t *arr_off, int only_fleet_dims, struct gl_err *err)
+enum filter_target { FILTER_JOBS, FILTER_DAILY, FILTER_FLEET };
+
+/* Adds "AND expr = ANY($n::text[])" per filter clause, and the owner scope,
+ * over the jobs CTE, the usage_daily rows or the fleet idle rows. */
+static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, int *np, struct gl_strbuf *arrays,
+		       size_t *arr_off, enum filter_target t, struct gl_err *err)
 {
 	size_t nf = q->filter ? q->filter->n : 0;
 	for (size_t i = 0; i < nf; i++) {
 		const struct gl_filter_clause *fc = &q->filter->c[i];
-		const char *expr = only_fleet_dims ? fleet_expr(fc->dim) : gl_acct_dim_sql(fc->dim);
+		const char *expr = t == FILTER_FLEET ? fleet_expr(fc->dim)
+				 : t == FILTER_DAILY ? daily_expr(fc->dim)
+						     : gl_acct_dim_sql(fc->dim);
 		if (!expr) {
-			if (only_fleet_dims)
+			if (t == FILTER_FLEET)
 				continue; /* owner filters do not narrow fleet idle */
 			return gl_err_set(err, GL_EINVAL, "unknown dimension '%s'", fc->dim);
 		}
 		add_text_array(arrays, arr_off, np, (const char *const *)fc->values, fc->n_values);
 		gl_strbuf_printf(sql, " AND %s = ANY($%d::text[])", expr, *np);
 	}
-	if (q->scope_teams && !only_fleet_dims) {
+	if (q->scope_teams && t != FILTER_FLEET) {
 		add_text_array(arrays, arr_off, np, q->scope_teams, q->n_scope_teams);
-		gl_strbuf_printf(sql, " AND k.team = ANY($%d::text[])", *np);
+		gl_strbuf_printf(sql, " AND %s = ANY($%d::text[])", t == FILTER_DAILY ? "u.d_team" : "k.team", *np);
 	}
-	(void)params;
 	return 0;
 }
 
-static void steps_params(const struct gl_acct_query *q, struct gl_strbuf *a, struct gl_strbuf *b, char *now,
-			 size_t nn)
+static void put_i64_array(struct gl_strbuf *b, const int64_t *v, size_t n)
 {
-	gl_strbuf_putc(a, '{');
 	gl_strbuf_putc(b, '{');
-	for (size_t i = 0; i < q->n_steps; i++) {
-		if (i) {
-			gl_strbuf_putc(a, ',');
+	for (size_t i = 0; i < n; i++) {
+		if (i)
 			gl_strbuf_putc(b, ',');
-		}
-		gl_strbuf_put_i64(a, q->steps[i].start_s);
-		gl_strbuf_put_i64(b, q->steps[i].end_s);
+		gl_strbuf_put_i64(b, v[i]);
 	}
-	gl_strbuf_putc(a, '}');
 	gl_strbuf_putc(b, '}');
-	snprintf(now, nn, "%lld", (long long)q->now_s);
+}
+
+/* Steps split into whole built days (read from usage_daily) and the live
+ * pieces around them (read from jobs): partial days at the edges, today,
+ * and any day not built yet. */
+struct plan {
+	int64_t *la, *lb, *li; /* live pieces: start, end, step (1-based) */
+	size_t nl;
+	int64_t *da, *di;      /* built days: start, step */
+	size_t nd;
+};
+
+static void plan_fini(struct plan *p)
+{
+	free(p->la);
+	free(p->lb);
+	free(p->li);
+	free(p->da);
+	free(p->di);
+}
+
+static int make_plan(PGconn *c, const struct gl_acct_query *q, struct plan *p, struct gl_err *err)
+{
+	int64_t today = q->now_s - ((q->now_s % 86400) + 86400) % 86400, lo = INT64_MAX, hi = INT64_MIN;
+	char los[24], his[24];
+	PGresult *r = NULL;
+	size_t cap = 64, nb = 0;
+	int64_t *built = NULL;
+	int rc = 0;
+
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < q->n_steps; i++) {
+		if (q->steps[i].start_s < lo)
+			lo = q->steps[i].start_s;
+		if (q->steps[i].end_s > hi)
+			hi = q->steps[i].end_s;
+	}
+	snprintf(los, sizeof los, "%lld", (long long)lo);
+	snprintf(his, sizeof his, "%lld", (long long)(hi < today ? hi : today));
+	if ((rc = gl_db_query(c,
+			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
+			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
+			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
+			      2, (const char *[]){los, his}, &r, err)))
+		goto out;
+	nb = (size_t)PQntuples(r);
+	built = gl_xcalloc(nb + 1, sizeof *built);
+	for (size_t i = 0; i < nb; i++)
+		built[i] = atoll(PQgetvalue(r, (int)i, 0));
+	cap = 2 * q->n_steps + 2 * nb + 4;
+	p->la = gl_xcalloc(cap, sizeof *p->la);
+	p->lb = gl_xcalloc(cap, sizeof *p->lb);
+	p->li = gl_xcalloc(cap, sizeof *p->li);
+	p->da = gl_xcalloc(nb + 1, sizeof *p->da);
+	p->di = gl_xcalloc(nb + 1, sizeof *p->di);
+	for (size_t i = 0, k = 0; i < q->n_steps; i++) {
+		int64_t t = q->steps[i].start_s, b = q->steps[i].end_s, ls = t;
+		while (t < b) {
+			while (k < nb && built[k] < t)
+				k++;
+			if (k < nb && built[k] == t && t + 86400 <= b && t + 86400 <= today) {
+				/* a built day wholly inside the step, already over */
+				if (ls < t) {
+					p->la[p->nl] = ls;
+					p->lb[p->nl] = t;
+					p->li[p->nl++] = (int64_t)i + 1;
+				}
+				p->da[p->nd] = t;
+				p->di[p->nd++] = (int64_t)i + 1;
+				t += 86400;
+				ls = t;
+				k++;
+				continue;
+			}
+			if (k < nb && built[k] == t) {
+				k++; /* built, but the step ends inside it or it is today */
+				continue;
+			}
+			t = k < nb && built[k] < b ? built[k] : b;
+		}
+		if (ls < b) {
+			p->la[p->nl] = ls;
+			p->lb[p->nl] = b;
+			p->li[p->nl++] = (int64_t)i + 1;
+		}
+	}
+out:
+	free(built);
+	PQclear(r);
+	return rc;
 }
 
 static int parse_num(PGresult *r, int row, int col, gl_i128 *out)
@@ -165,35 +276,23 @@ static int parse_num(PGresult *r, int row, int col, gl_i128 *out)
 	return gl_i128_parse(v, out);
 }
 
-int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
-		       struct gl_err *err)
+/* Appends the CTEs f .. byrate of the live query (jobs over the steps of
+ * $1, $2, $4 at now $3), grouped by dims; filters take parameters from $5. */
+static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, const struct gl_acct_query *q,
+		       int *np, struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
 {
-	struct gl_strbuf sql = GL_STRBUF_INIT, sa = GL_STRBUF_INIT, sb = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
-	const char *params[32];
-	size_t arr_off[32];
-	char now[24];
-	int np = 3, rc;
-	PGresult *r = NULL;
-
-	memset(meta, 0, sizeof *meta);
-	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
-		cb->steps[i].start_s = q->steps[i].start_s;
-		cb->steps[i].end_s = q->steps[i].end_s;
-	}
-	steps_params(q, &sa, &sb, now, sizeof now);
-
-	/* 1. allocation, cost and exporter usage per step and key */
-	gl_strbuf_puts(&sql, jobs_cte);
-	gl_strbuf_puts(&sql, ", f AS (SELECT k.*");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", %s AS d%zu", gl_acct_dim_sql(q->dims[d]), d);
-	gl_strbuf_puts(&sql, " FROM k WHERE true");
-	if ((rc = add_filters(&sql, q, params, &np, &arrays, arr_off, 0, err)))
-		goto out;
+	int rc;
+	gl_strbuf_puts(sql, jobs_cte);
+	gl_strbuf_puts(sql, ", f AS (SELECT k.*");
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", %s AS d%zu", gl_acct_dim_sql(dims[d]), d);
+	gl_strbuf_puts(sql, " FROM k WHERE true");
+	if (q && (rc = add_filters(sql, q, np, arrays, arr_off, FILTER_JOBS, err)))
+		return rc;
 	/* every sum is a part of its own UNION ALL branch and the lines are one
 	 * GROUP BY: no per-job joins and re-sorts. Lines are also split by GPU
 	 * model so unpriced models are known exactly; C merges them. */
-	gl_strbuf_puts(&sql,
+	gl_strbuf_puts(sql,
 		       "), mm AS ("
 		       " SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
 		       "  THEN m.gpu_model ELSE '*' END AS rate_model FROM (SELECT DISTINCT gpu_model FROM f) m"
@@ -202,75 +301,67 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		       " FROM steps s, LATERAL gl_job_usage(s.a, s.b) u"
 		       "), parts AS ("
 		       " SELECT f.i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", f.d%zu", d);
-	gl_strbuf_puts(&sql,
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", f.d%zu", d);
+	gl_strbuf_puts(sql,
 		       ", f.gpu_model, NULL::bigint AS rate, f.gpu_milli * (date_part('epoch', f.e0) - date_part('epoch', f.s0))::bigint"
 		       "  AS alloc, 0::bigint AS priced, 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs FROM f"
 		       " UNION ALL SELECT f.i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", f.d%zu", d);
-	gl_strbuf_puts(&sql,
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", f.d%zu", d);
+	gl_strbuf_puts(sql,
 		       ", f.gpu_model, r.micros_per_gpu_hour, 0, f.gpu_milli * (date_part('epoch', least(f.e0, r.valid_to))"
 		       "  - date_part('epoch', greatest(f.s0, r.valid_from)))::bigint, 0, 0, 0"
 		       " FROM f JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f.gpu_model"
 		       " JOIN rates r ON r.gpu_model = mm.rate_model AND r.valid_from < f.e0 AND r.valid_to > f.s0"
 		       " UNION ALL SELECT f.i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", f.d%zu", d);
-	gl_strbuf_puts(&sql,
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", f.d%zu", d);
+	gl_strbuf_puts(sql,
 		       ", f.gpu_model, NULL, 0, 0, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s"
 		       " FROM f JOIN usage u ON u.i = f.i AND u.job_pk = f.job_pk"
 		       /* sums of bigint milli-GPU-seconds per rate first: the price is
 			* constant per rate row, so cost = rate x sum, in numeric once */
 		       "), byrate AS (SELECT i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", d%zu", d);
-	gl_strbuf_puts(&sql, ", gpu_model, rate, sum(alloc) AS alloc, sum(priced) AS priced, sum(busy) AS busy,"
-			     " sum(idle) AS idle, sum(obs) AS obs FROM parts GROUP BY i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", d%zu", d);
-	gl_strbuf_puts(&sql, ", gpu_model, rate) SELECT i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", d%zu", d);
-	gl_strbuf_puts(&sql,
-		       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
-		       " sum(busy), sum(idle), sum(obs),"
-		       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
-		       " FROM byrate GROUP BY i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", d%zu", d);
-	gl_strbuf_puts(&sql, ", gpu_model ORDER BY i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", d%zu", d);
-	params[0] = sa.p;
-	params[1] = sb.p;
-	params[2] = now;
-	for (int i = 3; i < np; i++)
-		params[i] = arrays.p + arr_off[i];
-	if ((rc = gl_db_query(c, sql.p, np, params, &r, err)))
-		goto out;
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", d%zu", d);
+	gl_strbuf_puts(sql, ", gpu_model, rate, sum(alloc) AS alloc, sum(priced) AS priced, sum(busy) AS busy,"
+			    " sum(idle) AS idle, sum(obs) AS obs FROM parts GROUP BY i");
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", d%zu", d);
+	gl_strbuf_puts(sql, ", gpu_model, rate)");
+	return 0;
+}
+
+/* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
+ * unpriced model) into the lines of cb. */
+static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
+{
 	for (int row = 0; row < PQntuples(r); row++) {
 		const char *keys[GL_CB_MAX_DIMS] = {0};
 		int step = atoi(PQgetvalue(r, row, 0)) - 1;
-		int col = 1 + (int)q->n_dims;
-		struct gl_cb_line *l;
+		int col = 1 + (int)n_dims;
+		struct gl_cb_line *l = NULL;
+		struct gl_cb_step *st;
+		gl_i128 am, pm, cn;
 		if (step < 0 || (size_t)step >= cb->n_steps)
 			continue;
-		gl_i128 am, pm, cn;
-		for (size_t d = 0; d < q->n_dims; d++)
+		st = &cb->steps[step];
+		for (size_t d = 0; d < n_dims; d++)
 			keys[d] = PQgetvalue(r, row, 1 + (int)d);
-		/* rows come split by GPU model, ordered by key: merge a key's rows */
-		l = cb->steps[step].n_lines ? &cb->steps[step].lines[cb->steps[step].n_lines - 1] : NULL;
-		for (size_t d = 0; l && d < q->n_dims; d++)
-			if (strcmp(l->key[d], keys[d]) != 0)
-				l = NULL;
+		/* rows of one query come ordered by key; the daily and the live
+		 * query may both have a key: look back through the step's lines */
+		for (size_t j = st->n_lines; j-- > 0 && !l;) {
+			size_t d = 0;
+			while (d < n_dims && !strcmp(st->lines[j].key[d], keys[d]))
+				d++;
+			if (d == n_dims)
+				l = &st->lines[j];
+		}
 		if (!l)
 			l = gl_cb_add_line(cb, (size_t)step, keys);
-		if (parse_num(r, row, col, &am) || parse_num(r, row, col + 1, &pm) || parse_num(r, row, col + 2, &cn)) {
-			rc = gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
-			goto out;
-		}
+		if (parse_num(r, row, col, &am) || parse_num(r, row, col + 1, &pm) || parse_num(r, row, col + 2, &cn))
+			return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
 		l->alloc_ms += am;
 		l->priced_ms += pm;
 		l->cost_num += cn;
@@ -279,25 +370,112 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		l->observed_s += atof(PQgetvalue(r, row, col + 5));
 		if (!PQgetisnull(r, row, col + 6)) {
 			/* collect distinct unpriced models for the response */
-			char *list = gl_xstrdup(PQgetvalue(r, row, col + 6)), *save = NULL;
-			for (char *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
-				char needle[80];
-				snprintf(needle, sizeof needle, ",%s,", m);
-				char hay[sizeof meta->unpriced_models + 2];
-				snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
-				if (strstr(hay, needle))
-					continue;
-				if (strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
-					if (meta->unpriced_models[0])
-						strcat(meta->unpriced_models, ",");
-					strcat(meta->unpriced_models, m);
-				}
+			const char *m = PQgetvalue(r, row, col + 6);
+			char needle[80], hay[sizeof meta->unpriced_models + 2];
+			snprintf(needle, sizeof needle, ",%s,", m);
+			snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
+			if (!strstr(hay, needle) && strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
+				if (meta->unpriced_models[0])
+					strcat(meta->unpriced_models, ",");
+				strcat(meta->unpriced_models, m);
 			}
-			free(list);
 		}
 	}
-	PQclear(r);
-	r = NULL;
+	return 0;
+}
+
+int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+		       struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[8];
+	const char *params[40];
+	size_t arr_off[40];
+	char now[24];
+	int np, rc;
+	PGresult *r = NULL;
+	struct plan pl;
+
+	memset(meta, 0, sizeof *meta);
+	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
+		gl_strbuf_init(&pa[i]);
+	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
+		cb->steps[i].start_s = q->steps[i].start_s;
+		cb->steps[i].end_s = q->steps[i].end_s;
+	}
+	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
+	if ((rc = make_plan(c, q, &pl, err)))
+		goto out;
+	put_i64_array(&pa[0], pl.la, pl.nl);
+	put_i64_array(&pa[1], pl.lb, pl.nl);
+	put_i64_array(&pa[2], pl.li, pl.nl);
+	put_i64_array(&pa[3], pl.da, pl.nd);
+	put_i64_array(&pa[4], pl.di, pl.nd);
+
+	/* 1a. built days from usage_daily */
+	if (pl.nd) {
+		np = 2;
+		gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(q->dims[d]), d);
+		gl_strbuf_puts(&sql, ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
+				     " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
+				     " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true");
+		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
+			goto out;
+		gl_strbuf_puts(&sql, ") SELECT i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", d%zu", d);
+		gl_strbuf_puts(&sql,
+			       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
+			       " sum(busy), sum(idle), sum(obs),"
+			       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
+			       " FROM byrate GROUP BY i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", d%zu", d);
+		gl_strbuf_puts(&sql, ", gpu_model ORDER BY i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", d%zu", d);
+		params[0] = pa[3].p;
+		params[1] = pa[4].p;
+		for (int i = 2; i < np; i++)
+			params[i] = arrays.p + arr_off[i];
+		if ((rc = gl_db_query(c, sql.p, np, params, &r, err)) || (rc = absorb(r, q->n_dims, cb, meta, err)))
+			goto out;
+		PQclear(r);
+		r = NULL;
+	}
+
+	/* 1b. the live pieces from jobs */
+	if (pl.nl) {
+		gl_strbuf_reset(&sql);
+		gl_strbuf_reset(&arrays);
+		np = 4;
+		if ((rc = append_live(&sql, q->dims, q->n_dims, q, &np, &arrays, arr_off, err)))
+			goto out;
+		gl_strbuf_puts(&sql, " SELECT i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", d%zu", d);
+		gl_strbuf_puts(&sql,
+			       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
+			       " sum(busy), sum(idle), sum(obs),"
+			       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
+			       " FROM byrate GROUP BY i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", d%zu", d);
+		gl_strbuf_puts(&sql, ", gpu_model ORDER BY i");
+		for (size_t d = 0; d < q->n_dims; d++)
+			gl_strbuf_printf(&sql, ", d%zu", d);
+		params[0] = pa[0].p;
+		params[1] = pa[1].p;
+		params[2] = now;
+		params[3] = pa[2].p;
+		for (int i = 4; i < np; i++)
+			params[i] = arrays.p + arr_off[i];
+		if ((rc = gl_db_query(c, sql.p, np, params, &r, err)) || (rc = absorb(r, q->n_dims, cb, meta, err)))
+			goto out;
+		PQclear(r);
+		r = NULL;
+	}
 
 	/* 2. unallocated idle capacity per step: capacity minus allocation minus
 	 * unavailable, per cluster/partition/model (fleet dimensions only) */
@@ -308,9 +486,10 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	PQclear(r);
 	r = NULL;
 	if (meta->capacity_source) {
+		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT;
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);
-		np = 3;
+		np = 8;
 		gl_strbuf_puts(&sql, alloc_cte);
 		gl_strbuf_puts(&sql,
 			       ", cap AS ("
@@ -320,8 +499,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       " FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
 			       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
 			       " ), alloc AS ("
-			       " SELECT k.i, k.cluster_id, coalesce(k.partition, '') AS partition, coalesce(k.gpu_model, 'unknown') AS gpu_model,"
-			       "  sum(k.gpu_milli::numeric * extract(epoch FROM k.e0 - k.s0)) AS ms FROM k GROUP BY 1, 2, 3, 4"
+			       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, sum(k.ms) AS ms FROM k GROUP BY 1, 2, 3, 4"
 			       "), idle AS ("
 			       " SELECT capk.i, capk.cluster, capk.partition, capk.gpu_model, capk.a,"
 			       "  capk.reported * 1000 - capk.unavail * 1000 - coalesce(alloc.ms, 0) AS idle_ms"
@@ -329,7 +507,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       "  AND alloc.partition = capk.partition AND alloc.gpu_model = capk.gpu_model"
 			       " WHERE true");
 		/* the fleet filters (cluster, partition, gpu_model) narrow idle too */
-		if ((rc = add_filters(&sql, q, params, &np, &arrays, arr_off, 1, err)))
+		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_FLEET, err)))
 			goto out;
 		/* idle priced at the rate in force at the step's start; dedicated
 		 * hardware (idle_owners, exact partition before whole cluster)
@@ -346,9 +524,31 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
 			       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
 			       " GROUP BY idle.i, io.team");
-		for (int i = 3; i < np; i++)
+		{
+			int64_t *sa = gl_xcalloc(q->n_steps + 1, sizeof *sa), *sb = gl_xcalloc(q->n_steps + 1, sizeof *sb);
+			for (size_t i = 0; i < q->n_steps; i++) {
+				sa[i] = q->steps[i].start_s;
+				sb[i] = q->steps[i].end_s;
+			}
+			put_i64_array(&fa, sa, q->n_steps);
+			put_i64_array(&fb, sb, q->n_steps);
+			free(sa);
+			free(sb);
+		}
+		params[0] = fa.p;
+		params[1] = fb.p;
+		params[2] = now;
+		params[3] = pa[0].p;
+		params[4] = pa[1].p;
+		params[5] = pa[2].p;
+		params[6] = pa[3].p;
+		params[7] = pa[4].p;
+		for (int i = 8; i < np; i++)
 			params[i] = arrays.p + arr_off[i];
-		if ((rc = gl_db_query(c, sql.p, np, params, &r, err)))
+		rc = gl_db_query(c, sql.p, np, params, &r, err);
+		gl_strbuf_fini(&fa);
+		gl_strbuf_fini(&fb);
+		if (rc)
 			goto out;
 		for (int row = 0; row < PQntuples(r); row++) {
 			int step = atoi(PQgetvalue(r, row, 0)) - 1;
@@ -386,9 +586,88 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	}
 out:
 	PQclear(r);
+	plan_fini(&pl);
 	gl_strbuf_fini(&sql);
-	gl_strbuf_fini(&sa);
-	gl_strbuf_fini(&sb);
+	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
+		gl_strbuf_fini(&pa[i]);
 	gl_strbuf_fini(&arrays);
+	return rc;
+}
+
+int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
+	char a[32], b[32], now[24], day[16];
+	size_t arr_off[8];
+	int np = 4, rc, in_txn = 0;
+	int64_t y;
+	unsigned m, d;
+
+	if (day_s % 86400 != 0 || day_s + 86400 > now_s)
+		return gl_err_set(err, GL_EINVAL, "build day: %lld is not a whole past day", (long long)day_s);
+	snprintf(a, sizeof a, "{%lld}", (long long)day_s);
+	snprintf(b, sizeof b, "{%lld}", (long long)(day_s + 86400));
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	gl_time_civil_from_days(day_s / 86400, &y, &m, &d);
+	snprintf(day, sizeof day, "%04lld-%02u-%02u", (long long)y, m, d);
+	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
+			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
+	if ((rc = append_live(&sql, gl_acct_dims, 10, NULL, &np, &arrays, arr_off, err)))
+		goto out;
+	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, gpu_model, rate, alloc, priced,"
+			     " busy, idle, obs FROM byrate");
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		goto out;
+	in_txn = 1;
+	/* the same lock the staleness triggers take: no change can slip in
+	 * between what this build reads and its built marker */
+	if ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock(26476, 0)", err)) ||
+	    (rc = gl_db_query(c, "DELETE FROM usage_daily WHERE day = $1::date", 1, (const char *[]){day}, NULL, err)) ||
+	    (rc = gl_db_query(c, sql.p, 5, (const char *[]){a, b, now, "{1}", day}, NULL, err)) ||
+	    (rc = gl_db_query(c,
+			      "INSERT INTO usage_daily_built (day, built_at) VALUES ($1::date, now())"
+			      " ON CONFLICT (day) DO UPDATE SET built_at = now()",
+			      1, (const char *[]){day}, NULL, err)))
+		goto out;
+	rc = gl_db_exec(c, "COMMIT", err);
+	in_txn = 0;
+out:
+	if (in_txn)
+		PQclear(PQexec(c, "ROLLBACK"));
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&arrays);
+	return rc;
+}
+
+int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char now[24], lim[16];
+	int rc;
+
+	*built = 0;
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	snprintf(lim, sizeof lim, "%d", max_days);
+	/* the most recent stale days first: they are the ones people look at */
+	/* only days some GPU job touched: an empty day reads nothing live either */
+	if ((rc = gl_db_query(c,
+			      "WITH y AS (SELECT (to_timestamp($1) AT TIME ZONE 'UTC')::date AS today),"
+			      " days AS (SELECT DISTINCT g::date AS d FROM jobs j, y,"
+			      "  generate_series(j.start_at::date::timestamp,"
+			      "   least(coalesce(j.end_at, to_timestamp($1)), y.today::timestamp - interval '1 second')::date::timestamp,"
+			      "   interval '1 day') g"
+			      "  WHERE j.gpu_milli > 0 AND j.start_at < y.today::timestamp)"
+			      " SELECT extract(epoch FROM d::timestamp)::bigint FROM days"
+			      " WHERE NOT EXISTS (SELECT 1 FROM usage_daily_built b WHERE b.day = days.d)"
+			      " ORDER BY d DESC LIMIT $2",
+			      2, (const char *[]){now, lim}, &r, err)))
+		goto out;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if ((rc = gl_acct_build_day(c, atoll(PQgetvalue(r, i, 0)), now_s, err)))
+			goto out;
+		(*built)++;
+	}
+out:
+	PQclear(r);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/strbuf.h"
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
@@ -199,11 +200,113 @@ static void test_queue_waits_per_user(void **state)
 	cJSON_Delete(j);
 }
 
+/* Every item of a chargeback response as "step|name|allocated|cost|total"
+ * lines, sorted, so two responses compare regardless of line order. */
+static char *digest(cJSON *j)
+{
+	struct gl_strbuf out = GL_STRBUF_INIT;
+	char **lines = NULL;
+	size_t n = 0, cap = 0;
+	cJSON *st, *it;
+	int si = 0;
+	cJSON_ArrayForEach(st, cJSON_GetObjectItem(j, "steps"))
+	{
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "items"))
+		{
+			char buf[256];
+			snprintf(buf, sizeof buf, "%d|%s|%.0f|%.0f|%.0f", si, cJSON_GetObjectItem(it, "name")->valuestring,
+				 cJSON_GetObjectItem(it, "allocated_gpu_seconds")->valuedouble,
+				 cJSON_GetObjectItem(it, "cost_micros")->valuedouble,
+				 cJSON_GetObjectItem(it, "total_micros")->valuedouble);
+			if (n == cap) {
+				cap = cap ? 2 * cap : 256;
+				lines = realloc(lines, cap * sizeof *lines);
+			}
+			lines[n++] = strdup(buf);
+		}
+		si++;
+	}
+	for (size_t a = 1; a < n; a++)
+		for (size_t b = a; b > 0 && strcmp(lines[b - 1], lines[b]) > 0; b--) {
+			char *t = lines[b];
+			lines[b] = lines[b - 1];
+			lines[b - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		gl_strbuf_puts(&out, lines[i]);
+		gl_strbuf_putc(&out, '\n');
+		free(lines[i]);
+	}
+	free(lines);
+	gl_strbuf_printf(&out, "total %.0f %.0f\n",
+			 cJSON_GetObjectItem(cJSON_GetObjectItem(j, "totals"), "allocated_gpu_seconds")->valuedouble,
+			 cJSON_GetObjectItem(cJSON_GetObjectItem(j, "totals"), "total_micros")->valuedouble);
+	return gl_strbuf_steal(&out);
+}
+
+/* The daily aggregates give exactly what the jobs give: the same responses
+ * before and after `gpuledger rollup`, for whole and partial days, and a
+ * change to the cost model makes every day stale again. */
+static void test_daily_rollup_matches_live(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=user",
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=account&step=day",
+		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-10-09T18:00:00Z&aggregate=user,account&step=week",
+		"/v1/chargeback?window=2017-10-01,2017-12-01&aggregate=gpu_model&step=month&filter=account:\"ee9e8c\"",
+	};
+	char *before[4], path[PATH_MAX];
+	struct gl_test_out o;
+	PGconn *c = PQconnectdb(g_dsn);
+	FILE *f;
+	for (size_t i = 0; i < 4; i++) {
+		cJSON *j = get(paths[i]);
+		before[i] = digest(j);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 0);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "rollup", NULL), 0);
+	assert_int_equal(o.status, 0);
+	gl_test_out_fini(&o);
+	fprintf(stderr, "built %lld days, %lld rows\n", gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"),
+		gl_test_qint(c, "SELECT count(*) FROM usage_daily"));
+	assert_true(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built") > 60); /* Oct 3 .. mid-Dec 2017 */
+	assert_true(gl_test_qint(c, "SELECT count(*) FROM usage_daily") > 1000);
+	for (size_t i = 0; i < 4; i++) {
+		cJSON *j = get(paths[i]);
+		char *after = digest(j);
+		if (strcmp(before[i], after))
+			fprintf(stderr, "%s differs after rollup\n--- live\n%.600s\n--- daily\n%.600s\n", paths[i], before[i], after);
+		assert_string_equal(before[i], after);
+		free(after);
+		cJSON_Delete(j);
+	}
+	/* a job that changes makes its days stale; a cost-model change all days */
+	PQclear(PQexec(c, "UPDATE jobs SET end_at = end_at + interval '1 hour' WHERE job_key = 'db:1'"));
+	assert_true(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built") > 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built b JOIN jobs j ON j.job_key = 'db:1'"
+					 " WHERE b.day BETWEEN j.start_at::date AND j.end_at::date"),
+			 0);
+	snprintf(path, sizeof path, "%s/philly-rates.yaml", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	f = fopen(path, "w");
+	fputs("rates:\n  - model: '*'\n    per_gpu_hour: \"1.00\"\n", f);
+	fclose(f);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "rates", "load", path, NULL), 0);
+	assert_int_equal(o.status, 0);
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 0);
+	PQclear(PQexec(c, "UPDATE jobs SET end_at = end_at - interval '1 hour' WHERE job_key = 'db:1'"));
+	for (size_t i = 0; i < 4; i++)
+		free(before[i]);
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_seconds_per_user),
 		cmocka_unit_test(test_queue_waits_per_user),
+		cmocka_unit_test(test_daily_rollup_matches_live),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

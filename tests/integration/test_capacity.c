@@ -417,7 +417,8 @@ static void test_api_capacity(void **state)
 			 0);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "start,end,cluster,gpu_model,reported_gpu_seconds"));
-	assert_non_null(strstr(r.body, "2026-11-22T17:00:00Z,2026-11-22T18:00:00Z,\"testgpu\",\"a100\",544,371,68,0,0,105,0,"));
+	assert_non_null(strstr(r.body, "\r\n2026-11-22T17:00:00Z,2026-11-22T18:00:00Z,testgpu,a100,544,371,68,0,0,105,0,"));
+	assert_non_null(strstr(r.headers, "filename=\"capacity.csv\""));
 	gl_test_http_fini(&r);
 }
 
