@@ -333,6 +333,25 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	return 0;
 }
 
+/* The lines from byrate: per step and key (and GPU model, for unpriced
+ * models), milli-GPU-seconds, priced part, cost numerator, exporter usage. */
+static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
+{
+	gl_strbuf_puts(sql, " SELECT i");
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", d%zu", d);
+	gl_strbuf_puts(sql,
+		       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
+		       " sum(busy), sum(idle), sum(obs),"
+		       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
+		       " FROM byrate GROUP BY i");
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", d%zu", d);
+	gl_strbuf_puts(sql, ", gpu_model ORDER BY i");
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", d%zu", d);
+}
+
 /* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
  * unpriced model) into the lines of cb. */
 static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
@@ -422,19 +441,8 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 				     " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true");
 		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 			goto out;
-		gl_strbuf_puts(&sql, ") SELECT i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", d%zu", d);
-		gl_strbuf_puts(&sql,
-			       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
-			       " sum(busy), sum(idle), sum(obs),"
-			       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
-			       " FROM byrate GROUP BY i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", d%zu", d);
-		gl_strbuf_puts(&sql, ", gpu_model ORDER BY i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", d%zu", d);
+		gl_strbuf_puts(&sql, ")");
+		append_lines_select(&sql, q->n_dims);
 		params[0] = pa[3].p;
 		params[1] = pa[4].p;
 		for (int i = 2; i < np; i++)
@@ -452,19 +460,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		np = 4;
 		if ((rc = append_live(&sql, q->dims, q->n_dims, q, &np, &arrays, arr_off, err)))
 			goto out;
-		gl_strbuf_puts(&sql, " SELECT i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", d%zu", d);
-		gl_strbuf_puts(&sql,
-			       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
-			       " sum(busy), sum(idle), sum(obs),"
-			       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
-			       " FROM byrate GROUP BY i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", d%zu", d);
-		gl_strbuf_puts(&sql, ", gpu_model ORDER BY i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", d%zu", d);
+		append_lines_select(&sql, q->n_dims);
 		params[0] = pa[0].p;
 		params[1] = pa[1].p;
 		params[2] = now;
