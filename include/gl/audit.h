@@ -74,6 +74,12 @@ struct gl_audit_head {
 	int64_t at_us;
 	unsigned char hash[GL_AUDIT_HASH_LEN];
 };
+/* Hands audit_log (partitions, trigger and partition functions, the public
+ * schema) to the role gpuledger_audit; the database owner keeps SELECT and
+ * INSERT only. c must be a superuser connection. Idempotent. */
+int gl_audit_harden(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
+/* *yes = 1 when gl_audit_harden has been applied. */
+int gl_audit_hardened(PGconn *c, int *yes, struct gl_err *err) GL_MUSTCHECK;
 int gl_audit_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err) GL_MUSTCHECK;
 
 /* Monthly partitions for the month of now_s and months-1 after it. */

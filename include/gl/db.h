@@ -40,6 +40,9 @@ int gl_db_stop(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) GL_MUSTCHECK;
 
 int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+/* The cluster superuser on the embedded cluster's gpuledger database;
+ * -GL_ECONFIG with an external DSN (we hold no superuser there). */
+int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 
 /* Runs a statement without parameters (DDL, BEGIN/COMMIT). */

@@ -2,6 +2,7 @@
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
 #include "gl/audit.h"
 #include "gl/cli.h"
+#include "gl/audit.h"
 #include "gl/config.h"
 #include "gl/costing.h"
 #include "gl/daemon.h"
@@ -81,6 +82,28 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 static const char usage_migrate[] = "usage: gpuledger [--config FILE] migrate\n"
 				    "Applies the migrations not yet applied, each in its own transaction.\n";
 
+/* On the embedded cluster we hold the superuser, so the audit log is bound
+ * right after migrating: the service role keeps only SELECT and INSERT on it
+ * (docs/security.md). An external server needs `audit harden` run once with a
+ * superuser DSN. */
+static int harden_embedded(const struct gl_config *cfg, struct gl_err *err)
+{
+	PGconn *su = NULL;
+	int yes = 0, rc;
+	if (gl_db_is_external(cfg))
+		return 0;
+	if ((rc = gl_db_connect_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(su, &yes, err)))
+		goto out;
+	if (!yes) {
+		if ((rc = gl_audit_harden(su, err)))
+			goto out;
+		gl_log(GL_LOG_INFO, "migrate: audit_log handed to gpuledger_audit (the service role may only SELECT and INSERT)");
+	}
+out:
+	PQfinish(su);
+	return rc;
+}
+
 static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
@@ -92,7 +115,8 @@ static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 	}
 	if (argc > 1)
 		return gl_cli_usage_error(usage_migrate, "migrate: unexpected argument '%s'", argv[1]);
-	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || gl_migrate_current(c, &ver, &err)) {
+	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || gl_migrate_current(c, &ver, &err) ||
+	    harden_embedded(cfg, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -240,7 +264,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* fail early and clearly when the database is not there or not migrated */
-	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err)) {
+	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || harden_embedded(cfg, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

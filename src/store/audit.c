@@ -1044,3 +1044,48 @@ void gl_audit_writer_metrics(struct gl_audit_writer *w, struct gl_strbuf *o)
 				 (unsigned long long)w->dropped[i]);
 	pthread_mutex_unlock(&w->mu);
 }
+
+/* Run as a superuser. The service role (the database owner) keeps SELECT
+ * and INSERT; ownership of the table, its partitions, the trigger function,
+ * the partition functions and the schema goes to gpuledger_audit, because
+ * an owner can disable triggers and a schema owner can drop any table. */
+static const char harden_sql[] =
+	"DO $$\n"
+	"DECLARE\n"
+	"    app name := (SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database());\n"
+	"    p regclass;\n"
+	"BEGIN\n"
+	"    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gpuledger_audit') THEN\n"
+	"        CREATE ROLE gpuledger_audit NOLOGIN;\n"
+	"    END IF;\n"
+	"    IF (SELECT rolsuper FROM pg_roles WHERE rolname = app) THEN\n"
+	"        RAISE EXCEPTION 'the database owner % is a superuser: nothing can bind it', app;\n"
+	"    END IF;\n"
+	"    ALTER TABLE public.audit_log OWNER TO gpuledger_audit;\n"
+	"    FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'public.audit_log'::regclass LOOP\n"
+	"        EXECUTE format('ALTER TABLE %s OWNER TO gpuledger_audit', p);\n"
+	"        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %I', p, app);\n"
+	"    END LOOP;\n"
+	"    ALTER FUNCTION public.gl_audit_reject() OWNER TO gpuledger_audit;\n"
+	"    ALTER FUNCTION public.gl_audit_partitions_ensure(date, integer) OWNER TO gpuledger_audit;\n"
+	"    ALTER FUNCTION public.gl_audit_partitions_drop(date) OWNER TO gpuledger_audit;\n"
+	"    EXECUTE format('REVOKE ALL ON public.audit_log FROM PUBLIC, %I', app);\n"
+	"    EXECUTE format('GRANT SELECT, INSERT ON public.audit_log TO %I', app);\n"
+	"    ALTER SCHEMA public OWNER TO gpuledger_audit;\n"
+	"    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA public TO %I', app);\n"
+	"END $$";
+
+int gl_audit_harden(PGconn *c, struct gl_err *err)
+{
+	return gl_db_exec(c, harden_sql, err);
+}
+
+int gl_audit_hardened(PGconn *c, int *yes, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = gl_db_query(c, "SELECT pg_get_userbyid(relowner) = 'gpuledger_audit' FROM pg_class"
+				" WHERE oid = 'public.audit_log'::regclass", 0, NULL, &r, err);
+	*yes = !rc && PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	return rc;
+}

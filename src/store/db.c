@@ -401,3 +401,17 @@ int gl_db_copy_in(PGconn *c, const char *copy_sql, const char *data, size_t len,
 	}
 	return rc;
 }
+
+int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
+{
+	struct gl_db_paths p;
+	char dsn[PATH_MAX + 128];
+	int rc;
+	*out = NULL;
+	if (gl_db_is_external(cfg))
+		return gl_err_set(err, GL_ECONFIG, "no superuser connection to an external database");
+	if ((rc = gl_db_paths(cfg, &p, err)))
+		return rc;
+	snprintf(dsn, sizeof dsn, "host=%s port=%d dbname=%s user=%s", p.sockdir, GL_DB_EMBEDDED_PORT, GL_DB_NAME, PG_USER);
+	return gl_db_connect_dsn(dsn, out, err);
+}
