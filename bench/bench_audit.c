@@ -15,11 +15,12 @@
 static PGconn *fresh(const char *name, char *dsn, size_t n)
 {
 	PGconn *c;
+	struct gl_err err = {0};
 	if (gl_test_db_fresh(name, dsn, n))
 		gl_test_die("cannot create the database");
-	c = PQconnectdb(dsn);
-	if (PQstatus(c) != CONNECTION_OK)
-		gl_test_die(PQerrorMessage(c));
+	/* the session settings gpuledger itself uses (UTC, no JIT) */
+	if (gl_db_connect_dsn(dsn, &c, &err))
+		gl_test_die(err.msg);
 	return c;
 }
 
