@@ -516,6 +516,11 @@ int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struc
 		if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
 			goto out;
 		own = 1;
+		/* walk the primary key in order, page by page: without fresh
+		 * statistics (rows just loaded) the planner would sort the whole
+		 * table for every page instead */
+		if ((rc = gl_db_exec(c, "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off", err)))
+			goto out;
 	}
 	pthread_once(&md_once, md_init);
 	ctx = EVP_MD_CTX_new();
