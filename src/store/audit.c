@@ -462,8 +462,30 @@ static int page_send(PGconn *c, int64_t after, int64_t hi, struct gl_err *err)
 			       "SELECT audit_id, (extract(epoch FROM at) * 1000000)::bigint, actor, source_addr, action,"
 			       " object, outcome, detail::text, prev_hash, hash FROM audit_log"
 			       " WHERE audit_id > $1::bigint AND audit_id <= $2::bigint ORDER BY audit_id LIMIT " VERIFY_PAGE,
-			       2, NULL, p, NULL, NULL, 0))
+			       2, NULL, p, NULL, NULL, 1))
 		return gl_err_set(err, GL_EDB, "audit verify: %s", PQerrorMessage(c));
+	return 0;
+}
+
+/* Pages come in binary: hashes as 32 raw bytes instead of 64 hex digits,
+ * numbers without text conversion on either side. Text columns are the same
+ * bytes either way (libpq NUL-terminates them). */
+static int64_t col_i64(const PGresult *r, int row, int col)
+{
+	const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
+	uint64_t v = 0;
+	if (PQgetlength(r, row, col) != 8)
+		return INT64_MIN;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return (int64_t)v;
+}
+
+static int col_hash(const PGresult *r, int row, int col, unsigned char out[GL_AUDIT_HASH_LEN])
+{
+	if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != GL_AUDIT_HASH_LEN)
+		return -GL_EINVAL;
+	memcpy(out, PQgetvalue(r, row, col), GL_AUDIT_HASH_LEN);
 	return 0;
 }
 
@@ -532,11 +554,11 @@ int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struc
 		int nt = PQntuples(r);
 		if (nt == 0)
 			break;
-		if (v->rows == 0 && lo_seq == 0 && atoll(PQgetvalue(r, 0, 0)) != 1) {
+		if (v->rows == 0 && lo_seq == 0 && col_i64(r, 0, 0) != 1) {
 			/* before the next page is in flight: this needs a query of its own */
 			unsigned char rprev[GL_AUDIT_HASH_LEN];
-			if (gl_audit_unhex(PQgetvalue(r, 0, 8), rprev) == 0) {
-				if ((rc = check_start(c, atoll(PQgetvalue(r, 0, 0)), rprev, v, err)))
+			if (col_hash(r, 0, 8, rprev) == 0) {
+				if ((rc = check_start(c, col_i64(r, 0, 0), rprev, v, err)))
 					goto out;
 				if (!v->ok)
 					goto done;
@@ -545,14 +567,14 @@ int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struc
 		/* ask for the next page now: the server reads and sends it while
 		 * this thread hashes the current one */
 		if (nt == VERIFY_PAGE_N) {
-			if ((rc = page_send(c, atoll(PQgetvalue(r, nt - 1, 0)), hi_seq, err)))
+			if ((rc = page_send(c, col_i64(r, nt - 1, 0), hi_seq, err)))
 				goto out;
 			pending = 1;
 		}
 		for (int i = 0; i < nt; i++) {
-			int64_t seq = atoll(PQgetvalue(r, i, 0));
+			int64_t seq = col_i64(r, i, 0);
 			unsigned char rprev[GL_AUDIT_HASH_LEN];
-			if (gl_audit_unhex(PQgetvalue(r, i, 8), rprev) || gl_audit_unhex(PQgetvalue(r, i, 9), stored)) {
+			if (col_hash(r, i, 8, rprev) || col_hash(r, i, 9, stored)) {
 				broken(v, seq, "seq %lld: prev_hash or hash is not 32 bytes", (long long)seq);
 				goto done;
 			}
@@ -573,7 +595,7 @@ int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struc
 				goto done;
 			}
 			gl_strbuf_reset(&canon);
-			gl_audit_canonical(&canon, seq, atoll(PQgetvalue(r, i, 1)), PQgetvalue(r, i, 2),
+			gl_audit_canonical(&canon, seq, col_i64(r, i, 1), PQgetvalue(r, i, 2),
 					   PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3), PQgetvalue(r, i, 4),
 					   PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5), PQgetvalue(r, i, 6),
 					   PQgetvalue(r, i, 7));
