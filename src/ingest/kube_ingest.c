@@ -638,8 +638,15 @@ static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts 
 
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	gl_strbuf_putc(&arr, '{');
-	for (size_t i = from; i < to; i++)
-		arr_put(&arr, keys + key_off[i]);
+	/* a cluster with no pods stored yet has nothing to carry over */
+	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
+			      &r, err)))
+		goto out;
+	if (PQgetvalue(r, 0, 0)[0] == 't')
+		for (size_t i = from; i < to; i++)
+			arr_put(&arr, keys + key_off[i]);
+	PQclear(r);
+	r = NULL;
 	gl_strbuf_putc(&arr, '}');
 	if ((rc = gl_db_query(c,
 			      "SELECT job_key, extract(epoch FROM last_seen_at)::bigint, state,"

@@ -347,27 +347,37 @@ int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_
 	if (b->rows == 0)
 		return 0;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
-	/* which keys exist already: one indexed lookup for the whole batch */
-	gl_strbuf_putc(&arr, '{');
-	for (size_t i = 0; i < b->rows; i++) {
-		const char *k = b->keys.p + b->key_off[i];
-		if (i)
-			gl_strbuf_putc(&arr, ',');
-		gl_strbuf_putc(&arr, '"');
-		for (; *k; k++) {
-			if (*k == '"' || *k == '\\')
-				gl_strbuf_putc(&arr, '\\');
-			gl_strbuf_putc(&arr, *k);
-		}
-		gl_strbuf_putc(&arr, '"');
-	}
-	gl_strbuf_putc(&arr, '}');
-	if ((rc = gl_db_query(c, "SELECT job_key FROM jobs WHERE cluster_id = $1 AND job_key = ANY($2::text[])", 2,
-			      (const char *[]){cid, arr.p}, &kr, err)))
+	/* which keys exist already: one indexed lookup for the whole batch;
+	 * a cluster with no jobs yet (a first load) needs none */
+	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
+			      &kr, err)))
 		goto out;
-	keyset_init(&found, (size_t)PQntuples(kr) + 1);
-	for (int i = 0; i < PQntuples(kr); i++)
-		keyset_add(&found, PQgetvalue(kr, i, 0));
+	if (PQgetvalue(kr, 0, 0)[0] == 't') {
+		PQclear(kr);
+		kr = NULL;
+		gl_strbuf_putc(&arr, '{');
+		for (size_t i = 0; i < b->rows; i++) {
+			const char *k = b->keys.p + b->key_off[i];
+			if (i)
+				gl_strbuf_putc(&arr, ',');
+			gl_strbuf_putc(&arr, '"');
+			for (; *k; k++) {
+				if (*k == '"' || *k == '\\')
+					gl_strbuf_putc(&arr, '\\');
+				gl_strbuf_putc(&arr, *k);
+			}
+			gl_strbuf_putc(&arr, '"');
+		}
+		gl_strbuf_putc(&arr, '}');
+		if ((rc = gl_db_query(c, "SELECT job_key FROM jobs WHERE cluster_id = $1 AND job_key = ANY($2::text[])", 2,
+				      (const char *[]){cid, arr.p}, &kr, err)))
+			goto out;
+		keyset_init(&found, (size_t)PQntuples(kr) + 1);
+		for (int i = 0; i < PQntuples(kr); i++)
+			keyset_add(&found, PQgetvalue(kr, i, 0));
+	} else {
+		keyset_init(&found, 1);
+	}
 	/* new keys (first occurrence) go straight in; the rest merge after them,
 	 * so a key repeated in the batch still ends with its last row */
 	keyset_init(&seen, b->rows);
