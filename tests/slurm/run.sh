@@ -2,7 +2,7 @@
 # `make test-slurm`: end to end against a REAL Slurm 22.05 (never part of
 # `make test`; needs root, the Debian Slurm packages and about 5 minutes).
 #
-# 1. runs ../shared/tools/slurm-testbed/run-all.sh with SLURMTB_NODE_EVENTS=1:
+# 1. runs tests/slurm/testbed/run-all.sh with SLURMTB_NODE_EVENTS=1:
 #    the 15-job workload while gpu04 is set DOWN, a node is drained and a
 #    maintenance reservation is put on gpu03, then the forced rollup and the
 #    dumps (sacct, scontrol show node -o, sacctmgr show event/reservation,
@@ -17,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
-TB=${GL_SLURM_TESTBED:-../shared/tools/slurm-testbed}
+TB=${GL_SLURM_TESTBED:-tests/slurm/testbed}
 T=$(mktemp -d /tmp/gpuledger-slurm.XXXXXX)
 chmod 755 "$T"
 G() { "$BUILD/gpuledger" --config "$T/config.yaml" "$@"; }
