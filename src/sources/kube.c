@@ -1,6 +1,7 @@
 /* Kubernetes PodList -> GPU pods (see include/gl/kube.h, FORMATS.md). */
 #include "gl/kube.h"
 #include "gl/strbuf.h"
+#include "gl/timeutil.h"
 
 #include <cjson/cJSON.h>
 
@@ -12,77 +13,18 @@
 
 /* ---- pure helpers ---------------------------------------------------- */
 
-/* Howard Hinnant's days_from_civil: proleptic Gregorian, no tables, no libc
- * timezone state (timegm is not C11 and reads TZ files). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
-
-static int is_leap(int y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int digits(const char *s, size_t n, int *out)
-{
-	int v = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
+/* Strict RFC 3339 as the Kubernetes API writes it: seconds and a zone
+ * (Z or +hh:mm) are required; the arithmetic is gl_time_parse's. */
 int gl_kube_parse_rfc3339(const char *s, size_t n, int64_t *out)
 {
-	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
-	size_t i;
+	int zone;
 
-	if (!s || n < 20)
+	if (!s || n < 20 || s[16] != ':')
 		return -GL_EINVAL;
-	if (digits(s, 4, &y) || s[4] != '-' || digits(s + 5, 2, &mo) || s[7] != '-' ||
-	    digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
-	    digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &mi) || s[16] != ':' ||
-	    digits(s + 17, 2, &se))
+	zone = s[n - 1] == 'Z' || s[n - 1] == 'z' ||
+	       (n >= 25 && (s[n - 6] == '+' || s[n - 6] == '-') && s[n - 3] == ':');
+	if (!zone || gl_time_parse(s, n, out))
 		return -GL_EINVAL;
-	i = 19;
-	if (s[i] == '.') {
-		size_t f = ++i;
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++;
-		if (i == f)
-			return -GL_EINVAL;
-	}
-	if (i >= n)
-		return -GL_EINVAL;
-	if ((s[i] == 'Z' || s[i] == 'z') && i + 1 == n) {
-		sign = 0;
-	} else if ((s[i] == '+' || s[i] == '-') && i + 6 == n && s[i + 3] == ':' &&
-		   !digits(s + i + 1, 2, &oh) && !digits(s + i + 4, 2, &om)) {
-		sign = s[i] == '+' ? 1 : -1;
-	} else {
-		return -GL_EINVAL;
-	}
-	/* Second 60 is a leap second; it is counted as the next minute's 0,
-	 * which is what POSIX time does anyway. */
-	if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || se > 60 || oh > 23 || om > 59)
-		return -GL_EINVAL;
-	if (d > mdays[mo - 1] + (mo == 2 && is_leap(y)))
-		return -GL_EINVAL;
-	*out = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se -
-	       sign * (oh * 3600 + om * 60);
 	return 0;
 }
 

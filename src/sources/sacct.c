@@ -7,6 +7,7 @@
  * the walk so the column order of the layout never matters.
  */
 #include "gl/sacct.h"
+#include "gl/timeutil.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -198,19 +199,6 @@ static inline int eq_lit(const char *s, size_t n, const char *lit, size_t litn)
 	return n == litn && memcmp(s, lit, n) == 0;
 }
 
-/* Howard Hinnant's days_from_civil: proleptic Gregorian, no libc, no TZ. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 static int days_in_month(int y, int m)
 {
 	static const unsigned char dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -252,7 +240,7 @@ int gl_sacct_parse_time(const char *s, size_t n, int64_t *out)
 #undef DG
 	if (mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
 		return -GL_EINVAL;
-	*out = days_from_civil(y, mo, dd) * 86400 + h * 3600 + mi * 60 + se;
+	*out = gl_time_days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + h * 3600 + mi * 60 + se;
 	return 0;
 }
 
