@@ -71,15 +71,18 @@ fail:
 	return rc;
 }
 
-static const char *cstr(struct gl_sacct_ingest *in, struct gl_str s, size_t *offs)
+/* A NUL-terminated copy of s in the line's scratch buffer (NULL stays NULL,
+ * and so does an empty optional field). to_row reserves the whole line's
+ * worth first, so these pointers never move. */
+static const char *dup(struct gl_sacct_ingest *in, struct gl_str s, int empty_is_null)
 {
-	/* offsets, not pointers: the scratch buffer may move while it grows */
-	if (!s.p)
+	char *p;
+	if (!s.p || (empty_is_null && s.len == 0))
 		return NULL;
-	*offs = in->scratch.len;
+	p = in->scratch.p + in->scratch.len;
 	gl_strbuf_append(&in->scratch, s.p, s.len);
 	gl_strbuf_putc(&in->scratch, '\0');
-	return "";
+	return p;
 }
 
 static int add_node(const char *host, void *ud)
@@ -92,67 +95,48 @@ static int add_node(const char *host, void *ud)
 	return 0;
 }
 
-enum { S_KEY, S_JOBID, S_RAW, S_NAME, S_USER, S_GROUP, S_ACCOUNT, S_PART, S_QOS, S_WCKEY, S_STATE, S_EXIT,
-       S_REQTRES, S_ALLOCTRES, S_NODELIST, S_GPUTYPE, S__N };
-
-static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, struct gl_job_row *row)
+static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_job_row *row)
 {
-	size_t off[S__N];
-	const char *set[S__N];
 	char key[128];
+	const char *state;
+	struct gl_str st;
 
-	gl_strbuf_reset(&in->scratch);
 	if (rec->db_index >= 0)
 		snprintf(key, sizeof key, "db:%lld", (long long)rec->db_index);
 	else
 		snprintf(key, sizeof key, "raw:%.*s@%lld", (int)(rec->job_id_raw.p ? rec->job_id_raw.len : rec->job_id.len),
 			 rec->job_id_raw.p ? rec->job_id_raw.p : rec->job_id.p, (long long)rec->submit_s);
-	set[S_KEY] = cstr(in, (struct gl_str){key, strlen(key)}, &off[S_KEY]);
-	set[S_JOBID] = cstr(in, rec->job_id, &off[S_JOBID]);
-	set[S_RAW] = cstr(in, rec->job_id_raw, &off[S_RAW]);
-	set[S_NAME] = cstr(in, rec->job_name, &off[S_NAME]);
-	set[S_USER] = rec->user.len ? cstr(in, rec->user, &off[S_USER]) : NULL;
-	set[S_GROUP] = rec->group.len ? cstr(in, rec->group, &off[S_GROUP]) : NULL;
-	set[S_ACCOUNT] = rec->account.len ? cstr(in, rec->account, &off[S_ACCOUNT]) : NULL;
-	set[S_PART] = rec->partition.len ? cstr(in, rec->partition, &off[S_PART]) : NULL;
-	set[S_QOS] = rec->qos.len ? cstr(in, rec->qos, &off[S_QOS]) : NULL;
-	set[S_WCKEY] = rec->wckey.len ? cstr(in, rec->wckey, &off[S_WCKEY]) : NULL;
 	if (rec->state == GL_JS_UNKNOWN) {
 		/* keep the verbatim first token of an unknown state */
-		struct gl_str t = rec->state_raw;
-		size_t n = 0;
-		while (n < t.len && t.p[n] != ' ')
-			n++;
-		t.len = n;
-		set[S_STATE] = cstr(in, t, &off[S_STATE]);
+		st = rec->state_raw;
+		st.len = 0;
+		while (st.len < rec->state_raw.len && st.p[st.len] != ' ')
+			st.len++;
 	} else {
-		const char *nm = gl_job_state_name(rec->state);
-		set[S_STATE] = cstr(in, (struct gl_str){nm, strlen(nm)}, &off[S_STATE]);
+		state = gl_job_state_name(rec->state);
+		st = (struct gl_str){state, strlen(state)};
 	}
-	set[S_EXIT] = rec->exit_code.len ? cstr(in, rec->exit_code, &off[S_EXIT]) : NULL;
-	set[S_REQTRES] = rec->req_tres.len ? cstr(in, rec->req_tres, &off[S_REQTRES]) : NULL;
-	set[S_ALLOCTRES] = rec->alloc_tres.len ? cstr(in, rec->alloc_tres, &off[S_ALLOCTRES]) : NULL;
-	set[S_NODELIST] = rec->node_list.len ? cstr(in, rec->node_list, &off[S_NODELIST]) : NULL;
-	set[S_GPUTYPE] = rec->gpu_type[0] ? cstr(in, (struct gl_str){rec->gpu_type, strlen(rec->gpu_type)}, &off[S_GPUTYPE]) : NULL;
-#define P(i) (set[i] ? in->scratch.p + off[i] : NULL)
+	/* every field is a slice of the line, plus the key, the state name and
+	 * the GPU type, each with its NUL */
+	gl_strbuf_reset(&in->scratch);
+	gl_strbuf_reserve(&in->scratch, line_len + sizeof key + st.len + GL_GPU_TYPE_MAX + 32);
 	memset(row, 0, sizeof *row);
-	row->job_key = P(S_KEY);
-	row->job_id = P(S_JOBID);
-	row->job_id_raw = P(S_RAW);
-	row->name = P(S_NAME);
-	row->user_name = P(S_USER);
-	row->group_name = P(S_GROUP);
-	row->account = P(S_ACCOUNT);
-	row->partition = P(S_PART);
-	row->qos = P(S_QOS);
-	row->wckey = P(S_WCKEY);
-	row->state = P(S_STATE);
-	row->exit_code = P(S_EXIT);
-	row->req_tres = P(S_REQTRES);
-	row->alloc_tres = P(S_ALLOCTRES);
-	row->node_list = P(S_NODELIST);
-	row->gpu_type = P(S_GPUTYPE);
-#undef P
+	row->job_key = dup(in, (struct gl_str){key, strlen(key)}, 0);
+	row->job_id = dup(in, rec->job_id, 0);
+	row->job_id_raw = dup(in, rec->job_id_raw, 0);
+	row->name = dup(in, rec->job_name, 0);
+	row->user_name = dup(in, rec->user, 1);
+	row->group_name = dup(in, rec->group, 1);
+	row->account = dup(in, rec->account, 1);
+	row->partition = dup(in, rec->partition, 1);
+	row->qos = dup(in, rec->qos, 1);
+	row->wckey = dup(in, rec->wckey, 1);
+	row->state = dup(in, st, 0);
+	row->exit_code = dup(in, rec->exit_code, 1);
+	row->req_tres = dup(in, rec->req_tres, 1);
+	row->alloc_tres = dup(in, rec->alloc_tres, 1);
+	row->node_list = dup(in, rec->node_list, 1);
+	row->gpu_type = dup(in, (struct gl_str){rec->gpu_type, strlen(rec->gpu_type)}, 1);
 	row->namespace_ = NULL;
 	row->array_job_id = rec->array_task_id >= 0 || rec->kind == GL_SACCT_ARRAY_PENDING ? rec->base_job_id : -1;
 	row->array_task_id = rec->array_task_id;
@@ -254,7 +238,7 @@ static int do_line(struct gl_sacct_ingest *in, const char *line, size_t len, str
 	if (rec.state == GL_JS_UNKNOWN)
 		gl_log(GL_LOG_WARN, "%s:%lld: unknown job state '%.*s' kept verbatim", in->o.input_name,
 		       (long long)in->line_no, (int)rec.state_raw.len, rec.state_raw.p);
-	to_row(in, &rec, &row);
+	to_row(in, &rec, len, &row);
 	gl_strbuf_reset(&in->nodes);
 	if (rec.node_list.len) {
 		struct gl_err herr = {0};
