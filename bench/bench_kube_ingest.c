@@ -10,6 +10,7 @@
  * writes the previous ones (src/ingest/kube_ingest.c), so the time depends
  * on a second core being free. Needs the env
  * of bench/run.sh; run from the repo root. */
+#include "gl/jobs.h"
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
@@ -135,22 +136,16 @@ static double run_ingest(const char *dsn, const char *file, long *maxrss_kib)
 	return dt;
 }
 
-static const char cols[] =
-	"cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset, name,"
-	" user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, state_by_uid,"
-	" exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s, timelimit_s, nnodes, ncpus,"
-	" req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres, node_list, nodes, tags, last_seen_at";
 
 int main(int argc, char **argv)
 {
-	char dsn[512], path[512], copyfile[512], sql[2048];
+	char dsn[512], path[512], copyfile[512];
 	int npods = argc > 1 ? atoi(argv[1]) : 50000;
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
 	double t_first, t_again, t_copy;
 	long doc_bytes, rows, rss_first, rss_again, rss;
 	struct stat sb;
 	PGconn *c;
-	PGresult *r;
 
 	snprintf(path, sizeof path, "%s/bench-pods.json", tmp);
 	snprintf(copyfile, sizeof copyfile, "%s/bench-kube-jobs.copy", tmp);
@@ -176,44 +171,7 @@ int main(int argc, char **argv)
 	rows = gl_test_qint(c, "SELECT count(*) FROM jobs");
 
 	/* the limit: COPY the very same rows into the same (emptied) table */
-	snprintf(sql, sizeof sql, "COPY (SELECT %s FROM jobs) TO STDOUT", cols);
-	{
-		FILE *out = fopen(copyfile, "w");
-		char *buf;
-		int n;
-		r = PQexec(c, sql);
-		if (PQresultStatus(r) != PGRES_COPY_OUT)
-			gl_test_die(PQerrorMessage(c));
-		PQclear(r);
-		while ((n = PQgetCopyData(c, &buf, 0)) > 0) {
-			fwrite(buf, 1, (size_t)n, out);
-			PQfreemem(buf);
-		}
-		PQclear(PQgetResult(c));
-		fclose(out);
-	}
-	PQclear(PQexec(c, "TRUNCATE jobs"));
-	PQclear(PQexec(c, "CHECKPOINT"));
-	{
-		FILE *in = fopen(copyfile, "r");
-		char buf[1 << 16];
-		size_t n;
-		double t0 = gl_test_now_s();
-		snprintf(sql, sizeof sql, "COPY jobs (%s) FROM STDIN", cols);
-		r = PQexec(c, sql);
-		if (PQresultStatus(r) != PGRES_COPY_IN)
-			gl_test_die(PQerrorMessage(c));
-		PQclear(r);
-		while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-			PQputCopyData(c, buf, (int)n);
-		PQputCopyEnd(c, NULL);
-		r = PQgetResult(c);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			gl_test_die(PQerrorMessage(c));
-		PQclear(r);
-		t_copy = gl_test_now_s() - t0;
-		fclose(in);
-	}
+	t_copy = gl_test_copy_baseline(c, "jobs", gl_jobs_stage_columns, copyfile);
 	fprintf(stderr, "  raw COPY: %.2f s (%ld rows); document %.1f MiB; ingest peak RSS %.1f MiB\n", t_copy, rows,
 		doc_bytes / 1048576.0, rss / 1024.0);
 	printf("| kube ingest, synthetic %d-pod PodList (%ld GPU pods) into an empty table, parse included | %.2f s |"

@@ -2,6 +2,7 @@
  * lines resampled with fresh DBIndex values) against the limit: a raw COPY of
  * the same rows into the same table with the same indexes. Also re-ingesting
  * the same file (every row unchanged). Needs the env of bench/run.sh. */
+#include "gl/jobs.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -62,12 +63,11 @@ static double run_ingest(const char *dsn, const char *file, const char *fields)
 
 int main(int argc, char **argv)
 {
-	char dsn[512], path[512], copyfile[512], fields[1024], sql[2048];
+	char dsn[512], path[512], copyfile[512], fields[1024];
 	long rows = argc > 1 ? atol(argv[1]) : 1000000;
 	double t_first, t_again, t_copy;
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
 	PGconn *c;
-	PGresult *r;
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/bench-sacct.txt", tmp);
@@ -88,52 +88,7 @@ int main(int argc, char **argv)
 	t_again = run_ingest(dsn, path, fields);
 
 	/* the limit: COPY the very same rows into the same (now emptied) table */
-	snprintf(sql, sizeof sql,
-		 "COPY (SELECT cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset,"
-		 " name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known,"
-		 " state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s, timelimit_s,"
-		 " nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres, node_list, nodes,"
-		 " tags, last_seen_at FROM jobs) TO STDOUT");
-	{
-		FILE *out = fopen(copyfile, "w");
-		char *buf;
-		int n;
-		r = PQexec(c, sql);
-		if (PQresultStatus(r) != PGRES_COPY_OUT)
-			gl_test_die(PQerrorMessage(c));
-		PQclear(r);
-		while ((n = PQgetCopyData(c, &buf, 0)) > 0) {
-			fwrite(buf, 1, (size_t)n, out);
-			PQfreemem(buf);
-		}
-		PQclear(PQgetResult(c));
-		fclose(out);
-	}
-	PQclear(PQexec(c, "TRUNCATE jobs"));
-	PQclear(PQexec(c, "CHECKPOINT"));
-	{
-		FILE *in = fopen(copyfile, "r");
-		char buf[1 << 16];
-		size_t n;
-		double t0 = gl_test_now_s();
-		r = PQexec(c, "COPY jobs (cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id,"
-			      " het_offset, name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state,"
-			      " state_known, state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s,"
-			      " suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres,"
-			      " alloc_tres, node_list, nodes, tags, last_seen_at) FROM STDIN");
-		if (PQresultStatus(r) != PGRES_COPY_IN)
-			gl_test_die(PQerrorMessage(c));
-		PQclear(r);
-		while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-			PQputCopyData(c, buf, (int)n);
-		PQputCopyEnd(c, NULL);
-		r = PQgetResult(c);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			gl_test_die(PQerrorMessage(c));
-		PQclear(r);
-		t_copy = gl_test_now_s() - t0;
-		fclose(in);
-	}
+	t_copy = gl_test_copy_baseline(c, "jobs", gl_jobs_stage_columns, copyfile);
 	fprintf(stderr, "  raw COPY: %.2f s\n", t_copy);
 	printf("| sacct ingest, %ld synthetic jobs into an empty table | %.2f s (%.0f rows/s) | raw COPY of the same rows: %.2f s (target <= 1.5x) | %.2fx |\n",
 	       rows, t_first, (double)rows / t_first, t_copy, t_first / t_copy);

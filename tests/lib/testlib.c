@@ -537,3 +537,46 @@ void gl_test_http_fini(struct gl_test_http *r)
 	free(r->headers);
 	r->body = r->headers = NULL;
 }
+
+double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile)
+{
+	char sql[2048], buf[1 << 16];
+	PGresult *r;
+	FILE *f;
+	char *row;
+	size_t n;
+	int k;
+	double t0;
+
+	snprintf(sql, sizeof sql, "COPY (SELECT %s FROM %s) TO STDOUT", cols, table);
+	f = fopen(tmpfile, "w");
+	r = PQexec(c, sql);
+	if (!f || PQresultStatus(r) != PGRES_COPY_OUT)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	while ((k = PQgetCopyData(c, &row, 0)) > 0) {
+		fwrite(row, 1, (size_t)k, f);
+		PQfreemem(row);
+	}
+	PQclear(PQgetResult(c));
+	fclose(f);
+	snprintf(sql, sizeof sql, "TRUNCATE %s", table);
+	PQclear(PQexec(c, sql));
+	PQclear(PQexec(c, "CHECKPOINT"));
+	f = fopen(tmpfile, "r");
+	t0 = gl_test_now_s();
+	snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN", table, cols);
+	r = PQexec(c, sql);
+	if (!f || PQresultStatus(r) != PGRES_COPY_IN)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		PQputCopyData(c, buf, (int)n);
+	PQputCopyEnd(c, NULL);
+	r = PQgetResult(c);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	fclose(f);
+	return gl_test_now_s() - t0;
+}

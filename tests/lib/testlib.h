@@ -107,4 +107,9 @@ cJSON *gl_test_get_json(int port, const char *path, long want_status);
 double gl_test_now_s(void);
 void gl_test_die(const char *msg) __attribute__((noreturn));
 
+/* The limit ingest benchmarks compare against: copies table's rows out to
+ * tmpfile, empties the table, and times a raw COPY of the same bytes back in
+ * (same table, same indexes). Returns seconds; dies on a database error. */
+double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
+
 #endif
