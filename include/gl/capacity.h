@@ -31,10 +31,16 @@ struct gl_cap_row {
 	/* inputs as measured */
 	int64_t raw_reported_gpu_seconds, raw_allocated_gpu_milliseconds, raw_down_gpu_seconds,
 		raw_planned_down_gpu_seconds, raw_reserved_gpu_seconds;
+	/* allocation on nodes while they were down or drained (one job's share
+	 * per node: gpu_milli / its node count) */
+	int64_t raw_drained_alloc_gpu_milliseconds;
 	/* settled (gl_capacity_settle) */
 	int64_t reported_gpu_seconds, allocated_gpu_seconds, down_gpu_seconds, planned_down_gpu_seconds,
 		reserved_gpu_seconds, idle_gpu_seconds;
 	int64_t over_gpu_seconds;    /* what the clamps cut (allocation or downtime beyond capacity) */
+	/* Part of allocated_gpu_seconds spent on down or drained nodes: a
+	 * breakdown, not a sixth term of conservation. */
+	int64_t drained_allocated_gpu_seconds;
 };
 
 /* Settles one row from its raw inputs, in sreport's order

@@ -35,6 +35,8 @@ static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 	t->raw_down_gpu_seconds += r->raw_down_gpu_seconds;
 	t->raw_planned_down_gpu_seconds += r->raw_planned_down_gpu_seconds;
 	t->raw_reserved_gpu_seconds += r->raw_reserved_gpu_seconds;
+	t->raw_drained_alloc_gpu_milliseconds += r->raw_drained_alloc_gpu_milliseconds;
+	t->drained_allocated_gpu_seconds += r->drained_allocated_gpu_seconds;
 	t->reported_gpu_seconds += r->reported_gpu_seconds;
 	t->allocated_gpu_seconds += r->allocated_gpu_seconds;
 	t->down_gpu_seconds += r->down_gpu_seconds;
@@ -55,6 +57,7 @@ static void row_fields(cJSON *o, const struct gl_cap_row *r)
 	cJSON_AddNumberToObject(o, "idle_gpu_seconds", (double)r->idle_gpu_seconds);
 	cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", (double)(r->down_gpu_seconds + r->planned_down_gpu_seconds));
 	cJSON_AddNumberToObject(o, "over_gpu_seconds", (double)r->over_gpu_seconds);
+	cJSON_AddNumberToObject(o, "drained_allocated_gpu_seconds", (double)r->drained_allocated_gpu_seconds);
 	if (sat < 0)
 		cJSON_AddNullToObject(o, "saturation");
 	else
@@ -162,7 +165,8 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		struct gl_strbuf *o = &resp->body;
 		static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
 						  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
-						  "over_gpu_seconds", "saturation", NULL};
+						  "over_gpu_seconds", "drained_allocated_gpu_seconds", "saturation",
+						  NULL};
 		gl_csv_field(o, "start");
 		gl_csv_field(o, "end");
 		gl_csv_field(o, "cluster");
@@ -181,10 +185,11 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 			gl_csv_field(o, r->cluster);
 			if (key_name(agg))
 				gl_csv_field(o, r->key);
-			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
+			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
 					 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
 					 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
-					 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds);
+					 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds,
+					 (long long)r->drained_allocated_gpu_seconds);
 			if (sv >= 0)
 				snprintf(sat, sizeof sat, "%.6f", sv);
 			gl_csv_raw(o, sat);

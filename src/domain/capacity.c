@@ -24,6 +24,11 @@ void gl_capacity_settle(struct gl_cap_row *r)
 	r->planned_down_gpu_seconds = take(r->raw_planned_down_gpu_seconds, &left);
 	r->reserved_gpu_seconds = take(r->raw_reserved_gpu_seconds, &left);
 	r->idle_gpu_seconds = left;
+	r->drained_allocated_gpu_seconds = r->raw_drained_alloc_gpu_milliseconds / 1000;
+	if (r->drained_allocated_gpu_seconds < 0)
+		r->drained_allocated_gpu_seconds = 0;
+	if (r->drained_allocated_gpu_seconds > r->allocated_gpu_seconds)
+		r->drained_allocated_gpu_seconds = r->allocated_gpu_seconds;
 	r->over_gpu_seconds = wanted - (r->allocated_gpu_seconds + r->down_gpu_seconds + r->planned_down_gpu_seconds +
 					r->reserved_gpu_seconds);
 }

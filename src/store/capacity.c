@@ -11,6 +11,17 @@
  * jobs of every step are read in the same statement. A job counts once,
  * under its own partition; its model is the one its first node had when it
  * started (else its GRES type). */
+#define JOB_KEY_SQL                                                                                      \
+	"CASE $4 WHEN 'partition' THEN coalesce(j.partition, '')"                                         \
+	" WHEN 'gpu_model' THEN coalesce((SELECT s.gpu_model FROM node_gpu_spans s WHERE s.cluster_id = j.cluster_id" \
+	"   AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"  \
+	"   j.gpu_type, '')"                                                                                \
+	" ELSE '' END"
+#define JOB_IN_STEP_SQL                                                                                  \
+	"j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(st.b)"                  \
+	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(st.a)"                           \
+	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at"
+
 static const char cap_sql[] =
 	"WITH st AS (SELECT t.a, t.b, t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(a, b, i)),"
 	" cap AS ("
@@ -21,20 +32,34 @@ static const char cap_sql[] =
 	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b)) c GROUP BY 1, 2, 3),"
 	" jb AS ("
 	"  SELECT st.i, j.cluster_id,"
-	"   CASE $4 WHEN 'partition' THEN coalesce(j.partition, '')"
-	"    WHEN 'gpu_model' THEN coalesce((SELECT s.gpu_model FROM node_gpu_spans s WHERE s.cluster_id = j.cluster_id"
-	"      AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"
-	"      j.gpu_type, '')"
-	"    ELSE '' END AS k,"
+	"   " JOB_KEY_SQL " AS k,"
 	"   sum(j.gpu_milli * extract(epoch FROM least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))"
 	"       - greatest(j.start_at, to_timestamp(st.a)))::bigint) AS am"
-	"  FROM st JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(st.b)"
-	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(st.a)"
-	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at"
+	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
+	"  GROUP BY 1, 2, 3),"
+	/* drained-but-allocated: the part of each job's allocation that ran on
+	 * a node while the scheduler had it down or drained (a cordoned
+	 * Kubernetes node keeps its pods; a DRAINING Slurm node its jobs).
+	 * Overlapping spans of several sources count once per node (range_agg).
+	 * Jobs are filtered with one array overlap against the cluster's
+	 * ever-drained nodes, so a big window reads the jobs once. */
+	" dn AS (SELECT s.cluster_id, s.node, range_agg(tstzrange(s.valid_from, coalesce(s.valid_to, 'infinity'))) AS mr"
+	"  FROM node_state_spans s WHERE s.state IN ('down', 'drained') GROUP BY 1, 2),"
+	" dc AS (SELECT cluster_id, array_agg(node) AS nodes FROM dn GROUP BY 1),"
+	" dr AS ("
+	"  SELECT st.i, j.cluster_id, " JOB_KEY_SQL " AS k, sum(j.gpu_milli * o.secs / cardinality(j.nodes)) AS dm"
+	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
+	"  JOIN dc ON dc.cluster_id = j.cluster_id AND j.nodes && dc.nodes"
+	"  CROSS JOIN LATERAL (SELECT sum(extract(epoch FROM upper(x) - lower(x)))::bigint AS secs"
+	"   FROM dn, unnest(dn.mr * tstzmultirange(tstzrange(greatest(j.start_at, to_timestamp(st.a)),"
+	"     least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))))) x"
+	"   WHERE dn.cluster_id = j.cluster_id AND dn.node = ANY (j.nodes)) o"
+	"  WHERE o.secs > 0"
 	"  GROUP BY 1, 2, 3)"
 	" SELECT coalesce(cap.i, jb.i) - 1, cl.name, coalesce(cap.k, jb.k), coalesce(cap.r, 0), coalesce(jb.am, 0),"
-	"  coalesce(cap.d, 0), coalesce(cap.pd, 0), coalesce(cap.rs, 0)"
+	"  coalesce(cap.d, 0), coalesce(cap.pd, 0), coalesce(cap.rs, 0), coalesce(dr.dm, 0)"
 	" FROM cap FULL JOIN jb ON cap.i = jb.i AND cap.cluster_id = jb.cluster_id AND cap.k = jb.k"
+	" LEFT JOIN dr ON dr.i = jb.i AND dr.cluster_id = jb.cluster_id AND dr.k = jb.k"
 	" JOIN clusters cl ON cl.cluster_id = coalesce(cap.cluster_id, jb.cluster_id)"
 	" WHERE $5::text IS NULL OR cl.name = $5"
 	" ORDER BY 1, 2, 3";
@@ -88,6 +113,7 @@ int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, e
 		x->raw_down_gpu_seconds = atoll(PQgetvalue(r, i, 5));
 		x->raw_planned_down_gpu_seconds = atoll(PQgetvalue(r, i, 6));
 		x->raw_reserved_gpu_seconds = atoll(PQgetvalue(r, i, 7));
+		x->raw_drained_alloc_gpu_milliseconds = atoll(PQgetvalue(r, i, 8));
 		gl_capacity_settle(x);
 	}
 	*rows = out;

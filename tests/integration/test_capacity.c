@@ -481,7 +481,7 @@ static void test_kube_capacity_follows_nodes(void **state)
 	struct gl_cap_row *rows = NULL;
 	size_t n = 0, nsteps = 0;
 	struct gl_err err = {0};
-	long long rep = 0, down = 0, alloc = 0, by_model_h100 = 0;
+	long long rep = 0, down = 0, alloc = 0, by_model_h100 = 0, drained_alloc = 0;
 	for (size_t i = 0; i < GL_ARRAY_LEN(snaps); i++)
 		run_ok(0, "ingest", "kube-nodes", "--cluster", "k8s-test", "--file", snaps[i][0], "--at", snaps[i][1], NULL);
 	/* pods: 2 GPUs on n1 01:00-03:00, a 1/7 MIG share on n4 13:00-14:00, a
@@ -505,6 +505,8 @@ static void test_kube_capacity_follows_nodes(void **state)
 		rep += rows[i].reported_gpu_seconds;
 		down += rows[i].down_gpu_seconds;
 		alloc += rows[i].allocated_gpu_seconds;
+		drained_alloc += rows[i].drained_allocated_gpu_seconds;
+		assert_true(rows[i].drained_allocated_gpu_seconds <= rows[i].allocated_gpu_seconds);
 		if (!strcmp(rows[i].key, "NVIDIA-H100-80GB-HBM3"))
 			by_model_h100 += rows[i].reported_gpu_seconds;
 		/* n3's T4s are gone from the 12:00 step on */
@@ -517,6 +519,9 @@ static void test_kube_capacity_follows_nodes(void **state)
 	/* per-hour rounding of the 1/7 share: 143 ms x 3600 s -> 514 in its hour;
 	 * the running pod ends at now (06:00): 4 GPUs x 2 h */
 	assert_int_equal(alloc, 2 * 2 * H + 514 + 4 * 2 * H);
+	/* gpu-n2 was cordoned at 05:30 with pod c still on it: its 4 GPUs until
+	 * now (06:00) are drained-but-allocated */
+	assert_int_equal(drained_alloc, 4 * H / 2);
 	free(rows);
 	/* the same over the API, whole day, one row per model */
 	{
@@ -524,6 +529,8 @@ static void test_kube_capacity_follows_nodes(void **state)
 		cJSON *t = cJSON_GetObjectItem(j, "totals");
 		assert_int_equal(num(t, "reported_gpu_seconds"), k_reported);
 		assert_int_equal(num(t, "down_gpu_seconds"), k_down);
+		/* with the real clock pod c runs past midnight: 05:30-18:00 on a drained node */
+		assert_int_equal(num(t, "drained_allocated_gpu_seconds"), 4 * (12 * H + H / 2));
 		cJSON_Delete(j);
 	}
 	/* the states behind it */
