@@ -39,6 +39,20 @@ const char *gl_jobs_batch_copy_data(const struct gl_jobs_batch *b, size_t *len);
 int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
 		  struct gl_err *err) GL_MUSTCHECK;
 
+/* Fresh mode: the caller checked, under gl_jobs_lock in its open
+ * transaction, that cluster_id had no jobs at all. Merges then skip the
+ * lookup of existing keys; the batch remembers (owns copies of) the keys it
+ * inserted, so a key repeated in a later merge still takes the staging
+ * merge. Valid only inside that transaction: set it back to 0 (which frees
+ * the remembered keys) before the transaction ends. */
+void gl_jobs_batch_set_fresh(struct gl_jobs_batch *b, int fresh);
+/* In fresh mode: rows with new keys go straight into an open `COPY jobs`
+ * on c as they are added (the server loads while the caller builds rows);
+ * gl_jobs_merge() ends it and reports its errors. Until then c must not be
+ * used for anything else. gl_jobs_batch_set_fresh(b, 0) abandons an open
+ * COPY (the transaction then fails): call it before a ROLLBACK. */
+void gl_jobs_batch_stream(struct gl_jobs_batch *b, PGconn *c);
+
 /* Transaction-scoped advisory lock serialising ingest into one cluster. */
 int gl_jobs_lock(PGconn *c, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
 

@@ -123,5 +123,11 @@ int gl_kube_parse_rfc3339(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 /* Largest {}/[] nesting depth outside JSON strings, stopping (returning
  * max_depth + 1) as soon as max_depth is exceeded. Never fails. */
 int gl_kube_json_depth(const char *doc, size_t len, int max_depth);
+/* doc[i] is '"': the index past its closing quote, len when unterminated.
+ * memchr-fast: most of a PodList's bytes are inside strings. */
+size_t gl_kube_json_skip_string(const char *doc, size_t i, size_t len);
+/* Byte classes for lexical JSON scans: 0 nothing to see, 1 '"', 2 '{' '[',
+ * 3 '}' ']'. */
+extern const unsigned char gl_kube_json_class[256];
 
 #endif

@@ -1,5 +1,6 @@
 /* gpuledger command line: gpuledger [--config FILE] COMMAND [ARGS].
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
+#include "gl/jsonarena.h"
 #include "gl/audit.h"
 #include "gl/cli.h"
 #include "gl/audit.h"
@@ -327,6 +328,8 @@ int main(int argc, char **argv)
 
 	/* libcurl's global state, once, before any thread (the dcgm scraper) */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* the cJSON hooks are process-wide: installed before any thread */
+	gl_jsonarena_init();
 	/* stop at the command: its options are its own */
 	while ((ch = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
 		switch (ch) {

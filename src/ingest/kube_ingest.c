@@ -183,16 +183,9 @@ static size_t skip_ws(const char *d, size_t i, size_t n)
 	return i;
 }
 
-/* d[i] is '"': returns the index past the closing quote, n if unterminated. */
 static size_t skip_string(const char *d, size_t i, size_t n)
 {
-	for (i++; i < n; i++) {
-		if (d[i] == '\\')
-			i++;
-		else if (d[i] == '"')
-			return i + 1;
-	}
-	return n;
+	return gl_kube_json_skip_string(d, i, n);
 }
 
 /* Skips one value lexically: containers only by bracket count (cJSON judges
@@ -210,13 +203,17 @@ static size_t skip_value(const char *d, size_t i, size_t n)
 			i++;
 		return i;
 	}
-	for (; i < n; i++) {
-		if (d[i] == '"')
-			i = skip_string(d, i, n) - 1;
-		else if (d[i] == '{' || d[i] == '[')
+	while (i < n) {
+		unsigned char k = gl_kube_json_class[(unsigned char)d[i]];
+		if (k == 1) {
+			i = skip_string(d, i, n);
+			continue;
+		}
+		if (k == 2)
 			depth++;
-		else if ((d[i] == '}' || d[i] == ']') && --depth == 0)
+		else if (k == 3 && --depth == 0)
 			return i + 1;
+		i++;
 	}
 	return n;
 }
@@ -623,12 +620,26 @@ static int begin_txn(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts
 	return rc;
 }
 
+static int cluster_is_empty(PGconn *c, int cluster_id, int *empty, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char cid[16];
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
+			      &r, err)))
+		return rc;
+	*empty = PQgetvalue(r, 0, 0)[0] != 't';
+	PQclear(r);
+	return 0;
+}
+
 /* Pods [from, to) of one part into the batch (last_seen_at decided against
  * the stored rows, see the top comment). keys holds their "pod:<uid>" keys
  * at key_off[]. */
 static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, const struct gl_kube_result *kr,
-		      size_t from, size_t to, const char *keys, const size_t *key_off, struct gl_jobs_batch *b,
-		      struct gl_kube_ingest_result *res, struct gl_err *err)
+		      size_t from, size_t to, const char *keys, const size_t *key_off, int fresh,
+		      struct gl_jobs_batch *b, struct gl_kube_ingest_result *res, struct gl_err *err)
 {
 	struct gl_strbuf arr = GL_STRBUF_INIT;
 	struct rowmap map = {0};
@@ -638,29 +649,26 @@ static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts 
 
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	gl_strbuf_putc(&arr, '{');
-	/* a cluster with no pods stored yet has nothing to carry over */
-	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
-			      &r, err)))
-		goto out;
-	if (PQgetvalue(r, 0, 0)[0] == 't')
+	/* a cluster with no pods stored before this run has nothing to carry over */
+	if (!fresh)
 		for (size_t i = from; i < to; i++)
 			arr_put(&arr, keys + key_off[i]);
-	PQclear(r);
-	r = NULL;
 	gl_strbuf_putc(&arr, '}');
-	if ((rc = gl_db_query(c,
+	/* fresh: no stored rows, and the connection may be streaming a COPY */
+	if (!fresh && (rc = gl_db_query(c,
 			      "SELECT job_key, extract(epoch FROM last_seen_at)::bigint, state,"
 			      " extract(epoch FROM start_at)::bigint, extract(epoch FROM end_at)::bigint"
 			      " FROM jobs WHERE cluster_id = $1 AND job_key = ANY($2::text[])",
 			      2, (const char *[]){cid, arr.p}, &r, err)))
 		goto out;
-	rowmap_build(&map, r);
+	if (r)
+		rowmap_build(&map, r);
 	for (size_t i = from; i < to; i++) {
 		struct gl_job_row row;
 		int k;
 		gl_kube_pod_to_row(&kr->pods[i], o->at_s, &row);
 		row.job_key = keys + key_off[i];
-		k = rowmap_find(&map, row.job_key);
+		k = r ? rowmap_find(&map, row.job_key) : -1;
 		if (k >= 0 && !PQgetisnull(r, k, 1) && !strcmp(PQgetvalue(r, k, 2), row.state) &&
 		    get_time(r, k, 3) == row.start_s && get_time(r, k, 4) == row.end_s)
 			row.last_seen_s = atoll(PQgetvalue(r, k, 1)); /* same state: see the top comment */
@@ -705,7 +713,7 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	size_t batch = o->batch_rows > 0 ? (size_t)o->batch_rows : 50000, in_txn_rows = 0, nkeys = 0;
 	size_t *key_off = NULL, key_cap = 0;
 	struct part *pt;
-	int in_txn = 0, rc = 0;
+	int in_txn = 0, rc = 0, first_txn = 1, fresh = 0;
 	int64_t vanished = 0;
 
 	*bad_doc = 0;
@@ -735,8 +743,18 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 			size_t to = pt->r.npods - from > batch - in_txn_rows ? from + (batch - in_txn_rows) : pt->r.npods;
 			if (!in_txn && (rc = begin_txn(c, cluster_id, o, res, err)))
 				goto out;
+			if (!in_txn && first_txn) {
+				in_txn = 1;
+				first_txn = 0;
+				/* under the lock: a cluster with no jobs yet needs no
+				 * lookups in this transaction (gl_jobs_batch_set_fresh) */
+				if ((rc = cluster_is_empty(c, cluster_id, &fresh, err)))
+					goto fail;
+				gl_jobs_batch_set_fresh(b, fresh);
+				gl_jobs_batch_stream(b, c);
+			}
 			in_txn = 1;
-			if ((rc = add_pods(c, cluster_id, o, &pt->r, from, to, keys.p, key_off, b, res, err)))
+			if ((rc = add_pods(c, cluster_id, o, &pt->r, from, to, keys.p, key_off, fresh, b, res, err)))
 				goto fail;
 			in_txn_rows += to - from;
 			from = to;
@@ -753,6 +771,8 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 				    (rc = gl_db_exec(c, "COMMIT", err)))
 					goto fail;
 				in_txn = 0;
+				fresh = 0;
+				gl_jobs_batch_set_fresh(b, 0);
 				in_txn_rows = 0;
 			}
 		}
@@ -778,6 +798,7 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	res->vanished = vanished;
 	goto out;
 fail:
+	gl_jobs_batch_set_fresh(b, 0); /* ends an open COPY before the ROLLBACK */
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));
 out:

@@ -1,5 +1,6 @@
 /* Kubernetes PodList -> GPU pods (see include/gl/kube.h, FORMATS.md). */
 #include "gl/kube.h"
+#include "gl/jsonarena.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
@@ -149,30 +150,46 @@ int gl_kube_parse_quantity_milli(const char *s, size_t n, int64_t *milli)
 	return 0;
 }
 
+const unsigned char gl_kube_json_class[256] = {['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3};
+
+size_t gl_kube_json_skip_string(const char *doc, size_t i, size_t len)
+{
+	for (i++; i < len;) {
+		const char *q = memchr(doc + i, '"', len - i), *bs;
+		if (!q)
+			return len;
+		bs = memchr(doc + i, '\\', (size_t)(q - (doc + i)));
+		if (!bs)
+			return (size_t)(q - doc) + 1;
+		i = (size_t)(bs - doc) + 2; /* the escaped character, whatever it is */
+	}
+	return len;
+}
+
 int gl_kube_json_depth(const char *doc, size_t len, int max_depth)
 {
-	int depth = 0, deepest = 0, in_str = 0;
+	int depth = 0, deepest = 0;
 
-	for (size_t i = 0; i < len; i++) {
-		char c = doc[i];
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = 0;
+	for (size_t i = 0; i < len;) {
+		unsigned char k = gl_kube_json_class[(unsigned char)doc[i]];
+		if (!k) {
+			i++;
 			continue;
 		}
-		if (c == '"') {
-			in_str = 1;
-		} else if (c == '{' || c == '[') {
+		if (k == 1) {
+			i = gl_kube_json_skip_string(doc, i, len);
+			continue;
+		}
+		if (k == 2) {
 			if (++depth > deepest) {
 				deepest = depth;
 				if (deepest > max_depth)
 					return max_depth + 1;
 			}
-		} else if ((c == '}' || c == ']') && depth > 0) {
+		} else if (depth > 0) {
 			depth--;
 		}
+		i++;
 	}
 	return deepest;
 }
@@ -738,6 +755,7 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	size_t max_bytes;
 	int max_depth, rc = 0;
 	cJSON *root = NULL;
+	int arena = 0;
 	const cJSON *items, *it;
 	const char *end = NULL;
 	size_t idx = 0;
@@ -773,6 +791,10 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 					  "kube: invalid JSON: truncated or not an object (ends at byte %zu)",
 					  last - 1);
 	}
+	/* the tree is read once and dropped whole: one arena instead of a
+	 * malloc per value (cJSON_Delete below is then a no-op) */
+	gl_jsonarena_begin(len * 3);
+	arena = 1;
 	root = cJSON_ParseWithLengthOpts(doc, len, &end, 0);
 	if (!root) {
 		rc = gl_err_set(err, GL_EINVAL, "kube: invalid JSON at byte %zu",
@@ -809,7 +831,8 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	}
 	res->nitems = idx; /* cJSON_GetArraySize() is an int */
 out:
-	cJSON_Delete(root);
+	if (arena)
+		gl_jsonarena_end();
 	return rc;
 }
 

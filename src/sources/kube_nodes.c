@@ -2,6 +2,7 @@
  * instances folded into physical GPUs), model from GPU feature discovery
  * labels, and availability from Ready, spec.unschedulable and taints. */
 #include "gl/kube.h"
+#include "gl/jsonarena.h"
 #include "gl/nodeobs.h"
 #include "nodeobs_int.h"
 
@@ -206,9 +207,13 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 	if (gl_kube_json_depth(json, len, GL_KUBE_MAX_DEPTH_DEFAULT) > GL_KUBE_MAX_DEPTH_DEFAULT)
 		return gl_err_set(err, GL_ERANGE, "kubectl nodes: JSON nested deeper than %d levels",
 				  GL_KUBE_MAX_DEPTH_DEFAULT);
+	/* read once and dropped whole: one arena, not a malloc per value */
+	gl_jsonarena_begin(len * 3);
 	root = cJSON_ParseWithLength(json, len);
-	if (!root)
-		return gl_err_set(err, GL_EFORMAT, "kubectl nodes: not JSON");
+	if (!root) {
+		rc = gl_err_set(err, GL_EFORMAT, "kubectl nodes: not JSON");
+		goto out;
+	}
 	kind = str_at(root, "kind");
 	items = cJSON_GetObjectItemCaseSensitive(root, "items");
 	if (!cJSON_IsArray(items) || (kind && strcmp(kind, "NodeList") && strcmp(kind, "List"))) {
@@ -226,6 +231,6 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 		idx++;
 	}
 out:
-	cJSON_Delete(root);
+	gl_jsonarena_end();
 	return rc;
 }

@@ -15,7 +15,22 @@ struct gl_jobs_batch {
 	size_t *row_off;         /* start of row i in data (row i ends at row_off[i+1] or data.len) */
 	size_t *key_off;
 	size_t rows, cap;
+	/* fresh mode (gl_jobs_batch_set_fresh): the keys inserted so far, owned */
+	int fresh;
+	char **mine;
+	size_t mine_n, mine_mask;
+	/* streaming (gl_jobs_batch_stream): new rows go to an open COPY as they
+	 * are added, so the server loads while the caller builds rows */
+	PGconn *stream_c;
+	int streaming, stream_rc;
+	int64_t streamed;
+	struct gl_strbuf sendbuf;
+	char stream_msg[240];
 };
+
+static int mine_has(const struct gl_jobs_batch *b, const char *s);
+static void mine_add(struct gl_jobs_batch *b, const char *s);
+static void stream_row(struct gl_jobs_batch *b, const char *row, size_t n);
 
 /* Rows are written once, in the column order of `jobs`, so the same bytes
  * can go straight into jobs by COPY (new keys: the bulk-insert path, as fast
@@ -104,6 +119,7 @@ void gl_jobs_batch_free(struct gl_jobs_batch *b)
 	gl_strbuf_fini(&b->keys);
 	free(b->row_off);
 	free(b->key_off);
+	gl_jobs_batch_set_fresh(b, 0);
 	free(b);
 }
 
@@ -285,6 +301,16 @@ void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *r)
 	put_str(o, r->tags_json ? r->tags_json : "{}");
 	put_time(o, r->last_seen_s);
 	o->p[o->len - 1] = '\n'; /* the last column ends the row */
+	if (b->stream_c && b->fresh) {
+		const char *k = b->keys.p + b->key_off[b->rows];
+		if (!mine_has(b, k)) {
+			stream_row(b, o->p + b->row_off[b->rows], o->len - b->row_off[b->rows]);
+			mine_add(b, k);
+			o->len = b->row_off[b->rows];
+			b->keys.len = b->key_off[b->rows];
+			return;
+		}
+	}
 	b->rows++;
 }
 
@@ -334,6 +360,131 @@ static int keyset_has(const struct keyset *k, const char *s)
 	}
 }
 
+static void stream_fail(struct gl_jobs_batch *b, const char *what, PGresult *r)
+{
+	const char *m = r ? PQresultErrorMessage(r) : "";
+	if (!m || !*m)
+		m = PQerrorMessage(b->stream_c);
+	if (!b->stream_rc) {
+		b->stream_rc = GL_EDB;
+		size_t n;
+		snprintf(b->stream_msg, sizeof b->stream_msg, "%s: %s", what, m);
+		n = strlen(b->stream_msg);
+		while (n && (b->stream_msg[n - 1] == '\n' || b->stream_msg[n - 1] == ' '))
+			b->stream_msg[--n] = '\0';
+	}
+}
+
+static void stream_send(struct gl_jobs_batch *b)
+{
+	if (b->sendbuf.len && !b->stream_rc && PQputCopyData(b->stream_c, b->sendbuf.p, (int)b->sendbuf.len) != 1)
+		stream_fail(b, "COPY jobs data", NULL);
+	gl_strbuf_reset(&b->sendbuf);
+}
+
+static void stream_row(struct gl_jobs_batch *b, const char *row, size_t n)
+{
+	char sql[sizeof gl_jobs_stage_columns + 64];
+	if (b->stream_rc)
+		return;
+	if (!b->streaming) {
+		PGresult *r;
+		snprintf(sql, sizeof sql, "COPY jobs (%s) FROM STDIN", gl_jobs_stage_columns);
+		r = PQexec(b->stream_c, sql);
+		if (PQresultStatus(r) != PGRES_COPY_IN) {
+			stream_fail(b, "COPY jobs", r);
+			PQclear(r);
+			return;
+		}
+		PQclear(r);
+		b->streaming = 1;
+	}
+	gl_strbuf_append(&b->sendbuf, row, n);
+	b->streamed++;
+	/* big enough to be cheap per call, small enough that the server starts early */
+	if (b->sendbuf.len >= ((size_t)256 << 10))
+		stream_send(b);
+}
+
+/* Ends an open COPY: commit_it 0 aborts it (the transaction then fails). */
+static void stream_end(struct gl_jobs_batch *b, int commit_it)
+{
+	PGresult *r;
+	if (!b->streaming)
+		return;
+	if (commit_it)
+		stream_send(b);
+	if (PQputCopyEnd(b->stream_c, commit_it && !b->stream_rc ? NULL : "batch abandoned") != 1)
+		stream_fail(b, "COPY jobs end", NULL);
+	while ((r = PQgetResult(b->stream_c))) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && commit_it)
+			stream_fail(b, "COPY jobs", r);
+		PQclear(r);
+	}
+	b->streaming = 0;
+	gl_strbuf_reset(&b->sendbuf);
+}
+
+void gl_jobs_batch_stream(struct gl_jobs_batch *b, PGconn *c)
+{
+	b->stream_c = b->fresh ? c : NULL;
+}
+
+void gl_jobs_batch_set_fresh(struct gl_jobs_batch *b, int fresh)
+{
+	stream_end(b, 0);
+	b->stream_c = NULL;
+	b->stream_rc = 0;
+	b->streamed = 0;
+	gl_strbuf_fini(&b->sendbuf);
+	if (b->mine) {
+		for (size_t i = 0; i <= b->mine_mask; i++)
+			free(b->mine[i]);
+		free(b->mine);
+	}
+	b->mine = NULL;
+	b->mine_n = 0;
+	b->mine_mask = 0;
+	b->fresh = fresh;
+}
+
+static int mine_has(const struct gl_jobs_batch *b, const char *s)
+{
+	if (!b->mine)
+		return 0;
+	for (size_t i = hash_str(s) & b->mine_mask;; i = (i + 1) & b->mine_mask) {
+		if (!b->mine[i])
+			return 0;
+		if (!strcmp(b->mine[i], s))
+			return 1;
+	}
+}
+
+static void mine_put(char **slot, size_t mask, char *s)
+{
+	size_t i = hash_str(s) & mask;
+	while (slot[i])
+		i = (i + 1) & mask;
+	slot[i] = s;
+}
+
+/* s is new to the set (the caller checked) */
+static void mine_add(struct gl_jobs_batch *b, const char *s)
+{
+	if (!b->mine || (b->mine_n + 1) * 2 > b->mine_mask + 1) {
+		size_t cap = b->mine ? (b->mine_mask + 1) * 2 : 1024;
+		char **slot = gl_xcalloc(cap, sizeof *slot);
+		for (size_t i = 0; b->mine && i <= b->mine_mask; i++)
+			if (b->mine[i])
+				mine_put(slot, cap - 1, b->mine[i]);
+		free(b->mine);
+		b->mine = slot;
+		b->mine_mask = cap - 1;
+	}
+	mine_put(b->mine, b->mine_mask, gl_xstrdup(s));
+	b->mine_n++;
+}
+
 int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out, struct gl_err *err)
 {
 	char copy_sql[sizeof gl_jobs_stage_columns + 64], cid[16];
@@ -341,18 +492,31 @@ int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_
 	struct keyset found = {0}, seen = {0};
 	PGresult *r = NULL, *kr = NULL;
 	size_t n_direct = 0, n_staged = 0;
-	int rc;
+	int64_t n_streamed_now = 0;
+	int rc = 0;
 
 	memset(out, 0, sizeof *out);
+	if (b->streaming || b->stream_rc) {
+		stream_end(b, 1);
+		if (b->stream_rc) {
+			rc = gl_err_set(err, b->stream_rc, "%s", b->stream_msg);
+			goto out;
+		}
+		out->inserted += b->streamed;
+		n_streamed_now = b->streamed;
+		b->streamed = 0;
+	}
 	if (b->rows == 0)
-		return 0;
+		goto out;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	/* which keys exist already: one indexed lookup for the whole batch;
-	 * a cluster with no jobs yet (a first load) needs none */
-	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
+	 * a cluster with no jobs yet (a first load) needs none, and neither
+	 * does a fresh batch, which knows the only keys there are: its own */
+	if (!b->fresh &&
+	    (rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
 			      &kr, err)))
 		goto out;
-	if (PQgetvalue(kr, 0, 0)[0] == 't') {
+	if (!b->fresh && PQgetvalue(kr, 0, 0)[0] == 't') {
 		PQclear(kr);
 		kr = NULL;
 		gl_strbuf_putc(&arr, '{');
@@ -384,9 +548,11 @@ int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_
 	for (size_t i = 0; i < b->rows; i++) {
 		const char *k = b->keys.p + b->key_off[i];
 		size_t from = b->row_off[i], to = i + 1 < b->rows ? b->row_off[i + 1] : b->data.len;
-		if (!keyset_has(&found, k) && !keyset_add(&seen, k)) {
+		if (!keyset_has(&found, k) && !mine_has(b, k) && !keyset_add(&seen, k)) {
 			gl_strbuf_append(&direct, b->data.p + from, to - from);
 			n_direct++;
+			if (b->fresh)
+				mine_add(b, k);
 		} else {
 			gl_strbuf_append(&staged, b->data.p + from, to - from);
 			n_staged++;
@@ -414,7 +580,7 @@ int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_
 			goto out;
 	}
 	/* duplicates inside the batch count as unchanged: they changed nothing */
-	out->unchanged = (int64_t)b->rows - out->inserted - out->updated;
+	out->unchanged = (int64_t)b->rows - (out->inserted - n_streamed_now) - out->updated;
 	batch_clear(b);
 out:
 	PQclear(r);

@@ -528,6 +528,32 @@ static void test_pod_without_uid(void **state)
  * while it writes): a broken last item writes nothing, even with several
  * transactions' worth of pods before it; problems name the document's own
  * item index. */
+/* A first load streams new rows straight into COPY; a uid listed twice in
+ * that same document must still end as one row, the later listing winning. */
+static void test_first_load_repeated_uid(void **state)
+{
+	char path[PATH_MAX], doc[4096], a[1024], b[1024], c[1024];
+	struct gl_test_out o;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/kube-dup.json", tmpdir());
+	pod_json(a, sizeof a, "\"uid\":\"dup-1\",", "2026-10-01T09:00:00Z", "first-name");
+	pod_json(b, sizeof b, "\"uid\":\"dup-2\",", "2026-10-01T09:00:00Z", "other");
+	pod_json(c, sizeof c, "\"uid\":\"dup-1\",", "2026-10-01T09:00:00Z", "second-name");
+	snprintf(doc, sizeof doc, "{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"items\":[%s,%s,%s]}", a, b, c);
+	write_file(path, doc);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "kdup", "--file", path, "--at",
+				     "2026-10-02T00:00:00Z", NULL),
+			 0);
+	if (o.status != 0)
+		fail_msg("exit %d: %s", o.status, o.err);
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE cluster_id = " CLUSTER_SQL("kdup")), 2);
+	assert_string_equal(gl_test_qstr(g_c, "SELECT job_id FROM jobs WHERE job_key = 'pod:dup-1' AND cluster_id = "
+					      CLUSTER_SQL("kdup")),
+			    "second-name");
+}
+
 static void test_big_document_in_slices(void **state)
 {
 	enum { NPODS = 30000, NOUID = 25000 };
@@ -680,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_older_snapshot_refused),
 		cmocka_unit_test(test_not_a_podlist_writes_nothing),
 		cmocka_unit_test(test_pod_without_uid),
+		cmocka_unit_test(test_first_load_repeated_uid),
 		cmocka_unit_test(test_big_document_in_slices),
 		cmocka_unit_test_teardown(test_daemon_sources, stop_daemon),
 	};
