@@ -254,12 +254,25 @@ static void test_daily_rollup_matches_live(void **state)
 		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=account&step=day",
 		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-10-09T18:00:00Z&aggregate=user,account&step=week",
 		"/v1/chargeback?window=2017-10-01,2017-12-01&aggregate=gpu_model&step=month&filter=account:\"ee9e8c\"",
+		/* these read the coarse usage_daily_owner once built */
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&step=day",
+		"/v1/chargeback?window=2017-10-02T12:00:00Z,2017-11-20T00:00:00Z&aggregate=cluster,gpu_model,project&step=week",
 	};
-	char *before[4], path[PATH_MAX];
+	char *before[GL_ARRAY_LEN(paths)], path[PATH_MAX];
 	struct gl_test_out o;
 	PGconn *c = PQconnectdb(g_dsn);
 	FILE *f;
-	for (size_t i = 0; i < 4; i++) {
+	/* owners, so the team and project lines are not all __unallocated__ */
+	snprintf(path, sizeof path, "%s/philly-owners.yaml", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	f = fopen(path, "w");
+	fputs("owners:\n  - match: account\n    value: ee9e8c\n    team: vision\n    project: p1\n"
+	      "  - match: account\n    value: '*'\n    team: rest\n    project: p2\n",
+	      f);
+	fclose(f);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "rates", "load", path, NULL), 0);
+	assert_int_equal(o.status, 0);
+	gl_test_out_fini(&o);
+	for (size_t i = 0; i < GL_ARRAY_LEN(paths); i++) {
 		cJSON *j = get(paths[i]);
 		before[i] = digest(j);
 		cJSON_Delete(j);
@@ -272,7 +285,12 @@ static void test_daily_rollup_matches_live(void **state)
 		gl_test_qint(c, "SELECT count(*) FROM usage_daily"));
 	assert_true(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built") > 60); /* Oct 3 .. mid-Dec 2017 */
 	assert_true(gl_test_qint(c, "SELECT count(*) FROM usage_daily") > 1000);
-	for (size_t i = 0; i < 4; i++) {
+	/* the coarse rollup holds the same days, in fewer rows */
+	assert_int_equal(gl_test_qint(c, "SELECT count(DISTINCT day) FROM usage_daily_owner"),
+			 gl_test_qint(c, "SELECT count(DISTINCT day) FROM usage_daily"));
+	assert_true(gl_test_qint(c, "SELECT count(*) FROM usage_daily_owner") <
+		    gl_test_qint(c, "SELECT count(*) FROM usage_daily") / 2);
+	for (size_t i = 0; i < GL_ARRAY_LEN(paths); i++) {
 		cJSON *j = get(paths[i]);
 		char *after = digest(j);
 		if (strcmp(before[i], after))
@@ -296,7 +314,7 @@ static void test_daily_rollup_matches_live(void **state)
 	gl_test_out_fini(&o);
 	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 0);
 	PQclear(PQexec(c, "UPDATE jobs SET end_at = end_at - interval '1 hour' WHERE job_key = 'db:1'"));
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < GL_ARRAY_LEN(paths); i++)
 		free(before[i]);
 	PQfinish(c);
 }
