@@ -66,6 +66,43 @@ static void test_healthz(void **state)
 	cJSON_Delete(j);
 }
 
+/* The database going away turns /healthz into 503 with the reason within
+ * the probe's one-second cache, and the daemon keeps answering. */
+static void test_healthz_without_database(void **state)
+{
+	struct gl_test_daemon d2;
+	struct gl_test_http r = {0};
+	char dsn[512];
+	PGconn *admin;
+	PGresult *pr;
+	int i;
+
+	(void)state;
+	assert_int_equal(gl_test_db_fresh("gl_test_health_gone", dsn, sizeof dsn), 0);
+	assert_int_equal(gl_test_daemon_start(&d2, dsn, NULL, (const char *[]){"--no-ingest", NULL}), 0);
+	{
+		cJSON *j = gl_test_get_json(d2.port, "/healthz", 200);
+		assert_non_null(j);
+		cJSON_Delete(j);
+	}
+	admin = PQconnectdb(getenv("GL_TEST_ADMIN_DSN"));
+	pr = PQexec(admin, "DROP DATABASE gl_test_health_gone WITH (FORCE)");
+	assert_int_equal(PQresultStatus(pr), PGRES_COMMAND_OK);
+	PQclear(pr);
+	PQfinish(admin);
+	for (i = 0; i < 100; i++) { /* up to 10 s: a cap, not a measurement */
+		gl_test_http_fini(&r);
+		assert_int_equal(gl_test_http(d2.port, "GET", "/healthz", NULL, 0, NULL, &r), 0);
+		if (r.status == 503)
+			break;
+		usleep(100000);
+	}
+	assert_int_equal(r.status, 503);
+	assert_non_null(strstr(r.body, "\"status\":\"unavailable\""));
+	gl_test_http_fini(&r);
+	gl_test_daemon_stop(&d2);
+}
+
 static void expect_error(const char *method, const char *path, const char *body, size_t blen, long status,
 			 const char *code, const char *param)
 {
@@ -259,6 +296,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthz),
+		cmocka_unit_test(test_healthz_without_database),
 		cmocka_unit_test(test_errors_are_json_with_param),
 		cmocka_unit_test(test_sacct_source_ingests_and_serves),
 		cmocka_unit_test(test_sacct_failure_keeps_watermark),
