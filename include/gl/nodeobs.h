@@ -48,6 +48,7 @@ struct gl_node_gpus {
 	char model[GL_NODE_MODEL_MAX]; /* "a100", "NVIDIA-A100-SXM4-80GB"; "" = untyped */
 	int64_t gpus;
 	int64_t mig_instances;         /* 0 when not partitioned */
+	int64_t memory_mib;            /* per GPU (GPU feature discovery's gpu.memory); 0 unknown */
 };
 
 /* One node as its scheduler saw it at the snapshot instant. */

@@ -165,7 +165,10 @@ char *gl_nodes_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, s
 			put_text_array(&b, o->partitions);
 			gl_strbuf_putc(&b, '\t');
 			put_time(&b, since[i]);
-			gl_strbuf_putc(&b, '\n');
+			if (o->gpus[m].memory_mib > 0)
+				gl_strbuf_printf(&b, "\t%lld\n", (long long)o->gpus[m].memory_mib);
+			else
+				gl_strbuf_puts(&b, "\t\\N\n");
 		}
 		free(prim);
 	}
@@ -467,7 +470,7 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	r = NULL;
 	if ((rc = gl_db_exec(c,
 			     "CREATE TEMP TABLE IF NOT EXISTS gl_stage_ng (node text, gpu_model text, gpus int, mig int,"
-			     " partition text, partitions text[], since bigint) ON COMMIT DELETE ROWS;"
+			     " partition text, partitions text[], since bigint, mem bigint) ON COMMIT DELETE ROWS;"
 			     "CREATE TEMP TABLE IF NOT EXISTS gl_stage_ns (node text, state text, since bigint, presence bigint, last bigint, raw text,"
 			     " unknown text, reason text, ruser text, alloc int) ON COMMIT DELETE ROWS;"
 			     "CREATE TEMP TABLE IF NOT EXISTS gl_stage_ev (node text, state text, t0 bigint, t1 bigint,"
@@ -515,15 +518,21 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 		     * registration/creation, but not before the previous snapshot */
 		    (rc = q(c,
 			    "INSERT INTO node_gpu_spans (cluster_id, node, gpu_model, gpus, mig_instances, partition,"
-			    " partitions, source, valid_from)"
-			    " SELECT $1, g.node, g.gpu_model, g.gpus, g.mig, g.partition, g.partitions, $2,"
+			    " partitions, source, memory_mib, valid_from)"
+			    " SELECT $1, g.node, g.gpu_model, g.gpus, g.mig, g.partition, g.partitions, $2, g.mem,"
 			    " CASE WHEN EXISTS (SELECT 1 FROM node_gpu_spans p WHERE p.cluster_id = $1 AND p.node = g.node"
 			    "   AND p.source = $2) THEN to_timestamp($3::bigint)"
 			    " ELSE greatest(to_timestamp(least(g.since, $3::bigint)), coalesce(to_timestamp($4::bigint),"
 			    "   '-infinity')) END"
 			    " FROM gl_stage_ng g WHERE NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = $1"
 			    " AND s.node = g.node AND s.gpu_model = g.gpu_model AND s.source = $2 AND s.valid_to IS NULL)",
-			    4, p4, &out->gpu_spans_opened, err)))
+			    4, p4, &out->gpu_spans_opened, err)) ||
+		    /* memory is an attribute of the open span, not its identity */
+		    (rc = q(c,
+			    "UPDATE node_gpu_spans s SET memory_mib = g.mem FROM gl_stage_ng g"
+			    " WHERE s.cluster_id = $1 AND s.source = $2 AND s.valid_to IS NULL AND s.node = g.node"
+			    " AND s.gpu_model = g.gpu_model AND s.memory_mib IS DISTINCT FROM g.mem",
+			    2, p4, &dummy, err)))
 			goto out;
 		/* state spans: a changed state starts at its evidence when that
 		 * falls after the previous snapshot (and the node's last span);

@@ -78,7 +78,8 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(st, "allocatable");
 	const cJSON *c;
 	const char *name = str_at(md, "name"), *product = str_at(labels, "nvidia.com/gpu.product"),
-		   *count_l = str_at(labels, "nvidia.com/gpu.count"), *strategy = str_at(labels, "nvidia.com/mig.strategy");
+		   *count_l = str_at(labels, "nvidia.com/gpu.count"), *strategy = str_at(labels, "nvidia.com/mig.strategy"),
+		   *mem_l = str_at(labels, "nvidia.com/gpu.memory");
 	struct gl_node_obs *o;
 	char model[GL_NODE_MODEL_MAX] = "", raw[512] = "", reason[512] = "";
 	int64_t full, mig_inst = 0, mig_slices = 0, phys, ready_since = GL_TIME_NONE, taint_since = GL_TIME_NONE;
@@ -135,6 +136,15 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		o->gpus[0].gpus = phys;
 		o->gpus[0].mig_instances = mig_inst;
 		o->ngpu_models = 1;
+		if (mem_l) {
+			char *e;
+			long long v = strtoll(mem_l, &e, 10);
+			if (*mem_l && !*e && v > 0 && v <= (1LL << 30))
+				o->gpus[0].memory_mib = v;
+			else
+				gl_nodeobs_problem(s, "kubectl nodes items[%zu].metadata.labels.nvidia.com/gpu.memory: '%s' ignored",
+						   idx, mem_l);
+		}
 	}
 	{
 		/* allocatable below capacity: the device plugin found unhealthy GPUs */

@@ -575,6 +575,8 @@ static void test_inventory_and_conflicts(void **state)
 			continue;
 		found_n4 = 1;
 		assert_int_equal(num(cJSON_GetArrayItem(cJSON_GetObjectItem(it, "gpus"), 0), "mig_instances"), 14);
+		/* GPU feature discovery's nvidia.com/gpu.memory label, MiB per GPU */
+		assert_int_equal(num(cJSON_GetArrayItem(cJSON_GetObjectItem(it, "gpus"), 0), "memory_mib"), 81920);
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(it, "state")), "up");
 	}
 	assert_true(found_n4);

@@ -398,6 +398,7 @@ static void test_kube_nodes(void **state)
 	o = node(&s, "gpu-n1");
 	assert_string_equal(o->gpus[0].model, "NVIDIA-A100-SXM4-80GB");
 	assert_int_equal(o->gpus[0].gpus, 8);
+	assert_int_equal(o->gpus[0].memory_mib, 81920);
 	assert_int_equal(o->created_s, t("2026-10-01T00:00:00Z"));
 	gl_node_snapshot_fini(&s);
 
@@ -437,6 +438,7 @@ static void test_kube_nodes_bad(void **state)
 	assert_string_equal(s.problems[0], "kubectl nodes items[0].metadata.name: missing");
 	assert_int_equal(s.nodes[0].gpus[0].gpus, 4);
 	assert_string_equal(s.nodes[0].gpus[0].model, "");
+	assert_int_equal(s.nodes[0].gpus[0].memory_mib, 0); /* not reported: unknown, not 0 MiB */
 	gl_node_snapshot_fini(&s);
 	/* mig.strategy=single: 56 one-slice instances are 8 A100s */
 	assert_int_equal(gl_kube_parse_nodes(single, sizeof single - 1, &s, &err), 0);
@@ -444,6 +446,16 @@ static void test_kube_nodes_bad(void **state)
 	assert_int_equal(s.nodes[0].gpus[0].gpus, 8);
 	assert_int_equal(s.nodes[0].gpus[0].mig_instances, 56);
 	gl_node_snapshot_fini(&s);
+	/* a gpu.memory label that is not a MiB count is reported, not guessed */
+	{
+		static const char badmem[] =
+			"{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"b\",\"labels\":{\"nvidia.com/gpu.memory\":"
+			"\"80GB\"}},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"2\"}}}]}";
+		assert_int_equal(gl_kube_parse_nodes(badmem, sizeof badmem - 1, &s, &err), 0);
+		assert_int_equal(s.nodes[0].gpus[0].memory_mib, 0);
+		assert_string_equal(s.problems[0], "kubectl nodes items[0].metadata.labels.nvidia.com/gpu.memory: '80GB' ignored");
+		gl_node_snapshot_fini(&s);
+	}
 	assert_int_equal(gl_kube_parse_nodes("{\"kind\":\"PodList\",\"items\":[]}", 30, &s, &err), -GL_EFORMAT);
 	assert_int_equal(gl_kube_parse_nodes("not json", 8, &s, &err), -GL_EFORMAT);
 	gl_node_snapshot_fini(&s);
