@@ -5,6 +5,7 @@
 #include "gl/db.h"
 #include "gl/log.h"
 #include "gl/routes.h"
+#include "gl/static.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -67,6 +68,7 @@ struct gl_server {
 	struct gl_reqlimit *reqrl; /* requests per second per address */
 	struct gl_auth_cache *tokens;
 	struct gl_audit_writer *audit;
+	struct gl_static *web;     /* server.web_dir; NULL when not served */
 	uint64_t auth_denied[AR_N]; /* under mu */
 };
 
@@ -375,6 +377,44 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct gl_resp *re
 	return ret;
 }
 
+/* A dashboard file: public (it holds no data; the API calls it makes need
+ * a token), never audited (a page load is a dozen of them), revalidated
+ * on every use (no-cache + ETag, so a new daemon's files show at once). */
+static enum MHD_Result send_static(struct MHD_Connection *conn, const struct gl_static_file *f, int *status)
+{
+	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	int gz = f->gz && gl_static_accepts_gzip(ae);
+	const char *etag = gz ? f->etag_gz : f->etag;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	/* either representation's validator means the client has this content */
+	if (inm && (gl_static_etag_matches(inm, f->etag) || (f->gz && gl_static_etag_matches(inm, f->etag_gz)))) {
+		*status = 304;
+		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	} else {
+		*status = 200;
+		r = MHD_create_response_from_buffer(gz ? f->gz_len : f->len, gz ? f->gz : f->data,
+						    MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, "Content-Type", f->mime);
+		if (gz)
+			MHD_add_response_header(r, "Content-Encoding", "gzip");
+	}
+	MHD_add_response_header(r, "ETag", etag);
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	if (f->gz)
+		MHD_add_response_header(r, "Vary", "Accept-Encoding");
+	MHD_add_response_header(r, "Content-Security-Policy", GL_STATIC_CSP);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+	ret = MHD_queue_response(conn, (unsigned)*status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static int auth_fail(struct gl_server *s, struct gl_req *req, struct gl_resp *resp, enum auth_reason why,
 		     enum auth_reason *reason)
 {
@@ -556,6 +596,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		resp.extra_headers[0][1] = "1";
 		rc = gl_resp_error(&resp, GL_EBUSY, NULL, "too many requests from this address (server.rate_limit_per_ip)");
 	}
+	if (!rc && !route && s->web && (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) {
+		const struct gl_static_file *f = gl_static_find(s->web, url);
+		if (f) {
+			int status;
+			ret = send_static(conn, f, &status);
+			record(s, MAX_ROUTES, status, since(&ctx->t0));
+			return ret;
+		}
+	}
 	if (rc) {
 		/* refused above */
 	} else if (!route || !gl_auth_route_public(route->role)) {
@@ -702,6 +751,17 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	s->reqrl = gl_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
 	if ((rc = gl_audit_writer_start(s->dsn, AUDIT_QUEUE, AUDIT_BLOCK_MS, &s->audit, err)))
 		goto out;
+	if (cfg->web_dir && cfg->web_dir[0]) {
+		struct gl_err werr = {0};
+		int wrc = gl_static_load(cfg->web_dir, &s->web, &werr);
+		if (wrc == -GL_ENOTFOUND) /* an API-only install: not an error */
+			gl_log(GL_LOG_INFO, "http: no dashboard (%s)", werr.msg);
+		else if (wrc) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s", werr.msg);
+			goto out;
+		} else
+			gl_log(GL_LOG_INFO, "http: dashboard: %zu files from %s", gl_static_count(s->web), cfg->web_dir);
+	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* the logger first, or MHD reports option errors on its own stderr */
@@ -762,6 +822,7 @@ void gl_server_stop(struct gl_server *s)
 	gl_ratelimit_free(s->rl);
 	gl_reqlimit_free(s->reqrl);
 	gl_auth_cache_free(s->tokens);
+	gl_static_free(s->web);
 	pthread_key_delete(s->conn_key);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
