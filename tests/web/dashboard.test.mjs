@@ -29,7 +29,9 @@ const w = H.watch(page);
 const shown = (s, cur) => s.replace(/^(-?)(\d+)/, (m, sg, i) => sg + i.replace(/\B(?=(\d{3})+(?!\d))/g, ',')) + ' ' + cur;
 
 async function visit(view) {
-	await page.goto(base + '/#/' + view);
+	// the same hash again would not re-render: go through a reload then
+	if (new URL(page.url()).hash.startsWith('#/' + view)) await page.reload();
+	else await page.goto(base + '/#/' + view);
 	await H.ready(page, view);
 }
 
@@ -59,6 +61,55 @@ try {
 			assert(w.requests.some((u) => u.includes('/v1/')), 'no API request made');
 			await page.screenshot({ path: path.join(SHOTS, v + '.png'), fullPage: true });
 		});
+	}
+
+	// Views 5 and 8 read endpoints built in parallel: until the server has
+	// them, check the views against the agreed response shapes, answered
+	// inside the browser (page.route), and that a 404 says "not available".
+	const contract = {
+		'/v1/forecast': { metric: 'gpu_hours', step: 'day', aggregate: 'team', series: [{ key: 'vision', method: 'ets', fallback: false, note: null,
+			history: [{ t: '2026-11-20T00:00:00Z', value: 10 }, { t: '2026-11-21T00:00:00Z', value: 12 }, { t: '2026-11-22T00:00:00Z', value: 11 }],
+			forecast: [{ t: '2026-11-23T00:00:00Z', value: 11.5, lo80: 9, hi80: 14, lo95: 8, hi95: 15 }, { t: '2026-11-24T00:00:00Z', value: 11.7, lo80: 8.5, hi80: 15, lo95: 7, hi95: 16 }],
+			accuracy: { mase: 0.83, wape: 0.12, coverage80: 0.8, coverage95: 0.95, origins: 6 } }] },
+		'/v1/capacity/forecast': { series: [{ cluster: 'testgpu', gpu_model: 'a100', capacity_gpus: 8, days_until_saturation_p50: 9.5, days_until_saturation_p80: null,
+			days: [{ date: '2026-11-23', peak_demand: 6, p_saturation: 0.1 }] }] },
+		'/v1/idle/candidates': { candidates: [{ cluster: 'testgpu', job_id: '42', user: 'alice', owner: 'vision', gpus: 2, idle_minutes: 95, idle_gpu_seconds: 11400, idle_cost_micros: 7916667, rule: 'util<5%', stage: 'warn', policy: 'default' }],
+			no_data: [{ cluster: 'testgpu', job_id: '43', user: 'bob', owner: 'language', gpus: 1, idle_minutes: 0, idle_gpu_seconds: 0, idle_cost_micros: 0, rule: null, stage: null, policy: 'default', reason: 'no exporter samples' }],
+			spared: [] },
+		'/v1/hook/actions': { actions: [{ at: '2026-11-22T16:10:00Z', cluster: 'testgpu', job_id: '42', owner: 'vision', policy: 'default', stage: 'warn', command: 'notify', exit_status: 0, ok: true }] },
+	};
+	for (const [v, sel] of [['forecast', '#forecast-accuracy'], ['hook', '#hook-candidates']]) {
+		await test(`view ${v} renders the agreed response shapes with no console errors`, async () => {
+			const match = (u) => Object.keys(contract).includes(u.pathname);
+			await page.route(match, (r) =>
+				r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(contract[new URL(r.request().url()).pathname]) }));
+			try {
+				w.reset();
+				await visit(v);
+				await page.waitForSelector(sel);
+				const state = await page.$eval('.view-body', (e) => e.querySelector('[data-state]')?.dataset.state || 'ok');
+				eq(state, 'ok', v + ' state');
+				if (v === 'forecast') {
+					await page.waitForSelector('.chart canvas');
+					eq(await page.textContent('#forecast-accuracy tbody tr td:nth-child(3)'), '0.83', 'MASE');
+					eq(await page.textContent('#forecast-saturation tbody tr td:nth-child(4)'), '9.5', 'days p50');
+				} else {
+					eq(await page.textContent('#hook-candidates tbody tr td:nth-child(2)'), '42', 'candidate job');
+					eq(await page.textContent('#hook-actions tbody tr td:nth-child(9)'), 'ok', 'action result');
+				}
+				assert(w.clean(), w.report());
+				await page.screenshot({ path: path.join(SHOTS, v + '-contract.png'), fullPage: true });
+			} finally {
+				await page.unroute(match);
+			}
+		});
+		if ((await H.api(base, admin, v === 'forecast' ? probe.forecast : probe.hook)).status === 404) {
+			await test(`view ${v} on a server without its endpoints says "not available"`, async () => {
+				await visit(v);
+				await page.waitForSelector('.view-body [data-state="unavailable"]');
+				assert(/Not available on this server/.test(await page.textContent('#view')), await page.textContent('#view'));
+			});
+		}
 	}
 
 	await test('no request URL carries the token', async () => {

@@ -13,7 +13,7 @@ const VIEWS = [
 	{ id: 'chargeback', title: 'Chargeback', min: 'finance', aggs: OWNER_DIMS },
 	{ id: 'waste', title: 'Waste', min: 'finance', aggs: OWNER_DIMS },
 	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'] },
-	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'] },
+	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'], noWindow: true },
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
 	{ id: 'jobs', title: 'Jobs', min: 'finance', aggs: null, scoped: true },
 	{ id: 'audit', title: 'Audit', min: 'admin', aggs: null, noWindow: true },

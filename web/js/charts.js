@@ -27,7 +27,8 @@ function mount(container, opts, data, label) {
 	const box = h('div', { class: 'chart', role: 'img', 'aria-label': label });
 	container.append(box);
 	const width = Math.max(300, container.clientWidth || 600);
-	const u = new uPlot({ width, height: 300, ...opts }, data, box);
+	// times are UTC everywhere in gpuledger, the axes too
+	const u = new uPlot({ width, height: 300, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC'), ...opts }, data, box);
 	const ro = new ResizeObserver(() => {
 		const w = Math.max(300, container.clientWidth);
 		if (Math.abs(w - u.width) > 4) u.setSize({ width: w, height: 300 });
