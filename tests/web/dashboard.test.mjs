@@ -219,6 +219,18 @@ try {
 		assert(!bad.length, bad.join('\n'));
 	});
 
+	await test('a phone-sized screen: no horizontal page overflow, the table scrolls inside its box', async () => {
+		const c2 = await b.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+		const p2 = await c2.newPage();
+		await H.signIn(p2, base, admin);
+		await p2.goto(base + '/#/chargeback');
+		await H.ready(p2, 'chargeback');
+		const over = await p2.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+		await p2.screenshot({ path: path.join(SHOTS, 'chargeback-phone.png'), fullPage: true });
+		await c2.close();
+		assert(over <= 0, 'page wider than the screen by ' + over + ' px');
+	});
+
 	await test('sign-in page passes axe-core too', async () => {
 		const p2 = await ctx.newPage();
 		await p2.goto(base + '/');
