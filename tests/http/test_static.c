@@ -230,6 +230,7 @@ static void test_gzip_when_accepted(void **state)
 	assert_int_equal(z.total_out, strlen(index_html));
 	assert_memory_equal(out, index_html, strlen(index_html));
 	inflateEnd(&z);
+	gl_test_http_fini(&r);
 	/* the gzip representation revalidates too */
 	snprintf(line, sizeof line, "If-None-Match: %s", v);
 	assert_int_equal(get("/index.html", (const char *const[]){"Accept-Encoding: gzip", line, NULL}, 0, &r), 304);
