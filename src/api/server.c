@@ -23,6 +23,7 @@
 #define LAT_BUCKETS 10
 static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
 #define MAX_ROUTES 64
+#define STATIC_SLOT (MAX_ROUTES + 1) /* the dashboard's files, route label "static" */
 #define STATUS_SLOTS 600
 
 /* Access control and audit (docs/security.md). A revoked token stops
@@ -61,7 +62,7 @@ struct gl_server {
 	uint16_t port;
 	int64_t started_s;
 	pthread_mutex_t mu;
-	struct route_stats stats[MAX_ROUTES + 1]; /* last slot: unmatched */
+	struct route_stats stats[MAX_ROUTES + 2]; /* then: unmatched, static */
 	size_t nroutes;
 	pthread_key_t conn_key;
 	struct gl_ratelimit *rl;
@@ -348,7 +349,7 @@ static void record(struct gl_server *s, size_t route, int status, double secs)
 {
 	struct route_stats *st;
 	pthread_mutex_lock(&s->mu);
-	st = &s->stats[route < s->nroutes ? route : MAX_ROUTES];
+	st = &s->stats[route < s->nroutes || route == STATIC_SLOT ? route : MAX_ROUTES];
 	if (status >= 0 && status < STATUS_SLOTS)
 		st->by_status[status]++;
 	st->count++;
@@ -601,7 +602,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (f) {
 			int status;
 			ret = send_static(conn, f, &status);
-			record(s, MAX_ROUTES, status, since(&ctx->t0));
+			record(s, STATIC_SLOT, status, since(&ctx->t0));
 			return ret;
 		}
 	}
@@ -828,14 +829,25 @@ void gl_server_stop(struct gl_server *s)
 	free(s);
 }
 
+/* Metrics rows in order: the routes, then unmatched paths, then static files. */
+static const struct route_stats *metrics_slot(const struct gl_server *s, size_t i)
+{
+	return &s->stats[i < s->nroutes ? i : i == s->nroutes ? MAX_ROUTES : STATIC_SLOT];
+}
+
+static const char *metrics_name(const struct gl_server *s, size_t i)
+{
+	return i < s->nroutes ? gl_routes[i].name : i == s->nroutes ? "unmatched" : "static";
+}
+
 void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
 {
 	gl_strbuf_puts(o, "# HELP gpuledger_http_requests_total HTTP requests by route and status.\n"
 			  "# TYPE gpuledger_http_requests_total counter\n");
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i <= s->nroutes; i++) {
-		const struct route_stats *st = &s->stats[i == s->nroutes ? MAX_ROUTES : i];
-		const char *name = i == s->nroutes ? "unmatched" : gl_routes[i].name;
+	for (size_t i = 0; i <= s->nroutes + 1; i++) {
+		const struct route_stats *st = metrics_slot(s, i);
+		const char *name = metrics_name(s, i);
 		for (int code = 0; code < STATUS_SLOTS; code++)
 			if (st->by_status[code])
 				gl_strbuf_printf(o, "gpuledger_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n", name,
@@ -843,9 +855,9 @@ void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
 	}
 	gl_strbuf_puts(o, "# HELP gpuledger_http_request_duration_seconds Request latency by route.\n"
 			  "# TYPE gpuledger_http_request_duration_seconds histogram\n");
-	for (size_t i = 0; i <= s->nroutes; i++) {
-		const struct route_stats *st = &s->stats[i == s->nroutes ? MAX_ROUTES : i];
-		const char *name = i == s->nroutes ? "unmatched" : gl_routes[i].name;
+	for (size_t i = 0; i <= s->nroutes + 1; i++) {
+		const struct route_stats *st = metrics_slot(s, i);
+		const char *name = metrics_name(s, i);
 		uint64_t cum = 0;
 		if (!st->count)
 			continue;

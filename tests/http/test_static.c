@@ -307,6 +307,24 @@ static void test_no_way_out_of_the_web_dir(void **state)
 	assert_non_null(strstr(buf, "<p>sub</p>"));
 }
 
+/* Files are counted under their own route label, 200s and 304s apart. */
+static void test_metrics_count_static_files(void **state)
+{
+	struct gl_test_http r;
+	char etag[64], line[128];
+	assert_int_equal(get("/style.css", NULL, 0, &r), 200);
+	header(r.headers, "ETag", etag, sizeof etag);
+	gl_test_http_fini(&r);
+	snprintf(line, sizeof line, "If-None-Match: %s", etag);
+	assert_int_equal(get("/style.css", (const char *const[]){line, NULL}, 0, &r), 304);
+	gl_test_http_fini(&r);
+	assert_int_equal(get("/metrics", NULL, 1, &r), 200);
+	assert_non_null(strstr(r.body, "gpuledger_http_requests_total{route=\"static\",code=\"200\"}"));
+	assert_non_null(strstr(r.body, "gpuledger_http_requests_total{route=\"static\",code=\"304\"}"));
+	assert_non_null(strstr(r.body, "gpuledger_http_request_duration_seconds_count{route=\"static\"}"));
+	gl_test_http_fini(&r);
+}
+
 /* /v1/whoami, which the dashboard reads to choose its views: the caller's
  * own role and scope, for every role and for a scoped token (which the
  * server would refuse with 403 if the route did not handle scopes). */
@@ -351,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_when_accepted),
 		cmocka_unit_test(test_no_way_out_of_the_web_dir),
 		cmocka_unit_test(test_whoami),
+		cmocka_unit_test(test_metrics_count_static_files),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

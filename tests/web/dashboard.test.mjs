@@ -301,6 +301,7 @@ try {
 	});
 } finally {
 	await b.close();
-	await d.stop();
+	const st = await d.stop();
+	H.ok(st === 0, 'the daemon stops cleanly after the session', 'exit ' + st + '; log ' + d.log);
 	H.done();
 }

@@ -134,7 +134,8 @@ export async function startDaemon(dsn, dir, extraYaml = '') {
 			const base = `http://127.0.0.1:${p}`;
 			try {
 				const r = await fetch(base + '/healthz');
-				if (r.ok) return { base, log, stop: () => new Promise((res) => { child.once('exit', res); child.kill('SIGTERM'); }) };
+				// stop() resolves with the exit status (0 = clean, e.g. no sanitizer report)
+				if (r.ok) return { base, log, stop: () => new Promise((res) => { child.once('exit', (code, sig) => res(sig ? 128 : code)); child.kill('SIGTERM'); }) };
 			} catch { /* not yet */ }
 		}
 		await new Promise((r) => setTimeout(r, 50));
