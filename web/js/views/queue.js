@@ -1,11 +1,31 @@
 // Queue: waits p50 / p90 / p99 per partition, owner or GPU count, and the
 // GPUs pending now.
 import { h, stat, table, bars } from '../ui.js';
+import { lines } from '../charts.js';
 import * as f from '../fmt.js';
+
+const DAY = 86400;
+
+// The window cut into at most 12 slices of whole days (a day each for a
+// week, a week each for a month): one /v1/queue call per slice.
+export function slices(startIso, endIso) {
+	const a = Date.parse(startIso) / 1000, b = Date.parse(endIso) / 1000;
+	const days = Math.max(1, Math.ceil((b - a) / DAY));
+	const per = days <= 8 ? 1 : days <= 62 ? 7 : Math.ceil(days / 12);
+	const out = [];
+	for (let t = a; t < b; t += per * DAY) out.push([t, Math.min(b, t + per * DAY)]);
+	return out;
+}
+
+const iso = (t) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
 
 export async function render(ctx) {
 	const params = { window: ctx.window, aggregate: ctx.aggregate };
 	const q = await ctx.get('/v1/queue', params);
+	const cuts = slices(q.window[0], q.window[1]);
+	const parts = cuts.length > 1 ? await Promise.all(cuts.map(([a, b]) => ctx.get('/v1/queue', { window: iso(a) + ',' + iso(b), aggregate: ctx.aggregate }))) : [q];
+	const top = [...q.items].sort((x, y) => y.jobs - x.jobs)[0];
+	ctx.trend = { top, cuts, parts };
 	const pendingGpus = q.pending.reduce((s, p) => s + (p.gpus_requested || 0), 0);
 	const pendingJobs = q.pending.reduce((s, p) => s + (p.jobs || 0), 0);
 	const jobs = q.items.reduce((s, i) => s + i.jobs, 0);
@@ -15,6 +35,8 @@ export async function render(ctx) {
 			stat('Jobs started', f.number(jobs)),
 			stat('Worst p90 wait', f.duration(worst)),
 			stat('Pending now', f.number(pendingGpus) + ' GPUs', f.number(pendingJobs) + ' jobs')),
+		top ? h('section', { class: 'card chart-card', id: 'queue-trend', 'aria-label': 'Waits over time' },
+			h('h2', { text: 'Waits over time: ' + top.key + ' (most jobs)' })) : null,
 		q.items.length ? h('section', { class: 'card', 'aria-label': 'Waits' },
 			h('h2', { text: 'Waits by ' + ctx.aggregate.replace('_', ' ') }),
 			bars(q.items.map((i) => ({ label: i.key, parts: [i.wait_p50_s, i.wait_p90_s - i.wait_p50_s, i.wait_p99_s - i.wait_p90_s], text: f.duration(i.wait_p99_s) + ' p99' })),
@@ -44,4 +66,18 @@ export async function render(ctx) {
 			rows: q.pending,
 		}),
 	];
+}
+
+export function after(ctx) {
+	const { top, cuts, parts } = ctx.trend;
+	const box = document.getElementById('queue-trend');
+	if (!top || !box) return;
+	const at = (p) => p.items.find((i) => i.key === top.key);
+	const val = (k) => parts.map((p) => (at(p) ? at(p)[k] / 60 : null));
+	lines(box, {
+		xs: cuts.map(([a]) => a),
+		label: 'Queue wait percentiles over time for ' + top.key,
+		yLabel: 'minutes', yFmt: (v) => f.number(v, 1),
+		series: [{ name: 'p50', values: val('wait_p50_s') }, { name: 'p90', values: val('wait_p90_s') }, { name: 'p99', values: val('wait_p99_s') }],
+	});
 }
