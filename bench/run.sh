@@ -27,6 +27,13 @@ for b in "$BUILD"/bench/bench_*; do
 		[[ $l == '| '* && $l != '| benchmark |'* && $l != '| figure |'* ]] && rows+=("$l")
 	done <<<"$out"
 done
+# the dashboard in headless chromium (bench/web), when the web suite's
+# node modules are installed (tests/web/run.sh does it)
+if [[ -d tests/web/node_modules/playwright-core ]] && command -v node >/dev/null; then
+	echo "running bench/web/bench_web.mjs ..." >&2
+	out=$(node bench/web/bench_web.mjs 2> >(sed 's/^/  /' >&2)) || echo "  bench_web failed" >&2
+	while IFS= read -r l; do [[ $l == '| '* ]] && rows+=("$l"); done <<<"$out"
+fi
 echo
 echo "| figure | ours | limit / peer | ratio |"
 echo "|---|---|---|---|"

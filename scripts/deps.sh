@@ -3,7 +3,12 @@
 # As root: apt-get installs what is missing. Otherwise: prints the command.
 set -euo pipefail
 PKGS=(build-essential pkg-config libpq-dev libmicrohttpd-dev libcjson-dev libyaml-dev
-      libcurl4-openssl-dev libssl-dev libcmocka-dev postgresql-15 curl)
+      libcurl4-openssl-dev libssl-dev libcmocka-dev zlib1g-dev postgresql-15 curl
+      chromium nodejs)
+# the web suite (tests/web) drives Debian's chromium with playwright-core
+# from npm; a Node.js that ships its own npm (NodeSource) conflicts with
+# Debian's npm package, so that is only asked for when npm is absent
+command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

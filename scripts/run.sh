@@ -26,5 +26,6 @@ if [[ ! -s $token_file ]]; then
 fi
 echo "run: API token (admin) in $token_file, e.g.:"
 echo "     curl -H \"Authorization: Bearer \$(cat $token_file)\" 'http://127.0.0.1:8080/v1/chargeback?window=2026-11-22&aggregate=team'"
+echo "run: dashboard at http://127.0.0.1:8080/ (sign in with the token in $token_file)"
 echo "run: serving; press Ctrl-C to stop (the database keeps running: '$BIN ${args[*]} db stop')"
 exec "$BIN" "${args[@]}" serve

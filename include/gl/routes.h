@@ -16,6 +16,8 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp);
 int gl_route_audit(struct gl_req *req, struct gl_resp *resp);
 int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp);
 int gl_route_tokens(struct gl_req *req, struct gl_resp *resp);
+/* The calling token's name, role and owner scope (any role). */
+int gl_route_whoami(struct gl_req *req, struct gl_resp *resp);
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp);
 int gl_route_queue(struct gl_req *req, struct gl_resp *resp);
 int gl_route_idle(struct gl_req *req, struct gl_resp *resp);

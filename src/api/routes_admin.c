@@ -178,3 +178,23 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 	free(t);
 	return 0;
 }
+
+/* What the caller's token may do: the dashboard shows only the views its
+ * role and scope reach instead of probing routes for 403s. */
+int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
+{
+	const struct gl_auth *a = req->auth;
+	cJSON *root = cJSON_CreateObject(), *ow;
+
+	/* answering with the scope is this route's owner filter */
+	req->scope_applied = 1;
+	cJSON_AddNumberToObject(root, "token_id", (double)a->token_id);
+	cJSON_AddStringToObject(root, "name", a->token_name);
+	cJSON_AddStringToObject(root, "role", a->role);
+	ow = cJSON_AddArrayToObject(root, "owners");
+	for (size_t k = 0; k < a->n_owners; k++)
+		cJSON_AddItemToArray(ow, cJSON_CreateString(a->owners[k]));
+	gl_apijson_put(resp, root);
+	cJSON_Delete(root);
+	return 0;
+}

@@ -22,6 +22,7 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor"},
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL},
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format"},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format"},
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format"},

@@ -5,6 +5,7 @@
 #include "gl/db.h"
 #include "gl/log.h"
 #include "gl/routes.h"
+#include "gl/static.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +23,7 @@
 #define LAT_BUCKETS 10
 static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
 #define MAX_ROUTES 64
+#define STATIC_SLOT (MAX_ROUTES + 1) /* the dashboard's files, route label "static" */
 #define STATUS_SLOTS 600
 
 /* Access control and audit (docs/security.md). A revoked token stops
@@ -60,13 +62,14 @@ struct gl_server {
 	uint16_t port;
 	int64_t started_s;
 	pthread_mutex_t mu;
-	struct route_stats stats[MAX_ROUTES + 1]; /* last slot: unmatched */
+	struct route_stats stats[MAX_ROUTES + 2]; /* then: unmatched, static */
 	size_t nroutes;
 	pthread_key_t conn_key;
 	struct gl_ratelimit *rl;
 	struct gl_reqlimit *reqrl; /* requests per second per address */
 	struct gl_auth_cache *tokens;
 	struct gl_audit_writer *audit;
+	struct gl_static *web;     /* server.web_dir; NULL when not served */
 	uint64_t auth_denied[AR_N]; /* under mu */
 };
 
@@ -346,7 +349,7 @@ static void record(struct gl_server *s, size_t route, int status, double secs)
 {
 	struct route_stats *st;
 	pthread_mutex_lock(&s->mu);
-	st = &s->stats[route < s->nroutes ? route : MAX_ROUTES];
+	st = &s->stats[route < s->nroutes || route == STATIC_SLOT ? route : MAX_ROUTES];
 	if (status >= 0 && status < STATUS_SLOTS)
 		st->by_status[status]++;
 	st->count++;
@@ -371,6 +374,44 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct gl_resp *re
 	for (size_t i = 0; i < GL_ARRAY_LEN(resp->extra_headers) && resp->extra_headers[i][0]; i++)
 		MHD_add_response_header(r, resp->extra_headers[i][0], resp->extra_headers[i][1]);
 	ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* A dashboard file: public (it holds no data; the API calls it makes need
+ * a token), never audited (a page load is a dozen of them), revalidated
+ * on every use (no-cache + ETag, so a new daemon's files show at once). */
+static enum MHD_Result send_static(struct MHD_Connection *conn, const struct gl_static_file *f, int *status)
+{
+	const char *ae = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+	const char *inm = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+	int gz = f->gz && gl_static_accepts_gzip(ae);
+	const char *etag = gz ? f->etag_gz : f->etag;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	/* either representation's validator means the client has this content */
+	if (inm && (gl_static_etag_matches(inm, f->etag) || (f->gz && gl_static_etag_matches(inm, f->etag_gz)))) {
+		*status = 304;
+		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	} else {
+		*status = 200;
+		r = MHD_create_response_from_buffer(gz ? f->gz_len : f->len, gz ? f->gz : f->data,
+						    MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, "Content-Type", f->mime);
+		if (gz)
+			MHD_add_response_header(r, "Content-Encoding", "gzip");
+	}
+	MHD_add_response_header(r, "ETag", etag);
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	if (f->gz)
+		MHD_add_response_header(r, "Vary", "Accept-Encoding");
+	MHD_add_response_header(r, "Content-Security-Policy", GL_STATIC_CSP);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, "Cross-Origin-Opener-Policy", "same-origin");
+	ret = MHD_queue_response(conn, (unsigned)*status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -556,6 +597,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		resp.extra_headers[0][1] = "1";
 		rc = gl_resp_error(&resp, GL_EBUSY, NULL, "too many requests from this address (server.rate_limit_per_ip)");
 	}
+	if (!rc && !route && s->web && (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) {
+		const struct gl_static_file *f = gl_static_find(s->web, url);
+		if (f) {
+			int status;
+			ret = send_static(conn, f, &status);
+			record(s, STATIC_SLOT, status, since(&ctx->t0));
+			return ret;
+		}
+	}
 	if (rc) {
 		/* refused above */
 	} else if (!route || !gl_auth_route_public(route->role)) {
@@ -702,6 +752,17 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	s->reqrl = gl_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
 	if ((rc = gl_audit_writer_start(s->dsn, AUDIT_QUEUE, AUDIT_BLOCK_MS, &s->audit, err)))
 		goto out;
+	if (cfg->web_dir && cfg->web_dir[0]) {
+		struct gl_err werr = {0};
+		int wrc = gl_static_load(cfg->web_dir, &s->web, &werr);
+		if (wrc == -GL_ENOTFOUND) /* an API-only install: not an error */
+			gl_log(GL_LOG_INFO, "http: no dashboard (%s)", werr.msg);
+		else if (wrc) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s", werr.msg);
+			goto out;
+		} else
+			gl_log(GL_LOG_INFO, "http: dashboard: %zu files from %s", gl_static_count(s->web), cfg->web_dir);
+	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* the logger first, or MHD reports option errors on its own stderr */
@@ -762,9 +823,21 @@ void gl_server_stop(struct gl_server *s)
 	gl_ratelimit_free(s->rl);
 	gl_reqlimit_free(s->reqrl);
 	gl_auth_cache_free(s->tokens);
+	gl_static_free(s->web);
 	pthread_key_delete(s->conn_key);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+/* Metrics rows in order: the routes, then unmatched paths, then static files. */
+static const struct route_stats *metrics_slot(const struct gl_server *s, size_t i)
+{
+	return &s->stats[i < s->nroutes ? i : i == s->nroutes ? MAX_ROUTES : STATIC_SLOT];
+}
+
+static const char *metrics_name(const struct gl_server *s, size_t i)
+{
+	return i < s->nroutes ? gl_routes[i].name : i == s->nroutes ? "unmatched" : "static";
 }
 
 void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
@@ -772,9 +845,9 @@ void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
 	gl_strbuf_puts(o, "# HELP gpuledger_http_requests_total HTTP requests by route and status.\n"
 			  "# TYPE gpuledger_http_requests_total counter\n");
 	pthread_mutex_lock(&s->mu);
-	for (size_t i = 0; i <= s->nroutes; i++) {
-		const struct route_stats *st = &s->stats[i == s->nroutes ? MAX_ROUTES : i];
-		const char *name = i == s->nroutes ? "unmatched" : gl_routes[i].name;
+	for (size_t i = 0; i <= s->nroutes + 1; i++) {
+		const struct route_stats *st = metrics_slot(s, i);
+		const char *name = metrics_name(s, i);
 		for (int code = 0; code < STATUS_SLOTS; code++)
 			if (st->by_status[code])
 				gl_strbuf_printf(o, "gpuledger_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n", name,
@@ -782,9 +855,9 @@ void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
 	}
 	gl_strbuf_puts(o, "# HELP gpuledger_http_request_duration_seconds Request latency by route.\n"
 			  "# TYPE gpuledger_http_request_duration_seconds histogram\n");
-	for (size_t i = 0; i <= s->nroutes; i++) {
-		const struct route_stats *st = &s->stats[i == s->nroutes ? MAX_ROUTES : i];
-		const char *name = i == s->nroutes ? "unmatched" : gl_routes[i].name;
+	for (size_t i = 0; i <= s->nroutes + 1; i++) {
+		const struct route_stats *st = metrics_slot(s, i);
+		const char *name = metrics_name(s, i);
 		uint64_t cum = 0;
 		if (!st->count)
 			continue;

@@ -1,0 +1,332 @@
+// The dashboard in a real browser (Debian's chromium via playwright-core)
+// against the real daemon and a real database loaded with the fixtures:
+// sign-in, every view with no console errors and no failed requests, the
+// chargeback totals equal to the API's, window changes refetch, roles and
+// owner scopes, CSV download, 401 and API-down handling, keyboard use,
+// accessibility (axe-core) and screenshots under build/web-screenshots/.
+import fs from 'node:fs';
+import path from 'node:path';
+import * as H from './lib/harness.mjs';
+
+const { test, assert, eq } = H;
+const SHOTS = path.join(H.ROOT, 'build/web-screenshots');
+fs.mkdirSync(SHOTS, { recursive: true });
+
+const dir = H.tmpDir('web-dashboard');
+const dsn = H.freshDb('gl_test_web_dashboard');
+H.loadFixtures(dsn, dir);
+const admin = H.token(dsn, 'web-admin', 'admin');
+const viewer = H.token(dsn, 'web-viewer', 'viewer');
+const scoped = H.token(dsn, 'web-teama', 'finance', ['teama']);
+const d = await H.startDaemon(dsn, dir);
+const base = d.base;
+const b = await H.browser();
+const ctx = await b.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
+const page = await ctx.newPage();
+const w = H.watch(page);
+
+// the number text the UI shows for an API decimal string ("4910.51" -> "4,910.51 USD")
+const shown = (s, cur) => s.replace(/^(-?)(\d+)/, (m, sg, i) => sg + i.replace(/\B(?=(\d{3})+(?!\d))/g, ',')) + ' ' + cur;
+
+async function visit(view) {
+	// the same hash again would not re-render: go through a reload then
+	if (new URL(page.url()).hash.startsWith('#/' + view)) await page.reload();
+	else await page.goto(base + '/#/' + view);
+	await H.ready(page, view);
+}
+
+try {
+	await test('sign in with a token: the shell shows, the token is only in sessionStorage', async () => {
+		await H.signIn(page, base, admin);
+		const nav = await page.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
+		eq(nav.join(','), 'fleet,chargeback,waste,queue,forecast,inventory,jobs,audit,hook', 'admin views');
+		eq(await page.evaluate(() => sessionStorage.getItem('gpuledger.token')), admin, 'sessionStorage');
+		eq(await page.evaluate(() => document.cookie), '', 'cookies');
+		assert(w.clean(), w.report());
+	});
+
+	const probe = { forecast: '/v1/forecast?metric=gpu_hours&aggregate=team&step=day&horizon=14', hook: '/v1/idle/candidates' };
+	for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'forecast', 'inventory', 'jobs', 'audit', 'hook']) {
+		if (probe[v] && (await H.api(base, admin, probe[v])).status === 404) {
+			H.skip(`view ${v} renders with no console errors or failed requests`, 'endpoint absent');
+			continue;
+		}
+		await test(`view ${v} renders with no console errors or failed requests`, async () => {
+			w.reset();
+			await visit(v);
+			await page.waitForTimeout(100);
+			const state = await page.$eval('.view-body', (e) => e.querySelector('[data-state]')?.dataset.state || 'ok');
+			eq(state, 'ok', v + ' state');
+			assert(w.clean(), w.report());
+			assert(w.requests.some((u) => u.includes('/v1/')), 'no API request made');
+			await page.screenshot({ path: path.join(SHOTS, v + '.png'), fullPage: true });
+		});
+	}
+
+	// Views 5 and 8 read endpoints built in parallel: until the server has
+	// them, check the views against the agreed response shapes, answered
+	// inside the browser (page.route), and that a 404 says "not available".
+	const contract = {
+		'/v1/forecast': { metric: 'gpu_hours', step: 'day', aggregate: 'team', series: [{ key: 'vision', method: 'ets', fallback: false, note: null,
+			history: [{ t: '2026-11-20T00:00:00Z', value: 10 }, { t: '2026-11-21T00:00:00Z', value: 12 }, { t: '2026-11-22T00:00:00Z', value: 11 }],
+			forecast: [{ t: '2026-11-23T00:00:00Z', value: 11.5, lo80: 9, hi80: 14, lo95: 8, hi95: 15 }, { t: '2026-11-24T00:00:00Z', value: 11.7, lo80: 8.5, hi80: 15, lo95: 7, hi95: 16 }],
+			accuracy: { mase: 0.83, wape: 0.12, coverage80: 0.8, coverage95: 0.95, origins: 6 } }] },
+		'/v1/capacity/forecast': { series: [{ cluster: 'testgpu', gpu_model: 'a100', capacity_gpus: 8, days_until_saturation_p50: 9.5, days_until_saturation_p80: null,
+			days: [{ date: '2026-11-23', peak_demand: 6, p_saturation: 0.1 }] }] },
+		'/v1/idle/candidates': { candidates: [{ cluster: 'testgpu', job_id: '42', user: 'alice', owner: 'vision', gpus: 2, idle_minutes: 95, idle_gpu_seconds: 11400, idle_cost_micros: 7916667, rule: 'util<5%', stage: 'warn', policy: 'default' }],
+			no_data: [{ cluster: 'testgpu', job_id: '43', user: 'bob', owner: 'language', gpus: 1, idle_minutes: 0, idle_gpu_seconds: 0, idle_cost_micros: 0, rule: null, stage: null, policy: 'default', reason: 'no exporter samples' }],
+			spared: [] },
+		'/v1/hook/actions': { actions: [{ at: '2026-11-22T16:10:00Z', cluster: 'testgpu', job_id: '42', owner: 'vision', policy: 'default', stage: 'warn', command: 'notify', exit_status: 0, ok: true }] },
+	};
+	for (const [v, sel] of [['forecast', '#forecast-accuracy'], ['hook', '#hook-candidates']]) {
+		await test(`view ${v} renders the agreed response shapes with no console errors`, async () => {
+			const match = (u) => Object.keys(contract).includes(u.pathname);
+			await page.route(match, (r) =>
+				r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(contract[new URL(r.request().url()).pathname]) }));
+			try {
+				w.reset();
+				await visit(v);
+				await page.waitForSelector(sel);
+				const state = await page.$eval('.view-body', (e) => e.querySelector('[data-state]')?.dataset.state || 'ok');
+				eq(state, 'ok', v + ' state');
+				if (v === 'forecast') {
+					await page.waitForSelector('.chart canvas');
+					eq(await page.textContent('#forecast-accuracy tbody tr td:nth-child(3)'), '0.83', 'MASE');
+					eq(await page.textContent('#forecast-saturation tbody tr td:nth-child(4)'), '9.5', 'days p50');
+				} else {
+					eq(await page.textContent('#hook-candidates tbody tr td:nth-child(2)'), '42', 'candidate job');
+					eq(await page.textContent('#hook-actions tbody tr td:nth-child(9)'), 'ok', 'action result');
+				}
+				assert(w.clean(), w.report());
+				await page.screenshot({ path: path.join(SHOTS, v + '-contract.png'), fullPage: true });
+			} finally {
+				await page.unroute(match);
+			}
+		});
+		if ((await H.api(base, admin, v === 'forecast' ? probe.forecast : probe.hook)).status === 404) {
+			await test(`view ${v} on a server without its endpoints says "not available"`, async () => {
+				await visit(v);
+				await page.waitForSelector('.view-body [data-state="unavailable"]');
+				assert(/Not available on this server/.test(await page.textContent('#view')), await page.textContent('#view'));
+			});
+		}
+	}
+
+	await test('no request URL carries the token', async () => {
+		assert(!w.requests.some((u) => u.includes('glt_')), w.requests.join('\n'));
+	});
+
+	await test('chargeback: totals and every row equal /v1/chargeback for the same window', async () => {
+		for (const agg of ['team', 'user']) {
+			const resp = page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/chargeback' && new URL(r.url()).searchParams.get('aggregate') === agg);
+			await page.goto(base + '/#/chargeback?w=month&a=' + agg);
+			await H.ready(page, 'chargeback');
+			const api = await (await resp).json();
+			// and the same answer as another client gets for that window
+			const other = (await H.api(base, admin, '/v1/chargeback?window=month&aggregate=' + agg)).body;
+			eq(JSON.stringify(other.steps[0].items), JSON.stringify(api.steps[0].items), agg + ' items from a second client');
+			const cur = api.currency;
+			eq(await page.textContent('#cb-total .value'), shown(api.totals.total, cur), agg + ' total');
+			const cells = await page.$$eval('#chargeback-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+			const byName = new Map(cells.map((c) => [c[0], c]));
+			assert(api.steps[0].items.length > 0, 'no chargeback items in the fixture window');
+			for (const it of api.steps[0].items) {
+				const row = byName.get(it.name);
+				assert(row, 'row missing: ' + it.name);
+				eq(row[6], shown(it.total, cur), it.name + ' total');
+				eq(row[4], shown(it.cost, cur), it.name + ' cost');
+			}
+			const tot = cells.find((c) => c[0] === 'Total');
+			eq(tot[6], shown(api.totals.total, cur), 'table total');
+			if (api.totals.idle_gpu_seconds > 0) assert(byName.has('__idle__'), '__idle__ row');
+			if (agg === 'team') assert(byName.has('__unallocated__'), '__unallocated__ row (teamc has no owner rule)');
+		}
+	});
+
+	await test('changing the window refetches (last month, 7d, custom) and shows that window\'s totals', async () => {
+		await page.goto(base + '/#/chargeback?w=month&a=team');
+		await H.ready(page, 'chargeback');
+		for (const [w1, param] of [['lastmonth', 'lastmonth'], ['7d', '7d']]) {
+			const resp = page.waitForResponse((r) => r.url().includes('/v1/chargeback') && new URL(r.url()).searchParams.get('window') === param);
+			await page.selectOption('#window', w1);
+			// "7d" ends now and the idle capacity in it grows by the second:
+			// the figures to match are those of the very answer the page got
+			const api = await (await resp).json();
+			await H.ready(page, 'chargeback');
+			eq(await page.textContent('#cb-total .value'), shown(api.totals.total, api.currency), w1 + ' total');
+			if (param === 'lastmonth') {
+				const again = (await H.api(base, admin, '/v1/chargeback?aggregate=team&window=lastmonth')).body;
+				eq(again.totals.total, api.totals.total, 'lastmonth total from a second client');
+			}
+		}
+		// a custom window over the Philly sample (2017)
+		const want = '2017-10-01T00:00:00Z,2017-11-01T00:00:00Z';
+		const req = page.waitForRequest((r) => r.url().includes('/v1/chargeback') && new URL(r.url()).searchParams.get('window') === want);
+		await page.selectOption('#window', 'custom');
+		await page.fill('#from', '2017-10-01');
+		await page.fill('#to', '2017-10-31');
+		await page.dispatchEvent('#to', 'change');
+		await req;
+		await H.ready(page, 'chargeback');
+		const api = (await H.api(base, admin, '/v1/chargeback?aggregate=team&window=' + encodeURIComponent(want))).body;
+		assert(api.totals.allocated_gpu_seconds > 0, 'philly jobs in October 2017');
+		eq(await page.textContent('#cb-total .value'), shown(api.totals.total, api.currency), 'custom total');
+	});
+
+	await test('queue: waits over time from one request per week of the month, drawn as a chart', async () => {
+		await page.goto(base + '/#/fleet');
+		await H.ready(page, 'fleet');
+		w.reset();
+		await page.goto(base + '/#/queue?w=month&a=partition');
+		await H.ready(page, 'queue');
+		await page.waitForSelector('#queue-trend canvas');
+		const wins = w.requests.filter((u) => new URL(u).pathname === '/v1/queue').map((u) => new URL(u).searchParams.get('window'));
+		const api = (await H.api(base, admin, '/v1/queue?window=month')).body;
+		const days = (Date.parse(api.window[1]) - Date.parse(api.window[0])) / 86400e3;
+		eq(wins.length, 1 + Math.ceil(days / 7), 'queue requests (' + wins.join(' ') + ')');
+		eq(wins[1].split(',')[0], api.window[0], 'first slice starts the window');
+		eq(wins[wins.length - 1].split(',')[1], api.window[1], 'last slice ends it');
+		assert(w.clean(), w.report());
+	});
+
+	await test('CSV download goes through format=csv with the bearer header and saves the API\'s bytes', async () => {
+		await page.goto(base + '/#/chargeback?w=month&a=team');
+		await H.ready(page, 'chargeback');
+		w.reset();
+		const dl = page.waitForEvent('download');
+		await page.click('#view button[data-csv="/v1/chargeback"]');
+		const file = await (await dl).path();
+		const got = fs.readFileSync(file, 'utf8');
+		const api = await H.api(base, admin, '/v1/chargeback?window=month&aggregate=team&format=csv');
+		eq(api.status, 200, 'csv status');
+		eq(got, api.body, 'csv bytes');
+		assert(got.split('\r\n')[0].includes('team'), 'csv header: ' + got.slice(0, 100));
+		assert(w.requests.some((u) => u.includes('format=csv')) && !w.requests.some((u) => u.includes('glt_')), w.requests.join('\n'));
+		assert(w.clean(), w.report());
+	});
+
+	await test('audit: the verify button reports an intact chain', async () => {
+		await visit('audit');
+		await page.click('#verify');
+		await page.waitForSelector('#verify-result.ok', { timeout: 10000 });
+		assert((await page.textContent('#verify-result')).startsWith('Chain intact'), await page.textContent('#verify-result'));
+	});
+
+	await test('keyboard: skip link, then the nav by Tab and Enter', async () => {
+		// a fresh page (a change of view moves focus to the content)
+		await page.goto(base + '/#/fleet');
+		await page.reload();
+		await H.ready(page, 'fleet');
+		await page.keyboard.press('Tab');
+		eq(await page.evaluate(() => document.activeElement.className), 'skip', 'first Tab stop');
+		let found = false;
+		for (let i = 0; i < 15 && !found; i++) {
+			await page.keyboard.press('Tab');
+			found = await page.evaluate(() => document.activeElement.dataset.view === 'queue');
+		}
+		assert(found, 'Queue link not reachable by Tab');
+		await page.keyboard.press('Enter');
+		await H.ready(page, 'queue');
+		assert(page.url().includes('#/queue'), page.url());
+	});
+
+	await test('axe-core: no serious or critical violations in any view, light and dark', async () => {
+		const bad = [];
+		for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'inventory', 'jobs', 'audit']) {
+			await visit(v);
+			for (const x of await H.axe(page)) bad.push(v + ': ' + x);
+		}
+		await page.click('#theme');
+		await visit('chargeback');
+		for (const x of await H.axe(page)) bad.push('dark chargeback: ' + x);
+		await page.screenshot({ path: path.join(SHOTS, 'chargeback-dark.png'), fullPage: true });
+		await page.click('#theme');
+		assert(!bad.length, bad.join('\n'));
+	});
+
+	await test('a phone-sized screen: no horizontal page overflow, the table scrolls inside its box', async () => {
+		const c2 = await b.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+		const p2 = await c2.newPage();
+		await H.signIn(p2, base, admin);
+		await p2.goto(base + '/#/chargeback');
+		await H.ready(p2, 'chargeback');
+		const over = await p2.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+		await p2.screenshot({ path: path.join(SHOTS, 'chargeback-phone.png'), fullPage: true });
+		await c2.close();
+		assert(over <= 0, 'page wider than the screen by ' + over + ' px');
+	});
+
+	await test('sign-in page passes axe-core too', async () => {
+		const p2 = await ctx.newPage();
+		await p2.goto(base + '/');
+		await p2.waitForSelector('#token');
+		const bad = await H.axe(p2);
+		await p2.screenshot({ path: path.join(SHOTS, 'signin.png') });
+		await p2.close();
+		assert(!bad.length, bad.join('\n'));
+	});
+
+	await test('a viewer token sees neither audit nor chargeback, and no request for them is made', async () => {
+		const c2 = await b.newContext({ viewport: { width: 1280, height: 800 } });
+		const p2 = await c2.newPage();
+		const w2 = H.watch(p2);
+		await H.signIn(p2, base, viewer);
+		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
+		eq(nav.join(','), 'fleet,queue,forecast,inventory', 'viewer views');
+		await p2.goto(base + '/#/audit');
+		await H.ready(p2);
+		eq(await p2.textContent('#view-title'), 'Fleet', 'falls back to the first view');
+		assert(!w2.requests.some((u) => u.includes('/v1/audit') || u.includes('/v1/chargeback')), w2.requests.join('\n'));
+		assert(w2.clean(), w2.report());
+		await c2.close();
+	});
+
+	await test('a team-scoped token sees only its team\'s jobs', async () => {
+		// independently of the code under test: teama's allocations in the sacct fixture
+		const fx = fs.readFileSync(path.join(H.ROOT, 'tests/fixtures/sacct/testbed/sacct_alloc.txt'), 'utf8').trim().split('\n');
+		const fields = fs.readFileSync(path.join(H.ROOT, 'tests/fixtures/sacct/testbed/sacct_fields.txt'), 'utf8').trim().split('|');
+		const acct = fields.indexOf('Account');
+		const teama = fx.filter((l) => l.split('|')[acct] === 'teama').length;
+		assert(teama > 0, 'fixture has teama jobs');
+		const c2 = await b.newContext({ viewport: { width: 1280, height: 800 } });
+		const p2 = await c2.newPage();
+		const w2 = H.watch(p2);
+		await H.signIn(p2, base, scoped);
+		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
+		eq(nav.join(','), 'jobs', 'scoped views');
+		await H.ready(p2, 'jobs');
+		const accounts = await p2.$$eval('#jobs-table tbody tr', (trs) => trs.map((tr) => tr.cells[4].textContent));
+		eq(accounts.length, teama, 'teama jobs shown');
+		assert(accounts.every((a) => a === 'teama'), accounts.join(','));
+		assert(w2.clean(), w2.report());
+		await p2.screenshot({ path: path.join(SHOTS, 'jobs-scoped.png'), fullPage: true });
+		await c2.close();
+	});
+
+	await test('an invalid or expired token goes back to sign-in with the reason', async () => {
+		const c2 = await b.newContext();
+		const p2 = await c2.newPage();
+		await p2.goto(base + '/');
+		await p2.evaluate(() => sessionStorage.setItem('gpuledger.token', 'glt_' + 'A'.repeat(43)));
+		await p2.reload();
+		await p2.waitForSelector('#signin:not([hidden])');
+		assert(/unknown token/.test(await p2.textContent('#signin-error')), await p2.textContent('#signin-error'));
+		await c2.close();
+	});
+
+	await test('API down: a banner, not a blank page', async () => {
+		await visit('queue');
+		await page.route('**/v1/**', (r) => r.abort('connectionrefused'));
+		await page.selectOption('#window', 'lastmonth');
+		await page.waitForSelector('#banner:not([hidden])');
+		assert(/does not answer/.test(await page.textContent('#banner')), await page.textContent('#banner'));
+		assert(await page.isVisible('#shell'), 'shell still shown');
+		await page.screenshot({ path: path.join(SHOTS, 'api-down.png') });
+		await page.unroute('**/v1/**');
+	});
+} finally {
+	await b.close();
+	const st = await d.stop();
+	H.ok(st === 0, 'the daemon stops cleanly after the session', 'exit ' + st + '; log ' + d.log);
+	H.done();
+}

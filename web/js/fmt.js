@@ -1,0 +1,59 @@
+// Number formatting with units. Money arrives as integer micro-units: it is
+// turned into cents with integer arithmetic (BigInt), never through floats,
+// so a displayed total is the API's to the cent.
+const nf1 = new Intl.NumberFormat('en', { maximumFractionDigits: 1, minimumFractionDigits: 1 });
+const nf0 = new Intl.NumberFormat('en', { maximumFractionDigits: 0 });
+const pct = new Intl.NumberFormat('en', { style: 'percent', maximumFractionDigits: 1 });
+
+export function gpuHours(seconds) {
+	if (seconds === null || seconds === undefined) return '—';
+	const h = seconds / 3600;
+	return (Math.abs(h) >= 1000 ? nf0.format(h) : nf1.format(h)) + ' GPU-h';
+}
+
+export function hours(seconds) {
+	return seconds === null || seconds === undefined ? null : seconds / 3600;
+}
+
+// micro-units -> "1,234.57 USD", half away from zero like the API's CSV
+export function money(micros, currency = 'USD') {
+	if (micros === null || micros === undefined) return '—';
+	let m = BigInt(Math.round(Number(micros)));
+	const neg = m < 0n;
+	if (neg) m = -m;
+	const cents = (m + 5000n) / 10000n;
+	const whole = cents / 100n, frac = cents % 100n;
+	const w = whole.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+	return (neg ? '-' : '') + w + '.' + frac.toString().padStart(2, '0') + ' ' + currency;
+}
+
+// a decimal string from the API ("4910.51") with thousands separators
+export function decimal(s, currency = 'USD') {
+	if (s === null || s === undefined) return '—';
+	const [w, f] = String(s).split('.');
+	const neg = w.startsWith('-');
+	const ww = (neg ? w.slice(1) : w).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+	return (neg ? '-' : '') + ww + (f !== undefined ? '.' + f : '') + ' ' + currency;
+}
+
+export function duration(s) {
+	if (s === null || s === undefined) return '—';
+	if (s < 120) return nf0.format(s) + ' s';
+	if (s < 7200) return nf1.format(s / 60) + ' min';
+	if (s < 172800) return nf1.format(s / 3600) + ' h';
+	return nf1.format(s / 86400) + ' d';
+}
+
+export function percent(x) {
+	return x === null || x === undefined || Number.isNaN(x) ? '—' : pct.format(x);
+}
+
+export function number(x, digits = 0) {
+	if (x === null || x === undefined) return '—';
+	return new Intl.NumberFormat('en', { maximumFractionDigits: digits }).format(x);
+}
+
+export function time(iso) {
+	if (!iso) return '—';
+	return iso.replace('T', ' ').replace(/:00Z$|Z$/, ' UTC').replace(/ UTC UTC$/, ' UTC');
+}

@@ -1,0 +1,111 @@
+// Fleet: capacity over time as a stacked area (busy, allocated-idle,
+// unallocated idle, unavailable), saturation, and the table per cluster,
+// partition or GPU model; GPUs present per source from the inventory.
+import { h, stat, table, legend } from '../ui.js';
+import { stackedArea } from '../charts.js';
+import * as f from '../fmt.js';
+
+const STEP_S = { hour: 3600, day: 86400, week: 604800 };
+
+function stepFor(win) {
+	return win === '7d' ? 'hour' : 'day';
+}
+
+export async function render(ctx) {
+	const step = stepFor(ctx.window);
+	const canCost = ctx.who.role === 'finance' || ctx.who.role === 'admin';
+	const [cap, inv, cb] = await Promise.all([
+		ctx.get('/v1/capacity', { window: ctx.window, step, aggregate: ctx.aggregate }),
+		ctx.get('/v1/inventory'),
+		// busy / idle inside allocations needs exporter data, per step, from chargeback
+		canCost ? ctx.get('/v1/chargeback', { window: ctx.window, step, aggregate: 'cluster' }) : null,
+	]);
+	const byT = new Map();
+	const byKey = new Map();
+	const keyName = ctx.aggregate;
+	for (const r of cap.rows) {
+		const t = Date.parse(r.start) / 1000;
+		const a = byT.get(t) || { reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0 };
+		a.reported += r.reported_gpu_seconds;
+		a.allocated += r.allocated_gpu_seconds;
+		a.idle += r.idle_gpu_seconds;
+		a.unavailable += r.unavailable_gpu_seconds;
+		a.reserved += r.reserved_gpu_seconds;
+		byT.set(t, a);
+		const k = r[keyName] ?? r.cluster;
+		const b = byKey.get(k) || { key: k, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0 };
+		b.reported += r.reported_gpu_seconds;
+		b.allocated += r.allocated_gpu_seconds;
+		b.idle += r.idle_gpu_seconds;
+		b.unavailable += r.unavailable_gpu_seconds;
+		b.reserved += r.reserved_gpu_seconds;
+		byKey.set(k, b);
+	}
+	const busyT = new Map();
+	let haveBusy = false;
+	if (cb) for (const s of cb.steps) {
+		let busy = 0, idle = 0, any = false;
+		for (const it of s.items) {
+			if (it.busy_gpu_seconds !== null) { busy += it.busy_gpu_seconds; idle += it.idle_in_allocation_gpu_seconds || 0; any = true; }
+		}
+		if (any) { haveBusy = true; busyT.set(Date.parse(s.start) / 1000, { busy, idle }); }
+	}
+	const xs = [...byT.keys()].sort((a, b) => a - b);
+	const stepS = STEP_S[step];
+	const gpus = (s) => s / stepS; // average GPUs over the step
+	let series;
+	if (haveBusy) {
+		series = [
+			{ name: 'Busy', values: xs.map((t) => gpus(busyT.get(t)?.busy || 0)) },
+			{ name: 'Allocated, idle', values: xs.map((t) => gpus(Math.max(0, byT.get(t).allocated - (busyT.get(t)?.busy || 0)))) },
+		];
+	} else {
+		series = [{ name: 'Allocated', values: xs.map((t) => gpus(byT.get(t).allocated)) }];
+	}
+	series.push({ name: 'Unallocated, idle', values: xs.map((t) => gpus(byT.get(t).idle)) });
+	series.push({ name: 'Reserved', values: xs.map((t) => gpus(byT.get(t).reserved)) });
+	series.push({ name: 'Unavailable', values: xs.map((t) => gpus(byT.get(t).unavailable)) });
+
+	let rep = 0, alloc = 0, unav = 0;
+	for (const a of byT.values()) { rep += a.reported; alloc += a.allocated; unav += a.unavailable; }
+	const avail = rep - unav;
+	const sched = inv.clusters.reduce((s, c) => s + (c.scheduler_gpus || 0), 0);
+	const exp = inv.clusters.reduce((s, c) => s + (c.exporter_gpus || 0), 0);
+
+	const chartBox = h('div', { class: 'card chart-card' },
+		h('h2', { text: 'GPUs over time (average per ' + step + ')' }),
+		legend(series.map((s) => s.name)));
+	ctx.chart = { box: chartBox, xs, series };
+	const rows = [...byKey.values()].map((b) => ({ ...b, saturation: b.reported - b.unavailable > 0 ? b.allocated / (b.reported - b.unavailable) : null }));
+	return [
+		h('div', { class: 'stats' },
+			stat('Capacity', f.gpuHours(rep), 'reported GPU time'),
+			stat('Allocated', f.gpuHours(alloc)),
+			stat('Saturation', f.percent(avail > 0 ? alloc / avail : null), 'allocated / available'),
+			stat('Unavailable', f.gpuHours(unav), 'down or drained'),
+			stat('GPUs (scheduler)', f.number(sched), 'present now'),
+			stat('GPUs (exporter)', f.number(exp), exp < sched ? (sched - exp) + ' without exporter data' : 'all seen')),
+		haveBusy ? null : h('p', { class: 'note', text: 'Busy vs. idle inside allocations needs dcgm-exporter data; none in this window, so allocated time is shown whole.' }),
+		chartBox,
+		table({
+			id: 'fleet-table', title: 'By ' + keyName.replace('_', ' '), sortKey: 'reported',
+			cols: [
+				{ key: 'key', label: keyName.replace('_', ' ') },
+				{ key: 'reported', label: 'Capacity', num: true, fmt: (r) => f.gpuHours(r.reported) },
+				{ key: 'allocated', label: 'Allocated', num: true, fmt: (r) => f.gpuHours(r.allocated) },
+				{ key: 'idle', label: 'Unallocated idle', num: true, fmt: (r) => f.gpuHours(r.idle) },
+				{ key: 'reserved', label: 'Reserved', num: true, fmt: (r) => f.gpuHours(r.reserved) },
+				{ key: 'unavailable', label: 'Unavailable', num: true, fmt: (r) => f.gpuHours(r.unavailable) },
+				{ key: 'saturation', label: 'Saturation', num: true, fmt: (r) => f.percent(r.saturation) },
+			],
+			rows,
+			csv: { path: '/v1/capacity', params: { window: ctx.window, step, aggregate: ctx.aggregate } },
+		}),
+	];
+}
+
+export function after(ctx) {
+	const { box, xs, series } = ctx.chart;
+	if (!xs.length) { box.append(h('p', { class: 'note', text: 'No capacity data in this window.' })); return; }
+	stackedArea(box, { xs, series, yLabel: 'GPUs', yFmt: (v) => f.number(v, 1), label: 'Stacked area of GPUs by state over the window' });
+}

@@ -1,0 +1,90 @@
+// Forecast: history and forecast with 80 % / 95 % intervals per series, the
+// backtest accuracy, and days until each cluster/model saturates.
+// GET /v1/forecast and /v1/capacity/forecast; a server without them says so.
+import { h, table, failure } from '../ui.js';
+import { lines, colour, alpha } from '../charts.js';
+import * as f from '../fmt.js';
+
+export async function render(ctx) {
+	const params = { metric: 'gpu_hours', aggregate: ctx.aggregate, step: 'day', horizon: 14 };
+	const [fc, cap] = await Promise.allSettled([ctx.get('/v1/forecast', params), ctx.get('/v1/capacity/forecast')]);
+	if (fc.status === 'rejected' && cap.status === 'rejected') throw fc.reason;
+	const out = [];
+	ctx.charts = [];
+	if (fc.status === 'fulfilled') {
+		const d = fc.value;
+		const pick = h('select', { id: 'forecast-series' }, d.series.map((s, i) => h('option', { value: String(i), text: s.key })));
+		const box = h('div', { class: 'card chart-card' },
+			h('div', { class: 'table-head' }, h('h2', { text: 'GPU-hours per ' + d.step + ': history and forecast' }),
+				h('label', { for: 'forecast-series', text: 'Series ' }), pick));
+		ctx.charts.push({ box, d, pick });
+		out.push(box);
+		out.push(table({
+			id: 'forecast-accuracy', title: 'Backtest accuracy', sortKey: 'key', sortDir: 'asc',
+			cols: [
+				{ key: 'key', label: ctx.aggregate }, { key: 'method', label: 'Method', fmt: (r) => r.method + (r.fallback ? ' (fallback)' : '') },
+				{ key: 'mase', label: 'MASE', num: true, fmt: (r) => f.number(r.mase, 2) },
+				{ key: 'wape', label: 'WAPE', num: true, fmt: (r) => f.percent(r.wape) },
+				{ key: 'coverage80', label: '80 % coverage', num: true, fmt: (r) => f.percent(r.coverage80) },
+				{ key: 'coverage95', label: '95 % coverage', num: true, fmt: (r) => f.percent(r.coverage95) },
+				{ key: 'origins', label: 'Origins', num: true },
+				{ key: 'note', label: 'Note', fmt: (r) => r.note || '' },
+			],
+			rows: d.series.map((s) => ({ key: s.key, method: s.method, fallback: s.fallback, note: s.note, ...(s.accuracy || {}) })),
+		}));
+	} else {
+		out.push(h('h2', { text: 'Demand forecast' }), failure(fc.reason));
+	}
+	if (cap.status === 'fulfilled') {
+		out.push(table({
+			id: 'forecast-saturation', title: 'Days until saturation', sortKey: 'p50', sortDir: 'asc',
+			cols: [
+				{ key: 'cluster', label: 'Cluster' }, { key: 'gpu_model', label: 'Model' },
+				{ key: 'capacity_gpus', label: 'GPUs', num: true },
+				{ key: 'p50', label: 'p50 days', num: true, fmt: (r) => (r.p50 === null || r.p50 === undefined ? 'not within horizon' : f.number(r.p50, 1)) },
+				{ key: 'p80', label: 'p80 days', num: true, fmt: (r) => (r.p80 === null || r.p80 === undefined ? 'not within horizon' : f.number(r.p80, 1)) },
+				{ key: 'peak', label: 'Peak demand', num: true, fmt: (r) => f.number(r.peak, 1) + ' GPUs' },
+			],
+			rows: cap.value.series.map((s) => ({
+				cluster: s.cluster, gpu_model: s.gpu_model, capacity_gpus: s.capacity_gpus,
+				p50: s.days_until_saturation_p50, p80: s.days_until_saturation_p80,
+				peak: Math.max(0, ...(s.days || []).map((x) => x.peak_demand || 0)),
+			})),
+		}));
+	} else {
+		out.push(h('h2', { text: 'Capacity forecast' }), failure(cap.reason));
+	}
+	return out;
+}
+
+function draw(box, s) {
+	box.querySelector('.chart')?.remove();
+	const hist = s.history || [], fc = s.forecast || [];
+	const xs = [...hist.map((p) => Date.parse(p.t) / 1000), ...fc.map((p) => Date.parse(p.t) / 1000)];
+	const pad = (arr, before, key) => [...Array(before).fill(null), ...arr.map((p) => p[key])];
+	const nh = hist.length;
+	const histVals = [...hist.map((p) => p.value), ...Array(fc.length).fill(null)];
+	const c = colour(0), c2 = colour(1);
+	lines(box, {
+		xs,
+		label: 'History and forecast of ' + s.key + ' with 80 and 95 percent intervals',
+		yLabel: 'GPU-h', yFmt: (v) => f.number(v, 0),
+		series: [
+			{ name: 'history', values: histVals, colour: c },
+			{ name: 'forecast', values: pad(fc, nh, 'value'), colour: c2, dash: [6, 4] },
+			{ name: 'hi95', values: pad(fc, nh, 'hi95'), colour: alpha(c2, 0.3), width: 1 },
+			{ name: 'lo95', values: pad(fc, nh, 'lo95'), colour: alpha(c2, 0.3), width: 1 },
+			{ name: 'hi80', values: pad(fc, nh, 'hi80'), colour: alpha(c2, 0.5), width: 1 },
+			{ name: 'lo80', values: pad(fc, nh, 'lo80'), colour: alpha(c2, 0.5), width: 1 },
+		],
+		bands: [{ series: [3, 4], fill: alpha(c2, 0.15) }, { series: [5, 6], fill: alpha(c2, 0.25) }],
+	});
+}
+
+export function after(ctx) {
+	for (const { box, d, pick } of ctx.charts) {
+		if (!d.series.length) { box.append(h('p', { class: 'note', text: 'No series to forecast in this data.' })); continue; }
+		draw(box, d.series[0]);
+		pick.addEventListener('change', () => draw(box, d.series[Number(pick.value)]));
+	}
+}
