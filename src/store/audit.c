@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #define CANON_MAGIC "gpuledger-audit-v1\n"
-#define NCOLS 11          /* parameters per inserted row */
 #define VERIFY_PAGE "50000"
 #define VERIFY_PAGE_N 50000
 #define WRITER_BATCH 256
@@ -249,6 +248,18 @@ static int lock_chain(PGconn *c, struct gl_err *err)
 /* Inside a transaction: take the chain lock, read the head (unless the
  * caller already holds it and passes it), normalise the details through
  * jsonb (the stored text is what verifiers hash), chain and insert. */
+/* "YYYY-MM-DD HH:MM:SS.ffffff+00" for COPY: exact to the microsecond,
+ * floor division so any epoch works */
+static void put_copy_time_us(struct gl_strbuf *o, int64_t at_us)
+{
+	int64_t secs = at_us >= 0 ? at_us / 1000000 : -((-at_us + 999999) / 1000000), us = at_us - secs * 1000000;
+	int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400), rem = secs - days * 86400, y;
+	unsigned m, d;
+	gl_time_civil_from_days(days, &y, &m, &d);
+	gl_strbuf_printf(o, "%04lld-%02u-%02u %02lld:%02lld:%02lld.%06lld+00", (long long)y, m, d, (long long)(rem / 3600),
+			 (long long)(rem / 60 % 60), (long long)(rem % 60), (long long)us);
+}
+
 static int append_locked(PGconn *c, const struct gl_audit_entry *e, size_t n, const struct gl_audit_head *known,
 			 int64_t *first_seq, struct gl_err *err)
 {
@@ -256,8 +267,6 @@ static int append_locked(PGconn *c, const struct gl_audit_entry *e, size_t n, co
 	struct gl_audit_head head;
 	PGresult *r = NULL;
 	const char **params = NULL;
-	char (*num)[3][24] = NULL, (*hex)[2][2 * GL_AUDIT_HASH_LEN + 3] = NULL;
-	char **clean = NULL;
 	unsigned char prev[GL_AUDIT_HASH_LEN];
 	int rc;
 
@@ -265,7 +274,7 @@ static int append_locked(PGconn *c, const struct gl_audit_entry *e, size_t n, co
 		return 0;
 	if ((rc = lock_chain(c, err)))
 		goto out;
-	params = gl_xcalloc(n * NCOLS, sizeof *params);
+	params = gl_xcalloc(n, sizeof *params);
 	gl_strbuf_puts(&sql, "SELECT 0");
 	for (size_t i = 0; i < n; i++) {
 		gl_strbuf_printf(&sql, ", $%zu::jsonb::text", i + 1);
@@ -281,18 +290,16 @@ static int append_locked(PGconn *c, const struct gl_audit_entry *e, size_t n, co
 		goto out;
 	}
 	memcpy(prev, head.seq ? head.hash : zero_hash, sizeof prev);
-	num = gl_xcalloc(n, sizeof *num);
-	hex = gl_xcalloc(n, sizeof *hex);
-	clean = gl_xcalloc(n * 5, sizeof *clean);
+	/* one COPY per batch: the rows, their chain and their timestamps are
+	 * all known here (COPY is several times cheaper than a multi-row
+	 * INSERT of 11 parameters a row, and the writer's rate is what audited
+	 * requests can reach) */
 	gl_strbuf_reset(&sql);
-	gl_strbuf_puts(&sql, "INSERT INTO audit_log (audit_id, at, actor, source_addr, action, object, outcome, detail,"
-			     " prev_hash, hash) VALUES ");
 	for (size_t i = 0; i < n; i++) {
-		const char **p = params + i * NCOLS;
 		int64_t seq = head.seq + 1 + (int64_t)i, at = e[i].at_us ? e[i].at_us : now_us();
 		const char *detail = PQgetvalue(r, 0, (int)i + 1);
 		unsigned char h[GL_AUDIT_HASH_LEN];
-		char **cl = clean + i * 5;
+		char *cl[5], hx[2 * GL_AUDIT_HASH_LEN + 1];
 
 		cl[0] = clean_dup(e[i].actor ? e[i].actor : "system");
 		cl[1] = clean_dup(e[i].source_addr);
@@ -302,47 +309,36 @@ static int append_locked(PGconn *c, const struct gl_audit_entry *e, size_t n, co
 		gl_strbuf_reset(&canon);
 		gl_audit_canonical(&canon, seq, at, cl[0], cl[1], cl[2], cl[3], cl[4], detail);
 		gl_audit_hash(prev, canon.p, canon.len, h);
-		snprintf(num[i][0], sizeof num[i][0], "%lld", (long long)seq);
-		/* floor division: exact for any epoch, the database adds the µs back */
-		snprintf(num[i][1], sizeof num[i][1], "%lld", (long long)(at >= 0 ? at / 1000000 : -((-at + 999999) / 1000000)));
-		snprintf(num[i][2], sizeof num[i][2], "%lld", (long long)(at - (at >= 0 ? at / 1000000 : -((-at + 999999) / 1000000)) * 1000000));
-		hex[i][0][0] = '\\', hex[i][0][1] = 'x';
-		gl_audit_hex(prev, hex[i][0] + 2);
-		hex[i][1][0] = '\\', hex[i][1][1] = 'x';
-		gl_audit_hex(h, hex[i][1] + 2);
+		gl_strbuf_put_i64(&sql, seq);
+		gl_strbuf_putc(&sql, '\t');
+		put_copy_time_us(&sql, at);
+		for (size_t k = 0; k < 5; k++) {
+			gl_strbuf_putc(&sql, '\t');
+			if (cl[k])
+				gl_strbuf_put_copy_text(&sql, cl[k], strlen(cl[k]));
+			else
+				gl_strbuf_puts(&sql, "\\N");
+			free(cl[k]);
+		}
+		gl_strbuf_putc(&sql, '\t');
+		gl_strbuf_put_copy_text(&sql, detail, strlen(detail));
+		/* bytea hex input; its backslash is escaped for COPY */
+		gl_audit_hex(prev, hx);
+		gl_strbuf_printf(&sql, "\t\\\\x%s", hx);
+		gl_audit_hex(h, hx);
+		gl_strbuf_printf(&sql, "\t\\\\x%s\n", hx);
 		memcpy(prev, h, sizeof prev);
-		p[0] = num[i][0];
-		p[1] = num[i][1];
-		p[2] = num[i][2];
-		p[3] = cl[0];
-		p[4] = cl[1];
-		p[5] = cl[2];
-		p[6] = cl[3];
-		p[7] = cl[4];
-		p[8] = detail;
-		p[9] = hex[i][0];
-		p[10] = hex[i][1];
-		gl_strbuf_printf(&sql,
-				 "%s($%zu::bigint, to_timestamp($%zu::bigint) + $%zu::bigint * interval '1 microsecond',"
-				 " $%zu, $%zu, $%zu, $%zu, $%zu, $%zu::jsonb, $%zu::bytea, $%zu::bytea)",
-				 i ? ", " : "", i * NCOLS + 1, i * NCOLS + 2, i * NCOLS + 3, i * NCOLS + 4, i * NCOLS + 5,
-				 i * NCOLS + 6, i * NCOLS + 7, i * NCOLS + 8, i * NCOLS + 9, i * NCOLS + 10, i * NCOLS + 11);
 	}
-	/* the detail slots at the front of params served the first query only;
-	 * the rows overwrote them (details now come from its result) */
-	if ((rc = gl_db_query(c, gl_strbuf_cstr(&sql), (int)(n * NCOLS), params, NULL, err))) {
+	if ((rc = gl_db_copy_in(c,
+				"COPY audit_log (audit_id, at, actor, source_addr, action, object, outcome, detail,"
+				" prev_hash, hash) FROM STDIN",
+				sql.p, sql.len, err))) {
 		gl_err_prefix(err, "audit: insert: ");
 		goto out;
 	}
 	if (first_seq)
 		*first_seq = head.seq + 1;
 out:
-	if (clean)
-		for (size_t i = 0; i < n * 5; i++)
-			free(clean[i]);
-	free(clean);
-	free(num);
-	free(hex);
 	free(params);
 	PQclear(r);
 	gl_strbuf_fini(&sql);
