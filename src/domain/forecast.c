@@ -644,13 +644,27 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			w.fc[GL_FORECAST_MEDIAN_DAY] = f;
 		}
 	} else {
-		for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
-			double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
-			if (run_method(&w, m, f)) {
-				free(f);
-				continue;
+		for (;;) {
+			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+				double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
+				if (run_method(&w, m, f)) {
+					free(f);
+					continue;
+				}
+				w.fc[m] = f;
 			}
-			w.fc[m] = f;
+			/* a method asked for by name that needs more history than the
+			 * oldest origins have: drop those origins rather than refuse */
+			if (o->method == GL_FORECAST_AUTO || w.fc[o->method] || w.n_cv <= 1)
+				break;
+			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+				free(w.fc[m]);
+				w.fc[m] = NULL;
+			}
+			w.orig++;
+			w.norig--;
+			w.n_cv--;
+			n_cv--;
 		}
 		/* choose: lowest backtest MAE; strict comparisons in method order
 		 * keep the simpler method on ties, so a model never wins by not
