@@ -113,4 +113,40 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 		    struct gl_err *err) GL_MUSTCHECK;
 void gl_forecast_result_fini(struct gl_forecast_result *r);
 
+/* ---- saturation days ----
+ * Will a queue be saturated tomorrow (pending demand for at least an hour)?
+ * Day to day saturation is mostly persistence, and how the day ended says
+ * more than its total: the features of day d come from day d-1 (saturated
+ * or not, log pending minutes, log pending minutes of its last three hours
+ * and last hour) and the share of saturated days in the week before d. A
+ * logistic model on them, fitted on training days pooled over queues, gives
+ * p(saturated). */
+struct gl_forecast_satday {
+	double pending_minutes;       /* minutes of the day with pending demand */
+	double pending_minutes_last3h; /* of those, in the day's last 3 hours */
+	double pending_minutes_last1h; /* and in its last hour */
+};
+#define GL_FORECAST_SAT_NF 6
+#define GL_FORECAST_SAT_MINUTES 60 /* a saturated day: pending >= 60 minutes */
+
+/* Features of day d (>= 1) of days[]; only days before d are read. */
+void gl_forecast_sat_features(const struct gl_forecast_satday *days, size_t d, double x[GL_FORECAST_SAT_NF]);
+/* 1 when the day counts as saturated. */
+int gl_forecast_sat_label(const struct gl_forecast_satday *day);
+
+struct gl_forecast_satmodel {
+	double w[GL_FORECAST_SAT_NF];
+};
+/* Logistic regression by gradient descent (fixed steps, deterministic) on
+ * n rows of X (row-major, GL_FORECAST_SAT_NF each) and labels y (0/1).
+ * -GL_EINVAL when n is 0 or the labels are all alike (no model to fit). */
+int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forecast_satmodel *m,
+			struct gl_err *err) GL_MUSTCHECK;
+double gl_forecast_sat_prob(const struct gl_forecast_satmodel *m, const double x[GL_FORECAST_SAT_NF]);
+
+/* p(value > threshold) from a forecast's quantiles (lo95 .025, lo80 .1,
+ * point .5, hi80 .9, hi95 .975), linear between them: the probability of
+ * saturation of a day whose peak demand was forecast. */
+double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95);
+
 #endif

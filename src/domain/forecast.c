@@ -746,3 +746,74 @@ out:
 		gl_forecast_result_fini(r);
 	return rc;
 }
+
+/* ---- saturation days ---- */
+
+int gl_forecast_sat_label(const struct gl_forecast_satday *day)
+{
+	return day->pending_minutes >= GL_FORECAST_SAT_MINUTES;
+}
+
+void gl_forecast_sat_features(const struct gl_forecast_satday *days, size_t d, double x[GL_FORECAST_SAT_NF])
+{
+	const struct gl_forecast_satday *p = &days[d - 1];
+	int sat = 0, cnt = 0;
+	for (size_t j = 1; j <= 7 && j <= d; j++) {
+		sat += gl_forecast_sat_label(&days[d - j]);
+		cnt++;
+	}
+	/* scaled to about [0, 1] so one step size suits every weight */
+	x[0] = 1;
+	x[1] = gl_forecast_sat_label(p);
+	x[2] = log1p(p->pending_minutes) / 7;
+	x[3] = log1p(p->pending_minutes_last3h) / 5;
+	x[4] = cnt ? (double)sat / cnt : 0;
+	x[5] = log1p(p->pending_minutes_last1h) / 4;
+}
+
+double gl_forecast_sat_prob(const struct gl_forecast_satmodel *m, const double x[GL_FORECAST_SAT_NF])
+{
+	double z = 0;
+	for (int i = 0; i < GL_FORECAST_SAT_NF; i++)
+		z += m->w[i] * x[i];
+	return 1 / (1 + exp(-z));
+}
+
+int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forecast_satmodel *m,
+			struct gl_err *err)
+{
+	size_t pos = 0;
+	memset(m, 0, sizeof *m);
+	for (size_t i = 0; i < n; i++)
+		pos += y[i] != 0;
+	if (!n || !pos || pos == n)
+		return gl_err_set(err, GL_EINVAL, "saturation model: %zu days, %zu saturated: nothing to learn", n, pos);
+	for (int it = 0; it < 20000; it++) {
+		double g[GL_FORECAST_SAT_NF] = {0};
+		for (size_t i = 0; i < n; i++) {
+			const double *x = X + i * GL_FORECAST_SAT_NF;
+			double e = gl_forecast_sat_prob(m, x) - (y[i] ? 1 : 0);
+			for (int k = 0; k < GL_FORECAST_SAT_NF; k++)
+				g[k] += e * x[k];
+		}
+		for (int k = 0; k < GL_FORECAST_SAT_NF; k++)
+			m->w[k] -= 0.5 * g[k] / (double)n;
+	}
+	return 0;
+}
+
+double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95)
+{
+	const double v[5] = {lo95, lo80, point, hi80, hi95}, q[5] = {0.025, 0.1, 0.5, 0.9, 0.975};
+	if (hi95 <= lo95) /* a zero-width forecast is sure either way */
+		return threshold < point ? 1 : 0;
+	if (threshold < v[0])
+		return 1 - q[0] * (v[0] > 0 && threshold > 0 ? threshold / v[0] : 0); /* below the 2.5 % point */
+	for (int i = 0; i < 4; i++)
+		if (threshold < v[i + 1]) {
+			double span = v[i + 1] - v[i];
+			double cdf = q[i] + (span > 0 ? (threshold - v[i]) / span : 0) * (q[i + 1] - q[i]);
+			return 1 - cdf;
+		}
+	return 0; /* beyond the 97.5 % point: treated as out of reach */
+}
