@@ -34,12 +34,6 @@ int gl_forecast_method_parse(const char *name)
 
 /* ---- small numeric helpers ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Median of v[0..n) (n >= 1), reordering v; n is small (k <= a few dozen). */
 static double median_small(double *v, int n)
 {
@@ -53,19 +47,6 @@ static double median_small(double *v, int n)
 		v[j + 1] = x;
 	}
 	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Quantile of sorted s[0..n) with linear interpolation (R type 7). */
-static double quantile_sorted(const double *s, size_t n, double q)
-{
-	if (n == 0)
-		return 0;
-	double pos = q * (double)(n - 1);
-	size_t i = (size_t)pos;
-	if (i + 1 >= n)
-		return s[n - 1];
-	double frac = pos - (double)i;
-	return s[i] + frac * (s[i + 1] - s[i]);
 }
 
 static double pinball(double q, double y, double f)
@@ -153,6 +134,37 @@ static int is_weekend(const struct fc_ctx *c, long t)
 	return ((t / c->pd + c->wd0) % 7) >= 5;
 }
 
+/* The k-th smallest of v[0..n) (Hoare's selection); leaves v partitioned
+ * around it, smaller ones first. */
+static double select_kth(double *v, int n, int k)
+{
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		double pivot = v[lo + (hi - lo) / 2];
+		int i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				double t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[k];
+}
+
 /* Pooled median for slot t from x[0..o): slots t - j*pd + d for j in 1..k,
  * |d| <= w, of the same day type when the weekday is known. Bursty demand
  * has a noisy median per slot; pooling neighbours steadies it. */
@@ -171,8 +183,15 @@ static double pool_median(const double *x, size_t o, long t, const struct fc_ctx
 		}
 	if (!cnt)
 		return NAN;
-	qsort(v, (size_t)cnt, sizeof(double), cmp_double);
-	return cnt % 2 ? v[cnt / 2] : 0.5 * (v[cnt / 2 - 1] + v[cnt / 2]);
+	double hi = select_kth(v, cnt, cnt / 2);
+	if (cnt % 2)
+		return hi;
+	/* the lower middle is the largest of the half below */
+	double lo = v[0];
+	for (int i = 1; i < cnt / 2; i++)
+		if (v[i] > lo)
+			lo = v[i];
+	return 0.5 * (lo + hi);
 }
 
 struct pool_par {
@@ -429,6 +448,23 @@ static double *impute(const double *y, size_t n, const struct fc_ctx *c)
 	return x;
 }
 
+/* Quantile of v[0..n) with linear interpolation (R type 7), by selection
+ * rather than sorting: O(n); v is reordered. */
+static double quantile_select(double *v, size_t n, double q)
+{
+	double pos = q * (double)(n - 1);
+	size_t i = (size_t)pos;
+	double a = select_kth(v, (int)n, (int)i);
+	if (i + 1 >= n)
+		return a;
+	/* the next order statistic is the smallest of those after i */
+	double b = v[i + 1];
+	for (size_t j = i + 2; j < n; j++)
+		if (v[j] < b)
+			b = v[j];
+	return a + (pos - (double)i) * (b - a);
+}
+
 /* Interval offsets from the backtest errors of one method: additive
  * (y - f) or on the log scale (log1p y - log1p f), the latter fitting
  * bursty series whose errors grow with the level. */
@@ -475,9 +511,8 @@ static int iv_fit(const struct fc_work *w, const double *f, int logscale, int sk
 		memset(iv->q, 0, sizeof iv->q);
 		return -1;
 	}
-	qsort(buf, cnt, sizeof(double), cmp_double);
 	for (int i = 0; i < 4; i++)
-		iv->q[i] = quantile_sorted(buf, cnt, iv_levels[i]);
+		iv->q[i] = quantile_select(buf, cnt, iv_levels[i]);
 	return 0;
 }
 
@@ -506,6 +541,20 @@ static void cv_metrics(const struct fc_work *w, const double *f, int logscale, d
 		}
 	}
 	gl_forecast_metrics_compute(ya, fa, l8, h8, l9, h9, N, scale, m);
+	free(ya);
+}
+
+/* Point accuracy of a method over the backtest origins (no intervals:
+ * those are built for the chosen method only). */
+static void cv_point_metrics(const struct fc_work *w, const double *f, double scale, struct gl_forecast_metrics *m)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
+	double *ya = gl_xmalloc(sizeof(double) * (N ? N : 1));
+	for (size_t i = 0; i < N; i++) {
+		size_t t = w->orig[i / H] + i % H;
+		ya[i] = t < w->n ? w->x[t] : NAN;
+	}
+	gl_forecast_metrics_compute(ya, f, NULL, NULL, NULL, NULL, N, scale, m);
 	free(ya);
 }
 
@@ -720,7 +769,8 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 				r->cv.mase = r->cv.pinball80 = NAN;
 			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
 				if (w.fc[m])
-					cv_metrics(&w, w.fc[m], best_iv.logscale, r->scale, buf, &r->cv_method[m]);
+					cv_point_metrics(&w, w.fc[m], r->scale, &r->cv_method[m]);
+			r->cv_method[r->method] = r->cv;
 		} else {
 			gl_forecast_metrics_compute(NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &r->cv);
 			strncat(r->note, "; no backtest possible, zero-width intervals",
