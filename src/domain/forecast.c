@@ -194,6 +194,31 @@ static double pool_median(const double *x, size_t o, long t, const struct fc_ctx
 	return 0.5 * (lo + hi);
 }
 
+/* The pooled sample's own quantiles (.025 .1 .9 .975) as an interval for
+ * the pooled median: for bursty demand the spread of the same hour in the
+ * recent weeks is a sharper predictive distribution than errors pooled
+ * over all hours. */
+static double quantile_select(double *v, size_t n, double q);
+static int pool_bands(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v,
+		      double b[4])
+{
+	static const double lv[4] = {0.025, 0.1, 0.9, 0.975};
+	int cnt = 0, split = c->wd0 >= 0;
+	int we = split ? is_weekend(c, t) : 0;
+	for (int j = 1; j <= k; j++)
+		for (int d = -w; d <= w; d++) {
+			long i = t - (long)j * c->pd + d;
+			if (i < 0 || i >= (long)o || (split && is_weekend(c, i) != we))
+				continue;
+			v[cnt++] = x[i];
+		}
+	if (!cnt)
+		return -1;
+	for (int i = 0; i < 4; i++)
+		b[i] = quantile_select(v, (size_t)cnt, lv[i]);
+	return 0;
+}
+
 struct pool_par {
 	int k, w;
 };
@@ -331,6 +356,7 @@ static int hw_pass(const double *x, size_t start, const size_t *orig, int norig,
  * actuals (scored when choosing HW parameters). Returns -1 if m cannot run
  * at some origin. */
 struct fc_work {
+	int pool_k, pool_w; /* the pooled median's parameters chosen in CV */
 	const double *x;
 	size_t n;
 	const size_t *orig;
@@ -399,6 +425,8 @@ static int run_method(struct fc_work *w, int m, double *out)
 			double e = w->n_cv ? cv_abs_error(w, w->tmp) : 0;
 			if (e < best) {
 				best = e;
+				w->pool_k = k;
+				w->pool_w = wd;
 				memcpy(out, w->tmp, sizeof(double) * H * (size_t)w->norig);
 			}
 		}
@@ -542,6 +570,47 @@ static void cv_metrics(const struct fc_work *w, const double *f, int logscale, d
 	}
 	gl_forecast_metrics_compute(ya, fa, l8, h8, l9, h9, N, scale, m);
 	free(ya);
+}
+
+/* Puts the point inside its bands and the 80 % band inside the 95 % one;
+ * nothing below 0. b: lo95 lo80 hi80 hi95. */
+static void band_nest(double f, double b[4])
+{
+	for (int i = 0; i < 4; i++)
+		if (b[i] < 0)
+			b[i] = 0;
+	if (b[1] > f)
+		b[1] = f;
+	if (b[2] < f)
+		b[2] = f;
+	if (b[0] > b[1])
+		b[0] = b[1];
+	if (b[3] < b[2])
+		b[3] = b[2];
+}
+
+/* Backtest metrics of the pooled median with its pool-quantile bands. */
+static int pool_cv(const struct fc_work *w, const double *f, double scale, struct gl_forecast_metrics *m)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
+	double *ya = gl_xmalloc(sizeof(double) * (N ? N : 1) * 5), v[512];
+	double *l8 = ya + N, *h8 = l8 + N, *l9 = h8 + N, *h9 = l9 + N;
+	int rc = 0;
+	for (size_t i = 0; i < N && !rc; i++) {
+		size_t o = w->orig[i / H], t = o + i % H;
+		double b[4];
+		ya[i] = t < w->n ? w->x[t] : NAN;
+		if (pool_bands(w->x, o, (long)t, &w->c, w->pool_k, w->pool_w, v, b)) {
+			rc = -1;
+			break;
+		}
+		band_nest(f[i], b);
+		l9[i] = b[0], l8[i] = b[1], h8[i] = b[2], h9[i] = b[3];
+	}
+	if (!rc)
+		gl_forecast_metrics_compute(ya, f, l8, h8, l9, h9, N, scale, m);
+	free(ya);
+	return rc;
 }
 
 /* Point accuracy of a method over the backtest origins (no intervals:
@@ -750,7 +819,9 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 	{
 		const double *f = w.fc[r->method];
 		struct ivq best_iv = {0};
-		double best_pb = INFINITY;
+		struct gl_forecast_metrics mm_pool;
+		double best_pb = INFINITY, v[512];
+		int use_pool = 0;
 		if (f && n_cv >= 1) {
 			for (int ls = 0; ls < 2; ls++) {
 				struct ivq iv;
@@ -764,6 +835,11 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 					best_iv = iv;
 					r->cv = mm;
 				}
+			}
+			if (r->method == GL_FORECAST_MEDIAN_POOL && !r->fallback &&
+			    pool_cv(&w, f, r->scale > 0 ? r->scale : 1, &mm_pool) == 0 && mm_pool.pinball80 < best_pb) {
+				use_pool = 1;
+				r->cv = mm_pool;
 			}
 			if (r->scale <= 0)
 				r->cv.mase = r->cv.pinball80 = NAN;
@@ -781,6 +857,8 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			double p = r->point[h] > 0 ? r->point[h] : 0;
 			r->point[h] = p;
 			iv_apply(&best_iv, p, b);
+			if (use_pool && pool_bands(x, n, (long)(n + h), &w.c, w.pool_k, w.pool_w, v, b) == 0)
+				band_nest(p, b);
 			r->lo95[h] = b[0], r->lo80[h] = b[1], r->hi80[h] = b[2], r->hi95[h] = b[3];
 		}
 	}
