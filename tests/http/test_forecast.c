@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MAXJ 5000
@@ -131,6 +132,29 @@ static int setup(void **state)
 		return -1;
 	gl_test_out_fini(&o);
 	load_testbed();
+	/* a node inventory for capacity: one Kubernetes snapshot, in the past */
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube-nodes", "--cluster", "k8s", "--file",
+			gl_test_fixture("tests/fixtures/nodes/kube/t3_2026-11-01T18.json"), "--at", "2026-11-01T18:00:00Z",
+			NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	/* H100 demand on k8s above its 2 GPUs: 2 allocated and 1 pending, every
+	 * hour from 2026-10-20 to 2026-11-06 */
+	{
+		PGconn *c = PQconnectdb(g_dsn);
+		PGresult *r = PQexec(c, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
+					" gpu_milli, req_gpu_milli, gpu_type)"
+					" SELECT cluster_id, k, k, s, '2026-10-20T00:00:00Z', a::timestamptz, b::timestamptz, g, g,"
+					" 'NVIDIA-H100-80GB-HBM3' FROM clusters,"
+					" (VALUES ('pod:run', 'Succeeded', '2026-10-20T00:00:00Z', '2026-11-06T00:00:00Z', 2000),"
+					"         ('pod:wait', 'Pending', NULL, NULL, 1000)) v(k, s, a, b, g) WHERE name = 'k8s'");
+		int ok = PQresultStatus(r) == PGRES_COMMAND_OK && atoi(PQcmdTuples(r)) == 2;
+		PQclear(r);
+		PQfinish(c);
+		if (!ok)
+			return -1;
+	}
 	return gl_test_daemon_start(&g_d, g_dsn, NULL, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -400,12 +424,127 @@ static void test_cached_answer(void **state)
 	cJSON_Delete(b);
 }
 
+static void test_capacity_forecast_philly(void **state)
+{
+	(void)state;
+	/* no inventory for philly: capacity unknown, so no saturation figures;
+	 * the daily peak of hourly allocated + pending GPUs computed here */
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=philly&horizon=10&window=2017-10-01,2017-11-01",
+				    200);
+	cJSON *s, *ph = NULL;
+	assert_non_null(j);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		assert_string_equal(cJSON_GetObjectItem(s, "cluster")->valuestring, "philly");
+		if (!strcmp(cJSON_GetObjectItem(s, "gpu_model")->valuestring, "unknown"))
+			ph = s;
+	}
+	assert_non_null(ph);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(ph, "capacity_gpus")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(ph, "days_until_saturation_p50")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(ph, "days_until_saturation_p80")));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "days")), 10);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ph, "days"), 0), "date")->valuestring,
+			    "2017-11-01");
+	cJSON *d;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItem(ph, "days"))
+	{
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "p_saturation")));
+		assert_true(num(d, "peak_demand") >= 0);
+		assert_true(num(d, "lo80") <= num(d, "peak_demand") && num(d, "peak_demand") <= num(d, "hi80"));
+	}
+	cJSON *hist = cJSON_GetObjectItem(ph, "history");
+	assert_int_equal(cJSON_GetArraySize(hist), 31);
+	for (int day = 0; day < 31; day++) {
+		double peak = 0;
+		for (int hr = 0; hr < 24; hr++) {
+			long long h0 = PDAY0 + 86400LL * day + 3600LL * hr;
+			double v = 0;
+			for (int i = 0; i < g_n; i++)
+				v += (double)g_j[i].gpus *
+				     (double)(overlap(g_j[i].start, g_j[i].end, h0, h0 + 3600) +
+					      overlap(g_j[i].submit, g_j[i].start, h0, h0 + 3600)) /
+				     3600.0;
+			if (v > peak)
+				peak = v;
+		}
+		assert_true(fabs(num(cJSON_GetArrayItem(hist, day), "peak_demand") - peak) < 2e-3);
+	}
+	cJSON_Delete(j);
+}
+
+static void test_capacity_forecast_inventory(void **state)
+{
+	(void)state;
+	/* k8s: GPUs present from the snapshot on, no demand at all: saturation
+	 * is impossible (p 0, no day) and capacity is what /v1/capacity says
+	 * was available on the last day */
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=k8s&horizon=5&window=2026-10-20,2026-11-06",
+				    200);
+	cJSON *c = gl_test_get_json(g_d.port,
+				    "/v1/capacity?cluster=k8s&aggregate=gpu_model&window=2026-11-05,2026-11-06", 200);
+	cJSON *s;
+	int models = 0;
+	assert_non_null(j);
+	assert_non_null(c);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		const char *model = cJSON_GetObjectItem(s, "gpu_model")->valuestring;
+		double want = -1;
+		cJSON *it, *d;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(c, "rows"))
+			if (!strcmp(cJSON_GetObjectItem(it, "gpu_model")->valuestring, model))
+				want = (num(it, "reported_gpu_seconds") - num(it, "down_gpu_seconds") -
+					num(it, "planned_down_gpu_seconds")) /
+				       86400.0;
+		assert_true(want > 0);
+		assert_true(fabs(num(s, "capacity_gpus") - want) < 1e-3);
+		if (!strcasecmp(model, "NVIDIA-H100-80GB-HBM3")) {
+			/* 3 GPUs wanted every hour of every day against 2: saturated tomorrow, surely */
+			assert_true(fabs(want - 2) < 1e-9);
+			assert_int_equal(num(s, "days_until_saturation_p50"), 1);
+			assert_int_equal(num(s, "days_until_saturation_p80"), 1);
+			cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "days"))
+			{
+				assert_true(fabs(num(d, "peak_demand") - 3) < 1e-9);
+				assert_true(num(d, "p_saturation") == 1);
+			}
+			cJSON *h;
+			cJSON_ArrayForEach(h, cJSON_GetObjectItem(s, "history"))
+				assert_true(fabs(num(h, "peak_demand") - 3) < 1e-9);
+		} else {
+			/* no demand: saturation is impossible */
+			assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "days_until_saturation_p50")));
+			assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "days_until_saturation_p80")));
+			cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "days"))
+			{
+				assert_true(num(d, "peak_demand") == 0);
+				assert_true(num(d, "p_saturation") == 0);
+			}
+		}
+		models++;
+	}
+	assert_true(models >= 2);
+	cJSON_Delete(j);
+	cJSON_Delete(c);
+	/* bad parameters */
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?horizon=0", 400);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "horizon");
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?window=never", 400);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "window");
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_philly_vcs_daily),    cmocka_unit_test(test_team_is_the_sum),
 		cmocka_unit_test(test_testbed_cluster_hourly), cmocka_unit_test(test_demand_and_pending),
 		cmocka_unit_test(test_bad_parameters),      cmocka_unit_test(test_cached_answer),
+		cmocka_unit_test(test_capacity_forecast_philly), cmocka_unit_test(test_capacity_forecast_inventory),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
