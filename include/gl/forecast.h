@@ -41,6 +41,7 @@ enum gl_forecast_method {
 	GL_FORECAST_COMBO,       /* mean of MEDIAN_DAY, MEDIAN_WEEK and HW_LOG (those that run) */
 	GL_FORECAST_MEDIAN_POOL, /* median of the same slot +-w slots over the last k days of
 				  * the same day type (weekday or weekend); k, w chosen by CV */
+	GL_FORECAST_ENSEMBLE,    /* median of every other method's forecast (those that run) */
 	GL_FORECAST_METHOD_COUNT,
 	GL_FORECAST_AUTO = -1,
 };

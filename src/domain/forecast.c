@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const char *const method_names[GL_FORECAST_METHOD_COUNT] = {
-	"naive", "snaive_day", "snaive_week", "median_day", "median_week", "hw", "hw_log", "combo", "median_pool",
+	"naive", "snaive_day", "snaive_week", "median_day", "median_week", "hw", "hw_log", "combo", "median_pool", "ensemble",
 };
 
 const char *gl_forecast_method_name(int method)
@@ -129,11 +129,6 @@ static void ctx_init(struct fc_ctx *c, const struct gl_forecast_opts *o)
 	c->wd0 = o->first_weekday >= 0 && o->first_weekday < 7 && c->pd >= 1 && c->pw == 7 * c->pd ? o->first_weekday : -1;
 }
 
-static int is_weekend(const struct fc_ctx *c, long t)
-{
-	return ((t / c->pd + c->wd0) % 7) >= 5;
-}
-
 /* The k-th smallest of v[0..n) (Hoare's selection); leaves v partitioned
  * around it, smaller ones first. */
 static double select_kth(double *v, int n, int k)
@@ -165,22 +160,42 @@ static double select_kth(double *v, int n, int k)
 	return v[k];
 }
 
-/* Pooled median for slot t from x[0..o): slots t - j*pd + d for j in 1..k,
- * |d| <= w, of the same day type when the weekday is known. Bursty demand
- * has a noisy median per slot; pooling neighbours steadies it. */
-static double pool_median(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v)
+static int day_is_weekend(const struct fc_ctx *c, long day)
+{
+	return ((day % 7 + 7 + c->wd0) % 7) >= 5;
+}
+
+/* The pool for slot t from x[0..o): slots t - j*pd + d for j in 1..k,
+ * |d| <= w, of the same day type as t when the weekday is known, into v;
+ * returns how many. The day type is worked out once per day, not per slot
+ * (this loop is most of the cost of a fit). */
+static int pool_gather(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v)
 {
 	int cnt = 0, split = c->wd0 >= 0;
-	int we = split ? is_weekend(c, t) : 0;
-	for (int j = 1; j <= k; j++)
+	long pd = c->pd, day_t = t / pd, slot = t % pd;
+	int we = split ? day_is_weekend(c, day_t) : 0;
+	for (int j = 1; j <= k; j++) {
+		long day = day_t - j;
+		int same = !split || day_is_weekend(c, day) == we;
+		int prev_same = !split || day_is_weekend(c, day - 1) == we;
+		int next_same = !split || day_is_weekend(c, day + 1) == we;
 		for (int d = -w; d <= w; d++) {
-			long i = t - (long)j * c->pd + d;
+			long i = t - (long)j * pd + d, s = slot + d;
 			if (i < 0 || i >= (long)o)
 				continue;
-			if (split && is_weekend(c, i) != we)
+			if (!(s < 0 ? prev_same : s >= pd ? next_same : same))
 				continue;
 			v[cnt++] = x[i];
 		}
+	}
+	return cnt;
+}
+
+/* Pooled median for slot t (pool_gather). Bursty demand has a noisy median
+ * per slot; pooling neighbours steadies it. */
+static double pool_median(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v)
+{
+	int cnt = pool_gather(x, o, t, c, k, w, v);
 	if (!cnt)
 		return NAN;
 	double hi = select_kth(v, cnt, cnt / 2);
@@ -203,15 +218,7 @@ static int pool_bands(const double *x, size_t o, long t, const struct fc_ctx *c,
 		      double b[4])
 {
 	static const double lv[4] = {0.025, 0.1, 0.9, 0.975};
-	int cnt = 0, split = c->wd0 >= 0;
-	int we = split ? is_weekend(c, t) : 0;
-	for (int j = 1; j <= k; j++)
-		for (int d = -w; d <= w; d++) {
-			long i = t - (long)j * c->pd + d;
-			if (i < 0 || i >= (long)o || (split && is_weekend(c, i) != we))
-				continue;
-			v[cnt++] = x[i];
-		}
+	int cnt = pool_gather(x, o, t, c, k, w, v);
 	if (!cnt)
 		return -1;
 	for (int i = 0; i < 4; i++)
@@ -429,6 +436,24 @@ static int run_method(struct fc_work *w, int m, double *out)
 				w->pool_w = wd;
 				memcpy(out, w->tmp, sizeof(double) * H * (size_t)w->norig);
 			}
+		}
+		return 0;
+	}
+	if (m == GL_FORECAST_ENSEMBLE) {
+		/* the median forecast of all methods: robust when the backtest
+		 * has too few origins to tell the methods apart */
+		double v[GL_FORECAST_METHOD_COUNT];
+		int np = 0;
+		for (int j = 0; j < GL_FORECAST_ENSEMBLE; j++)
+			np += w->fc[j] != NULL;
+		if (np < 3)
+			return -1;
+		for (size_t i = 0; i < H * (size_t)w->norig; i++) {
+			int k = 0;
+			for (int j = 0; j < GL_FORECAST_ENSEMBLE; j++)
+				if (w->fc[j])
+					v[k++] = w->fc[j][i];
+			out[i] = median_small(v, k);
 		}
 		return 0;
 	}
