@@ -30,7 +30,7 @@
 /* The request as given (strings, so the daemon can recompute it). */
 struct fc_req {
 	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate) */
-	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128];
+	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[512];
 };
 
 struct fc_params {
@@ -43,6 +43,8 @@ struct fc_params {
 	const char *dims[GL_CB_MAX_DIMS];
 	size_t n_dims;
 	struct gl_window window;
+	struct gl_window excl[16]; /* holidays, maintenance: left out of fitting and scoring */
+	size_t n_excl;
 };
 
 /* Checks every parameter; on error names it in *param and says why in err. */
@@ -127,7 +129,29 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 			return gl_err_set(err, GL_EINVAL, "window: more than %d steps of one %s", FC_MAX_STEPS, q->step);
 		p->window = w;
 	}
+	*param = "exclude";
+	{
+		char buf[sizeof q->exclude], *sv = NULL;
+		snprintf(buf, sizeof buf, "%s", q->exclude);
+		for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) {
+			struct gl_err e = {0};
+			if (p->n_excl == GL_ARRAY_LEN(p->excl))
+				return gl_err_set(err, GL_EINVAL, "exclude: at most %zu windows", GL_ARRAY_LEN(p->excl));
+			if (gl_window_parse(t, now_s, &p->excl[p->n_excl], &e))
+				return gl_err_set(err, GL_EINVAL, "exclude: '%s': %s", t, e.msg);
+			p->n_excl++;
+		}
+	}
 	*param = NULL;
+	return 0;
+}
+
+/* 1 when step [a, b) overlaps an excluded window. */
+static int excluded(const struct fc_params *p, int64_t a, int64_t b)
+{
+	for (size_t i = 0; i < p->n_excl; i++)
+		if (p->excl[i].start_s < b && p->excl[i].end_s > a)
+			return 1;
 	return 0;
 }
 
@@ -153,6 +177,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 	struct gl_fcseries fs = {0};
 	size_t n_steps = 0;
 	cJSON *root = NULL, *arr;
+	double *fit_y = NULL;
 	int rc;
 
 	steps = gl_xcalloc(FC_MAX_STEPS, sizeof *steps);
@@ -178,7 +203,22 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 		o.horizon = p->horizon;
 		o.method = GL_FORECAST_AUTO;
 		o.first_weekday = (int)(((day0 + 3) % 7 + 7) % 7);
-		if ((rc = gl_forecast_fit(fs.s[i].v, n_steps, &o, &r, err))) {
+		/* excluded steps are missing to the forecaster (NaN: imputed for
+		 * fitting, never scored); history still shows what happened */
+		for (size_t k = 0; k < n_steps && p->n_excl; k++)
+			if (excluded(p, steps[k].start_s, steps[k].end_s)) {
+				if (!fit_y)
+					fit_y = gl_xmalloc(sizeof(double) * n_steps);
+				memcpy(fit_y, fs.s[i].v, sizeof(double) * n_steps);
+				break;
+			}
+		if (fit_y)
+			for (size_t k = 0; k < n_steps; k++)
+				fit_y[k] = excluded(p, steps[k].start_s, steps[k].end_s) ? NAN : fs.s[i].v[k];
+		rc = gl_forecast_fit(fit_y ? fit_y : fs.s[i].v, n_steps, &o, &r, err);
+		free(fit_y);
+		fit_y = NULL;
+		if (rc) {
 			cJSON_Delete(so);
 			goto out;
 		}
@@ -191,6 +231,8 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 			cJSON *h = cJSON_CreateObject();
 			gl_apijson_add_time(h, "t", steps[k].start_s);
 			cJSON_AddNumberToObject(h, "value", r4(fs.s[i].v[k]));
+			if (p->n_excl)
+				cJSON_AddBoolToObject(h, "excluded", excluded(p, steps[k].start_s, steps[k].end_s));
 			cJSON_AddItemToArray(hist, h);
 		}
 		fc = cJSON_AddArrayToObject(so, "forecast");
@@ -453,7 +495,7 @@ out:
 /* ---- the cache ---- */
 
 struct fc_ent {
-	char key[600];
+	char key[1200];
 	struct fc_req q;
 	char *body;
 	int64_t computed_s, used_s;
@@ -463,8 +505,8 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void req_key(const struct fc_req *q, char *buf, size_t n)
 {
-	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
-		 q->window);
+	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
+		 q->window, q->exclude);
 }
 
 /* A copy of a fresh cached body, or NULL. */
@@ -516,7 +558,7 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 	struct fc_params p;
 	struct gl_err err = {0};
 	const char *param = NULL;
-	char key[600], *body;
+	char key[1200], *body;
 	PGconn *c;
 	int rc;
 
@@ -526,6 +568,7 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 	copy_param(req, "step", "day", q.step, sizeof q.step);
 	copy_param(req, "horizon", "", q.horizon, sizeof q.horizon);
 	copy_param(req, "level", "", q.level, sizeof q.level);
+	copy_param(req, "exclude", "", q.exclude, sizeof q.exclude);
 	copy_param(req, "aggregate", "team", q.aggregate, sizeof q.aggregate);
 	copy_param(req, "window", !strcmp(q.step, "hour") ? "28d" : !strcmp(q.step, "week") ? "364d" : "91d", q.window,
 		   sizeof q.window);
@@ -553,7 +596,7 @@ int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp)
 	struct cap_params p;
 	struct gl_err err = {0};
 	const char *param = NULL;
-	char key[600], *body;
+	char key[1200], *body;
 	PGconn *c;
 	int rc;
 
@@ -591,7 +634,7 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 		struct cap_params cp;
 		struct gl_strbuf body = GL_STRBUF_INIT;
 		const char *param;
-		char key[600];
+		char key[1200];
 		int live;
 		pthread_mutex_lock(&cache_mu);
 		live = cache[i].body != NULL;

@@ -424,6 +424,37 @@ static void test_cached_answer(void **state)
 	cJSON_Delete(b);
 }
 
+static void test_excluded_days(void **state)
+{
+	(void)state;
+	/* a maintenance day and a holiday: marked in history, values unchanged */
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?aggregate=cluster&step=day&window=" PWIN
+				    "&exclude=2017-10-15;2017-11-01T00:00:00Z,2017-11-03T00:00:00Z",
+				    200);
+	cJSON *s = NULL, *it;
+	assert_non_null(j);
+	check_shape(j, PDAYS, 14, 86400);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "series"))
+		if (!strcmp(cJSON_GetObjectItem(it, "key")->valuestring, "philly"))
+			s = it;
+	assert_non_null(s);
+	for (int d = 0; d < PDAYS; d++) {
+		cJSON *h = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "history"), d);
+		long long d0 = PDAY0 + 86400LL * d, want = 0;
+		int ex = d == 14 || d == 31 || d == 32; /* Oct 15, Nov 1, Nov 2 */
+		assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(h, "excluded")), ex);
+		for (int i = 0; i < g_n; i++)
+			want += g_j[i].gpus * overlap(g_j[i].start, g_j[i].end, d0, d0 + 86400);
+		assert_true(fabs(num(h, "value") * 3600 - (double)want) <= 0.5);
+	}
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/forecast?exclude=2017-10-15;sometime", 400);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "exclude");
+	cJSON_Delete(j);
+}
+
 static void test_capacity_forecast_philly(void **state)
 {
 	(void)state;
@@ -545,6 +576,7 @@ int main(void)
 		cmocka_unit_test(test_testbed_cluster_hourly), cmocka_unit_test(test_demand_and_pending),
 		cmocka_unit_test(test_bad_parameters),      cmocka_unit_test(test_cached_answer),
 		cmocka_unit_test(test_capacity_forecast_philly), cmocka_unit_test(test_capacity_forecast_inventory),
+		cmocka_unit_test(test_excluded_days),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
