@@ -25,7 +25,7 @@ struct gl_cli_opt {
 	const char *name;
 	const char **value;
 };
-#define GL_CLI_MAX_OPTS 8
+#define GL_CLI_MAX_OPTS 12
 /* Parses the options of a subcommand whose options all take a value (argv[0]
  * is the subcommand; cmd names it in messages, "ingest sacct"). --help or -h
  * anywhere prints usage to stdout. Returns -1 when the command should go on,
@@ -57,6 +57,8 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_rates(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv);
+/* src/cli/forecast.c: `forecast backtest` */
+int gl_cli_forecast(struct gl_config *cfg, int argc, char **argv);
 /* src/cli/token.c, src/cli/audit.c */
 int gl_cli_token(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_audit(struct gl_config *cfg, int argc, char **argv);

@@ -28,6 +28,8 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format"},
 	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster"},
 	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format"},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude"},
+	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster"},
 	{NULL, NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -47,6 +47,7 @@ static const char usage_main[] =
 	"  ingest         one-shot ingest: ingest sacct --cluster NAME --file F\n"
 	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
 	"  rollup         rebuild stale daily aggregates (the daemon does it every minute)\n"
+	"  forecast       backtest the demand forecaster on a CSV time series\n"
 	"  token          create|list|revoke API tokens\n"
 	"  audit          verify|head|prune|harden the audit log\n"
 	"  check-config   validate the configuration file\n"
@@ -383,6 +384,8 @@ int main(int argc, char **argv)
 		rc = gl_cli_rollup(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rates"))
 		rc = gl_cli_rates(&cfg, argc, argv);
+	else if (!strcmp(cmd, "forecast"))
+		rc = gl_cli_forecast(&cfg, argc, argv);
 	else if (!strcmp(cmd, "serve"))
 		rc = cmd_serve(&cfg, argc, argv);
 	else if (!strcmp(cmd, "token"))

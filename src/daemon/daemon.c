@@ -57,6 +57,8 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
+	/* forecasts asked for recently are refitted on fresh data */
+	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
 	/* further sources register here */
 	*out = arr;
 	return n;

@@ -1,0 +1,49 @@
+/* gpuledger — the history series behind a forecast, read from the same
+ * accounting data as /v1/chargeback: allocated and busy GPU-hours and cost
+ * per step come from gl_acct_chargeback() itself (so a forecast's history is
+ * the chargeback figure for the same bucket, to the second); GPUs requested
+ * by submitted jobs and GPUs pending per step come from `jobs`.
+ *
+ * Ownership: gl_fcseries_query() fills a caller-zeroed struct gl_fcseries
+ * whose keys and values gl_fcseries_fini() frees.
+ */
+#ifndef GL_FCSERIES_H
+#define GL_FCSERIES_H
+
+#include "gl/common.h"
+#include "gl/filter.h"
+#include "gl/window.h"
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+enum gl_fcseries_metric {
+	GL_FCS_GPU_HOURS = 0, /* allocated GPU-hours in the step */
+	GL_FCS_BUSY_GPU_HOURS,  /* exporter-busy GPU-hours inside allocations */
+	GL_FCS_DEMAND_GPUS,     /* GPUs requested by jobs submitted in the step */
+	GL_FCS_PENDING_GPUS,    /* GPUs waiting in the queue, mean over the step */
+	GL_FCS_COST,            /* allocation cost in the step, currency units */
+	GL_FCS_METRIC_COUNT,
+};
+/* -1 for an unknown name. */
+int gl_fcseries_metric_parse(const char *name);
+const char *gl_fcseries_metric_name(int metric);
+
+struct gl_fcseries_one {
+	char *key;  /* the dimension values joined with '/', as chargeback's "name" */
+	double *v;  /* n_steps values */
+};
+
+struct gl_fcseries {
+	size_t n_steps;
+	struct gl_fcseries_one *s;
+	size_t n;
+};
+
+/* One series per key with any value in the steps, ordered by key. */
+int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+		      size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
+		      struct gl_err *err) GL_MUSTCHECK;
+void gl_fcseries_fini(struct gl_fcseries *f);
+
+#endif

@@ -1,0 +1,153 @@
+/* gpuledger — demand forecasting with its accuracy shown beside it (pure:
+ * no I/O, no clock, no libpq; the caller hands in the history).
+ *
+ * A series is an array of doubles at a fixed step (slots); slot 0 is aligned
+ * to the start of a day (and, for weekly seasonality, of a week) only in the
+ * sense that the seasonal phase is t mod period. NaN marks a missing or
+ * excluded slot (holiday, maintenance): it is imputed from the same slot a
+ * week (else a day) earlier for fitting and never scored.
+ *
+ * Methods: the baselines (naive, seasonal naive daily/weekly, median of the
+ * same slot over the last k days/weeks), Holt-Winters with additive daily +
+ * weekly seasonality on log(1+y) and on y, a combination (mean of the two
+ * medians and the log Holt-Winters) and a pooled median (same slot and its
+ * neighbours over the last weeks, weekdays and weekends apart). gl_forecast_fit() chooses per
+ * series by rolling-origin cross-validation on the series' own history
+ * (lowest MAE over the origins; a method that does not beat the best
+ * baseline there is never chosen, ties go to the simpler method) and builds
+ * the 80 % and 95 % intervals from the empirical quantiles of the chosen
+ * method's backtest errors, so the intervals nest and their coverage is what
+ * the backtest showed. Forecasts are never negative.
+ *
+ * Ownership: struct gl_forecast_result owns its arrays; release them with
+ * gl_forecast_result_fini() (safe on a zeroed or already-finished result).
+ * Inputs are borrowed and never modified.
+ */
+#ifndef GL_FORECAST_H
+#define GL_FORECAST_H
+
+#include "gl/common.h"
+
+#include <stddef.h>
+
+enum gl_forecast_method {
+	GL_FORECAST_NAIVE = 0,
+	GL_FORECAST_SNAIVE_DAY,
+	GL_FORECAST_SNAIVE_WEEK,
+	GL_FORECAST_MEDIAN_DAY,  /* median of the same slot over the last k_day days */
+	GL_FORECAST_MEDIAN_WEEK, /* median of the same slot over the last k_week weeks */
+	GL_FORECAST_HW,          /* Holt-Winters, additive daily + weekly seasons, on y */
+	GL_FORECAST_HW_LOG,      /* the same on log(1+y), for bursty series */
+	GL_FORECAST_COMBO,       /* mean of MEDIAN_DAY, MEDIAN_WEEK and HW_LOG (those that run) */
+	GL_FORECAST_MEDIAN_POOL, /* median of the same slot +-w slots over the last k days of
+				  * the same day type (weekday or weekend); k, w chosen by CV */
+	GL_FORECAST_ENSEMBLE,    /* median of every other method's forecast (those that run) */
+	GL_FORECAST_METHOD_COUNT,
+	GL_FORECAST_AUTO = -1,
+};
+/* The methods below this one are the baselines. */
+#define GL_FORECAST_FIRST_MODEL GL_FORECAST_HW
+
+/* "naive", "snaive_day", ... ; NULL for an unknown value. */
+const char *gl_forecast_method_name(int method);
+/* GL_FORECAST_AUTO for "auto", a method, or -2 for an unknown name. */
+int gl_forecast_method_parse(const char *name);
+
+struct gl_forecast_opts {
+	int slots_per_day;  /* 24 for hourly steps, 1 for daily and weekly steps */
+	int slots_per_week; /* 168 hourly, 7 daily, 1 weekly (no weekly season) */
+	int horizon;        /* slots ahead, >= 1 */
+	int origins;        /* rolling origins for cross-validation; 0: 28 */
+	int stride;         /* slots between origins; 0: min(horizon, slots_per_day) */
+	int method;         /* GL_FORECAST_AUTO or one method (then no selection) */
+	int k_day;          /* 0: 7 */
+	int k_week;         /* 0: 4 */
+	int first_weekday;  /* weekday of the day holding slot 0, 0 Monday .. 6 Sunday,
+			     * -1 unknown (no weekday/weekend split); slot 0 starts a day */
+};
+
+/* Point and interval accuracy over a set of (actual, forecast) pairs. */
+struct gl_forecast_metrics {
+	long n;            /* pairs scored (NaN actuals are skipped) */
+	double mae, rmse;
+	double mase;       /* MAE / scale (NaN when scale is 0) */
+	double wape;       /* sum |e| / sum |y| (fraction; NaN when sum |y| is 0) */
+	double smape;      /* mean 2|e| / (|y| + |f|), 0 when both are 0 (fraction) */
+	double coverage80, coverage95; /* fraction of actuals inside the interval */
+	double pinball80;  /* mean pinball loss of lo80 (q .1) and hi80 (q .9), / scale */
+};
+
+/* Metrics of forecast f against actual y over n slots. lo/hi arrays may be
+ * NULL (coverage and pinball are then NaN). scale: the MASE denominator. */
+void gl_forecast_metrics_compute(const double *y, const double *f, const double *lo80, const double *hi80,
+				 const double *lo95, const double *hi95, size_t n, double scale,
+				 struct gl_forecast_metrics *m);
+
+/* The MASE scale: mean |y[t] - y[t-lag]| over t in [lag, n) (NaN pairs
+ * skipped); 0 when there are none. For "scaled by the training-period
+ * daily seasonal-naive MAE", lag = slots_per_day. */
+double gl_forecast_mase_scale(const double *y, size_t n, int lag);
+
+/* Point forecast of one method from the first n slots of y: out[0..horizon)
+ * are slots n .. n+horizon-1. Returns 0, or -GL_EINVAL when the method
+ * cannot run on that much history (the message says why). */
+int gl_forecast_point(int method, const double *y, size_t n, const struct gl_forecast_opts *o, double *out,
+		      struct gl_err *err) GL_MUSTCHECK;
+
+struct gl_forecast_result {
+	int method;       /* the method used for the forecast */
+	int baseline;     /* the best baseline in cross-validation (-1: none ran) */
+	int fallback;     /* 1: short or sparse history, a documented simple method */
+	char note[200];   /* why this method (or why the fallback) */
+	int horizon;
+	double *point, *lo80, *hi80, *lo95, *hi95; /* horizon each */
+	int origins;      /* rolling origins scored */
+	double scale;     /* MASE scale over the history */
+	struct gl_forecast_metrics cv;                                /* the chosen method */
+	struct gl_forecast_metrics cv_method[GL_FORECAST_METHOD_COUNT]; /* n == 0: not run */
+};
+
+/* Fits on y[0..n) and forecasts opts->horizon slots ahead. History shorter
+ * than two weeks (or with fewer than two scorable origins) falls back to the
+ * median of the same slot over the days there are, and says so in note. */
+int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o, struct gl_forecast_result *r,
+		    struct gl_err *err) GL_MUSTCHECK;
+void gl_forecast_result_fini(struct gl_forecast_result *r);
+
+/* ---- saturation days ----
+ * Will a queue be saturated tomorrow (pending demand for at least an hour)?
+ * Day to day saturation is mostly persistence, and how the day ended says
+ * more than its total: the features of day d come from day d-1 (saturated
+ * or not, log pending minutes, log pending minutes of its last three hours
+ * and last hour) and the share of saturated days in the week before d. A
+ * logistic model on them, fitted on training days pooled over queues, gives
+ * p(saturated). */
+struct gl_forecast_satday {
+	double pending_minutes;       /* minutes of the day with pending demand */
+	double pending_minutes_last3h; /* of those, in the day's last 3 hours */
+	double pending_minutes_last1h; /* and in its last hour */
+};
+#define GL_FORECAST_SAT_NF 6
+#define GL_FORECAST_SAT_MINUTES 60 /* a saturated day: pending >= 60 minutes */
+
+/* Features of day d (>= 1) of days[]; only days before d are read. */
+void gl_forecast_sat_features(const struct gl_forecast_satday *days, size_t d, double x[GL_FORECAST_SAT_NF]);
+/* 1 when the day counts as saturated. */
+int gl_forecast_sat_label(const struct gl_forecast_satday *day);
+
+struct gl_forecast_satmodel {
+	double w[GL_FORECAST_SAT_NF];
+};
+/* Logistic regression by gradient descent (fixed steps, deterministic) on
+ * n rows of X (row-major, GL_FORECAST_SAT_NF each) and labels y (0/1).
+ * -GL_EINVAL when n is 0 or the labels are all alike (no model to fit). */
+int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forecast_satmodel *m,
+			struct gl_err *err) GL_MUSTCHECK;
+double gl_forecast_sat_prob(const struct gl_forecast_satmodel *m, const double x[GL_FORECAST_SAT_NF]);
+
+/* p(value > threshold) from a forecast's quantiles (lo95 .025, lo80 .1,
+ * point .5, hi80 .9, hi95 .975), linear between them: the probability of
+ * saturation of a day whose peak demand was forecast. */
+double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95);
+
+#endif

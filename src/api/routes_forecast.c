@@ -1,0 +1,667 @@
+/* /v1/forecast: demand forecasts per owner (or cluster, model...) with the
+ * accuracy each method had on the series' own history, from the same
+ * accounting data as /v1/chargeback. Answers come from a small cache of
+ * computed forecasts that the daemon's "forecast" source refreshes, so a
+ * dashboard asking again is served without refitting. */
+#include "gl/apijson.h"
+#include "gl/accounting.h"
+#include "gl/capacity.h"
+#include "gl/daemon.h"
+#include "gl/fcseries.h"
+#include "gl/forecast.h"
+#include "gl/routes.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define FC_MAX_STEPS 6000
+#define FC_CACHE_SLOTS 64
+#define FC_REFRESH_S 300     /* an answer older than this is recomputed */
+#define FC_KEEP_S (24 * 3600) /* the daemon keeps entries used within this warm */
+
+/* The request as given (strings, so the daemon can recompute it). */
+struct fc_req {
+	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate) */
+	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[512];
+};
+
+struct fc_params {
+	int metric;
+	enum gl_step step;
+	int64_t step_s;
+	int horizon;
+	int lv80, lv95;
+	char agg_buf[256];
+	const char *dims[GL_CB_MAX_DIMS];
+	size_t n_dims;
+	struct gl_window window;
+	struct gl_window excl[16]; /* holidays, maintenance: left out of fitting and scoring */
+	size_t n_excl;
+};
+
+/* Checks every parameter; on error names it in *param and says why in err. */
+static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_days, struct fc_params *p,
+		    const char **param, struct gl_err *err)
+{
+	char *save = NULL, *end;
+	long h;
+
+	memset(p, 0, sizeof *p);
+	*param = "metric";
+	if ((p->metric = gl_fcseries_metric_parse(q->metric)) < 0)
+		return gl_err_set(err, GL_EINVAL,
+				  "metric: '%s' is not gpu_hours, busy_gpu_hours, demand_gpus, pending_gpus or cost", q->metric);
+	*param = "step";
+	if (!strcmp(q->step, "hour"))
+		p->step = GL_STEP_HOUR, p->step_s = 3600;
+	else if (!strcmp(q->step, "day"))
+		p->step = GL_STEP_DAY, p->step_s = 86400;
+	else if (!strcmp(q->step, "week"))
+		p->step = GL_STEP_WEEK, p->step_s = 7 * 86400;
+	else
+		return gl_err_set(err, GL_EINVAL, "step: '%s' is not hour, day or week", q->step);
+	*param = "horizon";
+	{
+		/* a year ahead at most, at any step */
+		long max = p->step == GL_STEP_HOUR ? 24 * 14 : p->step == GL_STEP_DAY ? 366 : 53;
+		long def = p->step == GL_STEP_HOUR ? 24 : p->step == GL_STEP_DAY ? 14 : 12;
+		h = *q->horizon ? strtol(q->horizon, &end, 10) : def;
+		if ((*q->horizon && *end) || h < 1 || h > max)
+			return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..%ld steps of one %s", q->horizon, max,
+					  q->step);
+		p->horizon = (int)h;
+	}
+	*param = "level";
+	if (!*q->level || !strcmp(q->level, "80,95") || !strcmp(q->level, "95,80"))
+		p->lv80 = p->lv95 = 1;
+	else if (!strcmp(q->level, "80"))
+		p->lv80 = 1;
+	else if (!strcmp(q->level, "95"))
+		p->lv95 = 1;
+	else
+		return gl_err_set(err, GL_EINVAL, "level: '%s' is not 80, 95 or 80,95", q->level);
+	*param = "aggregate";
+	snprintf(p->agg_buf, sizeof p->agg_buf, "%s", q->aggregate);
+	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!gl_acct_dim_sql(t))
+			return gl_err_set(err, GL_EINVAL,
+					  "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
+					  "cluster, partition, qos, namespace, gpu_model)",
+					  t);
+		if (p->n_dims == GL_CB_MAX_DIMS)
+			return gl_err_set(err, GL_EINVAL, "aggregate: at most %d dimensions", GL_CB_MAX_DIMS);
+		for (size_t i = 0; i < p->n_dims; i++)
+			if (!strcmp(p->dims[i], t))
+				return gl_err_set(err, GL_EINVAL, "aggregate: '%s' given twice", t);
+		p->dims[p->n_dims++] = t;
+	}
+	if (!p->n_dims)
+		return gl_err_set(err, GL_EINVAL, "aggregate: empty");
+	*param = "window";
+	{
+		struct gl_err e = {0};
+		struct gl_window w;
+		int64_t align = p->step == GL_STEP_WEEK ? 7 * 86400 : 86400;
+		/* weeks start on Monday; 1970-01-01 was a Thursday */
+		int64_t off = p->step == GL_STEP_WEEK ? 4 * 86400 : 0;
+		if (gl_window_parse(q->window, now_s, &w, &e))
+			return gl_err_set(err, GL_EINVAL, "window: %s", e.msg);
+		if (w.end_s - w.start_s > max_window_days * 86400)
+			return gl_err_set(err, GL_EINVAL, "window: longer than api.max_window_days (%lld days)",
+					  (long long)max_window_days);
+		/* whole steps only, the first starting a day (a week), the last
+		 * ended by now: a partial step would look like a drop in demand */
+		if (w.end_s > now_s)
+			w.end_s = now_s;
+		w.start_s = (w.start_s - off) / align * align + off - ((w.start_s - off) % align < 0 ? align : 0);
+		w.end_s = w.start_s + (w.end_s - w.start_s) / p->step_s * p->step_s;
+		if (w.end_s <= w.start_s)
+			return gl_err_set(err, GL_EINVAL, "window: holds no complete %s before now", q->step);
+		if ((w.end_s - w.start_s) / p->step_s > FC_MAX_STEPS)
+			return gl_err_set(err, GL_EINVAL, "window: more than %d steps of one %s", FC_MAX_STEPS, q->step);
+		p->window = w;
+	}
+	*param = "exclude";
+	{
+		char buf[sizeof q->exclude], *sv = NULL;
+		snprintf(buf, sizeof buf, "%s", q->exclude);
+		for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) {
+			struct gl_err e = {0};
+			if (p->n_excl == GL_ARRAY_LEN(p->excl))
+				return gl_err_set(err, GL_EINVAL, "exclude: at most %zu windows", GL_ARRAY_LEN(p->excl));
+			if (gl_window_parse(t, now_s, &p->excl[p->n_excl], &e))
+				return gl_err_set(err, GL_EINVAL, "exclude: '%s': %s", t, e.msg);
+			p->n_excl++;
+		}
+	}
+	*param = NULL;
+	return 0;
+}
+
+/* 1 when step [a, b) overlaps an excluded window. */
+static int excluded(const struct fc_params *p, int64_t a, int64_t b)
+{
+	for (size_t i = 0; i < p->n_excl; i++)
+		if (p->excl[i].start_s < b && p->excl[i].end_s > a)
+			return 1;
+	return 0;
+}
+
+static void add_num_or_null(cJSON *o, const char *k, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+/* Rounded for the wire: values are GPU-hours, GPUs or money. */
+static double r4(double v)
+{
+	return round(v * 10000) / 10000;
+}
+
+/* Computes the whole answer into body. */
+static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
+		      struct gl_strbuf *body, struct gl_err *err)
+{
+	struct gl_window *steps = NULL;
+	struct gl_fcseries fs = {0};
+	size_t n_steps = 0;
+	cJSON *root = NULL, *arr;
+	double *fit_y = NULL;
+	int rc;
+
+	steps = gl_xcalloc(FC_MAX_STEPS, sizeof *steps);
+	if ((rc = gl_window_split(&p->window, p->step, steps, FC_MAX_STEPS, &n_steps, err)))
+		goto out;
+	if ((rc = gl_fcseries_query(c, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)))
+		goto out;
+	root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "metric", gl_fcseries_metric_name(p->metric));
+	cJSON_AddStringToObject(root, "step", q->step);
+	cJSON_AddStringToObject(root, "aggregate", q->aggregate);
+	gl_apijson_add_window(root, "window", &p->window);
+	cJSON_AddNumberToObject(root, "horizon", p->horizon);
+	gl_apijson_add_time(root, "computed_at", now_s);
+	arr = cJSON_AddArrayToObject(root, "series");
+	for (size_t i = 0; i < fs.n; i++) {
+		struct gl_forecast_opts o = {0};
+		struct gl_forecast_result r;
+		cJSON *so = cJSON_CreateObject(), *hist, *fc, *acc;
+		int64_t day0 = p->window.start_s / 86400;
+		o.slots_per_day = p->step == GL_STEP_HOUR ? 24 : 1;
+		o.slots_per_week = p->step == GL_STEP_HOUR ? 168 : p->step == GL_STEP_DAY ? 7 : 1;
+		o.horizon = p->horizon;
+		o.method = GL_FORECAST_AUTO;
+		o.first_weekday = (int)(((day0 + 3) % 7 + 7) % 7);
+		/* excluded steps are missing to the forecaster (NaN: imputed for
+		 * fitting, never scored); history still shows what happened */
+		for (size_t k = 0; k < n_steps && p->n_excl; k++)
+			if (excluded(p, steps[k].start_s, steps[k].end_s)) {
+				if (!fit_y)
+					fit_y = gl_xmalloc(sizeof(double) * n_steps);
+				memcpy(fit_y, fs.s[i].v, sizeof(double) * n_steps);
+				break;
+			}
+		if (fit_y)
+			for (size_t k = 0; k < n_steps; k++)
+				fit_y[k] = excluded(p, steps[k].start_s, steps[k].end_s) ? NAN : fs.s[i].v[k];
+		rc = gl_forecast_fit(fit_y ? fit_y : fs.s[i].v, n_steps, &o, &r, err);
+		free(fit_y);
+		fit_y = NULL;
+		if (rc) {
+			cJSON_Delete(so);
+			goto out;
+		}
+		cJSON_AddStringToObject(so, "key", fs.s[i].key);
+		cJSON_AddStringToObject(so, "method", gl_forecast_method_name(r.method));
+		cJSON_AddBoolToObject(so, "fallback", r.fallback);
+		cJSON_AddStringToObject(so, "note", r.note);
+		hist = cJSON_AddArrayToObject(so, "history");
+		for (size_t k = 0; k < n_steps; k++) {
+			cJSON *h = cJSON_CreateObject();
+			gl_apijson_add_time(h, "t", steps[k].start_s);
+			cJSON_AddNumberToObject(h, "value", r4(fs.s[i].v[k]));
+			if (p->n_excl)
+				cJSON_AddBoolToObject(h, "excluded", excluded(p, steps[k].start_s, steps[k].end_s));
+			cJSON_AddItemToArray(hist, h);
+		}
+		fc = cJSON_AddArrayToObject(so, "forecast");
+		for (int k = 0; k < p->horizon; k++) {
+			cJSON *f = cJSON_CreateObject();
+			gl_apijson_add_time(f, "t", p->window.end_s + (int64_t)k * p->step_s);
+			cJSON_AddNumberToObject(f, "value", r4(r.point[k]));
+			add_num_or_null(f, "lo80", p->lv80 ? r4(r.lo80[k]) : NAN);
+			add_num_or_null(f, "hi80", p->lv80 ? r4(r.hi80[k]) : NAN);
+			add_num_or_null(f, "lo95", p->lv95 ? r4(r.lo95[k]) : NAN);
+			add_num_or_null(f, "hi95", p->lv95 ? r4(r.hi95[k]) : NAN);
+			cJSON_AddItemToArray(fc, f);
+		}
+		acc = cJSON_AddObjectToObject(so, "accuracy");
+		add_num_or_null(acc, "mase", r.cv.mase);
+		add_num_or_null(acc, "wape", r.cv.wape);
+		add_num_or_null(acc, "coverage80", r.cv.coverage80);
+		add_num_or_null(acc, "coverage95", r.cv.coverage95);
+		cJSON_AddNumberToObject(acc, "origins", r.origins);
+		add_num_or_null(acc, "baseline_mase",
+				r.baseline >= 0 && r.scale > 0 ? r.cv_method[r.baseline].mae / r.scale : NAN);
+		if (r.baseline >= 0)
+			cJSON_AddStringToObject(acc, "baseline", gl_forecast_method_name(r.baseline));
+		else
+			cJSON_AddNullToObject(acc, "baseline");
+		cJSON_AddItemToArray(arr, so);
+		gl_forecast_result_fini(&r);
+	}
+	{
+		char *s = cJSON_PrintUnformatted(root);
+		if (!s)
+			gl_oom(0);
+		gl_strbuf_puts(body, s);
+		gl_strbuf_putc(body, '\n');
+		cJSON_free(s);
+	}
+out:
+	cJSON_Delete(root);
+	gl_fcseries_fini(&fs);
+	free(steps);
+	return rc;
+}
+
+
+/* ---- /v1/capacity/forecast ---- */
+
+struct cap_params {
+	int horizon;
+	const char *cluster; /* NULL: all */
+	struct gl_window window; /* whole days */
+};
+
+static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_days, struct cap_params *p,
+		     const char **param, struct gl_err *err)
+{
+	struct gl_err e = {0};
+	char *end;
+	long h;
+	memset(p, 0, sizeof *p);
+	*param = "horizon";
+	h = *q->horizon ? strtol(q->horizon, &end, 10) : 30;
+	if ((*q->horizon && *end) || h < 1 || h > 366)
+		return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..366 days", q->horizon);
+	p->horizon = (int)h;
+	p->cluster = *q->aggregate ? q->aggregate : NULL;
+	*param = "window";
+	if (gl_window_parse(q->window, now_s, &p->window, &e))
+		return gl_err_set(err, GL_EINVAL, "window: %s", e.msg);
+	if (p->window.end_s - p->window.start_s > max_window_days * 86400)
+		return gl_err_set(err, GL_EINVAL, "window: longer than api.max_window_days (%lld days)",
+				  (long long)max_window_days);
+	if (p->window.end_s > now_s)
+		p->window.end_s = now_s;
+	p->window.start_s = p->window.start_s / 86400 * 86400 - (p->window.start_s % 86400 < 0 ? 86400 : 0);
+	p->window.end_s = p->window.start_s + (p->window.end_s - p->window.start_s) / 86400 * 86400;
+	if (p->window.end_s <= p->window.start_s)
+		return gl_err_set(err, GL_EINVAL, "window: holds no complete day before now");
+	if ((p->window.end_s - p->window.start_s) / 3600 > FC_MAX_STEPS)
+		return gl_err_set(err, GL_EINVAL, "window: more than %d hours", FC_MAX_STEPS);
+	*param = NULL;
+	return 0;
+}
+
+struct cap_key {
+	char cluster[128], model[128];
+	double *peak;       /* daily peak of allocated + pending GPUs */
+	double capacity;    /* GPUs available on the last day; NAN unknown */
+};
+
+static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *cluster, const char *model, size_t ndays)
+{
+	for (size_t i = 0; i < *n; i++)
+		/* jobs carry the model lowercased (as chargeback does), inventories as reported */
+		if (!strcmp((*arr)[i].cluster, cluster) && !strcasecmp((*arr)[i].model, model))
+			return &(*arr)[i];
+	*arr = gl_xrealloc(*arr, sizeof **arr * (*n + 1));
+	struct cap_key *k = &(*arr)[(*n)++];
+	memset(k, 0, sizeof *k);
+	snprintf(k->cluster, sizeof k->cluster, "%s", cluster);
+	snprintf(k->model, sizeof k->model, "%s", model);
+	k->peak = gl_xcalloc(ndays, sizeof(double));
+	k->capacity = NAN;
+	return k;
+}
+
+/* Peak demand per cluster/model and day (hourly allocated + pending GPUs,
+ * the day's maximum), forecast by day, against the GPUs available on the
+ * last whole day (present less down and planned down: docs/capacity.md). */
+static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_req *q, int64_t now_s,
+		       struct gl_strbuf *body, struct gl_err *err)
+{
+	size_t nh = (size_t)((p->window.end_s - p->window.start_s) / 3600), nd = nh / 24, nk = 0, ncap = 0;
+	struct gl_window *hours = gl_xcalloc(nh, sizeof *hours), last_day;
+	struct gl_fcseries alloc = {0}, pend = {0};
+	struct gl_cap_row *caps = NULL;
+	struct cap_key *keys = NULL;
+	const char *dims[2] = {"cluster", "gpu_model"};
+	cJSON *root = NULL, *arr;
+	int rc;
+	(void)q;
+
+	for (size_t i = 0; i < nh; i++)
+		hours[i] = (struct gl_window){p->window.start_s + 3600 * (int64_t)i, p->window.start_s + 3600 * (int64_t)(i + 1)};
+	last_day = (struct gl_window){p->window.end_s - 86400, p->window.end_s};
+	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
+	    (rc = gl_fcseries_query(c, GL_FCS_PENDING_GPUS, hours, nh, dims, 2, NULL, now_s, &pend, err)) ||
+	    (rc = gl_capacity_query(c, &last_day, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
+		goto out;
+	for (int which = 0; which < 2; which++) {
+		const struct gl_fcseries *fs = which ? &pend : &alloc;
+		for (size_t i = 0; i < fs->n; i++) {
+			char cl[128];
+			const char *slash = strchr(fs->s[i].key, '/');
+			snprintf(cl, sizeof cl, "%.*s", slash ? (int)(slash - fs->s[i].key) : 0, fs->s[i].key);
+			if (!slash || (p->cluster && strcmp(cl, p->cluster)))
+				continue;
+			cap_find(&keys, &nk, cl, slash + 1, nd);
+		}
+	}
+	for (size_t i = 0; i < ncap; i++) {
+		const struct gl_cap_row *r = &caps[i];
+		struct cap_key *k = cap_find(&keys, &nk, r->cluster, r->key[0] ? r->key : "unknown", nd);
+		/* the inventory's spelling of the model wins */
+		snprintf(k->model, sizeof k->model, "%s", r->key[0] ? r->key : "unknown");
+		int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
+		/* nothing reported: no inventory for it, capacity unknown (not 0) */
+		if (r->reported_gpu_seconds > 0)
+			k->capacity = (double)(avail > 0 ? avail : 0) / 86400.0;
+	}
+	/* hourly demand: allocated (GPU-hours in an hour = mean GPUs) + pending */
+	for (size_t i = 0; i < nk; i++) {
+		char key[300];
+		const double *a = NULL, *pd = NULL;
+		snprintf(key, sizeof key, "%s/%s", keys[i].cluster, keys[i].model);
+		for (size_t j = 0; j < alloc.n; j++)
+			if (!strcasecmp(alloc.s[j].key, key))
+				a = alloc.s[j].v;
+		for (size_t j = 0; j < pend.n; j++)
+			if (!strcasecmp(pend.s[j].key, key))
+				pd = pend.s[j].v;
+		for (size_t h = 0; h < nd * 24; h++) {
+			double v = (a ? a[h] : 0) + (pd ? pd[h] : 0);
+			if (v > keys[i].peak[h / 24])
+				keys[i].peak[h / 24] = v;
+		}
+	}
+	root = cJSON_CreateObject();
+	gl_apijson_add_window(root, "window", &p->window);
+	cJSON_AddNumberToObject(root, "horizon", p->horizon);
+	gl_apijson_add_time(root, "computed_at", now_s);
+	arr = cJSON_AddArrayToObject(root, "series");
+	for (size_t i = 0; i < nk; i++) {
+		struct gl_forecast_opts o = {0};
+		struct gl_forecast_result r;
+		cJSON *so = cJSON_CreateObject(), *days, *hist;
+		int d50 = -1, d80 = -1;
+		int64_t day0 = p->window.start_s / 86400;
+		o.slots_per_day = 1;
+		o.slots_per_week = 7;
+		o.horizon = p->horizon;
+		o.method = GL_FORECAST_AUTO;
+		o.first_weekday = (int)(((day0 + 3) % 7 + 7) % 7);
+		if ((rc = gl_forecast_fit(keys[i].peak, nd, &o, &r, err))) {
+			cJSON_Delete(so);
+			goto out;
+		}
+		cJSON_AddStringToObject(so, "cluster", keys[i].cluster);
+		cJSON_AddStringToObject(so, "gpu_model", keys[i].model);
+		add_num_or_null(so, "capacity_gpus", isfinite(keys[i].capacity) ? r4(keys[i].capacity) : NAN);
+		cJSON_AddStringToObject(so, "method", gl_forecast_method_name(r.method));
+		cJSON_AddBoolToObject(so, "fallback", r.fallback);
+		cJSON_AddStringToObject(so, "note", r.note);
+		days = cJSON_CreateArray();
+		for (int k = 0; k < p->horizon; k++) {
+			cJSON *d = cJSON_CreateObject();
+			char date[32];
+			double ps = NAN;
+			gl_time_format(p->window.end_s + 86400 * (int64_t)k, date, sizeof date);
+			date[10] = '\0';
+			cJSON_AddStringToObject(d, "date", date);
+			cJSON_AddNumberToObject(d, "peak_demand", r4(r.point[k]));
+			cJSON_AddNumberToObject(d, "lo80", r4(r.lo80[k]));
+			cJSON_AddNumberToObject(d, "hi80", r4(r.hi80[k]));
+			if (isfinite(keys[i].capacity)) {
+				/* saturated: demand at or above what is available */
+				ps = gl_forecast_prob_above(keys[i].capacity - 1e-9, r.lo95[k], r.lo80[k], r.point[k],
+							    r.hi80[k], r.hi95[k]);
+				if (d50 < 0 && ps >= 0.5)
+					d50 = k + 1;
+				if (d80 < 0 && ps >= 0.8)
+					d80 = k + 1;
+			}
+			add_num_or_null(d, "p_saturation", isfinite(ps) ? round(ps * 1000) / 1000 : NAN);
+			cJSON_AddItemToArray(days, d);
+		}
+		add_num_or_null(so, "days_until_saturation_p50", d50 > 0 ? d50 : NAN);
+		add_num_or_null(so, "days_until_saturation_p80", d80 > 0 ? d80 : NAN);
+		cJSON_AddItemToObject(so, "days", days);
+		hist = cJSON_AddArrayToObject(so, "history");
+		for (size_t k = 0; k < nd; k++) {
+			cJSON *h = cJSON_CreateObject();
+			char date[32];
+			gl_time_format(p->window.start_s + 86400 * (int64_t)k, date, sizeof date);
+			date[10] = '\0';
+			cJSON_AddStringToObject(h, "date", date);
+			cJSON_AddNumberToObject(h, "peak_demand", r4(keys[i].peak[k]));
+			cJSON_AddItemToArray(hist, h);
+		}
+		{
+			cJSON *acc = cJSON_AddObjectToObject(so, "accuracy");
+			add_num_or_null(acc, "mase", r.cv.mase);
+			add_num_or_null(acc, "wape", r.cv.wape);
+			add_num_or_null(acc, "coverage80", r.cv.coverage80);
+			add_num_or_null(acc, "coverage95", r.cv.coverage95);
+			cJSON_AddNumberToObject(acc, "origins", r.origins);
+		}
+		cJSON_AddItemToArray(arr, so);
+		gl_forecast_result_fini(&r);
+	}
+	{
+		char *s = cJSON_PrintUnformatted(root);
+		if (!s)
+			gl_oom(0);
+		gl_strbuf_puts(body, s);
+		gl_strbuf_putc(body, '\n');
+		cJSON_free(s);
+	}
+out:
+	for (size_t i = 0; i < nk; i++)
+		free(keys[i].peak);
+	free(keys);
+	free(caps);
+	gl_fcseries_fini(&alloc);
+	gl_fcseries_fini(&pend);
+	cJSON_Delete(root);
+	free(hours);
+	return rc;
+}
+
+/* ---- the cache ---- */
+
+struct fc_ent {
+	char key[1200];
+	struct fc_req q;
+	char *body;
+	int64_t computed_s, used_s;
+};
+static struct fc_ent cache[FC_CACHE_SLOTS];
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void req_key(const struct fc_req *q, char *buf, size_t n)
+{
+	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
+		 q->window, q->exclude);
+}
+
+/* A copy of a fresh cached body, or NULL. */
+static char *cache_get(const char *key, int64_t now_s)
+{
+	char *out = NULL;
+	pthread_mutex_lock(&cache_mu);
+	for (int i = 0; i < FC_CACHE_SLOTS; i++)
+		if (cache[i].body && !strcmp(cache[i].key, key)) {
+			if (now_s - cache[i].computed_s < FC_REFRESH_S && now_s >= cache[i].computed_s)
+				out = gl_xstrdup(cache[i].body);
+			cache[i].used_s = now_s;
+			break;
+		}
+	pthread_mutex_unlock(&cache_mu);
+	return out;
+}
+
+static void cache_put(const struct fc_req *q, const char *key, const char *body, int64_t now_s, int touch)
+{
+	int slot = -1;
+	pthread_mutex_lock(&cache_mu);
+	for (int i = 0; i < FC_CACHE_SLOTS && slot < 0; i++)
+		if (cache[i].body && !strcmp(cache[i].key, key))
+			slot = i;
+	if (slot < 0) /* a free slot, else the least recently used */
+		for (int i = 0; i < FC_CACHE_SLOTS; i++)
+			if (slot < 0 || !cache[i].body || (cache[slot].body && cache[i].used_s < cache[slot].used_s))
+				slot = i;
+	free(cache[slot].body);
+	snprintf(cache[slot].key, sizeof cache[slot].key, "%s", key);
+	cache[slot].q = *q;
+	cache[slot].body = gl_xstrdup(body);
+	cache[slot].computed_s = now_s;
+	if (touch || !cache[slot].used_s)
+		cache[slot].used_s = now_s;
+	pthread_mutex_unlock(&cache_mu);
+}
+
+static void copy_param(struct gl_req *req, const char *name, const char *def, char *out, size_t n)
+{
+	const char *v = gl_req_param(req, name);
+	snprintf(out, n, "%s", v ? v : def);
+}
+
+int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
+{
+	struct fc_req q;
+	struct fc_params p;
+	struct gl_err err = {0};
+	const char *param = NULL;
+	char key[1200], *body;
+	PGconn *c;
+	int rc;
+
+	memset(&q, 0, sizeof q);
+	q.kind = 'f';
+	copy_param(req, "metric", "gpu_hours", q.metric, sizeof q.metric);
+	copy_param(req, "step", "day", q.step, sizeof q.step);
+	copy_param(req, "horizon", "", q.horizon, sizeof q.horizon);
+	copy_param(req, "level", "", q.level, sizeof q.level);
+	copy_param(req, "exclude", "", q.exclude, sizeof q.exclude);
+	copy_param(req, "aggregate", "team", q.aggregate, sizeof q.aggregate);
+	copy_param(req, "window", !strcmp(q.step, "hour") ? "28d" : !strcmp(q.step, "week") ? "364d" : "91d", q.window,
+		   sizeof q.window);
+	if (fc_parse(&q, req->now_s, req->cfg->api_max_window_days, &p, &param, &err))
+		return gl_resp_error(resp, GL_EINVAL, param, "%s", err.msg);
+	req_key(&q, key, sizeof key);
+	if ((body = cache_get(key, req->now_s))) {
+		gl_strbuf_puts(&resp->body, body);
+		free(body);
+		resp->content_type = "application/json";
+		return 0;
+	}
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = fc_compute(c, &p, &q, req->now_s, &resp->body, &err))) {
+		gl_strbuf_reset(&resp->body);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "forecast failed");
+	}
+	cache_put(&q, key, gl_strbuf_cstr(&resp->body), req->now_s, 1);
+	resp->content_type = "application/json";
+	return 0;
+}
+
+int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp)
+{
+	struct fc_req q;
+	struct cap_params p;
+	struct gl_err err = {0};
+	const char *param = NULL;
+	char key[1200], *body;
+	PGconn *c;
+	int rc;
+
+	memset(&q, 0, sizeof q);
+	q.kind = 'c';
+	copy_param(req, "horizon", "", q.horizon, sizeof q.horizon);
+	copy_param(req, "cluster", "", q.aggregate, sizeof q.aggregate);
+	copy_param(req, "window", "91d", q.window, sizeof q.window);
+	if (cap_parse(&q, req->now_s, req->cfg->api_max_window_days, &p, &param, &err))
+		return gl_resp_error(resp, GL_EINVAL, param, "%s", err.msg);
+	req_key(&q, key, sizeof key);
+	if ((body = cache_get(key, req->now_s))) {
+		gl_strbuf_puts(&resp->body, body);
+		free(body);
+		resp->content_type = "application/json";
+		return 0;
+	}
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = cap_compute(c, &p, &q, req->now_s, &resp->body, &err))) {
+		gl_strbuf_reset(&resp->body);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "capacity forecast failed");
+	}
+	cache_put(&q, key, gl_strbuf_cstr(&resp->body), req->now_s, 1);
+	resp->content_type = "application/json";
+	return 0;
+}
+
+int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			      size_t n, struct gl_err *err)
+{
+	int done = 0, dropped = 0, rc = 0;
+	(void)src;
+	for (int i = 0; i < FC_CACHE_SLOTS; i++) {
+		struct fc_req q;
+		struct fc_params p;
+		struct cap_params cp;
+		struct gl_strbuf body = GL_STRBUF_INIT;
+		const char *param;
+		char key[1200];
+		int live;
+		pthread_mutex_lock(&cache_mu);
+		live = cache[i].body != NULL;
+		if (live && now_s - cache[i].used_s > FC_KEEP_S) {
+			/* nobody asked for a day: stop refreshing it */
+			free(cache[i].body);
+			cache[i].body = NULL;
+			live = 0;
+			dropped++;
+		}
+		if (live)
+			q = cache[i].q;
+		pthread_mutex_unlock(&cache_mu);
+		if (!live)
+			continue;
+		if (q.kind == 'c' ? (rc = cap_parse(&q, now_s, cfg->api_max_window_days, &cp, &param, err)) ||
+					    (rc = cap_compute(c, &cp, &q, now_s, &body, err))
+				  : (rc = fc_parse(&q, now_s, cfg->api_max_window_days, &p, &param, err)) ||
+					    (rc = fc_compute(c, &p, &q, now_s, &body, err))) {
+			gl_strbuf_fini(&body);
+			break;
+		}
+		req_key(&q, key, sizeof key);
+		cache_put(&q, key, gl_strbuf_cstr(&body), now_s, 0);
+		gl_strbuf_fini(&body);
+		done++;
+	}
+	snprintf(summary, n, "%d forecasts refreshed, %d dropped", done, dropped);
+	return rc;
+}

@@ -1,0 +1,972 @@
+/* Demand forecasting (pure). See include/gl/forecast.h for the contract and
+ * docs/forecast.md for the methods and the measured accuracy. */
+#include "gl/forecast.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const method_names[GL_FORECAST_METHOD_COUNT] = {
+	"naive", "snaive_day", "snaive_week", "median_day", "median_week", "hw", "hw_log", "combo", "median_pool", "ensemble",
+};
+
+const char *gl_forecast_method_name(int method)
+{
+	if (method == GL_FORECAST_AUTO)
+		return "auto";
+	if (method < 0 || method >= GL_FORECAST_METHOD_COUNT)
+		return NULL;
+	return method_names[method];
+}
+
+int gl_forecast_method_parse(const char *name)
+{
+	if (!name)
+		return -2;
+	if (!strcmp(name, "auto"))
+		return GL_FORECAST_AUTO;
+	for (int i = 0; i < GL_FORECAST_METHOD_COUNT; i++)
+		if (!strcmp(name, method_names[i]))
+			return i;
+	return -2;
+}
+
+/* ---- small numeric helpers ---- */
+
+/* Median of v[0..n) (n >= 1), reordering v; n is small (k <= a few dozen). */
+static double median_small(double *v, int n)
+{
+	for (int i = 1; i < n; i++) {
+		double x = v[i];
+		int j = i - 1;
+		while (j >= 0 && v[j] > x) {
+			v[j + 1] = v[j];
+			j--;
+		}
+		v[j + 1] = x;
+	}
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double pinball(double q, double y, double f)
+{
+	return y >= f ? q * (y - f) : (1 - q) * (f - y);
+}
+
+double gl_forecast_mase_scale(const double *y, size_t n, int lag)
+{
+	double sum = 0;
+	size_t cnt = 0;
+	if (lag < 1)
+		lag = 1;
+	for (size_t t = (size_t)lag; t < n; t++) {
+		if (isnan(y[t]) || isnan(y[t - (size_t)lag]))
+			continue;
+		sum += fabs(y[t] - y[t - (size_t)lag]);
+		cnt++;
+	}
+	return cnt ? sum / (double)cnt : 0;
+}
+
+void gl_forecast_metrics_compute(const double *y, const double *f, const double *lo80, const double *hi80,
+				 const double *lo95, const double *hi95, size_t n, double scale,
+				 struct gl_forecast_metrics *m)
+{
+	double sae = 0, sse = 0, sy = 0, ssm = 0, pb = 0;
+	long cnt = 0, in80 = 0, in95 = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(y[i]))
+			continue;
+		double e = y[i] - f[i];
+		sae += fabs(e);
+		sse += e * e;
+		sy += fabs(y[i]);
+		double d = fabs(y[i]) + fabs(f[i]);
+		ssm += d > 0 ? 2 * fabs(e) / d : 0;
+		if (lo80 && hi80) {
+			in80 += y[i] >= lo80[i] && y[i] <= hi80[i];
+			pb += 0.5 * (pinball(0.1, y[i], lo80[i]) + pinball(0.9, y[i], hi80[i]));
+		}
+		if (lo95 && hi95)
+			in95 += y[i] >= lo95[i] && y[i] <= hi95[i];
+		cnt++;
+	}
+	memset(m, 0, sizeof *m);
+	m->n = cnt;
+	if (!cnt) {
+		m->mae = m->rmse = m->mase = m->wape = m->smape = NAN;
+		m->coverage80 = m->coverage95 = m->pinball80 = NAN;
+		return;
+	}
+	m->mae = sae / (double)cnt;
+	m->rmse = sqrt(sse / (double)cnt);
+	m->mase = scale > 0 ? m->mae / scale : NAN;
+	m->wape = sy > 0 ? sae / sy : NAN;
+	m->smape = ssm / (double)cnt;
+	m->coverage80 = lo80 && hi80 ? (double)in80 / (double)cnt : NAN;
+	m->coverage95 = lo95 && hi95 ? (double)in95 / (double)cnt : NAN;
+	m->pinball80 = lo80 && hi80 && scale > 0 ? pb / (double)cnt / scale : NAN;
+}
+
+/* ---- the methods ---- */
+
+struct fc_ctx {
+	int pd, pw, h, kd, kw, wd0;
+};
+
+static void ctx_init(struct fc_ctx *c, const struct gl_forecast_opts *o)
+{
+	c->pd = o->slots_per_day > 0 ? o->slots_per_day : 1;
+	c->pw = o->slots_per_week > 0 ? o->slots_per_week : c->pd;
+	c->h = o->horizon;
+	c->kd = o->k_day > 0 ? o->k_day : 7;
+	c->kw = o->k_week > 0 ? o->k_week : 4;
+	if (c->kd > 64)
+		c->kd = 64;
+	if (c->kw > 64)
+		c->kw = 64;
+	c->wd0 = o->first_weekday >= 0 && o->first_weekday < 7 && c->pd >= 1 && c->pw == 7 * c->pd ? o->first_weekday : -1;
+}
+
+/* The k-th smallest of v[0..n) (Hoare's selection); leaves v partitioned
+ * around it, smaller ones first. */
+static double select_kth(double *v, int n, int k)
+{
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		double pivot = v[lo + (hi - lo) / 2];
+		int i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				double t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return v[k];
+}
+
+static int day_is_weekend(const struct fc_ctx *c, long day)
+{
+	return ((day % 7 + 7 + c->wd0) % 7) >= 5;
+}
+
+/* The pool for slot t from x[0..o): slots t - j*pd + d for j in 1..k,
+ * |d| <= w, of the same day type as t when the weekday is known, into v;
+ * returns how many. The day type is worked out once per day, not per slot
+ * (this loop is most of the cost of a fit). */
+static int pool_gather(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v)
+{
+	int cnt = 0, split = c->wd0 >= 0;
+	long pd = c->pd, day_t = t / pd, slot = t % pd;
+	int we = split ? day_is_weekend(c, day_t) : 0;
+	for (int j = 1; j <= k; j++) {
+		long day = day_t - j;
+		int same = !split || day_is_weekend(c, day) == we;
+		int prev_same = !split || day_is_weekend(c, day - 1) == we;
+		int next_same = !split || day_is_weekend(c, day + 1) == we;
+		for (int d = -w; d <= w; d++) {
+			long i = t - (long)j * pd + d, s = slot + d;
+			if (i < 0 || i >= (long)o)
+				continue;
+			if (!(s < 0 ? prev_same : s >= pd ? next_same : same))
+				continue;
+			v[cnt++] = x[i];
+		}
+	}
+	return cnt;
+}
+
+/* Pooled median for slot t (pool_gather). Bursty demand has a noisy median
+ * per slot; pooling neighbours steadies it. */
+static double pool_median(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v)
+{
+	int cnt = pool_gather(x, o, t, c, k, w, v);
+	if (!cnt)
+		return NAN;
+	double hi = select_kth(v, cnt, cnt / 2);
+	if (cnt % 2)
+		return hi;
+	/* the lower middle is the largest of the half below */
+	double lo = v[0];
+	for (int i = 1; i < cnt / 2; i++)
+		if (v[i] > lo)
+			lo = v[i];
+	return 0.5 * (lo + hi);
+}
+
+/* The pooled sample's own quantiles (.025 .1 .9 .975) as an interval for
+ * the pooled median: for bursty demand the spread of the same hour in the
+ * recent weeks is a sharper predictive distribution than errors pooled
+ * over all hours. */
+static double quantile_select(double *v, size_t n, double q);
+static int pool_bands(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v,
+		      double b[4])
+{
+	static const double lv[4] = {0.025, 0.1, 0.9, 0.975};
+	int cnt = pool_gather(x, o, t, c, k, w, v);
+	if (!cnt)
+		return -1;
+	for (int i = 0; i < 4; i++)
+		b[i] = quantile_select(v, (size_t)cnt, lv[i]);
+	return 0;
+}
+
+struct pool_par {
+	int k, w;
+};
+static const struct pool_par pool_grid[] = {{28, 1}, {28, 2}, {42, 1}, {42, 2}};
+
+/* Same-slot value(s) for slot o+h from history x[0..o), period p: the k most
+ * recent slots t - j*p before o. Returns the median of them, or NAN when
+ * there are none. */
+static double same_slot_median(const double *x, size_t o, int h, int p, int k)
+{
+	double v[64];
+	int cnt = 0;
+	long t = (long)o + h;
+	long j = h / p + 1;
+	for (; cnt < k; j++) {
+		long i = t - j * (long)p;
+		if (i < 0)
+			break;
+		v[cnt++] = x[i];
+	}
+	return cnt ? median_small(v, cnt) : NAN;
+}
+
+/* A baseline at one origin; returns 0 or -1 when it cannot run there. */
+static int baseline_at(int m, const double *x, size_t o, const struct fc_ctx *c, double *out)
+{
+	if (o == 0)
+		return -1;
+	for (int h = 0; h < c->h; h++) {
+		double v;
+		switch (m) {
+		case GL_FORECAST_NAIVE: v = x[o - 1]; break;
+		case GL_FORECAST_SNAIVE_DAY: v = same_slot_median(x, o, h, c->pd, 1); break;
+		case GL_FORECAST_SNAIVE_WEEK: v = same_slot_median(x, o, h, c->pw, 1); break;
+		case GL_FORECAST_MEDIAN_DAY: v = same_slot_median(x, o, h, c->pd, c->kd); break;
+		case GL_FORECAST_MEDIAN_WEEK: v = same_slot_median(x, o, h, c->pw, c->kw); break;
+		default: return -1;
+		}
+		if (isnan(v))
+			return -1;
+		out[h] = v;
+	}
+	/* seasonal methods need a whole season of history to be themselves */
+	if ((m == GL_FORECAST_SNAIVE_DAY || m == GL_FORECAST_MEDIAN_DAY) && o < (size_t)c->pd)
+		return -1;
+	if ((m == GL_FORECAST_SNAIVE_WEEK || m == GL_FORECAST_MEDIAN_WEEK) && o < (size_t)c->pw)
+		return -1;
+	return 0;
+}
+
+/* Holt-Winters with additive level, daily and weekly seasons (Taylor's
+ * double-seasonal form, no trend: a trend extrapolates bursts). One pass
+ * from `start` emits the forecasts at every origin in orig[] (ascending),
+ * so cross-validation costs one pass per parameter set. */
+struct hw_par {
+	double a, d, w;
+};
+static const struct hw_par hw_grid[] = {
+	{0.05, 0.05, 0.05}, {0.05, 0.2, 0.1}, {0.2, 0.1, 0.1}, {0.2, 0.3, 0.2},
+};
+#define HW_NGRID ((int)GL_ARRAY_LEN(hw_grid))
+
+static double tf(double v, int logt)
+{
+	if (v < 0)
+		v = 0;
+	return logt ? log1p(v) : v;
+}
+
+static double itf(double v, int logt)
+{
+	v = logt ? expm1(v) : v;
+	return v > 0 ? v : 0;
+}
+
+/* The history a pass starts from: enough to initialise (two of the
+ * longest seasons) and a few weeks more to settle, never more. */
+static size_t hw_season(const struct fc_ctx *c)
+{
+	return c->pw > c->pd ? (size_t)c->pw : (c->pd > 1 ? (size_t)c->pd : 7);
+}
+
+static int hw_pass(const double *x, size_t start, const size_t *orig, int norig, const struct fc_ctx *c,
+		   const struct hw_par *p, int logt, double *dseas, double *wseas, double *out)
+{
+	size_t L = hw_season(c);
+	int use_d = c->pd > 1, use_w = c->pw > c->pd;
+	double lvl = 0;
+	size_t t;
+	int k = 0;
+
+	if (orig[0] < start + 2 * L)
+		return -1;
+	memset(dseas, 0, sizeof(double) * (size_t)c->pd);
+	memset(wseas, 0, sizeof(double) * (size_t)c->pw);
+	for (t = start; t < start + L; t++)
+		lvl += tf(x[t], logt);
+	lvl /= (double)L;
+	if (use_d) {
+		size_t days = L / (size_t)c->pd;
+		for (t = start; t < start + L; t++)
+			dseas[t % (size_t)c->pd] += (tf(x[t], logt) - lvl) / (double)days;
+	}
+	if (use_w)
+		for (t = start; t < start + L; t++)
+			wseas[t % (size_t)c->pw] = tf(x[t], logt) - lvl - (use_d ? dseas[t % (size_t)c->pd] : 0);
+	for (t = start + L;; t++) {
+		while (k < norig && orig[k] == t) {
+			for (int h = 0; h < c->h; h++) {
+				size_t s = t + (size_t)h;
+				double f = lvl + (use_d ? dseas[s % (size_t)c->pd] : 0) + (use_w ? wseas[s % (size_t)c->pw] : 0);
+				out[(size_t)k * (size_t)c->h + (size_t)h] = itf(f, logt);
+			}
+			k++;
+		}
+		if (k == norig)
+			break;
+		double *ds = use_d ? &dseas[t % (size_t)c->pd] : NULL;
+		double *ws = use_w ? &wseas[t % (size_t)c->pw] : NULL;
+		double v = tf(x[t], logt);
+		double e = v - lvl - (ds ? *ds : 0) - (ws ? *ws : 0);
+		lvl += p->a * e;
+		if (ds)
+			*ds += p->d * e;
+		if (ws)
+			*ws += p->w * e;
+	}
+	return 0;
+}
+
+/* ---- cross-validation and selection ---- */
+
+/* Forecasts of method m at every origin (norig of them, the last may be the
+ * final one with no actuals): out[k*h + i]. n_cv: how many origins have
+ * actuals (scored when choosing HW parameters). Returns -1 if m cannot run
+ * at some origin. */
+struct fc_work {
+	int pool_k, pool_w; /* the pooled median's parameters chosen in CV */
+	const double *x;
+	size_t n;
+	const size_t *orig;
+	int norig, n_cv;
+	struct fc_ctx c;
+	double *dseas, *wseas, *tmp;
+	double *fc[GL_FORECAST_METHOD_COUNT]; /* norig*h each, NULL when m cannot run */
+};
+
+static double cv_abs_error(const struct fc_work *w, const double *f)
+{
+	double s = 0;
+	for (int k = 0; k < w->n_cv; k++)
+		for (int h = 0; h < w->c.h; h++) {
+			size_t t = w->orig[k] + (size_t)h;
+			if (t < w->n && !isnan(w->x[t]))
+				s += fabs(w->x[t] - f[(size_t)k * (size_t)w->c.h + (size_t)h]);
+		}
+	return s;
+}
+
+static int run_method(struct fc_work *w, int m, double *out)
+{
+	const struct fc_ctx *c = &w->c;
+	size_t H = (size_t)c->h;
+	if (m < GL_FORECAST_FIRST_MODEL) {
+		for (int k = 0; k < w->norig; k++)
+			if (baseline_at(m, w->x, w->orig[k], c, out + (size_t)k * H))
+				return -1;
+		return 0;
+	}
+	if (m == GL_FORECAST_HW || m == GL_FORECAST_HW_LOG) {
+		size_t L = hw_season(c), warm = 6 * L;
+		size_t start = w->orig[0] > warm + 2 * L ? w->orig[0] - warm : 0;
+		double best = INFINITY;
+		int logt = m == GL_FORECAST_HW_LOG;
+		for (int g = 0; g < HW_NGRID; g++) {
+			if (hw_pass(w->x, start, w->orig, w->norig, c, &hw_grid[g], logt, w->dseas, w->wseas, w->tmp))
+				return -1;
+			double e = w->n_cv ? cv_abs_error(w, w->tmp) : 0;
+			if (e < best) {
+				best = e;
+				memcpy(out, w->tmp, sizeof(double) * H * (size_t)w->norig);
+			}
+			if (!w->n_cv)
+				break;
+		}
+		return 0;
+	}
+	if (m == GL_FORECAST_MEDIAN_POOL) {
+		double best = INFINITY, v[512];
+		for (size_t g = 0; g < GL_ARRAY_LEN(pool_grid); g++) {
+			int k = pool_grid[g].k, wd = c->pd > 1 ? pool_grid[g].w : 0;
+			if (c->pd == 1 && g % 2)
+				continue; /* daily steps have no neighbouring slots */
+			for (int kk = 0; kk < w->norig; kk++) {
+				if (w->orig[kk] < (size_t)c->pw)
+					return -1;
+				for (int h = 0; h < c->h; h++) {
+					double f = pool_median(w->x, w->orig[kk], (long)(w->orig[kk] + (size_t)h), c, k, wd, v);
+					if (isnan(f))
+						return -1;
+					w->tmp[(size_t)kk * H + (size_t)h] = f;
+				}
+			}
+			double e = w->n_cv ? cv_abs_error(w, w->tmp) : 0;
+			if (e < best) {
+				best = e;
+				w->pool_k = k;
+				w->pool_w = wd;
+				memcpy(out, w->tmp, sizeof(double) * H * (size_t)w->norig);
+			}
+		}
+		return 0;
+	}
+	if (m == GL_FORECAST_ENSEMBLE) {
+		/* the median forecast of all methods: robust when the backtest
+		 * has too few origins to tell the methods apart */
+		double v[GL_FORECAST_METHOD_COUNT];
+		int np = 0;
+		for (int j = 0; j < GL_FORECAST_ENSEMBLE; j++)
+			np += w->fc[j] != NULL;
+		if (np < 3)
+			return -1;
+		for (size_t i = 0; i < H * (size_t)w->norig; i++) {
+			int k = 0;
+			for (int j = 0; j < GL_FORECAST_ENSEMBLE; j++)
+				if (w->fc[j])
+					v[k++] = w->fc[j][i];
+			out[i] = median_small(v, k);
+		}
+		return 0;
+	}
+	if (m == GL_FORECAST_COMBO) {
+		/* what there is of the three (two at least): short histories
+		 * have no Holt-Winters yet but still gain from averaging */
+		const double *p[3] = {w->fc[GL_FORECAST_MEDIAN_DAY], w->fc[GL_FORECAST_MEDIAN_WEEK],
+				      w->fc[GL_FORECAST_HW_LOG]};
+		int np = 0;
+		for (int i = 0; i < 3; i++)
+			if (p[i])
+				p[np++] = p[i];
+		if (np < 2)
+			return -1;
+		for (size_t i = 0; i < H * (size_t)w->norig; i++) {
+			double s = 0;
+			for (int j = 0; j < np; j++)
+				s += p[j][i];
+			out[i] = s / np;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* Imputes NaN slots from the same slot a week (else a day) earlier, else the
+ * previous slot, else 0; negative values are cut to 0 (demand cannot be). */
+static double *impute(const double *y, size_t n, const struct fc_ctx *c)
+{
+	double *x = gl_xmalloc(sizeof(double) * (n ? n : 1));
+	for (size_t t = 0; t < n; t++) {
+		double v = y[t];
+		if (isnan(v)) {
+			if (t >= (size_t)c->pw)
+				v = x[t - (size_t)c->pw];
+			else if (t >= (size_t)c->pd)
+				v = x[t - (size_t)c->pd];
+			else if (t > 0)
+				v = x[t - 1];
+			else
+				v = 0;
+		}
+		x[t] = v > 0 ? v : 0;
+	}
+	return x;
+}
+
+/* Quantile of v[0..n) with linear interpolation (R type 7), by selection
+ * rather than sorting: O(n); v is reordered. */
+static double quantile_select(double *v, size_t n, double q)
+{
+	double pos = q * (double)(n - 1);
+	size_t i = (size_t)pos;
+	double a = select_kth(v, (int)n, (int)i);
+	if (i + 1 >= n)
+		return a;
+	/* the next order statistic is the smallest of those after i */
+	double b = v[i + 1];
+	for (size_t j = i + 2; j < n; j++)
+		if (v[j] < b)
+			b = v[j];
+	return a + (pos - (double)i) * (b - a);
+}
+
+/* Interval offsets from the backtest errors of one method: additive
+ * (y - f) or on the log scale (log1p y - log1p f), the latter fitting
+ * bursty series whose errors grow with the level. */
+struct ivq {
+	int logscale;
+	double q[4]; /* .025 .1 .9 .975 */
+};
+static const double iv_levels[4] = {0.025, 0.1, 0.9, 0.975};
+
+static void iv_apply(const struct ivq *iv, double f, double out[4])
+{
+	for (int i = 0; i < 4; i++) {
+		double v = iv->logscale ? expm1(log1p(f) + iv->q[i]) : f + iv->q[i];
+		out[i] = v > 0 ? v : 0;
+	}
+	/* the point forecast lies inside its intervals, and 80 % inside 95 % */
+	if (out[1] > f)
+		out[1] = f;
+	if (out[2] < f)
+		out[2] = f;
+	if (out[0] > out[1])
+		out[0] = out[1];
+	if (out[3] < out[2])
+		out[3] = out[2];
+}
+
+/* Quantiles of the errors at the scored origins except `skip` (-1: none). */
+static int iv_fit(const struct fc_work *w, const double *f, int logscale, int skip, double *buf, struct ivq *iv)
+{
+	size_t cnt = 0, H = (size_t)w->c.h;
+	for (int k = 0; k < w->n_cv; k++) {
+		if (k == skip)
+			continue;
+		for (size_t h = 0; h < H; h++) {
+			size_t t = w->orig[k] + h;
+			if (t >= w->n || isnan(w->x[t]))
+				continue;
+			double fv = f[(size_t)k * H + h];
+			buf[cnt++] = logscale ? log1p(w->x[t]) - log1p(fv) : w->x[t] - fv;
+		}
+	}
+	iv->logscale = logscale;
+	if (!cnt) {
+		memset(iv->q, 0, sizeof iv->q);
+		return -1;
+	}
+	for (int i = 0; i < 4; i++)
+		iv->q[i] = quantile_select(buf, cnt, iv_levels[i]);
+	return 0;
+}
+
+/* Honest backtest metrics: each origin's intervals come from the errors at
+ * the other origins (leave one origin out), so coverage is not the
+ * tautological 80 % of quantiles scored on their own sample. */
+static void cv_metrics(const struct fc_work *w, const double *f, int logscale, double scale, double *buf,
+		       struct gl_forecast_metrics *m)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
+	double *ya = gl_xmalloc(sizeof(double) * N * 6);
+	double *fa = ya + N, *l8 = fa + N, *h8 = l8 + N, *l9 = h8 + N, *h9 = l9 + N;
+	for (int k = 0; k < w->n_cv; k++) {
+		struct ivq iv;
+		int ok = iv_fit(w, f, logscale, w->n_cv > 1 ? k : -1, buf, &iv) == 0;
+		for (size_t h = 0; h < H; h++) {
+			size_t i = (size_t)k * H + h, t = w->orig[k] + h;
+			double b[4];
+			ya[i] = t < w->n ? w->x[t] : NAN;
+			fa[i] = f[i];
+			if (ok)
+				iv_apply(&iv, f[i], b);
+			else
+				b[0] = b[1] = b[2] = b[3] = f[i];
+			l9[i] = b[0], l8[i] = b[1], h8[i] = b[2], h9[i] = b[3];
+		}
+	}
+	gl_forecast_metrics_compute(ya, fa, l8, h8, l9, h9, N, scale, m);
+	free(ya);
+}
+
+/* Puts the point inside its bands and the 80 % band inside the 95 % one;
+ * nothing below 0. b: lo95 lo80 hi80 hi95. */
+static void band_nest(double f, double b[4])
+{
+	for (int i = 0; i < 4; i++)
+		if (b[i] < 0)
+			b[i] = 0;
+	if (b[1] > f)
+		b[1] = f;
+	if (b[2] < f)
+		b[2] = f;
+	if (b[0] > b[1])
+		b[0] = b[1];
+	if (b[3] < b[2])
+		b[3] = b[2];
+}
+
+/* Backtest metrics of the pooled median with its pool-quantile bands. */
+static int pool_cv(const struct fc_work *w, const double *f, double scale, struct gl_forecast_metrics *m)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
+	double *ya = gl_xmalloc(sizeof(double) * (N ? N : 1) * 5), v[512];
+	double *l8 = ya + N, *h8 = l8 + N, *l9 = h8 + N, *h9 = l9 + N;
+	int rc = 0;
+	for (size_t i = 0; i < N && !rc; i++) {
+		size_t o = w->orig[i / H], t = o + i % H;
+		double b[4];
+		ya[i] = t < w->n ? w->x[t] : NAN;
+		if (pool_bands(w->x, o, (long)t, &w->c, w->pool_k, w->pool_w, v, b)) {
+			rc = -1;
+			break;
+		}
+		band_nest(f[i], b);
+		l9[i] = b[0], l8[i] = b[1], h8[i] = b[2], h9[i] = b[3];
+	}
+	if (!rc)
+		gl_forecast_metrics_compute(ya, f, l8, h8, l9, h9, N, scale, m);
+	free(ya);
+	return rc;
+}
+
+/* Point accuracy of a method over the backtest origins (no intervals:
+ * those are built for the chosen method only). */
+static void cv_point_metrics(const struct fc_work *w, const double *f, double scale, struct gl_forecast_metrics *m)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
+	double *ya = gl_xmalloc(sizeof(double) * (N ? N : 1));
+	for (size_t i = 0; i < N; i++) {
+		size_t t = w->orig[i / H] + i % H;
+		ya[i] = t < w->n ? w->x[t] : NAN;
+	}
+	gl_forecast_metrics_compute(ya, f, NULL, NULL, NULL, NULL, N, scale, m);
+	free(ya);
+}
+
+void gl_forecast_result_fini(struct gl_forecast_result *r)
+{
+	if (!r)
+		return;
+	free(r->point);
+	r->point = r->lo80 = r->hi80 = r->lo95 = r->hi95 = NULL;
+}
+
+static void result_alloc(struct gl_forecast_result *r, int horizon)
+{
+	size_t H = (size_t)horizon;
+	r->horizon = horizon;
+	r->point = gl_xcalloc(5 * H, sizeof(double));
+	r->lo80 = r->point + H;
+	r->hi80 = r->lo80 + H;
+	r->lo95 = r->hi80 + H;
+	r->hi95 = r->lo95 + H;
+}
+
+static int check_opts(const struct gl_forecast_opts *o, struct gl_err *err)
+{
+	if (o->horizon < 1 || o->horizon > 100000)
+		return gl_err_set(err, GL_EINVAL, "forecast: horizon %d out of range (1..100000)", o->horizon);
+	if (o->slots_per_day < 1 || o->slots_per_day > 1440 || o->slots_per_week < 1 ||
+	    o->slots_per_week > 7 * 1440 || o->slots_per_week % o->slots_per_day != 0)
+		return gl_err_set(err, GL_EINVAL, "forecast: bad seasons (%d slots a day, %d a week)", o->slots_per_day,
+				  o->slots_per_week);
+	if (o->method < GL_FORECAST_AUTO || o->method >= GL_FORECAST_METHOD_COUNT)
+		return gl_err_set(err, GL_EINVAL, "forecast: unknown method %d", o->method);
+	if (o->origins < 0 || o->origins > 10000 || o->stride < 0)
+		return gl_err_set(err, GL_EINVAL, "forecast: bad origins/stride");
+	return 0;
+}
+
+int gl_forecast_point(int method, const double *y, size_t n, const struct gl_forecast_opts *o, double *out,
+		      struct gl_err *err)
+{
+	struct gl_forecast_opts oo = *o;
+	struct gl_forecast_result r = {0};
+	int rc;
+
+	oo.method = method;
+	if (method == GL_FORECAST_AUTO)
+		return gl_err_set(err, GL_EINVAL, "forecast: point needs one method, not auto");
+	if ((rc = gl_forecast_fit(y, n, &oo, &r, err)))
+		return rc;
+	if (r.method != method) {
+		rc = gl_err_set(err, GL_EINVAL, "forecast: %s cannot run on %zu slots of history (%s)",
+				gl_forecast_method_name(method), n, r.note);
+		goto out;
+	}
+	memcpy(out, r.point, sizeof(double) * (size_t)o->horizon);
+out:
+	gl_forecast_result_fini(&r);
+	return rc;
+}
+
+/* The fallback: the median of the same slot over the days there are (the
+ * last value when there is less than a day, 0 with no history at all). */
+static void fallback_point(const double *x, size_t n, const struct fc_ctx *c, double *out)
+{
+	for (int h = 0; h < c->h; h++) {
+		double v = 0;
+		if (n >= (size_t)c->pd)
+			v = same_slot_median(x, n, h, c->pd, c->kd);
+		else if (n > 0)
+			v = x[n - 1];
+		out[h] = isnan(v) ? 0 : v;
+	}
+}
+
+int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o, struct gl_forecast_result *r,
+		    struct gl_err *err)
+{
+	struct fc_work w;
+	size_t *orig = NULL;
+	double *x = NULL, *buf = NULL;
+	int rc = 0, norig_max, stride, n_cv = 0;
+	size_t H, min_train;
+
+	memset(r, 0, sizeof *r);
+	memset(&w, 0, sizeof w);
+	r->method = -1;
+	r->baseline = -1;
+	if ((rc = check_opts(o, err)))
+		return rc;
+	ctx_init(&w.c, o);
+	H = (size_t)w.c.h;
+	result_alloc(r, o->horizon);
+	x = impute(y, n, &w.c);
+	r->scale = gl_forecast_mase_scale(x, n, w.c.pd);
+	norig_max = o->origins > 0 ? o->origins : 28;
+	stride = o->stride > 0 ? o->stride : (w.c.h < w.c.pd ? w.c.h : w.c.pd);
+	/* a training prefix of at least one week (a day for daily seasons only) */
+	min_train = (size_t)(w.c.pw > 1 ? w.c.pw : 7);
+
+	/* origins, oldest first, each with a full horizon of actuals; then the final one */
+	orig = gl_xmalloc(sizeof(size_t) * ((size_t)norig_max + 1));
+	for (int k = 0; k < norig_max; k++) {
+		long oo = (long)n - (long)H - (long)k * stride;
+		if (oo < (long)min_train)
+			break;
+		n_cv++;
+	}
+	for (int k = 0; k < n_cv; k++)
+		orig[k] = n - H - (size_t)(n_cv - 1 - k) * (size_t)stride;
+	orig[n_cv] = n;
+	w.x = x;
+	w.n = n;
+	w.orig = orig;
+	w.norig = n_cv + 1;
+	w.n_cv = n_cv;
+	w.dseas = gl_xcalloc((size_t)w.c.pd + (size_t)w.c.pw, sizeof(double));
+	w.wseas = w.dseas + w.c.pd;
+	w.tmp = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
+	buf = gl_xmalloc(sizeof(double) * (H * (size_t)w.norig + 1));
+
+	if (n < 2 * (size_t)w.c.pw || n < 14 || n_cv < 2) {
+		/* short history: no selection can be trusted */
+		r->fallback = 1;
+		r->method = GL_FORECAST_MEDIAN_DAY;
+		snprintf(r->note, sizeof r->note,
+			 "short history (%zu slots, %d backtest origins; needs two weeks): median of the same slot over the last %d days there are",
+			 n, n_cv, w.c.kd);
+		fallback_point(x, n, &w.c, r->point);
+		if (o->method != GL_FORECAST_AUTO && o->method != GL_FORECAST_MEDIAN_DAY)
+			snprintf(r->note, sizeof r->note, "short history (%zu slots): %s cannot run", n,
+				 gl_forecast_method_name(o->method));
+		if (n_cv >= 1) {
+			double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
+			for (int k = 0; k < w.norig; k++)
+				fallback_point(x, orig[k], &w.c, f + (size_t)k * H);
+			w.fc[GL_FORECAST_MEDIAN_DAY] = f;
+		}
+	} else {
+		for (;;) {
+			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+				double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
+				if (run_method(&w, m, f)) {
+					free(f);
+					continue;
+				}
+				w.fc[m] = f;
+			}
+			/* a method asked for by name that needs more history than the
+			 * oldest origins have: drop those origins rather than refuse */
+			if (o->method == GL_FORECAST_AUTO || w.fc[o->method] || w.n_cv <= 1)
+				break;
+			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+				free(w.fc[m]);
+				w.fc[m] = NULL;
+			}
+			w.orig++;
+			w.norig--;
+			w.n_cv--;
+			n_cv--;
+		}
+		/* choose: lowest backtest MAE; strict comparisons in method order
+		 * keep the simpler method on ties, so a model never wins by not
+		 * beating the best baseline */
+		double best = INFINITY, bestb = INFINITY;
+		for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+			if (!w.fc[m])
+				continue;
+			double e = cv_abs_error(&w, w.fc[m]);
+			if (m < GL_FORECAST_FIRST_MODEL && e < bestb) {
+				bestb = e;
+				r->baseline = m;
+			}
+			if (o->method == GL_FORECAST_AUTO ? e < best : m == o->method) {
+				best = e;
+				r->method = m;
+			}
+		}
+		if (r->method < 0) {
+			rc = gl_err_set(err, GL_EINVAL, "forecast: %s cannot run on %zu slots of history",
+					gl_forecast_method_name(o->method), n);
+			goto out;
+		}
+		snprintf(r->note, sizeof r->note, "%s: lowest backtest MAE over %d origins (best baseline %s)",
+			 gl_forecast_method_name(r->method), n_cv, gl_forecast_method_name(r->baseline));
+		if (o->method != GL_FORECAST_AUTO)
+			snprintf(r->note, sizeof r->note, "%s: as asked", gl_forecast_method_name(r->method));
+		memcpy(r->point, w.fc[r->method] + (size_t)n_cv * H, sizeof(double) * H);
+	}
+	r->origins = n_cv;
+
+	/* intervals: the error quantiles of the chosen method's backtest, on the
+	 * scale (additive or log) whose intervals were sharper there */
+	{
+		const double *f = w.fc[r->method];
+		struct ivq best_iv = {0};
+		struct gl_forecast_metrics mm_pool;
+		double best_pb = INFINITY, v[512];
+		int use_pool = 0;
+		if (f && n_cv >= 1) {
+			for (int ls = 0; ls < 2; ls++) {
+				struct ivq iv;
+				struct gl_forecast_metrics mm;
+				if (iv_fit(&w, f, ls, -1, buf, &iv))
+					continue;
+				cv_metrics(&w, f, ls, r->scale > 0 ? r->scale : 1, buf, &mm);
+				double pb = mm.pinball80;
+				if (pb < best_pb) {
+					best_pb = pb;
+					best_iv = iv;
+					r->cv = mm;
+				}
+			}
+			if (r->method == GL_FORECAST_MEDIAN_POOL && !r->fallback &&
+			    pool_cv(&w, f, r->scale > 0 ? r->scale : 1, &mm_pool) == 0 && mm_pool.pinball80 < best_pb) {
+				use_pool = 1;
+				r->cv = mm_pool;
+			}
+			if (r->scale <= 0)
+				r->cv.mase = r->cv.pinball80 = NAN;
+			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
+				if (w.fc[m])
+					cv_point_metrics(&w, w.fc[m], r->scale, &r->cv_method[m]);
+			r->cv_method[r->method] = r->cv;
+		} else {
+			gl_forecast_metrics_compute(NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &r->cv);
+			strncat(r->note, "; no backtest possible, zero-width intervals",
+				sizeof r->note - strlen(r->note) - 1);
+		}
+		for (size_t h = 0; h < H; h++) {
+			double b[4];
+			double p = r->point[h] > 0 ? r->point[h] : 0;
+			r->point[h] = p;
+			iv_apply(&best_iv, p, b);
+			if (use_pool && pool_bands(x, n, (long)(n + h), &w.c, w.pool_k, w.pool_w, v, b) == 0)
+				band_nest(p, b);
+			r->lo95[h] = b[0], r->lo80[h] = b[1], r->hi80[h] = b[2], r->hi95[h] = b[3];
+		}
+	}
+out:
+	for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
+		free(w.fc[m]);
+	free(w.dseas);
+	free(w.tmp);
+	free(buf);
+	free(orig);
+	free(x);
+	if (rc)
+		gl_forecast_result_fini(r);
+	return rc;
+}
+
+/* ---- saturation days ---- */
+
+int gl_forecast_sat_label(const struct gl_forecast_satday *day)
+{
+	return day->pending_minutes >= GL_FORECAST_SAT_MINUTES;
+}
+
+void gl_forecast_sat_features(const struct gl_forecast_satday *days, size_t d, double x[GL_FORECAST_SAT_NF])
+{
+	const struct gl_forecast_satday *p = &days[d - 1];
+	int sat = 0, cnt = 0;
+	for (size_t j = 1; j <= 7 && j <= d; j++) {
+		sat += gl_forecast_sat_label(&days[d - j]);
+		cnt++;
+	}
+	/* scaled to about [0, 1] so one step size suits every weight */
+	x[0] = 1;
+	x[1] = gl_forecast_sat_label(p);
+	x[2] = log1p(p->pending_minutes) / 7;
+	x[3] = log1p(p->pending_minutes_last3h) / 5;
+	x[4] = cnt ? (double)sat / cnt : 0;
+	x[5] = log1p(p->pending_minutes_last1h) / 4;
+}
+
+double gl_forecast_sat_prob(const struct gl_forecast_satmodel *m, const double x[GL_FORECAST_SAT_NF])
+{
+	double z = 0;
+	for (int i = 0; i < GL_FORECAST_SAT_NF; i++)
+		z += m->w[i] * x[i];
+	return 1 / (1 + exp(-z));
+}
+
+int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forecast_satmodel *m,
+			struct gl_err *err)
+{
+	size_t pos = 0;
+	memset(m, 0, sizeof *m);
+	for (size_t i = 0; i < n; i++)
+		pos += y[i] != 0;
+	if (!n || !pos || pos == n)
+		return gl_err_set(err, GL_EINVAL, "saturation model: %zu days, %zu saturated: nothing to learn", n, pos);
+	for (int it = 0; it < 20000; it++) {
+		double g[GL_FORECAST_SAT_NF] = {0};
+		for (size_t i = 0; i < n; i++) {
+			const double *x = X + i * GL_FORECAST_SAT_NF;
+			double e = gl_forecast_sat_prob(m, x) - (y[i] ? 1 : 0);
+			for (int k = 0; k < GL_FORECAST_SAT_NF; k++)
+				g[k] += e * x[k];
+		}
+		for (int k = 0; k < GL_FORECAST_SAT_NF; k++)
+			m->w[k] -= 0.5 * g[k] / (double)n;
+	}
+	return 0;
+}
+
+double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95)
+{
+	const double v[5] = {lo95, lo80, point, hi80, hi95}, q[5] = {0.025, 0.1, 0.5, 0.9, 0.975};
+	if (hi95 <= lo95) /* a zero-width forecast is sure either way */
+		return threshold < point ? 1 : 0;
+	if (threshold < v[0])
+		return 1 - q[0] * (v[0] > 0 && threshold > 0 ? threshold / v[0] : 0); /* below the 2.5 % point */
+	for (int i = 0; i < 4; i++)
+		if (threshold < v[i + 1]) {
+			double span = v[i + 1] - v[i];
+			double cdf = q[i] + (span > 0 ? (threshold - v[i]) / span : 0) * (q[i + 1] - q[i]);
+			return 1 - cdf;
+		}
+	return 0; /* beyond the 97.5 % point: treated as out of reach */
+}

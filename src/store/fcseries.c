@@ -1,0 +1,201 @@
+/* History series for forecasts (see include/gl/fcseries.h). */
+#include "gl/fcseries.h"
+#include "gl/accounting.h"
+#include "gl/chargeback.h"
+#include "gl/db.h"
+#include "gl/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const metric_names[GL_FCS_METRIC_COUNT] = {
+	"gpu_hours", "busy_gpu_hours", "demand_gpus", "pending_gpus", "cost",
+};
+
+int gl_fcseries_metric_parse(const char *name)
+{
+	for (int i = 0; name && i < GL_FCS_METRIC_COUNT; i++)
+		if (!strcmp(name, metric_names[i]))
+			return i;
+	return -1;
+}
+
+const char *gl_fcseries_metric_name(int metric)
+{
+	return metric >= 0 && metric < GL_FCS_METRIC_COUNT ? metric_names[metric] : NULL;
+}
+
+void gl_fcseries_fini(struct gl_fcseries *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->s[i].key);
+		free(f->s[i].v);
+	}
+	free(f->s);
+	memset(f, 0, sizeof *f);
+}
+
+static double *series_for(struct gl_fcseries *f, const char *key)
+{
+	/* keys arrive sorted from chargeback's lines per step but not across
+	 * steps; a linear scan is fine for the few hundred owners there are */
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->s[i].key, key))
+			return f->s[i].v;
+	f->s = gl_xrealloc(f->s, sizeof *f->s * (f->n + 1));
+	f->s[f->n].key = gl_xstrdup(key);
+	f->s[f->n].v = gl_xcalloc(f->n_steps ? f->n_steps : 1, sizeof(double));
+	return f->s[f->n++].v;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(((const struct gl_fcseries_one *)a)->key, ((const struct gl_fcseries_one *)b)->key);
+}
+
+static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps,
+			   const char *const *dims, size_t n_dims, const struct gl_filter *filter, int64_t now_s,
+			   struct gl_fcseries *out, struct gl_err *err)
+{
+	struct gl_acct_query q = {0};
+	struct gl_acct_meta meta;
+	struct gl_cb cb;
+	int rc;
+
+	gl_cb_init(&cb, n_dims, GL_SHARE_NONE, n_steps);
+	q.steps = steps;
+	q.n_steps = n_steps;
+	q.now_s = now_s;
+	for (size_t d = 0; d < n_dims; d++)
+		q.dims[d] = dims[d];
+	q.n_dims = n_dims;
+	q.filter = filter;
+	if ((rc = gl_acct_chargeback(c, &q, &cb, &meta, err)) || (rc = gl_cb_finish(&cb)))
+		goto out;
+	for (size_t i = 0; i < cb.n_steps; i++)
+		for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
+			const struct gl_cb_line *l = &cb.steps[i].lines[j];
+			struct gl_strbuf name = GL_STRBUF_INIT;
+			for (size_t d = 0; d < n_dims; d++) {
+				if (d)
+					gl_strbuf_putc(&name, '/');
+				gl_strbuf_puts(&name, l->key[d]);
+			}
+			double *v = series_for(out, gl_strbuf_cstr(&name));
+			gl_strbuf_fini(&name);
+			if (metric == GL_FCS_GPU_HOURS)
+				v[i] = (double)l->alloc_s / 3600.0;
+			else if (metric == GL_FCS_BUSY_GPU_HOURS)
+				v[i] = l->observed_s > 0 ? (double)(int64_t)(l->busy_s + 0.5) / 3600.0 : 0;
+			else
+				v[i] = (double)l->cost_micros / 1e6;
+		}
+out:
+	gl_cb_fini(&cb);
+	return rc;
+}
+
+/* The step holding t (steps are contiguous and ascending), or -1. */
+static long step_of(const struct gl_window *steps, size_t n, int64_t t)
+{
+	size_t lo = 0, hi = n;
+	if (!n || t < steps[0].start_s || t >= steps[n - 1].end_s)
+		return -1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (steps[mid].start_s <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (long)lo;
+}
+
+static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+		     size_t n_dims, int64_t now_s, struct gl_fcseries *out, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	PGresult *r = NULL;
+	char a[24], b[24], now[24];
+	int rc;
+
+	snprintf(a, sizeof a, "%lld", (long long)steps[0].start_s);
+	snprintf(b, sizeof b, "%lld", (long long)steps[n_steps - 1].end_s);
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	/* the owner at submit time (the job's own time for a queued job) */
+	gl_strbuf_puts(&sql,
+		       "WITH k AS ("
+		       " SELECT jb.*, c.name AS cluster, lower(jb.gpu_type) AS gpu_model, ow.team, ow.project, ow.cost_center"
+		       " FROM jobs jb JOIN clusters c USING (cluster_id)"
+		       " LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey,"
+		       "  jb.namespace, jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true"
+		       " WHERE (jb.gpu_milli > 0 OR jb.req_gpu_milli > 0) AND jb.submit_at IS NOT NULL"
+		       "  AND jb.submit_at < to_timestamp($2)");
+	if (metric == GL_FCS_DEMAND_GPUS)
+		gl_strbuf_puts(&sql, " AND jb.submit_at >= to_timestamp($1)");
+	else /* pending from submit until start (or end, or now) */
+		gl_strbuf_puts(&sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
+	gl_strbuf_puts(&sql, ") SELECT concat_ws('/'");
+	for (size_t d = 0; d < n_dims; d++) {
+		const char *e = gl_acct_dim_sql(dims[d]);
+		if (!e) {
+			rc = gl_err_set(err, GL_EINVAL, "unknown dimension '%s'", dims[d]);
+			goto out;
+		}
+		gl_strbuf_printf(&sql, ", %s", e);
+	}
+	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
+			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
+			     " greatest(k.req_gpu_milli, k.gpu_milli) FROM k ORDER BY 1");
+	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err)))
+		goto out;
+	for (int i = 0; i < PQntuples(r); i++) {
+		double *v = series_for(out, PQgetvalue(r, i, 0));
+		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
+		double gpus = atof(PQgetvalue(r, i, 3)) / 1000.0;
+		if (metric == GL_FCS_DEMAND_GPUS) {
+			long k = step_of(steps, n_steps, s0);
+			if (k >= 0)
+				v[k] += gpus;
+			continue;
+		}
+		/* mean pending GPUs: GPU-seconds pending in the step / its length */
+		long k = step_of(steps, n_steps, s0 > steps[0].start_s ? s0 : steps[0].start_s);
+		for (; k >= 0 && (size_t)k < n_steps && steps[k].start_s < s1; k++) {
+			int64_t x0 = s0 > steps[k].start_s ? s0 : steps[k].start_s;
+			int64_t x1 = s1 < steps[k].end_s ? s1 : steps[k].end_s;
+			if (x1 > x0)
+				v[k] += gpus * (double)(x1 - x0) / (double)(steps[k].end_s - steps[k].start_s);
+		}
+	}
+out:
+	PQclear(r);
+	gl_strbuf_fini(&sql);
+	return rc;
+}
+
+int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+		      size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
+		      struct gl_err *err)
+{
+	int rc;
+	memset(out, 0, sizeof *out);
+	out->n_steps = n_steps;
+	if (!n_steps)
+		return 0;
+	if (metric == GL_FCS_DEMAND_GPUS || metric == GL_FCS_PENDING_GPUS) {
+		if (filter)
+			return gl_err_set(err, GL_EINVAL, "%s: filter is not supported", metric_names[metric]);
+		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, now_s, out, err);
+	} else if (metric >= 0 && metric < GL_FCS_METRIC_COUNT) {
+		rc = from_chargeback(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, err);
+	} else {
+		rc = gl_err_set(err, GL_EINVAL, "unknown metric %d", metric);
+	}
+	if (rc)
+		gl_fcseries_fini(out);
+	else if (out->n > 1)
+		qsort(out->s, out->n, sizeof *out->s, cmp_key);
+	return rc;
+}

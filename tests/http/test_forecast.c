@@ -1,0 +1,582 @@
+/* /v1/forecast over real jobs (Philly sampled jobs and the Slurm testbed,
+ * ingested by the real binary through the sacct path): the shape of the
+ * answer, history equal to /v1/chargeback and to a computation over the
+ * fixtures done here, intervals that nest, and 400s naming the parameter. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define MAXJ 5000
+#define PWIN "2017-10-01,2017-12-01"
+#define PDAY0 1506816000LL /* 2017-10-01T00:00:00Z */
+#define PDAYS 61
+
+struct pj {
+	char vc[16];
+	long long submit, start, end, gpus;
+};
+static struct pj g_j[MAXJ];
+static int g_n;
+static char g_dsn[512];
+static struct gl_test_daemon g_d;
+
+struct tb {
+	long long gpus, start, end;
+};
+static struct tb g_tb[64];
+static int g_ntb;
+
+static long long ts(const char *s, const char *fmt)
+{
+	struct tm tm = {0};
+	if (!s || !strptime(s, fmt, &tm))
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+/* Philly JSON -> sacct lines (as tests/http/test_philly.c does) and the jobs kept here. */
+static int load_philly(const char *out_path)
+{
+	size_t len;
+	char *buf = gl_test_read_file(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), &len);
+	cJSON *root = cJSON_ParseWithLength(buf, len), *it;
+	FILE *o = fopen(out_path, "w");
+	int k = 0;
+	free(buf);
+	if (!root || !o)
+		return -1;
+	cJSON_ArrayForEach(it, root)
+	{
+		struct pj *j = &g_j[g_n];
+		cJSON *d;
+		char s1[32], s2[32], s3[32];
+		const char *F = "%Y-%m-%d %H:%M:%S";
+		j->submit = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "submitted_time")), F);
+		j->start = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "start_time")), F);
+		j->end = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "end_time")), F);
+		if (j->submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
+			continue;
+		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
+		j->gpus = 0;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(it, "detail"))
+			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
+		for (int x = 0; x < 3; x++) {
+			time_t tt = (time_t)(x == 0 ? j->submit : x == 1 ? j->start : j->end);
+			struct tm tm;
+			gmtime_r(&tt, &tm);
+			strftime(x == 0 ? s1 : x == 1 ? s2 : s3, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+		}
+		k++;
+		fprintf(o, "%d|%d|philly|gpu|%s|u%d|%s|%s|%s|%s|%lld|COMPLETED|gres/gpu=%lld|gres/gpu=%lld|n1|%d|j\n", k,
+			k, j->vc, k % 7, s1, s1, s2, s3, j->end - j->start, j->gpus, j->gpus, k);
+		g_n++;
+	}
+	fclose(o);
+	cJSON_Delete(root);
+	return g_n > 4000 ? 0 : -1;
+}
+
+static void load_testbed(void)
+{
+	FILE *f = fopen(gl_test_fixture("tests/fixtures/sacct/testbed/sacct_alloc.txt"), "r");
+	char line[2048];
+	while (f && fgets(line, sizeof line, f)) {
+		char *fld[40];
+		int n = 0;
+		for (char *s = line, *t; n < 40 && (t = strsep(&s, "|\n"));)
+			fld[n++] = t;
+		/* fields (sacct_fields.txt): 12 Start, 13 End, 23 AllocTRES */
+		const char *g = n > 23 ? strstr(fld[23], "gres/gpu=") : NULL;
+		long long s0 = n > 13 ? ts(fld[12], "%Y-%m-%dT%H:%M:%S") : -1;
+		long long s1 = n > 13 ? ts(fld[13], "%Y-%m-%dT%H:%M:%S") : -1;
+		if (!g || s0 < 0 || s1 < s0 || g_ntb == 64)
+			continue;
+		g_tb[g_ntb++] = (struct tb){atoll(g + 9), s0, s1};
+	}
+	if (f)
+		fclose(f);
+}
+
+static int setup(void **state)
+{
+	char path[PATH_MAX], fields[1024];
+	struct gl_test_out o;
+	(void)state;
+	snprintf(path, sizeof path, "%s/forecast-philly.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	if (load_philly(path) || gl_test_db_fresh("gl_test_forecast", g_dsn, sizeof g_dsn) ||
+	    gl_test_sacct_fields(fields, sizeof fields))
+		return -1;
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
+			"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,"
+			"ReqTRES,AllocTRES,NodeList,DBIndex,JobName",
+			NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file",
+			gl_test_fixture("tests/fixtures/sacct/testbed/sacct_alloc.txt"), "--fields", fields, NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	load_testbed();
+	/* a node inventory for capacity: one Kubernetes snapshot, in the past */
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube-nodes", "--cluster", "k8s", "--file",
+			gl_test_fixture("tests/fixtures/nodes/kube/t3_2026-11-01T18.json"), "--at", "2026-11-01T18:00:00Z",
+			NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	/* H100 demand on k8s above its 2 GPUs: 2 allocated and 1 pending, every
+	 * hour from 2026-10-20 to 2026-11-06 */
+	{
+		PGconn *c = PQconnectdb(g_dsn);
+		PGresult *r = PQexec(c, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
+					" gpu_milli, req_gpu_milli, gpu_type)"
+					" SELECT cluster_id, k, k, s, '2026-10-20T00:00:00Z', a::timestamptz, b::timestamptz, g, g,"
+					" 'NVIDIA-H100-80GB-HBM3' FROM clusters,"
+					" (VALUES ('pod:run', 'Succeeded', '2026-10-20T00:00:00Z', '2026-11-06T00:00:00Z', 2000),"
+					"         ('pod:wait', 'Pending', NULL, NULL, 1000)) v(k, s, a, b, g) WHERE name = 'k8s'");
+		int ok = PQresultStatus(r) == PGRES_COMMAND_OK && atoi(PQcmdTuples(r)) == 2;
+		PQclear(r);
+		PQfinish(c);
+		if (!ok)
+			return -1;
+	}
+	return gl_test_daemon_start(&g_d, g_dsn, NULL, (const char *[]){"--no-ingest", NULL});
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
+}
+
+static long long overlap(long long a0, long long a1, long long b0, long long b1)
+{
+	long long s = a0 > b0 ? a0 : b0, e = a1 < b1 ? a1 : b1;
+	return e > s ? e - s : 0;
+}
+
+static double num(cJSON *o, const char *k)
+{
+	cJSON *v = cJSON_GetObjectItem(o, k);
+	assert_true(cJSON_IsNumber(v));
+	return v->valuedouble;
+}
+
+/* Every series: the documented fields, history of want_hist values, a
+ * forecast of want_h steps that starts where history ends, never negative,
+ * with nested intervals. */
+static void check_shape(cJSON *j, int want_hist, int want_h, long long step_s)
+{
+	cJSON *s;
+	assert_string_equal(cJSON_GetObjectItem(j, "metric")->valuestring,
+			    cJSON_GetObjectItem(j, "metric")->valuestring);
+	assert_non_null(cJSON_GetObjectItem(j, "step"));
+	assert_non_null(cJSON_GetObjectItem(j, "aggregate"));
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "series")) > 0);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		cJSON *h = cJSON_GetObjectItem(s, "history"), *f = cJSON_GetObjectItem(s, "forecast"), *p,
+		      *acc = cJSON_GetObjectItem(s, "accuracy");
+		long long last = -1;
+		assert_true(cJSON_IsString(cJSON_GetObjectItem(s, "key")));
+		assert_true(cJSON_IsString(cJSON_GetObjectItem(s, "method")));
+		assert_true(cJSON_IsBool(cJSON_GetObjectItem(s, "fallback")));
+		assert_true(cJSON_IsString(cJSON_GetObjectItem(s, "note")));
+		assert_int_equal(cJSON_GetArraySize(h), want_hist);
+		assert_int_equal(cJSON_GetArraySize(f), want_h);
+		assert_non_null(acc);
+		for (const char *const *k = (const char *const[]){"mase", "wape", "coverage80", "coverage95", NULL}; *k;
+		     k++) {
+			cJSON *v = cJSON_GetObjectItem(acc, *k);
+			assert_true(cJSON_IsNumber(v) || cJSON_IsNull(v));
+		}
+		assert_true(num(acc, "origins") >= 0);
+		cJSON_ArrayForEach(p, h)
+		{
+			long long t = ts(cJSON_GetObjectItem(p, "t")->valuestring, "%Y-%m-%dT%H:%M:%SZ");
+			assert_true(last < 0 || t == last + step_s);
+			last = t;
+			assert_true(num(p, "value") >= 0);
+		}
+		cJSON_ArrayForEach(p, f)
+		{
+			long long t = ts(cJSON_GetObjectItem(p, "t")->valuestring, "%Y-%m-%dT%H:%M:%SZ");
+			assert_true(t == last + step_s);
+			last = t;
+			double v = num(p, "value"), l8 = num(p, "lo80"), h8 = num(p, "hi80"), l9 = num(p, "lo95"),
+			       h9 = num(p, "hi95");
+			assert_true(0 <= l9 && l9 <= l8 && l8 <= v && v <= h8 && h8 <= h9);
+		}
+	}
+}
+
+static void test_philly_vcs_daily(void **state)
+{
+	(void)state;
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?metric=gpu_hours&aggregate=account&step=day&horizon=7&window=" PWIN, 200);
+	cJSON *cb = gl_test_get_json(g_d.port, "/v1/chargeback?window=" PWIN "&step=day&aggregate=account", 200);
+	cJSON *s;
+	int checked = 0, modelled = 0;
+	assert_non_null(j);
+	assert_non_null(cb);
+	assert_string_equal(cJSON_GetObjectItem(j, "metric")->valuestring, "gpu_hours");
+	assert_string_equal(cJSON_GetObjectItem(j, "step")->valuestring, "day");
+	check_shape(j, PDAYS, 7, 86400);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		const char *vc = cJSON_GetObjectItem(s, "key")->valuestring;
+		cJSON *h = cJSON_GetObjectItem(s, "history");
+		for (int d = 0; d < PDAYS; d++) {
+			long long d0 = PDAY0 + 86400LL * d, want = 0;
+			double got = num(cJSON_GetArrayItem(h, d), "value"), cbv = 0;
+			for (int i = 0; i < g_n; i++)
+				if (!strcmp(g_j[i].vc, vc))
+					want += g_j[i].gpus * overlap(g_j[i].start, g_j[i].end, d0, d0 + 86400);
+			/* the value is GPU-hours rounded to 4 places */
+			assert_true(fabs(got * 3600 - (double)want) <= 0.5);
+			/* and chargeback's figure for the same bucket */
+			cJSON *it, *items = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), d),
+								"items");
+			cJSON_ArrayForEach(it, items)
+				if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, vc))
+					cbv = num(it, "allocated_gpu_seconds");
+			assert_true(fabs(got * 3600 - cbv) <= 0.5);
+			checked++;
+		}
+		modelled += !cJSON_IsTrue(cJSON_GetObjectItem(s, "fallback"));
+	}
+	assert_true(checked >= 5 * PDAYS);
+	/* two months of history is enough for every VC to get a backtested method */
+	assert_true(modelled >= 5);
+	cJSON_Delete(j);
+	cJSON_Delete(cb);
+}
+
+static void test_team_is_the_sum(void **state)
+{
+	(void)state;
+	/* no owner rules: every job is __unallocated__, whose history is the
+	 * cluster's; and aggregate=cluster gives the same numbers */
+	cJSON *t = gl_test_get_json(g_d.port, "/v1/forecast?aggregate=team&step=day&window=" PWIN, 200);
+	cJSON *c = gl_test_get_json(g_d.port, "/v1/forecast?aggregate=cluster&step=day&window=" PWIN, 200);
+	assert_non_null(t);
+	assert_non_null(c);
+	check_shape(t, PDAYS, 14, 86400);
+	check_shape(c, PDAYS, 14, 86400);
+	cJSON *ts0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "series"), 0);
+	assert_string_equal(cJSON_GetObjectItem(ts0, "key")->valuestring, "__unallocated__");
+	cJSON *cs = NULL, *s;
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "series"))
+		if (!strcmp(cJSON_GetObjectItem(s, "key")->valuestring, "philly"))
+			cs = s;
+	assert_non_null(cs);
+	for (int d = 0; d < PDAYS; d++) {
+		long long d0 = PDAY0 + 86400LL * d, want = 0;
+		for (int i = 0; i < g_n; i++)
+			want += g_j[i].gpus * overlap(g_j[i].start, g_j[i].end, d0, d0 + 86400);
+		double a = num(cJSON_GetArrayItem(cJSON_GetObjectItem(ts0, "history"), d), "value");
+		double b = num(cJSON_GetArrayItem(cJSON_GetObjectItem(cs, "history"), d), "value");
+		assert_true(fabs(a * 3600 - (double)want) <= 0.5);
+		assert_true(fabs(b * 3600 - (double)want) <= 0.5);
+	}
+	cJSON_Delete(t);
+	cJSON_Delete(c);
+}
+
+static void test_testbed_cluster_hourly(void **state)
+{
+	(void)state;
+	/* the Slurm testbed ran for minutes on 2026-11-22: hourly history of
+	 * less than a day, so the short-history fallback, said so */
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?aggregate=cluster&step=hour&horizon=6&level=80"
+				    "&window=2026-11-22T00:00:00Z,2026-11-22T18:00:00Z",
+				    200);
+	cJSON *s, *tb = NULL;
+	assert_non_null(j);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+		if (!strcmp(cJSON_GetObjectItem(s, "key")->valuestring, "testgpu"))
+			tb = s;
+	assert_non_null(tb);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(tb, "fallback")));
+	assert_non_null(strstr(cJSON_GetObjectItem(tb, "note")->valuestring, "short history"));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(tb, "history")), 18);
+	for (int hr = 0; hr < 18; hr++) {
+		long long h0 = 1795305600LL + 3600LL * hr, want = 0; /* 2026-11-22T00:00:00Z */
+		for (int i = 0; i < g_ntb; i++)
+			want += g_tb[i].gpus * overlap(g_tb[i].start, g_tb[i].end, h0, h0 + 3600);
+		double got = num(cJSON_GetArrayItem(cJSON_GetObjectItem(tb, "history"), hr), "value");
+		assert_true(fabs(got * 3600 - (double)want) <= 0.5);
+	}
+	/* level=80: the 95 % bounds are left out (null) */
+	cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(tb, "forecast"), 0);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "lo95")));
+	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(f0, "lo80")));
+	assert_true(num(f0, "value") >= 0);
+	cJSON_Delete(j);
+}
+
+static void test_demand_and_pending(void **state)
+{
+	(void)state;
+	cJSON *d = gl_test_get_json(g_d.port, "/v1/forecast?metric=demand_gpus&aggregate=account&window=" PWIN, 200);
+	cJSON *p = gl_test_get_json(g_d.port, "/v1/forecast?metric=pending_gpus&aggregate=account&window=" PWIN, 200);
+	cJSON *s;
+	int checked = 0;
+	assert_non_null(d);
+	assert_non_null(p);
+	check_shape(d, PDAYS, 14, 86400);
+	check_shape(p, PDAYS, 14, 86400);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(d, "series"))
+	{
+		const char *vc = cJSON_GetObjectItem(s, "key")->valuestring;
+		for (int day = 0; day < PDAYS; day++) {
+			long long d0 = PDAY0 + 86400LL * day, want = 0;
+			for (int i = 0; i < g_n; i++)
+				if (!strcmp(g_j[i].vc, vc) && g_j[i].submit >= d0 && g_j[i].submit < d0 + 86400)
+					want += g_j[i].gpus;
+			assert_true(fabs(num(cJSON_GetArrayItem(cJSON_GetObjectItem(s, "history"), day), "value") -
+					 (double)want) < 1e-6);
+			checked++;
+		}
+	}
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(p, "series"))
+	{
+		const char *vc = cJSON_GetObjectItem(s, "key")->valuestring;
+		for (int day = 0; day < PDAYS; day++) {
+			long long d0 = PDAY0 + 86400LL * day;
+			double want = 0;
+			for (int i = 0; i < g_n; i++)
+				if (!strcmp(g_j[i].vc, vc))
+					want += (double)g_j[i].gpus *
+						(double)overlap(g_j[i].submit, g_j[i].start, d0, d0 + 86400) / 86400.0;
+			assert_true(fabs(num(cJSON_GetArrayItem(cJSON_GetObjectItem(s, "history"), day), "value") -
+					 want) < 1e-3);
+			checked++;
+		}
+	}
+	assert_true(checked > 8 * PDAYS);
+	cJSON_Delete(d);
+	cJSON_Delete(p);
+}
+
+static void test_bad_parameters(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *query, *param;
+	} cases[] = {
+		{"metric=gpus", "metric"},
+		{"step=month", "step"},
+		{"step=hour&horizon=0", "horizon"},
+		{"horizon=12x", "horizon"},
+		{"step=day&horizon=400", "horizon"},
+		{"level=50", "level"},
+		{"aggregate=colour", "aggregate"},
+		{"aggregate=team,team", "aggregate"},
+		{"window=someday", "window"},
+		{"window=2030-01-01,2030-02-01", "window"}, /* no complete step before now */
+		{"color=red", "color"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char path[256];
+		snprintf(path, sizeof path, "/v1/forecast?%s", cases[i].query);
+		cJSON *j = gl_test_get_json(g_d.port, path, 400);
+		if (!j)
+			fail_msg("%s: not a 400 JSON answer", path);
+		cJSON *e = cJSON_GetObjectItem(j, "error");
+		assert_non_null(e);
+		assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, cases[i].param);
+		cJSON_Delete(j);
+	}
+}
+
+static void test_cached_answer(void **state)
+{
+	(void)state;
+	/* the same question again is answered from the cache: same computed_at, same body */
+	const char *path = "/v1/forecast?aggregate=account&step=week&horizon=4&window=2017-09-04,2018-01-29";
+	cJSON *a = gl_test_get_json(g_d.port, path, 200), *b = gl_test_get_json(g_d.port, path, 200);
+	assert_non_null(a);
+	assert_non_null(b);
+	check_shape(a, 21, 4, 7 * 86400);
+	char *sa = cJSON_PrintUnformatted(a), *sb = cJSON_PrintUnformatted(b);
+	assert_string_equal(sa, sb);
+	free(sa);
+	free(sb);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+static void test_excluded_days(void **state)
+{
+	(void)state;
+	/* a maintenance day and a holiday: marked in history, values unchanged */
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?aggregate=cluster&step=day&window=" PWIN
+				    "&exclude=2017-10-15;2017-11-01T00:00:00Z,2017-11-03T00:00:00Z",
+				    200);
+	cJSON *s = NULL, *it;
+	assert_non_null(j);
+	check_shape(j, PDAYS, 14, 86400);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "series"))
+		if (!strcmp(cJSON_GetObjectItem(it, "key")->valuestring, "philly"))
+			s = it;
+	assert_non_null(s);
+	for (int d = 0; d < PDAYS; d++) {
+		cJSON *h = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "history"), d);
+		long long d0 = PDAY0 + 86400LL * d, want = 0;
+		int ex = d == 14 || d == 31 || d == 32; /* Oct 15, Nov 1, Nov 2 */
+		assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(h, "excluded")), ex);
+		for (int i = 0; i < g_n; i++)
+			want += g_j[i].gpus * overlap(g_j[i].start, g_j[i].end, d0, d0 + 86400);
+		assert_true(fabs(num(h, "value") * 3600 - (double)want) <= 0.5);
+	}
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/forecast?exclude=2017-10-15;sometime", 400);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "exclude");
+	cJSON_Delete(j);
+}
+
+static void test_capacity_forecast_philly(void **state)
+{
+	(void)state;
+	/* no inventory for philly: capacity unknown, so no saturation figures;
+	 * the daily peak of hourly allocated + pending GPUs computed here */
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=philly&horizon=10&window=2017-10-01,2017-11-01",
+				    200);
+	cJSON *s, *ph = NULL;
+	assert_non_null(j);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		assert_string_equal(cJSON_GetObjectItem(s, "cluster")->valuestring, "philly");
+		if (!strcmp(cJSON_GetObjectItem(s, "gpu_model")->valuestring, "unknown"))
+			ph = s;
+	}
+	assert_non_null(ph);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(ph, "capacity_gpus")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(ph, "days_until_saturation_p50")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(ph, "days_until_saturation_p80")));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(ph, "days")), 10);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ph, "days"), 0), "date")->valuestring,
+			    "2017-11-01");
+	cJSON *d;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItem(ph, "days"))
+	{
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(d, "p_saturation")));
+		assert_true(num(d, "peak_demand") >= 0);
+		assert_true(num(d, "lo80") <= num(d, "peak_demand") && num(d, "peak_demand") <= num(d, "hi80"));
+	}
+	cJSON *hist = cJSON_GetObjectItem(ph, "history");
+	assert_int_equal(cJSON_GetArraySize(hist), 31);
+	for (int day = 0; day < 31; day++) {
+		double peak = 0;
+		for (int hr = 0; hr < 24; hr++) {
+			long long h0 = PDAY0 + 86400LL * day + 3600LL * hr;
+			double v = 0;
+			for (int i = 0; i < g_n; i++)
+				v += (double)g_j[i].gpus *
+				     (double)(overlap(g_j[i].start, g_j[i].end, h0, h0 + 3600) +
+					      overlap(g_j[i].submit, g_j[i].start, h0, h0 + 3600)) /
+				     3600.0;
+			if (v > peak)
+				peak = v;
+		}
+		assert_true(fabs(num(cJSON_GetArrayItem(hist, day), "peak_demand") - peak) < 2e-3);
+	}
+	cJSON_Delete(j);
+}
+
+static void test_capacity_forecast_inventory(void **state)
+{
+	(void)state;
+	/* k8s: GPUs present from the snapshot on, no demand at all: saturation
+	 * is impossible (p 0, no day) and capacity is what /v1/capacity says
+	 * was available on the last day */
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=k8s&horizon=5&window=2026-10-20,2026-11-06",
+				    200);
+	cJSON *c = gl_test_get_json(g_d.port,
+				    "/v1/capacity?cluster=k8s&aggregate=gpu_model&window=2026-11-05,2026-11-06", 200);
+	cJSON *s;
+	int models = 0;
+	assert_non_null(j);
+	assert_non_null(c);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		const char *model = cJSON_GetObjectItem(s, "gpu_model")->valuestring;
+		double want = -1;
+		cJSON *it, *d;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(c, "rows"))
+			if (!strcmp(cJSON_GetObjectItem(it, "gpu_model")->valuestring, model))
+				want = (num(it, "reported_gpu_seconds") - num(it, "down_gpu_seconds") -
+					num(it, "planned_down_gpu_seconds")) /
+				       86400.0;
+		assert_true(want > 0);
+		assert_true(fabs(num(s, "capacity_gpus") - want) < 1e-3);
+		if (!strcasecmp(model, "NVIDIA-H100-80GB-HBM3")) {
+			/* 3 GPUs wanted every hour of every day against 2: saturated tomorrow, surely */
+			assert_true(fabs(want - 2) < 1e-9);
+			assert_int_equal(num(s, "days_until_saturation_p50"), 1);
+			assert_int_equal(num(s, "days_until_saturation_p80"), 1);
+			cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "days"))
+			{
+				assert_true(fabs(num(d, "peak_demand") - 3) < 1e-9);
+				assert_true(num(d, "p_saturation") == 1);
+			}
+			cJSON *h;
+			cJSON_ArrayForEach(h, cJSON_GetObjectItem(s, "history"))
+				assert_true(fabs(num(h, "peak_demand") - 3) < 1e-9);
+		} else {
+			/* no demand: saturation is impossible */
+			assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "days_until_saturation_p50")));
+			assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "days_until_saturation_p80")));
+			cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "days"))
+			{
+				assert_true(num(d, "peak_demand") == 0);
+				assert_true(num(d, "p_saturation") == 0);
+			}
+		}
+		models++;
+	}
+	assert_true(models >= 2);
+	cJSON_Delete(j);
+	cJSON_Delete(c);
+	/* bad parameters */
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?horizon=0", 400);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "horizon");
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?window=never", 400);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "window");
+	cJSON_Delete(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_philly_vcs_daily),    cmocka_unit_test(test_team_is_the_sum),
+		cmocka_unit_test(test_testbed_cluster_hourly), cmocka_unit_test(test_demand_and_pending),
+		cmocka_unit_test(test_bad_parameters),      cmocka_unit_test(test_cached_answer),
+		cmocka_unit_test(test_capacity_forecast_philly), cmocka_unit_test(test_capacity_forecast_inventory),
+		cmocka_unit_test(test_excluded_days),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,291 @@
+/* The forecaster on small series with known answers, and the accuracy
+ * metrics on hand-computed examples. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/forecast.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct gl_forecast_opts hourly(int horizon)
+{
+	struct gl_forecast_opts o = {0};
+	o.slots_per_day = 24;
+	o.slots_per_week = 168;
+	o.horizon = horizon;
+	o.method = GL_FORECAST_AUTO;
+	o.first_weekday = 0;
+	return o;
+}
+
+/* A daily sine plus a weekend dip, slot 0 on a Monday at 00:00. */
+static double signal(size_t t)
+{
+	const double pi = 3.14159265358979323846;
+	int weekend = (t / 24) % 7 >= 5;
+	return 100 + 30 * sin(2 * pi * (double)(t % 24) / 24) - (weekend ? 40 : 0);
+}
+
+/* Deterministic noise in [-a, a] (an LCG, so the test is repeatable). */
+static double noise(uint32_t *s, double a)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return a * (2.0 * (double)(*s >> 8) / (double)(1u << 24) - 1.0);
+}
+
+static void assert_nested(const struct gl_forecast_result *r)
+{
+	for (int h = 0; h < r->horizon; h++) {
+		assert_true(r->lo95[h] >= 0);
+		assert_true(r->lo95[h] <= r->lo80[h]);
+		assert_true(r->lo80[h] <= r->point[h]);
+		assert_true(r->point[h] <= r->hi80[h]);
+		assert_true(r->hi80[h] <= r->hi95[h]);
+	}
+}
+
+static void test_sine_weekly_recovered(void **state)
+{
+	(void)state;
+	size_t n = 8 * 168;
+	double *y = malloc(sizeof(double) * n);
+	struct gl_forecast_opts o = hourly(48);
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+
+	for (size_t t = 0; t < n; t++)
+		y[t] = signal(t);
+	/* exact pattern: every method that knows the week recovers it */
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	assert_false(r.fallback);
+	for (int h = 0; h < 48; h++)
+		assert_true(fabs(r.point[h] - signal(n + (size_t)h)) < 1e-6);
+	assert_true(r.cv.mae < 1e-6);
+	gl_forecast_result_fini(&r);
+
+	o.method = GL_FORECAST_HW;
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	assert_int_equal(r.method, GL_FORECAST_HW);
+	for (int h = 0; h < 48; h++)
+		assert_true(fabs(r.point[h] - signal(n + (size_t)h)) < 1e-6);
+	gl_forecast_result_fini(&r);
+
+	/* with noise of +-10 the forecast stays near the signal, much nearer
+	 * than the noise (a naive forecast would be off by up to 70) */
+	uint32_t seed = 42;
+	for (size_t t = 0; t < n; t++)
+		y[t] = signal(t) + noise(&seed, 10);
+	o.method = GL_FORECAST_AUTO;
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	double sae = 0;
+	for (int h = 0; h < 48; h++)
+		sae += fabs(r.point[h] - signal(n + (size_t)h));
+	assert_true(sae / 48 < 5);
+	assert_nested(&r);
+	/* the chosen method did at least as well as the best baseline in CV */
+	assert_true(r.baseline >= 0 && r.baseline < GL_FORECAST_FIRST_MODEL);
+	assert_true(r.cv_method[r.method].mae <= r.cv_method[r.baseline].mae);
+	assert_true(r.origins >= 2);
+	/* the 80 % interval is a real one, and covers most of the noise */
+	assert_true(r.hi80[0] - r.lo80[0] > 5 && r.hi80[0] - r.lo80[0] < 40);
+	gl_forecast_result_fini(&r);
+	free(y);
+}
+
+static void test_constant_zero_width(void **state)
+{
+	(void)state;
+	size_t n = 4 * 168;
+	double *y = malloc(sizeof(double) * n);
+	struct gl_forecast_opts o = hourly(24);
+	struct gl_err err = {0};
+	for (size_t t = 0; t < n; t++)
+		y[t] = 7;
+	for (int m = GL_FORECAST_AUTO; m < GL_FORECAST_METHOD_COUNT; m++) {
+		struct gl_forecast_result r;
+		o.method = m;
+		assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+		for (int h = 0; h < 24; h++) {
+			assert_true(fabs(r.point[h] - 7) < 1e-9);
+			assert_true(fabs(r.lo95[h] - 7) < 1e-9 && fabs(r.hi95[h] - 7) < 1e-9);
+			assert_true(fabs(r.lo80[h] - 7) < 1e-9 && fabs(r.hi80[h] - 7) < 1e-9);
+		}
+		gl_forecast_result_fini(&r);
+	}
+	free(y);
+}
+
+static void test_zero_heavy_never_negative(void **state)
+{
+	(void)state;
+	size_t n = 5 * 168;
+	double *y = calloc(n, sizeof(double));
+	struct gl_forecast_opts o = hourly(72);
+	struct gl_err err = {0};
+	struct gl_forecast_result r;
+
+	/* all zero: zero forecasts, zero intervals */
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	for (int h = 0; h < 72; h++)
+		assert_true(r.point[h] == 0 && r.lo95[h] == 0 && r.hi95[h] == 0);
+	gl_forecast_result_fini(&r);
+
+	/* idle most days, a burst now and then: nothing negative, for any method */
+	uint32_t seed = 7;
+	for (size_t t = 0; t < n; t++)
+		y[t] = noise(&seed, 1) > 0.9 ? 500 : 0;
+	for (int m = GL_FORECAST_AUTO; m < GL_FORECAST_METHOD_COUNT; m++) {
+		o.method = m;
+		assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+		for (int h = 0; h < 72; h++)
+			assert_true(r.point[h] >= 0 && r.lo95[h] >= 0 && r.lo80[h] >= 0);
+		assert_nested(&r);
+		gl_forecast_result_fini(&r);
+	}
+	free(y);
+}
+
+static void test_short_history_fallback(void **state)
+{
+	(void)state;
+	/* five days, hourly: hour h is 10*h on day d plus d (so the median of
+	 * the five days at hour h is 10*h + 2) */
+	size_t n = 5 * 24;
+	double y[5 * 24];
+	struct gl_forecast_opts o = hourly(24);
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	for (size_t t = 0; t < n; t++)
+		y[t] = 10.0 * (double)(t % 24) + (double)(t / 24);
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	assert_true(r.fallback);
+	assert_non_null(strstr(r.note, "short history"));
+	for (int h = 0; h < 24; h++)
+		assert_true(fabs(r.point[h] - (10.0 * h + 2)) < 1e-9);
+	assert_nested(&r);
+	gl_forecast_result_fini(&r);
+
+	/* no history at all: zeros, said so */
+	assert_int_equal(gl_forecast_fit(y, 0, &o, &r, &err), 0);
+	assert_true(r.fallback);
+	assert_true(r.point[0] == 0 && r.hi95[0] == 0);
+	assert_non_null(strstr(r.note, "no backtest"));
+	gl_forecast_result_fini(&r);
+}
+
+static void test_missing_slots(void **state)
+{
+	(void)state;
+	/* a maintenance day marked NaN is imputed from the week before, so the
+	 * forecast of an exactly weekly series is unchanged */
+	size_t n = 6 * 168;
+	double *y = malloc(sizeof(double) * n);
+	struct gl_forecast_opts o = hourly(24);
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	for (size_t t = 0; t < n; t++)
+		y[t] = signal(t);
+	for (size_t t = 3 * 168 + 24; t < 3 * 168 + 48; t++)
+		y[t] = NAN;
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	for (int h = 0; h < 24; h++)
+		assert_true(fabs(r.point[h] - signal(n + (size_t)h)) < 1e-6);
+	gl_forecast_result_fini(&r);
+	free(y);
+}
+
+static void test_metrics_by_hand(void **state)
+{
+	(void)state;
+	const double y[] = {1, 2, 3, 4}, f[] = {2, 2, 2, 2};
+	const double lo[] = {0, 2, 2, 2}, hi[] = {2, 2, 4, 3};
+	const double lo95[] = {0, 0, 0, 0}, hi95[] = {9, 9, 9, 3.5};
+	struct gl_forecast_metrics m;
+	gl_forecast_metrics_compute(y, f, lo, hi, lo95, hi95, 4, 2, &m);
+	assert_int_equal(m.n, 4);
+	assert_true(fabs(m.mae - 1.0) < 1e-12);          /* (1+0+1+2)/4 */
+	assert_true(fabs(m.rmse - sqrt(1.5)) < 1e-12);   /* sqrt((1+0+1+4)/4) */
+	assert_true(fabs(m.mase - 0.5) < 1e-12);         /* 1 / 2 */
+	assert_true(fabs(m.wape - 0.4) < 1e-12);         /* 4 / 10 */
+	assert_true(fabs(m.smape - (2.0 / 3 + 0 + 0.4 + 2.0 / 3) / 4) < 1e-12);
+	assert_true(fabs(m.coverage80 - 0.75) < 1e-12);  /* 4 is above 3 */
+	assert_true(fabs(m.coverage95 - 0.75) < 1e-12);  /* 4 is above 3.5 */
+	/* pinball: (.1+.1)/2, 0, (.1+.1)/2, (.2+.9)/2 -> mean .1875, / 2 */
+	assert_true(fabs(m.pinball80 - 0.09375) < 1e-12);
+
+	const double s[] = {1, 3, 2, 5};
+	assert_true(fabs(gl_forecast_mase_scale(s, 4, 1) - 2.0) < 1e-12);
+	assert_true(fabs(gl_forecast_mase_scale(s, 4, 2) - 1.5) < 1e-12);
+	assert_true(gl_forecast_mase_scale(s, 1, 1) == 0);
+	/* a NaN actual is skipped, not scored */
+	const double yn[] = {1, NAN}, fn[] = {1, 5};
+	gl_forecast_metrics_compute(yn, fn, NULL, NULL, NULL, NULL, 2, 1, &m);
+	assert_int_equal(m.n, 1);
+	assert_true(m.mae == 0 && isnan(m.coverage80));
+}
+
+static void test_names_and_bad_options(void **state)
+{
+	(void)state;
+	for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
+		assert_int_equal(gl_forecast_method_parse(gl_forecast_method_name(m)), m);
+	assert_int_equal(gl_forecast_method_parse("auto"), GL_FORECAST_AUTO);
+	assert_int_equal(gl_forecast_method_parse("arima"), -2);
+	assert_null(gl_forecast_method_name(GL_FORECAST_METHOD_COUNT));
+
+	double y[10] = {0};
+	struct gl_forecast_opts o = hourly(0);
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	assert_int_equal(gl_forecast_fit(y, 10, &o, &r, &err), -GL_EINVAL);
+	assert_non_null(strstr(err.msg, "horizon"));
+	o = hourly(4);
+	o.slots_per_week = 100; /* not whole days */
+	assert_int_equal(gl_forecast_fit(y, 10, &o, &r, &err), -GL_EINVAL);
+	gl_forecast_result_fini(&r); /* safe after a failure */
+}
+
+static void test_daily_weekly_pattern(void **state)
+{
+	(void)state;
+	/* daily steps with a weekday/weekend pattern and a little noise: the
+	 * chosen method beats naive by far and a weekday gets a weekday level */
+	size_t n = 10 * 7;
+	double y[70];
+	struct gl_forecast_opts o = {0};
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	uint32_t seed = 3;
+	o.slots_per_day = 1;
+	o.slots_per_week = 7;
+	o.horizon = 7;
+	o.method = GL_FORECAST_AUTO;
+	o.first_weekday = 0;
+	for (size_t t = 0; t < n; t++)
+		y[t] = (t % 7 >= 5 ? 200 : 1000) + noise(&seed, 20);
+	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
+	for (int h = 0; h < 7; h++) {
+		double want = (n + (size_t)h) % 7 >= 5 ? 200 : 1000;
+		assert_true(fabs(r.point[h] - want) < 40);
+	}
+	assert_true(r.cv_method[r.method].mae < r.cv_method[GL_FORECAST_NAIVE].mae / 4);
+	assert_nested(&r);
+	gl_forecast_result_fini(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sine_weekly_recovered),  cmocka_unit_test(test_constant_zero_width),
+		cmocka_unit_test(test_zero_heavy_never_negative), cmocka_unit_test(test_short_history_fallback),
+		cmocka_unit_test(test_missing_slots),           cmocka_unit_test(test_metrics_by_hand),
+		cmocka_unit_test(test_names_and_bad_options),   cmocka_unit_test(test_daily_weekly_pattern),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
