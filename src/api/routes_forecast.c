@@ -552,15 +552,56 @@ static void copy_param(struct gl_req *req, const char *name, const char *def, ch
 	snprintf(out, n, "%s", v ? v : def);
 }
 
-int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
+/* Both kinds of request, parsed and computed the same way by the routes
+ * and by the daemon's refresh. */
+struct fc_any {
+	struct fc_params f;
+	struct cap_params c;
+};
+
+static int any_parse(struct fc_req *q, int64_t now_s, int max_days, struct fc_any *a, const char **param,
+		     struct gl_err *err)
 {
-	struct fc_req q;
-	struct fc_params p;
+	return q->kind == 'c' ? cap_parse(q, now_s, max_days, &a->c, param, err)
+			      : fc_parse(q, now_s, max_days, &a->f, param, err);
+}
+
+static int any_compute(PGconn *c, const struct fc_any *a, const struct fc_req *q, int64_t now_s, struct gl_strbuf *b,
+		       struct gl_err *err)
+{
+	return q->kind == 'c' ? cap_compute(c, &a->c, q, now_s, b, err) : fc_compute(c, &a->f, q, now_s, b, err);
+}
+
+/* The cached answer when there is one, else computed now and cached. */
+static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
+{
+	struct fc_any a;
 	struct gl_err err = {0};
 	const char *param = NULL;
 	char key[1200], *body;
 	PGconn *c;
 	int rc;
+
+	if (any_parse(q, req->now_s, req->cfg->api_max_window_days, &a, &param, &err))
+		return gl_resp_error(resp, GL_EINVAL, param, "%s", err.msg);
+	req_key(q, key, sizeof key);
+	resp->content_type = "application/json";
+	if ((body = cache_get(key, req->now_s))) {
+		gl_strbuf_puts(&resp->body, body);
+		free(body);
+		return 0;
+	}
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = any_compute(c, &a, q, req->now_s, &resp->body, &err))) {
+		gl_strbuf_reset(&resp->body);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "forecast failed");
+	}
+	cache_put(q, key, gl_strbuf_cstr(&resp->body), req->now_s, 1);
+	return 0;
+}
+
+int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
+{
+	struct fc_req q;
 
 	memset(&q, 0, sizeof q);
 	q.kind = 'f';
@@ -572,55 +613,19 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 	copy_param(req, "aggregate", "team", q.aggregate, sizeof q.aggregate);
 	copy_param(req, "window", !strcmp(q.step, "hour") ? "28d" : !strcmp(q.step, "week") ? "364d" : "91d", q.window,
 		   sizeof q.window);
-	if (fc_parse(&q, req->now_s, req->cfg->api_max_window_days, &p, &param, &err))
-		return gl_resp_error(resp, GL_EINVAL, param, "%s", err.msg);
-	req_key(&q, key, sizeof key);
-	if ((body = cache_get(key, req->now_s))) {
-		gl_strbuf_puts(&resp->body, body);
-		free(body);
-		resp->content_type = "application/json";
-		return 0;
-	}
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = fc_compute(c, &p, &q, req->now_s, &resp->body, &err))) {
-		gl_strbuf_reset(&resp->body);
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "forecast failed");
-	}
-	cache_put(&q, key, gl_strbuf_cstr(&resp->body), req->now_s, 1);
-	resp->content_type = "application/json";
-	return 0;
+	return serve(req, resp, &q);
 }
 
 int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp)
 {
 	struct fc_req q;
-	struct cap_params p;
-	struct gl_err err = {0};
-	const char *param = NULL;
-	char key[1200], *body;
-	PGconn *c;
-	int rc;
 
 	memset(&q, 0, sizeof q);
 	q.kind = 'c';
 	copy_param(req, "horizon", "", q.horizon, sizeof q.horizon);
 	copy_param(req, "cluster", "", q.aggregate, sizeof q.aggregate);
 	copy_param(req, "window", "91d", q.window, sizeof q.window);
-	if (cap_parse(&q, req->now_s, req->cfg->api_max_window_days, &p, &param, &err))
-		return gl_resp_error(resp, GL_EINVAL, param, "%s", err.msg);
-	req_key(&q, key, sizeof key);
-	if ((body = cache_get(key, req->now_s))) {
-		gl_strbuf_puts(&resp->body, body);
-		free(body);
-		resp->content_type = "application/json";
-		return 0;
-	}
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = cap_compute(c, &p, &q, req->now_s, &resp->body, &err))) {
-		gl_strbuf_reset(&resp->body);
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "capacity forecast failed");
-	}
-	cache_put(&q, key, gl_strbuf_cstr(&resp->body), req->now_s, 1);
-	resp->content_type = "application/json";
-	return 0;
+	return serve(req, resp, &q);
 }
 
 int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
@@ -630,8 +635,7 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 	(void)src;
 	for (int i = 0; i < FC_CACHE_SLOTS; i++) {
 		struct fc_req q;
-		struct fc_params p;
-		struct cap_params cp;
+		struct fc_any a;
 		struct gl_strbuf body = GL_STRBUF_INIT;
 		const char *param;
 		char key[1200];
@@ -650,10 +654,8 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 		pthread_mutex_unlock(&cache_mu);
 		if (!live)
 			continue;
-		if (q.kind == 'c' ? (rc = cap_parse(&q, now_s, cfg->api_max_window_days, &cp, &param, err)) ||
-					    (rc = cap_compute(c, &cp, &q, now_s, &body, err))
-				  : (rc = fc_parse(&q, now_s, cfg->api_max_window_days, &p, &param, err)) ||
-					    (rc = fc_compute(c, &p, &q, now_s, &body, err))) {
+		if ((rc = any_parse(&q, now_s, cfg->api_max_window_days, &a, &param, err)) ||
+		    (rc = any_compute(c, &a, &q, now_s, &body, err))) {
 			gl_strbuf_fini(&body);
 			break;
 		}
