@@ -27,6 +27,7 @@
 
 #define FIXDIR "tests/fixtures/kube"
 #define AT "2023-06-01T00:00:00Z"
+#define ROUNDS 5
 
 /* Writes the synthetic document to path; returns its size in bytes. */
 static long write_doc(const char *path, int npods)
@@ -143,7 +144,7 @@ int main(int argc, char **argv)
 	int npods = argc > 1 ? atoi(argv[1]) : 50000;
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
 	double t_first, t_again, t_copy;
-	long doc_bytes, rows, rss_first, rss_again, rss;
+	long doc_bytes, rows = 0, rss_first, rss_again, rss;
 	struct stat sb;
 	PGconn *c;
 
@@ -164,19 +165,36 @@ int main(int argc, char **argv)
 	if (gl_test_db_fresh("gl_bench_kube", dsn, sizeof dsn))
 		gl_test_die("db");
 	c = PQconnectdb(dsn);
-	PQclear(PQexec(c, "CHECKPOINT"));
-	t_first = run_ingest(dsn, path, &rss_first);
-	t_again = run_ingest(dsn, path, &rss_again);
-	rss = rss_first > rss_again ? rss_first : rss_again;
-	rows = gl_test_qint(c, "SELECT count(*) FROM jobs");
-
-	/* the limit: COPY the very same rows into the same (emptied) table */
-	t_copy = gl_test_copy_baseline(c, "jobs", gl_jobs_stage_columns, copyfile);
+	/* Best of ROUNDS for each figure, the limit included: on this disk a
+	 * raw COPY of the same rows varies by up to 2x from run to run. */
+	t_first = t_again = t_copy = 1e30;
+	rss = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		double a, b, k;
+		/* an empty table and no watermark: a first load each round */
+		PQclear(PQexec(c, "TRUNCATE jobs"));
+		PQclear(PQexec(c, "DELETE FROM ingest_state"));
+		PQclear(PQexec(c, "CHECKPOINT"));
+		a = run_ingest(dsn, path, &rss_first);
+		b = run_ingest(dsn, path, &rss_again);
+		if (rss_first > rss)
+			rss = rss_first;
+		if (rss_again > rss)
+			rss = rss_again;
+		rows = gl_test_qint(c, "SELECT count(*) FROM jobs");
+		/* the limit: COPY the very same rows into the same (emptied) table */
+		k = gl_test_copy_baseline(c, "jobs", gl_jobs_stage_columns, copyfile);
+		fprintf(stderr, "  round %d: first %.2f s, again %.2f s, raw COPY %.2f s (%.2fx)\n", round + 1, a, b, k,
+			a / k);
+		t_first = a < t_first ? a : t_first;
+		t_again = b < t_again ? b : t_again;
+		t_copy = k < t_copy ? k : t_copy;
+	}
 	fprintf(stderr, "  raw COPY: %.2f s (%ld rows); document %.1f MiB; ingest peak RSS %.1f MiB\n", t_copy, rows,
 		doc_bytes / 1048576.0, rss / 1024.0);
-	printf("| kube ingest, synthetic %d-pod PodList (%ld GPU pods) into an empty table, parse included | %.2f s |"
-	       " raw COPY of the same rows: %.2f s (target <= 2x) | %.2fx |\n",
-	       npods, rows, t_first, t_copy, t_first / t_copy);
+	printf("| kube ingest, synthetic %d-pod PodList (%ld GPU pods) into an empty table, parse included, best of %d |"
+	       " %.2f s | raw COPY of the same rows, best of %d: %.2f s (target <= 2x) | %.2fx |\n",
+	       npods, rows, ROUNDS, t_first, ROUNDS, t_copy, t_first / t_copy);
 	printf("| kube ingest peak RSS / document size (%.1f MiB) | %.1f MiB | 10x (target <) | %.2fx |\n",
 	       doc_bytes / 1048576.0, rss / 1024.0, rss * 1024.0 / (double)doc_bytes);
 	printf("| kube re-ingest, same snapshot (all unchanged) | %.2f s | first ingest: %.2f s | %.2fx |\n", t_again,
