@@ -3,7 +3,8 @@
 # As root: apt-get installs what is missing. Otherwise: prints the command.
 set -euo pipefail
 PKGS=(build-essential pkg-config libpq-dev libmicrohttpd-dev libcjson-dev libyaml-dev
-      libcurl4-openssl-dev libssl-dev libcmocka-dev postgresql-15 curl)
+      libcurl4-openssl-dev libssl-dev libcmocka-dev postgresql-15 curl
+      libcairo2-dev libpango1.0-dev fonts-dejavu-core poppler-utils)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,8 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp);
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp);
 int gl_route_queue(struct gl_req *req, struct gl_resp *resp);
 int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_reports.c */
+int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_capacity.c */
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp);
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);

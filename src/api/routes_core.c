@@ -21,6 +21,8 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL},
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format"},
+	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
+	 "month,aggregate,format,table,shareIdle"},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format"},
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format"},
 	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster"},

@@ -46,6 +46,7 @@ static const char usage_main[] =
 	"  ingest         one-shot ingest: ingest sacct --cluster NAME --file F\n"
 	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
 	"  rollup         rebuild stale daily aggregates (the daemon does it every minute)\n"
+	"  report         report showback --month YYYY-MM: monthly showback as CSV, HTML or PDF\n"
 	"  token          create|list|revoke API tokens\n"
 	"  audit          verify|head|prune|harden the audit log\n"
 	"  check-config   validate the configuration file\n"
@@ -378,6 +379,8 @@ int main(int argc, char **argv)
 		rc = cmd_ingest(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rollup"))
 		rc = gl_cli_rollup(&cfg, argc, argv);
+	else if (!strcmp(cmd, "report"))
+		rc = gl_cli_report(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rates"))
 		rc = gl_cli_rates(&cfg, argc, argv);
 	else if (!strcmp(cmd, "serve"))
