@@ -23,6 +23,8 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format"},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
 	 "month,aggregate,format,table,shareIdle"},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month"},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month"},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format"},
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format"},
 	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster"},

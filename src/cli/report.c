@@ -2,6 +2,7 @@
 #include "gl/audit.h"
 #include "gl/cli.h"
 #include "gl/db.h"
+#include "gl/report_sched.h"
 #include "gl/reports.h"
 #include "gl/showback.h"
 #include "gl/strbuf.h"
@@ -17,7 +18,49 @@ static const char usage_report[] =
 	"\n"
 	"Writes the month's showback report under DIR (default .): one CSV file per\n"
 	"table, or one HTML or PDF file, named showback-MONTH-AGGREGATE[-TABLE].EXT.\n"
-	"Prints one line per file: name, bytes, sha256.\n";
+	"Prints one line per file: name, bytes, sha256.\n"
+	"\n"
+	"       gpuledger [--config FILE] report record --month YYYY-MM\n"
+	"\n"
+	"Makes the month's recorded set as the daemon does on the 1st (reports.dir,\n"
+	"reports.aggregate, reports.share_idle, reports.formats), listed by GET /v1/reports.\n"
+	"A month already recorded is only rewritten when its CSV changed (late data): as\n"
+	"a new version beside the old files, naming the tables that changed.\n";
+
+static int cmd_record(struct gl_config *cfg, int argc, char **argv)
+{
+	const char *month = NULL;
+	const struct gl_cli_opt opts[] = {{"month", &month}, {NULL, NULL}};
+	struct gl_report_sched_result res;
+	struct gl_err err = {0};
+	PGconn *c = NULL;
+	int rc;
+
+	if ((rc = gl_cli_parse_opts(argc, argv, "report record", usage_report, opts)) >= 0)
+		return rc;
+	if (!month)
+		return gl_cli_usage_error(usage_report, "report record: --month is required");
+	if ((rc = gl_db_connect(cfg, &c, &err)))
+		goto fail;
+	if ((rc = gl_report_sched_make(c, cfg, month, gl_audit_process_actor(), (int64_t)time(NULL), &res, &err))) {
+		if (err.code == GL_EINVAL || err.code == GL_ECONFIG) {
+			PQfinish(c);
+			return gl_cli_usage_error(usage_report, "report record: %s", err.msg);
+		}
+		goto fail;
+	}
+	if (res.unchanged)
+		printf("%s: unchanged, version %d stands\n", month, res.version);
+	else
+		printf("%s: version %d%s%s\n", month, res.version, res.changed[0] ? ", changed: " : "", res.changed);
+	for (size_t i = 0; i < res.n_files; i++)
+		printf("%s %zu %s\n", res.files[i].name, res.files[i].bytes, res.files[i].sha256);
+	PQfinish(c);
+	return 0;
+fail:
+	PQfinish(c);
+	return gl_cli_fail(&err);
+}
 
 int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 {
@@ -38,8 +81,10 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 		fputs(usage_report, stdout);
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "record"))
+		return cmd_record(cfg, argc - 1, argv + 1);
 	if (argc < 2 || strcmp(argv[1], "showback") != 0)
-		return gl_cli_usage_error(usage_report, "report: the only report is 'showback'");
+		return gl_cli_usage_error(usage_report, "report: expected 'showback' or 'record'");
 	if ((rc = gl_cli_parse_opts(argc - 1, argv + 1, "report showback", usage_report, opts)) >= 0)
 		return rc;
 	if (!month)
@@ -55,6 +100,7 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 	req.aggregate = agg;
 	req.currency = cfg->currency;
 	req.now_s = (int64_t)time(NULL);
+	req.cfg = cfg;
 	if ((rc = gl_db_connect(cfg, &c, &err)))
 		goto fail;
 	if ((rc = gl_showback_gather(c, &req, &sb, &err))) {

@@ -1,6 +1,7 @@
 /* Gathering the monthly showback report (see include/gl/showback.h). */
 #include "gl/showback.h"
 #include "gl/accounting.h"
+#include "gl/budget.h"
 #include "gl/cost.h"
 #include "gl/db.h"
 #include "gl/strbuf.h"
@@ -520,6 +521,22 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
 	if ((rc = gather_reference(c, sb, err)))
 		goto out;
+	/* budgets of this aggregate in force in the month (the first one wins) */
+	for (size_t i = 0; req->cfg && i < req->cfg->n_budgets; i++) {
+		const struct gl_budget_cfg *bc = &req->cfg->budgets[i];
+		int64_t amount;
+		struct gl_sb_owner *o;
+		if (strcmp(bc->aggregate, sb->aggregate) != 0 ||
+		    (amount = gl_budget_amount(req->cfg, i, sb->start_s, sb->end_s)) < 0)
+			continue;
+		o = get_owner(sb, bc->owner);
+		if (o->has_prev == 0 && sb->fleet.has_prev)
+			o->has_prev = 1;
+		if (!o->has_budget) {
+			o->has_budget = 1;
+			o->budget_micros = amount;
+		}
+	}
 	qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
 out:
 	PQclear(r);
