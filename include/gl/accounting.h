@@ -27,6 +27,7 @@ struct gl_acct_query {
 	const struct gl_filter *filter;  /* may be NULL */
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
 	size_t n_scope_teams;
+	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
 };
 
 struct gl_acct_meta {

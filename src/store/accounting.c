@@ -487,7 +487,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	meta->capacity_source = PQgetvalue(r, 0, 0)[0] == 't';
 	PQclear(r);
 	r = NULL;
-	if (meta->capacity_source) {
+	if (meta->capacity_source && !q->lines_only) {
 		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT;
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);

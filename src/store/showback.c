@@ -68,7 +68,7 @@ static int64_t i64v(PGresult *r, int row, int col)
 /* One chargeback over the steps, aggregated by dims: exactly what
  * /v1/chargeback computes for the same window, step and shareIdle. */
 static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
-		  enum gl_share_idle share, int64_t now_s, struct gl_cb *cb, struct gl_acct_meta *meta,
+		  enum gl_share_idle share, int lines_only, int64_t now_s, struct gl_cb *cb, struct gl_acct_meta *meta,
 		  struct gl_err *err)
 {
 	struct gl_acct_query q = {0};
@@ -80,6 +80,7 @@ static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, cons
 	for (size_t d = 0; d < n_dims; d++)
 		q.dims[d] = dims[d];
 	q.n_dims = n_dims;
+	q.lines_only = lines_only;
 	if ((rc = gl_acct_chargeback(c, &q, cb, meta, err)))
 		return rc;
 	if ((rc = gl_cb_finish(cb)))
@@ -135,28 +136,59 @@ static int64_t muldiv(int64_t a, int64_t b, int64_t c)
 static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
-	char a[32], b[32], now[24], a1[24], b1[24];
+	char now[24], a1[24], b1[24];
 	PGresult *r = NULL;
 	int rc, in_txn = 0;
 
-	snprintf(a, sizeof a, "{%lld}", (long long)sb->start_s);
-	snprintf(b, sizeof b, "{%lld}", (long long)sb->end_s);
 	snprintf(a1, sizeof a1, "%lld", (long long)sb->start_s);
 	snprintf(b1, sizeof b1, "%lld", (long long)sb->end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	gl_strbuf_puts(&sql, gl_acct_jobs_cte());
-	/* cost per job: the same rate lookup as chargeback (the model's own
-	 * rate, else '*'), as a correlated sum so no join order depends on the
-	 * planner's row estimates of the CTEs */
+	/* The jobs of the month clipped to it, as chargeback's jobs CTE takes
+	 * them, with the owner at the job's start resolved the same way (the
+	 * first gl_owner rule in force in the rule-validity segment of the
+	 * start) but once per distinct owner-relevant key and hash-joined back:
+	 * the shared CTE sorts a million wide rows, which a month report cannot
+	 * afford. */
 	gl_strbuf_printf(&sql,
+			 "WITH ba AS (SELECT array_agg(t ORDER BY t) AS a FROM (SELECT DISTINCT t FROM (SELECT valid_from AS t"
+			 "  FROM owners UNION ALL SELECT valid_to FROM owners UNION ALL SELECT '-infinity'::timestamptz) x) y)"
+			 ", mm AS (SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
+			 "  THEN m.gpu_model ELSE '*' END AS rate_model"
+			 "  FROM (SELECT DISTINCT lower(gpu_type) AS gpu_model FROM jobs WHERE gpu_milli > 0"
+			 "  AND start_at < to_timestamp($3::bigint) AND (end_at > to_timestamp($2::bigint) OR end_at IS NULL)) m)"
+			 /* the segment of the start: the last bound at or before it (the
+			  * bounds are sorted; width_bucket finds it without a join) */
+			 ", j0 AS MATERIALIZED (SELECT jb.job_pk, jb.job_id, jb.state, jb.partition, c.name AS cluster,"
+			 "  jb.account, jb.user_name, jb.qos, jb.wckey, jb.namespace, jb.tags -> 'labels' AS labels,"
+			 "  jb.start_at AS job_start, coalesce(jb.eligible_at, jb.submit_at) AS job_queued, jb.gpu_milli,"
+			 "  lower(jb.gpu_type) AS gpu_model,"
+			 "  greatest(jb.start_at, to_timestamp($2::bigint)) AS s0,"
+			 "  least(coalesce(jb.end_at, to_timestamp($1::bigint)), to_timestamp($3::bigint)) AS e0,"
+			 "  ba.a[width_bucket(jb.start_at, ba.a)] AS seg,"
+			 "  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
+			 "  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
+			 "  coalesce((jb.tags -> 'labels')::text, '') AS okey"
+			 "  FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id CROSS JOIN ba"
+			 "  WHERE jb.gpu_milli > 0 AND jb.start_at < to_timestamp($3::bigint) AND jb.start_at < to_timestamp($1::bigint)"
+			 "  AND (jb.end_at > to_timestamp($2::bigint) OR (jb.end_at IS NULL AND to_timestamp($1::bigint) > to_timestamp($2::bigint))))"
+			 ", keys AS (SELECT cluster, okey, seg, min(account) AS account, min(user_name) AS user_name,"
+			 "  min(partition) AS partition, min(qos) AS qos, min(wckey) AS wckey, min(namespace) AS namespace,"
+			 "  (array_agg(labels))[1] AS labels FROM j0 GROUP BY cluster, okey, seg)"
+			 ", own AS MATERIALIZED (SELECT keys.cluster, keys.okey, keys.seg, o.team, o.project, o.cost_center FROM keys"
+			 "  LEFT JOIN LATERAL gl_owner(keys.cluster, keys.account, keys.user_name, keys.partition, keys.qos, keys.wckey,"
+			 "  keys.namespace, jsonb_build_object('labels', keys.labels), keys.seg) o ON true)"
+			 ", k AS (SELECT j0.*, own.team, own.project, own.cost_center, mm.rate_model FROM j0"
+			 "  JOIN own ON own.cluster = j0.cluster AND own.okey = j0.okey AND own.seg = j0.seg"
+			 "  LEFT JOIN mm ON mm.gpu_model = j0.gpu_model)"
+			 /* cost per job: the same rate lookup as chargeback (the model's
+			  * own rate, else '*'), the job cut at rate changes */
 			 ", f AS MATERIALIZED (SELECT k.*, %s AS owner,"
 			 "  k.gpu_milli * (date_part('epoch', k.e0) - date_part('epoch', k.s0))::bigint AS ams,"
 			 "  (SELECT sum(r.micros_per_gpu_hour::numeric * k.gpu_milli * (date_part('epoch', least(k.e0, r.valid_to))"
 			 "   - date_part('epoch', greatest(k.s0, r.valid_from)))::bigint) FROM rates r"
-			 "   WHERE r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model)"
-			 "    THEN k.gpu_model ELSE '*' END AND r.valid_from < k.e0 AND r.valid_to > k.s0) AS num FROM k)"
+			 "   WHERE r.gpu_model = coalesce(k.rate_model, '*') AND r.valid_from < k.e0 AND r.valid_to > k.s0) AS num FROM k)"
 			 ", usage AS MATERIALIZED (SELECT u.job_pk, u.idle_gpu_s, u.observed_gpu_s"
-			 "  FROM gl_job_usage(to_timestamp($5::bigint), to_timestamp($6::bigint)) u)"
+			 "  FROM gl_job_usage(to_timestamp($2::bigint), to_timestamp($3::bigint)) u)"
 			 ", jc AS MATERIALIZED (SELECT f.job_pk, f.job_id, f.state, f.cluster, f.owner, f.gpu_milli, f.ams,"
 			 "  round(coalesce(f.num, 0) / %lld) AS cost, u.idle_gpu_s, u.observed_gpu_s"
 			 "  FROM f LEFT JOIN usage u USING (job_pk))"
@@ -174,24 +206,25 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 			 "  WHERE upper(split_part(jc.state, ' ', 1)) IN ('FAILED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'BOOT_FAIL')"
 			 "  GROUP BY jc.owner"
 			 " UNION ALL SELECT 'e', NULL, NULL, f.owner, NULL, NULL, NULL, sum(g.energy_mj)::bigint, NULL, NULL, NULL"
-			 "  FROM f JOIN gpu_usage g ON g.job_pk = f.job_pk AND g.bucket >= to_timestamp($5::bigint)"
-			 "  AND g.bucket < to_timestamp($6::bigint) AND g.energy_mj IS NOT NULL GROUP BY f.owner"
+			 "  FROM f JOIN gpu_usage g ON g.job_pk = f.job_pk AND g.bucket >= to_timestamp($2::bigint)"
+			 "  AND g.bucket < to_timestamp($3::bigint) AND g.energy_mj IS NOT NULL GROUP BY f.owner"
 			 " UNION ALL SELECT 'w', NULL, NULL, ww.name, ww.kind, ww.n, ww.w[1]::bigint, ww.w[2]::bigint, NULL,"
 			 "  ww.w[3]::bigint, NULL"
 			 " FROM (SELECT CASE WHEN GROUPING(f.partition) = 0 THEN coalesce(f.partition, '') ELSE f.owner END AS name,"
 			 "  CASE WHEN GROUPING(f.partition) = 0 THEN 'partition' ELSE 'owner' END AS kind, count(*) AS n,"
 			 "  percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY greatest(0, date_part('epoch', f.job_start)"
 			 "   - date_part('epoch', f.job_queued))::bigint) AS w"
-			 "  FROM f WHERE f.job_start >= to_timestamp($5::bigint)"
+			 "  FROM f WHERE f.job_start >= to_timestamp($2::bigint)"
 			 "  AND f.job_queued IS NOT NULL GROUP BY GROUPING SETS ((f.partition), (f.owner))) ww",
 			 gl_acct_dim_sql(sb->aggregate), (long long)GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, GL_SB_TOP_JOBS,
 			 GL_SB_TOP_JOBS);
 	/* the CTEs' row estimates are far off (the owner join): a nested loop
 	 * over them would rescan per job; hash joins are right at any size */
-	if ((rc = gl_db_exec(c, "BEGIN", err)) || (rc = gl_db_exec(c, "SET LOCAL enable_nestloop = off", err)))
+	if ((rc = gl_db_exec(c, "BEGIN", err)) || (rc = gl_db_exec(c, "SET LOCAL enable_nestloop = off", err)) ||
+	    (rc = gl_db_exec(c, "SET LOCAL enable_mergejoin = off", err)))
 		goto out;
 	in_txn = 1;
-	if ((rc = gl_db_query(c, sql.p, 6, (const char *[]){a, b, now, "{1}", a1, b1}, &r, err)) ||
+	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){now, a1, b1}, &r, err)) ||
 	    (rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;
 	in_txn = 0;
@@ -352,7 +385,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	struct gl_window month, pmonth, *days = NULL;
 	const char *dims[2];
 	PGresult *r = NULL;
-	int64_t first_s = 0;
+	int have_before = 0; /* a GPU job started before the month: the previous month has data */
 	int rc;
 
 	memset(sb, 0, sizeof *sb);
@@ -375,20 +408,24 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		rc = gl_err_set(err, GL_EINVAL, "month: %s is in the future", req->month);
 		goto out;
 	}
-	if ((rc = gl_db_query(c, "SELECT extract(epoch FROM min(start_at))::bigint FROM jobs WHERE gpu_milli > 0", 0,
-			      NULL, &r, err)))
-		goto out;
-	if (PQgetisnull(r, 0, 0)) {
-		rc = gl_err_set(err, GL_EINVAL, "month: %s is before any data (no GPU jobs yet)", req->month);
-		goto out;
-	}
-	first_s = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	r = NULL;
-	if (sb->end_s <= first_s) {
-		rc = gl_err_set(err, GL_EINVAL, "month: %s is before any data (the first GPU job started in %s)",
-				req->month, "a later month");
-		goto out;
+	{
+		/* index range scans, not a min() over every job */
+		char e[24], p[24];
+		snprintf(e, sizeof e, "%lld", (long long)sb->end_s);
+		snprintf(p, sizeof p, "%lld", (long long)sb->start_s);
+		if ((rc = gl_db_query(c,
+				      "SELECT EXISTS (SELECT 1 FROM jobs WHERE gpu_milli > 0 AND start_at < to_timestamp($1)),"
+				      " EXISTS (SELECT 1 FROM jobs WHERE gpu_milli > 0 AND start_at < to_timestamp($2))",
+				      2, (const char *[]){e, p}, &r, err)))
+			goto out;
+		if (PQgetvalue(r, 0, 0)[0] != 't') {
+			rc = gl_err_set(err, GL_EINVAL, "month: %s is before any data (no GPU job started by its end)",
+					req->month);
+			goto out;
+		}
+		have_before = PQgetvalue(r, 0, 1)[0] == 't';
+		PQclear(r);
+		r = NULL;
 	}
 	month.start_s = sb->start_s;
 	month.end_s = sb->end_s;
@@ -405,7 +442,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 
 	/* 1. the month, as /v1/chargeback computes it */
 	dims[0] = req->aggregate;
-	if ((rc = run_cb(c, &month, 1, dims, 1, req->share, req->now_s, &cb, &meta, err)))
+	if ((rc = run_cb(c, &month, 1, dims, 1, req->share, 0, req->now_s, &cb, &meta, err)))
 		goto out;
 	{
 		const struct gl_cb_step *st = &cb.steps[0];
@@ -474,8 +511,8 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		add_partial(sb, "%s is not over yet: month to date", sb->month);
 
 	/* 2. the previous month, same aggregate and sharing */
-	if (pmonth.end_s > first_s) {
-		if ((rc = run_cb(c, &pmonth, 1, dims, 1, req->share, req->now_s, &prev, &pmeta, err)))
+	if (have_before) {
+		if ((rc = run_cb(c, &pmonth, 1, dims, 1, req->share, 0, req->now_s, &prev, &pmeta, err)))
 			goto out;
 		sb->fleet.has_prev = 1;
 		sb->fleet.prev_total_micros = prev.total_micros;
@@ -492,7 +529,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 
 	/* 3. GPU-time and cost by GPU model / MIG profile per owner */
 	dims[1] = "gpu_model";
-	if ((rc = run_cb(c, &month, 1, dims, 2, GL_SHARE_NONE, req->now_s, &bym, &pmeta, err)))
+	if ((rc = run_cb(c, &month, 1, dims, 2, GL_SHARE_NONE, 1, req->now_s, &bym, &pmeta, err)))
 		goto out;
 	sb->n_models = bym.steps[0].n_lines;
 	sb->models = gl_xcalloc(sb->n_models + 1, sizeof *sb->models);
@@ -507,7 +544,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	qsort(sb->models, sb->n_models, sizeof *sb->models, cmp_model);
 
 	/* 4. GPU-time per owner per day, for the stacked chart */
-	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, req->now_s, &daily, &pmeta, err)))
+	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &daily, &pmeta, err)))
 		goto out;
 	for (size_t i = 0; i < sb->n_days; i++)
 		for (size_t j = 0; j < daily.steps[i].n_lines; j++) {

@@ -47,7 +47,7 @@ static const char cost_yaml[] =
 	"  - match: account\n    value: 6214e9\n    team: '-minus 東京'\n";
 
 struct pj {
-	char user[16];
+	char user[16], vc[16];
 	long long start, end, gpus;
 };
 static struct pj g_j[MAXJ];
@@ -91,6 +91,7 @@ static int philly_to_sacct(const char *out_path)
 		if (submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
 			continue;
 		snprintf(j->user, sizeof j->user, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "user")));
+		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
 		j->gpus = 0;
 		cJSON_ArrayForEach(d, cJSON_GetObjectItem(it, "detail"))
 			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
@@ -357,6 +358,46 @@ static void test_gpu_seconds_from_philly_json(void **state)
 	csv_free(&own);
 }
 
+/* The top jobs by cost: each one's GPU-hours, cost and owner worked out
+ * here from the Philly JSON (JobID k is the k-th converted job; every
+ * Philly job is priced by the "*" rate, 0.93 per GPU-hour), and in order. */
+static void test_top_jobs_from_philly_json(void **state)
+{
+	static const char *const vc[] = {"ee9e8c", "0e4a51", "103959", "6214e9"};
+	static const char *const team[] = {HOSTILE1, HOSTILE2, HOSTILE3, HOSTILE4};
+	struct csv top;
+	long long a = 1509494400LL, b = 1512086400LL, prev = LLONG_MAX;
+	int rows = 0;
+	get_csv("month=" PH_MONTH "&table=top_cost", &top);
+	for (size_t r = 1; r < top.nrows; r++) {
+		const struct pj *j;
+		long long s, e, micros, cents;
+		char want_owner[256] = "__unallocated__", want_cost[32], want_h[32];
+		if (strcmp(top.cell[r][csv_col(&top, "cluster")], "philly"))
+			continue;
+		j = &g_j[atoi(top.cell[r][csv_col(&top, "job_id")]) - 1];
+		s = j->start > a ? j->start : a;
+		e = j->end < b ? j->end : b;
+		/* gpus x seconds x 930000 micros / 3600, half up; then cents half up */
+		micros = (j->gpus * (e - s) * 930000 * 2 + 3600) / 7200;
+		cents = (micros + 5000) / 10000;
+		snprintf(want_cost, sizeof want_cost, "%lld.%02lld", cents / 100, cents % 100);
+		snprintf(want_h, sizeof want_h, "%lld.%03lld", (j->gpus * (e - s) * 1000 * 2 + 3600) / 7200 / 1000,
+			 (j->gpus * (e - s) * 1000 * 2 + 3600) / 7200 % 1000);
+		for (size_t k = 0; k < 4; k++)
+			if (!strcmp(j->vc, vc[k]))
+				snprintf(want_owner, sizeof want_owner, "'%s", team[k]);
+		assert_string_equal(top.cell[r][csv_col(&top, "cost")], want_cost);
+		assert_string_equal(top.cell[r][csv_col(&top, "gpu_hours")], want_h);
+		assert_string_equal(top.cell[r][csv_col(&top, "owner")], want_owner);
+		assert_true(micros <= prev);
+		prev = micros;
+		rows++;
+	}
+	assert_int_equal(rows, 20); /* the testbed's jobs are in 2026, not 2017-11 */
+	csv_free(&top);
+}
+
 static void test_bad_months(void **state)
 {
 	static const char *const bad[] = {"month=2031-01", "month=2010-01", "month=2017-13", "month=17-11",
@@ -586,6 +627,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_totals_equal_chargeback),
 		cmocka_unit_test(test_gpu_seconds_from_philly_json),
+		cmocka_unit_test(test_top_jobs_from_philly_json),
 		cmocka_unit_test(test_bad_months),
 		cmocka_unit_test(test_formats_and_headers),
 		cmocka_unit_test(test_regenerate_closed_month_byte_identical),
