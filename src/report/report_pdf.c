@@ -44,10 +44,18 @@ static double text(struct pdf *p, double x, double y, double w, const char *s, c
 	int tw, th;
 	pango_layout_set_font_description(l, fd);
 	pango_layout_set_text(l, v, -1);
-	if (w > 0) {
+	if (w > 0 && align) {
+		/* a number is never cut: a wide one is set smaller to fit */
+		pango_layout_get_pixel_size(l, &tw, &th);
+		if (tw > w) {
+			pango_font_description_set_size(fd, (gint)((double)pango_font_description_get_size(fd) * w / tw));
+			pango_layout_set_font_description(l, fd);
+		}
+		pango_layout_set_width(l, (int)(w * PANGO_SCALE));
+		pango_layout_set_alignment(l, PANGO_ALIGN_RIGHT);
+	} else if (w > 0) {
 		pango_layout_set_width(l, (int)(w * PANGO_SCALE));
 		pango_layout_set_ellipsize(l, PANGO_ELLIPSIZE_END);
-		pango_layout_set_alignment(l, align ? PANGO_ALIGN_RIGHT : PANGO_ALIGN_LEFT);
 	}
 	pango_layout_get_pixel_size(l, &tw, &th);
 	cairo_move_to(p->cr, x, y);
@@ -483,7 +491,9 @@ static void body(struct pdf *p)
 		static const char *const h[] = {"Owner", "Failed-job GPU-h", "Failed-job cost"};
 		static const double w[] = {200, 100, 100};
 		static const int a[] = {0, 1, 1};
-		heading(p, "Failed-job waste (FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL)");
+		heading(p, "Failed-job waste");
+		p->y += text(p, MARGIN, p->y, 0, "Jobs that ended FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY or BOOT_FAIL.",
+			     "DejaVu Sans 7", 0) + 3;
 		t_init(&t, h, w, a, 3);
 		for (size_t i = 0; i < sb->n_owners; i++) {
 			char gh[32], co[48];
