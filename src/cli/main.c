@@ -1,6 +1,7 @@
 /* gpuledger command line: gpuledger [--config FILE] COMMAND [ARGS].
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
 #include "gl/audit.h"
+#include "gl/budget.h"
 #include "gl/cli.h"
 #include "gl/audit.h"
 #include "gl/config.h"
@@ -10,6 +11,7 @@
 #include "gl/ingest.h"
 #include "gl/log.h"
 #include "gl/migrate.h"
+#include "gl/report_sched.h"
 #include "gl/routes.h"
 #include "gl/sacct_ingest.h"
 #include "gl/sacct.h"
@@ -74,6 +76,15 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_check, "check-config: unexpected argument '%s'", argv[1]);
 	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err))
 		return gl_cli_fail(&err);
+	{
+		/* budgets and the report schedule are only read by the daemon later */
+		int64_t at;
+		if (gl_budget_validate(cfg, &err) || gl_report_sched_parse_time(cfg->reports_schedule, &at, &err)) {
+			struct gl_err e2 = {0};
+			gl_err_set(&e2, err.code, "%s: %s", cfg->path, err.msg);
+			return gl_cli_fail(&e2);
+		}
+	}
 	printf("%s: ok (%zu sacct sources; database: %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded");
 	return 0;

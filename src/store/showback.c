@@ -541,7 +541,8 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		sb->models[j].cost_micros = l->cost_micros;
 		sb->models[j].unpriced_s = l->unpriced_s;
 	}
-	qsort(sb->models, sb->n_models, sizeof *sb->models, cmp_model);
+	if (sb->n_models)
+		qsort(sb->models, sb->n_models, sizeof *sb->models, cmp_model);
 
 	/* 4. GPU-time per owner per day, for the stacked chart */
 	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &daily, &pmeta, err)))
@@ -555,7 +556,8 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	/* 5. per job: top jobs, failed-job waste, energy, queue waits */
 	if ((rc = gather_jobs(c, sb, req->now_s, err)))
 		goto out;
-	qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
+	if (sb->n_waits)
+		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
 	if ((rc = gather_reference(c, sb, err)))
 		goto out;
 	/* budgets of this aggregate in force in the month (the first one wins) */
@@ -574,7 +576,8 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 			o->budget_micros = amount;
 		}
 	}
-	qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
+	if (sb->n_owners)
+		qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
 out:
 	PQclear(r);
 	free(days);

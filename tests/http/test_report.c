@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #define TB "tests/fixtures/sacct/testbed/"
+#define NB "tests/fixtures/nodes/testbed/"
 #define MAXJ 5000
 #define PH_MONTH "2017-11"
 
@@ -132,6 +133,48 @@ static int setup(void **state)
 	    o.status != 0)
 		return -1;
 	gl_test_out_fini(&o);
+	/* the testbed's nodes (capacity, so unallocated idle is known in 2026-11) */
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "testgpu", "--nodes",
+			NB "start_scontrol_show_node.txt", "--at", "2026-11-22T17:59:00Z", NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "testgpu", "--nodes",
+			NB "end_scontrol_show_node.txt", "--events", NB "sacctmgr_events.txt", "--reservations",
+			NB "sacctmgr_reservations.txt", "--at", "2026-11-22T18:03:30Z", NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	/* exporter samples for job 4 (account teamb -> team language; 4 a100 on gpu02, 16:03:57-16:04:57): GPUs 0 and 1 idle, 2 and 3 busy;
+	 * each GPU's energy counter rises 90,000,000 then 75,000,000 mJ */
+	{
+		static const char *const at[] = {"2026-11-22T16:04:00Z", "2026-11-22T16:04:30Z", "2026-11-22T16:04:55Z"};
+		static const long long energy[] = {1000000000LL, 1090000000LL, 1165000000LL};
+		for (size_t i = 0; i < 3; i++) {
+			char prom[PATH_MAX + 32], text[4096] = "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+							       "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n";
+			for (int g = 0; g < 4; g++)
+				snprintf(text + strlen(text), sizeof text - strlen(text),
+					 "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-rep-%d\",modelName=\"NVIDIA A100-SXM4-80GB\","
+					 "Hostname=\"gpu02\",hpc_job=\"4\"} %d\n"
+					 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"%d\",UUID=\"GPU-rep-%d\","
+					 "modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"gpu02\",hpc_job=\"4\"} %lld\n",
+					 g, g, g < 2 ? 0 : 60, g, g, energy[i]);
+			snprintf(prom, sizeof prom, "%s/rep-dcgm.prom", g_tmp);
+			{
+				FILE *f = fopen(prom, "w");
+				if (!f)
+					return -1;
+				fputs(text, f);
+				fclose(f);
+			}
+			if (gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "testgpu", "--file", prom, "--at",
+					at[i], NULL) ||
+			    o.status != 0)
+				return -1;
+			gl_test_out_fini(&o);
+		}
+	}
 	return gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -311,8 +354,15 @@ static void check_against_chargeback(const char *month, const char *agg, const c
 						->valuedouble);
 		assert_int_equal(parts, total);
 		assert_int_equal(diff, 0);
-		/* idle is unknown here (no capacity source): owners alone make the total */
-		assert_int_equal(sum, total);
+		/* owners + __idle__ = total; __idle__ as chargeback has it */
+		{
+			cJSON *idle = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), 0), "idle");
+			cJSON *im = cJSON_GetObjectItem(idle, "total_micros");
+			long long want_idle = cJSON_IsNumber(im) ? (long long)im->valuedouble : 0;
+			assert_int_equal(sum + want_idle, total);
+			if (!strcmp(month, "2026-11") && !strcmp(share, "none"))
+				assert_true(want_idle > 0); /* capacity known: idle priced */
+		}
 	}
 	cJSON_Delete(cb);
 	csv_free(&own);
@@ -327,6 +377,7 @@ static void test_totals_equal_chargeback(void **state)
 	check_against_chargeback("2017-10", "team", "none");
 	check_against_chargeback("2026-11", "team", "none");
 	check_against_chargeback("2026-11", "user", "none");
+	check_against_chargeback("2026-11", "team", "proportional");
 }
 
 /* GPU-seconds per Philly user in the month, computed here from the JSON. */
@@ -396,6 +447,36 @@ static void test_top_jobs_from_philly_json(void **state)
 	}
 	assert_int_equal(rows, 20); /* the testbed's jobs are in 2026, not 2017-11 */
 	csv_free(&top);
+}
+
+/* Exporter data: job 4's owner has busy / allocated-idle hours and energy;
+ * the others say "no data", never 0. */
+static void test_exporter_usage_and_energy(void **state)
+{
+	struct csv own;
+	int oc, bc, ic, ec, seen = 0;
+	get_csv("month=2026-11", &own);
+	oc = csv_col(&own, "owner");
+	bc = csv_col(&own, "busy_gpu_hours");
+	ic = csv_col(&own, "allocated_idle_gpu_hours");
+	ec = csv_col(&own, "energy_kwh");
+	for (size_t r = 1; r < own.nrows; r++) {
+		if (!strcmp(own.cell[r][oc], "language")) {
+			/* 4 GPUs x 165,000,000 mJ = 660,000,000 mJ = 0.183 kWh */
+			assert_string_equal(own.cell[r][ec], "0.183");
+			assert_string_not_equal(own.cell[r][bc], "no data");
+			assert_string_not_equal(own.cell[r][ic], "no data");
+			/* two GPUs busy, two idle: equal halves of the observed time */
+			assert_string_equal(own.cell[r][bc], own.cell[r][ic]);
+			assert_true(atof(own.cell[r][bc]) > 0);
+			seen++;
+		} else {
+			assert_string_equal(own.cell[r][ec], "no data");
+			assert_string_equal(own.cell[r][bc], "no data");
+		}
+	}
+	assert_int_equal(seen, 1);
+	csv_free(&own);
 }
 
 static void test_bad_months(void **state)
@@ -628,6 +709,7 @@ int main(void)
 		cmocka_unit_test(test_totals_equal_chargeback),
 		cmocka_unit_test(test_gpu_seconds_from_philly_json),
 		cmocka_unit_test(test_top_jobs_from_philly_json),
+		cmocka_unit_test(test_exporter_usage_and_energy),
 		cmocka_unit_test(test_bad_months),
 		cmocka_unit_test(test_formats_and_headers),
 		cmocka_unit_test(test_regenerate_closed_month_byte_identical),
