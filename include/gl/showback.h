@@ -5,7 +5,10 @@
  * (the same store function, one step, the same dimension and shareIdle).
  *
  * Ownership: struct gl_showback owns every array and string in it;
- * gl_showback_fini() frees them. gl_showback_gather() borrows the connection.
+ * gl_showback_fini() frees them. gl_showback_gather() borrows the connection
+ * and opens (and closes) a second one to the same database for the per-job
+ * query, which runs beside the chargebacks; without it, it runs on the
+ * first after them.
  */
 #ifndef GL_SHOWBACK_H
 #define GL_SHOWBACK_H

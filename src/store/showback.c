@@ -133,6 +133,88 @@ static int64_t muldiv(int64_t a, int64_t b, int64_t c)
  * ($1..$4 as there, one step = the month): the top jobs by cost and by idle
  * cost, failed-job waste and energy per owner, and queue waits. The row
  * kind is the first column. */
+/* A second connection to the same database, for the per-job query to run
+ * beside the chargebacks; NULL when it cannot be had (then it runs after
+ * them on c). */
+static PGconn *side_open(PGconn *c)
+{
+	PQconninfoOption *opts = PQconninfo(c);
+	struct gl_strbuf ci = GL_STRBUF_INIT;
+	PGconn *s;
+	if (!opts)
+		return NULL;
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val || !*o->val)
+			continue;
+		gl_strbuf_printf(&ci, "%s='", o->keyword);
+		for (const char *v = o->val; *v; v++) {
+			if (*v == '\'' || *v == '\\')
+				gl_strbuf_putc(&ci, '\\');
+			gl_strbuf_putc(&ci, *v);
+		}
+		gl_strbuf_puts(&ci, "' ");
+	}
+	PQconninfoFree(opts);
+	s = PQconnectdb(gl_strbuf_cstr(&ci));
+	gl_strbuf_fini(&ci);
+	if (PQstatus(s) != CONNECTION_OK) {
+		PQfinish(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void jobs_sql(struct gl_strbuf *sql, const struct gl_showback *sb);
+static int jobs_parse(PGresult *r, struct gl_showback *sb);
+
+/* The per-job query in a transaction whose planner settings suit it:
+ * the CTEs' row estimates are far off (the owner join), a nested loop
+ * over them would rescan per job; hash joins are right at any size. */
+static const char jobs_txn[] = "BEGIN; SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off";
+
+/* Starts the per-job query on side (asynchronously); 0 when sent. */
+static int jobs_send(PGconn *side, const struct gl_showback *sb, int64_t now_s)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	char now[24], a1[24], b1[24];
+	PGresult *r;
+	int ok;
+	snprintf(a1, sizeof a1, "%lld", (long long)sb->start_s);
+	snprintf(b1, sizeof b1, "%lld", (long long)sb->end_s);
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	r = PQexec(side, jobs_txn);
+	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	jobs_sql(&sql, sb);
+	ok = ok && PQsendQueryParams(side, sql.p, 3, NULL, (const char *[]){now, a1, b1}, NULL, NULL, 0);
+	gl_strbuf_fini(&sql);
+	return ok ? 0 : -1;
+}
+
+/* Waits for the per-job query sent on side and folds it into sb. */
+static int jobs_recv(PGconn *side, struct gl_showback *sb, struct gl_err *err)
+{
+	PGresult *x, *res = NULL;
+	int rc = 0;
+	while ((x = PQgetResult(side))) {
+		if (!res && PQresultStatus(x) == PGRES_TUPLES_OK) {
+			res = x;
+			continue;
+		}
+		if (!rc && PQresultStatus(x) != PGRES_TUPLES_OK)
+			rc = gl_err_set(err, GL_EDB, "showback: per-job query: %s", PQresultErrorMessage(x));
+		PQclear(x);
+	}
+	if (!res && !rc)
+		rc = gl_err_set(err, GL_EDB, "showback: per-job query: no result: %s", PQerrorMessage(side));
+	if (!rc)
+		rc = jobs_parse(res, sb);
+	PQclear(res);
+	PQclear(PQexec(side, rc ? "ROLLBACK" : "COMMIT"));
+	return rc;
+}
+
+/* The per-job part on c itself, when no side connection could be had. */
 static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
@@ -143,13 +225,32 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 	snprintf(a1, sizeof a1, "%lld", (long long)sb->start_s);
 	snprintf(b1, sizeof b1, "%lld", (long long)sb->end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	jobs_sql(&sql, sb);
+	if ((rc = gl_db_exec(c, jobs_txn, err)))
+		goto out;
+	in_txn = 1;
+	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){now, a1, b1}, &r, err)) ||
+	    (rc = gl_db_exec(c, "COMMIT", err)))
+		goto out;
+	in_txn = 0;
+	rc = jobs_parse(r, sb);
+out:
+	if (in_txn)
+		PQclear(PQexec(c, "ROLLBACK"));
+	PQclear(r);
+	gl_strbuf_fini(&sql);
+	return rc;
+}
+
+static void jobs_sql(struct gl_strbuf *sql, const struct gl_showback *sb)
+{
 	/* The jobs of the month clipped to it, as chargeback's jobs CTE takes
 	 * them, with the owner at the job's start resolved the same way (the
 	 * first gl_owner rule in force in the rule-validity segment of the
 	 * start) but once per distinct owner-relevant key and hash-joined back:
 	 * the shared CTE sorts a million wide rows, which a month report cannot
 	 * afford. */
-	gl_strbuf_printf(&sql,
+	gl_strbuf_printf(sql,
 			 "WITH ba AS (SELECT array_agg(t ORDER BY t) AS a FROM (SELECT DISTINCT t FROM (SELECT valid_from AS t"
 			 "  FROM owners UNION ALL SELECT valid_to FROM owners UNION ALL SELECT '-infinity'::timestamptz) x) y)"
 			 ", mm AS (SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
@@ -218,16 +319,10 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 			 "  AND f.job_queued IS NOT NULL GROUP BY GROUPING SETS ((f.partition), (f.owner))) ww",
 			 gl_acct_dim_sql(sb->aggregate), (long long)GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, GL_SB_TOP_JOBS,
 			 GL_SB_TOP_JOBS);
-	/* the CTEs' row estimates are far off (the owner join): a nested loop
-	 * over them would rescan per job; hash joins are right at any size */
-	if ((rc = gl_db_exec(c, "BEGIN", err)) || (rc = gl_db_exec(c, "SET LOCAL enable_nestloop = off", err)) ||
-	    (rc = gl_db_exec(c, "SET LOCAL enable_mergejoin = off", err)))
-		goto out;
-	in_txn = 1;
-	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){now, a1, b1}, &r, err)) ||
-	    (rc = gl_db_exec(c, "COMMIT", err)))
-		goto out;
-	in_txn = 0;
+}
+
+static int jobs_parse(PGresult *r, struct gl_showback *sb)
+{
 	for (int row = 0; row < PQntuples(r); row++) {
 		char kind = PQgetvalue(r, row, 0)[0];
 		if (kind == 'c' || kind == 'i') {
@@ -270,12 +365,7 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 			w->p99_s = i64v(r, row, 9);
 		}
 	}
-out:
-	if (in_txn)
-		PQclear(PQexec(c, "ROLLBACK"));
-	PQclear(r);
-	gl_strbuf_fini(&sql);
-	return rc;
+	return 0;
 }
 
 static int cmp_wait(const void *pa, const void *pb)
@@ -386,6 +476,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	const char *dims[2];
 	PGresult *r = NULL;
 	int have_before = 0; /* a GPU job started before the month: the previous month has data */
+	PGconn *side = NULL;
 	int rc;
 
 	memset(sb, 0, sizeof *sb);
@@ -438,6 +529,14 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	for (size_t i = 0; i < sb->n_days; i++) {
 		days[i].start_s = sb->day_start[i] = sb->start_s + (int64_t)i * 86400;
 		days[i].end_s = days[i].start_s + 86400;
+	}
+
+	/* the per-job query reads every job of the month: it runs on a second
+	 * connection while the chargebacks below run on this one */
+	side = side_open(c);
+	if (side && jobs_send(side, sb, req->now_s)) {
+		PQfinish(side);
+		side = NULL;
 	}
 
 	/* 1. the month, as /v1/chargeback computes it */
@@ -554,7 +653,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		}
 
 	/* 5. per job: top jobs, failed-job waste, energy, queue waits */
-	if ((rc = gather_jobs(c, sb, req->now_s, err)))
+	if ((rc = side ? jobs_recv(side, sb, err) : gather_jobs(c, sb, req->now_s, err)))
 		goto out;
 	if (sb->n_waits)
 		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
@@ -579,6 +678,18 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	if (sb->n_owners)
 		qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
 out:
+	if (side) {
+		/* an early failure: drop whatever is still running there */
+		if (PQtransactionStatus(side) == PQTRANS_ACTIVE) {
+			PGcancel *cn = PQgetCancel(side);
+			char eb[64];
+			if (cn) {
+				PQcancel(cn, eb, sizeof eb);
+				PQfreeCancel(cn);
+			}
+		}
+		PQfinish(side);
+	}
 	PQclear(r);
 	free(days);
 	gl_cb_fini(&cb);
