@@ -22,16 +22,17 @@ CREATE TABLE report_files (
 );
 CREATE INDEX report_files_month_idx ON report_files (month DESC, aggregate, share_idle, version DESC);
 
--- One row per (owner, month, threshold) alert: the row is inserted before
+-- One row per (owner, aggregate, month, threshold) alert: the row is inserted before
 -- the command runs, in the same transaction as its audit row, so a restart
 -- never sends an alert twice.
 CREATE TABLE budget_alerts (
     owner          text NOT NULL,
+    aggregate      text NOT NULL,             -- the dimension owner is a value of (team, project, ...)
     month          date NOT NULL,
     threshold_pct  integer NOT NULL,
     spend_micros   bigint NOT NULL,
     budget_micros  bigint NOT NULL,
     fired_at       timestamptz NOT NULL,
     command_status text,                    -- "exit 0", "exit 1", "not configured", ...
-    PRIMARY KEY (owner, month, threshold_pct)
+    PRIMARY KEY (owner, aggregate, month, threshold_pct)
 );

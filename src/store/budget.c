@@ -161,8 +161,8 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		l->forecast_micros = gl_budget_forecast(l->spend_micros, month_start, month_end, now_s);
 		if ((rc = gl_db_query(c,
 				      "SELECT threshold_pct FROM budget_alerts WHERE owner = $1 AND month = $2::date"
-				      " ORDER BY threshold_pct",
-				      2, (const char *[]){b->owner, mon}, &r, err)))
+				      " AND aggregate = $3 ORDER BY threshold_pct",
+				      3, (const char *[]){b->owner, mon, b->aggregate}, &r, err)))
 			goto out;
 		for (int k = 0; k < PQntuples(r) && l->n_fired < GL_BUDGET_MAX_THRESHOLDS; k++)
 			l->fired[l->n_fired++] = atoi(PQgetvalue(r, k, 0));
@@ -263,10 +263,10 @@ int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *
 				goto out;
 			in_txn = 1;
 			if ((rc = gl_db_query(c,
-					      "INSERT INTO budget_alerts (owner, month, threshold_pct, spend_micros, budget_micros,"
-					      " fired_at) VALUES ($1, $2::date, $3::integer, $4::bigint, $5::bigint, to_timestamp($6))"
-					      " ON CONFLICT DO NOTHING RETURNING 1",
-					      6, (const char *[]){l->owner, mon, t, spm, bum, nows}, &r, err)))
+					      "INSERT INTO budget_alerts (owner, aggregate, month, threshold_pct, spend_micros,"
+					      " budget_micros, fired_at) VALUES ($1, $7, $2::date, $3::integer, $4::bigint, $5::bigint,"
+					      " to_timestamp($6)) ON CONFLICT DO NOTHING RETURNING 1",
+					      7, (const char *[]){l->owner, mon, t, spm, bum, nows, l->aggregate}, &r, err)))
 				goto out;
 			inserted = PQntuples(r) == 1;
 			PQclear(r);
@@ -297,8 +297,8 @@ int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *
 			}
 			if ((rc = gl_db_query(c,
 					      "UPDATE budget_alerts SET command_status = $4 WHERE owner = $1 AND month = $2::date"
-					      " AND threshold_pct = $3::integer",
-					      4, (const char *[]){l->owner, mon, t, status}, NULL, err)))
+					      " AND threshold_pct = $3::integer AND aggregate = $5",
+					      5, (const char *[]){l->owner, mon, t, status, l->aggregate}, NULL, err)))
 				goto out;
 			gl_log(GL_LOG_INFO, "budget: %s crossed %d%% of its %s budget (%s %s of %s): %s", l->owner, th[k], ym,
 			       l->currency, sp, bu, status);
