@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 CC ?= cc
 BUILD ?= build
-PKGS := libpq libmicrohttpd libcjson yaml-0.1 libcurl libcrypto zlib
+PKGS := libpq libmicrohttpd libcjson yaml-0.1 libcurl libcrypto zlib pangocairo cairo-pdf
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)

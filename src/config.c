@@ -212,6 +212,17 @@ static const struct gl_cfg_key idle_owner_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define BOFF(f) offsetof(struct gl_budget_cfg, f)
+static const struct gl_cfg_key budget_keys[] = {
+	{"owner", GL_CFG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
+	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account or user", NULL, 0, 0},
+	{"amount", GL_CFG_STR, BOFF(amount), NULL, 1, 0, 0, "budget per calendar month, decimal", NULL, 0, 0},
+	{"currency", GL_CFG_STR, BOFF(currency), "USD", 0, 0, 0, "ISO 4217 code; must equal currency", NULL, 0, 0},
+	{"from", GL_CFG_STR, BOFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
+	{"to", GL_CFG_STR, BOFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
@@ -257,6 +268,24 @@ static const struct gl_cfg_key top_keys[] = {
 	{"api.max_window_days", GL_CFG_INT, OFF(api_max_window_days), "400", 0, 1, 3660,
 	 "longest window an API request may ask for (400 above it)", NULL, 0, 0},
 	{"currency", GL_CFG_STR, OFF(currency), "USD", 0, 0, 0, "reporting currency; every rate must use it", NULL, 0, 0},
+	{"reports.dir", GL_CFG_STR, OFF(reports_dir), "", 0, 0, 0,
+	 "where the daemon writes each month's showback report set; \"\" = no scheduled reports", NULL, 0, 0},
+	{"reports.schedule", GL_CFG_STR, OFF(reports_schedule), "02:00", 0, 0, 0,
+	 "HH:MM UTC on the 1st when the previous month's report set is made", NULL, 0, 0},
+	{"reports.aggregate", GL_CFG_STR, OFF(reports_aggregate), "team", 0, 0, 0,
+	 "owner dimension of scheduled reports", NULL, 0, 0},
+	{"reports.formats", GL_CFG_STR, OFF(reports_formats), "csv,html,pdf", 0, 0, 0,
+	 "formats of scheduled reports (comma list)", NULL, 0, 0},
+	{"reports.share_idle", GL_CFG_STR, OFF(reports_share_idle), "none", 0, 0, 0,
+	 "shareIdle of scheduled reports: none, proportional or owner", NULL, 0, 0},
+	{"budgets", GL_CFG_LIST, OFF(budgets), NULL, 0, 0, 0, "monthly budgets per owner", budget_keys,
+	 sizeof(struct gl_budget_cfg), OFF(n_budgets)},
+	{"budget_alerts.thresholds", GL_CFG_STR, OFF(budget_thresholds), "50,75,90,100", 0, 0, 0,
+	 "percentages of a budget whose crossing alerts, once per month each", NULL, 0, 0},
+	{"budget_alerts.command", GL_CFG_STR, OFF(budget_alert_command), "", 0, 0, 0,
+	 "command run per alert (no shell; {owner} {month} {threshold} {spend} {budget} {currency} {pct})", NULL, 0, 0},
+	{"budget_alerts.interval_s", GL_CFG_INT, OFF(budget_interval_s), "300", 0, 10, 86400,
+	 "seconds between budget checks", NULL, 0, 0},
 	{"rates", GL_CFG_LIST, OFF(rates), NULL, 0, 0, 0, "effective-dated prices per GPU-hour per GPU model", rate_keys,
 	 sizeof(struct gl_rate_cfg), OFF(n_rates)},
 	{"owners", GL_CFG_LIST, OFF(owners), NULL, 0, 0, 0, "ownership rules, first match wins", owner_keys,

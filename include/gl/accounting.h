@@ -27,6 +27,7 @@ struct gl_acct_query {
 	const struct gl_filter *filter;  /* may be NULL */
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
 	size_t n_scope_teams;
+	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
 };
 
 struct gl_acct_meta {
@@ -42,6 +43,14 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
 /* Builds up to max_days stale past days, most recent first; *built counts them. */
 int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
+
+/* The jobs CTE every accounting query starts from (steps $1 start[], $2
+ * end[], $4 index[] at now $3): GPU jobs clipped to each step as k(i, job_pk,
+ * cluster, s0, e0, gpu_model, gpu_milli, partition, job_id, state, job_start,
+ * job_queued, team, project, cost_center, ...),
+ * with the owner at the job's start. Reports reuse it so their per-job
+ * numbers use the very owner resolution chargeback does. Static text. */
+const char *gl_acct_jobs_cte(void);
 
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_acct_dim_sql(const char *dim);

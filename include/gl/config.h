@@ -70,6 +70,16 @@ struct gl_idle_owner_cfg {
 	char *team;          /* idle capacity of this hardware is charged to this team (shareIdle=owner) */
 };
 
+/* budgets[]: a monthly budget per owner (the report's aggregate key, team
+ * by default), effective-dated. */
+struct gl_budget_cfg {
+	char *owner;
+	char *aggregate;     /* team | project | cost_center | account | user */
+	char *amount;        /* decimal text per month, parsed where used */
+	char *currency;
+	char *from, *to;     /* RFC 3339 or date; "" = open */
+};
+
 /* sources.slurm_nodes[]: scontrol show node -o (+ sacctmgr show event, scontrol show reservation) */
 struct gl_slurm_nodes_source_cfg {
 	char *cluster;
@@ -145,6 +155,17 @@ struct gl_config {
 	size_t n_idle_owners;
 	int64_t api_max_window_days;
 	char *currency;
+	/* monthly reports and budgets (docs/reports.md) */
+	char *reports_dir;           /* "" = the daemon makes no scheduled reports */
+	char *reports_schedule;      /* "HH:MM" UTC on the 1st of each month */
+	char *reports_aggregate;
+	char *reports_formats;       /* comma list of csv, html, pdf */
+	char *reports_share_idle;
+	struct gl_budget_cfg *budgets;
+	size_t n_budgets;
+	char *budget_thresholds;     /* comma list of percentages */
+	char *budget_alert_command;  /* argv template, whitespace-split, no shell; "" = audit only */
+	int64_t budget_interval_s;
 };
 
 enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST };

@@ -21,6 +21,10 @@ int gl_route_whoami(struct gl_req *req, struct gl_resp *resp);
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp);
 int gl_route_queue(struct gl_req *req, struct gl_resp *resp);
 int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_reports.c */
+int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp);
+int gl_route_reports(struct gl_req *req, struct gl_resp *resp);
+int gl_route_budgets(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_capacity.c */
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp);
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);

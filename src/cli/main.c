@@ -2,6 +2,7 @@
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
 #include "gl/jsonarena.h"
 #include "gl/audit.h"
+#include "gl/budget.h"
 #include "gl/cli.h"
 #include "gl/audit.h"
 #include "gl/config.h"
@@ -11,6 +12,7 @@
 #include "gl/ingest.h"
 #include "gl/log.h"
 #include "gl/migrate.h"
+#include "gl/report_sched.h"
 #include "gl/routes.h"
 #include "gl/sacct_ingest.h"
 #include "gl/sacct.h"
@@ -48,6 +50,7 @@ static const char usage_main[] =
 	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
 	"  rollup         rebuild stale daily aggregates (the daemon does it every minute)\n"
 	"  forecast       backtest the demand forecaster on a CSV time series\n"
+	"  report         report showback --month YYYY-MM: monthly showback as CSV, HTML or PDF\n"
 	"  token          create|list|revoke API tokens\n"
 	"  audit          verify|head|prune|harden the audit log\n"
 	"  check-config   validate the configuration file\n"
@@ -75,6 +78,15 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_check, "check-config: unexpected argument '%s'", argv[1]);
 	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err))
 		return gl_cli_fail(&err);
+	{
+		/* budgets and the report schedule are only read by the daemon later */
+		int64_t at;
+		if (gl_budget_validate(cfg, &err) || gl_report_sched_parse_time(cfg->reports_schedule, &at, &err)) {
+			struct gl_err e2 = {0};
+			gl_err_set(&e2, err.code, "%s: %s", cfg->path, err.msg);
+			return gl_cli_fail(&e2);
+		}
+	}
 	printf("%s: ok (%zu sacct sources; database: %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded");
 	return 0;
@@ -382,6 +394,8 @@ int main(int argc, char **argv)
 		rc = cmd_ingest(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rollup"))
 		rc = gl_cli_rollup(&cfg, argc, argv);
+	else if (!strcmp(cmd, "report"))
+		rc = gl_cli_report(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rates"))
 		rc = gl_cli_rates(&cfg, argc, argv);
 	else if (!strcmp(cmd, "forecast"))

@@ -1,7 +1,9 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
 #include "gl/accounting.h"
+#include "gl/budget.h"
 #include "gl/health.h"
+#include "gl/report_sched.h"
 
 #include <time.h>
 
@@ -38,6 +40,15 @@ static int rollup_run(PGconn *c, const struct gl_config *cfg, const void *src, i
 	return rc;
 }
 
+static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		      size_t n, struct gl_err *err)
+{
+	int fired = 0, rc = gl_budget_check(c, cfg, now_s, &fired, err);
+	if (!rc)
+		snprintf(summary, n, "%d alerts sent", fired);
+	return rc;
+}
+
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out)
 {
 	struct gl_daemon_source *arr = NULL;
@@ -59,6 +70,10 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */
 	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
+	/* the previous month's report set on the 1st; budget alerts */
+	add(&arr, &n, &cap, "reports", "all", 300, gl_report_sched_run, NULL);
+	if (cfg->n_budgets)
+		add(&arr, &n, &cap, "budgets", "all", cfg->budget_interval_s, budget_run, NULL);
 	/* further sources register here */
 	*out = arr;
 	return n;

@@ -47,7 +47,8 @@ static const char jobs_cte[] =
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
+	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags,"
+	"  jb.job_id, jb.state, jb.start_at AS job_start, coalesce(jb.eligible_at, jb.submit_at) AS job_queued"
 	" FROM steps s"
 	" JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
 	"  AND (jb.end_at > s.a OR (jb.end_at IS NULL AND to_timestamp($3) > s.a))"
@@ -65,6 +66,11 @@ static const char jobs_cte[] =
 	" SELECT k0.*, own.team, own.project, own.cost_center FROM k0"
 	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
 	")";
+
+const char *gl_acct_jobs_cte(void)
+{
+	return jobs_cte;
+}
 
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
  * over the live pieces ($4 start, $5 end, $6 step) and from usage_daily over
@@ -500,7 +506,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	meta->capacity_source = PQgetvalue(r, 0, 0)[0] == 't';
 	PQclear(r);
 	r = NULL;
-	if (meta->capacity_source) {
+	if (meta->capacity_source && !q->lines_only) {
 		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT;
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);

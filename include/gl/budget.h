@@ -1,0 +1,54 @@
+/* gpuledger — monthly budgets per owner: spend to date (the chargeback
+ * total of the owner for the month so far, shareIdle none), a linear
+ * month-end forecast, % used, and the alerts when a threshold is crossed,
+ * once per owner, month and threshold (state in budget_alerts, so a daemon
+ * restart sends nothing twice).
+ *
+ * Ownership: gl_budget_status fills a caller array of struct
+ * gl_budget_line (no heap inside); the config is borrowed.
+ */
+#ifndef GL_BUDGET_H
+#define GL_BUDGET_H
+
+#include "gl/common.h"
+#include "gl/config.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#define GL_BUDGET_MAX_THRESHOLDS 16
+
+struct gl_budget_line {
+	char owner[256];
+	char aggregate[16];
+	char currency[8];
+	int64_t budget_micros;
+	int64_t spend_micros;      /* month to date */
+	int64_t forecast_micros;   /* month end, linear */
+	int closed;                /* the month is over: forecast == spend */
+	size_t n_fired;
+	int fired[GL_BUDGET_MAX_THRESHOLDS]; /* thresholds already alerted this month */
+};
+
+/* "50,75,90,100" -> ascending, distinct, each 1..1000. */
+int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
+/* Pure: spend so far x month length / elapsed part of the month, half up. */
+int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end, int64_t now_s);
+/* The budget of cfg->budgets[i] per month in micro-units, when budget i is
+ * in force at some time of [month_start, month_end); -1 when not. */
+int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_start, int64_t month_end);
+/* Checks every budget's amount, currency and dates; errors name "budgets[2].amount". */
+int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
+
+/* Every budget in force in the month of month_start (one line per budget,
+ * at most max); *n counts them. */
+int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start, int64_t now_s,
+		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
+
+/* The daemon's check: for the month of now_s, records and audits each newly
+ * crossed threshold, then runs budget_alerts.command for it. *fired counts
+ * the alerts sent. */
+int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *fired,
+		    struct gl_err *err) GL_MUSTCHECK;
+
+#endif

@@ -1,0 +1,41 @@
+/* gpuledger — showback report renderers: CSV tables and a self-contained
+ * HTML page from a gathered struct gl_showback. Pure: no I/O, no clock (the
+ * generated-at time is a parameter, and it never goes into a CSV, so a
+ * closed month renders byte-identical CSV every time).
+ *
+ * Ownership: the renderers append to the caller's strbuf; the model is
+ * borrowed. gl_report_fmt_* write into the caller's buffer.
+ */
+#ifndef GL_REPORT_H
+#define GL_REPORT_H
+
+#include "gl/showback.h"
+#include "gl/strbuf.h"
+
+/* CSV table names, NULL-terminated: owners, models, daily, fleet, waits,
+ * top_cost, top_idle, reconciliation, rates, owner_rules, partial. */
+extern const char *const gl_report_tables[];
+
+/* Appends table `table` as RFC 4180 CSV (UTF-8, header row, CRLF, text
+ * fields formula-safe, money with the currency's minor units and no
+ * thousands separators). -GL_EINVAL for an unknown table. */
+int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_strbuf *out) GL_MUSTCHECK;
+
+/* Appends the HTML page: inline CSS and SVG charts, everything escaped. */
+void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *out);
+
+/* Shared number formats (also used by the PDF renderer). */
+void gl_report_fmt_hours(int64_t gpu_seconds, char *buf, size_t n);    /* "12.345" (3 decimals, half up) */
+void gl_report_fmt_pct(int64_t num, int64_t den, char *buf, size_t n); /* "12.34", "" when den == 0 */
+void gl_report_fmt_kwh(int64_t mj, char *buf, size_t n);               /* "1.234" */
+/* Display name of an owner key: "(none)" for the empty key. */
+const char *gl_report_owner_label(const char *key);
+/* The reconciliation of the model: 0 when Σ owners + __idle__ = fleet total
+ * to the micro-unit, else the difference. */
+int64_t gl_report_reconcile_diff(const struct gl_showback *sb);
+
+/* Stable file name of a table or format: "showback-2026-10-team-owners.csv",
+ * "showback-2026-10-team.html". */
+void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n);
+
+#endif

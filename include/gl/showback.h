@@ -1,0 +1,139 @@
+/* gpuledger — the monthly showback / chargeback report: its data model,
+ * gathered once per month from the database. Every renderer (CSV, HTML,
+ * PDF) reads this model and nothing else, so every format shows the same
+ * numbers, and the owner totals are those of /v1/chargeback for the month
+ * (the same store function, one step, the same dimension and shareIdle).
+ *
+ * Ownership: struct gl_showback owns every array and string in it;
+ * gl_showback_fini() frees them. gl_showback_gather() borrows the connection
+ * and opens (and closes) a second one to the same database for the per-job
+ * query, which runs beside the chargebacks; without it, it runs on the
+ * first after them.
+ */
+#ifndef GL_SHOWBACK_H
+#define GL_SHOWBACK_H
+
+#include "gl/chargeback.h"
+#include "gl/common.h"
+#include "gl/config.h"
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#define GL_SB_TOP_JOBS 20
+
+/* Dimensions a report may aggregate owners by, NULL-terminated. */
+extern const char *const gl_showback_aggregates[];
+
+struct gl_sb_owner {
+	char *name;
+	int64_t alloc_s, unpriced_s, cost_micros, idle_share_s, idle_share_micros, total_micros;
+	int has_usage;             /* exporter data exists for the owner's jobs */
+	int64_t busy_s, aidle_s;   /* exporter busy / allocated-idle GPU-seconds */
+	int64_t busy_micros, aidle_micros; /* cost x busy (idle) / allocated */
+	int has_prev;
+	int64_t prev_total_micros;
+	int64_t failed_s, failed_micros;   /* jobs that ended FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL */
+	int has_energy;
+	int64_t energy_mj;
+	int has_budget;
+	int64_t budget_micros;
+	int64_t *daily_s;          /* allocated GPU-seconds per day of the month (n_days) */
+};
+
+struct gl_sb_model {
+	char *owner, *model;
+	int64_t alloc_s, cost_micros, unpriced_s;
+};
+
+struct gl_sb_wait {
+	char *kind;                /* "partition" | "owner" */
+	char *name;
+	int64_t jobs, p50_s, p90_s, p99_s;
+};
+
+struct gl_sb_job {
+	char *job_id, *cluster, *owner, *state;
+	int64_t gpu_milli, alloc_s, cost_micros;
+	int has_usage;
+	int64_t idle_s, idle_micros;
+};
+
+struct gl_sb_rate {
+	char *model, *mig_profile, *currency, *valid_from, *valid_to;
+	int64_t micros_per_gpu_hour;
+};
+
+struct gl_sb_rule {
+	char *cluster, *match_field, *match_value, *team, *project, *cost_center, *valid_from, *valid_to;
+	int64_t priority;
+};
+
+struct gl_sb_fleet {
+	int capacity_known;
+	int64_t capacity_s, unavailable_s, allocated_s, unalloc_idle_s, overalloc_s;
+	int usage_known;
+	int64_t busy_s, aidle_s;
+	int64_t cost_micros;          /* Σ owner allocation cost */
+	int64_t idle_total_s, idle_total_micros; /* unallocated idle before sharing */
+	int64_t idle_left_s, idle_left_micros;   /* what stays in __idle__ after sharing */
+	int64_t total_s, total_micros;           /* Σ owner totals + __idle__ */
+	int has_prev;
+	int64_t prev_total_micros;
+	int64_t failed_s, failed_micros;
+	int has_energy;
+	int64_t energy_mj;
+};
+
+struct gl_showback_req {
+	char month[8];             /* "YYYY-MM" */
+	const char *aggregate;     /* one of gl_showback_aggregates */
+	enum gl_share_idle share;
+	const char *currency;      /* from the config, for display */
+	int64_t now_s;
+	const struct gl_config *cfg; /* budgets; may be NULL */
+};
+
+struct gl_showback {
+	char month[8], prev_month[8];
+	char aggregate[16];
+	enum gl_share_idle share;
+	char currency[8];
+	int minor;                 /* the currency's minor-unit digits */
+	int64_t start_s, end_s;
+	int closed;                /* the month is over at now_s */
+	size_t n_days;
+	int64_t *day_start;
+	struct gl_sb_owner *owners; /* sorted by total, descending, then name */
+	size_t n_owners;
+	struct gl_sb_model *models;
+	size_t n_models;
+	struct gl_sb_wait *waits;
+	size_t n_waits;
+	struct gl_sb_job top_cost[GL_SB_TOP_JOBS], top_idle[GL_SB_TOP_JOBS];
+	size_t n_top_cost, n_top_idle;
+	struct gl_sb_rate *rates;
+	size_t n_rates;
+	struct gl_sb_rule *rules;
+	size_t n_rules;
+	struct gl_sb_fleet fleet;
+	char **partial;            /* human-readable gaps: ingestion failures, unpriced models, no capacity */
+	size_t n_partial;
+	char *unpriced_models;     /* comma-separated, "" when none */
+};
+
+/* Parses "YYYY-MM" into the month's first second; -GL_EINVAL otherwise. */
+int gl_showback_month_parse(const char *s, int64_t *start_s, struct gl_err *err) GL_MUSTCHECK;
+/* "team" etc.: 1 when the dimension may be a report's aggregate. */
+int gl_showback_aggregate_ok(const char *dim);
+
+/* Gathers the whole report. A month that starts after now_s, or that ends
+ * before the first GPU job, is -GL_EINVAL with err naming the month. */
+int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb,
+		       struct gl_err *err) GL_MUSTCHECK;
+void gl_showback_fini(struct gl_showback *sb);
+
+/* Minor-unit digits of an ISO 4217 currency (2 unless known otherwise). */
+int gl_showback_currency_minor(const char *currency);
+
+#endif

@@ -1,0 +1,204 @@
+/* Report endpoints: GET /v1/reports/showback (CSV table, HTML or PDF),
+ * GET /v1/reports (recorded sets), GET /v1/budgets. */
+#include "gl/apijson.h"
+#include "gl/budget.h"
+#include "gl/cost.h"
+#include "gl/db.h"
+#include "gl/reports.h"
+#include "gl/report.h"
+#include "gl/routes.h"
+#include "gl/showback.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
+{
+	/* one per server thread: the response headers are sent by the thread
+	 * that ran the handler, right after it returns */
+	static _Thread_local char disposition[200];
+	const char *month = gl_req_param(req, "month"), *agg = gl_req_param(req, "aggregate"),
+		   *fmt = gl_req_param(req, "format"), *table = gl_req_param(req, "table"),
+		   *share = gl_req_param(req, "shareIdle");
+	static const char *const ext[] = {"csv", "html", "pdf"};
+	static const char *const ctype[] = {"text/csv; charset=utf-8", "text/html; charset=utf-8", "application/pdf"};
+	struct gl_showback_req sr = {0};
+	struct gl_showback sb;
+	enum gl_reports_format f;
+	struct gl_err err = {0};
+	char name[128];
+	PGconn *c;
+	int rc;
+
+	if (!month || !*month)
+		return gl_resp_error(resp, GL_EINVAL, "month", "month: required (YYYY-MM)");
+	if (gl_reports_format_parse(fmt, &f, &err))
+		return gl_resp_error(resp, GL_EINVAL, "format", "%s", err.msg);
+	if (gl_reports_share_parse(share, &sr.share, &err))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "%s", err.msg);
+	if (!agg)
+		agg = "team";
+	if (!gl_showback_aggregate_ok(agg))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate",
+				     "aggregate: '%s' is not team, project, cost_center, account or user", agg);
+	if (sr.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
+	if (f == GL_REPORTS_CSV && table) {
+		size_t i = 0;
+		while (gl_report_tables[i] && strcmp(gl_report_tables[i], table))
+			i++;
+		if (!gl_report_tables[i])
+			return gl_resp_error(resp, GL_EINVAL, "table", "table: unknown table '%s'", table);
+	}
+	if (gl_showback_month_parse(month, &(int64_t){0}, &err))
+		return gl_resp_error(resp, GL_EINVAL, "month", "%s", err.msg);
+	snprintf(sr.month, sizeof sr.month, "%s", month);
+	sr.aggregate = agg;
+	sr.currency = req->cfg->currency;
+	sr.now_s = req->now_s;
+	sr.cfg = req->cfg;
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if ((rc = gl_showback_gather(c, &sr, &sb, &err)))
+		return gl_resp_error(resp, rc, err.code == GL_EINVAL ? "month" : NULL, "%s", err.msg);
+	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->now_s, &resp->body,
+			       &err);
+	if (!rc) {
+		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, ext[f], name,
+				    sizeof name);
+		snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", name);
+		resp->content_type = ctype[f];
+		resp->extra_headers[0][0] = "Content-Disposition";
+		resp->extra_headers[0][1] = disposition;
+	}
+	gl_showback_fini(&sb);
+	if (rc) {
+		gl_strbuf_reset(&resp->body);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
+	return 0;
+}
+
+/* GET /v1/reports: the recorded report files, newest month first. */
+int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
+{
+	const char *month = gl_req_param(req, "month");
+	struct gl_err err = {0};
+	char mday[16];
+	PGconn *c;
+	PGresult *r = NULL;
+	cJSON *root, *arr;
+	int rc;
+
+	if (month) {
+		int64_t s;
+		if (gl_showback_month_parse(month, &s, &err))
+			return gl_resp_error(resp, GL_EINVAL, "month", "%s", err.msg);
+		snprintf(mday, sizeof mday, "%s-01", month);
+	}
+	if ((rc = gl_req_db(req, &c, &err)) ||
+	    (rc = gl_db_query(c,
+			      "SELECT to_char(month, 'YYYY-MM'), aggregate, share_idle, version, format, name, sha256, bytes,"
+			      " array_to_string(changed, ','), trigger,"
+			      " to_char(generated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+			      " FROM report_files WHERE $1::date IS NULL OR month = $1::date"
+			      " ORDER BY month DESC, aggregate, share_idle, version DESC, name LIMIT 10000",
+			      1, (const char *[]){month ? mday : NULL}, &r, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	root = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(root, "files");
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *o = cJSON_CreateObject(), *ch;
+		char buf[600], *save = NULL;
+		cJSON_AddStringToObject(o, "month", PQgetvalue(r, i, 0));
+		cJSON_AddStringToObject(o, "aggregate", PQgetvalue(r, i, 1));
+		cJSON_AddStringToObject(o, "shareIdle", PQgetvalue(r, i, 2));
+		cJSON_AddNumberToObject(o, "version", atof(PQgetvalue(r, i, 3)));
+		cJSON_AddStringToObject(o, "format", PQgetvalue(r, i, 4));
+		cJSON_AddStringToObject(o, "name", PQgetvalue(r, i, 5));
+		cJSON_AddStringToObject(o, "sha256", PQgetvalue(r, i, 6));
+		cJSON_AddNumberToObject(o, "bytes", atof(PQgetvalue(r, i, 7)));
+		ch = cJSON_AddArrayToObject(o, "changed");
+		snprintf(buf, sizeof buf, "%s", PQgetvalue(r, i, 8));
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			cJSON_AddItemToArray(ch, cJSON_CreateString(t));
+		cJSON_AddStringToObject(o, "trigger", PQgetvalue(r, i, 9));
+		cJSON_AddStringToObject(o, "generated_at", PQgetvalue(r, i, 10));
+		cJSON_AddItemToArray(arr, o);
+	}
+	PQclear(r);
+	gl_apijson_put(resp, root);
+	cJSON_Delete(root);
+	return 0;
+}
+
+/* GET /v1/budgets: spend to date, linear forecast and % used per budget. */
+int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
+{
+	const char *month = gl_req_param(req, "month");
+	struct gl_budget_line *lines;
+	struct gl_err err = {0};
+	int64_t ms;
+	size_t n = 0;
+	int minor = gl_showback_currency_minor(req->cfg->currency), rc;
+	PGconn *c;
+	cJSON *root, *arr;
+	char buf[64];
+
+	if (month) {
+		if (gl_showback_month_parse(month, &ms, &err))
+			return gl_resp_error(resp, GL_EINVAL, "month", "%s", err.msg);
+		if (ms > req->now_s)
+			return gl_resp_error(resp, GL_EINVAL, "month", "month: %s is in the future", month);
+	} else {
+		ms = gl_month_start(req->now_s);
+	}
+	if ((rc = gl_budget_validate(req->cfg, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	lines = gl_xcalloc(req->cfg->n_budgets + 1, sizeof *lines);
+	if ((rc = gl_req_db(req, &c, &err)) ||
+	    (rc = gl_budget_status(c, req->cfg, ms, req->now_s, lines, req->cfg->n_budgets, &n, &err))) {
+		free(lines);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
+	root = cJSON_CreateObject();
+	{
+		int64_t y;
+		unsigned m, d;
+		gl_time_civil_from_days(ms / 86400, &y, &m, &d);
+		snprintf(buf, sizeof buf, "%04lld-%02u", (long long)y, m);
+		cJSON_AddStringToObject(root, "month", buf);
+	}
+	cJSON_AddStringToObject(root, "currency", req->cfg->currency);
+	arr = cJSON_AddArrayToObject(root, "budgets");
+	for (size_t i = 0; i < n; i++) {
+		const struct gl_budget_line *l = &lines[i];
+		cJSON *o = cJSON_CreateObject(), *f;
+		cJSON_AddStringToObject(o, "owner", l->owner);
+		cJSON_AddStringToObject(o, "aggregate", l->aggregate);
+		gl_money_format(l->budget_micros, minor, buf, sizeof buf);
+		cJSON_AddStringToObject(o, "budget", buf);
+		gl_money_format(l->spend_micros, minor, buf, sizeof buf);
+		cJSON_AddStringToObject(o, "spend_to_date", buf);
+		cJSON_AddNumberToObject(o, "spend_to_date_micros", (double)l->spend_micros);
+		gl_money_format(l->forecast_micros, minor, buf, sizeof buf);
+		cJSON_AddStringToObject(o, "forecast_month_end", buf);
+		cJSON_AddStringToObject(o, "forecast_method", l->closed ? "actual" : "linear");
+		gl_report_fmt_pct(l->spend_micros, l->budget_micros, buf, sizeof buf);
+		cJSON_AddStringToObject(o, "pct_used", buf);
+		gl_report_fmt_pct(l->forecast_micros, l->budget_micros, buf, sizeof buf);
+		cJSON_AddStringToObject(o, "forecast_pct", buf);
+		f = cJSON_AddArrayToObject(o, "alerted_thresholds");
+		for (size_t k = 0; k < l->n_fired; k++)
+			cJSON_AddItemToArray(f, cJSON_CreateNumber(l->fired[k]));
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(lines);
+	gl_apijson_put(resp, root);
+	cJSON_Delete(root);
+	return 0;
+}

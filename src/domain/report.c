@@ -1,0 +1,883 @@
+/* Showback report renderers: CSV and HTML (see include/gl/report.h). */
+#include "gl/report.h"
+#include "gl/cost.h"
+#include "gl/csv.h"
+#include "gl/timeutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const gl_report_tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost", "top_idle",
+					 "reconciliation", "rates", "owner_rules", "partial", NULL};
+
+static const char *const share_names[] = {"none", "proportional", "owner"};
+
+void gl_report_fmt_hours(int64_t s, char *buf, size_t n)
+{
+	int neg = s < 0;
+	int64_t u = neg ? -s : s, milli = (u * 1000 * 2 + 3600) / 7200; /* thousandths of an hour, half up */
+	snprintf(buf, n, "%s%lld.%03lld", neg ? "-" : "", (long long)(milli / 1000), (long long)(milli % 1000));
+}
+
+void gl_report_fmt_pct(int64_t num, int64_t den, char *buf, size_t n)
+{
+	gl_i128 v;
+	int neg;
+	if (den == 0) {
+		snprintf(buf, n, "%s", "");
+		return;
+	}
+	neg = (num < 0) != (den < 0) && num != 0;
+	if (num < 0)
+		num = -num;
+	if (den < 0)
+		den = -den;
+	v = ((gl_i128)num * 10000 * 2 + den) / ((gl_i128)den * 2); /* hundredths of a percent */
+	snprintf(buf, n, "%s%lld.%02lld", neg ? "-" : "", (long long)(v / 100), (long long)(v % 100));
+}
+
+void gl_report_fmt_kwh(int64_t mj, char *buf, size_t n)
+{
+	/* 1 kWh = 3.6e9 mJ; three decimals = Wh */
+	int64_t wh = (mj * 2 + 3600000) / 7200000;
+	snprintf(buf, n, "%lld.%03lld", (long long)(wh / 1000), (long long)(wh % 1000));
+}
+
+const char *gl_report_owner_label(const char *key)
+{
+	return key && *key ? key : "(none)";
+}
+
+int64_t gl_report_reconcile_diff(const struct gl_showback *sb)
+{
+	int64_t sum = sb->fleet.idle_left_micros;
+	for (size_t i = 0; i < sb->n_owners; i++)
+		sum += sb->owners[i].total_micros;
+	return sum - sb->fleet.total_micros;
+}
+
+void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n)
+{
+	if (table)
+		snprintf(buf, n, "showback-%s-%s-%s.%s", sb->month, sb->aggregate, table, ext);
+	else
+		snprintf(buf, n, "showback-%s-%s.%s", sb->month, sb->aggregate, ext);
+}
+
+/* ---- CSV ---- */
+
+static void c_i64(struct gl_strbuf *o, int64_t v)
+{
+	char b[24];
+	snprintf(b, sizeof b, "%lld", (long long)v);
+	gl_csv_raw(o, b);
+}
+
+static void c_money(struct gl_strbuf *o, const struct gl_showback *sb, int64_t micros)
+{
+	char b[48];
+	gl_money_format(micros, sb->minor, b, sizeof b);
+	gl_csv_raw(o, b);
+}
+
+static void c_hours(struct gl_strbuf *o, int64_t s)
+{
+	char b[32];
+	gl_report_fmt_hours(s, b, sizeof b);
+	gl_csv_raw(o, b);
+}
+
+static void c_pct(struct gl_strbuf *o, int64_t a, int64_t b)
+{
+	char buf[32];
+	gl_report_fmt_pct(a, b, buf, sizeof buf);
+	gl_csv_raw(o, buf);
+}
+
+static void c_header(struct gl_strbuf *o, const char *const *cols)
+{
+	for (size_t i = 0; cols[i]; i++)
+		gl_csv_field(o, cols[i]);
+	gl_csv_end(o);
+}
+
+static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"owner", "gpu_seconds", "gpu_hours", "unpriced_gpu_seconds", "cost",
+					"busy_gpu_hours", "allocated_idle_gpu_hours", "busy_cost", "allocated_idle_cost",
+					"idle_share_gpu_hours", "idle_share", "total", "total_micros",
+					"share_of_fleet_pct", "previous_month_total", "change", "change_pct", "budget",
+					"budget_used_pct", "failed_gpu_hours", "failed_cost", "energy_kwh", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		const struct gl_sb_owner *w = &sb->owners[i];
+		gl_csv_field(o, w->name);
+		c_i64(o, w->alloc_s);
+		c_hours(o, w->alloc_s);
+		c_i64(o, w->unpriced_s);
+		c_money(o, sb, w->cost_micros);
+		if (w->has_usage) {
+			c_hours(o, w->busy_s);
+			c_hours(o, w->aidle_s);
+			c_money(o, sb, w->busy_micros);
+			c_money(o, sb, w->aidle_micros);
+		} else {
+			/* no exporter data: unknown, never zero */
+			for (int k = 0; k < 4; k++)
+				gl_csv_field(o, "no data");
+		}
+		c_hours(o, w->idle_share_s);
+		c_money(o, sb, w->idle_share_micros);
+		c_money(o, sb, w->total_micros);
+		c_i64(o, w->total_micros);
+		c_pct(o, w->total_micros, sb->fleet.total_micros);
+		if (w->has_prev) {
+			c_money(o, sb, w->prev_total_micros);
+			c_money(o, sb, w->total_micros - w->prev_total_micros);
+			c_pct(o, w->total_micros - w->prev_total_micros, w->prev_total_micros);
+		} else {
+			gl_csv_field(o, "no data");
+			gl_csv_raw(o, "");
+			gl_csv_raw(o, "");
+		}
+		if (w->has_budget) {
+			c_money(o, sb, w->budget_micros);
+			c_pct(o, w->total_micros, w->budget_micros);
+		} else {
+			gl_csv_raw(o, "");
+			gl_csv_raw(o, "");
+		}
+		c_hours(o, w->failed_s);
+		c_money(o, sb, w->failed_micros);
+		if (w->has_energy) {
+			char b[32];
+			gl_report_fmt_kwh(w->energy_mj, b, sizeof b);
+			gl_csv_raw(o, b);
+		} else {
+			gl_csv_field(o, "no data");
+		}
+		gl_csv_end(o);
+	}
+}
+
+static void csv_models(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"owner", "gpu_model", "gpu_seconds", "gpu_hours", "unpriced_gpu_seconds",
+					"cost", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_models; i++) {
+		const struct gl_sb_model *m = &sb->models[i];
+		gl_csv_field(o, m->owner);
+		gl_csv_field(o, m->model);
+		c_i64(o, m->alloc_s);
+		c_hours(o, m->alloc_s);
+		c_i64(o, m->unpriced_s);
+		c_money(o, sb, m->cost_micros);
+		gl_csv_end(o);
+	}
+}
+
+static void csv_daily(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"day", "owner", "gpu_seconds", "gpu_hours", NULL};
+	c_header(o, h);
+	for (size_t d = 0; d < sb->n_days; d++) {
+		char day[32];
+		gl_time_format(sb->day_start[d], day, sizeof day);
+		day[10] = '\0';
+		for (size_t i = 0; i < sb->n_owners; i++) {
+			if (!sb->owners[i].daily_s[d])
+				continue;
+			gl_csv_raw(o, day);
+			gl_csv_field(o, sb->owners[i].name);
+			c_i64(o, sb->owners[i].daily_s[d]);
+			c_hours(o, sb->owners[i].daily_s[d]);
+			gl_csv_end(o);
+		}
+	}
+}
+
+static void kv(struct gl_strbuf *o, const char *k, const char *v)
+{
+	gl_csv_field(o, k);
+	gl_csv_field(o, v);
+	gl_csv_end(o);
+}
+
+static void kv_hours(struct gl_strbuf *o, const char *k, int known, int64_t s)
+{
+	char b[32];
+	gl_report_fmt_hours(s, b, sizeof b);
+	kv(o, k, known ? b : "no data");
+}
+
+static void kv_money(struct gl_strbuf *o, const struct gl_showback *sb, const char *k, int known, int64_t m)
+{
+	char b[48];
+	gl_money_format(m, sb->minor, b, sizeof b);
+	kv(o, k, known ? b : "no data");
+}
+
+static void csv_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	const struct gl_sb_fleet *f = &sb->fleet;
+	char b[48];
+	int64_t avail = f->capacity_s - f->unavailable_s;
+	kv(o, "metric", "value");
+	kv(o, "month", sb->month);
+	kv(o, "aggregate", sb->aggregate);
+	kv(o, "share_idle", share_names[sb->share]);
+	kv(o, "currency", sb->currency);
+	kv(o, "closed", sb->closed ? "yes" : "no (month to date)");
+	kv_hours(o, "capacity_gpu_hours", f->capacity_known, f->capacity_s);
+	kv_hours(o, "unavailable_gpu_hours", f->capacity_known, f->unavailable_s);
+	kv_hours(o, "allocated_gpu_hours", 1, f->allocated_s);
+	kv_hours(o, "busy_gpu_hours", f->usage_known, f->busy_s);
+	kv_hours(o, "allocated_idle_gpu_hours", f->usage_known, f->aidle_s);
+	kv_hours(o, "unallocated_idle_gpu_hours", f->capacity_known, f->unalloc_idle_s);
+	kv_hours(o, "overallocated_gpu_hours", f->capacity_known, f->overalloc_s);
+	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
+	kv(o, "saturation_pct", f->capacity_known && avail > 0 ? b : "no data");
+	kv_money(o, sb, "allocation_cost", 1, f->cost_micros);
+	kv_money(o, sb, "unallocated_idle_cost", f->capacity_known, f->idle_total_micros);
+	kv_money(o, sb, "idle_cost_shared_to_owners", f->capacity_known, f->idle_total_micros - f->idle_left_micros);
+	kv_money(o, sb, "idle_cost_left_in___idle__", f->capacity_known, f->idle_left_micros);
+	kv_money(o, sb, "total", 1, f->total_micros);
+	kv_money(o, sb, "previous_month_total", f->has_prev, f->prev_total_micros);
+	kv_hours(o, "failed_job_gpu_hours", 1, f->failed_s);
+	kv_money(o, sb, "failed_job_cost", 1, f->failed_micros);
+	gl_report_fmt_kwh(f->energy_mj, b, sizeof b);
+	kv(o, "energy_kwh", f->has_energy ? b : "no data");
+}
+
+static void csv_waits(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"by", "name", "jobs", "wait_p50_s", "wait_p90_s", "wait_p99_s", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_waits; i++) {
+		const struct gl_sb_wait *w = &sb->waits[i];
+		gl_csv_field(o, w->kind);
+		gl_csv_field(o, w->name);
+		c_i64(o, w->jobs);
+		c_i64(o, w->p50_s);
+		c_i64(o, w->p90_s);
+		c_i64(o, w->p99_s);
+		gl_csv_end(o);
+	}
+}
+
+static void csv_jobs(const struct gl_showback *sb, const struct gl_sb_job *j, size_t n, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"rank", "job_id", "cluster", "owner", "state", "gpus", "gpu_hours", "cost",
+					"idle_gpu_hours", "idle_cost", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < n; i++) {
+		char g[32];
+		c_i64(o, (int64_t)i + 1);
+		gl_csv_field(o, j[i].job_id);
+		gl_csv_field(o, j[i].cluster);
+		gl_csv_field(o, j[i].owner);
+		gl_csv_field(o, j[i].state);
+		snprintf(g, sizeof g, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
+		gl_csv_raw(o, g);
+		c_hours(o, j[i].alloc_s);
+		c_money(o, sb, j[i].cost_micros);
+		if (j[i].has_usage) {
+			c_hours(o, j[i].idle_s);
+			c_money(o, sb, j[i].idle_micros);
+		} else {
+			gl_csv_field(o, "no data");
+			gl_csv_field(o, "no data");
+		}
+		gl_csv_end(o);
+	}
+}
+
+static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"line", "gpu_seconds", "amount", "amount_micros", NULL};
+	int64_t owners_m = 0, owners_s = 0, un_m = 0, un_s = 0;
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		const struct gl_sb_owner *w = &sb->owners[i];
+		if (!strcmp(w->name, "__unallocated__")) {
+			un_m += w->total_micros;
+			un_s += w->alloc_s + w->idle_share_s;
+			continue;
+		}
+		owners_m += w->total_micros;
+		owners_s += w->alloc_s + w->idle_share_s;
+	}
+	gl_csv_field(o, "sum of owners");
+	c_i64(o, owners_s);
+	c_money(o, sb, owners_m);
+	c_i64(o, owners_m);
+	gl_csv_end(o);
+	gl_csv_field(o, "__unallocated__");
+	c_i64(o, un_s);
+	c_money(o, sb, un_m);
+	c_i64(o, un_m);
+	gl_csv_end(o);
+	gl_csv_field(o, "__idle__");
+	c_i64(o, sb->fleet.idle_left_s);
+	c_money(o, sb, sb->fleet.idle_left_micros);
+	c_i64(o, sb->fleet.idle_left_micros);
+	gl_csv_end(o);
+	gl_csv_field(o, "fleet total");
+	c_i64(o, sb->fleet.total_s);
+	c_money(o, sb, sb->fleet.total_micros);
+	c_i64(o, sb->fleet.total_micros);
+	gl_csv_end(o);
+	gl_csv_field(o, "difference");
+	c_i64(o, owners_s + un_s + sb->fleet.idle_left_s - sb->fleet.total_s);
+	c_money(o, sb, gl_report_reconcile_diff(sb));
+	c_i64(o, gl_report_reconcile_diff(sb));
+	gl_csv_end(o);
+}
+
+static void csv_rates(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"gpu_model", "mig_profile", "currency", "per_gpu_hour", "valid_from",
+					"valid_to", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_rates; i++) {
+		const struct gl_sb_rate *r = &sb->rates[i];
+		char b[48];
+		gl_csv_field(o, r->model);
+		gl_csv_field(o, r->mig_profile);
+		gl_csv_field(o, r->currency);
+		gl_money_format(r->micros_per_gpu_hour, 6, b, sizeof b);
+		gl_csv_raw(o, b);
+		gl_csv_field(o, r->valid_from);
+		gl_csv_field(o, r->valid_to);
+		gl_csv_end(o);
+	}
+}
+
+static void csv_rules(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"priority", "cluster", "match", "value", "team", "project", "cost_center",
+					"valid_from", "valid_to", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_rules; i++) {
+		const struct gl_sb_rule *r = &sb->rules[i];
+		c_i64(o, r->priority);
+		gl_csv_field(o, r->cluster);
+		gl_csv_field(o, r->match_field);
+		gl_csv_field(o, r->match_value);
+		gl_csv_field(o, r->team);
+		gl_csv_field(o, r->project);
+		gl_csv_field(o, r->cost_center);
+		gl_csv_field(o, r->valid_from);
+		gl_csv_field(o, r->valid_to);
+		gl_csv_end(o);
+	}
+}
+
+int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_strbuf *o)
+{
+	if (!strcmp(table, "owners"))
+		csv_owners(sb, o);
+	else if (!strcmp(table, "models"))
+		csv_models(sb, o);
+	else if (!strcmp(table, "daily"))
+		csv_daily(sb, o);
+	else if (!strcmp(table, "fleet"))
+		csv_fleet(sb, o);
+	else if (!strcmp(table, "waits"))
+		csv_waits(sb, o);
+	else if (!strcmp(table, "top_cost"))
+		csv_jobs(sb, sb->top_cost, sb->n_top_cost, o);
+	else if (!strcmp(table, "top_idle"))
+		csv_jobs(sb, sb->top_idle, sb->n_top_idle, o);
+	else if (!strcmp(table, "reconciliation"))
+		csv_reconciliation(sb, o);
+	else if (!strcmp(table, "rates"))
+		csv_rates(sb, o);
+	else if (!strcmp(table, "owner_rules"))
+		csv_rules(sb, o);
+	else if (!strcmp(table, "partial")) {
+		gl_csv_field(o, "note");
+		gl_csv_end(o);
+		for (size_t i = 0; i < sb->n_partial; i++) {
+			gl_csv_field(o, sb->partial[i]);
+			gl_csv_end(o);
+		}
+	} else
+		return -GL_EINVAL;
+	return 0;
+}
+
+/* ---- HTML ---- */
+
+static void esc(struct gl_strbuf *o, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': gl_strbuf_puts(o, "&amp;"); break;
+		case '<': gl_strbuf_puts(o, "&lt;"); break;
+		case '>': gl_strbuf_puts(o, "&gt;"); break;
+		case '"': gl_strbuf_puts(o, "&quot;"); break;
+		case '\'': gl_strbuf_puts(o, "&#39;"); break;
+		default: gl_strbuf_putc(o, *s);
+		}
+	}
+}
+
+static void td(struct gl_strbuf *o, const char *s)
+{
+	gl_strbuf_puts(o, "<td>");
+	esc(o, s);
+	gl_strbuf_puts(o, "</td>");
+}
+
+static void tdn(struct gl_strbuf *o, const char *s)
+{
+	gl_strbuf_puts(o, "<td class=n>");
+	esc(o, s);
+	gl_strbuf_puts(o, "</td>");
+}
+
+static void tdm(struct gl_strbuf *o, const struct gl_showback *sb, int64_t m)
+{
+	char b[48];
+	gl_money_format(m, sb->minor, b, sizeof b);
+	tdn(o, b);
+}
+
+static void tdh(struct gl_strbuf *o, int64_t s)
+{
+	char b[32];
+	gl_report_fmt_hours(s, b, sizeof b);
+	tdn(o, b);
+}
+
+static void ths(struct gl_strbuf *o, const char *const *h)
+{
+	gl_strbuf_puts(o, "<thead><tr>");
+	for (size_t i = 0; h[i]; i++) {
+		gl_strbuf_puts(o, "<th>");
+		esc(o, h[i]);
+		gl_strbuf_puts(o, "</th>");
+	}
+	gl_strbuf_puts(o, "</tr></thead><tbody>");
+}
+
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+#define CHART_SERIES 9 /* the rest of the owners go into "others" */
+
+/* Stacked GPU-hours by owner per day. */
+static void svg_daily(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	const int W = 680, H = 240, L = 50, B = 20;
+	int64_t max = 1;
+	size_t ns = sb->n_owners < CHART_SERIES ? sb->n_owners : CHART_SERIES;
+	double bw;
+	for (size_t d = 0; d < sb->n_days; d++) {
+		int64_t t = 0;
+		for (size_t i = 0; i < sb->n_owners; i++)
+			t += sb->owners[i].daily_s[d];
+		if (t > max)
+			max = t;
+	}
+	bw = (double)(W - L - 10) / (double)(sb->n_days ? sb->n_days : 1);
+	gl_strbuf_printf(o, "<svg class=chart role=img aria-label=\"GPU-hours by owner per day\" viewBox=\"0 0 %d %d\">",
+			 W, H + 30);
+	gl_strbuf_printf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>", L, H - B, W - 10, H - B);
+	{
+		char b[32];
+		gl_report_fmt_hours(max, b, sizeof b);
+		gl_strbuf_printf(o, "<text x=\"%d\" y=\"12\" class=ax>", 2);
+		esc(o, b);
+		gl_strbuf_puts(o, " GPU-h</text>");
+	}
+	for (size_t d = 0; d < sb->n_days; d++) {
+		double y = H - B;
+		for (size_t i = 0; i < sb->n_owners; i++) {
+			size_t series = i < ns ? i : ns;
+			double h = (double)sb->owners[i].daily_s[d] * (H - B - 20) / (double)max;
+			if (h <= 0)
+				continue;
+			y -= h;
+			gl_strbuf_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>",
+					 L + bw * (double)d + 1, y, bw - 2 > 1 ? bw - 2 : 1, h, palette[series % 10]);
+		}
+		if (d % 5 == 0)
+			gl_strbuf_printf(o, "<text x=\"%.1f\" y=\"%d\" class=ax>%zu</text>", L + bw * (double)d, H - 5,
+					 d + 1);
+	}
+	/* legend */
+	for (size_t i = 0; i <= ns && i < sb->n_owners; i++) {
+		gl_strbuf_printf(o, "<rect x=\"%zu\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>",
+				 (size_t)L + (i % 5) * 125, H + 2 + (int)(i / 5) * 14, palette[i % 10]);
+		gl_strbuf_printf(o, "<text x=\"%zu\" y=\"%d\" class=ax>", (size_t)L + (i % 5) * 125 + 14,
+				 H + 11 + (int)(i / 5) * 14);
+		if (i == ns)
+			gl_strbuf_puts(o, "others");
+		else
+			esc(o, gl_report_owner_label(sb->owners[i].name));
+		gl_strbuf_puts(o, "</text>");
+	}
+	gl_strbuf_puts(o, "</svg>");
+}
+
+/* Horizontal bars per owner: two series (busy/idle or this/previous month). */
+static void svg_pairs(const struct gl_showback *sb, struct gl_strbuf *o, int mom)
+{
+	size_t n = sb->n_owners < 12 ? sb->n_owners : 12;
+	int64_t max = 1;
+	const int W = 680, L = 160, row = 22;
+	for (size_t i = 0; i < n; i++) {
+		const struct gl_sb_owner *w = &sb->owners[i];
+		int64_t a = mom ? w->total_micros : w->busy_s, b = mom ? w->prev_total_micros : w->aidle_s;
+		if (mom ? a > max : a + b > max)
+			max = mom ? a : a + b;
+		if (mom && b > max)
+			max = b;
+	}
+	gl_strbuf_printf(o, "<svg class=chart role=img aria-label=\"%s\" viewBox=\"0 0 %d %zu\">",
+			 mom ? "cost by owner, this month and the previous one" : "busy and allocated-idle GPU-hours",
+			 W, n * (size_t)row + 24);
+	for (size_t i = 0; i < n; i++) {
+		const struct gl_sb_owner *w = &sb->owners[i];
+		double y = (double)i * row + 4, span = W - L - 10;
+		gl_strbuf_printf(o, "<text x=\"%d\" y=\"%.1f\" class=ax text-anchor=\"end\">", L - 6, y + 13);
+		esc(o, gl_report_owner_label(w->name));
+		gl_strbuf_puts(o, "</text>");
+		if (mom) {
+			double a = (double)(w->total_micros > 0 ? w->total_micros : 0) * span / (double)max;
+			double b = (double)(w->prev_total_micros > 0 ? w->prev_total_micros : 0) * span / (double)max;
+			gl_strbuf_printf(o, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"8\" fill=\"%s\"/>", L, y + 2,
+					 a, palette[0]);
+			gl_strbuf_printf(o, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"8\" fill=\"%s\"/>", L, y + 10,
+					 b, palette[9]);
+		} else if (w->has_usage) {
+			double a = (double)w->busy_s * span / (double)max, b = (double)w->aidle_s * span / (double)max;
+			gl_strbuf_printf(o, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"%s\"/>", L, y + 2,
+					 a, palette[4]);
+			gl_strbuf_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"%s\"/>",
+					 L + a, y + 2, b, palette[2]);
+		} else {
+			gl_strbuf_printf(o, "<text x=\"%d\" y=\"%.1f\" class=ax>no data</text>", L + 4, y + 13);
+		}
+	}
+	gl_strbuf_printf(o, "<text x=\"%d\" y=\"%zu\" class=ax>%s</text>", L, n * (size_t)row + 18,
+			 mom ? "upper bar: this month, lower bar: previous month"
+			     : "green: busy GPU-hours, red: allocated-idle GPU-hours (exporter data)");
+	gl_strbuf_puts(o, "</svg>");
+}
+
+static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const struct gl_sb_job *j, size_t n)
+{
+	static const char *const h[] = {"#", "Job", "Cluster", "Owner", "State", "GPUs", "GPU-h", "Cost", "Idle GPU-h",
+					"Idle cost", NULL};
+	gl_strbuf_puts(o, "<table>");
+	ths(o, h);
+	for (size_t i = 0; i < n; i++) {
+		char b[32];
+		gl_strbuf_printf(o, "<tr><td class=n>%zu</td>", i + 1);
+		td(o, j[i].job_id);
+		td(o, j[i].cluster);
+		td(o, gl_report_owner_label(j[i].owner));
+		td(o, j[i].state);
+		snprintf(b, sizeof b, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
+		tdn(o, b);
+		tdh(o, j[i].alloc_s);
+		tdm(o, sb, j[i].cost_micros);
+		if (j[i].has_usage) {
+			tdh(o, j[i].idle_s);
+			tdm(o, sb, j[i].idle_micros);
+		} else {
+			tdn(o, "no data");
+			tdn(o, "no data");
+		}
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>");
+}
+
+void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *o)
+{
+	const struct gl_sb_fleet *f = &sb->fleet;
+	char gen[32], b[64], c[64];
+	int64_t avail = f->capacity_s - f->unavailable_s;
+
+	gl_time_format(generated_at_s, gen, sizeof gen);
+	gl_strbuf_puts(o, "<!DOCTYPE html>\n<html lang=en><head><meta charset=\"utf-8\">"
+			  "<meta name=viewport content=\"width=device-width, initial-scale=1\"><title>GPU showback ");
+	esc(o, sb->month);
+	gl_strbuf_puts(o, "</title><style>"
+			  "@page{size:A4;margin:14mm}"
+			  "body{font:10pt/1.35 system-ui,'DejaVu Sans',sans-serif;color:#222;max-width:190mm;margin:auto}"
+			  "h1{font-size:18pt;margin:0 0 4pt}h2{font-size:13pt;margin:14pt 0 4pt;break-after:avoid}"
+			  "table{border-collapse:collapse;width:100%;margin:4pt 0;font-size:8.5pt;break-inside:auto}"
+			  "tr{break-inside:avoid}th,td{border-bottom:1px solid #ddd;padding:2pt 4pt;text-align:left}"
+			  "th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+			  ".warn{background:#fff4e5;border:1px solid #f0b070;padding:4pt 8pt}"
+			  ".ok{color:#2a7a2a}.bad{color:#b00020;font-weight:bold}"
+			  "svg.chart{width:100%;height:auto;break-inside:avoid}.ax{font-size:9px;fill:#444}"
+			  ".meta{color:#666;font-size:8.5pt}section{break-inside:auto}"
+			  "</style></head><body>\n");
+	gl_strbuf_puts(o, "<h1>GPU showback ");
+	esc(o, sb->month);
+	gl_strbuf_puts(o, "</h1><p class=meta>by ");
+	esc(o, sb->aggregate);
+	gl_strbuf_puts(o, " · idle shared: ");
+	esc(o, share_names[sb->share]);
+	gl_strbuf_puts(o, " · currency ");
+	esc(o, sb->currency);
+	gl_strbuf_puts(o, " · generated at ");
+	esc(o, gen);
+	gl_strbuf_puts(o, sb->closed ? "" : " · month to date");
+	gl_strbuf_puts(o, "</p>\n");
+	if (sb->n_partial) {
+		gl_strbuf_puts(o, "<div class=warn id=partial><strong>Partial data</strong><ul>");
+		for (size_t i = 0; i < sb->n_partial; i++) {
+			gl_strbuf_puts(o, "<li>");
+			esc(o, sb->partial[i]);
+			gl_strbuf_puts(o, "</li>");
+		}
+		gl_strbuf_puts(o, "</ul></div>\n");
+	}
+	gl_money_format(f->total_micros, sb->minor, b, sizeof b);
+	gl_strbuf_puts(o, "<p>Fleet total: <strong id=fleet-total>");
+	esc(o, b);
+	gl_strbuf_puts(o, "</strong> ");
+	esc(o, sb->currency);
+	gl_report_fmt_hours(f->allocated_s, c, sizeof c);
+	gl_strbuf_puts(o, " · allocated GPU-hours: <strong id=allocated-hours>");
+	esc(o, c);
+	gl_strbuf_puts(o, "</strong></p>\n");
+
+	/* owners */
+	{
+		static const char *const h[] = {"Owner", "GPU-h", "Cost", "Busy GPU-h", "Alloc-idle GPU-h",
+						"Alloc-idle cost", "Idle share", "Total", "Share", "Prev. month", "Change",
+						"Budget used", "Failed-job cost", "Energy kWh", NULL};
+		gl_strbuf_puts(o, "<h2>Owners</h2><table id=owners>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_owners; i++) {
+			const struct gl_sb_owner *w = &sb->owners[i];
+			gl_strbuf_puts(o, "<tr>");
+			td(o, gl_report_owner_label(w->name));
+			tdh(o, w->alloc_s);
+			tdm(o, sb, w->cost_micros);
+			if (w->has_usage) {
+				tdh(o, w->busy_s);
+				tdh(o, w->aidle_s);
+				tdm(o, sb, w->aidle_micros);
+			} else {
+				tdn(o, "no data");
+				tdn(o, "no data");
+				tdn(o, "no data");
+			}
+			tdm(o, sb, w->idle_share_micros);
+			gl_strbuf_puts(o, "<td class=\"n total\">");
+			gl_money_format(w->total_micros, sb->minor, b, sizeof b);
+			esc(o, b);
+			gl_strbuf_puts(o, "</td>");
+			gl_report_fmt_pct(w->total_micros, f->total_micros, b, sizeof b);
+			strcat(b, b[0] ? " %" : "");
+			tdn(o, b);
+			if (w->has_prev) {
+				tdm(o, sb, w->prev_total_micros);
+				gl_report_fmt_pct(w->total_micros - w->prev_total_micros, w->prev_total_micros, b, sizeof b);
+				strcat(b, b[0] ? " %" : "new");
+				tdn(o, b);
+			} else {
+				tdn(o, "no data");
+				tdn(o, "");
+			}
+			if (w->has_budget) {
+				gl_report_fmt_pct(w->total_micros, w->budget_micros, b, sizeof b);
+				strcat(b, " %");
+				tdn(o, b);
+			} else {
+				tdn(o, "no budget");
+			}
+			tdm(o, sb, w->failed_micros);
+			if (w->has_energy) {
+				gl_report_fmt_kwh(w->energy_mj, b, sizeof b);
+				tdn(o, b);
+			} else {
+				tdn(o, "no data");
+			}
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	gl_strbuf_puts(o, "<h2>GPU-hours by owner per day</h2>");
+	svg_daily(sb, o);
+	gl_strbuf_puts(o, "<h2>Busy and allocated-idle GPU-hours</h2>");
+	svg_pairs(sb, o, 0);
+	gl_strbuf_puts(o, "<h2>Cost by owner, month over month</h2>");
+	svg_pairs(sb, o, 1);
+
+	/* fleet */
+	gl_strbuf_puts(o, "<h2>Fleet</h2><table id=fleet><tbody>");
+#define ROWH(label, known, v)                                                                                        \
+	do {                                                                                                         \
+		gl_strbuf_puts(o, "<tr>");                                                                           \
+		td(o, label);                                                                                        \
+		if (known)                                                                                           \
+			tdh(o, v);                                                                                   \
+		else                                                                                                 \
+			tdn(o, "no data");                                                                           \
+		gl_strbuf_puts(o, "</tr>");                                                                          \
+	} while (0)
+#define ROWM(label, known, v)                                                                                        \
+	do {                                                                                                         \
+		gl_strbuf_puts(o, "<tr>");                                                                           \
+		td(o, label);                                                                                        \
+		if (known)                                                                                           \
+			tdm(o, sb, v);                                                                               \
+		else                                                                                                 \
+			tdn(o, "no data");                                                                           \
+		gl_strbuf_puts(o, "</tr>");                                                                          \
+	} while (0)
+	ROWH("Capacity GPU-h", f->capacity_known, f->capacity_s);
+	ROWH("Unavailable GPU-h", f->capacity_known, f->unavailable_s);
+	ROWH("Allocated GPU-h", 1, f->allocated_s);
+	ROWH("Busy GPU-h", f->usage_known, f->busy_s);
+	ROWH("Allocated-idle GPU-h", f->usage_known, f->aidle_s);
+	ROWH("Unallocated idle GPU-h", f->capacity_known, f->unalloc_idle_s);
+	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
+	gl_strbuf_puts(o, "<tr>");
+	td(o, "Saturation %");
+	tdn(o, f->capacity_known && avail > 0 ? b : "no data");
+	gl_strbuf_puts(o, "</tr>");
+	ROWM("Unallocated idle cost", f->capacity_known, f->idle_total_micros);
+	ROWM("Idle cost shared to owners", f->capacity_known, f->idle_total_micros - f->idle_left_micros);
+	ROWH("Failed-job GPU-h", 1, f->failed_s);
+	ROWM("Failed-job cost", 1, f->failed_micros);
+	gl_strbuf_puts(o, "<tr>");
+	td(o, "Energy kWh");
+	gl_report_fmt_kwh(f->energy_mj, b, sizeof b);
+	tdn(o, f->has_energy ? b : "no data");
+	gl_strbuf_puts(o, "</tr></tbody></table>\n");
+#undef ROWH
+#undef ROWM
+
+	/* reconciliation */
+	{
+		int64_t own = 0, un = 0, diff = gl_report_reconcile_diff(sb);
+		for (size_t i = 0; i < sb->n_owners; i++) {
+			if (!strcmp(sb->owners[i].name, "__unallocated__"))
+				un += sb->owners[i].total_micros;
+			else
+				own += sb->owners[i].total_micros;
+		}
+		gl_strbuf_puts(o, "<h2>Reconciliation</h2><table id=reconciliation><tbody>");
+		gl_strbuf_puts(o, "<tr><td>Σ owners</td>");
+		tdm(o, sb, own);
+		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__unallocated__</td>", (long long)own);
+		tdm(o, sb, un);
+		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__idle__</td>", (long long)un);
+		tdm(o, sb, f->idle_left_micros);
+		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>Fleet total</td>", (long long)f->idle_left_micros);
+		tdm(o, sb, f->total_micros);
+		gl_strbuf_printf(o, "<td class=n id=total-micros>%lld µ</td></tr></tbody></table>", (long long)f->total_micros);
+		gl_strbuf_printf(o, "<p class=%s>%s</p>\n", diff ? "bad" : "ok",
+				 diff ? "Does NOT reconcile" : "Reconciles to the micro-unit.");
+	}
+
+	/* by model */
+	{
+		static const char *const h[] = {"Owner", "GPU model / MIG profile", "GPU-h", "Unpriced GPU-h", "Cost", NULL};
+		gl_strbuf_puts(o, "<h2>GPU-hours by GPU model / MIG profile</h2><table id=models>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_models; i++) {
+			gl_strbuf_puts(o, "<tr>");
+			td(o, gl_report_owner_label(sb->models[i].owner));
+			td(o, sb->models[i].model);
+			tdh(o, sb->models[i].alloc_s);
+			tdh(o, sb->models[i].unpriced_s);
+			tdm(o, sb, sb->models[i].cost_micros);
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	/* failed-job waste and energy */
+	{
+		static const char *const h[] = {"Owner", "Failed-job GPU-h", "Failed-job cost", NULL};
+		gl_strbuf_puts(o, "<h2>Failed-job waste</h2><p class=meta>Jobs that ended FAILED, TIMEOUT, NODE_FAIL,"
+				  " OUT_OF_MEMORY or BOOT_FAIL.</p><table id=waste>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_owners; i++) {
+			if (!sb->owners[i].failed_s && !sb->owners[i].failed_micros)
+				continue;
+			gl_strbuf_puts(o, "<tr>");
+			td(o, gl_report_owner_label(sb->owners[i].name));
+			tdh(o, sb->owners[i].failed_s);
+			tdm(o, sb, sb->owners[i].failed_micros);
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	/* waits */
+	{
+		static const char *const h[] = {"By", "Name", "Jobs", "Wait p50 s", "p90 s", "p99 s", NULL};
+		gl_strbuf_puts(o, "<h2>Queue waits</h2><table id=waits>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_waits; i++) {
+			const struct gl_sb_wait *w = &sb->waits[i];
+			gl_strbuf_puts(o, "<tr>");
+			td(o, w->kind);
+			td(o, gl_report_owner_label(w->name));
+			gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td><td class=n>%lld</td>"
+					    "<td class=n>%lld</td></tr>",
+					 (long long)w->jobs, (long long)w->p50_s, (long long)w->p90_s, (long long)w->p99_s);
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	gl_strbuf_puts(o, "<h2>Top 20 jobs by cost</h2>");
+	html_jobs(sb, o, sb->top_cost, sb->n_top_cost);
+	gl_strbuf_puts(o, "<h2>Top 20 jobs by idle cost</h2>");
+	html_jobs(sb, o, sb->top_idle, sb->n_top_idle);
+	/* rates and owner rules in force */
+	{
+		static const char *const h[] = {"GPU model", "MIG profile", "Currency", "Per GPU-hour", "From", "To", NULL};
+		gl_strbuf_puts(o, "<h2>Rates in force</h2><table id=rates>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_rates; i++) {
+			const struct gl_sb_rate *r = &sb->rates[i];
+			gl_strbuf_puts(o, "<tr>");
+			td(o, r->model);
+			td(o, r->mig_profile);
+			td(o, r->currency);
+			gl_money_format(r->micros_per_gpu_hour, 6, b, sizeof b);
+			tdn(o, b);
+			td(o, r->valid_from[0] ? r->valid_from : "always");
+			td(o, r->valid_to[0] ? r->valid_to : "open");
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	{
+		static const char *const h[] = {"Priority", "Cluster", "Match", "Value", "Team", "Project", "Cost center",
+						"From", "To", NULL};
+		gl_strbuf_puts(o, "<h2>Owner rules in force</h2><table id=rules>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_rules; i++) {
+			const struct gl_sb_rule *r = &sb->rules[i];
+			gl_strbuf_printf(o, "<tr><td class=n>%lld</td>", (long long)r->priority);
+			td(o, r->cluster);
+			td(o, r->match_field);
+			td(o, r->match_value);
+			td(o, r->team);
+			td(o, r->project);
+			td(o, r->cost_center);
+			td(o, r->valid_from[0] ? r->valid_from : "always");
+			td(o, r->valid_to[0] ? r->valid_to : "open");
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	gl_strbuf_puts(o, "<p class=meta>gpuledger ");
+	esc(o, sb->month);
+	gl_strbuf_puts(o, " · generated at ");
+	esc(o, gen);
+	gl_strbuf_puts(o, "</p></body></html>\n");
+}

@@ -1,0 +1,116 @@
+/* Producing report files (see include/gl/reports.h). */
+#include "gl/reports.h"
+#include "gl/report.h"
+#include "gl/report_pdf.h"
+
+#include <errno.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_err *err)
+{
+	if (!s || !strcmp(s, "csv"))
+		*f = GL_REPORTS_CSV;
+	else if (!strcmp(s, "html"))
+		*f = GL_REPORTS_HTML;
+	else if (!strcmp(s, "pdf"))
+		*f = GL_REPORTS_PDF;
+	else
+		return gl_err_set(err, GL_EINVAL, "format: '%s' is not csv, html or pdf", s);
+	return 0;
+}
+
+int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err)
+{
+	if (!s || !strcmp(s, "none") || !strcmp(s, "false"))
+		*sh = GL_SHARE_NONE;
+	else if (!strcmp(s, "proportional") || !strcmp(s, "true") || !strcmp(s, "weighted"))
+		*sh = GL_SHARE_PROPORTIONAL;
+	else if (!strcmp(s, "owner"))
+		*sh = GL_SHARE_OWNER;
+	else
+		return gl_err_set(err, GL_EINVAL, "shareIdle: '%s' is not none, proportional or owner", s);
+	return 0;
+}
+
+int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
+		      int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
+{
+	switch (f) {
+	case GL_REPORTS_CSV:
+		if (gl_report_csv(sb, table ? table : "owners", out))
+			return gl_err_set(err, GL_EINVAL, "table: unknown table '%s'", table);
+		return 0;
+	case GL_REPORTS_HTML:
+		gl_report_html(sb, generated_at_s, out);
+		return 0;
+	case GL_REPORTS_PDF:
+		return gl_report_pdf(sb, generated_at_s, out, err);
+	}
+	return gl_err_set(err, GL_EINVAL, "format: unknown");
+}
+
+void gl_reports_sha256(const void *data, size_t n, char out[65])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256(data, n, md);
+	for (size_t i = 0; i < sizeof md; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int gl_reports_write_file(const char *dir, const char *name, const struct gl_strbuf *b, struct gl_err *err)
+{
+	char tmp[4096], path[4096];
+	FILE *fp;
+	int rc = 0;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	snprintf(tmp, sizeof tmp, "%s/.%s.tmp%ld", dir, name, (long)getpid());
+	if (!(fp = fopen(tmp, "wb")))
+		return gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
+	if (b->len && fwrite(b->p, 1, b->len, fp) != b->len)
+		rc = gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
+	if (fclose(fp) && !rc)
+		rc = gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
+	if (!rc && rename(tmp, path))
+		rc = gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f, const char *dir,
+			 int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
+			 struct gl_err *err)
+{
+	static const char *const ext[] = {"csv", "html", "pdf"};
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	int rc = 0;
+
+	*n = 0;
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return gl_err_set(err, GL_EIO, "%s: %s", dir, strerror(errno));
+	for (size_t t = 0; f == GL_REPORTS_CSV ? gl_report_tables[t] != NULL : t < 1; t++) {
+		const char *table = f == GL_REPORTS_CSV ? gl_report_tables[t] : NULL;
+		struct gl_reports_file *o;
+		if (*n == max) {
+			rc = gl_err_set(err, GL_ERANGE, "reports: more than %zu files", max);
+			goto out;
+		}
+		o = &files[(*n)++];
+		gl_strbuf_reset(&b);
+		if ((rc = gl_reports_render(sb, f, table, generated_at_s, &b, err)))
+			goto out;
+		gl_report_file_name(sb, table, ext[f], o->name, sizeof o->name);
+		gl_reports_sha256(b.p, b.len, o->sha256);
+		o->bytes = b.len;
+		if ((rc = gl_reports_write_file(dir, o->name, &b, err)))
+			goto out;
+	}
+out:
+	gl_strbuf_fini(&b);
+	return rc;
+}

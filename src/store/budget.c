@@ -1,0 +1,314 @@
+/* Monthly budgets and their alerts (see include/gl/budget.h). */
+#include "gl/budget.h"
+#include "gl/accounting.h"
+#include "gl/audit.h"
+#include "gl/cost.h"
+#include "gl/db.h"
+#include "gl/log.h"
+#include "gl/proc.h"
+#include "gl/showback.h"
+#include "gl/strbuf.h"
+#include "gl/timeutil.h"
+#include "gl/window.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BUDGETS 1024
+
+int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err)
+{
+	const char *p = s ? s : "";
+	*n = 0;
+	while (*p) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p || v < 1 || v > 1000 || (*end && *end != ','))
+			return gl_err_set(err, GL_ECONFIG, "budget_alerts.thresholds: '%s' is not a comma list of 1..1000", s);
+		if (*n == max)
+			return gl_err_set(err, GL_ECONFIG, "budget_alerts.thresholds: more than %zu", max);
+		if (*n && out[*n - 1] >= v)
+			return gl_err_set(err, GL_ECONFIG, "budget_alerts.thresholds: '%s' must be ascending and distinct", s);
+		out[(*n)++] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end, int64_t now_s)
+{
+	int64_t elapsed = now_s - month_start, len = month_end - month_start;
+	if (now_s >= month_end || elapsed <= 0)
+		return now_s >= month_end ? spend : 0;
+	return (int64_t)(((gl_i128)spend * len * 2 + elapsed) / ((gl_i128)elapsed * 2));
+}
+
+static int bound(const char *s, int64_t inf, int64_t *out)
+{
+	if (!s || !*s) {
+		*out = inf;
+		return 0;
+	}
+	return gl_time_parse(s, strlen(s), out);
+}
+
+int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_start, int64_t month_end)
+{
+	const struct gl_budget_cfg *b = &cfg->budgets[i];
+	int64_t from, to, micros;
+	struct gl_err e = {0};
+	if (bound(b->from, INT64_MIN, &from) || bound(b->to, INT64_MAX, &to) || gl_money_parse(b->amount, &micros, &e))
+		return -1;
+	return from < month_end && to > month_start ? micros : -1;
+}
+
+int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
+{
+	int th[GL_BUDGET_MAX_THRESHOLDS];
+	size_t nt;
+	int rc;
+	if ((rc = gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
+		return rc;
+	if (cfg->n_budgets > MAX_BUDGETS)
+		return gl_err_set(err, GL_ECONFIG, "budgets: more than %d", MAX_BUDGETS);
+	for (size_t i = 0; i < cfg->n_budgets; i++) {
+		const struct gl_budget_cfg *b = &cfg->budgets[i];
+		int64_t v;
+		struct gl_err e = {0};
+		if (gl_money_parse(b->amount, &v, &e))
+			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].amount: %s", i, e.msg);
+		if (strcmp(b->currency, cfg->currency) != 0)
+			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].currency: '%s' is not the reporting currency '%s'", i,
+					  b->currency, cfg->currency);
+		if (!gl_acct_dim_sql(b->aggregate) || !strcmp(b->aggregate, "cluster") ||
+		    !strcmp(b->aggregate, "partition") || !strcmp(b->aggregate, "qos") ||
+		    !strcmp(b->aggregate, "namespace") || !strcmp(b->aggregate, "gpu_model"))
+			return gl_err_set(err, GL_ECONFIG,
+					  "budgets[%zu].aggregate: '%s' is not team, project, cost_center, account or user", i,
+					  b->aggregate);
+		if (bound(b->from, 0, &v))
+			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].from: '%s' is not an RFC3339 time or date", i, b->from);
+		if (bound(b->to, 0, &v))
+			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].to: '%s' is not an RFC3339 time or date", i, b->to);
+	}
+	return 0;
+}
+
+/* The month's spend of every owner of one dimension, as chargeback gives it. */
+static int spend_of(PGconn *c, const char *dim, int64_t a, int64_t b, int64_t now_s, const char *owner,
+		    int64_t *spend, struct gl_err *err)
+{
+	struct gl_window w = {a, b};
+	struct gl_acct_query q = {0};
+	struct gl_acct_meta meta;
+	struct gl_cb cb;
+	int rc;
+	*spend = 0;
+	gl_cb_init(&cb, 1, GL_SHARE_NONE, 1);
+	q.steps = &w;
+	q.n_steps = 1;
+	q.now_s = now_s;
+	q.dims[0] = dim;
+	q.n_dims = 1;
+	if ((rc = gl_acct_chargeback(c, &q, &cb, &meta, err)))
+		goto out;
+	if ((rc = gl_cb_finish(&cb))) {
+		rc = gl_err_set(err, -rc, "budget: apportioning failed");
+		goto out;
+	}
+	for (size_t j = 0; j < cb.steps[0].n_lines; j++)
+		if (!strcmp(cb.steps[0].lines[j].key[0], owner))
+			*spend += cb.steps[0].lines[j].total_micros;
+out:
+	gl_cb_fini(&cb);
+	return rc;
+}
+
+static void month_text(int64_t start_s, char *buf, size_t n)
+{
+	int64_t y;
+	unsigned m, d;
+	gl_time_civil_from_days(start_s / 86400, &y, &m, &d);
+	snprintf(buf, n, "%04lld-%02u-01", (long long)y, m);
+}
+
+int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start, int64_t now_s,
+		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err)
+{
+	int64_t month_end = gl_month_next(month_start);
+	char mon[16];
+	PGresult *r = NULL;
+	int rc = 0;
+
+	*n = 0;
+	month_text(month_start, mon, sizeof mon);
+	for (size_t i = 0; i < cfg->n_budgets && *n < max; i++) {
+		const struct gl_budget_cfg *b = &cfg->budgets[i];
+		struct gl_budget_line *l;
+		int64_t amount = gl_budget_amount(cfg, i, month_start, month_end);
+		if (amount < 0)
+			continue;
+		l = &out[(*n)++];
+		memset(l, 0, sizeof *l);
+		snprintf(l->owner, sizeof l->owner, "%s", b->owner);
+		snprintf(l->aggregate, sizeof l->aggregate, "%s", b->aggregate);
+		snprintf(l->currency, sizeof l->currency, "%s", b->currency);
+		l->budget_micros = amount;
+		l->closed = now_s >= month_end;
+		if ((rc = spend_of(c, b->aggregate, month_start, month_end, now_s, b->owner, &l->spend_micros, err)))
+			goto out;
+		l->forecast_micros = gl_budget_forecast(l->spend_micros, month_start, month_end, now_s);
+		if ((rc = gl_db_query(c,
+				      "SELECT threshold_pct FROM budget_alerts WHERE owner = $1 AND month = $2::date"
+				      " AND aggregate = $3 ORDER BY threshold_pct",
+				      3, (const char *[]){b->owner, mon, b->aggregate}, &r, err)))
+			goto out;
+		for (int k = 0; k < PQntuples(r) && l->n_fired < GL_BUDGET_MAX_THRESHOLDS; k++)
+			l->fired[l->n_fired++] = atoi(PQgetvalue(r, k, 0));
+		PQclear(r);
+		r = NULL;
+	}
+out:
+	PQclear(r);
+	return rc;
+}
+
+/* Replaces {key} placeholders inside one argument. */
+static char *expand(const char *arg, const char *const *kv)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	for (const char *p = arg; *p;) {
+		int hit = 0;
+		for (size_t i = 0; kv[i]; i += 2) {
+			size_t kl = strlen(kv[i]);
+			if (*p == '{' && !strncmp(p + 1, kv[i], kl) && p[1 + kl] == '}') {
+				gl_strbuf_puts(&b, kv[i + 1]);
+				p += kl + 2;
+				hit = 1;
+				break;
+			}
+		}
+		if (!hit)
+			gl_strbuf_putc(&b, *p++);
+	}
+	gl_strbuf_putc(&b, '\0');
+	return gl_strbuf_steal(&b);
+}
+
+/* Runs the alert command; the outcome goes into status ("exit 0" ...). */
+static void run_command(const struct gl_config *cfg, const char *const *kv, char *status, size_t n)
+{
+	char *tmpl = gl_xstrdup(cfg->budget_alert_command), *save = NULL;
+	char *argv[64];
+	size_t argc = 0;
+	struct gl_proc_opts po = {0};
+	struct gl_proc_result res;
+	struct gl_err e = {0};
+	for (char *t = strtok_r(tmpl, " \t", &save); t && argc < 63; t = strtok_r(NULL, " \t", &save))
+		argv[argc++] = expand(t, kv);
+	argv[argc] = NULL;
+	po.timeout_s = 60;
+	if (argc == 0)
+		snprintf(status, n, "not configured");
+	else if (gl_proc_run((const char *const *)argv, &po, &res, &e))
+		snprintf(status, n, "not started: %s", e.msg);
+	else
+		gl_proc_describe(&res, status, n);
+	for (size_t i = 0; i < argc; i++)
+		free(argv[i]);
+	free(tmpl);
+}
+
+int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *fired, struct gl_err *err)
+{
+	struct gl_budget_line *lines = NULL;
+	int th[GL_BUDGET_MAX_THRESHOLDS];
+	size_t nt, n = 0;
+	int64_t ms = gl_month_start(now_s);
+	char mon[16], ym[8], nows[24];
+	int rc, in_txn = 0, minor = gl_showback_currency_minor(cfg->currency);
+	PGresult *r = NULL;
+
+	*fired = 0;
+	if (cfg->n_budgets == 0)
+		return 0;
+	if ((rc = gl_budget_validate(cfg, err)) ||
+	    (rc = gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
+		return rc;
+	lines = gl_xcalloc(cfg->n_budgets, sizeof *lines);
+	if ((rc = gl_budget_status(c, cfg, ms, now_s, lines, cfg->n_budgets, &n, err)))
+		goto out;
+	month_text(ms, mon, sizeof mon);
+	snprintf(ym, sizeof ym, "%.7s", mon);
+	snprintf(nows, sizeof nows, "%lld", (long long)now_s);
+	for (size_t i = 0; i < n; i++) {
+		struct gl_budget_line *l = &lines[i];
+		for (size_t k = 0; k < nt; k++) {
+			char t[16], sp[48], bu[48], spm[24], bum[24], pct[32], status[160], *detail;
+			struct gl_strbuf d = GL_STRBUF_INIT;
+			int inserted;
+			if (l->budget_micros <= 0 || (gl_i128)l->spend_micros * 100 < (gl_i128)l->budget_micros * th[k])
+				continue;
+			snprintf(t, sizeof t, "%d", th[k]);
+			snprintf(spm, sizeof spm, "%lld", (long long)l->spend_micros);
+			snprintf(bum, sizeof bum, "%lld", (long long)l->budget_micros);
+			gl_money_format(l->spend_micros, minor, sp, sizeof sp);
+			gl_money_format(l->budget_micros, minor, bu, sizeof bu);
+			snprintf(pct, sizeof pct, "%lld",
+				 (long long)(((gl_i128)l->spend_micros * 100) / (l->budget_micros ? l->budget_micros : 1)));
+			/* the row first, with its audit row, then the command: at
+			 * most once per owner, month and threshold */
+			if ((rc = gl_db_exec(c, "BEGIN", err)))
+				goto out;
+			in_txn = 1;
+			if ((rc = gl_db_query(c,
+					      "INSERT INTO budget_alerts (owner, aggregate, month, threshold_pct, spend_micros,"
+					      " budget_micros, fired_at) VALUES ($1, $7, $2::date, $3::integer, $4::bigint, $5::bigint,"
+					      " to_timestamp($6)) ON CONFLICT DO NOTHING RETURNING 1",
+					      7, (const char *[]){l->owner, mon, t, spm, bum, nows, l->aggregate}, &r, err)))
+				goto out;
+			inserted = PQntuples(r) == 1;
+			PQclear(r);
+			r = NULL;
+			if (!inserted) {
+				rc = gl_db_exec(c, "COMMIT", err);
+				in_txn = 0;
+				if (rc)
+					goto out;
+				continue;
+			}
+			gl_strbuf_puts(&d, "{\"owner\":\"");
+			gl_strbuf_put_json_str(&d, l->owner, strlen(l->owner));
+			gl_strbuf_printf(&d, "\",\"aggregate\":\"%s\",\"month\":\"%s\",\"threshold_pct\":%d,\"spend\":\"%s\","
+					     "\"budget\":\"%s\",\"currency\":\"%s\"}",
+					 l->aggregate, ym, th[k], sp, bu, l->currency);
+			detail = gl_strbuf_steal(&d);
+			rc = gl_audit_append(c, "system", NULL, "budget.alert", l->owner, "ok", detail, err);
+			free(detail);
+			if (rc || (rc = gl_db_exec(c, "COMMIT", err)))
+				goto out;
+			in_txn = 0;
+			{
+				const char *kv[] = {"owner", l->owner, "month",    ym,          "threshold", t,
+						    "spend", sp,       "budget",   bu,          "currency",  l->currency,
+						    "pct",   pct,      NULL};
+				run_command(cfg, kv, status, sizeof status);
+			}
+			if ((rc = gl_db_query(c,
+					      "UPDATE budget_alerts SET command_status = $4 WHERE owner = $1 AND month = $2::date"
+					      " AND threshold_pct = $3::integer AND aggregate = $5",
+					      5, (const char *[]){l->owner, mon, t, status, l->aggregate}, NULL, err)))
+				goto out;
+			gl_log(GL_LOG_INFO, "budget: %s crossed %d%% of its %s budget (%s %s of %s): %s", l->owner, th[k], ym,
+			       l->currency, sp, bu, status);
+			(*fired)++;
+		}
+	}
+out:
+	if (in_txn)
+		PQclear(PQexec(c, "ROLLBACK"));
+	PQclear(r);
+	free(lines);
+	return rc;
+}

@@ -1,0 +1,720 @@
+/* The monthly showback report over real HTTP and the real CLI, on real
+ * ingested data (the Slurm testbed output and Philly jobs): its totals equal
+ * /v1/chargeback for the same month to the micro-unit, its GPU-seconds
+ * equal a computation over the Philly JSON done here, a closed month
+ * regenerates byte-identical CSV, hostile owner names are safe in CSV and
+ * escaped in HTML, and the PDF has non-blank pages whose text carries the
+ * CSV's totals (poppler's pdftoppm, pdfinfo and pdftotext). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TB "tests/fixtures/sacct/testbed/"
+#define NB "tests/fixtures/nodes/testbed/"
+#define MAXJ 5000
+#define PH_MONTH "2017-11"
+
+static char g_dsn[512], g_tmp[PATH_MAX];
+static struct gl_test_daemon g_d;
+
+/* Hostile owner names: formula starters, quotes, commas, markup, non-ASCII. */
+#define HOSTILE1 "=HYPERLINK(\"http://x\"), Ünïcode <b>&'"
+#define HOSTILE2 "+vc,\"quoted\""
+#define HOSTILE3 "@at team"
+#define HOSTILE4 "-minus 東京"
+
+static const char cost_yaml[] =
+	"rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: v100\n    per_gpu_hour: \"1.20\"\n"
+	"  - model: \"*\"\n    per_gpu_hour: \"0.93\"\n"
+	"owners:\n  - match: account\n    value: teama\n    team: vision\n"
+	"  - match: account\n    value: teamb\n    team: language\n"
+	"  - match: account\n    value: ee9e8c\n    team: '=HYPERLINK(\"http://x\"), Ünïcode <b>&'''\n"
+	"  - match: account\n    value: 0e4a51\n    team: '+vc,\"quoted\"'\n"
+	"  - match: account\n    value: 103959\n    team: '@at team'\n"
+	"  - match: account\n    value: 6214e9\n    team: '-minus 東京'\n";
+
+struct pj {
+	char user[16], vc[16];
+	long long start, end, gpus;
+};
+static struct pj g_j[MAXJ];
+static int g_n;
+
+static long long ts(const char *s)
+{
+	struct tm tm = {0};
+	if (!s || !strptime(s, "%Y-%m-%d %H:%M:%S", &tm))
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+static void fmt(long long t, char *buf, size_t n)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+}
+
+/* Philly's JSON as sacct lines, as test_philly does. */
+static int philly_to_sacct(const char *out_path)
+{
+	size_t len;
+	char *buf = gl_test_read_file(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), &len);
+	cJSON *root = cJSON_ParseWithLength(buf, len), *it;
+	FILE *o = fopen(out_path, "w");
+	int k = 0;
+	free(buf);
+	if (!root || !o)
+		return -1;
+	cJSON_ArrayForEach(it, root)
+	{
+		struct pj *j = &g_j[g_n];
+		cJSON *d;
+		char s1[32], s2[32], s3[32];
+		long long submit = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "submitted_time")));
+		j->start = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "start_time")));
+		j->end = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "end_time")));
+		if (submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
+			continue;
+		snprintf(j->user, sizeof j->user, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "user")));
+		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
+		j->gpus = 0;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(it, "detail"))
+			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
+		fmt(submit, s1, sizeof s1);
+		fmt(j->start, s2, sizeof s2);
+		fmt(j->end, s3, sizeof s3);
+		k++;
+		fprintf(o, "%d|%d|philly|gpu|%s|%s|%s|%s|%s|%s|%lld|%s|gres/gpu=%lld|gres/gpu=%lld|n1|%d|x\n", k, k,
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")), j->user, s1, s1, s2, s3, j->end - j->start,
+			strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "status")), "Pass") ? "FAILED" : "COMPLETED",
+			j->gpus, j->gpus, k);
+		g_n++;
+	}
+	fclose(o);
+	cJSON_Delete(root);
+	return g_n > 4000 ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+	char path[PATH_MAX + 32], fields[1024];
+	struct gl_test_out o;
+	snprintf(g_tmp, sizeof g_tmp, "%s/report-test", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	mkdir(g_tmp, 0755);
+	snprintf(path, sizeof path, "%s/philly-sacct.txt", g_tmp);
+	if (philly_to_sacct(path) || gl_test_db_fresh("gl_test_report", g_dsn, sizeof g_dsn) ||
+	    gl_test_sacct_fields(fields, sizeof fields))
+		return -1;
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
+			"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,"
+			"ReqTRES,AllocTRES,NodeList,DBIndex,JobName",
+			NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file", TB "sacct_alloc.txt",
+			"--fields", fields, NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	/* the testbed's nodes (capacity, so unallocated idle is known in 2026-11) */
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "testgpu", "--nodes",
+			NB "start_scontrol_show_node.txt", "--at", "2026-11-22T17:59:00Z", NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "testgpu", "--nodes",
+			NB "end_scontrol_show_node.txt", "--events", NB "sacctmgr_events.txt", "--reservations",
+			NB "sacctmgr_reservations.txt", "--at", "2026-11-22T18:03:30Z", NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	/* exporter samples for job 4 (account teamb -> team language; 4 a100 on gpu02, 16:03:57-16:04:57): GPUs 0 and 1 idle, 2 and 3 busy;
+	 * each GPU's energy counter rises 90,000,000 then 75,000,000 mJ */
+	{
+		static const char *const at[] = {"2026-11-22T16:04:00Z", "2026-11-22T16:04:30Z", "2026-11-22T16:04:55Z"};
+		static const long long energy[] = {1000000000LL, 1090000000LL, 1165000000LL};
+		for (size_t i = 0; i < 3; i++) {
+			char prom[PATH_MAX + 32], text[4096] = "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+							       "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n";
+			for (int g = 0; g < 4; g++)
+				snprintf(text + strlen(text), sizeof text - strlen(text),
+					 "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-rep-%d\",modelName=\"NVIDIA A100-SXM4-80GB\","
+					 "Hostname=\"gpu02\",hpc_job=\"4\"} %d\n"
+					 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"%d\",UUID=\"GPU-rep-%d\","
+					 "modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"gpu02\",hpc_job=\"4\"} %lld\n",
+					 g, g, g < 2 ? 0 : 60, g, g, energy[i]);
+			snprintf(prom, sizeof prom, "%s/rep-dcgm.prom", g_tmp);
+			{
+				FILE *f = fopen(prom, "w");
+				if (!f)
+					return -1;
+				fputs(text, f);
+				fclose(f);
+			}
+			if (gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "testgpu", "--file", prom, "--at",
+					at[i], NULL) ||
+			    o.status != 0)
+				return -1;
+			gl_test_out_fini(&o);
+		}
+	}
+	return gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL});
+}
+
+static int teardown(void **state)
+{
+	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
+}
+
+/* ---- a small RFC 4180 reader, independent of src/util/csv.c ---- */
+struct csv {
+	size_t nrows;
+	size_t ncols[512];
+	char *cell[512][32];
+};
+
+static void csv_parse(const char *s, struct csv *c)
+{
+	memset(c, 0, sizeof *c);
+	while (*s && c->nrows < 512) {
+		size_t col = 0;
+		for (;;) {
+			char buf[4096];
+			size_t n = 0;
+			if (*s == '"') {
+				s++;
+				for (;;) {
+					assert_true(*s != '\0'); /* unterminated quote */
+					if (*s == '"' && s[1] == '"') {
+						buf[n++] = '"';
+						s += 2;
+					} else if (*s == '"') {
+						s++;
+						break;
+					} else {
+						buf[n++] = *s++;
+					}
+				}
+			} else {
+				while (*s && *s != ',' && *s != '\r' && *s != '\n') {
+					assert_true(*s != '"'); /* a quote inside an unquoted field */
+					buf[n++] = *s++;
+				}
+			}
+			buf[n] = '\0';
+			if (col < 32)
+				c->cell[c->nrows][col++] = strdup(buf);
+			if (*s == ',') {
+				s++;
+				continue;
+			}
+			/* records end with CRLF */
+			assert_true(s[0] == '\r' && s[1] == '\n');
+			s += 2;
+			break;
+		}
+		c->ncols[c->nrows++] = col;
+	}
+}
+
+static void csv_free(struct csv *c)
+{
+	for (size_t r = 0; r < c->nrows; r++)
+		for (size_t k = 0; k < c->ncols[r]; k++)
+			free(c->cell[r][k]);
+}
+
+static int csv_col(const struct csv *c, const char *name)
+{
+	for (size_t k = 0; k < c->ncols[0]; k++)
+		if (!strcmp(c->cell[0][k], name))
+			return (int)k;
+	fail_msg("no column %s", name);
+	return -1;
+}
+
+static char *get_body(const char *path, long want, const char *want_ctype, size_t *len)
+{
+	struct gl_test_http r;
+	char *b;
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	if (r.status != want)
+		fprintf(stderr, "%s: %ld %s\n", path, r.status, r.body);
+	assert_int_equal(r.status, want);
+	if (want_ctype) {
+		char h[256];
+		snprintf(h, sizeof h, "Content-Type: %s", want_ctype);
+		assert_non_null(strcasestr(r.headers, h));
+	}
+	b = malloc(r.len + 1);
+	memcpy(b, r.body, r.len);
+	b[r.len] = '\0';
+	if (len)
+		*len = r.len;
+	gl_test_http_fini(&r);
+	return b;
+}
+
+static void get_csv(const char *query, struct csv *c)
+{
+	char path[512];
+	char *b;
+	snprintf(path, sizeof path, "/v1/reports/showback?%s", query);
+	b = get_body(path, 200, "text/csv", NULL);
+	csv_parse(b, c);
+	free(b);
+}
+
+/* Every owner's total and the fleet total against /v1/chargeback. */
+static void check_against_chargeback(const char *month, const char *agg, const char *share)
+{
+	char q[256];
+	struct csv own, rec;
+	cJSON *cb, *items, *it;
+	int tcol, ocol, gcol, matched = 0;
+	long long sum = 0;
+
+	snprintf(q, sizeof q, "month=%s&aggregate=%s&shareIdle=%s&table=owners", month, agg, share);
+	get_csv(q, &own);
+	snprintf(q, sizeof q, "month=%s&aggregate=%s&shareIdle=%s&table=reconciliation", month, agg, share);
+	get_csv(q, &rec);
+	snprintf(q, sizeof q, "/v1/chargeback?window=%s&aggregate=%s&shareIdle=%s", month, agg, share);
+	cb = gl_test_get_json(g_d.port, q, 200);
+	assert_non_null(cb);
+	items = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), 0), "items");
+	tcol = csv_col(&own, "total_micros");
+	ocol = csv_col(&own, "owner");
+	gcol = csv_col(&own, "gpu_seconds");
+	assert_true(own.nrows > 1);
+	cJSON_ArrayForEach(it, items)
+	{
+		const char *name = cJSON_GetObjectItem(cJSON_GetObjectItem(it, "key"), agg)->valuestring;
+		size_t r = 1;
+		char want[300];
+		/* the CSV guards formula starters with a quote, never otherwise */
+		snprintf(want, sizeof want, "%s%s", strchr("=+-@", name[0]) && name[0] ? "'" : "", name);
+		while (r < own.nrows && strcmp(own.cell[r][ocol], want))
+			r++;
+		assert_true(r < own.nrows);
+		assert_int_equal(atoll(own.cell[r][tcol]), (long long)cJSON_GetObjectItem(it, "total_micros")->valuedouble);
+		assert_int_equal(atoll(own.cell[r][gcol]),
+				 (long long)cJSON_GetObjectItem(it, "allocated_gpu_seconds")->valuedouble);
+		sum += atoll(own.cell[r][tcol]);
+		matched++;
+	}
+	/* the rest: owners of the previous month only, with nothing this month */
+	for (size_t r = 1; r < own.nrows; r++) {
+		int found = 0;
+		cJSON_ArrayForEach(it, items)
+		{
+			const char *name = cJSON_GetObjectItem(cJSON_GetObjectItem(it, "key"), agg)->valuestring;
+			const char *cell = own.cell[r][ocol];
+			if (!strcmp(cell[0] == '\'' && strchr("=+-@", cell[1]) ? cell + 1 : cell, name))
+				found = 1;
+		}
+		if (!found) {
+			assert_int_equal(atoll(own.cell[r][tcol]), 0);
+			assert_int_equal(atoll(own.cell[r][gcol]), 0);
+		} else {
+			matched--;
+		}
+	}
+	assert_int_equal(matched, 0);
+	/* reconciliation: Σ owners + __unallocated__ + __idle__ = fleet total = /v1/chargeback's */
+	{
+		int am = csv_col(&rec, "amount_micros");
+		long long parts = 0, total = -1, diff = -1;
+		for (size_t r = 1; r < rec.nrows; r++) {
+			const char *line = rec.cell[r][0];
+			if (!strcmp(line, "fleet total"))
+				total = atoll(rec.cell[r][am]);
+			else if (!strcmp(line, "difference"))
+				diff = atoll(rec.cell[r][am]);
+			else
+				parts += atoll(rec.cell[r][am]);
+		}
+		assert_int_equal(total, (long long)cJSON_GetObjectItem(cJSON_GetObjectItem(cb, "totals"), "total_micros")
+						->valuedouble);
+		assert_int_equal(parts, total);
+		assert_int_equal(diff, 0);
+		/* owners + __idle__ = total; __idle__ as chargeback has it */
+		{
+			cJSON *idle = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), 0), "idle");
+			cJSON *im = cJSON_GetObjectItem(idle, "total_micros");
+			long long want_idle = cJSON_IsNumber(im) ? (long long)im->valuedouble : 0;
+			assert_int_equal(sum + want_idle, total);
+			if (!strcmp(month, "2026-11") && !strcmp(share, "none"))
+				assert_true(want_idle > 0); /* capacity known: idle priced */
+		}
+	}
+	cJSON_Delete(cb);
+	csv_free(&own);
+	csv_free(&rec);
+}
+
+static void test_totals_equal_chargeback(void **state)
+{
+	check_against_chargeback(PH_MONTH, "team", "none");
+	check_against_chargeback(PH_MONTH, "user", "none");
+	check_against_chargeback(PH_MONTH, "account", "proportional");
+	check_against_chargeback("2017-10", "team", "none");
+	check_against_chargeback("2026-11", "team", "none");
+	check_against_chargeback("2026-11", "user", "none");
+	check_against_chargeback("2026-11", "team", "proportional");
+}
+
+/* GPU-seconds per Philly user in the month, computed here from the JSON. */
+static void test_gpu_seconds_from_philly_json(void **state)
+{
+	struct csv own;
+	long long a = 1509494400LL /* 2017-11-01 */, b = 1512086400LL /* 2017-12-01 */, all = 0, seen = 0;
+	int ocol, gcol;
+	get_csv("month=" PH_MONTH "&aggregate=user", &own);
+	ocol = csv_col(&own, "owner");
+	gcol = csv_col(&own, "gpu_seconds");
+	for (size_t r = 1; r < own.nrows; r++) {
+		long long want = 0;
+		for (int i = 0; i < g_n; i++) {
+			long long s = g_j[i].start > a ? g_j[i].start : a, e = g_j[i].end < b ? g_j[i].end : b;
+			if (e > s && !strcmp(g_j[i].user, own.cell[r][ocol]))
+				want += g_j[i].gpus * (e - s);
+		}
+		assert_int_equal(atoll(own.cell[r][gcol]), want);
+		seen += want;
+	}
+	for (int i = 0; i < g_n; i++) {
+		long long s = g_j[i].start > a ? g_j[i].start : a, e = g_j[i].end < b ? g_j[i].end : b;
+		if (e > s)
+			all += g_j[i].gpus * (e - s);
+	}
+	assert_true(all > 0);
+	assert_int_equal(seen, all);
+	csv_free(&own);
+}
+
+/* The top jobs by cost: each one's GPU-hours, cost and owner worked out
+ * here from the Philly JSON (JobID k is the k-th converted job; every
+ * Philly job is priced by the "*" rate, 0.93 per GPU-hour), and in order. */
+static void test_top_jobs_from_philly_json(void **state)
+{
+	static const char *const vc[] = {"ee9e8c", "0e4a51", "103959", "6214e9"};
+	static const char *const team[] = {HOSTILE1, HOSTILE2, HOSTILE3, HOSTILE4};
+	struct csv top;
+	long long a = 1509494400LL, b = 1512086400LL, prev = LLONG_MAX;
+	int rows = 0;
+	get_csv("month=" PH_MONTH "&table=top_cost", &top);
+	for (size_t r = 1; r < top.nrows; r++) {
+		const struct pj *j;
+		long long s, e, micros, cents;
+		char want_owner[256] = "__unallocated__", want_cost[32], want_h[32];
+		if (strcmp(top.cell[r][csv_col(&top, "cluster")], "philly"))
+			continue;
+		j = &g_j[atoi(top.cell[r][csv_col(&top, "job_id")]) - 1];
+		s = j->start > a ? j->start : a;
+		e = j->end < b ? j->end : b;
+		/* gpus x seconds x 930000 micros / 3600, half up; then cents half up */
+		micros = (j->gpus * (e - s) * 930000 * 2 + 3600) / 7200;
+		cents = (micros + 5000) / 10000;
+		snprintf(want_cost, sizeof want_cost, "%lld.%02lld", cents / 100, cents % 100);
+		snprintf(want_h, sizeof want_h, "%lld.%03lld", (j->gpus * (e - s) * 1000 * 2 + 3600) / 7200 / 1000,
+			 (j->gpus * (e - s) * 1000 * 2 + 3600) / 7200 % 1000);
+		for (size_t k = 0; k < 4; k++)
+			if (!strcmp(j->vc, vc[k]))
+				snprintf(want_owner, sizeof want_owner, "'%s", team[k]);
+		assert_string_equal(top.cell[r][csv_col(&top, "cost")], want_cost);
+		assert_string_equal(top.cell[r][csv_col(&top, "gpu_hours")], want_h);
+		assert_string_equal(top.cell[r][csv_col(&top, "owner")], want_owner);
+		assert_true(micros <= prev);
+		prev = micros;
+		rows++;
+	}
+	assert_int_equal(rows, 20); /* the testbed's jobs are in 2026, not 2017-11 */
+	csv_free(&top);
+}
+
+/* Exporter data: job 4's owner has busy / allocated-idle hours and energy;
+ * the others say "no data", never 0. */
+static void test_exporter_usage_and_energy(void **state)
+{
+	struct csv own;
+	int oc, bc, ic, ec, seen = 0;
+	get_csv("month=2026-11", &own);
+	oc = csv_col(&own, "owner");
+	bc = csv_col(&own, "busy_gpu_hours");
+	ic = csv_col(&own, "allocated_idle_gpu_hours");
+	ec = csv_col(&own, "energy_kwh");
+	for (size_t r = 1; r < own.nrows; r++) {
+		if (!strcmp(own.cell[r][oc], "language")) {
+			/* 4 GPUs x 165,000,000 mJ = 660,000,000 mJ = 0.183 kWh */
+			assert_string_equal(own.cell[r][ec], "0.183");
+			assert_string_not_equal(own.cell[r][bc], "no data");
+			assert_string_not_equal(own.cell[r][ic], "no data");
+			/* two GPUs busy, two idle: equal halves of the observed time */
+			assert_string_equal(own.cell[r][bc], own.cell[r][ic]);
+			assert_true(atof(own.cell[r][bc]) > 0);
+			seen++;
+		} else {
+			assert_string_equal(own.cell[r][ec], "no data");
+			assert_string_equal(own.cell[r][bc], "no data");
+		}
+	}
+	assert_int_equal(seen, 1);
+	csv_free(&own);
+}
+
+static void test_bad_months(void **state)
+{
+	static const char *const bad[] = {"month=2031-01", "month=2010-01", "month=2017-13", "month=17-11",
+					  "month=", "aggregate=team"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char path[256];
+		cJSON *j, *e;
+		snprintf(path, sizeof path, "/v1/reports/showback?%s", bad[i]);
+		j = gl_test_get_json(g_d.port, path, 400);
+		assert_non_null(j);
+		e = cJSON_GetObjectItem(j, "error");
+		assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, "month");
+		cJSON_Delete(j);
+	}
+	{
+		cJSON *j = gl_test_get_json(g_d.port, "/v1/reports/showback?month=2017-11&format=xls", 400);
+		assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "format");
+		cJSON_Delete(j);
+		j = gl_test_get_json(g_d.port, "/v1/reports/showback?month=2017-11&aggregate=cluster", 400);
+		assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring,
+				    "aggregate");
+		cJSON_Delete(j);
+	}
+}
+
+static void test_formats_and_headers(void **state)
+{
+	struct gl_test_http r;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2017-11&format=html", NULL, 0, NULL,
+				      &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strcasestr(r.headers, "Content-Type: text/html; charset=utf-8"));
+	assert_non_null(strcasestr(r.headers, "Content-Disposition: attachment; filename=\"showback-2017-11-team.html\""));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2017-11&format=pdf", NULL, 0, NULL,
+				      &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strcasestr(r.headers, "Content-Type: application/pdf"));
+	assert_non_null(strcasestr(r.headers, "filename=\"showback-2017-11-team.pdf\""));
+	assert_true(r.len > 1000 && !memcmp(r.body, "%PDF-", 5));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2017-11&table=fleet", NULL, 0, NULL,
+				      &r),
+			 0);
+	assert_non_null(strcasestr(r.headers, "filename=\"showback-2017-11-team-fleet.csv\""));
+	gl_test_http_fini(&r);
+}
+
+static int run_cli(const char *dir, const char *month, const char *format)
+{
+	struct gl_test_out o;
+	int st;
+	if (gl_test_run(g_dsn, NULL, &o, "report", "showback", "--month", month, "--format", format, "--out", dir,
+			NULL))
+		return -1;
+	st = o.status;
+	if (st)
+		fprintf(stderr, "report: %s\n", o.err);
+	gl_test_out_fini(&o);
+	return st;
+}
+
+static void test_regenerate_closed_month_byte_identical(void **state)
+{
+	char d1[PATH_MAX + 8], d2[PATH_MAX + 8];
+	DIR *dh;
+	struct dirent *e;
+	int files = 0;
+	snprintf(d1, sizeof d1, "%s/r1", g_tmp);
+	snprintf(d2, sizeof d2, "%s/r2", g_tmp);
+	assert_int_equal(run_cli(d1, PH_MONTH, "csv"), 0);
+	sleep(1); /* a later generated-at second must not change a byte */
+	assert_int_equal(run_cli(d2, PH_MONTH, "csv"), 0);
+	dh = opendir(d1);
+	assert_non_null(dh);
+	while ((e = readdir(dh))) {
+		char p1[2 * PATH_MAX], p2[2 * PATH_MAX];
+		size_t l1, l2;
+		char *b1, *b2;
+		if (!strstr(e->d_name, ".csv"))
+			continue;
+		snprintf(p1, sizeof p1, "%s/%s", d1, e->d_name);
+		snprintf(p2, sizeof p2, "%s/%s", d2, e->d_name);
+		b1 = gl_test_read_file(p1, &l1);
+		b2 = gl_test_read_file(p2, &l2);
+		assert_int_equal(l1, l2);
+		assert_memory_equal(b1, b2, l1);
+		free(b1);
+		free(b2);
+		files++;
+	}
+	closedir(dh);
+	assert_int_equal(files, 11);
+}
+
+static void test_hostile_names(void **state)
+{
+	struct csv own;
+	char *html;
+	const char *names[] = {HOSTILE1, HOSTILE2, HOSTILE3, HOSTILE4};
+	char *raw;
+	int ocol;
+	get_csv("month=" PH_MONTH, &own);
+	ocol = csv_col(&own, "owner");
+	for (size_t i = 0; i < 4; i++) {
+		char want[256];
+		size_t r = 1;
+		snprintf(want, sizeof want, "'%s", names[i]);
+		while (r < own.nrows && strcmp(own.cell[r][ocol], want))
+			r++;
+		assert_true(r < own.nrows); /* present, quote-guarded, round-trips through RFC 4180 */
+	}
+	/* no cell anywhere starts with a formula character */
+	for (size_t r = 0; r < own.nrows; r++)
+		for (size_t k = 0; k < own.ncols[r]; k++) {
+			const char *c = own.cell[r][k];
+			if (c[0] == '-' && (c[1] >= '0' && c[1] <= '9'))
+				continue; /* a negative number */
+			assert_null(strchr("=+@", c[0]) && c[0] ? c : NULL);
+		}
+	csv_free(&own);
+	raw = get_body("/v1/reports/showback?month=" PH_MONTH, 200, NULL, NULL);
+	assert_non_null(strstr(raw, "\"'=HYPERLINK(\"\"http://x\"\"), Ünïcode <b>&'\""));
+	free(raw);
+	html = get_body("/v1/reports/showback?month=" PH_MONTH "&format=html", 200, "text/html", NULL);
+	assert_null(strstr(html, "<b>"));
+	assert_null(strstr(html, "\"http://x\""));
+	assert_non_null(strstr(html, "=HYPERLINK(&quot;http://x&quot;), Ünïcode &lt;b&gt;&amp;&#39;"));
+	assert_non_null(strstr(html, "+vc,&quot;quoted&quot;"));
+	assert_non_null(strstr(html, "-minus 東京"));
+	free(html);
+}
+
+/* A value of the fleet table (metric,value). */
+static void fleet_value(const char *month, const char *metric, char *out, size_t n)
+{
+	struct csv f;
+	char q[128];
+	snprintf(q, sizeof q, "month=%s&table=fleet", month);
+	get_csv(q, &f);
+	out[0] = '\0';
+	for (size_t r = 1; r < f.nrows; r++)
+		if (!strcmp(f.cell[r][0], metric))
+			snprintf(out, n, "%s", f.cell[r][1]);
+	csv_free(&f);
+	assert_true(out[0] != '\0');
+}
+
+static char *run_capture(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t cap = 1 << 16, n = 0, k;
+	char *b = malloc(cap);
+	assert_non_null(p);
+	while ((k = fread(b + n, 1, cap - n - 1, p)) > 0) {
+		n += k;
+		if (n + 1 == cap)
+			b = realloc(b, cap *= 2);
+	}
+	b[n] = '\0';
+	assert_int_equal(pclose(p), 0);
+	return b;
+}
+
+static void test_pdf_pages_and_text(void **state)
+{
+	char dir[PATH_MAX + 8], cmd[4 * PATH_MAX], total[64], hours[64];
+	char *info, *txt;
+	int pages, rendered = 0;
+	struct csv own;
+	snprintf(dir, sizeof dir, "%s/pdf", g_tmp);
+	assert_int_equal(run_cli(dir, PH_MONTH, "pdf"), 0);
+	snprintf(cmd, sizeof cmd, "pdfinfo '%s/showback-" PH_MONTH "-team.pdf'", dir);
+	info = run_capture(cmd);
+	assert_non_null(strstr(info, "Pages:"));
+	pages = atoi(strstr(info, "Pages:") + 6);
+	free(info);
+	assert_true(pages >= 4); /* cover, owners, charts, details */
+	/* every page rendered, and none blank: a grey level below white somewhere */
+	snprintf(cmd, sizeof cmd, "cd '%s' && pdftoppm -r 24 -gray showback-" PH_MONTH "-team.pdf pg", dir);
+	free(run_capture(cmd));
+	for (int i = 1; i <= pages; i++) {
+		char p[2 * PATH_MAX];
+		size_t len;
+		char *img;
+		int w, h, maxv, off = 0, dark = 0;
+		/* pdftoppm numbers pages with as many digits as the last one needs */
+		snprintf(p, sizeof p, "%s/pg-%0*d.pgm", dir, pages >= 10 ? 2 : 1, i);
+		img = gl_test_read_file(p, &len);
+		assert_int_equal(sscanf(img, "P5 %d %d %d%n", &w, &h, &maxv, &off), 3);
+		off++; /* the single whitespace after maxval */
+		assert_true((size_t)off + (size_t)w * (size_t)h <= len);
+		for (int k = 0; k < w * h; k++)
+			if ((unsigned char)img[off + k] < 200)
+				dark++;
+		assert_true(dark > 20);
+		free(img);
+		rendered++;
+	}
+	assert_int_equal(rendered, pages);
+	/* its text carries the CSV's totals */
+	snprintf(cmd, sizeof cmd, "pdftotext -layout '%s/showback-" PH_MONTH "-team.pdf' -", dir);
+	txt = run_capture(cmd);
+	fleet_value(PH_MONTH, "total", total, sizeof total);
+	fleet_value(PH_MONTH, "allocated_gpu_hours", hours, sizeof hours);
+	{
+		char want[128];
+		snprintf(want, sizeof want, "Fleet total: %s USD", total);
+		assert_non_null(strstr(txt, want));
+		snprintf(want, sizeof want, "Allocated GPU-hours: %s", hours);
+		assert_non_null(strstr(txt, want));
+	}
+	get_csv("month=" PH_MONTH, &own);
+	{
+		int tc = csv_col(&own, "total");
+		for (size_t r = 1; r < own.nrows && r < 10; r++)
+			assert_non_null(strstr(txt, own.cell[r][tc]));
+	}
+	csv_free(&own);
+	free(txt);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_totals_equal_chargeback),
+		cmocka_unit_test(test_gpu_seconds_from_philly_json),
+		cmocka_unit_test(test_top_jobs_from_philly_json),
+		cmocka_unit_test(test_exporter_usage_and_energy),
+		cmocka_unit_test(test_bad_months),
+		cmocka_unit_test(test_formats_and_headers),
+		cmocka_unit_test(test_regenerate_closed_month_byte_identical),
+		cmocka_unit_test(test_hostile_names),
+		cmocka_unit_test(test_pdf_pages_and_text),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,175 @@
+/* Pure parts of the showback report: number formats, the CSV and HTML of a
+ * hand-built model (hostile names, "no data" never 0, reconciliation),
+ * budget thresholds and the linear forecast, schedule times and file names.
+ * Expected values are worked out by hand in the comments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/budget.h"
+#include "gl/report.h"
+#include "gl/report_sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_formats(void **state)
+{
+	char b[64];
+	gl_report_fmt_hours(3600, b, sizeof b);
+	assert_string_equal(b, "1.000");
+	gl_report_fmt_hours(5, b, sizeof b); /* 5/3600 h = 0.00139 -> 0.001 */
+	assert_string_equal(b, "0.001");
+	gl_report_fmt_hours(1, b, sizeof b); /* 0.000278 h -> 0.000 */
+	assert_string_equal(b, "0.000");
+	gl_report_fmt_hours(9, b, sizeof b); /* 0.0025 h: half up -> 0.003 */
+	assert_string_equal(b, "0.003");
+	gl_report_fmt_pct(1, 3, b, sizeof b); /* 33.333 % -> 33.33 */
+	assert_string_equal(b, "33.33");
+	gl_report_fmt_pct(2, 3, b, sizeof b); /* 66.667 -> 66.67 */
+	assert_string_equal(b, "66.67");
+	gl_report_fmt_pct(-1, 4, b, sizeof b);
+	assert_string_equal(b, "-25.00");
+	gl_report_fmt_pct(5, 0, b, sizeof b);
+	assert_string_equal(b, "");
+	gl_report_fmt_kwh(3600000000LL, b, sizeof b); /* 3.6e9 mJ = 1 kWh */
+	assert_string_equal(b, "1.000");
+	gl_report_fmt_kwh(1800000LL, b, sizeof b); /* 0.5 Wh -> 0.001 kWh half up */
+	assert_string_equal(b, "0.001");
+	assert_string_equal(gl_report_owner_label(""), "(none)");
+	assert_int_equal(gl_showback_currency_minor("JPY"), 0);
+	assert_int_equal(gl_showback_currency_minor("KWD"), 3);
+	assert_int_equal(gl_showback_currency_minor("EUR"), 2);
+}
+
+/* Two owners (one hostile, one without exporter data) and __idle__. */
+static void model(struct gl_showback *sb)
+{
+	memset(sb, 0, sizeof *sb);
+	snprintf(sb->month, sizeof sb->month, "2026-10");
+	snprintf(sb->aggregate, sizeof sb->aggregate, "team");
+	snprintf(sb->currency, sizeof sb->currency, "USD");
+	sb->minor = 2;
+	sb->closed = 1;
+	sb->n_days = 2;
+	sb->day_start = calloc(2, sizeof *sb->day_start);
+	sb->day_start[0] = 1790812800; /* 2026-10-01 */
+	sb->day_start[1] = 1790899200;
+	sb->n_owners = 2;
+	sb->owners = calloc(2, sizeof *sb->owners);
+	sb->owners[0].name = strdup("=cmd|' /C calc'!A0, \"x\" <script>é");
+	sb->owners[0].alloc_s = 7200;
+	sb->owners[0].cost_micros = 5000000; /* 5.00 */
+	sb->owners[0].total_micros = 5000000;
+	sb->owners[0].has_usage = 1;
+	sb->owners[0].busy_s = 5400;
+	sb->owners[0].aidle_s = 1800;
+	sb->owners[0].aidle_micros = 1250000;
+	sb->owners[0].daily_s = calloc(2, sizeof(int64_t));
+	sb->owners[1].name = strdup("plain");
+	sb->owners[1].alloc_s = 3600;
+	sb->owners[1].cost_micros = 2500001;
+	sb->owners[1].total_micros = 2500001; /* 2.500001 -> "2.50" */
+	sb->owners[1].daily_s = calloc(2, sizeof(int64_t));
+	sb->fleet.allocated_s = 10800;
+	sb->fleet.idle_left_micros = 999999;
+	sb->fleet.total_micros = 5000000 + 2500001 + 999999; /* 8.500000 */
+	sb->unpriced_models = strdup("");
+}
+
+static void test_csv_owners_safe_and_no_data(void **state)
+{
+	struct gl_showback sb;
+	struct gl_strbuf o = GL_STRBUF_INIT;
+	model(&sb);
+	assert_int_equal(gl_report_csv(&sb, "owners", &o), 0);
+	/* the hostile name: quoted (comma, quote), guarded with ', quotes doubled */
+	assert_non_null(strstr(o.p, "\r\n\"'=cmd|' /C calc'!A0, \"\"x\"\" <script>é\",7200,2.000,0,5.00,"));
+	/* exporter data missing: "no data", not 0 */
+	assert_non_null(strstr(o.p, "\r\nplain,3600,1.000,0,2.50,no data,no data,no data,no data,"));
+	/* the record ends the CSV with CRLF; header first */
+	assert_int_equal(strncmp(o.p, "owner,gpu_seconds,gpu_hours,", 28), 0);
+	assert_string_equal(o.p + o.len - 2, "\r\n");
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_csv(&sb, "reconciliation", &o), 0);
+	/* 5000000 + 2500001 + 999999 = 8500000: difference 0 */
+	assert_non_null(strstr(o.p, "sum of owners,10800,7.50,7500001\r\n"));
+	assert_non_null(strstr(o.p, "__idle__,0,1.00,999999\r\n"));
+	assert_non_null(strstr(o.p, "fleet total,0,8.50,8500000\r\n"));
+	assert_non_null(strstr(o.p, "difference,10800,0.00,0\r\n"));
+	assert_int_equal(gl_report_reconcile_diff(&sb), 0);
+	sb.fleet.total_micros += 1;
+	assert_int_equal(gl_report_reconcile_diff(&sb), -1);
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_csv(&sb, "nope", &o), -GL_EINVAL);
+	gl_strbuf_fini(&o);
+	gl_showback_fini(&sb);
+}
+
+static void test_html_escapes(void **state)
+{
+	struct gl_showback sb;
+	struct gl_strbuf o = GL_STRBUF_INIT;
+	model(&sb);
+	gl_report_html(&sb, 1793491200, &o);
+	assert_null(strstr(o.p, "<script>"));
+	assert_non_null(strstr(o.p, "=cmd|&#39; /C calc&#39;!A0, &quot;x&quot; &lt;script&gt;é"));
+	assert_non_null(strstr(o.p, "generated at 2026-11-01T00:00:00Z"));
+	assert_non_null(strstr(o.p, "Reconciles to the micro-unit."));
+	gl_strbuf_fini(&o);
+	gl_showback_fini(&sb);
+}
+
+static void test_budget_pure(void **state)
+{
+	int th[GL_BUDGET_MAX_THRESHOLDS];
+	size_t n;
+	struct gl_err e = {0};
+	assert_int_equal(gl_budget_thresholds_parse("50,75,90,100", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(th[3], 100);
+	assert_int_not_equal(gl_budget_thresholds_parse("75,50", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_budget_thresholds_parse("50,x", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_budget_thresholds_parse("0", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	/* 10 days into a 30-day month with 100 spent: 300 at month end */
+	assert_int_equal(gl_budget_forecast(100, 0, 30 * 86400, 10 * 86400), 300);
+	/* a third of a day into 3 days with 1 spent: 9 */
+	assert_int_equal(gl_budget_forecast(1, 0, 3 * 86400, 28800), 9);
+	/* over: the spend itself */
+	assert_int_equal(gl_budget_forecast(123, 0, 86400, 90000), 123);
+}
+
+static void test_schedule_and_names(void **state)
+{
+	int64_t s;
+	struct gl_err e = {0};
+	char b[128];
+	assert_int_equal(gl_report_sched_parse_time("02:30", &s, &e), 0);
+	assert_int_equal(s, 2 * 3600 + 30 * 60);
+	assert_int_not_equal(gl_report_sched_parse_time("24:00", &s, &e), 0);
+	assert_int_not_equal(gl_report_sched_parse_time("2:30", &s, &e), 0);
+	assert_int_not_equal(gl_report_sched_parse_time("02:30x", &s, &e), 0);
+	gl_report_sched_name("2026-10", "team", "owners", "csv", 1, b, sizeof b);
+	assert_string_equal(b, "showback-2026-10-team-owners.csv");
+	gl_report_sched_name("2026-10", "team", NULL, "pdf", 3, b, sizeof b);
+	assert_string_equal(b, "showback-2026-10-team.v3.pdf");
+	assert_int_equal(gl_showback_month_parse("2026-10", &s, &e), 0);
+	assert_int_equal(s, 1790812800);
+	assert_int_not_equal(gl_showback_month_parse("2026-1", &s, &e), 0);
+	assert_int_not_equal(gl_showback_month_parse("2026-13", &s, &e), 0);
+	assert_int_not_equal(gl_showback_month_parse("2026-10-01", &s, &e), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_csv_owners_safe_and_no_data),
+		cmocka_unit_test(test_html_escapes),
+		cmocka_unit_test(test_budget_pure),
+		cmocka_unit_test(test_schedule_and_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
