@@ -41,7 +41,10 @@ int gl_route_hook_actions(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)) ||
 	    (rc = gl_apijson_int_param(req, resp, "limit", 500, 1, 10000, &limit)))
 		return rc;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_hook_actions_list(c, win.start_s, win.end_s, (long)limit, &out, &err)))
+	/* a window ending now includes what happened during the current second */
+	if ((rc = gl_req_db(req, &c, &err)) ||
+	    (rc = gl_hook_actions_list(c, win.start_s, win.end_s >= req->now_s ? req->now_s + 1 : win.end_s, (long)limit,
+				       &out, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	gl_apijson_add_window(out, "window", &win);
 	gl_apijson_put(resp, out);
