@@ -62,7 +62,8 @@ static void print_text(const cJSON *r)
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
 	{
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(it, "exit_status");
-		printf("ran %s %s/%s: %s -> %s", s(it, "stage"), s(it, "cluster"), s(it, "job_id"), s(it, "command"),
+		printf("ran %s %s/%s: %s -> %s", s(it, "stage"), s(it, "cluster"), s(it, "job_id"),
+		       *s(it, "command") ? s(it, "command") : "(no command: recorded)",
 		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")) ? "ok" : "FAILED");
 		if (cJSON_IsNumber(st))
 			printf(" (exit %d)", st->valueint);

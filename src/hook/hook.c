@@ -33,10 +33,16 @@ static const char buckets_sql[] =
 	" u.nodata_samples, g.engine_samples, g.active_sum, coalesce(g.fb_used_max_mib, -1), coalesce(g.power_max_w, -1),"
 	" u.attribution, coalesce(extract(epoch FROM g.last_sample_at)::bigint, 0)"
 	" FROM unnest($1::bigint[], $2::bigint[], $3::integer[]) AS x(job_pk, f, i)"
-	" JOIN gpu_usage_jobs u ON u.job_pk = x.job_pk AND u.bucket > to_timestamp(x.f) - interval '1 hour'"
+	" JOIN gpu_usage_jobs u ON u.job_pk = x.job_pk AND u.bucket > to_timestamp(x.f)"
 	"  AND u.bucket < to_timestamp($4)"
 	" JOIN gpu_usage g ON g.gpu_id = u.gpu_id AND g.bucket = u.bucket"
 	" ORDER BY x.i, u.gpu_id, u.bucket";
+
+/* Jobs busy (for the ingest) in [since, now): one probe of the busy index each. */
+static const char recent_busy_sql[] =
+	"SELECT x.i FROM unnest($1::bigint[], $2::bigint[], $3::integer[]) AS x(job_pk, since, i)"
+	" WHERE EXISTS (SELECT 1 FROM gpu_usage_jobs u WHERE u.job_pk = x.job_pk AND u.busy_samples > 0"
+	"  AND u.bucket >= to_timestamp(x.since) AND u.bucket < to_timestamp($4))";
 
 /* Fixed rule: was the job busy before its look-back window (busy index)? */
 static const char busy_before_sql[] =
@@ -71,6 +77,7 @@ struct hjob {
 	int spared;
 	char why[200];
 	int estimated, busy_before;
+	int recent_busy;         /* busy in the last min(t1, max_data_age): settled, not read */
 	int64_t last_sample_s;
 	struct gl_idle_gpu_eval *gpus;
 	size_t ngpus, gcap;
@@ -488,7 +495,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 	PGresult *jr = NULL, *br = NULL, *q = NULL;
 	struct gl_strbuf a1 = GL_STRBUF_INIT, a2 = GL_STRBUF_INIT, a3 = GL_STRBUF_INIT, a4 = GL_STRBUF_INIT;
 	char now_txt[24], now_iso[32], lock_sql[96];
-	int rc = 0, locked = 0, lock_fd = -1, act = o->act, acts_planned = 0, breaker = 0;
+	int rc = 0, in_txn = 0, locked = 0, lock_fd = -1, act = o->act, acts_planned = 0, breaker = 0;
 	const char *actor = o->actor ? o->actor : gl_audit_process_actor();
 	cJSON *root = NULL, *cand, *nod, *spa, *acts, *errs;
 	struct runctx rx;
@@ -558,7 +565,13 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 	}
 
 	fmt_i64(now_txt, sizeof now_txt, now_s);
-	if ((rc = gl_db_query(c, jobs_sql, 1, (const char *[]){now_txt}, &jr, err)))
+	/* the read phase: one snapshot; JIT compiles these short queries for
+	 * longer than they run, and the sorts fit in memory */
+	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
+		goto out;
+	in_txn = 1;
+	if ((rc = gl_db_exec(c, "SET LOCAL jit = off; SET LOCAL work_mem = '64MB'", err)) ||
+	    (rc = gl_db_query(c, jobs_sql, 1, (const char *[]){now_txt}, &jr, err)))
 		goto out;
 	njobs = (size_t)PQntuples(jr);
 	jobs = gl_xcalloc(njobs ? njobs : 1, sizeof *jobs);
@@ -607,21 +620,49 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		}
 		{
 			const struct gl_hookpolicy *p = &pols[j->pol];
-			int64_t from = now_s - lookback_s(p), s0 = j->start_s + p->rule.grace_s;
-			if (from < s0)
-				from = s0;
-			arr_add_i64(&a1, j->job_pk);
-			arr_add_i64(&a2, from);
-			arr_add_i64(&a3, (int64_t)i);
+			/* busy in the last min(t1, max_data_age): no rule can reach a
+			 * stage and the data is fresh, so one probe of the busy index
+			 * settles most jobs. A multi-GPU job with gpu_fraction < 1 may
+			 * be idle on enough other GPUs: it is always read in full. */
+			int64_t w = p->rule.t1_s < p->rule.max_data_age_s ? p->rule.t1_s : p->rule.max_data_age_s;
+			if (j->gpu_milli <= 1000 || p->rule.gpu_fraction >= 1) {
+				arr_add_i64(&a1, j->job_pk);
+				arr_add_i64(&a2, now_s - w);
+				arr_add_i64(&a3, (int64_t)i);
+			}
 		}
 	}
-	{
-		char to[24];
-		fmt_i64(to, sizeof to, now_s);
-		if ((rc = gl_db_query(c, buckets_sql, 4, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), to},
-				      &br, err)))
+	if (a1.len) {
+		if ((rc = gl_db_query(c, recent_busy_sql, 4, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt},
+				      &q, err)))
 			goto out;
+		for (int r = 0; r < PQntuples(q); r++)
+			jobs[atoll(PQgetvalue(q, r, 0))].recent_busy = 1;
+		PQclear(q);
+		q = NULL;
 	}
+	gl_strbuf_reset(&a1);
+	gl_strbuf_reset(&a2);
+	gl_strbuf_reset(&a3);
+	for (size_t i = 0; i < njobs; i++) {
+		struct hjob *j = &jobs[i];
+		const struct gl_hookpolicy *p;
+		int64_t from, s0;
+		if (j->pol < 0 || j->recent_busy)
+			continue;
+		p = &pols[j->pol];
+		from = now_s - lookback_s(p);
+		s0 = j->start_s + p->rule.grace_s;
+		if (from < s0)
+			from = s0;
+		/* the bucket holding `from` starts up to one bucket earlier */
+		arr_add_i64(&a1, j->job_pk);
+		arr_add_i64(&a2, from - cfg->bucket_s);
+		arr_add_i64(&a3, (int64_t)i);
+	}
+	if ((rc = gl_db_query(c, buckets_sql, 4, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt}, &br,
+			      err)))
+		goto out;
 	/* the rows come per job and GPU in bucket order: evaluate GPU by GPU */
 	{
 		int n = PQntuples(br), r = 0;
@@ -680,7 +721,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		p = &pols[j->pol];
 		s0 = j->start_s + p->rule.grace_s;
 		from = now_s - lookback_s(p);
-		if (p->rule.kind != GL_IDLERULE_FIXED || s0 >= from || !j->ngpus)
+		if (p->rule.kind != GL_IDLERULE_FIXED || s0 >= from || !j->ngpus || j->recent_busy)
 			continue;
 		arr_add_i64(&a1, j->job_pk);
 		arr_add_i64(&a2, s0);
@@ -704,7 +745,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		struct hjob *j = &jobs[i];
 		const struct gl_hookpolicy *p;
 		size_t expected;
-		if (j->pol < 0)
+		if (j->pol < 0 || j->recent_busy)
 			continue;
 		p = &pols[j->pol];
 		if (j->busy_before)
@@ -766,6 +807,9 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		PQclear(q);
 		q = NULL;
 	}
+	if ((rc = gl_db_exec(c, "COMMIT", err)))
+		goto out;
+	in_txn = 0;
 	for (size_t i = 0; i < njobs; i++) {
 		struct hjob *j = &jobs[i];
 		if (j->cls != J_CANDIDATE)
@@ -882,6 +926,10 @@ done:
 	*report = root;
 	root = NULL;
 out:
+	if (in_txn) {
+		struct gl_err e2 = {0};
+		(void)!gl_db_exec(c, "ROLLBACK", &e2);
+	}
 	if (locked) {
 		struct gl_err e2 = {0};
 		PGresult *u = NULL;

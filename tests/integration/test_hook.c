@@ -26,6 +26,7 @@
 static char g_dsn[512], g_dir[256], g_fields[1024];
 static PGconn *g_c;
 static time_t g_end; /* the last scrape; now is a few seconds later */
+static struct gl_test_daemon g_d; /* stopped by teardown when a test failed with it running */
 
 enum kind { IDLE, BUSY, BUSY_THEN_IDLE, MEMHOG, STALE };
 
@@ -195,6 +196,8 @@ static int teardown(void **state)
 {
 	char cmd[300];
 	PQfinish(g_c);
+	if (g_d.pid > 0)
+		gl_test_daemon_stop(&g_d);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", g_dir);
@@ -278,7 +281,10 @@ static void test_dry_run_twice(void **state)
 				assert_non_null(cJSON_GetObjectItemCaseSensitive(c0, keys[k]));
 			assert_string_equal(cJSON_GetObjectItemCaseSensitive(c0, "stage")->valuestring, "act");
 			assert_string_equal(cJSON_GetObjectItemCaseSensitive(c0, "next_stage")->valuestring, "warn1");
-			assert_true(cJSON_GetObjectItemCaseSensitive(c0, "idle_minutes")->valuedouble >= 175);
+			/* counted over the look-back (t3 + max_data_age + 15 min = 120 min):
+			 * at least the action threshold, at most the 180 idle minutes */
+			assert_true(cJSON_GetObjectItemCaseSensitive(c0, "idle_minutes")->valuedouble >= 90);
+			assert_true(cJSON_GetObjectItemCaseSensitive(c0, "idle_minutes")->valuedouble <= 180);
 		}
 		cJSON_Delete(r);
 		free(out);
@@ -436,7 +442,7 @@ static void test_overlapping_runs(void **state)
 
 static void test_api(void **state)
 {
-	struct gl_test_daemon d;
+	struct gl_test_daemon *dp = &g_d;
 	struct gl_test_http h;
 	char cfg[4096], hook_tok[80], viewer_tok[80], auth[128];
 	cJSON *r;
@@ -447,13 +453,13 @@ static void test_api(void **state)
 	n = fread(cfg, 1, sizeof cfg - 1, f);
 	cfg[n] = '\0';
 	fclose(f);
-	assert_int_equal(gl_test_daemon_start(&d, g_dsn, cfg, NULL), 0);
+	assert_int_equal(gl_test_daemon_start(dp, g_dsn, cfg, NULL), 0);
 	assert_int_equal(gl_test_token_create(g_dsn, "hooker", "hook", NULL, hook_tok, sizeof hook_tok, NULL), 0);
 	assert_int_equal(gl_test_token_create(g_dsn, "looker", "viewer", NULL, viewer_tok, sizeof viewer_tok, NULL), 0);
 
 	/* the candidates as the CLI computes them (dry-run): the acted-on jobs
 	 * are still running in the database, with every stage done */
-	r = gl_test_get_json(d.port, "/v1/idle/candidates?policy=slurm-idle", 200);
+	r = gl_test_get_json(dp->port, "/v1/idle/candidates?policy=slurm-idle", 200);
 	assert_non_null(r);
 	ids(r, "candidates", got, sizeof got);
 	assert_string_equal(got, "101,103,104,106");
@@ -462,14 +468,14 @@ static void test_api(void **state)
 	ids(r, "no_data", got, sizeof got);
 	assert_string_equal(got, "105");
 	cJSON_Delete(r);
-	assert_int_equal(gl_test_http(d.port, "GET", "/v1/idle/candidates?policy=nope", NULL, 0, NULL, &h), 0);
+	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/idle/candidates?policy=nope", NULL, 0, NULL, &h), 0);
 	assert_int_equal(h.status, 400);
 	assert_non_null(strstr(h.body, "\"param\":\"policy\""));
 	gl_test_http_fini(&h);
 
 	/* roles: hook yes, viewer no */
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", hook_tok);
-	assert_int_equal(gl_test_http(d.port, "GET", "/v1/hook/actions?window=1d", NULL, 0, (const char *const[]){auth, NULL}, &h), 0);
+	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/hook/actions?window=1d", NULL, 0, (const char *const[]){auth, NULL}, &h), 0);
 	assert_int_equal(h.status, 200);
 	r = cJSON_Parse(h.body);
 	gl_test_http_fini(&h);
@@ -482,7 +488,7 @@ static void test_api(void **state)
 	}
 	cJSON_Delete(r);
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", viewer_tok);
-	assert_int_equal(gl_test_http(d.port, "GET", "/v1/hook/actions", NULL, 0, (const char *const[]){auth, NULL}, &h), 0);
+	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/hook/actions", NULL, 0, (const char *const[]){auth, NULL}, &h), 0);
 	assert_int_equal(h.status, 403);
 	gl_test_http_fini(&h);
 
@@ -493,11 +499,11 @@ static void test_api(void **state)
 				   "\"ok\":true,\"exit_status\":0,\"command\":[\"scancel\",\"107\"]}";
 		const char *bad = "{\"cluster\":\"hooktest\",\"job_id\":\"107\",\"policy\":\"external\",\"stage\":\"kill\",\"ok\":true}";
 		const char *hdr[] = {auth, "Content-Type: application/json", NULL};
-		assert_int_equal(gl_test_http(d.port, "POST", "/v1/hook/actions", body, strlen(body), hdr, &h), 0);
+		assert_int_equal(gl_test_http(dp->port, "POST", "/v1/hook/actions", body, strlen(body), hdr, &h), 0);
 		assert_int_equal(h.status, 201);
 		assert_non_null(strstr(h.body, "\"job_known\":true"));
 		gl_test_http_fini(&h);
-		assert_int_equal(gl_test_http(d.port, "POST", "/v1/hook/actions", bad, strlen(bad), hdr, &h), 0);
+		assert_int_equal(gl_test_http(dp->port, "POST", "/v1/hook/actions", bad, strlen(bad), hdr, &h), 0);
 		assert_int_equal(h.status, 400);
 		assert_non_null(strstr(h.body, "\"param\":\"stage\""));
 		gl_test_http_fini(&h);
@@ -507,7 +513,8 @@ static void test_api(void **state)
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"
 					   " AND object = 'job:hooktest/107' AND actor LIKE 'token:%'"), 1);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions WHERE source = 'api' AND argv = '{scancel,107}'"), 1);
-	assert_int_equal(gl_test_daemon_stop(&d), 0);
+	assert_int_equal(gl_test_daemon_stop(dp), 0);
+	dp->pid = 0;
 }
 
 int main(void)

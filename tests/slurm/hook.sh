@@ -38,7 +38,8 @@ echo "test-slurm hook: starting the testbed (log: $T/testbed.log)"
 ( cd "$TB" && ./00-install.sh && { ./90-stop.sh || true; } && ./10-configure.sh && ./20-start.sh ) >"$T/testbed.log" 2>&1 ||
 	{ tail -20 "$T/testbed.log" >&2; fail "the testbed did not start"; }
 
-jid=$(as_user alice sbatch --parsable -J 'idle; rm -rf /' -A teama -p a100 --gres=gpu:a100:1 -t 10 --wrap 'sleep 600')
+jid=$(as_user alice sbatch --parsable -J 'idle; rm -rf /' -A teama -p a100 --gres=gpu:a100:1 -t 10 \
+	-o /dev/null -e /dev/null --chdir=/tmp --wrap 'sleep 600')
 [[ $jid =~ ^[0-9]+$ ]] || fail "sbatch: $jid"
 for _ in $(seq 60); do
 	[[ $(tb squeue -h -j "$jid" -o %T) == RUNNING ]] && break
