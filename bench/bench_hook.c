@@ -130,7 +130,7 @@ int main(int argc, char **argv)
 		 "  AND %lld - (v.j * 7919) %% 172800 < extract(epoch FROM u.bucket) + 300",
 		 rs, (long long)now);
 	exec(c, sql);
-	exec(c, "ANALYZE");
+	exec(c, "ANALYZE jobs, gpu_usage, gpu_usage_jobs");
 	gen_s = gl_test_now_s() - t0;
 	{
 		PGresult *r = PQexec(c, "SELECT (SELECT count(*) FROM gpu_usage), (SELECT count(*) FROM gpu_usage_jobs)");

@@ -517,6 +517,84 @@ static void test_api(void **state)
 	dp->pid = 0;
 }
 
+/* Kubernetes: pods from a PodList, GPU samples labelled with namespace/pod;
+ * the action is the kubectl stand-in; a pod labelled keep is spared. */
+static void test_kube(void **state)
+{
+	char buf[4096], st[32], at[32], *out;
+	struct gl_test_out o;
+	cJSON *r;
+	time_t t0 = g_end - 180 * 60;
+	iso(t0, st, sizeof st);
+	snprintf(buf, sizeof buf,
+		 "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":["
+		 "{\"metadata\":{\"name\":\"nb-1\",\"namespace\":\"ml\",\"uid\":\"uid-nb-1\",\"creationTimestamp\":\"%s\","
+		 "\"labels\":{\"app\":\"nb\"}},\"spec\":{\"nodeName\":\"k8s-gpu1\",\"containers\":[{\"name\":\"c\","
+		 "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}},"
+		 "{\"metadata\":{\"name\":\"nb-keep\",\"namespace\":\"ml\",\"uid\":\"uid-nb-keep\",\"creationTimestamp\":\"%s\","
+		 "\"labels\":{\"app\":\"nb\",\"gpuledger.io/keep\":\"true\"}},\"spec\":{\"nodeName\":\"k8s-gpu1\",\"containers\":[{\"name\":\"c\","
+		 "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}}]}",
+		 st, st, st, st);
+	write_file(path("pods.json"), buf, 0);
+	iso(g_end, at, sizeof at);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "k8s", "--file", path("pods.json"), "--at",
+				     at, NULL), 0);
+	if (o.status)
+		fail_msg("ingest kube: %s %s", o.out, o.err);
+	gl_test_out_fini(&o);
+	for (int m = 0; m <= 180; m += 5) {
+		FILE *f = fopen(path("k8s.prom"), "w");
+		assert_non_null(f);
+		fputs("# hand-written for tests/integration/test_hook.c (dcgm-exporter format, Kubernetes labels)\n", f);
+		for (int g = 0; g < 2; g++)
+			fprintf(f,
+				"DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"%d\",UUID=\"GPU-6b800000-0000-4000-8000-00000000000%d\","
+				"modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dcgm-exporter-x7k2p\",namespace=\"ml\",pod=\"%s\","
+				"container=\"c\"} 0.00003\n",
+				g, g, g ? "nb-keep" : "nb-1");
+		fclose(f);
+		iso(g_end - (180 - m) * 60, at, sizeof at);
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "k8s", "--file", path("k8s.prom"),
+					     "--at", at, "--node", "k8s-gpu1", NULL), 0);
+		if (o.status)
+			fail_msg("ingest dcgm k8s: %s", o.err);
+		gl_test_out_fini(&o);
+	}
+	snprintf(buf, sizeof buf,
+		 "log:\n  level: warn\nhook:\n  act: true\n  policies:\n"
+		 "    - name: kube-idle\n      scope: {namespaces: ml, labels: app=nb}\n"
+		 "      rule: {kind: reset, t1_min: 30, t3_min: 60}\n"
+		 "      kube_command: %s delete pod --namespace {namespace} {pod}\n",
+		 path("kubectl.sh"));
+	write_file(path("kube.yaml"), buf, 0);
+	snprintf(buf, sizeof buf, "#!/bin/sh\nprintf '[%%s]' \"$@\" >> '%s'\necho >> '%s'\n", path("kubectl.log"),
+		 path("kubectl.log"));
+	write_file(path("kubectl.sh"), buf, 1);
+
+	assert_int_equal(hook(path("kube.yaml"), "--dry-run", "json", &out), 3);
+	r = parse_report(out);
+	ids(r, "candidates", buf, sizeof buf);
+	assert_string_equal(buf, "nb-1");
+	ids(r, "spared", buf, sizeof buf);
+	assert_string_equal(buf, "nb-keep");
+	cJSON_Delete(r);
+	free(out);
+	/* warn (recorded only: no warn_command), then act, then nothing */
+	assert_int_equal(hook(path("kube.yaml"), "--act", "json", &out), 0);
+	free(out);
+	assert_int_equal(count_lines(path("kubectl.log"), NULL), 0);
+	assert_int_equal(hook(path("kube.yaml"), "--act", "json", &out), 0);
+	free(out);
+	assert_int_equal(hook(path("kube.yaml"), "--act", "json", &out), 0);
+	free(out);
+	assert_int_equal(count_lines(path("kubectl.log"), NULL), 1);
+	assert_int_equal(count_lines(path("kubectl.log"), "[delete][pod][--namespace][ml][nb-1]"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.act' AND object = 'job:k8s/nb-1'"
+					   " AND outcome = 'ok'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.warn' AND object = 'job:k8s/nb-1'"),
+			 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -526,6 +604,7 @@ int main(void)
 		cmocka_unit_test(test_act),
 		cmocka_unit_test(test_overlapping_runs),
 		cmocka_unit_test(test_api),
+		cmocka_unit_test(test_kube),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
