@@ -27,22 +27,25 @@ static const char jobs_sql[] =
 	" ORDER BY j.cluster_id, j.job_pk";
 
 /* Each job's GPU-buckets since its look-back start, from the per-job index
- * of gpu_usage_jobs and the primary key of gpu_usage. */
+ * of gpu_usage_jobs and the primary key of gpu_usage. $5, the earliest
+ * look-back start, is a constant so the planner prunes the day partitions
+ * (the per-row bounds alone leave a month of partitions in the plan). */
 static const char buckets_sql[] =
 	"SELECT x.i, u.gpu_id, extract(epoch FROM u.bucket)::bigint, g.bucket_s, u.samples, u.busy_samples,"
 	" u.nodata_samples, g.engine_samples, g.active_sum, coalesce(g.fb_used_max_mib, -1), coalesce(g.power_max_w, -1),"
 	" u.attribution, coalesce(extract(epoch FROM g.last_sample_at)::bigint, 0)"
 	" FROM unnest($1::bigint[], $2::bigint[], $3::integer[]) AS x(job_pk, f, i)"
 	" JOIN gpu_usage_jobs u ON u.job_pk = x.job_pk AND u.bucket > to_timestamp(x.f)"
-	"  AND u.bucket < to_timestamp($4)"
+	"  AND u.bucket < to_timestamp($4) AND u.bucket > to_timestamp($5)"
 	" JOIN gpu_usage g ON g.gpu_id = u.gpu_id AND g.bucket = u.bucket"
+	"  AND g.bucket < to_timestamp($4) AND g.bucket > to_timestamp($5)"
 	" ORDER BY x.i, u.gpu_id, u.bucket";
 
 /* Jobs busy (for the ingest) in [since, now): one probe of the busy index each. */
 static const char recent_busy_sql[] =
 	"SELECT x.i FROM unnest($1::bigint[], $2::bigint[], $3::integer[]) AS x(job_pk, since, i)"
 	" WHERE EXISTS (SELECT 1 FROM gpu_usage_jobs u WHERE u.job_pk = x.job_pk AND u.busy_samples > 0"
-	"  AND u.bucket >= to_timestamp(x.since) AND u.bucket < to_timestamp($4))";
+	"  AND u.bucket >= to_timestamp(x.since) AND u.bucket < to_timestamp($4) AND u.bucket >= to_timestamp($5))";
 
 /* Fixed rule: was the job busy before its look-back window (busy index)? */
 static const char busy_before_sql[] =
@@ -495,6 +498,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 	PGresult *jr = NULL, *br = NULL, *q = NULL;
 	struct gl_strbuf a1 = GL_STRBUF_INIT, a2 = GL_STRBUF_INIT, a3 = GL_STRBUF_INIT, a4 = GL_STRBUF_INIT;
 	char now_txt[24], now_iso[32], lock_sql[96];
+	int64_t min_since = now_s, min_from = now_s;
 	int rc = 0, in_txn = 0, locked = 0, lock_fd = -1, act = o->act, acts_planned = 0, breaker = 0;
 	const char *actor = o->actor ? o->actor : gl_audit_process_actor();
 	cJSON *root = NULL, *cand, *nod, *spa, *acts, *errs;
@@ -629,12 +633,16 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 				arr_add_i64(&a1, j->job_pk);
 				arr_add_i64(&a2, now_s - w);
 				arr_add_i64(&a3, (int64_t)i);
+				if (now_s - w < min_since)
+					min_since = now_s - w;
 			}
 		}
 	}
 	if (a1.len) {
-		if ((rc = gl_db_query(c, recent_busy_sql, 4, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt},
-				      &q, err)))
+		char lo[24];
+		fmt_i64(lo, sizeof lo, min_since);
+		if ((rc = gl_db_query(c, recent_busy_sql, 5,
+				      (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt, lo}, &q, err)))
 			goto out;
 		for (int r = 0; r < PQntuples(q); r++)
 			jobs[atoll(PQgetvalue(q, r, 0))].recent_busy = 1;
@@ -659,10 +667,16 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		arr_add_i64(&a1, j->job_pk);
 		arr_add_i64(&a2, from - cfg->bucket_s);
 		arr_add_i64(&a3, (int64_t)i);
+		if (from - cfg->bucket_s < min_from)
+			min_from = from - cfg->bucket_s;
 	}
-	if ((rc = gl_db_query(c, buckets_sql, 4, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt}, &br,
-			      err)))
-		goto out;
+	{
+		char lo[24];
+		fmt_i64(lo, sizeof lo, min_from);
+		if ((rc = gl_db_query(c, buckets_sql, 5, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt, lo},
+				      &br, err)))
+			goto out;
+	}
 	/* the rows come per job and GPU in bucket order: evaluate GPU by GPU */
 	{
 		int n = PQntuples(br), r = 0;
