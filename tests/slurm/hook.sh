@@ -68,7 +68,14 @@ hook:
       slurm_command: nsenter --net=/run/netns/$NETNS env SLURM_CONF=$SLURM_CONF scancel {job_id}
 YAML
 GL_PG_FAST=1 G db init >/dev/null && G db start >/dev/null && G migrate >/dev/null || fail "no PostgreSQL"
-tb sacct --allusers --parsable2 --noheader -X -j "$jid" --format="$fields" >"$T/sacct.txt"
+# slurmdbd learns of the start a moment after squeue: until then sacct shows a
+# placeholder record (PENDING, no partition)
+for _ in $(seq 60); do
+	tb sacct --allusers --parsable2 --noheader -X -j "$jid" --format="$fields" >"$T/sacct.txt"
+	grep -q '|RUNNING|' "$T/sacct.txt" && break
+	sleep 1
+done
+grep -q '|RUNNING|' "$T/sacct.txt" || fail "sacct never showed job $jid RUNNING: $(cat "$T/sacct.txt")"
 G ingest sacct --cluster "$CLUSTER" --file "$T/sacct.txt" --fields "$fields" >/dev/null || fail "ingest sacct"
 
 start=$(date +%s)
