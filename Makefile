@@ -41,7 +41,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-slurm bench fuzz clean help check-config-doc
+.PHONY: all deps run test test-unit test-integration test-http test-web test-slurm test-slurm-hook bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger
 
 help:
@@ -107,7 +107,11 @@ run: deps
 
 # end to end against a real Slurm 22.05 (root, ~5 min; never part of `make test`)
 test-slurm: $(BUILD)/gpuledger
-	@BUILD=$(BUILD) tests/slurm/run.sh
+	@BUILD=$(BUILD) tests/slurm/run.sh && BUILD=$(BUILD) tests/slurm/hook.sh
+
+# only the idle-hook part of test-slurm (a real idle job cancelled by the hook, ~4 min)
+test-slurm-hook: $(BUILD)/gpuledger
+	@BUILD=$(BUILD) tests/slurm/hook.sh
 
 bench: $(BUILD)/gpuledger $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh

@@ -1,5 +1,6 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
+#include "gl/hookpolicy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -223,6 +224,41 @@ static const struct gl_cfg_key budget_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define HPOFF(f) offsetof(struct gl_hook_policy_cfg, f)
+static const struct gl_cfg_key hook_policy_keys[] = {
+	{"(line)", GL_CFG_LINE, HPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"name", GL_CFG_STR, HPOFF(name), NULL, 1, 0, 0, "policy name (--policy, audit rows, state)", NULL, 0, 0},
+	{"scope.clusters", GL_CFG_STR, HPOFF(clusters), "", 0, 0, 0, "clusters, comma-separated", NULL, 0, 0},
+	{"scope.partitions", GL_CFG_STR, HPOFF(partitions), "", 0, 0, 0, "Slurm partitions", NULL, 0, 0},
+	{"scope.qos", GL_CFG_STR, HPOFF(qos), "", 0, 0, 0, "Slurm QoS", NULL, 0, 0},
+	{"scope.accounts", GL_CFG_STR, HPOFF(accounts), "", 0, 0, 0, "Slurm accounts", NULL, 0, 0},
+	{"scope.namespaces", GL_CFG_STR, HPOFF(namespaces), "", 0, 0, 0, "Kubernetes namespaces", NULL, 0, 0},
+	{"scope.labels", GL_CFG_STR, HPOFF(labels), "", 0, 0, 0, "pod label selector k=v,k2=v2", NULL, 0, 0},
+	{"exclude.users", GL_CFG_STR, HPOFF(ex_users), "", 0, 0, 0, "users never acted on", NULL, 0, 0},
+	{"exclude.accounts", GL_CFG_STR, HPOFF(ex_accounts), "", 0, 0, 0, "accounts never acted on", NULL, 0, 0},
+	{"exclude.qos", GL_CFG_STR, HPOFF(ex_qos), "", 0, 0, 0, "QoS never acted on", NULL, 0, 0},
+	{"exclude.partitions", GL_CFG_STR, HPOFF(ex_partitions), "", 0, 0, 0, "partitions never acted on", NULL, 0, 0},
+	{"exclude.namespaces", GL_CFG_STR, HPOFF(ex_namespaces), "", 0, 0, 0, "namespaces never acted on", NULL, 0, 0},
+	{"exclude.label", GL_CFG_STR, HPOFF(ex_label), "gpuledger.io/keep=true", 0, 0, 0, "pods with this label k=v are spared", NULL, 0, 0},
+	{"exclude.allow_list_file", GL_CFG_STR, HPOFF(allow_list_file), "", 0, 0, 0, "file of user:, account:, namespace:, job:CLUSTER/ID lines", NULL, 0, 0},
+	{"min_age_min", GL_CFG_INT, HPOFF(min_age_min), "0", 0, 0, 525600, "jobs younger than this are not considered", NULL, 0, 0},
+	{"grace_min", GL_CFG_INT, HPOFF(grace_min), "0", 0, 0, 525600, "minutes after start that never count as idle", NULL, 0, 0},
+	{"signal.engine_active_threshold", GL_CFG_STR, HPOFF(engine_active_threshold), "0.01", 0, 0, 0, "busy when mean engine activity reaches this ratio", NULL, 0, 0},
+	{"signal.util_threshold_pct", GL_CFG_INT, HPOFF(util_threshold_pct), "0", 0, 0, 100, "without engine activity: busy when GPU_UTIL is above this", NULL, 0, 0},
+	{"signal.memory_counts_as_busy", GL_CFG_BOOL, HPOFF(memory_counts_as_busy), "false", 0, 0, 0, "framebuffer in use counts as busy", NULL, 0, 0},
+	{"signal.fb_used_busy_mib", GL_CFG_INT, HPOFF(fb_used_busy_mib), "1024", 0, 0, 1LL << 30, "framebuffer threshold", NULL, 0, 0},
+	{"signal.power_busy_watts", GL_CFG_INT, HPOFF(power_busy_watts), "0", 0, 0, 100000, "busy when power reaches this; 0 = off", NULL, 0, 0},
+	{"rule.kind", GL_CFG_STR, HPOFF(rule), NULL, 1, 0, 0, "fixed | sliding | reset", NULL, 0, 0},
+	{"rule.t1_min", GL_CFG_INT, HPOFF(t1_min), NULL, 1, 1, 525600, "first warning (sliding: idle run that warns)", NULL, 0, 0},
+	{"rule.t2_min", GL_CFG_INT, HPOFF(t2_min), "0", 0, 0, 525600, "second warning; 0 = none", NULL, 0, 0},
+	{"rule.t3_min", GL_CFG_INT, HPOFF(t3_min), NULL, 1, 1, 525600, "action (sliding: the window W)", NULL, 0, 0},
+	{"rule.gpu_fraction", GL_CFG_STR, HPOFF(gpu_fraction), "1", 0, 0, 0, "share of a job's GPUs that must be idle", NULL, 0, 0},
+	{"warn_command", GL_CFG_STR, HPOFF(warn_command), "", 0, 0, 0, "warning command template", NULL, 0, 0},
+	{"slurm_command", GL_CFG_STR, HPOFF(slurm_command), "", 0, 0, 0, "action on Slurm jobs; \"\" = hook.slurm_command", NULL, 0, 0},
+	{"kube_command", GL_CFG_STR, HPOFF(kube_command), "", 0, 0, 0, "action on pods; \"\" = hook.kube_command", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
@@ -302,6 +338,18 @@ static const struct gl_cfg_key top_keys[] = {
 	 slurm_nodes_keys, sizeof(struct gl_slurm_nodes_source_cfg), OFF(n_slurm_nodes)},
 	{"sources.kube_nodes", GL_CFG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
 	 kube_nodes_keys, sizeof(struct gl_kube_nodes_source_cfg), OFF(n_kube_nodes)},
+	{"hook.act", GL_CFG_BOOL, OFF(hook_act), "false", 0, 0, 0, "the idle hook may act (also needs --act)", NULL, 0, 0},
+	{"hook.max_actions_per_run", GL_CFG_INT, OFF(hook_max_actions_per_run), "10", 0, 0, 100000,
+	 "circuit breaker: more candidates than this to act on, and none is acted on", NULL, 0, 0},
+	{"hook.max_data_age_s", GL_CFG_INT, OFF(hook_max_data_age_s), "900", 0, 0, 86400,
+	 "a GPU whose last exporter sample is older is unknown (never acted on)", NULL, 0, 0},
+	{"hook.lock_file", GL_CFG_STR, OFF(hook_lock_file), "", 0, 0, 0, "flock(2) file besides the database lock", NULL, 0, 0},
+	{"hook.command_timeout_s", GL_CFG_INT, OFF(hook_command_timeout_s), "30", 0, 1, 3600, "kill a warn/act command after this", NULL, 0, 0},
+	{"hook.slurm_command", GL_CFG_STR, OFF(hook_slurm_command), "scancel {job_id}", 0, 0, 0, "default action on Slurm jobs", NULL, 0, 0},
+	{"hook.kube_command", GL_CFG_STR, OFF(hook_kube_command), "kubectl delete pod --namespace {namespace} {pod}", 0, 0, 0,
+	 "default action on pods", NULL, 0, 0},
+	{"hook.policies", GL_CFG_LIST, OFF(hook_policies), NULL, 0, 0, 0, "idle-GPU policies", hook_policy_keys,
+	 sizeof(struct gl_hook_policy_cfg), OFF(n_hook_policies)},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -315,6 +363,8 @@ static void walk(const struct gl_cfg_key *t, const char *prefix,
 {
 	char path[256];
 	for (; t->name; t++) {
+		if (t->type == GL_CFG_LINE)
+			continue;
 		snprintf(path, sizeof path, "%s%s", prefix, t->name);
 		cb(path, t, ud);
 		if (t->type == GL_CFG_LIST) {
@@ -367,6 +417,7 @@ static int set_value(void *base, const struct gl_cfg_key *k, const char *text, c
 		return 0;
 	}
 	case GL_CFG_LIST:
+	case GL_CFG_LINE:
 		break;
 	}
 	return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: internal: bad key type", name, line, path);
@@ -375,7 +426,7 @@ static int set_value(void *base, const struct gl_cfg_key *k, const char *text, c
 static int apply_defaults(void *base, const struct gl_cfg_key *t, struct gl_err *err)
 {
 	for (; t->name; t++) {
-		if (t->type == GL_CFG_LIST || !t->def)
+		if (t->type == GL_CFG_LIST || t->type == GL_CFG_LINE || !t->def)
 			continue;
 		int rc = set_value(base, t, t->def, "(defaults)", 0, t->name, err);
 		if (rc)
@@ -408,6 +459,9 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 		snprintf(ipath, sizeof ipath, "%s[%zu].", path, i);
 		if ((rc = apply_defaults(elem, k->sub, err)))
 			return rc;
+		for (size_t j = 0; j < nsub; j++)
+			if (k->sub[j].type == GL_CFG_LINE)
+				*(int *)((char *)elem + k->sub[j].offset) = seq->kids[i]->line;
 		if (seq->kids[i]->type != Y_MAP)
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
 					  path, i);
@@ -442,6 +496,8 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 						  key->line, path, map->kids[j]->line);
 		for (size_t j = 0; t[j].name; j++) {
 			size_t plen = strlen(path);
+			if (t[j].type == GL_CFG_LINE)
+				continue;
 			if (!strcmp(t[j].name, path)) {
 				found = 1;
 				seen[j] = 1;
@@ -533,6 +589,13 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 		for (size_t i = 0; !rc && i < cfg->n_dcgm; i++)
 			if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
 				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.dcgm[%zu]: give targets or targets_file", name, i);
+		if (!rc) {
+			/* an invalid policy stops everything: nothing may act on it */
+			struct gl_hookpolicy *pol = NULL;
+			size_t npol = 0;
+			rc = gl_hookpolicy_compile(cfg, &pol, &npol, err);
+			gl_hookpolicy_free(pol, npol);
+		}
 		if (!rc) {
 			char *end;
 			double th = strtod(cfg->idle_engine_active_threshold, &end);

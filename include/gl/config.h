@@ -100,6 +100,36 @@ struct gl_kube_nodes_source_cfg {
 	int64_t timeout_s;
 };
 
+/* hook.policies[] (docs/hook.md): lists are comma-separated text, parsed
+ * and checked by gl_hookpolicy_compile (include/gl/hookpolicy.h). */
+struct gl_hook_policy_cfg {
+	int line;                 /* where the policy starts in the file */
+	char *name;
+	/* scope: a job is in scope when it matches every non-empty list */
+	char *clusters, *partitions, *qos, *accounts, *namespaces;
+	char *labels;             /* "k=v,k2=v2": all must be on the pod */
+	/* exclusions */
+	char *ex_users, *ex_accounts, *ex_qos, *ex_partitions, *ex_namespaces;
+	char *ex_label;           /* "k=v": a job carrying it is spared */
+	char *allow_list_file;    /* lines user:NAME, account:NAME, namespace:NAME, job:CLUSTER/ID */
+	int64_t min_age_min;      /* jobs younger than this are not considered */
+	int64_t grace_min;        /* time after start that never counts as idle */
+	/* idle signal */
+	char *engine_active_threshold;
+	int64_t util_threshold_pct;
+	int memory_counts_as_busy;
+	int64_t fb_used_busy_mib;
+	int64_t power_busy_watts; /* 0 = off */
+	/* window rule */
+	char *rule;               /* fixed | sliding | reset */
+	int64_t t1_min, t2_min, t3_min;
+	char *gpu_fraction;       /* decimal in (0, 1] */
+	/* escalation: command templates, split into argv (no shell) */
+	char *warn_command;       /* "" = warnings are only recorded and audited */
+	char *slurm_command;      /* "" = hook.slurm_command */
+	char *kube_command;       /* "" = hook.kube_command */
+};
+
 struct gl_config {
 	char *path;          /* the file it came from, or "(defaults)" */
 	/* database */
@@ -166,9 +196,21 @@ struct gl_config {
 	char *budget_thresholds;     /* comma list of percentages */
 	char *budget_alert_command;  /* argv template, whitespace-split, no shell; "" = audit only */
 	int64_t budget_interval_s;
+	/* idle-GPU hook (docs/hook.md) */
+	int hook_act;                  /* acting also needs --act on the command line */
+	int64_t hook_max_actions_per_run;
+	int64_t hook_max_data_age_s;
+	char *hook_lock_file;          /* "" = the database advisory lock only */
+	int64_t hook_command_timeout_s;
+	char *hook_slurm_command;
+	char *hook_kube_command;
+	struct gl_hook_policy_cfg *hook_policies;
+	size_t n_hook_policies;
 };
 
-enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST };
+/* GL_CFG_LINE: not a key; in a list element's table, an int field that gets
+ * the element's line number (for later checks that name file:line). */
+enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST, GL_CFG_LINE };
 
 struct gl_cfg_key {
 	const char *name;        /* dotted path relative to its table ("database.dsn", "cluster") */

@@ -25,6 +25,10 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
 int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp);
 int gl_route_reports(struct gl_req *req, struct gl_resp *resp);
 int gl_route_budgets(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_hook.c */
+int gl_route_idle_candidates(struct gl_req *req, struct gl_resp *resp);
+int gl_route_hook_actions(struct gl_req *req, struct gl_resp *resp);
+int gl_route_hook_record(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_capacity.c */
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp);
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);

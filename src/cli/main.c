@@ -53,6 +53,7 @@ static const char usage_main[] =
 	"  report         report showback --month YYYY-MM: monthly showback as CSV, HTML or PDF\n"
 	"  token          create|list|revoke API tokens\n"
 	"  audit          verify|head|prune|harden the audit log\n"
+	"  hook           idle: the idle-GPU shutdown hook for cron (dry-run by default)\n"
 	"  check-config   validate the configuration file\n"
 	"  version        print the version\n"
 	"\n"
@@ -60,7 +61,7 @@ static const char usage_main[] =
 	"  -c, --config FILE   configuration file (default: $GPULEDGER_CONFIG, else built-in defaults)\n"
 	"  -h, --help          this help; COMMAND --help for a command's\n"
 	"\n"
-	"exit codes: 0 ok, 1 runtime error, 2 usage error\n";
+	"exit codes: 0 ok, 1 runtime error, 2 usage error (hook idle: 3 candidates in dry-run)\n";
 
 /* ---- check-config ---- */
 static const char usage_check[] = "usage: gpuledger [--config FILE] check-config\n"
@@ -406,6 +407,8 @@ int main(int argc, char **argv)
 		rc = gl_cli_token(&cfg, argc, argv);
 	else if (!strcmp(cmd, "audit"))
 		rc = gl_cli_audit(&cfg, argc, argv);
+	else if (!strcmp(cmd, "hook"))
+		rc = gl_cli_hook(&cfg, argc, argv);
 	else {
 		fprintf(stderr, "gpuledger: unknown command '%s'\n%s", cmd, usage_main);
 		rc = EXIT_USAGE;

@@ -162,7 +162,11 @@ static void test_every_documented_path_is_a_route(void **state)
 			fail_msg("docs/openapi.yaml documents %s, which the server does not answer", path);
 		for (yaml_node_pair_t *q = ops->data.mapping.pairs.start; q < ops->data.mapping.pairs.top; q++) {
 			const char *m = scalar(yaml_document_get_node(&g_doc, q->key));
-			if (strcasecmp(m, r->method) != 0)
+			int found = 0;
+			/* a path may have several routes, one per method */
+			for (size_t i = 0; gl_routes[i].path; i++)
+				found |= !strcmp(gl_routes[i].path, path) && !strcasecmp(m, gl_routes[i].method);
+			if (!found)
 				fail_msg("docs/openapi.yaml documents %s %s; the route is %s", m, path, r->method);
 		}
 	}

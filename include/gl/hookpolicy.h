@@ -1,0 +1,84 @@
+/* gpuledger — idle-hook policies compiled from hook.policies[] (docs/hook.md):
+ * scope and exclusions, the idle signal and window rule, and the warn/act
+ * command templates split into argv and filled in per candidate.
+ *
+ * Pure: no I/O (the allow-list file is read by the hook), no clock.
+ * Command templates are split once into words (spaces separate words;
+ * '...' and "..." quote; backslash escapes one character); a placeholder
+ * such as {job_id} is replaced inside its word, so whatever a value holds
+ * (a job named "x; rm -rf /") stays one argv element and no shell sees it.
+ *
+ * Ownership: gl_hookpolicy_compile() allocates the array; release it with
+ * gl_hookpolicy_free(). Compiled policies borrow strings of the config
+ * (name, allow_list_file): free them before gl_config_fini(). The argv of
+ * gl_hookpolicy_expand() is the caller's, released with
+ * gl_hookpolicy_argv_free().
+ */
+#ifndef GL_HOOKPOLICY_H
+#define GL_HOOKPOLICY_H
+
+#include "gl/common.h"
+#include "gl/config.h"
+#include "gl/idlerule.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gl_hookpolicy_list {
+	char **v;
+	size_t n;
+};
+
+struct gl_hookpolicy {
+	const char *name;            /* borrowed from the config */
+	int line;
+	struct gl_idlerule rule;     /* max_data_age_s from hook.max_data_age_s */
+	struct gl_idle_signal signal;
+	int64_t min_age_s;
+	struct gl_hookpolicy_list clusters, partitions, qos, accounts, namespaces, labels;
+	struct gl_hookpolicy_list ex_users, ex_accounts, ex_qos, ex_partitions, ex_namespaces, ex_label;
+	const char *allow_list_file; /* borrowed; "" = none */
+	struct gl_hookpolicy_list warn_argv, slurm_argv, kube_argv; /* warn_argv.n == 0: no warn command */
+};
+
+/* The attributes of a job the scope and exclusions look at. labels are
+ * "key=value" strings (pod labels). Any string may be NULL (= unknown). */
+struct gl_hookpolicy_job {
+	const char *cluster, *kind, *partition, *qos, *account, *user, *namespace;
+	const char *const *labels;
+	size_t nlabels;
+};
+
+/* A placeholder's value for gl_hookpolicy_expand. */
+struct gl_hookpolicy_var {
+	const char *name; /* without braces: "job_id" */
+	const char *value;
+};
+
+/* The placeholders templates may use, NULL-terminated. */
+extern const char *const gl_hookpolicy_placeholders[];
+
+/* Compiles every policy of cfg->hook_policies. Errors name the config file
+ * and the policy's line: "gl.yaml:42: hook.policies[1] (gpu-idle): ...".
+ * Checks: known rule kind, gpu_fraction in (0, 1], threshold a ratio,
+ * T1 < T2 < T3, a non-empty scope, unique names, balanced quotes and known
+ * placeholders in the templates. */
+int gl_hookpolicy_compile(const struct gl_config *cfg, struct gl_hookpolicy **out, size_t *n,
+			  struct gl_err *err) GL_MUSTCHECK;
+void gl_hookpolicy_free(struct gl_hookpolicy *p, size_t n);
+
+/* Splits a template into words (rules above); -GL_EINVAL on an open quote. */
+int gl_hookpolicy_split(const char *tmpl, struct gl_hookpolicy_list *out, struct gl_err *err) GL_MUSTCHECK;
+void gl_hookpolicy_list_fini(struct gl_hookpolicy_list *l);
+
+/* 1 when the job matches every non-empty scope list of p. */
+int gl_hookpolicy_in_scope(const struct gl_hookpolicy *p, const struct gl_hookpolicy_job *j);
+/* 1 when an exclusion spares the job; why gets "exclude.users: alice". */
+int gl_hookpolicy_excluded(const struct gl_hookpolicy *p, const struct gl_hookpolicy_job *j, char *why, size_t n);
+
+/* A NULL-terminated argv: each template word with its placeholders
+ * replaced (an unknown placeholder stays as written; compile rejects them). */
+char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct gl_hookpolicy_var *vars, size_t nvars);
+void gl_hookpolicy_argv_free(char **argv);
+
+#endif

@@ -1,0 +1,73 @@
+/* The idle hook over the API (role hook; admin too): candidates as the CLI's
+ * --format json computes them (dry-run, nothing runs), actions recorded by
+ * controllers that act elsewhere, and the list of past warnings/actions. */
+#include "gl/apijson.h"
+#include "gl/hook.h"
+#include "gl/routes.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+int gl_route_idle_candidates(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	struct gl_hook_opts o = {gl_req_param(req, "policy"), 0, 0, NULL};
+	cJSON *report = NULL;
+	PGconn *c;
+	int rc, code;
+
+	if (o.policy && !*o.policy)
+		return gl_resp_error(resp, GL_EINVAL, "policy", "policy: empty");
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if ((rc = gl_hook_run(c, req->cfg, &o, req->now_s, &report, &code, &err)))
+		return gl_resp_error(resp, rc, rc == -GL_EINVAL && strstr(err.msg, "--policy") ? "policy" : NULL, "%s",
+				     err.msg);
+	gl_apijson_put(resp, report);
+	cJSON_Delete(report);
+	return 0;
+}
+
+int gl_route_hook_actions(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	struct gl_window win;
+	long long limit;
+	cJSON *out = NULL;
+	PGconn *c;
+	int rc;
+
+	if ((rc = gl_apijson_window(req, resp, "7d", &win)) ||
+	    (rc = gl_apijson_int_param(req, resp, "limit", 500, 1, 10000, &limit)))
+		return rc;
+	/* a window ending now includes what happened during the current second */
+	if ((rc = gl_req_db(req, &c, &err)) ||
+	    (rc = gl_hook_actions_list(c, win.start_s, win.end_s >= req->now_s ? req->now_s + 1 : win.end_s, (long)limit,
+				       &out, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	gl_apijson_add_window(out, "window", &win);
+	gl_apijson_put(resp, out);
+	cJSON_Delete(out);
+	return 0;
+}
+
+int gl_route_hook_record(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	const char *param = NULL;
+	char actor[48];
+	cJSON *out = NULL;
+	PGconn *c;
+	int rc;
+
+	snprintf(actor, sizeof actor, "token:%lld", req->auth ? (long long)req->auth->token_id : 0LL);
+	if ((rc = gl_req_db(req, &c, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if ((rc = gl_hook_record(c, req->body ? req->body : "", req->body_len, actor, req->now_s, &out, &param, &err)))
+		return gl_resp_error(resp, rc, param, "%s", err.msg);
+	resp->status = 201;
+	gl_apijson_put(resp, out);
+	cJSON_Delete(out);
+	return 0;
+}

@@ -1,0 +1,610 @@
+/* The idle hook end to end through the real binary and a real PostgreSQL:
+ * sacct running jobs + dcgm-exporter scrapes (HAND-WRITTEN below in the
+ * exporter's line format) where one job idles, one is busy, one went busy
+ * then idle, one holds memory but computes nothing, one has stale data,
+ * one is excluded, one allow-listed, and one is named "x; rm -rf /". The
+ * hook runs twice dry-run and then with --act against scancel / warn
+ * stand-in scripts that record their argv: one warning and one action per
+ * job, a failed action retried, the circuit breaker, everything audited.
+ * Then the API: /v1/idle/candidates, /v1/hook/actions (GET and POST). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/common.h"
+#include "lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_dsn[512], g_dir[256], g_fields[1024];
+static PGconn *g_c;
+static time_t g_end; /* the last scrape; now is a few seconds later */
+static struct gl_test_daemon g_d; /* stopped by teardown when a test failed with it running */
+
+enum kind { IDLE, BUSY, BUSY_THEN_IDLE, MEMHOG, STALE };
+
+static const struct tjob {
+	int id;
+	const char *user, *name, *node;
+	enum kind kind;
+} jobs[] = {
+	{101, "alice", "idle-notebook", "gpu01", IDLE},
+	{102, "bob", "training", "gpu02", BUSY},
+	{103, "carl", "busy-then-idle", "gpu03", BUSY_THEN_IDLE},
+	{104, "dora", "holds-memory", "gpu04", MEMHOG},
+	{105, "erin", "stale-exporter", "gpu05", STALE},
+	{106, "mallory", "x; rm -rf /", "gpu06", IDLE},
+	{107, "root", "excluded-user", "gpu07", IDLE},
+	{108, "vip", "allow-listed", "gpu08", IDLE},
+};
+#define NJOBS (sizeof jobs / sizeof jobs[0])
+
+static void iso(time_t t, char *b, size_t n)
+{
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(b, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const char *path(const char *name)
+{
+	static char buf[8][400];
+	static int k;
+	k = (k + 1) % 8;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+	return buf[k];
+}
+
+static void write_file(const char *p, const char *text, int exec)
+{
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	if (exec)
+		chmod(p, 0755);
+}
+
+/* The config: the stand-ins record "[arg]" per argument, one line per call. */
+static void write_config(const char *name, const char *extra_policy, int max_actions)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf,
+		 "log:\n  level: warn\n"
+		 "hook:\n"
+		 "  act: true\n"
+		 "  max_actions_per_run: %d\n"
+		 "  max_data_age_s: 900\n"
+		 "  lock_file: %s\n"
+		 "  policies:\n"
+		 "    - name: slurm-idle\n"
+		 "      scope: {clusters: hooktest}\n"
+		 "      exclude: {users: root, allow_list_file: %s}\n"
+		 "%s"
+		 "      warn_command: %s {job_id} {job_name} {user} {idle_minutes} {stage} {action_at}\n"
+		 "      slurm_command: %s {job_id}\n",
+		 max_actions, path("hook.lock"), path("allow.txt"), extra_policy, path("warn.sh"), path("scancel.sh"));
+	write_file(path(name), buf, 0);
+}
+
+static int hook(const char *config, const char *mode, const char *format, char **out)
+{
+	struct gl_test_out o;
+	int st;
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", config, "hook", "idle", mode, "--format", format, NULL), 0);
+	st = o.status;
+	if (out)
+		*out = strdup(o.out);
+	if (getenv("GL_TEST_VERBOSE"))
+		fprintf(stderr, "hook idle %s: exit %d\n%s\n%s\n", mode, st, o.out, o.err);
+	gl_test_out_fini(&o);
+	return st;
+}
+
+static int count_lines(const char *p, const char *needle)
+{
+	FILE *f = fopen(p, "r");
+	char line[1024];
+	int n = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f))
+		n += !needle || strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+static cJSON *parse_report(const char *text)
+{
+	cJSON *r = cJSON_Parse(text);
+	if (!r)
+		fail_msg("not JSON: %s", text);
+	return r;
+}
+
+/* "101,103" from the job_id fields of an array of the report */
+static void ids(const cJSON *r, const char *arr, char *out, size_t n)
+{
+	const cJSON *it;
+	out[0] = '\0';
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, arr))
+	{
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "job_id");
+		snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "," : "", id->valuestring);
+	}
+}
+
+static int setup(void **state)
+{
+	FILE *f;
+	char cmd[600];
+	time_t now = time(NULL), t0;
+	char s0[32];
+
+	if (gl_test_db_fresh("gl_test_hook", g_dsn, sizeof g_dsn))
+		return -1;
+	g_c = PQconnectdb(g_dsn);
+	if (PQstatus(g_c) != CONNECTION_OK)
+		return -1;
+	PQclear(PQexec(g_c, "SET client_min_messages = warning"));
+	if (gl_test_sacct_fields(g_fields, sizeof g_fields))
+		return -1;
+	snprintf(g_dir, sizeof g_dir, "/tmp/gltest-hook-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	/* stand-ins: one line per call, each argument in brackets */
+	snprintf(cmd, sizeof cmd, "#!/bin/sh\nprintf '[%%s]' \"$@\" >> '%s'\necho >> '%s'\n", path("warn.log"), path("warn.log"));
+	write_file(path("warn.sh"), cmd, 1);
+	/* scancel fails once for job 103 while the marker exists */
+	snprintf(cmd, sizeof cmd,
+		 "#!/bin/sh\nprintf '[%%s]' \"$@\" >> '%s'\necho >> '%s'\n"
+		 "if [ \"$1\" = 103 ] && [ -e '%s' ]; then rm -f '%s'; echo 'scancel: error: Kill job error' >&2; exit 1; fi\n",
+		 path("scancel.log"), path("scancel.log"), path("fail-once"), path("fail-once"));
+	write_file(path("scancel.sh"), cmd, 1);
+	write_file(path("fail-once"), "", 0);
+	write_file(path("allow.txt"), "# spared on request\nuser:vip\n", 0);
+	write_file(path("canary"), "still here\n", 0);
+
+	/* three hours of 5-minute scrapes ending now (bucket-aligned) */
+	g_end = now - now % 300;
+	t0 = g_end - 180 * 60;
+	iso(t0 - 60, s0, sizeof s0);
+	f = fopen(path("sacct.txt"), "w");
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < NJOBS; i++) {
+		char st[32];
+		iso(t0, st, sizeof st);
+		fprintf(f,
+			"%d|%d|hooktest|gpu|normal|teama|%s|2001|%s|2001|%.19s|%.19s|%.19s|Unknown|03:00:00|10800|0:0|RUNNING|1|1|1|"
+			"1000M|billing=1,cpu=1,gres/gpu=1,mem=1000M,node=1|billing=1,cpu=1,gres/gpu:a100=1,gres/gpu=1,mem=1000M,node=1|"
+			"1-00:00:00|%s|%s|%d|00:00:00|\n",
+			jobs[i].id, jobs[i].id, jobs[i].user, jobs[i].user, s0, s0, st, jobs[i].node, jobs[i].name, 9000 + jobs[i].id);
+	}
+	fclose(f);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	PQfinish(g_c);
+	if (g_d.pid > 0)
+		gl_test_daemon_stop(&g_d);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", g_dir);
+	return 0;
+}
+
+static void scrape(time_t t, int minute)
+{
+	FILE *f = fopen(path("scrape.prom"), "w");
+	char at[32];
+	struct gl_test_out o;
+	assert_non_null(f);
+	fputs("# hand-written for tests/integration/test_hook.c (dcgm-exporter format)\n"
+	      "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n", f);
+	for (size_t i = 0; i < NJOBS; i++) {
+		const struct tjob *j = &jobs[i];
+		double engine = j->kind == BUSY || (j->kind == BUSY_THEN_IDLE && minute < 60) ? 0.82 : 0.00004;
+		int fb = engine > 0.01 || j->kind == MEMHOG ? 30512 : 0;
+		char lab[400];
+		if (j->kind == STALE && minute > 60)
+			continue; /* its exporter went away */
+		snprintf(lab, sizeof lab,
+			 "{gpu=\"0\",UUID=\"GPU-00000000-0000-4000-8000-000000000%03d\",pci_bus_id=\"00000000:3B:00.0\","
+			 "device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"%s\",hpc_job=\"%d\"}",
+			 j->id, j->node, j->id);
+		fprintf(f, "DCGM_FI_PROF_GR_ENGINE_ACTIVE%s %f\n", lab, engine);
+		fprintf(f, "DCGM_FI_DEV_GPU_UTIL%s %d\n", lab, engine > 0.01 ? 97 : 0);
+		fprintf(f, "DCGM_FI_DEV_FB_USED%s %d\n", lab, fb);
+		fprintf(f, "DCGM_FI_DEV_FB_FREE%s %d\n", lab, 80919 - fb);
+		fprintf(f, "DCGM_FI_DEV_POWER_USAGE%s %f\n", lab, engine > 0.01 ? 312.5 : 61.2);
+	}
+	fclose(f);
+	iso(t, at, sizeof at);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "hooktest", "--file",
+				     path("scrape.prom"), "--at", at, NULL), 0);
+	if (o.status)
+		fail_msg("ingest dcgm at %s: exit %d: %s", at, o.status, o.err);
+	gl_test_out_fini(&o);
+}
+
+static void test_ingest(void **state)
+{
+	struct gl_test_out o;
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "hooktest", "--file",
+				     path("sacct.txt"), "--fields", g_fields, NULL), 0);
+	if (o.status)
+		fail_msg("ingest sacct: %s", o.err);
+	gl_test_out_fini(&o);
+	for (int m = 0; m <= 180; m += 5)
+		scrape(g_end - (180 - m) * 60, m);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs WHERE end_at IS NULL AND gpu_milli = 1000"), NJOBS);
+	/* every job's GPU is attributed by its hpc_job label */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(DISTINCT job_pk) FROM gpu_usage_jobs WHERE attribution = 'hpc_job'"),
+			 NJOBS);
+}
+
+/* sliding 90 min, warning at 60 */
+static const char sliding[] = "      rule: {kind: sliding, t1_min: 60, t3_min: 90}\n";
+
+static void test_dry_run_twice(void **state)
+{
+	char *out, got[256];
+	cJSON *r;
+	write_config("sliding.yaml", sliding, 10);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(hook(path("sliding.yaml"), "--dry-run", "json", &out), 3);
+		r = parse_report(out);
+		ids(r, "candidates", got, sizeof got);
+		assert_string_equal(got, "101,103,104,106");
+		ids(r, "no_data", got, sizeof got);
+		assert_string_equal(got, "105");
+		ids(r, "spared", got, sizeof got);
+		assert_string_equal(got, "107,108");
+		assert_string_equal(cJSON_GetObjectItemCaseSensitive(r, "mode")->valuestring, "dry-run");
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 0);
+		{
+			const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "candidates"), 0);
+			const char *keys[] = {"cluster", "job_id", "user", "owner", "gpus", "idle_minutes", "idle_gpu_seconds",
+					      "idle_cost_micros", "rule", "stage", "policy"};
+			for (size_t k = 0; k < GL_ARRAY_LEN(keys); k++)
+				assert_non_null(cJSON_GetObjectItemCaseSensitive(c0, keys[k]));
+			assert_string_equal(cJSON_GetObjectItemCaseSensitive(c0, "stage")->valuestring, "act");
+			assert_string_equal(cJSON_GetObjectItemCaseSensitive(c0, "next_stage")->valuestring, "warn1");
+			/* counted over the look-back (t3 + max_data_age + 15 min = 120 min):
+			 * at least the action threshold, at most the 180 idle minutes */
+			assert_true(cJSON_GetObjectItemCaseSensitive(c0, "idle_minutes")->valuedouble >= 90);
+			assert_true(cJSON_GetObjectItemCaseSensitive(c0, "idle_minutes")->valuedouble <= 180);
+		}
+		cJSON_Delete(r);
+		free(out);
+	}
+	/* nothing ran, nothing was recorded; the decisions were audited */
+	assert_int_equal(count_lines(path("warn.log"), NULL), 0);
+	assert_int_equal(count_lines(path("scancel.log"), NULL), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages"), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.candidate'"), 8);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.no_data'"
+					   " AND detail->>'reason' LIKE 'last exporter sample%'"), 2);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.spared'"
+					   " AND detail->>'reason' IN ('exclude.users: root', 'allow-list: user:vip')"), 4);
+	/* acting needs --act: the dry-run flag never acts, even with hook.act */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.run'"
+					   " AND detail->>'mode' = 'dry-run' AND (detail->>'exit_code')::int = 3"), 2);
+}
+
+static void test_rules_and_memory(void **state)
+{
+	char *out, got[256];
+	cJSON *r;
+	/* fixed (idle since start, 60/120): the job that was busy first is spared */
+	write_config("fixed.yaml", "      rule: {kind: fixed, t1_min: 60, t3_min: 120}\n", 10);
+	assert_int_equal(hook(path("fixed.yaml"), "--dry-run", "json", &out), 3);
+	r = parse_report(out);
+	ids(r, "candidates", got, sizeof got);
+	assert_string_equal(got, "101,104,106");
+	cJSON_Delete(r);
+	free(out);
+	/* reset (accumulating): caught like sliding */
+	write_config("reset.yaml", "      rule: {kind: reset, t1_min: 60, t3_min: 90}\n", 10);
+	assert_int_equal(hook(path("reset.yaml"), "--dry-run", "json", &out), 3);
+	r = parse_report(out);
+	ids(r, "candidates", got, sizeof got);
+	assert_string_equal(got, "101,103,104,106");
+	cJSON_Delete(r);
+	free(out);
+	/* memory in use counts as busy: the job holding 30 GB is not idle */
+	write_config("memory.yaml", "      signal: {memory_counts_as_busy: true}\n      rule: {kind: sliding, t1_min: 60, t3_min: 90}\n",
+		     10);
+	assert_int_equal(hook(path("memory.yaml"), "--dry-run", "text", &out), 3);
+	assert_non_null(strstr(out, "candidates: 3"));
+	assert_null(strstr(out, "hooktest/104 "));
+	free(out);
+	/* an invalid policy: nothing runs, file:line named */
+	write_config("bad.yaml", "      rule: {kind: sliding, t1_min: 90, t3_min: 60}\n", 10);
+	{
+		struct gl_test_out o;
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("bad.yaml"), "hook", "idle", "--act", NULL), 0);
+		assert_int_equal(o.status, 1);
+		assert_non_null(strstr(o.err, "bad.yaml:9: hook.policies[0] (slurm-idle): rule: t1_min (90) must be below t3_min (60)"));
+		gl_test_out_fini(&o);
+	}
+	assert_int_equal(count_lines(path("scancel.log"), NULL), 0);
+}
+
+static void test_act(void **state)
+{
+	char *out, got[256];
+	cJSON *r;
+	write_config("sliding.yaml", sliding, 10);
+	write_config("breaker.yaml", sliding, 3);
+	/* run 1: the warnings */
+	assert_int_equal(hook(path("sliding.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 4);
+	cJSON_Delete(r);
+	free(out);
+	assert_int_equal(count_lines(path("warn.log"), NULL), 4);
+	assert_int_equal(count_lines(path("scancel.log"), NULL), 0);
+	/* the job name is one argv element: the stand-in got it whole */
+	assert_int_equal(count_lines(path("warn.log"), "[106][x; rm -rf /][mallory]["), 1);
+	assert_int_equal(count_lines(path("canary"), "still here"), 1);
+	/* the circuit breaker: 4 actions due, at most 3 per run: none */
+	assert_int_equal(hook(path("breaker.yaml"), "--act", "json", &out), 1);
+	r = parse_report(out);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "breaker"), "tripped")));
+	cJSON_Delete(r);
+	free(out);
+	assert_int_equal(count_lines(path("scancel.log"), NULL), 0);
+	/* run 2: the actions; 103's scancel fails once and is reported */
+	assert_int_equal(hook(path("sliding.yaml"), "--act", "text", &out), 1);
+	assert_non_null(strstr(out, "ran act hooktest/103: "));
+	assert_non_null(strstr(out, "FAILED (exit 1)"));
+	assert_non_null(strstr(out, "retried by the next run"));
+	free(out);
+	assert_int_equal(count_lines(path("scancel.log"), NULL), 4);
+	/* run 3: only the failed one is retried */
+	assert_int_equal(hook(path("sliding.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	ids(r, "actions", got, sizeof got);
+	assert_string_equal(got, "103");
+	cJSON_Delete(r);
+	free(out);
+	/* run 4: nothing left to do */
+	assert_int_equal(hook(path("sliding.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 0);
+	cJSON_Delete(r);
+	free(out);
+
+	/* exactly one warning and one successful action per job */
+	assert_int_equal(count_lines(path("warn.log"), NULL), 4);
+	for (int id = 101; id <= 106; id++) {
+		char w[16];
+		snprintf(w, sizeof w, "[%d]", id);
+		int want = id == 101 || id == 103 || id == 104 || id == 106;
+		assert_int_equal(count_lines(path("warn.log"), w), want);
+		assert_int_equal(count_lines(path("scancel.log"), w), want ? (id == 103 ? 2 : 1) : 0);
+	}
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages WHERE status = 'done' AND stage = 'warn1'"), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages WHERE status = 'done' AND stage = 'act'"), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT attempts FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id = '103' AND s.stage = 'act'"), 2);
+	/* every command audited with its argv, exit status and stderr */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.warn' AND outcome = 'ok'"), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.act' AND outcome = 'ok'"), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.act' AND outcome = 'error'"
+					   " AND object = 'job:hooktest/103' AND (detail->>'exit_status')::int = 1"
+					   " AND detail->>'stderr' LIKE 'scancel: error: Kill job error%'"
+					   " AND detail->'argv'->>1 = '103'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.warn'"
+					   " AND detail->'argv'->>2 = 'x; rm -rf /'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.run' AND detail->>'mode' = 'act'"),
+			 5);
+	/* the stale job was never acted on */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE j.job_id IN ('102', '105', '107', '108')"),
+			 0);
+	/* the chain is intact */
+	{
+		struct gl_test_out o;
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "audit", "verify", NULL), 0);
+		assert_int_equal(o.status, 0);
+		gl_test_out_fini(&o);
+	}
+}
+
+static void test_overlapping_runs(void **state)
+{
+	/* a second run while the lock is held leaves without acting */
+	char *out;
+	cJSON *r;
+	PGconn *other = PQconnectdb(g_dsn);
+	char sql[96];
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", 0x676c686f6f6bLL);
+	PQclear(PQexec(other, sql));
+	assert_int_equal(hook(path("sliding.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(r, "skipped")->valuestring, "database lock"));
+	cJSON_Delete(r);
+	free(out);
+	PQfinish(other);
+}
+
+static void test_api(void **state)
+{
+	struct gl_test_daemon *dp = &g_d;
+	struct gl_test_http h;
+	char cfg[4096], hook_tok[80], viewer_tok[80], auth[128];
+	cJSON *r;
+	char got[256];
+	FILE *f = fopen(path("sliding.yaml"), "r");
+	size_t n;
+	assert_non_null(f);
+	n = fread(cfg, 1, sizeof cfg - 1, f);
+	cfg[n] = '\0';
+	fclose(f);
+	assert_int_equal(gl_test_daemon_start(dp, g_dsn, cfg, NULL), 0);
+	assert_int_equal(gl_test_token_create(g_dsn, "hooker", "hook", NULL, hook_tok, sizeof hook_tok, NULL), 0);
+	assert_int_equal(gl_test_token_create(g_dsn, "looker", "viewer", NULL, viewer_tok, sizeof viewer_tok, NULL), 0);
+
+	/* the candidates as the CLI computes them (dry-run): the acted-on jobs
+	 * are still running in the database, with every stage done */
+	r = gl_test_get_json(dp->port, "/v1/idle/candidates?policy=slurm-idle", 200);
+	assert_non_null(r);
+	ids(r, "candidates", got, sizeof got);
+	assert_string_equal(got, "101,103,104,106");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "candidates"), 0),
+							      "next_stage")->valuestring, "none");
+	ids(r, "no_data", got, sizeof got);
+	assert_string_equal(got, "105");
+	cJSON_Delete(r);
+	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/idle/candidates?policy=nope", NULL, 0, NULL, &h), 0);
+	assert_int_equal(h.status, 400);
+	assert_non_null(strstr(h.body, "\"param\":\"policy\""));
+	gl_test_http_fini(&h);
+
+	/* roles: hook yes, viewer no */
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", hook_tok);
+	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/hook/actions?window=1d", NULL, 0, (const char *const[]){auth, NULL}, &h), 0);
+	assert_int_equal(h.status, 200);
+	r = cJSON_Parse(h.body);
+	gl_test_http_fini(&h);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 9);
+	{
+		const cJSON *a0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "actions"), 0);
+		const char *keys[] = {"at", "cluster", "job_id", "owner", "policy", "stage", "command", "exit_status", "ok"};
+		for (size_t k = 0; k < GL_ARRAY_LEN(keys); k++)
+			assert_non_null(cJSON_GetObjectItemCaseSensitive(a0, keys[k]));
+	}
+	cJSON_Delete(r);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", viewer_tok);
+	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/hook/actions", NULL, 0, (const char *const[]){auth, NULL}, &h), 0);
+	assert_int_equal(h.status, 403);
+	gl_test_http_fini(&h);
+
+	/* an action taken elsewhere: recorded, audited, and the hook will not repeat it */
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", hook_tok);
+	{
+		const char *body = "{\"cluster\":\"hooktest\",\"job_id\":\"107\",\"policy\":\"external\",\"stage\":\"act\","
+				   "\"ok\":true,\"exit_status\":0,\"command\":[\"scancel\",\"107\"]}";
+		const char *bad = "{\"cluster\":\"hooktest\",\"job_id\":\"107\",\"policy\":\"external\",\"stage\":\"kill\",\"ok\":true}";
+		const char *hdr[] = {auth, "Content-Type: application/json", NULL};
+		assert_int_equal(gl_test_http(dp->port, "POST", "/v1/hook/actions", body, strlen(body), hdr, &h), 0);
+		assert_int_equal(h.status, 201);
+		assert_non_null(strstr(h.body, "\"job_known\":true"));
+		gl_test_http_fini(&h);
+		assert_int_equal(gl_test_http(dp->port, "POST", "/v1/hook/actions", bad, strlen(bad), hdr, &h), 0);
+		assert_int_equal(h.status, 400);
+		assert_non_null(strstr(h.body, "\"param\":\"stage\""));
+		gl_test_http_fini(&h);
+	}
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE j.job_id = '107'"
+					   " AND s.stage = 'act' AND s.status = 'done'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"
+					   " AND object = 'job:hooktest/107' AND actor LIKE 'token:%'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions WHERE source = 'api' AND argv = '{scancel,107}'"), 1);
+	assert_int_equal(gl_test_daemon_stop(dp), 0);
+	dp->pid = 0;
+}
+
+/* Kubernetes: pods from a PodList, GPU samples labelled with namespace/pod;
+ * the action is the kubectl stand-in; a pod labelled keep is spared. */
+static void test_kube(void **state)
+{
+	char buf[4096], st[32], at[32], *out;
+	struct gl_test_out o;
+	cJSON *r;
+	time_t t0 = g_end - 180 * 60;
+	iso(t0, st, sizeof st);
+	snprintf(buf, sizeof buf,
+		 "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":["
+		 "{\"metadata\":{\"name\":\"nb-1\",\"namespace\":\"ml\",\"uid\":\"uid-nb-1\",\"creationTimestamp\":\"%s\","
+		 "\"labels\":{\"app\":\"nb\"}},\"spec\":{\"nodeName\":\"k8s-gpu1\",\"containers\":[{\"name\":\"c\","
+		 "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}},"
+		 "{\"metadata\":{\"name\":\"nb-keep\",\"namespace\":\"ml\",\"uid\":\"uid-nb-keep\",\"creationTimestamp\":\"%s\","
+		 "\"labels\":{\"app\":\"nb\",\"gpuledger.io/keep\":\"true\"}},\"spec\":{\"nodeName\":\"k8s-gpu1\",\"containers\":[{\"name\":\"c\","
+		 "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\",\"startTime\":\"%s\"}}]}",
+		 st, st, st, st);
+	write_file(path("pods.json"), buf, 0);
+	iso(g_end, at, sizeof at);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "k8s", "--file", path("pods.json"), "--at",
+				     at, NULL), 0);
+	if (o.status)
+		fail_msg("ingest kube: %s %s", o.out, o.err);
+	gl_test_out_fini(&o);
+	for (int m = 0; m <= 180; m += 5) {
+		FILE *f = fopen(path("k8s.prom"), "w");
+		assert_non_null(f);
+		fputs("# hand-written for tests/integration/test_hook.c (dcgm-exporter format, Kubernetes labels)\n", f);
+		for (int g = 0; g < 2; g++)
+			fprintf(f,
+				"DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"%d\",UUID=\"GPU-6b800000-0000-4000-8000-00000000000%d\","
+				"modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"dcgm-exporter-x7k2p\",namespace=\"ml\",pod=\"%s\","
+				"container=\"c\"} 0.00003\n",
+				g, g, g ? "nb-keep" : "nb-1");
+		fclose(f);
+		iso(g_end - (180 - m) * 60, at, sizeof at);
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "k8s", "--file", path("k8s.prom"),
+					     "--at", at, "--node", "k8s-gpu1", NULL), 0);
+		if (o.status)
+			fail_msg("ingest dcgm k8s: %s", o.err);
+		gl_test_out_fini(&o);
+	}
+	snprintf(buf, sizeof buf,
+		 "log:\n  level: warn\nhook:\n  act: true\n  policies:\n"
+		 "    - name: kube-idle\n      scope: {namespaces: ml, labels: app=nb}\n"
+		 "      rule: {kind: reset, t1_min: 30, t3_min: 60}\n"
+		 "      kube_command: %s delete pod --namespace {namespace} {pod}\n",
+		 path("kubectl.sh"));
+	write_file(path("kube.yaml"), buf, 0);
+	snprintf(buf, sizeof buf, "#!/bin/sh\nprintf '[%%s]' \"$@\" >> '%s'\necho >> '%s'\n", path("kubectl.log"),
+		 path("kubectl.log"));
+	write_file(path("kubectl.sh"), buf, 1);
+
+	assert_int_equal(hook(path("kube.yaml"), "--dry-run", "json", &out), 3);
+	r = parse_report(out);
+	ids(r, "candidates", buf, sizeof buf);
+	assert_string_equal(buf, "nb-1");
+	ids(r, "spared", buf, sizeof buf);
+	assert_string_equal(buf, "nb-keep");
+	cJSON_Delete(r);
+	free(out);
+	/* warn (recorded only: no warn_command), then act, then nothing */
+	assert_int_equal(hook(path("kube.yaml"), "--act", "json", &out), 0);
+	free(out);
+	assert_int_equal(count_lines(path("kubectl.log"), NULL), 0);
+	assert_int_equal(hook(path("kube.yaml"), "--act", "json", &out), 0);
+	free(out);
+	assert_int_equal(hook(path("kube.yaml"), "--act", "json", &out), 0);
+	free(out);
+	assert_int_equal(count_lines(path("kubectl.log"), NULL), 1);
+	assert_int_equal(count_lines(path("kubectl.log"), "[delete][pod][--namespace][ml][nb-1]"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.act' AND object = 'job:k8s/nb-1'"
+					   " AND outcome = 'ok'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.warn' AND object = 'job:k8s/nb-1'"),
+			 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ingest),
+		cmocka_unit_test(test_dry_run_twice),
+		cmocka_unit_test(test_rules_and_memory),
+		cmocka_unit_test(test_act),
+		cmocka_unit_test(test_overlapping_runs),
+		cmocka_unit_test(test_api),
+		cmocka_unit_test(test_kube),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
