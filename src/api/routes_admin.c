@@ -2,6 +2,7 @@
  * No handler here ever sees or prints a token or its hash. */
 #include "gl/apijson.h"
 #include "gl/audit.h"
+#include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/routes.h"
 #include "gl/timeutil.h"
@@ -41,10 +42,11 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root, *arr;
-	int rc, n, have_w;
+	int rc, n, have_w, csv;
 
 	/* the server has already refused parameters outside the route's list */
-	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)) ||
+	if ((rc = gl_apijson_format(req, resp, &csv)) ||
+	    (rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)) ||
 	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
 	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
@@ -66,9 +68,30 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 					       gl_req_param(req, "actor"), gl_req_param(req, "outcome"), cur, lim},
 			      &r, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	n = PQntuples(r);
+	if (csv) {
+		/* the same page as CSV, for filing; the chain columns let a reader
+		 * re-check each row against its neighbours */
+		struct gl_strbuf *o = &resp->body;
+		gl_apijson_csv_header(o, (const char *const[]){"seq", "at", "actor", "source_addr", "action", "object",
+								"outcome", "detail", "prev_hash", "hash", NULL});
+		for (int i = 0; i < n; i++) {
+			char at[32];
+			gl_time_format(atoll(PQgetvalue(r, i, 1)), at, sizeof at);
+			gl_csv_raw(o, PQgetvalue(r, i, 0));
+			gl_csv_raw(o, at);
+			for (int col = 2; col <= 7; col++)
+				gl_csv_field(o, PQgetvalue(r, i, col));
+			gl_csv_raw(o, PQgetvalue(r, i, 8));
+			gl_csv_raw(o, PQgetvalue(r, i, 9));
+			gl_csv_end(o);
+		}
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("audit.csv"));
+		PQclear(r);
+		return 0;
+	}
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "entries");
-	n = PQntuples(r);
 	for (int i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "seq", (double)atoll(PQgetvalue(r, i, 0)));

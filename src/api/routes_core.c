@@ -19,7 +19,7 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL},
 	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format"},
 	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format"},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor"},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format"},
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL},
 	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL},

@@ -210,6 +210,12 @@ try {
 		await page.click('#verify');
 		await page.waitForSelector('#verify-result.ok', { timeout: 10000 });
 		assert((await page.textContent('#verify-result')).startsWith('Chain intact'), await page.textContent('#verify-result'));
+		// its table downloads as CSV like every other
+		const dl = page.waitForEvent('download');
+		await page.click('#view button[data-csv="/v1/audit"]');
+		const file = await (await dl).path();
+		const got = fs.readFileSync(file, 'utf8');
+		assert(got.startsWith('seq,at,actor,source_addr,action,object,outcome,detail,prev_hash,hash\r\n'), got.slice(0, 120));
 	});
 
 	await test('keyboard: skip link, then the nav by Tab and Enter', async () => {

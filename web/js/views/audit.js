@@ -37,6 +37,7 @@ export async function render(ctx) {
 				{ key: 'detail', label: 'Detail', fmt: (r) => (r.detail ? JSON.stringify(r.detail).slice(0, 120) : '') },
 			],
 			rows: d.entries,
+			csv: { path: '/v1/audit', params: { limit: 100 } },
 		}),
 	];
 }
