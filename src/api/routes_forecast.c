@@ -170,6 +170,17 @@ static double r4(double v)
 }
 
 /* Computes the whole answer into body. */
+/* root on one line and a newline, the cached body of an answer */
+static void put_json(struct gl_strbuf *body, const cJSON *root)
+{
+	char *s = cJSON_PrintUnformatted(root);
+	if (!s)
+		gl_oom(0);
+	gl_strbuf_puts(body, s);
+	gl_strbuf_putc(body, '\n');
+	cJSON_free(s);
+}
+
 static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
 		      struct gl_strbuf *body, struct gl_err *err)
 {
@@ -261,14 +272,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 		cJSON_AddItemToArray(arr, so);
 		gl_forecast_result_fini(&r);
 	}
-	{
-		char *s = cJSON_PrintUnformatted(root);
-		if (!s)
-			gl_oom(0);
-		gl_strbuf_puts(body, s);
-		gl_strbuf_putc(body, '\n');
-		cJSON_free(s);
-	}
+	put_json(body, root);
 out:
 	cJSON_Delete(root);
 	gl_fcseries_fini(&fs);
@@ -472,14 +476,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		cJSON_AddItemToArray(arr, so);
 		gl_forecast_result_fini(&r);
 	}
-	{
-		char *s = cJSON_PrintUnformatted(root);
-		if (!s)
-			gl_oom(0);
-		gl_strbuf_puts(body, s);
-		gl_strbuf_putc(body, '\n');
-		cJSON_free(s);
-	}
+	put_json(body, root);
 out:
 	for (size_t i = 0; i < nk; i++)
 		free(keys[i].peak);
