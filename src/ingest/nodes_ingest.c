@@ -408,7 +408,7 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	char cid[16], at[24], last[24];
 	const char *lastp = NULL;
 	char *gtext = NULL;
-	size_t glen = 0, nev, nresv, nreg;
+	size_t glen = 0, nev, nresv, nreg, gpu_rows = 0;
 	int64_t *since = NULL, run_id = 0;
 	int cluster_id, rc, in_txn = 0;
 	PGresult *r = NULL;
@@ -430,6 +430,8 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	since = gl_xcalloc(s->nnodes, sizeof *since);
 	node_since(s, o->at_s, since);
 	gtext = gl_nodes_stage_copy_text(s, o->at_s, &glen);
+	for (size_t i = 0; i < glen; i++)
+		gpu_rows += gtext[i] == '\n';
 	stage_states(s, o->at_s, since, &sb);
 	nev = stage_events(s, &eb);
 	nresv = stage_resvs(s, &rb);
@@ -490,8 +492,9 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	if (nreg && (rc = gl_db_copy_in(c, "COPY gl_stage_reg FROM STDIN", cb.p, cb.len, err)))
 		goto out;
 	/* the merge joins the staged snapshot with the spans: the planner
-	 * needs the staging tables' size to hash rather than loop */
-	if ((rc = gl_db_exec(c, "ANALYZE gl_stage_ng; ANALYZE gl_stage_ns", err)))
+	 * needs the staging tables' size to hash rather than loop. A first
+	 * snapshot has no spans of its own to join with. */
+	if (lastp && (rc = gl_db_exec(c, "ANALYZE gl_stage_ng; ANALYZE gl_stage_ns", err)))
 		goto out;
 
 	{
@@ -527,12 +530,14 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 			    " FROM gl_stage_ng g WHERE NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = $1"
 			    " AND s.node = g.node AND s.gpu_model = g.gpu_model AND s.source = $2 AND s.valid_to IS NULL)",
 			    4, p4, &out->gpu_spans_opened, err)) ||
-		    /* memory is an attribute of the open span, not its identity */
-		    (rc = q(c,
+		    /* memory is an attribute of the open span, not its identity;
+		     * spans opened just now have it already */
+		    (out->gpu_spans_opened < (int64_t)gpu_rows &&
+		     (rc = q(c,
 			    "UPDATE node_gpu_spans s SET memory_mib = g.mem FROM gl_stage_ng g"
 			    " WHERE s.cluster_id = $1 AND s.source = $2 AND s.valid_to IS NULL AND s.node = g.node"
 			    " AND s.gpu_model = g.gpu_model AND s.memory_mib IS DISTINCT FROM g.mem",
-			    2, p4, &dummy, err)))
+			    2, p4, &dummy, err))))
 			goto out;
 		/* state spans: a changed state starts at its evidence when that
 		 * falls after the previous snapshot (and the node's last span);
