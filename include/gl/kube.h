@@ -37,6 +37,10 @@ struct gl_kube_opts {
 	const char *cost_center_label;
 	size_t max_doc_bytes; /* 0 = GL_KUBE_MAX_DOC_BYTES_DEFAULT */
 	int max_depth;        /* 0 = GL_KUBE_MAX_DEPTH_DEFAULT */
+	/* 1: the caller has already bounded the nesting of doc to max_depth
+	 * (the ingest's item splitter measures it in its own pass), so the
+	 * parser's depth scan is skipped */
+	int depth_checked;
 };
 
 enum gl_kube_phase {

@@ -189,8 +189,9 @@ static size_t skip_string(const char *d, size_t i, size_t n)
 }
 
 /* Skips one value lexically: containers only by bracket count (cJSON judges
- * them later), scalars up to the next delimiter. */
-static size_t skip_value(const char *d, size_t i, size_t n)
+ * them later), scalars up to the next delimiter. *deepest gets the value's
+ * nesting (1 for a flat object or array) when deeper than it was. */
+static size_t skip_value(const char *d, size_t i, size_t n, int *deepest)
 {
 	int depth = 0;
 	if (i >= n)
@@ -209,10 +210,12 @@ static size_t skip_value(const char *d, size_t i, size_t n)
 			i = skip_string(d, i, n);
 			continue;
 		}
-		if (k == 2)
-			depth++;
-		else if (k == 3 && --depth == 0)
+		if (k == 2) {
+			if (++depth > *deepest)
+				*deepest = depth;
+		} else if (k == 3 && --depth == 0) {
 			return i + 1;
+		}
 		i++;
 	}
 	return n;
@@ -220,8 +223,10 @@ static size_t skip_value(const char *d, size_t i, size_t n)
 
 /* Finds the one top-level "items" array and its elements. -1: not the plain
  * layout (the caller parses the whole document). */
-static int split_items(const char *d, size_t n, size_t *open, size_t *close, struct span **out, size_t *nout)
+static int split_items(const char *d, size_t n, int max_depth, size_t *open, size_t *close, struct span **out,
+		       size_t *nout)
 {
+	int deepest = 0;
 	struct span *el = NULL;
 	size_t i = skip_ws(d, 0, n), nel = 0, cap = 0;
 	int found = 0;
@@ -244,8 +249,9 @@ static int split_items(const char *d, size_t n, size_t *open, size_t *close, str
 			i = skip_ws(d, i + 1, n);
 			while (i < n && d[i] != ']') {
 				s = i;
-				i = skip_value(d, i, n);
-				if (i >= n || i == s)
+				i = skip_value(d, i, n, &deepest);
+				/* an item sits two levels down (root object, items array) */
+				if (i >= n || i == s || deepest + 2 > max_depth)
 					goto fail;
 				if (nel == cap) {
 					cap = cap ? cap * 2 : 1024;
@@ -264,7 +270,7 @@ static int split_items(const char *d, size_t n, size_t *open, size_t *close, str
 			*close = i++;
 		} else {
 			s = i;
-			i = skip_value(d, i, n);
+			i = skip_value(d, i, n, &deepest);
 			if (i >= n || i == s)
 				goto fail;
 		}
@@ -394,7 +400,9 @@ static int parser_slice(struct parser *p)
 	int rc = -1;
 
 	if (p->len > (p->ko.max_doc_bytes ? p->ko.max_doc_bytes : GL_KUBE_MAX_DOC_BYTES_DEFAULT) ||
-	    split_items(p->doc, p->len, &open, &close, &p->el, &p->nel) || p->nel == 0)
+	    split_items(p->doc, p->len, p->ko.max_depth > 0 ? p->ko.max_depth : GL_KUBE_MAX_DEPTH_DEFAULT, &open,
+			&close, &p->el, &p->nel) ||
+	    p->nel == 0)
 		goto out;
 	/* the skeleton carries the verdict on everything but the items */
 	gl_strbuf_append(&buf, p->doc, open + 1);
@@ -405,6 +413,8 @@ static int parser_slice(struct parser *p)
 	if (!(kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "kind"))))
 		goto out;
 	p->kind = gl_xstrdup(kind);
+	/* split_items bounded every item's nesting: the slices need no depth scan */
+	p->ko.depth_checked = 1;
 	p->from = gl_xmalloc((p->nel + 1) * sizeof *p->from);
 	for (size_t i = 0; i < p->nel;) {
 		size_t j = i + 1;

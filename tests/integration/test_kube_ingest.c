@@ -528,6 +528,36 @@ static void test_pod_without_uid(void **state)
  * while it writes): a broken last item writes nothing, even with several
  * transactions' worth of pods before it; problems name the document's own
  * item index. */
+/* A pod nested past the depth cap: refused with the reason, nothing
+ * written, whichever path (the sliced one measures depth while splitting). */
+static void test_deep_item_refused(void **state)
+{
+	enum { DEPTH = 5000 };
+	char path[PATH_MAX], before[64], after[64];
+	struct gl_test_out o;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/kube-deep.json", tmpdir());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"uid\":\"deep\",\"x\":", f);
+	for (int i = 0; i < DEPTH; i++)
+		fputc('[', f);
+	for (int i = 0; i < DEPTH; i++)
+		fputc(']', f);
+	fputs("}}]}\n", f);
+	assert_int_equal(fclose(f), 0);
+	rows_md5(before, sizeof before);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "kdeep", "--file", path, "--at",
+				     "2026-10-02T00:00:00Z", NULL),
+			 0);
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err, "nested deeper than 64 levels"));
+	gl_test_out_fini(&o);
+	assert_string_equal(rows_md5(after, sizeof after), before);
+}
+
 /* A first load streams new rows straight into COPY; a uid listed twice in
  * that same document must still end as one row, the later listing winning. */
 static void test_first_load_repeated_uid(void **state)
@@ -707,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_podlist_writes_nothing),
 		cmocka_unit_test(test_pod_without_uid),
 		cmocka_unit_test(test_first_load_repeated_uid),
+		cmocka_unit_test(test_deep_item_refused),
 		cmocka_unit_test(test_big_document_in_slices),
 		cmocka_unit_test_teardown(test_daemon_sources, stop_daemon),
 	};
