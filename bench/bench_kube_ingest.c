@@ -13,8 +13,6 @@
 #include "gl/jobs.h"
 #include "lib/testlib.h"
 
-#include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,75 +23,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FIXDIR "tests/fixtures/kube"
 #define AT "2023-06-01T00:00:00Z"
 #define ROUNDS 5
 
 /* Writes the synthetic document to path; returns its size in bytes. */
 static long write_doc(const char *path, int npods)
 {
-	cJSON *templates = cJSON_CreateArray(), *list, *items;
-	unsigned long long rng = 0x9e3779b97f4a7c15ULL;
-	DIR *d = opendir(FIXDIR);
-	struct dirent *de;
-	FILE *out;
-	char *text;
-	long size = 0;
-	int ntpl;
-
-	if (!d)
-		gl_test_die(FIXDIR ": run from the repo root");
-	while ((de = readdir(d))) {
-		char p[512], *buf;
-		size_t len;
-		cJSON *root, *it;
-		if (strncmp(de->d_name, "openb-at-", 9))
-			continue;
-		snprintf(p, sizeof p, FIXDIR "/%s", de->d_name);
-		buf = gl_test_read_file(p, &len);
-		root = cJSON_ParseWithLength(buf, len);
-		cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "items"))
-			cJSON_AddItemToArray(templates, cJSON_Duplicate(it, 1));
-		cJSON_Delete(root);
-		free(buf);
-	}
-	closedir(d);
-	ntpl = cJSON_GetArraySize(templates);
-	if (ntpl == 0)
-		gl_test_die("no snapshots");
-	list = cJSON_CreateObject();
-	cJSON_AddStringToObject(list, "apiVersion", "v1");
-	cJSON_AddStringToObject(list, "kind", "List");
-	items = cJSON_AddArrayToObject(list, "items");
-	for (int i = 0; i < npods; i++) {
-		cJSON *pod, *meta;
-		char uid[40], name[32];
-		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-		pod = cJSON_Duplicate(cJSON_GetArrayItem(templates, (int)((rng >> 33) % (unsigned)ntpl)), 1);
-		meta = cJSON_GetObjectItem(pod, "metadata");
-		snprintf(uid, sizeof uid, "%08x-5e17-4000-8000-%012x", i, i);
-		snprintf(name, sizeof name, "synth-pod-%06d", i);
-		cJSON_ReplaceItemInObject(meta, "uid", cJSON_CreateString(uid));
-		cJSON_ReplaceItemInObject(meta, "name", cJSON_CreateString(name));
-		cJSON_AddItemToArray(items, pod);
-	}
-	text = cJSON_Print(list);
-	cJSON_Delete(list);
-	cJSON_Delete(templates);
-	out = fopen(path, "w");
-	if (!out)
+	size_t len;
+	char *text = gl_test_kube_synth_doc(npods, &len);
+	FILE *out = fopen(path, "w");
+	if (!out || fwrite(text, 1, len, out) != len || fclose(out) != 0)
 		gl_test_die("cannot write the document");
-	for (char *p = text; *p; p++, size++) {
-		if (*p == '\t') { /* kubectl indents with 4 spaces */
-			fputs("    ", out);
-			size += 3;
-		} else {
-			fputc(*p, out);
-		}
-	}
-	fclose(out);
 	free(text);
-	return size;
+	return (long)len;
 }
 
 /* Runs the real binary and returns its wall time; *maxrss_kib is the peak

@@ -1,7 +1,9 @@
 /* gpuledger test support (see tests/lib/testlib.h). */
 #include "testlib.h"
 
+#include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -579,4 +581,76 @@ double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, con
 	PQclear(r);
 	fclose(f);
 	return gl_test_now_s() - t0;
+}
+
+char *gl_test_kube_synth_doc(int npods, size_t *len)
+{
+	static const char dir[] = "tests/fixtures/kube";
+	cJSON *templates = cJSON_CreateArray(), *list, *items;
+	unsigned long long rng = 0x9e3779b97f4a7c15ULL;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char *text, *out, *o;
+	size_t tabs = 0;
+	int ntpl;
+
+	if (!d)
+		gl_test_die("tests/fixtures/kube: run from the repo root");
+	while ((de = readdir(d))) {
+		char p[512], *buf;
+		size_t n;
+		cJSON *root, *it;
+		if (strncmp(de->d_name, "openb-at-", 9))
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		buf = gl_test_read_file(p, &n);
+		root = cJSON_ParseWithLength(buf, n);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "items"))
+			cJSON_AddItemToArray(templates, cJSON_Duplicate(it, 1));
+		cJSON_Delete(root);
+		free(buf);
+	}
+	closedir(d);
+	ntpl = cJSON_GetArraySize(templates);
+	if (ntpl == 0)
+		gl_test_die("tests/fixtures/kube: no openb snapshots");
+	list = cJSON_CreateObject();
+	cJSON_AddStringToObject(list, "apiVersion", "v1");
+	cJSON_AddStringToObject(list, "kind", "List");
+	items = cJSON_AddArrayToObject(list, "items");
+	for (int i = 0; i < npods; i++) {
+		cJSON *pod, *meta;
+		char uid[40], name[32];
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		pod = cJSON_Duplicate(cJSON_GetArrayItem(templates, (int)((rng >> 33) % (unsigned)ntpl)), 1);
+		meta = cJSON_GetObjectItem(pod, "metadata");
+		snprintf(uid, sizeof uid, "%08x-5e17-4000-8000-%012x", i, i);
+		snprintf(name, sizeof name, "synth-pod-%06d", i);
+		cJSON_ReplaceItemInObject(meta, "uid", cJSON_CreateString(uid));
+		cJSON_ReplaceItemInObject(meta, "name", cJSON_CreateString(name));
+		cJSON_AddItemToArray(items, pod);
+	}
+	text = cJSON_Print(list);
+	cJSON_Delete(list);
+	cJSON_Delete(templates);
+	if (!text)
+		gl_test_die("synthetic PodList: out of memory");
+	/* cJSON indents with tabs, kubectl with 4 spaces */
+	for (const char *p = text; *p; p++)
+		tabs += *p == '\t';
+	o = out = malloc(strlen(text) + 3 * tabs + 1);
+	if (!out)
+		gl_test_die("synthetic PodList: out of memory");
+	for (const char *p = text; *p; p++) {
+		if (*p == '\t') {
+			memcpy(o, "    ", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	free(text);
+	*len = (size_t)(o - out);
+	return out;
 }

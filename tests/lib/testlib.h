@@ -112,4 +112,11 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
  * (same table, same indexes). Returns seconds; dies on a database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
 
+/* A SYNTHETIC PodList of npods pods resampled (fixed seed) from the openb
+ * snapshots in tests/fixtures/kube (run from the repo root), each with a
+ * fresh uid and name, printed as `kubectl get pods -A -o json` prints it
+ * (4-space indentation). Returns malloc'd text the caller frees; *len its
+ * size. Dies when the fixtures are missing. */
+char *gl_test_kube_synth_doc(int npods, size_t *len);
+
 #endif
