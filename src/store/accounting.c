@@ -299,6 +299,14 @@ static int parse_num(PGresult *r, int row, int col, gl_i128 *out)
 	return gl_i128_parse(v, out);
 }
 
+/* ", <prefix>d0, <prefix>d1, ...": the dimension columns every stage of
+ * the lines query carries through */
+static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dims)
+{
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", %sd%zu", prefix, d);
+}
+
 /* Appends the CTEs f .. byrate of the live query (jobs over the steps of
  * $1, $2, $4 at now $3), grouped by dims; filters take parameters from $5. */
 static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, const struct gl_acct_query *q,
@@ -324,34 +332,29 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		       " FROM steps s, LATERAL gl_job_usage(s.a, s.b) u"
 		       "), parts AS ("
 		       " SELECT f.i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", f.d%zu", d);
+	put_dim_cols(sql, "f.", n_dims);
 	gl_strbuf_puts(sql,
 		       ", f.gpu_model, NULL::bigint AS rate, f.gpu_milli * (date_part('epoch', f.e0) - date_part('epoch', f.s0))::bigint"
 		       "  AS alloc, 0::bigint AS priced, 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs FROM f"
 		       " UNION ALL SELECT f.i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", f.d%zu", d);
+	put_dim_cols(sql, "f.", n_dims);
 	gl_strbuf_puts(sql,
 		       ", f.gpu_model, r.micros_per_gpu_hour, 0, f.gpu_milli * (date_part('epoch', least(f.e0, r.valid_to))"
 		       "  - date_part('epoch', greatest(f.s0, r.valid_from)))::bigint, 0, 0, 0"
 		       " FROM f JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f.gpu_model"
 		       " JOIN rates r ON r.gpu_model = mm.rate_model AND r.valid_from < f.e0 AND r.valid_to > f.s0"
 		       " UNION ALL SELECT f.i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", f.d%zu", d);
+	put_dim_cols(sql, "f.", n_dims);
 	gl_strbuf_puts(sql,
 		       ", f.gpu_model, NULL, 0, 0, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s"
 		       " FROM f JOIN usage u ON u.i = f.i AND u.job_pk = f.job_pk"
 		       /* sums of bigint milli-GPU-seconds per rate first: the price is
 			* constant per rate row, so cost = rate x sum, in numeric once */
 		       "), byrate AS (SELECT i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", d%zu", d);
+	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql, ", gpu_model, rate, sum(alloc) AS alloc, sum(priced) AS priced, sum(busy) AS busy,"
 			    " sum(idle) AS idle, sum(obs) AS obs FROM parts GROUP BY i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", d%zu", d);
+	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql, ", gpu_model, rate)");
 	return 0;
 }
@@ -361,18 +364,15 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
 {
 	gl_strbuf_puts(sql, " SELECT i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", d%zu", d);
+	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql,
 		       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
 		       " sum(busy), sum(idle), sum(obs),"
 		       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
 		       " FROM byrate GROUP BY i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", d%zu", d);
+	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql, ", gpu_model ORDER BY i");
-	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", d%zu", d);
+	put_dim_cols(sql, "", n_dims);
 }
 
 /* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
