@@ -24,11 +24,7 @@
 #define PDAY0 1506816000LL /* 2017-10-01T00:00:00Z */
 #define PDAYS 61
 
-struct pj {
-	char vc[16];
-	long long submit, start, end, gpus;
-};
-static struct pj g_j[MAXJ];
+static struct gl_test_philly_job g_j[MAXJ];
 static int g_n;
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
@@ -47,45 +43,10 @@ static long long ts(const char *s, const char *fmt)
 	return (long long)timegm(&tm);
 }
 
-/* Philly JSON -> sacct lines (as tests/http/test_philly.c does) and the jobs kept here. */
+/* Philly JSON -> sacct lines and the jobs kept here. */
 static int load_philly(const char *out_path)
 {
-	size_t len;
-	char *buf = gl_test_read_file(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), &len);
-	cJSON *root = cJSON_ParseWithLength(buf, len), *it;
-	FILE *o = fopen(out_path, "w");
-	int k = 0;
-	free(buf);
-	if (!root || !o)
-		return -1;
-	cJSON_ArrayForEach(it, root)
-	{
-		struct pj *j = &g_j[g_n];
-		cJSON *d;
-		char s1[32], s2[32], s3[32];
-		const char *F = "%Y-%m-%d %H:%M:%S";
-		j->submit = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "submitted_time")), F);
-		j->start = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "start_time")), F);
-		j->end = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "end_time")), F);
-		if (j->submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
-			continue;
-		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
-		j->gpus = 0;
-		cJSON_ArrayForEach(d, cJSON_GetObjectItem(it, "detail"))
-			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
-		for (int x = 0; x < 3; x++) {
-			time_t tt = (time_t)(x == 0 ? j->submit : x == 1 ? j->start : j->end);
-			struct tm tm;
-			gmtime_r(&tt, &tm);
-			strftime(x == 0 ? s1 : x == 1 ? s2 : s3, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-		}
-		k++;
-		fprintf(o, "%d|%d|philly|gpu|%s|u%d|%s|%s|%s|%s|%lld|COMPLETED|gres/gpu=%lld|gres/gpu=%lld|n1|%d|j\n", k,
-			k, j->vc, k % 7, s1, s1, s2, s3, j->end - j->start, j->gpus, j->gpus, k);
-		g_n++;
-	}
-	fclose(o);
-	cJSON_Delete(root);
+	g_n = gl_test_philly_to_sacct(out_path, "n1", g_j, MAXJ);
 	return g_n > 4000 ? 0 : -1;
 }
 
@@ -120,8 +81,7 @@ static int setup(void **state)
 	    gl_test_sacct_fields(fields, sizeof fields))
 		return -1;
 	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
-			"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,"
-			"ReqTRES,AllocTRES,NodeList,DBIndex,JobName",
+			GL_TEST_PHILLY_FIELDS,
 			NULL) ||
 	    o.status != 0)
 		return -1;

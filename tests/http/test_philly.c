@@ -20,87 +20,14 @@
 #define MAXJ 5000
 #define WINDOW "window=2017-09-01,2018-02-01"
 
-struct pj {
-	char user[16], vc[16];
-	long long submit, start, end, gpus;
-};
-static struct pj g_j[MAXJ];
+static struct gl_test_philly_job g_j[MAXJ];
 static int g_n;
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
 
-static long long ts(const char *s)
-{
-	struct tm tm = {0};
-	if (!s || !strptime(s, "%Y-%m-%d %H:%M:%S", &tm))
-		return -1;
-	return (long long)timegm(&tm);
-}
-
-static void fmt(long long t, char *buf, size_t n)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	gmtime_r(&tt, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
-}
-
 static int load_and_convert(const char *out_path)
 {
-	FILE *f = fopen(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), "rb"), *o;
-	char *buf;
-	long len;
-	cJSON *root, *it;
-	int k = 0;
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)len);
-	if (fread(buf, 1, (size_t)len, f) != (size_t)len)
-		return -1;
-	fclose(f);
-	root = cJSON_ParseWithLength(buf, (size_t)len);
-	free(buf);
-	if (!root)
-		return -1;
-	o = fopen(out_path, "w");
-	cJSON_ArrayForEach(it, root)
-	{
-		struct pj *j = &g_j[g_n];
-		cJSON *d, *det = cJSON_GetObjectItem(it, "detail");
-		char s1[32], s2[32], s3[32], nodes[4096] = "";
-		j->submit = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "submitted_time")));
-		j->start = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "start_time")));
-		j->end = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "end_time")));
-		if (j->submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
-			continue;
-		snprintf(j->user, sizeof j->user, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "user")));
-		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
-		j->gpus = 0;
-		cJSON_ArrayForEach(d, det)
-		{
-			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
-			if (strlen(nodes) + 16 < sizeof nodes) {
-				if (nodes[0])
-					strcat(nodes, ",");
-				strcat(nodes, cJSON_GetStringValue(cJSON_GetObjectItem(d, "ip")));
-			}
-		}
-		fmt(j->submit, s1, sizeof s1);
-		fmt(j->start, s2, sizeof s2);
-		fmt(j->end, s3, sizeof s3);
-		k++;
-		/* JobID|JobIDRaw|Cluster|Partition|Account|User|Submit|Eligible|Start|End|ElapsedRaw|State|ReqTRES|AllocTRES|NodeList|DBIndex|JobName */
-		fprintf(o, "%d|%d|philly|gpu|%s|%s|%s|%s|%s|%s|%lld|%s|gres/gpu=%lld|gres/gpu=%lld|%s|%d|%s\n", k, k, j->vc,
-			j->user, s1, s1, s2, s3, j->end - j->start,
-			strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "status")), "Pass") ? "FAILED" : "COMPLETED",
-			j->gpus, j->gpus, nodes, k, cJSON_GetStringValue(cJSON_GetObjectItem(it, "jobid")));
-		g_n++;
-	}
-	fclose(o);
-	cJSON_Delete(root);
+	g_n = gl_test_philly_to_sacct(out_path, NULL, g_j, MAXJ);
 	return g_n > 4000 ? 0 : -1;
 }
 
@@ -112,8 +39,7 @@ static int setup(void **state)
 	if (load_and_convert(path) || gl_test_db_fresh("gl_test_philly", g_dsn, sizeof g_dsn))
 		return -1;
 	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
-			"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,"
-			"ReqTRES,AllocTRES,NodeList,DBIndex,JobName",
+			GL_TEST_PHILLY_FIELDS,
 			NULL) ||
 	    o.status != 0) {
 		fprintf(stderr, "ingest: %s\n", o.err);

@@ -47,67 +47,13 @@ static const char cost_yaml[] =
 	"  - match: account\n    value: 103959\n    team: '@at team'\n"
 	"  - match: account\n    value: 6214e9\n    team: '-minus 東京'\n";
 
-struct pj {
-	char user[16], vc[16];
-	long long start, end, gpus;
-};
-static struct pj g_j[MAXJ];
+static struct gl_test_philly_job g_j[MAXJ];
 static int g_n;
 
-static long long ts(const char *s)
-{
-	struct tm tm = {0};
-	if (!s || !strptime(s, "%Y-%m-%d %H:%M:%S", &tm))
-		return -1;
-	return (long long)timegm(&tm);
-}
-
-static void fmt(long long t, char *buf, size_t n)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	gmtime_r(&tt, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
-}
-
-/* Philly's JSON as sacct lines, as test_philly does. */
+/* Philly's JSON as sacct lines and the jobs kept here. */
 static int philly_to_sacct(const char *out_path)
 {
-	size_t len;
-	char *buf = gl_test_read_file(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), &len);
-	cJSON *root = cJSON_ParseWithLength(buf, len), *it;
-	FILE *o = fopen(out_path, "w");
-	int k = 0;
-	free(buf);
-	if (!root || !o)
-		return -1;
-	cJSON_ArrayForEach(it, root)
-	{
-		struct pj *j = &g_j[g_n];
-		cJSON *d;
-		char s1[32], s2[32], s3[32];
-		long long submit = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "submitted_time")));
-		j->start = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "start_time")));
-		j->end = ts(cJSON_GetStringValue(cJSON_GetObjectItem(it, "end_time")));
-		if (submit < 0 || j->start < 0 || j->end < j->start || g_n == MAXJ)
-			continue;
-		snprintf(j->user, sizeof j->user, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "user")));
-		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
-		j->gpus = 0;
-		cJSON_ArrayForEach(d, cJSON_GetObjectItem(it, "detail"))
-			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
-		fmt(submit, s1, sizeof s1);
-		fmt(j->start, s2, sizeof s2);
-		fmt(j->end, s3, sizeof s3);
-		k++;
-		fprintf(o, "%d|%d|philly|gpu|%s|%s|%s|%s|%s|%s|%lld|%s|gres/gpu=%lld|gres/gpu=%lld|n1|%d|x\n", k, k,
-			cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")), j->user, s1, s1, s2, s3, j->end - j->start,
-			strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(it, "status")), "Pass") ? "FAILED" : "COMPLETED",
-			j->gpus, j->gpus, k);
-		g_n++;
-	}
-	fclose(o);
-	cJSON_Delete(root);
+	g_n = gl_test_philly_to_sacct(out_path, "n1", g_j, MAXJ);
 	return g_n > 4000 ? 0 : -1;
 }
 
@@ -122,8 +68,7 @@ static int setup(void **state)
 	    gl_test_sacct_fields(fields, sizeof fields))
 		return -1;
 	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
-			"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,"
-			"ReqTRES,AllocTRES,NodeList,DBIndex,JobName",
+			GL_TEST_PHILLY_FIELDS,
 			NULL) ||
 	    o.status != 0)
 		return -1;
@@ -421,7 +366,7 @@ static void test_top_jobs_from_philly_json(void **state)
 	int rows = 0;
 	get_csv("month=" PH_MONTH "&table=top_cost", &top);
 	for (size_t r = 1; r < top.nrows; r++) {
-		const struct pj *j;
+		const struct gl_test_philly_job *j;
 		long long s, e, micros, cents;
 		char want_owner[256] = "__unallocated__", want_cost[32], want_h[32];
 		if (strcmp(top.cell[r][csv_col(&top, "cluster")], "philly"))

@@ -654,3 +654,74 @@ char *gl_test_kube_synth_doc(int npods, size_t *len)
 	*len = (size_t)(o - out);
 	return out;
 }
+
+static long long philly_time(const cJSON *o, const char *key)
+{
+	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
+	struct tm tm = {0};
+	if (!s || !strptime(s, "%Y-%m-%d %H:%M:%S", &tm))
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+static void philly_fmt(long long t, char *buf, size_t n)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+}
+
+int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max)
+{
+	size_t len;
+	char *buf = gl_test_read_file(gl_test_fixture("tests/fixtures/philly/sampled_jobs.json"), &len);
+	cJSON *root = cJSON_ParseWithLength(buf, len), *it;
+	FILE *o = fopen(out_path, "w");
+	int n = 0;
+
+	free(buf);
+	if (!root || !o) {
+		cJSON_Delete(root);
+		if (o)
+			fclose(o);
+		return -1;
+	}
+	cJSON_ArrayForEach(it, root)
+	{
+		struct gl_test_philly_job *j = &jobs[n];
+		const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(it, "status"));
+		char s1[32], s2[32], s3[32], nodes[4096] = "";
+		cJSON *d;
+		if (n == max)
+			break;
+		j->submit = philly_time(it, "submitted_time");
+		j->start = philly_time(it, "start_time");
+		j->end = philly_time(it, "end_time");
+		if (j->submit < 0 || j->start < 0 || j->end < j->start)
+			continue;
+		snprintf(j->user, sizeof j->user, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "user")));
+		snprintf(j->vc, sizeof j->vc, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(it, "vc")));
+		j->gpus = 0;
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(it, "detail"))
+		{
+			const char *ip = cJSON_GetStringValue(cJSON_GetObjectItem(d, "ip"));
+			j->gpus += cJSON_GetArraySize(cJSON_GetObjectItem(d, "gpus"));
+			if (ip && strlen(nodes) + strlen(ip) + 2 < sizeof nodes) {
+				if (nodes[0])
+					strcat(nodes, ",");
+				strcat(nodes, ip);
+			}
+		}
+		philly_fmt(j->submit, s1, sizeof s1);
+		philly_fmt(j->start, s2, sizeof s2);
+		philly_fmt(j->end, s3, sizeof s3);
+		n++;
+		fprintf(o, "%d|%d|philly|gpu|%s|%s|%s|%s|%s|%s|%lld|%s|gres/gpu=%lld|gres/gpu=%lld|%s|%d|%s\n", n, n, j->vc,
+			j->user, s1, s1, s2, s3, j->end - j->start, status && !strcmp(status, "Pass") ? "COMPLETED" : "FAILED",
+			j->gpus, j->gpus, node_list ? node_list : nodes, n,
+			cJSON_GetStringValue(cJSON_GetObjectItem(it, "jobid")));
+	}
+	cJSON_Delete(root);
+	return fclose(o) == 0 ? n : -1;
+}

@@ -112,6 +112,22 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
  * (same table, same indexes). Returns seconds; dies on a database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
 
+/* The real Philly jobs of tests/fixtures/philly/sampled_jobs.json as
+ * `sacct -P` lines with GL_TEST_PHILLY_FIELDS: one per job with a valid
+ * submit <= start <= end (times UTC), Account = the job's VC, its user,
+ * FAILED unless its status is "Pass", its GPU count as gres/gpu, NodeList
+ * node_list (NULL: the job's node addresses), DBIndex and JobID = the line
+ * number (1-based), JobName = the Philly job id. jobs[0..n) get the same
+ * jobs in the same order (line k is jobs[k - 1]). Returns n, -1 on error. */
+#define GL_TEST_PHILLY_FIELDS                                                                                      \
+	"JobID,JobIDRaw,Cluster,Partition,Account,User,Submit,Eligible,Start,End,ElapsedRaw,State,ReqTRES,AllocTRES," \
+	"NodeList,DBIndex,JobName"
+struct gl_test_philly_job {
+	char user[16], vc[16];
+	long long submit, start, end, gpus;
+};
+int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max);
+
 /* A SYNTHETIC PodList of npods pods resampled (fixed seed) from the openb
  * snapshots in tests/fixtures/kube (run from the repo root), each with a
  * fresh uid and name, printed as `kubectl get pods -A -o json` prints it
