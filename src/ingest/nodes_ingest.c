@@ -430,8 +430,6 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	since = gl_xcalloc(s->nnodes, sizeof *since);
 	node_since(s, o->at_s, since);
 	gtext = gl_nodes_stage_copy_text(s, o->at_s, &glen);
-	for (size_t i = 0; i < glen; i++)
-		gpu_rows += gtext[i] == '\n';
 	stage_states(s, o->at_s, since, &sb);
 	nev = stage_events(s, &eb);
 	nresv = stage_resvs(s, &rb);
@@ -440,8 +438,10 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 		out->nodes++;
 		if (node_has_gpus(&s->nodes[i]))
 			out->gpu_nodes++;
-		for (size_t m = 0; m < s->nodes[i].ngpu_models; m++)
+		for (size_t m = 0; m < s->nodes[i].ngpu_models; m++) {
 			out->gpus += s->nodes[i].gpus[m].gpus;
+			gpu_rows += s->nodes[i].gpus[m].gpus > 0; /* the staged GPU rows */
+		}
 	}
 	st.lines_read = (int64_t)s->lines;
 	st.skipped = (int64_t)s->skipped;
