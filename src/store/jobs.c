@@ -30,7 +30,8 @@ struct gl_jobs_batch {
 
 static int mine_has(const struct gl_jobs_batch *b, const char *s);
 static void mine_add(struct gl_jobs_batch *b, const char *s);
-static void stream_row(struct gl_jobs_batch *b, const char *row, size_t n);
+static int stream_open(struct gl_jobs_batch *b);
+static void stream_send(struct gl_jobs_batch *b);
 
 /* Rows are written once, in the column order of `jobs`, so the same bytes
  * can go straight into jobs by COPY (new keys: the bulk-insert path, as fast
@@ -247,19 +248,10 @@ static void put_time(struct gl_strbuf *o, int64_t t)
 	gl_strbuf_append(o, buf, (size_t)(p - buf) + 4);
 }
 
-void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *r)
+/* One row in `jobs` COPY format (gl_jobs_stage_columns order). */
+static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_job_row *r)
 {
-	struct gl_strbuf *o = &b->data;
-	if (b->rows == b->cap) {
-		b->cap = b->cap ? b->cap * 2 : 1024;
-		b->row_off = gl_xrealloc(b->row_off, b->cap * sizeof *b->row_off);
-		b->key_off = gl_xrealloc(b->key_off, b->cap * sizeof *b->key_off);
-	}
-	b->row_off[b->rows] = o->len;
-	b->key_off[b->rows] = b->keys.len;
-	gl_strbuf_puts(&b->keys, r->job_key ? r->job_key : "");
-	gl_strbuf_putc(&b->keys, '\0');
-	gl_strbuf_put_i64(o, b->cluster_id);
+	gl_strbuf_put_i64(o, cluster_id);
 	gl_strbuf_putc(o, '\t');
 	put_str(o, r->job_key);
 	put_str(o, r->job_id);
@@ -301,16 +293,32 @@ void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *r)
 	put_str(o, r->tags_json ? r->tags_json : "{}");
 	put_time(o, r->last_seen_s);
 	o->p[o->len - 1] = '\n'; /* the last column ends the row */
-	if (b->stream_c && b->fresh) {
-		const char *k = b->keys.p + b->key_off[b->rows];
-		if (!mine_has(b, k)) {
-			stream_row(b, o->p + b->row_off[b->rows], o->len - b->row_off[b->rows]);
-			mine_add(b, k);
-			o->len = b->row_off[b->rows];
-			b->keys.len = b->key_off[b->rows];
-			return;
-		}
+}
+
+void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *r)
+{
+	const char *key = r->job_key ? r->job_key : "";
+	/* fresh and streaming: a key new to this load goes straight into the
+	 * open COPY; a repeated one takes the batch (and the staging merge) */
+	if (b->stream_c && b->fresh && !mine_has(b, key) && stream_open(b)) {
+		put_row(&b->sendbuf, b->cluster_id, r);
+		mine_add(b, key);
+		b->streamed++;
+		/* big enough to be cheap per call, small enough that the server starts early */
+		if (b->sendbuf.len >= ((size_t)256 << 10))
+			stream_send(b);
+		return;
 	}
+	if (b->rows == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 1024;
+		b->row_off = gl_xrealloc(b->row_off, b->cap * sizeof *b->row_off);
+		b->key_off = gl_xrealloc(b->key_off, b->cap * sizeof *b->key_off);
+	}
+	b->row_off[b->rows] = b->data.len;
+	b->key_off[b->rows] = b->keys.len;
+	gl_strbuf_puts(&b->keys, key);
+	gl_strbuf_putc(&b->keys, '\0');
+	put_row(&b->data, b->cluster_id, r);
 	b->rows++;
 }
 
@@ -382,28 +390,25 @@ static void stream_send(struct gl_jobs_batch *b)
 	gl_strbuf_reset(&b->sendbuf);
 }
 
-static void stream_row(struct gl_jobs_batch *b, const char *row, size_t n)
+/* Opens the COPY on first use; 1 when rows can be streamed. */
+static int stream_open(struct gl_jobs_batch *b)
 {
 	char sql[sizeof gl_jobs_stage_columns + 64];
+	PGresult *r;
 	if (b->stream_rc)
-		return;
-	if (!b->streaming) {
-		PGresult *r;
-		snprintf(sql, sizeof sql, "COPY jobs (%s) FROM STDIN", gl_jobs_stage_columns);
-		r = PQexec(b->stream_c, sql);
-		if (PQresultStatus(r) != PGRES_COPY_IN) {
-			stream_fail(b, "COPY jobs", r);
-			PQclear(r);
-			return;
-		}
+		return 0;
+	if (b->streaming)
+		return 1;
+	snprintf(sql, sizeof sql, "COPY jobs (%s) FROM STDIN", gl_jobs_stage_columns);
+	r = PQexec(b->stream_c, sql);
+	if (PQresultStatus(r) != PGRES_COPY_IN) {
+		stream_fail(b, "COPY jobs", r);
 		PQclear(r);
-		b->streaming = 1;
+		return 0;
 	}
-	gl_strbuf_append(&b->sendbuf, row, n);
-	b->streamed++;
-	/* big enough to be cheap per call, small enough that the server starts early */
-	if (b->sendbuf.len >= ((size_t)256 << 10))
-		stream_send(b);
+	PQclear(r);
+	b->streaming = 1;
+	return 1;
 }
 
 /* Ends an open COPY: commit_it 0 aborts it (the transaction then fails). */
