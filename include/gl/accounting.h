@@ -38,6 +38,15 @@ struct gl_acct_meta {
 int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
 		       struct gl_err *err) GL_MUSTCHECK;
 
+/* The common query: steps, dimensions and now; everything else zero. */
+void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, size_t n_steps,
+			const char *const *dims, size_t n_dims, int64_t now_s);
+/* gl_acct_chargeback, then the apportioning (gl_cb_finish): the whole of
+ * what /v1/chargeback computes, for every reader of it (the route, forecast
+ * history, reports, budgets). cb as gl_cb_init() made it for q. */
+int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
+				struct gl_acct_meta *meta, struct gl_err *err) GL_MUSTCHECK;
+
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;

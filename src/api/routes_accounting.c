@@ -286,15 +286,9 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	}
 	gl_cb_init(&cb, p.n_dims, p.share, p.n_steps);
-	q.steps = p.steps;
-	q.n_steps = p.n_steps;
-	q.now_s = req->now_s;
-	for (size_t d = 0; d < p.n_dims; d++)
-		q.dims[d] = p.dims[d];
-	q.n_dims = p.n_dims;
+	gl_acct_query_init(&q, p.steps, p.n_steps, p.dims, p.n_dims, req->now_s);
 	q.filter = p.have_filter ? &p.filter : NULL;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback(c, &q, &cb, &meta, &err)) ||
-	    (rc = gl_cb_finish(&cb))) {
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}

@@ -615,6 +615,27 @@ out:
 	return rc;
 }
 
+void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, size_t n_steps,
+			const char *const *dims, size_t n_dims, int64_t now_s)
+{
+	memset(q, 0, sizeof *q);
+	q->steps = steps;
+	q->n_steps = n_steps;
+	q->now_s = now_s;
+	for (size_t d = 0; d < n_dims && d < GL_CB_MAX_DIMS; d++)
+		q->dims[d] = dims[d];
+	q->n_dims = n_dims < GL_CB_MAX_DIMS ? n_dims : GL_CB_MAX_DIMS;
+}
+
+int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
+				struct gl_acct_meta *meta, struct gl_err *err)
+{
+	int rc = gl_acct_chargeback(c, q, cb, meta, err);
+	if (!rc && (rc = gl_cb_finish(cb)))
+		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");
+	return rc;
+}
+
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;

@@ -100,23 +100,15 @@ static int spend_of(PGconn *c, const char *dim, int64_t a, int64_t b, int64_t no
 		    int64_t *spend, struct gl_err *err)
 {
 	struct gl_window w = {a, b};
-	struct gl_acct_query q = {0};
+	struct gl_acct_query q;
 	struct gl_acct_meta meta;
 	struct gl_cb cb;
 	int rc;
 	*spend = 0;
 	gl_cb_init(&cb, 1, GL_SHARE_NONE, 1);
-	q.steps = &w;
-	q.n_steps = 1;
-	q.now_s = now_s;
-	q.dims[0] = dim;
-	q.n_dims = 1;
-	if ((rc = gl_acct_chargeback(c, &q, &cb, &meta, err)))
+	gl_acct_query_init(&q, &w, 1, &dim, 1, now_s);
+	if ((rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, err)))
 		goto out;
-	if ((rc = gl_cb_finish(&cb))) {
-		rc = gl_err_set(err, -rc, "budget: apportioning failed");
-		goto out;
-	}
 	for (size_t j = 0; j < cb.steps[0].n_lines; j++)
 		if (!strcmp(cb.steps[0].lines[j].key[0], owner))
 			*spend += cb.steps[0].lines[j].total_micros;

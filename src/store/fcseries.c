@@ -58,20 +58,15 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 			   const char *const *dims, size_t n_dims, const struct gl_filter *filter, int64_t now_s,
 			   struct gl_fcseries *out, struct gl_err *err)
 {
-	struct gl_acct_query q = {0};
+	struct gl_acct_query q;
 	struct gl_acct_meta meta;
 	struct gl_cb cb;
 	int rc;
 
 	gl_cb_init(&cb, n_dims, GL_SHARE_NONE, n_steps);
-	q.steps = steps;
-	q.n_steps = n_steps;
-	q.now_s = now_s;
-	for (size_t d = 0; d < n_dims; d++)
-		q.dims[d] = dims[d];
-	q.n_dims = n_dims;
+	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.filter = filter;
-	if ((rc = gl_acct_chargeback(c, &q, &cb, &meta, err)) || (rc = gl_cb_finish(&cb)))
+	if ((rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
 		for (size_t j = 0; j < cb.steps[i].n_lines; j++) {

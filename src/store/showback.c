@@ -71,21 +71,11 @@ static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, cons
 		  enum gl_share_idle share, int lines_only, int64_t now_s, struct gl_cb *cb, struct gl_acct_meta *meta,
 		  struct gl_err *err)
 {
-	struct gl_acct_query q = {0};
-	int rc;
+	struct gl_acct_query q;
 	gl_cb_init(cb, n_dims, share, n_steps);
-	q.steps = steps;
-	q.n_steps = n_steps;
-	q.now_s = now_s;
-	for (size_t d = 0; d < n_dims; d++)
-		q.dims[d] = dims[d];
-	q.n_dims = n_dims;
+	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.lines_only = lines_only;
-	if ((rc = gl_acct_chargeback(c, &q, cb, meta, err)))
-		return rc;
-	if ((rc = gl_cb_finish(cb)))
-		return gl_err_set(err, -rc, "showback: apportioning failed");
-	return 0;
+	return gl_acct_chargeback_finished(c, &q, cb, meta, err);
 }
 
 static struct gl_sb_owner *find_owner(struct gl_showback *sb, const char *name)
