@@ -13,6 +13,7 @@
 
 #include <libpq-fe.h>
 #include <limits.h>
+#include <stdint.h>
 
 struct gl_db_paths {
 	char base[PATH_MAX];    /* absolute embedded_dir */
@@ -53,5 +54,29 @@ int gl_db_query(PGconn *c, const char *sql, int nparams, const char *const *para
 		struct gl_err *err) GL_MUSTCHECK;
 /* Streams data through COPY ... FROM STDIN already started by copy_sql. */
 int gl_db_copy_in(PGconn *c, const char *copy_sql, const char *data, size_t len, struct gl_err *err) GL_MUSTCHECK;
+
+/* One field of a binary COPY row: len bytes at p in network order, len -1
+ * for NULL. Borrowed from the row message: valid during the callback. */
+struct gl_db_field {
+	const char *p;
+	int32_t len;
+};
+typedef int (*gl_db_row_fn)(void *ctx, const struct gl_db_field *f, int n, struct gl_err *err);
+/* Runs copy_sql (a `COPY (...) TO STDOUT (FORMAT binary)`) and calls fn once
+ * per row; a row of another width than nfields, a malformed message or a
+ * non-zero fn ends it with that error (the rest of the stream is read and
+ * dropped so the connection stays usable). Parameters go in beforehand
+ * (COPY takes none), e.g. by set_config() in the same transaction. */
+int gl_db_copy_out_binary(PGconn *c, const char *copy_sql, int nfields, gl_db_row_fn fn, void *ctx,
+			  struct gl_err *err) GL_MUSTCHECK;
+/* Pure: decodes one binary-COPY message (a row, optionally preceded by the
+ * file header when *header is 0, which it then sets) into f[max]. Returns
+ * the field count, 0 for the trailer, -2 for a header alone, -1 when
+ * malformed. */
+int gl_db_copy_decode(const char *p, size_t len, int *header, struct gl_db_field *f, int max);
+/* Field values: int8/int4/bool by their width, timestamptz as Unix
+ * microseconds (INT64_MIN / INT64_MAX for -infinity / infinity). */
+int64_t gl_db_field_int(const struct gl_db_field *f);
+int64_t gl_db_field_ts_us(const struct gl_db_field *f);
 
 #endif

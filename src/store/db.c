@@ -415,3 +415,110 @@ int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl
 	snprintf(dsn, sizeof dsn, "host=%s port=%d dbname=%s user=%s", p.sockdir, GL_DB_EMBEDDED_PORT, GL_DB_NAME, PG_USER);
 	return gl_db_connect_dsn(dsn, out, err);
 }
+
+static uint32_t be32(const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
+}
+
+int64_t gl_db_field_int(const struct gl_db_field *f)
+{
+	switch (f->len) {
+	case 8:
+		return (int64_t)((uint64_t)be32(f->p) << 32 | be32(f->p + 4));
+	case 4:
+		return (int32_t)be32(f->p);
+	case 2:
+		return (int16_t)((uint16_t)(unsigned char)f->p[0] << 8 | (unsigned char)f->p[1]);
+	case 1:
+		return (unsigned char)f->p[0];
+	default:
+		return 0;
+	}
+}
+
+int64_t gl_db_field_ts_us(const struct gl_db_field *f)
+{
+	/* microseconds since 2000-01-01; the infinities are the int64 ends */
+	int64_t v = gl_db_field_int(f);
+	if (v == INT64_MIN || v == INT64_MAX)
+		return v;
+	return v + INT64_C(946684800000000);
+}
+
+int gl_db_copy_decode(const char *p, size_t len, int *header, struct gl_db_field *f, int max)
+{
+	static const char sig[11] = "PGCOPY\n\377\r\n\0";
+	size_t at = 0;
+	int n;
+	if (!*header) {
+		if (len < 19 || memcmp(p, sig, sizeof sig))
+			return -1;
+		at = 19 + be32(p + 15); /* flags, then the header extension */
+		if (at > len)
+			return -1;
+		*header = 1;
+		if (at == len)
+			return -2; /* the header alone: no row yet */
+	}
+	if (len - at < 2)
+		return -1;
+	n = (int16_t)((uint16_t)(unsigned char)p[at] << 8 | (unsigned char)p[at + 1]);
+	at += 2;
+	if (n == -1)
+		return 0;
+	if (n < 1 || n > max)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		int32_t l;
+		if (len - at < 4)
+			return -1;
+		l = (int32_t)be32(p + at);
+		at += 4;
+		if (l < -1 || (l > 0 && (size_t)l > len - at))
+			return -1;
+		f[i].p = p + at;
+		f[i].len = l;
+		if (l > 0)
+			at += (size_t)l;
+	}
+	return at == len ? n : -1;
+}
+
+int gl_db_copy_out_binary(PGconn *c, const char *copy_sql, int nfields, gl_db_row_fn fn, void *ctx,
+			  struct gl_err *err)
+{
+	struct gl_db_field f[64];
+	PGresult *r = PQexec(c, copy_sql);
+	char *buf = NULL;
+	long row = 0;
+	int rc = 0, header = 0, len;
+	if (PQresultStatus(r) != PGRES_COPY_OUT) {
+		rc = pg_fail(c, r, "COPY", err);
+		PQclear(r);
+		return rc;
+	}
+	PQclear(r);
+	while ((len = PQgetCopyData(c, &buf, 0)) > 0) {
+		int n = rc ? 0 : gl_db_copy_decode(buf, (size_t)len, &header, f, (int)GL_ARRAY_LEN(f));
+		if (!rc && n != -2 && n != 0) {
+			row++;
+			if (n != nfields)
+				rc = gl_err_set(err, GL_EDB, "COPY: row %ld: %s (%d fields, %d expected)", row,
+						n < 0 ? "malformed binary row" : "wrong width", n, nfields);
+			else
+				rc = fn(ctx, f, n, err);
+		}
+		PQfreemem(buf);
+		buf = NULL;
+	}
+	if (len == -2 && !rc)
+		rc = pg_fail(c, NULL, "COPY data", err);
+	while ((r = PQgetResult(c))) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc)
+			rc = pg_fail(c, r, "COPY", err);
+		PQclear(r);
+	}
+	return rc;
+}
