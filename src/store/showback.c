@@ -4,6 +4,7 @@
 #include "gl/budget.h"
 #include "gl/cost.h"
 #include "gl/db.h"
+#include "gl/jobstats.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
@@ -119,243 +120,514 @@ static int64_t muldiv(int64_t a, int64_t b, int64_t c)
 	return (int64_t)(((gl_i128)a * b * 2 + c) / ((gl_i128)c * 2));
 }
 
-/* Per-job part of the report, over the jobs CTE of the accounting store
- * ($1..$4 as there, one step = the month): the top jobs by cost and by idle
- * cost, failed-job waste and energy per owner, and queue waits. The row
- * kind is the first column. */
-/* A second connection to the same database, for the per-job query to run
- * beside the chargebacks; NULL when it cannot be had (then it runs after
- * them on c). */
-static PGconn *side_open(PGconn *c)
+/* ---- The per-job part: top jobs, failed-job waste, energy, queue waits ----
+ *
+ * The month's jobs are streamed once by binary COPY and folded in C
+ * (domain/jobstats): SQL over a million rows spent ~12 s sorting them to
+ * group owners, to price each job by a correlated subquery and to take
+ * percentiles. The owner of a job is still gl_owner's, asked once per
+ * distinct set of owner-relevant attributes and rule-validity segment. */
+
+/* Byte strings interned to dense indices. */
+struct intern {
+	uint32_t *slot; /* index + 1; 0 = empty */
+	size_t cap;     /* power of two */
+	char **key;
+	size_t *klen;
+	uint64_t *hash;
+	size_t n, ncap;
+};
+
+static uint64_t fnv1a(const char *p, size_t n)
 {
-	PQconninfoOption *opts = PQconninfo(c);
-	struct gl_strbuf ci = GL_STRBUF_INIT;
-	PGconn *s;
-	if (!opts)
-		return NULL;
-	for (PQconninfoOption *o = opts; o->keyword; o++) {
-		if (!o->val || !*o->val)
-			continue;
-		gl_strbuf_printf(&ci, "%s='", o->keyword);
-		for (const char *v = o->val; *v; v++) {
-			if (*v == '\'' || *v == '\\')
-				gl_strbuf_putc(&ci, '\\');
-			gl_strbuf_putc(&ci, *v);
-		}
-		gl_strbuf_puts(&ci, "' ");
-	}
-	PQconninfoFree(opts);
-	s = PQconnectdb(gl_strbuf_cstr(&ci));
-	gl_strbuf_fini(&ci);
-	if (PQstatus(s) != CONNECTION_OK) {
-		PQfinish(s);
-		return NULL;
-	}
-	return s;
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+	return h;
 }
 
-static void jobs_sql(struct gl_strbuf *sql, const struct gl_showback *sb);
-static int jobs_parse(PGresult *r, struct gl_showback *sb);
-
-/* The per-job query in a transaction whose planner settings suit it:
- * the CTEs' row estimates are far off (the owner join), a nested loop
- * over them would rescan per job; hash joins are right at any size. */
-static const char jobs_txn[] = "BEGIN; SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off";
-
-/* Starts the per-job query on side (asynchronously); 0 when sent. */
-static int jobs_send(PGconn *side, const struct gl_showback *sb, int64_t now_s)
+static void intern_grow(struct intern *t)
 {
-	struct gl_strbuf sql = GL_STRBUF_INIT;
-	char now[24], a1[24], b1[24];
-	PGresult *r;
-	int ok;
-	snprintf(a1, sizeof a1, "%lld", (long long)sb->start_s);
-	snprintf(b1, sizeof b1, "%lld", (long long)sb->end_s);
-	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	r = PQexec(side, jobs_txn);
-	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	size_t cap = t->cap ? t->cap * 2 : 1024;
+	uint32_t *slot = gl_xcalloc(cap, sizeof *slot);
+	for (size_t i = 0; i < t->n; i++) {
+		size_t at = t->hash[i] & (cap - 1);
+		while (slot[at])
+			at = (at + 1) & (cap - 1);
+		slot[at] = (uint32_t)i + 1;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->cap = cap;
+}
+
+/* The index of k, added when new (*added set). */
+static uint32_t intern_get(struct intern *t, const char *k, size_t len, int *added)
+{
+	uint64_t h = fnv1a(k, len);
+	size_t at;
+	*added = 0;
+	if ((t->n + 1) * 2 > t->cap)
+		intern_grow(t);
+	for (at = h & (t->cap - 1); t->slot[at]; at = (at + 1) & (t->cap - 1)) {
+		uint32_t i = t->slot[at] - 1;
+		if (t->hash[i] == h && t->klen[i] == len && !memcmp(t->key[i], k, len))
+			return i;
+	}
+	if (t->n == t->ncap) {
+		t->ncap = t->ncap ? t->ncap * 2 : 256;
+		t->key = gl_xrealloc(t->key, t->ncap * sizeof *t->key);
+		t->klen = gl_xrealloc(t->klen, t->ncap * sizeof *t->klen);
+		t->hash = gl_xrealloc(t->hash, t->ncap * sizeof *t->hash);
+	}
+	t->key[t->n] = gl_xmalloc(len + 1);
+	memcpy(t->key[t->n], k, len);
+	t->key[t->n][len] = '\0';
+	t->klen[t->n] = len;
+	t->hash[t->n] = h;
+	t->slot[at] = (uint32_t)t->n + 1;
+	*added = 1;
+	return (uint32_t)t->n++;
+}
+
+static void intern_fini(struct intern *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->key[i]);
+	free(t->key);
+	free(t->klen);
+	free(t->hash);
+	free(t->slot);
+	memset(t, 0, sizeof *t);
+}
+
+/* The columns of the stream, in order. */
+enum {
+	JC_PK, JC_JOB_ID, JC_STATE, JC_CLUSTER, JC_PARTITION, JC_ACCOUNT, JC_USER, JC_QOS, JC_WCKEY, JC_NAMESPACE,
+	JC_LABELS, JC_START, JC_QUEUED, JC_END, JC_GPU_MILLI, JC_MODEL, JC_IDLE_MS, JC_OBSERVED, JC_ENERGY, JC_N
+};
+
+/* The owner-relevant attributes gl_owner takes, stream columns
+ * JC_CLUSTER .. JC_LABELS. */
+#define OKEY_FIELDS (JC_LABELS - JC_CLUSTER + 1)
+
+/* Parameters come in by set_config (COPY takes none); a stable expression
+ * is evaluated once, so the range conditions can still use an index. */
+#define SB_NOW "to_timestamp(current_setting('gpuledger.sb_now')::bigint)"
+#define SB_FROM "to_timestamp(current_setting('gpuledger.sb_from')::bigint)"
+#define SB_TO "to_timestamp(current_setting('gpuledger.sb_to')::bigint)"
+
+/* The jobs of the month as chargeback's jobs CTE takes them (GPU jobs
+ * started before the end and before now, not ended before the start),
+ * with their exporter usage and energy in the month. */
+static const char jobs_copy[] =
+	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
+	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, coalesce(jb.eligible_at, jb.submit_at), jb.end_at,"
+	" jb.gpu_milli, lower(jb.gpu_type), round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj"
+	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
+	" LEFT JOIN (SELECT job_pk, idle_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
+	"  ON u.job_pk = jb.job_pk"
+	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
+	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
+	" WHERE jb.gpu_milli > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
+	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_NOW " > " SB_FROM ")))"
+	" TO STDOUT (FORMAT binary)";
+
+struct rate_model {
+	char *model;
+	struct gl_jobstats_rate *r;
+	size_t n;
+};
+
+struct okey {
+	char *f[OKEY_FIELDS]; /* NULL for SQL NULL */
+	int64_t at_us;        /* a start in the key's segment (the owner rules are constant there) */
+};
+
+struct jobs_ctx {
+	int by_rules;             /* team, project, cost_center: gl_owner; else account or user */
+	int dim_col;              /* JC_ACCOUNT or JC_USER when !by_rules */
+	int64_t a_us, b_us, now_us;
+	int64_t *bounds;          /* owner-rule validity bounds, ascending */
+	size_t n_bounds;
+	struct rate_model *models;
+	size_t n_models;
+	const struct rate_model *star, *last;
+	struct intern keys, parts;
+	struct okey *okeys;       /* by key index, when by_rules */
+	size_t cap_okeys;
+	struct gl_strbuf kb, scratch;
+	struct gl_jobstats st;
+};
+
+static void jobs_ctx_fini(struct jobs_ctx *x)
+{
+	for (size_t i = 0; i < x->keys.n && x->okeys; i++)
+		for (int k = 0; k < OKEY_FIELDS; k++)
+			free(x->okeys[i].f[k]);
+	free(x->okeys);
+	for (size_t i = 0; i < x->n_models; i++) {
+		free(x->models[i].model);
+		free(x->models[i].r);
+	}
+	free(x->models);
+	free(x->bounds);
+	intern_fini(&x->keys);
+	intern_fini(&x->parts);
+	gl_strbuf_fini(&x->kb);
+	gl_strbuf_fini(&x->scratch);
+	gl_jobstats_fini(&x->st);
+}
+
+/* The rates of the job's GPU model: its own when it has any, else '*'. */
+static const struct rate_model *rates_for(struct jobs_ctx *x, const struct gl_db_field *m)
+{
+	if (m->len < 0)
+		return x->star;
+	if (x->last && strlen(x->last->model) == (size_t)m->len && !memcmp(x->last->model, m->p, (size_t)m->len))
+		return x->last;
+	for (size_t i = 0; i < x->n_models; i++)
+		if (strlen(x->models[i].model) == (size_t)m->len && !memcmp(x->models[i].model, m->p, (size_t)m->len))
+			return x->last = &x->models[i];
+	return x->star;
+}
+
+/* A NUL-terminated copy of a text field in x->scratch; "" for NULL. The
+ * offset, since the buffer may move. */
+static size_t scratch_put(struct jobs_ctx *x, const struct gl_db_field *f)
+{
+	size_t at = x->scratch.len;
+	if (f->len > 0)
+		gl_strbuf_append(&x->scratch, f->p, (size_t)f->len);
+	gl_strbuf_putc(&x->scratch, '\0');
+	return at;
+}
+
+/* The group (owner key) of a job. */
+static uint32_t job_group(struct jobs_ctx *x, const struct gl_db_field *f, int64_t start_us)
+{
+	int added;
+	uint32_t g;
+	gl_strbuf_reset(&x->kb);
+	if (!x->by_rules) {
+		const struct gl_db_field *d = &f[x->dim_col];
+		return intern_get(&x->keys, d->len > 0 ? d->p : "", d->len > 0 ? (size_t)d->len : 0, &added);
+	}
+	for (int k = 0; k < OKEY_FIELDS; k++) {
+		const struct gl_db_field *d = &f[JC_CLUSTER + k];
+		gl_strbuf_putc(&x->kb, d->len < 0 ? '\2' : '\1');
+		if (d->len > 0)
+			gl_strbuf_append(&x->kb, d->p, (size_t)d->len);
+		gl_strbuf_putc(&x->kb, '\0');
+	}
+	{
+		/* the segment: how many bounds are at or before the start */
+		size_t lo = 0, hi = x->n_bounds;
+		uint32_t seg;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (x->bounds[mid] <= start_us)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		seg = (uint32_t)lo;
+		gl_strbuf_append(&x->kb, &seg, sizeof seg);
+	}
+	g = intern_get(&x->keys, x->kb.p, x->kb.len, &added);
+	if (added) {
+		struct okey *o;
+		if (g >= x->cap_okeys) {
+			x->cap_okeys = x->cap_okeys ? x->cap_okeys * 2 : 256;
+			x->okeys = gl_xrealloc(x->okeys, x->cap_okeys * sizeof *x->okeys);
+		}
+		o = &x->okeys[g];
+		for (int k = 0; k < OKEY_FIELDS; k++) {
+			const struct gl_db_field *d = &f[JC_CLUSTER + k];
+			o->f[k] = NULL;
+			if (d->len >= 0) {
+				o->f[k] = gl_xmalloc((size_t)d->len + 1);
+				memcpy(o->f[k], d->p, (size_t)d->len);
+				o->f[k][d->len] = '\0';
+			}
+		}
+		o->at_us = start_us;
+	}
+	return g;
+}
+
+static int job_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err *err)
+{
+	struct jobs_ctx *x = ctx;
+	struct gl_jobstats_job j;
+	const struct rate_model *rm;
+	int64_t start, end, s0, e0;
+	size_t o_id, o_cl, o_st;
+	int added;
+	(void)n;
+	if (f[JC_PK].len != 8 || f[JC_START].len != 8 || f[JC_GPU_MILLI].len != 8)
+		return gl_err_set(err, GL_EDB, "showback: per-job stream: unexpected NULL or width");
+	memset(&j, 0, sizeof j);
+	start = gl_db_field_ts_us(&f[JC_START]);
+	end = f[JC_END].len < 0 ? x->now_us : gl_db_field_ts_us(&f[JC_END]);
+	s0 = start > x->a_us ? start : x->a_us;
+	e0 = end < x->b_us ? end : x->b_us;
+	j.job_pk = gl_db_field_int(&f[JC_PK]);
+	j.gpu_milli = gl_db_field_int(&f[JC_GPU_MILLI]);
+	j.alloc_ms = j.gpu_milli * gl_jobstats_span_s(s0, e0);
+	rm = rates_for(x, &f[JC_MODEL]);
+	if (rm) {
+		gl_i128 num = gl_jobstats_cost_num(rm->r, rm->n, s0, e0, j.gpu_milli);
+		j.cost_micros = (int64_t)((num * 2 + GL_MILLI_GPU_SECONDS_PER_GPU_HOUR) /
+					  (2 * (gl_i128)GL_MILLI_GPU_SECONDS_PER_GPU_HOUR));
+	}
+	j.group = job_group(x, f, start);
+	{
+		const struct gl_db_field *p = &f[JC_PARTITION];
+		j.partition = intern_get(&x->parts, p->len > 0 ? p->p : "", p->len > 0 ? (size_t)p->len : 0, &added);
+	}
+	j.observed = f[JC_OBSERVED].len == 1 && f[JC_OBSERVED].p[0];
+	j.idle_ms = f[JC_IDLE_MS].len == 8 ? gl_db_field_int(&f[JC_IDLE_MS]) : 0;
+	if (f[JC_QUEUED].len == 8 && start >= x->a_us) {
+		int64_t w = gl_jobstats_span_s(gl_db_field_ts_us(&f[JC_QUEUED]), start);
+		j.has_wait = 1;
+		j.wait_s = w > 0 ? w : 0;
+	}
+	if (f[JC_ENERGY].len == 8) {
+		j.has_energy = 1;
+		j.energy_mj = gl_db_field_int(&f[JC_ENERGY]);
+	}
+	gl_strbuf_reset(&x->scratch);
+	o_id = scratch_put(x, &f[JC_JOB_ID]);
+	o_cl = scratch_put(x, &f[JC_CLUSTER]);
+	o_st = scratch_put(x, &f[JC_STATE]);
+	j.job_id = x->scratch.p + o_id;
+	j.cluster = x->scratch.p + o_cl;
+	j.state = x->scratch.p + o_st;
+	gl_jobstats_add(&x->st, &j);
+	return 0;
+}
+
+/* Owner-rule validity bounds and the rates, for the stream. */
+static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	/* -infinity is before every start; infinity after every one */
+	if ((rc = gl_db_query(c,
+			      "SELECT DISTINCT (extract(epoch FROM t) * 1000000)::bigint FROM (SELECT valid_from AS t FROM owners"
+			      " UNION ALL SELECT valid_to FROM owners) x WHERE isfinite(t) ORDER BY 1",
+			      0, NULL, &r, err)))
+		goto out;
+	x->n_bounds = (size_t)PQntuples(r) + 1;
+	x->bounds = gl_xcalloc(x->n_bounds, sizeof *x->bounds);
+	x->bounds[0] = INT64_MIN;
+	for (int i = 0; i < PQntuples(r); i++)
+		x->bounds[i + 1] = atoll(PQgetvalue(r, i, 0));
 	PQclear(r);
-	jobs_sql(&sql, sb);
-	ok = ok && PQsendQueryParams(side, sql.p, 3, NULL, (const char *[]){now, a1, b1}, NULL, NULL, 0);
-	gl_strbuf_fini(&sql);
-	return ok ? 0 : -1;
-}
-
-/* Waits for the per-job query sent on side and folds it into sb. */
-static int jobs_recv(PGconn *side, struct gl_showback *sb, struct gl_err *err)
-{
-	PGresult *x, *res = NULL;
-	int rc = 0;
-	while ((x = PQgetResult(side))) {
-		if (!res && PQresultStatus(x) == PGRES_TUPLES_OK) {
-			res = x;
-			continue;
+	r = NULL;
+	if ((rc = gl_db_query(c,
+			      "SELECT gpu_model, CASE WHEN isfinite(valid_from) THEN (extract(epoch FROM valid_from) * 1000000)::bigint END,"
+			      " CASE WHEN isfinite(valid_to) THEN (extract(epoch FROM valid_to) * 1000000)::bigint END,"
+			      " micros_per_gpu_hour FROM rates ORDER BY gpu_model, valid_from",
+			      0, NULL, &r, err)))
+		goto out;
+	x->models = gl_xcalloc((size_t)PQntuples(r) + 1, sizeof *x->models);
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct rate_model *m = x->n_models ? &x->models[x->n_models - 1] : NULL;
+		struct gl_jobstats_rate *rt;
+		if (!m || strcmp(m->model, PQgetvalue(r, i, 0))) {
+			m = &x->models[x->n_models++];
+			m->model = gl_xstrdup(PQgetvalue(r, i, 0));
 		}
-		if (!rc && PQresultStatus(x) != PGRES_TUPLES_OK)
-			rc = gl_err_set(err, GL_EDB, "showback: per-job query: %s", PQresultErrorMessage(x));
-		PQclear(x);
+		m->r = gl_xrealloc(m->r, (m->n + 1) * sizeof *m->r);
+		rt = &m->r[m->n++];
+		rt->from_us = PQgetisnull(r, i, 1) ? INT64_MIN : atoll(PQgetvalue(r, i, 1));
+		rt->to_us = PQgetisnull(r, i, 2) ? INT64_MAX : atoll(PQgetvalue(r, i, 2));
+		rt->micros_per_gpu_hour = atoll(PQgetvalue(r, i, 3));
 	}
-	if (!res && !rc)
-		rc = gl_err_set(err, GL_EDB, "showback: per-job query: no result: %s", PQerrorMessage(side));
-	if (!rc)
-		rc = jobs_parse(res, sb);
-	PQclear(res);
-	PQclear(PQexec(side, rc ? "ROLLBACK" : "COMMIT"));
+	for (size_t i = 0; i < x->n_models; i++)
+		if (!strcmp(x->models[i].model, "*"))
+			x->star = &x->models[i];
+out:
+	PQclear(r);
 	return rc;
 }
 
-/* The per-job part on c itself, when no side connection could be had. */
+/* The owner of every key: gl_owner once per key, the aggregate's name of
+ * it (as gl_acct_dim_sql names it) into names[key]. */
+static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx *x, char **names,
+			struct gl_err *err)
+{
+	/* in stream order, JC_CLUSTER .. JC_LABELS */
+	static const char *const cols[OKEY_FIELDS] = {"cluster", "partition", "account",   "user_name",
+						       "qos",     "wckey",     "namespace", "labels"};
+	struct gl_strbuf js = GL_STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc, col = !strcmp(sb->aggregate, "team") ? 1 : !strcmp(sb->aggregate, "project") ? 2 : 3;
+	gl_strbuf_putc(&js, '[');
+	for (size_t i = 0; i < x->keys.n; i++) {
+		const struct okey *o = &x->okeys[i];
+		gl_strbuf_printf(&js, "%s{\"i\":%zu,\"at_us\":%lld", i ? "," : "", i, (long long)o->at_us);
+		for (int k = 0; k < OKEY_FIELDS; k++) {
+			gl_strbuf_printf(&js, ",\"%s\":", cols[k]);
+			if (!o->f[k])
+				gl_strbuf_puts(&js, "null");
+			else if (k == OKEY_FIELDS - 1) /* labels: JSON already */
+				gl_strbuf_puts(&js, o->f[k]);
+			else {
+				gl_strbuf_putc(&js, '"');
+				gl_strbuf_put_json_str(&js, o->f[k], strlen(o->f[k]));
+				gl_strbuf_putc(&js, '"');
+			}
+		}
+		gl_strbuf_putc(&js, '}');
+	}
+	gl_strbuf_putc(&js, ']');
+	if ((rc = gl_db_query(c,
+			      "SELECT k.i, o.team, o.project, o.cost_center FROM jsonb_to_recordset($1::jsonb) AS k(i integer,"
+			      " at_us bigint, cluster text, account text, user_name text, partition text, qos text, wckey text,"
+			      " namespace text, labels jsonb)"
+			      " LEFT JOIN LATERAL gl_owner(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey,"
+			      "  k.namespace, jsonb_build_object('labels', k.labels),"
+			      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond') o ON true",
+			      1, (const char *[]){gl_strbuf_cstr(&js)}, &r, err)))
+		goto out;
+	for (int i = 0; i < PQntuples(r); i++) {
+		size_t k = (size_t)atoll(PQgetvalue(r, i, 0));
+		if (k < x->keys.n && !names[k])
+			names[k] = gl_xstrdup(PQgetisnull(r, i, col) ? "__unallocated__" : PQgetvalue(r, i, col));
+	}
+	for (size_t k = 0; k < x->keys.n; k++)
+		if (!names[k]) {
+			rc = gl_err_set(err, GL_EDB, "showback: no owner resolved for key %zu", k);
+			goto out;
+		}
+out:
+	PQclear(r);
+	gl_strbuf_fini(&js);
+	return rc;
+}
+
+static void put_top(struct gl_showback *sb, const struct gl_jobstats_top *t, char *const *owner_names,
+		    const uint32_t *owner_of, struct gl_sb_job *j)
+{
+	(void)sb;
+	j->job_id = gl_xstrdup(t->job_id);
+	j->cluster = gl_xstrdup(t->cluster);
+	j->owner = gl_xstrdup(owner_names[owner_of[t->group]]);
+	j->state = gl_xstrdup(t->state);
+	j->gpu_milli = t->gpu_milli;
+	j->alloc_s = t->alloc_s;
+	j->cost_micros = t->cost_micros;
+	j->has_usage = t->observed;
+	j->idle_s = t->idle_s;
+	j->idle_micros = t->idle_micros;
+}
+
+static void add_wait(struct gl_showback *sb, const char *kind, const char *name, const struct gl_jobstats_owner *w)
+{
+	struct gl_sb_wait *x;
+	sb->waits = gl_xrealloc(sb->waits, (sb->n_waits + 1) * sizeof *sb->waits);
+	x = &sb->waits[sb->n_waits++];
+	x->name = gl_xstrdup(name);
+	x->kind = gl_xstrdup(kind);
+	x->jobs = (int64_t)w->n_waits;
+	x->p50_s = w->p50_s;
+	x->p90_s = w->p90_s;
+	x->p99_s = w->p99_s;
+}
+
+/* Streams the month's jobs and folds them into sb. */
 static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
 {
-	struct gl_strbuf sql = GL_STRBUF_INIT;
+	struct jobs_ctx x;
+	struct intern owners = {0};
+	char **names = NULL;
+	uint32_t *owner_of = NULL;
+	struct gl_jobstats_owner *per_owner = NULL, *per_part = NULL;
 	char now[24], a1[24], b1[24];
-	PGresult *r = NULL;
 	int rc, in_txn = 0;
 
+	memset(&x, 0, sizeof x);
+	gl_jobstats_init(&x.st);
+	x.by_rules = strcmp(sb->aggregate, "account") && strcmp(sb->aggregate, "user");
+	x.dim_col = !strcmp(sb->aggregate, "account") ? JC_ACCOUNT : JC_USER;
+	x.a_us = sb->start_s * 1000000;
+	x.b_us = sb->end_s * 1000000;
+	x.now_us = now_s * 1000000;
 	snprintf(a1, sizeof a1, "%lld", (long long)sb->start_s);
 	snprintf(b1, sizeof b1, "%lld", (long long)sb->end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	jobs_sql(&sql, sb);
-	if ((rc = gl_db_exec(c, jobs_txn, err)))
+	/* one snapshot for the rules, the rates and the jobs */
+	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
 		goto out;
 	in_txn = 1;
-	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){now, a1, b1}, &r, err)) ||
-	    (rc = gl_db_exec(c, "COMMIT", err)))
+	if ((rc = jobs_reference(c, &x, err)) ||
+	    (rc = gl_db_query(c,
+			      "SELECT set_config('gpuledger.sb_now', $1, true), set_config('gpuledger.sb_from', $2, true),"
+			      " set_config('gpuledger.sb_to', $3, true), set_config('enable_nestloop', 'off', true)",
+			      3, (const char *[]){now, a1, b1}, NULL, err)) ||
+	    (rc = gl_db_copy_out_binary(c, jobs_copy, JC_N, job_row, &x, err)))
+		goto out;
+	names = gl_xcalloc(x.keys.n + 1, sizeof *names);
+	if (x.by_rules) {
+		if ((rc = resolve_keys(c, sb, &x, names, err)))
+			goto out;
+	} else {
+		for (size_t k = 0; k < x.keys.n; k++)
+			names[k] = gl_xstrdup(x.keys.key[k]);
+	}
+	if ((rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;
 	in_txn = 0;
-	rc = jobs_parse(r, sb);
+
+	/* keys -> owners (several keys may share an owner) */
+	owner_of = gl_xcalloc(x.keys.n + 1, sizeof *owner_of);
+	for (size_t k = 0; k < x.keys.n; k++) {
+		int added;
+		owner_of[k] = intern_get(&owners, names[k], strlen(names[k]), &added);
+	}
+	per_owner = gl_xcalloc(owners.n + 1, sizeof *per_owner);
+	per_part = gl_xcalloc(x.parts.n + 1, sizeof *per_part);
+	gl_jobstats_fold(&x.st, owner_of, owners.n, per_owner, x.parts.n, per_part);
+	for (size_t i = 0; i < owners.n; i++) {
+		const struct gl_jobstats_owner *w = &per_owner[i];
+		struct gl_sb_owner *o = find_owner(sb, owners.key[i]);
+		if (o) {
+			o->failed_s = w->failed_s;
+			o->failed_micros = w->failed_micros;
+			sb->fleet.failed_s += w->failed_s;
+			sb->fleet.failed_micros += w->failed_micros;
+			if (w->has_energy) {
+				o->has_energy = 1;
+				o->energy_mj = w->energy_mj;
+				sb->fleet.has_energy = 1;
+				sb->fleet.energy_mj += w->energy_mj;
+			}
+		}
+		if (w->n_waits)
+			add_wait(sb, "owner", owners.key[i], w);
+	}
+	for (size_t i = 0; i < x.parts.n; i++)
+		if (per_part[i].n_waits)
+			add_wait(sb, "partition", x.parts.key[i], &per_part[i]);
+	for (size_t i = 0; i < x.st.n_top_cost; i++)
+		put_top(sb, &x.st.top_cost[i], owners.key, owner_of, &sb->top_cost[sb->n_top_cost++]);
+	for (size_t i = 0; i < x.st.n_top_idle; i++)
+		put_top(sb, &x.st.top_idle[i], owners.key, owner_of, &sb->top_idle[sb->n_top_idle++]);
 out:
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));
-	PQclear(r);
-	gl_strbuf_fini(&sql);
+	for (size_t k = 0; names && k < x.keys.n; k++)
+		free(names[k]);
+	free(names);
+	free(owner_of);
+	free(per_owner);
+	free(per_part);
+	intern_fini(&owners);
+	jobs_ctx_fini(&x);
 	return rc;
-}
-
-static void jobs_sql(struct gl_strbuf *sql, const struct gl_showback *sb)
-{
-	/* The jobs of the month clipped to it, as chargeback's jobs CTE takes
-	 * them, with the owner at the job's start resolved the same way (the
-	 * first gl_owner rule in force in the rule-validity segment of the
-	 * start) but once per distinct owner-relevant key and hash-joined back:
-	 * the shared CTE sorts a million wide rows, which a month report cannot
-	 * afford. */
-	gl_strbuf_printf(sql,
-			 "WITH ba AS (SELECT array_agg(t ORDER BY t) AS a FROM (SELECT DISTINCT t FROM (SELECT valid_from AS t"
-			 "  FROM owners UNION ALL SELECT valid_to FROM owners UNION ALL SELECT '-infinity'::timestamptz) x) y)"
-			 ", mm AS (SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
-			 "  THEN m.gpu_model ELSE '*' END AS rate_model"
-			 "  FROM (SELECT DISTINCT lower(gpu_type) AS gpu_model FROM jobs WHERE gpu_milli > 0"
-			 "  AND start_at < to_timestamp($3::bigint) AND (end_at > to_timestamp($2::bigint) OR end_at IS NULL)) m)"
-			 /* the segment of the start: the last bound at or before it (the
-			  * bounds are sorted; width_bucket finds it without a join) */
-			 ", j0 AS MATERIALIZED (SELECT jb.job_pk, jb.job_id, jb.state, jb.partition, c.name AS cluster,"
-			 "  jb.account, jb.user_name, jb.qos, jb.wckey, jb.namespace, jb.tags -> 'labels' AS labels,"
-			 "  jb.start_at AS job_start, coalesce(jb.eligible_at, jb.submit_at) AS job_queued, jb.gpu_milli,"
-			 "  lower(jb.gpu_type) AS gpu_model,"
-			 "  greatest(jb.start_at, to_timestamp($2::bigint)) AS s0,"
-			 "  least(coalesce(jb.end_at, to_timestamp($1::bigint)), to_timestamp($3::bigint)) AS e0,"
-			 "  ba.a[width_bucket(jb.start_at, ba.a)] AS seg,"
-			 "  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
-			 "  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-			 "  coalesce((jb.tags -> 'labels')::text, '') AS okey"
-			 "  FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id CROSS JOIN ba"
-			 "  WHERE jb.gpu_milli > 0 AND jb.start_at < to_timestamp($3::bigint) AND jb.start_at < to_timestamp($1::bigint)"
-			 "  AND (jb.end_at > to_timestamp($2::bigint) OR (jb.end_at IS NULL AND to_timestamp($1::bigint) > to_timestamp($2::bigint))))"
-			 ", keys AS (SELECT cluster, okey, seg, min(account) AS account, min(user_name) AS user_name,"
-			 "  min(partition) AS partition, min(qos) AS qos, min(wckey) AS wckey, min(namespace) AS namespace,"
-			 "  (array_agg(labels))[1] AS labels FROM j0 GROUP BY cluster, okey, seg)"
-			 ", own AS MATERIALIZED (SELECT keys.cluster, keys.okey, keys.seg, o.team, o.project, o.cost_center FROM keys"
-			 "  LEFT JOIN LATERAL gl_owner(keys.cluster, keys.account, keys.user_name, keys.partition, keys.qos, keys.wckey,"
-			 "  keys.namespace, jsonb_build_object('labels', keys.labels), keys.seg) o ON true)"
-			 ", k AS (SELECT j0.*, own.team, own.project, own.cost_center, mm.rate_model FROM j0"
-			 "  JOIN own ON own.cluster = j0.cluster AND own.okey = j0.okey AND own.seg = j0.seg"
-			 "  LEFT JOIN mm ON mm.gpu_model = j0.gpu_model)"
-			 /* cost per job: the same rate lookup as chargeback (the model's
-			  * own rate, else '*'), the job cut at rate changes */
-			 ", f AS MATERIALIZED (SELECT k.*, %s AS owner,"
-			 "  k.gpu_milli * (date_part('epoch', k.e0) - date_part('epoch', k.s0))::bigint AS ams,"
-			 "  (SELECT sum(r.micros_per_gpu_hour::numeric * k.gpu_milli * (date_part('epoch', least(k.e0, r.valid_to))"
-			 "   - date_part('epoch', greatest(k.s0, r.valid_from)))::bigint) FROM rates r"
-			 "   WHERE r.gpu_model = coalesce(k.rate_model, '*') AND r.valid_from < k.e0 AND r.valid_to > k.s0) AS num FROM k)"
-			 ", usage AS MATERIALIZED (SELECT u.job_pk, u.idle_gpu_s, u.observed_gpu_s"
-			 "  FROM gl_job_usage(to_timestamp($2::bigint), to_timestamp($3::bigint)) u)"
-			 ", jc AS MATERIALIZED (SELECT f.job_pk, f.job_id, f.state, f.cluster, f.owner, f.gpu_milli, f.ams,"
-			 "  round(coalesce(f.num, 0) / %lld) AS cost, u.idle_gpu_s, u.observed_gpu_s"
-			 "  FROM f LEFT JOIN usage u USING (job_pk))"
-			 " SELECT 'c', jc.job_id, jc.cluster, jc.owner, jc.state, jc.gpu_milli, round(jc.ams / 1000.0)::bigint,"
-			 "  jc.cost::bigint, jc.observed_gpu_s IS NOT NULL AND jc.observed_gpu_s > 0,"
-			 "  round(coalesce(jc.idle_gpu_s, 0))::bigint,"
-			 "  CASE WHEN jc.ams > 0 THEN round(jc.cost * coalesce(jc.idle_gpu_s, 0)::numeric * 1000 / jc.ams)::bigint ELSE 0 END"
-			 " FROM (SELECT * FROM jc ORDER BY cost DESC, job_pk LIMIT %d) jc"
-			 " UNION ALL SELECT 'i', jc.job_id, jc.cluster, jc.owner, jc.state, jc.gpu_milli, round(jc.ams / 1000.0)::bigint,"
-			 "  jc.cost::bigint, true, round(jc.idle_gpu_s)::bigint, round(jc.ic)::bigint"
-			 " FROM (SELECT *, CASE WHEN ams > 0 THEN cost * idle_gpu_s::numeric * 1000 / ams ELSE 0 END AS ic FROM jc"
-			 "  WHERE observed_gpu_s > 0 ORDER BY ic DESC, job_pk LIMIT %d) jc"
-			 " UNION ALL SELECT 'f', NULL, NULL, jc.owner, NULL, NULL, round(sum(jc.ams) / 1000.0)::bigint, sum(jc.cost)::bigint,"
-			 "  NULL, NULL, NULL FROM jc"
-			 "  WHERE upper(split_part(jc.state, ' ', 1)) IN ('FAILED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'BOOT_FAIL')"
-			 "  GROUP BY jc.owner"
-			 " UNION ALL SELECT 'e', NULL, NULL, f.owner, NULL, NULL, NULL, sum(g.energy_mj)::bigint, NULL, NULL, NULL"
-			 "  FROM f JOIN gpu_usage g ON g.job_pk = f.job_pk AND g.bucket >= to_timestamp($2::bigint)"
-			 "  AND g.bucket < to_timestamp($3::bigint) AND g.energy_mj IS NOT NULL GROUP BY f.owner"
-			 " UNION ALL SELECT 'w', NULL, NULL, ww.name, ww.kind, ww.n, ww.w[1]::bigint, ww.w[2]::bigint, NULL,"
-			 "  ww.w[3]::bigint, NULL"
-			 " FROM (SELECT CASE WHEN GROUPING(f.partition) = 0 THEN coalesce(f.partition, '') ELSE f.owner END AS name,"
-			 "  CASE WHEN GROUPING(f.partition) = 0 THEN 'partition' ELSE 'owner' END AS kind, count(*) AS n,"
-			 "  percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY greatest(0, date_part('epoch', f.job_start)"
-			 "   - date_part('epoch', f.job_queued))::bigint) AS w"
-			 "  FROM f WHERE f.job_start >= to_timestamp($2::bigint)"
-			 "  AND f.job_queued IS NOT NULL GROUP BY GROUPING SETS ((f.partition), (f.owner))) ww",
-			 gl_acct_dim_sql(sb->aggregate), (long long)GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, GL_SB_TOP_JOBS,
-			 GL_SB_TOP_JOBS);
-}
-
-static int jobs_parse(PGresult *r, struct gl_showback *sb)
-{
-	for (int row = 0; row < PQntuples(r); row++) {
-		char kind = PQgetvalue(r, row, 0)[0];
-		if (kind == 'c' || kind == 'i') {
-			struct gl_sb_job *j = kind == 'c' ? &sb->top_cost[sb->n_top_cost++] : &sb->top_idle[sb->n_top_idle++];
-			j->job_id = dupv(r, row, 1);
-			j->cluster = dupv(r, row, 2);
-			j->owner = dupv(r, row, 3);
-			j->state = dupv(r, row, 4);
-			j->gpu_milli = i64v(r, row, 5);
-			j->alloc_s = i64v(r, row, 6);
-			j->cost_micros = i64v(r, row, 7);
-			j->has_usage = PQgetvalue(r, row, 8)[0] == 't';
-			j->idle_s = i64v(r, row, 9);
-			j->idle_micros = i64v(r, row, 10);
-		} else if (kind == 'f') {
-			struct gl_sb_owner *o = find_owner(sb, PQgetvalue(r, row, 3));
-			if (!o)
-				continue;
-			o->failed_s = i64v(r, row, 6);
-			o->failed_micros = i64v(r, row, 7);
-			sb->fleet.failed_s += o->failed_s;
-			sb->fleet.failed_micros += o->failed_micros;
-		} else if (kind == 'e') {
-			struct gl_sb_owner *o = find_owner(sb, PQgetvalue(r, row, 3));
-			if (!o)
-				continue;
-			o->has_energy = 1;
-			o->energy_mj = i64v(r, row, 7);
-			sb->fleet.has_energy = 1;
-			sb->fleet.energy_mj += o->energy_mj;
-		} else if (kind == 'w') {
-			struct gl_sb_wait *w;
-			sb->waits = gl_xrealloc(sb->waits, (sb->n_waits + 1) * sizeof *sb->waits);
-			w = &sb->waits[sb->n_waits++];
-			w->name = dupv(r, row, 3);
-			w->kind = dupv(r, row, 4);
-			w->jobs = i64v(r, row, 5);
-			w->p50_s = i64v(r, row, 6);
-			w->p90_s = i64v(r, row, 7);
-			w->p99_s = i64v(r, row, 9);
-		}
-	}
-	return 0;
 }
 
 static int cmp_wait(const void *pa, const void *pb)
@@ -466,7 +738,6 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	const char *dims[2];
 	PGresult *r = NULL;
 	int have_before = 0; /* a GPU job started before the month: the previous month has data */
-	PGconn *side = NULL;
 	int rc;
 
 	memset(sb, 0, sizeof *sb);
@@ -519,14 +790,6 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	for (size_t i = 0; i < sb->n_days; i++) {
 		days[i].start_s = sb->day_start[i] = sb->start_s + (int64_t)i * 86400;
 		days[i].end_s = days[i].start_s + 86400;
-	}
-
-	/* the per-job query reads every job of the month: it runs on a second
-	 * connection while the chargebacks below run on this one */
-	side = side_open(c);
-	if (side && jobs_send(side, sb, req->now_s)) {
-		PQfinish(side);
-		side = NULL;
 	}
 
 	/* 1. the month, as /v1/chargeback computes it */
@@ -643,7 +906,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		}
 
 	/* 5. per job: top jobs, failed-job waste, energy, queue waits */
-	if ((rc = side ? jobs_recv(side, sb, err) : gather_jobs(c, sb, req->now_s, err)))
+	if ((rc = gather_jobs(c, sb, req->now_s, err)))
 		goto out;
 	if (sb->n_waits)
 		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
@@ -668,18 +931,6 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	if (sb->n_owners)
 		qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
 out:
-	if (side) {
-		/* an early failure: drop whatever is still running there */
-		if (PQtransactionStatus(side) == PQTRANS_ACTIVE) {
-			PGcancel *cn = PQgetCancel(side);
-			char eb[64];
-			if (cn) {
-				PQcancel(cn, eb, sizeof eb);
-				PQfreeCancel(cn);
-			}
-		}
-		PQfinish(side);
-	}
 	PQclear(r);
 	free(days);
 	gl_cb_fini(&cb);

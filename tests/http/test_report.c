@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,6 +395,86 @@ static void test_top_jobs_from_philly_json(void **state)
 	csv_free(&top);
 }
 
+static int cmp_ll(const void *pa, const void *pb)
+{
+	long long a = *(const long long *)pa, b = *(const long long *)pb;
+	return (a > b) - (a < b);
+}
+
+/* percentile_disc: the first value whose cumulative share reaches p */
+static long long pct_disc(const long long *sorted, int n, double p)
+{
+	int k = (int)ceil(p * n);
+	return sorted[(k < 1 ? 1 : k) - 1];
+}
+
+/* Failed-job waste per user and queue-wait percentiles per user and
+ * partition, each worked out here from the Philly JSON: a job whose status
+ * is not Pass was ingested as FAILED; its GPU-time in the month is priced
+ * by the "*" rate (0.93), half up per job; a wait is start - submit of a
+ * job that started in the month. */
+static void test_failed_waste_and_waits_from_philly_json(void **state)
+{
+	struct csv own, w;
+	long long a = 1509494400LL, b = 1512086400LL;
+	long long *waits = calloc((size_t)g_n, sizeof *waits);
+	int oc, fh, fc, users = 0, with_failed = 0, all_n = 0;
+	(void)state;
+	get_csv("month=" PH_MONTH "&aggregate=user", &own);
+	get_csv("month=" PH_MONTH "&aggregate=user&table=waits", &w);
+	oc = csv_col(&own, "owner");
+	fh = csv_col(&own, "failed_gpu_hours");
+	fc = csv_col(&own, "failed_cost");
+	for (size_t r = 1; r < own.nrows; r++) {
+		long long fs = 0, micros = 0;
+		char want_h[48], want_c[48];
+		for (int i = 0; i < g_n; i++) {
+			const struct gl_test_philly_job *j = &g_j[i];
+			long long s = j->start > a ? j->start : a, e = j->end < b ? j->end : b;
+			if (!j->failed || j->gpus == 0 || j->start >= b || j->end <= a || strcmp(j->user, own.cell[r][oc]))
+				continue;
+			fs += j->gpus * (e - s);
+			micros += (j->gpus * (e - s) * 930000 * 2 + 3600) / 7200;
+		}
+		snprintf(want_h, sizeof want_h, "%lld.%03lld", (fs * 1000 * 2 + 3600) / 7200 / 1000,
+			 (fs * 1000 * 2 + 3600) / 7200 % 1000);
+		snprintf(want_c, sizeof want_c, "%lld.%02lld", (micros + 5000) / 10000 / 100, (micros + 5000) / 10000 % 100);
+		assert_string_equal(own.cell[r][fh], want_h);
+		assert_string_equal(own.cell[r][fc], want_c);
+		users++;
+		with_failed += fs > 0;
+	}
+	assert_true(users > 50);
+	assert_true(with_failed > 10);
+	/* waits: every Philly job is in partition "gpu" */
+	for (size_t r = 1; r < w.nrows; r++) {
+		const char *kind = w.cell[r][0], *name = w.cell[r][1];
+		int n = 0;
+		for (int i = 0; i < g_n; i++) {
+			const struct gl_test_philly_job *j = &g_j[i];
+			if (j->gpus == 0 || j->start < a || j->start >= b || j->end <= a)
+				continue;
+			if (!strcmp(kind, "owner") && strcmp(j->user, name))
+				continue;
+			waits[n++] = j->start > j->submit ? j->start - j->submit : 0;
+		}
+		if (!strcmp(kind, "partition")) {
+			assert_string_equal(name, "gpu");
+			all_n = n;
+		}
+		assert_true(n > 0);
+		qsort(waits, (size_t)n, sizeof *waits, cmp_ll);
+		assert_int_equal(atoll(w.cell[r][2]), n);
+		assert_int_equal(atoll(w.cell[r][3]), pct_disc(waits, n, 0.5));
+		assert_int_equal(atoll(w.cell[r][4]), pct_disc(waits, n, 0.9));
+		assert_int_equal(atoll(w.cell[r][5]), pct_disc(waits, n, 0.99));
+	}
+	assert_true(all_n > 1000);
+	free(waits);
+	csv_free(&own);
+	csv_free(&w);
+}
+
 /* Exporter data: job 4's owner has busy / allocated-idle hours and energy;
  * the others say "no data", never 0. */
 static void test_exporter_usage_and_energy(void **state)
@@ -654,6 +735,7 @@ int main(void)
 		cmocka_unit_test(test_totals_equal_chargeback),
 		cmocka_unit_test(test_gpu_seconds_from_philly_json),
 		cmocka_unit_test(test_top_jobs_from_philly_json),
+		cmocka_unit_test(test_failed_waste_and_waits_from_philly_json),
 		cmocka_unit_test(test_exporter_usage_and_energy),
 		cmocka_unit_test(test_bad_months),
 		cmocka_unit_test(test_formats_and_headers),

@@ -713,12 +713,13 @@ int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct 
 				strcat(nodes, ip);
 			}
 		}
+		j->failed = !(status && !strcmp(status, "Pass"));
 		philly_fmt(j->submit, s1, sizeof s1);
 		philly_fmt(j->start, s2, sizeof s2);
 		philly_fmt(j->end, s3, sizeof s3);
 		n++;
 		fprintf(o, "%d|%d|philly|gpu|%s|%s|%s|%s|%s|%s|%lld|%s|gres/gpu=%lld|gres/gpu=%lld|%s|%d|%s\n", n, n, j->vc,
-			j->user, s1, s1, s2, s3, j->end - j->start, status && !strcmp(status, "Pass") ? "COMPLETED" : "FAILED",
+			j->user, s1, s1, s2, s3, j->end - j->start, j->failed ? "FAILED" : "COMPLETED",
 			j->gpus, j->gpus, node_list ? node_list : nodes, n,
 			cJSON_GetStringValue(cJSON_GetObjectItem(it, "jobid")));
 	}

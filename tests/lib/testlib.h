@@ -125,6 +125,7 @@ double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, con
 struct gl_test_philly_job {
 	char user[16], vc[16];
 	long long submit, start, end, gpus;
+	int failed; /* Philly status other than Pass: sacct state FAILED */
 };
 int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max);
 
