@@ -1,6 +1,8 @@
 /* gpuledger — monthly budgets per owner: spend to date (the chargeback
- * total of the owner for the month so far, shareIdle none), a linear
- * month-end forecast, % used, and the alerts when a threshold is crossed,
+ * total of the owner for the month so far, shareIdle none), a month-end
+ * forecast (the owner's daily cost over the last eight weeks forecast by
+ * domain/forecast for the days left, the method chosen by its backtest;
+ * linear when fewer than 14 of those days had any spend), % used, and the alerts when a threshold is crossed,
  * once per owner, month and threshold (state in budget_alerts, so a daemon
  * restart sends nothing twice).
  *
@@ -24,7 +26,8 @@ struct gl_budget_line {
 	char currency[8];
 	int64_t budget_micros;
 	int64_t spend_micros;      /* month to date */
-	int64_t forecast_micros;   /* month end, linear */
+	int64_t forecast_micros;   /* month end */
+	char method[24];           /* "actual" (month over), "linear", or the forecast method */
 	int closed;                /* the month is over: forecast == spend */
 	size_t n_fired;
 	int fired[GL_BUDGET_MAX_THRESHOLDS]; /* thresholds already alerted this month */
@@ -34,6 +37,11 @@ struct gl_budget_line {
 int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 /* Pure: spend so far x month length / elapsed part of the month, half up. */
 int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end, int64_t now_s);
+/* Pure: spend so far plus forecast daily spend for the days left: daily[0]
+ * is the whole of today (the day holding now_s), of which the part after
+ * now_s counts; daily[1..n) the days after it up to month_end. Half up. */
+int64_t gl_budget_forecast_daily(int64_t spend, int64_t now_s, int64_t month_end, const double *daily_micros,
+				 size_t n);
 /* The budget of cfg->budgets[i] per month in micro-units, when budget i is
  * in force at some time of [month_start, month_end); -1 when not. */
 int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_start, int64_t month_end);

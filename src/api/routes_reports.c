@@ -136,7 +136,8 @@ int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
-/* GET /v1/budgets: spend to date, linear forecast and % used per budget. */
+/* GET /v1/budgets: spend to date, month-end forecast (and its method) and
+ * % used per budget. */
 int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 {
 	const char *month = gl_req_param(req, "month");
@@ -187,7 +188,7 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "spend_to_date_micros", (double)l->spend_micros);
 		gl_money_format(l->forecast_micros, minor, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "forecast_month_end", buf);
-		cJSON_AddStringToObject(o, "forecast_method", l->closed ? "actual" : "linear");
+		cJSON_AddStringToObject(o, "forecast_method", l->method);
 		gl_report_fmt_pct(l->spend_micros, l->budget_micros, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "pct_used", buf);
 		gl_report_fmt_pct(l->forecast_micros, l->budget_micros, buf, sizeof buf);

@@ -4,6 +4,8 @@
 #include "gl/audit.h"
 #include "gl/cost.h"
 #include "gl/db.h"
+#include "gl/fcseries.h"
+#include "gl/forecast.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/showback.h"
@@ -42,6 +44,20 @@ int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end
 	if (now_s >= month_end || elapsed <= 0)
 		return now_s >= month_end ? spend : 0;
 	return (int64_t)(((gl_i128)spend * len * 2 + elapsed) / ((gl_i128)elapsed * 2));
+}
+
+int64_t gl_budget_forecast_daily(int64_t spend, int64_t now_s, int64_t month_end, const double *daily_micros,
+				 size_t n)
+{
+	int64_t day_end = now_s - ((now_s % 86400) + 86400) % 86400 + 86400;
+	double rest = 0;
+	if (now_s >= month_end)
+		return spend;
+	for (size_t i = 0; i < n && day_end - 86400 + (int64_t)i * 86400 < month_end; i++) {
+		double d = daily_micros[i] > 0 ? daily_micros[i] : 0;
+		rest += i ? d : d * (double)(day_end - now_s) / 86400.0;
+	}
+	return spend + (int64_t)(rest + 0.5);
 }
 
 static int bound(const char *s, int64_t inf, int64_t *out)
@@ -117,6 +133,64 @@ out:
 	return rc;
 }
 
+#define HISTORY_DAYS 56 /* eight weeks: the weekly season and then some */
+#define MIN_SPEND_DAYS 14
+
+/* The month-end forecast of an open month from the owner's daily cost
+ * over the last HISTORY_DAYS whole days; linear (and says so) when too few
+ * of them had any spend to learn from. */
+static int forecast_of(PGconn *c, const struct gl_budget_cfg *b, int64_t month_start, int64_t month_end,
+		       int64_t now_s, struct gl_budget_line *l, struct gl_err *err)
+{
+	int64_t today = now_s - ((now_s % 86400) + 86400) % 86400;
+	struct gl_window steps[HISTORY_DAYS];
+	struct gl_fcseries fs = {0};
+	struct gl_forecast_result fr = {0};
+	struct gl_forecast_opts o = {0};
+	struct gl_err ferr = {0};
+	const double *y = NULL;
+	double *daily = NULL;
+	const char *dim = b->aggregate;
+	int rc, days = 0;
+
+	l->forecast_micros = gl_budget_forecast(l->spend_micros, month_start, month_end, now_s);
+	snprintf(l->method, sizeof l->method, "linear");
+	for (int i = 0; i < HISTORY_DAYS; i++) {
+		steps[i].start_s = today - (int64_t)(HISTORY_DAYS - i) * 86400;
+		steps[i].end_s = steps[i].start_s + 86400;
+	}
+	if ((rc = gl_fcseries_query(c, GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &fs, err)))
+		goto out;
+	for (size_t i = 0; i < fs.n; i++)
+		if (!strcmp(fs.s[i].key, b->owner))
+			y = fs.s[i].v;
+	for (int i = 0; y && i < HISTORY_DAYS; i++)
+		days += y[i] > 0;
+	if (days < MIN_SPEND_DAYS)
+		goto out;
+	o.slots_per_day = 1;
+	o.slots_per_week = 7;
+	o.horizon = (int)((month_end - today + 86399) / 86400);
+	o.method = GL_FORECAST_AUTO;
+	o.first_weekday = (int)(((steps[0].start_s / 86400 + 3) % 7 + 7) % 7);
+	/* a forecast that cannot be made leaves the linear one: a budget line
+	 * is still worth showing */
+	if (gl_forecast_fit(y, HISTORY_DAYS, &o, &fr, &ferr)) {
+		gl_log(GL_LOG_WARN, "budget: %s: forecast failed, linear instead: %s", b->owner, ferr.msg);
+		goto out;
+	}
+	daily = gl_xcalloc((size_t)o.horizon, sizeof *daily);
+	for (int i = 0; i < o.horizon; i++)
+		daily[i] = fr.point[i] * 1e6;
+	l->forecast_micros = gl_budget_forecast_daily(l->spend_micros, now_s, month_end, daily, (size_t)o.horizon);
+	snprintf(l->method, sizeof l->method, "%s", gl_forecast_method_name(fr.method));
+out:
+	free(daily);
+	gl_forecast_result_fini(&fr);
+	gl_fcseries_fini(&fs);
+	return rc;
+}
+
 static void month_text(int64_t start_s, char *buf, size_t n)
 {
 	int64_t y;
@@ -150,7 +224,12 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		l->closed = now_s >= month_end;
 		if ((rc = spend_of(c, b->aggregate, month_start, month_end, now_s, b->owner, &l->spend_micros, err)))
 			goto out;
-		l->forecast_micros = gl_budget_forecast(l->spend_micros, month_start, month_end, now_s);
+		if (l->closed) {
+			l->forecast_micros = l->spend_micros;
+			snprintf(l->method, sizeof l->method, "actual");
+		} else if ((rc = forecast_of(c, b, month_start, month_end, now_s, l, err))) {
+			goto out;
+		}
 		if ((rc = gl_db_query(c,
 				      "SELECT threshold_pct FROM budget_alerts WHERE owner = $1 AND month = $2::date"
 				      " AND aggregate = $3 ORDER BY threshold_pct",
