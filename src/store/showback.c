@@ -655,8 +655,9 @@ static int cmp_model(const void *pa, const void *pb)
 }
 
 /* Rates and owner rules in force at some time of the month, with their
- * effective dates; ingestion runs that failed or were partial. */
-static int gather_reference(PGconn *c, struct gl_showback *sb, struct gl_err *err)
+ * effective dates; ingestion runs that failed or were partial, and
+ * stretches without runs. */
+static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
 {
 	char a[24], b[24];
 	PGresult *r = NULL;
@@ -725,6 +726,49 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, struct gl_err *er
 		add_partial(sb, "ingestion gap: %s runs of %s%s%s were %s (%s, first at %s)", PQgetvalue(r, i, 3),
 			    PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)[0] ? " on " : "", PQgetvalue(r, i, 1),
 			    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
+	PQclear(r);
+	r = NULL;
+	{
+		/* Stretches with no run at all (a daemon down, a source stuck):
+		 * for a source that runs on a schedule (at least 4 runs in the
+		 * month and the 31 days before it), a pause between runs longer
+		 * than three times its median interval and than an hour. The
+		 * last run is followed up to the month's end (or now). */
+		char e[24];
+		snprintf(e, sizeof e, "%lld", (long long)(now_s < sb->end_s ? now_s : sb->end_s));
+		if ((rc = gl_db_query(
+			     c,
+			     "WITH runs AS (SELECT source, cluster_id, started_at FROM ingest_runs"
+			     "  WHERE started_at >= to_timestamp($1) - interval '31 days' AND started_at < to_timestamp($3)),"
+			     " gaps AS (SELECT source, cluster_id, started_at AS t1, lead(started_at, 1, to_timestamp($3))"
+			     "  OVER (PARTITION BY source, cluster_id ORDER BY started_at) AS t2 FROM runs),"
+			     " med AS (SELECT source, cluster_id, count(*) AS n, percentile_cont(0.5) WITHIN GROUP"
+			     "  (ORDER BY extract(epoch FROM t2 - t1)) AS m FROM gaps GROUP BY 1, 2)"
+			     " SELECT g.source, coalesce(c.name, ''),"
+			     "  to_char(greatest(g.t1, to_timestamp($1)) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+			     "  to_char(least(g.t2, to_timestamp($2)) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+			     "  round(extract(epoch FROM least(g.t2, to_timestamp($2)) - greatest(g.t1, to_timestamp($1))))::bigint,"
+			     "  round(med.m)::bigint"
+			     " FROM gaps g JOIN med USING (source, cluster_id) LEFT JOIN clusters c USING (cluster_id)"
+			     " WHERE med.n >= 4 AND g.t2 > to_timestamp($1) AND g.t1 < to_timestamp($2)"
+			     "  AND extract(epoch FROM g.t2 - g.t1) > greatest(3 * med.m, 3600)"
+			     " ORDER BY 1, 2, 3",
+			     3, (const char *[]){a, b, e}, &r, err)))
+			goto out;
+		for (int i = 0; i < PQntuples(r); i++) {
+			long long len = atoll(PQgetvalue(r, i, 4)), med = atoll(PQgetvalue(r, i, 5));
+			char every[48];
+			if (med < 120)
+				snprintf(every, sizeof every, "%lld s", med);
+			else if (med < 7200)
+				snprintf(every, sizeof every, "%lld min", (med + 30) / 60);
+			else
+				snprintf(every, sizeof every, "%.1f h", (double)med / 3600.0);
+			add_partial(sb, "ingestion gap: no %s run%s%s from %s to %s (%.1f h in the month; it runs every %s)",
+				    PQgetvalue(r, i, 0), PQgetvalue(r, i, 1)[0] ? " on " : "", PQgetvalue(r, i, 1),
+				    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), (double)len / 3600.0, every);
+		}
+	}
 out:
 	PQclear(r);
 	return rc;
@@ -910,7 +954,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		goto out;
 	if (sb->n_waits)
 		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
-	if ((rc = gather_reference(c, sb, err)))
+	if ((rc = gather_reference(c, sb, req->now_s, err)))
 		goto out;
 	/* budgets of this aggregate in force in the month (the first one wins) */
 	for (size_t i = 0; req->cfg && i < req->cfg->n_budgets; i++) {

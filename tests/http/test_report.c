@@ -121,6 +121,20 @@ static int setup(void **state)
 			gl_test_out_fini(&o);
 		}
 	}
+	{
+		/* a scraper that ran every 5 minutes through 2017-11 and paused
+		 * from 08:00 to 14:30 on the 10th, then stopped with the month */
+		PGconn *c = PQconnectdb(g_dsn);
+		PGresult *r = PQexec(c, "INSERT INTO ingest_runs (source, cluster_id, started_at, finished_at, status)"
+					" SELECT 'dcgm-scrape', (SELECT cluster_id FROM clusters WHERE name = 'philly'), t, t, 'ok'"
+					" FROM generate_series(timestamptz '2017-11-01', '2017-11-30 23:55', '5 minutes') t"
+					" WHERE t < '2017-11-10 08:00Z' OR t >= '2017-11-10 14:30Z'");
+		int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		PQclear(r);
+		PQfinish(c);
+		if (!ok)
+			return -1;
+	}
 	return gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -475,6 +489,45 @@ static void test_failed_waste_and_waits_from_philly_json(void **state)
 	csv_free(&w);
 }
 
+/* Stretches with no ingestion run are listed on the report's first page
+ * (and in its partial table): the scraper's 6.5-hour pause in November,
+ * and December, when it never ran again; October, before it started, says
+ * nothing about it. */
+static void test_ingestion_gaps_without_runs(void **state)
+{
+	static const char *const months[] = {"2017-10", "2017-11", "2017-12"};
+	static const char *const want[] = {
+		NULL,
+		"ingestion gap: no dcgm-scrape run on philly from 2017-11-10T07:55:00Z to 2017-11-10T14:30:00Z (6.6 h in "
+		"the month; it runs every 5 min)",
+		"ingestion gap: no dcgm-scrape run on philly from 2017-12-01T00:00:00Z to 2018-01-01T00:00:00Z (744.0 h in "
+		"the month; it runs every 5 min)",
+	};
+	(void)state;
+	for (size_t m = 0; m < 3; m++) {
+		char q[128], *html;
+		struct csv p;
+		int hits = 0;
+		snprintf(q, sizeof q, "month=%s&table=partial", months[m]);
+		get_csv(q, &p);
+		for (size_t r = 1; r < p.nrows; r++) {
+			if (!strstr(p.cell[r][0], "dcgm-scrape"))
+				continue;
+			assert_non_null(want[m]);
+			assert_string_equal(p.cell[r][0], want[m]);
+			hits++;
+		}
+		assert_int_equal(hits, want[m] ? 1 : 0);
+		csv_free(&p);
+		if (!want[m])
+			continue;
+		snprintf(q, sizeof q, "/v1/reports/showback?month=%s&format=html", months[m]);
+		html = get_body(q, 200, "text/html", NULL);
+		assert_non_null(strstr(html, "no dcgm-scrape run on philly from"));
+		free(html);
+	}
+}
+
 /* Exporter data: job 4's owner has busy / allocated-idle hours and energy;
  * the others say "no data", never 0. */
 static void test_exporter_usage_and_energy(void **state)
@@ -736,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_seconds_from_philly_json),
 		cmocka_unit_test(test_top_jobs_from_philly_json),
 		cmocka_unit_test(test_failed_waste_and_waits_from_philly_json),
+		cmocka_unit_test(test_ingestion_gaps_without_runs),
 		cmocka_unit_test(test_exporter_usage_and_energy),
 		cmocka_unit_test(test_bad_months),
 		cmocka_unit_test(test_formats_and_headers),
