@@ -57,7 +57,7 @@ struct gl_forecast_opts {
 	int slots_per_day;  /* 24 for hourly steps, 1 for daily and weekly steps */
 	int slots_per_week; /* 168 hourly, 7 daily, 1 weekly (no weekly season) */
 	int horizon;        /* slots ahead, >= 1 */
-	int origins;        /* rolling origins for cross-validation; 0: 28 */
+	int origins;        /* rolling origins for cross-validation; 0: 28 for sub-daily steps, 91 for daily and coarser (as many as the history has) */
 	int stride;         /* slots between origins; 0: min(horizon, slots_per_day) */
 	int method;         /* GL_FORECAST_AUTO or one method (then no selection) */
 	int k_day;          /* 0: 7 */
