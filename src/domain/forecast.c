@@ -371,6 +371,7 @@ struct fc_work {
 	struct fc_ctx c;
 	double *dseas, *wseas, *tmp;
 	double *fc[GL_FORECAST_METHOD_COUNT]; /* norig*h each, NULL when m cannot run */
+	double *vol; /* per origin: the daily seasonal naive's MAE over the week before it (> 0) */
 };
 
 static double cv_abs_error(const struct fc_work *w, const double *f)
@@ -522,15 +523,15 @@ static double quantile_select(double *v, size_t n, double q)
  * (y - f) or on the log scale (log1p y - log1p f), the latter fitting
  * bursty series whose errors grow with the level. */
 struct ivq {
-	int logscale;
+	int logscale;  /* 0 additive, 1 log scale, 2 additive in units of the origin's recent volatility */
 	double q[4]; /* .025 .1 .9 .975 */
 };
 static const double iv_levels[4] = {0.025, 0.1, 0.9, 0.975};
 
-static void iv_apply(const struct ivq *iv, double f, double out[4])
+static void iv_apply(const struct ivq *iv, double f, double vol, double out[4])
 {
 	for (int i = 0; i < 4; i++) {
-		double v = iv->logscale ? expm1(log1p(f) + iv->q[i]) : f + iv->q[i];
+		double v = iv->logscale == 1 ? expm1(log1p(f) + iv->q[i]) : f + iv->q[i] * (iv->logscale == 2 ? vol : 1);
 		out[i] = v > 0 ? v : 0;
 	}
 	/* the point forecast lies inside its intervals, and 80 % inside 95 % */
@@ -556,7 +557,9 @@ static int iv_fit(const struct fc_work *w, const double *f, int logscale, int sk
 			if (t >= w->n || isnan(w->x[t]))
 				continue;
 			double fv = f[(size_t)k * H + h];
-			buf[cnt++] = logscale ? log1p(w->x[t]) - log1p(fv) : w->x[t] - fv;
+			buf[cnt++] = logscale == 1   ? log1p(w->x[t]) - log1p(fv)
+				     : logscale == 2 ? (w->x[t] - fv) / w->vol[k]
+						     : w->x[t] - fv;
 		}
 	}
 	iv->logscale = logscale;
@@ -587,7 +590,7 @@ static void cv_metrics(const struct fc_work *w, const double *f, int logscale, d
 			ya[i] = t < w->n ? w->x[t] : NAN;
 			fa[i] = f[i];
 			if (ok)
-				iv_apply(&iv, f[i], b);
+				iv_apply(&iv, f[i], w->vol[k], b);
 			else
 				b[0] = b[1] = b[2] = b[3] = f[i];
 			l9[i] = b[0], l8[i] = b[1], h8[i] = b[2], h9[i] = b[3];
@@ -769,6 +772,19 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 	w.orig = orig;
 	w.norig = n_cv + 1;
 	w.n_cv = n_cv;
+	w.vol = gl_xmalloc(sizeof(double) * (size_t)w.norig);
+	for (int k = 0; k < w.norig; k++) {
+		/* recent volatility: bursty stretches get wider bands, calm ones
+		 * narrower, than one error distribution for the whole history */
+		size_t oo = orig[k], pd = (size_t)w.c.pd, from = oo > 7 * pd ? oo - 7 * pd : 0, cnt = 0;
+		double sum = 0;
+		for (size_t t = from < pd ? pd : from; t < oo; t++)
+			if (!isnan(x[t]) && !isnan(x[t - pd])) {
+				sum += fabs(x[t] - x[t - pd]);
+				cnt++;
+			}
+		w.vol[k] = cnt && sum > 0 ? sum / (double)cnt : r->scale > 0 ? r->scale : 1;
+	}
 	w.dseas = gl_xcalloc((size_t)w.c.pd + (size_t)w.c.pw, sizeof(double));
 	w.wseas = w.dseas + w.c.pd;
 	w.tmp = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
@@ -853,7 +869,7 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 		double best_pb = INFINITY, v[512];
 		int use_pool = 0;
 		if (f && n_cv >= 1) {
-			for (int ls = 0; ls < 2; ls++) {
+			for (int ls = 0; ls < 3; ls++) {
 				struct ivq iv;
 				struct gl_forecast_metrics mm;
 				if (iv_fit(&w, f, ls, -1, buf, &iv))
@@ -886,7 +902,7 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			double b[4];
 			double p = r->point[h] > 0 ? r->point[h] : 0;
 			r->point[h] = p;
-			iv_apply(&best_iv, p, b);
+			iv_apply(&best_iv, p, w.vol[n_cv], b);
 			if (use_pool && pool_bands(x, n, (long)(n + h), &w.c, w.pool_k, w.pool_w, v, b) == 0)
 				band_nest(p, b);
 			r->lo95[h] = b[0], r->lo80[h] = b[1], r->hi80[h] = b[2], r->hi95[h] = b[3];
@@ -896,6 +912,7 @@ out:
 	for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
 		free(w.fc[m]);
 	free(w.dseas);
+	free(w.vol);
 	free(w.tmp);
 	free(buf);
 	free(orig);
