@@ -10,14 +10,17 @@
  * Methods: the baselines (naive, seasonal naive daily/weekly, median of the
  * same slot over the last k days/weeks), Holt-Winters with additive daily +
  * weekly seasonality on log(1+y) and on y, a combination (mean of the two
- * medians and the log Holt-Winters) and a pooled median (same slot and its
- * neighbours over the last weeks, weekdays and weekends apart). gl_forecast_fit() chooses per
+ * medians and the log Holt-Winters), a pooled median (same slot and its
+ * neighbours over the last weeks, weekdays and weekends apart), simple
+ * exponential smoothing (daily and coarser steps) and the ensemble median
+ * of them all. gl_forecast_fit() chooses per
  * series by rolling-origin cross-validation on the series' own history
  * (lowest MAE over the origins; a method that does not beat the best
  * baseline there is never chosen, ties go to the simpler method) and builds
  * the 80 % and 95 % intervals from the empirical quantiles of the chosen
- * method's backtest errors, so the intervals nest and their coverage is what
- * the backtest showed. Forecasts are never negative.
+ * method's backtest errors (additive, on the log scale or in units of the
+ * recent volatility, whichever was sharpest there), so the intervals nest
+ * and their coverage is what the backtest showed. Forecasts are never negative.
  *
  * Ownership: struct gl_forecast_result owns its arrays; release them with
  * gl_forecast_result_fini() (safe on a zeroed or already-finished result).
@@ -41,6 +44,10 @@ enum gl_forecast_method {
 	GL_FORECAST_COMBO,       /* mean of MEDIAN_DAY, MEDIAN_WEEK and HW_LOG (those that run) */
 	GL_FORECAST_MEDIAN_POOL, /* median of the same slot +-w slots over the last k days of
 				  * the same day type (weekday or weekend); k, w chosen by CV */
+	GL_FORECAST_SES,         /* simple exponential smoothing of the level (no season; daily
+				  * and coarser steps only); the smoothing constant at each
+				  * origin minimises the one-step squared error of the
+				  * history before it */
 	GL_FORECAST_ENSEMBLE,    /* median of every other method's forecast (those that run) */
 	GL_FORECAST_METHOD_COUNT,
 	GL_FORECAST_AUTO = -1,

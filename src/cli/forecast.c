@@ -18,7 +18,7 @@ static const char usage_forecast[] =
 	"usage: gpuledger forecast backtest --file SERIES.csv --time-col C --value-col C\n"
 	"         --step hour|day|week --horizon H --test-from TIME [--key-col C]\n"
 	"         [--method auto|naive|snaive_day|snaive_week|median_day|median_week|hw|hw_log|combo|\n"
-	"                  median_pool|ensemble]\n"
+	"                  median_pool|ses|ensemble]\n"
 	"         [--origins N] [--format text|json]\n"
 	"Sums the CSV's rows into step buckets (one series per --key-col value), forecasts every\n"
 	"block of H slots from --test-from on from the history before it, and prints MAE, RMSE,\n"

@@ -8,7 +8,8 @@
 #include <string.h>
 
 static const char *const method_names[GL_FORECAST_METHOD_COUNT] = {
-	"naive", "snaive_day", "snaive_week", "median_day", "median_week", "hw", "hw_log", "combo", "median_pool", "ensemble",
+	"naive", "snaive_day", "snaive_week", "median_day", "median_week", "hw",
+	"hw_log", "combo", "median_pool", "ses", "ensemble",
 };
 
 const char *gl_forecast_method_name(int method)
@@ -438,6 +439,42 @@ static int run_method(struct fc_work *w, int m, double *out)
 				memcpy(out, w->tmp, sizeof(double) * H * (size_t)w->norig);
 			}
 		}
+		return 0;
+	}
+	if (m == GL_FORECAST_SES) {
+		/* one pass per smoothing constant gives the level and the
+		 * one-step squared error so far at every origin; each origin takes
+		 * the constant that fitted its own past best (ETS(A,N,N)) */
+		static const double alpha[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+		double *lv = gl_xmalloc(sizeof(double) * 2 * (size_t)w->norig);
+		double *sse = lv + w->norig;
+		for (int k = 0; k < w->norig; k++)
+			sse[k] = INFINITY;
+		/* a level without a season is no candidate for a series with a
+		 * daily cycle (nor a voice in its ensemble) */
+		if (w->orig[0] < 2 || c->pd > 1) {
+			free(lv);
+			return -1;
+		}
+		for (size_t a = 0; a < GL_ARRAY_LEN(alpha); a++) {
+			double l = w->x[0], e2 = 0;
+			size_t t = 1;
+			for (int k = 0; k < w->norig; k++) {
+				for (; t < w->orig[k]; t++) {
+					double e = w->x[t] - l;
+					e2 += e * e;
+					l += alpha[a] * e;
+				}
+				if (e2 < sse[k]) {
+					sse[k] = e2;
+					lv[k] = l;
+				}
+			}
+		}
+		for (int k = 0; k < w->norig; k++)
+			for (size_t h = 0; h < H; h++)
+				out[(size_t)k * H + h] = lv[k] > 0 ? lv[k] : 0;
+		free(lv);
 		return 0;
 	}
 	if (m == GL_FORECAST_ENSEMBLE) {

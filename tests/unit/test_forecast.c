@@ -110,6 +110,13 @@ static void test_constant_zero_width(void **state)
 	for (int m = GL_FORECAST_AUTO; m < GL_FORECAST_METHOD_COUNT; m++) {
 		struct gl_forecast_result r;
 		o.method = m;
+		if (m == GL_FORECAST_SES) {
+			/* no season: refused for a series with a daily cycle, with the reason */
+			assert_true(gl_forecast_fit(y, n, &o, &r, &err) < 0);
+			assert_non_null(strstr(err.msg, "ses"));
+			gl_forecast_result_fini(&r);
+			continue;
+		}
 		assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
 		for (int h = 0; h < 24; h++) {
 			assert_true(fabs(r.point[h] - 7) < 1e-9);
@@ -142,6 +149,8 @@ static void test_zero_heavy_never_negative(void **state)
 		y[t] = noise(&seed, 1) > 0.9 ? 500 : 0;
 	for (int m = GL_FORECAST_AUTO; m < GL_FORECAST_METHOD_COUNT; m++) {
 		o.method = m;
+		if (m == GL_FORECAST_SES)
+			continue; /* hourly: refused (above) */
 		assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
 		for (int h = 0; h < 72; h++)
 			assert_true(r.point[h] >= 0 && r.lo95[h] >= 0 && r.lo80[h] >= 0);
@@ -314,10 +323,44 @@ static void test_bands_follow_recent_volatility(void **state)
 	free(y);
 }
 
+/* Simple exponential smoothing (daily steps): a level that shifts from 100
+ * to 200 is followed (the fitted constant is high, the level ends at 200
+ * within 1 %), and a constant series gives that constant with a
+ * zero-width interval. */
+static void test_ses_follows_a_level_shift(void **state)
+{
+	(void)state;
+	double y[60];
+	struct gl_forecast_opts o = {0};
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	o.slots_per_day = 1;
+	o.slots_per_week = 7;
+	o.horizon = 7;
+	o.method = GL_FORECAST_SES;
+	o.first_weekday = 0;
+	for (int t = 0; t < 60; t++)
+		y[t] = t < 45 ? 100 : 200;
+	assert_int_equal(gl_forecast_fit(y, 60, &o, &r, &err), 0);
+	assert_int_equal(r.method, GL_FORECAST_SES);
+	for (int h = 0; h < 7; h++)
+		assert_true(fabs(r.point[h] - 200) < 2);
+	gl_forecast_result_fini(&r);
+	for (int t = 0; t < 60; t++)
+		y[t] = 42;
+	assert_int_equal(gl_forecast_fit(y, 60, &o, &r, &err), 0);
+	for (int h = 0; h < 7; h++) {
+		assert_true(fabs(r.point[h] - 42) < 1e-9);
+		assert_true(fabs(r.lo95[h] - 42) < 1e-9 && fabs(r.hi95[h] - 42) < 1e-9);
+	}
+	gl_forecast_result_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bands_follow_recent_volatility),
+		cmocka_unit_test(test_ses_follows_a_level_shift),
 		cmocka_unit_test(test_sine_weekly_recovered),  cmocka_unit_test(test_constant_zero_width),
 		cmocka_unit_test(test_zero_heavy_never_negative), cmocka_unit_test(test_short_history_fallback),
 		cmocka_unit_test(test_missing_slots),           cmocka_unit_test(test_metrics_by_hand),
