@@ -246,6 +246,7 @@ struct okey {
 
 struct jobs_ctx {
 	int by_rules;             /* team, project, cost_center: gl_owner; else account or user */
+	int use_labels;           /* some owner rule matches a label: labels are part of the key */
 	int dim_col;              /* JC_ACCOUNT or JC_USER when !by_rules */
 	int64_t a_us, b_us, now_us;
 	int64_t *bounds;          /* owner-rule validity bounds, ascending */
@@ -303,6 +304,15 @@ static size_t scratch_put(struct jobs_ctx *x, const struct gl_db_field *f)
 	return at;
 }
 
+/* Field k of a job's owner key. Labels count only when a rule reads one:
+ * pods often carry a label per pod (a template hash), which would make
+ * every job its own key and every key a gl_owner call. */
+static const struct gl_db_field *okey_field(const struct jobs_ctx *x, const struct gl_db_field *f, int k)
+{
+	static const struct gl_db_field null_field = {NULL, -1};
+	return JC_CLUSTER + k == JC_LABELS && !x->use_labels ? &null_field : &f[JC_CLUSTER + k];
+}
+
 /* The group (owner key) of a job. */
 static uint32_t job_group(struct jobs_ctx *x, const struct gl_db_field *f, int64_t start_us)
 {
@@ -314,7 +324,7 @@ static uint32_t job_group(struct jobs_ctx *x, const struct gl_db_field *f, int64
 		return intern_get(&x->keys, d->len > 0 ? d->p : "", d->len > 0 ? (size_t)d->len : 0, &added);
 	}
 	for (int k = 0; k < OKEY_FIELDS; k++) {
-		const struct gl_db_field *d = &f[JC_CLUSTER + k];
+		const struct gl_db_field *d = okey_field(x, f, k);
 		gl_strbuf_putc(&x->kb, d->len < 0 ? '\2' : '\1');
 		if (d->len > 0)
 			gl_strbuf_append(&x->kb, d->p, (size_t)d->len);
@@ -343,7 +353,7 @@ static uint32_t job_group(struct jobs_ctx *x, const struct gl_db_field *f, int64
 		}
 		o = &x->okeys[g];
 		for (int k = 0; k < OKEY_FIELDS; k++) {
-			const struct gl_db_field *d = &f[JC_CLUSTER + k];
+			const struct gl_db_field *d = okey_field(x, f, k);
 			o->f[k] = NULL;
 			if (d->len >= 0) {
 				o->f[k] = gl_xmalloc((size_t)d->len + 1);
@@ -413,6 +423,12 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 {
 	PGresult *r = NULL;
 	int rc;
+	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM owners WHERE match_field LIKE 'label:%')", 0, NULL, &r,
+			      err)))
+		goto out;
+	x->use_labels = PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	r = NULL;
 	/* -infinity is before every start; infinity after every one */
 	if ((rc = gl_db_query(c,
 			      "SELECT DISTINCT (extract(epoch FROM t) * 1000000)::bigint FROM (SELECT valid_from AS t FROM owners"
@@ -462,48 +478,52 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 	/* in stream order, JC_CLUSTER .. JC_LABELS */
 	static const char *const cols[OKEY_FIELDS] = {"cluster", "partition", "account",   "user_name",
 						       "qos",     "wckey",     "namespace", "labels"};
+	enum { CHUNK = 20000 }; /* keys per query: bounds the JSON parameter */
 	struct gl_strbuf js = GL_STRBUF_INIT;
 	PGresult *r = NULL;
-	int rc, col = !strcmp(sb->aggregate, "team") ? 1 : !strcmp(sb->aggregate, "project") ? 2 : 3;
-	gl_strbuf_putc(&js, '[');
-	for (size_t i = 0; i < x->keys.n; i++) {
-		const struct okey *o = &x->okeys[i];
-		gl_strbuf_printf(&js, "%s{\"i\":%zu,\"at_us\":%lld", i ? "," : "", i, (long long)o->at_us);
-		for (int k = 0; k < OKEY_FIELDS; k++) {
-			gl_strbuf_printf(&js, ",\"%s\":", cols[k]);
-			if (!o->f[k])
-				gl_strbuf_puts(&js, "null");
-			else if (k == OKEY_FIELDS - 1) /* labels: JSON already */
-				gl_strbuf_puts(&js, o->f[k]);
-			else {
-				gl_strbuf_putc(&js, '"');
-				gl_strbuf_put_json_str(&js, o->f[k], strlen(o->f[k]));
-				gl_strbuf_putc(&js, '"');
+	int rc = 0, col = !strcmp(sb->aggregate, "team") ? 1 : !strcmp(sb->aggregate, "project") ? 2 : 3;
+	for (size_t from = 0; from < x->keys.n && !rc; from += CHUNK) {
+		size_t to = from + CHUNK < x->keys.n ? from + CHUNK : x->keys.n;
+		gl_strbuf_reset(&js);
+		gl_strbuf_putc(&js, '[');
+		for (size_t i = from; i < to; i++) {
+			const struct okey *o = &x->okeys[i];
+			gl_strbuf_printf(&js, "%s{\"i\":%zu,\"at_us\":%lld", i > from ? "," : "", i, (long long)o->at_us);
+			for (int k = 0; k < OKEY_FIELDS; k++) {
+				gl_strbuf_printf(&js, ",\"%s\":", cols[k]);
+				if (!o->f[k])
+					gl_strbuf_puts(&js, "null");
+				else if (k == OKEY_FIELDS - 1) /* labels: JSON already */
+					gl_strbuf_puts(&js, o->f[k]);
+				else {
+					gl_strbuf_putc(&js, '"');
+					gl_strbuf_put_json_str(&js, o->f[k], strlen(o->f[k]));
+					gl_strbuf_putc(&js, '"');
+				}
 			}
+			gl_strbuf_putc(&js, '}');
 		}
-		gl_strbuf_putc(&js, '}');
+		gl_strbuf_putc(&js, ']');
+		if ((rc = gl_db_query(c,
+				      "SELECT k.i, o.team, o.project, o.cost_center FROM jsonb_to_recordset($1::jsonb) AS k(i bigint,"
+				      " at_us bigint, cluster text, account text, user_name text, partition text, qos text,"
+				      " wckey text, namespace text, labels jsonb)"
+				      " LEFT JOIN LATERAL gl_owner(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey,"
+				      "  k.namespace, jsonb_build_object('labels', k.labels),"
+				      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond') o ON true",
+				      1, (const char *[]){gl_strbuf_cstr(&js)}, &r, err)))
+			break;
+		for (int i = 0; i < PQntuples(r); i++) {
+			size_t k = (size_t)atoll(PQgetvalue(r, i, 0));
+			if (k >= from && k < to && !names[k])
+				names[k] = gl_xstrdup(PQgetisnull(r, i, col) ? "__unallocated__" : PQgetvalue(r, i, col));
+		}
+		PQclear(r);
+		r = NULL;
 	}
-	gl_strbuf_putc(&js, ']');
-	if ((rc = gl_db_query(c,
-			      "SELECT k.i, o.team, o.project, o.cost_center FROM jsonb_to_recordset($1::jsonb) AS k(i integer,"
-			      " at_us bigint, cluster text, account text, user_name text, partition text, qos text, wckey text,"
-			      " namespace text, labels jsonb)"
-			      " LEFT JOIN LATERAL gl_owner(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey,"
-			      "  k.namespace, jsonb_build_object('labels', k.labels),"
-			      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond') o ON true",
-			      1, (const char *[]){gl_strbuf_cstr(&js)}, &r, err)))
-		goto out;
-	for (int i = 0; i < PQntuples(r); i++) {
-		size_t k = (size_t)atoll(PQgetvalue(r, i, 0));
-		if (k < x->keys.n && !names[k])
-			names[k] = gl_xstrdup(PQgetisnull(r, i, col) ? "__unallocated__" : PQgetvalue(r, i, col));
-	}
-	for (size_t k = 0; k < x->keys.n; k++)
-		if (!names[k]) {
+	for (size_t k = 0; !rc && k < x->keys.n; k++)
+		if (!names[k])
 			rc = gl_err_set(err, GL_EDB, "showback: no owner resolved for key %zu", k);
-			goto out;
-		}
-out:
 	PQclear(r);
 	gl_strbuf_fini(&js);
 	return rc;

@@ -28,6 +28,7 @@
 #define NB "tests/fixtures/nodes/testbed/"
 #define MAXJ 5000
 #define PH_MONTH "2017-11"
+#define KUBE_SNAP "tests/fixtures/kube/openb-at-10326485.json"
 
 static char g_dsn[512], g_tmp[PATH_MAX];
 static struct gl_test_daemon g_d;
@@ -46,7 +47,8 @@ static const char cost_yaml[] =
 	"  - match: account\n    value: ee9e8c\n    team: '=HYPERLINK(\"http://x\"), Ünïcode <b>&'''\n"
 	"  - match: account\n    value: 0e4a51\n    team: '+vc,\"quoted\"'\n"
 	"  - match: account\n    value: 103959\n    team: '@at team'\n"
-	"  - match: account\n    value: 6214e9\n    team: '-minus 東京'\n";
+	"  - match: account\n    value: 6214e9\n    team: '-minus 東京'\n"
+	"  - match: \"label:qos\"\n    value: LS\n    team: latency-critical\n";
 
 static struct gl_test_philly_job g_j[MAXJ];
 static int g_n;
@@ -121,6 +123,27 @@ static int setup(void **state)
 			gl_test_out_fini(&o);
 		}
 	}
+	/* Kubernetes pods (an openb snapshot) whose owner comes from a label
+	 * rule; an empty list a day later ends them, so no month's total
+	 * depends on the time of the request */
+	snprintf(path, sizeof path, "%s/kube-empty.json", g_tmp);
+	{
+		FILE *f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fputs("{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": []}\n", f);
+		fclose(f);
+	}
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "kc", "--file", KUBE_SNAP, "--at",
+			"2023-05-01T00:00:00Z", NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
+	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "kc", "--file", path, "--at",
+			"2023-05-02T00:00:00Z", NULL) ||
+	    o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
 	{
 		/* a scraper that ran every 5 minutes through 2017-11 and paused
 		 * from 08:00 to 14:30 on the 10th, then stopped with the month */
@@ -528,6 +551,43 @@ static void test_ingestion_gaps_without_runs(void **state)
 	}
 }
 
+/* The per-job part resolves owners by label rules too: in 2023-04 the top
+ * jobs of the Kubernetes cluster belong to "latency-critical" exactly when
+ * the pod's qos label in the snapshot file is LS. */
+static void test_top_jobs_owner_by_label_rule(void **state)
+{
+	struct csv top;
+	size_t len;
+	char *doc = gl_test_read_file(KUBE_SNAP, &len);
+	cJSON *root = cJSON_Parse(doc), *it;
+	int ls = 0, other = 0;
+	(void)state;
+	assert_non_null(root);
+	get_csv("month=2023-04&table=top_cost", &top);
+	for (size_t r = 1; r < top.nrows; r++) {
+		const char *job = top.cell[r][csv_col(&top, "job_id")], *qos = NULL;
+		assert_string_equal(top.cell[r][csv_col(&top, "cluster")], "kc");
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "items"))
+		{
+			cJSON *md = cJSON_GetObjectItem(it, "metadata");
+			if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(md, "name")), job))
+				qos = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(md, "labels"), "qos"));
+		}
+		assert_non_null(qos);
+		if (!strcmp(qos, "LS")) {
+			assert_string_equal(top.cell[r][csv_col(&top, "owner")], "latency-critical");
+			ls++;
+		} else {
+			assert_string_equal(top.cell[r][csv_col(&top, "owner")], "__unallocated__");
+			other++;
+		}
+	}
+	assert_true(ls > 0 && other > 0);
+	cJSON_Delete(root);
+	free(doc);
+	csv_free(&top);
+}
+
 /* Exporter data: job 4's owner has busy / allocated-idle hours and energy;
  * the others say "no data", never 0. */
 static void test_exporter_usage_and_energy(void **state)
@@ -790,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_top_jobs_from_philly_json),
 		cmocka_unit_test(test_failed_waste_and_waits_from_philly_json),
 		cmocka_unit_test(test_ingestion_gaps_without_runs),
+		cmocka_unit_test(test_top_jobs_owner_by_label_rule),
 		cmocka_unit_test(test_exporter_usage_and_energy),
 		cmocka_unit_test(test_bad_months),
 		cmocka_unit_test(test_formats_and_headers),
