@@ -609,24 +609,81 @@ static int iv_fit(const struct fc_work *w, const double *f, int logscale, int sk
 	return 0;
 }
 
+/* An error of the backtest and the origin it came from. */
+struct orig_err {
+	double e;
+	int k;
+};
+
+static int cmp_orig_err(const void *pa, const void *pb)
+{
+	double a = ((const struct orig_err *)pa)->e, b = ((const struct orig_err *)pb)->e;
+	return (a > b) - (a < b);
+}
+
+/* The interval quantiles of the sorted errors without those of origin skip
+ * (kept: how many remain): the same order statistics and interpolation as
+ * quantile_select on that subset, found in one walk. */
+static void loo_quantiles(const struct orig_err *s, size_t n, int skip, size_t kept, double q[4])
+{
+	size_t want[8], got = 0, rank = 0;
+	double val[8];
+	for (int l = 0; l < 4; l++) {
+		size_t i = (size_t)(iv_levels[l] * (double)(kept - 1));
+		want[2 * l] = i;
+		want[2 * l + 1] = i + 1 < kept ? i + 1 : i;
+	}
+	for (size_t j = 0; j < n && got < 8; j++) {
+		if (s[j].k == skip)
+			continue;
+		while (got < 8 && want[got] == rank)
+			val[got++] = s[j].e;
+		rank++;
+	}
+	for (int l = 0; l < 4; l++) {
+		double pos = iv_levels[l] * (double)(kept - 1), lo = val[2 * l], hi = val[2 * l + 1];
+		q[l] = lo + (pos - (double)want[2 * l]) * (hi - lo);
+	}
+}
+
 /* Honest backtest metrics: each origin's intervals come from the errors at
  * the other origins (leave one origin out), so coverage is not the
- * tautological 80 % of quantiles scored on their own sample. */
-static void cv_metrics(const struct fc_work *w, const double *f, int logscale, double scale, double *buf,
+ * tautological 80 % of quantiles scored on their own sample. The errors are
+ * sorted once; each origin's quantiles are then one walk over them. */
+static void cv_metrics(const struct fc_work *w, const double *f, int logscale, double scale,
 		       struct gl_forecast_metrics *m)
 {
-	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv, ne = 0;
 	double *ya = gl_xmalloc(sizeof(double) * N * 6);
 	double *fa = ya + N, *l8 = fa + N, *h8 = l8 + N, *l9 = h8 + N, *h9 = l9 + N;
+	struct orig_err *se = gl_xmalloc(sizeof *se * (N ? N : 1));
+	size_t *per = gl_xcalloc((size_t)w->n_cv + 1, sizeof *per);
+	for (int k = 0; k < w->n_cv; k++)
+		for (size_t h = 0; h < H; h++) {
+			size_t t = w->orig[k] + h;
+			double fv = f[(size_t)k * H + h];
+			if (t >= w->n || isnan(w->x[t]))
+				continue;
+			se[ne].e = logscale == 1   ? log1p(w->x[t]) - log1p(fv)
+				   : logscale == 2 ? (w->x[t] - fv) / w->vol[k]
+						   : w->x[t] - fv;
+			se[ne++].k = k;
+			per[k]++;
+		}
+	qsort(se, ne, sizeof *se, cmp_orig_err);
 	for (int k = 0; k < w->n_cv; k++) {
 		struct ivq iv;
-		int ok = iv_fit(w, f, logscale, w->n_cv > 1 ? k : -1, buf, &iv) == 0;
+		int skip = w->n_cv > 1 ? k : -1;
+		size_t kept = ne - (skip >= 0 ? per[k] : 0);
+		iv.logscale = logscale;
+		if (kept)
+			loo_quantiles(se, ne, skip, kept, iv.q);
 		for (size_t h = 0; h < H; h++) {
 			size_t i = (size_t)k * H + h, t = w->orig[k] + h;
 			double b[4];
 			ya[i] = t < w->n ? w->x[t] : NAN;
 			fa[i] = f[i];
-			if (ok)
+			if (kept)
 				iv_apply(&iv, f[i], w->vol[k], b);
 			else
 				b[0] = b[1] = b[2] = b[3] = f[i];
@@ -634,6 +691,8 @@ static void cv_metrics(const struct fc_work *w, const double *f, int logscale, d
 		}
 	}
 	gl_forecast_metrics_compute(ya, fa, l8, h8, l9, h9, N, scale, m);
+	free(per);
+	free(se);
 	free(ya);
 }
 
@@ -911,7 +970,7 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 				struct gl_forecast_metrics mm;
 				if (iv_fit(&w, f, ls, -1, buf, &iv))
 					continue;
-				cv_metrics(&w, f, ls, r->scale > 0 ? r->scale : 1, buf, &mm);
+				cv_metrics(&w, f, ls, r->scale > 0 ? r->scale : 1, &mm);
 				double pb = mm.pinball80;
 				if (pb < best_pb) {
 					best_pb = pb;
