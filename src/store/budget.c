@@ -139,12 +139,40 @@ out:
 /* The month-end forecast of an open month from the owner's daily cost
  * over the last HISTORY_DAYS whole days; linear (and says so) when too few
  * of them had any spend to learn from. */
-static int forecast_of(PGconn *c, const struct gl_budget_cfg *b, int64_t month_start, int64_t month_end,
-		       int64_t now_s, struct gl_budget_line *l, struct gl_err *err)
+/* The daily cost series of one aggregate's owners, read once per status
+ * call however many budgets share the aggregate. */
+struct hist_cache {
+	char aggregate[16];
+	struct gl_fcseries fs;
+	int used;
+};
+#define MAX_AGGREGATES 8
+
+static int history_of(PGconn *c, struct hist_cache *cache, const char *dim, const struct gl_window *steps,
+		      int64_t now_s, const struct gl_fcseries **out, struct gl_err *err)
+{
+	int rc, i;
+	for (i = 0; i < MAX_AGGREGATES && cache[i].used; i++)
+		if (!strcmp(cache[i].aggregate, dim)) {
+			*out = &cache[i].fs;
+			return 0;
+		}
+	if (i == MAX_AGGREGATES)
+		return gl_err_set(err, GL_EINVAL, "budgets: more than %d aggregates", MAX_AGGREGATES);
+	if ((rc = gl_fcseries_query(c, GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &cache[i].fs, err)))
+		return rc;
+	snprintf(cache[i].aggregate, sizeof cache[i].aggregate, "%s", dim);
+	cache[i].used = 1;
+	*out = &cache[i].fs;
+	return 0;
+}
+
+static int forecast_of(PGconn *c, struct hist_cache *cache, const struct gl_budget_cfg *b, int64_t month_start,
+		       int64_t month_end, int64_t now_s, struct gl_budget_line *l, struct gl_err *err)
 {
 	int64_t today = now_s - ((now_s % 86400) + 86400) % 86400;
 	struct gl_window steps[HISTORY_DAYS];
-	struct gl_fcseries fs = {0};
+	const struct gl_fcseries *fs = NULL;
 	struct gl_forecast_result fr = {0};
 	struct gl_forecast_opts o = {0};
 	struct gl_err ferr = {0};
@@ -159,11 +187,11 @@ static int forecast_of(PGconn *c, const struct gl_budget_cfg *b, int64_t month_s
 		steps[i].start_s = today - (int64_t)(HISTORY_DAYS - i) * 86400;
 		steps[i].end_s = steps[i].start_s + 86400;
 	}
-	if ((rc = gl_fcseries_query(c, GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &fs, err)))
+	if ((rc = history_of(c, cache, dim, steps, now_s, &fs, err)))
 		goto out;
-	for (size_t i = 0; i < fs.n; i++)
-		if (!strcmp(fs.s[i].key, b->owner))
-			y = fs.s[i].v;
+	for (size_t i = 0; i < fs->n; i++)
+		if (!strcmp(fs->s[i].key, b->owner))
+			y = fs->s[i].v;
 	for (int i = 0; y && i < HISTORY_DAYS; i++)
 		days += y[i] > 0;
 	if (days < MIN_SPEND_DAYS)
@@ -187,7 +215,6 @@ static int forecast_of(PGconn *c, const struct gl_budget_cfg *b, int64_t month_s
 out:
 	free(daily);
 	gl_forecast_result_fini(&fr);
-	gl_fcseries_fini(&fs);
 	return rc;
 }
 
@@ -203,11 +230,13 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err)
 {
 	int64_t month_end = gl_month_next(month_start);
+	struct hist_cache cache[MAX_AGGREGATES];
 	char mon[16];
 	PGresult *r = NULL;
 	int rc = 0;
 
 	*n = 0;
+	memset(cache, 0, sizeof cache);
 	month_text(month_start, mon, sizeof mon);
 	for (size_t i = 0; i < cfg->n_budgets && *n < max; i++) {
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
@@ -227,7 +256,7 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		if (l->closed) {
 			l->forecast_micros = l->spend_micros;
 			snprintf(l->method, sizeof l->method, "actual");
-		} else if ((rc = forecast_of(c, b, month_start, month_end, now_s, l, err))) {
+		} else if ((rc = forecast_of(c, cache, b, month_start, month_end, now_s, l, err))) {
 			goto out;
 		}
 		if ((rc = gl_db_query(c,
@@ -241,6 +270,8 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		r = NULL;
 	}
 out:
+	for (int k = 0; k < MAX_AGGREGATES; k++)
+		gl_fcseries_fini(&cache[k].fs);
 	PQclear(r);
 	return rc;
 }
