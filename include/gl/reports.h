@@ -1,5 +1,6 @@
 /* gpuledger — producing showback report files: one place that turns a
- * gathered model into the bytes of a format (CSV table, HTML, PDF) and
+ * gathered model into the bytes of a format (CSV table, HTML, PDF, a ZIP of
+ * the CSV tables) and
  * writes a whole set into a directory under stable names, for the CLI, the
  * API and the daemon's monthly run alike.
  *
@@ -12,9 +13,13 @@
 #include "gl/showback.h"
 #include "gl/strbuf.h"
 
-enum gl_reports_format { GL_REPORTS_CSV, GL_REPORTS_HTML, GL_REPORTS_PDF };
+/* ZIP: every CSV table in one archive (one download for finance). */
+enum gl_reports_format { GL_REPORTS_CSV, GL_REPORTS_HTML, GL_REPORTS_PDF, GL_REPORTS_ZIP };
+/* File extension and Content-Type of each format. */
+extern const char *const gl_reports_ext[];
+extern const char *const gl_reports_ctype[];
 
-/* "csv" | "html" | "pdf"; -GL_EINVAL otherwise. */
+/* "csv" | "html" | "pdf" | "zip"; -GL_EINVAL otherwise. */
 int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_err *err) GL_MUSTCHECK;
 /* "none" | "proportional" | "owner" (and the /v1/chargeback aliases). */
 int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err) GL_MUSTCHECK;

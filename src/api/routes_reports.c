@@ -24,8 +24,6 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	const char *month = gl_req_param(req, "month"), *agg = gl_req_param(req, "aggregate"),
 		   *fmt = gl_req_param(req, "format"), *table = gl_req_param(req, "table"),
 		   *share = gl_req_param(req, "shareIdle");
-	static const char *const ext[] = {"csv", "html", "pdf"};
-	static const char *const ctype[] = {"text/csv; charset=utf-8", "text/html; charset=utf-8", "application/pdf"};
 	struct gl_showback_req sr = {0};
 	struct gl_showback sb;
 	enum gl_reports_format f;
@@ -68,10 +66,10 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->now_s, &resp->body,
 			       &err);
 	if (!rc) {
-		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, ext[f], name,
+		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, gl_reports_ext[f], name,
 				    sizeof name);
 		snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", name);
-		resp->content_type = ctype[f];
+		resp->content_type = gl_reports_ctype[f];
 		resp->extra_headers[0][0] = "Content-Disposition";
 		resp->extra_headers[0][1] = disposition;
 	}

@@ -62,7 +62,6 @@ static int latest(PGconn *c, const char *mday, const char *agg, const char *shar
 int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *month, const char *trigger,
 			 int64_t now_s, struct gl_report_sched_result *res, struct gl_err *err)
 {
-	static const char *const ext[] = {"csv", "html", "pdf"};
 	struct gl_showback_req req = {0};
 	struct gl_showback sb;
 	struct gl_strbuf csv[GL_REPORT_SCHED_MAX_FILES], b = GL_STRBUF_INIT, detail = GL_STRBUF_INIT;
@@ -127,15 +126,16 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 		if ((rc = gl_reports_write_file(cfg->reports_dir, f->name, &csv[t], err)))
 			goto out;
 	}
-	for (int fmt = GL_REPORTS_HTML; fmt <= GL_REPORTS_PDF; fmt++) {
+	for (int fmt = GL_REPORTS_HTML; fmt <= GL_REPORTS_ZIP; fmt++) {
 		struct gl_reports_file *f;
-		if (!strstr(cfg->reports_formats, ext[fmt]) || res->n_files == GL_REPORT_SCHED_MAX_FILES)
+		if (!strstr(cfg->reports_formats, gl_reports_ext[fmt]) || res->n_files == GL_REPORT_SCHED_MAX_FILES)
 			continue;
 		f = &res->files[res->n_files++];
 		gl_strbuf_reset(&b);
 		if ((rc = gl_reports_render(&sb, (enum gl_reports_format)fmt, NULL, now_s, &b, err)))
 			goto out;
-		gl_report_sched_name(sb.month, sb.aggregate, NULL, ext[fmt], res->version, f->name, sizeof f->name);
+		gl_report_sched_name(sb.month, sb.aggregate, NULL, gl_reports_ext[fmt], res->version, f->name,
+				     sizeof f->name);
 		gl_reports_sha256(b.p, b.len, f->sha256);
 		f->bytes = b.len;
 		if ((rc = gl_reports_write_file(cfg->reports_dir, f->name, &b, err)))

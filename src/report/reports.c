@@ -2,6 +2,7 @@
 #include "gl/reports.h"
 #include "gl/report.h"
 #include "gl/report_pdf.h"
+#include "gl/zip.h"
 
 #include <errno.h>
 #include <openssl/sha.h>
@@ -11,6 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *const gl_reports_ext[] = {"csv", "html", "pdf", "zip"};
+const char *const gl_reports_ctype[] = {"text/csv; charset=utf-8", "text/html; charset=utf-8", "application/pdf",
+					"application/zip"};
+
 int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_err *err)
 {
 	if (!s || !strcmp(s, "csv"))
@@ -19,8 +24,10 @@ int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_
 		*f = GL_REPORTS_HTML;
 	else if (!strcmp(s, "pdf"))
 		*f = GL_REPORTS_PDF;
+	else if (!strcmp(s, "zip"))
+		*f = GL_REPORTS_ZIP;
 	else
-		return gl_err_set(err, GL_EINVAL, "format: '%s' is not csv, html or pdf", s);
+		return gl_err_set(err, GL_EINVAL, "format: '%s' is not csv, html, pdf or zip", s);
 	return 0;
 }
 
@@ -37,6 +44,32 @@ int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err 
 	return 0;
 }
 
+/* Every CSV table under its file name; the entries carry the month's first
+ * second as their time, so a closed month zips to the same bytes. */
+static int render_zip(const struct gl_showback *sb, struct gl_strbuf *out, struct gl_err *err)
+{
+	struct gl_strbuf csv = GL_STRBUF_INIT;
+	struct gl_zip z;
+	int rc = 0;
+	gl_zip_init(&z, out, sb->start_s);
+	for (size_t t = 0; gl_report_tables[t] && !rc; t++) {
+		char name[128];
+		gl_strbuf_reset(&csv);
+		if (gl_report_csv(sb, gl_report_tables[t], &csv)) {
+			rc = gl_err_set(err, GL_EINVAL, "table: unknown table '%s'", gl_report_tables[t]);
+			break;
+		}
+		gl_report_file_name(sb, gl_report_tables[t], "csv", name, sizeof name);
+		rc = gl_zip_add(&z, name, csv.p, csv.len, err);
+	}
+	if (rc)
+		gl_zip_abandon(&z);
+	else
+		gl_zip_finish(&z);
+	gl_strbuf_fini(&csv);
+	return rc;
+}
+
 int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
 		      int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
 {
@@ -50,6 +83,8 @@ int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, co
 		return 0;
 	case GL_REPORTS_PDF:
 		return gl_report_pdf(sb, generated_at_s, out, err);
+	case GL_REPORTS_ZIP:
+		return render_zip(sb, out, err);
 	}
 	return gl_err_set(err, GL_EINVAL, "format: unknown");
 }
@@ -86,7 +121,6 @@ int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f,
 			 int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
 			 struct gl_err *err)
 {
-	static const char *const ext[] = {"csv", "html", "pdf"};
 	struct gl_strbuf b = GL_STRBUF_INIT;
 	int rc = 0;
 
@@ -104,7 +138,7 @@ int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f,
 		gl_strbuf_reset(&b);
 		if ((rc = gl_reports_render(sb, f, table, generated_at_s, &b, err)))
 			goto out;
-		gl_report_file_name(sb, table, ext[f], o->name, sizeof o->name);
+		gl_report_file_name(sb, table, gl_reports_ext[f], o->name, sizeof o->name);
 		gl_reports_sha256(b.p, b.len, o->sha256);
 		o->bytes = b.len;
 		if ((rc = gl_reports_write_file(dir, o->name, &b, err)))

@@ -588,6 +588,67 @@ static void test_top_jobs_owner_by_label_rule(void **state)
 	csv_free(&top);
 }
 
+/* format=zip: one archive holding every CSV table under its file name, each
+ * byte-identical to the table on its own (read back with the real unzip);
+ * a closed month zips to the same bytes twice. */
+static void test_zip_bundles_every_table(void **state)
+{
+	static const char *const tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost",
+					     "top_idle", "reconciliation", "rates", "owner_rules", "partial"};
+	struct gl_test_http r;
+	char path[PATH_MAX + 32], cmd[PATH_MAX + 128], line[256];
+	size_t len1, len2;
+	char *z1, *z2;
+	int n = 0;
+	FILE *f;
+	(void)state;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2017-11&format=zip", NULL, 0, NULL,
+				      &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strcasestr(r.headers, "Content-Type: application/zip"));
+	assert_non_null(strcasestr(r.headers, "filename=\"showback-2017-11-team.zip\""));
+	gl_test_http_fini(&r);
+	z1 = get_body("/v1/reports/showback?month=2017-11&format=zip", 200, "application/zip", &len1);
+	z2 = get_body("/v1/reports/showback?month=2017-11&format=zip", 200, "application/zip", &len2);
+	assert_int_equal(len1, len2);
+	assert_memory_equal(z1, z2, len1);
+	snprintf(path, sizeof path, "%s/showback.zip", g_tmp);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(z1, 1, len1, f), len1);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "unzip -Z1 '%s'", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof line, f)) {
+		char want[128], q[128], *csv, *got;
+		size_t glen;
+		FILE *p;
+		line[strcspn(line, "\n")] = '\0';
+		assert_true(n < 11);
+		snprintf(want, sizeof want, "showback-2017-11-team-%s.csv", tables[n]);
+		assert_string_equal(line, want);
+		snprintf(q, sizeof q, "/v1/reports/showback?month=2017-11&table=%s", tables[n]);
+		csv = get_body(q, 200, "text/csv", NULL);
+		snprintf(cmd, sizeof cmd, "unzip -p '%s' '%s'", path, want);
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		got = malloc(strlen(csv) + 2);
+		glen = fread(got, 1, strlen(csv) + 1, p);
+		assert_int_equal(pclose(p), 0);
+		assert_int_equal(glen, strlen(csv));
+		assert_memory_equal(got, csv, glen);
+		free(got);
+		free(csv);
+		n++;
+	}
+	assert_int_equal(pclose(f), 0);
+	assert_int_equal(n, 11);
+	free(z1);
+	free(z2);
+}
+
 /* Exporter data: job 4's owner has busy / allocated-idle hours and energy;
  * the others say "no data", never 0. */
 static void test_exporter_usage_and_energy(void **state)
@@ -851,6 +912,7 @@ int main(void)
 		cmocka_unit_test(test_failed_waste_and_waits_from_philly_json),
 		cmocka_unit_test(test_ingestion_gaps_without_runs),
 		cmocka_unit_test(test_top_jobs_owner_by_label_rule),
+		cmocka_unit_test(test_zip_bundles_every_table),
 		cmocka_unit_test(test_exporter_usage_and_energy),
 		cmocka_unit_test(test_bad_months),
 		cmocka_unit_test(test_formats_and_headers),
