@@ -5,6 +5,7 @@
 // owner scopes, CSV download, 401 and API-down handling, keyboard use,
 // accessibility (axe-core) and screenshots under build/web-screenshots/.
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import * as H from './lib/harness.mjs';
 
@@ -18,7 +19,8 @@ H.loadFixtures(dsn, dir);
 const admin = H.token(dsn, 'web-admin', 'admin');
 const viewer = H.token(dsn, 'web-viewer', 'viewer');
 const scoped = H.token(dsn, 'web-teama', 'finance', ['teama']);
-const d = await H.startDaemon(dsn, dir);
+// a budget the month's spend overshoots: the reports view shows it red
+const d = await H.startDaemon(dsn, dir, 'budgets:\n  - owner: vision\n    amount: "0.10"\n');
 const base = d.base;
 const b = await H.browser();
 const ctx = await b.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
@@ -39,13 +41,13 @@ try {
 	await test('sign in with a token: the shell shows, the token is only in sessionStorage', async () => {
 		await H.signIn(page, base, admin);
 		const nav = await page.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'fleet,chargeback,waste,queue,forecast,inventory,jobs,audit,hook', 'admin views');
+		eq(nav.join(','), 'fleet,chargeback,waste,queue,forecast,inventory,jobs,reports,audit,hook', 'admin views');
 		eq(await page.evaluate(() => sessionStorage.getItem('gpuledger.token')), admin, 'sessionStorage');
 		eq(await page.evaluate(() => document.cookie), '', 'cookies');
 		assert(w.clean(), w.report());
 	});
 
-	for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'forecast', 'inventory', 'jobs', 'audit', 'hook']) {
+	for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'forecast', 'inventory', 'jobs', 'reports', 'audit', 'hook']) {
 		await test(`view ${v} renders with no console errors or failed requests`, async () => {
 			w.reset();
 			await visit(v);
@@ -205,6 +207,37 @@ try {
 		assert(w.clean(), w.report());
 	});
 
+	await test('reports: this month\'s budgets equal /v1/budgets, the ZIP and the PDF download with the bearer header', async () => {
+		const month = new Date().toISOString().slice(0, 7);
+		await visit('reports');
+		w.reset();
+		await page.selectOption('#reports-month-pick', month);
+		await page.waitForSelector('#reports-month[aria-busy="false"] #reports-budgets');
+		const api = (await H.api(base, admin, '/v1/budgets?month=' + month)).body;
+		eq(api.budgets.length, 1, 'one budget');
+		const cells = await page.$$eval('#reports-budgets tbody tr td', (tds) => tds.map((t) => t.textContent));
+		eq(cells[0], 'vision', 'owner');
+		eq(cells[3], shown(api.budgets[0].spend_to_date, 'USD'), 'spend to date');
+		eq(cells[7], api.budgets[0].forecast_method, 'forecast method');
+		assert(Number(api.budgets[0].pct_used) >= 100 && await page.$eval('#reports-budgets tbody tr', (r) => r.className) === 'special',
+			'an overspent budget is marked: ' + api.budgets[0].pct_used);
+		for (const [fmt, magic] of [['zip', 'PK\x03\x04'], ['pdf', '%PDF-']]) {
+			const dl = page.waitForEvent('download');
+			await page.click('#view button[data-format="' + fmt + '"]');
+			const file = await (await dl).path();
+			eq((await dl).suggestedFilename(), 'showback-' + month + '-team.' + fmt, fmt + ' file name');
+			eq(fs.readFileSync(file).subarray(0, magic.length).toString('latin1'), magic, fmt + ' magic');
+			if (fmt === 'zip') {
+				const names = execFileSync('unzip', ['-Z1', file], { encoding: 'utf8' }).trim().split('\n');
+				eq(names.length, 11, 'tables in the zip');
+				eq(names[0], 'showback-' + month + '-team-owners.csv', 'first table');
+			}
+		}
+		await page.waitForFunction(() => /Saved showback-/.test(document.getElementById('reports-status').textContent));
+		assert(w.requests.some((u) => u.includes('format=zip')) && !w.requests.some((u) => u.includes('glt_')), w.requests.join('\n'));
+		assert(w.clean(), w.report());
+	});
+
 	await test('audit: the verify button reports an intact chain', async () => {
 		await visit('audit');
 		await page.click('#verify');
@@ -238,7 +271,7 @@ try {
 
 	await test('axe-core: no serious or critical violations in any view, light and dark', async () => {
 		const bad = [];
-		for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'inventory', 'jobs', 'audit']) {
+		for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'inventory', 'jobs', 'reports', 'audit']) {
 			await visit(v);
 			for (const x of await H.axe(page)) bad.push(v + ': ' + x);
 		}

@@ -58,14 +58,15 @@ export async function get(path, params, opts) {
 	return res.json();
 }
 
-// CSV through the API's format=csv, fetched with the header, then handed to
-// the browser as a blob: the token never appears in a link.
-export async function downloadCsv(path, params) {
-	const res = await request(path, { ...params, format: 'csv' });
+// A file through the API's format= (csv, zip, html, pdf), fetched with the
+// header, then handed to the browser as a blob: the token never appears in
+// a link.
+export async function download(path, params, format) {
+	const res = await request(path, { ...params, format });
 	const blob = await res.blob();
 	const cd = res.headers.get('Content-Disposition') || '';
 	const m = /filename="?([^";]+)"?/.exec(cd);
-	const name = m ? m[1] : path.replace(/^\/v1\//, '').replace(/\//g, '_') + '.csv';
+	const name = m ? m[1] : path.replace(/^\/v1\//, '').replace(/\//g, '_') + '.' + format;
 	const url = URL.createObjectURL(blob);
 	const a = document.createElement('a');
 	a.href = url;
@@ -75,4 +76,8 @@ export async function downloadCsv(path, params) {
 	a.remove();
 	setTimeout(() => URL.revokeObjectURL(url), 1000);
 	return { name, size: blob.size };
+}
+
+export function downloadCsv(path, params) {
+	return download(path, params, 'csv');
 }

@@ -16,6 +16,7 @@ const VIEWS = [
 	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'], noWindow: true },
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
 	{ id: 'jobs', title: 'Jobs', min: 'finance', aggs: null, scoped: true },
+	{ id: 'reports', title: 'Reports', min: 'finance', aggs: ['team', 'project', 'cost_center', 'account', 'user'], noWindow: true },
 	{ id: 'audit', title: 'Audit', min: 'admin', aggs: null, noWindow: true },
 	{ id: 'hook', title: 'Idle hook', min: 'admin', alsoHook: true, aggs: null, noWindow: true },
 ];
