@@ -529,10 +529,11 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 	return rc;
 }
 
-static void put_top(struct gl_showback *sb, const struct gl_jobstats_top *t, char *const *owner_names,
-		    const uint32_t *owner_of, struct gl_sb_job *j)
+_Static_assert(GL_JOBSTATS_TOP <= GL_SB_TOP_JOBS, "the report holds every top job the fold keeps");
+
+static void put_top(const struct gl_jobstats_top *t, char *const *owner_names, const uint32_t *owner_of,
+		    struct gl_sb_job *j)
 {
-	(void)sb;
 	j->job_id = gl_xstrdup(t->job_id);
 	j->cluster = gl_xstrdup(t->cluster);
 	j->owner = gl_xstrdup(owner_names[owner_of[t->group]]);
@@ -633,9 +634,9 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 		if (per_part[i].n_waits)
 			add_wait(sb, "partition", x.parts.key[i], &per_part[i]);
 	for (size_t i = 0; i < x.st.n_top_cost; i++)
-		put_top(sb, &x.st.top_cost[i], owners.key, owner_of, &sb->top_cost[sb->n_top_cost++]);
+		put_top(&x.st.top_cost[i], owners.key, owner_of, &sb->top_cost[sb->n_top_cost++]);
 	for (size_t i = 0; i < x.st.n_top_idle; i++)
-		put_top(sb, &x.st.top_idle[i], owners.key, owner_of, &sb->top_idle[sb->n_top_idle++]);
+		put_top(&x.st.top_idle[i], owners.key, owner_of, &sb->top_idle[sb->n_top_idle++]);
 out:
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));
