@@ -73,4 +73,10 @@ struct gl_dcgm_ingest_result {
 int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
+/* Inside a jobs ingest's transaction, after its merge: the samples that
+ * waited for a job not yet known at scrape time (their hpc_job or pod
+ * label matched nothing) and now match one are attributed to it
+ * (sql/020). *claimed (may be NULL) counts them. */
+int gl_dcgm_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
+
 #endif

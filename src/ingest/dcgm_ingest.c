@@ -245,6 +245,35 @@ static void arr_close(struct gl_strbuf *o)
 	}
 }
 
+/* One dcgm_pending staging row: the sample's GPU, node, its hpc_job and pod
+ * labels (text[] literals, then COPY-escaped) and what it covers. */
+static void pend_row(struct gl_strbuf *o, int64_t gpu_id, const struct gl_attrib_gpu *g, int64_t dt, int busy,
+		     int nodata)
+{
+	struct gl_strbuf jobs = GL_STRBUF_INIT, pods = GL_STRBUF_INIT, one = GL_STRBUF_INIT;
+	for (size_t k = 0; k < g->njobs; k++)
+		arr_elem(&jobs, g->jobs[k]);
+	arr_close(&jobs);
+	for (size_t k = 0; k < g->npods; k++) {
+		if (!g->pods[k].pod[0])
+			continue;
+		gl_strbuf_reset(&one);
+		gl_strbuf_printf(&one, "%s/%s", g->pods[k].ns, g->pods[k].pod);
+		arr_elem(&pods, gl_strbuf_cstr(&one));
+	}
+	arr_close(&pods);
+	c_i64(o, gpu_id, 0);
+	c_str(o, g->node, 0);
+	c_str(o, gl_strbuf_cstr(&jobs), 0);
+	c_str(o, gl_strbuf_cstr(&pods), 0);
+	c_i64(o, dt, 0);
+	c_str(o, busy ? "t" : "f", 0);
+	c_str(o, nodata ? "t" : "f", 1);
+	gl_strbuf_fini(&jobs);
+	gl_strbuf_fini(&pods);
+	gl_strbuf_fini(&one);
+}
+
 /* ---- ingest ------------------------------------------------------------- */
 
 static const char k_temp_sql[] =
@@ -256,7 +285,9 @@ static const char k_temp_sql[] =
 	" energy_last double precision) ON COMMIT DELETE ROWS;"
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_share (gpu_id bigint, job_pk bigint, kind text, busy integer,"
 	" nodata integer, gpu_s double precision, busy_gpu_s double precision, idle_gpu_s double precision)"
-	" ON COMMIT DELETE ROWS";
+	" ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_pend (gpu_id bigint, node text, jobs text[], pods text[], dt_s bigint,"
+	" busy boolean, nodata boolean) ON COMMIT DELETE ROWS";
 
 static int find_cluster(PGconn *c, const char *name, int pods, int *cluster_id, struct gl_err *err)
 {
@@ -318,7 +349,7 @@ int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcg
 {
 	struct gl_dcgm_ingest_result res;
 	struct gl_strbuf copy = GL_STRBUF_INIT, nodes_arr = GL_STRBUF_INIT, ids_arr = GL_STRBUF_INIT,
-			 pods_arr = GL_STRBUF_INIT;
+			 pods_arr = GL_STRBUF_INIT, pend = GL_STRBUF_INIT;
 	PGresult *r = NULL, *jr = NULL;
 	char cid[16], at[24], bucket[24], bucket_s[24], grace[24];
 	int cluster_id = 0, rc, in_txn = 0;
@@ -590,16 +621,23 @@ int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcg
 				c_dbl(&sc, 1, busy ? gs : 0.0, 0);
 				c_dbl(&sc, 1, idle ? gs : 0.0, 1);
 			}
-			if (share0[mp[k].idx] < share0[mp[k].idx + 1])
+			if (share0[mp[k].idx] < share0[mp[k].idx + 1]) {
 				res.attributed[best]++;
-			else if (!g->mig_parent)
+			} else if (!g->mig_parent) {
 				res.unattributed++;
+				if (g->njobs || g->npods)
+					pend_row(&pend, mp[k].gpu_id, &ag[mp[k].idx], dt, busy, nodata);
+			}
 		}
 		if (copy.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_use FROM STDIN", copy.p, copy.len, err))) {
 			gl_strbuf_fini(&sc);
 			goto out;
 		}
 		if (sc.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_share FROM STDIN", sc.p, sc.len, err))) {
+			gl_strbuf_fini(&sc);
+			goto out;
+		}
+		if (pend.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_pend FROM STDIN", pend.p, pend.len, err))) {
 			gl_strbuf_fini(&sc);
 			goto out;
 		}
@@ -662,6 +700,21 @@ int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcg
 			       " ON CONFLICT (gpu_id) DO UPDATE SET last_sample_at = EXCLUDED.last_sample_at,"
 			       " energy_last_mj = coalesce(EXCLUDED.energy_last_mj, dcgm_gpu_state.energy_last_mj)",
 			       2, (const char *[]){cid, at}, NULL, err))))
+		goto out;
+
+	/* labelled samples whose job is not known yet wait for it (sql/020),
+	 * six hours at most */
+	if ((rc = gl_db_query(c,
+			      "DELETE FROM dcgm_pending WHERE cluster_id = $1::integer"
+			      " AND at < to_timestamp($2::bigint) - interval '6 hours'",
+			      2, (const char *[]){cid, at}, NULL, err)))
+		goto out;
+	if (pend.len &&
+	    (rc = gl_db_query(c,
+			      "INSERT INTO dcgm_pending (gpu_id, at, bucket, cluster_id, node, jobs, pods, dt_s, busy, nodata)"
+			      " SELECT gpu_id, to_timestamp($2::bigint), to_timestamp($3::bigint), $1::integer, node, jobs, pods,"
+			      " dt_s, busy, nodata FROM gl_dcgm_pend ON CONFLICT DO NOTHING",
+			      3, (const char *[]){cid, at, bucket}, NULL, err)))
 		goto out;
 
 	/* 4. GPUs silent for longer than the grace period are gone since they
@@ -727,5 +780,20 @@ out:
 	gl_strbuf_fini(&nodes_arr);
 	gl_strbuf_fini(&ids_arr);
 	gl_strbuf_fini(&pods_arr);
+	gl_strbuf_fini(&pend);
 	return rc;
+}
+
+int gl_dcgm_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err)
+{
+	char cid[16];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c, "SELECT gl_dcgm_claim_pending($1::integer)", 1, (const char *[]){cid}, &r, err)))
+		return gl_err_prefix(err, "dcgm pending samples");
+	if (claimed)
+		*claimed = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return 0;
 }

@@ -19,6 +19,7 @@
  */
 #include "gl/kube_ingest.h"
 #include "gl/daemon.h"
+#include "gl/dcgm_ingest.h"
 #include "gl/db.h"
 #include "gl/jobs.h"
 #include "gl/kube.h"
@@ -799,6 +800,8 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	if ((rc = close_vanished(c, cluster_id, res->watermark_prev_s, &listed, &vanished, err)))
 		goto fail;
 	res->st.updated += vanished;
+	if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)))
+		goto fail;
 	if (res->watermark_prev_s != o->at_s &&
 	    (rc = gl_ingest_watermark_set(c, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
 		goto fail;

@@ -1,6 +1,7 @@
 /* sacct ingestion driver (see include/gl/sacct_ingest.h). */
 #include "gl/sacct_ingest.h"
 #include "gl/db.h"
+#include "gl/dcgm_ingest.h"
 #include "gl/hostlist.h"
 #include "gl/jobs.h"
 #include "gl/log.h"
@@ -46,7 +47,8 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	if ((rc = gl_db_exec(in->c, "BEGIN", err)))
 		return rc;
 	if ((rc = gl_jobs_lock(in->c, in->cluster_id, err)) ||
-	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
+	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)) ||
+	    (rc = gl_dcgm_claim_pending(in->c, in->cluster_id, NULL, err)))
 		goto fail;
 	in->st.inserted += mc.inserted;
 	in->st.updated += mc.updated;

@@ -1,7 +1,8 @@
 /* dcgm-exporter ingestion through the real binary against a real PostgreSQL:
  * inventory from the real fixtures, absent GPUs after the grace period, idle
  * and busy buckets attributed to the Slurm testbed's jobs, re-ingest
- * idempotence, energy counter resets.
+ * idempotence, energy counter resets, samples that wait for a job the
+ * database did not know yet.
  *
  * The scrapes for the testbed nodes gpu01..gpu04 are HAND-WRITTEN by
  * write_scrape() below (dcgm-exporter's line format, as in the real fixtures;
@@ -392,6 +393,74 @@ static void test_pod_attribution(void **state)
 			       " JOIN jobs j USING (job_pk) WHERE j.job_key = 'pod:uid-train'"), "pod:30:0");
 }
 
+/* A job that reaches the database after its GPU was scraped (sacct is
+ * polled every few minutes, the exporter every few seconds) still gets
+ * those samples: they wait in dcgm_pending and the jobs ingest claims them
+ * in its own transaction; ingesting the job again claims nothing twice;
+ * a label no job claims is dropped six hours behind the newest sample. */
+#define LATE " WHERE cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'late')"
+
+static void test_late_job_claims_its_samples(void **state)
+{
+	/* gpu09: GPU 0 labelled with job 777 (idle), GPU 1 free */
+	const struct hgpu g[] = {{"GPU-09000000-0000-0000-0000-000000000000", 0.0, -1, {"777"}},
+				 {"GPU-09000000-0000-0000-0000-000000000001", 0.9, -1, {0}}};
+	static const char *const at[] = {"2026-11-21T10:00:00Z", "2026-11-21T10:01:00Z", "2026-11-21T10:02:00Z"};
+	const char *sacct = tmpf("late-sacct.txt");
+	struct gl_test_out o;
+	FILE *f;
+	(void)state;
+	write_scrape(tmpf("late.prom"), "gpu09", "NVIDIA A100-SXM4-80GB", g, 2);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ingest("late", tmpf("late.prom"), at[i], NULL, NULL), 0);
+	/* three samples of GPU 0 wait (the first covers nothing: no sample before it) */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM dcgm_pending" LATE), 3);
+	assert_int_equal(gl_test_qint(g_c, "SELECT sum(dt_s) FROM dcgm_pending" LATE), 120);
+	/* the job: 777 on gpu09 since 09:59:30, still running */
+	f = fopen(sacct, "w");
+	assert_non_null(f);
+	fputs("777|777|late|a100|normal|teama|alice|2001|alice|2001|2026-11-21T09:59:00|2026-11-21T09:59:00|"
+	      "2026-11-21T09:59:30|Unknown|00:10:00|600|0:0|RUNNING|1|1|1|1000M|"
+	      "billing=1,cpu=1,gres/gpu=1,mem=1000M,node=1|billing=1,cpu=1,gres/gpu:a100=1,gres/gpu=1,mem=1000M,node=1|"
+	      "01:00:00|gpu09|late|9001|00:00:00|\n",
+	      f);
+	fclose(f);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "late", "--file", sacct,
+					     "--fields", g_fields, NULL),
+				 0);
+		assert_int_equal(o.status, 0);
+		gl_test_out_fini(&o);
+		assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM dcgm_pending" LATE), 0);
+		/* 2 x 60 s, idle, by its hpc_job label */
+		assert_true(job_usage("observed_gpu_s", "777", NULL) == 120.0);
+		assert_true(job_usage("idle_gpu_s", "777", NULL) == 120.0);
+		assert_string_equal(gl_test_qstr(g_c, "SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk)"
+						      " WHERE j.job_id = '777'"),
+				    "hpc_job");
+		assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM gpu_usage u JOIN jobs j USING (job_pk)"
+						   " WHERE j.job_id = '777'"),
+				 gl_test_qint(g_c, "SELECT count(DISTINCT bucket) FROM gpu_usage_jobs uj JOIN jobs j"
+						   " USING (job_pk) WHERE j.job_id = '777'"));
+	}
+	/* a label no job ever claims waits six hours behind the newest scrape, no longer */
+	{
+		const struct hgpu g2[] = {{"GPU-09000000-0000-0000-0000-000000000000", 0.0, -1, {"778"}},
+					  {"GPU-09000000-0000-0000-0000-000000000001", 0.9, -1, {0}}};
+		write_scrape(tmpf("late2.prom"), "gpu09", "NVIDIA A100-SXM4-80GB", g2, 2);
+		assert_int_equal(ingest("late", tmpf("late2.prom"), "2026-11-21T10:05:00Z", NULL, NULL), 0);
+		assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM dcgm_pending" LATE), 1);
+		assert_int_equal(ingest("late", tmpf("late2.prom"), "2026-11-21T16:10:00Z", NULL, NULL), 0);
+		assert_string_equal(gl_test_qstr(g_c, "SELECT string_agg(to_char(at AT TIME ZONE 'UTC', 'HH24:MI'), ',')"
+						      " FROM dcgm_pending" LATE),
+				    "16:10");
+	}
+	/* the free GPU's samples never waited: they name no job */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM gpu_usage_jobs uj JOIN gpus gp USING (gpu_id)"
+					   " WHERE gp.uuid = 'GPU-09000000-0000-0000-0000-000000000001'"),
+			 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_reingest_is_idempotent),
 		cmocka_unit_test(test_energy_counter_reset),
 		cmocka_unit_test(test_pod_attribution),
+		cmocka_unit_test(test_late_job_claims_its_samples),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
