@@ -10,7 +10,7 @@ CC=${FUZZ_CC:-clang}
 SECS=${FUZZ_SECONDS:-30}
 CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -std=c11 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags libcjson 2>/dev/null))
-LIBS=($(pkg-config --libs libcjson 2>/dev/null) -lm)
+LIBS=($(pkg-config --libs libcjson 2>/dev/null) -lz -lm)
 
 if (($# == 0)); then
 	set -- tests/fuzz/fuzz_*.c
