@@ -55,7 +55,10 @@ G ingest slurm-nodes --cluster "$cluster" --nodes "$OUT/nodes/end_scontrol_show_
 	--at "$(cat "$OUT/nodes/end_taken_at.txt")Z" >/dev/null || fail "ingest end nodes"
 tok=$(G token create --name test-slurm --role viewer 2>/dev/null | tail -1)
 [[ -n $tok ]] || fail "token create"
-G serve --listen 127.0.0.1:0 --port-file "$T/port" --no-ingest >"$T/serve.log" 2>&1 &
+# not through G: a function in the background is a subshell, and $! would be
+# its pid, which cleanup's kill leaves the daemon running past
+"$BUILD/gpuledger" --config "$T/config.yaml" serve --listen 127.0.0.1:0 --port-file "$T/port" --no-ingest \
+	>"$T/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [[ -s $T/port ]] && break; sleep 0.1; done
 port=$(cat "$T/port" 2>/dev/null) || fail "the daemon did not start ($T/serve.log)"
