@@ -34,6 +34,17 @@ const char *gl_report_owner_label(const char *key);
  * to the micro-unit, else the difference. */
 int64_t gl_report_reconcile_diff(const struct gl_showback *sb);
 
+/* One row of the fleet table. CSV, HTML and PDF all render this one list,
+ * so the fleet's numbers cannot differ between formats. */
+struct gl_report_fleet_row {
+	const char *key;   /* the CSV metric */
+	const char *label; /* HTML and PDF label; NULL: the month's identity, which those show elsewhere */
+	char value[64];    /* formatted (hours, money, %, kWh, text) or "no data" */
+};
+#define GL_REPORT_FLEET_ROWS 24
+/* Fills rows (GL_REPORT_FLEET_ROWS at most); returns how many. */
+size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows);
+
 /* Stable file name of a table or format: "showback-2026-10-team-owners.csv",
  * "showback-2026-10-team.html". */
 void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n);

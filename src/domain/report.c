@@ -205,50 +205,84 @@ static void kv(struct gl_strbuf *o, const char *k, const char *v)
 	gl_csv_end(o);
 }
 
-static void kv_hours(struct gl_strbuf *o, const char *k, int known, int64_t s)
+/* the row list's builders */
+static struct gl_report_fleet_row *fr_add(struct gl_report_fleet_row *rows, size_t *n, const char *key,
+					  const char *label)
 {
-	char b[32];
-	gl_report_fmt_hours(s, b, sizeof b);
-	kv(o, k, known ? b : "no data");
+	struct gl_report_fleet_row *r = &rows[(*n)++];
+	r->key = key;
+	r->label = label;
+	r->value[0] = '\0';
+	return r;
 }
 
-static void kv_money(struct gl_strbuf *o, const struct gl_showback *sb, const char *k, int known, int64_t m)
+static void fr_text(struct gl_report_fleet_row *rows, size_t *n, const char *key, const char *label, const char *v)
 {
+	snprintf(fr_add(rows, n, key, label)->value, sizeof rows->value, "%s", v);
+}
+
+static void fr_hours(struct gl_report_fleet_row *rows, size_t *n, const char *key, const char *label, int known,
+		     int64_t s)
+{
+	struct gl_report_fleet_row *r = fr_add(rows, n, key, label);
+	if (known)
+		gl_report_fmt_hours(s, r->value, sizeof r->value);
+	else
+		snprintf(r->value, sizeof r->value, "no data");
+}
+
+static void fr_money(struct gl_report_fleet_row *rows, size_t *n, const struct gl_showback *sb, const char *key,
+		     const char *label, int known, int64_t m)
+{
+	struct gl_report_fleet_row *r = fr_add(rows, n, key, label);
+	if (known)
+		gl_money_format(m, sb->minor, r->value, sizeof r->value);
+	else
+		snprintf(r->value, sizeof r->value, "no data");
+}
+
+size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows)
+{
+	const struct gl_sb_fleet *f = &sb->fleet;
+	int64_t avail = f->capacity_s - f->unavailable_s;
 	char b[48];
-	gl_money_format(m, sb->minor, b, sizeof b);
-	kv(o, k, known ? b : "no data");
+	size_t n = 0;
+	fr_text(rows, &n, "month", NULL, sb->month);
+	fr_text(rows, &n, "aggregate", NULL, sb->aggregate);
+	fr_text(rows, &n, "share_idle", NULL, share_names[sb->share]);
+	fr_text(rows, &n, "currency", NULL, sb->currency);
+	fr_text(rows, &n, "closed", NULL, sb->closed ? "yes" : "no (month to date)");
+	fr_hours(rows, &n, "capacity_gpu_hours", "Capacity GPU-h", f->capacity_known, f->capacity_s);
+	fr_hours(rows, &n, "unavailable_gpu_hours", "Unavailable GPU-h", f->capacity_known, f->unavailable_s);
+	fr_hours(rows, &n, "allocated_gpu_hours", "Allocated GPU-h", 1, f->allocated_s);
+	fr_hours(rows, &n, "busy_gpu_hours", "Busy GPU-h", f->usage_known, f->busy_s);
+	fr_hours(rows, &n, "allocated_idle_gpu_hours", "Allocated-idle GPU-h", f->usage_known, f->aidle_s);
+	fr_hours(rows, &n, "unallocated_idle_gpu_hours", "Unallocated idle GPU-h", f->capacity_known, f->unalloc_idle_s);
+	fr_hours(rows, &n, "overallocated_gpu_hours", "Overallocated GPU-h", f->capacity_known, f->overalloc_s);
+	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
+	fr_text(rows, &n, "saturation_pct", "Saturation %", f->capacity_known && avail > 0 ? b : "no data");
+	fr_money(rows, &n, sb, "allocation_cost", "Allocation cost", 1, f->cost_micros);
+	fr_money(rows, &n, sb, "unallocated_idle_cost", "Unallocated idle cost", f->capacity_known, f->idle_total_micros);
+	fr_money(rows, &n, sb, "idle_cost_shared_to_owners", "Idle cost shared to owners", f->capacity_known,
+		 f->idle_total_micros - f->idle_left_micros);
+	fr_money(rows, &n, sb, "idle_cost_left_in___idle__", "Idle cost left in __idle__", f->capacity_known,
+		 f->idle_left_micros);
+	fr_money(rows, &n, sb, "total", "Total (owners and __idle__)", 1, f->total_micros);
+	fr_money(rows, &n, sb, "previous_month_total", "Previous month total", f->has_prev, f->prev_total_micros);
+	fr_hours(rows, &n, "failed_job_gpu_hours", "Failed-job GPU-h", 1, f->failed_s);
+	fr_money(rows, &n, sb, "failed_job_cost", "Failed-job cost", 1, f->failed_micros);
+	gl_report_fmt_kwh(f->energy_mj, b, sizeof b);
+	fr_text(rows, &n, "energy_kwh", "Energy kWh", f->has_energy ? b : "no data");
+	return n;
 }
 
 static void csv_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
 {
-	const struct gl_sb_fleet *f = &sb->fleet;
-	char b[48];
-	int64_t avail = f->capacity_s - f->unavailable_s;
+	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
+	size_t n = gl_report_fleet_rows(sb, rows);
 	kv(o, "metric", "value");
-	kv(o, "month", sb->month);
-	kv(o, "aggregate", sb->aggregate);
-	kv(o, "share_idle", share_names[sb->share]);
-	kv(o, "currency", sb->currency);
-	kv(o, "closed", sb->closed ? "yes" : "no (month to date)");
-	kv_hours(o, "capacity_gpu_hours", f->capacity_known, f->capacity_s);
-	kv_hours(o, "unavailable_gpu_hours", f->capacity_known, f->unavailable_s);
-	kv_hours(o, "allocated_gpu_hours", 1, f->allocated_s);
-	kv_hours(o, "busy_gpu_hours", f->usage_known, f->busy_s);
-	kv_hours(o, "allocated_idle_gpu_hours", f->usage_known, f->aidle_s);
-	kv_hours(o, "unallocated_idle_gpu_hours", f->capacity_known, f->unalloc_idle_s);
-	kv_hours(o, "overallocated_gpu_hours", f->capacity_known, f->overalloc_s);
-	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
-	kv(o, "saturation_pct", f->capacity_known && avail > 0 ? b : "no data");
-	kv_money(o, sb, "allocation_cost", 1, f->cost_micros);
-	kv_money(o, sb, "unallocated_idle_cost", f->capacity_known, f->idle_total_micros);
-	kv_money(o, sb, "idle_cost_shared_to_owners", f->capacity_known, f->idle_total_micros - f->idle_left_micros);
-	kv_money(o, sb, "idle_cost_left_in___idle__", f->capacity_known, f->idle_left_micros);
-	kv_money(o, sb, "total", 1, f->total_micros);
-	kv_money(o, sb, "previous_month_total", f->has_prev, f->prev_total_micros);
-	kv_hours(o, "failed_job_gpu_hours", 1, f->failed_s);
-	kv_money(o, sb, "failed_job_cost", 1, f->failed_micros);
-	gl_report_fmt_kwh(f->energy_mj, b, sizeof b);
-	kv(o, "energy_kwh", f->has_energy ? b : "no data");
+	for (size_t i = 0; i < n; i++)
+		kv(o, rows[i].key, rows[i].value);
 }
 
 static void csv_waits(const struct gl_showback *sb, struct gl_strbuf *o)
@@ -602,7 +636,6 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 {
 	const struct gl_sb_fleet *f = &sb->fleet;
 	char gen[32], b[64], c[64];
-	int64_t avail = f->capacity_s - f->unavailable_s;
 
 	gl_time_format(generated_at_s, gen, sizeof gen);
 	gl_strbuf_puts(o, "<!DOCTYPE html>\n<html lang=en><head><meta charset=\"utf-8\">"
@@ -715,50 +748,23 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	gl_strbuf_puts(o, "<h2>Cost by owner, month over month</h2>");
 	svg_pairs(sb, o, 1);
 
-	/* fleet */
-	gl_strbuf_puts(o, "<h2>Fleet</h2><table id=fleet><tbody>");
-#define ROWH(label, known, v)                                                                                        \
-	do {                                                                                                         \
-		gl_strbuf_puts(o, "<tr>");                                                                           \
-		td(o, label);                                                                                        \
-		if (known)                                                                                           \
-			tdh(o, v);                                                                                   \
-		else                                                                                                 \
-			tdn(o, "no data");                                                                           \
-		gl_strbuf_puts(o, "</tr>");                                                                          \
-	} while (0)
-#define ROWM(label, known, v)                                                                                        \
-	do {                                                                                                         \
-		gl_strbuf_puts(o, "<tr>");                                                                           \
-		td(o, label);                                                                                        \
-		if (known)                                                                                           \
-			tdm(o, sb, v);                                                                               \
-		else                                                                                                 \
-			tdn(o, "no data");                                                                           \
-		gl_strbuf_puts(o, "</tr>");                                                                          \
-	} while (0)
-	ROWH("Capacity GPU-h", f->capacity_known, f->capacity_s);
-	ROWH("Unavailable GPU-h", f->capacity_known, f->unavailable_s);
-	ROWH("Allocated GPU-h", 1, f->allocated_s);
-	ROWH("Busy GPU-h", f->usage_known, f->busy_s);
-	ROWH("Allocated-idle GPU-h", f->usage_known, f->aidle_s);
-	ROWH("Unallocated idle GPU-h", f->capacity_known, f->unalloc_idle_s);
-	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
-	gl_strbuf_puts(o, "<tr>");
-	td(o, "Saturation %");
-	tdn(o, f->capacity_known && avail > 0 ? b : "no data");
-	gl_strbuf_puts(o, "</tr>");
-	ROWM("Unallocated idle cost", f->capacity_known, f->idle_total_micros);
-	ROWM("Idle cost shared to owners", f->capacity_known, f->idle_total_micros - f->idle_left_micros);
-	ROWH("Failed-job GPU-h", 1, f->failed_s);
-	ROWM("Failed-job cost", 1, f->failed_micros);
-	gl_strbuf_puts(o, "<tr>");
-	td(o, "Energy kWh");
-	gl_report_fmt_kwh(f->energy_mj, b, sizeof b);
-	tdn(o, f->has_energy ? b : "no data");
-	gl_strbuf_puts(o, "</tr></tbody></table>\n");
-#undef ROWH
-#undef ROWM
+	/* fleet: the CSV table's rows, labelled */
+	{
+		struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
+		size_t n = gl_report_fleet_rows(sb, rows);
+		gl_strbuf_puts(o, "<h2>Fleet</h2><table id=fleet><tbody>");
+		for (size_t i = 0; i < n; i++) {
+			if (!rows[i].label)
+				continue;
+			gl_strbuf_puts(o, "<tr data-key=");
+			esc(o, rows[i].key);
+			gl_strbuf_puts(o, ">");
+			td(o, rows[i].label);
+			tdn(o, rows[i].value);
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
 
 	/* reconciliation */
 	{

@@ -324,7 +324,7 @@ static void body(struct pdf *p)
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	char b[256], c[64], d[64];
 	struct table t;
-	int64_t avail = f->capacity_s - f->unavailable_s, diff = gl_report_reconcile_diff(sb), own = 0, un = 0;
+	int64_t diff = gl_report_reconcile_diff(sb), own = 0, un = 0;
 
 	/* cover */
 	new_page(p);
@@ -436,39 +436,18 @@ static void body(struct pdf *p)
 #undef RROW
 		t_draw(p, &t);
 	}
-	/* fleet */
+	/* fleet: the CSV table's rows, labelled */
 	{
 		static const char *const h[] = {"Fleet", "Value"};
 		static const double w[] = {200, 120};
 		static const int a[] = {0, 1};
+		struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
+		size_t n = gl_report_fleet_rows(sb, rows);
 		heading(p, "Fleet");
 		t_init(&t, h, w, a, 2);
-#define FH(label, known, v)                                                                                          \
-	do {                                                                                                         \
-		gl_report_fmt_hours(v, c, sizeof c);                                                                 \
-		t_row(&t, label, (known) ? c : "no data");                                                          \
-	} while (0)
-#define FM(label, known, v)                                                                                          \
-	do {                                                                                                         \
-		money(sb, v, c, sizeof c);                                                                           \
-		t_row(&t, label, (known) ? c : "no data");                                                          \
-	} while (0)
-		FH("Capacity GPU-h", f->capacity_known, f->capacity_s);
-		FH("Unavailable GPU-h", f->capacity_known, f->unavailable_s);
-		FH("Allocated GPU-h", 1, f->allocated_s);
-		FH("Busy GPU-h", f->usage_known, f->busy_s);
-		FH("Allocated-idle GPU-h", f->usage_known, f->aidle_s);
-		FH("Unallocated idle GPU-h", f->capacity_known, f->unalloc_idle_s);
-		gl_report_fmt_pct(f->allocated_s, avail, c, sizeof c);
-		t_row(&t, "Saturation %", f->capacity_known && avail > 0 ? c : "no data");
-		FM("Unallocated idle cost", f->capacity_known, f->idle_total_micros);
-		FM("Idle cost shared to owners", f->capacity_known, f->idle_total_micros - f->idle_left_micros);
-		FH("Failed-job GPU-h", 1, f->failed_s);
-		FM("Failed-job cost", 1, f->failed_micros);
-		gl_report_fmt_kwh(f->energy_mj, c, sizeof c);
-		t_row(&t, "Energy kWh", f->has_energy ? c : "no data");
-#undef FH
-#undef FM
+		for (size_t i = 0; i < n; i++)
+			if (rows[i].label)
+				t_row(&t, rows[i].label, rows[i].value);
 		t_draw(p, &t);
 	}
 	/* charts */

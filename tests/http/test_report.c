@@ -893,6 +893,22 @@ static void test_pdf_pages_and_text(void **state)
 		snprintf(want, sizeof want, "Allocated GPU-hours: %s", hours);
 		assert_non_null(strstr(txt, want));
 	}
+	{
+		/* the fleet table on its page: the CSV fleet table's rows, the same values */
+		static const char *const fl[][2] = {{"Allocated GPU-h", "allocated_gpu_hours"},
+						    {"Total (owners and __idle__)", "total"},
+						    {"Allocation cost", "allocation_cost"}};
+		for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
+			char v[64], *at = strstr(txt, fl[i][0]), *eol;
+			fleet_value(PH_MONTH, fl[i][1], v, sizeof v);
+			assert_non_null(at);
+			eol = strchr(at, '\n');
+			assert_non_null(eol);
+			*eol = '\0';
+			assert_non_null(strstr(at, v));
+			*eol = '\n';
+		}
+	}
 	get_csv("month=" PH_MONTH, &own);
 	{
 		int tc = csv_col(&own, "total");

@@ -132,6 +132,15 @@ try {
 		eq(micros, rec.amount_micros, 'fleet total micro-units');
 	});
 
+	await test('the fleet table is the CSV fleet table: every row, the same value', async () => {
+		const rows = await page.$$eval('#fleet tr[data-key]', (trs) => trs.map((tr) => [tr.dataset.key, tr.cells[1].textContent]));
+		assert(rows.length >= 17, 'fleet rows: ' + rows.length);
+		for (const [key, value] of rows) eq(value, fleet[key], 'fleet ' + key);
+		// every CSV metric but the month's identity (shown in the page's heading) is in the page
+		for (const key of Object.keys(fleet).filter((k) => !['month', 'aggregate', 'share_idle', 'currency', 'closed'].includes(k)))
+			assert(rows.some(([k]) => k === key), 'missing in HTML: ' + key);
+	});
+
 	await test('every owner row shows the CSV total, names exactly as stored', async () => {
 		const rows = await page.$$eval('#owners tbody tr', (trs) => trs.map((tr) => ({
 			name: tr.cells[0].textContent, total: tr.querySelector('td.total').textContent })));
