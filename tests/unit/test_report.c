@@ -162,6 +162,46 @@ static void test_schedule_and_names(void **state)
 	assert_int_not_equal(gl_showback_month_parse("2026-10-01", &s, &e), 0);
 }
 
+/* The fleet rows: the CSV table in order, identity rows unlabelled, "no
+ * data" where the model knows nothing (no capacity, no exporter, no
+ * energy), and the values the CSV shows. */
+static void test_fleet_rows_one_list(void **state)
+{
+	struct gl_showback sb;
+	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
+	struct gl_strbuf csv = GL_STRBUF_INIT;
+	size_t n, labelled = 0;
+	(void)state;
+	model(&sb);
+	n = gl_report_fleet_rows(&sb, rows);
+	assert_true(n <= GL_REPORT_FLEET_ROWS);
+	assert_string_equal(rows[0].key, "month");
+	assert_null(rows[0].label);
+	for (size_t i = 0; i < n; i++) {
+		labelled += rows[i].label != NULL;
+		if (!strcmp(rows[i].key, "capacity_gpu_hours") || !strcmp(rows[i].key, "busy_gpu_hours") ||
+		    !strcmp(rows[i].key, "energy_kwh") || !strcmp(rows[i].key, "saturation_pct"))
+			assert_string_equal(rows[i].value, "no data");
+		if (!strcmp(rows[i].key, "allocated_gpu_hours"))
+			assert_string_equal(rows[i].value, "3.000");
+		if (!strcmp(rows[i].key, "total"))
+			assert_string_equal(rows[i].value, "8.50");
+	}
+	assert_int_equal(labelled, n - 5);
+	/* the CSV table is exactly these rows under a metric,value header */
+	assert_int_equal(gl_report_csv(&sb, "fleet", &csv), 0);
+	{
+		struct gl_strbuf want = GL_STRBUF_INIT;
+		gl_strbuf_puts(&want, "metric,value\r\n");
+		for (size_t i = 0; i < n; i++)
+			gl_strbuf_printf(&want, "%s,%s\r\n", rows[i].key, rows[i].value); /* none needs quoting */
+		assert_string_equal(gl_strbuf_cstr(&csv), gl_strbuf_cstr(&want));
+		gl_strbuf_fini(&want);
+	}
+	gl_strbuf_fini(&csv);
+	gl_showback_fini(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_html_escapes),
 		cmocka_unit_test(test_budget_pure),
 		cmocka_unit_test(test_schedule_and_names),
+		cmocka_unit_test(test_fleet_rows_one_list),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
