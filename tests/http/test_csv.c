@@ -34,87 +34,13 @@ static const char cost_yaml[] =
 	"rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: v100\n    per_gpu_hour: \"1.20\"\n"
 	"owners:\n  - match: account\n    value: teamb\n    team: language\n";
 
-/* ---- a small RFC 4180 reader, independent of src/util/csv.c ---- */
-
-#define CSV_MAX_ROWS 512
-#define CSV_MAX_COLS 40
-
-struct csv {
-	int nrows;
-	int ncols[CSV_MAX_ROWS];
-	char *cell[CSV_MAX_ROWS][CSV_MAX_COLS];
-};
-
-/* Parses s strictly: records end with CRLF, quoted fields double their
- * quotes, a bare quote inside an unquoted field is an error. 0 or -1. */
-static int csv_parse(const char *s, struct csv *t)
-{
-	memset(t, 0, sizeof *t);
-	while (*s) {
-		int col = 0;
-		if (t->nrows == CSV_MAX_ROWS)
-			return -1;
-		for (;;) {
-			char *f = malloc(strlen(s) + 1);
-			size_t n = 0;
-			if (*s == '"') {
-				for (s++;; s++) {
-					if (!*s) {
-						free(f);
-						return -1;
-					}
-					if (*s == '"') {
-						if (s[1] != '"')
-							break;
-						s++;
-					}
-					f[n++] = *s;
-				}
-				s++;
-			} else {
-				for (; *s && *s != ',' && *s != '\r' && *s != '\n'; s++) {
-					if (*s == '"') {
-						free(f);
-						return -1;
-					}
-					f[n++] = *s;
-				}
-			}
-			f[n] = '\0';
-			if (col == CSV_MAX_COLS) {
-				free(f);
-				return -1;
-			}
-			t->cell[t->nrows][col++] = f;
-			if (*s == ',') {
-				s++;
-				continue;
-			}
-			if (s[0] != '\r' || s[1] != '\n')
-				return -1;
-			s += 2;
-			break;
-		}
-		t->ncols[t->nrows++] = col;
-	}
-	return 0;
-}
-
-static void csv_free(struct csv *t)
-{
-	for (int i = 0; i < t->nrows; i++)
-		for (int k = 0; k < t->ncols[i]; k++)
-			free(t->cell[i][k]);
-}
-
 /* Column index of name in the header row; fails the test when absent. */
-static int col(const struct csv *t, const char *name)
+static int col(const struct gl_test_csv *t, const char *name)
 {
-	for (int k = 0; k < t->ncols[0]; k++)
-		if (!strcmp(t->cell[0][k], name))
-			return k;
-	fail_msg("CSV has no column %s", name);
-	return -1;
+	int k = gl_test_csv_col(t, name);
+	if (k < 0)
+		fail_msg("CSV has no column %s", name);
+	return k;
 }
 
 /* ---- helpers ---- */
@@ -128,7 +54,7 @@ static cJSON *get_json(const char *path)
 
 /* GET path as CSV: checks the status, the headers and that every record has
  * as many cells as the header; parses into t. */
-static void get_csv(const char *path, const char *filename, struct csv *t)
+static void get_csv(const char *path, const char *filename, struct gl_test_csv *t)
 {
 	struct gl_test_http r;
 	char disp[128];
@@ -139,10 +65,10 @@ static void get_csv(const char *path, const char *filename, struct csv *t)
 	assert_non_null(strstr(r.headers, "Content-Type: text/csv; charset=utf-8\r\n"));
 	snprintf(disp, sizeof disp, "Content-Disposition: attachment; filename=\"%s\"\r\n", filename);
 	assert_non_null(strstr(r.headers, disp));
-	assert_int_equal(csv_parse(r.body, t), 0);
+	assert_int_equal(gl_test_csv_parse(r.body, t), 0);
 	gl_test_http_fini(&r);
 	assert_true(t->nrows >= 1);
-	for (int i = 1; i < t->nrows; i++)
+	for (size_t i = 1; i < t->nrows; i++)
 		assert_int_equal(t->ncols[i], t->ncols[0]);
 }
 
@@ -190,15 +116,15 @@ static void expect_money(const cJSON *v, const char *cell, const char *what)
 /* Every listed key of every object of arr against the same-named column of
  * t, row by row; money keys ("*_cost_micros" / "cost_micros") go to the
  * column named without "_micros" in currency units. */
-static void compare_table(const cJSON *arr, const struct csv *t, const char *const *keys)
+static void compare_table(const cJSON *arr, const struct gl_test_csv *t, const char *const *keys)
 {
 	assert_int_equal(cJSON_GetArraySize(arr), t->nrows - 1);
-	for (int i = 1; i < t->nrows; i++) {
-		const cJSON *o = cJSON_GetArrayItem(arr, i - 1);
+	for (size_t i = 1; i < t->nrows; i++) {
+		const cJSON *o = cJSON_GetArrayItem(arr, (int)i - 1);
 		for (size_t k = 0; keys[k]; k++) {
 			const char *key = keys[k], *m = strstr(key, "cost_micros");
 			char what[128];
-			snprintf(what, sizeof what, "row %d %s", i, key);
+			snprintf(what, sizeof what, "row %zu %s", i, key);
 			if (m) {
 				char name[64];
 				snprintf(name, sizeof name, "%.*scost", (int)(m - key), key);
@@ -291,25 +217,25 @@ static void test_jobs(void **state)
 					   "qos", "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus",
 					   "gpu_type", "queue_wait_s", "node_list", "gpus_requested", "gpu_seconds",
 					   "cost_micros", "busy_gpu_seconds", "idle_in_allocation_gpu_seconds", NULL};
-	struct csv t;
+	struct gl_test_csv t;
 	struct gl_test_http r;
 	cJSON *j = get_json("/v1/jobs?" WIN "&cluster=testgpu&limit=1000");
 	long long gs = 0;
 	get_csv("/v1/jobs?" WIN "&cluster=testgpu&limit=1000&format=csv", "jobs.csv", &t);
 	assert_true(t.nrows > 10);
 	compare_table(cJSON_GetObjectItem(j, "jobs"), &t, keys);
-	for (int i = 1; i < t.nrows; i++)
+	for (size_t i = 1; i < t.nrows; i++)
 		gs += atoll(t.cell[i][col(&t, "gpu_seconds")]);
 	/* the testbed's hour: 1002 GPU-seconds (sreport's figure, test_chargeback.c) */
 	assert_int_equal(gs, 1002);
 	cJSON_Delete(j);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 
 	/* without a window: no per-window columns; a full page names the next cursor */
 	get_csv("/v1/jobs?cluster=testgpu&limit=3&format=csv", "jobs.csv", &t);
 	assert_int_equal(t.nrows, 4);
 	assert_int_equal(t.ncols[0], 19);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	j = get_json("/v1/jobs?cluster=testgpu&limit=3");
 	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/jobs?cluster=testgpu&limit=3&format=csv", NULL, 0, NULL, &r), 0);
 	{
@@ -327,7 +253,7 @@ static void test_ingest_runs(void **state)
 	static const char *const keys[] = {"run_id", "source", "cluster", "input", "started", "finished", "status",
 					   "lines_read", "inserted", "updated", "unchanged", "skipped", "ignored",
 					   "error", NULL};
-	struct csv t;
+	struct gl_test_csv t;
 	cJSON *j = get_json("/v1/ingest/runs");
 	cJSON *runs = cJSON_GetObjectItem(j, "runs");
 	get_csv("/v1/ingest/runs?format=csv", "ingest_runs.csv", &t);
@@ -335,14 +261,14 @@ static void test_ingest_runs(void **state)
 	assert_int_equal(t.nrows - 1, 6);
 	compare_table(runs, &t, keys);
 	/* skip reasons: one JSON object per cell, the same object */
-	for (int i = 1; i < t.nrows; i++) {
+	for (size_t i = 1; i < t.nrows; i++) {
 		cJSON *a = cJSON_Parse(t.cell[i][col(&t, "skip_reasons")]);
 		assert_non_null(a);
 		assert_true(cJSON_Compare(a, cJSON_GetObjectItem(cJSON_GetArrayItem(runs, i - 1), "skip_reasons"), 1));
 		cJSON_Delete(a);
 	}
 	cJSON_Delete(j);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 }
 
 /* The audit page as CSV: the same rows as the JSON page at the same
@@ -352,7 +278,7 @@ static void test_audit(void **state)
 	static const char *const keys[] = {"seq", "at", "actor", "source_addr", "action", "object", "outcome",
 					   "prev_hash", "hash", NULL};
 	char path[128];
-	struct csv t;
+	struct gl_test_csv t;
 	cJSON *j = get_json("/v1/audit?limit=1"), *entries;
 	long long top = (long long)cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "entries"), 0),
 						      "seq")->valuedouble;
@@ -366,14 +292,14 @@ static void test_audit(void **state)
 	get_csv(path, "audit.csv", &t);
 	compare_table(entries, &t, keys);
 	/* detail: one JSON object per cell, the same object */
-	for (int i = 1; i < t.nrows; i++) {
+	for (size_t i = 1; i < t.nrows; i++) {
 		cJSON *a = cJSON_Parse(t.cell[i][col(&t, "detail")]);
 		assert_non_null(a);
 		assert_true(cJSON_Compare(a, cJSON_GetObjectItem(cJSON_GetArrayItem(entries, i - 1), "detail"), 1));
 		cJSON_Delete(a);
 	}
 	cJSON_Delete(j);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 }
 
 static void test_idle_tables(void **state)
@@ -386,7 +312,7 @@ static void test_idle_tables(void **state)
 	static const char *const fleet_keys[] = {"cluster", "partition", "gpu_model", "reported_gpu_seconds",
 						 "unavailable_gpu_seconds", "allocated_gpu_seconds", "idle_gpu_seconds",
 						 "overallocated_gpu_seconds", "idle_cost_micros", NULL};
-	struct csv t;
+	struct gl_test_csv t;
 	cJSON *j = get_json("/v1/idle?" WIN "&aggregate=account");
 	cJSON *arr = cJSON_GetObjectItem(j, "allocated_idle"), *it;
 	double idle = 0;
@@ -395,10 +321,10 @@ static void test_idle_tables(void **state)
 	get_csv("/v1/idle?" WIN "&aggregate=account&format=csv", "idle_allocated.csv", &t);
 	assert_int_equal(t.nrows, 2);
 	compare_table(arr, &t, owner_keys);
-	for (int i = 1; i < t.nrows; i++)
+	for (size_t i = 1; i < t.nrows; i++)
 		expect_cell(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i - 1), "key"), t.cell[i][col(&t, "account")],
 			    "account");
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	get_csv("/v1/idle?" WIN "&aggregate=account&format=csv&table=top_jobs", "idle_top_jobs.csv", &t);
 	assert_int_equal(t.nrows, 2);
 	compare_table(cJSON_GetObjectItem(j, "top_jobs"), &t, top_keys);
@@ -406,7 +332,7 @@ static void test_idle_tables(void **state)
 	assert_string_equal(t.cell[1][col(&t, "job_id")], "4");
 	assert_string_equal(t.cell[1][col(&t, "idle_gpu_seconds")], "110");
 	assert_string_equal(t.cell[1][col(&t, "idle_cost")], "0.08");
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	cJSON_Delete(j);
 	j = get_json("/v1/idle?" NWIN "&aggregate=account");
 	get_csv("/v1/idle?" NWIN "&aggregate=account&format=csv&table=unallocated", "idle_unallocated.csv", &t);
@@ -416,7 +342,7 @@ static void test_idle_tables(void **state)
 	compare_table(arr, &t, fleet_keys);
 	cJSON_ArrayForEach(it, arr) idle += cJSON_GetObjectItem(it, "idle_gpu_seconds")->valuedouble;
 	assert_true(idle > 0);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	cJSON_Delete(j);
 }
 
@@ -426,18 +352,18 @@ static void test_capacity(void **state)
 					   "allocated_gpu_seconds", "down_gpu_seconds", "planned_down_gpu_seconds",
 					   "reserved_gpu_seconds", "idle_gpu_seconds", "over_gpu_seconds", "saturation",
 					   NULL};
-	struct csv t;
+	struct gl_test_csv t;
 	cJSON *j = get_json("/v1/capacity?" NWIN "&step=hour&aggregate=gpu_model&cluster=testgpu");
 	get_csv("/v1/capacity?" NWIN "&step=hour&aggregate=gpu_model&cluster=testgpu&format=csv", "capacity.csv", &t);
 	assert_true(t.nrows > 2);
 	compare_table(cJSON_GetObjectItem(j, "rows"), &t, keys);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	cJSON_Delete(j);
 }
 
 static void test_inventory(void **state)
 {
-	struct csv t;
+	struct gl_test_csv t;
 	cJSON *j = get_json("/v1/inventory?cluster=testgpu"), *n;
 	int want_rows = 0, row = 1;
 	get_csv("/v1/inventory?cluster=testgpu&format=csv", "inventory.csv", &t);
@@ -466,7 +392,7 @@ static void test_inventory(void **state)
 	}
 	assert_true(want_rows > 0);
 	assert_int_equal(t.nrows - 1, want_rows);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	cJSON_Delete(j);
 }
 
@@ -477,7 +403,7 @@ static void test_formula_guard(void **state)
 	char rates[PATH_MAX], yaml[512];
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
 	struct gl_test_http r;
-	struct csv t;
+	struct gl_test_csv t;
 	cJSON *j, *it;
 	int found = 0;
 	snprintf(yaml, sizeof yaml, "%s  - match: account\n    value: teama\n    team: '%s'\n", cost_yaml, EVIL);
@@ -493,14 +419,14 @@ static void test_formula_guard(void **state)
 	assert_non_null(strstr(r.headers, "Content-Disposition: attachment; filename=\"chargeback.csv\""));
 	/* on the wire: quoted, quotes doubled, the formula behind a quote */
 	assert_non_null(strstr(r.body, ",\"'=HYPERLINK(\"\"x\"\"),evil\","));
-	assert_int_equal(csv_parse(r.body, &t), 0);
+	assert_int_equal(gl_test_csv_parse(r.body, &t), 0);
 	gl_test_http_fini(&r);
 	j = get_json("/v1/chargeback?" WIN "&aggregate=team");
 	cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items"))
 	{
 		if (strcmp(cJSON_GetObjectItem(it, "name")->valuestring, EVIL))
 			continue;
-		for (int i = 1; i < t.nrows; i++) {
+		for (size_t i = 1; i < t.nrows; i++) {
 			if (strcmp(t.cell[i][col(&t, "team")], "'" EVIL))
 				continue;
 			found = 1;
@@ -510,7 +436,7 @@ static void test_formula_guard(void **state)
 		}
 	}
 	assert_true(found);
-	csv_free(&t);
+	gl_test_csv_free(&t);
 	cJSON_Delete(j);
 }
 

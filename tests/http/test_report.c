@@ -166,71 +166,12 @@ static int teardown(void **state)
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
 }
 
-/* ---- a small RFC 4180 reader, independent of src/util/csv.c ---- */
-struct csv {
-	size_t nrows;
-	size_t ncols[512];
-	char *cell[512][32];
-};
-
-static void csv_parse(const char *s, struct csv *c)
+static int csv_col(const struct gl_test_csv *c, const char *name)
 {
-	memset(c, 0, sizeof *c);
-	while (*s && c->nrows < 512) {
-		size_t col = 0;
-		for (;;) {
-			char buf[4096];
-			size_t n = 0;
-			if (*s == '"') {
-				s++;
-				for (;;) {
-					assert_true(*s != '\0'); /* unterminated quote */
-					if (*s == '"' && s[1] == '"') {
-						buf[n++] = '"';
-						s += 2;
-					} else if (*s == '"') {
-						s++;
-						break;
-					} else {
-						buf[n++] = *s++;
-					}
-				}
-			} else {
-				while (*s && *s != ',' && *s != '\r' && *s != '\n') {
-					assert_true(*s != '"'); /* a quote inside an unquoted field */
-					buf[n++] = *s++;
-				}
-			}
-			buf[n] = '\0';
-			if (col < 32)
-				c->cell[c->nrows][col++] = strdup(buf);
-			if (*s == ',') {
-				s++;
-				continue;
-			}
-			/* records end with CRLF */
-			assert_true(s[0] == '\r' && s[1] == '\n');
-			s += 2;
-			break;
-		}
-		c->ncols[c->nrows++] = col;
-	}
-}
-
-static void csv_free(struct csv *c)
-{
-	for (size_t r = 0; r < c->nrows; r++)
-		for (size_t k = 0; k < c->ncols[r]; k++)
-			free(c->cell[r][k]);
-}
-
-static int csv_col(const struct csv *c, const char *name)
-{
-	for (size_t k = 0; k < c->ncols[0]; k++)
-		if (!strcmp(c->cell[0][k], name))
-			return (int)k;
-	fail_msg("no column %s", name);
-	return -1;
+	int k = gl_test_csv_col(c, name);
+	if (k < 0)
+		fail_msg("no column %s", name);
+	return k;
 }
 
 static char *get_body(const char *path, long want, const char *want_ctype, size_t *len)
@@ -255,13 +196,13 @@ static char *get_body(const char *path, long want, const char *want_ctype, size_
 	return b;
 }
 
-static void get_csv(const char *query, struct csv *c)
+static void get_csv(const char *query, struct gl_test_csv *c)
 {
 	char path[512];
 	char *b;
 	snprintf(path, sizeof path, "/v1/reports/showback?%s", query);
 	b = get_body(path, 200, "text/csv", NULL);
-	csv_parse(b, c);
+	assert_int_equal(gl_test_csv_parse(b, c), 0);
 	free(b);
 }
 
@@ -269,7 +210,7 @@ static void get_csv(const char *query, struct csv *c)
 static void check_against_chargeback(const char *month, const char *agg, const char *share)
 {
 	char q[256];
-	struct csv own, rec;
+	struct gl_test_csv own, rec;
 	cJSON *cb, *items, *it;
 	int tcol, ocol, gcol, matched = 0;
 	long long sum = 0;
@@ -348,8 +289,8 @@ static void check_against_chargeback(const char *month, const char *agg, const c
 		}
 	}
 	cJSON_Delete(cb);
-	csv_free(&own);
-	csv_free(&rec);
+	gl_test_csv_free(&own);
+	gl_test_csv_free(&rec);
 }
 
 static void test_totals_equal_chargeback(void **state)
@@ -366,7 +307,7 @@ static void test_totals_equal_chargeback(void **state)
 /* GPU-seconds per Philly user in the month, computed here from the JSON. */
 static void test_gpu_seconds_from_philly_json(void **state)
 {
-	struct csv own;
+	struct gl_test_csv own;
 	long long a = 1509494400LL /* 2017-11-01 */, b = 1512086400LL /* 2017-12-01 */, all = 0, seen = 0;
 	int ocol, gcol;
 	get_csv("month=" PH_MONTH "&aggregate=user", &own);
@@ -389,7 +330,7 @@ static void test_gpu_seconds_from_philly_json(void **state)
 	}
 	assert_true(all > 0);
 	assert_int_equal(seen, all);
-	csv_free(&own);
+	gl_test_csv_free(&own);
 }
 
 /* The top jobs by cost: each one's GPU-hours, cost and owner worked out
@@ -399,7 +340,7 @@ static void test_top_jobs_from_philly_json(void **state)
 {
 	static const char *const vc[] = {"ee9e8c", "0e4a51", "103959", "6214e9"};
 	static const char *const team[] = {HOSTILE1, HOSTILE2, HOSTILE3, HOSTILE4};
-	struct csv top;
+	struct gl_test_csv top;
 	long long a = 1509494400LL, b = 1512086400LL, prev = LLONG_MAX;
 	int rows = 0;
 	get_csv("month=" PH_MONTH "&table=top_cost", &top);
@@ -429,7 +370,7 @@ static void test_top_jobs_from_philly_json(void **state)
 		rows++;
 	}
 	assert_int_equal(rows, 20); /* the testbed's jobs are in 2026, not 2017-11 */
-	csv_free(&top);
+	gl_test_csv_free(&top);
 }
 
 static int cmp_ll(const void *pa, const void *pb)
@@ -452,7 +393,7 @@ static long long pct_disc(const long long *sorted, int n, double p)
  * job that started in the month. */
 static void test_failed_waste_and_waits_from_philly_json(void **state)
 {
-	struct csv own, w;
+	struct gl_test_csv own, w;
 	long long a = 1509494400LL, b = 1512086400LL;
 	long long *waits = calloc((size_t)g_n, sizeof *waits);
 	int oc, fh, fc, users = 0, with_failed = 0, all_n = 0;
@@ -508,8 +449,8 @@ static void test_failed_waste_and_waits_from_philly_json(void **state)
 	}
 	assert_true(all_n > 1000);
 	free(waits);
-	csv_free(&own);
-	csv_free(&w);
+	gl_test_csv_free(&own);
+	gl_test_csv_free(&w);
 }
 
 /* Stretches with no ingestion run are listed on the report's first page
@@ -529,7 +470,7 @@ static void test_ingestion_gaps_without_runs(void **state)
 	(void)state;
 	for (size_t m = 0; m < 3; m++) {
 		char q[128], *html;
-		struct csv p;
+		struct gl_test_csv p;
 		int hits = 0;
 		snprintf(q, sizeof q, "month=%s&table=partial", months[m]);
 		get_csv(q, &p);
@@ -541,7 +482,7 @@ static void test_ingestion_gaps_without_runs(void **state)
 			hits++;
 		}
 		assert_int_equal(hits, want[m] ? 1 : 0);
-		csv_free(&p);
+		gl_test_csv_free(&p);
 		if (!want[m])
 			continue;
 		snprintf(q, sizeof q, "/v1/reports/showback?month=%s&format=html", months[m]);
@@ -556,7 +497,7 @@ static void test_ingestion_gaps_without_runs(void **state)
  * the pod's qos label in the snapshot file is LS. */
 static void test_top_jobs_owner_by_label_rule(void **state)
 {
-	struct csv top;
+	struct gl_test_csv top;
 	size_t len;
 	char *doc = gl_test_read_file(KUBE_SNAP, &len);
 	cJSON *root = cJSON_Parse(doc), *it;
@@ -585,7 +526,7 @@ static void test_top_jobs_owner_by_label_rule(void **state)
 	assert_true(ls > 0 && other > 0);
 	cJSON_Delete(root);
 	free(doc);
-	csv_free(&top);
+	gl_test_csv_free(&top);
 }
 
 /* format=zip: one archive holding every CSV table under its file name, each
@@ -653,7 +594,7 @@ static void test_zip_bundles_every_table(void **state)
  * the others say "no data", never 0. */
 static void test_exporter_usage_and_energy(void **state)
 {
-	struct csv own;
+	struct gl_test_csv own;
 	int oc, bc, ic, ec, seen = 0;
 	get_csv("month=2026-11", &own);
 	oc = csv_col(&own, "owner");
@@ -676,7 +617,7 @@ static void test_exporter_usage_and_energy(void **state)
 		}
 	}
 	assert_int_equal(seen, 1);
-	csv_free(&own);
+	gl_test_csv_free(&own);
 }
 
 static void test_bad_months(void **state)
@@ -778,7 +719,7 @@ static void test_regenerate_closed_month_byte_identical(void **state)
 
 static void test_hostile_names(void **state)
 {
-	struct csv own;
+	struct gl_test_csv own;
 	char *html;
 	const char *names[] = {HOSTILE1, HOSTILE2, HOSTILE3, HOSTILE4};
 	char *raw;
@@ -801,7 +742,7 @@ static void test_hostile_names(void **state)
 				continue; /* a negative number */
 			assert_null(strchr("=+@", c[0]) && c[0] ? c : NULL);
 		}
-	csv_free(&own);
+	gl_test_csv_free(&own);
 	raw = get_body("/v1/reports/showback?month=" PH_MONTH, 200, NULL, NULL);
 	assert_non_null(strstr(raw, "\"'=HYPERLINK(\"\"http://x\"\"), Ünïcode <b>&'\""));
 	free(raw);
@@ -817,7 +758,7 @@ static void test_hostile_names(void **state)
 /* A value of the fleet table (metric,value). */
 static void fleet_value(const char *month, const char *metric, char *out, size_t n)
 {
-	struct csv f;
+	struct gl_test_csv f;
 	char q[128];
 	snprintf(q, sizeof q, "month=%s&table=fleet", month);
 	get_csv(q, &f);
@@ -825,7 +766,7 @@ static void fleet_value(const char *month, const char *metric, char *out, size_t
 	for (size_t r = 1; r < f.nrows; r++)
 		if (!strcmp(f.cell[r][0], metric))
 			snprintf(out, n, "%s", f.cell[r][1]);
-	csv_free(&f);
+	gl_test_csv_free(&f);
 	assert_true(out[0] != '\0');
 }
 
@@ -850,7 +791,7 @@ static void test_pdf_pages_and_text(void **state)
 	char dir[PATH_MAX + 8], cmd[4 * PATH_MAX], total[64], hours[64];
 	char *info, *txt;
 	int pages, rendered = 0;
-	struct csv own;
+	struct gl_test_csv own;
 	snprintf(dir, sizeof dir, "%s/pdf", g_tmp);
 	assert_int_equal(run_cli(dir, PH_MONTH, "pdf"), 0);
 	snprintf(cmd, sizeof cmd, "pdfinfo '%s/showback-" PH_MONTH "-team.pdf'", dir);
@@ -915,7 +856,7 @@ static void test_pdf_pages_and_text(void **state)
 		for (size_t r = 1; r < own.nrows && r < 10; r++)
 			assert_non_null(strstr(txt, own.cell[r][tc]));
 	}
-	csv_free(&own);
+	gl_test_csv_free(&own);
 	free(txt);
 }
 

@@ -726,3 +726,86 @@ int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct 
 	cJSON_Delete(root);
 	return fclose(o) == 0 ? n : -1;
 }
+
+int gl_test_csv_parse(const char *s, struct gl_test_csv *t)
+{
+	memset(t, 0, sizeof *t);
+	while (*s) {
+		size_t col = 0;
+		if (t->nrows == t->cap) {
+			t->cap = t->cap ? t->cap * 2 : 64;
+			t->ncols = realloc(t->ncols, t->cap * sizeof *t->ncols);
+			t->cell = realloc(t->cell, t->cap * sizeof *t->cell);
+			if (!t->ncols || !t->cell)
+				gl_test_die("csv: out of memory");
+		}
+		t->ncols[t->nrows] = 0;
+		for (;;) {
+			char *f = malloc(strlen(s) + 1);
+			size_t n = 0;
+			if (!f)
+				gl_test_die("csv: out of memory");
+			if (*s == '"') {
+				for (s++;; s++) {
+					if (!*s) { /* unterminated quote */
+						free(f);
+						goto bad;
+					}
+					if (*s == '"') {
+						if (s[1] != '"')
+							break;
+						s++;
+					}
+					f[n++] = *s;
+				}
+				s++;
+			} else {
+				for (; *s && *s != ',' && *s != '\r' && *s != '\n'; s++) {
+					if (*s == '"') { /* a quote inside an unquoted field */
+						free(f);
+						goto bad;
+					}
+					f[n++] = *s;
+				}
+			}
+			f[n] = '\0';
+			if (col == GL_TEST_CSV_MAX_COLS) {
+				free(f);
+				goto bad;
+			}
+			t->cell[t->nrows][col++] = f;
+			t->ncols[t->nrows] = col;
+			if (*s == ',') {
+				s++;
+				continue;
+			}
+			if (s[0] != '\r' || s[1] != '\n') /* records end with CRLF */
+				goto bad;
+			s += 2;
+			break;
+		}
+		t->nrows++;
+	}
+	return 0;
+bad:
+	t->nrows++; /* the cells read so far, for gl_test_csv_free */
+	return -1;
+}
+
+void gl_test_csv_free(struct gl_test_csv *t)
+{
+	for (size_t i = 0; i < t->nrows; i++)
+		for (size_t k = 0; k < t->ncols[i]; k++)
+			free(t->cell[i][k]);
+	free(t->ncols);
+	free(t->cell);
+	memset(t, 0, sizeof *t);
+}
+
+int gl_test_csv_col(const struct gl_test_csv *t, const char *name)
+{
+	for (size_t k = 0; t->nrows && k < t->ncols[0]; k++)
+		if (!strcmp(t->cell[0][k], name))
+			return (int)k;
+	return -1;
+}

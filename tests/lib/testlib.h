@@ -129,6 +129,22 @@ struct gl_test_philly_job {
 };
 int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max);
 
+/* A strict RFC 4180 reader for the tests, independent of src/util/csv.c:
+ * records end with CRLF, quoted fields double their quotes, a bare quote in
+ * an unquoted field is an error. cell[r][c] for c < ncols[r]. */
+#define GL_TEST_CSV_MAX_COLS 40
+struct gl_test_csv {
+	size_t nrows, cap;
+	size_t *ncols;
+	char *(*cell)[GL_TEST_CSV_MAX_COLS];
+};
+/* 0, or -1 when s is not such CSV (or has more than GL_TEST_CSV_MAX_COLS
+ * columns); t is filled either way, for gl_test_csv_free. */
+int gl_test_csv_parse(const char *s, struct gl_test_csv *t);
+void gl_test_csv_free(struct gl_test_csv *t);
+/* The column of name in the header row, -1 when absent. */
+int gl_test_csv_col(const struct gl_test_csv *t, const char *name);
+
 /* A SYNTHETIC PodList of npods pods resampled (fixed seed) from the openb
  * snapshots in tests/fixtures/kube (run from the repo root), each with a
  * fresh uid and name, printed as `kubectl get pods -A -o json` prints it
