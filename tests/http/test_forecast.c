@@ -101,20 +101,13 @@ static int setup(void **state)
 	gl_test_out_fini(&o);
 	/* H100 demand on k8s above its 2 GPUs: 2 allocated and 1 pending, every
 	 * hour from 2026-10-20 to 2026-11-06 */
-	{
-		PGconn *c = PQconnectdb(g_dsn);
-		PGresult *r = PQexec(c, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
-					" gpu_milli, req_gpu_milli, gpu_type)"
-					" SELECT cluster_id, k, k, s, '2026-10-20T00:00:00Z', a::timestamptz, b::timestamptz, g, g,"
-					" 'NVIDIA-H100-80GB-HBM3' FROM clusters,"
-					" (VALUES ('pod:run', 'Succeeded', '2026-10-20T00:00:00Z', '2026-11-06T00:00:00Z', 2000),"
-					"         ('pod:wait', 'Pending', NULL, NULL, 1000)) v(k, s, a, b, g) WHERE name = 'k8s'");
-		int ok = PQresultStatus(r) == PGRES_COMMAND_OK && atoi(PQcmdTuples(r)) == 2;
-		PQclear(r);
-		PQfinish(c);
-		if (!ok)
-			return -1;
-	}
+	if (gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
+				    " gpu_milli, req_gpu_milli, gpu_type)"
+				    " SELECT cluster_id, k, k, s, '2026-10-20T00:00:00Z', a::timestamptz, b::timestamptz, g, g,"
+				    " 'NVIDIA-H100-80GB-HBM3' FROM clusters,"
+				    " (VALUES ('pod:run', 'Succeeded', '2026-10-20T00:00:00Z', '2026-11-06T00:00:00Z', 2000),"
+				    "         ('pod:wait', 'Pending', NULL, NULL, 1000)) v(k, s, a, b, g) WHERE name = 'k8s'") != 2)
+		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn, NULL, (const char *[]){"--no-ingest", NULL});
 }
 

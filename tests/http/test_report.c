@@ -144,20 +144,13 @@ static int setup(void **state)
 	    o.status != 0)
 		return -1;
 	gl_test_out_fini(&o);
-	{
-		/* a scraper that ran every 5 minutes through 2017-11 and paused
-		 * from 08:00 to 14:30 on the 10th, then stopped with the month */
-		PGconn *c = PQconnectdb(g_dsn);
-		PGresult *r = PQexec(c, "INSERT INTO ingest_runs (source, cluster_id, started_at, finished_at, status)"
-					" SELECT 'dcgm-scrape', (SELECT cluster_id FROM clusters WHERE name = 'philly'), t, t, 'ok'"
-					" FROM generate_series(timestamptz '2017-11-01', '2017-11-30 23:55', '5 minutes') t"
-					" WHERE t < '2017-11-10 08:00Z' OR t >= '2017-11-10 14:30Z'");
-		int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-		PQclear(r);
-		PQfinish(c);
-		if (!ok)
-			return -1;
-	}
+	/* a scraper that ran every 5 minutes through 2017-11 and paused from
+	 * 08:00 to 14:30 on the 10th, then stopped with the month */
+	if (gl_test_exec_dsn(g_dsn, "INSERT INTO ingest_runs (source, cluster_id, started_at, finished_at, status)"
+				    " SELECT 'dcgm-scrape', (SELECT cluster_id FROM clusters WHERE name = 'philly'), t, t, 'ok'"
+				    " FROM generate_series(timestamptz '2017-11-01', '2017-11-30 23:55', '5 minutes') t"
+				    " WHERE t < '2017-11-10 08:00Z' OR t >= '2017-11-10 14:30Z'") < 0)
+		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL});
 }
 

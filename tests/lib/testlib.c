@@ -809,3 +809,17 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name)
 			return (int)k;
 	return -1;
 }
+
+long long gl_test_exec_dsn(const char *dsn, const char *sql)
+{
+	PGconn *c = PQconnectdb(dsn);
+	PGresult *r = PQexec(c, sql);
+	long long n = -1;
+	if (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK)
+		n = atoll(PQcmdTuples(r));
+	else
+		fprintf(stderr, "testlib: %s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+	return n;
+}

@@ -38,6 +38,9 @@ int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, 
 void gl_test_out_fini(struct gl_test_out *o);
 
 /* Query helpers: first column of the first row as integer / text (static buffer). */
+/* Runs one statement on a connection of its own: the rows it affected, -1
+ * on error (printed). For test set-ups that write a few rows by SQL. */
+long long gl_test_exec_dsn(const char *dsn, const char *sql);
 long long gl_test_qint(PGconn *c, const char *sql);
 const char *gl_test_qstr(PGconn *c, const char *sql);
 /* The same with the SQL made by printf (at most 2 KiB). */
