@@ -111,75 +111,82 @@ int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
 	return 0;
 }
 
-/* The month's spend of every owner of one dimension, as chargeback gives it. */
-static int spend_of(PGconn *c, const char *dim, int64_t a, int64_t b, int64_t now_s, const char *owner,
-		    int64_t *spend, struct gl_err *err)
-{
-	struct gl_window w = {a, b};
-	struct gl_acct_query q;
-	struct gl_acct_meta meta;
-	struct gl_cb cb;
-	int rc;
-	*spend = 0;
-	gl_cb_init(&cb, 1, GL_SHARE_NONE, 1);
-	gl_acct_query_init(&q, &w, 1, &dim, 1, now_s);
-	if ((rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, err)))
-		goto out;
-	for (size_t j = 0; j < cb.steps[0].n_lines; j++)
-		if (!strcmp(cb.steps[0].lines[j].key[0], owner))
-			*spend += cb.steps[0].lines[j].total_micros;
-out:
-	gl_cb_fini(&cb);
-	return rc;
-}
-
 #define HISTORY_DAYS 56 /* eight weeks: the weekly season and then some */
 #define MIN_SPEND_DAYS 14
+#define MAX_AGGREGATES 8
+
+/* What one status call reads once per aggregate, however many budgets
+ * share it: the month's chargeback and the daily cost history. */
+struct agg_cache {
+	char aggregate[16];
+	int used, have_cb, have_fs;
+	struct gl_cb cb;       /* the month so far, shareIdle none */
+	struct gl_fcseries fs; /* daily cost over the last HISTORY_DAYS whole days */
+};
+
+static struct agg_cache *cache_for(struct agg_cache *cache, const char *dim, struct gl_err *err)
+{
+	int i;
+	for (i = 0; i < MAX_AGGREGATES && cache[i].used; i++)
+		if (!strcmp(cache[i].aggregate, dim))
+			return &cache[i];
+	if (i == MAX_AGGREGATES) {
+		gl_err_set(err, GL_EINVAL, "budgets: more than %d aggregates", MAX_AGGREGATES);
+		return NULL;
+	}
+	snprintf(cache[i].aggregate, sizeof cache[i].aggregate, "%s", dim);
+	cache[i].used = 1;
+	return &cache[i];
+}
+
+static void cache_fini(struct agg_cache *cache)
+{
+	for (int i = 0; i < MAX_AGGREGATES; i++) {
+		if (cache[i].have_cb)
+			gl_cb_fini(&cache[i].cb);
+		gl_fcseries_fini(&cache[i].fs);
+	}
+}
+
+/* The owner's spend in the month, as chargeback gives it. */
+static int spend_of(PGconn *c, struct agg_cache *ac, int64_t a, int64_t b, int64_t now_s, const char *owner,
+		    int64_t *spend, struct gl_err *err)
+{
+	*spend = 0;
+	if (!ac->have_cb) {
+		struct gl_window w = {a, b};
+		struct gl_acct_query q;
+		struct gl_acct_meta meta;
+		const char *dim = ac->aggregate;
+		int rc;
+		gl_cb_init(&ac->cb, 1, GL_SHARE_NONE, 1);
+		ac->have_cb = 1;
+		gl_acct_query_init(&q, &w, 1, &dim, 1, now_s);
+		if ((rc = gl_acct_chargeback_finished(c, &q, &ac->cb, &meta, err)))
+			return rc;
+	}
+	for (size_t j = 0; j < ac->cb.steps[0].n_lines; j++)
+		if (!strcmp(ac->cb.steps[0].lines[j].key[0], owner))
+			*spend += ac->cb.steps[0].lines[j].total_micros;
+	return 0;
+}
 
 /* The month-end forecast of an open month from the owner's daily cost
  * over the last HISTORY_DAYS whole days; linear (and says so) when too few
  * of them had any spend to learn from. */
-/* The daily cost series of one aggregate's owners, read once per status
- * call however many budgets share the aggregate. */
-struct hist_cache {
-	char aggregate[16];
-	struct gl_fcseries fs;
-	int used;
-};
-#define MAX_AGGREGATES 8
-
-static int history_of(PGconn *c, struct hist_cache *cache, const char *dim, const struct gl_window *steps,
-		      int64_t now_s, const struct gl_fcseries **out, struct gl_err *err)
-{
-	int rc, i;
-	for (i = 0; i < MAX_AGGREGATES && cache[i].used; i++)
-		if (!strcmp(cache[i].aggregate, dim)) {
-			*out = &cache[i].fs;
-			return 0;
-		}
-	if (i == MAX_AGGREGATES)
-		return gl_err_set(err, GL_EINVAL, "budgets: more than %d aggregates", MAX_AGGREGATES);
-	if ((rc = gl_fcseries_query(c, GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &cache[i].fs, err)))
-		return rc;
-	snprintf(cache[i].aggregate, sizeof cache[i].aggregate, "%s", dim);
-	cache[i].used = 1;
-	*out = &cache[i].fs;
-	return 0;
-}
-
-static int forecast_of(PGconn *c, struct hist_cache *cache, const struct gl_budget_cfg *b, int64_t month_start,
+static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_cfg *b, int64_t month_start,
 		       int64_t month_end, int64_t now_s, struct gl_budget_line *l, struct gl_err *err)
 {
 	int64_t today = now_s - ((now_s % 86400) + 86400) % 86400;
 	struct gl_window steps[HISTORY_DAYS];
-	const struct gl_fcseries *fs = NULL;
+	const struct gl_fcseries *fs = &ac->fs;
 	struct gl_forecast_result fr = {0};
 	struct gl_forecast_opts o = {0};
 	struct gl_err ferr = {0};
 	const double *y = NULL;
 	double *daily = NULL;
-	const char *dim = b->aggregate;
-	int rc, days = 0;
+	const char *dim = ac->aggregate;
+	int rc = 0, days = 0;
 
 	l->forecast_micros = gl_budget_forecast(l->spend_micros, month_start, month_end, now_s);
 	snprintf(l->method, sizeof l->method, "linear");
@@ -187,8 +194,11 @@ static int forecast_of(PGconn *c, struct hist_cache *cache, const struct gl_budg
 		steps[i].start_s = today - (int64_t)(HISTORY_DAYS - i) * 86400;
 		steps[i].end_s = steps[i].start_s + 86400;
 	}
-	if ((rc = history_of(c, cache, dim, steps, now_s, &fs, err)))
-		goto out;
+	if (!ac->have_fs) {
+		ac->have_fs = 1;
+		if ((rc = gl_fcseries_query(c, GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &ac->fs, err)))
+			goto out;
+	}
 	for (size_t i = 0; i < fs->n; i++)
 		if (!strcmp(fs->s[i].key, b->owner))
 			y = fs->s[i].v;
@@ -230,7 +240,7 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err)
 {
 	int64_t month_end = gl_month_next(month_start);
-	struct hist_cache cache[MAX_AGGREGATES];
+	struct agg_cache cache[MAX_AGGREGATES];
 	char mon[16];
 	PGresult *r = NULL;
 	int rc = 0;
@@ -241,6 +251,7 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 	for (size_t i = 0; i < cfg->n_budgets && *n < max; i++) {
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
 		struct gl_budget_line *l;
+		struct agg_cache *ac;
 		int64_t amount = gl_budget_amount(cfg, i, month_start, month_end);
 		if (amount < 0)
 			continue;
@@ -251,12 +262,16 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		snprintf(l->currency, sizeof l->currency, "%s", b->currency);
 		l->budget_micros = amount;
 		l->closed = now_s >= month_end;
-		if ((rc = spend_of(c, b->aggregate, month_start, month_end, now_s, b->owner, &l->spend_micros, err)))
+		if (!(ac = cache_for(cache, b->aggregate, err))) {
+			rc = -GL_EINVAL;
+			goto out;
+		}
+		if ((rc = spend_of(c, ac, month_start, month_end, now_s, b->owner, &l->spend_micros, err)))
 			goto out;
 		if (l->closed) {
 			l->forecast_micros = l->spend_micros;
 			snprintf(l->method, sizeof l->method, "actual");
-		} else if ((rc = forecast_of(c, cache, b, month_start, month_end, now_s, l, err))) {
+		} else if ((rc = forecast_of(c, ac, b, month_start, month_end, now_s, l, err))) {
 			goto out;
 		}
 		if ((rc = gl_db_query(c,
@@ -270,8 +285,7 @@ int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start
 		r = NULL;
 	}
 out:
-	for (int k = 0; k < MAX_AGGREGATES; k++)
-		gl_fcseries_fini(&cache[k].fs);
+	cache_fini(cache);
 	PQclear(r);
 	return rc;
 }
