@@ -77,7 +77,3 @@ export async function download(path, params, format) {
 	setTimeout(() => URL.revokeObjectURL(url), 1000);
 	return { name, size: blob.size };
 }
-
-export function downloadCsv(path, params) {
-	return download(path, params, 'csv');
-}

@@ -1,7 +1,7 @@
 // DOM helpers: elements are built with createElement and textContent only
 // (no innerHTML), and styles set through the CSSOM, which the page's
 // Content-Security-Policy allows.
-import { downloadCsv, ApiError } from './api.js';
+import { download, ApiError } from './api.js';
 
 export function h(tag, attrs = {}, ...children) {
 	const el = document.createElement(tag);
@@ -35,25 +35,32 @@ export function failure(e) {
 	return h('div', { class: 'unavailable', 'data-state': 'error' }, h('p', { class: 'error', text: e.message || String(e) }));
 }
 
-// A CSV button for an API table: fetched with the bearer header.
-export function csvButton(path, params, label = 'Download CSV') {
-	const status = h('span', { class: 'note', role: 'status' });
+// A button that downloads path as format (csv, zip, html, pdf) through the
+// API with the bearer header and says what it saved in status. params may
+// be a function, read at the click (a view's current choice).
+export function fileButton({ path, params, format, label, status, what = format.toUpperCase() }) {
 	const b = h('button', {
-		type: 'button', class: 'csv', 'data-csv': path,
+		type: 'button', class: 'csv', 'data-csv': format === 'csv' ? path : null, 'data-format': format,
 		onclick: async () => {
 			b.disabled = true;
 			status.textContent = '';
 			try {
-				const r = await downloadCsv(path, params);
+				const r = await download(path, typeof params === 'function' ? params() : params, format);
 				status.textContent = 'Saved ' + r.name;
 			} catch (e) {
-				status.textContent = 'CSV failed: ' + e.message;
+				status.textContent = what + ' failed: ' + e.message;
 			} finally {
 				b.disabled = false;
 			}
 		},
 	}, label);
-	return h('span', {}, b, ' ', status);
+	return b;
+}
+
+// A CSV button for an API table.
+export function csvButton(path, params, label = 'Download CSV') {
+	const status = h('span', { class: 'note', role: 'status' });
+	return h('span', {}, fileButton({ path, params, format: 'csv', label, status }), ' ', status);
 }
 
 // A sortable table. cols: [{key, label, num, fmt(row) -> text, sort(row) -> value}]

@@ -2,9 +2,8 @@
 // tables, a self-contained HTML page or a PDF (by the API, with the bearer
 // header); the budgets of that month with spend, forecast (and how it was
 // made) and the alerts sent; and the report sets the daemon recorded.
-import { h, stat, table } from '../ui.js';
+import { h, stat, table, fileButton } from '../ui.js';
 import * as f from '../fmt.js';
-import { download } from '../api.js';
 
 // 'YYYY-MM' of this month and the twelve before it, newest first (UTC)
 function months() {
@@ -17,25 +16,6 @@ function months() {
 }
 
 let chosen = null; // the month picked, kept across re-renders
-
-function downloadButton(label, format, params, status) {
-	const b = h('button', {
-		type: 'button', class: 'csv', 'data-format': format,
-		onclick: async () => {
-			b.disabled = true;
-			status.textContent = '';
-			try {
-				const r = await download('/v1/reports/showback', params(), format);
-				status.textContent = 'Saved ' + r.name + ' (' + f.number(r.size) + ' bytes)';
-			} catch (e) {
-				status.textContent = label + ' failed: ' + e.message;
-			} finally {
-				b.disabled = false;
-			}
-		},
-	}, label);
-	return b;
-}
 
 async function monthBody(ctx, month) {
 	const [bud, rec] = await Promise.all([
@@ -105,9 +85,9 @@ export async function render(ctx) {
 	return [
 		h('div', { class: 'filter' },
 			h('label', { for: 'reports-month-pick', text: 'Month ' }), select, ' ',
-			downloadButton('Download CSV tables (ZIP)', 'zip', params, status), ' ',
-			downloadButton('HTML', 'html', params, status), ' ',
-			downloadButton('PDF', 'pdf', params, status), ' ', status),
+			fileButton({ path: '/v1/reports/showback', params, format: 'zip', label: 'Download CSV tables (ZIP)', status }), ' ',
+			fileButton({ path: '/v1/reports/showback', params, format: 'html', label: 'HTML', status }), ' ',
+			fileButton({ path: '/v1/reports/showback', params, format: 'pdf', label: 'PDF', status }), ' ', status),
 		h('p', { class: 'note', text: 'The report of a month by ' + (ctx.aggregate || 'team') +
 			' as finance files it: per-owner GPU-hours and cost, the fleet, failed-job waste, energy, queue waits, top jobs and the reconciliation. A month not over yet is month to date.' }),
 		holder,
