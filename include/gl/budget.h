@@ -28,6 +28,10 @@ struct gl_budget_line {
 	int64_t spend_micros;      /* month to date */
 	int64_t forecast_micros;   /* month end */
 	char method[24];           /* "actual" (month over), "linear", or the forecast method */
+	/* how that method did on this owner's own days (its backtest, as
+	 * /v1/forecast reports it); origins == 0: no backtest (actual, linear) */
+	int origins;
+	double mase, wape;         /* NaN when undefined (a zero scale or no spend) */
 	int closed;                /* the month is over: forecast == spend */
 	size_t n_fired;
 	int fired[GL_BUDGET_MAX_THRESHOLDS]; /* thresholds already alerted this month */

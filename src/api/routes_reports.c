@@ -12,6 +12,7 @@
 #include "gl/window.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,15 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 		gl_money_format(l->forecast_micros, minor, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "forecast_month_end", buf);
 		cJSON_AddStringToObject(o, "forecast_method", l->method);
+		if (l->origins > 0) {
+			/* the method's own backtest on this owner's days, as /v1/forecast shows it */
+			cJSON *a = cJSON_AddObjectToObject(o, "forecast_accuracy");
+			isfinite(l->mase) ? (void)cJSON_AddNumberToObject(a, "mase", l->mase) : (void)cJSON_AddNullToObject(a, "mase");
+			isfinite(l->wape) ? (void)cJSON_AddNumberToObject(a, "wape", l->wape) : (void)cJSON_AddNullToObject(a, "wape");
+			cJSON_AddNumberToObject(a, "origins", l->origins);
+		} else {
+			cJSON_AddNullToObject(o, "forecast_accuracy");
+		}
 		gl_report_fmt_pct(l->spend_micros, l->budget_micros, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "pct_used", buf);
 		gl_report_fmt_pct(l->forecast_micros, l->budget_micros, buf, sizeof buf);

@@ -222,6 +222,9 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 		daily[i] = fr.point[i] * 1e6;
 	l->forecast_micros = gl_budget_forecast_daily(l->spend_micros, now_s, month_end, daily, (size_t)o.horizon);
 	snprintf(l->method, sizeof l->method, "%s", gl_forecast_method_name(fr.method));
+	l->origins = fr.origins;
+	l->mase = fr.cv.mase;
+	l->wape = fr.cv.wape;
 out:
 	free(daily);
 	gl_forecast_result_fini(&fr);

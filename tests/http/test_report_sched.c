@@ -309,6 +309,9 @@ static void test_daemon_schedule_and_budget_alerts_once(void **state)
 		double ms = 1793491200.0 /* 2026-11-01 */, len = 30 * 86400.0, now = (double)time(NULL);
 		double lo = (double)spend * len / (now + 2 - ms) - 10000, hi = (double)spend * len / (now - 2 - ms) + 10000;
 		assert_true(fc >= lo && fc <= hi);
+		assert_string_equal(cJSON_GetObjectItem(b, "forecast_method")->valuestring, "linear");
+		/* no backtest stands behind a linear forecast: no accuracy claimed */
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(b, "forecast_accuracy")));
 	}
 	cJSON_Delete(j);
 	/* the daemon also made last month's set on its own (schedule 00:00 of the 1st has passed) */

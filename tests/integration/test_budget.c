@@ -124,6 +124,12 @@ static void test_weekly_pattern_is_forecast_not_extrapolated(void **state)
 	assert_true(v->forecast_micros >= want_month - 1 && v->forecast_micros <= want_month + 1);
 	assert_string_not_equal(v->method, "linear");
 	assert_string_not_equal(v->method, "actual");
+	/* its accuracy comes with it: the weekly pattern is exact, so a method
+	 * with zero backtest error exists (the weekly seasonal naive) and no
+	 * method with any error may be chosen over it */
+	assert_true(v->origins >= 7);
+	assert_true(v->wape == 0.0);
+	assert_true(v->mase == 0.0);
 	/* what the linear forecast would have said: well off */
 	linear = want_spend * 31 * 86400 / (NOW - OCT1);
 	assert_true(linear > want_month + 100000000LL);
@@ -140,6 +146,7 @@ static void test_short_history_is_linear(void **state)
 	/* 5 days x 10 GPU-hours x 2.50 */
 	assert_int_equal(l->spend_micros, 125000000LL);
 	assert_string_equal(l->method, "linear");
+	assert_int_equal(l->origins, 0); /* no backtest behind a linear forecast */
 	/* 125 x 31 days / 14.5 days = 267.2413793..., half up in micro-units */
 	assert_int_equal(l->forecast_micros, 267241379LL);
 }
@@ -158,6 +165,7 @@ static void test_closed_month_is_actual(void **state)
 	assert_int_equal(v->spend_micros, want);
 	assert_int_equal(v->forecast_micros, want);
 	assert_string_equal(v->method, "actual");
+	assert_int_equal(v->origins, 0);
 }
 
 static void test_forecast_daily_arithmetic(void **state)

@@ -219,6 +219,9 @@ try {
 		eq(cells[0], 'vision', 'owner');
 		eq(cells[3], shown(api.budgets[0].spend_to_date, 'USD'), 'spend to date');
 		eq(cells[7], api.budgets[0].forecast_method, 'forecast method');
+		const acc = api.budgets[0].forecast_accuracy;
+		eq(cells[8], acc && acc.wape != null ? new Intl.NumberFormat('en', { style: 'percent', maximumFractionDigits: 1 }).format(acc.wape) : '—',
+			'the forecast\'s backtest WAPE');
 		assert(Number(api.budgets[0].pct_used) >= 100 && await page.$eval('#reports-budgets tbody tr', (r) => r.className) === 'special',
 			'an overspent budget is marked: ' + api.budgets[0].pct_used);
 		for (const [fmt, magic] of [['zip', 'PK\x03\x04'], ['pdf', '%PDF-']]) {

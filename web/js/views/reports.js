@@ -38,11 +38,14 @@ async function monthBody(ctx, month) {
 				{ key: 'forecast', label: 'Forecast, month end', num: true, fmt: (r) => f.decimal(r.forecast, cur), sort: (r) => Number(r.forecast) },
 				{ key: 'fpct', label: 'Forecast %', num: true, fmt: (r) => (r.fpct === '' ? '—' : r.fpct + ' %'), sort: (r) => Number(r.fpct) },
 				{ key: 'method', label: 'Forecast by' },
+				// the method's own backtest on the owner's days, beside the forecast it made
+				{ key: 'wape', label: 'Its backtest WAPE', num: true, fmt: (r) => (r.wape == null ? '—' : f.percent(r.wape)), sort: (r) => (r.wape == null ? -1 : r.wape) },
 				{ key: 'alerted', label: 'Alerts sent', fmt: (r) => r.alerted || '—' },
 			],
 			rows: bud.budgets.map((b) => ({
 				owner: b.owner, aggregate: b.aggregate, budget: b.budget, spend: b.spend_to_date, pct: b.pct_used,
 				forecast: b.forecast_month_end, fpct: b.forecast_pct, method: b.forecast_method,
+				wape: b.forecast_accuracy ? b.forecast_accuracy.wape : null,
 				alerted: b.alerted_thresholds.map((t) => t + ' %').join(', '),
 				__class: Number(b.pct_used) >= 100 ? 'special' : null,
 			})),
