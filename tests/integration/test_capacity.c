@@ -516,9 +516,10 @@ static void test_kube_capacity_follows_nodes(void **state)
 	assert_int_equal(rep, k_reported);
 	assert_int_equal(down, k_down);
 	assert_int_equal(by_model_h100, 2 * 15 * H);
-	/* per-hour rounding of the 1/7 share: 143 ms x 3600 s -> 514 in its hour;
-	 * the running pod ends at now (06:00): 4 GPUs x 2 h */
-	assert_int_equal(alloc, 2 * 2 * H + 514 + 4 * 2 * H);
+	/* per-hour rounding of the 1/7 share, half up as chargeback rounds:
+	 * 143 ms x 3600 s = 514.8 -> 515 in its hour; the running pod ends at
+	 * now (06:00): 4 GPUs x 2 h */
+	assert_int_equal(alloc, 2 * 2 * H + 515 + 4 * 2 * H);
 	/* gpu-n2 was cordoned at 05:30 with pod c still on it: its 4 GPUs until
 	 * now (06:00) are drained-but-allocated */
 	assert_int_equal(drained_alloc, 4 * H / 2);
