@@ -61,6 +61,20 @@ int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, stru
  * numbers use the very owner resolution chargeback does. Static text. */
 const char *gl_acct_jobs_cte(void);
 
+/* ", j0 AS (...) ... settled AS (...)": settles fleet idle per step i and
+ * capacity key (cluster, partition, model) so that a cluster's idle is its
+ * capacity less unavailable less ALL its allocation, also allocation under a
+ * key capacity does not have. The caller defines capk (i, cluster_id,
+ * cluster, partition, gpu_model, a, reported, unavail: GPU-seconds) and
+ * alloc (i, cluster_id, partition, gpu_model, ms: whole GPU-milliseconds);
+ * settled has the capk columns, am (the key's own allocation), idle_ms and
+ * over_ms (what no idle could absorb, on one row per cluster). Static text. */
+const char *gl_acct_idle_settle_sql(void);
+
+/* The GPU model a job is priced and grouped by: the scheduler's type, else
+ * the model of its first node (sql/021). j: the jobs alias. */
+#define GL_JOB_MODEL_SQL(j) "lower(coalesce(" j ".gpu_type, " j ".node_gpu_model))"
+
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_acct_dim_sql(const char *dim);
 

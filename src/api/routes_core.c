@@ -1,4 +1,5 @@
 /* Health, metrics, jobs and ingest-run endpoints. */
+#include "gl/accounting.h"
 #include "gl/apijson.h"
 #include "gl/csv.h"
 #include "gl/db.h"
@@ -182,8 +183,8 @@ static const char jobs_sql[] =
 	" (SELECT round(sum(j.gpu_milli * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
 	"   * r.micros_per_gpu_hour) / 3600000)"
 	"  FROM rates r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0"
-	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = lower(j.gpu_type))"
-	"   THEN lower(j.gpu_type) ELSE '*' END),"
+	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = " GL_JOB_MODEL_SQL("j") ")"
+	"   THEN " GL_JOB_MODEL_SQL("j") " ELSE '*' END),"
 	" u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s"
 	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"

@@ -17,12 +17,47 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Unallocated idle per cluster, partition and model over [$1, $2) at now $3,
+ * settled as /v1/chargeback settles it (gl_acct_idle_settle_sql): a
+ * cluster's idle is its capacity less unavailable less all its allocation,
+ * also allocation under a key capacity does not have. Idle is priced at the
+ * rate in force at the window's start. Reuses b. */
+static const char *fleet_sql(struct gl_strbuf *b)
+{
+	gl_strbuf_reset(b);
+	gl_strbuf_puts(b,
+		       "WITH cap AS (SELECT 1 AS i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"
+		       "  lower(cp.gpu_model) AS gpu_model, sum(cp.reported_gpu_seconds) AS reported,"
+		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail,"
+		       "  to_timestamp($1) AS a"
+		       "  FROM gl_capacity(to_timestamp($1), to_timestamp($2)) cp GROUP BY 2, 3, 4"
+		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
+		       "), alloc AS (SELECT 1 AS i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
+		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model,"
+		       "  round(sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)),"
+		       "   to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))))) AS ms"
+		       "  FROM jobs jb WHERE jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)"
+		       "  AND coalesce(jb.end_at, to_timestamp($3)) > to_timestamp($1) GROUP BY 2, 3, 4"
+		       ")");
+	gl_strbuf_puts(b, gl_acct_idle_settle_sql());
+	gl_strbuf_puts(b,
+		       " SELECT s.cluster, s.partition, s.gpu_model, s.reported, s.unavail, round(s.am / 1000.0),"
+		       " round(s.idle_ms / 1000.0), round(s.over_ms / 1000.0),"
+		       " round(s.idle_ms * rt.micros_per_gpu_hour / 3600000.0)"
+		       " FROM settled s"
+		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= to_timestamp($1)"
+		       "  AND to_timestamp($1) < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
+		       "  WHERE x.gpu_model = s.gpu_model) THEN s.gpu_model ELSE '*' END LIMIT 1) rt ON true"
+		       " ORDER BY 7 DESC, 1, 2, 3");
+	return b->p;
+}
+
 /* Jobs in the window with their exporter-observed idle time; idle priced at
  * the rate of the job's model in force at the window's clipped start. */
 static const char jobs_sql[] =
 	"WITH k AS ("
 	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
-	"  lower(jb.gpu_type) AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
+	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
 	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
 	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s, u.busy_gpu_s, u.observed_gpu_s"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
@@ -148,27 +183,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	have_cap = PQgetvalue(capq, 0, 0)[0] == 't';
 	if (have_cap &&
 	    (rc = gl_db_query(c,
-			      "WITH cap AS (SELECT cp.cluster_id, coalesce(cp.partition, '') AS partition, lower(cp.gpu_model) AS gpu_model,"
-			      "  sum(cp.reported_gpu_seconds) AS reported,"
-			      "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail"
-			      "  FROM gl_capacity(to_timestamp($1), to_timestamp($2)) cp GROUP BY 1, 2, 3"
-			      "), alloc AS (SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
-			      "  coalesce(lower(jb.gpu_type), 'unknown') AS gpu_model,"
-			      "  sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2))"
-			      "   - greatest(jb.start_at, to_timestamp($1)))) / 1000 AS s"
-			      "  FROM jobs jb WHERE jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)"
-			      "  AND coalesce(jb.end_at, to_timestamp($3)) > to_timestamp($1) GROUP BY 1, 2, 3"
-			      ") SELECT c.name, cap.partition, cap.gpu_model, cap.reported, cap.unavail, round(coalesce(alloc.s, 0)),"
-			      " round(greatest(cap.reported - cap.unavail - coalesce(alloc.s, 0), 0)),"
-			      " round(greatest(coalesce(alloc.s, 0) - (cap.reported - cap.unavail), 0)),"
-			      " round(greatest(cap.reported - cap.unavail - coalesce(alloc.s, 0), 0) * rt.micros_per_gpu_hour / 3600.0)"
-			      " FROM cap JOIN clusters c USING (cluster_id)"
-			      " LEFT JOIN alloc ON alloc.cluster_id = cap.cluster_id AND alloc.partition = cap.partition"
-			      "  AND alloc.gpu_model = cap.gpu_model"
-			      " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= to_timestamp($1)"
-			      "  AND to_timestamp($1) < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
-			      "  WHERE x.gpu_model = cap.gpu_model) THEN cap.gpu_model ELSE '*' END LIMIT 1) rt ON true"
-			      " ORDER BY 7 DESC, 1, 2, 3",
+			      fleet_sql(&sql),
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
 		goto fail;
 	if (csv) {

@@ -1,5 +1,6 @@
 /* The idle-GPU shutdown hook (see include/gl/hook.h, docs/hook.md). */
 #include "gl/hook.h"
+#include "gl/accounting.h"
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/hookpolicy.h"
@@ -62,7 +63,7 @@ static const char owner_sql[] =
 	"  jb.tags, jb.start_at) ow ON true"
 	" LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= to_timestamp($4)"
 	"  AND to_timestamp($4) < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates q"
-	"  WHERE q.gpu_model = lower(jb.gpu_type)) THEN lower(jb.gpu_type) ELSE '*' END LIMIT 1) rt ON true";
+	"  WHERE q.gpu_model = " GL_JOB_MODEL_SQL("jb") ") THEN " GL_JOB_MODEL_SQL("jb") " ELSE '*' END LIMIT 1) rt ON true";
 
 static const char stages_sql[] =
 	"SELECT x.i, s.stage, s.status FROM unnest($1::integer[], $2::bigint[], $3::integer[]) AS x(cid, job_pk, i)"

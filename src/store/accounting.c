@@ -42,7 +42,7 @@ static const char jobs_cte[] =
 	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
 	"), k0 AS ("
 	" SELECT s.i, jb.job_pk, jb.cluster_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos,"
-	"  jb.namespace, lower(jb.gpu_type) AS gpu_model, jb.gpu_milli,"
+	"  jb.namespace, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli,"
 	"  greatest(jb.start_at, s.a) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), s.b) AS e0,"
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
@@ -83,7 +83,8 @@ static const char alloc_cte[] =
 	" SELECT s.i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b"
 	" FROM unnest($4::bigint[], $5::bigint[], $6::integer[]) AS s(a, b, i)"
 	"), k AS ("
-	" SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition, coalesce(lower(jb.gpu_type), 'unknown') AS gpu_model,"
+	" SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
+	"  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model,"
 	"  jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b) - greatest(jb.start_at, s.a)) AS ms"
 	" FROM lsteps s"
 	" JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
@@ -95,6 +96,75 @@ static const char alloc_cte[] =
 	" JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
 	" JOIN clusters c ON c.name = u.d_cluster"
 	")";
+
+/* Settles fleet idle per step (i) and capacity key (cluster, partition,
+ * model) from two CTEs the caller defines: capk (i, cluster_id, cluster,
+ * partition, gpu_model, a = the step's start, reported and unavail in
+ * GPU-seconds) and alloc (i, cluster_id, partition, gpu_model, ms = whole
+ * allocated GPU-milliseconds). Ends with "settled": the capk columns, am
+ * (the key's own allocation), idle_ms and over_ms. */
+static const char settle_sql[] =
+	", j0 AS ("
+	" SELECT capk.i, capk.cluster_id, capk.cluster, capk.partition, capk.gpu_model, capk.a,"
+	"  capk.reported, capk.unavail, coalesce(alloc.ms, 0) AS am,"
+	"  capk.reported * 1000 - capk.unavail * 1000 - coalesce(alloc.ms, 0) AS idle0"
+	" FROM capk LEFT JOIN alloc ON alloc.i = capk.i AND alloc.cluster_id = capk.cluster_id"
+	"  AND alloc.partition = capk.partition AND alloc.gpu_model = capk.gpu_model"
+	/* Allocation its own key could not absorb: a key capacity does not
+	 * have (a job without a model of its own on a node the inventory does
+	 * not know; an exporter-inventory cluster has no partitions), or more
+	 * than the key's capacity (a job under a node's second partition).
+	 * Those jobs still held GPUs of the cluster, so the spill comes out of
+	 * the cluster's idle: first from keys of its own model, then from all,
+	 * in proportion, in whole milliseconds by largest remainder. A
+	 * cluster's idle is then its capacity less unavailable less all its
+	 * allocation, as /v1/capacity settles it. */
+	"), spill AS ("
+	" SELECT x.i, x.cluster_id, x.gpu_model, sum(x.ms) AS ms FROM ("
+	"  SELECT a.i, a.cluster_id, a.gpu_model, a.ms FROM alloc a"
+	"  WHERE NOT EXISTS (SELECT 1 FROM capk c WHERE c.i = a.i AND c.cluster_id = a.cluster_id"
+	"   AND c.partition = a.partition AND c.gpu_model = a.gpu_model)"
+	"  UNION ALL SELECT j0.i, j0.cluster_id, j0.gpu_model, -j0.idle0 FROM j0 WHERE j0.idle0 < 0) x"
+	" GROUP BY 1, 2, 3"
+	"), m1 AS ("
+	" SELECT j0.*, greatest(j0.idle0, 0) AS p, sum(greatest(j0.idle0, 0)) OVER w AS pool,"
+	"  least(coalesce(sp.ms, 0), sum(greatest(j0.idle0, 0)) OVER w) AS take"
+	" FROM j0 LEFT JOIN spill sp ON sp.i = j0.i AND sp.cluster_id = j0.cluster_id AND sp.gpu_model = j0.gpu_model"
+	" WINDOW w AS (PARTITION BY j0.i, j0.cluster_id, j0.gpu_model)"
+	"), m2 AS ("
+	" SELECT m1.*, CASE WHEN pool > 0 THEN div(take * p, pool) ELSE 0 END AS q,"
+	"  CASE WHEN pool > 0 THEN mod(take * p, pool) ELSE 0 END AS fr FROM m1"
+	"), m3 AS ("
+	" SELECT m2.*, p - q - CASE WHEN row_number() OVER (PARTITION BY i, cluster_id, gpu_model"
+	"  ORDER BY fr DESC, partition) <= take - sum(q) OVER (PARTITION BY i, cluster_id, gpu_model)"
+	"  THEN 1 ELSE 0 END AS p1 FROM m2"
+	"), rest AS ("
+	" SELECT s.i, s.cluster_id, s.ms - coalesce(t.t, 0) AS ms"
+	" FROM (SELECT i, cluster_id, sum(ms) AS ms FROM spill GROUP BY 1, 2) s"
+	" LEFT JOIN (SELECT i, cluster_id, sum(take) AS t FROM (SELECT DISTINCT i, cluster_id, gpu_model, take FROM m1) d"
+	"  GROUP BY 1, 2) t ON t.i = s.i AND t.cluster_id = s.cluster_id"
+	"), n1 AS ("
+	" SELECT m3.*, coalesce(r.ms, 0) AS left2, sum(m3.p1) OVER w AS pool2,"
+	"  least(coalesce(r.ms, 0), sum(m3.p1) OVER w) AS take2"
+	" FROM m3 LEFT JOIN rest r ON r.i = m3.i AND r.cluster_id = m3.cluster_id"
+	" WINDOW w AS (PARTITION BY m3.i, m3.cluster_id)"
+	"), n2 AS ("
+	" SELECT n1.*, CASE WHEN pool2 > 0 THEN div(take2 * p1, pool2) ELSE 0 END AS q2,"
+	"  CASE WHEN pool2 > 0 THEN mod(take2 * p1, pool2) ELSE 0 END AS fr2 FROM n1"
+	"), settled AS ("
+	" SELECT n2.i, n2.cluster_id, n2.cluster, n2.partition, n2.gpu_model, n2.a, n2.reported, n2.unavail, n2.am,"
+	"  p1 - q2 - CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY fr2 DESC, gpu_model, partition)"
+	"   <= take2 - sum(q2) OVER (PARTITION BY i, cluster_id) THEN 1 ELSE 0 END AS idle_ms,"
+	/* what no idle could absorb: the cluster was over-allocated */
+	"  CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY gpu_model, partition) = 1"
+	"   THEN left2 - take2 ELSE 0 END AS over_ms"
+	" FROM n2"
+	")";
+
+const char *gl_acct_idle_settle_sql(void)
+{
+	return settle_sql;
+}
 
 /* The accounting dimensions as usage_daily columns. */
 static const char *daily_expr(const char *dim)
@@ -521,62 +591,9 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
 			       " ), alloc AS ("
 			       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, round(sum(k.ms)) AS ms FROM k GROUP BY 1, 2, 3, 4"
-			       "), j0 AS ("
-			       " SELECT capk.i, capk.cluster_id, capk.cluster, capk.partition, capk.gpu_model, capk.a,"
-			       "  capk.reported * 1000 - capk.unavail * 1000 - coalesce(alloc.ms, 0) AS idle0"
-			       " FROM capk LEFT JOIN alloc ON alloc.i = capk.i AND alloc.cluster_id = capk.cluster_id"
-			       "  AND alloc.partition = capk.partition AND alloc.gpu_model = capk.gpu_model"
-			       /* Allocation its own key could not absorb: a key capacity does
-				* not have (a pod or an untyped gres/gpu job is 'unknown'; an
-				* exporter-inventory cluster has no partitions), or more than
-				* the key's capacity (a job under a node's second partition).
-				* Those jobs still held GPUs of the cluster, so the spill comes
-				* out of the cluster's idle: first from keys of its own model,
-				* then from all, in proportion, in whole milliseconds by largest
-				* remainder. A cluster's idle is then its capacity less
-				* unavailable less all its allocation, as /v1/capacity settles it. */
-			       "), spill AS ("
-			       " SELECT x.i, x.cluster_id, x.gpu_model, sum(x.ms) AS ms FROM ("
-			       "  SELECT a.i, a.cluster_id, a.gpu_model, a.ms FROM alloc a"
-			       "  WHERE NOT EXISTS (SELECT 1 FROM capk c WHERE c.i = a.i AND c.cluster_id = a.cluster_id"
-			       "   AND c.partition = a.partition AND c.gpu_model = a.gpu_model)"
-			       "  UNION ALL SELECT j0.i, j0.cluster_id, j0.gpu_model, -j0.idle0 FROM j0 WHERE j0.idle0 < 0) x"
-			       " GROUP BY 1, 2, 3"
-			       "), m1 AS ("
-			       " SELECT j0.*, greatest(j0.idle0, 0) AS p, sum(greatest(j0.idle0, 0)) OVER w AS pool,"
-			       "  least(coalesce(sp.ms, 0), sum(greatest(j0.idle0, 0)) OVER w) AS take"
-			       " FROM j0 LEFT JOIN spill sp ON sp.i = j0.i AND sp.cluster_id = j0.cluster_id AND sp.gpu_model = j0.gpu_model"
-			       " WINDOW w AS (PARTITION BY j0.i, j0.cluster_id, j0.gpu_model)"
-			       "), m2 AS ("
-			       " SELECT m1.*, CASE WHEN pool > 0 THEN div(take * p, pool) ELSE 0 END AS q,"
-			       "  CASE WHEN pool > 0 THEN mod(take * p, pool) ELSE 0 END AS fr FROM m1"
-			       "), m3 AS ("
-			       " SELECT m2.*, p - q - CASE WHEN row_number() OVER (PARTITION BY i, cluster_id, gpu_model"
-			       "  ORDER BY fr DESC, partition) <= take - sum(q) OVER (PARTITION BY i, cluster_id, gpu_model)"
-			       "  THEN 1 ELSE 0 END AS p1 FROM m2"
-			       "), rest AS ("
-			       " SELECT s.i, s.cluster_id, s.ms - coalesce(t.t, 0) AS ms"
-			       " FROM (SELECT i, cluster_id, sum(ms) AS ms FROM spill GROUP BY 1, 2) s"
-			       " LEFT JOIN (SELECT i, cluster_id, sum(take) AS t FROM (SELECT DISTINCT i, cluster_id, gpu_model, take FROM m1) d"
-			       "  GROUP BY 1, 2) t ON t.i = s.i AND t.cluster_id = s.cluster_id"
-			       "), n1 AS ("
-			       " SELECT m3.*, coalesce(r.ms, 0) AS left2, sum(m3.p1) OVER w AS pool2,"
-			       "  least(coalesce(r.ms, 0), sum(m3.p1) OVER w) AS take2"
-			       " FROM m3 LEFT JOIN rest r ON r.i = m3.i AND r.cluster_id = m3.cluster_id"
-			       " WINDOW w AS (PARTITION BY m3.i, m3.cluster_id)"
-			       "), n2 AS ("
-			       " SELECT n1.*, CASE WHEN pool2 > 0 THEN div(take2 * p1, pool2) ELSE 0 END AS q2,"
-			       "  CASE WHEN pool2 > 0 THEN mod(take2 * p1, pool2) ELSE 0 END AS fr2 FROM n1"
-			       "), settled AS ("
-			       " SELECT n2.i, n2.cluster, n2.partition, n2.gpu_model, n2.a,"
-			       "  p1 - q2 - CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY fr2 DESC, gpu_model, partition)"
-			       "   <= take2 - sum(q2) OVER (PARTITION BY i, cluster_id) THEN 1 ELSE 0 END AS idle_ms,"
-			       /* what no idle could absorb: the cluster was over-allocated */
-			       "  CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY gpu_model, partition) = 1"
-			       "   THEN left2 - take2 ELSE 0 END AS over_ms"
-			       " FROM n2"
-			       "), idle AS ("
-			       " SELECT capk.* FROM settled capk WHERE true");
+			       ")");
+		gl_strbuf_puts(&sql, settle_sql);
+		gl_strbuf_puts(&sql, ", idle AS (SELECT capk.* FROM settled capk WHERE true");
 		/* the fleet filters (cluster, partition, gpu_model) narrow idle too */
 		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_FLEET, err)))
 			goto out;

@@ -223,7 +223,7 @@ enum {
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
 	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, coalesce(jb.eligible_at, jb.submit_at), jb.end_at,"
-	" jb.gpu_milli, lower(jb.gpu_type), round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj"
+	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" LEFT JOIN (SELECT job_pk, idle_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
 	"  ON u.job_pk = jb.job_pk"

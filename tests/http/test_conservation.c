@@ -47,6 +47,11 @@ static int setup(void **state)
 	    o.status != 0)
 		return -1;
 	gl_test_out_fini(&o);
+	/* October's days built before the node inventory arrives: they must
+	 * turn stale when it gives job 103 its model */
+	if (gl_test_run(g_dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+		return -1;
+	gl_test_out_fini(&o);
 	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes", FX "scontrol_nodes.txt",
 			"--at", "2026-09-01T00:00:00Z", NULL) ||
 	    o.status != 0)
@@ -63,6 +68,16 @@ static int setup(void **state)
 		return -1;
 	gl_test_out_fini(&o);
 	return gl_test_daemon_start(&g_d, g_dsn, rates_yaml, (const char *[]){"--no-ingest", NULL});
+}
+
+static int rebuild(void **state)
+{
+	struct gl_test_out o;
+	int rc = gl_test_run(g_dsn, NULL, &o, "rollup", NULL) || o.status != 0 || !strstr(o.out, " days rebuilt") ? -1 : 0;
+	if (rc)
+		fprintf(stderr, "rollup: %s\n", o.err);
+	gl_test_out_fini(&o);
+	return rc;
 }
 
 static int teardown(void **state)
@@ -142,6 +157,50 @@ static void test_hand_computed(void **state)
 	assert_int_equal(x.cb_idle, 172800 - 2);
 }
 
+static long long item_cost(const char *path, const char *name)
+{
+	cJSON *j = gl_test_get_json(g_d.port, path, 200), *it;
+	long long v = -1;
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items"))
+	{
+		if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, name))
+			v = num(it, "cost_micros");
+	}
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unpriced_models")), 0);
+	cJSON_Delete(j);
+	return v;
+}
+
+/* A job without a GPU type of its own is priced by the model of its node. */
+static void test_untyped_jobs_priced_by_their_node(void **state)
+{
+	cJSON *j;
+	/* pod ml/p1: 1 GPU x 10 h on kn1 (NVIDIA-A100-SXM4-80GB at 1.00) */
+	assert_int_equal(item_cost("/v1/chargeback?window=2026-10-02&filter=cluster:k1&aggregate=gpu_model",
+				   "nvidia-a100-sxm4-80gb"),
+			 10000000);
+	/* job 103 (carol, gres/gpu=1): 1 GPU x 10 h on n1 (a100 at 2.50) */
+	assert_int_equal(item_cost("/v1/chargeback?window=2026-10-10&aggregate=user", "carol"), 25000000);
+	/* /v1/idle settles as chargeback: on 27 October 00:00-06:00 c1 is
+	 * full, k1's 2 GPUs idle: 43,200 of 172,800 GPU-seconds wasted */
+	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10-27T00:00:00Z,2026-10-27T06:00:00Z", 200);
+	assert_non_null(j);
+	{
+		cJSON *it;
+		long long idle = 0, rep = 0;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "unallocated_idle"))
+		{
+			idle += num(it, "idle_gpu_seconds");
+			rep += num(it, "reported_gpu_seconds");
+		}
+		assert_int_equal(idle, 43200);
+		assert_int_equal(rep, 172800);
+		assert_true(cJSON_GetObjectItem(j, "wasted_fraction")->valuedouble == 0.25);
+	}
+	cJSON_Delete(j);
+}
+
 /* The identity over windows that cut jobs, days and the month anywhere. */
 static void test_identity_over_windows(void **state)
 {
@@ -174,6 +233,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_computed),
 		cmocka_unit_test(test_identity_over_windows),
+		cmocka_unit_test(test_untyped_jobs_priced_by_their_node),
+		/* and again from the days the rollup builds now */
+		cmocka_unit_test_setup(test_hand_computed, rebuild),
+		cmocka_unit_test(test_identity_over_windows),
+		cmocka_unit_test(test_untyped_jobs_priced_by_their_node),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
