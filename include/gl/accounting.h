@@ -75,6 +75,13 @@ const char *gl_acct_idle_settle_sql(void);
  * the model of its first node (sql/021). j: the jobs alias. */
 #define GL_JOB_MODEL_SQL(j) "lower(coalesce(" j ".gpu_type, " j ".node_gpu_model))"
 
+/* The factor that keeps a job's exporter-observed time in a window (u, a
+ * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL
+ * expression): usage is booked by bucket start, so a window that cuts a
+ * bucket could otherwise show more busy + idle time than was allocated. */
+#define GL_USAGE_SCALE_SQL(u, a) \
+	"(CASE WHEN " u ".observed_gpu_s > (" a ") THEN (" a ") / " u ".observed_gpu_s ELSE 1 END)"
+
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_acct_dim_sql(const char *dim);
 

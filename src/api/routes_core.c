@@ -185,9 +185,11 @@ static const char jobs_sql[] =
 	"  FROM rates r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0"
 	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = " GL_JOB_MODEL_SQL("j") ")"
 	"   THEN " GL_JOB_MODEL_SQL("j") " ELSE '*' END),"
-	" u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s"
+	" u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
 	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
+	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
+									    " / 1000.0") " AS k) sc"
 	" ORDER BY j.job_pk DESC";
 
 /* The rows of jobs_sql as CSV, the columns of the JSON objects in order;

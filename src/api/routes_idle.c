@@ -20,35 +20,40 @@
 /* Unallocated idle per cluster, partition and model over [$1, $2) at now $3,
  * settled as /v1/chargeback settles it (gl_acct_idle_settle_sql): a
  * cluster's idle is its capacity less unavailable less all its allocation,
- * also allocation under a key capacity does not have. Idle is priced at the
- * rate in force at the window's start. Reuses b. */
+ * also allocation under a key capacity does not have. The window is cut
+ * where a rate starts or ends, so idle is priced at the rate in force while
+ * it was idle, as chargeback prices it. Reuses b. */
 static const char *fleet_sql(struct gl_strbuf *b)
 {
 	gl_strbuf_reset(b);
 	gl_strbuf_puts(b,
-		       "WITH cap AS (SELECT 1 AS i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"
+		       "WITH bounds AS (SELECT DISTINCT t FROM (SELECT to_timestamp($1) AS t UNION ALL SELECT to_timestamp($2)"
+		       "  UNION ALL SELECT valid_from FROM rates UNION ALL SELECT valid_to FROM rates) x"
+		       "  WHERE t >= to_timestamp($1) AND t <= to_timestamp($2)"
+		       "), cuts AS (SELECT row_number() OVER (ORDER BY t) AS i, t AS a, lead(t) OVER (ORDER BY t) AS b FROM bounds"
+		       "), steps AS (SELECT i, a, b FROM cuts WHERE b IS NOT NULL"
+		       "), cap AS (SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"
 		       "  lower(cp.gpu_model) AS gpu_model, sum(cp.reported_gpu_seconds) AS reported,"
-		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail,"
-		       "  to_timestamp($1) AS a"
-		       "  FROM gl_capacity(to_timestamp($1), to_timestamp($2)) cp GROUP BY 2, 3, 4"
+		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
+		       "  FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
 		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
-		       "), alloc AS (SELECT 1 AS i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
+		       "), alloc AS (SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
 		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model,"
-		       "  round(sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)),"
-		       "   to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))))) AS ms"
-		       "  FROM jobs jb WHERE jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)"
-		       "  AND coalesce(jb.end_at, to_timestamp($3)) > to_timestamp($1) GROUP BY 2, 3, 4"
+		       "  round(sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b)"
+		       "   - greatest(jb.start_at, s.a)))) AS ms"
+		       "  FROM steps s JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
+		       "  AND coalesce(jb.end_at, to_timestamp($3)) > s.a GROUP BY 1, 2, 3, 4"
 		       ")");
 	gl_strbuf_puts(b, gl_acct_idle_settle_sql());
 	gl_strbuf_puts(b,
-		       " SELECT s.cluster, s.partition, s.gpu_model, s.reported, s.unavail, round(s.am / 1000.0),"
-		       " round(s.idle_ms / 1000.0), round(s.over_ms / 1000.0),"
-		       " round(s.idle_ms * rt.micros_per_gpu_hour / 3600000.0)"
+		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported), sum(s.unavail), round(sum(s.am) / 1000.0),"
+		       " round(sum(s.idle_ms) / 1000.0), round(sum(s.over_ms) / 1000.0),"
+		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0)"
 		       " FROM settled s"
-		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= to_timestamp($1)"
-		       "  AND to_timestamp($1) < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
+		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= s.a"
+		       "  AND s.a < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
 		       "  WHERE x.gpu_model = s.gpu_model) THEN s.gpu_model ELSE '*' END LIMIT 1) rt ON true"
-		       " ORDER BY 7 DESC, 1, 2, 3");
+		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
 	return b->p;
 }
 
@@ -59,9 +64,13 @@ static const char jobs_sql[] =
 	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
 	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
 	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
-	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s, u.busy_gpu_s, u.observed_gpu_s"
+	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s * sc.k AS idle_gpu_s, u.busy_gpu_s * sc.k AS busy_gpu_s,"
+	"  u.observed_gpu_s * sc.k AS observed_gpu_s"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
+	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "jb.gpu_milli * greatest(extract(epoch FROM"
+	"  least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))), 0)"
+	"  / 1000.0") " AS k) sc"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, jb.start_at) ow ON true"
 	"), p AS ("

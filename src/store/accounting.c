@@ -359,6 +359,51 @@ out:
 	return rc;
 }
 
+/* The query's steps cut wherever a rate starts or ends inside one, so
+ * that idle, priced at the rate in force at its (sub)step's start, is
+ * priced at the rate in force all through it. *parent maps each sub-step
+ * to its step. The caller frees *sub and *parent. */
+static int idle_steps(PGconn *c, const struct gl_acct_query *q, struct gl_window **sub, size_t **parent, size_t *nsub,
+		      struct gl_err *err)
+{
+	char los[24], his[24];
+	PGresult *r = NULL;
+	size_t nb = 0, n = 0, k = 0;
+	int rc;
+
+	*sub = NULL;
+	*parent = NULL;
+	*nsub = 0;
+	snprintf(los, sizeof los, "%lld", (long long)(q->n_steps ? q->steps[0].start_s : 0));
+	snprintf(his, sizeof his, "%lld", (long long)(q->n_steps ? q->steps[q->n_steps - 1].end_s : 0));
+	if ((rc = gl_db_query(c,
+			      "SELECT DISTINCT extract(epoch FROM t)::bigint FROM (SELECT valid_from AS t FROM rates"
+			      " UNION ALL SELECT valid_to FROM rates) x"
+			      " WHERE isfinite(t) AND t > to_timestamp($1) AND t < to_timestamp($2) ORDER BY 1",
+			      2, (const char *[]){los, his}, &r, err)))
+		goto out;
+	nb = (size_t)PQntuples(r);
+	*sub = gl_xcalloc(q->n_steps + nb + 1, sizeof **sub);
+	*parent = gl_xcalloc(q->n_steps + nb + 1, sizeof **parent);
+	for (size_t i = 0; i < q->n_steps; i++) {
+		int64_t a = q->steps[i].start_s, b = q->steps[i].end_s;
+		while (k < nb && atoll(PQgetvalue(r, (int)k, 0)) <= a)
+			k++;
+		for (; k < nb && atoll(PQgetvalue(r, (int)k, 0)) < b; k++) {
+			int64_t t = atoll(PQgetvalue(r, (int)k, 0));
+			(*sub)[n] = (struct gl_window){a, t};
+			(*parent)[n++] = i;
+			a = t;
+		}
+		(*sub)[n] = (struct gl_window){a, b};
+		(*parent)[n++] = i;
+	}
+	*nsub = n;
+out:
+	PQclear(r);
+	return rc;
+}
+
 static int parse_num(PGresult *r, int row, int col, gl_i128 *out)
 {
 	const char *v = PQgetisnull(r, row, col) ? "0" : PQgetvalue(r, row, col);
@@ -416,8 +461,10 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		       " UNION ALL SELECT f.i");
 	put_dim_cols(sql, "f.", n_dims);
 	gl_strbuf_puts(sql,
-		       ", f.gpu_model, NULL, 0, 0, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s"
+		       ", f.gpu_model, NULL, 0, 0, u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
 		       " FROM f JOIN usage u ON u.i = f.i AND u.job_pk = f.job_pk"
+		       " CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL(
+			       "u", "f.gpu_milli * greatest(date_part('epoch', f.e0) - date_part('epoch', f.s0), 0) / 1000.0") " AS k) sc"
 		       /* sums of bigint milli-GPU-seconds per rate first: the price is
 			* constant per rate row, so cost = rate x sum, in numeric once */
 		       "), byrate AS (SELECT i");
@@ -505,7 +552,9 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	char now[24];
 	int np, rc;
 	PGresult *r = NULL;
-	struct plan pl;
+	struct plan pl, ipl = {0};
+	struct gl_window *sub = NULL;
+	size_t *parent = NULL, nsub = 0;
 
 	memset(meta, 0, sizeof *meta);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
@@ -577,7 +626,21 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	PQclear(r);
 	r = NULL;
 	if (meta->capacity_source && !q->lines_only) {
-		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT;
+		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT, ia[5];
+		struct gl_acct_query q2 = *q;
+		if ((rc = idle_steps(c, q, &sub, &parent, &nsub, err)))
+			goto out;
+		q2.steps = sub;
+		q2.n_steps = nsub;
+		if ((rc = make_plan(c, &q2, &ipl, err)))
+			goto out;
+		for (size_t i = 0; i < GL_ARRAY_LEN(ia); i++)
+			gl_strbuf_init(&ia[i]);
+		put_i64_array(&ia[0], ipl.la, ipl.nl);
+		put_i64_array(&ia[1], ipl.lb, ipl.nl);
+		put_i64_array(&ia[2], ipl.li, ipl.nl);
+		put_i64_array(&ia[3], ipl.da, ipl.nd);
+		put_i64_array(&ia[4], ipl.di, ipl.nd);
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);
 		np = 8;
@@ -597,7 +660,8 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		/* the fleet filters (cluster, partition, gpu_model) narrow idle too */
 		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_FLEET, err)))
 			goto out;
-		/* idle priced at the rate in force at the step's start; dedicated
+		/* idle priced at the rate in force at the sub-step's start, which
+		 * holds all through it (idle_steps); dedicated
 		 * hardware (idle_owners, exact partition before whole cluster)
 		 * names the team that pays for it under shareIdle=owner */
 		gl_strbuf_puts(&sql,
@@ -613,36 +677,41 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
 			       " GROUP BY idle.i, io.team");
 		{
-			int64_t *sa = gl_xcalloc(q->n_steps + 1, sizeof *sa), *sb = gl_xcalloc(q->n_steps + 1, sizeof *sb);
-			for (size_t i = 0; i < q->n_steps; i++) {
-				sa[i] = q->steps[i].start_s;
-				sb[i] = q->steps[i].end_s;
+			int64_t *sa = gl_xcalloc(nsub + 1, sizeof *sa), *sb = gl_xcalloc(nsub + 1, sizeof *sb);
+			for (size_t i = 0; i < nsub; i++) {
+				sa[i] = sub[i].start_s;
+				sb[i] = sub[i].end_s;
 			}
-			put_i64_array(&fa, sa, q->n_steps);
-			put_i64_array(&fb, sb, q->n_steps);
+			put_i64_array(&fa, sa, nsub);
+			put_i64_array(&fb, sb, nsub);
 			free(sa);
 			free(sb);
 		}
 		params[0] = fa.p;
 		params[1] = fb.p;
 		params[2] = now;
-		params[3] = pa[0].p;
-		params[4] = pa[1].p;
-		params[5] = pa[2].p;
-		params[6] = pa[3].p;
-		params[7] = pa[4].p;
+		params[3] = ia[0].p;
+		params[4] = ia[1].p;
+		params[5] = ia[2].p;
+		params[6] = ia[3].p;
+		params[7] = ia[4].p;
 		for (int i = 8; i < np; i++)
 			params[i] = arrays.p + arr_off[i];
 		rc = gl_db_query(c, sql.p, np, params, &r, err);
 		gl_strbuf_fini(&fa);
 		gl_strbuf_fini(&fb);
+		for (size_t i = 0; i < GL_ARRAY_LEN(ia); i++)
+			gl_strbuf_fini(&ia[i]);
 		if (rc)
 			goto out;
 		for (int row = 0; row < PQntuples(r); row++) {
-			int step = atoi(PQgetvalue(r, row, 0)) - 1;
+			int si = atoi(PQgetvalue(r, row, 0)) - 1, step;
 			struct gl_cb_step *s;
 			gl_i128 ms, over, num;
-			if (step < 0 || (size_t)step >= cb->n_steps)
+			if (si < 0 || (size_t)si >= nsub)
+				continue;
+			step = (int)parent[si];
+			if ((size_t)step >= cb->n_steps)
 				continue;
 			s = &cb->steps[step];
 			s->capacity_known = 1;
@@ -675,6 +744,9 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 out:
 	PQclear(r);
 	plan_fini(&pl);
+	plan_fini(&ipl);
+	free(sub);
+	free(parent);
 	gl_strbuf_fini(&sql);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_fini(&pa[i]);

@@ -25,7 +25,8 @@ static struct gl_test_daemon g_d;
 
 static const char rates_yaml[] =
 	"rates:\n"
-	"  - model: a100\n    per_gpu_hour: \"2.50\"\n"
+	"  - model: a100\n    per_gpu_hour: \"2.50\"\n    to: \"2026-10-15T12:00:00Z\"\n"
+	"  - model: a100\n    per_gpu_hour: \"3.00\"\n    from: \"2026-10-15T12:00:00Z\"\n"
 	"  - model: NVIDIA-A100-SXM4-80GB\n    per_gpu_hour: \"1.00\"\n"
 	"owners:\n  - match: account\n    value: teama\n    team: vision\n"
 	"  - match: account\n    value: teamb\n    team: language\n";
@@ -67,6 +68,16 @@ static int setup(void **state)
 	    o.status != 0)
 		return -1;
 	gl_test_out_fini(&o);
+	/* job 107's 4 GPUs idle, scraped every 30 s from 27 October 00:00 */
+	for (int k = 0; k < 14; k++) {
+		char at[32];
+		snprintf(at, sizeof at, "2026-10-27T00:%02d:%02dZ", k * 30 / 60, k * 30 % 60);
+		if (gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "c1", "--file", FX "dcgm_n1_job107.prom",
+				"--at", at, NULL) ||
+		    o.status != 0)
+			return -1;
+		gl_test_out_fini(&o);
+	}
 	return gl_test_daemon_start(&g_d, g_dsn, rates_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -172,6 +183,70 @@ static long long item_cost(const char *path, const char *name)
 	return v;
 }
 
+static cJSON *idle_of(cJSON *j, int step)
+{
+	return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), step), "idle");
+}
+
+/* Idle is priced at the rate in force while it was idle: a100 goes from
+ * 2.50 to 3.00 an hour at 15 October 12:00. */
+static void test_idle_priced_at_the_rate_in_force(void **state)
+{
+	cJSON *j;
+	long long day_sum = 0;
+	/* c1, October: before the change 14.5 days x 6 GPUs = 7,516,800 less
+	 * 14,400 (101) + 1,800 (102 until 12:00) + 36,000 (103) allocated;
+	 * after it 16.5 days x 6 = 8,553,600 less 3,600 (102) + 36,000 (104)
+	 * + 86,400 (107) + 43,200 (108) */
+	const long long idle1 = 7516800 - (14400 + 1800 + 36000), idle2 = 8553600 - (3600 + 36000 + 86400 + 43200);
+	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&filter=cluster:c1", 200);
+	assert_non_null(j);
+	assert_int_equal(num(idle_of(j, 0), "gpu_seconds"), idle1 + idle2);
+	assert_int_equal(num(idle_of(j, 0), "total_micros"), (idle1 * 2500000 + idle2 * 3000000) / 3600);
+	cJSON_Delete(j);
+	/* the same month day by day adds up to it */
+	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&filter=cluster:c1&step=day", 200);
+	assert_non_null(j);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "steps")), 31);
+	for (int d = 0; d < 31; d++)
+		day_sum += num(idle_of(j, d), "total_micros");
+	assert_int_equal(day_sum, (idle1 * 2500000 + idle2 * 3000000) / 3600);
+	cJSON_Delete(j);
+	/* /v1/idle prices the same idle the same way (rounded once per row:
+	 * c1 has two rows, p1 and p2) */
+	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10", 200);
+	assert_non_null(j);
+	{
+		cJSON *it;
+		long long secs = 0, cost = 0, want = (idle1 * 2500000 + idle2 * 3000000) / 3600;
+		int rows = 0;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "unallocated_idle"))
+		{
+			if (strcmp(cJSON_GetObjectItem(it, "cluster")->valuestring, "c1"))
+				continue;
+			secs += num(it, "idle_gpu_seconds");
+			cost += num(it, "idle_cost_micros");
+			rows++;
+		}
+		assert_int_equal(rows, 2);
+		assert_int_equal(secs, idle1 + idle2);
+		assert_true(cost >= want - rows && cost <= want + rows);
+	}
+	cJSON_Delete(j);
+	/* a window cut anywhere: 11:45:17-12:00 is 883 s x 6 GPUs less 883 of
+	 * job 102 at 2.50; then to 20 October 02:13:59, 396,839 s x 6 less
+	 * 3,600 (102) and 2 x 8,039 (104) at 3.00; rounded once, half up */
+	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10-15T11:45:17Z,2026-10-20T02:13:59Z&filter=cluster:c1",
+			     200);
+	assert_non_null(j);
+	{
+		const long long a = 883 * 6 - 883, b = 396839LL * 6 - 3600 - 2 * 8039;
+		assert_int_equal(num(idle_of(j, 0), "gpu_seconds"), a + b);
+		assert_int_equal(num(idle_of(j, 0), "total_micros"), (a * 2500000 + b * 3000000 + 1800) / 3600);
+	}
+	cJSON_Delete(j);
+}
+
 /* A job without a GPU type of its own is priced by the model of its node. */
 static void test_untyped_jobs_priced_by_their_node(void **state)
 {
@@ -183,7 +258,7 @@ static void test_untyped_jobs_priced_by_their_node(void **state)
 	/* job 103 (carol, gres/gpu=1): 1 GPU x 10 h on n1 (a100 at 2.50) */
 	assert_int_equal(item_cost("/v1/chargeback?window=2026-10-10&aggregate=user", "carol"), 25000000);
 	/* /v1/idle settles as chargeback: on 27 October 00:00-06:00 c1 is
-	 * full, k1's 2 GPUs idle: 43,200 of 172,800 GPU-seconds wasted */
+	 * full, k1's 2 GPUs idle: 43,200 of 172,800 GPU-seconds unallocated */
 	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10-27T00:00:00Z,2026-10-27T06:00:00Z", 200);
 	assert_non_null(j);
 	{
@@ -194,10 +269,62 @@ static void test_untyped_jobs_priced_by_their_node(void **state)
 			idle += num(it, "idle_gpu_seconds");
 			rep += num(it, "reported_gpu_seconds");
 		}
+		long long aidle = 0;
 		assert_int_equal(idle, 43200);
 		assert_int_equal(rep, 172800);
-		assert_true(cJSON_GetObjectItem(j, "wasted_fraction")->valuedouble == 0.25);
+		/* plus job 107's idle GPUs the exporter saw (13 or 14 intervals
+		 * of 30 s on 4 GPUs: test_exporter_time_within_allocation) */
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "allocated_idle")) aidle += num(it, "idle_gpu_seconds");
+		assert_true(aidle == 13 * 120 || aidle == 14 * 120);
+		assert_true(cJSON_GetObjectItem(j, "wasted_fraction")->valuedouble == (43200.0 + (double)aidle) / 172800.0);
 	}
+	cJSON_Delete(j);
+}
+
+/* Exporter time is booked by 300 s bucket start; a window that cuts a
+ * bucket still shows no more busy + idle time than was allocated in it. */
+static void test_exporter_time_within_allocation(void **state)
+{
+	cJSON *j, *it, *alice = NULL;
+	j = gl_test_get_json(g_d.port,
+			     "/v1/chargeback?window=2026-10-27T00:00:00Z,2026-10-27T00:00:10Z&aggregate=user&filter=cluster:c1",
+			     200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items"))
+	{
+		if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, "alice"))
+			alice = it;
+	}
+	assert_non_null(alice);
+	/* 4 GPUs x 10 s, every sample idle */
+	assert_int_equal(num(alice, "allocated_gpu_seconds"), 40);
+	assert_int_equal(num(alice, "observed_gpu_seconds"), 40);
+	assert_int_equal(num(alice, "idle_in_allocation_gpu_seconds"), 40);
+	assert_int_equal(num(alice, "busy_gpu_seconds"), 0);
+	cJSON_Delete(j);
+	/* the whole hour is not capped: 13 or 14 intervals of 30 s on 4 GPUs */
+	j = gl_test_get_json(g_d.port,
+			     "/v1/chargeback?window=2026-10-27T00:00:00Z,2026-10-27T01:00:00Z&aggregate=user&filter=cluster:c1",
+			     200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items"))
+	{
+		if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, "alice")) {
+			long long obs = num(it, "observed_gpu_seconds");
+			assert_true(obs == 13 * 30 * 4 || obs == 14 * 30 * 4);
+			assert_int_equal(num(it, "idle_in_allocation_gpu_seconds"), obs);
+		}
+	}
+	cJSON_Delete(j);
+	/* /v1/idle over 00:04:50-00:05:10: job 107 allocated 4 x 20 s, all of
+	 * it idle; c1 is full, k1's 2 GPUs idle 20 s: (80 + 40) / 160 */
+	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10-27T00:04:50Z,2026-10-27T00:05:10Z", 200);
+	assert_non_null(j);
+	it = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "top_jobs"), 0);
+	assert_non_null(it);
+	assert_string_equal(cJSON_GetObjectItem(it, "job_id")->valuestring, "107");
+	assert_int_equal(num(it, "idle_gpu_seconds"), 80);
+	assert_true(cJSON_GetObjectItem(j, "wasted_fraction")->valuedouble == 0.75);
 	cJSON_Delete(j);
 }
 
@@ -234,10 +361,13 @@ int main(void)
 		cmocka_unit_test(test_hand_computed),
 		cmocka_unit_test(test_identity_over_windows),
 		cmocka_unit_test(test_untyped_jobs_priced_by_their_node),
+		cmocka_unit_test(test_idle_priced_at_the_rate_in_force),
+		cmocka_unit_test(test_exporter_time_within_allocation),
 		/* and again from the days the rollup builds now */
 		cmocka_unit_test_setup(test_hand_computed, rebuild),
 		cmocka_unit_test(test_identity_over_windows),
 		cmocka_unit_test(test_untyped_jobs_priced_by_their_node),
+		cmocka_unit_test(test_idle_priced_at_the_rate_in_force),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
