@@ -40,6 +40,24 @@ struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *con
 	return l;
 }
 
+/* Makes out[0..n) add up to total. The total was rounded together with
+ * the owners' lines, the parts on their own, so they may differ by a unit:
+ * the last part (what stays unowned) takes the difference, unless that
+ * would make it negative (all idle owned), then the largest part does. */
+static void rebalance(int64_t *out, size_t n, int64_t total)
+{
+	int64_t sum = 0, diff;
+	size_t big = n - 1;
+	for (size_t i = 0; i < n; i++)
+		sum += out[i];
+	diff = total - sum;
+	if (out[n - 1] + diff < 0)
+		for (size_t i = 0; i < n; i++)
+			if (out[i] > out[big])
+				big = i;
+	out[big] += diff;
+}
+
 static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 {
 	size_t n = s->n_lines;
@@ -112,12 +130,7 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 		if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
 			goto out;
 		/* re-balance to the idle total already fixed above */
-		{
-			int64_t sum = 0;
-			for (size_t i = 0; i <= n; i++)
-				sum += out[i];
-			out[n] += s->idle_total_micros - sum;
-		}
+		rebalance(out, n + 1, s->idle_total_micros);
 		for (size_t i = 0; i < n; i++)
 			s->lines[i].idle_share_micros = out[i];
 		s->idle_micros = out[n];
@@ -126,12 +139,7 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 		num[n] = s->idle_ms > owned_ms ? s->idle_ms - owned_ms : 0;
 		if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
 			goto out;
-		{
-			int64_t sum = 0;
-			for (size_t i = 0; i <= n; i++)
-				sum += out[i];
-			out[n] += s->idle_total_s - sum;
-		}
+		rebalance(out, n + 1, s->idle_total_s);
 		for (size_t i = 0; i < n; i++)
 			s->lines[i].idle_share_s = out[i];
 		s->idle_s = out[n];

@@ -273,6 +273,63 @@ static void test_chargeback_reconciles(void **state)
 	}
 }
 
+static void test_owned_idle_never_negative(void **state)
+{
+	/* one line worth 0.7 micro-units and 0.6 of idle, all of it owned by
+	 * that line's team: rounded together the line takes the unit (1 + 0),
+	 * while the owned idle alone rounds to 1; the unit must come back from
+	 * the owned share, never as -1 on the unowned idle line */
+	struct gl_cb cb;
+	struct gl_cb_line *l;
+	gl_cb_init(&cb, 1, GL_SHARE_OWNER, 1);
+	l = gl_cb_add_line(&cb, 0, (const char *[]){"vision"});
+	l->alloc_ms = 1000;
+	l->priced_ms = 1000;
+	l->cost_num = 2520000;
+	l->idle_owner_ms = 1000;
+	l->idle_owner_num = 2160000;
+	cb.steps[0].capacity_known = 1;
+	cb.steps[0].idle_ms = 1000;
+	cb.steps[0].idle_num = 2160000;
+	assert_int_equal(gl_cb_finish(&cb), 0);
+	assert_int_equal(cb.steps[0].lines[0].cost_micros, 1);
+	assert_int_equal(cb.steps[0].idle_total_micros, 0);
+	assert_int_equal(cb.steps[0].idle_micros, 0);
+	assert_int_equal(cb.steps[0].lines[0].idle_share_micros, 0);
+	assert_int_equal(cb.steps[0].lines[0].total_micros + cb.steps[0].idle_micros, cb.total_micros);
+	gl_cb_fini(&cb);
+	/* and at random: all idle owned, nothing negative, totals reconcile */
+	for (int round = 0; round < 500; round++) {
+		size_t n = 1 + next_rand() % 6;
+		gl_i128 idle_ms = 0, idle_num = 0;
+		int64_t sum_m = 0;
+		gl_cb_init(&cb, 1, GL_SHARE_OWNER, 1);
+		for (size_t i = 0; i < n; i++) {
+			char key[16];
+			snprintf(key, sizeof key, "t%zu", i);
+			l = gl_cb_add_line(&cb, 0, (const char *[]){key});
+			l->alloc_ms = (gl_i128)(next_rand() % 5000);
+			l->priced_ms = l->alloc_ms;
+			l->cost_num = (gl_i128)(next_rand() % 7200000);
+			l->idle_owner_ms = (gl_i128)(next_rand() % 5000);
+			l->idle_owner_num = (gl_i128)(next_rand() % 7200000);
+			idle_ms += l->idle_owner_ms;
+			idle_num += l->idle_owner_num;
+		}
+		cb.steps[0].capacity_known = 1;
+		cb.steps[0].idle_ms = idle_ms;
+		cb.steps[0].idle_num = idle_num;
+		assert_int_equal(gl_cb_finish(&cb), 0);
+		assert_true(cb.steps[0].idle_micros >= 0 && cb.steps[0].idle_s >= 0);
+		for (size_t i = 0; i < n; i++) {
+			assert_true(cb.steps[0].lines[i].idle_share_micros >= 0 && cb.steps[0].lines[i].idle_share_s >= 0);
+			sum_m += cb.steps[0].lines[i].total_micros;
+		}
+		assert_int_equal(sum_m + cb.steps[0].idle_micros, cb.total_micros);
+		gl_cb_fini(&cb);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,7 +337,7 @@ int main(void)
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
 		cmocka_unit_test(test_filter),		      cmocka_unit_test(test_csv),
-		cmocka_unit_test(test_chargeback_reconciles),
+		cmocka_unit_test(test_chargeback_reconciles), cmocka_unit_test(test_owned_idle_never_negative),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
