@@ -630,10 +630,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			: gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
 		if (mm)
 			resp.status = 405;
+	} else if (req.auth && req.auth->n_owners && !route->owner_scoped) {
+		/* before the handler: one that does not filter by owner may write
+		 * (POST /v1/hook/actions), and a refusal must leave nothing behind */
+		reason = AR_SCOPE;
+		rc = gl_resp_error(&resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
 	} else if ((rc = check_route_params(conn, route, &resp)) == 0) {
 		rc = route->fn(&req, &resp);
 		if (rc == 0 && req.auth && req.auth->n_owners && !req.scope_applied) {
-			/* fail closed: this handler does not filter by owner */
+			/* backstop for a flagged handler that forgot its filter (read
+			 * only): its rows are not shown */
 			gl_strbuf_reset(&resp.body);
 			memset(resp.extra_headers, 0, sizeof resp.extra_headers);
 			resp.status = 0;
