@@ -284,13 +284,18 @@ int gl_resp_error(struct gl_resp *resp, int code, const char *param, const char 
 		[GL_EDB] = "unavailable",
 	};
 	va_list ap;
+	char msg[2 * sizeof resp->err_msg];
 	if (code < 0)
 		code = -code;
 	resp->err_code = (size_t)code < GL_ARRAY_LEN(codes) && codes[code] ? codes[code] : "internal";
-	snprintf(resp->err_param, sizeof resp->err_param, "%s", param ? param : "");
+	/* messages echo what the client sent (values, the URL, the method):
+	 * invalid UTF-8 and control bytes become '?', and the cut falls on a
+	 * character boundary, so the body is always valid UTF-8 JSON */
+	gl_audit_clean(param ? param : "", resp->err_param, sizeof resp->err_param);
 	va_start(ap, fmt);
-	vsnprintf(resp->err_msg, sizeof resp->err_msg, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	gl_audit_clean(msg, resp->err_msg, sizeof resp->err_msg);
 	return -code;
 }
 
