@@ -126,10 +126,33 @@ static void test_error_bodies_are_strict_utf8(void **state)
 	}
 }
 
+/* Values longer than a handler's field are refused naming the parameter,
+ * never cut into another valid request. */
+static void test_long_values_are_refused_not_cut(void **state)
+{
+	char path[1400];
+	size_t n;
+	/* 13 excluded days past the old 512-byte field: test_forecast */
+	expect_error("/v1/forecast?horizon=000000000000001xyz", 400, "horizon");
+	expect_error("/v1/forecast?level=80,95,80,95,80,95", 400, "level");
+	expect_error("/v1/capacity/forecast?horizon=000000000000000000000007", 400, "horizon");
+	n = (size_t)snprintf(path, sizeof path, "/v1/chargeback?aggregate=team");
+	for (int i = 0; i < 260; i++)
+		path[n++] = ',';
+	snprintf(path + n, sizeof path - n, "user");
+	expect_error(path, 400, "aggregate");
+	n = (size_t)snprintf(path, sizeof path, "/v1/forecast?window=");
+	for (int i = 0; i < 130; i++)
+		path[n++] = '7';
+	path[n] = '\0';
+	expect_error(path, 400, "window");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_bodies_are_strict_utf8),
+		cmocka_unit_test(test_long_values_are_refused_not_cut),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
