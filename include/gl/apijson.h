@@ -43,6 +43,10 @@ void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, i
 void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
 /* A header row from a NULL-terminated list of names. */
 void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names);
+/* One Prometheus text sample line: metric{k="v",...} value\n, each label
+ * value escaped (\\, \", \n) as the text format requires. labels: name,
+ * value pairs, NULL-terminated (NULL itself: no braces). */
+void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);

@@ -172,3 +172,29 @@ void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names)
 		gl_csv_field(o, *names);
 	gl_csv_end(o);
 }
+
+void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value)
+{
+	gl_strbuf_puts(o, metric);
+	for (size_t i = 0; labels && labels[i]; i += 2) {
+		gl_strbuf_putc(o, i ? ',' : '{');
+		gl_strbuf_puts(o, labels[i]);
+		gl_strbuf_puts(o, "=\"");
+		/* names come from the database (clusters, sources): one quote or
+		 * newline in them must not break the whole scrape */
+		for (const char *v = labels[i + 1] ? labels[i + 1] : ""; *v; v++) {
+			if (*v == '\\' || *v == '"')
+				gl_strbuf_putc(o, '\\');
+			if (*v == '\n')
+				gl_strbuf_puts(o, "\\n");
+			else
+				gl_strbuf_putc(o, *v);
+		}
+		gl_strbuf_putc(o, '"');
+	}
+	if (labels && labels[0])
+		gl_strbuf_putc(o, '}');
+	gl_strbuf_putc(o, ' ');
+	gl_strbuf_puts(o, value);
+	gl_strbuf_putc(o, '\n');
+}

@@ -125,25 +125,33 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_timestamp_seconds Start of the last ingest run.\n"
 				  "# TYPE gpuledger_ingest_last_run_timestamp_seconds gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_ingest_last_run_timestamp_seconds{source=\"%s\",cluster=\"%s\",status=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 3), PQgetvalue(r, i, 2));
+			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_timestamp_seconds",
+					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1),
+								"status", PQgetvalue(r, i, 3), NULL},
+					       PQgetvalue(r, i, 2));
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_rows Rows written (inserted+updated) by the last run.\n"
 				  "# TYPE gpuledger_ingest_last_run_rows gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_ingest_last_run_rows{source=\"%s\",cluster=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 5));
+			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_rows",
+					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1), NULL},
+					       PQgetvalue(r, i, 5));
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_skipped Lines skipped by the last run.\n"
 				  "# TYPE gpuledger_ingest_last_run_skipped gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_ingest_last_run_skipped{source=\"%s\",cluster=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 6));
+			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_skipped",
+					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1), NULL},
+					       PQgetvalue(r, i, 6));
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_lag_seconds Now minus the source's watermark.\n"
 				  "# TYPE gpuledger_ingest_lag_seconds gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			if (!PQgetisnull(r, i, 7))
-				gl_strbuf_printf(o, "gpuledger_ingest_lag_seconds{source=\"%s\",cluster=\"%s\"} %lld\n",
-						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-						 (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
+			if (!PQgetisnull(r, i, 7)) {
+				char lag[24];
+				snprintf(lag, sizeof lag, "%lld", (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
+				gl_apijson_prom_sample(o, "gpuledger_ingest_lag_seconds",
+						       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster",
+									PQgetvalue(r, i, 1), NULL},
+						       lag);
+			}
 		gl_inventory_metrics(c, o); /* src/api/routes_capacity.c */
 	}
 	PQclear(r);

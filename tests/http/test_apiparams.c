@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/promtext.h"
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
@@ -148,11 +149,59 @@ static void test_long_values_are_refused_not_cut(void **state)
 	expect_error(path, 400, "window");
 }
 
+#define WEIRD "we\"ird\\cl\nx"
+
+struct weird_count {
+	int samples, weird;
+};
+
+static int on_sample(void *ctx, const struct gl_promtext_sample *s)
+{
+	struct weird_count *w = ctx;
+	w->samples++;
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (s->labels[i].name.len == 7 && !memcmp(s->labels[i].name.p, "cluster", 7) &&
+		    s->labels[i].value.len == strlen(WEIRD) && !memcmp(s->labels[i].value.p, WEIRD, strlen(WEIRD)))
+			w->weird++;
+	return 0;
+}
+
+/* A cluster called we"ird\cl<newline>x: every label holding it is escaped
+ * (\" \\ \n, the text format's three escapes) and the whole scrape parses. */
+static void test_metrics_labels_are_escaped(void **state)
+{
+	struct gl_test_http r;
+	struct weird_count w = {0, 0};
+	struct gl_promtext_handler h = {on_sample, NULL, &w};
+	struct gl_promtext_opts po = {GL_PROMTEXT_0_0_4, 0};
+	struct gl_promtext_stats st;
+	struct gl_err err = {0};
+	PGresult *res = PQexecParams(g_c,
+				     "WITH c AS (INSERT INTO clusters (name, kind) VALUES ($1, 'slurm') RETURNING cluster_id)"
+				     " INSERT INTO ingest_runs (source, cluster_id, started_at, finished_at, status, lines_read)"
+				     " SELECT 'sacct', cluster_id, now() - interval '1 hour', now() - interval '1 hour', 'ok', 3 FROM c",
+				     1, NULL, (const char *[]){WEIRD}, NULL, NULL, 0);
+	assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+	PQclear(res);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "cluster=\"we\\\"ird\\\\cl\\nx\""));
+	assert_int_equal(gl_promtext_parse(r.body, r.len, &po, &h, &st, &err), 0);
+	if (st.bad_lines)
+		fprintf(stderr, "bad line %zu: %s\n", st.bad[0].line, st.bad[0].reason);
+	assert_int_equal(st.bad_lines, 0);
+	/* last run timestamp, rows, skipped; the exporter's inventory GPUs */
+	assert_true(w.weird >= 4);
+	assert_true(w.samples > 10);
+	gl_test_http_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_bodies_are_strict_utf8),
 		cmocka_unit_test(test_long_values_are_refused_not_cut),
+		cmocka_unit_test(test_metrics_labels_are_escaped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
