@@ -43,6 +43,9 @@ void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, i
 void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
 /* A header row from a NULL-terminated list of names. */
 void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names);
+/* 1 when the sep-separated list v has an empty item ("a,", ",a", "a,,b"):
+ * strtok would skip it and the request would mean less than it says. */
+int gl_apijson_list_has_empty(const char *v, char sep);
 /* One Prometheus text sample line: metric{k="v",...} value\n, each label
  * value escaped (\\, \", \n) as the text format requires. labels: name,
  * value pairs, NULL-terminated (NULL itself: no braces). */

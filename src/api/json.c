@@ -198,3 +198,14 @@ void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char 
 	gl_strbuf_puts(o, value);
 	gl_strbuf_putc(o, '\n');
 }
+
+int gl_apijson_list_has_empty(const char *v, char sep)
+{
+	size_t n = strlen(v);
+	if (!n || v[0] == sep || v[n - 1] == sep)
+		return 1;
+	for (size_t i = 1; i < n; i++)
+		if (v[i] == sep && v[i - 1] == sep)
+			return 1;
+	return 0;
+}

@@ -60,6 +60,8 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	if (strlen(agg) >= sizeof p->agg_buf)
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: longer than %zu bytes",
 				     sizeof p->agg_buf - 1);
+	if (gl_apijson_list_has_empty(agg, ','))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: empty dimension in '%s'", agg);
 	memcpy(p->agg_buf, agg, strlen(agg) + 1);
 	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!gl_acct_dim_sql(t))

@@ -90,6 +90,8 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 	else
 		return gl_err_set(err, GL_EINVAL, "level: '%s' is not 80, 95 or 80,95", q->level);
 	*param = "aggregate";
+	if (gl_apijson_list_has_empty(q->aggregate, ','))
+		return gl_err_set(err, GL_EINVAL, "aggregate: empty dimension in '%s'", q->aggregate);
 	snprintf(p->agg_buf, sizeof p->agg_buf, "%s", q->aggregate);
 	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!gl_acct_dim_sql(t))
@@ -133,6 +135,8 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 	*param = "exclude";
 	{
 		char buf[sizeof q->exclude], *sv = NULL;
+		if (*q->exclude && gl_apijson_list_has_empty(q->exclude, ';'))
+			return gl_err_set(err, GL_EINVAL, "exclude: empty window in '%s'", q->exclude);
 		snprintf(buf, sizeof buf, "%s", q->exclude);
 		for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) {
 			struct gl_err e = {0};

@@ -200,7 +200,8 @@ static int value_ok(const char *v)
 	return strcmp(clean, v) == 0;
 }
 
-static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+					 const char *value, size_t value_size)
 {
 	struct route_check *rc = cls;
 	(void)kind;
@@ -223,7 +224,22 @@ static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, con
 			return MHD_NO;
 		}
 	rc->seen[rc->n++] = key;
-	if (value && !value_ok(value)) {
+	/* no documented parameter takes an empty value, and a handler would
+	 * read "?window" or "window=" as absent and quietly use its default;
+	 * a %00 would end the value early for every C string reader */
+	if (!value) {
+		rc->why = "no value given (expected name=value)";
+		return MHD_NO;
+	}
+	if (!*value && !value_size) {
+		rc->why = "empty value";
+		return MHD_NO;
+	}
+	if (strlen(value) != value_size || strlen(key) != key_size) {
+		rc->why = "NUL byte in the parameter";
+		return MHD_NO;
+	}
+	if (!value_ok(value)) {
 		rc->why = "malformed value (control characters, invalid UTF-8 or over 1023 bytes)";
 		return MHD_NO;
 	}
@@ -234,7 +250,7 @@ static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, con
 static int check_route_params(struct MHD_Connection *conn, const struct gl_route *route, struct gl_resp *resp)
 {
 	struct route_check rc = {route->params, {0}, 0, "", NULL};
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, check_route_param, &rc);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, check_route_param, &rc);
 	if (!rc.why)
 		return 0;
 	if (!rc.bad[0])

@@ -104,6 +104,20 @@ static void expect_error(const char *path, long status, const char *param)
 	gl_test_http_fini(&r);
 }
 
+static long get_status(const char *path, char **body)
+{
+	struct gl_test_http r;
+	long st;
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	st = r.status;
+	if (st != 200 && !body)
+		fprintf(stderr, "%.200s -> %ld: %.300s\n", path, st, r.body);
+	if (body)
+		*body = strdup(r.body);
+	gl_test_http_fini(&r);
+	return st;
+}
+
 static void test_error_bodies_are_strict_utf8(void **state)
 {
 	char path[1800];
@@ -196,12 +210,51 @@ static void test_metrics_labels_are_escaped(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* "?window", "window=" and "window=7d%00junk" are 400 naming the parameter
+ * on every kind of route: none is read as absent (the default) or as "7d". */
+static void test_empty_and_valueless_parameters_are_400(void **state)
+{
+	static const struct {
+		const char *path, *param;
+	} cases[] = {
+		{"/v1/chargeback?window", "window"},
+		{"/v1/chargeback?format", "format"},
+		{"/v1/chargeback?window=", "window"},
+		{"/v1/chargeback?window=7d%00junk", "window"},
+		{"/v1/chargeback?filter=", "filter"},
+		{"/v1/chargeback?aggregate=team,", "aggregate"},
+		{"/v1/chargeback?aggregate=,team", "aggregate"},
+		{"/v1/chargeback?aggregate=team,,user", "aggregate"},
+		{"/v1/jobs?limit", "limit"},
+		{"/v1/jobs?cluster=", "cluster"},
+		{"/v1/ingest/runs?limit", "limit"},
+		{"/v1/capacity/forecast?horizon=", "horizon"},
+		{"/v1/capacity/forecast?cluster=", "cluster"},
+		{"/v1/forecast?level=", "level"},
+		{"/v1/forecast?aggregate=team,", "aggregate"},
+		{"/v1/forecast?exclude=2026-01-01;", "exclude"},
+		{"/v1/forecast?exclude=;2026-01-01", "exclude"},
+		{"/v1/audit?actor=", "actor"},
+		{"/v1/audit?action=", "action"},
+		{"/v1/audit?outcome", "outcome"},
+		{"/v1/reports?month=", "month"},
+		{"/v1/idle/candidates?policy=", "policy"},
+		{"/v1/queue?aggregate=", "aggregate"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		expect_error(cases[i].path, 400, cases[i].param);
+	/* the same routes with real values still answer */
+	assert_int_equal(get_status("/v1/chargeback?window=7d&aggregate=team,user", NULL), 200);
+	assert_int_equal(get_status("/v1/audit?window=7d&outcome=ok", NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_bodies_are_strict_utf8),
 		cmocka_unit_test(test_long_values_are_refused_not_cut),
 		cmocka_unit_test(test_metrics_labels_are_escaped),
+		cmocka_unit_test(test_empty_and_valueless_parameters_are_400),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
