@@ -50,6 +50,13 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
 	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
+	{
+		/* the three outcomes audit rows carry (docs/openapi.yaml): any
+		 * other value would only ever match nothing */
+		const char *oc = gl_req_param(req, "outcome");
+		if (oc && strcmp(oc, "ok") && strcmp(oc, "denied") && strcmp(oc, "error"))
+			return gl_resp_error(resp, GL_EINVAL, "outcome", "outcome: '%s' is not ok, denied or error", oc);
+	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	snprintf(cur, sizeof cur, "%lld", cursor);
 	if ((rc = gl_req_db(req, &c, &err)))

@@ -352,6 +352,16 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
 	    (rc = gl_apijson_int_param(req, resp, "limit", 50, 1, 1000, &limit)))
 		return rc;
+	if (source) {
+		/* the names gl_ingest_run_begin is given (docs/openapi.yaml) */
+		static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes"};
+		size_t i = 0;
+		while (i < GL_ARRAY_LEN(sources) && strcmp(source, sources[i]))
+			i++;
+		if (i == GL_ARRAY_LEN(sources))
+			return gl_resp_error(resp, GL_EINVAL, "source",
+					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes or kube-nodes", source);
+	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);

@@ -248,6 +248,28 @@ static void test_empty_and_valueless_parameters_are_400(void **state)
 	assert_int_equal(get_status("/v1/audit?window=7d&outcome=ok", NULL), 200);
 }
 
+/* Enumerated values from docs/openapi.yaml: anything else is 400 naming
+ * the parameter, and each documented value is accepted. */
+static void test_enumerated_values_are_checked(void **state)
+{
+	static const char *const outcomes[] = {"ok", "denied", "error"};
+	static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes"};
+	char path[128];
+	expect_error("/v1/audit?outcome=bogus", 400, "outcome");
+	expect_error("/v1/audit?outcome=OK", 400, "outcome");
+	expect_error("/v1/ingest/runs?source=bogus", 400, "source");
+	expect_error("/v1/reports/showback?month=2017-11&format=zip&table=bogus", 400, "table");
+	expect_error("/v1/reports/showback?month=2017-11&format=html&table=bogus", 400, "table");
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "/v1/audit?outcome=%s", outcomes[i]);
+		assert_int_equal(get_status(path, NULL), 200);
+	}
+	for (size_t i = 0; i < 5; i++) {
+		snprintf(path, sizeof path, "/v1/ingest/runs?source=%s", sources[i]);
+		assert_int_equal(get_status(path, NULL), 200);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_long_values_are_refused_not_cut),
 		cmocka_unit_test(test_metrics_labels_are_escaped),
 		cmocka_unit_test(test_empty_and_valueless_parameters_are_400),
+		cmocka_unit_test(test_enumerated_values_are_checked),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
