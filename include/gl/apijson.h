@@ -14,8 +14,13 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-/* name= as an integer in [min, max], def when absent. Returns 0, or the
- * handler's error return after gl_resp_error (400 naming the parameter). */
+/* A whole number written as ASCII digits only (no sign, no spaces, as
+ * every integer parameter is): 0 and *out, or -GL_EINVAL (not digits) /
+ * -GL_ERANGE (above LLONG_MAX). */
+int gl_apijson_digits(const char *v, long long *out) GL_MUSTCHECK;
+/* name= as an integer in [min, max] (min >= 0), def when absent. Returns 0,
+ * or the handler's error return after gl_resp_error (400 naming the
+ * parameter). */
 int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
 			 long long max, long long *out) GL_MUSTCHECK;
 /* window= (include/gl/window.h; def when absent) at most api.max_window_days

@@ -5,23 +5,38 @@
 #include "gl/log.h"
 #include "gl/timeutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int gl_apijson_digits(const char *v, long long *out)
+{
+	char *end;
+	long long x;
+	/* strtoll alone takes " 5", "+5" and "-5", and saturates on overflow */
+	if (!*v || strspn(v, "0123456789") != strlen(v))
+		return -GL_EINVAL;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (errno == ERANGE)
+		return -GL_ERANGE;
+	*out = x;
+	return 0;
+}
 
 int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
 			 long long max, long long *out)
 {
 	const char *v = gl_req_param(req, name);
-	char *end;
 	long long x;
+	int rc;
 	*out = def;
 	if (!v)
 		return 0;
-	x = strtoll(v, &end, 10);
-	if (!*v || *end)
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer, got '%s'", name, v);
-	if (x < min || x > max)
+	if ((rc = gl_apijson_digits(v, &x)) == -GL_EINVAL)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected digits, got '%s'", name, v);
+	if (rc || x < min || x > max)
 		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
 	*out = x;
 	return 0;

@@ -52,8 +52,7 @@ struct fc_params {
 static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_days, struct fc_params *p,
 		    const char **param, struct gl_err *err)
 {
-	char *save = NULL, *end;
-	long h;
+	char *save = NULL;
 
 	memset(p, 0, sizeof *p);
 	*param = "metric";
@@ -74,11 +73,11 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 		/* a year ahead at most, at any step */
 		long max = p->step == GL_STEP_HOUR ? 24 * 14 : p->step == GL_STEP_DAY ? 366 : 53;
 		long def = p->step == GL_STEP_HOUR ? 24 : p->step == GL_STEP_DAY ? 14 : 12;
-		h = *q->horizon ? strtol(q->horizon, &end, 10) : def;
-		if ((*q->horizon && *end) || h < 1 || h > max)
+		long long x = def;
+		if ((*q->horizon && gl_apijson_digits(q->horizon, &x)) || x < 1 || x > max)
 			return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..%ld steps of one %s", q->horizon, max,
 					  q->step);
-		p->horizon = (int)h;
+		p->horizon = (int)x;
 	}
 	*param = "level";
 	if (!*q->level || !strcmp(q->level, "80,95") || !strcmp(q->level, "95,80"))
@@ -298,12 +297,11 @@ static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_d
 		     const char **param, struct gl_err *err)
 {
 	struct gl_err e = {0};
-	char *end;
-	long h;
+	long long h;
 	memset(p, 0, sizeof *p);
 	*param = "horizon";
-	h = *q->horizon ? strtol(q->horizon, &end, 10) : 30;
-	if ((*q->horizon && *end) || h < 1 || h > 366)
+	h = 30;
+	if ((*q->horizon && gl_apijson_digits(q->horizon, &h)) || h < 1 || h > 366)
 		return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..366 days", q->horizon);
 	p->horizon = (int)h;
 	p->cluster = *q->aggregate ? q->aggregate : NULL;

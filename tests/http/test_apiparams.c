@@ -270,6 +270,36 @@ static void test_enumerated_values_are_checked(void **state)
 	}
 }
 
+/* Integers are ASCII digits only, and one past LLONG_MAX is not read as
+ * LLONG_MAX: no sign, no space (%2B is '+', %20 ' '), no overflow. */
+static void test_integer_parameters_are_digits_only(void **state)
+{
+	static const struct {
+		const char *path, *param;
+	} cases[] = {
+		{"/v1/audit?cursor=99999999999999999999", "cursor"},
+		{"/v1/audit?cursor=9223372036854775808", "cursor"},
+		{"/v1/jobs?cursor=99999999999999999999", "cursor"},
+		{"/v1/jobs?limit=%2B5", "limit"},
+		{"/v1/jobs?limit=%205", "limit"},
+		{"/v1/jobs?limit=5%20", "limit"},
+		{"/v1/jobs?offset=-0", "offset"},
+		{"/v1/ingest/runs?limit=%2B5", "limit"},
+		{"/v1/audit?limit=0x10", "limit"},
+		{"/v1/hook/actions?limit=%2B5", "limit"},
+		{"/v1/idle?limit=%2B5", "limit"},
+		{"/v1/idle?limit=%205", "limit"},
+		{"/v1/forecast?horizon=%2B5", "horizon"},
+		{"/v1/capacity/forecast?horizon=%205", "horizon"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		expect_error(cases[i].path, 400, cases[i].param);
+	/* the largest cursor is still a number */
+	assert_int_equal(get_status("/v1/audit?cursor=9223372036854775807", NULL), 200);
+	assert_int_equal(get_status("/v1/jobs?limit=5&offset=0", NULL), 200);
+	assert_int_equal(get_status("/v1/idle?limit=5", NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -278,6 +308,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_labels_are_escaped),
 		cmocka_unit_test(test_empty_and_valueless_parameters_are_400),
 		cmocka_unit_test(test_enumerated_values_are_checked),
+		cmocka_unit_test(test_integer_parameters_are_digits_only),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
