@@ -366,6 +366,23 @@ static const struct gl_route *match(const char *method, const char *url, size_t 
 	return NULL;
 }
 
+/* The methods the routes of url answer, for 405's Allow header (RFC 9110
+ * 15.5.6): "GET, HEAD" for a GET route, since HEAD is served with it. */
+static void allowed_methods(const char *url, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; gl_routes[i].path; i++) {
+		const struct gl_route *r = &gl_routes[i];
+		size_t k = strlen(r->path);
+		int hit = r->path[k - 1] == '/' && k > 1 ? strncmp(url, r->path, k) == 0 : strcmp(url, r->path) == 0;
+		if (!hit)
+			continue;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s%s", o ? ", " : "", r->method,
+				      strcmp(r->method, "GET") ? "" : ", HEAD");
+	}
+}
+
 static void record(struct gl_server *s, size_t route, int status, double secs)
 {
 	struct route_stats *st;
@@ -646,11 +663,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else if (ctx->too_large) {
 		rc = gl_resp_error(&resp, GL_ERANGE, NULL, "request body larger than %lld bytes",
 				   (long long)s->cfg->http_max_body_bytes);
+	} else if (!route && mm) {
+		rc = gl_resp_error(&resp, GL_EINVAL, NULL, "method %s not allowed on %s", method, url);
+		resp.err_code = "method_not_allowed";
+		resp.status = 405;
+		allowed_methods(url, resp.header_buf, sizeof resp.header_buf);
+		resp.extra_headers[0][0] = "Allow";
+		resp.extra_headers[0][1] = resp.header_buf;
 	} else if (!route) {
-		rc = mm ? gl_resp_error(&resp, GL_EINVAL, NULL, "method %s not allowed on %s", method, url)
-			: gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
-		if (mm)
-			resp.status = 405;
+		rc = gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
 	} else if (req.auth && req.auth->n_owners && !route->owner_scoped) {
 		/* before the handler: one that does not filter by owner may write
 		 * (POST /v1/hook/actions), and a refusal must leave nothing behind */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
@@ -300,6 +301,48 @@ static void test_integer_parameters_are_digits_only(void **state)
 	assert_int_equal(get_status("/v1/idle?limit=5", NULL), 200);
 }
 
+/* The Allow header's value, "" when absent. */
+static void header_value(const char *headers, const char *name, char *out, size_t n)
+{
+	size_t k = strlen(name);
+	out[0] = '\0';
+	for (const char *l = headers; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncasecmp(l, name, k) && l[k] == ':') {
+			const char *v = l + k + 1;
+			while (*v == ' ')
+				v++;
+			snprintf(out, n, "%.*s", (int)strcspn(v, "\r\n"), v);
+			return;
+		}
+}
+
+/* RFC 9110: 405 lists the methods the resource has in Allow. */
+static void test_405_names_the_allowed_methods(void **state)
+{
+	static const struct {
+		const char *method, *path, *allow;
+	} cases[] = {
+		{"POST", "/v1/chargeback", "GET, HEAD"},
+		{"DELETE", "/v1/hook/actions", "GET, HEAD, POST"},
+		{"PUT", "/healthz", "GET, HEAD"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct gl_test_http r;
+		char allow[64];
+		cJSON *j;
+		assert_int_equal(gl_test_http(g_d.port, cases[i].method, cases[i].path, NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, 405);
+		header_value(r.headers, "Allow", allow, sizeof allow);
+		assert_string_equal(allow, cases[i].allow);
+		j = cJSON_Parse(r.body);
+		assert_non_null(j);
+		assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "code")->valuestring,
+				    "method_not_allowed");
+		cJSON_Delete(j);
+		gl_test_http_fini(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_empty_and_valueless_parameters_are_400),
 		cmocka_unit_test(test_enumerated_values_are_checked),
 		cmocka_unit_test(test_integer_parameters_are_digits_only),
+		cmocka_unit_test(test_405_names_the_allowed_methods),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
