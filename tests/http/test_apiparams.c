@@ -343,6 +343,29 @@ static void test_405_names_the_allowed_methods(void **state)
 	}
 }
 
+/* Every CSV is sent as a file: the queue's too. */
+static void test_every_csv_is_an_attachment(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/queue?format=csv", "/v1/jobs?format=csv", "/v1/ingest/runs?format=csv", "/v1/audit?format=csv",
+		"/v1/chargeback?format=csv", "/v1/idle?format=csv", "/v1/capacity?format=csv", "/v1/inventory?format=csv",
+	};
+	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+		struct gl_test_http r;
+		char cd[128], ct[64];
+		assert_int_equal(gl_test_http(g_d.port, "GET", paths[i], NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		header_value(r.headers, "Content-Type", ct, sizeof ct);
+		header_value(r.headers, "Content-Disposition", cd, sizeof cd);
+		if (strncmp(cd, "attachment; filename=\"", 22))
+			fprintf(stderr, "%s: Content-Disposition '%s'\n", paths[i], cd);
+		assert_string_equal(ct, "text/csv; charset=utf-8");
+		assert_int_equal(strncmp(cd, "attachment; filename=\"", 22), 0);
+		assert_non_null(strstr(cd, ".csv\""));
+		gl_test_http_fini(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_enumerated_values_are_checked),
 		cmocka_unit_test(test_integer_parameters_are_digits_only),
 		cmocka_unit_test(test_405_names_the_allowed_methods),
+		cmocka_unit_test(test_every_csv_is_an_attachment),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
