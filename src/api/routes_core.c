@@ -350,7 +350,7 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	int rc, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
-	    (rc = gl_apijson_int_param(req, resp, "limit", 50, 1, 1000, &limit)))
+	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)))
 		return rc;
 	if (source) {
 		/* the names gl_ingest_run_begin is given (docs/openapi.yaml) */

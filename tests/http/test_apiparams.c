@@ -366,6 +366,30 @@ static void test_every_csv_is_an_attachment(void **state)
 	}
 }
 
+static int runs_listed(const char *path)
+{
+	cJSON *j = gl_test_get_json(g_d.port, path, 200);
+	int n;
+	assert_non_null(j);
+	n = cJSON_GetArraySize(cJSON_GetObjectItem(j, "runs"));
+	cJSON_Delete(j);
+	return n;
+}
+
+/* docs/openapi.yaml: /v1/ingest/runs lists 100 runs unless limit says. */
+static void test_ingest_runs_default_limit_is_100(void **state)
+{
+	long long total;
+	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO ingest_runs (source, started_at, finished_at, status)"
+					    " SELECT 'dcgm', now() - make_interval(mins => g), now(), 'ok'"
+					    " FROM generate_series(1, 150) g") == 150);
+	total = gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs");
+	assert_true(total > 100);
+	assert_int_equal(runs_listed("/v1/ingest/runs"), 100);
+	assert_int_equal(runs_listed("/v1/ingest/runs?limit=1000"), total);
+	assert_int_equal(runs_listed("/v1/ingest/runs?source=dcgm&limit=1000"), 150);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +401,7 @@ int main(void)
 		cmocka_unit_test(test_integer_parameters_are_digits_only),
 		cmocka_unit_test(test_405_names_the_allowed_methods),
 		cmocka_unit_test(test_every_csv_is_an_attachment),
+		cmocka_unit_test(test_ingest_runs_default_limit_is_100),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
