@@ -390,6 +390,51 @@ static void test_ingest_runs_default_limit_is_100(void **state)
 	assert_int_equal(runs_listed("/v1/ingest/runs?source=dcgm&limit=1000"), 150);
 }
 
+static int rfc3339_utc(const char *s)
+{
+	/* YYYY-MM-DDTHH:MM:SSZ */
+	static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+	if (strlen(s) != sizeof shape - 1)
+		return 0;
+	for (size_t i = 0; shape[i]; i++)
+		if (shape[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != shape[i])
+			return 0;
+	return 1;
+}
+
+/* The verified window is shown as RFC 3339 times, a future end included
+ * (it was "infinity"). */
+static void test_audit_verify_window_is_rfc3339(void **state)
+{
+	static const struct {
+		const char *window, *from, *to;
+	} cases[] = {
+		{"2030-01", "2030-01-01T00:00:00Z", "2030-02-01T00:00:00Z"},
+		{"2020-02", "2020-02-01T00:00:00Z", "2020-03-01T00:00:00Z"},
+	};
+	char path[96];
+	cJSON *j, *w;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(path, sizeof path, "/v1/audit/verify?window=%s", cases[i].window);
+		j = gl_test_get_json(g_d.port, path, 200);
+		assert_non_null(j);
+		w = cJSON_GetObjectItem(j, "window");
+		assert_int_equal(cJSON_GetArraySize(w), 2);
+		assert_string_equal(cJSON_GetArrayItem(w, 0)->valuestring, cases[i].from);
+		assert_string_equal(cJSON_GetArrayItem(w, 1)->valuestring, cases[i].to);
+		cJSON_Delete(j);
+	}
+	/* a window ending now */
+	j = gl_test_get_json(g_d.port, "/v1/audit/verify?window=7d", 200);
+	assert_non_null(j);
+	w = cJSON_GetObjectItem(j, "window");
+	assert_true(rfc3339_utc(cJSON_GetArrayItem(w, 0)->valuestring));
+	assert_true(rfc3339_utc(cJSON_GetArrayItem(w, 1)->valuestring));
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_true(cJSON_GetObjectItem(j, "rows")->valuedouble > 0);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_405_names_the_allowed_methods),
 		cmocka_unit_test(test_every_csv_is_an_attachment),
 		cmocka_unit_test(test_ingest_runs_default_limit_is_100),
+		cmocka_unit_test(test_audit_verify_window_is_rfc3339),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
