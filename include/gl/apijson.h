@@ -14,8 +14,13 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-/* name= as an integer in [min, max], def when absent. Returns 0, or the
- * handler's error return after gl_resp_error (400 naming the parameter). */
+/* A whole number written as ASCII digits only (no sign, no spaces, as
+ * every integer parameter is): 0 and *out, or -GL_EINVAL (not digits) /
+ * -GL_ERANGE (above LLONG_MAX). */
+int gl_apijson_digits(const char *v, long long *out) GL_MUSTCHECK;
+/* name= as an integer in [min, max] (min >= 0), def when absent. Returns 0,
+ * or the handler's error return after gl_resp_error (400 naming the
+ * parameter). */
 int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
 			 long long max, long long *out) GL_MUSTCHECK;
 /* window= (include/gl/window.h; def when absent) at most api.max_window_days
@@ -43,6 +48,13 @@ void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, i
 void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
 /* A header row from a NULL-terminated list of names. */
 void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names);
+/* 1 when the sep-separated list v has an empty item ("a,", ",a", "a,,b"):
+ * strtok would skip it and the request would mean less than it says. */
+int gl_apijson_list_has_empty(const char *v, char sep);
+/* One Prometheus text sample line: metric{k="v",...} value\n, each label
+ * value escaped (\\, \", \n) as the text format requires. labels: name,
+ * value pairs, NULL-terminated (NULL itself: no braces). */
+void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);

@@ -59,9 +59,11 @@ const char *gl_req_param(const struct gl_req *req, const char *name);
 int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
 
 /* Object-level checks for owner-scoped tokens. A handler that serves a
- * scoped token must go through one of these (they mark the request); when a
- * scoped token reaches a handler that never asked, the server replaces the
- * answer with 403, so a route that does not filter by owner fails closed.
+ * scoped token must go through one of these (they mark the request) and be
+ * flagged owner_scoped in the routes table. The server refuses a scoped
+ * token with 403 before calling an unflagged handler; a flagged handler
+ * that never asked still gets its answer replaced with 403 (a backstop:
+ * such a handler must not write).
  * gl_req_may_see_owner: 1 when the caller may see rows of owner.
  * gl_req_owner_filter: NULL when unscoped, else a PostgreSQL text[] literal
  * ("{a,b}") of the allowed owners in buf, for `$n::text[]` parameters. */
@@ -94,6 +96,10 @@ struct gl_route {
 	 * handler runs, so a new parameter must be added here (and to
 	 * docs/openapi.yaml; a test checks they agree). */
 	const char *params;
+	/* 1 when the handler filters by owner (gl_req_may_see_owner /
+	 * gl_req_owner_filter). An owner-scoped token gets 403 on any other
+	 * route before its handler runs, so a refused request never writes. */
+	int owner_scoped;
 };
 
 struct gl_server_opts {

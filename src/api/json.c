@@ -5,23 +5,38 @@
 #include "gl/log.h"
 #include "gl/timeutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int gl_apijson_digits(const char *v, long long *out)
+{
+	char *end;
+	long long x;
+	/* strtoll alone takes " 5", "+5" and "-5", and saturates on overflow */
+	if (!*v || strspn(v, "0123456789") != strlen(v))
+		return -GL_EINVAL;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (errno == ERANGE)
+		return -GL_ERANGE;
+	*out = x;
+	return 0;
+}
 
 int gl_apijson_int_param(struct gl_req *req, struct gl_resp *resp, const char *name, long long def, long long min,
 			 long long max, long long *out)
 {
 	const char *v = gl_req_param(req, name);
-	char *end;
 	long long x;
+	int rc;
 	*out = def;
 	if (!v)
 		return 0;
-	x = strtoll(v, &end, 10);
-	if (!*v || *end)
-		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected an integer, got '%s'", name, v);
-	if (x < min || x > max)
+	if ((rc = gl_apijson_digits(v, &x)) == -GL_EINVAL)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: expected digits, got '%s'", name, v);
+	if (rc || x < min || x > max)
 		return gl_resp_error(resp, GL_EINVAL, name, "%s: must be between %lld and %lld", name, min, max);
 	*out = x;
 	return 0;
@@ -171,4 +186,41 @@ void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names)
 	for (; *names; names++)
 		gl_csv_field(o, *names);
 	gl_csv_end(o);
+}
+
+void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value)
+{
+	gl_strbuf_puts(o, metric);
+	for (size_t i = 0; labels && labels[i]; i += 2) {
+		gl_strbuf_putc(o, i ? ',' : '{');
+		gl_strbuf_puts(o, labels[i]);
+		gl_strbuf_puts(o, "=\"");
+		/* names come from the database (clusters, sources): one quote or
+		 * newline in them must not break the whole scrape */
+		for (const char *v = labels[i + 1] ? labels[i + 1] : ""; *v; v++) {
+			if (*v == '\\' || *v == '"')
+				gl_strbuf_putc(o, '\\');
+			if (*v == '\n')
+				gl_strbuf_puts(o, "\\n");
+			else
+				gl_strbuf_putc(o, *v);
+		}
+		gl_strbuf_putc(o, '"');
+	}
+	if (labels && labels[0])
+		gl_strbuf_putc(o, '}');
+	gl_strbuf_putc(o, ' ');
+	gl_strbuf_puts(o, value);
+	gl_strbuf_putc(o, '\n');
+}
+
+int gl_apijson_list_has_empty(const char *v, char sep)
+{
+	size_t n = strlen(v);
+	if (!n || v[0] == sep || v[n - 1] == sep)
+		return 1;
+	for (size_t i = 1; i < n; i++)
+		if (v[i] == sep && v[i - 1] == sep)
+			return 1;
+	return 0;
 }

@@ -54,7 +54,15 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	p->steps = gl_xcalloc(MAX_STEPS, sizeof *p->steps);
 	if (gl_window_split(&p->window, p->step, p->steps, MAX_STEPS, &p->n_steps, &e))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s in the window (at most %d)", e.msg, MAX_STEPS);
-	snprintf(p->agg_buf, sizeof p->agg_buf, "%s", agg ? agg : def_agg);
+	if (!agg)
+		agg = def_agg;
+	/* refused, not cut: a cut list is another valid grouping */
+	if (strlen(agg) >= sizeof p->agg_buf)
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: longer than %zu bytes",
+				     sizeof p->agg_buf - 1);
+	if (gl_apijson_list_has_empty(agg, ','))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: empty dimension in '%s'", agg);
+	memcpy(p->agg_buf, agg, strlen(agg) + 1);
 	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!gl_acct_dim_sql(t))
 			return gl_resp_error(resp, GL_EINVAL, "aggregate",

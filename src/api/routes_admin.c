@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* window= (include/gl/window.h) as two timestamptz texts; *have 0 when absent. */
-static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, char *to, size_t n, int *have)
+/* window= (include/gl/window.h) as two timestamptz texts for the query
+ * (the end may be "infinity") and as parsed in *w, which is what a response
+ * shows; *have 0 when absent. */
+static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, char *to, size_t n, int *have,
+			struct gl_window *wout)
 {
 	struct gl_window w;
 	int rc;
@@ -24,6 +27,7 @@ static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, ch
 		return 0;
 	if ((rc = gl_apijson_window(req, resp, NULL, &w)))
 		return rc;
+	*wout = w;
 	gl_time_format(w.start_s, from, n);
 	/* a window ending now ("7d", "today") takes the rows of the current
 	 * second too: windows end at whole seconds, the log does not */
@@ -46,10 +50,17 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 
 	/* the server has already refused parameters outside the route's list */
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
-	    (rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)) ||
+	    (rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w, &(struct gl_window){0, 0})) ||
 	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
 	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
+	{
+		/* the three outcomes audit rows carry (docs/openapi.yaml): any
+		 * other value would only ever match nothing */
+		const char *oc = gl_req_param(req, "outcome");
+		if (oc && strcmp(oc, "ok") && strcmp(oc, "denied") && strcmp(oc, "error"))
+			return gl_resp_error(resp, GL_EINVAL, "outcome", "outcome: '%s' is not ok, denied or error", oc);
+	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	snprintf(cur, sizeof cur, "%lld", cursor);
 	if ((rc = gl_req_db(req, &c, &err)))
@@ -119,6 +130,7 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_audit_verify v;
+	struct gl_window win = {0, 0};
 	struct gl_err err = {0};
 	char hx[2 * GL_AUDIT_HASH_LEN + 1], from_b[32], to_b[32];
 	int64_t lo = 0, hi = INT64_MAX;
@@ -127,7 +139,7 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root;
 	int rc, have_w;
 
-	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w)))
+	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w, &win)))
 		return rc;
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
@@ -155,7 +167,7 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 	cJSON_AddNumberToObject(root, "first_seq", (double)v.first_seq);
 	cJSON_AddNumberToObject(root, "last_seq", (double)v.last_seq);
 	if (have_w)
-		cJSON_AddItemToObject(root, "window", cJSON_CreateStringArray((const char *[]){from_b, to_b}, 2));
+		gl_apijson_add_window(root, "window", &win); /* RFC 3339 both ends, as everywhere */
 	if (v.rows) {
 		gl_audit_hex(v.head, hx);
 		cJSON_AddStringToObject(root, "head_hash", hx);

@@ -285,17 +285,19 @@ void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o)
 				  "# TYPE gpuledger_inventory_gpus gauge\n");
 		for (int i = 0; i < PQntuples(r); i++) {
 			if (!PQgetisnull(r, i, 3))
-				gl_strbuf_printf(o, "gpuledger_inventory_gpus{cluster=\"%s\",source=\"scheduler\"} %s\n",
-						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 3));
-			gl_strbuf_printf(o, "gpuledger_inventory_gpus{cluster=\"%s\",source=\"exporter\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 4));
+				gl_apijson_prom_sample(o, "gpuledger_inventory_gpus",
+						       (const char *[]){"cluster", PQgetvalue(r, i, 0), "source", "scheduler", NULL},
+						       PQgetvalue(r, i, 3));
+			gl_apijson_prom_sample(o, "gpuledger_inventory_gpus",
+					       (const char *[]){"cluster", PQgetvalue(r, i, 0), "source", "exporter", NULL},
+					       PQgetvalue(r, i, 4));
 		}
 		gl_strbuf_puts(o, "# HELP gpuledger_inventory_snapshot_timestamp_seconds Time of the last scheduler node snapshot.\n"
 				  "# TYPE gpuledger_inventory_snapshot_timestamp_seconds gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
 			if (!PQgetisnull(r, i, 5))
-				gl_strbuf_printf(o, "gpuledger_inventory_snapshot_timestamp_seconds{cluster=\"%s\"} %s\n",
-						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 5));
+				gl_apijson_prom_sample(o, "gpuledger_inventory_snapshot_timestamp_seconds",
+						       (const char *[]){"cluster", PQgetvalue(r, i, 0), NULL}, PQgetvalue(r, i, 5));
 	}
 	PQclear(r);
 	r = NULL;
@@ -315,8 +317,9 @@ void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o)
 		gl_strbuf_puts(o, "# HELP gpuledger_inventory_conflicts Nodes where the scheduler and the exporter disagree.\n"
 				  "# TYPE gpuledger_inventory_conflicts gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_inventory_conflicts{cluster=\"%s\",kind=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+			gl_apijson_prom_sample(o, "gpuledger_inventory_conflicts",
+					       (const char *[]){"cluster", PQgetvalue(r, i, 0), "kind", PQgetvalue(r, i, 1), NULL},
+					       PQgetvalue(r, i, 2));
 	}
 	PQclear(r);
 }

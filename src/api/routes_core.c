@@ -16,29 +16,29 @@
 #include <time.h>
 
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format"},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format"},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format"},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window"},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format"},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle"},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month"},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month"},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format"},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format"},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy"},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit"},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster"},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format"},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude"},
-	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster"},
-	{NULL, NULL, NULL, NULL, NULL, NULL},
+	 "month,aggregate,format,table,shareIdle", 0},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0},
+	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster", 0},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -126,25 +126,33 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_timestamp_seconds Start of the last ingest run.\n"
 				  "# TYPE gpuledger_ingest_last_run_timestamp_seconds gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_ingest_last_run_timestamp_seconds{source=\"%s\",cluster=\"%s\",status=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 3), PQgetvalue(r, i, 2));
+			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_timestamp_seconds",
+					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1),
+								"status", PQgetvalue(r, i, 3), NULL},
+					       PQgetvalue(r, i, 2));
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_rows Rows written (inserted+updated) by the last run.\n"
 				  "# TYPE gpuledger_ingest_last_run_rows gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_ingest_last_run_rows{source=\"%s\",cluster=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 5));
+			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_rows",
+					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1), NULL},
+					       PQgetvalue(r, i, 5));
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_skipped Lines skipped by the last run.\n"
 				  "# TYPE gpuledger_ingest_last_run_skipped gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			gl_strbuf_printf(o, "gpuledger_ingest_last_run_skipped{source=\"%s\",cluster=\"%s\"} %s\n",
-					 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 6));
+			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_skipped",
+					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1), NULL},
+					       PQgetvalue(r, i, 6));
 		gl_strbuf_puts(o, "# HELP gpuledger_ingest_lag_seconds Now minus the source's watermark.\n"
 				  "# TYPE gpuledger_ingest_lag_seconds gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			if (!PQgetisnull(r, i, 7))
-				gl_strbuf_printf(o, "gpuledger_ingest_lag_seconds{source=\"%s\",cluster=\"%s\"} %lld\n",
-						 PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-						 (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
+			if (!PQgetisnull(r, i, 7)) {
+				char lag[24];
+				snprintf(lag, sizeof lag, "%lld", (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
+				gl_apijson_prom_sample(o, "gpuledger_ingest_lag_seconds",
+						       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster",
+									PQgetvalue(r, i, 1), NULL},
+						       lag);
+			}
 		gl_inventory_metrics(c, o); /* src/api/routes_capacity.c */
 	}
 	PQclear(r);
@@ -345,8 +353,18 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	int rc, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
-	    (rc = gl_apijson_int_param(req, resp, "limit", 50, 1, 1000, &limit)))
+	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)))
 		return rc;
+	if (source) {
+		/* the names gl_ingest_run_begin is given (docs/openapi.yaml) */
+		static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes"};
+		size_t i = 0;
+		while (i < GL_ARRAY_LEN(sources) && strcmp(source, sources[i]))
+			i++;
+		if (i == GL_ARRAY_LEN(sources))
+			return gl_resp_error(resp, GL_EINVAL, "source",
+					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes or kube-nodes", source);
+	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);

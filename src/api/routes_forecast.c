@@ -5,6 +5,7 @@
  * dashboard asking again is served without refitting. */
 #include "gl/apijson.h"
 #include "gl/accounting.h"
+#include "gl/audit.h"
 #include "gl/capacity.h"
 #include "gl/daemon.h"
 #include "gl/fcseries.h"
@@ -30,7 +31,7 @@
 /* The request as given (strings, so the daemon can recompute it). */
 struct fc_req {
 	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate) */
-	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[512];
+	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[GL_AUDIT_FIELD_MAX];
 };
 
 struct fc_params {
@@ -51,8 +52,7 @@ struct fc_params {
 static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_days, struct fc_params *p,
 		    const char **param, struct gl_err *err)
 {
-	char *save = NULL, *end;
-	long h;
+	char *save = NULL;
 
 	memset(p, 0, sizeof *p);
 	*param = "metric";
@@ -73,11 +73,11 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 		/* a year ahead at most, at any step */
 		long max = p->step == GL_STEP_HOUR ? 24 * 14 : p->step == GL_STEP_DAY ? 366 : 53;
 		long def = p->step == GL_STEP_HOUR ? 24 : p->step == GL_STEP_DAY ? 14 : 12;
-		h = *q->horizon ? strtol(q->horizon, &end, 10) : def;
-		if ((*q->horizon && *end) || h < 1 || h > max)
+		long long x = def;
+		if ((*q->horizon && gl_apijson_digits(q->horizon, &x)) || x < 1 || x > max)
 			return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..%ld steps of one %s", q->horizon, max,
 					  q->step);
-		p->horizon = (int)h;
+		p->horizon = (int)x;
 	}
 	*param = "level";
 	if (!*q->level || !strcmp(q->level, "80,95") || !strcmp(q->level, "95,80"))
@@ -89,6 +89,8 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 	else
 		return gl_err_set(err, GL_EINVAL, "level: '%s' is not 80, 95 or 80,95", q->level);
 	*param = "aggregate";
+	if (gl_apijson_list_has_empty(q->aggregate, ','))
+		return gl_err_set(err, GL_EINVAL, "aggregate: empty dimension in '%s'", q->aggregate);
 	snprintf(p->agg_buf, sizeof p->agg_buf, "%s", q->aggregate);
 	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!gl_acct_dim_sql(t))
@@ -132,6 +134,8 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 	*param = "exclude";
 	{
 		char buf[sizeof q->exclude], *sv = NULL;
+		if (*q->exclude && gl_apijson_list_has_empty(q->exclude, ';'))
+			return gl_err_set(err, GL_EINVAL, "exclude: empty window in '%s'", q->exclude);
 		snprintf(buf, sizeof buf, "%s", q->exclude);
 		for (char *t = strtok_r(buf, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) {
 			struct gl_err e = {0};
@@ -293,12 +297,11 @@ static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_d
 		     const char **param, struct gl_err *err)
 {
 	struct gl_err e = {0};
-	char *end;
-	long h;
+	long long h;
 	memset(p, 0, sizeof *p);
 	*param = "horizon";
-	h = *q->horizon ? strtol(q->horizon, &end, 10) : 30;
-	if ((*q->horizon && *end) || h < 1 || h > 366)
+	h = 30;
+	if ((*q->horizon && gl_apijson_digits(q->horizon, &h)) || h < 1 || h > 366)
 		return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..366 days", q->horizon);
 	p->horizon = (int)h;
 	p->cluster = *q->aggregate ? q->aggregate : NULL;
@@ -491,8 +494,12 @@ out:
 
 /* ---- the cache ---- */
 
+/* every field and its separator: a key never cuts, so two requests never
+ * share a cache slot by accident */
+#define FC_KEY_LEN (sizeof(struct fc_req) + 16)
+
 struct fc_ent {
-	char key[1200];
+	char key[FC_KEY_LEN];
 	struct fc_req q;
 	char *body;
 	int64_t computed_s, used_s;
@@ -543,10 +550,18 @@ static void cache_put(const struct fc_req *q, const char *key, const char *body,
 	pthread_mutex_unlock(&cache_mu);
 }
 
-static void copy_param(struct gl_req *req, const char *name, const char *def, char *out, size_t n)
+/* A value longer than its field is refused, never cut: a cut exclude list
+ * or horizon would be a different, still valid request. */
+static int copy_param(struct gl_req *req, struct gl_resp *resp, const char *name, const char *def, char *out,
+		      size_t n)
 {
 	const char *v = gl_req_param(req, name);
-	snprintf(out, n, "%s", v ? v : def);
+	if (!v)
+		v = def;
+	if (strlen(v) >= n)
+		return gl_resp_error(resp, GL_EINVAL, name, "%s: longer than %zu bytes", name, n - 1);
+	memcpy(out, v, strlen(v) + 1);
+	return 0;
 }
 
 /* Both kinds of request, parsed and computed the same way by the routes
@@ -575,7 +590,7 @@ static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
 	struct fc_any a;
 	struct gl_err err = {0};
 	const char *param = NULL;
-	char key[1200], *body;
+	char key[FC_KEY_LEN], *body;
 	PGconn *c;
 	int rc;
 
@@ -602,14 +617,16 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 
 	memset(&q, 0, sizeof q);
 	q.kind = 'f';
-	copy_param(req, "metric", "gpu_hours", q.metric, sizeof q.metric);
-	copy_param(req, "step", "day", q.step, sizeof q.step);
-	copy_param(req, "horizon", "", q.horizon, sizeof q.horizon);
-	copy_param(req, "level", "", q.level, sizeof q.level);
-	copy_param(req, "exclude", "", q.exclude, sizeof q.exclude);
-	copy_param(req, "aggregate", "team", q.aggregate, sizeof q.aggregate);
-	copy_param(req, "window", !strcmp(q.step, "hour") ? "28d" : !strcmp(q.step, "week") ? "364d" : "91d", q.window,
-		   sizeof q.window);
+	if (copy_param(req, resp, "metric", "gpu_hours", q.metric, sizeof q.metric) ||
+	    copy_param(req, resp, "step", "day", q.step, sizeof q.step) ||
+	    copy_param(req, resp, "horizon", "", q.horizon, sizeof q.horizon) ||
+	    copy_param(req, resp, "level", "", q.level, sizeof q.level) ||
+	    copy_param(req, resp, "exclude", "", q.exclude, sizeof q.exclude) ||
+	    copy_param(req, resp, "aggregate", "team", q.aggregate, sizeof q.aggregate) ||
+	    copy_param(req, resp, "window",
+		       !strcmp(q.step, "hour") ? "28d" : !strcmp(q.step, "week") ? "364d" : "91d", q.window,
+		       sizeof q.window))
+		return -GL_EINVAL;
 	return serve(req, resp, &q);
 }
 
@@ -619,9 +636,10 @@ int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp)
 
 	memset(&q, 0, sizeof q);
 	q.kind = 'c';
-	copy_param(req, "horizon", "", q.horizon, sizeof q.horizon);
-	copy_param(req, "cluster", "", q.aggregate, sizeof q.aggregate);
-	copy_param(req, "window", "91d", q.window, sizeof q.window);
+	if (copy_param(req, resp, "horizon", "", q.horizon, sizeof q.horizon) ||
+	    copy_param(req, resp, "cluster", "", q.aggregate, sizeof q.aggregate) ||
+	    copy_param(req, resp, "window", "91d", q.window, sizeof q.window))
+		return -GL_EINVAL;
 	return serve(req, resp, &q);
 }
 
@@ -635,7 +653,7 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 		struct fc_any a;
 		struct gl_strbuf body = GL_STRBUF_INIT;
 		const char *param;
-		char key[1200];
+		char key[FC_KEY_LEN];
 		int live;
 		pthread_mutex_lock(&cache_mu);
 		live = cache[i].body != NULL;

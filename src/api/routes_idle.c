@@ -160,10 +160,10 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
 								   "user, account, cluster, partition, qos, namespace, gpu_model)");
 	if (lim) {
-		char *end;
-		limit = strtol(lim, &end, 10);
-		if (*end || end == lim || limit < 1 || limit > 1000)
+		long long x = 0;
+		if (gl_apijson_digits(lim, &x) || x < 1 || x > 1000)
 			return gl_resp_error(resp, GL_EINVAL, "limit", "limit: must be between 1 and 1000");
+		limit = (long)x;
 	}
 	snprintf(a, sizeof a, "%lld", (long long)win.start_s);
 	snprintf(b, sizeof b, "%lld", (long long)win.end_s);

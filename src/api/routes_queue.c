@@ -102,7 +102,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 				gl_csv_raw(o, PQgetvalue(r, i, k));
 			gl_csv_end(o);
 		}
-		resp->content_type = "text/csv; charset=utf-8";
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("queue.csv"));
 		goto out;
 	}
 	root = cJSON_CreateObject();

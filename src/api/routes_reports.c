@@ -46,7 +46,8 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 				     "aggregate: '%s' is not team, project, cost_center, account or user", agg);
 	if (sr.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
-	if (f == GL_REPORTS_CSV && table) {
+	/* checked with every format: a wrong table is a typo whatever is sent */
+	if (table) {
 		size_t i = 0;
 		while (gl_report_tables[i] && strcmp(gl_report_tables[i], table))
 			i++;

@@ -200,7 +200,8 @@ static int value_ok(const char *v)
 	return strcmp(clean, v) == 0;
 }
 
-static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+					 const char *value, size_t value_size)
 {
 	struct route_check *rc = cls;
 	(void)kind;
@@ -223,7 +224,22 @@ static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, con
 			return MHD_NO;
 		}
 	rc->seen[rc->n++] = key;
-	if (value && !value_ok(value)) {
+	/* no documented parameter takes an empty value, and a handler would
+	 * read "?window" or "window=" as absent and quietly use its default;
+	 * a %00 would end the value early for every C string reader */
+	if (!value) {
+		rc->why = "no value given (expected name=value)";
+		return MHD_NO;
+	}
+	if (!*value && !value_size) {
+		rc->why = "empty value";
+		return MHD_NO;
+	}
+	if (strlen(value) != value_size || strlen(key) != key_size) {
+		rc->why = "NUL byte in the parameter";
+		return MHD_NO;
+	}
+	if (!value_ok(value)) {
 		rc->why = "malformed value (control characters, invalid UTF-8 or over 1023 bytes)";
 		return MHD_NO;
 	}
@@ -234,7 +250,7 @@ static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, con
 static int check_route_params(struct MHD_Connection *conn, const struct gl_route *route, struct gl_resp *resp)
 {
 	struct route_check rc = {route->params, {0}, 0, "", NULL};
-	MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, check_route_param, &rc);
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, check_route_param, &rc);
 	if (!rc.why)
 		return 0;
 	if (!rc.bad[0])
@@ -284,13 +300,18 @@ int gl_resp_error(struct gl_resp *resp, int code, const char *param, const char 
 		[GL_EDB] = "unavailable",
 	};
 	va_list ap;
+	char msg[2 * sizeof resp->err_msg];
 	if (code < 0)
 		code = -code;
 	resp->err_code = (size_t)code < GL_ARRAY_LEN(codes) && codes[code] ? codes[code] : "internal";
-	snprintf(resp->err_param, sizeof resp->err_param, "%s", param ? param : "");
+	/* messages echo what the client sent (values, the URL, the method):
+	 * invalid UTF-8 and control bytes become '?', and the cut falls on a
+	 * character boundary, so the body is always valid UTF-8 JSON */
+	gl_audit_clean(param ? param : "", resp->err_param, sizeof resp->err_param);
 	va_start(ap, fmt);
-	vsnprintf(resp->err_msg, sizeof resp->err_msg, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	gl_audit_clean(msg, resp->err_msg, sizeof resp->err_msg);
 	return -code;
 }
 
@@ -343,6 +364,23 @@ static const struct gl_route *match(const char *method, const char *url, size_t 
 		return r;
 	}
 	return NULL;
+}
+
+/* The methods the routes of url answer, for 405's Allow header (RFC 9110
+ * 15.5.6): "GET, HEAD" for a GET route, since HEAD is served with it. */
+static void allowed_methods(const char *url, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; gl_routes[i].path; i++) {
+		const struct gl_route *r = &gl_routes[i];
+		size_t k = strlen(r->path);
+		int hit = r->path[k - 1] == '/' && k > 1 ? strncmp(url, r->path, k) == 0 : strcmp(url, r->path) == 0;
+		if (!hit)
+			continue;
+		o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s%s", o ? ", " : "", r->method,
+				      strcmp(r->method, "GET") ? "" : ", HEAD");
+	}
 }
 
 static void record(struct gl_server *s, size_t route, int status, double secs)
@@ -625,15 +663,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else if (ctx->too_large) {
 		rc = gl_resp_error(&resp, GL_ERANGE, NULL, "request body larger than %lld bytes",
 				   (long long)s->cfg->http_max_body_bytes);
+	} else if (!route && mm) {
+		rc = gl_resp_error(&resp, GL_EINVAL, NULL, "method %s not allowed on %s", method, url);
+		resp.err_code = "method_not_allowed";
+		resp.status = 405;
+		allowed_methods(url, resp.header_buf, sizeof resp.header_buf);
+		resp.extra_headers[0][0] = "Allow";
+		resp.extra_headers[0][1] = resp.header_buf;
 	} else if (!route) {
-		rc = mm ? gl_resp_error(&resp, GL_EINVAL, NULL, "method %s not allowed on %s", method, url)
-			: gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
-		if (mm)
-			resp.status = 405;
+		rc = gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
+	} else if (req.auth && req.auth->n_owners && !route->owner_scoped) {
+		/* before the handler: one that does not filter by owner may write
+		 * (POST /v1/hook/actions), and a refusal must leave nothing behind */
+		reason = AR_SCOPE;
+		rc = gl_resp_error(&resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
 	} else if ((rc = check_route_params(conn, route, &resp)) == 0) {
 		rc = route->fn(&req, &resp);
 		if (rc == 0 && req.auth && req.auth->n_owners && !req.scope_applied) {
-			/* fail closed: this handler does not filter by owner */
+			/* backstop for a flagged handler that forgot its filter (read
+			 * only): its rows are not shown */
 			gl_strbuf_reset(&resp.body);
 			memset(resp.extra_headers, 0, sizeof resp.extra_headers);
 			resp.status = 0;

@@ -134,7 +134,7 @@ static void test_errors_are_json_with_param(void **state)
 	expect_error("GET", "/v1/jobs?limit=0", NULL, 0, 400, "bad_request", "limit");
 	expect_error("GET", "/v1/jobs?state=BOGUS", NULL, 0, 400, "bad_request", "state");
 	expect_error("GET", "/v1/nope", NULL, 0, 404, "not_found", NULL);
-	expect_error("POST", "/healthz", "{}", 2, 405, "bad_request", NULL);
+	expect_error("POST", "/healthz", "{}", 2, 405, "method_not_allowed", NULL);
 	expect_error("POST", "/v1/jobs", big, sizeof big, 413, "too_large", NULL);
 }
 

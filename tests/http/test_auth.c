@@ -21,7 +21,7 @@
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
 static PGconn *g_c;
-static char t_viewer[64], t_finance[64], t_hook[64], t_scoped[64], t_expired[64];
+static char t_viewer[64], t_finance[64], t_hook[64], t_scoped[64], t_expired[64], t_hook_scoped[64];
 static const char *role_tokens[4][2]; /* role name, token */
 
 static int setup(void **state)
@@ -53,6 +53,8 @@ static int setup(void **state)
 	    gl_test_token_create(g_dsn, "hook", "hook", NULL, t_hook, sizeof t_hook, NULL) ||
 	    gl_test_token_create(g_dsn, "finance-teama", "finance", (const char *const[]){"--scope", "owner=teama", NULL},
 				 t_scoped, sizeof t_scoped, NULL) ||
+	    gl_test_token_create(g_dsn, "hook-teama", "hook", (const char *const[]){"--scope", "owner=teama", NULL},
+				 t_hook_scoped, sizeof t_hook_scoped, NULL) ||
 	    gl_test_token_create(g_dsn, "expired", "viewer", (const char *const[]){"--expires", "2001-01-01", NULL},
 				 t_expired, sizeof t_expired, NULL))
 		return -1;
@@ -150,6 +152,52 @@ static void test_role_matrix_on_every_route(void **state)
 	assert_int_equal(status_of("/v1/jobs", t_viewer, 0, NULL), 403);
 	assert_int_equal(status_of("/v1/jobs", t_hook, 0, NULL), 403);
 	assert_int_equal(status_of("/v1/ingest/runs", t_finance, 0, NULL), 200);
+}
+
+/* A scoped token on a route that does not filter by owner is refused before
+ * the handler runs: the refused POST leaves no action, no stage, no audit
+ * row of its own. The same body from an unscoped hook token is recorded,
+ * so the body itself is acceptable. */
+static void test_scoped_token_refused_before_a_write(void **state)
+{
+	static const char body[] = "{\"cluster\":\"testgpu\",\"job_id\":\"3\",\"policy\":\"scoped-test\","
+				   "\"stage\":\"act\",\"ok\":true,\"exit_status\":0,"
+				   "\"command\":[\"scancel\",\"3\"],\"owner\":\"teamc\"}";
+	struct gl_test_http r;
+	struct gl_test_http_opts o = {t_hook_scoped, 0, NULL};
+	long long actions = gl_test_qint(g_c, "SELECT count(*) FROM hook_actions");
+	long long stages = gl_test_qint(g_c, "SELECT count(*) FROM hook_stages");
+	long long recorded = gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'");
+
+	assert_int_equal(gl_test_http_ex(g_d.port, "POST", "/v1/hook/actions", body, strlen(body), NULL, &o, &r), 0);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(r.body, "does not support owner-scoped tokens"));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions"), actions);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages"), stages);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"), recorded);
+	/* and nothing through the API either */
+	o.token = t_hook;
+	assert_int_equal(gl_test_http_ex(g_d.port, "GET", "/v1/hook/actions", NULL, 0, NULL, &o, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_null(strstr(r.body, "scoped-test"));
+	gl_test_http_fini(&r);
+	/* a GET route without an owner filter is refused the same way */
+	o.token = t_hook_scoped;
+	assert_int_equal(gl_test_http_ex(g_d.port, "GET", "/v1/hook/actions", NULL, 0, NULL, &o, &r), 0);
+	assert_int_equal(r.status, 403);
+	gl_test_http_fini(&r);
+	/* whoami handles scopes */
+	assert_int_equal(gl_test_http_ex(g_d.port, "GET", "/v1/whoami", NULL, 0, NULL, &o, &r), 0);
+	assert_int_equal(r.status, 200);
+	gl_test_http_fini(&r);
+
+	o.token = t_hook;
+	assert_int_equal(gl_test_http_ex(g_d.port, "POST", "/v1/hook/actions", body, strlen(body), NULL, &o, &r), 0);
+	assert_int_equal(r.status, 201);
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions"), actions + 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions WHERE policy = 'scoped-test'"), 1);
 }
 
 static int count_jobs(const char *token, const char *only_account)
@@ -380,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_401_without_or_with_a_bad_token),
 		cmocka_unit_test(test_role_matrix_on_every_route),
 		cmocka_unit_test(test_scoped_token_sees_only_its_owner),
+		cmocka_unit_test(test_scoped_token_refused_before_a_write),
 		cmocka_unit_test(test_revoked_token_refused_within_the_cache_ttl),
 		cmocka_unit_test(test_repeated_failures_are_rate_limited),
 		cmocka_unit_test(test_every_request_is_audited_never_the_token),

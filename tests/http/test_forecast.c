@@ -402,6 +402,31 @@ static void test_excluded_days(void **state)
 		assert_true(fabs(num(h, "value") * 3600 - (double)want) <= 0.5);
 	}
 	cJSON_Delete(j);
+	{
+		/* 13 days as RFC 3339 pairs, 545 bytes: every one whole (a field
+		 * of 512 bytes once cut the 13th to "2017-10", the whole month) */
+		char path[1024];
+		int n = snprintf(path, sizeof path, "/v1/forecast?aggregate=cluster&step=day&window=" PWIN "&exclude=");
+		int nex = 0;
+		for (int d = 1; d <= 13; d++)
+			n += snprintf(path + n, sizeof path - (size_t)n, "%s2017-10-%02dT00:00:00Z,2017-10-%02dT00:00:00Z",
+				      d > 1 ? ";" : "", d, d + 1);
+		j = gl_test_get_json(g_d.port, path, 200);
+		assert_non_null(j);
+		s = NULL;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "series"))
+			if (!strcmp(cJSON_GetObjectItem(it, "key")->valuestring, "philly"))
+				s = it;
+		assert_non_null(s);
+		for (int d = 0; d < PDAYS; d++) {
+			int ex = cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(s, "history"), d),
+								  "excluded"));
+			assert_int_equal(ex, d < 13);
+			nex += ex;
+		}
+		assert_int_equal(nex, 13);
+		cJSON_Delete(j);
+	}
 	j = gl_test_get_json(g_d.port, "/v1/forecast?exclude=2017-10-15;sometime", 400);
 	assert_non_null(j);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "exclude");
