@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unallocated idle per cluster, partition and model over [$1, $2) at now $3,
+/* Unallocated idle per cluster, partition and model over [$1, $2) up to now
+ * $3 (idle that has not happened is no waste yet),
  * settled as /v1/chargeback settles it (gl_acct_idle_settle_sql): a
  * cluster's idle is its capacity less unavailable less all its allocation,
  * also allocation under a key capacity does not have. The window is cut
@@ -27,9 +28,10 @@ static const char *fleet_sql(struct gl_strbuf *b)
 {
 	gl_strbuf_reset(b);
 	gl_strbuf_puts(b,
-		       "WITH bounds AS (SELECT DISTINCT t FROM (SELECT to_timestamp($1) AS t UNION ALL SELECT to_timestamp($2)"
+		       "WITH bounds AS (SELECT DISTINCT t FROM (SELECT to_timestamp($1) AS t"
+		       "  UNION ALL SELECT least(to_timestamp($2), to_timestamp($3))"
 		       "  UNION ALL SELECT valid_from FROM rates UNION ALL SELECT valid_to FROM rates) x"
-		       "  WHERE t >= to_timestamp($1) AND t <= to_timestamp($2)"
+		       "  WHERE t >= to_timestamp($1) AND t <= least(to_timestamp($2), to_timestamp($3))"
 		       "), cuts AS (SELECT row_number() OVER (ORDER BY t) AS i, t AS a, lead(t) OVER (ORDER BY t) AS b FROM bounds"
 		       "), steps AS (SELECT i, a, b FROM cuts WHERE b IS NOT NULL"
 		       "), cap AS (SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"

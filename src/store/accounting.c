@@ -359,9 +359,9 @@ out:
 	return rc;
 }
 
-/* The query's steps cut wherever a rate starts or ends inside one, so
- * that idle, priced at the rate in force at its (sub)step's start, is
- * priced at the rate in force all through it. *parent maps each sub-step
+/* The query's steps, up to now, cut wherever a rate starts or ends inside
+ * one, so that idle, priced at the rate in force at its (sub)step's start,
+ * is priced at the rate in force all through it. *parent maps each sub-step
  * to its step. The caller frees *sub and *parent. */
 static int idle_steps(PGconn *c, const struct gl_acct_query *q, struct gl_window **sub, size_t **parent, size_t *nsub,
 		      struct gl_err *err)
@@ -387,6 +387,13 @@ static int idle_steps(PGconn *c, const struct gl_acct_query *q, struct gl_window
 	*parent = gl_xcalloc(q->n_steps + nb + 1, sizeof **parent);
 	for (size_t i = 0; i < q->n_steps; i++) {
 		int64_t a = q->steps[i].start_s, b = q->steps[i].end_s;
+		/* idle that has not happened yet is not billed: capacity counts
+		 * up to now (/v1/capacity rolls open spans to the window's end,
+		 * as sreport does; money does not) */
+		if (b > q->now_s)
+			b = q->now_s;
+		if (b <= a)
+			continue;
 		while (k < nb && atoll(PQgetvalue(r, (int)k, 0)) <= a)
 			k++;
 		for (; k < nb && atoll(PQgetvalue(r, (int)k, 0)) < b; k++) {

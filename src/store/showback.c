@@ -906,7 +906,8 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	if (meta.capacity_source && sb->fleet.capacity_known) {
 		char a[24], b[24];
 		snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
-		snprintf(b, sizeof b, "%lld", (long long)sb->end_s);
+		/* month to date while it is open, as chargeback counts idle */
+		snprintf(b, sizeof b, "%lld", (long long)(sb->end_s < req->now_s ? sb->end_s : req->now_s));
 		if ((rc = gl_db_query(c,
 				      "SELECT coalesce(sum(reported_gpu_seconds), 0), coalesce(sum(down_gpu_seconds +"
 				      " planned_down_gpu_seconds + reserved_gpu_seconds), 0)"

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FX "tests/fixtures/conservation/"
 
@@ -328,6 +329,23 @@ static void test_exporter_time_within_allocation(void **state)
 	cJSON_Delete(j);
 }
 
+/* Idle that has not happened is not billed: chargeback counts capacity up
+ * to now, while /v1/capacity rolls open spans to the window's end as
+ * sreport does. k1 has 2 GPUs and nothing running since October. */
+static void test_no_idle_billed_ahead_of_now(void **state)
+{
+	const long long nov1 = 1793491200; /* 2026-11-01T00:00:00Z */
+	long long t0 = (long long)time(NULL), t1, idle;
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11-01T00:00:00Z,2027-06-01T00:00:00Z"
+					      "&filter=cluster:k1", 200);
+	t1 = (long long)time(NULL);
+	assert_non_null(j);
+	assert_true(t0 > nov1);
+	idle = num(idle_of(j, 0), "gpu_seconds");
+	assert_true(idle >= 2 * (t0 - nov1) && idle <= 2 * (t1 - nov1));
+	cJSON_Delete(j);
+}
+
 /* The identity over windows that cut jobs, days and the month anywhere. */
 static void test_identity_over_windows(void **state)
 {
@@ -363,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_untyped_jobs_priced_by_their_node),
 		cmocka_unit_test(test_idle_priced_at_the_rate_in_force),
 		cmocka_unit_test(test_exporter_time_within_allocation),
+		cmocka_unit_test(test_no_idle_billed_ahead_of_now),
 		/* and again from the days the rollup builds now */
 		cmocka_unit_test_setup(test_hand_computed, rebuild),
 		cmocka_unit_test(test_identity_over_windows),
