@@ -130,6 +130,14 @@ int gl_kube_json_depth(const char *doc, size_t len, int max_depth);
 /* doc[i] is '"': the index past its closing quote, len when unterminated.
  * memchr-fast: most of a PodList's bytes are inside strings. */
 size_t gl_kube_json_skip_string(const char *doc, size_t i, size_t len);
+/* cJSON hands string bytes through unchecked, and PostgreSQL refuses a
+ * whole batch for one bad byte. Returns 1 when a string value or key
+ * somewhere under v is not valid UTF-8 and writes where, relative to v, into
+ * path (".metadata.labels.team", ".spec.containers[1].name"; a bad key is
+ * named by its parent and " (a key)"); 0 otherwise. path is always valid
+ * UTF-8 itself and NUL-terminated (cut to cap bytes). */
+struct cJSON;
+int gl_kube_json_bad_utf8(const struct cJSON *v, char *path, size_t cap);
 /* Byte classes for lexical JSON scans: 0 nothing to see, 1 '"', 2 '{' '[',
  * 3 '}' ']'. */
 extern const unsigned char gl_kube_json_class[256];

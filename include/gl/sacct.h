@@ -105,6 +105,7 @@ struct gl_sacct_rec {
 
 /* Parses one line (without its trailing '\n'; a trailing '\r' is tolerated).
  * Handles --parsable (trailing delimiter) and --parsable2.
+ * A line that is not valid UTF-8 is refused whole ("not valid UTF-8 (byte N)").
  * Returns 0, or -GL_EINVAL with err->msg naming the column ("Submit: bad time '2024-13-01T00:00:00'")
  * but NOT the line number: the caller prefixes "file:line: ". */
 int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, size_t len,

@@ -8,6 +8,7 @@
  */
 #include "gl/sacct.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -610,6 +611,12 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 	if (len && line[len - 1] == '\r')
 		len--;
 	end = line + len;
+	{
+		/* PostgreSQL refuses the whole COPY for one bad byte: this line only */
+		size_t at;
+		if (gl_utf8_validate(line, len, &at) < 0)
+			return gl_err_set(err, GL_EINVAL, "not valid UTF-8 (byte %zu)", at + 1);
+	}
 
 	/* Cut into exactly n columns: n - 1 delimiters, plus one more allowed
 	 * only as the --parsable trailing delimiter. JobName, when last, absorbs

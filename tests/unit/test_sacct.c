@@ -441,6 +441,13 @@ static void test_bad_lines(void **state)
 		{"JobID,State", NULL, "1_x|COMPLETED", "JobID: bad job id '1_x'"},
 		{"JobID,State", NULL, "1+|COMPLETED", "JobID: bad job id '1+'"},
 		{"JobID,State", NULL, "1 |COMPLETED", "JobID: bad job id '1 '"},
+		/* not UTF-8: PostgreSQL would refuse the whole batch; byte counted from 1 */
+		{"JobID,JobName", NULL, "1|caf\xe9", "not valid UTF-8 (byte 6)"},
+		{"JobID,JobName,WCKey", NULL, "1|caf\xe9|wk", "not valid UTF-8 (byte 6)"},
+		{"JobID,JobName", NULL, "1|\xed\xa0\x80", "not valid UTF-8 (byte 3)"}, /* U+D800 */
+		{"JobID,JobName", NULL, "1|\xc0\xaf", "not valid UTF-8 (byte 3)"},     /* overlong '/' */
+		{"JobID,JobName", "☃", "1☃\xe2\x98", "not valid UTF-8 (byte 5)"},      /* half a snowman */
+		{"JobID,Account", NULL, "1|\xff", "not valid UTF-8 (byte 3)"},
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
@@ -525,14 +532,16 @@ static void test_delimiters(void **state)
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃a☃b☃", "a☃b", "wk"},
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃snow|man☃", "snow|man", "wk"},
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃aàb", "aàb", "wk"},
-		{"JobID,JobName,WCKey", "☃", "1☃\xe2\x98☃wk☃", "\xe2\x98", "wk"}, /* half a snowman */
+		/* U+2600 shares its first two bytes with the snowman U+2603 */
+		{"JobID,JobName,WCKey", "☃", "1☃\xe2\x98\x80☃wk☃", "\xe2\x98\x80", "wk"},
 		{"JobID,JobName,WCKey", "::", "1::a:b::wk", "a:b", "wk"},
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃☃☃", "☃", "wk"},
 		/* long enough for the 16-byte vector scan, delimiters across chunk edges */
 		{"JobID,WCKey,JobName", "☃", "1☃wkwkwkwkwkwkwkwkwkwkwkwk☃aaaaaaaaaaaaa☃bbbbbbbbbbbbbbb☃c☃",
 		 "aaaaaaaaaaaaa☃bbbbbbbbbbbbbbb☃c", "wkwkwkwkwkwkwkwkwkwkwkwk"},
-		{"JobID,JobName,WCKey", "☃", "1☃aaaaaaaaaaa\xe2\x98" "aaaaaaaaaaaaaaaaa\xe2☃wwwwwwwwwwwwwwwwwwwwwwwwww",
-		 "aaaaaaaaaaa\xe2\x98" "aaaaaaaaaaaaaaaaa\xe2", "wwwwwwwwwwwwwwwwwwwwwwwwww"},
+		/* ... and U+2014 its first byte */
+		{"JobID,JobName,WCKey", "☃", "1☃aaaaaaaaaaa\xe2\x98\x80" "aaaaaaaaaaaaaaaaa\xe2\x80\x94☃wwwwwwwwwwwwwwwwwwwwwwwwww",
+		 "aaaaaaaaaaa\xe2\x98\x80" "aaaaaaaaaaaaaaaaa\xe2\x80\x94", "wwwwwwwwwwwwwwwwwwwwwwwwww"},
 		{"JobID,JobName,WCKey", NULL, "1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa|wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww|",
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww"},
 	};
