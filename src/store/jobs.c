@@ -57,7 +57,11 @@ static const char stage_ddl[] =
 
 /* One statement: dedupe the batch, upsert, and report what changed. A row
  * whose loaded columns are all equal is left alone (no dead tuple, no
- * updated_at bump), which keeps re-ingesting an unchanged file cheap. */
+ * updated_at bump), which keeps re-ingesting an unchanged file cheap.
+ * An older view of a job never replaces a newer one: a row with an end is
+ * not replaced by one without, nor a row with a start by one without
+ * (re-ingesting yesterday's file would turn finished jobs back into running
+ * ones, billed to now). Such rows count as unchanged. */
 static const char merge_sql[] =
 	"WITH src AS ("
 	" SELECT DISTINCT ON (job_key) * FROM jobs_stage ORDER BY job_key, seq DESC"
@@ -86,7 +90,9 @@ static const char merge_sql[] =
 	"  gpu_milli = EXCLUDED.gpu_milli, req_gpu_milli = EXCLUDED.req_gpu_milli, gpu_type = EXCLUDED.gpu_type,"
 	"  req_tres = EXCLUDED.req_tres, alloc_tres = EXCLUDED.alloc_tres, node_list = EXCLUDED.node_list,"
 	"  nodes = EXCLUDED.nodes, tags = EXCLUDED.tags, last_seen_at = EXCLUDED.last_seen_at, updated_at = now()"
-	" WHERE (j.job_id, j.job_id_raw, j.array_job_id, j.array_task_id, j.het_job_id, j.het_offset, j.name,"
+	" WHERE (j.end_at IS NULL OR EXCLUDED.end_at IS NOT NULL)"
+	"  AND (j.start_at IS NULL OR EXCLUDED.start_at IS NOT NULL)"
+	"  AND (j.job_id, j.job_id_raw, j.array_job_id, j.array_task_id, j.het_job_id, j.het_offset, j.name,"
 	"  j.user_name, j.uid, j.group_name, j.account, j.partition, j.qos, j.wckey, j.namespace, j.state,"
 	"  j.state_known, j.state_by_uid, j.exit_code, j.submit_at, j.eligible_at, j.start_at, j.end_at, j.elapsed_s,"
 	"  j.suspended_s, j.timelimit_s, j.nnodes, j.ncpus, j.req_mem_mb, j.gpu_milli, j.req_gpu_milli, j.gpu_type,"
