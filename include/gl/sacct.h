@@ -93,7 +93,7 @@ struct gl_sacct_rec {
 	enum gl_job_state state;
 	int64_t state_by_uid;     /* "CANCELLED by 1234" -> 1234, else -1 */
 
-	int64_t nnodes, ncpus, req_cpus; /* -1 absent */
+	int64_t nnodes, ncpus, req_cpus; /* -1 absent; larger than INT32_MAX: the line is refused */
 	int64_t req_mem_mb;       /* ReqMem in MiB as a job total when determinable, per-CPU/per-node suffix applied with ncpus/nnodes; -1 unknown */
 
 	/* GPUs from AllocTRES (typed/untyped rule: gres/gpu=N wins; else sum of gres/gpu:TYPE=N).
@@ -112,7 +112,7 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 			struct gl_sacct_rec *rec, struct gl_err *err) GL_MUSTCHECK;
 
 /* Pure helpers, exported for tests and other sources. */
-/* "2024-04-05T13:13:39" (UTC) -> seconds; "Unknown", "None", "" -> GL_TIME_NONE (returns 0). */
+/* "2024-04-05T13:13:39" (UTC, years 0001-9999) -> seconds; "Unknown", "None", "" -> GL_TIME_NONE (returns 0). */
 int gl_sacct_parse_time(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 /* "MM:SS", "HH:MM:SS", "D-HH:MM:SS", "MM:SS.mmm" (fraction truncated) -> seconds;
  * "UNLIMITED", "Partition_limit", "INVALID" -> -1 (returns 0). */

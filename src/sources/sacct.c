@@ -239,7 +239,8 @@ int gl_sacct_parse_time(const char *s, size_t n, int64_t *out)
 		se = (int)(d17 * 10 + d18);
 	}
 #undef DG
-	if (mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
+	/* year 0000 is not a year PostgreSQL takes in ISO form (it has no year 0) */
+	if (y < 1 || mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
 		return -GL_EINVAL;
 	*out = gl_time_days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + h * 3600 + mi * 60 + se;
 	return 0;
@@ -465,8 +466,8 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 		v = 0;
 		while (i < n && is_digit(s[i]) && i - start < 18)
 			v = v * 10 + (s[i++] - '0');
-		if (i == start || (i < n && is_digit(s[i])))
-			return -GL_EINVAL;
+		if (i == start || (i < n && is_digit(s[i])) || v > INT32_MAX)
+			return -GL_EINVAL; /* het_offset is an integer column */
 		rec->het_offset = v;
 	}
 	if (i < n && s[i] == '.') {
@@ -661,6 +662,10 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 		case CV_INT:
 			if (v.len && parse_u63(v.p, v.len, i64_at(rec, fd->off)) < 0)
 				return bad_value(err, f, "number", v);
+			/* stored in integer columns: one absurd count must not fail the batch */
+			if ((f == GL_SF_NNODES || f == GL_SF_NCPUS || f == GL_SF_REQCPUS) &&
+			    *i64_at(rec, fd->off) > INT32_MAX)
+				return bad_value(err, f, "number (over 2147483647)", v);
 			break;
 		case CV_TIME:
 			if (gl_sacct_parse_time(v.p, v.len, i64_at(rec, fd->off)) < 0)

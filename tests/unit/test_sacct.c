@@ -126,6 +126,10 @@ static void test_time(void **state)
 		{"1970-01-01T00:00:00", 0, 0},
 		{"2000-02-29T23:59:59", 0, 951868799},
 		{"2016-12-31T23:59:59", 0, 1483228799},
+		/* the ends of the range PostgreSQL takes (Python datetime epoch offsets) */
+		{"0001-01-01T00:00:00", 0, -62135596800},
+		{"9999-12-31T23:59:59", 0, 253402300799},
+		{"0000-01-01T00:00:00", -GL_EINVAL, 0},
 		{"1969-12-31T23:59:59", 0, -1},
 		{"Unknown", 0, GL_TIME_NONE},
 		{"None", 0, GL_TIME_NONE},
@@ -448,6 +452,12 @@ static void test_bad_lines(void **state)
 		{"JobID,JobName", NULL, "1|\xc0\xaf", "not valid UTF-8 (byte 3)"},     /* overlong '/' */
 		{"JobID,JobName", "☃", "1☃\xe2\x98", "not valid UTF-8 (byte 5)"},      /* half a snowman */
 		{"JobID,Account", NULL, "1|\xff", "not valid UTF-8 (byte 3)"},
+		/* integer columns: 2^31 - 1 is the largest a count may be */
+		{"JobID,NNodes", NULL, "1|99999999999", "NNodes: bad number (over 2147483647) '99999999999'"},
+		{"JobID,NCPUS", NULL, "1|2147483648", "NCPUS: bad number (over 2147483647) '2147483648'"},
+		{"JobID,ReqCPUS", NULL, "1|4294967296", "ReqCPUS: bad number (over 2147483647) '4294967296'"},
+		{"JobID,State", NULL, "1+2147483648|COMPLETED", "JobID: bad job id '1+2147483648'"},
+		{"JobID,Submit", NULL, "1|0000-01-01T00:00:00", "Submit: bad time '0000-01-01T00:00:00'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
@@ -463,6 +473,21 @@ static void test_bad_lines(void **state)
 				 cases[i].want_msg);
 		gl_sacct_layout_fini(&lay);
 	}
+}
+
+/* The largest counts the integer columns hold still parse. */
+static void test_int_limits(void **state)
+{
+	struct gl_sacct_layout lay;
+	struct gl_sacct_rec rec;
+	(void)state;
+	layout(&lay, "JobID,NNodes,NCPUS,ReqCPUS", NULL);
+	parse1(&lay, "1+2147483647|2147483647|2147483647|2147483647", &rec);
+	assert_int_equal(rec.het_offset, 2147483647);
+	assert_int_equal(rec.nnodes, 2147483647);
+	assert_int_equal(rec.ncpus, 2147483647);
+	assert_int_equal(rec.req_cpus, 2147483647);
+	gl_sacct_layout_fini(&lay);
 }
 
 static void test_layout(void **state)
@@ -886,6 +911,7 @@ int main(void)
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_reqmem),
 		cmocka_unit_test(test_bad_lines),
+		cmocka_unit_test(test_int_limits),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_delimiters),
 		cmocka_unit_test(test_testbed_records),
