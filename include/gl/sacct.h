@@ -117,7 +117,11 @@ int gl_sacct_parse_time(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 /* "MM:SS", "HH:MM:SS", "D-HH:MM:SS", "MM:SS.mmm" (fraction truncated) -> seconds;
  * "UNLIMITED", "Partition_limit", "INVALID" -> -1 (returns 0). */
 int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
-/* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc). */
+/* More GPUs than this in one job is corrupt input (the largest clusters
+ * have ~10^5): refused so milli-GPU-seconds stay far inside int64. */
+#define GL_SACCT_MAX_JOB_GPUS 1000000
+/* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc).
+ * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs. */
 int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX]) GL_MUSTCHECK;
 
 #endif

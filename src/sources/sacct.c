@@ -356,6 +356,12 @@ int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[G
 	/* Entries are string-sorted, so gres/gpu:a100=2 precedes gres/gpu=2: the
 	 * untyped total already includes the typed ones and must not be added. */
 	*gpus = untyped >= 0 ? untyped : typed_sum;
+	/* milli-GPUs times seconds must stay far inside int64 in every rollup */
+	if (*gpus > GL_SACCT_MAX_JOB_GPUS) {
+		*gpus = 0;
+		type[0] = '\0';
+		return -GL_ERANGE;
+	}
 	if (types == 1) {
 		if (tlen > GL_GPU_TYPE_MAX - 1)
 			tlen = GL_GPU_TYPE_MAX - 1;
@@ -596,7 +602,7 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 	const size_t dl = lay->delim_len;
 	char req_type[GL_GPU_TYPE_MAX] = "";
 	int64_t elapsed_raw = -1;
-	int have_elapsed_raw = 0, req_mem_col = -1, elapsed_col = -1;
+	int have_elapsed_raw = 0, req_mem_col = -1, elapsed_col = -1, rc;
 
 	memset(rec, 0, sizeof *rec);
 	rec->array_task_id = rec->het_offset = -1;
@@ -711,13 +717,13 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 			break;
 		case CV_ALLOCTRES:
 			rec->alloc_tres = v;
-			if (v.len && gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_alloc, rec->gpu_type) < 0)
-				return bad_value(err, f, "TRES", v);
+			if (v.len && (rc = gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_alloc, rec->gpu_type)) < 0)
+				return bad_value(err, f, rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)" : "TRES", v);
 			break;
 		case CV_REQTRES:
 			rec->req_tres = v;
-			if (v.len && gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_req, req_type) < 0)
-				return bad_value(err, f, "TRES", v);
+			if (v.len && (rc = gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_req, req_type)) < 0)
+				return bad_value(err, f, rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)" : "TRES", v);
 			break;
 		}
 	}

@@ -255,6 +255,12 @@ static void test_tres(void **state)
 		{"cpu", -GL_EINVAL, 0, ""},
 		{"=1", -GL_EINVAL, 0, ""},
 		{"gres/gpu=99999999999999999999", -GL_EINVAL, 0, ""},
+		/* a million GPUs per job is the most believed; x1000 must not wrap */
+		{"gres/gpu=1000000", 0, 1000000, ""},
+		{"gres/gpu:h100=1000000", 0, 1000000, "h100"},
+		{"gres/gpu=1000001", -GL_ERANGE, 0, ""},
+		{"cpu=1,gres/gpu=999999999999999999,node=1", -GL_ERANGE, 0, ""},
+		{"gres/gpu:a100=600000,gres/gpu:h100=400001", -GL_ERANGE, 0, ""}, /* typed sum */
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
@@ -458,6 +464,9 @@ static void test_bad_lines(void **state)
 		{"JobID,ReqCPUS", NULL, "1|4294967296", "ReqCPUS: bad number (over 2147483647) '4294967296'"},
 		{"JobID,State", NULL, "1+2147483648|COMPLETED", "JobID: bad job id '1+2147483648'"},
 		{"JobID,Submit", NULL, "1|0000-01-01T00:00:00", "Submit: bad time '0000-01-01T00:00:00'"},
+		{"JobID,AllocTRES", NULL, "1|gres/gpu=999999999999999999",
+		 "AllocTRES: bad TRES (over 1000000 GPUs) 'gres/gpu=999999999999999999'"},
+		{"JobID,ReqTRES", NULL, "1|gres/gpu=1000001", "ReqTRES: bad TRES (over 1000000 GPUs) 'gres/gpu=1000001'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
