@@ -43,8 +43,8 @@ struct gl_sacct_layout {
 	int jobname_col;                    /* column of JobName or -1: when last, it absorbs extra delimiters */
 };
 
-/* fields: comma-separated sacct field names, case-insensitive (NULL = default list).
- * delim: NULL or "" = "|". Errors name the bad field. */
+/* fields: comma-separated sacct field names, case-insensitive (NULL = default list);
+ * JobID is required. delim: NULL or "" = "|". Errors name the bad field. */
 int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const char *delim,
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_sacct_layout_fini(struct gl_sacct_layout *lay);

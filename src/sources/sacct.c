@@ -162,6 +162,9 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 			break;
 		p = comma + 1;
 	}
+	/* jobs.job_id is NOT NULL: without JobID every line would fail the batch */
+	if (lay->pos[GL_SF_JOBID] < 0)
+		return gl_err_set(err, GL_EINVAL, "fields: JobID missing (every job row needs it)");
 	lay->jobname_col = lay->pos[GL_SF_JOBNAME];
 	return 0;
 }

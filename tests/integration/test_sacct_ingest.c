@@ -179,6 +179,16 @@ static void test_not_sacct_is_rejected_whole(void **state)
 	gl_test_out_fini(&o);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), 0);
 	assert_string_equal(gl_test_qstr(g_c, "SELECT status FROM ingest_runs"), "failed");
+	/* a layout without JobID cannot make rows: a usage error, before any run */
+	reset_db();
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file",
+				     gl_test_fixture(TB "sacct_alloc.txt"), "--fields", "JobIDRaw,State,JobName", NULL),
+			 0);
+	assert_int_equal(o.status, 2);
+	assert_non_null(strstr(o.err, "--fields: JobID missing"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs"), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), 0);
 	/* a missing file is a clear runtime error too */
 	assert_int_equal(ingest("/nonexistent/sacct.txt", &o), 0);
 	assert_int_equal(o.status, 1);

@@ -401,10 +401,12 @@ static void test_reqmem(void **state)
 	};
 	struct gl_sacct_layout lay;
 	(void)state;
-	layout(&lay, "ReqMem,NCPUS,ReqCPUS,NNodes", "|");
+	layout(&lay, "JobID,ReqMem,NCPUS,ReqCPUS,NNodes", "|");
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
 		struct gl_sacct_rec rec;
-		parse1(&lay, cases[i].line, &rec);
+		char line[128];
+		snprintf(line, sizeof line, "1|%s", cases[i].line);
+		parse1(&lay, line, &rec);
 		if (rec.req_mem_mb != cases[i].want)
 			fail_msg("reqmem '%s': %lld, want %lld", cases[i].line,
 				 (long long)rec.req_mem_mb, (long long)cases[i].want);
@@ -514,6 +516,9 @@ static void test_layout(void **state)
 		{"JobID,State,jobid", "|", "fields: duplicate field 'jobid'"},
 		{"JobID", "12345678", "delimiter: longer than 7 bytes"},
 		{"JobID", "\n", "delimiter: may not contain a line break"},
+		/* jobs.job_id is NOT NULL */
+		{"JobIDRaw,State,JobName", "|", "fields: JobID missing (every job row needs it)"},
+		{"State", "|", "fields: JobID missing (every job row needs it)"},
 	};
 	struct gl_sacct_layout lay;
 	char many[1024] = "JobID";
