@@ -92,9 +92,11 @@ struct gl_kube_result {
  * wrong kind). On any error res holds nothing (it is zeroed).
  * Per pod: a missing uid or creationTimestamp skips that pod with a problem
  * line; other bad optional fields are ignored with a problem line.
- * end_s = max container finishedAt when every container has terminated or the
- * phase is Succeeded/Failed; a terminal pod without any finishedAt (evicted)
- * ends at its latest condition transition.
+ * end_s = max container finishedAt when the phase is Succeeded/Failed, or
+ * every container has terminated and the phase is neither Running nor
+ * Pending (a Running pod with all containers terminated is restarting); a
+ * terminal pod without any finishedAt (evicted) ends at its latest
+ * condition transition.
  * GPUs per container from resources.limits, falling back to requests, for
  * `nvidia.com/gpu` and `nvidia.com/mig-<profile>`; per resource the pod needs
  * max(sum(containers) + sum(sidecars), max(init_i + sidecars before i)), as the

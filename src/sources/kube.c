@@ -653,6 +653,12 @@ static int64_t pod_end(struct ctx *c, const cJSON *status, enum gl_kube_phase ph
 	char sub[96];
 	size_t j = 0;
 
+	/* A Running pod whose containers all terminated is between restarts
+	 * (restartPolicy Always) or about to turn Succeeded/Failed: it has
+	 * not ended. An end here would also keep it from ever being closed as
+	 * vanished, which only closes rows without one. */
+	if (phase == GL_KUBE_PHASE_RUNNING || phase == GL_KUBE_PHASE_PENDING)
+		return GL_TIME_NONE;
 	cJSON_ArrayForEach(e, as_array(cs)) {
 		const cJSON *term = get(get(e, "state"), "terminated");
 		int64_t t;

@@ -356,9 +356,12 @@ static void test_phases(void **state)
 		 "\"nodeName\":\"n1\",", "PENDING", 1, 1790856005, GL_TIME_NONE, 1000},
 		{"{\"phase\":\"Running\",\"startTime\":\"2026-10-01T12:00:10Z\",\"containerStatuses\":[{\"state\":{\"running\":{}}}]}",
 		 "\"nodeName\":\"n1\",", "RUNNING", 1, 1790856010, GL_TIME_NONE, 1000},
-		/* all containers terminated while the phase still says Running */
+		/* all containers terminated while the phase still says Running (a
+		 * crash loop under restartPolicy Always): it runs on, no end */
 		{"{\"phase\":\"Running\",\"startTime\":\"2026-10-01T12:00:10Z\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-01T12:10:00Z\"}}}]}",
-		 "\"nodeName\":\"n1\",", "RUNNING", 1, 1790856010, 1790856600, 1000},
+		 "\"nodeName\":\"n1\",", "RUNNING", 1, 1790856010, GL_TIME_NONE, 1000},
+		{"{\"phase\":\"Pending\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-01T12:10:00Z\"}}}]}",
+		 "\"nodeName\":\"n1\",", "PENDING", 1, GL_TIME_NONE, GL_TIME_NONE, 1000},
 		{"{\"phase\":\"Failed\",\"startTime\":\"2026-10-01T12:00:10Z\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-01T12:10:00Z\"}}},{\"state\":{\"waiting\":{}}}]}",
 		 "\"nodeName\":\"n1\",", "FAILED", 1, 1790856010, 1790856600, 1000},
 		/* evicted: no container states, ends at the last condition change */
