@@ -79,6 +79,11 @@ struct gl_sacct_rec {
 	int64_t array_task_id;
 	int64_t het_offset;
 	struct gl_str step;
+	/* GL_SACCT_ARRAY_PENDING: the tasks the meta row stands for (>= 1),
+	 * and 1 when its range list was cut short, so the count is a lower
+	 * bound; 0 and 0 for other rows */
+	int64_t array_tasks;
+	int array_tasks_partial;
 
 	int64_t job_id_raw_num;   /* JobIDRaw numeric part, -1 when unparsable/absent */
 	int64_t db_index;         /* -1 when absent/empty */
@@ -120,6 +125,11 @@ int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 /* More GPUs than this in one job is corrupt input (the largest clusters
  * have ~10^5): refused so milli-GPU-seconds stay far inside int64. */
 #define GL_SACCT_MAX_JOB_GPUS 1000000
+/* Tasks of a pending array's range list, s = the text after '['
+ * ("1-100]", "1,3,5-9]", "0-15:4]", "1-100%10]"); *partial = 1 unless the
+ * list ends in ']' exactly where it should (cut: "1-3,5,7..."), and then
+ * *tasks is a lower bound. Never fails: *tasks >= 1, at most INT32_MAX. */
+void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial);
 /* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc).
  * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs. */
 int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX]) GL_MUSTCHECK;

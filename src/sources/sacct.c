@@ -444,6 +444,61 @@ static int parse_reqmem(const char *s, size_t n, int64_t cpus, int64_t nnodes, i
 	return 0;
 }
 
+/* Digits at s[*i..n), at most 18; -1 when there are none. */
+static int64_t take_num(const char *s, size_t n, size_t *i)
+{
+	size_t start = *i;
+	int64_t v = 0;
+	while (*i < n && is_digit(s[*i]) && *i - start < 18)
+		v = v * 10 + (s[(*i)++] - '0');
+	return *i == start ? -1 : v;
+}
+
+void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
+{
+	size_t i = 0;
+	int64_t total = 0;
+
+	*partial = 1;
+	for (;;) {
+		int64_t a = take_num(s, n, &i), b, step = 1, k;
+		if (a < 0)
+			break; /* cut before an element, or not a range list */
+		b = a;
+		if (i < n && s[i] == '-') {
+			i++;
+			if ((b = take_num(s, n, &i)) < 0 || b < a) {
+				total += 1; /* the first task is real; the end was cut */
+				break;
+			}
+		}
+		if (i < n && s[i] == ':') {
+			i++;
+			/* a step cut short ("0-100:2" of ":25") would overcount */
+			if ((step = take_num(s, n, &i)) <= 0 || i == n) {
+				total += 1;
+				break;
+			}
+		}
+		k = (b - a) / step + 1;
+		total = total > INT32_MAX - k ? INT32_MAX : total + k;
+		if (i < n && s[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i < n && s[i] == '%') { /* "%4": at most 4 at once, not fewer tasks */
+			i++;
+			(void)take_num(s, n, &i);
+		}
+		/* anything else, a cut inside the last number included, leaves
+		 * fewer digits or elements than there were: a lower bound */
+		if (i + 1 == n && s[i] == ']')
+			*partial = 0;
+		break;
+	}
+	*tasks = total > 0 ? total : 1;
+}
+
 /* "123", "123_4", "123_[5-9", "123+1", "123.batch", "123_4.0", "123+1.0", "123.0+1". */
 static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 {
@@ -457,9 +512,11 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 	rec->base_job_id = v;
 	if (i < n && s[i] == '_') {
 		if (++i < n && s[i] == '[') {
-			/* Pending array meta row; the range list may be cut short with
-			 * "...", so its contents are deliberately not interpreted. */
+			/* Pending array meta row: it stands for every task of its
+			 * range list; a list cut short ("...") gives a lower bound,
+			 * and anything unreadable in it counts as one task. */
 			rec->kind = GL_SACCT_ARRAY_PENDING;
+			gl_sacct_array_tasks(s + i + 1, n - i - 1, &rec->array_tasks, &rec->array_tasks_partial);
 			return 0;
 		}
 		start = i;

@@ -486,6 +486,58 @@ static void test_bad_lines(void **state)
 	}
 }
 
+/* Tasks a pending array meta row stands for, counted by hand. */
+static void test_array_tasks(void **state)
+{
+	static const struct {
+		const char *job_id;
+		int64_t tasks;
+		int partial;
+	} cases[] = {
+		{"4103947_[1-3]", 3, 0},                 /* xdmod */
+		{"4103947_[9-11,13,16-20]", 9, 0},       /* 3 + 1 + 5 */
+		{"7000_[1-100]", 100, 0},
+		{"123_[5]", 1, 0},
+		{"123_[1,3,5-9]", 7, 0},                 /* 1 + 1 + 5 */
+		{"123_[1-99:2]", 50, 0},                 /* 1, 3, ..., 99 */
+		{"123_[0-15:4]", 4, 0},                  /* 0, 4, 8, 12 */
+		{"123_[1-100%10]", 100, 0},              /* the limit runs 10 at a time: still 100 */
+		{"123_[1-3,7-8:1%2]", 5, 0},
+		{"123_[0-3999999]", 4000000, 0},         /* MaxArraySize's ceiling */
+		/* cut short: lower bounds */
+		{"123_[1-3,5...", 4, 1},
+		{"123_[1-3,5,7-...", 5, 1},              /* 7 at least */
+		{"123_[1-3,", 3, 1},
+		{"123_[1-10", 10, 1},                    /* perhaps 1-100 */
+		{"123_[0-100:2", 1, 1},                  /* perhaps :25: the step is not trusted */
+		{"123_[5-1]", 1, 1},                     /* not a range: one task */
+		{"123_[", 1, 1},
+		{"123_[x]", 1, 1},
+	};
+	struct gl_sacct_layout lay;
+	(void)state;
+	layout(&lay, "JobID,State", NULL);
+	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
+		struct gl_sacct_rec rec;
+		char line[128];
+		snprintf(line, sizeof line, "%s|PENDING", cases[i].job_id);
+		parse1(&lay, line, &rec);
+		if (rec.kind != GL_SACCT_ARRAY_PENDING || rec.array_tasks != cases[i].tasks ||
+		    rec.array_tasks_partial != cases[i].partial)
+			fail_msg("'%s': kind %d tasks %lld partial %d, want %lld %d", cases[i].job_id, rec.kind,
+				 (long long)rec.array_tasks, rec.array_tasks_partial, (long long)cases[i].tasks,
+				 cases[i].partial);
+	}
+	{
+		/* not an array meta row: nothing */
+		struct gl_sacct_rec rec;
+		parse1(&lay, "7000_5|PENDING", &rec);
+		assert_int_equal(rec.array_tasks, 0);
+		assert_int_equal(rec.array_tasks_partial, 0);
+	}
+	gl_sacct_layout_fini(&lay);
+}
+
 /* The largest counts the integer columns hold still parse. */
 static void test_int_limits(void **state)
 {
@@ -926,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_reqmem),
 		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_int_limits),
+		cmocka_unit_test(test_array_tasks),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_delimiters),
 		cmocka_unit_test(test_testbed_records),
