@@ -13,6 +13,7 @@
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,11 +88,29 @@ static void test_pending_demand_counts_tasks(void **state)
 	cJSON_Delete(j);
 }
 
+/* The forecast's demand history reads the same rows: the day of the
+ * submits holds 111 GPUs of demand. */
+static void test_forecast_demand_counts_tasks(void **state)
+{
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/forecast?metric=demand_gpus&aggregate=cluster&window=2026-11-22,2026-11-23",
+				    200),
+	      *s, *h;
+	assert_non_null(j);
+	s = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "series"), 0);
+	assert_non_null(s);
+	assert_string_equal(cJSON_GetObjectItem(s, "key")->valuestring, "testgpu");
+	h = cJSON_GetObjectItem(s, "history");
+	assert_int_equal(cJSON_GetArraySize(h), 1);
+	assert_true(fabs(cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "value")->valuedouble - 111.0) < 1e-9);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_carry_their_tasks),
 		cmocka_unit_test(test_pending_demand_counts_tasks),
+		cmocka_unit_test(test_forecast_demand_counts_tasks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
