@@ -46,6 +46,8 @@ struct gl_job_row {
 	const char *nodes_json;    /* JSON array of expanded node names, e.g. ["gpu01","gpu02"]; NULL none */
 	const char *tags_json;     /* JSON object of ownership tags/labels; NULL = {} */
 	int64_t last_seen_s;       /* kube: last time the source saw it (vanished-pod end); else GL_TIME_NONE */
+	int64_t array_tasks;       /* pending array meta row: tasks it stands for; 0 = not one (NULL) */
+	int array_tasks_partial;   /* 1: its range list was cut, array_tasks is a lower bound */
 };
 
 #endif

@@ -92,9 +92,11 @@ struct gl_kube_result {
  * wrong kind). On any error res holds nothing (it is zeroed).
  * Per pod: a missing uid or creationTimestamp skips that pod with a problem
  * line; other bad optional fields are ignored with a problem line.
- * end_s = max container finishedAt when every container has terminated or the
- * phase is Succeeded/Failed; a terminal pod without any finishedAt (evicted)
- * ends at its latest condition transition.
+ * end_s = max container finishedAt when the phase is Succeeded/Failed, or
+ * every container has terminated and the phase is neither Running nor
+ * Pending (a Running pod with all containers terminated is restarting); a
+ * terminal pod without any finishedAt (evicted) ends at its latest
+ * condition transition.
  * GPUs per container from resources.limits, falling back to requests, for
  * `nvidia.com/gpu` and `nvidia.com/mig-<profile>`; per resource the pod needs
  * max(sum(containers) + sum(sidecars), max(init_i + sidecars before i)), as the
@@ -130,6 +132,14 @@ int gl_kube_json_depth(const char *doc, size_t len, int max_depth);
 /* doc[i] is '"': the index past its closing quote, len when unterminated.
  * memchr-fast: most of a PodList's bytes are inside strings. */
 size_t gl_kube_json_skip_string(const char *doc, size_t i, size_t len);
+/* cJSON hands string bytes through unchecked, and PostgreSQL refuses a
+ * whole batch for one bad byte. Returns 1 when a string value or key
+ * somewhere under v is not valid UTF-8 and writes where, relative to v, into
+ * path (".metadata.labels.team", ".spec.containers[1].name"; a bad key is
+ * named by its parent and " (a key)"); 0 otherwise. path is always valid
+ * UTF-8 itself and NUL-terminated (cut to cap bytes). */
+struct cJSON;
+int gl_kube_json_bad_utf8(const struct cJSON *v, char *path, size_t cap);
 /* Byte classes for lexical JSON scans: 0 nothing to see, 1 '"', 2 '{' '[',
  * 3 '}' ']'. */
 extern const unsigned char gl_kube_json_class[256];

@@ -13,8 +13,9 @@
  *
  * Robustness: a malformed line is skipped and counted, never fatal. Lines are
  * bounded (opts->max_line, default GL_PROMTEXT_MAX_LINE) and so are label sets
- * (GL_PROMTEXT_MAX_LABELS). Not checked, as Prometheus checks them later in
- * its scrape loop rather than in the parser: UTF-8 validity of label values,
+ * (GL_PROMTEXT_MAX_LABELS). A line that is not valid UTF-8 is a bad line
+ * ("not valid UTF-8"): the store could not take its strings. Not checked, as
+ * Prometheus checks them later in its scrape loop rather than in the parser:
  * duplicate label names within one sample, TYPE consistency across lines.
  */
 #ifndef GL_PROMTEXT_H

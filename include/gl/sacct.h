@@ -43,8 +43,8 @@ struct gl_sacct_layout {
 	int jobname_col;                    /* column of JobName or -1: when last, it absorbs extra delimiters */
 };
 
-/* fields: comma-separated sacct field names, case-insensitive (NULL = default list).
- * delim: NULL or "" = "|". Errors name the bad field. */
+/* fields: comma-separated sacct field names, case-insensitive (NULL = default list);
+ * JobID is required. delim: NULL or "" = "|". Errors name the bad field. */
 int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const char *delim,
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_sacct_layout_fini(struct gl_sacct_layout *lay);
@@ -79,6 +79,11 @@ struct gl_sacct_rec {
 	int64_t array_task_id;
 	int64_t het_offset;
 	struct gl_str step;
+	/* GL_SACCT_ARRAY_PENDING: the tasks the meta row stands for (>= 1),
+	 * and 1 when its range list was cut short, so the count is a lower
+	 * bound; 0 and 0 for other rows */
+	int64_t array_tasks;
+	int array_tasks_partial;
 
 	int64_t job_id_raw_num;   /* JobIDRaw numeric part, -1 when unparsable/absent */
 	int64_t db_index;         /* -1 when absent/empty */
@@ -93,7 +98,7 @@ struct gl_sacct_rec {
 	enum gl_job_state state;
 	int64_t state_by_uid;     /* "CANCELLED by 1234" -> 1234, else -1 */
 
-	int64_t nnodes, ncpus, req_cpus; /* -1 absent */
+	int64_t nnodes, ncpus, req_cpus; /* -1 absent; larger than INT32_MAX: the line is refused */
 	int64_t req_mem_mb;       /* ReqMem in MiB as a job total when determinable, per-CPU/per-node suffix applied with ncpus/nnodes; -1 unknown */
 
 	/* GPUs from AllocTRES (typed/untyped rule: gres/gpu=N wins; else sum of gres/gpu:TYPE=N).
@@ -105,18 +110,28 @@ struct gl_sacct_rec {
 
 /* Parses one line (without its trailing '\n'; a trailing '\r' is tolerated).
  * Handles --parsable (trailing delimiter) and --parsable2.
+ * A line that is not valid UTF-8 is refused whole ("not valid UTF-8 (byte N)").
  * Returns 0, or -GL_EINVAL with err->msg naming the column ("Submit: bad time '2024-13-01T00:00:00'")
  * but NOT the line number: the caller prefixes "file:line: ". */
 int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, size_t len,
 			struct gl_sacct_rec *rec, struct gl_err *err) GL_MUSTCHECK;
 
 /* Pure helpers, exported for tests and other sources. */
-/* "2024-04-05T13:13:39" (UTC) -> seconds; "Unknown", "None", "" -> GL_TIME_NONE (returns 0). */
+/* "2024-04-05T13:13:39" (UTC, years 0001-9999) -> seconds; "Unknown", "None", "" -> GL_TIME_NONE (returns 0). */
 int gl_sacct_parse_time(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 /* "MM:SS", "HH:MM:SS", "D-HH:MM:SS", "MM:SS.mmm" (fraction truncated) -> seconds;
  * "UNLIMITED", "Partition_limit", "INVALID" -> -1 (returns 0). */
 int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
-/* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc). */
+/* More GPUs than this in one job is corrupt input (the largest clusters
+ * have ~10^5): refused so milli-GPU-seconds stay far inside int64. */
+#define GL_SACCT_MAX_JOB_GPUS 1000000
+/* Tasks of a pending array's range list, s = the text after '['
+ * ("1-100]", "1,3,5-9]", "0-15:4]", "1-100%10]"); *partial = 1 unless the
+ * list ends in ']' exactly where it should (cut: "1-3,5,7..."), and then
+ * *tasks is a lower bound. Never fails: *tasks >= 1, at most INT32_MAX. */
+void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial);
+/* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc).
+ * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs. */
 int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX]) GL_MUSTCHECK;
 
 #endif

@@ -80,8 +80,10 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 	gl_strbuf_reset(&sql);
 	gl_strbuf_printf(&sql, queue_cte, "jb.start_at IS NULL AND jb.end_at IS NULL AND jb.submit_at <= to_timestamp($1)");
 	gl_strbuf_printf(&sql,
-			 " SELECT %s AS key, count(*), sum(k.req_gpu_milli),"
-			 " max($1::bigint - extract(epoch FROM k.submit_at)::bigint)"
+			 /* a pending array row stands for all its tasks, each asking for req_gpu_milli */
+			 " SELECT %s AS key, sum(coalesce(k.array_tasks, 1)),"
+			 " sum(k.req_gpu_milli * coalesce(k.array_tasks, 1)),"
+			 " max($1::bigint - extract(epoch FROM k.submit_at)::bigint), bool_or(k.array_tasks_partial)"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
 	if ((rc = gl_db_query(c, sql.p, 1, (const char *[]){now}, &p, &err))) {
@@ -129,6 +131,8 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "jobs", atof(PQgetvalue(p, i, 1)));
 		cJSON_AddNumberToObject(o, "gpus_requested", atof(PQgetvalue(p, i, 2)) / 1000.0);
 		cJSON_AddNumberToObject(o, "longest_wait_s", atof(PQgetvalue(p, i, 3)));
+		/* an array's range list cut short by sacct: jobs and GPUs are at least these */
+		cJSON_AddBoolToObject(o, "lower_bound", PQgetvalue(p, i, 4)[0] == 't');
 		cJSON_AddItemToArray(pend, o);
 	}
 	gl_apijson_put(resp, root);

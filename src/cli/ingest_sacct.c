@@ -32,6 +32,13 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 		return rc;
 	if (!cluster || !file)
 		return gl_cli_usage_error(usage_ingest_sacct, "ingest sacct: --cluster and --file are required");
+	{
+		/* a layout that cannot work is the caller's mistake: say so before connecting */
+		struct gl_sacct_layout lay;
+		if (gl_sacct_layout_init(&lay, fields, delim, &err))
+			return gl_cli_usage_error(usage_ingest_sacct, "ingest sacct: --%s", err.msg);
+		gl_sacct_layout_fini(&lay);
+	}
 	gl_ingest_stats_init(&st, 0);
 	o.cluster = cluster;
 	o.input_name = file;

@@ -27,6 +27,7 @@
 #include "gl/proc.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <cjson/cJSON.h>
 
@@ -542,10 +543,11 @@ static void record_problems(struct gl_kube_ingest_result *res, const struct gl_k
 			if (s->n_reasons)
 				gl_strbuf_putc(&s->reasons, ',');
 			gl_strbuf_puts(&s->reasons, "{\"path\":\"");
-			gl_strbuf_put_json_str(&s->reasons, m, sep ? (size_t)(sep - m) : strlen(m));
+			/* messages quote input cut at a byte count: keep them storable */
+			gl_utf8_put_json_lossy(&s->reasons, m, sep ? (size_t)(sep - m) : strlen(m));
 			gl_strbuf_puts(&s->reasons, "\",\"reason\":\"");
 			if (sep)
-				gl_strbuf_put_json_str(&s->reasons, sep + 2, strlen(sep + 2));
+				gl_utf8_put_json_lossy(&s->reasons, sep + 2, strlen(sep + 2));
 			gl_strbuf_puts(&s->reasons, "\"}");
 			s->n_reasons++;
 		} else if (s->n_reasons == max_reasons) {

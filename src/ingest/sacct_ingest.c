@@ -162,6 +162,8 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	row->nodes_json = NULL;
 	row->tags_json = NULL;
 	row->last_seen_s = GL_TIME_NONE;
+	row->array_tasks = rec->kind == GL_SACCT_ARRAY_PENDING ? rec->array_tasks : 0;
+	row->array_tasks_partial = rec->kind == GL_SACCT_ARRAY_PENDING && rec->array_tasks_partial;
 }
 
 static int header_fields(struct gl_sacct_ingest *in, const char *line, size_t len, struct gl_err *err)

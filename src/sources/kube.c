@@ -3,6 +3,7 @@
 #include "gl/jsonarena.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <cjson/cJSON.h>
 
@@ -248,6 +249,77 @@ static const cJSON *as_object(const cJSON *v)
 static char *dup_or_null(const char *s)
 {
 	return s ? gl_xstrdup(s) : NULL;
+}
+
+static int str_bad(const char *s)
+{
+	return s && gl_utf8_validate(s, strlen(s), NULL) < 0;
+}
+
+/* Appends to path[0..*len) without splitting a character (the text is
+ * valid UTF-8) and keeps the NUL. */
+static void path_add(char *path, size_t cap, size_t *len, const char *a, const char *b)
+{
+	size_t room = cap - *len - 1, na = strlen(a), nb = b ? strlen(b) : 0;
+	if (na + nb > room) {
+		/* cut at a character start */
+		size_t keep = room < na ? room : na;
+		if (keep < na)
+			while (keep && ((unsigned char)a[keep] & 0xC0) == 0x80)
+				keep--;
+		memcpy(path + *len, a, keep);
+		*len += keep;
+		if (keep == na && b) {
+			keep = room - na;
+			while (keep && ((unsigned char)b[keep] & 0xC0) == 0x80)
+				keep--;
+			memcpy(path + *len, b, keep);
+			*len += keep;
+		}
+	} else {
+		memcpy(path + *len, a, na);
+		if (b)
+			memcpy(path + *len + na, b, nb);
+		*len += na + nb;
+	}
+	path[*len] = '\0';
+}
+
+static int bad_utf8_under(const cJSON *v, char *path, size_t cap, size_t len)
+{
+	const cJSON *ch;
+	size_t i = 0;
+
+	if (cJSON_IsString(v))
+		return str_bad(v->valuestring);
+	if (!cJSON_IsObject(v) && !cJSON_IsArray(v))
+		return 0;
+	for (ch = v->child; ch; ch = ch->next, i++) {
+		size_t l = len;
+		if (cJSON_IsObject(v)) {
+			if (str_bad(ch->string)) {
+				path_add(path, cap, &l, " (a key)", NULL);
+				return 1;
+			}
+			path_add(path, cap, &l, ".", ch->string ? ch->string : "");
+		} else {
+			char idx[24];
+			snprintf(idx, sizeof idx, "[%zu]", i);
+			path_add(path, cap, &l, idx, NULL);
+		}
+		if (bad_utf8_under(ch, path, cap, l))
+			return 1;
+		path[len] = '\0';
+	}
+	return 0;
+}
+
+int gl_kube_json_bad_utf8(const struct cJSON *v, char *path, size_t cap)
+{
+	if (cap == 0)
+		return bad_utf8_under(v, (char[1]){0}, 1, 0);
+	path[0] = '\0';
+	return bad_utf8_under(v, path, cap, 0);
 }
 
 /* An optional time field: absent is fine, garbage is reported and ignored. */
@@ -581,6 +653,12 @@ static int64_t pod_end(struct ctx *c, const cJSON *status, enum gl_kube_phase ph
 	char sub[96];
 	size_t j = 0;
 
+	/* A Running pod whose containers all terminated is between restarts
+	 * (restartPolicy Always) or about to turn Succeeded/Failed: it has
+	 * not ended. An end here would also keep it from ever being closed as
+	 * vanished, which only closes rows without one. */
+	if (phase == GL_KUBE_PHASE_RUNNING || phase == GL_KUBE_PHASE_PENDING)
+		return GL_TIME_NONE;
 	cJSON_ArrayForEach(e, as_array(cs)) {
 		const cJSON *term = get(get(e, "state"), "terminated");
 		int64_t t;
@@ -651,6 +729,15 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 	if (p->gpu_milli <= 0) {
 		c->res->skipped_no_gpu++;
 		return 0;
+	}
+	{
+		/* a bad byte anywhere in a stored pod would make PostgreSQL
+		 * refuse the whole batch: skip the pod (it stays listed) */
+		char where[160];
+		if (gl_kube_json_bad_utf8(item, where, sizeof where)) {
+			problem(c, "%s%s: not valid UTF-8", path, where);
+			goto bad;
+		}
 	}
 
 	p->uid = gl_xstrdup(uid);

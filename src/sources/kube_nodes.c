@@ -233,8 +233,13 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 	cJSON_ArrayForEach(it, items)
 	{
 		struct gl_err le = {0};
+		char where[160];
 		s->lines++;
-		if (parse_item(s, it, idx, &le)) {
+		if (gl_kube_json_bad_utf8(it, where, sizeof where)) {
+			/* the store would refuse the whole snapshot for it */
+			s->skipped++;
+			gl_nodeobs_problem(s, "kubectl nodes items[%zu]%s: not valid UTF-8", idx, where);
+		} else if (parse_item(s, it, idx, &le)) {
 			s->skipped++;
 			gl_nodeobs_problem(s, "kubectl nodes %s", le.msg);
 		}

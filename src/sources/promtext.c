@@ -7,6 +7,7 @@
  * some line has an escape.
  */
 #include "gl/promtext.h"
+#include "gl/utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -584,6 +585,10 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 			e--;
 		if ((size_t)(e - p) > ps.max_line) {
 			why = "line too long";
+			r = 1;
+		} else if (gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
+			/* PostgreSQL would refuse the whole scrape for one label value */
+			why = "not valid UTF-8";
 			r = 1;
 		} else {
 			q = skip_blank(p, e);

@@ -8,6 +8,7 @@
  */
 #include "gl/sacct.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -161,6 +162,9 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 			break;
 		p = comma + 1;
 	}
+	/* jobs.job_id is NOT NULL: without JobID every line would fail the batch */
+	if (lay->pos[GL_SF_JOBID] < 0)
+		return gl_err_set(err, GL_EINVAL, "fields: JobID missing (every job row needs it)");
 	lay->jobname_col = lay->pos[GL_SF_JOBNAME];
 	return 0;
 }
@@ -238,7 +242,8 @@ int gl_sacct_parse_time(const char *s, size_t n, int64_t *out)
 		se = (int)(d17 * 10 + d18);
 	}
 #undef DG
-	if (mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
+	/* year 0000 is not a year PostgreSQL takes in ISO form (it has no year 0) */
+	if (y < 1 || mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
 		return -GL_EINVAL;
 	*out = gl_time_days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + h * 3600 + mi * 60 + se;
 	return 0;
@@ -354,6 +359,12 @@ int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[G
 	/* Entries are string-sorted, so gres/gpu:a100=2 precedes gres/gpu=2: the
 	 * untyped total already includes the typed ones and must not be added. */
 	*gpus = untyped >= 0 ? untyped : typed_sum;
+	/* milli-GPUs times seconds must stay far inside int64 in every rollup */
+	if (*gpus > GL_SACCT_MAX_JOB_GPUS) {
+		*gpus = 0;
+		type[0] = '\0';
+		return -GL_ERANGE;
+	}
 	if (types == 1) {
 		if (tlen > GL_GPU_TYPE_MAX - 1)
 			tlen = GL_GPU_TYPE_MAX - 1;
@@ -433,6 +444,61 @@ static int parse_reqmem(const char *s, size_t n, int64_t cpus, int64_t nnodes, i
 	return 0;
 }
 
+/* Digits at s[*i..n), at most 18; -1 when there are none. */
+static int64_t take_num(const char *s, size_t n, size_t *i)
+{
+	size_t start = *i;
+	int64_t v = 0;
+	while (*i < n && is_digit(s[*i]) && *i - start < 18)
+		v = v * 10 + (s[(*i)++] - '0');
+	return *i == start ? -1 : v;
+}
+
+void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
+{
+	size_t i = 0;
+	int64_t total = 0;
+
+	*partial = 1;
+	for (;;) {
+		int64_t a = take_num(s, n, &i), b, step = 1, k;
+		if (a < 0)
+			break; /* cut before an element, or not a range list */
+		b = a;
+		if (i < n && s[i] == '-') {
+			i++;
+			if ((b = take_num(s, n, &i)) < 0 || b < a) {
+				total += 1; /* the first task is real; the end was cut */
+				break;
+			}
+		}
+		if (i < n && s[i] == ':') {
+			i++;
+			/* a step cut short ("0-100:2" of ":25") would overcount */
+			if ((step = take_num(s, n, &i)) <= 0 || i == n) {
+				total += 1;
+				break;
+			}
+		}
+		k = (b - a) / step + 1;
+		total = total > INT32_MAX - k ? INT32_MAX : total + k;
+		if (i < n && s[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i < n && s[i] == '%') { /* "%4": at most 4 at once, not fewer tasks */
+			i++;
+			(void)take_num(s, n, &i);
+		}
+		/* anything else, a cut inside the last number included, leaves
+		 * fewer digits or elements than there were: a lower bound */
+		if (i + 1 == n && s[i] == ']')
+			*partial = 0;
+		break;
+	}
+	*tasks = total > 0 ? total : 1;
+}
+
 /* "123", "123_4", "123_[5-9", "123+1", "123.batch", "123_4.0", "123+1.0", "123.0+1". */
 static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 {
@@ -446,9 +512,11 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 	rec->base_job_id = v;
 	if (i < n && s[i] == '_') {
 		if (++i < n && s[i] == '[') {
-			/* Pending array meta row; the range list may be cut short with
-			 * "...", so its contents are deliberately not interpreted. */
+			/* Pending array meta row: it stands for every task of its
+			 * range list; a list cut short ("...") gives a lower bound,
+			 * and anything unreadable in it counts as one task. */
 			rec->kind = GL_SACCT_ARRAY_PENDING;
+			gl_sacct_array_tasks(s + i + 1, n - i - 1, &rec->array_tasks, &rec->array_tasks_partial);
 			return 0;
 		}
 		start = i;
@@ -464,8 +532,8 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 		v = 0;
 		while (i < n && is_digit(s[i]) && i - start < 18)
 			v = v * 10 + (s[i++] - '0');
-		if (i == start || (i < n && is_digit(s[i])))
-			return -GL_EINVAL;
+		if (i == start || (i < n && is_digit(s[i])) || v > INT32_MAX)
+			return -GL_EINVAL; /* het_offset is an integer column */
 		rec->het_offset = v;
 	}
 	if (i < n && s[i] == '.') {
@@ -594,7 +662,7 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 	const size_t dl = lay->delim_len;
 	char req_type[GL_GPU_TYPE_MAX] = "";
 	int64_t elapsed_raw = -1;
-	int have_elapsed_raw = 0, req_mem_col = -1, elapsed_col = -1;
+	int have_elapsed_raw = 0, req_mem_col = -1, elapsed_col = -1, rc;
 
 	memset(rec, 0, sizeof *rec);
 	rec->array_task_id = rec->het_offset = -1;
@@ -610,6 +678,12 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 	if (len && line[len - 1] == '\r')
 		len--;
 	end = line + len;
+	{
+		/* PostgreSQL refuses the whole COPY for one bad byte: this line only */
+		size_t at;
+		if (gl_utf8_validate(line, len, &at) < 0)
+			return gl_err_set(err, GL_EINVAL, "not valid UTF-8 (byte %zu)", at + 1);
+	}
 
 	/* Cut into exactly n columns: n - 1 delimiters, plus one more allowed
 	 * only as the --parsable trailing delimiter. JobName, when last, absorbs
@@ -654,6 +728,10 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 		case CV_INT:
 			if (v.len && parse_u63(v.p, v.len, i64_at(rec, fd->off)) < 0)
 				return bad_value(err, f, "number", v);
+			/* stored in integer columns: one absurd count must not fail the batch */
+			if ((f == GL_SF_NNODES || f == GL_SF_NCPUS || f == GL_SF_REQCPUS) &&
+			    *i64_at(rec, fd->off) > INT32_MAX)
+				return bad_value(err, f, "number (over 2147483647)", v);
 			break;
 		case CV_TIME:
 			if (gl_sacct_parse_time(v.p, v.len, i64_at(rec, fd->off)) < 0)
@@ -699,13 +777,13 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 			break;
 		case CV_ALLOCTRES:
 			rec->alloc_tres = v;
-			if (v.len && gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_alloc, rec->gpu_type) < 0)
-				return bad_value(err, f, "TRES", v);
+			if (v.len && (rc = gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_alloc, rec->gpu_type)) < 0)
+				return bad_value(err, f, rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)" : "TRES", v);
 			break;
 		case CV_REQTRES:
 			rec->req_tres = v;
-			if (v.len && gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_req, req_type) < 0)
-				return bad_value(err, f, "TRES", v);
+			if (v.len && (rc = gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_req, req_type)) < 0)
+				return bad_value(err, f, rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)" : "TRES", v);
 			break;
 		}
 	}

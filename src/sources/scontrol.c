@@ -1,6 +1,7 @@
 /* `scontrol show node -o` and `scontrol show reservation [-o]` parsers. */
 #include "gl/nodeobs.h"
 #include "gl/sacct.h"
+#include "gl/utf8.h"
 #include "nodeobs_int.h"
 
 #include <stdio.h>
@@ -137,9 +138,15 @@ int gl_scontrol_parse_nodes(const char *text, size_t len, struct gl_node_snapsho
 		if (n) {
 			nonblank++;
 			s->lines++;
+			size_t at;
 			if (n >= 9 && !memcmp(p, "NodeName=", 9)) {
 				seen++;
-				if (parse_node_line(s, p, n, &le)) {
+				if (gl_utf8_validate(p, n, &at) < 0) {
+					/* the store would refuse the whole snapshot for it */
+					s->skipped++;
+					gl_nodeobs_problem(s, "scontrol line %zu: not valid UTF-8 (byte %zu)", lineno,
+							   at + 1);
+				} else if (parse_node_line(s, p, n, &le)) {
 					s->skipped++;
 					gl_nodeobs_problem(s, "scontrol line %zu: %s", lineno, le.msg);
 				} else if (s->nodes[s->nnodes - 1].unknown_flags) {
@@ -213,6 +220,18 @@ static void resv_from_kv(struct gl_node_snapshot *s, const char *blk, size_t n, 
 	}
 }
 
+/* A block with a line that is not UTF-8 is skipped whole: the store would
+ * refuse the snapshot for it. */
+static void resv_block(struct gl_node_snapshot *s, const char *blk, size_t n, size_t lineno, size_t bad_line)
+{
+	if (bad_line) {
+		s->skipped++;
+		gl_nodeobs_problem(s, "scontrol reservation line %zu: not valid UTF-8", bad_line);
+		return;
+	}
+	resv_from_kv(s, blk, n, lineno);
+}
+
 int gl_nodeobs_parse_scontrol_resv(const char *text, size_t len, struct gl_node_snapshot *s)
 {
 	const char *p = text, *end = text + len;
@@ -222,6 +241,7 @@ int gl_nodeobs_parse_scontrol_resv(const char *text, size_t len, struct gl_node_
 		size_t len;
 	} j = {NULL, 0};
 	int in_blk = 0;
+	size_t bad_line = 0; /* first line of the block that is not UTF-8, 0 none */
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *e = nl ? nl : end;
@@ -234,11 +254,14 @@ int gl_nodeobs_parse_scontrol_resv(const char *text, size_t len, struct gl_node_
 			e--;
 		if (e - q >= 16 && !memcmp(q, "ReservationName=", 16)) {
 			if (in_blk)
-				resv_from_kv(s, j.p, j.len, blk_line);
+				resv_block(s, j.p, j.len, blk_line, bad_line);
 			in_blk = 1;
 			blk_line = lineno;
+			bad_line = 0;
 			j.len = 0;
 		}
+		if (in_blk && !bad_line && gl_utf8_validate(q, (size_t)(e - q), NULL) < 0)
+			bad_line = lineno;
 		if (in_blk && e > q) {
 			/* join the block's lines with spaces so the tokenizer sees one line */
 			j.p = gl_xrealloc(j.p, j.len + (size_t)(e - q) + 2);
@@ -250,7 +273,7 @@ int gl_nodeobs_parse_scontrol_resv(const char *text, size_t len, struct gl_node_
 		p = nl ? nl + 1 : end;
 	}
 	if (in_blk)
-		resv_from_kv(s, j.p, j.len, blk_line);
+		resv_block(s, j.p, j.len, blk_line, bad_line);
 	free(j.p);
 	return 0;
 }

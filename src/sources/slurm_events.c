@@ -3,6 +3,7 @@
  * two reservation forms. */
 #include "gl/nodeobs.h"
 #include "gl/sacct.h"
+#include "gl/utf8.h"
 #include "nodeobs_int.h"
 
 #include <stdio.h>
@@ -115,8 +116,12 @@ static int parse_table(const char *text, size_t len, struct gl_node_snapshot *s,
 			} else {
 				struct gl_str f[MAX_COLS];
 				struct gl_err le = {0};
-				size_t nf = split(p, n, f, MAX_COLS);
-				if ((int)nf != h.ncols) {
+				size_t nf = split(p, n, f, MAX_COLS), at;
+				if (gl_utf8_validate(p, n, &at) < 0) {
+					/* the store would refuse the whole snapshot for it */
+					s->skipped++;
+					gl_nodeobs_problem(s, "%s line %zu: not valid UTF-8 (byte %zu)", what, lineno, at + 1);
+				} else if ((int)nf != h.ncols) {
 					s->skipped++;
 					gl_nodeobs_problem(s, "%s line %zu: %zu fields, header has %d", what, lineno, nf, h.ncols);
 				} else if (fn(s, &h, f, nf, &le)) {

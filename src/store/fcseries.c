@@ -142,7 +142,8 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	}
 	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
 			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
-			     " greatest(k.req_gpu_milli, k.gpu_milli) FROM k ORDER BY 1");
+			     /* a pending array row stands for all its still-pending tasks */
+			     " greatest(k.req_gpu_milli, k.gpu_milli) * coalesce(k.array_tasks, 1) FROM k ORDER BY 1");
 	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err)))
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++) {

@@ -3,6 +3,7 @@
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/log.h"
+#include "gl/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,9 @@ void gl_ingest_stats_skip(struct gl_ingest_stats *s, const char *input, int64_t 
 		if (s->n_reasons)
 			gl_strbuf_putc(&s->reasons, ',');
 		gl_strbuf_printf(&s->reasons, "{\"line\":%lld,\"reason\":\"", (long long)line);
-		gl_strbuf_put_json_str(&s->reasons, reason, strlen(reason));
+		/* reasons quote input cut at a byte count: half a character
+		 * would make PostgreSQL refuse the run's jsonb */
+		gl_utf8_put_json_lossy(&s->reasons, reason, strlen(reason));
 		gl_strbuf_puts(&s->reasons, "\"}");
 		s->n_reasons++;
 	} else if (s->n_reasons == s->max_reasons) {

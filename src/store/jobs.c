@@ -41,7 +41,7 @@ const char gl_jobs_stage_columns[] =
 	"user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, "
 	"state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s, timelimit_s, "
 	"nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres, node_list, nodes, "
-	"tags, last_seen_at";
+	"tags, last_seen_at, array_tasks, array_tasks_partial";
 
 /* seq keeps COPY order so the last row of a key wins in the merge */
 static const char stage_ddl[] =
@@ -52,12 +52,17 @@ static const char stage_ddl[] =
 	" state_known boolean, state_by_uid bigint, exit_code text, submit_at timestamptz, eligible_at timestamptz,"
 	" start_at timestamptz, end_at timestamptz, elapsed_s bigint, suspended_s bigint, timelimit_s bigint,"
 	" nnodes integer, ncpus integer, req_mem_mb bigint, gpu_milli bigint, req_gpu_milli bigint, gpu_type text,"
-	" req_tres text, alloc_tres text, node_list text, nodes text[], tags jsonb, last_seen_at timestamptz"
+	" req_tres text, alloc_tres text, node_list text, nodes text[], tags jsonb, last_seen_at timestamptz,"
+	" array_tasks integer, array_tasks_partial boolean"
 	") ON COMMIT DELETE ROWS";
 
 /* One statement: dedupe the batch, upsert, and report what changed. A row
  * whose loaded columns are all equal is left alone (no dead tuple, no
- * updated_at bump), which keeps re-ingesting an unchanged file cheap. */
+ * updated_at bump), which keeps re-ingesting an unchanged file cheap.
+ * An older view of a job never replaces a newer one: a row with an end is
+ * not replaced by one without, nor a row with a start by one without
+ * (re-ingesting yesterday's file would turn finished jobs back into running
+ * ones, billed to now). Such rows count as unchanged. */
 static const char merge_sql[] =
 	"WITH src AS ("
 	" SELECT DISTINCT ON (job_key) * FROM jobs_stage ORDER BY job_key, seq DESC"
@@ -66,12 +71,12 @@ static const char merge_sql[] =
 	"  het_offset, name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state,"
 	"  state_known, state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s,"
 	"  timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres,"
-	"  node_list, nodes, tags, last_seen_at)"
+	"  node_list, nodes, tags, last_seen_at, array_tasks, array_tasks_partial)"
 	" SELECT $1::integer, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset, name,"
 	"  user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, state_by_uid,"
 	"  exit_code, submit_at, eligible_at, start_at, end_at,"
 	"  elapsed_s, suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type,"
-	"  req_tres, alloc_tres, node_list, nodes, tags, last_seen_at"
+	"  req_tres, alloc_tres, node_list, nodes, tags, last_seen_at, array_tasks, array_tasks_partial"
 	" FROM src"
 	" ON CONFLICT (cluster_id, job_key) DO UPDATE SET"
 	"  job_id = EXCLUDED.job_id, job_id_raw = EXCLUDED.job_id_raw, array_job_id = EXCLUDED.array_job_id,"
@@ -85,12 +90,15 @@ static const char merge_sql[] =
 	"  nnodes = EXCLUDED.nnodes, ncpus = EXCLUDED.ncpus, req_mem_mb = EXCLUDED.req_mem_mb,"
 	"  gpu_milli = EXCLUDED.gpu_milli, req_gpu_milli = EXCLUDED.req_gpu_milli, gpu_type = EXCLUDED.gpu_type,"
 	"  req_tres = EXCLUDED.req_tres, alloc_tres = EXCLUDED.alloc_tres, node_list = EXCLUDED.node_list,"
-	"  nodes = EXCLUDED.nodes, tags = EXCLUDED.tags, last_seen_at = EXCLUDED.last_seen_at, updated_at = now()"
-	" WHERE (j.job_id, j.job_id_raw, j.array_job_id, j.array_task_id, j.het_job_id, j.het_offset, j.name,"
+	"  nodes = EXCLUDED.nodes, tags = EXCLUDED.tags, last_seen_at = EXCLUDED.last_seen_at,"
+	"  array_tasks = EXCLUDED.array_tasks, array_tasks_partial = EXCLUDED.array_tasks_partial, updated_at = now()"
+	" WHERE (j.end_at IS NULL OR EXCLUDED.end_at IS NOT NULL)"
+	"  AND (j.start_at IS NULL OR EXCLUDED.start_at IS NOT NULL)"
+	"  AND (j.job_id, j.job_id_raw, j.array_job_id, j.array_task_id, j.het_job_id, j.het_offset, j.name,"
 	"  j.user_name, j.uid, j.group_name, j.account, j.partition, j.qos, j.wckey, j.namespace, j.state,"
 	"  j.state_known, j.state_by_uid, j.exit_code, j.submit_at, j.eligible_at, j.start_at, j.end_at, j.elapsed_s,"
 	"  j.suspended_s, j.timelimit_s, j.nnodes, j.ncpus, j.req_mem_mb, j.gpu_milli, j.req_gpu_milli, j.gpu_type,"
-	"  j.req_tres, j.alloc_tres, j.node_list, j.nodes, j.tags, j.last_seen_at)"
+	"  j.req_tres, j.alloc_tres, j.node_list, j.nodes, j.tags, j.last_seen_at, j.array_tasks, j.array_tasks_partial)"
 	"  IS DISTINCT FROM"
 	" (EXCLUDED.job_id, EXCLUDED.job_id_raw, EXCLUDED.array_job_id, EXCLUDED.array_task_id, EXCLUDED.het_job_id,"
 	"  EXCLUDED.het_offset, EXCLUDED.name, EXCLUDED.user_name, EXCLUDED.uid, EXCLUDED.group_name,"
@@ -99,7 +107,7 @@ static const char merge_sql[] =
 	"  EXCLUDED.start_at, EXCLUDED.end_at, EXCLUDED.elapsed_s, EXCLUDED.suspended_s, EXCLUDED.timelimit_s,"
 	"  EXCLUDED.nnodes, EXCLUDED.ncpus, EXCLUDED.req_mem_mb, EXCLUDED.gpu_milli, EXCLUDED.req_gpu_milli,"
 	"  EXCLUDED.gpu_type, EXCLUDED.req_tres, EXCLUDED.alloc_tres, EXCLUDED.node_list, EXCLUDED.nodes,"
-	"  EXCLUDED.tags, EXCLUDED.last_seen_at)"
+	"  EXCLUDED.tags, EXCLUDED.last_seen_at, EXCLUDED.array_tasks, EXCLUDED.array_tasks_partial)"
 	" RETURNING (xmax = 0) AS ins"
 	") SELECT (SELECT count(*) FROM src), count(*) FILTER (WHERE ins), count(*) FILTER (WHERE NOT ins) FROM up";
 
@@ -292,6 +300,8 @@ static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_job_row
 	put_nodes(o, r->nodes_json);
 	put_str(o, r->tags_json ? r->tags_json : "{}");
 	put_time(o, r->last_seen_s);
+	put_int(o, r->array_tasks, 0);
+	gl_strbuf_append(o, r->array_tasks_partial ? "t\t" : "f\t", 2);
 	o->p[o->len - 1] = '\n'; /* the last column ends the row */
 }
 

@@ -524,6 +524,43 @@ static void test_pod_without_uid(void **state)
 			    "CANCELLED 1791000600 true");
 }
 
+/* A crash-looping pod (restartPolicy Always) seen Running with its only
+ * container terminated has no end yet, so when it disappears it is closed
+ * as vanished; it used to get the container's finishedAt as end and then
+ * stay RUNNING for ever, as vanished pods are looked for among rows
+ * without an end. */
+static void test_crash_loop_pod_closes(void **state)
+{
+	char path[PATH_MAX];
+	static const char snap1[] =
+		"{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"items\":[{\"metadata\":{\"uid\":\"u-loop\",\"name\":\"loop\","
+		"\"namespace\":\"ml\",\"creationTimestamp\":\"2026-10-01T09:00:00Z\"},\"spec\":{\"nodeName\":\"n1\","
+		"\"restartPolicy\":\"Always\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]},"
+		"\"status\":{\"phase\":\"Running\",\"startTime\":\"2026-10-01T09:00:05Z\",\"containerStatuses\":[{\"name\":\"c\","
+		"\"restartCount\":3,\"state\":{\"terminated\":{\"exitCode\":1,\"reason\":\"Error\","
+		"\"startedAt\":\"2026-10-01T09:20:00Z\",\"finishedAt\":\"2026-10-01T09:25:00Z\"}},"
+		"\"lastState\":{\"terminated\":{\"exitCode\":1,\"finishedAt\":\"2026-10-01T09:15:00Z\"}}}]}}]}";
+	static const char snap2[] = "{\"apiVersion\":\"v1\",\"kind\":\"PodList\",\"items\":[]}";
+	struct gl_test_out o;
+
+	snprintf(path, sizeof path, "%s/kube-loop.json", tmpdir());
+	write_file(path, snap1);
+	ingest_at("kloop", path, 1790847000LL, &o); /* 2026-10-01T09:30:00Z */
+	assert_int_equal(o.status, 0);
+	gl_test_out_fini(&o);
+	assert_string_equal(gl_test_qstr(g_c, "SELECT state || ' ' || (end_at IS NULL) FROM jobs WHERE job_key = 'pod:u-loop'"),
+			    "RUNNING true");
+	/* gone in the next snapshot: closed at 09:30, when it was last seen */
+	write_file(path, snap2);
+	ingest_at("kloop", path, 1790847600LL, &o); /* 09:40 */
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out, "\"vanished\":1,"));
+	gl_test_out_fini(&o);
+	assert_string_equal(gl_test_qstr(g_c, "SELECT state || ' ' || extract(epoch FROM end_at)::bigint || ' ' ||"
+					      " (tags->>'vanished') || ' ' || elapsed_s FROM jobs WHERE job_key = 'pod:u-loop'"),
+			    "CANCELLED 1790847000 true 1795");
+}
+
 /* A document of many slices (the ingest parses it in pieces of a few MiB
  * while it writes): a broken last item writes nothing, even with several
  * transactions' worth of pods before it; problems name the document's own
@@ -736,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_older_snapshot_refused),
 		cmocka_unit_test(test_not_a_podlist_writes_nothing),
 		cmocka_unit_test(test_pod_without_uid),
+		cmocka_unit_test(test_crash_loop_pod_closes),
 		cmocka_unit_test(test_first_load_repeated_uid),
 		cmocka_unit_test(test_deep_item_refused),
 		cmocka_unit_test(test_big_document_in_slices),

@@ -179,6 +179,16 @@ static void test_not_sacct_is_rejected_whole(void **state)
 	gl_test_out_fini(&o);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), 0);
 	assert_string_equal(gl_test_qstr(g_c, "SELECT status FROM ingest_runs"), "failed");
+	/* a layout without JobID cannot make rows: a usage error, before any run */
+	reset_db();
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file",
+				     gl_test_fixture(TB "sacct_alloc.txt"), "--fields", "JobIDRaw,State,JobName", NULL),
+			 0);
+	assert_int_equal(o.status, 2);
+	assert_non_null(strstr(o.err, "--fields: JobID missing"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs"), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), 0);
 	/* a missing file is a clear runtime error too */
 	assert_int_equal(ingest("/nonexistent/sacct.txt", &o), 0);
 	assert_int_equal(o.status, 1);
@@ -207,6 +217,39 @@ static void test_job_life_cycle_one_row(void **state)
 	assert_string_equal(gl_test_qstr(g_c, "SELECT state || ':' || elapsed_s FROM jobs WHERE job_key = 'db:3'"),
 			    "COMPLETED:40");
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), 20);
+}
+
+/* Re-ingesting older files must not roll a job back: job 2 (db:3) finished
+ * at 16:04:35 after running 40 s; its RUNNING and PENDING views are older. */
+static void test_older_view_never_reopens(void **state)
+{
+	struct gl_test_out o;
+	static const char q[] = "SELECT state || ':' || coalesce(to_char(start_at AT TIME ZONE 'UTC', 'HH24:MI:SS'), '-') ||"
+				" ':' || coalesce(to_char(end_at AT TIME ZONE 'UTC', 'HH24:MI:SS'), '-') || ':' || gpu_milli"
+				" FROM jobs WHERE job_key = 'db:3'";
+	reset_db();
+	assert_int_equal(ingest(TB "sacct_alloc.txt", &o), 0);
+	gl_test_out_fini(&o);
+	assert_string_equal(gl_test_qstr(g_c, q), "COMPLETED:16:03:55:16:04:35:1000");
+	assert_int_equal(ingest(gl_test_fixture("tests/fixtures/ingest/testbed_job2_running.txt"), &o), 0);
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out, "\"inserted\":0,\"updated\":0"));
+	gl_test_out_fini(&o);
+	assert_string_equal(gl_test_qstr(g_c, q), "COMPLETED:16:03:55:16:04:35:1000");
+	assert_int_equal(ingest(gl_test_fixture("tests/fixtures/ingest/testbed_job2_pending.txt"), &o), 0);
+	assert_non_null(strstr(o.out, "\"inserted\":0,\"updated\":0"));
+	gl_test_out_fini(&o);
+	assert_string_equal(gl_test_qstr(g_c, q), "COMPLETED:16:03:55:16:04:35:1000");
+
+	/* a running job is not sent back to pending either */
+	reset_db();
+	assert_int_equal(ingest(gl_test_fixture("tests/fixtures/ingest/testbed_job2_running.txt"), &o), 0);
+	gl_test_out_fini(&o);
+	assert_int_equal(ingest(gl_test_fixture("tests/fixtures/ingest/testbed_job2_pending.txt"), &o), 0);
+	assert_non_null(strstr(o.out, "\"updated\":0"));
+	gl_test_out_fini(&o);
+	assert_string_equal(gl_test_qstr(g_c, q), "RUNNING:16:03:55:-:1000");
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), 1);
 }
 
 /* A big synthetic file (the testbed lines with fresh DBIndex values). */
@@ -308,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_bad_lines_are_skipped_and_reported),
 		cmocka_unit_test(test_not_sacct_is_rejected_whole),
 		cmocka_unit_test(test_job_life_cycle_one_row),
+		cmocka_unit_test(test_older_view_never_reopens),
 		cmocka_unit_test(test_kill9_leaves_whole_batches),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

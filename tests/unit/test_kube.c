@@ -356,9 +356,12 @@ static void test_phases(void **state)
 		 "\"nodeName\":\"n1\",", "PENDING", 1, 1790856005, GL_TIME_NONE, 1000},
 		{"{\"phase\":\"Running\",\"startTime\":\"2026-10-01T12:00:10Z\",\"containerStatuses\":[{\"state\":{\"running\":{}}}]}",
 		 "\"nodeName\":\"n1\",", "RUNNING", 1, 1790856010, GL_TIME_NONE, 1000},
-		/* all containers terminated while the phase still says Running */
+		/* all containers terminated while the phase still says Running (a
+		 * crash loop under restartPolicy Always): it runs on, no end */
 		{"{\"phase\":\"Running\",\"startTime\":\"2026-10-01T12:00:10Z\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-01T12:10:00Z\"}}}]}",
-		 "\"nodeName\":\"n1\",", "RUNNING", 1, 1790856010, 1790856600, 1000},
+		 "\"nodeName\":\"n1\",", "RUNNING", 1, 1790856010, GL_TIME_NONE, 1000},
+		{"{\"phase\":\"Pending\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-01T12:10:00Z\"}}}]}",
+		 "\"nodeName\":\"n1\",", "PENDING", 1, GL_TIME_NONE, GL_TIME_NONE, 1000},
 		{"{\"phase\":\"Failed\",\"startTime\":\"2026-10-01T12:00:10Z\",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-01T12:10:00Z\"}}},{\"state\":{\"waiting\":{}}}]}",
 		 "\"nodeName\":\"n1\",", "FAILED", 1, 1790856010, 1790856600, 1000},
 		/* evicted: no container states, ends at the last condition change */
@@ -406,7 +409,14 @@ static void test_bad_pods(void **state)
 		"{" META("bad-qty") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"lots\"}}") "," CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
 		"{" META("bad-start") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]},\"status\":{\"startTime\":\"soon\"}},"
 		"{" META("huge") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"9e15\"}}") "," CTR("{\"limits\":{\"nvidia.com/gpu\":\"9e15\"}}") "]}},"
-		"{" META("good2") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}}"
+		"{" META("good2") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		/* raw Latin-1 bytes: a label value, a label key */
+		"{" META("latin1") ",\"labels\":{\"team\":\"caf\xe9\"}},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		"{" META("latin1key") ",\"labels\":{\"t\xe9\":\"x\"}},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		/* ... in a pod without GPUs: not stored, so not a problem */
+		"{" META("latin1-nogpu") ",\"labels\":{\"team\":\"caf\xe9\"}}},"
+		/* ... in an array element */
+		"{" META("latin1-arr") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "," "{\"name\":\"\xff\"}" "]}}"
 		"]}";
 	static const char *const want[] = {
 		"items[1].metadata.uid: missing",
@@ -417,16 +427,19 @@ static void test_bad_pods(void **state)
 		"items[6].spec.containers[0].resources.limits.nvidia.com/gpu: bad quantity",
 		"items[7].status.startTime: bad time 'soon'",
 		"items[8].spec: GPU request out of range",
+		"items[10].metadata.labels.team: not valid UTF-8",
+		"items[11].metadata.labels (a key): not valid UTF-8",
+		"items[13].spec.containers[1].name: not valid UTF-8",
 	};
 	struct gl_kube_result r;
 	struct gl_err err = {0};
 
 	(void)state;
 	assert_int_equal(parse_str(doc, NULL, &r, &err), 0);
-	assert_int_equal(r.nitems, 10);
+	assert_int_equal(r.nitems, 14);
 	assert_int_equal(r.npods, 4);
-	assert_int_equal(r.skipped_bad, 6);
-	assert_int_equal(r.skipped_no_gpu, 0);
+	assert_int_equal(r.skipped_bad, 9);
+	assert_int_equal(r.skipped_no_gpu, 1);
 	assert_non_null(find_pod(&r, "good1"));
 	assert_non_null(find_pod(&r, "good2"));
 	assert_int_equal(find_pod(&r, "bad-qty")->gpu_milli, 1000);

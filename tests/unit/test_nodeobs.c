@@ -266,6 +266,17 @@ static void test_scontrol_bad_lines(void **state)
 	assert_string_equal(node(&s, "a3")->unknown_flags, "WEIRD");
 	assert_int_equal(node(&s, "a3")->gpus[0].gpus, 2);
 	gl_node_snapshot_fini(&s);
+	/* not UTF-8: that node only (the store would refuse the snapshot) */
+	{
+		static const char lat[] = "NodeName=b1 Gres=gpu:2 State=IDLE\n"
+					  "NodeName=b2 Gres=gpu:2 State=DRAIN Reason=caf\xe9 [root@2026-01-02T03:04:05]\n";
+		assert_int_equal(gl_scontrol_parse_nodes(lat, sizeof lat - 1, &s, &err), 0);
+		assert_int_equal(s.nnodes, 1);
+		assert_int_equal(s.skipped, 1);
+		assert_string_equal(s.nodes[0].name, "b1");
+		assert_string_equal(s.problems[0], "scontrol line 2: not valid UTF-8 (byte 46)");
+		gl_node_snapshot_fini(&s);
+	}
 	/* not scontrol output at all */
 	assert_int_equal(gl_scontrol_parse_nodes("{\"items\":[]}\n", 13, &s, &err), -GL_EFORMAT);
 	gl_node_snapshot_fini(&s);
@@ -317,6 +328,20 @@ static void test_events_testbed(void **state)
 	const struct gl_slurm_event *e;
 	assert_int_equal(gl_sacctmgr_parse_events(txt, len, &s, &err), 0);
 	assert_int_equal(s.nevents, 3);
+	{
+		/* the testbed's events with the drain reason made Latin-1: that
+		 * event only (the store would refuse the snapshot) */
+		struct gl_node_snapshot s2 = GL_NODE_SNAPSHOT_INIT;
+		char *lat = gl_xstrdup(txt), *r = strstr(lat, "|drain test|");
+		assert_non_null(r);
+		r[3] = (char)0xe9; /* "dr\xe9in" */
+		assert_int_equal(gl_sacctmgr_parse_events(lat, len, &s2, &err), 0);
+		assert_int_equal(s2.nevents, 2);
+		assert_int_equal(s2.skipped, 1);
+		assert_non_null(strstr(s2.problems[0], "line 3: not valid UTF-8 (byte "));
+		gl_node_snapshot_fini(&s2);
+		free(lat);
+	}
 	e = &s.events[0];
 	assert_true(e->is_cluster);
 	assert_string_equal(e->cluster_nodes, "gpu[01-04]");
@@ -439,6 +464,18 @@ static void test_kube_nodes_bad(void **state)
 	assert_int_equal(s.nodes[0].gpus[0].gpus, 4);
 	assert_string_equal(s.nodes[0].gpus[0].model, "");
 	assert_int_equal(s.nodes[0].gpus[0].memory_mib, 0); /* not reported: unknown, not 0 MiB */
+	gl_node_snapshot_fini(&s);
+	{
+		/* a raw Latin-1 byte in a label: that node only */
+		static const char lat[] =
+			"{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"bad\",\"labels\":{\"rack\":\"caf\xe9\"}}},"
+			"{\"metadata\":{\"name\":\"ok\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"4\"}}}]}";
+		assert_int_equal(gl_kube_parse_nodes(lat, sizeof lat - 1, &s, &err), 0);
+		assert_int_equal(s.nnodes, 1);
+		assert_string_equal(s.nodes[0].name, "ok");
+		assert_int_equal(s.skipped, 1);
+		assert_string_equal(s.problems[0], "kubectl nodes items[0].metadata.labels.rack: not valid UTF-8");
+	}
 	gl_node_snapshot_fini(&s);
 	/* mig.strategy=single: 56 one-slice instances are 8 A100s */
 	assert_int_equal(gl_kube_parse_nodes(single, sizeof single - 1, &s, &err), 0);

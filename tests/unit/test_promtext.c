@@ -104,6 +104,10 @@ struct parse_case {
 
 static const struct parse_case parse_cases[] = {
 	{"plain", "a 1\n", 0, 0, 0, "a 1 @1\n", 0, 0, 0, 0, NULL, 0},
+	/* the store could not take these strings: the line goes, not the scrape */
+	{"Latin-1 label value", "a{x=\"caf\xe9\"} 1\nb 2\n", 0, 0, 0, "b 2 @2\n", 1, 0, 0, 0, "not valid UTF-8", 1},
+	{"surrogate in HELP", "b 2\n# HELP a \xed\xa0\x80\n", 0, 0, 0, "b 2 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
+	{"valid UTF-8 label value", "a{x=\"caf\xc3\xa9\"} 1\n", 0, 0, 0, "a{x=\"caf\xc3\xa9\"} 1 @1\n", 0, 0, 0, 0, NULL, 0},
 	{"no final newline", "a 1", 0, 0, 0, "a 1 @1\n", 0, 0, 0, 0, NULL, 0},
 	{"empty", "", 0, 0, 0, "", 0, 0, 0, 0, NULL, 0},
 	{"blank lines only", "\n \n\t\n", 0, 0, 0, "", 0, 0, 0, 0, NULL, 0},

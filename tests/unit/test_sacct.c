@@ -126,6 +126,10 @@ static void test_time(void **state)
 		{"1970-01-01T00:00:00", 0, 0},
 		{"2000-02-29T23:59:59", 0, 951868799},
 		{"2016-12-31T23:59:59", 0, 1483228799},
+		/* the ends of the range PostgreSQL takes (Python datetime epoch offsets) */
+		{"0001-01-01T00:00:00", 0, -62135596800},
+		{"9999-12-31T23:59:59", 0, 253402300799},
+		{"0000-01-01T00:00:00", -GL_EINVAL, 0},
 		{"1969-12-31T23:59:59", 0, -1},
 		{"Unknown", 0, GL_TIME_NONE},
 		{"None", 0, GL_TIME_NONE},
@@ -251,6 +255,12 @@ static void test_tres(void **state)
 		{"cpu", -GL_EINVAL, 0, ""},
 		{"=1", -GL_EINVAL, 0, ""},
 		{"gres/gpu=99999999999999999999", -GL_EINVAL, 0, ""},
+		/* a million GPUs per job is the most believed; x1000 must not wrap */
+		{"gres/gpu=1000000", 0, 1000000, ""},
+		{"gres/gpu:h100=1000000", 0, 1000000, "h100"},
+		{"gres/gpu=1000001", -GL_ERANGE, 0, ""},
+		{"cpu=1,gres/gpu=999999999999999999,node=1", -GL_ERANGE, 0, ""},
+		{"gres/gpu:a100=600000,gres/gpu:h100=400001", -GL_ERANGE, 0, ""}, /* typed sum */
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
@@ -391,10 +401,12 @@ static void test_reqmem(void **state)
 	};
 	struct gl_sacct_layout lay;
 	(void)state;
-	layout(&lay, "ReqMem,NCPUS,ReqCPUS,NNodes", "|");
+	layout(&lay, "JobID,ReqMem,NCPUS,ReqCPUS,NNodes", "|");
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
 		struct gl_sacct_rec rec;
-		parse1(&lay, cases[i].line, &rec);
+		char line[128];
+		snprintf(line, sizeof line, "1|%s", cases[i].line);
+		parse1(&lay, line, &rec);
 		if (rec.req_mem_mb != cases[i].want)
 			fail_msg("reqmem '%s': %lld, want %lld", cases[i].line,
 				 (long long)rec.req_mem_mb, (long long)cases[i].want);
@@ -441,6 +453,22 @@ static void test_bad_lines(void **state)
 		{"JobID,State", NULL, "1_x|COMPLETED", "JobID: bad job id '1_x'"},
 		{"JobID,State", NULL, "1+|COMPLETED", "JobID: bad job id '1+'"},
 		{"JobID,State", NULL, "1 |COMPLETED", "JobID: bad job id '1 '"},
+		/* not UTF-8: PostgreSQL would refuse the whole batch; byte counted from 1 */
+		{"JobID,JobName", NULL, "1|caf\xe9", "not valid UTF-8 (byte 6)"},
+		{"JobID,JobName,WCKey", NULL, "1|caf\xe9|wk", "not valid UTF-8 (byte 6)"},
+		{"JobID,JobName", NULL, "1|\xed\xa0\x80", "not valid UTF-8 (byte 3)"}, /* U+D800 */
+		{"JobID,JobName", NULL, "1|\xc0\xaf", "not valid UTF-8 (byte 3)"},     /* overlong '/' */
+		{"JobID,JobName", "☃", "1☃\xe2\x98", "not valid UTF-8 (byte 5)"},      /* half a snowman */
+		{"JobID,Account", NULL, "1|\xff", "not valid UTF-8 (byte 3)"},
+		/* integer columns: 2^31 - 1 is the largest a count may be */
+		{"JobID,NNodes", NULL, "1|99999999999", "NNodes: bad number (over 2147483647) '99999999999'"},
+		{"JobID,NCPUS", NULL, "1|2147483648", "NCPUS: bad number (over 2147483647) '2147483648'"},
+		{"JobID,ReqCPUS", NULL, "1|4294967296", "ReqCPUS: bad number (over 2147483647) '4294967296'"},
+		{"JobID,State", NULL, "1+2147483648|COMPLETED", "JobID: bad job id '1+2147483648'"},
+		{"JobID,Submit", NULL, "1|0000-01-01T00:00:00", "Submit: bad time '0000-01-01T00:00:00'"},
+		{"JobID,AllocTRES", NULL, "1|gres/gpu=999999999999999999",
+		 "AllocTRES: bad TRES (over 1000000 GPUs) 'gres/gpu=999999999999999999'"},
+		{"JobID,ReqTRES", NULL, "1|gres/gpu=1000001", "ReqTRES: bad TRES (over 1000000 GPUs) 'gres/gpu=1000001'"},
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
@@ -458,6 +486,73 @@ static void test_bad_lines(void **state)
 	}
 }
 
+/* Tasks a pending array meta row stands for, counted by hand. */
+static void test_array_tasks(void **state)
+{
+	static const struct {
+		const char *job_id;
+		int64_t tasks;
+		int partial;
+	} cases[] = {
+		{"4103947_[1-3]", 3, 0},                 /* xdmod */
+		{"4103947_[9-11,13,16-20]", 9, 0},       /* 3 + 1 + 5 */
+		{"7000_[1-100]", 100, 0},
+		{"123_[5]", 1, 0},
+		{"123_[1,3,5-9]", 7, 0},                 /* 1 + 1 + 5 */
+		{"123_[1-99:2]", 50, 0},                 /* 1, 3, ..., 99 */
+		{"123_[0-15:4]", 4, 0},                  /* 0, 4, 8, 12 */
+		{"123_[1-100%10]", 100, 0},              /* the limit runs 10 at a time: still 100 */
+		{"123_[1-3,7-8:1%2]", 5, 0},
+		{"123_[0-3999999]", 4000000, 0},         /* MaxArraySize's ceiling */
+		/* cut short: lower bounds */
+		{"123_[1-3,5...", 4, 1},
+		{"123_[1-3,5,7-...", 5, 1},              /* 7 at least */
+		{"123_[1-3,", 3, 1},
+		{"123_[1-10", 10, 1},                    /* perhaps 1-100 */
+		{"123_[0-100:2", 1, 1},                  /* perhaps :25: the step is not trusted */
+		{"123_[5-1]", 1, 1},                     /* not a range: one task */
+		{"123_[", 1, 1},
+		{"123_[x]", 1, 1},
+	};
+	struct gl_sacct_layout lay;
+	(void)state;
+	layout(&lay, "JobID,State", NULL);
+	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
+		struct gl_sacct_rec rec;
+		char line[128];
+		snprintf(line, sizeof line, "%s|PENDING", cases[i].job_id);
+		parse1(&lay, line, &rec);
+		if (rec.kind != GL_SACCT_ARRAY_PENDING || rec.array_tasks != cases[i].tasks ||
+		    rec.array_tasks_partial != cases[i].partial)
+			fail_msg("'%s': kind %d tasks %lld partial %d, want %lld %d", cases[i].job_id, rec.kind,
+				 (long long)rec.array_tasks, rec.array_tasks_partial, (long long)cases[i].tasks,
+				 cases[i].partial);
+	}
+	{
+		/* not an array meta row: nothing */
+		struct gl_sacct_rec rec;
+		parse1(&lay, "7000_5|PENDING", &rec);
+		assert_int_equal(rec.array_tasks, 0);
+		assert_int_equal(rec.array_tasks_partial, 0);
+	}
+	gl_sacct_layout_fini(&lay);
+}
+
+/* The largest counts the integer columns hold still parse. */
+static void test_int_limits(void **state)
+{
+	struct gl_sacct_layout lay;
+	struct gl_sacct_rec rec;
+	(void)state;
+	layout(&lay, "JobID,NNodes,NCPUS,ReqCPUS", NULL);
+	parse1(&lay, "1+2147483647|2147483647|2147483647|2147483647", &rec);
+	assert_int_equal(rec.het_offset, 2147483647);
+	assert_int_equal(rec.nnodes, 2147483647);
+	assert_int_equal(rec.ncpus, 2147483647);
+	assert_int_equal(rec.req_cpus, 2147483647);
+	gl_sacct_layout_fini(&lay);
+}
+
 static void test_layout(void **state)
 {
 	static const struct {
@@ -473,6 +568,9 @@ static void test_layout(void **state)
 		{"JobID,State,jobid", "|", "fields: duplicate field 'jobid'"},
 		{"JobID", "12345678", "delimiter: longer than 7 bytes"},
 		{"JobID", "\n", "delimiter: may not contain a line break"},
+		/* jobs.job_id is NOT NULL */
+		{"JobIDRaw,State,JobName", "|", "fields: JobID missing (every job row needs it)"},
+		{"State", "|", "fields: JobID missing (every job row needs it)"},
 	};
 	struct gl_sacct_layout lay;
 	char many[1024] = "JobID";
@@ -525,14 +623,16 @@ static void test_delimiters(void **state)
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃a☃b☃", "a☃b", "wk"},
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃snow|man☃", "snow|man", "wk"},
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃aàb", "aàb", "wk"},
-		{"JobID,JobName,WCKey", "☃", "1☃\xe2\x98☃wk☃", "\xe2\x98", "wk"}, /* half a snowman */
+		/* U+2600 shares its first two bytes with the snowman U+2603 */
+		{"JobID,JobName,WCKey", "☃", "1☃\xe2\x98\x80☃wk☃", "\xe2\x98\x80", "wk"},
 		{"JobID,JobName,WCKey", "::", "1::a:b::wk", "a:b", "wk"},
 		{"JobID,WCKey,JobName", "☃", "1☃wk☃☃☃", "☃", "wk"},
 		/* long enough for the 16-byte vector scan, delimiters across chunk edges */
 		{"JobID,WCKey,JobName", "☃", "1☃wkwkwkwkwkwkwkwkwkwkwkwk☃aaaaaaaaaaaaa☃bbbbbbbbbbbbbbb☃c☃",
 		 "aaaaaaaaaaaaa☃bbbbbbbbbbbbbbb☃c", "wkwkwkwkwkwkwkwkwkwkwkwk"},
-		{"JobID,JobName,WCKey", "☃", "1☃aaaaaaaaaaa\xe2\x98" "aaaaaaaaaaaaaaaaa\xe2☃wwwwwwwwwwwwwwwwwwwwwwwwww",
-		 "aaaaaaaaaaa\xe2\x98" "aaaaaaaaaaaaaaaaa\xe2", "wwwwwwwwwwwwwwwwwwwwwwwwww"},
+		/* ... and U+2014 its first byte */
+		{"JobID,JobName,WCKey", "☃", "1☃aaaaaaaaaaa\xe2\x98\x80" "aaaaaaaaaaaaaaaaa\xe2\x80\x94☃wwwwwwwwwwwwwwwwwwwwwwwwww",
+		 "aaaaaaaaaaa\xe2\x98\x80" "aaaaaaaaaaaaaaaaa\xe2\x80\x94", "wwwwwwwwwwwwwwwwwwwwwwwwww"},
 		{"JobID,JobName,WCKey", NULL, "1|aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa|wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww|",
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww"},
 	};
@@ -877,6 +977,8 @@ int main(void)
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_reqmem),
 		cmocka_unit_test(test_bad_lines),
+		cmocka_unit_test(test_int_limits),
+		cmocka_unit_test(test_array_tasks),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_delimiters),
 		cmocka_unit_test(test_testbed_records),

@@ -1,0 +1,161 @@
+/* Strict UTF-8 validation: fixed vectors (RFC 3629 section 10, Markus
+ * Kuhn's UTF-8 decoder stress test) and an exhaustive comparison with a
+ * decoder written here the other way round (decode the bits, then judge
+ * the code point) over every 1-, 2- and 3-byte sequence and all 4-byte
+ * leads with every second byte. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/utf8.h"
+
+#include <string.h>
+
+static int valid(const char *s, size_t n, size_t *at)
+{
+	return gl_utf8_validate(s, n, at) == 0;
+}
+#define V(lit) valid(lit, sizeof(lit) - 1, NULL)
+
+static void test_known_good(void **state)
+{
+	(void)state;
+	assert_true(V(""));
+	assert_true(V("plain ascii, 17 bytes and more than eight"));
+	assert_true(V("caf\xc3\xa9"));                 /* U+00E9 */
+	assert_true(V("\xc2\x80"));                    /* U+0080, first 2-byte */
+	assert_true(V("\xdf\xbf"));                    /* U+07FF */
+	assert_true(V("\xe0\xa0\x80"));                /* U+0800, first 3-byte */
+	assert_true(V("\xe2\x98\x83"));                /* U+2603 snowman */
+	assert_true(V("\xed\x9f\xbf"));                /* U+D7FF, below the surrogates */
+	assert_true(V("\xee\x80\x80"));                /* U+E000, above them */
+	assert_true(V("\xef\xbf\xbd"));                /* U+FFFD */
+	assert_true(V("\xef\xbf\xbf"));                /* U+FFFF (a noncharacter, still valid) */
+	assert_true(V("\xf0\x90\x80\x80"));            /* U+10000 */
+	assert_true(V("\xf0\x9f\x98\x80"));            /* U+1F600 */
+	assert_true(V("\xf4\x8f\xbf\xbf"));            /* U+10FFFF, the last */
+	assert_true(valid("a\0b", 3, NULL));           /* NUL is UTF-8; the caller decides */
+	/* RFC 3629 section 7 examples */
+	assert_true(V("\x41\xe2\x89\xa2\xce\x91\x2e"));
+	assert_true(V("\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4"));
+	assert_true(V("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"));
+	assert_true(V("\xef\xbb\xbf\xf0\xa3\x8e\xb4"));
+}
+
+static void test_known_bad(void **state)
+{
+	size_t at = 99;
+	(void)state;
+	assert_false(V("caf\xe9"));                    /* Latin-1 */
+	assert_false(V("\x80"));                       /* lone continuation */
+	assert_false(V("\xbf"));
+	assert_false(V("\xc0\x80"));                   /* overlong NUL */
+	assert_false(V("\xc1\xbf"));                   /* overlong U+007F */
+	assert_false(V("\xe0\x80\xaf"));               /* overlong '/' */
+	assert_false(V("\xe0\x9f\xbf"));               /* overlong U+07FF */
+	assert_false(V("\xf0\x80\x80\xaf"));           /* overlong '/' */
+	assert_false(V("\xf0\x8f\xbf\xbf"));           /* overlong U+FFFF */
+	assert_false(V("\xed\xa0\x80"));               /* U+D800 */
+	assert_false(V("\xed\xbf\xbf"));               /* U+DFFF */
+	assert_false(V("\xed\xa0\x80\xed\xb0\x80"));   /* CESU-8 pair */
+	assert_false(V("\xf4\x90\x80\x80"));           /* U+110000 */
+	assert_false(V("\xf5\x80\x80\x80"));
+	assert_false(V("\xf8\x88\x80\x80\x80"));       /* 5-byte form */
+	assert_false(V("\xfc\x84\x80\x80\x80\x80"));   /* 6-byte form */
+	assert_false(V("\xfe"));
+	assert_false(V("\xff"));
+	assert_false(V("\xc3"));                       /* truncated at the end */
+	assert_false(V("\xe2\x98"));
+	assert_false(V("\xf0\x9f\x98"));
+	assert_false(V("\xc3 "));                      /* continuation missing */
+	assert_false(V("\xe2\x98 "));
+	assert_false(V("\xf0\x9f\x98\xc0"));
+	/* the offset is that of the first byte of the bad sequence, also past
+	 * an ASCII run long enough for the eight-byte step */
+	assert_false(valid("0123456789abcdef\xe2\x98", 18, &at));
+	assert_int_equal(at, 16);
+	assert_false(valid("caf\xe9 ok", 7, &at));
+	assert_int_equal(at, 3);
+	assert_false(valid("\xc3\xa9\xed\xa0\x80", 5, &at));
+	assert_int_equal(at, 2);
+}
+
+/* The reference: decode by bit patterns, then reject what RFC 3629 forbids. */
+static int ref_valid(const unsigned char *u, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = u[i];
+		uint32_t cp;
+		size_t len;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xE0) == 0xC0) {
+			len = 2;
+			cp = c & 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			len = 3;
+			cp = c & 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (i + len > n)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((u[i + k] & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (u[i + k] & 0x3F);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000))
+			return 0;
+		if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+static void test_exhaustive(void **state)
+{
+	unsigned char b[4];
+	(void)state;
+	for (unsigned x = 0; x < 256; x++) {
+		b[0] = (unsigned char)x;
+		assert_int_equal(valid((char *)b, 1, NULL), ref_valid(b, 1));
+		for (unsigned y = 0; y < 256; y++) {
+			b[1] = (unsigned char)y;
+			assert_int_equal(valid((char *)b, 2, NULL), ref_valid(b, 2));
+			if (x < 0xE0)
+				continue;
+			for (unsigned z = 0; z < 256; z++) {
+				b[2] = (unsigned char)z;
+				assert_int_equal(valid((char *)b, 3, NULL), ref_valid(b, 3));
+				if (x >= 0xF0) {
+					/* fourth byte: both sides of the continuation range */
+					static const unsigned char w[] = {0x00, 0x41, 0x7F, 0x80, 0xA5, 0xBF, 0xC0, 0xFF};
+					for (size_t k = 0; k < sizeof w; k++) {
+						b[3] = w[k];
+						assert_int_equal(valid((char *)b, 4, NULL), ref_valid(b, 4));
+					}
+				}
+			}
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_known_good),
+		cmocka_unit_test(test_known_bad),
+		cmocka_unit_test(test_exhaustive),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
