@@ -121,6 +121,14 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 		    struct gl_err *err) GL_MUSTCHECK;
 void gl_forecast_result_fini(struct gl_forecast_result *r);
 
+/* Where an owner's series begins: the first whole day (of slots_per_day
+ * slots) holding a non-zero value; 0 when there is none. The slots before
+ * it are no demand of an owner that did not exist yet, not demand of zero:
+ * fitted, they would make a new team's backtest errors mostly zero and its
+ * intervals zero-width. Callers fit y + start, n - start (and shift
+ * first_weekday to match). */
+size_t gl_forecast_active_start(const double *y, size_t n, int slots_per_day);
+
 /* ---- saturation days ----
  * Will a queue be saturated tomorrow (pending demand for at least an hour)?
  * Day to day saturation is mostly persistence, and how the day ended says

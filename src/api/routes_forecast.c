@@ -6,8 +6,10 @@
 #include "gl/apijson.h"
 #include "gl/accounting.h"
 #include "gl/audit.h"
+#include "gl/auth.h"
 #include "gl/capacity.h"
 #include "gl/daemon.h"
+#include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/forecast.h"
 #include "gl/routes.h"
@@ -212,12 +214,10 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 		struct gl_forecast_opts o = {0};
 		struct gl_forecast_result r;
 		cJSON *so = cJSON_CreateObject(), *hist, *fc, *acc;
-		int64_t day0 = p->window.start_s / 86400;
 		o.slots_per_day = p->step == GL_STEP_HOUR ? 24 : 1;
 		o.slots_per_week = p->step == GL_STEP_HOUR ? 168 : p->step == GL_STEP_DAY ? 7 : 1;
 		o.horizon = p->horizon;
 		o.method = GL_FORECAST_AUTO;
-		o.first_weekday = (int)(((day0 + 3) % 7 + 7) % 7);
 		/* excluded steps are missing to the forecaster (NaN: imputed for
 		 * fitting, never scored); history still shows what happened */
 		for (size_t k = 0; k < n_steps && p->n_excl; k++)
@@ -230,7 +230,12 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 		if (fit_y)
 			for (size_t k = 0; k < n_steps; k++)
 				fit_y[k] = excluded(p, steps[k].start_s, steps[k].end_s) ? NAN : fs.s[i].v[k];
-		rc = gl_forecast_fit(fit_y ? fit_y : fs.s[i].v, n_steps, &o, &r, err);
+		{
+			const double *yv = fit_y ? fit_y : fs.s[i].v;
+			size_t s0 = gl_forecast_active_start(yv, n_steps, o.slots_per_day);
+			o.first_weekday = (int)(((steps[s0].start_s / 86400 + 3) % 7 + 7) % 7);
+			rc = gl_forecast_fit(yv + s0, n_steps - s0, &o, &r, err);
+		}
 		free(fit_y);
 		fit_y = NULL;
 		if (rc) {
@@ -346,37 +351,51 @@ static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *clu
 }
 
 /* Peak demand per cluster/model and day (hourly allocated + pending GPUs,
- * the day's maximum), forecast by day, against the GPUs available on the
- * last whole day (present less down and planned down: docs/capacity.md). */
+ * the day's maximum), forecast by day, against the GPUs available in the
+ * window's last hour (present less down and planned down: docs/capacity.md). */
 static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_req *q, int64_t now_s,
 		       struct gl_strbuf *body, struct gl_err *err)
 {
 	size_t nh = (size_t)((p->window.end_s - p->window.start_s) / 3600), nd = nh / 24, nk = 0, ncap = 0;
-	struct gl_window *hours = gl_xcalloc(nh, sizeof *hours), last_day;
+	struct gl_window *hours = gl_xcalloc(nh, sizeof *hours), last_hour;
 	struct gl_fcseries alloc = {0}, pend = {0};
 	struct gl_cap_row *caps = NULL;
 	struct cap_key *keys = NULL;
 	const char *dims[2] = {"cluster", "gpu_model"};
 	cJSON *root = NULL, *arr;
+	PGresult *names = NULL;
 	int rc;
 	(void)q;
 
 	for (size_t i = 0; i < nh; i++)
 		hours[i] = (struct gl_window){p->window.start_s + 3600 * (int64_t)i, p->window.start_s + 3600 * (int64_t)(i + 1)};
-	last_day = (struct gl_window){p->window.end_s - 86400, p->window.end_s};
+	/* the GPUs available in the window's last hour: a day's average would
+	 * understate an inventory that began during that day (a new
+	 * deployment's first day) and raise a false saturation alarm */
+	last_hour = (struct gl_window){p->window.end_s - 3600, p->window.end_s};
 	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
 	    (rc = gl_fcseries_query(c, GL_FCS_PENDING_GPUS, hours, nh, dims, 2, NULL, now_s, &pend, err)) ||
-	    (rc = gl_capacity_query(c, &last_day, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
+	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
+		goto out;
+	/* series keys are "cluster/model"; a cluster name may hold a '/'
+	 * itself, so the key is split after the longest cluster name it
+	 * starts with, not at its first '/' */
+	if ((rc = gl_db_query(c, "SELECT name FROM clusters ORDER BY length(name) DESC, name", 0, NULL, &names, err)))
 		goto out;
 	for (int which = 0; which < 2; which++) {
 		const struct gl_fcseries *fs = which ? &pend : &alloc;
 		for (size_t i = 0; i < fs->n; i++) {
-			char cl[128];
-			const char *slash = strchr(fs->s[i].key, '/');
-			snprintf(cl, sizeof cl, "%.*s", slash ? (int)(slash - fs->s[i].key) : 0, fs->s[i].key);
-			if (!slash || (p->cluster && strcmp(cl, p->cluster)))
+			const char *cl = NULL;
+			size_t len = 0;
+			for (int r = 0; r < PQntuples(names) && !cl; r++) {
+				const char *nm = PQgetvalue(names, r, 0);
+				len = strlen(nm);
+				if (!strncmp(fs->s[i].key, nm, len) && fs->s[i].key[len] == '/')
+					cl = nm;
+			}
+			if (!cl || (p->cluster && strcmp(cl, p->cluster)))
 				continue;
-			cap_find(&keys, &nk, cl, slash + 1, nd);
+			cap_find(&keys, &nk, cl, fs->s[i].key + len + 1, nd);
 		}
 	}
 	for (size_t i = 0; i < ncap; i++) {
@@ -387,7 +406,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
 		/* nothing reported: no inventory for it, capacity unknown (not 0) */
 		if (r->reported_gpu_seconds > 0)
-			k->capacity = (double)(avail > 0 ? avail : 0) / 86400.0;
+			k->capacity = (double)(avail > 0 ? avail : 0) / 3600.0;
 	}
 	/* hourly demand: allocated (GPU-hours in an hour = mean GPUs) + pending */
 	for (size_t i = 0; i < nk; i++) {
@@ -416,13 +435,14 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		struct gl_forecast_result r;
 		cJSON *so = cJSON_CreateObject(), *days, *hist;
 		int d50 = -1, d80 = -1;
-		int64_t day0 = p->window.start_s / 86400;
+		size_t s0 = gl_forecast_active_start(keys[i].peak, nd, 1);
+		int64_t day0 = p->window.start_s / 86400 + (int64_t)s0;
 		o.slots_per_day = 1;
 		o.slots_per_week = 7;
 		o.horizon = p->horizon;
 		o.method = GL_FORECAST_AUTO;
 		o.first_weekday = (int)(((day0 + 3) % 7 + 7) % 7);
-		if ((rc = gl_forecast_fit(keys[i].peak, nd, &o, &r, err))) {
+		if ((rc = gl_forecast_fit(keys[i].peak + s0, nd - s0, &o, &r, err))) {
 			cJSON_Delete(so);
 			goto out;
 		}
@@ -485,6 +505,7 @@ out:
 		free(keys[i].peak);
 	free(keys);
 	free(caps);
+	PQclear(names);
 	gl_fcseries_fini(&alloc);
 	gl_fcseries_fini(&pend);
 	cJSON_Delete(root);
@@ -627,6 +648,18 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 		       !strcmp(q.step, "hour") ? "28d" : !strcmp(q.step, "week") ? "364d" : "91d", q.window,
 		       sizeof q.window))
 		return -GL_EINVAL;
+	/* cost is money and per-user series are per-person usage: what
+	 * /v1/chargeback, /v1/jobs and /v1/idle show only to finance and up
+	 * is not shown to a viewer through a forecast either */
+	if (req->auth && !gl_auth_role_allows(req->auth->role, "finance")) {
+		char agg[sizeof q.aggregate], *sv = NULL;
+		if (!strcmp(q.metric, "cost"))
+			return gl_resp_error(resp, GL_EPERM, "metric", "metric=cost needs role finance or admin");
+		snprintf(agg, sizeof agg, "%s", q.aggregate);
+		for (char *t = strtok_r(agg, ",", &sv); t; t = strtok_r(NULL, ",", &sv))
+			if (!strcmp(t, "user") || !strcmp(t, "account"))
+				return gl_resp_error(resp, GL_EPERM, "aggregate", "aggregate=%s needs role finance or admin", t);
+	}
 	return serve(req, resp, &q);
 }
 

@@ -751,6 +751,16 @@ static void cv_point_metrics(const struct fc_work *w, const double *f, double sc
 	free(ya);
 }
 
+size_t gl_forecast_active_start(const double *y, size_t n, int slots_per_day)
+{
+	size_t s = 0, spd = slots_per_day > 0 ? (size_t)slots_per_day : 1;
+	while (s < n && (y[s] == 0 || isnan(y[s])))
+		s++;
+	if (s == n)
+		return 0;
+	return s - s % spd;
+}
+
 void gl_forecast_result_fini(struct gl_forecast_result *r)
 {
 	if (!r)
@@ -890,9 +900,18 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 		/* short history: no selection can be trusted */
 		r->fallback = 1;
 		r->method = GL_FORECAST_MEDIAN_DAY;
-		snprintf(r->note, sizeof r->note,
-			 "short history (%zu slots, %d backtest origins; needs two weeks): median of the same slot over the last %d days there are",
-			 n, n_cv, w.c.kd);
+		const char *unit = w.c.pd == 1 && w.c.pw == 1 ? "weeks" : "days";
+		if (n >= 2 * (size_t)w.c.pw && n >= 14)
+			/* enough history, but not for this horizon: say which */
+			snprintf(r->note, sizeof r->note,
+				 "history too short for the horizon (%zu slots leave %d backtest origins for %d slots ahead;"
+				 " needs two): median of the same slot over the last %d %s there are",
+				 n, n_cv, (int)H, w.c.kd, unit);
+		else
+			snprintf(r->note, sizeof r->note,
+				 "short history (%zu slots, %d backtest origins; needs two weeks): median of the same slot"
+				 " over the last %d %s there are",
+				 n, n_cv, w.c.kd, unit);
 		fallback_point(x, n, &w.c, r->point);
 		if (o->method != GL_FORECAST_AUTO && o->method != GL_FORECAST_MEDIAN_DAY)
 			snprintf(r->note, sizeof r->note, "short history (%zu slots): %s cannot run", n,

@@ -187,6 +187,7 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 	double *daily = NULL;
 	const char *dim = ac->aggregate;
 	int rc = 0, days = 0;
+	size_t s0;
 
 	l->forecast_micros = gl_budget_forecast(l->spend_micros, month_start, month_end, now_s);
 	snprintf(l->method, sizeof l->method, "linear");
@@ -210,10 +211,11 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 	o.slots_per_week = 7;
 	o.horizon = (int)((month_end - today + 86399) / 86400);
 	o.method = GL_FORECAST_AUTO;
-	o.first_weekday = (int)(((steps[0].start_s / 86400 + 3) % 7 + 7) % 7);
+	s0 = gl_forecast_active_start(y, HISTORY_DAYS, 1);
+	o.first_weekday = (int)(((steps[s0].start_s / 86400 + 3) % 7 + 7) % 7);
 	/* a forecast that cannot be made leaves the linear one: a budget line
 	 * is still worth showing */
-	if (gl_forecast_fit(y, HISTORY_DAYS, &o, &fr, &ferr)) {
+	if (gl_forecast_fit(y + s0, HISTORY_DAYS - s0, &o, &fr, &ferr)) {
 		gl_log(GL_LOG_WARN, "budget: %s: forecast failed, linear instead: %s", b->owner, ferr.msg);
 		goto out;
 	}

@@ -285,6 +285,78 @@ static void test_testbed_cluster_hourly(void **state)
 	cJSON_Delete(j);
 }
 
+/* A new deployment's first day: the inventory of cluster "lab/east" (a '/'
+ * in its name) starts at 16:40 on the window's last day with 8 GPUs, and 4
+ * are in use every hour since. Capacity is the 8 GPUs there are, not the
+ * day's average (2.2), so no saturation; and the series keeps its cluster
+ * name whole. (Runs last: it adds a cluster.) */
+static void test_capacity_forecast_first_day(void **state)
+{
+	(void)state;
+	cJSON *j, *s;
+	int seen = 0;
+	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('lab/east', 'slurm')") >= 0);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO node_gpu_spans (cluster_id, node, gpu_model, gpus, partition, partitions, source,"
+					  " valid_from) SELECT cluster_id, 'e1', 'a100', 8, 'p', ARRAY['p'], 'scontrol',"
+					  " '2026-11-20T16:40:00Z' FROM clusters WHERE name = 'lab/east'"),
+			 1);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, gpu_type,"
+					  " nodes) SELECT cluster_id, 'e1', 'e1', 'COMPLETED', '2026-11-20T17:00:00Z',"
+					  " '2026-11-21T00:00:00Z', 4000, 'a100', ARRAY['e1'] FROM clusters WHERE name = 'lab/east'"),
+			 1);
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=lab/east&horizon=3&window=2026-11-07,2026-11-21",
+			     200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		assert_string_equal(cJSON_GetObjectItem(s, "cluster")->valuestring, "lab/east");
+		assert_string_equal(cJSON_GetObjectItem(s, "gpu_model")->valuestring, "a100");
+		assert_true(num(s, "capacity_gpus") == 8);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "days_until_saturation_p50")));
+		seen++;
+	}
+	assert_int_equal(seen, 1);
+	cJSON_Delete(j);
+}
+
+/* A series is no older than its owner. A new cluster ran 8 GPUs for 20 h a
+ * day on the last 6 days of a 91-day window; the 85 days before it are no
+ * zero demand. Fitted, they made the backtest errors almost all zero: a
+ * zero-width interval claiming 97 % coverage. Now the series is 6 days
+ * long, so the short-history fallback, said so. (Runs last: it adds a
+ * cluster.) */
+static void test_new_series_is_short_history_not_zeros(void **state)
+{
+	(void)state;
+	cJSON *j, *s, *nc = NULL;
+	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('newc', 'slurm')") >= 0);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, nodes)"
+					  " SELECT c.cluster_id, 'n' || d, 'n' || d, 'COMPLETED',"
+					  "  timestamptz '2026-11-16T00:00:00Z' + d * interval '1 day',"
+					  "  timestamptz '2026-11-16T20:00:00Z' + d * interval '1 day', 8000, ARRAY['x1']"
+					  " FROM clusters c, generate_series(1, 6) d WHERE c.name = 'newc'"),
+			 6);
+	j = gl_test_get_json(g_d.port,
+			     "/v1/forecast?aggregate=cluster&step=day&horizon=7"
+			     "&window=2026-08-24T00:00:00Z,2026-11-23T00:00:00Z",
+			     200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+		if (!strcmp(cJSON_GetObjectItem(s, "key")->valuestring, "newc"))
+			nc = s;
+	assert_non_null(nc);
+	/* the history shown is still the whole window: 85 zeros, 6 x 160 */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(nc, "history")), 91);
+	assert_true(num(cJSON_GetArrayItem(cJSON_GetObjectItem(nc, "history"), 84), "value") == 0);
+	assert_true(num(cJSON_GetArrayItem(cJSON_GetObjectItem(nc, "history"), 90), "value") == 160);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(nc, "fallback")));
+	assert_non_null(strstr(cJSON_GetObjectItem(nc, "note")->valuestring, "short history"));
+	cJSON_Delete(j);
+}
+
 static void test_demand_and_pending(void **state)
 {
 	(void)state;
@@ -487,11 +559,12 @@ static void test_capacity_forecast_inventory(void **state)
 	(void)state;
 	/* k8s: GPUs present from the snapshot on, no demand at all: saturation
 	 * is impossible (p 0, no day) and capacity is what /v1/capacity says
-	 * was available on the last day */
+	 * was available in the window's last hour */
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=k8s&horizon=5&window=2026-10-20,2026-11-06",
 				    200);
 	cJSON *c = gl_test_get_json(g_d.port,
-				    "/v1/capacity?cluster=k8s&aggregate=gpu_model&window=2026-11-05,2026-11-06", 200);
+				    "/v1/capacity?cluster=k8s&aggregate=gpu_model&window=2026-11-05T23:00:00Z,2026-11-06T00:00:00Z",
+				    200);
 	cJSON *s;
 	int models = 0;
 	assert_non_null(j);
@@ -505,7 +578,7 @@ static void test_capacity_forecast_inventory(void **state)
 			if (!strcmp(cJSON_GetObjectItem(it, "gpu_model")->valuestring, model))
 				want = (num(it, "reported_gpu_seconds") - num(it, "down_gpu_seconds") -
 					num(it, "planned_down_gpu_seconds")) /
-				       86400.0;
+				       3600.0;
 		assert_true(want > 0);
 		assert_true(fabs(num(s, "capacity_gpus") - want) < 1e-3);
 		if (!strcasecmp(model, "NVIDIA-H100-80GB-HBM3")) {
@@ -555,6 +628,8 @@ int main(void)
 		cmocka_unit_test(test_bad_parameters),      cmocka_unit_test(test_cached_answer),
 		cmocka_unit_test(test_capacity_forecast_philly), cmocka_unit_test(test_capacity_forecast_inventory),
 		cmocka_unit_test(test_excluded_days),
+		cmocka_unit_test(test_new_series_is_short_history_not_zeros),
+		cmocka_unit_test(test_capacity_forecast_first_day),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -356,6 +356,47 @@ static void test_ses_follows_a_level_shift(void **state)
 	gl_forecast_result_fini(&r);
 }
 
+static void test_active_start(void **state)
+{
+	const double daily[] = {0, 0, 0, 5, 0, 7};
+	double hourly[72] = {0}, zeros[10] = {0};
+	const double nan_first[] = {NAN, 0, 2, 3};
+	(void)state;
+	assert_int_equal(gl_forecast_active_start(daily, 6, 1), 3);
+	/* hourly: the first activity at hour 30 starts the series at its day */
+	hourly[30] = 1;
+	assert_int_equal(gl_forecast_active_start(hourly, 72, 24), 24);
+	/* never active: the whole series, a constant zero */
+	assert_int_equal(gl_forecast_active_start(zeros, 10, 1), 0);
+	/* missing (excluded) slots before the first activity are not activity */
+	assert_int_equal(gl_forecast_active_start(nan_first, 4, 1), 2);
+	assert_int_equal(gl_forecast_active_start(daily, 0, 1), 0);
+}
+
+static void test_horizon_longer_than_history_says_so(void **state)
+{
+	/* a year of weekly history asked a year ahead: long enough history, no
+	 * backtest origin for 53 weeks ahead; the note says that, in weeks */
+	double y[52];
+	struct gl_forecast_opts o = {0};
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	(void)state;
+	for (int i = 0; i < 52; i++)
+		y[i] = 10 + i % 3;
+	o.slots_per_day = 1;
+	o.slots_per_week = 1;
+	o.horizon = 53;
+	o.method = GL_FORECAST_AUTO;
+	assert_int_equal(gl_forecast_fit(y, 52, &o, &r, &err), 0);
+	assert_true(r.fallback);
+	assert_non_null(strstr(r.note, "history too short for the horizon"));
+	assert_non_null(strstr(r.note, "53 slots ahead"));
+	assert_non_null(strstr(r.note, "weeks"));
+	assert_null(strstr(r.note, "days"));
+	gl_forecast_result_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -365,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_zero_heavy_never_negative), cmocka_unit_test(test_short_history_fallback),
 		cmocka_unit_test(test_missing_slots),           cmocka_unit_test(test_metrics_by_hand),
 		cmocka_unit_test(test_names_and_bad_options),   cmocka_unit_test(test_daily_weekly_pattern),
+		cmocka_unit_test(test_active_start), cmocka_unit_test(test_horizon_longer_than_history_says_so),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

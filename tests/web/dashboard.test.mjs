@@ -69,7 +69,9 @@ try {
 			forecast: [{ t: '2026-11-23T00:00:00Z', value: 11.5, lo80: 9, hi80: 14, lo95: 8, hi95: 15 }, { t: '2026-11-24T00:00:00Z', value: 11.7, lo80: 8.5, hi80: 15, lo95: 7, hi95: 16 }],
 			accuracy: { mase: 0.83, wape: 0.12, coverage80: 0.8, coverage95: 0.95, origins: 6 } }] },
 		'/v1/capacity/forecast': { series: [{ cluster: 'testgpu', gpu_model: 'a100', capacity_gpus: 8, days_until_saturation_p50: 9.5, days_until_saturation_p80: null,
-			days: [{ date: '2026-11-23', peak_demand: 6, p_saturation: 0.1 }] }] },
+			days: [{ date: '2026-11-23', peak_demand: 6, p_saturation: 0.1 }] },
+		{ cluster: 'testgpu', gpu_model: 'v100', capacity_gpus: null, days_until_saturation_p50: null, days_until_saturation_p80: null,
+			days: [{ date: '2026-11-23', peak_demand: 3, p_saturation: null }] }] },
 		'/v1/idle/candidates': { candidates: [{ cluster: 'testgpu', job_id: '42', user: 'alice', owner: 'vision', gpus: 2, idle_minutes: 95, idle_gpu_seconds: 11400, idle_cost_micros: 7916667, rule: 'util<5%', stage: 'warn', policy: 'default' }],
 			no_data: [{ cluster: 'testgpu', job_id: '43', user: 'bob', owner: 'language', gpus: 1, idle_minutes: 0, idle_gpu_seconds: 0, idle_cost_micros: 0, rule: null, stage: null, policy: 'default', reason: 'no exporter samples' }],
 			spared: [] },
@@ -89,7 +91,11 @@ try {
 				if (v === 'forecast') {
 					await page.waitForSelector('.chart canvas');
 					eq(await page.textContent('#forecast-accuracy tbody tr td:nth-child(3)'), '0.83', 'MASE');
-					eq(await page.textContent('#forecast-saturation tbody tr td:nth-child(4)'), '9.5', 'days p50');
+					const sat = await page.$$eval('#forecast-saturation tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+					const a100 = sat.find((r) => r[1] === 'a100'), v100 = sat.find((r) => r[1] === 'v100');
+					eq(a100[3], '9.5', 'days p50');
+					eq(a100[4], 'not within horizon', 'p80 beyond the horizon, capacity known');
+					eq(v100[3] + ' / ' + v100[4], 'capacity unknown / capacity unknown', 'no inventory: nothing ruled out');
 				} else {
 					eq(await page.textContent('#hook-candidates tbody tr td:nth-child(2)'), '42', 'candidate job');
 					eq(await page.textContent('#hook-actions tbody tr td:nth-child(9)'), 'ok', 'action result');

@@ -41,8 +41,8 @@ export async function render(ctx) {
 			cols: [
 				{ key: 'cluster', label: 'Cluster' }, { key: 'gpu_model', label: 'Model' },
 				{ key: 'capacity_gpus', label: 'GPUs', num: true },
-				{ key: 'p50', label: 'p50 days', num: true, fmt: (r) => (r.p50 === null || r.p50 === undefined ? 'not within horizon' : f.number(r.p50, 1)) },
-				{ key: 'p80', label: 'p80 days', num: true, fmt: (r) => (r.p80 === null || r.p80 === undefined ? 'not within horizon' : f.number(r.p80, 1)) },
+				{ key: 'p50', label: 'p50 days', num: true, fmt: (r) => days(r, r.p50) },
+				{ key: 'p80', label: 'p80 days', num: true, fmt: (r) => days(r, r.p80) },
 				{ key: 'peak', label: 'Peak demand', num: true, fmt: (r) => f.number(r.peak, 1) + ' GPUs' },
 			],
 			rows: cap.value.series.map((s) => ({
@@ -55,6 +55,13 @@ export async function render(ctx) {
 		out.push(h('h2', { text: 'Capacity forecast' }), failure(cap.reason));
 	}
 	return out;
+}
+
+// No saturation day means "not within the horizon" only when capacity is
+// known; without an inventory nothing can be said either way.
+function days(r, d) {
+	if (r.capacity_gpus === null || r.capacity_gpus === undefined) return 'capacity unknown';
+	return d === null || d === undefined ? 'not within horizon' : f.number(d, 1);
 }
 
 function draw(box, s) {
