@@ -595,6 +595,104 @@ static void test_kube(void **state)
 			 1);
 }
 
+/* A config of one policy named `name` over the hooktest jobs with the
+ * given warn and act commands (full template lines, or "" for none). */
+static void write_config_cmds(const char *file, const char *name, const char *warn_cmd, const char *act_cmd)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf,
+		 "log:\n  level: warn\n"
+		 "hook:\n"
+		 "  act: true\n"
+		 "  max_actions_per_run: 10\n"
+		 "  max_data_age_s: 900\n"
+		 "  command_timeout_s: 5\n"
+		 "  policies:\n"
+		 "    - name: '%s'\n"
+		 "      scope: {clusters: hooktest}\n"
+		 "      exclude: {users: root, allow_list_file: %s}\n"
+		 "%s"
+		 "%s%s%s"
+		 "%s%s%s",
+		 name, path("allow.txt"), sliding, *warn_cmd ? "      warn_command: " : "", warn_cmd, *warn_cmd ? "\n" : "",
+		 *act_cmd ? "      slurm_command: " : "", act_cmd, *act_cmd ? "\n" : "");
+	write_file(path(file), buf, 0);
+}
+
+/* forget every stage of the hooktest jobs: the next --act run warns again */
+static void reset_stages(void)
+{
+	assert_true(gl_test_exec_dsn(g_dsn, "DELETE FROM hook_stages WHERE cluster_id ="
+					    " (SELECT cluster_id FROM clusters WHERE name = 'hooktest')") >= 0);
+}
+
+/* A failing command whose stderr is not valid UTF-8 (raw bytes; 700 x 'é' =
+ * 1400 bytes, cut by the 1 KiB excerpt inside a character): every due job
+ * still gets its turn, and each failure is recorded and audited. */
+static void test_bad_stderr(void **state)
+{
+	char cmd[1024], *out;
+	cJSON *r, *it;
+	long long run0;
+	reset_stages();
+	snprintf(cmd, sizeof cmd,
+		 "#!/bin/sh\nprintf '[%%s]\\n' \"$1\" >> '%s'\n"
+		 "if [ \"$1\" = 101 ]; then printf '\\377\\376raw\\n' >&2; else yes 'é' | head -n 700 | tr -d '\\n' >&2; fi\n"
+		 "exit 1\n",
+		 path("badwarn.log"));
+	write_file(path("badwarn.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {job_id}", path("badwarn.sh"));
+	write_config_cmds("badwarn.yaml", "slurm-idle", cmd, "");
+	run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+
+	for (int run = 1; run <= 2; run++) {
+		char q[512];
+		assert_int_equal(hook(path("badwarn.yaml"), "--act", "json", &out), 1);
+		r = parse_report(out);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 4);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
+			assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")));
+		cJSON_Delete(r);
+		free(out);
+		/* every candidate's command ran once per run */
+		assert_int_equal(count_lines(path("badwarn.log"), NULL), 4 * run);
+		snprintf(q, sizeof q,
+			 "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE s.stage = 'warn1'"
+			 " AND s.status = 'failed' AND s.exit_status = 1 AND s.attempts = %d"
+			 " AND j.job_id IN ('101', '103', '104', '106')",
+			 run);
+		assert_int_equal(gl_test_qint(g_c, q), 4);
+	}
+	/* the raw bytes became '?', the cut character too; the rest is kept */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id = '101' AND s.stage = 'warn1' AND s.error = '??raw'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id <> '101' AND s.stage = 'warn1'"
+					   " AND s.error LIKE repeat('é', 500) || '%' AND octet_length(s.error) < 1024"), 3);
+	{
+		char q[512];
+		snprintf(q, sizeof q,
+			 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.warn' AND outcome = 'error'"
+			 " AND (detail->>'exit_status')::int = 1 AND (detail->>'stderr' = '??raw'"
+			 " OR detail->>'stderr' LIKE repeat('é', 500) || '%%')",
+			 run0);
+		assert_int_equal(gl_test_qint(g_c, q), 8);
+		snprintf(q, sizeof q,
+			 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND outcome = 'error'"
+			 " AND detail->>'mode' = 'act' AND (detail->>'actions')::int = 4",
+			 run0);
+		assert_int_equal(gl_test_qint(g_c, q), 2);
+		snprintf(q, sizeof q, "SELECT count(*) FROM hook_actions WHERE NOT ok AND stage = 'warn1' AND stderr = '??raw'");
+		assert_int_equal(gl_test_qint(g_c, q), 2);
+	}
+	{
+		struct gl_test_out o;
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "audit", "verify", NULL), 0);
+		assert_int_equal(o.status, 0);
+		gl_test_out_fini(&o);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +703,7 @@ int main(void)
 		cmocka_unit_test(test_overlapping_runs),
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_kube),
+		cmocka_unit_test(test_bad_stderr),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
