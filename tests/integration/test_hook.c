@@ -596,7 +596,8 @@ static void test_kube(void **state)
 }
 
 /* A config of one policy named `name` over the hooktest jobs with the
- * given warn and act commands (full template lines, or "" for none). */
+ * given warn and act commands (full template lines; "" for no warning; the
+ * action must be given: the default is the real scancel). */
 static void write_config_cmds(const char *file, const char *name, const char *warn_cmd, const char *act_cmd)
 {
 	char buf[4096];
@@ -642,7 +643,7 @@ static void test_bad_stderr(void **state)
 		 path("badwarn.log"));
 	write_file(path("badwarn.sh"), cmd, 1);
 	snprintf(cmd, sizeof cmd, "%s {job_id}", path("badwarn.sh"));
-	write_config_cmds("badwarn.yaml", "slurm-idle", cmd, "");
+	write_config_cmds("badwarn.yaml", "slurm-idle", cmd, "/bin/true {job_id}");
 	run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
 
 	for (int run = 1; run <= 2; run++) {
@@ -693,6 +694,43 @@ static void test_bad_stderr(void **state)
 	}
 }
 
+/* A warn command that exits 0 but leaves a background process holding its
+ * output: done once, not timed out, not retried by the next run. */
+static void test_background_child(void **state)
+{
+	char cmd[1024], *out;
+	cJSON *r, *it;
+	reset_stages();
+	snprintf(cmd, sizeof cmd,
+		 "#!/bin/sh\nprintf '[%%s]\\n' \"$1\" >> '%s'\necho notified; echo note >&2\nsleep 8 &\nexit 0\n",
+		 path("bgwarn.log"));
+	write_file(path("bgwarn.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {job_id}", path("bgwarn.sh"));
+	write_config_cmds("bgwarn.yaml", "slurm-idle", cmd, "/bin/true {job_id}");
+	assert_int_equal(hook(path("bgwarn.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 4);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
+	{
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")));
+		assert_int_equal(cJSON_GetObjectItemCaseSensitive(it, "exit_status")->valueint, 0);
+	}
+	cJSON_Delete(r);
+	free(out);
+	/* the next run has nothing to repeat */
+	assert_int_equal(hook(path("bgwarn.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
+		assert_string_not_equal(cJSON_GetObjectItemCaseSensitive(it, "stage")->valuestring, "warn1");
+	cJSON_Delete(r);
+	free(out);
+	assert_int_equal(count_lines(path("bgwarn.log"), NULL), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE s.stage = 'warn1'"
+					   " AND s.status = 'done' AND s.attempts = 1 AND s.exit_status = 0"
+					   " AND j.job_id IN ('101', '103', '104', '106')"),
+			 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -704,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_kube),
 		cmocka_unit_test(test_bad_stderr),
+		cmocka_unit_test(test_background_child),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
