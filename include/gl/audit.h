@@ -122,8 +122,9 @@ int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct 
 /* The same, appended to path as one line (O_APPEND, fsync); line gets it. */
 int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *line, size_t n,
 			   struct gl_err *err) GL_MUSTCHECK;
-/* Reads the "seq N hash HEX" lines of an anchor file (others are ignored);
- * *out is caller-freed with free(). */
+/* Reads the "seq N hash HEX" anchors of a file, found anywhere in a line (a
+ * syslog prefix is fine; other lines are ignored). A file without any is
+ * -GL_EINVAL. *out is caller-freed with free(). */
 int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 
 /* ---- retention ---- */

@@ -679,11 +679,24 @@ int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *lin
 	return rc;
 }
 
+/* "seq N hash H" where it stands in a line: at its start (`audit head`), or
+ * after a prefix such as syslog's "Nov 23 01:34:00 host tag[pid]: ". */
+static int anchor_in_line(const char *line, long long *seq, char *hex)
+{
+	for (const char *p = line; (p = strstr(p, "seq ")); p++) {
+		if (p != line && p[-1] != ' ' && p[-1] != '\t' && p[-1] != ':')
+			continue;
+		if (sscanf(p, "seq %lld hash %79s", seq, hex) == 2)
+			return 1;
+	}
+	return 0;
+}
+
 int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
-	size_t cap = 0;
+	char line[1024];
+	size_t cap = 0, found = 0;
 	*out = NULL;
 	*n = 0;
 	if (!f)
@@ -691,24 +704,29 @@ int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t
 	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
 		long long seq;
 		char hex[80];
-		/* other lines (comments, syslog prefixes without the format) are ignored */
-		if (sscanf(line, "seq %lld hash %79s", &seq, hex) != 2)
+		/* other lines (comments, unrelated syslog lines) are skipped */
+		if (!anchor_in_line(line, &seq, hex))
 			continue;
+		found++;
 		if (seq == 0)
 			continue; /* the head of an empty log names no row */
 		if (*n == cap)
 			*out = gl_xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
 		(*out)[*n].seq = seq;
-		if (gl_audit_unhex(hex, (*out)[*n].hash)) {
+		if (seq < 0 || gl_audit_unhex(hex, (*out)[*n].hash)) {
 			fclose(f);
 			free(*out);
 			*out = NULL;
 			*n = 0;
-			return gl_err_set(err, GL_EINVAL, "%s:%d: bad hash", path, ln);
+			return gl_err_set(err, GL_EINVAL, "%s:%d: bad anchor (seq %lld hash %s)", path, ln, seq, hex);
 		}
 		(*n)++;
 	}
 	fclose(f);
+	/* a file checked for nothing must not pass as a verified chain: the
+	 * wrong file, or a format this reader does not know */
+	if (!found)
+		return gl_err_set(err, GL_EINVAL, "%s: no anchor line ('seq N hash HEX') in it", path);
 	return 0;
 }
 

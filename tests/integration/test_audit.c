@@ -293,6 +293,63 @@ static void test_recomputed_chain_is_caught_by_the_published_head(void **state)
 	db_close(&d);
 }
 
+static void write_text(const char *p, const char *text)
+{
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Anchors kept by syslog (`audit head | logger -t gpuledger-audit`, as
+ * docs/security.md suggests) carry a prefix: they are still checked, and a
+ * file with no anchor at all is an error, not "0 anchors checked". */
+static void test_syslog_anchors_are_checked(void **state)
+{
+	struct db d;
+	struct gl_test_out o;
+	char anchors[512], head[256], hex[80], text[1024], out[1024];
+	long long seq;
+	db_open(&d, "gl_test_audit_syslog");
+	anchor_path("syslog", anchors, sizeof anchors);
+	seed(d.app, 6);
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "head", NULL), 0);
+	assert_int_equal(o.status, 0);
+	snprintf(head, sizeof head, "%s", o.out);
+	gl_test_out_fini(&o);
+	assert_int_equal(sscanf(head, "seq %lld hash %79s", &seq, hex), 2);
+	assert_int_equal(seq, 6);
+
+	/* the right head behind a syslog prefix: checked and ok */
+	snprintf(text, sizeof text,
+		 "Nov 23 01:30:00 host CRON[99]: (root) CMD (gpuledger audit head | logger -t gpuledger-audit)\n"
+		 "Nov 23 01:34:00 host gpuledger-audit[123]: %s",
+		 head);
+	write_text(anchors, text);
+	assert_int_equal(verify(&d, anchors, out, sizeof out), 0);
+	assert_non_null(strstr(out, "1 anchors checked"));
+	/* seq 5 published with seq 6's hash: a rewritten chain */
+	snprintf(text, sizeof text, "Nov 23 01:34:00 host gpuledger-audit[123]: seq 5 hash %s at 2026-11-23T01:34:00Z\n", hex);
+	write_text(anchors, text);
+	expect_broken_at(&d, anchors, 5);
+	/* a head past the table's end: rows were cut off the end */
+	snprintf(text, sizeof text, "Nov 23 01:34:00 host gpuledger-audit[123]: seq 9 hash %s at 2026-11-23T01:34:00Z\n", hex);
+	write_text(anchors, text);
+	expect_broken_at(&d, anchors, 7);
+	/* no anchor in the file: an error (exit 1), named */
+	write_text(anchors, "Nov 23 01:34:00 host sshd[7]: session opened\n# seq\n");
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "verify", "--anchor", anchors, NULL), 0);
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err, "no anchor line"));
+	gl_test_out_fini(&o);
+	write_text(anchors, "");
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "verify", "--anchor", anchors, NULL), 0);
+	assert_int_equal(o.status, 1);
+	gl_test_out_fini(&o);
+	unlink(anchors);
+	db_close(&d);
+}
+
 static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 {
 	struct db d;
@@ -396,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_forged_insert_is_named),
 		cmocka_unit_test(test_truncate_is_caught_by_the_published_head),
 		cmocka_unit_test(test_recomputed_chain_is_caught_by_the_published_head),
+		cmocka_unit_test(test_syslog_anchors_are_checked),
 		cmocka_unit_test(test_prune_drops_whole_months_and_stays_verifiable),
 		cmocka_unit_test(test_harden_leaves_the_service_role_insert_and_select),
 	};
