@@ -134,10 +134,14 @@ struct gl_audit_prune_result {
 	int64_t rows;
 	int64_t last_seq;  /* highest sequence number dropped, 0 if none */
 	int64_t audit_seq; /* the audit row recording the prune */
+	int kept;          /* old enough, but kept: dropping them would cut the chain in the middle */
 };
 /* Drops the monthly partitions that end on or before before_s (a month
  * start, never after the current month's) and appends an "audit.prune" row
- * naming them, the row count and the last dropped hash, in one transaction. */
+ * naming them, the row count and the last dropped hash, in one transaction.
+ * Only a prefix of the chain is ever dropped: a month holding a sequence
+ * number above one that stays (a writer's clock ran behind) is kept, with
+ * every later month, and named under "kept". */
 int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
 		   struct gl_err *err) GL_MUSTCHECK;
 

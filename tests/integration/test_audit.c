@@ -395,6 +395,54 @@ static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 	db_close(&d);
 }
 
+/* `at` is the writer's clock, not monotonic in seq: a row stamped in January
+ * (its writer's clock 26 days behind) comes after February rows. Dropping
+ * January would cut seq 4 out of the middle of the chain: prune keeps it,
+ * says so, and the log verifies; once February goes too, both go. */
+static void test_prune_never_cuts_the_chain_in_the_middle(void **state)
+{
+	struct db d;
+	struct gl_err err = {0};
+	struct gl_audit_entry e[6];
+	struct gl_test_out o;
+	char out[1024];
+	/* 2020-02-10 x3, then 2020-01-15 (clock behind), then 2020-02-11 x2 */
+	static const int64_t at[6] = {1581292800000000LL, 1581292800000001LL, 1581292800000002LL, 1579046400000000LL,
+				      1581379200000000LL, 1581379200000001LL};
+
+	db_open(&d, "gl_test_audit_skew");
+	assert_int_equal(gl_test_qint(d.app, "SELECT gl_audit_partitions_ensure('2020-01-01', 3)"), 3);
+	for (int i = 0; i < 6; i++)
+		e[i] = (struct gl_audit_entry){at[i], "system", NULL, "ingest.run", "sacct", "ok", NULL};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(gl_audit_append_batch(d.app, &e[i], 1, NULL, &err), 0);
+	seed(d.app, 2); /* now: seq 7, 8 */
+	assert_int_equal(gl_test_qint(d.app, "SELECT max(audit_id) FROM audit_log_2020_01"), 4);
+	assert_int_equal(gl_test_qint(d.app, "SELECT min(audit_id) FROM audit_log_2020_02"), 1);
+
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", "2020-02", NULL), 0);
+	if (o.status != 0)
+		fail_msg("prune: %s %s", o.out, o.err);
+	assert_non_null(strstr(o.out, "dropped 0 partitions (0 rows)"));
+	assert_non_null(strstr(o.out, "kept 1 older partitions"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM pg_class WHERE relname = 'audit_log_2020_01'"), 1);
+	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log WHERE action = 'audit.prune'"
+					   " AND detail->'kept' = '[\"audit_log_2020_01\"]'::jsonb"), 1);
+	expect_ok(&d, NULL);
+
+	/* both months old enough: January's 1 row and February's 5 are seq 1..6 */
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", "2020-03", NULL), 0);
+	if (o.status != 0)
+		fail_msg("prune: %s %s", o.out, o.err);
+	assert_non_null(strstr(o.out, "dropped 2 partitions (6 rows)"));
+	assert_null(strstr(o.out, "kept"));
+	gl_test_out_fini(&o);
+	assert_int_equal(verify(&d, NULL, out, sizeof out), 0);
+	assert_non_null(strstr(out, "seq 7..10"));
+	db_close(&d);
+}
+
 static void expect_sql_fails(PGconn *c, const char *sql)
 {
 	PGresult *r = PQexec(c, sql);
@@ -455,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_recomputed_chain_is_caught_by_the_published_head),
 		cmocka_unit_test(test_syslog_anchors_are_checked),
 		cmocka_unit_test(test_prune_drops_whole_months_and_stays_verifiable),
+		cmocka_unit_test(test_prune_never_cuts_the_chain_in_the_middle),
 		cmocka_unit_test(test_harden_leaves_the_service_role_insert_and_select),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
