@@ -558,6 +558,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 			;
 		if (k == npols) {
 			rc = gl_err_set(err, GL_EINVAL, "--policy: no policy named '%s' in %s", o->policy, cfg->path);
+			*exit_code = GL_HOOK_EXIT_USAGE;
 			goto out;
 		}
 	}
@@ -1023,7 +1024,7 @@ out:
 	gl_strbuf_fini(&a3);
 	gl_strbuf_fini(&a4);
 	cJSON_Delete(root);
-	if (rc)
+	if (rc && *exit_code != GL_HOOK_EXIT_USAGE)
 		*exit_code = GL_HOOK_EXIT_ERROR;
 	return rc;
 }

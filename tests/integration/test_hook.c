@@ -731,6 +731,57 @@ static void test_background_child(void **state)
 			 4);
 }
 
+/* A policy name with quotes (and a long one) reaches the hook.run audit row
+ * intact; --policy naming no policy is a usage error (exit 2), nothing run. */
+static void test_policy_names(void **state)
+{
+	char name[300], cmd[1024], q[1024];
+	struct gl_test_out o;
+	long long run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+	reset_stages();
+	snprintf(cmd, sizeof cmd, "#!/bin/sh\nprintf '[%%s]\\n' \"$@\" >> '%s'\n", path("names.log"));
+	write_file(path("names.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {policy}", path("names.sh"));
+	write_config_cmds("quoted.yaml", "util \"night\"", cmd, "/bin/true {job_id}");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("quoted.yaml"), "hook", "idle", "--policy",
+				     "util \"night\"", "--act", "--format", "json", NULL), 0);
+	if (o.status != 0)
+		fail_msg("hook idle --policy 'util \"night\"': exit %d: %s %s", o.status, o.out, o.err);
+	gl_test_out_fini(&o);
+	assert_int_equal(count_lines(path("names.log"), "[util \"night\"]"), 4);
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND outcome = 'ok'"
+		 " AND detail->>'policy' = 'util \"night\"' AND (detail->>'actions')::int = 4",
+		 run0);
+	assert_int_equal(gl_test_qint(g_c, q), 1);
+
+	/* 280 bytes of name, dry-run */
+	memset(name, 'n', 280);
+	memcpy(name, "long \"", 6);
+	name[280] = '\0';
+	write_config_cmds("long.yaml", name, cmd, "/bin/true {job_id}");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("long.yaml"), "hook", "idle", "--policy", name,
+				     "--dry-run", NULL), 0);
+	assert_int_equal(o.status, 3);
+	gl_test_out_fini(&o);
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND detail->>'mode' = 'dry-run'"
+		 " AND detail->>'policy' = 'long \"' || repeat('n', 274)",
+		 run0);
+	assert_int_equal(gl_test_qint(g_c, q), 1);
+
+	/* no such policy: usage error, exit 2, named; no run, nothing audited */
+	run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("quoted.yaml"), "hook", "idle", "--policy", "nope",
+				     "--act", NULL), 0);
+	assert_int_equal(o.status, 2);
+	assert_non_null(strstr(o.err, "no policy named 'nope'"));
+	gl_test_out_fini(&o);
+	snprintf(q, sizeof q, "SELECT count(*) FROM audit_log WHERE audit_id > %lld", run0);
+	assert_int_equal(gl_test_qint(g_c, q), 0);
+	assert_int_equal(count_lines(path("names.log"), NULL), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -743,6 +794,7 @@ int main(void)
 		cmocka_unit_test(test_kube),
 		cmocka_unit_test(test_bad_stderr),
 		cmocka_unit_test(test_background_child),
+		cmocka_unit_test(test_policy_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
