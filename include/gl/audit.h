@@ -122,8 +122,9 @@ int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct 
 /* The same, appended to path as one line (O_APPEND, fsync); line gets it. */
 int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *line, size_t n,
 			   struct gl_err *err) GL_MUSTCHECK;
-/* Reads the "seq N hash HEX" lines of an anchor file (others are ignored);
- * *out is caller-freed with free(). */
+/* Reads the "seq N hash HEX" anchors of a file, found anywhere in a line (a
+ * syslog prefix is fine; other lines are ignored). A file without any is
+ * -GL_EINVAL. *out is caller-freed with free(). */
 int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 
 /* ---- retention ---- */
@@ -133,10 +134,14 @@ struct gl_audit_prune_result {
 	int64_t rows;
 	int64_t last_seq;  /* highest sequence number dropped, 0 if none */
 	int64_t audit_seq; /* the audit row recording the prune */
+	int kept;          /* old enough, but kept: dropping them would cut the chain in the middle */
 };
 /* Drops the monthly partitions that end on or before before_s (a month
  * start, never after the current month's) and appends an "audit.prune" row
- * naming them, the row count and the last dropped hash, in one transaction. */
+ * naming them, the row count and the last dropped hash, in one transaction.
+ * Only a prefix of the chain is ever dropped: a month holding a sequence
+ * number above one that stays (a writer's clock ran behind) is kept, with
+ * every later month, and named under "kept". */
 int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
 		   struct gl_err *err) GL_MUSTCHECK;
 

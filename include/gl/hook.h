@@ -24,6 +24,7 @@
 /* Exit codes of `gpuledger hook idle` (cron wrappers rely on them). */
 #define GL_HOOK_EXIT_OK 0          /* nothing to do, or everything done */
 #define GL_HOOK_EXIT_ERROR 1       /* runtime error, a failed command, or the circuit breaker */
+#define GL_HOOK_EXIT_USAGE 2       /* usage error: --policy names no policy */
 #define GL_HOOK_EXIT_CANDIDATES 3  /* dry-run found candidates */
 
 struct gl_hook_opts {
@@ -36,8 +37,9 @@ struct gl_hook_opts {
 /* One run at now_s. *report gets {"mode", "now", "candidates", "no_data",
  * "spared", "actions", "breaker", "errors", ...} (docs/hook.md) even when
  * some command failed; *exit_code one of GL_HOOK_EXIT_*. A non-zero return
- * is a runtime error (bad --policy, database, unreadable allow-list) with
- * nothing acted on after it; *report may then be NULL. */
+ * is an error (database, unreadable allow-list; a --policy naming no policy
+ * sets *exit_code to GL_HOOK_EXIT_USAGE) with nothing acted on after it;
+ * *report may then be NULL. */
 int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
 		int *exit_code, struct gl_err *err) GL_MUSTCHECK;
 

@@ -1,5 +1,7 @@
 /* gpuledger — run a child process without a shell, with a timeout, streaming
- * its stdout to a callback and keeping an excerpt of its stderr.
+ * its stdout to a callback and keeping an excerpt of its stderr. The run ends
+ * when the child exits (its pipes are then drained briefly), not when the
+ * pipes close: a background grandchild holding them does not keep it waiting.
  *
  * Ownership: argv is borrowed. struct gl_proc_result is caller-owned; its
  * stderr excerpt is an inline array (no heap).

@@ -112,6 +112,10 @@ static int audit_prune(struct gl_config *cfg, int argc, char **argv)
 	}
 	printf("audit prune: dropped %d partitions (%lld rows) before %s; recorded as seq %lld\n", res.partitions,
 	       (long long)res.rows, argv[2], (long long)res.audit_seq);
+	if (res.kept)
+		printf("audit prune: kept %d older partitions: they hold sequence numbers above rows that stay (a writer's"
+		       " clock ran behind); dropping them would break the chain (see the audit.prune row's \"kept\")\n",
+		       res.kept);
 out:
 	PQfinish(c);
 	return rc;

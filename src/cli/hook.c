@@ -131,7 +131,8 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 	{
 		struct gl_hook_opts o = {policy, act, 1, NULL};
 		if ((rc = gl_hook_run(c, use, &o, (int64_t)time(NULL), &report, &exit_code, &err))) {
-			exit_code = gl_cli_fail(&err);
+			exit_code = exit_code == GL_HOOK_EXIT_USAGE ? gl_cli_usage_error(usage_hook, "hook idle: %s", err.msg)
+								     : gl_cli_fail(&err);
 			goto out;
 		}
 	}

@@ -320,7 +320,7 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	char **argv = NULL;
 	int ok = 1, have_status = 0, status = 0, r = 0;
 	const char *stderr_txt = "";
-	char action[32], object[256];
+	char action[32], object[256], clean[GL_AUDIT_FIELD_MAX];
 	cJSON *row;
 
 	fmt_i64(idle_min, sizeof idle_min, j->ev.idle_s / 60);
@@ -356,6 +356,15 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 			if (res.timed_out)
 				stderr_txt = "timed out";
 		}
+		/* a command's stderr is whatever bytes it wrote, and the 1 KiB
+		 * excerpt may end inside a character: PostgreSQL refuses invalid
+		 * UTF-8 in text and json, which would abort the whole run with the
+		 * failure unrecorded. One cleaned copy serves every use below. */
+		for (char *q = res.stderr_excerpt; stderr_txt == res.stderr_excerpt && *q; q++)
+			if (*q == '\n' || *q == '\r' || *q == '\t')
+				*q = ' ';
+		gl_audit_clean(stderr_txt, clean, sizeof clean);
+		stderr_txt = clean;
 	}
 	argv_text(argv, &argv_lit);
 	argv_display(argv, &disp);
@@ -406,10 +415,8 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	}
 	{
 		PGresult *q = NULL;
-		char clean[GL_AUDIT_FIELD_MAX];
-		gl_audit_clean(stderr_txt, clean, sizeof clean);
 		const char *pr[] = {cid, j->cluster, jpk, j->job_id, j->owner, p->name, gl_idle_stage_name(st), argv_lit.p,
-				    have_status ? status_s : NULL, ok ? "true" : "false", clean, rc->actor, idle_s, igs,
+				    have_status ? status_s : NULL, ok ? "true" : "false", stderr_txt, rc->actor, idle_s, igs,
 				    j->rate >= 0 ? cost_s : NULL};
 		r = gl_db_query(rc->c,
 				"INSERT INTO hook_actions (cluster_id, cluster, job_pk, job_id, owner, policy, stage, argv,"
@@ -489,6 +496,41 @@ static void decision_row(struct gl_strbuf *sb, const struct hjob *j, const struc
 	cJSON_Delete(o);
 }
 
+/* The run's own audit row: what it was asked, what it found, how it ended
+ * (error: why it stopped early, NULL when it did not). Built with cJSON: the
+ * policy name is the operator's text. */
+static int run_row(PGconn *c, const char *actor, const struct gl_hook_opts *o, int act, const cJSON *root, int breaker,
+		   int exit_code, const char *error, struct gl_err *err)
+{
+	cJSON *d = cJSON_CreateObject();
+	char *txt;
+	int rc;
+	cJSON_AddStringToObject(d, "mode", act ? "act" : "dry-run");
+	if (o->policy) {
+		char clean[GL_AUDIT_FIELD_MAX];
+		gl_audit_clean(o->policy, clean, sizeof clean);
+		cJSON_AddStringToObject(d, "policy", clean);
+	} else {
+		cJSON_AddNullToObject(d, "policy");
+	}
+	cJSON_AddNumberToObject(d, "candidates", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "candidates")));
+	cJSON_AddNumberToObject(d, "no_data", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "no_data")));
+	cJSON_AddNumberToObject(d, "spared", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "spared")));
+	cJSON_AddNumberToObject(d, "actions", cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "actions")));
+	cJSON_AddBoolToObject(d, "breaker", breaker);
+	cJSON_AddNumberToObject(d, "exit_code", exit_code);
+	if (error) {
+		char clean[GL_AUDIT_FIELD_MAX];
+		gl_audit_clean(error, clean, sizeof clean);
+		cJSON_AddStringToObject(d, "error", clean);
+	}
+	txt = cJSON_PrintUnformatted(d);
+	rc = gl_audit_append(c, actor, NULL, "hook.run", NULL, exit_code == GL_HOOK_EXIT_ERROR ? "error" : "ok", txt, err);
+	free(txt);
+	cJSON_Delete(d);
+	return rc;
+}
+
 int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
 		int *exit_code, struct gl_err *err)
 {
@@ -500,7 +542,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 	struct gl_strbuf a1 = GL_STRBUF_INIT, a2 = GL_STRBUF_INIT, a3 = GL_STRBUF_INIT, a4 = GL_STRBUF_INIT;
 	char now_txt[24], now_iso[32], lock_sql[96];
 	int64_t min_since = now_s, min_from = now_s;
-	int rc = 0, in_txn = 0, locked = 0, lock_fd = -1, act = o->act, acts_planned = 0, breaker = 0;
+	int rc = 0, in_txn = 0, locked = 0, lock_fd = -1, act = o->act, acts_planned = 0, breaker = 0, run_audited = 0;
 	const char *actor = o->actor ? o->actor : gl_audit_process_actor();
 	cJSON *root = NULL, *cand, *nod, *spa, *acts, *errs;
 	struct runctx rx;
@@ -516,6 +558,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 			;
 		if (k == npols) {
 			rc = gl_err_set(err, GL_EINVAL, "--policy: no policy named '%s' in %s", o->policy, cfg->path);
+			*exit_code = GL_HOOK_EXIT_USAGE;
 			goto out;
 		}
 	}
@@ -900,8 +943,16 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 			continue;
 		if (j->next == GL_IDLE_STAGE_ACT && breaker)
 			continue;
-		if ((rc = run_stage(&rx, &pols[j->pol], j, j->next, err)))
-			goto out;
+		if ((rc = run_stage(&rx, &pols[j->pol], j, j->next, err))) {
+			/* the stage is not recorded, so the next run retries it; the
+			 * other jobs still get their turn unless the connection is gone */
+			if (PQstatus(c) != CONNECTION_OK)
+				goto out;
+			cJSON_AddItemToArray(errs, cJSON_CreateString(err->msg));
+			gl_log(GL_LOG_WARN, "hook: %s/%s: %s", j->cluster, j->job_id, err->msg);
+			rx.failures++;
+			rc = 0;
+		}
 	}
 	for (size_t i = 0; i < njobs; i++) {
 		struct hjob *j = &jobs[i];
@@ -926,15 +977,8 @@ skipped:
 done:
 	if (o->audit) {
 		/* one row per run: what it was asked and what it found */
-		char det[400];
-		snprintf(det, sizeof det,
-			 "{\"mode\":\"%s\",\"policy\":%s%s%s,\"candidates\":%d,\"no_data\":%d,\"spared\":%d,\"actions\":%d,"
-			 "\"breaker\":%s,\"exit_code\":%d}",
-			 act ? "act" : "dry-run", o->policy ? "\"" : "", o->policy ? o->policy : "null", o->policy ? "\"" : "",
-			 cJSON_GetArraySize(cand), cJSON_GetArraySize(nod), cJSON_GetArraySize(spa), cJSON_GetArraySize(acts),
-			 breaker ? "true" : "false", *exit_code);
-		if ((rc = gl_audit_append(c, actor, NULL, "hook.run", NULL, *exit_code == GL_HOOK_EXIT_ERROR ? "error" : "ok",
-					  det, err)))
+		run_audited = 1;
+		if ((rc = run_row(c, actor, o, act, root, breaker, *exit_code, NULL, err)))
 			goto out;
 	}
 	cJSON_AddNumberToObject(root, "exit_code", *exit_code);
@@ -944,6 +988,13 @@ out:
 	if (in_txn) {
 		struct gl_err e2 = {0};
 		(void)!gl_db_exec(c, "ROLLBACK", &e2);
+	}
+	if (rc && root && o->audit && !run_audited) {
+		/* a run that started and stopped on an error is audited too: it
+		 * may have run commands before it stopped */
+		struct gl_err e2 = {0};
+		if (run_row(c, actor, o, act, root, breaker, GL_HOOK_EXIT_ERROR, err ? err->msg : "", &e2))
+			gl_log(GL_LOG_WARN, "hook: could not audit the failed run: %s", e2.msg);
 	}
 	if (locked) {
 		struct gl_err e2 = {0};
@@ -973,7 +1024,7 @@ out:
 	gl_strbuf_fini(&a3);
 	gl_strbuf_fini(&a4);
 	cJSON_Delete(root);
-	if (rc)
+	if (rc && *exit_code != GL_HOOK_EXIT_USAGE)
 		*exit_code = GL_HOOK_EXIT_ERROR;
 	return rc;
 }

@@ -679,11 +679,24 @@ int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *lin
 	return rc;
 }
 
+/* "seq N hash H" where it stands in a line: at its start (`audit head`), or
+ * after a prefix such as syslog's "Nov 23 01:34:00 host tag[pid]: ". */
+static int anchor_in_line(const char *line, long long *seq, char *hex)
+{
+	for (const char *p = line; (p = strstr(p, "seq ")); p++) {
+		if (p != line && p[-1] != ' ' && p[-1] != '\t' && p[-1] != ':')
+			continue;
+		if (sscanf(p, "seq %lld hash %79s", seq, hex) == 2)
+			return 1;
+	}
+	return 0;
+}
+
 int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t *n, struct gl_err *err)
 {
 	FILE *f = fopen(path, "r");
-	char line[512];
-	size_t cap = 0;
+	char line[1024];
+	size_t cap = 0, found = 0;
 	*out = NULL;
 	*n = 0;
 	if (!f)
@@ -691,28 +704,87 @@ int gl_audit_anchors_read(const char *path, struct gl_audit_anchor **out, size_t
 	for (int ln = 1; fgets(line, sizeof line, f); ln++) {
 		long long seq;
 		char hex[80];
-		/* other lines (comments, syslog prefixes without the format) are ignored */
-		if (sscanf(line, "seq %lld hash %79s", &seq, hex) != 2)
+		/* other lines (comments, unrelated syslog lines) are skipped */
+		if (!anchor_in_line(line, &seq, hex))
 			continue;
+		found++;
 		if (seq == 0)
 			continue; /* the head of an empty log names no row */
 		if (*n == cap)
 			*out = gl_xrealloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
 		(*out)[*n].seq = seq;
-		if (gl_audit_unhex(hex, (*out)[*n].hash)) {
+		if (seq < 0 || gl_audit_unhex(hex, (*out)[*n].hash)) {
 			fclose(f);
 			free(*out);
 			*out = NULL;
 			*n = 0;
-			return gl_err_set(err, GL_EINVAL, "%s:%d: bad hash", path, ln);
+			return gl_err_set(err, GL_EINVAL, "%s:%d: bad anchor (seq %lld hash %s)", path, ln, seq, hex);
 		}
 		(*n)++;
 	}
 	fclose(f);
+	/* a file checked for nothing must not pass as a verified chain: the
+	 * wrong file, or a format this reader does not know */
+	if (!found)
+		return gl_err_set(err, GL_EINVAL, "%s: no anchor line ('seq N hash HEX') in it", path);
 	return 0;
 }
 
 /* ---- retention ---- */
+
+/* Verification accepts a pruned log only when what is gone is a prefix of
+ * the chain (check_start). Partitions go by `at`, and `at` is the writer's
+ * clock (the API's writer stamps a row when it is queued; a cron host's
+ * clock may run behind), so an old month can hold a sequence number above
+ * the first one of a later month. Of the months old enough (ascending), only
+ * the longest run from the first whose highest number is below every number
+ * kept anywhere else is dropped: the rest stay, named in *kept, and day
+ * (YYYY-MM-DD) is moved back to the first month kept. One scan of audit_log
+ * (per-partition min/max), under the chain lock the caller holds. */
+static int prune_bound(PGconn *c, char *day, cJSON *kept, struct gl_audit_prune_result *res, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc, n, ne = 0, k;
+	if ((rc = gl_db_query(c,
+			      "SELECT p.relname, to_char(p.m, 'YYYY-MM-DD'), coalesce((p.m + interval '1 month')::date <= $1::date, false),"
+			      "  s.lo, s.hi"
+			      " FROM (SELECT c.oid, c.relname::text AS relname, CASE WHEN c.relname ~ '^audit_log_[0-9]{4}_[0-9]{2}$'"
+			      "   THEN to_date(substr(c.relname, 11), 'YYYY_MM') END AS m"
+			      "   FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+			      "   WHERE i.inhparent = 'public.audit_log'::regclass) p"
+			      " LEFT JOIN (SELECT tableoid, min(audit_id) AS lo, max(audit_id) AS hi FROM audit_log GROUP BY tableoid) s"
+			      "   ON s.tableoid = p.oid"
+			      " ORDER BY 3 DESC, 1",
+			      1, (const char *[]){day}, &r, err)))
+		return rc;
+	/* the old-enough months first, ascending by name (= by month) */
+	n = PQntuples(r);
+	while (ne < n && PQgetvalue(r, ne, 2)[0] == 't')
+		ne++;
+	for (k = ne; k > 0; k--) {
+		int64_t pmax = INT64_MIN, rmin = INT64_MAX;
+		for (int i = 0; i < n; i++) {
+			if (PQgetisnull(r, i, 3))
+				continue; /* empty */
+			if (i < k) {
+				if (atoll(PQgetvalue(r, i, 4)) > pmax)
+					pmax = atoll(PQgetvalue(r, i, 4));
+			} else if (atoll(PQgetvalue(r, i, 3)) < rmin) {
+				rmin = atoll(PQgetvalue(r, i, 3));
+			}
+		}
+		if (pmax < rmin)
+			break;
+	}
+	for (int i = k; i < ne; i++) {
+		cJSON_AddItemToArray(kept, cJSON_CreateString(PQgetvalue(r, i, 0)));
+		res->kept++;
+	}
+	if (k < ne)
+		snprintf(day, 11, "%s", PQgetvalue(r, k, 1));
+	PQclear(r);
+	return 0;
+}
 
 int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
 		   struct gl_err *err)
@@ -720,7 +792,7 @@ int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_aud
 	struct gl_audit_head head;
 	struct gl_audit_entry e;
 	PGresult *r = NULL;
-	cJSON *d = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(d, "partitions");
+	cJSON *d = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(d, "partitions"), *kept = cJSON_CreateArray();
 	char day[32], hx[2 * GL_AUDIT_HASH_LEN + 1] = "", *detail = NULL;
 	int own, rc;
 
@@ -733,6 +805,8 @@ int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_aud
 	 * month, and the prune row must still link to it */
 	if ((rc = lock_chain(c, err)) || (rc = read_head(c, &head, err)) ||
 	    (rc = gl_audit_partitions_ensure(c, (int64_t)time(NULL), 1, err)))
+		goto out;
+	if ((rc = prune_bound(c, day, kept, res, err)))
 		goto out;
 	if ((rc = gl_db_query(c,
 			      "SELECT partition_name, row_count, last_seq, last_hash FROM gl_audit_partitions_drop($1::date)",
@@ -749,6 +823,11 @@ int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_aud
 				gl_audit_hex(h, hx);
 		}
 	}
+	if (res->kept)
+		cJSON_AddItemToObject(d, "kept", kept);
+	else
+		cJSON_Delete(kept);
+	kept = NULL;
 	cJSON_AddStringToObject(d, "before", day);
 	cJSON_AddNumberToObject(d, "rows", (double)res->rows);
 	if (res->last_seq) {
@@ -764,6 +843,7 @@ out:
 	rc = end_txn(c, own, rc, err);
 out0:
 	PQclear(r);
+	cJSON_Delete(kept);
 	cJSON_Delete(d);
 	cJSON_free(detail);
 	return rc;

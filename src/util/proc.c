@@ -81,22 +81,49 @@ int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct
 	out[1] = errp[1] = -1;
 	deadline = opts->timeout_s > 0 ? mono_ms() + (int64_t)opts->timeout_s * 1000 : INT64_MAX;
 	{
+		/* The child's exit ends the wait, not the pipes closing: a command
+		 * that leaves a background process holding them (`daemon &`) has
+		 * finished. After the exit the pipes are drained for a moment (what
+		 * the child wrote is already in them) and then left. */
 		struct pollfd pf[2] = {{out[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
-		int open_fds = 2;
+		int open_fds = 2, reaped = 0, st = 0;
+		int64_t drain_until = 0;
 		while (open_fds > 0) {
-			int64_t left = deadline == INT64_MAX ? -1 : deadline - mono_ms();
+			int64_t now = mono_ms(), left, slice;
 			int pr;
-			if (deadline != INT64_MAX && left <= 0) {
-				res->timed_out = 1;
-				kill(-pid, SIGKILL);
-				break;
+			if (!reaped) {
+				pid_t w = waitpid(pid, &st, WNOHANG);
+				if (w == pid) {
+					reaped = 1;
+					drain_until = now + 100;
+				} else if (w < 0 && errno != EINTR) {
+					rc = gl_err_set(err, GL_EIO, "%s: waitpid: %s", argv[0], strerror(errno));
+					goto out;
+				}
 			}
-			pr = poll(pf, 2, left < 0 ? -1 : (int)(left > 1000 ? 1000 : left));
+			if (reaped) {
+				left = drain_until - now;
+				if (left <= 0)
+					break;
+				slice = left;
+			} else {
+				left = deadline == INT64_MAX ? INT64_MAX : deadline - now;
+				if (left <= 0) {
+					res->timed_out = 1;
+					kill(-pid, SIGKILL);
+					break;
+				}
+				/* no pipe event tells of the exit: look again soon */
+				slice = left < 50 ? left : 50;
+			}
+			pr = poll(pf, 2, (int)slice);
 			if (pr < 0) {
 				if (errno == EINTR)
 					continue;
 				break;
 			}
+			if (pr == 0 && reaped)
+				break; /* drained: nothing more is waiting */
 			for (int i = 0; i < 2; i++) {
 				ssize_t r;
 				if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -128,10 +155,7 @@ int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct
 				}
 			}
 		}
-	}
-	{
-		int st;
-		while (waitpid(pid, &st, 0) < 0) {
+		while (!reaped && waitpid(pid, &st, 0) < 0) {
 			if (errno != EINTR) {
 				rc = gl_err_set(err, GL_EIO, "%s: waitpid: %s", argv[0], strerror(errno));
 				goto out;

@@ -293,6 +293,63 @@ static void test_recomputed_chain_is_caught_by_the_published_head(void **state)
 	db_close(&d);
 }
 
+static void write_text(const char *p, const char *text)
+{
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Anchors kept by syslog (`audit head | logger -t gpuledger-audit`, as
+ * docs/security.md suggests) carry a prefix: they are still checked, and a
+ * file with no anchor at all is an error, not "0 anchors checked". */
+static void test_syslog_anchors_are_checked(void **state)
+{
+	struct db d;
+	struct gl_test_out o;
+	char anchors[512], head[256], hex[80], text[1024], out[1024];
+	long long seq;
+	db_open(&d, "gl_test_audit_syslog");
+	anchor_path("syslog", anchors, sizeof anchors);
+	seed(d.app, 6);
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "head", NULL), 0);
+	assert_int_equal(o.status, 0);
+	snprintf(head, sizeof head, "%s", o.out);
+	gl_test_out_fini(&o);
+	assert_int_equal(sscanf(head, "seq %lld hash %79s", &seq, hex), 2);
+	assert_int_equal(seq, 6);
+
+	/* the right head behind a syslog prefix: checked and ok */
+	snprintf(text, sizeof text,
+		 "Nov 23 01:30:00 host CRON[99]: (root) CMD (gpuledger audit head | logger -t gpuledger-audit)\n"
+		 "Nov 23 01:34:00 host gpuledger-audit[123]: %s",
+		 head);
+	write_text(anchors, text);
+	assert_int_equal(verify(&d, anchors, out, sizeof out), 0);
+	assert_non_null(strstr(out, "1 anchors checked"));
+	/* seq 5 published with seq 6's hash: a rewritten chain */
+	snprintf(text, sizeof text, "Nov 23 01:34:00 host gpuledger-audit[123]: seq 5 hash %s at 2026-11-23T01:34:00Z\n", hex);
+	write_text(anchors, text);
+	expect_broken_at(&d, anchors, 5);
+	/* a head past the table's end: rows were cut off the end */
+	snprintf(text, sizeof text, "Nov 23 01:34:00 host gpuledger-audit[123]: seq 9 hash %s at 2026-11-23T01:34:00Z\n", hex);
+	write_text(anchors, text);
+	expect_broken_at(&d, anchors, 7);
+	/* no anchor in the file: an error (exit 1), named */
+	write_text(anchors, "Nov 23 01:34:00 host sshd[7]: session opened\n# seq\n");
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "verify", "--anchor", anchors, NULL), 0);
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err, "no anchor line"));
+	gl_test_out_fini(&o);
+	write_text(anchors, "");
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "verify", "--anchor", anchors, NULL), 0);
+	assert_int_equal(o.status, 1);
+	gl_test_out_fini(&o);
+	unlink(anchors);
+	db_close(&d);
+}
+
 static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 {
 	struct db d;
@@ -335,6 +392,54 @@ static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 	/* deleting the first surviving row is still named */
 	tamper(&d, "DELETE FROM audit_log WHERE audit_id = 6");
 	expect_broken_at(&d, NULL, 6);
+	db_close(&d);
+}
+
+/* `at` is the writer's clock, not monotonic in seq: a row stamped in January
+ * (its writer's clock 26 days behind) comes after February rows. Dropping
+ * January would cut seq 4 out of the middle of the chain: prune keeps it,
+ * says so, and the log verifies; once February goes too, both go. */
+static void test_prune_never_cuts_the_chain_in_the_middle(void **state)
+{
+	struct db d;
+	struct gl_err err = {0};
+	struct gl_audit_entry e[6];
+	struct gl_test_out o;
+	char out[1024];
+	/* 2020-02-10 x3, then 2020-01-15 (clock behind), then 2020-02-11 x2 */
+	static const int64_t at[6] = {1581292800000000LL, 1581292800000001LL, 1581292800000002LL, 1579046400000000LL,
+				      1581379200000000LL, 1581379200000001LL};
+
+	db_open(&d, "gl_test_audit_skew");
+	assert_int_equal(gl_test_qint(d.app, "SELECT gl_audit_partitions_ensure('2020-01-01', 3)"), 3);
+	for (int i = 0; i < 6; i++)
+		e[i] = (struct gl_audit_entry){at[i], "system", NULL, "ingest.run", "sacct", "ok", NULL};
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(gl_audit_append_batch(d.app, &e[i], 1, NULL, &err), 0);
+	seed(d.app, 2); /* now: seq 7, 8 */
+	assert_int_equal(gl_test_qint(d.app, "SELECT max(audit_id) FROM audit_log_2020_01"), 4);
+	assert_int_equal(gl_test_qint(d.app, "SELECT min(audit_id) FROM audit_log_2020_02"), 1);
+
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", "2020-02", NULL), 0);
+	if (o.status != 0)
+		fail_msg("prune: %s %s", o.out, o.err);
+	assert_non_null(strstr(o.out, "dropped 0 partitions (0 rows)"));
+	assert_non_null(strstr(o.out, "kept 1 older partitions"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM pg_class WHERE relname = 'audit_log_2020_01'"), 1);
+	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log WHERE action = 'audit.prune'"
+					   " AND detail->'kept' = '[\"audit_log_2020_01\"]'::jsonb"), 1);
+	expect_ok(&d, NULL);
+
+	/* both months old enough: January's 1 row and February's 5 are seq 1..6 */
+	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", "2020-03", NULL), 0);
+	if (o.status != 0)
+		fail_msg("prune: %s %s", o.out, o.err);
+	assert_non_null(strstr(o.out, "dropped 2 partitions (6 rows)"));
+	assert_null(strstr(o.out, "kept"));
+	gl_test_out_fini(&o);
+	assert_int_equal(verify(&d, NULL, out, sizeof out), 0);
+	assert_non_null(strstr(out, "seq 7..10"));
 	db_close(&d);
 }
 
@@ -396,7 +501,9 @@ int main(void)
 		cmocka_unit_test(test_forged_insert_is_named),
 		cmocka_unit_test(test_truncate_is_caught_by_the_published_head),
 		cmocka_unit_test(test_recomputed_chain_is_caught_by_the_published_head),
+		cmocka_unit_test(test_syslog_anchors_are_checked),
 		cmocka_unit_test(test_prune_drops_whole_months_and_stays_verifiable),
+		cmocka_unit_test(test_prune_never_cuts_the_chain_in_the_middle),
 		cmocka_unit_test(test_harden_leaves_the_service_role_insert_and_select),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -595,6 +595,193 @@ static void test_kube(void **state)
 			 1);
 }
 
+/* A config of one policy named `name` over the hooktest jobs with the
+ * given warn and act commands (full template lines; "" for no warning; the
+ * action must be given: the default is the real scancel). */
+static void write_config_cmds(const char *file, const char *name, const char *warn_cmd, const char *act_cmd)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf,
+		 "log:\n  level: warn\n"
+		 "hook:\n"
+		 "  act: true\n"
+		 "  max_actions_per_run: 10\n"
+		 "  max_data_age_s: 900\n"
+		 "  command_timeout_s: 5\n"
+		 "  policies:\n"
+		 "    - name: '%s'\n"
+		 "      scope: {clusters: hooktest}\n"
+		 "      exclude: {users: root, allow_list_file: %s}\n"
+		 "%s"
+		 "%s%s%s"
+		 "%s%s%s",
+		 name, path("allow.txt"), sliding, *warn_cmd ? "      warn_command: " : "", warn_cmd, *warn_cmd ? "\n" : "",
+		 *act_cmd ? "      slurm_command: " : "", act_cmd, *act_cmd ? "\n" : "");
+	write_file(path(file), buf, 0);
+}
+
+/* forget every stage of the hooktest jobs: the next --act run warns again */
+static void reset_stages(void)
+{
+	assert_true(gl_test_exec_dsn(g_dsn, "DELETE FROM hook_stages WHERE cluster_id ="
+					    " (SELECT cluster_id FROM clusters WHERE name = 'hooktest')") >= 0);
+}
+
+/* A failing command whose stderr is not valid UTF-8 (raw bytes; 700 x 'é' =
+ * 1400 bytes, cut by the 1 KiB excerpt inside a character): every due job
+ * still gets its turn, and each failure is recorded and audited. */
+static void test_bad_stderr(void **state)
+{
+	char cmd[1024], *out;
+	cJSON *r, *it;
+	long long run0;
+	reset_stages();
+	snprintf(cmd, sizeof cmd,
+		 "#!/bin/sh\nprintf '[%%s]\\n' \"$1\" >> '%s'\n"
+		 "if [ \"$1\" = 101 ]; then printf '\\377\\376raw\\n' >&2; else yes 'é' | head -n 700 | tr -d '\\n' >&2; fi\n"
+		 "exit 1\n",
+		 path("badwarn.log"));
+	write_file(path("badwarn.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {job_id}", path("badwarn.sh"));
+	write_config_cmds("badwarn.yaml", "slurm-idle", cmd, "/bin/true {job_id}");
+	run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+
+	for (int run = 1; run <= 2; run++) {
+		char q[512];
+		assert_int_equal(hook(path("badwarn.yaml"), "--act", "json", &out), 1);
+		r = parse_report(out);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 4);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
+			assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")));
+		cJSON_Delete(r);
+		free(out);
+		/* every candidate's command ran once per run */
+		assert_int_equal(count_lines(path("badwarn.log"), NULL), 4 * run);
+		snprintf(q, sizeof q,
+			 "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE s.stage = 'warn1'"
+			 " AND s.status = 'failed' AND s.exit_status = 1 AND s.attempts = %d"
+			 " AND j.job_id IN ('101', '103', '104', '106')",
+			 run);
+		assert_int_equal(gl_test_qint(g_c, q), 4);
+	}
+	/* the raw bytes became '?', the cut character too; the rest is kept */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id = '101' AND s.stage = 'warn1' AND s.error = '??raw'"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id <> '101' AND s.stage = 'warn1'"
+					   " AND s.error LIKE repeat('é', 500) || '%' AND octet_length(s.error) < 1024"), 3);
+	{
+		char q[512];
+		snprintf(q, sizeof q,
+			 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.warn' AND outcome = 'error'"
+			 " AND (detail->>'exit_status')::int = 1 AND (detail->>'stderr' = '??raw'"
+			 " OR detail->>'stderr' LIKE repeat('é', 500) || '%%')",
+			 run0);
+		assert_int_equal(gl_test_qint(g_c, q), 8);
+		snprintf(q, sizeof q,
+			 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND outcome = 'error'"
+			 " AND detail->>'mode' = 'act' AND (detail->>'actions')::int = 4",
+			 run0);
+		assert_int_equal(gl_test_qint(g_c, q), 2);
+		snprintf(q, sizeof q, "SELECT count(*) FROM hook_actions WHERE NOT ok AND stage = 'warn1' AND stderr = '??raw'");
+		assert_int_equal(gl_test_qint(g_c, q), 2);
+	}
+	{
+		struct gl_test_out o;
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "audit", "verify", NULL), 0);
+		assert_int_equal(o.status, 0);
+		gl_test_out_fini(&o);
+	}
+}
+
+/* A warn command that exits 0 but leaves a background process holding its
+ * output: done once, not timed out, not retried by the next run. */
+static void test_background_child(void **state)
+{
+	char cmd[1024], *out;
+	cJSON *r, *it;
+	reset_stages();
+	snprintf(cmd, sizeof cmd,
+		 "#!/bin/sh\nprintf '[%%s]\\n' \"$1\" >> '%s'\necho notified; echo note >&2\nsleep 8 &\nexit 0\n",
+		 path("bgwarn.log"));
+	write_file(path("bgwarn.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {job_id}", path("bgwarn.sh"));
+	write_config_cmds("bgwarn.yaml", "slurm-idle", cmd, "/bin/true {job_id}");
+	assert_int_equal(hook(path("bgwarn.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 4);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
+	{
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "ok")));
+		assert_int_equal(cJSON_GetObjectItemCaseSensitive(it, "exit_status")->valueint, 0);
+	}
+	cJSON_Delete(r);
+	free(out);
+	/* the next run has nothing to repeat */
+	assert_int_equal(hook(path("bgwarn.yaml"), "--act", "json", &out), 0);
+	r = parse_report(out);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "actions"))
+		assert_string_not_equal(cJSON_GetObjectItemCaseSensitive(it, "stage")->valuestring, "warn1");
+	cJSON_Delete(r);
+	free(out);
+	assert_int_equal(count_lines(path("bgwarn.log"), NULL), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE s.stage = 'warn1'"
+					   " AND s.status = 'done' AND s.attempts = 1 AND s.exit_status = 0"
+					   " AND j.job_id IN ('101', '103', '104', '106')"),
+			 4);
+}
+
+/* A policy name with quotes (and a long one) reaches the hook.run audit row
+ * intact; --policy naming no policy is a usage error (exit 2), nothing run. */
+static void test_policy_names(void **state)
+{
+	char name[300], cmd[1024], q[1024];
+	struct gl_test_out o;
+	long long run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+	reset_stages();
+	snprintf(cmd, sizeof cmd, "#!/bin/sh\nprintf '[%%s]\\n' \"$@\" >> '%s'\n", path("names.log"));
+	write_file(path("names.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {policy}", path("names.sh"));
+	write_config_cmds("quoted.yaml", "util \"night\"", cmd, "/bin/true {job_id}");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("quoted.yaml"), "hook", "idle", "--policy",
+				     "util \"night\"", "--act", "--format", "json", NULL), 0);
+	if (o.status != 0)
+		fail_msg("hook idle --policy 'util \"night\"': exit %d: %s %s", o.status, o.out, o.err);
+	gl_test_out_fini(&o);
+	assert_int_equal(count_lines(path("names.log"), "[util \"night\"]"), 4);
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND outcome = 'ok'"
+		 " AND detail->>'policy' = 'util \"night\"' AND (detail->>'actions')::int = 4",
+		 run0);
+	assert_int_equal(gl_test_qint(g_c, q), 1);
+
+	/* 280 bytes of name, dry-run */
+	memset(name, 'n', 280);
+	memcpy(name, "long \"", 6);
+	name[280] = '\0';
+	write_config_cmds("long.yaml", name, cmd, "/bin/true {job_id}");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("long.yaml"), "hook", "idle", "--policy", name,
+				     "--dry-run", NULL), 0);
+	assert_int_equal(o.status, 3);
+	gl_test_out_fini(&o);
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND detail->>'mode' = 'dry-run'"
+		 " AND detail->>'policy' = 'long \"' || repeat('n', 274)",
+		 run0);
+	assert_int_equal(gl_test_qint(g_c, q), 1);
+
+	/* no such policy: usage error, exit 2, named; no run, nothing audited */
+	run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("quoted.yaml"), "hook", "idle", "--policy", "nope",
+				     "--act", NULL), 0);
+	assert_int_equal(o.status, 2);
+	assert_non_null(strstr(o.err, "no policy named 'nope'"));
+	gl_test_out_fini(&o);
+	snprintf(q, sizeof q, "SELECT count(*) FROM audit_log WHERE audit_id > %lld", run0);
+	assert_int_equal(gl_test_qint(g_c, q), 0);
+	assert_int_equal(count_lines(path("names.log"), NULL), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -605,6 +792,9 @@ int main(void)
 		cmocka_unit_test(test_overlapping_runs),
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_kube),
+		cmocka_unit_test(test_bad_stderr),
+		cmocka_unit_test(test_background_child),
+		cmocka_unit_test(test_policy_names),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -159,12 +159,43 @@ static void test_proc(void **state)
 	gl_strbuf_fini(&out);
 }
 
+/* A command that exits 0 but leaves a background process holding its
+ * stdout and stderr has finished: exit 0, what it wrote kept, not timed out.
+ * A command that itself hangs with such a child still times out. */
+static void test_proc_background_child(void **state)
+{
+	struct gl_strbuf out = GL_STRBUF_INIT;
+	struct gl_proc_opts o = {0};
+	struct gl_proc_result r;
+	struct gl_err e = {0};
+	const char *argv1[] = {"sh", "-c", "echo started; echo note >&2; sleep 8 & exit 0", NULL};
+	const char *argv2[] = {"sh", "-c", "sleep 8 & sleep 8", NULL};
+
+	o.timeout_s = 4;
+	o.on_stdout = collect;
+	o.ud = &out;
+	assert_int_equal(gl_proc_run(argv1, &o, &r, &e), 0);
+	assert_false(r.timed_out);
+	assert_true(r.exited);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(gl_strbuf_cstr(&out), "started\n");
+	assert_string_equal(r.stderr_excerpt, "note");
+
+	memset(&o, 0, sizeof o);
+	o.timeout_s = 1;
+	assert_int_equal(gl_proc_run(argv2, &o, &r, &e), 0);
+	assert_true(r.timed_out);
+	assert_false(r.exited);
+	assert_int_equal(r.status, 9);
+	gl_strbuf_fini(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_escapes), cmocka_unit_test(test_time_parse),
 		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
-		cmocka_unit_test(test_proc),
+		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
