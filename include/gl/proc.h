@@ -27,6 +27,7 @@ struct gl_proc_result {
 	int exited;             /* 1 when the child exited normally */
 	int status;             /* exit status, or the signal number when !exited */
 	int timed_out;
+	int stopped;            /* killed because the process is stopping (gl_proc_set_stop_flag) */
 	char stderr_excerpt[1024]; /* first bytes of stderr */
 	size_t stderr_bytes;
 };
@@ -35,6 +36,14 @@ struct gl_proc_result {
  * be started or waited for. An on_stdout stop is returned as that value. */
 int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct gl_proc_result *res,
 		struct gl_err *err) GL_MUSTCHECK;
+
+/* The daemon's stop flag, set by its signal handler (NULL: none). A command
+ * still running when it is set is killed with its process group and
+ * reported as stopped, so SIGTERM never waits for a slow or hung command;
+ * loops of several commands ask gl_proc_stopping() between them. The flag
+ * is borrowed for the life of the process. */
+void gl_proc_set_stop_flag(volatile int *flag);
+int gl_proc_stopping(void);
 
 /* "exit 1" / "killed by signal 9" / "timed out after N s" for messages. */
 void gl_proc_describe(const struct gl_proc_result *res, char *buf, size_t n);

@@ -4,13 +4,13 @@
 #include "gl/audit.h"
 #include "gl/budget.h"
 #include "gl/cli.h"
-#include "gl/audit.h"
 #include "gl/config.h"
 #include "gl/costing.h"
 #include "gl/daemon.h"
 #include "gl/db.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
+#include "gl/proc.h"
 #include "gl/migrate.h"
 #include "gl/report_sched.h"
 #include "gl/routes.h"
@@ -305,6 +305,9 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		       no_ingest ? ", ingest off" : "");
 	}
 	nsrc = gl_daemon_sources(cfg, &srcs);
+	/* a signal also kills a source command still running, so a stop never
+	 * waits on a slow or hung sacct/kubectl */
+	gl_proc_set_stop_flag(&g_stop);
 	/* one tick loop; each source runs at its own interval (Redis serverCron style) */
 	while (!g_stop) {
 		if (!no_ingest)
@@ -317,6 +320,8 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 			usleep(100 * 1000);
 	}
 	gl_log(GL_LOG_INFO, "serve: stopping");
+	/* what runs from here on (the last anchor's command) runs to its end */
+	gl_proc_set_stop_flag(NULL);
 	/* the writer has drained: the last anchor covers every request served */
 	gl_server_stop(srv);
 	srv = NULL;

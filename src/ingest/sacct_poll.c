@@ -149,6 +149,11 @@ int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sa
 	 * its own watermark so progress survives a crash between chunks */
 	while (from < now_s) {
 		int64_t to = from + src->chunk_s < now_s ? from + src->chunk_s : now_s;
+		/* the daemon is stopping: what is committed stays, the rest waits
+		 * for the next start (the watermark says where to resume) */
+		if (gl_proc_stopping())
+			return gl_err_set(err, GL_EIO, "sacct: stopped before %lld (the daemon is stopping)",
+					  (long long)from);
 		if ((rc = run_chunk(c, cfg, src, from, to, 1, res, err)))
 			return rc;
 		res->watermark_s = to;

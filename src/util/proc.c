@@ -14,6 +14,18 @@
 
 extern char **environ;
 
+static volatile int *g_stop_flag;
+
+void gl_proc_set_stop_flag(volatile int *flag)
+{
+	g_stop_flag = flag;
+}
+
+int gl_proc_stopping(void)
+{
+	return g_stop_flag && *g_stop_flag;
+}
+
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -76,6 +88,9 @@ int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct
 		dprintf(2, "exec %s: %s", full[0], strerror(errno));
 		_exit(127);
 	}
+	/* the parent sets the group too: a kill(-pid) right after fork (a stop
+	 * already requested) must not race the child's own setpgid */
+	setpgid(pid, pid);
 	close(out[1]);
 	close(errp[1]);
 	out[1] = errp[1] = -1;
@@ -88,7 +103,9 @@ int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct
 		struct pollfd pf[2] = {{out[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
 		int open_fds = 2, reaped = 0, st = 0;
 		int64_t drain_until = 0;
-		while (open_fds > 0) {
+		/* until the child is reaped, too: one that closed its output and
+		 * kept running (`exec >&-; sleep`) is still bound by the deadline */
+		while (open_fds > 0 || !reaped) {
 			int64_t now = mono_ms(), left, slice;
 			int pr;
 			if (!reaped) {
@@ -108,8 +125,11 @@ int gl_proc_run(const char *const *argv, const struct gl_proc_opts *opts, struct
 				slice = left;
 			} else {
 				left = deadline == INT64_MAX ? INT64_MAX : deadline - now;
-				if (left <= 0) {
-					res->timed_out = 1;
+				if (left <= 0 || gl_proc_stopping()) {
+					if (left <= 0)
+						res->timed_out = 1;
+					else
+						res->stopped = 1;
 					kill(-pid, SIGKILL);
 					break;
 				}
@@ -188,6 +208,8 @@ void gl_proc_describe(const struct gl_proc_result *res, char *buf, size_t n)
 {
 	if (res->timed_out)
 		snprintf(buf, n, "timed out");
+	else if (res->stopped)
+		snprintf(buf, n, "stopped (the daemon is stopping)");
 	else if (res->exited)
 		snprintf(buf, n, "exit %d", res->status);
 	else

@@ -190,12 +190,46 @@ static void test_proc_background_child(void **state)
 	gl_strbuf_fini(&out);
 }
 
+static void test_proc_closed_output_and_stop(void **state)
+{
+	/* a child that closes its output and keeps running is still bound by
+	 * the deadline (it used to be waited for without one); alarm() turns
+	 * a hang into a failure instead of a stuck suite */
+	const char *argv1[] = {"sh", "-c", "exec >&- 2>&-; exec sleep 30", NULL};
+	const char *argv2[] = {"sleep", "30", NULL};
+	struct gl_proc_opts o = {0};
+	struct gl_proc_result r;
+	struct gl_err e = {0};
+	volatile int stop = 0;
+	(void)state;
+	alarm(20);
+	o.timeout_s = 1;
+	assert_int_equal(gl_proc_run(argv1, &o, &r, &e), 0);
+	assert_true(r.timed_out);
+	assert_false(r.exited);
+	assert_int_equal(r.status, 9);
+	/* the daemon's stop flag kills a command still running */
+	gl_proc_set_stop_flag(&stop);
+	assert_false(gl_proc_stopping());
+	stop = 1;
+	assert_true(gl_proc_stopping());
+	memset(&o, 0, sizeof o);
+	assert_int_equal(gl_proc_run(argv2, &o, &r, &e), 0);
+	assert_true(r.stopped);
+	assert_false(r.timed_out);
+	assert_int_equal(r.status, 9);
+	gl_proc_set_stop_flag(NULL);
+	assert_false(gl_proc_stopping());
+	alarm(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_escapes), cmocka_unit_test(test_time_parse),
 		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
 		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
+		cmocka_unit_test(test_proc_closed_output_and_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
