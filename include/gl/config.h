@@ -143,6 +143,7 @@ struct gl_config {
 	int64_t http_max_conns;
 	int64_t http_max_conns_per_ip;
 	int64_t http_max_body_bytes;
+	int64_t auth_outage_grace_s;   /* docs/security.md "Database outages" */
 	char *web_dir;
 	int64_t http_rate_per_ip;      /* requests/s per client address; 0 = off */
 	int64_t http_rate_burst;
