@@ -1,8 +1,11 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
 #include "gl/hookpolicy.h"
+#include "gl/reports.h"
+#include "gl/showback.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,11 +441,38 @@ static int apply_defaults(void *base, const struct gl_cfg_key *t, struct gl_err 
 	return 0;
 }
 
+/* Where each value came from: the line of every scalar set from the file
+ * and of every list element, by full path ("rates[2].from", "rates[2]"),
+ * so that the checks made after loading still name file:line. */
+struct cfg_lines {
+	char (*path)[160];
+	int *line;
+	size_t n, cap;
+};
+
+static void lines_add(struct cfg_lines *l, const char *path, int line)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->path = gl_xrealloc(l->path, l->cap * sizeof *l->path);
+		l->line = gl_xrealloc(l->line, l->cap * sizeof *l->line);
+	}
+	snprintf(l->path[l->n], sizeof l->path[l->n], "%s", path);
+	l->line[l->n++] = line;
+}
+
+static void lines_fini(struct cfg_lines *l)
+{
+	free(l->path);
+	free(l->line);
+}
+
 static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
-		     const char *name, unsigned char *seen, struct gl_err *err);
+		     const char *disp, const char *name, unsigned char *seen, struct cfg_lines *lines,
+		     struct gl_err *err);
 
 static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode *seq, const char *path,
-		      const char *name, struct gl_err *err)
+		      const char *dpath, const char *name, struct cfg_lines *lines, struct gl_err *err)
 {
 	char **arr = (char **)((char *)base + k->offset);
 	size_t *count = (size_t *)((char *)base + k->count_offset);
@@ -459,7 +489,9 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 		void *elem = *arr + i * k->elem_size;
 		unsigned char seen[64] = {0};
 		char ipath[256];
-		snprintf(ipath, sizeof ipath, "%s[%zu].", path, i);
+		snprintf(ipath, sizeof ipath, "%s[%zu]", dpath, i);
+		lines_add(lines, ipath, seq->kids[i]->line);
+		snprintf(ipath, sizeof ipath, "%s[%zu].", dpath, i);
 		if ((rc = apply_defaults(elem, k->sub, err)))
 			return rc;
 		for (size_t j = 0; j < nsub; j++)
@@ -468,7 +500,7 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 		if (seq->kids[i]->type != Y_MAP)
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
 					  path, i);
-		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", name, seen, err))) {
+		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err))) {
 			return rc;
 		}
 		for (size_t j = 0; j < nsub; j++)
@@ -482,16 +514,18 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 /* Matches dotted table names against nested maps: "database.dsn" is found at
  * database: {dsn: ...}. */
 static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
-		     const char *name, unsigned char *seen, struct gl_err *err)
+		     const char *disp, const char *name, unsigned char *seen, struct cfg_lines *lines,
+		     struct gl_err *err)
 {
 	for (size_t i = 0; i + 1 < map->n; i += 2) {
 		const struct ynode *key = map->kids[i], *val = map->kids[i + 1];
-		char path[256];
+		char path[256], dpath[256];
 		int found = 0, rc;
 
 		if (key->type != Y_SCALAR)
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: keys must be plain strings", name, key->line);
 		snprintf(path, sizeof path, "%s%s", prefix, key->scalar);
+		snprintf(dpath, sizeof dpath, "%s%s", disp, key->scalar);
 		/* a duplicate key is almost always a mistake in a config file */
 		for (size_t j = 0; j < i; j += 2)
 			if (!strcmp(map->kids[j]->scalar, key->scalar))
@@ -507,7 +541,7 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 				if (t[j].type == GL_CFG_LIST) {
 					if (val->type == Y_SCALAR && val->plain_null)
 						break;
-					if ((rc = apply_list(base, &t[j], val, path, name, err)))
+					if ((rc = apply_list(base, &t[j], val, path, dpath, name, lines, err)))
 						return rc;
 				} else {
 					if (val->type != Y_SCALAR)
@@ -518,6 +552,7 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 								  val->line, path);
 					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, path, err)))
 						return rc;
+					lines_add(lines, dpath, val->line);
 				}
 				break;
 			}
@@ -526,13 +561,14 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 			}
 		}
 		if (found == 2) {
-			char sub[256];
+			char sub[256], dsub[256];
 			if (val->type == Y_SCALAR && val->plain_null)
 				continue;
 			if (val->type != Y_MAP)
 				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a mapping", name, val->line, path);
 			snprintf(sub, sizeof sub, "%s.", path);
-			if ((rc = apply_map(base, t, val, sub, name, seen, err)))
+			snprintf(dsub, sizeof dsub, "%s.", dpath);
+			if ((rc = apply_map(base, t, val, sub, dsub, name, seen, lines, err)))
 				return rc;
 		} else if (!found) {
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: unknown key '%s'", name, key->line, path);
@@ -541,11 +577,79 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 	return 0;
 }
 
+/* An error about path: "file:line: path: ..." with the line the value (or,
+ * for a key left out, its list element) came from; "file: path: ..." for
+ * a default. */
+static int GL_PRINTF(5, 6) cfg_fail(struct gl_err *err, const char *name, const struct cfg_lines *l, const char *path,
+				    const char *fmt, ...)
+{
+	char p[256], msg[512];
+	int line = 0;
+	va_list ap;
+	snprintf(p, sizeof p, "%s", path);
+	for (;;) {
+		for (size_t i = l->n; i-- > 0 && !line;)
+			if (!strcmp(l->path[i], p))
+				line = l->line[i];
+		char *dot = strrchr(p, '.');
+		if (line || !dot)
+			break;
+		*dot = '\0';
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (line)
+		return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: %s", name, line, path, msg);
+	return gl_err_set(err, GL_ECONFIG, "%s: %s: %s", name, path, msg);
+}
+
+/* 1 when every comma-separated item of list is one of ok[0..n). */
+static int list_within(const char *list, const char *const *ok, size_t n)
+{
+	const char *p = list;
+	if (!*p)
+		return 0;
+	for (;;) {
+		size_t k = strcspn(p, ","), j;
+		for (j = 0; j < n; j++)
+			if (strlen(ok[j]) == k && !strncmp(p, ok[j], k))
+				break;
+		if (j == n)
+			return 0;
+		if (!p[k])
+			return 1;
+		p += k + 1;
+	}
+}
+
+/* What the daemon and the commands would otherwise only find out later
+ * (and some never, failing quietly): checked here so that check-config and
+ * serve agree, every error naming file:line. */
+static int check_semantics(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+			   struct gl_err *err)
+{
+	struct gl_err e = {0};
+	enum gl_share_idle sh;
+
+	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
+		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
+				cfg->reports_aggregate);
+	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
+		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not none, proportional or owner",
+				cfg->reports_share_idle);
+	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
+		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
+				cfg->reports_formats);
+	return 0;
+}
+
 int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf, size_t len, struct gl_err *err)
 {
 	yaml_parser_t ps;
 	struct ynode *root = NULL;
 	unsigned char seen[64] = {0};
+	struct cfg_lines lines = {0};
 	int rc, have_parser = 0;
 
 	memset(cfg, 0, sizeof *cfg);
@@ -570,7 +674,9 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 		rc = gl_err_set(err, GL_ECONFIG, "%s:%d: the top level must be a mapping", name, root->line);
 		goto out;
 	}
-	rc = apply_map(cfg, top_keys, root, "", name, seen, err);
+	rc = apply_map(cfg, top_keys, root, "", "", name, seen, &lines, err);
+	if (!rc)
+		rc = check_semantics(cfg, name, &lines, err);
 	if (!rc) {
 		for (size_t i = 0; i < cfg->n_sacct; i++)
 			for (size_t j = 0; j < i; j++)
@@ -611,6 +717,7 @@ out:
 	if (have_parser)
 		yaml_parser_delete(&ps);
 	ynode_free(root);
+	lines_fini(&lines);
 	if (rc)
 		gl_config_fini(cfg);
 	return rc;

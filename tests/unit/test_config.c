@@ -59,6 +59,12 @@ static const struct bad_case bad[] = {
 	{"- a\n- b\n", "t.yaml:1: the top level must be a mapping"},
 	{"server:\n  listen: [a]\n", "t.yaml:2: server.listen: expected a single value"},
 	{"a: &x 1\nb: *x\n", "aliases are not supported"},
+	/* scheduled reports: a bad value must not pass and then fail quietly */
+	{"reports:\n  dir: /tmp\n  aggregate: bogus\n", "t.yaml:3: reports.aggregate: 'bogus' is not"},
+	{"reports:\n  share_idle: nonsense\n", "t.yaml:2: reports.share_idle: 'nonsense' is not"},
+	{"reports:\n  formats: csv,docx\n", "t.yaml:2: reports.formats: 'csv,docx' is not"},
+	{"reports:\n  formats: csv,,pdf\n", "t.yaml:2: reports.formats:"},
+	{"reports:\n  formats:\n", "t.yaml:2: reports.formats:"},
 };
 
 static void test_bad(void **state)
