@@ -781,42 +781,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	gl_log(GL_LOG_WARN, "http: %s", msg);
 }
 
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, struct gl_err *err)
-{
-	char host[256];
-	const char *colon = strrchr(s, ':');
-	char *end;
-	long port;
-
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof host)
-		return gl_err_set(err, GL_ECONFIG, "server.listen: '%s' is not ADDR:PORT", s);
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port < 0 || port > 65535)
-		return gl_err_set(err, GL_ECONFIG, "server.listen: bad port in '%s'", s);
-	memset(ss, 0, sizeof *ss);
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-		host[strlen(host) - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-			return gl_err_set(err, GL_ECONFIG, "server.listen: bad IPv6 address in '%s'", s);
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		*len = sizeof *a6;
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-		if (!strcmp(host, "localhost"))
-			snprintf(host, sizeof host, "127.0.0.1");
-		if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
-			return gl_err_set(err, GL_ECONFIG, "server.listen: bad IPv4 address in '%s'", s);
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		*len = sizeof *a4;
-	}
-	return 0;
-}
-
 int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *opts, struct gl_server **out,
 		    struct gl_err *err)
 {
@@ -842,7 +806,7 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	}
 	if ((rc = gl_db_dsn(cfg, s->dsn, sizeof s->dsn, err)))
 		goto out;
-	if ((rc = parse_listen(listen_at, &ss, &sl, err)))
+	if ((rc = gl_config_parse_listen(listen_at, &ss, &sl, err)))
 		goto out;
 	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
 	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);
