@@ -732,7 +732,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		error_body(&resp);
 		if (resp.status >= 500) {
 			/* a database outage fails every request alike: one line
-			 * per interval, with the count in between */
+			 * per interval, with the count in between (no "recovered"
+			 * reset on a success: /metrics answers 200 through an
+			 * outage, and would reset it at every scrape) */
 			pthread_mutex_lock(&s->mu);
 			gl_log_fail(&s->err_log, req.now_s, GL_LOG_WARN, "http: %s %s -> %d: %s", method, url, resp.status,
 				    resp.err_msg);
@@ -740,12 +742,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 	} else if (!resp.status) {
 		resp.status = 200;
-	}
-	if (resp.status < 500) {
-		pthread_mutex_lock(&s->mu);
-		if (s->err_log.failures)
-			gl_log_ok(&s->err_log, "http: 5xx answers");
-		pthread_mutex_unlock(&s->mu);
 	}
 	{
 		double secs = since(&ctx->t0);
