@@ -1,8 +1,19 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
+#include "gl/budget.h"
+#include "gl/cost.h"
+#include "gl/costing.h"
 #include "gl/hookpolicy.h"
+#include "gl/log.h"
+#include "gl/report_sched.h"
+#include "gl/timeutil.h"
+#include "gl/reports.h"
+#include "gl/showback.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +288,9 @@ static const struct gl_cfg_key top_keys[] = {
 	 "requests per second per client address (token bucket; 429 above it); 0 = off", NULL, 0, 0},
 	{"server.rate_limit_burst", GL_CFG_INT, OFF(http_rate_burst), "200", 0, 1, 1000000,
 	 "requests one address may send at once before rate_limit_per_ip applies", NULL, 0, 0},
+	{"server.auth_outage_grace_s", GL_CFG_INT, OFF(auth_outage_grace_s), "600", 0, 0, 86400,
+	 "while the database is unreachable, a token it verified less than this long ago is still accepted; 0 = off",
+	 NULL, 0, 0},
 	{"log.level", GL_CFG_STR, OFF(log_level), "info", 0, 0, 0, "debug | info | warn | error", NULL, 0, 0},
 	{"ingest.batch_rows", GL_CFG_INT, OFF(ingest_batch_rows), "50000", 0, 1, 10000000, "rows per transaction (batch + watermark commit together)", NULL, 0, 0},
 	{"ingest.max_skip_reasons", GL_CFG_INT, OFF(ingest_max_skip_reasons), "20", 0, 0, 10000, "skipped-line reasons kept per ingest run", NULL, 0, 0},
@@ -435,11 +449,38 @@ static int apply_defaults(void *base, const struct gl_cfg_key *t, struct gl_err 
 	return 0;
 }
 
+/* Where each value came from: the line of every scalar set from the file
+ * and of every list element, by full path ("rates[2].from", "rates[2]"),
+ * so that the checks made after loading still name file:line. */
+struct cfg_lines {
+	char (*path)[160];
+	int *line;
+	size_t n, cap;
+};
+
+static void lines_add(struct cfg_lines *l, const char *path, int line)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->path = gl_xrealloc(l->path, l->cap * sizeof *l->path);
+		l->line = gl_xrealloc(l->line, l->cap * sizeof *l->line);
+	}
+	snprintf(l->path[l->n], sizeof l->path[l->n], "%s", path);
+	l->line[l->n++] = line;
+}
+
+static void lines_fini(struct cfg_lines *l)
+{
+	free(l->path);
+	free(l->line);
+}
+
 static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
-		     const char *name, unsigned char *seen, struct gl_err *err);
+		     const char *disp, const char *name, unsigned char *seen, struct cfg_lines *lines,
+		     struct gl_err *err);
 
 static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode *seq, const char *path,
-		      const char *name, struct gl_err *err)
+		      const char *dpath, const char *name, struct cfg_lines *lines, struct gl_err *err)
 {
 	char **arr = (char **)((char *)base + k->offset);
 	size_t *count = (size_t *)((char *)base + k->count_offset);
@@ -456,7 +497,9 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 		void *elem = *arr + i * k->elem_size;
 		unsigned char seen[64] = {0};
 		char ipath[256];
-		snprintf(ipath, sizeof ipath, "%s[%zu].", path, i);
+		snprintf(ipath, sizeof ipath, "%s[%zu]", dpath, i);
+		lines_add(lines, ipath, seq->kids[i]->line);
+		snprintf(ipath, sizeof ipath, "%s[%zu].", dpath, i);
 		if ((rc = apply_defaults(elem, k->sub, err)))
 			return rc;
 		for (size_t j = 0; j < nsub; j++)
@@ -465,7 +508,7 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 		if (seq->kids[i]->type != Y_MAP)
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
 					  path, i);
-		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", name, seen, err))) {
+		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err))) {
 			return rc;
 		}
 		for (size_t j = 0; j < nsub; j++)
@@ -479,16 +522,18 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 /* Matches dotted table names against nested maps: "database.dsn" is found at
  * database: {dsn: ...}. */
 static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
-		     const char *name, unsigned char *seen, struct gl_err *err)
+		     const char *disp, const char *name, unsigned char *seen, struct cfg_lines *lines,
+		     struct gl_err *err)
 {
 	for (size_t i = 0; i + 1 < map->n; i += 2) {
 		const struct ynode *key = map->kids[i], *val = map->kids[i + 1];
-		char path[256];
+		char path[256], dpath[256];
 		int found = 0, rc;
 
 		if (key->type != Y_SCALAR)
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: keys must be plain strings", name, key->line);
 		snprintf(path, sizeof path, "%s%s", prefix, key->scalar);
+		snprintf(dpath, sizeof dpath, "%s%s", disp, key->scalar);
 		/* a duplicate key is almost always a mistake in a config file */
 		for (size_t j = 0; j < i; j += 2)
 			if (!strcmp(map->kids[j]->scalar, key->scalar))
@@ -504,7 +549,7 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 				if (t[j].type == GL_CFG_LIST) {
 					if (val->type == Y_SCALAR && val->plain_null)
 						break;
-					if ((rc = apply_list(base, &t[j], val, path, name, err)))
+					if ((rc = apply_list(base, &t[j], val, path, dpath, name, lines, err)))
 						return rc;
 				} else {
 					if (val->type != Y_SCALAR)
@@ -515,6 +560,7 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 								  val->line, path);
 					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, path, err)))
 						return rc;
+					lines_add(lines, dpath, val->line);
 				}
 				break;
 			}
@@ -523,13 +569,14 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 			}
 		}
 		if (found == 2) {
-			char sub[256];
+			char sub[256], dsub[256];
 			if (val->type == Y_SCALAR && val->plain_null)
 				continue;
 			if (val->type != Y_MAP)
 				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a mapping", name, val->line, path);
 			snprintf(sub, sizeof sub, "%s.", path);
-			if ((rc = apply_map(base, t, val, sub, name, seen, err)))
+			snprintf(dsub, sizeof dsub, "%s.", dpath);
+			if ((rc = apply_map(base, t, val, sub, dsub, name, seen, lines, err)))
 				return rc;
 		} else if (!found) {
 			return gl_err_set(err, GL_ECONFIG, "%s:%d: unknown key '%s'", name, key->line, path);
@@ -538,11 +585,281 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 	return 0;
 }
 
+/* Shared with the server, so check-config refuses what serve would. */
+int gl_config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, struct gl_err *err)
+{
+	char host[256];
+	const char *colon = strrchr(s, ':');
+	char *end;
+	long port;
+
+	if (!s || !colon || colon == s || (size_t)(colon - s) >= sizeof host)
+		return gl_err_set(err, GL_ECONFIG, "server.listen: '%s' is not ADDR:PORT", s ? s : "");
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 0 || port > 65535)
+		return gl_err_set(err, GL_ECONFIG, "server.listen: bad port in '%s'", s);
+	memset(ss, 0, sizeof *ss);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+		host[strlen(host) - 1] = '\0';
+		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
+			return gl_err_set(err, GL_ECONFIG, "server.listen: bad IPv6 address in '%s'", s);
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		*len = sizeof *a6;
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+		if (!strcmp(host, "localhost"))
+			snprintf(host, sizeof host, "127.0.0.1");
+		if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+			return gl_err_set(err, GL_ECONFIG, "server.listen: bad IPv4 address in '%s'", s);
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		*len = sizeof *a4;
+	}
+	return 0;
+}
+
+/* An error about path: "file:line: path: ..." with the line the value (or,
+ * for a key left out, its list element) came from; "file: path: ..." for
+ * a default. */
+static int GL_PRINTF(5, 6) cfg_fail(struct gl_err *err, const char *name, const struct cfg_lines *l, const char *path,
+				    const char *fmt, ...)
+{
+	char p[256], msg[512];
+	int line = 0;
+	va_list ap;
+	snprintf(p, sizeof p, "%s", path);
+	for (;;) {
+		for (size_t i = l->n; i-- > 0 && !line;)
+			if (!strcmp(l->path[i], p))
+				line = l->line[i];
+		char *dot = strrchr(p, '.');
+		if (line || !dot)
+			break;
+		*dot = '\0';
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (line)
+		return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: %s", name, line, path, msg);
+	return gl_err_set(err, GL_ECONFIG, "%s: %s: %s", name, path, msg);
+}
+
+/* 1 when every comma-separated item of list is one of ok[0..n). */
+static int list_within(const char *list, const char *const *ok, size_t n)
+{
+	const char *p = list;
+	if (!*p)
+		return 0;
+	for (;;) {
+		size_t k = strcspn(p, ","), j;
+		for (j = 0; j < n; j++)
+			if (strlen(ok[j]) == k && !strncmp(p, ok[j], k))
+				break;
+		if (j == n)
+			return 0;
+		if (!p[k])
+			return 1;
+		p += k + 1;
+	}
+}
+
+/* from/to of a rate, owner rule or budget: "" or an RFC3339 time or date. */
+static int check_bound(const char *s, int64_t *out, const char *name, const struct cfg_lines *l, const char *path,
+		       struct gl_err *err)
+{
+	*out = GL_TIME_NONE;
+	if (*s && gl_time_parse(s, strlen(s), out))
+		return cfg_fail(err, name, l, path, "'%s' is not an RFC3339 time or date", s);
+	return 0;
+}
+
+static int check_span(const char *from, const char *to, int64_t *f, int64_t *t, const char *name,
+		      const struct cfg_lines *l, const char *item, struct gl_err *err)
+{
+	char p[192];
+	int rc;
+	snprintf(p, sizeof p, "%s.from", item);
+	if ((rc = check_bound(from, f, name, l, p, err)))
+		return rc;
+	snprintf(p, sizeof p, "%s.to", item);
+	if ((rc = check_bound(to, t, name, l, p, err)))
+		return rc;
+	if (*f != GL_TIME_NONE && *t != GL_TIME_NONE && *t <= *f)
+		return cfg_fail(err, name, l, p, "'to' is not after 'from'");
+	return 0;
+}
+
+/* Everything but the scheduled reports' fields (check_semantics). */
+static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	/* strings that must not be empty: "listen:" with no value would
+	 * otherwise become "", and embedded_dir "" the current directory */
+	static const struct {
+		const char *path;
+		size_t off;
+	} nonempty[] = {
+		{"server.listen", offsetof(struct gl_config, listen)},
+		{"database.embedded_dir", offsetof(struct gl_config, db_embedded_dir)},
+		{"database.pg_bindir", offsetof(struct gl_config, db_pg_bindir)},
+		{"log.level", offsetof(struct gl_config, log_level)},
+		{"reports.schedule", offsetof(struct gl_config, reports_schedule)},
+		{"currency", offsetof(struct gl_config, currency)},
+		{"idle.engine_active_threshold", offsetof(struct gl_config, idle_engine_active_threshold)},
+	};
+	struct gl_err e = {0};
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	enum gl_log_level lvl;
+	int64_t at, f, t;
+	char item[160], p[192];
+	int rc;
+
+	for (size_t i = 0; i < GL_ARRAY_LEN(nonempty); i++) {
+		const char *v = *(char *const *)((const char *)cfg + nonempty[i].off);
+		if (!v || !*v)
+			return cfg_fail(err, name, l, nonempty[i].path, "must not be empty");
+	}
+	if (gl_config_parse_listen(cfg->listen, &ss, &sl, &e))
+		return cfg_fail(err, name, l, "server.listen", "'%s' is not ADDR:PORT (an IPv4 address, [IPv6] or localhost, and a port 0..65535)",
+				cfg->listen);
+	if (gl_log_parse_level(cfg->log_level, &lvl))
+		return cfg_fail(err, name, l, "log.level", "'%s' is not debug, info, warn or error", cfg->log_level);
+	if (gl_report_sched_parse_time(cfg->reports_schedule, &at, &e))
+		return cfg_fail(err, name, l, "reports.schedule", "'%s' is not HH:MM", cfg->reports_schedule);
+	{
+		char *end;
+		double th = strtod(cfg->idle_engine_active_threshold, &end);
+		if (*end || end == cfg->idle_engine_active_threshold || th < 0 || th > 1)
+			return cfg_fail(err, name, l, "idle.engine_active_threshold", "'%s' is not a ratio in [0, 1]",
+					cfg->idle_engine_active_threshold);
+	}
+	{
+		int th[GL_BUDGET_MAX_THRESHOLDS];
+		size_t nt;
+		if (gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, &e))
+			return cfg_fail(err, name, l, "budget_alerts.thresholds", "'%s' is not an ascending comma list of 1..1000 (at most %d)",
+					cfg->budget_thresholds, GL_BUDGET_MAX_THRESHOLDS);
+	}
+	for (size_t i = 0; i < cfg->n_sacct; i++) {
+		const struct gl_sacct_source_cfg *sc = &cfg->sacct[i];
+		snprintf(item, sizeof item, "sources.sacct[%zu]", i);
+		snprintf(p, sizeof p, "%s.command", item);
+		if (!*sc->command)
+			return cfg_fail(err, name, l, p, "must not be empty");
+		snprintf(p, sizeof p, "%s.delimiter", item);
+		if (!*sc->delimiter)
+			return cfg_fail(err, name, l, p, "must not be empty");
+		snprintf(p, sizeof p, "%s.cluster", item);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(sc->cluster, cfg->sacct[j].cluster))
+				return cfg_fail(err, name, l, p, "'%s' is listed twice", sc->cluster);
+	}
+	for (size_t i = 0; i < cfg->n_kube; i++) {
+		snprintf(item, sizeof item, "sources.kube[%zu]", i);
+		if ((cfg->kube[i].command[0] != '\0') == (cfg->kube[i].file[0] != '\0'))
+			return cfg_fail(err, name, l, item, "give exactly one of command and file");
+	}
+	for (size_t i = 0; i < cfg->n_kube_nodes; i++) {
+		snprintf(item, sizeof item, "sources.kube_nodes[%zu]", i);
+		if ((cfg->kube_nodes[i].command[0] != '\0') == (cfg->kube_nodes[i].file[0] != '\0'))
+			return cfg_fail(err, name, l, item, "give exactly one of command and file");
+	}
+	for (size_t i = 0; i < cfg->n_dcgm; i++) {
+		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
+		if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
+			return cfg_fail(err, name, l, item, "give targets or targets_file");
+	}
+	/* the cost model, as gl_costing_load checks it before a load */
+	for (size_t i = 0; i < cfg->n_rates; i++) {
+		const struct gl_rate_cfg *rt = &cfg->rates[i];
+		int64_t m;
+		snprintf(item, sizeof item, "rates[%zu]", i);
+		snprintf(p, sizeof p, "%s.per_gpu_hour", item);
+		memset(&e, 0, sizeof e);
+		if (gl_money_parse(rt->per_gpu_hour, &m, &e))
+			return cfg_fail(err, name, l, p, "%s", e.msg);
+		snprintf(p, sizeof p, "%s.currency", item);
+		if (strcmp(rt->currency, cfg->currency) != 0)
+			return cfg_fail(err, name, l, p, "'%s' is not the reporting currency '%s'", rt->currency,
+					cfg->currency);
+		if ((rc = check_span(rt->from, rt->to, &f, &t, name, l, item, err)))
+			return rc;
+		for (size_t j = 0; j < i; j++) {
+			/* two prices for one model at one time would make cost ambiguous */
+			const struct gl_rate_cfg *o = &cfg->rates[j];
+			int64_t of = GL_TIME_NONE, ot = GL_TIME_NONE;
+			if (strcasecmp(o->model, rt->model) != 0)
+				continue;
+			if ((*o->from && gl_time_parse(o->from, strlen(o->from), &of)) ||
+			    (*o->to && gl_time_parse(o->to, strlen(o->to), &ot)))
+				continue; /* reported for rates[j] already */
+			if ((t == GL_TIME_NONE || of == GL_TIME_NONE || of < t) &&
+			    (ot == GL_TIME_NONE || f == GL_TIME_NONE || f < ot))
+				return cfg_fail(err, name, l, item, "model '%s' overlaps rates[%zu] in time", rt->model, j);
+		}
+	}
+	for (size_t i = 0; i < cfg->n_owners; i++) {
+		const struct gl_owner_cfg *o = &cfg->owners[i];
+		snprintf(item, sizeof item, "owners[%zu]", i);
+		snprintf(p, sizeof p, "%s.match", item);
+		if (!gl_costing_match_valid(o->match))
+			return cfg_fail(err, name, l, p, "'%s' is not account, user, partition, qos, wckey, namespace or label:<key>",
+					o->match);
+		if ((rc = check_span(o->from, o->to, &f, &t, name, l, item, err)))
+			return rc;
+	}
+	for (size_t i = 0; i < cfg->n_budgets; i++) {
+		const struct gl_budget_cfg *b = &cfg->budgets[i];
+		int64_t v;
+		snprintf(item, sizeof item, "budgets[%zu]", i);
+		snprintf(p, sizeof p, "%s.amount", item);
+		memset(&e, 0, sizeof e);
+		if (gl_money_parse(b->amount, &v, &e))
+			return cfg_fail(err, name, l, p, "%s", e.msg);
+		snprintf(p, sizeof p, "%s.currency", item);
+		if (strcmp(b->currency, cfg->currency) != 0)
+			return cfg_fail(err, name, l, p, "'%s' is not the reporting currency '%s'", b->currency, cfg->currency);
+		snprintf(p, sizeof p, "%s.aggregate", item);
+		if (!gl_showback_aggregate_ok(b->aggregate))
+			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account or user", b->aggregate);
+		if ((rc = check_span(b->from, b->to, &f, &t, name, l, item, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* What the daemon and the commands would otherwise only find out later
+ * (and some never, failing quietly): checked here so that check-config and
+ * serve agree, every error naming file:line. */
+static int check_semantics(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+			   struct gl_err *err)
+{
+	struct gl_err e = {0};
+	enum gl_share_idle sh;
+
+	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
+		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
+				cfg->reports_aggregate);
+	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
+		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not none, proportional or owner",
+				cfg->reports_share_idle);
+	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
+		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
+				cfg->reports_formats);
+	return check_rest(cfg, name, l, err);
+}
+
 int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf, size_t len, struct gl_err *err)
 {
 	yaml_parser_t ps;
 	struct ynode *root = NULL;
 	unsigned char seen[64] = {0};
+	struct cfg_lines lines = {0};
 	int rc, have_parser = 0;
 
 	memset(cfg, 0, sizeof *cfg);
@@ -567,47 +884,23 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 		rc = gl_err_set(err, GL_ECONFIG, "%s:%d: the top level must be a mapping", name, root->line);
 		goto out;
 	}
-	rc = apply_map(cfg, top_keys, root, "", name, seen, err);
+	rc = apply_map(cfg, top_keys, root, "", "", name, seen, &lines, err);
+	if (!rc)
+		rc = check_semantics(cfg, name, &lines, err);
 	if (!rc) {
-		for (size_t i = 0; i < cfg->n_sacct; i++)
-			for (size_t j = 0; j < i; j++)
-				if (!strcmp(cfg->sacct[i].cluster, cfg->sacct[j].cluster)) {
-					rc = gl_err_set(err, GL_ECONFIG, "%s: sources.sacct[%zu].cluster: '%s' is listed twice",
-							name, i, cfg->sacct[i].cluster);
-					goto out;
-				}
-		for (size_t i = 0; !rc && i < cfg->n_kube; i++) {
-			int has_cmd = cfg->kube[i].command[0] != '\0', has_file = cfg->kube[i].file[0] != '\0';
-			if (has_cmd == has_file)
-				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.kube[%zu]: give exactly one of command and file",
-						name, i);
-		}
-		for (size_t i = 0; !rc && i < cfg->n_kube_nodes; i++)
-			if ((cfg->kube_nodes[i].command[0] != '\0') == (cfg->kube_nodes[i].file[0] != '\0'))
-				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.kube_nodes[%zu]: give exactly one of command and file",
-						name, i);
-		for (size_t i = 0; !rc && i < cfg->n_dcgm; i++)
-			if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
-				rc = gl_err_set(err, GL_ECONFIG, "%s: sources.dcgm[%zu]: give targets or targets_file", name, i);
-		if (!rc) {
+		{
 			/* an invalid policy stops everything: nothing may act on it */
 			struct gl_hookpolicy *pol = NULL;
 			size_t npol = 0;
 			rc = gl_hookpolicy_compile(cfg, &pol, &npol, err);
 			gl_hookpolicy_free(pol, npol);
 		}
-		if (!rc) {
-			char *end;
-			double th = strtod(cfg->idle_engine_active_threshold, &end);
-			if (*end || end == cfg->idle_engine_active_threshold || th < 0 || th > 1)
-				rc = gl_err_set(err, GL_ECONFIG, "%s: idle.engine_active_threshold: '%s' is not a ratio in [0, 1]",
-						name, cfg->idle_engine_active_threshold);
-		}
 	}
 out:
 	if (have_parser)
 		yaml_parser_delete(&ps);
 	ynode_free(root);
+	lines_fini(&lines);
 	if (rc)
 		gl_config_fini(cfg);
 	return rc;

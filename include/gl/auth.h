@@ -54,6 +54,11 @@ void gl_auth_cache_free(struct gl_auth_cache *c);
 /* 1 on a fresh hit: *found says whether the token exists, *t its row. */
 int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s, int *found,
 		      struct gl_token_info *t);
+/* While the database cannot be reached: 1 when the token was found in the
+ * database (by a put with t) less than max_age_s ago, *t its row as it was
+ * then. Unknown hashes and tokens never verified never hit. */
+int gl_auth_cache_get_verified(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
+				int64_t max_age_s, struct gl_token_info *t);
 /* t NULL: remember that the hash is unknown (for ttl_s as well). */
 void gl_auth_cache_put(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
 		       const struct gl_token_info *t);

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct gl_sacct_source_cfg {
 	char *cluster;
@@ -143,6 +144,7 @@ struct gl_config {
 	int64_t http_max_conns;
 	int64_t http_max_conns_per_ip;
 	int64_t http_max_body_bytes;
+	int64_t auth_outage_grace_s;   /* docs/security.md "Database outages" */
 	char *web_dir;
 	int64_t http_rate_per_ip;      /* requests/s per client address; 0 = off */
 	int64_t http_rate_burst;
@@ -238,6 +240,11 @@ void gl_config_fini(struct gl_config *cfg);
 
 /* Effective DSN: GPULEDGER_DSN env, else database.dsn, else NULL (embedded). */
 const char *gl_config_external_dsn(const struct gl_config *cfg);
+/* Pure: server.listen "ADDR:PORT" ("[v6]:PORT", "localhost:PORT"; port
+ * 0..65535) into a socket address; -GL_ECONFIG otherwise. Run on the file's
+ * value at load, so check-config refuses what serve would. */
+struct sockaddr_storage;
+int gl_config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, struct gl_err *err) GL_MUSTCHECK;
 
 /* Flattened key paths ("sources.sacct[].cluster") in table order, for the
  * doc/example consistency check. Calls cb once per key. */

@@ -17,6 +17,9 @@ struct gl_costing_summary {
 	int changed;                    /* 1 when the loaded set differs from the previous one */
 };
 
+/* Pure: 1 when m is an owners[].match field (account, user, partition, qos,
+ * wckey, namespace or label:<key>). */
+int gl_costing_match_valid(const char *m);
 /* Validates everything first (errors name "rates[2].per_gpu_hour: ..."), then
  * replaces the config-sourced rows. actor is recorded with the change. */
 int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,

@@ -20,6 +20,7 @@
 struct gl_report_sched_result {
 	int version;        /* the version now recorded (new, or the existing one when unchanged) */
 	int unchanged;      /* the CSV equals the latest version's: nothing written */
+	int no_data;        /* failed only because the month is before any data */
 	char changed[512];  /* CSV tables that differ from the previous version, comma-separated */
 	size_t n_files;
 	struct gl_reports_file files[GL_REPORT_SCHED_MAX_FILES];

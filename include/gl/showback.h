@@ -120,6 +120,7 @@ struct gl_showback {
 	char **partial;            /* human-readable gaps: ingestion failures, unpriced models, no capacity */
 	size_t n_partial;
 	char *unpriced_models;     /* comma-separated, "" when none */
+	int no_data;               /* set (alone) when gather failed because the month is before any data */
 };
 
 /* Parses "YYYY-MM" into the month's first second; -GL_EINVAL otherwise. */
@@ -128,7 +129,9 @@ int gl_showback_month_parse(const char *s, int64_t *start_s, struct gl_err *err)
 int gl_showback_aggregate_ok(const char *dim);
 
 /* Gathers the whole report. A month that starts after now_s, or that ends
- * before the first GPU job, is -GL_EINVAL with err naming the month. */
+ * before the first GPU job, is -GL_EINVAL with err naming the month; the
+ * latter also sets sb->no_data, so a scheduler can tell "nothing to
+ * report" from a real failure. */
 int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb,
 		       struct gl_err *err) GL_MUSTCHECK;
 void gl_showback_fini(struct gl_showback *sb);

@@ -302,6 +302,28 @@ int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int6
 	return hit;
 }
 
+int gl_auth_cache_get_verified(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
+				int64_t max_age_s, struct gl_token_info *t)
+{
+	size_t base = key_base(c, key);
+	int hit = 0;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < PROBE; i++) {
+		struct cache_slot *s = &c->slots[(base + i) % c->n];
+		if (!s->used || CRYPTO_memcmp(s->key, key, 32) != 0)
+			continue;
+		/* fetched_s only moves when the database answered: a stale hit
+		 * never extends the grace */
+		if (s->found && now_s - s->fetched_s < max_age_s && now_s >= s->fetched_s) {
+			*t = s->t;
+			hit = 1;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return hit;
+}
+
 void gl_auth_cache_put(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
 		       const struct gl_token_info *t)
 {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025
  * request and the api_tokens row. */
 #define AUTH_CACHE_TTL_S 5
 #define AUTH_CACHE_SLOTS 4096
+#define ERR_LOG_INTERVAL_S 60 /* one WARN line for a run of 5xx answers */
 #define AUTH_MAX_FAILURES 10 /* within AUTH_WINDOW_S, then AUTH_BLOCK_S of 429 */
 #define AUTH_WINDOW_S 60
 #define AUTH_BLOCK_S 60
@@ -71,6 +73,8 @@ struct gl_server {
 	struct gl_audit_writer *audit;
 	struct gl_static *web;     /* server.web_dir; NULL when not served */
 	uint64_t auth_denied[AR_N]; /* under mu */
+	struct gl_log_limiter err_log;   /* 5xx answers; under mu */
+	struct gl_log_limiter grace_log; /* tokens let in on the outage grace; under mu */
 };
 
 /* Per-request state, freed in the completion callback. */
@@ -269,13 +273,27 @@ static void conn_destroy(void *p)
 	PQfinish((PGconn *)p);
 }
 
+/* 1 when the server behind an idle cached connection has gone (a restart):
+ * libpq only notices on the next query, which would fail that request. An
+ * idle session is sent nothing unasked but the server's goodbye (FATAL on
+ * shutdown) and EOF, so a readable socket means it is gone. */
+static int conn_lost(PGconn *c)
+{
+	struct pollfd p = {.fd = PQsocket(c), .events = POLLIN};
+	if (PQstatus(c) != CONNECTION_OK || p.fd < 0)
+		return 1;
+	if (PQtransactionStatus(c) != PQTRANS_IDLE)
+		return 0;
+	return poll(&p, 1, 0) > 0;
+}
+
 int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 {
 	struct gl_server *s = req->srv;
 	PGconn *c = pthread_getspecific(s->conn_key);
 	int rc;
 
-	if (c && PQstatus(c) != CONNECTION_OK) {
+	if (c && conn_lost(c)) {
 		PQreset(c);
 		if (PQstatus(c) != CONNECTION_OK) {
 			PQfinish(c);
@@ -507,17 +525,34 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 	memset(tok, 0, sizeof tok);
 	if (!gl_auth_cache_get(s->tokens, key, req->now_s, &found, &t)) {
 		struct gl_err err = {0};
-		PGconn *c;
+		PGconn *c = NULL;
 		int rc;
 		if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_token_lookup(c, key, &t, &found, &err))) {
-			if (rc == -GL_EDB || rc == -GL_EIO) {
+			/* only when the database cannot be reached at all: an answer
+			 * (unknown, revoked, a query error) is never overridden */
+			int unreachable = !c || PQstatus(c) != CONNECTION_OK;
+			/* server.auth_outage_grace_s (docs/security.md): /metrics
+			 * must go on answering during the outage it is there to
+			 * show; a revocation made meanwhile is in a database
+			 * nobody can read anyway */
+			if ((rc == -GL_EDB || rc == -GL_EIO) && unreachable && s->cfg->auth_outage_grace_s > 0 &&
+			    gl_auth_cache_get_verified(s->tokens, key, req->now_s, s->cfg->auth_outage_grace_s, &t)) {
+				found = 1;
+				pthread_mutex_lock(&s->mu);
+				gl_log_fail(&s->grace_log, req->now_s, GL_LOG_WARN,
+					    "http: database unreachable; token %lld accepted as verified within the last %lld s (%s)",
+					    (long long)t.id, (long long)s->cfg->auth_outage_grace_s, err.msg);
+				pthread_mutex_unlock(&s->mu);
+			} else if (rc == -GL_EDB || rc == -GL_EIO) {
 				*reason = AR_N;
 				return gl_resp_error(resp, GL_EDB, NULL, "cannot check the token: %s", err.msg);
+			} else {
+				*attempted_id = t.id;
+				return auth_fail(s, req, resp, AR_UNUSABLE, reason);
 			}
-			*attempted_id = t.id;
-			return auth_fail(s, req, resp, AR_UNUSABLE, reason);
+		} else {
+			gl_auth_cache_put(s->tokens, key, req->now_s, found ? &t : NULL);
 		}
-		gl_auth_cache_put(s->tokens, key, req->now_s, found ? &t : NULL);
 	}
 	if (!found)
 		return auth_fail(s, req, resp, AR_UNKNOWN, reason);
@@ -695,8 +730,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!resp.err_code)
 			gl_resp_error(&resp, rc, NULL, "%s", gl_strerror(rc));
 		error_body(&resp);
-		if (resp.status >= 500)
-			gl_log(GL_LOG_WARN, "http: %s %s -> %d: %s", method, url, resp.status, resp.err_msg);
+		if (resp.status >= 500) {
+			/* a database outage fails every request alike: one line
+			 * per interval, with the count in between (no "recovered"
+			 * reset on a success: /metrics answers 200 through an
+			 * outage, and would reset it at every scrape) */
+			pthread_mutex_lock(&s->mu);
+			gl_log_fail(&s->err_log, req.now_s, GL_LOG_WARN, "http: %s %s -> %d: %s", method, url, resp.status,
+				    resp.err_msg);
+			pthread_mutex_unlock(&s->mu);
+		}
 	} else if (!resp.status) {
 		resp.status = 200;
 	}
@@ -734,42 +777,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	gl_log(GL_LOG_WARN, "http: %s", msg);
 }
 
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len, struct gl_err *err)
-{
-	char host[256];
-	const char *colon = strrchr(s, ':');
-	char *end;
-	long port;
-
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof host)
-		return gl_err_set(err, GL_ECONFIG, "server.listen: '%s' is not ADDR:PORT", s);
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	port = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || port < 0 || port > 65535)
-		return gl_err_set(err, GL_ECONFIG, "server.listen: bad port in '%s'", s);
-	memset(ss, 0, sizeof *ss);
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-		host[strlen(host) - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1)
-			return gl_err_set(err, GL_ECONFIG, "server.listen: bad IPv6 address in '%s'", s);
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		*len = sizeof *a6;
-	} else {
-		struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-		if (!strcmp(host, "localhost"))
-			snprintf(host, sizeof host, "127.0.0.1");
-		if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
-			return gl_err_set(err, GL_ECONFIG, "server.listen: bad IPv4 address in '%s'", s);
-		a4->sin_family = AF_INET;
-		a4->sin_port = htons((uint16_t)port);
-		*len = sizeof *a4;
-	}
-	return 0;
-}
-
 int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *opts, struct gl_server **out,
 		    struct gl_err *err)
 {
@@ -784,6 +791,8 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	s->cfg = cfg;
 	s->started_s = wall_s();
 	pthread_mutex_init(&s->mu, NULL);
+	s->err_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
+	s->grace_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
 	pthread_key_create(&s->conn_key, conn_destroy);
 	for (s->nroutes = 0; gl_routes[s->nroutes].path; s->nroutes++)
 		;
@@ -793,7 +802,7 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	}
 	if ((rc = gl_db_dsn(cfg, s->dsn, sizeof s->dsn, err)))
 		goto out;
-	if ((rc = parse_listen(listen_at, &ss, &sl, err)))
+	if ((rc = gl_config_parse_listen(listen_at, &ss, &sl, err)))
 		goto out;
 	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
 	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);

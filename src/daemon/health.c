@@ -1,5 +1,6 @@
 /* Health registry (see include/gl/health.h). */
 #include "gl/health.h"
+#include "gl/audit.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -24,10 +25,17 @@ static uint64_t dropped;
 void gl_health_report(const char *source, const char *cluster, const char *key, int ok, int64_t at_s,
 		      const char *err, double duration_s)
 {
-	struct entry *e = NULL;
+	struct entry *e = NULL, k;
+	/* label values must be valid UTF-8 or Prometheus drops the whole
+	 * scrape: cut on a character boundary, bad bytes become '?'; entries
+	 * are found by the cleaned names, as stored */
+	gl_audit_clean(source, k.source, sizeof k.source);
+	gl_audit_clean(cluster, k.cluster, sizeof k.cluster);
+	gl_audit_clean(key, k.key, sizeof k.key);
 	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < n_entries; i++)
-		if (!strcmp(entries[i].source, source) && !strcmp(entries[i].cluster, cluster) && !strcmp(entries[i].key, key)) {
+		if (!strcmp(entries[i].source, k.source) && !strcmp(entries[i].cluster, k.cluster) &&
+		    !strcmp(entries[i].key, k.key)) {
 			e = &entries[i];
 			break;
 		}
@@ -38,9 +46,9 @@ void gl_health_report(const char *source, const char *cluster, const char *key, 
 		}
 		e = &entries[n_entries++];
 		memset(e, 0, sizeof *e);
-		snprintf(e->source, sizeof e->source, "%s", source);
-		snprintf(e->cluster, sizeof e->cluster, "%s", cluster);
-		snprintf(e->key, sizeof e->key, "%s", key);
+		memcpy(e->source, k.source, sizeof e->source);
+		memcpy(e->cluster, k.cluster, sizeof e->cluster);
+		memcpy(e->key, k.key, sizeof e->key);
 	}
 	e->up = ok;
 	e->duration_s = duration_s;
@@ -50,7 +58,8 @@ void gl_health_report(const char *source, const char *cluster, const char *key, 
 	} else {
 		e->last_err_s = at_s;
 		e->consecutive_failures++;
-		snprintf(e->last_error, sizeof e->last_error, "%s", err ? err : "error");
+		/* often a command's raw stderr: any bytes at all */
+		gl_audit_clean(err ? err : "error", e->last_error, sizeof e->last_error);
 	}
 out:
 	pthread_mutex_unlock(&mu);

@@ -84,8 +84,10 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 	req.cfg = cfg;
 	if ((rc = gl_reports_share_parse(cfg->reports_share_idle, &req.share, err)))
 		goto out;
-	if ((rc = gl_showback_gather(c, &req, &sb, err)))
+	if ((rc = gl_showback_gather(c, &req, &sb, err))) {
+		res->no_data = sb.no_data;
 		goto out;
+	}
 	have_sb = 1;
 	snprintf(mday, sizeof mday, "%s-01", sb.month);
 	if ((rc = latest(c, mday, sb.aggregate, share_names[sb.share], &pv, pnames, pshas, &np, err)))
@@ -217,8 +219,9 @@ int gl_report_sched_run(PGconn *c, const struct gl_config *cfg, const void *src,
 		return 0;
 	}
 	rc = gl_report_sched_make(c, cfg, month, "system", now_s, &res, err);
-	if (rc && err->code == GL_EINVAL) {
-		/* a month before any data: nothing to report, not a failure */
+	if (rc && res.no_data) {
+		/* a month before any data: nothing to report, not a failure;
+		 * anything else (a bad reports.* value, a full disk) is one */
 		snprintf(summary, n, "%s: %s", month, err->msg);
 		memset(err, 0, sizeof *err);
 		return 0;

@@ -30,7 +30,7 @@ static void bound_text(int64_t t, const char *inf, char *buf, size_t n)
 		gl_time_format(t, buf, n);
 }
 
-static int valid_match(const char *m)
+int gl_costing_match_valid(const char *m)
 {
 	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace"};
 	for (size_t i = 0; i < GL_ARRAY_LEN(ok); i++)
@@ -117,7 +117,7 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 		const struct gl_owner_cfg *o = &cfg->owners[i];
 		int64_t f, t;
 		snprintf(what, sizeof what, "%s: owners[%zu]", cfg->path, i);
-		if (!valid_match(o->match))
+		if (!gl_costing_match_valid(o->match))
 			return gl_err_set(err, GL_ECONFIG,
 					  "%s.match: '%s' is not account, user, partition, qos, wckey, namespace or label:<key>",
 					  what, o->match);

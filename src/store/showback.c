@@ -803,6 +803,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	const char *dims[2];
 	PGresult *r = NULL;
 	int have_before = 0; /* a GPU job started before the month: the previous month has data */
+	int no_data = 0;
 	int rc;
 
 	memset(sb, 0, sizeof *sb);
@@ -838,6 +839,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		if (PQgetvalue(r, 0, 0)[0] != 't') {
 			rc = gl_err_set(err, GL_EINVAL, "month: %s is before any data (no GPU job started by its end)",
 					req->month);
+			no_data = 1;
 			goto out;
 		}
 		have_before = PQgetvalue(r, 0, 1)[0] == 't';
@@ -1003,8 +1005,10 @@ out:
 	gl_cb_fini(&prev);
 	gl_cb_fini(&bym);
 	gl_cb_fini(&daily);
-	if (rc)
+	if (rc) {
 		gl_showback_fini(sb);
+		sb->no_data = no_data;
+	}
 	return rc;
 }
 

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/config.h"
+#include "gl/report_sched.h"
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
@@ -356,12 +358,54 @@ static void test_budget_and_reports_errors(void **state)
 	cJSON_Delete(j);
 }
 
+/* The scheduled source on a database with no jobs: the previous month is
+ * before any data, which is no failure (and writes nothing); a reports.*
+ * value that gets past the config (here set after loading) is a failure,
+ * not a quiet "nothing to report". */
+static void test_sched_no_data_quiet_other_errors_fail(void **state)
+{
+	char dsn[512], dir[PATH_MAX + 32], yaml[PATH_MAX + 64], summary[512];
+	struct gl_config cfg;
+	struct gl_err err = {0};
+	PGconn *c;
+	/* 2026-11-02T12:00:00Z: the 1st's 02:00 has passed, October is due */
+	const int64_t now = 1793491200 + 86400 + 12 * 3600;
+
+	assert_int_equal(gl_test_db_fresh("gl_test_report_nodata", dsn, sizeof dsn), 0);
+	snprintf(dir, sizeof dir, "%s/nodata", g_tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(yaml, sizeof yaml, "reports:\n  dir: %s\n", dir);
+	assert_int_equal(gl_config_load_buf(&cfg, "t.yaml", yaml, strlen(yaml), &err), 0);
+	c = PQconnectdb(dsn);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+
+	assert_int_equal(gl_report_sched_run(c, &cfg, NULL, now, summary, sizeof summary, &err), 0);
+	assert_non_null(strstr(summary, "before any data"));
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM report_files"), 0);
+
+	free(cfg.reports_aggregate);
+	cfg.reports_aggregate = strdup("bogus");
+	memset(&err, 0, sizeof err);
+	assert_true(gl_report_sched_run(c, &cfg, NULL, now, summary, sizeof summary, &err) < 0);
+	assert_non_null(strstr(err.msg, "bogus"));
+	free(cfg.reports_aggregate);
+	cfg.reports_aggregate = strdup("team");
+	free(cfg.reports_share_idle);
+	cfg.reports_share_idle = strdup("nonsense");
+	memset(&err, 0, sizeof err);
+	assert_true(gl_report_sched_run(c, &cfg, NULL, now, summary, sizeof summary, &err) < 0);
+	assert_non_null(strstr(err.msg, "nonsense"));
+	PQfinish(c);
+	gl_config_fini(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record_regenerate_and_late_data),
 		cmocka_unit_test(test_daemon_schedule_and_budget_alerts_once),
 		cmocka_unit_test(test_budget_and_reports_errors),
+		cmocka_unit_test(test_sched_no_data_quiet_other_errors_fail),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

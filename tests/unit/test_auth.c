@@ -161,6 +161,32 @@ static void test_token_cache(void **state)
 	gl_auth_cache_free(c);
 }
 
+/* The outage grace: only a token the database said exists, only within
+ * max_age of that answer, and asking does not move the answer's time. */
+static void test_token_cache_verified(void **state)
+{
+	struct gl_auth_cache *c = gl_auth_cache_new(16, 5);
+	struct gl_token_info t = {0}, got = {0};
+	unsigned char k1[32], k2[32], k3[32];
+	gl_token_sha256("glt_one", k1);
+	gl_token_sha256("glt_two", k2);
+	gl_token_sha256("glt_three", k3);
+	t.id = 9;
+	gl_auth_cache_put(c, k1, 1000, &t);
+	gl_auth_cache_put(c, k2, 1000, NULL);
+	assert_true(gl_auth_cache_get_verified(c, k1, 1000 + 599, 600, &got));
+	assert_int_equal(got.id, 9);
+	assert_true(gl_auth_cache_get_verified(c, k1, 1000 + 300, 600, &got));
+	assert_false(gl_auth_cache_get_verified(c, k1, 1000 + 600, 600, &got));
+	assert_false(gl_auth_cache_get_verified(c, k1, 999, 600, &got));
+	assert_false(gl_auth_cache_get_verified(c, k2, 1001, 600, &got)); /* unknown */
+	assert_false(gl_auth_cache_get_verified(c, k3, 1001, 600, &got)); /* never seen */
+	/* a later database answer "unknown" (deleted) ends the grace */
+	gl_auth_cache_put(c, k1, 1010, NULL);
+	assert_false(gl_auth_cache_get_verified(c, k1, 1011, 600, &got));
+	gl_auth_cache_free(c);
+}
+
 static void test_token_shape(void **state)
 {
 	char a[GL_TOKEN_LEN + 1], b[GL_TOKEN_LEN + 1];
@@ -253,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_canonical_and_chain), cmocka_unit_test(test_hex),
 		cmocka_unit_test(test_role_lattice),        cmocka_unit_test(test_ratelimit),
 		cmocka_unit_test(test_token_cache),         cmocka_unit_test(test_token_shape),
+		cmocka_unit_test(test_token_cache_verified),
 		cmocka_unit_test(test_clean),               cmocka_unit_test(test_reqlimit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

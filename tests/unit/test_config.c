@@ -59,7 +59,67 @@ static const struct bad_case bad[] = {
 	{"- a\n- b\n", "t.yaml:1: the top level must be a mapping"},
 	{"server:\n  listen: [a]\n", "t.yaml:2: server.listen: expected a single value"},
 	{"a: &x 1\nb: *x\n", "aliases are not supported"},
+	/* scheduled reports: a bad value must not pass and then fail quietly */
+	{"reports:\n  dir: /tmp\n  aggregate: bogus\n", "t.yaml:3: reports.aggregate: 'bogus' is not"},
+	{"reports:\n  share_idle: nonsense\n", "t.yaml:2: reports.share_idle: 'nonsense' is not"},
+	{"reports:\n  formats: csv,docx\n", "t.yaml:2: reports.formats: 'csv,docx' is not"},
+	{"reports:\n  formats: csv,,pdf\n", "t.yaml:2: reports.formats:"},
+	{"reports:\n  formats:\n", "t.yaml:2: reports.formats:"},
+	/* what serve would refuse, check-config refuses too, naming file:line */
+	{"server:\n  listen: nonsense\n", "t.yaml:2: server.listen: 'nonsense' is not ADDR:PORT"},
+	{"server:\n  listen: \":99999\"\n", "t.yaml:2: server.listen: ':99999' is not ADDR:PORT"},
+	{"server:\n  listen: 127.0.0.1:99999\n", "t.yaml:2: server.listen: '127.0.0.1:99999' is not ADDR:PORT"},
+	{"server:\n  listen: \":abc\"\n", "t.yaml:2: server.listen: ':abc' is not ADDR:PORT"},
+	{"server:\n  listen: 127.0.0.1:abc\n", "t.yaml:2: server.listen: '127.0.0.1:abc' is not ADDR:PORT"},
+	{"server:\n  threads: 4\n  listen:\n", "t.yaml:3: server.listen: must not be empty"},
+	{"database:\n  embedded_dir:\n", "t.yaml:2: database.embedded_dir: must not be empty"},
+	{"rates:\n  - model: a100\n    per_gpu_hour: \"x.5\"\n", "t.yaml:3: rates[0].per_gpu_hour:"},
+	{"rates:\n  - model: a100\n    per_gpu_hour: \"1.5\"\n    from: notadate\n",
+	 "t.yaml:4: rates[0].from: 'notadate' is not an RFC3339 time or date"},
+	{"rates:\n  - model: a100\n    per_gpu_hour: \"1.5\"\n    currency: EUR\n",
+	 "t.yaml:4: rates[0].currency: 'EUR' is not the reporting currency 'USD'"},
+	{"rates:\n  - model: a100\n    per_gpu_hour: \"1.5\"\n  - model: A100\n    per_gpu_hour: \"2\"\n",
+	 "t.yaml:4: rates[1]: model 'A100' overlaps rates[0] in time"},
+	{"owners:\n  - match: foo\n    value: x\n    team: t\n",
+	 "t.yaml:2: owners[0].match: 'foo' is not account, user"},
+	{"owners:\n  - match: user\n    value: x\n    team: t\n    from: 2026-02-01\n    to: 2026-01-01\n",
+	 "t.yaml:6: owners[0].to: 'to' is not after 'from'"},
+	{"sources:\n  sacct:\n    - cluster: a\n      delimiter: \"\"\n", "t.yaml:4: sources.sacct[0].delimiter: must not be empty"},
+	{"log:\n  level: loud\n", "t.yaml:2: log.level: 'loud' is not debug, info, warn or error"},
+	{"reports:\n  schedule: \"25:00\"\n", "t.yaml:2: reports.schedule: '25:00' is not HH:MM"},
+	{"budgets:\n  - owner: x\n    amount: lots\n", "t.yaml:3: budgets[0].amount:"},
+	{"budgets:\n  - owner: x\n    amount: \"10\"\n    aggregate: cluster\n",
+	 "t.yaml:4: budgets[0].aggregate: 'cluster' is not"},
+	{"budget_alerts:\n  thresholds: 90,50\n", "t.yaml:2: budget_alerts.thresholds: '90,50' is not"},
+	{"idle:\n  engine_active_threshold: \"2\"\n", "t.yaml:2: idle.engine_active_threshold: '2' is not a ratio"},
+	{"sources:\n  kube:\n    - cluster: k\n", "t.yaml:3: sources.kube[0]: give exactly one of command and file"},
+	{"sources:\n  kube:\n    - cluster: k\n      command: kubectl\n      file: /x\n",
+	 "t.yaml:3: sources.kube[0]: give exactly one of command and file"},
+	{"sources:\n  dcgm:\n    - cluster: d\n", "t.yaml:3: sources.dcgm[0]: give targets or targets_file"},
+	{"sources:\n  sacct:\n    - cluster: a\n    - cluster: a\n", "t.yaml:4: sources.sacct[1].cluster: 'a' is listed twice"},
 };
+
+/* The same kinds of values, valid, still load (the checks are not too strict). */
+static void test_semantic_ok(void **state)
+{
+	static const char y[] = "server:\n  listen: \"[::1]:0\"\n"
+				"database:\n  embedded_dir: var\n"
+				"log:\n  level: debug\n"
+				"reports:\n  formats: csv,zip\n  aggregate: account\n  share_idle: owner\n  schedule: \"23:59\"\n"
+				"rates:\n  - model: a100\n    per_gpu_hour: \"2.5\"\n    to: 2026-01-01\n"
+				"  - model: a100\n    per_gpu_hour: \"3\"\n    from: 2026-01-01\n"
+				"owners:\n  - match: label:team\n    value: x\n    team: t\n"
+				"budgets:\n  - owner: t\n    amount: \"100.50\"\n"
+				"budget_alerts:\n  thresholds: 50,100\n"
+				"sources:\n  kube:\n    - cluster: k\n      file: /x\n";
+	struct gl_config c;
+	struct gl_err e = {0};
+	int rc = gl_config_load_buf(&c, "t.yaml", y, strlen(y), &e);
+	if (rc)
+		fprintf(stderr, "%s\n", e.msg);
+	assert_int_equal(rc, 0);
+	gl_config_fini(&c);
+}
 
 static void test_bad(void **state)
 {
@@ -161,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_semantic_ok),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_doc_and_example_match_table),
 		cmocka_unit_test(test_env_dsn),

@@ -1,0 +1,137 @@
+/* /metrics stays valid UTF-8 Prometheus text when a source fails with
+ * arbitrary bytes on stderr: three kube sources run a script that prints
+ * 'é' (2 bytes) many times after a 1- or 2-byte prefix (so one of them has
+ * a multibyte character where the 256-byte health message is cut), or a
+ * raw \xff byte, and exits 1. The scrape is checked with a UTF-8 validator
+ * written here and parsed with the Prometheus text parser. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "gl/promtext.h"
+#include "lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_dsn[512];
+static struct gl_test_daemon g_d;
+
+/* Strict UTF-8 (RFC 3629), independent of src/util/utf8.c. */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = s[i];
+		size_t k;
+		unsigned cp, min;
+		if (c < 0x80) {
+			i++;
+			continue;
+		} else if ((c & 0xE0) == 0xC0) {
+			k = 1, cp = c & 0x1F, min = 0x80;
+		} else if ((c & 0xF0) == 0xE0) {
+			k = 2, cp = c & 0x0F, min = 0x800;
+		} else if ((c & 0xF8) == 0xF0) {
+			k = 3, cp = c & 0x07, min = 0x10000;
+		} else {
+			return 0;
+		}
+		for (size_t j = 1; j <= k; j++) {
+			if (i + j >= n || (s[i + j] & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + j] & 0x3F);
+		}
+		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return 0;
+		i += k + 1;
+	}
+	return 1;
+}
+
+struct seen {
+	int errors; /* gpuledger_source_last_error_info samples of our clusters */
+	int eacute; /* of which carry the repeated é */
+};
+
+static int on_sample(void *ctx, const struct gl_promtext_sample *s)
+{
+	struct seen *sn = ctx;
+	const struct gl_promtext_label *cl = NULL, *er = NULL;
+	if (s->name.len != strlen("gpuledger_source_last_error_info") ||
+	    memcmp(s->name.p, "gpuledger_source_last_error_info", s->name.len))
+		return 0;
+	for (size_t i = 0; i < s->nlabels; i++) {
+		if (s->labels[i].name.len == 7 && !memcmp(s->labels[i].name.p, "cluster", 7))
+			cl = &s->labels[i];
+		if (s->labels[i].name.len == 5 && !memcmp(s->labels[i].name.p, "error", 5))
+			er = &s->labels[i];
+	}
+	if (!cl || !er || cl->value.len != 2 || cl->value.p[0] != 'u')
+		return 0;
+	sn->errors++;
+	if (memmem(er->value.p, er->value.len, "\xc3\xa9\xc3\xa9\xc3\xa9", 6))
+		sn->eacute++;
+	return 0;
+}
+
+static void test_failing_source_stderr(void **state)
+{
+	char script[512], cfg[2048];
+	const char *tmp = getenv("GL_TEST_TMP");
+	FILE *f;
+
+	assert_int_equal(gl_test_db_fresh("gl_test_health_utf8", g_dsn, sizeof g_dsn), 0);
+	snprintf(script, sizeof script, "%s/fail-utf8.sh", tmp ? tmp : "/tmp");
+	f = fopen(script, "w");
+	assert_non_null(f);
+	/* $1 repetitions of é after the prefix $2, then a raw 0xFF byte */
+	fputs("i=0; s=''\n"
+	      "while [ $i -lt \"$1\" ]; do s=\"$s\\303\\251\"; i=$((i+1)); done\n"
+	      "printf \"$2$s\\377 end\\n\" >&2\n"
+	      "exit 1\n",
+	      f);
+	fclose(f);
+	snprintf(cfg, sizeof cfg,
+		 "log:\n  level: warn\nsources:\n  kube:\n"
+		 "    - cluster: u1\n      command: sh %s 200 a\n      interval_s: 5\n"
+		 "    - cluster: u2\n      command: sh %s 200 ab\n      interval_s: 5\n"
+		 "    - cluster: u3\n      command: sh %s 1 z\n      interval_s: 5\n",
+		 script, script, script);
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
+
+	struct seen sn = {0};
+	struct gl_promtext_stats st;
+	for (int tries = 0; tries < 600; tries++) {
+		struct gl_test_http r;
+		struct gl_err err = {0};
+		assert_int_equal(gl_test_http(g_d.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		assert_true(utf8_ok((const unsigned char *)r.body, r.len));
+		memset(&sn, 0, sizeof sn);
+		memset(&st, 0, sizeof st);
+		struct gl_promtext_handler h = {on_sample, NULL, &sn};
+		assert_int_equal(gl_promtext_parse(r.body, r.len, NULL, &h, &st, &err), 0);
+		assert_int_equal(st.bad_lines, 0);
+		gl_test_http_fini(&r);
+		if (sn.errors == 3)
+			break;
+		usleep(100000);
+	}
+	assert_int_equal(sn.errors, 3);
+	assert_int_equal(sn.eacute, 2);
+	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_failing_source_stderr),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
