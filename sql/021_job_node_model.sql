@@ -14,12 +14,12 @@ LANGUAGE sql STABLE AS $$
     SELECT coalesce(
         (SELECT nullif(s.gpu_model, '') FROM node_gpu_spans s
           WHERE s.cluster_id = p_cluster AND s.node = p_node AND s.valid_from <= p_at
-          ORDER BY s.valid_from DESC LIMIT 1),
+          ORDER BY s.valid_from DESC, s.gpu_model LIMIT 1),
         (SELECT nullif(s.gpu_model, '') FROM node_gpu_spans s
-          WHERE s.cluster_id = p_cluster AND s.node = p_node ORDER BY s.valid_from LIMIT 1),
+          WHERE s.cluster_id = p_cluster AND s.node = p_node ORDER BY s.valid_from, s.gpu_model LIMIT 1),
         (SELECT g.model FROM gpus g JOIN nodes n ON n.node_id = g.node_id
           WHERE g.cluster_id = p_cluster AND n.name = p_node AND g.model IS NOT NULL AND g.model <> ''
-          ORDER BY g.first_seen > p_at, g.first_seen DESC LIMIT 1))
+          ORDER BY g.first_seen > p_at, g.first_seen DESC, g.model LIMIT 1))
 $$;
 
 -- Sets node_gpu_model of the untyped GPU jobs of a cluster that started on
@@ -87,5 +87,22 @@ BEGIN
 END $$;
 CREATE TRIGGER gpus_node_model AFTER INSERT ON gpus REFERENCING NEW TABLE AS new_gpus
     FOR EACH STATEMENT EXECUTE FUNCTION gl_gpus_node_model();
+-- The exporter may name a GPU's model on a later scrape than the one that
+-- listed it (model NULL, then a value). Every scrape updates every GPU row
+-- (last_seen), so only rows whose model changed refresh anything.
+CREATE FUNCTION gl_gpus_node_model_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN SELECT g.cluster_id, array_agg(DISTINCT n.name) AS nodes
+               FROM new_gpus g JOIN old_gpus o ON o.gpu_id = g.gpu_id
+               JOIN nodes n ON n.node_id = g.node_id
+              WHERE g.model IS NOT NULL AND g.model IS DISTINCT FROM o.model GROUP BY g.cluster_id LOOP
+        PERFORM gl_jobs_node_model_refresh(c.cluster_id, c.nodes);
+    END LOOP;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER gpus_node_model_upd AFTER UPDATE ON gpus REFERENCING OLD TABLE AS old_gpus NEW TABLE AS new_gpus
+    FOR EACH STATEMENT EXECUTE FUNCTION gl_gpus_node_model_changed();
 
 SELECT gl_jobs_node_model_refresh(cluster_id, NULL) FROM clusters;

@@ -156,7 +156,8 @@ static const char settle_sql[] =
 	"  p1 - q2 - CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY fr2 DESC, gpu_model, partition)"
 	"   <= take2 - sum(q2) OVER (PARTITION BY i, cluster_id) THEN 1 ELSE 0 END AS idle_ms,"
 	/* what no idle could absorb: the cluster was over-allocated */
-	"  CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY gpu_model, partition) = 1"
+	/* (shown on the key most over its own capacity) */
+	"  CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY idle0, gpu_model, partition) = 1"
 	"   THEN left2 - take2 ELSE 0 END AS over_ms"
 	" FROM n2"
 	")";
@@ -298,6 +299,8 @@ static int make_plan(PGconn *c, const struct gl_acct_query *q, struct plan *p, s
 	int rc = 0;
 
 	memset(p, 0, sizeof *p);
+	if (!q->n_steps)
+		return 0; /* nothing to read (idle of a window wholly after now) */
 	for (size_t i = 0; i < q->n_steps; i++) {
 		if (q->steps[i].start_s < lo)
 			lo = q->steps[i].start_s;
@@ -636,6 +639,8 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT, ia[5];
 		struct gl_acct_query q2 = *q;
 		if ((rc = idle_steps(c, q, &sub, &parent, &nsub, err)))
+			goto out;
+		if (!nsub) /* the window lies wholly after now: no idle yet */
 			goto out;
 		q2.steps = sub;
 		q2.n_steps = nsub;

@@ -14,6 +14,7 @@
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +347,88 @@ static void test_no_idle_billed_ahead_of_now(void **state)
 	cJSON_Delete(j);
 }
 
+/* A window wholly after now has no idle yet and is no error. */
+static void test_future_window(void **state)
+{
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2027-01-01T00:00:00Z,2027-01-02T00:00:00Z", 200);
+	(void)state;
+	assert_non_null(j);
+	assert_int_equal(num(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "totals"),
+			     "allocated_gpu_seconds"),
+			 0);
+	cJSON_Delete(j);
+}
+
+/* Over-allocation is shown on the key that is over, not on the cluster's
+ * first key. 28 October 00:00-01:00: a job of 10 GPUs under p2 on n2 (2
+ * GPUs): p2 is 28,800 GPU-s over its capacity; p1's 14,400 idle absorb
+ * half, 14,400 stay over, on p2. (Runs last: it adds a job.) */
+static void test_over_shown_on_its_key(void **state)
+{
+	cJSON *j, *it;
+	long long over_p1 = -1, over_p2 = -1, idle = 0;
+	(void)state;
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, partition, start_at, end_at,"
+					  " gpu_milli, gpu_type, nodes) SELECT cluster_id, 'over1', 'over1', 'COMPLETED', 'p2',"
+					  " '2026-10-28T00:00:00Z', '2026-10-28T01:00:00Z', 10000, 'a100', ARRAY['n2']"
+					  " FROM clusters WHERE name = 'c1'"),
+			 1);
+	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10-28T00:00:00Z,2026-10-28T01:00:00Z", 200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "unallocated_idle"))
+	{
+		if (strcmp(cJSON_GetObjectItem(it, "cluster")->valuestring, "c1"))
+			continue;
+		idle += num(it, "idle_gpu_seconds");
+		if (!strcmp(cJSON_GetObjectItem(it, "partition")->valuestring, "p1"))
+			over_p1 = num(it, "overallocated_gpu_seconds");
+		else
+			over_p2 = num(it, "overallocated_gpu_seconds");
+	}
+	assert_int_equal(idle, 0);
+	assert_int_equal(over_p1, 0);
+	assert_int_equal(over_p2, 14400);
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port,
+			     "/v1/chargeback?window=2026-10-28T00:00:00Z,2026-10-28T01:00:00Z&filter=partition:p2", 200);
+	assert_non_null(j);
+	assert_int_equal(num(idle_of(j, 0), "overallocated_gpu_seconds"), 14400);
+	cJSON_Delete(j);
+}
+
+/* The exporter names a GPU's model on a later scrape: jobs on that node
+ * without a type of their own take it then. */
+static void test_model_named_later(void **state)
+{
+	PGconn *c = PQconnectdb(g_dsn);
+	(void)state;
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('ex1', 'kubernetes')") >= 0);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO nodes (cluster_id, name, first_seen, last_seen) SELECT cluster_id, 'x1',"
+					  " '2026-10-01', '2026-10-01' FROM clusters WHERE name = 'ex1'"),
+			 1);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO gpus (cluster_id, node_id, uuid, first_seen, last_seen) SELECT n.cluster_id,"
+					  " n.node_id, 'GPU-x1', '2026-10-01', '2026-10-01' FROM nodes n JOIN clusters c USING"
+					  " (cluster_id) WHERE c.name = 'ex1'"),
+			 1);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, nodes)"
+					  " SELECT cluster_id, 'pod:x', 'x', 'COMPLETED', '2026-10-02T00:00:00Z',"
+					  " '2026-10-02T01:00:00Z', 1000, ARRAY['x1'] FROM clusters WHERE name = 'ex1'"),
+			 1);
+	assert_string_equal(gl_test_qstr(c, "SELECT coalesce(node_gpu_model, 'none') FROM jobs WHERE job_key = 'pod:x'"),
+			    "none");
+	assert_int_equal(gl_test_exec_dsn(g_dsn, "UPDATE gpus SET model = 'NVIDIA L4', last_seen = '2026-10-03'"
+						 " WHERE uuid = 'GPU-x1'"),
+			 1);
+	assert_string_equal(gl_test_qstr(c, "SELECT coalesce(node_gpu_model, 'none') FROM jobs WHERE job_key = 'pod:x'"),
+			    "NVIDIA L4");
+	PQfinish(c);
+}
+
 /* The identity over windows that cut jobs, days and the month anywhere. */
 static void test_identity_over_windows(void **state)
 {
@@ -387,6 +470,9 @@ int main(void)
 		cmocka_unit_test(test_identity_over_windows),
 		cmocka_unit_test(test_untyped_jobs_priced_by_their_node),
 		cmocka_unit_test(test_idle_priced_at_the_rate_in_force),
+		cmocka_unit_test(test_future_window),
+		cmocka_unit_test(test_over_shown_on_its_key),
+		cmocka_unit_test(test_model_named_later),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
