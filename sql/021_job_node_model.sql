@@ -94,10 +94,12 @@ CREATE FUNCTION gl_gpus_node_model_changed() RETURNS trigger LANGUAGE plpgsql AS
 DECLARE
     c record;
 BEGIN
+    -- EXCEPT, a hashed set operation: a join of the two transition tables
+    -- (no statistics) was planned as a nested loop, seconds per 10k-GPU scrape
     FOR c IN SELECT g.cluster_id, array_agg(DISTINCT n.name) AS nodes
-               FROM new_gpus g JOIN old_gpus o ON o.gpu_id = g.gpu_id
-               JOIN nodes n ON n.node_id = g.node_id
-              WHERE g.model IS NOT NULL AND g.model IS DISTINCT FROM o.model GROUP BY g.cluster_id LOOP
+               FROM (SELECT gpu_id, cluster_id, node_id, model FROM new_gpus WHERE model IS NOT NULL
+                     EXCEPT SELECT gpu_id, cluster_id, node_id, model FROM old_gpus) g
+               JOIN nodes n ON n.node_id = g.node_id GROUP BY g.cluster_id LOOP
         PERFORM gl_jobs_node_model_refresh(c.cluster_id, c.nodes);
     END LOOP;
     RETURN NULL;
