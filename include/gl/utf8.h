@@ -15,6 +15,10 @@
 
 #include <stddef.h>
 
+/* The length (1-4) of the valid UTF-8 sequence s starts with, 0 when it
+ * starts none (or n is 0); the one decoder every cleaning and check uses. */
+size_t gl_utf8_seq_len(const char *s, size_t n);
+
 /* 0 when s[0..n) is valid UTF-8; else -GL_EINVAL and, when bad_at is not
  * NULL, the offset of the first byte of the first invalid sequence. */
 int gl_utf8_validate(const char *s, size_t n, size_t *bad_at) GL_MUSTCHECK;

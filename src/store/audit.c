@@ -3,6 +3,7 @@
 #include "gl/db.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -115,35 +116,6 @@ void gl_audit_hash(const unsigned char prev[GL_AUDIT_HASH_LEN], const char *cano
 	EVP_MD_CTX_free(ctx);
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and beyond U+10FFFF */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void gl_audit_clean(const char *s, char *out, size_t cap)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -151,7 +123,7 @@ void gl_audit_clean(const char *s, char *out, size_t cap)
 	if (!cap)
 		return;
 	while (i < n) {
-		size_t k = utf8_len(p + i, n - i);
+		size_t k = gl_utf8_seq_len((const char *)p + i, n - i);
 		if (k == 0 || (k == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
 			if (o + 1 >= cap)
 				break;

@@ -150,12 +150,29 @@ static void test_exhaustive(void **state)
 	}
 }
 
+static void test_seq_len(void **state)
+{
+	(void)state;
+	assert_int_equal(gl_utf8_seq_len("a", 1), 1);
+	assert_int_equal(gl_utf8_seq_len("\xc3\xa9x", 3), 2);              /* é */
+	assert_int_equal(gl_utf8_seq_len("\xe2\x82\xac", 3), 3);          /* € */
+	assert_int_equal(gl_utf8_seq_len("\xf0\x9f\x98\x80", 4), 4);      /* U+1F600 */
+	assert_int_equal(gl_utf8_seq_len("\xc3\xa9", 1), 0);              /* cut */
+	assert_int_equal(gl_utf8_seq_len("\xed\xa0\x80", 3), 0);          /* surrogate */
+	assert_int_equal(gl_utf8_seq_len("\xc0\xaf", 2), 0);              /* overlong */
+	assert_int_equal(gl_utf8_seq_len("\xf4\x90\x80\x80", 4), 0);      /* above U+10FFFF */
+	assert_int_equal(gl_utf8_seq_len("\xff", 1), 0);
+	assert_int_equal(gl_utf8_seq_len("\x80", 1), 0);                  /* stray continuation */
+	assert_int_equal(gl_utf8_seq_len("", 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_known_good),
 		cmocka_unit_test(test_known_bad),
 		cmocka_unit_test(test_exhaustive),
+		cmocka_unit_test(test_seq_len),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
