@@ -45,38 +45,6 @@ static int teardown(void **state)
 	return st == 0 ? 0 : -1;
 }
 
-/* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static int utf8_strict(const unsigned char *p, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = p[i];
-		size_t k;
-		unsigned cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			k = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			k = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			k = 3, cp = c & 0x07;
-		else
-			return 0;
-		for (size_t j = 1; j <= k; j++) {
-			if (i + j >= n || (p[i + j] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (p[i + j] & 0x3f);
-		}
-		if ((k == 2 && cp < 0x800) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 /* GET path: asserts the status, a strict UTF-8 JSON error body and, when
  * param is given, that the error names it. */
 static void expect_error(const char *path, long status, const char *param)
@@ -87,7 +55,7 @@ static void expect_error(const char *path, long status, const char *param)
 	if (r.status != status)
 		fprintf(stderr, "%.200s -> %ld: %.300s\n", path, r.status, r.body);
 	assert_int_equal(r.status, status);
-	assert_true(utf8_strict((const unsigned char *)r.body, r.len));
+	assert_true(gl_test_utf8_valid((const unsigned char *)r.body, r.len));
 	j = cJSON_Parse(r.body);
 	assert_non_null(j);
 	e = cJSON_GetObjectItem(j, "error");
@@ -137,7 +105,7 @@ static void test_error_bodies_are_strict_utf8(void **state)
 		struct gl_test_http r;
 		assert_int_equal(gl_test_http(g_d.port, "DELETE\xff", "/v1/chargeback", NULL, 0, NULL, &r), 0);
 		assert_true(r.status >= 400);
-		assert_true(utf8_strict((const unsigned char *)r.body, r.len));
+		assert_true(gl_test_utf8_valid((const unsigned char *)r.body, r.len));
 		gl_test_http_fini(&r);
 	}
 }

@@ -22,38 +22,6 @@
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
 
-/* Strict UTF-8 (RFC 3629), independent of src/util/utf8.c. */
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = s[i];
-		size_t k;
-		unsigned cp, min;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xE0) == 0xC0) {
-			k = 1, cp = c & 0x1F, min = 0x80;
-		} else if ((c & 0xF0) == 0xE0) {
-			k = 2, cp = c & 0x0F, min = 0x800;
-		} else if ((c & 0xF8) == 0xF0) {
-			k = 3, cp = c & 0x07, min = 0x10000;
-		} else {
-			return 0;
-		}
-		for (size_t j = 1; j <= k; j++) {
-			if (i + j >= n || (s[i + j] & 0xC0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (s[i + j] & 0x3F);
-		}
-		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
 struct seen {
 	int errors; /* gpuledger_source_last_error_info samples of our clusters */
 	int eacute; /* of which carry the repeated é */
@@ -112,7 +80,7 @@ static void test_failing_source_stderr(void **state)
 		struct gl_err err = {0};
 		assert_int_equal(gl_test_http(g_d.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
 		assert_int_equal(r.status, 200);
-		assert_true(utf8_ok((const unsigned char *)r.body, r.len));
+		assert_true(gl_test_utf8_valid((const unsigned char *)r.body, r.len));
 		memset(&sn, 0, sizeof sn);
 		memset(&st, 0, sizeof st);
 		struct gl_promtext_handler h = {on_sample, NULL, &sn};

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -822,4 +823,45 @@ long long gl_test_exec_dsn(const char *dsn, const char *sql)
 	PQclear(r);
 	PQfinish(c);
 	return n;
+}
+
+/* Decodes by bit patterns, then rejects what RFC 3629 forbids: written
+ * apart from src/util/utf8.c, which test_utf8 checks against it. */
+int gl_test_utf8_valid(const unsigned char *u, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		unsigned c = u[i];
+		uint32_t cp;
+		size_t len;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xE0) == 0xC0) {
+			len = 2;
+			cp = c & 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			len = 3;
+			cp = c & 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (i + len > n)
+			return 0;
+		for (size_t k = 1; k < len; k++) {
+			if ((u[i + k] & 0xC0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (u[i + k] & 0x3F);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000))
+			return 0;
+		if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+			return 0;
+		i += len;
+	}
+	return 1;
 }

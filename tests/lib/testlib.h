@@ -92,6 +92,9 @@ void gl_test_http_fini(struct gl_test_http *r);
 /* Repo-relative fixture path check: aborts the test program with a message
  * when a fixture is missing (tests run from the repo root). */
 const char *gl_test_fixture(const char *rel);
+/* 1 when s[0..n) is strict UTF-8 (RFC 3629), by a decoder of its own (the
+ * reference src/util/utf8.c is tested against). */
+int gl_test_utf8_valid(const unsigned char *s, size_t n);
 /* The whole file, NUL-terminated, its length in *len (len may be NULL);
  * exits the program with a message when it cannot be read. */
 char *gl_test_read_file(const char *path, size_t *len);
