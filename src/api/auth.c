@@ -280,23 +280,29 @@ static size_t key_base(const struct gl_auth_cache *c, const unsigned char key[32
 	return (size_t)(h % c->n);
 }
 
+/* The slot holding key, or NULL; the caller holds c->mu. */
+static struct cache_slot *find_slot(struct gl_auth_cache *c, const unsigned char key[32])
+{
+	size_t base = key_base(c, key);
+	for (size_t i = 0; i < PROBE; i++) {
+		struct cache_slot *s = &c->slots[(base + i) % c->n];
+		if (s->used && CRYPTO_memcmp(s->key, key, 32) == 0)
+			return s;
+	}
+	return NULL;
+}
+
 int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s, int *found,
 		      struct gl_token_info *t)
 {
-	size_t base = key_base(c, key);
+	struct cache_slot *s;
 	int hit = 0;
 	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < PROBE; i++) {
-		struct cache_slot *s = &c->slots[(base + i) % c->n];
-		if (!s->used || CRYPTO_memcmp(s->key, key, 32) != 0)
-			continue;
-		if (now_s - s->fetched_s < c->ttl_s && now_s >= s->fetched_s) {
-			*found = s->found;
-			if (s->found)
-				*t = s->t;
-			hit = 1;
-		}
-		break;
+	if ((s = find_slot(c, key)) && now_s - s->fetched_s < c->ttl_s && now_s >= s->fetched_s) {
+		*found = s->found;
+		if (s->found)
+			*t = s->t;
+		hit = 1;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return hit;
@@ -305,20 +311,14 @@ int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int6
 int gl_auth_cache_get_verified(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
 				int64_t max_age_s, struct gl_token_info *t)
 {
-	size_t base = key_base(c, key);
+	struct cache_slot *s;
 	int hit = 0;
 	pthread_mutex_lock(&c->mu);
-	for (size_t i = 0; i < PROBE; i++) {
-		struct cache_slot *s = &c->slots[(base + i) % c->n];
-		if (!s->used || CRYPTO_memcmp(s->key, key, 32) != 0)
-			continue;
-		/* fetched_s only moves when the database answered: a stale hit
-		 * never extends the grace */
-		if (s->found && now_s - s->fetched_s < max_age_s && now_s >= s->fetched_s) {
-			*t = s->t;
-			hit = 1;
-		}
-		break;
+	/* fetched_s only moves when the database answered: a stale hit never
+	 * extends the grace */
+	if ((s = find_slot(c, key)) && s->found && now_s - s->fetched_s < max_age_s && now_s >= s->fetched_s) {
+		*t = s->t;
+		hit = 1;
 	}
 	pthread_mutex_unlock(&c->mu);
 	return hit;
