@@ -81,52 +81,14 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 		    struct gl_err *err)
 {
 	PGresult *r = NULL;
-	char before[64] = "", what[96], from[32], to[32], micros[24], prio[16];
+	char before[64] = "", from[32], to[32], micros[24], prio[16];
 	int rc, in_txn = 0;
 
 	memset(sum, 0, sizeof *sum);
-	/* validate everything before touching the database */
-	for (size_t i = 0; i < cfg->n_rates; i++) {
-		const struct gl_rate_cfg *rt = &cfg->rates[i];
-		int64_t m, f, t;
-		snprintf(what, sizeof what, "%s: rates[%zu]", cfg->path, i);
-		if (gl_money_parse(rt->per_gpu_hour, &m, err))
-			return gl_err_prefix(err, "%s.per_gpu_hour: ", what);
-		if (strcmp(rt->currency, cfg->currency) != 0)
-			return gl_err_set(err, GL_ECONFIG, "%s.currency: '%s' is not the reporting currency '%s'", what,
-					  rt->currency, cfg->currency);
-		if ((rc = parse_bound(rt->from, what, &f, err)) || (rc = parse_bound(rt->to, what, &t, err)))
-			return rc;
-		if (f != GL_TIME_NONE && t != GL_TIME_NONE && t <= f)
-			return gl_err_set(err, GL_ECONFIG, "%s: 'to' is not after 'from'", what);
-		for (size_t j = 0; j < i; j++) {
-			/* two prices for one model at one time would make cost ambiguous */
-			const struct gl_rate_cfg *o = &cfg->rates[j];
-			int64_t of, ot;
-			if (strcasecmp(o->model, rt->model) != 0)
-				continue;
-			if (parse_bound(o->from, what, &of, err) || parse_bound(o->to, what, &ot, err))
-				return -GL_ECONFIG;
-			if ((t == GL_TIME_NONE || of == GL_TIME_NONE || of < t) &&
-			    (ot == GL_TIME_NONE || f == GL_TIME_NONE || f < ot))
-				return gl_err_set(err, GL_ECONFIG, "%s: model '%s' overlaps rates[%zu] in time", what,
-						  rt->model, j);
-		}
-	}
-	for (size_t i = 0; i < cfg->n_owners; i++) {
-		const struct gl_owner_cfg *o = &cfg->owners[i];
-		int64_t f, t;
-		snprintf(what, sizeof what, "%s: owners[%zu]", cfg->path, i);
-		if (!gl_costing_match_valid(o->match))
-			return gl_err_set(err, GL_ECONFIG,
-					  "%s.match: '%s' is not account, user, partition, qos, wckey, namespace or label:<key>",
-					  what, o->match);
-		if ((rc = parse_bound(o->from, what, &f, err)) || (rc = parse_bound(o->to, what, &t, err)))
-			return rc;
-		if (f != GL_TIME_NONE && t != GL_TIME_NONE && t <= f)
-			return gl_err_set(err, GL_ECONFIG, "%s: 'to' is not after 'from'", what);
-	}
-
+	/* the cost model was checked when the config was loaded
+	 * (gl_config_load: prices, currencies, spans, overlaps, match kinds,
+	 * each error with its file:line); the insert below still refuses what
+	 * it cannot parse */
 	if ((rc = gl_db_query(c, fingerprint_sql, 0, NULL, &r, err)))
 		goto out;
 	snprintf(before, sizeof before, "%s", PQgetvalue(r, 0, 0));
