@@ -10,6 +10,8 @@
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm). */
 int64_t gl_time_days_from_civil(int64_t y, unsigned m, unsigned d);
 void gl_time_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+/* The UTC weekday of Unix time t: 0 Monday .. 6 Sunday (also before 1970). */
+int gl_time_weekday(int64_t t);
 
 /* RFC 3339 / ISO 8601: "2026-10-01T12:00:00Z", "...+02:00", fractional
  * seconds (truncated), "2026-10-01 12:00:00" and a bare "2026-10-01" (00:00Z).

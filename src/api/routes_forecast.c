@@ -233,7 +233,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 		{
 			const double *yv = fit_y ? fit_y : fs.s[i].v;
 			size_t s0 = gl_forecast_active_start(yv, n_steps, o.slots_per_day);
-			o.first_weekday = (int)(((steps[s0].start_s / 86400 + 3) % 7 + 7) % 7);
+			o.first_weekday = gl_time_weekday(steps[s0].start_s);
 			rc = gl_forecast_fit(yv + s0, n_steps - s0, &o, &r, err);
 		}
 		free(fit_y);
@@ -436,12 +436,11 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		cJSON *so = cJSON_CreateObject(), *days, *hist;
 		int d50 = -1, d80 = -1;
 		size_t s0 = gl_forecast_active_start(keys[i].peak, nd, 1);
-		int64_t day0 = p->window.start_s / 86400 + (int64_t)s0;
 		o.slots_per_day = 1;
 		o.slots_per_week = 7;
 		o.horizon = p->horizon;
 		o.method = GL_FORECAST_AUTO;
-		o.first_weekday = (int)(((day0 + 3) % 7 + 7) % 7);
+		o.first_weekday = gl_time_weekday(p->window.start_s + (int64_t)s0 * 86400);
 		if ((rc = gl_forecast_fit(keys[i].peak + s0, nd - s0, &o, &r, err))) {
 			cJSON_Delete(so);
 			goto out;

@@ -356,10 +356,7 @@ static int cmd_backtest(int argc, char **argv)
 		goto out;
 	}
 	test0 = (size_t)((bucket_of(test_s, step_s) - d.t0) / step_s);
-	{
-		int64_t day = d.t0 / 86400 - (d.t0 % 86400 < 0);
-		fo.first_weekday = (int)(((day + 3) % 7 + 7) % 7); /* 1970-01-01 was a Thursday */
-	}
+	fo.first_weekday = gl_time_weekday(d.t0);
 	ntest = d.nslots - test0;
 
 	all = gl_xcalloc(d.ns * NROWS, sizeof *all);

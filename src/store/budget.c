@@ -212,7 +212,7 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 	o.horizon = (int)((month_end - today + 86399) / 86400);
 	o.method = GL_FORECAST_AUTO;
 	s0 = gl_forecast_active_start(y, HISTORY_DAYS, 1);
-	o.first_weekday = (int)(((steps[s0].start_s / 86400 + 3) % 7 + 7) % 7);
+	o.first_weekday = gl_time_weekday(steps[s0].start_s);
 	/* a forecast that cannot be made leaves the linear one: a budget line
 	 * is still worth showing */
 	if (gl_forecast_fit(y + s0, HISTORY_DAYS - s0, &o, &fr, &ferr)) {

@@ -13,6 +13,12 @@ int64_t gl_time_days_from_civil(int64_t y, unsigned m, unsigned d)
 	return era * 146097 + (int64_t)doe - 719468;
 }
 
+int gl_time_weekday(int64_t t)
+{
+	int64_t day = t / 86400 - (t % 86400 < 0);
+	return (int)(((day + 3) % 7 + 7) % 7); /* 1970-01-01 was a Thursday */
+}
+
 void gl_time_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
 	z += 719468;

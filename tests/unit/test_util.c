@@ -81,6 +81,12 @@ static void test_time_parse(void **state)
 
 static void test_time_roundtrip(void **state)
 {
+	/* weekdays, Monday 0: the epoch was a Thursday, 2026-11-23 a Monday,
+	 * 1969-12-31 a Wednesday (before the epoch, floor division) */
+	assert_int_equal(gl_time_weekday(0), 3);
+	assert_int_equal(gl_time_weekday(1795392000LL + 86399), 0);
+	assert_int_equal(gl_time_weekday(1795392000LL + 6 * 86400), 6);
+	assert_int_equal(gl_time_weekday(-1), 2);
 	/* every day across 1900..2200 round-trips through civil dates */
 	char buf[32];
 	for (int64_t t = -2208988800LL; t < 7258118400LL; t += 86400 + 3661) {
