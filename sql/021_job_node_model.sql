@@ -48,11 +48,12 @@ BEGIN
     IF pg_trigger_depth() > 1 THEN
         RETURN NULL;
     END IF;
-    UPDATE jobs j SET node_gpu_model = gl_job_node_model(j.cluster_id, j.nodes[1], j.start_at)
-      FROM new_rows r
-     WHERE j.job_pk = r.job_pk AND j.cluster_id = r.cluster_id
-       AND r.gpu_type IS NULL AND r.gpu_milli > 0 AND r.start_at IS NOT NULL AND cardinality(r.nodes) > 0
-       AND j.node_gpu_model IS DISTINCT FROM gl_job_node_model(j.cluster_id, j.nodes[1], j.start_at);
+    -- the model looked up once per row (every pod of a kube ingest is untyped)
+    UPDATE jobs j SET node_gpu_model = x.model
+      FROM (SELECT r.job_pk, r.cluster_id, gl_job_node_model(r.cluster_id, r.nodes[1], r.start_at) AS model
+              FROM new_rows r
+             WHERE r.gpu_type IS NULL AND r.gpu_milli > 0 AND r.start_at IS NOT NULL AND cardinality(r.nodes) > 0) x
+     WHERE j.job_pk = x.job_pk AND j.cluster_id = x.cluster_id AND j.node_gpu_model IS DISTINCT FROM x.model;
     RETURN NULL;
 END $$;
 CREATE TRIGGER jobs_node_model_ins AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_rows
