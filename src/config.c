@@ -694,6 +694,23 @@ static int check_span(const char *from, const char *to, int64_t *f, int64_t *t, 
 	return 0;
 }
 
+/* A price or budget: item.<key> parses as money and item.currency is the
+ * reporting currency. */
+static int check_money(const char *amount, const char *key, const char *currency, const struct gl_config *cfg,
+		       const char *name, const struct cfg_lines *l, const char *item, struct gl_err *err)
+{
+	char p[192];
+	int64_t v;
+	struct gl_err e = {0};
+	snprintf(p, sizeof p, "%s.%s", item, key);
+	if (gl_money_parse(amount, &v, &e))
+		return cfg_fail(err, name, l, p, "%s", e.msg);
+	snprintf(p, sizeof p, "%s.currency", item);
+	if (strcmp(currency, cfg->currency) != 0)
+		return cfg_fail(err, name, l, p, "'%s' is not the reporting currency '%s'", currency, cfg->currency);
+	return 0;
+}
+
 /* Everything but the scheduled reports' fields (check_semantics). */
 static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
@@ -777,17 +794,9 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	/* the cost model, as gl_costing_load checks it before a load */
 	for (size_t i = 0; i < cfg->n_rates; i++) {
 		const struct gl_rate_cfg *rt = &cfg->rates[i];
-		int64_t m;
 		snprintf(item, sizeof item, "rates[%zu]", i);
-		snprintf(p, sizeof p, "%s.per_gpu_hour", item);
-		memset(&e, 0, sizeof e);
-		if (gl_money_parse(rt->per_gpu_hour, &m, &e))
-			return cfg_fail(err, name, l, p, "%s", e.msg);
-		snprintf(p, sizeof p, "%s.currency", item);
-		if (strcmp(rt->currency, cfg->currency) != 0)
-			return cfg_fail(err, name, l, p, "'%s' is not the reporting currency '%s'", rt->currency,
-					cfg->currency);
-		if ((rc = check_span(rt->from, rt->to, &f, &t, name, l, item, err)))
+		if ((rc = check_money(rt->per_gpu_hour, "per_gpu_hour", rt->currency, cfg, name, l, item, err)) ||
+		    (rc = check_span(rt->from, rt->to, &f, &t, name, l, item, err)))
 			return rc;
 		for (size_t j = 0; j < i; j++) {
 			/* two prices for one model at one time would make cost ambiguous */
@@ -815,15 +824,9 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	}
 	for (size_t i = 0; i < cfg->n_budgets; i++) {
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
-		int64_t v;
 		snprintf(item, sizeof item, "budgets[%zu]", i);
-		snprintf(p, sizeof p, "%s.amount", item);
-		memset(&e, 0, sizeof e);
-		if (gl_money_parse(b->amount, &v, &e))
-			return cfg_fail(err, name, l, p, "%s", e.msg);
-		snprintf(p, sizeof p, "%s.currency", item);
-		if (strcmp(b->currency, cfg->currency) != 0)
-			return cfg_fail(err, name, l, p, "'%s' is not the reporting currency '%s'", b->currency, cfg->currency);
+		if ((rc = check_money(b->amount, "amount", b->currency, cfg, name, l, item, err)))
+			return rc;
 		snprintf(p, sizeof p, "%s.aggregate", item);
 		if (!gl_showback_aggregate_ok(b->aggregate))
 			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account or user", b->aggregate);
