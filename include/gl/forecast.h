@@ -85,7 +85,8 @@ struct gl_forecast_metrics {
 };
 
 /* Metrics of forecast f against actual y over n slots. lo/hi arrays may be
- * NULL (coverage and pinball are then NaN). scale: the MASE denominator. */
+ * NULL (coverage and pinball are then NaN); a NaN bound is a slot without an
+ * interval, scored for its point only. scale: the MASE denominator. */
 void gl_forecast_metrics_compute(const double *y, const double *f, const double *lo80, const double *hi80,
 				 const double *lo95, const double *hi95, size_t n, double scale,
 				 struct gl_forecast_metrics *m);
@@ -105,9 +106,9 @@ struct gl_forecast_result {
 	int method;       /* the method used for the forecast */
 	int baseline;     /* the best baseline in cross-validation (-1: none ran) */
 	int fallback;     /* 1: short or sparse history, a documented simple method */
-	char note[200];   /* why this method (or why the fallback) */
+	char note[320];   /* why this method (or why the fallback) */
 	int horizon;
-	double *point, *lo80, *hi80, *lo95, *hi95; /* horizon each */
+	double *point, *lo80, *hi80, *lo95, *hi95; /* horizon each; bounds NaN when no backtest was possible */
 	int origins;      /* rolling origins scored */
 	double scale;     /* MASE scale over the history */
 	struct gl_forecast_metrics cv;                                /* the chosen method */
@@ -116,7 +117,9 @@ struct gl_forecast_result {
 
 /* Fits on y[0..n) and forecasts opts->horizon slots ahead. History shorter
  * than two weeks (or with fewer than two scorable origins) falls back to the
- * median of the same slot over the days there are, and says so in note. */
+ * median of the same slot over the days there are, and says so in note.
+ * History long enough but not for the horizon is backtested on the slots
+ * ahead that it holds, and note says how far. */
 int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o, struct gl_forecast_result *r,
 		    struct gl_err *err) GL_MUSTCHECK;
 void gl_forecast_result_fini(struct gl_forecast_result *r);
@@ -162,7 +165,8 @@ double gl_forecast_sat_prob(const struct gl_forecast_satmodel *m, const double x
 
 /* p(value > threshold) from a forecast's quantiles (lo95 .025, lo80 .1,
  * point .5, hi80 .9, hi95 .975), linear between them: the probability of
- * saturation of a day whose peak demand was forecast. */
+ * saturation of a day whose peak demand was forecast. NaN when the
+ * forecast has no interval. */
 double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95);
 
 #endif

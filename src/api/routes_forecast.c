@@ -460,8 +460,8 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 			date[10] = '\0';
 			cJSON_AddStringToObject(d, "date", date);
 			cJSON_AddNumberToObject(d, "peak_demand", r4(r.point[k]));
-			cJSON_AddNumberToObject(d, "lo80", r4(r.lo80[k]));
-			cJSON_AddNumberToObject(d, "hi80", r4(r.hi80[k]));
+			add_num_or_null(d, "lo80", r4(r.lo80[k]));
+			add_num_or_null(d, "hi80", r4(r.hi80[k]));
 			if (isfinite(keys[i].capacity)) {
 				/* saturated: demand at or above what is available */
 				ps = gl_forecast_prob_above(keys[i].capacity - 1e-9, r.lo95[k], r.lo80[k], r.point[k],

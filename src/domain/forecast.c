@@ -75,7 +75,7 @@ void gl_forecast_metrics_compute(const double *y, const double *f, const double 
 				 struct gl_forecast_metrics *m)
 {
 	double sae = 0, sse = 0, sy = 0, ssm = 0, pb = 0;
-	long cnt = 0, in80 = 0, in95 = 0;
+	long cnt = 0, in80 = 0, in95 = 0, n80 = 0, n95 = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (isnan(y[i]))
 			continue;
@@ -85,12 +85,17 @@ void gl_forecast_metrics_compute(const double *y, const double *f, const double 
 		sy += fabs(y[i]);
 		double d = fabs(y[i]) + fabs(f[i]);
 		ssm += d > 0 ? 2 * fabs(e) / d : 0;
-		if (lo80 && hi80) {
+		/* a forecast made with no backtest behind it has no interval
+		 * (NaN): it is scored for its point only */
+		if (lo80 && hi80 && !isnan(lo80[i]) && !isnan(hi80[i])) {
 			in80 += y[i] >= lo80[i] && y[i] <= hi80[i];
 			pb += 0.5 * (pinball(0.1, y[i], lo80[i]) + pinball(0.9, y[i], hi80[i]));
+			n80++;
 		}
-		if (lo95 && hi95)
+		if (lo95 && hi95 && !isnan(lo95[i]) && !isnan(hi95[i])) {
 			in95 += y[i] >= lo95[i] && y[i] <= hi95[i];
+			n95++;
+		}
 		cnt++;
 	}
 	memset(m, 0, sizeof *m);
@@ -105,9 +110,9 @@ void gl_forecast_metrics_compute(const double *y, const double *f, const double 
 	m->mase = scale > 0 ? m->mae / scale : NAN;
 	m->wape = sy > 0 ? sae / sy : NAN;
 	m->smape = ssm / (double)cnt;
-	m->coverage80 = lo80 && hi80 ? (double)in80 / (double)cnt : NAN;
-	m->coverage95 = lo95 && hi95 ? (double)in95 / (double)cnt : NAN;
-	m->pinball80 = lo80 && hi80 && scale > 0 ? pb / (double)cnt / scale : NAN;
+	m->coverage80 = n80 ? (double)in80 / (double)n80 : NAN;
+	m->coverage95 = n95 ? (double)in95 / (double)n95 : NAN;
+	m->pinball80 = n80 && scale > 0 ? pb / (double)n80 / scale : NAN;
 }
 
 /* ---- the methods ---- */
@@ -839,7 +844,7 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 	size_t *orig = NULL;
 	double *x = NULL, *buf = NULL;
 	int rc = 0, norig_max, stride, n_cv = 0;
-	size_t H, min_train;
+	size_t H, min_train, scored_ahead = 0; /* > 0: origins scored on fewer than H slots ahead */
 
 	memset(r, 0, sizeof *r);
 	memset(&w, 0, sizeof w);
@@ -872,6 +877,19 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 	}
 	for (int k = 0; k < n_cv; k++)
 		orig[k] = n - H - (size_t)(n_cv - 1 - k) * (size_t)stride;
+	if (n_cv < 2 && n >= 2 * (size_t)w.c.pw && n >= 14) {
+		/* History long enough to trust, but not for a horizon this far (a
+		 * year of weeks asked a year ahead): score each origin on the slots
+		 * ahead that have happened. Without it the forecast had no backtest
+		 * and claimed zero-width intervals a year out. */
+		n_cv = 0;
+		for (int k = 0; k < norig_max && (long)n - (long)(k + 1) * stride >= (long)min_train; k++)
+			n_cv++;
+		for (int k = 0; k < n_cv; k++)
+			orig[k] = n - (size_t)(n_cv - k) * (size_t)stride;
+		if (n_cv >= 2)
+			scored_ahead = n - orig[0];
+	}
 	orig[n_cv] = n;
 	w.x = x;
 	w.n = n;
@@ -971,6 +989,14 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			 gl_forecast_method_name(r->method), n_cv, gl_forecast_method_name(r->baseline));
 		if (o->method != GL_FORECAST_AUTO)
 			snprintf(r->note, sizeof r->note, "%s: as asked", gl_forecast_method_name(r->method));
+		if (scored_ahead) {
+			size_t len = strlen(r->note);
+			const char *unit = w.c.pd == 1 ? (w.c.pw == 1 ? "weeks" : "days") : w.c.pd == 24 ? "hours" : "slots";
+			snprintf(r->note + len, sizeof r->note - len,
+				 "; backtest scored up to %zu of the %zu %s ahead, as the history holds no later"
+				 " actuals: later %s' intervals reuse those errors",
+				 scored_ahead, H, unit, unit);
+		}
 		memcpy(r->point, w.fc[r->method] + (size_t)n_cv * H, sizeof(double) * H);
 	}
 	r->origins = n_cv;
@@ -1010,13 +1036,19 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			r->cv_method[r->method] = r->cv;
 		} else {
 			gl_forecast_metrics_compute(NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &r->cv);
-			strncat(r->note, "; no backtest possible, zero-width intervals",
+			strncat(r->note, "; no backtest possible, so no intervals",
 				sizeof r->note - strlen(r->note) - 1);
 		}
 		for (size_t h = 0; h < H; h++) {
 			double b[4];
 			double p = r->point[h] > 0 ? r->point[h] : 0;
 			r->point[h] = p;
+			if (!f || n_cv < 1) {
+				/* zero-width bands would claim certainty that nothing
+				 * backs: the interval is unknown */
+				r->lo95[h] = r->lo80[h] = r->hi80[h] = r->hi95[h] = NAN;
+				continue;
+			}
 			iv_apply(&best_iv, p, w.vol[n_cv], b);
 			if (use_pool && pool_bands(x, n, (long)(n + h), &w.c, w.pool_k, w.pool_w, v, b) == 0)
 				band_nest(p, b);
@@ -1095,6 +1127,8 @@ int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forec
 double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95)
 {
 	const double v[5] = {lo95, lo80, point, hi80, hi95}, q[5] = {0.025, 0.1, 0.5, 0.9, 0.975};
+	if (isnan(lo95) || isnan(lo80) || isnan(hi80) || isnan(hi95))
+		return NAN;
 	if (hi95 <= lo95) /* a zero-width forecast is sure either way */
 		return threshold < point ? 1 : 0;
 	if (threshold < v[0])

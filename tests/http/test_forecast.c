@@ -171,6 +171,14 @@ static void check_shape(cJSON *j, int want_hist, int want_h, long long step_s)
 			long long t = ts(cJSON_GetObjectItem(p, "t")->valuestring, "%Y-%m-%dT%H:%M:%SZ");
 			assert_true(t == last + step_s);
 			last = t;
+			if (num(acc, "origins") == 0) {
+				/* no backtest behind it: no interval claimed */
+				assert_true(num(p, "value") >= 0);
+				for (const char *const *k = (const char *const[]){"lo80", "hi80", "lo95", "hi95", NULL};
+				     *k; k++)
+					assert_true(cJSON_IsNull(cJSON_GetObjectItem(p, *k)));
+				continue;
+			}
 			double v = num(p, "value"), l8 = num(p, "lo80"), h8 = num(p, "hi80"), l9 = num(p, "lo95"),
 			       h9 = num(p, "hi95");
 			assert_true(0 <= l9 && l9 <= l8 && l8 <= v && v <= h8 && h8 <= h9);
@@ -277,11 +285,28 @@ static void test_testbed_cluster_hourly(void **state)
 		double got = num(cJSON_GetArrayItem(cJSON_GetObjectItem(tb, "history"), hr), "value");
 		assert_true(fabs(got * 3600 - (double)want) <= 0.5);
 	}
-	/* level=80: the 95 % bounds are left out (null) */
+	/* under a day leaves no backtest origin: a point, no interval */
 	cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(tb, "forecast"), 0);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "lo95")));
-	assert_true(cJSON_IsNumber(cJSON_GetObjectItem(f0, "lo80")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "lo80")));
 	assert_true(num(f0, "value") >= 0);
+	cJSON_Delete(j);
+
+	/* level=80 on a series with a backtest: the 95 % bounds are left out
+	 * (null), the 80 % ones are there */
+	j = gl_test_get_json(g_d.port, "/v1/forecast?aggregate=account&step=day&horizon=7&level=80&window=" PWIN, 200);
+	assert_non_null(j);
+	int seen = 0;
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+	{
+		if (num(cJSON_GetObjectItem(s, "accuracy"), "origins") < 2)
+			continue;
+		f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "forecast"), 0);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "lo95")) && cJSON_IsNull(cJSON_GetObjectItem(f0, "hi95")));
+		assert_true(num(f0, "lo80") <= num(f0, "value") && num(f0, "value") <= num(f0, "hi80"));
+		seen++;
+	}
+	assert_true(seen > 0);
 	cJSON_Delete(j);
 }
 
@@ -315,6 +340,12 @@ static void test_capacity_forecast_first_day(void **state)
 		assert_string_equal(cJSON_GetObjectItem(s, "gpu_model")->valuestring, "a100");
 		assert_true(num(s, "capacity_gpus") == 8);
 		assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "days_until_saturation_p50")));
+		/* a day of history: the forecast peak is the 4 GPUs in use, and
+		 * with no backtest behind it no probability is claimed */
+		cJSON *d0 = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "days"), 0);
+		assert_true(num(d0, "peak_demand") == 4);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(d0, "p_saturation")));
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(d0, "lo80")));
 		seen++;
 	}
 	assert_int_equal(seen, 1);
@@ -354,6 +385,13 @@ static void test_new_series_is_short_history_not_zeros(void **state)
 	assert_true(num(cJSON_GetArrayItem(cJSON_GetObjectItem(nc, "history"), 90), "value") == 160);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(nc, "fallback")));
 	assert_non_null(strstr(cJSON_GetObjectItem(nc, "note")->valuestring, "short history"));
+	/* 6 days leave no origin a week ahead: no backtest, so no interval is
+	 * claimed (zero-width bands used to say "certain") */
+	assert_true(num(cJSON_GetObjectItem(nc, "accuracy"), "origins") == 0);
+	assert_non_null(strstr(cJSON_GetObjectItem(nc, "note")->valuestring, "no intervals"));
+	cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(nc, "forecast"), 0);
+	assert_true(num(f0, "value") == 160);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "lo80")) && cJSON_IsNull(cJSON_GetObjectItem(f0, "hi95")));
 	cJSON_Delete(j);
 }
 

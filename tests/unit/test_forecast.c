@@ -175,16 +175,21 @@ static void test_short_history_fallback(void **state)
 	assert_int_equal(gl_forecast_fit(y, n, &o, &r, &err), 0);
 	assert_true(r.fallback);
 	assert_non_null(strstr(r.note, "short history"));
-	for (int h = 0; h < 24; h++)
+	for (int h = 0; h < 24; h++) {
 		assert_true(fabs(r.point[h] - (10.0 * h + 2)) < 1e-9);
-	assert_nested(&r);
+		/* five days leave no backtest origin (a week of training first):
+		 * no interval is claimed */
+		assert_true(isnan(r.lo95[h]) && isnan(r.lo80[h]) && isnan(r.hi80[h]) && isnan(r.hi95[h]));
+	}
+	assert_int_equal(r.origins, 0);
 	gl_forecast_result_fini(&r);
 
 	/* no history at all: zeros, said so */
 	assert_int_equal(gl_forecast_fit(y, 0, &o, &r, &err), 0);
 	assert_true(r.fallback);
-	assert_true(r.point[0] == 0 && r.hi95[0] == 0);
-	assert_non_null(strstr(r.note, "no backtest"));
+	assert_true(r.point[0] == 0);
+	assert_true(isnan(r.lo95[0]) && isnan(r.lo80[0]) && isnan(r.hi80[0]) && isnan(r.hi95[0]));
+	assert_non_null(strstr(r.note, "no backtest possible, so no intervals"));
 	gl_forecast_result_fini(&r);
 }
 
@@ -375,25 +380,42 @@ static void test_active_start(void **state)
 
 static void test_horizon_longer_than_history_says_so(void **state)
 {
-	/* a year of weekly history asked a year ahead: long enough history, no
-	 * backtest origin for 53 weeks ahead; the note says that, in weeks */
+	/* a year of weekly history asked a year ahead: no origin has 53 weeks of
+	 * actuals after it, so the backtest scores each origin on the weeks that
+	 * have happened (up to 52 - 7 = 45 ahead), the intervals come from those
+	 * errors, and the note says how far the scoring reached, in weeks */
 	double y[52];
 	struct gl_forecast_opts o = {0};
 	struct gl_forecast_result r;
 	struct gl_err err = {0};
 	(void)state;
 	for (int i = 0; i < 52; i++)
-		y[i] = 10 + i % 3;
+		y[i] = 10 + i % 3 + (i * 7 % 5);
 	o.slots_per_day = 1;
 	o.slots_per_week = 1;
 	o.horizon = 53;
 	o.method = GL_FORECAST_AUTO;
 	assert_int_equal(gl_forecast_fit(y, 52, &o, &r, &err), 0);
-	assert_true(r.fallback);
-	assert_non_null(strstr(r.note, "history too short for the horizon"));
-	assert_non_null(strstr(r.note, "53 slots ahead"));
-	assert_non_null(strstr(r.note, "weeks"));
+	assert_false(r.fallback);
+	assert_int_equal(r.origins, 45);
+	assert_non_null(strstr(r.note, "scored up to 45 of the 53 weeks ahead"));
 	assert_null(strstr(r.note, "days"));
+	assert_null(strstr(r.note, "zero-width"));
+	for (int h = 0; h < 53; h++) {
+		/* a noisy series: real bands, nested, around the point */
+		assert_true(r.hi95[h] > r.lo95[h]);
+		assert_true(r.lo95[h] <= r.lo80[h] && r.lo80[h] <= r.point[h]);
+		assert_true(r.point[h] <= r.hi80[h] && r.hi80[h] <= r.hi95[h]);
+		assert_true(r.lo95[h] >= 0);
+	}
+	assert_true(r.cv.coverage80 > 0.5);
+	gl_forecast_result_fini(&r);
+
+	/* two weeks of weekly history is too short to trust at any horizon */
+	o.horizon = 4;
+	assert_int_equal(gl_forecast_fit(y, 10, &o, &r, &err), 0);
+	assert_true(r.fallback);
+	assert_non_null(strstr(r.note, "short history"));
 	gl_forecast_result_fini(&r);
 }
 

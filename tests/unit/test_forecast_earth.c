@@ -167,6 +167,8 @@ static void test_prob_above(void **state)
 	/* a zero-width forecast: certain either way */
 	assert_true(gl_forecast_prob_above(5, 7, 7, 7, 7, 7) == 1);
 	assert_true(gl_forecast_prob_above(8, 7, 7, 7, 7, 7) == 0);
+	/* no interval (no backtest): the probability is unknown, not 0 or 1 */
+	assert_true(isnan(gl_forecast_prob_above(8, NAN, NAN, 7, NAN, NAN)));
 }
 
 int main(void)

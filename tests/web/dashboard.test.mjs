@@ -71,7 +71,9 @@ try {
 		'/v1/capacity/forecast': { series: [{ cluster: 'testgpu', gpu_model: 'a100', capacity_gpus: 8, days_until_saturation_p50: 9.5, days_until_saturation_p80: null,
 			days: [{ date: '2026-11-23', peak_demand: 6, p_saturation: 0.1 }] },
 		{ cluster: 'testgpu', gpu_model: 'v100', capacity_gpus: null, days_until_saturation_p50: null, days_until_saturation_p80: null,
-			days: [{ date: '2026-11-23', peak_demand: 3, p_saturation: null }] }] },
+			days: [{ date: '2026-11-23', peak_demand: 3, p_saturation: null }] },
+		{ cluster: 'testgpu', gpu_model: 'h100', capacity_gpus: 4, days_until_saturation_p50: null, days_until_saturation_p80: null,
+			days: [{ date: '2026-11-23', peak_demand: 2, lo80: null, hi80: null, p_saturation: null }] }] },
 		'/v1/idle/candidates': { candidates: [{ cluster: 'testgpu', job_id: '42', user: 'alice', owner: 'vision', gpus: 2, idle_minutes: 95, idle_gpu_seconds: 11400, idle_cost_micros: 7916667, rule: 'util<5%', stage: 'warn', policy: 'default' }],
 			no_data: [{ cluster: 'testgpu', job_id: '43', user: 'bob', owner: 'language', gpus: 1, idle_minutes: 0, idle_gpu_seconds: 0, idle_cost_micros: 0, rule: null, stage: null, policy: 'default', reason: 'no exporter samples' }],
 			spared: [] },
@@ -96,6 +98,8 @@ try {
 					eq(a100[3], '9.5', 'days p50');
 					eq(a100[4], 'not within horizon', 'p80 beyond the horizon, capacity known');
 					eq(v100[3] + ' / ' + v100[4], 'capacity unknown / capacity unknown', 'no inventory: nothing ruled out');
+					const h100 = sat.find((r) => r[1] === 'h100');
+					eq(h100[3] + ' / ' + h100[4], 'unknown: history too short / unknown: history too short', 'no interval: nothing ruled out');
 				} else {
 					eq(await page.textContent('#hook-candidates tbody tr td:nth-child(2)'), '42', 'candidate job');
 					eq(await page.textContent('#hook-actions tbody tr td:nth-child(9)'), 'ok', 'action result');

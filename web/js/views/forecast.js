@@ -48,6 +48,7 @@ export async function render(ctx) {
 			rows: cap.value.series.map((s) => ({
 				cluster: s.cluster, gpu_model: s.gpu_model, capacity_gpus: s.capacity_gpus,
 				p50: s.days_until_saturation_p50, p80: s.days_until_saturation_p80,
+				sat_known: (s.days || []).some((x) => x.p_saturation !== null && x.p_saturation !== undefined),
 				peak: Math.max(0, ...(s.days || []).map((x) => x.peak_demand || 0)),
 			})),
 		}));
@@ -57,10 +58,12 @@ export async function render(ctx) {
 	return out;
 }
 
-// No saturation day means "not within the horizon" only when capacity is
-// known; without an inventory nothing can be said either way.
+// No saturation day means "not within the horizon" only when capacity and
+// the forecast's spread are known; without an inventory, or with too little
+// history for a backtest (no intervals, no probability), nothing can be said.
 function days(r, d) {
 	if (r.capacity_gpus === null || r.capacity_gpus === undefined) return 'capacity unknown';
+	if (!r.sat_known) return 'unknown: history too short';
 	return d === null || d === undefined ? 'not within horizon' : f.number(d, 1);
 }
 
