@@ -383,35 +383,19 @@ static void earth(void)
 	snprintf(c, sizeof c, "%.3f of seasonal naive", e_auto / e_sn);
 	row("Earth daily GPU-hours per VC, week ahead, May 18-31", a, b, c);
 
-	/* saturation days */
-	double *X = malloc(sizeof(double) * GL_FORECAST_SAT_NF * 32 * 31);
-	int *y = malloc(sizeof(int) * 32 * 31), tp = 0, fp = 0, fn = 0, tn = 0, ptp = 0, pfp = 0, pfn = 0, ptn = 0;
-	size_t n = 0;
-	struct gl_forecast_satmodel m;
+	/* saturation days: the function /v1/capacity/forecast reports with */
+	static struct gl_forecast_satday flat[32 * 31];
+	size_t start[32] = {0};
+	struct gl_forecast_satscore sc;
 	struct gl_err err = {0};
 	for (int k = 0; k < nvc; k++)
-		for (int d = 1; d < 17; d++) {
-			gl_forecast_sat_features(sat[k], (size_t)d, X + n * GL_FORECAST_SAT_NF);
-			y[n++] = sat[k][d].pending_minutes >= 60;
-		}
-	if (!gl_forecast_sat_fit(X, y, n, &m, &err)) {
-		for (int k = 0; k < nvc; k++)
-			for (int d = 17; d < 31; d++) {
-				double x[GL_FORECAST_SAT_NF];
-				int t = sat[k][d].pending_minutes >= 60, ps = sat[k][d - 1].pending_minutes >= 60;
-				gl_forecast_sat_features(sat[k], (size_t)d, x);
-				int p = gl_forecast_sat_prob(&m, x) >= 0.5;
-				tp += p && t, fp += p && !t, fn += !p && t, tn += !p && !t;
-				ptp += ps && t, pfp += ps && !t, pfn += !ps && t, ptn += !ps && !t;
-			}
-		snprintf(a, sizeof a, "accuracy %.1f %%, F1 %.1f %%", 100.0 * (tp + tn) / (tp + tn + fp + fn),
-			 200.0 * tp / (2 * tp + fp + fn));
+		memcpy(flat + (size_t)k * 31, sat[k], sizeof sat[k]);
+	if (!gl_forecast_sat_backtest(flat, (size_t)nvc, 31, start, 17, &sc, &err)) {
+		snprintf(a, sizeof a, "accuracy %.1f %%, F1 %.1f %%", 100 * sc.accuracy, 100 * sc.f1);
 		snprintf(b, sizeof b, "persistence %.1f %%, F1 %.1f %% (issue: best simple 80.4 %%, F1 77.8 %%)",
-			 100.0 * (ptp + ptn) / (ptp + ptn + pfp + pfn), 200.0 * ptp / (2 * ptp + pfp + pfn));
+			 100 * sc.persist_accuracy, 100 * sc.persist_f1);
 		row("Earth saturation days (pending >= 60 min), day before, May 18-31", a, b, "-");
 	}
-	free(X);
-	free(y);
 }
 
 static double lcg(uint32_t *s)

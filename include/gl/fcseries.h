@@ -2,7 +2,8 @@
  * accounting data as /v1/chargeback: allocated and busy GPU-hours and cost
  * per step come from gl_acct_chargeback() itself (so a forecast's history is
  * the chargeback figure for the same bucket, to the second); GPUs requested
- * by submitted jobs and GPUs pending per step come from `jobs`.
+ * by submitted jobs, GPUs pending per step and the minutes with any GPU
+ * pending come from `jobs`.
  *
  * Ownership: gl_fcseries_query() fills a caller-zeroed struct gl_fcseries
  * whose keys and values gl_fcseries_fini() frees.
@@ -23,6 +24,7 @@ enum gl_fcseries_metric {
 	GL_FCS_DEMAND_GPUS,     /* GPUs requested by jobs submitted in the step */
 	GL_FCS_PENDING_GPUS,    /* GPUs waiting in the queue, mean over the step */
 	GL_FCS_COST,            /* allocation cost in the step, currency units */
+	GL_FCS_PENDING_MINUTES, /* minutes of the step with GPUs waiting in the queue (any number) */
 	GL_FCS_METRIC_COUNT,
 };
 /* -1 for an unknown name. */

@@ -163,6 +163,28 @@ int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forec
 			struct gl_err *err) GL_MUSTCHECK;
 double gl_forecast_sat_prob(const struct gl_forecast_satmodel *m, const double x[GL_FORECAST_SAT_NF]);
 
+/* nq queues of nd days each, queue q's day d at days[q * nd + d]; queue q
+ * exists from day start[q] (the days before it are not fitted or scored). */
+struct gl_forecast_satscore {
+	long days;                           /* queue-days scored */
+	long saturated;                      /* of those, saturated */
+	double accuracy, f1;                 /* the model at p >= 0.5; f1 NaN with nothing to find */
+	double persist_accuracy, persist_f1; /* "saturated if the day before was" */
+};
+/* Fits on the queue-days before test_from and scores the model and
+ * persistence on those from test_from on (the benchmark and the API's
+ * accuracy both come from here). -GL_EINVAL when the training days are all
+ * alike or none are scored. */
+int gl_forecast_sat_backtest(const struct gl_forecast_satday *days, size_t nq, size_t nd, const size_t *start,
+			     size_t test_from, struct gl_forecast_satscore *s, struct gl_err *err) GL_MUSTCHECK;
+/* p[q]: the probability that day nd, the one after the last, is saturated,
+ * from the model fitted on every queue-day. When those are all alike (never
+ * or always saturated) there is no model: p is the pooled rate by Laplace's
+ * rule, (saturated + 1) / (days + 2), and *fitted is 0. p[q] is NaN for a
+ * queue with no day. -GL_EINVAL when there is no queue-day at all. */
+int gl_forecast_sat_next(const struct gl_forecast_satday *days, size_t nq, size_t nd, const size_t *start, double *p,
+			 int *fitted, struct gl_err *err) GL_MUSTCHECK;
+
 /* p(value > threshold) from a forecast's quantiles (lo95 .025, lo80 .1,
  * point .5, hi80 .9, hi95 .975), linear between them: the probability of
  * saturation of a day whose peak demand was forecast. NaN when the

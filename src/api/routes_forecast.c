@@ -60,7 +60,7 @@ static int fc_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_da
 	*param = "metric";
 	if ((p->metric = gl_fcseries_metric_parse(q->metric)) < 0)
 		return gl_err_set(err, GL_EINVAL,
-				  "metric: '%s' is not gpu_hours, busy_gpu_hours, demand_gpus, pending_gpus or cost", q->metric);
+				  "metric: '%s' is not gpu_hours, busy_gpu_hours, demand_gpus, pending_gpus, pending_minutes or cost", q->metric);
 	*param = "step";
 	if (!strcmp(q->step, "hour"))
 		p->step = GL_STEP_HOUR, p->step_s = 3600;
@@ -350,6 +350,61 @@ static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *clu
 	return k;
 }
 
+/* Will tomorrow's queue be saturated (GPUs pending for an hour or more)?
+ * The logistic model on how each day ended (gl_forecast_sat_*), fitted on
+ * every cluster/model's days of the window, and its accuracy on the
+ * window's last third when fitted on the days before it, beside
+ * persistence's. Fills p[] (NaN: no day for that queue). */
+static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t nk, size_t nd, const size_t *start,
+		     int64_t day0_s, double *p)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "queue_saturation"), *acc;
+	struct gl_forecast_satscore sc;
+	struct gl_err e = {0};
+	int fitted = 0;
+	size_t test_from = nd - nd / 3;
+	char note[200];
+
+	cJSON_AddStringToObject(o, "definition", "GPUs pending in the queue for at least 60 minutes of the day");
+	if (gl_forecast_sat_next(sat, nk, nd, start, p, &fitted, &e)) {
+		for (size_t i = 0; i < nk; i++)
+			p[i] = NAN;
+		cJSON_AddNullToObject(o, "method");
+		cJSON_AddStringToObject(o, "note", "no day with demand in the window");
+		cJSON_AddNullToObject(o, "accuracy");
+		return;
+	}
+	cJSON_AddStringToObject(o, "method", fitted ? "logistic" : "rate");
+	if (fitted)
+		snprintf(note, sizeof note, "logistic model on how the day before ended, fitted on the window's queue-days");
+	else
+		snprintf(note, sizeof note, "the window's days are all alike (never or always saturated): no model, "
+					    "the rate (saturated + 1) / (days + 2)");
+	/* a backtest needs two weeks to fit and a week to score */
+	if (nd < 21 || gl_forecast_sat_backtest(sat, nk, nd, start, test_from, &sc, &e)) {
+		size_t len = strlen(note);
+		snprintf(note + len, sizeof note - len, "; no backtest (%s)",
+			 nd < 21 ? "under 21 days in the window" : "training days all alike");
+		cJSON_AddStringToObject(o, "note", note);
+		cJSON_AddNullToObject(o, "accuracy");
+		return;
+	}
+	cJSON_AddStringToObject(o, "note", note);
+	acc = cJSON_AddObjectToObject(o, "accuracy");
+	cJSON_AddNumberToObject(acc, "days", (double)sc.days);
+	cJSON_AddNumberToObject(acc, "saturated_days", (double)sc.saturated);
+	add_num_or_null(acc, "accuracy", r4(sc.accuracy));
+	add_num_or_null(acc, "f1", r4(sc.f1));
+	add_num_or_null(acc, "persistence_accuracy", r4(sc.persist_accuracy));
+	add_num_or_null(acc, "persistence_f1", r4(sc.persist_f1));
+	{
+		char from[32];
+		gl_time_format(day0_s + 86400 * (int64_t)test_from, from, sizeof from);
+		from[10] = '\0';
+		cJSON_AddStringToObject(acc, "scored_from", from);
+	}
+}
+
 /* Peak demand per cluster/model and day (hourly allocated + pending GPUs,
  * the day's maximum), forecast by day, against the GPUs available in the
  * window's last hour (present less down and planned down: docs/capacity.md). */
@@ -358,7 +413,10 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 {
 	size_t nh = (size_t)((p->window.end_s - p->window.start_s) / 3600), nd = nh / 24, nk = 0, ncap = 0;
 	struct gl_window *hours = gl_xcalloc(nh, sizeof *hours), last_hour;
-	struct gl_fcseries alloc = {0}, pend = {0};
+	struct gl_fcseries alloc = {0}, pend = {0}, pmin = {0};
+	struct gl_forecast_satday *sat = NULL;
+	size_t *sat_start = NULL;
+	double *sat_p = NULL;
 	struct gl_cap_row *caps = NULL;
 	struct cap_key *keys = NULL;
 	const char *dims[2] = {"cluster", "gpu_model"};
@@ -375,6 +433,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 	last_hour = (struct gl_window){p->window.end_s - 3600, p->window.end_s};
 	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
 	    (rc = gl_fcseries_query(c, GL_FCS_PENDING_GPUS, hours, nh, dims, 2, NULL, now_s, &pend, err)) ||
+	    (rc = gl_fcseries_query(c, GL_FCS_PENDING_MINUTES, hours, nh, dims, 2, NULL, now_s, &pmin, err)) ||
 	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
 		goto out;
 	/* series keys are "cluster/model"; a cluster name may hold a '/'
@@ -425,10 +484,40 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 				keys[i].peak[h / 24] = v;
 		}
 	}
+	/* queue saturation: the minutes of each day with GPUs waiting, of the
+	 * day's last 3 hours and its last hour, per cluster/model */
+	sat = gl_xcalloc(nk * nd + 1, sizeof *sat);
+	sat_start = gl_xcalloc(nk + 1, sizeof *sat_start);
+	sat_p = gl_xcalloc(nk + 1, sizeof *sat_p);
+	for (size_t i = 0; i < nk; i++) {
+		char key[300];
+		const double *m = NULL;
+		snprintf(key, sizeof key, "%s/%s", keys[i].cluster, keys[i].model);
+		for (size_t j = 0; j < pmin.n; j++)
+			if (!strcasecmp(pmin.s[j].key, key))
+				m = pmin.s[j].v;
+		/* a queue is no older than its demand (as the peak series), and one
+		 * with none in the window (an idle model) has no days */
+		sat_start[i] = nd;
+		for (size_t d = 0; d < nd; d++)
+			if (keys[i].peak[d] > 0) {
+				sat_start[i] = gl_forecast_active_start(keys[i].peak, nd, 1);
+				break;
+			}
+		for (size_t h = 0; m && h < nd * 24; h++) {
+			struct gl_forecast_satday *d = &sat[i * nd + h / 24];
+			d->pending_minutes += m[h];
+			if (h % 24 >= 21)
+				d->pending_minutes_last3h += m[h];
+			if (h % 24 == 23)
+				d->pending_minutes_last1h += m[h];
+		}
+	}
 	root = cJSON_CreateObject();
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddNumberToObject(root, "horizon", p->horizon);
 	gl_apijson_add_time(root, "computed_at", now_s);
+	sat_json(root, sat, nk, nd, sat_start, p->window.start_s, sat_p);
 	arr = cJSON_AddArrayToObject(root, "series");
 	for (size_t i = 0; i < nk; i++) {
 		struct gl_forecast_opts o = {0};
@@ -476,6 +565,16 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		}
 		add_num_or_null(so, "days_until_saturation_p50", d50 > 0 ? d50 : NAN);
 		add_num_or_null(so, "days_until_saturation_p80", d80 > 0 ? d80 : NAN);
+		{
+			cJSON *qs = cJSON_AddObjectToObject(so, "queue_saturation");
+			char date[32];
+			gl_time_format(p->window.end_s, date, sizeof date);
+			date[10] = '\0';
+			cJSON_AddStringToObject(qs, "date", date);
+			add_num_or_null(qs, "p", isfinite(sat_p[i]) ? round(sat_p[i] * 1000) / 1000 : NAN);
+			add_num_or_null(qs, "last_day_pending_minutes",
+					nd ? round(sat[i * nd + nd - 1].pending_minutes * 10) / 10 : NAN);
+		}
 		cJSON_AddItemToObject(so, "days", days);
 		hist = cJSON_AddArrayToObject(so, "history");
 		for (size_t k = 0; k < nd; k++) {
@@ -507,6 +606,10 @@ out:
 	PQclear(names);
 	gl_fcseries_fini(&alloc);
 	gl_fcseries_fini(&pend);
+	gl_fcseries_fini(&pmin);
+	free(sat);
+	free(sat_start);
+	free(sat_p);
 	cJSON_Delete(root);
 	free(hours);
 	return rc;

@@ -1124,6 +1124,101 @@ int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forec
 	return 0;
 }
 
+/* The queue-days [from, to) (each queue from its own start + 1: features
+ * read the day before) as rows of X and labels y; returns the count. */
+static size_t sat_rows(const struct gl_forecast_satday *days, size_t nq, size_t nd, const size_t *start, size_t from,
+		       size_t to, double *X, int *y)
+{
+	size_t n = 0;
+	for (size_t q = 0; q < nq; q++)
+		for (size_t d = from > start[q] + 1 ? from : start[q] + 1; d < to && d < nd; d++) {
+			if (X)
+				gl_forecast_sat_features(days + q * nd, d, X + n * GL_FORECAST_SAT_NF);
+			if (y)
+				y[n] = gl_forecast_sat_label(&days[q * nd + d]);
+			n++;
+		}
+	return n;
+}
+
+int gl_forecast_sat_backtest(const struct gl_forecast_satday *days, size_t nq, size_t nd, const size_t *start,
+			     size_t test_from, struct gl_forecast_satscore *s, struct gl_err *err)
+{
+	size_t ntr = sat_rows(days, nq, nd, start, 1, test_from, NULL, NULL), nte = 0;
+	double *X = gl_xmalloc(sizeof(double) * GL_FORECAST_SAT_NF * (ntr ? ntr : 1));
+	int *y = gl_xmalloc(sizeof(int) * (ntr ? ntr : 1)), rc;
+	long tp = 0, fp = 0, fn = 0, tn = 0, ptp = 0, pfp = 0, pfn = 0, ptn = 0;
+	struct gl_forecast_satmodel m;
+
+	memset(s, 0, sizeof *s);
+	sat_rows(days, nq, nd, start, 1, test_from, X, y);
+	if ((rc = gl_forecast_sat_fit(X, y, ntr, &m, err)))
+		goto out;
+	for (size_t q = 0; q < nq; q++)
+		for (size_t d = test_from > start[q] + 1 ? test_from : start[q] + 1; d < nd; d++) {
+			double x[GL_FORECAST_SAT_NF];
+			int t = gl_forecast_sat_label(&days[q * nd + d]), ps = gl_forecast_sat_label(&days[q * nd + d - 1]);
+			gl_forecast_sat_features(days + q * nd, d, x);
+			int pr = gl_forecast_sat_prob(&m, x) >= 0.5;
+			tp += pr && t, fp += pr && !t, fn += !pr && t, tn += !pr && !t;
+			ptp += ps && t, pfp += ps && !t, pfn += !ps && t, ptn += !ps && !t;
+			nte++;
+		}
+	if (!nte) {
+		rc = gl_err_set(err, GL_EINVAL, "saturation backtest: no day from %zu of %zu to score", test_from, nd);
+		goto out;
+	}
+	s->days = (long)nte;
+	s->saturated = tp + fn;
+	s->accuracy = (double)(tp + tn) / (double)nte;
+	s->f1 = 2 * tp + fp + fn ? 2.0 * (double)tp / (double)(2 * tp + fp + fn) : NAN;
+	s->persist_accuracy = (double)(ptp + ptn) / (double)nte;
+	s->persist_f1 = 2 * ptp + pfp + pfn ? 2.0 * (double)ptp / (double)(2 * ptp + pfp + pfn) : NAN;
+out:
+	free(X);
+	free(y);
+	return rc;
+}
+
+int gl_forecast_sat_next(const struct gl_forecast_satday *days, size_t nq, size_t nd, const size_t *start, double *p,
+			 int *fitted, struct gl_err *err)
+{
+	size_t n = sat_rows(days, nq, nd, start, 1, nd, NULL, NULL), pos = 0, any = 0;
+	double *X = gl_xmalloc(sizeof(double) * GL_FORECAST_SAT_NF * (n ? n : 1));
+	int *y = gl_xmalloc(sizeof(int) * (n ? n : 1)), rc = 0;
+	struct gl_forecast_satmodel m;
+	struct gl_err e2 = {0};
+
+	*fitted = 0;
+	sat_rows(days, nq, nd, start, 1, nd, X, y);
+	for (size_t i = 0; i < n; i++)
+		pos += y[i] != 0;
+	for (size_t q = 0; q < nq; q++)
+		any += start[q] < nd;
+	if (!any) {
+		rc = gl_err_set(err, GL_EINVAL, "saturation: no queue-day in %zu days of %zu queues", nd, nq);
+		goto out;
+	}
+	*fitted = n && pos && pos < n && !gl_forecast_sat_fit(X, y, n, &m, &e2);
+	for (size_t q = 0; q < nq; q++) {
+		double x[GL_FORECAST_SAT_NF];
+		if (start[q] >= nd) {
+			p[q] = NAN;
+			continue;
+		}
+		if (!*fitted) {
+			p[q] = ((double)pos + 1) / ((double)n + 2);
+			continue;
+		}
+		gl_forecast_sat_features(days + q * nd, nd, x);
+		p[q] = gl_forecast_sat_prob(&m, x);
+	}
+out:
+	free(X);
+	free(y);
+	return rc;
+}
+
 double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95)
 {
 	const double v[5] = {lo95, lo80, point, hi80, hi95}, q[5] = {0.025, 0.1, 0.5, 0.9, 0.975};

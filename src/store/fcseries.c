@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *const metric_names[GL_FCS_METRIC_COUNT] = {
-	"gpu_hours", "busy_gpu_hours", "demand_gpus", "pending_gpus", "cost",
+	"gpu_hours", "busy_gpu_hours", "demand_gpus", "pending_gpus", "cost", "pending_minutes",
 };
 
 int gl_fcseries_metric_parse(const char *name)
@@ -107,6 +107,50 @@ static long step_of(const struct gl_window *steps, size_t n, int64_t t)
 	return (long)lo;
 }
 
+/* Adds the seconds of [s0, s1) in each step to v, in minutes. */
+static void add_minutes(double *v, const struct gl_window *steps, size_t n_steps, int64_t s0, int64_t s1)
+{
+	long k = step_of(steps, n_steps, s0 > steps[0].start_s ? s0 : steps[0].start_s);
+	for (; k >= 0 && (size_t)k < n_steps && steps[k].start_s < s1; k++) {
+		int64_t x0 = s0 > steps[k].start_s ? s0 : steps[k].start_s;
+		int64_t x1 = s1 < steps[k].end_s ? s1 : steps[k].end_s;
+		if (x1 > x0)
+			v[k] += (double)(x1 - x0) / 60.0;
+	}
+}
+
+/* Minutes with any GPU pending: the union of the pending spans of a key
+ * (rows ordered by key, then submit), so ten jobs waiting together count
+ * their minutes once. */
+static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n_steps, struct gl_fcseries *out)
+{
+	double *v = NULL;
+	int64_t m0 = 0, m1 = 0;
+	for (int i = 0; i <= PQntuples(r); i++) {
+		int next_key = i == PQntuples(r) || i == 0 || strcmp(PQgetvalue(r, i, 0), PQgetvalue(r, i - 1, 0));
+		int64_t s0 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 1)) : 0;
+		int64_t s1 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 2)) : 0;
+		if (v && (next_key || s0 > m1)) {
+			add_minutes(v, steps, n_steps, m0, m1);
+			m0 = m1 = 0;
+			if (next_key)
+				v = NULL;
+		}
+		if (i == PQntuples(r))
+			break;
+		if (!v)
+			v = series_for(out, PQgetvalue(r, i, 0));
+		if (s1 <= s0)
+			continue; /* started on submission: never waited */
+		if (m1 <= m0) {
+			m0 = s0;
+			m1 = s1;
+		} else if (s1 > m1) {
+			m1 = s1;
+		}
+	}
+}
+
 static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 		     size_t n_dims, int64_t now_s, struct gl_fcseries *out, struct gl_err *err)
 {
@@ -143,9 +187,13 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
 			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
 			     /* a pending array row stands for all its still-pending tasks */
-			     " greatest(k.req_gpu_milli, k.gpu_milli) * coalesce(k.array_tasks, 1) FROM k ORDER BY 1");
+			     " greatest(k.req_gpu_milli, k.gpu_milli) * coalesce(k.array_tasks, 1) FROM k ORDER BY 1, 2");
 	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err)))
 		goto out;
+	if (metric == GL_FCS_PENDING_MINUTES) {
+		pending_minutes(r, steps, n_steps, out);
+		goto out;
+	}
 	for (int i = 0; i < PQntuples(r); i++) {
 		double *v = series_for(out, PQgetvalue(r, i, 0));
 		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
@@ -180,7 +228,7 @@ int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size
 	out->n_steps = n_steps;
 	if (!n_steps)
 		return 0;
-	if (metric == GL_FCS_DEMAND_GPUS || metric == GL_FCS_PENDING_GPUS) {
+	if (metric == GL_FCS_DEMAND_GPUS || metric == GL_FCS_PENDING_GPUS || metric == GL_FCS_PENDING_MINUTES) {
 		if (filter)
 			return gl_err_set(err, GL_EINVAL, "%s: filter is not supported", metric_names[metric]);
 		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, now_s, out, err);

@@ -592,6 +592,133 @@ static void test_capacity_forecast_philly(void **state)
 	cJSON_Delete(j);
 }
 
+/* Queue saturation days on Philly (one queue: philly/unknown): the
+ * minutes of each day with GPUs pending, the union of [submit, start) of
+ * its jobs, computed here; /v1/forecast?metric=pending_minutes shows them,
+ * and /v1/capacity/forecast's queue_saturation gives the probability for
+ * the day after the window. */
+static void test_queue_saturation_philly(void **state)
+{
+	(void)state;
+	enum { ND = 31 };
+	double pm[ND] = {0};
+	long long cur0 = 0, cur1 = 0;
+	int idx[MAXJ], ni = 0;
+	/* the union of pending spans, by submit time */
+	for (int i = 0; i < g_n; i++)
+		if (g_j[i].gpus > 0 && g_j[i].start > g_j[i].submit)
+			idx[ni++] = i;
+	for (int a = 1; a < ni; a++)
+		for (int b = a; b > 0 && g_j[idx[b]].submit < g_j[idx[b - 1]].submit; b--) {
+			int t = idx[b];
+			idx[b] = idx[b - 1];
+			idx[b - 1] = t;
+		}
+	for (int a = 0; a <= ni; a++) {
+		if (a == ni || g_j[idx[a]].submit > cur1) {
+			for (int d = 0; d < ND; d++)
+				pm[d] += (double)overlap(cur0, cur1, PDAY0 + 86400LL * d, PDAY0 + 86400LL * (d + 1)) / 60.0;
+			if (a == ni)
+				break;
+			cur0 = g_j[idx[a]].submit;
+			cur1 = g_j[idx[a]].start;
+		} else if (g_j[idx[a]].start > cur1) {
+			cur1 = g_j[idx[a]].start;
+		}
+	}
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?metric=pending_minutes&aggregate=cluster&step=day&horizon=7"
+				    "&window=2017-10-01,2017-11-01",
+				    200);
+	cJSON *s, *ph = NULL;
+	assert_non_null(j);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+		if (!strcmp(cJSON_GetObjectItem(s, "key")->valuestring, "philly"))
+			ph = s;
+	assert_non_null(ph);
+	for (int d = 0; d < ND; d++)
+		assert_true(fabs(num(cJSON_GetArrayItem(cJSON_GetObjectItem(ph, "history"), d), "value") - pm[d]) < 1e-3);
+	cJSON_Delete(j);
+
+	/* Philly's queue waited an hour or more on every day of October (30 of
+	 * the 30 days after the first): no calm day to learn from, so no model
+	 * but the rate (saturated + 1) / (days + 2) = 31/32 */
+	int pos = 0;
+	for (int d = 1; d < ND; d++)
+		pos += pm[d] >= 60;
+	assert_int_equal(pos, ND - 1);
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=philly&horizon=3&window=2017-10-01,2017-11-01", 200);
+	assert_non_null(j);
+	cJSON *qs = cJSON_GetObjectItem(j, "queue_saturation");
+	ph = NULL;
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+		if (!strcmp(cJSON_GetObjectItem(s, "gpu_model")->valuestring, "unknown"))
+			ph = s;
+	assert_non_null(ph);
+	cJSON *q = cJSON_GetObjectItem(ph, "queue_saturation");
+	assert_string_equal(cJSON_GetObjectItem(q, "date")->valuestring, "2017-11-01");
+	assert_true(fabs(num(q, "last_day_pending_minutes") - round(pm[ND - 1] * 10) / 10) < 1e-9);
+	assert_string_equal(cJSON_GetObjectItem(qs, "method")->valuestring, "rate");
+	assert_true(num(q, "p") == round(31.0 / 32 * 1000) / 1000);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(qs, "accuracy")));
+	cJSON_Delete(j);
+}
+
+/* Queue saturation on a made queue: cluster "qsat" runs one a100 job a day
+ * from 2026-09-01; on days 5-9, 15-19 and 25-29 it waits 3 hours first
+ * (180 pending minutes: saturated), on the others it starts at once. The
+ * model learns that a day follows the one before, so a window ending on a
+ * saturated day says tomorrow likely is and one ending on a calm day says
+ * it likely is not; the backtest scores the last third of the days and
+ * persistence is computed here. (Runs last: it adds a cluster.) */
+static void test_queue_saturation_made(void **state)
+{
+	(void)state;
+	cJSON *j, *qs, *acc, *s, *q = NULL;
+	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('qsat', 'slurm')") >= 0);
+	assert_int_equal(gl_test_exec_dsn(g_dsn,
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
+					  " gpu_milli, req_gpu_milli, gpu_type, nodes)"
+					  " SELECT c.cluster_id, 'q' || d, 'q' || d, 'COMPLETED', t0,"
+					  "  t0 + CASE WHEN d / 5 % 2 = 1 THEN interval '3 hours' ELSE interval '0' END,"
+					  "  t0 + interval '5 hours', 1000, 1000, 'a100', ARRAY['q1']"
+					  " FROM clusters c, generate_series(0, 34) d,"
+					  "  LATERAL (SELECT timestamptz '2026-09-01T00:00:00Z' + d * interval '1 day' AS t0) x"
+					  " WHERE c.name = 'qsat'"),
+			 35);
+	/* window of 29 days (0-28), the last saturated; scored from day
+	 * 29 - 29/3 = 20: days 20-28, saturated on 25-28; persistence is
+	 * wrong on day 20 (19 was saturated) and 25 (24 was not): 7/9, and
+	 * finds 3 of 4 saturated days with one false alarm: F1 6/8 */
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=qsat&horizon=3&window=2026-09-01,2026-09-30", 200);
+	assert_non_null(j);
+	qs = cJSON_GetObjectItem(j, "queue_saturation");
+	assert_string_equal(cJSON_GetObjectItem(qs, "method")->valuestring, "logistic");
+	acc = cJSON_GetObjectItem(qs, "accuracy");
+	assert_int_equal(num(acc, "days"), 9);
+	assert_int_equal(num(acc, "saturated_days"), 4);
+	assert_string_equal(cJSON_GetObjectItem(acc, "scored_from")->valuestring, "2026-09-21");
+	assert_true(fabs(num(acc, "persistence_accuracy") - round(7.0 / 9 * 1e4) / 1e4) < 1e-9);
+	assert_true(fabs(num(acc, "persistence_f1") - 0.75) < 1e-9);
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+		q = cJSON_GetObjectItem(s, "queue_saturation");
+	assert_non_null(q);
+	assert_string_equal(cJSON_GetObjectItem(q, "date")->valuestring, "2026-09-30");
+	assert_true(num(q, "last_day_pending_minutes") == 180);
+	assert_true(num(q, "p") > 0.5);
+	cJSON_Delete(j);
+	/* ending on a calm day (33; 30-34 are calm) */
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=qsat&horizon=3&window=2026-09-01,2026-10-05", 200);
+	assert_non_null(j);
+	q = NULL;
+	cJSON_ArrayForEach(s, cJSON_GetObjectItem(j, "series"))
+		q = cJSON_GetObjectItem(s, "queue_saturation");
+	assert_non_null(q);
+	assert_true(num(q, "last_day_pending_minutes") == 0);
+	assert_true(num(q, "p") < 0.5);
+	cJSON_Delete(j);
+}
+
 static void test_capacity_forecast_inventory(void **state)
 {
 	(void)state;
@@ -629,6 +756,12 @@ static void test_capacity_forecast_inventory(void **state)
 				assert_true(fabs(num(d, "peak_demand") - 3) < 1e-9);
 				assert_true(num(d, "p_saturation") == 1);
 			}
+			/* a job pending all day, every day: no calm day to learn from,
+			 * so the rate over the 16 days after the first, (16+1)/(16+2),
+			 * and 17 days are too few for a backtest */
+			cJSON *q = cJSON_GetObjectItem(s, "queue_saturation");
+			assert_true(num(q, "p") == round(17.0 / 18 * 1000) / 1000);
+			assert_true(num(q, "last_day_pending_minutes") == 1440);
 			cJSON *h;
 			cJSON_ArrayForEach(h, cJSON_GetObjectItem(s, "history"))
 				assert_true(fabs(num(h, "peak_demand") - 3) < 1e-9);
@@ -641,10 +774,16 @@ static void test_capacity_forecast_inventory(void **state)
 				assert_true(num(d, "peak_demand") == 0);
 				assert_true(num(d, "p_saturation") == 0);
 			}
+			/* an idle model has no queue-days: nothing to say */
+			assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "queue_saturation"), "p")));
 		}
 		models++;
 	}
 	assert_true(models >= 2);
+	cJSON *qs = cJSON_GetObjectItem(j, "queue_saturation");
+	assert_string_equal(cJSON_GetObjectItem(qs, "method")->valuestring, "rate");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(qs, "accuracy")));
+	assert_non_null(strstr(cJSON_GetObjectItem(qs, "note")->valuestring, "under 21 days"));
 	cJSON_Delete(j);
 	cJSON_Delete(c);
 	/* bad parameters */
@@ -664,10 +803,10 @@ int main(void)
 		cmocka_unit_test(test_philly_vcs_daily),    cmocka_unit_test(test_team_is_the_sum),
 		cmocka_unit_test(test_testbed_cluster_hourly), cmocka_unit_test(test_demand_and_pending),
 		cmocka_unit_test(test_bad_parameters),      cmocka_unit_test(test_cached_answer),
-		cmocka_unit_test(test_capacity_forecast_philly), cmocka_unit_test(test_capacity_forecast_inventory),
+		cmocka_unit_test(test_capacity_forecast_philly), cmocka_unit_test(test_queue_saturation_philly), cmocka_unit_test(test_capacity_forecast_inventory),
 		cmocka_unit_test(test_excluded_days),
 		cmocka_unit_test(test_new_series_is_short_history_not_zeros),
-		cmocka_unit_test(test_capacity_forecast_first_day),
+		cmocka_unit_test(test_capacity_forecast_first_day), cmocka_unit_test(test_queue_saturation_made),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -419,6 +419,60 @@ static void test_horizon_longer_than_history_says_so(void **state)
 	gl_forecast_result_fini(&r);
 }
 
+static void test_saturation_days(void **state)
+{
+	/* two queues of 40 days: saturated (300 pending minutes) on days 10-19
+	 * and 30-39, calm (0) otherwise; the second queue exists from day 25 */
+	enum { ND = 40 };
+	struct gl_forecast_satday days[2 * ND];
+	size_t start[2] = {0, 25};
+	struct gl_forecast_satscore sc;
+	struct gl_err err = {0};
+	double p[2];
+	int fitted;
+	(void)state;
+	memset(days, 0, sizeof days);
+	for (int q = 0; q < 2; q++)
+		for (int d = 0; d < ND; d++)
+			if (d / 10 % 2 == 1 && (size_t)d >= start[q])
+				days[q * ND + d] = (struct gl_forecast_satday){300, 180, 60};
+	/* trained on days 1-29 (both switches seen), scored on 30-39 of both
+	 * queues: 20 days, all saturated; persistence (and a model that learnt
+	 * it) misses day 30 of each: 18/20, F1 2*18/(2*18+2) */
+	assert_int_equal(gl_forecast_sat_backtest(days, 2, ND, start, 30, &sc, &err), 0);
+	assert_int_equal(sc.days, 20);
+	assert_int_equal(sc.saturated, 20);
+	assert_true(fabs(sc.persist_accuracy - 0.9) < 1e-12);
+	assert_true(fabs(sc.persist_f1 - 36.0 / 38) < 1e-12);
+	assert_true(fabs(sc.accuracy - 0.9) < 1e-12);
+	assert_true(fabs(sc.f1 - 36.0 / 38) < 1e-12);
+	/* from day 20: queue 1 on days 20-39, queue 2 on 26-39 (from its start
+	 * + 1); persistence misses day 20 of queue 1 and day 30 of both: 31/34,
+	 * with 18 of 20 saturated days found and one false alarm */
+	assert_int_equal(gl_forecast_sat_backtest(days, 2, ND, start, 20, &sc, &err), 0);
+	assert_int_equal(sc.days, 34);
+	assert_int_equal(sc.saturated, 20);
+	assert_true(fabs(sc.persist_accuracy - 31.0 / 34) < 1e-12);
+	assert_true(fabs(sc.persist_f1 - 36.0 / 39) < 1e-12);
+
+	/* the last day was saturated: tomorrow likely is */
+	assert_int_equal(gl_forecast_sat_next(days, 2, ND, start, p, &fitted, &err), 0);
+	assert_true(fitted);
+	assert_true(p[0] > 0.5 && p[1] > 0.5);
+	/* cut at day 25 (queue 2 has no day yet): calm since day 20 */
+	assert_int_equal(gl_forecast_sat_next(days, 2, 25, start, p, &fitted, &err), 0);
+	assert_true(fitted && p[0] < 0.5 && isnan(p[1]));
+
+	/* never saturated: no model, Laplace's rate over the 39 + 14 queue-days */
+	memset(days, 0, sizeof days);
+	assert_int_equal(gl_forecast_sat_next(days, 2, ND, start, p, &fitted, &err), 0);
+	assert_false(fitted);
+	assert_true(fabs(p[0] - 1.0 / (39 + 14 + 2)) < 1e-12 && p[1] == p[0]);
+	assert_int_equal(gl_forecast_sat_backtest(days, 2, ND, start, 20, &sc, &err), -GL_EINVAL);
+	/* no day at all */
+	assert_int_equal(gl_forecast_sat_next(days, 2, 20, (size_t[]){30, 30}, p, &fitted, &err), -GL_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -429,6 +483,7 @@ int main(void)
 		cmocka_unit_test(test_missing_slots),           cmocka_unit_test(test_metrics_by_hand),
 		cmocka_unit_test(test_names_and_bad_options),   cmocka_unit_test(test_daily_weekly_pattern),
 		cmocka_unit_test(test_active_start), cmocka_unit_test(test_horizon_longer_than_history_says_so),
+		cmocka_unit_test(test_saturation_days),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,7 +68,10 @@ try {
 			history: [{ t: '2026-11-20T00:00:00Z', value: 10 }, { t: '2026-11-21T00:00:00Z', value: 12 }, { t: '2026-11-22T00:00:00Z', value: 11 }],
 			forecast: [{ t: '2026-11-23T00:00:00Z', value: 11.5, lo80: 9, hi80: 14, lo95: 8, hi95: 15 }, { t: '2026-11-24T00:00:00Z', value: 11.7, lo80: 8.5, hi80: 15, lo95: 7, hi95: 16 }],
 			accuracy: { mase: 0.83, wape: 0.12, coverage80: 0.8, coverage95: 0.95, origins: 6 } }] },
-		'/v1/capacity/forecast': { series: [{ cluster: 'testgpu', gpu_model: 'a100', capacity_gpus: 8, days_until_saturation_p50: 9.5, days_until_saturation_p80: null,
+		'/v1/capacity/forecast': { queue_saturation: { definition: 'GPUs pending in the queue for at least 60 minutes of the day', method: 'logistic', note: 'x',
+			accuracy: { days: 30, saturated_days: 12, accuracy: 0.8333, f1: 0.8, persistence_accuracy: 0.8, persistence_f1: 0.75, scored_from: '2026-10-24' } },
+		series: [{ cluster: 'testgpu', gpu_model: 'a100', capacity_gpus: 8, days_until_saturation_p50: 9.5, days_until_saturation_p80: null,
+			queue_saturation: { date: '2026-11-23', p: 0.25, last_day_pending_minutes: 30 },
 			days: [{ date: '2026-11-23', peak_demand: 6, p_saturation: 0.1 }] },
 		{ cluster: 'testgpu', gpu_model: 'v100', capacity_gpus: null, days_until_saturation_p50: null, days_until_saturation_p80: null,
 			days: [{ date: '2026-11-23', peak_demand: 3, p_saturation: null }] },
@@ -97,6 +100,10 @@ try {
 					const a100 = sat.find((r) => r[1] === 'a100'), v100 = sat.find((r) => r[1] === 'v100');
 					eq(a100[3], '9.5', 'days p50');
 					eq(a100[4], 'not within horizon', 'p80 beyond the horizon, capacity known');
+					assert(/25/.test(a100[6]), 'queue saturation probability shown: ' + a100[6]);
+					eq(sat.find((r) => r[1] === 'v100')[6], '—', 'no queue-days: a dash');
+					const qn = await page.textContent('#queue-saturation-accuracy');
+					assert(/83\.3/.test(qn) && /persistence 80/.test(qn) && /30 queue-days from 2026-10-24/.test(qn), 'queue model accuracy beside persistence: ' + qn);
 					eq(v100[3] + ' / ' + v100[4], 'capacity unknown / capacity unknown', 'no inventory: nothing ruled out');
 					const h100 = sat.find((r) => r[1] === 'h100');
 					eq(h100[3] + ' / ' + h100[4], 'unknown: history too short / unknown: history too short', 'no interval: nothing ruled out');

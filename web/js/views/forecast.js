@@ -44,18 +44,31 @@ export async function render(ctx) {
 				{ key: 'p50', label: 'p50 days', num: true, fmt: (r) => days(r, r.p50) },
 				{ key: 'p80', label: 'p80 days', num: true, fmt: (r) => days(r, r.p80) },
 				{ key: 'peak', label: 'Peak demand', num: true, fmt: (r) => f.number(r.peak, 1) + ' GPUs' },
+				{ key: 'queue', label: 'Queue waits ≥ 1 h next day', num: true, fmt: (r) => f.percent(r.queue) },
 			],
 			rows: cap.value.series.map((s) => ({
 				cluster: s.cluster, gpu_model: s.gpu_model, capacity_gpus: s.capacity_gpus,
 				p50: s.days_until_saturation_p50, p80: s.days_until_saturation_p80,
 				sat_known: (s.days || []).some((x) => x.p_saturation !== null && x.p_saturation !== undefined),
 				peak: Math.max(0, ...(s.days || []).map((x) => x.peak_demand || 0)),
+				queue: s.queue_saturation ? s.queue_saturation.p : null,
 			})),
 		}));
+		out.push(h('p', { class: 'note', id: 'queue-saturation-accuracy', text: queueNote(cap.value.queue_saturation) }));
 	} else {
 		out.push(h('h2', { text: 'Capacity forecast' }), failure(cap.reason));
 	}
 	return out;
+}
+
+// How far the queue-saturation probabilities can be trusted: the model's
+// backtest on the window's last third beside persistence's, or why none.
+function queueNote(q) {
+	if (!q) return '';
+	const a = q.accuracy;
+	if (!a) return 'Queue saturation (' + q.definition + '): ' + (q.note || 'no model');
+	return 'Queue saturation (' + q.definition + '), ' + q.method + ': accuracy ' + f.percent(a.accuracy) +
+		' (persistence ' + f.percent(a.persistence_accuracy) + ') over ' + a.days + ' queue-days from ' + a.scored_from + '.';
 }
 
 // No saturation day means "not within the horizon" only when capacity and
