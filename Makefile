@@ -47,7 +47,7 @@ all: $(BUILD)/gpuledger
 help:
 	@echo "make            build $(BUILD)/gpuledger"
 	@echo "make run        install deps, build, start embedded PostgreSQL, migrate, load demo data, serve on 127.0.0.1:8080"
-	@echo "make test       install deps, build, run unit + integration + http tests"
+	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
 	@echo "make bench      run the benchmarks (never part of make test)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
 

@@ -112,9 +112,8 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *window = gl_req_param(req, "window"), *step_s = gl_req_param(req, "step"),
-		   *agg_s = gl_req_param(req, "aggregate"), *format = gl_req_param(req, "format"),
-		   *cluster = gl_req_param(req, "cluster");
+	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
+		   *format = gl_req_param(req, "format"), *cluster = gl_req_param(req, "cluster");
 	struct gl_err err = {0};
 	struct gl_window w, *steps = NULL;
 	enum gl_step step = GL_STEP_NONE;
@@ -124,10 +123,9 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	int rc = 0;
 
-	if (!window)
-		window = "24h";
-	if (gl_window_parse(window, req->now_s, &w, &err))
-		return gl_resp_error(resp, GL_EINVAL, "window", "window: %s", err.msg);
+	/* the shared parser also enforces api.max_window_days, as on every route */
+	if ((rc = gl_apijson_window(req, resp, "24h", &w)))
+		return rc;
 	if (step_s && gl_step_parse(step_s, &step, &err))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
 	if (agg_s) {

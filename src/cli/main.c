@@ -61,7 +61,8 @@ static const char usage_main[] =
 	"  -c, --config FILE   configuration file (default: $GPULEDGER_CONFIG, else built-in defaults)\n"
 	"  -h, --help          this help; COMMAND --help for a command's\n"
 	"\n"
-	"exit codes: 0 ok, 1 runtime error, 2 usage error (hook idle: 3 candidates in dry-run)\n";
+	"exit codes: 0 ok, 1 runtime error, 2 usage error, 3 hook idle found candidates in dry-run,\n"
+	"            4 ingest skipped malformed lines, 5 audit verify found the chain broken\n";
 
 /* ---- check-config ---- */
 static const char usage_check[] = "usage: gpuledger [--config FILE] check-config\n"

@@ -531,6 +531,14 @@ static int run_row(PGconn *c, const char *actor, const struct gl_hook_opts *o, i
 	return rc;
 }
 
+static void untripped_breaker(cJSON *root, int actions_due, int64_t max_actions)
+{
+	cJSON *b = cJSON_AddObjectToObject(root, "breaker");
+	cJSON_AddBoolToObject(b, "tripped", 0);
+	cJSON_AddNumberToObject(b, "actions_due", actions_due);
+	cJSON_AddNumberToObject(b, "max_actions_per_run", (double)max_actions);
+}
+
 int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
 		int *exit_code, struct gl_err *err)
 {
@@ -581,10 +589,11 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 	acts = cJSON_AddArrayToObject(root, "actions");
 	errs = cJSON_AddArrayToObject(root, "errors");
 	if (!npols) {
-		*report = root;
-		root = NULL;
+		/* nothing to judge, but the report keeps its documented shape and
+		 * the run its hook.run row */
+		untripped_breaker(root, 0, cfg->hook_max_actions_per_run);
 		*exit_code = GL_HOOK_EXIT_OK;
-		goto out;
+		goto done;
 	}
 
 	if (act) {
@@ -891,10 +900,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		cJSON_AddItemToArray(errs, cJSON_CreateString(why));
 		gl_log(GL_LOG_WARN, "hook: circuit breaker: %s", why);
 	} else {
-		cJSON *b = cJSON_AddObjectToObject(root, "breaker");
-		cJSON_AddBoolToObject(b, "tripped", 0);
-		cJSON_AddNumberToObject(b, "actions_due", acts_planned);
-		cJSON_AddNumberToObject(b, "max_actions_per_run", (double)cfg->hook_max_actions_per_run);
+		untripped_breaker(root, acts_planned, cfg->hook_max_actions_per_run);
 	}
 
 	/* decisions (audited before anything is run, so a crash leaves them) */

@@ -8,9 +8,11 @@
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err)
 {
@@ -117,6 +119,12 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 		goto out;
 	}
 	res->version = pv + 1;
+	/* nothing else creates reports.dir (the example's var/reports): make it
+	 * as `report showback --out` makes its directory */
+	if (mkdir(cfg->reports_dir, 0755) && errno != EEXIST) {
+		rc = gl_err_set(err, GL_EIO, "reports.dir %s: %s", cfg->reports_dir, strerror(errno));
+		goto out;
+	}
 	/* files first (each renamed into place), then the rows and the audit
 	 * row in one transaction */
 	for (size_t t = 0; t < nt; t++) {

@@ -141,6 +141,17 @@ int gl_token_create(PGconn *c, const char *name, const char *role, int64_t expir
 	scopes = cJSON_PrintUnformatted(sj);
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
+	/* the unique index would refuse it too, but in the INSERT's words */
+	if ((rc = gl_db_query(c, "SELECT 1 FROM api_tokens WHERE name = $1 AND revoked_at IS NULL", 1,
+			      (const char *[]){name}, &r, err)))
+		goto rollback;
+	if (PQntuples(r) > 0) {
+		rc = gl_err_set(err, GL_EINVAL, "token create: a live token is already named '%s' (revoke it or pick another name)",
+				name);
+		goto rollback;
+	}
+	PQclear(r);
+	r = NULL;
 	if ((rc = gl_db_query(c,
 			      "INSERT INTO api_tokens (name, token_sha256, role, scopes, expires_at)"
 			      " VALUES ($1, $2::bytea, $3, $4::jsonb, $5::timestamptz) RETURNING token_id",

@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "gl/promtext.h"
+#include "gl/routes.h"
+#include "gl/server.h"
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
@@ -403,6 +405,23 @@ static void test_audit_verify_window_is_rfc3339(void **state)
 	cJSON_Delete(j);
 }
 
+/* api.max_window_days (docs/config.md, openapi's window parameter) holds on
+ * every route that takes a window: one day over it is 400 naming window. */
+static void test_every_window_keeps_max_window_days(void **state)
+{
+	char path[160];
+	int n = 0;
+	for (const struct gl_route *rt = gl_routes; rt->path; rt++) {
+		const char *p = rt->params;
+		if (strcmp(rt->method, "GET") || !p || !strstr(p, "window"))
+			continue;
+		snprintf(path, sizeof path, "%s?window=401d", rt->path);
+		expect_error(path, 400, "window");
+		n++;
+	}
+	assert_true(n >= 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_every_csv_is_an_attachment),
 		cmocka_unit_test(test_ingest_runs_default_limit_is_100),
 		cmocka_unit_test(test_audit_verify_window_is_rfc3339),
+		cmocka_unit_test(test_every_window_keeps_max_window_days),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -272,6 +272,23 @@ static void test_revoked_token_refused_within_the_cache_ttl(void **state)
 	gl_test_out_fini(&o);
 }
 
+/* docs/security.md: a live name is unique. A second create under it says so
+ * in words (not the INSERT's unique-violation text), prints no token and
+ * writes nothing. */
+static void test_duplicate_live_name_is_refused_in_words(void **state)
+{
+	char tok[64];
+	struct gl_test_out o;
+	assert_int_equal(gl_test_token_create(g_dsn, "twice", "viewer", NULL, tok, sizeof tok, NULL), 0);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "token", "create", "--name", "twice", "--role", "viewer", NULL), 0);
+	assert_int_equal(o.status, 1);
+	if (!strstr(o.err, "a live token is already named 'twice'"))
+		fail_msg("stderr: %s", o.err);
+	assert_null(strstr(o.err, "INSERT"));
+	assert_null(strstr(o.out, "glt_"));
+	gl_test_out_fini(&o);
+}
+
 static void test_repeated_failures_are_rate_limited(void **state)
 {
 	const char *from = "127.0.0.9";
@@ -451,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_repeated_failures_are_rate_limited),
 		cmocka_unit_test(test_every_request_is_audited_never_the_token),
 		cmocka_unit_test(test_admin_endpoints),
+		cmocka_unit_test(test_duplicate_live_name_is_refused_in_words),
 		cmocka_unit_test(test_service_role_cannot_rewrite_the_log),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

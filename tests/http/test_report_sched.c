@@ -399,6 +399,31 @@ static void test_sched_no_data_quiet_other_errors_fail(void **state)
 	gl_config_fini(&cfg);
 }
 
+/* reports.dir need not exist yet (gpuledger.example.yaml names var/reports,
+ * which nothing else creates): recording makes it, as report showback --out
+ * makes its directory. */
+static void test_record_creates_reports_dir(void **state)
+{
+	char dir[PATH_MAX + 32], cfg[PATH_MAX + 32], env[PATH_MAX + 48], yaml[PATH_MAX + 1024], file[PATH_MAX + 96];
+	struct gl_test_out o;
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s/fresh-%ld", g_tmp, (long)getpid());
+	snprintf(cfg, sizeof cfg, "%s/fresh.yaml", g_tmp);
+	snprintf(yaml, sizeof yaml, "%sreports:\n  dir: %s\n  aggregate: account\n  formats: csv\n", cost_yaml, dir);
+	write_file(cfg, yaml);
+	assert_int_not_equal(stat(dir, &st), 0);
+	snprintf(env, sizeof env, "GPULEDGER_CONFIG=%s", cfg);
+	assert_int_equal(gl_test_run(g_dsn, (const char *[]){env, NULL}, &o, "report", "record", "--month", "2017-11", NULL),
+			 0);
+	if (o.status != 0)
+		fprintf(stderr, "report record: %s\n", o.err);
+	assert_int_equal(o.status, 0);
+	gl_test_out_fini(&o);
+	snprintf(file, sizeof file, "%s/showback-2017-11-account-owners.csv", dir);
+	assert_int_equal(stat(file, &st), 0);
+	assert_true(st.st_size > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_daemon_schedule_and_budget_alerts_once),
 		cmocka_unit_test(test_budget_and_reports_errors),
 		cmocka_unit_test(test_sched_no_data_quiet_other_errors_fail),
+		cmocka_unit_test(test_record_creates_reports_dir),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

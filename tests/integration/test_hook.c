@@ -782,6 +782,33 @@ static void test_policy_names(void **state)
 	assert_int_equal(count_lines(path("names.log"), NULL), 4);
 }
 
+/* No hook.policies (gpuledger.example.yaml's default): the report has the
+ * keys docs/hook.md shows (breaker, exit_code) and the run is audited
+ * like any other, so a cron wrapper reading .exit_code does not break. */
+static void test_no_policies(void **state)
+{
+	char *out = NULL, q[256];
+	cJSON *r, *b;
+	long long run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+	write_file(path("nopolicy.yaml"), "log:\n  level: warn\n", 0);
+	assert_int_equal(hook(path("nopolicy.yaml"), "--dry-run", "json", &out), 0);
+	r = parse_report(out);
+	b = cJSON_GetObjectItemCaseSensitive(r, "breaker");
+	assert_non_null(b);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(b, "tripped")));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(b, "actions_due")->valueint, 0);
+	assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, "exit_code")));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(r, "exit_code")->valueint, 0);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "candidates")), 0);
+	cJSON_Delete(r);
+	free(out);
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.run' AND outcome = 'ok'"
+		 " AND detail->>'mode' = 'dry-run'",
+		 run0);
+	assert_int_equal(gl_test_qint(g_c, q), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +822,7 @@ int main(void)
 		cmocka_unit_test(test_bad_stderr),
 		cmocka_unit_test(test_background_child),
 		cmocka_unit_test(test_policy_names),
+		cmocka_unit_test(test_no_policies),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
