@@ -21,9 +21,13 @@ int gl_route_idle_candidates(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, GL_EINVAL, "policy", "policy: empty");
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if ((rc = gl_hook_run(c, req->cfg, &o, req->now_s, &report, &code, &err)))
-		return gl_resp_error(resp, rc, rc == -GL_EINVAL && strstr(err.msg, "--policy") ? "policy" : NULL, "%s",
-				     err.msg);
+	if ((rc = gl_hook_run(c, req->cfg, &o, req->now_s, &report, &code, &err))) {
+		/* the CLI's words name its flag and the config file's path; an
+		 * API client asked by parameter and has no business with paths */
+		if (code == GL_HOOK_EXIT_USAGE && o.policy)
+			return gl_resp_error(resp, rc, "policy", "policy: no policy named '%s'", o.policy);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
 	gl_apijson_put(resp, report);
 	cJSON_Delete(report);
 	return 0;

@@ -471,6 +471,10 @@ static void test_api(void **state)
 	assert_int_equal(gl_test_http(dp->port, "GET", "/v1/idle/candidates?policy=nope", NULL, 0, NULL, &h), 0);
 	assert_int_equal(h.status, 400);
 	assert_non_null(strstr(h.body, "\"param\":\"policy\""));
+	/* in the API's words: no CLI flag, no config file path */
+	assert_non_null(strstr(h.body, "policy: no policy named 'nope'"));
+	assert_null(strstr(h.body, "--policy"));
+	assert_null(strstr(h.body, ".yaml"));
 	gl_test_http_fini(&h);
 
 	/* roles: hook yes, viewer no */
