@@ -771,6 +771,23 @@ int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_aud
 	memset(res, 0, sizeof *res);
 	gl_time_format(before_s, day, sizeof day);
 	day[10] = '\0';
+	{
+		/* said here in words; the database refuses it too, in SQL's */
+		int64_t now_s = (int64_t)time(NULL), y;
+		unsigned mo, dd;
+		char cur[32];
+		gl_time_civil_from_days(now_s / 86400, &y, &mo, &dd);
+		int64_t month0 = gl_time_days_from_civil(y, mo, 1) * 86400;
+		if (before_s > month0) {
+			gl_time_format(month0, cur, sizeof cur);
+			cur[7] = '\0';
+			rc = gl_err_set(err, GL_EINVAL,
+					"audit prune: --before %.7s is after the current month (%s): the current month and"
+					" later are never pruned",
+					day, cur);
+			goto out0;
+		}
+	}
 	if ((rc = in_txn(c, &own, err)))
 		goto out0;
 	/* the head is read before the drop: it may itself be in a dropped

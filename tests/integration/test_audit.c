@@ -387,6 +387,9 @@ static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 		strftime(next, sizeof next, "%Y-%m", &tm);
 		assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", next, NULL), 0);
 		assert_int_equal(o.status, 1);
+		/* in words, not the database's exception */
+		assert_non_null(strstr(o.err, "is after the current month"));
+		assert_null(strstr(o.err, "ERROR:"));
 		gl_test_out_fini(&o);
 	}
 	/* deleting the first surviving row is still named */
