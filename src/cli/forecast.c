@@ -384,8 +384,12 @@ static int cmd_backtest(int argc, char **argv)
 	cJSON *jpool = json ? cJSON_AddArrayToObject(root, "pooled") : NULL;
 	double *ya = gl_xmalloc(sizeof(double) * d.ns * (ntest ? ntest : 1) * 6);
 	double *mases = gl_xmalloc(sizeof(double) * d.ns);
+	/* row 0 is what was asked: the selection, or one method by name */
+	char asked[64];
+	snprintf(asked, sizeof asked, "%s (asked)",
+		 fo.method == GL_FORECAST_AUTO ? "auto" : gl_forecast_method_name(fo.method));
 	for (int r = 0; r < NROWS; r++) {
-		const char *name = r == 0 ? "auto" : gl_forecast_method_name(r - 1);
+		const char *name = r == 0 ? (fo.method == GL_FORECAST_AUTO ? "auto" : asked) : gl_forecast_method_name(r - 1);
 		size_t npool = 0, nm = 0;
 		int pool_ok = 1;
 		double *fa = ya + d.ns * ntest, *l8 = fa + d.ns * ntest, *h8 = l8 + d.ns * ntest,

@@ -113,6 +113,15 @@ static void test_backtest_text_and_errors(void **state)
 	assert_non_null(strstr(o.out, "median_week"));
 	assert_non_null(strstr(o.out, "ensemble"));
 	gl_test_out_fini(&o);
+	/* one method asked by name: its row says so, not "auto" */
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "forecast", "backtest", "--file", gl_test_fixture(FX), "--time-col",
+				     "date", "--value-col", "capacity_gpu_hours", "--step", "day", "--horizon", "1",
+				     "--test-from", "2020-05-25", "--method", "median_week", NULL),
+			 0);
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out, "median_week (asked)"));
+	assert_null(strstr(o.out, " auto "));
+	gl_test_out_fini(&o);
 	/* a column that is not there: runtime error naming it */
 	assert_int_equal(gl_test_run(NULL, NULL, &o, "forecast", "backtest", "--file", gl_test_fixture(FX), "--time-col",
 				     "date", "--value-col", "gpu_hours", "--step", "day", "--horizon", "7", "--test-from",
