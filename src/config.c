@@ -762,6 +762,13 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			return cfg_fail(err, name, l, "budget_alerts.thresholds", "'%s' is not an ascending comma list of 1..1000 (at most %d)",
 					cfg->budget_thresholds, GL_BUDGET_MAX_THRESHOLDS);
 	}
+	{
+		/* a misspelt {placeholder} would reach the command literally */
+		char bad[64];
+		if (gl_budget_command_check(cfg->budget_alert_command, bad, sizeof bad))
+			return cfg_fail(err, name, l, "budget_alerts.command",
+					"unknown placeholder %s (owner, month, threshold, spend, budget, currency, pct)", bad);
+	}
 	for (size_t i = 0; i < cfg->n_sacct; i++) {
 		const struct gl_sacct_source_cfg *sc = &cfg->sacct[i];
 		snprintf(item, sizeof item, "sources.sacct[%zu]", i);

@@ -37,6 +37,10 @@ struct gl_budget_line {
 	int fired[GL_BUDGET_MAX_THRESHOLDS]; /* thresholds already alerted this month */
 };
 
+/* Pure: 0 when every {name} in an alert command template is one the alert
+ * fills in (owner month threshold spend budget currency pct); else -1 and
+ * the first unknown one, braces included, in bad. */
+int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad);
 /* "50,75,90,100" -> ascending, distinct, each 1..1000. */
 int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 /* Pure: spend so far x month length / elapsed part of the month, half up. */

@@ -125,8 +125,11 @@ static int compile_one(const struct gl_config *cfg, const struct gl_hook_policy_
 		struct gl_hookpolicy_list *out;
 	} tm[] = {
 		{"warn_command", c->warn_command, &p->warn_argv},
-		{"slurm_command", c->slurm_command[0] ? c->slurm_command : cfg->hook_slurm_command, &p->slurm_argv},
-		{"kube_command", c->kube_command[0] ? c->kube_command : cfg->hook_kube_command, &p->kube_argv},
+		/* an inherited command's error names the key it came from */
+		{c->slurm_command[0] ? "slurm_command" : "slurm_command (hook.slurm_command)",
+		 c->slurm_command[0] ? c->slurm_command : cfg->hook_slurm_command, &p->slurm_argv},
+		{c->kube_command[0] ? "kube_command" : "kube_command (hook.kube_command)",
+		 c->kube_command[0] ? c->kube_command : cfg->hook_kube_command, &p->kube_argv},
 	};
 
 	p->name = c->name;

@@ -295,6 +295,28 @@ out:
 	return rc;
 }
 
+/* What an alert command may name; run_command's kv fills each in. */
+static const char *const alert_keys[] = {"owner", "month", "threshold", "spend", "budget", "currency", "pct"};
+
+int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad)
+{
+	for (const char *p = tmpl; p && (p = strchr(p, '{'));) {
+		const char *e = strchr(p, '}');
+		size_t i;
+		if (!e)
+			break;
+		for (i = 0; i < GL_ARRAY_LEN(alert_keys); i++)
+			if (strlen(alert_keys[i]) == (size_t)(e - p - 1) && !strncmp(p + 1, alert_keys[i], (size_t)(e - p - 1)))
+				break;
+		if (i == GL_ARRAY_LEN(alert_keys)) {
+			snprintf(bad, nbad, "%.*s", (int)(e - p + 1), p);
+			return -1;
+		}
+		p = e + 1;
+	}
+	return 0;
+}
+
 /* Replaces {key} placeholders inside one argument. */
 static char *expand(const char *arg, const char *const *kv)
 {
@@ -411,9 +433,10 @@ int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *
 				goto out;
 			in_txn = 0;
 			{
-				const char *kv[] = {"owner", l->owner, "month",    ym,          "threshold", t,
-						    "spend", sp,       "budget",   bu,          "currency",  l->currency,
-						    "pct",   pct,      NULL};
+				/* in alert_keys' order */
+				const char *kv[] = {alert_keys[0], l->owner, alert_keys[1], ym,          alert_keys[2], t,
+						    alert_keys[3], sp,       alert_keys[4], bu,          alert_keys[5], l->currency,
+						    alert_keys[6], pct,      NULL};
 				run_command(cfg, kv, status, sizeof status);
 			}
 			if ((rc = gl_db_query(c,

@@ -76,6 +76,15 @@ static void expect_bad(const char *policy_body, const char *want_line, const cha
 static void test_reject(void **s)
 {
 	(void)s;
+	/* an inherited command's bad placeholder names the key it came from */
+	{
+		const char *y = "hook:\n  slurm_command: scancel {jobid}\n  policies:\n    - name: p1\n"
+				"      scope: {clusters: a}\n      rule: {kind: fixed, t1_min: 1, t3_min: 2}\n";
+		struct gl_config c;
+		struct gl_err e = {0};
+		assert_int_not_equal(gl_config_load_buf(&c, "gl.yaml", y, strlen(y), &e), 0);
+		assert_non_null(strstr(e.msg, "slurm_command (hook.slurm_command): unknown placeholder {jobid}"));
+	}
 	/* unknown key, at its own line */
 	expect_bad("      scope: {clusters: a}\n      rule: {kind: fixed, t1_min: 1, t3_min: 2}\n      frobnicate: 1\n",
 		   "gl.yaml:6:", "unknown key 'frobnicate'");
