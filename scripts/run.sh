@@ -24,8 +24,16 @@ if [[ ! -s $token_file ]]; then
 	# a local admin token for trying the API; shown once, kept only in this file
 	(umask 077 && "$BIN" "${args[@]}" token create --name "demo-$(date +%s)" --role admin >"$token_file")
 fi
+# where server.listen puts the API (a wildcard address is reached on loopback)
+listen=${check##*listen }
+listen=${listen%)}
+case $listen in
+0.0.0.0:* | :*) base=http://127.0.0.1:${listen##*:} ;;
+\[::\]:*) base=http://[::1]:${listen##*:} ;;
+*) base=http://$listen ;;
+esac
 echo "run: API token (admin) in $token_file, e.g.:"
-echo "     curl -H \"Authorization: Bearer \$(cat $token_file)\" 'http://127.0.0.1:8080/v1/chargeback?window=2026-11-22&aggregate=team'"
-echo "run: dashboard at http://127.0.0.1:8080/ (sign in with the token in $token_file)"
+echo "     curl -H \"Authorization: Bearer \$(cat $token_file)\" '$base/v1/chargeback?window=2026-11-22&aggregate=team'"
+echo "run: dashboard at $base/ (sign in with the token in $token_file)"
 echo "run: serving; press Ctrl-C to stop (the database keeps running: '$BIN ${args[*]} db stop')"
 exec "$BIN" "${args[@]}" serve

@@ -89,8 +89,8 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_fail(&e2);
 		}
 	}
-	printf("%s: ok (%zu sacct sources; database: %s)\n", cfg->path, cfg->n_sacct,
-	       gl_db_is_external(cfg) ? "external" : "embedded");
+	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
+	       gl_db_is_external(cfg) ? "external" : "embedded", cfg->listen);
 	return 0;
 }
 

@@ -262,6 +262,14 @@ static void test_cli_errors(void **state)
 	assert_int_equal(o.status, 1);
 	assert_non_null(strstr(o.err, "bad.yaml:3: unknown key 'server.threds'"));
 	gl_test_out_fini(&o);
+	/* a good one says where the API will listen (make run prints its URL from it) */
+	f = fopen(bad, "w");
+	fputs("server:\n  listen: 127.0.0.1:18111\n", f);
+	fclose(f);
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "--config", bad, "check-config", NULL), 0);
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out, "; listen 127.0.0.1:18111)"));
+	gl_test_out_fini(&o);
 
 	assert_int_equal(gl_test_run(NULL, NULL, &o, "frobnicate", NULL), 0);
 	assert_int_equal(o.status, 2);
