@@ -744,6 +744,9 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	if (gl_config_parse_listen(cfg->listen, &ss, &sl, &e))
 		return cfg_fail(err, name, l, "server.listen", "'%s' is not ADDR:PORT (an IPv4 address, [IPv6] or localhost, and a port 0..65535)",
 				cfg->listen);
+	if (gl_money_minor(cfg->currency) < 0)
+		return cfg_fail(err, name, l, "currency", "'%s' is not an ISO 4217 currency code (USD, EUR, JPY, ...)",
+				cfg->currency);
 	if (gl_log_parse_level(cfg->log_level, &lvl))
 		return cfg_fail(err, name, l, "log.level", "'%s' is not debug, info, warn or error", cfg->log_level);
 	if (gl_report_sched_parse_time(cfg->reports_schedule, &at, &e))

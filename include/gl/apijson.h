@@ -39,11 +39,12 @@ void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition);
 void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v);
 /* CSV cells from column col of row: text (guarded, quoted as needed),
  * a number as the database printed it, epoch seconds as RFC 3339 UTC,
- * micro-units as money with 2 minor units; SQL NULL is an empty cell. */
+ * micro-units as money with minor decimals (the currency's minor units,
+ * gl_money_minor); SQL NULL is an empty cell. */
 void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col);
 void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col);
 void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col);
+void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col, int minor);
 /* Thousandths (gpu_milli) as a decimal without trailing zeros ("0.5", "2"). */
 void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
 /* A header row from a NULL-terminated list of names. */

@@ -43,6 +43,10 @@ int64_t gl_percentile_sorted(const int64_t *sorted, size_t n, double p);
 /* "2.50" -> 2500000 exactly; at most 6 decimals, no sign, no exponent. */
 int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err) GL_MUSTCHECK;
 
+/* The ISO 4217 minor units of a currency code (2 for "USD", 0 for "JPY", 3
+ * for "BHD"); -1 when code is not an active ISO 4217 code (case matters). */
+int gl_money_minor(const char *code);
+
 /* "12.345678" from micro-units with `minor` decimals (2 for USD: "12.35",
  * half up); minor = 6 keeps every digit. */
 void gl_money_format(int64_t micros, int minor, char *buf, size_t n);

@@ -136,7 +136,4 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		       struct gl_err *err) GL_MUSTCHECK;
 void gl_showback_fini(struct gl_showback *sb);
 
-/* Minor-unit digits of an ISO 4217 currency (2 unless known otherwise). */
-int gl_showback_currency_minor(const char *currency);
-
 #endif

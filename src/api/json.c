@@ -159,12 +159,12 @@ void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, in
 	gl_csv_raw(o, buf);
 }
 
-void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col)
+void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col, int minor)
 {
 	char buf[48] = "";
 	/* numeric columns (round(...)) print no fraction: atoll reads them whole */
 	if (!PQgetisnull(r, row, col))
-		gl_money_format(atoll(PQgetvalue(r, row, col)), 2, buf, sizeof buf);
+		gl_money_format(atoll(PQgetvalue(r, row, col)), minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 

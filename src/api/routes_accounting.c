@@ -131,6 +131,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 {
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
+	int minor = gl_money_minor(currency); /* validated with the config */
 
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
@@ -165,8 +166,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddNumberToObject(o, "idle_share_gpu_seconds", (double)l->idle_share_s);
 			cJSON_AddNumberToObject(o, "idle_share_micros", (double)l->idle_share_micros);
 			cJSON_AddNumberToObject(o, "total_micros", (double)l->total_micros);
-			cJSON_AddItemToObject(o, "cost", money(l->cost_micros, 2));
-			cJSON_AddItemToObject(o, "total", money(l->total_micros, 2));
+			cJSON_AddItemToObject(o, "cost", money(l->cost_micros, minor));
+			cJSON_AddItemToObject(o, "total", money(l->total_micros, minor));
 			cJSON_AddItemToArray(items, o);
 		}
 		idle = cJSON_AddObjectToObject(so, "idle");
@@ -187,7 +188,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		cJSON_AddNumberToObject(t, "gpu_seconds", (double)st->total_s);
 		cJSON_AddNumberToObject(t, "cost_micros", (double)st->total_cost_micros);
 		cJSON_AddNumberToObject(t, "total_micros", (double)st->total_micros);
-		cJSON_AddItemToObject(t, "total", money(st->total_micros, 2));
+		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
 		cJSON_AddItemToArray(steps, so);
 	}
 	tot = cJSON_AddObjectToObject(root, "totals");
@@ -197,7 +198,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	cJSON_AddNumberToObject(tot, "cost_micros", (double)cb->total_cost_micros);
 	cJSON_AddNumberToObject(tot, "idle_micros", (double)cb->total_idle_micros);
 	cJSON_AddNumberToObject(tot, "total_micros", (double)cb->total_micros);
-	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, 2));
+	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
 	{
 		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
 		char buf[sizeof meta->unpriced_models], *sv = NULL;
@@ -217,14 +218,14 @@ static void csv_i64(struct gl_strbuf *o, int64_t v)
 	gl_csv_raw(o, buf);
 }
 
-static void csv_money(struct gl_strbuf *o, int64_t micros)
+static void csv_money(struct gl_strbuf *o, int64_t micros, int minor)
 {
 	char buf[48];
-	gl_money_format(micros, 2, buf, sizeof buf);
+	gl_money_format(micros, minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 
-static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb)
+static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb, int minor)
 {
 	struct gl_strbuf *o = &resp->body;
 	char a[32], b[32];
@@ -260,16 +261,16 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 					gl_csv_raw(o, "");
 					gl_csv_raw(o, "");
 				}
-				csv_money(o, l->cost_micros);
-				csv_money(o, l->idle_share_micros);
-				csv_money(o, l->total_micros);
+				csv_money(o, l->cost_micros, minor);
+				csv_money(o, l->idle_share_micros, minor);
+				csv_money(o, l->total_micros, minor);
 			} else {
 				csv_i64(o, st->idle_s);
 				gl_csv_raw(o, "");
 				gl_csv_raw(o, "");
-				csv_money(o, st->idle_micros);
-				csv_money(o, 0);
-				csv_money(o, st->idle_micros);
+				csv_money(o, st->idle_micros, minor);
+				csv_money(o, 0, minor);
+				csv_money(o, st->idle_micros, minor);
 			}
 			gl_csv_end(o);
 		}
@@ -301,7 +302,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	if (p.csv)
-		render_csv(resp, &p, &cb);
+		render_csv(resp, &p, &cb, gl_money_minor(req->cfg->currency));
 	else
 		render_json(resp, &p, &cb, &meta, req->cfg->currency);
 out:

@@ -1,6 +1,7 @@
 /* Health, metrics, jobs and ingest-run endpoints. */
 #include "gl/accounting.h"
 #include "gl/apijson.h"
+#include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/health.h"
@@ -201,8 +202,8 @@ static const char jobs_sql[] =
 	" ORDER BY j.job_pk DESC";
 
 /* The rows of jobs_sql as CSV, the columns of the JSON objects in order;
- * cost in currency units with 2 decimals. */
-static void jobs_csv(struct gl_resp *resp, const PGresult *r, int windowed)
+ * cost in currency units with the currency's minor decimals. */
+static void jobs_csv(struct gl_resp *resp, const PGresult *r, int windowed, int minor)
 {
 	static const char *const hdr[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
 					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
@@ -230,7 +231,7 @@ static void jobs_csv(struct gl_resp *resp, const PGresult *r, int windowed)
 		gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 18)));
 		if (windowed) {
 			gl_apijson_csv_col_num(o, r, i, 20);
-			gl_apijson_csv_col_money(o, r, i, 21);
+			gl_apijson_csv_col_money(o, r, i, 21, minor);
 			gl_apijson_csv_col_num(o, r, i, 22);
 			gl_apijson_csv_col_num(o, r, i, 23);
 		}
@@ -289,7 +290,7 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	gl_strbuf_fini(&scope);
 	n = PQntuples(r);
 	if (csv) {
-		jobs_csv(resp, r, win != NULL);
+		jobs_csv(resp, r, win != NULL, gl_money_minor(req->cfg->currency));
 		/* CSV has no room for the cursor: the next page's is a header */
 		if (n == limit) {
 			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 19));

@@ -82,10 +82,11 @@ static const char jobs_sql[] =
 	")";
 
 /* One of the three tables as CSV, the columns of the JSON objects in order
- * (the owner key named by its dimension); costs in currency units with 2
- * decimals. fleet is NULL when capacity is unknown: a header only. */
+ * (the owner key named by its dimension); costs in currency units with the
+ * currency's minor decimals. fleet is NULL when capacity is unknown: a
+ * header only. */
 static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, const PGresult *owners,
-		     const PGresult *top, const PGresult *fleet)
+		     const PGresult *top, const PGresult *fleet, int minor)
 {
 	struct gl_strbuf *o = &resp->body;
 
@@ -96,7 +97,7 @@ static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, c
 			gl_apijson_csv_col_str(o, owners, i, 0);
 			for (int k = 1; k <= 3; k++)
 				gl_apijson_csv_col_num(o, owners, i, k);
-			gl_apijson_csv_col_money(o, owners, i, 4);
+			gl_apijson_csv_col_money(o, owners, i, 4, minor);
 			gl_apijson_csv_col_num(o, owners, i, 5);
 			gl_csv_end(o);
 		}
@@ -113,7 +114,7 @@ static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, c
 			gl_apijson_csv_col_str(o, top, i, 6);
 			gl_apijson_csv_col_num(o, top, i, 7);
 			gl_apijson_csv_col_num(o, top, i, 8);
-			gl_apijson_csv_col_money(o, top, i, 9);
+			gl_apijson_csv_col_money(o, top, i, 9, minor);
 			gl_apijson_csv_col_time(o, top, i, 10);
 			gl_apijson_csv_col_time(o, top, i, 11);
 			gl_csv_end(o);
@@ -129,7 +130,7 @@ static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, c
 				gl_apijson_csv_col_str(o, fleet, i, k);
 			for (int k = 3; k <= 7; k++)
 				gl_apijson_csv_col_num(o, fleet, i, k);
-			gl_apijson_csv_col_money(o, fleet, i, 8);
+			gl_apijson_csv_col_money(o, fleet, i, 8, minor);
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_unallocated.csv"));
@@ -198,7 +199,8 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
 		goto fail;
 	if (csv) {
-		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet);
+		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet,
+			 gl_money_minor(req->cfg->currency));
 		goto out;
 	}
 

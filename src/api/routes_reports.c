@@ -145,7 +145,7 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	int64_t ms;
 	size_t n = 0;
-	int minor = gl_showback_currency_minor(req->cfg->currency), rc;
+	int minor = gl_money_minor(req->cfg->currency), rc;
 	PGconn *c;
 	cJSON *root, *arr;
 	char buf[64];

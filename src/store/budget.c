@@ -370,7 +370,7 @@ int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *
 	size_t nt, n = 0;
 	int64_t ms = gl_month_start(now_s);
 	char mon[16], ym[8], nows[24];
-	int rc, in_txn = 0, minor = gl_showback_currency_minor(cfg->currency);
+	int rc, in_txn = 0, minor = gl_money_minor(cfg->currency);
 	PGresult *r = NULL;
 
 	*fired = 0;

@@ -24,19 +24,6 @@ int gl_showback_aggregate_ok(const char *dim)
 	return 0;
 }
 
-int gl_showback_currency_minor(const char *cur)
-{
-	static const char *const zero[] = {"JPY", "KRW", "ISK", "CLP", "VND", "XAF", "XOF", "HUF"};
-	static const char *const three[] = {"BHD", "KWD", "OMR", "JOD", "TND", "IQD", "LYD"};
-	for (size_t i = 0; cur && i < GL_ARRAY_LEN(zero); i++)
-		if (!strcmp(cur, zero[i]))
-			return 0;
-	for (size_t i = 0; cur && i < GL_ARRAY_LEN(three); i++)
-		if (!strcmp(cur, three[i]))
-			return 3;
-	return 2;
-}
-
 int gl_showback_month_parse(const char *s, int64_t *start_s, struct gl_err *err)
 {
 	unsigned y, m;
@@ -817,7 +804,10 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	snprintf(sb->month, sizeof sb->month, "%s", req->month);
 	snprintf(sb->aggregate, sizeof sb->aggregate, "%s", req->aggregate);
 	snprintf(sb->currency, sizeof sb->currency, "%s", req->currency && *req->currency ? req->currency : "USD");
-	sb->minor = gl_showback_currency_minor(sb->currency);
+	if ((sb->minor = gl_money_minor(sb->currency)) < 0) {
+		rc = gl_err_set(err, GL_EINVAL, "currency: '%s' is not an ISO 4217 currency code", sb->currency);
+		goto out;
+	}
 	sb->share = req->share;
 	sb->end_s = gl_month_next(sb->start_s);
 	sb->closed = sb->end_s <= req->now_s;

@@ -462,12 +462,88 @@ static void test_bad_format(void **state)
 	expect_400("/v1/chargeback?format=xml", "format");
 }
 
+/* Money in the configured currency's ISO 4217 minor units: the same rows
+ * served by a daemon whose currency is BHD (3 decimals) and one with JPY
+ * (none) show each cost_micros rounded half up to those digits, in JSON
+ * and in CSV; the USD daemon shows 2. */
+static void fmt_minor(long long micros, int minor, char *buf, size_t n)
+{
+	long long unit = 1, div = 1, q;
+	for (int i = minor; i < 6; i++)
+		unit *= 10;
+	for (int i = 0; i < minor; i++)
+		div *= 10;
+	q = (micros + unit / 2) / unit; /* costs are never negative here */
+	if (minor)
+		snprintf(buf, n, "%lld.%0*lld", q / div, minor, q % div);
+	else
+		snprintf(buf, n, "%lld", q);
+}
+
+static void test_currency_minor_units(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *yaml;
+		int minor;
+	} cur[] = {{"currency: BHD\nrates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n    currency: BHD\n"
+		    "  - model: v100\n    per_gpu_hour: \"1.20\"\n    currency: BHD\n",
+		    3},
+		   {"currency: JPY\nrates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n    currency: JPY\n"
+		    "  - model: v100\n    per_gpu_hour: \"1.20\"\n    currency: JPY\n",
+		    0}};
+	char rates[PATH_MAX];
+	cJSON *usd = gl_test_get_json(g_d.port, "/v1/chargeback?" WIN "&aggregate=team", 200), *l;
+	assert_non_null(usd);
+	for (size_t c = 0; c < 2; c++) {
+		struct gl_test_daemon d;
+		struct gl_test_http r;
+		int seen = 0;
+		assert_int_equal(gl_test_daemon_start(&d, g_dsn, cur[c].yaml, (const char *[]){"--no-ingest", NULL}), 0);
+		cJSON *j = gl_test_get_json(d.port, "/v1/chargeback?" WIN "&aggregate=team", 200);
+		assert_non_null(j);
+		assert_int_equal(gl_test_http(d.port, "GET", "/v1/chargeback?" WIN "&aggregate=team&format=csv", NULL, 0,
+					      NULL, &r),
+				 0);
+		assert_int_equal(r.status, 200);
+		cJSON_ArrayForEach(l, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items"))
+		{
+			char want[48], csvcell[64];
+			long long micros = (long long)cJSON_GetObjectItem(l, "cost_micros")->valuedouble;
+			fmt_minor(micros, cur[c].minor, want, sizeof want);
+			assert_string_equal(cJSON_GetObjectItem(l, "cost")->valuestring, want);
+			/* the CSV row of this owner carries the same string */
+			snprintf(csvcell, sizeof csvcell, ",%s,", want);
+			assert_non_null(strstr(r.body, csvcell));
+			seen += micros > 0;
+		}
+		assert_true(seen > 0);
+		gl_test_http_fini(&r);
+		cJSON_Delete(j);
+		assert_int_equal(gl_test_daemon_stop(&d), 0);
+	}
+	/* the daemons loaded their rates (same prices, other currencies): put
+	 * the USD ones back for whatever runs after */
+	snprintf(rates, sizeof rates, "%s/csv-rates.yaml", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	assert_int_equal(run_ok((const char *[]){"rates", "load", rates, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+						  NULL, NULL}),
+			 0);
+	/* and USD, 2 */
+	cJSON_ArrayForEach(l, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(usd, "steps"), 0), "items"))
+	{
+		char want[48];
+		fmt_minor((long long)cJSON_GetObjectItem(l, "cost_micros")->valuedouble, 2, want, sizeof want);
+		assert_string_equal(cJSON_GetObjectItem(l, "cost")->valuestring, want);
+	}
+	cJSON_Delete(usd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs),	       cmocka_unit_test(test_ingest_runs), cmocka_unit_test(test_idle_tables),
 		cmocka_unit_test(test_capacity),       cmocka_unit_test(test_inventory),   cmocka_unit_test(test_formula_guard),
-		cmocka_unit_test(test_bad_format),	       cmocka_unit_test(test_audit),
+		cmocka_unit_test(test_bad_format), cmocka_unit_test(test_currency_minor_units),	       cmocka_unit_test(test_audit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

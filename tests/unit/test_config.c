@@ -91,6 +91,8 @@ static const struct bad_case bad[] = {
 	{"budgets:\n  - owner: x\n    amount: \"10\"\n    aggregate: cluster\n",
 	 "t.yaml:4: budgets[0].aggregate: 'cluster' is not"},
 	{"budget_alerts:\n  thresholds: 90,50\n", "t.yaml:2: budget_alerts.thresholds: '90,50' is not"},
+	{"currency: usd\n", "t.yaml:1: currency: 'usd' is not an ISO 4217 currency code"},
+	{"currency: EURO\n", "t.yaml:1: currency: 'EURO' is not an ISO 4217 currency code"},
 	{"budget_alerts:\n  command: notify {owner} {percent}\n",
 	 "t.yaml:2: budget_alerts.command: unknown placeholder {percent} (owner, month"},
 	{"idle:\n  engine_active_threshold: \"2\"\n", "t.yaml:2: idle.engine_active_threshold: '2' is not a ratio"},

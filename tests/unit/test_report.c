@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "gl/budget.h"
+#include "gl/cost.h"
 #include "gl/report.h"
 #include "gl/report_sched.h"
 
@@ -39,9 +40,20 @@ static void test_formats(void **state)
 	gl_report_fmt_kwh(1800000LL, b, sizeof b); /* 0.5 Wh -> 0.001 kWh half up */
 	assert_string_equal(b, "0.001");
 	assert_string_equal(gl_report_owner_label(""), "(none)");
-	assert_int_equal(gl_showback_currency_minor("JPY"), 0);
-	assert_int_equal(gl_showback_currency_minor("KWD"), 3);
-	assert_int_equal(gl_showback_currency_minor("EUR"), 2);
+	assert_int_equal(gl_money_minor("JPY"), 0);
+	assert_int_equal(gl_money_minor("KWD"), 3);
+	assert_int_equal(gl_money_minor("EUR"), 2);
+	assert_int_equal(gl_money_minor("CLF"), 4);
+	assert_int_equal(gl_money_minor("HUF"), 2); /* ISO 4217 says 2, whatever the coins */
+	/* not codes: lower case, old, made up, wrong length */
+	assert_int_equal(gl_money_minor("usd"), -1);
+	assert_int_equal(gl_money_minor("EURO"), -1);
+	assert_int_equal(gl_money_minor("DEM"), -1);
+	assert_int_equal(gl_money_minor("XYZ"), -1);
+	assert_int_equal(gl_money_minor(""), -1);
+	assert_int_equal(gl_money_minor(NULL), -1);
+	assert_int_equal(gl_money_minor("AED"), 2); /* the table's first */
+	assert_int_equal(gl_money_minor("ZWL"), 2); /* and last */
 }
 
 /* Two owners (one hostile, one without exporter data) and __idle__. */
