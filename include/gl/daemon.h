@@ -29,7 +29,11 @@ struct gl_daemon_source {
 };
 
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out);
-/* Runs every source due at now_s; stop (may be NULL) is polled between sources. */
+/* Runs every source due at now_s; stop (may be NULL) is polled between
+ * sources. Each source's database work is registered with gl_dbcancel, so
+ * a stop request cancels its statement in flight; the source then fails
+ * like on any database error (its open batch rolls back) and a session
+ * left inside a transaction is rolled back before the next one. */
 void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_source *s, size_t n, int64_t now_s,
 		    volatile int *stop);
 

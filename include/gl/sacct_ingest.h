@@ -36,6 +36,12 @@ int gl_sacct_ingest_feed(struct gl_sacct_ingest *in, const char *buf, size_t n, 
  * counters into *stats when non-NULL (caller finis it). */
 int gl_sacct_ingest_finish(struct gl_sacct_ingest *in, int source_ok, const char *source_error,
 			   struct gl_ingest_stats *stats, struct gl_err *err) GL_MUSTCHECK;
+/* Instead of finish when the daemon is stopping: writes no more rows (a
+ * flush now would only wait on the database again; the rows not committed
+ * are read again at the next start, the watermark not having moved) and
+ * records the run as 'failed' with why. */
+int gl_sacct_ingest_abandon(struct gl_sacct_ingest *in, const char *why, struct gl_ingest_stats *stats,
+			    struct gl_err *err) GL_MUSTCHECK;
 void gl_sacct_ingest_free(struct gl_sacct_ingest *in);
 
 /* Whole file convenience. */

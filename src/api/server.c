@@ -3,6 +3,7 @@
 #include "gl/audit.h"
 #include "gl/auth.h"
 #include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/log.h"
 #include "gl/routes.h"
 #include "gl/static.h"
@@ -287,6 +288,11 @@ static int conn_lost(PGconn *c)
 	return poll(&p, 1, 0) > 0;
 }
 
+/* This worker thread's request in progress, for the stop's cancel: MHD's
+ * pool threads take one request at a time, and on_request ends the slot
+ * before the request is answered. */
+static _Thread_local struct gl_dbcancel_slot t_db_slot;
+
 int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 {
 	struct gl_server *s = req->srv;
@@ -305,6 +311,12 @@ int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 		if ((rc = gl_db_connect_dsn(s->dsn, &c, err)))
 			return rc;
 		pthread_setspecific(s->conn_key, c);
+	}
+	{
+		/* anew on every call: a reset above gave another backend */
+		char what[96];
+		snprintf(what, sizeof what, "http %s %s", req->method, req->path);
+		gl_dbcancel_begin(&t_db_slot, c, GL_DBCANCEL_REQUESTS, what);
 	}
 	*out = c;
 	return 0;
@@ -724,6 +736,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			rc = gl_resp_error(&resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
 		}
 	}
+	/* the database work is over; a stop from here on cancels nothing of it */
+	gl_dbcancel_end(&t_db_slot);
 	if (rc) {
 		if (!resp.status)
 			resp.status = status_for(rc);
@@ -873,6 +887,11 @@ void gl_server_stop(struct gl_server *s)
 {
 	if (!s)
 		return;
+	/* MHD joins its workers, each finishing its request: one whose
+	 * statement waits on a lock would hold the stop as long as the lock.
+	 * Cancelled, it answers 503, which MHD no longer sends while it stops:
+	 * the client sees its connection closed (docs/ingest.md, "Stopping"). */
+	gl_dbcancel_request(GL_DBCANCEL_REQUESTS);
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	/* after the listener: no request can queue a row any more */

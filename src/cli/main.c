@@ -8,6 +8,7 @@
 #include "gl/costing.h"
 #include "gl/daemon.h"
 #include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
 #include "gl/proc.h"
@@ -37,6 +38,10 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	g_stop = 1;
+	/* the loop's thread may be blocked in libpq, where no flag reaches it:
+	 * the watcher thread cancels its statement (HTTP requests go on until
+	 * the server stops) */
+	gl_dbcancel_request(GL_DBCANCEL_WORK);
 }
 
 static const char usage_main[] =
@@ -219,15 +224,25 @@ static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
  * so a rewrite by a database superuser is detectable. Written every
  * interval even when nothing changed: a missing line then means the daemon
  * was down, not that the log was quiet. */
-static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_limiter *lim)
+static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_limiter *lim, int last)
 {
 	struct gl_err err = {0};
+	struct gl_dbcancel_slot slot = {0};
 	char line[256];
+	int rc;
 	if (!cfg->audit_anchor_file[0])
 		return;
 	if (PQstatus(c) != CONNECTION_OK)
 		PQreset(c);
-	if (gl_audit_anchor_append(c, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err)) {
+	/* a stop cancels the periodic one like the sources' work; the last one,
+	 * after the stop, waits at most 5 s instead (the session ends with it) */
+	if (last && gl_db_exec(c, "SET statement_timeout = '5s'", &err))
+		gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
+	if (!last)
+		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "audit anchor");
+	rc = gl_audit_anchor_append(c, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err);
+	gl_dbcancel_end(&slot);
+	if (rc) {
 		gl_log_fail(lim, (int64_t)time(NULL), GL_LOG_ERROR, "audit: anchor: %s", err.msg);
 		return;
 	}
@@ -279,6 +294,10 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (gl_dbcancel_start(&err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
 	/* fail early and clearly when the database is not there or not migrated */
 	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || harden_embedded(cfg, &err)) {
 		rc = gl_cli_fail(&err);
@@ -314,7 +333,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		if (!no_ingest)
 			gl_daemon_tick(c, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
 		if ((int64_t)time(NULL) >= next_anchor_s) {
-			serve_anchor(c, cfg, &anchor_lim);
+			serve_anchor(c, cfg, &anchor_lim, 0);
 			next_anchor_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
 		}
 		for (int t = 0; t < 5 && !g_stop; t++)
@@ -323,12 +342,17 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	gl_log(GL_LOG_INFO, "serve: stopping");
 	/* what runs from here on (the last anchor's command) runs to its end */
 	gl_proc_set_stop_flag(NULL);
-	/* the writer has drained: the last anchor covers every request served */
+	/* the requests in flight end first: their statements are cancelled
+	 * like the sources' (docs/ingest.md, "Stopping the daemon"), so this
+	 * waits on no lock; the writer has drained: the last anchor covers
+	 * every request served */
 	gl_server_stop(srv);
 	srv = NULL;
-	serve_anchor(c, cfg, &anchor_lim);
+	serve_anchor(c, cfg, &anchor_lim, 1);
 out:
 	gl_server_stop(srv);
+	/* after the server: no request thread holds a slot any more */
+	gl_dbcancel_stop();
 	free(srcs);
 	PQfinish(c);
 	return rc;

@@ -2,6 +2,8 @@
 #include "gl/daemon.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
+#include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/health.h"
 #include "gl/report_sched.h"
 
@@ -85,6 +87,7 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 	for (size_t i = 0; i < n && !(stop && *stop); i++) {
 		char summary[512] = "";
 		struct gl_err err = {0};
+		struct gl_dbcancel_slot slot = {0};
 		if (now_s < s[i].next_s)
 			continue;
 		s[i].next_s = now_s + s[i].interval_s;
@@ -96,11 +99,29 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 		int rc;
 		snprintf(kind, sizeof kind, "%.*s", colon ? (int)(colon - s[i].name) : 15, s[i].name);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		/* a stop cancels the source's statement in flight (one waiting on
+		 * a lock would otherwise hold the stop for as long as the lock) */
+		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, s[i].name);
 		rc = s[i].run(c, cfg, s[i].src, now_s, summary, sizeof summary, &err);
+		gl_dbcancel_end(&slot);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (rc && (PQtransactionStatus(c) == PQTRANS_INTRANS || PQtransactionStatus(c) == PQTRANS_INERROR)) {
+			/* failed mid-transaction (a cancel lands anywhere): the next
+			 * source, and the stop's last audit anchor, start clean */
+			struct gl_err rb = {0};
+			gl_log(GL_LOG_WARN, "%s: left a transaction open; rolled back", s[i].name);
+			if (gl_db_exec(c, "ROLLBACK", &rb))
+				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, rb.msg);
+		}
 		/* the whole-source entry; sources with many targets add their own */
 		gl_health_report(kind, colon ? colon + 1 : "", "", rc == 0, now_s, rc ? err.msg : NULL,
 				 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+		if (rc && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
+			/* not a fault of the source: the watermark still says where
+			 * the next start resumes */
+			gl_log(GL_LOG_INFO, "%s: cut short by the stop: %s", s[i].name, err.msg);
+			continue;
+		}
 		if (rc) {
 			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
 			continue;

@@ -1,6 +1,7 @@
 /* sacct ingestion driver (see include/gl/sacct_ingest.h). */
 #include "gl/sacct_ingest.h"
 #include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/hostlist.h"
 #include "gl/jobs.h"
@@ -344,6 +345,24 @@ out:
 		if (gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
 			gl_log(GL_LOG_WARN, "ingest: could not record the failed run: %s", e2.msg);
 	}
+	gl_ingest_run_audit(in->c, in->run_id);
+	if (stats) {
+		*stats = in->st;
+		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */
+	}
+	return rc;
+}
+
+int gl_sacct_ingest_abandon(struct gl_sacct_ingest *in, const char *why, struct gl_ingest_stats *stats,
+			    struct gl_err *err)
+{
+	char msg[1024];
+	int rc;
+	snprintf(msg, sizeof msg, "%s; %zu rows not committed (read again from the watermark at the next run)", why,
+		 gl_jobs_batch_rows(in->batch));
+	/* the stop's cancel must not take the record of the run with it */
+	gl_dbcancel_defer();
+	rc = gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", msg, err);
 	gl_ingest_run_audit(in->c, in->run_id);
 	if (stats) {
 		*stats = in->st;

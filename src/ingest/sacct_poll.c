@@ -110,7 +110,16 @@ static int run_chunk(PGconn *c, const struct gl_config *cfg, const struct gl_sac
 			 pr.stderr_excerpt);
 		rc = gl_err_set(err, GL_EIO, "%s", msg);
 	}
-	{
+	if (gl_proc_stopping()) {
+		/* whatever sacct got to: the stop cancels our statements, so a
+		 * last flush would only be cancelled in turn (or wait on the lock
+		 * that held the batch) */
+		struct gl_err e2 = {0};
+		if (!rc)
+			rc = gl_err_set(err, GL_EIO, "sacct %s: stopped (the daemon is stopping)", src->cluster);
+		if (gl_sacct_ingest_abandon(f.in, err->msg, &st, &e2))
+			gl_log(GL_LOG_WARN, "sacct %s: could not record the stopped run: %s", src->cluster, e2.msg);
+	} else {
 		struct gl_err e2 = {0};
 		int frc = gl_sacct_ingest_finish(f.in, ok, rc ? err->msg : NULL, &st, &e2);
 		if (!rc && frc) {

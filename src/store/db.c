@@ -1,5 +1,6 @@
 /* Embedded PostgreSQL and connections (see include/gl/db.h). */
 #include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 
@@ -333,7 +334,11 @@ int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
 static int pg_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
 {
 	const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	char msg[400];
+	/* "canceling statement due to user request" names no user: say whose */
+	if (state && !strcmp(state, "57014") && gl_dbcancel_requested(GL_DBCANCEL_WORK | GL_DBCANCEL_REQUESTS))
+		return gl_err_set(err, GL_EDB, "%s: cancelled: the daemon is stopping", what);
 	snprintf(msg, sizeof msg, "%s", m && *m ? m : PQerrorMessage(c));
 	msg[strcspn(msg, "\n")] = '\0';
 	return gl_err_set(err, GL_EDB, "%s: %s", what, msg);

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,15 @@ static void test_sigterm_while_a_source_hangs(void **state)
 	assert_true(started);
 	/* SIGTERM, then up to 10 s for a clean exit (SIGKILL and 137 after) */
 	assert_int_equal(gl_test_daemon_stop(&d), 0);
+	{
+		/* the stopped run is on record as failed, not left 'running':
+		 * the stop's query cancel must not take its last write with it */
+		PGconn *c = PQconnectdb(g_dsn);
+		assert_int_equal(PQstatus(c), CONNECTION_OK);
+		assert_string_equal(gl_test_qstr(c, "SELECT string_agg(status, ',') FROM ingest_runs"), "failed");
+		assert_non_null(strstr(gl_test_qstr(c, "SELECT error FROM ingest_runs"), "stopping"));
+		PQfinish(c);
+	}
 }
 
 int main(void)
