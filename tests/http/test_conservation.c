@@ -330,20 +330,32 @@ static void test_exporter_time_within_allocation(void **state)
 	cJSON_Delete(j);
 }
 
-/* Idle that has not happened is not billed: chargeback counts capacity up
- * to now, while /v1/capacity rolls open spans to the window's end as
- * sreport does. k1 has 2 GPUs and nothing running since October. */
+/* Idle that has not happened is not billed, nor reported: chargeback and
+ * /v1/capacity both count up to now (capacity used to roll open spans to
+ * the window's end, so a month's capacity held its future idle). k1 has 2
+ * GPUs and nothing running since October. */
 static void test_no_idle_billed_ahead_of_now(void **state)
 {
 	const long long nov1 = 1793491200; /* 2026-11-01T00:00:00Z */
 	long long t0 = (long long)time(NULL), t1, idle;
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11-01T00:00:00Z,2027-06-01T00:00:00Z"
 					      "&filter=cluster:k1", 200);
+	cJSON *cap = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-11-01T00:00:00Z,2027-06-01T00:00:00Z"
+						"&cluster=k1", 200);
 	t1 = (long long)time(NULL);
 	assert_non_null(j);
+	assert_non_null(cap);
 	assert_true(t0 > nov1);
 	idle = num(idle_of(j, 0), "gpu_seconds");
 	assert_true(idle >= 2 * (t0 - nov1) && idle <= 2 * (t1 - nov1));
+	{
+		cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(cap, "rows"), 0);
+		assert_non_null(row);
+		long long rep = num(row, "reported_gpu_seconds"), cid = num(row, "idle_gpu_seconds");
+		assert_true(rep >= 2 * (t0 - nov1) && rep <= 2 * (t1 - nov1));
+		assert_true(cid >= 2 * (t0 - nov1) && cid <= 2 * (t1 - nov1));
+	}
+	cJSON_Delete(cap);
 	cJSON_Delete(j);
 }
 
