@@ -115,7 +115,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
 		   *format = gl_req_param(req, "format"), *cluster = gl_req_param(req, "cluster");
 	struct gl_err err = {0};
-	struct gl_window w, *steps = NULL;
+	struct gl_window w, *steps = NULL, *qsteps = NULL;
 	enum gl_step step = GL_STEP_NONE;
 	enum gl_cap_aggregate agg = GL_CAP_AGG_CLUSTER;
 	struct gl_cap_row *rows = NULL, tot;
@@ -148,10 +148,31 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
 		goto out;
 	}
+	/* Steps are cut at now before the query: seconds that have not
+	 * happened are neither reported nor idle (chargeback and /v1/idle stop
+	 * there too; a month asked mid-month used to report its future as
+	 * idle). format=sreport cuts at the end of now's hour instead, because
+	 * slurmdbd rolls an unfinished hour up to its end. Steps keep their
+	 * bounds in the answer. */
+	qsteps = gl_xcalloc(nsteps ? nsteps : 1, sizeof *qsteps);
+	{
+		int64_t cut = format && !strcmp(format, "sreport") ? (req->now_s / 3600 + 1) * 3600 : req->now_s;
+		for (size_t i = 0; i < nsteps; i++) {
+			qsteps[i] = steps[i];
+			if (qsteps[i].start_s > cut)
+				qsteps[i].start_s = cut;
+			if (qsteps[i].end_s > cut)
+				qsteps[i].end_s = cut;
+		}
+	}
 	if ((rc = gl_req_db(req, &c, &err)) ||
-	    (rc = gl_capacity_query(c, steps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
+	    (rc = gl_capacity_query(c, qsteps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
+	}
+	for (size_t i = 0; i < nrows; i++) {
+		rows[i].start_s = steps[rows[i].step].start_s;
+		rows[i].end_s = steps[rows[i].step].end_s;
 	}
 	memset(&tot, 0, sizeof tot);
 	for (size_t i = 0; i < nrows; i++)
@@ -218,6 +239,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	}
 out:
 	free(steps);
+	free(qsteps);
 	free(rows);
 	return rc;
 }

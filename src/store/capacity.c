@@ -64,16 +64,13 @@ static const char cap_sql[] =
 	" WHERE $5::text IS NULL OR cl.name = $5"
 	" ORDER BY 1, 2, 3";
 
-/* Step bounds cut at now: the seconds after it have not happened, so they
- * are neither reported nor idle (chargeback and /v1/idle stop there too). */
-static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, int end, int64_t now_s)
+static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, int end)
 {
 	gl_strbuf_putc(b, '{');
 	for (size_t i = 0; i < n; i++) {
-		int64_t v = end ? w[i].end_s : w[i].start_s;
 		if (i)
 			gl_strbuf_putc(b, ',');
-		gl_strbuf_put_i64(b, v < now_s ? v : now_s);
+		gl_strbuf_put_i64(b, end ? w[i].end_s : w[i].start_s);
 	}
 	gl_strbuf_putc(b, '}');
 }
@@ -90,8 +87,8 @@ int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, e
 
 	*rows = NULL;
 	*nrows = 0;
-	put_array(&a, steps, nsteps, 0, now_s);
-	put_array(&b, steps, nsteps, 1, now_s);
+	put_array(&a, steps, nsteps, 0);
+	put_array(&b, steps, nsteps, 1);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	if ((rc = gl_db_query(c, cap_sql, 5,
 			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster}, &r,
