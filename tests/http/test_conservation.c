@@ -357,6 +357,26 @@ static void test_no_idle_billed_ahead_of_now(void **state)
 	}
 	cJSON_Delete(cap);
 	cJSON_Delete(j);
+	/* format=sreport rolls the hour of now up to its end, as slurmdbd
+	 * does, and nothing after it */
+	{
+		struct gl_test_http h;
+		long long h1, rep = -1;
+		char *line;
+		assert_int_equal(gl_test_http(g_d.port, "GET",
+					      "/v1/capacity?window=2026-11-01T00:00:00Z,2027-06-01T00:00:00Z&cluster=k1"
+					      "&format=sreport",
+					      NULL, 0, NULL, &h),
+				 0);
+		h1 = ((long long)time(NULL) / 3600 + 1) * 3600;
+		assert_int_equal(h.status, 200);
+		line = strstr(h.body, "k1|gres/gpu|");
+		assert_non_null(line);
+		/* Cluster|TRES Name|Allocated|Down|PLND Down|Idle|Planned|Reported */
+		assert_int_equal(sscanf(line, "k1|gres/gpu|%*d|%*d|%*d|%*d|%*d|%lld", &rep), 1);
+		assert_true(rep >= 2 * (h1 - 3600 - nov1) && rep <= 2 * (h1 - nov1));
+		gl_test_http_fini(&h);
+	}
 }
 
 /* A window wholly after now has no idle yet and is no error. */
