@@ -9,9 +9,11 @@
 #include "gl/proc.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1045,6 +1047,13 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 
 	*out = NULL;
 	*param = NULL;
+	/* PostgreSQL refuses text that is not UTF-8: that is the client's
+	 * mistake (400), not a database failure (5xx) */
+	if (gl_utf8_validate(body, len, NULL)) {
+		*param = "body";
+		rc = gl_err_set(err, GL_EINVAL, "body: not valid UTF-8");
+		goto out;
+	}
 	if (!cJSON_IsObject(in)) {
 		*param = "body";
 		rc = gl_err_set(err, GL_EINVAL, "body: expected a JSON object");
@@ -1083,7 +1092,9 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 	ok = cJSON_IsTrue(f);
 	f = cJSON_GetObjectItemCaseSensitive(in, "exit_status");
 	if (f && !cJSON_IsNull(f)) {
-		if (!cJSON_IsNumber(f) || f->valuedouble != (int)f->valuedouble) {
+		/* range first: converting a double outside int is undefined */
+		if (!cJSON_IsNumber(f) || !(f->valuedouble >= INT_MIN && f->valuedouble <= INT_MAX) ||
+		    f->valuedouble != (int)f->valuedouble) {
 			*param = "exit_status";
 			rc = gl_err_set(err, GL_EINVAL, "exit_status: expected an integer");
 			goto out;
