@@ -322,7 +322,8 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	char **argv = NULL;
 	int ok = 1, have_status = 0, status = 0, r = 0;
 	const char *stderr_txt = "";
-	char action[32], object[256], clean[GL_AUDIT_FIELD_MAX];
+	char action[32], object[256], clean[GL_AUDIT_FIELD_MAX], refused[300];
+	int dash;
 	cJSON *row;
 
 	fmt_i64(idle_min, sizeof idle_min, j->ev.idle_s / 60);
@@ -345,7 +346,15 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		};
 		argv = gl_hookpolicy_expand(tmpl, vars, GL_ARRAY_LEN(vars));
 	}
-	if (argv[0]) {
+	if (argv[0] && (dash = gl_hookpolicy_dash_arg(tmpl, argv)) >= 0) {
+		/* recorded and retried like any failure: visible, never run */
+		ok = 0;
+		snprintf(refused, sizeof refused,
+			 "not run: argument %d ('%.60s') would start with '-' from job data in '%.60s': an option to %.60s",
+			 dash, argv[dash], tmpl->v[dash], argv[0]);
+		gl_audit_clean(refused, clean, sizeof clean);
+		stderr_txt = clean;
+	} else if (argv[0]) {
 		po.timeout_s = (int)rc->cfg->hook_command_timeout_s;
 		if (gl_proc_run((const char *const *)argv, &po, &res, &perr)) {
 			ok = 0;
