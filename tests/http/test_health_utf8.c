@@ -154,11 +154,19 @@ static void test_command_credentials_are_not_shown(void **state)
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 }
 
+/* a failed assertion leaves its test's daemon running: stop it here */
+static int teardown(void **state)
+{
+	if (g_d.pid > 0)
+		gl_test_daemon_stop(&g_d);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failing_source_stderr),
 		cmocka_unit_test(test_command_credentials_are_not_shown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, teardown);
 }
