@@ -79,6 +79,11 @@ int gl_hookpolicy_excluded(const struct gl_hookpolicy *p, const struct gl_hookpo
 /* A NULL-terminated argv: each template word with its placeholders
  * replaced (an unknown placeholder stays as written; compile rejects them). */
 char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct gl_hookpolicy_var *vars, size_t nvars);
+/* The index of the first argument of argv (tmpl expanded) that starts with
+ * '-' although its template word does not: a placeholder's value (a job
+ * name, a user) would be read as an option ("--output=FILE"). -1 when none.
+ * Such a command must not run: no template can neutralise an option. */
+int gl_hookpolicy_dash_arg(const struct gl_hookpolicy_list *tmpl, char *const *argv);
 void gl_hookpolicy_argv_free(char **argv);
 
 #endif

@@ -2,6 +2,7 @@
  * pending demand now. */
 #include "gl/accounting.h"
 #include "gl/apijson.h"
+#include "gl/auth.h"
 #include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/routes.h"
@@ -50,6 +51,11 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: one of partition, team, project, cost_center, user, account, cluster, qos, "
 				     "namespace, gpu_model, gpus");
+	/* waits, job counts and GPUs per user or account are per-person usage:
+	 * finance and up, as on /v1/chargeback, /v1/idle and /v1/forecast */
+	if ((!strcmp(dim, "user") || !strcmp(dim, "account")) && req->auth &&
+	    !gl_auth_role_allows(req->auth->role, "finance"))
+		return gl_resp_error(resp, GL_EPERM, "aggregate", "aggregate=%s needs role finance or admin", dim);
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
 	snprintf(a, sizeof a, "%lld", (long long)win.start_s);

@@ -1,6 +1,7 @@
 /* Health registry (see include/gl/health.h). */
 #include "gl/health.h"
 #include "gl/audit.h"
+#include "gl/redact.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -58,8 +59,13 @@ void gl_health_report(const char *source, const char *cluster, const char *key, 
 	} else {
 		e->last_err_s = at_s;
 		e->consecutive_failures++;
-		/* often a command's raw stderr: any bytes at all */
-		gl_audit_clean(err ? err : "error", e->last_error, sizeof e->last_error);
+		/* often a command's raw stderr: any bytes at all; and often
+		 * its command line, which may carry a credential (any viewer
+		 * scrapes /metrics) */
+		struct gl_strbuf why = GL_STRBUF_INIT;
+		gl_redact_secrets(err ? err : "error", &why);
+		gl_audit_clean(gl_strbuf_cstr(&why), e->last_error, sizeof e->last_error);
+		gl_strbuf_fini(&why);
 	}
 out:
 	pthread_mutex_unlock(&mu);

@@ -319,6 +319,14 @@ char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct 
 	return argv;
 }
 
+int gl_hookpolicy_dash_arg(const struct gl_hookpolicy_list *tmpl, char *const *argv)
+{
+	for (size_t i = 0; i < tmpl->n && argv[i]; i++)
+		if (argv[i][0] == '-' && tmpl->v[i][0] != '-')
+			return (int)i;
+	return -1;
+}
+
 void gl_hookpolicy_argv_free(char **argv)
 {
 	for (size_t i = 0; argv && argv[i]; i++)

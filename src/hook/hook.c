@@ -9,9 +9,11 @@
 #include "gl/proc.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "gl/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,7 +322,8 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	char **argv = NULL;
 	int ok = 1, have_status = 0, status = 0, r = 0;
 	const char *stderr_txt = "";
-	char action[32], object[256], clean[GL_AUDIT_FIELD_MAX];
+	char action[32], object[256], clean[GL_AUDIT_FIELD_MAX], refused[300];
+	int dash;
 	cJSON *row;
 
 	fmt_i64(idle_min, sizeof idle_min, j->ev.idle_s / 60);
@@ -343,7 +346,15 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		};
 		argv = gl_hookpolicy_expand(tmpl, vars, GL_ARRAY_LEN(vars));
 	}
-	if (argv[0]) {
+	if (argv[0] && (dash = gl_hookpolicy_dash_arg(tmpl, argv)) >= 0) {
+		/* recorded and retried like any failure: visible, never run */
+		ok = 0;
+		snprintf(refused, sizeof refused,
+			 "not run: argument %d ('%.60s') would start with '-' from job data in '%.60s': an option to %.60s",
+			 dash, argv[dash], tmpl->v[dash], argv[0]);
+		gl_audit_clean(refused, clean, sizeof clean);
+		stderr_txt = clean;
+	} else if (argv[0]) {
 		po.timeout_s = (int)rc->cfg->hook_command_timeout_s;
 		if (gl_proc_run((const char *const *)argv, &po, &res, &perr)) {
 			ok = 0;
@@ -1051,6 +1062,13 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 
 	*out = NULL;
 	*param = NULL;
+	/* PostgreSQL refuses text that is not UTF-8: that is the client's
+	 * mistake (400), not a database failure (5xx) */
+	if (gl_utf8_validate(body, len, NULL)) {
+		*param = "body";
+		rc = gl_err_set(err, GL_EINVAL, "body: not valid UTF-8");
+		goto out;
+	}
 	if (!cJSON_IsObject(in)) {
 		*param = "body";
 		rc = gl_err_set(err, GL_EINVAL, "body: expected a JSON object");
@@ -1089,7 +1107,9 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 	ok = cJSON_IsTrue(f);
 	f = cJSON_GetObjectItemCaseSensitive(in, "exit_status");
 	if (f && !cJSON_IsNull(f)) {
-		if (!cJSON_IsNumber(f) || f->valuedouble != (int)f->valuedouble) {
+		/* range first: converting a double outside int is undefined */
+		if (!cJSON_IsNumber(f) || !(f->valuedouble >= INT_MIN && f->valuedouble <= INT_MAX) ||
+		    f->valuedouble != (int)f->valuedouble) {
 			*param = "exit_status";
 			rc = gl_err_set(err, GL_EINVAL, "exit_status: expected an integer");
 			goto out;

@@ -3,6 +3,7 @@
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/log.h"
+#include "gl/redact.h"
 #include "gl/utf8.h"
 
 #include <stdio.h>
@@ -44,10 +45,14 @@ int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const cha
 			struct gl_err *err)
 {
 	PGresult *r = NULL;
+	struct gl_strbuf in = GL_STRBUF_INIT;
 	char cid[16];
 	int rc;
 
 	snprintf(cid, sizeof cid, "%d", cluster_id);
+	/* a command line may carry a credential, and viewers read this row */
+	if (input)
+		gl_redact_secrets(input, &in);
 	if ((rc = gl_db_query(c,
 			      "UPDATE ingest_runs SET status = 'aborted', finished_at = now()"
 			      " WHERE source = $1 AND cluster_id = $2 AND status = 'running'"
@@ -57,11 +62,12 @@ int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const cha
 	if ((rc = gl_db_query(c,
 			      "INSERT INTO ingest_runs (source, cluster_id, input, started_at, status)"
 			      " VALUES ($1, $2, $3, clock_timestamp(), 'running') RETURNING run_id",
-			      3, (const char *[]){source, cid, input}, &r, err)))
+			      3, (const char *[]){source, cid, input ? gl_strbuf_cstr(&in) : NULL}, &r, err)))
 		goto out;
 	*run_id = atoll(PQgetvalue(r, 0, 0));
 out:
 	PQclear(r);
+	gl_strbuf_fini(&in);
 	return rc;
 }
 
@@ -69,7 +75,7 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 			 const char *error, struct gl_err *err)
 {
 	char id[24], lr[24], ins[24], upd[24], unc[24], sk[24], ign[24];
-	struct gl_strbuf reasons = GL_STRBUF_INIT;
+	struct gl_strbuf reasons = GL_STRBUF_INIT, why = GL_STRBUF_INIT;
 	int rc;
 
 	snprintf(id, sizeof id, "%lld", (long long)run_id);
@@ -82,13 +88,18 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 	gl_strbuf_putc(&reasons, '[');
 	gl_strbuf_append(&reasons, s->reasons.p ? s->reasons.p : "", s->reasons.len);
 	gl_strbuf_putc(&reasons, ']');
+	/* errors quote the command line (as ingest_runs.input) */
+	if (error)
+		gl_redact_secrets(error, &why);
 	rc = gl_db_query(c,
 			 "UPDATE ingest_runs SET lines_read = $2, inserted = $3, updated = $4, unchanged = $5,"
 			 " skipped = $6, ignored = $7, skip_reasons = $8::jsonb, status = $9, error = $10,"
 			 " finished_at = CASE WHEN $9 = 'running' THEN NULL ELSE clock_timestamp() END"
 			 " WHERE run_id = $1",
-			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status, error}, NULL, err);
+			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status,
+					      error ? gl_strbuf_cstr(&why) : NULL}, NULL, err);
 	gl_strbuf_fini(&reasons);
+	gl_strbuf_fini(&why);
 	return rc;
 }
 

@@ -112,6 +112,44 @@ static void test_error_bodies_are_strict_utf8(void **state)
 	}
 }
 
+/* POST /v1/hook/actions: a body the database could not store (bytes that
+ * are not UTF-8) or a number no int holds is the client's mistake, 400
+ * naming the field, never a 5xx (which reads as an outage and is logged
+ * as one); nothing is recorded. */
+static void test_post_body_mistakes_are_400(void **state)
+{
+	static const struct {
+		const char *body, *param;
+	} cases[] = {
+		{"{\"cluster\":\"c1\",\"job_id\":\"1\",\"policy\":\"p\",\"stage\":\"act\",\"ok\":true,"
+		 "\"command\":[\"scancel\",\"\xff\xfe\"]}", "body"},
+		{"{\"cluster\":\"c\xc3\",\"job_id\":\"1\",\"policy\":\"p\",\"stage\":\"act\",\"ok\":true}", "body"},
+		{"{\"cluster\":\"c1\",\"job_id\":\"1\",\"policy\":\"p\",\"stage\":\"act\",\"ok\":false,"
+		 "\"exit_status\":1e300}", "exit_status"},
+		{"{\"cluster\":\"c1\",\"job_id\":\"1\",\"policy\":\"p\",\"stage\":\"act\",\"ok\":false,"
+		 "\"exit_status\":4294967297}", "exit_status"},
+	};
+	long long before = gl_test_qint(g_c, "SELECT count(*) FROM hook_actions");
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct gl_test_http r;
+		cJSON *j, *pm;
+		assert_int_equal(gl_test_http(g_d.port, "POST", "/v1/hook/actions", cases[i].body, strlen(cases[i].body),
+					      (const char *const[]){"Content-Type: application/json", NULL}, &r),
+				 0);
+		if (r.status != 400)
+			fprintf(stderr, "case %zu -> %ld: %.300s\n", i, r.status, r.body);
+		assert_int_equal(r.status, 400);
+		j = cJSON_Parse(r.body);
+		assert_non_null(j);
+		pm = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param");
+		assert_true(cJSON_IsString(pm));
+		assert_string_equal(pm->valuestring, cases[i].param);
+		cJSON_Delete(j);
+		gl_test_http_fini(&r);
+	}
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions"), before);
+}
+
 /* Values longer than a handler's field are refused naming the parameter,
  * never cut into another valid request. */
 static void test_long_values_are_refused_not_cut(void **state)
@@ -426,6 +464,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_bodies_are_strict_utf8),
+		cmocka_unit_test(test_post_body_mistakes_are_400),
 		cmocka_unit_test(test_long_values_are_refused_not_cut),
 		cmocka_unit_test(test_metrics_labels_are_escaped),
 		cmocka_unit_test(test_empty_and_valueless_parameters_are_400),

@@ -171,6 +171,21 @@ static void test_viewer_sees_no_money_through_forecasts(void **state)
 	assert_int_equal(status_of("/v1/forecast?aggregate=user", t_finance, 0, NULL), 200);
 }
 
+/* The same rule on /v1/queue: waits, job counts and GPUs per user or
+ * account are per-person usage; per partition or team they are not. */
+static void test_viewer_sees_no_per_user_queue(void **state)
+{
+	struct gl_test_http r;
+	assert_int_equal(get("/v1/queue?aggregate=user", t_viewer, 0, NULL, &r), 403);
+	assert_non_null(strstr(r.body, "\"param\":\"aggregate\""));
+	gl_test_http_fini(&r);
+	assert_int_equal(status_of("/v1/queue?aggregate=account&format=csv", t_viewer, 0, NULL), 403);
+	assert_int_equal(status_of("/v1/queue?aggregate=partition", t_viewer, 0, NULL), 200);
+	assert_int_equal(status_of("/v1/queue?aggregate=team", t_viewer, 0, NULL), 200);
+	assert_int_equal(status_of("/v1/queue?aggregate=user", t_finance, 0, NULL), 200);
+	assert_int_equal(status_of("/v1/queue?aggregate=account", g_d.token, 0, NULL), 200);
+}
+
 /* A scoped token on a route that does not filter by owner is refused before
  * the handler runs: the refused POST leaves no action, no stage, no audit
  * row of its own. The same body from an unscoped hook token is recorded,
@@ -462,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_401_without_or_with_a_bad_token),
 		cmocka_unit_test(test_role_matrix_on_every_route),
 		cmocka_unit_test(test_viewer_sees_no_money_through_forecasts),
+		cmocka_unit_test(test_viewer_sees_no_per_user_queue),
 		cmocka_unit_test(test_scoped_token_sees_only_its_owner),
 		cmocka_unit_test(test_scoped_token_refused_before_a_write),
 		cmocka_unit_test(test_revoked_token_refused_within_the_cache_ttl),

@@ -3,7 +3,8 @@
  * 'é' (2 bytes) many times after a 1- or 2-byte prefix (so one of them has
  * a multibyte character where the 256-byte health message is cut), or a
  * raw \xff byte, and exits 1. The scrape is checked with a UTF-8 validator
- * written here and parsed with the Prometheus text parser. */
+ * written here and parsed with the Prometheus text parser. And a source
+ * whose command line carries a credential shows it nowhere a viewer reads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -96,10 +97,76 @@ static void test_failing_source_stderr(void **state)
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 }
 
+/* A source's command line may carry a credential (kubectl --token=..., a
+ * URL with a password): neither ingest_runs (GET /v1/ingest/runs, role
+ * viewer) nor /metrics (viewer) may show it, in input or in the error that
+ * quotes the command. */
+static void test_command_credentials_are_not_shown(void **state)
+{
+	char script[512], cfg[2048];
+	const char *tmp = getenv("GL_TEST_TMP");
+	struct gl_test_http r;
+	int runs = 0;
+	FILE *f;
+
+	assert_int_equal(gl_test_db_fresh("gl_test_health_secret", g_dsn, sizeof g_dsn), 0);
+	snprintf(script, sizeof script, "%s/fail-secret.sh", tmp ? tmp : "/tmp");
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fputs("echo \"cannot reach the server\" >&2\nexit 1\n", f);
+	fclose(f);
+	snprintf(cfg, sizeof cfg,
+		 "log:\n  level: error\nsources:\n  kube:\n"
+		 "    - cluster: s1\n      command: sh %s --token=s3cr3tT0ken"
+		 " --server=https://admin:hunter2@k8s.example:6443\n      interval_s: 5\n",
+		 script);
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
+	for (int tries = 0; tries < 600 && !runs; tries++) {
+		assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/ingest/runs?source=kube", NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		runs = strstr(r.body, "\"status\":\"failed\"") != NULL;
+		if (runs) {
+			assert_null(strstr(r.body, "s3cr3tT0ken"));
+			assert_null(strstr(r.body, "hunter2"));
+			/* still says which command failed, and why */
+			assert_non_null(strstr(r.body, "--token=***"));
+			assert_non_null(strstr(r.body, "cannot reach the server"));
+		}
+		gl_test_http_fini(&r);
+		if (!runs)
+			usleep(100000);
+	}
+	assert_true(runs);
+	/* the health entry is reported right after the run's row is written */
+	runs = 0;
+	for (int tries = 0; tries < 600 && !runs; tries++) {
+		assert_int_equal(gl_test_http(g_d.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+		runs = strstr(r.body, "gpuledger_source_last_error_info{source=\"kube\",cluster=\"s1\"") != NULL;
+		if (runs) {
+			assert_null(strstr(r.body, "s3cr3tT0ken"));
+			assert_null(strstr(r.body, "hunter2"));
+		}
+		gl_test_http_fini(&r);
+		if (!runs)
+			usleep(100000);
+	}
+	assert_true(runs);
+	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
+}
+
+/* a failed assertion leaves its test's daemon running: stop it here */
+static int teardown(void **state)
+{
+	if (g_d.pid > 0)
+		gl_test_daemon_stop(&g_d);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failing_source_stderr),
+		cmocka_unit_test(test_command_credentials_are_not_shown),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -735,6 +735,52 @@ static void test_background_child(void **state)
 			 4);
 }
 
+/* Job data that would become an option: a user names a job
+ * "--output=..." and the warn template has {job_name} as a word of its own.
+ * That command is not run (the stage fails, is audited with the reason and
+ * retried); a dash the template itself writes ("--name={job_name}") is the
+ * template author's and runs; the other jobs get their turn. */
+static void test_job_data_never_becomes_an_option(void **state)
+{
+	char cmd[1024], *out;
+	cJSON *r;
+	reset_stages();
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET name = '--output=/tmp/pwned' WHERE job_id = '101'"
+					    " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'hooktest')") == 1);
+	snprintf(cmd, sizeof cmd, "#!/bin/sh\nprintf '[%%s]' \"$@\" >> '%s'\necho >> '%s'\n", path("dash.log"),
+		 path("dash.log"));
+	write_file(path("dash.sh"), cmd, 1);
+	snprintf(cmd, sizeof cmd, "%s {job_id} --name={job_name} {job_name}", path("dash.sh"));
+	write_config_cmds("dash.yaml", "slurm-idle", cmd, "/bin/true {job_id}");
+
+	assert_int_equal(hook(path("dash.yaml"), "--act", "json", &out), 1);
+	r = parse_report(out);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "actions")), 4);
+	cJSON_Delete(r);
+	free(out);
+	/* 101's command never ran; the others did, literal dashes and all */
+	assert_int_equal(count_lines(path("dash.log"), "[101]"), 0);
+	assert_int_equal(count_lines(path("dash.log"), "/tmp/pwned"), 0);
+	assert_int_equal(count_lines(path("dash.log"), NULL), 3);
+	assert_int_equal(count_lines(path("dash.log"), "[103][--name=busy-then-idle][busy-then-idle]"), 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id = '101' AND s.stage = 'warn1' AND s.status = 'failed'"
+					   " AND s.exit_status IS NULL AND s.error LIKE '%would start with ''-''%'"),
+			 1);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.warn' AND outcome = 'error'"
+					   " AND object = 'job:hooktest/101' AND detail->>'stderr' LIKE '%{job_name}%'"),
+			 1);
+	/* retried, and refused again, by the next run */
+	assert_int_equal(hook(path("dash.yaml"), "--act", "json", &out), 1);
+	free(out);
+	assert_int_equal(count_lines(path("dash.log"), "[101]"), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT attempts FROM hook_stages s JOIN jobs j USING (job_pk)"
+					   " WHERE j.job_id = '101' AND s.stage = 'warn1'"),
+			 2);
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET name = 'idle-notebook' WHERE job_id = '101'"
+					    " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'hooktest')") == 1);
+}
+
 /* A policy name with quotes (and a long one) reaches the hook.run audit row
  * intact; --policy naming no policy is a usage error (exit 2), nothing run. */
 static void test_policy_names(void **state)
@@ -825,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_kube),
 		cmocka_unit_test(test_bad_stderr),
 		cmocka_unit_test(test_background_child),
+		cmocka_unit_test(test_job_data_never_becomes_an_option),
 		cmocka_unit_test(test_policy_names),
 		cmocka_unit_test(test_no_policies),
 	};

@@ -144,6 +144,31 @@ static void test_expand_no_shell(void **s)
 	gl_hookpolicy_list_fini(&t);
 }
 
+/* Only a dash that job data puts at the start of an argument is flagged:
+ * the template's own options, and dashes inside a word, are not. */
+static void test_dash_from_data(void **s)
+{
+	struct gl_hookpolicy_list t;
+	struct gl_err e = {0};
+	const struct gl_hookpolicy_var bad[] = {{"job_name", "--output=/tmp/x"}, {"user", "-oProxyCommand=id"}};
+	const struct gl_hookpolicy_var plain[] = {{"job_name", "nb-1"}, {"user", "alice"}};
+	char **argv;
+	(void)s;
+	assert_int_equal(gl_hookpolicy_split("notify -s --to={user} x{job_name} {job_name} {user}", &t, &e), 0);
+	argv = gl_hookpolicy_expand(&t, bad, GL_ARRAY_LEN(bad));
+	assert_int_equal(gl_hookpolicy_dash_arg(&t, argv), 4);
+	gl_hookpolicy_argv_free(argv);
+	argv = gl_hookpolicy_expand(&t, plain, GL_ARRAY_LEN(plain));
+	assert_int_equal(gl_hookpolicy_dash_arg(&t, argv), -1);
+	gl_hookpolicy_argv_free(argv);
+	gl_hookpolicy_list_fini(&t);
+	assert_int_equal(gl_hookpolicy_split("scancel {user}", &t, &e), 0);
+	argv = gl_hookpolicy_expand(&t, bad, GL_ARRAY_LEN(bad));
+	assert_int_equal(gl_hookpolicy_dash_arg(&t, argv), 1);
+	gl_hookpolicy_argv_free(argv);
+	gl_hookpolicy_list_fini(&t);
+}
+
 static void test_scope_exclude(void **s)
 {
 	struct gl_config c;
@@ -184,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_load_good),
 		cmocka_unit_test(test_reject),
 		cmocka_unit_test(test_expand_no_shell),
+		cmocka_unit_test(test_dash_from_data),
 		cmocka_unit_test(test_scope_exclude),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

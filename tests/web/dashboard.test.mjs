@@ -338,6 +338,15 @@ try {
 		await H.signIn(p2, base, viewer);
 		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
 		eq(nav.join(','), 'fleet,queue,forecast,inventory', 'viewer views');
+		// per-user and per-account figures are finance's: not offered, and a
+		// link asking for them falls back to a dimension the viewer may use
+		for (const v of ['queue', 'forecast']) {
+			await p2.goto(base + '/#/' + v + '?w=month&a=user');
+			await H.ready(p2, v);
+			const aggs = await p2.$$eval('#aggregate option', (os) => os.map((o) => o.value));
+			assert(aggs.length && !aggs.includes('user') && !aggs.includes('account'), v + ' offers ' + aggs.join(','));
+			assert(!w2.requests.some((u) => /aggregate=(user|account)/.test(u)), w2.requests.join('\n'));
+		}
 		await p2.goto(base + '/#/audit');
 		await H.ready(p2);
 		eq(await p2.textContent('#view-title'), 'Fleet', 'falls back to the first view');

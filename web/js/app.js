@@ -33,6 +33,15 @@ function allowed(v, who) {
 
 function visibleViews() { return VIEWS.filter((v) => allowed(v, state.who)); }
 
+// per-user and per-account figures are finance's (the server answers a
+// viewer's aggregate=user with 403): a viewer is not offered them
+const PERSONAL_DIMS = ['user', 'account'];
+function aggsFor(v) {
+	if (!v.aggs) return null;
+	if ((RANK[state.who?.role] || 0) >= RANK.finance) return v.aggs;
+	return v.aggs.filter((a) => !PERSONAL_DIMS.includes(a));
+}
+
 function banner(text) {
 	const b = $('banner');
 	b.textContent = text || '';
@@ -105,10 +114,11 @@ function syncControls(v) {
 	$('from').value = state.from;
 	$('to').value = state.to;
 	const sel = $('aggregate');
-	if (v.aggs) {
-		const cur = state.aggregate[v.id] || v.aggs[0];
+	const aggs = aggsFor(v);
+	if (aggs) {
+		const cur = state.aggregate[v.id] || aggs[0];
 		state.aggregate[v.id] = cur;
-		sel.replaceChildren(...v.aggs.map((a) => h('option', { value: a, text: a.replace('_', ' ') })));
+		sel.replaceChildren(...aggs.map((a) => h('option', { value: a, text: a.replace('_', ' ') })));
 		sel.value = cur;
 		sel.disabled = false;
 	} else {
@@ -132,7 +142,7 @@ async function route() {
 	if (hs.w && ['month', 'lastmonth', '7d', 'custom'].includes(hs.w)) state.window = hs.w;
 	if (hs.from) state.from = hs.from;
 	if (hs.to) state.to = hs.to;
-	if (hs.a && v.aggs && v.aggs.includes(hs.a)) state.aggregate[v.id] = hs.a;
+	if (hs.a && aggsFor(v)?.includes(hs.a)) state.aggregate[v.id] = hs.a;
 	// focus follows a change of view, not the first one (so the first Tab
 	// of a fresh page lands on the skip link)
 	const changedView = state.view !== null && state.view !== v.id;
