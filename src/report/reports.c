@@ -100,18 +100,28 @@ void gl_reports_sha256(const void *data, size_t n, char out[65])
 int gl_reports_write_file(const char *dir, const char *name, const struct gl_strbuf *b, struct gl_err *err)
 {
 	char tmp[4096], path[4096];
-	FILE *fp;
-	int rc = 0;
+	FILE *fp = NULL;
+	int rc = 0, fd;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	snprintf(tmp, sizeof tmp, "%s/.%s.tmp%ld", dir, name, (long)getpid());
-	if (!(fp = fopen(tmp, "wb")))
+	/* a name no one can guess or plant beforehand (a symlink at a
+	 * predictable .tmp name would have redirected the write), then an
+	 * atomic rename into place */
+	snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name);
+	if ((fd = mkstemp(tmp)) < 0)
 		return gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
+	/* mkstemp makes 0600; a report is as readable as the directory allows */
+	if (fchmod(fd, 0644) || !(fp = fdopen(fd, "wb"))) {
+		rc = gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
+		close(fd);
+		goto out;
+	}
 	if (b->len && fwrite(b->p, 1, b->len, fp) != b->len)
 		rc = gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
 	if (fclose(fp) && !rc)
 		rc = gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
 	if (!rc && rename(tmp, path))
 		rc = gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
+out:
 	if (rc)
 		unlink(tmp);
 	return rc;

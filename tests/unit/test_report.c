@@ -12,6 +12,12 @@
 #include "gl/cost.h"
 #include "gl/report.h"
 #include "gl/report_sched.h"
+#include "gl/reports.h"
+#include "gl/strbuf.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +220,44 @@ static void test_fleet_rows_one_list(void **state)
 	gl_showback_fini(&sb);
 }
 
+/* A report is written under a name no one can plant beforehand: a symlink
+ * at the old predictable temporary name (.NAME.tmp<pid>) used to redirect
+ * the write into whatever it pointed at. */
+static void test_write_file_no_planted_tmp(void **state)
+{
+	char dir[] = "/tmp/gl-reports-XXXXXX", link_path[256], victim[256], path[256], buf[64] = "";
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	struct gl_err err = {0};
+	struct stat st;
+	FILE *f;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(victim, sizeof victim, "%s/victim", dir);
+	f = fopen(victim, "w");
+	assert_non_null(f);
+	fputs("keep", f);
+	fclose(f);
+	snprintf(link_path, sizeof link_path, "%s/.r.csv.tmp%ld", dir, (long)getpid());
+	assert_int_equal(symlink(victim, link_path), 0);
+	gl_strbuf_puts(&b, "a,b\r\n");
+	assert_int_equal(gl_reports_write_file(dir, "r.csv", &b, &err), 0);
+	f = fopen(victim, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof buf, f));
+	fclose(f);
+	assert_string_equal(buf, "keep");
+	snprintf(path, sizeof path, "%s/r.csv", dir);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0644);
+	assert_int_equal(st.st_size, 5);
+	unlink(path);
+	unlink(link_path);
+	unlink(victim);
+	rmdir(dir);
+	gl_strbuf_fini(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -223,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_budget_pure),
 		cmocka_unit_test(test_schedule_and_names),
 		cmocka_unit_test(test_fleet_rows_one_list),
+		cmocka_unit_test(test_write_file_no_planted_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
