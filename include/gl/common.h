@@ -36,6 +36,7 @@ enum {
 	GL_EPERM = 9,    /* authenticated but not allowed */
 	GL_EBUSY = 10,   /* lock held / rate limited */
 	GL_EFORMAT = 11, /* input is not of the expected format at all */
+	GL_EINTERNAL = 12, /* a fault of ours or of the data (a failed statement that retrying will not mend) */
 };
 
 /* A message with context ("sacct line 17: Elapsed: bad duration"). */

@@ -45,6 +45,10 @@ int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
  * -GL_ECONFIG with an external DSN (we hold no superuser there). */
 int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+/* GL_EDB for a SQLSTATE that says the database is unavailable now (none at
+ * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EINTERNAL
+ * for any other failed statement. */
+int gl_db_sqlstate_code(const char *state);
 
 /* Runs a statement without parameters (DDL, BEGIN/COMMIT). */
 int gl_db_exec(PGconn *c, const char *sql, struct gl_err *err) GL_MUSTCHECK;

@@ -74,7 +74,10 @@ struct gl_server {
 	struct gl_audit_writer *audit;
 	struct gl_static *web;     /* server.web_dir; NULL when not served */
 	uint64_t auth_denied[AR_N]; /* under mu */
-	struct gl_log_limiter err_log;   /* 5xx answers; under mu */
+	struct gl_log_limiter err_log;   /* 503 answers (the database away); under mu */
+	struct gl_log_limiter int_log;   /* other 5xx answers (a fault to mend), apart: an outage's
+					  * run of 503s must not hide one; under mu */
+	unsigned long err_ref;           /* the last 5xx answer's reference; under mu */
 	struct gl_log_limiter grace_log; /* tokens let in on the outage grace; under mu */
 };
 
@@ -356,7 +359,7 @@ static int status_for(int code)
 	case GL_ERANGE: return 413;
 	case GL_EBUSY: return 429;
 	case GL_EDB: return 503;
-	default: return 500;
+	default: return 500; /* GL_EINTERNAL and the rest */
 	}
 }
 
@@ -743,17 +746,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			resp.status = status_for(rc);
 		if (!resp.err_code)
 			gl_resp_error(&resp, rc, NULL, "%s", gl_strerror(rc));
-		error_body(&resp);
 		if (resp.status >= 500) {
-			/* a database outage fails every request alike: one line
-			 * per interval, with the count in between (no "recovered"
-			 * reset on a success: /metrics answers 200 through an
-			 * outage, and would reset it at every scrape) */
+			/* The detail (a statement's first words, the server's
+			 * message, a socket path) is the operator's, not the
+			 * client's: the log keeps it under a reference the client
+			 * is given. A database outage fails every request alike:
+			 * one WARN line per interval, with the count in between
+			 * (no "recovered" reset on a success: /metrics answers
+			 * 200 through an outage, and would reset it at every
+			 * scrape); each answer's detail is at debug. */
+			unsigned long ref;
 			pthread_mutex_lock(&s->mu);
-			gl_log_fail(&s->err_log, req.now_s, GL_LOG_WARN, "http: %s %s -> %d: %s", method, url, resp.status,
-				    resp.err_msg);
+			ref = ++s->err_ref;
+			gl_log_fail(resp.status == 503 ? &s->err_log : &s->int_log, req.now_s, GL_LOG_WARN,
+				    "http: %s %s -> %d (ref %lu): %s", method, url,
+				    resp.status, ref, resp.err_msg);
 			pthread_mutex_unlock(&s->mu);
+			gl_log(GL_LOG_DEBUG, "http: ref %lu: %s", ref, resp.err_msg);
+			snprintf(resp.err_msg, sizeof resp.err_msg, "%s (ref %lu; the server log has the detail)",
+				 resp.status == 503 ? "the database is unavailable; retry later" : "internal error", ref);
 		}
+		error_body(&resp);
 	} else if (!resp.status) {
 		resp.status = 200;
 	}
@@ -806,6 +819,7 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	s->started_s = wall_s();
 	pthread_mutex_init(&s->mu, NULL);
 	s->err_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
+	s->int_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
 	s->grace_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
 	pthread_key_create(&s->conn_key, conn_destroy);
 	for (s->nroutes = 0; gl_routes[s->nroutes].path; s->nroutes++)

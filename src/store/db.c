@@ -331,6 +331,23 @@ int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
 	return gl_db_connect_dsn(dsn, out, err);
 }
 
+int gl_db_sqlstate_code(const char *state)
+{
+	/* no state: the connection broke before an answer. Connection
+	 * exceptions, lack of resources, an operator's shutdown or cancel, a
+	 * serialization failure or deadlock, a lock not available, a system
+	 * error: the database is unavailable now and a retry may succeed. Any
+	 * other failed statement (a syntax error, a constraint, bad data) is
+	 * ours to mend: retrying repeats it. */
+	static const char *const transient[] = {"08", "53", "57", "40", "58", "55P03"};
+	if (!state || !*state)
+		return GL_EDB;
+	for (size_t i = 0; i < GL_ARRAY_LEN(transient); i++)
+		if (!strncmp(state, transient[i], strlen(transient[i])))
+			return GL_EDB;
+	return GL_EINTERNAL;
+}
+
 static int pg_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
 {
 	const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
@@ -341,7 +358,7 @@ static int pg_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
 		return gl_err_set(err, GL_EDB, "%s: cancelled: the daemon is stopping", what);
 	snprintf(msg, sizeof msg, "%s", m && *m ? m : PQerrorMessage(c));
 	msg[strcspn(msg, "\n")] = '\0';
-	return gl_err_set(err, GL_EDB, "%s: %s", what, msg);
+	return gl_err_set(err, gl_db_sqlstate_code(state), "%s: %s", what, msg);
 }
 
 int gl_db_exec(PGconn *c, const char *sql, struct gl_err *err)

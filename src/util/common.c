@@ -53,7 +53,7 @@ const char *gl_strerror(int code)
 		[GL_EIO] = "i/o error", [GL_EDB] = "database error", [GL_ENOTFOUND] = "not found",
 		[GL_ECONFIG] = "configuration error", [GL_ERANGE] = "out of range",
 		[GL_EAUTH] = "unauthenticated", [GL_EPERM] = "forbidden", [GL_EBUSY] = "busy",
-		[GL_EFORMAT] = "unrecognised format",
+		[GL_EFORMAT] = "unrecognised format", [GL_EINTERNAL] = "internal error",
 	};
 	if (code < 0)
 		code = -code;

@@ -263,6 +263,17 @@ static void test_restart_and_outage_logging(void **state)
 	proxy_set(0, 1);
 	for (int i = 0; i < 30; i++)
 		assert_int_equal(status_of("/v1/jobs", NULL), 503);
+	{
+		/* the client is told to retry, under a reference; the detail (the
+		 * statement, the server's words, its socket) stays in the log */
+		struct gl_test_http r;
+		assert_int_equal(get("/v1/jobs", NULL, &r), 503);
+		assert_non_null(strstr(r.body, "\"code\":\"unavailable\""));
+		assert_non_null(strstr(r.body, "the database is unavailable; retry later (ref "));
+		assert_null(strstr(r.body, "SELECT"));
+		assert_null(strstr(r.body, "/"));
+		gl_test_http_fini(&r);
+	}
 	int logged = count_lines(g_d.log, "-> 503") - before;
 	assert_true(logged >= 1);
 	assert_true(logged <= 2); /* one, or two if a minute boundary fell inside */
@@ -313,11 +324,41 @@ static void test_metrics_through_outage(void **state)
 	assert_int_equal(status_of("/metrics", fresh), 200);
 }
 
+/* A statement that fails for a reason a retry will not mend (here a column
+ * renamed away under the server) is a 500 "internal", not a 503 telling
+ * clients to retry; its detail is in the log under the reference the
+ * client got. (Runs last: it changes the schema, and puts it back.) */
+static void test_failed_statement_is_500(void **state)
+{
+	struct gl_test_http r;
+	char ref[32], *log;
+	const char *p;
+	(void)state;
+	proxy_set(1, 0);
+	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE jobs RENAME COLUMN qos TO qos_gone") >= 0);
+	assert_int_equal(get("/v1/jobs", NULL, &r), 500);
+	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE jobs RENAME COLUMN qos_gone TO qos") >= 0);
+	assert_non_null(strstr(r.body, "\"code\":\"internal\""));
+	p = strstr(r.body, "internal error (ref ");
+	assert_non_null(p);
+	assert_null(strstr(r.body, "qos"));
+	snprintf(ref, sizeof ref, "(ref %ld)", strtol(p + strlen("internal error (ref "), NULL, 10));
+	gl_test_http_fini(&r);
+	/* the log line of this answer names the reference and the column */
+	log = gl_test_read_file(g_d.log, NULL);
+	p = log ? strstr(log, ref) : NULL;
+	assert_non_null(p);
+	assert_non_null(strstr(p, "qos"));
+	free(log);
+	assert_int_equal(status_of("/v1/jobs", NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_and_outage_logging),
 		cmocka_unit_test(test_metrics_through_outage),
+		cmocka_unit_test(test_failed_statement_is_500),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
