@@ -508,7 +508,8 @@ static int auth_fail(struct gl_server *s, struct gl_req *req, struct gl_resp *re
 }
 
 /* Fills a from the bearer token, or returns -GL_EAUTH / -GL_EBUSY / -GL_EDB
- * with *reason set. The token is hashed at once and never kept. */
+ * / -GL_EINTERNAL with *reason set. The token is hashed at once and never
+ * kept. */
 static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp *resp, struct gl_auth *a,
 			int64_t *attempted_id, enum auth_reason *reason)
 {
@@ -561,6 +562,11 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 			} else if (rc == -GL_EDB || rc == -GL_EIO) {
 				*reason = AR_N;
 				return gl_resp_error(resp, GL_EDB, NULL, "cannot check the token: %s", err.msg);
+			} else if (rc == -GL_EINTERNAL) {
+				/* the lookup failed, not the token: a 401 would count
+				 * towards blocking the client's address */
+				*reason = AR_N;
+				return gl_resp_error(resp, GL_EINTERNAL, NULL, "cannot check the token: %s", err.msg);
 			} else {
 				*attempted_id = t.id;
 				return auth_fail(s, req, resp, AR_UNUSABLE, reason);

@@ -353,12 +353,36 @@ static void test_failed_statement_is_500(void **state)
 	assert_int_equal(status_of("/v1/jobs", NULL), 200);
 }
 
+/* The token lookup itself failing for a reason a retry will not mend is
+ * the server's fault (500), not the client's: a valid token is not
+ * refused as "unusable" with a 401 that counts towards the address's
+ * failed-authentication block. (Changes the schema, and puts it back.) */
+static void test_token_lookup_failure_is_500(void **state)
+{
+	char tok[64];
+	struct gl_test_http r;
+	(void)state;
+	proxy_set(1, 0);
+	assert_int_equal(gl_test_token_create(g_dsn, "lookup-fails", "viewer", NULL, tok, sizeof tok, NULL), 0);
+	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE api_tokens RENAME COLUMN last_used_at TO last_used_gone") >= 0);
+	for (int i = 0; i < 12; i++) {
+		/* more than the failures that block an address, if they counted */
+		long st = get("/metrics", tok, &r);
+		if (st != 500 || !strstr(r.body, "\"code\":\"internal\""))
+			fail_msg("request %d: %ld %s", i, st, r.body);
+		gl_test_http_fini(&r);
+	}
+	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE api_tokens RENAME COLUMN last_used_gone TO last_used_at") >= 0);
+	assert_int_equal(status_of("/metrics", tok), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_restart_and_outage_logging),
 		cmocka_unit_test(test_metrics_through_outage),
 		cmocka_unit_test(test_failed_statement_is_500),
+		cmocka_unit_test(test_token_lookup_failure_is_500),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
