@@ -5,10 +5,12 @@
 #include "gl/zip.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,16 +103,26 @@ int gl_reports_write_file(const char *dir, const char *name, const struct gl_str
 {
 	char tmp[4096], path[4096];
 	FILE *fp = NULL;
-	int rc = 0, fd;
+	int rc = 0, fd = -1;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	/* a name no one can guess or plant beforehand (a symlink at a
-	 * predictable .tmp name would have redirected the write), then an
-	 * atomic rename into place */
-	snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, name);
-	if ((fd = mkstemp(tmp)) < 0)
-		return gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
-	/* mkstemp makes 0600; a report is as readable as the directory allows */
-	if (fchmod(fd, 0644) || !(fp = fdopen(fd, "wb"))) {
+	 * predictable .tmp name would have redirected the write), created
+	 * exclusively (O_EXCL follows no symlink), then an atomic rename into
+	 * place. Not mkstemp: its 0600 would have to be widened by hand, past
+	 * the umask that decides who may read a report as any file we make. */
+	for (int tries = 0; fd < 0 && tries < 100; tries++) {
+		unsigned char rnd[6];
+		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+			return gl_err_set(err, GL_EIO, "%s: getrandom: %s", dir, strerror(errno));
+		snprintf(tmp, sizeof tmp, "%s/.%s.%02x%02x%02x%02x%02x%02x", dir, name, rnd[0], rnd[1], rnd[2], rnd[3],
+			 rnd[4], rnd[5]);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			return gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
+	}
+	if (fd < 0)
+		return gl_err_set(err, GL_EIO, "%s: no free temporary name", tmp);
+	if (!(fp = fdopen(fd, "wb"))) {
 		rc = gl_err_set(err, GL_EIO, "%s: %s", tmp, strerror(errno));
 		close(fd);
 		goto out;

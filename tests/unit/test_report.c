@@ -251,6 +251,17 @@ static void test_write_file_no_planted_tmp(void **state)
 	assert_true(S_ISREG(st.st_mode));
 	assert_int_equal(st.st_mode & 0777, 0644);
 	assert_int_equal(st.st_size, 5);
+	/* the mode is the process's umask's, as any file it creates: a
+	 * deployment that keeps reports from other users (umask 027) gets
+	 * 0640, not a world-readable 0644 */
+	{
+		mode_t old = umask(027);
+		int wrc = gl_reports_write_file(dir, "r.csv", &b, &err);
+		umask(old);
+		assert_int_equal(wrc, 0);
+		assert_int_equal(lstat(path, &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0640);
+	}
 	unlink(path);
 	unlink(link_path);
 	unlink(victim);
