@@ -27,12 +27,16 @@ void gl_health_report(const char *source, const char *cluster, const char *key, 
 		      const char *err, double duration_s)
 {
 	struct entry *e = NULL, k;
+	struct gl_strbuf target = GL_STRBUF_INIT;
 	/* label values must be valid UTF-8 or Prometheus drops the whole
 	 * scrape: cut on a character boundary, bad bytes become '?'; entries
-	 * are found by the cleaned names, as stored */
+	 * are found by the cleaned names, as stored. The key is a target's
+	 * URL, whose user:password@ a viewer must not read either */
 	gl_audit_clean(source, k.source, sizeof k.source);
 	gl_audit_clean(cluster, k.cluster, sizeof k.cluster);
-	gl_audit_clean(key, k.key, sizeof k.key);
+	gl_redact_secrets(key ? key : "", &target);
+	gl_audit_clean(gl_strbuf_cstr(&target), k.key, sizeof k.key);
+	gl_strbuf_fini(&target);
 	pthread_mutex_lock(&mu);
 	for (size_t i = 0; i < n_entries; i++)
 		if (!strcmp(entries[i].source, k.source) && !strcmp(entries[i].cluster, k.cluster) &&

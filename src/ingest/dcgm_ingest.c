@@ -4,6 +4,7 @@
 #include "gl/dcgm_attrib.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
+#include "gl/redact.h"
 #include "gl/strbuf.h"
 
 #include <math.h>
@@ -115,11 +116,16 @@ static void put_ref(struct gl_dcgm_batch *b, size_t off)
 static void add_reason(struct gl_dcgm_batch *b, const char *input, int64_t line, const char *why)
 {
 	struct gl_ingest_stats *s = &b->st;
+	struct gl_strbuf url = GL_STRBUF_INIT;
 	char msg[768];
 	s->skipped++;
 	if (s->n_reasons >= s->max_reasons)
 		return;
-	snprintf(msg, sizeof msg, "%s: %s", input, why);
+	/* input is a target's URL, and viewers read the run's reasons: a
+	 * user:password@ in it is blanked as in its error */
+	gl_redact_secrets(input, &url);
+	snprintf(msg, sizeof msg, "%s: %s", gl_strbuf_cstr(&url), why);
+	gl_strbuf_fini(&url);
 	if (s->n_reasons)
 		gl_strbuf_putc(&s->reasons, ',');
 	gl_strbuf_printf(&s->reasons, "{\"line\":%lld,\"reason\":\"", (long long)line);

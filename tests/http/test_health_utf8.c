@@ -154,6 +154,52 @@ static void test_command_credentials_are_not_shown(void **state)
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 }
 
+/* A dcgm-exporter URL behind basic auth carries its password in the URL:
+ * /metrics names each target in a label, which a viewer reads too. */
+static void test_target_url_credentials_are_not_shown(void **state)
+{
+	char cfg[1024];
+	struct gl_test_http r;
+	int seen = 0;
+	(void)state;
+
+	assert_int_equal(gl_test_db_fresh("gl_test_health_target", g_dsn, sizeof g_dsn), 0);
+	/* port 1: refused at once, so the target is reported failing */
+	snprintf(cfg, sizeof cfg,
+		 "log:\n  level: error\nsources:\n  dcgm:\n"
+		 "    - cluster: d1\n      targets: http://scraper:hunter2@127.0.0.1:1/metrics\n"
+		 "      interval_s: 5\n      timeout_s: 2\n");
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
+	for (int tries = 0; tries < 600 && !seen; tries++) {
+		assert_int_equal(gl_test_http(g_d.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+		seen = strstr(r.body, "gpuledger_source_up{source=\"dcgm\",cluster=\"d1\",target=\"http") != NULL;
+		if (seen) {
+			if (strstr(r.body, "hunter2"))
+				fail_msg("the target's password is on /metrics:\n%s", r.body);
+			/* still says which target it is */
+			assert_non_null(strstr(r.body, "target=\"http://scraper:***@127.0.0.1:1/metrics\""));
+		}
+		gl_test_http_fini(&r);
+		if (!seen)
+			usleep(100000);
+	}
+	assert_true(seen);
+	/* nor on the run's row, whose reasons name the failed target */
+	seen = 0;
+	for (int tries = 0; tries < 600 && !seen; tries++) {
+		assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/ingest/runs?source=dcgm", NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		seen = strstr(r.body, "\"status\":\"failed\"") != NULL || strstr(r.body, "\"status\":\"partial\"") != NULL;
+		if (seen && strstr(r.body, "hunter2"))
+			fail_msg("the target's password is in ingest_runs:\n%s", r.body);
+		gl_test_http_fini(&r);
+		if (!seen)
+			usleep(100000);
+	}
+	assert_true(seen);
+	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
+}
+
 /* a failed assertion leaves its test's daemon running: stop it here */
 static int teardown(void **state)
 {
@@ -167,6 +213,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_failing_source_stderr),
 		cmocka_unit_test(test_command_credentials_are_not_shown),
+		cmocka_unit_test(test_target_url_credentials_are_not_shown),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
