@@ -995,7 +995,9 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			snprintf(r->note + len, sizeof r->note - len,
 				 "; backtest scored up to %zu of the %zu %s ahead, as the history holds no later"
 				 " actuals: later %s' intervals reuse those errors",
-				 scored_ahead, H, unit, unit);
+				 /* the oldest origin left: a method asked by name may
+				  * have dropped the first ones */
+				 n - w.orig[0] < H ? n - w.orig[0] : H, H, unit, unit);
 		}
 		memcpy(r->point, w.fc[r->method] + (size_t)n_cv * H, sizeof(double) * H);
 	}

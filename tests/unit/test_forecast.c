@@ -411,6 +411,15 @@ static void test_horizon_longer_than_history_says_so(void **state)
 	assert_true(r.cv.coverage80 > 0.5);
 	gl_forecast_result_fini(&r);
 
+	/* hw asked by name needs a longer warm-up: the oldest 7 origins are
+	 * dropped, and the note counts from the oldest one left */
+	o.method = GL_FORECAST_HW;
+	assert_int_equal(gl_forecast_fit(y, 52, &o, &r, &err), 0);
+	assert_int_equal(r.origins, 38);
+	assert_non_null(strstr(r.note, "scored up to 38 of the 53 weeks ahead"));
+	gl_forecast_result_fini(&r);
+	o.method = GL_FORECAST_AUTO;
+
 	/* two weeks of weekly history is too short to trust at any horizon */
 	o.horizon = 4;
 	assert_int_equal(gl_forecast_fit(y, 10, &o, &r, &err), 0);
