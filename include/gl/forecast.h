@@ -181,7 +181,8 @@ int gl_forecast_sat_backtest(const struct gl_forecast_satday *days, size_t nq, s
  * from the model fitted on every queue-day. When those are all alike (never
  * or always saturated) there is no model: p is the pooled rate by Laplace's
  * rule, (saturated + 1) / (days + 2), and *fitted is 0. p[q] is NaN for a
- * queue with no day. -GL_EINVAL when there is no queue-day at all. */
+ * queue with no day. -GL_EINVAL when there is no queue-day at all, or none
+ * with a day before it (nothing to learn from, not even a rate). */
 int gl_forecast_sat_next(const struct gl_forecast_satday *days, size_t nq, size_t nd, const size_t *start, double *p,
 			 int *fitted, struct gl_err *err) GL_MUSTCHECK;
 

@@ -370,7 +370,7 @@ static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t n
 		for (size_t i = 0; i < nk; i++)
 			p[i] = NAN;
 		cJSON_AddNullToObject(o, "method");
-		cJSON_AddStringToObject(o, "note", "no day with demand in the window");
+		cJSON_AddStringToObject(o, "note", e.msg);
 		cJSON_AddNullToObject(o, "accuracy");
 		return;
 	}

@@ -1235,7 +1235,12 @@ int gl_forecast_sat_next(const struct gl_forecast_satday *days, size_t nq, size_
 	for (size_t q = 0; q < nq; q++)
 		any += start[q] < nd;
 	if (!any) {
-		rc = gl_err_set(err, GL_EINVAL, "saturation: no queue-day in %zu days of %zu queues", nd, nq);
+		rc = gl_err_set(err, GL_EINVAL, "no day with demand in the window");
+		goto out;
+	}
+	if (!n) {
+		/* the rate of nothing would say 0.5 */
+		rc = gl_err_set(err, GL_EINVAL, "too little history: no day with demand follows another in the window");
 		goto out;
 	}
 	*fitted = n && pos && pos < n && !gl_forecast_sat_fit(X, y, n, &m, &e2);

@@ -346,9 +346,14 @@ static void test_capacity_forecast_first_day(void **state)
 		assert_true(num(d0, "peak_demand") == 4);
 		assert_true(cJSON_IsNull(cJSON_GetObjectItem(d0, "p_saturation")));
 		assert_true(cJSON_IsNull(cJSON_GetObjectItem(d0, "lo80")));
+		/* nor a queue-saturation probability from one day (the rate of
+		 * nothing would say 0.5) */
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "queue_saturation"), "p")));
 		seen++;
 	}
 	assert_int_equal(seen, 1);
+	assert_non_null(strstr(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "queue_saturation"), "note")->valuestring,
+			       "too little history"));
 	cJSON_Delete(j);
 }
 

@@ -480,6 +480,10 @@ static void test_saturation_days(void **state)
 	assert_int_equal(gl_forecast_sat_backtest(days, 2, ND, start, 20, &sc, &err), -GL_EINVAL);
 	/* no day at all */
 	assert_int_equal(gl_forecast_sat_next(days, 2, 20, (size_t[]){30, 30}, p, &fitted, &err), -GL_EINVAL);
+	/* a single day (a first deployment's): no day before it, no rate of
+	 * nothing (it would say 0.5) */
+	assert_int_equal(gl_forecast_sat_next(days, 2, 1, (size_t[]){0, 0}, p, &fitted, &err), -GL_EINVAL);
+	assert_non_null(strstr(err.msg, "too little history"));
 }
 
 int main(void)
