@@ -204,8 +204,15 @@ static int setup(void **state)
 	return gl_test_daemon_start(&g_d, g_dsn, NULL, (const char *[]){"--no-ingest", NULL});
 }
 
+/* the other-currency daemons of test_currency_minor_units: stopped here
+ * too, so a failed assertion there leaves no server running */
+static struct gl_test_daemon g_cur[2];
+
 static int teardown(void **state)
 {
+	for (size_t i = 0; i < 2; i++)
+		if (g_cur[i].pid > 0)
+			gl_test_daemon_stop(&g_cur[i]);
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
 }
 
@@ -496,13 +503,13 @@ static void test_currency_minor_units(void **state)
 	cJSON *usd = gl_test_get_json(g_d.port, "/v1/chargeback?" WIN "&aggregate=team", 200), *l;
 	assert_non_null(usd);
 	for (size_t c = 0; c < 2; c++) {
-		struct gl_test_daemon d;
+		struct gl_test_daemon *d = &g_cur[c];
 		struct gl_test_http r;
 		int seen = 0;
-		assert_int_equal(gl_test_daemon_start(&d, g_dsn, cur[c].yaml, (const char *[]){"--no-ingest", NULL}), 0);
-		cJSON *j = gl_test_get_json(d.port, "/v1/chargeback?" WIN "&aggregate=team", 200);
+		assert_int_equal(gl_test_daemon_start(d, g_dsn, cur[c].yaml, (const char *[]){"--no-ingest", NULL}), 0);
+		cJSON *j = gl_test_get_json(d->port, "/v1/chargeback?" WIN "&aggregate=team", 200);
 		assert_non_null(j);
-		assert_int_equal(gl_test_http(d.port, "GET", "/v1/chargeback?" WIN "&aggregate=team&format=csv", NULL, 0,
+		assert_int_equal(gl_test_http(d->port, "GET", "/v1/chargeback?" WIN "&aggregate=team&format=csv", NULL, 0,
 					      NULL, &r),
 				 0);
 		assert_int_equal(r.status, 200);
@@ -520,7 +527,7 @@ static void test_currency_minor_units(void **state)
 		assert_true(seen > 0);
 		gl_test_http_fini(&r);
 		cJSON_Delete(j);
-		assert_int_equal(gl_test_daemon_stop(&d), 0);
+		assert_int_equal(gl_test_daemon_stop(d), 0);
 	}
 	/* the daemons loaded their rates (same prices, other currencies): put
 	 * the USD ones back for whatever runs after */
