@@ -374,6 +374,11 @@ int main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	/* the cJSON hooks are process-wide: installed before any thread */
 	gl_jsonarena_init();
+	/* libpq waits for ever on a server that takes the connection and never
+	 * answers (a hung host, a half-open network path): the daemon's tick
+	 * and its reconnects would stop with it. A connection string's own
+	 * connect_timeout, or the environment's, still wins. */
+	setenv("PGCONNECT_TIMEOUT", "10", 0);
 	/* stop at the command: its options are its own */
 	while ((ch = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
 		switch (ch) {

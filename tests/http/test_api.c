@@ -8,8 +8,11 @@
 
 #include "lib/testlib.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +303,31 @@ static void test_cli_errors(void **state)
 	gl_test_out_fini(&o);
 }
 
+/* A server that takes the TCP connection and never answers (a hung host):
+ * the connection attempt gives up after the default 10 s instead of waiting
+ * for ever. alarm() turns a hang into a failure. */
+static void test_connect_gives_up(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	struct gl_test_out o;
+	char dsn[128];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(fd, 4), 0); /* the kernel completes handshakes; no one answers */
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	snprintf(dsn, sizeof dsn, "host=127.0.0.1 port=%d dbname=x user=x", ntohs(a.sin_port));
+	alarm(60);
+	assert_int_equal(gl_test_run(dsn, NULL, &o, "migrate", NULL), 0);
+	alarm(0);
+	assert_int_equal(o.status, 1);
+	assert_non_null(strstr(o.err, "timeout"));
+	gl_test_out_fini(&o);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +339,7 @@ int main(void)
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_port_in_use),
 		cmocka_unit_test(test_cli_errors),
+		cmocka_unit_test(test_connect_gives_up),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
