@@ -46,6 +46,11 @@ struct gl_fcseries {
 int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 		      size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
 		      struct gl_err *err) GL_MUSTCHECK;
+/* pending_gpus and pending_minutes from one pass over the jobs (what the
+ * capacity forecast needs); both caller-zeroed, both freed on failure. */
+int gl_fcseries_query_pending(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+			      size_t n_dims, int64_t now_s, struct gl_fcseries *gpus, struct gl_fcseries *minutes,
+			      struct gl_err *err) GL_MUSTCHECK;
 void gl_fcseries_fini(struct gl_fcseries *f);
 
 #endif

@@ -350,6 +350,19 @@ static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *clu
 	return k;
 }
 
+/* The values of a cluster/model in a series keyed "cluster/model" (jobs
+ * carry the model lowercased, inventories as reported), or NULL. */
+static const double *cap_series(const struct gl_fcseries *f, const struct cap_key *k)
+{
+	char key[300];
+	const double *v = NULL;
+	snprintf(key, sizeof key, "%s/%s", k->cluster, k->model);
+	for (size_t j = 0; j < f->n; j++)
+		if (!strcasecmp(f->s[j].key, key))
+			v = f->s[j].v;
+	return v;
+}
+
 /* Will tomorrow's queue be saturated (GPUs pending for an hour or more)?
  * The logistic model on how each day ended (gl_forecast_sat_*), fitted on
  * every cluster/model's days of the window, and its accuracy on the
@@ -432,8 +445,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 	 * deployment's first day) and raise a false saturation alarm */
 	last_hour = (struct gl_window){p->window.end_s - 3600, p->window.end_s};
 	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
-	    (rc = gl_fcseries_query(c, GL_FCS_PENDING_GPUS, hours, nh, dims, 2, NULL, now_s, &pend, err)) ||
-	    (rc = gl_fcseries_query(c, GL_FCS_PENDING_MINUTES, hours, nh, dims, 2, NULL, now_s, &pmin, err)) ||
+	    (rc = gl_fcseries_query_pending(c, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
 	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
 		goto out;
 	/* series keys are "cluster/model"; a cluster name may hold a '/'
@@ -469,15 +481,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 	}
 	/* hourly demand: allocated (GPU-hours in an hour = mean GPUs) + pending */
 	for (size_t i = 0; i < nk; i++) {
-		char key[300];
-		const double *a = NULL, *pd = NULL;
-		snprintf(key, sizeof key, "%s/%s", keys[i].cluster, keys[i].model);
-		for (size_t j = 0; j < alloc.n; j++)
-			if (!strcasecmp(alloc.s[j].key, key))
-				a = alloc.s[j].v;
-		for (size_t j = 0; j < pend.n; j++)
-			if (!strcasecmp(pend.s[j].key, key))
-				pd = pend.s[j].v;
+		const double *a = cap_series(&alloc, &keys[i]), *pd = cap_series(&pend, &keys[i]);
 		for (size_t h = 0; h < nd * 24; h++) {
 			double v = (a ? a[h] : 0) + (pd ? pd[h] : 0);
 			if (v > keys[i].peak[h / 24])
@@ -490,12 +494,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 	sat_start = gl_xcalloc(nk + 1, sizeof *sat_start);
 	sat_p = gl_xcalloc(nk + 1, sizeof *sat_p);
 	for (size_t i = 0; i < nk; i++) {
-		char key[300];
-		const double *m = NULL;
-		snprintf(key, sizeof key, "%s/%s", keys[i].cluster, keys[i].model);
-		for (size_t j = 0; j < pmin.n; j++)
-			if (!strcasecmp(pmin.s[j].key, key))
-				m = pmin.s[j].v;
+		const double *m = cap_series(&pmin, &keys[i]);
 		/* a queue is no older than its demand (as the peak series), and one
 		 * with none in the window (an idle model) has no days */
 		sat_start[i] = nd;

@@ -107,15 +107,17 @@ static long step_of(const struct gl_window *steps, size_t n, int64_t t)
 	return (long)lo;
 }
 
-/* Adds the seconds of [s0, s1) in each step to v, in minutes. */
-static void add_minutes(double *v, const struct gl_window *steps, size_t n_steps, int64_t s0, int64_t s1)
+/* Adds w x the seconds of [s0, s1) in each step to v; per_step: divided by
+ * the step's length (a mean over the step). */
+static void add_span(double *v, const struct gl_window *steps, size_t n_steps, int64_t s0, int64_t s1, double w,
+		     int per_step)
 {
 	long k = step_of(steps, n_steps, s0 > steps[0].start_s ? s0 : steps[0].start_s);
 	for (; k >= 0 && (size_t)k < n_steps && steps[k].start_s < s1; k++) {
 		int64_t x0 = s0 > steps[k].start_s ? s0 : steps[k].start_s;
 		int64_t x1 = s1 < steps[k].end_s ? s1 : steps[k].end_s;
 		if (x1 > x0)
-			v[k] += (double)(x1 - x0) / 60.0;
+			v[k] += w * (double)(x1 - x0) / (per_step ? (double)(steps[k].end_s - steps[k].start_s) : 1.0);
 	}
 }
 
@@ -131,7 +133,7 @@ static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n
 		int64_t s0 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 1)) : 0;
 		int64_t s1 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 2)) : 0;
 		if (v && (next_key || s0 > m1)) {
-			add_minutes(v, steps, n_steps, m0, m1);
+			add_span(v, steps, n_steps, m0, m1, 1.0 / 60, 0);
 			m0 = m1 = 0;
 			if (next_key)
 				v = NULL;
@@ -151,8 +153,11 @@ static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n
 	}
 }
 
+/* minutes: when not NULL (metric pending_gpus), the pending minutes of the
+ * same rows too, so that both come from one pass over the jobs */
 static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
-		     size_t n_dims, int64_t now_s, struct gl_fcseries *out, struct gl_err *err)
+		     size_t n_dims, int64_t now_s, struct gl_fcseries *out, struct gl_fcseries *minutes,
+		     struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
 	PGresult *r = NULL;
@@ -190,10 +195,10 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 			     " greatest(k.req_gpu_milli, k.gpu_milli) * coalesce(k.array_tasks, 1) FROM k ORDER BY 1, 2");
 	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err)))
 		goto out;
-	if (metric == GL_FCS_PENDING_MINUTES) {
-		pending_minutes(r, steps, n_steps, out);
+	if (metric == GL_FCS_PENDING_MINUTES || minutes)
+		pending_minutes(r, steps, n_steps, minutes ? minutes : out);
+	if (metric == GL_FCS_PENDING_MINUTES)
 		goto out;
-	}
 	for (int i = 0; i < PQntuples(r); i++) {
 		double *v = series_for(out, PQgetvalue(r, i, 0));
 		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
@@ -205,17 +210,21 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 			continue;
 		}
 		/* mean pending GPUs: GPU-seconds pending in the step / its length */
-		long k = step_of(steps, n_steps, s0 > steps[0].start_s ? s0 : steps[0].start_s);
-		for (; k >= 0 && (size_t)k < n_steps && steps[k].start_s < s1; k++) {
-			int64_t x0 = s0 > steps[k].start_s ? s0 : steps[k].start_s;
-			int64_t x1 = s1 < steps[k].end_s ? s1 : steps[k].end_s;
-			if (x1 > x0)
-				v[k] += gpus * (double)(x1 - x0) / (double)(steps[k].end_s - steps[k].start_s);
-		}
+		add_span(v, steps, n_steps, s0, s1, gpus, 1);
 	}
 out:
 	PQclear(r);
 	gl_strbuf_fini(&sql);
+	return rc;
+}
+
+/* Sorts the keys of a query's result; on failure frees it. */
+static int finish(struct gl_fcseries *out, int rc)
+{
+	if (rc)
+		gl_fcseries_fini(out);
+	else if (out->n > 1)
+		qsort(out->s, out->n, sizeof *out->s, cmp_key);
 	return rc;
 }
 
@@ -231,15 +240,28 @@ int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size
 	if (metric == GL_FCS_DEMAND_GPUS || metric == GL_FCS_PENDING_GPUS || metric == GL_FCS_PENDING_MINUTES) {
 		if (filter)
 			return gl_err_set(err, GL_EINVAL, "%s: filter is not supported", metric_names[metric]);
-		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, now_s, out, err);
+		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, now_s, out, NULL, err);
 	} else if (metric >= 0 && metric < GL_FCS_METRIC_COUNT) {
 		rc = from_chargeback(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, err);
 	} else {
 		rc = gl_err_set(err, GL_EINVAL, "unknown metric %d", metric);
 	}
+	return finish(out, rc);
+}
+
+int gl_fcseries_query_pending(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+			      size_t n_dims, int64_t now_s, struct gl_fcseries *gpus, struct gl_fcseries *minutes,
+			      struct gl_err *err)
+{
+	int rc = 0;
+	memset(gpus, 0, sizeof *gpus);
+	memset(minutes, 0, sizeof *minutes);
+	gpus->n_steps = minutes->n_steps = n_steps;
+	if (n_steps)
+		rc = from_jobs(c, GL_FCS_PENDING_GPUS, steps, n_steps, dims, n_dims, now_s, gpus, minutes, err);
 	if (rc)
-		gl_fcseries_fini(out);
-	else if (out->n > 1)
-		qsort(out->s, out->n, sizeof *out->s, cmp_key);
-	return rc;
+		gl_fcseries_fini(minutes);
+	else
+		finish(minutes, 0);
+	return finish(gpus, rc);
 }
