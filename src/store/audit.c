@@ -3,6 +3,7 @@
 #include "gl/db.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
+#include "gl/window.h"
 #include "gl/utf8.h"
 
 #include <cjson/cJSON.h>
@@ -773,11 +774,8 @@ int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_aud
 	day[10] = '\0';
 	{
 		/* said here in words; the database refuses it too, in SQL's */
-		int64_t now_s = (int64_t)time(NULL), y;
-		unsigned mo, dd;
+		int64_t month0 = gl_month_start((int64_t)time(NULL));
 		char cur[32];
-		gl_time_civil_from_days(now_s / 86400, &y, &mo, &dd);
-		int64_t month0 = gl_time_days_from_civil(y, mo, 1) * 86400;
 		if (before_s > month0) {
 			gl_time_format(month0, cur, sizeof cur);
 			cur[7] = '\0';
