@@ -1,5 +1,6 @@
 /* Idle-hook policies (see include/gl/hookpolicy.h). */
 #include "gl/hookpolicy.h"
+#include "gl/tmpl.h"
 #include "gl/strbuf.h"
 
 #include <stdio.h>
@@ -90,27 +91,11 @@ out:
 	return rc;
 }
 
-static int known_placeholder(const char *s, size_t n)
-{
-	for (size_t i = 0; gl_hookpolicy_placeholders[i]; i++)
-		if (strlen(gl_hookpolicy_placeholders[i]) == n && !strncmp(gl_hookpolicy_placeholders[i], s, n))
-			return 1;
-	return 0;
-}
-
 static int check_placeholders(const struct gl_hookpolicy_list *l, char *bad, size_t nbad)
 {
 	for (size_t i = 0; i < l->n; i++)
-		for (const char *p = l->v[i]; (p = strchr(p, '{'));) {
-			const char *e = strchr(p, '}');
-			if (!e)
-				break;
-			if (!known_placeholder(p + 1, (size_t)(e - p - 1))) {
-				snprintf(bad, nbad, "%.*s", (int)(e - p + 1), p);
-				return -1;
-			}
-			p = e + 1;
-		}
+		if (gl_tmpl_check(l->v[i], gl_hookpolicy_placeholders, bad, nbad))
+			return -1;
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #include "gl/accounting.h"
 #include "gl/audit.h"
 #include "gl/cost.h"
+#include "gl/tmpl.h"
 #include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/forecast.h"
@@ -296,25 +297,11 @@ out:
 }
 
 /* What an alert command may name; run_command's kv fills each in. */
-static const char *const alert_keys[] = {"owner", "month", "threshold", "spend", "budget", "currency", "pct"};
+static const char *const alert_keys[] = {"owner", "month", "threshold", "spend", "budget", "currency", "pct", NULL};
 
 int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad)
 {
-	for (const char *p = tmpl; p && (p = strchr(p, '{'));) {
-		const char *e = strchr(p, '}');
-		size_t i;
-		if (!e)
-			break;
-		for (i = 0; i < GL_ARRAY_LEN(alert_keys); i++)
-			if (strlen(alert_keys[i]) == (size_t)(e - p - 1) && !strncmp(p + 1, alert_keys[i], (size_t)(e - p - 1)))
-				break;
-		if (i == GL_ARRAY_LEN(alert_keys)) {
-			snprintf(bad, nbad, "%.*s", (int)(e - p + 1), p);
-			return -1;
-		}
-		p = e + 1;
-	}
-	return 0;
+	return gl_tmpl_check(tmpl, alert_keys, bad, nbad);
 }
 
 /* Replaces {key} placeholders inside one argument. */
