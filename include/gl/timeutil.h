@@ -19,5 +19,7 @@ int gl_time_weekday(int64_t t);
 int gl_time_parse(const char *s, size_t n, int64_t *out_s) GL_MUSTCHECK;
 /* "2026-10-01T12:00:00Z" into buf (>= 21 bytes). */
 void gl_time_format(int64_t t, char *buf, size_t n);
+/* The UTC day of t, "2026-10-01", into buf (>= 11 bytes). */
+void gl_time_format_day(int64_t t, char *buf, size_t n);
 
 #endif

@@ -412,8 +412,7 @@ static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t n
 	add_num_or_null(acc, "persistence_f1", r4(sc.persist_f1));
 	{
 		char from[32];
-		gl_time_format(day0_s + 86400 * (int64_t)test_from, from, sizeof from);
-		from[10] = '\0';
+		gl_time_format_day(day0_s + 86400 * (int64_t)test_from, from, sizeof from);
 		cJSON_AddStringToObject(acc, "scored_from", from);
 	}
 }
@@ -544,8 +543,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 			cJSON *d = cJSON_CreateObject();
 			char date[32];
 			double ps = NAN;
-			gl_time_format(p->window.end_s + 86400 * (int64_t)k, date, sizeof date);
-			date[10] = '\0';
+			gl_time_format_day(p->window.end_s + 86400 * (int64_t)k, date, sizeof date);
 			cJSON_AddStringToObject(d, "date", date);
 			cJSON_AddNumberToObject(d, "peak_demand", r4(r.point[k]));
 			add_num_or_null(d, "lo80", r4(r.lo80[k]));
@@ -567,8 +565,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		{
 			cJSON *qs = cJSON_AddObjectToObject(so, "queue_saturation");
 			char date[32];
-			gl_time_format(p->window.end_s, date, sizeof date);
-			date[10] = '\0';
+			gl_time_format_day(p->window.end_s, date, sizeof date);
 			cJSON_AddStringToObject(qs, "date", date);
 			add_num_or_null(qs, "p", isfinite(sat_p[i]) ? round(sat_p[i] * 1000) / 1000 : NAN);
 			add_num_or_null(qs, "last_day_pending_minutes",
@@ -579,8 +576,7 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 		for (size_t k = 0; k < nd; k++) {
 			cJSON *h = cJSON_CreateObject();
 			char date[32];
-			gl_time_format(p->window.start_s + 86400 * (int64_t)k, date, sizeof date);
-			date[10] = '\0';
+			gl_time_format_day(p->window.start_s + 86400 * (int64_t)k, date, sizeof date);
 			cJSON_AddStringToObject(h, "date", date);
 			cJSON_AddNumberToObject(h, "peak_demand", r4(keys[i].peak[k]));
 			cJSON_AddItemToArray(hist, h);

@@ -184,8 +184,7 @@ static void csv_daily(const struct gl_showback *sb, struct gl_strbuf *o)
 	c_header(o, h);
 	for (size_t d = 0; d < sb->n_days; d++) {
 		char day[32];
-		gl_time_format(sb->day_start[d], day, sizeof day);
-		day[10] = '\0';
+		gl_time_format_day(sb->day_start[d], day, sizeof day);
 		for (size_t i = 0; i < sb->n_owners; i++) {
 			if (!sb->owners[i].daily_s[d])
 				continue;

@@ -361,8 +361,7 @@ int gl_audit_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err)
 int gl_audit_partitions_ensure(PGconn *c, int64_t now_s, int months, struct gl_err *err)
 {
 	char day[32], m[16];
-	gl_time_format(now_s, day, sizeof day);
-	day[10] = '\0';
+	gl_time_format_day(now_s, day, sizeof day);
 	snprintf(m, sizeof m, "%d", months);
 	return gl_db_query(c, "SELECT gl_audit_partitions_ensure($1::date, $2::integer)", 2, (const char *[]){day, m},
 			   NULL, err);
@@ -770,8 +769,7 @@ int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_aud
 	int own, rc;
 
 	memset(res, 0, sizeof *res);
-	gl_time_format(before_s, day, sizeof day);
-	day[10] = '\0';
+	gl_time_format_day(before_s, day, sizeof day);
 	{
 		/* said here in words; the database refuses it too, in SQL's */
 		int64_t month0 = gl_month_start((int64_t)time(NULL));

@@ -101,6 +101,13 @@ int gl_time_parse(const char *s, size_t n, int64_t *out)
 	return 0;
 }
 
+void gl_time_format_day(int64_t t, char *buf, size_t n)
+{
+	char full[32];
+	gl_time_format(t, full, sizeof full);
+	snprintf(buf, n, "%.10s", full);
+}
+
 void gl_time_format(int64_t t, char *buf, size_t n)
 {
 	int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);

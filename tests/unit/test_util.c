@@ -97,6 +97,10 @@ static void test_time_roundtrip(void **state)
 	}
 	gl_time_format(1795363433, buf, sizeof buf);
 	assert_string_equal(buf, "2026-11-22T16:03:53Z");
+	gl_time_format_day(1795363433, buf, sizeof buf);
+	assert_string_equal(buf, "2026-11-22");
+	gl_time_format_day(-1, buf, sizeof buf); /* the last second of 1969 */
+	assert_string_equal(buf, "1969-12-31");
 }
 
 static void test_log_limiter(void **state)
