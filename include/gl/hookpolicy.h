@@ -20,6 +20,7 @@
 #include "gl/common.h"
 #include "gl/config.h"
 #include "gl/idlerule.h"
+#include "gl/tmpl.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,12 +50,6 @@ struct gl_hookpolicy_job {
 	size_t nlabels;
 };
 
-/* A placeholder's value for gl_hookpolicy_expand. */
-struct gl_hookpolicy_var {
-	const char *name; /* without braces: "job_id" */
-	const char *value;
-};
-
 /* The placeholders templates may use, NULL-terminated. */
 extern const char *const gl_hookpolicy_placeholders[];
 
@@ -78,7 +73,7 @@ int gl_hookpolicy_excluded(const struct gl_hookpolicy *p, const struct gl_hookpo
 
 /* A NULL-terminated argv: each template word with its placeholders
  * replaced (an unknown placeholder stays as written; compile rejects them). */
-char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct gl_hookpolicy_var *vars, size_t nvars);
+char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct gl_tmpl_var *vars, size_t nvars);
 /* The index of the first argument of argv (tmpl expanded) that starts with
  * '-' although its template word does not: a placeholder's value (a job
  * name, a user) would be read as an option ("--output=FILE"). -1 when none.

@@ -278,29 +278,11 @@ int gl_hookpolicy_excluded(const struct gl_hookpolicy *p, const struct gl_hookpo
 	return 0;
 }
 
-char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct gl_hookpolicy_var *vars, size_t nvars)
+char **gl_hookpolicy_expand(const struct gl_hookpolicy_list *tmpl, const struct gl_tmpl_var *vars, size_t nvars)
 {
 	char **argv = gl_xcalloc(tmpl->n + 1, sizeof *argv);
-	for (size_t i = 0; i < tmpl->n; i++) {
-		struct gl_strbuf b = GL_STRBUF_INIT;
-		const char *p = tmpl->v[i];
-		while (*p) {
-			const char *e;
-			size_t k = nvars;
-			if (*p == '{' && (e = strchr(p, '}'))) {
-				for (k = 0; k < nvars; k++)
-					if (strlen(vars[k].name) == (size_t)(e - p - 1) && !strncmp(vars[k].name, p + 1, (size_t)(e - p - 1)))
-						break;
-				if (k < nvars) {
-					gl_strbuf_puts(&b, vars[k].value ? vars[k].value : "");
-					p = e + 1;
-					continue;
-				}
-			}
-			gl_strbuf_putc(&b, *p++);
-		}
-		argv[i] = b.p ? b.p : gl_xstrdup("");
-	}
+	for (size_t i = 0; i < tmpl->n; i++)
+		argv[i] = gl_tmpl_expand(tmpl->v[i], vars, nvars);
 	return argv;
 }
 

@@ -336,7 +336,7 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		gl_time_format(act_at, at, sizeof at);
 	}
 	{
-		const struct gl_hookpolicy_var vars[] = {
+		const struct gl_tmpl_var vars[] = {
 			{"job_id", j->job_id},      {"cluster", j->cluster},	  {"user", j->user},
 			{"account", j->account},    {"owner", j->owner},	  {"namespace", j->ns},
 			{"pod", j->job_id},	    {"job_name", j->name},	  {"partition", j->partition},

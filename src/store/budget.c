@@ -304,30 +304,8 @@ int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad)
 	return gl_tmpl_check(tmpl, alert_keys, bad, nbad);
 }
 
-/* Replaces {key} placeholders inside one argument. */
-static char *expand(const char *arg, const char *const *kv)
-{
-	struct gl_strbuf b = GL_STRBUF_INIT;
-	for (const char *p = arg; *p;) {
-		int hit = 0;
-		for (size_t i = 0; kv[i]; i += 2) {
-			size_t kl = strlen(kv[i]);
-			if (*p == '{' && !strncmp(p + 1, kv[i], kl) && p[1 + kl] == '}') {
-				gl_strbuf_puts(&b, kv[i + 1]);
-				p += kl + 2;
-				hit = 1;
-				break;
-			}
-		}
-		if (!hit)
-			gl_strbuf_putc(&b, *p++);
-	}
-	gl_strbuf_putc(&b, '\0');
-	return gl_strbuf_steal(&b);
-}
-
 /* Runs the alert command; the outcome goes into status ("exit 0" ...). */
-static void run_command(const struct gl_config *cfg, const char *const *kv, char *status, size_t n)
+static void run_command(const struct gl_config *cfg, const struct gl_tmpl_var *kv, size_t nkv, char *status, size_t n)
 {
 	char *tmpl = gl_xstrdup(cfg->budget_alert_command), *save = NULL;
 	char *argv[64];
@@ -336,7 +314,7 @@ static void run_command(const struct gl_config *cfg, const char *const *kv, char
 	struct gl_proc_result res;
 	struct gl_err e = {0};
 	for (char *t = strtok_r(tmpl, " \t", &save); t && argc < 63; t = strtok_r(NULL, " \t", &save))
-		argv[argc++] = expand(t, kv);
+		argv[argc++] = gl_tmpl_expand(t, kv, nkv);
 	argv[argc] = NULL;
 	po.timeout_s = 60;
 	if (argc == 0)
@@ -421,10 +399,12 @@ int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *
 			in_txn = 0;
 			{
 				/* in alert_keys' order */
-				const char *kv[] = {alert_keys[0], l->owner, alert_keys[1], ym,          alert_keys[2], t,
-						    alert_keys[3], sp,       alert_keys[4], bu,          alert_keys[5], l->currency,
-						    alert_keys[6], pct,      NULL};
-				run_command(cfg, kv, status, sizeof status);
+				const struct gl_tmpl_var kv[] = {
+					{alert_keys[0], l->owner}, {alert_keys[1], ym}, {alert_keys[2], t},
+					{alert_keys[3], sp},       {alert_keys[4], bu}, {alert_keys[5], l->currency},
+					{alert_keys[6], pct},
+				};
+				run_command(cfg, kv, GL_ARRAY_LEN(kv), status, sizeof status);
 			}
 			if ((rc = gl_db_query(c,
 					      "UPDATE budget_alerts SET command_status = $4 WHERE owner = $1 AND month = $2::date"

@@ -115,6 +115,8 @@ static void test_semantic_ok(void **state)
 				"owners:\n  - match: label:team\n    value: x\n    team: t\n"
 				"budgets:\n  - owner: t\n    amount: \"100.50\"\n"
 				"budget_alerts:\n  thresholds: 50,100\n"
+				/* literal braces (a JSON body) are text, not placeholders */
+				"  command: 'notify -d {\"owner\":\"{owner}\",\"pct\":{pct}}'\n"
 				"sources:\n  kube:\n    - cluster: k\n      file: /x\n";
 	struct gl_config c;
 	struct gl_err e = {0};

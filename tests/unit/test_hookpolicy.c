@@ -119,7 +119,7 @@ static void test_expand_no_shell(void **s)
 {
 	struct gl_hookpolicy_list t;
 	struct gl_err e = {0};
-	const struct gl_hookpolicy_var vars[] = {
+	const struct gl_tmpl_var vars[] = {
 		{"job_id", "x; rm -rf /"}, {"user", "$(id)"}, {"idle_minutes", "125"}};
 	char **argv;
 	(void)s;
@@ -150,8 +150,8 @@ static void test_dash_from_data(void **s)
 {
 	struct gl_hookpolicy_list t;
 	struct gl_err e = {0};
-	const struct gl_hookpolicy_var bad[] = {{"job_name", "--output=/tmp/x"}, {"user", "-oProxyCommand=id"}};
-	const struct gl_hookpolicy_var plain[] = {{"job_name", "nb-1"}, {"user", "alice"}};
+	const struct gl_tmpl_var bad[] = {{"job_name", "--output=/tmp/x"}, {"user", "-oProxyCommand=id"}};
+	const struct gl_tmpl_var plain[] = {{"job_name", "nb-1"}, {"user", "alice"}};
 	char **argv;
 	(void)s;
 	assert_int_equal(gl_hookpolicy_split("notify -s --to={user} x{job_name} {job_name} {user}", &t, &e), 0);

@@ -9,6 +9,7 @@
 #include "gl/proc.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "gl/tmpl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,13 +234,42 @@ static void test_proc_closed_output_and_stop(void **state)
 	alarm(0);
 }
 
+/* Placeholders are {name} with a plain name; other braces are text, so a
+ * command may carry a literal JSON body. */
+static void test_tmpl(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"owner", "pct", NULL};
+	const struct gl_tmpl_var vars[] = {{"owner", "ml-team"}, {"pct", "80"}, {"unused", NULL}};
+	char bad[32] = "";
+	char *s;
+	assert_int_equal(gl_tmpl_check("{owner} at {pct}%", names, bad, sizeof bad), 0);
+	assert_int_equal(gl_tmpl_check("-d {\"owner\":\"{owner}\",\"n\":1}", names, bad, sizeof bad), 0);
+	assert_int_equal(gl_tmpl_check("{} { owner} {owner", names, bad, sizeof bad), 0);
+	assert_int_equal(gl_tmpl_check("{\"a\":1} {ownr}", names, bad, sizeof bad), -1);
+	assert_string_equal(bad, "{ownr}");
+	assert_int_equal(gl_tmpl_check("x{pct_2}", names, bad, sizeof bad), -1);
+	assert_string_equal(bad, "{pct_2}");
+
+	s = gl_tmpl_expand("-d {\"owner\":\"{owner}\",\"pct\":{pct}}", vars, 3);
+	assert_string_equal(s, "-d {\"owner\":\"ml-team\",\"pct\":80}");
+	free(s);
+	/* unknown and malformed ones stay as written; a NULL value is empty */
+	s = gl_tmpl_expand("{owner}{{pct}}{unused}{nope}{owner", vars, 3);
+	assert_string_equal(s, "ml-team{80}{nope}{owner");
+	free(s);
+	s = gl_tmpl_expand("", vars, 3);
+	assert_string_equal(s, "");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_escapes), cmocka_unit_test(test_time_parse),
 		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
 		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
-		cmocka_unit_test(test_proc_closed_output_and_stop),
+		cmocka_unit_test(test_proc_closed_output_and_stop), cmocka_unit_test(test_tmpl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
