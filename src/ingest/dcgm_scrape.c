@@ -296,10 +296,12 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 		gl_dcgm_batch_fail(rd->b, f->url, why);
 		if (!rd->first_error[0]) {
 			/* logged and stored: a target's user:password@ or
-			 * ?token= must reach neither */
-			struct gl_strbuf u = GL_STRBUF_INIT;
-			gl_redact_secrets(f->url, &u);
-			snprintf(rd->first_error, sizeof rd->first_error, "%s: %s", gl_strbuf_cstr(&u), why);
+			 * ?token= must reach neither, nor libcurl's words on it */
+			struct gl_strbuf raw = GL_STRBUF_INIT, u = GL_STRBUF_INIT;
+			gl_strbuf_printf(&raw, "%s: %s", f->url, why);
+			gl_redact_secrets(gl_strbuf_cstr(&raw), &u);
+			snprintf(rd->first_error, sizeof rd->first_error, "%s", gl_strbuf_cstr(&u));
+			gl_strbuf_fini(&raw);
 			gl_strbuf_fini(&u);
 		}
 	}
