@@ -132,6 +132,8 @@ static void test_other_forms(void **state)
 	check("tool --token='abc' x", "tool --token='***' x");
 	check("psql \"host=db password=pw dbname=x\"", "psql \"host=db password=*** dbname=x\"");
 	check("tool --apiKey=abc --passphrase=xyz", "tool --apiKey=*** --passphrase=***");
+	check("curl --oauth2-bearer abc https://h", "curl --oauth2-bearer *** https://h");
+	check("AUTHORIZATION: BEARER abc", "AUTHORIZATION: BEARER ***");
 	check("git push https://x/y ghp_abcdefghijklmnopqrstuvwxyz0123456789",
 	      "git push https://x/y ghp_***");
 	check("notify xoxb-1234567890-abcdefghij", "notify xoxb-***");
