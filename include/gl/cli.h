@@ -66,6 +66,8 @@ int gl_cli_token(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_audit(struct gl_config *cfg, int argc, char **argv);
 /* src/cli/hook.c: hook idle */
 int gl_cli_hook(struct gl_config *cfg, int argc, char **argv);
+/* src/cli/db_redact.c: `db redact` */
+int gl_cli_db_redact(struct gl_config *cfg, int argc, char **argv);
 /* "cli:<user>": the audit actor of a command-line change. */
 void gl_cli_actor(char *buf, size_t n);
 

@@ -7,15 +7,25 @@
  * it catches the usual spellings, not every possible one, and the advice
  * stays to keep secrets in files (a kubeconfig), not on command lines.
  *
- * Blanked (the value becomes "***"):
- *   - NAME=VALUE, -NAME=VALUE, --NAME=VALUE and the word after a bare
- *     -NAME / --NAME, when NAME contains (any case) token, passw, pwd,
- *     secret, key, auth, credential or cookie;
- *   - the word after "Bearer" or "Basic" (any case);
+ * Blanked (the value becomes "***"; docs/security.md lists each rule with
+ * the tool that needs it and what it leaves alone):
+ *   - NAME=VALUE and NAME:VALUE (a header), also inside another option's
+ *     value (--set=a.token=x, a URL query, a JSON object), and the word
+ *     after a bare -NAME / --NAME or "NAME:", when NAME names a credential
+ *     (token, passw, passphrase, pwd, secret, credential, cookie, oauth, an
+ *     auth part but not author/authority, sig/signature, a last part ending
+ *     in key); a quoted value goes whole, to its closing quote;
+ *   - the word after "Bearer"/"Basic", and after a header's scheme word
+ *     (Authorization: Bearer x);
+ *   - the password of --user/--proxy-user/--cert USER:PASSWORD, and on a
+ *     curl command line of -u/-U/-E USER:PASSWORD and the value of -b;
  *   - the password of a URL's user:password@ (a lone user@ in a URL:
  *     the user part, often a token);
- *   - a gpuledger token (glt_...).
- * Words are split at spaces, tabs and line breaks, which are kept.
+ *   - gpuledger tokens (glt_...), GitHub/GitLab/Slack tokens by their
+ *     prefix, JWTs.
+ * Words are split at spaces, tabs and line breaks, which are kept. Running
+ * it on its own output changes nothing for these spellings (tested), so
+ * stored rows can be cleaned again (`gpuledger db redact`).
  * Ownership: s is only read; out is appended to.
  */
 #ifndef GL_REDACT_H

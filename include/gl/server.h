@@ -112,6 +112,14 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 uint16_t gl_server_port(const struct gl_server *s);
 void gl_server_stop(struct gl_server *s);
 
+/* The reference of a 5xx answer whose detail the client must not read (a
+ * database message names hosts, socket paths, users): logs detail under a
+ * new number (one WARN line per minute per kind — 503 apart from other
+ * 5xx — and each at debug) and returns the number for the body. The
+ * server does this itself for handlers that return an error; a handler
+ * that writes its own 5xx body (/healthz) calls it. */
+unsigned long gl_server_error_ref(struct gl_server *s, int status, int64_t now_s, const char *method, const char *url,
+				  const char *detail);
 /* Metrics text (Prometheus 0.0.4) of the server's own counters. */
 void gl_server_metrics(struct gl_server *s, struct gl_strbuf *out);
 int64_t gl_server_started_s(const struct gl_server *s);

@@ -47,7 +47,7 @@ const struct gl_route gl_routes[] = {
  * in between gets that answer. */
 static pthread_mutex_t g_health_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t g_health_at_ms;
-static int g_health_ok, g_health_checked;
+static int g_health_ok, g_health_checked, g_health_code; /* code: the GL_E* of the failure */
 static char g_health_msg[256];
 
 static int64_t mono_ms(void)
@@ -62,11 +62,12 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	char msg[sizeof g_health_msg];
 	int64_t now = mono_ms();
-	int ok, fresh;
+	int ok, fresh, code;
 
 	pthread_mutex_lock(&g_health_mu);
 	fresh = g_health_checked && now - g_health_at_ms < 1000;
 	ok = g_health_ok;
+	code = g_health_code;
 	memcpy(msg, g_health_msg, sizeof msg);
 	pthread_mutex_unlock(&g_health_mu);
 	if (!fresh) {
@@ -75,19 +76,25 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 		ok = !gl_req_db(req, &c, &err) && !gl_db_query(c, "SELECT 1", 0, NULL, &r, &err);
 		PQclear(r);
 		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
+		code = ok ? 0 : err.code;
 		pthread_mutex_lock(&g_health_mu);
 		g_health_at_ms = now;
 		g_health_checked = 1;
 		g_health_ok = ok;
+		g_health_code = code;
 		memcpy(g_health_msg, msg, sizeof msg);
 		pthread_mutex_unlock(&g_health_mu);
 	}
 	resp->content_type = "application/json";
 	if (!ok) {
+		/* /healthz is public: libpq's words name the socket path, the
+		 * host and the user. The body says what kind of failure it was
+		 * and under which reference the log has the words, as every
+		 * 5xx answer does. */
+		unsigned long ref = gl_server_error_ref(req->srv, 503, req->now_s, req->method, req->path, msg);
 		resp->status = 503;
-		gl_strbuf_puts(&resp->body, "{\"status\":\"unavailable\",\"db\":\"");
-		gl_strbuf_put_json_str(&resp->body, msg, strlen(msg));
-		gl_strbuf_puts(&resp->body, "\"}\n");
+		gl_strbuf_printf(&resp->body, "{\"status\":\"unavailable\",\"db\":\"%s\",\"ref\":%lu}\n",
+				 code == GL_EDB ? "unavailable" : "error", ref);
 		return 0;
 	}
 	gl_strbuf_puts(&resp->body, "{\"status\":\"ok\",\"db\":\"ok\"}\n");

@@ -100,6 +100,26 @@ static int64_t wall_s(void)
 	return (int64_t)time(NULL);
 }
 
+unsigned long gl_server_error_ref(struct gl_server *s, int status, int64_t now_s, const char *method, const char *url,
+				  const char *detail)
+{
+	/* The detail (a statement's first words, the server's message, a
+	 * socket path) is the operator's, not the client's: the log keeps it
+	 * under a reference the client is given. A database outage fails every
+	 * request alike: one WARN line per interval, with the count in between
+	 * (no "recovered" reset on a success: /metrics answers 200 through an
+	 * outage, and would reset it at every scrape); each answer's detail is
+	 * at debug. */
+	unsigned long ref;
+	pthread_mutex_lock(&s->mu);
+	ref = ++s->err_ref;
+	gl_log_fail(status == 503 ? &s->err_log : &s->int_log, now_s, GL_LOG_WARN, "http: %s %s -> %d (ref %lu): %s",
+		    method, url, status, ref, detail);
+	pthread_mutex_unlock(&s->mu);
+	gl_log(GL_LOG_DEBUG, "http: ref %lu: %s", ref, detail);
+	return ref;
+}
+
 static double since(const struct timespec *t0)
 {
 	struct timespec t;
@@ -753,22 +773,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!resp.err_code)
 			gl_resp_error(&resp, rc, NULL, "%s", gl_strerror(rc));
 		if (resp.status >= 500) {
-			/* The detail (a statement's first words, the server's
-			 * message, a socket path) is the operator's, not the
-			 * client's: the log keeps it under a reference the client
-			 * is given. A database outage fails every request alike:
-			 * one WARN line per interval, with the count in between
-			 * (no "recovered" reset on a success: /metrics answers
-			 * 200 through an outage, and would reset it at every
-			 * scrape); each answer's detail is at debug. */
-			unsigned long ref;
-			pthread_mutex_lock(&s->mu);
-			ref = ++s->err_ref;
-			gl_log_fail(resp.status == 503 ? &s->err_log : &s->int_log, req.now_s, GL_LOG_WARN,
-				    "http: %s %s -> %d (ref %lu): %s", method, url,
-				    resp.status, ref, resp.err_msg);
-			pthread_mutex_unlock(&s->mu);
-			gl_log(GL_LOG_DEBUG, "http: ref %lu: %s", ref, resp.err_msg);
+			unsigned long ref = gl_server_error_ref(s, resp.status, req.now_s, method, url, resp.err_msg);
 			snprintf(resp.err_msg, sizeof resp.err_msg, "%s (ref %lu; the server log has the detail)",
 				 resp.status == 503 ? "the database is unavailable; retry later" : "internal error", ref);
 		}

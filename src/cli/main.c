@@ -50,7 +50,7 @@ static const char usage_main[] =
 	"commands:\n"
 	"  serve          run the daemon: periodic ingest + HTTP API\n"
 	"  migrate        apply database migrations (idempotent)\n"
-	"  db             init|start|stop|status of the embedded PostgreSQL\n"
+	"  db             init|start|stop|status of the embedded PostgreSQL; redact stored credentials\n"
 	"  ingest         one-shot ingest: ingest sacct --cluster NAME --file F\n"
 	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
 	"  rollup         rebuild stale daily aggregates (the daemon does it every minute)\n"
@@ -150,8 +150,10 @@ out:
 /* ---- db ---- */
 static const char usage_db[] =
 	"usage: gpuledger [--config FILE] db init|start|stop|status\n"
-	"Manages the embedded PostgreSQL under database.embedded_dir (unix socket only).\n"
-	"As root, initdb/pg_ctl run as the 'postgres' user. Not available with an external DSN.\n";
+	"       gpuledger [--config FILE] db redact [--dry-run]\n"
+	"init|start|stop|status manage the embedded PostgreSQL under database.embedded_dir (unix socket\n"
+	"only); as root, initdb/pg_ctl run as the 'postgres' user. Not available with an external DSN.\n"
+	"redact blanks credentials in ingest runs stored before they were blanked on the way in (any DSN).\n";
 
 static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 {
@@ -161,8 +163,10 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 		fputs(usage_db, stdout);
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "redact"))
+		return gl_cli_db_redact(cfg, argc - 1, argv + 1);
 	if (argc != 2)
-		return gl_cli_usage_error(usage_db, "db: expected one of init|start|stop|status");
+		return gl_cli_usage_error(usage_db, "db: expected one of init|start|stop|status|redact");
 	if (!strcmp(argv[1], "init"))
 		rc = gl_db_init(cfg, &err);
 	else if (!strcmp(argv[1], "start"))

@@ -5,6 +5,7 @@
 #include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/health.h"
+#include "gl/redact.h"
 #include "gl/report_sched.h"
 
 #include <time.h>
@@ -116,14 +117,20 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 		/* the whole-source entry; sources with many targets add their own */
 		gl_health_report(kind, colon ? colon + 1 : "", "", rc == 0, now_s, rc ? err.msg : NULL,
 				 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-		if (rc && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
-			/* not a fault of the source: the watermark still says where
-			 * the next start resumes */
-			gl_log(GL_LOG_INFO, "%s: cut short by the stop: %s", s[i].name, err.msg);
-			continue;
-		}
 		if (rc) {
-			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
+			/* the message may quote a command line, a URL or a
+			 * command's stderr, built anywhere below: the log is read
+			 * by more people than the database, so it is blanked as
+			 * ingest_runs.error is */
+			struct gl_strbuf why = GL_STRBUF_INIT;
+			gl_redact_secrets(err.msg, &why);
+			if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
+				/* not a fault of the source: the watermark still
+				 * says where the next start resumes */
+				gl_log(GL_LOG_INFO, "%s: cut short by the stop: %s", s[i].name, gl_strbuf_cstr(&why));
+			else
+				gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, gl_strbuf_cstr(&why));
+			gl_strbuf_fini(&why);
 			continue;
 		}
 		gl_log_ok(&s[i].lim, s[i].name);

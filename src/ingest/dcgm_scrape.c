@@ -6,6 +6,7 @@
 #include "gl/dcgm_ingest.h"
 #include "gl/health.h"
 #include "gl/log.h"
+#include "gl/redact.h"
 #include "gl/routes.h"
 
 #include <curl/curl.h>
@@ -293,8 +294,16 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 	} else {
 		rd->bad++;
 		gl_dcgm_batch_fail(rd->b, f->url, why);
-		if (!rd->first_error[0])
-			snprintf(rd->first_error, sizeof rd->first_error, "%s: %s", f->url, why);
+		if (!rd->first_error[0]) {
+			/* logged and stored: a target's user:password@ or
+			 * ?token= must reach neither, nor libcurl's words on it */
+			struct gl_strbuf raw = GL_STRBUF_INIT, u = GL_STRBUF_INIT;
+			gl_strbuf_printf(&raw, "%s: %s", f->url, why);
+			gl_redact_secrets(gl_strbuf_cstr(&raw), &u);
+			snprintf(rd->first_error, sizeof rd->first_error, "%s", gl_strbuf_cstr(&u));
+			gl_strbuf_fini(&raw);
+			gl_strbuf_fini(&u);
+		}
 	}
 }
 

@@ -25,6 +25,7 @@
 #include "gl/kube.h"
 #include "gl/log.h"
 #include "gl/proc.h"
+#include "gl/redact.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/utf8.h"
@@ -967,8 +968,10 @@ static int on_out(const char *buf, size_t n, void *ud)
 	return 0;
 }
 
-/* Runs the command; the whole stdout when it exited 0, else an error. */
-static int run_command(const struct gl_kube_source_cfg *src, size_t cap, struct gl_strbuf *out, struct gl_err *err)
+/* Runs the command; the whole stdout when it exited 0, else an error.
+ * shown: the command as messages quote it (credentials blanked). */
+static int run_command(const struct gl_kube_source_cfg *src, const char *shown, size_t cap, struct gl_strbuf *out,
+		       struct gl_err *err)
 {
 	const char *argv[64];
 	char *words = gl_xstrdup(src->command), *save = NULL, how[64];
@@ -991,14 +994,14 @@ static int run_command(const struct gl_kube_source_cfg *src, size_t cap, struct 
 	rc = gl_proc_run(argv, &po, &pr, err);
 	if (k.over) {
 		rc = gl_err_set(err, GL_ERANGE, "kube %s: %s: output over the %zu-byte document limit", src->cluster,
-				src->command, cap);
+				shown, cap);
 		goto out;
 	}
 	if (rc)
 		goto out;
 	if (!pr.exited || pr.status != 0) {
 		gl_proc_describe(&pr, how, sizeof how);
-		rc = gl_err_set(err, GL_EIO, "kube %s: %s: %s%s%.400s", src->cluster, src->command, how,
+		rc = gl_err_set(err, GL_EIO, "kube %s: %s: %s%s%.400s", src->cluster, shown, how,
 				pr.stderr_bytes ? ": " : "", pr.stderr_excerpt);
 		goto out;
 	}
@@ -1016,8 +1019,12 @@ int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *srcv,
 	const struct gl_kube_source_cfg *src = srcv;
 	struct gl_kube_ingest_opts o = {0};
 	struct gl_kube_ingest_result res = {0};
+	/* the command as every message, log line and ingest_runs row quotes
+	 * it: `kubectl --token=...` must not reach the daemon's log either */
+	struct gl_strbuf shown = GL_STRBUF_INIT;
 	int rc;
 
+	gl_redact_secrets(src->command, &shown);
 	o.cluster = src->cluster;
 	o.batch_rows = cfg->ingest_batch_rows;
 	o.max_skip_reasons = cfg->ingest_max_skip_reasons;
@@ -1041,9 +1048,9 @@ int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *srcv,
 	} else {
 		struct gl_strbuf out = GL_STRBUF_INIT;
 		size_t len;
-		o.input_name = src->command;
+		o.input_name = gl_strbuf_cstr(&shown);
 		o.at_s = now_s; /* listed no earlier than this: conservative for vanished pods */
-		if ((rc = run_command(src, GL_KUBE_MAX_DOC_BYTES_DEFAULT, &out, err)))
+		if ((rc = run_command(src, o.input_name, GL_KUBE_MAX_DOC_BYTES_DEFAULT, &out, err)))
 			goto failed;
 		len = out.len;
 		rc = gl_kube_ingest_doc(c, &o, gl_strbuf_steal(&out), len, &res, err);
@@ -1065,5 +1072,6 @@ failed:
 	}
 out:
 	gl_kube_ingest_result_fini(&res);
+	gl_strbuf_fini(&shown);
 	return rc;
 }

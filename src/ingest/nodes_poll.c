@@ -7,6 +7,7 @@
 #include "gl/nodeobs.h"
 #include "gl/nodes_ingest.h"
 #include "gl/proc.h"
+#include "gl/redact.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
@@ -147,7 +148,7 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 {
 	const struct gl_kube_nodes_source_cfg *src = vsrc;
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
-	struct gl_strbuf out = GL_STRBUF_INIT;
+	struct gl_strbuf out = GL_STRBUF_INIT, shown = GL_STRBUF_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	int64_t at = now_s;
@@ -187,13 +188,16 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 	o.kind = "kubernetes";
 	o.source = "kube";
 	o.run_source = "kube-nodes";
-	o.input_name = src->command[0] ? src->command : src->file;
+	/* as logged and stored: the command may carry a credential */
+	gl_redact_secrets(src->command[0] ? src->command : src->file, &shown);
+	o.input_name = gl_strbuf_cstr(&shown);
 	o.at_s = at;
 	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
 	gl_strbuf_fini(&out);
+	gl_strbuf_fini(&shown);
 	gl_node_snapshot_fini(&s);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include "gl/jobs.h"
 #include "gl/log.h"
 #include "gl/proc.h"
+#include "gl/redact.h"
 #include "gl/sacct.h"
 #include "gl/sacct_ingest.h"
 #include "gl/strbuf.h"
@@ -79,10 +80,16 @@ static int run_chunk(PGconn *c, const struct gl_config *cfg, const struct gl_sac
 	for (char *t = strtok_r(extra, " \t", &save); t && k < GL_ARRAY_LEN(argv) - 1; t = strtok_r(NULL, " \t", &save))
 		argv[k++] = t;
 	argv[k] = NULL;
-	for (size_t i = 0; i < k; i++) {
-		if (i)
-			gl_strbuf_putc(&cmdline, ' ');
-		gl_strbuf_puts(&cmdline, argv[i]);
+	{
+		/* as logged and stored: extra_args may carry a credential */
+		struct gl_strbuf raw = GL_STRBUF_INIT;
+		for (size_t i = 0; i < k; i++) {
+			if (i)
+				gl_strbuf_putc(&raw, ' ');
+			gl_strbuf_puts(&raw, argv[i]);
+		}
+		gl_redact_secrets(gl_strbuf_cstr(&raw), &cmdline);
+		gl_strbuf_fini(&raw);
 	}
 
 	o.cluster = src->cluster;

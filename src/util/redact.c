@@ -1,4 +1,10 @@
-/* Credentials out of command lines and error texts (see include/gl/redact.h). */
+/* Credentials out of command lines and error texts (see include/gl/redact.h).
+ *
+ * Every rule below is there because a real tool puts a secret in that
+ * place; every rule that could hit an ordinary option is narrowed by what
+ * the secret looks like (a colon, a name) rather than by the option alone.
+ * What each one is for, and what it deliberately leaves alone, is listed in
+ * docs/security.md ("Command lines are shown blanked"). */
 #include "gl/redact.h"
 
 #include <ctype.h>
@@ -7,107 +13,406 @@
 
 #define MASK "***"
 
+/* What the word after the current one is, by what the current one said. */
+enum next {
+	NX_NONE,
+	NX_VALUE,    /* "--token VALUE", "Bearer VALUE" */
+	NX_HEADER,   /* "Authorization: [SCHEME] VALUE", "X-Api-Key: VALUE" */
+	NX_USERPASS, /* curl "-u USER:PASSWORD", "--user USER:PASSWORD" */
+};
+
+struct state {
+	enum next next;
+	char quote; /* the quote opened before a header or option: its value runs to the closing one */
+	int curl;   /* a curl command line: -u/-U take USER:PASSWORD there */
+};
+
 static int is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-/* Whether name[0..n) names a credential: a substring, in any case. */
-static int secret_name(const char *name, size_t n)
+static int is_quote(char c)
 {
-	static const char *const words[] = {"token", "passw", "pwd", "secret", "key", "auth", "credential", "cookie"};
-	for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
-		size_t k = strlen(words[w]);
-		for (size_t i = 0; i + k <= n; i++)
-			if (!strncasecmp(name + i, words[w], k))
-				return 1;
-	}
-	return 0;
+	return c == '\'' || c == '"';
+}
+
+static int is_alnum(char c)
+{
+	return isalnum((unsigned char)c);
 }
 
 static int b64url(char c)
 {
-	return isalnum((unsigned char)c) || c == '-' || c == '_';
+	return is_alnum(c) || c == '-' || c == '_';
 }
 
-/* One word with no NAME=VALUE credential: URL passwords and gpuledger
- * tokens inside it are blanked, the rest copied. */
-static void put_word(struct gl_strbuf *o, const char *w, size_t n)
+static size_t word_end(const char *s, size_t i)
 {
-	size_t i = 0;
+	while (s[i] && !is_space(s[i]))
+		i++;
+	return i;
+}
+
+static int has_ci(const char *s, size_t n, const char *w)
+{
+	size_t k = strlen(w);
+	for (size_t i = 0; i + k <= n; i++)
+		if (!strncasecmp(s + i, w, k))
+			return 1;
+	return 0;
+}
+
+static int is_ci(const char *s, size_t n, const char *w)
+{
+	return strlen(w) == n && !strncasecmp(s, w, n);
+}
+
+/* One part of a name (see secret_name) that names authentication: auth,
+ * authorization, authn, oauth, basicauth... but not author(s) or authority:
+ * `git --author=NAME` and kubectl's `--certificate-authority=PATH` are
+ * what an operator needs to read. */
+static int auth_part(const char *p, size_t n)
+{
+	if (n >= 4 && !strncasecmp(p + n - 4, "auth", 4))
+		return 1;
+	if (n < 4 || strncasecmp(p, "auth", 4))
+		return 0;
+	return n < 6 || strncasecmp(p, "author", 6) || (n >= 8 && !strncasecmp(p, "authoriz", 8));
+}
+
+/* Whether name[0..n) names a credential. Substrings, in any case: token,
+ * passw (password, passwd), passphrase, pwd, secret, credential, cookie,
+ * oauth. By part (split at non-alphanumerics and lower-to-upper changes,
+ * so apiKey is api + Key): an auth part (auth_part), sig or signature (a
+ * signed URL's query), and a last part ending in key (api-key, apikey,
+ * X-Api-Key, AWS_SECRET_ACCESS_KEY) — only the last, so that --key-col,
+ * --keep and AWS_ACCESS_KEY_ID (an identifier, not the secret) stay. */
+static int secret_name(const char *name, size_t n)
+{
+	static const char *const words[] = {"token", "passw", "passphrase", "pwd", "secret", "credential", "cookie",
+					    "oauth"};
+	const char *last = NULL;
+	size_t lastn = 0, i = 0;
+
+	for (size_t w = 0; w < sizeof words / sizeof *words; w++)
+		if (has_ci(name, n, words[w]))
+			return 1;
 	while (i < n) {
-		if (n - i > 4 && !strncmp(w + i, "glt_", 4)) {
-			gl_strbuf_puts(o, "glt_" MASK);
-			i += 4;
-			while (i < n && b64url(w[i]))
-				i++;
-			continue;
-		}
-		if (n - i > 3 && !strncmp(w + i, "://", 3)) {
-			/* the authority ends at the first '/', '?' or '#'; its
-			 * userinfo at the last '@' in it */
-			size_t a = i + 3, e = a, at = 0, colon = 0;
-			while (e < n && w[e] != '/' && w[e] != '?' && w[e] != '#')
-				e++;
-			for (size_t k = a; k < e; k++)
-				if (w[k] == '@')
-					at = k;
-			gl_strbuf_append(o, w + i, 3);
-			if (at) {
-				for (size_t k = a; k < at; k++)
-					if (w[k] == ':') {
-						colon = k;
-						break;
-					}
-				if (colon) {
-					gl_strbuf_append(o, w + a, colon + 1 - a);
-					gl_strbuf_puts(o, MASK);
-				} else {
-					gl_strbuf_puts(o, MASK);
-				}
-				i = at;
-			} else {
-				i = a;
-			}
-			continue;
-		}
-		gl_strbuf_putc(o, w[i++]);
+		size_t b;
+		while (i < n && !is_alnum(name[i]))
+			i++;
+		b = i;
+		while (i < n && is_alnum(name[i]) &&
+		       !(i > b && isupper((unsigned char)name[i]) && islower((unsigned char)name[i - 1])))
+			i++;
+		if (i == b)
+			break;
+		if (auth_part(name + b, i - b) || is_ci(name + b, i - b, "sig") || is_ci(name + b, i - b, "signature"))
+			return 1;
+		last = name + b;
+		lastn = i - b;
 	}
+	return last && lastn >= 3 && !strncasecmp(last + lastn - 3, "key", 3);
+}
+
+/* An HTTP authentication scheme: the word after "Authorization:" that is
+ * kept, the one after it blanked. */
+static int is_scheme(const char *w, size_t n)
+{
+	static const char *const schemes[] = {"bearer", "basic", "digest", "token", "negotiate", "ntlm", "apikey"};
+	for (size_t k = 0; k < sizeof schemes / sizeof *schemes; k++)
+		if (is_ci(w, n, schemes[k]))
+			return 1;
+	return 0;
+}
+
+/* NAME= at p (a name of [A-Za-z0-9_.-] and brackets): where a comma,
+ * semicolon or ampersand starts the next item of a list (helm --set
+ * a=1,b=2; a URL query; a cookie header) rather than going on with a
+ * secret that has a comma in it. '*': a name blanked before (glt_***=)
+ * still ends the value, so a second pass changes nothing. */
+static int starts_name_eq(const char *p)
+{
+	size_t k = 0;
+	while (is_alnum(p[k]) || p[k] == '_' || p[k] == '.' || p[k] == '-' || p[k] == '[' || p[k] == ']' || p[k] == '*')
+		k++;
+	return k > 0 && p[k] == '=';
+}
+
+/* Blanks the value starting at s[v] and returns where it ends. A value in
+ * quotes (its own, or outer: the quote opened before the header or option
+ * that names it) runs to the closing quote on the same line, spaces and
+ * all ("--password 'correct horse'"); the closing quote is kept so the
+ * text still reads as it was quoted. Otherwise the value is the rest of
+ * the word, up to the next item of a list. An unclosed quote blanks only
+ * the word: running to the end of the text would destroy the rest of an
+ * error message for a typo. */
+static size_t mask_value(struct gl_strbuf *o, const char *s, size_t v, char outer)
+{
+	char q = is_quote(s[v]) ? s[v] : outer;
+	size_t e, k;
+
+	if (q) {
+		size_t c = v + (s[v] == q);
+		while (s[c] && s[c] != q && s[c] != '\n')
+			c++;
+		if (s[c] == q) {
+			if (s[v] == q)
+				gl_strbuf_putc(o, q);
+			gl_strbuf_puts(o, MASK);
+			gl_strbuf_putc(o, q);
+			return c + 1;
+		}
+	}
+	e = v;
+	while (s[e] && !is_space(s[e]) && !((s[e] == ',' || s[e] == ';' || s[e] == '&') && starts_name_eq(s + e + 1)))
+		e++;
+	/* quotes closing the word were opened before the value */
+	for (k = e; k > v && is_quote(s[k - 1]); k--)
+		;
+	if (k > v)
+		gl_strbuf_puts(o, MASK);
+	gl_strbuf_append(o, s + k, e - k);
+	return e;
+}
+
+/* A well-known token format at s[p] (p at a word boundary): its length,
+ * and in *keep how much of it (the prefix naming the kind) stays. Leaked
+ * GitHub, GitLab and Slack tokens and JWTs (Kubernetes service-account
+ * tokens are JWTs) are recognisable without a name before them. */
+static size_t known_token(const char *s, size_t p, size_t we, size_t *keep)
+{
+	static const char *const prefixes[] = {"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+					       "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-"};
+	for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) {
+		size_t pl = strlen(prefixes[k]), e = p + pl;
+		if (we - p <= pl || strncmp(s + p, prefixes[k], pl))
+			continue;
+		while (e < we && b64url(s[e]))
+			e++;
+		if (e - p - pl >= 10) { /* "ghp_" in prose is not a token */
+			*keep = pl;
+			return e - p;
+		}
+	}
+	if (we - p > 3 && !strncmp(s + p, "eyJ", 3)) {
+		/* header.payload.signature, base64url; the header's JSON starts {" */
+		size_t e = p, dots = 0;
+		while (e < we && (b64url(s[e]) || s[e] == '.'))
+			dots += s[e++] == '.';
+		if (dots == 2 && e - p >= 24) {
+			*keep = 0;
+			return e - p;
+		}
+	}
+	return 0;
+}
+
+/* s[p] starts "://": copies it and the authority (to '/', '?', '#' or the
+ * word's end), blanking the password of user:password@, or a lone user@
+ * (often a token); returns where the authority ends. */
+static size_t put_url(struct gl_strbuf *o, const char *s, size_t p, size_t we)
+{
+	size_t a = p + 3, e = a, at = 0, colon = 0;
+	while (e < we && s[e] != '/' && s[e] != '?' && s[e] != '#')
+		e++;
+	for (size_t k = a; k < e; k++)
+		if (s[k] == '@')
+			at = k; /* the userinfo ends at the last '@' */
+	gl_strbuf_append(o, s + p, 3);
+	if (at) {
+		for (size_t k = a; k < at && !colon; k++)
+			if (s[k] == ':')
+				colon = k;
+		if (colon)
+			gl_strbuf_append(o, s + a, colon + 1 - a);
+		gl_strbuf_puts(o, MASK);
+		a = at;
+	}
+	gl_strbuf_append(o, s + a, e - a);
+	return e;
+}
+
+/* Copies the word at s[i], blanking what it carries; sets st->next for the
+ * word after it. Returns where it ended (past the word when a quoted value
+ * ran on). */
+static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct state *st)
+{
+	size_t we = word_end(s, i), b = i, d, nl, ns, p;
+	char q = 0;
+
+	while (b < we && is_quote(s[b]))
+		q = s[b++];
+	for (d = b; d < we && s[d] == '-'; d++)
+		;
+	for (nl = 0; d + nl < we && (is_alnum(s[d + nl]) || s[d + nl] == '-' || s[d + nl] == '_' || s[d + nl] == '.');
+	     nl++)
+		;
+	if (d == b) {
+		/* the program itself: curl, /usr/bin/curl */
+		const char *w = s + b, *slash;
+		size_t n = we - b;
+		slash = memrchr(w, '/', n);
+		if (slash) {
+			n -= (size_t)(slash + 1 - w);
+			w = slash + 1;
+		}
+		if (is_ci(w, n, "curl"))
+			st->curl = 1;
+	}
+	if (d > b && nl && d + nl == we) {
+		/* a bare option: what it names is the next word */
+		if (is_ci(s + b, we - b, "--user") || is_ci(s + b, we - b, "--proxy-user") ||
+		    is_ci(s + b, we - b, "--cert") ||
+		    (st->curl && we - b == 2 && (s[b + 1] == 'u' || s[b + 1] == 'U' || s[b + 1] == 'E'))) {
+			/* curl: -u/--user, -U/--proxy-user USER:PASSWORD, -E/--cert
+			 * FILE:PASSWORD */
+			st->next = NX_USERPASS;
+		} else if (secret_name(s + d, nl) || (st->curl && we - b == 2 && s[b + 1] == 'b')) {
+			/* curl -b NAME=VALUE sends cookies (a session) */
+			st->next = NX_VALUE;
+			st->quote = q;
+		}
+		gl_strbuf_append(o, s + i, we - i);
+		return we;
+	}
+	if (d > b && nl) {
+		/* --user=USER:PASSWORD, and curl's -uUSER:PASSWORD */
+		const char *colon = memchr(s + d, ':', we - d);
+		int user_eq = s[d + nl] == '=' && (is_ci(s + d, nl, "user") || is_ci(s + d, nl, "proxy-user") ||
+						   is_ci(s + d, nl, "cert"));
+		int curl_u = st->curl && d == b + 1 && (s[d] == 'u' || s[d] == 'U');
+		if (colon && (user_eq || curl_u) && (curl_u || colon > s + d + nl)) {
+			size_t c = (size_t)(colon - s);
+			gl_strbuf_append(o, s + i, c + 1 - i);
+			return mask_value(o, s, c + 1, q);
+		}
+	}
+	if (d == b && (is_ci(s + b, we - b, "bearer") || is_ci(s + b, we - b, "basic"))) {
+		/* "Bearer VALUE" wherever it is written */
+		st->next = NX_VALUE;
+		st->quote = q;
+		gl_strbuf_append(o, s + i, we - i);
+		return we;
+	}
+
+	ns = i; /* where the current name started */
+	for (p = i; p < we;) {
+		char c = s[p];
+		size_t k, keep;
+		if (we - p > 4 && !strncmp(s + p, "glt_", 4)) {
+			gl_strbuf_puts(o, "glt_" MASK);
+			/* '*': one blanked before is not blanked twice */
+			for (p += 4; p < we && (b64url(s[p]) || s[p] == '*'); p++)
+				;
+			continue;
+		}
+		if ((p == i || !is_alnum(s[p - 1])) && (k = known_token(s, p, we, &keep))) {
+			gl_strbuf_append(o, s + p, keep);
+			gl_strbuf_puts(o, MASK);
+			p += k;
+			continue;
+		}
+		if (c == ':' && s[p + 1] == '/' && s[p + 2] == '/') {
+			p = put_url(o, s, p, we);
+			ns = p;
+			continue;
+		}
+		if (c == '=' && p > ns && secret_name(s + ns, p - ns)) {
+			/* NAME=VALUE, also inside another's value (--set=a.token=x) */
+			gl_strbuf_putc(o, '=');
+			p = mask_value(o, s, p + 1, 0);
+			if (p > we)
+				we = word_end(s, p);
+			ns = p;
+			continue;
+		}
+		if (c == ':' && p > ns && !memchr(s + ns, '.', p - ns) && secret_name(s + ns, p - ns)) {
+			/* a header: "Authorization:Bearer x", "X-Api-Key:x", or the
+			 * value in the next word(s). A header name has no dot: a
+			 * host (secrets.example.com:443) keeps its port */
+			gl_strbuf_putc(o, ':');
+			p++;
+			if (p == we) {
+				st->next = NX_HEADER;
+				st->quote = q;
+				return p;
+			}
+			if (is_scheme(s + p, we - p)) {
+				gl_strbuf_append(o, s + p, we - p);
+				st->next = NX_VALUE;
+				st->quote = q;
+				return we;
+			}
+			p = mask_value(o, s, p, q);
+			if (p > we)
+				we = word_end(s, p);
+			ns = p;
+			continue;
+		}
+		/* the next name starts after a separator (a.b=c,d.token=x;
+		 * ?x=1&token=y; gres/gpu:a100=4) */
+		if (c == '=' || c == ',' || c == ';' || c == '&' || c == '?' || c == '/' || c == ':' || c == '{' ||
+		    c == '(')
+			ns = p + 1;
+		gl_strbuf_putc(o, c);
+		p++;
+	}
+	return p;
 }
 
 void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 {
-	int blank_next = 0;
-	const char *p = s;
+	struct state st = {NX_NONE, 0, 0};
+	size_t i = 0;
 
-	while (*p) {
-		const char *w = p, *eq;
-		size_t n, dashes = 0;
-		if (is_space(*p)) {
-			gl_strbuf_putc(out, *p++);
+	while (s[i]) {
+		size_t we;
+		if (is_space(s[i])) {
+			if (s[i] == '\n')
+				st.next = NX_NONE; /* a value does not run on to the next line */
+			gl_strbuf_putc(out, s[i++]);
 			continue;
 		}
-		while (*p && !is_space(*p))
-			p++;
-		n = (size_t)(p - w);
-		if (blank_next) {
-			/* "--token VALUE", "Bearer VALUE" */
-			gl_strbuf_puts(out, MASK);
-			blank_next = 0;
+		we = word_end(s, i);
+		switch (st.next) {
+		case NX_VALUE:
+			/* a flag followed by another option took no value */
+			if (strncmp(s + i, "--", 2)) {
+				st.next = NX_NONE;
+				i = mask_value(out, s, i, st.quote);
+				continue;
+			}
+			break;
+		case NX_HEADER: {
+			size_t b = i;
+			st.next = NX_NONE;
+			if (is_scheme(s + b, we - b)) {
+				gl_strbuf_append(out, s + i, we - i);
+				st.next = NX_VALUE;
+				i = we;
+				continue;
+			}
+			i = mask_value(out, s, i, st.quote);
 			continue;
 		}
-		while (dashes < n && w[dashes] == '-')
-			dashes++;
-		eq = memchr(w, '=', n);
-		if (eq && eq > w + dashes && secret_name(w + dashes, (size_t)(eq - w - dashes))) {
-			gl_strbuf_append(out, w, (size_t)(eq + 1 - w));
-			gl_strbuf_puts(out, MASK);
-			continue;
+		case NX_USERPASS: {
+			const char *colon = memchr(s + i, ':', we - i);
+			st.next = NX_NONE;
+			if (colon && strncmp(s + i, "--", 2)) {
+				size_t c = (size_t)(colon - s);
+				gl_strbuf_append(out, s + i, c + 1 - i);
+				i = mask_value(out, s, c + 1, 0);
+				continue;
+			}
+			break;
 		}
-		if (!eq && dashes && dashes < n && secret_name(w + dashes, n - dashes))
-			blank_next = 1;
-		else if ((n == 6 && !strncasecmp(w, "bearer", 6)) || (n == 5 && !strncasecmp(w, "basic", 5)))
-			blank_next = 1;
-		put_word(out, w, n);
+		case NX_NONE:
+			break;
+		}
+		st.next = NX_NONE;
+		st.quote = 0;
+		i = put_word(out, s, i, &st);
 	}
 }

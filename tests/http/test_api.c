@@ -69,8 +69,8 @@ static void test_healthz(void **state)
 	cJSON_Delete(j);
 }
 
-/* The database going away turns /healthz into 503 with the reason within
- * the probe's one-second cache, and the daemon keeps answering. */
+/* The database going away turns /healthz into 503 within the probe's
+ * one-second cache, and the daemon keeps answering. */
 static void test_healthz_without_database(void **state)
 {
 	struct gl_test_daemon d2;
@@ -102,6 +102,10 @@ static void test_healthz_without_database(void **state)
 	}
 	assert_int_equal(r.status, 503);
 	assert_non_null(strstr(r.body, "\"status\":\"unavailable\""));
+	/* a public route: libpq's words (here the database's name) stay in
+	 * the log, the body has a reference to them */
+	assert_null(strstr(r.body, "gl_test_health_gone"));
+	assert_non_null(strstr(r.body, "\"ref\":"));
 	gl_test_http_fini(&r);
 	gl_test_daemon_stop(&d2);
 }

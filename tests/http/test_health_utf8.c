@@ -4,7 +4,8 @@
  * a multibyte character where the 256-byte health message is cut), or a
  * raw \xff byte, and exits 1. The scrape is checked with a UTF-8 validator
  * written here and parsed with the Prometheus text parser. And a source
- * whose command line carries a credential shows it nowhere a viewer reads. */
+ * whose command line carries a credential shows it nowhere a viewer reads,
+ * nor in the daemon's log. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -47,6 +48,27 @@ static int on_sample(void *ctx, const struct gl_promtext_sample *s)
 	if (memmem(er->value.p, er->value.len, "\xc3\xa9\xc3\xa9\xc3\xa9", 6))
 		sn->eacute++;
 	return 0;
+}
+
+/* The daemon's log names the failing source (has) and the blanked form of
+ * its credential (blanked), never the credential itself. */
+static void expect_log_clean(const char *has, const char *blanked)
+{
+	char *log = NULL;
+	/* the line follows the health entry the caller waited for */
+	for (int tries = 0; tries < 100; tries++) {
+		free(log);
+		log = gl_test_read_file(g_d.log, NULL);
+		assert_non_null(log);
+		if (strstr(log, has) && strstr(log, blanked))
+			break;
+		usleep(100000);
+	}
+	if (!strstr(log, has) || !strstr(log, blanked))
+		fail_msg("the log does not report the failing source (%s, %s):\n%s", has, blanked, log);
+	if (strstr(log, "s3cr3tT0ken") || strstr(log, "hunter2"))
+		fail_msg("a credential is in the daemon's log:\n%s", log);
+	free(log);
 }
 
 static void test_failing_source_stderr(void **state)
@@ -113,10 +135,11 @@ static void test_command_credentials_are_not_shown(void **state)
 	snprintf(script, sizeof script, "%s/fail-secret.sh", tmp ? tmp : "/tmp");
 	f = fopen(script, "w");
 	assert_non_null(f);
-	fputs("echo \"cannot reach the server\" >&2\nexit 1\n", f);
+	/* as tools do, the error quotes the arguments it was given */
+	fputs("echo \"cannot reach the server (called with $*)\" >&2\nexit 1\n", f);
 	fclose(f);
 	snprintf(cfg, sizeof cfg,
-		 "log:\n  level: error\nsources:\n  kube:\n"
+		 "log:\n  level: warn\nsources:\n  kube:\n"
 		 "    - cluster: s1\n      command: sh %s --token=s3cr3tT0ken"
 		 " --server=https://admin:hunter2@k8s.example:6443\n      interval_s: 5\n",
 		 script);
@@ -151,6 +174,7 @@ static void test_command_credentials_are_not_shown(void **state)
 			usleep(100000);
 	}
 	assert_true(runs);
+	expect_log_clean("kube s1: sh ", "--token=***");
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 }
 
@@ -166,7 +190,7 @@ static void test_target_url_credentials_are_not_shown(void **state)
 	assert_int_equal(gl_test_db_fresh("gl_test_health_target", g_dsn, sizeof g_dsn), 0);
 	/* port 1: refused at once, so the target is reported failing */
 	snprintf(cfg, sizeof cfg,
-		 "log:\n  level: error\nsources:\n  dcgm:\n"
+		 "log:\n  level: warn\nsources:\n  dcgm:\n"
 		 "    - cluster: d1\n      targets: http://scraper:hunter2@127.0.0.1:1/metrics\n"
 		 "      interval_s: 5\n      timeout_s: 2\n");
 	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
@@ -197,6 +221,7 @@ static void test_target_url_credentials_are_not_shown(void **state)
 			usleep(100000);
 	}
 	assert_true(seen);
+	expect_log_clean("dcgm d1: ", "http://scraper:***@127.0.0.1:1/metrics");
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 }
 

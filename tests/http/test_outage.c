@@ -15,6 +15,7 @@
 
 #include "lib/testlib.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -376,6 +377,72 @@ static void test_token_lookup_failure_is_500(void **state)
 	assert_int_equal(status_of("/metrics", tok), 200);
 }
 
+/* /healthz is public: while the database refuses connections its body
+ * says only that the database is unavailable and under which reference
+ * the log has libpq's words, which name the socket path; the status code
+ * and the status field stay. A daemon of its own, logging at debug, so
+ * this answer's detail is in the log whatever the WARN limiter let
+ * through before. */
+static void test_healthz_body_hides_the_database_error(void **state)
+{
+	struct gl_test_daemon d2;
+	struct gl_test_http r = {0};
+	char want[64], *log = NULL;
+	const char *p;
+	long ref;
+	(void)state;
+
+	proxy_set(1, 0);
+	assert_int_equal(gl_test_daemon_start(&d2, g_proxy_dsn, "log:\n  level: debug\nserver:\n  threads: 2\n",
+					      (const char *const[]){"--no-ingest", NULL}),
+			 0);
+	{
+		cJSON *j = gl_test_get_json(d2.port, "/healthz", 200);
+		assert_non_null(j);
+		cJSON_Delete(j);
+	}
+	proxy_set(0, 1);
+	for (int i = 0; i < 100; i++) { /* the probe's answer is cached for 1 s */
+		gl_test_http_fini(&r);
+		assert_int_equal(gl_test_http(d2.port, "GET", "/healthz", NULL, 0, NULL, &r), 0);
+		if (r.status == 503)
+			break;
+		usleep(100000);
+	}
+	assert_int_equal(r.status, 503);
+	if (strstr(r.body, g_dir) || strstr(r.body, "socket") || strstr(r.body, "/"))
+		fail_msg("/healthz tells a stranger about the database: %s", r.body);
+	assert_non_null(strstr(r.body, "\"status\":\"unavailable\""));
+	assert_non_null(strstr(r.body, "\"db\":\"unavailable\""));
+	p = strstr(r.body, "\"ref\":");
+	assert_non_null(p);
+	ref = strtol(p + 6, NULL, 10);
+	assert_true(ref > 0);
+	gl_test_http_fini(&r);
+	/* the operator finds the words under that reference */
+	snprintf(want, sizeof want, "http: ref %ld: ", ref);
+	for (int i = 0; i < 50; i++) {
+		free(log);
+		log = gl_test_read_file(d2.log, NULL);
+		if (log && (p = strstr(log, want)))
+			break;
+		usleep(100000);
+	}
+	assert_non_null(log);
+	p = strstr(log, want);
+	if (!p)
+		fail_msg("no log line for ref %ld:\n%s", ref, log);
+	{
+		const char *eol = strchr(p, '\n');
+		size_t n = eol ? (size_t)(eol - p) : strlen(p);
+		if (!memmem(p, n, g_dir, strlen(g_dir)))
+			fail_msg("the log line of ref %ld does not have the detail: %.*s", ref, (int)n, p);
+	}
+	free(log);
+	proxy_set(1, 0);
+	gl_test_daemon_stop(&d2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_through_outage),
 		cmocka_unit_test(test_failed_statement_is_500),
 		cmocka_unit_test(test_token_lookup_failure_is_500),
+		cmocka_unit_test(test_healthz_body_hides_the_database_error),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

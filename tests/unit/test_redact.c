@@ -61,12 +61,152 @@ static void test_leaves_the_rest_alone(void **state)
 	check("caf\xc3\xa9 http://h:80/", "caf\xc3\xa9 http://h:80/");
 }
 
+/* curl's -u/--user take user:password: the user stays, the password goes.
+ * -u is "user list" to sacct/squeue and uid:gid to docker, so the short
+ * forms count only on a curl command line. */
+static void test_curl_user_password(void **state)
+{
+	(void)state;
+	check("curl -u admin:hunter2 https://h/metrics", "curl -u admin:*** https://h/metrics");
+	check("curl --user admin:hunter2 -s https://h", "curl --user admin:*** -s https://h");
+	check("curl --user=admin:hunter2 https://h", "curl --user=admin:*** https://h");
+	check("/usr/bin/curl -sS -uadmin:hunter2 https://h", "/usr/bin/curl -sS -uadmin:*** https://h");
+	check("curl -U proxy:pw -x http://p:3128 https://h", "curl -U proxy:*** -x http://p:3128 https://h");
+	check("curl --proxy-user proxy:pw https://h", "curl --proxy-user proxy:*** https://h");
+	/* a password with a colon in it goes whole */
+	check("curl -u a:b:c https://h", "curl -u a:*** https://h");
+	/* curl's client certificate password, and its cookies */
+	check("curl -E client.pem:pw --cert=c.pem:pw2 https://h", "curl -E client.pem:*** --cert=c.pem:*** https://h");
+	check("curl -b session=abc https://h", "curl -b *** https://h");
+	/* names without a password, and -u of other programs, stay */
+	check("curl -u admin https://h", "curl -u admin https://h");
+	check("sacct -u alice,bob -S 2026-11-01", "sacct -u alice,bob -S 2026-11-01");
+	check("squeue --user=alice --format=%i:%u", "squeue --user=alice --format=%i:%u");
+	check("docker run -u 1000:1000 img", "docker run -u 1000:1000 img");
+}
+
+/* NAME=VALUE inside an option's value (helm --set, kubectl
+ * --from-literal, comma lists): the inner name decides. */
+static void test_nested_names(void **state)
+{
+	(void)state;
+	check("helm upgrade x --set=auth.token=s3cr3t", "helm upgrade x --set=auth.token=***");
+	check("helm upgrade x --set auth.token=s3cr3t", "helm upgrade x --set auth.token=***");
+	check("--set a=b,auth.token=x,c=d", "--set a=b,auth.token=***,c=d");
+	check("kubectl create secret generic s --from-literal=password=pw1",
+	      "kubectl create secret generic s --from-literal=password=***");
+	/* a comma inside the secret (not starting another NAME=) goes with it */
+	check("--set db.password=ab,cd", "--set db.password=***");
+	check("http://h:9400/metrics?job=x&access_token=abc&n=1", "http://h:9400/metrics?job=x&access_token=***&n=1");
+	check("https://acct.blob.example/c?sv=2022&sig=AbC%2B", "https://acct.blob.example/c?sv=2022&sig=***");
+	check("{\"user\":\"u\",\"password\":\"p w\"}", "{\"user\":\"u\",\"password\":\"***\"}");
+}
+
+/* HTTP header forms, quoted or not, with or without a space after the
+ * colon; the scheme word stays. */
+static void test_headers(void **state)
+{
+	(void)state;
+	check("curl -H Authorization:Bearer xyz https://h", "curl -H Authorization:Bearer *** https://h");
+	check("curl -H 'Authorization: Basic abc' https://h", "curl -H 'Authorization: Basic ***' https://h");
+	check("curl -H \"Authorization: Bearer abc\" https://h", "curl -H \"Authorization: Bearer ***\" https://h");
+	check("curl -H 'X-Api-Key: abc' https://h", "curl -H 'X-Api-Key: ***' https://h");
+	check("curl -H X-Api-Key:abc https://h", "curl -H X-Api-Key:*** https://h");
+	check("curl -H X-Api-Key: abc https://h", "curl -H X-Api-Key: *** https://h");
+	check("curl --header=X-Auth-Token:abc https://h", "curl --header=X-Auth-Token:*** https://h");
+	check("curl -H 'PRIVATE-TOKEN: glpat-abcdefghijklmnopqrst' https://h", "curl -H 'PRIVATE-TOKEN: ***' https://h");
+	check("curl -H 'Cookie: session=abc; theme=dark' https://h", "curl -H 'Cookie: ***' https://h");
+	check("Authorization: Token abc", "Authorization: Token ***");
+	check("proxy-authorization:Digest x", "proxy-authorization:Digest ***");
+}
+
+/* Other common spellings: environment assignments, quoted values, option
+ * and value as two words, well-known token formats. */
+static void test_other_forms(void **state)
+{
+	(void)state;
+	check("PGPASSWORD=pw psql -h db", "PGPASSWORD=*** psql -h db");
+	check("AWS_SECRET_ACCESS_KEY=abc AWS_SESSION_TOKEN=def aws s3 ls",
+	      "AWS_SECRET_ACCESS_KEY=*** AWS_SESSION_TOKEN=*** aws s3 ls");
+	check("tool --password \"correct horse battery\" --next", "tool --password \"***\" --next");
+	check("tool --token='abc' x", "tool --token='***' x");
+	check("psql \"host=db password=pw dbname=x\"", "psql \"host=db password=*** dbname=x\"");
+	check("tool --apiKey=abc --passphrase=xyz", "tool --apiKey=*** --passphrase=***");
+	check("curl --oauth2-bearer abc https://h", "curl --oauth2-bearer *** https://h");
+	check("AUTHORIZATION: BEARER abc", "AUTHORIZATION: BEARER ***");
+	check("git push https://x/y ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+	      "git push https://x/y ghp_***");
+	check("notify xoxb-1234567890-abcdefghij", "notify xoxb-***");
+	check("kubectl --server=https://k:6443 get pods eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJlX2hlcmU",
+	      "kubectl --server=https://k:6443 get pods ***");
+	/* a flag naming a secret and followed by another option did not take
+	 * a value: the option stays */
+	check("tool --use-token --verbose get", "tool --use-token --verbose get");
+}
+
+/* Running the redaction again changes nothing (the stored rows are
+ * cleaned by `gpuledger db redact`, which may run any number of times). */
+static void test_idempotent(void **state)
+{
+	static const char *const in[] = {
+		"curl -u admin:hunter2 -H 'Authorization: Bearer abc' https://u:p@h/x?token=t",
+		"--set a=b,auth.token=x,c=d --password \"a b\" PGPASSWORD=pw",
+		"kubectl --token s3cr3t get pods glt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"X-Api-Key: abc Authorization:Bearer x curl -uadmin:pw",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
+		struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
+		gl_redact_secrets(in[i], &a);
+		gl_redact_secrets(gl_strbuf_cstr(&a), &b);
+		assert_string_equal(gl_strbuf_cstr(&a), gl_strbuf_cstr(&b));
+		assert_null(strstr(gl_strbuf_cstr(&a), "hunter2"));
+		gl_strbuf_fini(&a);
+		gl_strbuf_fini(&b);
+	}
+}
+
+/* Scheduler and exporter command lines that hold no secret stay exactly
+ * as they are: they are what an operator reads to find a failing source. */
+static void test_scheduler_commands_stay(void **state)
+{
+	static const char *const same[] = {
+		"sacct --allusers --parsable2 --noheader --partition=gpu --format=JobID,JobName,Partition,Account,"
+		"AllocTRES,State -S 2026-11-01T00:00:00 -E now -X",
+		"kubectl get pods -A -o json",
+		"kubectl get pods -o jsonpath={.items[*].metadata.name} --sort-by=.metadata.name",
+		"kubectl --kubeconfig=/etc/gl/kubeconfig --certificate-authority=/etc/k8s/ca.crt get pods",
+		"sort --key-col 3 --key-col=4",
+		"git log --author=Jane --keep-going",
+		"AllocTRES billing=8,cpu=8,gres/gpu:a100=4,mem=64G,node=1",
+		"scontrol show node -o gpu[01-04]",
+		"psql -h db -p 5432 -U gpuledger",
+		"srun -p gpu --gres=gpu:4 -t 1:00:00",
+		"dcgm c1: all 2 targets failed (http://h:9400/metrics: Couldn't connect to server)",
+		"AWS_ACCESS_KEY_ID=AKIAEXAMPLE aws s3 ls",
+		"ghp_ short",
+		"dcgm c1: 1 of 2 targets failed (https://secrets.example.com:443/metrics: HTTP 500)",
+		"curl --cert client.pem https://h",
+		"probe secrets.example.com:443",
+		"kube c1: kubectl get pods: exit 1: error: You must be logged in to the server (Unauthorized)",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+		check(same[i], same[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_options_with_a_value),
 		cmocka_unit_test(test_urls_and_tokens),
 		cmocka_unit_test(test_leaves_the_rest_alone),
+		cmocka_unit_test(test_curl_user_password),
+		cmocka_unit_test(test_nested_names),
+		cmocka_unit_test(test_headers),
+		cmocka_unit_test(test_other_forms),
+		cmocka_unit_test(test_idempotent),
+		cmocka_unit_test(test_scheduler_commands_stay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
