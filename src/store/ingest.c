@@ -1,5 +1,6 @@
 /* Ingest runs and watermarks (see include/gl/ingest.h). */
 #include "gl/ingest.h"
+#include "gl/dbcancel.h"
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/log.h"
@@ -99,6 +100,25 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status,
 					      error ? gl_strbuf_cstr(&why) : NULL}, NULL, err);
 	gl_strbuf_fini(&reasons);
+	gl_strbuf_fini(&why);
+	return rc;
+}
+
+int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
+		       struct gl_err *err)
+{
+	struct gl_strbuf why = GL_STRBUF_INIT;
+	int rc;
+	if (PQtransactionStatus(c) == PQTRANS_INTRANS || PQtransactionStatus(c) == PQTRANS_INERROR)
+		PQclear(PQexec(c, "ROLLBACK"));
+	gl_strbuf_puts(&why, error ? error : "error");
+	if (gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
+		if (redo)
+			gl_strbuf_printf(&why, "; %s", redo);
+		/* the cancel that cut the run short must not take its record too */
+		gl_dbcancel_defer();
+	}
+	rc = gl_ingest_run_update(c, run_id, s, "failed", gl_strbuf_cstr(&why), err);
 	gl_strbuf_fini(&why);
 	return rc;
 }
