@@ -51,6 +51,7 @@
 enum gl_dbcancel_group {
 	GL_DBCANCEL_WORK = 1,     /* ingest, rollup, forecast refresh, reports, budgets */
 	GL_DBCANCEL_REQUESTS = 2, /* HTTP requests */
+	GL_DBCANCEL_AUDIT = 4,    /* the audit writer's drain, once its grace at stop is over */
 };
 
 struct gl_dbcancel_key; /* internal: the cancel key, shared with a sender thread */
@@ -97,5 +98,8 @@ void gl_dbcancel_end(struct gl_dbcancel_slot *s);
  * the next one for GL_DBCANCEL_RETRY_MS, so the record is written unless it
  * too waits that long. No-op when the thread has no slot begun. */
 void gl_dbcancel_defer(void);
+/* The same with the next cancel held off for ms instead (an audit row
+ * written after its fact gets the audit's stop grace, docs/security.md). */
+void gl_dbcancel_defer_ms(int ms);
 
 #endif

@@ -268,6 +268,11 @@ void gl_dbcancel_end(struct gl_dbcancel_slot *s)
 
 void gl_dbcancel_defer(void)
 {
+	gl_dbcancel_defer_ms(GL_DBCANCEL_RETRY_MS);
+}
+
+void gl_dbcancel_defer_ms(int ms)
+{
 	struct gl_dbcancel_slot *s = t_current;
 	struct timespec dl;
 	if (!s)
@@ -282,6 +287,6 @@ void gl_dbcancel_defer(void)
 	while (s->key && s->key->in_flight)
 		if (pthread_cond_timedwait(&g_sent, &g_mu, &dl) == ETIMEDOUT)
 			break;
-	s->hold_until_ms = mono_ms() + GL_DBCANCEL_RETRY_MS;
+	s->hold_until_ms = mono_ms() + ms;
 	pthread_mutex_unlock(&g_mu);
 }
