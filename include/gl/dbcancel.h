@@ -89,6 +89,10 @@ int gl_dbcancel_requested(unsigned groups);
  * is requested for its group it is cancelled within the watcher's next
  * round. */
 void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const char *what);
+/* 1 when the stop has sent a cancel request for the calling thread's work
+ * in progress (its slot begun): a statement that failed with SQLSTATE 57014
+ * was then cut by the stop, not by a statement_timeout. */
+int gl_dbcancel_sent(void);
 /* Unregisters (no-op on a slot not begun); after it the watcher no longer
  * touches the slot or its connection. */
 void gl_dbcancel_end(struct gl_dbcancel_slot *s);

@@ -245,6 +245,18 @@ void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const c
 	t_current = s;
 }
 
+int gl_dbcancel_sent(void)
+{
+	struct gl_dbcancel_slot *s = t_current;
+	int sent;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&g_mu);
+	sent = s->n_sent > 0;
+	pthread_mutex_unlock(&g_mu);
+	return sent;
+}
+
 void gl_dbcancel_end(struct gl_dbcancel_slot *s)
 {
 	if (!s->active)

@@ -11,6 +11,8 @@
  * 3. A decision's row (a hook action recorded over the API) waits on the
  *    lock: the stop cancels the request's transaction, and the decision
  *    is not on record either: never one without the other.
+ * 4. The periodic audit anchor waiting on the lock is cut short by the
+ *    stop, logged as such, not as an ERROR (it was).
  * The chain verifies afterwards in both. The bound is on a hang, not a
  * measure of speed. */
 #include <setjmp.h>
@@ -286,12 +288,62 @@ static void test_a_decision_and_its_row_roll_back_together(void **state)
 	assert_chain_verifies();
 }
 
+/* 1 when a line of log has both a and b. */
+static int line_has(const char *log, const char *a, const char *b)
+{
+	for (const char *p = log; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char *line = strndup(p, n);
+		int hit = strstr(line, a) && strstr(line, b);
+		free(line);
+		if (hit)
+			return 1;
+		p += n + (nl != NULL);
+	}
+	return 0;
+}
+
+/* The periodic anchor waiting on the lock when the stop comes is cut
+ * short like a source, not logged as a fault (the last anchor follows,
+ * and its own 5 s limit is a real failure when the lock outlasts it). */
+static void test_periodic_anchor_cut_short_is_not_a_fault(void **state)
+{
+	char cfg[PATH_MAX + 200], anchors[PATH_MAX], *log = NULL, *a;
+	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
+	int st, lines = 0;
+	(void)state;
+	snprintf(anchors, sizeof anchors, "%s/stop-audit-anchors.txt", tmp);
+	unlink(anchors);
+	snprintf(cfg, sizeof cfg, "log:\n  level: info\naudit:\n  anchor_file: %s\n  anchor_interval_s: 1\n", anchors);
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, (const char *[]){"--no-ingest", NULL}), 0);
+	for (int i = 0; i < 300 && !lines; i++) {
+		a = access(anchors, R_OK) ? NULL : gl_test_read_file(anchors, NULL);
+		lines = a && strchr(a, '\n');
+		free(a);
+		if (!lines)
+			usleep(100000);
+	}
+	assert_true(lines); /* the first anchor is out */
+	lock_audit();
+	wait_for_lock_waiter(); /* the next one waits on the lock */
+	st = sigterm_bounded(&g_d, &log);
+	unlock_audit();
+	if (st || line_has(log, "ERROR", "the daemon is stopping"))
+		fprintf(stderr, "daemon log:\n%s\n", log);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(log, "audit anchor: cut short by the stop"));
+	assert_false(line_has(log, "ERROR", "the daemon is stopping"));
+	free(log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_writer_row_waits_out_its_grace_then_goes_to_the_log, teardown),
 		cmocka_unit_test_teardown(test_ingest_run_row_cut_by_the_stop_goes_to_the_log, teardown),
 		cmocka_unit_test_teardown(test_a_decision_and_its_row_roll_back_together, teardown),
+		cmocka_unit_test_teardown(test_periodic_anchor_cut_short_is_not_a_fault, teardown),
 	};
 	int rc;
 	if (gl_test_db_fresh("gl_test_stop_audit", g_dsn, sizeof g_dsn))
