@@ -1,4 +1,4 @@
-/* SIGTERM lands in the middle of a kube, a dcgm and a node-inventory run:
+/* SIGTERM lands in the middle of a sacct, kube, dcgm and node-inventory run:
  * the real binary, a real PostgreSQL, real input files (tests/fixtures),
  * a second session holding a lock on a table the run writes late in its
  * transaction, as tests/http/test_stop_locked.c does for sacct.
@@ -187,12 +187,14 @@ static void test_kube_stopped_mid_run(void **state)
 		 "      interval_s: 3600\n",
 		 cwd);
 	run_to_completion(g_clean_dsn, g_clean, cfg, "kube");
-	assert_true(gl_test_qint(g_clean, "SELECT count(*) FROM jobs") > 80);
+	assert_true(gl_test_qint(g_clean, "SELECT count(*) FROM jobs j JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'k8stop'") > 80);
 
 	stop_mid_run(cfg, "dcgm_pending", "kube", "come with the next run's snapshot");
 	/* what the stopped run counts is what it committed */
 	assert_int_equal(gl_test_qint(g_c, "SELECT inserted FROM ingest_runs WHERE source = 'kube'"),
-			 gl_test_qint(g_c, "SELECT count(*) FROM jobs"));
+			 gl_test_qint(g_c, "SELECT count(*) FROM jobs j JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'k8stop'"));
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM ingest_state WHERE source = 'kube'"), 0);
 
 	run_to_completion(g_dsn, g_c, cfg, "kube");
@@ -200,6 +202,42 @@ static void test_kube_stopped_mid_run(void **state)
 	assert_same("SELECT count(*) FROM ingest_state WHERE source = 'kube'");
 	assert_int_equal(gl_test_qint(g_c, "SELECT sum(inserted) FROM ingest_runs WHERE source = 'kube'"),
 			 gl_test_qint(g_clean, "SELECT sum(inserted) FROM ingest_runs WHERE source = 'kube'"));
+}
+
+/* sacct's batch merged, then waiting on the lock (the pending dcgm samples
+ * it claims before its commit): rolled back, said so in the run's record
+ * ("7 rows not committed": it said 0), and not counted as inserted. */
+static void test_sacct_stopped_after_its_merge(void **state)
+{
+	char cfg[4096], cwd[PATH_MAX];
+	static const char *const rows =
+		"SELECT count(*) || ' ' || md5(string_agg(job_key || ' ' || state || ' ' || coalesce(start_at::text, '-')"
+		" || ' ' || coalesce(end_at::text, '-') || ' ' || gpu_milli, ',' ORDER BY job_key))"
+		" FROM jobs j JOIN clusters c USING (cluster_id) WHERE c.name = 'testgpu'";
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	snprintf(cfg, sizeof cfg,
+		 "log:\n  level: info\ningest:\n  batch_rows: 7\n"
+		 "sources:\n  sacct:\n    - cluster: testgpu\n      command: %s/tests/tools/fake-sacct.sh\n"
+		 "      interval_s: 3600\n      lookback_s: 3600\n      timeout_s: 3600\n"
+		 "      extra_args: --gl-fixture=%s/tests/fixtures/sacct/testbed/sacct_alloc.txt\n",
+		 cwd, cwd);
+	run_to_completion(g_clean_dsn, g_clean, cfg, "sacct");
+	assert_true(gl_test_qint(g_clean, "SELECT count(*) FROM jobs j JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'testgpu'") > 7);
+
+	stop_mid_run(cfg, "dcgm_pending", "sacct", "read again from the watermark");
+	/* the merged batch of 7 went back (it said 0: merging empties the batch) */
+	assert_non_null(strstr(gl_test_qstr(g_c, "SELECT error FROM ingest_runs WHERE source = 'sacct'"),
+			       "; 7 rows not committed"));
+	assert_int_equal(gl_test_qint(g_c, "SELECT sum(inserted) FROM ingest_runs WHERE source = 'sacct'"),
+			 gl_test_qint(g_c, "SELECT count(*) FROM jobs j JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'testgpu'"));
+
+	run_to_completion(g_dsn, g_c, cfg, "sacct");
+	assert_same(rows);
+	assert_int_equal(gl_test_qint(g_c, "SELECT sum(inserted) FROM ingest_runs WHERE source = 'sacct'"),
+			 gl_test_qint(g_clean, "SELECT sum(inserted) FROM ingest_runs WHERE source = 'sacct'"));
 }
 
 static void test_dcgm_stopped_mid_run(void **state)
@@ -307,6 +345,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		/* first: the slow target's answer is over by the end */
 		cmocka_unit_test_teardown(test_dcgm_stopped_while_scraping, teardown),
+		cmocka_unit_test_teardown(test_sacct_stopped_after_its_merge, teardown),
 		cmocka_unit_test_teardown(test_kube_stopped_mid_run, teardown),
 		cmocka_unit_test_teardown(test_dcgm_stopped_mid_run, teardown),
 		cmocka_unit_test_teardown(test_nodes_stopped_mid_run, teardown),
