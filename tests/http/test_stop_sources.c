@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -240,6 +241,50 @@ static void test_sacct_stopped_after_its_merge(void **state)
 			 gl_test_qint(g_clean, "SELECT sum(inserted) FROM ingest_runs WHERE source = 'sacct'"));
 }
 
+/* kubectl still listing when the stop comes: killed, and the run on
+ * record as failed, saying the next run lists the pods again. */
+static void test_kube_command_stopped(void **state)
+{
+	char cfg[2048], script[PATH_MAX], mark[PATH_MAX], *log = NULL;
+	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
+	const char *err;
+	FILE *f;
+	int st;
+	(void)state;
+	snprintf(script, sizeof script, "%s/slow-kubectl.sh", tmp);
+	snprintf(mark, sizeof mark, "%s/slow-kubectl.started", tmp);
+	unlink(mark);
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\ntouch '%s'\nsleep 30\n", mark);
+	fclose(f);
+	assert_int_equal(chmod(script, 0755), 0);
+	snprintf(cfg, sizeof cfg,
+		 "log:\n  level: info\nsources:\n  kube:\n    - cluster: k8slow\n      command: %s\n"
+		 "      interval_s: 3600\n      timeout_s: 60\n",
+		 script);
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
+	/* the listing is under way */
+	for (int i = 0; i < 1500 && access(mark, F_OK) != 0; i++)
+		usleep(20000);
+	assert_int_equal(access(mark, F_OK), 0);
+	st = sigterm_bounded(&g_d, &log);
+	if (st)
+		fprintf(stderr, "daemon log:\n%s\n", log);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(log, "cut short by the stop"));
+	free(log);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'k8slow' AND r.status = 'running'"),
+			 0);
+	err = gl_test_qstr(g_c, "SELECT r.status || ': ' || r.error FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+				" WHERE c.name = 'k8slow'");
+	fprintf(stderr, "the stopped run: %s\n", err);
+	assert_non_null(strstr(err, "failed: "));
+	assert_non_null(strstr(err, "the daemon is stopping"));
+	assert_non_null(strstr(err, "the next run lists the pods again"));
+}
+
 static void test_dcgm_stopped_mid_run(void **state)
 {
 	char cfg[2048];
@@ -347,6 +392,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_dcgm_stopped_while_scraping, teardown),
 		cmocka_unit_test_teardown(test_sacct_stopped_after_its_merge, teardown),
 		cmocka_unit_test_teardown(test_kube_stopped_mid_run, teardown),
+		cmocka_unit_test_teardown(test_kube_command_stopped, teardown),
 		cmocka_unit_test_teardown(test_dcgm_stopped_mid_run, teardown),
 		cmocka_unit_test_teardown(test_nodes_stopped_mid_run, teardown),
 	};
