@@ -24,6 +24,9 @@
 #define GL_AUDIT_LOCK_KEY 0x676c6175646974LL
 /* Longest text field kept (longer values are cut at a UTF-8 boundary). */
 #define GL_AUDIT_FIELD_MAX 1024
+/* How long a stop waits for audit rows written after their fact (the
+ * writer's queue, an ingest run's row) before cancelling them. */
+#define GL_AUDIT_STOP_GRACE_MS 5000
 
 struct gl_audit_entry {
 	int64_t at_us;           /* event time, µs since the epoch; 0 = now */
@@ -157,7 +160,10 @@ int gl_audit_writer_start(const char *dsn, size_t capacity, int block_ms, struct
 /* Copies e into the queue. Never fails; see the overflow rule above. */
 void gl_audit_writer_submit(struct gl_audit_writer *w, const struct gl_audit_entry *e);
 /* Drains what is queued (giving up after a bounded time if the database is
- * gone; leftovers are counted as dropped and logged), joins, frees. NULL ok. */
+ * gone; leftovers are counted as dropped and logged), joins, frees. NULL ok.
+ * A drain still waiting after GL_AUDIT_STOP_GRACE_MS (a lock on audit_log)
+ * is cancelled (gl_dbcancel group GL_DBCANCEL_AUDIT: the watcher must be
+ * running) and every row left is logged whole at ERROR. */
 void gl_audit_writer_stop(struct gl_audit_writer *w);
 /* Prometheus text of the writer's counters. */
 void gl_audit_writer_metrics(struct gl_audit_writer *w, struct gl_strbuf *out);

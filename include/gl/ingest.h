@@ -35,6 +35,16 @@ int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const cha
 int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
 			 const char *error, struct gl_err *err) GL_MUSTCHECK;
 
+/* Records a run that failed, outside any transaction (one the caller left
+ * open, failed or not, is rolled back first: the run's uncommitted rows go
+ * with it), with the counters s of what was committed. When the daemon is
+ * stopping, the error reads "<error>; <redo>" (redo: what the next run
+ * does again, e.g. "the snapshot is read again at the next run"; NULL
+ * adds nothing) and the stop's cancel is held off for the record
+ * (gl_dbcancel_defer), so the run never stays 'running'. */
+int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
+		       struct gl_err *err) GL_MUSTCHECK;
+
 /* Appends the run's "ingest.run" audit row (actor gl_audit_process_actor(),
  * object "source:cluster", detail: run id, status and counters; never the
  * input, which may be a command line with credentials). Call once per run,

@@ -246,6 +246,11 @@ static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_l
 		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "audit anchor");
 	rc = gl_audit_anchor_append(c, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err);
 	gl_dbcancel_end(&slot);
+	if (rc && !last && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
+		/* not a fault: the stop's own anchor comes next */
+		gl_log(GL_LOG_INFO, "audit anchor: cut short by the stop (the last one follows): %s", err.msg);
+		return;
+	}
 	if (rc) {
 		gl_log_fail(lim, (int64_t)time(NULL), GL_LOG_ERROR, "audit: anchor: %s", err.msg);
 		return;

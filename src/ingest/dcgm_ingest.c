@@ -763,7 +763,11 @@ out:
 		PQclear(PQexec(c, "ROLLBACK"));
 	if (rc && run_id) {
 		struct gl_err e2 = {0};
-		if (gl_ingest_run_update(c, run_id, &b->st, "failed", err ? err->msg : "error", &e2))
+		/* one transaction per round: none of it was written */
+		b->st.inserted = b->st.updated = b->st.unchanged = 0;
+		if (gl_ingest_run_fail(c, run_id, &b->st, err ? err->msg : "error",
+				       "none of this round's samples were written: the next round scrapes the targets again",
+				       &e2))
 			gl_log(GL_LOG_WARN, "dcgm: could not record the failed run: %s", e2.msg);
 	}
 	gl_ingest_run_audit(c, run_id);
@@ -797,7 +801,7 @@ int gl_dcgm_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl
 	int rc;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	if ((rc = gl_db_query(c, "SELECT gl_dcgm_claim_pending($1::integer)", 1, (const char *[]){cid}, &r, err)))
-		return gl_err_prefix(err, "dcgm pending samples");
+		return gl_err_prefix(err, "dcgm pending samples: ");
 	if (claimed)
 		*claimed = atoll(PQgetvalue(r, 0, 0));
 	PQclear(r);

@@ -6,6 +6,7 @@
 #include "gl/dcgm_ingest.h"
 #include "gl/health.h"
 #include "gl/log.h"
+#include "gl/proc.h"
 #include "gl/redact.h"
 #include "gl/routes.h"
 
@@ -225,7 +226,15 @@ int gl_dcgm_fetch_all(struct gl_dcgm_fetch *f, size_t n, const struct gl_dcgm_fe
 			if (on_done)
 				on_done(x->f, ud);
 		}
-		if (running && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+		/* a slow target must not hold the stop for its timeout: the round
+		 * is dropped whole (nothing of it is written) */
+		if (gl_proc_stopping()) {
+			rc = gl_err_set(err, GL_EIO, "dcgm: stopped while scraping (the daemon is stopping): %zu of %zu "
+						     "targets not done, nothing written; the next round scrapes them again",
+					n - next + running, n);
+			goto out;
+		}
+		if (running && curl_multi_poll(m, NULL, 0, 200, NULL) != CURLM_OK) {
 			rc = gl_err_set(err, GL_EIO, "dcgm: curl_multi_poll failed");
 			goto out;
 		}
@@ -372,6 +381,13 @@ int gl_dcgm_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp,
 			    rd.first_error);
 	else if (lim)
 		gl_log_ok(lim, "dcgm targets");
+	if (gl_proc_stopping()) {
+		rc = gl_err_set(err, GL_EIO,
+				"dcgm %s: stopped before writing the round (the daemon is stopping); the next round "
+				"scrapes the targets again",
+				src->cluster);
+		goto out;
+	}
 	/* the good ones go in even when others failed */
 	if ((rc = gl_dcgm_ingest(c, &o, rd.b, now_s, &res, err)))
 		goto out;

@@ -21,6 +21,7 @@
 #include "gl/daemon.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/jobs.h"
 #include "gl/kube.h"
 #include "gl/log.h"
@@ -729,6 +730,8 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	struct part *pt;
 	int in_txn = 0, rc = 0, first_txn = 1, fresh = 0;
 	int64_t vanished = 0;
+	/* the counters as last committed: a failed run records what it wrote */
+	int64_t ins0 = res->st.inserted, upd0 = res->st.updated, unc0 = res->st.unchanged;
 
 	*bad_doc = 0;
 	while ((pt = parser_next(ps))) {
@@ -788,6 +791,9 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 				fresh = 0;
 				gl_jobs_batch_set_fresh(b, 0);
 				in_txn_rows = 0;
+				ins0 = res->st.inserted;
+				upd0 = res->st.updated;
+				unc0 = res->st.unchanged;
 			}
 		}
 		gl_strbuf_append(&keys, pt->extra.p, pt->extra.len);
@@ -817,6 +823,9 @@ fail:
 	gl_jobs_batch_set_fresh(b, 0); /* ends an open COPY before the ROLLBACK */
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));
+	res->st.inserted = ins0;
+	res->st.updated = upd0;
+	res->st.unchanged = unc0;
 out:
 	free(key_off);
 	free(listed.slot);
@@ -825,10 +834,16 @@ out:
 	return rc;
 }
 
+/* What a run cut short by the stop leaves to the next: batches committed
+ * stay, the rest of the snapshot was rolled back. */
+#define KUBE_REDO                                                                                                \
+	"the pods not committed, the vanished ones and the watermark come with the next run's snapshot (merged by " \
+	"pod uid: none twice)"
+
 static void record_failed(PGconn *c, struct gl_kube_ingest_result *res, const struct gl_err *why)
 {
 	struct gl_err e2 = {0};
-	if (res->run_id && gl_ingest_run_update(c, res->run_id, &res->st, "failed", why->msg, &e2))
+	if (res->run_id && gl_ingest_run_fail(c, res->run_id, &res->st, why->msg, KUBE_REDO, &e2))
 		gl_log(GL_LOG_WARN, "kube: could not record the failed run: %s", e2.msg);
 }
 
@@ -940,9 +955,12 @@ int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *in
 	int cluster_id, rc;
 
 	gl_ingest_stats_init(&st, 0);
+	/* a command the stop killed: its record is not cancelled in turn */
+	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
+		gl_dbcancel_defer();
 	if (!(rc = gl_cluster_ensure(c, cluster, "kubernetes", &cluster_id, err)) &&
 	    !(rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
-		rc = gl_ingest_run_update(c, run_id, &st, "failed", why, err);
+		rc = gl_ingest_run_fail(c, run_id, &st, why, "nothing was read: the next run lists the pods again", err);
 		gl_ingest_run_audit(c, run_id);
 	}
 	gl_ingest_stats_fini(&st);

@@ -666,7 +666,10 @@ out:
 		PQclear(PQexec(c, "ROLLBACK"));
 	if (rc && run_id) {
 		struct gl_err e2 = {0};
-		if (gl_ingest_run_update(c, run_id, &st, "failed", err->msg, &e2))
+		/* one transaction per snapshot: none of it was written */
+		st.inserted = st.updated = st.unchanged = 0;
+		if (gl_ingest_run_fail(c, run_id, &st, err->msg,
+				       "none of this snapshot was written: the next run reads the nodes again", &e2))
 			gl_log(GL_LOG_WARN, "%s: could not record the failed run: %s", o->run_source, e2.msg);
 	}
 	gl_ingest_run_audit(c, run_id);

@@ -26,6 +26,7 @@ struct gl_sacct_ingest {
 	struct gl_ingest_stats st;
 	int64_t ok_lines;          /* parsed allocations + steps: proof the input is sacct output */
 	int committed_any;
+	size_t rolled_back;        /* rows merged, then rolled back with their batch */
 	struct gl_strbuf partial;  /* an incomplete trailing line between feeds */
 	struct gl_strbuf scratch;  /* NUL-terminated copies of the current line's fields */
 	struct gl_strbuf nodes;
@@ -35,9 +36,10 @@ struct gl_sacct_ingest {
 
 static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const char *source_error, struct gl_err *err)
 {
-	struct gl_merge_counts mc;
+	struct gl_merge_counts mc = {0};
 	const char *status;
-	int rc;
+	size_t rows = gl_jobs_batch_rows(in->batch);
+	int rc, merged = 0, counted = 0;
 
 	/* nothing parsed at all: this is not sacct output; write nothing */
 	if (!in->committed_any && in->ok_lines == 0 && in->st.skipped > 0) {
@@ -48,12 +50,16 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	if ((rc = gl_db_exec(in->c, "BEGIN", err)))
 		return rc;
 	if ((rc = gl_jobs_lock(in->c, in->cluster_id, err)) ||
-	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)) ||
-	    (rc = gl_dcgm_claim_pending(in->c, in->cluster_id, NULL, err)))
+	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
 		goto fail;
+	merged = 1; /* the batch is emptied into the transaction */
+	if ((rc = gl_dcgm_claim_pending(in->c, in->cluster_id, NULL, err)))
+		goto fail;
+	/* counted now: the run's row commits with the batch */
 	in->st.inserted += mc.inserted;
 	in->st.updated += mc.updated;
 	in->st.unchanged += mc.unchanged;
+	counted = 1;
 	if (!final)
 		status = "running";
 	else if (!source_ok)
@@ -71,6 +77,14 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	return 0;
 fail:
 	PQclear(PQexec(in->c, "ROLLBACK"));
+	if (counted) {
+		/* rolled back: a failed run counts only what it committed */
+		in->st.inserted -= mc.inserted;
+		in->st.updated -= mc.updated;
+		in->st.unchanged -= mc.unchanged;
+	}
+	if (merged) /* for the stopped run's "N rows not committed" */
+		in->rolled_back += rows;
 	return rc;
 }
 
@@ -359,7 +373,7 @@ int gl_sacct_ingest_abandon(struct gl_sacct_ingest *in, const char *why, struct 
 	char msg[1024];
 	int rc;
 	snprintf(msg, sizeof msg, "%s; %zu rows not committed (read again from the watermark at the next run)", why,
-		 gl_jobs_batch_rows(in->batch));
+		 gl_jobs_batch_rows(in->batch) + in->rolled_back);
 	/* the stop's cancel must not take the record of the run with it */
 	gl_dbcancel_defer();
 	rc = gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", msg, err);

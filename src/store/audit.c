@@ -1,6 +1,7 @@
 /* Hash-chained audit log (see include/gl/audit.h, docs/security.md). */
 #include "gl/audit.h"
 #include "gl/db.h"
+#include "gl/dbcancel.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
@@ -864,6 +865,8 @@ struct gl_audit_writer {
 	size_t cap, head, len;
 	int block_ms;
 	int stopping;
+	int done;                  /* the thread has finished (under mu) */
+	pthread_cond_t finished;
 	int64_t ensured_month;
 	uint64_t written, write_errors, dropped[OUT_N];
 	struct gl_log_limiter lim;
@@ -894,6 +897,44 @@ static struct qent *qent_new(const struct gl_audit_entry *e)
 	}
 	q->e.at_us = e->at_us ? e->at_us : now_us();
 	return q;
+}
+
+/* A row the writer gives up on goes to the log whole, at ERROR: the audit
+ * log does not have it, the daemon's log keeps it (docs/security.md). */
+static void log_lost(const struct gl_audit_entry *e, const char *why)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	const char *k[5] = {"actor", "source_addr", "action", "object", "outcome"};
+	const char *v[5] = {e->actor, e->source_addr, e->action, e->object, e->outcome};
+	gl_strbuf_printf(&b, "{\"at_us\":%lld", (long long)e->at_us);
+	for (int i = 0; i < 5; i++) {
+		if (!v[i])
+			continue;
+		gl_strbuf_printf(&b, ",\"%s\":\"", k[i]);
+		gl_strbuf_put_json_str(&b, v[i], strlen(v[i]));
+		gl_strbuf_putc(&b, '"');
+	}
+	gl_strbuf_printf(&b, ",\"detail\":%s}", e->detail_json && *e->detail_json ? e->detail_json : "{}");
+	gl_log(GL_LOG_ERROR, "audit: row not written (%s): %s", why, gl_strbuf_cstr(&b));
+	gl_strbuf_fini(&b);
+}
+
+/* Under w->mu: every row left, logged and counted as dropped. */
+static void drop_all(struct gl_audit_writer *w, struct qent **b, size_t n, const char *why)
+{
+	for (size_t i = 0; i < n; i++) {
+		log_lost(&b[i]->e, why);
+		w->dropped[outcome_idx(b[i]->e.outcome)]++;
+		free(b[i]);
+	}
+	while (w->len) {
+		struct qent *q = w->ring[w->head];
+		w->head = (w->head + 1) % w->cap;
+		w->len--;
+		log_lost(&q->e, why);
+		w->dropped[outcome_idx(q->e.outcome)]++;
+		free(q);
+	}
 }
 
 static int writer_conn(struct gl_audit_writer *w, struct gl_err *err)
@@ -927,6 +968,7 @@ static void month_roll(struct gl_audit_writer *w)
 static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 {
 	struct gl_audit_entry *e = gl_xmalloc(n * sizeof *e);
+	struct gl_dbcancel_slot slot = {0};
 	struct gl_err err = {0};
 	int rc;
 	for (size_t i = 0; i < n; i++)
@@ -936,10 +978,21 @@ static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 		free(e);
 		return rc;
 	}
+	/* registered for the stop: once its grace is over, a batch waiting on
+	 * a lock on the audit log is cancelled instead of holding the stop */
+	gl_dbcancel_begin(&slot, w->c, GL_DBCANCEL_AUDIT, "audit writer");
 	month_roll(w);
 	rc = gl_audit_append_batch(w->c, e, n, NULL, &err);
+	if (rc && gl_dbcancel_requested(GL_DBCANCEL_AUDIT)) {
+		/* cut at the stop: the caller drops the rest (no row-by-row
+		 * retries, each of which would wait on the lock again) */
+		gl_dbcancel_end(&slot);
+		free(e);
+		return -GL_EDB;
+	}
 	if (rc && PQstatus(w->c) != CONNECTION_OK) {
 		gl_log_fail(&w->lim, (int64_t)time(NULL), GL_LOG_WARN, "audit: writer: %s", err.msg);
+		gl_dbcancel_end(&slot);
 		free(e);
 		return -GL_EDB;
 	}
@@ -963,6 +1016,7 @@ static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 		w->written += n;
 		pthread_mutex_unlock(&w->mu);
 	}
+	gl_dbcancel_end(&slot);
 	free(e);
 	return 0;
 }
@@ -997,22 +1051,20 @@ static void *writer_main(void *arg)
 			backoff_ms = 100;
 			continue;
 		}
+		if (gl_dbcancel_requested(GL_DBCANCEL_AUDIT)) {
+			/* the stop's grace is over (gl_audit_writer_stop) */
+			pthread_mutex_lock(&w->mu);
+			drop_all(w, batch, n, "the stop's grace is over");
+			n = 0;
+			pthread_mutex_unlock(&w->mu);
+			break;
+		}
 		/* database gone: keep the batch, back off; when stopping, give up
 		 * after a bounded number of tries and count what is lost */
 		if (w->stopping && ++stop_failures >= 5) {
 			pthread_mutex_lock(&w->mu);
-			for (size_t i = 0; i < n; i++) {
-				w->dropped[outcome_idx(batch[i]->e.outcome)]++;
-				free(batch[i]);
-			}
+			drop_all(w, batch, n, "the database is unreachable");
 			n = 0;
-			while (w->len) {
-				struct qent *q = w->ring[w->head];
-				w->head = (w->head + 1) % w->cap;
-				w->len--;
-				w->dropped[outcome_idx(q->e.outcome)]++;
-				free(q);
-			}
 			gl_log(GL_LOG_ERROR, "audit: writer stopping with the database unreachable: rows dropped "
 					     "(ok %llu, denied %llu, error %llu, other %llu so far)",
 			       (unsigned long long)w->dropped[OUT_OK], (unsigned long long)w->dropped[OUT_DENIED],
@@ -1024,6 +1076,10 @@ static void *writer_main(void *arg)
 		if (backoff_ms < 5000)
 			backoff_ms *= 2;
 	}
+	pthread_mutex_lock(&w->mu);
+	w->done = 1;
+	pthread_cond_broadcast(&w->finished);
+	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
 
@@ -1041,6 +1097,7 @@ int gl_audit_writer_start(const char *dsn, size_t capacity, int block_ms, struct
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->nonempty, NULL);
 	pthread_cond_init(&w->nonfull, NULL);
+	pthread_cond_init(&w->finished, NULL);
 	/* connect now: a misconfigured database shows at startup, not as drops */
 	if ((rc = writer_conn(w, err))) {
 		gl_err_prefix(err, "audit writer: ");
@@ -1091,11 +1148,28 @@ void gl_audit_writer_stop(struct gl_audit_writer *w)
 	if (!w)
 		return;
 	if (w->started) {
+		struct timespec dl;
+		int done;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += GL_AUDIT_STOP_GRACE_MS / 1000;
 		pthread_mutex_lock(&w->mu);
 		w->stopping = 1;
 		pthread_cond_broadcast(&w->nonempty);
 		pthread_cond_broadcast(&w->nonfull);
+		/* the rows queued are records of requests already answered: worth
+		 * a wait, not an unbounded one (a lock held on audit_log) */
+		while (!w->done)
+			if (pthread_cond_timedwait(&w->finished, &w->mu, &dl) == ETIMEDOUT)
+				break;
+		done = w->done;
 		pthread_mutex_unlock(&w->mu);
+		if (!done) {
+			gl_log(GL_LOG_WARN,
+			       "audit: writer: rows still not written %d s into the stop (audit_log locked?): cancelling; "
+			       "the rows left go to this log at ERROR",
+			       GL_AUDIT_STOP_GRACE_MS / 1000);
+			gl_dbcancel_request(GL_DBCANCEL_AUDIT);
+		}
 		pthread_join(w->th, NULL);
 	}
 	while (w->len) {
@@ -1107,6 +1181,7 @@ void gl_audit_writer_stop(struct gl_audit_writer *w)
 	PQfinish(w->c);
 	pthread_cond_destroy(&w->nonempty);
 	pthread_cond_destroy(&w->nonfull);
+	pthread_cond_destroy(&w->finished);
 	pthread_mutex_destroy(&w->mu);
 	free(w->dsn);
 	free(w);

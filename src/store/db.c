@@ -353,8 +353,11 @@ static int pg_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
 	const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	char msg[400];
-	/* "canceling statement due to user request" names no user: say whose */
-	if (state && !strcmp(state, "57014") && gl_dbcancel_requested(GL_DBCANCEL_WORK | GL_DBCANCEL_REQUESTS))
+	/* "canceling statement due to user request" names no user: say whose
+	 * (only when the stop did send it: a statement_timeout has the same
+	 * SQLSTATE, and the last anchor's runs after the stop) */
+	if (state && !strcmp(state, "57014") && gl_dbcancel_requested(GL_DBCANCEL_WORK | GL_DBCANCEL_REQUESTS) &&
+	    gl_dbcancel_sent())
 		return gl_err_set(err, GL_EDB, "%s: cancelled: the daemon is stopping", what);
 	snprintf(msg, sizeof msg, "%s", m && *m ? m : PQerrorMessage(c));
 	msg[strcspn(msg, "\n")] = '\0';

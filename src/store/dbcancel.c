@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@ static pthread_t g_thread;
 static int g_running;
 static int g_quit;                      /* under g_mu */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_sent = PTHREAD_COND_INITIALIZER; /* a sender finished; under g_mu */
 static struct gl_dbcancel_slot *g_slots; /* under g_mu */
 static _Thread_local struct gl_dbcancel_slot *t_current; /* this thread's slot begun */
 
@@ -33,34 +36,104 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Under g_mu: one round over the registered work. The lock is held across
- * PQcancel (a short connection to the server) so that no owner frees a
- * cancel object in use; owners only wait on it while the daemon stops. */
+/* A slot's cancel key. Shared with the sender thread of a request in
+ * flight, so that ending the slot never waits for PQcancel. */
+struct gl_dbcancel_key {
+	PGcancel *cancel;
+	int refs;          /* under g_mu: the slot's, and its sender's while one runs */
+	int in_flight;     /* under g_mu: a sender is in PQcancel */
+	int64_t sent_ms;   /* under g_mu: when it started */
+	char what[96];     /* for the sender's log line */
+	int backend_pid;
+};
+
+/* Under g_mu. */
+static void key_unref(struct gl_dbcancel_key *k)
+{
+	if (k && --k->refs == 0) {
+		PQfreeCancel(k->cancel);
+		free(k);
+	}
+}
+
+/* One cancel request, on a thread of its own: PQcancel (libpq 15) connects
+ * and reads the server's answer without any timeout. A thread that the
+ * stop never waits for is the simplest bound on that: libpq 15 has no
+ * non-blocking cancel (PQcancelStart is libpq 17) and the cancel key
+ * inside PGcancel is not readable to write our own. A server that never
+ * answers keeps this thread until the process exits; the watcher sends
+ * no second request for the slot meanwhile and gives up on it (below). */
+static void *send_cancel(void *arg)
+{
+	struct gl_dbcancel_key *k = arg;
+	char errbuf[256] = "";
+	int ok = PQcancel(k->cancel, errbuf, (int)sizeof errbuf);
+	pthread_mutex_lock(&g_mu);
+	if (!ok)
+		gl_log(GL_LOG_WARN, "stop: %s: cancel request to server pid %d failed: %.*s", k->what, k->backend_pid,
+		       (int)strcspn(errbuf, "\n"), errbuf);
+	k->in_flight = 0;
+	key_unref(k);
+	pthread_cond_broadcast(&g_sent);
+	pthread_mutex_unlock(&g_mu);
+	return NULL;
+}
+
+/* Under g_mu: one round over the registered work. Nothing here blocks on
+ * the server: each cancel request runs on its own detached thread. */
 static void cancel_due(unsigned groups, int64_t now)
 {
 	for (struct gl_dbcancel_slot *s = g_slots; s; s = s->next) {
-		char errbuf[256] = "";
-		if (!(groups & (unsigned)s->group) || now < s->hold_until_ms)
+		struct gl_dbcancel_key *k = s->key;
+		pthread_attr_t at;
+		pthread_t th;
+		int e;
+		if (!(groups & (unsigned)s->group))
+			continue;
+		if (k && k->in_flight) {
+			/* the server took the cancel connection and does not answer:
+			 * it will not end the statement either. Shutting the socket
+			 * down (not closing it: the owner still owns the descriptor)
+			 * ends the owner's wait in libpq. */
+			if (!s->shut && s->sock >= 0 && now - k->sent_ms >= GL_DBCANCEL_GIVEUP_MS) {
+				s->shut = 1;
+				gl_log(GL_LOG_WARN,
+				       "stop: %s: no answer to the cancel request in %d s: shutting its connection down "
+				       "(server pid %d)",
+				       s->what, GL_DBCANCEL_GIVEUP_MS / 1000, s->backend_pid);
+				(void)shutdown(s->sock, SHUT_RDWR);
+			}
+			continue;
+		}
+		if (now < s->hold_until_ms)
 			continue;
 		if (s->n_sent && now - s->last_sent_ms < GL_DBCANCEL_RETRY_MS)
 			continue;
 		s->last_sent_ms = now;
-		if (!s->cancel) {
+		if (!k) {
 			if (!s->n_sent++)
 				gl_log(GL_LOG_WARN, "stop: %s: no cancel key for its connection; it runs to its end",
 				       s->what);
 			continue;
 		}
-		if (!PQcancel(s->cancel, errbuf, (int)sizeof errbuf))
-			gl_log(GL_LOG_WARN, "stop: %s: cancel request to server pid %d failed: %.*s", s->what,
-			       s->backend_pid, (int)strcspn(errbuf, "\n"), errbuf);
-		else if (!s->n_sent)
+		if (!s->n_sent)
 			gl_log(GL_LOG_INFO, "stop: cancelling the database work of %s (server pid %d)", s->what,
 			       s->backend_pid);
 		else
 			gl_log(GL_LOG_INFO, "stop: %s still busy after %d cancel requests: cancelling again", s->what,
 			       s->n_sent);
 		s->n_sent++;
+		k->in_flight = 1;
+		k->sent_ms = now;
+		k->refs++;
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if ((e = pthread_create(&th, &at, send_cancel, k))) {
+			gl_log(GL_LOG_WARN, "stop: %s: cannot start the cancel request: %s", s->what, strerror(e));
+			k->in_flight = 0;
+			k->refs--;
+		}
+		pthread_attr_destroy(&at);
 	}
 }
 
@@ -145,14 +218,23 @@ int gl_dbcancel_requested(unsigned groups)
 
 void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const char *what)
 {
+	PGcancel *cancel;
 	gl_dbcancel_end(s); /* a slot begun twice stays linked once */
 	memset(s, 0, sizeof *s);
 	/* made here, by the connection's own thread: PQgetCancel reads the
 	 * connection, which the watcher must never touch */
-	s->cancel = PQgetCancel(c);
+	cancel = PQgetCancel(c);
 	s->backend_pid = PQbackendPID(c);
+	s->sock = PQsocket(c);
 	s->group = group;
 	snprintf(s->what, sizeof s->what, "%s", what);
+	if (cancel) {
+		s->key = gl_xcalloc(1, sizeof *s->key);
+		s->key->cancel = cancel;
+		s->key->refs = 1;
+		s->key->backend_pid = s->backend_pid;
+		snprintf(s->key->what, sizeof s->key->what, "%s", what);
+	}
 	s->active = 1;
 	pthread_mutex_lock(&g_mu);
 	s->next = g_slots;
@@ -161,6 +243,18 @@ void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const c
 	g_slots = s;
 	pthread_mutex_unlock(&g_mu);
 	t_current = s;
+}
+
+int gl_dbcancel_sent(void)
+{
+	struct gl_dbcancel_slot *s = t_current;
+	int sent;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&g_mu);
+	sent = s->n_sent > 0;
+	pthread_mutex_unlock(&g_mu);
+	return sent;
 }
 
 void gl_dbcancel_end(struct gl_dbcancel_slot *s)
@@ -174,9 +268,10 @@ void gl_dbcancel_end(struct gl_dbcancel_slot *s)
 		g_slots = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
+	/* a sender still in PQcancel keeps the key: never waited for here */
+	key_unref(s->key);
 	pthread_mutex_unlock(&g_mu);
-	PQfreeCancel(s->cancel);
-	s->cancel = NULL;
+	s->key = NULL;
 	s->prev = s->next = NULL;
 	s->active = 0;
 	if (t_current == s)
@@ -185,13 +280,25 @@ void gl_dbcancel_end(struct gl_dbcancel_slot *s)
 
 void gl_dbcancel_defer(void)
 {
+	gl_dbcancel_defer_ms(GL_DBCANCEL_RETRY_MS);
+}
+
+void gl_dbcancel_defer_ms(int ms)
+{
 	struct gl_dbcancel_slot *s = t_current;
+	struct timespec dl;
 	if (!s)
 		return;
-	/* taking the lock waits for a PQcancel in progress, which returns once
-	 * the server has signalled the backend: that cancel has then hit the
-	 * statement that failed, or the idle session, which ignores it */
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += GL_DBCANCEL_GIVEUP_MS / 1000;
+	/* a cancel request in progress returns once the server has signalled
+	 * the backend: that cancel has then hit the statement that failed, or
+	 * the idle session, which ignores it. One that does not return is left
+	 * to the watcher's give-up. */
 	pthread_mutex_lock(&g_mu);
-	s->hold_until_ms = mono_ms() + GL_DBCANCEL_RETRY_MS;
+	while (s->key && s->key->in_flight)
+		if (pthread_cond_timedwait(&g_sent, &g_mu, &dl) == ETIMEDOUT)
+			break;
+	s->hold_until_ms = mono_ms() + ms;
 	pthread_mutex_unlock(&g_mu);
 }

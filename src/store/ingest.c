@@ -1,5 +1,6 @@
 /* Ingest runs and watermarks (see include/gl/ingest.h). */
 #include "gl/ingest.h"
+#include "gl/dbcancel.h"
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/log.h"
@@ -103,6 +104,25 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 	return rc;
 }
 
+int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
+		       struct gl_err *err)
+{
+	struct gl_strbuf why = GL_STRBUF_INIT;
+	int rc;
+	if (PQtransactionStatus(c) == PQTRANS_INTRANS || PQtransactionStatus(c) == PQTRANS_INERROR)
+		PQclear(PQexec(c, "ROLLBACK"));
+	gl_strbuf_puts(&why, error ? error : "error");
+	if (gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
+		if (redo)
+			gl_strbuf_printf(&why, "; %s", redo);
+		/* the cancel that cut the run short must not take its record too */
+		gl_dbcancel_defer();
+	}
+	rc = gl_ingest_run_update(c, run_id, s, "failed", gl_strbuf_cstr(&why), err);
+	gl_strbuf_fini(&why);
+	return rc;
+}
+
 void gl_ingest_run_audit(PGconn *c, int64_t run_id)
 {
 	struct gl_err err = {0};
@@ -124,9 +144,24 @@ void gl_ingest_run_audit(PGconn *c, int64_t run_id)
 	    PQntuples(r) == 1) {
 		const char *st = PQgetvalue(r, 0, 1);
 		const char *outcome = !strcmp(st, "ok") || !strcmp(st, "partial") ? "ok" : "error";
+		/* written after its run, it has no decision to roll back with it:
+		 * a stop waits for it as for the writer's queue, no longer */
+		if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
+			gl_dbcancel_defer_ms(GL_AUDIT_STOP_GRACE_MS);
 		if (gl_audit_append(c, gl_audit_process_actor(), NULL, "ingest.run", PQgetvalue(r, 0, 0), outcome,
-				    PQgetvalue(r, 0, 2), &err))
-			gl_log(GL_LOG_WARN, "ingest: run %s: could not write its audit row: %s", id, err.msg);
+				    PQgetvalue(r, 0, 2), &err)) {
+			/* whole: the log keeps what the audit log could not */
+			struct gl_strbuf b = GL_STRBUF_INIT;
+			const char *actor = gl_audit_process_actor(), *obj = PQgetvalue(r, 0, 0);
+			gl_strbuf_puts(&b, "{\"actor\":\"");
+			gl_strbuf_put_json_str(&b, actor, strlen(actor));
+			gl_strbuf_puts(&b, "\",\"action\":\"ingest.run\",\"object\":\"");
+			gl_strbuf_put_json_str(&b, obj, strlen(obj));
+			gl_strbuf_printf(&b, "\",\"outcome\":\"%s\",\"detail\":%s}", outcome, PQgetvalue(r, 0, 2));
+			gl_log(GL_LOG_ERROR, "ingest: run %s: could not write its audit row: %s; audit: row not written: %s", id,
+			       err.msg, gl_strbuf_cstr(&b));
+			gl_strbuf_fini(&b);
+		}
 	} else {
 		gl_log(GL_LOG_WARN, "ingest: run %s: could not read it for the audit row: %s", id,
 		       err.msg[0] ? err.msg : "no such run");

@@ -4,7 +4,9 @@
  * beside the first naming what changed, GET /v1/reports lists the files
  * with the checksums sha256sum computes, the daemon makes the previous
  * month's set by itself, GET /v1/budgets agrees with /v1/chargeback, and a
- * budget alert fires once per threshold even across a daemon restart. */
+ * budget alert fires once per threshold even across a daemon restart.
+ * A stop that lands while the report set or a budget alert waits on a lock
+ * leaves neither half-recorded: the restart records each exactly once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -270,6 +274,84 @@ static int log_has(const char *needle, int times)
 	return n >= times;
 }
 
+/* A second session holding `LOCK TABLE table IN EXCLUSIVE MODE` (reads go
+ * on, writes wait); released by finishing the session. */
+static PGconn *lock_writes(const char *table)
+{
+	char sql[128];
+	PGconn *c = PQconnectdb(g_dsn);
+	PGresult *r;
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s IN EXCLUSIVE MODE", table);
+	r = PQexec(c, sql);
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	return c;
+}
+
+/* Waits (30 s cap) for another session of this database to wait on a lock,
+ * then SIGTERM and a bounded wait (a bound on a hang, not a measure): the
+ * exit status, the log in *log. */
+static int stop_while_locked(PGconn *c, char **log)
+{
+	int st = 0, done = 0;
+	time_t t0;
+	for (int i = 0; i < 300 && gl_test_qint(c, "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+						   " current_database() AND wait_event_type = 'Lock'"
+						   " AND pid <> pg_backend_pid()") < 1;
+	     i++)
+		usleep(100000);
+	assert_true(gl_test_qint(c, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+				    " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()") >= 1);
+	kill(g_d.pid, SIGTERM);
+	for (t0 = time(NULL); !done && time(NULL) - t0 < 20;)
+		if (!(done = waitpid(g_d.pid, &st, WNOHANG) == g_d.pid))
+			usleep(20000);
+	if (!done) {
+		kill(g_d.pid, SIGKILL);
+		waitpid(g_d.pid, &st, 0);
+	}
+	*log = gl_test_read_file(g_d.log, NULL);
+	g_d.pid = 0;
+	(void)gl_test_daemon_stop(&g_d);
+	g_up = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The daemon's own 2026-10 set waits on the lock after its files are on
+ * disk: the stop rolls the record back (files stay, to be written again
+ * under the same names); the next test's daemon then records the set
+ * once. */
+static void test_stop_mid_report_set(void **state)
+{
+	char yaml[8192], *log = NULL;
+	PGconn *c = PQconnectdb(g_dsn), *locker;
+	int st;
+	(void)state;
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
+	g_up = 0;
+	locker = lock_writes("report_files");
+	daemon_yaml(yaml, sizeof yaml, "1000000");
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, yaml, NULL), 0);
+	g_up = 1;
+	st = stop_while_locked(c, &log);
+	PQfinish(locker);
+	if (st)
+		fprintf(stderr, "daemon log:\n%s\n", log);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(log, "reports:all: cut short by the stop"));
+	free(log);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM report_files WHERE month = '2026-10-01'"), 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE action = 'report.generate'"
+					 " AND object = '2026-10'"),
+			 0);
+	PQfinish(c);
+	/* as setup left it, for the next test */
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL}), 0);
+	g_up = 1;
+}
+
 static void test_daemon_schedule_and_budget_alerts_once(void **state)
 {
 	char yaml[8192], amount[64];
@@ -424,14 +506,70 @@ static void test_record_creates_reports_dir(void **state)
 	assert_true(st.st_size > 0);
 }
 
+/* The 90 % alert waits on the lock: the stop rolls it back with its audit
+ * row and runs no command; the restart sends it, once. */
+static void test_stop_mid_budget_alert(void **state)
+{
+	char yaml[8192], amount[64], *log = NULL, *a;
+	long long spend, budget;
+	PGconn *c = PQconnectdb(g_dsn), *locker;
+	time_t t0;
+	int st;
+	(void)state;
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	if (!g_up) {
+		assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL}), 0);
+		g_up = 1;
+	}
+	spend = vision_spend_now();
+	assert_true(spend > 0);
+	/* the spend is 95 % of it: 90 is new (50 and 75 went out before) */
+	budget = spend * 100 / 95;
+	snprintf(amount, sizeof amount, "%lld.%06lld", budget / 1000000, budget % 1000000);
+	daemon_yaml(yaml, sizeof yaml, amount);
+	assert_int_equal(count_lines(g_alerts), 2);
+	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
+	g_up = 0;
+	locker = lock_writes("budget_alerts");
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, yaml, NULL), 0);
+	g_up = 1;
+	st = stop_while_locked(c, &log);
+	PQfinish(locker);
+	if (st)
+		fprintf(stderr, "daemon log:\n%s\n", log);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(log, "budgets:all: cut short by the stop"));
+	free(log);
+	assert_int_equal(count_lines(g_alerts), 2);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM budget_alerts WHERE owner = 'vision'"), 2);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE action = 'budget.alert'"), 2);
+
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, yaml, NULL), 0);
+	g_up = 1;
+	for (t0 = time(NULL); count_lines(g_alerts) < 3 && time(NULL) - t0 < 60;)
+		usleep(200 * 1000);
+	usleep(500 * 1000);
+	assert_int_equal(count_lines(g_alerts), 3);
+	a = gl_test_read_file(g_alerts, NULL);
+	assert_non_null(strstr(a, "vision 90 2026-11\n"));
+	assert_null(strstr(strstr(a, "vision 90 2026-11\n") + 1, "vision 90 2026-11\n"));
+	free(a);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM budget_alerts WHERE owner = 'vision'"), 3);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE action = 'budget.alert'"), 3);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM budget_alerts WHERE command_status = 'exit 0'"), 3);
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record_regenerate_and_late_data),
+		cmocka_unit_test(test_stop_mid_report_set),
 		cmocka_unit_test(test_daemon_schedule_and_budget_alerts_once),
 		cmocka_unit_test(test_budget_and_reports_errors),
 		cmocka_unit_test(test_sched_no_data_quiet_other_errors_fail),
 		cmocka_unit_test(test_record_creates_reports_dir),
+		cmocka_unit_test(test_stop_mid_budget_alert),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
