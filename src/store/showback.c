@@ -201,7 +201,7 @@ enum {
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, coalesce(jb.eligible_at, jb.submit_at), jb.end_at,"
+	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, jb.end_at,"
 	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj,"
 	" round(u.busy_gpu_s * 1000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
