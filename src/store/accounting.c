@@ -778,10 +778,49 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 	q->n_dims = n_dims < GL_CB_MAX_DIMS ? n_dims : GL_CB_MAX_DIMS;
 }
 
+/* shareIdle=proportional over lines filtered by owner (a filter clause on
+ * an owner dimension, or a token's team scope): each step's allocation
+ * without those filters (the fleet filters still apply, as they narrow the
+ * idle), for gl_cb_finish to share the idle over. */
+static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_err *err)
+{
+	static const char *const dims[] = {"cluster"};
+	struct gl_filter fleet;
+	struct gl_acct_query q2 = *q;
+	struct gl_acct_meta meta2;
+	struct gl_cb all;
+	int rc, owner_filtered = q->scope_teams != NULL;
+
+	memset(&fleet, 0, sizeof fleet);
+	for (size_t i = 0; q->filter && i < q->filter->n; i++) {
+		if (fleet_expr(q->filter->c[i].dim))
+			fleet.c[fleet.n++] = q->filter->c[i]; /* borrowed strings: never finied */
+		else
+			owner_filtered = 1;
+	}
+	if (!owner_filtered)
+		return 0;
+	q2.dims[0] = dims[0];
+	q2.n_dims = 1;
+	q2.filter = fleet.n ? &fleet : NULL;
+	q2.scope_teams = NULL;
+	q2.n_scope_teams = 0;
+	q2.lines_only = 1;
+	gl_cb_init(&all, 1, GL_SHARE_NONE, cb->n_steps);
+	if (!(rc = gl_acct_chargeback(c, &q2, &all, &meta2, err)))
+		for (size_t i = 0; i < cb->n_steps; i++)
+			for (size_t j = 0; j < all.steps[i].n_lines; j++)
+				cb->steps[i].share_base_ms += all.steps[i].lines[j].alloc_ms;
+	gl_cb_fini(&all);
+	return rc;
+}
+
 int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err)
 {
 	int rc = gl_acct_chargeback(c, q, cb, meta, err);
+	if (!rc && cb->share == GL_SHARE_PROPORTIONAL && !q->lines_only)
+		rc = share_base(c, q, cb, err);
 	if (!rc && (rc = gl_cb_finish(cb)))
 		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");
 	return rc;
