@@ -329,7 +329,10 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	fmt_i64(idle_min, sizeof idle_min, j->ev.idle_s / 60);
 	snprintf(gpus, sizeof gpus, "%g", (double)j->gpu_milli / 1000.0);
 	snprintf(gpu_hours, sizeof gpu_hours, "%.2f", (double)j->ev.idle_gpu_s / 3600.0);
-	snprintf(cost, sizeof cost, "%lld.%02lld", (long long)(cost_micros / 1000000), (long long)(cost_micros % 1000000 / 10000));
+	/* the currency's decimals, half up, as the reports and budget alerts
+	 * write money: cutting at two decimals truncated USD and gave JPY two
+	 * decimals it does not have */
+	gl_money_format(cost_micros, gl_money_minor(rc->cfg->currency), cost, sizeof cost);
 	{
 		/* warnings name when the action will come: t3 minus the idle time so far */
 		int64_t act_at = rc->now_s + (p->rule.t3_s > j->ev.idle_s ? p->rule.t3_s - j->ev.idle_s : 0);
