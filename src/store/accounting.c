@@ -502,6 +502,19 @@ static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
 	put_dim_cols(sql, "", n_dims);
 }
 
+/* Adds model to the distinct unpriced models of the response. */
+static void add_unpriced(struct gl_acct_meta *meta, const char *m)
+{
+	char needle[80], hay[sizeof meta->unpriced_models + 2];
+	snprintf(needle, sizeof needle, ",%s,", m);
+	snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
+	if (!strstr(hay, needle) && strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
+		if (meta->unpriced_models[0])
+			strcat(meta->unpriced_models, ",");
+		strcat(meta->unpriced_models, m);
+	}
+}
+
 /* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
  * unpriced model) into the lines of cb. */
 static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
@@ -537,18 +550,8 @@ static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_m
 		l->busy_s += atof(PQgetvalue(r, row, col + 3));
 		l->idle_s += atof(PQgetvalue(r, row, col + 4));
 		l->observed_s += atof(PQgetvalue(r, row, col + 5));
-		if (!PQgetisnull(r, row, col + 6)) {
-			/* collect distinct unpriced models for the response */
-			const char *m = PQgetvalue(r, row, col + 6);
-			char needle[80], hay[sizeof meta->unpriced_models + 2];
-			snprintf(needle, sizeof needle, ",%s,", m);
-			snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
-			if (!strstr(hay, needle) && strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
-				if (meta->unpriced_models[0])
-					strcat(meta->unpriced_models, ",");
-				strcat(meta->unpriced_models, m);
-			}
-		}
+		if (!PQgetisnull(r, row, col + 6))
+			add_unpriced(meta, PQgetvalue(r, row, col + 6));
 	}
 	return 0;
 }
@@ -680,7 +683,8 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       ") SELECT idle.i, round(sum(idle.idle_ms))::text,"
 			       " round(sum(idle.over_ms))::text,"
 			       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text,"
-			       " io.team"
+			       " io.team, string_agg(DISTINCT idle.gpu_model, ',') FILTER (WHERE idle.idle_ms > 0"
+			       "  AND rt.micros_per_gpu_hour IS NULL)"
 			       " FROM idle LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
 			       "  WHERE r.valid_from <= idle.a AND idle.a < r.valid_to"
 			       "  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = idle.gpu_model)"
@@ -733,6 +737,15 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			}
 			s->idle_ms += ms;
 			s->overalloc_ms += over;
+			/* idle capacity of a model no rate prices costs nothing
+			 * here: say so, as for allocated GPU-time (it was a silent
+			 * 0 in __idle__ and the report's unallocated idle cost) */
+			if (!PQgetisnull(r, row, 5)) {
+				char models[512], *sv = NULL;
+				snprintf(models, sizeof models, "%s", PQgetvalue(r, row, 5));
+				for (char *m = strtok_r(models, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
+					add_unpriced(meta, m);
+			}
 			s->idle_num += num;
 			if (cb->share == GL_SHARE_OWNER && !PQgetisnull(r, row, 4) && q->n_dims == 1 &&
 			    !strcmp(q->dims[0], "team")) {
