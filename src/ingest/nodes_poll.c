@@ -166,7 +166,7 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
-	if (rc && !read)
+	if (rc && !read && !gl_proc_stopping()) /* a stop is no outage */
 		record_failure(c, src->cluster, "slurm", "slurm-nodes", "scontrol show node -o", err);
 	gl_node_snapshot_fini(&s);
 	return rc;
@@ -224,7 +224,7 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
-	if (rc && !read)
+	if (rc && !read && !gl_proc_stopping())
 		record_failure(c, src->cluster, "kubernetes", "kube-nodes", src->command[0] ? src->command : src->file,
 			       err);
 	gl_strbuf_fini(&out);
