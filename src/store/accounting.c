@@ -502,6 +502,36 @@ static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
 	put_dim_cols(sql, "", n_dims);
 }
 
+/* shareIdle=owner: whether team's dedicated idle goes on its line under
+ * the query's owner filters. A team the filter (or the token's scope)
+ * leaves out gets no line (it used to be added, with all its idle, to a
+ * response filtered to another team); under a filter on another owner
+ * dimension (user, account...) the line shown is only part of the team,
+ * so the team's idle stays in __idle__. */
+static int owner_idle_shown(const struct gl_acct_query *q, const char *team)
+{
+	for (size_t i = 0; q->filter && i < q->filter->n; i++) {
+		const struct gl_filter_clause *fc = &q->filter->c[i];
+		size_t k = 0;
+		if (fleet_expr(fc->dim))
+			continue;
+		if (strcmp(fc->dim, "team"))
+			return 0;
+		while (k < fc->n_values && strcmp(fc->values[k], team))
+			k++;
+		if (k == fc->n_values)
+			return 0;
+	}
+	if (q->scope_teams) {
+		size_t k = 0;
+		while (k < q->n_scope_teams && strcmp(q->scope_teams[k], team))
+			k++;
+		if (k == q->n_scope_teams)
+			return 0;
+	}
+	return 1;
+}
+
 /* Adds model to the distinct unpriced models of the response. */
 static void add_unpriced(struct gl_acct_meta *meta, const char *m)
 {
@@ -748,7 +778,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			}
 			s->idle_num += num;
 			if (cb->share == GL_SHARE_OWNER && !PQgetisnull(r, row, 4) && q->n_dims == 1 &&
-			    !strcmp(q->dims[0], "team")) {
+			    !strcmp(q->dims[0], "team") && owner_idle_shown(q, PQgetvalue(r, row, 4))) {
 				const char *team = PQgetvalue(r, row, 4);
 				struct gl_cb_line *l = NULL;
 				for (size_t i = 0; i < s->n_lines; i++)

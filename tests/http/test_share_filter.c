@@ -1,6 +1,8 @@
 /* shareIdle=proportional with a filter on an owner: the owner shown gets the
  * share of the idle it has in the whole fleet, the same as without the
- * filter, and the rest stays in __idle__ (it used to get all of it). Real
+ * filter, and the rest stays in __idle__ (it used to get all of it); with
+ * shareIdle=owner a team's dedicated idle shows only where the filter
+ * shows the whole team. Real
  * binary over real HTTP, real PostgreSQL; tests/fixtures/review/
  * sacct_share.txt on the 6 a100 of tests/fixtures/conservation/
  * scontrol_nodes.txt, the figures worked out below. */
@@ -23,7 +25,9 @@ static struct gl_test_daemon g_d;
 static const char config_yaml[] =
 	"rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n"
 	"owners:\n  - match: account\n    value: teama\n    team: vision\n"
-	"  - match: account\n    value: teamb\n    team: language\n";
+	"  - match: account\n    value: teamb\n    team: language\n"
+	/* shareIdle=owner: n2's GPUs (primary partition p2) are language's */
+	"idle_owners:\n  - cluster: c1\n    partition: p2\n    team: language\n";
 
 /* 6 October: 6 GPUs x 86,400 s less 2 x 7,200 (vision) and 10,800
  * (language) allocated; at 3.60 an hour a GPU-second costs 1,000 micros.
@@ -114,10 +118,55 @@ static void test_filtered_owner_keeps_its_share(void **state)
 	check("/v1/chargeback?window=2026-10&aggregate=team&shareIdle=proportional&filter=team:%22language%22", &month, 1);
 }
 
+/* shareIdle=owner: p2's idle (n2's 2 GPUs all day, no job there: 172,800
+ * GPU-s at 1,000 micros) is language's, on language's line; a filter that
+ * leaves language out shows no language line (one was added, with that
+ * idle), and a filter on a user shows only part of a team, so the team's
+ * idle stays in __idle__. */
+static void test_owner_idle_under_filters(void **state)
+{
+	const long long p2 = 2 * 86400LL;
+	cJSON *j, *l, *idle;
+
+	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10-06&aggregate=team&shareIdle=owner", 200);
+	assert_non_null(j);
+	l = line_of(j, "language", &idle);
+	assert_non_null(l);
+	assert_int_equal(num(l, "idle_share_gpu_seconds"), p2);
+	assert_int_equal(num(l, "idle_share_micros"), p2 * 1000);
+	assert_int_equal(num(idle, "gpu_seconds"), DAY_IDLE_S - p2);
+	cJSON_Delete(j);
+
+	j = gl_test_get_json(g_d.port,
+			     "/v1/chargeback?window=2026-10-06&aggregate=team&shareIdle=owner&filter=team:%22vision%22", 200);
+	assert_non_null(j);
+	assert_null(line_of(j, "language", &idle));
+	assert_non_null(line_of(j, "vision", &idle));
+	assert_int_equal(num(idle, "gpu_seconds"), DAY_IDLE_S);
+	cJSON_Delete(j);
+
+	j = gl_test_get_json(g_d.port,
+			     "/v1/chargeback?window=2026-10-06&aggregate=team&shareIdle=owner&filter=user:%22alice%22", 200);
+	assert_non_null(j);
+	assert_null(line_of(j, "language", &idle));
+	assert_int_equal(num(idle, "gpu_seconds"), DAY_IDLE_S);
+	cJSON_Delete(j);
+
+	/* a filter naming the team keeps its idle */
+	j = gl_test_get_json(g_d.port,
+			     "/v1/chargeback?window=2026-10-06&aggregate=team&shareIdle=owner&filter=team:%22language%22", 200);
+	assert_non_null(j);
+	l = line_of(j, "language", &idle);
+	assert_non_null(l);
+	assert_int_equal(num(l, "idle_share_gpu_seconds"), p2);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_filtered_owner_keeps_its_share),
+		cmocka_unit_test(test_owner_idle_under_filters),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
