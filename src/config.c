@@ -800,6 +800,17 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
 		if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
 			return cfg_fail(err, name, l, item, "give targets or targets_file");
+		/* the scraper speaks http and https only: another scheme (or a
+		 * bare host) passed check-config and failed every scrape */
+		for (const char *u = cfg->dcgm[i].targets; *u;) {
+			size_t n = strcspn(u += strspn(u, " \t\r\n,"), " \t\r\n,");
+			if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)) {
+				snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
+				return cfg_fail(err, name, l, item, "'%.*s' is not an http:// or https:// URL",
+						n > 200 ? 200 : (int)n, u);
+			}
+			u += n;
+		}
 	}
 	/* the cost model, as gl_costing_load checks it before a load */
 	for (size_t i = 0; i < cfg->n_rates; i++) {

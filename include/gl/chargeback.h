@@ -47,6 +47,11 @@ struct gl_cb_step {
 	int64_t idle_s, idle_micros;       /* after sharing: what stays in __idle__ */
 	int64_t idle_total_s, idle_total_micros; /* before sharing */
 	int64_t overalloc_s;
+	/* shareIdle=proportional when the lines are filtered by owner: the
+	 * GPU-time the unfiltered lines held (milli-GPU-seconds), so a shown
+	 * line gets the share it has of the whole idle and the rest stays in
+	 * __idle__; 0 = the lines are all there is */
+	gl_i128 share_base_ms;
 	/* totals */
 	int64_t total_alloc_s, total_cost_micros, total_micros, total_s;
 };

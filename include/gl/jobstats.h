@@ -59,6 +59,7 @@ struct gl_jobstats_job {
 	int64_t cost_micros;
 	int observed;       /* exporter data covers some of the job */
 	int64_t idle_ms;    /* allocated-idle milli-GPU-seconds (exporter) */
+	int64_t busy_ms;    /* busy milli-GPU-seconds (exporter) */
 	int has_wait;       /* started in the month with a known queue time */
 	int64_t wait_s;     /* >= 0 */
 	int has_energy;
@@ -85,6 +86,7 @@ struct gl_jobstats {
 	size_t n_top_cost, n_top_idle;
 	size_t n_groups;            /* 1 + the largest group seen */
 	int64_t *failed_ms, *failed_micros; /* per group */
+	int64_t *busy_micros, *aidle_micros; /* per group: Σ of each observed job's cost x busy (idle) / allocated */
 	int *has_energy;
 	int64_t *energy_mj;
 	struct gl_jobstats_wait *waits;
@@ -94,6 +96,7 @@ struct gl_jobstats {
 /* Per owner after gl_jobstats_fold. */
 struct gl_jobstats_owner {
 	int64_t failed_s, failed_micros;
+	int64_t busy_micros, aidle_micros; /* each job's cost x busy (idle) / allocated, summed */
 	int has_energy;
 	int64_t energy_mj;
 	size_t n_waits;

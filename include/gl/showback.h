@@ -30,7 +30,7 @@ struct gl_sb_owner {
 	int64_t alloc_s, unpriced_s, cost_micros, idle_share_s, idle_share_micros, total_micros;
 	int has_usage;             /* exporter data exists for the owner's jobs */
 	int64_t busy_s, aidle_s;   /* exporter busy / allocated-idle GPU-seconds */
-	int64_t busy_micros, aidle_micros; /* cost x busy (idle) / allocated */
+	int64_t busy_micros, aidle_micros; /* Σ over its observed jobs of cost x busy (idle) / allocated */
 	int has_prev;
 	int64_t prev_total_micros;
 	int64_t failed_s, failed_micros;   /* jobs that ended FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL */

@@ -131,7 +131,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 {
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
-	int minor = gl_money_minor(currency); /* validated with the config */
+	int minor = gl_money_minor(currency), cap_known = 0; /* validated with the config */
 
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
@@ -191,12 +191,22 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
 		cJSON_AddItemToArray(steps, so);
 	}
+	/* idle is known when a step's is (a capacity source with rows for the
+	 * window); else it is unknown, not 0, as in the steps and in /v1/idle */
+	for (size_t i = 0; i < cb->n_steps && !cap_known; i++)
+		cap_known = meta->capacity_source && cb->steps[i].capacity_known;
 	tot = cJSON_AddObjectToObject(root, "totals");
 	cJSON_AddNumberToObject(tot, "allocated_gpu_seconds", (double)cb->total_alloc_s);
-	cJSON_AddNumberToObject(tot, "idle_gpu_seconds", (double)cb->total_idle_s);
+	if (cap_known)
+		cJSON_AddNumberToObject(tot, "idle_gpu_seconds", (double)cb->total_idle_s);
+	else
+		cJSON_AddNullToObject(tot, "idle_gpu_seconds");
 	cJSON_AddNumberToObject(tot, "gpu_seconds", (double)cb->total_s);
 	cJSON_AddNumberToObject(tot, "cost_micros", (double)cb->total_cost_micros);
-	cJSON_AddNumberToObject(tot, "idle_micros", (double)cb->total_idle_micros);
+	if (cap_known)
+		cJSON_AddNumberToObject(tot, "idle_micros", (double)cb->total_idle_micros);
+	else
+		cJSON_AddNullToObject(tot, "idle_micros");
 	cJSON_AddNumberToObject(tot, "total_micros", (double)cb->total_micros);
 	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
 	{
@@ -206,7 +216,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		for (char *m = strtok_r(buf, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
 			cJSON_AddItemToArray(um, cJSON_CreateString(m));
 	}
-	cJSON_AddBoolToObject(root, "capacity_known", meta->capacity_source);
+	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 }

@@ -226,6 +226,8 @@ int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 	cJSON_AddNumberToObject(root, "token_id", (double)a->token_id);
 	cJSON_AddStringToObject(root, "name", a->token_name);
 	cJSON_AddStringToObject(root, "role", a->role);
+	/* the dashboard's money is in it (views whose answers do not say) */
+	cJSON_AddStringToObject(root, "currency", req->cfg->currency);
 	ow = cJSON_AddArrayToObject(root, "owners");
 	for (size_t k = 0; k < a->n_owners; k++)
 		cJSON_AddItemToArray(ow, cJSON_CreateString(a->owners[k]));

@@ -59,8 +59,12 @@ static const char *fleet_sql(struct gl_strbuf *b)
 	return b->p;
 }
 
-/* Jobs in the window with their exporter-observed idle time; idle priced at
- * the rate of the job's model in force at the window's clipped start. */
+/* Jobs in the window with their exporter-observed idle time. The idle is
+ * priced as the showback report prices it (docs/reports.md, top jobs): the
+ * job's cost inside the window, split at rate changes as /v1/jobs and
+ * chargeback split it, times idle / allocated GPU-seconds; one rate taken
+ * at the window's clipped start priced a job running across a price change
+ * all at the old price. idle_micros is NULL when no rate covers the job. */
 static const char jobs_sql[] =
 	"WITH k AS ("
 	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
@@ -76,9 +80,14 @@ static const char jobs_sql[] =
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, jb.start_at) ow ON true"
 	"), p AS ("
-	" SELECT k.*, %s AS key, rt.micros_per_gpu_hour AS rate FROM k LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
-	"  WHERE r.valid_from <= k.s0 AND k.s0 < r.valid_to AND r.gpu_model = CASE WHEN EXISTS"
-	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END LIMIT 1) rt ON true"
+	" SELECT k.*, %s AS key,"
+	"  CASE WHEN rt.cost IS NULL THEN NULL"
+	"   WHEN k.gpu_milli * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
+	"   ELSE rt.cost * k.idle_gpu_s * 1000 / (k.gpu_milli * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
+	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_milli * extract(epoch FROM least(k.e0, r.valid_to)"
+	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000 AS cost FROM rates r"
+	"  WHERE r.valid_from < k.e0 AND r.valid_to > k.s0 AND r.gpu_model = CASE WHEN EXISTS"
+	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END) rt ON true"
 	")";
 
 /* One of the three tables as CSV, the columns of the JSON objects in order
@@ -177,14 +186,14 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 
 	gl_strbuf_printf(&sql, jobs_sql, expr);
 	gl_strbuf_puts(&sql, " SELECT p.key, round(sum(p.idle_gpu_s)), round(sum(p.busy_gpu_s)), round(sum(p.observed_gpu_s)),"
-			     " round(sum(p.idle_gpu_s * p.rate / 3600.0)), count(*) FILTER (WHERE p.rate IS NULL)"
+			     " round(sum(p.idle_micros)), count(*) FILTER (WHERE p.idle_micros IS NULL)"
 			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
 	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &owners, &err)))
 		goto fail;
 	gl_strbuf_reset(&sql);
 	gl_strbuf_printf(&sql, jobs_sql, expr);
 	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key, p.user_name, p.gpu_milli, p.gpu_model, p.state,"
-			     " round(p.idle_gpu_s), round(p.busy_gpu_s), round(p.idle_gpu_s * p.rate / 3600.0),"
+			     " round(p.idle_gpu_s), round(p.busy_gpu_s), round(p.idle_micros),"
 			     " extract(epoch FROM p.s0)::bigint, extract(epoch FROM p.e0)::bigint"
 			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
 	if ((rc = gl_db_query(c, sql.p, 4, (const char *[]){a, b, now, limit_s}, &top, &err)))

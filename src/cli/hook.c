@@ -1,5 +1,6 @@
 /* gpuledger hook idle: the idle-GPU shutdown hook for cron (docs/hook.md). */
 #include "gl/cli.h"
+#include "gl/cost.h"
 #include "gl/db.h"
 #include "gl/hook.h"
 #include "gl/log.h"
@@ -30,7 +31,8 @@ static double n(const cJSON *o, const char *k)
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
-static void print_text(const cJSON *r)
+/* minor: the reporting currency's decimals, as every other money figure */
+static void print_text(const cJSON *r, int minor)
 {
 	const cJSON *it;
 	const char *const sections[] = {"candidates", "spared", "no_data"};
@@ -46,9 +48,11 @@ static void print_text(const cJSON *r)
 			printf("  %s/%s user=%s owner=%s gpus=%g idle=%.0fmin idle_gpu_h=%.2f cost=", s(it, "cluster"),
 			       s(it, "job_id"), s(it, "user"), s(it, "owner"), n(it, "gpus"), n(it, "idle_minutes"),
 			       n(it, "idle_gpu_seconds") / 3600.0);
-			if (cJSON_IsNumber(cost))
-				printf("%.2f", cost->valuedouble / 1e6);
-			else
+			if (cJSON_IsNumber(cost)) {
+				char b[48];
+				gl_money_format((int64_t)cost->valuedouble, minor, b, sizeof b);
+				fputs(b, stdout);
+			} else
 				printf("unpriced");
 			printf(" policy=%s rule=%s stage=%s", s(it, "policy"), s(it, "rule"), s(it, "stage"));
 			if (k == 0)
@@ -141,7 +145,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 		puts(t);
 		free(t);
 	} else {
-		print_text(report);
+		print_text(report, gl_money_minor(use->currency));
 	}
 out:
 	cJSON_Delete(report);

@@ -13,6 +13,8 @@ static const char usage_ingest_sacct[] =
 	"usage: gpuledger [--config FILE] ingest sacct --cluster NAME --file F [--delimiter C] [--fields LIST]\n"
 	"Ingests a saved sacct output (--parsable or --parsable2). Without --fields, a header\n"
 	"line is used when present, else the recommended field list:\n  " GL_SACCT_DEFAULT_FIELDS "\n"
+	"Times are read as UTC: sacct prints the local time of where it runs, so save it with\n"
+	"  TZ=UTC SLURM_TIME_FORMAT=standard sacct ...\n"
 	"Malformed lines are reported as file:line and skipped; the rest is ingested.\n"
 	"Exit status 0 when every line was ingested, 1 on failure, 4 when lines were skipped.\n";
 

@@ -103,17 +103,27 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 	if (cb->share == GL_SHARE_PROPORTIONAL && s->idle_total_micros + s->idle_total_s > 0) {
 		/* to each line in proportion to its allocated GPU-time; with no
 		 * allocation at all there is nobody to share onto: idle stays */
-		int64_t *sh = gl_xcalloc(n + 1, sizeof *sh);
-		for (size_t i = 0; i < n; i++)
+		int64_t *sh = gl_xcalloc(n + 1, sizeof *sh), shown = 0, base = 0;
+		size_t m = n;
+		for (size_t i = 0; i < n; i++) {
 			w[i] = s->lines[i].alloc_s;
-		if (gl_cost_share(s->idle_total_micros, w, n, sh) == 0) {
+			shown += w[i];
+		}
+		/* lines filtered by owner: the owners not shown weigh in as one
+		 * more part, which stays idle (else the shown owners took the
+		 * whole fleet's idle) */
+		if (s->share_base_ms > 0)
+			base = (int64_t)((s->share_base_ms + 500) / 1000);
+		if (base > shown)
+			w[m++] = base - shown;
+		if (gl_cost_share(s->idle_total_micros, w, m, sh) == 0) {
 			for (size_t i = 0; i < n; i++)
 				s->lines[i].idle_share_micros = sh[i];
-			s->idle_micros = 0;
-			if (gl_cost_share(s->idle_total_s, w, n, sh) == 0) {
+			s->idle_micros = m > n ? sh[n] : 0;
+			if (gl_cost_share(s->idle_total_s, w, m, sh) == 0) {
 				for (size_t i = 0; i < n; i++)
 					s->lines[i].idle_share_s = sh[i];
-				s->idle_s = 0;
+				s->idle_s = m > n ? sh[n] : 0;
 			}
 		}
 		free(sh);

@@ -64,10 +64,13 @@ static void grow_groups(struct gl_jobstats *st, uint32_t g)
 		cap *= 2;
 	st->failed_ms = gl_xrealloc(st->failed_ms, cap * sizeof *st->failed_ms);
 	st->failed_micros = gl_xrealloc(st->failed_micros, cap * sizeof *st->failed_micros);
+	st->busy_micros = gl_xrealloc(st->busy_micros, cap * sizeof *st->busy_micros);
+	st->aidle_micros = gl_xrealloc(st->aidle_micros, cap * sizeof *st->aidle_micros);
 	st->energy_mj = gl_xrealloc(st->energy_mj, cap * sizeof *st->energy_mj);
 	st->has_energy = gl_xrealloc(st->has_energy, cap * sizeof *st->has_energy);
 	for (size_t i = st->cap_groups; i < cap; i++) {
 		st->failed_ms[i] = st->failed_micros[i] = st->energy_mj[i] = 0;
+		st->busy_micros[i] = st->aidle_micros[i] = 0;
 		st->has_energy[i] = 0;
 	}
 	st->cap_groups = cap;
@@ -113,12 +116,17 @@ static void top_offer(struct gl_jobstats_top *list, size_t *n, const struct gl_j
 	(*n)++;
 }
 
-/* cost x idle / allocated, half up (0 when nothing was allocated) */
+/* cost x part / allocated, half up (0 when nothing was allocated) */
+static int64_t part_cost(const struct gl_jobstats_job *j, int64_t part_ms)
+{
+	if (j->alloc_ms <= 0 || part_ms <= 0 || j->cost_micros <= 0)
+		return 0;
+	return (int64_t)(((gl_i128)j->cost_micros * part_ms * 2 + j->alloc_ms) / ((gl_i128)j->alloc_ms * 2));
+}
+
 static int64_t idle_cost(const struct gl_jobstats_job *j)
 {
-	if (j->alloc_ms <= 0 || j->idle_ms <= 0 || j->cost_micros <= 0)
-		return 0;
-	return (int64_t)(((gl_i128)j->cost_micros * j->idle_ms * 2 + j->alloc_ms) / ((gl_i128)j->alloc_ms * 2));
+	return part_cost(j, j->idle_ms);
 }
 
 void gl_jobstats_add(struct gl_jobstats *st, const struct gl_jobstats_job *j)
@@ -126,8 +134,13 @@ void gl_jobstats_add(struct gl_jobstats *st, const struct gl_jobstats_job *j)
 	int64_t ic = idle_cost(j);
 	grow_groups(st, j->group);
 	top_offer(st->top_cost, &st->n_top_cost, j, j->cost_micros, ic);
-	if (j->observed)
+	if (j->observed) {
 		top_offer(st->top_idle, &st->n_top_idle, j, ic, ic);
+		/* per job: an owner's jobs differ in price, so its busy and idle
+		 * are not worth its average price per GPU-second */
+		st->busy_micros[j->group] += part_cost(j, j->busy_ms);
+		st->aidle_micros[j->group] += ic;
+	}
 	if (gl_jobstats_state_failed(j->state)) {
 		st->failed_ms[j->group] += j->alloc_ms;
 		st->failed_micros[j->group] += j->cost_micros;
@@ -199,6 +212,8 @@ void gl_jobstats_fold(struct gl_jobstats *st, const uint32_t *owner_of, size_t n
 		struct gl_jobstats_owner *o = &owners[owner_of[g]];
 		o->failed_s += st->failed_ms[g];
 		o->failed_micros += st->failed_micros[g];
+		o->busy_micros += st->busy_micros[g];
+		o->aidle_micros += st->aidle_micros[g];
 		if (st->has_energy[g]) {
 			o->has_energy = 1;
 			o->energy_mj += st->energy_mj[g];
@@ -225,6 +240,8 @@ void gl_jobstats_fini(struct gl_jobstats *st)
 	}
 	free(st->failed_ms);
 	free(st->failed_micros);
+	free(st->busy_micros);
+	free(st->aidle_micros);
 	free(st->has_energy);
 	free(st->energy_mj);
 	free(st->waits);

@@ -58,10 +58,13 @@ int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl
 	if (comma) {
 		int64_t a, b;
 		size_t na = (size_t)(comma - s), nb = n - na - 1;
+		/* a '+' of an offset written as is in a URL arrives as a space */
 		if (gl_time_parse(s, na, &a) && parse_month(s, na, &a))
-			return gl_err_set(err, GL_EINVAL, "bad start '%.*s' (RFC3339 time or date)", (int)na, s);
+			return gl_err_set(err, GL_EINVAL, "bad start '%.*s' (RFC3339 time or date%s)", (int)na, s,
+					  memchr(s, ' ', na) ? "; a '+' in a URL query is a space: write %2B" : "");
 		if (gl_time_parse(comma + 1, nb, &b) && parse_month(comma + 1, nb, &b))
-			return gl_err_set(err, GL_EINVAL, "bad end '%s' (RFC3339 time or date)", comma + 1);
+			return gl_err_set(err, GL_EINVAL, "bad end '%s' (RFC3339 time or date%s)", comma + 1,
+					  memchr(comma + 1, ' ', nb) ? "; a '+' in a URL query is a space: write %2B" : "");
 		if (b <= a)
 			return gl_err_set(err, GL_EINVAL, "end before start");
 		w->start_s = a;

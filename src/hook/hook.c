@@ -329,7 +329,10 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	fmt_i64(idle_min, sizeof idle_min, j->ev.idle_s / 60);
 	snprintf(gpus, sizeof gpus, "%g", (double)j->gpu_milli / 1000.0);
 	snprintf(gpu_hours, sizeof gpu_hours, "%.2f", (double)j->ev.idle_gpu_s / 3600.0);
-	snprintf(cost, sizeof cost, "%lld.%02lld", (long long)(cost_micros / 1000000), (long long)(cost_micros % 1000000 / 10000));
+	/* the currency's decimals, half up, as the reports and budget alerts
+	 * write money: cutting at two decimals truncated USD and gave JPY two
+	 * decimals it does not have */
+	gl_money_format(cost_micros, gl_money_minor(rc->cfg->currency), cost, sizeof cost);
 	{
 		/* warnings name when the action will come: t3 minus the idle time so far */
 		int64_t act_at = rc->now_s + (p->rule.t3_s > j->ev.idle_s ? p->rule.t3_s - j->ev.idle_s : 0);
@@ -1051,8 +1054,9 @@ out:
 int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, int64_t now_s, cJSON **out,
 		   const char **param, struct gl_err *err)
 {
-	cJSON *in = cJSON_ParseWithLength(body, len), *f, *argv_j;
-	const char *cluster, *job_id, *policy, *stage, *owner = NULL;
+	static const char *const fields[] = {"cluster", "job_id", "policy", "stage", "ok", "exit_status", "command", "owner"};
+	cJSON *in = NULL, *f, *argv_j;
+	const char *cluster, *end = NULL, *job_id, *policy, *stage, *owner = NULL;
 	struct gl_strbuf argv_lit = GL_STRBUF_INIT, detail = GL_STRBUF_INIT;
 	PGresult *q = NULL;
 	char status_s[16], object[256];
@@ -1069,10 +1073,39 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 		rc = gl_err_set(err, GL_EINVAL, "body: not valid UTF-8");
 		goto out;
 	}
+	in = cJSON_ParseWithLengthOpts(body, len, &end, 0);
 	if (!cJSON_IsObject(in)) {
 		*param = "body";
 		rc = gl_err_set(err, GL_EINVAL, "body: expected a JSON object");
 		goto out;
+	}
+	/* What is not read must not pass as recorded: text after the object
+	 * (two bodies glued), a misspelt field ("exit_code": its status was
+	 * stored as unknown) or a repeated one (only the first was read). */
+	while ((size_t)(end - body) < len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+		end++;
+	if ((size_t)(end - body) < len) {
+		*param = "body";
+		rc = gl_err_set(err, GL_EINVAL, "body: data after the JSON object at byte %zu", (size_t)(end - body));
+		goto out;
+	}
+	for (cJSON *a = in->child; a; a = a->next) {
+		size_t k = 0;
+		while (k < GL_ARRAY_LEN(fields) && strcmp(a->string, fields[k]))
+			k++;
+		if (k == GL_ARRAY_LEN(fields)) {
+			*param = "body";
+			rc = gl_err_set(err, GL_EINVAL, "body: unknown field '%s' (%s, %s, %s, %s, %s, %s, %s or %s)",
+					a->string, fields[0], fields[1], fields[2], fields[3], fields[4], fields[5],
+					fields[6], fields[7]);
+			goto out;
+		}
+		for (cJSON *b = in->child; b != a; b = b->next)
+			if (!strcmp(b->string, a->string)) {
+				*param = fields[k];
+				rc = gl_err_set(err, GL_EINVAL, "%s: given more than once", fields[k]);
+				goto out;
+			}
 	}
 #define STR(name, dst, required)                                                                                     \
 	f = cJSON_GetObjectItemCaseSensitive(in, name);                                                               \

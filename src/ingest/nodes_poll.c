@@ -1,9 +1,13 @@
 /* The daemon's node inventory sources (sources.slurm_nodes[],
  * sources.kube_nodes[]): run the scheduler's own tools, parse, apply. Any
  * failure applies nothing, so the last known state stays in force; the
- * scheduler (gl_daemon_tick) reports it through gl_health_report. */
+ * scheduler (gl_daemon_tick) reports it through gl_health_report, and it is
+ * a failed ingest_runs row. */
 #include "gl/config.h"
 #include "gl/daemon.h"
+#include "gl/ingest.h"
+#include "gl/jobs.h"
+#include "gl/log.h"
 #include "gl/nodeobs.h"
 #include "gl/nodes_ingest.h"
 #include "gl/proc.h"
@@ -82,6 +86,29 @@ static void fmt_slurm_time(int64_t t, char *buf, size_t n)
 	buf[strcspn(buf, "Z")] = '\0';
 }
 
+/* A snapshot that could not be read (the command failed, timed out or
+ * printed something unparsable; the file is missing) is a failed run in
+ * ingest_runs, as docs/capacity.md and the kube pod source have it: it was
+ * only on /metrics, so /v1/ingest/runs and the report's partial-data notes
+ * never showed the outage. Nothing else is written. */
+static void record_failure(PGconn *c, const char *cluster, const char *kind, const char *run_source,
+			   const char *input, const struct gl_err *why)
+{
+	struct gl_ingest_stats st;
+	struct gl_err e2 = {0};
+	int64_t run_id;
+	int cluster_id;
+
+	gl_ingest_stats_init(&st, 0);
+	if (gl_cluster_ensure(c, cluster, kind, &cluster_id, &e2) ||
+	    gl_ingest_run_begin(c, run_source, cluster_id, input, &run_id, &e2) ||
+	    gl_ingest_run_update(c, run_id, &st, "failed", why->msg, &e2))
+		gl_log(GL_LOG_WARN, "%s %s: could not record the failed run: %s", run_source, cluster, e2.msg);
+	else
+		gl_ingest_run_audit(c, run_id);
+	gl_ingest_stats_fini(&st);
+}
+
 static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_counts *k, const struct gl_node_snapshot *s)
 {
 	snprintf(summary, n,
@@ -100,7 +127,7 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	char start[32], end[32], startarg[48], endarg[48], clarg[300];
-	int rc;
+	int rc, read = 0;
 
 	(void)cfg;
 	{
@@ -135,10 +162,13 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	o.input_name = "scontrol show node -o";
 	o.at_s = now_s;
 	o.events_complete = src->sacctmgr[0] != '\0';
+	read = 1; /* from here gl_nodes_ingest records its own run */
 	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
+	if (rc && !read && !gl_proc_stopping()) /* a stop is no outage */
+		record_failure(c, src->cluster, "slurm", "slurm-nodes", "scontrol show node -o", err);
 	gl_node_snapshot_fini(&s);
 	return rc;
 }
@@ -152,7 +182,7 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	int64_t at = now_s;
-	int rc;
+	int rc, read = 0;
 
 	(void)cfg;
 	if (src->command[0]) {
@@ -192,10 +222,14 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 	gl_redact_secrets(src->command[0] ? src->command : src->file, &shown);
 	o.input_name = gl_strbuf_cstr(&shown);
 	o.at_s = at;
+	read = 1;
 	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
+	if (rc && !read && !gl_proc_stopping())
+		record_failure(c, src->cluster, "kubernetes", "kube-nodes", src->command[0] ? src->command : src->file,
+			       err);
 	gl_strbuf_fini(&out);
 	gl_strbuf_fini(&shown);
 	gl_node_snapshot_fini(&s);

@@ -2,6 +2,7 @@
 #include "gl/report_sched.h"
 #include "gl/audit.h"
 #include "gl/db.h"
+#include "gl/log.h"
 #include "gl/report.h"
 #include "gl/showback.h"
 #include "gl/strbuf.h"
@@ -68,9 +69,9 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 	struct gl_showback sb;
 	struct gl_strbuf csv[GL_REPORT_SCHED_MAX_FILES], b = GL_STRBUF_INIT, detail = GL_STRBUF_INIT;
 	char *pnames[GL_REPORT_SCHED_MAX_FILES] = {0}, *pshas[GL_REPORT_SCHED_MAX_FILES] = {0};
-	char mday[16], gen[32];
+	char mday[16], gen[32], lockkey[200];
 	size_t np = 0, nt = 0;
-	int rc, have_sb = 0, in_txn = 0, pv = 0;
+	int rc, have_sb = 0, in_txn = 0, pv = 0, locked = 0;
 
 	memset(res, 0, sizeof *res);
 	for (size_t i = 0; i < GL_REPORT_SCHED_MAX_FILES; i++)
@@ -92,6 +93,16 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 	}
 	have_sb = 1;
 	snprintf(mday, sizeof mday, "%s-01", sb.month);
+	/* One recorder of a month's set at a time (the daemon's run and a
+	 * `report record`, two daemons): both took the same next version and
+	 * wrote its files over each other's, and the second failed on the
+	 * unique key with a raw SQL error. Held until the rows commit; the
+	 * second then finds the set recorded. */
+	snprintf(lockkey, sizeof lockkey, "%s|%s|%s", mday, sb.aggregate, share_names[sb.share]);
+	if ((rc = gl_db_query(c, "SELECT pg_advisory_lock(26478, hashtext($1))", 1, (const char *[]){lockkey}, NULL,
+			      err)))
+		goto out;
+	locked = 1;
 	if ((rc = latest(c, mday, sb.aggregate, share_names[sb.share], &pv, pnames, pshas, &np, err)))
 		goto out;
 	/* the CSV is the content: compare it table by table */
@@ -180,6 +191,12 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 out:
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));
+	if (locked) {
+		struct gl_err e2 = {0};
+		if (gl_db_query(c, "SELECT pg_advisory_unlock(26478, hashtext($1))", 1, (const char *[]){lockkey}, NULL,
+				&e2))
+			gl_log(GL_LOG_WARN, "report record: could not release the lock: %s", e2.msg);
+	}
 	for (size_t i = 0; i < GL_REPORT_SCHED_MAX_FILES; i++) {
 		gl_strbuf_fini(&csv[i]);
 		free(pnames[i]);

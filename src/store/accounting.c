@@ -502,6 +502,49 @@ static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
 	put_dim_cols(sql, "", n_dims);
 }
 
+/* shareIdle=owner: whether team's dedicated idle goes on its line under
+ * the query's owner filters. A team the filter (or the token's scope)
+ * leaves out gets no line (it used to be added, with all its idle, to a
+ * response filtered to another team); under a filter on another owner
+ * dimension (user, account...) the line shown is only part of the team,
+ * so the team's idle stays in __idle__. */
+static int owner_idle_shown(const struct gl_acct_query *q, const char *team)
+{
+	for (size_t i = 0; q->filter && i < q->filter->n; i++) {
+		const struct gl_filter_clause *fc = &q->filter->c[i];
+		size_t k = 0;
+		if (fleet_expr(fc->dim))
+			continue;
+		if (strcmp(fc->dim, "team"))
+			return 0;
+		while (k < fc->n_values && strcmp(fc->values[k], team))
+			k++;
+		if (k == fc->n_values)
+			return 0;
+	}
+	if (q->scope_teams) {
+		size_t k = 0;
+		while (k < q->n_scope_teams && strcmp(q->scope_teams[k], team))
+			k++;
+		if (k == q->n_scope_teams)
+			return 0;
+	}
+	return 1;
+}
+
+/* Adds model to the distinct unpriced models of the response. */
+static void add_unpriced(struct gl_acct_meta *meta, const char *m)
+{
+	char needle[80], hay[sizeof meta->unpriced_models + 2];
+	snprintf(needle, sizeof needle, ",%s,", m);
+	snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
+	if (!strstr(hay, needle) && strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
+		if (meta->unpriced_models[0])
+			strcat(meta->unpriced_models, ",");
+		strcat(meta->unpriced_models, m);
+	}
+}
+
 /* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
  * unpriced model) into the lines of cb. */
 static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
@@ -537,18 +580,8 @@ static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_m
 		l->busy_s += atof(PQgetvalue(r, row, col + 3));
 		l->idle_s += atof(PQgetvalue(r, row, col + 4));
 		l->observed_s += atof(PQgetvalue(r, row, col + 5));
-		if (!PQgetisnull(r, row, col + 6)) {
-			/* collect distinct unpriced models for the response */
-			const char *m = PQgetvalue(r, row, col + 6);
-			char needle[80], hay[sizeof meta->unpriced_models + 2];
-			snprintf(needle, sizeof needle, ",%s,", m);
-			snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
-			if (!strstr(hay, needle) && strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
-				if (meta->unpriced_models[0])
-					strcat(meta->unpriced_models, ",");
-				strcat(meta->unpriced_models, m);
-			}
-		}
+		if (!PQgetisnull(r, row, col + 6))
+			add_unpriced(meta, PQgetvalue(r, row, col + 6));
 	}
 	return 0;
 }
@@ -680,7 +713,8 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       ") SELECT idle.i, round(sum(idle.idle_ms))::text,"
 			       " round(sum(idle.over_ms))::text,"
 			       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text,"
-			       " io.team"
+			       " io.team, string_agg(DISTINCT idle.gpu_model, ',') FILTER (WHERE idle.idle_ms > 0"
+			       "  AND rt.micros_per_gpu_hour IS NULL)"
 			       " FROM idle LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
 			       "  WHERE r.valid_from <= idle.a AND idle.a < r.valid_to"
 			       "  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = idle.gpu_model)"
@@ -733,9 +767,18 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			}
 			s->idle_ms += ms;
 			s->overalloc_ms += over;
+			/* idle capacity of a model no rate prices costs nothing
+			 * here: say so, as for allocated GPU-time (it was a silent
+			 * 0 in __idle__ and the report's unallocated idle cost) */
+			if (!PQgetisnull(r, row, 5)) {
+				char models[512], *sv = NULL;
+				snprintf(models, sizeof models, "%s", PQgetvalue(r, row, 5));
+				for (char *m = strtok_r(models, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
+					add_unpriced(meta, m);
+			}
 			s->idle_num += num;
 			if (cb->share == GL_SHARE_OWNER && !PQgetisnull(r, row, 4) && q->n_dims == 1 &&
-			    !strcmp(q->dims[0], "team")) {
+			    !strcmp(q->dims[0], "team") && owner_idle_shown(q, PQgetvalue(r, row, 4))) {
 				const char *team = PQgetvalue(r, row, 4);
 				struct gl_cb_line *l = NULL;
 				for (size_t i = 0; i < s->n_lines; i++)
@@ -778,10 +821,49 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 	q->n_dims = n_dims < GL_CB_MAX_DIMS ? n_dims : GL_CB_MAX_DIMS;
 }
 
+/* shareIdle=proportional over lines filtered by owner (a filter clause on
+ * an owner dimension, or a token's team scope): each step's allocation
+ * without those filters (the fleet filters still apply, as they narrow the
+ * idle), for gl_cb_finish to share the idle over. */
+static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_err *err)
+{
+	static const char *const dims[] = {"cluster"};
+	struct gl_filter fleet;
+	struct gl_acct_query q2 = *q;
+	struct gl_acct_meta meta2;
+	struct gl_cb all;
+	int rc, owner_filtered = q->scope_teams != NULL;
+
+	memset(&fleet, 0, sizeof fleet);
+	for (size_t i = 0; q->filter && i < q->filter->n; i++) {
+		if (fleet_expr(q->filter->c[i].dim))
+			fleet.c[fleet.n++] = q->filter->c[i]; /* borrowed strings: never finied */
+		else
+			owner_filtered = 1;
+	}
+	if (!owner_filtered)
+		return 0;
+	q2.dims[0] = dims[0];
+	q2.n_dims = 1;
+	q2.filter = fleet.n ? &fleet : NULL;
+	q2.scope_teams = NULL;
+	q2.n_scope_teams = 0;
+	q2.lines_only = 1;
+	gl_cb_init(&all, 1, GL_SHARE_NONE, cb->n_steps);
+	if (!(rc = gl_acct_chargeback(c, &q2, &all, &meta2, err)))
+		for (size_t i = 0; i < cb->n_steps; i++)
+			for (size_t j = 0; j < all.steps[i].n_lines; j++)
+				cb->steps[i].share_base_ms += all.steps[i].lines[j].alloc_ms;
+	gl_cb_fini(&all);
+	return rc;
+}
+
 int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err)
 {
 	int rc = gl_acct_chargeback(c, q, cb, meta, err);
+	if (!rc && cb->share == GL_SHARE_PROPORTIONAL && !q->lines_only)
+		rc = share_base(c, q, cb, err);
 	if (!rc && (rc = gl_cb_finish(cb)))
 		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");
 	return rc;

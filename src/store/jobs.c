@@ -284,7 +284,12 @@ static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_job_row
 	put_time(o, r->submit_s);
 	put_time(o, r->eligible_s);
 	put_time(o, r->start_s);
-	put_time(o, r->end_s);
+	/* An end before the start (a controller's clock stepped back) held
+	 * the GPUs for no time: stored as it was, every overlap sum took the
+	 * negative span off the owner's allocation and cost and put chargeback
+	 * out of step with capacity. */
+	put_time(o, r->end_s != GL_TIME_NONE && r->start_s != GL_TIME_NONE && r->end_s < r->start_s ? r->start_s
+												  : r->end_s);
 	put_int(o, r->elapsed_s, -1);
 	put_int(o, r->suspended_s, -1);
 	put_int(o, r->timelimit_s, -1);

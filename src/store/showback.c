@@ -99,14 +99,6 @@ static void add_partial(struct gl_showback *sb, const char *fmt, ...)
 	sb->partial[sb->n_partial++] = gl_strbuf_steal(&b);
 }
 
-/* a x b / c rounded half up, in 128 bits (all operands >= 0, c > 0). */
-static int64_t muldiv(int64_t a, int64_t b, int64_t c)
-{
-	if (c <= 0)
-		return 0;
-	return (int64_t)(((gl_i128)a * b * 2 + c) / ((gl_i128)c * 2));
-}
-
 /* ---- The per-job part: top jobs, failed-job waste, energy, queue waits ----
  *
  * The month's jobs are streamed once by binary COPY and folded in C
@@ -191,7 +183,7 @@ static void intern_fini(struct intern *t)
 /* The columns of the stream, in order. */
 enum {
 	JC_PK, JC_JOB_ID, JC_STATE, JC_CLUSTER, JC_PARTITION, JC_ACCOUNT, JC_USER, JC_QOS, JC_WCKEY, JC_NAMESPACE,
-	JC_LABELS, JC_START, JC_QUEUED, JC_END, JC_GPU_MILLI, JC_MODEL, JC_IDLE_MS, JC_OBSERVED, JC_ENERGY, JC_N
+	JC_LABELS, JC_START, JC_QUEUED, JC_END, JC_GPU_MILLI, JC_MODEL, JC_IDLE_MS, JC_OBSERVED, JC_ENERGY, JC_BUSY_MS, JC_N
 };
 
 /* The owner-relevant attributes gl_owner takes, stream columns
@@ -209,10 +201,11 @@ enum {
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, coalesce(jb.eligible_at, jb.submit_at), jb.end_at,"
-	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj"
+	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, jb.end_at,"
+	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj,"
+	" round(u.busy_gpu_s * 1000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
-	" LEFT JOIN (SELECT job_pk, idle_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
+	" LEFT JOIN (SELECT job_pk, idle_gpu_s, busy_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
 	"  ON u.job_pk = jb.job_pk"
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
 	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
@@ -385,6 +378,7 @@ static int job_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err 
 	}
 	j.observed = f[JC_OBSERVED].len == 1 && f[JC_OBSERVED].p[0];
 	j.idle_ms = f[JC_IDLE_MS].len == 8 ? gl_db_field_int(&f[JC_IDLE_MS]) : 0;
+	j.busy_ms = f[JC_BUSY_MS].len == 8 ? gl_db_field_int(&f[JC_BUSY_MS]) : 0;
 	if (f[JC_QUEUED].len == 8 && start >= x->a_us) {
 		int64_t w = gl_jobstats_span_s(gl_db_field_ts_us(&f[JC_QUEUED]), start);
 		j.has_wait = 1;
@@ -605,6 +599,15 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 		if (o) {
 			o->failed_s = w->failed_s;
 			o->failed_micros = w->failed_micros;
+			/* the owner's busy and allocated-idle cost: each job's
+			 * at its own price (the top idle jobs' rule), not the
+			 * owner's cost x busy (idle) / allocated, which priced an
+			 * idle cheap GPU at the average of the owner's dearer
+			 * busy ones */
+			if (o->has_usage) {
+				o->busy_micros = w->busy_micros;
+				o->aidle_micros = w->aidle_micros;
+			}
 			sb->fleet.failed_s += w->failed_s;
 			sb->fleet.failed_micros += w->failed_micros;
 			if (w->has_energy) {
@@ -874,8 +877,6 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		for (size_t i = 0; i < sb->n_owners; i++) {
 			struct gl_sb_owner *o = &sb->owners[i];
 			if (o->has_usage) {
-				o->busy_micros = muldiv(o->cost_micros, o->busy_s, o->alloc_s);
-				o->aidle_micros = muldiv(o->cost_micros, o->aidle_s, o->alloc_s);
 				f->usage_known = 1;
 				f->busy_s += o->busy_s;
 				f->aidle_s += o->aidle_s;

@@ -350,6 +350,8 @@ static void test_whoami(void **state)
 		assert_non_null(j);
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "role")), roles[i]);
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "name")), name);
+		/* the dashboard shows money in it (the configuration's default) */
+		assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "currency")), "USD");
 		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "owners")), i == 1 ? 2 : 0);
 		if (i == 1)
 			assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "owners"), 1)),

@@ -682,6 +682,11 @@ static void test_daemon_source_failure_keeps_state(void **state)
 	fclose(f);
 	assert_true(wait_for(metric_down));
 	assert_string_equal(gl_test_qstr(g_c, spans), before);
+	/* the outage is a failed run in ingest_runs (/v1/ingest/runs, the
+	 * report's partial-data notes), not only a metric */
+	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+				      " WHERE c.name = 'fakeslurm' AND r.source = 'slurm-nodes' AND r.status = 'failed'"
+				      " AND r.error LIKE '%Unable to contact slurm controller%'") >= 1);
 	assert_int_equal(gl_test_qint(g_c, "SELECT sum(gpus) FROM node_gpu_spans s JOIN clusters c USING (cluster_id)"
 					   " WHERE c.name = 'fakeslurm' AND s.valid_to IS NULL"),
 			 12);

@@ -511,7 +511,37 @@ static void test_api(void **state)
 		assert_int_equal(h.status, 400);
 		assert_non_null(strstr(h.body, "\"param\":\"stage\""));
 		gl_test_http_fini(&h);
+		/* what the server would not read is refused, not half recorded:
+		 * a misspelt field, a repeated one, a second object glued on */
+		{
+			static const struct {
+				const char *body, *param, *msg;
+			} lax[] = {
+				{"{\"cluster\":\"hooktest\",\"job_id\":\"107\",\"policy\":\"external\",\"stage\":\"warn1\","
+				 "\"ok\":true,\"exit_code\":0}",
+				 "body", "unknown field 'exit_code'"},
+				{"{\"cluster\":\"hooktest\",\"job_id\":\"107\",\"policy\":\"external\",\"stage\":\"warn1\","
+				 "\"ok\":false,\"ok\":true}",
+				 "ok", "ok: given more than once"},
+				{"{\"cluster\":\"hooktest\",\"job_id\":\"107\",\"policy\":\"external\",\"stage\":\"warn1\","
+				 "\"ok\":true} {\"cluster\":\"hooktest\",\"job_id\":\"108\",\"policy\":\"external\","
+				 "\"stage\":\"act\",\"ok\":true}\n",
+				 "body", "data after the JSON object at byte 84"},
+			};
+			for (size_t k = 0; k < GL_ARRAY_LEN(lax); k++) {
+				char want[64];
+				assert_int_equal(gl_test_http(dp->port, "POST", "/v1/hook/actions", lax[k].body,
+							      strlen(lax[k].body), hdr, &h),
+						 0);
+				assert_int_equal(h.status, 400);
+				snprintf(want, sizeof want, "\"param\":\"%s\"", lax[k].param);
+				assert_non_null(strstr(h.body, want));
+				assert_non_null(strstr(h.body, lax[k].msg));
+				gl_test_http_fini(&h);
+			}
+		}
 	}
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_actions WHERE source = 'api'"), 1);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages s JOIN jobs j USING (job_pk) WHERE j.job_id = '107'"
 					   " AND s.stage = 'act' AND s.status = 'done'"), 1);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"

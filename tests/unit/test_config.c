@@ -100,6 +100,12 @@ static const struct bad_case bad[] = {
 	{"sources:\n  kube:\n    - cluster: k\n      command: kubectl\n      file: /x\n",
 	 "t.yaml:3: sources.kube[0]: give exactly one of command and file"},
 	{"sources:\n  dcgm:\n    - cluster: d\n", "t.yaml:3: sources.dcgm[0]: give targets or targets_file"},
+	/* the scraper allows http and https only: this passed check-config and
+	 * then failed every scrape */
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: http://a:9400/metrics, ftp://b/metrics\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'ftp://b/metrics' is not an http:// or https:// URL"},
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: gpu01:9400\n",
+	 "sources.dcgm[0].targets: 'gpu01:9400' is not an http:// or https:// URL"},
 	{"sources:\n  sacct:\n    - cluster: a\n    - cluster: a\n", "t.yaml:4: sources.sacct[1].cluster: 'a' is listed twice"},
 };
 

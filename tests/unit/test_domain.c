@@ -69,6 +69,27 @@ static void test_window_parse(void **state)
 	}
 }
 
+/* An offset's '+' typed into a URL arrives as a space: the error says so. */
+static void test_window_plus_as_space(void **state)
+{
+	struct gl_window w;
+	struct gl_err e = {0};
+	assert_int_not_equal(gl_window_parse("2026-11-22T10:00:00 02:00,2026-11-23T00:00:00Z", T("2026-11-23T00:00:00Z"),
+					     &w, &e),
+			     0);
+	assert_non_null(strstr(e.msg, "bad start '2026-11-22T10:00:00 02:00'"));
+	assert_non_null(strstr(e.msg, "write %2B"));
+	memset(&e, 0, sizeof e);
+	assert_int_not_equal(gl_window_parse("2026-11-22T00:00:00Z,2026-11-23T10:00:00 02:00", T("2026-11-23T00:00:00Z"),
+					     &w, &e),
+			     0);
+	assert_non_null(strstr(e.msg, "write %2B"));
+	/* no space, no hint */
+	memset(&e, 0, sizeof e);
+	assert_int_not_equal(gl_window_parse("2026-11-22T25:00:00Z,2026-11-23", T("2026-11-23T00:00:00Z"), &w, &e), 0);
+	assert_null(strstr(e.msg, "%2B"));
+}
+
 static void test_window_split(void **state)
 {
 	struct gl_window w = {T("2026-10-30T12:00:00Z"), T("2026-11-03T06:00:00Z")}, out[64];
@@ -333,7 +354,8 @@ static void test_owned_idle_never_negative(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_window_parse),	      cmocka_unit_test(test_window_split),
+		cmocka_unit_test(test_window_parse),	      cmocka_unit_test(test_window_plus_as_space),
+		cmocka_unit_test(test_window_split),
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
 		cmocka_unit_test(test_filter),		      cmocka_unit_test(test_csv),

@@ -1,6 +1,7 @@
 // The dashboard shell: sign-in, navigation (hash routes), the window and
 // aggregation pickers, and loading each view's module on first use.
 import * as api from './api.js';
+import { setCurrency } from './fmt.js';
 import { h, loading, failure } from './ui.js';
 
 const OWNER_DIMS = ['team', 'project', 'cost_center', 'user', 'account', 'cluster', 'partition', 'qos', 'namespace', 'gpu_model'];
@@ -96,6 +97,7 @@ async function signin(tok) {
 	const who = await api.get('/v1/whoami', null, { tok });
 	api.setToken(tok);
 	state.who = who;
+	setCurrency(who.currency);
 	$('signin').hidden = true;
 	$('shell').hidden = false;
 	$('who').textContent = who.name + ' (' + who.role + (who.owners.length ? ', owners ' + who.owners.join(', ') : '') + ')';

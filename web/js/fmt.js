@@ -15,20 +15,40 @@ export function hours(seconds) {
 	return seconds === null || seconds === undefined ? null : seconds / 3600;
 }
 
-// micro-units -> "1,234.57 USD", half away from zero like the API's CSV
-export function money(micros, currency = 'USD') {
+// The reporting currency (GET /v1/whoami says it at sign-in): the default of
+// money(), for views whose answers do not name it.
+let reporting = 'USD';
+export function setCurrency(code) {
+	if (typeof code === 'string' && /^[A-Z]{3}$/.test(code)) reporting = code;
+}
+
+// ISO 4217 minor units (JPY 0, USD 2, BHD 3), as the API writes money
+function minorUnits(currency) {
+	try {
+		return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits;
+	} catch (e) {
+		return 2;
+	}
+}
+
+// micro-units -> "1,234.57 USD" ("1,235 JPY"), half away from zero like the
+// API's CSV, with the currency's minor units
+export function money(micros, currency = reporting) {
 	if (micros === null || micros === undefined) return '—';
 	let m = BigInt(Math.round(Number(micros)));
 	const neg = m < 0n;
 	if (neg) m = -m;
-	const cents = (m + 5000n) / 10000n;
-	const whole = cents / 100n, frac = cents % 100n;
+	const minor = minorUnits(currency);
+	const unit = 10n ** BigInt(6 - minor);
+	const units = (m + unit / 2n) / unit;
+	const scale = 10n ** BigInt(minor);
+	const whole = units / scale, frac = units % scale;
 	const w = whole.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-	return (neg ? '-' : '') + w + '.' + frac.toString().padStart(2, '0') + ' ' + currency;
+	return (neg ? '-' : '') + w + (minor ? '.' + frac.toString().padStart(minor, '0') : '') + ' ' + currency;
 }
 
 // a decimal string from the API ("4910.51") with thousands separators
-export function decimal(s, currency = 'USD') {
+export function decimal(s, currency = reporting) {
 	if (s === null || s === undefined) return '—';
 	const [w, f] = String(s).split('.');
 	const neg = w.startsWith('-');

@@ -1,0 +1,39 @@
+// The dashboard's money formatting (web/js/fmt.js) under node, no browser:
+// micro-units shown with the reporting currency's ISO 4217 minor units,
+// half away from zero as the API's CSV writes them, and the currency the
+// server names at sign-in (GET /v1/whoami) as the default for views whose
+// answers do not name it (Jobs, Waste, Idle hook). A JPY deployment used to
+// see "1,535.77 USD" there. Prints TAP ok / not ok lines (tests/web/run.sh).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+// fmt.js imports nothing: loaded as a data: module (web/ has no package.json)
+const src = fs.readFileSync(path.join(ROOT, 'web/js/fmt.js'), 'utf8');
+const f = await import('data:text/javascript,' + encodeURIComponent(src));
+
+let n = 0, failed = 0;
+function eq(got, want, name) {
+	n++;
+	if (got === want) console.log(`ok ${n} - ${name}`);
+	else {
+		failed++;
+		console.log(`not ok ${n} - ${name}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+	}
+}
+
+eq(f.money(1234567890, 'USD'), '1,234.57 USD', 'USD: two decimals, half up');
+eq(f.money(6937000, 'USD'), '6.94 USD', 'USD: 6.937 rounds up');
+eq(f.money(1535770833, 'JPY'), '1,536 JPY', 'JPY: no decimals');
+eq(f.money(1535499999, 'JPY'), '1,535 JPY', 'JPY: below the half');
+eq(f.money(1234567, 'BHD'), '1.235 BHD', 'BHD: three decimals');
+eq(f.money(null, 'JPY'), '—', 'unknown stays unknown');
+eq(f.money(2500000), '2.50 USD', 'default before sign-in: USD');
+f.setCurrency('JPY');
+eq(f.money(1535770833), '1,536 JPY', 'default after sign-in: the reporting currency');
+eq(f.decimal('1536'), '1,536 JPY', 'decimal strings too');
+f.setCurrency('not a code');
+eq(f.money(1000000), '1 JPY', 'a bad code is ignored');
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);
