@@ -1051,8 +1051,17 @@ out:
 
 /* ---- actions recorded from outside, and the list ---- */
 
-int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, int64_t now_s, cJSON **out,
-		   const char **param, struct gl_err *err)
+/* 1 when name is one of the configured hook.policies */
+static int policy_configured(const struct gl_config *cfg, const char *name)
+{
+	for (size_t i = 0; cfg && i < cfg->n_hook_policies; i++)
+		if (!strcmp(cfg->hook_policies[i].name, name))
+			return 1;
+	return 0;
+}
+
+int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
+		   int64_t now_s, cJSON **out, const char **param, struct gl_err *err)
 {
 	static const char *const fields[] = {"cluster", "job_id", "policy", "stage", "ok", "exit_status", "command", "owner"};
 	cJSON *in = NULL, *f, *argv_j;
@@ -1126,6 +1135,9 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 	STR("stage", stage, 1)
 	STR("owner", owner, 0)
 #undef STR
+	/* not known is NULL, as the list shows it (null), never "" */
+	if (owner && !*owner)
+		owner = NULL;
 	if (gl_idle_stage_parse(stage, &st) || st == GL_IDLE_STAGE_NONE) {
 		*param = "stage";
 		rc = gl_err_set(err, GL_EINVAL, "stage: '%s' is not warn1, warn2 or act", stage);
@@ -1235,6 +1247,7 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 		cJSON_AddStringToObject(*out, "at", at);
 	}
 	cJSON_AddBoolToObject(*out, "job_known", !PQgetisnull(q, 0, 3));
+	cJSON_AddBoolToObject(*out, "policy_known", policy_configured(cfg, policy));
 	(void)now_s;
 	goto out;
 rollback:
@@ -1250,7 +1263,8 @@ out:
 	return rc;
 }
 
-int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJSON **out, struct gl_err *err)
+int gl_hook_actions_list(PGconn *c, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
+			 cJSON **out, struct gl_err *err)
 {
 	char a[24], b[24], l[24];
 	PGresult *q = NULL;
@@ -1262,7 +1276,7 @@ int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJ
 	fmt_i64(b, sizeof b, to_s);
 	snprintf(l, sizeof l, "%ld", limit);
 	if ((rc = gl_db_query(c,
-			      "SELECT extract(epoch FROM at)::bigint, cluster, job_id, coalesce(owner, ''), policy, stage,"
+			      "SELECT extract(epoch FROM at)::bigint, cluster, job_id, nullif(owner, ''), policy, stage,"
 			      " array_to_string(argv, ' '), array_to_json(argv)::text, exit_status, ok, source, actor,"
 			      " coalesce(stderr, '')"
 			      " FROM hook_actions WHERE at >= to_timestamp($1) AND at < to_timestamp($2)"
@@ -1278,8 +1292,12 @@ int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJ
 		cJSON_AddStringToObject(o, "at", at);
 		cJSON_AddStringToObject(o, "cluster", PQgetvalue(q, r, 1));
 		cJSON_AddStringToObject(o, "job_id", PQgetvalue(q, r, 2));
-		cJSON_AddStringToObject(o, "owner", PQgetvalue(q, r, 3));
+		if (PQgetisnull(q, r, 3))
+			cJSON_AddNullToObject(o, "owner");
+		else
+			cJSON_AddStringToObject(o, "owner", PQgetvalue(q, r, 3));
 		cJSON_AddStringToObject(o, "policy", PQgetvalue(q, r, 4));
+		cJSON_AddBoolToObject(o, "policy_known", policy_configured(cfg, PQgetvalue(q, r, 4)));
 		cJSON_AddStringToObject(o, "stage", PQgetvalue(q, r, 5));
 		cJSON_AddStringToObject(o, "command", PQgetvalue(q, r, 6));
 		cJSON_AddItemToObject(o, "argv", cJSON_Parse(PQgetvalue(q, r, 7)));
