@@ -1,6 +1,7 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
 #include "gl/budget.h"
+#include "gl/chargeback.h"
 #include "gl/cost.h"
 #include "gl/costing.h"
 #include "gl/hookpolicy.h"
@@ -678,6 +679,18 @@ static int check_bound(const char *s, int64_t *out, const char *name, const stru
 	return 0;
 }
 
+/* An owner named like a synthetic row of the chargeback and showback output
+ * would be read as that row (a team "__unallocated__" merged into it). */
+static int check_owner_name(const char *v, const char *key, const char *name, const struct cfg_lines *l,
+			    const char *item, struct gl_err *err)
+{
+	char p[96];
+	if (!gl_cb_name_reserved(v))
+		return 0;
+	snprintf(p, sizeof p, "%s.%s", item, key);
+	return cfg_fail(err, name, l, p, "'%s' is reserved for the synthetic rows of chargeback and reports (__idle__, __unallocated__)", v);
+}
+
 static int check_span(const char *from, const char *to, int64_t *f, int64_t *t, const char *name,
 		      const struct cfg_lines *l, const char *item, struct gl_err *err)
 {
@@ -842,11 +855,21 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 					o->match);
 		if ((rc = check_span(o->from, o->to, &f, &t, name, l, item, err)))
 			return rc;
+		if ((rc = check_owner_name(o->team, "team", name, l, item, err)) ||
+		    (rc = check_owner_name(o->project, "project", name, l, item, err)) ||
+		    (rc = check_owner_name(o->cost_center, "cost_center", name, l, item, err)))
+			return rc;
+	}
+	for (size_t i = 0; i < cfg->n_idle_owners; i++) {
+		snprintf(item, sizeof item, "idle_owners[%zu]", i);
+		if ((rc = check_owner_name(cfg->idle_owners[i].team, "team", name, l, item, err)))
+			return rc;
 	}
 	for (size_t i = 0; i < cfg->n_budgets; i++) {
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
 		snprintf(item, sizeof item, "budgets[%zu]", i);
-		if ((rc = check_money(b->amount, "amount", b->currency, cfg, name, l, item, err)))
+		if ((rc = check_money(b->amount, "amount", b->currency, cfg, name, l, item, err)) ||
+		    (rc = check_owner_name(b->owner, "owner", name, l, item, err)))
 			return rc;
 		snprintf(p, sizeof p, "%s.aggregate", item);
 		if (!gl_showback_aggregate_ok(b->aggregate))

@@ -46,14 +46,18 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 /* Records an action taken elsewhere (POST /v1/hook/actions): a hook_actions
  * row, the job's stage marked done when ok (so the hook does not repeat it)
  * and an audit row, in one transaction. body is the request's JSON object;
- * errors (-GL_EINVAL) name the field in *param. *out gets the stored row. */
-int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, int64_t now_s, cJSON **out,
-		   const char **param, struct gl_err *err) GL_MUSTCHECK;
+ * errors (-GL_EINVAL) name the field in *param. *out gets the stored row
+ * and "policy_known" (the policy is one of cfg's hook.policies; a controller
+ * may use names of its own, which are kept, not refused). An owner left out
+ * (or "") is stored as unknown (NULL). */
+int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
+		   int64_t now_s, cJSON **out, const char **param, struct gl_err *err) GL_MUSTCHECK;
 
 /* Actions of hook_actions in [from, to), newest first, at most limit:
- * {"actions": [{"at", "cluster", "job_id", "owner", "policy", "stage",
+ * {"actions": [{"at", "cluster", "job_id", "owner" (null: not known),
+ * "policy", "policy_known" (a policy of cfg's hook.policies), "stage",
  * "command", "argv", "exit_status", "ok", "source", "actor", "stderr"}]}. */
-int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJSON **out,
-			 struct gl_err *err) GL_MUSTCHECK;
+int gl_hook_actions_list(PGconn *c, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
+			 cJSON **out, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

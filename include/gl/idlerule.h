@@ -24,6 +24,7 @@
 #define GL_IDLERULE_H
 
 #include "gl/common.h"
+#include "gl/jobstats.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -121,6 +122,15 @@ void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idle_span
  * or unseen GPU sets no_data and the stage to NONE. */
 void gl_idlerule_eval_job(const struct gl_idlerule *r, const struct gl_idle_gpu_eval *gpus, size_t ngpus,
 			  size_t expected_gpus, struct gl_idle_job_eval *out);
+
+/* Idle cost numerator of one GPU (micro-units per GPU-hour x milli-GPUs x
+ * seconds, as gl_jobstats_cost_num): the idle time gl_idlerule_eval_gpu
+ * counts in idle_total_s, each span split where a rate starts or ends and
+ * priced at the rate in force (rates of the job's rate model, borrowed);
+ * time no rate covers adds nothing. The job's idle cost in micro-units is
+ * (the sum of num over its GPUs + 1,800,000) / 3,600,000, rounded once. */
+gl_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
+				  int64_t job_start_s, int64_t now_s, const struct gl_jobstats_rate *rates, size_t nr);
 
 /* Idle cost in micro-units: idle_gpu_s x micros_per_gpu_hour / 3600, rounded
  * half up; 0 when the rate is unknown (< 0). */

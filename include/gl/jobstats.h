@@ -46,6 +46,10 @@ int64_t gl_jobstats_span_s(int64_t a_us, int64_t b_us);
 gl_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
 			     int64_t gpu_milli);
 
+/* Seconds of [s0_us, e0_us) that the rates cover (as gl_jobstats_span_s
+ * counts them): the rest of a job's time is unpriced. */
+int64_t gl_jobstats_priced_s(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us);
+
 /* 1 when the state's first word is FAILED, TIMEOUT, NODE_FAIL,
  * OUT_OF_MEMORY or BOOT_FAIL (any case): "CANCELLED by 0" is not. */
 int gl_jobstats_state_failed(const char *state);
@@ -57,6 +61,7 @@ struct gl_jobstats_job {
 	int64_t gpu_milli;
 	int64_t alloc_ms;   /* milli-GPU-seconds in the month */
 	int64_t cost_micros;
+	int64_t unpriced_ms; /* of alloc_ms, the part no rate covers */
 	int observed;       /* exporter data covers some of the job */
 	int64_t idle_ms;    /* allocated-idle milli-GPU-seconds (exporter) */
 	int64_t busy_ms;    /* busy milli-GPU-seconds (exporter) */
@@ -71,6 +76,7 @@ struct gl_jobstats_top {
 	char *job_id, *cluster, *state;
 	uint32_t group;
 	int64_t gpu_milli, alloc_s, cost_micros;
+	int64_t unpriced_s; /* of alloc_s, not covered by a rate */
 	int observed;
 	int64_t idle_s, idle_micros;
 	int64_t key;        /* what the list is ordered by (cost or idle cost) */

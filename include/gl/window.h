@@ -6,6 +6,11 @@
  * "yesterday", "week" (last 7 days), "month" / "thismonth" (month to date),
  * "lastmonth", "lastweek" (the previous Monday-to-Monday week, UTC).
  * Every window is [start, end) in UTC seconds.
+ * In "A,B", fractional seconds are compared as given (B must be after A),
+ * then the window grows to whole seconds: start rounded down, end up
+ * ("...00.5Z,...00.7Z" is the one second from :00 to :01). A leap second
+ * (:60) is refused: these are POSIX seconds. A window must lie within
+ * 0000-01-01T00:00:00Z .. 9999-12-31T23:59:59Z, so "9999-12" is refused.
  */
 #ifndef GL_WINDOW_H
 #define GL_WINDOW_H

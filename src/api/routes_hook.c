@@ -47,7 +47,7 @@ int gl_route_hook_actions(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	/* a window ending now includes what happened during the current second */
 	if ((rc = gl_req_db(req, &c, &err)) ||
-	    (rc = gl_hook_actions_list(c, win.start_s, win.end_s >= req->now_s ? req->now_s + 1 : win.end_s, (long)limit,
+	    (rc = gl_hook_actions_list(c, req->cfg, win.start_s, win.end_s >= req->now_s ? req->now_s + 1 : win.end_s, (long)limit,
 				       &out, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	gl_apijson_add_window(out, "window", &win);
@@ -68,7 +68,7 @@ int gl_route_hook_record(struct gl_req *req, struct gl_resp *resp)
 	snprintf(actor, sizeof actor, "token:%lld", req->auth ? (long long)req->auth->token_id : 0LL);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if ((rc = gl_hook_record(c, req->body ? req->body : "", req->body_len, actor, req->now_s, &out, &param, &err)))
+	if ((rc = gl_hook_record(c, req->cfg, req->body ? req->body : "", req->body_len, actor, req->now_s, &out, &param, &err)))
 		return gl_resp_error(resp, rc, param, "%s", err.msg);
 	resp->status = 201;
 	gl_apijson_put(resp, out);

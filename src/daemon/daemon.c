@@ -47,8 +47,11 @@ static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, i
 		      size_t n, struct gl_err *err)
 {
 	int fired = 0, rc = gl_budget_check(c, cfg, now_s, &fired, err);
+	/* without a command an alert is only recorded and audited: "sent"
+	 * would tell an operator someone was notified */
 	if (!rc)
-		snprintf(summary, n, "%d alerts sent", fired);
+		snprintf(summary, n, *cfg->budget_alert_command ? "%d alerts sent" : "%d alerts recorded (no budget_alerts.command)",
+			 fired);
 	return rc;
 }
 

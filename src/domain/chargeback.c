@@ -184,3 +184,8 @@ int gl_cb_finish(struct gl_cb *cb)
 	}
 	return 0;
 }
+
+int gl_cb_name_reserved(const char *s)
+{
+	return s && (!strcmp(s, "__idle__") || !strcmp(s, "__unallocated__"));
+}

@@ -86,6 +86,25 @@ static enum gl_idle_stage stage_for(const struct gl_idlerule *r, int64_t idle_s)
 	return GL_IDLE_STAGE_NONE;
 }
 
+/* The part of a span inside [start + grace, now) counts: 0 when none. */
+static int clip_span(const struct gl_idle_span *s, int64_t from, int64_t now_s, int64_t *a, int64_t *b)
+{
+	*a = s->start_s > from ? s->start_s : from;
+	*b = s->start_s + s->dur_s < now_s ? s->start_s + s->dur_s : now_s;
+	return *b > *a;
+}
+
+gl_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
+				  int64_t job_start_s, int64_t now_s, const struct gl_jobstats_rate *rates, size_t nr)
+{
+	gl_i128 num = 0;
+	int64_t a, b;
+	for (size_t i = 0; i < n; i++)
+		if (spans[i].state == GL_IDLE_IDLE && clip_span(&spans[i], job_start_s + r->grace_s, now_s, &a, &b))
+			num += gl_jobstats_cost_num(rates, nr, a * 1000000, b * 1000000, 1000);
+	return num;
+}
+
 void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
 			  int64_t job_start_s, int64_t now_s, struct gl_idle_gpu_eval *out)
 {
@@ -96,15 +115,10 @@ void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idle_span
 	out->last_data_s = GL_TIME_NONE;
 	for (size_t i = 0; i < n; i++) {
 		const struct gl_idle_span *s = &spans[i];
-		int64_t a = s->start_s, b = s->start_s + s->dur_s;
+		int64_t a, b = s->start_s + s->dur_s;
 		if (s->state != GL_IDLE_NODATA && (out->last_data_s == GL_TIME_NONE || b > out->last_data_s))
 			out->last_data_s = b;
-		/* only the part of a span inside [start + grace, now) counts */
-		if (a < from)
-			a = from;
-		if (b > now_s)
-			b = now_s;
-		if (b <= a)
+		if (!clip_span(s, from, now_s, &a, &b))
 			continue;
 		switch (s->state) {
 		case GL_IDLE_BUSY:

@@ -28,6 +28,18 @@ gl_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int
 	return num;
 }
 
+int64_t gl_jobstats_priced_s(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us)
+{
+	int64_t s = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct gl_jobstats_rate *r = &rates[i];
+		if (r->from_us >= e0_us || r->to_us <= s0_us)
+			continue;
+		s += gl_jobstats_span_s(r->from_us > s0_us ? r->from_us : s0_us, r->to_us < e0_us ? r->to_us : e0_us);
+	}
+	return s;
+}
+
 int gl_jobstats_state_failed(const char *state)
 {
 	static const char *const failed[] = {"FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL"};
@@ -108,6 +120,7 @@ static void top_offer(struct gl_jobstats_top *list, size_t *n, const struct gl_j
 	t.gpu_milli = j->gpu_milli;
 	t.alloc_s = (j->alloc_ms + 500) / 1000;
 	t.cost_micros = j->cost_micros;
+	t.unpriced_s = (j->unpriced_ms + 500) / 1000;
 	t.observed = j->observed;
 	t.idle_s = (j->idle_ms + 500) / 1000;
 	t.idle_micros = idle_micros;

@@ -20,6 +20,18 @@ void gl_report_fmt_hours(int64_t s, char *buf, size_t n)
 	snprintf(buf, n, "%s%lld.%03lld", neg ? "-" : "", (long long)(milli / 1000), (long long)(milli % 1000));
 }
 
+void gl_report_fmt_job_money(const struct gl_showback *sb, const struct gl_sb_job *j, int64_t micros, char *buf,
+			     size_t n)
+{
+	char m[48];
+	if (j->unpriced_s > 0 && j->unpriced_s >= j->alloc_s) {
+		snprintf(buf, n, "unpriced");
+		return;
+	}
+	gl_money_format(micros, sb->minor, m, sizeof m);
+	snprintf(buf, n, "%s%s", m, j->unpriced_s > 0 ? " + unpriced" : "");
+}
+
 void gl_report_fmt_pct(int64_t num, int64_t den, char *buf, size_t n)
 {
 	gl_i128 v;
@@ -302,11 +314,15 @@ static void csv_waits(const struct gl_showback *sb, struct gl_strbuf *o)
 
 static void csv_jobs(const struct gl_showback *sb, const struct gl_sb_job *j, size_t n, struct gl_strbuf *o)
 {
-	static const char *const h[] = {"rank", "job_id", "cluster", "owner", "state", "gpus", "gpu_hours", "cost",
-					"idle_gpu_hours", "idle_cost", NULL};
+	static const char *const h[] = {"rank", "job_id", "cluster", "owner", "state", "gpus", "gpu_hours",
+					"unpriced_gpu_hours", "cost", "idle_gpu_hours", "idle_cost", NULL};
 	c_header(o, h);
 	for (size_t i = 0; i < n; i++) {
 		char g[32];
+		/* no rate at all: "unpriced", as the idle columns say "no data",
+		 * not a 0.00 that reads as free; a part unpriced shows in
+		 * unpriced_gpu_hours and the cost is the priced part's */
+		int none_priced = j[i].unpriced_s > 0 && j[i].unpriced_s >= j[i].alloc_s;
 		c_i64(o, (int64_t)i + 1);
 		gl_csv_field(o, j[i].job_id);
 		gl_csv_field(o, j[i].cluster);
@@ -315,10 +331,17 @@ static void csv_jobs(const struct gl_showback *sb, const struct gl_sb_job *j, si
 		snprintf(g, sizeof g, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
 		gl_csv_raw(o, g);
 		c_hours(o, j[i].alloc_s);
-		c_money(o, sb, j[i].cost_micros);
+		c_hours(o, j[i].unpriced_s);
+		if (none_priced)
+			gl_csv_field(o, "unpriced");
+		else
+			c_money(o, sb, j[i].cost_micros);
 		if (j[i].has_usage) {
 			c_hours(o, j[i].idle_s);
-			c_money(o, sb, j[i].idle_micros);
+			if (none_priced)
+				gl_csv_field(o, "unpriced");
+			else
+				c_money(o, sb, j[i].idle_micros);
 		} else {
 			gl_csv_field(o, "no data");
 			gl_csv_field(o, "no data");
@@ -609,7 +632,7 @@ static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const s
 	gl_strbuf_puts(o, "<table>");
 	ths(o, h);
 	for (size_t i = 0; i < n; i++) {
-		char b[32];
+		char b[64];
 		gl_strbuf_printf(o, "<tr><td class=n>%zu</td>", i + 1);
 		td(o, j[i].job_id);
 		td(o, j[i].cluster);
@@ -618,10 +641,12 @@ static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const s
 		snprintf(b, sizeof b, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
 		tdn(o, b);
 		tdh(o, j[i].alloc_s);
-		tdm(o, sb, j[i].cost_micros);
+		gl_report_fmt_job_money(sb, &j[i], j[i].cost_micros, b, sizeof b);
+		tdn(o, b);
 		if (j[i].has_usage) {
 			tdh(o, j[i].idle_s);
-			tdm(o, sb, j[i].idle_micros);
+			gl_report_fmt_job_money(sb, &j[i], j[i].idle_micros, b, sizeof b);
+			tdn(o, b);
 		} else {
 			tdn(o, "no data");
 			tdn(o, "no data");

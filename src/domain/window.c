@@ -48,7 +48,38 @@ static int parse_month(const char *s, size_t n, int64_t *out)
 	return gl_time_parse(buf, 10, out);
 }
 
-int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err)
+/* One end of an "A,B" pair: *floor_s is the whole second (gl_time_parse's
+ * reading, which drops a fraction), *frac the fraction in units of 1e-18 s
+ * (0 for a date or a month). A leap second is refused here with its own message: POSIX
+ * seconds have none, and reading 23:59:60 as the next minute's :00 made
+ * "...23:59:60Z,...00:00:00Z" an empty window reported as "end before
+ * start". */
+static int parse_end(const char *which, const char *s, size_t n, int64_t *floor_s, int64_t *frac, struct gl_err *err)
+{
+	*frac = 0;
+	if (n >= 19 && (s[10] == 'T' || s[10] == 't' || s[10] == ' ') && s[16] == ':' && s[17] == '6' && s[18] == '0')
+		return gl_err_set(err, GL_EINVAL,
+				  "%s '%.*s' is a leap second (:60): times here are POSIX seconds, which have none; "
+				  "write :59 or the next minute's :00",
+				  which, (int)n, s);
+	if (gl_time_parse(s, n, floor_s) && parse_month(s, n, floor_s))
+		return gl_err_set(err, GL_EINVAL, "bad %s '%.*s' (RFC3339 time or date%s)", which, (int)n, s,
+				  memchr(s, ' ', n) ? "; a '+' in a URL query is a space: write %2B" : "");
+	if (n > 20 && (s[19] == '.' || s[19] == ',')) {
+		int64_t scale = 100000000000000000LL; /* 18 digits, to compare two fractions */
+		for (size_t i = 20; i < n && s[i] >= '0' && s[i] <= '9'; i++, scale /= 10)
+			*frac += (s[i] - '0') * scale;
+	}
+	return 0;
+}
+
+/* A window is echoed back in RFC 3339, whose years have 4 digits: it must
+ * start on or after year 0000 and end (exclusively) by year 9999's last
+ * second ("9999-12" would end at 10000-01-01T00:00:00Z). */
+#define WINDOW_MIN_S (-62167219200LL)
+#define WINDOW_MAX_END_S 253402300799LL /* 9999-12-31T23:59:59Z */
+
+static int parse_window(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err)
 {
 	size_t n = strlen(s);
 	const char *comma = strchr(s, ',');
@@ -57,18 +88,18 @@ int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl
 		return gl_err_set(err, GL_EINVAL, "empty");
 	if (comma) {
 		int64_t a, b;
+		int64_t fa, fb;
 		size_t na = (size_t)(comma - s), nb = n - na - 1;
-		/* a '+' of an offset written as is in a URL arrives as a space */
-		if (gl_time_parse(s, na, &a) && parse_month(s, na, &a))
-			return gl_err_set(err, GL_EINVAL, "bad start '%.*s' (RFC3339 time or date%s)", (int)na, s,
-					  memchr(s, ' ', na) ? "; a '+' in a URL query is a space: write %2B" : "");
-		if (gl_time_parse(comma + 1, nb, &b) && parse_month(comma + 1, nb, &b))
-			return gl_err_set(err, GL_EINVAL, "bad end '%s' (RFC3339 time or date%s)", comma + 1,
-					  memchr(comma + 1, ' ', nb) ? "; a '+' in a URL query is a space: write %2B" : "");
-		if (b <= a)
+		int rc;
+		if ((rc = parse_end("start", s, na, &a, &fa, err)) || (rc = parse_end("end", comma + 1, nb, &b, &fb, err)))
+			return rc;
+		/* compared before rounding, so .7 to .5 is refused and .5 to .7 is not */
+		if (b < a || (b == a && fb <= fa))
 			return gl_err_set(err, GL_EINVAL, "end before start");
+		/* GPU-time is whole seconds: the window grows to the seconds the
+		 * asked interval touches (start rounded down, end up) */
 		w->start_s = a;
-		w->end_s = b;
+		w->end_s = b + (fb > 0);
 		return 0;
 	}
 	if (!strcmp(s, "today")) {
@@ -107,6 +138,23 @@ int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl
 				  "yesterday, week, lastweek, month, lastmonth)",
 				  s);
 	}
+	return 0;
+}
+
+int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err)
+{
+	struct gl_window v;
+	int rc = parse_window(s, now_s, &v, err);
+	if (rc)
+		return rc;
+	if (v.start_s < WINDOW_MIN_S)
+		return gl_err_set(err, GL_EINVAL, "starts before 0000-01-01T00:00:00Z (RFC 3339 years have 4 digits)");
+	if (v.end_s > WINDOW_MAX_END_S)
+		return gl_err_set(err, GL_EINVAL,
+				  "ends after 9999-12-31T23:59:59Z (RFC 3339 years have 4 digits; '%s' would end in year "
+				  "10000 or later)",
+				  s);
+	*w = v;
 	return 0;
 }
 

@@ -56,16 +56,27 @@ static const char busy_before_sql[] =
 	" WHERE EXISTS (SELECT 1 FROM gpu_usage_jobs u WHERE u.job_pk = x.job_pk AND u.busy_samples > 0"
 	"  AND u.bucket >= to_timestamp(x.a) AND u.bucket < to_timestamp(x.b))";
 
-/* Owner at the job's start and the rate in force now, for reported jobs. */
+/* Owner at the job's start, for reported jobs. */
 static const char owner_sql[] =
-	"SELECT x.i, coalesce(ow.team, '__unallocated__'), rt.micros_per_gpu_hour"
+	"SELECT x.i, coalesce(ow.team, '__unallocated__')"
 	" FROM unnest($1::integer[], $2::bigint[], $3::integer[]) AS x(cid, job_pk, i)"
 	" JOIN jobs jb ON jb.cluster_id = x.cid AND jb.job_pk = x.job_pk JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
-	"  jb.tags, jb.start_at) ow ON true"
-	" LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= to_timestamp($4)"
-	"  AND to_timestamp($4) < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates q"
-	"  WHERE q.gpu_model = " GL_JOB_MODEL_SQL("jb") ") THEN " GL_JOB_MODEL_SQL("jb") " ELSE '*' END LIMIT 1) rt ON true";
+	"  jb.tags, jb.start_at) ow ON true";
+
+/* The rates of each reported job's rate model (its GPU model, else "*")
+ * in force at some time of [$4, $5), the look-back: its idle time is priced
+ * across them, as chargeback and /v1/idle price across a rate change. */
+static const char rates_sql[] =
+	"SELECT x.i, CASE WHEN isfinite(r.valid_from) THEN (extract(epoch FROM r.valid_from) * 1000000)::bigint END,"
+	" CASE WHEN isfinite(r.valid_to) THEN (extract(epoch FROM r.valid_to) * 1000000)::bigint END,"
+	" r.micros_per_gpu_hour"
+	" FROM unnest($1::integer[], $2::bigint[], $3::integer[]) AS x(cid, job_pk, i)"
+	" JOIN jobs jb ON jb.cluster_id = x.cid AND jb.job_pk = x.job_pk"
+	" JOIN rates r ON r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates q"
+	"  WHERE q.gpu_model = " GL_JOB_MODEL_SQL("jb") ") THEN " GL_JOB_MODEL_SQL("jb") " ELSE '*' END"
+	" AND r.valid_to > to_timestamp($4) AND r.valid_from < to_timestamp($5)"
+	" ORDER BY x.i, r.valid_from";
 
 static const char stages_sql[] =
 	"SELECT x.i, s.stage, s.status FROM unnest($1::integer[], $2::bigint[], $3::integer[]) AS x(cid, job_pk, i)"
@@ -90,7 +101,9 @@ struct hjob {
 	struct gl_idle_job_eval ev;
 	enum jclass cls;
 	char owner[128];
-	int64_t rate;            /* -1 unknown */
+	struct gl_idle_span *isp; /* the idle spans of all its GPUs, priced once the rates are known */
+	size_t nisp, iscap;
+	int64_t idle_cost;       /* micro-units; -1: no rate of its model in the look-back */
 	unsigned done, failed;   /* bit per stage */
 	enum gl_idle_stage next; /* stage to run now; NONE = nothing */
 };
@@ -235,7 +248,6 @@ static cJSON *job_json(const struct hjob *j, const struct gl_hookpolicy *pols)
 {
 	cJSON *o = cJSON_CreateObject();
 	const struct gl_hookpolicy *p = &pols[j->pol];
-	int64_t cost = gl_idle_cost_micros(j->ev.idle_gpu_s, j->rate);
 	cJSON_AddStringToObject(o, "cluster", j->cluster);
 	cJSON_AddStringToObject(o, "job_id", j->job_id);
 	cJSON_AddStringToObject(o, "job_name", j->name);
@@ -247,8 +259,8 @@ static cJSON *job_json(const struct hjob *j, const struct gl_hookpolicy *pols)
 	cJSON_AddNumberToObject(o, "idle_gpus", (double)j->ev.idle_gpus);
 	cJSON_AddNumberToObject(o, "idle_minutes", (double)(j->ev.idle_s / 60));
 	cJSON_AddNumberToObject(o, "idle_gpu_seconds", (double)j->ev.idle_gpu_s);
-	if (j->rate >= 0)
-		cJSON_AddNumberToObject(o, "idle_cost_micros", (double)cost);
+	if (j->idle_cost >= 0)
+		cJSON_AddNumberToObject(o, "idle_cost_micros", (double)j->idle_cost);
 	else
 		cJSON_AddNullToObject(o, "idle_cost_micros");
 	cJSON_AddStringToObject(o, "rule", gl_idlerule_kind_name(p->rule.kind));
@@ -314,7 +326,7 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		st == GL_IDLE_STAGE_ACT ? (!strcmp(j->kind, "kubernetes") ? &p->kube_argv : &p->slurm_argv) : &p->warn_argv;
 	char idle_min[24], gpus[32], gpu_hours[32], cost[32], at[32], status_s[16], idle_s[24], igs[24], cost_s[24],
 		cid[16], jpk[24];
-	int64_t cost_micros = gl_idle_cost_micros(j->ev.idle_gpu_s, j->rate);
+	int64_t cost_micros = j->idle_cost > 0 ? j->idle_cost : 0;
 	struct gl_proc_result res;
 	struct gl_proc_opts po = {0};
 	struct gl_strbuf argv_lit = GL_STRBUF_INIT, disp = GL_STRBUF_INIT, detail = GL_STRBUF_INIT;
@@ -431,7 +443,7 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		PGresult *q = NULL;
 		const char *pr[] = {cid, j->cluster, jpk, j->job_id, j->owner, p->name, gl_idle_stage_name(st), argv_lit.p,
 				    have_status ? status_s : NULL, ok ? "true" : "false", stderr_txt, rc->actor, idle_s, igs,
-				    j->rate >= 0 ? cost_s : NULL};
+				    j->idle_cost >= 0 ? cost_s : NULL};
 		r = gl_db_query(rc->c,
 				"INSERT INTO hook_actions (cluster_id, cluster, job_pk, job_id, owner, policy, stage, argv,"
 				" exit_status, ok, stderr, source, actor, idle_s, idle_gpu_s, cost_micros)"
@@ -665,7 +677,7 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		j->start_s = atoll(PQgetvalue(jr, r, 12));
 		j->gpu_milli = atoll(PQgetvalue(jr, r, 13));
 		j->pol = -1;
-		j->rate = -1;
+		j->idle_cost = -1;
 		snprintf(j->owner, sizeof j->owner, "__unallocated__");
 		{
 			struct gl_hookpolicy_job hj = {j->cluster, j->kind, j->partition, j->qos, j->account, j->user, j->ns,
@@ -780,6 +792,15 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 				j->gpus = gl_xrealloc(j->gpus, j->gcap * sizeof *j->gpus);
 			}
 			gl_idlerule_eval_gpu(&p->rule, sp, ns, j->start_s, now_s, &j->gpus[j->ngpus]);
+			for (size_t k = 0; k < ns; k++) {
+				if (sp[k].state != GL_IDLE_IDLE)
+					continue;
+				if (j->nisp == j->iscap) {
+					j->iscap = j->iscap ? j->iscap * 2 : 64;
+					j->isp = gl_xrealloc(j->isp, j->iscap * sizeof *j->isp);
+				}
+				j->isp[j->nisp++] = sp[k];
+			}
 			/* staleness from the last sample itself, not the bucket's end */
 			j->gpus[j->ngpus].stale = !last || last < now_s - p->rule.max_data_age_s;
 			if (last > j->last_sample_s)
@@ -863,13 +884,35 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
 		arr_add_i64(&a3, (int64_t)i);
 	}
 	if (a1.len) {
-		if ((rc = gl_db_query(c, owner_sql, 4, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3), now_txt},
+		if ((rc = gl_db_query(c, owner_sql, 3, (const char *[]){arr_end(&a1), arr_end(&a2), arr_end(&a3)},
 				      &q, err)))
 			goto out;
 		for (int r = 0; r < PQntuples(q); r++) {
 			struct hjob *j = &jobs[atoll(PQgetvalue(q, r, 0))];
 			snprintf(j->owner, sizeof j->owner, "%s", PQgetvalue(q, r, 1));
-			j->rate = PQgetisnull(q, r, 2) ? -1 : atoll(PQgetvalue(q, r, 2));
+		}
+		PQclear(q);
+		q = NULL;
+		{
+			char lo[24];
+			fmt_i64(lo, sizeof lo, min_from);
+			if ((rc = gl_db_query(c, rates_sql, 5, (const char *[]){a1.p, a2.p, a3.p, lo, now_txt}, &q, err)))
+				goto out;
+		}
+		for (int r = 0, n = PQntuples(q); r < n;) {
+			size_t ji = (size_t)atoll(PQgetvalue(q, r, 0)), nr = 0;
+			struct hjob *j = &jobs[ji];
+			struct gl_jobstats_rate rt[64];
+			gl_i128 num;
+			for (; r < n && (size_t)atoll(PQgetvalue(q, r, 0)) == ji; r++) {
+				if (nr == GL_ARRAY_LEN(rt))
+					continue; /* 64 rate changes inside one look-back: the rest unpriced */
+				rt[nr].from_us = PQgetisnull(q, r, 1) ? INT64_MIN : atoll(PQgetvalue(q, r, 1));
+				rt[nr].to_us = PQgetisnull(q, r, 2) ? INT64_MAX : atoll(PQgetvalue(q, r, 2));
+				rt[nr++].micros_per_gpu_hour = atoll(PQgetvalue(q, r, 3));
+			}
+			num = gl_idlerule_idle_cost_num(&pols[j->pol].rule, j->isp, j->nisp, j->start_s, now_s, rt, nr);
+			j->idle_cost = (int64_t)((num + GL_MILLI_GPU_SECONDS_PER_GPU_HOUR / 2) / GL_MILLI_GPU_SECONDS_PER_GPU_HOUR);
 		}
 		PQclear(q);
 		q = NULL;
@@ -1030,6 +1073,7 @@ out:
 			free(jobs[i].labels[k]);
 		free(jobs[i].labels);
 		free(jobs[i].gpus);
+		free(jobs[i].isp);
 	}
 	free(jobs);
 	for (size_t i = 0; allows && i < npols; i++)
@@ -1051,8 +1095,17 @@ out:
 
 /* ---- actions recorded from outside, and the list ---- */
 
-int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, int64_t now_s, cJSON **out,
-		   const char **param, struct gl_err *err)
+/* 1 when name is one of the configured hook.policies */
+static int policy_configured(const struct gl_config *cfg, const char *name)
+{
+	for (size_t i = 0; cfg && i < cfg->n_hook_policies; i++)
+		if (!strcmp(cfg->hook_policies[i].name, name))
+			return 1;
+	return 0;
+}
+
+int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
+		   int64_t now_s, cJSON **out, const char **param, struct gl_err *err)
 {
 	static const char *const fields[] = {"cluster", "job_id", "policy", "stage", "ok", "exit_status", "command", "owner"};
 	cJSON *in = NULL, *f, *argv_j;
@@ -1126,6 +1179,9 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 	STR("stage", stage, 1)
 	STR("owner", owner, 0)
 #undef STR
+	/* not known is NULL, as the list shows it (null), never "" */
+	if (owner && !*owner)
+		owner = NULL;
 	if (gl_idle_stage_parse(stage, &st) || st == GL_IDLE_STAGE_NONE) {
 		*param = "stage";
 		rc = gl_err_set(err, GL_EINVAL, "stage: '%s' is not warn1, warn2 or act", stage);
@@ -1235,6 +1291,7 @@ int gl_hook_record(PGconn *c, const char *body, size_t len, const char *actor, i
 		cJSON_AddStringToObject(*out, "at", at);
 	}
 	cJSON_AddBoolToObject(*out, "job_known", !PQgetisnull(q, 0, 3));
+	cJSON_AddBoolToObject(*out, "policy_known", policy_configured(cfg, policy));
 	(void)now_s;
 	goto out;
 rollback:
@@ -1250,7 +1307,8 @@ out:
 	return rc;
 }
 
-int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJSON **out, struct gl_err *err)
+int gl_hook_actions_list(PGconn *c, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
+			 cJSON **out, struct gl_err *err)
 {
 	char a[24], b[24], l[24];
 	PGresult *q = NULL;
@@ -1262,7 +1320,7 @@ int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJ
 	fmt_i64(b, sizeof b, to_s);
 	snprintf(l, sizeof l, "%ld", limit);
 	if ((rc = gl_db_query(c,
-			      "SELECT extract(epoch FROM at)::bigint, cluster, job_id, coalesce(owner, ''), policy, stage,"
+			      "SELECT extract(epoch FROM at)::bigint, cluster, job_id, nullif(owner, ''), policy, stage,"
 			      " array_to_string(argv, ' '), array_to_json(argv)::text, exit_status, ok, source, actor,"
 			      " coalesce(stderr, '')"
 			      " FROM hook_actions WHERE at >= to_timestamp($1) AND at < to_timestamp($2)"
@@ -1278,8 +1336,12 @@ int gl_hook_actions_list(PGconn *c, int64_t from_s, int64_t to_s, long limit, cJ
 		cJSON_AddStringToObject(o, "at", at);
 		cJSON_AddStringToObject(o, "cluster", PQgetvalue(q, r, 1));
 		cJSON_AddStringToObject(o, "job_id", PQgetvalue(q, r, 2));
-		cJSON_AddStringToObject(o, "owner", PQgetvalue(q, r, 3));
+		if (PQgetisnull(q, r, 3))
+			cJSON_AddNullToObject(o, "owner");
+		else
+			cJSON_AddStringToObject(o, "owner", PQgetvalue(q, r, 3));
 		cJSON_AddStringToObject(o, "policy", PQgetvalue(q, r, 4));
+		cJSON_AddBoolToObject(o, "policy_known", policy_configured(cfg, PQgetvalue(q, r, 4)));
 		cJSON_AddStringToObject(o, "stage", PQgetvalue(q, r, 5));
 		cJSON_AddStringToObject(o, "command", PQgetvalue(q, r, 6));
 		cJSON_AddItemToObject(o, "argv", cJSON_Parse(PQgetvalue(q, r, 7)));

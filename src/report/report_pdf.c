@@ -304,13 +304,13 @@ static void jobs_table(struct pdf *p, const char *title, const struct gl_sb_job 
 	heading(p, title);
 	t_init(&t, h, w, a, 10);
 	for (size_t i = 0; i < n; i++) {
-		char r[16], g[32], hh[32], c[48], ih[32], ic[48];
+		char r[16], g[32], hh[32], c[64], ih[32], ic[64];
 		snprintf(r, sizeof r, "%zu", i + 1);
 		snprintf(g, sizeof g, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
 		gl_report_fmt_hours(j[i].alloc_s, hh, sizeof hh);
-		money(p->sb, j[i].cost_micros, c, sizeof c);
+		gl_report_fmt_job_money(p->sb, &j[i], j[i].cost_micros, c, sizeof c);
 		gl_report_fmt_hours(j[i].idle_s, ih, sizeof ih);
-		money(p->sb, j[i].idle_micros, ic, sizeof ic);
+		gl_report_fmt_job_money(p->sb, &j[i], j[i].idle_micros, ic, sizeof ic);
 		t_row(&t, r, j[i].job_id, j[i].cluster, gl_report_owner_label(j[i].owner), j[i].state, g, hh, c,
 		      j[i].has_usage ? ih : "no data", j[i].has_usage ? ic : "no data");
 	}

@@ -366,11 +366,15 @@ static int job_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err 
 	j.gpu_milli = gl_db_field_int(&f[JC_GPU_MILLI]);
 	j.alloc_ms = j.gpu_milli * gl_jobstats_span_s(s0, e0);
 	rm = rates_for(x, &f[JC_MODEL]);
+	j.unpriced_ms = j.alloc_ms;
 	if (rm) {
 		gl_i128 num = gl_jobstats_cost_num(rm->r, rm->n, s0, e0, j.gpu_milli);
 		j.cost_micros = (int64_t)((num * 2 + GL_MILLI_GPU_SECONDS_PER_GPU_HOUR) /
 					  (2 * (gl_i128)GL_MILLI_GPU_SECONDS_PER_GPU_HOUR));
+		j.unpriced_ms -= j.gpu_milli * gl_jobstats_priced_s(rm->r, rm->n, s0, e0);
 	}
+	if (j.unpriced_ms < 0)
+		j.unpriced_ms = 0;
 	j.group = job_group(x, f, start);
 	{
 		const struct gl_db_field *p = &f[JC_PARTITION];
@@ -522,6 +526,7 @@ static void put_top(const struct gl_jobstats_top *t, char *const *owner_names, c
 	j->gpu_milli = t->gpu_milli;
 	j->alloc_s = t->alloc_s;
 	j->cost_micros = t->cost_micros;
+	j->unpriced_s = t->unpriced_s;
 	j->has_usage = t->observed;
 	j->idle_s = t->idle_s;
 	j->idle_micros = t->idle_micros;

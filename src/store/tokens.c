@@ -1,5 +1,6 @@
 /* API tokens (see include/gl/tokens.h). */
 #include "gl/tokens.h"
+#include "gl/chargeback.h"
 #include "gl/audit.h"
 #include "gl/db.h"
 #include "gl/timeutil.h"
@@ -126,6 +127,14 @@ int gl_token_create(PGconn *c, const char *name, const char *role, int64_t expir
 		for (size_t i = 0; i < n_owners; i++) {
 			if (!gl_token_owner_valid(owners[i])) {
 				rc = gl_err_set(err, GL_EINVAL, "token: bad owner scope '%s'", owners[i]);
+				goto out;
+			}
+			/* no team has that name: the scope would show nothing, or the
+			 * synthetic row where a month's rows name it */
+			if (gl_cb_name_reserved(owners[i])) {
+				rc = gl_err_set(err, GL_EINVAL,
+						"token: owner scope '%s' is the name of a synthetic row (__idle__, __unallocated__), not an owner",
+						owners[i]);
 				goto out;
 			}
 			cJSON_AddItemToArray(a, cJSON_CreateString(owners[i]));

@@ -443,6 +443,48 @@ static void test_audit_verify_window_is_rfc3339(void **state)
 	cJSON_Delete(j);
 }
 
+/* Window edge cases (docs/openapi.yaml, window): a window whose end would
+ * be in year 10000 cannot be written in RFC 3339 and is 400 naming window;
+ * a leap second is 400 saying so (it read as "end before start"); a
+ * fractional pair is widened to whole seconds (it was truncated to an
+ * empty window and answered "end before start"). */
+static void test_window_edges(void **state)
+{
+	static const struct {
+		const char *window, *says;
+	} bad[] = {
+		{"9999-12", "9999-12-31T23:59:59Z"},
+		{"9999-12-31", "9999-12-31T23:59:59Z"},
+		{"2026-12-31T23:59:60Z,2027-01-01T00:00:00Z", "leap second"},
+		{"2026-11-01T00:00:00.7Z,2026-11-01T00:00:00.5Z", "end before start"},
+	};
+	char path[160];
+	cJSON *j, *w;
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct gl_test_http r;
+		cJSON *e;
+		snprintf(path, sizeof path, "/v1/audit/verify?window=%s", bad[i].window);
+		expect_error(path, 400, "window");
+		assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+		j = cJSON_Parse(r.body);
+		e = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "message");
+		if (!strstr(e->valuestring, bad[i].says) || strncmp(e->valuestring, "window: ", 8))
+			fail_msg("%s: message '%s' lacks '%s'", bad[i].window, e->valuestring, bad[i].says);
+		cJSON_Delete(j);
+		gl_test_http_fini(&r);
+	}
+	/* the last second that can be written is a valid end */
+	j = gl_test_get_json(g_d.port, "/v1/audit/verify?window=9999-12-31T00:00:00Z,9999-12-31T23:59:59Z", 200);
+	assert_non_null(j);
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/audit/verify?window=2026-11-01T00:00:00.5Z,2026-11-01T00:00:00.7Z", 200);
+	assert_non_null(j);
+	w = cJSON_GetObjectItem(j, "window");
+	assert_string_equal(cJSON_GetArrayItem(w, 0)->valuestring, "2026-11-01T00:00:00Z");
+	assert_string_equal(cJSON_GetArrayItem(w, 1)->valuestring, "2026-11-01T00:00:01Z");
+	cJSON_Delete(j);
+}
+
 /* api.max_window_days (docs/config.md, openapi's window parameter) holds on
  * every route that takes a window: one day over it is 400 naming window. */
 static void test_every_window_keeps_max_window_days(void **state)
@@ -475,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_ingest_runs_default_limit_is_100),
 		cmocka_unit_test(test_audit_verify_window_is_rfc3339),
 		cmocka_unit_test(test_every_window_keeps_max_window_days),
+		cmocka_unit_test(test_window_edges),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -304,6 +304,23 @@ static void test_duplicate_live_name_is_refused_in_words(void **state)
 	gl_test_out_fini(&o);
 }
 
+/* A scope naming a synthetic chargeback row is no owner: refused, no token. */
+static void test_scope_on_synthetic_row_is_refused(void **state)
+{
+	static const char *const names[] = {"owner=__idle__", "owner=__unallocated__"};
+	for (size_t i = 0; i < 2; i++) {
+		struct gl_test_out o;
+		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "token", "create", "--name", "synthetic", "--role", "viewer",
+					     "--scope", names[i], NULL),
+				 0);
+		assert_int_equal(o.status, 1);
+		if (!strstr(o.err, "is the name of a synthetic row"))
+			fail_msg("stderr: %s", o.err);
+		assert_null(strstr(o.out, "glt_"));
+		gl_test_out_fini(&o);
+	}
+}
+
 static void test_repeated_failures_are_rate_limited(void **state)
 {
 	const char *from = "127.0.0.9";
@@ -481,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_scoped_token_sees_only_its_owner),
 		cmocka_unit_test(test_scoped_token_refused_before_a_write),
 		cmocka_unit_test(test_revoked_token_refused_within_the_cache_ttl),
+		cmocka_unit_test(test_scope_on_synthetic_row_is_refused),
 		cmocka_unit_test(test_repeated_failures_are_rate_limited),
 		cmocka_unit_test(test_every_request_is_audited_never_the_token),
 		cmocka_unit_test(test_admin_endpoints),

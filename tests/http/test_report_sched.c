@@ -560,6 +560,46 @@ static void test_stop_mid_budget_alert(void **state)
 	PQfinish(c);
 }
 
+/* Without budget_alerts.command an alert is recorded and audited, and the
+ * daemon's log says "recorded", not "sent" (it said sent). The spend is
+ * 100 % of this budget: 100 is the one threshold not yet crossed. */
+static void test_budget_alert_without_command_is_recorded(void **state)
+{
+	char yaml[8192];
+	long long spend, budget;
+	PGconn *c = PQconnectdb(g_dsn);
+	time_t t0;
+	(void)state;
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	if (!g_up) {
+		assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cost_yaml, (const char *[]){"--no-ingest", NULL}), 0);
+		g_up = 1;
+	}
+	spend = vision_spend_now();
+	assert_true(spend > 0);
+	budget = spend;
+	snprintf(yaml, sizeof yaml,
+		 "%s"
+		 "budgets:\n  - owner: vision\n    amount: \"%lld.%06lld\"\n"
+		 "budget_alerts:\n  thresholds: \"50,75,90,100\"\n  interval_s: 10\n",
+		 cost_yaml, budget / 1000000, budget % 1000000);
+	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
+	g_up = 0;
+	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, yaml, NULL), 0);
+	g_up = 1;
+	for (t0 = time(NULL); !log_has("budgets:all: 1 alerts recorded (no budget_alerts.command)", 1) &&
+			      time(NULL) - t0 < 60;)
+		usleep(200 * 1000);
+	assert_true(log_has("budgets:all: 1 alerts recorded (no budget_alerts.command)", 1));
+	assert_false(log_has("alerts sent", 1));
+	assert_int_equal(count_lines(g_alerts), 3);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM budget_alerts WHERE owner = 'vision' AND threshold_pct = 100"
+					    " AND command_status = 'not configured'"),
+			 1);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE action = 'budget.alert'"), 4);
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -570,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_sched_no_data_quiet_other_errors_fail),
 		cmocka_unit_test(test_record_creates_reports_dir),
 		cmocka_unit_test(test_stop_mid_budget_alert),
+		cmocka_unit_test(test_budget_alert_without_command_is_recorded),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

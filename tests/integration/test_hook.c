@@ -342,6 +342,54 @@ static void test_rules_and_memory(void **state)
 	assert_int_equal(count_lines(path("scancel.log"), NULL), 0);
 }
 
+/* The idle cost is priced across a rate change inside the look-back (it
+ * was all priced at the rate in force now). a100: 1.00 an hour until T =
+ * the last scrape - 30 min, 5.00 from T. Job 101 idles throughout, so of
+ * its I idle GPU-seconds, A are after T, with the last scrape - T <= A <=
+ * now - T: cost = ((I - A) x 1,000,000 + A x 5,000,000) / 3,600 micros. */
+static void test_idle_cost_across_rate_change(void **state)
+{
+	char *out, t[32], yaml[512];
+	const time_t at = g_end - 30 * 60;
+	time_t t_after;
+	cJSON *r, *it;
+	long long idle = -1, cost = -1;
+	struct gl_test_out o;
+	iso(at, t, sizeof t);
+	snprintf(yaml, sizeof yaml,
+		 "rates:\n  - model: a100\n    per_gpu_hour: \"1.00\"\n    to: %s\n"
+		 "  - model: a100\n    per_gpu_hour: \"5.00\"\n    from: %s\n",
+		 t, t);
+	write_file(path("rates.yaml"), yaml, 0);
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "rates", "load", path("rates.yaml"), NULL), 0);
+	if (o.status)
+		fail_msg("rates load: %s", o.err);
+	gl_test_out_fini(&o);
+	write_config("sliding.yaml", sliding, 10);
+	assert_int_equal(hook(path("sliding.yaml"), "--dry-run", "json", &out), 3);
+	t_after = time(NULL);
+	r = parse_report(out);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r, "candidates"))
+	{
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(it, "job_id")->valuestring, "101"))
+			continue;
+		idle = (long long)cJSON_GetObjectItemCaseSensitive(it, "idle_gpu_seconds")->valuedouble;
+		assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(it, "idle_cost_micros")));
+		cost = (long long)cJSON_GetObjectItemCaseSensitive(it, "idle_cost_micros")->valuedouble;
+	}
+	cJSON_Delete(r);
+	free(out);
+	/* the look-back is 120 min: more than the 30 min after T */
+	assert_true(idle > 3600);
+	{
+		long long lo = (idle * 1000000 + 1800LL * 4000000) / 3600 - 1;
+		long long hi = (idle * 1000000 + (long long)(t_after - at) * 4000000) / 3600 + 1;
+		if (cost < lo || cost > hi)
+			fail_msg("idle %lld s: cost %lld micros, want %lld..%lld (all at 5.00: %lld)", idle, cost, lo, hi,
+				 idle * 5000000 / 3600);
+	}
+}
+
 static void test_act(void **state)
 {
 	char *out, got[256];
@@ -895,6 +943,7 @@ int main(void)
 		cmocka_unit_test(test_ingest),
 		cmocka_unit_test(test_dry_run_twice),
 		cmocka_unit_test(test_rules_and_memory),
+		cmocka_unit_test(test_idle_cost_across_rate_change),
 		cmocka_unit_test(test_act),
 		cmocka_unit_test(test_overlapping_runs),
 		cmocka_unit_test(test_api),

@@ -43,6 +43,25 @@ static const struct wcase wins[] = {
 	{"month", "2026-11-22T18:00:00Z", "2026-11-01", "2026-12-01"},
 	{"lastweek", "2026-11-22T18:00:00Z", "2026-11-09", "2026-11-16"}, /* 2026-11-22 is a Sunday */
 	{"2026-11-22T19:00:00Z,2026-11-22T17:00:00Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	/* fractions: compared as given, then start rounded down and end up */
+	{"2026-11-01T00:00:00.5Z,2026-11-01T00:00:00.7Z", "2026-11-22T18:00:00Z", "2026-11-01T00:00:00Z", "2026-11-01T00:00:01Z"},
+	{"2026-11-01T00:00:00.25Z,2026-11-01T00:00:03Z", "2026-11-22T18:00:00Z", "2026-11-01T00:00:00Z", "2026-11-01T00:00:03Z"},
+	{"2026-11-01T00:00:00.000Z,2026-11-01T00:00:02.000Z", "2026-11-22T18:00:00Z", "2026-11-01T00:00:00Z", "2026-11-01T00:00:02Z"},
+	{"2026-11-01T00:00:00.7Z,2026-11-01T00:00:00.5Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"2026-11-01T00:00:00.5Z,2026-11-01T00:00:00.50Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"2026-11-01T00:00:00.12345678901Z,2026-11-01T00:00:00.12345678902Z", "2026-11-22T18:00:00Z", "2026-11-01T00:00:00Z", "2026-11-01T00:00:01Z"},
+	/* leap seconds are refused, whichever end */
+	{"2026-12-31T23:59:60Z,2027-01-01T00:00:01Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"2026-12-31T00:00:00Z,2026-12-31T23:59:60Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	/* the end must be writable in RFC 3339 (4-digit years) */
+	{"9999-11", "2026-11-22T18:00:00Z", "9999-11-01", "9999-12-01"},
+	{"9999-12", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"9999-12-31", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"9999-12-31,9999-12-31T23:59:59Z", "2026-11-22T18:00:00Z", "9999-12-31", "9999-12-31T23:59:59Z"},
+	{"9999-12-31,9999-12-31T23:59:59.5Z", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"9999-12-31,9999-12-31T23:59:59-01:00", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"0000-01-01T00:00:00+01:00,2026-01-01", "2026-11-22T18:00:00Z", NULL, NULL},
+	{"0000-01-01,0000-01-02", "2026-11-22T18:00:00Z", "0000-01-01", "0000-01-02"},
 	{"0d", "2026-11-22T18:00:00Z", NULL, NULL},
 	{"7x", "2026-11-22T18:00:00Z", NULL, NULL},
 	{"2026-13", "2026-11-22T18:00:00Z", NULL, NULL},
@@ -88,6 +107,28 @@ static void test_window_plus_as_space(void **state)
 	memset(&e, 0, sizeof e);
 	assert_int_not_equal(gl_window_parse("2026-11-22T25:00:00Z,2026-11-23", T("2026-11-23T00:00:00Z"), &w, &e), 0);
 	assert_null(strstr(e.msg, "%2B"));
+}
+
+/* The edge cases' errors say what is wrong (they all said "end before
+ * start", or echoed an end of 10000-01-01T00:00:00Z). */
+static void test_window_edge_messages(void **state)
+{
+	static const struct {
+		const char *in, *says;
+	} cases[] = {
+		{"2026-12-31T23:59:60Z,2027-01-01T00:00:01Z", "start '2026-12-31T23:59:60Z' is a leap second"},
+		{"2026-12-31T00:00:00Z,2026-12-31T23:59:60+00:00", "end '2026-12-31T23:59:60+00:00' is a leap second"},
+		{"9999-12", "ends after 9999-12-31T23:59:59Z"},
+		{"0000-01-01T00:00:00+01:00,2026-01-01", "starts before 0000-01-01T00:00:00Z"},
+		{"2026-11-01T00:00:00.7Z,2026-11-01T00:00:00.5Z", "end before start"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct gl_window w;
+		struct gl_err e = {0};
+		assert_int_equal(gl_window_parse(cases[i].in, T("2026-11-23T00:00:00Z"), &w, &e), -GL_EINVAL);
+		if (!strstr(e.msg, cases[i].says))
+			fail_msg("'%s': '%s' lacks '%s'", cases[i].in, e.msg, cases[i].says);
+	}
 }
 
 static void test_window_split(void **state)
@@ -355,6 +396,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_window_parse),	      cmocka_unit_test(test_window_plus_as_space),
+		cmocka_unit_test(test_window_edge_messages),
 		cmocka_unit_test(test_window_split),
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),

@@ -433,6 +433,29 @@ static void test_job_unseen_gpu(void **s)
 	assert_int_equal(j.stage, GL_IDLE_STAGE_NONE);
 }
 
+/* Idle cost across a rate change (the hook priced all of it at the rate in
+ * force now). Job started at 900, grace 200 (counts from 1,100), now 2,100;
+ * a100 at 3.60 an hour (1,000 micros a GPU-second) until 1,900, then 7.20
+ * (2,000). Idle counted: 1,100-1,300 (200 s) and 1,600-1,900 (300 s) at
+ * 1,000, 1,900-2,100 (200 s) at 2,000: 500,000 + 400,000 = 900,000 micros
+ * (all 700 s at 7.20 would be 1,400,000). */
+static void test_idle_cost_across_rate_change(void **s)
+{
+	const struct gl_idlerule r = {GL_IDLERULE_RESET, 30 * 60, 0, 60 * 60, 200, 600, 1.0};
+	const struct gl_idle_span sp[] = {
+		{1000, 300, GL_IDLE_IDLE}, {1300, 300, GL_IDLE_BUSY}, {1600, 600, GL_IDLE_IDLE}, {2200, 300, GL_IDLE_IDLE},
+	};
+	const struct gl_jobstats_rate rt[] = {{INT64_MIN, 1900LL * 1000000, 3600000}, {1900LL * 1000000, INT64_MAX, 7200000}};
+	gl_i128 num;
+	(void)s;
+	num = gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, rt, 2);
+	assert_int_equal((int64_t)((num + 1800000) / 3600000), 900000);
+	/* no rate before 1,900: only the 200 s after it cost */
+	num = gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, rt + 1, 1);
+	assert_int_equal((int64_t)((num + 1800000) / 3600000), 400000);
+	assert_true(gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, NULL, 0) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -449,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_rules_table),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_job_unseen_gpu),
+		cmocka_unit_test(test_idle_cost_across_rate_change),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,10 @@ export async function render(ctx) {
 		out.push(table({ id: 'hook-actions', title: 'Past actions', sortKey: 'at', rows: act.value.actions || [],
 			cols: [
 				{ key: 'at', label: 'At', fmt: (r) => f.time(r.at) }, { key: 'cluster', label: 'Cluster' }, { key: 'job_id', label: 'Job' },
-				{ key: 'owner', label: 'Owner' }, { key: 'policy', label: 'Policy' }, { key: 'stage', label: 'Stage' },
+				{ key: 'owner', label: 'Owner' },
+				// a controller's own policy name is kept but said to be no policy of this configuration
+				{ key: 'policy', label: 'Policy', fmt: (r) => (r.policy_known === false ? `${r.policy} (not configured)` : r.policy) },
+				{ key: 'stage', label: 'Stage' },
 				{ key: 'command', label: 'Command' }, { key: 'exit_status', label: 'Exit', num: true },
 				{ key: 'ok', label: 'Result', fmt: (r) => (r.ok ? 'ok' : 'failed') },
 			] }));

@@ -1,0 +1,108 @@
+/* POST /v1/hook/actions from an external controller (docs/hook.md): an
+ * owner left out, or given as "", is stored as not known (NULL) and listed
+ * as null, never as "" (which read as an owner with an empty name); a
+ * policy that is not one of hook.policies is kept (a controller may have
+ * its own names) and marked "policy_known": false, in the 201 answer and
+ * in GET /v1/hook/actions. Real binary over real HTTP, real PostgreSQL. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char g_dsn[512];
+static struct gl_test_daemon g_d;
+
+static const char config_yaml[] = "hook:\n  policies:\n    - name: slurm-idle\n      scope: {clusters: c1}\n"
+				  "      rule: {kind: reset, t1_min: 30, t3_min: 60}\n"
+				  "      slurm_command: /bin/true {job_id}\n";
+
+static int setup(void **state)
+{
+	if (gl_test_db_fresh("gl_test_hook_record", g_dsn, sizeof g_dsn))
+		return -1;
+	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
+}
+
+static int teardown(void **state)
+{
+	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
+}
+
+/* POSTs body; returns the 201 answer's policy_known (0/1). */
+static int post(const char *body)
+{
+	struct gl_test_http r;
+	cJSON *j, *k;
+	int known;
+	assert_int_equal(gl_test_http(g_d.port, "POST", "/v1/hook/actions", body, strlen(body), NULL, &r), 0);
+	if (r.status != 201)
+		fail_msg("%s -> %ld %s", body, r.status, r.body);
+	j = cJSON_Parse(r.body);
+	k = cJSON_GetObjectItem(j, "policy_known");
+	assert_true(cJSON_IsBool(k));
+	known = cJSON_IsTrue(k);
+	cJSON_Delete(j);
+	gl_test_http_fini(&r);
+	return known;
+}
+
+static void test_owner_unknown_and_policy_marked(void **state)
+{
+	PGconn *c = PQconnectdb(g_dsn);
+	cJSON *j, *it;
+	int seen = 0;
+
+	assert_int_equal(post("{\"cluster\":\"c1\",\"job_id\":\"701\",\"policy\":\"slurm-idle\",\"stage\":\"warn1\",\"ok\":true}"),
+			 1);
+	assert_int_equal(post("{\"cluster\":\"c1\",\"job_id\":\"702\",\"policy\":\"ext-reaper\",\"stage\":\"act\","
+			      "\"ok\":true,\"owner\":\"\"}"),
+			 0);
+	assert_int_equal(post("{\"cluster\":\"c1\",\"job_id\":\"703\",\"policy\":\"ext-reaper\",\"stage\":\"warn1\","
+			      "\"ok\":false,\"owner\":\"teamx\"}"),
+			 0);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM hook_actions WHERE owner IS NULL"), 2);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM hook_actions WHERE owner = ''"), 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM hook_actions WHERE owner = 'teamx'"), 1);
+	PQfinish(c);
+
+	j = gl_test_get_json(g_d.port, "/v1/hook/actions", 200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "actions"))
+	{
+		const char *id = cJSON_GetObjectItem(it, "job_id")->valuestring;
+		cJSON *owner = cJSON_GetObjectItem(it, "owner"), *known = cJSON_GetObjectItem(it, "policy_known");
+		assert_true(cJSON_IsBool(known));
+		if (!strcmp(id, "701")) {
+			assert_true(cJSON_IsNull(owner));
+			assert_true(cJSON_IsTrue(known));
+		} else if (!strcmp(id, "702")) {
+			assert_true(cJSON_IsNull(owner));
+			assert_true(cJSON_IsFalse(known));
+			assert_string_equal(cJSON_GetObjectItem(it, "policy")->valuestring, "ext-reaper");
+		} else {
+			assert_string_equal(id, "703");
+			assert_string_equal(owner->valuestring, "teamx");
+			assert_true(cJSON_IsFalse(known));
+		}
+		seen++;
+	}
+	assert_int_equal(seen, 3);
+	cJSON_Delete(j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_owner_unknown_and_policy_marked),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
