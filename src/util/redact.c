@@ -378,8 +378,10 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 		we = word_end(s, i);
 		switch (st.next) {
 		case NX_VALUE:
-			/* a flag followed by another option took no value */
-			if (strncmp(s + i, "--", 2)) {
+			/* a flag followed by another option took no value: a long
+			 * one, or a lone short one (psql --no-password -h db); a
+			 * one-letter secret is none */
+			if (strncmp(s + i, "--", 2) && !(we - i == 2 && s[i] == '-' && is_alnum(s[i + 1]))) {
 				st.next = NX_NONE;
 				i = mask_value(out, s, i, st.quote);
 				continue;

@@ -195,6 +195,20 @@ static void test_scheduler_commands_stay(void **state)
 		check(same[i], same[i]);
 }
 
+/* A flag that names a secret but takes no value (psql's --no-password and
+ * --password only choose whether to prompt) is followed by a short option:
+ * the option is not the flag's value, and blanking it hid which option the
+ * next word belongs to. */
+static void test_flag_then_short_option(void **state)
+{
+	(void)state;
+	check("psql --no-password -h db -U gl", "psql --no-password -h db -U gl");
+	check("psql --password -p 5432 -d gl", "psql --password -p 5432 -d gl");
+	check("tool --token -v", "tool --token -v");
+	/* a value that only starts with a dash still goes */
+	check("tool --token -abc123", "tool --token ***");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_other_forms),
 		cmocka_unit_test(test_idempotent),
 		cmocka_unit_test(test_scheduler_commands_stay),
+		cmocka_unit_test(test_flag_then_short_option),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
