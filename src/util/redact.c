@@ -37,6 +37,18 @@ static int is_quote(char c)
 	return c == '\'' || c == '"';
 }
 
+/* The quote opened in s[from..to) and not closed there, 0 if none: one
+ * opened before a value ('alice:pw word', "--password=a b") holds the
+ * value to its closing quote as one opened at the value does. */
+static char open_quote(const char *s, size_t from, size_t to)
+{
+	char q = 0;
+	for (size_t k = from; k < to; k++)
+		if (is_quote(s[k]) && (!q || s[k] == q))
+			q = q ? 0 : s[k];
+	return q;
+}
+
 static int is_alnum(char c)
 {
 	return isalnum((unsigned char)c);
@@ -286,7 +298,7 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 		if (colon && (user_eq || curl_u) && (curl_u || colon > s + d + nl)) {
 			size_t c = (size_t)(colon - s);
 			gl_strbuf_append(o, s + i, c + 1 - i);
-			return mask_value(o, s, c + 1, q);
+			return mask_value(o, s, c + 1, open_quote(s, i, c));
 		}
 	}
 	if (d == b && (is_ci(s + b, we - b, "bearer") || is_ci(s + b, we - b, "basic"))) {
@@ -320,9 +332,11 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			continue;
 		}
 		if (c == '=' && p > ns && secret_name(s + ns, p - ns)) {
-			/* NAME=VALUE, also inside another's value (--set=a.token=x) */
+			/* NAME=VALUE, also inside another's value (--set=a.token=x).
+			 * An option quoted whole ("--password=a b") is its value's
+			 * quote; a quoted shell line ('PGPASSWORD=pw psql') is not */
 			gl_strbuf_putc(o, '=');
-			p = mask_value(o, s, p + 1, 0);
+			p = mask_value(o, s, p + 1, ns == i && d > b ? q : 0);
 			if (p > we)
 				we = word_end(s, p);
 			ns = p;
@@ -405,7 +419,7 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 			if (colon && strncmp(s + i, "--", 2)) {
 				size_t c = (size_t)(colon - s);
 				gl_strbuf_append(out, s + i, c + 1 - i);
-				i = mask_value(out, s, c + 1, 0);
+				i = mask_value(out, s, c + 1, open_quote(s, i, c));
 				continue;
 			}
 			break;

@@ -209,6 +209,20 @@ static void test_flag_then_short_option(void **state)
 	check("tool --token -abc123", "tool --token ***");
 }
 
+/* A quote opened before the password (around the whole USER:PASSWORD, or
+ * the whole --option=VALUE) holds it to its closing quote, as a quote
+ * opened at the value does: the words after the first space went out. */
+static void test_quote_opened_before_the_value(void **state)
+{
+	(void)state;
+	check("curl -u 'alice:pw word' https://h", "curl -u 'alice:***' https://h");
+	check("curl --user \"alice:pw word\" https://h", "curl --user \"alice:***\" https://h");
+	check("curl --user='alice:pw word' https://h", "curl --user='alice:***' https://h");
+	check("tool \"--password=a b\" --next", "tool \"--password=***\" --next");
+	/* a quoted shell line keeps what follows its assignment */
+	check("sh -c 'PGPASSWORD=pw psql -h db'", "sh -c 'PGPASSWORD=*** psql -h db'");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_idempotent),
 		cmocka_unit_test(test_scheduler_commands_stay),
 		cmocka_unit_test(test_flag_then_short_option),
+		cmocka_unit_test(test_quote_opened_before_the_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
