@@ -162,11 +162,18 @@ static int starts_name_eq(const char *p)
  * error message for a typo. */
 static size_t mask_value(struct gl_strbuf *o, const char *s, size_t v, char outer)
 {
-	char q = is_quote(s[v]) ? s[v] : outer;
+	/* the value's own quote, else (or when it is not closed: a stray one
+	 * inside 'X-Api-Key: "abc def') the outer one; leaving the outer one
+	 * open let the rest of the value out and made a second pass blank it */
+	char qs[2] = {is_quote(s[v]) ? s[v] : outer, outer};
 	size_t e, k;
 
-	if (q) {
-		size_t c = v + (s[v] == q);
+	for (int t = 0; t < 2; t++) {
+		char q = qs[t];
+		size_t c;
+		if (!q || (t && q == qs[0]))
+			continue;
+		c = v + (s[v] == q);
 		while (s[c] && s[c] != q && s[c] != '\n')
 			c++;
 		if (s[c] == q) {

@@ -223,6 +223,29 @@ static void test_quote_opened_before_the_value(void **state)
 	check("sh -c 'PGPASSWORD=pw psql -h db'", "sh -c 'PGPASSWORD=*** psql -h db'");
 }
 
+/* A stray quote at the start of a value inside a quoted header or option
+ * is not the value's end: the outer quote still holds it, or the words
+ * after the first went out and a second pass (`db redact`) blanked them. */
+static void test_stray_quote_inside_a_quoted_value(void **state)
+{
+	static const char *const in[] = {
+		"curl -H 'X-Api-Key: \"abc def' https://h",
+		"curl -H \"Authorization: Bearer 'abc def\" https://h",
+	};
+	static const char *const want[] = {
+		"curl -H 'X-Api-Key: ***' https://h",
+		"curl -H \"Authorization: Bearer ***\" https://h",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
+		struct gl_strbuf b = GL_STRBUF_INIT;
+		check(in[i], want[i]);
+		gl_redact_secrets(want[i], &b);
+		assert_string_equal(gl_strbuf_cstr(&b), want[i]);
+		gl_strbuf_fini(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_scheduler_commands_stay),
 		cmocka_unit_test(test_flag_then_short_option),
 		cmocka_unit_test(test_quote_opened_before_the_value),
+		cmocka_unit_test(test_stray_quote_inside_a_quoted_value),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
