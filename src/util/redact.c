@@ -128,6 +128,18 @@ static int secret_name(const char *name, size_t n)
 	return last && lastn >= 3 && !strncasecmp(last + lastn - 3, "key", 3);
 }
 
+/* A label of an error's chain: letters, digits, '-', '_' or '.', then
+ * one colon ("exec:", "oauth2:", "x509:"). */
+static int plain_label(const char *w, size_t n)
+{
+	if (n < 2 || w[n - 1] != ':')
+		return 0;
+	for (size_t k = 0; k + 1 < n; k++)
+		if (!is_alnum(w[k]) && w[k] != '-' && w[k] != '_' && w[k] != '.')
+			return 0;
+	return 1;
+}
+
 /* An HTTP authentication scheme: the word after "Authorization:" that is
  * kept, the one after it blanked. */
 static int is_scheme(const char *w, size_t n)
@@ -411,6 +423,22 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 		case NX_HEADER: {
 			size_t b = i;
 			st.next = NX_NONE;
+			/* another label of an error's chain ("getting credentials:
+			 * exec: executable aws not found"), not the value: a plain
+			 * name and a colon, read as a word of its own (which keeps
+			 * it as it is, so a second pass reads it alike). In quotes
+			 * the header's value runs on */
+			if (!st.quote && plain_label(s + b, we - b)) {
+				/* unless it holds a token of its own (glpat-...:) */
+				struct gl_strbuf w = GL_STRBUF_INIT;
+				struct state st2 = st;
+				int same;
+				put_word(&w, s, i, &st2);
+				same = w.len == we - i && !memcmp(gl_strbuf_cstr(&w), s + i, w.len);
+				gl_strbuf_fini(&w);
+				if (same)
+					break;
+			}
 			if (is_scheme(s + b, we - b)) {
 				gl_strbuf_append(out, s + i, we - i);
 				st.next = NX_VALUE;

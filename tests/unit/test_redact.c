@@ -246,6 +246,23 @@ static void test_stray_quote_inside_a_quoted_value(void **state)
 	}
 }
 
+/* Error texts chain their context with colons ("getting credentials:
+ * exec: ..."): after a label naming a credential, the next label is not
+ * its value. A quoted header's value, and a value not ending in a colon,
+ * still go. */
+static void test_label_after_a_credential_label(void **state)
+{
+	(void)state;
+	check("kube c1: Unable to connect to the server: getting credentials: exec: executable aws not found",
+	      "kube c1: Unable to connect to the server: getting credentials: exec: executable aws not found");
+	check("error: refresh token: x509: certificate has expired", "error: refresh token: x509: certificate has expired");
+	check("password: hunter2 rejected", "password: *** rejected");
+	check("curl -H 'X-Api-Key: abc:' https://h", "curl -H 'X-Api-Key: ***' https://h");
+	/* a label that is a token itself is still the value */
+	check("token: glpat-abcdefghijklmnopqrst: rejected", "token: *** rejected");
+	check("token: *** rejected", "token: *** rejected");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_flag_then_short_option),
 		cmocka_unit_test(test_quote_opened_before_the_value),
 		cmocka_unit_test(test_stray_quote_inside_a_quoted_value),
+		cmocka_unit_test(test_label_after_a_credential_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
