@@ -2,6 +2,7 @@
  * No handler here ever sees or prints a token or its hash. */
 #include "gl/apijson.h"
 #include "gl/audit.h"
+#include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/routes.h"
@@ -228,6 +229,9 @@ int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 	cJSON_AddStringToObject(root, "role", a->role);
 	/* the dashboard's money is in it (views whose answers do not say) */
 	cJSON_AddStringToObject(root, "currency", req->cfg->currency);
+	/* ISO 4217's, as the API writes money: the browser's Intl has CLDR's
+	 * display digits, which differ for some (HUF, IDR: 0 there, 2 here) */
+	cJSON_AddNumberToObject(root, "currency_minor_units", gl_money_minor(req->cfg->currency));
 	ow = cJSON_AddArrayToObject(root, "owners");
 	for (size_t k = 0; k < a->n_owners; k++)
 		cJSON_AddItemToArray(ow, cJSON_CreateString(a->owners[k]));

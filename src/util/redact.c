@@ -37,6 +37,18 @@ static int is_quote(char c)
 	return c == '\'' || c == '"';
 }
 
+/* The quote opened in s[from..to) and not closed there, 0 if none: one
+ * opened before a value ('alice:pw word', "--password=a b") holds the
+ * value to its closing quote as one opened at the value does. */
+static char open_quote(const char *s, size_t from, size_t to)
+{
+	char q = 0;
+	for (size_t k = from; k < to; k++)
+		if (is_quote(s[k]) && (!q || s[k] == q))
+			q = q ? 0 : s[k];
+	return q;
+}
+
 static int is_alnum(char c)
 {
 	return isalnum((unsigned char)c);
@@ -116,6 +128,18 @@ static int secret_name(const char *name, size_t n)
 	return last && lastn >= 3 && !strncasecmp(last + lastn - 3, "key", 3);
 }
 
+/* A label of an error's chain: letters, digits, '-', '_' or '.', then
+ * one colon ("exec:", "oauth2:", "x509:"). */
+static int plain_label(const char *w, size_t n)
+{
+	if (n < 2 || w[n - 1] != ':')
+		return 0;
+	for (size_t k = 0; k + 1 < n; k++)
+		if (!is_alnum(w[k]) && w[k] != '-' && w[k] != '_' && w[k] != '.')
+			return 0;
+	return 1;
+}
+
 /* An HTTP authentication scheme: the word after "Authorization:" that is
  * kept, the one after it blanked. */
 static int is_scheme(const char *w, size_t n)
@@ -150,11 +174,18 @@ static int starts_name_eq(const char *p)
  * error message for a typo. */
 static size_t mask_value(struct gl_strbuf *o, const char *s, size_t v, char outer)
 {
-	char q = is_quote(s[v]) ? s[v] : outer;
+	/* the value's own quote, else (or when it is not closed: a stray one
+	 * inside 'X-Api-Key: "abc def') the outer one; leaving the outer one
+	 * open let the rest of the value out and made a second pass blank it */
+	char qs[2] = {is_quote(s[v]) ? s[v] : outer, outer};
 	size_t e, k;
 
-	if (q) {
-		size_t c = v + (s[v] == q);
+	for (int t = 0; t < 2; t++) {
+		char q = qs[t];
+		size_t c;
+		if (!q || (t && q == qs[0]))
+			continue;
+		c = v + (s[v] == q);
 		while (s[c] && s[c] != q && s[c] != '\n')
 			c++;
 		if (s[c] == q) {
@@ -286,7 +317,7 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 		if (colon && (user_eq || curl_u) && (curl_u || colon > s + d + nl)) {
 			size_t c = (size_t)(colon - s);
 			gl_strbuf_append(o, s + i, c + 1 - i);
-			return mask_value(o, s, c + 1, q);
+			return mask_value(o, s, c + 1, open_quote(s, i, c));
 		}
 	}
 	if (d == b && (is_ci(s + b, we - b, "bearer") || is_ci(s + b, we - b, "basic"))) {
@@ -320,9 +351,11 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			continue;
 		}
 		if (c == '=' && p > ns && secret_name(s + ns, p - ns)) {
-			/* NAME=VALUE, also inside another's value (--set=a.token=x) */
+			/* NAME=VALUE, also inside another's value (--set=a.token=x).
+			 * An option quoted whole ("--password=a b") is its value's
+			 * quote; a quoted shell line ('PGPASSWORD=pw psql') is not */
 			gl_strbuf_putc(o, '=');
-			p = mask_value(o, s, p + 1, 0);
+			p = mask_value(o, s, p + 1, ns == i && d > b ? q : 0);
 			if (p > we)
 				we = word_end(s, p);
 			ns = p;
@@ -378,8 +411,10 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 		we = word_end(s, i);
 		switch (st.next) {
 		case NX_VALUE:
-			/* a flag followed by another option took no value */
-			if (strncmp(s + i, "--", 2)) {
+			/* a flag followed by another option took no value: a long
+			 * one, or a lone short one (psql --no-password -h db); a
+			 * one-letter secret is none */
+			if (strncmp(s + i, "--", 2) && !(we - i == 2 && s[i] == '-' && is_alnum(s[i + 1]))) {
 				st.next = NX_NONE;
 				i = mask_value(out, s, i, st.quote);
 				continue;
@@ -388,6 +423,22 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 		case NX_HEADER: {
 			size_t b = i;
 			st.next = NX_NONE;
+			/* another label of an error's chain ("getting credentials:
+			 * exec: executable aws not found"), not the value: a plain
+			 * name and a colon, read as a word of its own (which keeps
+			 * it as it is, so a second pass reads it alike). In quotes
+			 * the header's value runs on */
+			if (!st.quote && plain_label(s + b, we - b)) {
+				/* unless it holds a token of its own (glpat-...:) */
+				struct gl_strbuf w = GL_STRBUF_INIT;
+				struct state st2 = st;
+				int same;
+				put_word(&w, s, i, &st2);
+				same = w.len == we - i && !memcmp(gl_strbuf_cstr(&w), s + i, w.len);
+				gl_strbuf_fini(&w);
+				if (same)
+					break;
+			}
 			if (is_scheme(s + b, we - b)) {
 				gl_strbuf_append(out, s + i, we - i);
 				st.next = NX_VALUE;
@@ -403,7 +454,7 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 			if (colon && strncmp(s + i, "--", 2)) {
 				size_t c = (size_t)(colon - s);
 				gl_strbuf_append(out, s + i, c + 1 - i);
-				i = mask_value(out, s, c + 1, 0);
+				i = mask_value(out, s, c + 1, open_quote(s, i, c));
 				continue;
 			}
 			break;

@@ -222,6 +222,8 @@ static void test_scoped_token_refused_before_a_write(void **state)
 	/* whoami handles scopes */
 	assert_int_equal(gl_test_http_ex(g_d.port, "GET", "/v1/whoami", NULL, 0, NULL, &o, &r), 0);
 	assert_int_equal(r.status, 200);
+	/* the dashboard's money takes ISO 4217's minor units from here (USD: 2) */
+	assert_non_null(strstr(r.body, "\"currency_minor_units\":2"));
 	gl_test_http_fini(&r);
 
 	o.token = t_hook;

@@ -195,6 +195,74 @@ static void test_scheduler_commands_stay(void **state)
 		check(same[i], same[i]);
 }
 
+/* A flag that names a secret but takes no value (psql's --no-password and
+ * --password only choose whether to prompt) is followed by a short option:
+ * the option is not the flag's value, and blanking it hid which option the
+ * next word belongs to. */
+static void test_flag_then_short_option(void **state)
+{
+	(void)state;
+	check("psql --no-password -h db -U gl", "psql --no-password -h db -U gl");
+	check("psql --password -p 5432 -d gl", "psql --password -p 5432 -d gl");
+	check("tool --token -v", "tool --token -v");
+	/* a value that only starts with a dash still goes */
+	check("tool --token -abc123", "tool --token ***");
+}
+
+/* A quote opened before the password (around the whole USER:PASSWORD, or
+ * the whole --option=VALUE) holds it to its closing quote, as a quote
+ * opened at the value does: the words after the first space went out. */
+static void test_quote_opened_before_the_value(void **state)
+{
+	(void)state;
+	check("curl -u 'alice:pw word' https://h", "curl -u 'alice:***' https://h");
+	check("curl --user \"alice:pw word\" https://h", "curl --user \"alice:***\" https://h");
+	check("curl --user='alice:pw word' https://h", "curl --user='alice:***' https://h");
+	check("tool \"--password=a b\" --next", "tool \"--password=***\" --next");
+	/* a quoted shell line keeps what follows its assignment */
+	check("sh -c 'PGPASSWORD=pw psql -h db'", "sh -c 'PGPASSWORD=*** psql -h db'");
+}
+
+/* A stray quote at the start of a value inside a quoted header or option
+ * is not the value's end: the outer quote still holds it, or the words
+ * after the first went out and a second pass (`db redact`) blanked them. */
+static void test_stray_quote_inside_a_quoted_value(void **state)
+{
+	static const char *const in[] = {
+		"curl -H 'X-Api-Key: \"abc def' https://h",
+		"curl -H \"Authorization: Bearer 'abc def\" https://h",
+	};
+	static const char *const want[] = {
+		"curl -H 'X-Api-Key: ***' https://h",
+		"curl -H \"Authorization: Bearer ***\" https://h",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
+		struct gl_strbuf b = GL_STRBUF_INIT;
+		check(in[i], want[i]);
+		gl_redact_secrets(want[i], &b);
+		assert_string_equal(gl_strbuf_cstr(&b), want[i]);
+		gl_strbuf_fini(&b);
+	}
+}
+
+/* Error texts chain their context with colons ("getting credentials:
+ * exec: ..."): after a label naming a credential, the next label is not
+ * its value. A quoted header's value, and a value not ending in a colon,
+ * still go. */
+static void test_label_after_a_credential_label(void **state)
+{
+	(void)state;
+	check("kube c1: Unable to connect to the server: getting credentials: exec: executable aws not found",
+	      "kube c1: Unable to connect to the server: getting credentials: exec: executable aws not found");
+	check("error: refresh token: x509: certificate has expired", "error: refresh token: x509: certificate has expired");
+	check("password: hunter2 rejected", "password: *** rejected");
+	check("curl -H 'X-Api-Key: abc:' https://h", "curl -H 'X-Api-Key: ***' https://h");
+	/* a label that is a token itself is still the value */
+	check("token: glpat-abcdefghijklmnopqrst: rejected", "token: *** rejected");
+	check("token: *** rejected", "token: *** rejected");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +275,10 @@ int main(void)
 		cmocka_unit_test(test_other_forms),
 		cmocka_unit_test(test_idempotent),
 		cmocka_unit_test(test_scheduler_commands_stay),
+		cmocka_unit_test(test_flag_then_short_option),
+		cmocka_unit_test(test_quote_opened_before_the_value),
+		cmocka_unit_test(test_stray_quote_inside_a_quoted_value),
+		cmocka_unit_test(test_label_after_a_credential_label),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

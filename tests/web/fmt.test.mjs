@@ -35,5 +35,16 @@ eq(f.money(1535770833), '1,536 JPY', 'default after sign-in: the reporting curre
 eq(f.decimal('1536'), '1,536 JPY', 'decimal strings too');
 f.setCurrency('not a code');
 eq(f.money(1000000), '1 JPY', 'a bad code is ignored');
+// The browser's Intl gives CLDR's display digits, not ISO 4217's: HUF, IDR,
+// PKR, COP... have 2 minor units in ISO 4217 (the API's CSV and reports
+// write 1234.57 HUF) but 0 in CLDR, and IQD has 3 (CLDR: 0). The server
+// says the reporting currency's minor units at sign-in.
+f.setCurrency('HUF', 2);
+eq(f.money(1234567890), '1,234.57 HUF', 'HUF: the minor units the server says (ISO 4217: 2)');
+eq(f.money(1234567890, 'HUF'), '1,234.57 HUF', 'HUF named by an answer: the same');
+f.setCurrency('IQD', 3);
+eq(f.money(1234567890), '1,234.568 IQD', 'IQD: three decimals (ISO 4217)');
+f.setCurrency('USD', 'x');
+eq(f.money(1234567890), '1,234.57 USD', 'no minor units said: the currency\'s usual ones');
 console.log(`1..${n}`);
 process.exit(failed ? 1 : 0);

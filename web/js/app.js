@@ -97,7 +97,7 @@ async function signin(tok) {
 	const who = await api.get('/v1/whoami', null, { tok });
 	api.setToken(tok);
 	state.who = who;
-	setCurrency(who.currency);
+	setCurrency(who.currency, who.currency_minor_units);
 	$('signin').hidden = true;
 	$('shell').hidden = false;
 	$('who').textContent = who.name + ' (' + who.role + (who.owners.length ? ', owners ' + who.owners.join(', ') : '') + ')';

@@ -16,14 +16,22 @@ export function hours(seconds) {
 }
 
 // The reporting currency (GET /v1/whoami says it at sign-in): the default of
-// money(), for views whose answers do not name it.
+// money(), for views whose answers do not name it; with its ISO 4217 minor
+// units as the server writes them (whoami's currency_minor_units).
 let reporting = 'USD';
-export function setCurrency(code) {
-	if (typeof code === 'string' && /^[A-Z]{3}$/.test(code)) reporting = code;
+let reportingMinor = null;
+export function setCurrency(code, minor) {
+	if (typeof code !== 'string' || !/^[A-Z]{3}$/.test(code)) return;
+	reporting = code;
+	reportingMinor = Number.isInteger(minor) && minor >= 0 && minor <= 6 ? minor : null;
 }
 
-// ISO 4217 minor units (JPY 0, USD 2, BHD 3), as the API writes money
+// ISO 4217 minor units (JPY 0, USD 2, BHD 3), as the API writes money. The
+// server's number for the reporting currency: Intl's are CLDR's display
+// digits, which differ from ISO 4217 for some (HUF, IDR, PKR: 0 there, 2
+// in the API's answers; IQD 0 for 3). Intl only for another currency.
 function minorUnits(currency) {
+	if (currency === reporting && reportingMinor !== null) return reportingMinor;
 	try {
 		return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits;
 	} catch (e) {
