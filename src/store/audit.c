@@ -998,13 +998,21 @@ static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 	}
 	if (rc) {
 		for (size_t i = 0; i < n; i++) {
-			if (gl_audit_append_batch(w->c, &e[i], 1, NULL, &err) == 0) {
+			/* the stop's grace can run out during these retries: the
+			 * rows left are given up at once, not each after its own
+			 * wait on the lock */
+			int cut = gl_dbcancel_requested(GL_DBCANCEL_AUDIT);
+			if (!cut && gl_audit_append_batch(w->c, &e[i], 1, NULL, &err) == 0) {
 				pthread_mutex_lock(&w->mu);
 				w->written++;
 				pthread_mutex_unlock(&w->mu);
 				continue;
 			}
-			gl_log(GL_LOG_WARN, "audit: writer: row dropped: %s", err.msg);
+			/* lost from the audit log: the daemon's log keeps it whole */
+			if (!cut)
+				gl_log(GL_LOG_WARN, "audit: writer: row dropped: %s", err.msg);
+			log_lost(&e[i], cut || gl_dbcancel_requested(GL_DBCANCEL_AUDIT) ? "the stop's grace is over"
+											 : "the database refused it");
 			pthread_mutex_lock(&w->mu);
 			w->write_errors++;
 			w->dropped[outcome_idx(e[i].outcome)]++;

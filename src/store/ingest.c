@@ -108,9 +108,13 @@ int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *
 		       struct gl_err *err)
 {
 	struct gl_strbuf why = GL_STRBUF_INIT;
+	struct gl_err rb = {0};
 	int rc;
+	/* a failed rollback leaves a broken connection, which the update
+	 * below reports */
 	if (PQtransactionStatus(c) == PQTRANS_INTRANS || PQtransactionStatus(c) == PQTRANS_INERROR)
-		PQclear(PQexec(c, "ROLLBACK"));
+		if (gl_db_exec(c, "ROLLBACK", &rb))
+			gl_log(GL_LOG_DEBUG, "ingest: rollback before recording the failed run: %s", rb.msg);
 	gl_strbuf_puts(&why, error ? error : "error");
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
 		if (redo)
@@ -132,8 +136,9 @@ void gl_ingest_run_audit(PGconn *c, int64_t run_id)
 	if (!run_id)
 		return; /* the run never started (no cluster, no database) */
 	snprintf(id, sizeof id, "%lld", (long long)run_id);
-	if (PQtransactionStatus(c) != PQTRANS_IDLE)
-		PQclear(PQexec(c, "ROLLBACK")); /* a caller's failed transaction must not swallow the row */
+	/* a caller's failed transaction must not swallow the row */
+	if (PQtransactionStatus(c) != PQTRANS_IDLE && gl_db_exec(c, "ROLLBACK", &err))
+		gl_log(GL_LOG_DEBUG, "ingest: rollback before the run's audit row: %s", err.msg);
 	if (gl_db_query(c,
 			"SELECT r.source || ':' || coalesce(c.name, '?'), r.status,"
 			" jsonb_build_object('run_id', r.run_id, 'source', r.source, 'cluster', c.name, 'status', r.status,"

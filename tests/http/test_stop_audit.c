@@ -41,13 +41,6 @@ static PGconn *g_c;
 static PGconn *g_locker;
 static struct gl_test_daemon g_d;
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static long long wait_for(const char *sql, long long want)
 {
 	long long v = -1;
@@ -90,28 +83,6 @@ static int teardown(void **state)
 	if (g_d.pid > 0)
 		(void)gl_test_daemon_stop(&g_d);
 	return 0;
-}
-
-static int sigterm_bounded(struct gl_test_daemon *d, char **log)
-{
-	double t0 = now_s();
-	int st = 0, done = 0;
-	kill(d->pid, SIGTERM);
-	while (!done && now_s() - t0 < STOP_BOUND_S) {
-		done = waitpid(d->pid, &st, WNOHANG) == d->pid;
-		if (!done)
-			usleep(20000);
-	}
-	fprintf(stderr, "stop: %.2f s\n", now_s() - t0);
-	if (!done) {
-		fprintf(stderr, "daemon still running %d s after SIGTERM: killed\n", STOP_BOUND_S);
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, &st, 0);
-	}
-	*log = gl_test_read_file(d->log, NULL);
-	d->pid = 0;
-	(void)gl_test_daemon_stop(d);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* The log line "audit: row not written ...: {json}" naming action, parsed. */
@@ -162,7 +133,7 @@ static void test_writer_row_waits_out_its_grace_then_goes_to_the_log(void **stat
 	gl_test_http_fini(&r);
 	wait_for_lock_waiter();
 
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	unlock_audit();
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
@@ -213,7 +184,7 @@ static void test_ingest_run_row_cut_by_the_stop_goes_to_the_log(void **state)
 	assert_int_equal(wait_for("SELECT count(*) FROM ingest_runs WHERE source = 'kube-nodes' AND status = 'ok'", 1), 1);
 	wait_for_lock_waiter();
 
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	unlock_audit();
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
@@ -275,7 +246,7 @@ static void test_a_decision_and_its_row_roll_back_together(void **state)
 	a.body = body2;
 	assert_int_equal(pthread_create(&th, NULL, do_post, &a), 0);
 	wait_for_lock_waiter();
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	pthread_join(th, NULL);
 	unlock_audit();
 	if (st)
@@ -329,7 +300,7 @@ static void test_periodic_anchor_cut_short_is_not_a_fault(void **state)
 	assert_true(lines); /* the first anchor is out */
 	lock_audit();
 	wait_for_lock_waiter(); /* the next one waits on the lock */
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	unlock_audit();
 	if (st || line_has(log, "ERROR", "the daemon is stopping"))
 		fprintf(stderr, "daemon log:\n%s\n", log);

@@ -38,13 +38,6 @@ static PGconn *g_c;
 static PGconn *g_locker; /* the second session holding the lock; released by the teardown too */
 static struct gl_test_daemon g_d;
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void touch(const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -100,30 +93,6 @@ static int teardown(void **state)
 	if (g_d.pid > 0)
 		(void)gl_test_daemon_stop(&g_d);
 	return 0;
-}
-
-/* SIGTERM and a bounded wait (SIGKILL after it). Returns the exit status
- * (128+sig when killed); *log gets the daemon's log, *took the seconds. */
-static int sigterm_bounded(struct gl_test_daemon *d, char **log, double *took)
-{
-	double t0 = now_s();
-	int st = 0, done = 0;
-	kill(d->pid, SIGTERM);
-	while (!done && now_s() - t0 < STOP_BOUND_S) {
-		done = waitpid(d->pid, &st, WNOHANG) == d->pid;
-		if (!done)
-			usleep(20000);
-	}
-	*took = now_s() - t0;
-	if (!done) {
-		fprintf(stderr, "daemon still running %d s after SIGTERM: killed\n", STOP_BOUND_S);
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, &st, 0);
-	}
-	*log = gl_test_read_file(d->log, NULL);
-	d->pid = 0; /* reaped: gl_test_daemon_stop only cleans up */
-	(void)gl_test_daemon_stop(d);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static void write_config(char *cfg, size_t n, const char *gated)
@@ -185,7 +154,7 @@ static void test_sigterm_cancels_an_ingest_waiting_on_a_lock(void **state)
 	touch(go);
 	wait_for_lock_waiter();
 
-	st = sigterm_bounded(&g_d, &log, &took);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, &took);
 	fprintf(stderr, "stop with the ingest waiting on the lock: %.2f s, exit %d\n", took, st);
 	if (st != 0)
 		fprintf(stderr, "daemon log:\n%s\n", log);
@@ -207,7 +176,7 @@ static void test_sigterm_cancels_an_ingest_waiting_on_a_lock(void **state)
 	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
 	v = wait_for("SELECT count(*) FROM ingest_runs WHERE status = 'ok'", 1);
 	assert_int_equal(v, 1);
-	st = sigterm_bounded(&g_d, &log, &took);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, &took);
 	free(log);
 	assert_int_equal(st, 0);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs"), fixture_jobs);
@@ -252,7 +221,7 @@ static void test_sigterm_with_a_request_waiting_on_a_lock(void **state)
 	assert_int_equal(pthread_create(&th, NULL, do_request, &a), 0);
 	wait_for_lock_waiter();
 
-	st = sigterm_bounded(&g_d, &log, &took);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, &took);
 	fprintf(stderr, "stop with a request waiting on the lock: %.2f s, exit %d\n", took, st);
 	if (st != 0)
 		fprintf(stderr, "daemon log:\n%s\n", log);

@@ -42,13 +42,6 @@ static struct gl_test_daemon g_d;
 static struct gl_test_server *g_srv;
 static int g_port;
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Polls sql (one integer) on c until it reaches want; a cap of 30 s. */
 static long long wait_for(PGconn *c, const char *sql, long long want)
 {
@@ -89,28 +82,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int sigterm_bounded(struct gl_test_daemon *d, char **log)
-{
-	double t0 = now_s();
-	int st = 0, done = 0;
-	kill(d->pid, SIGTERM);
-	while (!done && now_s() - t0 < STOP_BOUND_S) {
-		done = waitpid(d->pid, &st, WNOHANG) == d->pid;
-		if (!done)
-			usleep(20000);
-	}
-	fprintf(stderr, "stop: %.2f s\n", now_s() - t0);
-	if (!done) {
-		fprintf(stderr, "daemon still running %d s after SIGTERM: killed\n", STOP_BOUND_S);
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, &st, 0);
-	}
-	*log = gl_test_read_file(d->log, NULL);
-	d->pid = 0;
-	(void)gl_test_daemon_stop(d);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Runs the daemon on dsn until source has a completed run, then stops it. */
 static void run_to_completion(const char *dsn, PGconn *c, const char *cfg, const char *source)
 {
@@ -121,7 +92,7 @@ static void run_to_completion(const char *dsn, PGconn *c, const char *cfg, const
 	long long before = gl_test_qint(c, sql);
 	assert_int_equal(gl_test_daemon_start(&g_d, dsn, cfg, NULL), 0);
 	assert_int_equal(wait_for(c, sql, before + 1), before + 1);
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
 	free(log);
@@ -142,7 +113,7 @@ static void stop_mid_run(const char *cfg, const char *table, const char *source,
 				  " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
 				  1),
 			 1);
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	unlock_table();
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
@@ -268,7 +239,7 @@ static void test_kube_command_stopped(void **state)
 	for (int i = 0; i < 1500 && access(mark, F_OK) != 0; i++)
 		usleep(20000);
 	assert_int_equal(access(mark, F_OK), 0);
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
 	assert_int_equal(st, 0);
@@ -364,7 +335,7 @@ static void test_dcgm_stopped_while_scraping(void **state)
 	for (int i = 0; i < 300 && gl_test_server_requests(g_srv) < before + 2; i++)
 		usleep(20000);
 	assert_true(gl_test_server_requests(g_srv) >= before + 1); /* node-a answered; slow is in flight */
-	st = sigterm_bounded(&g_d, &log);
+	st = gl_test_daemon_sigterm(&g_d, STOP_BOUND_S, &log, NULL);
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
 	assert_int_equal(st, 0);

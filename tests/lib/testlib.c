@@ -434,6 +434,35 @@ int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *
 	return -1;
 }
 
+int gl_test_daemon_sigterm(struct gl_test_daemon *d, int bound_s, char **log, double *took)
+{
+	struct timespec a, b;
+	double t = 0;
+	int st = 0, done = 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	kill(d->pid, SIGTERM);
+	while (!done) {
+		done = waitpid(d->pid, &st, WNOHANG) == d->pid;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+		if (done || t >= bound_s)
+			break;
+		usleep(20000);
+	}
+	fprintf(stderr, "stop: %.2f s\n", t);
+	if (!done) {
+		fprintf(stderr, "daemon still running %d s after SIGTERM: killed\n", bound_s);
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, &st, 0);
+	}
+	if (took)
+		*took = t;
+	*log = gl_test_read_file(d->log, NULL);
+	d->pid = 0; /* reaped: gl_test_daemon_stop only cleans up */
+	(void)gl_test_daemon_stop(d);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 int gl_test_daemon_stop(struct gl_test_daemon *d)
 {
 	int st = 0;

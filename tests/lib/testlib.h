@@ -62,6 +62,11 @@ struct gl_test_daemon {
 int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *config_yaml, const char *const *extra_args);
 /* SIGTERM, wait; returns the exit status. */
 int gl_test_daemon_stop(struct gl_test_daemon *d);
+/* SIGTERM and a wait of at most bound_s seconds, then SIGKILL (the stop
+ * tests' upper bound, never a timing assertion). Returns the exit status
+ * (128 + signal when killed); *log gets the daemon's log (free()), *took
+ * (may be NULL) the seconds the stop took. Cleans up as gl_test_daemon_stop. */
+int gl_test_daemon_sigterm(struct gl_test_daemon *d, int bound_s, char **log, double *took);
 
 struct gl_test_http {
 	long status;
