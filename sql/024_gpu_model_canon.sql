@@ -17,8 +17,11 @@
 -- ("NVIDIA GeForce RTX 3090" -> rtx3090). "NVIDIA A100-SXM4-80GB",
 -- "A100_80GB", "gpu:a100" -> a100; "NVIDIA H100 80GB HBM3" -> h100;
 -- "Tesla V100-SXM2-32GB" -> v100. A name that leaves no word ('') stays.
+-- A name holding a MIG profile ("1g.10gb", Slurm's "a100_3g.40gb") stays as
+-- it is, lower case: a slice is priced by its own rate (docs/config.md).
 CREATE FUNCTION gl_gpu_model_rule(p text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE WHEN w[1] IS NULL THEN lower(p)
+                WHEN lower(p) ~ '[0-9]+g\.[0-9]+gb' THEN regexp_replace(lower(p), '^(gpu:|nvidia\.com/)', '')
                 WHEN w[1] IN ('rtx', 'gtx') AND w[2] IS NOT NULL THEN w[1] || w[2]
                 ELSE w[1] END
       FROM (SELECT array_remove(array_remove(array_remove(array_remove(array_remove(

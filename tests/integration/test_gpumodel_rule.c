@@ -74,6 +74,13 @@ static const struct {
 	{"gpu:a100", "a100"},
 	{"rtx_a6000", "rtxa6000"},
 	{"mig", "mig"},
+	/* MIG slices keep their own name (and rate) */
+	{"a100_3g.40gb", "a100_3g.40gb"},
+	{"1g.10gb", "1g.10gb"},
+	{"gpu:a100_3g.40gb", "a100_3g.40gb"},
+	{"2g.20gb", "2g.20gb"},
+	/* the catch-all rate */
+	{"*", "*"},
 	/* PAI trace gpu_type */
 	{"V100M32", "v100m32"},
 	{"P100", "p100"},
