@@ -225,6 +225,13 @@ static const struct gl_cfg_key idle_owner_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define GMOFF(f) offsetof(struct gl_gpu_model_cfg, f)
+static const struct gl_cfg_key gpu_model_keys[] = {
+	{"match", GL_CFG_STR, GMOFF(match), NULL, 1, 0, 0, "a GPU model name as a source writes it (any case)", NULL, 0, 0},
+	{"model", GL_CFG_STR, GMOFF(model), NULL, 1, 0, 0, "the canonical model it means (as rates and Slurm name it)", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 #define BOFF(f) offsetof(struct gl_budget_cfg, f)
 static const struct gl_cfg_key budget_keys[] = {
 	{"owner", GL_CFG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
@@ -343,6 +350,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 sizeof(struct gl_owner_cfg), OFF(n_owners)},
 	{"idle_owners", GL_CFG_LIST, OFF(idle_owners), NULL, 0, 0, 0, "dedicated hardware whose idle time a team pays for",
 	 idle_owner_keys, sizeof(struct gl_idle_owner_cfg), OFF(n_idle_owners)},
+	{"gpu_models", GL_CFG_LIST, OFF(gpu_models), NULL, 0, 0, 0, "GPU model aliases the canonical rule cannot derive",
+	 gpu_model_keys, sizeof(struct gl_gpu_model_cfg), OFF(n_gpu_models)},
 	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
 	 sizeof(struct gl_sacct_source_cfg), OFF(n_sacct)},
 	{"sources.kube", GL_CFG_LIST, OFF(kube), NULL, 0, 0, 0, "Kubernetes clusters whose GPU pods are read", kube_keys,
@@ -824,6 +833,19 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			}
 			u += n;
 		}
+	}
+	/* GPU model aliases: one name means one model (sql/024) */
+	for (size_t i = 0; i < cfg->n_gpu_models; i++) {
+		const struct gl_gpu_model_cfg *g = &cfg->gpu_models[i];
+		snprintf(item, sizeof item, "gpu_models[%zu].%s", i, *g->match ? "model" : "match");
+		if (!*g->match || !*g->model)
+			return cfg_fail(err, name, l, item, "must not be empty");
+		for (size_t j = 0; j < i; j++)
+			if (!strcasecmp(cfg->gpu_models[j].match, g->match)) {
+				snprintf(item, sizeof item, "gpu_models[%zu].match", i);
+				return cfg_fail(err, name, l, item, "'%s' is already mapped by gpu_models[%zu]", g->match,
+						j);
+			}
 	}
 	/* the cost model, as gl_costing_load checks it before a load */
 	for (size_t i = 0; i < cfg->n_rates; i++) {

@@ -71,9 +71,16 @@ const char *gl_acct_jobs_cte(void);
  * over_ms (what no idle could absorb, on one row per cluster). Static text. */
 const char *gl_acct_idle_settle_sql(void);
 
+/* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
+ * the index probe written out, since PostgreSQL does not inline
+ * gl_gpu_model() and a call per job row costs several times the probe. */
+#define GL_GPU_MODEL_SQL(x) \
+	"coalesce((SELECT gmc.model FROM gpu_model_canon gmc WHERE gmc.raw = lower(" x ")), gl_gpu_model(" x "))"
+
 /* The GPU model a job is priced and grouped by: the scheduler's type, else
- * the model of its first node (sql/021). j: the jobs alias. */
-#define GL_JOB_MODEL_SQL(j) "lower(coalesce(" j ".gpu_type, " j ".node_gpu_model))"
+ * the model of its first node (sql/021), canonical (sql/024: the same name
+ * capacity and rates are keyed by). j: the jobs alias. */
+#define GL_JOB_MODEL_SQL(j) GL_GPU_MODEL_SQL("coalesce(" j ".gpu_type, " j ".node_gpu_model)")
 
 /* The factor that keeps a job's exporter-observed time in a window (u, a
  * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL

@@ -65,6 +65,14 @@ struct gl_owner_cfg {
 	char *to;
 };
 
+/* gpu_models[]: an explicit alias for a GPU model name the canonical rule
+ * (sql/024, gl_gpu_model) cannot derive, e.g. the exporter's "NVIDIA
+ * A100-SXM4-80GB" for a Slurm type "a100_80g". Compared case-insensitively. */
+struct gl_gpu_model_cfg {
+	char *match;         /* a model name as some source writes it */
+	char *model;         /* the canonical model it means */
+};
+
 struct gl_idle_owner_cfg {
 	char *cluster;
 	char *partition;     /* "" = the whole cluster */
@@ -185,6 +193,8 @@ struct gl_config {
 	size_t n_owners;
 	struct gl_idle_owner_cfg *idle_owners;
 	size_t n_idle_owners;
+	struct gl_gpu_model_cfg *gpu_models;
+	size_t n_gpu_models;
 	int64_t api_max_window_days;
 	char *currency;
 	/* monthly reports and budgets (docs/reports.md) */

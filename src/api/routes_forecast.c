@@ -337,7 +337,7 @@ struct cap_key {
 static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *cluster, const char *model, size_t ndays)
 {
 	for (size_t i = 0; i < *n; i++)
-		/* jobs carry the model lowercased (as chargeback does), inventories as reported */
+		/* both carry the canonical model (sql/024); case kept for safety */
 		if (!strcmp((*arr)[i].cluster, cluster) && !strcasecmp((*arr)[i].model, model))
 			return &(*arr)[i];
 	*arr = gl_xrealloc(*arr, sizeof **arr * (*n + 1));

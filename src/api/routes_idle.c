@@ -35,7 +35,7 @@ static const char *fleet_sql(struct gl_strbuf *b)
 		       "), cuts AS (SELECT row_number() OVER (ORDER BY t) AS i, t AS a, lead(t) OVER (ORDER BY t) AS b FROM bounds"
 		       "), steps AS (SELECT i, a, b FROM cuts WHERE b IS NOT NULL"
 		       "), cap AS (SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"
-		       "  lower(cp.gpu_model) AS gpu_model, sum(cp.reported_gpu_seconds) AS reported,"
+		       "  gl_gpu_model(cp.gpu_model) AS gpu_model, sum(cp.reported_gpu_seconds) AS reported,"
 		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
 		       "  FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
 		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"

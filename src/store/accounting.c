@@ -692,7 +692,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		gl_strbuf_puts(&sql, alloc_cte);
 		gl_strbuf_puts(&sql,
 			       ", cap AS ("
-			       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, lower(cp.gpu_model) AS gpu_model,"
+			       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, gl_gpu_model(cp.gpu_model) AS gpu_model,"
 			       "  sum(cp.reported_gpu_seconds) AS reported,"
 			       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
 			       " FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"

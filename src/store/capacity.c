@@ -17,6 +17,7 @@
 	"   AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"  \
 	"   j.gpu_type, '')"                                                                                \
 	" ELSE '' END"
+#define CANON_KEY_SQL "CASE $4 WHEN 'gpu_model' THEN gl_gpu_model(k) ELSE k END"
 #define JOB_IN_STEP_SQL                                                                                  \
 	"j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(st.b)"                  \
 	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(st.a)"                           \
@@ -26,17 +27,20 @@ static const char cap_sql[] =
 	"WITH st AS (SELECT t.a, t.b, t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(a, b, i)),"
 	" cap AS ("
 	"  SELECT st.i, c.cluster_id,"
-	"   CASE $4 WHEN 'partition' THEN coalesce(c.partition, '') WHEN 'gpu_model' THEN c.gpu_model ELSE '' END AS k,"
+	"   CASE $4 WHEN 'partition' THEN coalesce(c.partition, '') WHEN 'gpu_model' THEN gl_gpu_model(c.gpu_model) ELSE '' END AS k,"
 	"   sum(c.reported_gpu_seconds) AS r, sum(c.down_gpu_seconds) AS d,"
 	"   sum(c.planned_down_gpu_seconds) AS pd, sum(c.reserved_gpu_seconds) AS rs"
 	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b)) c GROUP BY 1, 2, 3),"
-	" jb AS ("
+	/* jobs are grouped by the model names they carry, then by their
+	 * canonical model (sql/024): a lookup per group, not per job */
+	" jb0 AS ("
 	"  SELECT st.i, j.cluster_id,"
 	"   " JOB_KEY_SQL " AS k,"
 	"   sum(j.gpu_milli * extract(epoch FROM least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))"
 	"       - greatest(j.start_at, to_timestamp(st.a)))::bigint) AS am"
 	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
 	"  GROUP BY 1, 2, 3),"
+	" jb AS (SELECT i, cluster_id, " CANON_KEY_SQL " AS k, sum(am) AS am FROM jb0 GROUP BY 1, 2, 3),"
 	/* drained-but-allocated: the part of each job's allocation that ran on
 	 * a node while the scheduler had it down or drained (a cordoned
 	 * Kubernetes node keeps its pods; a DRAINING Slurm node its jobs).
@@ -46,7 +50,7 @@ static const char cap_sql[] =
 	" dn AS (SELECT s.cluster_id, s.node, range_agg(tstzrange(s.valid_from, coalesce(s.valid_to, 'infinity'))) AS mr"
 	"  FROM node_state_spans s WHERE s.state IN ('down', 'drained') GROUP BY 1, 2),"
 	" dc AS (SELECT cluster_id, array_agg(node) AS nodes FROM dn GROUP BY 1),"
-	" dr AS ("
+	" dr0 AS ("
 	"  SELECT st.i, j.cluster_id, " JOB_KEY_SQL " AS k, sum(j.gpu_milli * o.secs / cardinality(j.nodes)) AS dm"
 	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
 	"  JOIN dc ON dc.cluster_id = j.cluster_id AND j.nodes && dc.nodes"
@@ -55,7 +59,8 @@ static const char cap_sql[] =
 	"     least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))))) x"
 	"   WHERE dn.cluster_id = j.cluster_id AND dn.node = ANY (j.nodes)) o"
 	"  WHERE o.secs > 0"
-	"  GROUP BY 1, 2, 3)"
+	"  GROUP BY 1, 2, 3),"
+	" dr AS (SELECT i, cluster_id, " CANON_KEY_SQL " AS k, sum(dm) AS dm FROM dr0 GROUP BY 1, 2, 3)"
 	" SELECT coalesce(cap.i, jb.i) - 1, cl.name, coalesce(cap.k, jb.k), coalesce(cap.r, 0), coalesce(jb.am, 0),"
 	"  coalesce(cap.d, 0), coalesce(cap.pd, 0), coalesce(cap.rs, 0), coalesce(dr.dm, 0)"
 	" FROM cap FULL JOIN jb ON cap.i = jb.i AND cap.cluster_id = jb.cluster_id AND cap.k = jb.k"

@@ -48,7 +48,9 @@ static const char fingerprint_sql[] =
 	" (SELECT priority, cluster, match_field, match_value, team, project, cost_center, valid_from, valid_to"
 	"  FROM owners WHERE source = 'config') o), '') || '|' ||"
 	" coalesce((SELECT string_agg(i::text, ';' ORDER BY i::text) FROM"
-	" (SELECT cluster, partition, team FROM idle_owners WHERE source = 'config') i), ''))";
+	" (SELECT cluster, partition, team FROM idle_owners WHERE source = 'config') i), '') || '|' ||"
+	" coalesce((SELECT string_agg(g::text, ';' ORDER BY g::text) FROM"
+	" (SELECT match, model FROM gpu_model_aliases WHERE source = 'config') g), ''))";
 
 /* The config-sourced rows as (table, row text): the before/after sets of the
  * audit row's diff. Rates, owner rules and idle owners are no secrets. */
@@ -58,9 +60,11 @@ static const char fingerprint_sql[] =
 	" UNION ALL SELECT 'owners', o::text FROM (SELECT priority, cluster, match_field, match_value, team, project," \
 	" cost_center, valid_from, valid_to FROM owners WHERE source = 'config') o" \
 	" UNION ALL SELECT 'idle_owners', i::text FROM (SELECT cluster, partition, team FROM idle_owners" \
-	" WHERE source = 'config') i"
+	" WHERE source = 'config') i" \
+	" UNION ALL SELECT 'gpu_models', g::text FROM (SELECT match, model FROM gpu_model_aliases" \
+	" WHERE source = 'config') g"
 
-/* {"rates":{"added":N,"removed":N},"owners":...,"idle_owners":...,
+/* {"rates":{"added":N,"removed":N},"owners":...,"idle_owners":...,"gpu_models":...,
  *  "added":[first 20 rows],"removed":[first 20 rows]} */
 static const char diff_sql[] =
 	"WITH a AS (" COSTING_ROWS_SQL "),"
@@ -73,6 +77,8 @@ static const char diff_sql[] =
 	"   'removed', (SELECT count(*) FROM rm WHERE t = 'owners')),"
 	"  'idle_owners', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'idle_owners'),"
 	"   'removed', (SELECT count(*) FROM rm WHERE t = 'idle_owners')),"
+	"  'gpu_models', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'gpu_models'),"
+	"   'removed', (SELECT count(*) FROM rm WHERE t = 'gpu_models')),"
 	"  'added', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM ad ORDER BY 1 LIMIT 20) q), '[]'),"
 	"  'removed', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM rm ORDER BY 1 LIMIT 20) q), '[]')"
 	" )::text";
@@ -100,8 +106,16 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 	if ((rc = gl_db_exec(c, "CREATE TEMP TABLE gl_costing_before ON COMMIT DROP AS " COSTING_ROWS_SQL, err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM owners WHERE source = 'config'", err)) ||
-	    (rc = gl_db_exec(c, "DELETE FROM idle_owners WHERE source = 'config'", err)))
+	    (rc = gl_db_exec(c, "DELETE FROM idle_owners WHERE source = 'config'", err)) ||
+	    (rc = gl_db_exec(c, "DELETE FROM gpu_model_aliases WHERE source = 'config'", err)))
 		goto out;
+	/* aliases first: a rate is stored under the canonical model they define */
+	for (size_t i = 0; i < cfg->n_gpu_models; i++)
+		if ((rc = gl_db_query(c,
+				      "INSERT INTO gpu_model_aliases (match, model, source) VALUES (lower($1), lower($2),"
+				      " 'config')",
+				      2, (const char *[]){cfg->gpu_models[i].match, cfg->gpu_models[i].model}, NULL, err)))
+			goto out;
 	for (size_t i = 0; i < cfg->n_rates; i++) {
 		const struct gl_rate_cfg *rt = &cfg->rates[i];
 		int64_t m, f, t;
@@ -115,11 +129,30 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 		bound_text(t, "infinity", to, sizeof to);
 		if ((rc = gl_db_query(c,
 				      "INSERT INTO rates (gpu_model, currency, micros_per_gpu_hour, valid_from, valid_to,"
-				      " created_by, source) VALUES (lower($1), $2, $3, $4, $5, $6, 'config')",
+				      " created_by, source) VALUES (gl_gpu_model($1), $2, $3, $4, $5, $6, 'config')",
 				      6, (const char *[]){rt->model, rt->currency, micros, from, to, actor}, NULL, err)))
 			goto out;
 		sum->rates++;
 	}
+	/* the configuration check compares rates[].model as written; two
+	 * names of one GPU model (NVIDIA-A100-SXM4-80GB and a100) are one
+	 * model here, and two prices for it at once would make cost ambiguous */
+	if ((rc = gl_db_query(c,
+			      "SELECT a.gpu_model FROM rates a JOIN rates b ON a.rate_id < b.rate_id"
+			      " AND a.gpu_model = b.gpu_model AND a.mig_profile = b.mig_profile"
+			      " AND a.valid_from < b.valid_to AND b.valid_from < a.valid_to"
+			      " WHERE a.source = 'config' AND b.source = 'config' LIMIT 1",
+			      0, NULL, &r, err)))
+		goto out;
+	if (PQntuples(r)) {
+		rc = gl_err_set(err, GL_ECONFIG,
+				"%s: rates: two rates for GPU model '%s' overlap in time (names of one GPU type are"
+				" one model: docs/capacity.md, GPU models; gpu_models[] can tell them apart)",
+				cfg->path, PQgetvalue(r, 0, 0));
+		goto out;
+	}
+	PQclear(r);
+	r = NULL;
 	for (size_t i = 0; i < cfg->n_owners; i++) {
 		const struct gl_owner_cfg *o = &cfg->owners[i];
 		int64_t f, t;

@@ -30,6 +30,9 @@ static const char rates_yaml[] =
 	"  - model: a100\n    per_gpu_hour: \"2.50\"\n    to: \"2026-10-15T12:00:00Z\"\n"
 	"  - model: a100\n    per_gpu_hour: \"3.00\"\n    from: \"2026-10-15T12:00:00Z\"\n"
 	"  - model: NVIDIA-A100-SXM4-80GB\n    per_gpu_hour: \"1.00\"\n"
+	/* k1's GPUs priced apart from c1's a100: without the alias both would
+	 * be model a100 (sql/024) */
+	"gpu_models:\n  - match: NVIDIA-A100-SXM4-80GB\n    model: a100_80g\n"
 	"owners:\n  - match: account\n    value: teama\n    team: vision\n"
 	"  - match: account\n    value: teamb\n    team: language\n";
 
@@ -253,9 +256,10 @@ static void test_idle_priced_at_the_rate_in_force(void **state)
 static void test_untyped_jobs_priced_by_their_node(void **state)
 {
 	cJSON *j;
-	/* pod ml/p1: 1 GPU x 10 h on kn1 (NVIDIA-A100-SXM4-80GB at 1.00) */
+	/* pod ml/p1: 1 GPU x 10 h on kn1 (NVIDIA-A100-SXM4-80GB, alias
+	 * a100_80g, at 1.00) */
 	assert_int_equal(item_cost("/v1/chargeback?window=2026-10-02&filter=cluster:k1&aggregate=gpu_model",
-				   "nvidia-a100-sxm4-80gb"),
+				   "a100_80g"),
 			 10000000);
 	/* job 103 (carol, gres/gpu=1): 1 GPU x 10 h on n1 (a100 at 2.50) */
 	assert_int_equal(item_cost("/v1/chargeback?window=2026-10-10&aggregate=user", "carol"), 25000000);

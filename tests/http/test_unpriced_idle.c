@@ -2,7 +2,8 @@
  * allocated GPU-time of such a model is, instead of costing a silent 0 in
  * __idle__ and in the report's unallocated idle cost. c1 (6 a100, priced)
  * runs tests/fixtures/review/sacct_share.txt's two jobs; k1 (2 GPUs
- * labelled NVIDIA-A100-SXM4-80GB, no rate) runs nothing: fixtures from
+ * labelled NVIDIA-A100-SXM4-80GB, which an alias makes model a100_80g, no
+ * rate) runs nothing: fixtures from
  * tests/fixtures/conservation. Real binary over real HTTP, real PostgreSQL. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -42,7 +43,8 @@ static int setup(void **state)
 	    o.status != 0)
 		return -1;
 	gl_test_out_fini(&o);
-	return gl_test_daemon_start(&g_d, g_dsn, "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n",
+	return gl_test_daemon_start(&g_d, g_dsn, "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n"
+				    "gpu_models:\n  - match: NVIDIA-A100-SXM4-80GB\n    model: a100_80g\n",
 				    (const char *[]){"--no-ingest", NULL});
 }
 
@@ -65,7 +67,7 @@ static void test_unpriced_idle_is_named(void **state)
 	um = cJSON_GetObjectItem(j, "unpriced_models");
 	/* the allocated GPU-time is all priced: only the idle model is named */
 	assert_int_equal(cJSON_GetArraySize(um), 1);
-	assert_string_equal(cJSON_GetArrayItem(um, 0)->valuestring, "nvidia-a100-sxm4-80gb");
+	assert_string_equal(cJSON_GetArrayItem(um, 0)->valuestring, "a100_80g");
 	cJSON_Delete(j);
 	/* so does the report's partial-data table */
 	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-10&table=partial", NULL, 0, NULL,
@@ -73,7 +75,7 @@ static void test_unpriced_idle_is_named(void **state)
 			 0);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "unpriced GPU models"));
-	assert_non_null(strstr(r.body, "nvidia-a100-sxm4-80gb"));
+	assert_non_null(strstr(r.body, "a100_80g"));
 	gl_test_http_fini(&r);
 }
 

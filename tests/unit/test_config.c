@@ -116,6 +116,12 @@ static const struct bad_case bad[] = {
 	{"sources:\n  dcgm:\n    - cluster: d\n      targets: gpu01:9400\n",
 	 "sources.dcgm[0].targets: 'gpu01:9400' is not an http:// or https:// URL"},
 	{"sources:\n  sacct:\n    - cluster: a\n    - cluster: a\n", "t.yaml:4: sources.sacct[1].cluster: 'a' is listed twice"},
+	/* one name, one model: the second alias would be ignored or win at random */
+	{"gpu_models:\n  - match: NVIDIA A100-SXM4-80GB\n    model: a100_80g\n"
+	 "  - match: nvidia a100-sxm4-80gb\n    model: a100\n",
+	 "t.yaml:4: gpu_models[1].match: 'nvidia a100-sxm4-80gb' is already mapped by gpu_models[0]"},
+	{"gpu_models:\n  - match: x\n    model: \"\"\n", "t.yaml:3: gpu_models[0].model: must not be empty"},
+	{"gpu_models:\n  - model: a100\n", "gpu_models[0].match"},
 };
 
 /* The same kinds of values, valid, still load (the checks are not too strict). */
@@ -128,6 +134,8 @@ static void test_semantic_ok(void **state)
 				"rates:\n  - model: a100\n    per_gpu_hour: \"2.5\"\n    to: 2026-01-01\n"
 				"  - model: a100\n    per_gpu_hour: \"3\"\n    from: 2026-01-01\n"
 				"owners:\n  - match: label:team\n    value: x\n    team: t\n"
+				"gpu_models:\n  - match: NVIDIA A100-SXM4-80GB\n    model: a100_80g\n"
+				"  - match: NVIDIA A100-SXM4-40GB\n    model: a100\n"
 				"budgets:\n  - owner: t\n    amount: \"100.50\"\n"
 				"budget_alerts:\n  thresholds: 50,100\n"
 				/* literal braces (a JSON body) are text, not placeholders */
