@@ -128,6 +128,20 @@ static int secret_name(const char *name, size_t n)
 	return last && lastn >= 3 && !strncasecmp(last + lastn - 3, "key", 3);
 }
 
+/* Words of an error message that say a credential is wrong, never the
+ * credential itself: after a label they stay, so libpq's "fe_sendauth: no
+ * password supplied" and "oauth2: cannot fetch token" keep their sense. */
+static int error_word(const char *w, size_t n)
+{
+	static const char *const words[] = {"no",      "not",	   "none",   "missing", "invalid", "expired",
+					    "empty",   "required", "cannot", "failed",  "unable",  "denied",
+					    "refused", "rejected", "unknown"};
+	for (size_t k = 0; k < sizeof words / sizeof *words; k++)
+		if (is_ci(w, n, words[k]))
+			return 1;
+	return 0;
+}
+
 /* A label of an error's chain: letters, digits, '-', '_' or '.', then
  * one colon ("exec:", "oauth2:", "x509:"). */
 static int plain_label(const char *w, size_t n)
@@ -428,6 +442,8 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 			 * name and a colon, read as a word of its own (which keeps
 			 * it as it is, so a second pass reads it alike). In quotes
 			 * the header's value runs on */
+			if (!st.quote && error_word(s + b, we - b))
+				break;
 			if (!st.quote && plain_label(s + b, we - b)) {
 				/* unless it holds a token of its own (glpat-...:) */
 				struct gl_strbuf w = GL_STRBUF_INIT;

@@ -261,6 +261,13 @@ static void test_label_after_a_credential_label(void **state)
 	/* a label that is a token itself is still the value */
 	check("token: glpat-abcdefghijklmnopqrst: rejected", "token: *** rejected");
 	check("token: *** rejected", "token: *** rejected");
+	/* words that say a credential is wrong are no credential */
+	check("migrate: connection to server on socket \"/x/.s.PGSQL.5432\" failed: fe_sendauth: no password supplied",
+	      "migrate: connection to server on socket \"/x/.s.PGSQL.5432\" failed: fe_sendauth: no password supplied");
+	check("oauth2: cannot fetch token: 400 Bad Request", "oauth2: cannot fetch token: *** Bad Request");
+	check("Authorization: invalid", "Authorization: invalid");
+	check("password: Invalid-Hunter2 rejected", "password: *** rejected");
+	check("X-Api-Key: 'no' x", "X-Api-Key: '***' x");
 }
 
 int main(void)
