@@ -23,34 +23,20 @@ static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	if (gl_test_db_fresh("gl_test_end_before_start", g_dsn, sizeof g_dsn))
 		return -1;
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
-			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z",
-			NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "c1", "--file",
-			gl_test_fixture("tests/fixtures/review/sacct_end_before_start.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
+			gl_test_fixture("tests/fixtures/review/sacct_end_before_start.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
 static int teardown(void **state)
 {
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
-}
-
-static long long num(cJSON *o, const char *k)
-{
-	cJSON *v = cJSON_GetObjectItem(o, k);
-	if (!v || !cJSON_IsNumber(v))
-		fail_msg("no number '%s'", k);
-	return (long long)v->valuedouble;
 }
 
 static void test_no_negative_allocation(void **state)
@@ -65,16 +51,16 @@ static void test_no_negative_allocation(void **state)
 	assert_non_null(j);
 	t = cJSON_GetObjectItem(j, "totals");
 	/* with job 300 at -1,800 GPU-seconds: 9,000 and 3.75 less 1.25 */
-	assert_int_equal(num(t, "allocated_gpu_seconds"), alloc);
-	assert_int_equal(num(t, "cost_micros"), alloc * 2500000 / 3600);
-	assert_int_equal(num(t, "idle_gpu_seconds"), idle);
+	assert_int_equal(gl_test_jnum(t, "allocated_gpu_seconds"), alloc);
+	assert_int_equal(gl_test_jnum(t, "cost_micros"), alloc * 2500000 / 3600);
+	assert_int_equal(gl_test_jnum(t, "idle_gpu_seconds"), idle);
 	cJSON_Delete(j);
 
 	j = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-10-05", 200);
 	assert_non_null(j);
 	t = cJSON_GetObjectItem(j, "totals");
-	assert_int_equal(num(t, "allocated_gpu_seconds"), alloc);
-	assert_int_equal(num(t, "idle_gpu_seconds"), idle);
+	assert_int_equal(gl_test_jnum(t, "allocated_gpu_seconds"), alloc);
+	assert_int_equal(gl_test_jnum(t, "idle_gpu_seconds"), idle);
 	cJSON_Delete(j);
 
 	j = gl_test_get_json(g_d.port, "/v1/jobs?window=2026-10-05", 200);
@@ -84,8 +70,8 @@ static void test_no_negative_allocation(void **state)
 		if (strcmp(cJSON_GetObjectItem(it, "job_id")->valuestring, "300"))
 			continue;
 		seen = 1;
-		assert_int_equal(num(it, "gpu_seconds"), 0);
-		assert_int_equal(num(it, "cost_micros"), 0); /* was -1,250,000 */
+		assert_int_equal(gl_test_jnum(it, "gpu_seconds"), 0);
+		assert_int_equal(gl_test_jnum(it, "cost_micros"), 0); /* was -1,250,000 */
 	}
 	assert_true(seen);
 	cJSON_Delete(j);

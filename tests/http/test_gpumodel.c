@@ -41,7 +41,6 @@ static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	char fields[1024];
 	FILE *f;
 	if (gl_test_db_fresh("gl_test_gpumodel", g_dsn, sizeof g_dsn))
@@ -51,41 +50,24 @@ static int setup(void **state)
 		return -1;
 	fclose(f);
 	fields[strcspn(fields, "\n")] = 0;
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "e1", "--file", gl_test_fixture(FX "dcgm_gm1.prom"),
-			"--at", "2026-11-01T00:00:00Z", NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "dcgm", "--cluster", "e1", "--file", gl_test_fixture(FX "dcgm_gm1.prom"),
+			"--at", "2026-11-01T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "e1", "--file", gl_test_fixture(FX "sacct_e1.txt"),
-			"--fields", fields, NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "e1", "--file", gl_test_fixture(FX "sacct_e1.txt"),
+			"--fields", fields, NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube-nodes", "--cluster", "k1", "--file",
-			gl_test_fixture("tests/fixtures/conservation/kube_nodes.json"), "--at", "2026-10-01T00:00:00Z",
-			NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "kube-nodes", "--cluster", "k1", "--file",
+			gl_test_fixture("tests/fixtures/conservation/kube_nodes.json"), "--at", "2026-10-01T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "k1", "--file",
-			gl_test_fixture("tests/fixtures/conservation/kube_pods.json"), "--at", "2026-10-04T00:00:00Z", NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "k1", "--file",
+			gl_test_fixture("tests/fixtures/conservation/kube_pods.json"), "--at", "2026-10-04T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
 static int teardown(void **state)
 {
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
-}
-
-static long long num(cJSON *o, const char *k)
-{
-	cJSON *v = cJSON_GetObjectItem(o, k);
-	if (!v || !cJSON_IsNumber(v))
-		fail_msg("no number '%s'", k);
-	return (long long)v->valuedouble;
 }
 
 /* /v1/capacity per model: one row, a100, holding the capacity and the jobs */
@@ -98,10 +80,10 @@ static void test_capacity_one_model(void **state)
 	assert_int_equal(cJSON_GetArraySize(rows), 1);
 	r = cJSON_GetArrayItem(rows, 0);
 	assert_string_equal(cJSON_GetObjectItem(r, "gpu_model")->valuestring, "a100");
-	assert_int_equal(num(r, "reported_gpu_seconds"), CAP_S);
-	assert_int_equal(num(r, "allocated_gpu_seconds"), ALLOC_S);
-	assert_int_equal(num(r, "idle_gpu_seconds"), IDLE_S);
-	assert_int_equal(num(r, "over_gpu_seconds"), 0);
+	assert_int_equal(gl_test_jnum(r, "reported_gpu_seconds"), CAP_S);
+	assert_int_equal(gl_test_jnum(r, "allocated_gpu_seconds"), ALLOC_S);
+	assert_int_equal(gl_test_jnum(r, "idle_gpu_seconds"), IDLE_S);
+	assert_int_equal(gl_test_jnum(r, "over_gpu_seconds"), 0);
 	cJSON_Delete(j);
 }
 
@@ -114,13 +96,13 @@ static void test_chargeback_idle_priced(void **state)
 	assert_non_null(j);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unpriced_models")), 0);
 	st = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0);
-	assert_int_equal(num(cJSON_GetObjectItem(st, "idle"), "gpu_seconds"), IDLE_S);
-	assert_int_equal(num(cJSON_GetObjectItem(st, "idle"), "total_micros"), IDLE_S * MICROS_PER_S);
-	assert_int_equal(num(cJSON_GetObjectItem(st, "totals"), "allocated_gpu_seconds"), ALLOC_S);
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(st, "idle"), "gpu_seconds"), IDLE_S);
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(st, "idle"), "total_micros"), IDLE_S * MICROS_PER_S);
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(st, "totals"), "allocated_gpu_seconds"), ALLOC_S);
 	cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "items"))
 	{
 		assert_string_equal(cJSON_GetObjectItem(it, "name")->valuestring, "a100");
-		alloc_cost += num(it, "cost_micros");
+		alloc_cost += gl_test_jnum(it, "cost_micros");
 	}
 	assert_int_equal(alloc_cost, ALLOC_S * MICROS_PER_S);
 	cJSON_Delete(j);
@@ -128,8 +110,8 @@ static void test_chargeback_idle_priced(void **state)
 	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11-02&filter=cluster:e1", 200);
 	assert_non_null(j);
 	st = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0);
-	assert_int_equal(num(cJSON_GetObjectItem(st, "totals"), "allocated_gpu_seconds") +
-				 num(cJSON_GetObjectItem(st, "idle"), "gpu_seconds"),
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(st, "totals"), "allocated_gpu_seconds") +
+				 gl_test_jnum(cJSON_GetObjectItem(st, "idle"), "gpu_seconds"),
 			 CAP_S);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unpriced_models")), 0);
 	cJSON_Delete(j);
@@ -150,8 +132,8 @@ static void test_idle_row_priced(void **state)
 	}
 	assert_int_equal(n, 1);
 	assert_string_equal(cJSON_GetObjectItem(r, "gpu_model")->valuestring, "a100");
-	assert_int_equal(num(r, "idle_gpu_seconds"), IDLE_S);
-	assert_int_equal(num(r, "idle_cost_micros"), IDLE_S * MICROS_PER_S);
+	assert_int_equal(gl_test_jnum(r, "idle_gpu_seconds"), IDLE_S);
+	assert_int_equal(gl_test_jnum(r, "idle_cost_micros"), IDLE_S * MICROS_PER_S);
 	cJSON_Delete(j);
 }
 
@@ -168,9 +150,9 @@ static void test_kube_label_priced_as_a100(void **state)
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(st, "items")), 1);
 	it = cJSON_GetArrayItem(cJSON_GetObjectItem(st, "items"), 0);
 	assert_string_equal(cJSON_GetObjectItem(it, "name")->valuestring, "a100");
-	assert_int_equal(num(it, "cost_micros"), 36000 * MICROS_PER_S);
-	assert_int_equal(num(cJSON_GetObjectItem(st, "idle"), "gpu_seconds"), 172800 - 36000);
-	assert_int_equal(num(cJSON_GetObjectItem(st, "idle"), "total_micros"), (172800 - 36000) * MICROS_PER_S);
+	assert_int_equal(gl_test_jnum(it, "cost_micros"), 36000 * MICROS_PER_S);
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(st, "idle"), "gpu_seconds"), 172800 - 36000);
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(st, "idle"), "total_micros"), (172800 - 36000) * MICROS_PER_S);
 	cJSON_Delete(j);
 }
 

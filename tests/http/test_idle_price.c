@@ -41,23 +41,18 @@ static const char config_yaml[] =
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	if (gl_test_db_fresh("gl_test_idle_price", g_dsn, sizeof g_dsn))
 		return -1;
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "c1", "--file",
-			gl_test_fixture(FX "sacct_price_change.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
+			gl_test_fixture(FX "sacct_price_change.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	for (int k = 0; k <= 24; k++) {
 		char at[32];
 		int m = 55 + 5 * k; /* minutes after 10:00 */
 		snprintf(at, sizeof at, "2026-10-15T%02d:%02d:00Z", 10 + m / 60, m % 60);
-		if (gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "c1", "--file",
-				gl_test_fixture(FX "dcgm_n1_job201.prom"), "--at", at, "--max-gap", "300", NULL) ||
-		    o.status != 0)
+		if (gl_test_cli(g_dsn, "ingest", "dcgm", "--cluster", "c1", "--file",
+				gl_test_fixture(FX "dcgm_n1_job201.prom"), "--at", at, "--max-gap", "300", NULL))
 			return -1;
-		gl_test_out_fini(&o);
 	}
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
@@ -65,14 +60,6 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
-}
-
-static long long num(cJSON *o, const char *k)
-{
-	cJSON *v = cJSON_GetObjectItem(o, k);
-	if (!v || !cJSON_IsNumber(v))
-		fail_msg("no number '%s'", k);
-	return (long long)v->valuedouble;
 }
 
 static void test_idle_cost_across_a_price_change(void **state)
@@ -90,12 +77,12 @@ static void test_idle_cost_across_a_price_change(void **state)
 	assert_non_null(top);
 	assert_non_null(own);
 	assert_string_equal(cJSON_GetObjectItem(top, "job_id")->valuestring, "201");
-	assert_int_equal(num(top, "idle_gpu_seconds"), JOB_IDLE_S);
+	assert_int_equal(gl_test_jnum(top, "idle_gpu_seconds"), JOB_IDLE_S);
 	/* priced at 2.50 all through (the rate at the window's clipped start)
 	 * it was 9,583,333 */
-	assert_int_equal(num(top, "idle_cost_micros"), want);
+	assert_int_equal(gl_test_jnum(top, "idle_cost_micros"), want);
 	assert_string_equal(cJSON_GetObjectItem(own, "key")->valuestring, "vision");
-	assert_int_equal(num(own, "idle_cost_micros"), want);
+	assert_int_equal(gl_test_jnum(own, "idle_cost_micros"), want);
 	cJSON_Delete(j);
 
 	/* the showback report's top idle job says the same */
@@ -128,7 +115,7 @@ static void test_owner_idle_cost_at_its_jobs_prices(void **state)
 	assert_non_null(j);
 	own = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "allocated_idle"), 0);
 	assert_non_null(own);
-	assert_int_equal(num(own, "idle_cost_micros"), want);
+	assert_int_equal(gl_test_jnum(own, "idle_cost_micros"), want);
 	cJSON_Delete(j);
 
 	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-10&table=owners", NULL, 0, NULL,

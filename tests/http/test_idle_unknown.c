@@ -21,14 +21,11 @@ static struct gl_test_daemon g_d;
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	if (gl_test_db_fresh("gl_test_idle_unknown", g_dsn, sizeof g_dsn))
 		return -1;
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "c1", "--file",
-			gl_test_fixture("tests/fixtures/review/sacct_held.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
+			gl_test_fixture("tests/fixtures/review/sacct_held.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	return gl_test_daemon_start(&g_d, g_dsn, "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n",
 				    (const char *[]){"--no-ingest", NULL});
 }

@@ -46,34 +46,20 @@ static const struct want month = {MONTH_IDLE_S, 6876514 /* 16,045,200 x 3/7 = 6,
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	if (gl_test_db_fresh("gl_test_share_filter", g_dsn, sizeof g_dsn))
 		return -1;
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
-			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z",
-			NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "c1", "--file",
-			gl_test_fixture("tests/fixtures/review/sacct_share.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
+			gl_test_fixture("tests/fixtures/review/sacct_share.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
 static int teardown(void **state)
 {
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
-}
-
-static long long num(cJSON *o, const char *k)
-{
-	cJSON *v = cJSON_GetObjectItem(o, k);
-	if (!v || !cJSON_IsNumber(v))
-		fail_msg("no number '%s'", k);
-	return (long long)v->valuedouble;
 }
 
 /* The step's line of team name (NULL when absent) and its idle. */
@@ -95,15 +81,15 @@ static void check(const char *path, const struct want *w, int filtered)
 	assert_non_null(j);
 	l = line_of(j, "language", &idle);
 	assert_non_null(l);
-	assert_int_equal(num(l, "allocated_gpu_seconds"), 10800);
-	assert_int_equal(num(l, "idle_share_gpu_seconds"), w->share_s);
-	assert_int_equal(num(l, "idle_share_micros"), w->share_micros);
-	assert_int_equal(num(l, "total_micros"), 10800 * 1000 + w->share_micros);
+	assert_int_equal(gl_test_jnum(l, "allocated_gpu_seconds"), 10800);
+	assert_int_equal(gl_test_jnum(l, "idle_share_gpu_seconds"), w->share_s);
+	assert_int_equal(gl_test_jnum(l, "idle_share_micros"), w->share_micros);
+	assert_int_equal(gl_test_jnum(l, "total_micros"), 10800 * 1000 + w->share_micros);
 	/* what the owners shown do not take stays idle: the whole of the fleet
 	 * is still accounted for */
-	assert_int_equal(num(idle, "unshared_gpu_seconds"), w->idle_s);
-	assert_int_equal(num(idle, "gpu_seconds"), filtered ? w->idle_s - w->share_s : 0);
-	assert_int_equal(num(idle, "total_micros"), filtered ? w->idle_s * 1000 - w->share_micros : 0);
+	assert_int_equal(gl_test_jnum(idle, "unshared_gpu_seconds"), w->idle_s);
+	assert_int_equal(gl_test_jnum(idle, "gpu_seconds"), filtered ? w->idle_s - w->share_s : 0);
+	assert_int_equal(gl_test_jnum(idle, "total_micros"), filtered ? w->idle_s * 1000 - w->share_micros : 0);
 	cJSON_Delete(j);
 }
 
@@ -132,9 +118,9 @@ static void test_owner_idle_under_filters(void **state)
 	assert_non_null(j);
 	l = line_of(j, "language", &idle);
 	assert_non_null(l);
-	assert_int_equal(num(l, "idle_share_gpu_seconds"), p2);
-	assert_int_equal(num(l, "idle_share_micros"), p2 * 1000);
-	assert_int_equal(num(idle, "gpu_seconds"), DAY_IDLE_S - p2);
+	assert_int_equal(gl_test_jnum(l, "idle_share_gpu_seconds"), p2);
+	assert_int_equal(gl_test_jnum(l, "idle_share_micros"), p2 * 1000);
+	assert_int_equal(gl_test_jnum(idle, "gpu_seconds"), DAY_IDLE_S - p2);
 	cJSON_Delete(j);
 
 	j = gl_test_get_json(g_d.port,
@@ -142,14 +128,14 @@ static void test_owner_idle_under_filters(void **state)
 	assert_non_null(j);
 	assert_null(line_of(j, "language", &idle));
 	assert_non_null(line_of(j, "vision", &idle));
-	assert_int_equal(num(idle, "gpu_seconds"), DAY_IDLE_S);
+	assert_int_equal(gl_test_jnum(idle, "gpu_seconds"), DAY_IDLE_S);
 	cJSON_Delete(j);
 
 	j = gl_test_get_json(g_d.port,
 			     "/v1/chargeback?window=2026-10-06&aggregate=team&shareIdle=owner&filter=user:%22alice%22", 200);
 	assert_non_null(j);
 	assert_null(line_of(j, "language", &idle));
-	assert_int_equal(num(idle, "gpu_seconds"), DAY_IDLE_S);
+	assert_int_equal(gl_test_jnum(idle, "gpu_seconds"), DAY_IDLE_S);
 	cJSON_Delete(j);
 
 	/* a filter naming the team keeps its idle */
@@ -158,7 +144,7 @@ static void test_owner_idle_under_filters(void **state)
 	assert_non_null(j);
 	l = line_of(j, "language", &idle);
 	assert_non_null(l);
-	assert_int_equal(num(l, "idle_share_gpu_seconds"), p2);
+	assert_int_equal(gl_test_jnum(l, "idle_share_gpu_seconds"), p2);
 	cJSON_Delete(j);
 }
 

@@ -23,26 +23,17 @@ static struct gl_test_daemon g_d;
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	if (gl_test_db_fresh("gl_test_unpriced_idle", g_dsn, sizeof g_dsn))
 		return -1;
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
-			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z",
-			NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube-nodes", "--cluster", "k1", "--file",
-			gl_test_fixture("tests/fixtures/conservation/kube_nodes.json"), "--at", "2026-10-01T00:00:00Z",
-			NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "kube-nodes", "--cluster", "k1", "--file",
+			gl_test_fixture("tests/fixtures/conservation/kube_nodes.json"), "--at", "2026-10-01T00:00:00Z", NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "c1", "--file",
-			gl_test_fixture("tests/fixtures/review/sacct_share.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
+			gl_test_fixture("tests/fixtures/review/sacct_share.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	return gl_test_daemon_start(&g_d, g_dsn, "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n"
 				    "gpu_models:\n  - match: NVIDIA-A100-SXM4-80GB\n    model: a100_80g\n",
 				    (const char *[]){"--no-ingest", NULL});

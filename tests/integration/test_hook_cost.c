@@ -51,7 +51,6 @@ static void iso(time_t t, char *b, size_t n)
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	char buf[2048], st[32], at[32];
 	time_t now = time(NULL), end = now - now % 300, t0 = end - 120 * 60;
 
@@ -72,10 +71,8 @@ static int setup(void **state)
 		 "      warn_command: %s {cost} {currency}\n",
 		 path("warn.sh"));
 	write_file(path("config.yaml"), buf, 0);
-	if (gl_test_run(g_dsn, NULL, &o, "--config", path("config.yaml"), "rates", "load", path("config.yaml"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "--config", path("config.yaml"), "rates", "load", path("config.yaml"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	iso(t0, st, sizeof st);
 	snprintf(buf, sizeof buf,
 		 "JobID|JobIDRaw|Cluster|Partition|QOS|Account|User|Submit|Eligible|Start|End|State|AllocTRES|NodeList|DBIndex\n"
@@ -83,10 +80,8 @@ static int setup(void **state)
 		 "7701\n",
 		 st, st, st);
 	write_file(path("sacct.txt"), buf, 0);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "hc", "--file", path("sacct.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "hc", "--file", path("sacct.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	write_file(path("scrape.prom"),
 		   "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n"
 		   "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\",UUID=\"GPU-hc-n1-0\",modelName=\"NVIDIA A100-SXM4-80GB\","
@@ -97,11 +92,9 @@ static int setup(void **state)
 		   0);
 	for (time_t t = t0; t <= end; t += 300) {
 		iso(t, at, sizeof at);
-		if (gl_test_run(g_dsn, NULL, &o, "ingest", "dcgm", "--cluster", "hc", "--file", path("scrape.prom"), "--at",
-				at, "--max-gap", "300", NULL) ||
-		    o.status != 0)
+		if (gl_test_cli(g_dsn, "ingest", "dcgm", "--cluster", "hc", "--file", path("scrape.prom"), "--at",
+				at, "--max-gap", "300", NULL))
 			return -1;
-		gl_test_out_fini(&o);
 	}
 	return 0;
 }

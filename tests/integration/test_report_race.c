@@ -30,7 +30,6 @@ static const char *path(const char *name)
 
 static int setup(void **state)
 {
-	struct gl_test_out o;
 	FILE *f;
 	if (gl_test_db_fresh("gl_test_report_race", g_dsn, sizeof g_dsn))
 		return -1;
@@ -43,15 +42,11 @@ static int setup(void **state)
 	fprintf(f, "reports:\n  dir: %s/reports\n  formats: csv,html,pdf\nrates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n",
 		g_dir);
 	fclose(f);
-	if (gl_test_run(g_dsn, NULL, &o, "--config", path("config.yaml"), "rates", "load", path("config.yaml"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "--config", path("config.yaml"), "rates", "load", path("config.yaml"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "c1", "--file",
-			gl_test_fixture("tests/fixtures/review/sacct_share.txt"), NULL) ||
-	    o.status != 0)
+	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
+			gl_test_fixture("tests/fixtures/review/sacct_share.txt"), NULL))
 		return -1;
-	gl_test_out_fini(&o);
 	return 0;
 }
 

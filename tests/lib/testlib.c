@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -173,23 +174,14 @@ static char *slurp_fd(int fd, size_t *len)
 	return b;
 }
 
-int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, const char *arg0, ...)
+/* gl_test_run's body: argv[0] is the binary, argv NULL-terminated. */
+static int run_argv(const char *dsn, const char *const *env, struct gl_test_out *o, const char *const *argv)
 {
-	const char *argv[64];
 	int outp[2], errp[2], st;
-	size_t k = 0;
-	va_list ap;
 	pid_t pid;
 	char of[64], ef[64];
 
 	memset(o, 0, sizeof *o);
-	argv[k++] = gl_test_bin();
-	argv[k++] = arg0;
-	va_start(ap, arg0);
-	while (k < 63 && (argv[k] = va_arg(ap, const char *)))
-		k++;
-	va_end(ap);
-	argv[k] = NULL;
 	/* temp files, not pipes: no deadlock on big outputs */
 	snprintf(of, sizeof of, "/tmp/gltest-out-%d", (int)getpid());
 	snprintf(ef, sizeof ef, "/tmp/gltest-err-%d", (int)getpid());
@@ -223,6 +215,55 @@ int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, 
 	unlink(of);
 	unlink(ef);
 	return 0;
+}
+
+/* Collects the NULL-terminated arguments after arg0 behind the binary. */
+static void collect_args(const char **argv, const char *arg0, va_list ap)
+{
+	size_t k = 0;
+	argv[k++] = gl_test_bin();
+	argv[k++] = arg0;
+	while (k < 63 && (argv[k] = va_arg(ap, const char *)))
+		k++;
+	argv[k] = NULL;
+}
+
+int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, const char *arg0, ...)
+{
+	const char *argv[64];
+	va_list ap;
+	va_start(ap, arg0);
+	collect_args(argv, arg0, ap);
+	va_end(ap);
+	return run_argv(dsn, env, o, argv);
+}
+
+int gl_test_cli(const char *dsn, const char *arg0, ...)
+{
+	const char *argv[64];
+	struct gl_test_out o;
+	va_list ap;
+	int rc;
+	va_start(ap, arg0);
+	collect_args(argv, arg0, ap);
+	va_end(ap);
+	rc = run_argv(dsn, NULL, &o, argv);
+	if (!rc && o.status != 0) {
+		fprintf(stderr, "gpuledger %s ... exited %d: %s\n", arg0, o.status, o.err ? o.err : "");
+		rc = -1;
+	}
+	gl_test_out_fini(&o);
+	return rc;
+}
+
+long long gl_test_jnum(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsNumber(v)) {
+		fprintf(stderr, "no number '%s' in the answer\n", key);
+		return LLONG_MIN;
+	}
+	return (long long)v->valuedouble;
 }
 
 void gl_test_out_fini(struct gl_test_out *o)

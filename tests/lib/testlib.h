@@ -36,6 +36,12 @@ struct gl_test_out {
  * args (NULL-terminated). Extra env "K=V" entries may be passed in env. */
 int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, const char *arg0, ...);
 void gl_test_out_fini(struct gl_test_out *o);
+/* The same, for set-ups that only need the command to succeed: 0 when it
+ * exits 0, else -1 with its stderr printed. */
+int gl_test_cli(const char *dsn, const char *arg0, ...);
+/* o[key] as an integer; LLONG_MIN (and a message) when it is no number,
+ * which no expected figure equals. */
+long long gl_test_jnum(const cJSON *o, const char *key);
 
 /* Query helpers: first column of the first row as integer / text (static buffer). */
 /* Runs one statement on a connection of its own: the rows it affected, -1
