@@ -278,14 +278,8 @@ static int log_has(const char *needle, int times)
  * on, writes wait); released by finishing the session. */
 static PGconn *lock_writes(const char *table)
 {
-	char sql[128];
-	PGconn *c = PQconnectdb(g_dsn);
-	PGresult *r;
-	assert_int_equal(PQstatus(c), CONNECTION_OK);
-	snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s IN EXCLUSIVE MODE", table);
-	r = PQexec(c, sql);
-	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-	PQclear(r);
+	PGconn *c = gl_test_lock_table(g_dsn, table, "EXCLUSIVE");
+	assert_non_null(c);
 	return c;
 }
 

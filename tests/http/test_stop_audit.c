@@ -62,12 +62,8 @@ static void wait_for_lock_waiter(void)
 
 static void lock_audit(void)
 {
-	PGresult *r;
-	g_locker = PQconnectdb(g_dsn);
-	assert_int_equal(PQstatus(g_locker), CONNECTION_OK);
-	r = PQexec(g_locker, "BEGIN; LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE");
-	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-	PQclear(r);
+	g_locker = gl_test_lock_table(g_dsn, "audit_log", "ACCESS EXCLUSIVE");
+	assert_non_null(g_locker);
 }
 
 static void unlock_audit(void)

@@ -69,12 +69,8 @@ static void wait_for_lock_waiter(void)
 
 static void lock_jobs(void)
 {
-	PGresult *r;
-	g_locker = PQconnectdb(g_dsn);
-	assert_int_equal(PQstatus(g_locker), CONNECTION_OK);
-	r = PQexec(g_locker, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE");
-	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-	PQclear(r);
+	g_locker = gl_test_lock_table(g_dsn, "jobs", "ACCESS EXCLUSIVE");
+	assert_non_null(g_locker);
 }
 
 /* Ending the session ends its transaction and the lock with it. */

@@ -57,14 +57,8 @@ static long long wait_for(PGconn *c, const char *sql, long long want)
 
 static void lock_table(const char *table)
 {
-	char sql[200];
-	PGresult *r;
-	g_locker = PQconnectdb(g_dsn);
-	assert_int_equal(PQstatus(g_locker), CONNECTION_OK);
-	snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s IN ACCESS EXCLUSIVE MODE", table);
-	r = PQexec(g_locker, sql);
-	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-	PQclear(r);
+	g_locker = gl_test_lock_table(g_dsn, table, "ACCESS EXCLUSIVE");
+	assert_non_null(g_locker);
 }
 
 static void unlock_table(void)

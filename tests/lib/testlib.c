@@ -266,6 +266,28 @@ long long gl_test_jnum(const cJSON *o, const char *key)
 	return (long long)v->valuedouble;
 }
 
+PGconn *gl_test_lock_table(const char *dsn, const char *table, const char *mode)
+{
+	char sql[200];
+	PGconn *c = PQconnectdb(dsn);
+	PGresult *r;
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "lock %s: %s", table, PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	snprintf(sql, sizeof sql, "BEGIN; LOCK TABLE %s IN %s MODE", table, mode);
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "lock %s: %s", table, PQerrorMessage(c));
+		PQclear(r);
+		PQfinish(c);
+		return NULL;
+	}
+	PQclear(r);
+	return c;
+}
+
 void gl_test_out_fini(struct gl_test_out *o)
 {
 	free(o->out);

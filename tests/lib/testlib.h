@@ -42,6 +42,9 @@ int gl_test_cli(const char *dsn, const char *arg0, ...);
 /* o[key] as an integer; LLONG_MIN (and a message) when it is no number,
  * which no expected figure equals. */
 long long gl_test_jnum(const cJSON *o, const char *key);
+/* A second session holding `LOCK TABLE table IN mode MODE` in an open
+ * transaction (PQfinish releases it); NULL, with a message, on failure. */
+PGconn *gl_test_lock_table(const char *dsn, const char *table, const char *mode);
 
 /* Query helpers: first column of the first row as integer / text (static buffer). */
 /* Runs one statement on a connection of its own: the rows it affected, -1
