@@ -214,6 +214,34 @@ try {
 		assert(w.clean(), w.report());
 	});
 
+	await test('fleet chart: no steps after now, the step under way averaged over its elapsed part', async () => {
+		// rows shaped like /v1/capacity's, around the browser's clock: a day
+		// begun 6 h ago with 12 GPUs present all along, and the next day,
+		// which has not begun (the API answers it with zeros)
+		const now = Math.floor(Date.now() / 1000), iso = (t) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
+		const row = (t0, t1, rep, alloc) => ({ start: iso(t0), end: iso(t1), cluster: 'c1', reported_gpu_seconds: rep,
+			allocated_gpu_seconds: alloc, down_gpu_seconds: 0, planned_down_gpu_seconds: 0, reserved_gpu_seconds: 0,
+			idle_gpu_seconds: rep - alloc, unavailable_gpu_seconds: 0, over_gpu_seconds: 0, drained_allocated_gpu_seconds: 0,
+			saturation: rep ? alloc / rep : null });
+		const d0 = now - 6 * 3600, d1 = d0 + 86400, d2 = d1 + 86400;
+		const cap = { window: { start: iso(d0 - 86400), end: iso(d2) }, step: 'day', aggregate: 'cluster',
+			rows: [row(d0 - 86400, d0, 12 * 86400, 3 * 86400), row(d0, d1, 12 * 6 * 3600, 4 * 6 * 3600), row(d1, d2, 0, 0)] };
+		const fake = { '/v1/capacity': cap, '/v1/chargeback': { steps: [] } };
+		const match = (u) => Object.keys(fake).includes(u.pathname);
+		await page.route(match, (r) => r.fulfill({ status: 200, contentType: 'application/json',
+			body: JSON.stringify(fake[new URL(r.request().url()).pathname]) }));
+		try {
+			await visit('fleet');
+			await page.waitForSelector('#fleet-chart-data');
+			const rows = await page.$$eval('#fleet-chart-data tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+			eq(rows.map((r) => r[0]).join(' '), iso(d0 - 86400) + ' ' + iso(d0), 'steps drawn: the day before and the day under way');
+			eq(rows[0].slice(1).join(','), '3,9,0,0', 'a whole day: allocated, idle, reserved, unavailable GPUs');
+			eq(rows[1].slice(1).join(','), '4,8,0,0', 'the day under way: 12 GPUs, not 3');
+		} finally {
+			await page.unroute(match);
+		}
+	});
+
 	await test('CSV download goes through format=csv with the bearer header and saves the API\'s bytes', async () => {
 		// a closed window (the Philly sample's October 2017): the open month's
 		// idle grows by the second, so two reads of it differ unless they

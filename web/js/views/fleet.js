@@ -5,10 +5,21 @@ import { h, stat, table, legend } from '../ui.js';
 import { stackedArea } from '../charts.js';
 import * as f from '../fmt.js';
 
-const STEP_S = { hour: 3600, day: 86400, week: 604800 };
-
 function stepFor(win) {
 	return win === '7d' ? 'hour' : 'day';
+}
+
+// The numbers drawn, for screen readers and for reading one step exactly.
+function chartData(xs, series) {
+	if (!xs.length) return null;
+	return h('details', { id: 'fleet-chart-data' },
+		h('summary', { text: 'The chart as a table' }),
+		h('table', {},
+			h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Step start (UTC)' }),
+				...series.map((s) => h('th', { scope: 'col', class: 'num', text: s.name + ' (GPUs)' })))),
+			h('tbody', {}, ...xs.map((t, i) => h('tr', {},
+				h('td', { text: new Date(t * 1000).toISOString().replace('.000Z', 'Z') }),
+				...series.map((s) => h('td', { class: 'num', text: f.number(s.values[i], 1) })))))));
 }
 
 export async function render(ctx) {
@@ -23,9 +34,14 @@ export async function render(ctx) {
 	const byT = new Map();
 	const byKey = new Map();
 	const keyName = ctx.aggregate;
+	// Steps of the window still ahead hold no GPU time yet: drawn as zero they
+	// looked like the fleet had gone, and the step under way, averaged over
+	// its whole length, like a fleet a third its size. The chart stops at now
+	// and averages the current step over the part that has passed.
+	const now = Date.now() / 1000;
 	for (const r of cap.rows) {
 		const t = Date.parse(r.start) / 1000;
-		const a = byT.get(t) || { reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0 };
+		const a = byT.get(t) || { len: Math.min(Date.parse(r.end) / 1000, now) - t, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0 };
 		a.reported += r.reported_gpu_seconds;
 		a.allocated += r.allocated_gpu_seconds;
 		a.idle += r.idle_gpu_seconds;
@@ -50,21 +66,20 @@ export async function render(ctx) {
 		}
 		if (any) { haveBusy = true; busyT.set(Date.parse(s.start) / 1000, { busy, idle }); }
 	}
-	const xs = [...byT.keys()].sort((a, b) => a - b);
-	const stepS = STEP_S[step];
-	const gpus = (s) => s / stepS; // average GPUs over the step
+	const xs = [...byT.keys()].filter((t) => byT.get(t).len > 0).sort((a, b) => a - b);
+	const gpus = (t, s) => s / byT.get(t).len; // average GPUs over the step's elapsed part
 	let series;
 	if (haveBusy) {
 		series = [
-			{ name: 'Busy', values: xs.map((t) => gpus(busyT.get(t)?.busy || 0)) },
-			{ name: 'Allocated, idle', values: xs.map((t) => gpus(Math.max(0, byT.get(t).allocated - (busyT.get(t)?.busy || 0)))) },
+			{ name: 'Busy', values: xs.map((t) => gpus(t, busyT.get(t)?.busy || 0)) },
+			{ name: 'Allocated, idle', values: xs.map((t) => gpus(t, Math.max(0, byT.get(t).allocated - (busyT.get(t)?.busy || 0)))) },
 		];
 	} else {
-		series = [{ name: 'Allocated', values: xs.map((t) => gpus(byT.get(t).allocated)) }];
+		series = [{ name: 'Allocated', values: xs.map((t) => gpus(t, byT.get(t).allocated)) }];
 	}
-	series.push({ name: 'Unallocated, idle', values: xs.map((t) => gpus(byT.get(t).idle)) });
-	series.push({ name: 'Reserved', values: xs.map((t) => gpus(byT.get(t).reserved)) });
-	series.push({ name: 'Unavailable', values: xs.map((t) => gpus(byT.get(t).unavailable)) });
+	series.push({ name: 'Unallocated, idle', values: xs.map((t) => gpus(t, byT.get(t).idle)) });
+	series.push({ name: 'Reserved', values: xs.map((t) => gpus(t, byT.get(t).reserved)) });
+	series.push({ name: 'Unavailable', values: xs.map((t) => gpus(t, byT.get(t).unavailable)) });
 
 	let rep = 0, alloc = 0, unav = 0;
 	for (const a of byT.values()) { rep += a.reported; alloc += a.allocated; unav += a.unavailable; }
@@ -74,7 +89,8 @@ export async function render(ctx) {
 
 	const chartBox = h('div', { class: 'card chart-card' },
 		h('h2', { text: 'GPUs over time (average per ' + step + ')' }),
-		legend(series.map((s) => s.name)));
+		legend(series.map((s) => s.name)),
+		chartData(xs, series));
 	ctx.chart = { box: chartBox, xs, series };
 	const rows = [...byKey.values()].map((b) => ({ ...b, saturation: b.reported - b.unavailable > 0 ? b.allocated / (b.reported - b.unavailable) : null }));
 	return [
