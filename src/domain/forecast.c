@@ -927,13 +927,13 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 				 n, n_cv, (int)H, w.c.kd, unit);
 		else
 			snprintf(r->note, sizeof r->note,
-				 "short history (%zu slots, %d backtest origins; needs two weeks): median of the same slot"
+				 "short history (%zu slot%s, %d backtest origin%s; needs two weeks): median of the same slot"
 				 " over the last %d %s there are",
-				 n, n_cv, w.c.kd, unit);
+				 n, n == 1 ? "" : "s", n_cv, n_cv == 1 ? "" : "s", w.c.kd, unit);
 		fallback_point(x, n, &w.c, r->point);
 		if (o->method != GL_FORECAST_AUTO && o->method != GL_FORECAST_MEDIAN_DAY)
-			snprintf(r->note, sizeof r->note, "short history (%zu slots): %s cannot run", n,
-				 gl_forecast_method_name(o->method));
+			snprintf(r->note, sizeof r->note, "short history (%zu slot%s): %s cannot run", n,
+				 n == 1 ? "" : "s", gl_forecast_method_name(o->method));
 		if (n_cv >= 1) {
 			double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
 			for (int k = 0; k < w.norig; k++)

@@ -191,6 +191,15 @@ static void test_short_history_fallback(void **state)
 	assert_true(isnan(r.lo95[0]) && isnan(r.lo80[0]) && isnan(r.hi80[0]) && isnan(r.hi95[0]));
 	assert_non_null(strstr(r.note, "no backtest possible, so no intervals"));
 	gl_forecast_result_fini(&r);
+
+	/* a team first seen yesterday: one slot, said in the singular */
+	struct gl_forecast_opts od = o;
+	od.slots_per_day = 1;
+	od.slots_per_week = 7;
+	od.horizon = 7;
+	assert_int_equal(gl_forecast_fit(y, 1, &od, &r, &err), 0);
+	assert_non_null(strstr(r.note, "short history (1 slot, 0 backtest origins;"));
+	gl_forecast_result_fini(&r);
 }
 
 static void test_missing_slots(void **state)

@@ -23,6 +23,14 @@ function eq(got, want, name) {
 	}
 }
 
+// axis ticks: the decimals the spacing needs (a series of 0.1 GPU-h had
+// every tick labelled 0)
+eq(f.ticks([0, 0.02, 0.04, 0.06], 0.02).join(' '), '0.00 0.02 0.04 0.06', 'ticks 0.02 apart: two decimals');
+eq(f.ticks([0, 0.25, 0.5], 0.25).join(' '), '0.00 0.25 0.50', 'ticks 0.25 apart: two decimals, not 0.3');
+eq(f.ticks([1.4, 1.5, 1.6], 0.1).join(' '), '1.4 1.5 1.6', 'ticks 0.1 apart: one decimal');
+eq(f.ticks([0, 5000, 10000], 5000).join(' '), '0 5,000 10,000', 'ticks 5000 apart: none, grouped');
+eq(f.ticks([0, 2.5, 5], 2.5).join(' '), '0.0 2.5 5.0', 'ticks 2.5 apart: one decimal');
+
 eq(f.money(1234567890, 'USD'), '1,234.57 USD', 'USD: two decimals, half up');
 eq(f.money(6937000, 'USD'), '6.94 USD', 'USD: 6.937 rounds up');
 eq(f.money(1535770833, 'JPY'), '1,536 JPY', 'JPY: no decimals');

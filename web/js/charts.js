@@ -2,6 +2,7 @@
 // palette so light/dark and the colour-blind-safe set apply to charts too.
 import uPlot from '../vendor/uplot/uPlot.esm.js';
 import { h } from './ui.js';
+import { ticks } from './fmt.js';
 
 export function colour(k) {
 	return getComputedStyle(document.documentElement).getPropertyValue('--c' + (k + 1)).trim() || '#888';
@@ -15,11 +16,11 @@ function alpha(hex, a) {
 	return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${a})`;
 }
 
-function axes(yLabel, yFmt) {
+function axes(yLabel) {
 	const stroke = fg(), grid = { stroke: line(), width: 1 };
 	return [
 		{ stroke, grid, ticks: grid },
-		{ stroke, grid, ticks: grid, label: yLabel, size: 70, values: (u, vals) => vals.map(yFmt || ((v) => v)) },
+		{ stroke, grid, ticks: grid, label: yLabel, size: 70, values: (u, vals, ax, space, incr) => ticks(vals, incr) },
 	];
 }
 
@@ -56,7 +57,7 @@ export function stackedArea(container, { xs, series, yLabel, yFmt, label }) {
 		width: 1,
 		value: (u, v, si, di) => (di === null || di === undefined ? '—' : (yFmt || String)(series[i].values[di] || 0)),
 	}))];
-	return mount(container, { series: useries, axes: axes(yLabel, yFmt), scales: { x: { time: true } } }, data, label);
+	return mount(container, { series: useries, axes: axes(yLabel), scales: { x: { time: true } } }, data, label);
 }
 
 // Lines: series [{name, values[]}] over xs.
@@ -71,7 +72,7 @@ export function lines(container, { xs, series, yLabel, yFmt, label, bands }) {
 		value: (u, v) => (v === null || v === undefined ? '—' : (yFmt || String)(v)),
 	}))];
 	const data = [xs, ...series.map((s) => s.values)];
-	return mount(container, { series: useries, bands, axes: axes(yLabel, yFmt), scales: { x: { time: true } } }, data, label);
+	return mount(container, { series: useries, bands, axes: axes(yLabel), scales: { x: { time: true } } }, data, label);
 }
 
 export { alpha };

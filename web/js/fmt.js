@@ -76,6 +76,15 @@ export function percent(x) {
 	return x === null || x === undefined || Number.isNaN(x) ? '—' : pct.format(x);
 }
 
+// Axis tick labels: as many decimals as the spacing between ticks needs, so
+// ticks 0.1 apart on a small series read 0.1, 0.2… instead of 0, 0, 0.
+export function ticks(vals, incr) {
+	let d = 0; // the fewest decimals that write the spacing exactly (0.25 needs 2)
+	while (incr > 0 && d < 6 && Math.abs(incr * 10 ** d - Math.round(incr * 10 ** d)) > 1e-6 * incr * 10 ** d) d++;
+	const nf = new Intl.NumberFormat('en', { minimumFractionDigits: d, maximumFractionDigits: d });
+	return vals.map((v) => (v === null || v === undefined ? '' : nf.format(v)));
+}
+
 export function number(x, digits = 0) {
 	if (x === null || x === undefined) return '—';
 	return new Intl.NumberFormat('en', { maximumFractionDigits: digits }).format(x);

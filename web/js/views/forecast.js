@@ -91,7 +91,7 @@ function draw(box, s) {
 	lines(box, {
 		xs,
 		label: 'History and forecast of ' + s.key + ' with 80 and 95 percent intervals',
-		yLabel: 'GPU-h', yFmt: (v) => f.number(v, 0),
+		yLabel: 'GPU-h', yFmt: (v) => f.number(v, Math.abs(v) < 10 ? 2 : 0), // a small team's 0.1 GPU-h is not 0
 		series: [
 			{ name: 'history', values: histVals, colour: c },
 			{ name: 'forecast', values: pad(fc, nh, 'value'), colour: c2, dash: [6, 4] },
