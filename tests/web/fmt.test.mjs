@@ -31,6 +31,12 @@ eq(f.ticks([1.4, 1.5, 1.6], 0.1).join(' '), '1.4 1.5 1.6', 'ticks 0.1 apart: one
 eq(f.ticks([0, 5000, 10000], 5000).join(' '), '0 5,000 10,000', 'ticks 5000 apart: none, grouped');
 eq(f.ticks([0, 2.5, 5], 2.5).join(' '), '0.0 2.5 5.0', 'ticks 2.5 apart: one decimal');
 
+// GPU-hours: a one-minute job is not "0.0 GPU-h"
+eq(f.gpuHours(60), '0.017 GPU-h', 'one GPU-minute: two significant digits');
+eq(f.gpuHours(0), '0.0 GPU-h', 'zero stays 0.0');
+eq(f.gpuHours(1008), '0.3 GPU-h', 'from 0.1 GPU-h: one decimal');
+eq(f.gpuHours(3600 * 1234.4), '1,234 GPU-h', 'large: no decimals');
+
 eq(f.money(1234567890, 'USD'), '1,234.57 USD', 'USD: two decimals, half up');
 eq(f.money(6937000, 'USD'), '6.94 USD', 'USD: 6.937 rounds up');
 eq(f.money(1535770833, 'JPY'), '1,536 JPY', 'JPY: no decimals');

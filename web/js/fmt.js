@@ -3,12 +3,16 @@
 // so a displayed total is the API's to the cent.
 const nf1 = new Intl.NumberFormat('en', { maximumFractionDigits: 1, minimumFractionDigits: 1 });
 const nf0 = new Intl.NumberFormat('en', { maximumFractionDigits: 0 });
+const sig2 = new Intl.NumberFormat('en', { maximumSignificantDigits: 2 });
 const pct = new Intl.NumberFormat('en', { style: 'percent', maximumFractionDigits: 1 });
 
 export function gpuHours(seconds) {
 	if (seconds === null || seconds === undefined) return '—';
 	const h = seconds / 3600;
-	return (Math.abs(h) >= 1000 ? nf0.format(h) : nf1.format(h)) + ' GPU-h';
+	// under 0.1 GPU-h, two significant digits: a one-minute job priced at
+	// 0.03 showed "0.0 GPU-h", as if it had used nothing
+	const a = Math.abs(h);
+	return (a >= 1000 ? nf0.format(h) : a >= 0.1 || h === 0 ? nf1.format(h) : sig2.format(h)) + ' GPU-h';
 }
 
 export function hours(seconds) {
