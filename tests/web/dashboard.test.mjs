@@ -310,6 +310,44 @@ try {
 		assert(got.startsWith('seq,at,actor,source_addr,action,object,outcome,detail,prev_hash,hash\r\n'), got.slice(0, 120));
 	});
 
+	await test('audit: filters by action and outcome, and pages back through next_cursor like /v1/audit', async () => {
+		// the three tokens the test made, under the window of this month
+		await page.goto(base + '/#/audit?w=month');
+		await H.ready(page, 'audit');
+		await page.fill('#audit-action', 'token.create');
+		await page.click('#audit-filter button[type=submit]');
+		await page.waitForFunction(() => /all in this window/.test(document.querySelector('#audit-status').textContent));
+		const seqs = async () => (await page.$$eval('#audit-table tbody tr', (trs) => trs.map((tr) => Number(tr.cells[0].textContent))));
+		const api1 = (await H.api(base, admin, '/v1/audit?window=month&action=token.create&limit=1000')).body;
+		eq((await seqs()).join(','), api1.entries.map((e) => e.seq).join(','), 'token.create rows: the API\'s');
+		const acts = await page.$$eval('#audit-table tbody tr', (trs) => trs.map((tr) => tr.cells[4].textContent));
+		assert(acts.length >= 3 && acts.every((a) => a === 'token.create'), acts.join(','));
+		eq(await page.$eval('#audit-events', (e) => [...e.childNodes].filter((n) => n.nodeType !== 1).length), 0, 'no stray text ("null") under the table');
+		// every request is audited: enough http.request rows for a second page
+		const okReqs = async () => (await H.api(base, admin, '/v1/audit?window=month&action=http.request&outcome=ok&limit=1000')).body.entries.length;
+		for (let i = 0, n = await okReqs(); n <= 130 && i < 5; i++, n = await okReqs())
+			for (let k = 0; k < 140 - n; k++) await H.api(base, viewer, '/v1/whoami');
+		assert(await okReqs() > 100, 'more than a page of http.request rows');
+		await page.fill('#audit-action', 'http.request');
+		await page.selectOption('#audit-outcome', 'ok');
+		await page.click('#audit-filter button[type=submit]');
+		await page.waitForSelector('#audit-older');
+		const first = await seqs();
+		eq(first.length, 100, 'first page');
+		// rows below the first page's last seq do not change as requests add rows above
+		const api3 = (await H.api(base, admin, '/v1/audit?window=month&action=http.request&outcome=ok&limit=100&cursor=' + Math.min(...first))).body;
+		await page.click('#audit-older');
+		await page.waitForFunction(() => document.querySelectorAll('#audit-table tbody tr').length > 100);
+		const got = await seqs();
+		eq(got.slice(100).join(','), api3.entries.map((e) => e.seq).join(','), 'second page: the rows below the first page\'s cursor');
+		eq(new Set(got).size, got.length, 'no row twice');
+		await page.fill('#audit-action', '');
+		await page.selectOption('#audit-outcome', '');
+		await page.click('#audit-filter button[type=submit]');
+		await page.waitForFunction(() => !/Loading/.test(document.querySelector('#audit-status').textContent));
+		assert(w.clean(), w.report());
+	});
+
 	await test('keyboard: skip link, then the nav by Tab and Enter', async () => {
 		// a fresh page (a change of view moves focus to the content)
 		await page.goto(base + '/#/fleet');

@@ -18,7 +18,7 @@ const VIEWS = [
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
 	{ id: 'jobs', title: 'Jobs', min: 'finance', aggs: null, scoped: true },
 	{ id: 'reports', title: 'Reports', min: 'finance', aggs: ['team', 'project', 'cost_center', 'account', 'user'], noWindow: true },
-	{ id: 'audit', title: 'Audit', min: 'admin', aggs: null, noWindow: true },
+	{ id: 'audit', title: 'Audit', min: 'admin', aggs: null },
 	{ id: 'hook', title: 'Idle hook', min: 'admin', alsoHook: true, aggs: null, noWindow: true },
 ];
 

@@ -1,10 +1,19 @@
-// Audit (admin): recent events and the hash chain's verification.
+// Audit (admin): the events of the window, filtered by actor, action and
+// outcome as /v1/audit filters them, a page of 100 at a time ("Older
+// entries" follows next_cursor), and the hash chain's verification. The
+// newest 100 rows alone were mostly the dashboard's own page requests: an
+// auditor asking who created which token could not reach them.
 import { h, table } from '../ui.js';
 import * as f from '../fmt.js';
 import * as api from '../api.js';
 
-export async function render(ctx) {
-	const d = await ctx.get('/v1/audit', { limit: 100 });
+// kept across visits of the view, like the window
+const filt = { actor: '', action: '', outcome: '' };
+// the actions gpuledger writes (a suggestion list; any text is sent as typed)
+const ACTIONS = ['http.request', 'ingest.run', 'costing.load', 'token.create', 'token.revoke', 'report.generate',
+	'budget.alert', 'db.redact', 'hook.run', 'hook.candidate', 'hook.spared', 'hook.no_data', 'hook.record'];
+
+function verifier() {
 	const result = h('p', { id: 'verify-result', role: 'status' });
 	const btn = h('button', {
 		type: 'button', id: 'verify', class: 'primary',
@@ -17,7 +26,7 @@ export async function render(ctx) {
 				result.className = v.ok ? 'ok' : 'bad';
 				result.textContent = v.ok
 					? 'Chain intact: ' + v.rows + ' rows, seq ' + v.first_seq + '–' + v.last_seq + ', head ' + String(v.head_hash).slice(0, 16) + '…'
-					: 'Chain BROKEN: ' + (v.error || v.message || JSON.stringify(v));
+					: 'Chain BROKEN at seq ' + v.bad_seq + ': ' + v.reason;
 			} catch (e) {
 				result.className = 'bad';
 				result.textContent = 'Verification failed: ' + e.message;
@@ -26,18 +35,78 @@ export async function render(ctx) {
 			}
 		},
 	}, 'Verify the chain');
-	return [
-		h('div', { class: 'card' }, h('h2', { text: 'Hash chain' }), btn, result),
-		table({
-			id: 'audit-table', title: 'Recent events', sortKey: 'seq',
+	return h('div', { class: 'card' }, h('h2', { text: 'Hash chain' }), btn, result);
+}
+
+export async function render(ctx) {
+	const params = () => {
+		const p = { window: ctx.window, limit: 100 };
+		for (const k of ['actor', 'action', 'outcome']) if (filt[k]) p[k] = filt[k];
+		return p;
+	};
+	let d = await ctx.get('/v1/audit', params());
+	let rows = d.entries, next = d.next_cursor;
+	const box = h('div', { id: 'audit-events' });
+	const status = h('p', { id: 'audit-status', class: 'note', role: 'status' });
+	const older = h('button', {
+		type: 'button', id: 'audit-older',
+		onclick: async () => {
+			older.disabled = true;
+			try {
+				d = await api.get('/v1/audit', { ...params(), cursor: next });
+				rows = rows.concat(d.entries);
+				next = d.next_cursor;
+				draw();
+			} catch (e) {
+				status.textContent = 'Loading older entries failed: ' + e.message;
+			} finally {
+				older.disabled = false;
+			}
+		},
+	}, 'Older entries');
+	function draw() {
+		box.replaceChildren(table({
+			id: 'audit-table', title: 'Events', sortKey: 'seq',
 			cols: [
 				{ key: 'seq', label: 'Seq', num: true }, { key: 'at', label: 'At', fmt: (r) => f.time(r.at) },
 				{ key: 'actor', label: 'Actor' }, { key: 'source_addr', label: 'From', fmt: (r) => r.source_addr || '—' },
 				{ key: 'action', label: 'Action' }, { key: 'object', label: 'Object' }, { key: 'outcome', label: 'Outcome' },
 				{ key: 'detail', label: 'Detail', fmt: (r) => (r.detail ? JSON.stringify(r.detail).slice(0, 120) : '') },
 			],
-			rows: d.entries,
-			csv: { path: '/v1/audit', params: { limit: 100 } },
-		}),
-	];
+			rows,
+			// the CSV is the first page under the same filters
+			csv: { path: '/v1/audit', params: params() },
+		}), ...(next ? [older] : []));
+		status.textContent = rows.length + (next ? ' newest entries shown; older ones follow' : ' entries: all in this window');
+	}
+	const input = (id, label, value, attrs = {}) => [h('label', { for: id, text: label + ' ' }),
+		h('input', { id, value, ...attrs })];
+	const outcome = h('select', { id: 'audit-outcome' },
+		...['', 'ok', 'denied', 'error'].map((o) => h('option', { value: o, text: o || 'any' })));
+	outcome.value = filt.outcome;
+	const form = h('form', {
+		class: 'filter', id: 'audit-filter',
+		onsubmit: async (ev) => {
+			ev.preventDefault();
+			filt.actor = form.querySelector('#audit-actor').value.trim();
+			filt.action = form.querySelector('#audit-action').value.trim();
+			filt.outcome = outcome.value;
+			status.textContent = 'Loading…';
+			try {
+				d = await api.get('/v1/audit', params());
+				rows = d.entries;
+				next = d.next_cursor;
+				draw();
+			} catch (e) {
+				status.textContent = 'Filter failed: ' + e.message;
+			}
+		},
+	},
+	...input('audit-actor', 'Actor', filt.actor, { type: 'search', placeholder: 'token:3, cli:root, system…' }), ' ',
+	...input('audit-action', 'Action', filt.action, { type: 'search', list: 'audit-actions', placeholder: 'token.create…' }), ' ',
+	h('datalist', { id: 'audit-actions' }, ...ACTIONS.map((a) => h('option', { value: a }))),
+	h('label', { for: 'audit-outcome', text: 'Outcome ' }), outcome, ' ',
+	h('button', { type: 'submit' }, 'Apply'));
+	draw();
+	return [verifier(), form, status, box];
 }
