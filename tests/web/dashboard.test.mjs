@@ -348,6 +348,15 @@ try {
 		assert(w.clean(), w.report());
 	});
 
+	await test('views without a window do not call an empty table empty "in this window"', async () => {
+		for (const v of ['inventory', 'reports', 'hook']) {
+			await visit(v);
+			const t = await page.textContent('#view');
+			assert(!/in this window/.test(t), v + ': ' + t.slice(0, 400));
+		}
+		assert(/The hook has not acted yet\./.test(await page.textContent('#view')), 'hook: its own words');
+	});
+
 	await test('keyboard: skip link, then the nav by Tab and Enter', async () => {
 		// a fresh page (a change of view moves focus to the content)
 		await page.goto(base + '/#/fleet');

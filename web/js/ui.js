@@ -66,7 +66,8 @@ export function csvButton(path, params, label = 'Download CSV') {
 // A sortable table. cols: [{key, label, num, fmt(row) -> text, sort(row) -> value}]
 // rows: data rows; extra: rows appended after sorting (totals, special rows)
 // as {cells:[text...], class}.
-export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey, sortDir = 'desc' }) {
+// empty: what an empty table says (views without a window say their own)
+export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey, sortDir = 'desc', empty = 'No rows in this window.' }) {
 	let key = sortKey, dir = sortDir;
 	const tbody = h('tbody');
 	const heads = cols.map((c) => {
@@ -95,7 +96,7 @@ export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey
 	return h('section', { class: 'table-block', 'aria-label': title },
 		h('div', { class: 'table-head' }, h('h2', { text: title }), csv ? csvButton(csv.path, csv.params) : null),
 		h('div', { class: 'table-wrap' }, t),
-		rows.length || extra.length ? null : h('p', { class: 'note', text: 'No rows in this window.' }));
+		rows.length || extra.length ? null : h('p', { class: 'note', text: empty }));
 }
 
 // Horizontal stacked bars: items [{label, parts:[number...], text}], parts

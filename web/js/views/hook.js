@@ -16,17 +16,17 @@ export async function render(ctx) {
 	];
 	if (cand.status === 'fulfilled') {
 		const c = cand.value;
-		out.push(table({ id: 'hook-candidates', title: 'Candidates now', sortKey: 'idle_minutes', rows: c.candidates || [],
+		out.push(table({ id: 'hook-candidates', title: 'Candidates now', sortKey: 'idle_minutes', rows: c.candidates || [], empty: 'No job is a candidate now.',
 			cols: [...jobCols, { key: 'rule', label: 'Rule' }, { key: 'stage', label: 'Stage' }, { key: 'policy', label: 'Policy' }] }));
-		out.push(table({ id: 'hook-spared', title: 'Spared', sortKey: 'idle_minutes', rows: c.spared || [],
+		out.push(table({ id: 'hook-spared', title: 'Spared', sortKey: 'idle_minutes', rows: c.spared || [], empty: 'No idle job is spared now.',
 			cols: [...jobCols, { key: 'reason', label: 'Why' }] }));
-		out.push(table({ id: 'hook-nodata', title: 'No data', sortKey: 'job_id', rows: c.no_data || [],
+		out.push(table({ id: 'hook-nodata', title: 'No data', sortKey: 'job_id', rows: c.no_data || [], empty: 'Every running job has exporter data.',
 			cols: [...jobCols.slice(0, 5), { key: 'reason', label: 'Why' }] }));
 	} else {
 		out.push(h('h2', { text: 'Candidates' }), failure(cand.reason));
 	}
 	if (act.status === 'fulfilled') {
-		out.push(table({ id: 'hook-actions', title: 'Past actions', sortKey: 'at', rows: act.value.actions || [],
+		out.push(table({ id: 'hook-actions', title: 'Past actions', sortKey: 'at', rows: act.value.actions || [], empty: 'The hook has not acted yet.',
 			cols: [
 				{ key: 'at', label: 'At', fmt: (r) => f.time(r.at) }, { key: 'cluster', label: 'Cluster' }, { key: 'job_id', label: 'Job' },
 				{ key: 'owner', label: 'Owner' },

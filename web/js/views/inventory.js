@@ -24,6 +24,7 @@ export async function render(ctx) {
 		const shown = ql ? rows.filter((r) => Object.values(r).some((v) => String(v ?? '').toLowerCase().includes(ql))) : rows;
 		holder.replaceChildren(table({
 			id: 'inventory-table', title: 'Nodes (' + shown.length + ' of ' + rows.length + ')', sortKey: 'node', sortDir: 'asc',
+			empty: rows.length ? 'No node matches the filter.' : 'No node inventory yet (scontrol, kubectl get nodes or the exporter).',
 			cols: [
 				{ key: 'cluster', label: 'Cluster' }, { key: 'node', label: 'Node' }, { key: 'partitions', label: 'Partitions' },
 				{ key: 'gpus', label: 'GPUs', num: true }, { key: 'models', label: 'Models' },

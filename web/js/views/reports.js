@@ -29,7 +29,7 @@ async function monthBody(ctx, month) {
 			stat('Budgets', f.number(bud.budgets.length), over ? over + ' at or over 100 %' : 'none over'),
 			stat('Recorded report files', f.number(rec.files.length), rec.files.length ? 'newest ' + f.time(rec.files[0].generated_at) : 'none yet')),
 		table({
-			id: 'reports-budgets', title: 'Budgets, ' + bud.month, sortKey: 'pct', sortDir: 'desc',
+			id: 'reports-budgets', title: 'Budgets, ' + bud.month, sortKey: 'pct', sortDir: 'desc', empty: 'No budget is configured (budgets: in the config).',
 			cols: [
 				{ key: 'owner', label: 'Owner' }, { key: 'aggregate', label: 'Aggregate' },
 				{ key: 'budget', label: 'Budget', num: true, fmt: (r) => f.decimal(r.budget, cur), sort: (r) => Number(r.budget) },
@@ -51,7 +51,7 @@ async function monthBody(ctx, month) {
 			})),
 		}),
 		table({
-			id: 'reports-files', title: 'Recorded report files, ' + month, sortKey: 'name', sortDir: 'asc',
+			id: 'reports-files', title: 'Recorded report files, ' + month, sortKey: 'name', sortDir: 'asc', empty: 'None recorded for this month yet.',
 			cols: [
 				{ key: 'name', label: 'File' }, { key: 'aggregate', label: 'Aggregate' }, { key: 'shareIdle', label: 'Idle shared' },
 				{ key: 'version', label: 'Version', num: true }, { key: 'bytes', label: 'Bytes', num: true, fmt: (r) => f.number(r.bytes) },
