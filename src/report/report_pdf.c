@@ -7,6 +7,7 @@
 #include <cairo-pdf.h>
 #include <cairo.h>
 #include <glib.h>
+#include <assert.h>
 #include <stdarg.h>
 #include <pango/pangocairo.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ static cairo_status_t write_cb(void *closure, const unsigned char *data, unsigne
 	return CAIRO_STATUS_SUCCESS;
 }
 
-/* Draws text at (x, y) top-left in a box of width w (0: unbounded);
+/* Draws text at (x, y) top-left in a box of width w (0: to the right
+ * margin, wrapping, so a long note or owner list stays on the page);
  * align 0 left, 1 right. Returns the height used. Invalid UTF-8 (an owner
  * name from the database) is repaired rather than refused. */
 static double text(struct pdf *p, double x, double y, double w, const char *s, const char *font, int align)
@@ -61,6 +63,9 @@ static double text(struct pdf *p, double x, double y, double w, const char *s, c
 	} else if (w > 0) {
 		pango_layout_set_width(l, (int)(w * PANGO_SCALE));
 		pango_layout_set_ellipsize(l, PANGO_ELLIPSIZE_END);
+	} else {
+		pango_layout_set_width(l, (int)((PAGE_W - MARGIN - x) * PANGO_SCALE));
+		pango_layout_set_wrap(l, PANGO_WRAP_WORD_CHAR);
 	}
 	pango_layout_get_pixel_size(l, &tw, &th);
 	cairo_move_to(p->cr, x, y);
@@ -106,21 +111,32 @@ static void heading(struct pdf *p, const char *s)
 }
 
 /* A table: rows of ncols strings; columns right-aligned where align[c]. */
+#define T_MAXCOLS 16
 struct table {
 	size_t ncols, nrows, cap;
 	const char *const *head;
-	const double *width;
+	double width[T_MAXCOLS];
 	const int *align;
-	char **cells; /* nrows x ncols */
+	const char *empty; /* said under the heading when there is no row (static) */
+	char **cells;      /* nrows x ncols */
 };
 
+/* Widths wider than the text area between the margins are scaled down to
+ * it: the owners' twelve columns ran 20 pt into the right margin. */
 static void t_init(struct table *t, const char *const *head, const double *width, const int *align, size_t ncols)
 {
+	double sum = 0, k;
 	memset(t, 0, sizeof *t);
 	t->head = head;
-	t->width = width;
 	t->align = align;
+	t->empty = "None this month.";
+	assert(ncols <= T_MAXCOLS);
 	t->ncols = ncols;
+	for (size_t c = 0; c < t->ncols; c++)
+		sum += width[c];
+	k = sum > PAGE_W - 2 * MARGIN ? (PAGE_W - 2 * MARGIN) / sum : 1.0;
+	for (size_t c = 0; c < t->ncols; c++)
+		t->width[c] = width[c] * k;
 }
 
 static void t_row(struct table *t, ...)
@@ -137,24 +153,54 @@ static void t_row(struct table *t, ...)
 	t->nrows++;
 }
 
+/* A column heading wraps onto more lines at its size instead of shrinking
+ * to fit its column (Budget % was set at about 3 pt). Returns the height of
+ * the heading, drawn when draw. */
+static double t_head_cell(struct pdf *p, double x, double y, double w, const char *s, int align, int draw)
+{
+	PangoLayout *l = pango_layout_new(p->pc);
+	PangoFontDescription *fd = pango_font_description_from_string("DejaVu Sans Bold 6.5");
+	int tw, th;
+	pango_layout_set_font_description(l, fd);
+	pango_layout_set_text(l, s, -1);
+	pango_layout_set_width(l, (int)(w * PANGO_SCALE));
+	pango_layout_set_wrap(l, PANGO_WRAP_WORD_CHAR);
+	pango_layout_set_alignment(l, align ? PANGO_ALIGN_RIGHT : PANGO_ALIGN_LEFT);
+	pango_layout_get_pixel_size(l, &tw, &th);
+	if (draw) {
+		cairo_move_to(p->cr, x, y);
+		pango_cairo_show_layout(p->cr, l);
+	}
+	pango_font_description_free(fd);
+	g_object_unref(l);
+	return th;
+}
+
 static void t_head(struct pdf *p, const struct table *t)
 {
-	double x = MARGIN;
+	double x = MARGIN, hh = 0;
+	for (size_t c = 0; c < t->ncols; c++) {
+		double h = t_head_cell(p, 0, 0, t->width[c] - 4, t->head[c], t->align[c], 0);
+		hh = h > hh ? h : hh;
+	}
 	cairo_set_source_rgb(p->cr, 0.93, 0.93, 0.93);
-	cairo_rectangle(p->cr, MARGIN, p->y - 1, PAGE_W - 2 * MARGIN, 12);
+	cairo_rectangle(p->cr, MARGIN, p->y - 1, PAGE_W - 2 * MARGIN, hh + 3);
 	cairo_fill(p->cr);
 	cairo_set_source_rgb(p->cr, 0, 0, 0);
 	for (size_t c = 0; c < t->ncols; c++) {
-		text(p, x + 2, p->y, t->width[c] - 4, t->head[c], "DejaVu Sans Bold 6.5", t->align[c]);
+		t_head_cell(p, x + 2, p->y, t->width[c] - 4, t->head[c], t->align[c], 1);
 		x += t->width[c];
 	}
-	p->y += 13;
+	p->y += hh + 4;
 }
 
 static void t_draw(struct pdf *p, struct table *t)
 {
 	need(p, 30);
 	t_head(p, t);
+	/* a heading over nothing read as a table cut off */
+	if (!t->nrows)
+		p->y += text(p, MARGIN + 2, p->y, 0, t->empty, "DejaVu Sans Oblique 6.5", 0) + 2;
 	for (size_t r = 0; r < t->nrows; r++) {
 		double x = MARGIN;
 		if (p->y + 11 > PAGE_H - MARGIN - FOOT) {
@@ -294,7 +340,7 @@ static void chart_pairs(struct pdf *p, int mom)
 	p->y += 14;
 }
 
-static void jobs_table(struct pdf *p, const char *title, const struct gl_sb_job *j, size_t n)
+static void jobs_table(struct pdf *p, const char *title, const char *empty, const struct gl_sb_job *j, size_t n)
 {
 	static const char *const h[] = {"#", "Job", "Cluster", "Owner", "State", "GPUs", "GPU-h", "Cost", "Idle GPU-h",
 					"Idle cost"};
@@ -303,6 +349,7 @@ static void jobs_table(struct pdf *p, const char *title, const struct gl_sb_job 
 	struct table t;
 	heading(p, title);
 	t_init(&t, h, w, a, 10);
+	t.empty = empty;
 	for (size_t i = 0; i < n; i++) {
 		char r[16], g[32], hh[32], c[64], ih[32], ic[64];
 		snprintf(r, sizeof r, "%zu", i + 1);
@@ -329,7 +376,7 @@ static void body(struct pdf *p)
 	/* cover */
 	new_page(p);
 	p->y = 150;
-	p->y += text(p, MARGIN, p->y, 0, "GPU showback and chargeback", "DejaVu Sans Bold 22", 0) + 6;
+	p->y += text(p, MARGIN, p->y, 0, "GPU showback and chargeback", "DejaVu Sans Bold 20", 0) + 6;
 	snprintf(b, sizeof b, "%s · by %s · idle shared: %s · %s%s", sb->month, sb->aggregate, share_names[sb->share],
 		 sb->currency, sb->closed ? "" : " · month to date");
 	p->y += text(p, MARGIN, p->y, 0, b, "DejaVu Sans 12", 0) + 20;
@@ -371,7 +418,7 @@ static void body(struct pdf *p)
 	{
 		static const char *const h[] = {"Owner", "GPU-h", "Cost", "Alloc-idle GPU-h", "Idle share", "Total",
 						"Share %", "Prev. month", "Change %", "Budget %", "Failed cost", "kWh"};
-		static const double w[] = {82, 42, 46, 44, 40, 50, 30, 46, 34, 30, 42, 45};
+		static const double w[] = {68, 36, 40, 38, 34, 44, 34, 38, 44, 44, 36, 40};
 		static const int a[] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 		heading(p, "Owners");
 		t_init(&t, h, w, a, 12);
@@ -506,8 +553,11 @@ static void body(struct pdf *p)
 		}
 		t_draw(p, &t);
 	}
-	jobs_table(p, "Top 20 jobs by cost", sb->top_cost, sb->n_top_cost);
-	jobs_table(p, "Top 20 jobs by idle cost", sb->top_idle, sb->n_top_idle);
+	jobs_table(p, "Top 20 jobs by cost", "No GPU job this month.", sb->top_cost, sb->n_top_cost);
+	jobs_table(p, "Top 20 jobs by idle cost",
+		   sb->fleet.usage_known ? "No job was idle in its allocation this month."
+					 : "Unknown: no exporter data (dcgm-exporter) for this month's jobs.",
+		   sb->top_idle, sb->n_top_idle);
 	{
 		static const char *const h[] = {"GPU model", "MIG profile", "Currency", "Per GPU-hour", "From", "To"};
 		static const double w[] = {90, 70, 50, 70, 110, 110};

@@ -864,10 +864,53 @@ static void test_pdf_pages_and_text(void **state)
 	free(txt);
 }
 
+/* The PDF's layout, read back with pdftotext -bbox: no word runs into the
+ * right margin (the owners' twelve columns ended 20 pt into it), column
+ * headings keep their size (Budget % was shrunk to about 3 pt to fit), and a
+ * table with no row says why (the idle top 20 of a month without exporter
+ * data was a bare heading). */
+static void test_pdf_layout(void **state)
+{
+	char dir[PATH_MAX + 8], cmd[4 * PATH_MAX];
+	char *html, *at;
+	int words = 0, heads = 0;
+	snprintf(dir, sizeof dir, "%s/pdflayout", g_tmp);
+	assert_int_equal(run_cli(dir, PH_MONTH, "pdf"), 0);
+	snprintf(cmd, sizeof cmd, "pdftotext -bbox '%s/showback-" PH_MONTH "-team.pdf' -", dir);
+	html = run_capture(cmd);
+	for (at = strstr(html, "<word "); at; at = strstr(at + 1, "<word ")) {
+		double x0, y0, x1, y1;
+		char w[64] = "";
+		assert_int_equal(sscanf(at, "<word xMin=\"%lf\" yMin=\"%lf\" xMax=\"%lf\" yMax=\"%lf\">%63[^<]", &x0, &y0, &x1,
+					&y1, w),
+				 5);
+		words++;
+		/* A4 is 595 pt wide and the margins 42 pt */
+		if (x1 > 595.0 - 42.0 + 0.5)
+			fail_msg("'%s' ends at %.1f pt, in the right margin (553 pt)", w, x1);
+		if (!strcmp(w, "Budget") || !strcmp(w, "Change")) {
+			heads++;
+			if (y1 - y0 < 6.0)
+				fail_msg("heading '%s' is %.1f pt tall: shrunk", w, y1 - y0);
+		}
+	}
+	assert_true(words > 200);
+	assert_int_equal(heads, 2);
+	free(html);
+	snprintf(cmd, sizeof cmd, "pdftotext -layout '%s/showback-" PH_MONTH "-team.pdf' -", dir);
+	html = run_capture(cmd);
+	/* the Philly month has no exporter data */
+	at = strstr(html, "Top 20 jobs by idle cost");
+	assert_non_null(at);
+	assert_non_null(strstr(at, "Unknown: no exporter data (dcgm-exporter) for this month's jobs."));
+	free(html);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_totals_equal_chargeback),
+		cmocka_unit_test(test_pdf_layout),
 		cmocka_unit_test(test_gpu_seconds_from_philly_json),
 		cmocka_unit_test(test_top_jobs_from_philly_json),
 		cmocka_unit_test(test_failed_waste_and_waits_from_philly_json),
