@@ -671,7 +671,9 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 			  "h1{font-size:18pt;margin:0 0 4pt}h2{font-size:13pt;margin:14pt 0 4pt;break-after:avoid}"
 			  "table{border-collapse:collapse;width:100%;margin:4pt 0;font-size:8.5pt;break-inside:auto}"
 			  "tr{break-inside:avoid}th,td{border-bottom:1px solid #ddd;padding:2pt 4pt;text-align:left}"
-			  "th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+			  "th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+			  /* fourteen columns: a number broken over two lines ("0.07 / %") read as two */
+			  "#owners{font-size:7.5pt}#owners th,#owners td{padding:2pt 2.5pt}"
 			  ".warn{background:#fff4e5;border:1px solid #f0b070;padding:4pt 8pt}"
 			  ".ok{color:#2a7a2a}.bad{color:#b00020;font-weight:bold}"
 			  "svg.chart{width:100%;height:auto;break-inside:avoid}.ax{font-size:9px;fill:#444}"

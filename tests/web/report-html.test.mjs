@@ -168,6 +168,23 @@ try {
 		assert(charts[0] > owners.filter((o) => o.gpu_seconds !== '0').length, 'daily bars drawn');
 	});
 
+	await test('every table fits the page width and no number breaks over two lines', async () => {
+		// the A4 print width (190 mm): the owners' fourteen columns ran past it
+		// and "0.07 %" was set as "0.07" over "%"
+		const over = await page.$$eval('table', (ts) => {
+			const body = document.body.getBoundingClientRect();
+			return ts.filter((t) => t.getBoundingClientRect().right > body.right + 0.5).map((t) => t.id || t.rows[0].textContent.slice(0, 40));
+		});
+		eq(over.join(', '), '', 'tables wider than the body');
+		const broken = await page.$$eval('td.n', (tds) => tds.filter((td) => {
+			const lh = parseFloat(getComputedStyle(td).lineHeight) || 12;
+			const r = document.createRange();
+			r.selectNodeContents(td);
+			return td.textContent.trim() && r.getClientRects().length > 1 && r.getBoundingClientRect().height > lh * 1.5;
+		}).map((td) => td.textContent));
+		eq(broken.join(' | '), '', 'numbers set on two lines');
+	});
+
 	await test('prints to A4', async () => {
 		const pdf = await page.pdf({ format: 'A4', printBackground: true });
 		assert(pdf.length > 1000 && pdf.subarray(0, 5).toString() === '%PDF-', 'a PDF');
