@@ -357,6 +357,17 @@ try {
 		assert(/The hook has not acted yet\./.test(await page.textContent('#view')), 'hook: its own words');
 	});
 
+	await test('waste: without exporter data, idle in allocations is unknown, not 0', async () => {
+		// the Philly sample (October 2017) has no dcgm-exporter data
+		await page.goto(base + '/#/waste?w=custom&from=2017-10-01&to=2017-10-31&a=team');
+		await H.ready(page, 'waste');
+		const api = (await H.api(base, admin, '/v1/idle?aggregate=team&window=' + encodeURIComponent('2017-10-01T00:00:00Z,2017-11-01T00:00:00Z'))).body;
+		eq(api.allocated_idle.length, 0, 'no owner with exporter data');
+		const st = await page.$$eval('.stat', (xs) => Object.fromEntries(xs.map((x) => [x.querySelector('.label').textContent, x.querySelector('.value').textContent])));
+		eq(st['Idle in allocations'], 'unknown', 'idle in allocations');
+		assert(/Needs dcgm-exporter data/.test(await page.textContent('#view')), 'the top jobs say why they are empty');
+	});
+
 	await test('keyboard: skip link, then the nav by Tab and Enter', async () => {
 		// a fresh page (a change of view moves focus to the content)
 		await page.goto(base + '/#/fleet');

@@ -56,7 +56,7 @@ export async function render(ctx) {
 			csv: { path: '/v1/queue', params },
 		}),
 		table({
-			id: 'queue-pending', title: 'Pending now', sortKey: 'gpus_requested',
+			id: 'queue-pending', title: 'Pending now', sortKey: 'gpus_requested', empty: 'No job is waiting for GPUs now.',
 			cols: [
 				{ key: 'key', label: ctx.aggregate.replace('_', ' ') },
 				{ key: 'jobs', label: 'Jobs', num: true, fmt: (r) => f.number(r.jobs) },

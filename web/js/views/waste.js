@@ -11,11 +11,16 @@ export async function render(ctx) {
 	const allocIdleCost = d.allocated_idle.reduce((s, r) => s + (r.idle_cost_micros || 0), 0);
 	const unalloc = d.unallocated_idle.reduce((s, r) => s + r.idle_gpu_seconds, 0);
 	const unallocCost = d.unallocated_idle.reduce((s, r) => s + (r.idle_cost_micros || 0), 0);
+	// allocated_idle lists every owner with exporter data, idle or not: an
+	// empty list means unknown, which was shown as "0.0 GPU-h, 0.00"
+	const observed = d.allocated_idle.length > 0;
+	const noData = 'Needs dcgm-exporter data for the jobs in this window.';
 	return [
 		h('div', { class: 'stats' },
-			stat('Idle in allocations', f.gpuHours(allocIdle), f.money(allocIdleCost)),
+			observed ? stat('Idle in allocations', f.gpuHours(allocIdle), f.money(allocIdleCost))
+				: stat('Idle in allocations', 'unknown', 'no exporter data in this window'),
 			stat('Unallocated idle', f.gpuHours(unalloc), f.money(unallocCost)),
-			stat('Share of fleet time wasted', f.percent(d.wasted_fraction)),
+			stat('Share of fleet time wasted', f.percent(d.wasted_fraction), observed ? '' : 'unallocated idle only: at least this'),
 			stat('Failed jobs among the worst', String(failed.length), failed.length ? f.gpuHours(failed.reduce((s, j) => s + j.idle_gpu_seconds, 0)) + ' idle' : '')),
 		d.unallocated_idle.length ? h('section', { class: 'card', 'aria-label': 'Idle capacity by partition and model' },
 			h('h2', { text: 'Idle capacity by partition and GPU model' }),
@@ -32,6 +37,7 @@ export async function render(ctx) {
 				{ key: 'from', label: 'From', fmt: (r) => f.time(r.from) },
 			],
 			rows: d.top_jobs,
+			empty: observed ? 'No job was idle in its allocation in this window.' : noData,
 			csv: { path: '/v1/idle', params: { ...params, table: 'top_jobs' } },
 		}),
 		table({
@@ -44,7 +50,7 @@ export async function render(ctx) {
 				{ key: 'idle_cost_micros', label: 'Idle cost', num: true, fmt: (r) => f.money(r.idle_cost_micros) },
 			],
 			rows: d.allocated_idle,
-			caption: d.allocated_idle.length ? null : 'Needs dcgm-exporter data for the jobs in this window.',
+			empty: noData,
 			csv: { path: '/v1/idle', params: { ...params, table: 'allocated' } },
 		}),
 		table({
