@@ -26,7 +26,15 @@ struct gl_daemon_source {
 	const void *src;          /* the source's config entry */
 	int64_t next_s;
 	struct gl_log_limiter lim;
+	/* A summary the same as the last one logged ("0 days rebuilt" every
+	 * minute) goes to DEBUG; it is logged at INFO again, with its count,
+	 * once GL_DAEMON_REPEAT_S have passed, so the log still shows the
+	 * source alive. */
+	char last[512];
+	int64_t last_logged_s;
+	uint64_t repeats;
 };
+#define GL_DAEMON_REPEAT_S 3600
 
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out);
 /* Runs every source due at now_s; stop (may be NULL) is polled between

@@ -137,6 +137,19 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 			continue;
 		}
 		gl_log_ok(&s[i].lim, s[i].name);
-		gl_log(GL_LOG_INFO, "%s: %s", s[i].name, summary);
+		if (!strcmp(summary, s[i].last) && now_s - s[i].last_logged_s < GL_DAEMON_REPEAT_S) {
+			s[i].repeats++;
+			gl_log(GL_LOG_DEBUG, "%s: %s", s[i].name, summary);
+		} else if (!strcmp(summary, s[i].last) && s[i].repeats) {
+			gl_log(GL_LOG_INFO, "%s: %s (the same %llu more times in the last %lld min)", s[i].name, summary,
+			       (unsigned long long)s[i].repeats, (long long)(now_s - s[i].last_logged_s) / 60);
+			s[i].repeats = 0;
+			s[i].last_logged_s = now_s;
+		} else {
+			gl_log(GL_LOG_INFO, "%s: %s", s[i].name, summary);
+			snprintf(s[i].last, sizeof s[i].last, "%s", summary);
+			s[i].repeats = 0;
+			s[i].last_logged_s = now_s;
+		}
 	}
 }
