@@ -23,8 +23,10 @@ enum next {
 
 struct state {
 	enum next next;
-	char quote; /* the quote opened before a header or option: its value runs to the closing one */
-	int curl;   /* a curl command line: -u/-U take USER:PASSWORD there */
+	char quote;  /* the quote opened before a header or option: its value runs to the closing one */
+	int curl;    /* a curl command line: -u/-U take USER:PASSWORD there */
+	int sshpass; /* in sshpass's own options (before the command it runs): -p takes the password */
+	int mysql;   /* a MySQL/MariaDB client's command line: -pPASSWORD */
 };
 
 static int is_space(char c)
@@ -211,8 +213,16 @@ static size_t mask_value(struct gl_strbuf *o, const char *s, size_t v, char oute
 		}
 	}
 	e = v;
-	while (s[e] && !is_space(s[e]) && !((s[e] == ',' || s[e] == ';' || s[e] == '&') && starts_name_eq(s + e + 1)))
+	while (s[e] && !is_space(s[e]) && !((s[e] == ',' || s[e] == ';' || s[e] == '&') && starts_name_eq(s + e + 1))) {
+		/* a backslash-escaped space is in the value, as the shell reads
+		 * it (--password=ab\ cd); one ending a line continues the
+		 * command, not the value */
+		if (s[e] == '\\' && s[e + 1] == '\n')
+			break;
+		if (s[e] == '\\' && s[e + 1])
+			e++;
 		e++;
+	}
 	/* quotes closing the word were opened before the value */
 	for (k = e; k > v && is_quote(s[k - 1]); k--)
 		;
@@ -279,16 +289,36 @@ static size_t put_url(struct gl_strbuf *o, const char *s, size_t p, size_t we)
 	return e;
 }
 
+/* Whether the word s[i..we) is an option, quoted alone or not: a long
+ * one, or a lone short one. */
+static int option_word(const char *s, size_t i, size_t we)
+{
+	size_t b = i;
+	char q = 0;
+	while (b < we && is_quote(s[b]))
+		q = s[b++];
+	if (q && (we == b || s[we - 1] != q))
+		return 0; /* '--x y': a quoted value running on, not an option */
+	while (q && we > b && s[we - 1] == q)
+		we--;
+	return !strncmp(s + b, "--", 2) || (we - b == 2 && s[b] == '-' && is_alnum(s[b + 1]));
+}
+
 /* Copies the word at s[i], blanking what it carries; sets st->next for the
  * word after it. Returns where it ended (past the word when a quoted value
  * ran on). */
 static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct state *st)
 {
-	size_t we = word_end(s, i), b = i, d, nl, ns, p;
+	size_t we = word_end(s, i), b = i, d, nl, ns, p, wq;
 	char q = 0;
 
 	while (b < we && is_quote(s[b]))
 		q = s[b++];
+	/* an argument quoted alone ('--token' 'abc', Go's exec: "kubectl"
+	 * "--token" "abc") reads as the bare word, and its quote is closed:
+	 * the value after it is not inside it */
+	for (wq = we; q && wq > b && s[wq - 1] == q; wq--)
+		;
 	for (d = b; d < we && s[d] == '-'; d++)
 		;
 	for (nl = 0; d + nl < we && (is_alnum(s[d + nl]) || s[d + nl] == '-' || s[d + nl] == '_' || s[d + nl] == '.');
@@ -297,7 +327,7 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 	if (d == b) {
 		/* the program itself: curl, /usr/bin/curl */
 		const char *w = s + b, *slash;
-		size_t n = we - b;
+		size_t n = wq - b;
 		slash = memrchr(w, '/', n);
 		if (slash) {
 			n -= (size_t)(slash + 1 - w);
@@ -305,22 +335,41 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 		}
 		if (is_ci(w, n, "curl"))
 			st->curl = 1;
+		/* sshpass's options end at the command it runs (ssh -p PORT) */
+		st->sshpass = is_ci(w, n, "sshpass");
+		if ((n >= 5 && !strncasecmp(w, "mysql", 5)) || (n >= 7 && !strncasecmp(w, "mariadb", 7)))
+			st->mysql = 1;
 	}
-	if (d > b && nl && d + nl == we) {
+	if ((st->sshpass || st->mysql) && d == b + 1 && s[d] == 'p' && wq > d + 1) {
+		/* sshpass -pPASSWORD, mysql -pPASSWORD (-P is mysql's port) */
+		gl_strbuf_append(o, s + i, d + 1 - i);
+		return mask_value(o, s, d + 1, open_quote(s, i, d + 1));
+	}
+	if (d > b && nl && d + nl == wq) {
 		/* a bare option: what it names is the next word */
-		if (is_ci(s + b, we - b, "--user") || is_ci(s + b, we - b, "--proxy-user") ||
-		    is_ci(s + b, we - b, "--cert") ||
-		    (st->curl && we - b == 2 && (s[b + 1] == 'u' || s[b + 1] == 'U' || s[b + 1] == 'E'))) {
+		if (is_ci(s + b, wq - b, "--user") || is_ci(s + b, wq - b, "--proxy-user") ||
+		    is_ci(s + b, wq - b, "--cert") ||
+		    (st->curl && wq - b == 2 && (s[b + 1] == 'u' || s[b + 1] == 'U' || s[b + 1] == 'E'))) {
 			/* curl: -u/--user, -U/--proxy-user USER:PASSWORD, -E/--cert
 			 * FILE:PASSWORD */
 			st->next = NX_USERPASS;
-		} else if (secret_name(s + d, nl) || (st->curl && we - b == 2 && s[b + 1] == 'b')) {
-			/* curl -b NAME=VALUE sends cookies (a session) */
+			st->quote = wq < we ? 0 : q;
+		} else if (secret_name(s + d, nl) || (st->curl && wq - b == 2 && s[b + 1] == 'b') ||
+			   (st->sshpass && wq - b == 2 && s[b + 1] == 'p')) {
+			/* curl -b NAME=VALUE sends cookies (a session); sshpass -p
+			 * PASSWORD. mysql's lone -p prompts: its next word is a
+			 * database */
 			st->next = NX_VALUE;
-			st->quote = q;
+			st->quote = wq < we ? 0 : q;
 		}
 		gl_strbuf_append(o, s + i, we - i);
 		return we;
+	}
+	if (we - b > 5 && !strncmp(s + b, "pass:", 5)) {
+		/* openssl -passin/-passout/-pass pass:PASSWORD (env:VAR and
+		 * file:PATH name where it is, and stay) */
+		gl_strbuf_append(o, s + i, b + 5 - i);
+		return mask_value(o, s, b + 5, q);
 	}
 	if (d > b && nl) {
 		/* --user=USER:PASSWORD, and curl's -uUSER:PASSWORD */
@@ -411,7 +460,7 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 
 void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 {
-	struct state st = {NX_NONE, 0, 0};
+	struct state st = {NX_NONE, 0, 0, 0, 0};
 	size_t i = 0;
 
 	while (s[i]) {
@@ -428,7 +477,7 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 			/* a flag followed by another option took no value: a long
 			 * one, or a lone short one (psql --no-password -h db); a
 			 * one-letter secret is none */
-			if (strncmp(s + i, "--", 2) && !(we - i == 2 && s[i] == '-' && is_alnum(s[i + 1]))) {
+			if (!option_word(s, i, we)) {
 				st.next = NX_NONE;
 				i = mask_value(out, s, i, st.quote);
 				continue;

@@ -11,6 +11,7 @@
 
 #include "gl/redact.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void check(const char *in, const char *want)
@@ -270,6 +271,103 @@ static void test_label_after_a_credential_label(void **state)
 	check("X-Api-Key: 'no' x", "X-Api-Key: '***' x");
 }
 
+/* Arguments quoted one by one, as a program quotes an argv it prints (Go's
+ * exec errors: exec: "kubectl" "--token" "abc"): the option is still a
+ * bare option, and its value the next (quoted) word. */
+static void test_arguments_quoted_one_by_one(void **state)
+{
+	(void)state;
+	check("run '--token' 'abc' get", "run '--token' '***' get");
+	check("run \"--password\" \"s3cr3t\" -v", "run \"--password\" \"***\" -v");
+	check("exec: \"kubectl\" \"--token\" \"abc\": executable file not found in $PATH",
+	      "exec: \"kubectl\" \"--token\" \"***\": executable file not found in $PATH");
+	check("\"curl\" \"-u\" \"svc:pw\" \"https://h\"", "\"curl\" \"-u\" \"svc:***\" \"https://h\"");
+	/* an option quoted alone and followed by another still took no value */
+	check("'--use-token' '--verbose'", "'--use-token' '--verbose'");
+}
+
+/* openssl's password arguments: pass:SECRET is the secret itself; env:VAR
+ * and file:PATH only say where it is. */
+static void test_openssl_pass_arguments(void **state)
+{
+	(void)state;
+	check("openssl pkcs12 -in a.p12 -passin pass:hunter2 -passout pass:s3cr3t -nodes",
+	      "openssl pkcs12 -in a.p12 -passin pass:*** -passout pass:*** -nodes");
+	check("openssl enc -aes-256-cbc -pass pass:abc -in f", "openssl enc -aes-256-cbc -pass pass:*** -in f");
+	check("openssl enc -aes-256-cbc -pass 'pass:a b' -in f", "openssl enc -aes-256-cbc -pass 'pass:***' -in f");
+	check("openssl rsa -passin env:KEYPASS -passout file:/etc/pw.txt -in k.pem",
+	      "openssl rsa -passin env:KEYPASS -passout file:/etc/pw.txt -in k.pem");
+	check("openssl rsa -passin stdin -passout fd:3", "openssl rsa -passin stdin -passout fd:3");
+}
+
+/* sshpass and the MySQL clients put the password right after -p; -p alone
+ * makes mysql prompt (the next word is a database), -P is a port, and -p
+ * off these command lines stays (Slurm partitions, ports). */
+static void test_sshpass_and_mysql(void **state)
+{
+	(void)state;
+	check("sshpass -p hunter2 ssh -p 2222 gpu01 scancel 1", "sshpass -p *** ssh -p 2222 gpu01 scancel 1");
+	check("sshpass -phunter2 ssh gpu01", "sshpass -p*** ssh gpu01");
+	check("/usr/bin/sshpass -p 'a b' ssh gpu01", "/usr/bin/sshpass -p '***' ssh gpu01");
+	check("sshpass -f /etc/pw ssh -p 2222 gpu01", "sshpass -f /etc/pw ssh -p 2222 gpu01");
+	check("mysql -h db -u gl -phunter2 -P 3306 gl", "mysql -h db -u gl -p*** -P 3306 gl");
+	check("mysqldump --password=hunter2 gl", "mysqldump --password=*** gl");
+	check("mysql -h db -u gl -p -P 3306 gl", "mysql -h db -u gl -p -P 3306 gl");
+	check("mysql -p gl", "mysql -p gl");
+	check("mariadb -ps3cr3t gl", "mariadb -p*** gl");
+	check("srun -pgpu -p gpu hostname", "srun -pgpu -p gpu hostname");
+}
+
+/* A space escaped with a backslash is part of the value, as the shell
+ * reads it. */
+static void test_backslash_escaped_space(void **state)
+{
+	(void)state;
+	check("tool --password=ab\\ cd --next", "tool --password=*** --next");
+	check("tool --token ab\\ cd\\ ef x", "tool --token *** x");
+	check("PGPASSWORD=a\\ b psql", "PGPASSWORD=*** psql");
+	/* a backslash ending a line continues the command, not the value */
+	check("tool --password=ab\\\n --next", "tool --password=***\\\n --next");
+}
+
+/* Idempotence on random texts made of the pieces the rules react to
+ * (names, separators, quotes, escapes, programs, token prefixes): a second
+ * pass, as `gpuledger db redact` makes on stored rows, changes nothing. A
+ * fixed seed keeps a failure reproducible; the failing text is printed. */
+static void test_idempotent_random(void **state)
+{
+	static const char *const piece[] = {
+		"--token", "--password", "-p", "-u", "-b", "-H", "--user", "--header", "curl", "sshpass", "mysql",
+		"token:", "password:", "Authorization:", "X-Api-Key:", "api_key=", "key", "Bearer", "Basic", "pass:",
+		"env:", "=", ":", ",", ";", "&", "?", "/", "@", "://", "https", "'", "\"", "\\", "\\ ", " ", " ", " ",
+		"\t", "\n", "abc", "s3cr3t", "no", "invalid", "signature", "mismatch", "***", "glt_", "ghp_",
+		"AAAAAAAAAAAA", "eyJ", ".", "-", "x", "1", "{", "}", "exec:", "\"kubectl\"", "'--token'"};
+	unsigned seed = 20261123;
+	(void)state;
+	for (int n = 0; n < 400000; n++) {
+		char in[512];
+		size_t len = 0;
+		int k = 1 + (int)(rand_r(&seed) % 12);
+		struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
+		for (int w = 0; w < k; w++) {
+			const char *pc = piece[rand_r(&seed) % (sizeof piece / sizeof *piece)];
+			size_t pl = strlen(pc);
+			if (len + pl + 1 >= sizeof in)
+				break;
+			memcpy(in + len, pc, pl);
+			len += pl;
+		}
+		in[len] = '\0';
+		gl_redact_secrets(in, &a);
+		gl_redact_secrets(gl_strbuf_cstr(&a), &b);
+		if (strcmp(gl_strbuf_cstr(&a), gl_strbuf_cstr(&b)))
+			fail_msg("not idempotent on \"%s\"\n  once  \"%s\"\n  twice \"%s\"", in, gl_strbuf_cstr(&a),
+				 gl_strbuf_cstr(&b));
+		gl_strbuf_fini(&a);
+		gl_strbuf_fini(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +384,11 @@ int main(void)
 		cmocka_unit_test(test_quote_opened_before_the_value),
 		cmocka_unit_test(test_stray_quote_inside_a_quoted_value),
 		cmocka_unit_test(test_label_after_a_credential_label),
+		cmocka_unit_test(test_arguments_quoted_one_by_one),
+		cmocka_unit_test(test_openssl_pass_arguments),
+		cmocka_unit_test(test_sshpass_and_mysql),
+		cmocka_unit_test(test_backslash_escaped_space),
+		cmocka_unit_test(test_idempotent_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
