@@ -27,6 +27,8 @@ struct state {
 	int curl;    /* a curl command line: -u/-U take USER:PASSWORD there */
 	int sshpass; /* in sshpass's own options (before the command it runs): -p takes the password */
 	int mysql;   /* a MySQL/MariaDB client's command line: -pPASSWORD */
+	int hdr_opt; /* the word before was -H / --header: a header comes */
+	int header;  /* the label setting NX_HEADER is a header (-H NAME: VALUE), not an error's prose */
 };
 
 static int is_space(char c)
@@ -95,19 +97,41 @@ static int auth_part(const char *p, size_t n)
 	return n < 6 || strncasecmp(p, "author", 6) || (n >= 8 && !strncasecmp(p, "authoriz", 8));
 }
 
+/* Whether name[0..n), its separators dropped, ends with a key that is a
+ * credential: api_key, apikey, X-Api-Key, secret_key, access_key,
+ * private_key, Azure's AccountKey... A list, not every name ending in
+ * "key": a taint's "key", sort --key, monkey, hotkey and kubectl's
+ * --client-key (a path) are not; AWS_ACCESS_KEY_ID (an identifier) ends
+ * in "id". */
+static int secret_key_name(const char *name, size_t n)
+{
+	static const char *const keys[] = {"apikey",	 "accesskey",	  "secretkey",	     "privatekey",
+					   "accountkey", "signingkey",	  "masterkey",	     "sharedkey",
+					   "sessionkey", "encryptionkey", "subscriptionkey", "hmackey"};
+	char tail[24];
+	size_t t = sizeof tail;
+
+	for (size_t i = n; i > 0 && t > 0; i--)
+		if (is_alnum(name[i - 1]))
+			tail[--t] = (char)tolower((unsigned char)name[i - 1]);
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+		size_t kl = strlen(keys[k]);
+		if (kl <= sizeof tail - t && !memcmp(tail + sizeof tail - kl, keys[k], kl))
+			return 1;
+	}
+	return 0;
+}
+
 /* Whether name[0..n) names a credential. Substrings, in any case: token,
  * passw (password, passwd), passphrase, pwd, secret, credential, cookie,
  * oauth. By part (split at non-alphanumerics and lower-to-upper changes,
  * so apiKey is api + Key): an auth part (auth_part), sig or signature (a
- * signed URL's query), and a last part ending in key (api-key, apikey,
- * X-Api-Key, AWS_SECRET_ACCESS_KEY) — only the last, so that --key-col,
- * --keep and AWS_ACCESS_KEY_ID (an identifier, not the secret) stay. */
+ * signed URL's query). And a credential key (secret_key_name). */
 static int secret_name(const char *name, size_t n)
 {
 	static const char *const words[] = {"token", "passw", "passphrase", "pwd", "secret", "credential", "cookie",
 					    "oauth"};
-	const char *last = NULL;
-	size_t lastn = 0, i = 0;
+	size_t i = 0;
 
 	for (size_t w = 0; w < sizeof words / sizeof *words; w++)
 		if (has_ci(name, n, words[w]))
@@ -124,10 +148,8 @@ static int secret_name(const char *name, size_t n)
 			break;
 		if (auth_part(name + b, i - b) || is_ci(name + b, i - b, "sig") || is_ci(name + b, i - b, "signature"))
 			return 1;
-		last = name + b;
-		lastn = i - b;
 	}
-	return last && lastn >= 3 && !strncasecmp(last + lastn - 3, "key", 3);
+	return secret_key_name(name, n);
 }
 
 /* Words of an error message that say a credential is wrong, never the
@@ -142,6 +164,26 @@ static int error_word(const char *w, size_t n)
 		if (is_ci(w, n, words[k]))
 			return 1;
 	return 0;
+}
+
+/* A word of an error's prose after a label ("invalid token: signature
+ * mismatch"): 2 to 16 letters, lower case but perhaps the first, perhaps
+ * ending in , . ; or ), with more words after it on its line. A credential
+ * rarely looks like that, and one that ends its line (YAML's "token: abc")
+ * or has a digit, a symbol or mixed case still goes. */
+static int prose_word(const char *s, size_t b, size_t we)
+{
+	size_t e = we, k;
+	while (e > b && (s[e - 1] == ',' || s[e - 1] == '.' || s[e - 1] == ';' || s[e - 1] == ')'))
+		e--;
+	if (e - b < 2 || e - b > 16)
+		return 0;
+	for (k = b; k < e; k++)
+		if (!(islower((unsigned char)s[k]) || (k == b && isupper((unsigned char)s[k]))))
+			return 0;
+	for (k = we; s[k] == ' ' || s[k] == '\t'; k++)
+		;
+	return s[k] && s[k] != '\n' && s[k] != '\r';
 }
 
 /* A label of an error's chain: letters, digits, '-', '_' or '.', then
@@ -311,6 +353,9 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 {
 	size_t we = word_end(s, i), b = i, d, nl, ns, p, wq;
 	char q = 0;
+	int after_h = st->hdr_opt;
+
+	st->hdr_opt = 0;
 
 	while (b < we && is_quote(s[b]))
 		q = s[b++];
@@ -347,6 +392,7 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 	}
 	if (d > b && nl && d + nl == wq) {
 		/* a bare option: what it names is the next word */
+		st->hdr_opt = (wq - b == 2 && s[b + 1] == 'H') || is_ci(s + b, wq - b, "--header");
 		if (is_ci(s + b, wq - b, "--user") || is_ci(s + b, wq - b, "--proxy-user") ||
 		    is_ci(s + b, wq - b, "--cert") ||
 		    (st->curl && wq - b == 2 && (s[b + 1] == 'u' || s[b + 1] == 'U' || s[b + 1] == 'E'))) {
@@ -433,6 +479,9 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			if (p == we) {
 				st->next = NX_HEADER;
 				st->quote = q;
+				/* -H NAME:, --header NAME:, --header=NAME: */
+				st->header = after_h || (d == b + 1 && s[d] == 'H') ||
+					     (d == b + 2 && we - d > 7 && !strncasecmp(s + d, "header=", 7));
 				return p;
 			}
 			if (is_scheme(s + p, we - p)) {
@@ -458,9 +507,10 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 	return p;
 }
 
-void gl_redact_secrets(const char *s, struct gl_strbuf *out)
+/* Blanks s into out, going on from *st (what the words before said). */
+static void redact_run(const char *s, struct state *st_, struct gl_strbuf *out)
 {
-	struct state st = {NX_NONE, 0, 0, 0, 0};
+	struct state st = *st_;
 	size_t i = 0;
 
 	while (s[i]) {
@@ -510,6 +560,8 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 				i = we;
 				continue;
 			}
+			if (!st.quote && !st.header && prose_word(s, b, we))
+				break;
 			i = mask_value(out, s, i, st.quote);
 			continue;
 		}
@@ -531,4 +583,11 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 		st.quote = 0;
 		i = put_word(out, s, i, &st);
 	}
+	*st_ = st;
+}
+
+void gl_redact_secrets(const char *s, struct gl_strbuf *out)
+{
+	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
+	redact_run(s, &st, out);
 }

@@ -330,6 +330,52 @@ static void test_backslash_escaped_space(void **state)
 	check("tool --password=ab\\\n --next", "tool --password=***\\\n --next");
 }
 
+/* After an unquoted "NAME:" of an error text, a plain word (letters, at
+ * most one capital and that first, at most 16) followed by more words on
+ * its line is the error's prose ("invalid token: signature mismatch"), not
+ * the credential. A word that does not look like one (digits, symbols,
+ * mixed case, long), or one ending its line (YAML's "token: abc"), still
+ * goes; so does the word after a header label that -H / --header names. */
+static void test_prose_after_a_credential_label(void **state)
+{
+	(void)state;
+	check("invalid token: signature mismatch", "invalid token: signature mismatch");
+	check("oidc: verify token: Signature is invalid", "oidc: verify token: Signature is invalid");
+	check("token: abc123", "token: ***");
+	check("token: abc123 rejected", "token: *** rejected");
+	check("token: abc", "token: ***");
+	check("password: hunter\nnext line", "password: ***\nnext line");
+	check("token: abcdefghijklmnopqrstuvwxyz rejected", "token: *** rejected");
+	check("token: aBcDeF rejected", "token: *** rejected");
+	check("token: abc-def rejected", "token: *** rejected");
+	check("curl -H X-Api-Key: abc https://h", "curl -H X-Api-Key: *** https://h");
+	check("wget --header Authorization: abc https://h", "wget --header Authorization: *** https://h");
+	check("curl --header=X-Api-Key: abc https://h", "curl --header=X-Api-Key: *** https://h");
+}
+
+/* Names that hold a key which is a credential, from a list (the name with
+ * its separators dropped ends with it: api_key, apikey, X-Api-Key,
+ * secret_key, access_key, private_key, AccountKey...), not every name
+ * ending in "key": a taint's "key", sort --key, monkey, keyboard stay. */
+static void test_key_names(void **state)
+{
+	(void)state;
+	check("tool --api_key=a --apikey=b --API-KEY=c --secret_key=d --access-key=e --private_key=f",
+	      "tool --api_key=*** --apikey=*** --API-KEY=*** --secret_key=*** --access-key=*** --private_key=***");
+	check("curl -H 'x-api-key: k' https://h", "curl -H 'x-api-key: ***' https://h");
+	check("az storage blob list --account-key abc", "az storage blob list --account-key ***");
+	check("DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc==;EndpointSuffix=x",
+	      "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=***;EndpointSuffix=x");
+	check("{\"apiKey\":\"k\",\"n\":1}", "{\"apiKey\":\"***\",\"n\":1}");
+	check("kubectl taint nodes gpu01 '{\"key\": \"nvidia.com/gpu\", \"effect\": \"NoSchedule\"}'",
+	      "kubectl taint nodes gpu01 '{\"key\": \"nvidia.com/gpu\", \"effect\": \"NoSchedule\"}'");
+	check("{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}", "{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}");
+	check("sort --key=3 -t, f.csv", "sort --key=3 -t, f.csv");
+	check("sort --key 3 f.csv", "sort --key 3 f.csv");
+	check("monkey=1 keyboard=us hotkey=F1 key: value", "monkey=1 keyboard=us hotkey=F1 key: value");
+	check("kubectl --client-key=/etc/k8s/client.key get pods", "kubectl --client-key=/etc/k8s/client.key get pods");
+}
+
 /* Idempotence on random texts made of the pieces the rules react to
  * (names, separators, quotes, escapes, programs, token prefixes): a second
  * pass, as `gpuledger db redact` makes on stored rows, changes nothing. A
@@ -388,6 +434,8 @@ int main(void)
 		cmocka_unit_test(test_openssl_pass_arguments),
 		cmocka_unit_test(test_sshpass_and_mysql),
 		cmocka_unit_test(test_backslash_escaped_space),
+		cmocka_unit_test(test_prose_after_a_credential_label),
+		cmocka_unit_test(test_key_names),
 		cmocka_unit_test(test_idempotent_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
