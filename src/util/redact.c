@@ -6,8 +6,10 @@
  * What each one is for, and what it deliberately leaves alone, is listed in
  * docs/security.md ("Command lines are shown blanked"). */
 #include "gl/redact.h"
+#include "gl/common.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -590,4 +592,53 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 {
 	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
 	redact_run(s, &st, out);
+}
+
+char **gl_redact_argv(const char *const *argv)
+{
+	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	size_t n = 0;
+	char **out;
+
+	while (argv[n])
+		n++;
+	out = gl_xcalloc(n + 1, sizeof *out);
+	for (size_t i = 0; i < n; i++) {
+		const char *a = argv[i];
+		/* an argument with a space in it is one value, as a quoted one
+		 * is on a command line ('X-Api-Key: a b', 'Authorization: Bearer
+		 * x'): it is read in a quote it does not contain, which is
+		 * then taken off again */
+		char q = 0;
+		if (strpbrk(a, " \t\n\r"))
+			q = !strchr(a, '\'') ? '\'' : !strchr(a, '"') ? '"' : 0;
+		gl_strbuf_reset(&b);
+		if (q) {
+			struct gl_strbuf w = GL_STRBUF_INIT;
+			struct state st2 = st;
+			gl_strbuf_putc(&w, q);
+			gl_strbuf_puts(&w, a);
+			gl_strbuf_putc(&w, q);
+			redact_run(gl_strbuf_cstr(&w), &st2, &b);
+			gl_strbuf_fini(&w);
+			if (b.len >= 2 && b.p[0] == q && b.p[b.len - 1] == q) {
+				st = st2;
+				out[i] = gl_xstrndup(b.p + 1, b.len - 2);
+				continue;
+			}
+			gl_strbuf_reset(&b);
+		}
+		redact_run(a, &st, &b);
+		out[i] = gl_xstrdup(gl_strbuf_cstr(&b));
+	}
+	gl_strbuf_fini(&b);
+	return out;
+}
+
+void gl_redact_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
 }

@@ -376,6 +376,45 @@ static void test_key_names(void **state)
 	check("kubectl --client-key=/etc/k8s/client.key get pods", "kubectl --client-key=/etc/k8s/client.key get pods");
 }
 
+/* gl_redact_argv, for the idle hook's commands: the argv keeps its
+ * elements, an element's meaning goes on into the next, and an element
+ * with a space in it is one value, as if quoted. */
+static void check_argv(const char *const *in, const char *const *want)
+{
+	char **got = gl_redact_argv(in);
+	size_t i;
+	for (i = 0; in[i]; i++) {
+		assert_non_null(got[i]);
+		if (strcmp(got[i], want[i]))
+			fail_msg("argv[%zu] \"%s\"\n  got  \"%s\"\n  want \"%s\"", i, in[i], got[i], want[i]);
+	}
+	assert_null(got[i]);
+	assert_null(want[i]);
+	gl_redact_argv_free(got);
+}
+
+static void test_argv(void **state)
+{
+	(void)state;
+	check_argv((const char *const[]){"kubectl", "--token", "abc", "delete", "pod", "p", NULL},
+		   (const char *const[]){"kubectl", "--token", "***", "delete", "pod", "p", NULL});
+	check_argv((const char *const[]){"curl", "-u", "admin:pw", "-H", "X-Api-Key: a b", "https://u:p@h/x", NULL},
+		   (const char *const[]){"curl", "-u", "admin:***", "-H", "X-Api-Key: ***", "https://u:***@h/x", NULL});
+	check_argv((const char *const[]){"curl", "-H", "Authorization: Bearer abc def", "https://h", NULL},
+		   (const char *const[]){"curl", "-H", "Authorization: Bearer ***", "https://h", NULL});
+	check_argv((const char *const[]){"tool", "--password", "correct horse", "--next", NULL},
+		   (const char *const[]){"tool", "--password", "***", "--next", NULL});
+	check_argv((const char *const[]){"sh", "-c", "PGPASSWORD=pw psql -h db", NULL},
+		   (const char *const[]){"sh", "-c", "PGPASSWORD=*** psql -h db", NULL});
+	/* both quotes in it: read as it is */
+	check_argv((const char *const[]){"tool", "it's \"x\" token: abc1 y", NULL},
+		   (const char *const[]){"tool", "it's \"x\" token: *** y", NULL});
+	/* nothing to blank: the same elements, empty ones too */
+	check_argv((const char *const[]){"scancel", "", "101", "x; rm -rf /", NULL},
+		   (const char *const[]){"scancel", "", "101", "x; rm -rf /", NULL});
+	check_argv((const char *const[]){NULL}, (const char *const[]){NULL});
+}
+
 /* Idempotence on random texts made of the pieces the rules react to
  * (names, separators, quotes, escapes, programs, token prefixes): a second
  * pass, as `gpuledger db redact` makes on stored rows, changes nothing. A
@@ -436,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_backslash_escaped_space),
 		cmocka_unit_test(test_prose_after_a_credential_label),
 		cmocka_unit_test(test_key_names),
+		cmocka_unit_test(test_argv),
 		cmocka_unit_test(test_idempotent_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
