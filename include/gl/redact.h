@@ -43,7 +43,8 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out);
 /* The same over a command's argv (the idle hook's commands, as stored and
  * logged): an element's meaning goes on into the next (--token, then its
  * value), and an element with a space in it is one value, as if quoted
- * ("X-Api-Key: a b" -> "X-Api-Key: ***"). Returns a new NULL-terminated
+ * ("X-Api-Key: a b" -> "X-Api-Key: ***"; every element is read in a quote
+ * of its own, so a second pass reads it alike). Returns a new NULL-terminated
  * array of as many elements; the caller frees it with
  * gl_redact_argv_free(). argv is only read. */
 char **gl_redact_argv(const char *const *argv);

@@ -1227,12 +1227,8 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 		size_t n = 0;
 		char **argv = NULL;
 		if (cJSON_IsString(argv_j)) {
-			struct gl_strbuf b = GL_STRBUF_INIT;
-			gl_redact_secrets(argv_j->valuestring, &b);
 			argv = gl_xcalloc(2, sizeof *argv);
-			argv[n++] = gl_xstrdup(gl_strbuf_cstr(&b));
-			gl_strbuf_fini(&b);
-			cJSON_SetValuestring(argv_j, argv[0]);
+			argv[n++] = gl_xstrdup(argv_j->valuestring);
 		} else if (cJSON_IsArray(argv_j)) {
 			cJSON *e;
 			argv = gl_xcalloc((size_t)cJSON_GetArraySize(argv_j) + 1, sizeof *argv);
@@ -1253,15 +1249,20 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 		} else {
 			argv = gl_xcalloc(1, sizeof *argv);
 		}
-		if (cJSON_IsArray(argv_j)) {
+		{
+			/* one string is an argv of one element, as stored: blanked
+			 * alike here and by `db redact` (a second pass changes
+			 * nothing) */
 			char **shown = gl_redact_argv((const char *const *)argv);
-			cJSON *e = argv_j->child;
-			for (size_t i = 0; e && shown[i]; i++, e = e->next)
-				cJSON_SetValuestring(e, shown[i]);
+			if (cJSON_IsString(argv_j)) {
+				cJSON_SetValuestring(argv_j, shown[0]);
+			} else if (cJSON_IsArray(argv_j)) {
+				cJSON *e = argv_j->child;
+				for (size_t i = 0; e && shown[i]; i++, e = e->next)
+					cJSON_SetValuestring(e, shown[i]);
+			}
 			argv_text((const char *const *)shown, &argv_lit);
 			gl_redact_argv_free(shown);
-		} else {
-			argv_text((const char *const *)argv, &argv_lit);
 		}
 		gl_hookpolicy_argv_free(argv);
 	}

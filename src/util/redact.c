@@ -38,9 +38,13 @@ static int is_space(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* GL_ARG: the quote gl_redact_argv puts around each argument, which no
+ * text to blank contains */
+#define GL_ARG '\x01'
+
 static int is_quote(char c)
 {
-	return c == '\'' || c == '"';
+	return c == '\'' || c == '"' || c == GL_ARG;
 }
 
 /* The quote opened in s[from..to) and not closed there, 0 if none: one
@@ -372,9 +376,14 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 	     nl++)
 		;
 	if (d == b) {
-		/* the program itself: curl, /usr/bin/curl */
+		/* the program itself: curl, /usr/bin/curl; only a word that
+		 * is a path (what is after a '/' of "x=a/curl" changes when
+		 * the value is blanked, and a second pass must read alike) */
 		const char *w = s + b, *slash;
 		size_t n = wq - b;
+		for (size_t k = 0; k < n; k++)
+			if (!is_alnum(w[k]) && !strchr("._/+-", w[k]))
+				n = 0;
 		slash = memrchr(w, '/', n);
 		if (slash) {
 			n -= (size_t)(slash + 1 - w);
@@ -467,8 +476,12 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			 * quote; a quoted shell line ('PGPASSWORD=pw psql') is not */
 			gl_strbuf_putc(o, '=');
 			p = mask_value(o, s, p + 1, ns == i && d > b ? q : 0);
-			if (p > we)
+			if (p > we) {
+				/* the value ran on past a space: so does the word */
 				we = word_end(s, p);
+				for (wq = we; q && wq > b && s[wq - 1] == q; wq--)
+					;
+			}
 			ns = p;
 			continue;
 		}
@@ -478,13 +491,16 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			 * host (secrets.example.com:443) keeps its port */
 			gl_strbuf_putc(o, ':');
 			p++;
-			if (p == we) {
+			if (p == we || p == wq) {
+				/* the value in the next word; a label quoted alone
+				 * ('X-Api-Key:' 'abc', an argument) closed its quote */
+				gl_strbuf_append(o, s + p, we - p);
 				st->next = NX_HEADER;
-				st->quote = q;
+				st->quote = p == we ? q : 0;
 				/* -H NAME:, --header NAME:, --header=NAME: */
 				st->header = after_h || (d == b + 1 && s[d] == 'H') ||
 					     (d == b + 2 && we - d > 7 && !strncasecmp(s + d, "header=", 7));
-				return p;
+				return we;
 			}
 			if (is_scheme(s + p, we - p)) {
 				gl_strbuf_append(o, s + p, we - p);
@@ -493,8 +509,12 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 				return we;
 			}
 			p = mask_value(o, s, p, q);
-			if (p > we)
+			if (p > we) {
+				/* the value ran on past a space: so does the word */
 				we = word_end(s, p);
+				for (wq = we; q && wq > b && s[wq - 1] == q; wq--)
+					;
+			}
 			ns = p;
 			continue;
 		}
@@ -597,7 +617,7 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 char **gl_redact_argv(const char *const *argv)
 {
 	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
-	struct gl_strbuf b = GL_STRBUF_INIT;
+	struct gl_strbuf b = GL_STRBUF_INIT, w = GL_STRBUF_INIT;
 	size_t n = 0;
 	char **out;
 
@@ -606,24 +626,23 @@ char **gl_redact_argv(const char *const *argv)
 	out = gl_xcalloc(n + 1, sizeof *out);
 	for (size_t i = 0; i < n; i++) {
 		const char *a = argv[i];
-		/* an argument with a space in it is one value, as a quoted one
-		 * is on a command line ('X-Api-Key: a b', 'Authorization: Bearer
-		 * x'): it is read in a quote it does not contain, which is
-		 * then taken off again */
-		char q = 0;
-		if (strpbrk(a, " \t\n\r"))
-			q = !strchr(a, '\'') ? '\'' : !strchr(a, '"') ? '"' : 0;
 		gl_strbuf_reset(&b);
-		if (q) {
-			struct gl_strbuf w = GL_STRBUF_INIT;
+		if (!strchr(a, GL_ARG)) {
+			/* every argument is read as if quoted: one with a space is
+			 * one value ('X-Api-Key: a b', 'Authorization: Bearer x');
+			 * always, not only when it has a space, so that a second
+			 * pass, whose argument lost its space to a "***", reads it
+			 * alike. The quote is one no argument has, taken off again */
 			struct state st2 = st;
-			gl_strbuf_putc(&w, q);
+			gl_strbuf_reset(&w);
+			gl_strbuf_putc(&w, GL_ARG);
 			gl_strbuf_puts(&w, a);
-			gl_strbuf_putc(&w, q);
+			gl_strbuf_putc(&w, GL_ARG);
 			redact_run(gl_strbuf_cstr(&w), &st2, &b);
-			gl_strbuf_fini(&w);
-			if (b.len >= 2 && b.p[0] == q && b.p[b.len - 1] == q) {
+			if (b.len >= 2 && b.p[0] == GL_ARG && b.p[b.len - 1] == GL_ARG &&
+			    !memchr(b.p + 1, GL_ARG, b.len - 2)) {
 				st = st2;
+				st.quote = 0;
 				out[i] = gl_xstrndup(b.p + 1, b.len - 2);
 				continue;
 			}
@@ -633,6 +652,7 @@ char **gl_redact_argv(const char *const *argv)
 		out[i] = gl_xstrdup(gl_strbuf_cstr(&b));
 	}
 	gl_strbuf_fini(&b);
+	gl_strbuf_fini(&w);
 	return out;
 }
 

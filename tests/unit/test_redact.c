@@ -154,6 +154,10 @@ static void test_idempotent(void **state)
 		"--set a=b,auth.token=x,c=d --password \"a b\" PGPASSWORD=pw",
 		"kubectl --token s3cr3t get pods glt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 		"X-Api-Key: abc Authorization:Bearer x curl -uadmin:pw",
+		/* found by test_idempotent_random: a word read as a program
+		 * by what followed its last '/', which blanking removed */
+		"mysqltoken:--user://token:\"kubectl\", -pcurlno?",
+		"mysqlapi_key=|/\t\n-p/key",
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
@@ -426,7 +430,7 @@ static void test_idempotent_random(void **state)
 		"token:", "password:", "Authorization:", "X-Api-Key:", "api_key=", "key", "Bearer", "Basic", "pass:",
 		"env:", "=", ":", ",", ";", "&", "?", "/", "@", "://", "https", "'", "\"", "\\", "\\ ", " ", " ", " ",
 		"\t", "\n", "abc", "s3cr3t", "no", "invalid", "signature", "mismatch", "***", "glt_", "ghp_",
-		"AAAAAAAAAAAA", "eyJ", ".", "-", "x", "1", "{", "}", "exec:", "\"kubectl\"", "'--token'"};
+		"AAAAAAAAAAAA", "eyJ", ".", "-", "x", "1", "{", "}", "exec:", "\"kubectl\"", "'--token'", "|", "|"};
 	unsigned seed = 20261123;
 	(void)state;
 	for (int n = 0; n < 400000; n++) {
@@ -450,6 +454,27 @@ static void test_idempotent_random(void **state)
 				 gl_strbuf_cstr(&b));
 		gl_strbuf_fini(&a);
 		gl_strbuf_fini(&b);
+		{
+			/* the same text as an argv cut at '|' (spaces stay inside
+			 * elements): `db redact` runs gl_redact_argv on stored argv */
+			char *v[16], **once, **twice;
+			size_t nv = 0;
+			for (char *p = in, *e; nv < 15; p = e + 1) {
+				v[nv++] = p;
+				if (!(e = strchr(p, '|')))
+					break;
+				*e = '\0';
+			}
+			v[nv] = NULL;
+			once = gl_redact_argv((const char *const *)v);
+			twice = gl_redact_argv((const char *const *)once);
+			for (size_t i = 0; i < nv; i++)
+				if (strcmp(once[i], twice[i]))
+					fail_msg("argv not idempotent at [%zu] \"%s\" (after \"%s\")\n  once  \"%s\"\n  twice \"%s\"", i,
+						 v[i], i ? v[i - 1] : "", once[i], twice[i]);
+			gl_redact_argv_free(once);
+			gl_redact_argv_free(twice);
+		}
 	}
 }
 
