@@ -11,10 +11,15 @@
  * the tool that needs it and what it leaves alone):
  *   - NAME=VALUE and NAME:VALUE (a header), also inside another option's
  *     value (--set=a.token=x, a URL query, a JSON object), and the word
- *     after a bare -NAME / --NAME or "NAME:", when NAME names a credential
- *     (token, passw, passphrase, pwd, secret, credential, cookie, oauth, an
- *     auth part but not author/authority, sig/signature, a last part ending
- *     in key); a quoted value goes whole, to its closing quote;
+ *     after a bare -NAME / --NAME (also quoted alone: "--token" "x") or
+ *     "NAME:" (unless it reads as an error's prose), when NAME names a
+ *     credential (token, passw, passphrase, pwd, secret, credential,
+ *     cookie, oauth, an auth part but not author/authority, sig/signature,
+ *     a credential key of a list: api_key, secret_key, private_key...); a
+ *     quoted value goes whole, to its closing quote, and an unquoted one
+ *     through backslash-escaped spaces;
+ *   - openssl's pass:PASSWORD, sshpass -p PASSWORD / -pPASSWORD, a MySQL
+ *     client's -pPASSWORD;
  *   - the word after "Bearer"/"Basic", and after a header's scheme word
  *     (Authorization: Bearer x);
  *   - the password of --user/--proxy-user/--cert USER:PASSWORD, and on a
@@ -34,5 +39,15 @@
 #include "gl/strbuf.h"
 
 void gl_redact_secrets(const char *s, struct gl_strbuf *out);
+
+/* The same over a command's argv (the idle hook's commands, as stored and
+ * logged): an element's meaning goes on into the next (--token, then its
+ * value), and an element with a space in it is one value, as if quoted
+ * ("X-Api-Key: a b" -> "X-Api-Key: ***"; every element is read in a quote
+ * of its own, so a second pass reads it alike). Returns a new NULL-terminated
+ * array of as many elements; the caller frees it with
+ * gl_redact_argv_free(). argv is only read. */
+char **gl_redact_argv(const char *const *argv);
+void gl_redact_argv_free(char **argv);
 
 #endif

@@ -3,12 +3,15 @@
  *
  * Runs gl_redact_secrets over every stored column that quotes a source's
  * command line, a target's URL or an error text — ingest_runs.input,
- * .error and every string in .skip_reasons — in one transaction, and
- * appends one `db.redact` audit row in it. Rows whose text is already
+ * .error and every string in .skip_reasons — and over the idle hook's
+ * commands (hook_actions.argv, by gl_redact_argv, and .stderr,
+ * hook_stages.error), in one transaction, and appends one `db.redact`
+ * audit row in it. Rows whose text is already
  * clean are left as they are, so a second run changes nothing. A row the
  * daemon changes meanwhile (a running run finishing) is left to the
  * daemon, which writes it cleaned. audit_log is never rewritten: its rows
- * are hash-chained (docs/security.md), and they never held the input.
+ * are hash-chained (docs/security.md); the hook.* rows an older version
+ * wrote with a command's credentials keep them.
  *
  * Ownership: results are caller-owned structs; nothing to free.
  */
@@ -25,6 +28,10 @@ struct gl_redactdb_result {
 	int64_t changed;       /* rows written back */
 	int64_t input, error, skip_reasons; /* of those, with that column changed */
 	int64_t raced;         /* changed by someone else between read and write: left alone */
+	int64_t hook_examined; /* hook_actions rows */
+	int64_t hook_changed;  /* of those, written back */
+	int64_t hook_argv, hook_stderr; /* of those, with that column changed */
+	int64_t stage_errors;  /* hook_stages rows whose error was written back */
 };
 
 /* dry_run: counts, writes nothing (no audit row either). actor: the audit

@@ -1,5 +1,6 @@
-/* `gpuledger db redact [--dry-run]`: blanks credentials in ingest runs
- * stored before the redaction caught them (include/gl/redactdb.h). */
+/* `gpuledger db redact [--dry-run]`: blanks credentials in ingest runs and
+ * hook commands stored before the redaction caught them
+ * (include/gl/redactdb.h). */
 #include "gl/cli.h"
 #include "gl/db.h"
 #include "gl/redactdb.h"
@@ -10,7 +11,8 @@
 static const char usage_db_redact[] =
 	"usage: gpuledger [--config FILE] db redact [--dry-run]\n"
 	"Blanks credentials (tokens, passwords, URL user:password@, ...) in the command lines, target URLs\n"
-	"and error texts of stored ingest runs, as new runs are stored (docs/security.md). One transaction,\n"
+	"and error texts of stored ingest runs, and in the idle hook's stored commands and their errors,\n"
+	"as new ones are stored (docs/security.md). One transaction,\n"
 	"audited (db.redact); running it again changes nothing. The audit log itself is never rewritten.\n"
 	"--dry-run: count what would change, write nothing.\n";
 
@@ -40,6 +42,10 @@ int gl_cli_db_redact(struct gl_config *cfg, int argc, char **argv)
 	printf("db redact: %lld ingest runs examined, %lld %s (input %lld, error %lld, skip_reasons %lld)%s\n",
 	       (long long)res.examined, (long long)res.changed, dry ? "would change" : "changed", (long long)res.input,
 	       (long long)res.error, (long long)res.skip_reasons, dry ? "; nothing written" : "");
+	printf("db redact: %lld hook actions examined, %lld %s (argv %lld, stderr %lld); %lld hook stage errors %s\n",
+	       (long long)res.hook_examined, (long long)res.hook_changed, dry ? "would change" : "changed",
+	       (long long)res.hook_argv, (long long)res.hook_stderr, (long long)res.stage_errors,
+	       dry ? "would change" : "changed");
 	if (res.raced)
 		printf("db redact: %lld runs changed by the daemon meanwhile were left to it\n", (long long)res.raced);
 out:

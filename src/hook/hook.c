@@ -7,6 +7,7 @@
 #include "gl/idlerule.h"
 #include "gl/log.h"
 #include "gl/proc.h"
+#include "gl/redact.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/utf8.h"
@@ -290,7 +291,7 @@ struct runctx {
 	int failures;
 };
 
-static void argv_text(char *const *argv, struct gl_strbuf *b)
+static void argv_text(const char *const *argv, struct gl_strbuf *b)
 {
 	/* a PostgreSQL text[] literal: every element quoted and escaped */
 	gl_strbuf_putc(b, '{');
@@ -308,7 +309,7 @@ static void argv_text(char *const *argv, struct gl_strbuf *b)
 	gl_strbuf_putc(b, '}');
 }
 
-static void argv_display(char *const *argv, struct gl_strbuf *b)
+static void argv_display(const char *const *argv, struct gl_strbuf *b)
 {
 	for (size_t i = 0; argv[i]; i++) {
 		if (i)
@@ -318,7 +319,13 @@ static void argv_display(char *const *argv, struct gl_strbuf *b)
 }
 
 /* Runs one stage of one job: the command (if any), then in one transaction
- * the stage state, the hook_actions row and the audit row. */
+ * the stage state, the hook_actions row and the audit row. The command runs
+ * as the template made it; what is kept of it (hook_actions.argv and
+ * .stderr, hook_stages.error, the audit row, the log line, the report) is
+ * blanked by gl_redact_argv / gl_redact_secrets: a template may carry a
+ * credential (kubectl --token, curl -u), and those are read by every
+ * viewer of /v1/hook/actions and kept for good in the audit chain. A retry
+ * expands the template again; nothing reads a stored argv to run it. */
 static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hjob *j, enum gl_idle_stage st,
 		     struct gl_err *err)
 {
@@ -329,9 +336,9 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	int64_t cost_micros = j->idle_cost > 0 ? j->idle_cost : 0;
 	struct gl_proc_result res;
 	struct gl_proc_opts po = {0};
-	struct gl_strbuf argv_lit = GL_STRBUF_INIT, disp = GL_STRBUF_INIT, detail = GL_STRBUF_INIT;
+	struct gl_strbuf argv_lit = GL_STRBUF_INIT, disp = GL_STRBUF_INIT, detail = GL_STRBUF_INIT, errb = GL_STRBUF_INIT;
 	struct gl_err perr = {0};
-	char **argv = NULL;
+	char **argv = NULL, **shown = NULL;
 	int ok = 1, have_status = 0, status = 0, r = 0;
 	const char *stderr_txt = "";
 	char action[32], object[256], clean[GL_AUDIT_FIELD_MAX], refused[300];
@@ -367,7 +374,8 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		snprintf(refused, sizeof refused,
 			 "not run: argument %d ('%.60s') would start with '-' from job data in '%.60s': an option to %.60s",
 			 dash, argv[dash], tmpl->v[dash], argv[0]);
-		gl_audit_clean(refused, clean, sizeof clean);
+		gl_redact_secrets(refused, &errb);
+		gl_audit_clean(gl_strbuf_cstr(&errb), clean, sizeof clean);
 		stderr_txt = clean;
 	} else if (argv[0]) {
 		po.timeout_s = (int)rc->cfg->hook_command_timeout_s;
@@ -389,11 +397,14 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 		for (char *q = res.stderr_excerpt; stderr_txt == res.stderr_excerpt && *q; q++)
 			if (*q == '\n' || *q == '\r' || *q == '\t')
 				*q = ' ';
-		gl_audit_clean(stderr_txt, clean, sizeof clean);
+		/* a tool's error often repeats its arguments */
+		gl_redact_secrets(stderr_txt, &errb);
+		gl_audit_clean(gl_strbuf_cstr(&errb), clean, sizeof clean);
 		stderr_txt = clean;
 	}
-	argv_text(argv, &argv_lit);
-	argv_display(argv, &disp);
+	shown = gl_redact_argv((const char *const *)argv);
+	argv_text((const char *const *)shown, &argv_lit);
+	argv_display((const char *const *)shown, &disp);
 	snprintf(status_s, sizeof status_s, "%d", status);
 	fmt_i64(idle_s, sizeof idle_s, j->ev.idle_s);
 	fmt_i64(igs, sizeof igs, j->ev.idle_gpu_s);
@@ -404,8 +415,8 @@ static int run_stage(struct runctx *rc, const struct gl_hookpolicy *p, struct hj
 	{
 		cJSON *d = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(d, "argv");
 		char *txt;
-		for (size_t i = 0; argv[i]; i++)
-			cJSON_AddItemToArray(a, cJSON_CreateString(argv[i]));
+		for (size_t i = 0; shown[i]; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(shown[i]));
 		cJSON_AddStringToObject(d, "policy", p->name);
 		cJSON_AddStringToObject(d, "stage", gl_idle_stage_name(st));
 		if (have_status)
@@ -486,9 +497,11 @@ rollback:
 	}
 out:
 	gl_hookpolicy_argv_free(argv);
+	gl_redact_argv_free(shown);
 	gl_strbuf_fini(&argv_lit);
 	gl_strbuf_fini(&disp);
 	gl_strbuf_fini(&detail);
+	gl_strbuf_fini(&errb);
 	return r;
 }
 
@@ -1208,7 +1221,9 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 	}
 	argv_j = cJSON_GetObjectItemCaseSensitive(in, "command");
 	{
-		/* a command as one string or as argv; stored as argv */
+		/* a command as one string or as argv; stored as argv, blanked
+		 * (a controller's command may carry a credential, as the hook's
+		 * own may): the row and the audit row keep only what is shown */
 		size_t n = 0;
 		char **argv = NULL;
 		if (cJSON_IsString(argv_j)) {
@@ -1234,7 +1249,21 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 		} else {
 			argv = gl_xcalloc(1, sizeof *argv);
 		}
-		argv_text(argv, &argv_lit);
+		{
+			/* one string is an argv of one element, as stored: blanked
+			 * alike here and by `db redact` (a second pass changes
+			 * nothing) */
+			char **shown = gl_redact_argv((const char *const *)argv);
+			if (cJSON_IsString(argv_j)) {
+				cJSON_SetValuestring(argv_j, shown[0]);
+			} else if (cJSON_IsArray(argv_j)) {
+				cJSON *e = argv_j->child;
+				for (size_t i = 0; e && shown[i]; i++, e = e->next)
+					cJSON_SetValuestring(e, shown[i]);
+			}
+			argv_text((const char *const *)shown, &argv_lit);
+			gl_redact_argv_free(shown);
+		}
 		gl_hookpolicy_argv_free(argv);
 	}
 	{

@@ -6,8 +6,10 @@
  * What each one is for, and what it deliberately leaves alone, is listed in
  * docs/security.md ("Command lines are shown blanked"). */
 #include "gl/redact.h"
+#include "gl/common.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -23,8 +25,12 @@ enum next {
 
 struct state {
 	enum next next;
-	char quote; /* the quote opened before a header or option: its value runs to the closing one */
-	int curl;   /* a curl command line: -u/-U take USER:PASSWORD there */
+	char quote;  /* the quote opened before a header or option: its value runs to the closing one */
+	int curl;    /* a curl command line: -u/-U take USER:PASSWORD there */
+	int sshpass; /* in sshpass's own options (before the command it runs): -p takes the password */
+	int mysql;   /* a MySQL/MariaDB client's command line: -pPASSWORD */
+	int hdr_opt; /* the word before was -H / --header: a header comes */
+	int header;  /* the label setting NX_HEADER is a header (-H NAME: VALUE), not an error's prose */
 };
 
 static int is_space(char c)
@@ -32,9 +38,13 @@ static int is_space(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
+/* GL_ARG: the quote gl_redact_argv puts around each argument, which no
+ * text to blank contains */
+#define GL_ARG '\x01'
+
 static int is_quote(char c)
 {
-	return c == '\'' || c == '"';
+	return c == '\'' || c == '"' || c == GL_ARG;
 }
 
 /* The quote opened in s[from..to) and not closed there, 0 if none: one
@@ -93,19 +103,41 @@ static int auth_part(const char *p, size_t n)
 	return n < 6 || strncasecmp(p, "author", 6) || (n >= 8 && !strncasecmp(p, "authoriz", 8));
 }
 
+/* Whether name[0..n), its separators dropped, ends with a key that is a
+ * credential: api_key, apikey, X-Api-Key, secret_key, access_key,
+ * private_key, Azure's AccountKey... A list, not every name ending in
+ * "key": a taint's "key", sort --key, monkey, hotkey and kubectl's
+ * --client-key (a path) are not; AWS_ACCESS_KEY_ID (an identifier) ends
+ * in "id". */
+static int secret_key_name(const char *name, size_t n)
+{
+	static const char *const keys[] = {"apikey",	 "accesskey",	  "secretkey",	     "privatekey",
+					   "accountkey", "signingkey",	  "masterkey",	     "sharedkey",
+					   "sessionkey", "encryptionkey", "subscriptionkey", "hmackey"};
+	char tail[24];
+	size_t t = sizeof tail;
+
+	for (size_t i = n; i > 0 && t > 0; i--)
+		if (is_alnum(name[i - 1]))
+			tail[--t] = (char)tolower((unsigned char)name[i - 1]);
+	for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+		size_t kl = strlen(keys[k]);
+		if (kl <= sizeof tail - t && !memcmp(tail + sizeof tail - kl, keys[k], kl))
+			return 1;
+	}
+	return 0;
+}
+
 /* Whether name[0..n) names a credential. Substrings, in any case: token,
  * passw (password, passwd), passphrase, pwd, secret, credential, cookie,
  * oauth. By part (split at non-alphanumerics and lower-to-upper changes,
  * so apiKey is api + Key): an auth part (auth_part), sig or signature (a
- * signed URL's query), and a last part ending in key (api-key, apikey,
- * X-Api-Key, AWS_SECRET_ACCESS_KEY) — only the last, so that --key-col,
- * --keep and AWS_ACCESS_KEY_ID (an identifier, not the secret) stay. */
+ * signed URL's query). And a credential key (secret_key_name). */
 static int secret_name(const char *name, size_t n)
 {
 	static const char *const words[] = {"token", "passw", "passphrase", "pwd", "secret", "credential", "cookie",
 					    "oauth"};
-	const char *last = NULL;
-	size_t lastn = 0, i = 0;
+	size_t i = 0;
 
 	for (size_t w = 0; w < sizeof words / sizeof *words; w++)
 		if (has_ci(name, n, words[w]))
@@ -122,10 +154,8 @@ static int secret_name(const char *name, size_t n)
 			break;
 		if (auth_part(name + b, i - b) || is_ci(name + b, i - b, "sig") || is_ci(name + b, i - b, "signature"))
 			return 1;
-		last = name + b;
-		lastn = i - b;
 	}
-	return last && lastn >= 3 && !strncasecmp(last + lastn - 3, "key", 3);
+	return secret_key_name(name, n);
 }
 
 /* Words of an error message that say a credential is wrong, never the
@@ -140,6 +170,26 @@ static int error_word(const char *w, size_t n)
 		if (is_ci(w, n, words[k]))
 			return 1;
 	return 0;
+}
+
+/* A word of an error's prose after a label ("invalid token: signature
+ * mismatch"): 2 to 16 letters, lower case but perhaps the first, perhaps
+ * ending in , . ; or ), with more words after it on its line. A credential
+ * rarely looks like that, and one that ends its line (YAML's "token: abc")
+ * or has a digit, a symbol or mixed case still goes. */
+static int prose_word(const char *s, size_t b, size_t we)
+{
+	size_t e = we, k;
+	while (e > b && (s[e - 1] == ',' || s[e - 1] == '.' || s[e - 1] == ';' || s[e - 1] == ')'))
+		e--;
+	if (e - b < 2 || e - b > 16)
+		return 0;
+	for (k = b; k < e; k++)
+		if (!(islower((unsigned char)s[k]) || (k == b && isupper((unsigned char)s[k]))))
+			return 0;
+	for (k = we; s[k] == ' ' || s[k] == '\t'; k++)
+		;
+	return s[k] && s[k] != '\n' && s[k] != '\r';
 }
 
 /* A label of an error's chain: letters, digits, '-', '_' or '.', then
@@ -211,8 +261,16 @@ static size_t mask_value(struct gl_strbuf *o, const char *s, size_t v, char oute
 		}
 	}
 	e = v;
-	while (s[e] && !is_space(s[e]) && !((s[e] == ',' || s[e] == ';' || s[e] == '&') && starts_name_eq(s + e + 1)))
+	while (s[e] && !is_space(s[e]) && !((s[e] == ',' || s[e] == ';' || s[e] == '&') && starts_name_eq(s + e + 1))) {
+		/* a backslash-escaped space is in the value, as the shell reads
+		 * it (--password=ab\ cd); one ending a line continues the
+		 * command, not the value */
+		if (s[e] == '\\' && s[e + 1] == '\n')
+			break;
+		if (s[e] == '\\' && s[e + 1])
+			e++;
 		e++;
+	}
 	/* quotes closing the word were opened before the value */
 	for (k = e; k > v && is_quote(s[k - 1]); k--)
 		;
@@ -279,25 +337,53 @@ static size_t put_url(struct gl_strbuf *o, const char *s, size_t p, size_t we)
 	return e;
 }
 
+/* Whether the word s[i..we) is an option, quoted alone or not: a long
+ * one, or a lone short one. */
+static int option_word(const char *s, size_t i, size_t we)
+{
+	size_t b = i;
+	char q = 0;
+	while (b < we && is_quote(s[b]))
+		q = s[b++];
+	if (q && (we == b || s[we - 1] != q))
+		return 0; /* '--x y': a quoted value running on, not an option */
+	while (q && we > b && s[we - 1] == q)
+		we--;
+	return !strncmp(s + b, "--", 2) || (we - b == 2 && s[b] == '-' && is_alnum(s[b + 1]));
+}
+
 /* Copies the word at s[i], blanking what it carries; sets st->next for the
  * word after it. Returns where it ended (past the word when a quoted value
  * ran on). */
 static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct state *st)
 {
-	size_t we = word_end(s, i), b = i, d, nl, ns, p;
+	size_t we = word_end(s, i), b = i, d, nl, ns, p, wq;
 	char q = 0;
+	int after_h = st->hdr_opt;
+
+	st->hdr_opt = 0;
 
 	while (b < we && is_quote(s[b]))
 		q = s[b++];
+	/* an argument quoted alone ('--token' 'abc', Go's exec: "kubectl"
+	 * "--token" "abc") reads as the bare word, and its quote is closed:
+	 * the value after it is not inside it */
+	for (wq = we; q && wq > b && s[wq - 1] == q; wq--)
+		;
 	for (d = b; d < we && s[d] == '-'; d++)
 		;
 	for (nl = 0; d + nl < we && (is_alnum(s[d + nl]) || s[d + nl] == '-' || s[d + nl] == '_' || s[d + nl] == '.');
 	     nl++)
 		;
 	if (d == b) {
-		/* the program itself: curl, /usr/bin/curl */
+		/* the program itself: curl, /usr/bin/curl; only a word that
+		 * is a path (what is after a '/' of "x=a/curl" changes when
+		 * the value is blanked, and a second pass must read alike) */
 		const char *w = s + b, *slash;
-		size_t n = we - b;
+		size_t n = wq - b;
+		for (size_t k = 0; k < n; k++)
+			if (!is_alnum(w[k]) && !strchr("._/+-", w[k]))
+				n = 0;
 		slash = memrchr(w, '/', n);
 		if (slash) {
 			n -= (size_t)(slash + 1 - w);
@@ -305,22 +391,42 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 		}
 		if (is_ci(w, n, "curl"))
 			st->curl = 1;
+		/* sshpass's options end at the command it runs (ssh -p PORT) */
+		st->sshpass = is_ci(w, n, "sshpass");
+		if ((n >= 5 && !strncasecmp(w, "mysql", 5)) || (n >= 7 && !strncasecmp(w, "mariadb", 7)))
+			st->mysql = 1;
 	}
-	if (d > b && nl && d + nl == we) {
+	if ((st->sshpass || st->mysql) && d == b + 1 && s[d] == 'p' && wq > d + 1) {
+		/* sshpass -pPASSWORD, mysql -pPASSWORD (-P is mysql's port) */
+		gl_strbuf_append(o, s + i, d + 1 - i);
+		return mask_value(o, s, d + 1, open_quote(s, i, d + 1));
+	}
+	if (d > b && nl && d + nl == wq) {
 		/* a bare option: what it names is the next word */
-		if (is_ci(s + b, we - b, "--user") || is_ci(s + b, we - b, "--proxy-user") ||
-		    is_ci(s + b, we - b, "--cert") ||
-		    (st->curl && we - b == 2 && (s[b + 1] == 'u' || s[b + 1] == 'U' || s[b + 1] == 'E'))) {
+		st->hdr_opt = (wq - b == 2 && s[b + 1] == 'H') || is_ci(s + b, wq - b, "--header");
+		if (is_ci(s + b, wq - b, "--user") || is_ci(s + b, wq - b, "--proxy-user") ||
+		    is_ci(s + b, wq - b, "--cert") ||
+		    (st->curl && wq - b == 2 && (s[b + 1] == 'u' || s[b + 1] == 'U' || s[b + 1] == 'E'))) {
 			/* curl: -u/--user, -U/--proxy-user USER:PASSWORD, -E/--cert
 			 * FILE:PASSWORD */
 			st->next = NX_USERPASS;
-		} else if (secret_name(s + d, nl) || (st->curl && we - b == 2 && s[b + 1] == 'b')) {
-			/* curl -b NAME=VALUE sends cookies (a session) */
+			st->quote = wq < we ? 0 : q;
+		} else if (secret_name(s + d, nl) || (st->curl && wq - b == 2 && s[b + 1] == 'b') ||
+			   (st->sshpass && wq - b == 2 && s[b + 1] == 'p')) {
+			/* curl -b NAME=VALUE sends cookies (a session); sshpass -p
+			 * PASSWORD. mysql's lone -p prompts: its next word is a
+			 * database */
 			st->next = NX_VALUE;
-			st->quote = q;
+			st->quote = wq < we ? 0 : q;
 		}
 		gl_strbuf_append(o, s + i, we - i);
 		return we;
+	}
+	if (we - b > 5 && !strncmp(s + b, "pass:", 5)) {
+		/* openssl -passin/-passout/-pass pass:PASSWORD (env:VAR and
+		 * file:PATH name where it is, and stay) */
+		gl_strbuf_append(o, s + i, b + 5 - i);
+		return mask_value(o, s, b + 5, q);
 	}
 	if (d > b && nl) {
 		/* --user=USER:PASSWORD, and curl's -uUSER:PASSWORD */
@@ -370,8 +476,12 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			 * quote; a quoted shell line ('PGPASSWORD=pw psql') is not */
 			gl_strbuf_putc(o, '=');
 			p = mask_value(o, s, p + 1, ns == i && d > b ? q : 0);
-			if (p > we)
+			if (p > we) {
+				/* the value ran on past a space: so does the word */
 				we = word_end(s, p);
+				for (wq = we; q && wq > b && s[wq - 1] == q; wq--)
+					;
+			}
 			ns = p;
 			continue;
 		}
@@ -381,10 +491,16 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			 * host (secrets.example.com:443) keeps its port */
 			gl_strbuf_putc(o, ':');
 			p++;
-			if (p == we) {
+			if (p == we || p == wq) {
+				/* the value in the next word; a label quoted alone
+				 * ('X-Api-Key:' 'abc', an argument) closed its quote */
+				gl_strbuf_append(o, s + p, we - p);
 				st->next = NX_HEADER;
-				st->quote = q;
-				return p;
+				st->quote = p == we ? q : 0;
+				/* -H NAME:, --header NAME:, --header=NAME: */
+				st->header = after_h || (d == b + 1 && s[d] == 'H') ||
+					     (d == b + 2 && we - d > 7 && !strncasecmp(s + d, "header=", 7));
+				return we;
 			}
 			if (is_scheme(s + p, we - p)) {
 				gl_strbuf_append(o, s + p, we - p);
@@ -393,8 +509,12 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 				return we;
 			}
 			p = mask_value(o, s, p, q);
-			if (p > we)
+			if (p > we) {
+				/* the value ran on past a space: so does the word */
 				we = word_end(s, p);
+				for (wq = we; q && wq > b && s[wq - 1] == q; wq--)
+					;
+			}
 			ns = p;
 			continue;
 		}
@@ -409,9 +529,10 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 	return p;
 }
 
-void gl_redact_secrets(const char *s, struct gl_strbuf *out)
+/* Blanks s into out, going on from *st (what the words before said). */
+static void redact_run(const char *s, struct state *st_, struct gl_strbuf *out)
 {
-	struct state st = {NX_NONE, 0, 0};
+	struct state st = *st_;
 	size_t i = 0;
 
 	while (s[i]) {
@@ -428,7 +549,7 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 			/* a flag followed by another option took no value: a long
 			 * one, or a lone short one (psql --no-password -h db); a
 			 * one-letter secret is none */
-			if (strncmp(s + i, "--", 2) && !(we - i == 2 && s[i] == '-' && is_alnum(s[i + 1]))) {
+			if (!option_word(s, i, we)) {
 				st.next = NX_NONE;
 				i = mask_value(out, s, i, st.quote);
 				continue;
@@ -461,6 +582,8 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 				i = we;
 				continue;
 			}
+			if (!st.quote && !st.header && prose_word(s, b, we))
+				break;
 			i = mask_value(out, s, i, st.quote);
 			continue;
 		}
@@ -482,4 +605,60 @@ void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 		st.quote = 0;
 		i = put_word(out, s, i, &st);
 	}
+	*st_ = st;
+}
+
+void gl_redact_secrets(const char *s, struct gl_strbuf *out)
+{
+	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
+	redact_run(s, &st, out);
+}
+
+char **gl_redact_argv(const char *const *argv)
+{
+	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
+	struct gl_strbuf b = GL_STRBUF_INIT, w = GL_STRBUF_INIT;
+	size_t n = 0;
+	char **out;
+
+	while (argv[n])
+		n++;
+	out = gl_xcalloc(n + 1, sizeof *out);
+	for (size_t i = 0; i < n; i++) {
+		const char *a = argv[i];
+		gl_strbuf_reset(&b);
+		if (!strchr(a, GL_ARG)) {
+			/* every argument is read as if quoted: one with a space is
+			 * one value ('X-Api-Key: a b', 'Authorization: Bearer x');
+			 * always, not only when it has a space, so that a second
+			 * pass, whose argument lost its space to a "***", reads it
+			 * alike. The quote is one no argument has, taken off again */
+			struct state st2 = st;
+			gl_strbuf_reset(&w);
+			gl_strbuf_putc(&w, GL_ARG);
+			gl_strbuf_puts(&w, a);
+			gl_strbuf_putc(&w, GL_ARG);
+			redact_run(gl_strbuf_cstr(&w), &st2, &b);
+			if (b.len >= 2 && b.p[0] == GL_ARG && b.p[b.len - 1] == GL_ARG &&
+			    !memchr(b.p + 1, GL_ARG, b.len - 2)) {
+				st = st2;
+				st.quote = 0;
+				out[i] = gl_xstrndup(b.p + 1, b.len - 2);
+				continue;
+			}
+			gl_strbuf_reset(&b);
+		}
+		redact_run(a, &st, &b);
+		out[i] = gl_xstrdup(gl_strbuf_cstr(&b));
+	}
+	gl_strbuf_fini(&b);
+	gl_strbuf_fini(&w);
+	return out;
+}
+
+void gl_redact_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
 }

@@ -99,10 +99,54 @@ static void test_owner_unknown_and_policy_marked(void **state)
 	cJSON_Delete(j);
 }
 
+/* A controller's command carrying a credential (as argv, and as one
+ * string) is stored, audited and listed blanked. */
+static void test_recorded_command_is_blanked(void **state)
+{
+	PGconn *c = PQconnectdb(g_dsn);
+	cJSON *j, *it;
+	int seen = 0;
+
+	post("{\"cluster\":\"c1\",\"job_id\":\"801\",\"policy\":\"ext\",\"stage\":\"act\",\"ok\":true,"
+	     "\"command\":[\"kubectl\",\"--token\",\"tokSECRET1\",\"-H\",\"X-Api-Key: keySECRET2 more\",\"delete\",\"pod\",\"p\"]}");
+	post("{\"cluster\":\"c1\",\"job_id\":\"802\",\"policy\":\"ext\",\"stage\":\"act\",\"ok\":true,"
+	     "\"command\":\"curl -u admin:pwSECRET3 https://h/cancel?job=802&access_token=tokSECRET4\"}");
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM hook_actions WHERE job_id = '801'"
+					 " AND argv = ARRAY['kubectl', '--token', '***', '-H', 'X-Api-Key: ***', 'delete', 'pod', 'p']"),
+			 1);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM hook_actions WHERE job_id = '802'"
+					 " AND argv = ARRAY['curl -u admin:*** https://h/cancel?job=802&access_token=***']"),
+			 1);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM hook_actions WHERE argv::text LIKE '%SECRET%'"), 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"
+					 " AND object IN ('job:c1/801', 'job:c1/802')"),
+			 2);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE detail::text LIKE '%SECRET%'"), 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"
+					 " AND detail->'command'->>2 = '***'"),
+			 1);
+	PQfinish(c);
+
+	j = gl_test_get_json(g_d.port, "/v1/hook/actions", 200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "actions"))
+	{
+		char *t = cJSON_PrintUnformatted(it);
+		assert_null(strstr(t, "SECRET"));
+		seen += !strcmp(cJSON_GetObjectItem(it, "job_id")->valuestring, "801") ||
+			!strcmp(cJSON_GetObjectItem(it, "job_id")->valuestring, "802");
+		free(t);
+	}
+	assert_int_equal(seen, 2);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_owner_unknown_and_policy_marked),
+		cmocka_unit_test(test_recorded_command_is_blanked),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

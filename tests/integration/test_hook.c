@@ -910,6 +910,74 @@ static void test_policy_names(void **state)
 	assert_int_equal(count_lines(path("names.log"), NULL), 4);
 }
 
+/* A hook template carrying credentials (an option's value, a header with
+ * a space in it, --password=): the command gets them as written, while
+ * what is kept of it — hook_actions.argv and .stderr, hook_stages.error,
+ * the hook.warn audit rows, the log line of the failure and the report —
+ * holds none of them. The stand-in repeats its arguments on stderr, as
+ * tools do in errors, and fails, so the failure is logged. */
+static void test_credentials_in_commands_are_blanked(void **state)
+{
+	char cmd[1024], q[1024];
+	struct gl_test_out o;
+	long long run0 = gl_test_qint(g_c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
+	long long act0 = gl_test_qint(g_c, "SELECT coalesce(max(action_id), 0) FROM hook_actions");
+	reset_stages();
+	snprintf(cmd, sizeof cmd,
+		 "#!/bin/sh\nprintf '[%%s]' \"$@\" >> '%s'\necho >> '%s'\necho \"bad request: $*\" >&2\nexit 1\n",
+		 path("cred.log"), path("cred.log"));
+	write_file(path("cred.sh"), cmd, 1);
+	/* in YAML double quotes: the header's ": " would end a plain scalar */
+	snprintf(cmd, sizeof cmd,
+		 "\"%s {job_id} --token tokSECRET1 -H 'X-Api-Key: keySECRET2 more' --password=pwSECRET3\"",
+		 path("cred.sh"));
+	write_config_cmds("cred.yaml", "slurm-idle", cmd, "/bin/true {job_id}");
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("cred.yaml"), "hook", "idle", "--act", "--format",
+				     "json", NULL),
+			 0);
+	if (o.status != 1)
+		fail_msg("hook idle --act: exit %d: %s %s", o.status, o.out, o.err);
+	/* the commands got the credentials as written */
+	assert_int_equal(count_lines(path("cred.log"), "][--token][tokSECRET1][-H][X-Api-Key: keySECRET2 more][--password=pwSECRET3]"),
+			 4);
+	/* the log line of each failure, blanked; the report too */
+	assert_non_null(strstr(o.err, "hook: warn1 hooktest/101 failed ("));
+	assert_non_null(strstr(o.err, "--token *** -H X-Api-Key: *** --password=***"));
+	assert_null(strstr(o.err, "SECRET"));
+	assert_non_null(strstr(o.out, "--token *** -H X-Api-Key: *** --password=***"));
+	assert_null(strstr(o.out, "SECRET"));
+	gl_test_out_fini(&o);
+	/* the rows: four, blanked element by element */
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM hook_actions WHERE action_id > %lld AND stage = 'warn1' AND NOT ok"
+		 " AND argv[3:7] = ARRAY['--token', '***', '-H', 'X-Api-Key: ***', '--password=***']"
+		 " AND stderr LIKE 'bad request: %% --token *** -H X-Api-Key: *** more --password=***%%'",
+		 act0);
+	assert_int_equal(gl_test_qint(g_c, q), 4);
+	snprintf(q, sizeof q, "SELECT count(*) FROM hook_actions WHERE action_id > %lld AND (argv::text || stderr) LIKE '%%SECRET%%'",
+		 act0);
+	assert_int_equal(gl_test_qint(g_c, q), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages WHERE error LIKE '%bad request:%'"), 4);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM hook_stages WHERE error LIKE '%SECRET%'"), 0);
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND action = 'hook.warn' AND outcome = 'error'"
+		 " AND detail->'argv'->>2 = '--token' AND detail->'argv'->>3 = '***' AND detail->'argv'->>5 = 'X-Api-Key: ***'"
+		 " AND detail->>'stderr' LIKE 'bad request: %%'",
+		 run0);
+	assert_int_equal(gl_test_qint(g_c, q), 4);
+	snprintf(q, sizeof q, "SELECT count(*) FROM audit_log WHERE audit_id > %lld AND detail::text LIKE '%%SECRET%%'", run0);
+	assert_int_equal(gl_test_qint(g_c, q), 0);
+	/* the retry runs the credentials again: it expands the template, not the stored argv */
+	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "--config", path("cred.yaml"), "hook", "idle", "--act", "--format",
+				     "json", NULL),
+			 0);
+	assert_int_equal(o.status, 1);
+	gl_test_out_fini(&o);
+	assert_int_equal(count_lines(path("cred.log"), "][--token][tokSECRET1][-H][X-Api-Key: keySECRET2 more][--password=pwSECRET3]"),
+			 8);
+	reset_stages();
+}
+
 /* No hook.policies (gpuledger.example.yaml's default): the report has the
  * keys docs/hook.md shows (breaker, exit_code) and the run is audited
  * like any other, so a cron wrapper reading .exit_code does not break. */
@@ -952,6 +1020,7 @@ int main(void)
 		cmocka_unit_test(test_background_child),
 		cmocka_unit_test(test_job_data_never_becomes_an_option),
 		cmocka_unit_test(test_policy_names),
+		cmocka_unit_test(test_credentials_in_commands_are_blanked),
 		cmocka_unit_test(test_no_policies),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -11,6 +11,7 @@
 
 #include "gl/redact.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void check(const char *in, const char *want)
@@ -153,6 +154,10 @@ static void test_idempotent(void **state)
 		"--set a=b,auth.token=x,c=d --password \"a b\" PGPASSWORD=pw",
 		"kubectl --token s3cr3t get pods glt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 		"X-Api-Key: abc Authorization:Bearer x curl -uadmin:pw",
+		/* found by test_idempotent_random: a word read as a program
+		 * by what followed its last '/', which blanking removed */
+		"mysqltoken:--user://token:\"kubectl\", -pcurlno?",
+		"mysqlapi_key=|/\t\n-p/key",
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
@@ -270,6 +275,209 @@ static void test_label_after_a_credential_label(void **state)
 	check("X-Api-Key: 'no' x", "X-Api-Key: '***' x");
 }
 
+/* Arguments quoted one by one, as a program quotes an argv it prints (Go's
+ * exec errors: exec: "kubectl" "--token" "abc"): the option is still a
+ * bare option, and its value the next (quoted) word. */
+static void test_arguments_quoted_one_by_one(void **state)
+{
+	(void)state;
+	check("run '--token' 'abc' get", "run '--token' '***' get");
+	check("run \"--password\" \"s3cr3t\" -v", "run \"--password\" \"***\" -v");
+	check("exec: \"kubectl\" \"--token\" \"abc\": executable file not found in $PATH",
+	      "exec: \"kubectl\" \"--token\" \"***\": executable file not found in $PATH");
+	check("\"curl\" \"-u\" \"svc:pw\" \"https://h\"", "\"curl\" \"-u\" \"svc:***\" \"https://h\"");
+	/* an option quoted alone and followed by another still took no value */
+	check("'--use-token' '--verbose'", "'--use-token' '--verbose'");
+}
+
+/* openssl's password arguments: pass:SECRET is the secret itself; env:VAR
+ * and file:PATH only say where it is. */
+static void test_openssl_pass_arguments(void **state)
+{
+	(void)state;
+	check("openssl pkcs12 -in a.p12 -passin pass:hunter2 -passout pass:s3cr3t -nodes",
+	      "openssl pkcs12 -in a.p12 -passin pass:*** -passout pass:*** -nodes");
+	check("openssl enc -aes-256-cbc -pass pass:abc -in f", "openssl enc -aes-256-cbc -pass pass:*** -in f");
+	check("openssl enc -aes-256-cbc -pass 'pass:a b' -in f", "openssl enc -aes-256-cbc -pass 'pass:***' -in f");
+	check("openssl rsa -passin env:KEYPASS -passout file:/etc/pw.txt -in k.pem",
+	      "openssl rsa -passin env:KEYPASS -passout file:/etc/pw.txt -in k.pem");
+	check("openssl rsa -passin stdin -passout fd:3", "openssl rsa -passin stdin -passout fd:3");
+}
+
+/* sshpass and the MySQL clients put the password right after -p; -p alone
+ * makes mysql prompt (the next word is a database), -P is a port, and -p
+ * off these command lines stays (Slurm partitions, ports). */
+static void test_sshpass_and_mysql(void **state)
+{
+	(void)state;
+	check("sshpass -p hunter2 ssh -p 2222 gpu01 scancel 1", "sshpass -p *** ssh -p 2222 gpu01 scancel 1");
+	check("sshpass -phunter2 ssh gpu01", "sshpass -p*** ssh gpu01");
+	check("/usr/bin/sshpass -p 'a b' ssh gpu01", "/usr/bin/sshpass -p '***' ssh gpu01");
+	check("sshpass -f /etc/pw ssh -p 2222 gpu01", "sshpass -f /etc/pw ssh -p 2222 gpu01");
+	check("mysql -h db -u gl -phunter2 -P 3306 gl", "mysql -h db -u gl -p*** -P 3306 gl");
+	check("mysqldump --password=hunter2 gl", "mysqldump --password=*** gl");
+	check("mysql -h db -u gl -p -P 3306 gl", "mysql -h db -u gl -p -P 3306 gl");
+	check("mysql -p gl", "mysql -p gl");
+	check("mariadb -ps3cr3t gl", "mariadb -p*** gl");
+	check("srun -pgpu -p gpu hostname", "srun -pgpu -p gpu hostname");
+}
+
+/* A space escaped with a backslash is part of the value, as the shell
+ * reads it. */
+static void test_backslash_escaped_space(void **state)
+{
+	(void)state;
+	check("tool --password=ab\\ cd --next", "tool --password=*** --next");
+	check("tool --token ab\\ cd\\ ef x", "tool --token *** x");
+	check("PGPASSWORD=a\\ b psql", "PGPASSWORD=*** psql");
+	/* a backslash ending a line continues the command, not the value */
+	check("tool --password=ab\\\n --next", "tool --password=***\\\n --next");
+}
+
+/* After an unquoted "NAME:" of an error text, a plain word (letters, at
+ * most one capital and that first, at most 16) followed by more words on
+ * its line is the error's prose ("invalid token: signature mismatch"), not
+ * the credential. A word that does not look like one (digits, symbols,
+ * mixed case, long), or one ending its line (YAML's "token: abc"), still
+ * goes; so does the word after a header label that -H / --header names. */
+static void test_prose_after_a_credential_label(void **state)
+{
+	(void)state;
+	check("invalid token: signature mismatch", "invalid token: signature mismatch");
+	check("oidc: verify token: Signature is invalid", "oidc: verify token: Signature is invalid");
+	check("token: abc123", "token: ***");
+	check("token: abc123 rejected", "token: *** rejected");
+	check("token: abc", "token: ***");
+	check("password: hunter\nnext line", "password: ***\nnext line");
+	check("token: abcdefghijklmnopqrstuvwxyz rejected", "token: *** rejected");
+	check("token: aBcDeF rejected", "token: *** rejected");
+	check("token: abc-def rejected", "token: *** rejected");
+	check("curl -H X-Api-Key: abc https://h", "curl -H X-Api-Key: *** https://h");
+	check("wget --header Authorization: abc https://h", "wget --header Authorization: *** https://h");
+	check("curl --header=X-Api-Key: abc https://h", "curl --header=X-Api-Key: *** https://h");
+}
+
+/* Names that hold a key which is a credential, from a list (the name with
+ * its separators dropped ends with it: api_key, apikey, X-Api-Key,
+ * secret_key, access_key, private_key, AccountKey...), not every name
+ * ending in "key": a taint's "key", sort --key, monkey, keyboard stay. */
+static void test_key_names(void **state)
+{
+	(void)state;
+	check("tool --api_key=a --apikey=b --API-KEY=c --secret_key=d --access-key=e --private_key=f",
+	      "tool --api_key=*** --apikey=*** --API-KEY=*** --secret_key=*** --access-key=*** --private_key=***");
+	check("curl -H 'x-api-key: k' https://h", "curl -H 'x-api-key: ***' https://h");
+	check("az storage blob list --account-key abc", "az storage blob list --account-key ***");
+	check("DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc==;EndpointSuffix=x",
+	      "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=***;EndpointSuffix=x");
+	check("{\"apiKey\":\"k\",\"n\":1}", "{\"apiKey\":\"***\",\"n\":1}");
+	check("kubectl taint nodes gpu01 '{\"key\": \"nvidia.com/gpu\", \"effect\": \"NoSchedule\"}'",
+	      "kubectl taint nodes gpu01 '{\"key\": \"nvidia.com/gpu\", \"effect\": \"NoSchedule\"}'");
+	check("{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}", "{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}");
+	check("sort --key=3 -t, f.csv", "sort --key=3 -t, f.csv");
+	check("sort --key 3 f.csv", "sort --key 3 f.csv");
+	check("monkey=1 keyboard=us hotkey=F1 key: value", "monkey=1 keyboard=us hotkey=F1 key: value");
+	check("kubectl --client-key=/etc/k8s/client.key get pods", "kubectl --client-key=/etc/k8s/client.key get pods");
+}
+
+/* gl_redact_argv, for the idle hook's commands: the argv keeps its
+ * elements, an element's meaning goes on into the next, and an element
+ * with a space in it is one value, as if quoted. */
+static void check_argv(const char *const *in, const char *const *want)
+{
+	char **got = gl_redact_argv(in);
+	size_t i;
+	for (i = 0; in[i]; i++) {
+		assert_non_null(got[i]);
+		if (strcmp(got[i], want[i]))
+			fail_msg("argv[%zu] \"%s\"\n  got  \"%s\"\n  want \"%s\"", i, in[i], got[i], want[i]);
+	}
+	assert_null(got[i]);
+	assert_null(want[i]);
+	gl_redact_argv_free(got);
+}
+
+static void test_argv(void **state)
+{
+	(void)state;
+	check_argv((const char *const[]){"kubectl", "--token", "abc", "delete", "pod", "p", NULL},
+		   (const char *const[]){"kubectl", "--token", "***", "delete", "pod", "p", NULL});
+	check_argv((const char *const[]){"curl", "-u", "admin:pw", "-H", "X-Api-Key: a b", "https://u:p@h/x", NULL},
+		   (const char *const[]){"curl", "-u", "admin:***", "-H", "X-Api-Key: ***", "https://u:***@h/x", NULL});
+	check_argv((const char *const[]){"curl", "-H", "Authorization: Bearer abc def", "https://h", NULL},
+		   (const char *const[]){"curl", "-H", "Authorization: Bearer ***", "https://h", NULL});
+	check_argv((const char *const[]){"tool", "--password", "correct horse", "--next", NULL},
+		   (const char *const[]){"tool", "--password", "***", "--next", NULL});
+	check_argv((const char *const[]){"sh", "-c", "PGPASSWORD=pw psql -h db", NULL},
+		   (const char *const[]){"sh", "-c", "PGPASSWORD=*** psql -h db", NULL});
+	/* both quotes in it: read as it is */
+	check_argv((const char *const[]){"tool", "it's \"x\" token: abc1 y", NULL},
+		   (const char *const[]){"tool", "it's \"x\" token: *** y", NULL});
+	/* nothing to blank: the same elements, empty ones too */
+	check_argv((const char *const[]){"scancel", "", "101", "x; rm -rf /", NULL},
+		   (const char *const[]){"scancel", "", "101", "x; rm -rf /", NULL});
+	check_argv((const char *const[]){NULL}, (const char *const[]){NULL});
+}
+
+/* Idempotence on random texts made of the pieces the rules react to
+ * (names, separators, quotes, escapes, programs, token prefixes): a second
+ * pass, as `gpuledger db redact` makes on stored rows, changes nothing. A
+ * fixed seed keeps a failure reproducible; the failing text is printed. */
+static void test_idempotent_random(void **state)
+{
+	static const char *const piece[] = {
+		"--token", "--password", "-p", "-u", "-b", "-H", "--user", "--header", "curl", "sshpass", "mysql",
+		"token:", "password:", "Authorization:", "X-Api-Key:", "api_key=", "key", "Bearer", "Basic", "pass:",
+		"env:", "=", ":", ",", ";", "&", "?", "/", "@", "://", "https", "'", "\"", "\\", "\\ ", " ", " ", " ",
+		"\t", "\n", "abc", "s3cr3t", "no", "invalid", "signature", "mismatch", "***", "glt_", "ghp_",
+		"AAAAAAAAAAAA", "eyJ", ".", "-", "x", "1", "{", "}", "exec:", "\"kubectl\"", "'--token'", "|", "|"};
+	unsigned seed = 20261123;
+	(void)state;
+	for (int n = 0; n < 400000; n++) {
+		char in[512];
+		size_t len = 0;
+		int k = 1 + (int)(rand_r(&seed) % 12);
+		struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
+		for (int w = 0; w < k; w++) {
+			const char *pc = piece[rand_r(&seed) % (sizeof piece / sizeof *piece)];
+			size_t pl = strlen(pc);
+			if (len + pl + 1 >= sizeof in)
+				break;
+			memcpy(in + len, pc, pl);
+			len += pl;
+		}
+		in[len] = '\0';
+		gl_redact_secrets(in, &a);
+		gl_redact_secrets(gl_strbuf_cstr(&a), &b);
+		if (strcmp(gl_strbuf_cstr(&a), gl_strbuf_cstr(&b)))
+			fail_msg("not idempotent on \"%s\"\n  once  \"%s\"\n  twice \"%s\"", in, gl_strbuf_cstr(&a),
+				 gl_strbuf_cstr(&b));
+		gl_strbuf_fini(&a);
+		gl_strbuf_fini(&b);
+		{
+			/* the same text as an argv cut at '|' (spaces stay inside
+			 * elements): `db redact` runs gl_redact_argv on stored argv */
+			char *v[16], **once, **twice;
+			size_t nv = 0;
+			for (char *p = in, *e; nv < 15; p = e + 1) {
+				v[nv++] = p;
+				if (!(e = strchr(p, '|')))
+					break;
+				*e = '\0';
+			}
+			v[nv] = NULL;
+			once = gl_redact_argv((const char *const *)v);
+			twice = gl_redact_argv((const char *const *)once);
+			for (size_t i = 0; i < nv; i++)
+				if (strcmp(once[i], twice[i]))
+					fail_msg("argv not idempotent at [%zu] \"%s\" (after \"%s\")\n  once  \"%s\"\n  twice \"%s\"", i,
+						 v[i], i ? v[i - 1] : "", once[i], twice[i]);
+			gl_redact_argv_free(once);
+			gl_redact_argv_free(twice);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +494,14 @@ int main(void)
 		cmocka_unit_test(test_quote_opened_before_the_value),
 		cmocka_unit_test(test_stray_quote_inside_a_quoted_value),
 		cmocka_unit_test(test_label_after_a_credential_label),
+		cmocka_unit_test(test_arguments_quoted_one_by_one),
+		cmocka_unit_test(test_openssl_pass_arguments),
+		cmocka_unit_test(test_sshpass_and_mysql),
+		cmocka_unit_test(test_backslash_escaped_space),
+		cmocka_unit_test(test_prose_after_a_credential_label),
+		cmocka_unit_test(test_key_names),
+		cmocka_unit_test(test_argv),
+		cmocka_unit_test(test_idempotent_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
