@@ -44,6 +44,36 @@ static void on_signal(int sig)
 	gl_dbcancel_request(GL_DBCANCEL_WORK);
 }
 
+/* SIGHUP's default action ends the process on the spot (no last audit
+ * anchor, a source cut mid-batch): a terminal closing on a foreground
+ * daemon, or a `systemctl reload`, killed it. It now checks the config
+ * file and says whether it is valid; the configuration is read at start
+ * only (request threads read it without locks), so applying it is a
+ * restart. */
+static volatile sig_atomic_t g_hup;
+static void on_hup(int sig)
+{
+	(void)sig;
+	g_hup = 1;
+}
+
+static void check_on_hup(const struct gl_config *cfg)
+{
+	struct gl_config fresh;
+	struct gl_err err = {0};
+	if (!strcmp(cfg->path, "(defaults)")) {
+		gl_log(GL_LOG_WARN, "SIGHUP: running on built-in defaults, no configuration file to check");
+		return;
+	}
+	if (gl_config_load(&fresh, cfg->path, &err)) {
+		gl_log(GL_LOG_ERROR, "SIGHUP: %s; the running configuration stays", err.msg);
+		return;
+	}
+	gl_config_fini(&fresh);
+	gl_log(GL_LOG_WARN, "SIGHUP: %s is valid; the configuration is read at start only: restart gpuledger to apply it",
+	       cfg->path);
+}
+
 static const char usage_main[] =
 	"usage: gpuledger [--config FILE] COMMAND [ARGS]\n"
 	"\n"
@@ -301,6 +331,9 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sa.sa_flags = SA_RESTART; /* a check, not a stop: calls under way go on */
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (gl_dbcancel_start(&err)) {
@@ -339,6 +372,10 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	gl_proc_set_stop_flag(&g_stop);
 	/* one tick loop; each source runs at its own interval (Redis serverCron style) */
 	while (!g_stop) {
+		if (g_hup) {
+			g_hup = 0;
+			check_on_hup(cfg);
+		}
 		if (!no_ingest)
 			gl_daemon_tick(c, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
 		if ((int64_t)time(NULL) >= next_anchor_s) {
