@@ -29,6 +29,8 @@ struct state {
 	int curl;    /* a curl command line: -u/-U take USER:PASSWORD there */
 	int sshpass; /* in sshpass's own options (before the command it runs): -p takes the password */
 	int mysql;   /* a MySQL/MariaDB client's command line: -pPASSWORD */
+	int ldap;    /* an OpenLDAP client's (ldapsearch, ldapmodify...): -w PASSWORD */
+	int redis;   /* redis-cli's: -a PASSWORD */
 	int hdr_opt; /* the word before was -H / --header: a header comes */
 	int header;  /* the label setting NX_HEADER is a header (-H NAME: VALUE), not an error's prose */
 };
@@ -395,9 +397,15 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 		st->sshpass = is_ci(w, n, "sshpass");
 		if ((n >= 5 && !strncasecmp(w, "mysql", 5)) || (n >= 7 && !strncasecmp(w, "mariadb", 7)))
 			st->mysql = 1;
+		if (n > 4 && !strncasecmp(w, "ldap", 4))
+			st->ldap = 1;
+		if (is_ci(w, n, "redis-cli"))
+			st->redis = 1;
 	}
-	if ((st->sshpass || st->mysql) && d == b + 1 && s[d] == 'p' && wq > d + 1) {
-		/* sshpass -pPASSWORD, mysql -pPASSWORD (-P is mysql's port) */
+	if (d == b + 1 && wq > d + 1 &&
+	    (((st->sshpass || st->mysql) && s[d] == 'p') || (st->ldap && s[d] == 'w') || (st->redis && s[d] == 'a'))) {
+		/* sshpass -pPASSWORD, mysql -pPASSWORD (-P is mysql's port),
+		 * ldapsearch -wPASSWORD, redis-cli -aPASSWORD */
 		gl_strbuf_append(o, s + i, d + 1 - i);
 		return mask_value(o, s, d + 1, open_quote(s, i, d + 1));
 	}
@@ -412,10 +420,11 @@ static size_t put_word(struct gl_strbuf *o, const char *s, size_t i, struct stat
 			st->next = NX_USERPASS;
 			st->quote = wq < we ? 0 : q;
 		} else if (secret_name(s + d, nl) || (st->curl && wq - b == 2 && s[b + 1] == 'b') ||
-			   (st->sshpass && wq - b == 2 && s[b + 1] == 'p')) {
-			/* curl -b NAME=VALUE sends cookies (a session); sshpass -p
-			 * PASSWORD. mysql's lone -p prompts: its next word is a
-			 * database */
+			   (st->sshpass && wq - b == 2 && s[b + 1] == 'p') || (st->ldap && wq - b == 2 && s[b + 1] == 'w') ||
+			   (st->redis && wq - b == 2 && s[b + 1] == 'a')) {
+			/* curl -b NAME=VALUE sends cookies (a session); sshpass -p,
+			 * ldapsearch -w, redis-cli -a PASSWORD. mysql's lone -p
+			 * prompts: its next word is a database */
 			st->next = NX_VALUE;
 			st->quote = wq < we ? 0 : q;
 		}
@@ -610,13 +619,13 @@ static void redact_run(const char *s, struct state *st_, struct gl_strbuf *out)
 
 void gl_redact_secrets(const char *s, struct gl_strbuf *out)
 {
-	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
+	struct state st = {.next = NX_NONE};
 	redact_run(s, &st, out);
 }
 
 char **gl_redact_argv(const char *const *argv)
 {
-	struct state st = {NX_NONE, 0, 0, 0, 0, 0, 0};
+	struct state st = {.next = NX_NONE};
 	struct gl_strbuf b = GL_STRBUF_INIT, w = GL_STRBUF_INIT;
 	size_t n = 0;
 	char **out;

@@ -320,6 +320,14 @@ static void test_sshpass_and_mysql(void **state)
 	check("mysql -p gl", "mysql -p gl");
 	check("mariadb -ps3cr3t gl", "mariadb -p*** gl");
 	check("srun -pgpu -p gpu hostname", "srun -pgpu -p gpu hostname");
+	/* OpenLDAP's -w and redis-cli's -a take the password; -W and -x stay */
+	check("ldapsearch -x -D cn=admin -w hunter2 -b dc=x", "ldapsearch -x -D cn=admin -w *** -b dc=x");
+	check("ldapmodify -whunter2 -f a.ldif", "ldapmodify -w*** -f a.ldif");
+	check("ldapsearch -x -W -b dc=x", "ldapsearch -x -W -b dc=x");
+	check("redis-cli -h r1 -a hunter2 INFO", "redis-cli -h r1 -a *** INFO");
+	check("/usr/bin/redis-cli -ahunter2 PING", "/usr/bin/redis-cli -a*** PING");
+	check("tar -a -cf x.tgz dir", "tar -a -cf x.tgz dir");
+	check("sort -w x", "sort -w x");
 }
 
 /* A space escaped with a backslash is part of the value, as the shell
@@ -427,6 +435,7 @@ static void test_idempotent_random(void **state)
 {
 	static const char *const piece[] = {
 		"--token", "--password", "-p", "-u", "-b", "-H", "--user", "--header", "curl", "sshpass", "mysql",
+		"ldapsearch", "redis-cli", "-w", "-a", "-whunter", "-ax",
 		"token:", "password:", "Authorization:", "X-Api-Key:", "api_key=", "key", "Bearer", "Basic", "pass:",
 		"env:", "=", ":", ",", ";", "&", "?", "/", "@", "://", "https", "'", "\"", "\\", "\\ ", " ", " ", " ",
 		"\t", "\n", "abc", "s3cr3t", "no", "invalid", "signature", "mismatch", "***", "glt_", "ghp_",
