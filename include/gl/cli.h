@@ -30,7 +30,8 @@ struct gl_cli_opt {
  * is the subcommand; cmd names it in messages, "ingest sacct"). --help or -h
  * anywhere prints usage to stdout. Returns -1 when the command should go on,
  * else the exit status to return at once: 0 after --help, GL_EXIT_USAGE after
- * a bad option or a stray argument (message and usage on stderr). */
+ * a bad option, an empty value or a stray argument (message and usage on
+ * stderr). */
 int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage, const struct gl_cli_opt *opts);
 
 /* The whole of path (stdin for "-" when dash_is_stdin), NUL-terminated, its

@@ -60,6 +60,11 @@ int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage,
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (ch < OPT_BASE || ch >= OPT_BASE + (int)n)
 			return gl_cli_usage_error(usage, "%s: bad option", cmd);
+		/* an empty value is never meant (`--cluster "$UNSET"`): it made a
+		 * cluster named '' in the database; as the API, leave it out instead */
+		if (!*optarg)
+			return gl_cli_usage_error(usage, "%s: --%s: empty value (leave the option out for its default)",
+						  cmd, opts[ch - OPT_BASE].name);
 		*opts[ch - OPT_BASE].value = optarg;
 	}
 	if (optind < argc)
