@@ -22,7 +22,9 @@
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
 
-static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n";
+static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n"
+				  "owners:\n  - match: account\n    value: teama\n    team: vision\n"
+				  "  - match: account\n    value: teamb\n    team: language\n";
 
 static const char *const idle_fields[] = {"gpu_seconds", "total_micros", "unshared_gpu_seconds", "unshared_micros",
 					  "overallocated_gpu_seconds"};
@@ -86,10 +88,37 @@ static void test_idle_fields_known_or_not(void **state)
 	check_idle("/v1/chargeback?window=2026-10-05,2026-10-08T00:00:00Z&step=day", 1);
 }
 
+/* filter=team:"a"+team:"b" (clauses are ANDed) matched nothing and answered
+ * an empty 200; it is 400 naming filter, the values belong in one clause */
+static void test_filter_dimension_twice(void **state)
+{
+	struct gl_test_http r;
+	cJSON *j, *e;
+	assert_int_equal(gl_test_http(g_d.port, "GET",
+				      "/v1/chargeback?window=2026-10-06&filter=team:%22vision%22%2Bteam:%22language%22", NULL,
+				      0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 400);
+	j = cJSON_Parse(r.body);
+	e = cJSON_GetObjectItem(j, "error");
+	assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, "filter");
+	assert_non_null(strstr(cJSON_GetObjectItem(e, "message")->valuestring, "'team' given twice"));
+	cJSON_Delete(j);
+	gl_test_http_fini(&r);
+	/* the same teams in one clause answer both */
+	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10-06&filter=team:%22vision%22,%22language%22", 200);
+	assert_non_null(j);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0),
+							      "items")),
+			 2);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_fields_known_or_not),
+		cmocka_unit_test(test_filter_dimension_twice),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
