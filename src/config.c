@@ -716,6 +716,18 @@ static int check_span(const char *from, const char *to, int64_t *f, int64_t *t, 
 	return 0;
 }
 
+/* A source's cluster names every row it writes: "" made a cluster with no
+ * name in chargeback, the inventory and /metrics. */
+static int check_cluster(const char *cluster, const char *kind, size_t i, const char *name, const struct cfg_lines *l,
+			 struct gl_err *err)
+{
+	char p[96];
+	if (cluster && *cluster)
+		return 0;
+	snprintf(p, sizeof p, "sources.%s[%zu].cluster", kind, i);
+	return cfg_fail(err, name, l, p, "must not be empty");
+}
+
 /* A price or budget: item.<key> parses as money and item.currency is the
  * reporting currency. */
 static int check_money(const char *amount, const char *key, const char *currency, const struct gl_config *cfg,
@@ -794,6 +806,21 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			return cfg_fail(err, name, l, "budget_alerts.command",
 					"unknown placeholder %s (owner, month, threshold, spend, budget, currency, pct)", bad);
 	}
+	for (size_t i = 0; i < cfg->n_sacct; i++)
+		if ((rc = check_cluster(cfg->sacct[i].cluster, "sacct", i, name, l, err)))
+			return rc;
+	for (size_t i = 0; i < cfg->n_kube; i++)
+		if ((rc = check_cluster(cfg->kube[i].cluster, "kube", i, name, l, err)))
+			return rc;
+	for (size_t i = 0; i < cfg->n_dcgm; i++)
+		if ((rc = check_cluster(cfg->dcgm[i].cluster, "dcgm", i, name, l, err)))
+			return rc;
+	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
+		if ((rc = check_cluster(cfg->slurm_nodes[i].cluster, "slurm_nodes", i, name, l, err)))
+			return rc;
+	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
+		if ((rc = check_cluster(cfg->kube_nodes[i].cluster, "kube_nodes", i, name, l, err)))
+			return rc;
 	for (size_t i = 0; i < cfg->n_sacct; i++) {
 		const struct gl_sacct_source_cfg *sc = &cfg->sacct[i];
 		snprintf(item, sizeof item, "sources.sacct[%zu]", i);
@@ -893,11 +920,34 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if ((rc = check_money(b->amount, "amount", b->currency, cfg, name, l, item, err)) ||
 		    (rc = check_owner_name(b->owner, "owner", name, l, item, err)))
 			return rc;
+		{
+			/* pct_used and the alert thresholds are shares of it */
+			int64_t v = 0;
+			snprintf(p, sizeof p, "%s.amount", item);
+			if (gl_money_parse(b->amount, &v, &e) == 0 && v <= 0)
+				return cfg_fail(err, name, l, p, "'%s' must be more than 0", b->amount);
+		}
 		snprintf(p, sizeof p, "%s.aggregate", item);
 		if (!gl_showback_aggregate_ok(b->aggregate))
 			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account or user", b->aggregate);
 		if ((rc = check_span(b->from, b->to, &f, &t, name, l, item, err)))
 			return rc;
+		for (size_t j = 0; j < i; j++) {
+			/* two budgets of one owner in one month: /v1/budgets listed
+			 * both and the alerts (one per owner, month and threshold)
+			 * went to whichever was checked first */
+			const struct gl_budget_cfg *o = &cfg->budgets[j];
+			int64_t of = GL_TIME_NONE, ot = GL_TIME_NONE;
+			if (strcmp(o->owner, b->owner) != 0 || strcmp(o->aggregate, b->aggregate) != 0)
+				continue;
+			if ((*o->from && gl_time_parse(o->from, strlen(o->from), &of)) ||
+			    (*o->to && gl_time_parse(o->to, strlen(o->to), &ot)))
+				continue; /* reported for budgets[j] already */
+			if ((t == GL_TIME_NONE || of == GL_TIME_NONE || of < t) &&
+			    (ot == GL_TIME_NONE || f == GL_TIME_NONE || f < ot))
+				return cfg_fail(err, name, l, item, "owner '%s' (aggregate %s) overlaps budgets[%zu] in time",
+						b->owner, b->aggregate, j);
+		}
 	}
 	return 0;
 }

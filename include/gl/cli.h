@@ -30,8 +30,19 @@ struct gl_cli_opt {
  * is the subcommand; cmd names it in messages, "ingest sacct"). --help or -h
  * anywhere prints usage to stdout. Returns -1 when the command should go on,
  * else the exit status to return at once: 0 after --help, GL_EXIT_USAGE after
- * a bad option or a stray argument (message and usage on stderr). */
+ * a bad option, an empty value or a stray argument (message and usage on
+ * stderr). */
 int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage, const struct gl_cli_opt *opts);
+
+/* How far ahead of this machine's clock a snapshot's time may be (the clock
+ * of the host that took it may run a little ahead). */
+#define GL_CLI_AT_SKEW_S 300
+/* A snapshot's time (--at, or the file's modification time: what names it)
+ * after now + GL_CLI_AT_SKEW_S is the caller's mistake (a mistyped year):
+ * stored, it outdated every later snapshot of the cluster, which were then
+ * refused, and it stretched node spans into the future. Returns -1 when
+ * at_s is fine, else prints the error and usage and returns GL_EXIT_USAGE. */
+int gl_cli_at_not_future(const char *usage, const char *cmd, const char *what, int64_t at_s, int64_t now_s);
 
 /* The whole of path (stdin for "-" when dash_is_stdin), NUL-terminated, its
  * length without the NUL in *len; the caller frees it. NULL with err set

@@ -2,6 +2,8 @@
  *   team:"vision","language"+cluster:"testgpu"
  * dimension:value list, '+' between clauses (AND), ',' between values (OR),
  * values double-quoted (\" and \\ escapes) or bare (no , + : ").
+ * A dimension appears in one clause only (a second is an error, not an
+ * intersection that matches nothing).
  *
  * Pure. Ownership: struct gl_filter owns its strings; gl_filter_fini frees them.
  */

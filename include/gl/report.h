@@ -51,7 +51,12 @@ struct gl_report_fleet_row {
 size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows);
 
 /* Stable file name of a table or format: "showback-2026-10-team-owners.csv",
- * "showback-2026-10-team.html". */
+ * "showback-2026-10-team.html"; a report whose idle is shared says how after
+ * the aggregate ("showback-2026-10-team-idle_proportional.pdf"), so it never
+ * takes the name of the unshared one, whose figures differ. */
 void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n);
+/* "" for shareIdle none, "-idle_proportional", "-idle_owner": the part of
+ * the file names above that tells the sharing apart. */
+const char *gl_report_share_tag(enum gl_share_idle share);
 
 #endif

@@ -179,9 +179,13 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddNumberToObject(idle, "unshared_micros", (double)st->idle_total_micros);
 			cJSON_AddNumberToObject(idle, "overallocated_gpu_seconds", (double)st->overalloc_s);
 		} else {
-			/* no capacity source: idle is unknown, not zero */
+			/* no capacity source: idle is unknown, not zero; the same
+			 * fields as when known, null, so a client reads one shape */
 			cJSON_AddNullToObject(idle, "gpu_seconds");
 			cJSON_AddNullToObject(idle, "total_micros");
+			cJSON_AddNullToObject(idle, "unshared_gpu_seconds");
+			cJSON_AddNullToObject(idle, "unshared_micros");
+			cJSON_AddNullToObject(idle, "overallocated_gpu_seconds");
 		}
 		t = cJSON_AddObjectToObject(so, "totals");
 		cJSON_AddNumberToObject(t, "allocated_gpu_seconds", (double)st->total_alloc_s);

@@ -178,6 +178,9 @@ static const char *const job_states[] = {
  * jobs that overlap it, each with its GPU-seconds and cost inside the window
  * (split at rate changes, rounded once per job) and its exporter-observed
  * busy/idle GPU-seconds (null when there is no exporter data). */
+/* the sort key of "newest first" (the expression of sql/025's index) */
+#define JOBS_NEWEST(t) "coalesce(" t ".submit_at, " t ".start_at, '-infinity'::timestamptz)"
+
 static const char jobs_sql[] =
 	"WITH w AS (SELECT to_timestamp($7::bigint) AS a, to_timestamp($8::bigint) AS b, to_timestamp($9::bigint) AS now),"
 	" j AS ("
@@ -188,9 +191,12 @@ static const char jobs_sql[] =
 	" WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
 	"   AND ($3::text IS NULL OR j.job_id = $3)"
 	"   AND ($6::text[] IS NULL OR j.account = ANY($6) OR j.namespace = ANY($6))"
-	"   AND ($10::bigint IS NULL OR j.job_pk < $10)"
+	/* newest first: by submit time, then ingest order (sql/025's index);
+	 * the cursor, the last row's job_pk, resumes after that row */
+	"   AND ($10::bigint IS NULL OR (" JOBS_NEWEST("j") ", j.job_pk) <"
+	"    (SELECT " JOBS_NEWEST("x") ", x.job_pk FROM jobs x WHERE x.job_pk = $10))"
 	"   AND ($7::bigint IS NULL OR (j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a))"
-	" ORDER BY j.job_pk DESC LIMIT $4 OFFSET $5"
+	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC LIMIT $4 OFFSET $5"
 	") SELECT j.cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
 	" j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
 	" extract(epoch FROM j.start_at)::bigint, extract(epoch FROM j.end_at)::bigint,"
@@ -206,7 +212,7 @@ static const char jobs_sql[] =
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
 	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
 									    " / 1000.0") " AS k) sc"
-	" ORDER BY j.job_pk DESC";
+	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC";
 
 /* The rows of jobs_sql as CSV, the columns of the JSON objects in order;
  * cost in currency units with the currency's minor decimals. */

@@ -98,8 +98,9 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 	}
 	if (csv) {
 		struct gl_strbuf *o = &resp->body;
+		/* the JSON item's fields, in order (gpus_started was left out) */
 		static const char *const hdr[] = {"jobs", "wait_p50_s", "wait_p90_s", "wait_p99_s", "wait_max_s",
-						  "wait_mean_s", "eligible_wait_p50_s"};
+						  "wait_mean_s", "eligible_wait_p50_s", "gpus_started"};
 		gl_csv_field(o, dim);
 		for (size_t i = 0; i < GL_ARRAY_LEN(hdr); i++)
 			gl_csv_field(o, hdr[i]);
@@ -108,6 +109,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 			gl_csv_field(o, PQgetvalue(r, i, 0));
 			for (int k = 1; k <= 7; k++)
 				gl_csv_raw(o, PQgetvalue(r, i, k));
+			gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 8)));
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("queue.csv"));

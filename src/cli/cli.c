@@ -1,6 +1,7 @@
 /* Command-line helpers (see include/gl/cli.h). */
 #include "gl/cli.h"
 #include "gl/log.h"
+#include "gl/timeutil.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -60,11 +61,29 @@ int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage,
 	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (ch < OPT_BASE || ch >= OPT_BASE + (int)n)
 			return gl_cli_usage_error(usage, "%s: bad option", cmd);
+		/* an empty value is never meant (`--cluster "$UNSET"`): it made a
+		 * cluster named '' in the database; as the API, leave it out instead */
+		if (!*optarg)
+			return gl_cli_usage_error(usage, "%s: --%s: empty value (leave the option out for its default)",
+						  cmd, opts[ch - OPT_BASE].name);
 		*opts[ch - OPT_BASE].value = optarg;
 	}
 	if (optind < argc)
 		return gl_cli_usage_error(usage, "%s: unexpected argument '%s'", cmd, argv[optind]);
 	return -1;
+}
+
+int gl_cli_at_not_future(const char *usage, const char *cmd, const char *what, int64_t at_s, int64_t now_s)
+{
+	char at[32], now[32];
+	if (at_s <= now_s + GL_CLI_AT_SKEW_S)
+		return -1;
+	gl_time_format(at_s, at, sizeof at);
+	gl_time_format(now_s, now, sizeof now);
+	return gl_cli_usage_error(usage,
+				  "%s: %s %s is in the future (now %s): a snapshot cannot be newer than the clock, and "
+				  "once stored it would make every real snapshot of the cluster look old",
+				  cmd, what, at, now);
 }
 
 char *gl_cli_read_file(const char *path, int dash_is_stdin, size_t *len, struct gl_err *err)

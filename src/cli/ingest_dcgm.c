@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage_ingest_dcgm[] =
 	"usage: gpuledger [--config FILE] ingest dcgm --cluster NAME --file F --at TIME [--node NAME]\n"
@@ -48,6 +49,8 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: --cluster, --file and --at are required");
 	if (gl_time_parse(at, strlen(at), &at_s) != 0)
 		return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: --at: '%s' is not an RFC 3339 time", at);
+	if ((rc = gl_cli_at_not_future(usage_ingest_dcgm, "ingest dcgm", "--at", at_s, (int64_t)time(NULL))) >= 0)
+		return rc;
 	if (gl_dcgm_ingest_opts_init(&o, cfg, cluster, &err))
 		return gl_cli_fail(&err);
 	if (gap) {

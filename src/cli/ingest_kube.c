@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 static const char usage_ingest_kube[] =
@@ -50,6 +51,9 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 		}
 		o.at_s = (int64_t)sb.st_mtime;
 	}
+	if ((rc = gl_cli_at_not_future(usage_ingest_kube, "ingest kube", at ? "--at" : "the file's modification time",
+				       o.at_s, (int64_t)time(NULL))) >= 0)
+		return rc;
 	o.cluster = cluster;
 	o.input_name = file;
 	o.batch_rows = cfg->ingest_batch_rows;

@@ -107,6 +107,8 @@ int gl_cli_ingest_slurm_nodes(struct gl_config *cfg, int argc, char **argv)
 	o.events_complete = events != NULL;
 	if (parse_at(at, &o.at_s))
 		return gl_cli_usage_error(usage_slurm_nodes, "ingest slurm-nodes: --at: bad time '%s'", at);
+	if ((rc = gl_cli_at_not_future(usage_slurm_nodes, "ingest slurm-nodes", "--at", o.at_s, (int64_t)time(NULL))) >= 0)
+		return rc;
 	if (parse_file(nodes, gl_scontrol_parse_nodes, &s, &err) ||
 	    (events && parse_file(events, gl_sacctmgr_parse_events, &s, &err)) ||
 	    (resv && parse_file(resv, gl_slurm_parse_reservations, &s, &err))) {
@@ -139,6 +141,8 @@ int gl_cli_ingest_kube_nodes(struct gl_config *cfg, int argc, char **argv)
 	o.input_name = file;
 	if (parse_at(at, &o.at_s))
 		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: --at: bad time '%s'", at);
+	if ((rc = gl_cli_at_not_future(usage_kube_nodes, "ingest kube-nodes", "--at", o.at_s, (int64_t)time(NULL))) >= 0)
+		return rc;
 	if (parse_file(file, gl_kube_parse_nodes, &s, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;

@@ -41,6 +41,14 @@ int gl_filter_parse(const char *s, const char *const *dims, struct gl_filter *f,
 			rc = gl_err_set(err, GL_EINVAL, "unknown dimension '%.*s'", (int)dl, p);
 			goto out;
 		}
+		/* clauses are ANDed: team:"a"+team:"b" (meant as either) matched
+		 * nothing and answered an empty 200; the values go in one clause */
+		for (size_t i = 0; i < f->n; i++)
+			if (strlen(f->c[i].dim) == dl && !strncmp(f->c[i].dim, p, dl)) {
+				rc = gl_err_set(err, GL_EINVAL, "'%.*s' given twice (list its values in one clause: %.*s:\"a\",\"b\")",
+						(int)dl, p, (int)dl, p);
+				goto out;
+			}
 		c = &f->c[f->n++];
 		c->dim = gl_xstrndup(p, dl);
 		p = colon + 1;

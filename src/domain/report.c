@@ -69,12 +69,25 @@ int64_t gl_report_reconcile_diff(const struct gl_showback *sb)
 	return sum - sb->fleet.total_micros;
 }
 
+const char *gl_report_share_tag(enum gl_share_idle share)
+{
+	switch (share) {
+	case GL_SHARE_PROPORTIONAL:
+		return "-idle_proportional";
+	case GL_SHARE_OWNER:
+		return "-idle_owner";
+	default:
+		return "";
+	}
+}
+
 void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n)
 {
+	const char *tag = gl_report_share_tag(sb->share);
 	if (table)
-		snprintf(buf, n, "showback-%s-%s-%s.%s", sb->month, sb->aggregate, table, ext);
+		snprintf(buf, n, "showback-%s-%s%s-%s.%s", sb->month, sb->aggregate, tag, table, ext);
 	else
-		snprintf(buf, n, "showback-%s-%s.%s", sb->month, sb->aggregate, ext);
+		snprintf(buf, n, "showback-%s-%s%s.%s", sb->month, sb->aggregate, tag, ext);
 }
 
 /* ---- CSV ---- */

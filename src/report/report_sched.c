@@ -25,16 +25,17 @@ int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err)
 	return 0;
 }
 
-void gl_report_sched_name(const char *month, const char *aggregate, const char *table, const char *ext, int v,
-			  char *buf, size_t n)
+void gl_report_sched_name(const char *month, const char *aggregate, enum gl_share_idle share, const char *table,
+			  const char *ext, int v, char *buf, size_t n)
 {
+	const char *tag = gl_report_share_tag(share);
 	char ver[16] = "";
 	if (v > 1)
 		snprintf(ver, sizeof ver, ".v%d", v);
 	if (table)
-		snprintf(buf, n, "showback-%s-%s-%s%s.%s", month, aggregate, table, ver, ext);
+		snprintf(buf, n, "showback-%s-%s%s-%s%s.%s", month, aggregate, tag, table, ver, ext);
 	else
-		snprintf(buf, n, "showback-%s-%s%s.%s", month, aggregate, ver, ext);
+		snprintf(buf, n, "showback-%s-%s%s%s.%s", month, aggregate, tag, ver, ext);
 }
 
 static const char *const share_names[] = {"none", "proportional", "owner"};
@@ -112,7 +113,7 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 		if ((rc = gl_reports_render(&sb, GL_REPORTS_CSV, gl_report_tables[nt], now_s, &csv[nt], err)))
 			goto out;
 		gl_reports_sha256(csv[nt].p, csv[nt].len, sha);
-		gl_report_sched_name(sb.month, sb.aggregate, gl_report_tables[nt], "csv", pv, name, sizeof name);
+		gl_report_sched_name(sb.month, sb.aggregate, sb.share, gl_report_tables[nt], "csv", pv, name, sizeof name);
 		for (size_t k = 0; k < np; k++)
 			if (!strcmp(pnames[k], name) && !strcmp(pshas[k], sha))
 				same = 1;
@@ -140,7 +141,7 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 	 * row in one transaction */
 	for (size_t t = 0; t < nt; t++) {
 		struct gl_reports_file *f = &res->files[res->n_files++];
-		gl_report_sched_name(sb.month, sb.aggregate, gl_report_tables[t], "csv", res->version, f->name,
+		gl_report_sched_name(sb.month, sb.aggregate, sb.share, gl_report_tables[t], "csv", res->version, f->name,
 				     sizeof f->name);
 		gl_reports_sha256(csv[t].p, csv[t].len, f->sha256);
 		f->bytes = csv[t].len;
@@ -155,7 +156,7 @@ int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *mon
 		gl_strbuf_reset(&b);
 		if ((rc = gl_reports_render(&sb, (enum gl_reports_format)fmt, NULL, now_s, &b, err)))
 			goto out;
-		gl_report_sched_name(sb.month, sb.aggregate, NULL, gl_reports_ext[fmt], res->version, f->name,
+		gl_report_sched_name(sb.month, sb.aggregate, sb.share, NULL, gl_reports_ext[fmt], res->version, f->name,
 				     sizeof f->name);
 		gl_reports_sha256(b.p, b.len, f->sha256);
 		f->bytes = b.len;

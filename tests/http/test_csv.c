@@ -368,6 +368,35 @@ static void test_capacity(void **state)
 	cJSON_Delete(j);
 }
 
+/* The queue table: every field of a JSON item is a CSV column with the same
+ * value (the key under the dimension's name); gpus_started was left out. */
+static void test_queue(void **state)
+{
+	struct gl_test_csv t;
+	cJSON *j = get_json("/v1/queue?window=2026-11-22&aggregate=partition"), *it;
+	size_t row = 1, fields = 0;
+	get_csv("/v1/queue?window=2026-11-22&aggregate=partition&format=csv", "queue.csv", &t);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "items")), t.nrows - 1);
+	assert_true(t.nrows > 1);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "items"))
+	{
+		const cJSON *f;
+		cJSON_ArrayForEach(f, it)
+		{
+			char what[96];
+			snprintf(what, sizeof what, "row %zu %s", row, f->string);
+			expect_cell(f, t.cell[row][col(&t, strcmp(f->string, "key") ? f->string : "partition")], what);
+			fields++;
+		}
+		row++;
+	}
+	/* key, jobs, 5 waits, eligible p50, gpus_started per row */
+	assert_int_equal(fields, (t.nrows - 1) * 9);
+	assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "items"), 0), "gpus_started") != NULL);
+	gl_test_csv_free(&t);
+	cJSON_Delete(j);
+}
+
 static void test_inventory(void **state)
 {
 	struct gl_test_csv t;
@@ -549,7 +578,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs),	       cmocka_unit_test(test_ingest_runs), cmocka_unit_test(test_idle_tables),
-		cmocka_unit_test(test_capacity),       cmocka_unit_test(test_inventory),   cmocka_unit_test(test_formula_guard),
+		cmocka_unit_test(test_capacity),       cmocka_unit_test(test_queue), cmocka_unit_test(test_inventory),   cmocka_unit_test(test_formula_guard),
 		cmocka_unit_test(test_bad_format), cmocka_unit_test(test_currency_minor_units),	       cmocka_unit_test(test_audit),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -122,6 +122,21 @@ static const struct bad_case bad[] = {
 	 "t.yaml:4: gpu_models[1].match: 'nvidia a100-sxm4-80gb' is already mapped by gpu_models[0]"},
 	{"gpu_models:\n  - match: x\n    model: \"\"\n", "t.yaml:3: gpu_models[0].model: must not be empty"},
 	{"gpu_models:\n  - model: a100\n", "gpu_models[0].match"},
+	/* a source without a cluster name wrote rows under cluster '' */
+	{"sources:\n  sacct:\n    - cluster: \"\"\n", "t.yaml:3: sources.sacct[0].cluster: must not be empty"},
+	{"sources:\n  kube:\n    - cluster: \"\"\n      file: /x\n", "t.yaml:3: sources.kube[0].cluster: must not be empty"},
+	{"sources:\n  dcgm:\n    - cluster: \"\"\n      targets: http://a:9400/metrics\n",
+	 "t.yaml:3: sources.dcgm[0].cluster: must not be empty"},
+	{"sources:\n  slurm_nodes:\n    - cluster: \"\"\n", "t.yaml:3: sources.slurm_nodes[0].cluster: must not be empty"},
+	{"sources:\n  kube_nodes:\n    - cluster: \"\"\n      file: /x\n",
+	 "t.yaml:3: sources.kube_nodes[0].cluster: must not be empty"},
+	/* two budgets of one owner at one time: both listed, alerts to either */
+	{"budgets:\n  - owner: v\n    amount: \"5\"\n  - owner: v\n    amount: \"6\"\n",
+	 "t.yaml:4: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},
+	{"budgets:\n  - owner: v\n    amount: \"5\"\n    to: 2026-12-01\n  - owner: v\n    amount: \"6\"\n    from: 2026-11-01\n",
+	 "t.yaml:5: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},
+	/* a budget of 0: pct_used was "" (no percentage of nothing) */
+	{"budgets:\n  - owner: v\n    amount: \"0.00\"\n", "t.yaml:3: budgets[0].amount: '0.00' must be more than 0"},
 };
 
 /* The same kinds of values, valid, still load (the checks are not too strict). */
@@ -137,6 +152,10 @@ static void test_semantic_ok(void **state)
 				"gpu_models:\n  - match: NVIDIA A100-SXM4-80GB\n    model: a100_80g\n"
 				"  - match: NVIDIA A100-SXM4-40GB\n    model: a100\n"
 				"budgets:\n  - owner: t\n    amount: \"100.50\"\n"
+				/* the same owner in another month, or of another aggregate */
+				"  - owner: u\n    amount: \"90\"\n    to: 2026-01-01\n"
+				"  - owner: u\n    amount: \"95\"\n    from: 2026-01-01\n"
+				"  - owner: t\n    amount: \"80\"\n    aggregate: project\n"
 				"budget_alerts:\n  thresholds: 50,100\n"
 				/* literal braces (a JSON body) are text, not placeholders */
 				"  command: 'notify -d {\"owner\":\"{owner}\",\"pct\":{pct}}'\n"

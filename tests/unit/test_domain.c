@@ -266,7 +266,9 @@ static void test_filter(void **state)
 	assert_int_equal(gl_filter_parse("user:\"q\\\"t\"", dims, &f, &e), 0);
 	assert_string_equal(f.c[0].values[0], "q\"t");
 	gl_filter_fini(&f);
-	static const char *const bad[] = {"planet:x", "team", "team:\"open", "team:x+", "team:", "team:a,", NULL};
+	static const char *const bad[] = {"planet:x", "team", "team:\"open", "team:x+", "team:", "team:a,",
+					  /* ANDed, so never both: an empty answer, not "either" */
+					  "team:a+team:b", "team:\"a\"+cluster:c+team:\"b\"", NULL};
 	for (size_t i = 0; bad[i]; i++) {
 		if (gl_filter_parse(bad[i], dims, &f, &e) == 0)
 			fail_msg("filter '%s' should fail", bad[i]);

@@ -169,10 +169,15 @@ static void test_schedule_and_names(void **state)
 	assert_int_not_equal(gl_report_sched_parse_time("24:00", &s, &e), 0);
 	assert_int_not_equal(gl_report_sched_parse_time("2:30", &s, &e), 0);
 	assert_int_not_equal(gl_report_sched_parse_time("02:30x", &s, &e), 0);
-	gl_report_sched_name("2026-10", "team", "owners", "csv", 1, b, sizeof b);
+	gl_report_sched_name("2026-10", "team", GL_SHARE_NONE, "owners", "csv", 1, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team-owners.csv");
-	gl_report_sched_name("2026-10", "team", NULL, "pdf", 3, b, sizeof b);
+	gl_report_sched_name("2026-10", "team", GL_SHARE_NONE, NULL, "pdf", 3, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team.v3.pdf");
+	/* a shared idle is named: its figures are not the unshared set's */
+	gl_report_sched_name("2026-10", "team", GL_SHARE_PROPORTIONAL, "owners", "csv", 2, b, sizeof b);
+	assert_string_equal(b, "showback-2026-10-team-idle_proportional-owners.v2.csv");
+	gl_report_sched_name("2026-10", "team", GL_SHARE_OWNER, NULL, "html", 1, b, sizeof b);
+	assert_string_equal(b, "showback-2026-10-team-idle_owner.html");
 	assert_int_equal(gl_showback_month_parse("2026-10", &s, &e), 0);
 	assert_int_equal(s, 1790812800);
 	assert_int_not_equal(gl_showback_month_parse("2026-1", &s, &e), 0);
