@@ -22,7 +22,7 @@ const VIEWS = [
 	{ id: 'hook', title: 'Idle hook', min: 'admin', alsoHook: true, aggs: null, noWindow: true },
 ];
 
-const state = { who: null, view: null, window: 'month', from: '', to: '', aggregate: {}, abort: null };
+const state = { who: null, view: null, window: 'month', from: '', to: '', month: '', aggregate: {}, abort: null };
 const $ = (id) => document.getElementById(id);
 
 function allowed(v, who) {
@@ -70,7 +70,7 @@ export function windowParam() {
 function readHash() {
 	const [path, qs] = location.hash.replace(/^#\/?/, '').split('?');
 	const q = new URLSearchParams(qs || '');
-	return { view: path || null, w: q.get('w'), a: q.get('a'), from: q.get('from'), to: q.get('to') };
+	return { view: path || null, w: q.get('w'), a: q.get('a'), from: q.get('from'), to: q.get('to'), m: q.get('m') };
 }
 
 function writeHash() {
@@ -79,6 +79,8 @@ function writeHash() {
 	if (state.window === 'custom') { q.set('from', state.from); q.set('to', state.to); }
 	const a = state.aggregate[state.view];
 	if (a) q.set('a', a);
+	// the report month a finance link names (#/reports?m=2026-11)
+	if (state.view === 'reports' && state.month) q.set('m', state.month);
 	const want = '#/' + state.view + '?' + q.toString();
 	if (location.hash !== want) history.replaceState(null, '', want);
 }
@@ -144,6 +146,7 @@ async function route() {
 	if (hs.w && ['month', 'lastmonth', '7d', 'custom'].includes(hs.w)) state.window = hs.w;
 	if (hs.from) state.from = hs.from;
 	if (hs.to) state.to = hs.to;
+	if (hs.m && /^[0-9]{4}-(0[1-9]|1[0-2])$/.test(hs.m)) state.month = hs.m;
 	if (hs.a && aggsFor(v)?.includes(hs.a)) state.aggregate[v.id] = hs.a;
 	// focus follows a change of view, not the first one (so the first Tab
 	// of a fresh page lands on the skip link)
@@ -169,6 +172,7 @@ async function render(v, focus) {
 	if (focus) $('main').focus({ preventScroll: true });
 	const ctx = {
 		el, who: state.who, window: windowParam(), aggregate: state.aggregate[v.id], signal: ctl.signal,
+		month: state.month, setMonth: (m) => { state.month = m; writeHash(); },
 		get: (path, params) => api.get(path, params, { signal: ctl.signal }),
 	};
 	try {

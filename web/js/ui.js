@@ -99,6 +99,21 @@ export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey
 		rows.length || extra.length ? null : h('p', { class: 'note', text: empty }));
 }
 
+// The numbers a chart draws, as a table under it (closed by default): for
+// screen readers, which get nothing from a canvas, and for reading one step
+// exactly. xs are unix seconds; a null value is shown as a dash.
+export function chartTable(id, xs, series, fmt) {
+	if (!xs.length) return null;
+	return h('details', { id, class: 'chart-data' },
+		h('summary', { text: 'The chart as a table' }),
+		h('div', { class: 'table-wrap' }, h('table', {},
+			h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Start (UTC)' }),
+				...series.map((s) => h('th', { scope: 'col', class: 'num', text: s.name })))),
+			h('tbody', {}, ...xs.map((t, i) => h('tr', {},
+				h('td', { text: new Date(t * 1000).toISOString().replace('.000Z', 'Z') }),
+				...series.map((s) => h('td', { class: 'num', text: s.values[i] === null || s.values[i] === undefined ? '—' : fmt(s.values[i]) }))))))));
+}
+
 // Horizontal stacked bars: items [{label, parts:[number...], text}], parts
 // coloured s1..s8 in order.
 export function bars(items, legendNames) {

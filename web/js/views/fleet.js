@@ -1,25 +1,12 @@
 // Fleet: capacity over time as a stacked area (busy, allocated-idle,
 // unallocated idle, unavailable), saturation, and the table per cluster,
 // partition or GPU model; GPUs present per source from the inventory.
-import { h, stat, table, legend } from '../ui.js';
+import { h, stat, table, legend, chartTable } from '../ui.js';
 import { stackedArea } from '../charts.js';
 import * as f from '../fmt.js';
 
 function stepFor(win) {
 	return win === '7d' ? 'hour' : 'day';
-}
-
-// The numbers drawn, for screen readers and for reading one step exactly.
-function chartData(xs, series) {
-	if (!xs.length) return null;
-	return h('details', { id: 'fleet-chart-data' },
-		h('summary', { text: 'The chart as a table' }),
-		h('table', {},
-			h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Step start (UTC)' }),
-				...series.map((s) => h('th', { scope: 'col', class: 'num', text: s.name + ' (GPUs)' })))),
-			h('tbody', {}, ...xs.map((t, i) => h('tr', {},
-				h('td', { text: new Date(t * 1000).toISOString().replace('.000Z', 'Z') }),
-				...series.map((s) => h('td', { class: 'num', text: f.number(s.values[i], 1) })))))));
 }
 
 export async function render(ctx) {
@@ -90,7 +77,7 @@ export async function render(ctx) {
 	const chartBox = h('div', { class: 'card chart-card' },
 		h('h2', { text: 'GPUs over time (average per ' + step + ')' }),
 		legend(series.map((s) => s.name)),
-		chartData(xs, series));
+		chartTable('fleet-chart-data', xs, series.map((x) => ({ ...x, name: x.name + ' (GPUs)' })), (v) => f.number(v, 1)));
 	ctx.chart = { box: chartBox, xs, series };
 	const rows = [...byKey.values()].map((b) => ({ ...b, saturation: b.reported - b.unavailable > 0 ? b.allocated / (b.reported - b.unavailable) : null }));
 	return [

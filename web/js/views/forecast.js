@@ -1,7 +1,7 @@
 // Forecast: history and forecast with 80 % / 95 % intervals per series, the
 // backtest accuracy, and days until each cluster/model saturates.
 // GET /v1/forecast and /v1/capacity/forecast; a server without them says so.
-import { h, table, failure } from '../ui.js';
+import { h, table, failure, chartTable } from '../ui.js';
 import { lines, colour, alpha } from '../charts.js';
 import * as f from '../fmt.js';
 
@@ -82,6 +82,7 @@ function days(r, d) {
 
 function draw(box, s) {
 	box.querySelector('.chart')?.remove();
+	box.querySelector('#forecast-chart-data')?.remove();
 	const hist = s.history || [], fc = s.forecast || [];
 	const xs = [...hist.map((p) => Date.parse(p.t) / 1000), ...fc.map((p) => Date.parse(p.t) / 1000)];
 	const pad = (arr, before, key) => [...Array(before).fill(null), ...arr.map((p) => p[key])];
@@ -102,6 +103,12 @@ function draw(box, s) {
 		],
 		bands: [{ series: [3, 4], fill: alpha(c2, 0.15) }, { series: [5, 6], fill: alpha(c2, 0.25) }],
 	});
+	const t = chartTable('forecast-chart-data', xs, [
+		{ name: 'history (GPU-h)', values: histVals }, { name: 'forecast', values: pad(fc, nh, 'value') },
+		{ name: '80 % low', values: pad(fc, nh, 'lo80') }, { name: '80 % high', values: pad(fc, nh, 'hi80') },
+		{ name: '95 % low', values: pad(fc, nh, 'lo95') }, { name: '95 % high', values: pad(fc, nh, 'hi95') },
+	], (v) => f.number(v, 2));
+	if (t) box.append(t);
 }
 
 export function after(ctx) {

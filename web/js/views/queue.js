@@ -1,6 +1,6 @@
 // Queue: waits p50 / p90 / p99 per partition, owner or GPU count, and the
 // GPUs pending now.
-import { h, stat, table, bars } from '../ui.js';
+import { h, stat, table, bars, chartTable } from '../ui.js';
 import { lines } from '../charts.js';
 import * as f from '../fmt.js';
 
@@ -74,10 +74,14 @@ export function after(ctx) {
 	if (!top || !box) return;
 	const at = (p) => p.items.find((i) => i.key === top.key);
 	const val = (k) => parts.map((p) => (at(p) ? at(p)[k] / 60 : null));
+	const xs = cuts.map(([a]) => a);
+	const series = [{ name: 'p50', values: val('wait_p50_s') }, { name: 'p90', values: val('wait_p90_s') }, { name: 'p99', values: val('wait_p99_s') }];
 	lines(box, {
-		xs: cuts.map(([a]) => a),
+		xs,
 		label: 'Queue wait percentiles over time for ' + top.key,
 		yLabel: 'minutes', yFmt: (v) => f.number(v, 1),
-		series: [{ name: 'p50', values: val('wait_p50_s') }, { name: 'p90', values: val('wait_p90_s') }, { name: 'p99', values: val('wait_p99_s') }],
+		series,
 	});
+	const t = chartTable('queue-chart-data', xs, series.map((x) => ({ ...x, name: x.name + ' (min)' })), (v) => f.number(v, 1));
+	if (t) box.append(t);
 }

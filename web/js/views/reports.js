@@ -66,13 +66,22 @@ async function monthBody(ctx, month) {
 
 export async function render(ctx) {
 	const list = months();
+	// a month a link names is offered even when older than the list
+	if (ctx.month) {
+		chosen = ctx.month;
+		if (!list.includes(chosen)) {
+			list.push(chosen);
+			list.sort().reverse();
+		}
+	}
 	if (!chosen || !list.includes(chosen)) chosen = list[1]; // finance closes the month before
 	const status = h('span', { class: 'note', role: 'status', id: 'reports-status' });
-	const holder = h('div', { id: 'reports-month' }, await monthBody(ctx, chosen));
+	const holder = h('div', { id: 'reports-month', 'aria-busy': 'false' }, await monthBody(ctx, chosen));
 	const select = h('select', {
 		id: 'reports-month-pick',
 		onchange: async (e) => {
 			chosen = e.target.value;
+			ctx.setMonth(chosen);
 			status.textContent = '';
 			holder.setAttribute('aria-busy', 'true');
 			try {
