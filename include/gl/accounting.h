@@ -47,6 +47,14 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err) GL_MUSTCHECK;
 
+/* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
+ * covers, by UTC day (each clipped to the window): *days elapsed, *known of
+ * them with a gl_capacity row. An idle total over a window whose capacity
+ * data starts (or stops) inside it covers only the known days, which a
+ * reader must be told. No gl_capacity in the database: *known = 0. */
+int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, int64_t *known, int64_t *days,
+			  struct gl_err *err) GL_MUSTCHECK;
+
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;

@@ -790,11 +790,14 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 				l->idle_owner_num += num;
 			}
 		}
-		/* a step with no capacity rows while others have some had no GPUs
-		 * (before the cluster existed): zero, not unknown */
+		/* an elapsed step without capacity rows is unknown, not 0: no
+		 * inventory or exporter then is no evidence of no GPUs (counting it
+		 * as 0 made a window's idle total silently cover only the steps
+		 * polled); a step wholly after now has no idle yet */
 		if (PQntuples(r) > 0)
 			for (size_t i = 0; i < cb->n_steps; i++)
-				cb->steps[i].capacity_known = 1;
+				if (cb->steps[i].start_s >= q->now_s)
+					cb->steps[i].capacity_known = 1;
 	}
 out:
 	PQclear(r);
@@ -806,6 +809,45 @@ out:
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_fini(&pa[i]);
 	gl_strbuf_fini(&arrays);
+	return rc;
+}
+
+int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, int64_t *known, int64_t *days,
+			  struct gl_err *err)
+{
+	char a[24], b[24];
+	PGresult *r = NULL;
+	int rc;
+
+	*known = *days = 0;
+	if (end_s > now_s)
+		end_s = now_s;
+	if (end_s <= start_s)
+		return 0;
+	snprintf(a, sizeof a, "%lld", (long long)start_s);
+	snprintf(b, sizeof b, "%lld", (long long)end_s);
+	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL", 0,
+			      NULL, &r, err)))
+		goto out;
+	if (PQgetvalue(r, 0, 0)[0] != 't') {
+		*days = (end_s - 1) / 86400 - start_s / 86400 + 1;
+		goto out;
+	}
+	PQclear(r);
+	r = NULL;
+	/* epoch arithmetic, not timestamptz series: UTC days whatever the
+	 * session's time zone */
+	if ((rc = gl_db_query(c,
+			      "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM gl_capacity("
+			      "  to_timestamp(greatest(d, $1::bigint)), to_timestamp(least(d + 86400, $2::bigint))))),"
+			      " count(*)"
+			      " FROM generate_series($1::bigint / 86400 * 86400, $2::bigint - 1, 86400) d",
+			      2, (const char *[]){a, b}, &r, err)))
+		goto out;
+	*known = atoll(PQgetvalue(r, 0, 0));
+	*days = atoll(PQgetvalue(r, 0, 1));
+out:
+	PQclear(r);
 	return rc;
 }
 

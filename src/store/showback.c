@@ -916,6 +916,17 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		sb->fleet.unavailable_s = i64v(r, 0, 1);
 		PQclear(r);
 		r = NULL;
+		if ((rc = gl_acct_capacity_days(c, sb->start_s, sb->end_s, req->now_s, &sb->fleet.capacity_days_known,
+						&sb->fleet.capacity_days, err)))
+			goto out;
+		/* capacity from the 16th on is half a month of idle: the figures
+		 * are what is known, the note says how much that is */
+		if (sb->fleet.capacity_days_known < sb->fleet.capacity_days)
+			add_partial(sb,
+				    "capacity data for only %lld of the %lld days of %s%s: capacity, unallocated idle"
+				    " GPU-time and its cost cover those days only",
+				    (long long)sb->fleet.capacity_days_known, (long long)sb->fleet.capacity_days, sb->month,
+				    sb->closed ? "" : " so far");
 	} else {
 		sb->fleet.capacity_known = 0;
 		add_partial(sb, "no capacity data for %s: unallocated idle GPU-time and its cost are unknown", sb->month);
