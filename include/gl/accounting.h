@@ -30,10 +30,15 @@ struct gl_acct_query {
 	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
 };
 
+/* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A
+ * meta must be zeroed ({0}) before its first gl_acct_chargeback, which
+ * empties a filled one before filling it again. */
 struct gl_acct_meta {
-	char unpriced_models[512];       /* comma-separated GPU models with no rate in the window */
+	char **unpriced_models;          /* GPU models with no rate in the window, each once, whole */
+	size_t n_unpriced;
 	int capacity_source;             /* 1 when gl_capacity exists in this database */
 };
+void gl_acct_meta_fini(struct gl_acct_meta *meta);
 
 int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
 		       struct gl_err *err) GL_MUSTCHECK;

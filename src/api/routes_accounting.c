@@ -219,10 +219,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
 	{
 		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
-		char buf[sizeof meta->unpriced_models], *sv = NULL;
-		snprintf(buf, sizeof buf, "%s", meta->unpriced_models);
-		for (char *m = strtok_r(buf, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
-			cJSON_AddItemToArray(um, cJSON_CreateString(m));
+		for (size_t i = 0; i < meta->n_unpriced; i++)
+			cJSON_AddItemToArray(um, cJSON_CreateString(meta->unpriced_models[i]));
 	}
 	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
 	cJSON_AddNumberToObject(root, "capacity_steps_known", (double)steps_known);
@@ -305,7 +303,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 {
 	struct acct_params p;
 	struct gl_acct_query q = {0};
-	struct gl_acct_meta meta;
+	struct gl_acct_meta meta = {0};
 	struct gl_cb cb;
 	struct gl_err err = {0};
 	PGconn *c;
@@ -335,6 +333,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
 	}
 out:
+	gl_acct_meta_fini(&meta);
 	gl_cb_fini(&cb);
 	params_fini(&p);
 	return rc;

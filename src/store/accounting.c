@@ -535,14 +535,20 @@ static int owner_idle_shown(const struct gl_acct_query *q, const char *team)
 /* Adds model to the distinct unpriced models of the response. */
 static void add_unpriced(struct gl_acct_meta *meta, const char *m)
 {
-	char needle[80], hay[sizeof meta->unpriced_models + 2];
-	snprintf(needle, sizeof needle, ",%s,", m);
-	snprintf(hay, sizeof hay, ",%s,", meta->unpriced_models);
-	if (!strstr(hay, needle) && strlen(meta->unpriced_models) + strlen(m) + 2 < sizeof meta->unpriced_models) {
-		if (meta->unpriced_models[0])
-			strcat(meta->unpriced_models, ",");
-		strcat(meta->unpriced_models, m);
-	}
+	for (size_t i = 0; i < meta->n_unpriced; i++)
+		if (!strcmp(meta->unpriced_models[i], m))
+			return;
+	meta->unpriced_models = gl_xrealloc(meta->unpriced_models,
+					    (meta->n_unpriced + 1) * sizeof *meta->unpriced_models);
+	meta->unpriced_models[meta->n_unpriced++] = gl_xstrdup(m);
+}
+
+void gl_acct_meta_fini(struct gl_acct_meta *meta)
+{
+	for (size_t i = 0; i < meta->n_unpriced; i++)
+		free(meta->unpriced_models[i]);
+	free(meta->unpriced_models);
+	memset(meta, 0, sizeof *meta);
 }
 
 /* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
@@ -599,7 +605,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	struct gl_window *sub = NULL;
 	size_t *parent = NULL, nsub = 0;
 
-	memset(meta, 0, sizeof *meta);
+	gl_acct_meta_fini(meta);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_init(&pa[i]);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
@@ -713,7 +719,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			       ") SELECT idle.i, round(sum(idle.idle_ms))::text,"
 			       " round(sum(idle.over_ms))::text,"
 			       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text,"
-			       " io.team, string_agg(DISTINCT idle.gpu_model, ',') FILTER (WHERE idle.idle_ms > 0"
+			       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
 			       "  AND rt.micros_per_gpu_hour IS NULL)"
 			       " FROM idle LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
 			       "  WHERE r.valid_from <= idle.a AND idle.a < r.valid_to"
@@ -770,11 +776,13 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 			/* idle capacity of a model no rate prices costs nothing
 			 * here: say so, as for allocated GPU-time (it was a silent
 			 * 0 in __idle__ and the report's unallocated idle cost) */
+			/* whole names, however many: a fixed buffer cut them;
+			 * split at the unit separator, as a name may hold a comma */
 			if (!PQgetisnull(r, row, 5)) {
-				char models[512], *sv = NULL;
-				snprintf(models, sizeof models, "%s", PQgetvalue(r, row, 5));
-				for (char *m = strtok_r(models, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
+				char *models = gl_xstrdup(PQgetvalue(r, row, 5)), *sv = NULL;
+				for (char *m = strtok_r(models, "\x1f", &sv); m; m = strtok_r(NULL, "\x1f", &sv))
 					add_unpriced(meta, m);
+				free(models);
 			}
 			s->idle_num += num;
 			if (cb->share == GL_SHARE_OWNER && !PQgetisnull(r, row, 4) && q->n_dims == 1 &&
@@ -872,7 +880,7 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 	static const char *const dims[] = {"cluster"};
 	struct gl_filter fleet;
 	struct gl_acct_query q2 = *q;
-	struct gl_acct_meta meta2;
+	struct gl_acct_meta meta2 = {0};
 	struct gl_cb all;
 	int rc, owner_filtered = q->scope_teams != NULL;
 
@@ -897,6 +905,7 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 			for (size_t j = 0; j < all.steps[i].n_lines; j++)
 				cb->steps[i].share_base_ms += all.steps[i].lines[j].alloc_ms;
 	gl_cb_fini(&all);
+	gl_acct_meta_fini(&meta2);
 	return rc;
 }
 
