@@ -54,7 +54,8 @@ int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct
 
 /* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
  * covers, by UTC day (each clipped to the window): *days elapsed, *known of
- * them with a gl_capacity row. An idle total over a window whose capacity
+ * them with a gl_capacity row (worked out from the spans gl_capacity reads:
+ * keep the two in step). An idle total over a window whose capacity
  * data starts (or stops) inside it covers only the known days, which a
  * reader must be told. No gl_capacity in the database: *known = 0. */
 int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, int64_t *known, int64_t *days,

@@ -843,13 +843,32 @@ int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now
 	}
 	PQclear(r);
 	r = NULL;
-	/* epoch arithmetic, not timestamptz series: UTC days whatever the
-	 * session's time zone */
+	/* the days gl_capacity has a row for: a GPU span overlaps them or, in
+	 * a cluster without any span, an exporter GPU (its rows merged as
+	 * gl_capacity merges them). Asking gl_capacity day by day took 7 s
+	 * for 400 days of 2 000 nodes (112 000 spans); merging the spans into
+	 * islands first takes some 0.13 s. Epoch arithmetic, not timestamptz
+	 * series: UTC days whatever the session's time zone. */
 	if ((rc = gl_db_query(c,
-			      "SELECT count(*) FILTER (WHERE EXISTS (SELECT 1 FROM gl_capacity("
-			      "  to_timestamp(greatest(d, $1::bigint)), to_timestamp(least(d + 86400, $2::bigint))))),"
-			      " count(*)"
-			      " FROM generate_series($1::bigint / 86400 * 86400, $2::bigint - 1, 86400) d",
+			      "WITH iv AS ("
+			      " SELECT greatest(extract(epoch FROM s.valid_from)::bigint, $1::bigint) AS a,"
+			      "  least(coalesce(extract(epoch FROM s.valid_to)::bigint, $2::bigint), $2::bigint) AS b"
+			      " FROM node_gpu_spans s"
+			      " WHERE s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1))"
+			      " UNION ALL"
+			      " SELECT greatest(extract(epoch FROM x.f)::bigint, $1::bigint),"
+			      "  least(coalesce(extract(epoch FROM x.t)::bigint, $2::bigint), $2::bigint)"
+			      " FROM (SELECT min(gp.first_seen) AS f,"
+			      "  CASE WHEN bool_or(gp.absent_since IS NULL) THEN NULL ELSE max(gp.absent_since) END AS t"
+			      "  FROM gpus gp WHERE NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = gp.cluster_id)"
+			      "  GROUP BY gp.cluster_id, gp.node_id, gp.uuid) x"
+			      " WHERE x.f < to_timestamp($2) AND (x.t IS NULL OR x.t > to_timestamp($1))"
+			      "), o AS (SELECT a, b, max(b) OVER (ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+			      "  AS pe FROM iv"
+			      "), g AS (SELECT a, b, count(*) FILTER (WHERE pe IS NULL OR a > pe) OVER (ORDER BY a, b) AS k FROM o"
+			      "), m AS (SELECT min(a) AS a, max(b) AS b FROM g GROUP BY k)"
+			      " SELECT (SELECT count(DISTINCT d) FROM m, generate_series(m.a / 86400, greatest(m.b - 1, m.a) / 86400) d),"
+			      " ($2::bigint - 1) / 86400 - $1::bigint / 86400 + 1",
 			      2, (const char *[]){a, b}, &r, err)))
 		goto out;
 	*known = atoll(PQgetvalue(r, 0, 0));
