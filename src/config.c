@@ -197,7 +197,7 @@ static const struct gl_cfg_key kube_nodes_keys[] = {
 #define ROFF(f) offsetof(struct gl_rate_cfg, f)
 static const struct gl_cfg_key rate_keys[] = {
 	{"model", GL_CFG_STR, ROFF(model), NULL, 1, 0, 0, "GPU model/type as jobs name it, or * for any unpriced model", NULL, 0, 0},
-	{"currency", GL_CFG_STR, ROFF(currency), "USD", 0, 0, 0, "ISO 4217 code", NULL, 0, 0},
+	{"currency", GL_CFG_STR, ROFF(currency), "", 0, 0, 0, "ISO 4217 code; empty = the reporting currency", NULL, 0, 0},
 	{"per_gpu_hour", GL_CFG_STR, ROFF(per_gpu_hour), NULL, 1, 0, 0, "price of one GPU-hour, decimal (at most 6 decimals)", NULL, 0, 0},
 	{"from", GL_CFG_STR, ROFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
 	{"to", GL_CFG_STR, ROFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
@@ -237,7 +237,7 @@ static const struct gl_cfg_key budget_keys[] = {
 	{"owner", GL_CFG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
 	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account or user", NULL, 0, 0},
 	{"amount", GL_CFG_STR, BOFF(amount), NULL, 1, 0, 0, "budget per calendar month, decimal", NULL, 0, 0},
-	{"currency", GL_CFG_STR, BOFF(currency), "USD", 0, 0, 0, "ISO 4217 code; must equal currency", NULL, 0, 0},
+	{"currency", GL_CFG_STR, BOFF(currency), "", 0, 0, 0, "ISO 4217 code; must equal currency; empty = currency", NULL, 0, 0},
 	{"from", GL_CFG_STR, BOFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
 	{"to", GL_CFG_STR, BOFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
@@ -973,6 +973,24 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	return check_rest(cfg, name, l, err);
 }
 
+/* Rates and budgets without a currency of their own are in the reporting
+ * currency. Done once the whole file is read: the top-level currency: may
+ * come after the lists (a list item's default could not see it, and a
+ * fixed "USD" refused every such rate under currency: EUR). */
+static void inherit_currency(struct gl_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_rates; i++)
+		if (!cfg->rates[i].currency || !*cfg->rates[i].currency) {
+			free(cfg->rates[i].currency);
+			cfg->rates[i].currency = gl_xstrdup(cfg->currency);
+		}
+	for (size_t i = 0; i < cfg->n_budgets; i++)
+		if (!cfg->budgets[i].currency || !*cfg->budgets[i].currency) {
+			free(cfg->budgets[i].currency);
+			cfg->budgets[i].currency = gl_xstrdup(cfg->currency);
+		}
+}
+
 int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf, size_t len, struct gl_err *err)
 {
 	yaml_parser_t ps;
@@ -1004,8 +1022,10 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 		goto out;
 	}
 	rc = apply_map(cfg, top_keys, root, "", "", name, seen, &lines, err);
-	if (!rc)
+	if (!rc) {
+		inherit_currency(cfg);
 		rc = check_semantics(cfg, name, &lines, err);
+	}
 	if (!rc) {
 		{
 			/* an invalid policy stops everything: nothing may act on it */

@@ -30,10 +30,15 @@ struct gl_acct_query {
 	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
 };
 
+/* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A
+ * meta must be zeroed ({0}) before its first gl_acct_chargeback, which
+ * empties a filled one before filling it again. */
 struct gl_acct_meta {
-	char unpriced_models[512];       /* comma-separated GPU models with no rate in the window */
+	char **unpriced_models;          /* GPU models with no rate in the window, each once, whole */
+	size_t n_unpriced;
 	int capacity_source;             /* 1 when gl_capacity exists in this database */
 };
+void gl_acct_meta_fini(struct gl_acct_meta *meta);
 
 int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
 		       struct gl_err *err) GL_MUSTCHECK;
@@ -46,6 +51,15 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
  * history, reports, budgets). cb as gl_cb_init() made it for q. */
 int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err) GL_MUSTCHECK;
+
+/* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
+ * covers, by UTC day (each clipped to the window): *days elapsed, *known of
+ * them with a gl_capacity row (worked out from the spans gl_capacity reads:
+ * keep the two in step). An idle total over a window whose capacity
+ * data starts (or stops) inside it covers only the known days, which a
+ * reader must be told. No gl_capacity in the database: *known = 0. */
+int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, int64_t *known, int64_t *days,
+			  struct gl_err *err) GL_MUSTCHECK;
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */

@@ -71,6 +71,9 @@ struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *con
 /* Rounds, shares and totals every step. */
 int gl_cb_finish(struct gl_cb *cb) GL_MUSTCHECK;
 
+/* The steps whose capacity (hence idle) is known. */
+size_t gl_cb_capacity_steps(const struct gl_cb *cb);
+
 /* 1 when s is the name of a synthetic row of chargeback and showback
  * output ("__idle__", "__unallocated__"): an owner so named would be
  * indistinguishable from it (and, as a team, merged into it). */

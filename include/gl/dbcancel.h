@@ -63,7 +63,8 @@ struct gl_dbcancel_slot {
 	int sock;                 /* the connection's socket, for the give-up; -1 if none */
 	int group;                /* enum gl_dbcancel_group */
 	int active;               /* between begin and end */
-	int n_sent;               /* cancel requests sent for this registration */
+	int n_sent;               /* cancel requests sent for this registration (none without a key) */
+	int no_key_warned;        /* the stop found no key to send: logged once */
 	int shut;                 /* the give-up shut its connection down */
 	int64_t last_sent_ms;
 	int64_t hold_until_ms;    /* gl_dbcancel_defer: no cancel before */
@@ -91,7 +92,8 @@ int gl_dbcancel_requested(unsigned groups);
 void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const char *what);
 /* 1 when the stop has sent a cancel request for the calling thread's work
  * in progress (its slot begun): a statement that failed with SQLSTATE 57014
- * was then cut by the stop, not by a statement_timeout. */
+ * was then cut by the stop, not by a statement_timeout. 0 for work without
+ * a cancel key (nothing could be sent). */
 int gl_dbcancel_sent(void);
 /* Unregisters (no-op on a slot not begun); after it the watcher no longer
  * touches the slot or its connection. */

@@ -71,7 +71,8 @@ struct gl_sb_rule {
 };
 
 struct gl_sb_fleet {
-	int capacity_known;
+	int capacity_known;        /* some capacity data: the figures cover capacity_days_known days */
+	int64_t capacity_days_known, capacity_days; /* UTC days of the month so far with capacity data / all */
 	int64_t capacity_s, unavailable_s, allocated_s, unalloc_idle_s, overalloc_s;
 	int usage_known;
 	int64_t busy_s, aidle_s;

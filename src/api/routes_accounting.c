@@ -126,12 +126,17 @@ static void add_usage(cJSON *o, const struct gl_cb_line *l)
 	}
 }
 
+struct cap_cover {
+	int64_t known, days;
+};
+
 static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
-			const struct gl_acct_meta *meta, const char *currency)
+			const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
 {
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
-	int minor = gl_money_minor(currency), cap_known = 0; /* validated with the config */
+	int minor = gl_money_minor(currency), cap_known; /* validated with the config */
+	size_t steps_known;
 
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
@@ -195,19 +200,22 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
 		cJSON_AddItemToArray(steps, so);
 	}
-	/* idle is known when a step's is (a capacity source with rows for the
-	 * window); else it is unknown, not 0, as in the steps and in /v1/idle */
-	for (size_t i = 0; i < cb->n_steps && !cap_known; i++)
-		cap_known = meta->capacity_source && cb->steps[i].capacity_known;
+	/* the totals' idle is the sum over the steps whose idle is known; it is
+	 * the window's (capacity_known) only when every step's is and the
+	 * capacity data covers every day so far: a month whose inventory began
+	 * on the 16th has half a month of idle, which must not read as the
+	 * month's. No step known: unknown, not 0, as in /v1/idle */
+	steps_known = meta->capacity_source ? gl_cb_capacity_steps(cb) : 0;
+	cap_known = steps_known > 0 && steps_known == cb->n_steps && cov->known == cov->days;
 	tot = cJSON_AddObjectToObject(root, "totals");
 	cJSON_AddNumberToObject(tot, "allocated_gpu_seconds", (double)cb->total_alloc_s);
-	if (cap_known)
+	if (steps_known)
 		cJSON_AddNumberToObject(tot, "idle_gpu_seconds", (double)cb->total_idle_s);
 	else
 		cJSON_AddNullToObject(tot, "idle_gpu_seconds");
 	cJSON_AddNumberToObject(tot, "gpu_seconds", (double)cb->total_s);
 	cJSON_AddNumberToObject(tot, "cost_micros", (double)cb->total_cost_micros);
-	if (cap_known)
+	if (steps_known)
 		cJSON_AddNumberToObject(tot, "idle_micros", (double)cb->total_idle_micros);
 	else
 		cJSON_AddNullToObject(tot, "idle_micros");
@@ -215,12 +223,13 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
 	{
 		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
-		char buf[sizeof meta->unpriced_models], *sv = NULL;
-		snprintf(buf, sizeof buf, "%s", meta->unpriced_models);
-		for (char *m = strtok_r(buf, ",", &sv); m; m = strtok_r(NULL, ",", &sv))
-			cJSON_AddItemToArray(um, cJSON_CreateString(m));
+		for (size_t i = 0; i < meta->n_unpriced; i++)
+			cJSON_AddItemToArray(um, cJSON_CreateString(meta->unpriced_models[i]));
 	}
 	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
+	cJSON_AddNumberToObject(root, "capacity_steps_known", (double)steps_known);
+	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->known);
+	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->days);
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 }
@@ -298,7 +307,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 {
 	struct acct_params p;
 	struct gl_acct_query q = {0};
-	struct gl_acct_meta meta;
+	struct gl_acct_meta meta = {0};
 	struct gl_cb cb;
 	struct gl_err err = {0};
 	PGconn *c;
@@ -315,11 +324,20 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
-	if (p.csv)
+	if (p.csv) {
 		render_csv(resp, &p, &cb, gl_money_minor(req->cfg->currency));
-	else
-		render_json(resp, &p, &cb, &meta, req->cfg->currency);
+	} else {
+		struct cap_cover cov = {0, 0};
+		if (p.n_steps &&
+		    (rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
+						&cov.known, &cov.days, &err))) {
+			rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
+			goto out;
+		}
+		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
+	}
 out:
+	gl_acct_meta_fini(&meta);
 	gl_cb_fini(&cb);
 	params_fini(&p);
 	return rc;

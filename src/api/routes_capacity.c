@@ -274,6 +274,15 @@ static const char inv_nodes_sql[] =
 	" FROM nd JOIN clusters cl ON cl.cluster_id = nd.cluster_id WHERE $1::text IS NULL OR cl.name = $1"
 	" ORDER BY 1, 2";
 
+/* Every GPU model name the sources wrote (gpu_model_canon keeps them lower
+ * case) with the model it is billed under and why, so a reader can tell
+ * why "NVIDIA A100-SXM4-80GB" is a100: an alias of the configuration, the
+ * name being an alias's model (canonical as it is), else the rule. */
+static const char inv_models_sql[] =
+	"SELECT c.raw, c.model, CASE WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.match = c.raw) THEN 'alias'"
+	" WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.model = c.raw) THEN 'alias_model' ELSE 'rule' END"
+	" FROM gpu_model_canon c WHERE c.raw <> '' ORDER BY c.raw";
+
 static const char inv_conflicts_sql[] =
 	"WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g FROM node_gpu_spans WHERE valid_to IS NULL GROUP BY 1, 2),"
 	" exp AS (SELECT gp.cluster_id, nd.name AS node, count(DISTINCT gp.uuid) AS g FROM gpus gp"
@@ -470,6 +479,18 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddStringToObject(o, "kind", PQgetisnull(r, i, 2) ? "unknown_to_scheduler"
 						   : PQgetisnull(r, i, 3) ? "unseen_by_exporter" : "gpu_count");
 		cJSON_AddStringToObject(o, "message", msg);
+		cJSON_AddItemToArray(arr, o);
+	}
+	PQclear(r);
+	r = NULL;
+	if ((rc = gl_db_query(c, inv_models_sql, 0, NULL, &r, &err)))
+		goto fail;
+	arr = cJSON_AddArrayToObject(root, "gpu_models");
+	for (int i = 0; i < PQntuples(r); i++) {
+		cJSON *o = cJSON_CreateObject();
+		gl_apijson_add_col_str(o, "name", r, i, 0);
+		gl_apijson_add_col_str(o, "model", r, i, 1);
+		gl_apijson_add_col_str(o, "via", r, i, 2);
 		cJSON_AddItemToArray(arr, o);
 	}
 	PQclear(r);

@@ -160,6 +160,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
 	cJSON *root = NULL, *arr;
 	int rc = 0, have_cap, csv;
+	int64_t cap_days_known = 0, cap_days = 0;
 	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
 
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)))
@@ -206,6 +207,9 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	    (rc = gl_db_query(c,
 			      fleet_sql(&sql),
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
+		goto fail;
+	if (!csv && (rc = gl_acct_capacity_days(c, win.start_s, win.end_s, req->now_s, &cap_days_known, &cap_days,
+						&err)))
 		goto fail;
 	if (csv) {
 		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet,
@@ -264,7 +268,12 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		reported_total += atof(PQgetvalue(fleet, i, 3));
 		cJSON_AddItemToArray(arr, o);
 	}
-	cJSON_AddBoolToObject(root, "capacity_known", have_cap && fleet && PQntuples(fleet) > 0);
+	/* known for the window only when its capacity data covers every day
+	 * so far; else unallocated_idle is the known days' alone */
+	cJSON_AddBoolToObject(root, "capacity_known",
+			      have_cap && fleet && PQntuples(fleet) > 0 && cap_days_known == cap_days);
+	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cap_days_known);
+	cJSON_AddNumberToObject(root, "capacity_days", (double)cap_days);
 	if (reported_total > 0)
 		cJSON_AddNumberToObject(root, "wasted_fraction", (alloc_idle_total + unalloc_idle_total) / reported_total);
 	else

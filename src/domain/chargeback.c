@@ -185,6 +185,14 @@ int gl_cb_finish(struct gl_cb *cb)
 	return 0;
 }
 
+size_t gl_cb_capacity_steps(const struct gl_cb *cb)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < cb->n_steps; i++)
+		n += cb->steps[i].capacity_known != 0;
+	return n;
+}
+
 int gl_cb_name_reserved(const char *s)
 {
 	return s && (!strcmp(s, "__idle__") || !strcmp(s, "__unallocated__"));

@@ -127,6 +127,9 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	char start[32], end[32], startarg[48], endarg[48], clarg[300];
+	/* the command a failure names in ingest_runs: the one that failed (every
+	 * failure said scontrol show node -o, also when sacctmgr had failed) */
+	const char *input = "scontrol show node -o";
 	int rc, read = 0;
 
 	(void)cfg;
@@ -141,6 +144,7 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 		snprintf(startarg, sizeof startarg, "start=%s", start);
 		snprintf(endarg, sizeof endarg, "end=%s", end);
 		snprintf(clarg, sizeof clarg, "clusters=%s", src->cluster);
+		input = "sacctmgr -P show event";
 		{
 			const char *argv[] = {src->sacctmgr, "-P", "show", "event", "events=node,cluster", clarg, startarg,
 					      endarg,
@@ -152,6 +156,7 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	}
 	if (src->reservations) {
 		const char *argv[] = {src->scontrol, "show", "reservation", "-o", NULL};
+		input = "scontrol show reservation -o";
 		if ((rc = run_parse(argv, src->timeout_s, gl_slurm_parse_reservations, &s, err)))
 			goto out;
 	}
@@ -168,7 +173,7 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	summarize(summary, summary_len, &k, &s);
 out:
 	if (rc && !read && !gl_proc_stopping()) /* a stop is no outage */
-		record_failure(c, src->cluster, "slurm", "slurm-nodes", "scontrol show node -o", err);
+		record_failure(c, src->cluster, "slurm", "slurm-nodes", input, err);
 	gl_node_snapshot_fini(&s);
 	return rc;
 }

@@ -157,13 +157,15 @@ static int spend_of(PGconn *c, struct agg_cache *ac, int64_t a, int64_t b, int64
 	if (!ac->have_cb) {
 		struct gl_window w = {a, b};
 		struct gl_acct_query q;
-		struct gl_acct_meta meta;
+		struct gl_acct_meta meta = {0};
 		const char *dim = ac->aggregate;
 		int rc;
 		gl_cb_init(&ac->cb, 1, GL_SHARE_NONE, 1);
 		ac->have_cb = 1;
 		gl_acct_query_init(&q, &w, 1, &dim, 1, now_s);
-		if ((rc = gl_acct_chargeback_finished(c, &q, &ac->cb, &meta, err)))
+		rc = gl_acct_chargeback_finished(c, &q, &ac->cb, &meta, err);
+		gl_acct_meta_fini(&meta);
+		if (rc)
 			return rc;
 	}
 	for (size_t j = 0; j < ac->cb.steps[0].n_lines; j++)

@@ -111,9 +111,14 @@ static void cancel_due(unsigned groups, int64_t now)
 			continue;
 		s->last_sent_ms = now;
 		if (!k) {
-			if (!s->n_sent++)
+			/* nothing is sent: n_sent stays 0 (it was counted, and
+			 * gl_dbcancel_sent() then took a statement_timeout of
+			 * this work for the stop's cancel) */
+			if (!s->no_key_warned) {
+				s->no_key_warned = 1;
 				gl_log(GL_LOG_WARN, "stop: %s: no cancel key for its connection; it runs to its end",
 				       s->what);
+			}
 			continue;
 		}
 		if (!s->n_sent)

@@ -59,7 +59,7 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 			   struct gl_fcseries *out, struct gl_err *err)
 {
 	struct gl_acct_query q;
-	struct gl_acct_meta meta;
+	struct gl_acct_meta meta = {0};
 	struct gl_cb cb;
 	int rc;
 
@@ -87,6 +87,7 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 				v[i] = (double)l->cost_micros / 1e6;
 		}
 out:
+	gl_acct_meta_fini(&meta);
 	gl_cb_fini(&cb);
 	return rc;
 }

@@ -793,7 +793,7 @@ out:
 int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
 {
 	struct gl_cb cb = {0}, prev = {0}, bym = {0}, daily = {0};
-	struct gl_acct_meta meta, pmeta;
+	struct gl_acct_meta meta = {0}, pmeta = {0};
 	struct gl_window month, pmonth, *days = NULL;
 	const char *dims[2];
 	PGresult *r = NULL;
@@ -898,8 +898,17 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		f->unalloc_idle_s = st->idle_total_s;
 		f->total_s = cb.total_s;
 		f->total_micros = cb.total_micros;
-		free(sb->unpriced_models);
-		sb->unpriced_models = gl_xstrdup(meta.unpriced_models);
+		{
+			struct gl_strbuf um = GL_STRBUF_INIT;
+			for (size_t i = 0; i < meta.n_unpriced; i++) {
+				if (i)
+					gl_strbuf_putc(&um, ',');
+				gl_strbuf_puts(&um, meta.unpriced_models[i]);
+			}
+			free(sb->unpriced_models);
+			sb->unpriced_models = gl_xstrdup(gl_strbuf_cstr(&um));
+			gl_strbuf_fini(&um);
+		}
 	}
 	if (meta.capacity_source && sb->fleet.capacity_known) {
 		char a[24], b[24];
@@ -916,13 +925,24 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		sb->fleet.unavailable_s = i64v(r, 0, 1);
 		PQclear(r);
 		r = NULL;
+		if ((rc = gl_acct_capacity_days(c, sb->start_s, sb->end_s, req->now_s, &sb->fleet.capacity_days_known,
+						&sb->fleet.capacity_days, err)))
+			goto out;
+		/* capacity from the 16th on is half a month of idle: the figures
+		 * are what is known, the note says how much that is */
+		if (sb->fleet.capacity_days_known < sb->fleet.capacity_days)
+			add_partial(sb,
+				    "capacity data for only %lld of the %lld days of %s%s: capacity, unallocated idle"
+				    " GPU-time and its cost cover those days only",
+				    (long long)sb->fleet.capacity_days_known, (long long)sb->fleet.capacity_days, sb->month,
+				    sb->closed ? "" : " so far");
 	} else {
 		sb->fleet.capacity_known = 0;
 		add_partial(sb, "no capacity data for %s: unallocated idle GPU-time and its cost are unknown", sb->month);
 	}
-	if (meta.unpriced_models[0])
+	if (meta.n_unpriced)
 		add_partial(sb, "unpriced GPU models (no rate in force, their GPU-time has no cost): %s",
-			    meta.unpriced_models);
+			    sb->unpriced_models);
 	if (!sb->closed)
 		add_partial(sb, "%s is not over yet: month to date", sb->month);
 
@@ -1001,6 +1021,8 @@ out:
 	gl_cb_fini(&prev);
 	gl_cb_fini(&bym);
 	gl_cb_fini(&daily);
+	gl_acct_meta_fini(&meta);
+	gl_acct_meta_fini(&pmeta);
 	if (rc) {
 		gl_showback_fini(sb);
 		sb->no_data = no_data;

@@ -246,6 +246,44 @@ static void test_doc_and_example_match_table(void **state)
 	free(ex);
 }
 
+/* A rate or budget without its own currency is in the reporting currency,
+ * wherever currency: stands in the file: "currency: EUR" with such a rate
+ * was refused ("rates[0].currency: 'USD' is not the reporting currency
+ * 'EUR'"), the list items having defaulted to USD. */
+static void test_currency_inherited(void **state)
+{
+	static const char *const ys[] = {
+		"currency: EUR\nrates:\n  - model: a100\n    per_gpu_hour: \"2.5\"\n"
+		"budgets:\n  - owner: t\n    amount: \"100\"\n",
+		/* the top-level key after the lists */
+		"rates:\n  - model: a100\n    per_gpu_hour: \"2.5\"\n"
+		"budgets:\n  - owner: t\n    amount: \"100\"\ncurrency: JPY\n",
+	};
+	static const char *const want[] = {"EUR", "JPY"};
+	static const char other[] = "currency: EUR\nrates:\n  - model: a100\n    per_gpu_hour: \"2.5\"\n    currency: USD\n";
+	static const char none[] = "rates:\n  - model: a100\n    per_gpu_hour: \"2.5\"\n";
+	struct gl_config c;
+	struct gl_err e = {0};
+	for (size_t i = 0; i < sizeof ys / sizeof ys[0]; i++) {
+		if (gl_config_load_buf(&c, "t.yaml", ys[i], strlen(ys[i]), &e))
+			fail_msg("%s", e.msg);
+		assert_int_equal(c.n_rates, 1);
+		assert_int_equal(c.n_budgets, 1);
+		assert_string_equal(c.currency, want[i]);
+		assert_string_equal(c.rates[0].currency, want[i]);
+		assert_string_equal(c.budgets[0].currency, want[i]);
+		gl_config_fini(&c);
+	}
+	/* a currency of its own is still checked against the reporting one */
+	assert_int_not_equal(gl_config_load_buf(&c, "t.yaml", other, strlen(other), &e), 0);
+	assert_non_null(strstr(e.msg, "t.yaml:5: rates[0].currency: 'USD' is not the reporting currency 'EUR'"));
+	/* no currency anywhere: USD throughout */
+	memset(&e, 0, sizeof e);
+	assert_int_equal(gl_config_load_buf(&c, "t.yaml", none, strlen(none), &e), 0);
+	assert_string_equal(c.rates[0].currency, "USD");
+	gl_config_fini(&c);
+}
+
 static void test_env_dsn(void **state)
 {
 	struct gl_config c;
@@ -273,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_doc_and_example_match_table),
 		cmocka_unit_test(test_env_dsn),
+		cmocka_unit_test(test_currency_inherited),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
