@@ -95,6 +95,7 @@ static const char usage_main[] =
 	"global options:\n"
 	"  -c, --config FILE   configuration file (default: $GPULEDGER_CONFIG, else built-in defaults)\n"
 	"  -h, --help          this help; COMMAND --help for a command's\n"
+	"      --version       the version (as the version command)\n"
 	"\n"
 	"exit codes: 0 ok, 1 runtime error, 2 usage error, 3 hook idle found candidates in dry-run,\n"
 	"            4 ingest skipped malformed lines, 5 audit verify found the chain broken\n";
@@ -102,6 +103,20 @@ static const char usage_main[] =
 /* ---- check-config ---- */
 static const char usage_check[] = "usage: gpuledger [--config FILE] check-config\n"
 				  "Loads and validates the configuration; prints the effective database target.\n";
+
+/* gpu_models[] is stored with the cost model (gl_costing_load replaces the
+ * config's aliases, rates and owner rules together, so names are
+ * canonical under the aliases the rates were stored with); a file without
+ * a cost model leaves the one `rates load` put in force alone, and its
+ * aliases with it. Said, not silent. */
+static void warn_idle_aliases(const struct gl_config *cfg)
+{
+	if (cfg->n_gpu_models && !(cfg->n_rates || cfg->n_owners || cfg->n_idle_owners))
+		gl_log(GL_LOG_WARN,
+		       "%s: gpu_models: %zu aliases not applied: they are loaded with the cost model, and this file has"
+		       " no rates, owners or idle_owners; put them in the file given to 'gpuledger rates load'",
+		       cfg->path, cfg->n_gpu_models);
+}
 
 static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 {
@@ -124,6 +139,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_fail(&e2);
 		}
 	}
+	warn_idle_aliases(cfg);
 	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded", cfg->listen);
 	return 0;
@@ -346,6 +362,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		goto out;
 	}
 	/* the config's cost model, when it has one, is the one in force */
+	warn_idle_aliases(cfg);
 	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
 		struct gl_costing_summary sum;
 		if (gl_costing_load(c, cfg, "system", &sum, &err)) {
@@ -407,7 +424,8 @@ out:
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
+		{"config", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {"version", no_argument, 0, 'V'},
+		{0, 0, 0, 0},
 	};
 	const char *config_path = getenv("GPULEDGER_CONFIG");
 	struct gl_config cfg;
@@ -430,6 +448,8 @@ int main(int argc, char **argv)
 		switch (ch) {
 		case 'c': config_path = optarg; break;
 		case 'h': fputs(usage_main, stdout); return 0;
+		/* what packagers and scripts try first */
+		case 'V': printf("gpuledger %s\n", GL_VERSION); return 0;
 		default: fputs(usage_main, stderr); return EXIT_USAGE;
 		}
 	}

@@ -276,6 +276,15 @@ static void test_cli_errors(void **state)
 	assert_int_equal(gl_test_run(NULL, NULL, &o, "--config", bad, "check-config", NULL), 0);
 	assert_int_equal(o.status, 0);
 	assert_non_null(strstr(o.out, "; listen 127.0.0.1:18111)"));
+	assert_null(strstr(o.err, "gpu_models"));
+	gl_test_out_fini(&o);
+	/* aliases without a cost model are not applied: said, not silent */
+	f = fopen(bad, "w");
+	fputs("gpu_models:\n  - match: NVIDIA A100-SXM4-80GB\n    model: a100_80g\n", f);
+	fclose(f);
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "--config", bad, "check-config", NULL), 0);
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.err, "gpu_models: 1 aliases not applied"));
 	gl_test_out_fini(&o);
 
 	assert_int_equal(gl_test_run(NULL, NULL, &o, "frobnicate", NULL), 0);

@@ -73,9 +73,25 @@ static void test_empty_cluster_is_a_usage_error(void **state)
 	assert_int_equal(rows("SELECT count(*) FROM clusters WHERE name = ''"), 0);
 }
 
+/* --version, what packagers and scripts try first, was a usage error (2) */
+static void test_version_option(void **state)
+{
+	struct gl_test_out o, v;
+	(void)state;
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "--version", NULL), 0);
+	assert_int_equal(o.status, 0);
+	assert_int_equal(gl_test_run(NULL, NULL, &v, "version", NULL), 0);
+	assert_int_equal(v.status, 0);
+	assert_non_null(strstr(o.out, "gpuledger "));
+	assert_string_equal(o.out, v.out);
+	gl_test_out_fini(&o);
+	gl_test_out_fini(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_version_option),
 		cmocka_unit_test(test_empty_cluster_is_a_usage_error),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
