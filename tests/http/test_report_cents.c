@@ -273,12 +273,57 @@ static void test_html_same_figures(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* The PDF shows them too (pdftotext -layout, as tests/http/test_report.c
+ * reads it): with shared idle, carol's row is 1.00, 5303.02, 5304.02 (naive
+ * 1.01, 5303.02, 5304.02) and bob's 1.03, 5408.55, 5409.58. */
+static void test_pdf_same_figures(void **state)
+{
+	struct gl_test_http r;
+	char path[512], cmd[600], txt[65536];
+	size_t n;
+	FILE *f;
+	assert_int_equal(gl_test_http(g_d.port, "GET",
+				      "/v1/reports/showback?month=2026-10&aggregate=account&shareIdle=proportional"
+				      "&format=pdf",
+				      NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	snprintf(path, sizeof path, "%s/cents.pdf", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(r.body, 1, r.len, f), r.len);
+	fclose(f);
+	gl_test_http_fini(&r);
+	snprintf(cmd, sizeof cmd, "pdftotext -layout '%s' -", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(txt, 1, sizeof txt - 1, f);
+	txt[n] = '\0';
+	assert_int_equal(pclose(f), 0);
+	assert_non_null(strstr(txt, "Fleet total: 16070.40 USD"));
+	{
+		const char *carol = strstr(txt, "carol "), *bob = strstr(txt, "bob ");
+		char row[256];
+		assert_non_null(carol);
+		assert_non_null(bob);
+		snprintf(row, sizeof row, "%.*s", (int)strcspn(carol, "\n"), carol);
+		assert_non_null(strstr(row, " 1.00 "));
+		assert_non_null(strstr(row, " 5303.02 "));
+		assert_non_null(strstr(row, " 5304.02 "));
+		snprintf(row, sizeof row, "%.*s", (int)strcspn(bob, "\n"), bob);
+		assert_non_null(strstr(row, " 1.03 "));
+		assert_non_null(strstr(row, " 5408.55 "));
+		assert_non_null(strstr(row, " 5409.58 "));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unshared_adds_up),
 		cmocka_unit_test(test_shared_rows_add_up),
 		cmocka_unit_test(test_html_same_figures),
+		cmocka_unit_test(test_pdf_same_figures),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
