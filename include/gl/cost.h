@@ -51,4 +51,23 @@ int gl_money_minor(const char *code);
  * half up); minor = 6 keeps every digit. */
 void gl_money_format(int64_t micros, int minor, char *buf, size_t n);
 
+/* micros rounded to the currency's minor units (half away from zero, as
+ * gl_money_format), still in micro-units: gl_money_format of the result
+ * prints the same text. */
+int64_t gl_money_round(int64_t micros, int minor);
+
+/* Shown amounts that add up (largest-remainder / Hamilton method): the
+ * parts part[0..n) (micro-units, any sign) of an amount whose shown value
+ * is shown_total (micro-units, a multiple of the minor unit, normally
+ * gl_money_round of the exact Σ part) each get their floor in minor units,
+ * and the minor units left over go one each to the parts with the largest
+ * remainders; equal remainders go first to the smaller tie[i] (strcmp),
+ * then to the smaller index (tie may be NULL: index only). out[i] (micro-
+ * units, multiples of the minor unit) sum to shown_total exactly, and each
+ * is the floor or the ceiling of part[i]. -GL_EINVAL (out = each part
+ * rounded on its own) when shown_total is not a multiple of the unit or
+ * is not within the floors' sum and that plus n units. */
+int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
+			 int64_t *out) GL_MUSTCHECK;
+
 #endif

@@ -39,6 +39,25 @@ const char *gl_report_owner_label(const char *key);
  * to the micro-unit, else the difference. */
 int64_t gl_report_reconcile_diff(const struct gl_showback *sb);
 
+/* The money amounts as every format shows them (micro-units, multiples of
+ * the minor unit), so that the shown figures add up (docs/reports.md):
+ * the fleet total is rounded once; the owner totals and the __idle__ line
+ * share it by largest remainder (ties by owner name); each owner's shown
+ * total is shared the same way between its cost and idle share. The fleet
+ * table's allocation cost and idle cost shared to owners are the sums of
+ * the shown owner columns, and its unallocated idle cost is shared + left,
+ * while those identities hold to the micro-unit in the model (else each
+ * amount is rounded on its own). The *_micros columns stay exact.
+ *
+ * Ownership: gl_report_shown_fini() frees the arrays. */
+struct gl_report_shown {
+	int64_t *cost, *idle_share, *total; /* parallel to sb->owners */
+	int64_t owners, unallocated, idle_left, fleet_total; /* the reconciliation's lines */
+	int64_t alloc_cost, idle_total, idle_shared;         /* the fleet table's */
+};
+void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_shown *out);
+void gl_report_shown_fini(struct gl_report_shown *s);
+
 /* One row of the fleet table. CSV, HTML and PDF all render this one list,
  * so the fleet's numbers cannot differ between formats. */
 struct gl_report_fleet_row {
@@ -47,7 +66,8 @@ struct gl_report_fleet_row {
 	char value[64];    /* formatted (hours, money, %, kWh, text) or "no data" */
 };
 #define GL_REPORT_FLEET_ROWS 24
-/* Fills rows (GL_REPORT_FLEET_ROWS at most); returns how many. */
+/* Fills rows (GL_REPORT_FLEET_ROWS at most), money as gl_report_shown
+ * shows it; returns how many. */
 size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows);
 
 /* Stable file name of a table or format: "showback-2026-10-team-owners.csv",

@@ -181,6 +181,76 @@ void gl_money_format(int64_t micros, int minor, char *buf, size_t n)
 	}
 }
 
+static int64_t minor_unit(int minor)
+{
+	int64_t unit = 1;
+	if (minor < 0)
+		minor = 0;
+	for (int i = minor; i < 6; i++)
+		unit *= 10;
+	return unit;
+}
+
+int64_t gl_money_round(int64_t micros, int minor)
+{
+	int64_t unit = minor_unit(minor), q = micros / unit, r = micros % unit;
+	/* C truncates toward zero: r has micros' sign */
+	if (r >= 0 ? 2 * r >= unit : -2 * r >= unit)
+		q += micros < 0 ? -1 : 1;
+	return q * unit;
+}
+
+struct shown_rem {
+	size_t idx;
+	int64_t r;
+	const char *tie;
+};
+
+static int by_shown_rem(const void *a, const void *b)
+{
+	const struct shown_rem *x = a, *y = b;
+	int c;
+	if (x->r != y->r)
+		return x->r > y->r ? -1 : 1;
+	if (x->tie && y->tie && (c = strcmp(x->tie, y->tie)))
+		return c;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
+			 int64_t *out)
+{
+	int64_t unit = minor_unit(minor), floors = 0, left;
+	struct shown_rem *r;
+	int rc = 0;
+	r = gl_xcalloc(n ? n : 1, sizeof *r);
+	for (size_t i = 0; i < n; i++) {
+		int64_t q = part[i] / unit, m = part[i] % unit;
+		if (m < 0) { /* floor, not truncation, so credits round the same way */
+			q--;
+			m += unit;
+		}
+		out[i] = q * unit;
+		floors += out[i];
+		r[i].idx = i;
+		r[i].r = m;
+		r[i].tie = tie ? tie[i] : NULL;
+	}
+	left = shown_total - floors;
+	if (left % unit || left < 0 || left / unit > (int64_t)n) {
+		for (size_t i = 0; i < n; i++)
+			out[i] = gl_money_round(part[i], minor);
+		rc = -GL_EINVAL;
+		goto out;
+	}
+	qsort(r, n, sizeof *r, by_shown_rem);
+	for (int64_t k = 0; k < left / unit; k++)
+		out[r[k].idx] += unit;
+out:
+	free(r);
+	return rc;
+}
+
 int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err)
 {
 	int64_t whole = 0, frac = 0;

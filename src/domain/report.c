@@ -69,6 +69,67 @@ int64_t gl_report_reconcile_diff(const struct gl_showback *sb)
 	return sum - sb->fleet.total_micros;
 }
 
+void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_shown *out)
+{
+	const struct gl_sb_fleet *f = &sb->fleet;
+	size_t n = sb->n_owners;
+	int64_t *part = gl_xcalloc(n + 1, sizeof *part), *shown = gl_xcalloc(n + 1, sizeof *shown);
+	const char **tie = gl_xcalloc(n + 1, sizeof *tie);
+	int64_t sum_c = 0, sum_s = 0, sh_c = 0, sh_s = 0;
+	memset(out, 0, sizeof *out);
+	out->cost = gl_xcalloc(n ? n : 1, sizeof *out->cost);
+	out->idle_share = gl_xcalloc(n ? n : 1, sizeof *out->idle_share);
+	out->total = gl_xcalloc(n ? n : 1, sizeof *out->total);
+	/* down the table: Σ owner totals + __idle__ = the fleet total, rounded once */
+	for (size_t i = 0; i < n; i++) {
+		part[i] = sb->owners[i].total_micros;
+		tie[i] = sb->owners[i].name;
+	}
+	part[n] = f->idle_left_micros;
+	tie[n] = "__idle__";
+	out->fleet_total = gl_money_round(f->total_micros, sb->minor);
+	/* a model that does not reconcile says so; its lines are then rounded one by one */
+	(void)!gl_money_shown_parts(out->fleet_total, part, tie, n + 1, sb->minor, shown);
+	out->idle_left = shown[n];
+	/* along each row: cost + idle share = the row's shown total */
+	for (size_t i = 0; i < n; i++) {
+		const struct gl_sb_owner *w = &sb->owners[i];
+		int64_t p2[2] = {w->cost_micros, w->idle_share_micros}, s2[2];
+		out->total[i] = shown[i];
+		(void)!gl_money_shown_parts(shown[i], p2, NULL, 2, sb->minor, s2);
+		out->cost[i] = s2[0];
+		out->idle_share[i] = s2[1];
+		if (!strcmp(w->name, "__unallocated__"))
+			out->unallocated += shown[i];
+		else
+			out->owners += shown[i];
+		sum_c += w->cost_micros;
+		sum_s += w->idle_share_micros;
+		sh_c += s2[0];
+		sh_s += s2[1];
+	}
+	if (sum_c == f->cost_micros && sum_s == f->idle_total_micros - f->idle_left_micros) {
+		out->alloc_cost = sh_c;
+		out->idle_shared = sh_s;
+		out->idle_total = sh_s + out->idle_left;
+	} else {
+		out->alloc_cost = gl_money_round(f->cost_micros, sb->minor);
+		out->idle_shared = gl_money_round(f->idle_total_micros - f->idle_left_micros, sb->minor);
+		out->idle_total = gl_money_round(f->idle_total_micros, sb->minor);
+	}
+	free(part);
+	free(shown);
+	free(tie);
+}
+
+void gl_report_shown_fini(struct gl_report_shown *s)
+{
+	free(s->cost);
+	free(s->idle_share);
+	free(s->total);
+	memset(s, 0, sizeof *s);
+}
+
 const char *gl_report_share_tag(enum gl_share_idle share)
 {
 	switch (share) {
@@ -134,14 +195,16 @@ static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
 					"idle_share_gpu_hours", "idle_share", "total", "total_micros",
 					"share_of_fleet_pct", "previous_month_total", "change", "change_pct", "budget",
 					"budget_used_pct", "failed_gpu_hours", "failed_cost", "energy_kwh", NULL};
+	struct gl_report_shown sh;
 	c_header(o, h);
+	gl_report_shown_compute(sb, &sh);
 	for (size_t i = 0; i < sb->n_owners; i++) {
 		const struct gl_sb_owner *w = &sb->owners[i];
 		gl_csv_field(o, w->name);
 		c_i64(o, w->alloc_s);
 		c_hours(o, w->alloc_s);
 		c_i64(o, w->unpriced_s);
-		c_money(o, sb, w->cost_micros);
+		c_money(o, sb, sh.cost[i]);
 		if (w->has_usage) {
 			c_hours(o, w->busy_s);
 			c_hours(o, w->aidle_s);
@@ -153,13 +216,14 @@ static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
 				gl_csv_field(o, "no data");
 		}
 		c_hours(o, w->idle_share_s);
-		c_money(o, sb, w->idle_share_micros);
-		c_money(o, sb, w->total_micros);
+		c_money(o, sb, sh.idle_share[i]);
+		c_money(o, sb, sh.total[i]);
 		c_i64(o, w->total_micros);
 		c_pct(o, w->total_micros, sb->fleet.total_micros);
 		if (w->has_prev) {
-			c_money(o, sb, w->prev_total_micros);
-			c_money(o, sb, w->total_micros - w->prev_total_micros);
+			/* shown total - shown previous total, so the change adds up too */
+			c_money(o, sb, gl_money_round(w->prev_total_micros, sb->minor));
+			c_money(o, sb, sh.total[i] - gl_money_round(w->prev_total_micros, sb->minor));
 			c_pct(o, w->total_micros - w->prev_total_micros, w->prev_total_micros);
 		} else {
 			gl_csv_field(o, "no data");
@@ -184,6 +248,7 @@ static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
 		}
 		gl_csv_end(o);
 	}
+	gl_report_shown_fini(&sh);
 }
 
 static void csv_models(const struct gl_showback *sb, struct gl_strbuf *o)
@@ -271,6 +336,8 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	int64_t avail = f->capacity_s - f->unavailable_s;
 	char b[48];
 	size_t n = 0;
+	struct gl_report_shown sh;
+	gl_report_shown_compute(sb, &sh);
 	fr_text(rows, &n, "month", NULL, sb->month);
 	fr_text(rows, &n, "aggregate", NULL, sb->aggregate);
 	fr_text(rows, &n, "share_idle", NULL, share_names[sb->share]);
@@ -285,18 +352,19 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	fr_hours(rows, &n, "overallocated_gpu_hours", "Overallocated GPU-h", f->capacity_known, f->overalloc_s);
 	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
 	fr_text(rows, &n, "saturation_pct", "Saturation %", f->capacity_known && avail > 0 ? b : "no data");
-	fr_money(rows, &n, sb, "allocation_cost", "Allocation cost", 1, f->cost_micros);
-	fr_money(rows, &n, sb, "unallocated_idle_cost", "Unallocated idle cost", f->capacity_known, f->idle_total_micros);
+	fr_money(rows, &n, sb, "allocation_cost", "Allocation cost", 1, sh.alloc_cost);
+	fr_money(rows, &n, sb, "unallocated_idle_cost", "Unallocated idle cost", f->capacity_known, sh.idle_total);
 	fr_money(rows, &n, sb, "idle_cost_shared_to_owners", "Idle cost shared to owners", f->capacity_known,
-		 f->idle_total_micros - f->idle_left_micros);
+		 sh.idle_shared);
 	fr_money(rows, &n, sb, "idle_cost_left_in___idle__", "Idle cost left in __idle__", f->capacity_known,
-		 f->idle_left_micros);
-	fr_money(rows, &n, sb, "total", "Total (owners and __idle__)", 1, f->total_micros);
+		 sh.idle_left);
+	fr_money(rows, &n, sb, "total", "Total (owners and __idle__)", 1, sh.fleet_total);
 	fr_money(rows, &n, sb, "previous_month_total", "Previous month total", f->has_prev, f->prev_total_micros);
 	fr_hours(rows, &n, "failed_job_gpu_hours", "Failed-job GPU-h", 1, f->failed_s);
 	fr_money(rows, &n, sb, "failed_job_cost", "Failed-job cost", 1, f->failed_micros);
 	gl_report_fmt_kwh(f->energy_mj, b, sizeof b);
 	fr_text(rows, &n, "energy_kwh", "Energy kWh", f->has_energy ? b : "no data");
+	gl_report_shown_fini(&sh);
 	return n;
 }
 
@@ -367,7 +435,9 @@ static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o
 {
 	static const char *const h[] = {"line", "gpu_seconds", "amount", "amount_micros", NULL};
 	int64_t owners_m = 0, owners_s = 0, un_m = 0, un_s = 0;
+	struct gl_report_shown sh;
 	c_header(o, h);
+	gl_report_shown_compute(sb, &sh);
 	for (size_t i = 0; i < sb->n_owners; i++) {
 		const struct gl_sb_owner *w = &sb->owners[i];
 		if (!strcmp(w->name, "__unallocated__")) {
@@ -380,22 +450,22 @@ static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o
 	}
 	gl_csv_field(o, "sum of owners");
 	c_i64(o, owners_s);
-	c_money(o, sb, owners_m);
+	c_money(o, sb, sh.owners);
 	c_i64(o, owners_m);
 	gl_csv_end(o);
 	gl_csv_field(o, "__unallocated__");
 	c_i64(o, un_s);
-	c_money(o, sb, un_m);
+	c_money(o, sb, sh.unallocated);
 	c_i64(o, un_m);
 	gl_csv_end(o);
 	gl_csv_field(o, "__idle__");
 	c_i64(o, sb->fleet.idle_left_s);
-	c_money(o, sb, sb->fleet.idle_left_micros);
+	c_money(o, sb, sh.idle_left);
 	c_i64(o, sb->fleet.idle_left_micros);
 	gl_csv_end(o);
 	gl_csv_field(o, "fleet total");
 	c_i64(o, sb->fleet.total_s);
-	c_money(o, sb, sb->fleet.total_micros);
+	c_money(o, sb, sh.fleet_total);
 	c_i64(o, sb->fleet.total_micros);
 	gl_csv_end(o);
 	gl_csv_field(o, "difference");
@@ -403,6 +473,7 @@ static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o
 	c_money(o, sb, gl_report_reconcile_diff(sb));
 	c_i64(o, gl_report_reconcile_diff(sb));
 	gl_csv_end(o);
+	gl_report_shown_fini(&sh);
 }
 
 static void csv_rates(const struct gl_showback *sb, struct gl_strbuf *o)
@@ -673,6 +744,7 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 {
 	const struct gl_sb_fleet *f = &sb->fleet;
 	char gen[32], b[64], c[64];
+	struct gl_report_shown sh;
 
 	gl_time_format(generated_at_s, gen, sizeof gen);
 	gl_strbuf_puts(o, "<!DOCTYPE html>\n<html lang=en><head><meta charset=\"utf-8\">"
@@ -713,7 +785,8 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 		}
 		gl_strbuf_puts(o, "</ul></div>\n");
 	}
-	gl_money_format(f->total_micros, sb->minor, b, sizeof b);
+	gl_report_shown_compute(sb, &sh);
+	gl_money_format(sh.fleet_total, sb->minor, b, sizeof b);
 	gl_strbuf_puts(o, "<p>Fleet total: <strong id=fleet-total>");
 	esc(o, b);
 	gl_strbuf_puts(o, "</strong> ");
@@ -735,7 +808,7 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 			gl_strbuf_puts(o, "<tr>");
 			td(o, gl_report_owner_label(w->name));
 			tdh(o, w->alloc_s);
-			tdm(o, sb, w->cost_micros);
+			tdm(o, sb, sh.cost[i]);
 			if (w->has_usage) {
 				tdh(o, w->busy_s);
 				tdh(o, w->aidle_s);
@@ -745,9 +818,9 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 				tdn(o, "no data");
 				tdn(o, "no data");
 			}
-			tdm(o, sb, w->idle_share_micros);
+			tdm(o, sb, sh.idle_share[i]);
 			gl_strbuf_puts(o, "<td class=\"n total\">");
-			gl_money_format(w->total_micros, sb->minor, b, sizeof b);
+			gl_money_format(sh.total[i], sb->minor, b, sizeof b);
 			esc(o, b);
 			gl_strbuf_puts(o, "</td>");
 			gl_report_fmt_pct(w->total_micros, f->total_micros, b, sizeof b);
@@ -816,13 +889,13 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 		}
 		gl_strbuf_puts(o, "<h2>Reconciliation</h2><table id=reconciliation><tbody>");
 		gl_strbuf_puts(o, "<tr><td>Σ owners</td>");
-		tdm(o, sb, own);
+		tdm(o, sb, sh.owners);
 		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__unallocated__</td>", (long long)own);
-		tdm(o, sb, un);
+		tdm(o, sb, sh.unallocated);
 		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__idle__</td>", (long long)un);
-		tdm(o, sb, f->idle_left_micros);
+		tdm(o, sb, sh.idle_left);
 		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>Fleet total</td>", (long long)f->idle_left_micros);
-		tdm(o, sb, f->total_micros);
+		tdm(o, sb, sh.fleet_total);
 		gl_strbuf_printf(o, "<td class=n id=total-micros>%lld µ</td></tr></tbody></table>", (long long)f->total_micros);
 		gl_strbuf_printf(o, "<p class=%s>%s</p>\n", diff ? "bad" : "ok",
 				 diff ? "Does NOT reconcile" : "Reconciles to the micro-unit.");
@@ -925,4 +998,5 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	gl_strbuf_puts(o, " · generated at ");
 	esc(o, gen);
 	gl_strbuf_puts(o, "</p></body></html>\n");
+	gl_report_shown_fini(&sh);
 }

@@ -372,6 +372,9 @@ static void body(struct pdf *p)
 	char b[256], c[64], d[64];
 	struct table t;
 	int64_t diff = gl_report_reconcile_diff(sb), own = 0, un = 0;
+	struct gl_report_shown shn;
+
+	gl_report_shown_compute(sb, &shn);
 
 	/* cover */
 	new_page(p);
@@ -380,7 +383,7 @@ static void body(struct pdf *p)
 	snprintf(b, sizeof b, "%s · by %s · idle shared: %s · %s%s", sb->month, sb->aggregate, share_names[sb->share],
 		 sb->currency, sb->closed ? "" : " · month to date");
 	p->y += text(p, MARGIN, p->y, 0, b, "DejaVu Sans 12", 0) + 20;
-	money(sb, f->total_micros, c, sizeof c);
+	money(sb, shn.fleet_total, c, sizeof c);
 	snprintf(b, sizeof b, "Fleet total: %s %s", c, sb->currency);
 	p->y += text(p, MARGIN, p->y, 0, b, "DejaVu Sans Bold 14", 0) + 4;
 	gl_report_fmt_hours(f->allocated_s, c, sizeof c);
@@ -426,13 +429,13 @@ static void body(struct pdf *p)
 			const struct gl_sb_owner *o = &sb->owners[i];
 			char gh[32], co[48], ai[32], is[48], to[48], sh[32], pv[48], ch[32], bu[32], fc[48], kw[32];
 			gl_report_fmt_hours(o->alloc_s, gh, sizeof gh);
-			money(sb, o->cost_micros, co, sizeof co);
+			money(sb, shn.cost[i], co, sizeof co);
 			if (o->has_usage)
 				gl_report_fmt_hours(o->aidle_s, ai, sizeof ai);
 			else
 				snprintf(ai, sizeof ai, "no data");
-			money(sb, o->idle_share_micros, is, sizeof is);
-			money(sb, o->total_micros, to, sizeof to);
+			money(sb, shn.idle_share[i], is, sizeof is);
+			money(sb, shn.total[i], to, sizeof to);
 			gl_report_fmt_pct(o->total_micros, f->total_micros, sh, sizeof sh);
 			if (o->has_prev) {
 				money(sb, o->prev_total_micros, pv, sizeof pv);
@@ -469,17 +472,17 @@ static void body(struct pdf *p)
 		static const int a[] = {0, 1, 1};
 		heading(p, "Reconciliation");
 		t_init(&t, h, w, a, 3);
-#define RROW(label, v)                                                                                               \
+#define RROW(label, shown, v)                                                                                        \
 	do {                                                                                                         \
-		money(sb, v, c, sizeof c);                                                                           \
+		money(sb, shown, c, sizeof c);                                                                       \
 		snprintf(d, sizeof d, "%lld", (long long)(v));                                                      \
 		t_row(&t, label, c, d);                                                                              \
 	} while (0)
-		RROW("Σ owners", own);
-		RROW("__unallocated__", un);
-		RROW("__idle__", f->idle_left_micros);
-		RROW("Fleet total", f->total_micros);
-		RROW("Difference", diff);
+		RROW("Σ owners", shn.owners, own);
+		RROW("__unallocated__", shn.unallocated, un);
+		RROW("__idle__", shn.idle_left, f->idle_left_micros);
+		RROW("Fleet total", shn.fleet_total, f->total_micros);
+		RROW("Difference", diff, diff);
 #undef RROW
 		t_draw(p, &t);
 	}
@@ -589,6 +592,7 @@ static void body(struct pdf *p)
 	}
 	footer(p);
 	cairo_show_page(p->cr);
+	gl_report_shown_fini(&shn);
 }
 
 int gl_report_pdf(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)

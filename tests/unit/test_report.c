@@ -185,6 +185,157 @@ static void test_schedule_and_names(void **state)
 	assert_int_not_equal(gl_showback_month_parse("2026-10-01", &s, &e), 0);
 }
 
+/* Shown money that adds up (largest remainder, ties by name). Every
+ * expectation is worked out by hand in the comment beside it. */
+static void test_shown_parts(void **state)
+{
+	int64_t out[4];
+	(void)state;
+	/* half away from zero, in micro-units */
+	assert_int_equal(gl_money_round(1005000, 2), 1010000);
+	assert_int_equal(gl_money_round(1004999, 2), 1000000);
+	assert_int_equal(gl_money_round(-1005000, 2), -1010000);
+	assert_int_equal(gl_money_round(-1004999, 2), -1000000);
+	assert_int_equal(gl_money_round(100500000, 0), 101000000);
+	assert_int_equal(gl_money_round(1500, 3), 2000);
+	{
+		/* three owners of 1.005 each: the total 3.015 shows 3.02, naive
+		 * rounding 1.01 x 3 = 3.03 (a cent off). Floors 1.00 x 3 = 3.00,
+		 * two cents left; equal remainders 0.005: by name, alice (index 1)
+		 * and bob (index 2) get one each, carol (index 0) stays 1.00. */
+		const int64_t part[3] = {1005000, 1005000, 1005000};
+		const char *const name[3] = {"carol", "alice", "bob"};
+		assert_int_equal(gl_money_shown_parts(3020000, part, name, 3, 2, out), 0);
+		assert_int_equal(out[0], 1000000);
+		assert_int_equal(out[1], 1010000);
+		assert_int_equal(out[2], 1010000);
+	}
+	{
+		/* the reviewer's dave: cost 0.2430 + idle share 125.6745 = 125.9175,
+		 * shown 125.92; naive 0.24 + 125.67 = 125.91. Floors 0.24 + 125.67,
+		 * one cent left, to the larger remainder (0.0045 > 0.0030): the
+		 * idle share, 0.24 + 125.68 = 125.92. */
+		const int64_t part[2] = {243000, 125674500};
+		assert_int_equal(gl_money_shown_parts(125920000, part, NULL, 2, 2, out), 0);
+		assert_int_equal(out[0], 240000);
+		assert_int_equal(out[1], 125680000);
+		/* equal remainders without names: the lower index first */
+		const int64_t eq[2] = {244000, 125674000}; /* 125.918 -> 125.92 */
+		assert_int_equal(gl_money_shown_parts(125920000, eq, NULL, 2, 2, out), 0);
+		assert_int_equal(out[0], 250000);
+		assert_int_equal(out[1], 125670000);
+	}
+	{
+		/* a credit: -1.005 + 3.004 = 1.999, shown 2.00; naive -1.01 + 3.00
+		 * = 1.99. Floors -1.01 (remainder 0.005) and 3.00 (0.004): the
+		 * cent goes to the credit, -1.00 + 3.00 = 2.00. */
+		const int64_t part[2] = {-1005000, 3004000};
+		assert_int_equal(gl_money_shown_parts(2000000, part, NULL, 2, 2, out), 0);
+		assert_int_equal(out[0], -1000000);
+		assert_int_equal(out[1], 3000000);
+	}
+	{
+		/* JPY, no decimals: 100.5 yen x 3 = 301.5, shown 302; floors 300,
+		 * two yen left; ties by name: x (index 2), y (index 1). */
+		const int64_t part[3] = {100500000, 100500000, 100500000};
+		const char *const name[3] = {"z", "y", "x"};
+		assert_int_equal(gl_money_shown_parts(302000000, part, name, 3, 0, out), 0);
+		assert_int_equal(out[0], 100000000);
+		assert_int_equal(out[1], 101000000);
+		assert_int_equal(out[2], 101000000);
+	}
+	{
+		/* BHD, three decimals: 0.0015 x 4 = 0.006 shown 0.006, naive 0.002 x
+		 * 4 = 0.008. Floors 0.001 x 4, two mils left: a (index 1), b
+		 * (index 0). */
+		const int64_t part[4] = {1500, 1500, 1500, 1500};
+		const char *const name[4] = {"b", "a", "d", "c"};
+		assert_int_equal(gl_money_shown_parts(6000, part, name, 4, 3, out), 0);
+		assert_int_equal(out[0], 2000);
+		assert_int_equal(out[1], 2000);
+		assert_int_equal(out[2], 1000);
+		assert_int_equal(out[3], 1000);
+	}
+	{
+		/* a shown total the parts cannot make: refused, each part rounded
+		 * on its own */
+		const int64_t part[2] = {1005000, 1000000};
+		assert_int_equal(gl_money_shown_parts(2015000, part, NULL, 2, 2, out), -GL_EINVAL); /* not whole cents */
+		assert_int_equal(out[0], 1010000);
+		assert_int_equal(gl_money_shown_parts(5000000, part, NULL, 2, 2, out), -GL_EINVAL); /* 3 cents > 2 parts */
+		assert_int_equal(gl_money_shown_parts(1990000, part, NULL, 2, 2, out), -GL_EINVAL); /* below the floors */
+		assert_int_equal(out[1], 1000000);
+	}
+}
+
+/* A hand-built model whose amounts round badly one by one: the CSV, HTML
+ * and fleet rows show figures that add up. Owners a, b, c: cost 1.002 +
+ * idle share 0.003 = 1.005 each, __idle__ 0.004; fleet total 3.019 shows
+ * 3.02. Down the table: floors 1.00 x 3 + 0.00, two cents left; remainders
+ * a, b, c 0.005, __idle__ 0.004: a and b (by name) get 1.01, c 1.00,
+ * __idle__ 0.00. Along a's row: 1.01 over cost 1.002 (floor 1.00, 0.002)
+ * and idle 0.003 (floor 0.00, 0.003): the cent to the idle share, 1.00 +
+ * 0.01; c: 1.00 = 1.00 + 0.00. Fleet: allocation 1.00 x 3 = 3.00, shared
+ * 0.01 + 0.01 + 0.00 = 0.02, left 0.00, unallocated idle 0.02, total 3.02.
+ * Naive rounding would show 1.01 x 3 + 0.00 = 3.03 beside 3.02. */
+static void test_shown_model(void **state)
+{
+	struct gl_showback sb;
+	struct gl_strbuf o = GL_STRBUF_INIT;
+	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
+	const char *const names[3] = {"c", "b", "a"}; /* the model's order: total desc, then name, here reversed on purpose */
+	size_t n;
+	(void)state;
+	memset(&sb, 0, sizeof sb);
+	snprintf(sb.month, sizeof sb.month, "2026-10");
+	snprintf(sb.aggregate, sizeof sb.aggregate, "team");
+	snprintf(sb.currency, sizeof sb.currency, "USD");
+	sb.minor = 2;
+	sb.closed = 1;
+	sb.n_owners = 3;
+	sb.owners = calloc(3, sizeof *sb.owners);
+	for (size_t i = 0; i < 3; i++) {
+		sb.owners[i].name = strdup(names[i]);
+		sb.owners[i].cost_micros = 1002000;
+		sb.owners[i].idle_share_micros = 3000;
+		sb.owners[i].total_micros = 1005000;
+	}
+	sb.fleet.capacity_known = 1;
+	sb.fleet.cost_micros = 3006000;
+	sb.fleet.idle_total_micros = 9000 + 4000;
+	sb.fleet.idle_left_micros = 4000;
+	sb.fleet.total_micros = 3019000;
+	sb.unpriced_models = strdup("");
+	assert_int_equal(gl_report_csv(&sb, "owners", &o), 0);
+	assert_non_null(strstr(o.p, "\r\nc,0,0.000,0,1.00,no data,no data,no data,no data,0.000,0.00,1.00,1005000,"));
+	assert_non_null(strstr(o.p, "\r\nb,0,0.000,0,1.00,no data,no data,no data,no data,0.000,0.01,1.01,1005000,"));
+	assert_non_null(strstr(o.p, "\r\na,0,0.000,0,1.00,no data,no data,no data,no data,0.000,0.01,1.01,1005000,"));
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_csv(&sb, "reconciliation", &o), 0);
+	assert_non_null(strstr(o.p, "sum of owners,0,3.02,3015000\r\n"));
+	assert_non_null(strstr(o.p, "__idle__,0,0.00,4000\r\n"));
+	assert_non_null(strstr(o.p, "fleet total,0,3.02,3019000\r\n"));
+	n = gl_report_fleet_rows(&sb, rows);
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(rows[i].key, "allocation_cost"))
+			assert_string_equal(rows[i].value, "3.00");
+		if (!strcmp(rows[i].key, "unallocated_idle_cost"))
+			assert_string_equal(rows[i].value, "0.02");
+		if (!strcmp(rows[i].key, "idle_cost_shared_to_owners"))
+			assert_string_equal(rows[i].value, "0.02");
+		if (!strcmp(rows[i].key, "idle_cost_left_in___idle__"))
+			assert_string_equal(rows[i].value, "0.00");
+		if (!strcmp(rows[i].key, "total"))
+			assert_string_equal(rows[i].value, "3.02");
+	}
+	gl_strbuf_reset(&o);
+	gl_report_html(&sb, 1790812800, &o);
+	assert_non_null(strstr(o.p, "<strong id=fleet-total>3.02</strong>"));
+	assert_non_null(strstr(o.p, "<td class=\"n total\">1.01</td>"));
+	gl_strbuf_fini(&o);
+	gl_showback_fini(&sb);
+}
+
 /* The fleet rows: the CSV table in order, identity rows unlabelled, "no
  * data" where the model knows nothing (no capacity, no exporter, no
  * energy), and the values the CSV shows. */
@@ -283,6 +434,8 @@ int main(void)
 		cmocka_unit_test(test_budget_pure),
 		cmocka_unit_test(test_schedule_and_names),
 		cmocka_unit_test(test_fleet_rows_one_list),
+		cmocka_unit_test(test_shown_parts),
+		cmocka_unit_test(test_shown_model),
 		cmocka_unit_test(test_write_file_no_planted_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
