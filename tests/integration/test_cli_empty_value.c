@@ -24,12 +24,7 @@ static int setup(void **state)
 
 static long long rows(const char *sql)
 {
-	PGconn *c = PQconnectdb(g_dsn);
-	long long n;
-	assert_int_equal(PQstatus(c), CONNECTION_OK);
-	n = gl_test_qint(c, sql);
-	PQfinish(c);
-	return n;
+	return gl_test_qint_dsn(g_dsn, sql);
 }
 
 /* argv after the binary, NULL-terminated; opt is the option named empty */

@@ -307,6 +307,18 @@ long long gl_test_qint(PGconn *c, const char *sql)
 	return v;
 }
 
+long long gl_test_qint_dsn(const char *dsn, const char *sql)
+{
+	PGconn *c = PQconnectdb(dsn);
+	long long v = -999999;
+	if (PQstatus(c) == CONNECTION_OK)
+		v = gl_test_qint(c, sql);
+	else
+		fprintf(stderr, "testlib: %s", PQerrorMessage(c));
+	PQfinish(c);
+	return v;
+}
+
 const char *gl_test_qstr(PGconn *c, const char *sql)
 {
 	static char buf[8192];

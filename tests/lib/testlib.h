@@ -51,6 +51,8 @@ PGconn *gl_test_lock_table(const char *dsn, const char *table, const char *mode)
  * on error (printed). For test set-ups that write a few rows by SQL. */
 long long gl_test_exec_dsn(const char *dsn, const char *sql);
 long long gl_test_qint(PGconn *c, const char *sql);
+/* gl_test_qint on a connection of its own to dsn (-999999 when it fails). */
+long long gl_test_qint_dsn(const char *dsn, const char *sql);
 const char *gl_test_qstr(PGconn *c, const char *sql);
 /* The same with the SQL made by printf (at most 2 KiB). */
 long long gl_test_qintf(PGconn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
