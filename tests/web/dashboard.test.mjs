@@ -278,6 +278,71 @@ try {
 		}
 	});
 
+	await test('fleet: GPU time on GPUs no inventory reports is shown, not 0.0 (a cluster without a node source)', async () => {
+		// the Philly sample has jobs but no node inventory: /v1/capacity keeps
+		// its allocation apart as over_gpu_seconds, which the view left out
+		await page.goto(base + '/#/fleet?w=custom&from=2017-10-01&to=2017-10-31&a=cluster');
+		await H.ready(page, 'fleet');
+		const api = (await H.api(base, admin, '/v1/capacity?aggregate=cluster&step=day&window=' +
+			encodeURIComponent('2017-10-01T00:00:00Z,2017-11-01T00:00:00Z'))).body;
+		const over = api.rows.filter((r) => r.cluster === 'philly').reduce((s, r) => s + r.over_gpu_seconds, 0);
+		assert(over > 0, 'philly jobs beyond the inventory in October 2017');
+		const head = await page.$$eval('#fleet-table thead th', (ths) => ths.map((t) => t.textContent.replace(/[▲▼]/g, '').trim()));
+		const col = head.indexOf('Beyond inventory');
+		assert(col > 0, 'a Beyond inventory column: ' + head.join('|'));
+		const rows = await page.$$eval('#fleet-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+		const ph = rows.find((r) => r[0] === 'philly');
+		eq(ph[1], 'no inventory', 'capacity of a cluster without inventory');
+		eq(ph[col], (over / 3600).toLocaleString('en-US', { maximumFractionDigits: 0 }) + ' GPU-h', 'its GPU time beyond the inventory');
+		const note = await page.textContent('#fleet-over');
+		assert(note.includes('philly') && note.includes('beyond'), 'the note names the cluster: ' + note);
+		assert(w.clean(), w.report());
+	});
+
+	await test('chargeback and waste say when capacity covers only part of the window', async () => {
+		// the testbed's inventory starts on 22 November: the month's idle is
+		// the known days' only, which the API says and the views now show
+		for (const [view, id, p] of [['chargeback', '#cb-coverage', '/v1/chargeback?aggregate=team&window='], ['waste', '#idle-coverage', '/v1/idle?aggregate=team&window=']]) {
+			await page.goto(base + '/#/' + view + '?' + FX.hash + '&a=team');
+			await H.ready(page, view);
+			const api = (await H.api(base, admin, p + encodeURIComponent(FX.win))).body;
+			eq(api.capacity_known, false, view + ': partly known in the API');
+			const note = await page.textContent(id);
+			assert(note.includes(api.capacity_days_known + ' of ' + api.capacity_days + ' days'), view + ': ' + note);
+		}
+		// a window wholly covered says nothing
+		const full = { '/v1/chargeback': { window: ['2026-11-22T17:00:00Z', '2026-11-22T18:00:00Z'], step: 'none', aggregate: ['team'], shareIdle: 'none',
+			currency: 'USD', steps: [], totals: { allocated_gpu_seconds: 0, idle_gpu_seconds: 0, gpu_seconds: 0, cost_micros: 0, idle_micros: 0, total_micros: 0, total: '0.00' },
+			unpriced_models: [], capacity_known: true, capacity_steps_known: 1, capacity_days_known: 1, capacity_days: 1 } };
+		const match = (u) => Object.keys(full).includes(u.pathname);
+		await page.route(match, (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(full['/v1/chargeback']) }));
+		try {
+			await visit('chargeback');
+			eq(await page.$$eval('#cb-coverage', (x) => x.length), 0, 'no note when capacity is known');
+		} finally {
+			await page.unroute(match);
+		}
+	});
+
+	await test('forecast: the series shown first is the largest by its history, not the first by name', async () => {
+		const s0 = contract['/v1/forecast'].series[0];
+		const fc = { ...contract['/v1/forecast'], series: [
+			{ ...s0, key: '__unallocated__', history: s0.history.map((x) => ({ ...x, value: 0.1 })) }, s0] };
+		const fake = { '/v1/forecast': fc, '/v1/capacity/forecast': contract['/v1/capacity/forecast'] };
+		const match = (u) => Object.keys(fake).includes(u.pathname);
+		await page.route(match, (r) => r.fulfill({ status: 200, contentType: 'application/json',
+			body: JSON.stringify(fake[new URL(r.request().url()).pathname]) }));
+		try {
+			await visit('forecast');
+			await page.waitForSelector('#forecast-chart-data');
+			eq(await page.$eval('#forecast-series', (e) => e.options[e.selectedIndex].textContent), 'vision', 'series picked');
+			const rows = await page.$$eval('#forecast-chart-data tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+			eq(rows[0][1], String(s0.history[0].value), 'the chart is the picked series\' history');
+		} finally {
+			await page.unroute(match);
+		}
+	});
+
 	await test('CSV download goes through format=csv with the bearer header and saves the API\'s bytes', async () => {
 		// a closed window (the Philly sample's October 2017): the open month's
 		// idle grows by the second, so two reads of it differ unless they

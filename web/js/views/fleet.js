@@ -21,6 +21,12 @@ export async function render(ctx) {
 	const byT = new Map();
 	const byKey = new Map();
 	const keyName = ctx.aggregate;
+	// Jobs on GPUs no inventory reports (a cluster without a node source, a
+	// job under a partition its node does not belong to) are allocation
+	// beyond capacity: the API keeps it apart as over_gpu_seconds. Left
+	// out, a cluster without inventory showed 0.0 GPU-h allocated beside
+	// the hundreds of thousands its jobs used.
+	const overClusters = new Set();
 	// Steps of the window still ahead hold no GPU time yet: drawn as zero they
 	// looked like the fleet had gone, and the step under way, averaged over
 	// its whole length, like a fleet a third its size. The chart stops at now
@@ -28,20 +34,23 @@ export async function render(ctx) {
 	const now = Date.now() / 1000;
 	for (const r of cap.rows) {
 		const t = Date.parse(r.start) / 1000;
-		const a = byT.get(t) || { len: Math.min(Date.parse(r.end) / 1000, now) - t, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0 };
+		const a = byT.get(t) || { len: Math.min(Date.parse(r.end) / 1000, now) - t, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0, over: 0 };
 		a.reported += r.reported_gpu_seconds;
 		a.allocated += r.allocated_gpu_seconds;
 		a.idle += r.idle_gpu_seconds;
 		a.unavailable += r.unavailable_gpu_seconds;
 		a.reserved += r.reserved_gpu_seconds;
+		a.over += r.over_gpu_seconds || 0;
 		byT.set(t, a);
 		const k = r[keyName] ?? r.cluster;
-		const b = byKey.get(k) || { key: k, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0 };
+		const b = byKey.get(k) || { key: k, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0, over: 0 };
 		b.reported += r.reported_gpu_seconds;
 		b.allocated += r.allocated_gpu_seconds;
 		b.idle += r.idle_gpu_seconds;
 		b.unavailable += r.unavailable_gpu_seconds;
 		b.reserved += r.reserved_gpu_seconds;
+		b.over += r.over_gpu_seconds || 0;
+		if (r.over_gpu_seconds > 0) overClusters.add(r.cluster);
 		byKey.set(k, b);
 	}
 	const busyT = new Map();
@@ -68,8 +77,8 @@ export async function render(ctx) {
 	series.push({ name: 'Reserved', values: xs.map((t) => gpus(t, byT.get(t).reserved)) });
 	series.push({ name: 'Unavailable', values: xs.map((t) => gpus(t, byT.get(t).unavailable)) });
 
-	let rep = 0, alloc = 0, unav = 0;
-	for (const a of byT.values()) { rep += a.reported; alloc += a.allocated; unav += a.unavailable; }
+	let rep = 0, alloc = 0, unav = 0, over = 0;
+	for (const a of byT.values()) { rep += a.reported; alloc += a.allocated; unav += a.unavailable; over += a.over; }
 	const avail = rep - unav;
 	const sched = inv.clusters.reduce((s, c) => s + (c.scheduler_gpus || 0), 0);
 	const exp = inv.clusters.reduce((s, c) => s + (c.exporter_gpus || 0), 0);
@@ -83,23 +92,27 @@ export async function render(ctx) {
 	return [
 		h('div', { class: 'stats' },
 			stat('Capacity', f.gpuHours(rep), 'reported GPU time'),
-			stat('Allocated', f.gpuHours(alloc)),
+			stat('Allocated', f.gpuHours(alloc), over > 0 ? '+ ' + f.gpuHours(over) + ' beyond the inventory' : ''),
 			stat('Saturation', f.percent(avail > 0 ? alloc / avail : null), 'allocated / available'),
 			stat('Unavailable', f.gpuHours(unav), 'down or drained'),
 			stat('GPUs (scheduler)', f.number(sched), 'present now'),
 			stat('GPUs (exporter)', f.number(exp), exp < sched ? (sched - exp) + ' without exporter data' : 'all seen')),
 		haveBusy ? null : h('p', { class: 'note', text: 'Busy vs. idle inside allocations needs dcgm-exporter data; none in this window, so allocated time is shown whole.' }),
+		over > 0 ? h('p', { class: 'note', id: 'fleet-over', text: f.gpuHours(over) + ' were allocated beyond the GPUs the inventory reports (' +
+			[...overClusters].sort().join(', ') + '): jobs on nodes no node source lists, or over their partition\'s capacity. ' +
+			'They are in the table\'s "Beyond inventory" column, not in the chart or the saturation.' }) : null,
 		chartBox,
 		table({
 			id: 'fleet-table', title: 'By ' + keyName.replace('_', ' '), sortKey: 'reported',
 			cols: [
 				{ key: 'key', label: keyName.replace('_', ' ') },
-				{ key: 'reported', label: 'Capacity', num: true, fmt: (r) => f.gpuHours(r.reported) },
+				{ key: 'reported', label: 'Capacity', num: true, fmt: (r) => r.reported === 0 && r.over > 0 ? 'no inventory' : f.gpuHours(r.reported) },
 				{ key: 'allocated', label: 'Allocated', num: true, fmt: (r) => f.gpuHours(r.allocated) },
 				{ key: 'idle', label: 'Unallocated idle', num: true, fmt: (r) => f.gpuHours(r.idle) },
 				{ key: 'reserved', label: 'Reserved', num: true, fmt: (r) => f.gpuHours(r.reserved) },
 				{ key: 'unavailable', label: 'Unavailable', num: true, fmt: (r) => f.gpuHours(r.unavailable) },
 				{ key: 'saturation', label: 'Saturation', num: true, fmt: (r) => f.percent(r.saturation) },
+				...(over > 0 ? [{ key: 'over', label: 'Beyond inventory', num: true, fmt: (r) => f.gpuHours(r.over) }] : []),
 			],
 			rows,
 			csv: { path: '/v1/capacity', params: { window: ctx.window, step, aggregate: ctx.aggregate } },
