@@ -38,7 +38,8 @@ export async function render(ctx) {
 				h('div', { class: 'value', 'data-total': t.total, text: f.decimal(t.total, cur) })),
 			stat('Allocated', f.gpuHours(t.allocated_gpu_seconds), f.money(t.cost_micros, cur)),
 			stat('Idle capacity', f.gpuHours(t.idle_gpu_seconds), cb.shareIdle === 'none' ? f.money(t.idle_micros, cur) + ' (not shared)' : 'shared: ' + cb.shareIdle),
-			stat('Fleet GPU time', f.gpuHours(t.gpu_seconds))),
+			stat('Fleet GPU time', f.gpuHours(t.gpu_seconds), cb.capacity_known === false ? 'at least: capacity partly unknown' : '')),
+		coverageNote(cb, 'cb-coverage'),
 		cb.unpriced_models && cb.unpriced_models.length ? h('p', { class: 'note', text: 'No rate for: ' + cb.unpriced_models.join(', ') }) : null,
 		h('section', { class: 'card', 'aria-label': 'Cost per owner' },
 			h('h2', { text: 'Cost per ' + ctx.aggregate.replace('_', ' ') + (rows.length > 20 ? ' (top 20)' : '') }),
@@ -60,4 +61,16 @@ export async function render(ctx) {
 			csv: { path: '/v1/chargeback', params },
 		}),
 	];
+}
+
+// Idle capacity is only known where a node inventory covered the window:
+// without this the stats read as the whole fleet's idle when the API said
+// capacity_known false (a cluster without a node source, or an inventory
+// polled from the middle of the month).
+export function coverageNote(d, id) {
+	if (d.capacity_known !== false) return null;
+	const days = d.capacity_days_known !== undefined && d.capacity_days !== undefined
+		? ' (' + d.capacity_days_known + ' of ' + d.capacity_days + ' days have capacity data)' : '';
+	return h('p', { class: 'note', id, text: 'Capacity is not known for all of this window' + days +
+		': idle capacity counts only the GPUs a node inventory reported, so idle and fleet GPU time are lower bounds.' });
 }

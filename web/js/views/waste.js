@@ -2,6 +2,7 @@
 // idle capacity per cluster / partition / GPU model; failed jobs' share.
 import { h, stat, table, bars } from '../ui.js';
 import * as f from '../fmt.js';
+import { coverageNote } from './chargeback.js';
 
 export async function render(ctx) {
 	const params = { window: ctx.window, aggregate: ctx.aggregate };
@@ -20,8 +21,13 @@ export async function render(ctx) {
 			observed ? stat('Idle in allocations', f.gpuHours(allocIdle), f.money(allocIdleCost))
 				: stat('Idle in allocations', 'unknown', 'no exporter data in this window'),
 			stat('Unallocated idle', f.gpuHours(unalloc), f.money(unallocCost)),
-			stat('Share of fleet time wasted', f.percent(d.wasted_fraction), observed ? '' : 'unallocated idle only: at least this'),
+			// over the capacity known only: with a cluster or days without
+			// inventory it is no bound on the whole fleet's share
+			stat('Share of fleet time wasted', f.percent(d.wasted_fraction), d.capacity_known === false
+				? 'of the GPU time with capacity data' + (observed ? '' : ', unallocated idle only')
+				: observed ? '' : 'unallocated idle only: at least this'),
 			stat('Failed jobs among the worst', String(failed.length), failed.length ? f.gpuHours(failed.reduce((s, j) => s + j.idle_gpu_seconds, 0)) + ' idle' : '')),
+		coverageNote(d, 'idle-coverage'),
 		d.unallocated_idle.length ? h('section', { class: 'card', 'aria-label': 'Idle capacity by partition and model' },
 			h('h2', { text: 'Idle capacity by partition and GPU model' }),
 			bars(d.unallocated_idle.map((r) => ({ label: r.cluster + '/' + r.partition + ' ' + r.gpu_model, parts: [r.idle_gpu_seconds, r.allocated_gpu_seconds, r.unavailable_gpu_seconds], text: f.gpuHours(r.idle_gpu_seconds) })),
