@@ -13,7 +13,12 @@ export async function render(ctx) {
 	ctx.charts = [];
 	if (fc.status === 'fulfilled') {
 		const d = fc.value;
-		const pick = h('select', { id: 'forecast-series' }, d.series.map((s, i) => h('option', { value: String(i), text: s.key })));
+		// The series shown first is the largest by its history, not the
+		// first by name: that was __unallocated__ (the jobs no owner rule
+		// matched), a flat line of nothing, in the demo.
+		const total = (s) => (s.history || []).reduce((a, p) => a + (p.value || 0), 0);
+		const first = d.series.reduce((b, s, i) => (total(s) > total(d.series[b]) ? i : b), 0);
+		const pick = h('select', { id: 'forecast-series' }, d.series.map((s, i) => h('option', { value: String(i), text: s.key, selected: i === first })));
 		const box = h('div', { class: 'card chart-card' },
 			h('div', { class: 'table-head' }, h('h2', { text: 'GPU-hours per ' + d.step + ': history and forecast' }),
 				h('label', { for: 'forecast-series', text: 'Series ' }), pick));
@@ -114,7 +119,7 @@ function draw(box, s) {
 export function after(ctx) {
 	for (const { box, d, pick } of ctx.charts) {
 		if (!d.series.length) { box.append(h('p', { class: 'note', text: 'No series to forecast in this data.' })); continue; }
-		draw(box, d.series[0]);
+		draw(box, d.series[Number(pick.value)]);
 		pick.addEventListener('change', () => draw(box, d.series[Number(pick.value)]));
 	}
 }
