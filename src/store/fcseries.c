@@ -66,6 +66,10 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 	gl_cb_init(&cb, n_dims, GL_SHARE_NONE, n_steps);
 	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.filter = filter;
+	/* the owners' lines are the series; the fleet's idle (a gl_capacity
+	 * call per step: 2,184 for the capacity forecast's 91 days of hours)
+	 * is no part of any of them, and shareIdle none leaves lines as they are */
+	q.lines_only = 1;
 	if ((rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
