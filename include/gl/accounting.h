@@ -67,14 +67,6 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 /* Builds up to max_days stale past days, most recent first; *built counts them. */
 int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
 
-/* The jobs CTE every accounting query starts from (steps $1 start[], $2
- * end[], $4 index[] at now $3): GPU jobs clipped to each step as k(i, job_pk,
- * cluster, s0, e0, gpu_model, gpu_milli, partition, job_id, state, job_start,
- * job_queued, team, project, cost_center, ...),
- * with the owner at the job's start. Reports reuse it so their per-job
- * numbers use the very owner resolution chargeback does. Static text. */
-const char *gl_acct_jobs_cte(void);
-
 /* ", j0 AS (...) ... settled AS (...)": settles fleet idle per step i and
  * capacity key (cluster, partition, model) so that a cluster's idle is its
  * capacity less unavailable less ALL its allocation, also allocation under a

@@ -322,6 +322,29 @@ static void test_attribution_to_testbed_jobs(void **state)
 	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_job_usage('2026-11-22T15:00:00Z', '2026-11-22T16:00:00Z')"), 0);
 	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_job_usage('2026-11-22T16:04:00Z', '2026-11-22T16:05:00Z') u"
 			   " JOIN jobs j USING (job_pk) WHERE j.job_id IN ('2', '3', '4', '9', '11', '13')"), 6);
+	/* gl_job_usage_steps (sql/026), which chargeback reads for all its steps
+	 * at once, is gl_job_usage step by step: an empty step, the 16:00
+	 * bucket's, and a step after a gap holding the 16:05 bucket (job 5's
+	 * second attempt), which no step counts */
+	{
+		static const char steps[] = "ARRAY['2026-11-22T15:00:00Z', '2026-11-22T16:00:00Z', '2026-11-22T16:10:00Z']::timestamptz[],"
+					    " ARRAY['2026-11-22T16:00:00Z', '2026-11-22T16:05:00Z', '2026-11-22T17:00:00Z']::timestamptz[]";
+		static const char cols[] = "string_agg(concat_ws(':', n, cluster_id, job_pk, observed_gpu_s, busy_gpu_s, idle_gpu_s,"
+					   " nodata_gpu_s, estimated_gpu_s, sample_busy_gpu_s, sample_idle_gpu_s, gpu_buckets, attribution),"
+					   " ',' ORDER BY n, job_pk)";
+		char want[8192];
+		snprintf(want, sizeof want, "%s",
+			 gl_test_qstrf(g_c, "SELECT %s FROM (SELECT 1 AS n, * FROM gl_job_usage('2026-11-22T15:00:00Z', '2026-11-22T16:00:00Z')"
+				       " UNION ALL SELECT 2, * FROM gl_job_usage('2026-11-22T16:00:00Z', '2026-11-22T16:05:00Z')"
+				       " UNION ALL SELECT 3, * FROM gl_job_usage('2026-11-22T16:10:00Z', '2026-11-22T17:00:00Z')) x", cols));
+		assert_true(strlen(want) > 0);
+		assert_string_equal(gl_test_qstrf(g_c, "SELECT %s FROM gl_job_usage_steps(%s)", cols, steps), want);
+		/* jobs 2, 3, 4, 9, 11, 13 and the first attempt of 5 */
+		assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_job_usage_steps(%s) WHERE n = 2", steps), 7);
+		assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_job_usage_steps(%s) WHERE n <> 2", steps), 0);
+		/* the gap's bucket is there, and is job 5's */
+		assert_true(job_usage("observed_gpu_s", "5", "COMPLETED") > 0);
+	}
 }
 
 static const char *snapshot(void)
