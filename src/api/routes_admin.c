@@ -101,6 +101,11 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("audit.csv"));
+		/* the JSON's next_cursor, which a CSV body has no place for */
+		if (more) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 0));
+			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
+		}
 		PQclear(r);
 		return 0;
 	}

@@ -160,12 +160,72 @@ static void test_audit_last_page_exactly_full(void **state)
 	assert_int_equal(pages, n);
 }
 
+/* The X-Next-Cursor header of GET path; 0 when there is none. */
+static long long csv_next(const char *path, struct gl_test_csv *t)
+{
+	struct gl_test_http r;
+	const char *h;
+	long long next = 0;
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.headers, "Content-Type: text/csv"));
+	assert_int_equal(gl_test_csv_parse(r.body, t), 0);
+	if ((h = strstr(r.headers, "X-Next-Cursor: ")))
+		next = atoll(h + strlen("X-Next-Cursor: "));
+	gl_test_http_fini(&r);
+	return next;
+}
+
+static void test_audit_csv_next_cursor(void **state)
+{
+	/* the same rows as the JSON test above, paged through as CSV by the
+	 * header alone: each seq once, newest first, as the JSON lists them */
+	long long n = gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM audit_log WHERE action = 'token.create'");
+	cJSON *j, *it;
+	long long want[16], next = 0, got = 0;
+	int pages = 0, k = 0;
+	char path[160];
+
+	assert_true(n >= N_TOKENS + 1 && n <= 16);
+	snprintf(path, sizeof path, "/v1/audit?action=token.create&limit=%lld", n);
+	j = gl_test_get_json(g_d.port, path, 200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "entries"))
+		want[k++] = (long long)cJSON_GetObjectItem(it, "seq")->valuedouble;
+	cJSON_Delete(j);
+	assert_int_equal(k, n);
+	do {
+		struct gl_test_csv t;
+		int seq;
+		snprintf(path, sizeof path, "/v1/audit?action=token.create&format=csv&limit=2");
+		if (next)
+			snprintf(path + strlen(path), sizeof path - strlen(path), "&cursor=%lld", next);
+		next = csv_next(path, &t);
+		seq = gl_test_csv_col(&t, "seq");
+		assert_true(seq >= 0);
+		assert_true(t.nrows >= 2); /* the header and at least one row */
+		for (size_t i = 1; i < t.nrows; i++) {
+			assert_true(got < n);
+			assert_int_equal(atoll(t.cell[i][seq]), want[got]);
+			got++;
+		}
+		/* the cursor is the page's last seq, as next_cursor is */
+		if (next)
+			assert_int_equal(next, want[got - 1]);
+		gl_test_csv_free(&t);
+		assert_true(++pages <= n);
+	} while (next);
+	assert_int_equal(got, n);
+	assert_int_equal(pages, (n + 1) / 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_jobs_last_page_exactly_full),
 		cmocka_unit_test(test_jobs_csv_last_page_exactly_full),
 		cmocka_unit_test(test_audit_last_page_exactly_full),
+		cmocka_unit_test(test_audit_csv_next_cursor),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
