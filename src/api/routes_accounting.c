@@ -330,7 +330,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		struct cap_cover cov = {0, 0};
 		if (p.n_steps &&
 		    (rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
-						&cov.known, &cov.days, &err))) {
+						p.have_filter ? &p.filter : NULL, &cov.known, &cov.days, &err))) {
 			rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 			goto out;
 		}

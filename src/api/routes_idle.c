@@ -208,7 +208,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 			      fleet_sql(&sql),
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
 		goto fail;
-	if (!csv && (rc = gl_acct_capacity_days(c, win.start_s, win.end_s, req->now_s, &cap_days_known, &cap_days,
+	if (!csv && (rc = gl_acct_capacity_days(c, win.start_s, win.end_s, req->now_s, NULL, &cap_days_known, &cap_days,
 						&err)))
 		goto fail;
 	if (csv) {
