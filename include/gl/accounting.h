@@ -57,9 +57,12 @@ int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct
  * them with a gl_capacity row (worked out from the spans gl_capacity reads:
  * keep the two in step). An idle total over a window whose capacity
  * data starts (or stops) inside it covers only the known days, which a
- * reader must be told. No gl_capacity in the database: *known = 0. */
-int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, int64_t *known, int64_t *days,
-			  struct gl_err *err) GL_MUSTCHECK;
+ * reader must be told. filter (may be NULL: the whole fleet) narrows the
+ * fleet by its cluster, partition and gpu_model clauses, as it narrows the
+ * chargeback's idle; other clauses are ignored. No gl_capacity in the
+ * database: *known = 0. */
+int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			  int64_t *known, int64_t *days, struct gl_err *err) GL_MUSTCHECK;
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */

@@ -37,6 +37,8 @@ int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv) GL_MUS
 void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition);
 /* Adds header k: v (both static strings) in the first free slot. */
 void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v);
+/* Adds header k (a static string): v in decimal, kept in resp. */
+void gl_apijson_add_header_num(struct gl_resp *resp, const char *k, long long v);
 /* CSV cells from column col of row: text (guarded, quoted as needed),
  * a number as the database printed it, epoch seconds as RFC 3339 UTC,
  * micro-units as money with minor decimals (the currency's minor units,

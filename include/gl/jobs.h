@@ -57,8 +57,24 @@ void gl_jobs_batch_stream(struct gl_jobs_batch *b, PGconn *c);
 int gl_jobs_lock(PGconn *c, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
 
 /* Finds or creates the cluster; kind is "slurm" or "kubernetes". A name that
- * exists with another kind is an error. */
+ * exists with another kind is an error once the cluster has data
+ * (GL_CLUSTER_HAS_DATA_SQL); before, it takes this kind. Called when a run starts, before
+ * anything is read: the run's ingest_runs row names the cluster by id, and
+ * a run that fails keeps its record. */
 int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err) GL_MUSTCHECK;
+
+/* SQL, true when cluster cid (an SQL expression) has data: jobs, exporter
+ * nodes, scheduler node spans or snapshots, or a watermark (a run that read
+ * it through, if it found nothing yet). A cluster only failed runs named
+ * (gl_cluster_ensure's row, then nothing committed) has none, and the
+ * listings of clusters leave it out (docs/ingest.md, "A new cluster"). */
+#define GL_CLUSTER_HAS_DATA_SQL(cid)                                              \
+	"(EXISTS (SELECT 1 FROM jobs hd WHERE hd.cluster_id = " cid ")"            \
+	" OR EXISTS (SELECT 1 FROM nodes hd WHERE hd.cluster_id = " cid ")"        \
+	" OR EXISTS (SELECT 1 FROM node_gpu_spans hd WHERE hd.cluster_id = " cid ")" \
+	" OR EXISTS (SELECT 1 FROM node_state_spans hd WHERE hd.cluster_id = " cid ")" \
+	" OR EXISTS (SELECT 1 FROM sched_snapshots hd WHERE hd.cluster_id = " cid ")" \
+	" OR EXISTS (SELECT 1 FROM ingest_state hd WHERE hd.cluster_id = " cid "))"
 
 /* The column list of the batch rows, in COPY order (for benchmarks). */
 extern const char gl_jobs_stage_columns[];

@@ -134,6 +134,17 @@ void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v)
 	gl_log(GL_LOG_ERROR, "api: no room for response header %s", k);
 }
 
+void gl_apijson_add_header_num(struct gl_resp *resp, const char *k, long long v)
+{
+	for (size_t i = 0; i < GL_ARRAY_LEN(resp->header_num); i++)
+		if (!resp->header_num[i][0]) {
+			snprintf(resp->header_num[i], sizeof resp->header_num[i], "%lld", v);
+			gl_apijson_add_header(resp, k, resp->header_num[i]);
+			return;
+		}
+	gl_log(GL_LOG_ERROR, "api: no room for response header %s", k);
+}
+
 void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition)
 {
 	resp->content_type = "text/csv; charset=utf-8";

@@ -126,17 +126,31 @@ static void add_usage(cJSON *o, const struct gl_cb_line *l)
 	}
 }
 
+/* Capacity coverage of the answer: days (gl_acct_capacity_days) and
+ * steps known, and whether that is the whole window. */
 struct cap_cover {
 	int64_t known, days;
+	size_t steps_known;
+	int window_known;
 };
+
+/* the totals' idle is the sum over the steps whose idle is known; it is
+ * the window's only when every step's is and the capacity data covers
+ * every day so far: a month whose inventory began on the 16th has half a
+ * month of idle, which must not read as the month's. */
+static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const struct gl_acct_meta *meta)
+{
+	cov->steps_known = meta->capacity_source ? gl_cb_capacity_steps(cb) : 0;
+	cov->window_known = cov->steps_known > 0 && cov->steps_known == cb->n_steps && cov->known == cov->days;
+}
 
 static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
 			const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
 {
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
-	int minor = gl_money_minor(currency), cap_known; /* validated with the config */
-	size_t steps_known;
+	int minor = gl_money_minor(currency); /* validated with the config */
+	size_t steps_known = cov->steps_known;
 
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
@@ -200,13 +214,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
 		cJSON_AddItemToArray(steps, so);
 	}
-	/* the totals' idle is the sum over the steps whose idle is known; it is
-	 * the window's (capacity_known) only when every step's is and the
-	 * capacity data covers every day so far: a month whose inventory began
-	 * on the 16th has half a month of idle, which must not read as the
-	 * month's. No step known: unknown, not 0, as in /v1/idle */
-	steps_known = meta->capacity_source ? gl_cb_capacity_steps(cb) : 0;
-	cap_known = steps_known > 0 && steps_known == cb->n_steps && cov->known == cov->days;
+	/* no step known: unknown, not 0, as in /v1/idle */
 	tot = cJSON_AddObjectToObject(root, "totals");
 	cJSON_AddNumberToObject(tot, "allocated_gpu_seconds", (double)cb->total_alloc_s);
 	if (steps_known)
@@ -226,7 +234,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		for (size_t i = 0; i < meta->n_unpriced; i++)
 			cJSON_AddItemToArray(um, cJSON_CreateString(meta->unpriced_models[i]));
 	}
-	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
+	cJSON_AddBoolToObject(root, "capacity_known", cov->window_known);
 	cJSON_AddNumberToObject(root, "capacity_steps_known", (double)steps_known);
 	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->known);
 	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->days);
@@ -248,7 +256,8 @@ static void csv_money(struct gl_strbuf *o, int64_t micros, int minor)
 	gl_csv_raw(o, buf);
 }
 
-static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb, int minor)
+static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
+		       const struct cap_cover *cov, int minor)
 {
 	struct gl_strbuf *o = &resp->body;
 	char a[32], b[32];
@@ -298,9 +307,14 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 			gl_csv_end(o);
 		}
 	}
-	resp->content_type = "text/csv; charset=utf-8";
-	resp->extra_headers[0][0] = "Content-Disposition";
-	resp->extra_headers[0][1] = "attachment; filename=\"chargeback.csv\"";
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("chargeback.csv"));
+	/* the JSON root's coverage, which no row of the table can hold: a
+	 * step whose idle is unknown has no __idle__ row, and a known one
+	 * may cover only some of its days */
+	gl_apijson_add_header(resp, "X-Capacity-Known", cov->window_known ? "true" : "false");
+	gl_apijson_add_header_num(resp, "X-Capacity-Steps-Known", (long long)cov->steps_known);
+	gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov->known);
+	gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov->days);
 }
 
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
@@ -308,6 +322,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	struct acct_params p;
 	struct gl_acct_query q = {0};
 	struct gl_acct_meta meta = {0};
+	struct cap_cover cov = {0};
 	struct gl_cb cb;
 	struct gl_err err = {0};
 	PGconn *c;
@@ -324,18 +339,16 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
-	if (p.csv) {
-		render_csv(resp, &p, &cb, gl_money_minor(req->cfg->currency));
-	} else {
-		struct cap_cover cov = {0, 0};
-		if (p.n_steps &&
-		    (rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
-						&cov.known, &cov.days, &err))) {
-			rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
-			goto out;
-		}
-		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
+	if (p.n_steps && (rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
+						     p.have_filter ? &p.filter : NULL, &cov.known, &cov.days, &err))) {
+		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
+		goto out;
 	}
+	cover_steps(&cov, &cb, &meta);
+	if (p.csv)
+		render_csv(resp, &p, &cb, &cov, gl_money_minor(req->cfg->currency));
+	else
+		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
 out:
 	gl_acct_meta_fini(&meta);
 	gl_cb_fini(&cb);

@@ -47,7 +47,7 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root, *arr;
-	int rc, n, have_w, csv;
+	int rc, n, more, have_w, csv;
 
 	/* the server has already refused parameters outside the route's list */
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
@@ -62,7 +62,8 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 		if (oc && strcmp(oc, "ok") && strcmp(oc, "denied") && strcmp(oc, "error"))
 			return gl_resp_error(resp, GL_EINVAL, "outcome", "outcome: '%s' is not ok, denied or error", oc);
 	}
-	snprintf(lim, sizeof lim, "%lld", limit);
+	/* one row past the page: a next_cursor only when a row follows */
+	snprintf(lim, sizeof lim, "%lld", limit + 1);
 	snprintf(cur, sizeof cur, "%lld", cursor);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
@@ -80,7 +81,8 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 					       gl_req_param(req, "actor"), gl_req_param(req, "outcome"), cur, lim},
 			      &r, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	n = PQntuples(r);
+	more = PQntuples(r) > limit;
+	n = more ? (int)limit : PQntuples(r);
 	if (csv) {
 		/* the same page as CSV, for filing; the chain columns let a reader
 		 * re-check each row against its neighbours */
@@ -99,6 +101,11 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("audit.csv"));
+		/* the JSON's next_cursor, which a CSV body has no place for */
+		if (more) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 0));
+			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
+		}
 		PQclear(r);
 		return 0;
 	}
@@ -118,7 +125,7 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddStringToObject(o, "hash", PQgetvalue(r, i, 9));
 		cJSON_AddItemToArray(arr, o);
 	}
-	if (n == limit)
+	if (more)
 		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 0)));
 	else
 		cJSON_AddNullToObject(root, "next_cursor");

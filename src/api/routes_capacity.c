@@ -4,6 +4,7 @@
 #include "gl/capacity.h"
 #include "gl/csv.h"
 #include "gl/db.h"
+#include "gl/jobs.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -303,7 +304,10 @@ static const char inv_clusters_sql[] =
 	"   AND gp.absent_since IS NULL),"
 	" (SELECT extract(epoch FROM max(taken_at))::bigint FROM sched_snapshots t WHERE t.cluster_id = cl.cluster_id),"
 	" (SELECT extract(epoch FROM events_until)::bigint FROM sched_coverage v WHERE v.cluster_id = cl.cluster_id)"
-	" FROM clusters cl WHERE $1::text IS NULL OR cl.name = $1 ORDER BY 1";
+	/* a cluster appears once data for it lands, not when a run that
+	 * failed before writing any named it */
+	" FROM clusters cl WHERE ($1::text IS NULL OR cl.name = $1) AND " GL_CLUSTER_HAS_DATA_SQL("cl.cluster_id")
+	" ORDER BY 1";
 
 void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o)
 {

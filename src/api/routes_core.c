@@ -214,9 +214,9 @@ static const char jobs_sql[] =
 									    " / 1000.0") " AS k) sc"
 	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC";
 
-/* The rows of jobs_sql as CSV, the columns of the JSON objects in order;
- * cost in currency units with the currency's minor decimals. */
-static void jobs_csv(struct gl_resp *resp, const PGresult *r, int windowed, int minor)
+/* The first n rows of jobs_sql as CSV, the columns of the JSON objects in
+ * order; cost in currency units with the currency's minor decimals. */
+static void jobs_csv(struct gl_resp *resp, const PGresult *r, int n, int windowed, int minor)
 {
 	static const char *const hdr[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
 					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
@@ -231,7 +231,7 @@ static void jobs_csv(struct gl_resp *resp, const PGresult *r, int windowed, int 
 		gl_apijson_csv_header(o, win_hdr);
 	else
 		gl_csv_end(o);
-	for (int i = 0; i < PQntuples(r); i++) {
+	for (int i = 0; i < n; i++) {
 		for (int k = 0; k <= 9; k++)
 			gl_apijson_csv_col_str(o, r, i, k);
 		for (int k = 10; k <= 12; k++)
@@ -266,7 +266,7 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root = NULL, *arr;
-	int rc, n, csv;
+	int rc, n, more, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
 	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
@@ -283,7 +283,10 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		if (i == GL_ARRAY_LEN(job_states))
 			return gl_resp_error(resp, GL_EINVAL, "state", "state: unknown job state '%s'", state);
 	}
-	snprintf(lim, sizeof lim, "%lld", limit);
+	/* one row past the page: a next_cursor only when there is a next row,
+	 * or a client paging to an exactly full last page asks once more for
+	 * nothing */
+	snprintf(lim, sizeof lim, "%lld", limit + 1);
 	snprintf(off, sizeof off, "%lld", offset);
 	snprintf(wa, sizeof wa, "%lld", (long long)w.start_s);
 	snprintf(wb, sizeof wb, "%lld", (long long)w.end_s);
@@ -301,11 +304,12 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
 	gl_strbuf_fini(&scope);
-	n = PQntuples(r);
+	more = PQntuples(r) > limit;
+	n = more ? (int)limit : PQntuples(r);
 	if (csv) {
-		jobs_csv(resp, r, win != NULL, gl_money_minor(req->cfg->currency));
+		jobs_csv(resp, r, n, win != NULL, gl_money_minor(req->cfg->currency));
 		/* CSV has no room for the cursor: the next page's is a header */
-		if (n == limit) {
+		if (more) {
 			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 19));
 			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
 		}
@@ -345,7 +349,7 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_AddNumberToObject(root, "count", n);
-	if (n == limit)
+	if (more)
 		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 19)));
 	else
 		cJSON_AddNullToObject(root, "next_cursor");

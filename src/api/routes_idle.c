@@ -159,7 +159,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	PGconn *c;
 	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
 	cJSON *root = NULL, *arr;
-	int rc = 0, have_cap, csv;
+	int rc = 0, have_cap, cap_known, csv;
 	int64_t cap_days_known = 0, cap_days = 0;
 	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
 
@@ -208,12 +208,19 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 			      fleet_sql(&sql),
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
 		goto fail;
-	if (!csv && (rc = gl_acct_capacity_days(c, win.start_s, win.end_s, req->now_s, &cap_days_known, &cap_days,
-						&err)))
+	if ((rc = gl_acct_capacity_days(c, win.start_s, win.end_s, req->now_s, NULL, &cap_days_known, &cap_days, &err)))
 		goto fail;
+	/* known for the window only when its capacity data covers every day
+	 * so far; else unallocated_idle is the known days' alone */
+	cap_known = have_cap && fleet && PQntuples(fleet) > 0 && cap_days_known == cap_days;
 	if (csv) {
 		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet,
 			 gl_money_minor(req->cfg->currency));
+		/* the JSON root's coverage, which no row holds: an unallocated
+		 * table without rows, or with the known days' idle only */
+		gl_apijson_add_header(resp, "X-Capacity-Known", cap_known ? "true" : "false");
+		gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cap_days_known);
+		gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cap_days);
 		goto out;
 	}
 
@@ -268,10 +275,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		reported_total += atof(PQgetvalue(fleet, i, 3));
 		cJSON_AddItemToArray(arr, o);
 	}
-	/* known for the window only when its capacity data covers every day
-	 * so far; else unallocated_idle is the known days' alone */
-	cJSON_AddBoolToObject(root, "capacity_known",
-			      have_cap && fleet && PQntuples(fleet) > 0 && cap_days_known == cap_days);
+	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
 	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cap_days_known);
 	cJSON_AddNumberToObject(root, "capacity_days", (double)cap_days);
 	if (reported_total > 0)

@@ -616,6 +616,7 @@ out:
 int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err)
 {
 	PGresult *r = NULL;
+	char cid[16];
 	int rc;
 
 	if ((rc = gl_db_query(c,
@@ -629,11 +630,26 @@ int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluste
 		rc = gl_err_set(err, GL_EDB, "cluster '%s': could not be created", name);
 		goto out;
 	}
-	if (strcmp(PQgetvalue(r, 0, 1), kind) != 0) {
-		rc = gl_err_set(err, GL_EINVAL, "cluster '%s' is a %s cluster, not %s", name, PQgetvalue(r, 0, 1), kind);
-		goto out;
-	}
 	*cluster_id = atoi(PQgetvalue(r, 0, 0));
+	if (strcmp(PQgetvalue(r, 0, 1), kind) != 0) {
+		char other[32];
+		snprintf(other, sizeof other, "%s", PQgetvalue(r, 0, 1));
+		snprintf(cid, sizeof cid, "%d", *cluster_id);
+		PQclear(r);
+		r = NULL;
+		/* a cluster with no data yet (only failed runs named it) takes
+		 * the kind of the run now: a mistyped `ingest kube --cluster C`
+		 * that failed must not lock C out of its Slurm ingest. Asked
+		 * apart, as it reads the data tables: the usual path must not
+		 * wait on a lock on any of them before its run is on record */
+		if ((rc = gl_db_query(c,
+				      "UPDATE clusters SET kind = $2 WHERE cluster_id = $1::integer AND kind <> $2"
+				      " AND NOT " GL_CLUSTER_HAS_DATA_SQL("clusters.cluster_id") " RETURNING kind",
+				      2, (const char *[]){cid, kind}, &r, err)))
+			goto out;
+		if (PQntuples(r) < 1)
+			rc = gl_err_set(err, GL_EINVAL, "cluster '%s' is a %s cluster, not %s", name, other, kind);
+	}
 out:
 	PQclear(r);
 	return rc;

@@ -925,7 +925,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		sb->fleet.unavailable_s = i64v(r, 0, 1);
 		PQclear(r);
 		r = NULL;
-		if ((rc = gl_acct_capacity_days(c, sb->start_s, sb->end_s, req->now_s, &sb->fleet.capacity_days_known,
+		if ((rc = gl_acct_capacity_days(c, sb->start_s, sb->end_s, req->now_s, NULL, &sb->fleet.capacity_days_known,
 						&sb->fleet.capacity_days, err)))
 			goto out;
 		/* capacity from the 16th on is half a month of idle: the figures

@@ -190,7 +190,9 @@ static int on_sample(void *ctx, const struct gl_promtext_sample *s)
 }
 
 /* A cluster called we"ird\cl<newline>x: every label holding it is escaped
- * (\" \\ \n, the text format's three escapes) and the whole scrape parses. */
+ * (\" \\ \n, the text format's three escapes) and the whole scrape parses.
+ * Its run left a watermark: the inventory gauges list only clusters with
+ * data (docs/ingest.md, "A new cluster"). */
 static void test_metrics_labels_are_escaped(void **state)
 {
 	struct gl_test_http r;
@@ -200,7 +202,9 @@ static void test_metrics_labels_are_escaped(void **state)
 	struct gl_promtext_stats st;
 	struct gl_err err = {0};
 	PGresult *res = PQexecParams(g_c,
-				     "WITH c AS (INSERT INTO clusters (name, kind) VALUES ($1, 'slurm') RETURNING cluster_id)"
+				     "WITH c AS (INSERT INTO clusters (name, kind) VALUES ($1, 'slurm') RETURNING cluster_id),"
+				     " w AS (INSERT INTO ingest_state (source, cluster_id, watermark)"
+				     "  SELECT 'sacct', cluster_id, now() - interval '1 hour' FROM c)"
 				     " INSERT INTO ingest_runs (source, cluster_id, started_at, finished_at, status, lines_read)"
 				     " SELECT 'sacct', cluster_id, now() - interval '1 hour', now() - interval '1 hour', 'ok', 3 FROM c",
 				     1, NULL, (const char *[]){WEIRD}, NULL, NULL, 0);

@@ -146,6 +146,58 @@ static void test_report_note(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* The coverage headers of the CSV of json_path (format=csv appended) and
+ * the JSON root's fields they carry: each header present, equal to its
+ * field. want_known, days_known, days: what both must say. */
+static void csv_coverage(const char *json_path, int chargeback, int want_known, long long days_known,
+			 long long days)
+{
+	static const char *const hdr[] = {"X-Capacity-Known", "X-Capacity-Days-Known", "X-Capacity-Days",
+					  "X-Capacity-Steps-Known"};
+	static const char *const key[] = {"capacity_known", "capacity_days_known", "capacity_days",
+					  "capacity_steps_known"};
+	cJSON *j = gl_test_get_json(g_d.port, json_path, 200);
+	struct gl_test_http r;
+	char path[256], v[64];
+	assert_non_null(j);
+	snprintf(path, sizeof path, "%s&format=csv", json_path);
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.headers, "Content-Type: text/csv"));
+	for (size_t i = 0; i < (chargeback ? 4u : 3u); i++) {
+		const cJSON *f = cJSON_GetObjectItem(j, key[i]);
+		char want[32];
+		if (!gl_test_header(&r, hdr[i], v, sizeof v))
+			fail_msg("%s: no %s header:\n%s", path, hdr[i], r.headers);
+		if (cJSON_IsBool(f))
+			snprintf(want, sizeof want, "%s", cJSON_IsTrue(f) ? "true" : "false");
+		else
+			snprintf(want, sizeof want, "%lld", num(j, key[i]));
+		if (strcmp(v, want))
+			fail_msg("%s: %s: %s, the JSON's %s is %s", path, hdr[i], v, key[i], want);
+	}
+	if (!chargeback && gl_test_header(&r, "X-Capacity-Steps-Known", v, sizeof v))
+		fail_msg("%s: /v1/idle has no steps, yet X-Capacity-Steps-Known: %s", path, v);
+	assert_string_equal(gl_test_header(&r, "X-Capacity-Known", v, sizeof v), want_known ? "true" : "false");
+	assert_int_equal(atoll(gl_test_header(&r, "X-Capacity-Days-Known", v, sizeof v)), days_known);
+	assert_int_equal(atoll(gl_test_header(&r, "X-Capacity-Days", v, sizeof v)), days);
+	gl_test_http_fini(&r);
+	cJSON_Delete(j);
+}
+
+static void test_csv_coverage_headers(void **state)
+{
+	/* half of October: an __idle__ row with 16 days' idle, which without
+	 * the headers read as the month's */
+	csv_coverage("/v1/chargeback?window=2026-10&step=month", 1, 0, OCT_KNOWN_DAYS, 31);
+	csv_coverage("/v1/chargeback?window=2026-10&step=day", 1, 0, OCT_KNOWN_DAYS, 31);
+	csv_coverage("/v1/chargeback?window=2026-10-16,2026-11-01&step=day", 1, 1, OCT_KNOWN_DAYS, OCT_KNOWN_DAYS);
+	/* every table of /v1/idle says it; the unallocated one is the idle */
+	csv_coverage("/v1/idle?window=2026-10&table=unallocated", 0, 0, OCT_KNOWN_DAYS, 31);
+	csv_coverage("/v1/idle?window=2026-10&table=allocated", 0, 0, OCT_KNOWN_DAYS, 31);
+	csv_coverage("/v1/idle?window=2026-10-16,2026-11-01&table=unallocated", 0, 1, OCT_KNOWN_DAYS, OCT_KNOWN_DAYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_covered_window_known),
 		cmocka_unit_test(test_idle_month),
 		cmocka_unit_test(test_report_note),
+		cmocka_unit_test(test_csv_coverage_headers),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

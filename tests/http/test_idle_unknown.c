@@ -55,10 +55,50 @@ static void test_no_capacity_no_idle_figure(void **state)
 	cJSON_Delete(j);
 }
 
+/* Response header name of r must be want. */
+static void expect_header(const struct gl_test_http *r, const char *name, const char *want)
+{
+	char v[64];
+	if (!gl_test_header(r, name, v, sizeof v))
+		fail_msg("no %s header:\n%s", name, r->headers);
+	if (strcmp(v, want))
+		fail_msg("%s: %s, want %s", name, v, want);
+}
+
+static void test_no_capacity_csv_says_so(void **state)
+{
+	struct gl_test_http r;
+	struct gl_test_csv t;
+
+	/* the CSV has no __idle__ row, which alone could not tell unknown idle
+	 * from a table that leaves idle out; the headers say unknown */
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/chargeback?window=2026-10&format=csv", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_null(strstr(r.body, "__idle__"));
+	expect_header(&r, "X-Capacity-Known", "false");
+	expect_header(&r, "X-Capacity-Steps-Known", "0");
+	expect_header(&r, "X-Capacity-Days-Known", "0");
+	expect_header(&r, "X-Capacity-Days", "31");
+	gl_test_http_fini(&r);
+	/* no unallocated rows: unknown, not an idle-free fleet */
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/idle?window=2026-10&format=csv&table=unallocated", NULL, 0,
+				      NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &t), 0);
+	assert_int_equal(t.nrows, 1);
+	gl_test_csv_free(&t);
+	expect_header(&r, "X-Capacity-Known", "false");
+	expect_header(&r, "X-Capacity-Days-Known", "0");
+	expect_header(&r, "X-Capacity-Days", "31");
+	gl_test_http_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_no_capacity_no_idle_figure),
+		cmocka_unit_test(test_no_capacity_csv_says_so),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

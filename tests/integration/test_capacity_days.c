@@ -5,7 +5,9 @@
  * window) has a row. Scheduler spans with gaps (one closing and reopening
  * inside a day, one shorter than a day), and a cluster with exporter GPUs
  * only (two MIG rows of one GPU merged, one GPU absent for a while);
- * windows that cut days anywhere. Real PostgreSQL. */
+ * windows that cut days anywhere; the fleet narrowed by a filter's
+ * cluster, partition and gpu_model clauses (as /v1/chargeback narrows its
+ * idle), owner clauses ignored. Real PostgreSQL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <cmocka.h>
 
 #include "gl/accounting.h"
+#include "gl/filter.h"
 #include "lib/testlib.h"
 
 #include <libpq-fe.h>
@@ -61,22 +64,49 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void check(int64_t a, int64_t b, int64_t now)
+/* The filters checked, each with the condition on a gl_capacity row
+ * (cp, its cluster c) that says the same, keyed as chargeback keys idle. */
+static const struct {
+	const char *filter, *where;
+} g_filters[] = {
+	{NULL, "true"},
+	{"cluster:\"s1\"", "c.name = 's1'"},
+	{"cluster:\"k1\"", "c.name = 'k1'"},
+	{"partition:\"p\"", "coalesce(cp.partition, '') = 'p'"},
+	{"gpu_model:\"a100\"+cluster:\"k1\"", "gl_gpu_model(cp.gpu_model) = 'a100' AND c.name = 'k1'"},
+	{"gpu_model:\"h100\"", "gl_gpu_model(cp.gpu_model) = 'h100'"},
+	{"team:\"t\"", "true"}, /* owners do not narrow the fleet */
+};
+
+static void check_filtered(int64_t a, int64_t b, int64_t now, size_t fi)
 {
 	int64_t known = -1, days = -1, end = b < now ? b : now;
 	struct gl_err e = {0};
+	struct gl_filter f = {0};
 	long long want_known, want_days;
-	assert_int_equal(gl_acct_capacity_days(g_c, a, b, now, &known, &days, &e), 0);
+	if (g_filters[fi].filter && gl_filter_parse(g_filters[fi].filter, gl_acct_dims, &f, &e))
+		fail_msg("%s: %s", g_filters[fi].filter, e.msg);
+	assert_int_equal(gl_acct_capacity_days(g_c, a, b, now, g_filters[fi].filter ? &f : NULL, &known, &days, &e), 0);
+	if (g_filters[fi].filter)
+		gl_filter_fini(&f);
 	want_known = gl_test_qintf(g_c,
 				   "SELECT count(*) FROM generate_series(%lld::bigint / 86400 * 86400, %lld::bigint - 1, 86400) d"
 				   " WHERE EXISTS (SELECT 1 FROM gl_capacity(to_timestamp(greatest(d, %lld)),"
-				   " to_timestamp(least(d + 86400, %lld))))",
-				   (long long)a, (long long)end, (long long)a, (long long)end);
+				   " to_timestamp(least(d + 86400, %lld))) cp JOIN clusters c USING (cluster_id) WHERE %s)",
+				   (long long)a, (long long)end, (long long)a, (long long)end, g_filters[fi].where);
 	want_days = gl_test_qintf(g_c, "SELECT count(*) FROM generate_series(%lld::bigint / 86400 * 86400, %lld::bigint - 1, 86400)",
 				  (long long)a, (long long)end);
 	if (known != want_known || days != want_days)
-		fail_msg("[%lld, %lld) now %lld: %lld of %lld days, gl_capacity says %lld of %lld", (long long)a,
-			 (long long)b, (long long)now, (long long)known, (long long)days, want_known, want_days);
+		fail_msg("[%lld, %lld) now %lld, filter %s: %lld of %lld days, gl_capacity says %lld of %lld",
+			 (long long)a, (long long)b, (long long)now,
+			 g_filters[fi].filter ? g_filters[fi].filter : "none", (long long)known, (long long)days,
+			 want_known, want_days);
+}
+
+static void check(int64_t a, int64_t b, int64_t now)
+{
+	for (size_t fi = 0; fi < sizeof g_filters / sizeof g_filters[0]; fi++)
+		check_filtered(a, b, now, fi);
 }
 
 static void test_days_as_gl_capacity(void **state)
@@ -94,7 +124,7 @@ static void test_days_as_gl_capacity(void **state)
 	{
 		int64_t known, days;
 		struct gl_err e = {0};
-		assert_int_equal(gl_acct_capacity_days(g_c, aug1, oct1, oct1, &known, &days, &e), 0);
+		assert_int_equal(gl_acct_capacity_days(g_c, aug1, oct1, oct1, NULL, &known, &days, &e), 0);
 		assert_int_equal(days, 61);
 		assert_int_equal(known, 4 + 3 + 1 + 2 + 6);
 	}

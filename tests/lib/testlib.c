@@ -638,6 +638,25 @@ int gl_test_http_ex(int port, const char *method, const char *path, const char *
 	return cc == CURLE_OK ? 0 : -1;
 }
 
+const char *gl_test_header(const struct gl_test_http *r, const char *name, char *out, size_t n)
+{
+	size_t len = strlen(name);
+	/* one header a line, "Name: value\r\n" */
+	for (const char *p = r->headers; p && *p;) {
+		const char *eol = strstr(p, "\r\n");
+		size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+		if (ll > len && p[len] == ':' && !strncasecmp(p, name, len)) {
+			const char *v = p + len + 1;
+			while (*v == ' ')
+				v++;
+			snprintf(out, n, "%.*s", (int)(p + ll - v), v);
+			return out;
+		}
+		p += ll + (eol ? 2 : 0);
+	}
+	return NULL;
+}
+
 void gl_test_http_fini(struct gl_test_http *r)
 {
 	free(r->body);

@@ -104,6 +104,9 @@ int gl_test_http_ex(int port, const char *method, const char *path, const char *
 int gl_test_token_create(const char *dsn, const char *name, const char *role, const char *const *extra, char *out,
 			 size_t n, long long *id);
 void gl_test_http_fini(struct gl_test_http *r);
+/* The value of response header name (compared without regard to case) in
+ * r->headers, copied into out (n bytes); NULL when r has no such header. */
+const char *gl_test_header(const struct gl_test_http *r, const char *name, char *out, size_t n);
 
 /* Repo-relative fixture path check: aborts the test program with a message
  * when a fixture is missing (tests run from the repo root). */
