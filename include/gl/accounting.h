@@ -64,6 +64,15 @@ int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct
 int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			  int64_t *known, int64_t *days, struct gl_err *err) GL_MUSTCHECK;
 
+/* The clusters whose GPU jobs ran in [start_s, min(end_s, now_s)) while no
+ * capacity data (scheduler inventory or exporter GPUs) covers any of that
+ * window: their idle is unknown even where the other clusters' days are
+ * known. Only the filter's cluster clause narrows them. *names (sorted,
+ * *n of them) is the caller's: gl_acct_names_free(). */
+int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			     char ***names, size_t *n, struct gl_err *err) GL_MUSTCHECK;
+void gl_acct_names_free(char **names, size_t n);
+
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;

@@ -132,6 +132,8 @@ struct cap_cover {
 	int64_t known, days;
 	size_t steps_known;
 	int window_known;
+	char **missing; /* clusters with GPU jobs and no capacity data (gl_acct_capacity_missing) */
+	size_t n_missing;
 };
 
 /* the totals' idle is the sum over the steps whose idle is known; it is
@@ -141,7 +143,8 @@ struct cap_cover {
 static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const struct gl_acct_meta *meta)
 {
 	cov->steps_known = meta->capacity_source ? gl_cb_capacity_steps(cb) : 0;
-	cov->window_known = cov->steps_known > 0 && cov->steps_known == cb->n_steps && cov->known == cov->days;
+	cov->window_known = cov->steps_known > 0 && cov->steps_known == cb->n_steps && cov->known == cov->days &&
+			    cov->n_missing == 0;
 }
 
 static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
@@ -238,6 +241,11 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	cJSON_AddNumberToObject(root, "capacity_steps_known", (double)steps_known);
 	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->known);
 	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->days);
+	{
+		cJSON *um = cJSON_AddArrayToObject(root, "capacity_clusters_unknown");
+		for (size_t i = 0; i < cov->n_missing; i++)
+			cJSON_AddItemToArray(um, cJSON_CreateString(cov->missing[i]));
+	}
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 }
@@ -315,6 +323,7 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 	gl_apijson_add_header_num(resp, "X-Capacity-Steps-Known", (long long)cov->steps_known);
 	gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov->known);
 	gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov->days);
+	gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov->n_missing);
 }
 
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
@@ -339,8 +348,11 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
-	if (p.n_steps && (rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
-						     p.have_filter ? &p.filter : NULL, &cov.known, &cov.days, &err))) {
+	if (p.n_steps &&
+	    ((rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
+					 p.have_filter ? &p.filter : NULL, &cov.known, &cov.days, &err)) ||
+	     (rc = gl_acct_capacity_missing(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
+					    p.have_filter ? &p.filter : NULL, &cov.missing, &cov.n_missing, &err)))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}
@@ -350,6 +362,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	else
 		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
 out:
+	gl_acct_names_free(cov.missing, cov.n_missing);
 	gl_acct_meta_fini(&meta);
 	gl_cb_fini(&cb);
 	params_fini(&p);

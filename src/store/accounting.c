@@ -986,6 +986,69 @@ out:
 	return rc;
 }
 
+int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			     char ***names, size_t *n, struct gl_err *err)
+{
+	const struct gl_filter_clause *fc = NULL;
+	struct gl_strbuf arrays = GL_STRBUF_INIT;
+	size_t arr_off[4];
+	const char *params[3];
+	char a[24], b[24];
+	PGresult *r = NULL;
+	int rc, np = 2;
+
+	*names = NULL;
+	*n = 0;
+	if (end_s > now_s)
+		end_s = now_s;
+	if (end_s <= start_s)
+		return 0;
+	snprintf(a, sizeof a, "%lld", (long long)start_s);
+	snprintf(b, sizeof b, "%lld", (long long)end_s);
+	params[0] = a;
+	params[1] = b;
+	for (size_t i = 0; filter && i < filter->n && !fc; i++)
+		if (!strcmp(filter->c[i].dim, "cluster"))
+			fc = &filter->c[i];
+	if (fc)
+		add_text_array(&arrays, arr_off, &np, (const char *const *)fc->values, fc->n_values);
+	else
+		arr_off[np++] = SIZE_MAX;
+	params[2] = arr_off[2] == SIZE_MAX ? NULL : arrays.p + arr_off[2];
+	/* a cluster whose GPU jobs ran in the window while neither a scheduler
+	 * inventory nor an exporter reported any of its GPUs: its idle is
+	 * unknown, whatever the days of the other clusters say (the demo's
+	 * philly, 30,000 GPU-hours in four days, made /v1/idle say 100 %
+	 * wasted with capacity_known true) */
+	if ((rc = gl_db_query(c,
+			      "SELECT c.name FROM clusters c"
+			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
+			      " AND EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "  AND jb.start_at < to_timestamp($2) AND coalesce(jb.end_at, to_timestamp($2)) > to_timestamp($1))"
+			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
+			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
+			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
+			      "  AND gp.first_seen < to_timestamp($2) AND (gp.absent_since IS NULL OR gp.absent_since > to_timestamp($1)))"
+			      " ORDER BY c.name",
+			      3, params, &r, err)))
+		goto out;
+	*n = (size_t)PQntuples(r);
+	*names = gl_xcalloc(*n + 1, sizeof **names);
+	for (size_t i = 0; i < *n; i++)
+		(*names)[i] = gl_xstrdup(PQgetvalue(r, (int)i, 0));
+out:
+	PQclear(r);
+	gl_strbuf_fini(&arrays);
+	return rc;
+}
+
+void gl_acct_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
 void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, size_t n_steps,
 			const char *const *dims, size_t n_dims, int64_t now_s)
 {

@@ -936,6 +936,27 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 				    " GPU-time and its cost cover those days only",
 				    (long long)sb->fleet.capacity_days_known, (long long)sb->fleet.capacity_days, sb->month,
 				    sb->closed ? "" : " so far");
+		{
+			char **miss = NULL;
+			size_t n_miss = 0;
+			struct gl_strbuf names = GL_STRBUF_INIT;
+			if ((rc = gl_acct_capacity_missing(c, sb->start_s, sb->end_s, req->now_s, NULL, &miss, &n_miss, err)))
+				goto out;
+			for (size_t i = 0; i < n_miss; i++) {
+				if (i)
+					gl_strbuf_puts(&names, ", ");
+				gl_strbuf_puts(&names, miss[i]);
+			}
+			/* a cluster that ran GPU jobs with no inventory at all: its idle
+			 * is in no figure, whatever the days of the others say */
+			if (n_miss)
+				add_partial(sb,
+					    "no capacity data for cluster%s %s, which ran GPU jobs in %s: capacity, unallocated"
+					    " idle GPU-time and its cost are the other clusters' only",
+					    n_miss > 1 ? "s" : "", gl_strbuf_cstr(&names), sb->month);
+			gl_strbuf_fini(&names);
+			gl_acct_names_free(miss, n_miss);
+		}
 	} else {
 		sb->fleet.capacity_known = 0;
 		add_partial(sb, "no capacity data for %s: unallocated idle GPU-time and its cost are unknown", sb->month);

@@ -309,7 +309,16 @@ try {
 			eq(api.capacity_known, false, view + ': partly known in the API');
 			const note = await page.textContent(id);
 			assert(note.includes(api.capacity_days_known + ' of ' + api.capacity_days + ' days'), view + ': ' + note);
+			// the Philly sample's cluster ran no job in November 2026, the testbed has an inventory
+			eq(api.capacity_clusters_unknown.join(','), '', view + ': no cluster without capacity');
+			assert(!note.includes('No capacity data at all'), view + ': ' + note);
 		}
+		// a cluster that ran GPU jobs with no capacity data at all is named
+		await page.goto(base + '/#/waste?w=custom&from=2017-10-01&to=2017-10-31&a=team');
+		await H.ready(page, 'waste');
+		const ph = (await H.api(base, admin, '/v1/idle?aggregate=team&window=' + encodeURIComponent('2017-10-01T00:00:00Z,2017-11-01T00:00:00Z'))).body;
+		eq(ph.capacity_clusters_unknown.join(','), 'philly', 'the API names philly');
+		assert((await page.textContent('#idle-coverage')).includes('No capacity data at all for philly'), 'the view names philly');
 		// a window wholly covered says nothing
 		const full = { '/v1/chargeback': { window: ['2026-11-22T17:00:00Z', '2026-11-22T18:00:00Z'], step: 'none', aggregate: ['team'], shareIdle: 'none',
 			currency: 'USD', steps: [], totals: { allocated_gpu_seconds: 0, idle_gpu_seconds: 0, gpu_seconds: 0, cost_micros: 0, idle_micros: 0, total_micros: 0, total: '0.00' },

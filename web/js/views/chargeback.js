@@ -71,6 +71,8 @@ export function coverageNote(d, id) {
 	if (d.capacity_known !== false) return null;
 	const days = d.capacity_days_known !== undefined && d.capacity_days !== undefined
 		? ' (' + d.capacity_days_known + ' of ' + d.capacity_days + ' days have capacity data)' : '';
+	const cl = d.capacity_clusters_unknown || [];
+	const clusters = cl.length ? ' No capacity data at all for ' + cl.join(', ') + ', which ran GPU jobs in it.' : '';
 	return h('p', { class: 'note', id, text: 'Capacity is not known for all of this window' + days +
-		': idle capacity counts only the GPUs a node inventory reported, so idle and fleet GPU time are lower bounds.' });
+		': idle capacity counts only the GPUs a node inventory reported, so idle and fleet GPU time are lower bounds.' + clusters });
 }
