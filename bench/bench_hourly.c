@@ -16,18 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-static void die(const char *m, PGconn *c)
+static void exec(const char *dsn, const char *sql)
 {
-	fprintf(stderr, "bench_hourly: %s %s\n", m, c ? PQerrorMessage(c) : "");
-	exit(1);
-}
-
-static void exec(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		die(sql, c);
-	PQclear(r);
+	if (gl_test_exec_dsn(dsn, sql) < 0)
+		gl_test_die("a set-up statement failed");
 }
 
 static void iso(time_t t, char *out, size_t n)
@@ -64,7 +56,6 @@ int main(int argc, char **argv)
 	long jobs = argc > 1 ? atol(argv[1]) : 100000;
 	char dsn[512], sql[4096], path[512], a[32], b[32];
 	struct gl_test_daemon d;
-	PGconn *c;
 	time_t now = time(NULL), day0 = now - now % 86400;
 	double t0;
 	const char *cost = "server:\n  rate_limit_per_ip: 0\n"
@@ -73,10 +64,9 @@ int main(int argc, char **argv)
 			   "  - match: account\n    value: acct3\n    team: t3\n  - match: user\n    value: '*'\n    team: rest\n";
 
 	if (gl_test_db_fresh("gl_bench_hourly", dsn, sizeof dsn))
-		die("db", NULL);
-	c = PQconnectdb(dsn);
+		gl_test_die("no database");
 	t0 = gl_test_now_s();
-	exec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
+	exec(dsn, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
 	/* whole seconds, as every ingest path stores them */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
@@ -88,18 +78,18 @@ int main(int argc, char **argv)
 		 " FROM (SELECT g, to_timestamp(%lld + (g::bigint * %lld) / %ld) AS s,"
 		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
 		 (long long)now - 60, (long long)day0 - 91 * 86400, (long long)(89 * 86400), jobs, jobs);
-	exec(c, sql);
+	exec(dsn, sql);
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO node_gpu_spans (cluster_id, node, gpu_model, gpus, partition, partitions, source, valid_from)"
 		 " SELECT 1, 'n' || g, m, 8, m, ARRAY[m], 'scontrol', to_timestamp(%lld)"
 		 " FROM (SELECT g, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END AS m FROM generate_series(0, 1249) g) x",
 		 (long long)day0 - 120 * 86400);
-	exec(c, sql);
-	exec(c, "ANALYZE jobs");
-	exec(c, "ANALYZE node_gpu_spans");
+	exec(dsn, sql);
+	exec(dsn, "ANALYZE jobs");
+	exec(dsn, "ANALYZE node_gpu_spans");
 	fprintf(stderr, "  generated %ld jobs and 1,250 nodes in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
-		die("daemon", NULL);
+		gl_test_die("the daemon did not start");
 
 	/* the limit: the hourly GPU-seconds of the same 91 days in the plainest
 	 * SQL (a row per job and hour it overlaps, summed), no owners, prices
@@ -113,7 +103,7 @@ int main(int argc, char **argv)
 		 " interval '1 hour') h WHERE j.start_at < '%s' AND j.end_at > '%s' GROUP BY h",
 		 b, a, a, b, b, a);
 	t0 = gl_test_now_s();
-	exec(c, sql);
+	exec(dsn, sql);
 	printf("| plain SQL: hourly GPU-seconds of 91 days, %ld jobs (a row per job-hour; no owners, prices or idle) | %.2f s | - | - |\n",
 	       jobs, gl_test_now_s() - t0);
 
@@ -134,6 +124,5 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof path, "/v1/chargeback?step=hour&aggregate=user&window=%s,%s", a, b);
 	row("/v1/chargeback?step=hour&aggregate=user, 7 days (2,000 users)", timed_get(d.port, path));
 	gl_test_daemon_stop(&d);
-	PQfinish(c);
 	return 0;
 }

@@ -896,6 +896,27 @@ out:
 	return rc;
 }
 
+/* One text[] parameter per dimension after the *np there are: the values
+ * of the filter's clause on it, or NULL (not filtered; a dimension is in one
+ * clause at most). params[i] points into arrays, which must not grow after. */
+static void filter_params(const struct gl_filter *filter, const char *const *dims, size_t n_dims,
+			  struct gl_strbuf *arrays, size_t *arr_off, int *np, const char **params)
+{
+	int first = *np;
+	for (size_t d = 0; d < n_dims; d++) {
+		const struct gl_filter_clause *fc = NULL;
+		for (size_t i = 0; filter && i < filter->n && !fc; i++)
+			if (!strcmp(filter->c[i].dim, dims[d]))
+				fc = &filter->c[i];
+		if (fc)
+			add_text_array(arrays, arr_off, np, (const char *const *)fc->values, fc->n_values);
+		else
+			arr_off[(*np)++] = SIZE_MAX;
+	}
+	for (int i = first; i < *np; i++)
+		params[i] = arr_off[i] == SIZE_MAX ? NULL : arrays->p + arr_off[i];
+}
+
 int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			  int64_t *known, int64_t *days, struct gl_err *err)
 {
@@ -927,20 +948,8 @@ int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now
 	params[1] = b;
 	/* $3 clusters, $4 partitions, $5 canonical models: the fleet filters
 	 * that narrow the idle (add_filters, FILTER_FLEET) narrow the days it
-	 * covers too; owner filters narrow neither. NULL: that dimension is
-	 * not filtered (a dimension is in one clause at most) */
-	for (size_t d = 0; d < GL_ARRAY_LEN(fleet_dims); d++) {
-		const struct gl_filter_clause *fc = NULL;
-		for (size_t i = 0; filter && i < filter->n && !fc; i++)
-			if (!strcmp(filter->c[i].dim, fleet_dims[d]))
-				fc = &filter->c[i];
-		if (fc)
-			add_text_array(&arrays, arr_off, &np, (const char *const *)fc->values, fc->n_values);
-		else
-			arr_off[np++] = SIZE_MAX;
-	}
-	for (int i = 2; i < np; i++)
-		params[i] = arr_off[i] == SIZE_MAX ? NULL : arrays.p + arr_off[i];
+	 * covers too; owner filters narrow neither */
+	filter_params(filter, fleet_dims, GL_ARRAY_LEN(fleet_dims), &arrays, arr_off, &np, params);
 	/* the days gl_capacity has a row for: a GPU span overlaps them or, in
 	 * a cluster without any span, an exporter GPU (its rows merged as
 	 * gl_capacity merges them), keyed as chargeback keys the idle rows
@@ -989,7 +998,6 @@ out:
 int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			     char ***names, size_t *n, struct gl_err *err)
 {
-	const struct gl_filter_clause *fc = NULL;
 	struct gl_strbuf arrays = GL_STRBUF_INIT;
 	size_t arr_off[4];
 	const char *params[3];
@@ -1007,14 +1015,7 @@ int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t 
 	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	params[0] = a;
 	params[1] = b;
-	for (size_t i = 0; filter && i < filter->n && !fc; i++)
-		if (!strcmp(filter->c[i].dim, "cluster"))
-			fc = &filter->c[i];
-	if (fc)
-		add_text_array(&arrays, arr_off, &np, (const char *const *)fc->values, fc->n_values);
-	else
-		arr_off[np++] = SIZE_MAX;
-	params[2] = arr_off[2] == SIZE_MAX ? NULL : arrays.p + arr_off[2];
+	filter_params(filter, (const char *const[]){"cluster"}, 1, &arrays, arr_off, &np, params);
 	/* a cluster whose GPU jobs ran in the window while neither a scheduler
 	 * inventory nor an exporter reported any of its GPUs: its idle is
 	 * unknown, whatever the days of the other clusters say (the demo's
