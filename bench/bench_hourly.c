@@ -5,6 +5,7 @@
  *   - /v1/capacity/forecast (91 days of hours: the peak demand of each day)
  *   - /v1/forecast?step=hour (28 days of hours per team)
  *   - /v1/chargeback?step=hour over 7 and 31 days, and per user over 7
+ *   - /v1/capacity?step=hour over 31 days
  * beside the limit a dashboard sets (10 s) and the plainest SQL for the
  * hourly GPU-seconds alone (a row per job and hour, no owners, no prices,
  * no idle). Needs the environment of bench/run.sh.
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
 	iso(day0 - 31 * 86400, a, sizeof a);
 	snprintf(path, sizeof path, "/v1/chargeback?step=hour&aggregate=team&window=%s,%s", a, b);
 	row("/v1/chargeback?step=hour&aggregate=team, 31 days", timed_get(d.port, path));
+	snprintf(path, sizeof path, "/v1/capacity?step=hour&aggregate=gpu_model&window=%s,%s", a, b);
+	row("/v1/capacity?step=hour&aggregate=gpu_model, 31 days", timed_get(d.port, path));
 	/* a line per user and hour: 2,000 x 168 lines, 57 MB of JSON (31 days
 	 * make 255 MB, past the test client's 30 s) */
 	iso(day0 - 7 * 86400, a, sizeof a);

@@ -31,11 +31,10 @@ const char *gl_acct_dim_sql(const char *dim)
  * overlapping, gaps where built days are read instead) with their ordinal n,
  * the window they span with their starts in order, and the runs of
  * contiguous steps: a job is found once per run it overlaps (one index scan
- * a run) and put in the steps it overlaps by width_bucket over the starts,
- * not looked up step by step. Joining every step to the jobs (a bitmap scan
- * and a wide row per job and step, owners resolved over all of them) took
- * 29 s for 649 hours of 30,000 jobs; the work is now the jobs' and their
- * steps', once each. */
+ * a run), not looked up step by step, and its events are put in their steps
+ * by width_bucket over the starts (append_event_cells). Joining every step
+ * to the jobs (a bitmap scan and a wide row per job and step, owners
+ * resolved over all of them) took 29 s for 649 hours of 30,000 jobs. */
 #define GL_LIVE_CTES(steps, pa, pb, pi)                                                                      \
 	steps " AS ("                                                                                        \
 	" SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b,"                         \
@@ -57,13 +56,6 @@ const char *gl_acct_dim_sql(const char *dim)
 	" AND jb.start_at < to_timestamp($3)"                                                                \
 	" AND NOT EXISTS (SELECT 1 FROM runs r2 WHERE r2.a < r.a AND jb.start_at < r2.b"                    \
 	"  AND coalesce(jb.end_at, to_timestamp($3)) > r2.a)"
-
-/* The steps a job row x (start_at, stop_at = its end or now) overlaps, as
- * "s" with s0 .. e0 its part of each. */
-#define GL_JOB_STEPS_SQL(x, steps)                                                                           \
-	" CROSS JOIN win CROSS JOIN LATERAL generate_series(greatest(width_bucket(" x ".start_at, win.starts), 1)," \
-	"  width_bucket(" x ".stop_at, win.starts)) AS g(n)"                                                 \
-	" JOIN " steps " s ON s.n = g.n AND s.a < " x ".stop_at AND s.b > " x ".start_at"
 
 /* GPU jobs overlapping the live steps, one row each (k), with their owner
  * at start time. Owner rules change rarely, so the owner is resolved once
@@ -100,28 +92,76 @@ static const char jobs_cte[] =
 	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
 	")";
 
+/* ", ev0 AS (...) ... cells AS (...)": allocation per step without a row
+ * per job and step. src has the columns keys (a comma list), g (milli-GPUs)
+ * and [p0, p1) (each job or piece of one, clipped to the steps' span);
+ * steps has n (ordinal in time), a and b, and win its starts in that
+ * order. An event +g at p0 and -g at p1 goes to the step holding it
+ * (width_bucket over the starts). Per key and step n, with ga the GPUs
+ * active at the step's start (events of earlier steps), gi and si the
+ * step's own events and their g x seconds after its start, cells has gact
+ * = ga + gi and si, and the allocated ms are (b - a) x gact - si, exact in
+ * integers; a step without events of its own between two that have them
+ * holds (b - a) x the GPUs active (si 0). An event in the gap after a step
+ * (a built day read from usage_daily instead) counts for the steps after it
+ * only. Rows are a key's steps, not its jobs': 91 days of hours over
+ * 100,000 jobs of a day each made 2.5 million job-steps (44 s). The events'
+ * steps are found where win's arrays are (17 kB for 91 days of hours) and
+ * materialized without them: rows that carried them into a sort spilled 7
+ * to 14 GB. */
+static void append_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps)
+{
+	gl_strbuf_printf(sql,
+			 ", ev0 AS MATERIALIZED (SELECT %s, x.t, x.dg, width_bucket(x.t, win.starts) AS n"
+			 " FROM %s iv CROSS JOIN win CROSS JOIN LATERAL (VALUES (iv.p0, iv.g), (iv.p1, -iv.g)) AS x(t, dg)"
+			 " WHERE iv.p1 > iv.p0"
+			 "), ev AS (SELECT ev0.*, ev0.t < s.b AS inside, ev0.dg * extract(epoch FROM ev0.t - s.a)::bigint AS dgs"
+			 " FROM ev0 JOIN %s s ON s.n = ev0.n"
+			 "), evn AS (SELECT %s, n, sum(dg) AS dg_all,"
+			 " coalesce(sum(dg) FILTER (WHERE inside), 0) AS gi, coalesce(sum(dgs) FILTER (WHERE inside), 0) AS si"
+			 " FROM ev GROUP BY %s, n"
+			 "), evc AS (SELECT evn.*, coalesce(sum(dg_all) OVER w0, 0) AS ga, lead(n) OVER w1 AS nn FROM evn"
+			 " WINDOW w0 AS (PARTITION BY %s ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),"
+			 " w1 AS (PARTITION BY %s ORDER BY n)"
+			 "), cells AS (SELECT %s, n, ga + gi AS gact, si FROM evc"
+			 " UNION ALL SELECT %s, g.n, ga + dg_all, 0 FROM evc"
+			 " CROSS JOIN LATERAL generate_series(evc.n + 1, evc.nn - 1) AS g(n)"
+			 " WHERE evc.nn > evc.n + 1 AND evc.ga + evc.dg_all <> 0)",
+			 keys, src, steps, keys, keys, keys, keys, keys, keys);
+}
+
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
- * over the live pieces ($4 start, $5 end, $6 step) and from usage_daily over
- * built days ($7 day start, $8 step). */
-static const char alloc_cte[] =
-	"WITH steps AS ("
-	" SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b"
-	" FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS s(a, b, i)"
-	"), " GL_LIVE_CTES("lsteps", "$4", "$5", "$6") ", j AS ("
-	" SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
-	"  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, jb.gpu_milli,"
-	"  jb.start_at, coalesce(jb.end_at, to_timestamp($3)) AS stop_at"
-	" FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE
-	"), k AS ("
-	" SELECT s.i, j.cluster_id, j.partition, j.gpu_model,"
-	"  j.gpu_milli::numeric * extract(epoch FROM least(j.stop_at, s.b) - greatest(j.start_at, s.a)) AS ms"
-	" FROM j" GL_JOB_STEPS_SQL("j", "lsteps")
-	" UNION ALL"
-	" SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.alloc"
-	" FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
-	" JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
-	" JOIN clusters c ON c.name = u.d_cluster"
-	")";
+ * over the live pieces ($4 start, $5 end, $6 step; their allocation per
+ * key by append_event_cells, as the lines') and from usage_daily over
+ * built days ($7 day start, $8 step): k(i, cluster_id, partition,
+ * gpu_model, ms) in whole milli-GPU-seconds. */
+static void append_alloc_cte(struct gl_strbuf *sql)
+{
+	gl_strbuf_puts(sql,
+		       "WITH steps AS ("
+		       " SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b"
+		       " FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS s(a, b, i)"
+		       "), " GL_LIVE_CTES("lsteps", "$4", "$5", "$6") ", j AS ("
+		       " SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
+		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, jb.gpu_milli,"
+		       "  jb.start_at, coalesce(jb.end_at, to_timestamp($3)) AS stop_at"
+		       " FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE
+		       "), wb AS (SELECT min(a) AS a, max(b) AS b FROM lsteps"
+		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
+		       " greatest(j.start_at, wb.a) AS p0, least(j.stop_at, wb.b) AS p1 FROM j, wb)");
+	append_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps");
+	gl_strbuf_puts(sql,
+		       ", k AS ("
+		       " SELECT s.i, c.cluster_id, c.partition, c.gpu_model,"
+		       "  extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS ms"
+		       " FROM cells c JOIN lsteps s ON s.n = c.n"
+		       " UNION ALL"
+		       " SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.alloc"
+		       " FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
+		       " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
+		       " JOIN clusters c ON c.name = u.d_cluster"
+		       ")");
+}
 
 /* Settles fleet idle per step (i) and capacity key (cluster, partition,
  * model) from two CTEs the caller defines: capk (i, cluster_id, cluster,
@@ -471,20 +511,10 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	gl_strbuf_puts(sql, " FROM k WHERE true");
 	if (q && (rc = add_filters(sql, q, np, arrays, arr_off, FILTER_JOBS, err)))
 		return rc;
-	/* Allocation per step without a row per job and step. Each job is an
-	 * interval [start, stop) of g milli-GPUs (and one more per rate piece
-	 * it overlaps, priced), clipped to the live window: an event +g at its
-	 * start and -g at its end, in the step holding it (width_bucket over
-	 * the starts). Per key (dims, model, rate) and step n, with ga the GPUs
-	 * active at the step's start (events of earlier steps), gi and si the
-	 * step's own events and their g x seconds after its start:
-	 *   allocated ms = (b - a) x (ga + gi) - si,
-	 * exact in integers, and a step without events of its own between two
-	 * that have them holds (b - a) x the GPUs active. An event in the gap
-	 * after a step (a built day is read from usage_daily instead) counts
-	 * for the steps after it only. Rows are a key's steps, not its jobs':
-	 * 91 days of hours over 100,000 jobs of a day each made 2.5 million
-	 * job-steps, priced one by one (44 s). */
+	/* Each job is an interval [start, stop) of g milli-GPUs, and one more
+	 * per rate piece it overlaps (priced), clipped to the live window:
+	 * their steps' allocation comes from append_event_cells, per key
+	 * (model, rate, dims), not per job and step. */
 	gl_strbuf_puts(sql,
 		       "), mm AS ("
 		       " SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
@@ -499,37 +529,16 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	put_dim_cols(sql, "f1.", n_dims);
 	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN wb JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
 			    " JOIN rates r ON r.gpu_model = mm.rate_model AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
-			    /* the events' steps found where win's arrays are (17 kB for
-			     * 91 days of hours) and materialized without them: rows
-			     * that carried them into a sort spilled 7 to 14 GB */
-			    "), ev0 AS MATERIALIZED (SELECT iv.gpu_model, iv.rate, x.t, x.dg, width_bucket(x.t, win.starts) AS n");
-	put_dim_cols(sql, "iv.", n_dims);
-	gl_strbuf_puts(sql, " FROM iv CROSS JOIN win"
-			    " CROSS JOIN LATERAL (VALUES (iv.p0, iv.g), (iv.p1, -iv.g)) AS x(t, dg)"
-			    " WHERE iv.p1 > iv.p0"
-			    "), ev AS (SELECT ev0.*, ev0.t < s.b AS inside, ev0.dg * extract(epoch FROM ev0.t - s.a)::bigint AS dgs"
-			    " FROM ev0 JOIN steps s ON s.n = ev0.n"
-			    "), evn AS (SELECT gpu_model, rate, n, sum(dg) AS dg_all,"
-			    " coalesce(sum(dg) FILTER (WHERE inside), 0) AS gi, coalesce(sum(dgs) FILTER (WHERE inside), 0) AS si");
-	put_dim_cols(sql, "", n_dims);
-	gl_strbuf_puts(sql, " FROM ev GROUP BY gpu_model, rate, n");
-	put_dim_cols(sql, "", n_dims);
-	gl_strbuf_puts(sql, "), evc AS (SELECT evn.*,"
-			    " coalesce(sum(dg_all) OVER w0, 0) AS ga, lead(n) OVER w1 AS nn FROM evn"
-			    " WINDOW w0 AS (PARTITION BY gpu_model, rate");
-	put_dim_cols(sql, "", n_dims);
-	gl_strbuf_puts(sql, " ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),"
-			    " w1 AS (PARTITION BY gpu_model, rate");
-	put_dim_cols(sql, "", n_dims);
-	gl_strbuf_puts(sql, " ORDER BY n)"
-			    "), cells AS (SELECT gpu_model, rate, n, ga + gi AS gact, si");
-	put_dim_cols(sql, "", n_dims);
-	gl_strbuf_puts(sql, " FROM evc UNION ALL SELECT evc.gpu_model, evc.rate, g.n, evc.ga + evc.dg_all, 0");
-	put_dim_cols(sql, "evc.", n_dims);
-	gl_strbuf_puts(sql, " FROM evc"
-			    " CROSS JOIN LATERAL generate_series(evc.n + 1, evc.nn - 1) AS g(n)"
-			    " WHERE evc.nn > evc.n + 1 AND evc.ga + evc.dg_all <> 0"
-			    "), usage AS ("
+			    ")");
+	{
+		struct gl_strbuf keys = GL_STRBUF_INIT;
+		gl_strbuf_puts(&keys, "gpu_model, rate");
+		put_dim_cols(&keys, "", n_dims);
+		append_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps");
+		gl_strbuf_fini(&keys);
+	}
+	gl_strbuf_puts(sql,
+		       ", usage AS ("
 			    " SELECT s.i, u.job_pk, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s, s.a, s.b"
 			    " FROM win CROSS JOIN LATERAL gl_job_usage_steps(win.starts, win.ends) u JOIN steps s ON s.n = u.n"
 			    /* every sum is a part of its own UNION ALL branch and the
@@ -771,7 +780,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);
 		np = 8;
-		gl_strbuf_puts(&sql, alloc_cte);
+		append_alloc_cte(&sql);
 		gl_strbuf_puts(&sql,
 			       ", cap AS ("
 			       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, gl_gpu_model(cp.gpu_model) AS gpu_model,"

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Steps go in as two bigint arrays; gl_capacity() runs once per step and the
- * jobs of every step are read in the same statement. A job counts once,
+/* Steps go in as two bigint arrays, ascending and not overlapping;
+ * gl_capacity() runs once per step and the jobs of every step are read in
+ * the same statement. A job counts once,
  * under its own partition; its model is the one its first node had when it
  * started (else its GRES type). */
 #define JOB_KEY_SQL                                                                                      \
@@ -31,15 +32,41 @@ static const char cap_sql[] =
 	"   sum(c.reported_gpu_seconds) AS r, sum(c.down_gpu_seconds) AS d,"
 	"   sum(c.planned_down_gpu_seconds) AS pd, sum(c.reserved_gpu_seconds) AS rs"
 	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b)) c GROUP BY 1, 2, 3),"
-	/* jobs are grouped by the model names they carry, then by their
-	 * canonical model (sql/024): a lookup per group, not per job */
-	" jb0 AS ("
-	"  SELECT st.i, j.cluster_id,"
-	"   " JOB_KEY_SQL " AS k,"
-	"   sum(j.gpu_milli * extract(epoch FROM least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))"
-	"       - greatest(j.start_at, to_timestamp(st.a)))::bigint) AS am"
-	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
-	"  GROUP BY 1, 2, 3),"
+	/* Allocation per step from each job's start and end, not a row per
+	 * job and step: every step joined to the jobs compared 72 million
+	 * pairs for 720 hours of 100,000 jobs (12 s). A job, once, is
+	 * [p0, p1) of g milli-GPUs clipped to the steps' span; +g at p0 and -g
+	 * at p1 go to the steps holding them (width_bucket over the starts,
+	 * which are ascending in step order); per key and step, with ga the
+	 * GPUs active at its start and gi, si its own events and their g x
+	 * seconds after its start, the allocation is (b - a) x (ga + gi) - si,
+	 * exact in integers, and a step without events between two that have
+	 * them holds (b - a) x the GPUs active (as accounting.c's append_live).
+	 * Jobs are then grouped by the model names they carry, then by their
+	 * canonical model (sql/024): a lookup per group, not per job. */
+	" win AS (SELECT array_agg(a ORDER BY i) AS starts, min(a) AS lo, max(b) AS hi FROM st),"
+	" jj AS MATERIALIZED ("
+	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, j.gpu_milli AS g,"
+	"   greatest(extract(epoch FROM j.start_at)::bigint, win.lo) AS p0,"
+	"   least(extract(epoch FROM coalesce(j.end_at, to_timestamp($3::bigint)))::bigint, win.hi) AS p1"
+	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(win.hi)"
+	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(win.lo)"
+	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at),"
+	" ev AS MATERIALIZED (SELECT jj.cluster_id, jj.k, x.dg, x.t, width_bucket(x.t, win.starts) AS n"
+	"  FROM jj CROSS JOIN win CROSS JOIN LATERAL (VALUES (jj.p0, jj.g), (jj.p1, -jj.g)) AS x(t, dg)"
+	"  WHERE jj.p1 > jj.p0),"
+	" evn AS (SELECT ev.cluster_id, ev.k, ev.n, sum(ev.dg) AS dg_all,"
+	"  coalesce(sum(ev.dg) FILTER (WHERE ev.t < st.b), 0) AS gi,"
+	"  coalesce(sum(ev.dg * (ev.t - st.a)) FILTER (WHERE ev.t < st.b), 0) AS si"
+	"  FROM ev JOIN st ON st.i = ev.n GROUP BY 1, 2, 3),"
+	" evc AS (SELECT evn.*, coalesce(sum(dg_all) OVER (PARTITION BY cluster_id, k ORDER BY n"
+	"  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS ga,"
+	"  lead(n) OVER (PARTITION BY cluster_id, k ORDER BY n) AS nn FROM evn),"
+	" cells AS (SELECT cluster_id, k, n, ga + gi AS gact, si FROM evc"
+	"  UNION ALL SELECT cluster_id, k, g.n, ga + dg_all, 0 FROM evc"
+	"  CROSS JOIN LATERAL generate_series(evc.n + 1, evc.nn - 1) AS g(n) WHERE evc.nn > evc.n + 1 AND evc.ga + evc.dg_all <> 0),"
+	" jb0 AS (SELECT st.i, c.cluster_id, c.k, sum((st.b - st.a) * c.gact - c.si) AS am"
+	"  FROM cells c JOIN st ON st.i = c.n GROUP BY 1, 2, 3 HAVING sum((st.b - st.a) * c.gact - c.si) <> 0),"
 	" jb AS (SELECT i, cluster_id, " CANON_KEY_SQL " AS k, sum(am) AS am FROM jb0 GROUP BY 1, 2, 3),"
 	/* drained-but-allocated: the part of each job's allocation that ran on
 	 * a node while the scheduler had it down or drained (a cordoned
