@@ -95,14 +95,21 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 	 * (gl_config_load: prices, currencies, spans, overlaps, match kinds,
 	 * each error with its file:line); the insert below still refuses what
 	 * it cannot parse */
-	if ((rc = gl_db_query(c, fingerprint_sql, 0, NULL, &r, err)))
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		goto out;
+	in_txn = 1;
+	/* one load at a time (a daemon starting while `rates load` runs, two
+	 * daemons of a rolling restart): the second's DELETE, its snapshot
+	 * taken before the first committed, missed the first's new rows, so it
+	 * failed on "two rates overlap" or, with no overlap, left both sets.
+	 * Waiting here, it reads what the first committed, and its "changed"
+	 * compares with that */
+	if ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock(26479, 0)", err)) ||
+	    (rc = gl_db_query(c, fingerprint_sql, 0, NULL, &r, err)))
 		goto out;
 	snprintf(before, sizeof before, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	r = NULL;
-	if ((rc = gl_db_exec(c, "BEGIN", err)))
-		goto out;
-	in_txn = 1;
 	if ((rc = gl_db_exec(c, "CREATE TEMP TABLE gl_costing_before ON COMMIT DROP AS " COSTING_ROWS_SQL, err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM owners WHERE source = 'config'", err)) ||
