@@ -41,7 +41,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-slurm test-slurm-hook bench fuzz clean help check-config-doc
+.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger
 
 help:
@@ -50,6 +50,7 @@ help:
 	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
 	@echo "make bench      run the benchmarks (never part of make test)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
+	@echo "make test-valgrind [SUITES=all|integration] [TESTS=\"test_x ...\"]   under valgrind memcheck (never part of make test)"
 
 deps:
 	@scripts/deps.sh
@@ -100,6 +101,15 @@ test-unit: $(BUILD)/gpuledger $(UNIT_BIN)
 
 test-integration: $(BUILD)/gpuledger $(INTEG_BIN) $(HTTP_BIN)
 	@BUILD=$(BUILD) tests/run.sh integration
+
+# under valgrind memcheck (never part of `make test`): the unit suites (~4
+# min); SUITES=integration the real binary the integration and http suites
+# run (~45 min), SUITES=all both; TESTS="test_a test_b" picks programs
+VALGRIND_SUITES := $(or $(SUITES),unit)
+test-valgrind:
+	@scripts/deps.sh valgrind
+	@$(MAKE) --no-print-directory build-tests
+	@VALGRIND=1 TESTS="$(TESTS)" BUILD=$(BUILD) tests/run.sh $(VALGRIND_SUITES)
 
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/gpuledger

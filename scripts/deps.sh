@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpuledger needs to build, test and run.
+# Installs the Debian packages gpuledger needs to build, test and run, and
+# those named as arguments (a target's own: valgrind for test-valgrind).
 # As root: apt-get installs what is missing. Otherwise: prints the command.
 set -euo pipefail
 PKGS=(build-essential pkg-config libpq-dev libmicrohttpd-dev libcjson-dev libyaml-dev
@@ -10,6 +11,7 @@ PKGS=(build-essential pkg-config libpq-dev libmicrohttpd-dev libcjson-dev libyam
 # from npm; a Node.js that ships its own npm (NodeSource) conflicts with
 # Debian's npm package, so that is only asked for when npm is absent
 command -v npm >/dev/null 2>&1 || PKGS+=(npm)
+PKGS+=("$@")
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,17 +2,40 @@
 # Runs the test suites: unit (cmocka, pure), then integration and http
 # against a throwaway PostgreSQL cluster made by the real `gpuledger db init`.
 # Usage: tests/run.sh all|unit|integration
+#   VALGRIND=1  under valgrind memcheck (make test-valgrind): each unit test
+#               binary, and in the integration and http suites the real
+#               binary they run (GL_TEST_BIN = tests/tools/valgrind-bin.sh;
+#               the test programs themselves run natively); no web tests.
+#               Logs in $BUILD/valgrind, one per process; each with
+#               errors (leaks: definite and indirect) counts as a failure.
+#               Helpers wait GL_TEST_TIMEOUT_SCALE (default 10) times longer.
+#   TESTS="test_a test_b"  only these test programs (any suite)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 what=${1:-all}
 passed=0; failed=0; failures=()
+VG=${VALGRIND:-}
+[[ $VG == 0 ]] && VG=
+VG_DIR=$BUILD/valgrind
+VG_OPTS=(--leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect
+	--track-origins=yes --num-callers=30 --child-silent-after-fork=yes --suppressions=tests/tools/valgrind.supp)
+if [[ -n $VG ]]; then
+	rm -rf "$VG_DIR" && mkdir -p "$VG_DIR"
+	export GL_VG_BIN=$PWD/$BUILD/gpuledger GL_VG_LOGDIR=$PWD/$VG_DIR
+	export GL_TEST_TIMEOUT_SCALE=${GL_TEST_TIMEOUT_SCALE:-10}
+fi
 
 run_suite() { # run_suite BINARY...
 	for t in "$@"; do
 		[[ -x $t ]] || continue
+		[[ -z ${TESTS:-} || " $TESTS " == *" ${t##*/} "* ]] || continue
 		echo "=== $t"
-		out=$("$t" 2>&1); rc=$?
+		if [[ -n $VG && $t == */unit/* ]]; then
+			out=$(valgrind "${VG_OPTS[@]}" --log-file="$VG_DIR/${t##*/}.%p" "$t" 2>&1); rc=$?
+		else
+			out=$("$t" 2>&1); rc=$?
+		fi
 		printf '%s\n' "$out"
 		p=$(grep -c '^\[       OK \]' <<<"$out"); f=$(grep -c '^\[  FAILED  \]' <<<"$out")
 		# cmocka lists failures twice (inline and in the summary): count the summary once
@@ -43,12 +66,13 @@ if [[ $what == all || $what == integration ]]; then
 	else
 		sock=$("$BUILD/gpuledger" --config "$T/config.yaml" db status | sed -n 's/.*socket \([^)]*\)).*/\1/p')
 		export GL_TEST_BIN=$PWD/$BUILD/gpuledger
+		[[ -n $VG ]] && GL_TEST_BIN=$PWD/tests/tools/valgrind-bin.sh
 		export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres"
 		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger"
 		export GL_TEST_TMP=$T
 		run_suite "$BUILD"/tests/integration/test_* "$BUILD"/tests/http/test_*
 		for w in tests/web/run.sh; do
-			[[ -x $w ]] || continue
+			[[ -x $w && -z $VG && -z ${TESTS:-} ]] || continue
 			echo "=== $w"
 			out=$("$w" 2>&1); rc=$?
 			printf '%s\n' "$out"
@@ -58,6 +82,21 @@ if [[ $what == all || $what == integration ]]; then
 			((rc != 0)) && failures+=("$w (exit $rc)")
 		done
 	fi
+fi
+
+if [[ -n $VG ]]; then
+	nlogs=0; nbad=0; nkilled=0
+	for l in "$VG_DIR"/*; do
+		[[ -s $l ]] || continue # a forked child that exec'd (--child-silent-after-fork)
+		nlogs=$((nlogs + 1))
+		cmd=$(sed -n 's/^==[0-9]*== Command: //p' "$l" | head -1)
+		if ! grep -q 'ERROR SUMMARY:' "$l"; then
+			nkilled=$((nkilled + 1)) # killed before its exit check (SIGKILL): nothing to judge
+		elif ! grep -q 'ERROR SUMMARY: 0 errors' "$l"; then
+			nbad=$((nbad + 1)); failed=$((failed + 1)); failures+=("valgrind: $l: ${cmd:0:160}")
+		fi
+	done
+	echo "valgrind: $nlogs processes, $nbad with errors, $nkilled without an exit check (killed); logs in $VG_DIR"
 fi
 
 echo

@@ -627,22 +627,29 @@ static int cmp_orig_err(const void *pa, const void *pb)
 }
 
 /* The interval quantiles of the sorted errors without those of origin skip
- * (kept: how many remain): the same order statistics and interpolation as
- * quantile_select on that subset, found in one walk. */
+ * (kept >= 1: how many remain): the same order statistics and interpolation
+ * as quantile_select on that subset, found in one walk. The ranks wanted are
+ * not in order when few errors remain (under 12: the 2.5 % level's upper
+ * neighbour, rank 1, comes after the 10 % level's rank 0), so each rank is
+ * looked up among all eight. */
 static void loo_quantiles(const struct orig_err *s, size_t n, int skip, size_t kept, double q[4])
 {
-	size_t want[8], got = 0, rank = 0;
+	size_t want[8], last = 0, rank = 0;
 	double val[8];
 	for (int l = 0; l < 4; l++) {
 		size_t i = (size_t)(iv_levels[l] * (double)(kept - 1));
 		want[2 * l] = i;
 		want[2 * l + 1] = i + 1 < kept ? i + 1 : i;
 	}
-	for (size_t j = 0; j < n && got < 8; j++) {
+	for (int g = 0; g < 8; g++)
+		if (want[g] > last)
+			last = want[g];
+	for (size_t j = 0; j < n && rank <= last; j++) {
 		if (s[j].k == skip)
 			continue;
-		while (got < 8 && want[got] == rank)
-			val[got++] = s[j].e;
+		for (int g = 0; g < 8; g++)
+			if (want[g] == rank)
+				val[g] = s[j].e;
 		rank++;
 	}
 	for (int l = 0; l < 4; l++) {

@@ -310,8 +310,9 @@ static void test_kill9_leaves_whole_batches(void **state)
 		      path, "--fields", g_fields, (char *)NULL);
 		_exit(127);
 	}
-	/* wait until at least one batch has committed, then kill mid-run */
-	for (int i = 0; i < 600; i++) {
+	/* wait until at least one batch has committed (6 s, times the scale
+	 * for a slow binary), then kill mid-run */
+	for (int i = 0; i < 600 * gl_test_timeout_scale(); i++) {
 		if (gl_test_qint(g_c, "SELECT count(*) FROM jobs") > 0)
 			break;
 		usleep(10000);

@@ -33,6 +33,13 @@ static const char *env_or_die(const char *k)
 }
 
 const char *gl_test_bin(void) { return env_or_die("GL_TEST_BIN"); }
+
+int gl_test_timeout_scale(void)
+{
+	const char *v = getenv("GL_TEST_TIMEOUT_SCALE");
+	long k = v ? strtol(v, NULL, 10) : 1;
+	return k >= 1 && k <= 100 ? (int)k : 1;
+}
 const char *gl_test_admin_dsn(void) { return env_or_die("GL_TEST_ADMIN_DSN"); }
 const char *gl_test_app_dsn_base(void) { return env_or_die("GL_TEST_APP_DSN"); }
 
@@ -486,7 +493,7 @@ int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *
 		_exit(127);
 	}
 	close(logfd);
-	for (int i = 0; i < 200; i++) { /* up to 20 s */
+	for (int i = 0; i < 200 * gl_test_timeout_scale(); i++) { /* up to 20 s (times the scale) */
 		FILE *f = fopen(portfile, "r");
 		int st;
 		if (f) {
@@ -544,11 +551,12 @@ int gl_test_daemon_stop(struct gl_test_daemon *d)
 	char cmd[400];
 	if (d->pid > 0) {
 		kill(d->pid, SIGTERM);
-		for (int i = 0; i < 100; i++) {
+		int tries = 100 * gl_test_timeout_scale(); /* 10 s (times the scale), then SIGKILL */
+		for (int i = 0; i < tries; i++) {
 			if (waitpid(d->pid, &st, WNOHANG) == d->pid)
 				break;
 			usleep(100000);
-			if (i == 99) {
+			if (i == tries - 1) {
 				kill(d->pid, SIGKILL);
 				waitpid(d->pid, &st, 0);
 			}
@@ -603,7 +611,7 @@ int gl_test_http_ex(int port, const char *method, const char *path, const char *
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L * gl_test_timeout_scale());
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
 	if (body) {
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);

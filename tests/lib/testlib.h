@@ -21,6 +21,11 @@
 const char *gl_test_bin(void);       /* $GL_TEST_BIN: build/gpuledger */
 const char *gl_test_admin_dsn(void); /* $GL_TEST_ADMIN_DSN: superuser on the throwaway cluster */
 const char *gl_test_app_dsn_base(void); /* $GL_TEST_APP_DSN: "host=... user=gpuledger" without dbname */
+/* $GL_TEST_TIMEOUT_SCALE (1 to 100, default 1): how many times longer the
+ * helpers here wait for a slow binary (GL_TEST_BIN under valgrind): the
+ * daemon's start (20 s), its stop before SIGKILL (10 s) and one HTTP
+ * request (30 s). Bounds that are a test's own assertion are not scaled. */
+int gl_test_timeout_scale(void);
 
 /* Drops and creates database `name` owned by the app role; fills dsn. */
 int gl_test_db_create(const char *name, char *dsn, size_t n);
