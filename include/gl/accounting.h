@@ -64,14 +64,22 @@ int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct
 int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			  int64_t *known, int64_t *days, struct gl_err *err) GL_MUSTCHECK;
 
-/* The clusters whose GPU jobs ran in [start_s, min(end_s, now_s)) while no
- * capacity data (scheduler inventory or exporter GPUs) covers any of that
- * window: their idle is unknown even where the other clusters' days are
- * known. Only the filter's cluster clause narrows them. *names (sorted,
- * *n of them) is the caller's: gl_acct_names_free(). */
-int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
-			     char ***names, size_t *n, struct gl_err *err) GL_MUSTCHECK;
-void gl_acct_names_free(char **names, size_t n);
+/* How much of [start_s, min(end_s, now_s)) the capacity data covers:
+ * the days (gl_acct_capacity_days, under the same filter) and the
+ * clusters whose GPU jobs ran in it while no capacity data (scheduler
+ * inventory or exporter GPUs) covers any of it, sorted: their idle is
+ * unknown even where the other clusters' days are known. Only the filter's
+ * cluster clause narrows those. The idle of the window is known only when
+ * known == days and n_missing == 0. Ownership: missing is the cover's,
+ * freed by gl_acct_cover_fini() (also after a failure). */
+struct gl_acct_cover {
+	int64_t known, days;
+	char **missing;
+	size_t n_missing;
+};
+int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			   struct gl_acct_cover *cov, struct gl_err *err) GL_MUSTCHECK;
+void gl_acct_cover_fini(struct gl_acct_cover *cov);
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */

@@ -126,14 +126,12 @@ static void add_usage(cJSON *o, const struct gl_cb_line *l)
 	}
 }
 
-/* Capacity coverage of the answer: days (gl_acct_capacity_days) and
- * steps known, and whether that is the whole window. */
+/* Capacity coverage of the answer: days and clusters (gl_acct_capacity_cover)
+ * and steps known, and whether that is the whole window. */
 struct cap_cover {
-	int64_t known, days;
+	struct gl_acct_cover c;
 	size_t steps_known;
 	int window_known;
-	char **missing; /* clusters with GPU jobs and no capacity data (gl_acct_capacity_missing) */
-	size_t n_missing;
 };
 
 /* the totals' idle is the sum over the steps whose idle is known; it is
@@ -143,8 +141,8 @@ struct cap_cover {
 static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const struct gl_acct_meta *meta)
 {
 	cov->steps_known = meta->capacity_source ? gl_cb_capacity_steps(cb) : 0;
-	cov->window_known = cov->steps_known > 0 && cov->steps_known == cb->n_steps && cov->known == cov->days &&
-			    cov->n_missing == 0;
+	cov->window_known = cov->steps_known > 0 && cov->steps_known == cb->n_steps && cov->c.known == cov->c.days &&
+			    cov->c.n_missing == 0;
 }
 
 static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
@@ -239,12 +237,12 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	}
 	cJSON_AddBoolToObject(root, "capacity_known", cov->window_known);
 	cJSON_AddNumberToObject(root, "capacity_steps_known", (double)steps_known);
-	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->known);
-	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->days);
+	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->c.known);
+	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->c.days);
 	{
 		cJSON *um = cJSON_AddArrayToObject(root, "capacity_clusters_unknown");
-		for (size_t i = 0; i < cov->n_missing; i++)
-			cJSON_AddItemToArray(um, cJSON_CreateString(cov->missing[i]));
+		for (size_t i = 0; i < cov->c.n_missing; i++)
+			cJSON_AddItemToArray(um, cJSON_CreateString(cov->c.missing[i]));
 	}
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
@@ -321,9 +319,9 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 	 * may cover only some of its days */
 	gl_apijson_add_header(resp, "X-Capacity-Known", cov->window_known ? "true" : "false");
 	gl_apijson_add_header_num(resp, "X-Capacity-Steps-Known", (long long)cov->steps_known);
-	gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov->known);
-	gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov->days);
-	gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov->n_missing);
+	gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov->c.known);
+	gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov->c.days);
+	gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov->c.n_missing);
 }
 
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
@@ -348,11 +346,8 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
-	if (p.n_steps &&
-	    ((rc = gl_acct_capacity_days(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
-					 p.have_filter ? &p.filter : NULL, &cov.known, &cov.days, &err)) ||
-	     (rc = gl_acct_capacity_missing(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
-					    p.have_filter ? &p.filter : NULL, &cov.missing, &cov.n_missing, &err)))) {
+	if (p.n_steps && (rc = gl_acct_capacity_cover(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
+						      p.have_filter ? &p.filter : NULL, &cov.c, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}
@@ -362,7 +357,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	else
 		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
 out:
-	gl_acct_names_free(cov.missing, cov.n_missing);
+	gl_acct_cover_fini(&cov.c);
 	gl_acct_meta_fini(&meta);
 	gl_cb_fini(&cb);
 	params_fini(&p);

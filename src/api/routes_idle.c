@@ -160,9 +160,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
 	cJSON *root = NULL, *arr;
 	int rc = 0, have_cap, cap_known, csv;
-	int64_t cap_days_known = 0, cap_days = 0;
-	char **missing = NULL;
-	size_t n_missing = 0;
+	struct gl_acct_cover cov = {0};
 	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
 
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)))
@@ -210,22 +208,21 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 			      fleet_sql(&sql),
 			      3, (const char *[]){a, b, now}, &fleet, &err)))
 		goto fail;
-	if ((rc = gl_acct_capacity_days(c, win.start_s, win.end_s, req->now_s, NULL, &cap_days_known, &cap_days, &err)) ||
-	    (rc = gl_acct_capacity_missing(c, win.start_s, win.end_s, req->now_s, NULL, &missing, &n_missing, &err)))
+	if ((rc = gl_acct_capacity_cover(c, win.start_s, win.end_s, req->now_s, NULL, &cov, &err)))
 		goto fail;
 	/* known for the window only when its capacity data covers every day
 	 * so far and every cluster that ran GPU jobs; else unallocated_idle
 	 * is the known days' and clusters' alone */
-	cap_known = have_cap && fleet && PQntuples(fleet) > 0 && cap_days_known == cap_days && n_missing == 0;
+	cap_known = have_cap && fleet && PQntuples(fleet) > 0 && cov.known == cov.days && cov.n_missing == 0;
 	if (csv) {
 		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet,
 			 gl_money_minor(req->cfg->currency));
 		/* the JSON root's coverage, which no row holds: an unallocated
 		 * table without rows, or with the known days' idle only */
 		gl_apijson_add_header(resp, "X-Capacity-Known", cap_known ? "true" : "false");
-		gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cap_days_known);
-		gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cap_days);
-		gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)n_missing);
+		gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov.known);
+		gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov.days);
+		gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov.n_missing);
 		goto out;
 	}
 
@@ -281,11 +278,11 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddItemToArray(arr, o);
 	}
 	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
-	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cap_days_known);
-	cJSON_AddNumberToObject(root, "capacity_days", (double)cap_days);
+	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov.known);
+	cJSON_AddNumberToObject(root, "capacity_days", (double)cov.days);
 	arr = cJSON_AddArrayToObject(root, "capacity_clusters_unknown");
-	for (size_t i = 0; i < n_missing; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(missing[i]));
+	for (size_t i = 0; i < cov.n_missing; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(cov.missing[i]));
 	/* over the clusters with capacity data only */
 	if (reported_total > 0)
 		cJSON_AddNumberToObject(root, "wasted_fraction", (alloc_idle_total + unalloc_idle_total) / reported_total);
@@ -296,7 +293,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 fail:
 	rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 out:
-	gl_acct_names_free(missing, n_missing);
+	gl_acct_cover_fini(&cov);
 	cJSON_Delete(root);
 	PQclear(owners);
 	PQclear(top);

@@ -905,6 +905,19 @@ out:
 	return rc;
 }
 
+/* [start_s, min(end_s, now_s)) as the epoch texts a and b: 0 when that is
+ * empty (a window wholly ahead of now covers no day yet). */
+static int window_args(int64_t start_s, int64_t *end_s, int64_t now_s, char a[24], char b[24])
+{
+	if (*end_s > now_s)
+		*end_s = now_s;
+	if (*end_s <= start_s)
+		return 0;
+	snprintf(a, 24, "%lld", (long long)start_s);
+	snprintf(b, 24, "%lld", (long long)*end_s);
+	return 1;
+}
+
 /* One text[] parameter per dimension after the *np there are: the values
  * of the filter's clause on it, or NULL (not filtered; a dimension is in one
  * clause at most). params[i] points into arrays, which must not grow after. */
@@ -938,12 +951,8 @@ int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now
 	int rc, np = 2;
 
 	*known = *days = 0;
-	if (end_s > now_s)
-		end_s = now_s;
-	if (end_s <= start_s)
+	if (!window_args(start_s, &end_s, now_s, a, b))
 		return 0;
-	snprintf(a, sizeof a, "%lld", (long long)start_s);
-	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL", 0,
 			      NULL, &r, err)))
 		goto out;
@@ -1004,8 +1013,12 @@ out:
 	return rc;
 }
 
-int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
-			     char ***names, size_t *n, struct gl_err *err)
+/* The clusters whose GPU jobs ran in [start_s, min(end_s, now_s)) while no
+ * capacity data (scheduler inventory or exporter GPUs) covers any of that
+ * window: their idle is unknown even where the other clusters' days are
+ * known. Only the filter's cluster clause narrows them. */
+static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			    char ***names, size_t *n, struct gl_err *err)
 {
 	struct gl_strbuf arrays = GL_STRBUF_INIT;
 	size_t arr_off[4];
@@ -1016,12 +1029,8 @@ int gl_acct_capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t 
 
 	*names = NULL;
 	*n = 0;
-	if (end_s > now_s)
-		end_s = now_s;
-	if (end_s <= start_s)
+	if (!window_args(start_s, &end_s, now_s, a, b))
 		return 0;
-	snprintf(a, sizeof a, "%lld", (long long)start_s);
-	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	params[0] = a;
 	params[1] = b;
 	filter_params(filter, (const char *const[]){"cluster"}, 1, &arrays, arr_off, &np, params);
@@ -1052,11 +1061,22 @@ out:
 	return rc;
 }
 
-void gl_acct_names_free(char **names, size_t n)
+int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			   struct gl_acct_cover *cov, struct gl_err *err)
 {
-	for (size_t i = 0; names && i < n; i++)
-		free(names[i]);
-	free(names);
+	int rc;
+	memset(cov, 0, sizeof *cov);
+	if ((rc = gl_acct_capacity_days(c, start_s, end_s, now_s, filter, &cov->known, &cov->days, err)))
+		return rc;
+	return capacity_missing(c, start_s, end_s, now_s, filter, &cov->missing, &cov->n_missing, err);
+}
+
+void gl_acct_cover_fini(struct gl_acct_cover *cov)
+{
+	for (size_t i = 0; cov->missing && i < cov->n_missing; i++)
+		free(cov->missing[i]);
+	free(cov->missing);
+	memset(cov, 0, sizeof *cov);
 }
 
 void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, size_t n_steps,

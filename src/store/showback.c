@@ -925,37 +925,36 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		sb->fleet.unavailable_s = i64v(r, 0, 1);
 		PQclear(r);
 		r = NULL;
-		if ((rc = gl_acct_capacity_days(c, sb->start_s, sb->end_s, req->now_s, NULL, &sb->fleet.capacity_days_known,
-						&sb->fleet.capacity_days, err)))
-			goto out;
-		/* capacity from the 16th on is half a month of idle: the figures
-		 * are what is known, the note says how much that is */
-		if (sb->fleet.capacity_days_known < sb->fleet.capacity_days)
-			add_partial(sb,
-				    "capacity data for only %lld of the %lld days of %s%s: capacity, unallocated idle"
-				    " GPU-time and its cost cover those days only",
-				    (long long)sb->fleet.capacity_days_known, (long long)sb->fleet.capacity_days, sb->month,
-				    sb->closed ? "" : " so far");
 		{
-			char **miss = NULL;
-			size_t n_miss = 0;
+			struct gl_acct_cover cov;
 			struct gl_strbuf names = GL_STRBUF_INIT;
-			if ((rc = gl_acct_capacity_missing(c, sb->start_s, sb->end_s, req->now_s, NULL, &miss, &n_miss, err)))
+			if ((rc = gl_acct_capacity_cover(c, sb->start_s, sb->end_s, req->now_s, NULL, &cov, err))) {
+				gl_acct_cover_fini(&cov);
 				goto out;
-			for (size_t i = 0; i < n_miss; i++) {
+			}
+			sb->fleet.capacity_days_known = cov.known;
+			sb->fleet.capacity_days = cov.days;
+			/* capacity from the 16th on is half a month of idle: the
+			 * figures are what is known, the note says how much that is */
+			if (cov.known < cov.days)
+				add_partial(sb,
+					    "capacity data for only %lld of the %lld days of %s%s: capacity, unallocated idle"
+					    " GPU-time and its cost cover those days only",
+					    (long long)cov.known, (long long)cov.days, sb->month, sb->closed ? "" : " so far");
+			/* a cluster that ran GPU jobs with no inventory at all: its
+			 * idle is in no figure, whatever the days of the others say */
+			for (size_t i = 0; i < cov.n_missing; i++) {
 				if (i)
 					gl_strbuf_puts(&names, ", ");
-				gl_strbuf_puts(&names, miss[i]);
+				gl_strbuf_puts(&names, cov.missing[i]);
 			}
-			/* a cluster that ran GPU jobs with no inventory at all: its idle
-			 * is in no figure, whatever the days of the others say */
-			if (n_miss)
+			if (cov.n_missing)
 				add_partial(sb,
 					    "no capacity data for cluster%s %s, which ran GPU jobs in %s: capacity, unallocated"
 					    " idle GPU-time and its cost are the other clusters' only",
-					    n_miss > 1 ? "s" : "", gl_strbuf_cstr(&names), sb->month);
+					    cov.n_missing > 1 ? "s" : "", gl_strbuf_cstr(&names), sb->month);
 			gl_strbuf_fini(&names);
-			gl_acct_names_free(miss, n_miss);
+			gl_acct_cover_fini(&cov);
 		}
 	} else {
 		sb->fleet.capacity_known = 0;
