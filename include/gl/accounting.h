@@ -11,6 +11,7 @@
 #include "gl/chargeback.h"
 #include "gl/common.h"
 #include "gl/filter.h"
+#include "gl/strbuf.h"
 #include "gl/window.h"
 
 #include <libpq-fe.h>
@@ -80,6 +81,15 @@ struct gl_acct_cover {
 int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			   struct gl_acct_cover *cov, struct gl_err *err) GL_MUSTCHECK;
 void gl_acct_cover_fini(struct gl_acct_cover *cov);
+
+/* Appends ", ev0 AS (...) ... cells AS (...)": the allocation per step of
+ * intervals without a row per interval and step. src has the columns keys
+ * (a comma list), g (milli-GPUs) and [p0, p1) (timestamptz, clipped to the
+ * steps' span); steps has n (ordinal in time), a and b (timestamptz), and
+ * a CTE win has starts, the steps' starts in that order. cells gets keys,
+ * n, gact and si: a step's allocated milli-GPU-seconds are
+ * (b - a) x gact - si, exact when the times are whole seconds. */
+void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps);
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */

@@ -32,7 +32,7 @@ const char *gl_acct_dim_sql(const char *dim)
  * the window they span with their starts in order, and the runs of
  * contiguous steps: a job is found once per run it overlaps (one index scan
  * a run), not looked up step by step, and its events are put in their steps
- * by width_bucket over the starts (append_event_cells). Joining every step
+ * by width_bucket over the starts (gl_acct_event_cells). Joining every step
  * to the jobs (a bitmap scan and a wide row per job and step, owners
  * resolved over all of them) took 29 s for 649 hours of 30,000 jobs. */
 #define GL_LIVE_CTES(steps, pa, pb, pi)                                                                      \
@@ -109,7 +109,7 @@ static const char jobs_cte[] =
  * steps are found where win's arrays are (17 kB for 91 days of hours) and
  * materialized without them: rows that carried them into a sort spilled 7
  * to 14 GB. */
-static void append_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps)
+void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps)
 {
 	gl_strbuf_printf(sql,
 			 ", ev0 AS MATERIALIZED (SELECT %s, x.t, x.dg, width_bucket(x.t, win.starts) AS n"
@@ -132,7 +132,7 @@ static void append_event_cells(struct gl_strbuf *sql, const char *keys, const ch
 
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
  * over the live pieces ($4 start, $5 end, $6 step; their allocation per
- * key by append_event_cells, as the lines') and from usage_daily over
+ * key by gl_acct_event_cells, as the lines') and from usage_daily over
  * built days ($7 day start, $8 step): k(i, cluster_id, partition,
  * gpu_model, ms) in whole milli-GPU-seconds. */
 static void append_alloc_cte(struct gl_strbuf *sql)
@@ -149,7 +149,7 @@ static void append_alloc_cte(struct gl_strbuf *sql)
 		       "), wb AS (SELECT min(a) AS a, max(b) AS b FROM lsteps"
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
 		       " greatest(j.start_at, wb.a) AS p0, least(j.stop_at, wb.b) AS p1 FROM j, wb)");
-	append_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps");
+	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps");
 	gl_strbuf_puts(sql,
 		       ", k AS ("
 		       " SELECT s.i, c.cluster_id, c.partition, c.gpu_model,"
@@ -513,7 +513,7 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		return rc;
 	/* Each job is an interval [start, stop) of g milli-GPUs, and one more
 	 * per rate piece it overlaps (priced), clipped to the live window:
-	 * their steps' allocation comes from append_event_cells, per key
+	 * their steps' allocation comes from gl_acct_event_cells, per key
 	 * (model, rate, dims), not per job and step. */
 	gl_strbuf_puts(sql,
 		       "), mm AS ("
@@ -534,7 +534,7 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		struct gl_strbuf keys = GL_STRBUF_INIT;
 		gl_strbuf_puts(&keys, "gpu_model, rate");
 		put_dim_cols(&keys, "", n_dims);
-		append_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps");
+		gl_acct_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps");
 		gl_strbuf_fini(&keys);
 	}
 	gl_strbuf_puts(sql,

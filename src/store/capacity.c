@@ -1,5 +1,6 @@
 /* Reading capacity and allocation per step (see include/gl/capacity.h). */
 #include "gl/capacity.h"
+#include "gl/accounting.h"
 #include "gl/db.h"
 #include "gl/strbuf.h"
 
@@ -24,7 +25,7 @@
 	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(st.a)"                           \
 	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at"
 
-static const char cap_sql[] =
+static const char cap_head_sql[] =
 	"WITH st AS (SELECT t.a, t.b, t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(a, b, i)),"
 	" cap AS ("
 	"  SELECT st.i, c.cluster_id,"
@@ -32,41 +33,26 @@ static const char cap_sql[] =
 	"   sum(c.reported_gpu_seconds) AS r, sum(c.down_gpu_seconds) AS d,"
 	"   sum(c.planned_down_gpu_seconds) AS pd, sum(c.reserved_gpu_seconds) AS rs"
 	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b)) c GROUP BY 1, 2, 3),"
-	/* Allocation per step from each job's start and end, not a row per
-	 * job and step: every step joined to the jobs compared 72 million
-	 * pairs for 720 hours of 100,000 jobs (12 s). A job, once, is
-	 * [p0, p1) of g milli-GPUs clipped to the steps' span; +g at p0 and -g
-	 * at p1 go to the steps holding them (width_bucket over the starts,
-	 * which are ascending in step order); per key and step, with ga the
-	 * GPUs active at its start and gi, si its own events and their g x
-	 * seconds after its start, the allocation is (b - a) x (ga + gi) - si,
-	 * exact in integers, and a step without events between two that have
-	 * them holds (b - a) x the GPUs active (as accounting.c's append_live).
-	 * Jobs are then grouped by the model names they carry, then by their
-	 * canonical model (sql/024): a lookup per group, not per job. */
-	" win AS (SELECT array_agg(a ORDER BY i) AS starts, min(a) AS lo, max(b) AS hi FROM st),"
+	/* Allocation per step from each job's start and end events
+	 * (gl_acct_event_cells), not a row per job and step: every step
+	 * joined to the jobs compared 72 million pairs for 720 hours of
+	 * 100,000 jobs (12 s). Jobs are then grouped by the model names they
+	 * carry, then by their canonical model (sql/024): a lookup per group,
+	 * not per job. */
+	" steps AS (SELECT st.i::integer AS n, to_timestamp(st.a) AS a, to_timestamp(st.b) AS b FROM st),"
+	" win AS (SELECT array_agg(a ORDER BY n) AS starts, min(a) AS lo, max(b) AS hi FROM steps),"
 	" jj AS MATERIALIZED ("
 	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, j.gpu_milli AS g,"
-	"   greatest(extract(epoch FROM j.start_at)::bigint, win.lo) AS p0,"
-	"   least(extract(epoch FROM coalesce(j.end_at, to_timestamp($3::bigint)))::bigint, win.hi) AS p1"
-	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(win.hi)"
-	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(win.lo)"
-	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at),"
-	" ev AS MATERIALIZED (SELECT jj.cluster_id, jj.k, x.dg, x.t, width_bucket(x.t, win.starts) AS n"
-	"  FROM jj CROSS JOIN win CROSS JOIN LATERAL (VALUES (jj.p0, jj.g), (jj.p1, -jj.g)) AS x(t, dg)"
-	"  WHERE jj.p1 > jj.p0),"
-	" evn AS (SELECT ev.cluster_id, ev.k, ev.n, sum(ev.dg) AS dg_all,"
-	"  coalesce(sum(ev.dg) FILTER (WHERE ev.t < st.b), 0) AS gi,"
-	"  coalesce(sum(ev.dg * (ev.t - st.a)) FILTER (WHERE ev.t < st.b), 0) AS si"
-	"  FROM ev JOIN st ON st.i = ev.n GROUP BY 1, 2, 3),"
-	" evc AS (SELECT evn.*, coalesce(sum(dg_all) OVER (PARTITION BY cluster_id, k ORDER BY n"
-	"  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS ga,"
-	"  lead(n) OVER (PARTITION BY cluster_id, k ORDER BY n) AS nn FROM evn),"
-	" cells AS (SELECT cluster_id, k, n, ga + gi AS gact, si FROM evc"
-	"  UNION ALL SELECT cluster_id, k, g.n, ga + dg_all, 0 FROM evc"
-	"  CROSS JOIN LATERAL generate_series(evc.n + 1, evc.nn - 1) AS g(n) WHERE evc.nn > evc.n + 1 AND evc.ga + evc.dg_all <> 0),"
-	" jb0 AS (SELECT st.i, c.cluster_id, c.k, sum((st.b - st.a) * c.gact - c.si) AS am"
-	"  FROM cells c JOIN st ON st.i = c.n GROUP BY 1, 2, 3 HAVING sum((st.b - st.a) * c.gact - c.si) <> 0),"
+	"   greatest(j.start_at, win.lo) AS p0, least(coalesce(j.end_at, to_timestamp($3::bigint)), win.hi) AS p1"
+	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < win.hi"
+	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > win.lo"
+	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at)";
+
+/* after gl_acct_event_cells over jj: the rest of the query */
+static const char cap_tail_sql[] =
+	", jb0 AS (SELECT s.n AS i, c.cluster_id, c.k, sum(extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si) AS am"
+	"  FROM cells c JOIN steps s ON s.n = c.n GROUP BY 1, 2, 3"
+	"  HAVING sum(extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si) <> 0),"
 	" jb AS (SELECT i, cluster_id, " CANON_KEY_SQL " AS k, sum(am) AS am FROM jb0 GROUP BY 1, 2, 3),"
 	/* drained-but-allocated: the part of each job's allocation that ran on
 	 * a node while the scheduler had it down or drained (a cordoned
@@ -111,7 +97,7 @@ int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, e
 		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows, struct gl_err *err)
 {
 	static const char *const agg_names[] = {"cluster", "partition", "gpu_model"};
-	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
+	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT, sql = GL_STRBUF_INIT;
 	char now[24];
 	PGresult *r = NULL;
 	struct gl_cap_row *out = NULL;
@@ -122,7 +108,10 @@ int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, e
 	put_array(&a, steps, nsteps, 0);
 	put_array(&b, steps, nsteps, 1);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	if ((rc = gl_db_query(c, cap_sql, 5,
+	gl_strbuf_puts(&sql, cap_head_sql);
+	gl_acct_event_cells(&sql, "cluster_id, k", "jj", "steps");
+	gl_strbuf_puts(&sql, cap_tail_sql);
+	if ((rc = gl_db_query(c, sql.p, 5,
 			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster}, &r,
 			      err)))
 		goto out;
@@ -156,5 +145,6 @@ out:
 	PQclear(r);
 	gl_strbuf_fini(&a);
 	gl_strbuf_fini(&b);
+	gl_strbuf_fini(&sql);
 	return rc;
 }
