@@ -40,7 +40,8 @@ const char *gl_acct_dim_sql(const char *dim)
 	" SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b,"                         \
 	"  row_number() OVER (ORDER BY s.a)::integer AS n"                                                   \
 	" FROM unnest(" pa "::bigint[], " pb "::bigint[], " pi "::integer[]) AS s(a, b, i)"                  \
-	"), win AS (SELECT array_agg(a ORDER BY a) AS starts, array_agg(b ORDER BY a) AS ends FROM " steps  \
+	"), win AS (SELECT array_agg(a ORDER BY a) AS starts, array_agg(b ORDER BY a) AS ends,"               \
+	"  min(a) AS lo, max(b) AS hi FROM " steps                                                            \
 	"), runs AS ("                                                                                       \
 	" SELECT min(a) AS a, max(b) AS b FROM ("                                                            \
 	"  SELECT a, b, sum(brk) OVER (ORDER BY a) AS g FROM ("                                              \
@@ -146,9 +147,8 @@ static void append_alloc_cte(struct gl_strbuf *sql)
 		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, jb.gpu_milli,"
 		       "  jb.start_at, coalesce(jb.end_at, to_timestamp($3)) AS stop_at"
 		       " FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE
-		       "), wb AS (SELECT min(a) AS a, max(b) AS b FROM lsteps"
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
-		       " greatest(j.start_at, wb.a) AS p0, least(j.stop_at, wb.b) AS p1 FROM j, wb)");
+		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
 	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps");
 	gl_strbuf_puts(sql,
 		       ", k AS ("
@@ -519,15 +519,14 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		       "), mm AS ("
 		       " SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
 		       "  THEN m.gpu_model ELSE '*' END AS rate_model FROM (SELECT DISTINCT gpu_model FROM f1) m"
-		       "), wb AS (SELECT min(a) AS a, max(b) AS b FROM steps"
 		       "), iv AS (SELECT f1.gpu_model, NULL::bigint AS rate, f1.gpu_milli AS g,"
-		       " greatest(f1.start_at, wb.a) AS p0, least(f1.stop_at, wb.b) AS p1");
+		       " greatest(f1.start_at, win.lo) AS p0, least(f1.stop_at, win.hi) AS p1");
 	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_puts(sql, " FROM f1, wb"
+	gl_strbuf_puts(sql, " FROM f1, win"
 			    " UNION ALL SELECT f1.gpu_model, r.micros_per_gpu_hour, f1.gpu_milli,"
-			    " greatest(f1.start_at, r.valid_from, wb.a), least(f1.stop_at, r.valid_to, wb.b)");
+			    " greatest(f1.start_at, r.valid_from, win.lo), least(f1.stop_at, r.valid_to, win.hi)");
 	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN wb JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
+	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN win JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
 			    " JOIN rates r ON r.gpu_model = mm.rate_model AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
 			    ")");
 	{
