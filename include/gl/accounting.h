@@ -88,8 +88,10 @@ void gl_acct_cover_fini(struct gl_acct_cover *cov);
  * steps' span); steps has n (ordinal in time), a and b (timestamptz), and
  * a CTE win has starts, the steps' starts in that order. cells gets keys,
  * n, gact and si: a step's allocated milli-GPU-seconds are
- * (b - a) x gact - si, exact when the times are whole seconds. */
-void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps);
+ * (b - a) x gact - si, exact when the times are whole seconds. one_step:
+ * steps has a single step (n 1), and the cells are the sums of the
+ * intervals, without events. */
+void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step);
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */

@@ -110,8 +110,21 @@ static const char jobs_cte[] =
  * steps are found where win's arrays are (17 kB for 91 days of hours) and
  * materialized without them: rows that carried them into a sort spilled 7
  * to 14 GB. */
-void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps)
+void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step)
 {
+	/* One step (a day of the rollup, a month's live today, a window with no
+	 * step): its intervals lie inside it, so each is a cell of its own, gact
+	 * 0 and si minus its g x seconds, summed by the caller's grouping; the
+	 * events, their sort and windows, and a second grouping by the keys
+	 * cost a day's rollup twice to 2.5 times that (3.5 s against 1.4 s a
+	 * day of 1,000,000 jobs a month) */
+	if (one_step) {
+		gl_strbuf_printf(sql,
+				 ", cells AS (SELECT %s, 1 AS n, 0::bigint AS gact,"
+				 " -(iv.g * extract(epoch FROM iv.p1 - iv.p0)::bigint) AS si FROM %s iv WHERE iv.p1 > iv.p0)",
+				 keys, src);
+		return;
+	}
 	gl_strbuf_printf(sql,
 			 ", ev0 AS MATERIALIZED (SELECT %s, x.t, x.dg, width_bucket(x.t, win.starts) AS n"
 			 " FROM %s iv CROSS JOIN win CROSS JOIN LATERAL (VALUES (iv.p0, iv.g), (iv.p1, -iv.g)) AS x(t, dg)"
@@ -136,7 +149,7 @@ void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *sr
  * key by gl_acct_event_cells, as the lines') and from usage_daily over
  * built days ($7 day start, $8 step): k(i, cluster_id, partition,
  * gpu_model, ms) in whole milli-GPU-seconds. */
-static void append_alloc_cte(struct gl_strbuf *sql)
+static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 {
 	gl_strbuf_puts(sql,
 		       "WITH steps AS ("
@@ -149,7 +162,7 @@ static void append_alloc_cte(struct gl_strbuf *sql)
 		       " FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
 		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
-	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps");
+	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps", n_live == 1);
 	gl_strbuf_puts(sql,
 		       ", k AS ("
 		       " SELECT s.i, c.cluster_id, c.partition, c.gpu_model,"
@@ -500,8 +513,8 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
 
 /* Appends the CTEs f .. byrate of the live query (jobs over the steps of
  * $1, $2, $4 at now $3), grouped by dims; filters take parameters from $5. */
-static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, const struct gl_acct_query *q,
-		       int *np, struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
+static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live,
+		       const struct gl_acct_query *q, int *np, struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
 {
 	int rc;
 	gl_strbuf_puts(sql, jobs_cte);
@@ -533,7 +546,8 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		struct gl_strbuf keys = GL_STRBUF_INIT;
 		gl_strbuf_puts(&keys, "gpu_model, rate");
 		put_dim_cols(&keys, "", n_dims);
-		gl_acct_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps");
+		if (n_live > 1)
+			gl_acct_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps", 0);
 		gl_strbuf_fini(&keys);
 	}
 	gl_strbuf_puts(sql,
@@ -543,14 +557,20 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 			    /* every sum is a part of its own UNION ALL branch and the
 			     * lines are one GROUP BY. Lines are also split by GPU model
 			     * so unpriced models are known exactly; C merges them. */
-			    "), parts AS (SELECT s.i");
+			    "), parts AS (SELECT ");
+	/* one step (a day of the rollup, a month's live today): each job's
+	 * interval lies inside it and is summed as it is; cells joined to the
+	 * step made the planner sort the rows by every key, not hash them (a
+	 * day's rollup of 1,000,000 jobs a month: 2.8 s against 1.3 s) */
+	gl_strbuf_puts(sql, n_live > 1 ? "s.i" : "(SELECT i FROM steps)");
 	put_dim_cols(sql, "c.", n_dims);
 	gl_strbuf_puts(sql, ", c.gpu_model, c.rate,"
 			    " CASE WHEN c.rate IS NULL THEN m ELSE 0 END AS alloc, CASE WHEN c.rate IS NULL THEN 0 ELSE m END AS priced,"
-			    " 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs"
-			    " FROM cells c JOIN steps s ON s.n = c.n"
-			    " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m) x"
-			    " WHERE x.m <> 0"
+			    " 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs");
+	gl_strbuf_puts(sql, n_live > 1 ? " FROM cells c JOIN steps s ON s.n = c.n"
+					 " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m) x"
+				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * extract(epoch FROM c.p1 - c.p0)::bigint AS m) x");
+	gl_strbuf_puts(sql, " WHERE x.m <> 0"
 			    " UNION ALL SELECT u.i");
 	put_dim_cols(sql, "f1.", n_dims);
 	gl_strbuf_puts(sql,
@@ -735,7 +755,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);
 		np = 4;
-		if ((rc = append_live(&sql, q->dims, q->n_dims, q, &np, &arrays, arr_off, err)))
+		if ((rc = append_live(&sql, q->dims, q->n_dims, pl.nl, q, &np, &arrays, arr_off, err)))
 			goto out;
 		append_lines_select(&sql, q->n_dims);
 		params[0] = pa[0].p;
@@ -779,7 +799,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		gl_strbuf_reset(&sql);
 		gl_strbuf_reset(&arrays);
 		np = 8;
-		append_alloc_cte(&sql);
+		append_alloc_cte(&sql, ipl.nl);
 		gl_strbuf_puts(&sql,
 			       ", cap AS ("
 			       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, gl_gpu_model(cp.gpu_model) AS gpu_model,"
@@ -1157,7 +1177,7 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	snprintf(day, sizeof day, "%04lld-%02u-%02u", (long long)y, m, d);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
 			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
-	if ((rc = append_live(&sql, gl_acct_dims, 10, NULL, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, gl_acct_dims, 10, 1, NULL, &np, &arrays, arr_off, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, gpu_model, rate, alloc, priced,"
 			     " busy, idle, obs FROM byrate");

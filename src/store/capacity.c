@@ -109,7 +109,7 @@ int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, e
 	put_array(&b, steps, nsteps, 1);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	gl_strbuf_puts(&sql, cap_head_sql);
-	gl_acct_event_cells(&sql, "cluster_id, k", "jj", "steps");
+	gl_acct_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
 	gl_strbuf_puts(&sql, cap_tail_sql);
 	if ((rc = gl_db_query(c, sql.p, 5,
 			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster}, &r,
