@@ -555,8 +555,6 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 	/* the row's milli-GPUs, rounded down like the micro-GPUs */
 	p->gpu_milli = p->gpu.gpu_micro / 1000;
 	snprintf(p->gpu_type, sizeof p->gpu_type, "%s", p->gpu.gpu_type);
-	if (p->gpu.note)
-		c->res->gpu_unclear++;
 	{
 		/* a bad byte anywhere in a stored pod would make PostgreSQL
 		 * refuse the whole batch: skip the pod (it stays listed) */
@@ -622,6 +620,8 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 		}
 	}
 	p->end_s = pod_end(c, status, p->phase, path);
+	if (p->gpu.note)
+		c->res->gpu_unclear++; /* counted once the pod is kept */
 	return 1;
 bad:
 	pod_clear(p);

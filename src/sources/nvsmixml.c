@@ -505,7 +505,8 @@ static int open_tag(struct xml *x)
 	int self_close = gt && gt > x->p + x->pos && gt[-1] == '/';
 
 	if (!n || n >= NAME_MAX_LEN || !gt) {
-		gl_nvsmi_problem(x->res, x->line, "not an element: '%.20s'", x->p + x->pos);
+		size_t rest = x->len - x->pos;
+		gl_nvsmi_problem(x->res, x->line, "not an element: '%.*s'", (int)(rest < 20 ? rest : 20), x->p + x->pos);
 		x->pos++;
 		return 0;
 	}
