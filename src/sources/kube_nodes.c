@@ -79,16 +79,24 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	const cJSON *c;
 	const char *name = str_at(md, "name"), *product = str_at(labels, "nvidia.com/gpu.product"),
 		   *count_l = str_at(labels, "nvidia.com/gpu.count"), *strategy = str_at(labels, "nvidia.com/mig.strategy"),
-		   *mem_l = str_at(labels, "nvidia.com/gpu.memory");
+		   *mem_l = str_at(labels, "nvidia.com/gpu.memory"), *rep_l = str_at(labels, "nvidia.com/gpu.replicas");
 	struct gl_node_obs *o;
 	char model[GL_NODE_MODEL_MAX] = "", raw[512] = "", reason[512] = "";
 	int64_t full, mig_inst = 0, mig_slices = 0, phys, ready_since = GL_TIME_NONE, taint_since = GL_TIME_NONE;
+	int replicas = 0;
 	enum gl_node_avail av = GL_AVAIL_UP;
 	int ready = -1;
 
 	if (!name || !*name)
 		return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.name: missing", idx);
 	full = qty(cap, "nvidia.com/gpu");
+	{
+		/* whole GPUs of the other device plugins: AMD's, and Alibaba
+		 * gpushare's card count (its gpu-mem is memory, not GPUs) */
+		int64_t amd = qty(cap, "amd.com/gpu"), ali = qty(cap, "aliyun.com/gpu-count");
+		if (amd > 0 || ali > 0)
+			full = (full > 0 ? full : 0) + (amd > 0 ? amd : 0) + (ali > 0 ? ali : 0);
+	}
 	cJSON_ArrayForEach(c, cap)
 	{
 		if (c->string && !strncmp(c->string, "nvidia.com/mig-", 15)) {
@@ -108,6 +116,9 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 			l = sizeof model - 1;
 		memcpy(model, product, l);
 		model[l] = '\0';
+		/* time-slicing without renaming marks the product "...-SHARED" */
+		if (l > 7 && !strcmp(model + l - 7, "-SHARED"))
+			model[l - 7] = '\0';
 		if (m && full > 0 && !mig_inst) {
 			int sl = gl_mig_profile_slices(m + 5, strlen(m + 5));
 			mig_inst = full;
@@ -116,6 +127,21 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		}
 	}
 	(void)strategy;
+	if (rep_l) {
+		char *e;
+		long long v = strtoll(rep_l, &e, 10);
+		if (*rep_l && !*e && v >= 0 && v <= 1024)
+			replicas = v > 1 ? (int)v : 0;
+		else
+			gl_nodeobs_problem(s, "kubectl nodes items[%zu].metadata.labels.nvidia.com/gpu.replicas: '%s' ignored",
+					   idx, rep_l);
+	}
+	if (replicas) {
+		/* time-slicing/MPS advertise each GPU `replicas` times, as
+		 * nvidia.com/gpu (renameByDefault=false) or nvidia.com/gpu.shared */
+		int64_t shared = qty(cap, "nvidia.com/gpu.shared");
+		full = ((full > 0 ? full : 0) + (shared > 0 ? shared : 0)) / replicas;
+	}
 	/* physical GPUs: GPU feature discovery's count when present; else whole
 	 * GPUs plus MIG slices folded into 7-slice GPUs */
 	phys = (full > 0 ? full : 0) + (mig_slices + 6) / 7;
@@ -135,6 +161,7 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		snprintf(o->gpus[0].model, sizeof o->gpus[0].model, "%s", model);
 		o->gpus[0].gpus = phys;
 		o->gpus[0].mig_instances = mig_inst;
+		o->gpus[0].replicas = replicas;
 		o->ngpu_models = 1;
 		if (mem_l) {
 			char *e;
