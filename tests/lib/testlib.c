@@ -695,8 +695,14 @@ double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, con
 	PQclear(PQgetResult(c));
 	fclose(f);
 	snprintf(sql, sizeof sql, "TRUNCATE %s", table);
-	PQclear(PQexec(c, sql));
-	PQclear(PQexec(c, "CHECKPOINT"));
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	/* CHECKPOINT needs a superuser (or pg_checkpoint): the application
+	 * role is neither, so it goes through the admin connection */
+	if (gl_test_exec_dsn(gl_test_admin_dsn(), "CHECKPOINT") < 0)
+		gl_test_die("CHECKPOINT through GL_TEST_ADMIN_DSN failed");
 	f = fopen(tmpfile, "r");
 	t0 = gl_test_now_s();
 	snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN", table, cols);

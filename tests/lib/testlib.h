@@ -139,7 +139,9 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
  * tmpfile, empties the table, and times a raw COPY of the same bytes back in
- * (same table, same indexes). Returns seconds; dies on a database error. */
+ * (same table, same indexes), after a CHECKPOINT through GL_TEST_ADMIN_DSN
+ * (the application role may not run one). Returns seconds; dies on a
+ * database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
 
 /* The real Philly jobs of tests/fixtures/philly/sampled_jobs.json as
