@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define NJOBS 1000
 #define NNODES 400
@@ -148,9 +147,7 @@ static void explain_off(void)
 
 static int setup(void **state)
 {
-	char path[600];
-	FILE *f;
-	char fields[1024];
+	char path[600], fields[1024];
 	if (gl_test_db_create("gl_test_rerun_plan", g_dsn, sizeof g_dsn) || gl_test_sacct_fields(fields, sizeof fields))
 		return -1;
 	if (gl_test_cli(g_dsn, "migrate", NULL))
@@ -158,22 +155,8 @@ static int setup(void **state)
 	/* NJOBS untyped GPU jobs (gres/gpu=1), each on one of 16 nodes: their
 	 * model is the node's (node_gpu_model), which the trigger fills in */
 	snprintf(path, sizeof path, "%s/rerun_plan.sacct", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
-	if (!(f = fopen(path, "w")))
+	if (gl_test_synth_untyped_sacct(path, NJOBS))
 		return -1;
-	for (int i = 1; i <= NJOBS; i++) {
-		long t = 1763800000L + i * 7L;
-		char sub[32], st[32], en[32];
-		time_t a = t, b = t + 10, c = t + 610;
-		strftime(sub, sizeof sub, "%Y-%m-%dT%H:%M:%S", gmtime(&a));
-		strftime(st, sizeof st, "%Y-%m-%dT%H:%M:%S", gmtime(&b));
-		strftime(en, sizeof en, "%Y-%m-%dT%H:%M:%S", gmtime(&c));
-		fprintf(f,
-			"%d|%d|synth|gpu|normal|team%d|g|2001|u%d|2001|%s|%s|%s|%s|00:10:00|600|0:0|COMPLETED|1|2|2|1000M|"
-			"billing=1,cpu=2,gres/gpu=1,mem=1000M,node=1|billing=1,cpu=2,gres/gpu=1,mem=1000M,node=1|"
-			"01:00:00|gpu%02d|job%d|%d|00:00:00|\n",
-			i, i, i % 5, i % 50, sub, sub, st, en, i % 16, i, i);
-	}
-	fclose(f);
 	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "synth", "--file", path, "--fields", fields, NULL))
 		return -1;
 	snprintf(g_su, sizeof g_su, "%s dbname=gl_test_rerun_plan", gl_test_admin_dsn());

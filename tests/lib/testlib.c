@@ -672,6 +672,26 @@ void gl_test_http_fini(struct gl_test_http *r)
 	r->body = r->headers = NULL;
 }
 
+int gl_test_synth_untyped_sacct(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	for (int i = 1; i <= n; i++) {
+		time_t t = 1763800000L + i * 7L, b = t + 10, e = t + 610;
+		char sub[32], st[32], en[32];
+		strftime(sub, sizeof sub, "%Y-%m-%dT%H:%M:%S", gmtime(&t));
+		strftime(st, sizeof st, "%Y-%m-%dT%H:%M:%S", gmtime(&b));
+		strftime(en, sizeof en, "%Y-%m-%dT%H:%M:%S", gmtime(&e));
+		fprintf(f,
+			"%d|%d|synth|gpu|normal|team%d|g|2001|u%d|2001|%s|%s|%s|%s|00:10:00|600|0:0|COMPLETED|1|2|2|1000M|"
+			"billing=1,cpu=2,gres/gpu=1,mem=1000M,node=1|billing=1,cpu=2,gres/gpu=1,mem=1000M,node=1|"
+			"01:00:00|gpu%02d|job%d|%d|00:00:00|\n",
+			i, i, i % 5, i % 50, sub, sub, st, en, i % 16, i, i);
+	}
+	return fclose(f) ? -1 : 0;
+}
+
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile)
 {
 	char sql[2048], buf[1 << 16];

@@ -144,6 +144,14 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
  * database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
 
+/* SYNTHETIC: n finished untyped GPU jobs (gres/gpu=1, no GPU type) of
+ * cluster "synth" as `sacct -P` lines in the testbed's field order
+ * (gl_test_sacct_fields), job i (1-based, also its DBIndex) on node
+ * gpu<i % 16, two digits>, ten minutes long, one every 7 s from
+ * 2025-11-22. Their model is their node's (jobs.node_gpu_model). 0, or -1
+ * when path cannot be written. */
+int gl_test_synth_untyped_sacct(const char *path, int n);
+
 /* The real Philly jobs of tests/fixtures/philly/sampled_jobs.json as
  * `sacct -P` lines with GL_TEST_PHILLY_FIELDS: one per job with a valid
  * submit <= start <= end (times UTC), Account = the job's VC, its user,
