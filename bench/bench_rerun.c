@@ -13,21 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static double run_ingest(const char *dsn, const char *file, const char *fields)
-{
-	struct gl_test_out o;
-	double t0 = gl_test_now_s(), dt;
-	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", "synth", "--file", file, "--fields", fields,
-			NULL) ||
-	    o.status != 0) {
-		fprintf(stderr, "%s\n", o.err);
-		gl_test_die("ingest failed");
-	}
-	dt = gl_test_now_s() - t0;
-	gl_test_out_fini(&o);
-	return dt;
-}
-
 static void one(int n, const char *tmp, const char *fields)
 {
 	char dsn[1024], su[1200], path[600];
@@ -38,11 +23,11 @@ static void one(int n, const char *tmp, const char *fields)
 	snprintf(su, sizeof su, "%s dbname=gl_bench_rerun", gl_test_admin_dsn());
 	if (gl_test_exec_dsn(su, "ALTER TABLE jobs SET (autovacuum_enabled = false)") < 0)
 		gl_test_die("autovacuum off");
-	first = run_ingest(dsn, path, fields);
+	first = gl_test_time_ingest_sacct(dsn, "synth", path, fields);
 	if (gl_test_exec_dsn(dsn, "DELETE FROM jobs") < 0 || gl_test_exec_dsn(dsn, "VACUUM (TRUNCATE false) jobs") < 0 ||
 	    gl_test_qint_dsn(dsn, "SELECT reltuples::bigint FROM pg_class WHERE relname = 'jobs'") != 0)
 		gl_test_die("empty statistics");
-	rerun = run_ingest(dsn, path, fields);
+	rerun = gl_test_time_ingest_sacct(dsn, "synth", path, fields);
 	fprintf(stderr, "  %d jobs: first %.2f s, rerun on empty statistics %.2f s\n", n, first, rerun);
 	printf("| rerun: ingest sacct of %d untyped GPU jobs into jobs whose statistics say 0 rows (DELETE + VACUUM "
 	       "(TRUNCATE false)) | %.2f s | the first ingest of the same file into a fresh database: %.2f s | %.2fx |\n",

@@ -672,6 +672,22 @@ void gl_test_http_fini(struct gl_test_http *r)
 	r->body = r->headers = NULL;
 }
 
+double gl_test_time_ingest_sacct(const char *dsn, const char *cluster, const char *file, const char *fields)
+{
+	struct gl_test_out o;
+	double t0 = gl_test_now_s(), dt;
+	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", cluster, "--file", file, "--fields", fields,
+			NULL) ||
+	    o.status != 0) {
+		fprintf(stderr, "%s\n", o.err ? o.err : "");
+		gl_test_die("ingest failed");
+	}
+	dt = gl_test_now_s() - t0;
+	fprintf(stderr, "  ingest: %.2f s %s", dt, o.out);
+	gl_test_out_fini(&o);
+	return dt;
+}
+
 int gl_test_synth_untyped_sacct(const char *path, int n)
 {
 	FILE *f = fopen(path, "w");

@@ -144,6 +144,11 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
  * database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
 
+/* For the benchmarks: the seconds the real `gpuledger ingest sacct
+ * --cluster cluster --file file --fields fields` took against dsn (its
+ * summary on stderr); dies when it fails. */
+double gl_test_time_ingest_sacct(const char *dsn, const char *cluster, const char *file, const char *fields);
+
 /* SYNTHETIC: n finished untyped GPU jobs (gres/gpu=1, no GPU type) of
  * cluster "synth" as `sacct -P` lines in the testbed's field order
  * (gl_test_sacct_fields), job i (1-based, also its DBIndex) on node
