@@ -11,10 +11,12 @@ trap '"$BUILD/gpuledger" --config "$T/config.yaml" db stop >/dev/null 2>&1; rm -
 printf 'database:\n  embedded_dir: %s/var\nlog:\n  level: warn\n' "$T" >"$T/config.yaml"
 "$BUILD/gpuledger" --config "$T/config.yaml" db init >/dev/null 2>&1
 "$BUILD/gpuledger" --config "$T/config.yaml" db start >/dev/null 2>&1
-sock=$("$BUILD/gpuledger" --config "$T/config.yaml" db status | sed -n 's/.*socket \([^)]*\)).*/\1/p')
+status=$("$BUILD/gpuledger" --config "$T/config.yaml" db status)
+sock=$(sed -n 's/.*socket \([^)]*\)).*/\1/p' <<<"$status")
+pass=$(sed -n 's/^passfile \([^ ]*\) .*/\1/p' <<<"$status")
 export GL_TEST_BIN=$PWD/$BUILD/gpuledger
-export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres"
-export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger"
+export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
+export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
 export GL_TEST_TMP=$T
 rows=()
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)" >&2

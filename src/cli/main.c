@@ -44,6 +44,48 @@ static void on_signal(int sig)
 	gl_dbcancel_request(GL_DBCANCEL_WORK);
 }
 
+/* A command other than serve: SIGTERM/SIGINT used to end it on the spot,
+ * leaving its statement running in its server session until it noticed
+ * the client gone (a long UPDATE never does) or someone cancelled it.
+ * Now the stop cancels the statement (every connection is registered,
+ * gl_db_cancel_on_stop), the command fails on it as on any error and
+ * records what it must (an ingest run's row), and main() ends by the same
+ * signal. A second signal, or GL_CLI_STOP_GRACE_S without an end, ends
+ * the process at once as before. */
+#define GL_CLI_STOP_GRACE_S (GL_DBCANCEL_GIVEUP_MS / 1000 + 5)
+static volatile sig_atomic_t g_cli_sig;
+static void on_cli_alarm(int sig)
+{
+	(void)sig;
+	signal(g_cli_sig, SIG_DFL);
+	raise(g_cli_sig);
+}
+
+static void on_cli_signal(int sig)
+{
+	g_cli_sig = sig;
+	gl_dbcancel_request(GL_DBCANCEL_WORK);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGALRM, on_cli_alarm);
+	alarm(GL_CLI_STOP_GRACE_S);
+}
+
+static void cli_stop_setup(void)
+{
+	struct sigaction sa;
+	struct gl_err err = {0};
+	if (gl_dbcancel_start(&err)) {
+		gl_log(GL_LOG_WARN, "%s; a signal ends this command without cancelling its statement", err.msg);
+		return;
+	}
+	gl_db_cancel_on_stop();
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_cli_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* SIGHUP's default action ends the process on the spot (no last audit
  * anchor, a source cut mid-batch): a terminal closing on a foreground
  * daemon, or a `systemctl reload`, killed it. It now checks the config
@@ -198,7 +240,9 @@ static const char usage_db[] =
 	"usage: gpuledger [--config FILE] db init|start|stop|status\n"
 	"       gpuledger [--config FILE] db redact [--dry-run]\n"
 	"init|start|stop|status manage the embedded PostgreSQL under database.embedded_dir (unix socket\n"
-	"only); as root, initdb/pg_ctl run as the 'postgres' user. Not available with an external DSN.\n"
+	"only, a private socket directory, a generated password per role in its pgpass); as root,\n"
+	"initdb/pg_ctl run as the 'postgres' user, and a directory it cannot reach moves the cluster to\n"
+	"" GL_DB_RELOCATE_ROOT "/<hash of the path> (said by status). Not available with an external DSN.\n"
 	"redact blanks credentials in ingest runs stored before they were blanked on the way in (any DSN).\n";
 
 static int cmd_db(struct gl_config *cfg, int argc, char **argv)
@@ -225,6 +269,10 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 		if ((rc = gl_db_status(cfg, &running, &err)) == 0 && (rc = gl_db_paths(cfg, &p, &err)) == 0) {
 			printf("embedded PostgreSQL: %s (data %s, socket %s)\n", running ? "running" : "stopped",
 			       p.datadir, p.sockdir);
+			printf("passfile %s (roles %s, %s)\n", p.passfile, GL_DB_SUPERUSER, GL_DB_ROLE);
+			if (p.relocated)
+				printf("database.embedded_dir %s is not reachable by user '%s': the cluster lives in %s\n",
+				       p.configured, GL_DB_OS_USER, p.base);
 			return running ? 0 : 3;
 		}
 	} else
@@ -485,6 +533,7 @@ int main(int argc, char **argv)
 		char actor[96];
 		gl_cli_actor(actor, sizeof actor);
 		gl_audit_set_process_actor(actor);
+		cli_stop_setup();
 	}
 	if (!strcmp(cmd, "check-config"))
 		rc = cmd_check_config(&cfg, argc, argv);
@@ -515,5 +564,12 @@ int main(int argc, char **argv)
 		rc = EXIT_USAGE;
 	}
 	gl_config_fini(&cfg);
+	if (g_cli_sig) {
+		/* the command's statement was cancelled and its error said: end
+		 * as the signal asked, so the caller sees which */
+		gl_dbcancel_stop();
+		signal(g_cli_sig, SIG_DFL);
+		raise(g_cli_sig);
+	}
 	return rc;
 }

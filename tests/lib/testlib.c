@@ -672,6 +672,42 @@ void gl_test_http_fini(struct gl_test_http *r)
 	r->body = r->headers = NULL;
 }
 
+double gl_test_time_ingest_sacct(const char *dsn, const char *cluster, const char *file, const char *fields)
+{
+	struct gl_test_out o;
+	double t0 = gl_test_now_s(), dt;
+	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", cluster, "--file", file, "--fields", fields,
+			NULL) ||
+	    o.status != 0) {
+		fprintf(stderr, "%s\n", o.err ? o.err : "");
+		gl_test_die("ingest failed");
+	}
+	dt = gl_test_now_s() - t0;
+	fprintf(stderr, "  ingest: %.2f s %s", dt, o.out);
+	gl_test_out_fini(&o);
+	return dt;
+}
+
+int gl_test_synth_untyped_sacct(const char *path, int n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	for (int i = 1; i <= n; i++) {
+		time_t t = 1763800000L + i * 7L, b = t + 10, e = t + 610;
+		char sub[32], st[32], en[32];
+		strftime(sub, sizeof sub, "%Y-%m-%dT%H:%M:%S", gmtime(&t));
+		strftime(st, sizeof st, "%Y-%m-%dT%H:%M:%S", gmtime(&b));
+		strftime(en, sizeof en, "%Y-%m-%dT%H:%M:%S", gmtime(&e));
+		fprintf(f,
+			"%d|%d|synth|gpu|normal|team%d|g|2001|u%d|2001|%s|%s|%s|%s|00:10:00|600|0:0|COMPLETED|1|2|2|1000M|"
+			"billing=1,cpu=2,gres/gpu=1,mem=1000M,node=1|billing=1,cpu=2,gres/gpu=1,mem=1000M,node=1|"
+			"01:00:00|gpu%02d|job%d|%d|00:00:00|\n",
+			i, i, i % 5, i % 50, sub, sub, st, en, i % 16, i, i);
+	}
+	return fclose(f) ? -1 : 0;
+}
+
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile)
 {
 	char sql[2048], buf[1 << 16];
@@ -695,8 +731,14 @@ double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, con
 	PQclear(PQgetResult(c));
 	fclose(f);
 	snprintf(sql, sizeof sql, "TRUNCATE %s", table);
-	PQclear(PQexec(c, sql));
-	PQclear(PQexec(c, "CHECKPOINT"));
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	/* CHECKPOINT needs a superuser (or pg_checkpoint): the application
+	 * role is neither, so it goes through the admin connection */
+	if (gl_test_exec_dsn(gl_test_admin_dsn(), "CHECKPOINT") < 0)
+		gl_test_die("CHECKPOINT through GL_TEST_ADMIN_DSN failed");
 	f = fopen(tmpfile, "r");
 	t0 = gl_test_now_s();
 	snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN", table, cols);

@@ -139,8 +139,23 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
  * tmpfile, empties the table, and times a raw COPY of the same bytes back in
- * (same table, same indexes). Returns seconds; dies on a database error. */
+ * (same table, same indexes), after a CHECKPOINT through GL_TEST_ADMIN_DSN
+ * (the application role may not run one). Returns seconds; dies on a
+ * database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
+
+/* For the benchmarks: the seconds the real `gpuledger ingest sacct
+ * --cluster cluster --file file --fields fields` took against dsn (its
+ * summary on stderr); dies when it fails. */
+double gl_test_time_ingest_sacct(const char *dsn, const char *cluster, const char *file, const char *fields);
+
+/* SYNTHETIC: n finished untyped GPU jobs (gres/gpu=1, no GPU type) of
+ * cluster "synth" as `sacct -P` lines in the testbed's field order
+ * (gl_test_sacct_fields), job i (1-based, also its DBIndex) on node
+ * gpu<i % 16, two digits>, ten minutes long, one every 7 s from
+ * 2025-11-22. Their model is their node's (jobs.node_gpu_model). 0, or -1
+ * when path cannot be written. */
+int gl_test_synth_untyped_sacct(const char *path, int n);
 
 /* The real Philly jobs of tests/fixtures/philly/sampled_jobs.json as
  * `sacct -P` lines with GL_TEST_PHILLY_FIELDS: one per job with a valid
