@@ -9,7 +9,7 @@
 #   budgets BIN ARGS...    set budgets in the demo config from each team's
 #                          spend this month, so they cross thresholds live
 #   stop                   stop the simulator this script started
-# Environment: SIM_DIR, SIM_SPEED (60), SIM_GPUS (256), SIM_HISTORY_DAYS (77).
+# Environment: SIM_DIR, SIM_SPEED (60), SIM_GPUS (256), SIM_HISTORY_DAYS (72).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${SIM_DIR:-var/sim}
@@ -20,7 +20,7 @@ start() {
 	mkdir -p "$DIR"
 	rm -f "$DIR/sim.url"
 	"$build/gpuledger-sim" serve --dir "$DIR" --speed "${SIM_SPEED:-60}" --gpus "${SIM_GPUS:-256}" \
-		--history-days "${SIM_HISTORY_DAYS:-77}" >>"$DIR/sim.log" 2>&1 </dev/null &
+		--history-days "${SIM_HISTORY_DAYS:-72}" >>"$DIR/sim.log" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >"$DIR/sim.pid"
 	for _ in $(seq 1 300); do
@@ -59,7 +59,7 @@ stop() {
 }
 
 history() {
-	local bin=$1 start now tmp slurm kube
+	local bin=$1 start now tmp slurm kube dump
 	shift
 	read -r slurm kube < <(sed -n 's/.*"clusters":\["\([^"]*\)","\([^"]*\)"\].*/\1 \2/p' <(curl -s --noproxy '*' "$(cat "$DIR/sim.url")/state"))
 	start=$(sed -n 's/^start //p' "$DIR/timeline")
@@ -68,6 +68,9 @@ history() {
 	tmp=$(mktemp -d /tmp/gpuledger-sim-history.XXXXXX)
 	trap 'rm -rf "$tmp"' RETURN
 	echo "sim: loading the fleet's history since ${start}Z (docs/demo.md)"
+	# the pods' dump (the largest) runs beside the Slurm part
+	GL_SIM_URL=$(cat "$DIR/sim.url") "$(readlink "$DIR/bin/kubectl")" pods-history >"$tmp/pods.json" &
+	dump=$!
 	TZ=UTC "$DIR/bin/sacct" --allusers --parsable2 --noheader --allocations --duplicates --clusters "$slurm" \
 		--starttime "$start" --endtime "$now" --delimiter '|' --format "$FIELDS" >"$tmp/sacct.txt"
 	"$bin" "$@" ingest sacct --cluster "$slurm" --file "$tmp/sacct.txt" --fields "$FIELDS"
@@ -79,7 +82,7 @@ history() {
 		--reservations "$tmp/resv.txt" --at "${now}Z"
 	"$DIR/bin/kubectl" get nodes -o json >"$tmp/knodes.json"
 	"$bin" "$@" ingest kube-nodes --cluster "$kube" --file "$tmp/knodes.json" --at "${now}Z"
-	GL_SIM_URL=$(cat "$DIR/sim.url") "${bin%/*}/gpuledger-sim" pods-history >"$tmp/pods.json"
+	wait "$dump"
 	"$bin" "$@" ingest kube --cluster "$kube" --file "$tmp/pods.json" --at "${now}Z"
 }
 
