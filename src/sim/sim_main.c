@@ -6,6 +6,7 @@
  * simulator and prints the answer with the exit status the tool would give.
  * docs/demo.md describes it. */
 #include "gl/simfleet.h"
+#include "gl/simload.h"
 #include "gl/simshow.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -54,39 +55,6 @@ static void on_signal(int sig)
 static int64_t now_s(void)
 {
 	return (int64_t)time(NULL);
-}
-
-static int read_file(const char *path, struct gl_strbuf *out, struct gl_err *err)
-{
-	FILE *fp = fopen(path, "rb");
-	char buf[65536];
-	size_t n;
-	if (!fp)
-		return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
-	while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
-		gl_strbuf_append(out, buf, n);
-	fclose(fp);
-	return 0;
-}
-
-static int load_traces(const char *dir, struct gl_sim_traces *tr, struct gl_err *err)
-{
-	static const char *const files[] = {"philly_jobs.tsv", "openb_pods.tsv", "genai_duty.tsv"};
-	int rc = 0;
-	for (size_t i = 0; i < GL_ARRAY_LEN(files) && !rc; i++) {
-		struct gl_strbuf b = GL_STRBUF_INIT;
-		char path[PATH_MAX];
-		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-		rc = read_file(path, &b, err);
-		if (!rc && i == 0)
-			rc = gl_simtrace_parse_philly(tr, path, b.p, b.len, err);
-		else if (!rc && i == 1)
-			rc = gl_simtrace_parse_pods(tr, path, b.p, b.len, err);
-		else if (!rc)
-			rc = gl_simtrace_parse_duty(tr, path, b.p, b.len, err);
-		gl_strbuf_fini(&b);
-	}
-	return rc;
 }
 
 /* ---- options ----------------------------------------------------------- */
@@ -160,7 +128,7 @@ static int parse_opts(int argc, char **argv, int from, struct opts *o)
 static int new_fleet(const struct opts *o, struct sim *s, int64_t start_s, struct gl_err *err)
 {
 	struct gl_sim_params p;
-	int rc = load_traces(o->traces, &s->tr, err);
+	int rc = gl_simload_traces(o->traces, &s->tr, err);
 	if (rc)
 		return rc;
 	gl_simfleet_params_default(&p);

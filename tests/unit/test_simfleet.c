@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "gl/simfleet.h"
+#include "gl/simload.h"
 #include "gl/simshow.h"
 #include "lib/testlib.h"
 
@@ -26,21 +27,11 @@ static struct gl_sim_traces g_tr;
 
 static int load(void **state)
 {
-	static const char *const f[] = {"scripts/demo/traces/philly_jobs.tsv", "scripts/demo/traces/openb_pods.tsv",
-					"scripts/demo/traces/genai_duty.tsv"};
 	struct gl_err err = {0};
 	(void)state;
-	for (int i = 0; i < 3; i++) {
-		size_t n;
-		char *b = gl_test_read_file(gl_test_fixture(f[i]), &n);
-		int rc = i == 0 ? gl_simtrace_parse_philly(&g_tr, f[i], b, n, &err)
-			 : i == 1 ? gl_simtrace_parse_pods(&g_tr, f[i], b, n, &err)
-				  : gl_simtrace_parse_duty(&g_tr, f[i], b, n, &err);
-		free(b);
-		if (rc) {
-			fprintf(stderr, "%s\n", err.msg);
-			return -1;
-		}
+	if (gl_simload_traces("scripts/demo/traces", &g_tr, &err)) {
+		fprintf(stderr, "%s (run from the repo root)\n", err.msg);
+		return -1;
 	}
 	return 0;
 }

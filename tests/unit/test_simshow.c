@@ -17,6 +17,7 @@
 #include "gl/nodeobs.h"
 #include "gl/sacct.h"
 #include "gl/simfleet.h"
+#include "gl/simload.h"
 #include "gl/simshow.h"
 #include "gl/timeutil.h"
 #include "lib/testlib.h"
@@ -33,20 +34,12 @@ static struct gl_sim_fleet *g_f;
 
 static int setup(void **state)
 {
-	static const char *const f[] = {"scripts/demo/traces/philly_jobs.tsv", "scripts/demo/traces/openb_pods.tsv",
-					"scripts/demo/traces/genai_duty.tsv"};
 	struct gl_sim_params p;
 	struct gl_err err = {0};
 	(void)state;
-	for (int i = 0; i < 3; i++) {
-		size_t n;
-		char *b = gl_test_read_file(gl_test_fixture(f[i]), &n);
-		int rc = i == 0 ? gl_simtrace_parse_philly(&g_tr, f[i], b, n, &err)
-			 : i == 1 ? gl_simtrace_parse_pods(&g_tr, f[i], b, n, &err)
-				  : gl_simtrace_parse_duty(&g_tr, f[i], b, n, &err);
-		free(b);
-		if (rc)
-			return -1;
+	if (gl_simload_traces("scripts/demo/traces", &g_tr, &err)) {
+		fprintf(stderr, "%s (run from the repo root)\n", err.msg);
+		return -1;
 	}
 	gl_simfleet_params_default(&p);
 	p.start_s = T0;
