@@ -64,7 +64,7 @@ static void test_traces(void **state)
 	const char bad[] = "# h\n10\t8\t600\tPass\tvc\tu\t1,2,3,4\n10\t8\t600\tMaybe\tvc\tu\t1,2,3,4\n";
 	(void)state;
 	assert_int_equal(g_tr.njobs, 4157);
-	assert_int_equal(g_tr.npods, 1968);
+	assert_int_equal(g_tr.npods, 1152);
 	assert_int_equal(g_tr.nseries, 128);
 	/* the first Philly row: 8 GPUs, each with its 4 minutes */
 	assert_int_equal(g_tr.jobs[0].gpus, 8);
