@@ -9,6 +9,7 @@ CONFIG=${GPULEDGER_CONFIG:-gpuledger.yaml}
 # the simulated demo fleet (scripts/demo, docs/demo.md) unless SIM=0 or a
 # configuration of one's own; its database, token and reports are under var/sim
 sim=0 var=var
+[[ ${1:-} == --no-sim ]] && SIM=0
 if [[ ${SIM:-1} != 0 && $CONFIG == gpuledger.example.yaml ]]; then
 	sim=1 var=var/sim
 	trap 'scripts/demo/sim.sh stop' EXIT
