@@ -54,6 +54,12 @@ int64_t gl_jobstats_priced_s(const struct gl_jobstats_rate *rates, size_t n, int
  * OUT_OF_MEMORY or BOOT_FAIL (any case): "CANCELLED by 0" is not. */
 int gl_jobstats_state_failed(const char *state);
 
+/* The part of a job's cost that part_ms of its alloc_ms (both milli-GPU-
+ * seconds) cost: cost x part / allocated, half up; 0 when nothing was
+ * allocated. Busy and idle inside an allocation are priced by it, per job
+ * (jobs differ in price, so an owner's idle is not worth its average). */
+int64_t gl_jobstats_part_cost(int64_t cost_micros, int64_t alloc_ms, int64_t part_ms);
+
 struct gl_jobstats_job {
 	int64_t job_pk;
 	const char *job_id, *cluster, *state; /* borrowed; copied when the job enters a top list */

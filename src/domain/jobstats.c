@@ -129,12 +129,16 @@ static void top_offer(struct gl_jobstats_top *list, size_t *n, const struct gl_j
 	(*n)++;
 }
 
-/* cost x part / allocated, half up (0 when nothing was allocated) */
+int64_t gl_jobstats_part_cost(int64_t cost_micros, int64_t alloc_ms, int64_t part_ms)
+{
+	if (alloc_ms <= 0 || part_ms <= 0 || cost_micros <= 0)
+		return 0;
+	return (int64_t)(((gl_i128)cost_micros * part_ms * 2 + alloc_ms) / ((gl_i128)alloc_ms * 2));
+}
+
 static int64_t part_cost(const struct gl_jobstats_job *j, int64_t part_ms)
 {
-	if (j->alloc_ms <= 0 || part_ms <= 0 || j->cost_micros <= 0)
-		return 0;
-	return (int64_t)(((gl_i128)j->cost_micros * part_ms * 2 + j->alloc_ms) / ((gl_i128)j->alloc_ms * 2));
+	return gl_jobstats_part_cost(j->cost_micros, j->alloc_ms, part_ms);
 }
 
 static int64_t idle_cost(const struct gl_jobstats_job *j)
