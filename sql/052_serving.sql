@@ -30,6 +30,12 @@ CREATE TABLE serving_series (
     family         text NOT NULL,                 -- vllm | tgi | triton | sglang
     lat_le         double precision[] NOT NULL,   -- latency bucket upper bounds, +Inf last; {} without a histogram
     first_at       timestamptz NOT NULL,
+    -- where it runs, as the source said (the claim of rows scraped before
+    -- their job was known): pod (namespace, name), job (Slurm job id),
+    -- job_name, selector (namespace, labels), or NULL
+    run_kind       text,
+    run_ns         text,
+    run_name       text,
     state_at       timestamptz,
     state_start    double precision,              -- process start (Unix seconds); NULL unknown
     state_job_pk   bigint,                        -- NULL unknown

@@ -172,6 +172,24 @@ static const struct gl_cfg_key dcgm_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define SVOFF(f) offsetof(struct gl_serving_source_cfg, f)
+static const struct gl_cfg_key serving_keys[] = {
+	{"(line)", GL_CFG_LINE, SVOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"endpoint", GL_CFG_STR, SVOFF(endpoint), NULL, 1, 0, 0, "name of the inference endpoint (what /v1/inference lists)", NULL, 0, 0},
+	{"cluster", GL_CFG_STR, SVOFF(cluster), NULL, 1, 0, 0, "cluster its pods or job run in", NULL, 0, 0},
+	{"targets", GL_CFG_STR, SVOFF(targets), NULL, 1, 0, 0, "the server's /metrics URLs (one per replica), whitespace- or comma-separated", NULL, 0, 0},
+	{"model", GL_CFG_STR, SVOFF(model), "", 0, 0, 0, "model name for servers that label none (TGI); empty = the scrape's", NULL, 0, 0},
+	{"pod", GL_CFG_STR, SVOFF(pod), "", 0, 0, 0, "NAMESPACE/NAME of the pod it runs on", NULL, 0, 0},
+	{"namespace", GL_CFG_STR, SVOFF(namespace_), "", 0, 0, 0, "with selector: namespace of its pods", NULL, 0, 0},
+	{"selector", GL_CFG_STR, SVOFF(selector), "", 0, 0, 0, "label selector k=v,k2=v2 of its pods (one running pod per target)", NULL, 0, 0},
+	{"job", GL_CFG_STR, SVOFF(job), "", 0, 0, 0, "Slurm job id it runs in", NULL, 0, 0},
+	{"job_name", GL_CFG_STR, SVOFF(job_name), "", 0, 0, 0, "Slurm job name it runs in (the running job of that name)", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, SVOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, SVOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
+	{"max_parallel", GL_CFG_INT, SVOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes of a round", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 #define SNOFF(f) offsetof(struct gl_slurm_nodes_source_cfg, f)
 static const struct gl_cfg_key slurm_nodes_keys[] = {
 	{"cluster", GL_CFG_STR, SNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
@@ -362,6 +380,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 slurm_nodes_keys, sizeof(struct gl_slurm_nodes_source_cfg), OFF(n_slurm_nodes)},
 	{"sources.kube_nodes", GL_CFG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
 	 kube_nodes_keys, sizeof(struct gl_kube_nodes_source_cfg), OFF(n_kube_nodes)},
+	{"sources.serving", GL_CFG_LIST, OFF(serving), NULL, 0, 0, 0, "inference endpoints whose /metrics are scraped",
+	 serving_keys, sizeof(struct gl_serving_source_cfg), OFF(n_serving)},
 	{"hook.act", GL_CFG_BOOL, OFF(hook_act), "false", 0, 0, 0, "the idle hook may act (also needs --act)", NULL, 0, 0},
 	{"hook.max_actions_per_run", GL_CFG_INT, OFF(hook_max_actions_per_run), "10", 0, 0, 100000,
 	 "circuit breaker: more candidates than this to act on, and none is acted on", NULL, 0, 0},
@@ -728,6 +748,61 @@ static int check_cluster(const char *cluster, const char *kind, size_t i, const 
 	return cfg_fail(err, name, l, p, "must not be empty");
 }
 
+/* The scrapers speak http and https only: another scheme (or a bare
+ * host) would pass check-config and fail every scrape. */
+static int check_urls(const char *targets, const char *name, const struct cfg_lines *l, const char *item,
+		      struct gl_err *err)
+{
+	for (const char *u = targets; *u;) {
+		size_t n = strcspn(u += strspn(u, " \t\r\n,"), " \t\r\n,");
+		if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8))
+			return cfg_fail(err, name, l, item, "'%.*s' is not an http:// or https:// URL", n > 200 ? 200 : (int)n,
+					u);
+		u += n;
+	}
+	return 0;
+}
+
+/* sources.serving[]: targets, and at most one way of saying where the
+ * endpoint runs, each well formed. */
+static int check_serving(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	char item[96];
+	int rc;
+	for (size_t i = 0; i < cfg->n_serving; i++) {
+		const struct gl_serving_source_cfg *v = &cfg->serving[i];
+		const char *slash = strchr(v->pod, '/');
+		int ways = (v->pod[0] != 0) + (v->selector[0] != 0) + (v->job[0] != 0) + (v->job_name[0] != 0);
+		if ((rc = check_cluster(v->cluster, "serving", i, name, l, err)))
+			return rc;
+		snprintf(item, sizeof item, "sources.serving[%zu].endpoint", i);
+		if (!v->endpoint[0])
+			return cfg_fail(err, name, l, item, "must not be empty");
+		snprintf(item, sizeof item, "sources.serving[%zu].targets", i);
+		if (!v->targets[v->targets ? strspn(v->targets, " \t\r\n,") : 0])
+			return cfg_fail(err, name, l, item, "must name at least one URL");
+		if ((rc = check_urls(v->targets, name, l, item, err)))
+			return rc;
+		snprintf(item, sizeof item, "sources.serving[%zu]", i);
+		if (ways > 1)
+			return cfg_fail(err, name, l, item, "give at most one of pod, selector, job and job_name");
+		snprintf(item, sizeof item, "sources.serving[%zu].pod", i);
+		if (v->pod[0] && (!slash || slash == v->pod || !slash[1] || strchr(slash + 1, '/')))
+			return cfg_fail(err, name, l, item, "'%s' is not NAMESPACE/NAME", v->pod);
+		snprintf(item, sizeof item, "sources.serving[%zu].%s", i, v->selector[0] ? "namespace" : "selector");
+		if ((v->selector[0] != 0) != (v->namespace_[0] != 0))
+			return cfg_fail(err, name, l, item, "namespace and selector go together");
+		snprintf(item, sizeof item, "sources.serving[%zu].selector", i);
+		for (const char *p = v->selector; *p;) {
+			size_t n = strcspn(p, ","), e = strcspn(p, "=");
+			if (e == 0 || e >= n)
+				return cfg_fail(err, name, l, item, "'%s' is not k=v,k2=v2", v->selector);
+			p += n + (p[n] == ',');
+		}
+	}
+	return 0;
+}
+
 /* A price or budget: item.<key> parses as money and item.currency is the
  * reporting currency. */
 static int check_money(const char *amount, const char *key, const char *currency, const struct gl_config *cfg,
@@ -849,18 +924,12 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
 		if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
 			return cfg_fail(err, name, l, item, "give targets or targets_file");
-		/* the scraper speaks http and https only: another scheme (or a
-		 * bare host) passed check-config and failed every scrape */
-		for (const char *u = cfg->dcgm[i].targets; *u;) {
-			size_t n = strcspn(u += strspn(u, " \t\r\n,"), " \t\r\n,");
-			if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)) {
-				snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
-				return cfg_fail(err, name, l, item, "'%.*s' is not an http:// or https:// URL",
-						n > 200 ? 200 : (int)n, u);
-			}
-			u += n;
-		}
+		snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
+		if ((rc = check_urls(cfg->dcgm[i].targets, name, l, item, err)))
+			return rc;
 	}
+	if ((rc = check_serving(cfg, name, l, err)))
+		return rc;
 	/* GPU model aliases: one name means one model (sql/024) */
 	for (size_t i = 0; i < cfg->n_gpu_models; i++) {
 		const struct gl_gpu_model_cfg *g = &cfg->gpu_models[i];

@@ -29,6 +29,14 @@ struct gl_acct_query {
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
 	size_t n_scope_teams;
 	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
+	/* Only these jobs (NULL: all), with no fleet idle: the serving jobs of
+	 * /v1/inference. The lines may then be keyed by the dimension "job"
+	 * (the job's job_pk) and by team, project, cost_center, cluster,
+	 * namespace and gpu_model, which built days keep per job for serving
+	 * jobs (usage_daily_job); gl_acct_build_day builds those days only for
+	 * the jobs in serving_jobs. */
+	const int64_t *jobs;
+	size_t n_jobs;
 };
 
 /* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A

@@ -46,6 +46,26 @@ struct gl_dcgm_source_cfg {
 	int64_t max_parallel;
 };
 
+/* sources.serving[]: one inference endpoint scraped over HTTP
+ * (docs/serving.md): its targets' /metrics, and the pod, pods or Slurm
+ * job it runs on (at most one of pod, namespace + selector, job,
+ * job_name; none: the scrape's own pod/namespace labels). */
+struct gl_serving_source_cfg {
+	int line;            /* where the entry starts in the file */
+	char *endpoint;
+	char *cluster;
+	char *targets;       /* whitespace/comma-separated http(s) URLs of the server's /metrics */
+	char *model;         /* model name for servers that label none (TGI); "" = none */
+	char *pod;           /* NAMESPACE/NAME */
+	char *namespace_;    /* with selector: the Deployment's pods */
+	char *selector;      /* k=v,k2=v2 */
+	char *job;           /* Slurm job id */
+	char *job_name;      /* Slurm job name */
+	int64_t interval_s;
+	int64_t timeout_s;   /* per target */
+	int64_t max_parallel;
+};
+
 struct gl_rate_cfg {
 	char *model;         /* GPU model or type as jobs name it ("a100", "1g.10gb"); "*" = any unpriced model */
 	char *currency;
@@ -186,6 +206,8 @@ struct gl_config {
 	size_t n_slurm_nodes;
 	struct gl_kube_nodes_source_cfg *kube_nodes;
 	size_t n_kube_nodes;
+	struct gl_serving_source_cfg *serving;
+	size_t n_serving;
 	/* cost model */
 	struct gl_rate_cfg *rates;
 	size_t n_rates;

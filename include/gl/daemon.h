@@ -54,6 +54,11 @@ int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *src, 
 /* The dcgm-exporter source (src/ingest/dcgm_scrape.c). */
 int gl_dcgm_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err);
+/* The serving source (src/ingest/serving_scrape.c): src is the first
+ * sources.serving[] entry of a cluster and interval; a round scrapes every
+ * entry of that group. */
+int gl_serving_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			  size_t n, struct gl_err *err);
 /* The node inventory sources (src/ingest/nodes_poll.c): a failure applies
  * nothing, so the last known node state stays in force. */
 int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,

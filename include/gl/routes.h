@@ -32,6 +32,8 @@ int gl_route_hook_record(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_capacity.c */
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp);
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_inference.c */
+int gl_route_inference(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_forecast.c */
 int gl_route_forecast(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp);

@@ -26,6 +26,7 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0},
 	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1},
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0},
+	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 0},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
 	 "month,aggregate,format,table,shareIdle", 0},
 	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0},
@@ -375,13 +376,13 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	if (source) {
 		/* the names gl_ingest_run_begin is given (docs/openapi.yaml) */
-		static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes"};
+		static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes", "serving"};
 		size_t i = 0;
 		while (i < GL_ARRAY_LEN(sources) && strcmp(source, sources[i]))
 			i++;
 		if (i == GL_ARRAY_LEN(sources))
 			return gl_resp_error(resp, GL_EINVAL, "source",
-					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes or kube-nodes", source);
+					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes, kube-nodes or serving", source);
 	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	if ((rc = gl_req_db(req, &c, &err)))

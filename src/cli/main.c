@@ -294,6 +294,8 @@ static const struct {
 	{"slurm-nodes", gl_cli_ingest_slurm_nodes,
 	 "ingest slurm-nodes --cluster NAME --nodes F [--events F] [--reservations F] [--at TIME]"},
 	{"kube-nodes", gl_cli_ingest_kube_nodes, "ingest kube-nodes --cluster NAME --file F [--at TIME]"},
+	{"serving", gl_cli_ingest_serving,
+	 "ingest serving --file F --at TIME --endpoint NAME [--cluster C] [--pod NS/NAME | --job ID | --job-name N]"},
 	/* further sources register here */
 };
 
@@ -427,8 +429,8 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		char host[256];
 		const char *l = so.listen ? so.listen : cfg->listen;
 		snprintf(host, sizeof host, "%.*s", (int)(strrchr(l, ':') - l), l);
-		gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct, %zu kube, %zu dcgm sources%s)", host,
-		       (unsigned)gl_server_port(srv), cfg->n_sacct, cfg->n_kube, cfg->n_dcgm,
+		gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct, %zu kube, %zu dcgm sources, %zu serving endpoints%s)",
+		       host, (unsigned)gl_server_port(srv), cfg->n_sacct, cfg->n_kube, cfg->n_dcgm, cfg->n_serving,
 		       no_ingest ? ", ingest off" : "");
 	}
 	nsrc = gl_daemon_sources(cfg, &srcs);

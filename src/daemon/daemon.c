@@ -72,6 +72,17 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
 		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
 		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
+	/* serving endpoints: one source per cluster and interval, whose
+	 * rounds scrape all of that group's targets at once */
+	for (size_t i = 0; i < cfg->n_serving; i++) {
+		size_t j = 0;
+		while (j < i && (strcmp(cfg->serving[j].cluster, cfg->serving[i].cluster) ||
+				 cfg->serving[j].interval_s != cfg->serving[i].interval_s))
+			j++;
+		if (j == i)
+			add(&arr, &n, &cap, "serving", cfg->serving[i].cluster, cfg->serving[i].interval_s,
+			    gl_serving_source_run, &cfg->serving[i]);
+	}
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */

@@ -27,6 +27,13 @@ const char *gl_acct_dim_sql(const char *dim)
 	return NULL;
 }
 
+/* A dimension over the jobs CTE: the public ones, and "job" for the
+ * per-job lines of a query restricted to jobs (gl_acct_query.jobs). */
+static const char *live_dim_sql(const char *dim)
+{
+	return !strcmp(dim, "job") ? "k.job_pk::text" : gl_acct_dim_sql(dim);
+}
+
 /* The live steps ($1 start, $2 end, $4 step index; ascending, not
  * overlapping, gaps where built days are read instead) with their ordinal n,
  * the window they span with their starts in order, and the runs of
@@ -257,6 +264,20 @@ static const char *daily_expr(const char *dim)
 	return NULL;
 }
 
+/* The dimensions usage_daily_job keeps for the serving jobs (sql/052). */
+static const char *job_daily_expr(const char *dim)
+{
+	static const char *const map[][2] = {
+		{"job", "u.job_pk::text"},   {"team", "u.d_team"},	     {"project", "u.d_project"},
+		{"cost_center", "u.d_cost_center"}, {"cluster", "u.d_cluster"}, {"namespace", "u.d_namespace"},
+		{"gpu_model", "u.d_gpu_model"},
+	};
+	for (size_t i = 0; i < GL_ARRAY_LEN(map); i++)
+		if (!strcmp(map[i][0], dim))
+			return map[i][1];
+	return NULL;
+}
+
 /* Whether usage_daily_owner (sql/017) has every column the query groups or
  * filters by: then a month reads dozens of rows a day, not thousands. */
 static int owner_rollup_serves(const struct gl_acct_query *q)
@@ -336,6 +357,18 @@ static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, int
 		gl_strbuf_printf(sql, " AND %s = ANY($%d::text[])", t == FILTER_DAILY ? "u.d_team" : "k.team", *np);
 	}
 	return 0;
+}
+
+static void put_i64_array(struct gl_strbuf *b, const int64_t *v, size_t n);
+
+/* Appends the query's jobs as the next parameter, a bigint[] literal
+ * (add_text_array's layout); returns its number. */
+static int add_jobs_param(struct gl_strbuf *arrays, size_t *arr_off, int *np, const struct gl_acct_query *q)
+{
+	arr_off[*np] = arrays->len;
+	put_i64_array(arrays, q->jobs, q->n_jobs);
+	gl_strbuf_putc(arrays, '\0');
+	return ++*np;
 }
 
 static void put_i64_array(struct gl_strbuf *b, const int64_t *v, size_t n)
@@ -516,14 +549,18 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
 static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live,
 		       const struct gl_acct_query *q, int *np, struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
 {
-	int rc;
+	int rc, jobs_param = 0;
 	gl_strbuf_puts(sql, jobs_cte);
 	gl_strbuf_puts(sql, ", f1 AS (SELECT k.*");
 	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", %s AS d%zu", gl_acct_dim_sql(dims[d]), d);
+		gl_strbuf_printf(sql, ", %s AS d%zu", live_dim_sql(dims[d]), d);
 	gl_strbuf_puts(sql, " FROM k WHERE true");
 	if (q && (rc = add_filters(sql, q, np, arrays, arr_off, FILTER_JOBS, err)))
 		return rc;
+	if (q && q->jobs) {
+		jobs_param = add_jobs_param(arrays, arr_off, np, q);
+		gl_strbuf_printf(sql, " AND k.job_pk = ANY($%d::bigint[])", jobs_param);
+	}
 	/* Each job is an interval [start, stop) of g milli-GPUs, and one more
 	 * per rate piece it overlaps (priced), clipped to the live window:
 	 * their steps' allocation comes from gl_acct_event_cells, per key
@@ -553,11 +590,16 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	gl_strbuf_puts(sql,
 		       ", usage AS ("
 			    " SELECT s.i, u.job_pk, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s, s.a, s.b"
-			    " FROM win CROSS JOIN LATERAL gl_job_usage_steps(win.starts, win.ends) u JOIN steps s ON s.n = u.n"
-			    /* every sum is a part of its own UNION ALL branch and the
-			     * lines are one GROUP BY. Lines are also split by GPU model
-			     * so unpriced models are known exactly; C merges them. */
-			    "), parts AS (SELECT ");
+			    " FROM win CROSS JOIN LATERAL gl_job_usage_steps(win.starts, win.ends) u JOIN steps s ON s.n = u.n");
+	/* a restriction to some jobs goes inside the inlined function, so its
+	 * scan reads those jobs' buckets (by gpu_usage_jobs_job_idx), not the
+	 * fleet's */
+	if (jobs_param)
+		gl_strbuf_printf(sql, " WHERE u.job_pk = ANY($%d::bigint[])", jobs_param);
+	/* every sum is a part of its own UNION ALL branch and the lines are
+	 * one GROUP BY. Lines are also split by GPU model so unpriced models
+	 * are known exactly; C merges them. */
+	gl_strbuf_puts(sql, "), parts AS (SELECT ");
 	/* one step (a day of the rollup, a month's live today): each job's
 	 * interval lies inside it and is summed as it is; cells joined to the
 	 * step made the planner sort the rows by every key, not hash them (a
@@ -712,6 +754,11 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	gl_acct_meta_fini(meta);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_init(&pa[i]);
+	if (q->jobs && (q->filter || q->scope_teams))
+		return gl_err_set(err, GL_EINVAL, "chargeback: a query of some jobs takes no filter");
+	for (size_t d = 0; d < q->n_dims; d++)
+		if (q->jobs ? !job_daily_expr(q->dims[d]) : !strcmp(q->dims[d], "job"))
+			return gl_err_set(err, GL_EINVAL, "chargeback: dimension '%s' is not kept per job", q->dims[d]);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
 		cb->steps[i].start_s = q->steps[i].start_s;
 		cb->steps[i].end_s = q->steps[i].end_s;
@@ -730,14 +777,17 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		np = 2;
 		gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
 		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(q->dims[d]), d);
+			gl_strbuf_printf(&sql, ", %s AS d%zu", q->jobs ? job_daily_expr(q->dims[d]) : daily_expr(q->dims[d]),
+					 d);
 		gl_strbuf_printf(&sql,
 				 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
 				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
 				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
-				 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
+				 q->jobs ? "usage_daily_job" : owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
 		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 			goto out;
+		if (q->jobs)
+			gl_strbuf_printf(&sql, " AND u.job_pk = ANY($%d::bigint[])", add_jobs_param(&arrays, arr_off, &np, q));
 		gl_strbuf_puts(&sql, ")");
 		append_lines_select(&sql, q->n_dims);
 		params[0] = pa[3].p;
@@ -778,7 +828,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	meta->capacity_source = PQgetvalue(r, 0, 0)[0] == 't';
 	PQclear(r);
 	r = NULL;
-	if (meta->capacity_source && !q->lines_only) {
+	if (meta->capacity_source && !q->lines_only && !q->jobs) {
 		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT, ia[5];
 		struct gl_acct_query q2 = *q;
 		if ((rc = idle_steps(c, q, &sub, &parent, &nsub, err)))
@@ -1159,6 +1209,52 @@ int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct
 	return rc;
 }
 
+/* Inside gl_acct_build_day's transaction: usage_daily_job for the day,
+ * from the same query as usage_daily restricted to the serving jobs that
+ * overlap it (a, b: the day as one-step arrays, now, day: its date). */
+static int build_day_jobs(PGconn *c, const char *a, const char *b, const char *now, const char *day, struct gl_err *err)
+{
+	static const char *const dims[] = {"job", "team", "project", "cost_center", "cluster", "namespace", "gpu_model"};
+	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
+	struct gl_acct_query q;
+	PGresult *r = NULL;
+	int64_t *ids = NULL;
+	size_t arr_off[8];
+	int np = 4, rc;
+
+	memset(&q, 0, sizeof q);
+	if ((rc = gl_db_query(c, "DELETE FROM usage_daily_job WHERE day = $1::date", 1, (const char *[]){day}, NULL,
+			      err)) ||
+	    (rc = gl_db_query(c,
+			      "SELECT DISTINCT sj.job_pk FROM serving_jobs sj JOIN jobs j ON j.job_pk = sj.job_pk"
+			      " WHERE j.start_at < to_timestamp(($2::bigint[])[1])"
+			      " AND coalesce(j.end_at, to_timestamp($3)) > to_timestamp(($1::bigint[])[1])"
+			      " ORDER BY 1",
+			      3, (const char *[]){a, b, now}, &r, err)))
+		goto out;
+	if (!PQntuples(r))
+		goto out;
+	ids = gl_xcalloc((size_t)PQntuples(r), sizeof *ids);
+	for (int i = 0; i < PQntuples(r); i++)
+		ids[i] = atoll(PQgetvalue(r, i, 0));
+	q.jobs = ids;
+	q.n_jobs = (size_t)PQntuples(r);
+	gl_strbuf_puts(&sql, "INSERT INTO usage_daily_job (day, job_pk, d_team, d_project, d_cost_center, d_cluster,"
+			     " d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
+	if ((rc = append_live(&sql, dims, GL_ARRAY_LEN(dims), 1, &q, &np, &arrays, arr_off, err)))
+		goto out;
+	gl_strbuf_printf(&sql, " SELECT $%d::date, d0::bigint, d1, d2, d3, d4, d5, d6, gpu_model, rate, alloc, priced,"
+			       " busy, idle, obs FROM byrate",
+			 np + 1);
+	rc = gl_db_query(c, sql.p, np + 1, (const char *[]){a, b, now, "{1}", arrays.p + arr_off[4], day}, NULL, err);
+out:
+	PQclear(r);
+	free(ids);
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&arrays);
+	return rc;
+}
+
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
@@ -1198,6 +1294,7 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 			      " GROUP BY day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
 			      " gpu_model, rate",
 			      1, (const char *[]){day}, NULL, err)) ||
+	    (rc = build_day_jobs(c, a, b, now, day, err)) ||
 	    (rc = gl_db_query(c,
 			      "INSERT INTO usage_daily_built (day, built_at) VALUES ($1::date, now())"
 			      " ON CONFLICT (day) DO UPDATE SET built_at = now()",
