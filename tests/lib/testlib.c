@@ -1038,3 +1038,53 @@ int gl_test_utf8_valid(const unsigned char *u, size_t n)
 	}
 	return 1;
 }
+
+char *gl_test_scrape_with(const char *text, const char *const *pairs)
+{
+	size_t cap = strlen(text) + 1, len = 0;
+	char *out = malloc(cap);
+	const char *p = text;
+	if (!out)
+		gl_test_die("out of memory");
+	while (*p) {
+		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
+		const char *repl = NULL;
+		size_t plen = 0;
+		for (size_t k = 0; pairs[k]; k += 2) {
+			size_t n = strlen(pairs[k]);
+			if ((size_t)(end - p) > n && !strncmp(p, pairs[k], n) && p[n] == ' ') {
+				repl = pairs[k + 1];
+				plen = n;
+			}
+		}
+		{
+			size_t need = repl ? plen + 1 + strlen(repl) + 1 : (size_t)(end - p);
+			if (len + need + 1 > cap) {
+				cap = 2 * (len + need + 1);
+				if (!(out = realloc(out, cap)))
+					gl_test_die("out of memory");
+			}
+			if (repl)
+				len += (size_t)sprintf(out + len, "%.*s %s\n", (int)plen, p, repl);
+			else {
+				memcpy(out + len, p, (size_t)(end - p));
+				len += (size_t)(end - p);
+			}
+		}
+		p = end;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+int gl_test_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	if (fputs(text, f) < 0) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f) ? -1 : 0;
+}

@@ -197,4 +197,14 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name);
  * size. Dies when the fixtures are missing. */
 char *gl_test_kube_synth_doc(int npods, size_t *len);
 
+/* A real scrape with some values changed: pairs is a NULL-terminated list
+ * of ("series", "value"), a series being a sample line's text up to the
+ * space before its value (name{labels}); every line of text that is such
+ * a series gets the value instead of its own, the others are kept as they
+ * are. For sequences of scrapes made from one real scrape. The caller
+ * frees the result. */
+char *gl_test_scrape_with(const char *text, const char *const *pairs);
+/* Writes text to path: 0, or -1. */
+int gl_test_write_file(const char *path, const char *text);
+
 #endif

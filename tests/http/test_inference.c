@@ -1,0 +1,433 @@
+/* GET /v1/inference end to end: the real binary ingests pods on a known
+ * GPU (a100 at 2.50 an hour) and the real serving scrapes of vLLM, Triton,
+ * SGLang and TGI (tests/fixtures/serving) with their counters set per
+ * scrape, and the daemon answers over real HTTP. Every expected figure is
+ * worked out by hand below from those inputs: cost per 1,000 requests and
+ * per 1M prompt / generated tokens to the micro-unit, latency quantiles
+ * from the bucket counts, zero requests giving null per-request figures,
+ * requests of an unknown pod listed apart. Conservation: the serving GPUs'
+ * cost and GPU-seconds equal /v1/chargeback's for the same window and
+ * owner, per hour too, before and after the daily rollup, and each pod's
+ * cost equals /v1/jobs'. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FX "tests/fixtures/serving/"
+#define QWEN "model_name=\"Qwen/Qwen2.5-Coder-1.5B-Instruct\""
+#define LLAMA "model_name=\"meta-llama/Llama-3.1-8B-Instruct\""
+#define E2E(le) "sglang:e2e_request_latency_seconds_bucket{le=\"" le "\"," LLAMA "}"
+
+static char g_dsn[512];
+static char g_dir[256];
+static struct gl_test_daemon g_d;
+
+static const char config_yaml[] =
+	"rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"
+	"owners:\n"
+	"  - match: label:team\n    value: assist\n    team: assist\n"
+	"  - match: label:team\n    value: search\n    team: search\n"
+	"  - match: label:team\n    value: research\n    team: research\n";
+
+static void run_status(const char *const *argv, int want)
+{
+	struct gl_test_out o;
+	char *a[16] = {0};
+	for (int i = 0; argv[i] && i < 15; i++)
+		a[i] = (char *)argv[i];
+	if (gl_test_run(g_dsn, NULL, &o, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12],
+			a[13], a[14], NULL) ||
+	    o.status != want)
+		fail_msg("%s %s: exit %d: %s", argv[0], argv[1], o.status, o.err);
+	gl_test_out_fini(&o);
+}
+
+static void run_ok(const char *const *argv)
+{
+	run_status(argv, 0);
+}
+
+/* One scrape: the real file with these values, ingested at `at`. */
+static void scrape(const char *fixture, const char *const *pairs, const char *endpoint, const char *pod,
+		   const char *at, const char *model)
+{
+	char path[300], podarg[64];
+	char *src = gl_test_read_file(gl_test_fixture(fixture), NULL), *text = gl_test_scrape_with(src, pairs);
+	snprintf(path, sizeof path, "%s/%s-%s-%s.prom", g_dir, endpoint, pod, at);
+	snprintf(podarg, sizeof podarg, "llm/%s", pod);
+	assert_int_equal(gl_test_write_file(path, text), 0);
+	/* the Triton file's own "..." line is skipped and reported: exit 4 */
+	run_status((const char *[]){"ingest", "serving", "--file", path, "--at", at, "--endpoint", endpoint, "--cluster",
+				    "k1", "--pod", podarg, model ? "--model" : NULL, model, NULL},
+		   strstr(fixture, "triton") ? 4 : 0);
+	free(src);
+	free(text);
+}
+
+static void vllm(const char *pod, const char *at, const char *req, const char *prompt, const char *gen)
+{
+	scrape(FX "vllm_aibrix_qwen25_coder.prom",
+	       (const char *[]){"vllm:request_success_total{finished_reason=\"stop\"," QWEN "}", req,
+				"vllm:prompt_tokens_total{" QWEN "}", prompt, "vllm:generation_tokens_total{" QWEN "}",
+				gen, NULL},
+	       "chat", pod, at, NULL);
+}
+
+/* chat-0's GPU on kn1 as dcgm-exporter prints it (hand-written line
+ * format of the real exporter, util 0 = idle, 80 = busy) */
+static void dcgm(const char *at, int util)
+{
+	char path[300], line[300], atarg[40];
+	snprintf(path, sizeof path, "%s/dcgm-%s.prom", g_dir, at);
+	snprintf(line, sizeof line,
+		 "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-kn1-0000\",modelName=\"NVIDIA A100-SXM4-80GB\","
+		 "Hostname=\"kn1\",namespace=\"llm\",pod=\"chat-0\"} %d\n",
+		 util);
+	assert_int_equal(gl_test_write_file(path, line), 0);
+	snprintf(atarg, sizeof atarg, "%s", at);
+	run_ok((const char *[]){"ingest", "dcgm", "--cluster", "k1", "--file", path, "--at", atarg, NULL});
+}
+
+static int setup(void **state)
+{
+	if (gl_test_db_fresh("gl_test_inference", g_dsn, sizeof g_dsn))
+		return -1;
+	snprintf(g_dir, sizeof g_dir, "/tmp/gltest-inference-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	run_ok((const char *[]){"ingest", "kube-nodes", "--cluster", "k1", "--file",
+				"tests/fixtures/conservation/kube_nodes.json", "--at", "2026-10-01T00:00:00Z", NULL});
+	run_ok((const char *[]){"ingest", "kube", "--cluster", "k1", "--file", FX "kube_pods_serving.json", "--at",
+				"2026-10-02T10:00:00Z", NULL});
+	/* chat (vLLM) on chat-0 all day and chat-1 from 04:00, in time order:
+	 * chat-0: levels 4/148/955, then +600/+400,000/+900,000 and
+	 * +424/+350,000/+700,000 (1,024 requests, 750,000 prompt and
+	 * 1,600,000 generated tokens); chat-1 started after the endpoint's
+	 * previous scrape, so its first values count whole (4/148/955), then
+	 * +96/+50,000/+100,000 (100, 50,148, 100,955). chat: 1,124 requests,
+	 * 800,148 prompt, 1,700,955 generated tokens. */
+	vllm("chat-0", "2026-10-02T00:00:30Z", "4.0", "148.0", "955.0");
+	vllm("chat-1", "2026-10-02T04:00:30Z", "4.0", "148.0", "955.0");
+	vllm("chat-0", "2026-10-02T05:00:00Z", "604.0", "400148.0", "900955.0");
+	vllm("chat-0", "2026-10-02T09:59:30Z", "1028.0", "750148.0", "1600955.0");
+	vllm("chat-1", "2026-10-02T09:59:30Z", "100.0", "50148.0", "100955.0");
+	/* embed (Triton) on embed-0: +5,000 successes and +3 failures = 5,003
+	 * requests, +20,000 inferences in +4,000 executions */
+	scrape(FX "triton_mnist_cnn.prom", (const char *[]){NULL}, "embed", "embed-0", "2026-10-02T00:10:00Z", NULL);
+	scrape(FX "triton_mnist_cnn.prom",
+	       (const char *[]){"nv_inference_request_success{model=\"mnist_cnn\",version=\"1\"}", "400927.000000",
+				"nv_inference_request_failure{model=\"mnist_cnn\",version=\"1\"}", "3.000000",
+				"nv_inference_count{model=\"mnist_cnn\",version=\"1\"}", "415927.000000",
+				"nv_inference_exec_count{model=\"mnist_cnn\",version=\"1\"}", "197751.000000", NULL},
+	       "embed", "embed-0", "2026-10-02T09:50:00Z", NULL);
+	/* sg (SGLang) on sg-0: +1,000,000 prompt, +2,000,000 generated, and
+	 * 200 requests in the e2e histogram: per bucket 10 (<= 2.5 s), 20
+	 * (5), 30 (10), 50 (15), 40 (20), 30 (30), 10 (40), 5 (50), 3 (60),
+	 * 2 (+Inf), i.e. cumulative 10 30 60 110 150 180 190 195 198 200 on
+	 * top of the file's own counts */
+	scrape(FX "sglang_llama31_8b.prom", (const char *[]){NULL}, "sg", "sg-0", "2026-10-02T00:05:00Z", NULL);
+	scrape(FX "sglang_llama31_8b.prom",
+	       (const char *[]){"sglang:prompt_tokens_total{" LLAMA "}", "9.128902e+06",
+				"sglang:generation_tokens_total{" LLAMA "}", "9.557572e+06", E2E("2.5"), "16.0", E2E("5.0"),
+				"37.0", E2E("10.0"), "70.0", E2E("15.0"), "121.0", E2E("20.0"), "164.0", E2E("30.0"),
+				"427.0", E2E("40.0"), "676.0", E2E("50.0"), "1040.0", E2E("60.0"), "1711.0", E2E("+Inf"),
+				"11428.0", "sglang:e2e_request_latency_seconds_count{" LLAMA "}", "11428.0", NULL},
+	       "sg", "sg-0", "2026-10-02T09:55:00Z", NULL);
+	/* ghost (TGI) on a pod the ledger never saw: 25 requests, unattributed */
+	scrape(FX "tgi_gke_mistral7b.prom", (const char *[]){NULL}, "ghost", "ghost-0", "2026-10-02T01:00:00Z", "mistral");
+	scrape(FX "tgi_gke_mistral7b.prom", (const char *[]){"tgi_request_count", "26.0", NULL}, "ghost", "ghost-0",
+	       "2026-10-02T02:00:00Z", "mistral");
+	/* chat-0's GPU: 5 minutes idle, then 5 minutes busy, every 30 s */
+	for (int k = 0; k < 20; k++) {
+		char at[32];
+		snprintf(at, sizeof at, "2026-10-02T01:%02d:%02dZ", k / 2, k % 2 * 30);
+		dcgm(at, k < 10 ? 0 : 80);
+	}
+	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+	if (system(cmd) != 0)
+		return -1;
+	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
+}
+
+static cJSON *item(cJSON *arr, const char *name)
+{
+	cJSON *it;
+	cJSON_ArrayForEach(it, arr)
+	{
+		if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, name))
+			return it;
+	}
+	fail_msg("no item '%s'", name);
+	return NULL;
+}
+
+static long long num(const cJSON *o, const char *k)
+{
+	return gl_test_jnum(o, k);
+}
+
+static int is_null(const cJSON *o, const char *k)
+{
+	return cJSON_IsNull(cJSON_GetObjectItem(o, k));
+}
+
+static cJSON *get(const char *path)
+{
+	cJSON *j = gl_test_get_json(g_d.port, path, 200);
+	assert_non_null(j);
+	return j;
+}
+
+/* Cost per request and per token by endpoint, to the micro-unit. */
+static void test_cost_per_token(void **state)
+{
+	cJSON *j = get("/v1/inference?window=2026-10-02&aggregate=endpoint"), *items = cJSON_GetObjectItem(j, "items");
+	cJSON *chat = item(items, "chat"), *embed = item(items, "embed"), *sg = item(items, "sg");
+	(void)state;
+	/* chat: chat-0 10 h + chat-1 6 h of one a100 at 2.50 = 40.00 */
+	assert_int_equal(num(chat, "gpu_seconds"), 36000 + 21600);
+	assert_int_equal(num(chat, "cost_micros"), 40000000);
+	assert_int_equal(num(chat, "requests"), 1124);
+	assert_int_equal(num(chat, "prompt_tokens"), 800148);
+	assert_int_equal(num(chat, "generated_tokens"), 1700955);
+	/* 40,000,000 x 1,000 / 1,124 = 35,587,188.6 -> 35,587,189;
+	 * x 1,000,000 / 800,148 = 49,990,751.9 -> 49,990,752;
+	 * x 1,000,000 / 1,700,955 = 23,516,201.0 -> 23,516,201 */
+	assert_int_equal(num(chat, "cost_per_1k_requests_micros"), 35587189);
+	assert_string_equal(cJSON_GetObjectItem(chat, "cost_per_1k_requests")->valuestring, "35.587189");
+	assert_int_equal(num(chat, "cost_per_1m_prompt_tokens_micros"), 49990752);
+	assert_int_equal(num(chat, "cost_per_1m_generated_tokens_micros"), 23516201);
+	/* (800,148 + 1,700,955) tokens / 57,600 GPU-s */
+	assert_true(fabs(cJSON_GetObjectItem(chat, "tokens_per_gpu_second")->valuedouble - 2501103.0 / 57600) < 1e-9);
+	/* embed: 2 GPUs x 10 h = 50.00 over 5,003 requests (3 failed):
+	 * 50,000,000 x 1,000 / 5,003 = 9,994,003.6 -> 9,994,004; no tokens */
+	assert_int_equal(num(embed, "cost_micros"), 50000000);
+	assert_int_equal(num(embed, "requests"), 5003);
+	assert_int_equal(num(embed, "failed_requests"), 3);
+	assert_int_equal(num(embed, "inferences"), 20000);
+	assert_int_equal(num(embed, "executions"), 4000);
+	assert_int_equal(num(embed, "cost_per_1k_requests_micros"), 9994004);
+	assert_true(is_null(embed, "cost_per_1m_prompt_tokens_micros") && is_null(embed, "cost_per_1m_prompt_tokens"));
+	assert_true(is_null(embed, "latency_p50_seconds"));
+	/* sg: 25.00 over 200 requests, 1,000,000 prompt, 2,000,000 generated */
+	assert_int_equal(num(sg, "requests"), 200);
+	assert_int_equal(num(sg, "cost_per_1k_requests_micros"), 125000000);
+	assert_int_equal(num(sg, "cost_per_1m_prompt_tokens_micros"), 25000000);
+	assert_int_equal(num(sg, "cost_per_1m_generated_tokens_micros"), 12500000);
+	/* p50: rank 100 of 200 in (10, 15], which holds 50 above 60: 10 + 5 x
+	 * 40/50 = 14; p99: rank 198 in (50, 60] holding 3 above 195: 60 */
+	assert_true(fabs(cJSON_GetObjectItem(sg, "latency_p50_seconds")->valuedouble - 14.0) < 1e-9);
+	assert_true(fabs(cJSON_GetObjectItem(sg, "latency_p99_seconds")->valuedouble - 60.0) < 1e-9);
+	/* the window: 115.00 over 6,327 requests -> 18,176,071 */
+	assert_int_equal(num(cJSON_GetObjectItem(j, "totals"), "cost_micros"), 115000000);
+	assert_int_equal(num(cJSON_GetObjectItem(j, "totals"), "cost_per_1k_requests_micros"), 18176071);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unpriced_models")), 0);
+	cJSON_Delete(j);
+}
+
+/* By team, the jobs' owners: assist = chat + sg. */
+static void test_by_team(void **state)
+{
+	cJSON *j = get("/v1/inference?window=2026-10-02&aggregate=team"), *items = cJSON_GetObjectItem(j, "items");
+	cJSON *assist = item(items, "assist"), *search = item(items, "search");
+	(void)state;
+	assert_int_equal(cJSON_GetArraySize(items), 2);
+	assert_int_equal(num(assist, "cost_micros"), 65000000);
+	assert_int_equal(num(assist, "requests"), 1324);
+	/* 65,000,000 x 1,000 / 1,324 -> 49,093,656; x 1e6 / 1,800,148 ->
+	 * 36,108,142; x 1e6 / 3,700,955 -> 17,563,034 */
+	assert_int_equal(num(assist, "cost_per_1k_requests_micros"), 49093656);
+	assert_int_equal(num(assist, "cost_per_1m_prompt_tokens_micros"), 36108142);
+	assert_int_equal(num(assist, "cost_per_1m_generated_tokens_micros"), 17563034);
+	assert_int_equal(num(search, "cost_micros"), 50000000);
+	cJSON_Delete(j);
+}
+
+/* The requests of ghost-0, a pod the ledger does not know: apart, never
+ * in a group. */
+static void test_unattributed(void **state)
+{
+	cJSON *j = get("/v1/inference?window=2026-10-02&aggregate=model_name"), *u = cJSON_GetObjectItem(j, "unattributed");
+	(void)state;
+	assert_int_equal(cJSON_GetArraySize(u), 1);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(u, 0), "endpoint")->valuestring, "ghost");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(u, 0), "model_name")->valuestring, "mistral");
+	assert_int_equal(num(cJSON_GetArrayItem(u, 0), "requests"), 25);
+	assert_int_equal(num(cJSON_GetObjectItem(j, "totals"), "requests"), 1124 + 5003 + 200);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "items")), 3);
+	cJSON_Delete(j);
+}
+
+/* An hour that served nothing: its cost, and null per-request figures. */
+static void test_zero_requests(void **state)
+{
+	cJSON *j = get("/v1/inference?window=2026-10-02T02:00:00Z,2026-10-02T03:00:00Z&aggregate=endpoint");
+	cJSON *chat = item(cJSON_GetObjectItem(j, "items"), "chat");
+	(void)state;
+	assert_int_equal(num(chat, "requests"), 0);
+	assert_int_equal(num(chat, "cost_micros"), 2500000);
+	assert_true(is_null(chat, "cost_per_1k_requests_micros") && is_null(chat, "cost_per_1k_requests"));
+	assert_true(is_null(chat, "cost_per_1m_prompt_tokens_micros"));
+	assert_true(is_null(chat, "cost_per_1m_generated_tokens_micros"));
+	assert_true(is_null(chat, "latency_p50_seconds"));
+	cJSON_Delete(j);
+}
+
+/* Busy and idle inside chat-0's allocation from the exporter, shown
+ * apart: the ledger's figures, and the idle priced per job. */
+static void test_idle_in_allocation(void **state)
+{
+	cJSON *inf = get("/v1/inference?window=2026-10-02&aggregate=endpoint");
+	cJSON *cb = get("/v1/chargeback?window=2026-10-02&aggregate=namespace&filter=namespace:%22llm%22");
+	cJSON *chat = item(cJSON_GetObjectItem(inf, "items"), "chat");
+	cJSON *llm = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), 0), "items"), 0);
+	long long idle = num(chat, "idle_in_allocation_gpu_seconds"), busy = num(chat, "busy_gpu_seconds");
+	(void)state;
+	assert_true(idle > 0 && busy > 0);
+	assert_int_equal(idle, num(llm, "idle_in_allocation_gpu_seconds"));
+	assert_int_equal(busy, num(llm, "busy_gpu_seconds"));
+	/* chat-0's cost 25,000,000 x idle / its 36,000 GPU-seconds, half up */
+	assert_int_equal(num(chat, "idle_cost_micros"), (2LL * 25000000 * idle + 36000) / (2 * 36000));
+	assert_true(fabs(cJSON_GetObjectItem(chat, "busy_share")->valuedouble - (double)busy / (double)(busy + idle)) < 1e-6);
+	/* the other endpoints have no exporter data: unknown, not 0 */
+	assert_true(is_null(item(cJSON_GetObjectItem(inf, "items"), "embed"), "busy_gpu_seconds"));
+	cJSON_Delete(inf);
+	cJSON_Delete(cb);
+}
+
+/* The serving GPUs' cost and GPU-seconds are the ledger's: equal to
+ * /v1/chargeback's for namespace llm (every serving pod, no other) per
+ * hour and for the day, and each pod's to /v1/jobs'. */
+static void check_conservation(void)
+{
+	cJSON *inf = get("/v1/inference?window=2026-10-02&step=hour&aggregate=namespace");
+	cJSON *cb = get("/v1/chargeback?window=2026-10-02&step=hour&aggregate=namespace&filter=namespace:%22llm%22");
+	cJSON *jobs = get("/v1/jobs?window=2026-10-02&cluster=k1"), *jb;
+	long long sum = 0;
+	for (int i = 0; i < 24; i++) {
+		cJSON *is = cJSON_GetArrayItem(cJSON_GetObjectItem(inf, "steps"), i);
+		cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), i);
+		long long ic = num(cJSON_GetObjectItem(is, "totals"), "cost_micros");
+		if (ic != num(cJSON_GetObjectItem(cs, "totals"), "cost_micros"))
+			fail_msg("hour %d: inference %lld, chargeback %lld", i, ic,
+				 num(cJSON_GetObjectItem(cs, "totals"), "cost_micros"));
+		assert_int_equal(num(cJSON_GetObjectItem(is, "totals"), "gpu_seconds"),
+				 num(cJSON_GetObjectItem(cs, "totals"), "allocated_gpu_seconds"));
+		sum += ic;
+	}
+	assert_int_equal(sum, 115000000);
+	assert_int_equal(num(cJSON_GetObjectItem(inf, "totals"), "cost_micros"), num(cJSON_GetObjectItem(cb, "totals"), "cost_micros"));
+	cJSON_ArrayForEach(jb, cJSON_GetObjectItem(jobs, "jobs"))
+	{
+		const char *id = cJSON_GetObjectItem(jb, "job_id")->valuestring;
+		if (!strcmp(id, "chat-0") || !strcmp(id, "sg-0"))
+			assert_int_equal(num(jb, "cost_micros"), 25000000);
+		else if (!strcmp(id, "chat-1"))
+			assert_int_equal(num(jb, "cost_micros"), 15000000);
+		else if (!strcmp(id, "embed-0"))
+			assert_int_equal(num(jb, "cost_micros"), 50000000);
+	}
+	cJSON_Delete(inf);
+	cJSON_Delete(cb);
+	cJSON_Delete(jobs);
+}
+
+static void test_conservation(void **state)
+{
+	(void)state;
+	check_conservation();
+}
+
+/* Built days (usage_daily_job) give the same answers as the live query. */
+static void test_after_rollup(void **state)
+{
+	cJSON *before = get("/v1/inference?window=2026-10-02&aggregate=endpoint"), *after;
+	char *a, *b;
+	(void)state;
+	run_ok((const char *[]){"rollup", NULL});
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT job_pk) FROM usage_daily_job WHERE day = '2026-10-02'"), 4);
+	after = get("/v1/inference?window=2026-10-02&aggregate=endpoint");
+	a = cJSON_PrintUnformatted(cJSON_GetObjectItem(before, "items"));
+	b = cJSON_PrintUnformatted(cJSON_GetObjectItem(after, "items"));
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	cJSON_Delete(before);
+	cJSON_Delete(after);
+	check_conservation();
+}
+
+static void test_csv(void **state)
+{
+	struct gl_test_http r;
+	struct gl_test_csv t;
+	int col_ep, col_cost, col_per;
+	(void)state;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/inference?window=2026-10-02&aggregate=endpoint&format=csv",
+				      NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &t), 0);
+	col_ep = gl_test_csv_col(&t, "endpoint");
+	col_cost = gl_test_csv_col(&t, "cost");
+	col_per = gl_test_csv_col(&t, "cost_per_1k_requests");
+	assert_true(col_ep >= 0 && col_cost >= 0 && col_per >= 0);
+	for (size_t i = 1; i < t.nrows; i++)
+		if (!strcmp(t.cell[i][col_ep], "chat")) {
+			assert_string_equal(t.cell[i][col_cost], "40.00");
+			assert_string_equal(t.cell[i][col_per], "35.587189");
+		} else if (!strcmp(t.cell[i][col_ep], "__unattributed__")) {
+			assert_string_equal(t.cell[i][gl_test_csv_col(&t, "requests")], "25");
+			assert_string_equal(t.cell[i][col_per], "");
+		}
+	gl_test_csv_free(&t);
+	gl_test_http_fini(&r);
+}
+
+static void test_bad_params(void **state)
+{
+	static const char *const cases[][2] = {
+		{"/v1/inference?aggregate=user", "aggregate"},
+		{"/v1/inference?step=minute", "step"},
+		{"/v1/inference?format=xml", "format"},
+		{"/v1/inference?window=2026-13", "window"},
+		{"/v1/inference?model=x", "model"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cJSON *j = gl_test_get_json(g_d.port, cases[i][0], 400), *e;
+		assert_non_null(j);
+		e = cJSON_GetObjectItem(j, "error");
+		assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, cases[i][1]);
+		cJSON_Delete(j);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cost_per_token), cmocka_unit_test(test_by_team),
+		cmocka_unit_test(test_unattributed),   cmocka_unit_test(test_zero_requests),
+		cmocka_unit_test(test_idle_in_allocation), cmocka_unit_test(test_conservation),
+		cmocka_unit_test(test_csv),	       cmocka_unit_test(test_bad_params),
+		cmocka_unit_test(test_after_rollup),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
