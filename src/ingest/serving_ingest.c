@@ -53,8 +53,14 @@ size_t gl_serving_batch_series(const struct gl_serving_batch *b)
 
 void gl_serving_batch_fail(struct gl_serving_batch *b, const char *input, const char *why)
 {
+	char reason[600];
 	b->failed++;
-	gl_ingest_stats_skip(&b->st, input, 0, why);
+	/* the run's reasons name the target (a parse error names it already) */
+	if (!strncmp(why, input, strlen(input)))
+		snprintf(reason, sizeof reason, "%s", why);
+	else
+		snprintf(reason, sizeof reason, "%s: %s", input, why);
+	gl_ingest_stats_skip(&b->st, input, 0, reason);
 }
 
 /* The series' stream and place: a series the scrape labels with its pod

@@ -386,7 +386,8 @@ int gl_servemetrics_parse(struct gl_serve_scrape *s, const char *buf, size_t len
 	c.process_start = NAN;
 	rc = gl_promtext_parse(buf, len, NULL, &h, &s->parse, err);
 	if (rc == -GL_EFORMAT) {
-		gl_err_prefix(err, "not Prometheus text: ");
+		if (err && strncmp(err->msg, "not Prometheus text", 19))
+			gl_err_prefix(err, "not Prometheus text: ");
 		goto out;
 	}
 	if (rc)
