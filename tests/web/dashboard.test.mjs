@@ -45,13 +45,13 @@ try {
 	await test('sign in with a token: the shell shows, the token is only in sessionStorage', async () => {
 		await H.signIn(page, base, admin);
 		const nav = await page.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'fleet,chargeback,waste,queue,forecast,inventory,jobs,reports,audit,hook', 'admin views');
+		eq(nav.join(','), 'fleet,chargeback,waste,inference,queue,forecast,inventory,jobs,reports,audit,hook', 'admin views');
 		eq(await page.evaluate(() => sessionStorage.getItem('gpuledger.token')), admin, 'sessionStorage');
 		eq(await page.evaluate(() => document.cookie), '', 'cookies');
 		assert(w.clean(), w.report());
 	});
 
-	for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'forecast', 'inventory', 'jobs', 'reports', 'audit', 'hook']) {
+	for (const v of ['fleet', 'chargeback', 'waste', 'inference', 'queue', 'forecast', 'inventory', 'jobs', 'reports', 'audit', 'hook']) {
 		await test(`view ${v} renders with no console errors or failed requests`, async () => {
 			w.reset();
 			await visit(v);

@@ -13,6 +13,7 @@ const VIEWS = [
 	{ id: 'fleet', title: 'Fleet', min: 'viewer', aggs: ['cluster', 'gpu_model', 'partition'] },
 	{ id: 'chargeback', title: 'Chargeback', min: 'finance', aggs: OWNER_DIMS },
 	{ id: 'waste', title: 'Waste', min: 'finance', aggs: OWNER_DIMS },
+	{ id: 'inference', title: 'Inference', min: 'finance', aggs: ['model_name', 'endpoint', 'team', 'project', 'cost_center', 'namespace', 'cluster', 'gpu_model'] },
 	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'] },
 	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'], noWindow: true },
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
