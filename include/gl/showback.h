@@ -96,6 +96,17 @@ struct gl_showback_req {
 	const struct gl_config *cfg; /* budgets; may be NULL */
 };
 
+/* What the owner's serving jobs served in the month: /v1/inference by
+ * the report's aggregate for the month (docs/serving.md), one row per
+ * owner with a serving job. */
+struct gl_sb_inference {
+	char *owner;
+	int64_t requests, failed, prompt_tokens, generated_tokens, gpu_s, cost_micros;
+	int have_per_1k, have_per_1m_prompt, have_per_1m_generated;
+	int64_t per_1k_micros, per_1m_prompt_micros, per_1m_generated_micros;
+	double p50_s, p99_s;       /* NaN without latency buckets */
+};
+
 struct gl_showback {
 	char month[8], prev_month[8];
 	char aggregate[16];
@@ -119,6 +130,8 @@ struct gl_showback {
 	struct gl_sb_rule *rules;
 	size_t n_rules;
 	struct gl_sb_fleet fleet;
+	struct gl_sb_inference *inference; /* none for account and user: serving costs go by job dimensions */
+	size_t n_inference;
 	char **partial;            /* human-readable gaps: ingestion failures, unpriced models, no capacity */
 	size_t n_partial;
 	char *unpriced_models;     /* comma-separated, "" when none */

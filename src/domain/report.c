@@ -4,12 +4,13 @@
 #include "gl/csv.h"
 #include "gl/timeutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const gl_report_tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost", "top_idle",
-					 "reconciliation", "rates", "owner_rules", "partial", NULL};
+					 "reconciliation", "rates", "owner_rules", "partial", "inference", NULL};
 
 static const char *const share_names[] = {"none", "proportional", "owner"};
 
@@ -515,6 +516,53 @@ static void csv_rules(const struct gl_showback *sb, struct gl_strbuf *o)
 	}
 }
 
+/* price per unit at full precision (a cent is too coarse for a token) */
+static void fmt_per(int have, int64_t micros, char *b, size_t n)
+{
+	if (have)
+		gl_money_format(micros, 6, b, n);
+	else
+		snprintf(b, n, "%s", "");
+}
+
+static void fmt_latency(double v, char *b, size_t n)
+{
+	if (isnan(v))
+		snprintf(b, n, "%s", "");
+	else
+		snprintf(b, n, "%.3f", v);
+}
+
+static void csv_inference(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"owner", "requests", "failed_requests", "prompt_tokens", "generated_tokens",
+					"gpu_hours", "cost", "cost_per_1k_requests", "cost_per_1m_prompt_tokens",
+					"cost_per_1m_generated_tokens", "latency_p50_seconds", "latency_p99_seconds", NULL};
+	c_header(o, h);
+	for (size_t i = 0; i < sb->n_inference; i++) {
+		const struct gl_sb_inference *x = &sb->inference[i];
+		char b[48];
+		gl_csv_field(o, x->owner);
+		c_i64(o, x->requests);
+		c_i64(o, x->failed);
+		c_i64(o, x->prompt_tokens);
+		c_i64(o, x->generated_tokens);
+		c_hours(o, x->gpu_s);
+		c_money(o, sb, x->cost_micros);
+		fmt_per(x->have_per_1k, x->per_1k_micros, b, sizeof b);
+		gl_csv_raw(o, b);
+		fmt_per(x->have_per_1m_prompt, x->per_1m_prompt_micros, b, sizeof b);
+		gl_csv_raw(o, b);
+		fmt_per(x->have_per_1m_generated, x->per_1m_generated_micros, b, sizeof b);
+		gl_csv_raw(o, b);
+		fmt_latency(x->p50_s, b, sizeof b);
+		gl_csv_raw(o, b);
+		fmt_latency(x->p99_s, b, sizeof b);
+		gl_csv_raw(o, b);
+		gl_csv_end(o);
+	}
+}
+
 int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_strbuf *o)
 {
 	if (!strcmp(table, "owners"))
@@ -537,6 +585,8 @@ int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_str
 		csv_rates(sb, o);
 	else if (!strcmp(table, "owner_rules"))
 		csv_rules(sb, o);
+	else if (!strcmp(table, "inference"))
+		csv_inference(sb, o);
 	else if (!strcmp(table, "partial")) {
 		gl_csv_field(o, "note");
 		gl_csv_end(o);
@@ -947,6 +997,35 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 			gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td><td class=n>%lld</td>"
 					    "<td class=n>%lld</td></tr>",
 					 (long long)w->jobs, (long long)w->p50_s, (long long)w->p90_s, (long long)w->p99_s);
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n");
+	}
+	if (sb->n_inference) {
+		static const char *const h[] = {"Owner", "Requests", "Generated tokens", "GPU-h", "Cost", "Per 1k requests",
+						"Per 1M prompt tokens", "Per 1M generated tokens", "p50 s", "p99 s", NULL};
+		gl_strbuf_puts(o, "<h2>Inference served</h2><p class=meta>Serving endpoints' requests and tokens, priced"
+				  " from the GPU-time of the pods and jobs they ran on (docs/serving.md).</p><table id=inference>");
+		ths(o, h);
+		for (size_t i = 0; i < sb->n_inference; i++) {
+			const struct gl_sb_inference *x = &sb->inference[i];
+			char pb[48];
+			gl_strbuf_puts(o, "<tr>");
+			td(o, gl_report_owner_label(x->owner));
+			gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td>", (long long)x->requests,
+					 (long long)x->generated_tokens);
+			tdh(o, x->gpu_s);
+			tdm(o, sb, x->cost_micros);
+			fmt_per(x->have_per_1k, x->per_1k_micros, pb, sizeof pb);
+			tdn(o, pb);
+			fmt_per(x->have_per_1m_prompt, x->per_1m_prompt_micros, pb, sizeof pb);
+			tdn(o, pb);
+			fmt_per(x->have_per_1m_generated, x->per_1m_generated_micros, pb, sizeof pb);
+			tdn(o, pb);
+			fmt_latency(x->p50_s, pb, sizeof pb);
+			tdn(o, pb);
+			fmt_latency(x->p99_s, pb, sizeof pb);
+			tdn(o, pb);
+			gl_strbuf_puts(o, "</tr>");
 		}
 		gl_strbuf_puts(o, "</tbody></table>\n");
 	}

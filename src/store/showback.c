@@ -1,5 +1,6 @@
 /* Gathering the monthly showback report (see include/gl/showback.h). */
 #include "gl/showback.h"
+#include "gl/servingdb.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/cost.h"
@@ -790,6 +791,45 @@ out:
 	return rc;
 }
 
+/* The month of /v1/inference by the report's aggregate, when that is a
+ * dimension it groups by. */
+static int gather_inference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	struct gl_window month = {sb->start_s, sb->end_s};
+	struct gl_servingdb_query q = {&month, 1, now_s, GL_INF_BY_JOB_DIM, sb->aggregate};
+	struct gl_acct_meta meta = {0};
+	struct gl_inf x;
+	int rc;
+	if (!gl_servingdb_job_dim(sb->aggregate))
+		return 0;
+	gl_inf_init(&x, GL_INF_BY_JOB_DIM, 1);
+	if (!(rc = gl_servingdb_inference(c, &q, &x, &meta, err)) && x.window.n) {
+		sb->inference = gl_xcalloc(x.window.n, sizeof *sb->inference);
+		for (size_t i = 0; i < x.window.n; i++) {
+			const struct gl_inf_group *g = &x.window.groups[i];
+			struct gl_sb_inference *o = &sb->inference[sb->n_inference++];
+			o->owner = gl_xstrdup(g->key);
+			o->requests = g->v[GL_SERVE_REQUESTS];
+			o->failed = g->v[GL_SERVE_FAILED];
+			o->prompt_tokens = g->v[GL_SERVE_PROMPT];
+			o->generated_tokens = g->v[GL_SERVE_GENERATED];
+			o->gpu_s = g->gpu_s;
+			o->cost_micros = g->cost_micros;
+			o->have_per_1k = g->have_per_1k_requests;
+			o->have_per_1m_prompt = g->have_per_1m_prompt;
+			o->have_per_1m_generated = g->have_per_1m_generated;
+			o->per_1k_micros = g->per_1k_requests_micros;
+			o->per_1m_prompt_micros = g->per_1m_prompt_micros;
+			o->per_1m_generated_micros = g->per_1m_generated_micros;
+			o->p50_s = g->p50_s;
+			o->p99_s = g->p99_s;
+		}
+	}
+	gl_inf_fini(&x);
+	gl_acct_meta_fini(&meta);
+	return rc;
+}
+
 int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
 {
 	struct gl_cb cb = {0}, prev = {0}, bym = {0}, daily = {0};
@@ -1014,7 +1054,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		goto out;
 	if (sb->n_waits)
 		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
-	if ((rc = gather_reference(c, sb, req->now_s, err)))
+	if ((rc = gather_reference(c, sb, req->now_s, err)) || (rc = gather_inference(c, sb, req->now_s, err)))
 		goto out;
 	/* budgets of this aggregate in force in the month (the first one wins) */
 	for (size_t i = 0; req->cfg && i < req->cfg->n_budgets; i++) {
@@ -1099,6 +1139,9 @@ void gl_showback_fini(struct gl_showback *sb)
 		free(x->valid_to);
 	}
 	free(sb->rules);
+	for (size_t i = 0; i < sb->n_inference; i++)
+		free(sb->inference[i].owner);
+	free(sb->inference);
 	for (size_t i = 0; i < sb->n_partial; i++)
 		free(sb->partial[i]);
 	free(sb->partial);

@@ -401,6 +401,33 @@ static void test_csv(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* The showback report's inference table per team is /v1/inference by
+ * team for the month. */
+static void test_report_table(void **state)
+{
+	struct gl_test_http r;
+	struct gl_test_csv t;
+	int found = 0;
+	(void)state;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-10&format=csv&table=inference",
+				      NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &t), 0);
+	for (size_t i = 1; i < t.nrows; i++)
+		if (!strcmp(t.cell[i][0], "assist")) {
+			found = 1;
+			assert_string_equal(t.cell[i][gl_test_csv_col(&t, "requests")], "1324");
+			assert_string_equal(t.cell[i][gl_test_csv_col(&t, "cost")], "65.00");
+			assert_string_equal(t.cell[i][gl_test_csv_col(&t, "cost_per_1k_requests")], "49.093656");
+			assert_string_equal(t.cell[i][gl_test_csv_col(&t, "cost_per_1m_generated_tokens")], "17.563034");
+		}
+	assert_true(found);
+	assert_int_equal(t.nrows, 3); /* header, assist, search */
+	gl_test_csv_free(&t);
+	gl_test_http_fini(&r);
+}
+
 static void test_bad_params(void **state)
 {
 	static const char *const cases[][2] = {
@@ -427,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_unattributed),   cmocka_unit_test(test_zero_requests),
 		cmocka_unit_test(test_idle_in_allocation), cmocka_unit_test(test_conservation),
 		cmocka_unit_test(test_csv),	       cmocka_unit_test(test_bad_params),
+		cmocka_unit_test(test_report_table),
 		cmocka_unit_test(test_after_rollup),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

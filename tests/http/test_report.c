@@ -539,7 +539,7 @@ static void test_top_jobs_owner_by_label_rule(void **state)
 static void test_zip_bundles_every_table(void **state)
 {
 	static const char *const tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost",
-					     "top_idle", "reconciliation", "rates", "owner_rules", "partial"};
+					     "top_idle", "reconciliation", "rates", "owner_rules", "partial", "inference"};
 	struct gl_test_http r;
 	char path[PATH_MAX + 32], cmd[PATH_MAX + 128], line[256];
 	size_t len1, len2;
@@ -571,7 +571,7 @@ static void test_zip_bundles_every_table(void **state)
 		size_t glen;
 		FILE *p;
 		line[strcspn(line, "\n")] = '\0';
-		assert_true(n < 11);
+		assert_true(n < 12);
 		snprintf(want, sizeof want, "showback-2017-11-team-%s.csv", tables[n]);
 		assert_string_equal(line, want);
 		snprintf(q, sizeof q, "/v1/reports/showback?month=2017-11&table=%s", tables[n]);
@@ -589,7 +589,7 @@ static void test_zip_bundles_every_table(void **state)
 		n++;
 	}
 	assert_int_equal(pclose(f), 0);
-	assert_int_equal(n, 11);
+	assert_int_equal(n, 12);
 	free(z1);
 	free(z2);
 }
@@ -718,7 +718,7 @@ static void test_regenerate_closed_month_byte_identical(void **state)
 		files++;
 	}
 	closedir(dh);
-	assert_int_equal(files, 11);
+	assert_int_equal(files, 12);
 }
 
 static void test_hostile_names(void **state)

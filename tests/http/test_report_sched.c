@@ -229,9 +229,9 @@ static void test_record_regenerate_and_late_data(void **state)
 			assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(f, "changed")) >= 2);
 		checked++;
 	}
-	assert_int_equal(v1_csv, 11);
-	assert_int_equal(v2_csv, 11);
-	assert_int_equal(checked, 2 * (11 + 1)); /* formats csv,html: 11 tables + 1 page per version */
+	assert_int_equal(v1_csv, 12);
+	assert_int_equal(v2_csv, 12);
+	assert_int_equal(checked, 2 * (12 + 1)); /* formats csv,html: 12 tables + 1 page per version */
 	cJSON_Delete(j);
 }
 
@@ -395,7 +395,7 @@ static void test_daemon_schedule_and_budget_alerts_once(void **state)
 	/* the daemon also made last month's set on its own (schedule 00:00 of the 1st has passed) */
 	j = gl_test_get_json(g_d.port, "/v1/reports?month=2026-10", 200);
 	assert_non_null(j);
-	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "files")), 12);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "files")), 13);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "files"), 0), "trigger")
 				    ->valuestring,
 			    "system");
