@@ -67,10 +67,18 @@ struct gl_inf_unattributed {
 	int64_t v[GL_SERVE__NCTR];
 };
 
+/* Internal: an open-addressing index over an array's items (slot = item
+ * index + 1, 0 empty), so that finding a key is not a scan. */
+struct gl_inf_index {
+	size_t *slot;
+	size_t cap;
+};
+
 struct gl_inf_step {
 	int64_t start_s, end_s;
 	struct gl_inf_group *groups;
 	size_t n, cap;
+	struct gl_inf_index gix; /* groups by key, until gl_inf_finish sorts them */
 	struct gl_inf_unattributed *un;
 	size_t n_un, cap_un;
 	struct gl_inf_group total;
@@ -92,6 +100,7 @@ struct gl_inf {
 	size_t n_lines, cap_lines;
 	struct gl_inf_use *uses;
 	size_t n_uses, cap_uses;
+	struct gl_inf_index uix; /* uses by key, until gl_inf_finish sorts them */
 };
 
 void gl_inf_init(struct gl_inf *x, enum gl_inf_agg agg, size_t n_steps);
@@ -106,6 +115,10 @@ void gl_inf_add_usage(struct gl_inf *x, size_t step, int64_t job_pk, const char 
 /* Latency bucket count (le, cumulative) of that usage. */
 void gl_inf_add_bucket(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
 		       double le, double count);
+/* Both at once: usage v and the latency counts cum[i] of bounds le[i]
+ * (n of them; a series' bounds, so rows of one key usually share them). */
+void gl_inf_add_row(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
+		    const int64_t v[GL_SERVE__NCTR], const double *le, const double *cum, size_t n);
 /* Groups every step, sums the window and derives the figures. */
 int gl_inf_finish(struct gl_inf *x) GL_MUSTCHECK;
 

@@ -55,6 +55,7 @@ static void step_fini(struct gl_inf_step *s)
 	}
 	free(s->un);
 	group_fini(&s->total);
+	free(s->gix.slot);
 }
 
 void gl_inf_fini(struct gl_inf *x)
@@ -78,6 +79,7 @@ void gl_inf_fini(struct gl_inf *x)
 		free(x->uses[i].cum);
 	}
 	free(x->uses);
+	free(x->uix.slot);
 	memset(x, 0, sizeof *x);
 }
 
@@ -88,6 +90,61 @@ void gl_inf_fini(struct gl_inf *x)
 			(arr) = gl_xrealloc((arr), (cap) * sizeof *(arr)); \
 		}                                                      \
 	} while (0)
+
+/* ---- the indexes: FNV-1a over the key, linear probing ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * UINT64_C(1099511628211);
+	return h;
+}
+
+static uint64_t str_hash(uint64_t h, const char *s)
+{
+	return fnv(h, s, strlen(s) + 1);
+}
+
+#define FNV_BASIS UINT64_C(14695981039346656037)
+
+/* The slot of key h in ix: the one holding an item eq() accepts, or the
+ * empty one where it goes. ix has room (cap > 2 x items). */
+static size_t *ix_probe(struct gl_inf_index *ix, uint64_t h, int (*eq)(const void *ctx, size_t item), const void *ctx)
+{
+	size_t k = (size_t)h & (ix->cap - 1);
+	while (ix->slot[k] && !eq(ctx, ix->slot[k] - 1))
+		k = (k + 1) & (ix->cap - 1);
+	return &ix->slot[k];
+}
+
+/* Doubles ix when n + 1 items would fill half of it; hash(ctx, i) is item
+ * i's key hash. */
+static void ix_room(struct gl_inf_index *ix, size_t n, uint64_t (*hash)(const void *ctx, size_t item), const void *ctx)
+{
+	size_t cap;
+	if (2 * (n + 1) <= ix->cap)
+		return;
+	cap = ix->cap ? 2 * ix->cap : 64;
+	while (2 * (n + 1) > cap)
+		cap *= 2;
+	free(ix->slot);
+	ix->slot = gl_xcalloc(cap, sizeof *ix->slot);
+	ix->cap = cap;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = (size_t)hash(ctx, i) & (cap - 1);
+		while (ix->slot[k])
+			k = (k + 1) & (cap - 1);
+		ix->slot[k] = i + 1;
+	}
+}
+
+static void ix_drop(struct gl_inf_index *ix)
+{
+	free(ix->slot);
+	ix->slot = NULL;
+	ix->cap = 0;
+}
 
 void gl_inf_add_pair(struct gl_inf *x, int64_t job_pk, const char *endpoint, const char *model)
 {
@@ -113,22 +170,44 @@ void gl_inf_add_cost(struct gl_inf *x, size_t step, const struct gl_inf_cost *c)
 					     : 0;
 }
 
-static int use_is(const struct gl_inf_use *u, size_t step, int64_t job_pk, const char *endpoint, const char *model)
+struct use_key {
+	const struct gl_inf *x;
+	size_t step;
+	int64_t job_pk;
+	const char *endpoint, *model;
+};
+
+static uint64_t use_key_hash(size_t step, int64_t job_pk, const char *endpoint, const char *model)
 {
-	return u->step == step && u->job_pk == job_pk && !strcmp(u->endpoint, endpoint) && !strcmp(u->model, model);
+	uint64_t h = fnv(FNV_BASIS, &step, sizeof step);
+	h = fnv(h, &job_pk, sizeof job_pk);
+	return str_hash(str_hash(h, endpoint), model);
 }
 
-/* The use of (step, job, endpoint, model); the store sends rows sorted by
- * that key, so the last use is almost always it. */
+static uint64_t use_hash(const void *ctx, size_t i)
+{
+	const struct gl_inf_use *u = &((const struct gl_inf *)ctx)->uses[i];
+	return use_key_hash(u->step, u->job_pk, u->endpoint, u->model);
+}
+
+static int use_eq(const void *ctx, size_t i)
+{
+	const struct use_key *k = ctx;
+	const struct gl_inf_use *u = &k->x->uses[i];
+	return u->step == k->step && u->job_pk == k->job_pk && !strcmp(u->endpoint, k->endpoint) &&
+	       !strcmp(u->model, k->model);
+}
+
+/* The use of (step, job, endpoint, model), added when new. */
 static struct gl_inf_use *use_for(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model)
 {
+	struct use_key key = {x, step, job_pk, endpoint, model};
 	struct gl_inf_use *u;
-	for (size_t k = x->n_uses; k-- > 0 && k + 64 >= x->n_uses;)
-		if (use_is(&x->uses[k], step, job_pk, endpoint, model))
-			return &x->uses[k];
-	for (size_t k = 0; k + 64 < x->n_uses; k++)
-		if (use_is(&x->uses[k], step, job_pk, endpoint, model))
-			return &x->uses[k];
+	size_t *slot;
+	ix_room(&x->uix, x->n_uses, use_hash, x);
+	slot = ix_probe(&x->uix, use_key_hash(step, job_pk, endpoint, model), use_eq, &key);
+	if (*slot)
+		return &x->uses[*slot - 1];
 	GROW(x->uses, x->n_uses, x->cap_uses);
 	u = &x->uses[x->n_uses++];
 	memset(u, 0, sizeof *u);
@@ -136,6 +215,7 @@ static struct gl_inf_use *use_for(struct gl_inf *x, size_t step, int64_t job_pk,
 	u->job_pk = job_pk;
 	u->endpoint = gl_xstrdup(endpoint);
 	u->model = gl_xstrdup(model);
+	*slot = x->n_uses;
 	return u;
 }
 
@@ -178,6 +258,25 @@ void gl_inf_add_bucket(struct gl_inf *x, size_t step, int64_t job_pk, const char
 	hist_add(&u->nle, &u->cap, &u->le, &u->cum, le, count);
 }
 
+void gl_inf_add_row(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
+		    const int64_t v[GL_SERVE__NCTR], const double *le, const double *cum, size_t n)
+{
+	struct gl_inf_use *u;
+	if (step >= x->n_steps)
+		return;
+	u = use_for(x, step, job_pk, endpoint, model);
+	for (size_t k = 0; k < GL_SERVE__NCTR; k++)
+		u->v[k] += v[k];
+	if (u->nle == n && (!n || !memcmp(u->le, le, n * sizeof *le))) {
+		for (size_t i = 0; i < n; i++) /* the same bounds in the same order */
+			u->cum[i] += cum[i];
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(le[i]))
+			hist_add(&u->nle, &u->cap, &u->le, &u->cum, le[i], cum[i]);
+}
+
 int64_t gl_inf_per(int64_t a, int64_t num, int64_t den)
 {
 	gl_i128 p = (gl_i128)a * num;
@@ -186,15 +285,35 @@ int64_t gl_inf_per(int64_t a, int64_t num, int64_t den)
 
 /* ---- groups ---- */
 
+struct group_key {
+	const struct gl_inf_step *s;
+	const char *key;
+};
+
+static uint64_t group_hash(const void *ctx, size_t i)
+{
+	return str_hash(FNV_BASIS, ((const struct gl_inf_step *)ctx)->groups[i].key);
+}
+
+static int group_eq(const void *ctx, size_t i)
+{
+	const struct group_key *k = ctx;
+	return !strcmp(k->s->groups[i].key, k->key);
+}
+
 static struct gl_inf_group *group_for(struct gl_inf_step *s, const char *key)
 {
-	for (size_t i = s->n; i-- > 0;)
-		if (!strcmp(s->groups[i].key, key))
-			return &s->groups[i];
+	struct group_key k = {s, key};
+	size_t *slot;
+	ix_room(&s->gix, s->n, group_hash, s);
+	slot = ix_probe(&s->gix, str_hash(FNV_BASIS, key), group_eq, &k);
+	if (*slot)
+		return &s->groups[*slot - 1];
 	GROW(s->groups, s->n, s->cap);
 	memset(&s->groups[s->n], 0, sizeof s->groups[s->n]);
 	s->groups[s->n].key = gl_xstrdup(key);
-	return &s->groups[s->n++];
+	*slot = ++s->n;
+	return &s->groups[s->n - 1];
 }
 
 static void group_add_usage(struct gl_inf_group *g, const int64_t *v, size_t nle, const double *le, const double *cum)
@@ -351,14 +470,13 @@ out:
 	return rc;
 }
 
-static int group_step(struct gl_inf *x, size_t i)
+/* The lines and uses into their steps' groups, in one pass over each. */
+static int group_all(struct gl_inf *x)
 {
-	struct gl_inf_step *s = &x->steps[i];
 	int rc;
 	for (size_t k = 0; k < x->n_lines; k++) {
 		const struct gl_inf_line *l = &x->lines[k];
-		if (l->step != i)
-			continue;
+		struct gl_inf_step *s = &x->steps[l->step];
 		if (x->agg == GL_INF_BY_JOB_DIM) {
 			struct gl_inf_group *g = group_for(s, l->dim);
 			g->gpu_s += l->c.alloc_s;
@@ -374,9 +492,8 @@ static int group_step(struct gl_inf *x, size_t i)
 	}
 	for (size_t k = 0; k < x->n_uses; k++) {
 		const struct gl_inf_use *u = &x->uses[k];
+		struct gl_inf_step *s = &x->steps[u->step];
 		const char *key;
-		if (u->step != i)
-			continue;
 		if (!u->in_window) {
 			unattributed_add(s, u->endpoint, u->model, u->v);
 			continue;
@@ -450,6 +567,7 @@ static int cmp_unattr(const void *a, const void *b)
 
 static void finish_step(struct gl_inf_step *s)
 {
+	ix_drop(&s->gix);
 	qsort(s->groups, s->n, sizeof *s->groups, cmp_group);
 	qsort(s->un, s->n_un, sizeof *s->un, cmp_unattr);
 	memset(&s->total, 0, sizeof s->total);
@@ -465,6 +583,7 @@ int gl_inf_finish(struct gl_inf *x)
 {
 	int rc;
 	qsort(x->pairs, x->n_pairs, sizeof *x->pairs, cmp_pair);
+	ix_drop(&x->uix);
 	qsort(x->uses, x->n_uses, sizeof *x->uses, cmp_use);
 	qsort(x->lines, x->n_lines, sizeof *x->lines, cmp_line_job);
 	for (size_t k = 0; k < x->n_uses; k++)
@@ -474,10 +593,10 @@ int gl_inf_finish(struct gl_inf *x)
 		x->window.start_s = x->steps[0].start_s;
 		x->window.end_s = x->steps[x->n_steps - 1].end_s;
 	}
+	if ((rc = group_all(x)))
+		return rc;
 	for (size_t i = 0; i < x->n_steps; i++) {
 		struct gl_inf_step *s = &x->steps[i];
-		if ((rc = group_step(x, i)))
-			return rc;
 		for (size_t k = 0; k < s->n; k++)
 			group_add_group(group_for(&x->window, s->groups[k].key), &s->groups[k]);
 		for (size_t k = 0; k < s->n_un; k++)

@@ -31,7 +31,7 @@ const char *gl_acct_dim_sql(const char *dim)
  * per-job lines of a query restricted to jobs (gl_acct_query.jobs). */
 static const char *live_dim_sql(const char *dim)
 {
-	return !strcmp(dim, "job") ? "k.job_pk::text" : gl_acct_dim_sql(dim);
+	return !strcmp(dim, "job") ? "k.job_pk" : gl_acct_dim_sql(dim);
 }
 
 /* The live steps ($1 start, $2 end, $4 step index; ascending, not
@@ -268,7 +268,7 @@ static const char *daily_expr(const char *dim)
 static const char *job_daily_expr(const char *dim)
 {
 	static const char *const map[][2] = {
-		{"job", "u.job_pk::text"},   {"team", "u.d_team"},	     {"project", "u.d_project"},
+		{"job", "u.job_pk"},   {"team", "u.d_team"},	     {"project", "u.d_project"},
 		{"cost_center", "u.d_cost_center"}, {"cluster", "u.d_cluster"}, {"namespace", "u.d_namespace"},
 		{"gpu_model", "u.d_gpu_model"},
 	};

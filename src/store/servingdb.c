@@ -536,7 +536,7 @@ static int write_stage(PGconn *c, struct gl_servingdb_batch *b, int *any, struct
 
 /* Rows of a series that had no job, from up to claim_s back and from its
  * job's start on, go to the job the series has now; their days are then
- * summed again from serving_usage. */
+ * summed again from serving_usage, and their months from the days. */
 static int claim(PGconn *c, int64_t at_s, int64_t claim_s, int64_t bucket_s, int64_t *claimed, struct gl_err *err)
 {
 	char from[24], bs[24];
@@ -585,6 +585,27 @@ static int claim(PGconn *c, int64_t at_s, int64_t claim_s, int64_t bucket_s, int
 			     " JOIN serving_usage u ON u.series_id = a.series_id AND u.bucket >= a.day::timestamp AT TIME ZONE 'UTC'"
 			     "  AND u.bucket < (a.day + 1)::timestamp AT TIME ZONE 'UTC'"
 			     " GROUP BY a.day, u.series_id, u.job_pk",
+			     err)) ||
+	    (rc = gl_db_exec(c,
+			     "DELETE FROM serving_monthly m USING (SELECT DISTINCT series_id,"
+			     " date_trunc('month', bucket AT TIME ZONE 'UTC')::date AS month FROM serving_claimed) a"
+			     " WHERE m.series_id = a.series_id AND m.month = a.month",
+			     err)) ||
+	    (rc = gl_db_exec(c,
+			     "INSERT INTO serving_monthly (month, series_id, job_pk, cluster_id, endpoint_id, " GL_USAGE_COLS ")"
+			     " SELECT a.month, d.series_id, d.job_pk, min(d.cluster_id), min(d.endpoint_id), sum(d.requests),"
+			     "  sum(d.failed), sum(d.prompt_tokens), sum(d.generated_tokens), sum(d.inferences),"
+			     "  sum(d.executions),"
+			     "  coalesce((SELECT array_agg(z.s ORDER BY z.o) FROM (SELECT t.o, sum(t.v)::bigint AS s"
+			     "   FROM serving_daily d2 CROSS JOIN LATERAL unnest(d2.lat_inc) WITH ORDINALITY AS t(v, o)"
+			     "   WHERE d2.series_id = d.series_id AND d2.job_pk = d.job_pk AND d2.day >= a.month"
+			     "    AND d2.day < (a.month + interval '1 month')::date GROUP BY t.o) z), '{}'),"
+			     "  sum(d.scrapes)"
+			     " FROM (SELECT DISTINCT series_id, date_trunc('month', bucket AT TIME ZONE 'UTC')::date AS month"
+			     "  FROM serving_claimed) a"
+			     " JOIN serving_daily d ON d.series_id = a.series_id AND d.day >= a.month"
+			     "  AND d.day < (a.month + interval '1 month')::date"
+			     " GROUP BY a.month, d.series_id, d.job_pk",
 			     err)))
 		goto out;
 out:
@@ -617,6 +638,13 @@ int gl_servingdb_write(PGconn *c, struct gl_servingdb_batch *b, int64_t claim_s,
 			     " failed, prompt_tokens, generated_tokens, inferences, executions, lat_inc, 1 FROM serving_stage"
 			     " WHERE counted"
 			     " ON CONFLICT (series_id, day, job_pk) DO UPDATE SET " GL_ADD_COUNTS("serving_daily"),
+			     err)) ||
+	    (rc = gl_db_exec(c,
+			     "INSERT INTO serving_monthly (month, series_id, job_pk, cluster_id, endpoint_id, " GL_USAGE_COLS ")"
+			     " SELECT date_trunc('month', to_timestamp(bucket_s) AT TIME ZONE 'UTC')::date, series_id, job_pk,"
+			     " cluster_id, endpoint_id, requests, failed, prompt_tokens, generated_tokens, inferences, executions,"
+			     " lat_inc, 1 FROM serving_stage WHERE counted"
+			     " ON CONFLICT (series_id, month, job_pk) DO UPDATE SET " GL_ADD_COUNTS("serving_monthly"),
 			     err)) ||
 	    (claim_s > 0 && (rc = claim(c, b->at_s, claim_s, b->bucket_s, &w->claimed_rows, err))))
 		goto out;
@@ -739,94 +767,189 @@ static int feed_costs(PGconn *c, const struct gl_servingdb_query *q, const int64
 	return rc;
 }
 
-/* The steps cut into whole UTC days (read from serving_daily) and the
- * pieces around them (buckets from serving_usage, by their start). */
-static void usage_pieces(const struct gl_servingdb_query *q, struct gl_strbuf *pa, struct gl_strbuf *pb,
-			 struct gl_strbuf *pi, struct gl_strbuf *pd)
+static void put_piece(struct gl_strbuf *const pv[4], size_t *k, int64_t a, int64_t b, size_t step, char kind)
+{
+	const char *sep = *k ? "," : "";
+	gl_strbuf_printf(pv[0], "%s%lld", sep, (long long)a);
+	gl_strbuf_printf(pv[1], "%s%lld", sep, (long long)b);
+	gl_strbuf_printf(pv[2], "%s%zu", sep, step);
+	gl_strbuf_printf(pv[3], "%s%c", sep, kind);
+	++*k;
+}
+
+/* The steps cut into whole UTC calendar months (kind 'm', read from
+ * serving_monthly), whole UTC days ('d', serving_daily) and the pieces
+ * around them ('b', buckets from serving_usage, by their start): as the
+ * arrays $1 starts, $2 ends, $3 step indexes, $4 kinds. */
+static void usage_pieces(const struct gl_servingdb_query *q, struct gl_strbuf *const pv[4])
 {
 	size_t k = 0;
-	gl_strbuf_putc(pa, '{');
-	gl_strbuf_putc(pb, '{');
-	gl_strbuf_putc(pi, '{');
-	gl_strbuf_putc(pd, '{');
+	for (int v = 0; v < 4; v++)
+		gl_strbuf_putc(pv[v], '{');
 	for (size_t i = 0; i < q->n_steps; i++) {
 		int64_t a = q->steps[i].start_s, b = q->steps[i].end_s;
 		int64_t d0 = a + ((86400 - a % 86400) % 86400), d1 = b - ((b % 86400) + 86400) % 86400;
-		int64_t cut[][3] = {{a, d0, 0}, {d1, b, 0}};
 		if (d0 >= d1) {
-			cut[0][1] = b;
-			cut[1][0] = cut[1][1] = b;
+			put_piece(pv, &k, a, b, i, 'b');
+			continue;
 		}
-		for (int e = 0; e < 2; e++)
-			if (cut[e][0] < cut[e][1]) {
-				gl_strbuf_printf(pa, "%s%lld", k ? "," : "", (long long)cut[e][0]);
-				gl_strbuf_printf(pb, "%s%lld", k ? "," : "", (long long)cut[e][1]);
-				gl_strbuf_printf(pi, "%s%zu", k ? "," : "", i);
-				gl_strbuf_printf(pd, "%sf", k++ ? "," : "");
+		if (a < d0)
+			put_piece(pv, &k, a, d0, i, 'b');
+		for (int64_t d = d0; d < d1;) {
+			int64_t m1 = gl_month_next(gl_month_start(d));
+			if (gl_month_start(d) == d && m1 <= d1) {
+				put_piece(pv, &k, d, m1, i, 'm');
+				d = m1;
+			} else {
+				put_piece(pv, &k, d, d + 86400, i, 'd');
+				d += 86400;
 			}
-		for (int64_t d = d0; d0 < d1 && d < d1; d += 86400) {
-			gl_strbuf_printf(pa, "%s%lld", k ? "," : "", (long long)d);
-			gl_strbuf_printf(pb, "%s%lld", k ? "," : "", (long long)(d + 86400));
-			gl_strbuf_printf(pi, "%s%zu", k ? "," : "", i);
-			gl_strbuf_printf(pd, "%st", k++ ? "," : "");
 		}
+		if (d1 < b)
+			put_piece(pv, &k, d1, b, i, 'b');
 	}
-	gl_strbuf_putc(pa, '}');
-	gl_strbuf_putc(pb, '}');
-	gl_strbuf_putc(pi, '}');
-	gl_strbuf_putc(pd, '}');
+	for (int v = 0; v < 4; v++)
+		gl_strbuf_putc(pv[v], '}');
 }
 
+/* The usage of the pieces: a row of serving_daily or serving_monthly as
+ * it is (the C side sums them: 31,000 groups of one row each cost seconds
+ * to aggregate here, array states and all), the buckets of the other
+ * pieces summed per step, series and job, their latency counts as a
+ * two-dimensional array (a series' layout is fixed). Named by series_id:
+ * names and bounds come once per series (series_sql). */
 static const char usage_sql[] =
-	"WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::boolean[]) AS p(a, b, i, d)),"
-	" r AS ("
-	" SELECT p.i, u.series_id, u.job_pk, u.requests, u.failed, u.prompt_tokens, u.generated_tokens, u.inferences,"
-	"  u.executions, u.lat_inc FROM p JOIN serving_usage u ON NOT p.d AND u.bucket >= to_timestamp(p.a)"
-	"  AND u.bucket < to_timestamp(p.b)"
+	"WITH p AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::text[]) AS p(a, b, i, k))"
+	" SELECT p.i, d.job_pk, d.series_id, d.requests, d.failed, d.prompt_tokens, d.generated_tokens, d.inferences,"
+	"  d.executions, d.lat_inc FROM p JOIN serving_daily d ON p.k = 'd'"
+	"  AND d.day = (to_timestamp(p.a) AT TIME ZONE 'UTC')::date"
 	" UNION ALL"
-	" SELECT p.i, d.series_id, d.job_pk, d.requests, d.failed, d.prompt_tokens, d.generated_tokens, d.inferences,"
-	"  d.executions, d.lat_inc FROM p JOIN serving_daily d ON p.d AND d.day = (to_timestamp(p.a) AT TIME ZONE 'UTC')::date"
-	"), g AS (SELECT i, series_id, job_pk, sum(requests) AS requests, sum(failed) AS failed,"
-	"  sum(prompt_tokens) AS prompt_tokens, sum(generated_tokens) AS generated_tokens, sum(inferences) AS inferences,"
-	"  sum(executions) AS executions FROM r GROUP BY 1, 2, 3"
-	"), h AS (SELECT i, series_id, job_pk, array_agg(s ORDER BY o) AS lat FROM ("
-	"  SELECT r.i, r.series_id, r.job_pk, t.o, sum(t.v) AS s FROM r"
-	"  CROSS JOIN LATERAL unnest(r.lat_inc) WITH ORDINALITY AS t(v, o) GROUP BY 1, 2, 3, 4) z GROUP BY 1, 2, 3"
-	")"
-	" SELECT g.i, g.job_pk, e.name, s.model_name, g.requests, g.failed, g.prompt_tokens, g.generated_tokens,"
-	"  g.inferences, g.executions, s.lat_le, h.lat"
-	" FROM g JOIN serving_series s ON s.series_id = g.series_id JOIN serving_endpoints e ON e.endpoint_id = s.endpoint_id"
-	" LEFT JOIN h ON h.i = g.i AND h.series_id = g.series_id AND h.job_pk = g.job_pk"
-	" ORDER BY g.i, g.job_pk, e.name, s.model_name";
+	" SELECT p.i, m.job_pk, m.series_id, m.requests, m.failed, m.prompt_tokens, m.generated_tokens, m.inferences,"
+	"  m.executions, m.lat_inc FROM p JOIN serving_monthly m ON p.k = 'm'"
+	"  AND m.month = (to_timestamp(p.a) AT TIME ZONE 'UTC')::date"
+	" UNION ALL"
+	" SELECT p.i, u.job_pk, u.series_id, sum(u.requests), sum(u.failed), sum(u.prompt_tokens), sum(u.generated_tokens),"
+	"  sum(u.inferences), sum(u.executions), array_agg(u.lat_inc) FILTER (WHERE cardinality(u.lat_inc) > 0)"
+	" FROM p JOIN serving_usage u ON p.k = 'b' AND u.bucket >= to_timestamp(p.a) AND u.bucket < to_timestamp(p.b)"
+	" GROUP BY 1, 2, 3";
 
-static void feed_buckets(struct gl_inf *x, size_t i, int64_t job, const char *ep, const char *model, const char *le_txt,
-			 const char *lat_txt)
+static const char series_sql[] =
+	"SELECT s.series_id, e.name, s.model_name, s.lat_le FROM serving_series s"
+	" JOIN serving_endpoints e ON e.endpoint_id = s.endpoint_id WHERE s.series_id = ANY($1::bigint[])"
+	" ORDER BY s.series_id";
+
+struct series_info {
+	int64_t id;
+	const char *endpoint, *model; /* in the series query's result */
+	double le[GL_SERVE_MAX_LE];
+	size_t nle;
+};
+
+static int cmp_i64(const void *a, const void *b)
 {
-	double le[GL_SERVE_MAX_LE], lat[GL_SERVE_MAX_LE];
-	size_t nle = parse_f8_array(le_txt, le, GL_SERVE_MAX_LE), nlat = parse_f8_array(lat_txt, lat, GL_SERVE_MAX_LE);
-	for (size_t k = 0; k < nle && k < nlat; k++)
-		gl_inf_add_bucket(x, i, job, ep, model, le[k], lat[k]);
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int cmp_series(const void *key, const void *el)
+{
+	return cmp_i64(key, &((const struct series_info *)el)->id);
+}
+
+/* The latency counts of one row or of rows "{{c0,c1,...},{...}}", summed
+ * per bound; n bounds. */
+static void sum_counts(const char *txt, double *sum, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		sum[i] = 0;
+	for (const char *p = txt; *p;) {
+		char *end;
+		double v;
+		if (*p == '{' || *p == ',' || *p == ' ') {
+			p++;
+			continue;
+		}
+		if (*p == '}') {
+			k = 0; /* the end of a row (or of them all) */
+			p++;
+			continue;
+		}
+		v = strtod(p, &end);
+		if (end == p)
+			break;
+		if (k < n)
+			sum[k] += v;
+		k++;
+		p = end;
+	}
+}
+
+/* The series the usage rows name, sorted by id (*sr owns the strings). */
+static int usage_series(PGconn *c, PGresult *u, struct series_info **out, size_t *n_out, PGresult **sr,
+		       struct gl_err *err)
+{
+	int nu = PQntuples(u), rc;
+	int64_t *ids = gl_xcalloc((size_t)nu + 1, sizeof *ids);
+	struct gl_strbuf lit = GL_STRBUF_INIT;
+	size_t n = 0;
+	*out = NULL;
+	*n_out = 0;
+	for (int row = 0; row < nu; row++)
+		ids[n++] = atoll(PQgetvalue(u, row, 2));
+	qsort(ids, n, sizeof *ids, cmp_i64);
+	gl_strbuf_putc(&lit, '{');
+	for (size_t i = 0; i < n; i++)
+		if (!i || ids[i] != ids[i - 1])
+			gl_strbuf_printf(&lit, "%s%lld", i ? "," : "", (long long)ids[i]);
+	gl_strbuf_putc(&lit, '}');
+	free(ids);
+	rc = gl_db_query(c, series_sql, 1, (const char *[]){lit.p}, sr, err);
+	gl_strbuf_fini(&lit);
+	if (rc)
+		return rc;
+	*n_out = (size_t)PQntuples(*sr);
+	*out = gl_xcalloc(*n_out + 1, sizeof **out);
+	for (size_t i = 0; i < *n_out; i++) {
+		struct series_info *s = &(*out)[i];
+		s->id = atoll(PQgetvalue(*sr, (int)i, 0));
+		s->endpoint = PQgetvalue(*sr, (int)i, 1);
+		s->model = PQgetvalue(*sr, (int)i, 2);
+		s->nle = parse_f8_array(PQgetvalue(*sr, (int)i, 3), s->le, GL_SERVE_MAX_LE);
+	}
+	return 0;
 }
 
 static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_err *err)
 {
 	struct gl_strbuf pa = GL_STRBUF_INIT, pb = GL_STRBUF_INIT, pi = GL_STRBUF_INIT, pd = GL_STRBUF_INIT;
-	PGresult *r = NULL;
+	PGresult *r = NULL, *sr = NULL;
+	struct series_info *ser = NULL;
+	size_t n_ser = 0;
 	int rc;
-	usage_pieces(q, &pa, &pb, &pi, &pd);
-	if ((rc = gl_db_query(c, usage_sql, 4, (const char *[]){pa.p, pb.p, pi.p, pd.p}, &r, err)))
+	usage_pieces(q, (struct gl_strbuf *const[]){&pa, &pb, &pi, &pd});
+	if ((rc = gl_db_query(c, usage_sql, 4, (const char *[]){pa.p, pb.p, pi.p, pd.p}, &r, err)) ||
+	    (rc = usage_series(c, r, &ser, &n_ser, &sr, err)))
 		goto out;
 	for (int row = 0; row < PQntuples(r); row++) {
 		size_t i = (size_t)atoll(PQgetvalue(r, row, 0));
-		int64_t job = atoll(PQgetvalue(r, row, 1)), v[GL_SERVE__NCTR];
-		const char *ep = PQgetvalue(r, row, 2), *model = PQgetvalue(r, row, 3);
+		int64_t job = atoll(PQgetvalue(r, row, 1)), id = atoll(PQgetvalue(r, row, 2)), v[GL_SERVE__NCTR];
+		const struct series_info *s = bsearch(&id, ser, n_ser, sizeof *ser, cmp_series);
+		double cum[GL_SERVE_MAX_LE];
+		if (!s) { /* series are never deleted: a row without one is a broken database */
+			rc = gl_err_set(err, GL_EDB, "inference: usage of series %lld, which serving_series lacks",
+					(long long)id);
+			goto out;
+		}
 		for (int k = 0; k < GL_SERVE__NCTR; k++)
-			v[k] = atoll(PQgetvalue(r, row, 4 + k));
-		gl_inf_add_usage(x, i, job, ep, model, v);
-		if (!PQgetisnull(r, row, 11))
-			feed_buckets(x, i, job, ep, model, PQgetvalue(r, row, 10), PQgetvalue(r, row, 11));
+			v[k] = atoll(PQgetvalue(r, row, 3 + k));
+		sum_counts(PQgetvalue(r, row, 9), cum, s->nle);
+		gl_inf_add_row(x, i, job, s->endpoint, s->model, v, s->le, cum,
+			       PQgetisnull(r, row, 9) || !strcmp(PQgetvalue(r, row, 9), "{}") ? 0 : s->nle);
 	}
 out:
+	free(ser);
+	PQclear(sr);
 	PQclear(r);
 	gl_strbuf_fini(&pa);
 	gl_strbuf_fini(&pb);

@@ -242,6 +242,37 @@ static void test_cost_per_token(void **state)
 	cJSON_Delete(j);
 }
 
+/* A whole calendar month is read from serving_monthly, whole days from
+ * serving_daily, the rest from the buckets: October (a month piece) and
+ * 15 September to 15 November (days, the month, days) give each endpoint
+ * the day's figures, all its traffic being on 2 October. */
+static void test_month_window(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/inference?window=2026-10&aggregate=endpoint",
+		"/v1/inference?window=2026-09-15T12:00:00Z,2026-11-15T00:00:00Z&aggregate=endpoint",
+	};
+	cJSON *day = get("/v1/inference?window=2026-10-02&aggregate=endpoint");
+	(void)state;
+	for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+		cJSON *j = get(paths[p]), *items = cJSON_GetObjectItem(j, "items");
+		static const char *const eps[] = {"chat", "embed", "sg"};
+		static const char *const k[] = {"requests", "failed_requests", "prompt_tokens", "generated_tokens",
+						"inferences", "executions", "cost_micros", "cost_per_1m_generated_tokens_micros"};
+		for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++)
+			for (size_t f = 0; f < sizeof k / sizeof k[0]; f++)
+				if (!cJSON_IsNull(cJSON_GetObjectItem(item(cJSON_GetObjectItem(day, "items"), eps[e]), k[f])))
+					assert_int_equal(num(item(items, eps[e]), k[f]),
+							 num(item(cJSON_GetObjectItem(day, "items"), eps[e]), k[f]));
+		assert_int_equal(num(item(items, "chat"), "requests"), 1124);
+		assert_true(fabs(cJSON_GetObjectItem(item(items, "sg"), "latency_p50_seconds")->valuedouble - 14.0) < 1e-9);
+		assert_true(fabs(cJSON_GetObjectItem(item(items, "sg"), "latency_p99_seconds")->valuedouble - 60.0) < 1e-9);
+		assert_int_equal(num(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "unattributed"), 0), "requests"), 25);
+		cJSON_Delete(j);
+	}
+	cJSON_Delete(day);
+}
+
 /* By team, the jobs' owners: assist = chat + sg. */
 static void test_by_team(void **state)
 {
@@ -454,7 +485,7 @@ int main(void)
 		cmocka_unit_test(test_unattributed),   cmocka_unit_test(test_zero_requests),
 		cmocka_unit_test(test_idle_in_allocation), cmocka_unit_test(test_conservation),
 		cmocka_unit_test(test_csv),	       cmocka_unit_test(test_bad_params),
-		cmocka_unit_test(test_report_table),
+		cmocka_unit_test(test_report_table),	cmocka_unit_test(test_month_window),
 		cmocka_unit_test(test_after_rollup),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

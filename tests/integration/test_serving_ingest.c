@@ -154,6 +154,13 @@ static void test_sequence(void **state)
 	assert_int_equal(gl_test_qint(g_c, "SELECT requests FROM serving_daily d JOIN serving_series s USING (series_id)"
 					   " WHERE s.instance = 'pod:llm/chat-0'"),
 			 36);
+	/* and the month's row the sum of the days, latency buckets included */
+	assert_string_equal(gl_test_qstr(g_c, "SELECT m.month || ' ' || m.requests || ' ' || (m.generated_tokens ="
+					      " d.generated_tokens AND m.prompt_tokens = d.prompt_tokens AND m.failed = d.failed"
+					      " AND m.lat_inc = d.lat_inc AND m.scrapes = d.scrapes)::text FROM serving_monthly m"
+					      " JOIN serving_series s USING (series_id) JOIN serving_daily d USING (series_id, job_pk)"
+					      " WHERE s.instance = 'pod:llm/chat-0'"),
+			    "2026-10-01 36 true");
 	/* never a negative increase anywhere */
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM serving_usage WHERE least(requests, failed,"
 					   " prompt_tokens, generated_tokens) < 0"),
@@ -207,6 +214,11 @@ static void test_claim(void **state)
 					      " FROM serving_daily d JOIN serving_series s USING (series_id)"
 					      " WHERE s.instance = 'pod:llm/late-0'"),
 			    "6@true");
+	/* and the month from the days */
+	assert_string_equal(gl_test_qstr(g_c, "SELECT string_agg(m.month || ' ' || m.requests || '@' || (m.job_pk > 0)::text,"
+					      " ' ') FROM serving_monthly m JOIN serving_series s USING (series_id)"
+					      " WHERE s.instance = 'pod:llm/late-0'"),
+			    "2026-10-01 6@true");
 }
 
 struct bad {

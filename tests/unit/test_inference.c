@@ -13,6 +13,7 @@
 #include "gl/inference.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const int64_t none[GL_SERVE__NCTR];
@@ -146,6 +147,70 @@ static void test_per_rounding(void **state)
 	assert_int_equal(gl_inf_per(9000000000000LL, 1000000, 3), 3000000000000000000LL);
 }
 
+/* Many keys, each added twice in an order that is not the store's (the
+ * lookups index them; nothing may be split or lost): 3 steps x 500 jobs,
+ * job j serving endpoint "e<j>" (model "m<j % 7>") with j requests a step,
+ * its step costing j micro-units. */
+static void test_many_keys(void **state)
+{
+	struct gl_inf x;
+	int64_t req_m0 = 0, cost_m0 = 0;
+	(void)state;
+	gl_inf_init(&x, GL_INF_BY_ENDPOINT, 3);
+	for (size_t i = 0; i < 3; i++)
+		x.steps[i] = (struct gl_inf_step){.start_s = (int64_t)i * 3600, .end_s = (int64_t)(i + 1) * 3600};
+	for (int j = 500; j >= 1; j--) {
+		char ep[16], m[16];
+		snprintf(ep, sizeof ep, "e%d", j);
+		snprintf(m, sizeof m, "m%d", j % 7);
+		gl_inf_add_pair(&x, j, ep, m);
+		for (size_t i = 0; i < 3; i++) {
+			struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_ms = 1000, .alloc_s = 1, .cost_micros = j};
+			gl_inf_add_cost(&x, i, &c);
+		}
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 3; i-- > 0;)
+			for (int j = 1; j <= 500; j++) {
+				char ep[16], m[16];
+				snprintf(ep, sizeof ep, "e%d", j);
+				snprintf(m, sizeof m, "m%d", j % 7);
+				usage(&x, i, j, ep, m, pass ? j - j / 2 : j / 2, 0, 0);
+			}
+	assert_int_equal(gl_inf_finish(&x), 0);
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(x.steps[i].n, 500);
+		assert_int_equal(x.steps[i].total.v[GL_SERVE_REQUESTS], 500 * 501 / 2);
+		assert_int_equal(x.steps[i].total.cost_micros, 500 * 501 / 2);
+		assert_int_equal(group(&x.steps[i], "e321")->v[GL_SERVE_REQUESTS], 321);
+		assert_int_equal(group(&x.steps[i], "e321")->cost_micros, 321);
+	}
+	assert_int_equal(x.window.n, 500);
+	assert_int_equal(group(&x.window, "e77")->v[GL_SERVE_REQUESTS], 3 * 77);
+	gl_inf_fini(&x);
+	/* the same by model: m0 holds the jobs 7, 14, ..., 497 */
+	gl_inf_init(&x, GL_INF_BY_MODEL, 1);
+	x.steps[0] = (struct gl_inf_step){.start_s = 0, .end_s = 3600};
+	for (int j = 1; j <= 500; j++) {
+		char ep[16], m[16];
+		struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_ms = 1000, .alloc_s = 1, .cost_micros = j};
+		snprintf(ep, sizeof ep, "e%d", j);
+		snprintf(m, sizeof m, "m%d", j % 7);
+		gl_inf_add_pair(&x, j, ep, m);
+		gl_inf_add_cost(&x, 0, &c);
+		usage(&x, 0, j, ep, m, j, 0, 0);
+		if (j % 7 == 0) {
+			req_m0 += j;
+			cost_m0 += j;
+		}
+	}
+	assert_int_equal(gl_inf_finish(&x), 0);
+	assert_int_equal(x.steps[0].n, 7);
+	assert_int_equal(group(&x.steps[0], "m0")->v[GL_SERVE_REQUESTS], req_m0);
+	assert_int_equal(group(&x.steps[0], "m0")->cost_micros, cost_m0);
+	gl_inf_fini(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_by_job_dim),
 		cmocka_unit_test(test_idle_cost),
 		cmocka_unit_test(test_per_rounding),
+		cmocka_unit_test(test_many_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
