@@ -1,6 +1,7 @@
 /* The dcgm-exporter ingest's queries (see include/gl/dcgmstore.h). */
 #include "gl/dcgmstore.h"
 #include "gl/db.h"
+#include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
 #include <math.h>
@@ -58,27 +59,6 @@ static void c_dbl(struct gl_strbuf *o, int have, double v, int last)
 	else
 		gl_strbuf_puts(o, "\\N");
 	gl_strbuf_putc(o, last ? '\n' : '\t');
-}
-
-/* A text[] literal element: always quoted, \ and " escaped. */
-static void arr_elem(struct gl_strbuf *o, const char *s)
-{
-	gl_strbuf_putc(o, o->len ? ',' : '{');
-	gl_strbuf_putc(o, '"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			gl_strbuf_putc(o, '\\');
-		gl_strbuf_putc(o, *s);
-	}
-	gl_strbuf_putc(o, '"');
-}
-
-static void arr_close(struct gl_strbuf *o)
-{
-	if (!o->len)
-		gl_strbuf_puts(o, "{}");
-	else
-		gl_strbuf_putc(o, '}');
 }
 
 static void fmt_i64(char *b, size_t n, int64_t v)
@@ -316,13 +296,6 @@ static void job_decode(const PGresult *r, int i, struct gl_dcgmstore_job *j)
 	j->nnodes = split_us(PQgetvalue(r, i, JC_NODES), &j->nodes);
 }
 
-static void text_array(struct gl_strbuf *b, const char *const *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		arr_elem(b, v[i]);
-	arr_close(b);
-}
-
 int gl_dcgmstore_jobs(PGconn *c, int cluster_id, int64_t at_s, const char *const *nodes, size_t nnodes,
 		      const char *const *ids, size_t nids, const char *const *pods, size_t npods,
 		      struct gl_dcgmstore_job_list *out, struct gl_err *err)
@@ -334,9 +307,9 @@ int gl_dcgmstore_jobs(PGconn *c, int cluster_id, int64_t at_s, const char *const
 	memset(out, 0, sizeof *out);
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	fmt_i64(at, sizeof at, at_s);
-	text_array(&na, nodes, nnodes);
-	text_array(&ia, ids, nids);
-	text_array(&pa, pods, npods);
+	gl_pgarray_texts(&na, nodes, nnodes);
+	gl_pgarray_texts(&ia, ids, nids);
+	gl_pgarray_texts(&pa, pods, npods);
 	rc = gl_db_query(c, jobs_sql, 5, (const char *[]){cid, at, na.p, ia.p, pa.p}, &r, err);
 	if (!rc) {
 		out->n = (size_t)PQntuples(r);
@@ -413,15 +386,15 @@ void gl_dcgmstore_add_share(struct gl_dcgmstore_stage *s, const struct gl_dcgmst
 void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_pending *p)
 {
 	struct gl_strbuf jobs = GL_STRBUF_INIT, pods = GL_STRBUF_INIT, one = GL_STRBUF_INIT, *o = &s->pend;
-	text_array(&jobs, p->jobs, p->njobs);
+	gl_pgarray_texts(&jobs, p->jobs, p->njobs);
 	for (size_t k = 0; k < p->npods; k++) {
 		if (!p->pods[k].pod[0])
 			continue;
 		gl_strbuf_reset(&one);
 		gl_strbuf_printf(&one, "%s/%s", p->pods[k].ns, p->pods[k].pod);
-		arr_elem(&pods, gl_strbuf_cstr(&one));
+		gl_pgarray_add_text(&pods, gl_strbuf_cstr(&one));
 	}
-	arr_close(&pods);
+	gl_pgarray_end(&pods);
 	c_i64(o, p->gpu_id, 0);
 	c_str(o, p->node, 0);
 	c_str(o, gl_strbuf_cstr(&jobs), 0);

@@ -3,6 +3,7 @@
 #include "gl/accounting.h"
 #include "gl/audit.h"
 #include "gl/db.h"
+#include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
 #include <cjson/cJSON.h>
@@ -23,37 +24,12 @@ static char *col_dup(const PGresult *r, int row, int col)
 	return gl_xstrdup(PQgetvalue(r, row, col));
 }
 
-/* PostgreSQL array literals of the probes' and keys' columns */
-static void arr_add_i64(struct gl_strbuf *b, int64_t v)
+static size_t argv_count(const char *const *argv)
 {
-	gl_strbuf_putc(b, b->len ? ',' : '{');
-	gl_strbuf_put_i64(b, v);
-}
-
-static const char *arr_end(struct gl_strbuf *b)
-{
-	if (!b->len)
-		gl_strbuf_putc(b, '{');
-	gl_strbuf_putc(b, '}');
-	return b->p;
-}
-
-/* a text[] literal: every element quoted and escaped */
-static void argv_literal(const char *const *argv, struct gl_strbuf *b)
-{
-	gl_strbuf_putc(b, '{');
-	for (size_t i = 0; argv[i]; i++) {
-		if (i)
-			gl_strbuf_putc(b, ',');
-		gl_strbuf_putc(b, '"');
-		for (const char *p = argv[i]; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				gl_strbuf_putc(b, '\\');
-			gl_strbuf_putc(b, *p);
-		}
-		gl_strbuf_putc(b, '"');
-	}
-	gl_strbuf_putc(b, '}');
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	return n;
 }
 
 static void fmt_i64(char *b, size_t n, int64_t v)
@@ -61,58 +37,60 @@ static void fmt_i64(char *b, size_t n, int64_t v)
 	snprintf(b, n, "%lld", (long long)v);
 }
 
-/* job_pk[], a[], b[] (with_b), tag[] of the probes */
-struct probe_arrays {
-	struct gl_strbuf pk, a, b, tag;
-};
-
-static void probe_arrays_fill(struct probe_arrays *pa, const struct gl_hookstore_probe *p, size_t n, int with_b)
+/* Runs sql with the probes as arrays: $1 job_pk[], $2 a[], then $3 b[]
+ * and $4 tag[] (with_b), or $3 tag[], $4 now_s, $5 lo_s. */
+static int probe_query(PGconn *c, const char *sql, const struct gl_hookstore_probe *p, size_t n, int with_b,
+		       int64_t now_s, int64_t lo_s, PGresult **r, struct gl_err *err)
 {
-	memset(pa, 0, sizeof *pa);
+	struct gl_strbuf pk = GL_STRBUF_INIT, a = GL_STRBUF_INIT, b = GL_STRBUF_INIT, tag = GL_STRBUF_INIT;
+	char now_txt[24], lo[24];
+	int rc;
 	for (size_t i = 0; i < n; i++) {
-		arr_add_i64(&pa->pk, p[i].job_pk);
-		arr_add_i64(&pa->a, p[i].a);
-		if (with_b)
-			arr_add_i64(&pa->b, p[i].b);
-		arr_add_i64(&pa->tag, (int64_t)p[i].tag);
+		gl_pgarray_add_i64(&pk, p[i].job_pk);
+		gl_pgarray_add_i64(&a, p[i].a);
+		gl_pgarray_add_i64(&b, p[i].b);
+		gl_pgarray_add_i64(&tag, (int64_t)p[i].tag);
 	}
-	arr_end(&pa->pk);
-	arr_end(&pa->a);
-	arr_end(&pa->b);
-	arr_end(&pa->tag);
+	gl_pgarray_end(&pk);
+	gl_pgarray_end(&a);
+	gl_pgarray_end(&b);
+	gl_pgarray_end(&tag);
+	fmt_i64(now_txt, sizeof now_txt, now_s);
+	fmt_i64(lo, sizeof lo, lo_s);
+	if (with_b)
+		rc = gl_db_query(c, sql, 4, (const char *[]){pk.p, a.p, b.p, tag.p}, r, err);
+	else
+		rc = gl_db_query(c, sql, 5, (const char *[]){pk.p, a.p, tag.p, now_txt, lo}, r, err);
+	gl_strbuf_fini(&pk);
+	gl_strbuf_fini(&a);
+	gl_strbuf_fini(&b);
+	gl_strbuf_fini(&tag);
+	return rc;
 }
 
-static void probe_arrays_fini(struct probe_arrays *pa)
+/* Runs sql with the keys as arrays: $1 cluster_id[], $2 job_pk[], $3
+ * tag[], then nextra more parameters. */
+static int key_query(PGconn *c, const char *sql, const struct gl_hookstore_key *k, size_t n, const char *const *extra,
+		     int nextra, PGresult **r, struct gl_err *err)
 {
-	gl_strbuf_fini(&pa->pk);
-	gl_strbuf_fini(&pa->a);
-	gl_strbuf_fini(&pa->b);
-	gl_strbuf_fini(&pa->tag);
-}
-
-/* cluster_id[], job_pk[], tag[] of the keys */
-struct key_arrays {
-	struct gl_strbuf cid, pk, tag;
-};
-
-static void key_arrays_fill(struct key_arrays *ka, const struct gl_hookstore_key *k, size_t n)
-{
-	memset(ka, 0, sizeof *ka);
+	struct gl_strbuf cid = GL_STRBUF_INIT, pk = GL_STRBUF_INIT, tag = GL_STRBUF_INIT;
+	const char *pr[5];
+	int rc;
 	for (size_t i = 0; i < n; i++) {
-		arr_add_i64(&ka->cid, k[i].cluster_id);
-		arr_add_i64(&ka->pk, k[i].job_pk);
-		arr_add_i64(&ka->tag, (int64_t)k[i].tag);
+		gl_pgarray_add_i64(&cid, k[i].cluster_id);
+		gl_pgarray_add_i64(&pk, k[i].job_pk);
+		gl_pgarray_add_i64(&tag, (int64_t)k[i].tag);
 	}
-	arr_end(&ka->cid);
-	arr_end(&ka->pk);
-	arr_end(&ka->tag);
-}
-
-static void key_arrays_fini(struct key_arrays *ka)
-{
-	gl_strbuf_fini(&ka->cid);
-	gl_strbuf_fini(&ka->pk);
-	gl_strbuf_fini(&ka->tag);
+	pr[0] = gl_pgarray_end(&cid);
+	pr[1] = gl_pgarray_end(&pk);
+	pr[2] = gl_pgarray_end(&tag);
+	for (int i = 0; i < nextra && i < 2; i++)
+		pr[3 + i] = extra[i];
+	rc = gl_db_query(c, sql, 3 + nextra, pr, r, err);
+	gl_strbuf_fini(&cid);
+	gl_strbuf_fini(&pk);
+	gl_strbuf_fini(&tag);
+	return rc;
 }
 
 /* ---- the run lock ---- */
@@ -278,21 +256,14 @@ static const char recent_busy_sql[] =
 int gl_hookstore_recent_busy(PGconn *c, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
 			     struct gl_hookstore_tag_list *out, struct gl_err *err)
 {
-	struct probe_arrays pa;
-	char now_txt[24], lo[24];
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return 0;
-	probe_arrays_fill(&pa, p, n, 0);
-	fmt_i64(now_txt, sizeof now_txt, now_s);
-	fmt_i64(lo, sizeof lo, lo_s);
-	rc = gl_db_query(c, recent_busy_sql, 5, (const char *[]){pa.pk.p, pa.a.p, pa.tag.p, now_txt, lo}, &r, err);
-	if (!rc)
+	if (!(rc = probe_query(c, recent_busy_sql, p, n, 0, now_s, lo_s, &r, err)))
 		tags_decode(r, out);
 	PQclear(r);
-	probe_arrays_fini(&pa);
 	return rc;
 }
 
@@ -305,18 +276,14 @@ static const char busy_before_sql[] =
 int gl_hookstore_busy_between(PGconn *c, const struct gl_hookstore_probe *p, size_t n,
 			      struct gl_hookstore_tag_list *out, struct gl_err *err)
 {
-	struct probe_arrays pa;
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return 0;
-	probe_arrays_fill(&pa, p, n, 1);
-	rc = gl_db_query(c, busy_before_sql, 4, (const char *[]){pa.pk.p, pa.a.p, pa.b.p, pa.tag.p}, &r, err);
-	if (!rc)
+	if (!(rc = probe_query(c, busy_before_sql, p, n, 1, 0, 0, &r, err)))
 		tags_decode(r, out);
 	PQclear(r);
-	probe_arrays_fini(&pa);
 	return rc;
 }
 
@@ -358,25 +325,18 @@ static void bucket_decode(const PGresult *r, int i, struct gl_hookstore_bucket *
 int gl_hookstore_buckets(PGconn *c, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
 			 struct gl_hookstore_bucket_list *out, struct gl_err *err)
 {
-	struct probe_arrays pa;
-	char now_txt[24], lo[24];
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return 0;
-	probe_arrays_fill(&pa, p, n, 0);
-	fmt_i64(now_txt, sizeof now_txt, now_s);
-	fmt_i64(lo, sizeof lo, lo_s);
-	rc = gl_db_query(c, buckets_sql, 5, (const char *[]){pa.pk.p, pa.a.p, pa.tag.p, now_txt, lo}, &r, err);
-	if (!rc) {
+	if (!(rc = probe_query(c, buckets_sql, p, n, 0, now_s, lo_s, &r, err))) {
 		out->n = (size_t)PQntuples(r);
 		out->v = gl_xcalloc(out->n ? out->n : 1, sizeof *out->v);
 		for (size_t i = 0; i < out->n; i++)
 			bucket_decode(r, (int)i, &out->v[i]);
 	}
 	PQclear(r);
-	probe_arrays_fini(&pa);
 	return rc;
 }
 
@@ -398,15 +358,12 @@ enum { OC_TAG, OC_TEAM };
 int gl_hookstore_owners(PGconn *c, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_owner_list *out,
 			struct gl_err *err)
 {
-	struct key_arrays ka;
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return 0;
-	key_arrays_fill(&ka, k, n);
-	rc = gl_db_query(c, owner_sql, 3, (const char *[]){ka.cid.p, ka.pk.p, ka.tag.p}, &r, err);
-	if (!rc) {
+	if (!(rc = key_query(c, owner_sql, k, n, NULL, 0, &r, err))) {
 		out->n = (size_t)PQntuples(r);
 		out->v = gl_xcalloc(out->n ? out->n : 1, sizeof *out->v);
 		for (size_t i = 0; i < out->n; i++) {
@@ -415,7 +372,6 @@ int gl_hookstore_owners(PGconn *c, const struct gl_hookstore_key *k, size_t n, s
 		}
 	}
 	PQclear(r);
-	key_arrays_fini(&ka);
 	return rc;
 }
 
@@ -453,25 +409,21 @@ static void rate_decode(const PGresult *r, int i, struct gl_hookstore_rate *o)
 int gl_hookstore_rates(PGconn *c, const struct gl_hookstore_key *k, size_t n, int64_t from_s, int64_t to_s,
 		       struct gl_hookstore_rate_list *out, struct gl_err *err)
 {
-	struct key_arrays ka;
 	char lo[24], hi[24];
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return 0;
-	key_arrays_fill(&ka, k, n);
 	fmt_i64(lo, sizeof lo, from_s);
 	fmt_i64(hi, sizeof hi, to_s);
-	rc = gl_db_query(c, rates_sql, 5, (const char *[]){ka.cid.p, ka.pk.p, ka.tag.p, lo, hi}, &r, err);
-	if (!rc) {
+	if (!(rc = key_query(c, rates_sql, k, n, (const char *[]){lo, hi}, 2, &r, err))) {
 		out->n = (size_t)PQntuples(r);
 		out->v = gl_xcalloc(out->n ? out->n : 1, sizeof *out->v);
 		for (size_t i = 0; i < out->n; i++)
 			rate_decode(r, (int)i, &out->v[i]);
 	}
 	PQclear(r);
-	key_arrays_fini(&ka);
 	return rc;
 }
 
@@ -489,15 +441,12 @@ enum { SC_TAG, SC_STAGE, SC_STATUS };
 int gl_hookstore_stages(PGconn *c, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_stage_list *out,
 			struct gl_err *err)
 {
-	struct key_arrays ka;
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (!n)
 		return 0;
-	key_arrays_fill(&ka, k, n);
-	rc = gl_db_query(c, stages_sql, 3, (const char *[]){ka.cid.p, ka.pk.p, ka.tag.p}, &r, err);
-	if (!rc) {
+	if (!(rc = key_query(c, stages_sql, k, n, NULL, 0, &r, err))) {
 		out->v = gl_xcalloc((size_t)PQntuples(r) + 1, sizeof *out->v);
 		for (int i = 0; i < PQntuples(r); i++) {
 			struct gl_hookstore_stage *s = &out->v[out->n];
@@ -509,7 +458,6 @@ int gl_hookstore_stages(PGconn *c, const struct gl_hookstore_key *k, size_t n, s
 		}
 	}
 	PQclear(r);
-	key_arrays_fini(&ka);
 	return rc;
 }
 
@@ -538,7 +486,7 @@ static int action_rows(PGconn *c, const struct gl_hookstore_action *a, struct gl
 	fmt_i64(cost_s, sizeof cost_s, a->cost_micros);
 	snprintf(cid, sizeof cid, "%d", a->cluster_id);
 	fmt_i64(jpk, sizeof jpk, a->job_pk);
-	argv_literal(a->argv, &argv_lit);
+	gl_pgarray_texts(&argv_lit, a->argv, argv_count(a->argv));
 	{
 		const char *pr[] = {cid, jpk, a->stage, a->policy, a->ok ? "done" : "failed",
 				    a->have_status ? status_s : NULL, a->ok ? NULL : a->stderr_text};
@@ -584,7 +532,7 @@ static int external_row(PGconn *c, const struct gl_hookstore_external *a, PGresu
 	char status_s[16];
 	int rc;
 	snprintf(status_s, sizeof status_s, "%d", a->status);
-	argv_literal(a->argv, &argv_lit);
+	gl_pgarray_texts(&argv_lit, a->argv, argv_count(a->argv));
 	{
 		const char *pr[] = {a->cluster, a->job_id, a->owner, a->policy, a->stage, argv_lit.p,
 				    a->have_status ? status_s : NULL, a->ok ? "true" : "false", a->actor};

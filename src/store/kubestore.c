@@ -1,29 +1,12 @@
 /* The Kubernetes pod ingest's queries (see include/gl/kubestore.h). */
 #include "gl/kubestore.h"
 #include "gl/db.h"
+#include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* keys as the body of a text[] literal, each element quoted */
-static void key_array(struct gl_strbuf *arr, const char *const *keys, size_t n)
-{
-	gl_strbuf_putc(arr, '{');
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			gl_strbuf_putc(arr, ',');
-		gl_strbuf_putc(arr, '"');
-		for (const char *s = keys[i]; *s; s++) {
-			if (*s == '"' || *s == '\\')
-				gl_strbuf_putc(arr, '\\');
-			gl_strbuf_putc(arr, *s);
-		}
-		gl_strbuf_putc(arr, '"');
-	}
-	gl_strbuf_putc(arr, '}');
-}
 
 /* One block holding copies of the given columns of every row; *off gets
  * each (row, column)'s offset. */
@@ -68,7 +51,7 @@ int gl_kubestore_pods(PGconn *c, int cluster_id, const char *const *keys, size_t
 	int rc;
 	memset(out, 0, sizeof *out);
 	snprintf(cid, sizeof cid, "%d", cluster_id);
-	key_array(&arr, keys, nkeys);
+	gl_pgarray_texts(&arr, keys, nkeys);
 	rc = gl_db_query(c, pods_sql, 2, (const char *[]){cid, arr.p}, &r, err);
 	gl_strbuf_fini(&arr);
 	if (rc)
@@ -159,7 +142,7 @@ int gl_kubestore_close_vanished(PGconn *c, int cluster_id, int64_t wm_prev_s, co
 	*closed = 0;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	snprintf(w, sizeof w, "%lld", (long long)wm_prev_s);
-	key_array(&gone, keys, nkeys);
+	gl_pgarray_texts(&gone, keys, nkeys);
 	if (!(rc = gl_db_query(c, vanish_sql, 3, (const char *[]){cid, wm_prev_s == GL_TIME_NONE ? NULL : w, gone.p}, &r,
 			       err)))
 		*closed = atoll(PQcmdTuples(r));
