@@ -286,10 +286,32 @@ static const struct gl_cfg_key top_keys[] = {
 	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
 	 "where initdb, pg_ctl and postgres live", NULL, 0, 0},
 	{"server.listen", GL_CFG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
-	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256, "HTTP worker threads (thread pool, at least 2)", NULL, 0, 0},
+	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256,
+	 "threads that read and answer connections (/healthz, static files, refusals); they never wait on a query", NULL, 0, 0},
+	{"server.workers", GL_CFG_INT, OFF(http_workers), "4", 0, 1, 256,
+	 "threads that run API requests (the main pool; one database connection each)", NULL, 0, 0},
+	{"server.heavy_workers", GL_CFG_INT, OFF(http_heavy_workers), "2", 0, 1, 64,
+	 "threads that run heavy requests (the heavy pool; one database connection each)", NULL, 0, 0},
+	{"server.heavy_queue", GL_CFG_INT, OFF(http_heavy_queue), "8", 0, 0, 10000,
+	 "heavy requests that may wait for a heavy worker; more get 503 with Retry-After", NULL, 0, 0},
+	{"server.heavy_per_token", GL_CFG_INT, OFF(http_heavy_per_token), "4", 0, 1, 10000,
+	 "heavy requests one token may have running or waiting; more get 429 with Retry-After", NULL, 0, 0},
+	{"server.heavy_window_days", GL_CFG_INT, OFF(http_heavy_window_days), "31", 0, 1, 3660,
+	 "a windowed request over a longer window is heavy", NULL, 0, 0},
+	{"server.heavy_steps", GL_CFG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
+	 "a windowed request cut into more steps than this is heavy", NULL, 0, 0},
+	{"server.statement_timeout_s", GL_CFG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
+	 "longest a statement of an API request may run (503 naming this key when exceeded)", NULL, 0, 0},
 	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
-	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 4, 100000, "total concurrent connections", NULL, 0, 0},
-	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "64", 0, 1, 100000, "concurrent connections per client address", NULL, 0, 0},
+	{"server.header_timeout_s", GL_CFG_INT, OFF(http_header_timeout_s), "10", 0, 1, 3600,
+	 "a request's line and headers must arrive within this long of its first byte (activity does not extend it)", NULL, 0, 0},
+	{"server.body_timeout_s", GL_CFG_INT, OFF(http_body_timeout_s), "30", 0, 1, 3600,
+	 "a request's body must arrive within this long of its headers (activity does not extend it)", NULL, 0, 0},
+	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 16, 100000, "total concurrent connections", NULL, 0, 0},
+	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "16", 0, 1, 100000,
+	 "concurrent connections per client address (IPv6: per /64) once a quarter of max_connections are open", NULL, 0, 0},
+	{"server.reserved_connections", GL_CFG_INT, OFF(http_reserved_conns), "32", 0, 1, 10000,
+	 "the last connections of max_connections, kept for /healthz and /metrics", NULL, 0, 0},
 	{"server.max_body_bytes", GL_CFG_INT, OFF(http_max_body_bytes), "1048576", 0, 0, 1LL << 30, "request body cap (413 above it)", NULL, 0, 0},
 	{"server.web_dir", GL_CFG_STR, OFF(web_dir), "web", 0, 0, 0, "static dashboard files served at /", NULL, 0, 0},
 	{"server.rate_limit_per_ip", GL_CFG_INT, OFF(http_rate_per_ip), "100", 0, 0, 1000000,
@@ -775,6 +797,9 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if (!v || !*v)
 			return cfg_fail(err, name, l, nonempty[i].path, "must not be empty");
 	}
+	if (cfg->http_reserved_conns > cfg->http_max_conns / 2)
+		return cfg_fail(err, name, l, "server.reserved_connections", "%lld is more than half of server.max_connections (%lld)",
+				(long long)cfg->http_reserved_conns, (long long)cfg->http_max_conns);
 	if (gl_config_parse_listen(cfg->listen, &ss, &sl, &e))
 		return cfg_fail(err, name, l, "server.listen", "'%s' is not ADDR:PORT (an IPv4 address, [IPv6] or localhost, and a port 0..65535)",
 				cfg->listen);

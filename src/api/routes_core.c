@@ -17,29 +17,29 @@
 #include <time.h>
 
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0, GL_ROUTE_WINDOWED},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 0},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0},
-	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster", 0},
-	{NULL, NULL, NULL, NULL, NULL, NULL, 0},
+	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster", 0, GL_ROUTE_HEAVY},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -57,34 +57,22 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+/* The answer for a check made at most a second ago; else 0 */
+static int health_cached(int *ok, int *code, char *msg, size_t n)
 {
-	struct gl_err err = {0};
-	char msg[sizeof g_health_msg];
 	int64_t now = mono_ms();
-	int ok, fresh, code;
-
+	int fresh;
 	pthread_mutex_lock(&g_health_mu);
 	fresh = g_health_checked && now - g_health_at_ms < 1000;
-	ok = g_health_ok;
-	code = g_health_code;
-	memcpy(msg, g_health_msg, sizeof msg);
+	*ok = g_health_ok;
+	*code = g_health_code;
+	snprintf(msg, n, "%s", g_health_msg);
 	pthread_mutex_unlock(&g_health_mu);
-	if (!fresh) {
-		PGconn *c;
-		PGresult *r = NULL;
-		ok = !gl_req_db(req, &c, &err) && !gl_db_query(c, "SELECT 1", 0, NULL, &r, &err);
-		PQclear(r);
-		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
-		code = ok ? 0 : err.code;
-		pthread_mutex_lock(&g_health_mu);
-		g_health_at_ms = now;
-		g_health_checked = 1;
-		g_health_ok = ok;
-		g_health_code = code;
-		memcpy(g_health_msg, msg, sizeof msg);
-		pthread_mutex_unlock(&g_health_mu);
-	}
+	return fresh;
+}
+
+static int health_answer(struct gl_req *req, struct gl_resp *resp, int ok, int code, const char *msg)
+{
 	resp->content_type = "application/json";
 	if (!ok) {
 		/* /healthz is public: libpq's words name the socket path, the
@@ -99,6 +87,40 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	}
 	gl_strbuf_puts(&resp->body, "{\"status\":\"ok\",\"db\":\"ok\"}\n");
 	return 0;
+}
+
+int gl_route_healthz_cached(struct gl_req *req, struct gl_resp *resp)
+{
+	char msg[sizeof g_health_msg];
+	int ok, code;
+	if (!health_cached(&ok, &code, msg, sizeof msg))
+		return 0;
+	health_answer(req, resp, ok, code, msg);
+	return 1;
+}
+
+int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	char msg[sizeof g_health_msg];
+	int ok, code;
+
+	if (!health_cached(&ok, &code, msg, sizeof msg)) {
+		PGconn *c;
+		PGresult *r = NULL;
+		ok = !gl_req_db(req, &c, &err) && !gl_db_query(c, "SELECT 1", 0, NULL, &r, &err);
+		PQclear(r);
+		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
+		code = ok ? 0 : err.code;
+		pthread_mutex_lock(&g_health_mu);
+		g_health_at_ms = mono_ms();
+		g_health_checked = 1;
+		g_health_ok = ok;
+		g_health_code = code;
+		memcpy(g_health_msg, msg, sizeof msg);
+		pthread_mutex_unlock(&g_health_mu);
+	}
+	return health_answer(req, resp, ok, code, msg);
 }
 
 int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
