@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,7 @@ struct gl_server {
 	struct heavy_hold *holds;        /* server.heavy_workers + heavy_queue of them; under mu */
 	size_t n_holds;
 	uint64_t heavy_refused_token, heavy_refused_queue, heavy_run, stmt_timeouts; /* under mu */
-	volatile int stopping;           /* requests are answered 503 from now on */
+	_Atomic int stopping;            /* requests are answered 503 from now on */
 	pthread_t sweeper, flusher;
 	int have_sweeper, have_flusher;
 	pthread_mutex_t hk_mu;           /* the housekeeping threads' stop */

@@ -3,7 +3,8 @@
  * their own bounded pool, so while it is full /healthz, /metrics and light
  * requests are answered at once; a token past server.heavy_per_token gets
  * 429 with Retry-After, a full heavy queue 503 with Retry-After; a
- * statement past server.statement_timeout_s is 503 naming that key.
+ * statement past server.statement_timeout_s is 503 naming that key; large
+ * answers are streamed (chunked, no Content-Length).
  *
  * The heavy requests are held deterministically, not by size: another
  * session holds an ACCESS EXCLUSIVE lock on `rates`, which every
@@ -190,11 +191,49 @@ static void test_statement_timeout_is_503_naming_it(void **state)
 	assert_int_equal(gl_test_daemon_stop(&d), 0);
 }
 
+/* A chargeback with many lines goes out chunked as it is made, not as one
+ * buffer with a Content-Length; the body is the whole JSON. */
+static void test_large_answers_are_streamed(void **state)
+{
+	struct gl_test_daemon d;
+	struct gl_test_http r;
+	char te[64], cl[64];
+	cJSON *j;
+	assert_int_equal(gl_test_daemon_start(&d, g_dsn, "log:\n  level: warn\n" RATES,
+					      (const char *const[]){"--no-ingest", NULL}),
+			 0);
+	assert_int_equal(gl_test_http(d.port, "GET", "/v1/chargeback?window=14d&step=hour&aggregate=team", NULL, 0, NULL,
+				      &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(gl_test_header(&r, "Transfer-Encoding", te, sizeof te));
+	assert_string_equal(te, "chunked");
+	assert_null(gl_test_header(&r, "Content-Length", cl, sizeof cl));
+	assert_non_null(j = cJSON_Parse(r.body));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "steps")), 14 * 24 + 1);
+	cJSON_Delete(j);
+	gl_test_http_fini(&r);
+	/* the CSV too, and /v1/jobs */
+	assert_int_equal(gl_test_http(d.port, "GET", "/v1/chargeback?window=14d&step=hour&format=csv", NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(gl_test_header(&r, "Transfer-Encoding", te, sizeof te));
+	assert_non_null(strstr(r.body, "start,end,team,"));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(d.port, "GET", "/v1/jobs?limit=5", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(gl_test_header(&r, "Transfer-Encoding", te, sizeof te));
+	assert_non_null(strstr(r.body, "\"jobs\":[]"));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_full_heavy_pool_stalls_nothing_else),
 		cmocka_unit_test(test_statement_timeout_is_503_naming_it),
+		cmocka_unit_test(test_large_answers_are_streamed),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
