@@ -41,7 +41,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook bench fuzz clean help check-config-doc
+.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger
 
 help:
@@ -49,6 +49,7 @@ help:
 	@echo "make run        install deps, build, start embedded PostgreSQL, migrate, load demo data, serve on 127.0.0.1:8080"
 	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
 	@echo "make bench      run the benchmarks (never part of make test)"
+	@echo "make test-abuse slowloris, idle sockets, a flood and heavy requests against the daemon, with figures (~2 min; never part of make test)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
 	@echo "make test-valgrind [SUITES=all|integration] [TESTS=\"test_x ...\"]   under valgrind memcheck (never part of make test)"
 
@@ -125,6 +126,11 @@ test-slurm-hook: $(BUILD)/gpuledger
 
 bench: $(BUILD)/gpuledger $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
+
+# issue 24's abuse scenarios on loopback, bounded, with their figures
+# (bench/bench_abuse.c; never part of `make test`)
+test-abuse: $(BUILD)/gpuledger $(BUILD)/bench/bench_abuse
+	@BUILD=$(BUILD) bench/run.sh bench_abuse
 
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 fuzz:
