@@ -521,34 +521,43 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 
 	if (seq->type != Y_SEQ)
 		return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a list", name, seq->line, path);
+	unsigned char *seen;
+
 	while (k->sub[nsub].name)
 		nsub++;
 	*arr = gl_xcalloc(seq->n ? seq->n : 1, k->elem_size);
 	*count = seq->n;
+	/* a flag per key of the table, however many it has */
+	seen = gl_xcalloc(nsub + 1, 1);
 	for (size_t i = 0; i < seq->n; i++) {
 		void *elem = *arr + i * k->elem_size;
-		unsigned char seen[64] = {0};
 		char ipath[256];
+		memset(seen, 0, nsub + 1);
 		snprintf(ipath, sizeof ipath, "%s[%zu]", dpath, i);
 		lines_add(lines, ipath, seq->kids[i]->line);
 		snprintf(ipath, sizeof ipath, "%s[%zu].", dpath, i);
 		if ((rc = apply_defaults(elem, k->sub, err)))
-			return rc;
+			goto out;
 		for (size_t j = 0; j < nsub; j++)
 			if (k->sub[j].type == GL_CFG_LINE)
 				*(int *)((char *)elem + k->sub[j].offset) = seq->kids[i]->line;
-		if (seq->kids[i]->type != Y_MAP)
-			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
-					  path, i);
-		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err))) {
-			return rc;
+		if (seq->kids[i]->type != Y_MAP) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
+					path, i);
+			goto out;
 		}
+		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err)))
+			goto out;
 		for (size_t j = 0; j < nsub; j++)
-			if (k->sub[j].required && !seen[j])
-				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
-						  seq->kids[i]->line, ipath, k->sub[j].name);
+			if (k->sub[j].required && !seen[j]) {
+				rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
+						seq->kids[i]->line, ipath, k->sub[j].name);
+				goto out;
+			}
 	}
-	return 0;
+out:
+	free(seen);
+	return rc;
 }
 
 /* Matches dotted table names against nested maps: "database.dsn" is found at
@@ -1020,10 +1029,15 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 {
 	yaml_parser_t ps;
 	struct ynode *root = NULL;
-	unsigned char seen[64] = {0};
+	unsigned char *seen = NULL;
 	struct cfg_lines lines = {0};
+	size_t nkeys = 0;
 	int rc, have_parser = 0;
 
+	/* a flag per key of the table, however many it has */
+	while (top_keys[nkeys].name)
+		nkeys++;
+	seen = gl_xcalloc(nkeys + 1, 1);
 	memset(cfg, 0, sizeof *cfg);
 	cfg->path = gl_xstrdup(name ? name : "(defaults)");
 	if ((rc = apply_defaults(cfg, top_keys, err)))
@@ -1065,6 +1079,7 @@ out:
 		yaml_parser_delete(&ps);
 	ynode_free(root);
 	lines_fini(&lines);
+	free(seen);
 	if (rc)
 		gl_config_fini(cfg);
 	return rc;
