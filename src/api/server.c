@@ -885,9 +885,10 @@ static void conn_started(struct gl_server *s, struct MHD_Connection *conn, void 
 }
 
 /* A connection closes: what the guard cut short, and bytes that never
- * made a request (libmicrohttpd answers a malformed or too long request
- * line itself, 400 or 414, and closes: no callback of ours sees it). The
- * socket is still open here; libmicrohttpd closes it after this call. */
+ * made a request (libmicrohttpd answers a request line too long itself,
+ * 414, and closes on one it cannot parse: no callback of ours sees
+ * either). The socket is still open here; libmicrohttpd closes it after
+ * this call. */
 static void conn_closed(struct gl_server *s, void **socket_context)
 {
 	struct conn_ctx *cc = *socket_context;
