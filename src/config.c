@@ -286,10 +286,32 @@ static const struct gl_cfg_key top_keys[] = {
 	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
 	 "where initdb, pg_ctl and postgres live", NULL, 0, 0},
 	{"server.listen", GL_CFG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
-	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256, "HTTP worker threads (thread pool, at least 2)", NULL, 0, 0},
+	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256,
+	 "threads that read and answer connections (/healthz, static files, refusals); they never wait on a query", NULL, 0, 0},
+	{"server.workers", GL_CFG_INT, OFF(http_workers), "4", 0, 1, 256,
+	 "threads that run API requests (the main pool; one database connection each)", NULL, 0, 0},
+	{"server.heavy_workers", GL_CFG_INT, OFF(http_heavy_workers), "2", 0, 1, 64,
+	 "threads that run heavy requests (the heavy pool; one database connection each)", NULL, 0, 0},
+	{"server.heavy_queue", GL_CFG_INT, OFF(http_heavy_queue), "8", 0, 0, 10000,
+	 "heavy requests that may wait for a heavy worker; more get 503 with Retry-After", NULL, 0, 0},
+	{"server.heavy_per_token", GL_CFG_INT, OFF(http_heavy_per_token), "4", 0, 1, 10000,
+	 "heavy requests one token may have running or waiting; more get 429 with Retry-After", NULL, 0, 0},
+	{"server.heavy_window_days", GL_CFG_INT, OFF(http_heavy_window_days), "31", 0, 1, 3660,
+	 "a windowed request over a longer window is heavy", NULL, 0, 0},
+	{"server.heavy_steps", GL_CFG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
+	 "a windowed request cut into more steps than this is heavy", NULL, 0, 0},
+	{"server.statement_timeout_s", GL_CFG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
+	 "longest a statement of an API request may run (503 naming this key when exceeded)", NULL, 0, 0},
 	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
-	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 4, 100000, "total concurrent connections", NULL, 0, 0},
-	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "64", 0, 1, 100000, "concurrent connections per client address", NULL, 0, 0},
+	{"server.header_timeout_s", GL_CFG_INT, OFF(http_header_timeout_s), "10", 0, 1, 3600,
+	 "a request's line and headers must arrive within this long of its first byte (activity does not extend it)", NULL, 0, 0},
+	{"server.body_timeout_s", GL_CFG_INT, OFF(http_body_timeout_s), "30", 0, 1, 3600,
+	 "a request's body must arrive within this long of its headers (activity does not extend it)", NULL, 0, 0},
+	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 16, 100000, "total concurrent connections", NULL, 0, 0},
+	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "16", 0, 1, 100000,
+	 "concurrent connections per client address (IPv6: per /64) once a quarter of max_connections are open", NULL, 0, 0},
+	{"server.reserved_connections", GL_CFG_INT, OFF(http_reserved_conns), "32", 0, 1, 10000,
+	 "the last connections of max_connections, kept for /healthz and /metrics", NULL, 0, 0},
 	{"server.max_body_bytes", GL_CFG_INT, OFF(http_max_body_bytes), "1048576", 0, 0, 1LL << 30, "request body cap (413 above it)", NULL, 0, 0},
 	{"server.web_dir", GL_CFG_STR, OFF(web_dir), "web", 0, 0, 0, "static dashboard files served at /", NULL, 0, 0},
 	{"server.rate_limit_per_ip", GL_CFG_INT, OFF(http_rate_per_ip), "100", 0, 0, 1000000,
@@ -499,34 +521,43 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 
 	if (seq->type != Y_SEQ)
 		return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a list", name, seq->line, path);
+	unsigned char *seen;
+
 	while (k->sub[nsub].name)
 		nsub++;
 	*arr = gl_xcalloc(seq->n ? seq->n : 1, k->elem_size);
 	*count = seq->n;
+	/* a flag per key of the table, however many it has */
+	seen = gl_xcalloc(nsub + 1, 1);
 	for (size_t i = 0; i < seq->n; i++) {
 		void *elem = *arr + i * k->elem_size;
-		unsigned char seen[64] = {0};
 		char ipath[256];
+		memset(seen, 0, nsub + 1);
 		snprintf(ipath, sizeof ipath, "%s[%zu]", dpath, i);
 		lines_add(lines, ipath, seq->kids[i]->line);
 		snprintf(ipath, sizeof ipath, "%s[%zu].", dpath, i);
 		if ((rc = apply_defaults(elem, k->sub, err)))
-			return rc;
+			goto out;
 		for (size_t j = 0; j < nsub; j++)
 			if (k->sub[j].type == GL_CFG_LINE)
 				*(int *)((char *)elem + k->sub[j].offset) = seq->kids[i]->line;
-		if (seq->kids[i]->type != Y_MAP)
-			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
-					  path, i);
-		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err))) {
-			return rc;
+		if (seq->kids[i]->type != Y_MAP) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
+					path, i);
+			goto out;
 		}
+		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err)))
+			goto out;
 		for (size_t j = 0; j < nsub; j++)
-			if (k->sub[j].required && !seen[j])
-				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
-						  seq->kids[i]->line, ipath, k->sub[j].name);
+			if (k->sub[j].required && !seen[j]) {
+				rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
+						seq->kids[i]->line, ipath, k->sub[j].name);
+				goto out;
+			}
 	}
-	return 0;
+out:
+	free(seen);
+	return rc;
 }
 
 /* Matches dotted table names against nested maps: "database.dsn" is found at
@@ -775,6 +806,9 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if (!v || !*v)
 			return cfg_fail(err, name, l, nonempty[i].path, "must not be empty");
 	}
+	if (cfg->http_reserved_conns > cfg->http_max_conns / 2)
+		return cfg_fail(err, name, l, "server.reserved_connections", "%lld is more than half of server.max_connections (%lld)",
+				(long long)cfg->http_reserved_conns, (long long)cfg->http_max_conns);
 	if (gl_config_parse_listen(cfg->listen, &ss, &sl, &e))
 		return cfg_fail(err, name, l, "server.listen", "'%s' is not ADDR:PORT (an IPv4 address, [IPv6] or localhost, and a port 0..65535)",
 				cfg->listen);
@@ -995,10 +1029,15 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 {
 	yaml_parser_t ps;
 	struct ynode *root = NULL;
-	unsigned char seen[64] = {0};
+	unsigned char *seen = NULL;
 	struct cfg_lines lines = {0};
+	size_t nkeys = 0;
 	int rc, have_parser = 0;
 
+	/* a flag per key of the table, however many it has */
+	while (top_keys[nkeys].name)
+		nkeys++;
+	seen = gl_xcalloc(nkeys + 1, 1);
 	memset(cfg, 0, sizeof *cfg);
 	cfg->path = gl_xstrdup(name ? name : "(defaults)");
 	if ((rc = apply_defaults(cfg, top_keys, err)))
@@ -1040,6 +1079,7 @@ out:
 		yaml_parser_delete(&ps);
 	ynode_free(root);
 	lines_fini(&lines);
+	free(seen);
 	if (rc)
 		gl_config_fini(cfg);
 	return rc;

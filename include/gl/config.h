@@ -147,10 +147,20 @@ struct gl_config {
 	char *db_pg_bindir;
 	/* server */
 	char *listen;
-	int64_t http_threads;
-	int64_t http_conn_timeout_s;
+	int64_t http_threads;          /* libmicrohttpd's I/O threads (docs/security.md "Connections") */
+	int64_t http_workers;          /* the main pool */
+	int64_t http_heavy_workers;    /* the heavy pool and its bounds ("Heavy requests") */
+	int64_t http_heavy_queue;
+	int64_t http_heavy_per_token;
+	int64_t http_heavy_window_days;
+	int64_t http_heavy_steps;
+	int64_t http_statement_timeout_s;
+	int64_t http_conn_timeout_s;   /* inactivity */
+	int64_t http_header_timeout_s; /* deadlines: activity does not extend them */
+	int64_t http_body_timeout_s;
 	int64_t http_max_conns;
 	int64_t http_max_conns_per_ip;
+	int64_t http_reserved_conns;   /* of http_max_conns, for the probe routes */
 	int64_t http_max_body_bytes;
 	int64_t auth_outage_grace_s;   /* docs/security.md "Database outages" */
 	char *web_dir;

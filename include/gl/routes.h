@@ -9,6 +9,10 @@
 extern const struct gl_route gl_routes[];
 
 int gl_route_healthz(struct gl_req *req, struct gl_resp *resp);
+/* /healthz from the last check when it is under a second old (1, resp
+ * filled; never touches the database), else 0: gl_route_healthz must
+ * check. */
+int gl_route_healthz_cached(struct gl_req *req, struct gl_resp *resp);
 int gl_route_metrics(struct gl_req *req, struct gl_resp *resp);
 int gl_route_jobs(struct gl_req *req, struct gl_resp *resp);
 int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp);

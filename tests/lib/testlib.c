@@ -19,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #define GL_ARRAY_LEN_T(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1037,4 +1040,97 @@ int gl_test_utf8_valid(const unsigned char *u, size_t n)
 		i += len;
 	}
 	return 1;
+}
+
+int gl_test_connect_from(int port, const char *from)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	if (from) {
+		struct sockaddr_in me = {.sin_family = AF_INET};
+		inet_pton(AF_INET, from, &me.sin_addr);
+		if (bind(fd, (struct sockaddr *)&me, sizeof me) != 0) {
+			close(fd);
+			return -1;
+		}
+	}
+	if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int gl_test_raw_request(int port, const char *from, const char *req, size_t len, int timeout_ms)
+{
+	int fd = gl_test_connect_from(port, from), status = -1;
+	char buf[4096];
+	size_t got = 0, off = 0;
+	double until = gl_test_now_s() + timeout_ms / 1000.0;
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break; /* the server may answer and close before it read everything */
+		off += (size_t)n;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)((until - gl_test_now_s()) * 1000);
+		ssize_t n;
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			break;
+		n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+		if (n <= 0) {
+			status = 0;
+			break;
+		}
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "\r\n") || got == sizeof buf - 1)
+			break;
+	}
+	if (got && !strncmp(buf, "HTTP/1.", 7) && strlen(buf) > 12)
+		status = atoi(buf + 9);
+	close(fd);
+	return status;
+}
+
+int gl_test_wait_closed(int fd, int timeout_ms)
+{
+	double until = gl_test_now_s() + timeout_ms / 1000.0;
+	char buf[512];
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)((until - gl_test_now_s()) * 1000);
+		ssize_t n;
+		if (left <= 0)
+			return 0;
+		if (poll(&p, 1, left) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return 1;
+	}
+}
+
+long gl_test_peak_rss_kb(int pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmHWM:", 6))
+			kb = atol(line + 6);
+	fclose(f);
+	return kb;
 }

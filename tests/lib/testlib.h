@@ -197,4 +197,19 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name);
  * size. Dies when the fixtures are missing. */
 char *gl_test_kube_synth_doc(int npods, size_t *len);
 
+/* Raw sockets, for what an HTTP client library will not send (a request
+ * line too long, garbage, a header a byte at a time). */
+/* A TCP connection to 127.0.0.1:port from source address from (NULL: any);
+ * the descriptor, or -1 (errno set). */
+int gl_test_connect_from(int port, const char *from);
+/* Sends len bytes of req on a new connection from `from`, then reads the
+ * answer for at most timeout_ms: its HTTP status, 0 when the server closed
+ * without one, -1 on a connect or send error or a timeout. */
+int gl_test_raw_request(int port, const char *from, const char *req, size_t len, int timeout_ms);
+/* 1 when the server has closed fd (EOF or a reset) within timeout_ms,
+ * reading and dropping whatever it sent. */
+int gl_test_wait_closed(int fd, int timeout_ms);
+/* The daemon's peak resident set (VmHWM of /proc/PID/status), kB; -1. */
+long gl_test_peak_rss_kb(int pid);
+
 #endif
