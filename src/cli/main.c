@@ -140,6 +140,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 		}
 	}
 	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
 	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded", cfg->listen);
 	return 0;
@@ -363,6 +364,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	}
 	/* the config's cost model, when it has one, is the one in force */
 	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
 	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
 		struct gl_costing_summary sum;
 		if (gl_costing_load(c, cfg, "system", &sum, &err)) {

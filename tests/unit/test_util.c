@@ -263,6 +263,95 @@ static void test_tmpl(void **state)
 	free(s);
 }
 
+/* Command templates that hand a script holding a placeholder to a shell or
+ * an interpreter (issue 24 item 7, and the forms seen in cron wrappers),
+ * and the safe ways to write the same commands. */
+static void test_tmpl_shell(void **state)
+{
+	static const struct {
+		const char *tmpl;
+		int refused;
+	} cases[] = {
+		{"/bin/sh -c \"echo idle {job_name} >> /tmp/idle.log\"", 1}, /* the issue's */
+		{"bash -c 'scancel {job_id}'", 1},
+		{"sh -ec 'x {pod}'", 1},
+		{"bash -lc 'x {pod}'", 1},
+		{"dash -xc 'x {user}'", 1},
+		{"zsh -c 'x {user}'", 1},
+		{"ksh -c 'x {user}'", 1},
+		{"/bin/busybox sh -c 'x {user}'", 1},
+		{"env sh -c 'x {user}'", 1},
+		{"/usr/bin/env bash -c 'x {user}'", 1},
+		{"env -i PATH=/bin LANG=C sh -c 'x {user}'", 1},
+		{"env -u HOME sh -c 'x {user}'", 1},
+		{"env -S \"sh -c 'x {user}'\"", 1},
+		{"bash -o pipefail -c 'x {pod}'", 1},
+		{"sh -c -- 'x {pod}'", 1},
+		{"sh -c '{job_name}'", 1},
+		{"nice -n 5 timeout 30 sh -c 'x {pod}'", 1},
+		{"sudo -u slurm sh -c 'scancel {job_id}'", 1},
+		{"sudo -s scancel {job_id}", 1},
+		{"su slurm -c 'scancel {job_id}'", 1},
+		{"runuser -u slurm -- bash -c 'x {job_id}'", 1},
+		{"flock /run/lock/x -c 'scancel {job_id}'", 1},
+		{"ssh slurmctl scancel {job_id}", 1},
+		{"ssh -p 2222 -o BatchMode=yes slurmctl scancel {job_id}", 1},
+		{"python3 -c \"print('{job_name}')\"", 1},
+		{"perl -le 'print \"{job_name}\"'", 1},
+		{"node -e 'x(\"{pod}\")'", 1},
+		{"scancel {job_id}", 0},
+		{"kubectl delete pod --namespace {namespace} {pod}", 0},
+		{"sh -c 'echo \"idle $1\" >> /tmp/idle.log' sh {job_name}", 0}, /* placeholders as arguments */
+		{"/usr/local/bin/warn.sh {job_name} {user}", 0},
+		{"bash /usr/local/bin/warn.sh {job_name}", 0},
+		{"bash --norc /usr/local/bin/warn.sh {job_name}", 0},
+		{"sh -c 'logger gpuledger: idle job'", 0},
+		{"env FOO=1 /usr/local/bin/notify {job_name}", 0},
+		{"sudo -u slurm scancel {job_id}", 0},
+		{"timeout 10 scancel {job_id}", 0},
+		{"python3 /opt/notify.py {job_name}", 0},
+		{"ssh slurmctl", 0},
+		{"logger -t gpuledger {job_name}", 0},
+		{"git -C /srv/anchors commit -m {line}", 0},
+		{"", 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
+		char **w = NULL, why[256] = "";
+		size_t n = 0;
+		struct gl_err err = {0};
+		int rc;
+		assert_int_equal(gl_tmpl_split(cases[i].tmpl, &w, &n, &err), 0);
+		rc = gl_tmpl_shell_check((const char *const *)w, n, why, sizeof why);
+		if (rc != -cases[i].refused)
+			fail_msg("%s: got %d (%s)", cases[i].tmpl, rc, why);
+		if (cases[i].refused)
+			assert_non_null(strstr(why, "{"));
+		gl_tmpl_words_free(w);
+	}
+}
+
+/* Quotes group words; an open quote is an error with nothing allocated. */
+static void test_tmpl_split(void **state)
+{
+	char **w = NULL;
+	size_t n = 0;
+	struct gl_err err = {0};
+	(void)state;
+	assert_int_equal(gl_tmpl_split("a 'b c' \"d \\\"e\\\"\" f\\ g ''", &w, &n, &err), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(w[0], "a");
+	assert_string_equal(w[1], "b c");
+	assert_string_equal(w[2], "d \"e\"");
+	assert_string_equal(w[3], "f g");
+	assert_string_equal(w[4], "");
+	assert_null(w[5]);
+	gl_tmpl_words_free(w);
+	assert_int_equal(gl_tmpl_split("a 'b", &w, &n, &err), -GL_EINVAL);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "unterminated"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
 		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
 		cmocka_unit_test(test_proc_closed_output_and_stop), cmocka_unit_test(test_tmpl),
+		cmocka_unit_test(test_tmpl_shell), cmocka_unit_test(test_tmpl_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
