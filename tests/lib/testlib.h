@@ -182,4 +182,12 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name);
  * size. Dies when the fixtures are missing. */
 char *gl_test_kube_synth_doc(int npods, size_t *len);
 
+/* A superuser connection to dsn's database (NULL, with a message, on failure). */
+PGconn *gl_test_superuser_conn(const char *dsn);
+/* What a database superuser can do to the audit log: with the triggers
+ * off, rewrite row seq's actor and recompute every hash from it on, in one
+ * transaction, so the chain is consistent again (only an anchor published
+ * before can tell). 0, or -1 with a message. */
+int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
+
 #endif
