@@ -131,7 +131,9 @@ int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
  * *tasks is a lower bound. Never fails: *tasks >= 1, at most INT32_MAX. */
 void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial);
 /* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc).
- * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs. */
+ * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs;
+ * -GL_EFORMAT: the one GPU type is longer than GL_GPU_TYPE_MAX - 1 bytes (it
+ * was cut, which made it another model). */
 int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX]) GL_MUSTCHECK;
 
 #endif

@@ -10,6 +10,9 @@
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
+#include "gl/jsonscan.h"
+#include "gl/bounds.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +334,72 @@ static void test_tmpl_shell(void **state)
 	}
 }
 
+static int collect_path(const char *path, void *ud)
+{
+	char *out = ud;
+	size_t n = strlen(out);
+	snprintf(out + n, 512 - n, "%s%s", n ? "|" : "", path);
+	return 0;
+}
+
+/* Where JSON strings hold \u0000 (cJSON would end the C string there). */
+static void test_jsonscan_nul(void **state)
+{
+	static const struct {
+		const char *doc, *want;
+	} cases[] = {
+		{"{\"items\":[{\"metadata\":{\"name\":\"gpu\\u0000-job\"}}]}", "items[0].metadata.name"},
+		{"{\"items\":[{},{\"a\":[\"x\",\"y\\u0000\"]}]}", "items[1].a[1]"},
+		{"{\"a\\u0000b\":1}", "a\\u0000b (a member name)"},
+		{"[1, {\"k\": \"\\u0000\"}, \"\\u0000\"]", "[1].k|[2]"},
+		{"{\"cluster\":\"a\\\\u0000b\"}", ""},            /* an escaped backslash, then text */
+		{"{\"cluster\":\"a\\u00001\"}", "cluster"},           /* NUL then '1' */
+		{"{\"cluster\":\"a\\u0001\"}", ""},
+		{"{\"a\":\"\\u0000", "a"},                          /* cut short: still found */
+		{"", ""},
+	};
+	(void)state;
+	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
+		char got[512] = "";
+		assert_int_equal(gl_jsonscan_nul(cases[i].doc, strlen(cases[i].doc), collect_path, got), 0);
+		if (strcmp(got, cases[i].want))
+			fail_msg("%s: got '%s', want '%s'", cases[i].doc, got, cases[i].want);
+	}
+	{
+		struct gl_jsonscan_item *it = NULL;
+		const char *d = "{\"kind\":\"PodList\",\"items\":[{\"n\":\"a\"},{\"n\":\"\\u0000\",\"m\":\"\\u0000\"},{},"
+				"{\"l\":{\"k\\u0000\":1}}]}";
+		assert_int_equal(gl_jsonscan_nul_items(d, strlen(d), "items", &it), 2);
+		assert_int_equal(it[0].idx, 1);
+		assert_string_equal(it[0].path, "items[1].n");
+		assert_int_equal(it[1].idx, 3);
+		free(it);
+	}
+}
+
+/* Each bound holds at its size and refuses one byte more, saying by how
+ * much; docs/ingest.md ("Bounded keys") lists every one with its size. */
+static void test_bounds(void **state)
+{
+	char *doc = gl_test_read_file("docs/ingest.md", NULL), want[160], why[160];
+	(void)state;
+	for (int k = 0; k < GL_BOUND__COUNT; k++) {
+		size_t max = gl_bound_max((enum gl_bound)k);
+		assert_true(max > 0);
+		assert_int_equal(gl_bound_check((enum gl_bound)k, max, why, sizeof why), 0);
+		assert_int_equal(gl_bound_check((enum gl_bound)k, max + 1, why, sizeof why), -1);
+		snprintf(want, sizeof want, "%zu bytes, over the %zu-byte bound of %s", max + 1, max,
+			 gl_bound_what((enum gl_bound)k));
+		assert_string_equal(why, want);
+		snprintf(want, sizeof want, "| %s | %zu |", gl_bound_what((enum gl_bound)k), max);
+		if (!strstr(doc, want))
+			fail_msg("docs/ingest.md lacks the row '%s'", want);
+	}
+	assert_int_equal(gl_bound_check(GL_BOUND_OBJECT, 31457280, why, sizeof why), -1);
+	assert_string_equal(why, "31457280 bytes, over the 253-byte bound of Kubernetes object names and kinds");
+	free(doc);
+}
+
 /* Quotes group words; an open quote is an error with nothing allocated. */
 static void test_tmpl_split(void **state)
 {
@@ -360,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
 		cmocka_unit_test(test_proc_closed_output_and_stop), cmocka_unit_test(test_tmpl),
 		cmocka_unit_test(test_tmpl_shell), cmocka_unit_test(test_tmpl_split),
+		cmocka_unit_test(test_jsonscan_nul), cmocka_unit_test(test_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
