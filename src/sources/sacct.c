@@ -459,16 +459,19 @@ static int64_t take_num(const char *s, size_t n, size_t *i)
 	return *i == start ? -1 : v;
 }
 
-void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
+int gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
 {
 	size_t i = 0;
 	int64_t total = 0;
 
 	*partial = 1;
+	*tasks = 1;
 	for (;;) {
 		int64_t a = take_num(s, n, &i), b, step = 1, k;
 		if (a < 0)
 			break; /* cut before an element, or not a range list */
+		if (a > GL_SACCT_MAX_ARRAY_TASK_ID)
+			return -GL_ERANGE;
 		b = a;
 		if (i < n && s[i] == '-') {
 			i++;
@@ -476,6 +479,9 @@ void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
 				total += 1; /* the first task is real; the end was cut */
 				break;
 			}
+			/* no Slurm makes such a task: corrupt, not a count */
+			if (b > GL_SACCT_MAX_ARRAY_TASK_ID)
+				return -GL_ERANGE;
 		}
 		if (i < n && s[i] == ':') {
 			i++;
@@ -502,6 +508,7 @@ void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
 		break;
 	}
 	*tasks = total > 0 ? total : 1;
+	return 0;
 }
 
 /* "123", "123_4", "123_[5-9", "123+1", "123.batch", "123_4.0", "123+1.0", "123.0+1". */
@@ -521,8 +528,7 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 			 * range list; a list cut short ("...") gives a lower bound,
 			 * and anything unreadable in it counts as one task. */
 			rec->kind = GL_SACCT_ARRAY_PENDING;
-			gl_sacct_array_tasks(s + i + 1, n - i - 1, &rec->array_tasks, &rec->array_tasks_partial);
-			return 0;
+			return gl_sacct_array_tasks(s + i + 1, n - i - 1, &rec->array_tasks, &rec->array_tasks_partial);
 		}
 		start = i;
 		v = 0;
@@ -530,6 +536,8 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 			v = v * 10 + (s[i++] - '0');
 		if (i == start || (i < n && is_digit(s[i])))
 			return -GL_EINVAL;
+		if (v > GL_SACCT_MAX_ARRAY_TASK_ID)
+			return -GL_ERANGE;
 		rec->array_task_id = v;
 	}
 	if (i < n && s[i] == '+') {
@@ -761,8 +769,12 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 			break;
 		case CV_JOBID:
 			rec->job_id = v;
-			if (parse_jobid(v.p, v.len, rec) < 0)
-				return bad_value(err, f, "job id", v);
+			if ((rc = parse_jobid(v.p, v.len, rec)) < 0)
+				return bad_value(err, f,
+						 rc == -GL_ERANGE ? "job id (an array task id over 4000000, the largest"
+								    " Slurm's MaxArraySize allows)"
+								  : "job id",
+						 v);
 			break;
 		case CV_JOBIDRAW: {
 			size_t k = 0;

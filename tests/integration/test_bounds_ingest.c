@@ -135,6 +135,16 @@ static void test_sacct_long_job_name(void **state)
 	/* job 2's JobName "gpu1" */
 	snprintf(to, 2100, "|%s|3|", name);
 	text = replace_once(doc, "|gpu1|3|", to);
+	{
+		/* and a pending array meta row whose range no Slurm makes (it
+		 * was counted as 2,147,483,647 pending tasks): line lines + 1 */
+		char *first = strndup(doc, strcspn(doc, "\n")), *arr = replace_once(first, "1|1|", "77_[0-4294967296]|77|");
+		size_t n = strlen(text);
+		text = realloc(text, n + strlen(arr) + 2);
+		sprintf(text + n, "%s\n", arr);
+		free(first);
+		free(arr);
+	}
 	write_file(tmp_path("sacct.txt"), text, strlen(text));
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file",
 				     tmp_path("sacct.txt"), "--fields", g_fields, NULL),
@@ -142,6 +152,11 @@ static void test_sacct_long_job_name(void **state)
 	if (o.status != 4)
 		fail_msg("exit %d: %s", o.status, o.err);
 	has(o.err, "sacct.txt:2: JobName: 2000 bytes, over the 1024-byte bound of job names");
+	{
+		char want[160];
+		snprintf(want, sizeof want, "sacct.txt:%lld: JobID: bad job id (an array task id over 4000000", lines + 1);
+		has(o.err, want);
+	}
 	gl_test_out_fini(&o);
 	assert_int_equal(q("SELECT count(*) FROM jobs j JOIN clusters c USING (cluster_id) WHERE c.name = 'testgpu'"),
 			 lines - 1);
