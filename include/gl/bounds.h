@@ -24,6 +24,7 @@ enum gl_bound {
 	GL_BOUND_LABEL,     /* label keys and values (owners: team, project, cost centre) */
 	GL_BOUND_JOB_ID,    /* scheduler job ids (JobID, JobIDRaw, hpc_job) */
 	GL_BOUND_JOB_NAME,  /* job names */
+	GL_BOUND_NAME,      /* policy names, owners (team) a client names */
 	GL_BOUND_GPU_MODEL, /* GPU model and type names, MIG profiles */
 	GL_BOUND_UUID,      /* pod uids, GPU UUIDs */
 	GL_BOUND_TEXT,      /* other short text kept with a record: states, exit codes, reasons, TRES */

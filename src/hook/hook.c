@@ -1,5 +1,7 @@
 /* The idle-GPU shutdown hook (see include/gl/hook.h, docs/hook.md). */
 #include "gl/hook.h"
+#include "gl/bounds.h"
+#include "gl/jsonscan.h"
 #include "gl/accounting.h"
 #include "gl/audit.h"
 #include "gl/db.h"
@@ -1117,6 +1119,32 @@ static int policy_configured(const struct gl_config *cfg, const char *name)
 	return 0;
 }
 
+static int first_nul(const char *path, void *ud)
+{
+	snprintf(ud, 208, "%s", path);
+	return 1;
+}
+
+/* What a client writes reaches hook_actions and an audit row: bounded
+ * (include/gl/bounds.h), 400 naming the field. A hook token wrote a
+ * 900 kB audit row through policy. */
+static int record_fits(const char *cluster, const char *job_id, const char *policy, const char *owner,
+		       const char **param, struct gl_err *err)
+{
+	const struct {
+		const char *name, *v;
+		enum gl_bound k;
+	} b[] = {{"cluster", cluster, GL_BOUND_CLUSTER}, {"job_id", job_id, GL_BOUND_JOB_ID},
+		 {"policy", policy, GL_BOUND_NAME}, {"owner", owner, GL_BOUND_NAME}};
+	char why[160];
+	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
+		if (b[i].v && gl_bound_check(b[i].k, strlen(b[i].v), why, sizeof why)) {
+			*param = b[i].name;
+			return gl_err_set(err, GL_EINVAL, "%s: %s", b[i].name, why);
+		}
+	return 0;
+}
+
 int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
 		   int64_t now_s, cJSON **out, const char **param, struct gl_err *err)
 {
@@ -1155,6 +1183,18 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 		rc = gl_err_set(err, GL_EINVAL, "body: data after the JSON object at byte %zu", (size_t)(end - body));
 		goto out;
 	}
+	{
+		/* cJSON ends a string at \u0000: "a\u0000b" would be recorded as "a" */
+		char where[208] = "";
+		if (gl_jsonscan_nul(body, len, first_nul, where)) {
+			size_t k = 0;
+			while (k < GL_ARRAY_LEN(fields) && strncmp(where, fields[k], strlen(fields[k])))
+				k++;
+			*param = k < GL_ARRAY_LEN(fields) ? fields[k] : "body";
+			rc = gl_err_set(err, GL_EINVAL, "%s: holds \\u0000 (a NUL, which would cut the text there)", where);
+			goto out;
+		}
+	}
 	for (cJSON *a = in->child; a; a = a->next) {
 		size_t k = 0;
 		while (k < GL_ARRAY_LEN(fields) && strcmp(a->string, fields[k]))
@@ -1192,6 +1232,8 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 	STR("stage", stage, 1)
 	STR("owner", owner, 0)
 #undef STR
+	if ((rc = record_fits(cluster, job_id, policy, owner, param, err)))
+		goto out;
 	/* not known is NULL, as the list shows it (null), never "" */
 	if (owner && !*owner)
 		owner = NULL;
@@ -1248,6 +1290,19 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 			goto out;
 		} else {
 			argv = gl_xcalloc(1, sizeof *argv);
+		}
+		{
+			/* the command line as a whole is one bounded text */
+			size_t total = 0;
+			char why[160];
+			for (size_t i = 0; i < n; i++)
+				total += strlen(argv[i]) + 1;
+			if (gl_bound_check(GL_BOUND_TEXT, total, why, sizeof why)) {
+				gl_hookpolicy_argv_free(argv);
+				*param = "command";
+				rc = gl_err_set(err, GL_EINVAL, "command: %s", why);
+				goto out;
+			}
 		}
 		{
 			/* one string is an argv of one element, as stored: blanked

@@ -22,6 +22,7 @@ static const struct {
 	[GL_BOUND_LABEL] = {317, "label keys and values"},
 	[GL_BOUND_JOB_ID] = {255, "job ids"},
 	[GL_BOUND_JOB_NAME] = {1024, "job names"},
+	[GL_BOUND_NAME] = {255, "policy and owner names"},
 	[GL_BOUND_GPU_MODEL] = {63, "GPU model names"},
 	[GL_BOUND_UUID] = {128, "uids and GPU UUIDs"},
 	[GL_BOUND_TEXT] = {4096, "states, exit codes, reasons and TRES"},
