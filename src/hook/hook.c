@@ -1188,10 +1188,13 @@ int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, siz
 		char where[208] = "";
 		if (gl_jsonscan_nul(body, len, first_nul, where)) {
 			size_t k = 0;
-			while (k < GL_ARRAY_LEN(fields) && strncmp(where, fields[k], strlen(fields[k])))
+			/* the field the path starts in: "command[1]" is command's */
+			while (k < GL_ARRAY_LEN(fields) && (strncmp(where, fields[k], strlen(fields[k])) ||
+							    !strchr("[.", where[strlen(fields[k])])))
 				k++;
 			*param = k < GL_ARRAY_LEN(fields) ? fields[k] : "body";
-			rc = gl_err_set(err, GL_EINVAL, "%s: holds \\u0000 (a NUL, which would cut the text there)", where);
+			rc = gl_err_set(err, GL_EINVAL, "%s%s: holds \\u0000 (a NUL, which would cut the text there)",
+					k < GL_ARRAY_LEN(fields) ? "" : "body: ", where);
 			goto out;
 		}
 	}

@@ -177,6 +177,10 @@ static void test_nul_and_oversized_fields_are_400(void **state)
 		strlen("{\"cluster\":\"c1\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true,"
 		       "\"command\":[\"scancel\",\"9\\u0000; rm\"]}"),
 		"command", "command[1]: holds \\u0000");
+	/* in a field that is not one: the body's */
+	refused("{\"clusterx\":\"a\\u0000b\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true}",
+		strlen("{\"clusterx\":\"a\\u0000b\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true}"),
+		"body", "body: clusterx: holds \\u0000");
 	/* a 900 kB policy: under the body cap (1 MiB), over the name bound */
 	strcpy(big, "{\"cluster\":\"c1\",\"policy\":\"");
 	memset(big + strlen(big), 'p', 900 * 1024);
