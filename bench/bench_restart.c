@@ -57,7 +57,7 @@ int main(int argc, char **argv)
 			   "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			   "owners:\n  - match: account\n    value: acct1\n    team: t1\n  - match: account\n    value: acct2\n    team: t2\n"
 			   "  - match: account\n    value: acct3\n    team: t3\n  - match: user\n    value: '*'\n    team: rest\n";
-	char dsn[512], sql[4096], month[96], year0[16];
+	char dsn[512], month[96], year0[16];
 	struct gl_test_daemon d;
 	double t0, ms_health = 0, gap_ms, first_ms, live_ms;
 	long long built, after;
@@ -80,19 +80,7 @@ int main(int argc, char **argv)
 		gl_test_die("db");
 	c = PQconnectdb(dsn);
 	t0 = gl_test_now_s();
-	exec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
-	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
-		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200), CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
-		 " 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000,"
-		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
-		 " FROM (SELECT g, timestamptz '%s' + (g::double precision / %ld) * (timestamptz '%s' + interval '1 year'"
-		 "  - timestamptz '%s' - interval '2 days') AS s,"
-		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
-		 year0, jobs, year0, year0, jobs);
-	exec(c, sql);
-	exec(c, "ANALYZE jobs");
+	gl_test_synth_jobs(c, jobs, year0, "363 days");
 	fprintf(stderr, "  generated %ld jobs over the year from %s in %.1f s\n", jobs, year0, gl_test_now_s() - t0);
 
 	/* the first start loads the cost model; the year is then rolled up */

@@ -104,7 +104,7 @@ void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_sta
 		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "audit anchor");
 	rc = gl_anchor_check(c, cfg->audit_anchor_file, &checked, &v, &err);
 	if (!rc && checked) {
-		gl_health_anchor_report(v.ok, now_s, v.ok ? NULL : v.reason);
+		gl_health_anchor_report(v.ok, now_s);
 		if (!v.ok) {
 			/* no anchor over a chain that no longer holds: a fresh one
 			 * would make the rewrite pass every later check */
@@ -128,12 +128,12 @@ void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_sta
 	if (rc) {
 		/* an unreadable file cannot vouch for the chain either */
 		if (!checked)
-			gl_health_anchor_report(-1, now_s, err.msg);
+			gl_health_anchor_report(-1, now_s);
 		gl_log_fail(&st->lim, now_s, GL_LOG_ERROR, "audit: anchor: %s", err.msg);
 		return;
 	}
 	if (!checked)
-		gl_health_anchor_report(1, now_s, NULL);
+		gl_health_anchor_report(1, now_s);
 	gl_log(GL_LOG_DEBUG, "audit: anchor %s", line);
 	if (cfg->audit_anchor_command[0] && publish(cfg, line, &err)) {
 		gl_health_anchor_publish_failed();

@@ -28,9 +28,8 @@ static struct {
 	uint64_t publish_failures;
 } anchor;
 
-void gl_health_anchor_report(int state, int64_t at_s, const char *why)
+void gl_health_anchor_report(int state, int64_t at_s)
 {
-	(void)why;
 	pthread_mutex_lock(&mu);
 	anchor.reported = 1;
 	anchor.state = state;

@@ -21,9 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAXJ 5000
 
-static struct gl_test_philly_job g_j[MAXJ];
 static char g_dsn[512];
 
 /* 2.00 an hour, 3.00 from 20 November */
@@ -82,13 +80,7 @@ static void test_one_step_rate_split(void **state)
 
 static int setup(void **state)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/rate-split-sacct.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
-	if (gl_test_philly_to_sacct(path, NULL, g_j, MAXJ) < 4000 ||
-	    gl_test_db_fresh("gl_test_rate_split", g_dsn, sizeof g_dsn))
-		return -1;
-	return gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
-			   GL_TEST_PHILLY_FIELDS, NULL);
+	return gl_test_philly_db("gl_test_rate_split", g_dsn, sizeof g_dsn);
 }
 
 int main(void)

@@ -21,10 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAXJ 5000
 #define MONTH "/v1/chargeback?window=2017-11&aggregate=team"
 
-static struct gl_test_philly_job g_j[MAXJ];
 static char g_dsn[512];
 
 static const char cfg_v1[] = "log:\n  level: info\n"
@@ -161,13 +159,7 @@ static void test_restart_keeps_rollup(void **state)
 
 static int setup(void **state)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/rollup-restart-sacct.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
-	if (gl_test_philly_to_sacct(path, NULL, g_j, MAXJ) < 4000 ||
-	    gl_test_db_fresh("gl_test_rollup_restart", g_dsn, sizeof g_dsn))
-		return -1;
-	return gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields",
-			   GL_TEST_PHILLY_FIELDS, NULL);
+	return gl_test_philly_db("gl_test_rollup_restart", g_dsn, sizeof g_dsn);
 }
 
 int main(void)

@@ -1074,3 +1074,39 @@ out:
 	PQfinish(a);
 	return rc;
 }
+
+void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span)
+{
+	char sql[2048], ns[24];
+	PGresult *r;
+	snprintf(ns, sizeof ns, "%ld", n);
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
+		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200),"
+		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, 'COMPLETED', s - interval '10 minutes', s, s + d,"
+		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
+		 " ARRAY['n' || (g %% 1250)]"
+		 " FROM (SELECT g, $1::timestamptz + (g::double precision / $3::bigint) * $2::interval AS s,"
+		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, $3::bigint) g) x");
+	PQclear(PQexec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')"));
+	r = PQexecParams(c, sql, 3, NULL, (const char *[]){from, span, ns}, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	PQclear(PQexec(c, "ANALYZE jobs"));
+}
+
+int gl_test_philly_db(const char *name, char *dsn, size_t n)
+{
+	static struct gl_test_philly_job jobs[5000];
+	char path[PATH_MAX];
+	int rc;
+	snprintf(path, sizeof path, "%s/%s-philly-sacct.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp", name);
+	if (gl_test_philly_to_sacct(path, NULL, jobs, 5000) < 4000 || gl_test_db_fresh(name, dsn, n))
+		return -1;
+	rc = gl_test_cli(dsn, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields", GL_TEST_PHILLY_FIELDS,
+			 NULL);
+	unlink(path);
+	return rc;
+}
