@@ -202,10 +202,13 @@ static void test_slurm_nodes_long_name_cut_line_long_reason(void **state)
 	has(o.err, "scontrol line 3: node gpu03: neither State= nor CfgTRES= (a line cut short?)");
 	has(o.err, "events line 3: Reason: 5000 bytes, over the 4096-byte bound of states, exit codes, reasons and TRES");
 	gl_test_out_fini(&o);
-	assert_string_equal(gl_test_qstr(PQconnectdb(g_dsn),
-					 "SELECT string_agg(DISTINCT node, ',' ORDER BY node) FROM node_state_spans s"
-					 " JOIN clusters c USING (cluster_id) WHERE c.name = 'sn'"),
-			    "gpu02,gpu04");
+	{
+		PGconn *c = PQconnectdb(g_dsn);
+		assert_string_equal(gl_test_qstr(c, "SELECT string_agg(DISTINCT node, ',' ORDER BY node) FROM node_state_spans s"
+						    " JOIN clusters c USING (cluster_id) WHERE c.name = 'sn'"),
+				    "gpu02,gpu04");
+		PQfinish(c);
+	}
 	free(nodes);
 	free(events);
 	free(name);
