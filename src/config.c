@@ -8,6 +8,7 @@
 #include "gl/log.h"
 #include "gl/report_sched.h"
 #include "gl/timeutil.h"
+#include "gl/tmpl.h"
 #include "gl/reports.h"
 #include "gl/showback.h"
 
@@ -275,6 +276,8 @@ static const struct gl_cfg_key hook_policy_keys[] = {
 	{"warn_command", GL_CFG_STR, HPOFF(warn_command), "", 0, 0, 0, "warning command template", NULL, 0, 0},
 	{"slurm_command", GL_CFG_STR, HPOFF(slurm_command), "", 0, 0, 0, "action on Slurm jobs; \"\" = hook.slurm_command", NULL, 0, 0},
 	{"kube_command", GL_CFG_STR, HPOFF(kube_command), "", 0, 0, 0, "action on pods; \"\" = hook.kube_command", NULL, 0, 0},
+	{"allow_shell", GL_CFG_BOOL, HPOFF(allow_shell), "false", 0, 0, 0,
+	 "let this policy's own commands hand placeholders to a shell (sh -c, ssh ...; warned at every start)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -342,7 +345,12 @@ static const struct gl_cfg_key top_keys[] = {
 	{"audit.anchor_file", GL_CFG_STR, OFF(audit_anchor_file), "", 0, 0, 0,
 	 "the daemon appends the audit chain head here every anchor_interval_s; \"\" = off", NULL, 0, 0},
 	{"audit.anchor_interval_s", GL_CFG_INT, OFF(audit_anchor_interval_s), "3600", 0, 1, 7 * 86400,
-	 "seconds between anchors (written even when nothing changed)", NULL, 0, 0},
+	 "seconds between anchors (written even when nothing changed); the daemon checks the chain against the last one as often",
+	 NULL, 0, 0},
+	{"audit.anchor_command", GL_CFG_STR, OFF(audit_anchor_command), "", 0, 0, 0,
+	 "command run with each anchor, to publish it off the machine (no shell; {line} {seq} {hash} {at} {file})", NULL, 0, 0},
+	{"audit.allow_shell", GL_CFG_BOOL, OFF(audit_allow_shell), "false", 0, 0, 0,
+	 "let anchor_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"audit.requests", GL_CFG_BOOL, OFF(audit_requests), "true", 0, 0, 0,
 	 "one audit row per API request; false only as a benchmarking aid", NULL, 0, 0},
 	{"api.max_window_days", GL_CFG_INT, OFF(api_max_window_days), "400", 0, 1, 3660,
@@ -366,6 +374,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 "command run per alert (no shell; {owner} {month} {threshold} {spend} {budget} {currency} {pct})", NULL, 0, 0},
 	{"budget_alerts.interval_s", GL_CFG_INT, OFF(budget_interval_s), "300", 0, 10, 86400,
 	 "seconds between budget checks", NULL, 0, 0},
+	{"budget_alerts.allow_shell", GL_CFG_BOOL, OFF(budget_allow_shell), "false", 0, 0, 0,
+	 "let command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"rates", GL_CFG_LIST, OFF(rates), NULL, 0, 0, 0, "effective-dated prices per GPU-hour per GPU model", rate_keys,
 	 sizeof(struct gl_rate_cfg), OFF(n_rates)},
 	{"owners", GL_CFG_LIST, OFF(owners), NULL, 0, 0, 0, "ownership rules, first match wins", owner_keys,
@@ -394,6 +404,8 @@ static const struct gl_cfg_key top_keys[] = {
 	{"hook.slurm_command", GL_CFG_STR, OFF(hook_slurm_command), "scancel {job_id}", 0, 0, 0, "default action on Slurm jobs", NULL, 0, 0},
 	{"hook.kube_command", GL_CFG_STR, OFF(hook_kube_command), "kubectl delete pod --namespace {namespace} {pod}", 0, 0, 0,
 	 "default action on pods", NULL, 0, 0},
+	{"hook.allow_shell", GL_CFG_BOOL, OFF(hook_allow_shell), "false", 0, 0, 0,
+	 "let hook.slurm_command and hook.kube_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"hook.policies", GL_CFG_LIST, OFF(hook_policies), NULL, 0, 0, 0, "idle-GPU policies", hook_policy_keys,
 	 sizeof(struct gl_hook_policy_cfg), OFF(n_hook_policies)},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
@@ -776,6 +788,112 @@ static int check_money(const char *amount, const char *key, const char *currency
 	return 0;
 }
 
+const char *const gl_config_anchor_placeholders[] = {"line", "seq", "hash", "at", "file", NULL};
+
+/* ---- command templates that would hand a placeholder to a shell ---- */
+
+struct shell_tmpl {
+	char path[96];      /* "hook.policies[2].warn_command" */
+	const char *text;
+	int allow;          /* the allow_shell that covers it */
+	char allow_key[96];
+	int blank_split;    /* budget_alerts.command: split on blanks, quotes are text */
+};
+
+/* Every command template that takes placeholders; *n of them (free()). A
+ * policy's inherited command is hook.slurm_command's (checked once, there). */
+static struct shell_tmpl *shell_templates(const struct gl_config *cfg, size_t *n)
+{
+	struct shell_tmpl *t = gl_xcalloc(4 + 3 * cfg->n_hook_policies, sizeof *t);
+	size_t k = 0;
+#define ADD(txt, al, blank, ...)                                                                \
+	do {                                                                                   \
+		snprintf(t[k].path, sizeof t[k].path, __VA_ARGS__);                            \
+		t[k].text = (txt);                                                             \
+		t[k].allow = (al);                                                             \
+		t[k].blank_split = (blank);                                                    \
+		k++;                                                                           \
+	} while (0)
+	ADD(cfg->hook_slurm_command, cfg->hook_allow_shell, 0, "hook.slurm_command");
+	ADD(cfg->hook_kube_command, cfg->hook_allow_shell, 0, "hook.kube_command");
+	for (size_t i = 0; i < k; i++)
+		snprintf(t[i].allow_key, sizeof t[i].allow_key, "hook.allow_shell");
+	ADD(cfg->budget_alert_command, cfg->budget_allow_shell, 1, "budget_alerts.command");
+	snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "budget_alerts.allow_shell");
+	ADD(cfg->audit_anchor_command, cfg->audit_allow_shell, 0, "audit.anchor_command");
+	snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "audit.allow_shell");
+	for (size_t i = 0; i < cfg->n_hook_policies; i++) {
+		const struct gl_hook_policy_cfg *p = &cfg->hook_policies[i];
+		const char *own[] = {p->warn_command, p->slurm_command, p->kube_command};
+		const char *key[] = {"warn_command", "slurm_command", "kube_command"};
+		for (size_t j = 0; j < 3; j++) {
+			ADD(own[j], p->allow_shell, 0, "hook.policies[%zu].%s", i, key[j]);
+			snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "hook.policies[%zu].allow_shell", i);
+		}
+	}
+#undef ADD
+	*n = k;
+	return t;
+}
+
+/* 1 with why when t hands a placeholder to a shell; 0 when not, or when it
+ * cannot be split (an open quote is reported where it is compiled). */
+static int shell_tmpl_refused(const struct shell_tmpl *t, char *why, size_t nwhy)
+{
+	char **w = NULL;
+	size_t n = 0;
+	int found = 0;
+	struct gl_err e = {0};
+	if (!t->text || !*t->text)
+		return 0;
+	if (t->blank_split) {
+		char *copy = gl_xstrdup(t->text), *save = NULL;
+		w = gl_xcalloc(strlen(t->text) / 2 + 2, sizeof *w);
+		for (char *tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+			w[n++] = gl_xstrdup(tok);
+		free(copy);
+	} else if (gl_tmpl_split(t->text, &w, &n, &e)) {
+		return 0;
+	}
+	found = gl_tmpl_shell_check((const char *const *)w, n, why, nwhy) != 0;
+	gl_tmpl_words_free(w);
+	return found;
+}
+
+/* A template that would run a placeholder's value (a job named
+ * "x; touch f", "$(...)") as shell code is refused, naming file:line and
+ * the safe way, unless its allow_shell says otherwise. */
+static int check_shell_templates(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+				 struct gl_err *err)
+{
+	size_t n;
+	struct shell_tmpl *t = shell_templates(cfg, &n);
+	char why[256];
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		if (!t[i].allow && shell_tmpl_refused(&t[i], why, sizeof why))
+			rc = cfg_fail(err, name, l, t[i].path,
+				      "%s: a value there (a job named 'x; touch f' or '$(...)') would run as shell code;"
+				      " pass placeholders as arguments of their own to a script (/usr/local/bin/notify"
+				      " {job_name}, or sh -c '... \"$1\"' sh {job_name}), or set %s: true to accept the risk",
+				      why, t[i].allow_key);
+	free(t);
+	return rc;
+}
+
+void gl_config_warn_shell(const struct gl_config *cfg)
+{
+	size_t n;
+	struct shell_tmpl *t = shell_templates(cfg, &n);
+	char why[256];
+	for (size_t i = 0; i < n; i++)
+		if (t[i].allow && shell_tmpl_refused(&t[i], why, sizeof why))
+			gl_log(GL_LOG_WARN,
+			       "%s: %s %s: a value there (a job name, a user) can run shell code; allowed by %s: true",
+			       cfg->path, t[i].path, why, t[i].allow_key);
+	free(t);
+}
+
 /* Everything but the scheduled reports' fields (check_semantics). */
 static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
@@ -840,6 +958,17 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			return cfg_fail(err, name, l, "budget_alerts.command",
 					"unknown placeholder %s (owner, month, threshold, spend, budget, currency, pct)", bad);
 	}
+	{
+		char bad[64];
+		if (gl_tmpl_check(cfg->audit_anchor_command, gl_config_anchor_placeholders, bad, sizeof bad))
+			return cfg_fail(err, name, l, "audit.anchor_command", "unknown placeholder %s (line, seq, hash, at, file)",
+					bad);
+		if (*cfg->audit_anchor_command && !*cfg->audit_anchor_file)
+			return cfg_fail(err, name, l, "audit.anchor_command",
+					"needs audit.anchor_file (the anchors it publishes are written there)");
+	}
+	if ((rc = check_shell_templates(cfg, name, l, err)))
+		return rc;
 	for (size_t i = 0; i < cfg->n_sacct; i++)
 		if ((rc = check_cluster(cfg->sacct[i].cluster, "sacct", i, name, l, err)))
 			return rc;

@@ -137,6 +137,7 @@ struct gl_hook_policy_cfg {
 	char *warn_command;       /* "" = warnings are only recorded and audited */
 	char *slurm_command;      /* "" = hook.slurm_command */
 	char *kube_command;       /* "" = hook.kube_command */
+	int allow_shell;          /* its own templates may hand placeholders to a shell (warned at start) */
 };
 
 struct gl_config {
@@ -169,6 +170,8 @@ struct gl_config {
 	/* audit (docs/security.md) */
 	char *audit_anchor_file;       /* "" = the daemon writes no anchors */
 	int64_t audit_anchor_interval_s;
+	char *audit_anchor_command;    /* run with each anchor ({line} {seq} {hash} {at} {file}); "" = none */
+	int audit_allow_shell;         /* anchor_command may hand placeholders to a shell */
 	int audit_requests;            /* 0 only for benchmarks: no per-request rows */
 	/* log */
 	char *log_level;
@@ -218,6 +221,7 @@ struct gl_config {
 	char *budget_thresholds;     /* comma list of percentages */
 	char *budget_alert_command;  /* argv template, whitespace-split, no shell; "" = audit only */
 	int64_t budget_interval_s;
+	int budget_allow_shell;      /* budget_alerts.command may hand placeholders to a shell */
 	/* idle-GPU hook (docs/hook.md) */
 	int hook_act;                  /* acting also needs --act on the command line */
 	int64_t hook_max_actions_per_run;
@@ -226,6 +230,7 @@ struct gl_config {
 	int64_t hook_command_timeout_s;
 	char *hook_slurm_command;
 	char *hook_kube_command;
+	int hook_allow_shell;          /* hook.slurm_command / hook.kube_command may hand placeholders to a shell */
 	struct gl_hook_policy_cfg *hook_policies;
 	size_t n_hook_policies;
 };
@@ -269,5 +274,13 @@ int gl_config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t
 /* Flattened key paths ("sources.sacct[].cluster") in table order, for the
  * doc/example consistency check. Calls cb once per key. */
 void gl_config_walk_keys(void (*cb)(const char *path, const struct gl_cfg_key *k, void *ud), void *ud);
+
+/* Logs a warning for each command template that hands a placeholder to a
+ * shell because its allow_shell says so (gl_tmpl_shell_check); without it
+ * such a template fails the load. The daemon, `hook idle` and
+ * `check-config` call this at every start. */
+void gl_config_warn_shell(const struct gl_config *cfg);
+/* The placeholders audit.anchor_command may use, NULL-terminated. */
+extern const char *const gl_config_anchor_placeholders[];
 
 #endif

@@ -173,6 +173,9 @@ struct gl_test_philly_job {
 	int failed; /* Philly status other than Pass: sacct state FAILED */
 };
 int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max);
+/* A fresh database `name` (dsn filled as gl_test_db_fresh) holding those
+ * jobs, ingested by the real `ingest sacct` as cluster "philly". 0 or -1. */
+int gl_test_philly_db(const char *name, char *dsn, size_t n);
 
 /* A strict RFC 4180 reader for the tests, independent of src/util/csv.c:
  * records end with CRLF, quoted fields double their quotes, a bare quote in
@@ -211,5 +214,19 @@ int gl_test_raw_request(int port, const char *from, const char *req, size_t len,
 int gl_test_wait_closed(int fd, int timeout_ms);
 /* The daemon's peak resident set (VmHWM of /proc/PID/status), kB; -1. */
 long gl_test_peak_rss_kb(int pid);
+/* A superuser connection to dsn's database (NULL, with a message, on failure). */
+PGconn *gl_test_superuser_conn(const char *dsn);
+/* What a database superuser can do to the audit log: with the triggers
+ * off, rewrite row seq's actor and recompute every hash from it on, in one
+ * transaction, so the chain is consistent again (only an anchor published
+ * before can tell). 0, or -1 with a message. */
+int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
+
+/* For the benchmarks: n synthetic GPU jobs in cluster 1 ('synth', made
+ * here), starts spread evenly from `from` over `span` (timestamptz and
+ * interval text), 5 min to 2 days long, 1-8 GPUs, a100 or h100 (every
+ * third), 200 accounts, 2,000 users, 1,250 nodes; then ANALYZE. Dies on a
+ * database error. */
+void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span);
 
 #endif
