@@ -419,16 +419,23 @@ static double actual(const struct fc_work *w, size_t t)
 	return t < w->n ? w->y[t] : NAN;
 }
 
-static double cv_abs_error(const struct fc_work *w, const double *f, int k0)
+/* The backtest's sum of absolute errors of forecasts f, from origin k0 on,
+ * at leads below hmax. */
+static double cv_abs_error_h(const struct fc_work *w, const double *f, int k0, int hmax)
 {
 	double s = 0;
 	for (int k = k0; k < w->n_cv; k++)
-		for (int h = 0; h < w->c.h; h++) {
+		for (int h = 0; h < hmax; h++) {
 			double a = actual(w, w->orig[k] + (size_t)h);
 			if (!isnan(a))
 				s += fabs(a - f[(size_t)k * (size_t)w->c.h + (size_t)h]);
 		}
 	return s;
+}
+
+static double cv_abs_error(const struct fc_work *w, const double *f, int k0)
+{
+	return cv_abs_error_h(w, f, k0, w->c.h);
 }
 
 /* Trend methods: daily and weekly steps only; at the origins with the
@@ -970,8 +977,10 @@ static int scored_origins(const struct fc_work *w, int k0, size_t h)
 /* Chooses: lowest backtest MAE; strict comparisons in method order keep
  * the simpler method on ties, so a model never wins by not beating the best
  * baseline. A trend method, scored on fewer origins (those with the weeks
- * of history it needs), is chosen when it beats every no-trend method on
- * those same origins, the one that beats them by the largest share. */
+ * of history it needs) and so as far ahead as two of them have actuals, is
+ * chosen when it beats every no-trend method on those same origins and
+ * leads, the one that beats them by the largest share; the answer then
+ * reaches no further than its backtest did. */
 static int choose(struct fc_work *w, const struct gl_forecast_opts *o, struct gl_forecast_result *r, double *gain)
 {
 	double best = INFINITY, bestb = INFINITY, best_rel = 1;
@@ -991,18 +1000,21 @@ static int choose(struct fc_work *w, const struct gl_forecast_opts *o, struct gl
 	}
 	for (int t = GL_FORECAST_FIRST_TREND; t < GL_FORECAST_METHOD_COUNT; t++) {
 		double et, nt = INFINITY;
+		int ht = w->c.h;
 		if (!w->fc[t])
 			continue;
 		if (o->method == t) {
 			r->method = t;
 			break;
 		}
-		if (o->method != GL_FORECAST_AUTO || scored_origins(w, w->k0[t], (size_t)w->c.h) < 2)
+		while (ht > 0 && scored_origins(w, w->k0[t], (size_t)ht) < 2)
+			ht--;
+		if (o->method != GL_FORECAST_AUTO || ht < 1)
 			continue;
-		et = cv_abs_error(w, w->fc[t], w->k0[t]);
+		et = cv_abs_error_h(w, w->fc[t], w->k0[t], ht);
 		for (int m = 0; m < GL_FORECAST_FIRST_TREND; m++)
 			if (w->fc[m]) {
-				double e = cv_abs_error(w, w->fc[m], w->k0[t]);
+				double e = cv_abs_error_h(w, w->fc[m], w->k0[t], ht);
 				nt = e < nt ? e : nt;
 			}
 		if (et < nt && et / nt < best_rel) {
@@ -1206,9 +1218,9 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 			snprintf(r->note, sizeof r->note, "%s: lowest backtest MAE over %d origins (best baseline %s)",
 				 gl_forecast_method_name(r->method), n_cv, gl_forecast_method_name(r->baseline));
 		memcpy(r->point, w.fc[r->method] + (size_t)n_cv * H, sizeof(double) * H);
-		/* a method asked for by name may have lost the oldest origins, and
-		 * with them the longest leads' actuals: it answers as far as two of
-		 * its own origins were scored */
+		/* a method asked for by name may have lost the oldest origins, and a
+		 * trend method never had them, and with them the longest leads'
+		 * actuals: it answers as far as two of its own origins were scored */
 		while (r->horizon > 1 && scored_origins(&w, w.k0[r->method], (size_t)r->horizon) < 2) {
 			r->horizon--;
 			w.bucket[r->horizon] = -1;
