@@ -18,6 +18,7 @@
 #define GL_CAPPLAN_H
 
 #include "gl/common.h"
+#include "gl/forecast.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -107,5 +108,56 @@ struct gl_capplan_purchase {
  * (*at: that step) or level is out of range. */
 int gl_capplan_recommend(const struct gl_capplan_step *s, size_t n, double level, int64_t lead_s, int64_t today_s,
 			 struct gl_capplan_purchase **out, size_t *n_out, size_t *at, struct gl_err *err) GL_MUSTCHECK;
+
+/* ---- the outlook of one cluster/model ---- */
+
+/* Demand per cluster and GPU model, by day (store: gl_capplandb_demand). */
+struct gl_capplan_key {
+	char cluster[GL_CAPPLAN_NAME_MAX];
+	char gpu_model[GL_CAPPLAN_NAME_MAX];
+	double capacity;        /* GPUs available in the window's last hour; NaN unknown */
+	int cluster_inventory;  /* its cluster has an inventory: a model it lacks has 0 GPUs there */
+	double *peak;           /* nd days: the day's largest hourly allocated + pending GPUs */
+	struct gl_forecast_satday *sat; /* nd days: minutes with GPUs waiting */
+};
+struct gl_capplan_demand {
+	size_t nd, nk;
+	int64_t start_s;        /* 00:00 UTC of the first day */
+	struct gl_capplan_key *keys;
+};
+void gl_capplan_demand_fini(struct gl_capplan_demand *d);
+/* The key of cluster/model, added (no demand, capacity unknown) when absent. */
+struct gl_capplan_key *gl_capplan_demand_key(struct gl_capplan_demand *d, const char *cluster, const char *gpu_model);
+
+struct gl_capplan_outlook_opts {
+	int weekly;             /* steps of a week (a Monday's) instead of a day */
+	int horizon;            /* steps ahead */
+	int64_t end_s;          /* the history's end: the first step starts here */
+	int64_t today_s;        /* plan changes up to it are history; orders before it are late */
+	int64_t lead_s;         /* procurement lead time */
+	double risk;            /* the purchases keep P(saturation) under it */
+	const struct gl_capplan_change *plan;
+	size_t n_plan;
+};
+
+struct gl_capplan_outlook {
+	struct gl_forecast_result fc;  /* the peak demand forecast by step */
+	double *hist;                  /* n_hist: peak demand per step of history */
+	size_t n_hist;
+	struct gl_capplan_step *steps; /* fc.horizon: quantiles and the capacity step line */
+	long sat50, sat80;             /* first step with P(saturation) >= 50 / 80 %, or -1 */
+	struct gl_capplan_purchase *purchases; /* NULL when none or unknown */
+	size_t n_purchases;
+	int purchases_known;           /* 0: capacity or the demand interval unknown (note says from when) */
+	char note[200];
+};
+/* Forecasts k's peak demand by step and sets it against capacity (k's, with
+ * the plan's changes after today_s): saturation and purchases. k->peak
+ * holds nd days; weekly steps are whole weeks from the first day (which the
+ * caller makes a Monday). Release with gl_capplan_outlook_fini. */
+int gl_capplan_outlook(const struct gl_capplan_key *k, size_t nd, int64_t start_s,
+		       const struct gl_capplan_outlook_opts *o, struct gl_capplan_outlook *out,
+		       struct gl_err *err) GL_MUSTCHECK;
+void gl_capplan_outlook_fini(struct gl_capplan_outlook *o);
 
 #endif

@@ -13,6 +13,7 @@
 #include "gl/capplan.h"
 #include "gl/common.h"
 #include "gl/config.h"
+#include "gl/window.h"
 
 #include <libpq-fe.h>
 #include <stddef.h>
@@ -23,6 +24,16 @@
  * and model in the last whole hour before now_s. */
 int gl_capplandb_fleet(PGconn *c, const struct gl_config *cfg, int64_t now_s, struct gl_capplan_fleet *f,
 		       struct gl_err *err) GL_MUSTCHECK;
+
+/* Peak demand and queue-days per cluster and GPU model over the whole days
+ * of window (hourly allocated + pending GPUs, the day's largest hour; the
+ * minutes with GPUs waiting, of the day, its last 3 hours and last hour),
+ * and the GPUs available in the window's last hour (present less down and
+ * planned down; NaN without an inventory). cluster NULL: all. Keys are every
+ * cluster/model with demand or inventory; d is freed with
+ * gl_capplan_demand_fini (also on failure). */
+int gl_capplandb_demand(PGconn *c, const struct gl_window *window, const char *cluster, int64_t now_s,
+			struct gl_capplan_demand *d, struct gl_err *err) GL_MUSTCHECK;
 
 /* Rewrites each entry's gpu_model to its canonical model (gl_gpu_model). */
 int gl_capplandb_canon(PGconn *c, struct gl_capplan_change *plan, size_t n, struct gl_err *err) GL_MUSTCHECK;

@@ -7,11 +7,9 @@
 #include "gl/accounting.h"
 #include "gl/audit.h"
 #include "gl/auth.h"
-#include "gl/capacity.h"
 #include "gl/capplan.h"
 #include "gl/capplandb.h"
 #include "gl/daemon.h"
-#include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/forecast.h"
 #include "gl/routes.h"
@@ -395,41 +393,6 @@ static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_d
 	return 0;
 }
 
-struct cap_key {
-	char cluster[128], model[128];
-	double *peak;       /* daily peak of allocated + pending GPUs */
-	double capacity;    /* GPUs available on the last day; NAN unknown */
-};
-
-static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *cluster, const char *model, size_t ndays)
-{
-	for (size_t i = 0; i < *n; i++)
-		/* both carry the canonical model (sql/024); case kept for safety */
-		if (!strcmp((*arr)[i].cluster, cluster) && !strcasecmp((*arr)[i].model, model))
-			return &(*arr)[i];
-	*arr = gl_xrealloc(*arr, sizeof **arr * (*n + 1));
-	struct cap_key *k = &(*arr)[(*n)++];
-	memset(k, 0, sizeof *k);
-	snprintf(k->cluster, sizeof k->cluster, "%s", cluster);
-	snprintf(k->model, sizeof k->model, "%s", model);
-	k->peak = gl_xcalloc(ndays, sizeof(double));
-	k->capacity = NAN;
-	return k;
-}
-
-/* The values of a cluster/model in a series keyed "cluster/model" (jobs
- * carry the model lowercased, inventories as reported), or NULL. */
-static const double *cap_series(const struct gl_fcseries *f, const struct cap_key *k)
-{
-	char key[300];
-	const double *v = NULL;
-	snprintf(key, sizeof key, "%s/%s", k->cluster, k->model);
-	for (size_t j = 0; j < f->n; j++)
-		if (!strcasecmp(f->s[j].key, key))
-			v = f->s[j].v;
-	return v;
-}
-
 /* Will tomorrow's queue be saturated (GPUs pending for an hour or more)?
  * The logistic model on how each day ended (gl_forecast_sat_*), fitted on
  * every cluster/model's days of the window, and its accuracy on the
@@ -484,27 +447,6 @@ static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t n
 	}
 }
 
-/* Everything one cluster/model's series needs besides its own key. */
-struct cap_ctx {
-	const struct cap_params *p;
-	const struct gl_capplan_change *plan;
-	size_t n_plan;
-	int64_t today_s, lead_s;
-	size_t nd;               /* days of history */
-};
-
-/* Peak demand per step: a day's peak, or a week's (the largest of its days). */
-static double *step_peaks(const struct cap_key *k, const struct cap_ctx *x, size_t *n)
-{
-	size_t per = x->p->weekly ? 7 : 1, ns = x->nd / per;
-	double *v = gl_xcalloc(ns ? ns : 1, sizeof *v);
-	for (size_t d = 0; d < ns * per; d++)
-		if (k->peak[d] > v[d / per])
-			v[d / per] = k->peak[d];
-	*n = ns;
-	return v;
-}
-
 static void plan_json(cJSON *arr, const struct gl_capplan_change *c)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -527,146 +469,123 @@ static void plan_json(cJSON *arr, const struct gl_capplan_change *c)
 /* The purchases that keep P(saturation) under the risk level, with the
  * procurement lead time: a null list (and why) when the capacity or the
  * demand interval is unknown. */
-static void recommendation_json(cJSON *so, const struct gl_capplan_step *st, size_t n, const struct cap_ctx *x)
+static void recommendation_json(cJSON *so, const struct gl_capplan_outlook *ol, const struct gl_capplan_outlook_opts *o)
 {
-	cJSON *o = cJSON_AddObjectToObject(so, "recommendation"), *arr;
-	struct gl_capplan_purchase *pu = NULL;
-	struct gl_err e = {0};
-	size_t np = 0, at = 0;
-	char note[200];
-	cJSON_AddNumberToObject(o, "risk", x->p->risk);
-	cJSON_AddNumberToObject(o, "lead_days", (double)(x->lead_s / 86400));
-	if (gl_capplan_recommend(st, n, x->p->risk, x->lead_s, x->today_s, &pu, &np, &at, &e)) {
-		char day[32];
-		gl_time_format_day(n ? st[at].start_s : x->today_s, day, sizeof day);
-		snprintf(note, sizeof note, "no recommendation: %s from %s", e.msg, day);
-		cJSON_AddNullToObject(o, "purchases");
-		cJSON_AddNullToObject(o, "gpus");
-		cJSON_AddStringToObject(o, "note", note);
+	cJSON *rec = cJSON_AddObjectToObject(so, "recommendation"), *arr;
+	cJSON_AddNumberToObject(rec, "risk", o->risk);
+	cJSON_AddNumberToObject(rec, "lead_days", (double)(o->lead_s / 86400));
+	if (!ol->purchases_known) {
+		cJSON_AddNullToObject(rec, "purchases");
+		cJSON_AddNullToObject(rec, "gpus");
+		cJSON_AddStringToObject(rec, "note", ol->note);
 		return;
 	}
-	arr = cJSON_AddArrayToObject(o, "purchases");
-	for (size_t i = 0; i < np; i++) {
+	arr = cJSON_AddArrayToObject(rec, "purchases");
+	for (size_t i = 0; i < ol->n_purchases; i++) {
+		const struct gl_capplan_purchase *pu = &ol->purchases[i];
 		cJSON *b = cJSON_CreateObject();
 		char d1[32], d2[32];
-		gl_time_format_day(pu[i].need_by_s, d1, sizeof d1);
-		gl_time_format_day(pu[i].order_by_s, d2, sizeof d2);
+		gl_time_format_day(pu->need_by_s, d1, sizeof d1);
+		gl_time_format_day(pu->order_by_s, d2, sizeof d2);
 		cJSON_AddStringToObject(b, "need_by", d1);
 		cJSON_AddStringToObject(b, "order_by", d2);
-		cJSON_AddNumberToObject(b, "gpus", (double)pu[i].gpus);
-		cJSON_AddNumberToObject(b, "total", (double)pu[i].total);
-		cJSON_AddBoolToObject(b, "late", pu[i].late);
+		cJSON_AddNumberToObject(b, "gpus", (double)pu->gpus);
+		cJSON_AddNumberToObject(b, "total", (double)pu->total);
+		cJSON_AddBoolToObject(b, "late", pu->late);
 		cJSON_AddItemToArray(arr, b);
 	}
-	cJSON_AddNumberToObject(o, "gpus", np ? (double)pu[np - 1].total : 0);
-	snprintf(note, sizeof note, "GPUs to add by each date to keep P(saturation) under %g %% through the %zu %s answered",
-		 100 * x->p->risk, n, x->p->weekly ? "weeks" : "days");
-	cJSON_AddStringToObject(o, "note", note);
-	free(pu);
+	cJSON_AddNumberToObject(rec, "gpus", ol->n_purchases ? (double)ol->purchases[ol->n_purchases - 1].total : 0);
+	cJSON_AddStringToObject(rec, "note", ol->note);
+}
+
+static void saturation_json(cJSON *so, const struct gl_capplan_outlook *ol, int64_t end_s)
+{
+	for (int w = 0; w < 2; w++) {
+		long s = w ? ol->sat80 : ol->sat50;
+		char date[32];
+		if (s >= 0) {
+			gl_time_format_day(ol->steps[s].start_s, date, sizeof date);
+			cJSON_AddStringToObject(so, w ? "saturation_date_p80" : "saturation_date_p50", date);
+		} else {
+			cJSON_AddNullToObject(so, w ? "saturation_date_p80" : "saturation_date_p50");
+		}
+		add_num_or_null(so, w ? "days_until_saturation_p80" : "days_until_saturation_p50",
+				s >= 0 ? (double)((ol->steps[s].start_s - end_s) / 86400 + 1) : NAN);
+	}
+}
+
+static cJSON *steps_json(const struct gl_capplan_outlook *ol)
+{
+	cJSON *steps = cJSON_CreateArray();
+	for (int i = 0; i < ol->fc.horizon; i++) {
+		const struct gl_capplan_step *st = &ol->steps[i];
+		cJSON *d = cJSON_CreateObject();
+		char date[32];
+		double ps = gl_capplan_p_saturation(st);
+		gl_time_format_day(st->start_s, date, sizeof date);
+		cJSON_AddStringToObject(d, "date", date);
+		cJSON_AddNumberToObject(d, "peak_demand", r4(st->q[2]));
+		add_num_or_null(d, "lo80", r4(st->q[1]));
+		add_num_or_null(d, "hi80", r4(st->q[3]));
+		add_num_or_null(d, "lo95", r4(st->q[0]));
+		add_num_or_null(d, "hi95", r4(st->q[4]));
+		add_num_or_null(d, "capacity_gpus", isfinite(st->capacity) ? r4(st->capacity) : NAN);
+		add_num_or_null(d, "p_saturation", isfinite(ps) ? round(ps * 1000) / 1000 : NAN);
+		cJSON_AddItemToArray(steps, d);
+	}
+	return steps;
 }
 
 /* One cluster/model: its peak demand forecast by step against the capacity
  * step line (now, plus the plan), the probability of saturation per step,
  * the first dates it reaches 50 % and 80 %, and the purchases. */
-static int cap_series_json(cJSON *arr, const struct cap_key *k, const struct cap_ctx *x, double queue_p,
-			   const struct gl_forecast_satday *last_day, struct gl_err *err)
+static int cap_series_json(cJSON *arr, const struct gl_capplan_key *k, const struct gl_capplan_demand *dm,
+			   const struct gl_capplan_outlook_opts *o, double queue_p, struct gl_err *err)
 {
-	const struct cap_params *p = x->p;
-	struct gl_forecast_opts o = {0};
-	struct gl_forecast_result r;
-	struct gl_capplan_step *st = NULL;
-	size_t ns, s0;
-	double *peak = step_peaks(k, x, &ns);
-	long s50, s80;
-	cJSON *so, *steps, *hist, *pl;
+	struct gl_capplan_outlook ol;
+	cJSON *so, *hist, *pl;
+	int64_t step_s = o->weekly ? 7 * 86400 : 86400;
 	int rc;
 
-	s0 = gl_forecast_active_start(peak, ns, 1);
-	o.slots_per_day = 1;
-	o.slots_per_week = p->weekly ? 1 : 7;
-	o.horizon = p->horizon;
-	o.method = GL_FORECAST_AUTO;
-	o.first_weekday = p->weekly ? -1 : gl_time_weekday(p->window.start_s + (int64_t)s0 * p->step_s);
-	if ((rc = gl_forecast_fit(peak + s0, ns - s0, &o, &r, err))) {
-		free(peak);
+	if ((rc = gl_capplan_outlook(k, dm->nd, dm->start_s, o, &ol, err)))
 		return rc;
-	}
 	so = cJSON_CreateObject();
 	cJSON_AddStringToObject(so, "cluster", k->cluster);
-	cJSON_AddStringToObject(so, "gpu_model", k->model);
+	cJSON_AddStringToObject(so, "gpu_model", k->gpu_model);
 	add_num_or_null(so, "capacity_gpus", isfinite(k->capacity) ? r4(k->capacity) : NAN);
-	cJSON_AddStringToObject(so, "method", gl_forecast_method_name(r.method));
-	cJSON_AddBoolToObject(so, "fallback", r.fallback);
-	cJSON_AddStringToObject(so, "note", r.note);
-	cJSON_AddNumberToObject(so, "horizon_answered", r.horizon);
+	cJSON_AddStringToObject(so, "method", gl_forecast_method_name(ol.fc.method));
+	cJSON_AddBoolToObject(so, "fallback", ol.fc.fallback);
+	cJSON_AddStringToObject(so, "note", ol.fc.note);
+	cJSON_AddNumberToObject(so, "horizon_answered", ol.fc.horizon);
 	pl = cJSON_AddArrayToObject(so, "plan");
-	for (size_t i = 0; i < x->n_plan; i++)
-		if (x->plan[i].day_s > x->today_s && !strcmp(x->plan[i].cluster, k->cluster) &&
-		    !strcasecmp(x->plan[i].gpu_model, k->model))
-			plan_json(pl, &x->plan[i]);
-	st = gl_xcalloc((size_t)r.horizon + 1, sizeof *st);
-	steps = cJSON_CreateArray();
-	for (int i = 0; i < r.horizon; i++) {
-		cJSON *d = cJSON_CreateObject();
-		char date[32];
-		double ps;
-		st[i].start_s = p->window.end_s + p->step_s * i;
-		st[i].end_s = st[i].start_s + p->step_s;
-		st[i].q[0] = r.lo95[i], st[i].q[1] = r.lo80[i], st[i].q[2] = r.point[i];
-		st[i].q[3] = r.hi80[i], st[i].q[4] = r.hi95[i];
-		st[i].capacity = gl_capplan_capacity(k->capacity, x->plan, x->n_plan, k->cluster, k->model, x->today_s,
-						     st[i].start_s, st[i].end_s);
-		ps = gl_capplan_p_saturation(&st[i]);
-		gl_time_format_day(st[i].start_s, date, sizeof date);
-		cJSON_AddStringToObject(d, "date", date);
-		cJSON_AddNumberToObject(d, "peak_demand", r4(r.point[i]));
-		add_num_or_null(d, "lo80", r4(r.lo80[i]));
-		add_num_or_null(d, "hi80", r4(r.hi80[i]));
-		add_num_or_null(d, "lo95", r4(r.lo95[i]));
-		add_num_or_null(d, "hi95", r4(r.hi95[i]));
-		add_num_or_null(d, "capacity_gpus", isfinite(st[i].capacity) ? r4(st[i].capacity) : NAN);
-		add_num_or_null(d, "p_saturation", isfinite(ps) ? round(ps * 1000) / 1000 : NAN);
-		cJSON_AddItemToArray(steps, d);
-	}
-	s50 = gl_capplan_first_saturated(st, (size_t)r.horizon, 0.5);
-	s80 = gl_capplan_first_saturated(st, (size_t)r.horizon, 0.8);
-	for (int w = 0; w < 2; w++) {
-		long s = w ? s80 : s50;
-		char date[32];
-		if (s >= 0)
-			gl_time_format_day(st[s].start_s, date, sizeof date);
-		if (s >= 0)
-			cJSON_AddStringToObject(so, w ? "saturation_date_p80" : "saturation_date_p50", date);
-		else
-			cJSON_AddNullToObject(so, w ? "saturation_date_p80" : "saturation_date_p50");
-		add_num_or_null(so, w ? "days_until_saturation_p80" : "days_until_saturation_p50",
-				s >= 0 ? (double)((st[s].start_s - p->window.end_s) / 86400 + 1) : NAN);
-	}
-	recommendation_json(so, st, (size_t)r.horizon, x);
+	for (size_t i = 0; i < o->n_plan; i++)
+		if (o->plan[i].day_s > o->today_s && !strcmp(o->plan[i].cluster, k->cluster) &&
+		    !strcasecmp(o->plan[i].gpu_model, k->gpu_model))
+			plan_json(pl, &o->plan[i]);
+	saturation_json(so, &ol, o->end_s);
+	recommendation_json(so, &ol, o);
 	{
 		cJSON *qs = cJSON_AddObjectToObject(so, "queue_saturation");
 		char date[32];
-		gl_time_format_day(p->window.end_s, date, sizeof date);
+		gl_time_format_day(o->end_s, date, sizeof date);
 		cJSON_AddStringToObject(qs, "date", date);
 		add_num_or_null(qs, "p", isfinite(queue_p) ? round(queue_p * 1000) / 1000 : NAN);
 		add_num_or_null(qs, "last_day_pending_minutes",
-				last_day ? round(last_day->pending_minutes * 10) / 10 : NAN);
+				dm->nd ? round(k->sat[dm->nd - 1].pending_minutes * 10) / 10 : NAN);
 	}
-	cJSON_AddItemToObject(so, p->weekly ? "weeks" : "days", steps);
+	cJSON_AddItemToObject(so, o->weekly ? "weeks" : "days", steps_json(&ol));
 	hist = cJSON_AddArrayToObject(so, "history");
-	for (size_t i = 0; i < ns; i++) {
+	for (size_t i = 0; i < ol.n_hist; i++) {
 		cJSON *h = cJSON_CreateObject();
 		char date[32];
-		gl_time_format_day(p->window.start_s + p->step_s * (int64_t)i, date, sizeof date);
+		gl_time_format_day(dm->start_s + step_s * (int64_t)i, date, sizeof date);
 		cJSON_AddStringToObject(h, "date", date);
-		cJSON_AddNumberToObject(h, "peak_demand", r4(peak[i]));
+		cJSON_AddNumberToObject(h, "peak_demand", r4(ol.hist[i]));
 		cJSON_AddItemToArray(hist, h);
 	}
-	add_accuracy(so, &r, 0);
+	add_accuracy(so, &ol.fc, 0);
 	cJSON_AddItemToArray(arr, so);
-	gl_forecast_result_fini(&r);
-	free(st);
-	free(peak);
+	gl_capplan_outlook_fini(&ol);
 	return 0;
 }
 
@@ -713,111 +632,45 @@ out:
 static int cap_compute(PGconn *c, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
 		       struct gl_strbuf *body, const char **param, struct gl_err *err)
 {
-	size_t nh = (size_t)((p->window.end_s - p->window.start_s) / 3600), nd = nh / 24, nk = 0, ncap = 0;
-	struct gl_window *hours = gl_xcalloc(nh, sizeof *hours), last_hour;
-	struct gl_fcseries alloc = {0}, pend = {0}, pmin = {0};
-	struct gl_forecast_satday *sat = NULL;
-	size_t *sat_start = NULL;
-	double *sat_p = NULL;
-	struct gl_cap_row *caps = NULL;
-	struct cap_key *keys = NULL;
-	const char *dims[2] = {"cluster", "gpu_model"};
-	cJSON *root = NULL, *arr;
-	PGresult *names = NULL;
+	struct gl_capplan_demand dm = {0};
 	struct gl_capplan_change *plan = NULL;
-	size_t n_plan = 0;
-	struct cap_ctx x;
+	struct gl_capplan_outlook_opts o = {0};
+	struct gl_forecast_satday *sat = NULL;
+	size_t n_plan = 0, *sat_start = NULL, nd, nk;
+	double *sat_p = NULL;
+	cJSON *root = NULL, *arr;
 	int rc;
 
-	for (size_t i = 0; i < nh; i++)
-		hours[i] = (struct gl_window){p->window.start_s + 3600 * (int64_t)i, p->window.start_s + 3600 * (int64_t)(i + 1)};
-	/* the GPUs available in the window's last hour: a day's average would
-	 * understate an inventory that began during that day (a new
-	 * deployment's first day) and raise a false saturation alarm */
-	last_hour = (struct gl_window){p->window.end_s - 3600, p->window.end_s};
-	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
-	    (rc = gl_fcseries_query_pending(c, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
-	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
-		goto out;
-	/* series keys are "cluster/model"; a cluster name may hold a '/'
-	 * itself, so the key is split after the longest cluster name it
-	 * starts with, not at its first '/' */
-	if ((rc = gl_db_query(c, "SELECT name FROM clusters ORDER BY length(name) DESC, name", 0, NULL, &names, err)))
-		goto out;
-	for (int which = 0; which < 2; which++) {
-		const struct gl_fcseries *fs = which ? &pend : &alloc;
-		for (size_t i = 0; i < fs->n; i++) {
-			const char *cl = NULL;
-			size_t len = 0;
-			for (int r = 0; r < PQntuples(names) && !cl; r++) {
-				const char *nm = PQgetvalue(names, r, 0);
-				len = strlen(nm);
-				if (!strncmp(fs->s[i].key, nm, len) && fs->s[i].key[len] == '/')
-					cl = nm;
-			}
-			if (!cl || (p->cluster && strcmp(cl, p->cluster)))
-				continue;
-			cap_find(&keys, &nk, cl, fs->s[i].key + len + 1, nd);
-		}
-	}
-	for (size_t i = 0; i < ncap; i++) {
-		const struct gl_cap_row *r = &caps[i];
-		struct cap_key *k = cap_find(&keys, &nk, r->cluster, r->key[0] ? r->key : "unknown", nd);
-		/* the inventory's spelling of the model wins */
-		snprintf(k->model, sizeof k->model, "%s", r->key[0] ? r->key : "unknown");
-		int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
-		/* nothing reported: no inventory for it, capacity unknown (not 0) */
-		if (r->reported_gpu_seconds > 0)
-			k->capacity = (double)(avail > 0 ? avail : 0) / 3600.0;
-	}
-	if ((rc = cap_plan(c, cfg, p, now_s, &plan, &n_plan, param, err)))
+	o.today_s = now_s - ((now_s % 86400) + 86400) % 86400;
+	if ((rc = gl_capplandb_demand(c, &p->window, p->cluster, now_s, &dm, err)) ||
+	    (rc = cap_plan(c, cfg, p, now_s, &plan, &n_plan, param, err)))
 		goto out;
 	/* a model the plan brings to a cluster with an inventory starts from 0
 	 * GPUs there (a cluster without one stays unknown) */
 	for (size_t i = 0; i < n_plan; i++) {
-		int inventory = 0;
-		struct cap_key *k;
-		if (plan[i].day_s <= now_s - ((now_s % 86400) + 86400) % 86400 ||
-		    (p->cluster && strcmp(plan[i].cluster, p->cluster)))
+		struct gl_capplan_key *k;
+		if (plan[i].day_s <= o.today_s || (p->cluster && strcmp(plan[i].cluster, p->cluster)))
 			continue;
-		for (size_t j = 0; j < ncap; j++)
-			inventory |= !strcmp(caps[j].cluster, plan[i].cluster) && caps[j].reported_gpu_seconds > 0;
-		k = cap_find(&keys, &nk, plan[i].cluster, plan[i].gpu_model, nd);
-		if (isnan(k->capacity) && inventory)
-			k->capacity = 0;
+		k = gl_capplan_demand_key(&dm, plan[i].cluster, plan[i].gpu_model);
+		for (size_t j = 0; j < dm.nk && isnan(k->capacity); j++)
+			if (!strcmp(dm.keys[j].cluster, k->cluster) && dm.keys[j].cluster_inventory)
+				k->capacity = 0;
 	}
-	/* hourly demand: allocated (GPU-hours in an hour = mean GPUs) + pending */
-	for (size_t i = 0; i < nk; i++) {
-		const double *a = cap_series(&alloc, &keys[i]), *pd = cap_series(&pend, &keys[i]);
-		for (size_t h = 0; h < nd * 24; h++) {
-			double v = (a ? a[h] : 0) + (pd ? pd[h] : 0);
-			if (v > keys[i].peak[h / 24])
-				keys[i].peak[h / 24] = v;
-		}
-	}
-	/* queue saturation: the minutes of each day with GPUs waiting, of the
-	 * day's last 3 hours and its last hour, per cluster/model */
+	nd = dm.nd, nk = dm.nk;
+	/* queue saturation, per cluster/model and day */
 	sat = gl_xcalloc(nk * nd + 1, sizeof *sat);
 	sat_start = gl_xcalloc(nk + 1, sizeof *sat_start);
 	sat_p = gl_xcalloc(nk + 1, sizeof *sat_p);
 	for (size_t i = 0; i < nk; i++) {
-		const double *m = cap_series(&pmin, &keys[i]);
 		/* a queue is no older than its demand (as the peak series), and one
 		 * with none in the window (an idle model) has no days */
 		sat_start[i] = nd;
 		for (size_t d = 0; d < nd; d++)
-			if (keys[i].peak[d] > 0) {
-				sat_start[i] = gl_forecast_active_start(keys[i].peak, nd, 1);
+			if (dm.keys[i].peak[d] > 0) {
+				sat_start[i] = gl_forecast_active_start(dm.keys[i].peak, nd, 1);
 				break;
 			}
-		for (size_t h = 0; m && h < nd * 24; h++) {
-			struct gl_forecast_satday *d = &sat[i * nd + h / 24];
-			d->pending_minutes += m[h];
-			if (h % 24 >= 21)
-				d->pending_minutes_last3h += m[h];
-			if (h % 24 == 23)
-				d->pending_minutes_last1h += m[h];
-		}
+		memcpy(sat + i * nd, dm.keys[i].sat, sizeof *sat * nd);
 	}
 	root = cJSON_CreateObject();
 	gl_apijson_add_window(root, "window", &p->window);
@@ -835,27 +688,24 @@ static int cap_compute(PGconn *c, const struct gl_config *cfg, const struct cap_
 	}
 	sat_json(root, sat, nk, nd, sat_start, p->window.start_s, sat_p);
 	arr = cJSON_AddArrayToObject(root, "series");
-	x = (struct cap_ctx){p, plan, n_plan, now_s - ((now_s % 86400) + 86400) % 86400,
-			     cfg->procurement_lead_days * 86400, nd};
+	o.weekly = p->weekly;
+	o.horizon = p->horizon;
+	o.end_s = p->window.end_s;
+	o.lead_s = cfg->procurement_lead_days * 86400;
+	o.risk = p->risk;
+	o.plan = plan;
+	o.n_plan = n_plan;
 	for (size_t i = 0; i < nk; i++)
-		if ((rc = cap_series_json(arr, &keys[i], &x, sat_p[i], nd ? &sat[i * nd + nd - 1] : NULL, err)))
+		if ((rc = cap_series_json(arr, &dm.keys[i], &dm, &o, sat_p[i], err)))
 			goto out;
 	put_json(body, root);
 out:
-	for (size_t i = 0; i < nk; i++)
-		free(keys[i].peak);
-	free(keys);
-	free(caps);
-	PQclear(names);
-	gl_fcseries_fini(&alloc);
-	gl_fcseries_fini(&pend);
-	gl_fcseries_fini(&pmin);
+	gl_capplan_demand_fini(&dm);
 	free(sat);
 	free(sat_start);
 	free(sat_p);
 	free(plan);
 	cJSON_Delete(root);
-	free(hours);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void gl_capplan_fleet_fini(struct gl_capplan_fleet *f)
 {
@@ -229,6 +230,102 @@ int gl_capplan_recommend(const struct gl_capplan_step *s, size_t n, double level
 							     s[k].start_s - lead_s < today_s};
 		(*n_out)++;
 		bought = need;
+	}
+	return 0;
+}
+
+/* ---- the outlook of one cluster/model ---- */
+
+void gl_capplan_demand_fini(struct gl_capplan_demand *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nk; i++) {
+		free(d->keys[i].peak);
+		free(d->keys[i].sat);
+	}
+	free(d->keys);
+	memset(d, 0, sizeof *d);
+}
+
+struct gl_capplan_key *gl_capplan_demand_key(struct gl_capplan_demand *d, const char *cluster, const char *gpu_model)
+{
+	struct gl_capplan_key *k;
+	for (size_t i = 0; i < d->nk; i++)
+		/* both carry the canonical model (sql/024); case kept for safety */
+		if (!strcmp(d->keys[i].cluster, cluster) && !strcasecmp(d->keys[i].gpu_model, gpu_model))
+			return &d->keys[i];
+	d->keys = gl_xrealloc(d->keys, sizeof *d->keys * (d->nk + 1));
+	k = &d->keys[d->nk++];
+	memset(k, 0, sizeof *k);
+	snprintf(k->cluster, sizeof k->cluster, "%s", cluster);
+	snprintf(k->gpu_model, sizeof k->gpu_model, "%s", gpu_model);
+	k->capacity = NAN;
+	k->peak = gl_xcalloc(d->nd ? d->nd : 1, sizeof *k->peak);
+	k->sat = gl_xcalloc(d->nd ? d->nd : 1, sizeof *k->sat);
+	return k;
+}
+
+void gl_capplan_outlook_fini(struct gl_capplan_outlook *o)
+{
+	if (!o)
+		return;
+	gl_forecast_result_fini(&o->fc);
+	free(o->hist);
+	free(o->steps);
+	free(o->purchases);
+	memset(o, 0, sizeof *o);
+}
+
+int gl_capplan_outlook(const struct gl_capplan_key *k, size_t nd, int64_t start_s,
+		       const struct gl_capplan_outlook_opts *o, struct gl_capplan_outlook *out, struct gl_err *err)
+{
+	struct gl_forecast_opts fo = {0};
+	struct gl_err e = {0};
+	size_t per = o->weekly ? 7 : 1, s0, at = 0;
+	int64_t step_s = 86400 * (int64_t)per;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	out->sat50 = out->sat80 = -1;
+	/* a week's peak is the largest of its days' */
+	out->n_hist = nd / per;
+	out->hist = gl_xcalloc(out->n_hist ? out->n_hist : 1, sizeof *out->hist);
+	for (size_t d = 0; d < out->n_hist * per; d++)
+		if (k->peak[d] > out->hist[d / per])
+			out->hist[d / per] = k->peak[d];
+	s0 = gl_forecast_active_start(out->hist, out->n_hist, 1);
+	fo.slots_per_day = 1;
+	fo.slots_per_week = o->weekly ? 1 : 7;
+	fo.horizon = o->horizon;
+	fo.method = GL_FORECAST_AUTO;
+	fo.first_weekday = o->weekly ? -1 : gl_time_weekday(start_s + (int64_t)s0 * step_s);
+	if ((rc = gl_forecast_fit(out->hist + s0, out->n_hist - s0, &fo, &out->fc, err))) {
+		gl_capplan_outlook_fini(out);
+		return rc;
+	}
+	out->steps = gl_xcalloc((size_t)out->fc.horizon + 1, sizeof *out->steps);
+	for (int i = 0; i < out->fc.horizon; i++) {
+		struct gl_capplan_step *st = &out->steps[i];
+		st->start_s = o->end_s + step_s * i;
+		st->end_s = st->start_s + step_s;
+		st->q[0] = out->fc.lo95[i], st->q[1] = out->fc.lo80[i], st->q[2] = out->fc.point[i];
+		st->q[3] = out->fc.hi80[i], st->q[4] = out->fc.hi95[i];
+		st->capacity = gl_capplan_capacity(k->capacity, o->plan, o->n_plan, k->cluster, k->gpu_model, o->today_s,
+						   st->start_s, st->end_s);
+	}
+	out->sat50 = gl_capplan_first_saturated(out->steps, (size_t)out->fc.horizon, 0.5);
+	out->sat80 = gl_capplan_first_saturated(out->steps, (size_t)out->fc.horizon, 0.8);
+	if (gl_capplan_recommend(out->steps, (size_t)out->fc.horizon, o->risk, o->lead_s, o->today_s, &out->purchases,
+				 &out->n_purchases, &at, &e)) {
+		char day[32];
+		gl_time_format_day(out->fc.horizon ? out->steps[at].start_s : o->end_s, day, sizeof day);
+		snprintf(out->note, sizeof out->note, "no recommendation: %s from %s", e.msg, day);
+	} else {
+		out->purchases_known = 1;
+		snprintf(out->note, sizeof out->note,
+			 "GPUs to add by each date to keep P(saturation) under %g %% through the %d %s answered", 100 * o->risk,
+			 out->fc.horizon, o->weekly ? "weeks" : "days");
 	}
 	return 0;
 }

@@ -4,14 +4,17 @@
 #include "gl/audit.h"
 #include "gl/capacity.h"
 #include "gl/db.h"
+#include "gl/fcseries.h"
 #include "gl/log.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* pg_advisory_xact_lock key of plan changes ("glcapplan") */
 #define PLAN_LOCK_KEY 0x676c636170706cLL
@@ -306,5 +309,110 @@ int gl_capplandb_load_config(PGconn *c, const struct gl_config *cfg, const char 
 				msg);
 	}
 	free(plan);
+	return rc;
+}
+
+/* The values of a cluster/model in a series keyed "cluster/model" (jobs
+ * carry the model lowercased, inventories as reported), or NULL. */
+static const double *series_of(const struct gl_fcseries *f, const struct gl_capplan_key *k)
+{
+	char key[300];
+	const double *v = NULL;
+	snprintf(key, sizeof key, "%s/%s", k->cluster, k->gpu_model);
+	for (size_t j = 0; j < f->n; j++)
+		if (!strcasecmp(f->s[j].key, key))
+			v = f->s[j].v;
+	return v;
+}
+
+/* Series keys are "cluster/model"; a cluster name may hold a '/' itself, so
+ * the key is split after the longest cluster name it starts with, not at its
+ * first '/'. */
+static int demand_keys(PGconn *c, const struct gl_fcseries *const *fs, int nfs, const char *cluster,
+		       struct gl_capplan_demand *d, struct gl_err *err)
+{
+	PGresult *names = NULL;
+	int rc;
+	if ((rc = gl_db_query(c, "SELECT name FROM clusters ORDER BY length(name) DESC, name", 0, NULL, &names, err)))
+		return rc;
+	for (int which = 0; which < nfs; which++)
+		for (size_t i = 0; i < fs[which]->n; i++) {
+			const char *cl = NULL, *key = fs[which]->s[i].key;
+			size_t len = 0;
+			for (int r = 0; r < PQntuples(names) && !cl; r++) {
+				const char *nm = PQgetvalue(names, r, 0);
+				len = strlen(nm);
+				if (!strncmp(key, nm, len) && key[len] == '/')
+					cl = nm;
+			}
+			if (cl && (!cluster || !strcmp(cl, cluster)))
+				gl_capplan_demand_key(d, cl, key + len + 1);
+		}
+	PQclear(names);
+	return 0;
+}
+
+int gl_capplandb_demand(PGconn *c, const struct gl_window *window, const char *cluster, int64_t now_s,
+			struct gl_capplan_demand *d, struct gl_err *err)
+{
+	size_t nh = (size_t)((window->end_s - window->start_s) / 3600), ncap = 0;
+	struct gl_window *hours = gl_xcalloc(nh ? nh : 1, sizeof *hours);
+	/* the GPUs available in the window's last hour: a day's average would
+	 * understate an inventory that began during that day (a new
+	 * deployment's first day) and raise a false saturation alarm */
+	struct gl_window last_hour = {window->end_s - 3600, window->end_s};
+	struct gl_fcseries alloc = {0}, pend = {0}, pmin = {0};
+	struct gl_cap_row *caps = NULL;
+	const char *dims[2] = {"cluster", "gpu_model"};
+	int rc;
+
+	memset(d, 0, sizeof *d);
+	d->nd = nh / 24;
+	d->start_s = window->start_s;
+	for (size_t i = 0; i < nh; i++)
+		hours[i] = (struct gl_window){window->start_s + 3600 * (int64_t)i, window->start_s + 3600 * (int64_t)(i + 1)};
+	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
+	    (rc = gl_fcseries_query_pending(c, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
+	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, cluster, now_s, &caps, &ncap, err)) ||
+	    (rc = demand_keys(c, (const struct gl_fcseries *[]){&alloc, &pend}, 2, cluster, d, err)))
+		goto out;
+	for (size_t i = 0; i < ncap; i++) {
+		const struct gl_cap_row *r = &caps[i];
+		struct gl_capplan_key *k = gl_capplan_demand_key(d, r->cluster, r->key[0] ? r->key : "unknown");
+		int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
+		/* the inventory's spelling of the model wins */
+		snprintf(k->gpu_model, sizeof k->gpu_model, "%s", r->key[0] ? r->key : "unknown");
+		/* nothing reported: no inventory for it, capacity unknown (not 0) */
+		if (r->reported_gpu_seconds > 0)
+			k->capacity = (double)(avail > 0 ? avail : 0) / 3600.0;
+	}
+	for (size_t i = 0; i < d->nk; i++) {
+		struct gl_capplan_key *k = &d->keys[i];
+		const double *a = series_of(&alloc, k), *p = series_of(&pend, k), *m = series_of(&pmin, k);
+		for (size_t j = 0; j < ncap; j++)
+			k->cluster_inventory |= !strcmp(caps[j].cluster, k->cluster) && caps[j].reported_gpu_seconds > 0;
+		/* hourly demand: allocated (GPU-hours in an hour = mean GPUs) + pending */
+		for (size_t h = 0; h < d->nd * 24; h++) {
+			double v = (a ? a[h] : 0) + (p ? p[h] : 0);
+			struct gl_forecast_satday *sd = &k->sat[h / 24];
+			if (v > k->peak[h / 24])
+				k->peak[h / 24] = v;
+			if (!m)
+				continue;
+			sd->pending_minutes += m[h];
+			if (h % 24 >= 21)
+				sd->pending_minutes_last3h += m[h];
+			if (h % 24 == 23)
+				sd->pending_minutes_last1h += m[h];
+		}
+	}
+out:
+	free(hours);
+	free(caps);
+	gl_fcseries_fini(&alloc);
+	gl_fcseries_fini(&pend);
+	gl_fcseries_fini(&pmin);
+	if (rc)
+		gl_capplan_demand_fini(d);
 	return rc;
 }
