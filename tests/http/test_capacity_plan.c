@@ -373,6 +373,49 @@ static void test_plan_post(void **state)
 	cJSON_Delete(j);
 }
 
+static void test_report_capacity_page(void **state)
+{
+	/* the showback report of the month under way has a capacity page: the
+	 * outlook /v1/capacity/forecast gives over the 91 days before today */
+	char path[128], month[8], row[512];
+	struct gl_test_http r;
+	cJSON *j, *s;
+	time_t now = time(NULL);
+	struct tm tm;
+	(void)state;
+	gmtime_r(&now, &tm);
+	strftime(month, sizeof month, "%Y-%m", &tm);
+	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=c1&window=91d&horizon=90", 200);
+	s = series_of(j, "a100");
+	snprintf(path, sizeof path, "/v1/reports/showback?month=%s&format=html", month);
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "<h2>Capacity outlook</h2><table id=capacity>"));
+	snprintf(row, sizeof row, "<tr><td>c1</td><td>a100</td><td class=n>8</td>");
+	assert_non_null(strstr(r.body, row));
+	/* its saturation dates and purchases are the API's */
+	{
+		const char *at = strstr(r.body, row), *d50 = cJSON_GetObjectItem(s, "saturation_date_p50")->valuestring;
+		cJSON *pu = cJSON_GetObjectItem(cJSON_GetObjectItem(s, "recommendation"), "purchases");
+		char want[160];
+		assert_non_null(d50);
+		snprintf(want, sizeof want, "<td>%s</td>", d50);
+		assert_non_null(strstr(at, want));
+		snprintf(want, sizeof want, "<td class=n>%d</td><td>by %s for %s", (int)num(cJSON_GetObjectItem(s, "recommendation"), "gpus"),
+			 cJSON_GetObjectItem(cJSON_GetArrayItem(pu, 0), "order_by")->valuestring,
+			 cJSON_GetObjectItem(cJSON_GetArrayItem(pu, 0), "need_by")->valuestring);
+		if (!strstr(at, want))
+			fail_msg("report row lacks '%s': %.400s", want, at);
+	}
+	gl_test_http_fini(&r);
+	cJSON_Delete(j);
+	snprintf(path, sizeof path, "/v1/reports/showback?month=%s&format=pdf", month);
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_true(r.len > 4 && !memcmp(r.body, "%PDF", 4));
+	gl_test_http_fini(&r);
+}
+
 /* serve with a bad capacity_plan stops at start, naming file:line. */
 static void start_refused(const char *entry, const char *want)
 {
@@ -412,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_trend_saturation_and_recommendation),
 		cmocka_unit_test(test_what_if_moves_saturation),
 		cmocka_unit_test(test_plan_post),
+		cmocka_unit_test(test_report_capacity_page),
 		cmocka_unit_test(test_config_plan_refused_at_start),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
