@@ -131,8 +131,12 @@ struct gl_forecast_result {
 			   * holds no two backtest origins with actuals further ahead */
 	int horizon_asked;
 	/* horizon_asked each; point and bounds are NaN past horizon, bounds NaN
-	 * everywhere when no backtest was possible */
-	double *point, *lo80, *hi80, *lo95, *hi95;
+	 * everywhere when no backtest was possible. q50 is the predictive
+	 * median (the point plus the backtest errors' median, inside the 80 %
+	 * band): the point of a level method is about the mean, which a skewed
+	 * demand's median lies below; the probabilities read off the quantiles
+	 * (lo95, lo80, q50, hi80, hi95) use it */
+	double *point, *lo80, *hi80, *lo95, *hi95, *q50;
 	int origins;      /* rolling origins scored (of the chosen method) */
 	double scale;     /* MASE scale over the history */
 	struct gl_forecast_metrics cv;                                /* the chosen method */

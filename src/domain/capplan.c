@@ -309,7 +309,7 @@ int gl_capplan_outlook(const struct gl_capplan_key *k, size_t nd, int64_t start_
 		struct gl_capplan_step *st = &out->steps[i];
 		st->start_s = o->end_s + step_s * i;
 		st->end_s = st->start_s + step_s;
-		st->q[0] = out->fc.lo95[i], st->q[1] = out->fc.lo80[i], st->q[2] = out->fc.point[i];
+		st->q[0] = out->fc.lo95[i], st->q[1] = out->fc.lo80[i], st->q[2] = out->fc.q50[i];
 		st->q[3] = out->fc.hi80[i], st->q[4] = out->fc.hi95[i];
 		st->capacity = gl_capplan_capacity(k->capacity, o->plan, o->n_plan, k->cluster, k->gpu_model, o->today_s,
 						   st->start_s, st->end_s);

@@ -189,6 +189,32 @@ static double fitted(const double th[3], long tau, size_t i)
 	return th[0] + th[1] * (double)i + (tau >= 0 && (long)i >= tau ? th[2] : 0);
 }
 
+/* The median line: least absolute deviations, by reweighted least squares
+ * with the shift (if any) where the least-squares search put it. A 50 %
+ * saturation date is where the median crosses capacity, and demand's
+ * spread is rarely symmetric (a week's peak, bursts), so the mean line
+ * crossed it weeks off. */
+static void lad_refine(const double *z, const double *keep, size_t m, long tau, double th[3])
+{
+	double delta = 0;
+	for (size_t i = 0; i < m; i++)
+		delta += fabs(z[i]);
+	delta = 1e-6 * (1 + delta / (double)(m ? m : 1));
+	for (int it = 0; it < 30; it++) {
+		struct lsums all = {0}, suf = {0};
+		double t3[3];
+		for (size_t i = 0; i < m; i++) {
+			double r = fabs(z[i] - fitted(th, tau, i)), w = keep[i] / (r > delta ? r : delta);
+			lsums_add(&all, w, (double)i, z[i]);
+			if (tau >= 0 && (long)i >= tau)
+				lsums_add(&suf, w, (double)i, z[i]);
+		}
+		if (!isfinite(line_sse(&all, tau >= 0 ? &suf : NULL, t3)))
+			break;
+		memcpy(th, t3, sizeof t3);
+	}
+}
+
 static int line_forecast(int logt, const double *x, size_t n, int period, size_t window, int h, double *out,
 			 struct gl_fctrend_fit *fit)
 {
@@ -215,6 +241,9 @@ static int line_forecast(int logt, const double *x, size_t n, int period, size_t
 			wt[i] = mad > 0 && r[i] > 3.5 * 1.4826 * mad ? 0 : 1;
 		if (mad > 0)
 			line_fit(z, wt, m, minseg, th, &tau);
+		for (size_t i = 0; i < m; i++)
+			wt[i] = 1;
+		lad_refine(z, wt, m, tau, th);
 	}
 	for (int k = 0; k < h; k++) {
 		size_t t = n + (size_t)k;

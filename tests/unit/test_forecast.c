@@ -295,7 +295,8 @@ static void test_trend_level_shift_is_no_slope(void **state)
 	assert_int_equal(gl_fctrend_forecast(GL_FCTREND_LINEAR, y, 120, 7, 182, 56, out, &fit), 0);
 	assert_int_equal(fit.shift_at, 60);
 	assert_true(fabs(fit.shift - 60) < 3);
-	assert_true(fabs(fit.slope) < 0.02);
+	/* (a line through the step would climb 0.74 a day) */
+	assert_true(fabs(fit.slope) < 0.05);
 	assert_true(fabs(out[55] - 160) < 5);
 	assert_int_equal(fit_daily(y, 120, 28, &r), 0);
 	assert_true(r.method < GL_FORECAST_FIRST_TREND);
@@ -451,8 +452,13 @@ static double width80(const struct gl_forecast_result *r)
 }
 
 /* Bands follow the recent volatility: the same signal with calm fortnights
- * (noise +-2) and stormy ones (+-40) alternating gets a band more than
- * twice as wide after a stormy fortnight as after a calm one. */
+ * (noise +-2) and stormy ones (+-40) alternating. After a stormy fortnight
+ * the bands in units of the recent volatility beat the pool's own
+ * quantiles clearly in the backtest (t 2.0 over 28 origins) and are used;
+ * after a calm one they do not (t 0.8) and the pooled median keeps its
+ * pool's quantiles, the 28-42 days of both weathers (a day ahead the pool's
+ * quantiles are the pooled median's bands unless clearly beaten: Venus'
+ * pinball, docs/forecast.md). */
 static void test_bands_follow_recent_volatility(void **state)
 {
 	(void)state;
@@ -469,8 +475,11 @@ static void test_bands_follow_recent_volatility(void **state)
 	assert_int_equal(gl_forecast_fit(y, n - 336, &o, &calm, &err), 0);
 	assert_nested(&stormy);
 	assert_nested(&calm);
-	/* measured 61 vs 22; one distribution for the whole history gave 45 vs 31 */
-	assert_true(width80(&stormy) > 2 * width80(&calm));
+	/* measured 62 vs 35 (61 vs 22 when the pick was by the mean pinball
+	 * alone; one distribution for the whole history gave 45 vs 31) */
+	assert_int_equal(stormy.band_kind[0], 2);
+	assert_int_equal(calm.band_kind[0], 3);
+	assert_true(width80(&stormy) > 1.5 * width80(&calm));
 	gl_forecast_result_fini(&stormy);
 	gl_forecast_result_fini(&calm);
 	free(y);
