@@ -200,7 +200,7 @@ static void lad_refine(const double *z, const double *keep, size_t m, long tau, 
 	for (size_t i = 0; i < m; i++)
 		delta += fabs(z[i]);
 	delta = 1e-6 * (1 + delta / (double)(m ? m : 1));
-	for (int it = 0; it < 30; it++) {
+	for (int it = 0; it < 50; it++) {
 		struct lsums all = {0}, suf = {0};
 		double t3[3];
 		for (size_t i = 0; i < m; i++) {
