@@ -111,6 +111,9 @@ void gl_forecast_metrics_compute(const double *y, const double *f, const double 
 				 const double *lo95, const double *hi95, size_t n, double scale,
 				 struct gl_forecast_metrics *m);
 
+/* Median of v[0..n) (n >= 1), reordering v; for small n (an insertion sort). */
+double gl_forecast_median(double *v, int n);
+
 /* The MASE scale: mean |y[t] - y[t-lag]| over t in [lag, n) (NaN pairs
  * skipped); 0 when there are none. For "scaled by the training-period
  * daily seasonal-naive MAE", lag = slots_per_day. */
@@ -132,10 +135,12 @@ struct gl_forecast_result {
 	int horizon_asked;
 	/* horizon_asked each; point and bounds are NaN past horizon, bounds NaN
 	 * everywhere when no backtest was possible. q50 is the predictive
-	 * median (the point plus the backtest errors' median, inside the 80 %
-	 * band): the point of a level method is about the mean, which a skewed
-	 * demand's median lies below; the probabilities read off the quantiles
-	 * (lo95, lo80, q50, hi80, hi95) use it */
+	 * median, inside the 80 % band: the point of a median method (the
+	 * medians, the median lines, the pool, naive), and for a level method
+	 * (hw, ses, damped, combo), whose point is about the mean that a skewed
+	 * demand's median lies below, the point plus the backtest errors'
+	 * median; the probabilities read off the quantiles (lo95, lo80, q50,
+	 * hi80, hi95) use it */
 	double *point, *lo80, *hi80, *lo95, *hi95, *q50;
 	int origins;      /* rolling origins scored (of the chosen method) */
 	double scale;     /* MASE scale over the history */

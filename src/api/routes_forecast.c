@@ -524,7 +524,8 @@ static cJSON *steps_json(const struct gl_capplan_outlook *ol)
 		double ps = gl_capplan_p_saturation(st);
 		gl_time_format_day(st->start_s, date, sizeof date);
 		cJSON_AddStringToObject(d, "date", date);
-		cJSON_AddNumberToObject(d, "peak_demand", r4(st->q[2]));
+		cJSON_AddNumberToObject(d, "peak_demand", r4(ol->fc.point[i]));
+		add_num_or_null(d, "p50", r4(st->q[2]));
 		add_num_or_null(d, "lo80", r4(st->q[1]));
 		add_num_or_null(d, "hi80", r4(st->q[3]));
 		add_num_or_null(d, "lo95", r4(st->q[0]));

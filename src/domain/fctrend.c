@@ -1,6 +1,7 @@
 /* Trend forecasts of daily and weekly totals (pure). See include/gl/fctrend.h
  * and docs/forecast.md ("Trend"). */
 #include "gl/fctrend.h"
+#include "gl/forecast.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,20 +19,6 @@ static double zval(double v, int logt)
 	if (!(v > 0))
 		v = 0;
 	return logt ? log1p(v) : v;
-}
-
-static double median_of(double *v, int n)
-{
-	for (int i = 1; i < n; i++) {
-		double x = v[i];
-		int j = i - 1;
-		while (j >= 0 && v[j] > x) {
-			v[j + 1] = v[j];
-			j--;
-		}
-		v[j + 1] = x;
-	}
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* The additive effect of each phase (t mod period) on z: the median over
@@ -64,7 +51,7 @@ static void season_effects(const double *x, size_t n, int period, int logt, doub
 		for (int p = 0; p < period; p++) {
 			for (size_t j = 0; j < nc; j++)
 				v[j] = res[j][p];
-			s[p] = median_of(v, (int)nc);
+			s[p] = gl_forecast_median(v, (int)nc);
 			tot += s[p];
 		}
 		for (int p = 0; p < period; p++)
@@ -236,7 +223,7 @@ static int line_forecast(int logt, const double *x, size_t n, int period, size_t
 		for (size_t i = 0; i < m; i++)
 			r[i] = fabs(z[i] - fitted(th, tau, i));
 		memcpy(wt, r, sizeof(double) * m);
-		mad = median_of(wt, (int)m);
+		mad = gl_forecast_median(wt, (int)m);
 		for (size_t i = 0; i < m; i++)
 			wt[i] = mad > 0 && r[i] > 3.5 * 1.4826 * mad ? 0 : 1;
 		if (mad > 0)

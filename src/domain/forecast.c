@@ -62,8 +62,7 @@ int gl_forecast_method_parse(const char *name)
 
 /* ---- small numeric helpers ---- */
 
-/* Median of v[0..n) (n >= 1), reordering v; n is small (k <= a few dozen). */
-static double median_small(double *v, int n)
+double gl_forecast_median(double *v, int n)
 {
 	for (int i = 1; i < n; i++) {
 		double x = v[i];
@@ -281,7 +280,7 @@ static double same_slot_median(const double *x, size_t o, int h, int p, int k)
 			break;
 		v[cnt++] = x[i];
 	}
-	return cnt ? median_small(v, cnt) : NAN;
+	return cnt ? gl_forecast_median(v, cnt) : NAN;
 }
 
 /* A baseline at one origin; returns 0 or -1 when it cannot run there. */
@@ -575,7 +574,7 @@ static int run_method(struct fc_work *w, int m, double *out)
 			for (int j = 0; j < GL_FORECAST_ENSEMBLE; j++)
 				if (w->fc[j])
 					v[k++] = w->fc[j][i];
-			out[i] = median_small(v, k);
+			out[i] = gl_forecast_median(v, k);
 		}
 		return 0;
 	}
@@ -1054,6 +1053,13 @@ static int choose(struct fc_work *w, const struct gl_forecast_opts *o, struct gl
 	return r->method < 0 ? -1 : 0;
 }
 
+/* Methods whose point is about the mean (smoothing, and the mean of
+ * medians), not a median. */
+static int mean_type(int m)
+{
+	return m == GL_FORECAST_HW || m == GL_FORECAST_SES || m == GL_FORECAST_DAMPED || m == GL_FORECAST_COMBO;
+}
+
 /* 1 when bands a beat bands b (lo95 lo80 hi80 hi95, norig * h each) on the
  * scored leads of bucket bk, origin by origin: the mean of the per-origin
  * differences of the 80 % band's pinball loss above 1.645 standard errors
@@ -1159,11 +1165,14 @@ static void intervals(struct fc_work *w, struct gl_forecast_result *r)
 			if (w->bucket[h] != b)
 				continue;
 			iv_apply(&iv, r->point[h], w->vol[w->n_cv], bb);
-			/* the predictive median: the point plus the errors' median (a
-			 * level method forecasts about the mean, which a skewed demand's
-			 * median is well below), the pool's own median for the pool */
-			m = iv.kind == 1 ? expm1(log1p(r->point[h]) + q50)
-					 : r->point[h] + q50 * (iv.kind == 2 ? w->vol[w->n_cv] : 1);
+			/* the predictive median: a level method's point is about the
+			 * mean, which a skewed demand's median lies well below, so the
+			 * errors' median is added to it; the medians, the median lines
+			 * and the pool are their own (a bucket's errors, from few and
+			 * older origins, would only move them) */
+			m = !mean_type(r->method) ? r->point[h]
+			    : iv.kind == 1	   ? expm1(log1p(r->point[h]) + q50)
+					   : r->point[h] + q50 * (iv.kind == 2 ? w->vol[w->n_cv] : 1);
 			if (r->band_kind[b] == 3 &&
 			    !pool_bands(w->x, w->n, (long)(w->n + h), &w->c, w->pool_k, w->pool_w, v, bb)) {
 				band_nest(r->point[h], bb);

@@ -274,13 +274,50 @@ int gl_capplandb_replace(PGconn *c, const struct gl_config *cfg, int64_t now_s, 
 	return replace(c, cfg, now_s, source, 1, plan, n, actor, bad, field, err);
 }
 
+static int cmp_change(const void *pa, const void *pb)
+{
+	const struct gl_capplan_change *a = pa, *b = pb;
+	int d;
+	if (a->day_s != b->day_s)
+		return a->day_s < b->day_s ? -1 : 1;
+	if ((d = strcmp(a->cluster, b->cluster)) || (d = strcmp(a->gpu_model, b->gpu_model)))
+		return d;
+	if (a->gpus != b->gpus)
+		return a->gpus < b->gpus ? -1 : 1;
+	if (a->line != b->line)
+		return a->line < b->line ? -1 : 1;
+	return strcmp(a->note, b->note);
+}
+
+/* 1 when the stored config part is plan[0..n) already (canonical models):
+ * a restart with the same file writes nothing and reads no inventory (a
+ * source's table may be locked by a run in flight). */
+static int config_unchanged(PGconn *c, struct gl_capplan_change *plan, size_t n, int *same, struct gl_err *err)
+{
+	struct gl_capplan_change *st = NULL;
+	size_t ns = 0;
+	int rc;
+	*same = 0;
+	if ((rc = gl_capplandb_list(c, "config", &st, &ns, err)))
+		return rc;
+	if (ns == n && (!n || !(rc = gl_capplandb_canon(c, plan, n, err)))) {
+		qsort(plan, n, sizeof *plan, cmp_change);
+		qsort(st, ns, sizeof *st, cmp_change);
+		*same = 1;
+		for (size_t i = 0; i < n && *same; i++)
+			*same = !cmp_change(&plan[i], &st[i]);
+	}
+	free(st);
+	return rc;
+}
+
 int gl_capplandb_load_config(PGconn *c, const struct gl_config *cfg, const char *actor, int64_t now_s,
 			     struct gl_err *err)
 {
 	struct gl_capplan_change *plan = gl_xcalloc(cfg->n_capacity_plan + 1, sizeof *plan);
 	const char *field = NULL;
 	size_t bad = 0;
-	int rc;
+	int rc, same = 0;
 
 	for (size_t i = 0; i < cfg->n_capacity_plan; i++) {
 		const struct gl_capacity_plan_cfg *e = &cfg->capacity_plan[i];
@@ -295,6 +332,17 @@ int gl_capplandb_load_config(PGconn *c, const struct gl_config *cfg, const char 
 		if (gl_time_parse(e->date, strlen(e->date), &p->day_s))
 			p->day_s = 0;
 	}
+	if ((rc = config_unchanged(c, plan, cfg->n_capacity_plan, &same, err)) || same)
+		goto out;
+	/* the entries in file order again, for the messages' indexes */
+	for (size_t i = 0; i < cfg->n_capacity_plan; i++)
+		for (size_t j = i; j < cfg->n_capacity_plan; j++)
+			if (plan[j].line == cfg->capacity_plan[i].line) {
+				struct gl_capplan_change t = plan[i];
+				plan[i] = plan[j];
+				plan[j] = t;
+				break;
+			}
 	rc = replace(c, cfg, now_s, "config", 1, plan, cfg->n_capacity_plan, actor, &bad, &field, err);
 	if (rc == -GL_EINVAL && !field) {
 		/* a plan posted earlier went stale (the inventory changed): it
@@ -308,6 +356,7 @@ int gl_capplandb_load_config(PGconn *c, const struct gl_config *cfg, const char 
 		rc = gl_err_set(err, GL_ECONFIG, "%s:%d: capacity_plan[%zu].%s: %s", cfg->path, plan[bad].line, bad, field,
 				msg);
 	}
+out:
 	free(plan);
 	return rc;
 }
