@@ -617,8 +617,10 @@ static int cap_plan(PGconn *c, const struct gl_config *cfg, const struct cap_par
 	if ((rc = gl_capplandb_list(c, NULL, &st, &ns, err)))
 		goto out;
 	*plan = gl_xcalloc(ns + nw + 1, sizeof **plan);
-	memcpy(*plan, st, sizeof *st * ns);
-	memcpy(*plan + ns, wi, sizeof *wi * nw);
+	if (ns)
+		memcpy(*plan, st, sizeof *st * ns);
+	if (nw)
+		memcpy(*plan + ns, wi, sizeof *wi * nw);
 	*n = ns + nw;
 out:
 	free(wi);

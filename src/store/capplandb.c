@@ -168,7 +168,8 @@ static int check_with_stored(PGconn *c, const struct gl_config *cfg, int64_t now
 	if ((rc = gl_capplandb_list(c, NULL, &stored, &ns, err)))
 		goto out;
 	all = gl_xcalloc(n + ns + 1, sizeof *all);
-	memcpy(all, extra, sizeof *all * n);
+	if (n)
+		memcpy(all, extra, sizeof *all * n);
 	m = n;
 	for (size_t i = 0; i < ns && with_stored; i++)
 		if (!source || strcmp(stored[i].source, source))
