@@ -281,6 +281,18 @@ static const struct gl_cfg_key hook_policy_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define CPOFF(f) offsetof(struct gl_capacity_plan_cfg, f)
+static const struct gl_cfg_key capacity_plan_keys[] = {
+	{"(line)", GL_CFG_LINE, CPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"cluster", GL_CFG_STR, CPOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs are (or will be) in", NULL, 0, 0},
+	{"gpu_model", GL_CFG_STR, CPOFF(gpu_model), NULL, 1, 0, 0, "GPU model, as inventory, jobs or rates name it", NULL, 0, 0},
+	{"action", GL_CFG_STR, CPOFF(action), NULL, 1, 0, 0, "add | retire", NULL, 0, 0},
+	{"gpus", GL_CFG_INT, CPOFF(gpus), NULL, 1, 1, 1000000, "how many GPUs are added or retired", NULL, 0, 0},
+	{"date", GL_CFG_STR, CPOFF(date), NULL, 1, 0, 0, "YYYY-MM-DD: in service (or gone) from 00:00 UTC that day", NULL, 0, 0},
+	{"note", GL_CFG_STR, CPOFF(note), "", 0, 0, 0, "free text shown with the plan (a purchase order, a reason)", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
@@ -408,6 +420,11 @@ static const struct gl_cfg_key top_keys[] = {
 	 "let hook.slurm_command and hook.kube_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"hook.policies", GL_CFG_LIST, OFF(hook_policies), NULL, 0, 0, 0, "idle-GPU policies", hook_policy_keys,
 	 sizeof(struct gl_hook_policy_cfg), OFF(n_hook_policies)},
+	{"capacity_plan", GL_CFG_LIST, OFF(capacity_plan), NULL, 0, 0, 0,
+	 "planned GPU additions and retirements per cluster and model (the capacity forecast uses them)",
+	 capacity_plan_keys, sizeof(struct gl_capacity_plan_cfg), OFF(n_capacity_plan)},
+	{"procurement.lead_days", GL_CFG_INT, OFF(procurement_lead_days), "90", 0, 0, 3650,
+	 "days from ordering GPUs to having them in service (the purchase recommendation's order-by dates)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -611,7 +628,7 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 					if (t[j].required && val->plain_null)
 						return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: must not be empty", name,
 								  val->line, path);
-					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, path, err)))
+					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, dpath, err)))
 						return rc;
 					lines_add(lines, dpath, val->line);
 				}
@@ -1115,6 +1132,31 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	return 0;
 }
 
+/* capacity_plan[]: the form of each entry (what needs the database, known
+ * clusters and models and retirements, is checked when the daemon loads it). */
+static int check_capacity_plan(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+			       struct gl_err *err)
+{
+	for (size_t i = 0; i < cfg->n_capacity_plan; i++) {
+		const struct gl_capacity_plan_cfg *c = &cfg->capacity_plan[i];
+		char p[96];
+		int64_t d;
+		snprintf(p, sizeof p, "capacity_plan[%zu].action", i);
+		if (strcmp(c->action, "add") && strcmp(c->action, "retire"))
+			return cfg_fail(err, name, l, p, "'%s' is not add or retire", c->action);
+		snprintf(p, sizeof p, "capacity_plan[%zu].date", i);
+		if (strlen(c->date) != 10 || gl_time_parse(c->date, 10, &d) || d % 86400)
+			return cfg_fail(err, name, l, p, "'%s' is not a date YYYY-MM-DD", c->date);
+		snprintf(p, sizeof p, "capacity_plan[%zu].cluster", i);
+		if (!*c->cluster)
+			return cfg_fail(err, name, l, p, "empty");
+		snprintf(p, sizeof p, "capacity_plan[%zu].gpu_model", i);
+		if (!*c->gpu_model)
+			return cfg_fail(err, name, l, p, "empty");
+	}
+	return 0;
+}
+
 /* What the daemon and the commands would otherwise only find out later
  * (and some never, failing quietly): checked here so that check-config and
  * serve agree, every error naming file:line. */
@@ -1123,6 +1165,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 {
 	struct gl_err e = {0};
 	enum gl_share_idle sh;
+	int rc;
 
 	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
@@ -1133,6 +1176,8 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
 				cfg->reports_formats);
+	if ((rc = check_capacity_plan(cfg, name, l, err)))
+		return rc;
 	return check_rest(cfg, name, l, err);
 }
 

@@ -140,6 +140,20 @@ struct gl_hook_policy_cfg {
 	int allow_shell;          /* its own templates may hand placeholders to a shell (warned at start) */
 };
 
+/* capacity_plan[]: planned changes of capacity per cluster and GPU model
+ * (docs/forecast.md, "Capacity planning"). Checked here for form (file:line);
+ * the daemon checks clusters, models and retirements against the database
+ * when it loads the plan (gl_capplandb_load_config), naming file:line too. */
+struct gl_capacity_plan_cfg {
+	int line;            /* where the entry starts in the file */
+	char *cluster;
+	char *gpu_model;
+	char *action;        /* add | retire */
+	int64_t gpus;        /* >= 1 */
+	char *date;          /* YYYY-MM-DD: in service (or gone) from 00:00 UTC that day */
+	char *note;
+};
+
 struct gl_config {
 	char *path;          /* the file it came from, or "(defaults)" */
 	/* database */
@@ -233,6 +247,10 @@ struct gl_config {
 	int hook_allow_shell;          /* hook.slurm_command / hook.kube_command may hand placeholders to a shell */
 	struct gl_hook_policy_cfg *hook_policies;
 	size_t n_hook_policies;
+	/* capacity planning */
+	struct gl_capacity_plan_cfg *capacity_plan;
+	size_t n_capacity_plan;
+	int64_t procurement_lead_days;  /* GPUs ordered today are in service this many days later */
 };
 
 /* GL_CFG_LINE: not a key; in a list element's table, an int field that gets

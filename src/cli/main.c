@@ -6,6 +6,7 @@
 #include "gl/budget.h"
 #include "gl/cli.h"
 #include "gl/config.h"
+#include "gl/capplandb.h"
 #include "gl/costing.h"
 #include "gl/daemon.h"
 #include "gl/db.h"
@@ -385,6 +386,11 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 			rc = gl_cli_fail(&err);
 			goto out;
 		}
+	}
+	/* the config's capacity plan, checked against the fleet (file:line) */
+	if (gl_capplandb_load_config(c, cfg, "system", (int64_t)time(NULL), &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
 	}
 	if (gl_server_start(cfg, &so, &srv, &err)) {
 		rc = gl_cli_fail(&err);

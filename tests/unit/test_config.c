@@ -47,6 +47,16 @@ struct bad_case {
 };
 
 static const struct bad_case bad[] = {
+	/* capacity_plan: the form of an entry (the database checks the rest) */
+	{"capacity_plan:\n  - cluster: c1\n    gpu_model: h100\n    action: add\n    gpus: -64\n    date: \"2027-02-01\"\n",
+	 "t.yaml:5: capacity_plan[0].gpus: -64 is out of range [1, 1000000]"},
+	{"capacity_plan:\n  - cluster: c1\n    gpu_model: h100\n    action: buy\n    gpus: 64\n    date: \"2027-02-01\"\n",
+	 "t.yaml:4: capacity_plan[0].action: 'buy' is not add or retire"},
+	{"capacity_plan:\n  - cluster: c1\n    gpu_model: h100\n    action: add\n    gpus: 64\n    date: 2027-02-30\n",
+	 "t.yaml:6: capacity_plan[0].date: '2027-02-30' is not a date YYYY-MM-DD"},
+	{"capacity_plan:\n  - cluster: c1\n    action: add\n    gpus: 64\n    date: \"2027-02-01\"\n",
+	 "t.yaml:2: capacity_plan[0].gpu_model: required key missing"},
+	{"procurement:\n  lead_days: -1\n", "t.yaml:2: procurement.lead_days: -1 is out of range [0, 3650]"},
 	{"server:\n  listn: x\n", "t.yaml:2: unknown key 'server.listn'"},
 	{"server:\n  threads: many\n", "t.yaml:2: server.threads: expected an integer, got 'many'"},
 	{"server:\n  threads: 1\n", "t.yaml:2: server.threads: 1 is out of range [2, 256]"},
