@@ -461,7 +461,7 @@ try {
 			eq(fs.readFileSync(file).subarray(0, magic.length).toString('latin1'), magic, fmt + ' magic');
 			if (fmt === 'zip') {
 				const names = execFileSync('unzip', ['-Z1', file], { encoding: 'utf8' }).trim().split('\n');
-				eq(names.length, 11, 'tables in the zip');
+				eq(names.length, 12, 'tables in the zip');
 				eq(names[0], 'showback-' + month + '-team-owners.csv', 'first table');
 			}
 		}
