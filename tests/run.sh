@@ -97,6 +97,7 @@ if [[ $what == all || $what == integration ]]; then
 		[[ -n $VG ]] && GL_TEST_BIN=$PWD/tests/tools/valgrind-bin.sh
 		export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
 		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
+		export GL_TEST_OWNER_DSN="host=$sock port=5432 user=gpuledger_owner passfile=$pass"
 		export GL_TEST_TMP=$T
 		mapfile -t progs < <(expected integration http)
 		run_suite "${progs[@]}"
