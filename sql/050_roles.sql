@@ -9,22 +9,24 @@
 -- owner. SECURITY DEFINER: search_path pinned (pg_temp last, so a caller's
 -- temporary table cannot stand in for one of ours) and every name
 -- qualified; a span is bounded so a caller cannot make tables without end.
-CREATE OR REPLACE FUNCTION gl_ensure_usage_partitions(p_from timestamptz, p_to timestamptz) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET TimeZone = 'UTC' AS $$
+-- The day partitions of public.<p_parent> covering [p_from, p_to): called
+-- by the two below only (not SECURITY DEFINER itself: it takes any name).
+CREATE FUNCTION gl_day_partitions(p_parent text, p_from timestamptz, p_to timestamptz) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET TimeZone = 'UTC' AS $$
 DECLARE
     d date;
     n integer := 0;
     pname text;
 BEGIN
     IF NOT (isfinite(p_from) AND isfinite(p_to)) OR p_to - p_from > interval '3660 days' THEN
-        RAISE EXCEPTION 'gl_ensure_usage_partitions: [%, %) is not a span of at most 3660 days', p_from, p_to;
+        RAISE EXCEPTION 'gl_day_partitions: [%, %) is not a span of at most 3660 days', p_from, p_to;
     END IF;
     d := (p_from AT TIME ZONE 'UTC')::date;
     WHILE (d::timestamp AT TIME ZONE 'UTC') < p_to LOOP
-        pname := format('gpu_usage_%s', to_char(d, 'YYYYMMDD'));
+        pname := format('%s_%s', p_parent, to_char(d, 'YYYYMMDD'));
         IF to_regclass(format('public.%I', pname)) IS NULL THEN
-            EXECUTE format('CREATE TABLE public.%I PARTITION OF public.gpu_usage FOR VALUES FROM (%L) TO (%L)',
-                           pname, d::timestamp AT TIME ZONE 'UTC', (d + 1)::timestamp AT TIME ZONE 'UTC');
+            EXECUTE format('CREATE TABLE public.%I PARTITION OF public.%I FOR VALUES FROM (%L) TO (%L)',
+                           pname, p_parent, d::timestamp AT TIME ZONE 'UTC', (d + 1)::timestamp AT TIME ZONE 'UTC');
             n := n + 1;
         END IF;
         d := d + 1;
@@ -32,27 +34,19 @@ BEGIN
     RETURN n;
 END $$;
 
+CREATE OR REPLACE FUNCTION gl_ensure_usage_partitions(p_from timestamptz, p_to timestamptz) RETURNS integer
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT public.gl_day_partitions('gpu_usage', p_from, p_to)
+$$;
+
 CREATE OR REPLACE FUNCTION gl_ensure_dcgm_partitions(p_from timestamptz, p_to timestamptz) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET TimeZone = 'UTC' AS $$
-DECLARE
-    d date := (p_from AT TIME ZONE 'UTC')::date;
-    n integer := public.gl_ensure_usage_partitions(p_from, p_to);
-    pname text;
-BEGIN
-    WHILE (d::timestamp AT TIME ZONE 'UTC') < p_to LOOP
-        pname := format('gpu_usage_jobs_%s', to_char(d, 'YYYYMMDD'));
-        IF to_regclass(format('public.%I', pname)) IS NULL THEN
-            EXECUTE format('CREATE TABLE public.%I PARTITION OF public.gpu_usage_jobs FOR VALUES FROM (%L) TO (%L)',
-                           pname, d::timestamp AT TIME ZONE 'UTC', (d + 1)::timestamp AT TIME ZONE 'UTC');
-            n := n + 1;
-        END IF;
-        d := d + 1;
-    END LOOP;
-    RETURN n;
-END $$;
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT public.gl_day_partitions('gpu_usage', p_from, p_to) + public.gl_day_partitions('gpu_usage_jobs', p_from, p_to)
+$$;
 
 -- Executable by the roles gl_app_grant names, not by every role that can
 -- connect (a SECURITY DEFINER function acts with its owner's rights).
+REVOKE EXECUTE ON FUNCTION gl_day_partitions(text, timestamptz, timestamptz) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION gl_ensure_usage_partitions(timestamptz, timestamptz) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION gl_ensure_dcgm_partitions(timestamptz, timestamptz) FROM PUBLIC;
 
