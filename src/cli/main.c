@@ -208,9 +208,7 @@ static void say_roles(const struct gl_migrate_summary *m)
 		       "what it uses\n",
 		       m->owner, m->app);
 	else
-		printf("migrate: one role, %s, owns the schema and serves (no database.migrate_dsn): see docs/security.md, "
-		       "\"Two roles\"\n",
-		       m->owner);
+		printf("migrate: one role, %s, owns the schema and serves: see docs/security.md, \"Two roles\"\n", m->owner);
 }
 
 static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
