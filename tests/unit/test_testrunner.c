@@ -36,7 +36,9 @@ static int run_unit(const char *tests, char *out, size_t n)
 	while (fgetc(p) != EOF)
 		;
 	st = pclose(p);
-	fprintf(stderr, "%s\n", out);
+	/* indented, so the suite around this one does not count its lines */
+	for (const char *l = out; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != '\0'))
+		fprintf(stderr, "  | %.*s\n", (int)strcspn(l, "\n"), l);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
