@@ -296,6 +296,9 @@ static const struct gl_cfg_key capacity_plan_keys[] = {
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
+	{"database.migrate_dsn", GL_CFG_STR, OFF(db_migrate_dsn), "", 0, 0, 0,
+	 "the schema owner's connection string for migrate, with an external database; empty = database.dsn"
+	 " (GPULEDGER_MIGRATE_DSN overrides)", NULL, 0, 0},
 	{"database.embedded_dir", GL_CFG_STR, OFF(db_embedded_dir), "var", 0, 0, 0,
 	 "directory of the embedded cluster (pg/ data, run/ socket), relative to the working directory", NULL, 0, 0},
 	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
@@ -1323,5 +1326,15 @@ const char *gl_config_external_dsn(const struct gl_config *cfg)
 		return env;
 	if (cfg->db_dsn && *cfg->db_dsn)
 		return cfg->db_dsn;
+	return NULL;
+}
+
+const char *gl_config_migrate_dsn(const struct gl_config *cfg)
+{
+	const char *env = getenv("GPULEDGER_MIGRATE_DSN");
+	if (env && *env)
+		return env;
+	if (cfg->db_migrate_dsn && *cfg->db_migrate_dsn)
+		return cfg->db_migrate_dsn;
 	return NULL;
 }

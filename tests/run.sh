@@ -26,10 +26,27 @@ if [[ -n $VG ]]; then
 	export GL_TEST_TIMEOUT_SCALE=${GL_TEST_TIMEOUT_SCALE:-10}
 fi
 
+# The programs a suite must run come from the sources (tests/unit/test_*.c
+# -> $BUILD/tests/unit/test_*): a program that failed to build, or a name in
+# TESTS that no source has, is a failure, never a silent skip.
+expected() { # expected DIR... -> the binaries of DIR/test_*.c (those named in TESTS, if set)
+	local d src t
+	for d in "$@"; do
+		for src in tests/"$d"/test_*.c; do
+			[[ -f $src ]] || continue
+			t=${src##*/}; t=${t%.c}
+			[[ -z ${TESTS:-} || " $TESTS " == *" $t "* ]] && echo "$BUILD/tests/$d/$t"
+		done
+	done
+}
+
 run_suite() { # run_suite BINARY...
 	for t in "$@"; do
-		[[ -x $t ]] || continue
-		[[ -z ${TESTS:-} || " $TESTS " == *" ${t##*/} "* ]] || continue
+		if [[ ! -x $t ]]; then
+			echo "=== $t: missing (did it build? 'make build-tests')"
+			failed=$((failed + 1)); failures+=("$t (missing)")
+			continue
+		fi
 		echo "=== $t"
 		if [[ -n $VG && $t == */unit/* ]]; then
 			out=$(valgrind "${VG_OPTS[@]}" --log-file="$VG_DIR/${t##*/}.%p" "$t" 2>&1); rc=$?
@@ -46,8 +63,17 @@ run_suite() { # run_suite BINARY...
 	done
 }
 
+if [[ -n ${TESTS:-} ]]; then
+	for t in $TESTS; do
+		[[ -f tests/unit/$t.c || -f tests/integration/$t.c || -f tests/http/$t.c ]] && continue
+		echo "=== $t: no such test program (tests/unit, tests/integration, tests/http)"
+		failed=$((failed + 1)); failures+=("$t (no source)")
+	done
+fi
+
 if [[ $what == all || $what == unit ]]; then
-	run_suite "$BUILD"/tests/unit/test_*
+	mapfile -t progs < <(expected unit)
+	run_suite "${progs[@]}"
 fi
 
 if [[ $what == all || $what == integration ]]; then
@@ -71,8 +97,10 @@ if [[ $what == all || $what == integration ]]; then
 		[[ -n $VG ]] && GL_TEST_BIN=$PWD/tests/tools/valgrind-bin.sh
 		export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
 		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
+		export GL_TEST_OWNER_DSN="host=$sock port=5432 user=gpuledger_owner passfile=$pass"
 		export GL_TEST_TMP=$T
-		run_suite "$BUILD"/tests/integration/test_* "$BUILD"/tests/http/test_*
+		mapfile -t progs < <(expected integration http)
+		run_suite "${progs[@]}"
 		for w in tests/web/run.sh; do
 			[[ -x $w && -z $VG && -z ${TESTS:-} ]] || continue
 			echo "=== $w"

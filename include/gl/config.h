@@ -158,6 +158,7 @@ struct gl_config {
 	char *path;          /* the file it came from, or "(defaults)" */
 	/* database */
 	char *db_dsn;        /* "" -> embedded cluster */
+	char *db_migrate_dsn; /* "" -> migrations run through db_dsn */
 	char *db_embedded_dir;
 	char *db_pg_bindir;
 	/* server */
@@ -283,6 +284,9 @@ void gl_config_fini(struct gl_config *cfg);
 
 /* Effective DSN: GPULEDGER_DSN env, else database.dsn, else NULL (embedded). */
 const char *gl_config_external_dsn(const struct gl_config *cfg);
+/* The schema owner's DSN for migrations: GPULEDGER_MIGRATE_DSN env, else
+ * database.migrate_dsn, else NULL (migrations through the DSN above). */
+const char *gl_config_migrate_dsn(const struct gl_config *cfg);
 /* Pure: server.listen "ADDR:PORT" ("[v6]:PORT", "localhost:PORT"; port
  * 0..65535) into a socket address; -GL_ECONFIG otherwise. Run on the file's
  * value at load, so check-config refuses what serve would. */

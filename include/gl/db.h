@@ -27,7 +27,11 @@ struct gl_db_paths {
 
 #define GL_DB_EMBEDDED_PORT 5432 /* only names the socket file: TCP is off */
 #define GL_DB_NAME "gpuledger"
+/* The application role: what serve, ingest, hook, report, token ... connect
+ * as; it owns nothing (docs/security.md, "Two roles"). */
 #define GL_DB_ROLE "gpuledger"
+/* The owner role: owns the database and the schema, runs the migrations. */
+#define GL_DB_OWNER "gpuledger_owner"
 /* Run as root, the cluster runs as this OS user (initdb refuses root). */
 #define GL_DB_OS_USER "postgres"
 #define GL_DB_SUPERUSER "postgres"
@@ -46,13 +50,18 @@ int gl_db_paths(const struct gl_config *cfg, struct gl_db_paths *p, struct gl_er
 /* The DSN to use: external if configured, else the embedded socket as the
  * application role with its passfile. */
 int gl_db_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
+/* The DSN migrations run through: the embedded socket as the owner role;
+ * with an external database the migrate DSN (GPULEDGER_MIGRATE_DSN,
+ * database.migrate_dsn), else the DSN itself. A migrate DSN without an
+ * external DSN is -GL_ECONFIG: the embedded cluster has its owner role. */
+int gl_db_owner_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 /* Embedded cluster control (docs/security.md, "The embedded cluster").
  * init is idempotent (an initialised cluster is left alone): initdb with
  * scram-sha-256 for every local connection and generated passwords in
- * p->passfile. start also creates the application role (LOGIN, not a
- * superuser) and its database when missing, sets the role's password
- * from the passfile, makes base and the socket directory 0700 for the
+ * p->passfile. start also creates the owner and application roles (LOGIN,
+ * not superusers) and the database, owned by the owner role, when
+ * missing, sets the roles' passwords from the passfile, makes base and the socket directory 0700 for the
  * cluster's OS user, and upgrades a cluster made with trust (older
  * gpuledger): passwords generated, pg_hba.conf rewritten, reloaded. */
 int gl_db_init(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
@@ -60,6 +69,15 @@ int gl_db_start(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_stop(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 /* *running = 1 when the server answers on its socket. */
 int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) GL_MUSTCHECK;
+
+/* Embedded cluster only, through the superuser: the owner and application
+ * roles exist with the passfile's passwords (a passfile from before the
+ * owner role gets its line), and the owner role, not the application
+ * role, owns the database and everything in it. A database an older
+ * gpuledger made (owned by the application role) is handed over with
+ * REASSIGN OWNED (*converted = 1, a WARN line); the application role's
+ * privileges are then gl_app_grant's (migrate). Idempotent. */
+int gl_db_owner_takeover(const struct gl_config *cfg, int *converted, struct gl_err *err) GL_MUSTCHECK;
 
 /* A CLI command (not the daemon) calls this once, before any connection:
  * every connection made afterwards through gl_db_connect*() registers
@@ -69,6 +87,8 @@ int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) 
 void gl_db_cancel_on_stop(void);
 
 int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+/* The same through gl_db_owner_dsn (migrations). */
+int gl_db_connect_owner(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 /* The cluster superuser on the embedded cluster's gpuledger database;
  * -GL_ECONFIG with an external DSN (we hold no superuser there). */
 int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;

@@ -172,7 +172,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 	}
 	if (argc > 1)
 		return gl_cli_usage_error(usage_check, "check-config: unexpected argument '%s'", argv[1]);
-	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err))
+	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err) || gl_db_owner_dsn(cfg, dsn, sizeof dsn, &err))
 		return gl_cli_fail(&err);
 	{
 		/* budgets and the report schedule are only read by the daemon later */
@@ -183,6 +183,10 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_fail(&e2);
 		}
 	}
+	if (gl_db_is_external(cfg) && !gl_config_migrate_dsn(cfg))
+		/* before the ok line, which scripts read to its end */
+		printf("database: one role runs the migrations and the service (no database.migrate_dsn): see "
+		       "docs/security.md, \"Two roles\"\n");
 	warn_idle_aliases(cfg);
 	gl_config_warn_shell(cfg);
 	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
@@ -191,51 +195,40 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 }
 
 /* ---- migrate ---- */
-static const char usage_migrate[] = "usage: gpuledger [--config FILE] migrate\n"
-				    "Applies the migrations not yet applied, each in its own transaction.\n";
+static const char usage_migrate[] =
+	"usage: gpuledger [--config FILE] migrate\n"
+	"Applies the migrations not yet applied, each in its own transaction, as the role that owns the schema\n"
+	"(embedded: " GL_DB_OWNER "; external: database.migrate_dsn, else database.dsn), then grants the service's\n"
+	"role what it uses.\n";
 
-/* On the embedded cluster we hold the superuser, so the audit log is bound
- * right after migrating: the service role keeps only SELECT and INSERT on it
- * (docs/security.md). An external server needs `audit harden` run once with a
- * superuser DSN. */
-static int harden_embedded(const struct gl_config *cfg, struct gl_err *err)
+/* The lines migrate says about roles (docs/security.md, "Two roles"). */
+static void say_roles(const struct gl_migrate_summary *m)
 {
-	PGconn *su = NULL;
-	int yes = 0, rc;
-	if (gl_db_is_external(cfg))
-		return 0;
-	if ((rc = gl_db_connect_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(su, &yes, err)))
-		goto out;
-	if (!yes) {
-		if ((rc = gl_audit_harden(su, err)))
-			goto out;
+	if (m->hardened)
 		gl_log(GL_LOG_INFO, "migrate: audit_log handed to gpuledger_audit (the service role may only SELECT and INSERT)");
-	}
-out:
-	PQfinish(su);
-	return rc;
+	if (strcmp(m->owner, m->app))
+		printf("migrate: ran as %s, which owns the schema; the service's role %s owns nothing and was granted "
+		       "what it uses\n",
+		       m->owner, m->app);
+	else
+		printf("migrate: one role, %s, owns the schema and serves: see docs/security.md, \"Two roles\"\n", m->owner);
 }
 
 static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	PGconn *c = NULL;
-	int applied = 0, ver = 0, rc = 0;
+	struct gl_migrate_summary m;
 	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_migrate, stdout);
 		return 0;
 	}
 	if (argc > 1)
 		return gl_cli_usage_error(usage_migrate, "migrate: unexpected argument '%s'", argv[1]);
-	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || gl_migrate_current(c, &ver, &err) ||
-	    harden_embedded(cfg, &err)) {
-		rc = gl_cli_fail(&err);
-		goto out;
-	}
-	printf("migrate: %d applied, schema at version %d\n", applied, ver);
-out:
-	PQfinish(c);
-	return rc;
+	if (gl_migrate_database(cfg, &m, &err))
+		return gl_cli_fail(&err);
+	printf("migrate: %d applied, schema at version %d\n", m.applied, m.version);
+	say_roles(&m);
+	return 0;
 }
 
 /* ---- db ---- */
@@ -272,7 +265,7 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 		if ((rc = gl_db_status(cfg, &running, &err)) == 0 && (rc = gl_db_paths(cfg, &p, &err)) == 0) {
 			printf("embedded PostgreSQL: %s (data %s, socket %s)\n", running ? "running" : "stopped",
 			       p.datadir, p.sockdir);
-			printf("passfile %s (roles %s, %s)\n", p.passfile, GL_DB_SUPERUSER, GL_DB_ROLE);
+			printf("passfile %s (roles %s, %s, %s)\n", p.passfile, GL_DB_SUPERUSER, GL_DB_OWNER, GL_DB_ROLE);
 			if (p.relocated)
 				printf("database.embedded_dir %s is not reachable by user '%s': the cluster lives in %s\n",
 				       p.configured, GL_DB_OS_USER, p.base);
@@ -340,7 +333,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	struct gl_anchor_state anchor = {GL_LOG_LIMITER_INIT(600), GL_LOG_LIMITER_INIT(600)};
 	int64_t next_anchor_s = 0;
 	PGconn *c = NULL;
-	int ch, rc = 0, no_ingest = 0, applied;
+	int ch, rc = 0, no_ingest = 0;
 	struct sigaction sa;
 
 	if (gl_cli_wants_help(argc, argv)) {
@@ -372,10 +365,20 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	/* fail early and clearly when the database is not there or not migrated */
-	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || harden_embedded(cfg, &err)) {
+	/* fail early and clearly when the database is not there or not
+	 * migrated; the owner role is needed only when a migration is due */
+	if (gl_db_connect(cfg, &c, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
+	}
+	if (gl_migrate_pending(c)) {
+		struct gl_migrate_summary m;
+		if (gl_migrate_database(cfg, &m, &err)) {
+			rc = gl_cli_fail(&err);
+			goto out;
+		}
+		gl_log(GL_LOG_INFO, "serve: migrated as %s (%d applied, schema at version %d)", m.owner, m.applied,
+		       m.version);
 	}
 	/* the config's cost model, when it has one, is the one in force */
 	warn_idle_aliases(cfg);
