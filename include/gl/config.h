@@ -145,8 +145,12 @@ struct gl_config {
 	char *db_dsn;        /* "" -> embedded cluster */
 	char *db_embedded_dir;
 	char *db_pg_bindir;
+	char *db_read_dsn;             /* "" = reads go to db_dsn too (docs/scale.md "Read replicas") */
+	int64_t db_max_replica_lag_s;  /* a standby further behind: the read goes to the primary */
 	/* server */
 	char *listen;
+	char *instance_name;           /* "" = host:pid:start (docs/scale.md "Several daemons") */
+	int64_t lease_ttl_s;
 	int64_t http_threads;
 	int64_t http_conn_timeout_s;
 	int64_t http_max_conns;
