@@ -45,7 +45,7 @@ static void write_config(int i, char *out, size_t n)
 	snprintf(out, n,
 		 "server:\n  instance_name: d%d\n  lease_ttl_s: %d\nlog:\n  level: info\n"
 		 "sources:\n  sacct:\n    - cluster: testgpu\n      command: %s/tests/tools/fake-sacct.sh\n"
-		 "      interval_s: %d\n      overlap_s: 0\n      lookback_s: 864000\n"
+		 "      interval_s: %d\n      overlap_s: 0\n      lookback_s: 864000\n      chunk_s: 2678400\n"
 		 "      extra_args: --gl-fixture=%s --gl-window --gl-hold=%s\n"
 		 "  slurm_nodes:\n    - cluster: testgpu\n      scontrol: %s/tests/tools/fake-slurm.sh\n"
 		 "      sacctmgr: %s/tests/tools/fake-slurm.sh\n      interval_s: %d\n",
@@ -286,7 +286,8 @@ static void test_kill_and_rolling_restart(void **state)
 	check_ledger();
 }
 
-/* SIGSTOP past the lease in the middle of a run: another instance takes
+/* SIGSTOP past the lease in the middle of a run (one sacct call: the
+ * chunk covers the whole lookback): another instance takes
  * the source over and commits; the paused one, resumed, has its commit
  * refused by the fence and leaves the watermark where the new holder put
  * it. */
@@ -329,6 +330,7 @@ static void test_paused_holder_is_fenced(void **state)
 	assert_true(s >= 0);
 	wm = gl_test_qint(g_c, "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state s JOIN clusters c"
 			       " USING (cluster_id) WHERE s.source = 'sacct' AND c.name = 'testgpu'");
+	fprintf(stderr, "watermark %lld, paused at %lld\n", wm, t_stop);
 	assert_true(wm >= t_stop);
 	assert_int_equal(kill(g_d[h].pid, SIGCONT), 0);
 	for (int k = 0; k < 100; k++) {
