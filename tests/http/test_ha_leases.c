@@ -5,7 +5,8 @@
  * on three instances; the one holding the sacct source is killed (-9) at
  * random moments, then every instance is restarted in turn. Afterwards:
  * the jobs equal a single ingest of the same dump, every appended job is
- * there, each source ran on one instance at a time (ingest_runs' instance
+ * there, the daily usage the rollup built equals one rollup of that
+ * ingest, each source ran on one instance at a time (ingest_runs' instance
  * and times), every run that ended has exactly one audit row and the chain
  * verifies. A second test pauses the holder (SIGSTOP) in the middle of a
  * run past its lease, lets another take over, resumes it and finds its
@@ -192,6 +193,22 @@ static void check_ledger(void)
 		assert_int_equal(diffs, 0);
 		PQclear(a);
 		PQclear(b);
+		PQfinish(ref);
+	}
+	/* usage: the daily aggregates the leased rollup built (the testbed's
+	 * day) equal those one `gpuledger rollup` builds from the single ingest */
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-22'"), 1);
+	assert_int_equal(gl_test_cli(g_ref_dsn, "rollup", NULL), 0);
+	snprintf(cmd, sizeof cmd,
+		 "SELECT coalesce(string_agg(concat_ws('|', d_team, d_user, d_account, d_cluster, d_partition, d_gpu_model,"
+		 " rate, alloc, priced), ',' ORDER BY d_team, d_user, d_account, d_partition, d_gpu_model, rate, alloc, priced),"
+		 " 'none') FROM usage_daily WHERE day = '2026-11-22'");
+	{
+		static char a[8192];
+		PGconn *ref = PQconnectdb(g_ref_dsn);
+		snprintf(a, sizeof a, "%s", gl_test_qstr(g_c, cmd));
+		assert_string_not_equal(a, "none");
+		assert_string_equal(a, gl_test_qstr(ref, cmd));
 		PQfinish(ref);
 	}
 	/* one instance at a time per source: of the runs that committed, each
