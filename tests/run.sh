@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suites: unit (cmocka, pure), then integration and http
 # against a throwaway PostgreSQL cluster made by the real `gpuledger db init`.
-# Usage: tests/run.sh all|unit|integration
+# Usage: tests/run.sh all|unit|integration|ha
+#   ha: the several-daemon, standby and failover programs alone (make test-ha:
+#       tests/ha/test_* and the http suite's test_ha_*, GL_HA_TRIALS kills)
 #   VALGRIND=1  under valgrind memcheck (make test-valgrind): each unit test
 #               binary, and in the integration and http suites the real
 #               binary they run (GL_TEST_BIN = tests/tools/valgrind-bin.sh;
@@ -76,7 +78,7 @@ if [[ $what == all || $what == unit ]]; then
 	run_suite "${progs[@]}"
 fi
 
-if [[ $what == all || $what == integration ]]; then
+if [[ $what == all || $what == integration || $what == ha ]]; then
 	T=$(mktemp -d /tmp/gpuledger-test.XXXXXX)
 	chmod 755 "$T"
 	cleanup() {
@@ -99,9 +101,15 @@ if [[ $what == all || $what == integration ]]; then
 		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
 		export GL_TEST_OWNER_DSN="host=$sock port=5432 user=gpuledger_owner passfile=$pass"
 		export GL_TEST_TMP=$T
-		mapfile -t progs < <(expected integration http)
+		if [[ $what == ha ]]; then
+			mapfile -t progs < <(expected ha)
+			progs=("$BUILD"/tests/http/test_ha_* "${progs[@]}")
+		else
+			mapfile -t progs < <(expected integration http)
+		fi
 		run_suite "${progs[@]}"
 		for w in tests/web/run.sh; do
+			[[ $what == ha ]] && continue
 			[[ -x $w && -z $VG && -z ${TESTS:-} ]] || continue
 			echo "=== $w"
 			out=$("$w" 2>&1); rc=$?

@@ -161,8 +161,12 @@ struct gl_config {
 	char *db_migrate_dsn; /* "" -> migrations run through db_dsn */
 	char *db_embedded_dir;
 	char *db_pg_bindir;
+	char *db_read_dsn;             /* "" = reads go to db_dsn too (docs/scale.md "Read replicas") */
+	int64_t db_max_replica_lag_s;  /* a standby further behind: the read goes to the primary */
 	/* server */
 	char *listen;
+	char *instance_name;           /* "" = host:pid:start (docs/scale.md "Several daemons") */
+	int64_t lease_ttl_s;
 	int64_t http_threads;          /* libmicrohttpd's I/O threads (docs/security.md "Connections") */
 	int64_t http_workers;          /* the main pool */
 	int64_t http_heavy_workers;    /* the heavy pool and its bounds ("Heavy requests") */

@@ -93,10 +93,11 @@ int gl_db_connect_owner(const struct gl_config *cfg, PGconn **out, struct gl_err
  * -GL_ECONFIG with an external DSN (we hold no superuser there). */
 int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
-/* PQreset, then the session settings gl_db_connect_dsn makes (time zone
- * UTC, no JIT, work_mem): 0, or -GL_EDB when the server cannot be reached.
- * Settings of the caller's own (a statement_timeout) are gone too. */
-int gl_db_reset(PGconn *c) GL_MUSTCHECK;
+/* PQreset, then the session settings every connection gets (a reset is a
+ * new backend without them). With a DSN listing several hosts and
+ * target_session_attrs=read-write, the reset finds the promoted standby
+ * after a failover. */
+int gl_db_reset(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
 /* SET statement_timeout for the session (0 = none). */
 int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MUSTCHECK;
 /* The SQLSTATE of the calling thread's last failed statement ("" when
@@ -104,9 +105,17 @@ int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MU
  * cancel). */
 const char *gl_db_last_sqlstate(void);
 void gl_db_clear_sqlstate(void);
+/* The daemon's sessions (call once at start, before any thread connects):
+ * every connection made or reset from then on sets gpuledger.instance
+ * (ingest_runs.instance, sql/055) and idle_in_transaction_session_timeout
+ * to idle_in_txn_timeout_s (0 = none). */
+void gl_db_set_session(const char *instance, int64_t idle_in_txn_timeout_s);
+/* The SQLSTATE of a commit refused by sql/055's fence (another instance
+ * holds the lease): gl_db_sqlstate_code maps it to GL_EBUSY. */
+#define GL_DB_SQLSTATE_FENCED "GLF01"
 /* GL_EDB for a SQLSTATE that says the database is unavailable now (none at
- * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EINTERNAL
- * for any other failed statement. */
+ * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EBUSY for
+ * GL_DB_SQLSTATE_FENCED. GL_EINTERNAL for any other failed statement. */
 int gl_db_sqlstate_code(const char *state);
 
 /* Runs a statement without parameters (DDL, BEGIN/COMMIT). */

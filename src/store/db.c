@@ -795,6 +795,16 @@ static void cancel_register(PGconn *c)
 	gl_dbcancel_begin(s, c, GL_DBCANCEL_WORK, "command");
 }
 
+/* gl_db_set_session: written once at start, before any other thread */
+static char g_instance[128];
+static char g_idle_txn[24] = "0";
+
+void gl_db_set_session(const char *instance, int64_t idle_in_txn_timeout_s)
+{
+	snprintf(g_instance, sizeof g_instance, "%s", instance ? instance : "");
+	snprintf(g_idle_txn, sizeof g_idle_txn, "%llds", (long long)idle_in_txn_timeout_s);
+}
+
 /* The settings every session of ours runs with, again after a reset (a
  * new backend starts from the server's defaults). */
 static void session_setup(PGconn *c)
@@ -804,6 +814,16 @@ static void session_setup(PGconn *c)
 	 * nothing back on them: keep it off for our sessions */
 	PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'; SET jit = off; SET work_mem = '64MB'");
 	PQclear(r);
+	if (g_instance[0]) {
+		/* ingest_runs.instance takes it as its default (sql/055); a
+		 * daemon paused inside a transaction loses its session, and the
+		 * locks another instance waits on, after the timeout */
+		r = PQexecParams(c,
+				 "SELECT set_config('gpuledger.instance', $1, false),"
+				 " set_config('idle_in_transaction_session_timeout', $2, false)",
+				 2, NULL, (const char *[]){g_instance, g_idle_txn}, NULL, NULL, 0);
+		PQclear(r);
+	}
 }
 
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
@@ -824,13 +844,17 @@ int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
 	return 0;
 }
 
-int gl_db_reset(PGconn *c)
+int gl_db_reset(PGconn *c, struct gl_err *err)
 {
+	char msg[512];
 	PQreset(c);
-	if (PQstatus(c) != CONNECTION_OK)
-		return -GL_EDB;
-	session_setup(c);
-	return 0;
+	if (PQstatus(c) == CONNECTION_OK) {
+		session_setup(c);
+		return 0;
+	}
+	snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+	msg[strcspn(msg, "\n")] = '\0';
+	return gl_err_set(err, GL_EDB, "database unreachable: %s", msg);
 }
 
 int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err)
@@ -885,6 +909,9 @@ int gl_db_sqlstate_code(const char *state)
 	static const char *const transient[] = {"08", "53", "57", "40", "58", "55P03"};
 	if (!state || !*state)
 		return GL_EDB;
+	/* sql/055's fence: another instance holds the lease now */
+	if (!strcmp(state, GL_DB_SQLSTATE_FENCED))
+		return GL_EBUSY;
 	for (size_t i = 0; i < GL_ARRAY_LEN(transient); i++)
 		if (!strncmp(state, transient[i], strlen(transient[i])))
 			return GL_EDB;
