@@ -1247,13 +1247,52 @@ static int prepare(struct req_ctx *x)
 	return check_route_params(x->conn, route, resp);
 }
 
+/* A streamed JSON object answer with a member spliced in after its
+ * opening brace: the first piece the inner stream makes is rewritten, the
+ * rest pass through. */
+struct splice_stream {
+	struct gl_resp_stream inner;
+	char *member; /* "name":value */
+	int first_done;
+};
+
+static int splice_next(void *state, struct gl_strbuf *out)
+{
+	struct splice_stream *sp = state;
+	size_t at = out->len;
+	int more = sp->inner.next(sp->inner.state, out);
+	if (!sp->first_done && out->len > at) {
+		struct gl_strbuf b = GL_STRBUF_INIT;
+		sp->first_done = 1;
+		if (out->p[at] == '{') {
+			gl_strbuf_append(&b, out->p, at + 1);
+			gl_strbuf_puts(&b, sp->member);
+			if (out->len > at + 1 && out->p[at + 1] != '}')
+				gl_strbuf_putc(&b, ',');
+			gl_strbuf_append(&b, out->p + at + 1, out->len - at - 1);
+			gl_strbuf_fini(out);
+			*out = b;
+		}
+	}
+	return more;
+}
+
+static void splice_fini(void *state)
+{
+	struct splice_stream *sp = state;
+	if (sp->inner.fini)
+		sp->inner.fini(sp->inner.state);
+	free(sp->member);
+	free(sp);
+}
+
 /* Where a read's answer came from (gl_req_db on a replica_ok route), for
  * the client: headers on every answer, and "freshness" first in a JSON
- * object body (a streamed body gets the headers only). buf keeps the
- * header values until the answer is sent. */
+ * object body, streamed or not. buf keeps the header values until the
+ * answer is sent. */
 static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char buf[3][48])
 {
-	struct gl_strbuf b = GL_STRBUF_INIT;
+	struct gl_strbuf m = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
 	char through[32];
 	gl_time_format((int64_t)req->read.data_through_s, through, sizeof through);
 	snprintf(buf[0], sizeof buf[0], "%.3f", req->read.lag_s);
@@ -1263,22 +1302,33 @@ static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char b
 	gl_apijson_add_header(resp, "X-Data-Through", buf[1]);
 	if (req->read.fallback[0])
 		gl_apijson_add_header(resp, "X-Read-Fallback", req->read.fallback);
-	if (!resp->content_type || strncmp(resp->content_type, "application/json", 16) || resp->body.len < 2 ||
-	    resp->body.p[0] != '{')
+	if (!resp->content_type || strncmp(resp->content_type, "application/json", 16))
 		return;
-	gl_strbuf_printf(&b, "{\"freshness\":{\"served_by\":\"%s\",\"replica_lag_s\":%s,\"data_through\":\"%s\"",
+	gl_strbuf_printf(&m, "\"freshness\":{\"served_by\":\"%s\",\"replica_lag_s\":%s,\"data_through\":\"%s\"",
 			 req->read.standby ? "standby" : "primary", buf[0], through);
 	if (req->read.fallback[0]) {
-		gl_strbuf_puts(&b, ",\"fallback\":\"");
-		gl_strbuf_put_json_str(&b, req->read.fallback, strlen(req->read.fallback));
-		gl_strbuf_putc(&b, '"');
+		gl_strbuf_puts(&m, ",\"fallback\":\"");
+		gl_strbuf_put_json_str(&m, req->read.fallback, strlen(req->read.fallback));
+		gl_strbuf_putc(&m, '"');
 	}
-	gl_strbuf_putc(&b, '}');
-	if (resp->body.p[1] != '}')
-		gl_strbuf_putc(&b, ',');
-	gl_strbuf_append(&b, resp->body.p + 1, resp->body.len - 1);
-	gl_strbuf_fini(&resp->body);
-	resp->body = b;
+	gl_strbuf_putc(&m, '}');
+	if (resp->stream.next) {
+		struct splice_stream *sp = gl_xcalloc(1, sizeof *sp);
+		sp->inner = resp->stream;
+		sp->member = gl_strbuf_steal(&m);
+		resp->stream = (struct gl_resp_stream){splice_next, splice_fini, sp};
+		return;
+	}
+	if (resp->body.len >= 2 && resp->body.p[0] == '{') {
+		gl_strbuf_putc(&b, '{');
+		gl_strbuf_append(&b, m.p, m.len);
+		if (resp->body.p[1] != '}')
+			gl_strbuf_putc(&b, ',');
+		gl_strbuf_append(&b, resp->body.p + 1, resp->body.len - 1);
+		gl_strbuf_fini(&resp->body);
+		resp->body = b;
+	}
+	gl_strbuf_fini(&m);
 }
 
 static int handle(struct req_ctx *x)

@@ -139,8 +139,14 @@ int gl_test_pgpair_start(struct gl_test_pgpair *p, int sync)
 		return -1;
 	{
 		char sql[300];
+		char own[300];
+		/* the two roles of docs/security.md, "Two roles": the owner
+		 * migrates (the tests' GPULEDGER_MIGRATE_DSN names it with the
+		 * same password), the service's role owns nothing */
 		snprintf(sql, sizeof sql, "CREATE ROLE gpuledger LOGIN PASSWORD '%s'", p->password);
-		if (exec_su(p->su[0], sql) || exec_su(p->su[0], "CREATE DATABASE gpuledger OWNER gpuledger"))
+		snprintf(own, sizeof own, "CREATE ROLE gpuledger_owner LOGIN PASSWORD '%s'", p->password);
+		if (exec_su(p->su[0], sql) || exec_su(p->su[0], own) ||
+		    exec_su(p->su[0], "CREATE DATABASE gpuledger OWNER gpuledger_owner"))
 			return -1;
 	}
 	if (sh(BIN "/pg_basebackup -D %s -R -X stream -c fast -d \"host=127.0.0.1 port=%d user=postgres password=%s\" "
