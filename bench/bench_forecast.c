@@ -18,6 +18,7 @@
  *   (run from the repo root; aug: Venus validated on August, trained Apr-Jul)
  * Prints markdown table rows: | figure | ours | baseline / target | ratio |.
  */
+#include "gl/capplan.h"
 #include "gl/forecast.h"
 #include "gl/timeutil.h"
 
@@ -911,16 +912,18 @@ static void growth(const char *dir)
 				/* the 50 % saturation week, ours and the baseline's */
 				for (int pass = 0; pass < 2; pass++) {
 					const struct gl_forecast_result *x = pass ? &rb : &r;
-					int k50 = -1;
-					for (int k = 0; k < x->horizon && k50 < 0; k++)
-						if (gl_forecast_prob_above(cap - 1e-9, x->lo95[k], x->lo80[k], x->q50[k], x->hi80[k],
-									   x->hi95[k]) >= 0.5)
-							k50 = k;
+					struct gl_capplan_step st[G_H];
+					long k50;
+					for (int k = 0; k < x->horizon; k++) {
+						gl_capplan_step_fill(&st[k], x, k);
+						st[k].capacity = cap;
+					}
+					k50 = gl_capplan_first_saturated(st, (size_t)x->horizon, 0.5);
 					if (kstar >= 0) {
 						/* days to the crossing week's start: 7 k* */
 						int hit = k50 >= 0 && fabs(7.0 * (k50 - kstar)) <= 0.1 * 7.0 * kstar;
 						if (getenv("GL_BENCH_DEBUG") && !pass)
-							fprintf(stderr, "  %s %s seed %d: true %d, ours %d (%s), baseline %d\n", bases[bi].name,
+							fprintf(stderr, "  %s %s seed %d: true %d, ours %ld (%s), baseline %d\n", bases[bi].name,
 								g_curve_name[kind], s, kstar, k50, gl_forecast_method_name(r.method), -9);
 						if (pass)
 							base_hits += hit;
@@ -928,7 +931,7 @@ static void growth(const char *dir)
 							hits += hit, hits_b[bi] += hit;
 					} else if (k50 >= 0) {
 						if (getenv("GL_BENCH_DEBUG") && !pass)
-							fprintf(stderr, "  false: %s %s seed %d: week %d, %s, q50 %.0f point %.0f lo80 %.0f hi80 %.0f cap %.0f level %.0f\n",
+							fprintf(stderr, "  false: %s %s seed %d: week %ld, %s, q50 %.0f point %.0f lo80 %.0f hi80 %.0f cap %.0f level %.0f\n",
 								bases[bi].name, g_curve_name[kind], s, k50, gl_forecast_method_name(x->method), x->q50[k50],
 								x->point[k50], x->lo80[k50], x->hi80[k50], cap, level);
 						if (pass)
