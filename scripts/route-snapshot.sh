@@ -12,7 +12,8 @@
 #                                                      with scripts/demo-data.sh and the
 #                                                      tests/fixtures/conservation scenario
 #   scripts/route-snapshot.sh init BIN DIR bench [N]  the same with bench_chargeback's synthetic
-#                                                      month of N jobs (default 1,000,000)
+#                                                      month of N jobs (default 1,000,000) and its
+#                                                      rates and owners; fewer routes (bench_routes)
 #   scripts/route-snapshot.sh record BIN DIR OUT      every route, twice: with usage_daily empty
 #                                                      (live/) and after `rollup` (built/)
 #   scripts/route-snapshot.sh stop BIN DIR            stops DIR's cluster
@@ -39,8 +40,8 @@ sql() { # sql STATEMENT...: as the cluster superuser, on the gpuledger database
 	"$PSQL" -X -q -v ON_ERROR_STOP=1 -At "host=$sock port=5432 dbname=gpuledger user=postgres" "$@"
 }
 
-write_config() { # the example's cost model and owners, plus what the routes need to say more
-	local dir
+write_config() { # the example's settings; its cost model and owners (demo) or bench_chargeback's
+	local dir set=$1
 	dir=$(realpath "$DIR")
 	sed -e "s|^  embedded_dir: var$|  embedded_dir: $dir/var|" \
 		-e 's|^  listen: 127.0.0.1:8080$|  listen: 127.0.0.1:0|' \
@@ -51,6 +52,10 @@ write_config() { # the example's cost model and owners, plus what the routes nee
 		-e 's|^idle_owners: \[\]$|idle_owners:\n  - cluster: testgpu\n    team: vision\n  - cluster: c1\n    partition: p2\n    team: language|' \
 		-e 's|^  policies: \[\]$|  policies:\n    - name: snap-idle\n      scope:\n        clusters: testgpu,c1\n      min_age_min: 5\n      rule:\n        kind: fixed\n        t1_min: 5\n        t2_min: 6\n        t3_min: 7|' \
 		gpuledger.example.yaml >"$CFG"
+	if [[ $set == bench ]]; then
+		awk '/^rates:/ {skip = 1; print "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\nowners:\n  - match: account\n    value: acct1\n    team: t1\n  - match: account\n    value: acct2\n    team: t2\n  - match: account\n    value: acct3\n    team: t3\n  - match: user\n    value: \"*\"\n    team: rest"}
+			/^idle_owners:/ {skip = 0} !skip' "$CFG" >"$CFG.new" && mv "$CFG.new" "$CFG"
+	fi
 	gl check-config >/dev/null || die "$CFG: not valid"
 }
 
@@ -85,7 +90,7 @@ cmd_init() {
 	[[ $set == demo || $set == bench ]] || die "init: demo or bench"
 	[[ ! -e $DIR ]] || die "$DIR exists"
 	mkdir -p "$DIR" && chmod 755 "$DIR"
-	write_config
+	write_config "$set"
 	GL_PG_FAST=1 gl db init >/dev/null
 	gl db start >/dev/null
 	gl migrate >/dev/null
@@ -184,9 +189,6 @@ chargeback_routes() { # the accounting reads (live pieces and built days alike)
 	get chargeback_filter_model.json "/v1/chargeback?window=$W_LONG&aggregate=team&filter=gpu_model:a100"
 	get chargeback_filter_two.json "/v1/chargeback?window=$W_LONG&aggregate=team&filter=cluster:philly%2Bteam:vision,language"
 	get chargeback_default.json "/v1/chargeback?window=$W_DAY"
-	if [[ $(cat "$DIR/set") == bench ]]; then
-		get chargeback_bench_hour.json "/v1/chargeback?window=2026-10-01T00:00:00Z,2026-10-08T00:00:00Z&aggregate=team&step=hour"
-	fi
 }
 
 report_routes() { # the showback report (it reads chargeback too)
@@ -285,6 +287,57 @@ other_routes() {
 	get hook_actions.json "/v1/hook/actions?window=$W_LONG" "$hook"
 }
 
+# bench_chargeback's month of N jobs: the reads whose work grows with the
+# jobs (a request takes seconds to a minute there, so not every variant)
+bench_routes() {
+	local a m=$W_MONTH
+	for a in team user account gpu_model team,cluster; do
+		get "chargeback_${a/,/+}.json" "/v1/chargeback?window=$m&aggregate=$a"
+	done
+	get chargeback_step_day.json "/v1/chargeback?window=$m&aggregate=team&step=day"
+	get chargeback_step_week.csv "/v1/chargeback?window=$m&aggregate=account&step=week&format=csv"
+	get chargeback_step_hour.json "/v1/chargeback?window=2026-10-01T00:00:00Z,2026-10-08T00:00:00Z&aggregate=team&step=hour"
+	get chargeback_prop_filtered.json "/v1/chargeback?window=$m&aggregate=team&shareIdle=proportional&filter=team:t1,t2"
+	get chargeback_model.csv "/v1/chargeback?window=$m&aggregate=gpu_model&filter=gpu_model:h100&format=csv"
+	[[ $OUTD == */live ]] || return 0
+	get idle_team.json "/v1/idle?window=$m&aggregate=team"
+	get idle_top_jobs.csv "/v1/idle?window=$m&format=csv&table=top_jobs"
+	get queue_partition.json "/v1/queue?window=$m&aggregate=partition"
+	get queue_team.json "/v1/queue?window=$m&aggregate=team"
+	get queue_gpus.csv "/v1/queue?window=$m&aggregate=gpus&format=csv"
+	get capacity_day.json "/v1/capacity?window=$m&step=day"
+	get inventory.json /v1/inventory
+	get jobs.json "/v1/jobs?limit=1000"
+	get jobs_window.csv "/v1/jobs?window=2026-10-15&limit=1000&format=csv"
+	get jobs_cursor.json "/v1/jobs?window=$m&limit=50&cursor=500000"
+	get ingest_runs.json /v1/ingest/runs
+	get metrics.txt /metrics
+}
+
+bench_reports() {
+	local t
+	for t in owners fleet top_cost top_idle waits daily reconciliation; do
+		get "showback_$t.csv" "/v1/reports/showback?month=$W_MONTH&table=$t"
+	done
+	get showback.html "/v1/reports/showback?month=$W_MONTH&format=html"
+	get forecast_team.json "/v1/forecast?metric=gpu_hours&aggregate=team&step=day&window=$W_FC&horizon=14"
+	get forecast_cost.json "/v1/forecast?metric=cost&aggregate=team&step=week&window=$W_FC&horizon=4"
+	get capacity_forecast.json "/v1/capacity/forecast?window=$W_FC&horizon=14"
+}
+
+record_set() { # the routes of DIR's data set into OUTD
+	if [[ $(cat "$DIR/set") == bench ]]; then
+		bench_routes
+		bench_reports
+		return
+	fi
+	chargeback_routes
+	report_routes
+	forecast_routes
+	[[ $OUTD == */live ]] && other_routes
+	return 0
+}
+
 cli_outputs() { # read-only commands, and the report files `report showback` writes
 	local f rc
 	mkdir -p "$OUTD/report"
@@ -311,10 +364,7 @@ cmd_record() {
 	trap '[[ -n $PID ]] && kill -TERM $PID 2>/dev/null' EXIT
 	serve_start
 	OUTD=$out/live && mkdir -p "$OUTD"
-	chargeback_routes
-	report_routes
-	forecast_routes
-	other_routes
+	record_set
 	serve_stop
 	OUTD=$out && cli_outputs
 	gl rollup --days 400 >"$out/rollup.txt"
@@ -323,9 +373,7 @@ cmd_record() {
 	sql -c "SELECT * FROM usage_daily_owner ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9" >"$out/usage_daily_owner.txt"
 	serve_start
 	OUTD=$out/built && mkdir -p "$OUTD"
-	chargeback_routes
-	report_routes
-	forecast_routes
+	record_set
 	serve_stop
 	trap - EXIT
 	echo "route-snapshot: $(find "$out" -type f | wc -l) files in $out"
