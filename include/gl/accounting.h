@@ -16,6 +16,8 @@
 
 #include <libpq-fe.h>
 
+struct gl_store;
+
 /* Dimensions the API can aggregate and filter by, NULL-terminated. */
 extern const char *const gl_acct_dims[];
 
@@ -50,7 +52,7 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 /* gl_acct_chargeback, then the apportioning (gl_cb_finish): the whole of
  * what /v1/chargeback computes, for every reader of it (the route, forecast
  * history, reports, budgets). cb as gl_cb_init() made it for q. */
-int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
+int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err) GL_MUSTCHECK;
 
 /* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
@@ -78,7 +80,7 @@ struct gl_acct_cover {
 	char **missing;
 	size_t n_missing;
 };
-int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+int gl_acct_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			   struct gl_acct_cover *cov, struct gl_err *err) GL_MUSTCHECK;
 void gl_acct_cover_fini(struct gl_acct_cover *cov);
 
@@ -97,7 +99,7 @@ void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *sr
  * transaction, serialised with the staleness triggers). */
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
 /* Builds up to max_days stale past days, most recent first; *built counts them. */
-int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
+int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
 
 /* ", j0 AS (...) ... settled AS (...)": settles fleet idle per step i and
  * capacity key (cluster, partition, model) so that a cluster's idle is its

@@ -10,7 +10,8 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
+
+struct gl_store;
 
 struct gl_costing_summary {
 	int rates, owners, idle_owners; /* rows now loaded */
@@ -22,7 +23,7 @@ struct gl_costing_summary {
 int gl_costing_match_valid(const char *m);
 /* Validates everything first (errors name "rates[2].per_gpu_hour: ..."), then
  * replaces the config-sourced rows. actor is recorded with the change. */
-int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
+int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -8,7 +8,8 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
+
+struct gl_store;
 
 struct gl_migration {
 	int version;
@@ -20,8 +21,8 @@ extern const struct gl_migration gl_migrations[];
 
 /* Applies what is missing. *applied = number applied now (0 on a second run).
  * Concurrent migrators serialise on an advisory lock. */
-int gl_migrate_run(PGconn *c, int *applied, struct gl_err *err) GL_MUSTCHECK;
+int gl_migrate_run(struct gl_store *st, int *applied, struct gl_err *err) GL_MUSTCHECK;
 /* Latest applied version (0 when none). */
-int gl_migrate_current(PGconn *c, int *version, struct gl_err *err) GL_MUSTCHECK;
+int gl_migrate_current(struct gl_store *st, int *version, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

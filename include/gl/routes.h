@@ -35,9 +35,6 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_forecast.c */
 int gl_route_forecast(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp);
-/* Appends the inventory gauges (scheduler GPUs, snapshot age, conflicts
- * between sources) to a /metrics body; silent when the query fails. */
-void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o);
 
 #define GL_VERSION "0.1.0"
 

@@ -5,6 +5,7 @@
 #include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
@@ -332,7 +333,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	struct cap_cover cov = {0};
 	struct gl_cb cb;
 	struct gl_err err = {0};
-	PGconn *c;
+	struct gl_store *st;
 	int rc;
 
 	if ((rc = parse_params(req, resp, &p, "team"))) {
@@ -342,11 +343,11 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	gl_cb_init(&cb, p.n_dims, p.share, p.n_steps);
 	gl_acct_query_init(&q, p.steps, p.n_steps, p.dims, p.n_dims, req->now_s);
 	q.filter = p.have_filter ? &p.filter : NULL;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, &err))) {
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &cb, &meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
-	if (p.n_steps && (rc = gl_acct_capacity_cover(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
+	if (p.n_steps && (rc = gl_acct_capacity_cover(st, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
 						      p.have_filter ? &p.filter : NULL, &cov.c, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;

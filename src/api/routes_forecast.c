@@ -9,10 +9,11 @@
 #include "gl/auth.h"
 #include "gl/capacity.h"
 #include "gl/daemon.h"
-#include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/forecast.h"
+#include "gl/inventory.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
@@ -187,7 +188,7 @@ static void put_json(struct gl_strbuf *body, const cJSON *root)
 	cJSON_free(s);
 }
 
-static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
+static int fc_compute(struct gl_store *st, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
 		      struct gl_strbuf *body, struct gl_err *err)
 {
 	struct gl_window *steps = NULL;
@@ -200,7 +201,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 	steps = gl_xcalloc(FC_MAX_STEPS, sizeof *steps);
 	if ((rc = gl_window_split(&p->window, p->step, steps, FC_MAX_STEPS, &n_steps, err)))
 		goto out;
-	if ((rc = gl_fcseries_query(c, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)))
+	if ((rc = gl_fcseries_query(st, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)))
 		goto out;
 	root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "metric", gl_fcseries_metric_name(p->metric));
@@ -420,7 +421,7 @@ static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t n
 /* Peak demand per cluster/model and day (hourly allocated + pending GPUs,
  * the day's maximum), forecast by day, against the GPUs available in the
  * window's last hour (present less down and planned down: docs/capacity.md). */
-static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_req *q, int64_t now_s,
+static int cap_compute(struct gl_store *st, const struct cap_params *p, const struct fc_req *q, int64_t now_s,
 		       struct gl_strbuf *body, struct gl_err *err)
 {
 	size_t nh = (size_t)((p->window.end_s - p->window.start_s) / 3600), nd = nh / 24, nk = 0, ncap = 0;
@@ -433,7 +434,8 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 	struct cap_key *keys = NULL;
 	const char *dims[2] = {"cluster", "gpu_model"};
 	cJSON *root = NULL, *arr;
-	PGresult *names = NULL;
+	char **names = NULL;
+	size_t n_names = 0;
 	int rc;
 	(void)q;
 
@@ -443,22 +445,22 @@ static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_re
 	 * understate an inventory that began during that day (a new
 	 * deployment's first day) and raise a false saturation alarm */
 	last_hour = (struct gl_window){p->window.end_s - 3600, p->window.end_s};
-	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
-	    (rc = gl_fcseries_query_pending(c, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
-	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
+	if ((rc = gl_fcseries_query(st, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
+	    (rc = gl_fcseries_query_pending(st, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
+	    (rc = gl_capacity_query(st, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
 		goto out;
 	/* series keys are "cluster/model"; a cluster name may hold a '/'
 	 * itself, so the key is split after the longest cluster name it
 	 * starts with, not at its first '/' */
-	if ((rc = gl_db_query(c, "SELECT name FROM clusters ORDER BY length(name) DESC, name", 0, NULL, &names, err)))
+	if ((rc = gl_inventory_cluster_names(st, &names, &n_names, err)))
 		goto out;
 	for (int which = 0; which < 2; which++) {
 		const struct gl_fcseries *fs = which ? &pend : &alloc;
 		for (size_t i = 0; i < fs->n; i++) {
 			const char *cl = NULL;
 			size_t len = 0;
-			for (int r = 0; r < PQntuples(names) && !cl; r++) {
-				const char *nm = PQgetvalue(names, r, 0);
+			for (size_t r = 0; r < n_names && !cl; r++) {
+				const char *nm = names[r];
 				len = strlen(nm);
 				if (!strncmp(fs->s[i].key, nm, len) && fs->s[i].key[len] == '/')
 					cl = nm;
@@ -598,7 +600,7 @@ out:
 		free(keys[i].peak);
 	free(keys);
 	free(caps);
-	PQclear(names);
+	free(names);
 	gl_fcseries_fini(&alloc);
 	gl_fcseries_fini(&pend);
 	gl_fcseries_fini(&pmin);
@@ -696,10 +698,10 @@ static int any_parse(struct fc_req *q, int64_t now_s, int max_days, struct fc_an
 			      : fc_parse(q, now_s, max_days, &a->f, param, err);
 }
 
-static int any_compute(PGconn *c, const struct fc_any *a, const struct fc_req *q, int64_t now_s, struct gl_strbuf *b,
+static int any_compute(struct gl_store *st, const struct fc_any *a, const struct fc_req *q, int64_t now_s, struct gl_strbuf *b,
 		       struct gl_err *err)
 {
-	return q->kind == 'c' ? cap_compute(c, &a->c, q, now_s, b, err) : fc_compute(c, &a->f, q, now_s, b, err);
+	return q->kind == 'c' ? cap_compute(st, &a->c, q, now_s, b, err) : fc_compute(st, &a->f, q, now_s, b, err);
 }
 
 /* The cached answer when there is one, else computed now and cached. */
@@ -709,7 +711,7 @@ static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
 	struct gl_err err = {0};
 	const char *param = NULL;
 	char key[FC_KEY_LEN], *body;
-	PGconn *c;
+	struct gl_store *st;
 	int rc;
 
 	if (any_parse(q, req->now_s, req->cfg->api_max_window_days, &a, &param, &err))
@@ -721,7 +723,7 @@ static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
 		free(body);
 		return 0;
 	}
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = any_compute(c, &a, q, req->now_s, &resp->body, &err))) {
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = any_compute(st, &a, q, req->now_s, &resp->body, &err))) {
 		gl_strbuf_reset(&resp->body);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "forecast failed");
 	}
@@ -773,7 +775,7 @@ int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp)
 	return serve(req, resp, &q);
 }
 
-int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_forecast_cache_refresh(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			      size_t n, struct gl_err *err)
 {
 	int done = 0, dropped = 0, rc = 0;
@@ -800,7 +802,7 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 		if (!live)
 			continue;
 		if ((rc = any_parse(&q, now_s, cfg->api_max_window_days, &a, &param, err)) ||
-		    (rc = any_compute(c, &a, &q, now_s, &body, err))) {
+		    (rc = any_compute(st, &a, &q, now_s, &body, err))) {
 			gl_strbuf_fini(&body);
 			break;
 		}

@@ -1,13 +1,13 @@
-/* /v1/idle: allocated-but-idle GPU time per owner and the worst jobs (from
- * exporter rollups, gl_job_usage), unallocated idle capacity per cluster,
- * partition and model (gl_capacity minus allocation), and the share of fleet
- * time wasted. */
+/* /v1/idle: allocated-but-idle GPU time per owner and the worst jobs,
+ * unallocated idle capacity per cluster, partition and model, and the
+ * share of fleet time wasted (the figures: include/gl/idle.h). */
 #include "gl/accounting.h"
 #include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
-#include "gl/db.h"
+#include "gl/idle.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
@@ -17,288 +17,219 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unallocated idle per cluster, partition and model over [$1, $2) up to now
- * $3 (idle that has not happened is no waste yet),
- * settled as /v1/chargeback settles it (gl_acct_idle_settle_sql): a
- * cluster's idle is its capacity less unavailable less all its allocation,
- * also allocation under a key capacity does not have. The window is cut
- * where a rate starts or ends, so idle is priced at the rate in force while
- * it was idle, as chargeback prices it. Reuses b. */
-static const char *fleet_sql(struct gl_strbuf *b)
+static void csv_allocated(struct gl_strbuf *o, const char *dim, const struct gl_idle *idle, int minor)
 {
-	gl_strbuf_reset(b);
-	gl_strbuf_puts(b,
-		       "WITH bounds AS (SELECT DISTINCT t FROM (SELECT to_timestamp($1) AS t"
-		       "  UNION ALL SELECT least(to_timestamp($2), to_timestamp($3))"
-		       "  UNION ALL SELECT valid_from FROM rates UNION ALL SELECT valid_to FROM rates) x"
-		       "  WHERE t >= to_timestamp($1) AND t <= least(to_timestamp($2), to_timestamp($3))"
-		       "), cuts AS (SELECT row_number() OVER (ORDER BY t) AS i, t AS a, lead(t) OVER (ORDER BY t) AS b FROM bounds"
-		       "), steps AS (SELECT i, a, b FROM cuts WHERE b IS NOT NULL"
-		       "), cap AS (SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"
-		       "  gl_gpu_model(cp.gpu_model) AS gpu_model, sum(cp.reported_gpu_seconds) AS reported,"
-		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
-		       "  FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
-		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
-		       "), alloc AS (SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
-		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model,"
-		       "  round(sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b)"
-		       "   - greatest(jb.start_at, s.a)))) AS ms"
-		       "  FROM steps s JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
-		       "  AND coalesce(jb.end_at, to_timestamp($3)) > s.a GROUP BY 1, 2, 3, 4"
-		       ")");
-	gl_strbuf_puts(b, gl_acct_idle_settle_sql());
-	gl_strbuf_puts(b,
-		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported), sum(s.unavail), round(sum(s.am) / 1000.0),"
-		       " round(sum(s.idle_ms) / 1000.0), round(sum(s.over_ms) / 1000.0),"
-		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0)"
-		       " FROM settled s"
-		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= s.a"
-		       "  AND s.a < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
-		       "  WHERE x.gpu_model = s.gpu_model) THEN s.gpu_model ELSE '*' END LIMIT 1) rt ON true"
-		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
-	return b->p;
+	gl_apijson_csv_header(o, (const char *const[]){dim, "idle_gpu_seconds", "busy_gpu_seconds",
+						       "observed_gpu_seconds", "idle_cost", "unpriced_jobs", NULL});
+	for (size_t i = 0; i < idle->n_owners; i++) {
+		const struct gl_idle_owner *w = &idle->owners[i];
+		gl_csv_field(o, w->key ? w->key : "");
+		gl_csv_f8(o, w->idle_gpu_s);
+		gl_csv_f8(o, w->busy_gpu_s);
+		gl_csv_f8(o, w->observed_gpu_s);
+		gl_apijson_csv_money(o, w->idle_micros, w->idle_micros_null, minor);
+		gl_apijson_csv_int(o, w->unpriced_jobs, 0);
+		gl_csv_end(o);
+	}
 }
 
-/* Jobs in the window with their exporter-observed idle time. The idle is
- * priced as the showback report prices it (docs/reports.md, top jobs): the
- * job's cost inside the window, split at rate changes as /v1/jobs and
- * chargeback split it, times idle / allocated GPU-seconds; one rate taken
- * at the window's clipped start priced a job running across a price change
- * all at the old price. idle_micros is NULL when no rate covers the job. */
-static const char jobs_sql[] =
-	"WITH k AS ("
-	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
-	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
-	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
-	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s * sc.k AS idle_gpu_s, u.busy_gpu_s * sc.k AS busy_gpu_s,"
-	"  u.observed_gpu_s * sc.k AS observed_gpu_s"
-	" FROM jobs jb JOIN clusters c USING (cluster_id)"
-	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "jb.gpu_milli * greatest(extract(epoch FROM"
-	"  least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))), 0)"
-	"  / 1000.0") " AS k) sc"
-	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
-	"  jb.tags, jb.start_at) ow ON true"
-	"), p AS ("
-	" SELECT k.*, %s AS key,"
-	"  CASE WHEN rt.cost IS NULL THEN NULL"
-	"   WHEN k.gpu_milli * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
-	"   ELSE rt.cost * k.idle_gpu_s * 1000 / (k.gpu_milli * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
-	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_milli * extract(epoch FROM least(k.e0, r.valid_to)"
-	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000 AS cost FROM rates r"
-	"  WHERE r.valid_from < k.e0 AND r.valid_to > k.s0 AND r.gpu_model = CASE WHEN EXISTS"
-	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END) rt ON true"
-	")";
+static void csv_top_jobs(struct gl_strbuf *o, const struct gl_idle *idle, int minor)
+{
+	gl_apijson_csv_header(o, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus", "gpu_model", "state",
+						       "idle_gpu_seconds", "busy_gpu_seconds", "idle_cost", "from", "to",
+						       NULL});
+	for (size_t i = 0; i < idle->n_jobs; i++) {
+		const struct gl_idle_job *j = &idle->jobs[i];
+		const char *text[] = {j->cluster, j->job_id, j->owner, j->user_name};
+		for (size_t k = 0; k < GL_ARRAY_LEN(text); k++)
+			gl_csv_field(o, text[k] ? text[k] : "");
+		gl_apijson_csv_milli(o, j->gpu_milli);
+		gl_csv_field(o, j->gpu_model ? j->gpu_model : "unknown");
+		gl_csv_field(o, j->state ? j->state : "");
+		gl_csv_f8(o, j->idle_gpu_s);
+		gl_csv_f8(o, j->busy_gpu_s);
+		gl_apijson_csv_money(o, j->idle_micros, j->idle_micros_null, minor);
+		gl_apijson_csv_time(o, j->from_s);
+		gl_apijson_csv_time(o, j->to_s);
+		gl_csv_end(o);
+	}
+}
+
+/* Unknown capacity (no fleet rows): a header only. */
+static void csv_unallocated(struct gl_strbuf *o, const struct gl_idle *idle, int minor)
+{
+	gl_apijson_csv_header(o, (const char *const[]){"cluster", "partition", "gpu_model", "reported_gpu_seconds",
+						       "unavailable_gpu_seconds", "allocated_gpu_seconds",
+						       "idle_gpu_seconds", "overallocated_gpu_seconds", "idle_cost", NULL});
+	for (size_t i = 0; i < idle->n_fleet; i++) {
+		const struct gl_idle_fleet *f = &idle->fleet[i];
+		const int64_t secs[] = {f->reported_s, f->unavailable_s, f->allocated_s, f->idle_s, f->over_s};
+		gl_csv_field(o, f->cluster);
+		gl_csv_field(o, f->partition);
+		gl_csv_field(o, f->gpu_model);
+		for (size_t k = 0; k < GL_ARRAY_LEN(secs); k++)
+			gl_apijson_csv_int(o, secs[k], 0);
+		gl_apijson_csv_money(o, f->idle_micros, f->idle_micros_null, minor);
+		gl_csv_end(o);
+	}
+}
 
 /* One of the three tables as CSV, the columns of the JSON objects in order
  * (the owner key named by its dimension); costs in currency units with the
- * currency's minor decimals. fleet is NULL when capacity is unknown: a
- * header only. */
-static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, const PGresult *owners,
-		     const PGresult *top, const PGresult *fleet, int minor)
+ * currency's minor decimals. The JSON root's coverage, which no row holds,
+ * goes in headers. */
+static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, const struct gl_idle *idle,
+		     const struct gl_acct_cover *cov, int cap_known, int minor)
 {
-	struct gl_strbuf *o = &resp->body;
-
 	if (!strcmp(table, "allocated")) {
-		gl_apijson_csv_header(o, (const char *const[]){dim, "idle_gpu_seconds", "busy_gpu_seconds",
-							       "observed_gpu_seconds", "idle_cost", "unpriced_jobs", NULL});
-		for (int i = 0; i < PQntuples(owners); i++) {
-			gl_apijson_csv_col_str(o, owners, i, 0);
-			for (int k = 1; k <= 3; k++)
-				gl_apijson_csv_col_num(o, owners, i, k);
-			gl_apijson_csv_col_money(o, owners, i, 4, minor);
-			gl_apijson_csv_col_num(o, owners, i, 5);
-			gl_csv_end(o);
-		}
+		csv_allocated(&resp->body, dim, idle, minor);
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_allocated.csv"));
 	} else if (!strcmp(table, "top_jobs")) {
-		gl_apijson_csv_header(o, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus", "gpu_model",
-							       "state", "idle_gpu_seconds", "busy_gpu_seconds", "idle_cost",
-							       "from", "to", NULL});
-		for (int i = 0; i < PQntuples(top); i++) {
-			for (int k = 0; k <= 3; k++)
-				gl_apijson_csv_col_str(o, top, i, k);
-			gl_apijson_csv_milli(o, atoll(PQgetvalue(top, i, 4)));
-			gl_csv_field(o, PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
-			gl_apijson_csv_col_str(o, top, i, 6);
-			gl_apijson_csv_col_num(o, top, i, 7);
-			gl_apijson_csv_col_num(o, top, i, 8);
-			gl_apijson_csv_col_money(o, top, i, 9, minor);
-			gl_apijson_csv_col_time(o, top, i, 10);
-			gl_apijson_csv_col_time(o, top, i, 11);
-			gl_csv_end(o);
-		}
+		csv_top_jobs(&resp->body, idle, minor);
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_top_jobs.csv"));
 	} else {
-		gl_apijson_csv_header(o, (const char *const[]){"cluster", "partition", "gpu_model", "reported_gpu_seconds",
-							       "unavailable_gpu_seconds", "allocated_gpu_seconds",
-							       "idle_gpu_seconds", "overallocated_gpu_seconds", "idle_cost",
-							       NULL});
-		for (int i = 0; fleet && i < PQntuples(fleet); i++) {
-			for (int k = 0; k <= 2; k++)
-				gl_apijson_csv_col_str(o, fleet, i, k);
-			for (int k = 3; k <= 7; k++)
-				gl_apijson_csv_col_num(o, fleet, i, k);
-			gl_apijson_csv_col_money(o, fleet, i, 8, minor);
-			gl_csv_end(o);
-		}
+		csv_unallocated(&resp->body, idle, minor);
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_unallocated.csv"));
 	}
+	gl_apijson_add_header(resp, "X-Capacity-Known", cap_known ? "true" : "false");
+	gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov->known);
+	gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov->days);
+	gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov->n_missing);
 }
 
-int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
+static cJSON *job_json(const struct gl_idle_job *j)
 {
-	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit"),
-		   *table = gl_req_param(req, "table");
-	struct gl_window win;
-	struct gl_err err = {0};
-	struct gl_strbuf sql = GL_STRBUF_INIT;
-	char a[24], b[24], now[24], limit_s[16];
-	const char *expr;
-	long limit = 20;
-	PGconn *c;
-	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
-	cJSON *root = NULL, *arr;
-	int rc = 0, have_cap, cap_known, csv;
-	struct gl_acct_cover cov = {0};
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "cluster", j->cluster ? j->cluster : "");
+	cJSON_AddStringToObject(o, "job_id", j->job_id ? j->job_id : "");
+	cJSON_AddStringToObject(o, "owner", j->owner ? j->owner : "");
+	cJSON_AddStringToObject(o, "user", j->user_name ? j->user_name : "");
+	cJSON_AddNumberToObject(o, "gpus", (double)j->gpu_milli / 1000.0);
+	cJSON_AddStringToObject(o, "gpu_model", j->gpu_model ? j->gpu_model : "unknown");
+	cJSON_AddStringToObject(o, "state", j->state ? j->state : "");
+	cJSON_AddNumberToObject(o, "idle_gpu_seconds", j->idle_gpu_s);
+	cJSON_AddNumberToObject(o, "busy_gpu_seconds", j->busy_gpu_s);
+	gl_apijson_add_int(o, "idle_cost_micros", j->idle_micros, j->idle_micros_null);
+	gl_apijson_add_time(o, "from", j->from_s);
+	gl_apijson_add_time(o, "to", j->to_s);
+	return o;
+}
+
+static cJSON *fleet_json(const struct gl_idle_fleet *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "cluster", f->cluster);
+	cJSON_AddStringToObject(o, "partition", f->partition);
+	cJSON_AddStringToObject(o, "gpu_model", f->gpu_model);
+	cJSON_AddNumberToObject(o, "reported_gpu_seconds", (double)f->reported_s);
+	cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", (double)f->unavailable_s);
+	cJSON_AddNumberToObject(o, "allocated_gpu_seconds", (double)f->allocated_s);
+	cJSON_AddNumberToObject(o, "idle_gpu_seconds", (double)f->idle_s);
+	cJSON_AddNumberToObject(o, "overallocated_gpu_seconds", (double)f->over_s);
+	gl_apijson_add_int(o, "idle_cost_micros", f->idle_micros, f->idle_micros_null);
+	return o;
+}
+
+static cJSON *idle_json(const struct gl_window *win, const char *dim, const struct gl_idle *idle,
+			const struct gl_acct_cover *cov, int cap_known)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
 	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
 
-	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)))
-		return rc;
-	/* three tables do not fit one CSV: table= picks one (JSON has them all) */
-	if (table && strcmp(table, "allocated") && strcmp(table, "top_jobs") && strcmp(table, "unallocated"))
-		return gl_resp_error(resp, GL_EINVAL, "table", "table: '%s' is not allocated, top_jobs or unallocated",
-				     table);
-	if (!(expr = gl_acct_dim_sql(agg ? agg : "team")) || (agg && strchr(agg, ',')))
-		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
-								   "user, account, cluster, partition, qos, namespace, gpu_model)");
-	if (lim) {
-		long long x = 0;
-		if (gl_apijson_digits(lim, &x) || x < 1 || x > 1000)
-			return gl_resp_error(resp, GL_EINVAL, "limit", "limit: must be between 1 and 1000");
-		limit = (long)x;
-	}
-	snprintf(a, sizeof a, "%lld", (long long)win.start_s);
-	snprintf(b, sizeof b, "%lld", (long long)win.end_s);
-	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
-	snprintf(limit_s, sizeof limit_s, "%ld", limit);
-	if ((rc = gl_req_db(req, &c, &err)))
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-
-	gl_strbuf_printf(&sql, jobs_sql, expr);
-	gl_strbuf_puts(&sql, " SELECT p.key, round(sum(p.idle_gpu_s)), round(sum(p.busy_gpu_s)), round(sum(p.observed_gpu_s)),"
-			     " round(sum(p.idle_micros)), count(*) FILTER (WHERE p.idle_micros IS NULL)"
-			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
-	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &owners, &err)))
-		goto fail;
-	gl_strbuf_reset(&sql);
-	gl_strbuf_printf(&sql, jobs_sql, expr);
-	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key, p.user_name, p.gpu_milli, p.gpu_model, p.state,"
-			     " round(p.idle_gpu_s), round(p.busy_gpu_s), round(p.idle_micros),"
-			     " extract(epoch FROM p.s0)::bigint, extract(epoch FROM p.e0)::bigint"
-			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
-	if ((rc = gl_db_query(c, sql.p, 4, (const char *[]){a, b, now, limit_s}, &top, &err)))
-		goto fail;
-	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL", 0, NULL,
-			      &capq, &err)))
-		goto fail;
-	have_cap = PQgetvalue(capq, 0, 0)[0] == 't';
-	if (have_cap &&
-	    (rc = gl_db_query(c,
-			      fleet_sql(&sql),
-			      3, (const char *[]){a, b, now}, &fleet, &err)))
-		goto fail;
-	if ((rc = gl_acct_capacity_cover(c, win.start_s, win.end_s, req->now_s, NULL, &cov, &err)))
-		goto fail;
-	/* known for the window only when its capacity data covers every day
-	 * so far and every cluster that ran GPU jobs; else unallocated_idle
-	 * is the known days' and clusters' alone */
-	cap_known = have_cap && fleet && PQntuples(fleet) > 0 && cov.known == cov.days && cov.n_missing == 0;
-	if (csv) {
-		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet,
-			 gl_money_minor(req->cfg->currency));
-		/* the JSON root's coverage, which no row holds: an unallocated
-		 * table without rows, or with the known days' idle only */
-		gl_apijson_add_header(resp, "X-Capacity-Known", cap_known ? "true" : "false");
-		gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov.known);
-		gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov.days);
-		gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov.n_missing);
-		goto out;
-	}
-
-	root = cJSON_CreateObject();
-	gl_apijson_add_window(root, "window", &win);
-	cJSON_AddStringToObject(root, "aggregate", agg ? agg : "team");
+	gl_apijson_add_window(root, "window", win);
+	cJSON_AddStringToObject(root, "aggregate", dim);
 	arr = cJSON_AddArrayToObject(root, "allocated_idle");
-	for (int i = 0; i < PQntuples(owners); i++) {
+	for (size_t i = 0; i < idle->n_owners; i++) {
+		const struct gl_idle_owner *w = &idle->owners[i];
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "key", PQgetvalue(owners, i, 0));
-		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(owners, i, 1)));
-		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(owners, i, 2)));
-		cJSON_AddNumberToObject(o, "observed_gpu_seconds", atof(PQgetvalue(owners, i, 3)));
-		gl_apijson_add_col_num(o, "idle_cost_micros", owners, i, 4);
-		cJSON_AddNumberToObject(o, "unpriced_jobs", atof(PQgetvalue(owners, i, 5)));
-		alloc_idle_total += atof(PQgetvalue(owners, i, 1));
+		cJSON_AddStringToObject(o, "key", w->key ? w->key : "");
+		cJSON_AddNumberToObject(o, "idle_gpu_seconds", w->idle_gpu_s);
+		cJSON_AddNumberToObject(o, "busy_gpu_seconds", w->busy_gpu_s);
+		cJSON_AddNumberToObject(o, "observed_gpu_seconds", w->observed_gpu_s);
+		gl_apijson_add_int(o, "idle_cost_micros", w->idle_micros, w->idle_micros_null);
+		cJSON_AddNumberToObject(o, "unpriced_jobs", (double)w->unpriced_jobs);
+		alloc_idle_total += w->idle_gpu_s;
 		cJSON_AddItemToArray(arr, o);
 	}
 	arr = cJSON_AddArrayToObject(root, "top_jobs");
-	for (int i = 0; i < PQntuples(top); i++) {
-		cJSON *o = cJSON_CreateObject();
-		char s0[32], e0[32];
-		cJSON_AddStringToObject(o, "cluster", PQgetvalue(top, i, 0));
-		cJSON_AddStringToObject(o, "job_id", PQgetvalue(top, i, 1));
-		cJSON_AddStringToObject(o, "owner", PQgetvalue(top, i, 2));
-		cJSON_AddStringToObject(o, "user", PQgetvalue(top, i, 3));
-		cJSON_AddNumberToObject(o, "gpus", atof(PQgetvalue(top, i, 4)) / 1000.0);
-		cJSON_AddStringToObject(o, "gpu_model", PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
-		cJSON_AddStringToObject(o, "state", PQgetvalue(top, i, 6));
-		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(top, i, 7)));
-		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(top, i, 8)));
-		gl_apijson_add_col_num(o, "idle_cost_micros", top, i, 9);
-		gl_time_format(atoll(PQgetvalue(top, i, 10)), s0, sizeof s0);
-		gl_time_format(atoll(PQgetvalue(top, i, 11)), e0, sizeof e0);
-		cJSON_AddStringToObject(o, "from", s0);
-		cJSON_AddStringToObject(o, "to", e0);
-		cJSON_AddItemToArray(arr, o);
-	}
+	for (size_t i = 0; i < idle->n_jobs; i++)
+		cJSON_AddItemToArray(arr, job_json(&idle->jobs[i]));
 	arr = cJSON_AddArrayToObject(root, "unallocated_idle");
-	for (int i = 0; fleet && i < PQntuples(fleet); i++) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "cluster", PQgetvalue(fleet, i, 0));
-		cJSON_AddStringToObject(o, "partition", PQgetvalue(fleet, i, 1));
-		cJSON_AddStringToObject(o, "gpu_model", PQgetvalue(fleet, i, 2));
-		cJSON_AddNumberToObject(o, "reported_gpu_seconds", atof(PQgetvalue(fleet, i, 3)));
-		cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", atof(PQgetvalue(fleet, i, 4)));
-		cJSON_AddNumberToObject(o, "allocated_gpu_seconds", atof(PQgetvalue(fleet, i, 5)));
-		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(fleet, i, 6)));
-		cJSON_AddNumberToObject(o, "overallocated_gpu_seconds", atof(PQgetvalue(fleet, i, 7)));
-		gl_apijson_add_col_num(o, "idle_cost_micros", fleet, i, 8);
-		unalloc_idle_total += atof(PQgetvalue(fleet, i, 6));
-		reported_total += atof(PQgetvalue(fleet, i, 3));
-		cJSON_AddItemToArray(arr, o);
+	for (size_t i = 0; i < idle->n_fleet; i++) {
+		cJSON_AddItemToArray(arr, fleet_json(&idle->fleet[i]));
+		unalloc_idle_total += (double)idle->fleet[i].idle_s;
+		reported_total += (double)idle->fleet[i].reported_s;
 	}
 	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
-	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov.known);
-	cJSON_AddNumberToObject(root, "capacity_days", (double)cov.days);
+	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->known);
+	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->days);
 	arr = cJSON_AddArrayToObject(root, "capacity_clusters_unknown");
-	for (size_t i = 0; i < cov.n_missing; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(cov.missing[i]));
+	for (size_t i = 0; i < cov->n_missing; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(cov->missing[i]));
 	/* over the clusters with capacity data only */
 	if (reported_total > 0)
 		cJSON_AddNumberToObject(root, "wasted_fraction", (alloc_idle_total + unalloc_idle_total) / reported_total);
 	else
 		cJSON_AddNullToObject(root, "wasted_fraction");
-	gl_apijson_put(resp, root);
-	goto out;
-fail:
-	rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	return root;
+}
+
+/* aggregate, limit and table, each checked (400 naming it). */
+static int idle_params(struct gl_req *req, struct gl_resp *resp, const char **dim, long *limit)
+{
+	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit"),
+		   *table = gl_req_param(req, "table");
+	/* three tables do not fit one CSV: table= picks one (JSON has them all) */
+	if (table && strcmp(table, "allocated") && strcmp(table, "top_jobs") && strcmp(table, "unallocated"))
+		return gl_resp_error(resp, GL_EINVAL, "table", "table: '%s' is not allocated, top_jobs or unallocated",
+				     table);
+	*dim = agg ? agg : "team";
+	if (!gl_idle_dim_valid(*dim))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
+								   "user, account, cluster, partition, qos, namespace, gpu_model)");
+	*limit = 20;
+	if (lim) {
+		long long x = 0;
+		if (gl_apijson_digits(lim, &x) || x < 1 || x > 1000)
+			return gl_resp_error(resp, GL_EINVAL, "limit", "limit: must be between 1 and 1000");
+		*limit = (long)x;
+	}
+	return 0;
+}
+
+int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
+{
+	const char *table = gl_req_param(req, "table"), *dim = NULL;
+	struct gl_window win;
+	struct gl_err err = {0};
+	struct gl_idle idle = {0};
+	struct gl_acct_cover cov = {0};
+	struct gl_store *st;
+	long limit;
+	int rc = 0, cap_known, csv;
+
+	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)) ||
+	    (rc = idle_params(req, resp, &dim, &limit)))
+		return rc;
+	if ((rc = gl_req_store(req, &st, &err)) ||
+	    (rc = gl_idle_read(st, dim, win.start_s, win.end_s, req->now_s, limit, &idle, &err)) ||
+	    (rc = gl_acct_capacity_cover(st, win.start_s, win.end_s, req->now_s, NULL, &cov, &err))) {
+		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
+		goto out;
+	}
+	/* known for the window only when its capacity data covers every day
+	 * so far and every cluster that ran GPU jobs; else unallocated_idle
+	 * is the known days' and clusters' alone */
+	cap_known = idle.have_capacity && idle.n_fleet > 0 && cov.known == cov.days && cov.n_missing == 0;
+	if (csv) {
+		idle_csv(resp, table ? table : "allocated", dim, &idle, &cov, cap_known, gl_money_minor(req->cfg->currency));
+	} else {
+		cJSON *root = idle_json(&win, dim, &idle, &cov, cap_known);
+		gl_apijson_put(resp, root);
+		cJSON_Delete(root);
+	}
 out:
 	gl_acct_cover_fini(&cov);
-	cJSON_Delete(root);
-	PQclear(owners);
-	PQclear(top);
-	PQclear(fleet);
-	PQclear(capq);
-	gl_strbuf_fini(&sql);
+	gl_idle_fini(&idle);
 	return rc;
 }

@@ -19,6 +19,7 @@
 #include "gl/sacct.h"
 #include "gl/sacct_poll.h"
 #include "gl/server.h"
+#include "gl/store.h"
 
 #include <curl/curl.h>
 #include <getopt.h>
@@ -155,11 +156,11 @@ static const char usage_migrate[] = "usage: gpuledger [--config FILE] migrate\n"
  * superuser DSN. */
 static int harden_embedded(const struct gl_config *cfg, struct gl_err *err)
 {
-	PGconn *su = NULL;
+	struct gl_store *su = NULL;
 	int yes = 0, rc;
 	if (gl_db_is_external(cfg))
 		return 0;
-	if ((rc = gl_db_connect_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(su, &yes, err)))
+	if ((rc = gl_store_open_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(su, &yes, err)))
 		goto out;
 	if (!yes) {
 		if ((rc = gl_audit_harden(su, err)))
@@ -167,14 +168,14 @@ static int harden_embedded(const struct gl_config *cfg, struct gl_err *err)
 		gl_log(GL_LOG_INFO, "migrate: audit_log handed to gpuledger_audit (the service role may only SELECT and INSERT)");
 	}
 out:
-	PQfinish(su);
+	gl_store_close(su);
 	return rc;
 }
 
 static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int applied = 0, ver = 0, rc = 0;
 	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_migrate, stdout);
@@ -182,14 +183,14 @@ static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 	}
 	if (argc > 1)
 		return gl_cli_usage_error(usage_migrate, "migrate: unexpected argument '%s'", argv[1]);
-	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || gl_migrate_current(c, &ver, &err) ||
+	if (gl_store_open(cfg, &st, &err) || gl_migrate_run(st, &applied, &err) || gl_migrate_current(st, &ver, &err) ||
 	    harden_embedded(cfg, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	printf("migrate: %d applied, schema at version %d\n", applied, ver);
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -274,7 +275,7 @@ static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
  * so a rewrite by a database superuser is detectable. Written every
  * interval even when nothing changed: a missing line then means the daemon
  * was down, not that the log was quiet. */
-static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_limiter *lim, int last)
+static void serve_anchor(struct gl_store *st, const struct gl_config *cfg, struct gl_log_limiter *lim, int last)
 {
 	struct gl_err err = {0};
 	struct gl_dbcancel_slot slot = {0};
@@ -282,15 +283,14 @@ static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_l
 	int rc;
 	if (!cfg->audit_anchor_file[0])
 		return;
-	if (PQstatus(c) != CONNECTION_OK)
-		PQreset(c);
+	gl_store_revive(st);
 	/* a stop cancels the periodic one like the sources' work; the last one,
 	 * after the stop, waits at most 5 s instead (the session ends with it) */
-	if (last && gl_db_exec(c, "SET statement_timeout = '5s'", &err))
+	if (last && gl_store_statement_timeout(st, "5s", &err))
 		gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
 	if (!last)
-		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "audit anchor");
-	rc = gl_audit_anchor_append(c, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err);
+		gl_dbcancel_begin_store(&slot, st, GL_DBCANCEL_WORK, "audit anchor");
+	rc = gl_audit_anchor_append(st, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err);
 	gl_dbcancel_end(&slot);
 	if (rc && !last && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
 		/* not a fault: the stop's own anchor comes next */
@@ -323,7 +323,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	struct gl_err err = {0};
 	struct gl_log_limiter anchor_lim = GL_LOG_LIMITER_INIT(600);
 	int64_t next_anchor_s = 0;
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int ch, rc = 0, no_ingest = 0, applied;
 	struct sigaction sa;
 
@@ -357,7 +357,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		goto out;
 	}
 	/* fail early and clearly when the database is not there or not migrated */
-	if (gl_db_connect(cfg, &c, &err) || gl_migrate_run(c, &applied, &err) || harden_embedded(cfg, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_migrate_run(st, &applied, &err) || harden_embedded(cfg, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -365,7 +365,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	warn_idle_aliases(cfg);
 	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
 		struct gl_costing_summary sum;
-		if (gl_costing_load(c, cfg, "system", &sum, &err)) {
+		if (gl_costing_load(st, cfg, "system", &sum, &err)) {
 			rc = gl_cli_fail(&err);
 			goto out;
 		}
@@ -394,9 +394,9 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 			check_on_hup(cfg);
 		}
 		if (!no_ingest)
-			gl_daemon_tick(c, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
+			gl_daemon_tick(st, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
 		if ((int64_t)time(NULL) >= next_anchor_s) {
-			serve_anchor(c, cfg, &anchor_lim, 0);
+			serve_anchor(st, cfg, &anchor_lim, 0);
 			next_anchor_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
 		}
 		for (int t = 0; t < 5 && !g_stop; t++)
@@ -411,13 +411,13 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	 * every request served */
 	gl_server_stop(srv);
 	srv = NULL;
-	serve_anchor(c, cfg, &anchor_lim, 1);
+	serve_anchor(st, cfg, &anchor_lim, 1);
 out:
 	gl_server_stop(srv);
 	/* after the server: no request thread holds a slot any more */
 	gl_dbcancel_stop();
 	free(srcs);
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 

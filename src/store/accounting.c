@@ -1080,9 +1080,10 @@ out:
 	return rc;
 }
 
-int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+int gl_acct_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			   struct gl_acct_cover *cov, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc;
 	memset(cov, 0, sizeof *cov);
 	if ((rc = gl_acct_capacity_days(c, start_s, end_s, now_s, filter, &cov->known, &cov->days, err)))
@@ -1148,9 +1149,10 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 	return rc;
 }
 
-int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
+int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc = gl_acct_chargeback(c, q, cb, meta, err);
 	if (!rc && cb->share == GL_SHARE_PROPORTIONAL && !q->lines_only)
 		rc = share_base(c, q, cb, err);
@@ -1213,8 +1215,9 @@ out:
 	return rc;
 }
 
-int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err)
+int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	char now[24], lim[16];
 	int rc;

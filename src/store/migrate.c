@@ -8,8 +8,9 @@
 
 #define MIGRATE_LOCK_KEY 0x676c6d6967 /* "glmig": serialises concurrent migrators */
 
-int gl_migrate_current(PGconn *c, int *version, struct gl_err *err)
+int gl_migrate_current(struct gl_store *st, int *version, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	*version = 0;
@@ -27,8 +28,9 @@ out:
 	return rc;
 }
 
-int gl_migrate_run(PGconn *c, int *applied, struct gl_err *err)
+int gl_migrate_run(struct gl_store *st, int *applied, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc, locked = 0;
 	char lock_sql[96];

@@ -63,7 +63,7 @@ static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, cons
 	gl_cb_init(cb, n_dims, share, n_steps);
 	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.lines_only = lines_only;
-	return gl_acct_chargeback_finished(c, &q, cb, meta, err);
+	return gl_acct_chargeback_finished(gl_db_store(c), &q, cb, meta, err);
 }
 
 static struct gl_sb_owner *find_owner(struct gl_showback *sb, const char *name)
@@ -790,8 +790,9 @@ out:
 	return rc;
 }
 
-int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
+int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	struct gl_cb cb = {0}, prev = {0}, bym = {0}, daily = {0};
 	struct gl_acct_meta meta = {0}, pmeta = {0};
 	struct gl_window month, pmonth, *days = NULL;
@@ -928,7 +929,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		{
 			struct gl_acct_cover cov;
 			struct gl_strbuf names = GL_STRBUF_INIT;
-			if ((rc = gl_acct_capacity_cover(c, sb->start_s, sb->end_s, req->now_s, NULL, &cov, err))) {
+			if ((rc = gl_acct_capacity_cover(gl_db_store(c), sb->start_s, sb->end_s, req->now_s, NULL, &cov, err))) {
 				gl_acct_cover_fini(&cov);
 				goto out;
 			}
