@@ -9,49 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unallocated idle per cluster, partition and model over [$1, $2) up to now
- * $3 (idle that has not happened is no waste yet),
- * settled as /v1/chargeback settles it (gl_acct_idle_settle_sql): a
- * cluster's idle is its capacity less unavailable less all its allocation,
- * also allocation under a key capacity does not have. The window is cut
- * where a rate starts or ends, so idle is priced at the rate in force while
- * it was idle, as chargeback prices it. Reuses b. */
-static const char *fleet_sql(struct gl_strbuf *b)
-{
-	gl_strbuf_reset(b);
-	gl_strbuf_puts(b,
-		       "WITH bounds AS (SELECT DISTINCT t FROM (SELECT to_timestamp($1) AS t"
-		       "  UNION ALL SELECT least(to_timestamp($2), to_timestamp($3))"
-		       "  UNION ALL SELECT valid_from FROM rates UNION ALL SELECT valid_to FROM rates) x"
-		       "  WHERE t >= to_timestamp($1) AND t <= least(to_timestamp($2), to_timestamp($3))"
-		       "), cuts AS (SELECT row_number() OVER (ORDER BY t) AS i, t AS a, lead(t) OVER (ORDER BY t) AS b FROM bounds"
-		       "), steps AS (SELECT i, a, b FROM cuts WHERE b IS NOT NULL"
-		       "), cap AS (SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition,"
-		       "  gl_gpu_model(cp.gpu_model) AS gpu_model, sum(cp.reported_gpu_seconds) AS reported,"
-		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
-		       "  FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
-		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
-		       "), alloc AS (SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
-		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model,"
-		       "  round(sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b)"
-		       "   - greatest(jb.start_at, s.a)))) AS ms"
-		       "  FROM steps s JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
-		       "  AND coalesce(jb.end_at, to_timestamp($3)) > s.a GROUP BY 1, 2, 3, 4"
-		       ")");
-	gl_strbuf_puts(b, gl_acct_idle_settle_sql());
-	gl_strbuf_puts(b,
-		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported) AS reported_s,"
-		       " sum(s.unavail) AS unavailable_s, round(sum(s.am) / 1000.0) AS allocated_s,"
-		       " round(sum(s.idle_ms) / 1000.0) AS idle_s, round(sum(s.over_ms) / 1000.0) AS over_s,"
-		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0) AS idle_micros"
-		       " FROM settled s"
-		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= s.a"
-		       "  AND s.a < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
-		       "  WHERE x.gpu_model = s.gpu_model) THEN s.gpu_model ELSE '*' END LIMIT 1) rt ON true"
-		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
-	return b->p;
-}
-
 /* Jobs in the window with their exporter-observed idle time. The idle is
  * priced as the showback report prices it (docs/reports.md, top jobs): the
  * job's cost inside the window, split at rate changes as /v1/jobs and
@@ -154,7 +111,6 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 		 struct gl_idle *out, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
-	struct gl_strbuf sql = GL_STRBUF_INIT;
 	char a[24], b[24], now[24], lim[16];
 	const char *p[4] = {a, b, now, lim};
 	PGresult *r = NULL;
@@ -174,14 +130,17 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 			      NULL, &r, err)) ||
 	    (rc = gl_pgrow_one_bool(r, "have", &out->have_capacity, err)))
 		goto out;
-	if (out->have_capacity) {
-		rc = fetch(c, fleet_sql(&sql), 3, p, fleet_fields, GL_ARRAY_LEN(fleet_fields), sizeof *out->fleet, &fleet,
-			   &out->n_fleet, &out->text[2], err);
+	PQclear(r);
+	r = NULL;
+	/* settled as /v1/chargeback settles it: a cluster's idle is its
+	 * capacity less unavailable less all its allocation */
+	if (out->have_capacity && !(rc = gl_acct_fleet_idle(st, start_s, end_s, now_s, &r, err)) && r) {
+		rc = gl_pgrow_decode(r, fleet_fields, GL_ARRAY_LEN(fleet_fields), sizeof *out->fleet, &fleet,
+				     &out->n_fleet, &out->text[2], err);
 		out->fleet = fleet;
 	}
 out:
 	PQclear(r);
-	gl_strbuf_fini(&sql);
 	return rc;
 }
 
