@@ -525,9 +525,9 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	 * their steps' allocation comes from gl_acct_event_cells, per key
 	 * (model, rate, dims), not per job and step. */
 	gl_strbuf_puts(sql,
-		       "), mm AS ("
-		       " SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
-		       "  THEN m.gpu_model ELSE '*' END AS rate_model FROM (SELECT DISTINCT gpu_model FROM f1) m"
+		       "), mr AS ("
+		       " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
+		       " FROM (SELECT DISTINCT gpu_model FROM f1) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
 		       "), iv AS (SELECT f1.gpu_model, NULL::bigint AS rate, f1.gpu_milli AS g,"
 		       " greatest(f1.start_at, win.lo) AS p0, least(f1.stop_at, win.hi) AS p1");
 	put_dim_cols(sql, "f1.", n_dims);
@@ -535,8 +535,8 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 			    " UNION ALL SELECT f1.gpu_model, r.micros_per_gpu_hour, f1.gpu_milli,"
 			    " greatest(f1.start_at, r.valid_from, win.lo), least(f1.stop_at, r.valid_to, win.hi)");
 	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN win JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
-			    " JOIN rates r ON r.gpu_model = mm.rate_model AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
+	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN win JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
+			    " AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
 			    ")");
 	{
 		struct gl_strbuf keys = GL_STRBUF_INIT;
@@ -971,10 +971,7 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 		       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text AS idle_num,"
 		       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
 		       "  AND rt.micros_per_gpu_hour IS NULL) AS unpriced"
-		       " FROM idle LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
-		       "  WHERE r.valid_from <= idle.a AND idle.a < r.valid_to"
-		       "  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = idle.gpu_model)"
-		       "   THEN idle.gpu_model ELSE '*' END LIMIT 1) rt ON true"
+		       " FROM idle LEFT JOIN LATERAL gl_rate_at(idle.gpu_model, idle.a) rt ON true"
 		       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
 		       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
 		       " GROUP BY idle.i, io.team");
@@ -1045,10 +1042,7 @@ int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int6
 		       " sum(s.unavail) AS unavailable_s, round(sum(s.am) / 1000.0) AS allocated_s,"
 		       " round(sum(s.idle_ms) / 1000.0) AS idle_s, round(sum(s.over_ms) / 1000.0) AS over_s,"
 		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0) AS idle_micros"
-		       " FROM settled s"
-		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= s.a"
-		       "  AND s.a < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
-		       "  WHERE x.gpu_model = s.gpu_model) THEN s.gpu_model ELSE '*' END LIMIT 1) rt ON true"
+		       " FROM settled s LEFT JOIN LATERAL gl_rate_at(s.gpu_model, s.a) rt ON true"
 		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
 	rc = fleet_run(c, &f, r, err);
 out:

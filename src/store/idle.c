@@ -35,9 +35,8 @@ static const char jobs_sql[] =
 	"   WHEN k.gpu_milli * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
 	"   ELSE rt.cost * k.idle_gpu_s * 1000 / (k.gpu_milli * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
 	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_milli * extract(epoch FROM least(k.e0, r.valid_to)"
-	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000 AS cost FROM rates r"
-	"  WHERE r.valid_from < k.e0 AND r.valid_to > k.s0 AND r.gpu_model = CASE WHEN EXISTS"
-	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END) rt ON true"
+	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000 AS cost FROM gl_rates_of(k.gpu_model) r"
+	"  WHERE r.valid_from < k.e0 AND r.valid_to > k.s0) rt ON true"
 	")";
 
 #define OW(t, m) GL_PGROW(struct gl_idle_owner, t, m)

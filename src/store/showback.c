@@ -233,7 +233,7 @@ struct jobs_ctx {
 	size_t n_bounds;
 	struct rate_model *models;
 	size_t n_models;
-	const struct rate_model *star, *last;
+	const struct rate_model *star, *last; /* star: an unknown model's rates */
 	struct intern keys, parts;
 	struct okey *okeys;       /* by key index, when by_rules */
 	size_t cap_okeys;
@@ -260,7 +260,10 @@ static void jobs_ctx_fini(struct jobs_ctx *x)
 	gl_jobstats_fini(&x->st);
 }
 
-/* The rates of the job's GPU model: its own when it has any, else '*'. */
+/* The rates of the job's GPU model, as gl_rates_of (sql/033) chose them
+ * for every model name the database knows; a name it had not seen yet
+ * (gpu_model_canon is filled as names arrive) prices as an unknown model
+ * (gl_rates_of(NULL)). */
 static const struct rate_model *rates_for(struct jobs_ctx *x, const struct gl_db_field *m)
 {
 	if (m->len < 0)
@@ -268,7 +271,8 @@ static const struct rate_model *rates_for(struct jobs_ctx *x, const struct gl_db
 	if (x->last && strlen(x->last->model) == (size_t)m->len && !memcmp(x->last->model, m->p, (size_t)m->len))
 		return x->last;
 	for (size_t i = 0; i < x->n_models; i++)
-		if (strlen(x->models[i].model) == (size_t)m->len && !memcmp(x->models[i].model, m->p, (size_t)m->len))
+		if (x->models[i].model && strlen(x->models[i].model) == (size_t)m->len &&
+		    !memcmp(x->models[i].model, m->p, (size_t)m->len))
 			return x->last = &x->models[i];
 	return x->star;
 }
@@ -427,19 +431,23 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 		x->bounds[i + 1] = atoll(PQgetvalue(r, i, 0));
 	PQclear(r);
 	r = NULL;
+	/* every model's rates as the rule picks them, and an unknown model's
+	 * (model NULL, sorted last) */
 	if ((rc = gl_db_query(c,
-			      "SELECT gpu_model, CASE WHEN isfinite(valid_from) THEN (extract(epoch FROM valid_from) * 1000000)::bigint END,"
-			      " CASE WHEN isfinite(valid_to) THEN (extract(epoch FROM valid_to) * 1000000)::bigint END,"
-			      " micros_per_gpu_hour FROM rates ORDER BY gpu_model, valid_from",
+			      "SELECT m.model, CASE WHEN isfinite(r.valid_from) THEN (extract(epoch FROM r.valid_from) * 1000000)::bigint"
+			      " END, CASE WHEN isfinite(r.valid_to) THEN (extract(epoch FROM r.valid_to) * 1000000)::bigint END,"
+			      " r.micros_per_gpu_hour"
+			      " FROM (SELECT model FROM gpu_model_canon UNION SELECT gpu_model FROM rates UNION SELECT NULL) m"
+			      " CROSS JOIN LATERAL gl_rates_of(m.model) r ORDER BY m.model NULLS LAST, r.valid_from",
 			      0, NULL, &r, err)))
 		goto out;
 	x->models = gl_xcalloc((size_t)PQntuples(r) + 1, sizeof *x->models);
 	for (int i = 0; i < PQntuples(r); i++) {
 		struct rate_model *m = x->n_models ? &x->models[x->n_models - 1] : NULL;
 		struct gl_jobstats_rate *rt;
-		if (!m || strcmp(m->model, PQgetvalue(r, i, 0))) {
+		if (!m || (PQgetisnull(r, i, 0) ? !!m->model : !m->model || strcmp(m->model, PQgetvalue(r, i, 0)))) {
 			m = &x->models[x->n_models++];
-			m->model = gl_xstrdup(PQgetvalue(r, i, 0));
+			m->model = PQgetisnull(r, i, 0) ? NULL : gl_xstrdup(PQgetvalue(r, i, 0));
 		}
 		m->r = gl_xrealloc(m->r, (m->n + 1) * sizeof *m->r);
 		rt = &m->r[m->n++];
@@ -448,7 +456,7 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 		rt->micros_per_gpu_hour = atoll(PQgetvalue(r, i, 3));
 	}
 	for (size_t i = 0; i < x->n_models; i++)
-		if (!strcmp(x->models[i].model, "*"))
+		if (!x->models[i].model)
 			x->star = &x->models[i];
 out:
 	PQclear(r);
