@@ -114,7 +114,8 @@ cmd_init() {
 PORT= PID= OUTD=
 serve_start() {
 	rm -f "$DIR/port"
-	gl serve --listen 127.0.0.1:0 --port-file "$DIR/port" --no-ingest >>"$DIR/serve.log" 2>&1 &
+	# the binary itself, not through gl(): $! must be its pid for the stop
+	"$BIN" --config "$CFG" serve --listen 127.0.0.1:0 --port-file "$DIR/port" --no-ingest >>"$DIR/serve.log" 2>&1 &
 	PID=$!
 	for ((i = 0; i < 300; i++)); do
 		[[ -s $DIR/port ]] && PORT=$(cat "$DIR/port") && return 0
