@@ -42,6 +42,11 @@ struct gl_pgrow_field {
 int gl_pgrow_decode(const PGresult *r, const struct gl_pgrow_field *f, size_t nf, size_t size, void **rows,
 		    size_t *n, char **text, struct gl_err *err) GL_MUSTCHECK;
 
+/* gl_db_query (params text, NULL for SQL NULL) then gl_pgrow_decode: the
+ * rows of one statement, each decoded as above. */
+int gl_pgrow_query(PGconn *c, const char *sql, int np, const char *const *params, const struct gl_pgrow_field *f,
+		   size_t nf, size_t size, void **rows, size_t *n, char **text, struct gl_err *err) GL_MUSTCHECK;
+
 /* One column of a one-row result by name: int64 (0 when NULL), or 1 for
  * 't'. -GL_EINTERNAL when r has no row or no such column. */
 int gl_pgrow_one_i64(const PGresult *r, const char *name, int64_t *out, struct gl_err *err) GL_MUSTCHECK;

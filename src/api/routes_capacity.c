@@ -111,61 +111,141 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 	}
 }
 
+static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const struct gl_cap_row *rows, size_t nrows)
+{
+	static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
+					  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
+					  "over_gpu_seconds", "drained_allocated_gpu_seconds", "saturation", NULL};
+	struct gl_strbuf *o = &resp->body;
+	gl_csv_field(o, "start");
+	gl_csv_field(o, "end");
+	gl_csv_field(o, "cluster");
+	if (key_name(agg))
+		gl_csv_field(o, key_name(agg));
+	gl_apijson_csv_header(o, hdr);
+	for (size_t i = 0; i < nrows; i++) {
+		const struct gl_cap_row *r = &rows[i];
+		char a[32], b[32], sat[32] = "";
+		double sv = gl_capacity_saturation(r);
+		gl_time_format(r->start_s, a, sizeof a);
+		gl_time_format(r->end_s, b, sizeof b);
+		gl_csv_raw(o, a);
+		gl_csv_raw(o, b);
+		/* names come from scheduler output: guarded like any text */
+		gl_csv_field(o, r->cluster);
+		if (key_name(agg))
+			gl_csv_field(o, r->key);
+		gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
+				 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
+				 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
+				 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds,
+				 (long long)r->drained_allocated_gpu_seconds);
+		if (sv >= 0)
+			snprintf(sat, sizeof sat, "%.6f", sv);
+		gl_csv_raw(o, sat);
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
+}
+
+static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum gl_cap_aggregate agg,
+			    const struct gl_cap_row *rows, size_t nrows)
+{
+	cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
+	struct gl_cap_row tot;
+	gl_apijson_add_time(wo, "start", w->start_s);
+	gl_apijson_add_time(wo, "end", w->end_s);
+	cJSON_AddStringToObject(root, "step", gl_step_name(step));
+	cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
+	arr = cJSON_AddArrayToObject(root, "rows");
+	memset(&tot, 0, sizeof tot);
+	for (size_t i = 0; i < nrows; i++) {
+		cJSON *o = cJSON_CreateObject();
+		gl_apijson_add_time(o, "start", rows[i].start_s);
+		gl_apijson_add_time(o, "end", rows[i].end_s);
+		cJSON_AddStringToObject(o, "cluster", rows[i].cluster);
+		if (key_name(agg))
+			cJSON_AddStringToObject(o, key_name(agg), rows[i].key);
+		row_fields(o, &rows[i]);
+		cJSON_AddItemToArray(arr, o);
+		sum_into(&tot, &rows[i]);
+	}
+	t = cJSON_AddObjectToObject(root, "totals");
+	row_fields(t, &tot);
+	return root;
+}
+
+/* window, step, aggregate and format, each checked (400 naming it). */
+static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_window *w, enum gl_step *step,
+			   enum gl_cap_aggregate *agg, const char **format)
+{
+	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate");
+	struct gl_err err = {0};
+	int rc;
+
+	*format = gl_req_param(req, "format");
+	*step = GL_STEP_NONE;
+	*agg = GL_CAP_AGG_CLUSTER;
+	/* the shared parser also enforces api.max_window_days, as on every route */
+	if ((rc = gl_apijson_window(req, resp, "24h", w)))
+		return rc;
+	if (step_s && gl_step_parse(step_s, step, &err))
+		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
+	if (agg_s && !strcmp(agg_s, "partition"))
+		*agg = GL_CAP_AGG_PARTITION;
+	else if (agg_s && !strcmp(agg_s, "gpu_model"))
+		*agg = GL_CAP_AGG_MODEL;
+	else if (agg_s && strcmp(agg_s, "cluster"))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: expected cluster, partition or gpu_model, got '%s'",
+				     agg_s);
+	if (*format && strcmp(*format, "json") && strcmp(*format, "csv") && strcmp(*format, "sreport"))
+		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", *format);
+	if (*format && !strcmp(*format, "sreport"))
+		*agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+	return 0;
+}
+
+/* The steps as the query sees them: cut at now, since seconds that have
+ * not happened are neither reported nor idle (chargeback and /v1/idle stop
+ * there too; a month asked mid-month used to report its future as idle).
+ * format=sreport cuts at the end of now's hour instead, because slurmdbd
+ * rolls an unfinished hour up to its end. Steps keep their bounds in the
+ * answer. */
+static struct gl_window *cut_steps(const struct gl_window *steps, size_t nsteps, int sreport, int64_t now_s)
+{
+	struct gl_window *q = gl_xcalloc(nsteps ? nsteps : 1, sizeof *q);
+	int64_t cut = sreport ? (now_s / 3600 + 1) * 3600 : now_s;
+	for (size_t i = 0; i < nsteps; i++) {
+		q[i] = steps[i];
+		if (q[i].start_s > cut)
+			q[i].start_s = cut;
+		if (q[i].end_s > cut)
+			q[i].end_s = cut;
+	}
+	return q;
+}
+
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
-		   *format = gl_req_param(req, "format"), *cluster = gl_req_param(req, "cluster");
+	const char *cluster = gl_req_param(req, "cluster"), *format = NULL;
 	struct gl_err err = {0};
 	struct gl_window w, *steps = NULL, *qsteps = NULL;
-	enum gl_step step = GL_STEP_NONE;
-	enum gl_cap_aggregate agg = GL_CAP_AGG_CLUSTER;
-	struct gl_cap_row *rows = NULL, tot;
+	enum gl_step step;
+	enum gl_cap_aggregate agg;
+	struct gl_cap_row *rows = NULL;
 	size_t nsteps = 0, nrows = 0;
 	struct gl_store *st;
-	int rc = 0;
+	int rc = 0, sreport;
 
-	/* the shared parser also enforces api.max_window_days, as on every route */
-	if ((rc = gl_apijson_window(req, resp, "24h", &w)))
+	if ((rc = capacity_params(req, resp, &w, &step, &agg, &format)))
 		return rc;
-	if (step_s && gl_step_parse(step_s, &step, &err))
-		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
-	if (agg_s) {
-		if (!strcmp(agg_s, "cluster"))
-			agg = GL_CAP_AGG_CLUSTER;
-		else if (!strcmp(agg_s, "partition"))
-			agg = GL_CAP_AGG_PARTITION;
-		else if (!strcmp(agg_s, "gpu_model"))
-			agg = GL_CAP_AGG_MODEL;
-		else
-			return gl_resp_error(resp, GL_EINVAL, "aggregate",
-					     "aggregate: expected cluster, partition or gpu_model, got '%s'", agg_s);
-	}
-	if (format && strcmp(format, "json") && strcmp(format, "csv") && strcmp(format, "sreport"))
-		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", format);
-	if (format && !strcmp(format, "sreport"))
-		agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+	sreport = format && !strcmp(format, "sreport");
 	steps = gl_xcalloc(MAX_STEPS, sizeof *steps);
 	if (gl_window_split(&w, step, steps, MAX_STEPS, &nsteps, &err)) {
 		rc = gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
 		goto out;
 	}
-	/* Steps are cut at now before the query: seconds that have not
-	 * happened are neither reported nor idle (chargeback and /v1/idle stop
-	 * there too; a month asked mid-month used to report its future as
-	 * idle). format=sreport cuts at the end of now's hour instead, because
-	 * slurmdbd rolls an unfinished hour up to its end. Steps keep their
-	 * bounds in the answer. */
-	qsteps = gl_xcalloc(nsteps ? nsteps : 1, sizeof *qsteps);
-	{
-		int64_t cut = format && !strcmp(format, "sreport") ? (req->now_s / 3600 + 1) * 3600 : req->now_s;
-		for (size_t i = 0; i < nsteps; i++) {
-			qsteps[i] = steps[i];
-			if (qsteps[i].start_s > cut)
-				qsteps[i].start_s = cut;
-			if (qsteps[i].end_s > cut)
-				qsteps[i].end_s = cut;
-		}
-	}
+	qsteps = cut_steps(steps, nsteps, sreport, req->now_s);
 	if ((rc = gl_req_store(req, &st, &err)) ||
 	    (rc = gl_capacity_query(st, qsteps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
@@ -175,66 +255,13 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		rows[i].start_s = steps[rows[i].step].start_s;
 		rows[i].end_s = steps[rows[i].step].end_s;
 	}
-	memset(&tot, 0, sizeof tot);
-	for (size_t i = 0; i < nrows; i++)
-		sum_into(&tot, &rows[i]);
-	if (format && !strcmp(format, "sreport")) {
+	if (sreport) {
 		put_sreport(&resp->body, steps, nsteps, rows, nrows);
 		resp->content_type = "text/plain; charset=utf-8";
 	} else if (format && !strcmp(format, "csv")) {
-		struct gl_strbuf *o = &resp->body;
-		static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
-						  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
-						  "over_gpu_seconds", "drained_allocated_gpu_seconds", "saturation",
-						  NULL};
-		gl_csv_field(o, "start");
-		gl_csv_field(o, "end");
-		gl_csv_field(o, "cluster");
-		if (key_name(agg))
-			gl_csv_field(o, key_name(agg));
-		gl_apijson_csv_header(o, hdr);
-		for (size_t i = 0; i < nrows; i++) {
-			const struct gl_cap_row *r = &rows[i];
-			char a[32], b[32], sat[32] = "";
-			double sv = gl_capacity_saturation(r);
-			gl_time_format(r->start_s, a, sizeof a);
-			gl_time_format(r->end_s, b, sizeof b);
-			gl_csv_raw(o, a);
-			gl_csv_raw(o, b);
-			/* names come from scheduler output: guarded like any text */
-			gl_csv_field(o, r->cluster);
-			if (key_name(agg))
-				gl_csv_field(o, r->key);
-			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
-					 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
-					 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
-					 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds,
-					 (long long)r->drained_allocated_gpu_seconds);
-			if (sv >= 0)
-				snprintf(sat, sizeof sat, "%.6f", sv);
-			gl_csv_raw(o, sat);
-			gl_csv_end(o);
-		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
+		capacity_csv(resp, agg, rows, nrows);
 	} else {
-		cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
-		gl_apijson_add_time(wo, "start", w.start_s);
-		gl_apijson_add_time(wo, "end", w.end_s);
-		cJSON_AddStringToObject(root, "step", gl_step_name(step));
-		cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
-		arr = cJSON_AddArrayToObject(root, "rows");
-		for (size_t i = 0; i < nrows; i++) {
-			cJSON *o = cJSON_CreateObject();
-			gl_apijson_add_time(o, "start", rows[i].start_s);
-			gl_apijson_add_time(o, "end", rows[i].end_s);
-			cJSON_AddStringToObject(o, "cluster", rows[i].cluster);
-			if (key_name(agg))
-				cJSON_AddStringToObject(o, key_name(agg), rows[i].key);
-			row_fields(o, &rows[i]);
-			cJSON_AddItemToArray(arr, o);
-		}
-		t = cJSON_AddObjectToObject(root, "totals");
-		row_fields(t, &tot);
+		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
 		gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}

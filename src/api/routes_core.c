@@ -101,44 +101,54 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
+/* One gauge per source and cluster, with its HELP and TYPE lines; v(i)
+ * gives the value, or GL_TIME_NONE for none (the sample is left out). */
+static void per_source(struct gl_strbuf *o, const struct gl_ingest_list *l, const char *metric, const char *help,
+		       int with_status, int64_t (*v)(const struct gl_ingest_last_run *, int64_t), int64_t now_s)
+{
+	char val[24];
+	gl_strbuf_printf(o, "# HELP %s %s\n# TYPE %s gauge\n", metric, help, metric);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct gl_ingest_last_run *r = &l->last[i];
+		int64_t x = v(r, now_s);
+		if (x == GL_TIME_NONE)
+			continue;
+		snprintf(val, sizeof val, "%lld", (long long)x);
+		gl_apijson_prom_sample(o, metric,
+				       (const char *[]){"source", r->source, "cluster", r->cluster,
+							with_status ? "status" : NULL, r->status, NULL},
+				       val);
+	}
+}
+
+static int64_t last_started(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->started_s;
+}
+static int64_t last_rows(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->rows;
+}
+static int64_t last_skipped(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->skipped;
+}
+static int64_t lag(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->watermark_s == GL_TIME_NONE ? GL_TIME_NONE : now_s - r->watermark_s;
+}
+
 /* The ingest health users alert on: each source's last run, its rows and
  * skips, and how far its watermark lags. */
 static void ingest_metrics(struct gl_strbuf *o, const struct gl_ingest_list *l, int64_t now_s)
 {
-	char v[24];
-	gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_timestamp_seconds Start of the last ingest run.\n"
-			  "# TYPE gpuledger_ingest_last_run_timestamp_seconds gauge\n");
-	for (size_t i = 0; i < l->n; i++) {
-		snprintf(v, sizeof v, "%lld", (long long)l->last[i].started_s);
-		gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_timestamp_seconds",
-				       (const char *[]){"source", l->last[i].source, "cluster", l->last[i].cluster, "status",
-							l->last[i].status, NULL},
-				       v);
-	}
-	gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_rows Rows written (inserted+updated) by the last run.\n"
-			  "# TYPE gpuledger_ingest_last_run_rows gauge\n");
-	for (size_t i = 0; i < l->n; i++) {
-		snprintf(v, sizeof v, "%lld", (long long)l->last[i].rows);
-		gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_rows",
-				       (const char *[]){"source", l->last[i].source, "cluster", l->last[i].cluster, NULL}, v);
-	}
-	gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_skipped Lines skipped by the last run.\n"
-			  "# TYPE gpuledger_ingest_last_run_skipped gauge\n");
-	for (size_t i = 0; i < l->n; i++) {
-		snprintf(v, sizeof v, "%lld", (long long)l->last[i].skipped);
-		gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_skipped",
-				       (const char *[]){"source", l->last[i].source, "cluster", l->last[i].cluster, NULL}, v);
-	}
-	gl_strbuf_puts(o, "# HELP gpuledger_ingest_lag_seconds Now minus the source's watermark.\n"
-			  "# TYPE gpuledger_ingest_lag_seconds gauge\n");
-	for (size_t i = 0; i < l->n; i++)
-		if (l->last[i].watermark_s != GL_TIME_NONE) {
-			snprintf(v, sizeof v, "%lld", (long long)(now_s - l->last[i].watermark_s));
-			gl_apijson_prom_sample(o, "gpuledger_ingest_lag_seconds",
-					       (const char *[]){"source", l->last[i].source, "cluster", l->last[i].cluster,
-								NULL},
-					       v);
-		}
+	per_source(o, l, "gpuledger_ingest_last_run_timestamp_seconds", "Start of the last ingest run.", 1,
+		   last_started, now_s);
+	per_source(o, l, "gpuledger_ingest_last_run_rows", "Rows written (inserted+updated) by the last run.", 0,
+		   last_rows, now_s);
+	per_source(o, l, "gpuledger_ingest_last_run_skipped", "Lines skipped by the last run.", 0, last_skipped,
+		   now_s);
+	per_source(o, l, "gpuledger_ingest_lag_seconds", "Now minus the source's watermark.", 0, lag, now_s);
 }
 
 /* The inventory gauges: GPUs per cluster and source, the last scheduler

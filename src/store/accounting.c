@@ -732,6 +732,18 @@ static void filter_args(const char **params, int np0, int np, const struct gl_st
 		params[i] = arrays->p + arr_off[i];
 }
 
+/* Runs a lines query and folds its rows into cb. */
+static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims, struct gl_cb *cb,
+		     struct gl_acct_meta *meta, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = gl_db_query(c, sql, np, params, &r, err);
+	if (!rc)
+		rc = absorb(r, n_dims, cb, meta, err);
+	PQclear(r);
+	return rc;
+}
+
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
  * it holds every dimension asked for) */
 static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
@@ -740,7 +752,6 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, da = GL_STRBUF_INIT, di = GL_STRBUF_INIT;
 	const char *params[40];
 	size_t arr_off[40];
-	PGresult *r = NULL;
 	int np = 2, rc;
 
 	gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
@@ -760,10 +771,8 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	params[0] = da.p;
 	params[1] = di.p;
 	filter_args(params, 2, np, &arrays, arr_off);
-	if (!(rc = gl_db_query(c, sql.p, np, params, &r, err)))
-		rc = absorb(r, q->n_dims, cb, meta, err);
+	rc = run_lines(c, sql.p, np, params, q->n_dims, cb, meta, err);
 out:
-	PQclear(r);
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
 	gl_strbuf_fini(&da);
@@ -779,7 +788,6 @@ static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct pla
 	const char *params[40];
 	size_t arr_off[40];
 	char now[24];
-	PGresult *r = NULL;
 	int np = 4, rc;
 
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
@@ -796,10 +804,8 @@ static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct pla
 	params[2] = now;
 	params[3] = pa[2].p;
 	filter_args(params, 4, np, &arrays, arr_off);
-	if (!(rc = gl_db_query(c, sql.p, np, params, &r, err)))
-		rc = absorb(r, q->n_dims, cb, meta, err);
+	rc = run_lines(c, sql.p, np, params, q->n_dims, cb, meta, err);
 out:
-	PQclear(r);
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)

@@ -18,7 +18,6 @@ int gl_auditread_page(struct gl_store *st, const struct gl_auditread_query *q, s
 		      struct gl_err *err)
 {
 	char lim[24], cur[24];
-	PGresult *r = NULL;
 	void *rows = NULL;
 	int rc;
 
@@ -28,7 +27,7 @@ int gl_auditread_page(struct gl_store *st, const struct gl_auditread_query *q, s
 	snprintf(cur, sizeof cur, "%lld", (long long)q->cursor);
 	/* newest first; keyset pagination: cursor = the seq to continue below,
 	 * so pages stay exact while rows are appended */
-	if ((rc = gl_db_query(gl_db_conn(st),
+	rc = gl_pgrow_query(gl_db_conn(st),
 			      "SELECT audit_id AS seq, extract(epoch FROM at)::bigint AS at_s, actor, source_addr, action,"
 			      " object, outcome, detail::text AS detail, encode(prev_hash, 'hex') AS prev_hash,"
 			      " encode(hash, 'hex') AS hash FROM audit_log"
@@ -36,11 +35,9 @@ int gl_auditread_page(struct gl_store *st, const struct gl_auditread_query *q, s
 			      "   AND ($3::text IS NULL OR action = $3) AND ($4::text IS NULL OR actor = $4)"
 			      "   AND ($5::text IS NULL OR outcome = $5) AND ($6::bigint = 0 OR audit_id < $6)"
 			      " ORDER BY audit_id DESC LIMIT $7",
-			      7, (const char *[]){q->from, q->to, q->action, q->actor, q->outcome, cur, lim}, &r, err)))
-		return rc;
-	rc = gl_pgrow_decode(r, row_fields, GL_ARRAY_LEN(row_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
+			      7, (const char *[]){q->from, q->to, q->action, q->actor, q->outcome, cur, lim}, row_fields,
+			      GL_ARRAY_LEN(row_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
 	out->rows = rows;
-	PQclear(r);
 	if (!rc && out->n > (size_t)q->limit) {
 		out->more = 1;
 		out->n = (size_t)q->limit;

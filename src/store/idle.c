@@ -65,17 +65,6 @@ int gl_idle_dim_valid(const char *dim)
 	return !strchr(dim, ',') && gl_acct_dim_sql(dim) != NULL;
 }
 
-static int fetch(PGconn *c, const char *sql, int np, const char *const *params, const struct gl_pgrow_field *f,
-		 size_t nf, size_t size, void **rows, size_t *n, char **text, struct gl_err *err)
-{
-	PGresult *r = NULL;
-	int rc = gl_db_query(c, sql, np, params, &r, err);
-	if (!rc)
-		rc = gl_pgrow_decode(r, f, nf, size, rows, n, text, err);
-	PQclear(r);
-	return rc;
-}
-
 /* The owners' totals and the top jobs (both from jobs_sql). */
 static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct gl_idle *out, struct gl_err *err)
 {
@@ -88,7 +77,7 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 			     " round(sum(p.observed_gpu_s)) AS observed_gpu_s, round(sum(p.idle_micros)) AS idle_micros,"
 			     " count(*) FILTER (WHERE p.idle_micros IS NULL) AS unpriced_jobs"
 			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
-	rc = fetch(c, sql.p, 3, p, owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *out->owners, &owners,
+	rc = gl_pgrow_query(c, sql.p, 3, p, owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *out->owners, &owners,
 		   &out->n_owners, &out->text[0], err);
 	out->owners = owners;
 	gl_strbuf_reset(&sql);
@@ -99,7 +88,7 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 			     " extract(epoch FROM p.s0)::bigint AS from_s, extract(epoch FROM p.e0)::bigint AS to_s"
 			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
 	if (!rc)
-		rc = fetch(c, sql.p, 4, p, job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->jobs, &jobs, &out->n_jobs,
+		rc = gl_pgrow_query(c, sql.p, 4, p, job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->jobs, &jobs, &out->n_jobs,
 			   &out->text[1], err);
 	out->jobs = jobs;
 	gl_strbuf_fini(&sql);

@@ -219,24 +219,21 @@ int gl_ingest_runs_list(struct gl_store *st, const char *source, int64_t limit, 
 			struct gl_err *err)
 {
 	char lim[24];
-	PGresult *r = NULL;
 	void *rows = NULL;
 	int rc;
 
 	memset(out, 0, sizeof *out);
 	snprintf(lim, sizeof lim, "%lld", (long long)limit);
-	if ((rc = gl_db_query(gl_db_conn(st),
+	rc = gl_pgrow_query(gl_db_conn(st),
 			      "SELECT r.run_id, r.source, c.name AS cluster, r.input,"
 			      " extract(epoch FROM r.started_at)::bigint AS started_s,"
 			      " extract(epoch FROM r.finished_at)::bigint AS finished_s, r.status, r.lines_read, r.inserted,"
 			      " r.updated, r.unchanged, r.skipped, r.ignored, r.skip_reasons::text AS skip_reasons, r.error"
 			      " FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
 			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
-			      2, (const char *[]){source, lim}, &r, err)))
-		return rc;
-	rc = gl_pgrow_decode(r, run_fields, GL_ARRAY_LEN(run_fields), sizeof *out->runs, &rows, &out->n, &out->text, err);
+			      2, (const char *[]){source, lim}, run_fields, GL_ARRAY_LEN(run_fields), sizeof *out->runs, &rows,
+			      &out->n, &out->text, err);
 	out->runs = rows;
-	PQclear(r);
 	return rc;
 }
 
@@ -249,24 +246,20 @@ static const struct gl_pgrow_field last_fields[] = {
 
 int gl_ingest_runs_last(struct gl_store *st, struct gl_ingest_list *out, struct gl_err *err)
 {
-	PGresult *r = NULL;
 	void *rows = NULL;
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = gl_db_query(gl_db_conn(st),
+	rc = gl_pgrow_query(gl_db_conn(st),
 			      "SELECT DISTINCT ON (r.source, c.name) r.source, c.name AS cluster,"
 			      " extract(epoch FROM r.started_at)::bigint AS started_s, r.status, r.inserted + r.updated AS rows,"
 			      " r.skipped, (SELECT extract(epoch FROM s.watermark)::bigint FROM ingest_state s"
 			      "   WHERE s.source = r.source AND s.cluster_id = r.cluster_id) AS watermark_s"
 			      " FROM ingest_runs r JOIN clusters c USING (cluster_id)"
 			      " ORDER BY r.source, c.name, r.run_id DESC",
-			      0, NULL, &r, err)))
-		return rc;
-	rc = gl_pgrow_decode(r, last_fields, GL_ARRAY_LEN(last_fields), sizeof *out->last, &rows, &out->n, &out->text,
-			     err);
+			      0, NULL, last_fields, GL_ARRAY_LEN(last_fields), sizeof *out->last, &rows, &out->n, &out->text,
+			      err);
 	out->last = rows;
-	PQclear(r);
 	return rc;
 }
 

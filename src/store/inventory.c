@@ -16,18 +16,9 @@ static int fetch(struct gl_store *st, const char *sql, int np, const char *const
 		 const struct gl_pgrow_field *f, size_t nf, size_t size, void **rows, size_t *n, char **slot,
 		 struct gl_err *err)
 {
-	PGresult *r = NULL;
-	int rc;
 	free(*rows);
 	free(*slot);
-	*rows = NULL;
-	*slot = NULL;
-	*n = 0;
-	if ((rc = gl_db_query(gl_db_conn(st), sql, np, params, &r, err)))
-		return rc;
-	rc = gl_pgrow_decode(r, f, nf, size, rows, n, slot, err);
-	PQclear(r);
-	return rc;
+	return gl_pgrow_query(gl_db_conn(st), sql, np, params, f, nf, size, rows, n, slot, err);
 }
 
 #define CL(t, m) GL_PGROW(struct gl_inventory_cluster, t, m)

@@ -63,7 +63,6 @@ int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, stru
 		     struct gl_err *err)
 {
 	char lim[24], off[24], wa[24], wb[24], now[24], cur[24];
-	PGresult *r = NULL;
 	void *rows = NULL;
 	int rc;
 
@@ -75,14 +74,11 @@ int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, stru
 	snprintf(wb, sizeof wb, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	snprintf(cur, sizeof cur, "%lld", (long long)q->cursor);
-	if ((rc = gl_db_query(gl_db_conn(st), jobs_sql, 10,
-			      (const char *[]){q->cluster, q->state, q->job_id, lim, off, q->owners, q->windowed ? wa : NULL,
-					       q->windowed ? wb : NULL, now, q->cursor ? cur : NULL},
-			      &r, err)))
-		return rc;
-	rc = gl_pgrow_decode(r, job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
+	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 10,
+			    (const char *[]){q->cluster, q->state, q->job_id, lim, off, q->owners, q->windowed ? wa : NULL,
+					     q->windowed ? wb : NULL, now, q->cursor ? cur : NULL},
+			    job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
 	out->rows = rows;
-	PQclear(r);
 	if (!rc && out->n > (size_t)q->limit) {
 		out->more = 1;
 		out->n = (size_t)q->limit;

@@ -1,5 +1,6 @@
 /* Query results into typed rows (see include/gl/pgrow.h). */
 #include "gl/pgrow.h"
+#include "gl/db.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,21 @@ int gl_pgrow_decode(const PGresult *r, const struct gl_pgrow_field *f, size_t nf
 	*n = (size_t)nr;
 	free(col);
 	return 0;
+}
+
+int gl_pgrow_query(PGconn *c, const char *sql, int np, const char *const *params, const struct gl_pgrow_field *f,
+		   size_t nf, size_t size, void **rows, size_t *n, char **text, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	*rows = NULL;
+	*text = NULL;
+	*n = 0;
+	if ((rc = gl_db_query(c, sql, np, params, &r, err)))
+		return rc;
+	rc = gl_pgrow_decode(r, f, nf, size, rows, n, text, err);
+	PQclear(r);
+	return rc;
 }
 
 static int one(const PGresult *r, const char *name, const char **v, struct gl_err *err)

@@ -43,17 +43,6 @@ static const struct gl_pgrow_field pending_fields[] = {
 };
 #undef QP
 
-static int fetch(PGconn *c, const char *sql, int np, const char *const *params, const struct gl_pgrow_field *f,
-		 size_t nf, size_t size, void **rows, size_t *n, char **text, struct gl_err *err)
-{
-	PGresult *r = NULL;
-	int rc = gl_db_query(c, sql, np, params, &r, err);
-	if (!rc)
-		rc = gl_pgrow_decode(r, f, nf, size, rows, n, text, err);
-	PQclear(r);
-	return rc;
-}
-
 int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s,
 		  struct gl_queue *q, struct gl_err *err)
 {
@@ -81,7 +70,7 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 " sum(k.gpu_milli) AS gpu_milli"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
-	rc = fetch(gl_db_conn(st), sql.p, 2, (const char *[]){a, b}, wait_fields, GL_ARRAY_LEN(wait_fields),
+	rc = gl_pgrow_query(gl_db_conn(st), sql.p, 2, (const char *[]){a, b}, wait_fields, GL_ARRAY_LEN(wait_fields),
 		   sizeof *q->waits, &waits, &q->n_waits, &q->text[0], err);
 	q->waits = waits;
 	/* pending demand now: queued jobs and how long they have waited */
@@ -96,7 +85,7 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
 	if (!rc)
-		rc = fetch(gl_db_conn(st), sql.p, 1, (const char *[]){now}, pending_fields, GL_ARRAY_LEN(pending_fields),
+		rc = gl_pgrow_query(gl_db_conn(st), sql.p, 1, (const char *[]){now}, pending_fields, GL_ARRAY_LEN(pending_fields),
 			   sizeof *q->pending, &pending, &q->n_pending, &q->text[1], err);
 	q->pending = pending;
 	gl_strbuf_fini(&sql);

@@ -18,17 +18,6 @@ static const struct gl_pgrow_field owner_fields[] = {
 };
 #undef OW
 
-static int fetch(PGconn *c, const char *sql, const struct gl_pgrow_field *f, size_t nf, size_t size, void **rows,
-		 size_t *n, char **text, struct gl_err *err)
-{
-	PGresult *r = NULL;
-	int rc = gl_db_query(c, sql, 0, NULL, &r, err);
-	if (!rc)
-		rc = gl_pgrow_decode(r, f, nf, size, rows, n, text, err);
-	PQclear(r);
-	return rc;
-}
-
 int gl_ratebook_read(struct gl_store *st, struct gl_ratebook *rb, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
@@ -36,18 +25,18 @@ int gl_ratebook_read(struct gl_store *st, struct gl_ratebook *rb, struct gl_err 
 	int rc;
 
 	memset(rb, 0, sizeof *rb);
-	rc = fetch(c,
+	rc = gl_pgrow_query(c,
 		   "SELECT gpu_model, currency, micros_per_gpu_hour, valid_from::text AS valid_from,"
 		   " valid_to::text AS valid_to FROM rates ORDER BY gpu_model, valid_from",
-		   rate_fields, GL_ARRAY_LEN(rate_fields), sizeof *rb->rates, &rates, &rb->n_rates, &rb->text[0], err);
+		   0, NULL, rate_fields, GL_ARRAY_LEN(rate_fields), sizeof *rb->rates, &rates, &rb->n_rates, &rb->text[0], err);
 	rb->rates = rates;
 	if (rc)
 		return rc;
-	rc = fetch(c,
+	rc = gl_pgrow_query(c,
 		   "SELECT priority, coalesce(cluster, '*') AS cluster, match_field, match_value, team,"
 		   " coalesce(project, '') AS project, coalesce(cost_center, '') AS cost_center FROM owners"
 		   " ORDER BY priority, rule_id",
-		   owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *rb->owners, &owners, &rb->n_owners, &rb->text[1], err);
+		   0, NULL, owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *rb->owners, &owners, &rb->n_owners, &rb->text[1], err);
 	rb->owners = owners;
 	return rc;
 }

@@ -19,15 +19,9 @@ static const struct gl_pgrow_field latest_fields[] = {RF(I64, version), RF(STR, 
 static int fetch(struct gl_store *st, const char *sql, int np, const char *const *params,
 		 const struct gl_pgrow_field *f, size_t nf, struct gl_reportfiles *out, struct gl_err *err)
 {
-	PGresult *r = NULL;
 	void *rows = NULL;
-	int rc;
-	memset(out, 0, sizeof *out);
-	if ((rc = gl_db_query(gl_db_conn(st), sql, np, params, &r, err)))
-		return rc;
-	rc = gl_pgrow_decode(r, f, nf, sizeof *out->rows, &rows, &out->n, &out->text, err);
+	int rc = gl_pgrow_query(gl_db_conn(st), sql, np, params, f, nf, sizeof *out->rows, &rows, &out->n, &out->text, err);
 	out->rows = rows;
-	PQclear(r);
 	return rc;
 }
 
