@@ -682,9 +682,8 @@ static int cmp_model(const void *pa, const void *pb)
 }
 
 /* Rates and owner rules in force at some time of the month, with their
- * effective dates; ingestion runs that failed or were partial, and
- * stretches without runs. */
-static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+ * effective dates. */
+static int gather_pricebook(PGconn *c, struct gl_showback *sb, struct gl_err *err)
 {
 	char a[24], b[24];
 	PGresult *r = NULL;
@@ -741,6 +740,20 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 	}
 	PQclear(r);
 	r = NULL;
+out:
+	PQclear(r);
+	return rc;
+}
+
+/* The ingestion runs of the month that failed or were partial, and the
+ * stretches without runs, as notes on what is partial. */
+static int gather_ingest_gaps(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	char a[24], b[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
+	snprintf(b, sizeof b, "%lld", (long long)sb->end_s);
 	if ((rc = gl_db_query(c,
 			      "SELECT r.source, coalesce(c.name, ''), r.status, count(*),"
 			      " to_char(min(r.started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
@@ -799,6 +812,13 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 out:
 	PQclear(r);
 	return rc;
+}
+
+/* The reference pages: the price book and what the ingestion missed. */
+static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	int rc = gather_pricebook(c, sb, err);
+	return rc ? rc : gather_ingest_gaps(c, sb, now_s, err);
 }
 
 /* The capacity page's rows (struct gl_sb_capacity): the outlook that
