@@ -327,6 +327,26 @@ static const char usage_serve[] =
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
 	"--listen overrides server.listen (port 0 = any free port, logged and written to --port-file).\n";
 
+/* The daemon's database before it serves: open and migrated (failing early
+ * and clearly when it is not there), the embedded cluster hardened, and the
+ * config's cost model and capacity plan (checked against the fleet,
+ * file:line) the ones in force. */
+static int serve_prepare(const struct gl_config *cfg, struct gl_store **st, struct gl_err *err)
+{
+	int applied, rc;
+	if ((rc = gl_store_open(cfg, st, err)) || (rc = gl_migrate_run(*st, &applied, err)) ||
+	    (rc = harden_embedded(cfg, err)))
+		return rc;
+	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
+	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
+		struct gl_costing_summary sum;
+		if ((rc = gl_costing_load(*st, cfg, "system", &sum, err)))
+			return rc;
+	}
+	return gl_capplandb_load_config(*st, cfg, "system", (int64_t)time(NULL), err);
+}
+
 static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -341,7 +361,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	struct gl_anchor_state anchor = {GL_LOG_LIMITER_INIT(600), GL_LOG_LIMITER_INIT(600)};
 	int64_t next_anchor_s = 0;
 	struct gl_store *st = NULL;
-	int ch, rc = 0, no_ingest = 0, applied;
+	int ch, rc = 0, no_ingest = 0;
 	struct sigaction sa;
 
 	if (gl_cli_wants_help(argc, argv)) {
@@ -373,23 +393,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	/* fail early and clearly when the database is not there or not migrated */
-	if (gl_store_open(cfg, &st, &err) || gl_migrate_run(st, &applied, &err) || harden_embedded(cfg, &err)) {
-		rc = gl_cli_fail(&err);
-		goto out;
-	}
-	/* the config's cost model, when it has one, is the one in force */
-	warn_idle_aliases(cfg);
-	gl_config_warn_shell(cfg);
-	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
-		struct gl_costing_summary sum;
-		if (gl_costing_load(st, cfg, "system", &sum, &err)) {
-			rc = gl_cli_fail(&err);
-			goto out;
-		}
-	}
-	/* the config's capacity plan, checked against the fleet (file:line) */
-	if (gl_capplandb_load_config(st, cfg, "system", (int64_t)time(NULL), &err)) {
+	if (serve_prepare(cfg, &st, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
