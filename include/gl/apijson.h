@@ -11,7 +11,6 @@
 #include "gl/window.h"
 
 #include <cjson/cJSON.h>
-#include <libpq-fe.h>
 #include <stdint.h>
 
 /* A whole number written as ASCII digits only (no sign, no spaces, as
@@ -39,14 +38,14 @@ void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition);
 void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v);
 /* Adds header k (a static string): v in decimal, kept in resp. */
 void gl_apijson_add_header_num(struct gl_resp *resp, const char *k, long long v);
-/* CSV cells from column col of row: text (guarded, quoted as needed),
- * a number as the database printed it, epoch seconds as RFC 3339 UTC,
- * micro-units as money with minor decimals (the currency's minor units,
- * gl_money_minor); SQL NULL is an empty cell. */
-void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col, int minor);
+/* CSV cells of typed values: an integer, a double as the database prints
+ * it (gl_csv_f8), micro-units as money with minor decimals (the currency's
+ * minor units, gl_money_minor), epoch seconds as RFC 3339 UTC; an empty
+ * cell when null is set (or the time is GL_TIME_NONE). */
+void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null);
+void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null);
+void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int minor);
+void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t);
 /* Thousandths (gpu_milli) as a decimal without trailing zeros ("0.5", "2"). */
 void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
 /* A header row from a NULL-terminated list of names. */
@@ -65,18 +64,17 @@ void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
 void gl_apijson_add_time(cJSON *o, const char *k, int64_t t);
 /* k: [start, end] of w as RFC 3339 UTC strings. */
 void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w);
-/* k: column col of row as a string, a number, or epoch seconds as a time;
- * null when the value is SQL NULL. */
-void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col);
+/* k: s, or null when s is NULL. */
+void gl_apijson_add_str(cJSON *o, const char *k, const char *s);
+/* k: v as a number, or null when null is set. */
+void gl_apijson_add_int(cJSON *o, const char *k, int64_t v, int null);
+void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null);
 
 /* The same for a streamed body (include/gl/jsonw.h): member k of the
- * writer's open object (NULL in an array), printed as the add_col_*
- * functions print it through cJSON. */
+ * writer's open object (NULL in an array), printed as the add_* functions
+ * print it through cJSON. */
 struct gl_jsonw;
-void gl_apijson_w_col_str(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_w_col_num(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_w_col_time(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null);
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null);
 
 #endif

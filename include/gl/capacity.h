@@ -17,7 +17,6 @@
 #include "gl/common.h"
 #include "gl/window.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,7 +53,8 @@ double gl_capacity_saturation(const struct gl_cap_row *r);
 /* Rows for each step x cluster x key (only those with capacity or
  * allocation), ordered by step, cluster, key, settled. cluster may be NULL
  * (all). now_s ends running jobs. */
-int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
+struct gl_store;
+int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
 		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows,
 		      struct gl_err *err) GL_MUSTCHECK;
 

@@ -9,6 +9,7 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
+#include "gl/db.h"
 #include "gl/reqclass.h"
 #include "gl/strbuf.h"
 #include "gl/tokens.h"
@@ -91,6 +92,15 @@ const char *gl_req_param(const struct gl_req *req, const char *name);
  * server adds where the answer came from to the response (headers, and a
  * "freshness" object in a JSON object body). */
 int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
+/* The same session as a store handle (include/gl/store.h), what handlers
+ * pass to src/store/: they never name libpq. */
+static inline GL_MUSTCHECK int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err)
+{
+	PGconn *c = NULL;
+	int rc = gl_req_db(req, &c, err);
+	*st = rc ? NULL : gl_db_store(c);
+	return rc;
+}
 
 /* Object-level checks for owner-scoped tokens. A handler that serves a
  * scoped token must go through one of these (they mark the request) and be

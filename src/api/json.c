@@ -86,48 +86,44 @@ void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w)
 	cJSON_AddItemToObject(o, k, cJSON_CreateStringArray((const char *[]){a, b}, 2));
 }
 
-void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_add_str(cJSON *o, const char *k, const char *s)
 {
-	if (PQgetisnull(r, row, col))
+	if (s)
+		cJSON_AddStringToObject(o, k, s);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+void gl_apijson_add_int(cJSON *o, const char *k, int64_t v, int null)
+{
+	if (null)
 		cJSON_AddNullToObject(o, k);
 	else
-		cJSON_AddStringToObject(o, k, PQgetvalue(r, row, col));
+		cJSON_AddNumberToObject(o, k, (double)v);
 }
 
-/* atof, not atoll: numeric columns (round(), avg()) come as decimals too;
- * on bigint text both give the same double */
-void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null)
 {
-	if (PQgetisnull(r, row, col))
+	if (null)
 		cJSON_AddNullToObject(o, k);
 	else
-		cJSON_AddNumberToObject(o, k, atof(PQgetvalue(r, row, col)));
+		cJSON_AddNumberToObject(o, k, v);
 }
 
-void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null)
 {
-	if (PQgetisnull(r, row, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		gl_apijson_add_time(o, k, atoll(PQgetvalue(r, row, col)));
-}
-
-void gl_apijson_w_col_str(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
-{
-	gl_jsonw_str(w, k, PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col));
-}
-
-void gl_apijson_w_col_num(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
-{
-	if (PQgetisnull(r, row, col))
+	if (null)
 		gl_jsonw_null(w, k);
 	else
-		gl_jsonw_num(w, k, atof(PQgetvalue(r, row, col)));
+		gl_jsonw_num(w, k, (double)v);
 }
 
-void gl_apijson_w_col_time(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null)
 {
-	gl_jsonw_time(w, k, PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col)));
+	if (null)
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, v);
 }
 
 int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)
@@ -171,30 +167,35 @@ void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition)
 	gl_apijson_add_header(resp, "Content-Disposition", disposition);
 }
 
-void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col)
+void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null)
 {
-	gl_csv_field(o, PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
-}
-
-void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col)
-{
-	gl_csv_raw(o, PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
-}
-
-void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col)
-{
-	char buf[32] = "";
-	if (!PQgetisnull(r, row, col))
-		gl_time_format(atoll(PQgetvalue(r, row, col)), buf, sizeof buf);
+	char buf[24] = "";
+	if (!null)
+		snprintf(buf, sizeof buf, "%lld", (long long)v);
 	gl_csv_raw(o, buf);
 }
 
-void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col, int minor)
+void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null)
+{
+	if (null)
+		gl_csv_raw(o, "");
+	else
+		gl_csv_f8(o, v);
+}
+
+void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t)
+{
+	char buf[32] = "";
+	if (t != GL_TIME_NONE)
+		gl_time_format(t, buf, sizeof buf);
+	gl_csv_raw(o, buf);
+}
+
+void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int minor)
 {
 	char buf[48] = "";
-	/* numeric columns (round(...)) print no fraction: atoll reads them whole */
-	if (!PQgetisnull(r, row, col))
-		gl_money_format(atoll(PQgetvalue(r, row, col)), minor, buf, sizeof buf);
+	if (!null)
+		gl_money_format(micros, minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 

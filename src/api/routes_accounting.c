@@ -6,6 +6,7 @@
 #include "gl/csv.h"
 #include "gl/jsonw.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
@@ -426,7 +427,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	struct cb_out *o = gl_xcalloc(1, sizeof *o);
 	struct gl_acct_query q = {0};
 	struct gl_err err = {0};
-	PGconn *c;
+	struct gl_store *st;
 	int rc;
 
 	if ((rc = parse_params(req, resp, &o->p, "team")))
@@ -434,12 +435,12 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	gl_cb_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
 	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback_finished(c, &q, &o->cb, &o->meta, &err))) {
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
 	if (o->p.n_steps &&
-	    (rc = gl_acct_capacity_cover(c, o->p.steps[0].start_s, o->p.steps[o->p.n_steps - 1].end_s, req->now_s,
+	    (rc = gl_acct_capacity_cover(st, o->p.steps[0].start_s, o->p.steps[o->p.n_steps - 1].end_s, req->now_s,
 					 o->p.have_filter ? &o->p.filter : NULL, &o->cov.c, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;

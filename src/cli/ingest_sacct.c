@@ -5,6 +5,7 @@
 #include "gl/log.h"
 #include "gl/sacct.h"
 #include "gl/sacct_ingest.h"
+#include "gl/store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -27,7 +28,7 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 	struct gl_sacct_ingest_opts o = {0};
 	struct gl_ingest_stats st;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	int rc;
 
 	if ((rc = gl_cli_parse_opts(argc, argv, "ingest sacct", usage_ingest_sacct, opts)) >= 0)
@@ -49,7 +50,7 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 	o.batch_rows = cfg->ingest_batch_rows;
 	o.max_skip_reasons = cfg->ingest_max_skip_reasons;
 	o.watermark_s = GL_TIME_NONE;
-	if (gl_db_connect(cfg, &c, &err) || gl_sacct_ingest_file(c, &o, file, &st, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_sacct_ingest_file(gl_db_conn(store), &o, file, &st, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -64,6 +65,6 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 		st.skipped != 0);
 out:
 	gl_ingest_stats_fini(&st);
-	PQfinish(c);
+	gl_store_close(store);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /* Accounting queries (see include/gl/accounting.h). */
 #include "gl/accounting.h"
 #include "gl/db.h"
+#include "gl/pgrow.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
@@ -240,11 +241,6 @@ static const char settle_sql[] =
 	"   THEN left2 - take2 ELSE 0 END AS over_ms"
 	" FROM n2"
 	")";
-
-const char *gl_acct_idle_settle_sql(void)
-{
-	return settle_sql;
-}
 
 /* The accounting dimensions as usage_daily columns. */
 static const char *daily_expr(const char *dim)
@@ -529,9 +525,9 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	 * their steps' allocation comes from gl_acct_event_cells, per key
 	 * (model, rate, dims), not per job and step. */
 	gl_strbuf_puts(sql,
-		       "), mm AS ("
-		       " SELECT m.gpu_model, CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = m.gpu_model)"
-		       "  THEN m.gpu_model ELSE '*' END AS rate_model FROM (SELECT DISTINCT gpu_model FROM f1) m"
+		       "), mr AS ("
+		       " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
+		       " FROM (SELECT DISTINCT gpu_model FROM f1) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
 		       "), iv AS (SELECT f1.gpu_model, NULL::bigint AS rate, f1.gpu_milli AS g,"
 		       " greatest(f1.start_at, win.lo) AS p0, least(f1.stop_at, win.hi) AS p1");
 	put_dim_cols(sql, "f1.", n_dims);
@@ -539,8 +535,8 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 			    " UNION ALL SELECT f1.gpu_model, r.micros_per_gpu_hour, f1.gpu_milli,"
 			    " greatest(f1.start_at, r.valid_from, win.lo), least(f1.stop_at, r.valid_to, win.hi)");
 	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN win JOIN mm ON mm.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
-			    " JOIN rates r ON r.gpu_model = mm.rate_model AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
+	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN win JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
+			    " AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
 			    ")");
 	{
 		struct gl_strbuf keys = GL_STRBUF_INIT;
@@ -600,9 +596,10 @@ static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
 	gl_strbuf_puts(sql, " SELECT i");
 	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql,
-		       ", sum(alloc)::text, sum(priced)::text, coalesce(sum(priced::numeric * rate), 0)::text,"
-		       " sum(busy), sum(idle), sum(obs),"
-		       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END"
+		       ", sum(alloc)::text AS alloc_ms, sum(priced)::text AS priced_ms,"
+		       " coalesce(sum(priced::numeric * rate), 0)::text AS cost_num,"
+		       " sum(busy) AS busy_s, sum(idle) AS idle_s, sum(obs) AS observed_s,"
+		       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END AS unpriced"
 		       " FROM byrate GROUP BY i");
 	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql, ", gpu_model ORDER BY i");
@@ -658,272 +655,407 @@ void gl_acct_meta_fini(struct gl_acct_meta *meta)
 	memset(meta, 0, sizeof *meta);
 }
 
-/* Folds result rows (step, dims..., alloc, priced, cost, busy, idle, obs,
- * unpriced model) into the lines of cb. */
+/* The columns of a lines query (append_lines_select), by name. */
+struct line_cols {
+	int i, d[GL_CB_MAX_DIMS], alloc_ms, priced_ms, cost_num, busy_s, idle_s, observed_s, unpriced;
+};
+
+static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, struct gl_err *err)
+{
+	char name[8];
+	k->i = PQfnumber(r, "i");
+	for (size_t d = 0; d < n_dims; d++) {
+		snprintf(name, sizeof name, "d%zu", d);
+		if ((k->d[d] = PQfnumber(r, name)) < 0)
+			return gl_err_set(err, GL_EINTERNAL, "chargeback: no column %s", name);
+	}
+	k->alloc_ms = PQfnumber(r, "alloc_ms");
+	k->priced_ms = PQfnumber(r, "priced_ms");
+	k->cost_num = PQfnumber(r, "cost_num");
+	k->busy_s = PQfnumber(r, "busy_s");
+	k->idle_s = PQfnumber(r, "idle_s");
+	k->observed_s = PQfnumber(r, "observed_s");
+	k->unpriced = PQfnumber(r, "unpriced");
+	if (k->i < 0 || k->alloc_ms < 0 || k->priced_ms < 0 || k->cost_num < 0 || k->busy_s < 0 || k->idle_s < 0 ||
+	    k->observed_s < 0 || k->unpriced < 0)
+		return gl_err_set(err, GL_EINTERNAL, "chargeback: a lines column is missing");
+	return 0;
+}
+
+/* The step's line of keys, made when it has none: rows of one query come
+ * ordered by key; the daily and the live query may both have a key, so
+ * this looks back through the step's lines. */
+static struct gl_cb_line *line_of(struct gl_cb *cb, size_t step, const char *const *keys, size_t n_dims)
+{
+	struct gl_cb_step *st = &cb->steps[step];
+	for (size_t j = st->n_lines; j-- > 0;) {
+		size_t d = 0;
+		while (d < n_dims && !strcmp(st->lines[j].key[d], keys[d]))
+			d++;
+		if (d == n_dims)
+			return &st->lines[j];
+	}
+	return gl_cb_add_line(cb, step, keys);
+}
+
+/* Folds the rows of a lines query into the lines of cb. */
 static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
 {
-	for (int row = 0; row < PQntuples(r); row++) {
+	struct line_cols k = {0};
+	int rc = line_cols(r, n_dims, &k, err);
+	for (int row = 0; !rc && row < PQntuples(r); row++) {
 		const char *keys[GL_CB_MAX_DIMS] = {0};
-		int step = atoi(PQgetvalue(r, row, 0)) - 1;
-		int col = 1 + (int)n_dims;
-		struct gl_cb_line *l = NULL;
-		struct gl_cb_step *st;
+		int step = atoi(PQgetvalue(r, row, k.i)) - 1;
+		struct gl_cb_line *l;
 		gl_i128 am, pm, cn;
 		if (step < 0 || (size_t)step >= cb->n_steps)
 			continue;
-		st = &cb->steps[step];
 		for (size_t d = 0; d < n_dims; d++)
-			keys[d] = PQgetvalue(r, row, 1 + (int)d);
-		/* rows of one query come ordered by key; the daily and the live
-		 * query may both have a key: look back through the step's lines */
-		for (size_t j = st->n_lines; j-- > 0 && !l;) {
-			size_t d = 0;
-			while (d < n_dims && !strcmp(st->lines[j].key[d], keys[d]))
-				d++;
-			if (d == n_dims)
-				l = &st->lines[j];
-		}
-		if (!l)
-			l = gl_cb_add_line(cb, (size_t)step, keys);
-		if (parse_num(r, row, col, &am) || parse_num(r, row, col + 1, &pm) || parse_num(r, row, col + 2, &cn))
+			keys[d] = PQgetvalue(r, row, k.d[d]);
+		l = line_of(cb, (size_t)step, keys, n_dims);
+		if (parse_num(r, row, k.alloc_ms, &am) || parse_num(r, row, k.priced_ms, &pm) ||
+		    parse_num(r, row, k.cost_num, &cn))
 			return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
 		l->alloc_ms += am;
 		l->priced_ms += pm;
 		l->cost_num += cn;
-		l->busy_s += atof(PQgetvalue(r, row, col + 3));
-		l->idle_s += atof(PQgetvalue(r, row, col + 4));
-		l->observed_s += atof(PQgetvalue(r, row, col + 5));
-		if (!PQgetisnull(r, row, col + 6))
-			add_unpriced(meta, PQgetvalue(r, row, col + 6));
+		l->busy_s += atof(PQgetvalue(r, row, k.busy_s));
+		l->idle_s += atof(PQgetvalue(r, row, k.idle_s));
+		l->observed_s += atof(PQgetvalue(r, row, k.observed_s));
+		if (!PQgetisnull(r, row, k.unpriced))
+			add_unpriced(meta, PQgetvalue(r, row, k.unpriced));
 	}
+	return rc;
+}
+
+/* The text[] parameters add_filters made, after the np0 fixed ones. */
+static void filter_args(const char **params, int np0, int np, const struct gl_strbuf *arrays, const size_t *arr_off)
+{
+	for (int i = np0; i < np; i++)
+		params[i] = arrays->p + arr_off[i];
+}
+
+/* Runs a lines query and folds its rows into cb. */
+static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims, struct gl_cb *cb,
+		     struct gl_acct_meta *meta, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = gl_db_query(c, sql, np, params, &r, err);
+	if (!rc)
+		rc = absorb(r, n_dims, cb, meta, err);
+	PQclear(r);
+	return rc;
+}
+
+/* 1a. the built days' lines from usage_daily (or usage_daily_owner when
+ * it holds every dimension asked for) */
+static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
+		       struct gl_acct_meta *meta, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, da = GL_STRBUF_INIT, di = GL_STRBUF_INIT;
+	const char *params[40];
+	size_t arr_off[40];
+	int np = 2, rc;
+
+	gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
+	for (size_t d = 0; d < q->n_dims; d++)
+		gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(q->dims[d]), d);
+	gl_strbuf_printf(&sql,
+			 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
+			 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
+			 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
+			 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
+	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
+		goto out;
+	gl_strbuf_puts(&sql, ")");
+	append_lines_select(&sql, q->n_dims);
+	put_i64_array(&da, pl->da, pl->nd);
+	put_i64_array(&di, pl->di, pl->nd);
+	params[0] = da.p;
+	params[1] = di.p;
+	filter_args(params, 2, np, &arrays, arr_off);
+	rc = run_lines(c, sql.p, np, params, q->n_dims, cb, meta, err);
+out:
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&arrays);
+	gl_strbuf_fini(&da);
+	gl_strbuf_fini(&di);
+	return rc;
+}
+
+/* 1b. the live pieces' lines from jobs */
+static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
+		      struct gl_acct_meta *meta, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[3];
+	const char *params[40];
+	size_t arr_off[40];
+	char now[24];
+	int np = 4, rc;
+
+	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
+		gl_strbuf_init(&pa[i]);
+	if ((rc = append_live(&sql, q->dims, q->n_dims, pl->nl, q, &np, &arrays, arr_off, err)))
+		goto out;
+	append_lines_select(&sql, q->n_dims);
+	put_i64_array(&pa[0], pl->la, pl->nl);
+	put_i64_array(&pa[1], pl->lb, pl->nl);
+	put_i64_array(&pa[2], pl->li, pl->nl);
+	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
+	params[0] = pa[0].p;
+	params[1] = pa[1].p;
+	params[2] = now;
+	params[3] = pa[2].p;
+	filter_args(params, 4, np, &arrays, arr_off);
+	rc = run_lines(c, sql.p, np, params, q->n_dims, cb, meta, err);
+out:
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&arrays);
+	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
+		gl_strbuf_fini(&pa[i]);
+	return rc;
+}
+
+/* The fleet idle query up to its "settled" CTE (settle_sql), the one both
+ * chargeback's idle and /v1/idle group their own way: q's steps cut where
+ * a rate starts or ends and at now (idle_steps: sub-step i, priced at the
+ * rate in force at its start), capacity per sub-step and capacity key
+ * (gl_capacity), allocation from the sub-steps' live pieces and built days
+ * (make_plan, append_alloc_cte). A caller appends its own CTEs and SELECT
+ * to sql (filters take parameters from $9 through arrays/arr_off/np) and
+ * runs it with fleet_run. nsub 0: nothing to ask (the steps lie after now). */
+struct fleet {
+	struct gl_strbuf sql, arrays, pa[7];
+	const char *params[40];
+	size_t arr_off[40];
+	int np;
+	char now[24];
+	struct plan pl;
+	struct gl_window *sub;
+	size_t *parent, nsub; /* each sub-step's step in q */
+};
+
+static void fleet_fini(struct fleet *f)
+{
+	gl_strbuf_fini(&f->sql);
+	gl_strbuf_fini(&f->arrays);
+	for (size_t i = 0; i < GL_ARRAY_LEN(f->pa); i++)
+		gl_strbuf_fini(&f->pa[i]);
+	plan_fini(&f->pl);
+	free(f->sub);
+	free(f->parent);
+	memset(f, 0, sizeof *f);
+}
+
+static int fleet_begin(PGconn *c, const struct gl_acct_query *q, struct fleet *f, struct gl_err *err)
+{
+	struct gl_acct_query q2 = *q;
+	int64_t *sa, *sb;
+	int rc;
+
+	memset(f, 0, sizeof *f);
+	if ((rc = idle_steps(c, q, &f->sub, &f->parent, &f->nsub, err)) || !f->nsub)
+		return rc;
+	q2.steps = f->sub;
+	q2.n_steps = f->nsub;
+	if ((rc = make_plan(c, &q2, &f->pl, err)))
+		return rc;
+	sa = gl_xcalloc(f->nsub + 1, sizeof *sa);
+	sb = gl_xcalloc(f->nsub + 1, sizeof *sb);
+	for (size_t i = 0; i < f->nsub; i++) {
+		sa[i] = f->sub[i].start_s;
+		sb[i] = f->sub[i].end_s;
+	}
+	put_i64_array(&f->pa[0], sa, f->nsub);
+	put_i64_array(&f->pa[1], sb, f->nsub);
+	free(sa);
+	free(sb);
+	put_i64_array(&f->pa[2], f->pl.la, f->pl.nl);
+	put_i64_array(&f->pa[3], f->pl.lb, f->pl.nl);
+	put_i64_array(&f->pa[4], f->pl.li, f->pl.nl);
+	put_i64_array(&f->pa[5], f->pl.da, f->pl.nd);
+	put_i64_array(&f->pa[6], f->pl.di, f->pl.nd);
+	snprintf(f->now, sizeof f->now, "%lld", (long long)q->now_s);
+	f->np = 8;
+	append_alloc_cte(&f->sql, f->pl.nl);
+	gl_strbuf_puts(&f->sql,
+		       ", cap AS ("
+		       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, gl_gpu_model(cp.gpu_model) AS gpu_model,"
+		       "  sum(cp.reported_gpu_seconds) AS reported,"
+		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
+		       " FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
+		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
+		       " ), alloc AS ("
+		       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, round(sum(k.ms)) AS ms FROM k GROUP BY 1, 2, 3, 4"
+		       ")");
+	gl_strbuf_puts(&f->sql, settle_sql);
 	return 0;
+}
+
+static int fleet_run(PGconn *c, struct fleet *f, PGresult **r, struct gl_err *err)
+{
+	const char *fixed[] = {f->pa[0].p, f->pa[1].p, f->now, f->pa[2].p, f->pa[3].p, f->pa[4].p, f->pa[5].p, f->pa[6].p};
+	memcpy(f->params, fixed, sizeof fixed);
+	filter_args(f->params, 8, f->np, &f->arrays, f->arr_off);
+	return gl_db_query(c, f->sql.p, f->np, f->params, r, err);
+}
+
+/* The columns of the idle-by-step query, by name. */
+struct idle_cols {
+	int i, idle_ms, over_ms, idle_num, team, unpriced;
+};
+
+/* shareIdle=owner: a team's dedicated idle (idle_owners) on its line */
+static void owner_idle(struct gl_cb *cb, const struct gl_acct_query *q, size_t step, const char *team, gl_i128 ms,
+		       gl_i128 num)
+{
+	struct gl_cb_step *s = &cb->steps[step];
+	struct gl_cb_line *l = NULL;
+	if (cb->share != GL_SHARE_OWNER || q->n_dims != 1 || strcmp(q->dims[0], "team") || !owner_idle_shown(q, team))
+		return;
+	for (size_t i = 0; i < s->n_lines; i++)
+		if (!strcmp(s->lines[i].key[0], team))
+			l = &s->lines[i];
+	if (!l)
+		l = gl_cb_add_line(cb, step, (const char *[]){team});
+	l->idle_owner_ms += ms;
+	l->idle_owner_num += num;
+}
+
+/* Folds one idle row of sub-step si into its step. */
+static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, const struct fleet *f,
+			   const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+			   struct gl_err *err)
+{
+	int si = atoi(PQgetvalue(r, row, k->i)) - 1;
+	size_t step;
+	struct gl_cb_step *s;
+	gl_i128 ms, over, num;
+	if (si < 0 || (size_t)si >= f->nsub || (step = f->parent[si]) >= cb->n_steps)
+		return 0;
+	s = &cb->steps[step];
+	s->capacity_known = 1;
+	if (parse_num(r, row, k->idle_ms, &ms) || parse_num(r, row, k->over_ms, &over) ||
+	    parse_num(r, row, k->idle_num, &num))
+		return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
+	s->idle_ms += ms;
+	s->overalloc_ms += over;
+	/* idle capacity of a model no rate prices costs nothing here: say
+	 * so, as for allocated GPU-time; whole names, however many, split at
+	 * the unit separator, as a name may hold a comma */
+	if (!PQgetisnull(r, row, k->unpriced)) {
+		char *models = gl_xstrdup(PQgetvalue(r, row, k->unpriced)), *sv = NULL;
+		for (char *m = strtok_r(models, "\x1f", &sv); m; m = strtok_r(NULL, "\x1f", &sv))
+			add_unpriced(meta, m);
+		free(models);
+	}
+	s->idle_num += num;
+	if (!PQgetisnull(r, row, k->team))
+		owner_idle(cb, q, step, PQgetvalue(r, row, k->team), ms, num);
+	return 0;
+}
+
+/* 2. unallocated idle capacity per step: capacity less allocation less
+ * unavailable, per cluster, partition and model (the fleet dimensions
+ * only), priced at the rate in force at each sub-step's start; dedicated
+ * hardware (idle_owners, exact partition before whole cluster) names the
+ * team that pays for it under shareIdle=owner */
+static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+			struct gl_err *err)
+{
+	struct fleet f;
+	struct idle_cols k;
+	PGresult *r = NULL;
+	int rc;
+
+	if ((rc = fleet_begin(c, q, &f, err)) || !f.nsub)
+		goto out;
+	gl_strbuf_puts(&f.sql, ", idle AS (SELECT capk.* FROM settled capk WHERE true");
+	/* the fleet filters (cluster, partition, gpu_model) narrow idle too */
+	if ((rc = add_filters(&f.sql, q, &f.np, &f.arrays, f.arr_off, FILTER_FLEET, err)))
+		goto out;
+	gl_strbuf_puts(&f.sql,
+		       ") SELECT idle.i, round(sum(idle.idle_ms))::text AS idle_ms,"
+		       " round(sum(idle.over_ms))::text AS over_ms,"
+		       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text AS idle_num,"
+		       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
+		       "  AND rt.micros_per_gpu_hour IS NULL) AS unpriced"
+		       " FROM idle LEFT JOIN LATERAL gl_rate_at(idle.gpu_model, idle.a) rt ON true"
+		       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
+		       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
+		       " GROUP BY idle.i, io.team");
+	if ((rc = fleet_run(c, &f, &r, err)))
+		goto out;
+	k = (struct idle_cols){PQfnumber(r, "i"),    PQfnumber(r, "idle_ms"), PQfnumber(r, "over_ms"),
+			       PQfnumber(r, "idle_num"), PQfnumber(r, "team"), PQfnumber(r, "unpriced")};
+	for (int row = 0; row < PQntuples(r) && !rc; row++)
+		rc = absorb_idle_row(r, row, &k, &f, q, cb, meta, err);
+	/* an elapsed step without capacity rows is unknown, not 0: no
+	 * inventory or exporter then is no evidence of no GPUs; a step
+	 * wholly after now has no idle yet */
+	if (!rc && PQntuples(r) > 0)
+		for (size_t i = 0; i < cb->n_steps; i++)
+			if (cb->steps[i].start_s >= q->now_s)
+				cb->steps[i].capacity_known = 1;
+out:
+	PQclear(r);
+	fleet_fini(&f);
+	return rc;
 }
 
 int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
 		       struct gl_err *err)
 {
-	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[8];
-	const char *params[40];
-	size_t arr_off[40];
-	char now[24];
-	int np, rc;
 	PGresult *r = NULL;
-	struct plan pl, ipl = {0};
-	struct gl_window *sub = NULL;
-	size_t *parent = NULL, nsub = 0;
+	struct plan pl;
+	int rc;
 
 	gl_acct_meta_fini(meta);
-	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
-		gl_strbuf_init(&pa[i]);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
 		cb->steps[i].start_s = q->steps[i].start_s;
 		cb->steps[i].end_s = q->steps[i].end_s;
 	}
-	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	if ((rc = make_plan(c, q, &pl, err)))
 		goto out;
-	put_i64_array(&pa[0], pl.la, pl.nl);
-	put_i64_array(&pa[1], pl.lb, pl.nl);
-	put_i64_array(&pa[2], pl.li, pl.nl);
-	put_i64_array(&pa[3], pl.da, pl.nd);
-	put_i64_array(&pa[4], pl.di, pl.nd);
-
-	/* 1a. built days from usage_daily */
-	if (pl.nd) {
-		np = 2;
-		gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
-		for (size_t d = 0; d < q->n_dims; d++)
-			gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(q->dims[d]), d);
-		gl_strbuf_printf(&sql,
-				 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
-				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
-				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
-				 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
-		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
-			goto out;
-		gl_strbuf_puts(&sql, ")");
-		append_lines_select(&sql, q->n_dims);
-		params[0] = pa[3].p;
-		params[1] = pa[4].p;
-		for (int i = 2; i < np; i++)
-			params[i] = arrays.p + arr_off[i];
-		if ((rc = gl_db_query(c, sql.p, np, params, &r, err)) || (rc = absorb(r, q->n_dims, cb, meta, err)))
-			goto out;
-		PQclear(r);
-		r = NULL;
-	}
-
-	/* 1b. the live pieces from jobs */
-	if (pl.nl) {
-		gl_strbuf_reset(&sql);
-		gl_strbuf_reset(&arrays);
-		np = 4;
-		if ((rc = append_live(&sql, q->dims, q->n_dims, pl.nl, q, &np, &arrays, arr_off, err)))
-			goto out;
-		append_lines_select(&sql, q->n_dims);
-		params[0] = pa[0].p;
-		params[1] = pa[1].p;
-		params[2] = now;
-		params[3] = pa[2].p;
-		for (int i = 4; i < np; i++)
-			params[i] = arrays.p + arr_off[i];
-		if ((rc = gl_db_query(c, sql.p, np, params, &r, err)) || (rc = absorb(r, q->n_dims, cb, meta, err)))
-			goto out;
-		PQclear(r);
-		r = NULL;
-	}
-
-	/* 2. unallocated idle capacity per step: capacity minus allocation minus
-	 * unavailable, per cluster/partition/model (fleet dimensions only) */
-	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL", 0,
-			      NULL, &r, err)))
+	if (pl.nd && (rc = lines_daily(c, q, &pl, cb, meta, err)))
 		goto out;
-	meta->capacity_source = PQgetvalue(r, 0, 0)[0] == 't';
-	PQclear(r);
-	r = NULL;
-	if (meta->capacity_source && !q->lines_only) {
-		struct gl_strbuf fa = GL_STRBUF_INIT, fb = GL_STRBUF_INIT, ia[5];
-		struct gl_acct_query q2 = *q;
-		if ((rc = idle_steps(c, q, &sub, &parent, &nsub, err)))
-			goto out;
-		if (!nsub) /* the window lies wholly after now: no idle yet */
-			goto out;
-		q2.steps = sub;
-		q2.n_steps = nsub;
-		if ((rc = make_plan(c, &q2, &ipl, err)))
-			goto out;
-		for (size_t i = 0; i < GL_ARRAY_LEN(ia); i++)
-			gl_strbuf_init(&ia[i]);
-		put_i64_array(&ia[0], ipl.la, ipl.nl);
-		put_i64_array(&ia[1], ipl.lb, ipl.nl);
-		put_i64_array(&ia[2], ipl.li, ipl.nl);
-		put_i64_array(&ia[3], ipl.da, ipl.nd);
-		put_i64_array(&ia[4], ipl.di, ipl.nd);
-		gl_strbuf_reset(&sql);
-		gl_strbuf_reset(&arrays);
-		np = 8;
-		append_alloc_cte(&sql, ipl.nl);
-		gl_strbuf_puts(&sql,
-			       ", cap AS ("
-			       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, gl_gpu_model(cp.gpu_model) AS gpu_model,"
-			       "  sum(cp.reported_gpu_seconds) AS reported,"
-			       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
-			       " FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
-			       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
-			       " ), alloc AS ("
-			       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, round(sum(k.ms)) AS ms FROM k GROUP BY 1, 2, 3, 4"
-			       ")");
-		gl_strbuf_puts(&sql, settle_sql);
-		gl_strbuf_puts(&sql, ", idle AS (SELECT capk.* FROM settled capk WHERE true");
-		/* the fleet filters (cluster, partition, gpu_model) narrow idle too */
-		if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_FLEET, err)))
-			goto out;
-		/* idle priced at the rate in force at the sub-step's start, which
-		 * holds all through it (idle_steps); dedicated
-		 * hardware (idle_owners, exact partition before whole cluster)
-		 * names the team that pays for it under shareIdle=owner */
-		gl_strbuf_puts(&sql,
-			       ") SELECT idle.i, round(sum(idle.idle_ms))::text,"
-			       " round(sum(idle.over_ms))::text,"
-			       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text,"
-			       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
-			       "  AND rt.micros_per_gpu_hour IS NULL)"
-			       " FROM idle LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r"
-			       "  WHERE r.valid_from <= idle.a AND idle.a < r.valid_to"
-			       "  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = idle.gpu_model)"
-			       "   THEN idle.gpu_model ELSE '*' END LIMIT 1) rt ON true"
-			       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
-			       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
-			       " GROUP BY idle.i, io.team");
-		{
-			int64_t *sa = gl_xcalloc(nsub + 1, sizeof *sa), *sb = gl_xcalloc(nsub + 1, sizeof *sb);
-			for (size_t i = 0; i < nsub; i++) {
-				sa[i] = sub[i].start_s;
-				sb[i] = sub[i].end_s;
-			}
-			put_i64_array(&fa, sa, nsub);
-			put_i64_array(&fb, sb, nsub);
-			free(sa);
-			free(sb);
-		}
-		params[0] = fa.p;
-		params[1] = fb.p;
-		params[2] = now;
-		params[3] = ia[0].p;
-		params[4] = ia[1].p;
-		params[5] = ia[2].p;
-		params[6] = ia[3].p;
-		params[7] = ia[4].p;
-		for (int i = 8; i < np; i++)
-			params[i] = arrays.p + arr_off[i];
-		rc = gl_db_query(c, sql.p, np, params, &r, err);
-		gl_strbuf_fini(&fa);
-		gl_strbuf_fini(&fb);
-		for (size_t i = 0; i < GL_ARRAY_LEN(ia); i++)
-			gl_strbuf_fini(&ia[i]);
-		if (rc)
-			goto out;
-		for (int row = 0; row < PQntuples(r); row++) {
-			int si = atoi(PQgetvalue(r, row, 0)) - 1, step;
-			struct gl_cb_step *s;
-			gl_i128 ms, over, num;
-			if (si < 0 || (size_t)si >= nsub)
-				continue;
-			step = (int)parent[si];
-			if ((size_t)step >= cb->n_steps)
-				continue;
-			s = &cb->steps[step];
-			s->capacity_known = 1;
-			if (parse_num(r, row, 1, &ms) || parse_num(r, row, 2, &over) || parse_num(r, row, 3, &num)) {
-				rc = gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
-				goto out;
-			}
-			s->idle_ms += ms;
-			s->overalloc_ms += over;
-			/* idle capacity of a model no rate prices costs nothing
-			 * here: say so, as for allocated GPU-time (it was a silent
-			 * 0 in __idle__ and the report's unallocated idle cost) */
-			/* whole names, however many: a fixed buffer cut them;
-			 * split at the unit separator, as a name may hold a comma */
-			if (!PQgetisnull(r, row, 5)) {
-				char *models = gl_xstrdup(PQgetvalue(r, row, 5)), *sv = NULL;
-				for (char *m = strtok_r(models, "\x1f", &sv); m; m = strtok_r(NULL, "\x1f", &sv))
-					add_unpriced(meta, m);
-				free(models);
-			}
-			s->idle_num += num;
-			if (cb->share == GL_SHARE_OWNER && !PQgetisnull(r, row, 4) && q->n_dims == 1 &&
-			    !strcmp(q->dims[0], "team") && owner_idle_shown(q, PQgetvalue(r, row, 4))) {
-				const char *team = PQgetvalue(r, row, 4);
-				struct gl_cb_line *l = NULL;
-				for (size_t i = 0; i < s->n_lines; i++)
-					if (!strcmp(s->lines[i].key[0], team))
-						l = &s->lines[i];
-				if (!l)
-					l = gl_cb_add_line(cb, (size_t)step, (const char *[]){team});
-				l->idle_owner_ms += ms;
-				l->idle_owner_num += num;
-			}
-		}
-		/* an elapsed step without capacity rows is unknown, not 0: no
-		 * inventory or exporter then is no evidence of no GPUs (counting it
-		 * as 0 made a window's idle total silently cover only the steps
-		 * polled); a step wholly after now has no idle yet */
-		if (PQntuples(r) > 0)
-			for (size_t i = 0; i < cb->n_steps; i++)
-				if (cb->steps[i].start_s >= q->now_s)
-					cb->steps[i].capacity_known = 1;
-	}
+	if (pl.nl && (rc = lines_live(c, q, &pl, cb, meta, err)))
+		goto out;
+	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have",
+			      0, NULL, &r, err)) ||
+	    (rc = gl_pgrow_one_bool(r, "have", &meta->capacity_source, err)))
+		goto out;
+	if (meta->capacity_source && !q->lines_only)
+		rc = idle_by_step(c, q, cb, meta, err);
 out:
 	PQclear(r);
 	plan_fini(&pl);
-	plan_fini(&ipl);
-	free(sub);
-	free(parent);
-	gl_strbuf_fini(&sql);
-	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
-		gl_strbuf_fini(&pa[i]);
-	gl_strbuf_fini(&arrays);
+	return rc;
+}
+
+int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, PGresult **r,
+		       struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	struct gl_window w = {start_s, end_s};
+	struct gl_acct_query q;
+	struct fleet f;
+	int rc;
+
+	*r = NULL;
+	gl_acct_query_init(&q, &w, 1, NULL, 0, now_s);
+	if ((rc = fleet_begin(c, &q, &f, err)) || !f.nsub)
+		goto out;
+	gl_strbuf_puts(&f.sql,
+		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported) AS reported_s,"
+		       " sum(s.unavail) AS unavailable_s, round(sum(s.am) / 1000.0) AS allocated_s,"
+		       " round(sum(s.idle_ms) / 1000.0) AS idle_s, round(sum(s.over_ms) / 1000.0) AS over_s,"
+		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0) AS idle_micros"
+		       " FROM settled s LEFT JOIN LATERAL gl_rate_at(s.gpu_model, s.a) rt ON true"
+		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
+	rc = fleet_run(c, &f, r, err);
+out:
+	fleet_fini(&f);
 	return rc;
 }
 
@@ -1083,9 +1215,10 @@ out:
 	return rc;
 }
 
-int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+int gl_acct_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			   struct gl_acct_cover *cov, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc;
 	memset(cov, 0, sizeof *cov);
 	if ((rc = gl_acct_capacity_days(c, start_s, end_s, now_s, filter, &cov->known, &cov->days, err)))
@@ -1151,9 +1284,10 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 	return rc;
 }
 
-int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
+int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc = gl_acct_chargeback(c, q, cb, meta, err);
 	if (!rc && cb->share == GL_SHARE_PROPORTIONAL && !q->lines_only)
 		rc = share_base(c, q, cb, err);
@@ -1216,8 +1350,9 @@ out:
 	return rc;
 }
 
-int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err)
+int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	char now[24], lim[16];
 	int rc;

@@ -6,6 +6,7 @@
 #include "gl/log.h"
 #include "gl/redact.h"
 #include "gl/utf8.h"
+#include "gl/pgrow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,4 +225,69 @@ int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64
 			   " ON CONFLICT (source, cluster_id) DO UPDATE SET watermark = EXCLUDED.watermark,"
 			   " updated_at = now()",
 			   3, (const char *[]){source, cid, w}, NULL, err);
+}
+
+#define RUN(t, m) GL_PGROW(struct gl_ingest_run_row, t, m)
+static const struct gl_pgrow_field run_fields[] = {
+	RUN(I64, run_id), RUN(STR, source), RUN(STR, cluster), RUN(STR, input), RUN(TIME, started_s),
+	RUN(TIME, finished_s), RUN(STR, status), RUN(I64, lines_read), RUN(I64, inserted), RUN(I64, updated),
+	RUN(I64, unchanged), RUN(I64, skipped), RUN(I64, ignored), RUN(STR, skip_reasons), RUN(STR, error),
+	RUN(STR, instance),
+};
+#undef RUN
+
+int gl_ingest_runs_list(struct gl_store *st, const char *source, int64_t limit, struct gl_ingest_list *out,
+			struct gl_err *err)
+{
+	char lim[24];
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	snprintf(lim, sizeof lim, "%lld", (long long)limit);
+	rc = gl_pgrow_query(gl_db_conn(st),
+			      "SELECT r.run_id, r.source, c.name AS cluster, r.input,"
+			      " extract(epoch FROM r.started_at)::bigint AS started_s,"
+			      " extract(epoch FROM r.finished_at)::bigint AS finished_s, r.status, r.lines_read, r.inserted,"
+			      " r.updated, r.unchanged, r.skipped, r.ignored, r.skip_reasons::text AS skip_reasons, r.error,"
+			      " r.instance FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
+			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
+			      2, (const char *[]){source, lim}, run_fields, GL_ARRAY_LEN(run_fields), sizeof *out->runs, &rows,
+			      &out->n, &out->text, err);
+	out->runs = rows;
+	return rc;
+}
+
+#define LAST(t, m) GL_PGROW(struct gl_ingest_last_run, t, m)
+static const struct gl_pgrow_field last_fields[] = {
+	LAST(STR, source), LAST(STR, cluster),  LAST(TIME, started_s),   LAST(STR, status),
+	LAST(I64, rows),   LAST(I64, skipped), LAST(TIME, watermark_s),
+};
+#undef LAST
+
+int gl_ingest_runs_last(struct gl_store *st, struct gl_ingest_list *out, struct gl_err *err)
+{
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	rc = gl_pgrow_query(gl_db_conn(st),
+			      "SELECT DISTINCT ON (r.source, c.name) r.source, c.name AS cluster,"
+			      " extract(epoch FROM r.started_at)::bigint AS started_s, r.status, r.inserted + r.updated AS rows,"
+			      " r.skipped, (SELECT extract(epoch FROM s.watermark)::bigint FROM ingest_state s"
+			      "   WHERE s.source = r.source AND s.cluster_id = r.cluster_id) AS watermark_s"
+			      " FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+			      " ORDER BY r.source, c.name, r.run_id DESC",
+			      0, NULL, last_fields, GL_ARRAY_LEN(last_fields), sizeof *out->last, &rows, &out->n, &out->text,
+			      err);
+	out->last = rows;
+	return rc;
+}
+
+void gl_ingest_list_fini(struct gl_ingest_list *l)
+{
+	free(l->runs);
+	free(l->last);
+	free(l->text);
+	memset(l, 0, sizeof *l);
 }
