@@ -58,6 +58,18 @@ int gl_apijson_list_has_empty(const char *v, char sep);
  * value pairs, NULL-terminated (NULL itself: no braces). */
 void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value);
 
+/* How far the data reaches (gl_ingest_data_through) against the window w
+ * the answer covers, up to now: with root, "data_through" (every cluster,
+ * source and kind of data with its through time and staleness_seconds),
+ * "past_data_through" (those the window reaches past, stopped before
+ * min(w end, now)) and "window_past_data_through"; without (a CSV), the
+ * headers X-Data-Through ("cluster/source/data=time", comma-separated, as
+ * many as fit) and X-Window-Past-Data-Through. A window past it is
+ * answered, flagged, never refused. Returns 0, or the handler's error
+ * return after gl_resp_error. */
+int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
+	GL_MUSTCHECK;
+
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
 /* k: t as RFC 3339 UTC, null for GL_TIME_NONE. */

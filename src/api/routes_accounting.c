@@ -29,6 +29,7 @@ struct acct_params {
 	int have_filter;
 	enum gl_share_idle share;
 	int csv;
+	int unobserved_include;
 };
 
 static void params_fini(struct acct_params *p)
@@ -42,7 +43,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 {
 	const char *st = gl_req_param(req, "step"), *agg = gl_req_param(req, "aggregate"),
 		   *flt = gl_req_param(req, "filter"), *sh = gl_req_param(req, "shareIdle"),
-		   *fmt = gl_req_param(req, "format");
+		   *fmt = gl_req_param(req, "format"), *unobs = gl_req_param(req, "unobserved");
 	struct gl_err e = {0};
 	char *save = NULL;
 	int rc;
@@ -98,6 +99,9 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
 	p->csv = fmt && !strcmp(fmt, "csv");
+	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))
+		return gl_resp_error(resp, GL_EINVAL, "unobserved", "unobserved: '%s' is not exclude or include", unobs);
+	p->unobserved_include = unobs && !strcmp(unobs, "include");
 	return 0;
 }
 
@@ -111,6 +115,15 @@ static cJSON *money(int64_t micros, int minor)
 	char buf[48];
 	gl_money_format(micros, minor, buf, sizeof buf);
 	return cJSON_CreateString(buf);
+}
+
+/* The open jobs' time after a source last saw them (in the firm figures
+ * only with unobserved=include), and its part past the jobs' own limits. */
+static void add_unobserved(cJSON *o, int64_t s, int64_t micros, int64_t implausible_s)
+{
+	cJSON_AddNumberToObject(o, "unobserved_gpu_seconds", (double)s);
+	cJSON_AddNumberToObject(o, "unobserved_micros", (double)micros);
+	cJSON_AddNumberToObject(o, "implausible_gpu_seconds", (double)implausible_s);
 }
 
 static void add_usage(cJSON *o, const struct gl_cb_line *l)
@@ -146,9 +159,10 @@ static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const str
 			    cov->c.n_missing == 0;
 }
 
-static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
-			const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
+static int render_json(struct gl_req *req, struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
+		       const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
 {
+	int rc;
 	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
 	int minor = gl_money_minor(currency); /* validated with the config */
@@ -189,6 +203,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddNumberToObject(o, "total_micros", (double)l->total_micros);
 			cJSON_AddItemToObject(o, "cost", money(l->cost_micros, minor));
 			cJSON_AddItemToObject(o, "total", money(l->total_micros, minor));
+			add_unobserved(o, l->unobserved_s, l->unobserved_micros, l->implausible_s);
+			cJSON_AddBoolToObject(o, "implausible", l->implausible_s > 0);
 			cJSON_AddItemToArray(items, o);
 		}
 		idle = cJSON_AddObjectToObject(so, "idle");
@@ -214,6 +230,8 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		cJSON_AddNumberToObject(t, "cost_micros", (double)st->total_cost_micros);
 		cJSON_AddNumberToObject(t, "total_micros", (double)st->total_micros);
 		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
+		add_unobserved(t, st->unobserved_s, st->unobserved_micros, st->implausible_s);
+		cJSON_AddNumberToObject(t, "implausible_items", (double)st->implausible_lines);
 		cJSON_AddItemToArray(steps, so);
 	}
 	/* no step known: unknown, not 0, as in /v1/idle */
@@ -231,6 +249,9 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		cJSON_AddNullToObject(tot, "idle_micros");
 	cJSON_AddNumberToObject(tot, "total_micros", (double)cb->total_micros);
 	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
+	add_unobserved(tot, cb->unobserved_s, cb->unobserved_micros, cb->implausible_s);
+	cJSON_AddNumberToObject(tot, "implausible_items", (double)cb->implausible_lines);
+	cJSON_AddStringToObject(root, "unobserved", p->unobserved_include ? "include" : "exclude");
 	{
 		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
 		for (size_t i = 0; i < meta->n_unpriced; i++)
@@ -245,8 +266,10 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 		for (size_t i = 0; i < cov->c.n_missing; i++)
 			cJSON_AddItemToArray(um, cJSON_CreateString(cov->c.missing[i]));
 	}
-	gl_apijson_put(resp, root);
+	if (!(rc = gl_apijson_data_through(req, resp, root, &p->window)))
+		gl_apijson_put(resp, root);
 	cJSON_Delete(root);
+	return rc;
 }
 
 static void csv_i64(struct gl_strbuf *o, int64_t v)
@@ -278,6 +301,9 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 	gl_csv_field(o, "cost");
 	gl_csv_field(o, "idle_share");
 	gl_csv_field(o, "total");
+	gl_csv_field(o, "unobserved_gpu_seconds");
+	gl_csv_field(o, "unobserved");
+	gl_csv_field(o, "implausible_gpu_seconds");
 	gl_csv_end(o);
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		const struct gl_cb_step *st = &cb->steps[i];
@@ -303,6 +329,9 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 				csv_money(o, l->cost_micros, minor);
 				csv_money(o, l->idle_share_micros, minor);
 				csv_money(o, l->total_micros, minor);
+				csv_i64(o, l->unobserved_s);
+				csv_money(o, l->unobserved_micros, minor);
+				csv_i64(o, l->implausible_s);
 			} else {
 				csv_i64(o, st->idle_s);
 				gl_csv_raw(o, "");
@@ -310,6 +339,9 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 				csv_money(o, st->idle_micros, minor);
 				csv_money(o, 0, minor);
 				csv_money(o, st->idle_micros, minor);
+				csv_i64(o, 0);
+				csv_money(o, 0, minor);
+				csv_i64(o, 0);
 			}
 			gl_csv_end(o);
 		}
@@ -343,6 +375,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	gl_cb_init(&cb, p.n_dims, p.share, p.n_steps);
 	gl_acct_query_init(&q, p.steps, p.n_steps, p.dims, p.n_dims, req->now_s);
 	q.filter = p.have_filter ? &p.filter : NULL;
+	q.unobserved_include = p.unobserved_include;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &cb, &meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
@@ -353,10 +386,10 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&cov, &cb, &meta);
-	if (p.csv)
+	if (p.csv && !(rc = gl_apijson_data_through(req, resp, NULL, &p.window)))
 		render_csv(resp, &p, &cb, &cov, gl_money_minor(req->cfg->currency));
-	else
-		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
+	else if (!p.csv)
+		rc = render_json(req, resp, &p, &cb, &meta, &cov, req->cfg->currency);
 out:
 	gl_acct_cover_fini(&cov.c);
 	gl_acct_meta_fini(&meta);
