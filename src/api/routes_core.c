@@ -151,6 +151,31 @@ static void ingest_metrics(struct gl_strbuf *o, const struct gl_ingest_list *l, 
 	per_source(o, l, "gpuledger_ingest_lag_seconds", "Now minus the source's watermark.", 0, lag, now_s);
 }
 
+/* Each source's staleness: seconds since the last moment its data reaches
+ * (gl_ingest_data_through: a poll's watermark, a saved file's capture
+ * time, the last node snapshot), per cluster, source and kind of data.
+ * Time after it is unobserved (docs/ingest.md). Silent when the query fails. */
+static void staleness_metrics(struct gl_store *st, struct gl_strbuf *o, int64_t now_s)
+{
+	struct gl_data_through dt;
+	struct gl_err err = {0};
+	char v[24];
+	if (gl_ingest_data_through(st, &dt, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_source_staleness_seconds Seconds since the source's last successful"
+				  " observation (time after it is unobserved).\n"
+				  "# TYPE gpuledger_source_staleness_seconds gauge\n");
+		for (size_t i = 0; i < dt.n; i++) {
+			const struct gl_data_through_row *r = &dt.rows[i];
+			snprintf(v, sizeof v, "%lld", (long long)(now_s > r->through_s ? now_s - r->through_s : 0));
+			gl_apijson_prom_sample(o, "gpuledger_source_staleness_seconds",
+					       (const char *[]){"source", r->source, "cluster", r->cluster, "data", r->data,
+								NULL},
+					       v);
+		}
+	}
+	gl_data_through_fini(&dt);
+}
+
 /* The inventory gauges: GPUs per cluster and source, the last scheduler
  * snapshot, and the nodes where the scheduler and the exporter disagree
  * (counted per cluster and kind). Silent when a query fails. */
@@ -228,6 +253,7 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 	} else {
 		gl_strbuf_puts(o, "gpuledger_db_up 1\n");
 		ingest_metrics(o, &runs, req->now_s);
+		staleness_metrics(st, o, req->now_s);
 		inventory_metrics(st, o);
 	}
 	gl_ingest_list_fini(&runs);

@@ -179,6 +179,24 @@ static void test_data_through(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* /metrics: each source's staleness, with HELP and TYPE */
+static void test_metrics_staleness(void **state)
+{
+	struct gl_test_http r;
+	const char *p;
+	long long t0 = (long long)time(NULL), v;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/metrics", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "# HELP gpuledger_source_staleness_seconds "));
+	assert_non_null(strstr(r.body, "# TYPE gpuledger_source_staleness_seconds gauge\n"));
+	p = strstr(r.body, "gpuledger_source_staleness_seconds{source=\"sacct\",cluster=\"c1\",data=\"jobs\"} ");
+	assert_non_null(p);
+	v = atoll(strchr(p, '}') + 2);
+	assert_since(v, SEEN, t0, (long long)time(NULL));
+	assert_non_null(strstr(r.body, "gpuledger_source_staleness_seconds{source=\"kube\",cluster=\"k1\",data=\"jobs\"} "));
+	gl_test_http_fini(&r);
+}
+
 static void test_bad_unobserved(void **state)
 {
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&unobserved=yes", 400);
@@ -210,7 +228,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_pod_of_one_snapshot),
-		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_bad_unobserved),
+		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_metrics_staleness),
+		cmocka_unit_test(test_bad_unobserved),
 		cmocka_unit_test(test_true_end_replaces_unobserved),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
