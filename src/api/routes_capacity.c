@@ -259,10 +259,12 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		put_sreport(&resp->body, steps, nsteps, rows, nrows);
 		resp->content_type = "text/plain; charset=utf-8";
 	} else if (format && !strcmp(format, "csv")) {
-		capacity_csv(resp, agg, rows, nrows);
+		if (!(rc = gl_apijson_data_through(req, resp, NULL, &w)))
+			capacity_csv(resp, agg, rows, nrows);
 	} else {
 		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
-		gl_apijson_put(resp, root);
+		if (!(rc = gl_apijson_data_through(req, resp, root, &w)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
@@ -416,7 +418,9 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct gl_inventory inv = {0};
 	struct gl_store *st;
-	int rc, csv;
+	/* the inventory is as of now: past any source that stopped before it */
+	struct gl_window upto = {req->now_s, req->now_s};
+	int rc, rc2 = 0, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
@@ -427,17 +431,19 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_inventory_nodes(st, cluster, req->now_s, &inv, &err)))
 		goto out;
 	if (csv) {
-		inventory_csv(resp, &inv);
+		if (!(rc2 = gl_apijson_data_through(req, resp, NULL, &upto)))
+			inventory_csv(resp, &inv);
 		goto out;
 	}
 	if ((rc = gl_inventory_conflicts(st, cluster, &inv, &err)) || (rc = gl_inventory_models(st, &inv, &err)))
 		goto out;
 	{
 		cJSON *root = inventory_json(&inv, req->now_s);
-		gl_apijson_put(resp, root);
+		if (!(rc2 = gl_apijson_data_through(req, resp, root, &upto)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
 	gl_inventory_fini(&inv);
-	return rc ? gl_resp_error(resp, rc, NULL, "%s", err.msg) : 0;
+	return rc ? gl_resp_error(resp, rc, NULL, "%s", err.msg) : rc2;
 }

@@ -332,8 +332,10 @@ static cJSON *job_json(const struct gl_joblist_row *j, int windowed)
 	gl_apijson_add_int(o, "queue_wait_s", j->queue_wait_s, j->queue_wait_s_null);
 	gl_apijson_add_str(o, "node_list", j->node_list);
 	cJSON_AddNumberToObject(o, "gpus_requested", (double)j->req_gpu_milli / 1000.0);
+	gl_apijson_add_time(o, "seen", j->seen_s);
 	if (windowed) {
 		gl_apijson_add_int(o, "gpu_seconds", j->gpu_seconds, j->gpu_seconds_null);
+		gl_apijson_add_int(o, "unobserved_gpu_seconds", j->unobserved_gpu_seconds, j->unobserved_gpu_seconds_null);
 		/* null cost: no rate covers the job's model in the window */
 		gl_apijson_add_int(o, "cost_micros", j->cost_micros, j->cost_micros_null);
 		gl_apijson_add_f8(o, "busy_gpu_seconds", j->busy_gpu_s, j->busy_gpu_s_null);
@@ -388,6 +390,7 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	struct gl_joblist l = {0};
 	struct gl_strbuf scope = GL_STRBUF_INIT;
 	struct gl_store *st;
+	struct gl_window win;
 	cJSON *root, *arr;
 	int rc, csv;
 
@@ -403,15 +406,18 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		gl_joblist_fini(&l);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
+	/* without a window the list reaches up to now */
+	win = q.windowed ? (struct gl_window){q.win_start_s, q.win_end_s} : (struct gl_window){0, req->now_s};
 	if (csv) {
-		jobs_csv(resp, &l, q.windowed, gl_money_minor(req->cfg->currency));
+		if (!(rc = gl_apijson_data_through(req, resp, NULL, &win)))
+			jobs_csv(resp, &l, q.windowed, gl_money_minor(req->cfg->currency));
 		/* CSV has no room for the cursor: the next page's is a header */
-		if (l.more) {
+		if (!rc && l.more) {
 			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)l.rows[l.n - 1].job_pk);
 			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
 		}
 		gl_joblist_fini(&l);
-		return 0;
+		return rc;
 	}
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "jobs");
@@ -422,10 +428,11 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(root, "next_cursor", (double)l.rows[l.n - 1].job_pk);
 	else
 		cJSON_AddNullToObject(root, "next_cursor");
-	gl_apijson_put(resp, root);
+	if (!(rc = gl_apijson_data_through(req, resp, root, &win)))
+		gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	gl_joblist_fini(&l);
-	return 0;
+	return rc;
 }
 
 static void runs_csv(struct gl_resp *resp, const struct gl_ingest_list *l)

@@ -222,10 +222,13 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	 * is the known days' and clusters' alone */
 	cap_known = idle.have_capacity && idle.n_fleet > 0 && cov.known == cov.days && cov.n_missing == 0;
 	if (csv) {
-		idle_csv(resp, table ? table : "allocated", dim, &idle, &cov, cap_known, gl_money_minor(req->cfg->currency));
+		if (!(rc = gl_apijson_data_through(req, resp, NULL, &win)))
+			idle_csv(resp, table ? table : "allocated", dim, &idle, &cov, cap_known,
+				 gl_money_minor(req->cfg->currency));
 	} else {
 		cJSON *root = idle_json(&win, dim, &idle, &cov, cap_known);
-		gl_apijson_put(resp, root);
+		if (!(rc = gl_apijson_data_through(req, resp, root, &win)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:

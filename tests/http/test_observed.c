@@ -199,9 +199,15 @@ static void test_metrics_staleness(void **state)
 
 static void test_bad_unobserved(void **state)
 {
-	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&unobserved=yes", 400);
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&unobserved=yes", 400), *e;
 	assert_non_null(j);
-	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring, "unobserved");
+	e = cJSON_GetObjectItem(j, "error");
+	assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, "unobserved");
+	assert_non_null(strstr(cJSON_GetObjectItem(e, "message")->valuestring, "not exclude or include"));
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&unobserved=exclude", 200);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "unobserved")->valuestring, "exclude");
 	cJSON_Delete(j);
 }
 
