@@ -197,6 +197,54 @@ static void test_metrics_staleness(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* The showback report says it where it says what is partial: a banner in
+ * HTML and on the PDF's first page, the partial table in CSV; its figures
+ * are the firm ones. */
+static void test_report_banner(void **state)
+{
+	struct gl_test_http r;
+	char path[512], cmd[600], txt[65536];
+	const char *want = "data through 2026-11-01T02:00:00Z: c1's sacct data (jobs) stops there";
+	size_t n;
+	FILE *f;
+
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-11&format=html", NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "<div class=warn id=partial>"));
+	/* the apostrophe is escaped in HTML */
+	assert_non_null(strstr(r.body, "data through 2026-11-01T02:00:00Z: c1"));
+	assert_non_null(strstr(r.body, "s sacct data (jobs) stops there"));
+	assert_non_null(strstr(r.body, "unobserved: "));
+	gl_test_http_fini(&r);
+
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-11&table=partial", NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, want));
+	assert_non_null(strstr(r.body, "k1's kube data (jobs)"));
+	gl_test_http_fini(&r);
+
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-11&format=pdf", NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	snprintf(path, sizeof path, "%s/observed.pdf", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(r.body, 1, r.len, f), r.len);
+	fclose(f);
+	gl_test_http_fini(&r);
+	snprintf(cmd, sizeof cmd, "pdftotext '%s' -", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(txt, 1, sizeof txt - 1, f);
+	txt[n] = '\0';
+	assert_int_equal(pclose(f), 0);
+	assert_non_null(strstr(txt, "Partial data"));
+	assert_non_null(strstr(txt, "data through 2026-11-01T02:00:00Z"));
+	assert_non_null(strstr(txt, "unobserved: "));
+}
+
 static void test_bad_unobserved(void **state)
 {
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&unobserved=yes", 400), *e;
@@ -235,7 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_pod_of_one_snapshot),
 		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_metrics_staleness),
-		cmocka_unit_test(test_bad_unobserved),
+		cmocka_unit_test(test_report_banner),		    cmocka_unit_test(test_bad_unobserved),
 		cmocka_unit_test(test_true_end_replaces_unobserved),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
