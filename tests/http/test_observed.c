@@ -42,6 +42,9 @@ static int setup(void **state)
 {
 	if (gl_test_db_fresh("gl_test_observed", g_dsn, sizeof g_dsn))
 		return -1;
+	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-11-01T00:00:00Z", NULL))
+		return -1;
 	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file", gl_test_fixture(OBS "sacct_open.txt"),
 			"--at", "2026-11-01T02:00:00Z", NULL))
 		return -1;
@@ -91,8 +94,12 @@ static void test_open_job_billed_to_its_poll(void **state)
 	/* every unobserved second lies past 00:30, its Timelimit */
 	assert_int_equal(gl_test_jnum(c1, "implausible_gpu_seconds"), gl_test_jnum(c1, "unobserved_gpu_seconds"));
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(c1, "implausible")));
-	assert_int_equal(gl_test_jnum(c1, "unobserved_micros"),
-			 (gl_test_jnum(c1, "unobserved_gpu_seconds") * 2500000 + 1800) / 3600);
+	/* at 2.50 an hour, rounded with the step's other lines (largest
+	 * remainder): the floor or the ceiling of the exact cost */
+	{
+		long long u = gl_test_jnum(c1, "unobserved_gpu_seconds") * 2500000, m = gl_test_jnum(c1, "unobserved_micros");
+		assert_true(m == u / 3600 || m == (u + 3599) / 3600);
+	}
 	tot = cJSON_GetObjectItem(j, "totals");
 	assert_int_equal(gl_test_jnum(tot, "implausible_items"), 1); /* c1 (k1's pod has no limit) */
 	assert_string_equal(cJSON_GetObjectItem(j, "unobserved")->valuestring, "exclude");
@@ -158,7 +165,8 @@ static void test_data_through(void **state)
 		assert_true(gl_test_jnum(it, "staleness_seconds") > 27 * 86400 - 86400);
 	}
 	assert_int_equal(n, 2);
-	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")), 2);
+	/* c1's sacct and inventory, k1's pods */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")), 3);
 	cJSON_Delete(j);
 	/* a window that ends before the data does is not past it */
 	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&aggregate=cluster", 200);
@@ -278,13 +286,41 @@ static void test_true_end_replaces_unobserved(void **state)
 	cJSON_Delete(j);
 }
 
+/* Inventory: a node's "last seen" is the last snapshot that listed it, its
+ * state's start shown apart, and a node nobody observed for longer than
+ * inventory.absent_grace_s is marked stale (it used to read "up", with
+ * no mark, for weeks after the last snapshot). */
+static void test_inventory_last_seen(void **state)
+{
+	cJSON *j, *n;
+	int seen = 0;
+	assert_int_equal(gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+				     gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at",
+				     "2026-11-01T06:00:00Z", NULL),
+			 0);
+	j = gl_test_get_json(g_d.port, "/v1/inventory?cluster=c1", 200);
+	assert_non_null(j);
+	cJSON_ArrayForEach(n, cJSON_GetObjectItem(j, "nodes"))
+	{
+		if (strcmp(cJSON_GetObjectItem(n, "node")->valuestring, "n1"))
+			continue;
+		seen = 1;
+		assert_string_equal(cJSON_GetObjectItem(n, "last_seen")->valuestring, "2026-11-01T06:00:00Z");
+		assert_string_equal(cJSON_GetObjectItem(n, "state_since")->valuestring, "2026-11-01T00:00:00Z");
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(n, "stale")));
+	}
+	assert_true(seen);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "window_past_data_through")));
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_pod_of_one_snapshot),
 		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_metrics_staleness),
 		cmocka_unit_test(test_report_banner),		    cmocka_unit_test(test_bad_unobserved),
-		cmocka_unit_test(test_true_end_replaces_unobserved),
+		cmocka_unit_test(test_true_end_replaces_unobserved), cmocka_unit_test(test_inventory_last_seen),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
