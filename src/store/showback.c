@@ -199,12 +199,16 @@ enum {
 #define SB_FROM "to_timestamp(current_setting('gpuledger.sb_from')::bigint)"
 #define SB_TO "to_timestamp(current_setting('gpuledger.sb_to')::bigint)"
 
+/* An open job ends, for its figures, where a source last saw it (as
+ * chargeback's firm figures: docs/ingest.md, "Observed time"). */
+#define SB_FIRM_END "coalesce(jb.end_at, least(" SB_NOW ", greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ")))"
+
 /* The jobs of the month as chargeback's jobs CTE takes them (GPU jobs
  * started before the end and before now, not ended before the start),
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, jb.end_at,"
+	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
 	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj,"
 	" round(u.busy_gpu_s * 1000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
@@ -213,7 +217,7 @@ static const char jobs_copy[] =
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
 	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
 	" WHERE jb.gpu_milli > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
-	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_NOW " > " SB_FROM ")))"
+	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_FIRM_END " > " SB_FROM ")))"
 	" TO STDOUT (FORMAT binary)";
 
 struct rate_model {
