@@ -1077,17 +1077,39 @@ out:
 	return rc;
 }
 
+/* Whether an open GPU job has unobserved time before the steps' end (and
+ * now): *any 0 none, 1 some, 2 some past its own time limit. One probe of
+ * jobs_running_idx, so a fleet without such jobs (every job ended, or seen
+ * up to now) pays no unobserved query. */
+static int any_unseen(PGconn *c, const struct gl_acct_query *q, int *any, struct gl_err *err)
+{
+	char e[24], now[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(e, sizeof e, "%lld", (long long)q->steps[q->n_steps - 1].end_s);
+	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
+	rc = gl_db_query(c,
+			 "SELECT coalesce(max(CASE WHEN jb.timelimit_s >= 0 AND jb.start_at + jb.timelimit_s * interval '1 second'"
+			 "  < least(to_timestamp($1), to_timestamp($2)) THEN 2 ELSE 1 END), 0) FROM jobs jb"
+			 " WHERE jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($1)"
+			 " AND greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ") < least(to_timestamp($1), to_timestamp($2))",
+			 2, (const char *[]){e, now}, &r, err);
+	*any = rc ? 0 : atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}
+
 /* 1c. the unobserved time of open jobs, read live over every step (the
  * rollup holds firm time only), and its part past the jobs' limits */
 static int lines_unseen(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
 			struct gl_err *err)
 {
 	struct plan all;
-	int rc;
+	int rc = 0, any = 0;
 
 	memset(&all, 0, sizeof all);
-	if (!q->n_steps)
-		return 0;
+	if (!q->n_steps || (rc = any_unseen(c, q, &any, err)) || !any)
+		return rc;
 	all.la = gl_xcalloc(q->n_steps, sizeof *all.la);
 	all.lb = gl_xcalloc(q->n_steps, sizeof *all.lb);
 	all.li = gl_xcalloc(q->n_steps, sizeof *all.li);
@@ -1098,7 +1120,8 @@ static int lines_unseen(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 	}
 	all.nl = q->n_steps;
 	if (!(rc = lines_live(c, q, &all, OBS_UNSEEN, q->unobserved_include ? TO_UNSEEN_INCLUDED : TO_UNSEEN, cb, meta,
-			      err)))
+			      err)) &&
+	    any > 1)
 		rc = lines_live(c, q, &all, OBS_IMPLAUSIBLE, TO_IMPLAUSIBLE, cb, meta, err);
 	plan_fini(&all);
 	return rc;
