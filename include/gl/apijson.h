@@ -6,6 +6,7 @@
 #ifndef GL_APIJSON_H
 #define GL_APIJSON_H
 
+#include "gl/ingest.h"
 #include "gl/server.h"
 #include "gl/strbuf.h"
 #include "gl/window.h"
@@ -69,6 +70,22 @@ void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char 
  * return after gl_resp_error. */
 int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
 	GL_MUSTCHECK;
+/* The same for an answer written a piece at a time: loaded before the
+ * first piece (gl_apijson_dt_load: 0, or the handler's error return after
+ * gl_resp_error), then written into the root object being written
+ * (gl_apijson_dt_jsonw) or sent as the headers (gl_apijson_dt_headers).
+ * Ownership: the rows are the struct's; gl_apijson_dt_fini frees them. */
+struct gl_apijson_dt {
+	struct gl_data_through dt;
+	int64_t upto_s, now_s;
+	int past;
+};
+struct gl_jsonw;
+int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl_window *w, struct gl_apijson_dt *d)
+	GL_MUSTCHECK;
+void gl_apijson_dt_jsonw(struct gl_jsonw *w, const struct gl_apijson_dt *d);
+void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d);
+void gl_apijson_dt_fini(struct gl_apijson_dt *d);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
@@ -81,5 +98,12 @@ void gl_apijson_add_str(cJSON *o, const char *k, const char *s);
 /* k: v as a number, or null when null is set. */
 void gl_apijson_add_int(cJSON *o, const char *k, int64_t v, int null);
 void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null);
+
+/* The same for a streamed body (include/gl/jsonw.h): member k of the
+ * writer's open object (NULL in an array), printed as the add_* functions
+ * print it through cJSON. */
+struct gl_jsonw;
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null);
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null);
 
 #endif

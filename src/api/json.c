@@ -3,6 +3,7 @@
 #include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/ingest.h"
+#include "gl/jsonw.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
 
@@ -108,6 +109,22 @@ void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null)
 		cJSON_AddNullToObject(o, k);
 	else
 		cJSON_AddNumberToObject(o, k, v);
+}
+
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null)
+{
+	if (null)
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, (double)v);
+}
+
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null)
+{
+	if (null)
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, v);
 }
 
 int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)
@@ -306,4 +323,55 @@ int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *roo
 out:
 	gl_data_through_fini(&dt);
 	return rc;
+}
+
+int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl_window *w, struct gl_apijson_dt *d)
+{
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int rc;
+	memset(d, 0, sizeof *d);
+	d->now_s = req->now_s;
+	d->upto_s = w->end_s < req->now_s ? w->end_s : req->now_s;
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_data_through(st, &d->dt, &err)))
+		return gl_resp_error(resp, rc, NULL, "data_through: %s", err.msg);
+	for (size_t i = 0; i < d->dt.n; i++)
+		d->past |= d->dt.rows[i].through_s < d->upto_s;
+	return 0;
+}
+
+static void through_jsonw(struct gl_jsonw *w, const struct gl_data_through_row *r, int64_t now_s)
+{
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "cluster", r->cluster);
+	gl_jsonw_str(w, "source", r->source);
+	gl_jsonw_str(w, "data", r->data);
+	gl_jsonw_time(w, "through", r->through_s);
+	gl_jsonw_i64(w, "staleness_seconds", now_s > r->through_s ? now_s - r->through_s : 0);
+	gl_jsonw_end(w);
+}
+
+void gl_apijson_dt_jsonw(struct gl_jsonw *w, const struct gl_apijson_dt *d)
+{
+	gl_jsonw_array(w, "data_through");
+	for (size_t i = 0; i < d->dt.n; i++)
+		through_jsonw(w, &d->dt.rows[i], d->now_s);
+	gl_jsonw_end(w);
+	gl_jsonw_array(w, "past_data_through");
+	for (size_t i = 0; i < d->dt.n; i++)
+		if (d->dt.rows[i].through_s < d->upto_s)
+			through_jsonw(w, &d->dt.rows[i], d->now_s);
+	gl_jsonw_end(w);
+	gl_jsonw_bool(w, "window_past_data_through", d->past);
+}
+
+void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d)
+{
+	through_header(resp, &d->dt);
+	gl_apijson_add_header(resp, "X-Window-Past-Data-Through", d->past ? "true" : "false");
+}
+
+void gl_apijson_dt_fini(struct gl_apijson_dt *d)
+{
+	gl_data_through_fini(&d->dt);
 }
