@@ -28,6 +28,10 @@ struct gl_cb_line {
 	gl_i128 idle_owner_num;  /* shareIdle=owner: idle cost numerator charged to this line */
 	gl_i128 idle_owner_ms;
 	double busy_s, idle_s, observed_s; /* exporter-observed, job-attributed */
+	/* open jobs' time after the last moment a source saw them (apart from
+	 * the figures above unless the query included it) */
+	gl_i128 unobs_ms, unobs_num;
+	gl_i128 implausible_ms;  /* of unobs_ms: past the jobs' own time limits */
 	/* results */
 	int64_t alloc_s;
 	int64_t unpriced_s;
@@ -35,6 +39,7 @@ struct gl_cb_line {
 	int64_t idle_share_micros;
 	int64_t idle_share_s;
 	int64_t total_micros;
+	int64_t unobserved_s, unobserved_micros, implausible_s;
 };
 
 struct gl_cb_step {
@@ -54,6 +59,8 @@ struct gl_cb_step {
 	gl_i128 share_base_ms;
 	/* totals */
 	int64_t total_alloc_s, total_cost_micros, total_micros, total_s;
+	int64_t unobserved_s, unobserved_micros, implausible_s;
+	size_t implausible_lines;
 };
 
 struct gl_cb {
@@ -62,6 +69,8 @@ struct gl_cb {
 	struct gl_cb_step *steps;
 	size_t n_steps;
 	int64_t total_alloc_s, total_cost_micros, total_idle_micros, total_idle_s, total_micros, total_s;
+	int64_t unobserved_s, unobserved_micros, implausible_s;
+	size_t implausible_lines;
 };
 
 void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);

@@ -76,6 +76,7 @@ struct gl_resp {
 	const char *extra_headers[12][2];
 	char header_buf[64];      /* room for one header value made per request (e.g. a cursor) */
 	char header_num[4][24];   /* numbers sent as header values (gl_apijson_add_header_num) */
+	char header_text[640];    /* one longer header value made per request (X-Data-Through) */
 	/* error details, set with gl_resp_error() */
 	const char *err_code;
 	char err_param[64];

@@ -29,6 +29,7 @@ struct acct_params {
 	int have_filter;
 	enum gl_share_idle share;
 	int csv;
+	int unobserved_include;
 };
 
 static void params_fini(struct acct_params *p)
@@ -42,7 +43,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 {
 	const char *st = gl_req_param(req, "step"), *agg = gl_req_param(req, "aggregate"),
 		   *flt = gl_req_param(req, "filter"), *sh = gl_req_param(req, "shareIdle"),
-		   *fmt = gl_req_param(req, "format");
+		   *fmt = gl_req_param(req, "format"), *unobs = gl_req_param(req, "unobserved");
 	struct gl_err e = {0};
 	char *save = NULL;
 	int rc;
@@ -98,6 +99,9 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
 	p->csv = fmt && !strcmp(fmt, "csv");
+	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))
+		return gl_resp_error(resp, GL_EINVAL, "unobserved", "unobserved: '%s' is not exclude or include", unobs);
+	p->unobserved_include = unobs && !strcmp(unobs, "include");
 	return 0;
 }
 
@@ -148,6 +152,7 @@ struct cb_out {
 	struct gl_cb cb;
 	struct gl_acct_meta meta;
 	struct cap_cover cov;
+	struct gl_apijson_dt dt;
 	const char *currency; /* the config's, which outlives the server */
 	int minor;
 	size_t step, line;    /* where the next piece starts */
@@ -159,6 +164,7 @@ static void cb_out_fini(void *state)
 {
 	struct cb_out *o = state;
 	gl_acct_cover_fini(&o->cov.c);
+	gl_apijson_dt_fini(&o->dt);
 	gl_acct_meta_fini(&o->meta);
 	gl_cb_fini(&o->cb);
 	params_fini(&o->p);
@@ -170,6 +176,15 @@ static void json_money(struct gl_jsonw *w, const char *k, int64_t micros, int mi
 	char buf[48];
 	gl_money_format(micros, minor, buf, sizeof buf);
 	gl_jsonw_str(w, k, buf);
+}
+
+/* The open jobs' time after a source last saw them (in the firm figures
+ * only with unobserved=include), and its part past the jobs' own limits. */
+static void json_unobserved(struct gl_jsonw *w, int64_t s, int64_t micros, int64_t implausible_s)
+{
+	gl_jsonw_i64(w, "unobserved_gpu_seconds", s);
+	gl_jsonw_i64(w, "unobserved_micros", micros);
+	gl_jsonw_i64(w, "implausible_gpu_seconds", implausible_s);
 }
 
 static void json_head(struct cb_out *o)
@@ -215,6 +230,8 @@ static void json_line(struct cb_out *o, const struct gl_cb_line *l)
 	gl_jsonw_i64(w, "total_micros", l->total_micros);
 	json_money(w, "cost", l->cost_micros, o->minor);
 	json_money(w, "total", l->total_micros, o->minor);
+	json_unobserved(w, l->unobserved_s, l->unobserved_micros, l->implausible_s);
+	gl_jsonw_bool(w, "implausible", l->implausible_s > 0);
 	gl_jsonw_end(w);
 }
 
@@ -251,6 +268,8 @@ static void json_step_close(struct cb_out *o, const struct gl_cb_step *st)
 	gl_jsonw_i64(w, "cost_micros", st->total_cost_micros);
 	gl_jsonw_i64(w, "total_micros", st->total_micros);
 	json_money(w, "total", st->total_micros, o->minor);
+	json_unobserved(w, st->unobserved_s, st->unobserved_micros, st->implausible_s);
+	gl_jsonw_i64(w, "implausible_items", (int64_t)st->implausible_lines);
 	gl_jsonw_end(w);
 	gl_jsonw_end(w); /* the step */
 }
@@ -276,7 +295,10 @@ static void json_tail(struct cb_out *o)
 		gl_jsonw_null(w, "idle_micros");
 	gl_jsonw_i64(w, "total_micros", cb->total_micros);
 	json_money(w, "total", cb->total_micros, o->minor);
+	json_unobserved(w, cb->unobserved_s, cb->unobserved_micros, cb->implausible_s);
+	gl_jsonw_i64(w, "implausible_items", (int64_t)cb->implausible_lines);
 	gl_jsonw_end(w);
+	gl_jsonw_str(w, "unobserved", o->p.unobserved_include ? "include" : "exclude");
 	gl_jsonw_array(w, "unpriced_models");
 	for (size_t i = 0; i < o->meta.n_unpriced; i++)
 		gl_jsonw_str(w, NULL, o->meta.unpriced_models[i]);
@@ -289,6 +311,7 @@ static void json_tail(struct cb_out *o)
 	for (size_t i = 0; i < o->cov.c.n_missing; i++)
 		gl_jsonw_str(w, NULL, o->cov.c.missing[i]);
 	gl_jsonw_end(w);
+	gl_apijson_dt_jsonw(w, &o->dt);
 	gl_jsonw_end(w); /* the root */
 	gl_strbuf_putc(w->out, '\n');
 }
@@ -348,6 +371,9 @@ static void csv_header(struct gl_strbuf *out, const struct acct_params *p)
 	gl_csv_field(out, "cost");
 	gl_csv_field(out, "idle_share");
 	gl_csv_field(out, "total");
+	gl_csv_field(out, "unobserved_gpu_seconds");
+	gl_csv_field(out, "unobserved");
+	gl_csv_field(out, "implausible_gpu_seconds");
 	gl_csv_end(out);
 }
 
@@ -374,6 +400,9 @@ static void csv_row(struct gl_strbuf *out, const struct cb_out *o, const struct 
 		csv_money(out, l->cost_micros, o->minor);
 		csv_money(out, l->idle_share_micros, o->minor);
 		csv_money(out, l->total_micros, o->minor);
+		csv_i64(out, l->unobserved_s);
+		csv_money(out, l->unobserved_micros, o->minor);
+		csv_i64(out, l->implausible_s);
 	} else {
 		csv_i64(out, st->idle_s);
 		gl_csv_raw(out, "");
@@ -381,6 +410,9 @@ static void csv_row(struct gl_strbuf *out, const struct cb_out *o, const struct 
 		csv_money(out, st->idle_micros, o->minor);
 		csv_money(out, 0, o->minor);
 		csv_money(out, st->idle_micros, o->minor);
+		csv_i64(out, 0);
+		csv_money(out, 0, o->minor);
+		csv_i64(out, 0);
 	}
 	gl_csv_end(out);
 }
@@ -435,6 +467,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	gl_cb_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
 	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
+	q.unobserved_include = o->p.unobserved_include;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
@@ -446,10 +479,13 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&o->cov, &o->cb, &o->meta);
+	if ((rc = gl_apijson_dt_load(req, resp, &o->p.window, &o->dt)))
+		goto out;
 	o->currency = req->cfg->currency;
 	o->minor = gl_money_minor(req->cfg->currency); /* validated with the config */
 	if (o->p.csv) {
 		csv_headers(resp, &o->cov);
+		gl_apijson_dt_headers(resp, &o->dt);
 		gl_resp_set_stream(resp, csv_next, cb_out_fini, o);
 	} else {
 		resp->content_type = "application/json";

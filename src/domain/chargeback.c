@@ -168,13 +168,52 @@ out:
 	return rc;
 }
 
+/* The unobserved time and its cost per line, rounded together per step as
+ * the firm figures are (the lines add up to the step's unobserved total),
+ * and the lines with time past their jobs' limits. */
+static int finish_unobserved(struct gl_cb_step *s)
+{
+	size_t n = s->n_lines;
+	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
+	int64_t *out = gl_xcalloc(n + 1, sizeof *out);
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		num[i] = s->lines[i].unobs_ms;
+	if ((rc = gl_cost_apportion(num, n, 1000, out)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		s->lines[i].unobserved_s = out[i];
+		s->unobserved_s += out[i];
+		num[i] = s->lines[i].unobs_num;
+	}
+	if ((rc = gl_cost_apportion(num, n, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct gl_cb_line *l = &s->lines[i];
+		l->unobserved_micros = out[i];
+		s->unobserved_micros += out[i];
+		l->implausible_s = (int64_t)((l->implausible_ms + 500) / 1000);
+		s->implausible_s += l->implausible_s;
+		s->implausible_lines += l->implausible_ms > 0;
+	}
+out:
+	free(num);
+	free(out);
+	return rc;
+}
+
 int gl_cb_finish(struct gl_cb *cb)
 {
 	int rc;
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		struct gl_cb_step *s = &cb->steps[i];
-		if ((rc = finish_step(cb, s)))
+		if ((rc = finish_step(cb, s)) || (s->n_lines && (rc = finish_unobserved(s))))
 			return rc;
+		cb->unobserved_s += s->unobserved_s;
+		cb->unobserved_micros += s->unobserved_micros;
+		cb->implausible_s += s->implausible_s;
+		cb->implausible_lines += s->implausible_lines;
 		cb->total_alloc_s += s->total_alloc_s;
 		cb->total_cost_micros += s->total_cost_micros;
 		cb->total_idle_micros += s->idle_micros;

@@ -223,8 +223,57 @@ int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64
 			   "INSERT INTO ingest_state (source, cluster_id, watermark, updated_at)"
 			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
 			   " ON CONFLICT (source, cluster_id) DO UPDATE SET watermark = EXCLUDED.watermark,"
-			   " updated_at = now()",
+			   " observed_to = greatest(ingest_state.observed_to, EXCLUDED.watermark), updated_at = now()",
 			   3, (const char *[]){source, cid, w}, NULL, err);
+}
+
+int gl_ingest_observed_set(PGconn *c, const char *source, int cluster_id, int64_t at_s, struct gl_err *err)
+{
+	char cid[16], t[24];
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	snprintf(t, sizeof t, "%lld", (long long)at_s);
+	return gl_db_query(c,
+			   "INSERT INTO ingest_state (source, cluster_id, observed_to, updated_at)"
+			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
+			   " ON CONFLICT (source, cluster_id) DO UPDATE SET"
+			   " observed_to = greatest(ingest_state.observed_to, EXCLUDED.observed_to), updated_at = now()",
+			   3, (const char *[]){source, cid, t}, NULL, err);
+}
+
+#define DT(t, m) GL_PGROW(struct gl_data_through_row, t, m)
+static const struct gl_pgrow_field dt_fields[] = {
+	DT(STR, cluster),
+	DT(STR, source),
+	DT(STR, data),
+	DT(TIME, through_s),
+};
+#undef DT
+
+int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err)
+{
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	/* node snapshots: the newest per cluster and source (their primary key) */
+	rc = gl_pgrow_query(gl_db_conn(st),
+			    "SELECT c.name AS cluster, x.source, x.data, extract(epoch FROM x.t)::bigint AS through_s"
+			    " FROM (SELECT s.cluster_id, s.source,"
+			    "   CASE s.source WHEN 'dcgm' THEN 'usage' ELSE 'jobs' END AS data,"
+			    "   greatest(s.watermark, s.observed_to) AS t FROM ingest_state s"
+			    "  UNION ALL SELECT n.cluster_id, n.source, 'inventory', max(n.taken_at) FROM sched_snapshots n"
+			    "  GROUP BY n.cluster_id, n.source) x"
+			    " JOIN clusters c USING (cluster_id) WHERE x.t IS NOT NULL ORDER BY 1, 3, 2",
+			    0, NULL, dt_fields, GL_ARRAY_LEN(dt_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
+	out->rows = rows;
+	return rc;
+}
+
+void gl_data_through_fini(struct gl_data_through *dt)
+{
+	free(dt->rows);
+	free(dt->text);
+	memset(dt, 0, sizeof *dt);
 }
 
 #define RUN(t, m) GL_PGROW(struct gl_ingest_run_row, t, m)
