@@ -1299,7 +1299,7 @@ static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char b
 	snprintf(buf[1], sizeof buf[1], "%s", through);
 	gl_apijson_add_header(resp, "X-Served-By", req->read.standby ? "standby" : "primary");
 	gl_apijson_add_header(resp, "X-Replica-Lag-Seconds", buf[0]);
-	gl_apijson_add_header(resp, "X-Data-Through", buf[1]);
+	gl_apijson_add_header(resp, "X-Commits-Through", buf[1]);
 	if (req->read.fallback[0])
 		gl_apijson_add_header(resp, "X-Read-Fallback", req->read.fallback);
 	if (!resp->content_type || strncmp(resp->content_type, "application/json", 16))

@@ -77,7 +77,7 @@ static cJSON *get(struct gl_test_daemon *d, const char *path, int want_standby)
 	assert_int_equal(r.status, 200);
 	assert_non_null(gl_test_header(&r, "X-Served-By", h, sizeof h));
 	assert_string_equal(h, want_standby ? "standby" : "primary");
-	assert_non_null(gl_test_header(&r, "X-Data-Through", h, sizeof h));
+	assert_non_null(gl_test_header(&r, "X-Commits-Through", h, sizeof h));
 	j = cJSON_Parse(r.body);
 	gl_test_http_fini(&r);
 	if (!j)
