@@ -28,6 +28,7 @@ struct acct_params {
 	struct gl_filter filter;
 	int have_filter;
 	enum gl_share_idle share;
+	int share_by_model; /* shareIdleBy=model */
 	int csv;
 };
 
@@ -42,7 +43,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 {
 	const char *st = gl_req_param(req, "step"), *agg = gl_req_param(req, "aggregate"),
 		   *flt = gl_req_param(req, "filter"), *sh = gl_req_param(req, "shareIdle"),
-		   *fmt = gl_req_param(req, "format");
+		   *fmt = gl_req_param(req, "format"), *by = gl_req_param(req, "shareIdleBy");
 	struct gl_err e = {0};
 	char *save = NULL;
 	int rc;
@@ -85,16 +86,15 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 			return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
 		p->have_filter = 1;
 	}
-	if (!sh || !strcmp(sh, "none") || !strcmp(sh, "false"))
-		p->share = GL_SHARE_NONE;
-	else if (!strcmp(sh, "proportional") || !strcmp(sh, "true") || !strcmp(sh, "weighted"))
-		p->share = GL_SHARE_PROPORTIONAL;
-	else if (!strcmp(sh, "owner")) {
-		if (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0)
-			return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
-		p->share = GL_SHARE_OWNER;
-	} else
-		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not none, proportional or owner", sh);
+	if (gl_cb_share_parse(sh, &p->share))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, sh);
+	if (p->share == GL_SHARE_OWNER && (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
+	if (by && strcmp(by, "cluster") && strcmp(by, "model"))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdleBy", "shareIdleBy: '%s' is not cluster or model", by);
+	if (by && p->share != GL_SHARE_PROPORTIONAL)
+		return gl_resp_error(resp, GL_EINVAL, "shareIdleBy", "shareIdleBy: needs shareIdle=proportional");
+	p->share_by_model = by && !strcmp(by, "model");
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
 	p->csv = fmt && !strcmp(fmt, "csv");
@@ -149,7 +149,6 @@ static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const str
 static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
 			const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
 {
-	static const char *const share_names[] = {"none", "proportional", "owner"};
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
 	int minor = gl_money_minor(currency); /* validated with the config */
 	size_t steps_known = cov->steps_known;
@@ -159,7 +158,9 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	agg = cJSON_AddArrayToObject(root, "aggregate");
 	for (size_t d = 0; d < p->n_dims; d++)
 		cJSON_AddItemToArray(agg, cJSON_CreateString(p->dims[d]));
-	cJSON_AddStringToObject(root, "shareIdle", share_names[p->share]);
+	cJSON_AddStringToObject(root, "shareIdle", gl_cb_share_name(p->share));
+	if (p->share == GL_SHARE_PROPORTIONAL)
+		cJSON_AddStringToObject(root, "shareIdleBy", p->share_by_model ? "model" : "cluster");
 	cJSON_AddStringToObject(root, "currency", currency);
 	steps = cJSON_AddArrayToObject(root, "steps");
 	for (size_t i = 0; i < cb->n_steps; i++) {
@@ -341,6 +342,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	}
 	gl_cb_init(&cb, p.n_dims, p.share, p.n_steps);
+	cb.share_by_model = p.share_by_model;
 	gl_acct_query_init(&q, p.steps, p.n_steps, p.dims, p.n_dims, req->now_s);
 	q.filter = p.have_filter ? &p.filter : NULL;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &cb, &meta, &err))) {

@@ -11,7 +11,6 @@
 const char *const gl_report_tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost", "top_idle",
 					 "reconciliation", "rates", "owner_rules", "partial", NULL};
 
-static const char *const share_names[] = {"none", "proportional", "owner"};
 
 void gl_report_fmt_hours(int64_t s, char *buf, size_t n)
 {
@@ -137,6 +136,8 @@ const char *gl_report_share_tag(enum gl_share_idle share)
 		return "-idle_proportional";
 	case GL_SHARE_OWNER:
 		return "-idle_owner";
+	case GL_SHARE_PROPORTIONAL_FLEET:
+		return "-idle_proportional_fleet";
 	default:
 		return "";
 	}
@@ -340,7 +341,7 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	gl_report_shown_compute(sb, &sh);
 	fr_text(rows, &n, "month", NULL, sb->month);
 	fr_text(rows, &n, "aggregate", NULL, sb->aggregate);
-	fr_text(rows, &n, "share_idle", NULL, share_names[sb->share]);
+	fr_text(rows, &n, "share_idle", NULL, gl_cb_share_name(sb->share));
 	fr_text(rows, &n, "currency", NULL, sb->currency);
 	fr_text(rows, &n, "closed", NULL, sb->closed ? "yes" : "no (month to date)");
 	fr_hours(rows, &n, "capacity_gpu_hours", "Capacity GPU-h", f->capacity_known, f->capacity_s);
@@ -769,7 +770,7 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	gl_strbuf_puts(o, "</h1><p class=meta>by ");
 	esc(o, sb->aggregate);
 	gl_strbuf_puts(o, " · idle shared: ");
-	esc(o, share_names[sb->share]);
+	esc(o, gl_cb_share_name(sb->share));
 	gl_strbuf_puts(o, " · currency ");
 	esc(o, sb->currency);
 	gl_strbuf_puts(o, " · generated at ");
