@@ -111,6 +111,23 @@ void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 ms);
 /* Rounds, shares and totals every step. */
 int gl_cb_finish(struct gl_cb *cb) GL_MUSTCHECK;
 
+/* The money every view of a finished cb shows (gl_money_shown_rows, the
+ * rule the showback report shows its owners by): the total rounded once,
+ * each step's total its shown part of that, and in each step the lines
+ * (named by their keys joined with '/') and __idle__ the shown parts of
+ * the step's, each line's cost and idle share the parts of its total. So
+ * the lines add up to the total shown in every format, and an owner shows
+ * the same cents in /v1/chargeback and the report of the same month.
+ * Ownership: gl_cb_shown_fini() frees the arrays. */
+struct gl_cb_shown {
+	int64_t total;
+	int64_t *step_total, *idle;        /* per step */
+	int64_t **cost, **share, **line;   /* per step, per line */
+	size_t n_steps;
+};
+void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *out);
+void gl_cb_shown_fini(struct gl_cb_shown *s);
+
 /* The steps whose capacity (hence idle) is known. */
 size_t gl_cb_capacity_steps(const struct gl_cb *cb);
 

@@ -146,8 +146,18 @@ static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const str
 			    cov->c.n_missing == 0;
 }
 
+/* Money as every view shows it (gl_cb_shown): the micro-units of the
+ * shown amount, and its text. */
+static void add_shown(cJSON *o, const char *key, int64_t shown, int minor)
+{
+	char name[48];
+	snprintf(name, sizeof name, "%s_shown_micros", key);
+	cJSON_AddNumberToObject(o, name, (double)shown);
+	cJSON_AddItemToObject(o, key, money(shown, minor));
+}
+
 static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
-			const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
+			const struct gl_cb_shown *sh, const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
 {
 	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
 	int minor = gl_money_minor(currency); /* validated with the config */
@@ -188,8 +198,9 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddNumberToObject(o, "idle_share_gpu_seconds", (double)l->idle_share_s);
 			cJSON_AddNumberToObject(o, "idle_share_micros", (double)l->idle_share_micros);
 			cJSON_AddNumberToObject(o, "total_micros", (double)l->total_micros);
-			cJSON_AddItemToObject(o, "cost", money(l->cost_micros, minor));
-			cJSON_AddItemToObject(o, "total", money(l->total_micros, minor));
+			add_shown(o, "cost", sh->cost[i][j], minor);
+			add_shown(o, "idle_share", sh->share[i][j], minor);
+			add_shown(o, "total", sh->line[i][j], minor);
 			cJSON_AddItemToArray(items, o);
 		}
 		idle = cJSON_AddObjectToObject(so, "idle");
@@ -200,6 +211,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddNumberToObject(idle, "unshared_gpu_seconds", (double)st->idle_total_s);
 			cJSON_AddNumberToObject(idle, "unshared_micros", (double)st->idle_total_micros);
 			cJSON_AddNumberToObject(idle, "overallocated_gpu_seconds", (double)st->overalloc_s);
+			add_shown(idle, "total", sh->idle[i], minor);
 		} else {
 			/* no capacity source: idle is unknown, not zero; the same
 			 * fields as when known, null, so a client reads one shape */
@@ -208,13 +220,15 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 			cJSON_AddNullToObject(idle, "unshared_gpu_seconds");
 			cJSON_AddNullToObject(idle, "unshared_micros");
 			cJSON_AddNullToObject(idle, "overallocated_gpu_seconds");
+			cJSON_AddNullToObject(idle, "total_shown_micros");
+			cJSON_AddNullToObject(idle, "total");
 		}
 		t = cJSON_AddObjectToObject(so, "totals");
 		cJSON_AddNumberToObject(t, "allocated_gpu_seconds", (double)st->total_alloc_s);
 		cJSON_AddNumberToObject(t, "gpu_seconds", (double)st->total_s);
 		cJSON_AddNumberToObject(t, "cost_micros", (double)st->total_cost_micros);
 		cJSON_AddNumberToObject(t, "total_micros", (double)st->total_micros);
-		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
+		add_shown(t, "total", sh->step_total[i], minor);
 		cJSON_AddItemToArray(steps, so);
 	}
 	/* no step known: unknown, not 0, as in /v1/idle */
@@ -231,7 +245,7 @@ static void render_json(struct gl_resp *resp, const struct acct_params *p, const
 	else
 		cJSON_AddNullToObject(tot, "idle_micros");
 	cJSON_AddNumberToObject(tot, "total_micros", (double)cb->total_micros);
-	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
+	add_shown(tot, "total", sh->total, minor);
 	{
 		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
 		for (size_t i = 0; i < meta->n_unpriced; i++)
@@ -265,7 +279,7 @@ static void csv_money(struct gl_strbuf *o, int64_t micros, int minor)
 }
 
 static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
-		       const struct cap_cover *cov, int minor)
+		       const struct gl_cb_shown *sh, const struct cap_cover *cov, int minor)
 {
 	struct gl_strbuf *o = &resp->body;
 	char a[32], b[32];
@@ -301,16 +315,16 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 					gl_csv_raw(o, "");
 					gl_csv_raw(o, "");
 				}
-				csv_money(o, l->cost_micros, minor);
-				csv_money(o, l->idle_share_micros, minor);
-				csv_money(o, l->total_micros, minor);
+				csv_money(o, sh->cost[i][j], minor);
+				csv_money(o, sh->share[i][j], minor);
+				csv_money(o, sh->line[i][j], minor);
 			} else {
 				csv_i64(o, st->idle_s);
 				gl_csv_raw(o, "");
 				gl_csv_raw(o, "");
-				csv_money(o, st->idle_micros, minor);
+				csv_money(o, sh->idle[i], minor);
 				csv_money(o, 0, minor);
-				csv_money(o, st->idle_micros, minor);
+				csv_money(o, sh->idle[i], minor);
 			}
 			gl_csv_end(o);
 		}
@@ -333,6 +347,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	struct gl_acct_meta meta = {0};
 	struct cap_cover cov = {0};
 	struct gl_cb cb;
+	struct gl_cb_shown shown;
 	struct gl_err err = {0};
 	struct gl_store *st;
 	int rc;
@@ -355,10 +370,12 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&cov, &cb, &meta);
+	gl_cb_shown_compute(&cb, gl_money_minor(req->cfg->currency), &shown);
 	if (p.csv)
-		render_csv(resp, &p, &cb, &cov, gl_money_minor(req->cfg->currency));
+		render_csv(resp, &p, &cb, &shown, &cov, gl_money_minor(req->cfg->currency));
 	else
-		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
+		render_json(resp, &p, &cb, &shown, &meta, &cov, req->cfg->currency);
+	gl_cb_shown_fini(&shown);
 out:
 	gl_acct_cover_fini(&cov.c);
 	gl_acct_meta_fini(&meta);

@@ -1,5 +1,6 @@
 /* Chargeback rounding, idle sharing and totals (see include/gl/chargeback.h). */
 #include "gl/chargeback.h"
+#include "gl/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -321,4 +322,65 @@ size_t gl_cb_capacity_steps(const struct gl_cb *cb)
 int gl_cb_name_reserved(const char *s)
 {
 	return s && (!strcmp(s, "__idle__") || !strcmp(s, "__unallocated__"));
+}
+
+void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *out)
+{
+	size_t ns = cb->n_steps;
+	int64_t *part = gl_xcalloc(ns + 1, sizeof *part);
+	memset(out, 0, sizeof *out);
+	out->n_steps = ns;
+	out->step_total = gl_xcalloc(ns + 1, sizeof *out->step_total);
+	out->idle = gl_xcalloc(ns + 1, sizeof *out->idle);
+	out->cost = gl_xcalloc(ns + 1, sizeof *out->cost);
+	out->share = gl_xcalloc(ns + 1, sizeof *out->share);
+	out->line = gl_xcalloc(ns + 1, sizeof *out->line);
+	out->total = gl_money_round(cb->total_micros, minor);
+	for (size_t i = 0; i < ns; i++)
+		part[i] = cb->steps[i].total_micros;
+	(void)!gl_money_shown_parts(out->total, part, NULL, ns, minor, out->step_total);
+	for (size_t i = 0; i < ns; i++) {
+		const struct gl_cb_step *s = &cb->steps[i];
+		size_t n = s->n_lines;
+		int64_t *cost = gl_xcalloc(n + 1, sizeof *cost), *share = gl_xcalloc(n + 1, sizeof *share);
+		char **name = gl_xcalloc(n + 1, sizeof *name);
+		out->cost[i] = gl_xcalloc(n + 1, sizeof **out->cost);
+		out->share[i] = gl_xcalloc(n + 1, sizeof **out->share);
+		out->line[i] = gl_xcalloc(n + 1, sizeof **out->line);
+		for (size_t j = 0; j < n; j++) {
+			struct gl_strbuf b = GL_STRBUF_INIT;
+			for (size_t d = 0; d < cb->n_dims; d++) {
+				if (d)
+					gl_strbuf_putc(&b, '/');
+				gl_strbuf_puts(&b, s->lines[j].key[d]);
+			}
+			name[j] = gl_xstrdup(gl_strbuf_cstr(&b));
+			gl_strbuf_fini(&b);
+			cost[j] = s->lines[j].cost_micros;
+			share[j] = s->lines[j].idle_share_micros;
+		}
+		(void)!gl_money_shown_rows(out->step_total[i], cost, share, (const char *const *)name, n, s->idle_micros,
+					   minor, out->line[i], out->cost[i], out->share[i], &out->idle[i]);
+		for (size_t j = 0; j < n; j++)
+			free(name[j]);
+		free(name);
+		free(cost);
+		free(share);
+	}
+	free(part);
+}
+
+void gl_cb_shown_fini(struct gl_cb_shown *s)
+{
+	for (size_t i = 0; i < s->n_steps; i++) {
+		free(s->cost[i]);
+		free(s->share[i]);
+		free(s->line[i]);
+	}
+	free(s->cost);
+	free(s->share);
+	free(s->line);
+	free(s->step_total);
+	free(s->idle);
+	memset(s, 0, sizeof *s);
 }

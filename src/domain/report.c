@@ -72,40 +72,33 @@ void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_show
 {
 	const struct gl_sb_fleet *f = &sb->fleet;
 	size_t n = sb->n_owners;
-	int64_t *part = gl_xcalloc(n + 1, sizeof *part), *shown = gl_xcalloc(n + 1, sizeof *shown);
-	const char **tie = gl_xcalloc(n + 1, sizeof *tie);
+	int64_t *cost = gl_xcalloc(n + 1, sizeof *cost), *share = gl_xcalloc(n + 1, sizeof *share);
+	const char **name = gl_xcalloc(n + 1, sizeof *name);
 	int64_t sum_c = 0, sum_s = 0, sh_c = 0, sh_s = 0;
 	memset(out, 0, sizeof *out);
 	out->cost = gl_xcalloc(n ? n : 1, sizeof *out->cost);
 	out->idle_share = gl_xcalloc(n ? n : 1, sizeof *out->idle_share);
 	out->total = gl_xcalloc(n ? n : 1, sizeof *out->total);
-	/* down the table: Σ owner totals + __idle__ = the fleet total, rounded once */
 	for (size_t i = 0; i < n; i++) {
-		part[i] = sb->owners[i].total_micros;
-		tie[i] = sb->owners[i].name;
+		cost[i] = sb->owners[i].cost_micros;
+		share[i] = sb->owners[i].idle_share_micros;
+		name[i] = sb->owners[i].name;
 	}
-	part[n] = f->idle_left_micros;
-	tie[n] = "__idle__";
 	out->fleet_total = gl_money_round(f->total_micros, sb->minor);
-	/* a model that does not reconcile says so; its lines are then rounded one by one */
-	(void)!gl_money_shown_parts(out->fleet_total, part, tie, n + 1, sb->minor, shown);
-	out->idle_left = shown[n];
-	/* along each row: cost + idle share = the row's shown total */
+	/* the one rule of every view (the API's too): Σ owner totals +
+	 * __idle__ = the fleet total, cost + idle share = each owner's; a model
+	 * that does not reconcile says so, its lines rounded one by one */
+	(void)!gl_money_shown_rows(out->fleet_total, cost, share, name, n, f->idle_left_micros, sb->minor, out->total,
+				   out->cost, out->idle_share, &out->idle_left);
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
-		int64_t p2[2] = {w->cost_micros, w->idle_share_micros}, s2[2];
-		out->total[i] = shown[i];
-		(void)!gl_money_shown_parts(shown[i], p2, NULL, 2, sb->minor, s2);
-		out->cost[i] = s2[0];
-		out->idle_share[i] = s2[1];
-		if (!strcmp(w->name, "__unallocated__"))
-			out->unallocated += shown[i];
+		if (!strcmp(sb->owners[i].name, "__unallocated__"))
+			out->unallocated += out->total[i];
 		else
-			out->owners += shown[i];
-		sum_c += w->cost_micros;
-		sum_s += w->idle_share_micros;
-		sh_c += s2[0];
-		sh_s += s2[1];
+			out->owners += out->total[i];
+		sum_c += cost[i];
+		sum_s += share[i];
+		sh_c += out->cost[i];
+		sh_s += out->idle_share[i];
 	}
 	if (sum_c == f->cost_micros && sum_s == f->idle_total_micros - f->idle_left_micros) {
 		out->alloc_cost = sh_c;
@@ -116,9 +109,9 @@ void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_show
 		out->idle_shared = gl_money_round(f->idle_total_micros - f->idle_left_micros, sb->minor);
 		out->idle_total = gl_money_round(f->idle_total_micros, sb->minor);
 	}
-	free(part);
-	free(shown);
-	free(tie);
+	free(cost);
+	free(share);
+	free(name);
 }
 
 void gl_report_shown_fini(struct gl_report_shown *s)
