@@ -1,5 +1,6 @@
 /* Showback report renderers: CSV and HTML (see include/gl/report.h). */
 #include "gl/report.h"
+#include "gl/capacity.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/timeutil.h"
@@ -344,8 +345,11 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	fr_hours(rows, &n, "allocated_idle_gpu_hours", "Allocated-idle GPU-h", f->usage_known, f->aidle_s);
 	fr_hours(rows, &n, "unallocated_idle_gpu_hours", "Unallocated idle GPU-h", f->capacity_known, f->unalloc_idle_s);
 	fr_hours(rows, &n, "overallocated_gpu_hours", "Overallocated GPU-h", f->capacity_known, f->overalloc_s);
-	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
+	/* over the GPU time with capacity data; what ran beyond it beside */
+	gl_report_fmt_pct(gl_capacity_inside(avail, f->unalloc_idle_s, f->allocated_s), avail, b, sizeof b);
 	fr_text(rows, &n, "saturation_pct", "Saturation %", f->capacity_known && avail > 0 ? b : "no data");
+	fr_hours(rows, &n, "beyond_inventory_gpu_hours", "Allocated beyond inventory GPU-h", f->capacity_known,
+		 gl_capacity_beyond(avail, f->unalloc_idle_s, f->allocated_s));
 	fr_money(rows, &n, sb, "allocation_cost", "Allocation cost", 1, sh.alloc_cost);
 	fr_money(rows, &n, sb, "unallocated_idle_cost", "Unallocated idle cost", f->capacity_known, sh.idle_total);
 	fr_money(rows, &n, sb, "idle_cost_shared_to_owners", "Idle cost shared to owners", f->capacity_known,

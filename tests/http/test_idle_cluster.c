@@ -1,8 +1,11 @@
-/* shareIdle=proportional shares a cluster's idle among that cluster's users
- * only: a cluster without capacity data contributes no idle and receives
- * none (the demo spread testgpu's idle over teams on philly, a cluster with
- * no inventory). The fleet-wide pooling stays, asked for by name
- * (proportional_fleet). Real binary over real HTTP, real PostgreSQL:
+/* A fleet of two clusters, one without capacity data. shareIdle=proportional
+ * shares a cluster's idle among that cluster's users only: a cluster without
+ * capacity data contributes no idle and receives none (the demo spread
+ * testgpu's idle over teams on philly, a cluster with no inventory). The
+ * fleet-wide pooling stays, asked for by name (proportional_fleet). And the
+ * ratios are over GPU time with capacity data: the showback report's
+ * saturation divided both clusters' allocation by c1's capacity (the demo's
+ * 17,223 %), and format=sreport printed c2's GPU time nowhere. Real binary over real HTTP, real PostgreSQL:
  * tests/fixtures/review/sacct_share.txt on c1's 6 a100
  * (tests/fixtures/conservation/scontrol_nodes.txt) and the same jobs on c2
  * (sacct_share_c2.txt), which has no inventory. Figures worked out below. */
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 
 #include "lib/testlib.h"
+#include "gl/report.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -136,12 +140,60 @@ static void test_bad_share_params(void **state)
 	expect_400("/v1/chargeback?window=2026-10-06&shareIdle=none&shareIdleBy=model", "shareIdleBy");
 }
 
+/* The report's fleet table: saturation over c1 alone (its 25,200 GPU-s
+ * of the month's 6 x 31 x 86,400 = 16,070,400), c2's 25,200 (7 GPU-hours)
+ * beside it as beyond inventory. */
+static void test_report_saturation_over_inventory(void **state)
+{
+	struct gl_test_http r;
+	struct gl_test_csv t;
+	char want[48];
+	const char *sat = NULL, *beyond = NULL;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-10&aggregate=team&table=fleet", NULL,
+				      0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &t), 0);
+	gl_test_http_fini(&r);
+	for (size_t i = 1; i < t.nrows; i++) {
+		if (t.ncols[i] != 2)
+			continue;
+		if (!strcmp(t.cell[i][0], "saturation_pct"))
+			sat = t.cell[i][1];
+		if (!strcmp(t.cell[i][0], "beyond_inventory_gpu_hours"))
+			beyond = t.cell[i][1];
+	}
+	assert_non_null(sat);
+	assert_non_null(beyond);
+	gl_report_fmt_pct(25200, 16070400, want, sizeof want);
+	assert_string_equal(sat, want);
+	assert_string_equal(beyond, "7.000");
+	gl_test_csv_free(&t);
+}
+
+/* format=sreport: c2's allocation, which no capacity data covers, on a
+ * line of its own (it printed c2|gres/gpu|0|0|0|0|0|0 and nothing else);
+ * c1's lines as slurmdbd books them. */
+static void test_sreport_beyond_inventory_line(void **state)
+{
+	struct gl_test_http r;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/capacity?window=2026-10-06&format=sreport", NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\nc2|gres/gpu(beyond inventory)|25200|0|0|0|0|0\n"));
+	assert_non_null(strstr(r.body, "\nc1|gres/gpu|25200|0|0|493200|0|518400\n"));
+	assert_null(strstr(r.body, "c1|gres/gpu(beyond inventory)"));
+	gl_test_http_fini(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_stays_in_its_cluster),
 		cmocka_unit_test(test_fleet_pooling_by_name),
 		cmocka_unit_test(test_bad_share_params),
+		cmocka_unit_test(test_report_saturation_over_inventory),
+		cmocka_unit_test(test_sreport_beyond_inventory_line),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
