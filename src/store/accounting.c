@@ -986,8 +986,10 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 	if (cb->share == GL_SHARE_PROPORTIONAL) {
 		char pool[512];
 		struct gl_cb_pool *p;
+		size_t pi;
 		pool_name(r, row, k->pool, cb->share_by_model ? 2 : 1, pool, sizeof pool);
-		p = &s->pools[gl_cb_pool_of(cb, step, pool)];
+		pi = gl_cb_pool_of(cb, step, pool); /* may move s->pools */
+		p = &s->pools[pi];
 		p->idle_ms += ms;
 		p->idle_num += num;
 	}
@@ -1237,12 +1239,18 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	 * inventory nor an exporter reported any of its GPUs: its idle is
 	 * unknown, whatever the days of the other clusters say (the demo's
 	 * philly, 30,000 GPU-hours in four days, made /v1/idle say 100 %
-	 * wasted with capacity_known true) */
+	 * wasted with capacity_known true). A job in the window is one that
+	 * ended after its start (jobs_window_idx from there on: never the
+	 * jobs that ended before, a year of history) or is still open
+	 * (jobs_running_idx); one probe each, not coalesce(end_at, ...) over
+	 * every job of the cluster (100 ms at 1M jobs, 479 ms at 5M). */
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name FROM clusters c"
 			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      " AND EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "  AND jb.start_at < to_timestamp($2) AND coalesce(jb.end_at, to_timestamp($2)) > to_timestamp($1))"
+			      " AND (EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2))"
+			      "  OR EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
+			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)))"
 			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
 			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
 			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
