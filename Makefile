@@ -26,10 +26,11 @@ LDFLAGS_ALL += -fsanitize=$(SANITIZE)
 endif
 LIBS := $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(filter-out src/cli/main.c,$(shell find src -name '*.c' | sort))
+LIB_SRC := $(filter-out src/cli/main.c src/sim/sim_main.c,$(shell find src -name '*.c' | sort))
 SQL_FILES := $(sort $(wildcard sql/[0-9][0-9][0-9]_*.sql))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/migrations.o
 MAIN_OBJ := $(BUILD)/obj/src/cli/main.o
+SIM_MAIN_OBJ := $(BUILD)/obj/src/sim/sim_main.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 INTEG_SRC := $(sort $(wildcard tests/integration/test_*.c))
@@ -41,14 +42,16 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook bench fuzz clean help check-config-doc
-all: $(BUILD)/gpuledger
+.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
+all: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
 
 help:
 	@echo "make            build $(BUILD)/gpuledger"
-	@echo "make run        install deps, build, start embedded PostgreSQL, migrate, load demo data, serve on 127.0.0.1:8080"
+	@echo "make run        install deps, build, start embedded PostgreSQL, migrate, load demo history, start the fleet simulator, serve on 127.0.0.1:8080"
+	@echo "make run SIM=0  the same with the static demo data and no simulator"
 	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
 	@echo "make bench      run the benchmarks (never part of make test)"
+	@echo "make test-abuse slowloris, idle sockets, a flood and heavy requests against the daemon, with figures (~2 min; never part of make test)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
 	@echo "make test-valgrind [SUITES=all|integration] [TESTS=\"test_x ...\"]   under valgrind memcheck (never part of make test)"
 
@@ -74,6 +77,10 @@ $(BUILD)/libgl.a: $(LIB_OBJ)
 $(BUILD)/gpuledger: $(MAIN_OBJ) $(BUILD)/libgl.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
 
+# the demo fleet simulator (docs/demo.md)
+$(BUILD)/gpuledger-sim: $(SIM_MAIN_OBJ) $(BUILD)/libgl.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS)
+
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
@@ -90,7 +97,7 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
 
-build-tests: $(BUILD)/gpuledger $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
+build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 
 test: deps
 	@$(MAKE) --no-print-directory build-tests
@@ -111,9 +118,10 @@ test-valgrind:
 	@$(MAKE) --no-print-directory build-tests
 	@VALGRIND=1 TESTS="$(TESTS)" BUILD=$(BUILD) tests/run.sh $(VALGRIND_SUITES)
 
+# SIM=0: the static demo data instead of the simulated fleet (docs/demo.md)
 run: deps
-	@$(MAKE) --no-print-directory $(BUILD)/gpuledger
-	@scripts/run.sh
+	@$(MAKE) --no-print-directory -j$$(nproc) $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
+	@SIM=$(SIM) scripts/run.sh
 
 # end to end against a real Slurm 22.05 (root, ~5 min; never part of `make test`)
 test-slurm: $(BUILD)/gpuledger
@@ -125,6 +133,11 @@ test-slurm-hook: $(BUILD)/gpuledger
 
 bench: $(BUILD)/gpuledger $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
+
+# issue 24's abuse scenarios on loopback, bounded, with their figures
+# (bench/bench_abuse.c; never part of `make test`)
+test-abuse: $(BUILD)/gpuledger $(BUILD)/bench/bench_abuse
+	@BUILD=$(BUILD) bench/run.sh bench_abuse
 
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 fuzz:

@@ -26,14 +26,6 @@ static void die(const char *m, PGconn *c)
 	exit(1);
 }
 
-static void exec(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		die(sql, c);
-	PQclear(r);
-}
-
 static void pct(double *v, int n, double *p50, double *p99)
 {
 	qsort(v, (size_t)n, sizeof *v, cmp_d);
@@ -47,7 +39,7 @@ static void run_case(long jobs, int reqs, int span_days)
 {
 	/* the hand-written SQL takes seconds a run, so it runs 5 times */
 	int sql_reqs = reqs < 5 ? reqs : 5;
-	char dsn[512], sql[4096], where[64];
+	char dsn[512], where[64], from[32], span[32];
 	struct gl_test_daemon d;
 	double lat[400], lat0[400], p50, p99, sql_lat[400], s50, s99, t0;
 	PGconn *c;
@@ -61,19 +53,10 @@ static void run_case(long jobs, int reqs, int span_days)
 		die("db", NULL);
 	c = PQconnectdb(dsn);
 	t0 = gl_test_now_s();
-	exec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
 	/* a month of jobs: 1..8 GPUs, 5 min .. 2 days, 200 accounts, 2,000 users */
-	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
-		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200), CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
-		 " 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000,"
-		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
-		 " FROM (SELECT g, timestamptz '2026-11-01' - %d * interval '1 day' + (g::double precision / %ld) * %d * interval '1 day' AS s,"
-		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
-		 span_days, jobs, span_days, jobs);
-	exec(c, sql);
-	exec(c, "ANALYZE jobs");
+	snprintf(from, sizeof from, "%s", span_days == 31 ? "2026-10-01" : "2025-11-01");
+	snprintf(span, sizeof span, "%d days", span_days);
+	gl_test_synth_jobs(c, jobs, from, span);
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);

@@ -45,22 +45,6 @@ static long write_big(const char *path, long rows)
 	return k;
 }
 
-static double run_ingest(const char *dsn, const char *file, const char *fields)
-{
-	struct gl_test_out o;
-	double t0 = gl_test_now_s(), dt;
-	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file", file, "--fields", fields,
-			NULL) ||
-	    o.status != 0) {
-		fprintf(stderr, "%s\n", o.err);
-		gl_test_die("ingest failed");
-	}
-	dt = gl_test_now_s() - t0;
-	fprintf(stderr, "  ingest: %.2f s %s", dt, o.out);
-	gl_test_out_fini(&o);
-	return dt;
-}
-
 int main(int argc, char **argv)
 {
 	char dsn[512], path[512], copyfile[512], fields[1024];
@@ -84,8 +68,8 @@ int main(int argc, char **argv)
 	if (gl_test_db_fresh("gl_bench_ingest", dsn, sizeof dsn))
 		gl_test_die("db");
 	c = PQconnectdb(dsn);
-	t_first = run_ingest(dsn, path, fields);
-	t_again = run_ingest(dsn, path, fields);
+	t_first = gl_test_time_ingest_sacct(dsn, "testgpu", path, fields);
+	t_again = gl_test_time_ingest_sacct(dsn, "testgpu", path, fields);
 
 	/* the limit: COPY the very same rows into the same (now emptied) table */
 	t_copy = gl_test_copy_baseline(c, "jobs", gl_jobs_stage_columns, copyfile);

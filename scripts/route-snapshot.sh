@@ -37,7 +37,9 @@ gl() { "$BIN" --config "$CFG" "$@"; }
 sql() { # sql STATEMENT...: as the cluster superuser, on the gpuledger database
 	local sock
 	sock=$(gl db status | sed -n 's/.*socket \([^)]*\)).*/\1/p')
-	"$PSQL" -X -q -v ON_ERROR_STOP=1 -At "host=$sock port=5432 dbname=gpuledger user=postgres" "$@"
+	# the embedded cluster asks every role for its password, which db init
+	# wrote to the base's pgpass (older clusters trust: the file is absent)
+	"$PSQL" -X -q -v ON_ERROR_STOP=1 -At "host=$sock port=5432 dbname=gpuledger user=postgres passfile=$(realpath "$DIR")/var/pgpass" "$@"
 }
 
 write_config() { # the example's settings; its cost model and owners (demo) or bench_chargeback's
@@ -218,6 +220,9 @@ forecast_routes() {
 	get forecast_exclude.json "/v1/forecast?aggregate=account&step=day&window=$W_FC&exclude=2026-10-01,2026-10-03T00:00:00Z"
 	get capacity_forecast.json "/v1/capacity/forecast?window=$W_FC&horizon=14"
 	get capacity_forecast_testgpu.json "/v1/capacity/forecast?window=$W_FC&horizon=7&cluster=testgpu"
+	get capacity_forecast_week.json "/v1/capacity/forecast?window=2026-06-01T00:00:00Z,2026-11-23T00:00:00Z&horizon=8&step=week"
+	get capacity_forecast_risk.json "/v1/capacity/forecast?window=$W_FC&horizon=14&risk=5"
+	get capacity_plan.json /v1/capacity/plan
 }
 
 other_routes() {

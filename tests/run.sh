@@ -64,11 +64,13 @@ if [[ $what == all || $what == integration ]]; then
 		echo "tests: could not start the throwaway PostgreSQL (see $T/var/log)" >&2
 		failed=$((failed + 1)); failures+=("embedded PostgreSQL")
 	else
-		sock=$("$BUILD/gpuledger" --config "$T/config.yaml" db status | sed -n 's/.*socket \([^)]*\)).*/\1/p')
+		status=$("$BUILD/gpuledger" --config "$T/config.yaml" db status)
+		sock=$(sed -n 's/.*socket \([^)]*\)).*/\1/p' <<<"$status")
+		pass=$(sed -n 's/^passfile \([^ ]*\) .*/\1/p' <<<"$status")
 		export GL_TEST_BIN=$PWD/$BUILD/gpuledger
 		[[ -n $VG ]] && GL_TEST_BIN=$PWD/tests/tools/valgrind-bin.sh
-		export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres"
-		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger"
+		export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
+		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
 		export GL_TEST_TMP=$T
 		run_suite "$BUILD"/tests/integration/test_* "$BUILD"/tests/http/test_*
 		for w in tests/web/run.sh; do

@@ -70,4 +70,11 @@ void gl_apijson_add_str(cJSON *o, const char *k, const char *s);
 void gl_apijson_add_int(cJSON *o, const char *k, int64_t v, int null);
 void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null);
 
+/* The same for a streamed body (include/gl/jsonw.h): member k of the
+ * writer's open object (NULL in an array), printed as the add_* functions
+ * print it through cJSON. */
+struct gl_jsonw;
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null);
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null);
+
 #endif

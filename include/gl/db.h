@@ -16,10 +16,13 @@
 #include <stdint.h>
 
 struct gl_db_paths {
-	char base[PATH_MAX];    /* absolute embedded_dir */
+	char configured[PATH_MAX]; /* absolute database.embedded_dir */
+	char base[PATH_MAX];    /* where the cluster lives: configured, or GL_DB_RELOCATE_ROOT/<hash> */
 	char datadir[PATH_MAX]; /* base/pg */
-	char sockdir[PATH_MAX]; /* base/run, or a short /tmp path when that is too long for a socket */
-	char logfile[PATH_MAX]; /* base/pg.log */
+	char sockdir[PATH_MAX]; /* base/run, or a short /run or /tmp path when that is too long for a socket */
+	char logfile[PATH_MAX]; /* base/log/postgresql.log */
+	char passfile[PATH_MAX]; /* base/pgpass: the roles' generated passwords (libpq passfile, 0600) */
+	int relocated;          /* 1: configured is not reachable by the cluster's OS user */
 };
 
 /* The connection behind a store handle (include/gl/store.h) and the handle
@@ -38,26 +41,62 @@ static inline struct gl_store *gl_db_store(PGconn *c)
 #define GL_DB_EMBEDDED_PORT 5432 /* only names the socket file: TCP is off */
 #define GL_DB_NAME "gpuledger"
 #define GL_DB_ROLE "gpuledger"
+/* Run as root, the cluster runs as this OS user (initdb refuses root). */
+#define GL_DB_OS_USER "postgres"
+#define GL_DB_SUPERUSER "postgres"
+/* Where a root-run cluster lives when database.embedded_dir is not
+ * reachable by GL_DB_OS_USER (a clone in root's 0700 home). */
+#define GL_DB_RELOCATE_ROOT "/var/lib/gpuledger"
 
 /* 1 when an external DSN is configured (GPULEDGER_DSN or database.dsn). */
 int gl_db_is_external(const struct gl_config *cfg);
+/* The embedded cluster's paths. As root, a configured directory that the
+ * cluster's OS user cannot reach (a parent without search permission for
+ * it) and that holds no cluster yet moves the whole cluster to
+ * GL_DB_RELOCATE_ROOT/<16 hex digits of a hash of the configured path>;
+ * one already there stays there (p->relocated says which). */
 int gl_db_paths(const struct gl_config *cfg, struct gl_db_paths *p, struct gl_err *err) GL_MUSTCHECK;
-/* The DSN to use: external if configured, else the embedded socket. */
+/* The DSN to use: external if configured, else the embedded socket as the
+ * application role with its passfile. */
 int gl_db_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
 
-/* Embedded cluster control. init is idempotent (an initialised cluster is left
- * alone); start also creates the gpuledger role and database when missing. */
+/* Embedded cluster control (docs/security.md, "The embedded cluster").
+ * init is idempotent (an initialised cluster is left alone): initdb with
+ * scram-sha-256 for every local connection and generated passwords in
+ * p->passfile. start also creates the application role (LOGIN, not a
+ * superuser) and its database when missing, sets the role's password
+ * from the passfile, makes base and the socket directory 0700 for the
+ * cluster's OS user, and upgrades a cluster made with trust (older
+ * gpuledger): passwords generated, pg_hba.conf rewritten, reloaded. */
 int gl_db_init(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_start(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_stop(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 /* *running = 1 when the server answers on its socket. */
 int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) GL_MUSTCHECK;
 
+/* A CLI command (not the daemon) calls this once, before any connection:
+ * every connection made afterwards through gl_db_connect*() registers
+ * with the stop watcher (gl/dbcancel.h, group GL_DBCANCEL_WORK) until
+ * PQfinish, so a SIGTERM/SIGINT that requests the stop cancels whatever
+ * statement it runs. */
+void gl_db_cancel_on_stop(void);
+
 int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 /* The cluster superuser on the embedded cluster's gpuledger database;
  * -GL_ECONFIG with an external DSN (we hold no superuser there). */
 int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+/* PQreset, then the session settings gl_db_connect_dsn makes (time zone
+ * UTC, no JIT, work_mem): 0, or -GL_EDB when the server cannot be reached.
+ * Settings of the caller's own (a statement_timeout) are gone too. */
+int gl_db_reset(PGconn *c) GL_MUSTCHECK;
+/* SET statement_timeout for the session (0 = none). */
+int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MUSTCHECK;
+/* The SQLSTATE of the calling thread's last failed statement ("" when
+ * none since gl_db_clear_sqlstate): "57014" for a statement_timeout (or a
+ * cancel). */
+const char *gl_db_last_sqlstate(void);
+void gl_db_clear_sqlstate(void);
 /* GL_EDB for a SQLSTATE that says the database is unavailable now (none at
  * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EINTERNAL
  * for any other failed statement. */

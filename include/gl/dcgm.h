@@ -1,5 +1,16 @@
-/* gpuledger — dcgm-exporter samples → per-GPU readings, and the per-GPU
+/* gpuledger — GPU exporter samples → per-GPU readings, and the per-GPU
  * bucket rollup with the busy/idle predicate.
+ *
+ * Three exporters map onto the same readings, in DCGM's units, through one
+ * table each (src/sources/dcgm.c; docs/ingest.md, "GPU exporters"):
+ * dcgm-exporter (DCGM_FI_*), nvidia_gpu_exporter (nvidia_smi_*: ratios x 100,
+ * bytes / 2^20, its uuid label given back nvidia-smi's "GPU-" prefix) and the
+ * AMD Device Metrics Exporter (gpu_* or amd_gpu_*: a GPU is its board's
+ * serial_number, else gpu_uuid; in a partitioned mode (CPX/DPX/QPX) each
+ * partition is a GPU instance like a MIG slice, gi_id = gpu_partition_id,
+ * gi_profile = the mode, and the physical readings the exporter gives on
+ * partition 0 only (activity, power, energy) go to the whole GPU, the zeros
+ * of the other partitions being dropped, never read).
  *
  * Pure: no I/O, no clock, no libpq. Times are parameters.
  *
@@ -77,7 +88,8 @@ struct gl_dcgm_gpu {
 	const char *model;      /* modelName */
 	const char *device;     /* "nvidia0" */
 	const char *pci_bus_id;
-	const char *driver_version; /* DCGM_FI_DRIVER_VERSION */
+	const char *driver_version; /* DCGM_FI_DRIVER_VERSION, driver_version */
+	const char *source;     /* "dcgm", "nvidia_smi" or "amd": the exporter that first named it */
 	/* attribution: sets, in first-seen order */
 	const char **jobs;      /* hpc_job values */
 	size_t njobs;
@@ -98,11 +110,12 @@ struct gl_dcgm_opts {
 struct gl_dcgm_stats {
 	size_t samples;     /* samples offered */
 	size_t mapped;      /* attached to a GPU */
-	size_t no_uuid;     /* dropped: no UUID label */
-	size_t not_dcgm;    /* dropped: name does not start with DCGM_FI_ */
+	size_t no_uuid;     /* dropped: no UUID label (AMD: no serial_number/gpu_uuid, or no gpu_id) */
+	size_t not_dcgm;    /* dropped: not a DCGM_FI_, nvidia_smi_ or AMD (amd_)gpu_ metric */
 	size_t blank;       /* kept metric with a sentinel / non-numeric value */
 	size_t conflicts;   /* a repeat (per job / pod) disagreed with the first value */
-	size_t bad_ident;   /* dropped: GPU_I_ID not an integer, NUL byte in UUID/hostname */
+	size_t bad_ident;   /* dropped: GPU_I_ID or gpu_partition_id not an integer, NUL byte in UUID/hostname */
+	size_t not_per_partition; /* AMD physical readings on a partition other than 0: not read */
 };
 
 struct gl_dcgm_scrape {
@@ -110,6 +123,10 @@ struct gl_dcgm_scrape {
 	size_t ngpus;
 	struct gl_dcgm_stats stats;
 	struct gl_promtext_stats parse; /* filled by gl_dcgm_scrape_parse() */
+	/* samples dropped because a label kept is over its bound
+	 * (include/gl/bounds.h); the first one's line and why */
+	size_t too_long, too_long_line;
+	char too_long_reason[200];
 	/* private */
 	struct gl_dcgm_opts opts;
 	size_t cap;
@@ -122,13 +139,20 @@ void gl_dcgm_scrape_init(struct gl_dcgm_scrape *s, const struct gl_dcgm_opts *op
 /* Frees everything the scrape owns; s may be NULL. Leaves s re-initialisable. */
 void gl_dcgm_scrape_fini(struct gl_dcgm_scrape *s);
 /* Maps one sample (from a gl_promtext callback). Dropped samples are counted,
- * not errors: returns 0 always, int for the callback signature's sake. */
+ * not errors: returns 0 always, int for the callback signature's sake.
+ * A value of a new-family metric outside its range (a percentage above 100,
+ * a negative count, AMD's all-ones "not available") is blank, as DCGM's
+ * sentinels are. */
 int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample *smp);
 /* init + gl_promtext_parse + add for every sample. On error (only
  * -GL_EFORMAT: not Prometheus text at all) the scrape is still valid and must
  * be finalised. */
 int gl_dcgm_scrape_parse(struct gl_dcgm_scrape *s, const char *buf, size_t len,
 			 const struct gl_dcgm_opts *opts, struct gl_err *err) GL_MUSTCHECK;
+/* Why the scrape gives the store nothing, as one sentence for the error
+ * line ("no GPU exporter samples ...", "... no Hostname label ... --node"),
+ * written into buf; NULL when some GPU has both a UUID and a host. */
+const char *gl_dcgm_scrape_why_empty(const struct gl_dcgm_scrape *s, char *buf, size_t n);
 /* The GPU with this key, or NULL. hostname is the effective one (after opts->node). */
 const struct gl_dcgm_gpu *gl_dcgm_scrape_find(const struct gl_dcgm_scrape *s, const char *hostname,
 					      const char *uuid, int gi_id);

@@ -18,9 +18,6 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-/* pg_try_advisory_lock key of hook runs ("glhook"). */
-#define GL_HOOK_LOCK_KEY 0x676c686f6f6bLL
-
 /* Exit codes of `gpuledger hook idle` (cron wrappers rely on them). */
 #define GL_HOOK_EXIT_OK 0          /* nothing to do, or everything done */
 #define GL_HOOK_EXIT_ERROR 1       /* runtime error, a failed command, or the circuit breaker */

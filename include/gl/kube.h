@@ -20,6 +20,7 @@
 
 #include "gl/common.h"
 #include "gl/jobrow.h"
+#include "gl/kubegpu.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,6 +42,12 @@ struct gl_kube_opts {
 	 * (the ingest's item splitter measures it in its own pass), so the
 	 * parser's depth scan is skipped */
 	int depth_checked;
+	/* What the pods cannot say about their nodes (time-slicing replicas
+	 * per GPU, a GPU's memory): borrowed, only read during the parse;
+	 * nodes absent here are unknown (their shares that need it are
+	 * reported, not guessed). */
+	const struct gl_kube_node_gpu *nodes;
+	size_t nnodes;
 };
 
 enum gl_kube_phase {
@@ -68,15 +75,19 @@ struct gl_kube_pod {
 	int64_t submit_s;     /* creationTimestamp, always set */
 	int64_t start_s;      /* status.startTime, else PodScheduled=True lastTransitionTime; GL_TIME_NONE */
 	int64_t end_s;        /* see gl_kube_parse(); GL_TIME_NONE while running */
-	int64_t gpu_milli;    /* requested GPUs x 1000, > 0 (whole, MIG and fractional shares) */
+	int64_t gpu_milli;    /* gpu.gpu_micro / 1000, rounded down: what the jobs table holds today */
 	char gpu_type[GL_KUBE_GPU_TYPE_MAX]; /* MIG profile ("1g.10gb") when all GPUs are that profile, else "" */
+	struct gl_kubegpu gpu; /* the GPU intent under its sharing scheme: micro-GPUs billed and held,
+			        * bound UUIDs, run:ai group, and why any of it is not billed (note) */
 };
 
 struct gl_kube_result {
 	struct gl_kube_pod *pods; /* npods GPU pods, in document order */
 	size_t npods;
 	size_t nitems;            /* items in the document */
-	size_t skipped_no_gpu;    /* pods requesting no GPU (not an error) */
+	size_t skipped_no_gpu;    /* pods with no GPU intent at all (not an error) */
+	size_t gpu_unclear;       /* kept pods whose GPU intent is (partly) not understood: gpu.note says
+				   * why, and a problem names the pod */
 	size_t skipped_bad;       /* pods dropped for a missing/bad key field */
 	char **problems;          /* one message per skipped pod or ignored bad field, */
 	size_t nproblems;         /* each naming the JSON path ("items[17].metadata.uid: missing") */
@@ -97,16 +108,24 @@ struct gl_kube_result {
  * Pending (a Running pod with all containers terminated is restarting); a
  * terminal pod without any finishedAt (evicted) ends at its latest
  * condition transition.
- * GPUs per container from resources.limits, falling back to requests, for
- * `nvidia.com/gpu` and `nvidia.com/mig-<profile>`; per resource the pod needs
- * max(sum(containers) + sum(sidecars), max(init_i + sidecars before i)), as the
- * scheduler computes it. A per-GPU share from a `gpu-milli` annotation/label
- * (alibabacloud.com/gpu-milli, gpu-milli, gpu_milli; Alibaba traces, with
- * alibabacloud.com/gpu-count as the GPU count when no resource is set) or
- * HAMi's nvidia.com/gpucores (percent) scales the whole-GPU count. */
+ * GPUs: gl_kubegpu_read() (include/gl/kubegpu.h) under every sharing scheme,
+ * per container from resources.limits, falling back to requests; the pod
+ * needs max(sum(containers) + sum(sidecars), max(init_i + sidecars before
+ * i)), as the scheduler computes it. A pod is kept when it has any GPU
+ * intent, billed or not: a run:ai reservation (billed 0, its GPU is its
+ * group's), or a pod whose GPUs cannot be understood (gpu.note, counted in
+ * gpu_unclear, and a problem naming it) is never dropped silently. Then
+ * gl_kube_link_runai() over the document's pods. */
 int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 		  struct gl_kube_result *res, struct gl_err *err) GL_MUSTCHECK;
 void gl_kube_result_fini(struct gl_kube_result *res);
+
+/* run:ai: the fraction pods of a GPU group on a node get the UUID the
+ * group's reservation pod holds (run.ai/reserve_for_gpu_index), unless they
+ * name GPUs themselves. gl_kube_parse() does this within one document; a
+ * caller that parses a snapshot in parts calls it once over all parts' pods
+ * (idempotent). */
+void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n);
 /* For heap-allocated results: fini + free(res). */
 void gl_kube_result_free(struct gl_kube_result *res);
 

@@ -49,6 +49,7 @@ struct gl_node_gpus {
 	int64_t gpus;
 	int64_t mig_instances;         /* 0 when not partitioned */
 	int64_t memory_mib;            /* per GPU (GPU feature discovery's gpu.memory); 0 unknown */
+	int replicas;                  /* Kubernetes time-slicing/MPS replicas per GPU (nvidia.com/gpu.replicas); 0 none */
 };
 
 /* One node as its scheduler saw it at the snapshot instant. */

@@ -2,6 +2,7 @@
 #include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
+#include "gl/jsonw.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
 
@@ -107,6 +108,22 @@ void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null)
 		cJSON_AddNullToObject(o, k);
 	else
 		cJSON_AddNumberToObject(o, k, v);
+}
+
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null)
+{
+	if (null)
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, (double)v);
+}
+
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null)
+{
+	if (null)
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, v);
 }
 
 int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)

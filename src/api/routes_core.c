@@ -6,6 +6,7 @@
 #include "gl/ingest.h"
 #include "gl/inventory.h"
 #include "gl/joblist.h"
+#include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/store.h"
 #include "gl/strbuf.h"
@@ -19,29 +20,32 @@
 #include <time.h>
 
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format", 0},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format", 0, GL_ROUTE_WINDOWED},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 0},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0},
-	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster", 0},
-	{NULL, NULL, NULL, NULL, NULL, NULL, 0},
+	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
+	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT},
+	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -59,32 +63,22 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+/* The answer for a check made at most a second ago; else 0 */
+static int health_cached(int *ok, int *code, char *msg, size_t n)
 {
-	struct gl_err err = {0};
-	char msg[sizeof g_health_msg];
 	int64_t now = mono_ms();
-	int ok, fresh, code;
-
+	int fresh;
 	pthread_mutex_lock(&g_health_mu);
 	fresh = g_health_checked && now - g_health_at_ms < 1000;
-	ok = g_health_ok;
-	code = g_health_code;
-	memcpy(msg, g_health_msg, sizeof msg);
+	*ok = g_health_ok;
+	*code = g_health_code;
+	snprintf(msg, n, "%s", g_health_msg);
 	pthread_mutex_unlock(&g_health_mu);
-	if (!fresh) {
-		struct gl_store *st;
-		ok = !gl_req_store(req, &st, &err) && !gl_store_ping(st, &err);
-		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
-		code = ok ? 0 : err.code;
-		pthread_mutex_lock(&g_health_mu);
-		g_health_at_ms = now;
-		g_health_checked = 1;
-		g_health_ok = ok;
-		g_health_code = code;
-		memcpy(g_health_msg, msg, sizeof msg);
-		pthread_mutex_unlock(&g_health_mu);
-	}
+	return fresh;
+}
+
+static int health_answer(struct gl_req *req, struct gl_resp *resp, int ok, int code, const char *msg)
+{
 	resp->content_type = "application/json";
 	if (!ok) {
 		/* /healthz is public: libpq's words name the socket path, the
@@ -99,6 +93,38 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	}
 	gl_strbuf_puts(&resp->body, "{\"status\":\"ok\",\"db\":\"ok\"}\n");
 	return 0;
+}
+
+int gl_route_healthz_cached(struct gl_req *req, struct gl_resp *resp)
+{
+	char msg[sizeof g_health_msg];
+	int ok, code;
+	if (!health_cached(&ok, &code, msg, sizeof msg))
+		return 0;
+	health_answer(req, resp, ok, code, msg);
+	return 1;
+}
+
+int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	char msg[sizeof g_health_msg];
+	int ok, code;
+
+	if (!health_cached(&ok, &code, msg, sizeof msg)) {
+		struct gl_store *st;
+		ok = !gl_req_store(req, &st, &err) && !gl_store_ping(st, &err);
+		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
+		code = ok ? 0 : err.code;
+		pthread_mutex_lock(&g_health_mu);
+		g_health_at_ms = mono_ms();
+		g_health_checked = 1;
+		g_health_ok = ok;
+		g_health_code = code;
+		memcpy(g_health_msg, msg, sizeof msg);
+		pthread_mutex_unlock(&g_health_mu);
+	}
+	return health_answer(req, resp, ok, code, msg);
 }
 
 /* One gauge per source and cluster, with its HELP and TYPE lines; v(i)
@@ -241,79 +267,120 @@ static const char *const job_states[] = {
 	"RESIZING", "REVOKED", "SPECIAL_EXIT", "UNKNOWN",
 };
 
-/* The page as CSV, the columns of the JSON objects in order; cost in
- * currency units with the currency's minor decimals. */
-static void jobs_csv(struct gl_resp *resp, const struct gl_joblist *l, int windowed, int minor)
+/* The answer as it is sent, a piece at a time from the rows (up to 10,000
+ * jobs a page): the columns of the JSON objects, or of the CSV in the same
+ * order with cost in currency units with the currency's minor decimals. */
+struct jobs_out {
+	struct gl_joblist l;
+	size_t i;
+	int windowed, minor, head;
+	struct gl_jsonw w;
+};
+
+static void jobs_out_fini(void *state)
+{
+	struct jobs_out *o = state;
+	gl_joblist_fini(&o->l);
+	free(o);
+}
+
+static void jobs_csv_row(struct gl_strbuf *o, const struct gl_joblist_row *j, int windowed, int minor)
+{
+	const char *text[] = {j->cluster, j->job_key, j->job_id, j->name,      j->user_name,
+			      j->account, j->partition, j->qos,   j->namespace, j->state};
+	for (size_t k = 0; k < GL_ARRAY_LEN(text); k++)
+		gl_csv_field(o, text[k] ? text[k] : "");
+	gl_apijson_csv_time(o, j->submit_s);
+	gl_apijson_csv_time(o, j->start_s);
+	gl_apijson_csv_time(o, j->end_s);
+	gl_apijson_csv_int(o, j->elapsed_s, j->elapsed_s_null);
+	gl_apijson_csv_milli(o, j->gpu_milli);
+	gl_csv_field(o, j->gpu_type ? j->gpu_type : "");
+	gl_apijson_csv_int(o, j->queue_wait_s, j->queue_wait_s_null);
+	gl_csv_field(o, j->node_list ? j->node_list : "");
+	gl_apijson_csv_milli(o, j->req_gpu_milli);
+	if (windowed) {
+		gl_apijson_csv_int(o, j->gpu_seconds, j->gpu_seconds_null);
+		gl_apijson_csv_money(o, j->cost_micros, j->cost_micros_null, minor);
+		gl_apijson_csv_f8(o, j->busy_gpu_s, j->busy_gpu_s_null);
+		gl_apijson_csv_f8(o, j->idle_gpu_s, j->idle_gpu_s_null);
+	}
+	gl_csv_end(o);
+}
+
+/* Pieces end at a row's end (a CSV field starts a record in an empty buffer). */
+static int jobs_csv_next(void *state, struct gl_strbuf *out)
 {
 	static const char *const hdr[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
 					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
 					  "queue_wait_s", "node_list", "gpus_requested", NULL};
 	static const char *const win_hdr[] = {"gpu_seconds", "cost", "busy_gpu_seconds",
 					      "idle_in_allocation_gpu_seconds", NULL};
-	struct gl_strbuf *o = &resp->body;
-
-	for (size_t i = 0; hdr[i]; i++)
-		gl_csv_field(o, hdr[i]);
-	if (windowed)
-		gl_apijson_csv_header(o, win_hdr);
-	else
-		gl_csv_end(o);
-	for (size_t i = 0; i < l->n; i++) {
-		const struct gl_joblist_row *j = &l->rows[i];
-		const char *text[] = {j->cluster, j->job_key, j->job_id, j->name,      j->user_name,
-				      j->account, j->partition, j->qos,   j->namespace, j->state};
-		for (size_t k = 0; k < GL_ARRAY_LEN(text); k++)
-			gl_csv_field(o, text[k] ? text[k] : "");
-		gl_apijson_csv_time(o, j->submit_s);
-		gl_apijson_csv_time(o, j->start_s);
-		gl_apijson_csv_time(o, j->end_s);
-		gl_apijson_csv_int(o, j->elapsed_s, j->elapsed_s_null);
-		gl_apijson_csv_milli(o, j->gpu_milli);
-		gl_csv_field(o, j->gpu_type ? j->gpu_type : "");
-		gl_apijson_csv_int(o, j->queue_wait_s, j->queue_wait_s_null);
-		gl_csv_field(o, j->node_list ? j->node_list : "");
-		gl_apijson_csv_milli(o, j->req_gpu_milli);
-		if (windowed) {
-			gl_apijson_csv_int(o, j->gpu_seconds, j->gpu_seconds_null);
-			gl_apijson_csv_money(o, j->cost_micros, j->cost_micros_null, minor);
-			gl_apijson_csv_f8(o, j->busy_gpu_s, j->busy_gpu_s_null);
-			gl_apijson_csv_f8(o, j->idle_gpu_s, j->idle_gpu_s_null);
-		}
-		gl_csv_end(o);
+	struct jobs_out *o = state;
+	if (!o->head) {
+		for (size_t i = 0; hdr[i]; i++)
+			gl_csv_field(out, hdr[i]);
+		if (o->windowed)
+			gl_apijson_csv_header(out, win_hdr);
+		else
+			gl_csv_end(out);
+		o->head = 1;
 	}
-	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
+	while (out->len < GL_RESP_CHUNK && o->i < o->l.n)
+		jobs_csv_row(out, &o->l.rows[o->i++], o->windowed, o->minor);
+	return o->i < o->l.n;
 }
 
-static cJSON *job_json(const struct gl_joblist_row *j, int windowed)
+static void jobs_json_row(struct gl_jsonw *w, const struct gl_joblist_row *j, int windowed)
 {
-	cJSON *o = cJSON_CreateObject();
-	gl_apijson_add_str(o, "cluster", j->cluster);
-	gl_apijson_add_str(o, "key", j->job_key);
-	gl_apijson_add_str(o, "job_id", j->job_id);
-	gl_apijson_add_str(o, "name", j->name);
-	gl_apijson_add_str(o, "user", j->user_name);
-	gl_apijson_add_str(o, "account", j->account);
-	gl_apijson_add_str(o, "partition", j->partition);
-	gl_apijson_add_str(o, "qos", j->qos);
-	gl_apijson_add_str(o, "namespace", j->namespace);
-	gl_apijson_add_str(o, "state", j->state);
-	gl_apijson_add_time(o, "submit", j->submit_s);
-	gl_apijson_add_time(o, "start", j->start_s);
-	gl_apijson_add_time(o, "end", j->end_s);
-	gl_apijson_add_int(o, "elapsed_s", j->elapsed_s, j->elapsed_s_null);
-	cJSON_AddNumberToObject(o, "gpus", (double)j->gpu_milli / 1000.0);
-	gl_apijson_add_str(o, "gpu_type", j->gpu_type);
-	gl_apijson_add_int(o, "queue_wait_s", j->queue_wait_s, j->queue_wait_s_null);
-	gl_apijson_add_str(o, "node_list", j->node_list);
-	cJSON_AddNumberToObject(o, "gpus_requested", (double)j->req_gpu_milli / 1000.0);
+	const char *const names[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
+				     "namespace", "state"};
+	const char *text[] = {j->cluster, j->job_key, j->job_id, j->name,      j->user_name,
+			      j->account, j->partition, j->qos,   j->namespace, j->state};
+	gl_jsonw_object(w, NULL);
+	for (size_t k = 0; k < GL_ARRAY_LEN(names); k++)
+		gl_jsonw_str(w, names[k], text[k]);
+	gl_jsonw_time(w, "submit", j->submit_s);
+	gl_jsonw_time(w, "start", j->start_s);
+	gl_jsonw_time(w, "end", j->end_s);
+	gl_apijson_w_int(w, "elapsed_s", j->elapsed_s, j->elapsed_s_null);
+	gl_jsonw_num(w, "gpus", (double)j->gpu_milli / 1000.0);
+	gl_jsonw_str(w, "gpu_type", j->gpu_type);
+	gl_apijson_w_int(w, "queue_wait_s", j->queue_wait_s, j->queue_wait_s_null);
+	gl_jsonw_str(w, "node_list", j->node_list);
+	gl_jsonw_num(w, "gpus_requested", (double)j->req_gpu_milli / 1000.0);
 	if (windowed) {
-		gl_apijson_add_int(o, "gpu_seconds", j->gpu_seconds, j->gpu_seconds_null);
+		gl_apijson_w_int(w, "gpu_seconds", j->gpu_seconds, j->gpu_seconds_null);
 		/* null cost: no rate covers the job's model in the window */
-		gl_apijson_add_int(o, "cost_micros", j->cost_micros, j->cost_micros_null);
-		gl_apijson_add_f8(o, "busy_gpu_seconds", j->busy_gpu_s, j->busy_gpu_s_null);
-		gl_apijson_add_f8(o, "idle_in_allocation_gpu_seconds", j->idle_gpu_s, j->idle_gpu_s_null);
+		gl_apijson_w_int(w, "cost_micros", j->cost_micros, j->cost_micros_null);
+		gl_apijson_w_f8(w, "busy_gpu_seconds", j->busy_gpu_s, j->busy_gpu_s_null);
+		gl_apijson_w_f8(w, "idle_in_allocation_gpu_seconds", j->idle_gpu_s, j->idle_gpu_s_null);
 	}
-	return o;
+	gl_jsonw_end(w);
+}
+
+static int jobs_json_next(void *state, struct gl_strbuf *out)
+{
+	struct jobs_out *o = state;
+	o->w.out = out;
+	if (!o->head) {
+		gl_jsonw_object(&o->w, NULL);
+		gl_jsonw_array(&o->w, "jobs");
+		o->head = 1;
+	}
+	while (out->len < GL_RESP_CHUNK && o->i < o->l.n)
+		jobs_json_row(&o->w, &o->l.rows[o->i++], o->windowed);
+	if (o->i < o->l.n)
+		return 1;
+	gl_jsonw_end(&o->w);
+	gl_jsonw_i64(&o->w, "count", (int64_t)o->l.n);
+	if (o->l.more)
+		gl_jsonw_i64(&o->w, "next_cursor", o->l.rows[o->l.n - 1].job_pk);
+	else
+		gl_jsonw_null(&o->w, "next_cursor");
+	gl_jsonw_end(&o->w);
+	gl_strbuf_putc(out, '\n');
+	return 0;
 }
 
 /* limit, offset, cursor, window and state, each checked (400 naming it). */
@@ -359,46 +426,39 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_err err = {0};
 	struct gl_joblist_query q;
-	struct gl_joblist l = {0};
 	struct gl_strbuf scope = GL_STRBUF_INIT;
 	struct gl_store *st;
-	cJSON *root, *arr;
+	struct jobs_out *o;
 	int rc, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)) || (rc = jobs_params(req, resp, &q)))
 		return rc;
 	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	o = gl_xcalloc(1, sizeof *o);
 	/* owner-scoped tokens see the jobs of their accounts / namespaces only */
 	q.owners = gl_req_owner_filter(req, &scope);
-	rc = gl_joblist_query(st, &q, &l, &err);
+	rc = gl_joblist_query(st, &q, &o->l, &err);
 	gl_strbuf_fini(&scope);
 	if (rc) {
-		gl_joblist_fini(&l);
+		jobs_out_fini(o);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
+	o->windowed = q.windowed;
+	o->minor = gl_money_minor(req->cfg->currency);
 	if (csv) {
-		jobs_csv(resp, &l, q.windowed, gl_money_minor(req->cfg->currency));
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
 		/* CSV has no room for the cursor: the next page's is a header */
-		if (l.more) {
-			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)l.rows[l.n - 1].job_pk);
+		if (o->l.more) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)o->l.rows[o->l.n - 1].job_pk);
 			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
 		}
-		gl_joblist_fini(&l);
+		gl_resp_set_stream(resp, jobs_csv_next, jobs_out_fini, o);
 		return 0;
 	}
-	root = cJSON_CreateObject();
-	arr = cJSON_AddArrayToObject(root, "jobs");
-	for (size_t i = 0; i < l.n; i++)
-		cJSON_AddItemToArray(arr, job_json(&l.rows[i], q.windowed));
-	cJSON_AddNumberToObject(root, "count", (double)l.n);
-	if (l.more)
-		cJSON_AddNumberToObject(root, "next_cursor", (double)l.rows[l.n - 1].job_pk);
-	else
-		cJSON_AddNullToObject(root, "next_cursor");
-	gl_apijson_put(resp, root);
-	cJSON_Delete(root);
-	gl_joblist_fini(&l);
+	resp->content_type = "application/json";
+	gl_jsonw_init(&o->w, NULL);
+	gl_resp_set_stream(resp, jobs_json_next, jobs_out_fini, o);
 	return 0;
 }
 

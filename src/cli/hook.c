@@ -129,6 +129,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_fail(&err);
 		use = &own;
 	}
+	gl_config_warn_shell(use);
 	if ((rc = gl_store_open(use, &store, &err))) {
 		exit_code = gl_cli_fail(&err);
 		goto out;

@@ -16,10 +16,12 @@
 static const char usage_ingest_dcgm[] =
 	"usage: gpuledger [--config FILE] ingest dcgm --cluster NAME --file F --at TIME [--node NAME]\n"
 	"                 [--max-gap S]\n"
-	"Ingests a saved dcgm-exporter /metrics scrape (F may be - for stdin) taken at TIME\n"
+	"Ingests a saved GPU exporter /metrics scrape (dcgm-exporter, nvidia_gpu_exporter's\n"
+	"nvidia_smi_*, the AMD Device Metrics Exporter; F may be - for stdin) taken at TIME\n"
 	"(RFC 3339, e.g. 2026-11-22T16:04:10Z): fleet inventory, per-GPU rollups into\n"
 	"ingest.bucket_s buckets, attribution to the cluster's jobs running at TIME.\n"
-	"--node overrides the Hostname label (in Kubernetes it names the exporter pod).\n"
+	"--node overrides the Hostname label (in Kubernetes it names the exporter pod) and\n"
+	"names the node of a scrape without one (dcgm-exporter --no-hostname, nvidia_gpu_exporter).\n"
 	"--max-gap: a sample stands for the time since the GPU's previous one, at most S\n"
 	"seconds (default: 2 x the cluster's sources.dcgm interval, else 60).\n"
 	"A sample at or before a GPU's last ingested one is not applied again.\n"
@@ -38,7 +40,8 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	struct gl_dcgm_batch *b = NULL;
 	struct gl_err err = {0};
 	struct gl_store *store = NULL;
-	char *buf = NULL;
+	char *buf = NULL, why[400];
+	const char *why_empty;
 	size_t len = 0;
 	int64_t at_s;
 	int rc, prc;
@@ -79,11 +82,15 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	}
 	for (size_t i = 0; i < s.parse.nbad; i++)
 		gl_log(GL_LOG_WARN, "%s:%zu: %s (line skipped)", file, s.parse.bad[i].line, s.parse.bad[i].reason);
+	if (s.too_long)
+		gl_log(GL_LOG_WARN, "%s:%zu: %s (%zu samples with a label over its bound dropped)", file, s.too_long_line,
+		       s.too_long_reason, s.too_long);
 	b = gl_dcgm_batch_new(cfg->ingest_max_skip_reasons);
 	gl_dcgm_batch_add(b, &s, file);
+	why_empty = gl_dcgm_scrape_why_empty(&s, why, sizeof why);
 	gl_dcgm_scrape_fini(&s);
 	if (gl_dcgm_batch_gpus(b) == 0) {
-		gl_err_set(&err, GL_EFORMAT, "%s: no dcgm-exporter GPU samples (DCGM_FI_* with a UUID and a hostname)", file);
+		gl_err_set(&err, GL_EFORMAT, "%s: %s", file, why_empty ? why_empty : "no GPU the store can take");
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

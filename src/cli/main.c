@@ -1,10 +1,12 @@
 /* gpuledger command line: gpuledger [--config FILE] COMMAND [ARGS].
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
 #include "gl/jsonarena.h"
+#include "gl/anchor.h"
 #include "gl/audit.h"
 #include "gl/budget.h"
 #include "gl/cli.h"
 #include "gl/config.h"
+#include "gl/capplandb.h"
 #include "gl/costing.h"
 #include "gl/daemon.h"
 #include "gl/db.h"
@@ -43,6 +45,48 @@ static void on_signal(int sig)
 	 * the watcher thread cancels its statement (HTTP requests go on until
 	 * the server stops) */
 	gl_dbcancel_request(GL_DBCANCEL_WORK);
+}
+
+/* A command other than serve: SIGTERM/SIGINT used to end it on the spot,
+ * leaving its statement running in its server session until it noticed
+ * the client gone (a long UPDATE never does) or someone cancelled it.
+ * Now the stop cancels the statement (every connection is registered,
+ * gl_db_cancel_on_stop), the command fails on it as on any error and
+ * records what it must (an ingest run's row), and main() ends by the same
+ * signal. A second signal, or GL_CLI_STOP_GRACE_S without an end, ends
+ * the process at once as before. */
+#define GL_CLI_STOP_GRACE_S (GL_DBCANCEL_GIVEUP_MS / 1000 + 5)
+static volatile sig_atomic_t g_cli_sig;
+static void on_cli_alarm(int sig)
+{
+	(void)sig;
+	signal(g_cli_sig, SIG_DFL);
+	raise(g_cli_sig);
+}
+
+static void on_cli_signal(int sig)
+{
+	g_cli_sig = sig;
+	gl_dbcancel_request(GL_DBCANCEL_WORK);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGALRM, on_cli_alarm);
+	alarm(GL_CLI_STOP_GRACE_S);
+}
+
+static void cli_stop_setup(void)
+{
+	struct sigaction sa;
+	struct gl_err err = {0};
+	if (gl_dbcancel_start(&err)) {
+		gl_log(GL_LOG_WARN, "%s; a signal ends this command without cancelling its statement", err.msg);
+		return;
+	}
+	gl_db_cancel_on_stop();
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_cli_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 /* SIGHUP's default action ends the process on the spot (no last audit
@@ -141,6 +185,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 		}
 	}
 	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
 	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded", cfg->listen);
 	return 0;
@@ -199,7 +244,9 @@ static const char usage_db[] =
 	"usage: gpuledger [--config FILE] db init|start|stop|status\n"
 	"       gpuledger [--config FILE] db redact [--dry-run]\n"
 	"init|start|stop|status manage the embedded PostgreSQL under database.embedded_dir (unix socket\n"
-	"only); as root, initdb/pg_ctl run as the 'postgres' user. Not available with an external DSN.\n"
+	"only, a private socket directory, a generated password per role in its pgpass); as root,\n"
+	"initdb/pg_ctl run as the 'postgres' user, and a directory it cannot reach moves the cluster to\n"
+	"" GL_DB_RELOCATE_ROOT "/<hash of the path> (said by status). Not available with an external DSN.\n"
 	"redact blanks credentials in ingest runs stored before they were blanked on the way in (any DSN).\n";
 
 static int cmd_db(struct gl_config *cfg, int argc, char **argv)
@@ -226,6 +273,10 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 		if ((rc = gl_db_status(cfg, &running, &err)) == 0 && (rc = gl_db_paths(cfg, &p, &err)) == 0) {
 			printf("embedded PostgreSQL: %s (data %s, socket %s)\n", running ? "running" : "stopped",
 			       p.datadir, p.sockdir);
+			printf("passfile %s (roles %s, %s)\n", p.passfile, GL_DB_SUPERUSER, GL_DB_ROLE);
+			if (p.relocated)
+				printf("database.embedded_dir %s is not reachable by user '%s': the cluster lives in %s\n",
+				       p.configured, GL_DB_OS_USER, p.base);
 			return running ? 0 : 3;
 		}
 	} else
@@ -271,44 +322,30 @@ static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
 
 /* ---- serve ---- */
 
-/* Publishes the audit chain head outside the database (audit.anchor_file),
- * so a rewrite by a database superuser is detectable. Written every
- * interval even when nothing changed: a missing line then means the daemon
- * was down, not that the log was quiet. */
-static void serve_anchor(struct gl_store *st, const struct gl_config *cfg, struct gl_log_limiter *lim, int last)
-{
-	struct gl_err err = {0};
-	struct gl_dbcancel_slot slot = {0};
-	char line[256];
-	int rc;
-	if (!cfg->audit_anchor_file[0])
-		return;
-	gl_store_revive(st);
-	/* a stop cancels the periodic one like the sources' work; the last one,
-	 * after the stop, waits at most 5 s instead (the session ends with it) */
-	if (last && gl_store_statement_timeout(st, "5s", &err))
-		gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
-	if (!last)
-		gl_dbcancel_begin_store(&slot, st, GL_DBCANCEL_WORK, "audit anchor");
-	rc = gl_audit_anchor_append(st, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err);
-	gl_dbcancel_end(&slot);
-	if (rc && !last && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
-		/* not a fault: the stop's own anchor comes next */
-		gl_log(GL_LOG_INFO, "audit anchor: cut short by the stop (the last one follows): %s", err.msg);
-		return;
-	}
-	if (rc) {
-		gl_log_fail(lim, (int64_t)time(NULL), GL_LOG_ERROR, "audit: anchor: %s", err.msg);
-		return;
-	}
-	gl_log_ok(lim, "audit: anchor");
-	gl_log(GL_LOG_DEBUG, "audit: anchor %s", line);
-}
-
 static const char usage_serve[] =
 	"usage: gpuledger [--config FILE] serve [--listen ADDR:PORT] [--port-file F] [--no-ingest]\n"
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
 	"--listen overrides server.listen (port 0 = any free port, logged and written to --port-file).\n";
+
+/* The daemon's database before it serves: open and migrated (failing early
+ * and clearly when it is not there), the embedded cluster hardened, and the
+ * config's cost model and capacity plan (checked against the fleet,
+ * file:line) the ones in force. */
+static int serve_prepare(const struct gl_config *cfg, struct gl_store **st, struct gl_err *err)
+{
+	int applied, rc;
+	if ((rc = gl_store_open(cfg, st, err)) || (rc = gl_migrate_run(*st, &applied, err)) ||
+	    (rc = harden_embedded(cfg, err)))
+		return rc;
+	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
+	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
+		struct gl_costing_summary sum;
+		if ((rc = gl_costing_load(*st, cfg, "system", &sum, err)))
+			return rc;
+	}
+	return gl_capplandb_load_config(*st, cfg, "system", (int64_t)time(NULL), err);
+}
 
 static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 {
@@ -321,10 +358,10 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	struct gl_daemon_source *srcs = NULL;
 	size_t nsrc = 0;
 	struct gl_err err = {0};
-	struct gl_log_limiter anchor_lim = GL_LOG_LIMITER_INIT(600);
+	struct gl_anchor_state anchor = {GL_LOG_LIMITER_INIT(600), GL_LOG_LIMITER_INIT(600)};
 	int64_t next_anchor_s = 0;
 	struct gl_store *st = NULL;
-	int ch, rc = 0, no_ingest = 0, applied;
+	int ch, rc = 0, no_ingest = 0;
 	struct sigaction sa;
 
 	if (gl_cli_wants_help(argc, argv)) {
@@ -356,19 +393,9 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	/* fail early and clearly when the database is not there or not migrated */
-	if (gl_store_open(cfg, &st, &err) || gl_migrate_run(st, &applied, &err) || harden_embedded(cfg, &err)) {
+	if (serve_prepare(cfg, &st, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
-	}
-	/* the config's cost model, when it has one, is the one in force */
-	warn_idle_aliases(cfg);
-	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
-		struct gl_costing_summary sum;
-		if (gl_costing_load(st, cfg, "system", &sum, &err)) {
-			rc = gl_cli_fail(&err);
-			goto out;
-		}
 	}
 	if (gl_server_start(cfg, &so, &srv, &err)) {
 		rc = gl_cli_fail(&err);
@@ -396,7 +423,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		if (!no_ingest)
 			gl_daemon_tick(st, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
 		if ((int64_t)time(NULL) >= next_anchor_s) {
-			serve_anchor(st, cfg, &anchor_lim, 0);
+			gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 0);
 			next_anchor_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
 		}
 		for (int t = 0; t < 5 && !g_stop; t++)
@@ -411,7 +438,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	 * every request served */
 	gl_server_stop(srv);
 	srv = NULL;
-	serve_anchor(st, cfg, &anchor_lim, 1);
+	gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 1);
 out:
 	gl_server_stop(srv);
 	/* after the server: no request thread holds a slot any more */
@@ -485,6 +512,7 @@ int main(int argc, char **argv)
 		char actor[96];
 		gl_cli_actor(actor, sizeof actor);
 		gl_audit_set_process_actor(actor);
+		cli_stop_setup();
 	}
 	if (!strcmp(cmd, "check-config"))
 		rc = cmd_check_config(&cfg, argc, argv);
@@ -515,5 +543,12 @@ int main(int argc, char **argv)
 		rc = EXIT_USAGE;
 	}
 	gl_config_fini(&cfg);
+	if (g_cli_sig) {
+		/* the command's statement was cancelled and its error said: end
+		 * as the signal asked, so the caller sees which */
+		gl_dbcancel_stop();
+		signal(g_cli_sig, SIG_DFL);
+		raise(g_cli_sig);
+	}
 	return rc;
 }

@@ -20,15 +20,16 @@
 #include "gl/kube_ingest.h"
 #include "gl/daemon.h"
 #include "gl/dcgm_ingest.h"
-#include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/jobs.h"
 #include "gl/kube.h"
+#include "gl/kubestore.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/redact.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
+#include "gl/txn.h"
 #include "gl/utf8.h"
 
 #include <cjson/cJSON.h>
@@ -48,25 +49,11 @@ void gl_kube_ingest_result_fini(struct gl_kube_ingest_result *res)
 	memset(res, 0, sizeof *res);
 }
 
-/* Appends s as one quoted element of a text[] literal body. */
-static void arr_put(struct gl_strbuf *arr, const char *s)
-{
-	if (arr->len > 1)
-		gl_strbuf_putc(arr, ',');
-	gl_strbuf_putc(arr, '"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			gl_strbuf_putc(arr, '\\');
-		gl_strbuf_putc(arr, *s);
-	}
-	gl_strbuf_putc(arr, '"');
-}
-
-/* Stored rows of one batch, found by job_key (strings live in the PGresult). */
+/* Stored rows of one batch, found by job_key. */
 struct rowmap {
-	int *slot; /* PGresult row + 1; 0 = empty */
+	int *slot; /* row + 1; 0 = empty */
 	size_t mask;
-	const PGresult *r;
+	const struct gl_kubestore_pod_list *l;
 };
 
 static uint64_t hash_str(const char *s)
@@ -77,33 +64,28 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-static void rowmap_build(struct rowmap *m, const PGresult *r)
+static void rowmap_build(struct rowmap *m, const struct gl_kubestore_pod_list *l)
 {
-	size_t cap = 16, n = (size_t)PQntuples(r);
-	while (cap < n * 2)
+	size_t cap = 16;
+	while (cap < l->n * 2)
 		cap *= 2;
 	m->slot = gl_xcalloc(cap, sizeof *m->slot);
 	m->mask = cap - 1;
-	m->r = r;
-	for (size_t i = 0; i < n; i++) {
-		size_t h = hash_str(PQgetvalue(r, (int)i, 0)) & m->mask;
+	m->l = l;
+	for (size_t i = 0; i < l->n; i++) {
+		size_t h = hash_str(l->v[i].job_key) & m->mask;
 		while (m->slot[h])
 			h = (h + 1) & m->mask;
 		m->slot[h] = (int)i + 1;
 	}
 }
 
-static int rowmap_find(const struct rowmap *m, const char *key)
+static const struct gl_kubestore_pod *rowmap_find(const struct rowmap *m, const char *key)
 {
 	for (size_t h = hash_str(key) & m->mask; m->slot[h]; h = (h + 1) & m->mask)
-		if (!strcmp(PQgetvalue(m->r, m->slot[h] - 1, 0), key))
-			return m->slot[h] - 1;
-	return -1;
-}
-
-static int64_t get_time(const PGresult *r, int row, int col)
-{
-	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
+		if (!strcmp(m->l->v[m->slot[h] - 1].job_key, key))
+			return &m->l->v[m->slot[h] - 1];
+	return NULL;
 }
 
 /* A document with pods skipped for bad fields: those pods are still listed,
@@ -578,14 +560,6 @@ static int check_watermark(PGconn *c, int cluster_id, const struct gl_kube_inges
 			  o->input_name, a, o->cluster, w);
 }
 
-static const char vanish_sql[] =
-	"UPDATE jobs j SET end_at = g.t, last_seen_at = g.t, state = 'CANCELLED', state_known = true,"
-	" elapsed_s = CASE WHEN j.start_at IS NULL THEN NULL ELSE extract(epoch FROM g.t - j.start_at)::bigint END,"
-	" tags = j.tags || '{\"vanished\":true}'::jsonb, updated_at = now()"
-	" FROM (SELECT o.job_pk, greatest(o.last_seen_at, to_timestamp($2::bigint), o.start_at, o.submit_at) AS t"
-	"  FROM jobs o WHERE o.cluster_id = $1 AND o.end_at IS NULL AND o.job_key = ANY($3::text[])) g"
-	" WHERE j.cluster_id = $1 AND j.job_pk = g.job_pk AND g.t IS NOT NULL";
-
 /* Open rows the snapshot does not list are closed. The difference is taken
  * here, not in SQL: an anti-join against a 50,000-element array parameter
  * is planned from guesses (a nested loop took a minute), while a hash set
@@ -593,33 +567,22 @@ static const char vanish_sql[] =
 static int close_vanished(PGconn *c, int cluster_id, int64_t wm_prev, const struct keyset *listed, int64_t *n,
 			  struct gl_err *err)
 {
-	struct gl_strbuf gone = GL_STRBUF_INIT;
-	char cid[16], w[24];
-	PGresult *r = NULL;
+	struct gl_kubestore_key_list open = {0};
+	const char **gone = NULL;
+	size_t ngone = 0;
 	int rc;
 
 	*n = 0;
-	snprintf(cid, sizeof cid, "%d", cluster_id);
-	snprintf(w, sizeof w, "%lld", (long long)wm_prev);
-	if ((rc = gl_db_query(c, "SELECT job_key FROM jobs WHERE cluster_id = $1 AND end_at IS NULL", 1,
-			      (const char *[]){cid}, &r, err)))
-		goto out;
-	gl_strbuf_putc(&gone, '{');
-	for (int i = 0; i < PQntuples(r); i++)
-		if (!keyset_has(listed, PQgetvalue(r, i, 0)))
-			arr_put(&gone, PQgetvalue(r, i, 0));
-	gl_strbuf_putc(&gone, '}');
-	PQclear(r);
-	r = NULL;
-	if (gone.len == 2)
-		goto out;
-	if ((rc = gl_db_query(c, vanish_sql, 3, (const char *[]){cid, wm_prev == GL_TIME_NONE ? NULL : w, gone.p}, &r,
-			      err)))
-		goto out;
-	*n = atoll(PQcmdTuples(r));
-out:
-	PQclear(r);
-	gl_strbuf_fini(&gone);
+	if ((rc = gl_kubestore_open_keys(c, cluster_id, &open, err)))
+		return rc;
+	gone = gl_xcalloc(open.n ? open.n : 1, sizeof *gone);
+	for (size_t i = 0; i < open.n; i++)
+		if (!keyset_has(listed, open.v[i]))
+			gone[ngone++] = open.v[i];
+	if (ngone)
+		rc = gl_kubestore_close_vanished(c, cluster_id, wm_prev, gone, ngone, n, err);
+	free(gone);
+	gl_kubestore_key_list_fini(&open);
 	return rc;
 }
 
@@ -627,26 +590,19 @@ static int begin_txn(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts
 		     struct gl_err *err)
 {
 	int rc;
-	if ((rc = gl_db_exec(c, "BEGIN", err)))
+	if ((rc = gl_txn_begin(c, err)))
 		return rc;
 	/* under the lock: another ingester may have moved the watermark since */
 	if ((rc = gl_jobs_lock(c, cluster_id, err)) || (rc = check_watermark(c, cluster_id, o, &res->watermark_prev_s, err)))
-		PQclear(PQexec(c, "ROLLBACK"));
+		gl_txn_rollback(c);
 	return rc;
 }
 
 static int cluster_is_empty(PGconn *c, int cluster_id, int *empty, struct gl_err *err)
 {
-	PGresult *r = NULL;
-	char cid[16];
-	int rc;
-	snprintf(cid, sizeof cid, "%d", cluster_id);
-	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id = $1)", 1, (const char *[]){cid},
-			      &r, err)))
-		return rc;
-	*empty = PQgetvalue(r, 0, 0)[0] != 't';
-	PQclear(r);
-	return 0;
+	int any = 0, rc = gl_kubestore_has_jobs(c, cluster_id, &any, err);
+	*empty = !any;
+	return rc;
 }
 
 /* Pods [from, to) of one part into the batch (last_seen_at decided against
@@ -656,48 +612,40 @@ static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts 
 		      size_t from, size_t to, const char *keys, const size_t *key_off, int fresh,
 		      struct gl_jobs_batch *b, struct gl_kube_ingest_result *res, struct gl_err *err)
 {
-	struct gl_strbuf arr = GL_STRBUF_INIT;
+	struct gl_kubestore_pod_list stored = {0};
 	struct rowmap map = {0};
-	PGresult *r = NULL;
-	char cid[16];
-	int rc;
+	int rc = 0;
 
-	snprintf(cid, sizeof cid, "%d", cluster_id);
-	gl_strbuf_putc(&arr, '{');
-	/* a cluster with no pods stored before this run has nothing to carry over */
-	if (!fresh)
+	/* a cluster with no pods stored before this run has nothing to carry
+	 * over; fresh: no stored rows, and the connection may be streaming a COPY */
+	if (!fresh) {
+		const char **kv = gl_xcalloc(to - from + 1, sizeof *kv);
 		for (size_t i = from; i < to; i++)
-			arr_put(&arr, keys + key_off[i]);
-	gl_strbuf_putc(&arr, '}');
-	/* fresh: no stored rows, and the connection may be streaming a COPY */
-	if (!fresh && (rc = gl_db_query(c,
-			      "SELECT job_key, extract(epoch FROM last_seen_at)::bigint, state,"
-			      " extract(epoch FROM start_at)::bigint, extract(epoch FROM end_at)::bigint"
-			      " FROM jobs WHERE cluster_id = $1 AND job_key = ANY($2::text[])",
-			      2, (const char *[]){cid, arr.p}, &r, err)))
-		goto out;
-	if (r)
-		rowmap_build(&map, r);
+			kv[i - from] = keys + key_off[i];
+		rc = gl_kubestore_pods(c, cluster_id, kv, to - from, &stored, err);
+		free(kv);
+		if (rc)
+			return rc;
+		rowmap_build(&map, &stored);
+	}
 	for (size_t i = from; i < to; i++) {
 		struct gl_job_row row;
-		int k;
+		const struct gl_kubestore_pod *k;
 		gl_kube_pod_to_row(&kr->pods[i], o->at_s, &row);
 		row.job_key = keys + key_off[i];
-		k = r ? rowmap_find(&map, row.job_key) : -1;
-		if (k >= 0 && !PQgetisnull(r, k, 1) && !strcmp(PQgetvalue(r, k, 2), row.state) &&
-		    get_time(r, k, 3) == row.start_s && get_time(r, k, 4) == row.end_s)
-			row.last_seen_s = atoll(PQgetvalue(r, k, 1)); /* same state: see the top comment */
+		k = fresh ? NULL : rowmap_find(&map, row.job_key);
+		if (k && k->last_seen_s != GL_TIME_NONE && !strcmp(k->state, row.state) && k->start_s == row.start_s &&
+		    k->end_s == row.end_s)
+			row.last_seen_s = k->last_seen_s; /* same state: see the top comment */
 		if (row.end_s == GL_TIME_NONE && row.start_s == GL_TIME_NONE)
 			res->pending++;
 		else if (row.end_s == GL_TIME_NONE)
 			res->running++;
 		gl_jobs_batch_add(b, &row);
 	}
-out:
 	free(map.slot);
-	PQclear(r);
-	gl_strbuf_fini(&arr);
-	return rc;
+	gl_kubestore_pod_list_fini(&stored);
+	return 0;
 }
 
 /* The batch into jobs, inside the open transaction. */
@@ -712,6 +660,29 @@ static int flush_batch(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struc
 		res->st.unchanged += mc.unchanged;
 	}
 	return rc;
+}
+
+/* A parsed part's counters and problems into the result; every key it
+ * lists, ours ("pod:<uid>", for the vanished), appended to keys, the part's
+ * pod i at (*key_off)[i]. */
+static void take_part(const struct part *pt, const struct gl_kube_ingest_opts *o, struct gl_kube_ingest_result *res,
+		      struct gl_strbuf *keys, size_t **key_off, size_t *key_cap)
+{
+	res->st.lines_read += (int64_t)pt->r.nitems;
+	res->st.ignored += (int64_t)pt->r.skipped_no_gpu;
+	res->st.skipped += (int64_t)pt->r.skipped_bad;
+	res->pods += (int64_t)pt->r.npods;
+	record_problems(res, &pt->r, o->input_name, o->max_skip_reasons);
+	if (*key_cap < pt->r.npods) {
+		*key_cap = pt->r.npods;
+		*key_off = gl_xrealloc(*key_off, *key_cap * sizeof **key_off);
+	}
+	for (size_t i = 0; i < pt->r.npods; i++) {
+		(*key_off)[i] = keys->len;
+		gl_strbuf_puts(keys, "pod:");
+		gl_strbuf_puts(keys, pt->r.pods[i].uid);
+		gl_strbuf_putc(keys, '\0');
+	}
 }
 
 /* Writes the parts as they come: batch_rows pods per transaction, the
@@ -739,22 +710,7 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 			*bad_doc = 1;
 			goto fail;
 		}
-		res->st.lines_read += (int64_t)pt->r.nitems;
-		res->st.ignored += (int64_t)pt->r.skipped_no_gpu;
-		res->st.skipped += (int64_t)pt->r.skipped_bad;
-		res->pods += (int64_t)pt->r.npods;
-		record_problems(res, &pt->r, o->input_name, o->max_skip_reasons);
-		/* every key the snapshot lists, ours ("pod:<uid>"), for the vanished */
-		if (key_cap < pt->r.npods) {
-			key_cap = pt->r.npods;
-			key_off = gl_xrealloc(key_off, key_cap * sizeof *key_off);
-		}
-		for (size_t i = 0; i < pt->r.npods; i++) {
-			key_off[i] = keys.len;
-			gl_strbuf_puts(&keys, "pod:");
-			gl_strbuf_puts(&keys, pt->r.pods[i].uid);
-			gl_strbuf_putc(&keys, '\0');
-		}
+		take_part(pt, o, res, &keys, &key_off, &key_cap);
 		nkeys += pt->r.npods;
 		for (size_t from = 0; from < pt->r.npods;) {
 			size_t to = pt->r.npods - from > batch - in_txn_rows ? from + (batch - in_txn_rows) : pt->r.npods;
@@ -785,7 +741,7 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 					goto fail;
 				}
 				if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
-				    (rc = gl_db_exec(c, "COMMIT", err)))
+				    (rc = gl_txn_commit(c, err)))
 					goto fail;
 				in_txn = 0;
 				fresh = 0;
@@ -815,14 +771,14 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	    (rc = gl_ingest_watermark_set(c, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
 		goto fail;
 	if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
-	    (rc = gl_db_exec(c, "COMMIT", err)))
+	    (rc = gl_txn_commit(c, err)))
 		goto fail;
 	res->vanished = vanished;
 	goto out;
 fail:
 	gl_jobs_batch_set_fresh(b, 0); /* ends an open COPY before the ROLLBACK */
 	if (in_txn)
-		PQclear(PQexec(c, "ROLLBACK"));
+		gl_txn_rollback(c);
 	res->st.inserted = ins0;
 	res->st.updated = upd0;
 	res->st.unchanged = unc0;

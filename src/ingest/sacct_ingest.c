@@ -1,6 +1,5 @@
 /* sacct ingestion driver (see include/gl/sacct_ingest.h). */
 #include "gl/sacct_ingest.h"
-#include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/hostlist.h"
@@ -8,6 +7,7 @@
 #include "gl/log.h"
 #include "gl/sacct.h"
 #include "gl/strbuf.h"
+#include "gl/txn.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +47,7 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 				  "%s: not sacct output (none of the first %lld lines parsed; check --delimiter and --fields)",
 				  in->o.input_name, (long long)in->st.lines_read);
 	}
-	if ((rc = gl_db_exec(in->c, "BEGIN", err)))
+	if ((rc = gl_txn_begin(in->c, err)))
 		return rc;
 	if ((rc = gl_jobs_lock(in->c, in->cluster_id, err)) ||
 	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
@@ -71,12 +71,12 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 		goto fail;
 	if ((rc = gl_ingest_run_update(in->c, in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
 		goto fail;
-	if ((rc = gl_db_exec(in->c, "COMMIT", err)))
+	if ((rc = gl_txn_commit(in->c, err)))
 		goto fail;
 	in->committed_any = 1;
 	return 0;
 fail:
-	PQclear(PQexec(in->c, "ROLLBACK"));
+	gl_txn_rollback(in->c);
 	if (counted) {
 		/* rolled back: a failed run counts only what it committed */
 		in->st.inserted -= mc.inserted;
@@ -114,7 +114,7 @@ static int add_node(const char *host, void *ud)
 
 static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_job_row *row)
 {
-	char key[128];
+	char key[32 + 255 + 1]; /* "raw:" JobIDRaw (GL_BOUND_JOB_ID) "@" submit: never cut */
 	const char *state;
 	struct gl_str st;
 

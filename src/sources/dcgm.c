@@ -1,7 +1,9 @@
 /* dcgm-exporter mapping and bucket rollup (see include/gl/dcgm.h). */
 #include "gl/dcgm.h"
+#include "gl/bounds.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +258,12 @@ static int parse_small_int(struct gl_str v)
 
 enum {
 	L_HOST, L_UUID, L_GI_ID, L_GI_PROFILE, L_GPU, L_MODEL, L_DEVICE, L_PCI, L_DRIVER, L_JOB,
-	L_POD, L_NS, L_CONT, L_XPOD, L_XNS, L_XCONT, L__N
+	L_POD, L_NS, L_CONT, L_XPOD, L_XNS, L_XCONT,
+	/* nvidia_gpu_exporter (nvidia_smi_gpu_info) */
+	L_NAME, L_INDEX, L_DRIVER2,
+	/* AMD Device Metrics Exporter */
+	L_GPU_ID, L_SERIAL, L_GPU_UUID, L_PART_ID, L_PART_TYPE, L_CARD_SERIES, L_CARD_MODEL, L_JOB_ID,
+	L__N
 };
 
 /* Dispatch on length first: most labels are rejected without a memcmp. */
@@ -273,10 +280,20 @@ static int label_id(struct gl_str n)
 	case 4:
 		if (IS("UUID") || IS("uuid"))
 			return L_UUID;
+		if (IS("name"))
+			return L_NAME;
+		break;
+	case 5:
+		if (IS("index"))
+			return L_INDEX;
 		break;
 	case 6:
 		if (IS("device"))
 			return L_DEVICE;
+		if (IS("gpu_id"))
+			return L_GPU_ID;
+		if (IS("job_id"))
+			return L_JOB_ID;
 		break;
 	case 7:
 		if (IS("hpc_job"))
@@ -287,6 +304,8 @@ static int label_id(struct gl_str n)
 			return L_HOST;
 		if (IS("GPU_I_ID"))
 			return L_GI_ID;
+		if (IS("gpu_uuid"))
+			return L_GPU_UUID;
 		break;
 	case 9:
 		if (IS("modelName"))
@@ -299,6 +318,12 @@ static int label_id(struct gl_str n)
 	case 10:
 		if (IS("pci_bus_id"))
 			return L_PCI;
+		if (IS("card_model"))
+			return L_CARD_MODEL;
+		break;
+	case 11:
+		if (IS("card_series"))
+			return L_CARD_SERIES;
 		break;
 	case 12:
 		if (IS("exported_pod"))
@@ -307,6 +332,16 @@ static int label_id(struct gl_str n)
 	case 13:
 		if (IS("GPU_I_PROFILE"))
 			return L_GI_PROFILE;
+		if (IS("serial_number"))
+			return L_SERIAL;
+		break;
+	case 14:
+		if (IS("driver_version"))
+			return L_DRIVER2;
+		break;
+	case 16:
+		if (IS("gpu_partition_id"))
+			return L_PART_ID;
 		break;
 	case 18:
 		if (IS("exported_namespace"))
@@ -318,9 +353,173 @@ static int label_id(struct gl_str n)
 		if (IS("DCGM_FI_DRIVER_VERSION"))
 			return L_DRIVER;
 		break;
+	case 26:
+		if (IS("gpu_compute_partition_type"))
+			return L_PART_TYPE;
+		break;
 	}
 	return -1;
 #undef IS
+}
+
+/* ---- which metrics are a GPU's, and in which unit ------------------------ */
+
+enum family { FAM_DCGM = 0, FAM_NVSMI, FAM_AMD };
+
+#define PHYS 1u /* AMD: a reading of the physical GPU, given on partition 0 only */
+
+struct metric_map {
+	const char *name;
+	size_t len;
+	int metric;   /* enum gl_dcgm_metric; -1: identity only */
+	double scale; /* into DCGM's unit */
+	unsigned flags;
+};
+
+#define MAP(lit, m, sc, fl) {lit, sizeof(lit) - 1, m, sc, fl}
+/* nvidia_gpu_exporter (nvidia_smi_*): ratios and bytes, where DCGM has % and MiB. */
+static const struct metric_map k_nvsmi[] = {
+	MAP("nvidia_smi_utilization_gpu_ratio", GL_DCGM_GPU_UTIL, 100.0, 0),
+	MAP("nvidia_smi_utilization_memory_ratio", GL_DCGM_MEM_COPY_UTIL, 100.0, 0),
+	MAP("nvidia_smi_memory_used_bytes", GL_DCGM_FB_USED_MIB, 1.0 / 1048576.0, 0),
+	MAP("nvidia_smi_memory_free_bytes", GL_DCGM_FB_FREE_MIB, 1.0 / 1048576.0, 0),
+	MAP("nvidia_smi_power_draw_watts", GL_DCGM_POWER_W, 1.0, 0),
+};
+/* AMD Device Metrics Exporter (names without the optional "amd_" prefix).
+ * Its "MB" are MiB (an MI300X reports 196592 of 192 GiB); energy is in uJ.
+ * In a partitioned mode (CPX/DPX/QPX) activity, power and energy are the
+ * physical GPU's, reported on partition 0 and as 0 on the others
+ * (docs/configuration/metricslist.md upstream). */
+static const struct metric_map k_amd[] = {
+	MAP("gpu_gfx_activity", GL_DCGM_GPU_UTIL, 1.0, PHYS),
+	MAP("gpu_umc_activity", GL_DCGM_MEM_COPY_UTIL, 1.0, PHYS),
+	MAP("gpu_used_vram", GL_DCGM_FB_USED_MIB, 1.0, 0),
+	MAP("gpu_free_vram", GL_DCGM_FB_FREE_MIB, 1.0, 0),
+	MAP("gpu_power_usage", GL_DCGM_POWER_W, 1.0, PHYS),
+	MAP("gpu_energy_consumed", GL_DCGM_ENERGY_MJ, 1e-3, PHYS),
+};
+#undef MAP
+
+struct mapped {
+	enum family fam;
+	int metric;
+	double scale;
+	unsigned flags;
+};
+
+static int in_table(const struct metric_map *t, size_t n, struct gl_str name, struct mapped *m)
+{
+	for (size_t i = 0; i < n; i++)
+		if (name.len == t[i].len && !memcmp(name.p, t[i].name, t[i].len)) {
+			m->metric = t[i].metric;
+			m->scale = t[i].scale;
+			m->flags = t[i].flags;
+			return 1;
+		}
+	return 0;
+}
+
+/* The exporter a metric name belongs to; 0 when none. Metrics of an
+ * exporter that are not kept still name the GPU (metric -1). */
+static int classify(struct gl_str name, struct mapped *m)
+{
+	enum gl_dcgm_metric dm;
+
+	m->metric = -1;
+	m->scale = 1.0;
+	m->flags = 0;
+	if (name.len > 8 && !memcmp(name.p, "DCGM_FI_", 8)) {
+		m->fam = FAM_DCGM;
+		if (gl_dcgm_metric_lookup(name, &dm) == 0)
+			m->metric = (int)dm;
+		return 1;
+	}
+	if (name.len > 11 && !memcmp(name.p, "nvidia_smi_", 11)) {
+		m->fam = FAM_NVSMI;
+		in_table(k_nvsmi, GL_ARRAY_LEN(k_nvsmi), name, m);
+		return 1;
+	}
+	if (name.len > 4 && !memcmp(name.p, "amd_", 4)) {
+		name.p += 4;
+		name.len -= 4;
+	}
+	if (name.len > 4 && !memcmp(name.p, "gpu_", 4)) {
+		m->fam = FAM_AMD;
+		in_table(k_amd, GL_ARRAY_LEN(k_amd), name, m);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the GPU a sample names ------------------------------------------------ */
+
+struct ident {
+	struct gl_str host, uuid;
+	int gi_id;
+	struct gl_str profile;
+	int drop_value; /* AMD: a physical reading on a partition other than 0 */
+};
+
+static int amd_partitioned(struct gl_str t)
+{
+	static const char *const modes[] = {"dpx", "tpx", "qpx", "cpx", "DPX", "TPX", "QPX", "CPX"};
+	for (size_t i = 0; i < GL_ARRAY_LEN(modes); i++)
+		if (gl_str_eq(t, modes[i]))
+			return 1;
+	return 0;
+}
+
+/* 0, or -1 when the sample names no GPU (counted by the caller). */
+static int identify(struct gl_dcgm_scrape *s, const struct mapped *m, const struct gl_str *l, char *ubuf,
+		    size_t ubuf_n, struct ident *id)
+{
+	memset(id, 0, sizeof *id);
+	id->gi_id = -1;
+	id->host = l[L_HOST];
+	if (m->fam == FAM_DCGM) {
+		id->uuid = l[L_UUID];
+		id->profile = l[L_GI_PROFILE];
+		if (l[L_GI_ID].len && (id->gi_id = parse_small_int(l[L_GI_ID])) < 0)
+			return -2;
+	} else if (m->fam == FAM_NVSMI) {
+		/* the exporter strips nvidia-smi's "GPU-"; put it back so the GPU
+		 * is the one dcgm-exporter and nvidia-smi name */
+		id->uuid = l[L_UUID];
+		if (id->uuid.len && id->uuid.len + 4 < ubuf_n && !(id->uuid.len > 4 && (!memcmp(id->uuid.p, "GPU-", 4) ||
+											  !memcmp(id->uuid.p, "MIG-", 4)))) {
+			memcpy(ubuf, "GPU-", 4);
+			memcpy(ubuf + 4, id->uuid.p, id->uuid.len);
+			id->uuid = (struct gl_str){ubuf, id->uuid.len + 4};
+		}
+	} else {
+		/* the serial number is the physical board's, shared by its
+		 * partitions; gpu_uuid when the exporter has no serial (VFs) */
+		id->uuid = l[L_SERIAL].len ? l[L_SERIAL] : l[L_GPU_UUID];
+		if (!l[L_GPU_ID].len)
+			return -1;
+		if (amd_partitioned(l[L_PART_TYPE])) {
+			int part = parse_small_int(l[L_PART_ID]);
+			if (part < 0)
+				return -2;
+			id->profile = l[L_PART_TYPE];
+			id->gi_id = part;
+			if (m->flags & PHYS) {
+				id->drop_value = part != 0;
+				if (part == 0) {
+					id->gi_id = -1;
+					id->profile = GL_STR_NULL;
+				}
+			}
+		}
+	}
+	if (s->opts.node)
+		id->host = (struct gl_str){s->opts.node, strlen(s->opts.node)};
+	if (!id->uuid.len)
+		return -1;
+	/* the key is kept as C strings: a NUL would make two keys one */
+	if (memchr(id->uuid.p, '\0', id->uuid.len) || (id->host.len && memchr(id->host.p, '\0', id->host.len)))
+		return -2;
+	return 0;
 }
 
 static void fill(struct gl_dcgm_scrape *s, const char **field, struct gl_str v)
@@ -359,59 +558,82 @@ static void add_pod(struct gl_dcgm_scrape *s, struct gl_dcgm_gpu *g, struct gl_s
 	g->npods++;
 }
 
-int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample *smp)
+/* The exporters built on nvidia-smi and amdsmi pass their libraries'
+ * "not available" through as numbers (all ones); none is a reading. */
+static int in_range(enum gl_dcgm_metric m, double v)
 {
-	struct gl_str l[L__N];
-	struct gl_dcgm_gpu *g;
-	struct gl_str host;
-	enum gl_dcgm_metric m;
-	size_t i;
-	int gi_id = -1;
+	if (v < 0 || v >= 1.8e19)
+		return 0;
+	return (m != GL_DCGM_GPU_UTIL && m != GL_DCGM_MEM_COPY_UTIL) || v <= 100.0;
+}
 
-	s->stats.samples++;
-	if (smp->name.len <= 8 || memcmp(smp->name.p, "DCGM_FI_", 8) != 0) {
-		s->stats.not_dcgm++;
-		return 0;
-	}
-	memset(l, 0, sizeof l);
-	for (i = 0; i < smp->nlabels; i++) {
-		int id = label_id(smp->labels[i].name);
-		/* the first occurrence wins, should a label repeat */
-		if (id >= 0 && !l[id].p)
-			l[id] = smp->labels[i].value;
-	}
-	if (!l[L_UUID].len) {
-		s->stats.no_uuid++;
-		return 0;
-	}
-	if (l[L_GI_ID].len) {
-		gi_id = parse_small_int(l[L_GI_ID]);
-		if (gi_id < 0) {
-			s->stats.bad_ident++;
+static const char *const k_source[] = {[FAM_DCGM] = "dcgm", [FAM_NVSMI] = "nvidia_smi", [FAM_AMD] = "amd"};
+
+/* Whether every label kept is within its bound (include/gl/bounds.h): a
+ * 60 kB Hostname or UUID (a line may hold 64 kB) would fail the whole
+ * batch's write of the inventory keys. The sample is dropped, counted,
+ * and the first one kept with its line for the run's reasons. */
+static int labels_fit(struct gl_dcgm_scrape *s, const struct gl_str *l, size_t line)
+{
+	static const struct {
+		int id;
+		const char *name;
+		enum gl_bound k;
+	} b[] = {
+		{L_HOST, "Hostname", GL_BOUND_NODE}, {L_UUID, "UUID", GL_BOUND_UUID},
+		{L_GI_PROFILE, "GPU_I_PROFILE", GL_BOUND_GPU_MODEL}, {L_MODEL, "modelName", GL_BOUND_GPU_MODEL},
+		{L_DEVICE, "device", GL_BOUND_TEXT}, {L_PCI, "pci_bus_id", GL_BOUND_TEXT},
+		{L_DRIVER, "DCGM_FI_DRIVER_VERSION", GL_BOUND_TEXT}, {L_JOB, "hpc_job", GL_BOUND_JOB_ID},
+		{L_POD, "pod", GL_BOUND_OBJECT}, {L_NS, "namespace", GL_BOUND_NAMESPACE},
+		{L_CONT, "container", GL_BOUND_OBJECT}, {L_XPOD, "exported_pod", GL_BOUND_OBJECT},
+		{L_XNS, "exported_namespace", GL_BOUND_NAMESPACE}, {L_XCONT, "exported_container", GL_BOUND_OBJECT},
+		{L_NAME, "name", GL_BOUND_GPU_MODEL}, {L_DRIVER2, "driver_version", GL_BOUND_TEXT},
+		{L_SERIAL, "serial_number", GL_BOUND_UUID}, {L_GPU_UUID, "gpu_uuid", GL_BOUND_UUID},
+		{L_PART_TYPE, "gpu_compute_partition_type", GL_BOUND_GPU_MODEL}, {L_CARD_SERIES, "card_series", GL_BOUND_GPU_MODEL},
+		{L_CARD_MODEL, "card_model", GL_BOUND_GPU_MODEL}, {L_JOB_ID, "job_id", GL_BOUND_JOB_ID},
+	};
+	char why[160];
+	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
+		if (gl_bound_check(b[i].k, l[b[i].id].len, why, sizeof why)) {
+			if (!s->too_long++) {
+				s->too_long_line = line;
+				snprintf(s->too_long_reason, sizeof s->too_long_reason, "label %s: %s", b[i].name, why);
+			}
 			return 0;
 		}
-	}
-	host = l[L_HOST];
-	if (s->opts.node)
-		host = (struct gl_str){s->opts.node, strlen(s->opts.node)};
-	/* the key is kept as C strings: a NUL would make two keys one */
-	if (memchr(l[L_UUID].p, '\0', l[L_UUID].len) || (host.len && memchr(host.p, '\0', host.len))) {
-		s->stats.bad_ident++;
-		return 0;
-	}
-	g = gpu_get(s, host, l[L_UUID], gi_id, 1);
-	g->samples++;
-	s->stats.mapped++;
+	return 1;
+}
 
-	fill(s, &g->gi_profile, l[L_GI_PROFILE]);
-	fill(s, &g->model, l[L_MODEL]);
-	fill(s, &g->device, l[L_DEVICE]);
-	fill(s, &g->pci_bus_id, l[L_PCI]);
-	fill(s, &g->driver_version, l[L_DRIVER]);
-	if (g->gpu_index < 0)
-		g->gpu_index = parse_small_int(l[L_GPU]);
-	if (l[L_JOB].len)
-		add_job(s, g, l[L_JOB]);
+/* What the sample's labels say of its GPU: identity and who uses it. */
+static void describe(struct gl_dcgm_scrape *s, struct gl_dcgm_gpu *g, enum family fam, const struct gl_str *l,
+		     const struct ident *id)
+{
+	if (!g->source)
+		g->source = k_source[fam];
+	fill(s, &g->gi_profile, id->profile);
+	if (fam == FAM_AMD) {
+		fill(s, &g->model, l[L_CARD_SERIES].len ? l[L_CARD_SERIES] : l[L_CARD_MODEL]);
+		fill(s, &g->driver_version, l[L_DRIVER2]);
+		if (g->gpu_index < 0)
+			g->gpu_index = parse_small_int(l[L_GPU_ID]);
+		if (l[L_JOB_ID].len)
+			add_job(s, g, l[L_JOB_ID]);
+	} else if (fam == FAM_NVSMI) {
+		fill(s, &g->model, l[L_NAME]);
+		fill(s, &g->driver_version, l[L_DRIVER2]);
+		fill(s, &g->pci_bus_id, l[L_PCI]);
+		if (g->gpu_index < 0)
+			g->gpu_index = parse_small_int(l[L_INDEX]);
+	} else {
+		fill(s, &g->model, l[L_MODEL]);
+		fill(s, &g->device, l[L_DEVICE]);
+		fill(s, &g->pci_bus_id, l[L_PCI]);
+		fill(s, &g->driver_version, l[L_DRIVER]);
+		if (g->gpu_index < 0)
+			g->gpu_index = parse_small_int(l[L_GPU]);
+		if (l[L_JOB].len)
+			add_job(s, g, l[L_JOB]);
+	}
 	{
 		/* Through a Prometheus server the target's own pod labels overwrite
 		 * pod/namespace/container and the workload's move to exported_*. */
@@ -421,24 +643,98 @@ int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample
 		if (pod.len || ns.len || cont.len)
 			add_pod(s, g, ns, pod, cont);
 	}
+}
 
-	if (gl_dcgm_metric_lookup(smp->name, &m) != 0)
+int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample *smp)
+{
+	struct gl_str l[L__N];
+	struct gl_dcgm_gpu *g;
+	struct mapped m;
+	struct ident id;
+	char ubuf[256];
+	double v;
+	size_t i;
+	int rc;
+
+	s->stats.samples++;
+	if (!classify(smp->name, &m)) {
+		s->stats.not_dcgm++;
 		return 0;
+	}
+	memset(l, 0, sizeof l);
+	for (i = 0; i < smp->nlabels; i++) {
+		int lid = label_id(smp->labels[i].name);
+		/* the first occurrence wins, should a label repeat */
+		if (lid >= 0 && !l[lid].p)
+			l[lid] = smp->labels[i].value;
+	}
+	if (!labels_fit(s, l, smp->line))
+		return 0;
+	rc = identify(s, &m, l, ubuf, sizeof ubuf, &id);
+	if (rc < 0) {
+		if (rc == -1)
+			s->stats.no_uuid++;
+		else
+			s->stats.bad_ident++;
+		return 0;
+	}
+	g = gpu_get(s, id.host, id.uuid, id.gi_id, 1);
+	g->samples++;
+	s->stats.mapped++;
+	describe(s, g, m.fam, l, &id);
+
+	if (m.metric < 0)
+		return 0;
+	if (id.drop_value) {
+		s->stats.not_per_partition++;
+		return 0;
+	}
 	if (!smp->has_value || gl_dcgm_value_is_blank(smp->value)) {
 		g->blank++;
 		s->stats.blank++;
 		return 0;
 	}
-	if (gl_dcgm_reading_has(&g->r, m)) {
-		if (g->r.v[m] != smp->value) {
+	v = smp->value * m.scale;
+	if (m.fam != FAM_DCGM && !in_range((enum gl_dcgm_metric)m.metric, v)) {
+		g->blank++;
+		s->stats.blank++;
+		return 0;
+	}
+	if (gl_dcgm_reading_has(&g->r, (enum gl_dcgm_metric)m.metric)) {
+		if (g->r.v[m.metric] != v) {
 			g->conflicts++;
 			s->stats.conflicts++;
 		}
 		return 0;
 	}
-	g->r.v[m] = smp->value;
-	g->r.have |= 1u << m;
+	g->r.v[m.metric] = v;
+	g->r.have |= 1u << m.metric;
 	return 0;
+}
+
+const char *gl_dcgm_scrape_why_empty(const struct gl_dcgm_scrape *s, char *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < s->ngpus; i++)
+		if (s->gpus[i].hostname[0])
+			return NULL;
+	if (s->ngpus)
+		snprintf(buf, n,
+			 "%zu GPUs but no Hostname/hostname label (dcgm-exporter run with --no-hostname, or an exporter "
+			 "without one): give the node name with --node NAME (in the daemon, after the target's URL in "
+			 "sources.dcgm[].targets_file)",
+			 s->ngpus);
+	else if (s->stats.no_uuid)
+		snprintf(buf, n,
+			 "no GPU named: %zu samples of GPU metrics carry no GPU identity (UUID/uuid label; AMD: gpu_id with "
+			 "serial_number or gpu_uuid)",
+			 s->stats.no_uuid);
+	else
+		snprintf(buf, n,
+			 "no GPU exporter samples (DCGM_FI_*, nvidia_smi_*, AMD gpu_*) among %zu samples, %zu bad lines",
+			 s->parse.samples, s->parse.bad_lines);
+	return buf;
 }
 
 static int on_sample(void *ctx, const struct gl_promtext_sample *smp)

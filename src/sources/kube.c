@@ -1,6 +1,8 @@
 /* Kubernetes PodList -> GPU pods (see include/gl/kube.h, FORMATS.md). */
 #include "gl/kube.h"
+#include "gl/bounds.h"
 #include "gl/jsonarena.h"
+#include "gl/jsonscan.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/utf8.h"
@@ -200,7 +202,21 @@ struct ctx {
 	struct gl_kube_result *res;
 	size_t pods_cap, problems_cap;
 	const char *team_key, *project_key, *cost_key;
+	const struct gl_kube_node_gpu **nodes; /* sorted by name */
+	size_t nnodes;
+	/* items holding a \u0000 somewhere (gl_jsonscan_nul_items), in order;
+	 * nul_next is the first not yet passed */
+	struct gl_jsonscan_item *nul;
+	size_t nnul, nul_next;
 };
+
+/* The path of a \u0000 in item idx, or NULL. Items are asked in order. */
+static const char *nul_in(struct ctx *c, size_t idx)
+{
+	while (c->nul_next < c->nnul && c->nul[c->nul_next].idx < idx)
+		c->nul_next++;
+	return c->nul_next < c->nnul && c->nul[c->nul_next].idx == idx ? c->nul[c->nul_next].path : NULL;
+}
 
 static void problem(struct ctx *c, const char *fmt, ...) GL_PRINTF(2, 3);
 static void problem(struct ctx *c, const char *fmt, ...)
@@ -337,229 +353,48 @@ static int64_t opt_time(struct ctx *c, const cJSON *o, const char *key, const ch
 	return t;
 }
 
-/* ---- GPU requests ---------------------------------------------------- */
+/* ---- GPU requests (src/sources/kubegpu.c) ------------------------------ */
 
-#define RES_MAX 16
-#define RES_KEY_MAX (sizeof "nvidia.com/mig-" + GL_KUBE_GPU_TYPE_MAX)
-
-struct res_acc {
-	char key[RES_KEY_MAX];
-	int64_t app_sum, side_sum, init_max;
-};
-
-struct res_set {
-	struct res_acc a[RES_MAX];
-	int n;
-	int overflow; /* a sum left int64: the pod is unusable */
-};
-
-static int is_gpu_key(const char *k)
+static void gpu_problem(void *ud, const char *msg)
 {
-	return !strcmp(k, "nvidia.com/gpu") || !strcmp(k, "nvidia.com/gpucores") ||
-	       (!strncmp(k, "nvidia.com/mig-", 15) && k[15]);
+	problem(ud, "%s", msg);
 }
 
-static struct res_acc *res_find(struct res_set *rs, const char *key, int create)
+static int node_cmp(const void *a, const void *b)
 {
-	for (int i = 0; i < rs->n; i++)
-		if (!strcmp(rs->a[i].key, key))
-			return &rs->a[i];
-	if (!create || rs->n == RES_MAX || strlen(key) >= RES_KEY_MAX)
-		return NULL;
-	memset(&rs->a[rs->n], 0, sizeof rs->a[rs->n]);
-	strcpy(rs->a[rs->n].key, key);
-	return &rs->a[rs->n++];
+	const struct gl_kube_node_gpu *x = *(const struct gl_kube_node_gpu *const *)a;
+	const struct gl_kube_node_gpu *y = *(const struct gl_kube_node_gpu *const *)b;
+	return strcmp(x->node ? x->node : "", y->node ? y->node : "");
 }
 
-static int64_t sat_add(struct res_set *rs, int64_t a, int64_t b)
+/* The caller's node facts, sorted once per document for a binary search. */
+static void nodes_index(struct ctx *c, const struct gl_kube_opts *o)
 {
-	if (b > INT64_MAX - a) {
-		rs->overflow = 1;
-		return INT64_MAX;
-	}
-	return a + b;
-}
-
-/* A quantity from a JSON string (the API's form) or a bare number (seen in
- * hand-written manifests). */
-static int json_quantity(const cJSON *v, int64_t *milli)
-{
-	if (cJSON_IsString(v))
-		return gl_kube_parse_quantity_milli(v->valuestring, strlen(v->valuestring), milli);
-	if (cJSON_IsNumber(v)) {
-		double m = ceil(v->valuedouble * 1000.0);
-		if (!(m >= 0))
-			return -GL_EINVAL;
-		if (m >= 9.2e18)
-			return -GL_ERANGE;
-		*milli = (int64_t)m;
-		return 0;
-	}
-	return -GL_EINVAL;
-}
-
-/* kind: 0 app container, 1 regular init container, 2 sidecar (init with
- * restartPolicy Always: it keeps running next to the app containers). */
-static void add_container(struct ctx *c, struct res_set *rs, const cJSON *ctr, int kind,
-			  const char *path)
-{
-	const cJSON *res = get(ctr, "resources");
-	const cJSON *lists[2] = {get(res, "limits"), get(res, "requests")};
-	static const char *const lname[2] = {"limits", "requests"};
-	const cJSON *q;
-
-	for (int l = 0; l < 2; l++) {
-		cJSON_ArrayForEach(q, lists[l]) {
-			struct res_acc *a;
-			int64_t m;
-			int rc;
-
-			if (!cJSON_IsObject(lists[l]) || !q->string || !is_gpu_key(q->string))
-				continue;
-			/* limits win: requests only count for a key limits lack */
-			if (l == 1 && get(lists[0], q->string))
-				continue;
-			rc = json_quantity(q, &m);
-			if (rc < 0) {
-				problem(c, "%s.resources.%s.%.64s: bad quantity", path, lname[l], q->string);
-				continue;
-			}
-			a = res_find(rs, q->string, 1);
-			if (!a) {
-				problem(c, "%s.resources.%s.%.64s: too many or too long GPU resources, ignored", path,
-					lname[l], q->string);
-				continue;
-			}
-			if (kind == 0) {
-				a->app_sum = sat_add(rs, a->app_sum, m);
-			} else {
-				int64_t use = sat_add(rs, a->side_sum, m);
-				if (kind == 2)
-					a->side_sum = use;
-				if (use > a->init_max)
-					a->init_max = use;
-			}
-		}
-	}
-}
-
-static void add_containers(struct ctx *c, struct res_set *rs, const cJSON *spec, const char *key,
-			   const char *pod_path)
-{
-	const cJSON *arr = get(spec, key), *ctr;
-	size_t j = 0;
-	char path[96];
-
-	if (!cJSON_IsArray(arr))
+	c->nnodes = o->nnodes;
+	if (!o->nnodes)
 		return;
-	cJSON_ArrayForEach(ctr, arr) {
-		int kind = 0;
-		if (!strcmp(key, "initContainers")) {
-			const char *rp = get_str(ctr, "restartPolicy");
-			kind = rp && !strcmp(rp, "Always") ? 2 : 1;
-		}
-		snprintf(path, sizeof path, "%s.spec.%s[%zu]", pod_path, key, j++);
-		add_container(c, rs, ctr, kind, path);
-	}
+	c->nodes = gl_xmalloc(o->nnodes * sizeof *c->nodes);
+	for (size_t i = 0; i < o->nnodes; i++)
+		c->nodes[i] = &o->nodes[i];
+	qsort(c->nodes, c->nnodes, sizeof *c->nodes, node_cmp);
 }
 
-static int64_t res_total(struct res_set *rs, const char *key)
+static const struct gl_kube_node_gpu *node_of(const struct ctx *c, const char *name)
 {
-	struct res_acc *a = res_find(rs, key, 0);
-	int64_t t;
-
-	if (!a)
-		return 0;
-	t = sat_add(rs, a->app_sum, a->side_sum);
-	return t > a->init_max ? t : a->init_max;
-}
-
-/* A per-GPU share in milli-GPUs from annotations or labels: 1..1000, or -1. */
-static int64_t share_milli(struct ctx *c, const cJSON *meta, const char *path, const char **which)
-{
-	static const char *const keys[] = {"alibabacloud.com/gpu-milli", "gpu-milli", "gpu_milli"};
-	static const char *const where[] = {"annotations", "labels"};
-
-	for (int w = 0; w < 2; w++) {
-		const cJSON *o = get(meta, where[w]);
-		for (size_t k = 0; k < GL_ARRAY_LEN(keys); k++) {
-			const cJSON *v = get(o, keys[k]);
-			int64_t m;
-			if (!v)
-				continue;
-			/* The value is already milli ("460"), so parse it as a
-			 * quantity and drop the milli scaling. */
-			if (json_quantity(v, &m) < 0 || m % 1000 != 0 || m > 1000000) {
-				problem(c, "%s.metadata.%s.%s: bad GPU share", path, where[w], keys[k]);
-				continue;
-			}
-			*which = keys[k];
-			return m / 1000;
-		}
+	size_t lo = 0, hi = c->nnodes;
+	if (!name)
+		return NULL;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int d = strcmp(c->nodes[mid]->node ? c->nodes[mid]->node : "", name);
+		if (!d)
+			return c->nodes[mid];
+		if (d < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return -1;
-}
-
-static int64_t scale_share(struct res_set *rs, int64_t whole_milli, int64_t share)
-{
-	if (share > 0 && whole_milli > INT64_MAX / share) {
-		rs->overflow = 1;
-		return 0;
-	}
-	return (whole_milli * share + 999) / 1000;
-}
-
-/* Returns the pod's GPU request in milli-GPUs; fills gpu_type for pure MIG. */
-static int64_t pod_gpus(struct ctx *c, const cJSON *item, const char *path, char *gpu_type,
-			int *overflow)
-{
-	const cJSON *spec = get(item, "spec"), *meta = get(item, "metadata");
-	struct res_set rs;
-	int64_t whole, cores, share, total, mig_total = 0;
-	const char *share_key = NULL, *mig_profile = NULL;
-	int nmig = 0;
-
-	rs.n = 0;
-	rs.overflow = 0;
-	/* init containers first: sidecar sums depend on their order */
-	add_containers(c, &rs, spec, "initContainers", path);
-	add_containers(c, &rs, spec, "containers", path);
-
-	whole = res_total(&rs, "nvidia.com/gpu");
-	cores = res_total(&rs, "nvidia.com/gpucores");
-	for (int i = 0; i < rs.n; i++) {
-		int64_t t;
-		if (strncmp(rs.a[i].key, "nvidia.com/mig-", 15))
-			continue;
-		t = res_total(&rs, rs.a[i].key);
-		if (t <= 0)
-			continue;
-		mig_total = sat_add(&rs, mig_total, t);
-		mig_profile = rs.a[i].key + 15;
-		nmig++;
-	}
-	share = share_milli(c, meta, path, &share_key);
-	if (share >= 0 && whole == 0 && mig_total == 0) {
-		/* Alibaba traces carry the whole request as annotations. */
-		const cJSON *cnt = get(get(meta, "annotations"), "alibabacloud.com/gpu-count");
-		int64_t m = 1000;
-		if (cnt && (json_quantity(cnt, &m) < 0 || m % 1000 != 0)) {
-			problem(c, "%s.metadata.annotations.alibabacloud.com/gpu-count: bad count", path);
-			m = 1000;
-		}
-		whole = m;
-	}
-	if (share >= 0)
-		whole = scale_share(&rs, whole, share);
-	else if (cores > 0 && whole > 0)
-		/* HAMi: gpucores is the percent of each GPU; milli-percent / 100 = milli-GPU share */
-		whole = scale_share(&rs, whole, cores / 100 > 1000 ? 1000 : cores / 100);
-	total = sat_add(&rs, whole, mig_total);
-	gpu_type[0] = '\0';
-	if (whole == 0 && nmig == 1)
-		snprintf(gpu_type, GL_KUBE_GPU_TYPE_MAX, "%s", mig_profile);
-	*overflow = rs.overflow;
-	return total;
+	return NULL;
 }
 
 /* ---- one pod --------------------------------------------------------- */
@@ -628,6 +463,7 @@ static void pod_clear(struct gl_kube_pod *p)
 	free(p->labels_json);
 	free(p->tags_json);
 	free(p->nodes_json);
+	gl_kubegpu_fini(&p->gpu);
 	memset(p, 0, sizeof *p);
 }
 
@@ -690,13 +526,65 @@ static int64_t pod_end(struct ctx *c, const cJSON *status, enum gl_kube_phase ph
 	return end;
 }
 
+/* Whether every string of the pod that is stored fits its bound
+ * (include/gl/bounds.h); else a problem naming the first that does not. A
+ * 30 MB name failed the whole snapshot's COPY ("index row requires
+ * 360112 bytes"): the pod is skipped, the rest of the snapshot lands. */
+static int pod_fits(struct ctx *c, const cJSON *item, const char *path)
+{
+	const cJSON *meta = get(item, "metadata"), *refs = get(meta, "ownerReferences"), *l, *ref;
+	const struct {
+		const cJSON *o;
+		const char *obj, *key;
+		enum gl_bound k;
+	} f[] = {
+		{meta, "metadata", "uid", GL_BOUND_UUID},
+		{meta, "metadata", "name", GL_BOUND_OBJECT},
+		{meta, "metadata", "namespace", GL_BOUND_NAMESPACE},
+		{get(item, "spec"), "spec", "nodeName", GL_BOUND_NODE},
+		{get(item, "status"), "status", "phase", GL_BOUND_TEXT},
+	};
+	char why[160];
+	size_t j = 0;
+
+	for (size_t i = 0; i < GL_ARRAY_LEN(f); i++) {
+		const char *v = get_str(f[i].o, f[i].key);
+		if (v && gl_bound_check(f[i].k, strlen(v), why, sizeof why)) {
+			problem(c, "%s.%s.%s: %s", path, f[i].obj, f[i].key, why);
+			return 0;
+		}
+	}
+	cJSON_ArrayForEach(ref, as_array(refs)) {
+		static const char *const keys[] = {"kind", "name"};
+		for (size_t i = 0; i < GL_ARRAY_LEN(keys); i++) {
+			const char *v = get_str(ref, keys[i]);
+			if (v && gl_bound_check(GL_BOUND_OBJECT, strlen(v), why, sizeof why)) {
+				problem(c, "%s.metadata.ownerReferences[%zu].%s: %s", path, j, keys[i], why);
+				return 0;
+			}
+		}
+		j++;
+	}
+	cJSON_ArrayForEach(l, as_object(get(meta, "labels"))) {
+		/* the key is named cut: it may be the long one */
+		if (l->string && gl_bound_check(GL_BOUND_LABEL, strlen(l->string), why, sizeof why)) {
+			problem(c, "%s.metadata.labels.%.64s...: the key is %s", path, l->string, why);
+			return 0;
+		}
+		if (cJSON_IsString(l) && gl_bound_check(GL_BOUND_LABEL, strlen(l->valuestring), why, sizeof why)) {
+			problem(c, "%s.metadata.labels.%s: %s", path, l->string, why);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* 1 = pod kept, 0 = skipped (counted). */
 static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kube_pod *p)
 {
 	const cJSON *meta, *spec, *status, *labels, *refs, *ref, *conds, *cond;
 	const char *uid, *created, *node;
 	char path[40];
-	int overflow = 0;
 
 	memset(p, 0, sizeof *p);
 	snprintf(path, sizeof path, "items[%zu]", idx);
@@ -721,21 +609,36 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 		problem(c, "%s.metadata.creationTimestamp: bad time '%.40s'", path, created);
 		goto bad;
 	}
-	p->gpu_milli = pod_gpus(c, item, path, p->gpu_type, &overflow);
-	if (overflow) {
+	gl_kubegpu_read(item, path, node_of(c, get_str(spec, "nodeName")), &p->gpu, gpu_problem, c);
+	if (p->gpu.overflow) {
 		problem(c, "%s.spec: GPU request out of range", path);
 		goto bad;
 	}
-	if (p->gpu_milli <= 0) {
+	if (!p->gpu.intent) {
+		gl_kubegpu_fini(&p->gpu);
 		c->res->skipped_no_gpu++;
 		return 0;
 	}
+	/* the row's milli-GPUs, rounded down like the micro-GPUs */
+	p->gpu_milli = p->gpu.gpu_micro / 1000;
+	snprintf(p->gpu_type, sizeof p->gpu_type, "%s", p->gpu.gpu_type);
 	{
 		/* a bad byte anywhere in a stored pod would make PostgreSQL
 		 * refuse the whole batch: skip the pod (it stays listed) */
 		char where[160];
 		if (gl_kube_json_bad_utf8(item, where, sizeof where)) {
 			problem(c, "%s%s: not valid UTF-8", path, where);
+			goto bad;
+		}
+	}
+	if (!pod_fits(c, item, path))
+		goto bad;
+	{
+		/* cJSON ends a string at a \u0000: the name (or label) would be
+		 * stored cut, as another pod's perhaps */
+		const char *np = nul_in(c, idx);
+		if (np) {
+			problem(c, "%s: holds \\u0000 (a NUL, which would cut the text there)", np);
 			goto bad;
 		}
 	}
@@ -795,6 +698,8 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 		}
 	}
 	p->end_s = pod_end(c, status, p->phase, path);
+	if (p->gpu.note)
+		c->res->gpu_unclear++; /* counted once the pod is kept */
 	return 1;
 bad:
 	pod_clear(p);
@@ -837,7 +742,7 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 		  struct gl_kube_result *res, struct gl_err *err)
 {
 	static const struct gl_kube_opts defaults = {0};
-	struct ctx c;
+	struct ctx c = {0};
 	size_t max_bytes;
 	int max_depth, rc = 0;
 	cJSON *root = NULL;
@@ -847,6 +752,7 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	size_t idx = 0;
 
 	memset(res, 0, sizeof *res);
+	memset(&c, 0, sizeof c);
 	if (!opts)
 		opts = &defaults;
 	if (!doc)
@@ -899,11 +805,12 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	if (rc < 0)
 		goto out;
 
-	memset(&c, 0, sizeof c);
 	c.res = res;
 	c.team_key = opts->team_label ? opts->team_label : "team";
 	c.project_key = opts->project_label ? opts->project_label : "project";
 	c.cost_key = opts->cost_center_label ? opts->cost_center_label : "cost-center";
+	nodes_index(&c, opts);
+	c.nnul = gl_jsonscan_nul_items(doc, len, "items", &c.nul);
 	items = get(root, "items");
 	cJSON_ArrayForEach(it, items) {
 		struct gl_kube_pod p;
@@ -916,10 +823,61 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 		}
 	}
 	res->nitems = idx; /* cJSON_GetArraySize() is an int */
+	{
+		struct gl_kube_pod **all = gl_xmalloc((res->npods ? res->npods : 1) * sizeof *all);
+		for (size_t i = 0; i < res->npods; i++)
+			all[i] = &res->pods[i];
+		gl_kube_link_runai(all, res->npods);
+		free(all);
+	}
 out:
+	free(c.nodes);
+	free(c.nul);
 	if (arena)
 		gl_jsonarena_end();
 	return rc;
+}
+
+/* ---- run:ai: a reservation's GPU is its group's -------------------------- */
+
+static int link_cmp(const void *a, const void *b)
+{
+	const struct gl_kube_pod *x = *(const struct gl_kube_pod *const *)a, *y = *(const struct gl_kube_pod *const *)b;
+	int d = strcmp(x->node_name ? x->node_name : "", y->node_name ? y->node_name : "");
+	if (!d)
+		d = strcmp(x->gpu.group, y->gpu.group);
+	if (!d) /* the reservation first in its (node, group) */
+		d = (y->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION) - (x->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION);
+	return d;
+}
+
+void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n)
+{
+	struct gl_kube_pod **g = gl_xmalloc((n ? n : 1) * sizeof *g);
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (pods[i]->gpu.group && pods[i]->node_name)
+			g[m++] = pods[i];
+	qsort(g, m, sizeof *g, link_cmp);
+	for (size_t i = 0; i < m;) {
+		size_t j = i + 1;
+		const struct gl_kube_pod *resv = g[i]->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION ? g[i] : NULL;
+		while (j < m && !strcmp(g[j]->node_name, g[i]->node_name) && !strcmp(g[j]->gpu.group, g[i]->gpu.group))
+			j++;
+		for (size_t k = i; resv && resv->gpu.nuuids && k < j; k++) {
+			struct gl_kubegpu *u = &g[k]->gpu;
+			/* the users of the reserved GPU get its UUID; what they had stays */
+			if (u->share == GL_KUBE_SHARE_RUNAI_RESERVATION || u->nuuids)
+				continue;
+			u->uuids = gl_xmalloc(resv->gpu.nuuids * sizeof *u->uuids);
+			for (size_t x = 0; x < resv->gpu.nuuids; x++)
+				u->uuids[x] = gl_xstrdup(resv->gpu.uuids[x]);
+			u->nuuids = resv->gpu.nuuids;
+		}
+		i = j;
+	}
+	free(g);
 }
 
 void gl_kube_result_fini(struct gl_kube_result *res)

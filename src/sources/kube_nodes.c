@@ -2,7 +2,9 @@
  * instances folded into physical GPUs), model from GPU feature discovery
  * labels, and availability from Ready, spec.unschedulable and taints. */
 #include "gl/kube.h"
+#include "gl/bounds.h"
 #include "gl/jsonarena.h"
+#include "gl/jsonscan.h"
 #include "gl/nodeobs.h"
 #include "nodeobs_int.h"
 
@@ -79,16 +81,35 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	const cJSON *c;
 	const char *name = str_at(md, "name"), *product = str_at(labels, "nvidia.com/gpu.product"),
 		   *count_l = str_at(labels, "nvidia.com/gpu.count"), *strategy = str_at(labels, "nvidia.com/mig.strategy"),
-		   *mem_l = str_at(labels, "nvidia.com/gpu.memory");
+		   *mem_l = str_at(labels, "nvidia.com/gpu.memory"), *rep_l = str_at(labels, "nvidia.com/gpu.replicas");
 	struct gl_node_obs *o;
 	char model[GL_NODE_MODEL_MAX] = "", raw[512] = "", reason[512] = "";
 	int64_t full, mig_inst = 0, mig_slices = 0, phys, ready_since = GL_TIME_NONE, taint_since = GL_TIME_NONE;
+	int replicas = 0;
 	enum gl_node_avail av = GL_AVAIL_UP;
 	int ready = -1;
 
 	if (!name || !*name)
 		return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.name: missing", idx);
+	{
+		/* the name keys the node's rows; the product label is its GPU
+		 * model, which was cut to fit (another model, then) */
+		char why[160];
+		if (gl_bound_check(GL_BOUND_NODE, strlen(name), why, sizeof why))
+			return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.name: %s", idx, why);
+		const char *mig = product ? strstr(product, "-MIG-") : NULL;
+		if (product && gl_bound_check(GL_BOUND_GPU_MODEL, mig ? (size_t)(mig - product) : strlen(product), why,
+					      sizeof why))
+			return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.labels.nvidia.com/gpu.product: %s", idx, why);
+	}
 	full = qty(cap, "nvidia.com/gpu");
+	{
+		/* whole GPUs of the other device plugins: AMD's, and Alibaba
+		 * gpushare's card count (its gpu-mem is memory, not GPUs) */
+		int64_t amd = qty(cap, "amd.com/gpu"), ali = qty(cap, "aliyun.com/gpu-count");
+		if (amd > 0 || ali > 0)
+			full = (full > 0 ? full : 0) + (amd > 0 ? amd : 0) + (ali > 0 ? ali : 0);
+	}
 	cJSON_ArrayForEach(c, cap)
 	{
 		if (c->string && !strncmp(c->string, "nvidia.com/mig-", 15)) {
@@ -103,11 +124,12 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	if (product) {
 		/* "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb" (mig.strategy=single) names the profile */
 		const char *m = strstr(product, "-MIG-");
-		size_t l = m ? (size_t)(m - product) : strlen(product);
-		if (l >= sizeof model)
-			l = sizeof model - 1;
+		size_t l = m ? (size_t)(m - product) : strlen(product); /* bounded above */
 		memcpy(model, product, l);
 		model[l] = '\0';
+		/* time-slicing without renaming marks the product "...-SHARED" */
+		if (l > 7 && !strcmp(model + l - 7, "-SHARED"))
+			model[l - 7] = '\0';
 		if (m && full > 0 && !mig_inst) {
 			int sl = gl_mig_profile_slices(m + 5, strlen(m + 5));
 			mig_inst = full;
@@ -116,6 +138,21 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		}
 	}
 	(void)strategy;
+	if (rep_l) {
+		char *e;
+		long long v = strtoll(rep_l, &e, 10);
+		if (*rep_l && !*e && v >= 0 && v <= 1024)
+			replicas = v > 1 ? (int)v : 0;
+		else
+			gl_nodeobs_problem(s, "kubectl nodes items[%zu].metadata.labels.nvidia.com/gpu.replicas: '%s' ignored",
+					   idx, rep_l);
+	}
+	if (replicas) {
+		/* time-slicing/MPS advertise each GPU `replicas` times, as
+		 * nvidia.com/gpu (renameByDefault=false) or nvidia.com/gpu.shared */
+		int64_t shared = qty(cap, "nvidia.com/gpu.shared");
+		full = ((full > 0 ? full : 0) + (shared > 0 ? shared : 0)) / replicas;
+	}
 	/* physical GPUs: GPU feature discovery's count when present; else whole
 	 * GPUs plus MIG slices folded into 7-slice GPUs */
 	phys = (full > 0 ? full : 0) + (mig_slices + 6) / 7;
@@ -135,6 +172,7 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		snprintf(o->gpus[0].model, sizeof o->gpus[0].model, "%s", model);
 		o->gpus[0].gpus = phys;
 		o->gpus[0].mig_instances = mig_inst;
+		o->gpus[0].replicas = replicas;
 		o->ngpu_models = 1;
 		if (mem_l) {
 			char *e;
@@ -211,7 +249,8 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 	cJSON *root = NULL;
 	const cJSON *items, *it;
 	const char *kind;
-	size_t idx = 0;
+	size_t idx = 0, nnul = 0, inul = 0;
+	struct gl_jsonscan_item *nul = NULL;
 	int rc = 0;
 
 	if (gl_kube_json_depth(json, len, GL_KUBE_MAX_DEPTH_DEFAULT) > GL_KUBE_MAX_DEPTH_DEFAULT)
@@ -230,15 +269,23 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 		rc = gl_err_set(err, GL_EFORMAT, "kubectl nodes: not a NodeList (kind %s)", kind ? kind : "absent");
 		goto out;
 	}
+	nnul = gl_jsonscan_nul_items(json, len, "items", &nul);
 	cJSON_ArrayForEach(it, items)
 	{
 		struct gl_err le = {0};
 		char where[160];
 		s->lines++;
+		while (inul < nnul && nul[inul].idx < idx)
+			inul++;
 		if (gl_kube_json_bad_utf8(it, where, sizeof where)) {
 			/* the store would refuse the whole snapshot for it */
 			s->skipped++;
 			gl_nodeobs_problem(s, "kubectl nodes items[%zu]%s: not valid UTF-8", idx, where);
+		} else if (inul < nnul && nul[inul].idx == idx) {
+			/* cJSON ends a string there: a name stored cut */
+			s->skipped++;
+			gl_nodeobs_problem(s, "kubectl nodes %s: holds \\u0000 (a NUL, which would cut the text there)",
+					   nul[inul].path);
 		} else if (parse_item(s, it, idx, &le)) {
 			s->skipped++;
 			gl_nodeobs_problem(s, "kubectl nodes %s", le.msg);
@@ -246,6 +293,7 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 		idx++;
 	}
 out:
+	free(nul);
 	gl_jsonarena_end();
 	return rc;
 }

@@ -565,7 +565,10 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 			    " 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs");
 	gl_strbuf_puts(sql, n_live > 1 ? " FROM cells c JOIN steps s ON s.n = c.n"
 					 " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m) x"
-				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * extract(epoch FROM c.p1 - c.p0)::bigint AS m) x");
+				       /* a rate piece of a job in the step may lie outside the
+					* step (p1 < p0): nothing, never a negative part */
+				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0)"
+					 " AS m) x");
 	gl_strbuf_puts(sql, " WHERE x.m <> 0"
 			    " UNION ALL SELECT u.i");
 	put_dim_cols(sql, "f1.", n_dims);

@@ -1,5 +1,6 @@
 /* Gathering the monthly showback report (see include/gl/showback.h). */
 #include "gl/showback.h"
+#include "gl/capplandb.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/cost.h"
@@ -10,6 +11,7 @@
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -680,9 +682,8 @@ static int cmp_model(const void *pa, const void *pb)
 }
 
 /* Rates and owner rules in force at some time of the month, with their
- * effective dates; ingestion runs that failed or were partial, and
- * stretches without runs. */
-static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+ * effective dates. */
+static int gather_pricebook(PGconn *c, struct gl_showback *sb, struct gl_err *err)
 {
 	char a[24], b[24];
 	PGresult *r = NULL;
@@ -739,6 +740,20 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 	}
 	PQclear(r);
 	r = NULL;
+out:
+	PQclear(r);
+	return rc;
+}
+
+/* The ingestion runs of the month that failed or were partial, and the
+ * stretches without runs, as notes on what is partial. */
+static int gather_ingest_gaps(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	char a[24], b[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
+	snprintf(b, sizeof b, "%lld", (long long)sb->end_s);
 	if ((rc = gl_db_query(c,
 			      "SELECT r.source, coalesce(c.name, ''), r.status, count(*),"
 			      " to_char(min(r.started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
@@ -796,6 +811,75 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 	}
 out:
 	PQclear(r);
+	return rc;
+}
+
+/* The reference pages: the price book and what the ingestion missed. */
+static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	int rc = gather_pricebook(c, sb, err);
+	return rc ? rc : gather_ingest_gaps(c, sb, now_s, err);
+}
+
+/* The capacity page's rows (struct gl_sb_capacity): the outlook that
+ * /v1/capacity/forecast gives, from the month's end (today for the month
+ * under way), with the stored plan. */
+static int gather_capacity(struct gl_store *store, struct gl_showback *sb, const struct gl_showback_req *req, struct gl_err *err)
+{
+	struct gl_capplan_demand dm = {0};
+	struct gl_capplan_change *plan = NULL;
+	struct gl_capplan_outlook_opts o = {0};
+	struct gl_window w;
+	size_t n_plan = 0;
+	int rc;
+
+	o.end_s = sb->closed ? sb->end_s : req->now_s - ((req->now_s % 86400) + 86400) % 86400;
+	o.today_s = o.end_s;
+	o.horizon = GL_SB_CAPACITY_DAYS;
+	o.risk = 0.2;
+	sb->capacity_lead_days = req->cfg ? req->cfg->procurement_lead_days : 90;
+	o.lead_s = sb->capacity_lead_days * 86400;
+	sb->capacity_asof_s = o.end_s;
+	w = (struct gl_window){o.end_s - 91 * 86400LL, o.end_s};
+	if ((rc = gl_capplandb_demand(store, &w, NULL, req->now_s, &dm, err)) ||
+	    (rc = gl_capplandb_list(store, NULL, &plan, &n_plan, err)))
+		goto out;
+	o.plan = plan;
+	o.n_plan = n_plan;
+	sb->capacity = gl_xcalloc(dm.nk + 1, sizeof *sb->capacity);
+	for (size_t i = 0; i < dm.nk; i++) {
+		const struct gl_capplan_key *k = &dm.keys[i];
+		struct gl_sb_capacity *r = &sb->capacity[sb->n_capacity];
+		struct gl_capplan_outlook ol;
+		int known;
+		if ((rc = gl_capplan_outlook(k, dm.nd, dm.start_s, &o, &ol, err)))
+			goto out;
+		sb->n_capacity++;
+		r->cluster = gl_xstrdup(k->cluster);
+		r->gpu_model = gl_xstrdup(k->gpu_model);
+		r->method = gl_xstrdup(gl_forecast_method_name(ol.fc.method));
+		r->capacity_gpus = k->capacity;
+		for (size_t d = 0; d < dm.nd; d++) {
+			int64_t t = dm.start_s + 86400 * (int64_t)d;
+			if (t >= sb->start_s && t < sb->end_s && k->peak[d] > r->peak_gpus)
+				r->peak_gpus = k->peak[d];
+		}
+		/* no probability without capacity or a demand interval: unknown */
+		known = ol.fc.horizon > 0 && !isnan(gl_capplan_p_saturation(&ol.steps[0]));
+		r->sat50_s = !known ? -1 : ol.sat50 >= 0 ? ol.steps[ol.sat50].start_s : 0;
+		r->sat80_s = !known ? -1 : ol.sat80 >= 0 ? ol.steps[ol.sat80].start_s : 0;
+		r->gpus_to_add = !ol.purchases_known ? -1 : ol.n_purchases ? ol.purchases[ol.n_purchases - 1].total : 0;
+		if (ol.n_purchases) {
+			r->need_by_s = ol.purchases[0].need_by_s;
+			r->order_by_s = ol.purchases[0].order_by_s;
+			r->late = ol.purchases[0].late;
+		}
+		r->days = ol.fc.horizon;
+		gl_capplan_outlook_fini(&ol);
+	}
+out:
+	gl_capplan_demand_fini(&dm);
+	free(plan);
 	return rc;
 }
 
@@ -1107,7 +1191,7 @@ int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req
 		goto out;
 	if (sb->n_waits)
 		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
-	if ((rc = gather_reference(c, sb, req->now_s, err)))
+	if ((rc = gather_reference(c, sb, req->now_s, err)) || (rc = gather_capacity(store, sb, req, err)))
 		goto out;
 	sb_budgets(req->cfg, sb);
 	if (sb->n_owners)
@@ -1131,6 +1215,12 @@ static void job_fini(struct gl_sb_job *j)
 
 void gl_showback_fini(struct gl_showback *sb)
 {
+	for (size_t i = 0; i < sb->n_capacity; i++) {
+		free(sb->capacity[i].cluster);
+		free(sb->capacity[i].gpu_model);
+		free(sb->capacity[i].method);
+	}
+	free(sb->capacity);
 	for (size_t i = 0; i < sb->n_owners; i++) {
 		free(sb->owners[i].name);
 		free(sb->owners[i].daily_s);

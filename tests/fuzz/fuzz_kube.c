@@ -1,4 +1,6 @@
-/* libFuzzer harness for the kube PodList parser (src/sources/kube.c).
+/* libFuzzer harness for the kube PodList parser (src/sources/kube.c) and the
+ * GPU sharing rules (src/sources/kubegpu.c), with a node table so the
+ * time-slicing and memory-share paths run too.
  * Build by hand (tests/fuzz/run.sh does the same):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE \
  *     -Iinclude -I/usr/include/cjson tests/fuzz/fuzz_kube.c src/sources/kube.c \
@@ -17,20 +19,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gl_kube_result r;
 	struct gl_err err = {0};
-	struct gl_kube_opts opts = {.max_doc_bytes = 1 << 20};
+	static const struct gl_kube_node_gpu nodes[] = {{"n1", 3, 40960}, {"n2", 0, 0}, {"ts", 10, 0}};
+	struct gl_kube_opts opts = {.max_doc_bytes = 1 << 20, .nodes = nodes, .nnodes = 3};
 	struct gl_job_row row;
+	size_t unclear = 0;
 	int64_t v;
 
 	/* The input is used exactly as given (no NUL): the parser must respect
 	 * the length, which ASan checks at the buffer's end. */
 	if (gl_kube_parse((const char *)data, size, &opts, &r, &err) == 0) {
 		for (size_t i = 0; i < r.npods; i++) {
+			const struct gl_kubegpu *g = &r.pods[i].gpu;
 			gl_kube_pod_to_row(&r.pods[i], 0, &row);
-			if (!row.job_key || !row.state || row.req_gpu_milli <= 0)
+			if (!row.job_key || !row.state || row.req_gpu_milli < 0)
 				abort();
 			if (strlen(row.tags_json) < 2 || strlen(r.pods[i].labels_json) < 2)
 				abort();
+			/* a kept pod has GPU intent; its milli-GPUs are its
+			 * micro-GPUs rounded down; shares are never negative */
+			if (!g->intent || g->gpu_micro < 0 || g->phys_micro < -1 || g->replicas < 0 ||
+			    row.req_gpu_milli != g->gpu_micro / 1000 || g->overflow)
+				abort();
+			if (g->share == GL_KUBE_SHARE_RUNAI_RESERVATION && g->gpu_micro != 0)
+				abort();
+			for (size_t k = 0; k < g->nuuids; k++)
+				if (!g->uuids[k][0])
+					abort();
+			unclear += g->note != NULL;
 		}
+		if (unclear != r.gpu_unclear || r.nproblems + r.problems_dropped < r.gpu_unclear)
+			abort();
 		for (size_t i = 0; i < r.nproblems; i++)
 			if (!r.problems[i][0])
 				abort();

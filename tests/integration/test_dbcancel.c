@@ -33,7 +33,7 @@
 #define CANCEL_REQUEST_CODE 80877102 /* protocol: the CancelRequest packet */
 
 static char g_sock_path[300];  /* the cluster's Unix socket */
-static char g_proxy_dsn[512];
+static char g_proxy_dsn[1024];
 static PGconn *g_direct;       /* straight to the cluster, for clean-up */
 static int g_listen = -1;
 static atomic_int g_cancels;   /* cancel requests the proxy took (and never answered) */
@@ -185,8 +185,8 @@ int main(void)
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t al = sizeof a;
 	PQconninfoOption *opts, *o;
-	const char *host = NULL, *port = "5432", *user = NULL, *pass = NULL;
-	char dsn[512];
+	const char *host = NULL, *port = "5432", *user = NULL, *pass = NULL, *passfile = NULL;
+	char dsn[1024];
 	pthread_t th;
 	int rc;
 
@@ -206,6 +206,8 @@ int main(void)
 			user = o->val;
 		else if (!strcmp(o->keyword, "password"))
 			pass = o->val;
+		else if (!strcmp(o->keyword, "passfile"))
+			passfile = o->val;
 	}
 	if (!host || host[0] != '/') {
 		fprintf(stderr, "test_dbcancel: the test cluster is not on a Unix socket (%s)\n", host ? host : "no host");
@@ -218,8 +220,9 @@ int main(void)
 		return 1;
 	/* no SSL or GSS negotiation: the proxy tells a cancel by its first packet */
 	snprintf(g_proxy_dsn, sizeof g_proxy_dsn,
-		 "host=127.0.0.1 port=%d dbname=gl_test_dbcancel user=%s%s%s sslmode=disable gssencmode=disable",
-		 ntohs(a.sin_port), user ? user : "gpuledger", pass ? " password=" : "", pass ? pass : "");
+		 "host=127.0.0.1 port=%d dbname=gl_test_dbcancel user=%s%s%s%s%s sslmode=disable gssencmode=disable",
+		 ntohs(a.sin_port), user ? user : "gpuledger", pass ? " password=" : "", pass ? pass : "",
+		 passfile ? " passfile=" : "", passfile ? passfile : "");
 	PQconninfoFree(opts);
 	pthread_create(&th, NULL, proxy_main, NULL);
 	pthread_detach(th);

@@ -139,8 +139,23 @@ void gl_test_die(const char *msg) __attribute__((noreturn));
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
  * tmpfile, empties the table, and times a raw COPY of the same bytes back in
- * (same table, same indexes). Returns seconds; dies on a database error. */
+ * (same table, same indexes), after a CHECKPOINT through GL_TEST_ADMIN_DSN
+ * (the application role may not run one). Returns seconds; dies on a
+ * database error. */
 double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, const char *tmpfile);
+
+/* For the benchmarks: the seconds the real `gpuledger ingest sacct
+ * --cluster cluster --file file --fields fields` took against dsn (its
+ * summary on stderr); dies when it fails. */
+double gl_test_time_ingest_sacct(const char *dsn, const char *cluster, const char *file, const char *fields);
+
+/* SYNTHETIC: n finished untyped GPU jobs (gres/gpu=1, no GPU type) of
+ * cluster "synth" as `sacct -P` lines in the testbed's field order
+ * (gl_test_sacct_fields), job i (1-based, also its DBIndex) on node
+ * gpu<i % 16, two digits>, ten minutes long, one every 7 s from
+ * 2025-11-22. Their model is their node's (jobs.node_gpu_model). 0, or -1
+ * when path cannot be written. */
+int gl_test_synth_untyped_sacct(const char *path, int n);
 
 /* The real Philly jobs of tests/fixtures/philly/sampled_jobs.json as
  * `sacct -P` lines with GL_TEST_PHILLY_FIELDS: one per job with a valid
@@ -158,6 +173,9 @@ struct gl_test_philly_job {
 	int failed; /* Philly status other than Pass: sacct state FAILED */
 };
 int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max);
+/* A fresh database `name` (dsn filled as gl_test_db_fresh) holding those
+ * jobs, ingested by the real `ingest sacct` as cluster "philly". 0 or -1. */
+int gl_test_philly_db(const char *name, char *dsn, size_t n);
 
 /* A strict RFC 4180 reader for the tests, independent of src/util/csv.c:
  * records end with CRLF, quoted fields double their quotes, a bare quote in
@@ -181,5 +199,34 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name);
  * (4-space indentation). Returns malloc'd text the caller frees; *len its
  * size. Dies when the fixtures are missing. */
 char *gl_test_kube_synth_doc(int npods, size_t *len);
+
+/* Raw sockets, for what an HTTP client library will not send (a request
+ * line too long, garbage, a header a byte at a time). */
+/* A TCP connection to 127.0.0.1:port from source address from (NULL: any);
+ * the descriptor, or -1 (errno set). */
+int gl_test_connect_from(int port, const char *from);
+/* Sends len bytes of req on a new connection from `from`, then reads the
+ * answer for at most timeout_ms: its HTTP status, 0 when the server closed
+ * without one, -1 on a connect or send error or a timeout. */
+int gl_test_raw_request(int port, const char *from, const char *req, size_t len, int timeout_ms);
+/* 1 when the server has closed fd (EOF or a reset) within timeout_ms,
+ * reading and dropping whatever it sent. */
+int gl_test_wait_closed(int fd, int timeout_ms);
+/* The daemon's peak resident set (VmHWM of /proc/PID/status), kB; -1. */
+long gl_test_peak_rss_kb(int pid);
+/* A superuser connection to dsn's database (NULL, with a message, on failure). */
+PGconn *gl_test_superuser_conn(const char *dsn);
+/* What a database superuser can do to the audit log: with the triggers
+ * off, rewrite row seq's actor and recompute every hash from it on, in one
+ * transaction, so the chain is consistent again (only an anchor published
+ * before can tell). 0, or -1 with a message. */
+int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
+
+/* For the benchmarks: n synthetic GPU jobs in cluster 1 ('synth', made
+ * here), starts spread evenly from `from` over `span` (timestamptz and
+ * interval text), 5 min to 2 days long, 1-8 GPUs, a100 or h100 (every
+ * third), 200 accounts, 2,000 users, 1,250 nodes; then ANALYZE. Dies on a
+ * database error. */
+void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span);
 
 #endif

@@ -97,7 +97,7 @@ struct scrape_case {
 	const char *node; /* opts.node */
 	size_t ngpus;
 	struct gl_dcgm_stats stats;
-	struct gpu_want gpus[6];
+	struct gpu_want gpus[10];
 };
 
 #define T4A "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e"
@@ -110,17 +110,55 @@ struct scrape_case {
 static const struct scrape_case scrape_cases[] = {
 	/* real: two T4 hosts, then the redacted A10G with k8s labels */
 	{"tests/fixtures/dcgm/datadog_dcgm_fixture_metrics.prom", NULL, 3,
-	 {38, 24, 14, 0, 0, 0, 0},
+	 {38, 24, 14, 0, 0, 0, 0, 0},
 	 {{"424773df46e0", T4A, -1, "", "Tesla T4", "460.106.00", "", "nvidia0", 0, "", "",
 	   {NOPE, 0, 0, 15109, 8.969, 128996013, 0, NOPE, NOPE, 0}, 0, 16, 0},
 	  {"551bdf382151", T4B, -1, "", "Tesla T4", "470.182.03", "", "nvidia0", 0, "", "",
 	   {NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, -1, 7, 0},
 	  {"ip-11111", "GPU-abc", -1, "", "NVIDIA A10G", "550.144.03", "", "nvidia0", 0, "", "ray-llm/ray-1111111/ray-worker",
 	   {NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, 0.000003, NOPE}, -1, 1, 0}}},
-	/* real, but not DCGM: nothing maps */
-	{"tests/fixtures/dcgm/nvidia_gpu_exporter_output__h100__load.prom", NULL, 0, {138, 0, 0, 138, 0, 0, 0}, {{0}}},
+	/* real nvidia_gpu_exporter (nvidia_smi_*): ratios x 100, bytes in MiB,
+	 * "GPU-" given back to the uuid; no hostname label, so --node names it
+	 * (4 exporter-health series carry no uuid) */
+	{"tests/fixtures/dcgm/nvidia_gpu_exporter_output__h100__load.prom", "h100-node", 1, {138, 134, 4, 0, 0, 0, 0, 0},
+	 {{"h100-node", H100, -1, "", "NVIDIA H100 80GB HBM3", "590.48.01", "00000000:00:09.0", "", 0, "", "",
+	   {NOPE, 1 * 100.0, 2.0780679168e+10 / 1048576.0, 6.4238911488e+10 / 1048576.0, 631.95, NOPE, 0.11 * 100.0, NOPE,
+	    NOPE, NOPE}, 1, 134, 0}}},
+	/* ... and without --node: the GPU has no host (the ingest refuses it) */
+	{"tests/fixtures/dcgm/nvidia_gpu_exporter_output__h100__idle.prom", NULL, 1, {132, 128, 4, 0, 0, 0, 0, 0},
+	 {{"", H100, -1, "", "NVIDIA H100 80GB HBM3", "590.48.01", "00000000:00:09.0", "", 0, "", "",
+	   {NOPE, 0, 0, 8.5019590656e+10 / 1048576.0, 69.85, NOPE, 0, NOPE, NOPE, NOPE}, 0, 128, 0}}},
+	/* real AMD Device Metrics Exporter lines (three MI300X boards, one in
+	 * CPX whose partition-0 activity belongs to the whole board, an MI300X
+	 * VF without serial); the Radeon and Strix lines have neither serial
+	 * nor gpu_uuid: no GPU identity */
+	{"tests/fixtures/dcgm/amd_dme_excerpts.prom", NULL, 4, {9, 4, 5, 0, 0, 0, 0, 0},
+	 {{"tw038", "692409005408", -1, "", "AMD Instinct MI300X OAM", "6.12.12", "", "", 2, "", "",
+	   {NOPE, 0, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, 0, 1, 0},
+	  {"tw009", "692409005296", -1, "", "AMD Instinct MI300X OAM", "6.12.12", "", "", 47, "", "/default-metrics-exporter-vvvkm/",
+	   {NOPE, 0, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, 0, 1, 0},
+	  {"tw038", "692409005328", -1, "", "AMD Instinct MI300X OAM", "6.12.12", "", "", 0, "", "default/high-utilization-57ls6/workload",
+	   {NOPE, 100, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, 1, 1, 0},
+	  {"master-1", "17ff74b5-0000-1000-805c-37b0fbe69430", -1, "", "Aqua Vanjaram [Instinct MI300X VF]", "6.12.12", "", "", 0,
+	   "", "", {NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, -1, 1, 0}}},
+#define CPX(gi, idx, jobs, used, free) \
+	{"mi300x-cpx-01", "692409005296", gi, "cpx", "AMD Instinct MI300X OAM", "6.12.12", "", "", idx, jobs, "", \
+	 {NOPE, NOPE, used, free, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, -1, 6, 0}
+	/* hand-written MI300X node: a CPX board's 8 partitions are GPU
+	 * instances of its serial; the physical readings given on partition 0
+	 * go to the board (gi -1), the zeros of partitions 1-7 are not read */
+	{"tests/fixtures/dcgm/handwritten_amd_mi300x_cpx.prom", NULL, 10, {54, 54, 0, 0, 0, 0, 0, 28},
+	 {{"mi300x-cpx-01", "692409005328", -1, "", "AMD Instinct MI300X OAM", "6.12.12", "", "", 0, "", "ml/train-0/trainer",
+	   {NOPE, 87, 150211, 46381, 702, 9.118723456e+12 * 1e-3, 31, NOPE, NOPE, NOPE}, 1, 6, 0},
+	  {"mi300x-cpx-01", "692409005296", -1, "", "AMD Instinct MI300X OAM", "6.12.12", "", "", 8, "", "",
+	   {NOPE, 12, NOPE, NOPE, 211, 5.51234e+12 * 1e-3, 3, NOPE, NOPE, NOPE}, 1, 4, 0},
+	  CPX(1, 9, "", 281, 24293), CPX(2, 10, "", 281, 24293), CPX(3, 11, "9001", 18244, 6330), CPX(4, 12, "", 281, 24293),
+	  CPX(5, 13, "", 281, 24293), CPX(6, 14, "", 281, 24293), CPX(7, 15, "", 281, 24293),
+	  {"mi300x-cpx-01", "692409005296", 0, "cpx", "AMD Instinct MI300X OAM", "6.12.12", "", "", 8, "", "",
+	   {NOPE, NOPE, 281, 24293, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, -1, 2, 0}}},
+#undef CPX
 	/* hand-written MIG: parent + 4 GPU instances sharing the UUID */
-	{"tests/fixtures/dcgm/handwritten_mig_h100.prom", NULL, 5, {23, 23, 0, 0, 0, 0, 0},
+	{"tests/fixtures/dcgm/handwritten_mig_h100.prom", NULL, 5, {23, 23, 0, 0, 0, 0, 0, 0},
 	 {{"h100-mig-node", H100, -1, "", "NVIDIA H100 80GB HBM3", "590.48.01", "00000000:00:09.0", "nvidia0", 0, "", "",
 	   {NOPE, NOPE, NOPE, NOPE, 98, 4190755214, NOPE, NOPE, NOPE, 0}, -1, 3, 0},
 	  {"h100-mig-node", H100, 2, "3g.40gb", "NVIDIA H100 80GB HBM3", "590.48.01", "00000000:00:09.0", "nvidia0", 0, "", "",
@@ -132,17 +170,17 @@ static const struct scrape_case scrape_cases[] = {
 	  {"h100-mig-node", H100, 10, "1g.10gb", "NVIDIA H100 80GB HBM3", "590.48.01", "00000000:00:09.0", "nvidia0", 0, "", "",
 	   {0.000061, NOPE, 9, 9975, NOPE, NOPE, NOPE, 0, 0.000002, NOPE}, 0, 5, 0}}},
 	/* hand-written Slurm: GPU 0's samples repeat per job and must not add up */
-	{"tests/fixtures/dcgm/handwritten_slurm_hpc_job.prom", NULL, 2, {18, 18, 0, 0, 0, 0, 0},
+	{"tests/fixtures/dcgm/handwritten_slurm_hpc_job.prom", NULL, 2, {18, 18, 0, 0, 0, 0, 0, 0},
 	 {{"gpu-node-07", A100_0, -1, "", "NVIDIA A100-SXM4-80GB", "550.54.14", "00000000:3B:00.0", "nvidia0", 0,
 	   "4242,4243", "", {0.412345, 37, 30512, 50407, 312.5, 912345678, NOPE, NOPE, NOPE, NOPE}, 1, 12, 0},
 	  {"gpu-node-07", A100_1, -1, "", "NVIDIA A100-SXM4-80GB", "550.54.14", "00000000:86:00.0", "nvidia1", 1,
 	   "4250", "", {0.00006, 0, 0, 80919, 61.2, 512000000, NOPE, NOPE, NOPE, NOPE}, 0, 6, 0}}},
 	/* hand-written federate: exported_* wins; hostname label is the exporter pod */
-	{"tests/fixtures/dcgm/handwritten_k8s_federate.prom", NULL, 1, {4, 4, 0, 0, 2, 0, 0},
+	{"tests/fixtures/dcgm/handwritten_k8s_federate.prom", NULL, 1, {4, 4, 0, 0, 2, 0, 0, 0},
 	 {{"dcgm-exporter-x7k2p", L40S, -1, "", "NVIDIA L40S", "595.80", "00000000:41:00.0", "nvidia0", 0, "",
 	   "ml-team/train-7f9c-0/trainer", {0.912, 88, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, 1, 4, 2}}},
 	/* ... and with the node name given by the caller */
-	{"tests/fixtures/dcgm/handwritten_k8s_federate.prom", "node-a1", 1, {4, 4, 0, 0, 2, 0, 0},
+	{"tests/fixtures/dcgm/handwritten_k8s_federate.prom", "node-a1", 1, {4, 4, 0, 0, 2, 0, 0, 0},
 	 {{"node-a1", L40S, -1, "", "NVIDIA L40S", "595.80", "00000000:41:00.0", "nvidia0", 0, "",
 	   "ml-team/train-7f9c-0/trainer", {0.912, 88, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE, NOPE}, 1, 4, 2}}},
 };
@@ -498,6 +536,74 @@ static void test_bucket_carry_and_align(void **state)
 	assert_int_equal(a.start_s, -300);
 }
 
+/* ---- the exporters beside DCGM --------------------------------------------- */
+
+static void parse_inline(const char *text, const char *node, struct gl_dcgm_scrape *s)
+{
+	struct gl_dcgm_opts o = {node};
+	assert_int_equal(gl_dcgm_scrape_parse(s, text, strlen(text), &o, NULL), 0);
+}
+
+/* HAND-WRITTEN: the family of each GPU, AMD's prefix and ranges, and the
+ * sentence a scrape without a usable GPU gets. */
+static void test_exporter_families(void **state)
+{
+	static const char mixed[] =
+		"DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\",Hostname=\"n1\"} 5\n"
+		"nvidia_smi_utilization_gpu_ratio{uuid=\"b\"} 0.25\n"
+		"nvidia_smi_utilization_gpu_ratio{uuid=\"GPU-a\"} 0.07\n"
+		"amd_gpu_gfx_activity{gpu_id=\"1\",serial_number=\"S1\",hostname=\"n1\"} 40\n"
+		"gpu_used_vram{gpu_id=\"1\",serial_number=\"S1\",hostname=\"n1\"} 1.8446744073709552e+19\n"
+		"gpu_umc_activity{gpu_id=\"1\",serial_number=\"S1\",hostname=\"n1\"} 65535\n"
+		"gpu_power_usage{gpu_id=\"1\",serial_number=\"S1\",hostname=\"n1\"} -1\n"
+		"gpu_temperature{hostname=\"n1\"} 40\n"
+		"node_load1 0.5\n";
+	struct gl_dcgm_scrape s;
+	const struct gl_dcgm_gpu *g;
+	char why[400];
+	(void)state;
+
+	parse_inline(mixed, "n1", &s);
+	assert_int_equal(s.ngpus, 3);
+	/* dcgm-exporter and nvidia_gpu_exporter name the same GPU: one record,
+	 * the first value kept and the other counted as a conflict */
+	g = gl_dcgm_scrape_find(&s, "n1", "GPU-a", -1);
+	assert_non_null(g);
+	assert_string_equal(g->source, "dcgm");
+	assert_true(g->r.v[GL_DCGM_GPU_UTIL] == 5);
+	assert_int_equal(g->conflicts, 1);
+	g = gl_dcgm_scrape_find(&s, "n1", "GPU-b", -1);
+	assert_string_equal(g->source, "nvidia_smi");
+	assert_true(g->r.v[GL_DCGM_GPU_UTIL] == 25);
+	g = gl_dcgm_scrape_find(&s, "n1", "S1", -1);
+	assert_string_equal(g->source, "amd");
+	assert_true(g->r.v[GL_DCGM_GPU_UTIL] == 40);
+	/* all ones, 65535 % and a negative power are "not available" */
+	assert_int_equal(g->r.have, 1u << GL_DCGM_GPU_UTIL);
+	assert_int_equal(g->blank, 3);
+	assert_int_equal(s.stats.no_uuid, 1);   /* gpu_temperature without gpu_id */
+	assert_int_equal(s.stats.not_dcgm, 1);  /* node_load1 */
+	assert_null(gl_dcgm_scrape_why_empty(&s, why, sizeof why));
+	gl_dcgm_scrape_fini(&s);
+
+	/* dcgm-exporter --no-hostname, as in NVIDIA's documentation sample */
+	parse_inline("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 0\n", NULL, &s);
+	assert_non_null(gl_dcgm_scrape_why_empty(&s, why, sizeof why));
+	assert_non_null(strstr(why, "1 GPUs but no Hostname/hostname label"));
+	assert_non_null(strstr(why, "--node NAME"));
+	assert_non_null(strstr(why, "targets_file"));
+	gl_dcgm_scrape_fini(&s);
+	parse_inline("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-a\"} 0\n", "n7", &s);
+	assert_null(gl_dcgm_scrape_why_empty(&s, why, sizeof why));
+	gl_dcgm_scrape_fini(&s);
+	parse_inline("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"n1\"} 0\n", NULL, &s);
+	assert_non_null(strstr(gl_dcgm_scrape_why_empty(&s, why, sizeof why), "carry no GPU identity"));
+	gl_dcgm_scrape_fini(&s);
+	parse_inline("node_load1 0.5\n", NULL, &s);
+	assert_non_null(strstr(gl_dcgm_scrape_why_empty(&s, why, sizeof why), "no GPU exporter samples"));
+	gl_dcgm_scrape_fini(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +612,7 @@ int main(void)
 		cmocka_unit_test(test_scrape_table),
 		cmocka_unit_test(test_inline_table),
 		cmocka_unit_test(test_nul_in_labels),
+		cmocka_unit_test(test_exporter_families),
 		cmocka_unit_test(test_policy_table),
 		cmocka_unit_test(test_bucket_table),
 		cmocka_unit_test(test_bucket_carry_and_align),

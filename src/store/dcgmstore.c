@@ -1,0 +1,551 @@
+/* The dcgm-exporter ingest's queries (see include/gl/dcgmstore.h). */
+#include "gl/dcgmstore.h"
+#include "gl/db.h"
+#include "gl/pgarray.h"
+#include "gl/strbuf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The COPY text of one round's staging tables. */
+struct gl_dcgmstore_stage {
+	struct gl_strbuf inv, use, share, pend;
+};
+
+struct gl_dcgmstore_stage *gl_dcgmstore_stage_new(void)
+{
+	struct gl_dcgmstore_stage *s = gl_xcalloc(1, sizeof *s);
+	gl_strbuf_init(&s->inv);
+	gl_strbuf_init(&s->use);
+	gl_strbuf_init(&s->share);
+	gl_strbuf_init(&s->pend);
+	return s;
+}
+
+void gl_dcgmstore_stage_free(struct gl_dcgmstore_stage *s)
+{
+	if (!s)
+		return;
+	gl_strbuf_fini(&s->inv);
+	gl_strbuf_fini(&s->use);
+	gl_strbuf_fini(&s->share);
+	gl_strbuf_fini(&s->pend);
+	free(s);
+}
+
+/* ---- COPY text ---- */
+
+static void c_str(struct gl_strbuf *o, const char *s, int last)
+{
+	if (!s || !*s)
+		gl_strbuf_puts(o, "\\N");
+	else
+		gl_strbuf_put_copy_text(o, s, strlen(s));
+	gl_strbuf_putc(o, last ? '\n' : '\t');
+}
+
+static void c_i64(struct gl_strbuf *o, long long v, int last)
+{
+	gl_strbuf_put_i64(o, v);
+	gl_strbuf_putc(o, last ? '\n' : '\t');
+}
+
+static void c_dbl(struct gl_strbuf *o, int have, double v, int last)
+{
+	if (have && isfinite(v))
+		gl_strbuf_printf(o, "%.17g", v);
+	else
+		gl_strbuf_puts(o, "\\N");
+	gl_strbuf_putc(o, last ? '\n' : '\t');
+}
+
+static void fmt_i64(char *b, size_t n, int64_t v)
+{
+	snprintf(b, n, "%lld", (long long)v);
+}
+
+/* ---- the round ---- */
+
+static const char k_temp_sql[] =
+	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_inv (idx integer, node text, uuid text, gi integer,"
+	" profile text, model text, driver text, memory_mib bigint, mig_parent boolean) ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_use (gpu_id bigint, busy integer, nodata integer,"
+	" active_sum double precision, engine_n integer, fb_max double precision, power_max double precision,"
+	" energy_mj bigint, resets integer, xid bigint, covered_s bigint, busy_s bigint, idle_s bigint,"
+	" energy_last double precision) ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_share (gpu_id bigint, job_pk bigint, kind text, busy integer,"
+	" nodata integer, gpu_s double precision, busy_gpu_s double precision, idle_gpu_s double precision)"
+	" ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_pend (gpu_id bigint, node text, jobs text[], pods text[], dt_s bigint,"
+	" busy boolean, nodata boolean) ON COMMIT DELETE ROWS";
+
+int gl_dcgmstore_cluster(PGconn *c, const char *name, int pods, int *cluster_id, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	if ((rc = gl_db_query(c,
+			      "WITH ins AS (INSERT INTO clusters (name, kind) SELECT $1, $2"
+			      " WHERE NOT EXISTS (SELECT 1 FROM clusters WHERE name = $1)"
+			      " ON CONFLICT (name) DO NOTHING RETURNING cluster_id)"
+			      " SELECT cluster_id FROM ins UNION ALL SELECT cluster_id FROM clusters WHERE name = $1",
+			      2, (const char *[]){name, pods ? "kubernetes" : "slurm"}, &r, err)))
+		goto out;
+	if (PQntuples(r) < 1) {
+		rc = gl_err_set(err, GL_EDB, "cluster '%s': could not be created", name);
+		goto out;
+	}
+	*cluster_id = atoi(PQgetvalue(r, 0, 0));
+out:
+	PQclear(r);
+	return rc;
+}
+
+int gl_dcgmstore_prepare(PGconn *c, int64_t bucket_start_s, struct gl_err *err)
+{
+	char bucket[24];
+	int rc;
+	fmt_i64(bucket, sizeof bucket, bucket_start_s);
+	if ((rc = gl_db_exec(c, k_temp_sql, err)))
+		return rc;
+	return gl_db_query(c, "SELECT gl_ensure_dcgm_partitions(to_timestamp($1::bigint),"
+			      " to_timestamp($1::bigint) + interval '1 day')",
+			   1, (const char *[]){bucket}, NULL, err);
+}
+
+int gl_dcgmstore_begin(PGconn *c, int cluster_id, struct gl_err *err)
+{
+	char cid[16];
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		return rc;
+	if ((rc = gl_db_query(c, "SELECT pg_advisory_xact_lock(26477, $1::integer)", 1, (const char *[]){cid}, NULL,
+			      err)))
+		PQclear(PQexec(c, "ROLLBACK"));
+	return rc;
+}
+
+/* ---- inventory ---- */
+
+void gl_dcgmstore_add_gpu(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_gpu *g)
+{
+	struct gl_strbuf *o = &s->inv;
+	c_i64(o, (long long)g->idx, 0);
+	c_str(o, g->node, 0);
+	c_str(o, g->uuid, 0);
+	c_i64(o, g->gi, 0);
+	c_str(o, g->profile, 0);
+	c_str(o, g->model, 0);
+	c_str(o, g->driver, 0);
+	if (g->have_memory)
+		c_i64(o, g->memory_mib, 0);
+	else
+		c_str(o, NULL, 0);
+	c_str(o, g->mig_parent ? "t" : "f", 1);
+}
+
+/* a count from a one-row result, and the result cleared */
+static int64_t count_of(PGresult *r)
+{
+	int64_t n = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return n;
+}
+
+static const char nodes_sql[] =
+	"WITH up AS (INSERT INTO nodes (cluster_id, name, first_seen, last_seen)"
+	" SELECT DISTINCT $1::integer, node, to_timestamp($2::bigint), to_timestamp($2::bigint)"
+	" FROM gl_dcgm_inv"
+	" ON CONFLICT (cluster_id, name) DO UPDATE SET"
+	" first_seen = least(nodes.first_seen, EXCLUDED.first_seen),"
+	" last_seen = greatest(nodes.last_seen, EXCLUDED.last_seen)"
+	" WHERE nodes.last_seen < EXCLUDED.last_seen OR nodes.first_seen > EXCLUDED.first_seen"
+	" RETURNING 1) SELECT (SELECT count(DISTINCT node) FROM gl_dcgm_inv)";
+
+/* descriptive fields follow the newest scrape; an older one re-ingested
+ * only widens first/last seen */
+static const char gpus_sql[] =
+	"WITH up AS (INSERT INTO gpus (cluster_id, node_id, uuid, mig_instance, model, memory_mib,"
+	" mig_profile, driver, first_seen, last_seen, mig_parent)"
+	" SELECT DISTINCT ON (i.node, i.uuid, i.gi) $1::integer, n.node_id, i.uuid, i.gi, i.model,"
+	" i.memory_mib, i.profile, i.driver, to_timestamp($2::bigint), to_timestamp($2::bigint), i.mig_parent"
+	" FROM gl_dcgm_inv i JOIN nodes n ON n.cluster_id = $1::integer AND n.name = i.node"
+	" ORDER BY i.node, i.uuid, i.gi, i.idx"
+	" ON CONFLICT (cluster_id, node_id, uuid, mig_instance) DO UPDATE SET"
+	" model = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.model, gpus.model) ELSE gpus.model END,"
+	" memory_mib = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.memory_mib, gpus.memory_mib) ELSE gpus.memory_mib END,"
+	" mig_profile = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.mig_profile, gpus.mig_profile) ELSE gpus.mig_profile END,"
+	" driver = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.driver, gpus.driver) ELSE gpus.driver END,"
+	" mig_parent = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN EXCLUDED.mig_parent ELSE gpus.mig_parent END,"
+	" first_seen = least(gpus.first_seen, EXCLUDED.first_seen),"
+	" last_seen = greatest(gpus.last_seen, EXCLUDED.last_seen),"
+	" absent_since = CASE WHEN EXCLUDED.last_seen > gpus.absent_since THEN NULL ELSE gpus.absent_since END"
+	" WHERE EXCLUDED.last_seen > gpus.last_seen OR EXCLUDED.first_seen < gpus.first_seen"
+	"  OR (EXCLUDED.last_seen = gpus.last_seen AND (gpus.model, gpus.memory_mib, gpus.mig_profile, gpus.driver, gpus.mig_parent)"
+	"      IS DISTINCT FROM (coalesce(EXCLUDED.model, gpus.model), coalesce(EXCLUDED.memory_mib, gpus.memory_mib),"
+	"      coalesce(EXCLUDED.mig_profile, gpus.mig_profile), coalesce(EXCLUDED.driver, gpus.driver), EXCLUDED.mig_parent))"
+	" RETURNING (xmax = 0) AS ins) SELECT count(*) FILTER (WHERE ins) FROM up";
+
+int gl_dcgmstore_inventory(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t *nodes,
+			   int64_t *new_gpus, struct gl_err *err)
+{
+	char cid[16], at[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	fmt_i64(at, sizeof at, at_s);
+	if (s->inv.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_inv FROM STDIN", s->inv.p, s->inv.len, err)))
+		return rc;
+	if ((rc = gl_db_query(c, nodes_sql, 2, (const char *[]){cid, at}, &r, err)))
+		return rc;
+	*nodes = count_of(r);
+	if ((rc = gl_db_query(c, gpus_sql, 2, (const char *[]){cid, at}, &r, err)))
+		return rc;
+	*new_gpus = count_of(r);
+	return 0;
+}
+
+static const char states_sql[] =
+	"SELECT DISTINCT ON (g.gpu_id) i.idx, g.gpu_id, extract(epoch FROM s.last_sample_at)::bigint,"
+	" s.energy_last_mj"
+	" FROM gl_dcgm_inv i JOIN nodes n ON n.cluster_id = $1::integer AND n.name = i.node"
+	" JOIN gpus g ON g.cluster_id = $1::integer AND g.node_id = n.node_id AND g.uuid = i.uuid"
+	"  AND g.mig_instance = i.gi"
+	" LEFT JOIN dcgm_gpu_state s ON s.gpu_id = g.gpu_id"
+	" ORDER BY g.gpu_id, i.idx";
+enum { SC_IDX, SC_GPU, SC_LAST, SC_ENERGY };
+
+int gl_dcgmstore_states(PGconn *c, int cluster_id, struct gl_dcgmstore_state_list *out, struct gl_err *err)
+{
+	char cid[16];
+	PGresult *r = NULL;
+	int rc;
+	memset(out, 0, sizeof *out);
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c, states_sql, 1, (const char *[]){cid}, &r, err)))
+		return rc;
+	out->n = (size_t)PQntuples(r);
+	out->v = gl_xcalloc(out->n ? out->n : 1, sizeof *out->v);
+	for (size_t k = 0; k < out->n; k++) {
+		struct gl_dcgmstore_state *m = &out->v[k];
+		int i = (int)k;
+		m->idx = (size_t)atoll(PQgetvalue(r, i, SC_IDX));
+		m->gpu_id = atoll(PQgetvalue(r, i, SC_GPU));
+		m->last_s = PQgetisnull(r, i, SC_LAST) ? GL_TIME_NONE : atoll(PQgetvalue(r, i, SC_LAST));
+		m->energy_last = PQgetisnull(r, i, SC_ENERGY) ? -1.0 : strtod(PQgetvalue(r, i, SC_ENERGY), NULL);
+	}
+	PQclear(r);
+	return 0;
+}
+
+void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l)
+{
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+/* ---- jobs ---- */
+
+static const char jobs_sql[] =
+	"SELECT job_pk, job_id, coalesce(job_id_raw, ''), coalesce(het_job_id::text, ''),"
+	" coalesce(namespace, ''), coalesce(name, ''), gpu_milli,"
+	" coalesce(array_to_string(nodes, chr(31)), ''), extract(epoch FROM start_at)::bigint"
+	" FROM jobs WHERE cluster_id = $1::integer AND start_at <= to_timestamp($2::bigint)"
+	" AND (end_at IS NULL OR end_at > to_timestamp($2::bigint))"
+	" AND (nodes && $3::text[] OR job_id = ANY($4::text[]) OR job_id_raw = ANY($4::text[])"
+	"  OR het_job_id::text = ANY($4::text[])"
+	"  OR (namespace IS NOT NULL AND (name = ANY($5::text[]) OR job_id = ANY($5::text[]))))";
+enum { JC_PK, JC_JOB_ID, JC_RAW, JC_HET, JC_NS, JC_NAME, JC_GPU_MILLI, JC_NODES, JC_START };
+
+/* Splits "a\x1fb" into copies. */
+static size_t split_us(const char *s, char ***out)
+{
+	size_t n = 0, cap = 0;
+	char **v = NULL;
+	if (!*s) {
+		*out = NULL;
+		return 0;
+	}
+	for (const char *p = s;;) {
+		const char *q = strchr(p, '\x1f');
+		if (n == cap) {
+			cap = cap ? cap * 2 : 4;
+			v = gl_xrealloc(v, cap * sizeof *v);
+		}
+		v[n++] = q ? gl_xstrndup(p, (size_t)(q - p)) : gl_xstrdup(p);
+		if (!q)
+			break;
+		p = q + 1;
+	}
+	*out = v;
+	return n;
+}
+
+static void job_decode(const PGresult *r, int i, struct gl_dcgmstore_job *j)
+{
+	j->job_pk = atoll(PQgetvalue(r, i, JC_PK));
+	j->job_id = gl_xstrdup(PQgetvalue(r, i, JC_JOB_ID));
+	j->job_id_raw = gl_xstrdup(PQgetvalue(r, i, JC_RAW));
+	j->het_job_id = gl_xstrdup(PQgetvalue(r, i, JC_HET));
+	j->ns = gl_xstrdup(PQgetvalue(r, i, JC_NS));
+	j->name = gl_xstrdup(PQgetvalue(r, i, JC_NAME));
+	j->gpu_milli = atoll(PQgetvalue(r, i, JC_GPU_MILLI));
+	j->start_s = atoll(PQgetvalue(r, i, JC_START));
+	j->nnodes = split_us(PQgetvalue(r, i, JC_NODES), &j->nodes);
+}
+
+int gl_dcgmstore_jobs(PGconn *c, int cluster_id, int64_t at_s, const char *const *nodes, size_t nnodes,
+		      const char *const *ids, size_t nids, const char *const *pods, size_t npods,
+		      struct gl_dcgmstore_job_list *out, struct gl_err *err)
+{
+	struct gl_strbuf na = GL_STRBUF_INIT, ia = GL_STRBUF_INIT, pa = GL_STRBUF_INIT;
+	char cid[16], at[24];
+	PGresult *r = NULL;
+	int rc;
+	memset(out, 0, sizeof *out);
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	fmt_i64(at, sizeof at, at_s);
+	gl_pgarray_texts(&na, nodes, nnodes);
+	gl_pgarray_texts(&ia, ids, nids);
+	gl_pgarray_texts(&pa, pods, npods);
+	rc = gl_db_query(c, jobs_sql, 5, (const char *[]){cid, at, na.p, ia.p, pa.p}, &r, err);
+	if (!rc) {
+		out->n = (size_t)PQntuples(r);
+		out->v = gl_xcalloc(out->n ? out->n : 1, sizeof *out->v);
+		for (size_t k = 0; k < out->n; k++)
+			job_decode(r, (int)k, &out->v[k]);
+	}
+	PQclear(r);
+	gl_strbuf_fini(&na);
+	gl_strbuf_fini(&ia);
+	gl_strbuf_fini(&pa);
+	return rc;
+}
+
+void gl_dcgmstore_job_list_fini(struct gl_dcgmstore_job_list *l)
+{
+	for (size_t k = 0; l->v && k < l->n; k++) {
+		struct gl_dcgmstore_job *j = &l->v[k];
+		free(j->job_id);
+		free(j->job_id_raw);
+		free(j->het_job_id);
+		free(j->ns);
+		free(j->name);
+		for (size_t i = 0; i < j->nnodes; i++)
+			free(j->nodes[i]);
+		free(j->nodes);
+	}
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+/* ---- samples ---- */
+
+void gl_dcgmstore_add_use(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_use *u)
+{
+	struct gl_strbuf *o = &s->use;
+	c_i64(o, u->gpu_id, 0);
+	c_i64(o, u->busy, 0);
+	c_i64(o, u->nodata, 0);
+	c_dbl(o, 1, u->engine_sum, 0);
+	c_i64(o, u->engine_n, 0);
+	c_dbl(o, u->fb_max >= 0, u->fb_max, 0);
+	c_dbl(o, u->power_max >= 0, u->power_max, 0);
+	if (u->have_energy)
+		c_i64(o, u->energy_mj, 0);
+	else
+		c_str(o, NULL, 0);
+	c_i64(o, u->energy_resets, 0);
+	if (u->have_xid)
+		c_i64(o, u->xid, 0);
+	else
+		c_str(o, NULL, 0);
+	c_i64(o, u->covered_s, 0);
+	c_i64(o, u->busy_s, 0);
+	c_i64(o, u->idle_s, 0);
+	c_dbl(o, u->energy_last >= 0, u->energy_last, 1);
+}
+
+void gl_dcgmstore_add_share(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_share *sh)
+{
+	struct gl_strbuf *o = &s->share;
+	c_i64(o, sh->gpu_id, 0);
+	c_i64(o, sh->job_pk, 0);
+	c_str(o, sh->kind, 0);
+	c_i64(o, sh->busy, 0);
+	c_i64(o, sh->nodata, 0);
+	c_dbl(o, 1, sh->gpu_s, 0);
+	c_dbl(o, 1, sh->busy_gpu_s, 0);
+	c_dbl(o, 1, sh->idle_gpu_s, 1);
+}
+
+/* One dcgm_pending staging row: the sample's GPU, node, its hpc_job and pod
+ * labels (text[] literals, then COPY-escaped) and what it covers. */
+void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_pending *p)
+{
+	struct gl_strbuf jobs = GL_STRBUF_INIT, pods = GL_STRBUF_INIT, one = GL_STRBUF_INIT, *o = &s->pend;
+	gl_pgarray_texts(&jobs, p->jobs, p->njobs);
+	for (size_t k = 0; k < p->npods; k++) {
+		if (!p->pods[k].pod[0])
+			continue;
+		gl_strbuf_reset(&one);
+		gl_strbuf_printf(&one, "%s/%s", p->pods[k].ns, p->pods[k].pod);
+		gl_pgarray_add_text(&pods, gl_strbuf_cstr(&one));
+	}
+	gl_pgarray_end(&pods);
+	c_i64(o, p->gpu_id, 0);
+	c_str(o, p->node, 0);
+	c_str(o, gl_strbuf_cstr(&jobs), 0);
+	c_str(o, gl_strbuf_cstr(&pods), 0);
+	c_i64(o, p->dt_s, 0);
+	c_str(o, p->busy ? "t" : "f", 0);
+	c_str(o, p->nodata ? "t" : "f", 1);
+	gl_strbuf_fini(&jobs);
+	gl_strbuf_fini(&pods);
+	gl_strbuf_fini(&one);
+}
+
+static const char usage_sql[] =
+	"INSERT INTO gpu_usage (gpu_id, bucket, cluster_id, bucket_s, samples, busy_samples,"
+	" nodata_samples, active_sum, fb_used_max_mib, energy_mj, covered_s, busy_s, idle_s,"
+	" engine_samples, power_max_w, energy_resets, xid_last, last_sample_at)"
+	" SELECT gpu_id, to_timestamp($2::bigint), $1::integer, $3::integer, 1, busy, nodata,"
+	" active_sum, fb_max, energy_mj, covered_s, busy_s, idle_s, engine_n, power_max, resets, xid,"
+	" to_timestamp($4::bigint) FROM gl_dcgm_use"
+	" ON CONFLICT (gpu_id, bucket) DO UPDATE SET"
+	" samples = gpu_usage.samples + EXCLUDED.samples,"
+	" busy_samples = gpu_usage.busy_samples + EXCLUDED.busy_samples,"
+	" nodata_samples = gpu_usage.nodata_samples + EXCLUDED.nodata_samples,"
+	" active_sum = gpu_usage.active_sum + EXCLUDED.active_sum,"
+	" engine_samples = gpu_usage.engine_samples + EXCLUDED.engine_samples,"
+	" fb_used_max_mib = greatest(gpu_usage.fb_used_max_mib, EXCLUDED.fb_used_max_mib),"
+	" power_max_w = greatest(gpu_usage.power_max_w, EXCLUDED.power_max_w),"
+	" energy_mj = CASE WHEN gpu_usage.energy_mj IS NULL AND EXCLUDED.energy_mj IS NULL THEN NULL"
+	"  ELSE coalesce(gpu_usage.energy_mj, 0) + coalesce(EXCLUDED.energy_mj, 0) END,"
+	" energy_resets = gpu_usage.energy_resets + EXCLUDED.energy_resets,"
+	" xid_last = coalesce(EXCLUDED.xid_last, gpu_usage.xid_last),"
+	" covered_s = gpu_usage.covered_s + EXCLUDED.covered_s,"
+	" busy_s = gpu_usage.busy_s + EXCLUDED.busy_s,"
+	" idle_s = gpu_usage.idle_s + EXCLUDED.idle_s,"
+	" last_sample_at = greatest(gpu_usage.last_sample_at, EXCLUDED.last_sample_at)";
+
+static const char shares_sql[] =
+	"INSERT INTO gpu_usage_jobs (gpu_id, bucket, job_pk, cluster_id, attribution, samples,"
+	" busy_samples, nodata_samples, gpu_s, busy_gpu_s, idle_gpu_s)"
+	" SELECT gpu_id, to_timestamp($2::bigint), job_pk, $1::integer, kind, 1, busy, nodata, gpu_s,"
+	" busy_gpu_s, idle_gpu_s FROM gl_dcgm_share"
+	" ON CONFLICT (gpu_id, bucket, job_pk) DO UPDATE SET"
+	" attribution = CASE WHEN gl_attribution_rank(EXCLUDED.attribution)"
+	"  < gl_attribution_rank(gpu_usage_jobs.attribution) THEN EXCLUDED.attribution"
+	"  ELSE gpu_usage_jobs.attribution END,"
+	" samples = gpu_usage_jobs.samples + EXCLUDED.samples,"
+	" busy_samples = gpu_usage_jobs.busy_samples + EXCLUDED.busy_samples,"
+	" nodata_samples = gpu_usage_jobs.nodata_samples + EXCLUDED.nodata_samples,"
+	" gpu_s = gpu_usage_jobs.gpu_s + EXCLUDED.gpu_s,"
+	" busy_gpu_s = gpu_usage_jobs.busy_gpu_s + EXCLUDED.busy_gpu_s,"
+	" idle_gpu_s = gpu_usage_jobs.idle_gpu_s + EXCLUDED.idle_gpu_s";
+
+/* the row's job: the one with the largest share of the bucket so far */
+static const char best_job_sql[] =
+	"UPDATE gpu_usage u SET job_pk = d.job_pk, attribution = d.attribution"
+	" FROM (SELECT DISTINCT ON (j.gpu_id) j.gpu_id, j.job_pk, j.attribution FROM gpu_usage_jobs j"
+	"  WHERE j.bucket = to_timestamp($1::bigint)"
+	"  AND j.gpu_id IN (SELECT DISTINCT gpu_id FROM gl_dcgm_share)"
+	"  ORDER BY j.gpu_id, j.gpu_s DESC, j.job_pk) d"
+	" WHERE u.bucket = to_timestamp($1::bigint) AND u.gpu_id = d.gpu_id"
+	" AND (u.job_pk IS DISTINCT FROM d.job_pk OR u.attribution IS DISTINCT FROM d.attribution)";
+
+static const char state_sql[] =
+	"INSERT INTO dcgm_gpu_state (gpu_id, cluster_id, last_sample_at, energy_last_mj)"
+	" SELECT gpu_id, $1::integer, to_timestamp($2::bigint), energy_last FROM gl_dcgm_use"
+	" ON CONFLICT (gpu_id) DO UPDATE SET last_sample_at = EXCLUDED.last_sample_at,"
+	" energy_last_mj = coalesce(EXCLUDED.energy_last_mj, dcgm_gpu_state.energy_last_mj)";
+
+/* labelled samples whose job is not known yet wait for it (sql/020), six
+ * hours at most */
+static int pending(PGconn *c, const struct gl_dcgmstore_stage *s, const char *cid, const char *at, const char *bucket,
+		   struct gl_err *err)
+{
+	int rc;
+	if ((rc = gl_db_query(c,
+			      "DELETE FROM dcgm_pending WHERE cluster_id = $1::integer"
+			      " AND at < to_timestamp($2::bigint) - interval '6 hours'",
+			      2, (const char *[]){cid, at}, NULL, err)))
+		return rc;
+	if (!s->pend.len)
+		return 0;
+	return gl_db_query(c,
+			   "INSERT INTO dcgm_pending (gpu_id, at, bucket, cluster_id, node, jobs, pods, dt_s, busy, nodata)"
+			   " SELECT gpu_id, to_timestamp($2::bigint), to_timestamp($3::bigint), $1::integer, node, jobs, pods,"
+			   " dt_s, busy, nodata FROM gl_dcgm_pend ON CONFLICT DO NOTHING",
+			   3, (const char *[]){cid, at, bucket}, NULL, err);
+}
+
+int gl_dcgmstore_apply(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t bucket_start_s,
+		       int64_t bucket_s, int64_t applied, struct gl_err *err)
+{
+	char cid[16], at[24], bucket[24], bs[24];
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	fmt_i64(at, sizeof at, at_s);
+	fmt_i64(bucket, sizeof bucket, bucket_start_s);
+	fmt_i64(bs, sizeof bs, bucket_s);
+	if ((s->use.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_use FROM STDIN", s->use.p, s->use.len, err))) ||
+	    (s->share.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_share FROM STDIN", s->share.p, s->share.len, err))) ||
+	    (s->pend.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_pend FROM STDIN", s->pend.p, s->pend.len, err))))
+		return rc;
+	if (applied && ((rc = gl_db_query(c, usage_sql, 4, (const char *[]){cid, bucket, bs, at}, NULL, err)) ||
+			(rc = gl_db_query(c, shares_sql, 2, (const char *[]){cid, bucket}, NULL, err)) ||
+			(rc = gl_db_query(c, best_job_sql, 1, (const char *[]){bucket}, NULL, err)) ||
+			(rc = gl_db_query(c, state_sql, 2, (const char *[]){cid, at}, NULL, err))))
+		return rc;
+	return pending(c, s, cid, at, bucket, err);
+}
+
+int gl_dcgmstore_mark_absent(PGconn *c, int cluster_id, int64_t at_s, int64_t grace_s, int64_t *marked,
+			     struct gl_err *err)
+{
+	char cid[16], at[24], grace[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	fmt_i64(at, sizeof at, at_s);
+	fmt_i64(grace, sizeof grace, grace_s);
+	if ((rc = gl_db_query(c,
+			      "WITH m AS (UPDATE gpus SET absent_since = last_seen WHERE cluster_id = $1::integer"
+			      " AND absent_since IS NULL AND last_seen < to_timestamp($2::bigint) - make_interval(secs => $3::bigint)"
+			      " RETURNING 1) SELECT count(*) FROM m",
+			      3, (const char *[]){cid, at, grace}, &r, err)))
+		return rc;
+	*marked = count_of(r);
+	return 0;
+}
+
+int gl_dcgmstore_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err)
+{
+	char cid[16], at[24];
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	fmt_i64(at, sizeof at, at_s);
+	return gl_db_query(c,
+			   "INSERT INTO ingest_state (source, cluster_id, watermark, updated_at)"
+			   " VALUES ('dcgm', $1::integer, to_timestamp($2::bigint), now())"
+			   " ON CONFLICT (source, cluster_id) DO UPDATE SET"
+			   " watermark = greatest(ingest_state.watermark, EXCLUDED.watermark), updated_at = now()",
+			   2, (const char *[]){cid, at}, NULL, err);
+}
+
+int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err)
+{
+	char cid[16];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	if ((rc = gl_db_query(c, "SELECT gl_dcgm_claim_pending($1::integer)", 1, (const char *[]){cid}, &r, err)))
+		return rc;
+	if (claimed)
+		*claimed = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return 0;
+}
