@@ -97,6 +97,13 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 					 (long long)(tot.allocated_gpu_seconds + tot.reserved_gpu_seconds),
 					 (long long)tot.down_gpu_seconds, (long long)tot.planned_down_gpu_seconds,
 					 (long long)tot.idle_gpu_seconds, (long long)tot.reported_gpu_seconds);
+			/* allocation no capacity data covers (a cluster without node
+			 * inventory, or more than its GPUs): on a line of its own, so
+			 * it is neither lost nor counted in the cluster's Allocated
+			 * (slurmdbd never books it: its equalities hold without it) */
+			if (tot.over_gpu_seconds > 0)
+				gl_strbuf_printf(o, "%s|gres/gpu(beyond inventory)|%lld|0|0|0|0|0\n", rows[i].cluster,
+						 (long long)tot.over_gpu_seconds);
 			for (size_t k = i; k < j; k++)
 				if (rows[k].key[0])
 					gl_strbuf_printf(o, "%s|gres/gpu:%s|%lld|%lld|%lld|%lld|0|%lld\n", rows[k].cluster,

@@ -710,7 +710,7 @@ void gl_acct_meta_fini(struct gl_acct_meta *meta)
 
 /* The columns of a lines query (append_lines_select), by name. */
 struct line_cols {
-	int i, d[GL_CB_MAX_DIMS], alloc_ms, priced_ms, cost_num, busy_s, idle_s, observed_s, unpriced;
+	int i, d[GL_CB_MAX_DIMS + 2], alloc_ms, priced_ms, cost_num, busy_s, idle_s, observed_s, unpriced;
 };
 
 static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, struct gl_err *err)
@@ -773,17 +773,40 @@ static void absorb_sums(struct gl_cb_line *l, enum absorb_to to, gl_i128 am, gl_
 	}
 }
 
-/* Folds the rows of a lines query into the lines of cb. */
+/* The idle pool dimensions of cb (gl_cb_pool): none unless idle is shared
+ * proportionally within clusters, where the lines query groups by them
+ * too, after the caller's dimensions. */
+static size_t pool_dims(const struct gl_cb *cb, const char **dims)
+{
+	if (cb->share != GL_SHARE_PROPORTIONAL)
+		return 0;
+	dims[0] = "cluster";
+	dims[1] = "gpu_model";
+	return cb->share_by_model ? 2 : 1;
+}
+
+/* The name of the idle pool of a row: its pool columns, cols[0..n), joined
+ * by the unit separator. */
+static void pool_name(PGresult *r, int row, const int *cols, size_t n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", PQgetvalue(r, row, cols[0]), n > 1 ? "\x1f" : "", n > 1 ? PQgetvalue(r, row, cols[1]) : "");
+}
+
+/* Folds the rows of a lines query into the lines of cb: n_dims key
+ * columns, then the pool columns (pool_dims); to says where the sums go. */
 static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta,
 		  struct gl_err *err)
 {
+	const char *pd[2];
+	size_t np = pool_dims(cb, pd);
 	struct line_cols k = {0};
-	int rc = line_cols(r, n_dims, &k, err);
+	int rc = line_cols(r, n_dims + np, &k, err);
 	for (int row = 0; !rc && row < PQntuples(r); row++) {
 		const char *keys[GL_CB_MAX_DIMS] = {0};
 		int step = atoi(PQgetvalue(r, row, k.i)) - 1;
 		struct gl_cb_line *l;
 		gl_i128 am, pm, cn;
+		char pool[512];
 		if (step < 0 || (size_t)step >= cb->n_steps)
 			continue;
 		for (size_t d = 0; d < n_dims; d++)
@@ -793,6 +816,11 @@ static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *c
 		    parse_num(r, row, k.cost_num, &cn))
 			return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
 		absorb_sums(l, to, am, pm, cn);
+		/* the idle pools share by what is billed */
+		if (np && (to == TO_FIRM || to == TO_UNSEEN_INCLUDED)) {
+			pool_name(r, row, k.d + n_dims, np, pool, sizeof pool);
+			gl_cb_line_in_pool(l, gl_cb_pool_of(cb, (size_t)step, pool), am);
+		}
 		if (to != TO_FIRM)
 			continue;
 		l->busy_s += atof(PQgetvalue(r, row, k.busy_s));
@@ -833,9 +861,12 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	size_t arr_off[40];
 	int np = 2, rc;
 
+	const char *pd[2];
+	size_t npd = pool_dims(cb, pd);
+
 	gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(q->dims[d]), d);
+	for (size_t d = 0; d < q->n_dims + npd; d++)
+		gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(d < q->n_dims ? q->dims[d] : pd[d - q->n_dims]), d);
 	gl_strbuf_printf(&sql,
 			 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
 			 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
@@ -844,7 +875,7 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 		goto out;
 	gl_strbuf_puts(&sql, ")");
-	append_lines_select(&sql, q->n_dims);
+	append_lines_select(&sql, q->n_dims + npd);
 	put_i64_array(&da, pl->da, pl->nd);
 	put_i64_array(&di, pl->di, pl->nd);
 	params[0] = da.p;
@@ -870,11 +901,17 @@ static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct pla
 	char now[24];
 	int np = 4, rc;
 
+	const char *dims[GL_CB_MAX_DIMS + 2];
+	size_t nd = q->n_dims;
+
+	for (size_t d = 0; d < q->n_dims; d++)
+		dims[d] = q->dims[d];
+	nd += pool_dims(cb, dims + nd);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_init(&pa[i]);
-	if ((rc = append_live(&sql, q->dims, q->n_dims, pl->nl, q, m, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, dims, nd, pl->nl, q, m, &np, &arrays, arr_off, err)))
 		goto out;
-	append_lines_select(&sql, q->n_dims);
+	append_lines_select(&sql, nd);
 	put_i64_array(&pa[0], pl->la, pl->nl);
 	put_i64_array(&pa[1], pl->lb, pl->nl);
 	put_i64_array(&pa[2], pl->li, pl->nl);
@@ -979,7 +1016,7 @@ static int fleet_run(PGconn *c, struct fleet *f, PGresult **r, struct gl_err *er
 
 /* The columns of the idle-by-step query, by name. */
 struct idle_cols {
-	int i, idle_ms, over_ms, idle_num, team, unpriced;
+	int i, idle_ms, over_ms, idle_num, team, unpriced, pool[2];
 };
 
 /* shareIdle=owner: a team's dedicated idle (idle_owners) on its line */
@@ -1027,6 +1064,16 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 		free(models);
 	}
 	s->idle_num += num;
+	if (cb->share == GL_SHARE_PROPORTIONAL) {
+		char pool[512];
+		struct gl_cb_pool *p;
+		size_t pi;
+		pool_name(r, row, k->pool, cb->share_by_model ? 2 : 1, pool, sizeof pool);
+		pi = gl_cb_pool_of(cb, step, pool); /* may move s->pools */
+		p = &s->pools[pi];
+		p->idle_ms += ms;
+		p->idle_num += num;
+	}
 	if (!PQgetisnull(r, row, k->team))
 		owner_idle(cb, q, step, PQgetvalue(r, row, k->team), ms, num);
 	return 0;
@@ -1052,7 +1099,8 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 	if ((rc = add_filters(&f.sql, q, &f.np, &f.arrays, f.arr_off, FILTER_FLEET, err)))
 		goto out;
 	gl_strbuf_puts(&f.sql,
-		       ") SELECT idle.i, round(sum(idle.idle_ms))::text AS idle_ms,"
+		       ") SELECT idle.i, idle.cluster AS p0, coalesce(idle.gpu_model, 'unknown') AS p1,"
+		       " round(sum(idle.idle_ms))::text AS idle_ms,"
 		       " round(sum(idle.over_ms))::text AS over_ms,"
 		       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text AS idle_num,"
 		       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
@@ -1060,11 +1108,14 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 		       " FROM idle LEFT JOIN LATERAL gl_rate_at(idle.gpu_model, idle.a) rt ON true"
 		       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
 		       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
-		       " GROUP BY idle.i, io.team");
+		       /* per cluster and model: shareIdle=proportional shares idle
+			* within its pool, named as the lines name theirs (pool_dims) */
+		       " GROUP BY idle.i, io.team, p0, p1");
 	if ((rc = fleet_run(c, &f, &r, err)))
 		goto out;
 	k = (struct idle_cols){PQfnumber(r, "i"),    PQfnumber(r, "idle_ms"), PQfnumber(r, "over_ms"),
-			       PQfnumber(r, "idle_num"), PQfnumber(r, "team"), PQfnumber(r, "unpriced")};
+			       PQfnumber(r, "idle_num"), PQfnumber(r, "team"), PQfnumber(r, "unpriced"),
+			       {PQfnumber(r, "p0"), PQfnumber(r, "p1")}};
 	for (int row = 0; row < PQntuples(r) && !rc; row++)
 		rc = absorb_idle_row(r, row, &k, &f, q, cb, meta, err);
 	/* an elapsed step without capacity rows is unknown, not 0: no
@@ -1321,12 +1372,18 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	 * inventory nor an exporter reported any of its GPUs: its idle is
 	 * unknown, whatever the days of the other clusters say (the demo's
 	 * philly, 30,000 GPU-hours in four days, made /v1/idle say 100 %
-	 * wasted with capacity_known true) */
+	 * wasted with capacity_known true). A job in the window is one that
+	 * ended after its start (jobs_window_idx from there on: never the
+	 * jobs that ended before, a year of history) or is still open
+	 * (jobs_running_idx); one probe each, not coalesce(end_at, ...) over
+	 * every job of the cluster (100 ms at 1M jobs, 479 ms at 5M). */
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name FROM clusters c"
 			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      " AND EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "  AND jb.start_at < to_timestamp($2) AND coalesce(jb.end_at, to_timestamp($2)) > to_timestamp($1))"
+			      " AND (EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2))"
+			      "  OR EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
+			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)))"
 			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
 			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
 			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
@@ -1403,11 +1460,19 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 	q2.scope_teams = NULL;
 	q2.n_scope_teams = 0;
 	q2.lines_only = 1;
-	gl_cb_init(&all, 1, GL_SHARE_NONE, cb->n_steps);
+	/* the same pools as cb's, for the base of each */
+	gl_cb_init(&all, 1, cb->share, cb->n_steps);
+	all.share_by_model = cb->share_by_model;
 	if (!(rc = gl_acct_chargeback(c, &q2, &all, &meta2, err)))
 		for (size_t i = 0; i < cb->n_steps; i++)
-			for (size_t j = 0; j < all.steps[i].n_lines; j++)
-				cb->steps[i].share_base_ms += all.steps[i].lines[j].alloc_ms;
+			for (size_t j = 0; j < all.steps[i].n_lines; j++) {
+				const struct gl_cb_line *l = &all.steps[i].lines[j];
+				cb->steps[i].share_base_ms += l->alloc_ms;
+				for (size_t k = 0; k < l->n_parts; k++) {
+					size_t p = gl_cb_pool_of(cb, i, all.steps[i].pools[l->parts[k].pool].name);
+					cb->steps[i].pools[p].base_ms += l->parts[k].ms;
+				}
+			}
 	gl_cb_fini(&all);
 	gl_acct_meta_fini(&meta2);
 	return rc;
@@ -1418,7 +1483,7 @@ int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query 
 {
 	PGconn *c = gl_db_conn(st);
 	int rc = gl_acct_chargeback(c, q, cb, meta, err);
-	if (!rc && cb->share == GL_SHARE_PROPORTIONAL && !q->lines_only)
+	if (!rc && (cb->share == GL_SHARE_PROPORTIONAL || cb->share == GL_SHARE_PROPORTIONAL_FLEET) && !q->lines_only)
 		rc = share_base(c, q, cb, err);
 	if (!rc && (rc = gl_cb_finish(cb)))
 		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");

@@ -207,7 +207,7 @@ int gl_inventory_models(struct gl_store *st, struct gl_inventory *inv, struct gl
 	static const char sql[] =
 		"SELECT c.raw AS name, c.model, CASE WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.match = c.raw)"
 		" THEN 'alias' WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.model = c.raw) THEN 'alias_model'"
-		" ELSE 'rule' END AS via"
+		" WHEN gl_gpu_model_unplaced(c.raw) THEN 'as_written' ELSE 'rule' END AS via"
 		" FROM gpu_model_canon c WHERE c.raw <> '' ORDER BY c.raw";
 	void *rows = inv->models;
 	int rc = fetch(st, sql, 0, NULL, model_fields, GL_ARRAY_LEN(model_fields), sizeof *inv->models, &rows,

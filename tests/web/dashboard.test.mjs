@@ -167,6 +167,11 @@ try {
 			}
 			const tot = cells.find((c) => c[0] === 'Total');
 			eq(tot[6], shown(api.totals.total, cur), 'table total');
+			// one rounding for every view: the rows (owners and __idle__)
+			// add up to the Total row to the minor unit
+			const units = (t) => BigInt(t.replace(/[^0-9-]/g, '') || '0');
+			const sum = cells.filter((c) => c[0] !== 'Total').reduce((acc, c) => acc + units(c[6]), 0n);
+			eq(sum.toString(), units(tot[6]).toString(), agg + ' rows add up to the Total row');
 			if (api.totals.idle_gpu_seconds > 0) assert(byName.has('__idle__'), '__idle__ row');
 			if (agg === 'team') assert(byName.has('__unallocated__'), '__unallocated__ row (teamc has no owner rule)');
 		}
