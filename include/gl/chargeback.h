@@ -107,10 +107,16 @@ struct gl_cb {
 	int64_t total_alloc_s, total_cost_micros, total_idle_micros, total_idle_s, total_micros, total_s;
 	int64_t unobserved_s, unobserved_micros, implausible_s;
 	size_t implausible_lines;
+	/* the most lines (over all steps) an answer may hold; 0 = no bound.
+	 * What one answer costs in memory is its lines and the query rows
+	 * behind them (docs/security.md, "Heavy requests"). */
+	size_t max_lines;
 };
 
 void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);
 void gl_cb_fini(struct gl_cb *cb);
+/* The lines of every step. */
+size_t gl_cb_n_lines(const struct gl_cb *cb);
 /* Appends a line to step i; keys are copied. */
 struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys);
 /* The pool of step i named name, made when new. */

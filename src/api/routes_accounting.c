@@ -488,11 +488,19 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	gl_cb_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
 	o->cb.share_by_model = o->p.share_by_model;
+	o->cb.max_lines = (size_t)req->cfg->http_max_answer_lines;
 	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
 	q.unobserved_include = o->p.unobserved_include;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
-		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
+		if (rc == -GL_ERANGE)
+			/* the caller's choice made it that big: say which knobs */
+			rc = gl_resp_error(resp, GL_EINVAL, o->p.n_steps > 1 ? "step" : "aggregate",
+					   "%s (server.max_answer_lines): ask for a shorter window, a coarser step or fewer "
+					   "aggregate dimensions",
+					   err.msg);
+		else
+			rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
 	if (o->p.n_steps &&

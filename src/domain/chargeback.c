@@ -14,6 +14,14 @@ void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_
 	cb->steps = gl_xcalloc(n_steps ? n_steps : 1, sizeof *cb->steps);
 }
 
+size_t gl_cb_n_lines(const struct gl_cb *cb)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < cb->n_steps; i++)
+		n += cb->steps[i].n_lines;
+	return n;
+}
+
 void gl_cb_fini(struct gl_cb *cb)
 {
 	for (size_t i = 0; i < cb->n_steps; i++) {

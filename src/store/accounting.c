@@ -843,11 +843,22 @@ static void filter_args(const char **params, int np0, int np, const struct gl_st
 static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims,
 		     enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
 {
+	struct gl_strbuf lim = GL_STRBUF_INIT;
 	PGresult *r = NULL;
-	int rc = gl_db_query(c, sql, np, params, &r, err);
+	int rc;
+	/* with a bound, the server stops one row past it: a refused answer
+	 * never had its rows in our memory */
+	if (cb->max_lines)
+		gl_strbuf_printf(&lim, "SELECT * FROM (%s) gl_lines LIMIT %zu", sql, cb->max_lines + 1);
+	rc = gl_db_query(c, cb->max_lines ? lim.p : sql, np, params, &r, err);
+	if (!rc && cb->max_lines && (size_t)PQntuples(r) > cb->max_lines)
+		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	if (!rc)
 		rc = absorb(r, n_dims, to, cb, meta, err);
+	if (!rc && cb->max_lines && gl_cb_n_lines(cb) > cb->max_lines)
+		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	PQclear(r);
+	gl_strbuf_fini(&lim);
 	return rc;
 }
 
