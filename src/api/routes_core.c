@@ -5,6 +5,7 @@
 #include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/health.h"
+#include "gl/ledgermetrics.h"
 #include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
@@ -189,6 +190,7 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 			}
 		gl_inventory_metrics(c, o); /* src/api/routes_capacity.c */
 	}
+	gl_ledgermetrics_append(o); /* the daemon's last refresh */
 	PQclear(r);
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	return 0;
