@@ -31,6 +31,8 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
 	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY},
 	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT},
+	/* a prefix: after /v1/reports/showback, which it would otherwise take */
+	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT},
 	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED},
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED},

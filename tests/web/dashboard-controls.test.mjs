@@ -3,6 +3,7 @@
 // hourly steps, and Chargeback's idle sharing, filter, second dimension and
 // cost-over-time chart each send the API what they say and show what it
 // answers. Screenshots under build/web-screenshots/.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as H from './lib/harness.mjs';
@@ -15,7 +16,10 @@ const dir = H.tmpDir('web-controls');
 const dsn = H.freshDb('gl_test_web_controls');
 H.loadFixtures(dsn, dir);
 const admin = H.token(dsn, 'web-admin', 'admin');
-const d = await H.startDaemon(dsn, dir);
+// recorded report files for the fixture month, made by the real `report record`
+const reportsDir = path.join(dir, 'reports');
+const d = await H.startDaemon(dsn, dir, `reports:\n  dir: ${reportsDir}\n  formats: csv,html\n`);
+H.gl(dsn, ['--config', path.join(dir, 'config.yaml'), 'report', 'record', '--month', '2026-11']);
 const base = d.base;
 const b = await H.browser();
 const ctx = await b.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
@@ -152,6 +156,32 @@ try {
 		assert(nonzero > 0, 'some day has cost');
 		assert(w.clean(), w.report());
 		await page.screenshot({ path: path.join(SHOTS, 'chargeback-chart.png'), fullPage: true });
+	});
+	await test('reports: every recorded file has a download button; the file comes through GET /v1/reports/{id} as recorded', async () => {
+		await page.goto(base + '/#/reports?m=2026-11');
+		await H.ready(page, 'reports');
+		await page.waitForSelector('#reports-month[aria-busy="false"] #reports-files');
+		const api = (await H.api(base, admin, '/v1/reports?month=2026-11')).body;
+		assert(api.files.length >= 2, 'recorded files: ' + api.files.length);
+		const buttons = await page.$$('#reports-files tbody button');
+		eq(buttons.length, api.files.length, 'a button per file');
+		w.reset();
+		for (const i of [0, buttons.length - 1]) {
+			const row = await buttons[i].evaluate((b) => b.closest('tr').cells[0].textContent);
+			const rec = api.files.find((x) => x.name === row);
+			const dl = page.waitForEvent('download');
+			const resp = page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/reports/' + rec.id);
+			await buttons[i].click();
+			const r = await resp;
+			eq(new URL(r.url()).search, '', 'no query');
+			eq(r.headers().etag, '"' + rec.sha256 + '"', 'ETag');
+			const file = await (await dl).path();
+			eq((await dl).suggestedFilename(), rec.name, 'file name');
+			eq(crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex'), rec.sha256, rec.name + ' sha256');
+		}
+		assert(/Saved /.test(await page.textContent('#reports-file-status')), await page.textContent('#reports-file-status'));
+		assert(w.clean(), w.report());
+		await page.screenshot({ path: path.join(SHOTS, 'reports-downloads.png'), fullPage: true });
 	});
 } finally {
 	await b.close();
