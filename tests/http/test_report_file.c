@@ -157,11 +157,43 @@ static void test_refusals(void **state)
 	cJSON_Delete(l);
 }
 
+/* Audit rows name the token by its name and keep the query string (they
+ * kept the path only, and the actor as token:N): who pulled which
+ * per-user figures is on record. */
+static void test_audit_row_has_token_name_and_query(void **state)
+{
+	char tok[80], sql[512];
+	long long id = 0, k = 0;
+	int i;
+	assert_int_equal(gl_test_token_create(g_dsn, "finance-bob", "finance", NULL, tok, sizeof tok, &id), 0);
+	assert_int_equal(get_status("/v1/chargeback?window=2026-10&aggregate=user&filter=user:%22u%22%2Bcluster:%22c1%22", tok, NULL, 0),
+			 200);
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM audit_log WHERE action = 'http.request' AND object = '/v1/chargeback'"
+		 " AND actor = 'token:%lld' AND detail->>'token' = 'finance-bob'"
+		 " AND detail->>'query' = 'window=2026-10&aggregate=user&filter=user:\"u\"%%2Bcluster:\"c1\"'",
+		 id);
+	for (i = 0; i < 100 && k < 1; i++, usleep(50 * 1000))
+		k = gl_test_qint_dsn(g_dsn, sql);
+	assert_int_equal(k, 1);
+	/* a credential a client put in the URL is blanked in the row */
+	assert_int_equal(get_status("/v1/budgets?month=2026-10&token=glt_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", tok,
+				    NULL, 0),
+			 400);
+	snprintf(sql, sizeof sql,
+		 "SELECT count(*) FROM audit_log WHERE object = '/v1/budgets' AND detail->>'query' LIKE 'month=2026-10&token=%%'"
+		 " AND detail::text NOT LIKE '%%glt_%%'");
+	for (k = 0, i = 0; i < 100 && k < 1; i++, usleep(50 * 1000))
+		k = gl_test_qint_dsn(g_dsn, sql);
+	assert_int_equal(k, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_recorded_file_is_served_as_recorded),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_audit_row_has_token_name_and_query),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

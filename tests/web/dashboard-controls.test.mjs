@@ -183,6 +183,38 @@ try {
 		assert(w.clean(), w.report());
 		await page.screenshot({ path: path.join(SHOTS, 'reports-downloads.png'), fullPage: true });
 	});
+	await test('audit: a row names the token and shows the query string the request carried; details read as words', async () => {
+		// the chargeback requests above, filtered per team
+		await page.goto(base + '/#/audit?w=today');
+		await H.ready(page, 'audit');
+		await page.waitForSelector('#audit-table');
+		const rows = await page.$$eval('#audit-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		const hit = rows.find((r) => r[5].startsWith('/v1/chargeback?') && r[5].includes('filter=team:"vision"'));
+		assert(hit, 'a chargeback row with its filter: ' + rows.slice(0, 5).map((r) => r.join(' | ')).join('\n'));
+		assert(/^web-admin \(token:\d+\)$/.test(hit[2]), 'actor: ' + hit[2]);
+		assert(/^GET · route chargeback · status 200 · [0-9.]+ ms$/.test(hit[7]), 'detail: ' + hit[7]);
+		assert(!rows.some((r) => r[7].includes('{"')), 'no raw JSON in details');
+		assert(w.clean(), w.report());
+	});
+
+	await test('nothing overflows at 1280 px: no view scrolls sideways, no table is wider than its box', async () => {
+		const bad = [];
+		for (const v of ['fleet', 'chargeback', 'waste', 'queue', 'forecast', 'inventory', 'jobs', 'reports', 'audit', 'hook']) {
+			await page.goto(base + '/#/' + v + '?' + FX.hash);
+			await page.reload();
+			await H.ready(page, v);
+			await page.waitForTimeout(300);
+			const m = await page.evaluate(() => ({
+				page: document.documentElement.scrollWidth - innerWidth,
+				wraps: [...document.querySelectorAll('.table-wrap')].filter((x) => x.scrollWidth > x.clientWidth + 1)
+					.map((x) => (x.querySelector('table')?.id || '?') + ' ' + x.scrollWidth + ' px in ' + x.clientWidth),
+			}));
+			if (m.page > 0) bad.push(v + ': the page is ' + m.page + ' px too wide');
+			for (const t of m.wraps) bad.push(v + ': ' + t);
+			if (v === 'forecast' || v === 'audit') await page.screenshot({ path: path.join(SHOTS, v + '-1280.png'), fullPage: true });
+		}
+		assert(!bad.length, bad.join('\n'));
+	});
 } finally {
 	await b.close();
 	const st = await d.stop();

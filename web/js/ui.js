@@ -68,7 +68,8 @@ export function csvButton(path, params, label = 'Download CSV') {
 // rows: data rows; extra: rows appended after sorting (totals, special rows)
 // as {cells:[text...], class}.
 // empty: what an empty table says (views without a window say their own)
-export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey, sortDir = 'desc', empty = 'No rows in this window.' }) {
+// wrap: long text cells wrap instead of widening the table past the page
+export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey, sortDir = 'desc', empty = 'No rows in this window.', wrap = false }) {
 	let key = sortKey, dir = sortDir;
 	const tbody = h('tbody');
 	const heads = cols.map((c) => {
@@ -93,7 +94,7 @@ export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey
 		...extra.map((x) => h('tr', { class: x.class || null }, x.cells.map((t, i) => h('td', { class: cols[i] && cols[i].num ? 'num' : null, text: t })))));
 	}
 	render();
-	const t = h('table', { id }, caption ? h('caption', { text: caption }) : null, h('thead', {}, h('tr', {}, heads)), tbody);
+	const t = h('table', { id, class: wrap ? 'wrap' : null }, caption ? h('caption', { text: caption }) : null, h('thead', {}, h('tr', {}, heads)), tbody);
 	return h('section', { class: 'table-block', 'aria-label': title },
 		h('div', { class: 'table-head' }, h('h2', { text: title }), csv ? csvButton(csv.path, csv.params) : null),
 		h('div', { class: 'table-wrap' }, t),
