@@ -159,6 +159,22 @@ static int put_capacity(PGconn *c, const struct gl_window *month, int64_t now_s,
 	return 0;
 }
 
+/* one gauge per budget: spend (forecast: the month-end forecast) over the budget */
+static void put_ratio(struct gl_strbuf *o, const char *metric, const char *help, const struct gl_budget_line *lines,
+		      size_t n, int forecast)
+{
+	gl_strbuf_printf(o, "# HELP %s %s\n# TYPE %s gauge\n", metric, help, metric);
+	for (size_t i = 0; i < n; i++) {
+		char buf[32];
+		if (lines[i].budget_micros <= 0)
+			continue;
+		snprintf(buf, sizeof buf, "%.6f",
+			 (double)(forecast ? lines[i].forecast_micros : lines[i].spend_micros) / (double)lines[i].budget_micros);
+		gl_apijson_prom_sample(o, metric, (const char *[]){"budget", lines[i].owner, "aggregate", lines[i].aggregate, NULL},
+				       buf);
+	}
+}
+
 static int put_budgets(PGconn *c, const struct gl_config *cfg, const struct gl_window *month, int64_t now_s,
 		       struct gl_strbuf *o, struct gl_err *err)
 {
@@ -170,26 +186,10 @@ static int put_budgets(PGconn *c, const struct gl_config *cfg, const struct gl_w
 	lines = gl_xcalloc(cfg->n_budgets, sizeof *lines);
 	if ((rc = gl_budget_status(c, cfg, month->start_s, now_s, lines, cfg->n_budgets, &n, err)))
 		goto out;
-	gl_strbuf_puts(o, "# HELP gpuledger_budget_used_ratio Spend this month so far over the month's budget"
-			  " (/v1/budgets pct_used / 100).\n# TYPE gpuledger_budget_used_ratio gauge\n");
-	for (size_t i = 0; i < n; i++) {
-		char buf[32];
-		if (lines[i].budget_micros <= 0)
-			continue;
-		snprintf(buf, sizeof buf, "%.6f", (double)lines[i].spend_micros / (double)lines[i].budget_micros);
-		gl_apijson_prom_sample(o, "gpuledger_budget_used_ratio",
-				       (const char *[]){"budget", lines[i].owner, "aggregate", lines[i].aggregate, NULL}, buf);
-	}
-	gl_strbuf_puts(o, "# HELP gpuledger_budget_forecast_ratio The month-end spend forecast over the month's budget"
-			  " (/v1/budgets forecast_pct / 100).\n# TYPE gpuledger_budget_forecast_ratio gauge\n");
-	for (size_t i = 0; i < n; i++) {
-		char buf[32];
-		if (lines[i].budget_micros <= 0)
-			continue;
-		snprintf(buf, sizeof buf, "%.6f", (double)lines[i].forecast_micros / (double)lines[i].budget_micros);
-		gl_apijson_prom_sample(o, "gpuledger_budget_forecast_ratio",
-				       (const char *[]){"budget", lines[i].owner, "aggregate", lines[i].aggregate, NULL}, buf);
-	}
+	put_ratio(o, "gpuledger_budget_used_ratio",
+		  "Spend this month so far over the month's budget (/v1/budgets pct_used / 100).", lines, n, 0);
+	put_ratio(o, "gpuledger_budget_forecast_ratio",
+		  "The month-end spend forecast over the month's budget (/v1/budgets forecast_pct / 100).", lines, n, 1);
 out:
 	free(lines);
 	return rc;
