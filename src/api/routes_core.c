@@ -6,6 +6,7 @@
 #include "gl/ingest.h"
 #include "gl/inventory.h"
 #include "gl/joblist.h"
+#include "gl/ledgermetrics.h"
 #include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/store.h"
@@ -34,6 +35,9 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
 	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	/* a prefix: after /v1/reports/showback, which it would otherwise take;
+	 * the primary's: the files are those of its reports.dir */
+	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED, 1},
@@ -285,6 +289,7 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 		inventory_metrics(st, o);
 	}
 	gl_ingest_list_fini(&runs);
+	gl_ledgermetrics_append(o); /* the daemon's last refresh */
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	return 0;
 }

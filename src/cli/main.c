@@ -545,6 +545,16 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind];
 	if (!strcmp(cmd, "version")) {
+		static const char usage_version[] = "usage: gpuledger version\n  prints the version (as --version)\n";
+		const char *a = optind + 1 < argc ? argv[optind + 1] : NULL;
+		if (a && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			fputs(usage_version, stdout);
+			return 0;
+		}
+		if (a) {
+			fprintf(stderr, "gpuledger version: unexpected argument '%s'\n%s", a, usage_version);
+			return EXIT_USAGE;
+		}
 		printf("gpuledger %s\n", GL_VERSION);
 		return 0;
 	}

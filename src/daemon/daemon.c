@@ -5,6 +5,7 @@
 #include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/health.h"
+#include "gl/ledgermetrics.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
 #include "gl/store.h"
@@ -99,6 +100,10 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	add(&arr, &n, &cap, "reports", "all", 300, gl_report_sched_run, NULL);
 	if (cfg->n_budgets)
 		add(&arr, &n, &cap, "budgets", "all", cfg->budget_interval_s, budget_run, NULL);
+	/* the month's figures /metrics serves, so a scrape runs no accounting */
+	add(&arr, &n, &cap, "metrics", "ledger", GL_LEDGERMETRICS_INTERVAL_S, gl_ledgermetrics_refresh, NULL);
+	/* like the forecast cache: each instance serves its own /metrics */
+	arr[n - 1].leased = 0;
 	/* further sources register here */
 	*out = arr;
 	return n;

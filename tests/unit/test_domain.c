@@ -129,6 +129,11 @@ static void test_window_edge_messages(void **state)
 		{"0000-01-01T00:00:00+01:00,2026-01-01", "starts before 0001-01-01T00:00:00Z"},
 		{"0000-01", "there is no year 0"},
 		{"2026-11-01T00:00:00.7Z,2026-11-01T00:00:00.5Z", "end before start"},
+		/* a day or month the calendar does not have, not "unknown window" */
+		{"2026-11-31", "the day 2026-11-31 does not exist: November 2026 has 30 days"},
+		{"2100-02-29", "February 2100 has 28 days"},
+		{"2026-00-10", "'2026-00-10' has no month 00"},
+		{"2026-13", "'2026-13' has no month 13"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct gl_window w;

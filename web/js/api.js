@@ -62,11 +62,12 @@ export async function get(path, params, opts) {
 	return j;
 }
 
-// A file through the API's format= (csv, zip, html, pdf), fetched with the
+// A file through the API's format= (csv, zip, html, pdf), or a stored one, fetched with the
 // header, then handed to the browser as a blob: the token never appears in
 // a link.
-export async function download(path, params, format) {
-	const res = await request(path, { ...params, format });
+// asFile: the path is a file already (GET /v1/reports/{id}), no format= is sent
+export async function download(path, params, format, asFile = false) {
+	const res = await request(path, asFile ? params : { ...params, format });
 	const blob = await res.blob();
 	const cd = res.headers.get('Content-Disposition') || '';
 	const m = /filename="?([^";]+)"?/.exec(cd);

@@ -6,6 +6,8 @@ import { h, loading, failure } from './ui.js';
 
 const OWNER_DIMS = ['team', 'project', 'cost_center', 'user', 'account', 'cluster', 'partition', 'qos', 'namespace', 'gpu_model'];
 const RANK = { viewer: 1, finance: 2, admin: 3 };
+// the window picker's choices: the API's own window names, and custom days
+const WINDOWS = ['today', 'yesterday', 'week', 'lastweek', 'month', 'lastmonth', 'custom'];
 
 // roles: who sees the view; scoped: whether an owner-scoped token can (the
 // server refuses scoped tokens on routes that do not filter by owner).
@@ -155,7 +157,9 @@ async function route() {
 		return;
 	}
 	const v = views.find((x) => x.id === hs.view) || views[0];
-	if (hs.w && ['month', 'lastmonth', '7d', 'custom'].includes(hs.w)) state.window = hs.w;
+	// the API's presets; "7d" is what links made before "week" said
+	if (hs.w && WINDOWS.includes(hs.w)) state.window = hs.w;
+	if (hs.w === '7d') state.window = 'week';
 	if (hs.from) state.from = hs.from;
 	if (hs.to) state.to = hs.to;
 	if (hs.m && /^[0-9]{4}-(0[1-9]|1[0-2])$/.test(hs.m)) state.month = hs.m;
