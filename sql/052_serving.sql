@@ -147,22 +147,11 @@ END $$;
 CREATE TRIGGER serving_jobs_daily_stale AFTER INSERT ON serving_jobs REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION gl_serving_jobs_stale();
 
--- serving_usage partitions for the days covering [from, to).
+-- serving_usage partitions for the days covering [from, to): as the
+-- owner, like gl_ensure_usage_partitions (sql/050), since the service's
+-- role owns no table and only an owner adds a partition.
 CREATE FUNCTION gl_ensure_serving_partitions(p_from timestamptz, p_to timestamptz) RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    d date := (p_from AT TIME ZONE 'UTC')::date;
-    n integer := 0;
-    pname text;
-BEGIN
-    WHILE (d::timestamp AT TIME ZONE 'UTC') < p_to LOOP
-        pname := format('serving_usage_%s', to_char(d, 'YYYYMMDD'));
-        IF to_regclass(pname) IS NULL THEN
-            EXECUTE format('CREATE TABLE %I PARTITION OF serving_usage FOR VALUES FROM (%L) TO (%L)',
-                           pname, d::timestamp AT TIME ZONE 'UTC', (d + 1)::timestamp AT TIME ZONE 'UTC');
-            n := n + 1;
-        END IF;
-        d := d + 1;
-    END LOOP;
-    RETURN n;
-END $$;
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT public.gl_day_partitions('serving_usage', p_from, p_to)
+$$;
+REVOKE EXECUTE ON FUNCTION gl_ensure_serving_partitions(timestamptz, timestamptz) FROM PUBLIC;

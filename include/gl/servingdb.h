@@ -110,7 +110,7 @@ struct gl_servingdb_query {
 /* Fills x (gl_inf_init'ed with the query's agg and steps) from the ledger
  * and the serving usage, and finishes it (gl_inf_finish). meta gets the
  * ledger's unpriced models. */
-int gl_servingdb_inference(PGconn *c, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_acct_meta *meta,
+int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_acct_meta *meta,
 			   struct gl_err *err) GL_MUSTCHECK;
 
 /* 1 when dim is a job dimension /v1/inference groups by. */

@@ -287,7 +287,7 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 	struct gl_acct_meta meta = {0};
 	struct gl_inf x;
 	struct gl_err err = {0};
-	PGconn *c;
+	struct gl_store *st;
 	int rc;
 
 	if ((rc = parse_params(req, resp, &p))) {
@@ -296,7 +296,7 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 	}
 	gl_inf_init(&x, p.agg, p.n_steps);
 	q = (struct gl_servingdb_query){p.steps, p.n_steps, req->now_s, p.agg, p.aggregate};
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_servingdb_inference(c, &q, &x, &meta, &err))) {
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_servingdb_inference(st, &q, &x, &meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "inference failed");
 		goto out;
 	}

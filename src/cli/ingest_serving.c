@@ -4,6 +4,7 @@
 #include "gl/db.h"
 #include "gl/log.h"
 #include "gl/serving_ingest.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 
 #include <stdio.h>
@@ -114,7 +115,7 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 	struct gl_serving_scrape_in in;
 	struct gl_serving_batch *b = NULL;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	char ns[256], inst[600];
 	char *buf = NULL;
 	size_t len = 0;
@@ -165,7 +166,7 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	if (gl_db_connect(cfg, &c, &err) || gl_serving_ingest(c, &o, b, &res, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_serving_ingest(gl_db_conn(store), &o, b, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -173,6 +174,6 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 out:
 	free(buf);
 	gl_serving_batch_free(b);
-	PQfinish(c);
+	gl_store_close(store);
 	return rc;
 }

@@ -732,7 +732,7 @@ static int feed_pairs(PGconn *c, const char *ids, struct gl_inf *x, struct gl_er
 
 /* The ledger's lines of the serving jobs, one per job and step: the same
  * query and rounding as /v1/chargeback. */
-static int feed_costs(PGconn *c, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inf *x,
+static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inf *x,
 		      struct gl_acct_meta *meta, struct gl_err *err)
 {
 	const char *dims[2] = {"job", q->dim};
@@ -746,7 +746,7 @@ static int feed_costs(PGconn *c, const struct gl_servingdb_query *q, const int64
 	aq.jobs = ids;
 	aq.n_jobs = n_ids;
 	gl_cb_init(&cb, nd, GL_SHARE_NONE, q->n_steps);
-	if (!(rc = gl_acct_chargeback_finished(c, &aq, &cb, meta, err)))
+	if (!(rc = gl_acct_chargeback_finished(st, &aq, &cb, meta, err)))
 		for (size_t i = 0; i < cb.n_steps; i++)
 			for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
 				const struct gl_cb_line *l = &cb.steps[i].lines[j];
@@ -958,9 +958,10 @@ out:
 	return rc;
 }
 
-int gl_servingdb_inference(PGconn *c, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_acct_meta *meta,
-			   struct gl_err *err)
+int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x,
+			   struct gl_acct_meta *meta, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_strbuf lit = GL_STRBUF_INIT;
 	int64_t *ids = NULL;
 	size_t n_ids = 0;
@@ -976,7 +977,7 @@ int gl_servingdb_inference(PGconn *c, const struct gl_servingdb_query *q, struct
 		return gl_inf_finish(x) ? gl_err_set(err, GL_EINTERNAL, "inference: grouping failed") : 0;
 	if ((rc = serving_jobs_in(c, q->steps[0].start_s, q->steps[q->n_steps - 1].end_s, q->now_s, &ids, &n_ids, &lit,
 				  err)) ||
-	    (rc = feed_pairs(c, lit.p, x, err)) || (rc = feed_costs(c, q, ids, n_ids, x, meta, err)) ||
+	    (rc = feed_pairs(c, lit.p, x, err)) || (rc = feed_costs(st, q, ids, n_ids, x, meta, err)) ||
 	    (rc = feed_usage(c, q, x, err)))
 		goto out;
 	if (gl_inf_finish(x))
