@@ -61,9 +61,9 @@ int main(int argc, char **argv)
 	/* a month of jobs: 1..8 GPUs, 5 min .. 2 days, 200 accounts, 2,000 users */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200), CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
-		 " 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000,"
+		 " 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000,"
 		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
 		 " FROM (SELECT g, timestamptz '2026-10-01' + (g::double precision / %ld) * interval '31 days' AS s,"
 		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
@@ -113,9 +113,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < sql_reqs; i++) {
 		PGresult *r;
 		double a = gl_test_now_s();
-		r = PQexec(c, "SELECT coalesce(o.team, '__unallocated__'), sum(j.gpu_milli::numeric * extract(epoch FROM"
+		r = PQexec(c, "SELECT coalesce(o.team, '__unallocated__'), sum(j.gpu_micro::numeric * extract(epoch FROM"
 			      " least(j.end_at, '2026-11-01') - greatest(j.start_at, '2026-10-01'))),"
-			      " sum(j.gpu_milli::numeric * extract(epoch FROM least(j.end_at, '2026-11-01') -"
+			      " sum(j.gpu_micro::numeric * extract(epoch FROM least(j.end_at, '2026-11-01') -"
 			      " greatest(j.start_at, '2026-10-01')) * r.micros_per_gpu_hour)"
 			      " FROM jobs j JOIN rates r ON r.gpu_model = j.gpu_type"
 			      " LEFT JOIN LATERAL (SELECT team FROM owners w WHERE w.valid_from <= j.start_at AND j.start_at < w.valid_to"

@@ -104,9 +104,10 @@ int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, stru
  * capacity less unavailable less ALL its allocation, also allocation under a
  * key capacity does not have. The caller defines capk (i, cluster_id,
  * cluster, partition, gpu_model, a, reported, unavail: GPU-seconds) and
- * alloc (i, cluster_id, partition, gpu_model, ms: whole GPU-milliseconds);
- * settled has the capk columns, am (the key's own allocation), idle_ms and
- * over_ms (what no idle could absorb, on one row per cluster). Static text. */
+ * alloc (i, cluster_id, partition, gpu_model, us: whole micro-GPU-seconds
+ * of capacity held); settled has the capk columns, am (the key's own
+ * allocation), idle_us and over_us (what no idle could absorb, on one row
+ * per cluster), all micro-GPU-seconds. Static text. */
 const char *gl_acct_idle_settle_sql(void);
 
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
@@ -119,6 +120,18 @@ const char *gl_acct_idle_settle_sql(void);
  * the model of its first node (sql/021), canonical (sql/024: the same name
  * capacity and rates are keyed by). j: the jobs alias. */
 #define GL_JOB_MODEL_SQL(j) GL_GPU_MODEL_SQL("coalesce(" j ".gpu_type, " j ".node_gpu_model)")
+
+/* A job's allocation in the books, micro-GPUs (GL_GPU_MICRO = one GPU; j:
+ * the jobs alias). Every accounting query reads it through one of these:
+ * GL_JOB_GPUS_SQL is what the job is billed, GPU-seconds and cost per owner
+ * in the unit its rate applies to (GPUs of its model, instances of its MIG
+ * profile); GL_JOB_HELD_SQL the physical capacity it holds (allocated
+ * capacity, idle, conservation: a 1g MIG slice holds 1/7 of a GPU, the pods
+ * sharing a GPU never more than it). For a Slurm job the two are equal.
+ * gpu_milli (sql/047) only says which jobs have GPUs: its value is never
+ * read for an amount. */
+#define GL_JOB_GPUS_SQL(j) j ".gpu_micro"
+#define GL_JOB_HELD_SQL(j) "coalesce(" j ".phys_micro, " j ".gpu_micro)"
 
 /* The factor that keeps a job's exporter-observed time in a window (u, a
  * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL

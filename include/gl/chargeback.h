@@ -22,11 +22,11 @@ enum gl_share_idle { GL_SHARE_NONE = 0, GL_SHARE_PROPORTIONAL, GL_SHARE_OWNER };
 struct gl_cb_line {
 	char *key[GL_CB_MAX_DIMS];
 	/* raw, exact */
-	gl_i128 alloc_ms;        /* milli-GPU-seconds allocated */
-	gl_i128 priced_ms;       /* of which covered by a rate */
-	gl_i128 cost_num;        /* sum of milli-GPU-seconds x micros per GPU-hour */
+	gl_i128 alloc_us;        /* micro-GPU-seconds allocated (billed) */
+	gl_i128 priced_us;       /* of which covered by a rate */
+	gl_i128 cost_num;        /* sum of micro-GPU-seconds x micros per GPU-hour */
 	gl_i128 idle_owner_num;  /* shareIdle=owner: idle cost numerator charged to this line */
-	gl_i128 idle_owner_ms;
+	gl_i128 idle_owner_us;
 	double busy_s, idle_s, observed_s; /* exporter-observed, job-attributed */
 	/* results */
 	int64_t alloc_s;
@@ -43,15 +43,15 @@ struct gl_cb_step {
 	size_t n_lines, cap_lines;
 	/* unallocated idle capacity of the step */
 	int capacity_known;
-	gl_i128 idle_ms, idle_num, overalloc_ms;
+	gl_i128 idle_us, idle_num, overalloc_us;
 	int64_t idle_s, idle_micros;       /* after sharing: what stays in __idle__ */
 	int64_t idle_total_s, idle_total_micros; /* before sharing */
 	int64_t overalloc_s;
 	/* shareIdle=proportional when the lines are filtered by owner: the
-	 * GPU-time the unfiltered lines held (milli-GPU-seconds), so a shown
+	 * GPU-time the unfiltered lines held (micro-GPU-seconds), so a shown
 	 * line gets the share it has of the whole idle and the rest stays in
 	 * __idle__; 0 = the lines are all there is */
-	gl_i128 share_base_ms;
+	gl_i128 share_base_us;
 	/* totals */
 	int64_t total_alloc_s, total_cost_micros, total_micros, total_s;
 };

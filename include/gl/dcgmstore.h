@@ -77,7 +77,7 @@ void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l);
 struct gl_dcgmstore_job {
 	int64_t job_pk;
 	char *job_id, *job_id_raw, *het_job_id, *ns, *name; /* "" when unknown */
-	int64_t gpu_milli, start_s;
+	int64_t held_micro, start_s; /* held: physical micro-GPUs (GL_JOB_HELD_SQL) */
 	char **nodes;
 	size_t nnodes;
 };

@@ -32,11 +32,11 @@ static const char *key_name(enum gl_cap_aggregate agg)
 static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 {
 	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
-	t->raw_allocated_gpu_milliseconds += r->raw_allocated_gpu_milliseconds;
+	t->raw_allocated_micro_gpu_seconds += r->raw_allocated_micro_gpu_seconds;
 	t->raw_down_gpu_seconds += r->raw_down_gpu_seconds;
 	t->raw_planned_down_gpu_seconds += r->raw_planned_down_gpu_seconds;
 	t->raw_reserved_gpu_seconds += r->raw_reserved_gpu_seconds;
-	t->raw_drained_alloc_gpu_milliseconds += r->raw_drained_alloc_gpu_milliseconds;
+	t->raw_drained_alloc_micro_gpu_seconds += r->raw_drained_alloc_micro_gpu_seconds;
 	t->drained_allocated_gpu_seconds += r->drained_allocated_gpu_seconds;
 	t->reported_gpu_seconds += r->reported_gpu_seconds;
 	t->allocated_gpu_seconds += r->allocated_gpu_seconds;
@@ -85,7 +85,7 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 			memset(&tot, 0, sizeof tot);
 			while (j < n && rows[j].step == s && !strcmp(rows[j].cluster, rows[i].cluster)) {
 				tot.raw_reported_gpu_seconds += rows[j].raw_reported_gpu_seconds;
-				tot.raw_allocated_gpu_milliseconds += rows[j].raw_allocated_gpu_milliseconds;
+				tot.raw_allocated_micro_gpu_seconds += rows[j].raw_allocated_micro_gpu_seconds;
 				tot.raw_down_gpu_seconds += rows[j].raw_down_gpu_seconds;
 				tot.raw_planned_down_gpu_seconds += rows[j].raw_planned_down_gpu_seconds;
 				tot.raw_reserved_gpu_seconds += rows[j].raw_reserved_gpu_seconds;

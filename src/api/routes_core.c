@@ -200,18 +200,19 @@ static const char jobs_sql[] =
 	") SELECT j.cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
 	" j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
 	" extract(epoch FROM j.start_at)::bigint, extract(epoch FROM j.end_at)::bigint,"
-	" j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli, j.job_pk,"
-	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000) END,"
-	" (SELECT round(sum(j.gpu_milli * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
-	"   * r.micros_per_gpu_hour) / 3600000)"
+	" j.elapsed_s, " GL_JOB_GPUS_SQL("j") ", j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_micro, j.job_pk,"
+	" CASE WHEN j.s0 IS NULL THEN NULL"
+	"  ELSE round(" GL_JOB_GPUS_SQL("j") " * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000000) END,"
+	" (SELECT round(sum(" GL_JOB_GPUS_SQL("j") " * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
+	"   * r.micros_per_gpu_hour) / 3600000000)"
 	"  FROM rates r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0"
 	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = " GL_JOB_MODEL_SQL("j") ")"
 	"   THEN " GL_JOB_MODEL_SQL("j") " ELSE '*' END),"
 	" u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
 	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
-									    " / 1000.0") " AS k) sc"
+	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("j") " * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
+									    " / 1000000.0") " AS k) sc"
 	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC";
 
 /* The first n rows of jobs_sql as CSV, the columns of the JSON objects in
@@ -237,11 +238,11 @@ static void jobs_csv(struct gl_resp *resp, const PGresult *r, int n, int windowe
 		for (int k = 10; k <= 12; k++)
 			gl_apijson_csv_col_time(o, r, i, k);
 		gl_apijson_csv_col_num(o, r, i, 13);
-		gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 14)));
+		gl_apijson_csv_micro(o, atoll(PQgetvalue(r, i, 14)));
 		gl_apijson_csv_col_str(o, r, i, 15);
 		gl_apijson_csv_col_num(o, r, i, 16);
 		gl_apijson_csv_col_str(o, r, i, 17);
-		gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 18)));
+		gl_apijson_csv_micro(o, atoll(PQgetvalue(r, i, 18)));
 		if (windowed) {
 			gl_apijson_csv_col_num(o, r, i, 20);
 			gl_apijson_csv_col_money(o, r, i, 21, minor);
@@ -334,11 +335,11 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		gl_apijson_add_col_time(o, "start", r, i, 11);
 		gl_apijson_add_col_time(o, "end", r, i, 12);
 		gl_apijson_add_col_num(o, "elapsed_s", r, i, 13);
-		cJSON_AddNumberToObject(o, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / 1000.0);
+		cJSON_AddNumberToObject(o, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / (double)GL_GPU_MICRO);
 		gl_apijson_add_col_str(o, "gpu_type", r, i, 15);
 		gl_apijson_add_col_num(o, "queue_wait_s", r, i, 16);
 		gl_apijson_add_col_str(o, "node_list", r, i, 17);
-		cJSON_AddNumberToObject(o, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / 1000.0);
+		cJSON_AddNumberToObject(o, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / (double)GL_GPU_MICRO);
 		if (win) {
 			gl_apijson_add_col_num(o, "gpu_seconds", r, i, 20);
 			/* null cost: no rate covers the job's model in the window */

@@ -41,16 +41,16 @@ static const char *fleet_sql(struct gl_strbuf *b)
 		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
 		       "), alloc AS (SELECT s.i, jb.cluster_id, coalesce(jb.partition, '') AS partition,"
 		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model,"
-		       "  round(sum(jb.gpu_milli::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b)"
-		       "   - greatest(jb.start_at, s.a)))) AS ms"
+		       "  round(sum(" GL_JOB_HELD_SQL("jb") "::numeric * extract(epoch FROM least(coalesce(jb.end_at, to_timestamp($3)), s.b)"
+		       "   - greatest(jb.start_at, s.a)))) AS us"
 		       "  FROM steps s JOIN jobs jb ON jb.gpu_milli > 0 AND jb.start_at < s.b"
 		       "  AND coalesce(jb.end_at, to_timestamp($3)) > s.a GROUP BY 1, 2, 3, 4"
 		       ")");
 	gl_strbuf_puts(b, gl_acct_idle_settle_sql());
 	gl_strbuf_puts(b,
-		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported), sum(s.unavail), round(sum(s.am) / 1000.0),"
-		       " round(sum(s.idle_ms) / 1000.0), round(sum(s.over_ms) / 1000.0),"
-		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0)"
+		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported), sum(s.unavail), round(sum(s.am) / 1000000.0),"
+		       " round(sum(s.idle_us) / 1000000.0), round(sum(s.over_us) / 1000000.0),"
+		       " round(sum(s.idle_us * rt.micros_per_gpu_hour) / 3600000000.0)"
 		       " FROM settled s"
 		       " LEFT JOIN LATERAL (SELECT r.micros_per_gpu_hour FROM rates r WHERE r.valid_from <= s.a"
 		       "  AND s.a < r.valid_to AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x"
@@ -68,24 +68,24 @@ static const char *fleet_sql(struct gl_strbuf *b)
 static const char jobs_sql[] =
 	"WITH k AS ("
 	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
-	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
+	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_JOB_GPUS_SQL("jb") " AS gpu_micro, jb.state, jb.name AS job_name,"
 	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
 	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s * sc.k AS idle_gpu_s, u.busy_gpu_s * sc.k AS busy_gpu_s,"
 	"  u.observed_gpu_s * sc.k AS observed_gpu_s"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "jb.gpu_milli * greatest(extract(epoch FROM"
+	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("jb") " * greatest(extract(epoch FROM"
 	"  least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))), 0)"
-	"  / 1000.0") " AS k) sc"
+	"  / 1000000.0") " AS k) sc"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, jb.start_at) ow ON true"
 	"), p AS ("
 	" SELECT k.*, %s AS key,"
 	"  CASE WHEN rt.cost IS NULL THEN NULL"
-	"   WHEN k.gpu_milli * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
-	"   ELSE rt.cost * k.idle_gpu_s * 1000 / (k.gpu_milli * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
-	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_milli * extract(epoch FROM least(k.e0, r.valid_to)"
-	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000 AS cost FROM rates r"
+	"   WHEN k.gpu_micro * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
+	"   ELSE rt.cost * k.idle_gpu_s * 1000000 / (k.gpu_micro * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
+	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_micro * extract(epoch FROM least(k.e0, r.valid_to)"
+	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000000 AS cost FROM rates r"
 	"  WHERE r.valid_from < k.e0 AND r.valid_to > k.s0 AND r.gpu_model = CASE WHEN EXISTS"
 	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END) rt ON true"
 	")";
@@ -118,7 +118,7 @@ static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, c
 		for (int i = 0; i < PQntuples(top); i++) {
 			for (int k = 0; k <= 3; k++)
 				gl_apijson_csv_col_str(o, top, i, k);
-			gl_apijson_csv_milli(o, atoll(PQgetvalue(top, i, 4)));
+			gl_apijson_csv_micro(o, atoll(PQgetvalue(top, i, 4)));
 			gl_csv_field(o, PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
 			gl_apijson_csv_col_str(o, top, i, 6);
 			gl_apijson_csv_col_num(o, top, i, 7);
@@ -193,7 +193,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		goto fail;
 	gl_strbuf_reset(&sql);
 	gl_strbuf_printf(&sql, jobs_sql, expr);
-	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key, p.user_name, p.gpu_milli, p.gpu_model, p.state,"
+	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key, p.user_name, p.gpu_micro, p.gpu_model, p.state,"
 			     " round(p.idle_gpu_s), round(p.busy_gpu_s), round(p.idle_micros),"
 			     " extract(epoch FROM p.s0)::bigint, extract(epoch FROM p.e0)::bigint"
 			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
@@ -249,7 +249,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddStringToObject(o, "job_id", PQgetvalue(top, i, 1));
 		cJSON_AddStringToObject(o, "owner", PQgetvalue(top, i, 2));
 		cJSON_AddStringToObject(o, "user", PQgetvalue(top, i, 3));
-		cJSON_AddNumberToObject(o, "gpus", atof(PQgetvalue(top, i, 4)) / 1000.0);
+		cJSON_AddNumberToObject(o, "gpus", atof(PQgetvalue(top, i, 4)) / (double)GL_GPU_MICRO);
 		cJSON_AddStringToObject(o, "gpu_model", PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
 		cJSON_AddStringToObject(o, "state", PQgetvalue(top, i, 6));
 		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(top, i, 7)));

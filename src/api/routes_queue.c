@@ -19,7 +19,7 @@
 static const char *queue_dim_sql(const char *dim)
 {
 	if (!strcmp(dim, "gpus"))
-		return "trim_scale(greatest(k.gpu_milli, k.req_gpu_milli) / 1000.0)::text";
+		return "trim_scale(greatest(" GL_JOB_GPUS_SQL("k") ", k.req_gpu_micro) / 1000000.0)::text";
 	return gl_acct_dim_sql(dim);
 }
 
@@ -75,7 +75,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 			 " percentile_disc(0.99) WITHIN GROUP (ORDER BY k.queue_wait_s),"
 			 " max(k.queue_wait_s), round(avg(k.queue_wait_s), 1),"
 			 " percentile_disc(0.5) WITHIN GROUP (ORDER BY k.eligible_wait_s),"
-			 " sum(k.gpu_milli)"
+			 " sum(" GL_JOB_GPUS_SQL("k") ")"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
 	if ((rc = gl_db_query(c, sql.p, 2, (const char *[]){a, b}, &r, &err))) {
@@ -86,9 +86,9 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 	gl_strbuf_reset(&sql);
 	gl_strbuf_printf(&sql, queue_cte, "jb.start_at IS NULL AND jb.end_at IS NULL AND jb.submit_at <= to_timestamp($1)");
 	gl_strbuf_printf(&sql,
-			 /* a pending array row stands for all its tasks, each asking for req_gpu_milli */
+			 /* a pending array row stands for all its tasks, each asking for req_gpu_micro */
 			 " SELECT %s AS key, sum(coalesce(k.array_tasks, 1)),"
-			 " sum(k.req_gpu_milli * coalesce(k.array_tasks, 1)),"
+			 " sum(k.req_gpu_micro * coalesce(k.array_tasks, 1)),"
 			 " max($1::bigint - extract(epoch FROM k.submit_at)::bigint), bool_or(k.array_tasks_partial)"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
@@ -109,7 +109,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 			gl_csv_field(o, PQgetvalue(r, i, 0));
 			for (int k = 1; k <= 7; k++)
 				gl_csv_raw(o, PQgetvalue(r, i, k));
-			gl_apijson_csv_milli(o, atoll(PQgetvalue(r, i, 8)));
+			gl_apijson_csv_micro(o, atoll(PQgetvalue(r, i, 8)));
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("queue.csv"));
@@ -129,7 +129,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "wait_max_s", atof(PQgetvalue(r, i, 5)));
 		cJSON_AddNumberToObject(o, "wait_mean_s", atof(PQgetvalue(r, i, 6)));
 		gl_apijson_add_col_num(o, "eligible_wait_p50_s", r, i, 7);
-		cJSON_AddNumberToObject(o, "gpus_started", atof(PQgetvalue(r, i, 8)) / 1000.0);
+		cJSON_AddNumberToObject(o, "gpus_started", atof(PQgetvalue(r, i, 8)) / (double)GL_GPU_MICRO);
 		cJSON_AddItemToArray(items, o);
 	}
 	pend = cJSON_AddArrayToObject(root, "pending");
@@ -137,7 +137,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "key", PQgetvalue(p, i, 0));
 		cJSON_AddNumberToObject(o, "jobs", atof(PQgetvalue(p, i, 1)));
-		cJSON_AddNumberToObject(o, "gpus_requested", atof(PQgetvalue(p, i, 2)) / 1000.0);
+		cJSON_AddNumberToObject(o, "gpus_requested", atof(PQgetvalue(p, i, 2)) / (double)GL_GPU_MICRO);
 		cJSON_AddNumberToObject(o, "longest_wait_s", atof(PQgetvalue(p, i, 3)));
 		/* an array's range list cut short by sacct: jobs and GPUs are at least these */
 		cJSON_AddBoolToObject(o, "lower_bound", PQgetvalue(p, i, 4)[0] == 't');

@@ -67,9 +67,9 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 
 	/* GPU-seconds: lines + idle rounded together so they add up to the step total */
 	for (size_t i = 0; i < n; i++)
-		num[i] = s->lines[i].alloc_ms;
-	num[n] = s->capacity_known ? s->idle_ms : 0;
-	if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
+		num[i] = s->lines[i].alloc_us;
+	num[n] = s->capacity_known ? s->idle_us : 0;
+	if ((rc = gl_cost_apportion(num, n + 1, GL_GPU_MICRO, out)))
 		goto out;
 	s->total_alloc_s = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -79,18 +79,18 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 	s->idle_total_s = out[n];
 	/* unpriced GPU-seconds per line (informational, rounded per line) */
 	for (size_t i = 0; i < n; i++) {
-		gl_i128 u = s->lines[i].alloc_ms - s->lines[i].priced_ms;
-		s->lines[i].unpriced_s = (int64_t)((u + 500) / 1000);
+		gl_i128 u = s->lines[i].alloc_us - s->lines[i].priced_us;
+		s->lines[i].unpriced_s = (int64_t)((u + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	}
 	{
-		gl_i128 o = s->overalloc_ms;
-		s->overalloc_s = (int64_t)((o + 500) / 1000);
+		gl_i128 o = s->overalloc_us;
+		s->overalloc_s = (int64_t)((o + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	}
 	/* cost: every line and the idle line rounded once, remainders carried */
 	for (size_t i = 0; i < n; i++)
 		num[i] = s->lines[i].cost_num;
 	num[n] = s->capacity_known ? s->idle_num : 0;
-	if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+	if ((rc = gl_cost_apportion(num, n + 1, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 		goto out;
 	s->total_cost_micros = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -112,8 +112,8 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 		/* lines filtered by owner: the owners not shown weigh in as one
 		 * more part, which stays idle (else the shown owners took the
 		 * whole fleet's idle) */
-		if (s->share_base_ms > 0)
-			base = (int64_t)((s->share_base_ms + 500) / 1000);
+		if (s->share_base_us > 0)
+			base = (int64_t)((s->share_base_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 		if (base > shown)
 			w[m++] = base - shown;
 		if (gl_cost_share(s->idle_total_micros, w, m, sh) == 0) {
@@ -130,14 +130,14 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 	} else if (cb->share == GL_SHARE_OWNER) {
 		/* the store put each dedicated owner's idle numerators on its line;
 		 * round them together with what stays unowned */
-		gl_i128 owned_num = 0, owned_ms = 0;
+		gl_i128 owned_num = 0, owned_us = 0;
 		for (size_t i = 0; i < n; i++) {
 			num[i] = s->lines[i].idle_owner_num;
 			owned_num += num[i];
-			owned_ms += s->lines[i].idle_owner_ms;
+			owned_us += s->lines[i].idle_owner_us;
 		}
 		num[n] = s->idle_num > owned_num ? s->idle_num - owned_num : 0;
-		if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+		if ((rc = gl_cost_apportion(num, n + 1, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 			goto out;
 		/* re-balance to the idle total already fixed above */
 		rebalance(out, n + 1, s->idle_total_micros);
@@ -145,9 +145,9 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 			s->lines[i].idle_share_micros = out[i];
 		s->idle_micros = out[n];
 		for (size_t i = 0; i < n; i++)
-			num[i] = s->lines[i].idle_owner_ms;
-		num[n] = s->idle_ms > owned_ms ? s->idle_ms - owned_ms : 0;
-		if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
+			num[i] = s->lines[i].idle_owner_us;
+		num[n] = s->idle_us > owned_us ? s->idle_us - owned_us : 0;
+		if ((rc = gl_cost_apportion(num, n + 1, GL_GPU_MICRO, out)))
 			goto out;
 		rebalance(out, n + 1, s->idle_total_s);
 		for (size_t i = 0; i < n; i++)

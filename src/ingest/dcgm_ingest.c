@@ -309,7 +309,7 @@ static int attribute(struct round *R, struct gl_err *err)
 	for (size_t k = 0; k < R->jobs.n; k++) {
 		const struct gl_dcgmstore_job *j = &R->jobs.v[k];
 		R->aj[k] = (struct gl_attrib_job){j->job_pk,	j->job_id,  j->job_id_raw, j->het_job_id,
-						  j->ns,	j->name,    j->gpu_milli,  j->start_s,
+						  j->ns,	j->name,    j->held_micro, j->start_s,
 						  (const char *const *)j->nodes, j->nnodes};
 	}
 	gl_dcgm_attribute(R->ag, R->b->n, R->aj, R->jobs.n, &R->shares, &R->nshares);

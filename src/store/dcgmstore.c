@@ -1,5 +1,6 @@
 /* The dcgm-exporter ingest's queries (see include/gl/dcgmstore.h). */
 #include "gl/dcgmstore.h"
+#include "gl/accounting.h"
 #include "gl/db.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
@@ -250,14 +251,14 @@ void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l)
 
 static const char jobs_sql[] =
 	"SELECT job_pk, job_id, coalesce(job_id_raw, ''), coalesce(het_job_id::text, ''),"
-	" coalesce(namespace, ''), coalesce(name, ''), gpu_milli,"
+	" coalesce(namespace, ''), coalesce(name, ''), " GL_JOB_HELD_SQL("jobs") ","
 	" coalesce(array_to_string(nodes, chr(31)), ''), extract(epoch FROM start_at)::bigint"
 	" FROM jobs WHERE cluster_id = $1::integer AND start_at <= to_timestamp($2::bigint)"
 	" AND (end_at IS NULL OR end_at > to_timestamp($2::bigint))"
 	" AND (nodes && $3::text[] OR job_id = ANY($4::text[]) OR job_id_raw = ANY($4::text[])"
 	"  OR het_job_id::text = ANY($4::text[])"
 	"  OR (namespace IS NOT NULL AND (name = ANY($5::text[]) OR job_id = ANY($5::text[]))))";
-enum { JC_PK, JC_JOB_ID, JC_RAW, JC_HET, JC_NS, JC_NAME, JC_GPU_MILLI, JC_NODES, JC_START };
+enum { JC_PK, JC_JOB_ID, JC_RAW, JC_HET, JC_NS, JC_NAME, JC_HELD, JC_NODES, JC_START };
 
 /* Splits "a\x1fb" into copies. */
 static size_t split_us(const char *s, char ***out)
@@ -291,7 +292,7 @@ static void job_decode(const PGresult *r, int i, struct gl_dcgmstore_job *j)
 	j->het_job_id = gl_xstrdup(PQgetvalue(r, i, JC_HET));
 	j->ns = gl_xstrdup(PQgetvalue(r, i, JC_NS));
 	j->name = gl_xstrdup(PQgetvalue(r, i, JC_NAME));
-	j->gpu_milli = atoll(PQgetvalue(r, i, JC_GPU_MILLI));
+	j->held_micro = atoll(PQgetvalue(r, i, JC_HELD));
 	j->start_s = atoll(PQgetvalue(r, i, JC_START));
 	j->nnodes = split_us(PQgetvalue(r, i, JC_NODES), &j->nodes);
 }

@@ -404,9 +404,9 @@ static void test_pod_attribution(void **state)
 	char *out = NULL;
 	/* the pod the real-format federate fixture names (exported_namespace /
 	 * exported_pod), as the kube source would store it: job_id = name = pod */
-	PQclear(PQexec(g_c, "INSERT INTO jobs (cluster_id, job_key, job_id, name, namespace, state, start_at, gpu_milli, nodes)"
+	PQclear(PQexec(g_c, "INSERT INTO jobs (cluster_id, job_key, job_id, name, namespace, state, start_at, gpu_micro, nodes)"
 			    " SELECT cluster_id, 'pod:uid-train', 'train-7f9c-0', 'train-7f9c-0', 'ml-team', 'RUNNING',"
-			    " '2026-11-22T09:00:00Z', 1000, '{gpu-node-k8s-1}' FROM clusters WHERE name = 'k8s'"));
+			    " '2026-11-22T09:00:00Z', 1000000, '{gpu-node-k8s-1}' FROM clusters WHERE name = 'k8s'"));
 	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE job_key = 'pod:uid-train'"), 1);
 	/* 30 s after the first ingest of the same GPU (test_inventory_from_real_scrapes) */
 	assert_int_equal(ingest("k8s", FX "handwritten_k8s_federate.prom", "2026-11-22T10:00:30Z", "gpu-node-k8s-1", &out), 4);
