@@ -164,8 +164,10 @@ static const struct gl_cfg_key kube_keys[] = {
 #define DOFF(f) offsetof(struct gl_dcgm_source_cfg, f)
 static const struct gl_cfg_key dcgm_keys[] = {
 	{"cluster", GL_CFG_STR, DOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs belong to", NULL, 0, 0},
-	{"targets", GL_CFG_STR, DOFF(targets), "", 0, 0, 0, "dcgm-exporter /metrics URLs, whitespace- or comma-separated", NULL, 0, 0},
-	{"targets_file", GL_CFG_STR, DOFF(targets_file), "", 0, 0, 0, "file with one URL per line, re-read every run", NULL, 0, 0},
+	{"targets", GL_CFG_STR, DOFF(targets), "", 0, 0, 0,
+	 "exporter /metrics URLs, whitespace- or comma-separated, each optionally followed by node=NAME", NULL, 0, 0},
+	{"targets_file", GL_CFG_STR, DOFF(targets_file), "", 0, 0, 0,
+	 "file with one URL (and optionally its node) per line, re-read every run", NULL, 0, 0},
 	{"interval_s", GL_CFG_INT, DOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
 	{"timeout_s", GL_CFG_INT, DOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
 	{"max_parallel", GL_CFG_INT, DOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes", NULL, 0, 0},
@@ -313,6 +315,9 @@ static const struct gl_cfg_key top_keys[] = {
 	 "framebuffer threshold for memory_counts_as_busy", NULL, 0, 0},
 	{"idle.power_busy_watts", GL_CFG_INT, OFF(idle_power_busy_watts), "0", 0, 0, 100000,
 	 "power draw above this makes a sample busy (0 = off)", NULL, 0, 0},
+	{"idle.held_memory_mib", GL_CFG_INT, OFF(idle_held_memory_mib), "1024", 0, 0, 1LL << 30,
+	 "idle time with at least this much framebuffer used is allocated-but-idle (memory held, no kernels); 0 = off",
+	 NULL, 0, 0},
 	{"inventory.absent_grace_s", GL_CFG_INT, OFF(inventory_absent_grace_s), "900", 0, 0, 30 * 86400,
 	 "a GPU that stops reporting for this long is marked absent", NULL, 0, 0},
 	{"retention.raw_days", GL_CFG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
@@ -846,17 +851,26 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			return cfg_fail(err, name, l, item, "give exactly one of command and file");
 	}
 	for (size_t i = 0; i < cfg->n_dcgm; i++) {
+		int url_before = 0;
 		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
 		if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
 			return cfg_fail(err, name, l, item, "give targets or targets_file");
 		/* the scraper speaks http and https only: another scheme (or a
-		 * bare host) passed check-config and failed every scrape */
+		 * bare host) passed check-config and failed every scrape; a
+		 * node=NAME names the node of the URL before it */
+		snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
 		for (const char *u = cfg->dcgm[i].targets; *u;) {
 			size_t n = strcspn(u += strspn(u, " \t\r\n,"), " \t\r\n,");
-			if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)) {
-				snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
+			if (n >= 5 && !strncmp(u, "node=", 5)) {
+				if (!url_before || n == 5)
+					return cfg_fail(err, name, l, item, "'%.*s': %s", n > 200 ? 200 : (int)n, u,
+							n == 5 ? "empty node name" : "node=NAME must follow a URL, once");
+				url_before = 0;
+			} else if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)) {
 				return cfg_fail(err, name, l, item, "'%.*s' is not an http:// or https:// URL",
 						n > 200 ? 200 : (int)n, u);
+			} else if (n) {
+				url_before = 1;
 			}
 			u += n;
 		}

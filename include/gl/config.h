@@ -172,6 +172,7 @@ struct gl_config {
 	int idle_memory_counts_as_busy;
 	int64_t idle_fb_used_busy_mib;
 	int64_t idle_power_busy_watts;      /* 0 = off */
+	int64_t idle_held_memory_mib;       /* idle with this much framebuffer used is "held idle"; 0 = off */
 	/* inventory / retention */
 	int64_t inventory_absent_grace_s;
 	int64_t retention_raw_days;

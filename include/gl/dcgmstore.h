@@ -45,6 +45,7 @@ void gl_dcgmstore_stage_free(struct gl_dcgmstore_stage *s);
 struct gl_dcgmstore_gpu {
 	size_t idx;                 /* the driver's index: comes back in gl_dcgmstore_state */
 	const char *node, *uuid, *profile, *model, *driver;
+	const char *source;         /* "dcgm", "nvidia_gpu_exporter", "amd", "nvidia-smi" */
 	int gi;                     /* GPU_I_ID, -1 for a whole GPU */
 	int have_memory;
 	int64_t memory_mib;
@@ -106,7 +107,7 @@ struct gl_dcgmstore_use {
 	int64_t energy_resets;
 	int have_xid;
 	int64_t xid;
-	int64_t covered_s, busy_s, idle_s;
+	int64_t covered_s, busy_s, idle_s, held_idle_s;
 	double energy_last;         /* < 0: none */
 };
 void gl_dcgmstore_add_use(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_use *u);
@@ -115,10 +116,11 @@ struct gl_dcgmstore_share {
 	int64_t gpu_id, job_pk;
 	const char *kind;           /* attribution: "hpc_job", "pod", "node-exclusive", "node-estimated" */
 	int busy, nodata;
-	double gpu_s, busy_gpu_s, idle_gpu_s;
+	double gpu_s, busy_gpu_s, idle_gpu_s, held_idle_gpu_s;
 };
 void gl_dcgmstore_add_share(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_share *sh);
-/* A labelled sample no job claimed: it waits for its job (sql/020). */
+/* A sample that waits for its job (sql/020, 048): a labelled one no job
+ * claimed, or one of an unlabelled node with a share no job took yet. */
 struct gl_dcgmstore_pending {
 	int64_t gpu_id;
 	const char *node;
@@ -128,6 +130,11 @@ struct gl_dcgmstore_pending {
 	size_t npods;
 	int64_t dt_s;
 	int busy, nodata;
+	int64_t busy_ms, idle_ms, held_ms; /* the sample's split of dt_s */
+	double left;                /* unlabelled node: the share left (> 0); < 0: a labelled sample */
+	int64_t node_gpus;          /* unlabelled node: its GPUs in the round */
+	const int64_t *claimed;     /* unlabelled node: the jobs that had their share */
+	size_t nclaimed;
 };
 void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_pending *p);
 /* The staged samples of the round at at_s (bucket [bucket_start_s, +

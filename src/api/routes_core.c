@@ -208,7 +208,7 @@ static const char jobs_sql[] =
 	"  FROM rates r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0"
 	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = " GL_JOB_MODEL_SQL("j") ")"
 	"   THEN " GL_JOB_MODEL_SQL("j") " ELSE '*' END),"
-	" u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
+	" u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k, u.held_idle_gpu_s * sc.k"
 	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
 	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("j") " * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
@@ -223,7 +223,7 @@ static void jobs_csv(struct gl_resp *resp, const PGresult *r, int n, int windowe
 					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
 					  "queue_wait_s", "node_list", "gpus_requested", NULL};
 	static const char *const win_hdr[] = {"gpu_seconds", "cost", "busy_gpu_seconds",
-					      "idle_in_allocation_gpu_seconds", NULL};
+					      "idle_in_allocation_gpu_seconds", "held_idle_gpu_seconds", NULL};
 	struct gl_strbuf *o = &resp->body;
 
 	for (size_t i = 0; hdr[i]; i++)
@@ -248,6 +248,7 @@ static void jobs_csv(struct gl_resp *resp, const PGresult *r, int n, int windowe
 			gl_apijson_csv_col_money(o, r, i, 21, minor);
 			gl_apijson_csv_col_num(o, r, i, 22);
 			gl_apijson_csv_col_num(o, r, i, 23);
+			gl_apijson_csv_col_num(o, r, i, 25);
 		}
 		gl_csv_end(o);
 	}
@@ -346,6 +347,8 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 			gl_apijson_add_col_num(o, "cost_micros", r, i, 21);
 			gl_apijson_add_col_num(o, "busy_gpu_seconds", r, i, 22);
 			gl_apijson_add_col_num(o, "idle_in_allocation_gpu_seconds", r, i, 23);
+			/* of it, the time the job held GPU memory with no kernels running */
+			gl_apijson_add_col_num(o, "held_idle_gpu_seconds", r, i, 25);
 		}
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -376,13 +379,13 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	if (source) {
 		/* the names gl_ingest_run_begin is given (docs/openapi.yaml) */
-		static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes"};
+		static const char *const sources[] = {"sacct", "kube", "dcgm", "nvidia-smi", "slurm-nodes", "kube-nodes"};
 		size_t i = 0;
 		while (i < GL_ARRAY_LEN(sources) && strcmp(source, sources[i]))
 			i++;
 		if (i == GL_ARRAY_LEN(sources))
 			return gl_resp_error(resp, GL_EINVAL, "source",
-					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes or kube-nodes", source);
+					     "source: '%s' is not sacct, kube, dcgm, nvidia-smi, slurm-nodes or kube-nodes", source);
 	}
 	snprintf(lim, sizeof lim, "%lld", limit);
 	if ((rc = gl_req_db(req, &c, &err)))

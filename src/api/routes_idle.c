@@ -71,7 +71,7 @@ static const char jobs_sql[] =
 	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_JOB_GPUS_SQL("jb") " AS gpu_micro, jb.state, jb.name AS job_name,"
 	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
 	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s * sc.k AS idle_gpu_s, u.busy_gpu_s * sc.k AS busy_gpu_s,"
-	"  u.observed_gpu_s * sc.k AS observed_gpu_s"
+	"  u.observed_gpu_s * sc.k AS observed_gpu_s, u.held_idle_gpu_s * sc.k AS held_idle_gpu_s"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
 	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("jb") " * greatest(extract(epoch FROM"
@@ -101,20 +101,22 @@ static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, c
 
 	if (!strcmp(table, "allocated")) {
 		gl_apijson_csv_header(o, (const char *const[]){dim, "idle_gpu_seconds", "busy_gpu_seconds",
-							       "observed_gpu_seconds", "idle_cost", "unpriced_jobs", NULL});
+							       "observed_gpu_seconds", "idle_cost", "unpriced_jobs",
+							       "held_idle_gpu_seconds", NULL});
 		for (int i = 0; i < PQntuples(owners); i++) {
 			gl_apijson_csv_col_str(o, owners, i, 0);
 			for (int k = 1; k <= 3; k++)
 				gl_apijson_csv_col_num(o, owners, i, k);
 			gl_apijson_csv_col_money(o, owners, i, 4, minor);
 			gl_apijson_csv_col_num(o, owners, i, 5);
+			gl_apijson_csv_col_num(o, owners, i, 6);
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_allocated.csv"));
 	} else if (!strcmp(table, "top_jobs")) {
 		gl_apijson_csv_header(o, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus", "gpu_model",
 							       "state", "idle_gpu_seconds", "busy_gpu_seconds", "idle_cost",
-							       "from", "to", NULL});
+							       "from", "to", "held_idle_gpu_seconds", NULL});
 		for (int i = 0; i < PQntuples(top); i++) {
 			for (int k = 0; k <= 3; k++)
 				gl_apijson_csv_col_str(o, top, i, k);
@@ -126,6 +128,7 @@ static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, c
 			gl_apijson_csv_col_money(o, top, i, 9, minor);
 			gl_apijson_csv_col_time(o, top, i, 10);
 			gl_apijson_csv_col_time(o, top, i, 11);
+			gl_apijson_csv_col_num(o, top, i, 12);
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_top_jobs.csv"));
@@ -187,7 +190,8 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 
 	gl_strbuf_printf(&sql, jobs_sql, expr);
 	gl_strbuf_puts(&sql, " SELECT p.key, round(sum(p.idle_gpu_s)), round(sum(p.busy_gpu_s)), round(sum(p.observed_gpu_s)),"
-			     " round(sum(p.idle_micros)), count(*) FILTER (WHERE p.idle_micros IS NULL)"
+			     " round(sum(p.idle_micros)), count(*) FILTER (WHERE p.idle_micros IS NULL),"
+			     " round(sum(p.held_idle_gpu_s))"
 			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
 	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &owners, &err)))
 		goto fail;
@@ -195,7 +199,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	gl_strbuf_printf(&sql, jobs_sql, expr);
 	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key, p.user_name, p.gpu_micro, p.gpu_model, p.state,"
 			     " round(p.idle_gpu_s), round(p.busy_gpu_s), round(p.idle_micros),"
-			     " extract(epoch FROM p.s0)::bigint, extract(epoch FROM p.e0)::bigint"
+			     " extract(epoch FROM p.s0)::bigint, extract(epoch FROM p.e0)::bigint, round(p.held_idle_gpu_s)"
 			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
 	if ((rc = gl_db_query(c, sql.p, 4, (const char *[]){a, b, now, limit_s}, &top, &err)))
 		goto fail;
@@ -238,6 +242,8 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddNumberToObject(o, "observed_gpu_seconds", atof(PQgetvalue(owners, i, 3)));
 		gl_apijson_add_col_num(o, "idle_cost_micros", owners, i, 4);
 		cJSON_AddNumberToObject(o, "unpriced_jobs", atof(PQgetvalue(owners, i, 5)));
+		/* of the idle time, the part with memory held (idle.held_memory_mib) */
+		cJSON_AddNumberToObject(o, "held_idle_gpu_seconds", atof(PQgetvalue(owners, i, 6)));
 		alloc_idle_total += atof(PQgetvalue(owners, i, 1));
 		cJSON_AddItemToArray(arr, o);
 	}
@@ -259,6 +265,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		gl_time_format(atoll(PQgetvalue(top, i, 11)), e0, sizeof e0);
 		cJSON_AddStringToObject(o, "from", s0);
 		cJSON_AddStringToObject(o, "to", e0);
+		cJSON_AddNumberToObject(o, "held_idle_gpu_seconds", atof(PQgetvalue(top, i, 12)));
 		cJSON_AddItemToArray(arr, o);
 	}
 	arr = cJSON_AddArrayToObject(root, "unallocated_idle");

@@ -801,7 +801,10 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 					*bad_doc = 1;
 					goto fail;
 				}
-				if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
+				/* the samples that waited for these pods: jobs are
+				 * claimed by the transaction that writes them */
+				if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)) ||
+				    (rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
 				    (rc = gl_txn_commit(c, err)))
 					goto fail;
 				in_txn = 0;

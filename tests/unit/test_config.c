@@ -115,6 +115,13 @@ static const struct bad_case bad[] = {
 	 "t.yaml:4: sources.dcgm[0].targets: 'ftp://b/metrics' is not an http:// or https:// URL"},
 	{"sources:\n  dcgm:\n    - cluster: d\n      targets: gpu01:9400\n",
 	 "sources.dcgm[0].targets: 'gpu01:9400' is not an http:// or https:// URL"},
+	/* node=NAME names the node of the URL before it (exporters without a hostname label) */
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: node=gpu01 http://a:9400/metrics\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'node=gpu01': node=NAME must follow a URL, once"},
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: http://a:9400/metrics node=gpu01 node=gpu02\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'node=gpu02': node=NAME must follow a URL, once"},
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: http://a:9400/metrics node=\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'node=': empty node name"},
 	{"sources:\n  sacct:\n    - cluster: a\n    - cluster: a\n", "t.yaml:4: sources.sacct[1].cluster: 'a' is listed twice"},
 	/* one name, one model: the second alias would be ignored or win at random */
 	{"gpu_models:\n  - match: NVIDIA A100-SXM4-80GB\n    model: a100_80g\n"
