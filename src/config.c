@@ -196,6 +196,27 @@ static const struct gl_cfg_key kube_nodes_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define NSOFF(f) offsetof(struct gl_nvsmi_source_cfg, f)
+static const struct gl_cfg_key nvidia_smi_keys[] = {
+	{"cluster", GL_CFG_STR, NSOFF(cluster), NULL, 1, 0, 0, "cluster the node belongs to", NULL, 0, 0},
+	{"node", GL_CFG_STR, NSOFF(node), NULL, 1, 0, 0, "the node the captures are taken on", NULL, 0, 0},
+	{"command", GL_CFG_STR, NSOFF(command), "", 0, 0, 0,
+	 "command printing nvidia-smi --query-gpu CSV or -q -x XML (argv split on whitespace, no shell)", NULL, 0, 0},
+	{"file", GL_CFG_STR, NSOFF(file), "", 0, 0, 0, "capture file a node-side cron refreshes", NULL, 0, 0},
+	{"fields", GL_CFG_STR, NSOFF(fields), "", 0, 0, 0, "the --query-gpu list of a noheader capture", NULL, 0, 0},
+	{"apps_command", GL_CFG_STR, NSOFF(apps_command), "", 0, 0, 0,
+	 "command printing nvidia-smi --query-compute-apps CSV (with pids_*: GPU use per Slurm job)", NULL, 0, 0},
+	{"apps_file", GL_CFG_STR, NSOFF(apps_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
+	{"pids_command", GL_CFG_STR, NSOFF(pids_command), "", 0, 0, 0,
+	 "command printing the node's Slurm processes (scontrol listpids, or /proc/PID/cgroup lines)", NULL, 0, 0},
+	{"pids_file", GL_CFG_STR, NSOFF(pids_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
+	{"utc_offset_s", GL_CFG_INT, NSOFF(utc_offset_s), "0", 0, -50400, 50400,
+	 "the node's local time minus UTC, for captures not taken with TZ=UTC", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, NSOFF(interval_s), "30", 0, 1, 3600, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, NSOFF(timeout_s), "20", 0, 1, 600, "kill a command that runs longer", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 #define ROFF(f) offsetof(struct gl_rate_cfg, f)
 static const struct gl_cfg_key rate_keys[] = {
 	{"model", GL_CFG_STR, ROFF(model), NULL, 1, 0, 0, "GPU model/type as jobs name it, or * for any unpriced model", NULL, 0, 0},
@@ -367,6 +388,9 @@ static const struct gl_cfg_key top_keys[] = {
 	 slurm_nodes_keys, sizeof(struct gl_slurm_nodes_source_cfg), OFF(n_slurm_nodes)},
 	{"sources.kube_nodes", GL_CFG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
 	 kube_nodes_keys, sizeof(struct gl_kube_nodes_source_cfg), OFF(n_kube_nodes)},
+	{"sources.nvidia_smi", GL_CFG_LIST, OFF(nvidia_smi), NULL, 0, 0, 0,
+	 "nodes read through nvidia-smi (no GPU exporter)", nvidia_smi_keys, sizeof(struct gl_nvsmi_source_cfg),
+	 OFF(n_nvidia_smi)},
 	{"hook.act", GL_CFG_BOOL, OFF(hook_act), "false", 0, 0, 0, "the idle hook may act (also needs --act)", NULL, 0, 0},
 	{"hook.max_actions_per_run", GL_CFG_INT, OFF(hook_max_actions_per_run), "10", 0, 0, 100000,
 	 "circuit breaker: more candidates than this to act on, and none is acted on", NULL, 0, 0},
@@ -849,6 +873,25 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		snprintf(item, sizeof item, "sources.kube_nodes[%zu]", i);
 		if ((cfg->kube_nodes[i].command[0] != '\0') == (cfg->kube_nodes[i].file[0] != '\0'))
 			return cfg_fail(err, name, l, item, "give exactly one of command and file");
+	}
+	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
+		const struct gl_nvsmi_source_cfg *ns = &cfg->nvidia_smi[i];
+		snprintf(item, sizeof item, "sources.nvidia_smi[%zu]", i);
+		if ((rc = check_cluster(ns->cluster, "nvidia_smi", i, name, l, err)))
+			return rc;
+		if (!*ns->node) {
+			snprintf(p, sizeof p, "%s.node", item);
+			return cfg_fail(err, name, l, p, "must not be empty");
+		}
+		if ((ns->command[0] != '\0') == (ns->file[0] != '\0'))
+			return cfg_fail(err, name, l, item, "give exactly one of command and file");
+		if (ns->apps_command[0] && ns->apps_file[0])
+			return cfg_fail(err, name, l, item, "give at most one of apps_command and apps_file");
+		if (ns->pids_command[0] && ns->pids_file[0])
+			return cfg_fail(err, name, l, item, "give at most one of pids_command and pids_file");
+		/* processes without their jobs (or jobs without processes) attribute nothing */
+		if (!(ns->apps_command[0] || ns->apps_file[0]) != !(ns->pids_command[0] || ns->pids_file[0]))
+			return cfg_fail(err, name, l, item, "apps_* and pids_* go together (GPU processes and their jobs)");
 	}
 	for (size_t i = 0; i < cfg->n_dcgm; i++) {
 		int url_before = 0;

@@ -1,5 +1,6 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
+#include "gl/nvsmi_ingest.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/db.h"
@@ -66,6 +67,13 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_source_run, &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
 		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_source_run, &cfg->dcgm[i]);
+	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
+		/* one source a node: its name carries the node too */
+		char who[256];
+		snprintf(who, sizeof who, "%s/%s", cfg->nvidia_smi[i].cluster, cfg->nvidia_smi[i].node);
+		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, gl_nvsmi_source_run,
+		    &cfg->nvidia_smi[i]);
+	}
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
 		    gl_slurm_nodes_source_run, &cfg->slurm_nodes[i]);

@@ -137,6 +137,16 @@ static const struct bad_case bad[] = {
 	{"sources:\n  slurm_nodes:\n    - cluster: \"\"\n", "t.yaml:3: sources.slurm_nodes[0].cluster: must not be empty"},
 	{"sources:\n  kube_nodes:\n    - cluster: \"\"\n      file: /x\n",
 	 "t.yaml:3: sources.kube_nodes[0].cluster: must not be empty"},
+	/* sources.nvidia_smi: one input a node; processes only with their jobs */
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n",
+	 "t.yaml:3: sources.nvidia_smi[0]: give exactly one of command and file"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: \"\"\n      file: /x\n",
+	 "t.yaml:4: sources.nvidia_smi[0].node: must not be empty"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n      file: /x\n      apps_file: /a\n",
+	 "t.yaml:3: sources.nvidia_smi[0]: apps_* and pids_* go together (GPU processes and their jobs)"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n      file: /x\n      pids_file: /p\n"
+	 "      pids_command: scontrol listpids\n      apps_file: /a\n",
+	 "t.yaml:3: sources.nvidia_smi[0]: give at most one of pids_command and pids_file"},
 	/* two budgets of one owner at one time: both listed, alerts to either */
 	{"budgets:\n  - owner: v\n    amount: \"5\"\n  - owner: v\n    amount: \"6\"\n",
 	 "t.yaml:4: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},
