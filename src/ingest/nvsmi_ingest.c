@@ -1,7 +1,10 @@
 /* nvidia-smi captures into the books (see include/gl/nvsmi_ingest.h). */
 #include "gl/nvsmi_ingest.h"
+#include "gl/dbcancel.h"
 #include "gl/dcgm.h"
+#include "gl/dcgmstore.h"
 #include "gl/health.h"
+#include "gl/ingest.h"
 #include "gl/jobpids.h"
 #include "gl/log.h"
 #include "gl/nvsmi.h"
@@ -312,6 +315,28 @@ static int read_input(const char *command, const char *file, int64_t timeout_s, 
 	return 0;
 }
 
+/* A capture the source could not read is a failed run in /v1/ingest/runs,
+ * as an ingest that failed is: nothing else would show it but the log. */
+static void record_unread(PGconn *c, const char *cluster, const char *input, const char *why)
+{
+	struct gl_ingest_stats st;
+	struct gl_err e2 = {0};
+	int64_t run_id = 0;
+	int cluster_id;
+
+	gl_ingest_stats_init(&st, 0);
+	/* a command the stop killed: its record is not cancelled in turn */
+	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
+		gl_dbcancel_defer();
+	if (gl_dcgmstore_cluster(c, cluster, 0, &cluster_id, &e2) ||
+	    gl_ingest_run_begin(c, "nvidia-smi", cluster_id, input, &run_id, &e2) ||
+	    gl_ingest_run_fail(c, run_id, &st, why, "nothing was read: the next run reads the capture again", &e2))
+		gl_log(GL_LOG_WARN, "nvidia-smi: could not record the failed run: %s", e2.msg);
+	if (run_id)
+		gl_ingest_run_audit(c, run_id);
+	gl_ingest_stats_fini(&st);
+}
+
 int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
@@ -333,15 +358,16 @@ int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp
 	o.fields = *src->fields ? src->fields : NULL;
 	o.utc_offset_s = src->utc_offset_s;
 	o.at_s = GL_TIME_NONE;
-	if ((rc = read_input(src->command, src->file, src->timeout_s, &cap, shown, sizeof shown, err)))
-		goto failed;
+	if ((rc = read_input(src->command, src->file, src->timeout_s, &cap, shown, sizeof shown, err)) ||
+	    ((*src->apps_command || *src->apps_file) &&
+	     (rc = read_input(src->apps_command, src->apps_file, src->timeout_s, &apps, ashown, sizeof ashown, err))) ||
+	    ((*src->pids_command || *src->pids_file) &&
+	     (rc = read_input(src->pids_command, src->pids_file, src->timeout_s, &pids, pshown, sizeof pshown, err)))) {
+		gl_err_prefix(err, "nvidia-smi %s/%s: ", src->cluster, src->node);
+		record_unread(c, src->cluster, shown, err->msg);
+		goto reported;
+	}
 	o.dcgm.input_name = shown;
-	if ((*src->apps_command || *src->apps_file) &&
-	    (rc = read_input(src->apps_command, src->apps_file, src->timeout_s, &apps, ashown, sizeof ashown, err)))
-		goto failed;
-	if ((*src->pids_command || *src->pids_file) &&
-	    (rc = read_input(src->pids_command, src->pids_file, src->timeout_s, &pids, pshown, sizeof pshown, err)))
-		goto failed;
 	if (ashown[0])
 		ai = (struct gl_nvsmi_ingest_input){gl_strbuf_cstr(&apps), apps.len, ashown};
 	if (pshown[0])
@@ -356,6 +382,7 @@ int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp
 	goto out;
 failed:
 	gl_err_prefix(err, "nvidia-smi %s/%s: ", src->cluster, src->node);
+reported:
 	gl_health_report("nvidia-smi", src->cluster, src->node, 0, now_s, err->msg, 0);
 out:
 	gl_strbuf_fini(&cap);
