@@ -1038,3 +1038,32 @@ int gl_test_utf8_valid(const unsigned char *u, size_t n)
 	}
 	return 1;
 }
+
+void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb)
+{
+	char path[64], buf[4096];
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	*cpu_s = 0;
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		char *p;
+		unsigned long ut = 0, st = 0;
+		buf[n] = '\0';
+		fclose(f);
+		p = strrchr(buf, ')'); /* the command name may hold spaces */
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+			*cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	*hwm_kb = 0;
+	if (f) {
+		char line[256];
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "VmHWM: %ld kB", hwm_kb) == 1)
+				break;
+		fclose(f);
+	}
+}
