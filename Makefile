@@ -42,7 +42,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook bench fuzz clean help check-config-doc
+.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
 
 help:
@@ -51,6 +51,7 @@ help:
 	@echo "make run SIM=0  the same with the static demo data and no simulator"
 	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
 	@echo "make bench      run the benchmarks (never part of make test)"
+	@echo "make test-abuse slowloris, idle sockets, a flood and heavy requests against the daemon, with figures (~2 min; never part of make test)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
 	@echo "make test-valgrind [SUITES=all|integration] [TESTS=\"test_x ...\"]   under valgrind memcheck (never part of make test)"
 
@@ -132,6 +133,11 @@ test-slurm-hook: $(BUILD)/gpuledger
 
 bench: $(BUILD)/gpuledger $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
+
+# issue 24's abuse scenarios on loopback, bounded, with their figures
+# (bench/bench_abuse.c; never part of `make test`)
+test-abuse: $(BUILD)/gpuledger $(BUILD)/bench/bench_abuse
+	@BUILD=$(BUILD) bench/run.sh bench_abuse
 
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 fuzz:

@@ -21,14 +21,6 @@ static void die(const char *m, PGconn *c)
 	exit(1);
 }
 
-static void exec(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		die(sql, c);
-	PQclear(r);
-}
-
 static void pct(double *v, int n, double *p50, double *p99)
 {
 	qsort(v, (size_t)n, sizeof *v, cmp_d);
@@ -42,7 +34,7 @@ int main(int argc, char **argv)
 	/* the issue's 200 requests; the hand-written SQL takes seconds a run,
 	 * so it runs 5 times */
 	int reqs = argc > 2 ? atoi(argv[2]) : 200, sql_reqs = reqs < 5 ? reqs : 5;
-	char dsn[512], sql[4096];
+	char dsn[512];
 	struct gl_test_daemon d;
 	double lat[400], lat0[400], p50, p99, sql_lat[400], s50, s99, t0;
 	PGconn *c;
@@ -57,19 +49,8 @@ int main(int argc, char **argv)
 		die("db", NULL);
 	c = PQconnectdb(dsn);
 	t0 = gl_test_now_s();
-	exec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')");
 	/* a month of jobs: 1..8 GPUs, 5 min .. 2 days, 200 accounts, 2,000 users */
-	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
-		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200), CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
-		 " 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000,"
-		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
-		 " FROM (SELECT g, timestamptz '2026-10-01' + (g::double precision / %ld) * interval '31 days' AS s,"
-		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
-		 jobs, jobs);
-	exec(c, sql);
-	exec(c, "ANALYZE jobs");
+	gl_test_synth_jobs(c, jobs, "2026-10-01", "31 days");
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
@@ -113,9 +94,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < sql_reqs; i++) {
 		PGresult *r;
 		double a = gl_test_now_s();
-		r = PQexec(c, "SELECT coalesce(o.team, '__unallocated__'), sum(j.gpu_micro::numeric * extract(epoch FROM"
+		r = PQexec(c, "SELECT coalesce(o.team, '__unallocated__'), sum(j.gpu_milli::numeric * extract(epoch FROM"
 			      " least(j.end_at, '2026-11-01') - greatest(j.start_at, '2026-10-01'))),"
-			      " sum(j.gpu_micro::numeric * extract(epoch FROM least(j.end_at, '2026-11-01') -"
+			      " sum(j.gpu_milli::numeric * extract(epoch FROM least(j.end_at, '2026-11-01') -"
 			      " greatest(j.start_at, '2026-10-01')) * r.micros_per_gpu_hour)"
 			      " FROM jobs j JOIN rates r ON r.gpu_model = j.gpu_type"
 			      " LEFT JOIN LATERAL (SELECT team FROM owners w WHERE w.valid_from <= j.start_at AND j.start_at < w.valid_to"

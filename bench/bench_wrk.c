@@ -1,8 +1,12 @@
 /* Keep-alive throughput of cheap endpoints under wrk: the real daemon vs
  * nginx serving the same bytes as static files on another loopback port,
- * the same wrk settings (issue 6's target ≥ 0.5×). Endpoints: GET /healthz
- * (public, one SELECT 1) and GET /v1/ingest/runs?limit=1 (bearer token,
- * audited, one indexed query).
+ * the same wrk settings, in alternating rounds (ours, nginx, ours, ...;
+ * BENCH_WRK_ROUNDS, default 9): the ratio of each round, their median
+ * beside the target (issue 24: >= 0.5x with the default configuration).
+ * Endpoints: GET /healthz with the default configuration (public; the
+ * database asked at most once a second) and GET /v1/ingest/runs?limit=1
+ * (bearer token, audited, one indexed query) with the per-address request
+ * rate off (the default's 100/s would answer wrk 429).
  *
  * wrk and nginx come from Debian (wrk, nginx-light): installed here with
  * apt-get when missing and running as root, else the benchmark is skipped
@@ -211,23 +215,58 @@ static double wrk(const char *url, const char *auth)
 	return bad ? -1 : rps;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Alternating rounds of wrk against ours and the peer: the median ratio,
+ * and the rounds' figures in the row. */
+static int rounds(const char *name, const char *cfg_note, const char *ours_url, const char *peer_url, const char *auth,
+		  int n, const char *limit)
+{
+	double ratio[64], ours_all[64], peer_all[64];
+	char list[1024] = "";
+	size_t o = 0;
+	if (n > 64)
+		n = 64;
+	for (int i = 0; i < n; i++) {
+		ours_all[i] = wrk(ours_url, auth);
+		peer_all[i] = wrk(peer_url, auth);
+		if (ours_all[i] <= 0 || peer_all[i] <= 0) {
+			fprintf(stderr, "bench_wrk: wrk failed on %s\n", ours_url);
+			return -1;
+		}
+		ratio[i] = ours_all[i] / peer_all[i];
+		fprintf(stderr, "  round %d, %s: gpuledger %.0f req/s, nginx static %.0f req/s, %.2f\n", i + 1, name,
+			ours_all[i], peer_all[i], ratio[i]);
+		o += (size_t)snprintf(list + o, o < sizeof list ? sizeof list - o : 0, "%s%.2f", i ? " " : "", ratio[i]);
+	}
+	qsort(ours_all, (size_t)n, sizeof *ours_all, cmp_double);
+	qsort(peer_all, (size_t)n, sizeof *peer_all, cmp_double);
+	qsort(ratio, (size_t)n, sizeof *ratio, cmp_double);
+	printf("| keep-alive throughput, %s (wrk " WRK_ARGS ", %s) vs nginx static, same bytes, %d alternating rounds "
+	       "(ratios %s) | median %.0f vs %.0f req/s | %s | median %.2f |\n",
+	       name, cfg_note, n, list, ours_all[n / 2], peer_all[n / 2], limit, ratio[n / 2]);
+	fflush(stdout);
+	return 0;
+}
+
 int main(void)
 {
-	static const char cfg[] = "log:\n  level: warn\nserver:\n  threads: 4\n  rate_limit_per_ip: 0\n"
-				  "  max_connections_per_ip: 256\n";
-	static const struct {
-		const char *name, *path, *file;
-		int auth;
-	} eps[] = {
-		{"GET /healthz", "/healthz", "healthz", 0},
-		{"GET /v1/ingest/runs?limit=1 (token, audited)", "/v1/ingest/runs?limit=1", "ingest_runs", 1},
-	};
+	/* the default configuration: only the log level is set */
+	static const char cfg_default[] = "log:\n  level: warn\n";
+	static const char cfg_norate[] = "log:\n  level: warn\nserver:\n  rate_limit_per_ip: 0\n";
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
+	int n = getenv("BENCH_WRK_ROUNDS") ? atoi(getenv("BENCH_WRK_ROUNDS")) : 9;
 	struct gl_test_daemon d;
-	char dsn[512], sub[300], auth[128], fields[1024];
+	char dsn[512], sub[300], auth[128], fields[1024], ours_url[256], peer_url[256];
 	struct gl_test_out o;
-	int port, rc = 1;
+	int port, rc = 1, started = 0;
 
+	if (n < 1)
+		n = 1;
 	if (ensure_tools())
 		return 0;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -246,39 +285,39 @@ int main(void)
 	if (gl_test_run(dsn, NULL, &o, "ingest", "sacct", "--cluster", "testgpu", "--file",
 			gl_test_fixture("tests/fixtures/sacct/testbed/sacct_alloc.txt"), "--fields", fields, NULL) == 0)
 		gl_test_out_fini(&o);
-	if (gl_test_daemon_start(&d, dsn, cfg, (const char *const[]){"--no-ingest", NULL}) || !d.token[0])
+	if (gl_test_daemon_start(&d, dsn, cfg_default, (const char *const[]){"--no-ingest", NULL}) || !d.token[0])
 		gl_test_die("cannot start the daemon");
+	started = 1;
 	snprintf(auth, sizeof auth, "Authorization: Bearer %s", d.token);
-	for (size_t i = 0; i < GL_ARRAY_LEN(eps); i++)
-		if (save_body(d.port, d.token, eps[i].path, eps[i].file)) {
-			fprintf(stderr, "bench_wrk: cannot fetch %s\n", eps[i].path);
-			goto out;
-		}
+	if (save_body(d.port, d.token, "/healthz", "healthz") ||
+	    save_body(d.port, d.token, "/v1/ingest/runs?limit=1", "ingest_runs")) {
+		fprintf(stderr, "bench_wrk: cannot fetch the bodies\n");
+		goto out;
+	}
 	if ((port = free_port()) < 0 || start_nginx(port)) {
 		fprintf(stderr, "bench_wrk: nginx did not start (see %s/error.log)\n", g_dir);
 		goto out;
 	}
-	for (size_t i = 0; i < GL_ARRAY_LEN(eps); i++) {
-		char ours_url[256], peer_url[256];
-		double ours, peer;
-		snprintf(ours_url, sizeof ours_url, "http://127.0.0.1:%d%s", d.port, eps[i].path);
-		snprintf(peer_url, sizeof peer_url, "http://127.0.0.1:%d%s", port, eps[i].path);
-		ours = wrk(ours_url, eps[i].auth ? auth : NULL);
-		peer = wrk(peer_url, eps[i].auth ? auth : NULL);
-		if (ours <= 0 || peer <= 0) {
-			fprintf(stderr, "bench_wrk: wrk failed on %s\n", eps[i].path);
-			goto out;
-		}
-		fprintf(stderr, "  wrk %s, %s: gpuledger %.0f req/s, nginx static %.0f req/s\n", WRK_ARGS, eps[i].path, ours,
-			peer);
-		printf("| keep-alive throughput, %s (wrk " WRK_ARGS ") vs nginx static, same bytes | %.0f vs %.0f req/s | "
-		       "≥ 0.5× | %.2f |\n",
-		       eps[i].name, ours, peer, ours / peer);
-	}
+	snprintf(ours_url, sizeof ours_url, "http://127.0.0.1:%d/healthz", d.port);
+	snprintf(peer_url, sizeof peer_url, "http://127.0.0.1:%d/healthz", port);
+	if (rounds("GET /healthz", "default configuration", ours_url, peer_url, NULL, n, "≥ 0.5×"))
+		goto out;
+	gl_test_daemon_stop(&d);
+	started = 0;
+	if (gl_test_daemon_start(&d, dsn, cfg_norate, (const char *const[]){"--no-ingest", NULL}) || !d.token[0])
+		gl_test_die("cannot start the daemon");
+	started = 1;
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", d.token);
+	snprintf(ours_url, sizeof ours_url, "http://127.0.0.1:%d/v1/ingest/runs?limit=1", d.port);
+	snprintf(peer_url, sizeof peer_url, "http://127.0.0.1:%d/v1/ingest/runs?limit=1", port);
+	if (rounds("GET /v1/ingest/runs?limit=1 (token, audited)", "rate_limit_per_ip: 0", ours_url, peer_url, auth,
+		   n < 3 ? n : 3, "– (a query and an audit row a request)"))
+		goto out;
 	rc = 0;
 out:
 	stop_nginx();
-	gl_test_daemon_stop(&d);
+	if (started)
+		gl_test_daemon_stop(&d);
 	snprintf(sub, sizeof sub, "rm -rf '%s'", g_dir);
 	if (system(sub) != 0)
 		fprintf(stderr, "bench_wrk: could not remove %s\n", g_dir);

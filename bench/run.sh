@@ -2,7 +2,9 @@
 # `make bench`: every benchmark, one table. Benchmarks that need a database
 # get a throwaway embedded cluster (as tests/run.sh does). Never part of
 # `make test`. Each benchmark prints markdown rows "| figure | ours | limit | ratio |".
+# Usage: bench/run.sh [bench_x ...]   (names: only these, and no web bench)
 set -uo pipefail
+only=" $* "
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 T=$(mktemp -d /tmp/gpuledger-bench.XXXXXX)
@@ -22,6 +24,7 @@ rows=()
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)" >&2
 for b in "$BUILD"/bench/bench_*; do
 	[[ -x $b && $b != *.d ]] || continue
+	[[ $only == "  " || $only == *" $(basename "$b") "* ]] || continue
 	echo "running $(basename "$b") ..." >&2
 	out=$("$b" 2> >(sed 's/^/  /' >&2)) || echo "  $(basename "$b") failed" >&2
 	while IFS= read -r l; do
@@ -31,7 +34,7 @@ for b in "$BUILD"/bench/bench_*; do
 done
 # the dashboard in headless chromium (bench/web), when the web suite's
 # node modules are installed (tests/web/run.sh does it)
-if [[ -d tests/web/node_modules/playwright-core ]] && command -v node >/dev/null; then
+if [[ $only == "  " && -d tests/web/node_modules/playwright-core ]] && command -v node >/dev/null; then
 	echo "running bench/web/bench_web.mjs ..." >&2
 	out=$(node bench/web/bench_web.mjs 2> >(sed 's/^/  /' >&2)) || echo "  bench_web failed" >&2
 	while IFS= read -r l; do [[ $l == '| '* ]] && rows+=("$l"); done <<<"$out"

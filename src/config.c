@@ -8,6 +8,7 @@
 #include "gl/log.h"
 #include "gl/report_sched.h"
 #include "gl/timeutil.h"
+#include "gl/tmpl.h"
 #include "gl/reports.h"
 #include "gl/showback.h"
 
@@ -298,6 +299,20 @@ static const struct gl_cfg_key hook_policy_keys[] = {
 	{"warn_command", GL_CFG_STR, HPOFF(warn_command), "", 0, 0, 0, "warning command template", NULL, 0, 0},
 	{"slurm_command", GL_CFG_STR, HPOFF(slurm_command), "", 0, 0, 0, "action on Slurm jobs; \"\" = hook.slurm_command", NULL, 0, 0},
 	{"kube_command", GL_CFG_STR, HPOFF(kube_command), "", 0, 0, 0, "action on pods; \"\" = hook.kube_command", NULL, 0, 0},
+	{"allow_shell", GL_CFG_BOOL, HPOFF(allow_shell), "false", 0, 0, 0,
+	 "let this policy's own commands hand placeholders to a shell (sh -c, ssh ...; warned at every start)", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define CPOFF(f) offsetof(struct gl_capacity_plan_cfg, f)
+static const struct gl_cfg_key capacity_plan_keys[] = {
+	{"(line)", GL_CFG_LINE, CPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"cluster", GL_CFG_STR, CPOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs are (or will be) in", NULL, 0, 0},
+	{"gpu_model", GL_CFG_STR, CPOFF(gpu_model), NULL, 1, 0, 0, "GPU model, as inventory, jobs or rates name it", NULL, 0, 0},
+	{"action", GL_CFG_STR, CPOFF(action), NULL, 1, 0, 0, "add | retire", NULL, 0, 0},
+	{"gpus", GL_CFG_INT, CPOFF(gpus), NULL, 1, 1, 1000000, "how many GPUs are added or retired", NULL, 0, 0},
+	{"date", GL_CFG_STR, CPOFF(date), NULL, 1, 0, 0, "YYYY-MM-DD: in service (or gone) from 00:00 UTC that day", NULL, 0, 0},
+	{"note", GL_CFG_STR, CPOFF(note), "", 0, 0, 0, "free text shown with the plan (a purchase order, a reason)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -309,10 +324,32 @@ static const struct gl_cfg_key top_keys[] = {
 	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
 	 "where initdb, pg_ctl and postgres live", NULL, 0, 0},
 	{"server.listen", GL_CFG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
-	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256, "HTTP worker threads (thread pool, at least 2)", NULL, 0, 0},
+	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256,
+	 "threads that read and answer connections (/healthz, static files, refusals); they never wait on a query", NULL, 0, 0},
+	{"server.workers", GL_CFG_INT, OFF(http_workers), "4", 0, 1, 256,
+	 "threads that run API requests (the main pool; one database connection each)", NULL, 0, 0},
+	{"server.heavy_workers", GL_CFG_INT, OFF(http_heavy_workers), "2", 0, 1, 64,
+	 "threads that run heavy requests (the heavy pool; one database connection each)", NULL, 0, 0},
+	{"server.heavy_queue", GL_CFG_INT, OFF(http_heavy_queue), "8", 0, 0, 10000,
+	 "heavy requests that may wait for a heavy worker; more get 503 with Retry-After", NULL, 0, 0},
+	{"server.heavy_per_token", GL_CFG_INT, OFF(http_heavy_per_token), "4", 0, 1, 10000,
+	 "heavy requests one token may have running or waiting; more get 429 with Retry-After", NULL, 0, 0},
+	{"server.heavy_window_days", GL_CFG_INT, OFF(http_heavy_window_days), "31", 0, 1, 3660,
+	 "a windowed request over a longer window is heavy", NULL, 0, 0},
+	{"server.heavy_steps", GL_CFG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
+	 "a windowed request cut into more steps than this is heavy", NULL, 0, 0},
+	{"server.statement_timeout_s", GL_CFG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
+	 "longest a statement of an API request may run (503 naming this key when exceeded)", NULL, 0, 0},
 	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
-	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 4, 100000, "total concurrent connections", NULL, 0, 0},
-	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "64", 0, 1, 100000, "concurrent connections per client address", NULL, 0, 0},
+	{"server.header_timeout_s", GL_CFG_INT, OFF(http_header_timeout_s), "10", 0, 1, 3600,
+	 "a request's line and headers must arrive within this long of its first byte (activity does not extend it)", NULL, 0, 0},
+	{"server.body_timeout_s", GL_CFG_INT, OFF(http_body_timeout_s), "30", 0, 1, 3600,
+	 "a request's body must arrive within this long of its headers (activity does not extend it)", NULL, 0, 0},
+	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 16, 100000, "total concurrent connections", NULL, 0, 0},
+	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "16", 0, 1, 100000,
+	 "concurrent connections per client address (IPv6: per /64) once a quarter of max_connections are open", NULL, 0, 0},
+	{"server.reserved_connections", GL_CFG_INT, OFF(http_reserved_conns), "32", 0, 1, 10000,
+	 "the last connections of max_connections, kept for /healthz and /metrics", NULL, 0, 0},
 	{"server.max_body_bytes", GL_CFG_INT, OFF(http_max_body_bytes), "1048576", 0, 0, 1LL << 30, "request body cap (413 above it)", NULL, 0, 0},
 	{"server.web_dir", GL_CFG_STR, OFF(web_dir), "web", 0, 0, 0, "static dashboard files served at /", NULL, 0, 0},
 	{"server.rate_limit_per_ip", GL_CFG_INT, OFF(http_rate_per_ip), "100", 0, 0, 1000000,
@@ -346,7 +383,12 @@ static const struct gl_cfg_key top_keys[] = {
 	{"audit.anchor_file", GL_CFG_STR, OFF(audit_anchor_file), "", 0, 0, 0,
 	 "the daemon appends the audit chain head here every anchor_interval_s; \"\" = off", NULL, 0, 0},
 	{"audit.anchor_interval_s", GL_CFG_INT, OFF(audit_anchor_interval_s), "3600", 0, 1, 7 * 86400,
-	 "seconds between anchors (written even when nothing changed)", NULL, 0, 0},
+	 "seconds between anchors (written even when nothing changed); the daemon checks the chain against the last one as often",
+	 NULL, 0, 0},
+	{"audit.anchor_command", GL_CFG_STR, OFF(audit_anchor_command), "", 0, 0, 0,
+	 "command run with each anchor, to publish it off the machine (no shell; {line} {seq} {hash} {at} {file})", NULL, 0, 0},
+	{"audit.allow_shell", GL_CFG_BOOL, OFF(audit_allow_shell), "false", 0, 0, 0,
+	 "let anchor_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"audit.requests", GL_CFG_BOOL, OFF(audit_requests), "true", 0, 0, 0,
 	 "one audit row per API request; false only as a benchmarking aid", NULL, 0, 0},
 	{"api.max_window_days", GL_CFG_INT, OFF(api_max_window_days), "400", 0, 1, 3660,
@@ -370,6 +412,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 "command run per alert (no shell; {owner} {month} {threshold} {spend} {budget} {currency} {pct})", NULL, 0, 0},
 	{"budget_alerts.interval_s", GL_CFG_INT, OFF(budget_interval_s), "300", 0, 10, 86400,
 	 "seconds between budget checks", NULL, 0, 0},
+	{"budget_alerts.allow_shell", GL_CFG_BOOL, OFF(budget_allow_shell), "false", 0, 0, 0,
+	 "let command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"rates", GL_CFG_LIST, OFF(rates), NULL, 0, 0, 0, "effective-dated prices per GPU-hour per GPU model", rate_keys,
 	 sizeof(struct gl_rate_cfg), OFF(n_rates)},
 	{"owners", GL_CFG_LIST, OFF(owners), NULL, 0, 0, 0, "ownership rules, first match wins", owner_keys,
@@ -401,8 +445,15 @@ static const struct gl_cfg_key top_keys[] = {
 	{"hook.slurm_command", GL_CFG_STR, OFF(hook_slurm_command), "scancel {job_id}", 0, 0, 0, "default action on Slurm jobs", NULL, 0, 0},
 	{"hook.kube_command", GL_CFG_STR, OFF(hook_kube_command), "kubectl delete pod --namespace {namespace} {pod}", 0, 0, 0,
 	 "default action on pods", NULL, 0, 0},
+	{"hook.allow_shell", GL_CFG_BOOL, OFF(hook_allow_shell), "false", 0, 0, 0,
+	 "let hook.slurm_command and hook.kube_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
 	{"hook.policies", GL_CFG_LIST, OFF(hook_policies), NULL, 0, 0, 0, "idle-GPU policies", hook_policy_keys,
 	 sizeof(struct gl_hook_policy_cfg), OFF(n_hook_policies)},
+	{"capacity_plan", GL_CFG_LIST, OFF(capacity_plan), NULL, 0, 0, 0,
+	 "planned GPU additions and retirements per cluster and model (the capacity forecast uses them)",
+	 capacity_plan_keys, sizeof(struct gl_capacity_plan_cfg), OFF(n_capacity_plan)},
+	{"procurement.lead_days", GL_CFG_INT, OFF(procurement_lead_days), "90", 0, 0, 3650,
+	 "days from ordering GPUs to having them in service (the purchase recommendation's order-by dates)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -528,34 +579,43 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 
 	if (seq->type != Y_SEQ)
 		return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: expected a list", name, seq->line, path);
+	unsigned char *seen;
+
 	while (k->sub[nsub].name)
 		nsub++;
 	*arr = gl_xcalloc(seq->n ? seq->n : 1, k->elem_size);
 	*count = seq->n;
+	/* a flag per key of the table, however many it has */
+	seen = gl_xcalloc(nsub + 1, 1);
 	for (size_t i = 0; i < seq->n; i++) {
 		void *elem = *arr + i * k->elem_size;
-		unsigned char seen[64] = {0};
 		char ipath[256];
+		memset(seen, 0, nsub + 1);
 		snprintf(ipath, sizeof ipath, "%s[%zu]", dpath, i);
 		lines_add(lines, ipath, seq->kids[i]->line);
 		snprintf(ipath, sizeof ipath, "%s[%zu].", dpath, i);
 		if ((rc = apply_defaults(elem, k->sub, err)))
-			return rc;
+			goto out;
 		for (size_t j = 0; j < nsub; j++)
 			if (k->sub[j].type == GL_CFG_LINE)
 				*(int *)((char *)elem + k->sub[j].offset) = seq->kids[i]->line;
-		if (seq->kids[i]->type != Y_MAP)
-			return gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
-					  path, i);
-		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err))) {
-			return rc;
+		if (seq->kids[i]->type != Y_MAP) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
+					path, i);
+			goto out;
 		}
+		if ((rc = apply_map(elem, k->sub, seq->kids[i], "", ipath, name, seen, lines, err)))
+			goto out;
 		for (size_t j = 0; j < nsub; j++)
-			if (k->sub[j].required && !seen[j])
-				return gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
-						  seq->kids[i]->line, ipath, k->sub[j].name);
+			if (k->sub[j].required && !seen[j]) {
+				rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s%s: required key missing", name,
+						seq->kids[i]->line, ipath, k->sub[j].name);
+				goto out;
+			}
 	}
-	return 0;
+out:
+	free(seen);
+	return rc;
 }
 
 /* Matches dotted table names against nested maps: "database.dsn" is found at
@@ -597,7 +657,7 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 					if (t[j].required && val->plain_null)
 						return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: must not be empty", name,
 								  val->line, path);
-					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, path, err)))
+					if ((rc = set_value(base, &t[j], val->scalar, name, val->line, dpath, err)))
 						return rc;
 					lines_add(lines, dpath, val->line);
 				}
@@ -774,6 +834,112 @@ static int check_money(const char *amount, const char *key, const char *currency
 	return 0;
 }
 
+const char *const gl_config_anchor_placeholders[] = {"line", "seq", "hash", "at", "file", NULL};
+
+/* ---- command templates that would hand a placeholder to a shell ---- */
+
+struct shell_tmpl {
+	char path[96];      /* "hook.policies[2].warn_command" */
+	const char *text;
+	int allow;          /* the allow_shell that covers it */
+	char allow_key[96];
+	int blank_split;    /* budget_alerts.command: split on blanks, quotes are text */
+};
+
+/* Every command template that takes placeholders; *n of them (free()). A
+ * policy's inherited command is hook.slurm_command's (checked once, there). */
+static struct shell_tmpl *shell_templates(const struct gl_config *cfg, size_t *n)
+{
+	struct shell_tmpl *t = gl_xcalloc(4 + 3 * cfg->n_hook_policies, sizeof *t);
+	size_t k = 0;
+#define ADD(txt, al, blank, ...)                                                                \
+	do {                                                                                   \
+		snprintf(t[k].path, sizeof t[k].path, __VA_ARGS__);                            \
+		t[k].text = (txt);                                                             \
+		t[k].allow = (al);                                                             \
+		t[k].blank_split = (blank);                                                    \
+		k++;                                                                           \
+	} while (0)
+	ADD(cfg->hook_slurm_command, cfg->hook_allow_shell, 0, "hook.slurm_command");
+	ADD(cfg->hook_kube_command, cfg->hook_allow_shell, 0, "hook.kube_command");
+	for (size_t i = 0; i < k; i++)
+		snprintf(t[i].allow_key, sizeof t[i].allow_key, "hook.allow_shell");
+	ADD(cfg->budget_alert_command, cfg->budget_allow_shell, 1, "budget_alerts.command");
+	snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "budget_alerts.allow_shell");
+	ADD(cfg->audit_anchor_command, cfg->audit_allow_shell, 0, "audit.anchor_command");
+	snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "audit.allow_shell");
+	for (size_t i = 0; i < cfg->n_hook_policies; i++) {
+		const struct gl_hook_policy_cfg *p = &cfg->hook_policies[i];
+		const char *own[] = {p->warn_command, p->slurm_command, p->kube_command};
+		const char *key[] = {"warn_command", "slurm_command", "kube_command"};
+		for (size_t j = 0; j < 3; j++) {
+			ADD(own[j], p->allow_shell, 0, "hook.policies[%zu].%s", i, key[j]);
+			snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "hook.policies[%zu].allow_shell", i);
+		}
+	}
+#undef ADD
+	*n = k;
+	return t;
+}
+
+/* 1 with why when t hands a placeholder to a shell; 0 when not, or when it
+ * cannot be split (an open quote is reported where it is compiled). */
+static int shell_tmpl_refused(const struct shell_tmpl *t, char *why, size_t nwhy)
+{
+	char **w = NULL;
+	size_t n = 0;
+	int found = 0;
+	struct gl_err e = {0};
+	if (!t->text || !*t->text)
+		return 0;
+	if (t->blank_split) {
+		char *copy = gl_xstrdup(t->text), *save = NULL;
+		w = gl_xcalloc(strlen(t->text) / 2 + 2, sizeof *w);
+		for (char *tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+			w[n++] = gl_xstrdup(tok);
+		free(copy);
+	} else if (gl_tmpl_split(t->text, &w, &n, &e)) {
+		return 0;
+	}
+	found = gl_tmpl_shell_check((const char *const *)w, n, why, nwhy) != 0;
+	gl_tmpl_words_free(w);
+	return found;
+}
+
+/* A template that would run a placeholder's value (a job named
+ * "x; touch f", "$(...)") as shell code is refused, naming file:line and
+ * the safe way, unless its allow_shell says otherwise. */
+static int check_shell_templates(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+				 struct gl_err *err)
+{
+	size_t n;
+	struct shell_tmpl *t = shell_templates(cfg, &n);
+	char why[256];
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++)
+		if (!t[i].allow && shell_tmpl_refused(&t[i], why, sizeof why))
+			rc = cfg_fail(err, name, l, t[i].path,
+				      "%s: a value there (a job named 'x; touch f' or '$(...)') would run as shell code;"
+				      " pass placeholders as arguments of their own to a script (/usr/local/bin/notify"
+				      " {job_name}, or sh -c '... \"$1\"' sh {job_name}), or set %s: true to accept the risk",
+				      why, t[i].allow_key);
+	free(t);
+	return rc;
+}
+
+void gl_config_warn_shell(const struct gl_config *cfg)
+{
+	size_t n;
+	struct shell_tmpl *t = shell_templates(cfg, &n);
+	char why[256];
+	for (size_t i = 0; i < n; i++)
+		if (t[i].allow && shell_tmpl_refused(&t[i], why, sizeof why))
+			gl_log(GL_LOG_WARN,
+			       "%s: %s %s: a value there (a job name, a user) can run shell code; allowed by %s: true",
+			       cfg->path, t[i].path, why, t[i].allow_key);
+	free(t);
+}
+
 /* Everything but the scheduled reports' fields (check_semantics). */
 static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
@@ -804,6 +970,9 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if (!v || !*v)
 			return cfg_fail(err, name, l, nonempty[i].path, "must not be empty");
 	}
+	if (cfg->http_reserved_conns > cfg->http_max_conns / 2)
+		return cfg_fail(err, name, l, "server.reserved_connections", "%lld is more than half of server.max_connections (%lld)",
+				(long long)cfg->http_reserved_conns, (long long)cfg->http_max_conns);
 	if (gl_config_parse_listen(cfg->listen, &ss, &sl, &e))
 		return cfg_fail(err, name, l, "server.listen", "'%s' is not ADDR:PORT (an IPv4 address, [IPv6] or localhost, and a port 0..65535)",
 				cfg->listen);
@@ -835,6 +1004,17 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			return cfg_fail(err, name, l, "budget_alerts.command",
 					"unknown placeholder %s (owner, month, threshold, spend, budget, currency, pct)", bad);
 	}
+	{
+		char bad[64];
+		if (gl_tmpl_check(cfg->audit_anchor_command, gl_config_anchor_placeholders, bad, sizeof bad))
+			return cfg_fail(err, name, l, "audit.anchor_command", "unknown placeholder %s (line, seq, hash, at, file)",
+					bad);
+		if (*cfg->audit_anchor_command && !*cfg->audit_anchor_file)
+			return cfg_fail(err, name, l, "audit.anchor_command",
+					"needs audit.anchor_file (the anchors it publishes are written there)");
+	}
+	if ((rc = check_shell_templates(cfg, name, l, err)))
+		return rc;
 	for (size_t i = 0; i < cfg->n_sacct; i++)
 		if ((rc = check_cluster(cfg->sacct[i].cluster, "sacct", i, name, l, err)))
 			return rc;
@@ -1009,6 +1189,31 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	return 0;
 }
 
+/* capacity_plan[]: the form of each entry (what needs the database, known
+ * clusters and models and retirements, is checked when the daemon loads it). */
+static int check_capacity_plan(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+			       struct gl_err *err)
+{
+	for (size_t i = 0; i < cfg->n_capacity_plan; i++) {
+		const struct gl_capacity_plan_cfg *c = &cfg->capacity_plan[i];
+		char p[96];
+		int64_t d;
+		snprintf(p, sizeof p, "capacity_plan[%zu].action", i);
+		if (strcmp(c->action, "add") && strcmp(c->action, "retire"))
+			return cfg_fail(err, name, l, p, "'%s' is not add or retire", c->action);
+		snprintf(p, sizeof p, "capacity_plan[%zu].date", i);
+		if (strlen(c->date) != 10 || gl_time_parse(c->date, 10, &d) || d % 86400)
+			return cfg_fail(err, name, l, p, "'%s' is not a date YYYY-MM-DD", c->date);
+		snprintf(p, sizeof p, "capacity_plan[%zu].cluster", i);
+		if (!*c->cluster)
+			return cfg_fail(err, name, l, p, "empty");
+		snprintf(p, sizeof p, "capacity_plan[%zu].gpu_model", i);
+		if (!*c->gpu_model)
+			return cfg_fail(err, name, l, p, "empty");
+	}
+	return 0;
+}
+
 /* What the daemon and the commands would otherwise only find out later
  * (and some never, failing quietly): checked here so that check-config and
  * serve agree, every error naming file:line. */
@@ -1017,6 +1222,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 {
 	struct gl_err e = {0};
 	enum gl_share_idle sh;
+	int rc;
 
 	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
@@ -1027,6 +1233,8 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
 				cfg->reports_formats);
+	if ((rc = check_capacity_plan(cfg, name, l, err)))
+		return rc;
 	return check_rest(cfg, name, l, err);
 }
 
@@ -1052,10 +1260,15 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 {
 	yaml_parser_t ps;
 	struct ynode *root = NULL;
-	unsigned char seen[64] = {0};
+	unsigned char *seen = NULL;
 	struct cfg_lines lines = {0};
+	size_t nkeys = 0;
 	int rc, have_parser = 0;
 
+	/* a flag per key of the table, however many it has */
+	while (top_keys[nkeys].name)
+		nkeys++;
+	seen = gl_xcalloc(nkeys + 1, 1);
 	memset(cfg, 0, sizeof *cfg);
 	cfg->path = gl_xstrdup(name ? name : "(defaults)");
 	if ((rc = apply_defaults(cfg, top_keys, err)))
@@ -1097,6 +1310,7 @@ out:
 		yaml_parser_delete(&ps);
 	ynode_free(root);
 	lines_fini(&lines);
+	free(seen);
 	if (rc)
 		gl_config_fini(cfg);
 	return rc;

@@ -72,4 +72,12 @@ void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row,
 void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col);
 void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col);
 
+/* The same for a streamed body (include/gl/jsonw.h): member k of the
+ * writer's open object (NULL in an array), printed as the add_col_*
+ * functions print it through cJSON. */
+struct gl_jsonw;
+void gl_apijson_w_col_str(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
+void gl_apijson_w_col_num(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
+void gl_apijson_w_col_time(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
+
 #endif

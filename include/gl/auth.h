@@ -36,16 +36,15 @@ int gl_ratelimit_fail(struct gl_ratelimit *rl, const char *addr, int64_t now_s);
 
 /* ---- request-rate limiter, per source address (token bucket) ----
  * Each address may send burst requests at once and rate_per_s after that.
- * Refusals are not all audited (a flood would fill the audit queue and slow
- * every other client): the first refusal of an address in each second is,
- * and says how many refusals it stands for. */
+ * Refusals are counted and audited in aggregate by the server (one row per
+ * address and minute), never one by one: a flood would fill the audit
+ * queue and slow every other client. */
 struct gl_reqlimit;
 /* rate_per_s 0: everything is allowed. */
 struct gl_reqlimit *gl_reqlimit_new(size_t slots, double rate_per_s, double burst);
 void gl_reqlimit_free(struct gl_reqlimit *rl);
-/* 0: allowed. 1: refused; audit it: *suppressed = refusals since the last
- * audited one that were not audited. 2: refused, do not audit. */
-int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms, int64_t *suppressed);
+/* 0: allowed; 1: refused. */
+int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms);
 
 /* ---- token cache, keyed by the token's SHA-256 ---- */
 struct gl_auth_cache;

@@ -60,6 +60,16 @@ char *gl_xstrdup(const char *s);
 char *gl_xstrndup(const char *s, size_t n);
 GL_NORETURN void gl_oom(size_t n);
 
+/* FNV-1a of a C string: the hash of the small open-addressing tables keyed
+ * by client address (limiters, the connection guard, tallies). */
+static inline uint64_t gl_fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
 /* A non-owning slice of bytes (not NUL-terminated). */
 struct gl_str {
 	const char *p;

@@ -155,6 +155,21 @@ struct gl_hook_policy_cfg {
 	char *warn_command;       /* "" = warnings are only recorded and audited */
 	char *slurm_command;      /* "" = hook.slurm_command */
 	char *kube_command;       /* "" = hook.kube_command */
+	int allow_shell;          /* its own templates may hand placeholders to a shell (warned at start) */
+};
+
+/* capacity_plan[]: planned changes of capacity per cluster and GPU model
+ * (docs/forecast.md, "Capacity planning"). Checked here for form (file:line);
+ * the daemon checks clusters, models and retirements against the database
+ * when it loads the plan (gl_capplandb_load_config), naming file:line too. */
+struct gl_capacity_plan_cfg {
+	int line;            /* where the entry starts in the file */
+	char *cluster;
+	char *gpu_model;
+	char *action;        /* add | retire */
+	int64_t gpus;        /* >= 1 */
+	char *date;          /* YYYY-MM-DD: in service (or gone) from 00:00 UTC that day */
+	char *note;
 };
 
 struct gl_config {
@@ -165,10 +180,20 @@ struct gl_config {
 	char *db_pg_bindir;
 	/* server */
 	char *listen;
-	int64_t http_threads;
-	int64_t http_conn_timeout_s;
+	int64_t http_threads;          /* libmicrohttpd's I/O threads (docs/security.md "Connections") */
+	int64_t http_workers;          /* the main pool */
+	int64_t http_heavy_workers;    /* the heavy pool and its bounds ("Heavy requests") */
+	int64_t http_heavy_queue;
+	int64_t http_heavy_per_token;
+	int64_t http_heavy_window_days;
+	int64_t http_heavy_steps;
+	int64_t http_statement_timeout_s;
+	int64_t http_conn_timeout_s;   /* inactivity */
+	int64_t http_header_timeout_s; /* deadlines: activity does not extend them */
+	int64_t http_body_timeout_s;
 	int64_t http_max_conns;
 	int64_t http_max_conns_per_ip;
+	int64_t http_reserved_conns;   /* of http_max_conns, for the probe routes */
 	int64_t http_max_body_bytes;
 	int64_t auth_outage_grace_s;   /* docs/security.md "Database outages" */
 	char *web_dir;
@@ -177,6 +202,8 @@ struct gl_config {
 	/* audit (docs/security.md) */
 	char *audit_anchor_file;       /* "" = the daemon writes no anchors */
 	int64_t audit_anchor_interval_s;
+	char *audit_anchor_command;    /* run with each anchor ({line} {seq} {hash} {at} {file}); "" = none */
+	int audit_allow_shell;         /* anchor_command may hand placeholders to a shell */
 	int audit_requests;            /* 0 only for benchmarks: no per-request rows */
 	/* log */
 	char *log_level;
@@ -229,6 +256,7 @@ struct gl_config {
 	char *budget_thresholds;     /* comma list of percentages */
 	char *budget_alert_command;  /* argv template, whitespace-split, no shell; "" = audit only */
 	int64_t budget_interval_s;
+	int budget_allow_shell;      /* budget_alerts.command may hand placeholders to a shell */
 	/* idle-GPU hook (docs/hook.md) */
 	int hook_act;                  /* acting also needs --act on the command line */
 	int64_t hook_max_actions_per_run;
@@ -237,8 +265,13 @@ struct gl_config {
 	int64_t hook_command_timeout_s;
 	char *hook_slurm_command;
 	char *hook_kube_command;
+	int hook_allow_shell;          /* hook.slurm_command / hook.kube_command may hand placeholders to a shell */
 	struct gl_hook_policy_cfg *hook_policies;
 	size_t n_hook_policies;
+	/* capacity planning */
+	struct gl_capacity_plan_cfg *capacity_plan;
+	size_t n_capacity_plan;
+	int64_t procurement_lead_days;  /* GPUs ordered today are in service this many days later */
 };
 
 /* GL_CFG_LINE: not a key; in a list element's table, an int field that gets
@@ -280,5 +313,13 @@ int gl_config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t
 /* Flattened key paths ("sources.sacct[].cluster") in table order, for the
  * doc/example consistency check. Calls cb once per key. */
 void gl_config_walk_keys(void (*cb)(const char *path, const struct gl_cfg_key *k, void *ud), void *ud);
+
+/* Logs a warning for each command template that hands a placeholder to a
+ * shell because its allow_shell says so (gl_tmpl_shell_check); without it
+ * such a template fails the load. The daemon, `hook idle` and
+ * `check-config` call this at every start. */
+void gl_config_warn_shell(const struct gl_config *cfg);
+/* The placeholders audit.anchor_command may use, NULL-terminated. */
+extern const char *const gl_config_anchor_placeholders[];
 
 #endif

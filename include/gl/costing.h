@@ -15,13 +15,19 @@
 struct gl_costing_summary {
 	int rates, owners, idle_owners; /* rows now loaded */
 	int changed;                    /* 1 when the loaded set differs from the previous one */
+	int stale_days;                 /* built days of the rollup the change made stale */
 };
 
 /* Pure: 1 when m is an owners[].match field (account, user, partition, qos,
  * wckey, namespace or label:<key>). */
 int gl_costing_match_valid(const char *m);
 /* Validates everything first (errors name "rates[2].per_gpu_hour: ..."), then
- * replaces the config-sourced rows. actor is recorded with the change. */
+ * replaces the config-sourced rows. actor is recorded with the change. A
+ * load equal to what is there changes nothing (rolled back); a change
+ * marks stale only the built days of the rollup it alters (prices: the
+ * days a price differs on; owner rules: from the first time the rules in
+ * force differ, since a job keeps the owner of its start; aliases, or a
+ * model's first or last rate: every day). */
 int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err) GL_MUSTCHECK;
 

@@ -73,6 +73,17 @@ int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
  * -GL_ECONFIG with an external DSN (we hold no superuser there). */
 int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+/* PQreset, then the session settings gl_db_connect_dsn makes (time zone
+ * UTC, no JIT, work_mem): 0, or -GL_EDB when the server cannot be reached.
+ * Settings of the caller's own (a statement_timeout) are gone too. */
+int gl_db_reset(PGconn *c) GL_MUSTCHECK;
+/* SET statement_timeout for the session (0 = none). */
+int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MUSTCHECK;
+/* The SQLSTATE of the calling thread's last failed statement ("" when
+ * none since gl_db_clear_sqlstate): "57014" for a statement_timeout (or a
+ * cancel). */
+const char *gl_db_last_sqlstate(void);
+void gl_db_clear_sqlstate(void);
 /* GL_EDB for a SQLSTATE that says the database is unavailable now (none at
  * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EINTERNAL
  * for any other failed statement. */

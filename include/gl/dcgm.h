@@ -123,6 +123,10 @@ struct gl_dcgm_scrape {
 	size_t ngpus;
 	struct gl_dcgm_stats stats;
 	struct gl_promtext_stats parse; /* filled by gl_dcgm_scrape_parse() */
+	/* samples dropped because a label kept is over its bound
+	 * (include/gl/bounds.h); the first one's line and why */
+	size_t too_long, too_long_line;
+	char too_long_reason[200];
 	/* private */
 	struct gl_dcgm_opts opts;
 	size_t cap;

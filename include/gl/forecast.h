@@ -48,12 +48,32 @@ enum gl_forecast_method {
 				  * and coarser steps only); the smoothing constant at each
 				  * origin minimises the one-step squared error of the
 				  * history before it */
-	GL_FORECAST_ENSEMBLE,    /* median of every other method's forecast (those that run) */
+	GL_FORECAST_ENSEMBLE,    /* median of every no-trend method's forecast (those that run) */
+	/* Trend methods, daily and weekly steps only, each needing four weeks
+	 * (twelve weekly slots) of history before an origin; chosen only where
+	 * they beat every no-trend method on the same backtest origins. */
+	GL_FORECAST_DAMPED,      /* Holt's damped additive trend on the weekday-adjusted series */
+	GL_FORECAST_LINEAR,      /* least-squares line with at most one level shift (a changepoint:
+				  * a team moving in is a step, not a slope), weekday-adjusted */
+	GL_FORECAST_LOGLIN,      /* the same on log(1+y): exponential growth */
 	GL_FORECAST_METHOD_COUNT,
 	GL_FORECAST_AUTO = -1,
 };
 /* The methods below this one are the baselines. */
 #define GL_FORECAST_FIRST_MODEL GL_FORECAST_HW
+/* This one and those after it are the trend methods. */
+#define GL_FORECAST_FIRST_TREND GL_FORECAST_DAMPED
+
+/* Lead buckets: the bands and the accuracy shown beside a forecast are per
+ * bucket of lead time, by the days ahead a slot ends: day 1, week 1 (days
+ * 2-7), weeks 2-4 (days 8-28), months 2-3 (days 29-91), months 4-12
+ * (days 92 on). A weekly slot is 7 days ahead at lead 1. */
+#define GL_FORECAST_BUCKETS 5
+/* "day 1", "week 1", ...; NULL out of range. */
+const char *gl_forecast_bucket_name(int bucket);
+/* The bucket of lead (1 = the first slot ahead) at these seasons
+ * (slots_per_day > 1: sub-daily; else 7 / slots_per_week days a slot). */
+int gl_forecast_lead_bucket(int slots_per_day, int slots_per_week, int lead);
 
 /* "naive", "snaive_day", ... ; NULL for an unknown value. */
 const char *gl_forecast_method_name(int method);
@@ -91,6 +111,9 @@ void gl_forecast_metrics_compute(const double *y, const double *f, const double 
 				 const double *lo95, const double *hi95, size_t n, double scale,
 				 struct gl_forecast_metrics *m);
 
+/* Median of v[0..n) (n >= 1), reordering v; for small n (an insertion sort). */
+double gl_forecast_median(double *v, int n);
+
 /* The MASE scale: mean |y[t] - y[t-lag]| over t in [lag, n) (NaN pairs
  * skipped); 0 when there are none. For "scaled by the training-period
  * daily seasonal-naive MAE", lag = slots_per_day. */
@@ -106,20 +129,38 @@ struct gl_forecast_result {
 	int method;       /* the method used for the forecast */
 	int baseline;     /* the best baseline in cross-validation (-1: none ran) */
 	int fallback;     /* 1: short or sparse history, a documented simple method */
-	char note[320];   /* why this method (or why the fallback) */
-	int horizon;
-	double *point, *lo80, *hi80, *lo95, *hi95; /* horizon each; bounds NaN when no backtest was possible */
-	int origins;      /* rolling origins scored */
+	char note[480];   /* why this method (or why the fallback), and how far it answers */
+	int horizon;      /* slots answered: horizon_asked, or fewer when the history
+			   * holds no two backtest origins with actuals further ahead */
+	int horizon_asked;
+	/* horizon_asked each; point and bounds are NaN past horizon, bounds NaN
+	 * everywhere when no backtest was possible. q50 is the predictive
+	 * median, inside the 80 % band: the point of a median method (the
+	 * medians, the median lines, the pool, naive), and for a level method
+	 * (hw, ses, damped, combo), whose point is about the mean that a skewed
+	 * demand's median lies below, the point plus the backtest errors'
+	 * median; the probabilities read off the quantiles (lo95, lo80, q50,
+	 * hi80, hi95) use it */
+	double *point, *lo80, *hi80, *lo95, *hi95, *q50;
+	int origins;      /* rolling origins scored (of the chosen method) */
 	double scale;     /* MASE scale over the history */
 	struct gl_forecast_metrics cv;                                /* the chosen method */
 	struct gl_forecast_metrics cv_method[GL_FORECAST_METHOD_COUNT]; /* n == 0: not run */
+	/* the chosen method's backtest per lead bucket (n == 0: no answered
+	 * lead in that bucket); its bands there are of kind band_kind[b]:
+	 * 0 additive errors, 1 errors on log(1+y), 2 errors in units of the
+	 * recent volatility, 3 the pooled median's own pool quantiles */
+	struct gl_forecast_metrics cv_bucket[GL_FORECAST_BUCKETS];
+	int band_kind[GL_FORECAST_BUCKETS];
+	int bucket_first[GL_FORECAST_BUCKETS], bucket_last[GL_FORECAST_BUCKETS]; /* answered leads in it, 1-based; 0: none */
 };
 
 /* Fits on y[0..n) and forecasts opts->horizon slots ahead. History shorter
  * than two weeks (or with fewer than two scorable origins) falls back to the
  * median of the same slot over the days there are, and says so in note.
- * History long enough but not for the horizon is backtested on the slots
- * ahead that it holds, and note says how far. */
+ * Otherwise the answer reaches as far as two backtest origins have actuals
+ * ahead of them (r->horizon); when that is short of the horizon asked,
+ * note says so and the slots after are NaN. */
 int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o, struct gl_forecast_result *r,
 		    struct gl_err *err) GL_MUSTCHECK;
 void gl_forecast_result_fini(struct gl_forecast_result *r);
@@ -191,5 +232,9 @@ int gl_forecast_sat_next(const struct gl_forecast_satday *days, size_t nq, size_
  * saturation of a day whose peak demand was forecast. NaN when the
  * forecast has no interval. */
 double gl_forecast_prob_above(double threshold, double lo95, double lo80, double point, double hi80, double hi95);
+/* Its inverse: the value v with p(value > v) = p, for p in [0.025, 0.975]
+ * (linear between the same quantiles); NaN without an interval or for p
+ * outside that range. */
+double gl_forecast_value_above(double p, double lo95, double lo80, double point, double hi80, double hi95);
 
 #endif

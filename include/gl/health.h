@@ -23,6 +23,17 @@ void gl_health_report(const char *source, const char *cluster, const char *key, 
  * _last_error_timestamp_seconds, _consecutive_failures, _last_duration_seconds. */
 void gl_health_metrics(struct gl_strbuf *out);
 
+/* The daemon's audit anchor check (include/gl/anchor.h): state 1 when the
+ * chain matched its last anchor (or there was none yet), 0 when it did not,
+ * -1 when the anchor file could not be read (the caller logs why).
+ * gl_health_metrics then adds
+ * gpuledger_audit_anchor_mismatch (1 unless the last check matched),
+ * gpuledger_audit_anchor_last_check_timestamp_seconds and
+ * gpuledger_audit_anchor_publish_failures_total; nothing before the first
+ * report (no audit.anchor_file). */
+void gl_health_anchor_report(int state, int64_t at_s);
+void gl_health_anchor_publish_failed(void);
+
 /* Number of entries whose last report failed. */
 size_t gl_health_failing(void);
 

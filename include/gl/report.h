@@ -73,6 +73,16 @@ struct gl_report_fleet_row {
  * shows it; returns how many. */
 size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows);
 
+/* The capacity page's cells, one row per struct gl_sb_capacity, the same in
+ * HTML and PDF: cluster, model, GPUs, the month's peak demand, the first
+ * days P(saturation) reaches 50 % and 80 %, GPUs to add, the first need-by
+ * and order-by dates (with "late"), the method. */
+#define GL_REPORT_CAPACITY_COLS 9
+extern const char *const gl_report_capacity_head[GL_REPORT_CAPACITY_COLS + 1]; /* NULL-terminated */
+void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64]);
+/* The sentence under the capacity table: from when, how far, at what risk. */
+void gl_report_capacity_note(const struct gl_showback *sb, char *buf, size_t n);
+
 /* Stable file name of a table or format: "showback-2026-10-team-owners.csv",
  * "showback-2026-10-team.html"; a report whose idle is shared says how after
  * the aggregate ("showback-2026-10-team-idle_proportional.pdf"), so it never

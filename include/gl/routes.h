@@ -9,6 +9,10 @@
 extern const struct gl_route gl_routes[];
 
 int gl_route_healthz(struct gl_req *req, struct gl_resp *resp);
+/* /healthz from the last check when it is under a second old (1, resp
+ * filled; never touches the database), else 0: gl_route_healthz must
+ * check. */
+int gl_route_healthz_cached(struct gl_req *req, struct gl_resp *resp);
 int gl_route_metrics(struct gl_req *req, struct gl_resp *resp);
 int gl_route_jobs(struct gl_req *req, struct gl_resp *resp);
 int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp);
@@ -35,6 +39,12 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_forecast.c */
 int gl_route_forecast(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp);
+/* Drops the cached answers of one kind ('c': /v1/capacity/forecast), e.g.
+ * when the plan they drew changed. */
+void gl_forecast_cache_drop(char kind);
+/* src/api/routes_capplan.c */
+int gl_route_capacity_plan(struct gl_req *req, struct gl_resp *resp);
+int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp);
 /* Appends the inventory gauges (scheduler GPUs, snapshot age, conflicts
  * between sources) to a /metrics body; silent when the query fails. */
 void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o);

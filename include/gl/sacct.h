@@ -125,13 +125,20 @@ int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 /* More GPUs than this in one job is corrupt input (the largest clusters
  * have ~10^5): refused so milli-GPU-seconds stay far inside int64. */
 #define GL_SACCT_MAX_JOB_GPUS 1000000
+/* Slurm's MaxArraySize is at most 4000001 (slurm.conf(5)), so no array
+ * task id is larger than this; a larger one is corrupt input. */
+#define GL_SACCT_MAX_ARRAY_TASK_ID 4000000
 /* Tasks of a pending array's range list, s = the text after '['
  * ("1-100]", "1,3,5-9]", "0-15:4]", "1-100%10]"); *partial = 1 unless the
  * list ends in ']' exactly where it should (cut: "1-3,5,7..."), and then
- * *tasks is a lower bound. Never fails: *tasks >= 1, at most INT32_MAX. */
-void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial);
+ * *tasks is a lower bound (>= 1, at most INT32_MAX). -GL_ERANGE when a task
+ * id is over GL_SACCT_MAX_ARRAY_TASK_ID ("[0-4294967296]" counted 2^31 - 1
+ * pending tasks); an unreadable list counts as one task. */
+int gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial) GL_MUSTCHECK;
 /* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc).
- * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs. */
+ * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs;
+ * -GL_EFORMAT: the one GPU type is longer than GL_GPU_TYPE_MAX - 1 bytes (it
+ * was cut, which made it another model). */
 int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX]) GL_MUSTCHECK;
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
+#include "gl/reqclass.h"
 #include "gl/strbuf.h"
 #include "gl/tokens.h"
 
@@ -41,10 +42,25 @@ struct gl_req {
 	int scope_applied;        /* set by the owner-scope helpers below */
 };
 
+/* A body made piece by piece while it is sent, for answers too large to
+ * hold whole (gl_resp_stream). next appends the next piece (best about
+ * GL_RESP_CHUNK bytes or more) to out and returns 1 while more follows,
+ * 0 with the last piece; fini frees state (also when the client went away
+ * before the end). The server calls both on its I/O threads after the
+ * handler has returned: next must not block nor touch the database (state
+ * holds everything) and must not fail. */
+#define GL_RESP_CHUNK (64 * 1024)
+struct gl_resp_stream {
+	int (*next)(void *state, struct gl_strbuf *out);
+	void (*fini)(void *state);
+	void *state;
+};
+
 struct gl_resp {
 	int status;               /* 0 = derive from the handler's return code */
 	const char *content_type; /* static string */
 	struct gl_strbuf body;
+	struct gl_resp_stream stream; /* next != NULL: the body is made by it, not taken from body */
 	const char *extra_headers[8][2];
 	char header_buf[64];      /* room for one header value made per request (e.g. a cursor) */
 	char header_num[4][24];   /* numbers sent as header values (gl_apijson_add_header_num) */
@@ -78,6 +94,12 @@ int gl_req_check_params(struct gl_req *req, struct gl_resp *resp, const char *co
 struct gl_audit_entry;
 void gl_server_audit(struct gl_server *s, const struct gl_audit_entry *e);
 
+/* Makes the answer's body a stream (see struct gl_resp_stream): the
+ * response takes state, whatever happens next (an error the handler then
+ * returns frees it at once). Headers and content type are set as usual. */
+void gl_resp_set_stream(struct gl_resp *resp, int (*next)(void *state, struct gl_strbuf *out),
+			void (*fini)(void *state), void *state);
+
 /* Records an error for the response and returns -code; the server maps the
  * code to the status (GL_EINVAL 400, GL_EAUTH 401, GL_EPERM 403, GL_ENOTFOUND
  * 404, GL_ERANGE 413, GL_EBUSY 429, GL_EDB 503, else 500). */
@@ -101,6 +123,11 @@ struct gl_route {
 	 * gl_req_owner_filter). An owner-scoped token gets 403 on any other
 	 * route before its handler runs, so a refused request never writes. */
 	int owner_scoped;
+	/* Where it runs (include/gl/reqclass.h; docs/security.md, "Heavy
+	 * requests"): probe routes on the I/O threads or the probe worker,
+	 * heavy ones in the heavy pool, windowed ones there when their window
+	 * and step make them heavy, the rest in the main pool. */
+	enum gl_route_class cls;
 };
 
 struct gl_server_opts {

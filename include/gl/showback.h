@@ -70,6 +70,22 @@ struct gl_sb_rule {
 	int64_t priority;
 };
 
+/* The capacity page: per cluster and GPU model, the month's peak demand and
+ * the outlook from the month's end (today for the month under way): a daily
+ * forecast of the peak 90 days ahead from the 91 days before, against
+ * capacity and the stored plan (docs/forecast.md, "Capacity planning"). */
+struct gl_sb_capacity {
+	char *cluster, *gpu_model, *method;
+	double capacity_gpus;          /* GPUs available at the outlook's start; NaN unknown */
+	double peak_gpus;              /* the month's largest daily peak of demand */
+	int64_t sat50_s, sat80_s;      /* first day P(saturation) reaches 50 / 80 %; 0 not within the outlook; -1 unknown */
+	int64_t gpus_to_add;           /* to keep P(saturation) under 20 % through the outlook; -1 unknown */
+	int64_t need_by_s, order_by_s; /* the first purchase; 0 none */
+	int late;                      /* its order-by date has passed */
+	int days;                      /* days the outlook answers (the history may answer fewer than 90) */
+};
+#define GL_SB_CAPACITY_DAYS 90
+
 struct gl_sb_fleet {
 	int capacity_known;        /* some capacity data: the figures cover capacity_days_known days */
 	int64_t capacity_days_known, capacity_days; /* UTC days of the month so far with capacity data / all */
@@ -122,6 +138,10 @@ struct gl_showback {
 	char **partial;            /* human-readable gaps: ingestion failures, unpriced models, no capacity */
 	size_t n_partial;
 	char *unpriced_models;     /* comma-separated, "" when none */
+	struct gl_sb_capacity *capacity;
+	size_t n_capacity;
+	int64_t capacity_asof_s;   /* the outlook's first day */
+	int64_t capacity_lead_days;
 	int no_data;               /* set (alone) when gather failed because the month is before any data */
 };
 

@@ -10,7 +10,8 @@
  * then the window grows to whole seconds: start rounded down, end up
  * ("...00.5Z,...00.7Z" is the one second from :00 to :01). A leap second
  * (:60) is refused: these are POSIX seconds. A window must lie within
- * 0000-01-01T00:00:00Z .. 9999-12-31T23:59:59Z, so "9999-12" is refused.
+ * 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z (PostgreSQL has no year 0;
+ * RFC 3339 no year 10000), so "0000-01" and "9999-12" are refused.
  */
 #ifndef GL_WINDOW_H
 #define GL_WINDOW_H

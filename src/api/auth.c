@@ -68,14 +68,6 @@ struct gl_ratelimit {
 	int64_t window_s, block_s;
 };
 
-static uint64_t fnv(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
-}
-
 struct gl_ratelimit *gl_ratelimit_new(size_t slots, int max_failures, int64_t window_s, int64_t block_s)
 {
 	struct gl_ratelimit *rl = gl_xcalloc(1, sizeof *rl);
@@ -102,7 +94,7 @@ void gl_ratelimit_free(struct gl_ratelimit *rl)
  * grow memory. */
 static struct rl_slot *rl_find(struct gl_ratelimit *rl, const char *addr, int create)
 {
-	size_t base = (size_t)(fnv(addr) % rl->n);
+	size_t base = (size_t)(gl_fnv1a(addr) % rl->n);
 	struct rl_slot *victim = NULL;
 	for (size_t i = 0; i < PROBE; i++) {
 		struct rl_slot *s = &rl->slots[(base + i) % rl->n];
@@ -154,7 +146,7 @@ int gl_ratelimit_fail(struct gl_ratelimit *rl, const char *addr, int64_t now_s)
 struct rq_slot {
 	char addr[48];
 	double tokens;
-	int64_t last_ms, audited_ms, refused;
+	int64_t last_ms;
 };
 
 struct gl_reqlimit {
@@ -189,7 +181,7 @@ void gl_reqlimit_free(struct gl_reqlimit *rl)
  * towards serving. */
 static struct rq_slot *rq_find(struct gl_reqlimit *rl, const char *addr, int64_t now_ms)
 {
-	size_t base = (size_t)(fnv(addr) % rl->n);
+	size_t base = (size_t)(gl_fnv1a(addr) % rl->n);
 	struct rq_slot *victim = NULL;
 	for (size_t i = 0; i < PROBE; i++) {
 		struct rq_slot *s = &rl->slots[(base + i) % rl->n];
@@ -203,15 +195,13 @@ static struct rq_slot *rq_find(struct gl_reqlimit *rl, const char *addr, int64_t
 	strncpy(victim->addr, addr, sizeof victim->addr - 1);
 	victim->tokens = rl->burst;
 	victim->last_ms = now_ms;
-	victim->audited_ms = INT64_MIN / 2;
 	return victim;
 }
 
-int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms, int64_t *suppressed)
+int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms)
 {
 	struct rq_slot *s;
-	int ret;
-	*suppressed = 0;
+	int refused;
 	if (!rl || rl->rate_per_ms <= 0)
 		return 0;
 	pthread_mutex_lock(&rl->mu);
@@ -222,20 +212,11 @@ int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms, i
 			s->tokens = rl->burst;
 		s->last_ms = now_ms;
 	}
-	if (s->tokens >= 1.0) {
+	refused = s->tokens < 1.0;
+	if (!refused)
 		s->tokens -= 1.0;
-		ret = 0;
-	} else if (now_ms - s->audited_ms >= 1000) {
-		*suppressed = s->refused;
-		s->refused = 0;
-		s->audited_ms = now_ms;
-		ret = 1;
-	} else {
-		s->refused++;
-		ret = 2;
-	}
 	pthread_mutex_unlock(&rl->mu);
-	return ret;
+	return refused;
 }
 
 /* ---- token cache ---- */

@@ -2,6 +2,7 @@
 #include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
+#include "gl/jsonw.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
 
@@ -109,6 +110,24 @@ void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row
 		cJSON_AddNullToObject(o, k);
 	else
 		gl_apijson_add_time(o, k, atoll(PQgetvalue(r, row, col)));
+}
+
+void gl_apijson_w_col_str(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
+{
+	gl_jsonw_str(w, k, PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col));
+}
+
+void gl_apijson_w_col_num(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, atof(PQgetvalue(r, row, col)));
+}
+
+void gl_apijson_w_col_time(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
+{
+	gl_jsonw_time(w, k, PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col)));
 }
 
 int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)

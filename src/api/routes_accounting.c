@@ -4,11 +4,11 @@
 #include "gl/chargeback.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
+#include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,24 +105,17 @@ static void time_str(int64_t t, char *buf, size_t n)
 	gl_time_format(t, buf, n);
 }
 
-static cJSON *money(int64_t micros, int minor)
-{
-	char buf[48];
-	gl_money_format(micros, minor, buf, sizeof buf);
-	return cJSON_CreateString(buf);
-}
-
-static void add_usage(cJSON *o, const struct gl_cb_line *l)
+static void add_usage(struct gl_jsonw *w, const struct gl_cb_line *l)
 {
 	/* no exporter data is "unknown", never 0 */
 	if (l->observed_s > 0) {
-		cJSON_AddNumberToObject(o, "busy_gpu_seconds", (double)(int64_t)(l->busy_s + 0.5));
-		cJSON_AddNumberToObject(o, "idle_in_allocation_gpu_seconds", (double)(int64_t)(l->idle_s + 0.5));
-		cJSON_AddNumberToObject(o, "observed_gpu_seconds", (double)(int64_t)(l->observed_s + 0.5));
+		gl_jsonw_i64(w, "busy_gpu_seconds", (int64_t)(l->busy_s + 0.5));
+		gl_jsonw_i64(w, "idle_in_allocation_gpu_seconds", (int64_t)(l->idle_s + 0.5));
+		gl_jsonw_i64(w, "observed_gpu_seconds", (int64_t)(l->observed_s + 0.5));
 	} else {
-		cJSON_AddNullToObject(o, "busy_gpu_seconds");
-		cJSON_AddNullToObject(o, "idle_in_allocation_gpu_seconds");
-		cJSON_AddNullToObject(o, "observed_gpu_seconds");
+		gl_jsonw_null(w, "busy_gpu_seconds");
+		gl_jsonw_null(w, "idle_in_allocation_gpu_seconds");
+		gl_jsonw_null(w, "observed_gpu_seconds");
 	}
 }
 
@@ -145,107 +138,187 @@ static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const str
 			    cov->c.n_missing == 0;
 }
 
-static void render_json(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
-			const struct gl_acct_meta *meta, const struct cap_cover *cov, const char *currency)
+/* The answer as it is sent: the chargeback is whole in memory (its totals
+ * reconcile over every line), the text of it is made a piece at a time
+ * (a 160-day hourly chargeback per user is 15 MB of JSON; as a cJSON tree
+ * and its printed copies it took ~130 MB more). */
+struct cb_out {
+	struct acct_params p;
+	struct gl_cb cb;
+	struct gl_acct_meta meta;
+	struct cap_cover cov;
+	const char *currency; /* the config's, which outlives the server */
+	int minor;
+	size_t step, line;    /* where the next piece starts */
+	int stage, in_step;   /* 0 head, 1 steps, 2 tail; in_step: step's items array open */
+	struct gl_jsonw w;
+};
+
+static void cb_out_fini(void *state)
+{
+	struct cb_out *o = state;
+	gl_acct_cover_fini(&o->cov.c);
+	gl_acct_meta_fini(&o->meta);
+	gl_cb_fini(&o->cb);
+	params_fini(&o->p);
+	free(o);
+}
+
+static void json_money(struct gl_jsonw *w, const char *k, int64_t micros, int minor)
+{
+	char buf[48];
+	gl_money_format(micros, minor, buf, sizeof buf);
+	gl_jsonw_str(w, k, buf);
+}
+
+static void json_head(struct cb_out *o)
 {
 	static const char *const share_names[] = {"none", "proportional", "owner"};
-	cJSON *root = cJSON_CreateObject(), *steps, *agg, *tot;
-	int minor = gl_money_minor(currency); /* validated with the config */
-	size_t steps_known = cov->steps_known;
+	struct gl_jsonw *w = &o->w;
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_array(w, "window");
+	gl_jsonw_time(w, NULL, o->p.window.start_s);
+	gl_jsonw_time(w, NULL, o->p.window.end_s);
+	gl_jsonw_end(w);
+	gl_jsonw_str(w, "step", gl_step_name(o->p.step));
+	gl_jsonw_array(w, "aggregate");
+	for (size_t d = 0; d < o->p.n_dims; d++)
+		gl_jsonw_str(w, NULL, o->p.dims[d]);
+	gl_jsonw_end(w);
+	gl_jsonw_str(w, "shareIdle", share_names[o->p.share]);
+	gl_jsonw_str(w, "currency", o->currency);
+	gl_jsonw_array(w, "steps");
+}
 
-	gl_apijson_add_window(root, "window", &p->window);
-	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
-	agg = cJSON_AddArrayToObject(root, "aggregate");
-	for (size_t d = 0; d < p->n_dims; d++)
-		cJSON_AddItemToArray(agg, cJSON_CreateString(p->dims[d]));
-	cJSON_AddStringToObject(root, "shareIdle", share_names[p->share]);
-	cJSON_AddStringToObject(root, "currency", currency);
-	steps = cJSON_AddArrayToObject(root, "steps");
-	for (size_t i = 0; i < cb->n_steps; i++) {
-		const struct gl_cb_step *st = &cb->steps[i];
-		cJSON *so = cJSON_CreateObject(), *items, *idle, *t;
-		gl_apijson_add_time(so, "start", st->start_s);
-		gl_apijson_add_time(so, "end", st->end_s);
-		items = cJSON_AddArrayToObject(so, "items");
-		for (size_t j = 0; j < st->n_lines; j++) {
-			const struct gl_cb_line *l = &st->lines[j];
-			cJSON *o = cJSON_CreateObject(), *key = cJSON_AddObjectToObject(o, "key");
-			struct gl_strbuf name = GL_STRBUF_INIT;
-			for (size_t d = 0; d < p->n_dims; d++) {
-				cJSON_AddStringToObject(key, p->dims[d], l->key[d]);
-				if (d)
-					gl_strbuf_putc(&name, '/');
-				gl_strbuf_puts(&name, l->key[d]);
-			}
-			cJSON_AddStringToObject(o, "name", gl_strbuf_cstr(&name));
-			gl_strbuf_fini(&name);
-			cJSON_AddNumberToObject(o, "allocated_gpu_seconds", (double)l->alloc_s);
-			add_usage(o, l);
-			cJSON_AddNumberToObject(o, "unpriced_gpu_seconds", (double)l->unpriced_s);
-			cJSON_AddNumberToObject(o, "cost_micros", (double)l->cost_micros);
-			cJSON_AddNumberToObject(o, "idle_share_gpu_seconds", (double)l->idle_share_s);
-			cJSON_AddNumberToObject(o, "idle_share_micros", (double)l->idle_share_micros);
-			cJSON_AddNumberToObject(o, "total_micros", (double)l->total_micros);
-			cJSON_AddItemToObject(o, "cost", money(l->cost_micros, minor));
-			cJSON_AddItemToObject(o, "total", money(l->total_micros, minor));
-			cJSON_AddItemToArray(items, o);
-		}
-		idle = cJSON_AddObjectToObject(so, "idle");
-		cJSON_AddStringToObject(idle, "name", "__idle__");
-		if (st->capacity_known) {
-			cJSON_AddNumberToObject(idle, "gpu_seconds", (double)st->idle_s);
-			cJSON_AddNumberToObject(idle, "total_micros", (double)st->idle_micros);
-			cJSON_AddNumberToObject(idle, "unshared_gpu_seconds", (double)st->idle_total_s);
-			cJSON_AddNumberToObject(idle, "unshared_micros", (double)st->idle_total_micros);
-			cJSON_AddNumberToObject(idle, "overallocated_gpu_seconds", (double)st->overalloc_s);
-		} else {
-			/* no capacity source: idle is unknown, not zero; the same
-			 * fields as when known, null, so a client reads one shape */
-			cJSON_AddNullToObject(idle, "gpu_seconds");
-			cJSON_AddNullToObject(idle, "total_micros");
-			cJSON_AddNullToObject(idle, "unshared_gpu_seconds");
-			cJSON_AddNullToObject(idle, "unshared_micros");
-			cJSON_AddNullToObject(idle, "overallocated_gpu_seconds");
-		}
-		t = cJSON_AddObjectToObject(so, "totals");
-		cJSON_AddNumberToObject(t, "allocated_gpu_seconds", (double)st->total_alloc_s);
-		cJSON_AddNumberToObject(t, "gpu_seconds", (double)st->total_s);
-		cJSON_AddNumberToObject(t, "cost_micros", (double)st->total_cost_micros);
-		cJSON_AddNumberToObject(t, "total_micros", (double)st->total_micros);
-		cJSON_AddItemToObject(t, "total", money(st->total_micros, minor));
-		cJSON_AddItemToArray(steps, so);
+static void json_line(struct cb_out *o, const struct gl_cb_line *l)
+{
+	struct gl_jsonw *w = &o->w;
+	struct gl_strbuf name = GL_STRBUF_INIT;
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_object(w, "key");
+	for (size_t d = 0; d < o->p.n_dims; d++) {
+		gl_jsonw_str(w, o->p.dims[d], l->key[d]);
+		if (d)
+			gl_strbuf_putc(&name, '/');
+		gl_strbuf_puts(&name, l->key[d]);
 	}
+	gl_jsonw_end(w);
+	gl_jsonw_str(w, "name", gl_strbuf_cstr(&name));
+	gl_strbuf_fini(&name);
+	gl_jsonw_i64(w, "allocated_gpu_seconds", l->alloc_s);
+	add_usage(w, l);
+	gl_jsonw_i64(w, "unpriced_gpu_seconds", l->unpriced_s);
+	gl_jsonw_i64(w, "cost_micros", l->cost_micros);
+	gl_jsonw_i64(w, "idle_share_gpu_seconds", l->idle_share_s);
+	gl_jsonw_i64(w, "idle_share_micros", l->idle_share_micros);
+	gl_jsonw_i64(w, "total_micros", l->total_micros);
+	json_money(w, "cost", l->cost_micros, o->minor);
+	json_money(w, "total", l->total_micros, o->minor);
+	gl_jsonw_end(w);
+}
+
+static void json_step_open(struct cb_out *o, const struct gl_cb_step *st)
+{
+	gl_jsonw_object(&o->w, NULL);
+	gl_jsonw_time(&o->w, "start", st->start_s);
+	gl_jsonw_time(&o->w, "end", st->end_s);
+	gl_jsonw_array(&o->w, "items");
+}
+
+static void json_step_close(struct cb_out *o, const struct gl_cb_step *st)
+{
+	struct gl_jsonw *w = &o->w;
+	static const char *const idle_keys[] = {"gpu_seconds", "total_micros", "unshared_gpu_seconds", "unshared_micros",
+						"overallocated_gpu_seconds"};
+	const int64_t idle_vals[] = {st->idle_s, st->idle_micros, st->idle_total_s, st->idle_total_micros,
+				     st->overalloc_s};
+	gl_jsonw_end(w); /* items */
+	gl_jsonw_object(w, "idle");
+	gl_jsonw_str(w, "name", "__idle__");
+	/* no capacity source: idle is unknown, not zero; the same fields as
+	 * when known, null, so a client reads one shape */
+	for (size_t i = 0; i < GL_ARRAY_LEN(idle_keys); i++) {
+		if (st->capacity_known)
+			gl_jsonw_i64(w, idle_keys[i], idle_vals[i]);
+		else
+			gl_jsonw_null(w, idle_keys[i]);
+	}
+	gl_jsonw_end(w);
+	gl_jsonw_object(w, "totals");
+	gl_jsonw_i64(w, "allocated_gpu_seconds", st->total_alloc_s);
+	gl_jsonw_i64(w, "gpu_seconds", st->total_s);
+	gl_jsonw_i64(w, "cost_micros", st->total_cost_micros);
+	gl_jsonw_i64(w, "total_micros", st->total_micros);
+	json_money(w, "total", st->total_micros, o->minor);
+	gl_jsonw_end(w);
+	gl_jsonw_end(w); /* the step */
+}
+
+static void json_tail(struct cb_out *o)
+{
+	struct gl_jsonw *w = &o->w;
+	const struct gl_cb *cb = &o->cb;
+	size_t steps_known = o->cov.steps_known;
+	gl_jsonw_end(w); /* steps */
 	/* no step known: unknown, not 0, as in /v1/idle */
-	tot = cJSON_AddObjectToObject(root, "totals");
-	cJSON_AddNumberToObject(tot, "allocated_gpu_seconds", (double)cb->total_alloc_s);
+	gl_jsonw_object(w, "totals");
+	gl_jsonw_i64(w, "allocated_gpu_seconds", cb->total_alloc_s);
 	if (steps_known)
-		cJSON_AddNumberToObject(tot, "idle_gpu_seconds", (double)cb->total_idle_s);
+		gl_jsonw_i64(w, "idle_gpu_seconds", cb->total_idle_s);
 	else
-		cJSON_AddNullToObject(tot, "idle_gpu_seconds");
-	cJSON_AddNumberToObject(tot, "gpu_seconds", (double)cb->total_s);
-	cJSON_AddNumberToObject(tot, "cost_micros", (double)cb->total_cost_micros);
+		gl_jsonw_null(w, "idle_gpu_seconds");
+	gl_jsonw_i64(w, "gpu_seconds", cb->total_s);
+	gl_jsonw_i64(w, "cost_micros", cb->total_cost_micros);
 	if (steps_known)
-		cJSON_AddNumberToObject(tot, "idle_micros", (double)cb->total_idle_micros);
+		gl_jsonw_i64(w, "idle_micros", cb->total_idle_micros);
 	else
-		cJSON_AddNullToObject(tot, "idle_micros");
-	cJSON_AddNumberToObject(tot, "total_micros", (double)cb->total_micros);
-	cJSON_AddItemToObject(tot, "total", money(cb->total_micros, minor));
-	{
-		cJSON *um = cJSON_AddArrayToObject(root, "unpriced_models");
-		for (size_t i = 0; i < meta->n_unpriced; i++)
-			cJSON_AddItemToArray(um, cJSON_CreateString(meta->unpriced_models[i]));
+		gl_jsonw_null(w, "idle_micros");
+	gl_jsonw_i64(w, "total_micros", cb->total_micros);
+	json_money(w, "total", cb->total_micros, o->minor);
+	gl_jsonw_end(w);
+	gl_jsonw_array(w, "unpriced_models");
+	for (size_t i = 0; i < o->meta.n_unpriced; i++)
+		gl_jsonw_str(w, NULL, o->meta.unpriced_models[i]);
+	gl_jsonw_end(w);
+	gl_jsonw_bool(w, "capacity_known", o->cov.window_known);
+	gl_jsonw_i64(w, "capacity_steps_known", (int64_t)steps_known);
+	gl_jsonw_i64(w, "capacity_days_known", o->cov.c.known);
+	gl_jsonw_i64(w, "capacity_days", o->cov.c.days);
+	gl_jsonw_array(w, "capacity_clusters_unknown");
+	for (size_t i = 0; i < o->cov.c.n_missing; i++)
+		gl_jsonw_str(w, NULL, o->cov.c.missing[i]);
+	gl_jsonw_end(w);
+	gl_jsonw_end(w); /* the root */
+	gl_strbuf_putc(w->out, '\n');
+}
+
+static int json_next(void *state, struct gl_strbuf *out)
+{
+	struct cb_out *o = state;
+	o->w.out = out;
+	while (out->len < GL_RESP_CHUNK) {
+		const struct gl_cb_step *st = o->step < o->cb.n_steps ? &o->cb.steps[o->step] : NULL;
+		if (o->stage == 0) {
+			json_head(o);
+			o->stage = 1;
+		} else if (o->stage == 2) {
+			json_tail(o);
+			return 0;
+		} else if (!st) {
+			o->stage = 2;
+		} else if (!o->in_step) {
+			json_step_open(o, st);
+			o->in_step = 1;
+			o->line = 0;
+		} else if (o->line < st->n_lines) {
+			json_line(o, &st->lines[o->line++]);
+		} else {
+			json_step_close(o, st);
+			o->in_step = 0;
+			o->step++;
+		}
 	}
-	cJSON_AddBoolToObject(root, "capacity_known", cov->window_known);
-	cJSON_AddNumberToObject(root, "capacity_steps_known", (double)steps_known);
-	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov->c.known);
-	cJSON_AddNumberToObject(root, "capacity_days", (double)cov->c.days);
-	{
-		cJSON *um = cJSON_AddArrayToObject(root, "capacity_clusters_unknown");
-		for (size_t i = 0; i < cov->c.n_missing; i++)
-			cJSON_AddItemToArray(um, cJSON_CreateString(cov->c.missing[i]));
-	}
-	gl_apijson_put(resp, root);
-	cJSON_Delete(root);
+	return 1;
 }
 
 static void csv_i64(struct gl_strbuf *o, int64_t v)
@@ -262,57 +335,81 @@ static void csv_money(struct gl_strbuf *o, int64_t micros, int minor)
 	gl_csv_raw(o, buf);
 }
 
-static void render_csv(struct gl_resp *resp, const struct acct_params *p, const struct gl_cb *cb,
-		       const struct cap_cover *cov, int minor)
+static void csv_header(struct gl_strbuf *out, const struct acct_params *p)
 {
-	struct gl_strbuf *o = &resp->body;
-	char a[32], b[32];
-	gl_csv_field(o, "start");
-	gl_csv_field(o, "end");
+	gl_csv_field(out, "start");
+	gl_csv_field(out, "end");
 	for (size_t d = 0; d < p->n_dims; d++)
-		gl_csv_field(o, p->dims[d]);
-	gl_csv_field(o, "allocated_gpu_seconds");
-	gl_csv_field(o, "busy_gpu_seconds");
-	gl_csv_field(o, "idle_in_allocation_gpu_seconds");
-	gl_csv_field(o, "cost");
-	gl_csv_field(o, "idle_share");
-	gl_csv_field(o, "total");
-	gl_csv_end(o);
-	for (size_t i = 0; i < cb->n_steps; i++) {
-		const struct gl_cb_step *st = &cb->steps[i];
-		time_str(st->start_s, a, sizeof a);
-		time_str(st->end_s, b, sizeof b);
-		for (size_t j = 0; j <= st->n_lines; j++) {
-			const struct gl_cb_line *l = j < st->n_lines ? &st->lines[j] : NULL;
-			if (!l && !st->capacity_known)
-				continue;
-			gl_csv_field(o, a);
-			gl_csv_field(o, b);
-			for (size_t d = 0; d < p->n_dims; d++)
-				gl_csv_field(o, l ? l->key[d] : "__idle__");
-			if (l) {
-				csv_i64(o, l->alloc_s);
-				if (l->observed_s > 0) {
-					csv_i64(o, (int64_t)(l->busy_s + 0.5));
-					csv_i64(o, (int64_t)(l->idle_s + 0.5));
-				} else {
-					gl_csv_raw(o, "");
-					gl_csv_raw(o, "");
-				}
-				csv_money(o, l->cost_micros, minor);
-				csv_money(o, l->idle_share_micros, minor);
-				csv_money(o, l->total_micros, minor);
-			} else {
-				csv_i64(o, st->idle_s);
-				gl_csv_raw(o, "");
-				gl_csv_raw(o, "");
-				csv_money(o, st->idle_micros, minor);
-				csv_money(o, 0, minor);
-				csv_money(o, st->idle_micros, minor);
-			}
-			gl_csv_end(o);
+		gl_csv_field(out, p->dims[d]);
+	gl_csv_field(out, "allocated_gpu_seconds");
+	gl_csv_field(out, "busy_gpu_seconds");
+	gl_csv_field(out, "idle_in_allocation_gpu_seconds");
+	gl_csv_field(out, "cost");
+	gl_csv_field(out, "idle_share");
+	gl_csv_field(out, "total");
+	gl_csv_end(out);
+}
+
+/* One row: a line of st, or (l NULL) its __idle__ row. */
+static void csv_row(struct gl_strbuf *out, const struct cb_out *o, const struct gl_cb_step *st,
+		    const struct gl_cb_line *l)
+{
+	char a[32], b[32];
+	time_str(st->start_s, a, sizeof a);
+	time_str(st->end_s, b, sizeof b);
+	gl_csv_field(out, a);
+	gl_csv_field(out, b);
+	for (size_t d = 0; d < o->p.n_dims; d++)
+		gl_csv_field(out, l ? l->key[d] : "__idle__");
+	if (l) {
+		csv_i64(out, l->alloc_s);
+		if (l->observed_s > 0) {
+			csv_i64(out, (int64_t)(l->busy_s + 0.5));
+			csv_i64(out, (int64_t)(l->idle_s + 0.5));
+		} else {
+			gl_csv_raw(out, "");
+			gl_csv_raw(out, "");
+		}
+		csv_money(out, l->cost_micros, o->minor);
+		csv_money(out, l->idle_share_micros, o->minor);
+		csv_money(out, l->total_micros, o->minor);
+	} else {
+		csv_i64(out, st->idle_s);
+		gl_csv_raw(out, "");
+		gl_csv_raw(out, "");
+		csv_money(out, st->idle_micros, o->minor);
+		csv_money(out, 0, o->minor);
+		csv_money(out, st->idle_micros, o->minor);
+	}
+	gl_csv_end(out);
+}
+
+/* Pieces end at a row's end: a CSV field starts a record when the buffer
+ * is empty or ends a line (src/util/csv.c). */
+static int csv_next(void *state, struct gl_strbuf *out)
+{
+	struct cb_out *o = state;
+	if (o->stage == 0) {
+		csv_header(out, &o->p);
+		o->stage = 1;
+	}
+	while (out->len < GL_RESP_CHUNK && o->step < o->cb.n_steps) {
+		const struct gl_cb_step *st = &o->cb.steps[o->step];
+		/* the step's lines, then its __idle__ row when its idle is known */
+		if (o->line < st->n_lines)
+			csv_row(out, o, st, &st->lines[o->line]);
+		else if (st->capacity_known)
+			csv_row(out, o, st, NULL);
+		if (++o->line > st->n_lines) {
+			o->line = 0;
+			o->step++;
 		}
 	}
+	return o->step < o->cb.n_steps;
+}
+
+static void csv_headers(struct gl_resp *resp, const struct cap_cover *cov)
+{
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("chargeback.csv"));
 	/* the JSON root's coverage, which no row of the table can hold: a
 	 * step whose idle is unknown has no __idle__ row, and a known one
@@ -326,40 +423,40 @@ static void render_csv(struct gl_resp *resp, const struct acct_params *p, const 
 
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 {
-	struct acct_params p;
+	struct cb_out *o = gl_xcalloc(1, sizeof *o);
 	struct gl_acct_query q = {0};
-	struct gl_acct_meta meta = {0};
-	struct cap_cover cov = {0};
-	struct gl_cb cb;
 	struct gl_err err = {0};
 	PGconn *c;
 	int rc;
 
-	if ((rc = parse_params(req, resp, &p, "team"))) {
-		params_fini(&p);
-		return rc;
-	}
-	gl_cb_init(&cb, p.n_dims, p.share, p.n_steps);
-	gl_acct_query_init(&q, p.steps, p.n_steps, p.dims, p.n_dims, req->now_s);
-	q.filter = p.have_filter ? &p.filter : NULL;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, &err))) {
+	if ((rc = parse_params(req, resp, &o->p, "team")))
+		goto out;
+	gl_cb_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
+	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
+	q.filter = o->p.have_filter ? &o->p.filter : NULL;
+	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_acct_chargeback_finished(c, &q, &o->cb, &o->meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
-	if (p.n_steps && (rc = gl_acct_capacity_cover(c, p.steps[0].start_s, p.steps[p.n_steps - 1].end_s, req->now_s,
-						      p.have_filter ? &p.filter : NULL, &cov.c, &err))) {
+	if (o->p.n_steps &&
+	    (rc = gl_acct_capacity_cover(c, o->p.steps[0].start_s, o->p.steps[o->p.n_steps - 1].end_s, req->now_s,
+					 o->p.have_filter ? &o->p.filter : NULL, &o->cov.c, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}
-	cover_steps(&cov, &cb, &meta);
-	if (p.csv)
-		render_csv(resp, &p, &cb, &cov, gl_money_minor(req->cfg->currency));
-	else
-		render_json(resp, &p, &cb, &meta, &cov, req->cfg->currency);
+	cover_steps(&o->cov, &o->cb, &o->meta);
+	o->currency = req->cfg->currency;
+	o->minor = gl_money_minor(req->cfg->currency); /* validated with the config */
+	if (o->p.csv) {
+		csv_headers(resp, &o->cov);
+		gl_resp_set_stream(resp, csv_next, cb_out_fini, o);
+	} else {
+		resp->content_type = "application/json";
+		gl_jsonw_init(&o->w, NULL);
+		gl_resp_set_stream(resp, json_next, cb_out_fini, o);
+	}
+	return 0;
 out:
-	gl_acct_cover_fini(&cov.c);
-	gl_acct_meta_fini(&meta);
-	gl_cb_fini(&cb);
-	params_fini(&p);
+	cb_out_fini(o);
 	return rc;
 }

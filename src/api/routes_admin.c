@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* window= (include/gl/window.h) as two timestamptz texts for the query
  * (the end may be "infinity") and as parsed in *w, which is what a response
@@ -135,8 +136,26 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
+/* The anchors the daemon wrote (audit.anchor_file), for the verification:
+ * none when no file is configured or the daemon has written none yet; why
+ * gets the reason when the file exists but cannot be read. */
+static void daemon_anchors(const struct gl_config *cfg, struct gl_audit_anchor **a, size_t *n, char *why, size_t nwhy)
+{
+	struct gl_err e = {0};
+	*a = NULL;
+	*n = 0;
+	*why = '\0';
+	if (!cfg->audit_anchor_file[0] || access(cfg->audit_anchor_file, F_OK) != 0)
+		return;
+	if (gl_audit_anchors_read(cfg->audit_anchor_file, a, n, &e))
+		snprintf(why, nwhy, "%s", e.msg);
+}
+
 int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 {
+	struct gl_audit_anchor *anchors = NULL;
+	size_t na = 0;
+	char anchor_err[300];
 	struct gl_audit_verify v;
 	struct gl_window win = {0, 0};
 	struct gl_err err = {0};
@@ -162,15 +181,22 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 		hi = atoll(PQgetvalue(r, 0, 1));
 		PQclear(r);
 	}
+	daemon_anchors(req->cfg, &anchors, &na, anchor_err, sizeof anchor_err);
 	if (hi < lo) {
 		/* nothing in the window */
 		memset(&v, 0, sizeof v);
 		v.ok = 1;
-	} else if ((rc = gl_audit_verify_range(c, lo, hi, NULL, 0, &v, &err))) {
+	} else if ((rc = gl_audit_verify_range(c, lo, hi, anchors, na, &v, &err))) {
+		free(anchors);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
+	free(anchors);
 	root = cJSON_CreateObject();
-	cJSON_AddBoolToObject(root, "ok", v.ok);
+	/* an anchor file that cannot be read vouches for nothing */
+	cJSON_AddBoolToObject(root, "ok", v.ok && !anchor_err[0]);
+	cJSON_AddNumberToObject(root, "anchors_checked", (double)v.anchors_checked);
+	if (anchor_err[0])
+		cJSON_AddStringToObject(root, "anchor_error", anchor_err);
 	cJSON_AddNumberToObject(root, "rows", (double)v.rows);
 	cJSON_AddNumberToObject(root, "first_seq", (double)v.first_seq);
 	cJSON_AddNumberToObject(root, "last_seq", (double)v.last_seq);

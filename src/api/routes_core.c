@@ -5,6 +5,7 @@
 #include "gl/csv.h"
 #include "gl/db.h"
 #include "gl/health.h"
+#include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -17,29 +18,32 @@
 #include <time.h>
 
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0, GL_ROUTE_WINDOWED},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 0},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0},
-	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer", "window,horizon,cluster", 0},
-	{NULL, NULL, NULL, NULL, NULL, NULL, 0},
+	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
+	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY},
+	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT},
+	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -57,34 +61,22 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+/* The answer for a check made at most a second ago; else 0 */
+static int health_cached(int *ok, int *code, char *msg, size_t n)
 {
-	struct gl_err err = {0};
-	char msg[sizeof g_health_msg];
 	int64_t now = mono_ms();
-	int ok, fresh, code;
-
+	int fresh;
 	pthread_mutex_lock(&g_health_mu);
 	fresh = g_health_checked && now - g_health_at_ms < 1000;
-	ok = g_health_ok;
-	code = g_health_code;
-	memcpy(msg, g_health_msg, sizeof msg);
+	*ok = g_health_ok;
+	*code = g_health_code;
+	snprintf(msg, n, "%s", g_health_msg);
 	pthread_mutex_unlock(&g_health_mu);
-	if (!fresh) {
-		PGconn *c;
-		PGresult *r = NULL;
-		ok = !gl_req_db(req, &c, &err) && !gl_db_query(c, "SELECT 1", 0, NULL, &r, &err);
-		PQclear(r);
-		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
-		code = ok ? 0 : err.code;
-		pthread_mutex_lock(&g_health_mu);
-		g_health_at_ms = now;
-		g_health_checked = 1;
-		g_health_ok = ok;
-		g_health_code = code;
-		memcpy(g_health_msg, msg, sizeof msg);
-		pthread_mutex_unlock(&g_health_mu);
-	}
+	return fresh;
+}
+
+static int health_answer(struct gl_req *req, struct gl_resp *resp, int ok, int code, const char *msg)
+{
 	resp->content_type = "application/json";
 	if (!ok) {
 		/* /healthz is public: libpq's words name the socket path, the
@@ -99,6 +91,40 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	}
 	gl_strbuf_puts(&resp->body, "{\"status\":\"ok\",\"db\":\"ok\"}\n");
 	return 0;
+}
+
+int gl_route_healthz_cached(struct gl_req *req, struct gl_resp *resp)
+{
+	char msg[sizeof g_health_msg];
+	int ok, code;
+	if (!health_cached(&ok, &code, msg, sizeof msg))
+		return 0;
+	health_answer(req, resp, ok, code, msg);
+	return 1;
+}
+
+int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	char msg[sizeof g_health_msg];
+	int ok, code;
+
+	if (!health_cached(&ok, &code, msg, sizeof msg)) {
+		PGconn *c;
+		PGresult *r = NULL;
+		ok = !gl_req_db(req, &c, &err) && !gl_db_query(c, "SELECT 1", 0, NULL, &r, &err);
+		PQclear(r);
+		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
+		code = ok ? 0 : err.code;
+		pthread_mutex_lock(&g_health_mu);
+		g_health_at_ms = mono_ms();
+		g_health_checked = 1;
+		g_health_ok = ok;
+		g_health_code = code;
+		memcpy(g_health_msg, msg, sizeof msg);
+		pthread_mutex_unlock(&g_health_mu);
+	}
+	return health_answer(req, resp, ok, code, msg);
 }
 
 int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
@@ -215,44 +241,117 @@ static const char jobs_sql[] =
 									    " / 1000000.0") " AS k) sc"
 	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC";
 
-/* The first n rows of jobs_sql as CSV, the columns of the JSON objects in
- * order; cost in currency units with the currency's minor decimals. */
-static void jobs_csv(struct gl_resp *resp, const PGresult *r, int n, int windowed, int minor)
+/* The answer as it is sent, a piece at a time from the rows (up to 10,000
+ * jobs a page): the columns of the JSON objects, or of the CSV in the same
+ * order with cost in currency units with the currency's minor decimals. */
+struct jobs_out {
+	PGresult *r;
+	int n, i, more, windowed, minor, head;
+	struct gl_jsonw w;
+};
+
+static void jobs_out_fini(void *state)
+{
+	struct jobs_out *o = state;
+	PQclear(o->r);
+	free(o);
+}
+
+static void jobs_csv_row(struct gl_strbuf *out, const PGresult *r, int i, int windowed, int minor)
+{
+	for (int k = 0; k <= 9; k++)
+		gl_apijson_csv_col_str(out, r, i, k);
+	for (int k = 10; k <= 12; k++)
+		gl_apijson_csv_col_time(out, r, i, k);
+	gl_apijson_csv_col_num(out, r, i, 13);
+	gl_apijson_csv_micro(out, atoll(PQgetvalue(r, i, 14)));
+	gl_apijson_csv_col_str(out, r, i, 15);
+	gl_apijson_csv_col_num(out, r, i, 16);
+	gl_apijson_csv_col_str(out, r, i, 17);
+	gl_apijson_csv_micro(out, atoll(PQgetvalue(r, i, 18)));
+	if (windowed) {
+		gl_apijson_csv_col_num(out, r, i, 20);
+		gl_apijson_csv_col_money(out, r, i, 21, minor);
+		gl_apijson_csv_col_num(out, r, i, 22);
+		gl_apijson_csv_col_num(out, r, i, 23);
+		gl_apijson_csv_col_num(out, r, i, 25);
+	}
+	gl_csv_end(out);
+}
+
+/* Pieces end at a row's end (a CSV field starts a record in an empty buffer). */
+static int jobs_csv_next(void *state, struct gl_strbuf *out)
 {
 	static const char *const hdr[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
 					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
 					  "queue_wait_s", "node_list", "gpus_requested", NULL};
 	static const char *const win_hdr[] = {"gpu_seconds", "cost", "busy_gpu_seconds",
 					      "idle_in_allocation_gpu_seconds", "held_idle_gpu_seconds", NULL};
-	struct gl_strbuf *o = &resp->body;
-
-	for (size_t i = 0; hdr[i]; i++)
-		gl_csv_field(o, hdr[i]);
-	if (windowed)
-		gl_apijson_csv_header(o, win_hdr);
-	else
-		gl_csv_end(o);
-	for (int i = 0; i < n; i++) {
-		for (int k = 0; k <= 9; k++)
-			gl_apijson_csv_col_str(o, r, i, k);
-		for (int k = 10; k <= 12; k++)
-			gl_apijson_csv_col_time(o, r, i, k);
-		gl_apijson_csv_col_num(o, r, i, 13);
-		gl_apijson_csv_micro(o, atoll(PQgetvalue(r, i, 14)));
-		gl_apijson_csv_col_str(o, r, i, 15);
-		gl_apijson_csv_col_num(o, r, i, 16);
-		gl_apijson_csv_col_str(o, r, i, 17);
-		gl_apijson_csv_micro(o, atoll(PQgetvalue(r, i, 18)));
-		if (windowed) {
-			gl_apijson_csv_col_num(o, r, i, 20);
-			gl_apijson_csv_col_money(o, r, i, 21, minor);
-			gl_apijson_csv_col_num(o, r, i, 22);
-			gl_apijson_csv_col_num(o, r, i, 23);
-			gl_apijson_csv_col_num(o, r, i, 25);
-		}
-		gl_csv_end(o);
+	struct jobs_out *o = state;
+	if (!o->head) {
+		for (size_t i = 0; hdr[i]; i++)
+			gl_csv_field(out, hdr[i]);
+		if (o->windowed)
+			gl_apijson_csv_header(out, win_hdr);
+		else
+			gl_csv_end(out);
+		o->head = 1;
 	}
-	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
+	while (out->len < GL_RESP_CHUNK && o->i < o->n)
+		jobs_csv_row(out, o->r, o->i++, o->windowed, o->minor);
+	return o->i < o->n;
+}
+
+static void jobs_json_row(struct gl_jsonw *w, const PGresult *r, int i, int windowed)
+{
+	static const char *const strs[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
+					   "namespace", "state"};
+	gl_jsonw_object(w, NULL);
+	for (int k = 0; k < (int)GL_ARRAY_LEN(strs); k++)
+		gl_apijson_w_col_str(w, strs[k], r, i, k);
+	gl_apijson_w_col_time(w, "submit", r, i, 10);
+	gl_apijson_w_col_time(w, "start", r, i, 11);
+	gl_apijson_w_col_time(w, "end", r, i, 12);
+	gl_apijson_w_col_num(w, "elapsed_s", r, i, 13);
+	gl_jsonw_num(w, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / (double)GL_GPU_MICRO);
+	gl_apijson_w_col_str(w, "gpu_type", r, i, 15);
+	gl_apijson_w_col_num(w, "queue_wait_s", r, i, 16);
+	gl_apijson_w_col_str(w, "node_list", r, i, 17);
+	gl_jsonw_num(w, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / (double)GL_GPU_MICRO);
+	if (windowed) {
+		gl_apijson_w_col_num(w, "gpu_seconds", r, i, 20);
+		/* null cost: no rate covers the job's model in the window */
+		gl_apijson_w_col_num(w, "cost_micros", r, i, 21);
+		gl_apijson_w_col_num(w, "busy_gpu_seconds", r, i, 22);
+		gl_apijson_w_col_num(w, "idle_in_allocation_gpu_seconds", r, i, 23);
+		/* of it, the time the job held GPU memory with no kernels running */
+		gl_apijson_w_col_num(w, "held_idle_gpu_seconds", r, i, 25);
+	}
+	gl_jsonw_end(w);
+}
+
+static int jobs_json_next(void *state, struct gl_strbuf *out)
+{
+	struct jobs_out *o = state;
+	o->w.out = out;
+	if (!o->head) {
+		gl_jsonw_object(&o->w, NULL);
+		gl_jsonw_array(&o->w, "jobs");
+		o->head = 1;
+	}
+	while (out->len < GL_RESP_CHUNK && o->i < o->n)
+		jobs_json_row(&o->w, o->r, o->i++, o->windowed);
+	if (o->i < o->n)
+		return 1;
+	gl_jsonw_end(&o->w);
+	gl_jsonw_i64(&o->w, "count", o->n);
+	if (o->more)
+		gl_jsonw_i64(&o->w, "next_cursor", atoll(PQgetvalue(o->r, o->n - 1, 19)));
+	else
+		gl_jsonw_null(&o->w, "next_cursor");
+	gl_jsonw_end(&o->w);
+	gl_strbuf_putc(out, '\n');
+	return 0;
 }
 
 int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
@@ -267,8 +366,8 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	const char *owners;
 	PGconn *c;
 	PGresult *r = NULL;
-	cJSON *root = NULL, *arr;
-	int rc, n, more, csv;
+	struct jobs_out *o;
+	int rc, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
 	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
@@ -306,60 +405,25 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
 	gl_strbuf_fini(&scope);
-	more = PQntuples(r) > limit;
-	n = more ? (int)limit : PQntuples(r);
+	o = gl_xcalloc(1, sizeof *o);
+	o->r = r;
+	o->more = PQntuples(r) > limit;
+	o->n = o->more ? (int)limit : PQntuples(r);
+	o->windowed = win != NULL;
+	o->minor = gl_money_minor(req->cfg->currency);
 	if (csv) {
-		jobs_csv(resp, r, n, win != NULL, gl_money_minor(req->cfg->currency));
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
 		/* CSV has no room for the cursor: the next page's is a header */
-		if (more) {
-			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 19));
+		if (o->more) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, o->n - 1, 19));
 			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
 		}
-		PQclear(r);
+		gl_resp_set_stream(resp, jobs_csv_next, jobs_out_fini, o);
 		return 0;
 	}
-	root = cJSON_CreateObject();
-	arr = cJSON_AddArrayToObject(root, "jobs");
-	for (int i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-		gl_apijson_add_col_str(o, "cluster", r, i, 0);
-		gl_apijson_add_col_str(o, "key", r, i, 1);
-		gl_apijson_add_col_str(o, "job_id", r, i, 2);
-		gl_apijson_add_col_str(o, "name", r, i, 3);
-		gl_apijson_add_col_str(o, "user", r, i, 4);
-		gl_apijson_add_col_str(o, "account", r, i, 5);
-		gl_apijson_add_col_str(o, "partition", r, i, 6);
-		gl_apijson_add_col_str(o, "qos", r, i, 7);
-		gl_apijson_add_col_str(o, "namespace", r, i, 8);
-		gl_apijson_add_col_str(o, "state", r, i, 9);
-		gl_apijson_add_col_time(o, "submit", r, i, 10);
-		gl_apijson_add_col_time(o, "start", r, i, 11);
-		gl_apijson_add_col_time(o, "end", r, i, 12);
-		gl_apijson_add_col_num(o, "elapsed_s", r, i, 13);
-		cJSON_AddNumberToObject(o, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / (double)GL_GPU_MICRO);
-		gl_apijson_add_col_str(o, "gpu_type", r, i, 15);
-		gl_apijson_add_col_num(o, "queue_wait_s", r, i, 16);
-		gl_apijson_add_col_str(o, "node_list", r, i, 17);
-		cJSON_AddNumberToObject(o, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / (double)GL_GPU_MICRO);
-		if (win) {
-			gl_apijson_add_col_num(o, "gpu_seconds", r, i, 20);
-			/* null cost: no rate covers the job's model in the window */
-			gl_apijson_add_col_num(o, "cost_micros", r, i, 21);
-			gl_apijson_add_col_num(o, "busy_gpu_seconds", r, i, 22);
-			gl_apijson_add_col_num(o, "idle_in_allocation_gpu_seconds", r, i, 23);
-			/* of it, the time the job held GPU memory with no kernels running */
-			gl_apijson_add_col_num(o, "held_idle_gpu_seconds", r, i, 25);
-		}
-		cJSON_AddItemToArray(arr, o);
-	}
-	cJSON_AddNumberToObject(root, "count", n);
-	if (more)
-		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 19)));
-	else
-		cJSON_AddNullToObject(root, "next_cursor");
-	gl_apijson_put(resp, root);
-	cJSON_Delete(root);
-	PQclear(r);
+	resp->content_type = "application/json";
+	gl_jsonw_init(&o->w, NULL);
+	gl_resp_set_stream(resp, jobs_json_next, jobs_out_fini, o);
 	return 0;
 }
 

@@ -7,9 +7,9 @@
 #include "gl/accounting.h"
 #include "gl/audit.h"
 #include "gl/auth.h"
-#include "gl/capacity.h"
+#include "gl/capplan.h"
+#include "gl/capplandb.h"
 #include "gl/daemon.h"
-#include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/forecast.h"
 #include "gl/routes.h"
@@ -32,8 +32,9 @@
 
 /* The request as given (strings, so the daemon can recompute it). */
 struct fc_req {
-	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate) */
+	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate, risk in level) */
 	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[GL_AUDIT_FIELD_MAX];
+	char plan[GL_AUDIT_FIELD_MAX]; /* /v1/capacity/forecast's what-if */
 };
 
 struct fc_params {
@@ -187,6 +188,43 @@ static void put_json(struct gl_strbuf *body, const cJSON *root)
 	cJSON_free(s);
 }
 
+/* The accuracy of a forecast beside it: over all its leads, and per lead
+ * bucket (the bands are per bucket too). */
+static void add_accuracy(cJSON *so, const struct gl_forecast_result *r, int baseline)
+{
+	cJSON *acc = cJSON_AddObjectToObject(so, "accuracy"), *by;
+	add_num_or_null(acc, "mase", r->cv.mase);
+	add_num_or_null(acc, "wape", r->cv.wape);
+	add_num_or_null(acc, "coverage80", r->cv.coverage80);
+	add_num_or_null(acc, "coverage95", r->cv.coverage95);
+	cJSON_AddNumberToObject(acc, "origins", r->origins);
+	if (baseline) {
+		add_num_or_null(acc, "baseline_mase",
+				r->baseline >= 0 && r->scale > 0 ? r->cv_method[r->baseline].mae / r->scale : NAN);
+		if (r->baseline >= 0)
+			cJSON_AddStringToObject(acc, "baseline", gl_forecast_method_name(r->baseline));
+		else
+			cJSON_AddNullToObject(acc, "baseline");
+	}
+	by = cJSON_AddArrayToObject(acc, "by_lead");
+	for (int b = 0; b < GL_FORECAST_BUCKETS; b++) {
+		cJSON *o;
+		if (!r->bucket_first[b])
+			continue;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "bucket", gl_forecast_bucket_name(b));
+		cJSON_AddNumberToObject(o, "first_lead", r->bucket_first[b]);
+		cJSON_AddNumberToObject(o, "last_lead", r->bucket_last[b]);
+		cJSON_AddNumberToObject(o, "n", (double)r->cv_bucket[b].n);
+		add_num_or_null(o, "mase", r->cv_bucket[b].mase);
+		add_num_or_null(o, "wape", r->cv_bucket[b].wape);
+		add_num_or_null(o, "coverage80", r->cv_bucket[b].coverage80);
+		add_num_or_null(o, "coverage95", r->cv_bucket[b].coverage95);
+		add_num_or_null(o, "pinball80", r->cv_bucket[b].pinball80);
+		cJSON_AddItemToArray(by, o);
+	}
+}
+
 static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
 		      struct gl_strbuf *body, struct gl_err *err)
 {
@@ -213,7 +251,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 	for (size_t i = 0; i < fs.n; i++) {
 		struct gl_forecast_opts o = {0};
 		struct gl_forecast_result r;
-		cJSON *so = cJSON_CreateObject(), *hist, *fc, *acc;
+		cJSON *so = cJSON_CreateObject(), *hist, *fc;
 		o.slots_per_day = p->step == GL_STEP_HOUR ? 24 : 1;
 		o.slots_per_week = p->step == GL_STEP_HOUR ? 168 : p->step == GL_STEP_DAY ? 7 : 1;
 		o.horizon = p->horizon;
@@ -255,8 +293,9 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 				cJSON_AddBoolToObject(h, "excluded", excluded(p, steps[k].start_s, steps[k].end_s));
 			cJSON_AddItemToArray(hist, h);
 		}
+		cJSON_AddNumberToObject(so, "horizon_answered", r.horizon);
 		fc = cJSON_AddArrayToObject(so, "forecast");
-		for (int k = 0; k < p->horizon; k++) {
+		for (int k = 0; k < r.horizon; k++) {
 			cJSON *f = cJSON_CreateObject();
 			gl_apijson_add_time(f, "t", p->window.end_s + (int64_t)k * p->step_s);
 			cJSON_AddNumberToObject(f, "value", r4(r.point[k]));
@@ -266,18 +305,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 			add_num_or_null(f, "hi95", p->lv95 ? r4(r.hi95[k]) : NAN);
 			cJSON_AddItemToArray(fc, f);
 		}
-		acc = cJSON_AddObjectToObject(so, "accuracy");
-		add_num_or_null(acc, "mase", r.cv.mase);
-		add_num_or_null(acc, "wape", r.cv.wape);
-		add_num_or_null(acc, "coverage80", r.cv.coverage80);
-		add_num_or_null(acc, "coverage95", r.cv.coverage95);
-		cJSON_AddNumberToObject(acc, "origins", r.origins);
-		add_num_or_null(acc, "baseline_mase",
-				r.baseline >= 0 && r.scale > 0 ? r.cv_method[r.baseline].mae / r.scale : NAN);
-		if (r.baseline >= 0)
-			cJSON_AddStringToObject(acc, "baseline", gl_forecast_method_name(r.baseline));
-		else
-			cJSON_AddNullToObject(acc, "baseline");
+		add_accuracy(so, &r, 1);
 		cJSON_AddItemToArray(arr, so);
 		gl_forecast_result_fini(&r);
 	}
@@ -292,10 +320,16 @@ out:
 
 /* ---- /v1/capacity/forecast ---- */
 
+#define CAP_MAX_HOURS (800 * 24) /* the hourly history behind a capacity forecast: 800 days */
+
 struct cap_params {
 	int horizon;
-	const char *cluster; /* NULL: all */
-	struct gl_window window; /* whole days */
+	int weekly;              /* step=week: weekly peaks, a year ahead at most */
+	int64_t step_s;
+	double risk;             /* the purchase recommendation keeps P(saturation) under this */
+	const char *cluster;     /* NULL: all */
+	const char *plan;        /* what-if changes (gl_capplan_parse), never saved; "" none */
+	struct gl_window window; /* whole steps */
 };
 
 static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_days, struct cap_params *p,
@@ -303,13 +337,32 @@ static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_d
 {
 	struct gl_err e = {0};
 	long long h;
+	int64_t align, off;
 	memset(p, 0, sizeof *p);
+	*param = "step";
+	if (!*q->step || !strcmp(q->step, "day"))
+		p->step_s = 86400;
+	else if (!strcmp(q->step, "week"))
+		p->weekly = 1, p->step_s = 7 * 86400;
+	else
+		return gl_err_set(err, GL_EINVAL, "step: '%s' is not day or week", q->step);
 	*param = "horizon";
-	h = 30;
-	if ((*q->horizon && gl_apijson_digits(q->horizon, &h)) || h < 1 || h > 366)
-		return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..366 days", q->horizon);
+	h = p->weekly ? 26 : 30;
+	if ((*q->horizon && gl_apijson_digits(q->horizon, &h)) || h < 1 || h > (p->weekly ? 53 : 366))
+		return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..%d %s", q->horizon, p->weekly ? 53 : 366,
+				  p->weekly ? "weeks" : "days");
 	p->horizon = (int)h;
+	*param = "risk";
+	p->risk = 0.2;
+	if (*q->level) {
+		char *end;
+		double v = strtod(q->level, &end);
+		if (*end || !(v >= 2.5 && v <= 50))
+			return gl_err_set(err, GL_EINVAL, "risk: '%s' is not a percentage from 2.5 to 50", q->level);
+		p->risk = v / 100;
+	}
 	p->cluster = *q->aggregate ? q->aggregate : NULL;
+	p->plan = q->plan;
 	*param = "window";
 	if (gl_window_parse(q->window, now_s, &p->window, &e))
 		return gl_err_set(err, GL_EINVAL, "window: %s", e.msg);
@@ -318,49 +371,26 @@ static int cap_parse(const struct fc_req *q, int64_t now_s, int64_t max_window_d
 				  (long long)max_window_days);
 	if (p->window.end_s > now_s)
 		p->window.end_s = now_s;
-	p->window.start_s = p->window.start_s / 86400 * 86400 - (p->window.start_s % 86400 < 0 ? 86400 : 0);
-	p->window.end_s = p->window.start_s + (p->window.end_s - p->window.start_s) / 86400 * 86400;
+	/* whole steps, a week's starting on Monday (1970-01-01 was a Thursday) */
+	align = p->step_s;
+	off = p->weekly ? 4 * 86400 : 0;
+	p->window.start_s = (p->window.start_s - off) / align * align + off - ((p->window.start_s - off) % align < 0 ? align : 0);
+	p->window.end_s = p->window.start_s + (p->window.end_s - p->window.start_s) / align * align;
 	if (p->window.end_s <= p->window.start_s)
-		return gl_err_set(err, GL_EINVAL, "window: holds no complete day before now");
-	if ((p->window.end_s - p->window.start_s) / 3600 > FC_MAX_STEPS)
-		return gl_err_set(err, GL_EINVAL, "window: more than %d hours", FC_MAX_STEPS);
+		return gl_err_set(err, GL_EINVAL, "window: holds no complete %s before now", p->weekly ? "week" : "day");
+	if ((p->window.end_s - p->window.start_s) / 3600 > CAP_MAX_HOURS)
+		return gl_err_set(err, GL_EINVAL, "window: more than %d days", CAP_MAX_HOURS / 24);
+	*param = "plan";
+	{
+		struct gl_capplan_change *pl = NULL;
+		size_t n = 0;
+		int rc = gl_capplan_parse(p->plan, &pl, &n, &e);
+		free(pl);
+		if (rc)
+			return gl_err_set(err, GL_EINVAL, "plan: %s", e.msg);
+	}
 	*param = NULL;
 	return 0;
-}
-
-struct cap_key {
-	char cluster[128], model[128];
-	double *peak;       /* daily peak of allocated + pending GPUs */
-	double capacity;    /* GPUs available on the last day; NAN unknown */
-};
-
-static struct cap_key *cap_find(struct cap_key **arr, size_t *n, const char *cluster, const char *model, size_t ndays)
-{
-	for (size_t i = 0; i < *n; i++)
-		/* both carry the canonical model (sql/024); case kept for safety */
-		if (!strcmp((*arr)[i].cluster, cluster) && !strcasecmp((*arr)[i].model, model))
-			return &(*arr)[i];
-	*arr = gl_xrealloc(*arr, sizeof **arr * (*n + 1));
-	struct cap_key *k = &(*arr)[(*n)++];
-	memset(k, 0, sizeof *k);
-	snprintf(k->cluster, sizeof k->cluster, "%s", cluster);
-	snprintf(k->model, sizeof k->model, "%s", model);
-	k->peak = gl_xcalloc(ndays, sizeof(double));
-	k->capacity = NAN;
-	return k;
-}
-
-/* The values of a cluster/model in a series keyed "cluster/model" (jobs
- * carry the model lowercased, inventories as reported), or NULL. */
-static const double *cap_series(const struct gl_fcseries *f, const struct cap_key *k)
-{
-	char key[300];
-	const double *v = NULL;
-	snprintf(key, sizeof key, "%s/%s", k->cluster, k->model);
-	for (size_t j = 0; j < f->n; j++)
-		if (!strcasecmp(f->s[j].key, key))
-			v = f->s[j].v;
-	return v;
 }
 
 /* Will tomorrow's queue be saturated (GPUs pending for an hour or more)?
@@ -417,196 +447,268 @@ static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t n
 	}
 }
 
-/* Peak demand per cluster/model and day (hourly allocated + pending GPUs,
- * the day's maximum), forecast by day, against the GPUs available in the
- * window's last hour (present less down and planned down: docs/capacity.md). */
-static int cap_compute(PGconn *c, const struct cap_params *p, const struct fc_req *q, int64_t now_s,
-		       struct gl_strbuf *body, struct gl_err *err)
+static void plan_json(cJSON *arr, const struct gl_capplan_change *c)
 {
-	size_t nh = (size_t)((p->window.end_s - p->window.start_s) / 3600), nd = nh / 24, nk = 0, ncap = 0;
-	struct gl_window *hours = gl_xcalloc(nh, sizeof *hours), last_hour;
-	struct gl_fcseries alloc = {0}, pend = {0}, pmin = {0};
-	struct gl_forecast_satday *sat = NULL;
-	size_t *sat_start = NULL;
-	double *sat_p = NULL;
-	struct gl_cap_row *caps = NULL;
-	struct cap_key *keys = NULL;
-	const char *dims[2] = {"cluster", "gpu_model"};
-	cJSON *root = NULL, *arr;
-	PGresult *names = NULL;
-	int rc;
-	(void)q;
+	cJSON *o = cJSON_CreateObject();
+	char day[32];
+	gl_time_format_day(c->day_s, day, sizeof day);
+	if (c->id)
+		cJSON_AddNumberToObject(o, "id", (double)c->id);
+	cJSON_AddStringToObject(o, "cluster", c->cluster);
+	cJSON_AddStringToObject(o, "gpu_model", c->gpu_model);
+	cJSON_AddStringToObject(o, "action", c->gpus > 0 ? "add" : "retire");
+	cJSON_AddNumberToObject(o, "gpus", (double)(c->gpus > 0 ? c->gpus : -c->gpus));
+	cJSON_AddStringToObject(o, "date", day);
+	cJSON_AddStringToObject(o, "source", c->source);
+	if (c->line)
+		cJSON_AddNumberToObject(o, "config_line", c->line);
+	cJSON_AddStringToObject(o, "note", c->note);
+	cJSON_AddItemToArray(arr, o);
+}
 
-	for (size_t i = 0; i < nh; i++)
-		hours[i] = (struct gl_window){p->window.start_s + 3600 * (int64_t)i, p->window.start_s + 3600 * (int64_t)(i + 1)};
-	/* the GPUs available in the window's last hour: a day's average would
-	 * understate an inventory that began during that day (a new
-	 * deployment's first day) and raise a false saturation alarm */
-	last_hour = (struct gl_window){p->window.end_s - 3600, p->window.end_s};
-	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
-	    (rc = gl_fcseries_query_pending(c, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
-	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, p->cluster, now_s, &caps, &ncap, err)))
-		goto out;
-	/* series keys are "cluster/model"; a cluster name may hold a '/'
-	 * itself, so the key is split after the longest cluster name it
-	 * starts with, not at its first '/' */
-	if ((rc = gl_db_query(c, "SELECT name FROM clusters ORDER BY length(name) DESC, name", 0, NULL, &names, err)))
-		goto out;
-	for (int which = 0; which < 2; which++) {
-		const struct gl_fcseries *fs = which ? &pend : &alloc;
-		for (size_t i = 0; i < fs->n; i++) {
-			const char *cl = NULL;
-			size_t len = 0;
-			for (int r = 0; r < PQntuples(names) && !cl; r++) {
-				const char *nm = PQgetvalue(names, r, 0);
-				len = strlen(nm);
-				if (!strncmp(fs->s[i].key, nm, len) && fs->s[i].key[len] == '/')
-					cl = nm;
-			}
-			if (!cl || (p->cluster && strcmp(cl, p->cluster)))
-				continue;
-			cap_find(&keys, &nk, cl, fs->s[i].key + len + 1, nd);
+/* The purchases that keep P(saturation) under the risk level, with the
+ * procurement lead time: a null list (and why) when the capacity or the
+ * demand interval is unknown. */
+static void recommendation_json(cJSON *so, const struct gl_capplan_outlook *ol, const struct gl_capplan_outlook_opts *o)
+{
+	cJSON *rec = cJSON_AddObjectToObject(so, "recommendation"), *arr;
+	cJSON_AddNumberToObject(rec, "risk", o->risk);
+	cJSON_AddNumberToObject(rec, "lead_days", (double)(o->lead_s / 86400));
+	if (!ol->purchases_known) {
+		cJSON_AddNullToObject(rec, "purchases");
+		cJSON_AddNullToObject(rec, "gpus");
+		cJSON_AddStringToObject(rec, "note", ol->note);
+		return;
+	}
+	arr = cJSON_AddArrayToObject(rec, "purchases");
+	for (size_t i = 0; i < ol->n_purchases; i++) {
+		const struct gl_capplan_purchase *pu = &ol->purchases[i];
+		cJSON *b = cJSON_CreateObject();
+		char d1[32], d2[32];
+		gl_time_format_day(pu->need_by_s, d1, sizeof d1);
+		gl_time_format_day(pu->order_by_s, d2, sizeof d2);
+		cJSON_AddStringToObject(b, "need_by", d1);
+		cJSON_AddStringToObject(b, "order_by", d2);
+		cJSON_AddNumberToObject(b, "gpus", (double)pu->gpus);
+		cJSON_AddNumberToObject(b, "total", (double)pu->total);
+		cJSON_AddBoolToObject(b, "late", pu->late);
+		cJSON_AddItemToArray(arr, b);
+	}
+	cJSON_AddNumberToObject(rec, "gpus", ol->n_purchases ? (double)ol->purchases[ol->n_purchases - 1].total : 0);
+	cJSON_AddStringToObject(rec, "note", ol->note);
+}
+
+static void saturation_json(cJSON *so, const struct gl_capplan_outlook *ol, int64_t end_s)
+{
+	for (int w = 0; w < 2; w++) {
+		long s = w ? ol->sat80 : ol->sat50;
+		char date[32];
+		if (s >= 0) {
+			gl_time_format_day(ol->steps[s].start_s, date, sizeof date);
+			cJSON_AddStringToObject(so, w ? "saturation_date_p80" : "saturation_date_p50", date);
+		} else {
+			cJSON_AddNullToObject(so, w ? "saturation_date_p80" : "saturation_date_p50");
 		}
+		add_num_or_null(so, w ? "days_until_saturation_p80" : "days_until_saturation_p50",
+				s >= 0 ? (double)((ol->steps[s].start_s - end_s) / 86400 + 1) : NAN);
 	}
-	for (size_t i = 0; i < ncap; i++) {
-		const struct gl_cap_row *r = &caps[i];
-		struct cap_key *k = cap_find(&keys, &nk, r->cluster, r->key[0] ? r->key : "unknown", nd);
-		/* the inventory's spelling of the model wins */
-		snprintf(k->model, sizeof k->model, "%s", r->key[0] ? r->key : "unknown");
-		int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
-		/* nothing reported: no inventory for it, capacity unknown (not 0) */
-		if (r->reported_gpu_seconds > 0)
-			k->capacity = (double)(avail > 0 ? avail : 0) / 3600.0;
+}
+
+static cJSON *steps_json(const struct gl_capplan_outlook *ol)
+{
+	cJSON *steps = cJSON_CreateArray();
+	for (int i = 0; i < ol->fc.horizon; i++) {
+		const struct gl_capplan_step *st = &ol->steps[i];
+		cJSON *d = cJSON_CreateObject();
+		char date[32];
+		double ps = gl_capplan_p_saturation(st);
+		gl_time_format_day(st->start_s, date, sizeof date);
+		cJSON_AddStringToObject(d, "date", date);
+		cJSON_AddNumberToObject(d, "peak_demand", r4(ol->fc.point[i]));
+		add_num_or_null(d, "p50", r4(st->q[2]));
+		add_num_or_null(d, "lo80", r4(st->q[1]));
+		add_num_or_null(d, "hi80", r4(st->q[3]));
+		add_num_or_null(d, "lo95", r4(st->q[0]));
+		add_num_or_null(d, "hi95", r4(st->q[4]));
+		add_num_or_null(d, "capacity_gpus", isfinite(st->capacity) ? r4(st->capacity) : NAN);
+		add_num_or_null(d, "p_saturation", isfinite(ps) ? round(ps * 1000) / 1000 : NAN);
+		cJSON_AddItemToArray(steps, d);
 	}
-	/* hourly demand: allocated (GPU-hours in an hour = mean GPUs) + pending */
-	for (size_t i = 0; i < nk; i++) {
-		const double *a = cap_series(&alloc, &keys[i]), *pd = cap_series(&pend, &keys[i]);
-		for (size_t h = 0; h < nd * 24; h++) {
-			double v = (a ? a[h] : 0) + (pd ? pd[h] : 0);
-			if (v > keys[i].peak[h / 24])
-				keys[i].peak[h / 24] = v;
+	return steps;
+}
+
+/* One cluster/model: its peak demand forecast by step against the capacity
+ * step line (now, plus the plan), the probability of saturation per step,
+ * the first dates it reaches 50 % and 80 %, and the purchases. */
+static int cap_series_json(cJSON *arr, const struct gl_capplan_key *k, const struct gl_capplan_demand *dm,
+			   const struct gl_capplan_outlook_opts *o, double queue_p, struct gl_err *err)
+{
+	struct gl_capplan_outlook ol;
+	cJSON *so, *hist, *pl;
+	int64_t step_s = o->weekly ? 7 * 86400 : 86400;
+	int rc;
+
+	if ((rc = gl_capplan_outlook(k, dm->nd, dm->start_s, o, &ol, err)))
+		return rc;
+	so = cJSON_CreateObject();
+	cJSON_AddStringToObject(so, "cluster", k->cluster);
+	cJSON_AddStringToObject(so, "gpu_model", k->gpu_model);
+	add_num_or_null(so, "capacity_gpus", isfinite(k->capacity) ? r4(k->capacity) : NAN);
+	cJSON_AddStringToObject(so, "method", gl_forecast_method_name(ol.fc.method));
+	cJSON_AddBoolToObject(so, "fallback", ol.fc.fallback);
+	cJSON_AddStringToObject(so, "note", ol.fc.note);
+	cJSON_AddNumberToObject(so, "horizon_answered", ol.fc.horizon);
+	pl = cJSON_AddArrayToObject(so, "plan");
+	for (size_t i = 0; i < o->n_plan; i++)
+		if (o->plan[i].day_s > o->today_s && !strcmp(o->plan[i].cluster, k->cluster) &&
+		    !strcasecmp(o->plan[i].gpu_model, k->gpu_model))
+			plan_json(pl, &o->plan[i]);
+	saturation_json(so, &ol, o->end_s);
+	recommendation_json(so, &ol, o);
+	{
+		cJSON *qs = cJSON_AddObjectToObject(so, "queue_saturation");
+		char date[32];
+		gl_time_format_day(o->end_s, date, sizeof date);
+		cJSON_AddStringToObject(qs, "date", date);
+		add_num_or_null(qs, "p", isfinite(queue_p) ? round(queue_p * 1000) / 1000 : NAN);
+		add_num_or_null(qs, "last_day_pending_minutes",
+				dm->nd ? round(k->sat[dm->nd - 1].pending_minutes * 10) / 10 : NAN);
+	}
+	cJSON_AddItemToObject(so, o->weekly ? "weeks" : "days", steps_json(&ol));
+	hist = cJSON_AddArrayToObject(so, "history");
+	for (size_t i = 0; i < ol.n_hist; i++) {
+		cJSON *h = cJSON_CreateObject();
+		char date[32];
+		gl_time_format_day(dm->start_s + step_s * (int64_t)i, date, sizeof date);
+		cJSON_AddStringToObject(h, "date", date);
+		cJSON_AddNumberToObject(h, "peak_demand", r4(ol.hist[i]));
+		cJSON_AddItemToArray(hist, h);
+	}
+	add_accuracy(so, &ol.fc, 0);
+	cJSON_AddItemToArray(arr, so);
+	gl_capplan_outlook_fini(&ol);
+	return 0;
+}
+
+/* The plan in force: the stored one and the what-if's changes (checked
+ * with it, never saved). A bad what-if names "plan". */
+static int cap_plan(PGconn *c, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
+		    struct gl_capplan_change **plan, size_t *n, const char **param, struct gl_err *err)
+{
+	struct gl_capplan_change *wi = NULL, *st = NULL;
+	size_t nw = 0, ns = 0, bad = 0;
+	const char *field = NULL;
+	int rc;
+	*plan = NULL;
+	*n = 0;
+	if ((rc = gl_capplan_parse(p->plan, &wi, &nw, err)) ||
+	    (rc = gl_capplandb_check(c, cfg, now_s, NULL, wi, nw, &bad, &field, err))) {
+		if (rc == -GL_EINVAL) {
+			char msg[sizeof err->msg];
+			snprintf(msg, sizeof msg, "%s", err->msg);
+			*param = "plan";
+			if (field)
+				gl_err_set(err, GL_EINVAL, "plan: entry %zu: %s: %s", bad + 1, field, msg);
+			else
+				gl_err_set(err, GL_EINVAL, "plan: %s", msg);
 		}
+		goto out;
 	}
-	/* queue saturation: the minutes of each day with GPUs waiting, of the
-	 * day's last 3 hours and its last hour, per cluster/model */
+	if ((rc = gl_capplandb_list(c, NULL, &st, &ns, err)))
+		goto out;
+	*plan = gl_xcalloc(ns + nw + 1, sizeof **plan);
+	if (ns)
+		memcpy(*plan, st, sizeof *st * ns);
+	if (nw)
+		memcpy(*plan + ns, wi, sizeof *wi * nw);
+	*n = ns + nw;
+out:
+	free(wi);
+	free(st);
+	return rc;
+}
+
+/* Peak demand per cluster/model and step (hourly allocated + pending GPUs,
+ * the day's or week's maximum), forecast by step, against the GPUs
+ * available in the window's last hour (present less down and planned down:
+ * docs/capacity.md) and the plan's changes after today. */
+static int cap_compute(PGconn *c, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
+		       struct gl_strbuf *body, const char **param, struct gl_err *err)
+{
+	struct gl_capplan_demand dm = {0};
+	struct gl_capplan_change *plan = NULL;
+	struct gl_capplan_outlook_opts o = {0};
+	struct gl_forecast_satday *sat = NULL;
+	size_t n_plan = 0, *sat_start = NULL, nd, nk;
+	double *sat_p = NULL;
+	cJSON *root = NULL, *arr;
+	int rc;
+
+	o.today_s = now_s - ((now_s % 86400) + 86400) % 86400;
+	if ((rc = gl_capplandb_demand(c, &p->window, p->cluster, now_s, &dm, err)) ||
+	    (rc = cap_plan(c, cfg, p, now_s, &plan, &n_plan, param, err)))
+		goto out;
+	/* a model the plan brings to a cluster with an inventory starts from 0
+	 * GPUs there (a cluster without one stays unknown) */
+	for (size_t i = 0; i < n_plan; i++) {
+		struct gl_capplan_key *k;
+		if (plan[i].day_s <= o.today_s || (p->cluster && strcmp(plan[i].cluster, p->cluster)))
+			continue;
+		k = gl_capplan_demand_key(&dm, plan[i].cluster, plan[i].gpu_model);
+		for (size_t j = 0; j < dm.nk && isnan(k->capacity); j++)
+			if (!strcmp(dm.keys[j].cluster, k->cluster) && dm.keys[j].cluster_inventory)
+				k->capacity = 0;
+	}
+	nd = dm.nd, nk = dm.nk;
+	/* queue saturation, per cluster/model and day */
 	sat = gl_xcalloc(nk * nd + 1, sizeof *sat);
 	sat_start = gl_xcalloc(nk + 1, sizeof *sat_start);
 	sat_p = gl_xcalloc(nk + 1, sizeof *sat_p);
 	for (size_t i = 0; i < nk; i++) {
-		const double *m = cap_series(&pmin, &keys[i]);
 		/* a queue is no older than its demand (as the peak series), and one
 		 * with none in the window (an idle model) has no days */
 		sat_start[i] = nd;
 		for (size_t d = 0; d < nd; d++)
-			if (keys[i].peak[d] > 0) {
-				sat_start[i] = gl_forecast_active_start(keys[i].peak, nd, 1);
+			if (dm.keys[i].peak[d] > 0) {
+				sat_start[i] = gl_forecast_active_start(dm.keys[i].peak, nd, 1);
 				break;
 			}
-		for (size_t h = 0; m && h < nd * 24; h++) {
-			struct gl_forecast_satday *d = &sat[i * nd + h / 24];
-			d->pending_minutes += m[h];
-			if (h % 24 >= 21)
-				d->pending_minutes_last3h += m[h];
-			if (h % 24 == 23)
-				d->pending_minutes_last1h += m[h];
-		}
+		memcpy(sat + i * nd, dm.keys[i].sat, sizeof *sat * nd);
 	}
 	root = cJSON_CreateObject();
 	gl_apijson_add_window(root, "window", &p->window);
+	cJSON_AddStringToObject(root, "step", p->weekly ? "week" : "day");
 	cJSON_AddNumberToObject(root, "horizon", p->horizon);
 	gl_apijson_add_time(root, "computed_at", now_s);
+	cJSON_AddNumberToObject(root, "risk", p->risk);
+	cJSON_AddNumberToObject(root, "procurement_lead_days", (double)cfg->procurement_lead_days);
+	{
+		cJSON *po = cJSON_AddObjectToObject(root, "plan"), *pa;
+		cJSON_AddBoolToObject(po, "what_if", *p->plan != '\0');
+		pa = cJSON_AddArrayToObject(po, "changes");
+		for (size_t i = 0; i < n_plan; i++)
+			plan_json(pa, &plan[i]);
+	}
 	sat_json(root, sat, nk, nd, sat_start, p->window.start_s, sat_p);
 	arr = cJSON_AddArrayToObject(root, "series");
-	for (size_t i = 0; i < nk; i++) {
-		struct gl_forecast_opts o = {0};
-		struct gl_forecast_result r;
-		cJSON *so = cJSON_CreateObject(), *days, *hist;
-		int d50 = -1, d80 = -1;
-		size_t s0 = gl_forecast_active_start(keys[i].peak, nd, 1);
-		o.slots_per_day = 1;
-		o.slots_per_week = 7;
-		o.horizon = p->horizon;
-		o.method = GL_FORECAST_AUTO;
-		o.first_weekday = gl_time_weekday(p->window.start_s + (int64_t)s0 * 86400);
-		if ((rc = gl_forecast_fit(keys[i].peak + s0, nd - s0, &o, &r, err))) {
-			cJSON_Delete(so);
+	o.weekly = p->weekly;
+	o.horizon = p->horizon;
+	o.end_s = p->window.end_s;
+	o.lead_s = cfg->procurement_lead_days * 86400;
+	o.risk = p->risk;
+	o.plan = plan;
+	o.n_plan = n_plan;
+	for (size_t i = 0; i < nk; i++)
+		if ((rc = cap_series_json(arr, &dm.keys[i], &dm, &o, sat_p[i], err)))
 			goto out;
-		}
-		cJSON_AddStringToObject(so, "cluster", keys[i].cluster);
-		cJSON_AddStringToObject(so, "gpu_model", keys[i].model);
-		add_num_or_null(so, "capacity_gpus", isfinite(keys[i].capacity) ? r4(keys[i].capacity) : NAN);
-		cJSON_AddStringToObject(so, "method", gl_forecast_method_name(r.method));
-		cJSON_AddBoolToObject(so, "fallback", r.fallback);
-		cJSON_AddStringToObject(so, "note", r.note);
-		days = cJSON_CreateArray();
-		for (int k = 0; k < p->horizon; k++) {
-			cJSON *d = cJSON_CreateObject();
-			char date[32];
-			double ps = NAN;
-			gl_time_format_day(p->window.end_s + 86400 * (int64_t)k, date, sizeof date);
-			cJSON_AddStringToObject(d, "date", date);
-			cJSON_AddNumberToObject(d, "peak_demand", r4(r.point[k]));
-			add_num_or_null(d, "lo80", r4(r.lo80[k]));
-			add_num_or_null(d, "hi80", r4(r.hi80[k]));
-			if (isfinite(keys[i].capacity)) {
-				/* saturated: demand at or above what is available */
-				ps = gl_forecast_prob_above(keys[i].capacity - 1e-9, r.lo95[k], r.lo80[k], r.point[k],
-							    r.hi80[k], r.hi95[k]);
-				if (d50 < 0 && ps >= 0.5)
-					d50 = k + 1;
-				if (d80 < 0 && ps >= 0.8)
-					d80 = k + 1;
-			}
-			add_num_or_null(d, "p_saturation", isfinite(ps) ? round(ps * 1000) / 1000 : NAN);
-			cJSON_AddItemToArray(days, d);
-		}
-		add_num_or_null(so, "days_until_saturation_p50", d50 > 0 ? d50 : NAN);
-		add_num_or_null(so, "days_until_saturation_p80", d80 > 0 ? d80 : NAN);
-		{
-			cJSON *qs = cJSON_AddObjectToObject(so, "queue_saturation");
-			char date[32];
-			gl_time_format_day(p->window.end_s, date, sizeof date);
-			cJSON_AddStringToObject(qs, "date", date);
-			add_num_or_null(qs, "p", isfinite(sat_p[i]) ? round(sat_p[i] * 1000) / 1000 : NAN);
-			add_num_or_null(qs, "last_day_pending_minutes",
-					nd ? round(sat[i * nd + nd - 1].pending_minutes * 10) / 10 : NAN);
-		}
-		cJSON_AddItemToObject(so, "days", days);
-		hist = cJSON_AddArrayToObject(so, "history");
-		for (size_t k = 0; k < nd; k++) {
-			cJSON *h = cJSON_CreateObject();
-			char date[32];
-			gl_time_format_day(p->window.start_s + 86400 * (int64_t)k, date, sizeof date);
-			cJSON_AddStringToObject(h, "date", date);
-			cJSON_AddNumberToObject(h, "peak_demand", r4(keys[i].peak[k]));
-			cJSON_AddItemToArray(hist, h);
-		}
-		{
-			cJSON *acc = cJSON_AddObjectToObject(so, "accuracy");
-			add_num_or_null(acc, "mase", r.cv.mase);
-			add_num_or_null(acc, "wape", r.cv.wape);
-			add_num_or_null(acc, "coverage80", r.cv.coverage80);
-			add_num_or_null(acc, "coverage95", r.cv.coverage95);
-			cJSON_AddNumberToObject(acc, "origins", r.origins);
-		}
-		cJSON_AddItemToArray(arr, so);
-		gl_forecast_result_fini(&r);
-	}
 	put_json(body, root);
 out:
-	for (size_t i = 0; i < nk; i++)
-		free(keys[i].peak);
-	free(keys);
-	free(caps);
-	PQclear(names);
-	gl_fcseries_fini(&alloc);
-	gl_fcseries_fini(&pend);
-	gl_fcseries_fini(&pmin);
+	gl_capplan_demand_fini(&dm);
 	free(sat);
 	free(sat_start);
 	free(sat_p);
+	free(plan);
 	cJSON_Delete(root);
-	free(hours);
 	return rc;
 }
 
@@ -627,8 +729,8 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void req_key(const struct fc_req *q, char *buf, size_t n)
 {
-	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
-		 q->window, q->exclude);
+	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
+		 q->window, q->exclude, q->plan);
 }
 
 /* A copy of a fresh cached body, or NULL. */
@@ -696,10 +798,11 @@ static int any_parse(struct fc_req *q, int64_t now_s, int max_days, struct fc_an
 			      : fc_parse(q, now_s, max_days, &a->f, param, err);
 }
 
-static int any_compute(PGconn *c, const struct fc_any *a, const struct fc_req *q, int64_t now_s, struct gl_strbuf *b,
-		       struct gl_err *err)
+static int any_compute(PGconn *c, const struct gl_config *cfg, const struct fc_any *a, const struct fc_req *q,
+		       int64_t now_s, struct gl_strbuf *b, const char **param, struct gl_err *err)
 {
-	return q->kind == 'c' ? cap_compute(c, &a->c, q, now_s, b, err) : fc_compute(c, &a->f, q, now_s, b, err);
+	*param = NULL;
+	return q->kind == 'c' ? cap_compute(c, cfg, &a->c, now_s, b, param, err) : fc_compute(c, &a->f, q, now_s, b, err);
 }
 
 /* The cached answer when there is one, else computed now and cached. */
@@ -721,9 +824,10 @@ static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
 		free(body);
 		return 0;
 	}
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = any_compute(c, &a, q, req->now_s, &resp->body, &err))) {
+	if ((rc = gl_req_db(req, &c, &err)) ||
+	    (rc = any_compute(c, req->cfg, &a, q, req->now_s, &resp->body, &param, &err))) {
 		gl_strbuf_reset(&resp->body);
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "forecast failed");
+		return gl_resp_error(resp, rc, param, "%s", err.msg[0] ? err.msg : "forecast failed");
 	}
 	cache_put(q, key, gl_strbuf_cstr(&resp->body), req->now_s, 1);
 	return 0;
@@ -760,17 +864,53 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 	return serve(req, resp, &q);
 }
 
+/* A what-if is a read (nothing is saved), audited as one with the plan it
+ * asked about: the request's own row keeps no query string. */
+static void audit_whatif(struct gl_req *req, const struct fc_req *q, int ok)
+{
+	struct gl_strbuf d = GL_STRBUF_INIT;
+	char actor[48], clean[GL_AUDIT_FIELD_MAX];
+	struct gl_audit_entry e;
+	snprintf(actor, sizeof actor, "token:%lld", req->auth ? (long long)req->auth->token_id : 0LL);
+	gl_audit_clean(q->plan, clean, sizeof clean);
+	gl_strbuf_puts(&d, "{\"saved\":false,\"plan\":\"");
+	gl_strbuf_put_json_str(&d, clean, strlen(clean));
+	gl_strbuf_puts(&d, "\"}");
+	e = (struct gl_audit_entry){0, actor, req->remote_addr, "capacity.whatif", "/v1/capacity/forecast",
+				    ok ? "ok" : "error", gl_strbuf_cstr(&d)};
+	gl_server_audit(req->srv, &e);
+	gl_strbuf_fini(&d);
+}
+
 int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp)
 {
 	struct fc_req q;
+	int rc;
 
 	memset(&q, 0, sizeof q);
 	q.kind = 'c';
 	if (copy_param(req, resp, "horizon", "", q.horizon, sizeof q.horizon) ||
+	    copy_param(req, resp, "step", "", q.step, sizeof q.step) ||
 	    copy_param(req, resp, "cluster", "", q.aggregate, sizeof q.aggregate) ||
-	    copy_param(req, resp, "window", "91d", q.window, sizeof q.window))
+	    copy_param(req, resp, "risk", "", q.level, sizeof q.level) ||
+	    copy_param(req, resp, "plan", "", q.plan, sizeof q.plan) ||
+	    copy_param(req, resp, "window", !strcmp(q.step, "week") ? "364d" : "91d", q.window, sizeof q.window))
 		return -GL_EINVAL;
-	return serve(req, resp, &q);
+	rc = serve(req, resp, &q);
+	if (*q.plan)
+		audit_whatif(req, &q, rc == 0);
+	return rc;
+}
+
+void gl_forecast_cache_drop(char kind)
+{
+	pthread_mutex_lock(&cache_mu);
+	for (int i = 0; i < FC_CACHE_SLOTS; i++)
+		if (cache[i].body && cache[i].q.kind == kind) {
+			free(cache[i].body);
+			cache[i].body = NULL;
+		}
+	pthread_mutex_unlock(&cache_mu);
 }
 
 int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
@@ -800,7 +940,7 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 		if (!live)
 			continue;
 		if ((rc = any_parse(&q, now_s, cfg->api_max_window_days, &a, &param, err)) ||
-		    (rc = any_compute(c, &a, &q, now_s, &body, err))) {
+		    (rc = any_compute(c, cfg, &a, &q, now_s, &body, &param, err))) {
 			gl_strbuf_fini(&body);
 			break;
 		}

@@ -7,12 +7,12 @@
 #include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/db.h"
+#include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,62 +90,222 @@ static const char jobs_sql[] =
 	"  (SELECT 1 FROM rates x WHERE x.gpu_model = k.gpu_model) THEN k.gpu_model ELSE '*' END) rt ON true"
 	")";
 
-/* One of the three tables as CSV, the columns of the JSON objects in order
- * (the owner key named by its dimension); costs in currency units with the
- * currency's minor decimals. fleet is NULL when capacity is unknown: a
- * header only. */
-static void idle_csv(struct gl_resp *resp, const char *table, const char *dim, const PGresult *owners,
-		     const PGresult *top, const PGresult *fleet, int minor)
-{
-	struct gl_strbuf *o = &resp->body;
+/* The answer as it is sent, a piece at a time from the three results:
+ * JSON, or one of the tables as CSV (the columns of the JSON objects in
+ * order, the owner key named by its dimension; costs in currency units
+ * with the currency's minor decimals; fleet NULL when capacity is
+ * unknown: a header only). */
+enum idle_table { IT_ALLOCATED, IT_TOP_JOBS, IT_UNALLOCATED };
+struct idle_out {
+	PGresult *owners, *top, *fleet;
+	struct gl_acct_cover cov;
+	struct gl_window win;
+	const char *agg;     /* a static string or the request's, copied */
+	char agg_buf[64];
+	int cap_known, minor;
+	double alloc_idle_total, unalloc_idle_total, reported_total;
+	enum idle_table table; /* CSV: the one table */
+	int part, i;           /* JSON: 0 head, 1..3 a table's rows, 4 tail; the next row */
+	struct gl_jsonw w;
+};
 
-	if (!strcmp(table, "allocated")) {
-		gl_apijson_csv_header(o, (const char *const[]){dim, "idle_gpu_seconds", "busy_gpu_seconds",
-							       "observed_gpu_seconds", "idle_cost", "unpriced_jobs",
-							       "held_idle_gpu_seconds", NULL});
-		for (int i = 0; i < PQntuples(owners); i++) {
-			gl_apijson_csv_col_str(o, owners, i, 0);
-			for (int k = 1; k <= 3; k++)
-				gl_apijson_csv_col_num(o, owners, i, k);
-			gl_apijson_csv_col_money(o, owners, i, 4, minor);
-			gl_apijson_csv_col_num(o, owners, i, 5);
-			gl_apijson_csv_col_num(o, owners, i, 6);
-			gl_csv_end(o);
+static void idle_out_fini(void *state)
+{
+	struct idle_out *o = state;
+	PQclear(o->owners);
+	PQclear(o->top);
+	PQclear(o->fleet);
+	gl_acct_cover_fini(&o->cov);
+	free(o);
+}
+
+static int rows(const PGresult *r)
+{
+	return r ? PQntuples(r) : 0;
+}
+
+static void csv_allocated_row(struct gl_strbuf *out, const PGresult *owners, int i, int minor)
+{
+	gl_apijson_csv_col_str(out, owners, i, 0);
+	for (int k = 1; k <= 3; k++)
+		gl_apijson_csv_col_num(out, owners, i, k);
+	gl_apijson_csv_col_money(out, owners, i, 4, minor);
+	gl_apijson_csv_col_num(out, owners, i, 5);
+	gl_apijson_csv_col_num(out, owners, i, 6);
+	gl_csv_end(out);
+}
+
+static void csv_top_row(struct gl_strbuf *out, const PGresult *top, int i, int minor)
+{
+	for (int k = 0; k <= 3; k++)
+		gl_apijson_csv_col_str(out, top, i, k);
+	gl_apijson_csv_micro(out, atoll(PQgetvalue(top, i, 4)));
+	gl_csv_field(out, PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
+	gl_apijson_csv_col_str(out, top, i, 6);
+	gl_apijson_csv_col_num(out, top, i, 7);
+	gl_apijson_csv_col_num(out, top, i, 8);
+	gl_apijson_csv_col_money(out, top, i, 9, minor);
+	gl_apijson_csv_col_time(out, top, i, 10);
+	gl_apijson_csv_col_time(out, top, i, 11);
+	gl_apijson_csv_col_num(out, top, i, 12);
+	gl_csv_end(out);
+}
+
+static void csv_fleet_row(struct gl_strbuf *out, const PGresult *fleet, int i, int minor)
+{
+	for (int k = 0; k <= 2; k++)
+		gl_apijson_csv_col_str(out, fleet, i, k);
+	for (int k = 3; k <= 7; k++)
+		gl_apijson_csv_col_num(out, fleet, i, k);
+	gl_apijson_csv_col_money(out, fleet, i, 8, minor);
+	gl_csv_end(out);
+}
+
+/* Pieces end at a row's end (a CSV field starts a record in an empty buffer). */
+static int idle_csv_next(void *state, struct gl_strbuf *out)
+{
+	struct idle_out *o = state;
+	const PGresult *r = o->table == IT_ALLOCATED ? o->owners : o->table == IT_TOP_JOBS ? o->top : o->fleet;
+	if (o->part == 0) {
+		if (o->table == IT_ALLOCATED)
+			gl_apijson_csv_header(out, (const char *const[]){o->agg, "idle_gpu_seconds", "busy_gpu_seconds",
+									  "observed_gpu_seconds", "idle_cost", "unpriced_jobs",
+									  "held_idle_gpu_seconds", NULL});
+		else if (o->table == IT_TOP_JOBS)
+			gl_apijson_csv_header(out, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus",
+									  "gpu_model", "state", "idle_gpu_seconds",
+									  "busy_gpu_seconds", "idle_cost", "from", "to",
+									  "held_idle_gpu_seconds", NULL});
+		else
+			gl_apijson_csv_header(out, (const char *const[]){"cluster", "partition", "gpu_model",
+									  "reported_gpu_seconds", "unavailable_gpu_seconds",
+									  "allocated_gpu_seconds", "idle_gpu_seconds",
+									  "overallocated_gpu_seconds", "idle_cost", NULL});
+		o->part = 1;
+	}
+	while (out->len < GL_RESP_CHUNK && o->i < rows(r)) {
+		if (o->table == IT_ALLOCATED)
+			csv_allocated_row(out, r, o->i, o->minor);
+		else if (o->table == IT_TOP_JOBS)
+			csv_top_row(out, r, o->i, o->minor);
+		else
+			csv_fleet_row(out, r, o->i, o->minor);
+		o->i++;
+	}
+	return o->i < rows(r);
+}
+
+static void json_allocated_row(struct gl_jsonw *w, const PGresult *owners, int i)
+{
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "key", PQgetvalue(owners, i, 0));
+	gl_jsonw_num(w, "idle_gpu_seconds", atof(PQgetvalue(owners, i, 1)));
+	gl_jsonw_num(w, "busy_gpu_seconds", atof(PQgetvalue(owners, i, 2)));
+	gl_jsonw_num(w, "observed_gpu_seconds", atof(PQgetvalue(owners, i, 3)));
+	gl_apijson_w_col_num(w, "idle_cost_micros", owners, i, 4);
+	gl_jsonw_num(w, "unpriced_jobs", atof(PQgetvalue(owners, i, 5)));
+	/* of the idle time, the part with memory held (idle.held_memory_mib) */
+	gl_jsonw_num(w, "held_idle_gpu_seconds", atof(PQgetvalue(owners, i, 6)));
+	gl_jsonw_end(w);
+}
+
+static void json_top_row(struct gl_jsonw *w, const PGresult *top, int i)
+{
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "cluster", PQgetvalue(top, i, 0));
+	gl_jsonw_str(w, "job_id", PQgetvalue(top, i, 1));
+	gl_jsonw_str(w, "owner", PQgetvalue(top, i, 2));
+	gl_jsonw_str(w, "user", PQgetvalue(top, i, 3));
+	gl_jsonw_num(w, "gpus", atof(PQgetvalue(top, i, 4)) / (double)GL_GPU_MICRO);
+	gl_jsonw_str(w, "gpu_model", PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
+	gl_jsonw_str(w, "state", PQgetvalue(top, i, 6));
+	gl_jsonw_num(w, "idle_gpu_seconds", atof(PQgetvalue(top, i, 7)));
+	gl_jsonw_num(w, "busy_gpu_seconds", atof(PQgetvalue(top, i, 8)));
+	gl_apijson_w_col_num(w, "idle_cost_micros", top, i, 9);
+	gl_jsonw_time(w, "from", atoll(PQgetvalue(top, i, 10)));
+	gl_jsonw_time(w, "to", atoll(PQgetvalue(top, i, 11)));
+	gl_jsonw_num(w, "held_idle_gpu_seconds", atof(PQgetvalue(top, i, 12)));
+	gl_jsonw_end(w);
+}
+
+static void json_fleet_row(struct gl_jsonw *w, const PGresult *fleet, int i)
+{
+	static const char *const nums[] = {"reported_gpu_seconds", "unavailable_gpu_seconds", "allocated_gpu_seconds",
+					   "idle_gpu_seconds", "overallocated_gpu_seconds"};
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "cluster", PQgetvalue(fleet, i, 0));
+	gl_jsonw_str(w, "partition", PQgetvalue(fleet, i, 1));
+	gl_jsonw_str(w, "gpu_model", PQgetvalue(fleet, i, 2));
+	for (int k = 0; k < (int)GL_ARRAY_LEN(nums); k++)
+		gl_jsonw_num(w, nums[k], atof(PQgetvalue(fleet, i, 3 + k)));
+	gl_apijson_w_col_num(w, "idle_cost_micros", fleet, i, 8);
+	gl_jsonw_end(w);
+}
+
+static void json_tail(struct idle_out *o)
+{
+	struct gl_jsonw *w = &o->w;
+	gl_jsonw_bool(w, "capacity_known", o->cap_known);
+	gl_jsonw_num(w, "capacity_days_known", (double)o->cov.known);
+	gl_jsonw_num(w, "capacity_days", (double)o->cov.days);
+	gl_jsonw_array(w, "capacity_clusters_unknown");
+	for (size_t i = 0; i < o->cov.n_missing; i++)
+		gl_jsonw_str(w, NULL, o->cov.missing[i]);
+	gl_jsonw_end(w);
+	/* over the clusters with capacity data only */
+	if (o->reported_total > 0)
+		gl_jsonw_num(w, "wasted_fraction", (o->alloc_idle_total + o->unalloc_idle_total) / o->reported_total);
+	else
+		gl_jsonw_null(w, "wasted_fraction");
+	gl_jsonw_end(w);
+	gl_strbuf_putc(w->out, '\n');
+}
+
+static int idle_json_next(void *state, struct gl_strbuf *out)
+{
+	static const char *const names[] = {"allocated_idle", "top_jobs", "unallocated_idle"};
+	struct idle_out *o = state;
+	o->w.out = out;
+	while (out->len < GL_RESP_CHUNK) {
+		const PGresult *r = o->part == 1 ? o->owners : o->part == 2 ? o->top : o->fleet;
+		if (o->part == 0) {
+			gl_jsonw_object(&o->w, NULL);
+			gl_jsonw_array(&o->w, "window");
+			gl_jsonw_time(&o->w, NULL, o->win.start_s);
+			gl_jsonw_time(&o->w, NULL, o->win.end_s);
+			gl_jsonw_end(&o->w);
+			gl_jsonw_str(&o->w, "aggregate", o->agg);
+			gl_jsonw_array(&o->w, names[0]);
+			o->part = 1;
+		} else if (o->part == 4) {
+			json_tail(o);
+			return 0;
+		} else if (o->i < rows(r)) {
+			if (o->part == 1)
+				json_allocated_row(&o->w, r, o->i);
+			else if (o->part == 2)
+				json_top_row(&o->w, r, o->i);
+			else
+				json_fleet_row(&o->w, r, o->i);
+			o->i++;
+		} else {
+			gl_jsonw_end(&o->w);
+			if (++o->part < 4)
+				gl_jsonw_array(&o->w, names[o->part - 1]);
+			o->i = 0;
 		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_allocated.csv"));
-	} else if (!strcmp(table, "top_jobs")) {
-		gl_apijson_csv_header(o, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus", "gpu_model",
-							       "state", "idle_gpu_seconds", "busy_gpu_seconds", "idle_cost",
-							       "from", "to", "held_idle_gpu_seconds", NULL});
-		for (int i = 0; i < PQntuples(top); i++) {
-			for (int k = 0; k <= 3; k++)
-				gl_apijson_csv_col_str(o, top, i, k);
-			gl_apijson_csv_micro(o, atoll(PQgetvalue(top, i, 4)));
-			gl_csv_field(o, PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
-			gl_apijson_csv_col_str(o, top, i, 6);
-			gl_apijson_csv_col_num(o, top, i, 7);
-			gl_apijson_csv_col_num(o, top, i, 8);
-			gl_apijson_csv_col_money(o, top, i, 9, minor);
-			gl_apijson_csv_col_time(o, top, i, 10);
-			gl_apijson_csv_col_time(o, top, i, 11);
-			gl_apijson_csv_col_num(o, top, i, 12);
-			gl_csv_end(o);
-		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_top_jobs.csv"));
-	} else {
-		gl_apijson_csv_header(o, (const char *const[]){"cluster", "partition", "gpu_model", "reported_gpu_seconds",
-							       "unavailable_gpu_seconds", "allocated_gpu_seconds",
-							       "idle_gpu_seconds", "overallocated_gpu_seconds", "idle_cost",
-							       NULL});
-		for (int i = 0; fleet && i < PQntuples(fleet); i++) {
-			for (int k = 0; k <= 2; k++)
-				gl_apijson_csv_col_str(o, fleet, i, k);
-			for (int k = 3; k <= 7; k++)
-				gl_apijson_csv_col_num(o, fleet, i, k);
-			gl_apijson_csv_col_money(o, fleet, i, 8, minor);
-			gl_csv_end(o);
-		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("idle_unallocated.csv"));
+	}
+	return 1;
+}
+
+/* The totals of the root (wasted_fraction) before any row is sent. */
+static void idle_totals(struct idle_out *o)
+{
+	for (int i = 0; i < rows(o->owners); i++)
+		o->alloc_idle_total += atof(PQgetvalue(o->owners, i, 1));
+	for (int i = 0; i < rows(o->fleet); i++) {
+		o->unalloc_idle_total += atof(PQgetvalue(o->fleet, i, 6));
+		o->reported_total += atof(PQgetvalue(o->fleet, i, 3));
 	}
 }
 
@@ -161,10 +321,9 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	long limit = 20;
 	PGconn *c;
 	PGresult *owners = NULL, *top = NULL, *fleet = NULL, *capq = NULL;
-	cJSON *root = NULL, *arr;
 	int rc = 0, have_cap, cap_known, csv;
 	struct gl_acct_cover cov = {0};
-	double alloc_idle_total = 0, unalloc_idle_total = 0, reported_total = 0;
+	struct idle_out *o;
 
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
@@ -218,90 +377,37 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	 * so far and every cluster that ran GPU jobs; else unallocated_idle
 	 * is the known days' and clusters' alone */
 	cap_known = have_cap && fleet && PQntuples(fleet) > 0 && cov.known == cov.days && cov.n_missing == 0;
+	o = gl_xcalloc(1, sizeof *o);
+	*o = (struct idle_out){owners, top, fleet, cov, win, NULL, "", cap_known,
+			       gl_money_minor(req->cfg->currency), 0, 0, 0, IT_ALLOCATED, 0, 0, {0}};
+	owners = top = fleet = NULL;
+	memset(&cov, 0, sizeof cov);
+	snprintf(o->agg_buf, sizeof o->agg_buf, "%s", agg ? agg : "team");
+	o->agg = o->agg_buf;
 	if (csv) {
-		idle_csv(resp, table ? table : "allocated", agg ? agg : "team", owners, top, fleet,
-			 gl_money_minor(req->cfg->currency));
+		const char *tb = table ? table : "allocated";
+		o->table = !strcmp(tb, "allocated") ? IT_ALLOCATED : !strcmp(tb, "top_jobs") ? IT_TOP_JOBS : IT_UNALLOCATED;
+		gl_apijson_set_csv(resp, o->table == IT_ALLOCATED  ? GL_APIJSON_ATTACHMENT("idle_allocated.csv")
+					 : o->table == IT_TOP_JOBS ? GL_APIJSON_ATTACHMENT("idle_top_jobs.csv")
+								   : GL_APIJSON_ATTACHMENT("idle_unallocated.csv"));
 		/* the JSON root's coverage, which no row holds: an unallocated
 		 * table without rows, or with the known days' idle only */
 		gl_apijson_add_header(resp, "X-Capacity-Known", cap_known ? "true" : "false");
-		gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)cov.known);
-		gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)cov.days);
-		gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)cov.n_missing);
+		gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)o->cov.known);
+		gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)o->cov.days);
+		gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)o->cov.n_missing);
+		gl_resp_set_stream(resp, idle_csv_next, idle_out_fini, o);
 		goto out;
 	}
-
-	root = cJSON_CreateObject();
-	gl_apijson_add_window(root, "window", &win);
-	cJSON_AddStringToObject(root, "aggregate", agg ? agg : "team");
-	arr = cJSON_AddArrayToObject(root, "allocated_idle");
-	for (int i = 0; i < PQntuples(owners); i++) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "key", PQgetvalue(owners, i, 0));
-		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(owners, i, 1)));
-		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(owners, i, 2)));
-		cJSON_AddNumberToObject(o, "observed_gpu_seconds", atof(PQgetvalue(owners, i, 3)));
-		gl_apijson_add_col_num(o, "idle_cost_micros", owners, i, 4);
-		cJSON_AddNumberToObject(o, "unpriced_jobs", atof(PQgetvalue(owners, i, 5)));
-		/* of the idle time, the part with memory held (idle.held_memory_mib) */
-		cJSON_AddNumberToObject(o, "held_idle_gpu_seconds", atof(PQgetvalue(owners, i, 6)));
-		alloc_idle_total += atof(PQgetvalue(owners, i, 1));
-		cJSON_AddItemToArray(arr, o);
-	}
-	arr = cJSON_AddArrayToObject(root, "top_jobs");
-	for (int i = 0; i < PQntuples(top); i++) {
-		cJSON *o = cJSON_CreateObject();
-		char s0[32], e0[32];
-		cJSON_AddStringToObject(o, "cluster", PQgetvalue(top, i, 0));
-		cJSON_AddStringToObject(o, "job_id", PQgetvalue(top, i, 1));
-		cJSON_AddStringToObject(o, "owner", PQgetvalue(top, i, 2));
-		cJSON_AddStringToObject(o, "user", PQgetvalue(top, i, 3));
-		cJSON_AddNumberToObject(o, "gpus", atof(PQgetvalue(top, i, 4)) / (double)GL_GPU_MICRO);
-		cJSON_AddStringToObject(o, "gpu_model", PQgetisnull(top, i, 5) ? "unknown" : PQgetvalue(top, i, 5));
-		cJSON_AddStringToObject(o, "state", PQgetvalue(top, i, 6));
-		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(top, i, 7)));
-		cJSON_AddNumberToObject(o, "busy_gpu_seconds", atof(PQgetvalue(top, i, 8)));
-		gl_apijson_add_col_num(o, "idle_cost_micros", top, i, 9);
-		gl_time_format(atoll(PQgetvalue(top, i, 10)), s0, sizeof s0);
-		gl_time_format(atoll(PQgetvalue(top, i, 11)), e0, sizeof e0);
-		cJSON_AddStringToObject(o, "from", s0);
-		cJSON_AddStringToObject(o, "to", e0);
-		cJSON_AddNumberToObject(o, "held_idle_gpu_seconds", atof(PQgetvalue(top, i, 12)));
-		cJSON_AddItemToArray(arr, o);
-	}
-	arr = cJSON_AddArrayToObject(root, "unallocated_idle");
-	for (int i = 0; fleet && i < PQntuples(fleet); i++) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "cluster", PQgetvalue(fleet, i, 0));
-		cJSON_AddStringToObject(o, "partition", PQgetvalue(fleet, i, 1));
-		cJSON_AddStringToObject(o, "gpu_model", PQgetvalue(fleet, i, 2));
-		cJSON_AddNumberToObject(o, "reported_gpu_seconds", atof(PQgetvalue(fleet, i, 3)));
-		cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", atof(PQgetvalue(fleet, i, 4)));
-		cJSON_AddNumberToObject(o, "allocated_gpu_seconds", atof(PQgetvalue(fleet, i, 5)));
-		cJSON_AddNumberToObject(o, "idle_gpu_seconds", atof(PQgetvalue(fleet, i, 6)));
-		cJSON_AddNumberToObject(o, "overallocated_gpu_seconds", atof(PQgetvalue(fleet, i, 7)));
-		gl_apijson_add_col_num(o, "idle_cost_micros", fleet, i, 8);
-		unalloc_idle_total += atof(PQgetvalue(fleet, i, 6));
-		reported_total += atof(PQgetvalue(fleet, i, 3));
-		cJSON_AddItemToArray(arr, o);
-	}
-	cJSON_AddBoolToObject(root, "capacity_known", cap_known);
-	cJSON_AddNumberToObject(root, "capacity_days_known", (double)cov.known);
-	cJSON_AddNumberToObject(root, "capacity_days", (double)cov.days);
-	arr = cJSON_AddArrayToObject(root, "capacity_clusters_unknown");
-	for (size_t i = 0; i < cov.n_missing; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(cov.missing[i]));
-	/* over the clusters with capacity data only */
-	if (reported_total > 0)
-		cJSON_AddNumberToObject(root, "wasted_fraction", (alloc_idle_total + unalloc_idle_total) / reported_total);
-	else
-		cJSON_AddNullToObject(root, "wasted_fraction");
-	gl_apijson_put(resp, root);
+	idle_totals(o);
+	resp->content_type = "application/json";
+	gl_jsonw_init(&o->w, NULL);
+	gl_resp_set_stream(resp, idle_json_next, idle_out_fini, o);
 	goto out;
 fail:
 	rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 out:
 	gl_acct_cover_fini(&cov);
-	cJSON_Delete(root);
 	PQclear(owners);
 	PQclear(top);
 	PQclear(fleet);

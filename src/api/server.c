@@ -1,26 +1,37 @@
-/* HTTP server (see include/gl/server.h). */
+/* HTTP server (see include/gl/server.h; docs/security.md, "Connections and
+ * heavy requests"). libmicrohttpd's I/O threads read requests and answer
+ * /healthz, static files and refusals themselves; every other request is
+ * suspended and handed to a pool (main, heavy, probe), whose worker
+ * resumes the connection with the answer. */
 #include "gl/server.h"
+#include "gl/apijson.h"
 #include "gl/audit.h"
 #include "gl/auth.h"
+#include "gl/connguard.h"
 #include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/log.h"
+#include "gl/reqpool.h"
 #include "gl/routes.h"
 #include "gl/static.h"
+#include "gl/tally.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/tcp.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define LAT_BUCKETS 10
 static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5};
@@ -45,10 +56,56 @@ static const double lat_bounds[LAT_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025
 #define REQ_LIMITER_SLOTS 8192
 #define MAX_QUERY_PARAMS 32
 
+/* Connections and pools (docs/security.md, "Connections and heavy
+ * requests"). */
+#define SWEEP_MS 250              /* the deadlines' granularity */
+#define REFUSAL_LOG_S 10          /* one WARN line of refusals per interval, with counts */
+#define MHD_LOG_LINES 5           /* libmicrohttpd messages per REFUSAL_LOG_S, then counted */
+#define TALLY_ADDRS 2048          /* addresses per minute in the aggregated audit rows */
+#define PROBE_STATEMENT_MS 5000   /* /healthz's and /metrics' statements */
+#define PROBE_QUEUE 64
+#define HEAVY_RETRY_S "5"         /* Retry-After of a heavy request refused */
+#define BUSY_RETRY_S "1"          /* ... of a request refused for want of room */
+
 enum auth_reason { AR_MISSING, AR_MALFORMED, AR_UNKNOWN, AR_REVOKED, AR_EXPIRED, AR_UNUSABLE, AR_RATE_LIMITED,
-		   AR_FORBIDDEN, AR_SCOPE, AR_REQUEST_RATE, AR_N };
+		   AR_FORBIDDEN, AR_SCOPE, AR_REQUEST_RATE, AR_HEAVY_TOKEN, AR_N };
 static const char *const auth_reason_names[AR_N] = {
-	"missing", "malformed", "unknown", "revoked", "expired", "unusable", "rate_limited", "forbidden", "scope", "request_rate",
+	"missing", "malformed", "unknown", "revoked", "expired", "unusable", "rate_limited", "forbidden", "scope",
+	"request_rate", "heavy_per_token",
+};
+
+/* What the aggregated audit rows and gpuledger_http_refused_total count
+ * (include/gl/tally.h): refusals, one kind each, then /healthz answers. */
+enum tally_kind {
+	TK_REQUEST_LINE,   /* bytes that never made a request line: 400/414 from libmicrohttpd, or unfinished */
+	TK_REQUEST_HEADER, /* a request libmicrohttpd answered itself after its line (431, 400, 413, 505), or
+			    * closed on an error before its headers were whole */
+	TK_HEADER_LATE,    /* server.header_timeout_s passed */
+	TK_BODY_LATE,      /* server.body_timeout_s passed */
+	TK_REQUEST_RATE,   /* server.rate_limit_per_ip */
+	TK_AUTH_BLOCKED,   /* an address blocked after failed authentications */
+	TK_CONN_PER_IP,    /* server.max_connections_per_ip */
+	TK_CONN_FULL,      /* server.max_connections */
+	TK_RESERVED_ONLY,  /* a non-probe request on a reserved connection */
+	TK_STOPPING,       /* a request the server could not take: stopping, or the probe queue full */
+	TK_REFUSALS,       /* (the refusals end here) */
+	TK_HEALTHZ_OK = TK_REFUSALS,
+	TK_HEALTHZ_UNAVAILABLE,
+	TK_N
+};
+static const struct gl_tally_kind tally_kinds[TK_N] = {
+	[TK_REQUEST_LINE] = {"request_line", "http.refused", "denied", "reasons"},
+	[TK_REQUEST_HEADER] = {"request_header", "http.refused", "denied", "reasons"},
+	[TK_HEADER_LATE] = {"header_timeout", "http.refused", "denied", "reasons"},
+	[TK_BODY_LATE] = {"body_timeout", "http.refused", "denied", "reasons"},
+	[TK_REQUEST_RATE] = {"request_rate", "http.refused", "denied", "reasons"},
+	[TK_AUTH_BLOCKED] = {"auth_blocked", "http.refused", "denied", "reasons"},
+	[TK_CONN_PER_IP] = {"connections_per_ip", "http.refused", "denied", "reasons"},
+	[TK_CONN_FULL] = {"connections_total", "http.refused", "denied", "reasons"},
+	[TK_RESERVED_ONLY] = {"reserved_connection", "http.refused", "denied", "reasons"},
+	[TK_STOPPING] = {"unavailable", "http.refused", "denied", "reasons"},
+	[TK_HEALTHZ_OK] = {"200", "http.probe", "ok", "statuses"},
+	[TK_HEALTHZ_UNAVAILABLE] = {"503", "http.probe", "error", "statuses"},
 };
 
 struct route_stats {
@@ -56,6 +113,12 @@ struct route_stats {
 	uint64_t lat_hist[LAT_BUCKETS + 1];
 	double lat_sum;
 	uint64_t count;
+};
+
+/* A token's heavy requests running or waiting (server.heavy_per_token). */
+struct heavy_hold {
+	int64_t token_id;
+	size_t n;
 };
 
 struct gl_server {
@@ -79,13 +142,53 @@ struct gl_server {
 					  * run of 503s must not hide one; under mu */
 	unsigned long err_ref;           /* the last 5xx answer's reference; under mu */
 	struct gl_log_limiter grace_log; /* tokens let in on the outage grace; under mu */
+	/* connections, pools, refusals */
+	struct gl_connguard *guard;
+	struct gl_tally *tally;
+	struct gl_reqpool *main_pool, *heavy_pool, *probe_pool;
+	struct heavy_hold *holds;        /* server.heavy_workers + heavy_queue of them; under mu */
+	size_t n_holds;
+	uint64_t heavy_refused_token, heavy_refused_queue, heavy_run, stmt_timeouts; /* under mu */
+	_Atomic int stopping;            /* requests are answered 503 from now on */
+	pthread_t sweeper, flusher;
+	int have_sweeper, have_flusher;
+	pthread_mutex_t hk_mu;           /* the housekeeping threads' stop */
+	pthread_cond_t hk_cv;
+	int hk_stop;
+	pthread_mutex_t mhd_log_mu;      /* libmicrohttpd's messages: MHD_LOG_LINES per interval */
+	int64_t mhd_log_window_s;
+	unsigned mhd_log_lines;
+	uint64_t mhd_log_suppressed;
 };
 
-/* Per-request state, freed in the completion callback. */
+/* A connection's state (libmicrohttpd's socket context). */
+struct conn_ctx {
+	struct gl_conn *gc;
+	char addr[INET6_ADDRSTRLEN]; /* the client, as shown in the log and the audit rows */
+	int fd;
+};
+
+/* Per-request state, from the request line to the completion callback. */
+enum req_phase { RQ_NEW, RQ_QUEUED, RQ_DONE };
 struct req_ctx {
+	struct gl_server *s;
+	struct MHD_Connection *conn;
+	struct conn_ctx *cc;
+	struct timespec t0;
+	int headers_seen; /* the handler's first call came */
 	struct gl_strbuf body;
 	int too_large;
-	struct timespec t0;
+	enum req_phase phase; /* RQ_QUEUED: suspended, a pool's; RQ_DONE: resp is the answer */
+	struct gl_req req;
+	struct gl_resp resp;
+	struct gl_auth auth;
+	const struct gl_route *route;
+	size_t ridx;
+	int64_t token_id;
+	enum auth_reason reason;
+	int method_mismatch; /* the path is a route's, the method not */
+	int holds_heavy;  /* counted in token_id's heavy_hold */
+	int tallied;      /* the answer is counted in the tally, not audited alone */
 };
 
 static int64_t mono_ms(void)
@@ -311,30 +414,38 @@ static int conn_lost(PGconn *c)
 	return poll(&p, 1, 0) > 0;
 }
 
-/* This worker thread's request in progress, for the stop's cancel: MHD's
- * pool threads take one request at a time, and on_request ends the slot
- * before the request is answered. */
+/* This worker thread's request in progress, for the stop's cancel: a pool
+ * thread takes one request at a time, and finish() ends the slot before
+ * the request is answered. */
 static _Thread_local struct gl_dbcancel_slot t_db_slot;
+/* The statement_timeout of this thread's pool (set once per thread). */
+static _Thread_local int64_t t_stmt_ms;
 
 int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 {
 	struct gl_server *s = req->srv;
 	PGconn *c = pthread_getspecific(s->conn_key);
-	int rc;
+	int rc, fresh = 0;
 
 	if (c && conn_lost(c)) {
-		PQreset(c);
-		if (PQstatus(c) != CONNECTION_OK) {
+		if (gl_db_reset(c)) {
 			PQfinish(c);
 			c = NULL;
 			pthread_setspecific(s->conn_key, NULL);
+		} else {
+			fresh = 1;
 		}
 	}
 	if (!c) {
 		if ((rc = gl_db_connect_dsn(s->dsn, &c, err)))
 			return rc;
 		pthread_setspecific(s->conn_key, c);
+		fresh = 1;
 	}
+	/* a new session starts from the server's defaults: no statement of a
+	 * request may run past its pool's bound */
+	if (fresh && t_stmt_ms > 0 && (rc = gl_db_set_statement_timeout(c, t_stmt_ms, err)))
+		return rc;
 	{
 		/* anew on every call: a reset above gave another backend */
 		char what[96];
@@ -452,13 +563,72 @@ static void record(struct gl_server *s, size_t route, int status, double secs)
 	pthread_mutex_unlock(&s->mu);
 }
 
+void gl_resp_set_stream(struct gl_resp *resp, int (*next)(void *state, struct gl_strbuf *out),
+			void (*fini)(void *state), void *state)
+{
+	if (resp->stream.fini)
+		resp->stream.fini(resp->stream.state);
+	resp->stream = (struct gl_resp_stream){next, fini, state};
+}
+
+static void resp_drop_stream(struct gl_resp *resp)
+{
+	if (resp->stream.fini)
+		resp->stream.fini(resp->stream.state);
+	memset(&resp->stream, 0, sizeof resp->stream);
+}
+
+/* A streamed body as libmicrohttpd pulls it: the next piece is made when
+ * the last one has gone out, so at most one piece is held at a time. */
+struct stream_out {
+	struct gl_resp_stream st;
+	struct gl_strbuf buf;
+	size_t off;
+	int last; /* buf holds the last piece */
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct stream_out *so = cls;
+	size_t n;
+	(void)pos;
+	while (so->off == so->buf.len) {
+		if (so->last)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		gl_strbuf_reset(&so->buf);
+		so->off = 0;
+		so->last = !so->st.next(so->st.state, &so->buf);
+	}
+	n = so->buf.len - so->off < max ? so->buf.len - so->off : max;
+	memcpy(out, so->buf.p + so->off, n);
+	so->off += n;
+	return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream_out *so = cls;
+	if (so->st.fini)
+		so->st.fini(so->st.state);
+	gl_strbuf_fini(&so->buf);
+	free(so);
+}
+
 static enum MHD_Result send_resp(struct MHD_Connection *conn, struct gl_resp *resp)
 {
-	size_t len = resp->body.len;
-	char *body = gl_strbuf_steal(&resp->body);
-	struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+	struct MHD_Response *r;
 	enum MHD_Result ret;
 
+	if (resp->stream.next) {
+		struct stream_out *so = gl_xcalloc(1, sizeof *so);
+		so->st = resp->stream;
+		memset(&resp->stream, 0, sizeof resp->stream); /* the response's now */
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, GL_RESP_CHUNK, stream_read, so, stream_free);
+	} else {
+		size_t len = resp->body.len;
+		char *body = gl_strbuf_steal(&resp->body);
+		r = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+	}
 	MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/json");
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
@@ -612,9 +782,10 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 }
 
 /* One audit row per request, allowed or not: never the token, never the
- * query string (filters may name people); the route, status and why. */
+ * query string (filters may name people); the route, status and why.
+ * Refusals and /healthz answers are rows in aggregate (tally_emit). */
 static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_route *route, int status,
-			  int64_t token_id, enum auth_reason reason, int64_t suppressed, double secs)
+			  int64_t token_id, enum auth_reason reason, double secs)
 {
 	struct gl_strbuf d = GL_STRBUF_INIT;
 	char actor[48], obj[GL_AUDIT_FIELD_MAX], method[16];
@@ -633,8 +804,6 @@ static void audit_request(struct gl_server *s, const struct gl_req *req, const s
 	gl_strbuf_printf(&d, "\",\"route\":\"%s\",\"status\":%d", route ? route->name : "unmatched", status);
 	if (reason < AR_N)
 		gl_strbuf_printf(&d, ",\"reason\":\"%s\"", auth_reason_names[reason]);
-	if (suppressed)
-		gl_strbuf_printf(&d, ",\"suppressed\":%lld", (long long)suppressed);
 	gl_strbuf_printf(&d, ",\"ms\":%.3f}", secs * 1000.0);
 	e = (struct gl_audit_entry){0, actor, req->remote_addr, "http.request", obj,
 				    status < 400 ? "ok" : status == 401 || status == 403 || status == 429 ? "denied" : "error",
@@ -643,176 +812,759 @@ static void audit_request(struct gl_server *s, const struct gl_req *req, const s
 	gl_strbuf_fini(&d);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+/* An aggregated row (include/gl/tally.h) into the audit log. */
+static void tally_emit(void *cls, const struct gl_tally_row *row)
 {
 	struct gl_server *s = cls;
-	struct req_ctx *ctx = *con_cls;
-	struct gl_resp resp;
-	struct gl_req req;
-	const struct gl_route *route;
-	struct gl_auth auth;
-	enum auth_reason reason = AR_N;
-	int64_t token_id = 0, suppressed = 0;
-	int audit_it = 1;
-	size_t ridx = MAX_ROUTES;
-	int mm = 0, rc;
-	char addr[INET6_ADDRSTRLEN] = "";
-	enum MHD_Result ret;
+	struct gl_audit_entry e = {0, "anonymous", row->addr, row->action,
+				   !strcmp(row->action, "http.probe") ? "/healthz" : NULL, row->outcome, row->detail_json};
+	if (s->audit && s->cfg->audit_requests)
+		gl_audit_writer_submit(s->audit, &e);
+}
 
-	if (!ctx) {
-		/* first call: headers only. Never answer yet for a request with a
-		 * body, or the client may be cut off mid-upload. */
-		ctx = gl_xcalloc(1, sizeof *ctx);
-		clock_gettime(CLOCK_MONOTONIC, &ctx->t0);
-		*con_cls = ctx;
+static void tally(struct gl_server *s, const char *addr, enum tally_kind k)
+{
+	gl_tally_add(s->tally, addr && *addr ? addr : "unknown", (size_t)k, wall_s());
+}
+
+/* The bytes a TCP socket has received so far (Linux's TCP_INFO). */
+static int socket_rx(int fd, uint64_t *rx)
+{
+	struct tcp_info ti;
+	socklen_t n = sizeof ti;
+	memset(&ti, 0, sizeof ti);
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) != 0 ||
+	    n < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof ti.tcpi_bytes_received)
+		return -1;
+	*rx = ti.tcpi_bytes_received;
+	return 0;
+}
+
+/* The client address as shown in the log and the audit rows. */
+static void addr_text(const struct sockaddr *sa, char *out, size_t n)
+{
+	out[0] = '\0';
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)n);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)n);
+}
+
+/* libmicrohttpd's accept policy: the guard's verdict before anything is
+ * allocated; a refused socket is closed at once, without a log line of
+ * its own (the sweeper logs the refusals' counts). */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct gl_server *s = cls;
+	char key[GL_CONNGUARD_KEY_MAX], shown[INET6_ADDRSTRLEN];
+	enum gl_connguard_verdict v;
+	(void)len;
+	if (gl_connguard_key(sa, key, sizeof key))
 		return MHD_YES;
-	}
-	if (*upload_size) {
-		if (!ctx->too_large && ctx->body.len + *upload_size > (size_t)s->cfg->http_max_body_bytes)
-			ctx->too_large = 1;
-		if (!ctx->too_large)
-			gl_strbuf_append(&ctx->body, upload_data, *upload_size);
-		*upload_size = 0;
+	if ((v = gl_connguard_check(s->guard, key)) == GL_CONNGUARD_ADMIT)
 		return MHD_YES;
-	}
+	addr_text(sa, shown, sizeof shown);
+	tally(s, shown, v == GL_CONNGUARD_REFUSE_ADDR ? TK_CONN_PER_IP : TK_CONN_FULL);
+	return MHD_NO;
+}
 
-	memset(&resp, 0, sizeof resp);
-	memset(&req, 0, sizeof req);
-	{
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (ci && ci->client_addr) {
-			const struct sockaddr *sa = ci->client_addr;
-			if (sa->sa_family == AF_INET)
-				inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
-			else if (sa->sa_family == AF_INET6)
-				inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, addr, sizeof addr);
-		}
+static void conn_started(struct gl_server *s, struct MHD_Connection *conn, void **socket_context)
+{
+	struct conn_ctx *cc = gl_xcalloc(1, sizeof *cc);
+	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	char key[GL_CONNGUARD_KEY_MAX] = "";
+	cc->fd = fi ? fi->connect_fd : -1;
+	if (ai && ai->client_addr) {
+		addr_text(ai->client_addr, cc->addr, sizeof cc->addr);
+		if (gl_connguard_key(ai->client_addr, key, sizeof key))
+			key[0] = '\0';
 	}
-	req.method = method;
-	req.path = url;
-	req.remote_addr = addr;
-	req.body = ctx->body.p;
-	req.body_len = ctx->body.len;
-	req.cfg = s->cfg;
-	req.srv = s;
-	req.mhd_conn = conn;
-	req.now_s = wall_s();
+	cc->gc = gl_connguard_open(s->guard, key, cc->fd, mono_ms());
+	*socket_context = cc;
+}
 
-	route = match(method, url, &ridx, &mm);
-	rc = 0;
-	/* before any token lookup or database work: a flood costs a hash probe */
-	switch (gl_reqlimit_take(s->reqrl, addr, mono_ms(), &suppressed)) {
-	case 0: break;
-	case 2: audit_it = 0; /* fall through */
-	default:
-		reason = AR_REQUEST_RATE;
-		resp.extra_headers[0][0] = "Retry-After";
-		resp.extra_headers[0][1] = "1";
-		rc = gl_resp_error(&resp, GL_EBUSY, NULL, "too many requests from this address (server.rate_limit_per_ip)");
-	}
-	if (!rc && !route && s->web && (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) {
-		const struct gl_static_file *f = gl_static_find(s->web, url);
-		if (f) {
-			int status;
-			ret = send_static(conn, f, &status);
-			record(s, STATIC_SLOT, status, since(&ctx->t0));
-			return ret;
-		}
-	}
-	if (rc) {
-		/* refused above */
-	} else if (!route || !gl_auth_route_public(route->role)) {
-		/* unmatched paths need a token too: no route map for strangers */
-		if ((rc = authenticate(s, &req, &resp, &auth, &token_id, &reason)) == 0) {
-			req.auth = &auth;
-			token_id = auth.token_id;
-			if (route && !gl_auth_role_allows(auth.role, route->role)) {
-				reason = AR_FORBIDDEN;
-				rc = gl_resp_error(&resp, GL_EPERM, NULL, "role %s may not use %s %s", auth.role, method,
-						   route->path);
-			}
-		}
-	}
-	if (rc) {
-		/* denied above */
-	} else if (ctx->too_large) {
-		rc = gl_resp_error(&resp, GL_ERANGE, NULL, "request body larger than %lld bytes",
-				   (long long)s->cfg->http_max_body_bytes);
-	} else if (!route && mm) {
-		rc = gl_resp_error(&resp, GL_EINVAL, NULL, "method %s not allowed on %s", method, url);
-		resp.err_code = "method_not_allowed";
-		resp.status = 405;
-		allowed_methods(url, resp.header_buf, sizeof resp.header_buf);
-		resp.extra_headers[0][0] = "Allow";
-		resp.extra_headers[0][1] = resp.header_buf;
-	} else if (!route) {
-		rc = gl_resp_error(&resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", url);
-	} else if (req.auth && req.auth->n_owners && !route->owner_scoped) {
-		/* before the handler: one that does not filter by owner may write
-		 * (POST /v1/hook/actions), and a refusal must leave nothing behind */
-		reason = AR_SCOPE;
-		rc = gl_resp_error(&resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
-	} else if ((rc = check_route_params(conn, route, &resp)) == 0) {
-		rc = route->fn(&req, &resp);
-		if (rc == 0 && req.auth && req.auth->n_owners && !req.scope_applied) {
-			/* backstop for a flagged handler that forgot its filter (read
-			 * only): its rows are not shown */
-			gl_strbuf_reset(&resp.body);
-			memset(resp.extra_headers, 0, sizeof resp.extra_headers);
-			resp.status = 0;
-			reason = AR_SCOPE;
-			rc = gl_resp_error(&resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
-		}
-	}
-	/* the database work is over; a stop from here on cancels nothing of it */
-	gl_dbcancel_end(&t_db_slot);
-	if (rc) {
-		if (!resp.status)
-			resp.status = status_for(rc);
-		if (!resp.err_code)
-			gl_resp_error(&resp, rc, NULL, "%s", gl_strerror(rc));
-		if (resp.status >= 500) {
-			unsigned long ref = gl_server_error_ref(s, resp.status, req.now_s, method, url, resp.err_msg);
-			snprintf(resp.err_msg, sizeof resp.err_msg, "%s (ref %lu; the server log has the detail)",
-				 resp.status == 503 ? "the database is unavailable; retry later" : "internal error", ref);
-		}
-		error_body(&resp);
-	} else if (!resp.status) {
-		resp.status = 200;
-	}
-	{
-		double secs = since(&ctx->t0);
-		record(s, ridx, resp.status, secs);
-		if (reason < AR_N) {
-			pthread_mutex_lock(&s->mu);
-			s->auth_denied[reason]++;
-			pthread_mutex_unlock(&s->mu);
-		}
-		if (audit_it)
-			audit_request(s, &req, route, resp.status, token_id, reason, suppressed, secs);
-	}
-	ret = send_resp(conn, &resp);
-	gl_strbuf_fini(&resp.body);
-	return ret;
+/* A connection closes: what the guard cut short, and bytes that never
+ * made a request (libmicrohttpd answers a request line too long itself,
+ * 414, and closes on one it cannot parse: no callback of ours sees
+ * either). The socket is still open here; libmicrohttpd closes it after
+ * this call. */
+static void conn_closed(struct gl_server *s, void **socket_context)
+{
+	struct conn_ctx *cc = *socket_context;
+	uint64_t mark = 0, rx = 0;
+	int leftover;
+	enum gl_connguard_kill why;
+	if (!cc)
+		return;
+	/* a FIN takes a sequence number, counted as a byte received: a
+	 * connection the client closed cleanly has one byte more */
+	leftover = gl_connguard_between(cc->gc, &mark) && socket_rx(cc->fd, &rx) == 0 && rx > mark + 1;
+	why = gl_connguard_close(s->guard, cc->gc);
+	if (why == GL_CONNGUARD_HEADER_LATE)
+		tally(s, cc->addr, TK_HEADER_LATE);
+	else if (why == GL_CONNGUARD_BODY_LATE)
+		tally(s, cc->addr, TK_BODY_LATE);
+	else if (leftover)
+		tally(s, cc->addr, TK_REQUEST_LINE);
+	free(cc);
+	*socket_context = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		conn_started(cls, conn, socket_context);
+	else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+		conn_closed(cls, socket_context);
+}
+
+/* A request line has been read: the request's state starts here (and its
+ * completion callback is called whatever becomes of it). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct req_ctx *x = gl_xcalloc(1, sizeof *x);
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	(void)uri;
+	x->s = cls;
+	x->conn = conn;
+	x->cc = ci ? ci->socket_context : NULL;
+	x->reason = AR_N;
+	x->ridx = MAX_ROUTES;
+	clock_gettime(CLOCK_MONOTONIC, &x->t0);
+	if (x->cc)
+		gl_connguard_request_line(x->cc->gc, mono_ms());
+	return x;
+}
+
+static void heavy_release(struct req_ctx *x);
+
+static void req_ctx_free(struct req_ctx *x)
+{
+	if (x->holds_heavy)
+		heavy_release(x);
+	gl_strbuf_fini(&x->body);
+	gl_strbuf_fini(&x->resp.body);
+	resp_drop_stream(&x->resp);
+	free(x);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-	struct req_ctx *ctx = *con_cls;
-	if (!ctx)
+	struct gl_server *s = cls;
+	struct req_ctx *x = *con_cls;
+	uint64_t rx = 0;
+	if (!x)
 		return;
-	gl_strbuf_fini(&ctx->body);
-	free(ctx);
+	if (!x->headers_seen) {
+		/* libmicrohttpd answered the request itself after its line:
+		 * header fields too large (431), a malformed header line or
+		 * Content-Length (400), a Content-Length too large (413), a
+		 * version (505); or closed it on an error without an answer
+		 * (the client ended it mid-header). The sweeper's closes are
+		 * counted as theirs when the connection closes. */
+		const union MHD_ConnectionInfo *si = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+		int killed = x->cc && gl_connguard_killed(x->cc->gc) != GL_CONNGUARD_ALIVE;
+		if (si && si->http_status >= 400) {
+			tally(s, x->cc ? x->cc->addr : NULL, TK_REQUEST_HEADER);
+			record(s, MAX_ROUTES, (int)si->http_status, since(&x->t0));
+		} else if (toe == MHD_REQUEST_TERMINATED_WITH_ERROR && !killed) {
+			tally(s, x->cc ? x->cc->addr : NULL, TK_REQUEST_HEADER);
+		}
+	}
+	if (x->cc && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && socket_rx(x->cc->fd, &rx) == 0)
+		gl_connguard_answered(x->cc->gc, rx);
+	req_ctx_free(x);
 	*con_cls = NULL;
 }
 
+/* libmicrohttpd's own messages (a request without Host, a failed accept):
+ * MHD_LOG_LINES per REFUSAL_LOG_S, the rest counted and said by the
+ * sweeper, so hostile input cannot flood the log. */
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct gl_server *s = cls;
 	char msg[512];
+	int64_t window = wall_s() / REFUSAL_LOG_S;
+	int show;
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
-	gl_log(GL_LOG_WARN, "http: %s", msg);
+	pthread_mutex_lock(&s->mhd_log_mu);
+	if (window != s->mhd_log_window_s) {
+		s->mhd_log_window_s = window;
+		s->mhd_log_lines = 0;
+	}
+	show = s->mhd_log_lines++ < MHD_LOG_LINES;
+	if (!show)
+		s->mhd_log_suppressed++;
+	pthread_mutex_unlock(&s->mhd_log_mu);
+	if (show)
+		gl_log(GL_LOG_WARN, "http: %s", msg);
+}
+
+/* An answer made on the I/O thread itself (a refusal, /healthz from its
+ * cache): counted, tallied instead of audited one by one, sent. */
+static enum MHD_Result answer_inline(struct req_ctx *x, enum tally_kind k)
+{
+	if (!x->resp.status)
+		x->resp.status = 200;
+	record(x->s, x->ridx, x->resp.status, since(&x->t0));
+	tally(x->s, x->req.remote_addr, k);
+	x->phase = RQ_DONE;
+	return send_resp(x->conn, &x->resp);
+}
+
+static enum MHD_Result refuse_inline(struct req_ctx *x, int status, const char *code, enum tally_kind k,
+				     const char *retry_after, const char *msg)
+{
+	gl_resp_error(&x->resp, status == 429 ? GL_EBUSY : GL_EDB, NULL, "%s", msg);
+	x->resp.status = status;
+	x->resp.err_code = code;
+	if (retry_after)
+		gl_apijson_add_header(&x->resp, "Retry-After", retry_after);
+	error_body(&x->resp);
+	return answer_inline(x, k);
+}
+
+static void req_fill(struct req_ctx *x, const char *url, const char *method)
+{
+	x->req.method = method;
+	x->req.path = url;
+	x->req.remote_addr = x->cc ? x->cc->addr : "";
+	x->req.body = x->body.p;
+	x->req.body_len = x->body.len;
+	x->req.cfg = x->s->cfg;
+	x->req.srv = x->s;
+	x->req.mhd_conn = x->conn;
+	x->req.now_s = wall_s();
+}
+
+static void run_request(void *arg);
+static void drop_request(void *arg);
+
+/* Hands x to pool: the connection waits (suspended) for the worker that
+ * answers it. */
+static enum MHD_Result enqueue(struct req_ctx *x, struct gl_reqpool *pool)
+{
+	x->phase = RQ_QUEUED;
+	MHD_suspend_connection(x->conn);
+	if (gl_reqpool_submit(pool, run_request, drop_request, x) == 0)
+		return MHD_YES;
+	/* the pool is stopping (or, for the probe pool, full): answered now */
+	drop_request(x);
+	return MHD_YES;
+}
+
+static enum MHD_Result dispatch(struct req_ctx *x, const char *url, const char *method)
+{
+	struct gl_server *s = x->s;
+	const struct gl_static_file *f;
+	int probe;
+
+	req_fill(x, url, method);
+	x->route = match(method, url, &x->ridx, &x->method_mismatch);
+	probe = x->route && x->route->cls == GL_ROUTE_PROBE;
+	/* a probe must answer at any rate and while everything else is busy:
+	 * from the last check when it is fresh, never behind the pools */
+	if (x->route && x->route->fn == gl_route_healthz) {
+		if (gl_route_healthz_cached(&x->req, &x->resp))
+			return answer_inline(x, x->resp.status == 503 ? TK_HEALTHZ_UNAVAILABLE : TK_HEALTHZ_OK);
+		return enqueue(x, s->probe_pool);
+	}
+	if (s->stopping)
+		return refuse_inline(x, 503, "unavailable", TK_STOPPING, BUSY_RETRY_S, "the server is stopping");
+	/* before any token lookup or database work: a flood costs a hash probe */
+	if (gl_reqlimit_take(s->reqrl, x->req.remote_addr, mono_ms())) {
+		x->reason = AR_REQUEST_RATE;
+		pthread_mutex_lock(&s->mu);
+		s->auth_denied[AR_REQUEST_RATE]++;
+		pthread_mutex_unlock(&s->mu);
+		return refuse_inline(x, 429, "rate_limited", TK_REQUEST_RATE, "1",
+				     "too many requests from this address (server.rate_limit_per_ip)");
+	}
+	if (!x->route && s->web && (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
+	    (f = gl_static_find(s->web, url))) {
+		int status;
+		enum MHD_Result ret = send_static(x->conn, f, &status);
+		record(s, STATIC_SLOT, status, since(&x->t0));
+		x->phase = RQ_DONE;
+		return ret;
+	}
+	if (x->cc && gl_connguard_reserved(x->cc->gc) && !probe)
+		return refuse_inline(x, 503, "busy", TK_RESERVED_ONLY, BUSY_RETRY_S,
+				     "the server is at its connection limit; this connection may reach /healthz and "
+				     "/metrics only (server.reserved_connections)");
+	return enqueue(x, probe ? s->probe_pool : s->main_pool);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
+{
+	struct req_ctx *x = *con_cls;
+	(void)version;
+	if (!x)
+		*con_cls = x = on_uri(cls, url, conn);
+	if (!x->headers_seen) {
+		/* first call: headers only. Never answer yet for a request with a
+		 * body, or the client may be cut off mid-upload. */
+		x->headers_seen = 1;
+		if (x->cc)
+			gl_connguard_headers_done(x->cc->gc, mono_ms());
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!x->too_large && x->body.len + *upload_size > (size_t)x->s->cfg->http_max_body_bytes)
+			x->too_large = 1;
+		if (!x->too_large)
+			gl_strbuf_append(&x->body, upload_data, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	switch (x->phase) {
+	case RQ_DONE: /* resumed by the worker that answered it */
+		return send_resp(conn, &x->resp);
+	case RQ_QUEUED:
+		return MHD_YES;
+	case RQ_NEW:
+		break;
+	}
+	if (x->cc)
+		gl_connguard_body_done(x->cc->gc);
+	return dispatch(x, url, method);
+}
+
+/* Access control and the request's checks before its handler (in a
+ * worker: the token lookup may ask the database). */
+static int prepare(struct req_ctx *x)
+{
+	struct gl_server *s = x->s;
+	const struct gl_route *route = x->route;
+	struct gl_req *req = &x->req;
+	struct gl_resp *resp = &x->resp;
+	int rc = 0;
+
+	if (!route || !gl_auth_route_public(route->role)) {
+		/* unmatched paths need a token too: no route map for strangers */
+		if ((rc = authenticate(s, req, resp, &x->auth, &x->token_id, &x->reason)))
+			return rc;
+		req->auth = &x->auth;
+		x->token_id = x->auth.token_id;
+		if (route && !gl_auth_role_allows(x->auth.role, route->role)) {
+			x->reason = AR_FORBIDDEN;
+			return gl_resp_error(resp, GL_EPERM, NULL, "role %s may not use %s %s", x->auth.role, req->method,
+					     route->path);
+		}
+	}
+	if (x->too_large)
+		return gl_resp_error(resp, GL_ERANGE, NULL, "request body larger than %lld bytes",
+				     (long long)s->cfg->http_max_body_bytes);
+	if (!route && x->method_mismatch) {
+		rc = gl_resp_error(resp, GL_EINVAL, NULL, "method %s not allowed on %s", req->method, req->path);
+		resp->err_code = "method_not_allowed";
+		resp->status = 405;
+		allowed_methods(req->path, resp->header_buf, sizeof resp->header_buf);
+		resp->extra_headers[0][0] = "Allow";
+		resp->extra_headers[0][1] = resp->header_buf;
+		return rc;
+	}
+	if (!route)
+		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", req->path);
+	if (req->auth && req->auth->n_owners && !route->owner_scoped) {
+		/* before the handler: one that does not filter by owner may write
+		 * (POST /v1/hook/actions), and a refusal must leave nothing behind */
+		x->reason = AR_SCOPE;
+		return gl_resp_error(resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", route->path);
+	}
+	return check_route_params(x->conn, route, resp);
+}
+
+static int handle(struct req_ctx *x)
+{
+	struct gl_req *req = &x->req;
+	struct gl_resp *resp = &x->resp;
+	int rc;
+	gl_db_clear_sqlstate();
+	rc = x->route->fn(req, resp);
+	if (rc == 0 && req->auth && req->auth->n_owners && !req->scope_applied) {
+		/* backstop for a flagged handler that forgot its filter (read
+		 * only): its rows are not shown */
+		gl_strbuf_reset(&resp->body);
+		resp_drop_stream(resp);
+		memset(resp->extra_headers, 0, sizeof resp->extra_headers);
+		resp->status = 0;
+		x->reason = AR_SCOPE;
+		rc = gl_resp_error(resp, GL_EPERM, NULL, "%s does not support owner-scoped tokens", x->route->path);
+	}
+	return rc;
+}
+
+/* A statement that ran past the pool's statement_timeout (not one the
+ * stop cancelled: that is the stop's 503). */
+static int timed_out(int rc)
+{
+	return (rc == -GL_EDB || rc == GL_EDB) && !strcmp(gl_db_last_sqlstate(), "57014") &&
+	       !gl_dbcancel_requested(GL_DBCANCEL_REQUESTS);
+}
+
+static void error_answer(struct req_ctx *x, int rc)
+{
+	struct gl_server *s = x->s;
+	struct gl_resp *resp = &x->resp;
+	resp_drop_stream(resp);
+	if (timed_out(rc)) {
+		gl_resp_error(resp, GL_EDB, NULL,
+			      "a statement of this request ran longer than server.statement_timeout_s (%lld s); ask for a "
+			      "shorter window, a coarser step or fewer dimensions",
+			      (long long)(t_stmt_ms / 1000));
+		resp->status = 503;
+		resp->err_code = "statement_timeout";
+		pthread_mutex_lock(&s->mu);
+		s->stmt_timeouts++;
+		pthread_mutex_unlock(&s->mu);
+		gl_log(GL_LOG_WARN, "http: %s %s: statement_timeout (%lld ms) reached", x->req.method, x->req.path,
+		       (long long)t_stmt_ms);
+		error_body(resp);
+		return;
+	}
+	if (!resp->status)
+		resp->status = status_for(rc);
+	if (!resp->err_code)
+		gl_resp_error(resp, rc, NULL, "%s", gl_strerror(rc));
+	if (resp->status >= 500 && strcmp(resp->err_code, "busy") != 0) {
+		unsigned long ref = gl_server_error_ref(s, resp->status, x->req.now_s, x->req.method, x->req.path,
+							resp->err_msg);
+		snprintf(resp->err_msg, sizeof resp->err_msg, "%s (ref %lu; the server log has the detail)",
+			 resp->status == 503 ? "the database is unavailable; retry later" : "internal error", ref);
+	}
+	error_body(resp);
+}
+
+/* The worker's last step: the answer, its metrics and audit row; then the
+ * connection goes back to its I/O thread, which sends it. */
+static void finish(struct req_ctx *x, int rc)
+{
+	struct gl_server *s = x->s;
+	double secs;
+	/* the database work is over; a stop from here on cancels nothing of it */
+	gl_dbcancel_end(&t_db_slot);
+	if (rc)
+		error_answer(x, rc);
+	else if (!x->resp.status)
+		x->resp.status = 200;
+	secs = since(&x->t0);
+	record(s, x->ridx, x->resp.status, secs);
+	if (x->reason < AR_N && x->reason != AR_REQUEST_RATE) {
+		pthread_mutex_lock(&s->mu);
+		s->auth_denied[x->reason]++;
+		pthread_mutex_unlock(&s->mu);
+	}
+	if (x->route && x->route->fn == gl_route_healthz)
+		tally(s, x->req.remote_addr, x->resp.status == 503 ? TK_HEALTHZ_UNAVAILABLE : TK_HEALTHZ_OK);
+	else if (x->reason == AR_RATE_LIMITED)
+		tally(s, x->req.remote_addr, TK_AUTH_BLOCKED);
+	else if (!x->tallied)
+		audit_request(s, &x->req, x->route, x->resp.status, x->token_id, x->reason, secs);
+	x->phase = RQ_DONE;
+	MHD_resume_connection(x->conn);
+}
+
+static void heavy_release(struct req_ctx *x)
+{
+	struct gl_server *s = x->s;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->n_holds; i++)
+		if (s->holds[i].n && s->holds[i].token_id == x->token_id) {
+			s->holds[i].n--;
+			break;
+		}
+	x->holds_heavy = 0;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* One more heavy request of x's token, if server.heavy_per_token allows. */
+static int heavy_take(struct req_ctx *x)
+{
+	struct gl_server *s = x->s;
+	struct heavy_hold *h = NULL, *free_slot = NULL;
+	int ok = 0;
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->n_holds && !h; i++) {
+		if (s->holds[i].n && s->holds[i].token_id == x->token_id)
+			h = &s->holds[i];
+		else if (!s->holds[i].n && !free_slot)
+			free_slot = &s->holds[i];
+	}
+	if (!h && free_slot) {
+		h = free_slot;
+		h->token_id = x->token_id;
+	}
+	if (h && h->n < (size_t)s->cfg->http_heavy_per_token) {
+		h->n++;
+		x->holds_heavy = ok = 1;
+	} else {
+		s->heavy_refused_token++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+static void run_heavy(void *arg);
+static void drop_heavy(void *arg);
+
+/* To the heavy pool: 0 when handed over (the heavy worker answers), else
+ * the refusal in x->resp. */
+static int to_heavy(struct req_ctx *x)
+{
+	struct gl_server *s = x->s;
+	struct gl_resp *resp = &x->resp;
+	if (!heavy_take(x)) {
+		x->reason = AR_HEAVY_TOKEN;
+		gl_apijson_add_header(resp, "Retry-After", HEAVY_RETRY_S);
+		return gl_resp_error(resp, GL_EBUSY, NULL,
+				     "this token has %lld heavy requests running or waiting already "
+				     "(server.heavy_per_token); retry when one has been answered",
+				     (long long)s->cfg->http_heavy_per_token);
+	}
+	/* the token lookup's slot, if any: the heavy worker opens its own */
+	gl_dbcancel_end(&t_db_slot);
+	if (gl_reqpool_submit(s->heavy_pool, run_heavy, drop_heavy, x) == 0)
+		return 0;
+	heavy_release(x);
+	pthread_mutex_lock(&s->mu);
+	s->heavy_refused_queue++;
+	pthread_mutex_unlock(&s->mu);
+	gl_apijson_add_header(resp, "Retry-After", HEAVY_RETRY_S);
+	resp->status = 503;
+	gl_resp_error(resp, GL_EBUSY, NULL, "%lld heavy requests are waiting already (server.heavy_queue); retry later",
+		      (long long)s->cfg->http_heavy_queue);
+	resp->err_code = "busy";
+	return -GL_EBUSY;
+}
+
+static void run_request(void *arg)
+{
+	struct req_ctx *x = arg;
+	struct gl_server *s = x->s;
+	int rc = prepare(x);
+	if (!rc && gl_reqclass_heavy(x->route->cls, gl_req_param(&x->req, "window"), gl_req_param(&x->req, "step"),
+				     x->req.now_s, s->cfg->http_heavy_window_days, s->cfg->http_heavy_steps)) {
+		if ((rc = to_heavy(x)) == 0)
+			return;
+	}
+	if (!rc)
+		rc = handle(x);
+	finish(x, rc);
+}
+
+static void run_heavy(void *arg)
+{
+	struct req_ctx *x = arg;
+	struct gl_server *s = x->s;
+	int rc;
+	pthread_mutex_lock(&s->mu);
+	s->heavy_run++;
+	pthread_mutex_unlock(&s->mu);
+	rc = handle(x);
+	heavy_release(x);
+	finish(x, rc);
+}
+
+/* A queued request the stop (or a full queue) leaves unrun: 503 at once. */
+static void drop_request(void *arg)
+{
+	struct req_ctx *x = arg;
+	gl_apijson_add_header(&x->resp, "Retry-After", BUSY_RETRY_S);
+	x->resp.status = 503;
+	gl_resp_error(&x->resp, GL_EBUSY, NULL, "the server is stopping or too busy; retry later");
+	x->resp.err_code = "busy";
+	x->tallied = 1;
+	tally(x->s, x->req.remote_addr, TK_STOPPING);
+	finish(x, -GL_EBUSY);
+}
+
+static void drop_heavy(void *arg)
+{
+	struct req_ctx *x = arg;
+	heavy_release(x);
+	drop_request(x);
+}
+
+static void pool_init_main(void *cls)
+{
+	const struct gl_server *s = cls;
+	t_stmt_ms = s->cfg->http_statement_timeout_s * 1000;
+}
+
+static void pool_init_probe(void *cls)
+{
+	(void)cls;
+	t_stmt_ms = PROBE_STATEMENT_MS;
+}
+
+static void kill_conn(void *cls, int fd, enum gl_connguard_kill why)
+{
+	(void)cls;
+	(void)why;
+	/* libmicrohttpd then reads EOF and closes the connection itself; the
+	 * descriptor stays its own (closed after the close callback, which
+	 * waits for the guard's lock this runs under) */
+	shutdown(fd, SHUT_RDWR);
+}
+
+/* One WARN line per REFUSAL_LOG_S with the refusals' counts in it (each
+ * refused connection used to log a line of its own). */
+static void log_refusals(struct gl_server *s, uint64_t *last)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	uint64_t total = 0, suppressed;
+	for (size_t k = 0; k < TK_REFUSALS; k++) {
+		uint64_t n = gl_tally_total(s->tally, k);
+		if (n > last[k]) {
+			gl_strbuf_printf(&b, "%s%llu %s", total ? ", " : "", (unsigned long long)(n - last[k]),
+					 tally_kinds[k].name);
+			total += n - last[k];
+		}
+		last[k] = n;
+	}
+	if (total)
+		gl_log(GL_LOG_WARN, "http: refused %llu connections or requests in the last %d s: %s (gpuledger_http_refused_total)",
+		       (unsigned long long)total, REFUSAL_LOG_S, gl_strbuf_cstr(&b));
+	gl_strbuf_fini(&b);
+	pthread_mutex_lock(&s->mhd_log_mu);
+	suppressed = s->mhd_log_suppressed;
+	s->mhd_log_suppressed = 0;
+	pthread_mutex_unlock(&s->mhd_log_mu);
+	if (suppressed)
+		gl_log(GL_LOG_WARN, "http: %llu more libmicrohttpd messages not logged (at most %d per %d s)",
+		       (unsigned long long)suppressed, MHD_LOG_LINES, REFUSAL_LOG_S);
+}
+
+/* Waits ms or until the stop; 1 when stopping. */
+static int hk_wait(struct gl_server *s, int64_t ms)
+{
+	struct timespec until;
+	int stop;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(ms / 1000);
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->hk_mu);
+	if (!s->hk_stop)
+		pthread_cond_timedwait(&s->hk_cv, &s->hk_mu, &until);
+	stop = s->hk_stop;
+	pthread_mutex_unlock(&s->hk_mu);
+	return stop;
+}
+
+/* The deadlines (server.header_timeout_s, body_timeout_s) and the
+ * refusals' log line. */
+static void *sweeper_main(void *arg)
+{
+	struct gl_server *s = arg;
+	uint64_t last[TK_REFUSALS] = {0};
+	int64_t next_log = mono_ms() + REFUSAL_LOG_S * 1000;
+	while (!hk_wait(s, SWEEP_MS)) {
+		int64_t now = mono_ms();
+		gl_connguard_sweep(s->guard, now, socket_rx, kill_conn, s);
+		if (now >= next_log) {
+			log_refusals(s, last);
+			next_log = now + REFUSAL_LOG_S * 1000;
+		}
+	}
+	log_refusals(s, last);
+	return NULL;
+}
+
+/* The aggregated audit rows of each minute once it is over. Apart from the
+ * sweeper: the audit queue may make a row wait (docs/security.md), and the
+ * deadlines must not. */
+static void *flusher_main(void *arg)
+{
+	struct gl_server *s = arg;
+	while (!hk_wait(s, 1000))
+		gl_tally_flush(s->tally, wall_s(), 0, tally_emit, s);
+	return NULL;
+}
+
+static void start_parts(struct gl_server *s)
+{
+	const struct gl_config *cfg = s->cfg;
+	struct gl_connguard_cfg gc = {
+		.max_total = (size_t)cfg->http_max_conns,
+		.per_addr = (size_t)cfg->http_max_conns_per_ip,
+		.free_below = (size_t)cfg->http_max_conns / 4,
+		.reserved = (size_t)cfg->http_reserved_conns,
+		.header_ms = cfg->http_header_timeout_s * 1000,
+		.body_ms = cfg->http_body_timeout_s * 1000,
+	};
+	s->guard = gl_connguard_new(&gc);
+	s->tally = gl_tally_new(tally_kinds, TK_N, TALLY_ADDRS);
+	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
+	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);
+	s->reqrl = gl_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
+	/* every token with a heavy request counted is in a main worker
+	 * handing it over, or in the heavy pool */
+	s->n_holds = (size_t)(cfg->http_workers + cfg->http_heavy_workers + cfg->http_heavy_queue);
+	s->holds = gl_xcalloc(s->n_holds, sizeof *s->holds);
+	/* a connection has one request at a time: the main queue needs no
+	 * other bound than the connections' */
+	s->main_pool = gl_reqpool_new("main", (size_t)cfg->http_workers, (size_t)cfg->http_max_conns, pool_init_main, s);
+	s->heavy_pool = gl_reqpool_new("heavy", (size_t)cfg->http_heavy_workers, (size_t)cfg->http_heavy_queue,
+				       pool_init_main, s);
+	s->probe_pool = gl_reqpool_new("probe", 1, PROBE_QUEUE, pool_init_probe, s);
+	pthread_mutex_init(&s->hk_mu, NULL);
+	pthread_cond_init(&s->hk_cv, NULL);
+	pthread_mutex_init(&s->mhd_log_mu, NULL);
+	s->have_sweeper = pthread_create(&s->sweeper, NULL, sweeper_main, s) == 0;
+	s->have_flusher = pthread_create(&s->flusher, NULL, flusher_main, s) == 0;
+	if (!s->have_sweeper || !s->have_flusher) {
+		gl_log(GL_LOG_ERROR, "http: cannot start the server's housekeeping threads");
+		abort();
+	}
+}
+
+static struct MHD_Daemon *start_mhd(struct gl_server *s, const struct sockaddr_storage *ss)
+{
+	const struct gl_config *cfg = s->cfg;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+	if (ss->ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	/* The guard sets the limits (on_accept): libmicrohttpd's own limit is
+	 * only a backstop, per I/O thread (it divides it among them, and one
+	 * thread may accept most connections), so it never refuses first. The
+	 * logger first, or MHD reports option errors on its own stderr. */
+	return MHD_start_daemon(flags, 0, on_accept, s, on_request, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_conn_timeout_s,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)((cfg->http_max_conns + 64) * cfg->http_threads),
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
+				MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				MHD_OPTION_END);
+}
+
+static int load_web(struct gl_server *s, struct gl_err *err)
+{
+	struct gl_err werr = {0};
+	int wrc;
+	if (!s->cfg->web_dir || !s->cfg->web_dir[0])
+		return 0;
+	wrc = gl_static_load(s->cfg->web_dir, &s->web, &werr);
+	if (wrc == -GL_ENOTFOUND) { /* an API-only install: not an error */
+		gl_log(GL_LOG_INFO, "http: no dashboard (%s)", werr.msg);
+		return 0;
+	}
+	if (wrc)
+		return gl_err_set(err, GL_ECONFIG, "%s", werr.msg);
+	gl_log(GL_LOG_INFO, "http: dashboard: %zu files from %s", gl_static_count(s->web), s->cfg->web_dir);
+	return 0;
 }
 
 int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *opts, struct gl_server **out,
@@ -823,7 +1575,6 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	socklen_t sl;
 	const char *listen_at = opts && opts->listen ? opts->listen : cfg->listen;
 	int rc;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 
 	*out = NULL;
 	s->cfg = cfg;
@@ -843,36 +1594,12 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 		goto out;
 	if ((rc = gl_config_parse_listen(listen_at, &ss, &sl, err)))
 		goto out;
-	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
-	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);
-	s->reqrl = gl_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
 	if ((rc = gl_audit_writer_start(s->dsn, AUDIT_QUEUE, AUDIT_BLOCK_MS, &s->audit, err)))
 		goto out;
-	if (cfg->web_dir && cfg->web_dir[0]) {
-		struct gl_err werr = {0};
-		int wrc = gl_static_load(cfg->web_dir, &s->web, &werr);
-		if (wrc == -GL_ENOTFOUND) /* an API-only install: not an error */
-			gl_log(GL_LOG_INFO, "http: no dashboard (%s)", werr.msg);
-		else if (wrc) {
-			rc = gl_err_set(err, GL_ECONFIG, "%s", werr.msg);
-			goto out;
-		} else
-			gl_log(GL_LOG_INFO, "http: dashboard: %zu files from %s", gl_static_count(s->web), cfg->web_dir);
-	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	/* the logger first, or MHD reports option errors on its own stderr */
-	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->http_threads,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->http_conn_timeout_s,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->http_max_conns_per_ip,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				MHD_OPTION_END);
-	if (!s->d) {
+	if ((rc = load_web(s, err)))
+		goto out;
+	start_parts(s);
+	if (!(s->d = start_mhd(s, &ss))) {
 		rc = gl_err_set(err, GL_EIO, "cannot listen on %s (address in use or not available)", listen_at);
 		goto out;
 	}
@@ -908,19 +1635,52 @@ int64_t gl_server_started_s(const struct gl_server *s)
 	return s->started_s;
 }
 
+static void stop_housekeeping(struct gl_server *s)
+{
+	if (!s->have_sweeper && !s->have_flusher)
+		return;
+	pthread_mutex_lock(&s->hk_mu);
+	s->hk_stop = 1;
+	pthread_cond_broadcast(&s->hk_cv);
+	pthread_mutex_unlock(&s->hk_mu);
+	if (s->have_sweeper)
+		pthread_join(s->sweeper, NULL);
+	if (s->have_flusher)
+		pthread_join(s->flusher, NULL);
+	s->have_sweeper = s->have_flusher = 0;
+}
+
 void gl_server_stop(struct gl_server *s)
 {
 	if (!s)
 		return;
-	/* MHD joins its workers, each finishing its request: one whose
-	 * statement waits on a lock would hold the stop as long as the lock.
-	 * Cancelled, it answers 503, which MHD no longer sends while it stops:
-	 * the client sees its connection closed (docs/ingest.md, "Stopping"). */
+	/* Requests that come from now on get 503 at once. Each pool answers
+	 * its waiting requests 503 and waits for its running ones, whose
+	 * statements are cancelled (a statement waiting on a lock would hold
+	 * the stop as long as the lock); their 503s MHD no longer sends once it
+	 * stops: the client sees its connection closed (docs/ingest.md,
+	 * "Stopping"). The main pool first: its workers may still hand a
+	 * request to the heavy pool. Every suspended connection is resumed
+	 * before MHD stops, which it requires. */
+	s->stopping = 1;
 	gl_dbcancel_request(GL_DBCANCEL_REQUESTS);
+	gl_reqpool_stop(s->main_pool);
+	gl_reqpool_stop(s->heavy_pool);
+	gl_reqpool_stop(s->probe_pool);
 	if (s->d)
 		MHD_stop_daemon(s->d);
-	/* after the listener: no request can queue a row any more */
+	stop_housekeeping(s);
+	/* the last partial minute's refusals too, before the writer drains:
+	 * no request can add to them any more */
+	if (s->tally)
+		gl_tally_flush(s->tally, wall_s(), 1, tally_emit, s);
 	gl_audit_writer_stop(s->audit);
+	gl_reqpool_free(s->main_pool);
+	gl_reqpool_free(s->heavy_pool);
+	gl_reqpool_free(s->probe_pool);
+	gl_connguard_free(s->guard);
+	gl_tally_free(s->tally);
+	free(s->holds);
 	gl_ratelimit_free(s->rl);
 	gl_reqlimit_free(s->reqrl);
 	gl_auth_cache_free(s->tokens);
@@ -928,6 +1688,33 @@ void gl_server_stop(struct gl_server *s)
 	pthread_key_delete(s->conn_key);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
+}
+
+/* Connections, pools and refusals (docs/security.md, "Connections and
+ * heavy requests"). */
+static void server_load_metrics(struct gl_server *s, struct gl_strbuf *o)
+{
+	static const char *const pools[] = {"main", "heavy", "probe"};
+	struct gl_reqpool *const p[] = {s->main_pool, s->heavy_pool, s->probe_pool};
+	size_t reserved, open = gl_connguard_count(s->guard, &reserved);
+	gl_strbuf_printf(o,
+			 "# HELP gpuledger_http_connections Open connections, and of them in the reserved share.\n"
+			 "# TYPE gpuledger_http_connections gauge\n"
+			 "gpuledger_http_connections{share=\"all\"} %zu\ngpuledger_http_connections{share=\"reserved\"} %zu\n"
+			 "# HELP gpuledger_http_refused_total Connections and requests refused before any handler, by reason (audited per address and minute, action http.refused).\n"
+			 "# TYPE gpuledger_http_refused_total counter\n",
+			 open, reserved);
+	for (size_t k = 0; k < TK_REFUSALS; k++)
+		gl_strbuf_printf(o, "gpuledger_http_refused_total{reason=\"%s\"} %llu\n", tally_kinds[k].name,
+				 (unsigned long long)gl_tally_total(s->tally, k));
+	gl_strbuf_puts(o, "# HELP gpuledger_http_pool_requests Requests waiting for and running in each pool.\n"
+			  "# TYPE gpuledger_http_pool_requests gauge\n");
+	for (size_t i = 0; i < GL_ARRAY_LEN(pools); i++) {
+		size_t waiting, running;
+		gl_reqpool_load(p[i], &waiting, &running);
+		gl_strbuf_printf(o, "gpuledger_http_pool_requests{pool=\"%s\",state=\"waiting\"} %zu\n", pools[i], waiting);
+		gl_strbuf_printf(o, "gpuledger_http_pool_requests{pool=\"%s\",state=\"running\"} %zu\n", pools[i], running);
+	}
 }
 
 /* Metrics rows in order: the routes, then unmatched paths, then static files. */
@@ -978,7 +1765,19 @@ void gl_server_metrics(struct gl_server *s, struct gl_strbuf *o)
 	for (int i = 0; i < AR_N; i++)
 		gl_strbuf_printf(o, "gpuledger_auth_denied_total{reason=\"%s\"} %llu\n", auth_reason_names[i],
 				 (unsigned long long)s->auth_denied[i]);
+	gl_strbuf_printf(o,
+			 "# HELP gpuledger_http_heavy_requests_total Heavy requests run, and refused by server.heavy_per_token or server.heavy_queue.\n"
+			 "# TYPE gpuledger_http_heavy_requests_total counter\n"
+			 "gpuledger_http_heavy_requests_total{outcome=\"run\"} %llu\n"
+			 "gpuledger_http_heavy_requests_total{outcome=\"token_limit\"} %llu\n"
+			 "gpuledger_http_heavy_requests_total{outcome=\"queue_full\"} %llu\n"
+			 "# HELP gpuledger_http_statement_timeouts_total Requests answered 503 for server.statement_timeout_s.\n"
+			 "# TYPE gpuledger_http_statement_timeouts_total counter\n"
+			 "gpuledger_http_statement_timeouts_total %llu\n",
+			 (unsigned long long)s->heavy_run, (unsigned long long)s->heavy_refused_token,
+			 (unsigned long long)s->heavy_refused_queue, (unsigned long long)s->stmt_timeouts);
 	pthread_mutex_unlock(&s->mu);
+	server_load_metrics(s, o);
 	if (s->audit)
 		gl_audit_writer_metrics(s->audit, o);
 }

@@ -14,12 +14,13 @@
 #include <unistd.h>
 
 static const char usage_audit[] =
-	"usage: gpuledger [--config FILE] audit verify [--anchor FILE]\n"
+	"usage: gpuledger [--config FILE] audit verify [--anchor FILE | --no-anchor]\n"
 	"       gpuledger [--config FILE] audit head [--append FILE]\n"
 	"       gpuledger [--config FILE] audit prune --before YYYY-MM\n"
 	"       gpuledger [--config FILE] audit harden\n"
 	"verify  recompute the hash chain; exit 5 naming the first broken sequence number.\n"
-	"        --anchor FILE: lines written by 'audit head' must still match the chain.\n"
+	"        The anchors of audit.anchor_file (or --anchor FILE: lines written by 'audit head')\n"
+	"        must still match the chain; --no-anchor checks the chain alone.\n"
 	"head    print the chain head (seq, hash, time); --append also appends it to FILE\n"
 	"        (publish it outside the database, e.g. from cron).\n"
 	"prune   drop the monthly partitions before YYYY-MM (never the current month); audited.\n"
@@ -36,11 +37,29 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 	size_t na = 0;
 	PGconn *c = NULL;
 	int rc = 0;
+	int no_anchor = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--anchor") && i + 1 < argc)
 			anchor_file = argv[++i];
+		else if (!strcmp(argv[i], "--no-anchor"))
+			no_anchor = 1;
 		else
 			return gl_cli_usage_error(usage_audit, "audit verify: unexpected argument '%s'", argv[i]);
+	}
+	if (no_anchor && anchor_file)
+		return gl_cli_usage_error(usage_audit, "audit verify: --anchor and --no-anchor exclude each other");
+	/* the daemon's anchors by default: a plain verify from cron would
+	 * otherwise pass a recomputed chain, a truncation or a deleted tail */
+	if (!anchor_file && !no_anchor && cfg->audit_anchor_file[0]) {
+		anchor_file = cfg->audit_anchor_file;
+		if (access(anchor_file, F_OK) != 0) {
+			gl_err_set(&err, GL_EIO,
+				   "%s: audit.anchor_file %s: %s (the daemon writes it at start; --no-anchor verifies the"
+				   " chain alone)",
+				   cfg->path, anchor_file, strerror(errno));
+			rc = gl_cli_fail(&err);
+			goto out;
+		}
 	}
 	if ((anchor_file && gl_audit_anchors_read(anchor_file, &anchors, &na, &err)) || gl_db_connect(cfg, &c, &err) ||
 	    gl_audit_verify(c, anchors, na, &v, &err)) {
@@ -55,10 +74,11 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 	}
 	gl_audit_hex(v.head, hx);
 	if (v.rows)
-		printf("audit verify: ok: %lld rows, seq %lld..%lld, head %s, %lld anchors checked\n", (long long)v.rows,
-		       (long long)v.first_seq, (long long)v.last_seq, hx, (long long)v.anchors_checked);
+		printf("audit verify: ok: %lld rows, seq %lld..%lld, head %s, %lld anchors checked%s%s\n", (long long)v.rows,
+		       (long long)v.first_seq, (long long)v.last_seq, hx, (long long)v.anchors_checked,
+		       anchor_file ? " from " : " (no anchor file)", anchor_file ? anchor_file : "");
 	else
-		printf("audit verify: ok: empty log\n");
+		printf("audit verify: ok: empty log%s%s\n", anchor_file ? ", anchors from " : "", anchor_file ? anchor_file : "");
 out:
 	free(anchors);
 	PQfinish(c);

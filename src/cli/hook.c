@@ -128,6 +128,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_fail(&err);
 		use = &own;
 	}
+	gl_config_warn_shell(use);
 	if ((rc = gl_db_connect(use, &c, &err))) {
 		exit_code = gl_cli_fail(&err);
 		goto out;

@@ -81,6 +81,9 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	}
 	for (size_t i = 0; i < s.parse.nbad; i++)
 		gl_log(GL_LOG_WARN, "%s:%zu: %s (line skipped)", file, s.parse.bad[i].line, s.parse.bad[i].reason);
+	if (s.too_long)
+		gl_log(GL_LOG_WARN, "%s:%zu: %s (%zu samples with a label over its bound dropped)", file, s.too_long_line,
+		       s.too_long_reason, s.too_long);
 	b = gl_dcgm_batch_new(cfg->ingest_max_skip_reasons);
 	gl_dcgm_batch_add(b, &s, file);
 	why_empty = gl_dcgm_scrape_why_empty(&s, why, sizeof why);

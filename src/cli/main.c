@@ -1,10 +1,12 @@
 /* gpuledger command line: gpuledger [--config FILE] COMMAND [ARGS].
  * Exit codes: 0 ok, 1 runtime error, 2 usage error. */
 #include "gl/jsonarena.h"
+#include "gl/anchor.h"
 #include "gl/audit.h"
 #include "gl/budget.h"
 #include "gl/cli.h"
 #include "gl/config.h"
+#include "gl/capplandb.h"
 #include "gl/costing.h"
 #include "gl/daemon.h"
 #include "gl/db.h"
@@ -182,6 +184,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 		}
 	}
 	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
 	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
 	       gl_db_is_external(cfg) ? "external" : "embedded", cfg->listen);
 	return 0;
@@ -320,41 +323,6 @@ static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
 
 /* ---- serve ---- */
 
-/* Publishes the audit chain head outside the database (audit.anchor_file),
- * so a rewrite by a database superuser is detectable. Written every
- * interval even when nothing changed: a missing line then means the daemon
- * was down, not that the log was quiet. */
-static void serve_anchor(PGconn *c, const struct gl_config *cfg, struct gl_log_limiter *lim, int last)
-{
-	struct gl_err err = {0};
-	struct gl_dbcancel_slot slot = {0};
-	char line[256];
-	int rc;
-	if (!cfg->audit_anchor_file[0])
-		return;
-	if (PQstatus(c) != CONNECTION_OK)
-		PQreset(c);
-	/* a stop cancels the periodic one like the sources' work; the last one,
-	 * after the stop, waits at most 5 s instead (the session ends with it) */
-	if (last && gl_db_exec(c, "SET statement_timeout = '5s'", &err))
-		gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
-	if (!last)
-		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "audit anchor");
-	rc = gl_audit_anchor_append(c, cfg->audit_anchor_file, (int64_t)time(NULL), line, sizeof line, &err);
-	gl_dbcancel_end(&slot);
-	if (rc && !last && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
-		/* not a fault: the stop's own anchor comes next */
-		gl_log(GL_LOG_INFO, "audit anchor: cut short by the stop (the last one follows): %s", err.msg);
-		return;
-	}
-	if (rc) {
-		gl_log_fail(lim, (int64_t)time(NULL), GL_LOG_ERROR, "audit: anchor: %s", err.msg);
-		return;
-	}
-	gl_log_ok(lim, "audit: anchor");
-	gl_log(GL_LOG_DEBUG, "audit: anchor %s", line);
-}
-
 static const char usage_serve[] =
 	"usage: gpuledger [--config FILE] serve [--listen ADDR:PORT] [--port-file F] [--no-ingest]\n"
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
@@ -371,7 +339,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	struct gl_daemon_source *srcs = NULL;
 	size_t nsrc = 0;
 	struct gl_err err = {0};
-	struct gl_log_limiter anchor_lim = GL_LOG_LIMITER_INIT(600);
+	struct gl_anchor_state anchor = {GL_LOG_LIMITER_INIT(600), GL_LOG_LIMITER_INIT(600)};
 	int64_t next_anchor_s = 0;
 	PGconn *c = NULL;
 	int ch, rc = 0, no_ingest = 0, applied;
@@ -413,12 +381,18 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	}
 	/* the config's cost model, when it has one, is the one in force */
 	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
 	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
 		struct gl_costing_summary sum;
 		if (gl_costing_load(c, cfg, "system", &sum, &err)) {
 			rc = gl_cli_fail(&err);
 			goto out;
 		}
+	}
+	/* the config's capacity plan, checked against the fleet (file:line) */
+	if (gl_capplandb_load_config(c, cfg, "system", (int64_t)time(NULL), &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
 	}
 	if (gl_server_start(cfg, &so, &srv, &err)) {
 		rc = gl_cli_fail(&err);
@@ -446,7 +420,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		if (!no_ingest)
 			gl_daemon_tick(c, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
 		if ((int64_t)time(NULL) >= next_anchor_s) {
-			serve_anchor(c, cfg, &anchor_lim, 0);
+			gl_anchor_tick(c, cfg, &anchor, (int64_t)time(NULL), 0);
 			next_anchor_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
 		}
 		for (int t = 0; t < 5 && !g_stop; t++)
@@ -461,7 +435,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	 * every request served */
 	gl_server_stop(srv);
 	srv = NULL;
-	serve_anchor(c, cfg, &anchor_lim, 1);
+	gl_anchor_tick(c, cfg, &anchor, (int64_t)time(NULL), 1);
 out:
 	gl_server_stop(srv);
 	/* after the server: no request thread holds a slot any more */

@@ -47,9 +47,13 @@ int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 		actor_name(actor, sizeof actor);
 		if (gl_db_connect(cfg, &c, &err) || gl_costing_load(c, &file, actor, &sum, &err))
 			rc = gl_cli_fail(&err);
+		else if (sum.changed)
+			printf("rates: %d rates, %d owner rules, %d idle owners loaded (changed; %d built days of the"
+			       " rollup made stale)\n",
+			       sum.rates, sum.owners, sum.idle_owners, sum.stale_days);
 		else
-			printf("rates: %d rates, %d owner rules, %d idle owners loaded (%s)\n", sum.rates, sum.owners,
-			       sum.idle_owners, sum.changed ? "changed" : "unchanged");
+			printf("rates: %d rates, %d owner rules, %d idle owners loaded (unchanged)\n", sum.rates,
+			       sum.owners, sum.idle_owners);
 		gl_config_fini(&file);
 		goto out;
 	}

@@ -22,6 +22,42 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct entry entries[GL_HEALTH_MAX];
 static size_t n_entries;
 static uint64_t dropped;
+static struct {
+	int reported, state;
+	int64_t at_s;
+	uint64_t publish_failures;
+} anchor;
+
+void gl_health_anchor_report(int state, int64_t at_s)
+{
+	pthread_mutex_lock(&mu);
+	anchor.reported = 1;
+	anchor.state = state;
+	anchor.at_s = at_s;
+	pthread_mutex_unlock(&mu);
+}
+
+void gl_health_anchor_publish_failed(void)
+{
+	pthread_mutex_lock(&mu);
+	anchor.publish_failures++;
+	pthread_mutex_unlock(&mu);
+}
+
+static void anchor_metrics(struct gl_strbuf *o)
+{
+	if (!anchor.reported)
+		return;
+	gl_strbuf_printf(o,
+			 "# HELP gpuledger_audit_anchor_mismatch 1 when the audit chain did not match the last anchor of"
+			 " audit.anchor_file at the last check (or the file could not be read).\n"
+			 "# TYPE gpuledger_audit_anchor_mismatch gauge\ngpuledger_audit_anchor_mismatch %d\n"
+			 "# TYPE gpuledger_audit_anchor_last_check_timestamp_seconds gauge\n"
+			 "gpuledger_audit_anchor_last_check_timestamp_seconds %lld\n"
+			 "# TYPE gpuledger_audit_anchor_publish_failures_total counter\n"
+			 "gpuledger_audit_anchor_publish_failures_total %llu\n",
+			 anchor.state != 1, (long long)anchor.at_s, (unsigned long long)anchor.publish_failures);
+}
 
 void gl_health_report(const char *source, const char *cluster, const char *key, int ok, int64_t at_s,
 		      const char *err, double duration_s)
@@ -135,6 +171,7 @@ void gl_health_metrics(struct gl_strbuf *o)
 	}
 	gl_strbuf_printf(o, "# TYPE gpuledger_source_health_dropped_total counter\ngpuledger_source_health_dropped_total %llu\n",
 			 (unsigned long long)dropped);
+	anchor_metrics(o);
 	pthread_mutex_unlock(&mu);
 }
 
@@ -153,5 +190,6 @@ void gl_health_reset(void)
 	pthread_mutex_lock(&mu);
 	n_entries = 0;
 	dropped = 0;
+	memset(&anchor, 0, sizeof anchor);
 	pthread_mutex_unlock(&mu);
 }

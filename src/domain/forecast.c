@@ -1,16 +1,43 @@
 /* Demand forecasting (pure). See include/gl/forecast.h for the contract and
  * docs/forecast.md for the methods and the measured accuracy. */
 #include "gl/forecast.h"
+#include "gl/fctrend.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const method_names[GL_FORECAST_METHOD_COUNT] = {
 	"naive", "snaive_day", "snaive_week", "median_day", "median_week", "hw",
-	"hw_log", "combo", "median_pool", "ses", "ensemble",
+	"hw_log", "combo", "median_pool", "ses", "ensemble", "damped", "linear", "loglin",
 };
+
+static const char *const bucket_names[GL_FORECAST_BUCKETS] = {
+	"day 1", "week 1", "weeks 2-4", "months 2-3", "months 4-12",
+};
+/* the last day ahead each bucket holds */
+static const long bucket_last_day[GL_FORECAST_BUCKETS] = {1, 7, 28, 91, LONG_MAX};
+
+const char *gl_forecast_bucket_name(int bucket)
+{
+	return bucket >= 0 && bucket < GL_FORECAST_BUCKETS ? bucket_names[bucket] : NULL;
+}
+
+int gl_forecast_lead_bucket(int slots_per_day, int slots_per_week, int lead)
+{
+	long days;
+	if (slots_per_day > 1)
+		days = ((long)lead + slots_per_day - 1) / slots_per_day;
+	else
+		days = (long)lead * 7 / (slots_per_week > 0 && slots_per_week <= 7 ? slots_per_week : 7);
+	for (int b = 0; b < GL_FORECAST_BUCKETS; b++)
+		if (days <= bucket_last_day[b])
+			return b;
+	return GL_FORECAST_BUCKETS - 1;
+}
 
 const char *gl_forecast_method_name(int method)
 {
@@ -35,8 +62,7 @@ int gl_forecast_method_parse(const char *name)
 
 /* ---- small numeric helpers ---- */
 
-/* Median of v[0..n) (n >= 1), reordering v; n is small (k <= a few dozen). */
-static double median_small(double *v, int n)
+double gl_forecast_median(double *v, int n)
 {
 	for (int i = 1; i < n; i++) {
 		double x = v[i];
@@ -218,8 +244,10 @@ static double pool_median(const double *x, size_t o, long t, const struct fc_ctx
 /* The pooled sample's own quantiles (.025 .1 .9 .975) as an interval for
  * the pooled median: for bursty demand the spread of the same hour in the
  * recent weeks is a sharper predictive distribution than errors pooled
- * over all hours. */
+ * over all hours. At the conformal ranks (err_pos): the next value is one
+ * more draw of the pool. */
 static double quantile_select(double *v, size_t n, double q);
+static double err_pos(double q, size_t n);
 static int pool_bands(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v,
 		      double b[4])
 {
@@ -228,7 +256,7 @@ static int pool_bands(const double *x, size_t o, long t, const struct fc_ctx *c,
 	if (!cnt)
 		return -1;
 	for (int i = 0; i < 4; i++)
-		b[i] = quantile_select(v, (size_t)cnt, lv[i]);
+		b[i] = select_kth(v, cnt, (int)err_pos(lv[i], (size_t)cnt));
 	return 0;
 }
 
@@ -252,7 +280,7 @@ static double same_slot_median(const double *x, size_t o, int h, int p, int k)
 			break;
 		v[cnt++] = x[i];
 	}
-	return cnt ? median_small(v, cnt) : NAN;
+	return cnt ? gl_forecast_median(v, cnt) : NAN;
 }
 
 /* A baseline at one origin; returns 0 or -1 when it cannot run there. */
@@ -370,26 +398,76 @@ static int hw_pass(const double *x, size_t start, const size_t *orig, int norig,
  * at some origin. */
 struct fc_work {
 	int pool_k, pool_w; /* the pooled median's parameters chosen in CV */
-	const double *x;
+	const double *x;    /* the history, missing slots imputed (what methods fit) */
+	const double *y;    /* the history as given: NaN slots are never scored */
 	size_t n;
 	const size_t *orig;
 	int norig, n_cv;
 	struct fc_ctx c;
 	double *dseas, *wseas, *tmp;
 	double *fc[GL_FORECAST_METHOD_COUNT]; /* norig*h each, NULL when m cannot run */
+	/* the first origin each method ran at: 0 but for the trend methods,
+	 * which need weeks of history the oldest origins lack (NaN before) */
+	int k0[GL_FORECAST_METHOD_COUNT];
+	int asked;   /* the method asked for by name, or GL_FORECAST_AUTO */
+	int *bucket; /* per lead slot (0-based), its lead bucket */
 	double *vol; /* per origin: the daily seasonal naive's MAE over the week before it (> 0) */
 };
 
-static double cv_abs_error(const struct fc_work *w, const double *f)
+/* The actual at slot t, NaN when it is not scored (missing or excluded). */
+static double actual(const struct fc_work *w, size_t t)
+{
+	return t < w->n ? w->y[t] : NAN;
+}
+
+/* The backtest's sum of absolute errors of forecasts f, from origin k0 on,
+ * at leads below hmax. */
+static double cv_abs_error_h(const struct fc_work *w, const double *f, int k0, int hmax)
 {
 	double s = 0;
-	for (int k = 0; k < w->n_cv; k++)
-		for (int h = 0; h < w->c.h; h++) {
-			size_t t = w->orig[k] + (size_t)h;
-			if (t < w->n && !isnan(w->x[t]))
-				s += fabs(w->x[t] - f[(size_t)k * (size_t)w->c.h + (size_t)h]);
+	for (int k = k0; k < w->n_cv; k++)
+		for (int h = 0; h < hmax; h++) {
+			double a = actual(w, w->orig[k] + (size_t)h);
+			if (!isnan(a))
+				s += fabs(a - f[(size_t)k * (size_t)w->c.h + (size_t)h]);
 		}
 	return s;
+}
+
+static double cv_abs_error(const struct fc_work *w, const double *f, int k0)
+{
+	return cv_abs_error_h(w, f, k0, w->c.h);
+}
+
+/* Trend methods: daily and weekly steps only; at the origins with the
+ * weeks of history a trend needs (and at least 8 of them when chosen
+ * automatically, for a selection worth trusting). */
+#define TREND_MIN_ORIGINS 8
+static int run_trend(struct fc_work *w, int m, double *out)
+{
+	const struct fc_ctx *c = &w->c;
+	size_t H = (size_t)c->h;
+	int period = c->pw == 7 ? 7 : 1, k0 = 0;
+	size_t need = gl_fctrend_min_history(period), window = period == 7 ? 182 : 104;
+	int kind = m == GL_FORECAST_DAMPED ? GL_FCTREND_DAMPED : m == GL_FORECAST_LINEAR ? GL_FCTREND_LINEAR
+											  : GL_FCTREND_LOGLIN;
+	if (c->pd != 1 || (c->pw != 7 && c->pw != 1))
+		return -1;
+	while (k0 < w->norig && w->orig[k0] < need)
+		k0++;
+	if (w->n_cv - k0 < (w->asked == m ? 2 : TREND_MIN_ORIGINS))
+		return -1;
+	for (int k = 0; k < w->norig; k++) {
+		double *o = out + (size_t)k * H;
+		if (k < k0) {
+			for (size_t h = 0; h < H; h++)
+				o[h] = NAN;
+		} else if (gl_fctrend_forecast(kind, w->x, w->orig[k], period, window, c->h, o, NULL)) {
+			return -1;
+		}
+	}
+	w->k0[m] = k0;
+	return 0;
 }
 
 static int run_method(struct fc_work *w, int m, double *out)
@@ -410,7 +488,7 @@ static int run_method(struct fc_work *w, int m, double *out)
 		for (int g = 0; g < HW_NGRID; g++) {
 			if (hw_pass(w->x, start, w->orig, w->norig, c, &hw_grid[g], logt, w->dseas, w->wseas, w->tmp))
 				return -1;
-			double e = w->n_cv ? cv_abs_error(w, w->tmp) : 0;
+			double e = w->n_cv ? cv_abs_error(w, w->tmp, 0) : 0;
 			if (e < best) {
 				best = e;
 				memcpy(out, w->tmp, sizeof(double) * H * (size_t)w->norig);
@@ -436,7 +514,7 @@ static int run_method(struct fc_work *w, int m, double *out)
 					w->tmp[(size_t)kk * H + (size_t)h] = f;
 				}
 			}
-			double e = w->n_cv ? cv_abs_error(w, w->tmp) : 0;
+			double e = w->n_cv ? cv_abs_error(w, w->tmp, 0) : 0;
 			if (e < best) {
 				best = e;
 				w->pool_k = k;
@@ -496,10 +574,12 @@ static int run_method(struct fc_work *w, int m, double *out)
 			for (int j = 0; j < GL_FORECAST_ENSEMBLE; j++)
 				if (w->fc[j])
 					v[k++] = w->fc[j][i];
-			out[i] = median_small(v, k);
+			out[i] = gl_forecast_median(v, k);
 		}
 		return 0;
 	}
+	if (m >= GL_FORECAST_FIRST_TREND)
+		return run_trend(w, m, out);
 	if (m == GL_FORECAST_COMBO) {
 		/* what there is of the three (two at least): short histories
 		 * have no Holt-Winters yet but still gain from averaging */
@@ -561,19 +641,21 @@ static double quantile_select(double *v, size_t n, double q)
 	return a + (pos - (double)i) * (b - a);
 }
 
-/* Interval offsets from the backtest errors of one method: additive
- * (y - f) or on the log scale (log1p y - log1p f), the latter fitting
- * bursty series whose errors grow with the level. */
+/* Interval offsets from the backtest errors of one method at the leads of
+ * one bucket: additive (y - f), on the log scale (log1p y - log1p f), the
+ * latter fitting bursty series whose errors grow with the level, or
+ * additive in units of the origin's recent volatility. */
 struct ivq {
-	int logscale;  /* 0 additive, 1 log scale, 2 additive in units of the origin's recent volatility */
+	int kind;    /* 0 additive, 1 log scale, 2 additive in units of the origin's recent volatility */
 	double q[4]; /* .025 .1 .9 .975 */
 };
 static const double iv_levels[4] = {0.025, 0.1, 0.9, 0.975};
+#define BAND_KINDS 4 /* the three above, and 3: the pooled median's own pool quantiles */
 
 static void iv_apply(const struct ivq *iv, double f, double vol, double out[4])
 {
 	for (int i = 0; i < 4; i++) {
-		double v = iv->logscale == 1 ? expm1(log1p(f) + iv->q[i]) : f + iv->q[i] * (iv->logscale == 2 ? vol : 1);
+		double v = iv->kind == 1 ? expm1(log1p(f) + iv->q[i]) : f + iv->q[i] * (iv->kind == 2 ? vol : 1);
 		out[i] = v > 0 ? v : 0;
 	}
 	/* the point forecast lies inside its intervals, and 80 % inside 95 % */
@@ -585,33 +667,6 @@ static void iv_apply(const struct ivq *iv, double f, double vol, double out[4])
 		out[0] = out[1];
 	if (out[3] < out[2])
 		out[3] = out[2];
-}
-
-/* Quantiles of the errors at the scored origins except `skip` (-1: none). */
-static int iv_fit(const struct fc_work *w, const double *f, int logscale, int skip, double *buf, struct ivq *iv)
-{
-	size_t cnt = 0, H = (size_t)w->c.h;
-	for (int k = 0; k < w->n_cv; k++) {
-		if (k == skip)
-			continue;
-		for (size_t h = 0; h < H; h++) {
-			size_t t = w->orig[k] + h;
-			if (t >= w->n || isnan(w->x[t]))
-				continue;
-			double fv = f[(size_t)k * H + h];
-			buf[cnt++] = logscale == 1   ? log1p(w->x[t]) - log1p(fv)
-				     : logscale == 2 ? (w->x[t] - fv) / w->vol[k]
-						     : w->x[t] - fv;
-		}
-	}
-	iv->logscale = logscale;
-	if (!cnt) {
-		memset(iv->q, 0, sizeof iv->q);
-		return -1;
-	}
-	for (int i = 0; i < 4; i++)
-		iv->q[i] = quantile_select(buf, cnt, iv_levels[i]);
-	return 0;
 }
 
 /* An error of the backtest and the origin it came from. */
@@ -626,18 +681,59 @@ static int cmp_orig_err(const void *pa, const void *pb)
 	return (a > b) - (a < b);
 }
 
+/* The scored errors of kind `kind` of forecasts f at the leads of bucket b,
+ * from origin k0 on, into out (room for n_cv * h); returns how many. */
+static size_t bucket_errors(const struct fc_work *w, const double *f, int kind, int k0, int b, struct orig_err *out)
+{
+	size_t H = (size_t)w->c.h, cnt = 0, last = 0;
+	/* only origins with actuals at every answered lead of the bucket: the
+	 * newer ones, scored on its first leads alone, made its errors those
+	 * of the shorter leads (Earth's week ahead: leads 2-7 covered 59 %) */
+	for (size_t h = 0; h < H; h++)
+		if (w->bucket[h] == b)
+			last = h + 1;
+	for (int k = k0; k < w->n_cv; k++) {
+		if (w->orig[k] + last > w->n)
+			continue;
+		for (size_t h = 0; h < H; h++) {
+			double y = actual(w, w->orig[k] + h), fv = f[(size_t)k * H + h];
+			if (w->bucket[h] != b || isnan(y))
+				continue;
+			out[cnt].e = kind == 1 ? log1p(y) - log1p(fv) : kind == 2 ? (y - fv) / w->vol[k] : y - fv;
+			out[cnt++].k = k;
+		}
+	}
+	return cnt;
+}
+
 /* The interval quantiles of the sorted errors without those of origin skip
  * (kept >= 1: how many remain): the same order statistics and interpolation
  * as quantile_select on that subset, found in one walk. The ranks wanted are
  * not in order when few errors remain (under 12: the 2.5 % level's upper
  * neighbour, rank 1, comes after the 10 % level's rank 0), so each rank is
  * looked up among all eight. */
+/* Where the band's quantile of n errors lies among them (0-based, may be
+ * fractional): the split-conformal rank, ceil((n + 1) q) for an upper level
+ * and floor((n + 1) q) for a lower one, so that a future error falls inside
+ * with at least the level's probability whatever n is. The sample quantile
+ * (q (n - 1)) covered less the fewer errors there were: 60 % for Earth's
+ * week ahead from 10 origins, 64 % for Venus' daily bursts. */
+static double err_pos(double q, size_t n)
+{
+	double r = q > 0.5 ? ceil((double)(n + 1) * q) : floor((double)(n + 1) * q);
+	if (r < 1)
+		r = 1;
+	if (r > (double)n)
+		r = (double)n;
+	return r - 1;
+}
+
 static void loo_quantiles(const struct orig_err *s, size_t n, int skip, size_t kept, double q[4])
 {
 	size_t want[8], last = 0, rank = 0;
 	double val[8];
 	for (int l = 0; l < 4; l++) {
-		size_t i = (size_t)(iv_levels[l] * (double)(kept - 1));
+		size_t i = (size_t)err_pos(iv_levels[l], kept);
 		want[2 * l] = i;
 		want[2 * l + 1] = i + 1 < kept ? i + 1 : i;
 	}
@@ -653,59 +749,9 @@ static void loo_quantiles(const struct orig_err *s, size_t n, int skip, size_t k
 		rank++;
 	}
 	for (int l = 0; l < 4; l++) {
-		double pos = iv_levels[l] * (double)(kept - 1), lo = val[2 * l], hi = val[2 * l + 1];
+		double pos = err_pos(iv_levels[l], kept), lo = val[2 * l], hi = val[2 * l + 1];
 		q[l] = lo + (pos - (double)want[2 * l]) * (hi - lo);
 	}
-}
-
-/* Honest backtest metrics: each origin's intervals come from the errors at
- * the other origins (leave one origin out), so coverage is not the
- * tautological 80 % of quantiles scored on their own sample. The errors are
- * sorted once; each origin's quantiles are then one walk over them. */
-static void cv_metrics(const struct fc_work *w, const double *f, int logscale, double scale,
-		       struct gl_forecast_metrics *m)
-{
-	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv, ne = 0;
-	double *ya = gl_xmalloc(sizeof(double) * N * 6);
-	double *fa = ya + N, *l8 = fa + N, *h8 = l8 + N, *l9 = h8 + N, *h9 = l9 + N;
-	struct orig_err *se = gl_xmalloc(sizeof *se * (N ? N : 1));
-	size_t *per = gl_xcalloc((size_t)w->n_cv + 1, sizeof *per);
-	for (int k = 0; k < w->n_cv; k++)
-		for (size_t h = 0; h < H; h++) {
-			size_t t = w->orig[k] + h;
-			double fv = f[(size_t)k * H + h];
-			if (t >= w->n || isnan(w->x[t]))
-				continue;
-			se[ne].e = logscale == 1   ? log1p(w->x[t]) - log1p(fv)
-				   : logscale == 2 ? (w->x[t] - fv) / w->vol[k]
-						   : w->x[t] - fv;
-			se[ne++].k = k;
-			per[k]++;
-		}
-	qsort(se, ne, sizeof *se, cmp_orig_err);
-	for (int k = 0; k < w->n_cv; k++) {
-		struct ivq iv;
-		int skip = w->n_cv > 1 ? k : -1;
-		size_t kept = ne - (skip >= 0 ? per[k] : 0);
-		iv.logscale = logscale;
-		if (kept)
-			loo_quantiles(se, ne, skip, kept, iv.q);
-		for (size_t h = 0; h < H; h++) {
-			size_t i = (size_t)k * H + h, t = w->orig[k] + h;
-			double b[4];
-			ya[i] = t < w->n ? w->x[t] : NAN;
-			fa[i] = f[i];
-			if (kept)
-				iv_apply(&iv, f[i], w->vol[k], b);
-			else
-				b[0] = b[1] = b[2] = b[3] = f[i];
-			l9[i] = b[0], l8[i] = b[1], h8[i] = b[2], h9[i] = b[3];
-		}
-	}
-	gl_forecast_metrics_compute(ya, fa, l8, h8, l9, h9, N, scale, m);
-	free(per);
-	free(se);
-	free(ya);
 }
 
 /* Puts the point inside its bands and the 80 % band inside the 95 % one;
@@ -725,42 +771,68 @@ static void band_nest(double f, double b[4])
 		b[3] = b[2];
 }
 
-/* Backtest metrics of the pooled median with its pool-quantile bands. */
-static int pool_cv(const struct fc_work *w, const double *f, double scale, struct gl_forecast_metrics *m)
+/* Honest backtest bands of one kind at every scored origin and lead of
+ * bucket b: each origin's come from the errors at the *other* origins
+ * (leave one origin out), so coverage is not the tautological 80 % of
+ * quantiles scored on their own sample. The errors are sorted once; each
+ * origin's quantiles are one walk over them. bands: lo95 lo80 hi80 hi95,
+ * norig * h each. Kind 3, the pool's own quantiles, needs no errors. */
+static void cv_bands(const struct fc_work *w, const double *f, int kind, int k0, int b, struct orig_err *se,
+		     size_t *per, double *bands)
 {
-	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
-	double *ya = gl_xmalloc(sizeof(double) * (N ? N : 1) * 5), v[512];
-	double *l8 = ya + N, *h8 = l8 + N, *l9 = h8 + N, *h9 = l9 + N;
-	int rc = 0;
-	for (size_t i = 0; i < N && !rc; i++) {
-		size_t o = w->orig[i / H], t = o + i % H;
-		double b[4];
-		ya[i] = t < w->n ? w->x[t] : NAN;
-		if (pool_bands(w->x, o, (long)t, &w->c, w->pool_k, w->pool_w, v, b)) {
-			rc = -1;
-			break;
-		}
-		band_nest(f[i], b);
-		l9[i] = b[0], l8[i] = b[1], h8[i] = b[2], h9[i] = b[3];
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->norig, ne = 0;
+	double v[512];
+	if (kind < 3) {
+		ne = bucket_errors(w, f, kind, k0, b, se);
+		qsort(se, ne, sizeof *se, cmp_orig_err);
+		memset(per, 0, sizeof *per * (size_t)w->norig);
+		for (size_t j = 0; j < ne; j++)
+			per[se[j].k]++;
 	}
-	if (!rc)
-		gl_forecast_metrics_compute(ya, f, l8, h8, l9, h9, N, scale, m);
-	free(ya);
-	return rc;
+	for (int k = k0; k < w->n_cv; k++) {
+		struct ivq iv = {kind, {0}};
+		int skip = w->n_cv - k0 > 1 ? k : -1;
+		size_t kept = kind < 3 ? ne - (skip >= 0 ? per[k] : 0) : 0;
+		if (kept)
+			loo_quantiles(se, ne, skip, kept, iv.q);
+		for (size_t h = 0; h < H; h++) {
+			size_t i = (size_t)k * H + h;
+			double bb[4] = {f[i], f[i], f[i], f[i]};
+			if (w->bucket[h] != b)
+				continue;
+			if (kind == 3 && !pool_bands(w->x, w->orig[k], (long)(w->orig[k] + h), &w->c, w->pool_k, w->pool_w, v, bb))
+				band_nest(f[i], bb);
+			else if (kind < 3 && kept)
+				iv_apply(&iv, f[i], w->vol[k], bb);
+			for (int l = 0; l < 4; l++)
+				bands[(size_t)l * N + i] = bb[l];
+		}
+	}
 }
 
-/* Point accuracy of a method over the backtest origins (no intervals:
- * those are built for the chosen method only). */
-static void cv_point_metrics(const struct fc_work *w, const double *f, double scale, struct gl_forecast_metrics *m)
+/* Metrics of forecasts f with bands over the scored origins (from k0) at
+ * the leads of bucket b (-1: every lead). */
+static void cv_score(const struct fc_work *w, const double *f, const double *bands, int k0, int b, double scale,
+		     struct gl_forecast_metrics *m)
 {
-	size_t H = (size_t)w->c.h, N = H * (size_t)w->n_cv;
-	double *ya = gl_xmalloc(sizeof(double) * (N ? N : 1));
-	for (size_t i = 0; i < N; i++) {
-		size_t t = w->orig[i / H] + i % H;
-		ya[i] = t < w->n ? w->x[t] : NAN;
-	}
-	gl_forecast_metrics_compute(ya, f, NULL, NULL, NULL, NULL, N, scale, m);
-	free(ya);
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->norig, cnt = 0, M = H * (size_t)(w->n_cv - k0);
+	double *a = gl_xmalloc(sizeof(double) * 6 * (M ? M : 1));
+	for (int k = k0; k < w->n_cv; k++)
+		for (size_t h = 0; h < H; h++) {
+			size_t i = (size_t)k * H + h;
+			if (w->bucket[h] < 0 || (b >= 0 && w->bucket[h] != b))
+				continue;
+			a[cnt] = actual(w, w->orig[k] + h);
+			a[M + cnt] = f[i];
+			for (int l = 0; l < 4 && bands; l++)
+				a[(size_t)(2 + l) * M + cnt] = bands[(size_t)l * N + i];
+			cnt++;
+		}
+	if (bands)
+		gl_forecast_metrics_compute(a, a + M, a + 3 * M, a + 4 * M, a + 2 * M, a + 5 * M, cnt, scale, m);
+	else
+		gl_forecast_metrics_compute(a, a + M, NULL, NULL, NULL, NULL, cnt, scale, m);
+	free(a);
 }
 
 size_t gl_forecast_active_start(const double *y, size_t n, int slots_per_day)
@@ -778,18 +850,19 @@ void gl_forecast_result_fini(struct gl_forecast_result *r)
 	if (!r)
 		return;
 	free(r->point);
-	r->point = r->lo80 = r->hi80 = r->lo95 = r->hi95 = NULL;
+	r->point = r->lo80 = r->hi80 = r->lo95 = r->hi95 = r->q50 = NULL;
 }
 
 static void result_alloc(struct gl_forecast_result *r, int horizon)
 {
 	size_t H = (size_t)horizon;
-	r->horizon = horizon;
-	r->point = gl_xcalloc(5 * H, sizeof(double));
+	r->horizon = r->horizon_asked = horizon;
+	r->point = gl_xcalloc(6 * H, sizeof(double));
 	r->lo80 = r->point + H;
 	r->hi80 = r->lo80 + H;
 	r->lo95 = r->hi80 + H;
 	r->hi95 = r->lo95 + H;
+	r->q50 = r->hi95 + H;
 }
 
 static int check_opts(const struct gl_forecast_opts *o, struct gl_err *err)
@@ -824,6 +897,11 @@ int gl_forecast_point(int method, const double *y, size_t n, const struct gl_for
 				gl_forecast_method_name(method), n, r.note);
 		goto out;
 	}
+	if (r.horizon < o->horizon) {
+		rc = gl_err_set(err, GL_EINVAL, "forecast: %zu slots of history answer %d of %d slots ahead", n,
+				r.horizon, o->horizon);
+		goto out;
+	}
 	memcpy(out, r.point, sizeof(double) * (size_t)o->horizon);
 out:
 	gl_forecast_result_fini(&r);
@@ -844,14 +922,318 @@ static void fallback_point(const double *x, size_t n, const struct fc_ctx *c, do
 	}
 }
 
+/* Backtest origins: n - stride, n - 2 stride, ... back to a training
+ * prefix of min_train slots, each scored on the slots ahead of it that
+ * have happened. Enough of them that norig_max have a whole horizon of h
+ * slots of actuals (as many as the history has), and the newer ones score
+ * the short leads too. Returns how many; *full: how many reach lead h. */
+static int origins_plan(size_t n, size_t h, size_t min_train, int stride, int norig_max, int *full)
+{
+	size_t jmax = n >= min_train ? (n - min_train) / (size_t)stride : 0, steps = (h + (size_t)stride - 1) / (size_t)stride;
+	size_t cap = (size_t)norig_max + steps - 1, j = jmax < cap ? jmax : cap;
+	*full = j + 1 > steps ? (int)(j + 1 - steps) : 0;
+	return (int)j;
+}
+
+static const char *unit_name(const struct fc_ctx *c)
+{
+	return c->pd == 1 ? (c->pw == 1 ? "weeks" : "days") : c->pd == 24 ? "hours" : "slots";
+}
+
+/* Short history: the fallback, and its own backtest when one origin is
+ * possible (intervals then come from it). */
+static void fit_fallback(struct fc_work *w, size_t n, const struct gl_forecast_opts *o, struct gl_forecast_result *r)
+{
+	size_t H = (size_t)w->c.h;
+	const char *unit = w->c.pd == 1 && w->c.pw == 1 ? "weeks" : "days";
+	r->fallback = 1;
+	r->method = GL_FORECAST_MEDIAN_DAY;
+	snprintf(r->note, sizeof r->note,
+		 "short history (%zu slot%s, %d backtest origin%s; needs two weeks): median of the same slot"
+		 " over the last %d %s there are",
+		 n, n == 1 ? "" : "s", w->n_cv, w->n_cv == 1 ? "" : "s", w->c.kd, unit);
+	fallback_point(w->x, n, &w->c, r->point);
+	if (o->method != GL_FORECAST_AUTO && o->method != GL_FORECAST_MEDIAN_DAY)
+		snprintf(r->note, sizeof r->note, "short history (%zu slot%s): %s cannot run", n, n == 1 ? "" : "s",
+			 gl_forecast_method_name(o->method));
+	if (w->n_cv >= 1) {
+		double *f = gl_xmalloc(sizeof(double) * H * (size_t)w->norig);
+		for (int k = 0; k < w->norig; k++)
+			fallback_point(w->x, w->orig[k], &w->c, f + (size_t)k * H);
+		w->fc[GL_FORECAST_MEDIAN_DAY] = f;
+	}
+}
+
+/* Runs every method that can run at the origins. A method asked for by
+ * name that needs more history than the oldest origins have: those origins
+ * are dropped rather than the method refused. */
+static void run_all(struct fc_work *w, const struct gl_forecast_opts *o)
+{
+	size_t H = (size_t)w->c.h;
+	for (;;) {
+		for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+			double *f = gl_xmalloc(sizeof(double) * H * (size_t)w->norig);
+			w->k0[m] = 0;
+			if (run_method(w, m, f)) {
+				free(f);
+				continue;
+			}
+			w->fc[m] = f;
+		}
+		if (o->method == GL_FORECAST_AUTO || w->fc[o->method] || w->n_cv <= 1)
+			break;
+		for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
+			free(w->fc[m]);
+			w->fc[m] = NULL;
+		}
+		w->orig++;
+		w->norig--;
+		w->n_cv--;
+	}
+}
+
+/* How many origins from k0 on have an actual h slots ahead (h >= 1). */
+static int scored_origins(const struct fc_work *w, int k0, size_t h)
+{
+	int c = 0;
+	for (int k = k0; k < w->n_cv; k++)
+		c += w->orig[k] + h <= w->n;
+	return c;
+}
+
+/* Chooses: lowest backtest MAE; strict comparisons in method order keep
+ * the simpler method on ties, so a model never wins by not beating the best
+ * baseline. A trend method, scored on fewer origins (those with the weeks
+ * of history it needs) and so as far ahead as two of them have actuals, is
+ * chosen when it beats every no-trend method on those same origins and
+ * leads, the one that beats them by the largest share; the answer then
+ * reaches no further than its backtest did. */
+static int choose(struct fc_work *w, const struct gl_forecast_opts *o, struct gl_forecast_result *r, double *gain)
+{
+	double best = INFINITY, bestb = INFINITY, best_rel = 1;
+	*gain = 0;
+	for (int m = 0; m < GL_FORECAST_FIRST_TREND; m++) {
+		if (!w->fc[m])
+			continue;
+		double e = cv_abs_error(w, w->fc[m], 0);
+		if (m < GL_FORECAST_FIRST_MODEL && e < bestb) {
+			bestb = e;
+			r->baseline = m;
+		}
+		if (o->method == GL_FORECAST_AUTO ? e < best : m == o->method) {
+			best = e;
+			r->method = m;
+		}
+	}
+	for (int t = GL_FORECAST_FIRST_TREND; t < GL_FORECAST_METHOD_COUNT; t++) {
+		double et, nt = INFINITY;
+		int ht = w->c.h;
+		if (!w->fc[t])
+			continue;
+		if (o->method == t) {
+			r->method = t;
+			break;
+		}
+		while (ht > 0 && scored_origins(w, w->k0[t], (size_t)ht) < 2)
+			ht--;
+		if (o->method != GL_FORECAST_AUTO || ht < 1)
+			continue;
+		et = cv_abs_error_h(w, w->fc[t], w->k0[t], ht);
+		for (int m = 0; m < GL_FORECAST_FIRST_TREND; m++)
+			if (w->fc[m]) {
+				double e = cv_abs_error_h(w, w->fc[m], w->k0[t], ht);
+				nt = e < nt ? e : nt;
+			}
+		if (et < nt && et / nt < best_rel) {
+			best_rel = et / nt;
+			r->method = t;
+			*gain = 1 - best_rel;
+		}
+	}
+	return r->method < 0 ? -1 : 0;
+}
+
+/* Methods whose point is about the mean (smoothing, and the mean of
+ * medians), not a median. */
+static int mean_type(int m)
+{
+	return m == GL_FORECAST_HW || m == GL_FORECAST_SES || m == GL_FORECAST_DAMPED || m == GL_FORECAST_COMBO;
+}
+
+/* 1 when bands a beat bands b (lo95 lo80 hi80 hi95, norig * h each) on the
+ * scored leads of bucket bk, origin by origin: the mean of the per-origin
+ * differences of the 80 % band's pinball loss above 1.645 standard errors
+ * (one-sided, 95 %). */
+static int clearly_better(const struct fc_work *w, const double *f, const double *a, const double *b, int k0, int bk)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->norig;
+	double sum = 0, sum2 = 0;
+	int n = 0;
+	(void)f;
+	for (int k = k0; k < w->n_cv; k++) {
+		double d = 0;
+		int any = 0;
+		for (size_t h = 0; h < H; h++) {
+			size_t i = (size_t)k * H + h;
+			double y = actual(w, w->orig[k] + h);
+			if (w->bucket[h] != bk || isnan(y))
+				continue;
+			d += pinball(0.1, y, b[N + i]) + pinball(0.9, y, b[2 * N + i]) - pinball(0.1, y, a[N + i]) -
+			     pinball(0.9, y, a[2 * N + i]);
+			any = 1;
+		}
+		if (!any)
+			continue;
+		sum += d;
+		sum2 += d * d;
+		n++;
+	}
+	if (n < 2)
+		return 0;
+	double mean = sum / n, var = (sum2 - n * mean * mean) / (n - 1);
+	return mean > 0 && mean > 1.645 * sqrt(var > 0 ? var : 0) / sqrt((double)n);
+}
+
+/* Bands per lead bucket: the kind (additive, log, volatility units, or the
+ * pooled median's pool) whose leave-one-origin-out bands scored the lowest
+ * pinball loss in that bucket; the final bands from all the errors of
+ * that kind there. Fills r's bands, cv and cv_bucket. */
+static void intervals(struct fc_work *w, struct gl_forecast_result *r)
+{
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->norig;
+	int k0 = w->k0[r->method];
+	const double *f = w->fc[r->method];
+	double scale = r->scale > 0 ? r->scale : 1, v[512];
+	double *bands = gl_xmalloc(sizeof(double) * 4 * N * BAND_KINDS), *chosen = gl_xmalloc(sizeof(double) * 4 * N);
+	struct orig_err *se = gl_xmalloc(sizeof *se * (N ? N : 1));
+	size_t *per = gl_xcalloc((size_t)w->norig + 1, sizeof *per);
+	int use_pool = r->method == GL_FORECAST_MEDIAN_POOL && !r->fallback;
+
+	for (int b = 0; b < GL_FORECAST_BUCKETS; b++) {
+		double best_pb = INFINITY, q50 = 0;
+		struct ivq iv = {0, {0}};
+		size_t ne;
+		if (!r->bucket_first[b])
+			continue;
+		r->band_kind[b] = -1;
+		for (int kind = 0; kind < (use_pool ? 4 : 3); kind++) {
+			struct gl_forecast_metrics mm;
+			double *bk = bands + (size_t)kind * 4 * N;
+			cv_bands(w, f, kind, k0, b, se, per, bk);
+			cv_score(w, f, bk, k0, b, scale, &mm);
+			if (mm.pinball80 < best_pb) {
+				best_pb = mm.pinball80;
+				r->band_kind[b] = kind;
+			}
+		}
+		/* A day ahead, the pooled median's bands are its pool's own
+		 * quantiles, its simple method's, unless another kind beat them
+		 * clearly, origin by origin (t > 1.645): a pick by the mean pinball of
+		 * 28 origins followed the last volatile weeks and lost to the
+		 * pool (Venus, August: scaled pinball 0.162 picked, 0.155 the
+		 * pool's). Later buckets choose freely: the pool knows nothing of
+		 * errors growing with the lead. */
+		if (use_pool && b == 0 && r->band_kind[b] != 3 &&
+		    !clearly_better(w, f, bands + (size_t)r->band_kind[b] * 4 * N, bands + 3 * 4 * N, k0, b))
+			r->band_kind[b] = 3;
+		if (r->band_kind[b] < 0)
+			r->band_kind[b] = 0;
+		for (int k = k0; k < w->n_cv; k++)
+			for (size_t h = 0; h < H; h++)
+				if (w->bucket[h] == b)
+					for (int l = 0; l < 4; l++) {
+						size_t i = (size_t)l * N + (size_t)k * H + h;
+						chosen[i] = bands[(size_t)r->band_kind[b] * 4 * N + i];
+					}
+		cv_score(w, f, chosen, k0, b, scale, &r->cv_bucket[b]);
+		/* the forecast's own bands: every error of that kind in the bucket */
+		iv.kind = r->band_kind[b] < 3 ? r->band_kind[b] : 0;
+		ne = bucket_errors(w, f, iv.kind, k0, b, se);
+		if (ne) {
+			double *e = gl_xmalloc(sizeof(double) * ne);
+			for (size_t j = 0; j < ne; j++)
+				e[j] = se[j].e;
+			for (int l = 0; l < 4; l++) {
+				size_t k = (size_t)err_pos(iv_levels[l], ne);
+				iv.q[l] = select_kth(e, (int)ne, (int)k);
+			}
+			q50 = quantile_select(e, ne, 0.5);
+			free(e);
+		}
+		for (size_t h = 0; h < (size_t)r->horizon; h++) {
+			double bb[4], m;
+			if (w->bucket[h] != b)
+				continue;
+			iv_apply(&iv, r->point[h], w->vol[w->n_cv], bb);
+			/* the predictive median: a level method's point is about the
+			 * mean, which a skewed demand's median lies well below, so the
+			 * errors' median is added to it; the medians, the median lines
+			 * and the pool are their own (a bucket's errors, from few and
+			 * older origins, would only move them) */
+			m = !mean_type(r->method) ? r->point[h]
+			    : iv.kind == 1	   ? expm1(log1p(r->point[h]) + q50)
+					   : r->point[h] + q50 * (iv.kind == 2 ? w->vol[w->n_cv] : 1);
+			if (r->band_kind[b] == 3 &&
+			    !pool_bands(w->x, w->n, (long)(w->n + h), &w->c, w->pool_k, w->pool_w, v, bb)) {
+				band_nest(r->point[h], bb);
+				m = r->point[h];
+			}
+			r->lo95[h] = bb[0], r->lo80[h] = bb[1], r->hi80[h] = bb[2], r->hi95[h] = bb[3];
+			r->q50[h] = m < bb[1] ? bb[1] : m > bb[2] ? bb[2] : m;
+		}
+	}
+	cv_score(w, f, chosen, k0, -1, scale, &r->cv);
+	if (r->scale <= 0) {
+		r->cv.mase = r->cv.pinball80 = NAN;
+		for (int b = 0; b < GL_FORECAST_BUCKETS; b++)
+			r->cv_bucket[b].mase = r->cv_bucket[b].pinball80 = NAN;
+	}
+	for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
+		if (w->fc[m])
+			cv_score(w, w->fc[m], NULL, w->k0[m], -1, r->scale, &r->cv_method[m]);
+	r->cv_method[r->method] = r->cv;
+	free(per);
+	free(se);
+	free(chosen);
+	free(bands);
+}
+
+/* Recent volatility per origin: the daily seasonal naive's MAE over the
+ * week before it, so a stormy stretch widens the bands and a calm one
+ * narrows them. */
+static double *volatility(const double *x, const size_t *orig, int norig, const struct fc_ctx *c, double scale)
+{
+	double *vol = gl_xmalloc(sizeof(double) * (size_t)norig);
+	for (int k = 0; k < norig; k++) {
+		size_t oo = orig[k], pd = (size_t)c->pd, from = oo > 7 * pd ? oo - 7 * pd : 0, cnt = 0;
+		double sum = 0;
+		for (size_t t = from < pd ? pd : from; t < oo; t++) {
+			sum += fabs(x[t] - x[t - pd]);
+			cnt++;
+		}
+		vol[k] = cnt && sum > 0 ? sum / (double)cnt : scale > 0 ? scale : 1;
+	}
+	return vol;
+}
+
+static void note_append(struct gl_forecast_result *r, const char *fmt, ...) GL_PRINTF(2, 3);
+static void note_append(struct gl_forecast_result *r, const char *fmt, ...)
+{
+	size_t len = strlen(r->note);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->note + len, sizeof r->note - len, fmt, ap);
+	va_end(ap);
+}
+
 int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o, struct gl_forecast_result *r,
 		    struct gl_err *err)
 {
 	struct fc_work w;
 	size_t *orig = NULL;
-	double *x = NULL, *buf = NULL;
-	int rc = 0, norig_max, stride, n_cv = 0;
-	size_t H, min_train, scored_ahead = 0; /* > 0: origins scored on fewer than H slots ahead */
+	double *x = NULL, gain = 0;
+	int rc = 0, norig_max, stride, n_cv, fallback, full;
+	size_t H, min_train;
 
 	memset(r, 0, sizeof *r);
 	memset(&w, 0, sizeof w);
@@ -860,7 +1242,6 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 	if ((rc = check_opts(o, err)))
 		return rc;
 	ctx_init(&w.c, o);
-	H = (size_t)w.c.h;
 	result_alloc(r, o->horizon);
 	x = impute(y, n, &w.c);
 	r->scale = gl_forecast_mase_scale(x, n, w.c.pd);
@@ -873,196 +1254,93 @@ int gl_forecast_fit(const double *y, size_t n, const struct gl_forecast_opts *o,
 	stride = o->stride > 0 ? o->stride : (w.c.h < w.c.pd ? w.c.h : w.c.pd);
 	/* a training prefix of at least one week (a day for daily seasons only) */
 	min_train = (size_t)(w.c.pw > 1 ? w.c.pw : 7);
+	fallback = n < 2 * (size_t)w.c.pw || n < 14 || origins_plan(n, 1, min_train, stride, norig_max, &full) < 2;
+	/* As far ahead as two origins have actuals: bands further out would
+	 * reuse errors of shorter leads and claim an accuracy nothing measured */
+	H = (size_t)o->horizon;
+	while (!fallback && H > 1 && (origins_plan(n, H, min_train, stride, norig_max, &full), full < 2))
+		H--;
+	n_cv = origins_plan(n, H, min_train, stride, norig_max, &full);
+	/* the fallback's own backtest needs whole horizons (it has no selection) */
+	if (fallback)
+		n_cv = full;
+	w.c.h = (int)H;
+	r->horizon = (int)H;
+	for (size_t h = H; h < (size_t)o->horizon; h++)
+		r->point[h] = r->lo80[h] = r->hi80[h] = r->lo95[h] = r->hi95[h] = r->q50[h] = NAN;
 
-	/* origins, oldest first, each with a full horizon of actuals; then the final one */
-	orig = gl_xmalloc(sizeof(size_t) * ((size_t)norig_max + 1));
-	for (int k = 0; k < norig_max; k++) {
-		long oo = (long)n - (long)H - (long)k * stride;
-		if (oo < (long)min_train)
-			break;
-		n_cv++;
-	}
+	orig = gl_xmalloc(sizeof(size_t) * ((size_t)n_cv + 1));
 	for (int k = 0; k < n_cv; k++)
-		orig[k] = n - H - (size_t)(n_cv - 1 - k) * (size_t)stride;
-	if (n_cv < 2 && n >= 2 * (size_t)w.c.pw && n >= 14) {
-		/* History long enough to trust, but not for a horizon this far (a
-		 * year of weeks asked a year ahead): score each origin on the slots
-		 * ahead that have happened. Without it the forecast had no backtest
-		 * and claimed zero-width intervals a year out. */
-		n_cv = 0;
-		for (int k = 0; k < norig_max && (long)n - (long)(k + 1) * stride >= (long)min_train; k++)
-			n_cv++;
-		for (int k = 0; k < n_cv; k++)
-			orig[k] = n - (size_t)(n_cv - k) * (size_t)stride;
-		if (n_cv >= 2)
-			scored_ahead = n - orig[0];
-	}
+		orig[k] = n - (size_t)(n_cv - k) * (size_t)stride - (fallback ? H - (size_t)stride : 0);
 	orig[n_cv] = n;
 	w.x = x;
+	w.y = y;
 	w.n = n;
 	w.orig = orig;
 	w.norig = n_cv + 1;
 	w.n_cv = n_cv;
-	w.vol = gl_xmalloc(sizeof(double) * (size_t)w.norig);
-	for (int k = 0; k < w.norig; k++) {
-		/* recent volatility: bursty stretches get wider bands, calm ones
-		 * narrower, than one error distribution for the whole history */
-		size_t oo = orig[k], pd = (size_t)w.c.pd, from = oo > 7 * pd ? oo - 7 * pd : 0, cnt = 0;
-		double sum = 0;
-		for (size_t t = from < pd ? pd : from; t < oo; t++)
-			if (!isnan(x[t]) && !isnan(x[t - pd])) {
-				sum += fabs(x[t] - x[t - pd]);
-				cnt++;
-			}
-		w.vol[k] = cnt && sum > 0 ? sum / (double)cnt : r->scale > 0 ? r->scale : 1;
-	}
+	w.asked = o->method;
+	w.bucket = gl_xmalloc(sizeof(int) * H);
+	for (size_t h = 0; h < H; h++)
+		w.bucket[h] = gl_forecast_lead_bucket(w.c.pd, w.c.pw, (int)h + 1);
+	w.vol = volatility(x, orig, w.norig, &w.c, r->scale);
 	w.dseas = gl_xcalloc((size_t)w.c.pd + (size_t)w.c.pw, sizeof(double));
 	w.wseas = w.dseas + w.c.pd;
 	w.tmp = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
-	buf = gl_xmalloc(sizeof(double) * (H * (size_t)w.norig + 1));
 
-	if (n < 2 * (size_t)w.c.pw || n < 14 || n_cv < 2) {
-		/* short history: no selection can be trusted */
-		r->fallback = 1;
-		r->method = GL_FORECAST_MEDIAN_DAY;
-		const char *unit = w.c.pd == 1 && w.c.pw == 1 ? "weeks" : "days";
-		if (n >= 2 * (size_t)w.c.pw && n >= 14)
-			/* enough history, but not for this horizon: say which */
-			snprintf(r->note, sizeof r->note,
-				 "history too short for the horizon (%zu slots leave %d backtest origins for %d slots ahead;"
-				 " needs two): median of the same slot over the last %d %s there are",
-				 n, n_cv, (int)H, w.c.kd, unit);
-		else
-			snprintf(r->note, sizeof r->note,
-				 "short history (%zu slot%s, %d backtest origin%s; needs two weeks): median of the same slot"
-				 " over the last %d %s there are",
-				 n, n == 1 ? "" : "s", n_cv, n_cv == 1 ? "" : "s", w.c.kd, unit);
-		fallback_point(x, n, &w.c, r->point);
-		if (o->method != GL_FORECAST_AUTO && o->method != GL_FORECAST_MEDIAN_DAY)
-			snprintf(r->note, sizeof r->note, "short history (%zu slot%s): %s cannot run", n,
-				 n == 1 ? "" : "s", gl_forecast_method_name(o->method));
-		if (n_cv >= 1) {
-			double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
-			for (int k = 0; k < w.norig; k++)
-				fallback_point(x, orig[k], &w.c, f + (size_t)k * H);
-			w.fc[GL_FORECAST_MEDIAN_DAY] = f;
-		}
+	if (fallback) {
+		fit_fallback(&w, n, o, r);
 	} else {
-		for (;;) {
-			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
-				double *f = gl_xmalloc(sizeof(double) * H * (size_t)w.norig);
-				if (run_method(&w, m, f)) {
-					free(f);
-					continue;
-				}
-				w.fc[m] = f;
-			}
-			/* a method asked for by name that needs more history than the
-			 * oldest origins have: drop those origins rather than refuse */
-			if (o->method == GL_FORECAST_AUTO || w.fc[o->method] || w.n_cv <= 1)
-				break;
-			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
-				free(w.fc[m]);
-				w.fc[m] = NULL;
-			}
-			w.orig++;
-			w.norig--;
-			w.n_cv--;
-			n_cv--;
-		}
-		/* choose: lowest backtest MAE; strict comparisons in method order
-		 * keep the simpler method on ties, so a model never wins by not
-		 * beating the best baseline */
-		double best = INFINITY, bestb = INFINITY;
-		for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++) {
-			if (!w.fc[m])
-				continue;
-			double e = cv_abs_error(&w, w.fc[m]);
-			if (m < GL_FORECAST_FIRST_MODEL && e < bestb) {
-				bestb = e;
-				r->baseline = m;
-			}
-			if (o->method == GL_FORECAST_AUTO ? e < best : m == o->method) {
-				best = e;
-				r->method = m;
-			}
-		}
-		if (r->method < 0) {
+		run_all(&w, o);
+		if (choose(&w, o, r, &gain)) {
 			rc = gl_err_set(err, GL_EINVAL, "forecast: %s cannot run on %zu slots of history",
 					gl_forecast_method_name(o->method), n);
 			goto out;
 		}
-		snprintf(r->note, sizeof r->note, "%s: lowest backtest MAE over %d origins (best baseline %s)",
-			 gl_forecast_method_name(r->method), n_cv, gl_forecast_method_name(r->baseline));
+		n_cv = w.n_cv;
 		if (o->method != GL_FORECAST_AUTO)
 			snprintf(r->note, sizeof r->note, "%s: as asked", gl_forecast_method_name(r->method));
-		if (scored_ahead) {
-			size_t len = strlen(r->note);
-			const char *unit = w.c.pd == 1 ? (w.c.pw == 1 ? "weeks" : "days") : w.c.pd == 24 ? "hours" : "slots";
-			snprintf(r->note + len, sizeof r->note - len,
-				 "; backtest scored up to %zu of the %zu %s ahead, as the history holds no later"
-				 " actuals: later %s' intervals reuse those errors",
-				 /* the oldest origin left: a method asked by name may
-				  * have dropped the first ones */
-				 n - w.orig[0] < H ? n - w.orig[0] : H, H, unit, unit);
-		}
+		else if (r->method >= GL_FORECAST_FIRST_TREND)
+			snprintf(r->note, sizeof r->note,
+				 "%s: backtest MAE %.0f %% below the best no-trend method's over its %d origins"
+				 " (best baseline %s)",
+				 gl_forecast_method_name(r->method), 100 * gain, n_cv - w.k0[r->method],
+				 gl_forecast_method_name(r->baseline));
+		else
+			snprintf(r->note, sizeof r->note, "%s: lowest backtest MAE over %d origins (best baseline %s)",
+				 gl_forecast_method_name(r->method), n_cv, gl_forecast_method_name(r->baseline));
 		memcpy(r->point, w.fc[r->method] + (size_t)n_cv * H, sizeof(double) * H);
+		/* a method asked for by name may have lost the oldest origins, and a
+		 * trend method never had them, and with them the longest leads'
+		 * actuals: it answers as far as two of its own origins were scored */
+		while (r->horizon > 1 && scored_origins(&w, w.k0[r->method], (size_t)r->horizon) < 2) {
+			r->horizon--;
+			w.bucket[r->horizon] = -1;
+			r->point[r->horizon] = NAN;
+		}
 	}
-	r->origins = n_cv;
-
-	/* intervals: the error quantiles of the chosen method's backtest, on the
-	 * scale (additive or log) whose intervals were sharper there */
-	{
-		const double *f = w.fc[r->method];
-		struct ivq best_iv = {0};
-		struct gl_forecast_metrics mm_pool;
-		double best_pb = INFINITY, v[512];
-		int use_pool = 0;
-		if (f && n_cv >= 1) {
-			for (int ls = 0; ls < 3; ls++) {
-				struct ivq iv;
-				struct gl_forecast_metrics mm;
-				if (iv_fit(&w, f, ls, -1, buf, &iv))
-					continue;
-				cv_metrics(&w, f, ls, r->scale > 0 ? r->scale : 1, &mm);
-				double pb = mm.pinball80;
-				if (pb < best_pb) {
-					best_pb = pb;
-					best_iv = iv;
-					r->cv = mm;
-				}
-			}
-			if (r->method == GL_FORECAST_MEDIAN_POOL && !r->fallback &&
-			    pool_cv(&w, f, r->scale > 0 ? r->scale : 1, &mm_pool) == 0 && mm_pool.pinball80 < best_pb) {
-				use_pool = 1;
-				r->cv = mm_pool;
-			}
-			if (r->scale <= 0)
-				r->cv.mase = r->cv.pinball80 = NAN;
-			for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
-				if (w.fc[m])
-					cv_point_metrics(&w, w.fc[m], r->scale, &r->cv_method[m]);
-			r->cv_method[r->method] = r->cv;
-		} else {
-			gl_forecast_metrics_compute(NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &r->cv);
-			strncat(r->note, "; no backtest possible, so no intervals",
-				sizeof r->note - strlen(r->note) - 1);
-		}
-		for (size_t h = 0; h < H; h++) {
-			double b[4];
-			double p = r->point[h] > 0 ? r->point[h] : 0;
-			r->point[h] = p;
-			if (!f || n_cv < 1) {
-				/* zero-width bands would claim certainty that nothing
-				 * backs: the interval is unknown */
-				r->lo95[h] = r->lo80[h] = r->hi80[h] = r->hi95[h] = NAN;
-				continue;
-			}
-			iv_apply(&best_iv, p, w.vol[n_cv], b);
-			if (use_pool && pool_bands(x, n, (long)(n + h), &w.c, w.pool_k, w.pool_w, v, b) == 0)
-				band_nest(p, b);
-			r->lo95[h] = b[0], r->lo80[h] = b[1], r->hi80[h] = b[2], r->hi95[h] = b[3];
-		}
+	r->origins = w.n_cv - w.k0[r->method];
+	if (r->horizon < o->horizon)
+		note_append(r,
+			    "; answered %d of the %d %s asked: %zu %s of history leave no two backtest origins with"
+			    " actuals further ahead",
+			    r->horizon, o->horizon, unit_name(&w.c), n, unit_name(&w.c));
+	for (size_t h = 0; h < (size_t)r->horizon; h++) {
+		int b = w.bucket[h];
+		r->point[h] = r->point[h] > 0 ? r->point[h] : 0;
+		if (!r->bucket_first[b])
+			r->bucket_first[b] = (int)h + 1;
+		r->bucket_last[b] = (int)h + 1;
+	}
+	if (w.fc[r->method] && w.n_cv >= 1) {
+		intervals(&w, r);
+	} else {
+		/* zero-width bands would claim certainty that nothing backs:
+		 * the interval is unknown */
+		gl_forecast_metrics_compute(NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, &r->cv);
+		note_append(r, "; no backtest possible, so no intervals");
+		for (size_t h = 0; h < (size_t)r->horizon; h++)
+			r->lo95[h] = r->lo80[h] = r->hi80[h] = r->hi95[h] = r->q50[h] = NAN;
 	}
 out:
 	for (int m = 0; m < GL_FORECAST_METHOD_COUNT; m++)
@@ -1070,7 +1348,7 @@ out:
 	free(w.dseas);
 	free(w.vol);
 	free(w.tmp);
-	free(buf);
+	free(w.bucket);
 	free(orig);
 	free(x);
 	if (rc)
@@ -1286,4 +1564,16 @@ double gl_forecast_prob_above(double threshold, double lo95, double lo80, double
 			return 1 - cdf;
 		}
 	return 0; /* beyond the 97.5 % point: treated as out of reach */
+}
+
+double gl_forecast_value_above(double p, double lo95, double lo80, double point, double hi80, double hi95)
+{
+	const double v[5] = {lo95, lo80, point, hi80, hi95}, q[5] = {0.025, 0.1, 0.5, 0.9, 0.975};
+	double cdf = 1 - p;
+	if (isnan(lo95) || isnan(lo80) || isnan(point) || isnan(hi80) || isnan(hi95) || !(cdf >= q[0] && cdf <= q[4]))
+		return NAN;
+	for (int i = 0; i < 4; i++)
+		if (cdf <= q[i + 1])
+			return v[i] + (cdf - q[i]) / (q[i + 1] - q[i]) * (v[i + 1] - v[i]);
+	return v[4];
 }

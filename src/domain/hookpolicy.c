@@ -48,47 +48,8 @@ static void split_commas(const char *s, struct gl_hookpolicy_list *l)
 
 int gl_hookpolicy_split(const char *tmpl, struct gl_hookpolicy_list *out, struct gl_err *err)
 {
-	struct gl_strbuf w = GL_STRBUF_INIT;
-	const char *p = tmpl ? tmpl : "";
-	int rc = 0, in_word = 0;
-
 	memset(out, 0, sizeof *out);
-	while (*p) {
-		if (*p == ' ' || *p == '\t' || *p == '\n') {
-			if (in_word)
-				list_push(out, w.p, w.len);
-			gl_strbuf_reset(&w);
-			in_word = 0;
-			p++;
-			continue;
-		}
-		in_word = 1;
-		if (*p == '\'' || *p == '"') {
-			char q = *p++;
-			while (*p && *p != q) {
-				if (q == '"' && *p == '\\' && (p[1] == '"' || p[1] == '\\'))
-					p++;
-				gl_strbuf_putc(&w, *p++);
-			}
-			if (!*p) {
-				rc = gl_err_set(err, GL_EINVAL, "unterminated %c quote", q);
-				goto out;
-			}
-			p++;
-		} else if (*p == '\\' && p[1]) {
-			gl_strbuf_putc(&w, p[1]);
-			p += 2;
-		} else {
-			gl_strbuf_putc(&w, *p++);
-		}
-	}
-	if (in_word)
-		list_push(out, w.p ? w.p : "", w.len);
-out:
-	gl_strbuf_fini(&w);
-	if (rc)
-		gl_hookpolicy_list_fini(out);
-	return rc;
+	return gl_tmpl_split(tmpl, &out->v, &out->n, err);
 }
 
 static int check_placeholders(const struct gl_hookpolicy_list *l, char *bad, size_t nbad)

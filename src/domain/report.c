@@ -4,6 +4,7 @@
 #include "gl/csv.h"
 #include "gl/timeutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -958,6 +959,23 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 		}
 		gl_strbuf_puts(o, "</tbody></table>\n");
 	}
+	/* capacity outlook */
+	{
+		char cells[GL_REPORT_CAPACITY_COLS][64], note[400];
+		gl_strbuf_puts(o, "<h2>Capacity outlook</h2><table id=capacity>");
+		ths(o, gl_report_capacity_head);
+		for (size_t i = 0; i < sb->n_capacity; i++) {
+			gl_report_capacity_cells(&sb->capacity[i], cells);
+			gl_strbuf_puts(o, "<tr>");
+			for (int k = 0; k < GL_REPORT_CAPACITY_COLS; k++)
+				(k == 2 || k == 3 || k == 6 ? tdn : td)(o, cells[k]);
+			gl_strbuf_puts(o, "</tr>");
+		}
+		gl_strbuf_puts(o, "</tbody></table>\n<p class=meta>");
+		gl_report_capacity_note(sb, note, sizeof note);
+		esc(o, note);
+		gl_strbuf_puts(o, "</p>\n");
+	}
 	gl_strbuf_puts(o, "<h2>Top 20 jobs by cost</h2>");
 	html_jobs(sb, o, sb->top_cost, sb->n_top_cost);
 	gl_strbuf_puts(o, "<h2>Top 20 jobs by idle cost</h2>");
@@ -1007,4 +1025,59 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	esc(o, gen);
 	gl_strbuf_puts(o, "</p></body></html>\n");
 	gl_report_shown_fini(&sh);
+}
+
+/* ---- the capacity page ---- */
+
+const char *const gl_report_capacity_head[GL_REPORT_CAPACITY_COLS + 1] = {
+	"Cluster", "GPU model", "GPUs", "Peak demand", "P >= 50 % from", "P >= 80 % from", "GPUs to add", "First order",
+	"Method", NULL,
+};
+
+static void day_or(int64_t t, const char *none, char *buf, size_t n)
+{
+	if (t < 0)
+		snprintf(buf, n, "unknown");
+	else if (t == 0)
+		snprintf(buf, n, "%s", none);
+	else
+		gl_time_format_day(t, buf, n);
+}
+
+void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64])
+{
+	char d1[16], d2[16];
+	snprintf(cells[0], 64, "%s", r->cluster);
+	snprintf(cells[1], 64, "%s", r->gpu_model);
+	if (isnan(r->capacity_gpus))
+		snprintf(cells[2], 64, "unknown");
+	else
+		snprintf(cells[2], 64, "%.0f", r->capacity_gpus);
+	snprintf(cells[3], 64, "%.1f", r->peak_gpus);
+	day_or(r->sat50_s, "not within", cells[4], 64);
+	day_or(r->sat80_s, "not within", cells[5], 64);
+	if (r->gpus_to_add < 0)
+		snprintf(cells[6], 64, "unknown");
+	else
+		snprintf(cells[6], 64, "%lld", (long long)r->gpus_to_add);
+	if (!r->need_by_s) {
+		snprintf(cells[7], 64, "-");
+	} else {
+		gl_time_format_day(r->need_by_s, d1, sizeof d1);
+		gl_time_format_day(r->order_by_s, d2, sizeof d2);
+		snprintf(cells[7], 64, "by %s for %s%s", d2, d1, r->late ? " (late)" : "");
+	}
+	snprintf(cells[8], 64, "%s", r->method);
+}
+
+void gl_report_capacity_note(const struct gl_showback *sb, char *buf, size_t n)
+{
+	char day[16];
+	gl_time_format_day(sb->capacity_asof_s, day, sizeof day);
+	snprintf(buf, n,
+		 "Peak demand: the month's largest hour of allocated and pending GPUs. Outlook from %s, %d days ahead"
+		 " (or as far as the history answers): the peak forecast from the 91 days before against the GPUs"
+		 " available and the capacity plan; GPUs to add keep P(saturation) under 20 %%, ordered %lld days before"
+		 " they are needed. Unknown: no inventory, or too little history for an interval.",
+		 day, GL_SB_CAPACITY_DAYS, (long long)sb->capacity_lead_days);
 }

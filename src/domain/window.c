@@ -73,10 +73,15 @@ static int parse_end(const char *which, const char *s, size_t n, int64_t *floor_
 	return 0;
 }
 
-/* A window is echoed back in RFC 3339, whose years have 4 digits: it must
- * start on or after year 0000 and end (exclusively) by year 9999's last
- * second ("9999-12" would end at 10000-01-01T00:00:00Z). */
-#define WINDOW_MIN_S (-62167219200LL)
+/* A window is echoed back in RFC 3339, whose years have 4 digits, and
+ * handed to PostgreSQL, which has no year 0 (its years run 1 BC, AD 1:
+ * "0000-01-01T00:00:00Z" as a timestamptz is "date/time field value out of
+ * range", and the audit routes, which pass the window as text, answered
+ * 500 where the others answered 200). So a window starts on or after
+ * 0001-01-01T00:00:00Z and ends (exclusively) by year 9999's last second
+ * ("9999-12" would end at 10000-01-01T00:00:00Z); outside, every route
+ * answers 400 naming window. */
+#define WINDOW_MIN_S (-62135596800LL) /* 0001-01-01T00:00:00Z */
 #define WINDOW_MAX_END_S 253402300799LL /* 9999-12-31T23:59:59Z */
 
 static int parse_window(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err)
@@ -148,7 +153,8 @@ int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl
 	if (rc)
 		return rc;
 	if (v.start_s < WINDOW_MIN_S)
-		return gl_err_set(err, GL_EINVAL, "starts before 0000-01-01T00:00:00Z (RFC 3339 years have 4 digits)");
+		return gl_err_set(err, GL_EINVAL,
+				  "starts before 0001-01-01T00:00:00Z (there is no year 0: the year before 0001 is 1 BC)");
 	if (v.end_s > WINDOW_MAX_END_S)
 		return gl_err_set(err, GL_EINVAL,
 				  "ends after 9999-12-31T23:59:59Z (RFC 3339 years have 4 digits; '%s' would end in year "

@@ -7,10 +7,12 @@
  * phase is a function of it. */
 #include "gl/hook.h"
 #include "gl/audit.h"
+#include "gl/bounds.h"
 #include "gl/cost.h"
 #include "gl/hookpolicy.h"
 #include "gl/hookstore.h"
 #include "gl/idlerule.h"
+#include "gl/jsonscan.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/redact.h"
@@ -1040,8 +1042,51 @@ static int policy_configured(const struct gl_config *cfg, const char *name)
 	return 0;
 }
 
+
 static const char *const record_fields[] = {"cluster", "job_id", "policy", "stage", "ok", "exit_status", "command",
 					    "owner"};
+
+static int first_nul(const char *path, void *ud)
+{
+	snprintf(ud, 208, "%s", path);
+	return 1;
+}
+
+/* What a client writes reaches hook_actions and an audit row: bounded
+ * (include/gl/bounds.h), 400 naming the field. A hook token wrote a
+ * 900 kB audit row through policy. */
+static int record_fits(const char *cluster, const char *job_id, const char *policy, const char *owner,
+		       const char **param, struct gl_err *err)
+{
+	const struct {
+		const char *name, *v;
+		enum gl_bound k;
+	} b[] = {{"cluster", cluster, GL_BOUND_CLUSTER}, {"job_id", job_id, GL_BOUND_JOB_ID},
+		 {"policy", policy, GL_BOUND_NAME}, {"owner", owner, GL_BOUND_NAME}};
+	char why[160];
+	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
+		if (b[i].v && gl_bound_check(b[i].k, strlen(b[i].v), why, sizeof why)) {
+			*param = b[i].name;
+			return gl_err_set(err, GL_EINVAL, "%s: %s", b[i].name, why);
+		}
+	return 0;
+}
+
+/* cJSON ends a string at \u0000: "a\u0000b" would be recorded as "a" */
+static int record_nul(const char *body, size_t len, const char **param, struct gl_err *err)
+{
+	const char *const *f = record_fields;
+	char where[208] = "";
+	size_t k = 0;
+	if (!gl_jsonscan_nul(body, len, first_nul, where))
+		return 0;
+	/* the field the path starts in: "command[1]" is command's */
+	while (k < GL_ARRAY_LEN(record_fields) && (strncmp(where, f[k], strlen(f[k])) || !strchr("[.", where[strlen(f[k])])))
+		k++;
+	*param = k < GL_ARRAY_LEN(record_fields) ? f[k] : "body";
+	return gl_err_set(err, GL_EINVAL, "%s%s: holds \\u0000 (a NUL, which would cut the text there)",
+			  k < GL_ARRAY_LEN(record_fields) ? "" : "body: ", where);
+}
 
 /* The body as one JSON object of known fields, each once. What is not read
  * must not pass as recorded: text after the object (two bodies glued), a
@@ -1050,6 +1095,7 @@ static const char *const record_fields[] = {"cluster", "job_id", "policy", "stag
 static int record_parse(const char *body, size_t len, cJSON **in, const char **param, struct gl_err *err)
 {
 	const char *end = NULL;
+	int rc;
 	*param = "body";
 	/* PostgreSQL refuses text that is not UTF-8: that is the client's
 	 * mistake (400), not a database failure (5xx) */
@@ -1062,6 +1108,8 @@ static int record_parse(const char *body, size_t len, cJSON **in, const char **p
 		end++;
 	if ((size_t)(end - body) < len)
 		return gl_err_set(err, GL_EINVAL, "body: data after the JSON object at byte %zu", (size_t)(end - body));
+	if ((rc = record_nul(body, len, param, err)))
+		return rc;
 	for (cJSON *a = (*in)->child; a; a = a->next) {
 		const char *const *f = record_fields;
 		size_t k = 0;
@@ -1156,6 +1204,18 @@ static int record_command(cJSON *argv_j, char ***shown, const char **param, stru
 	} else {
 		argv = gl_xcalloc(1, sizeof *argv);
 	}
+	{
+		/* the command line as a whole is one bounded text */
+		size_t total = 0;
+		char why[160];
+		for (size_t i = 0; i < n; i++)
+			total += strlen(argv[i]) + 1;
+		if (gl_bound_check(GL_BOUND_TEXT, total, why, sizeof why)) {
+			gl_hookpolicy_argv_free(argv);
+			*param = "command";
+			return gl_err_set(err, GL_EINVAL, "command: %s", why);
+		}
+	}
 	*shown = gl_redact_argv((const char *const *)argv);
 	if (cJSON_IsString(argv_j)) {
 		cJSON_SetValuestring(argv_j, (*shown)[0]);
@@ -1178,7 +1238,8 @@ static int record_fields_read(cJSON *in, struct gl_hookstore_external *a, char *
 	    (rc = str_field(in, "job_id", 1, &a->job_id, param, err)) ||
 	    (rc = str_field(in, "policy", 1, &a->policy, param, err)) ||
 	    (rc = str_field(in, "stage", 1, &stage, param, err)) ||
-	    (rc = str_field(in, "owner", 0, &a->owner, param, err)))
+	    (rc = str_field(in, "owner", 0, &a->owner, param, err)) ||
+	    (rc = record_fits(a->cluster, a->job_id, a->policy, a->owner, param, err)))
 		return rc;
 	/* not known is NULL, as the list shows it (null), never "" */
 	if (a->owner && !*a->owner)

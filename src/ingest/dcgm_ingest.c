@@ -204,6 +204,15 @@ void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, 
 		b->bad_lines++;
 		add_reason(b, input, (int64_t)s->parse.bad[i].line, s->parse.bad[i].reason);
 	}
+	if (s->too_long) {
+		/* samples, not lines the parser refused: each one is skipped data */
+		char why[300];
+		snprintf(why, sizeof why, "%s (%zu samples with a label over its bound dropped)", s->too_long_reason,
+			 s->too_long);
+		b->bad_lines++;
+		add_reason(b, input, (int64_t)s->too_long_line, why);
+		b->st.skipped += (int64_t)s->too_long - 1;
+	}
 	if (s->parse.bad_lines > s->parse.nbad) {
 		/* counted, reasons beyond the parser's memory are not known */
 		b->bad_lines += (int64_t)(s->parse.bad_lines - s->parse.nbad);

@@ -114,7 +114,7 @@ static int add_node(const char *host, void *ud)
 
 static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_job_row *row)
 {
-	char key[128];
+	char key[32 + 255 + 1]; /* "raw:" JobIDRaw (GL_BOUND_JOB_ID) "@" submit: never cut */
 	const char *state;
 	struct gl_str st;
 

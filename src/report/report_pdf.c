@@ -556,6 +556,24 @@ static void body(struct pdf *p)
 		}
 		t_draw(p, &t);
 	}
+	{
+		/* the capacity page: its own page, the cells the HTML shows */
+		static const double w[] = {70, 70, 45, 55, 65, 65, 50, 110, 55};
+		static const int a[] = {0, 0, 1, 1, 0, 0, 1, 0, 0}; /* as the HTML: numbers right */
+		char cells[GL_REPORT_CAPACITY_COLS][64], note[400];
+		new_page(p);
+		heading(p, "Capacity outlook");
+		t_init(&t, gl_report_capacity_head, w, a, GL_REPORT_CAPACITY_COLS);
+		t.empty = "No GPU demand or inventory in the 91 days before.";
+		for (size_t i = 0; i < sb->n_capacity; i++) {
+			gl_report_capacity_cells(&sb->capacity[i], cells);
+			t_row(&t, cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8]);
+		}
+		t_draw(p, &t);
+		gl_report_capacity_note(sb, note, sizeof note);
+		need(p, 40);
+		p->y += text(p, MARGIN, p->y + 4, 0, note, "DejaVu Sans 8", 0) + 8;
+	}
 	jobs_table(p, "Top 20 jobs by cost", "No GPU job this month.", sb->top_cost, sb->n_top_cost);
 	jobs_table(p, "Top 20 jobs by idle cost",
 		   sb->fleet.usage_known ? "No job was idle in its allocation this month."

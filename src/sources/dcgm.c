@@ -1,5 +1,6 @@
 /* dcgm-exporter mapping and bucket rollup (see include/gl/dcgm.h). */
 #include "gl/dcgm.h"
+#include "gl/bounds.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -568,6 +569,41 @@ static int in_range(enum gl_dcgm_metric m, double v)
 
 static const char *const k_source[] = {[FAM_DCGM] = "dcgm", [FAM_NVSMI] = "nvidia_smi", [FAM_AMD] = "amd"};
 
+/* Whether every label kept is within its bound (include/gl/bounds.h): a
+ * 60 kB Hostname or UUID (a line may hold 64 kB) would fail the whole
+ * batch's write of the inventory keys. The sample is dropped, counted,
+ * and the first one kept with its line for the run's reasons. */
+static int labels_fit(struct gl_dcgm_scrape *s, const struct gl_str *l, size_t line)
+{
+	static const struct {
+		int id;
+		const char *name;
+		enum gl_bound k;
+	} b[] = {
+		{L_HOST, "Hostname", GL_BOUND_NODE}, {L_UUID, "UUID", GL_BOUND_UUID},
+		{L_GI_PROFILE, "GPU_I_PROFILE", GL_BOUND_GPU_MODEL}, {L_MODEL, "modelName", GL_BOUND_GPU_MODEL},
+		{L_DEVICE, "device", GL_BOUND_TEXT}, {L_PCI, "pci_bus_id", GL_BOUND_TEXT},
+		{L_DRIVER, "DCGM_FI_DRIVER_VERSION", GL_BOUND_TEXT}, {L_JOB, "hpc_job", GL_BOUND_JOB_ID},
+		{L_POD, "pod", GL_BOUND_OBJECT}, {L_NS, "namespace", GL_BOUND_NAMESPACE},
+		{L_CONT, "container", GL_BOUND_OBJECT}, {L_XPOD, "exported_pod", GL_BOUND_OBJECT},
+		{L_XNS, "exported_namespace", GL_BOUND_NAMESPACE}, {L_XCONT, "exported_container", GL_BOUND_OBJECT},
+		{L_NAME, "name", GL_BOUND_GPU_MODEL}, {L_DRIVER2, "driver_version", GL_BOUND_TEXT},
+		{L_SERIAL, "serial_number", GL_BOUND_UUID}, {L_GPU_UUID, "gpu_uuid", GL_BOUND_UUID},
+		{L_PART_TYPE, "gpu_compute_partition_type", GL_BOUND_GPU_MODEL}, {L_CARD_SERIES, "card_series", GL_BOUND_GPU_MODEL},
+		{L_CARD_MODEL, "card_model", GL_BOUND_GPU_MODEL}, {L_JOB_ID, "job_id", GL_BOUND_JOB_ID},
+	};
+	char why[160];
+	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
+		if (gl_bound_check(b[i].k, l[b[i].id].len, why, sizeof why)) {
+			if (!s->too_long++) {
+				s->too_long_line = line;
+				snprintf(s->too_long_reason, sizeof s->too_long_reason, "label %s: %s", b[i].name, why);
+			}
+			return 0;
+		}
+	return 1;
+}
+
 /* What the sample's labels say of its GPU: identity and who uses it. */
 static void describe(struct gl_dcgm_scrape *s, struct gl_dcgm_gpu *g, enum family fam, const struct gl_str *l,
 		     const struct ident *id)
@@ -632,6 +668,8 @@ int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample
 		if (lid >= 0 && !l[lid].p)
 			l[lid] = smp->labels[i].value;
 	}
+	if (!labels_fit(s, l, smp->line))
+		return 0;
 	rc = identify(s, &m, l, ubuf, sizeof ubuf, &id);
 	if (rc < 0) {
 		if (rc == -1)

@@ -1,6 +1,8 @@
 /* Kubernetes PodList -> GPU pods (see include/gl/kube.h, FORMATS.md). */
 #include "gl/kube.h"
+#include "gl/bounds.h"
 #include "gl/jsonarena.h"
+#include "gl/jsonscan.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/utf8.h"
@@ -202,7 +204,19 @@ struct ctx {
 	const char *team_key, *project_key, *cost_key;
 	const struct gl_kube_node_gpu **nodes; /* sorted by name */
 	size_t nnodes;
+	/* items holding a \u0000 somewhere (gl_jsonscan_nul_items), in order;
+	 * nul_next is the first not yet passed */
+	struct gl_jsonscan_item *nul;
+	size_t nnul, nul_next;
 };
+
+/* The path of a \u0000 in item idx, or NULL. Items are asked in order. */
+static const char *nul_in(struct ctx *c, size_t idx)
+{
+	while (c->nul_next < c->nnul && c->nul[c->nul_next].idx < idx)
+		c->nul_next++;
+	return c->nul_next < c->nnul && c->nul[c->nul_next].idx == idx ? c->nul[c->nul_next].path : NULL;
+}
 
 static void problem(struct ctx *c, const char *fmt, ...) GL_PRINTF(2, 3);
 static void problem(struct ctx *c, const char *fmt, ...)
@@ -520,6 +534,59 @@ static int64_t pod_end(struct ctx *c, const cJSON *status, enum gl_kube_phase ph
 	return end;
 }
 
+/* Whether every string of the pod that is stored fits its bound
+ * (include/gl/bounds.h); else a problem naming the first that does not. A
+ * 30 MB name failed the whole snapshot's COPY ("index row requires
+ * 360112 bytes"): the pod is skipped, the rest of the snapshot lands. */
+static int pod_fits(struct ctx *c, const cJSON *item, const char *path)
+{
+	const cJSON *meta = get(item, "metadata"), *refs = get(meta, "ownerReferences"), *l, *ref;
+	const struct {
+		const cJSON *o;
+		const char *obj, *key;
+		enum gl_bound k;
+	} f[] = {
+		{meta, "metadata", "uid", GL_BOUND_UUID},
+		{meta, "metadata", "name", GL_BOUND_OBJECT},
+		{meta, "metadata", "namespace", GL_BOUND_NAMESPACE},
+		{get(item, "spec"), "spec", "nodeName", GL_BOUND_NODE},
+		{get(item, "status"), "status", "phase", GL_BOUND_TEXT},
+	};
+	char why[160];
+	size_t j = 0;
+
+	for (size_t i = 0; i < GL_ARRAY_LEN(f); i++) {
+		const char *v = get_str(f[i].o, f[i].key);
+		if (v && gl_bound_check(f[i].k, strlen(v), why, sizeof why)) {
+			problem(c, "%s.%s.%s: %s", path, f[i].obj, f[i].key, why);
+			return 0;
+		}
+	}
+	cJSON_ArrayForEach(ref, as_array(refs)) {
+		static const char *const keys[] = {"kind", "name"};
+		for (size_t i = 0; i < GL_ARRAY_LEN(keys); i++) {
+			const char *v = get_str(ref, keys[i]);
+			if (v && gl_bound_check(GL_BOUND_OBJECT, strlen(v), why, sizeof why)) {
+				problem(c, "%s.metadata.ownerReferences[%zu].%s: %s", path, j, keys[i], why);
+				return 0;
+			}
+		}
+		j++;
+	}
+	cJSON_ArrayForEach(l, as_object(get(meta, "labels"))) {
+		/* the key is named cut: it may be the long one */
+		if (l->string && gl_bound_check(GL_BOUND_LABEL, strlen(l->string), why, sizeof why)) {
+			problem(c, "%s.metadata.labels.%.64s...: the key is %s", path, l->string, why);
+			return 0;
+		}
+		if (cJSON_IsString(l) && gl_bound_check(GL_BOUND_LABEL, strlen(l->valuestring), why, sizeof why)) {
+			problem(c, "%s.metadata.labels.%s: %s", path, l->string, why);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 /* 1 = pod kept, 0 = skipped (counted). */
 static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kube_pod *p)
 {
@@ -568,6 +635,17 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 		char where[160];
 		if (gl_kube_json_bad_utf8(item, where, sizeof where)) {
 			problem(c, "%s%s: not valid UTF-8", path, where);
+			goto bad;
+		}
+	}
+	if (!pod_fits(c, item, path))
+		goto bad;
+	{
+		/* cJSON ends a string at a \u0000: the name (or label) would be
+		 * stored cut, as another pod's perhaps */
+		const char *np = nul_in(c, idx);
+		if (np) {
+			problem(c, "%s: holds \\u0000 (a NUL, which would cut the text there)", np);
 			goto bad;
 		}
 	}
@@ -681,6 +759,7 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	size_t idx = 0;
 
 	memset(res, 0, sizeof *res);
+	memset(&c, 0, sizeof c);
 	if (!opts)
 		opts = &defaults;
 	if (!doc)
@@ -733,12 +812,12 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	if (rc < 0)
 		goto out;
 
-	memset(&c, 0, sizeof c);
 	c.res = res;
 	c.team_key = opts->team_label ? opts->team_label : "team";
 	c.project_key = opts->project_label ? opts->project_label : "project";
 	c.cost_key = opts->cost_center_label ? opts->cost_center_label : "cost-center";
 	nodes_index(&c, opts);
+	c.nnul = gl_jsonscan_nul_items(doc, len, "items", &c.nul);
 	items = get(root, "items");
 	cJSON_ArrayForEach(it, items) {
 		struct gl_kube_pod p;
@@ -761,6 +840,7 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 	}
 out:
 	free(c.nodes);
+	free(c.nul);
 	if (arena)
 		gl_jsonarena_end();
 	return rc;

@@ -2,7 +2,9 @@
  * instances folded into physical GPUs), model from GPU feature discovery
  * labels, and availability from Ready, spec.unschedulable and taints. */
 #include "gl/kube.h"
+#include "gl/bounds.h"
 #include "gl/jsonarena.h"
+#include "gl/jsonscan.h"
 #include "gl/nodeobs.h"
 #include "nodeobs_int.h"
 
@@ -89,6 +91,17 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 
 	if (!name || !*name)
 		return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.name: missing", idx);
+	{
+		/* the name keys the node's rows; the product label is its GPU
+		 * model, which was cut to fit (another model, then) */
+		char why[160];
+		if (gl_bound_check(GL_BOUND_NODE, strlen(name), why, sizeof why))
+			return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.name: %s", idx, why);
+		const char *mig = product ? strstr(product, "-MIG-") : NULL;
+		if (product && gl_bound_check(GL_BOUND_GPU_MODEL, mig ? (size_t)(mig - product) : strlen(product), why,
+					      sizeof why))
+			return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.labels.nvidia.com/gpu.product: %s", idx, why);
+	}
 	full = qty(cap, "nvidia.com/gpu");
 	{
 		/* whole GPUs of the other device plugins: AMD's, and Alibaba
@@ -111,9 +124,7 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	if (product) {
 		/* "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb" (mig.strategy=single) names the profile */
 		const char *m = strstr(product, "-MIG-");
-		size_t l = m ? (size_t)(m - product) : strlen(product);
-		if (l >= sizeof model)
-			l = sizeof model - 1;
+		size_t l = m ? (size_t)(m - product) : strlen(product); /* bounded above */
 		memcpy(model, product, l);
 		model[l] = '\0';
 		/* time-slicing without renaming marks the product "...-SHARED" */
@@ -238,7 +249,8 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 	cJSON *root = NULL;
 	const cJSON *items, *it;
 	const char *kind;
-	size_t idx = 0;
+	size_t idx = 0, nnul = 0, inul = 0;
+	struct gl_jsonscan_item *nul = NULL;
 	int rc = 0;
 
 	if (gl_kube_json_depth(json, len, GL_KUBE_MAX_DEPTH_DEFAULT) > GL_KUBE_MAX_DEPTH_DEFAULT)
@@ -257,15 +269,23 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 		rc = gl_err_set(err, GL_EFORMAT, "kubectl nodes: not a NodeList (kind %s)", kind ? kind : "absent");
 		goto out;
 	}
+	nnul = gl_jsonscan_nul_items(json, len, "items", &nul);
 	cJSON_ArrayForEach(it, items)
 	{
 		struct gl_err le = {0};
 		char where[160];
 		s->lines++;
+		while (inul < nnul && nul[inul].idx < idx)
+			inul++;
 		if (gl_kube_json_bad_utf8(it, where, sizeof where)) {
 			/* the store would refuse the whole snapshot for it */
 			s->skipped++;
 			gl_nodeobs_problem(s, "kubectl nodes items[%zu]%s: not valid UTF-8", idx, where);
+		} else if (inul < nnul && nul[inul].idx == idx) {
+			/* cJSON ends a string there: a name stored cut */
+			s->skipped++;
+			gl_nodeobs_problem(s, "kubectl nodes %s: holds \\u0000 (a NUL, which would cut the text there)",
+					   nul[inul].path);
 		} else if (parse_item(s, it, idx, &le)) {
 			s->skipped++;
 			gl_nodeobs_problem(s, "kubectl nodes %s", le.msg);
@@ -273,6 +293,7 @@ int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s
 		idx++;
 	}
 out:
+	free(nul);
 	gl_jsonarena_end();
 	return rc;
 }

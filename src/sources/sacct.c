@@ -7,6 +7,7 @@
  * the walk so the column order of the layout never matters.
  */
 #include "gl/sacct.h"
+#include "gl/bounds.h"
 #include "gl/timeutil.h"
 #include "gl/utf8.h"
 
@@ -38,20 +39,22 @@ struct fdesc {
 	const char *name; /* as sacct spells it, for --fields lookup and messages */
 	unsigned char conv;
 	unsigned short off; /* struct gl_str for CV_STR and slice-carrying kinds, int64_t otherwise */
+	unsigned char bound; /* B(enum gl_bound) of a column kept as text; 0 for the others */
 };
+#define B(k) ((unsigned char)((k) + 1))
 
 #define SOFF(m) ((unsigned short)offsetof(struct gl_sacct_rec, m))
 
 static const struct fdesc fdesc[GL_SF__COUNT] = {
-	[GL_SF_JOBID] = {"JobID", CV_JOBID, SOFF(job_id)},
-	[GL_SF_JOBIDRAW] = {"JobIDRaw", CV_JOBIDRAW, SOFF(job_id_raw)},
-	[GL_SF_CLUSTER] = {"Cluster", CV_STR, SOFF(cluster)},
-	[GL_SF_PARTITION] = {"Partition", CV_STR, SOFF(partition)},
-	[GL_SF_QOS] = {"QOS", CV_STR, SOFF(qos)},
-	[GL_SF_ACCOUNT] = {"Account", CV_STR, SOFF(account)},
-	[GL_SF_GROUP] = {"Group", CV_STR, SOFF(group)},
+	[GL_SF_JOBID] = {"JobID", CV_JOBID, SOFF(job_id), B(GL_BOUND_JOB_ID)},
+	[GL_SF_JOBIDRAW] = {"JobIDRaw", CV_JOBIDRAW, SOFF(job_id_raw), B(GL_BOUND_JOB_ID)},
+	[GL_SF_CLUSTER] = {"Cluster", CV_STR, SOFF(cluster), B(GL_BOUND_CLUSTER)},
+	[GL_SF_PARTITION] = {"Partition", CV_STR, SOFF(partition), B(GL_BOUND_ACCOUNT)},
+	[GL_SF_QOS] = {"QOS", CV_STR, SOFF(qos), B(GL_BOUND_ACCOUNT)},
+	[GL_SF_ACCOUNT] = {"Account", CV_STR, SOFF(account), B(GL_BOUND_ACCOUNT)},
+	[GL_SF_GROUP] = {"Group", CV_STR, SOFF(group), B(GL_BOUND_USER)},
 	[GL_SF_GID] = {"GID", CV_INT, SOFF(gid)},
-	[GL_SF_USER] = {"User", CV_STR, SOFF(user)},
+	[GL_SF_USER] = {"User", CV_STR, SOFF(user), B(GL_BOUND_USER)},
 	[GL_SF_UID] = {"UID", CV_INT, SOFF(uid)},
 	[GL_SF_SUBMIT] = {"Submit", CV_TIME, SOFF(submit_s)},
 	[GL_SF_ELIGIBLE] = {"Eligible", CV_TIME, SOFF(eligible_s)},
@@ -59,20 +62,20 @@ static const struct fdesc fdesc[GL_SF__COUNT] = {
 	[GL_SF_END] = {"End", CV_TIME, SOFF(end_s)},
 	[GL_SF_ELAPSED] = {"Elapsed", CV_ELAPSED, 0},
 	[GL_SF_ELAPSEDRAW] = {"ElapsedRaw", CV_ELAPSEDRAW, 0},
-	[GL_SF_EXITCODE] = {"ExitCode", CV_STR, SOFF(exit_code)},
-	[GL_SF_STATE] = {"State", CV_STATE, SOFF(state_raw)},
+	[GL_SF_EXITCODE] = {"ExitCode", CV_STR, SOFF(exit_code), B(GL_BOUND_TEXT)},
+	[GL_SF_STATE] = {"State", CV_STATE, SOFF(state_raw), B(GL_BOUND_TEXT)},
 	[GL_SF_NNODES] = {"NNodes", CV_INT, SOFF(nnodes)},
 	[GL_SF_NCPUS] = {"NCPUS", CV_INT, SOFF(ncpus)},
 	[GL_SF_REQCPUS] = {"ReqCPUS", CV_INT, SOFF(req_cpus)},
-	[GL_SF_REQMEM] = {"ReqMem", CV_REQMEM, SOFF(req_mem)},
-	[GL_SF_REQTRES] = {"ReqTRES", CV_REQTRES, SOFF(req_tres)},
-	[GL_SF_ALLOCTRES] = {"AllocTRES", CV_ALLOCTRES, SOFF(alloc_tres)},
+	[GL_SF_REQMEM] = {"ReqMem", CV_REQMEM, SOFF(req_mem), B(GL_BOUND_TEXT)},
+	[GL_SF_REQTRES] = {"ReqTRES", CV_REQTRES, SOFF(req_tres), B(GL_BOUND_TEXT)},
+	[GL_SF_ALLOCTRES] = {"AllocTRES", CV_ALLOCTRES, SOFF(alloc_tres), B(GL_BOUND_TEXT)},
 	[GL_SF_TIMELIMIT] = {"Timelimit", CV_DUR, SOFF(timelimit_s)},
-	[GL_SF_NODELIST] = {"NodeList", CV_STR, SOFF(node_list)},
+	[GL_SF_NODELIST] = {"NodeList", CV_STR, SOFF(node_list), B(GL_BOUND_NODE_LIST)},
 	[GL_SF_DBINDEX] = {"DBIndex", CV_INT, SOFF(db_index)},
 	[GL_SF_SUSPENDED] = {"Suspended", CV_DUR, SOFF(suspended_s)},
-	[GL_SF_WCKEY] = {"WCKey", CV_STR, SOFF(wckey)},
-	[GL_SF_JOBNAME] = {"JobName", CV_STR, SOFF(job_name)},
+	[GL_SF_WCKEY] = {"WCKey", CV_STR, SOFF(wckey), B(GL_BOUND_ACCOUNT)},
+	[GL_SF_JOBNAME] = {"JobName", CV_STR, SOFF(job_name), B(GL_BOUND_JOB_NAME)},
 };
 
 static const struct {
@@ -366,8 +369,10 @@ int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[G
 		return -GL_ERANGE;
 	}
 	if (types == 1) {
-		if (tlen > GL_GPU_TYPE_MAX - 1)
-			tlen = GL_GPU_TYPE_MAX - 1;
+		if (tlen > GL_GPU_TYPE_MAX - 1) {
+			*gpus = 0;
+			return -GL_EFORMAT; /* cut, it would be another model */
+		}
 		memcpy(type, tname, tlen);
 		type[tlen] = '\0';
 	}
@@ -454,16 +459,19 @@ static int64_t take_num(const char *s, size_t n, size_t *i)
 	return *i == start ? -1 : v;
 }
 
-void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
+int gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
 {
 	size_t i = 0;
 	int64_t total = 0;
 
 	*partial = 1;
+	*tasks = 1;
 	for (;;) {
 		int64_t a = take_num(s, n, &i), b, step = 1, k;
 		if (a < 0)
 			break; /* cut before an element, or not a range list */
+		if (a > GL_SACCT_MAX_ARRAY_TASK_ID)
+			return -GL_ERANGE;
 		b = a;
 		if (i < n && s[i] == '-') {
 			i++;
@@ -471,6 +479,9 @@ void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
 				total += 1; /* the first task is real; the end was cut */
 				break;
 			}
+			/* no Slurm makes such a task: corrupt, not a count */
+			if (b > GL_SACCT_MAX_ARRAY_TASK_ID)
+				return -GL_ERANGE;
 		}
 		if (i < n && s[i] == ':') {
 			i++;
@@ -497,6 +508,7 @@ void gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial)
 		break;
 	}
 	*tasks = total > 0 ? total : 1;
+	return 0;
 }
 
 /* "123", "123_4", "123_[5-9", "123+1", "123.batch", "123_4.0", "123+1.0", "123.0+1". */
@@ -516,8 +528,7 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 			 * range list; a list cut short ("...") gives a lower bound,
 			 * and anything unreadable in it counts as one task. */
 			rec->kind = GL_SACCT_ARRAY_PENDING;
-			gl_sacct_array_tasks(s + i + 1, n - i - 1, &rec->array_tasks, &rec->array_tasks_partial);
-			return 0;
+			return gl_sacct_array_tasks(s + i + 1, n - i - 1, &rec->array_tasks, &rec->array_tasks_partial);
 		}
 		start = i;
 		v = 0;
@@ -525,6 +536,8 @@ static int parse_jobid(const char *s, size_t n, struct gl_sacct_rec *rec)
 			v = v * 10 + (s[i++] - '0');
 		if (i == start || (i < n && is_digit(s[i])))
 			return -GL_EINVAL;
+		if (v > GL_SACCT_MAX_ARRAY_TASK_ID)
+			return -GL_ERANGE;
 		rec->array_task_id = v;
 	}
 	if (i < n && s[i] == '+') {
@@ -643,6 +656,13 @@ static int bad_value(struct gl_err *err, int f, const char *what, struct gl_str 
 			  v.len > SHOW_MAX ? "..." : "");
 }
 
+static const char *tres_problem(int rc)
+{
+	return rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)"
+	       : rc == -GL_EFORMAT ? "TRES (a GPU type over the 63-byte bound of GPU model names)"
+				   : "TRES";
+}
+
 static inline int64_t *i64_at(struct gl_sacct_rec *rec, unsigned off)
 {
 	return (int64_t *)(void *)((char *)rec + off);
@@ -721,6 +741,12 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 		if (f < 0)
 			continue;
 		fd = &fdesc[f];
+		if (fd->bound) {
+			/* kept as text (an indexed key, for some): the line goes, not the batch */
+			char why[160];
+			if (gl_bound_check((enum gl_bound)(fd->bound - 1), v.len, why, sizeof why))
+				return gl_err_set(err, GL_EINVAL, "%s: %s", fd->name, why);
+		}
 		switch (fd->conv) {
 		case CV_STR:
 			*str_at(rec, fd->off) = v;
@@ -743,8 +769,12 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 			break;
 		case CV_JOBID:
 			rec->job_id = v;
-			if (parse_jobid(v.p, v.len, rec) < 0)
-				return bad_value(err, f, "job id", v);
+			if ((rc = parse_jobid(v.p, v.len, rec)) < 0)
+				return bad_value(err, f,
+						 rc == -GL_ERANGE ? "job id (an array task id over 4000000, the largest"
+								    " Slurm's MaxArraySize allows)"
+								  : "job id",
+						 v);
 			break;
 		case CV_JOBIDRAW: {
 			size_t k = 0;
@@ -778,12 +808,12 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 		case CV_ALLOCTRES:
 			rec->alloc_tres = v;
 			if (v.len && (rc = gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_alloc, rec->gpu_type)) < 0)
-				return bad_value(err, f, rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)" : "TRES", v);
+				return bad_value(err, f, tres_problem(rc), v);
 			break;
 		case CV_REQTRES:
 			rec->req_tres = v;
 			if (v.len && (rc = gl_sacct_parse_tres_gpus(v.p, v.len, &rec->gpus_req, req_type)) < 0)
-				return bad_value(err, f, rc == -GL_ERANGE ? "TRES (over 1000000 GPUs)" : "TRES", v);
+				return bad_value(err, f, tres_problem(rc), v);
 			break;
 		}
 	}

@@ -1,5 +1,6 @@
 /* `scontrol show node -o` and `scontrol show reservation [-o]` parsers. */
 #include "gl/nodeobs.h"
+#include "gl/bounds.h"
 #include "gl/sacct.h"
 #include "gl/utf8.h"
 #include "nodeobs_int.h"
@@ -48,6 +49,25 @@ static void parse_reason(struct gl_node_obs *o, const char *v, size_t n)
 	o->reason = gl_nodeobs_dup_val(v, n);
 }
 
+/* The keys a node line keeps, and their bounds (include/gl/bounds.h). */
+static const struct {
+	const char *key;
+	enum gl_bound k;
+} node_keys[] = {
+	{"NodeName", GL_BOUND_NODE}, {"Gres", GL_BOUND_TEXT},   {"CfgTRES", GL_BOUND_TEXT}, {"AllocTRES", GL_BOUND_TEXT},
+	{"State", GL_BOUND_TEXT},    {"Partitions", GL_BOUND_TEXT}, {"Reason", GL_BOUND_TEXT},
+};
+
+static int node_line_fits(const struct gl_nodeobs_kv *kv, size_t nkv, struct gl_err *err)
+{
+	char why[160];
+	for (size_t i = 0; i < nkv; i++)
+		for (size_t j = 0; j < GL_ARRAY_LEN(node_keys); j++)
+			if (key_is(&kv[i], node_keys[j].key) && gl_bound_check(node_keys[j].k, kv[i].vlen, why, sizeof why))
+				return gl_err_set(err, GL_EINVAL, "%s: %s", node_keys[j].key, why);
+	return 0;
+}
+
 static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t len, struct gl_err *err)
 {
 	struct gl_nodeobs_kv kv[MAX_KV];
@@ -59,6 +79,20 @@ static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t 
 
 	if (nkv == 0 || !key_is(&kv[0], "NodeName") || kv[0].vlen == 0)
 		return gl_err_set(err, GL_EINVAL, "NodeName: missing");
+	if ((rc = node_line_fits(kv, nkv, err)))
+		return rc;
+	{
+		/* `scontrol show node -o` always prints State=, and CfgTRES= since
+		 * 15.08 (dumps of the GPU inventory may keep only NodeName and
+		 * CfgTRES); a line with neither was cut short, and read as an up
+		 * node with its Gres GPUs it would be capacity nobody saw */
+		int have = 0;
+		for (size_t i = 1; i < nkv; i++)
+			have |= key_is(&kv[i], "State") || key_is(&kv[i], "CfgTRES");
+		if (!have)
+			return gl_err_set(err, GL_EINVAL, "node %.*s: neither State= nor CfgTRES= (a line cut short?)",
+					  (int)(kv[0].vlen > 64 ? 64 : kv[0].vlen), kv[0].val);
+	}
 	o = gl_nodeobs_add_node(s);
 	o->name = gl_xstrndup(kv[0].val, kv[0].vlen);
 	for (size_t i = 1; i < nkv; i++) {
@@ -173,9 +207,24 @@ static void resv_from_kv(struct gl_node_snapshot *s, const char *blk, size_t n, 
 {
 	struct gl_nodeobs_kv kv[MAX_KV];
 	size_t nkv = gl_nodeobs_kv_split(blk, n, kv, MAX_KV);
-	struct gl_slurm_resv *r = gl_nodeobs_add_resv(s);
+	struct gl_slurm_resv *r;
 	struct gl_err err = {0};
 	int64_t t;
+	static const struct {
+		const char *key;
+		enum gl_bound k;
+	} rk[] = {{"ReservationName", GL_BOUND_OBJECT}, {"Nodes", GL_BOUND_NODE_LIST}, {"Flags", GL_BOUND_TEXT},
+		  {"TRES", GL_BOUND_TEXT}};
+	for (size_t i = 0; i < nkv; i++)
+		for (size_t j = 0; j < GL_ARRAY_LEN(rk); j++) {
+			char why[160];
+			if (key_is(&kv[i], rk[j].key) && gl_bound_check(rk[j].k, kv[i].vlen, why, sizeof why)) {
+				gl_nodeobs_problem(s, "scontrol reservation line %zu: %s: %s", lineno, rk[j].key, why);
+				s->skipped++;
+				return;
+			}
+		}
+	r = gl_nodeobs_add_resv(s);
 	for (size_t i = 0; i < nkv; i++) {
 		const struct gl_nodeobs_kv *k = &kv[i];
 		/* a repeated key: the last one wins */

@@ -2,6 +2,7 @@
  * '|'-separated tables with their header line), plus the dispatch between the
  * two reservation forms. */
 #include "gl/nodeobs.h"
+#include "gl/bounds.h"
 #include "gl/sacct.h"
 #include "gl/utf8.h"
 #include "nodeobs_int.h"
@@ -142,6 +143,23 @@ static int parse_table(const char *text, size_t len, struct gl_node_snapshot *s,
 	return 0;
 }
 
+/* The columns a row keeps, and their bounds (include/gl/bounds.h). */
+struct colbound {
+	enum col c;
+	const char *name;
+	enum gl_bound k;
+};
+
+static int row_fits(const struct psv *h, const struct gl_str *f, size_t nf, const struct colbound *cb, size_t n,
+		    struct gl_err *err)
+{
+	char why[160];
+	for (size_t i = 0; i < n; i++)
+		if (gl_bound_check(cb[i].k, col(h, f, nf, cb[i].c).len, why, sizeof why))
+			return gl_err_set(err, GL_EINVAL, "%s: %s", cb[i].name, why);
+	return 0;
+}
+
 static int parse_times(const struct psv *h, const struct gl_str *f, size_t nf, int64_t *start, int64_t *end,
 		       struct gl_err *err)
 {
@@ -166,7 +184,13 @@ static int event_row(struct gl_node_snapshot *s, const struct psv *h, const stru
 	struct gl_node_gpus g[GL_NODE_MAX_MODELS];
 	size_t ng;
 	int rc;
-	if ((rc = parse_times(h, f, nf, &start, &end, err)))
+	static const struct colbound cb[] = {
+		{C_EVENT, "Event", GL_BOUND_TEXT},   {C_NODE, "NodeName", GL_BOUND_NODE},
+		{C_CLNODES, "ClusterNodes", GL_BOUND_NODE_LIST}, {C_STATE, "State", GL_BOUND_TEXT},
+		{C_REASON, "Reason", GL_BOUND_TEXT}, {C_USER, "User", GL_BOUND_USER},
+		{C_TRES, "TRES", GL_BOUND_TEXT},
+	};
+	if ((rc = row_fits(h, f, nf, cb, GL_ARRAY_LEN(cb), err)) || (rc = parse_times(h, f, nf, &start, &end, err)))
 		return rc;
 	e = gl_nodeobs_add_event(s);
 	e->start_s = start;
@@ -230,7 +254,11 @@ static int resv_row(struct gl_node_snapshot *s, const struct psv *h, const struc
 	struct gl_slurm_resv *r;
 	struct gl_str tres = col(h, f, nf, C_TRES);
 	int rc;
-	if ((rc = parse_times(h, f, nf, &start, &end, err)))
+	static const struct colbound cb[] = {
+		{C_NAME, "Name", GL_BOUND_OBJECT}, {C_NODE, "Nodes", GL_BOUND_NODE_LIST},
+		{C_FLAGS, "Flags", GL_BOUND_TEXT}, {C_TRES, "TRES", GL_BOUND_TEXT},
+	};
+	if ((rc = row_fits(h, f, nf, cb, GL_ARRAY_LEN(cb), err)) || (rc = parse_times(h, f, nf, &start, &end, err)))
 		return rc;
 	r = gl_nodeobs_add_resv(s);
 	r->start_s = start;

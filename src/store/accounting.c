@@ -574,8 +574,10 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	gl_strbuf_puts(sql, n_live > 1 ? " FROM cells c JOIN steps s ON s.n = c.n"
 					 " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m,"
 					 " 0::bigint AS held) x"
-				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * extract(epoch FROM c.p1 - c.p0)::bigint AS m,"
-					 " c.h * extract(epoch FROM c.p1 - c.p0)::bigint AS held) x");
+				       /* a rate piece of a job in the step may lie outside the
+					* step (p1 < p0): nothing, never a negative part */
+				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0) AS m,"
+					 " c.h * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0) AS held) x");
 	gl_strbuf_puts(sql, " WHERE x.m <> 0 OR x.held <> 0"
 			    " UNION ALL SELECT u.i");
 	put_dim_cols(sql, "f1.", n_dims);

@@ -222,6 +222,14 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 		gl_log(GL_LOG_WARN, "budget: %s: forecast failed, linear instead: %s", b->owner, ferr.msg);
 		goto out;
 	}
+	/* a forecast that stops short of the month's end (too little history
+	 * to backtest that far ahead) would count its missing days as nothing:
+	 * the linear one, and the method says so */
+	if (fr.horizon < o.horizon) {
+		gl_log(GL_LOG_INFO, "budget: %s: the forecast reaches %d of the %d days to the month's end: linear instead",
+		       b->owner, fr.horizon, o.horizon);
+		goto out;
+	}
 	daily = gl_xcalloc((size_t)o.horizon, sizeof *daily);
 	for (int i = 0; i < o.horizon; i++)
 		daily[i] = fr.point[i] * 1e6;

@@ -83,6 +83,65 @@ static const char diff_sql[] =
 	"  'removed', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM rm ORDER BY 1 LIMIT 20) q), '[]')"
 	" )::text";
 
+/* The cost model as it was before a load, for stale_sql: every rate and
+ * owner rule (whatever its source: they decide together) and the aliases. */
+static const char *const snapshot_sql[] = {
+	"CREATE TEMP TABLE gl_costing_rates0 ON COMMIT DROP AS SELECT gpu_model, mig_profile, currency,"
+	" micros_per_gpu_hour, valid_from, valid_to FROM rates",
+	"CREATE TEMP TABLE gl_costing_owners0 ON COMMIT DROP AS SELECT priority, rule_id, cluster, match_field,"
+	" match_value, team, project, cost_center, valid_from, valid_to FROM owners",
+	"CREATE TEMP TABLE gl_costing_aliases0 ON COMMIT DROP AS SELECT match, model FROM gpu_model_aliases",
+};
+
+/* Marks stale the built days whose figures the load changed; returns how
+ * many. A rate is read per piece of time, so the days a model's price
+ * differs on (before against after, over the segments between every
+ * bound of both) are stale; a model that gains its first rate or loses
+ * its last moves its jobs off or onto the '*' price at every time, and an
+ * alias change renames models: every day. An owner is resolved at a job's
+ * start, and a job runs on, so a change in the ordered rules in force at
+ * some time makes that day and every later one stale. */
+static const char stale_sql[] =
+	"WITH ro AS (SELECT gpu_model, mig_profile, currency || ' ' || micros_per_gpu_hour AS price,"
+	"  valid_from AS f, valid_to AS t FROM gl_costing_rates0),"
+	" rn AS (SELECT gpu_model, mig_profile, currency || ' ' || micros_per_gpu_hour AS price,"
+	"  valid_from AS f, valid_to AS t FROM rates),"
+	" models AS (SELECT (SELECT array_agg(DISTINCT gpu_model ORDER BY gpu_model) FROM ro)"
+	"  IS DISTINCT FROM (SELECT array_agg(DISTINCT gpu_model ORDER BY gpu_model) FROM rn) AS changed),"
+	" aliases AS (SELECT EXISTS (SELECT match, model FROM gl_costing_aliases0 EXCEPT SELECT match, model"
+	"  FROM gpu_model_aliases) OR EXISTS (SELECT match, model FROM gpu_model_aliases EXCEPT SELECT match, model"
+	"  FROM gl_costing_aliases0) AS changed),"
+	" rb AS (SELECT gpu_model, mig_profile, f AS a FROM ro UNION SELECT gpu_model, mig_profile, t FROM ro"
+	"  UNION SELECT gpu_model, mig_profile, f FROM rn UNION SELECT gpu_model, mig_profile, t FROM rn"
+	"  UNION SELECT gpu_model, mig_profile, '-infinity'::timestamptz FROM ro"
+	"  UNION SELECT gpu_model, mig_profile, '-infinity'::timestamptz FROM rn),"
+	" rs AS (SELECT gpu_model, mig_profile, a,"
+	"  lead(a, 1, 'infinity'::timestamptz) OVER (PARTITION BY gpu_model, mig_profile ORDER BY a) AS b"
+	"  FROM rb WHERE a < 'infinity'),"
+	" rchg AS (SELECT a, b FROM rs WHERE"
+	"  (SELECT array_agg(price ORDER BY price) FROM ro WHERE ro.gpu_model = rs.gpu_model"
+	"   AND ro.mig_profile = rs.mig_profile AND ro.f <= rs.a AND rs.a < ro.t)"
+	"  IS DISTINCT FROM (SELECT array_agg(price ORDER BY price) FROM rn WHERE rn.gpu_model = rs.gpu_model"
+	"   AND rn.mig_profile = rs.mig_profile AND rn.f <= rs.a AND rs.a < rn.t)),"
+	" oo AS (SELECT priority, rule_id, concat_ws(chr(1), coalesce(cluster, ''), match_field, match_value, team,"
+	"  coalesce(project, ''), coalesce(cost_center, '')) AS rule, valid_from AS f, valid_to AS t"
+	"  FROM gl_costing_owners0),"
+	" onw AS (SELECT priority, rule_id, concat_ws(chr(1), coalesce(cluster, ''), match_field, match_value, team,"
+	"  coalesce(project, ''), coalesce(cost_center, '')) AS rule, valid_from AS f, valid_to AS t FROM owners),"
+	" ob AS (SELECT f AS a FROM oo UNION SELECT t FROM oo UNION SELECT f FROM onw UNION SELECT t FROM onw"
+	"  UNION SELECT '-infinity'::timestamptz),"
+	" ochg AS (SELECT min(a) AS a FROM ob WHERE a < 'infinity' AND"
+	"  (SELECT array_agg(rule ORDER BY priority, rule_id) FROM oo WHERE oo.f <= ob.a AND ob.a < oo.t)"
+	"  IS DISTINCT FROM (SELECT array_agg(rule ORDER BY priority, rule_id) FROM onw"
+	"   WHERE onw.f <= ob.a AND ob.a < onw.t)),"
+	" gone AS (DELETE FROM usage_daily_built d"
+	"  WHERE (SELECT changed FROM models) OR (SELECT changed FROM aliases)"
+	"  OR EXISTS (SELECT 1 FROM rchg WHERE (d.day::timestamp AT TIME ZONE 'UTC') < rchg.b"
+	"   AND (d.day::timestamp AT TIME ZONE 'UTC') + interval '1 day' > rchg.a)"
+	"  OR (d.day::timestamp AT TIME ZONE 'UTC') + interval '1 day' > (SELECT a FROM ochg)"
+	"  RETURNING 1)"
+	" SELECT count(*) FROM gone";
+
 int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err)
 {
@@ -110,6 +169,13 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 	snprintf(before, sizeof before, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
 	r = NULL;
+	/* the rollup's whole-table staleness triggers stand aside: this load
+	 * marks the days it changes itself (stale_sql, sql/030) */
+	if ((rc = gl_db_exec(c, "SET LOCAL gpuledger.costing_load = 'on'", err)))
+		goto out;
+	for (size_t i = 0; i < GL_ARRAY_LEN(snapshot_sql); i++)
+		if ((rc = gl_db_exec(c, snapshot_sql[i], err)))
+			goto out;
 	if ((rc = gl_db_exec(c, "CREATE TEMP TABLE gl_costing_before ON COMMIT DROP AS " COSTING_ROWS_SQL, err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM owners WHERE source = 'config'", err)) ||
@@ -194,18 +260,33 @@ int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, s
 	sum->changed = strcmp(before, PQgetvalue(r, 0, 0)) != 0;
 	PQclear(r);
 	r = NULL;
+	if (!sum->changed) {
+		/* the same model: nothing is replaced (the rows keep their ids,
+		 * and no day of the rollup is touched) */
+		rc = gl_db_exec(c, "ROLLBACK", err);
+		in_txn = 0;
+		goto out;
+	}
+	/* shared, like every writer's staleness, against a day build reading
+	 * the previous model (gl_acct_build_day) */
+	if ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock_shared(26476, 0)", err)) ||
+	    (rc = gl_db_query(c, stale_sql, 0, NULL, &r, err)))
+		goto out;
+	sum->stale_days = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	r = NULL;
 	/* a change of prices or owners and its audit row commit together, or
 	 * neither does: nobody changes what people are charged unrecorded */
-	if (sum->changed && ((rc = gl_db_query(c, diff_sql, 0, NULL, &r, err)) ||
-			     (rc = gl_audit_append(c, actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0),
-						   err))))
+	if ((rc = gl_db_query(c, diff_sql, 0, NULL, &r, err)) ||
+	    (rc = gl_audit_append(c, actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0), err)))
 		goto out;
 	if ((rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;
 	in_txn = 0;
-	if (sum->changed)
-		gl_log(GL_LOG_INFO, "costing: %s loaded %d rates, %d owner rules, %d idle owners from %s (changed)", actor,
-		       sum->rates, sum->owners, sum->idle_owners, cfg->path);
+	gl_log(GL_LOG_INFO,
+	       "costing: %s loaded %d rates, %d owner rules, %d idle owners from %s (changed; %d built days of the"
+	       " rollup made stale)",
+	       actor, sum->rates, sum->owners, sum->idle_owners, cfg->path, sum->stale_days);
 out:
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));

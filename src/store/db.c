@@ -658,6 +658,17 @@ static void cancel_register(PGconn *c)
 	gl_dbcancel_begin(s, c, GL_DBCANCEL_WORK, "command");
 }
 
+/* The settings every session of ours runs with, again after a reset (a
+ * new backend starts from the server's defaults). */
+static void session_setup(PGconn *c)
+{
+	/* all times are UTC, whatever the server's default */
+	/* JIT compiles the big accounting queries for over a second and wins
+	 * nothing back on them: keep it off for our sessions */
+	PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'; SET jit = off; SET work_mem = '64MB'");
+	PQclear(r);
+}
+
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
 {
 	PGconn *c = PQconnectdb(dsn);
@@ -670,14 +681,41 @@ int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
 		return gl_err_set(err, GL_EDB, "database unreachable: %s", msg);
 	}
 	PQsetNoticeProcessor(c, on_notice, NULL);
-	/* all times are UTC, whatever the server's default */
-	/* JIT compiles the big accounting queries for over a second and wins
-	 * nothing back on them: keep it off for our sessions */
-	PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'; SET jit = off; SET work_mem = '64MB'");
-	PQclear(r);
+	session_setup(c);
 	cancel_register(c);
 	*out = c;
 	return 0;
+}
+
+int gl_db_reset(PGconn *c)
+{
+	PQreset(c);
+	if (PQstatus(c) != CONNECTION_OK)
+		return -GL_EDB;
+	session_setup(c);
+	return 0;
+}
+
+int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err)
+{
+	char sql[64];
+	snprintf(sql, sizeof sql, "SET statement_timeout = %lld", (long long)(ms > 0 ? ms : 0));
+	return gl_db_exec(c, sql, err);
+}
+
+/* The SQLSTATE of this thread's last failed statement ("" none): a caller
+ * several layers up (the HTTP server) tells a statement_timeout from
+ * other failures without every store function passing it along. */
+static _Thread_local char t_last_state[6];
+
+const char *gl_db_last_sqlstate(void)
+{
+	return t_last_state;
+}
+
+void gl_db_clear_sqlstate(void)
+{
+	t_last_state[0] = '\0';
 }
 
 int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
@@ -711,6 +749,7 @@ static int pg_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
 	const char *m = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	char msg[400];
+	snprintf(t_last_state, sizeof t_last_state, "%s", state ? state : "");
 	/* "canceling statement due to user request" names no user: say whose
 	 * (only when the stop did send it: a statement_timeout has the same
 	 * SQLSTATE, and the last anchor's runs after the stop) */

@@ -1,5 +1,6 @@
 /* Gathering the monthly showback report (see include/gl/showback.h). */
 #include "gl/showback.h"
+#include "gl/capplandb.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/cost.h"
@@ -9,6 +10,7 @@
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -790,6 +792,68 @@ out:
 	return rc;
 }
 
+/* The capacity page's rows (struct gl_sb_capacity): the outlook that
+ * /v1/capacity/forecast gives, from the month's end (today for the month
+ * under way), with the stored plan. */
+static int gather_capacity(PGconn *c, struct gl_showback *sb, const struct gl_showback_req *req, struct gl_err *err)
+{
+	struct gl_capplan_demand dm = {0};
+	struct gl_capplan_change *plan = NULL;
+	struct gl_capplan_outlook_opts o = {0};
+	struct gl_window w;
+	size_t n_plan = 0;
+	int rc;
+
+	o.end_s = sb->closed ? sb->end_s : req->now_s - ((req->now_s % 86400) + 86400) % 86400;
+	o.today_s = o.end_s;
+	o.horizon = GL_SB_CAPACITY_DAYS;
+	o.risk = 0.2;
+	sb->capacity_lead_days = req->cfg ? req->cfg->procurement_lead_days : 90;
+	o.lead_s = sb->capacity_lead_days * 86400;
+	sb->capacity_asof_s = o.end_s;
+	w = (struct gl_window){o.end_s - 91 * 86400LL, o.end_s};
+	if ((rc = gl_capplandb_demand(c, &w, NULL, req->now_s, &dm, err)) ||
+	    (rc = gl_capplandb_list(c, NULL, &plan, &n_plan, err)))
+		goto out;
+	o.plan = plan;
+	o.n_plan = n_plan;
+	sb->capacity = gl_xcalloc(dm.nk + 1, sizeof *sb->capacity);
+	for (size_t i = 0; i < dm.nk; i++) {
+		const struct gl_capplan_key *k = &dm.keys[i];
+		struct gl_sb_capacity *r = &sb->capacity[sb->n_capacity];
+		struct gl_capplan_outlook ol;
+		int known;
+		if ((rc = gl_capplan_outlook(k, dm.nd, dm.start_s, &o, &ol, err)))
+			goto out;
+		sb->n_capacity++;
+		r->cluster = gl_xstrdup(k->cluster);
+		r->gpu_model = gl_xstrdup(k->gpu_model);
+		r->method = gl_xstrdup(gl_forecast_method_name(ol.fc.method));
+		r->capacity_gpus = k->capacity;
+		for (size_t d = 0; d < dm.nd; d++) {
+			int64_t t = dm.start_s + 86400 * (int64_t)d;
+			if (t >= sb->start_s && t < sb->end_s && k->peak[d] > r->peak_gpus)
+				r->peak_gpus = k->peak[d];
+		}
+		/* no probability without capacity or a demand interval: unknown */
+		known = ol.fc.horizon > 0 && !isnan(gl_capplan_p_saturation(&ol.steps[0]));
+		r->sat50_s = !known ? -1 : ol.sat50 >= 0 ? ol.steps[ol.sat50].start_s : 0;
+		r->sat80_s = !known ? -1 : ol.sat80 >= 0 ? ol.steps[ol.sat80].start_s : 0;
+		r->gpus_to_add = !ol.purchases_known ? -1 : ol.n_purchases ? ol.purchases[ol.n_purchases - 1].total : 0;
+		if (ol.n_purchases) {
+			r->need_by_s = ol.purchases[0].need_by_s;
+			r->order_by_s = ol.purchases[0].order_by_s;
+			r->late = ol.purchases[0].late;
+		}
+		r->days = ol.fc.horizon;
+		gl_capplan_outlook_fini(&ol);
+	}
+out:
+	gl_capplan_demand_fini(&dm);
+	free(plan);
+	return rc;
+}
+
 int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
 {
 	struct gl_cb cb = {0}, prev = {0}, bym = {0}, daily = {0};
@@ -1014,7 +1078,7 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		goto out;
 	if (sb->n_waits)
 		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
-	if ((rc = gather_reference(c, sb, req->now_s, err)))
+	if ((rc = gather_reference(c, sb, req->now_s, err)) || (rc = gather_capacity(c, sb, req, err)))
 		goto out;
 	/* budgets of this aggregate in force in the month (the first one wins) */
 	for (size_t i = 0; req->cfg && i < req->cfg->n_budgets; i++) {
@@ -1060,6 +1124,12 @@ static void job_fini(struct gl_sb_job *j)
 
 void gl_showback_fini(struct gl_showback *sb)
 {
+	for (size_t i = 0; i < sb->n_capacity; i++) {
+		free(sb->capacity[i].cluster);
+		free(sb->capacity[i].gpu_model);
+		free(sb->capacity[i].method);
+	}
+	free(sb->capacity);
 	for (size_t i = 0; i < sb->n_owners; i++) {
 		free(sb->owners[i].name);
 		free(sb->owners[i].daily_s);

@@ -3,6 +3,10 @@
 # Each runs for ${FUZZ_SECONDS:-30} s seeded from tests/fuzz/corpus/<X>/ (read
 # only: new inputs go to $BUILD/fuzz/<X>/corpus so the repo is not flooded);
 # crashes land in $BUILD/fuzz/<X>/. Needs clang.
+# A harness whose first lines say "fuzz-link: full" (the config file, the
+# query parameters, the API's POST bodies) is linked with every source of
+# the binary but main.c, instrumented, and the daemon's libraries; the
+# objects are built once into $BUILD/fuzz/full-obj.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -26,6 +30,24 @@ for f in src/util/*.c src/sources/*.c; do
 	srcs+=("$f")
 done
 
+# every source of the binary but main.c, instrumented (full harnesses)
+full_objs=()
+build_full() {
+	local objdir="$BUILD/fuzz/full-obj" f o
+	((${#full_objs[@]})) && return 0
+	mkdir -p "$objdir"
+	"${MAKE:-make}" --no-print-directory BUILD="$BUILD" "$BUILD/gen/migrations.c" >&2
+	for f in $(find src -name '*.c' ! -path src/cli/main.c | sort) "$BUILD/gen/migrations.c"; do
+		o="$objdir/$(echo "$f" | tr / _).o"
+		if [[ ! -e $o || $f -nt $o ]]; then
+			"$CC" -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+				-std=c11 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags $FULL_PKGS) -c "$f" -o "$o"
+		fi
+		full_objs+=("$o")
+	done
+}
+FULL_PKGS="libpq libmicrohttpd libcjson yaml-0.1 libcurl libcrypto zlib pangocairo cairo-pdf"
+
 rc=0
 for h in "$@"; do
 	name=$(basename "$h" .c)
@@ -34,7 +56,14 @@ for h in "$@"; do
 	corpus="tests/fuzz/corpus/$name"
 	mkdir -p "$out/corpus" "$corpus"
 	echo "fuzz: building $name" >&2
-	"$CC" "${CFLAGS[@]}" -o "$out/fuzz_$name" "$h" "${srcs[@]}" "${LIBS[@]}"
+	if head -5 "$h" | grep -q "fuzz-link: full"; then
+		build_full
+		"$CC" "${CFLAGS[@]}" $(pkg-config --cflags $FULL_PKGS) -o "$out/fuzz_$name" "$h" "${full_objs[@]}" \
+			$(pkg-config --libs $FULL_PKGS) \
+			-lpthread -lm
+	else
+		"$CC" "${CFLAGS[@]}" -o "$out/fuzz_$name" "$h" "${srcs[@]}" "${LIBS[@]}"
+	fi
 	echo "fuzz: running $name for ${SECS}s" >&2
 	if ! (cd "$out" && ./"fuzz_$name" -max_total_time="$SECS" -print_final_stats=1 \
 		-artifact_prefix=./ corpus "$OLDPWD/$corpus"); then

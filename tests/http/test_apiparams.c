@@ -506,6 +506,31 @@ static void test_every_window_keeps_max_window_days(void **state)
 	assert_true(n >= 8);
 }
 
+/* A window in year 0 (issue 24): /v1/audit and /v1/audit/verify answered
+ * 500 ("date/time field value out of range") where the other routes
+ * answered 200; PostgreSQL has no year 0, so every route now answers 400
+ * naming window, and the first day of year 1 is a window like any other. */
+static void test_year_zero_window_is_400_everywhere(void **state)
+{
+	static const char *const zero[] = {"0000-01", "0000-12-31", "0000-06-01,0001-01-02"};
+	char path[200];
+	int n = 0;
+	for (const struct gl_route *rt = gl_routes; rt->path; rt++) {
+		const char *p = rt->params;
+		if (strcmp(rt->method, "GET") || !p || !strstr(p, "window"))
+			continue;
+		for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) {
+			snprintf(path, sizeof path, "%s?window=%s", rt->path, zero[i]);
+			expect_error(path, 400, "window");
+		}
+		n++;
+	}
+	assert_true(n >= 8);
+	assert_int_equal(get_status("/v1/audit?window=0001-01", NULL), 200);
+	assert_int_equal(get_status("/v1/audit/verify?window=0001-01", NULL), 200);
+	assert_int_equal(get_status("/v1/chargeback?window=0001-01", NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_audit_verify_window_is_rfc3339),
 		cmocka_unit_test(test_every_window_keeps_max_window_days),
 		cmocka_unit_test(test_window_edges),
+		cmocka_unit_test(test_year_zero_window_is_400_everywhere),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -142,11 +142,68 @@ static void test_recorded_command_is_blanked(void **state)
 	cJSON_Delete(j);
 }
 
+/* POSTs body, wants 400 naming param with says in the message. */
+static void refused(const char *body, size_t len, const char *param, const char *says)
+{
+	struct gl_test_http r;
+	cJSON *j, *e;
+	assert_int_equal(gl_test_http(g_d.port, "POST", "/v1/hook/actions", body, len, NULL, &r), 0);
+	if (r.status != 400)
+		fail_msg("%.120s -> %ld %.300s", body, r.status, r.body);
+	j = cJSON_Parse(r.body);
+	e = cJSON_GetObjectItem(j, "error");
+	assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, param);
+	if (!strstr(cJSON_GetObjectItem(e, "message")->valuestring, says))
+		fail_msg("message '%s' lacks '%s'", cJSON_GetObjectItem(e, "message")->valuestring, says);
+	cJSON_Delete(j);
+	gl_test_http_fini(&r);
+}
+
+/* A \u0000 cut a hook record's cluster ("a\u0000b" was stored as "a"), and
+ * a hook token wrote a 900 kB audit row through policy: each is 400 naming
+ * the field, and nothing is written (issue 24). */
+static void test_nul_and_oversized_fields_are_400(void **state)
+{
+	static const char tail[] = "\",\"job_id\":\"9\",\"stage\":\"warn1\",\"ok\":true}";
+	char *big = malloc(900 * 1024 + 256), *arg = malloc(5000);
+	long long rows = gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM hook_actions");
+	long long audit = gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'");
+	(void)state;
+	refused("{\"cluster\":\"a\\u0000b\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true}",
+		strlen("{\"cluster\":\"a\\u0000b\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true}"),
+		"cluster", "cluster: holds \\u0000");
+	refused("{\"cluster\":\"c1\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true,"
+		"\"command\":[\"scancel\",\"9\\u0000; rm\"]}",
+		strlen("{\"cluster\":\"c1\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true,"
+		       "\"command\":[\"scancel\",\"9\\u0000; rm\"]}"),
+		"command", "command[1]: holds \\u0000");
+	/* in a field that is not one: the body's */
+	refused("{\"clusterx\":\"a\\u0000b\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true}",
+		strlen("{\"clusterx\":\"a\\u0000b\",\"job_id\":\"9\",\"policy\":\"p\",\"stage\":\"warn1\",\"ok\":true}"),
+		"body", "body: clusterx: holds \\u0000");
+	/* a 900 kB policy: under the body cap (1 MiB), over the name bound */
+	strcpy(big, "{\"cluster\":\"c1\",\"policy\":\"");
+	memset(big + strlen(big), 'p', 900 * 1024);
+	strcpy(big + strlen("{\"cluster\":\"c1\",\"policy\":\"") + 900 * 1024, tail);
+	refused(big, strlen(big), "policy", "policy: 921600 bytes, over the 255-byte bound of policy and owner names");
+	memset(arg, 'x', 4999);
+	arg[4999] = '\0';
+	snprintf(big, 900 * 1024, "{\"cluster\":\"c1\",\"policy\":\"p\",\"command\":[\"notify\",\"%s\"]%s", arg, tail + 1);
+	refused(big, strlen(big), "command", "command: 5007 bytes, over the 4096-byte bound");
+	snprintf(big, 900 * 1024, "{\"cluster\":\"%s\",\"policy\":\"p%s", arg, tail);
+	refused(big, strlen(big), "cluster", "over the 255-byte bound of cluster names");
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM hook_actions"), rows);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM audit_log WHERE action = 'hook.record'"), audit);
+	free(big);
+	free(arg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_owner_unknown_and_policy_marked),
 		cmocka_unit_test(test_recorded_command_is_blanked),
+		cmocka_unit_test(test_nul_and_oversized_fields_are_400),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -34,8 +34,10 @@ static struct gl_config g_cfg;
 static const char yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"
 			   "owners:\n  - match: account\n    value: teama\n    team: vision\n"
 			   "  - match: account\n    value: teamb\n    team: language\n"
+			   "  - match: account\n    value: teamc\n    team: speech\n"
 			   "budgets:\n  - owner: vision\n    amount: \"6000\"\n"
-			   "  - owner: language\n    amount: \"100\"\n";
+			   "  - owner: language\n    amount: \"100\"\n"
+			   "  - owner: speech\n    amount: \"1000\"\n";
 
 static int weekday(long long t) /* 0 Monday .. 6 Sunday */
 {
@@ -70,8 +72,14 @@ static int setup(void **state)
 		 " end_at, elapsed_s, gpu_micro, gpu_type)"
 		 " SELECT 1, 'l' || d, 'l' || d, 'u2', 'teamb', 'gpu', 'COMPLETED', to_timestamp(d), to_timestamp(d),"
 		 " to_timestamp(d + 36000), 36000, 1000000, 'a100'"
+		 " FROM generate_series(%lld::bigint, %lld::bigint, 86400) d;"
+		 /* speech: 1 GPU all day from 28 September to 14 October */
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
+		 " end_at, elapsed_s, gpu_micro, gpu_type)"
+		 " SELECT 1, 's' || d, 's' || d, 'u3', 'teamc', 'gpu', 'COMPLETED', to_timestamp(d), to_timestamp(d),"
+		 " to_timestamp(d + 86400), 86400, 1000000, 'a100'"
 		 " FROM generate_series(%lld::bigint, %lld::bigint, 86400) d",
-		 NOW, NOW, AUG1, OCT1 + 14 * 86400, OCT1 + 9 * 86400, OCT1 + 13 * 86400);
+		 NOW, NOW, AUG1, OCT1 + 14 * 86400, OCT1 + 9 * 86400, OCT1 + 13 * 86400, OCT1 - 3 * 86400, OCT1 + 13 * 86400);
 	r = PQexec(g_c, sql);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		fprintf(stderr, "setup: %s\n", PQerrorMessage(g_c));
@@ -106,7 +114,7 @@ static void test_weekly_pattern_is_forecast_not_extrapolated(void **state)
 	long long want_spend = 0, want_month = 0, linear;
 	size_t n;
 	assert_int_equal(gl_budget_status(g_c, &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
 	v = line_of(lines, n, "vision");
 	for (long long d = OCT1; d < NOV1; d += 86400) {
 		if (weekday(d) >= 5)
@@ -151,6 +159,24 @@ static void test_short_history_is_linear(void **state)
 	assert_int_equal(l->forecast_micros, 267241379LL);
 }
 
+static void test_forecast_short_of_month_end_is_linear(void **state)
+{
+	/* 17 days of spend: the forecaster backtests them 9 days ahead at most,
+	 * not the 17 to the month's end; the days it does not answer must not
+	 * count as no spend: the linear forecast, said so */
+	struct gl_budget_line lines[4];
+	struct gl_err err = {0};
+	const struct gl_budget_line *l;
+	size_t n;
+	assert_int_equal(gl_budget_status(g_c, &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
+	l = line_of(lines, n, "speech");
+	/* 14 days of October x 24 GPU-hours x 2.50 */
+	assert_int_equal(l->spend_micros, 840000000LL);
+	assert_string_equal(l->method, "linear");
+	/* 840 x 31 days / 14.5 days = 1795.8620689..., half up in micro-units */
+	assert_int_equal(l->forecast_micros, 1795862069LL);
+}
+
 static void test_closed_month_is_actual(void **state)
 {
 	struct gl_budget_line lines[4];
@@ -187,7 +213,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_weekly_pattern_is_forecast_not_extrapolated),
-		cmocka_unit_test(test_short_history_is_linear),
+		cmocka_unit_test(test_short_history_is_linear), cmocka_unit_test(test_forecast_short_of_month_end_is_linear),
 		cmocka_unit_test(test_closed_month_is_actual),
 		cmocka_unit_test(test_forecast_daily_arithmetic),
 	};

@@ -19,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #define GL_ARRAY_LEN_T(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1039,6 +1042,213 @@ int gl_test_utf8_valid(const unsigned char *u, size_t n)
 	return 1;
 }
 
+int gl_test_connect_from(int port, const char *from)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	if (from) {
+		struct sockaddr_in me = {.sin_family = AF_INET};
+		inet_pton(AF_INET, from, &me.sin_addr);
+		if (bind(fd, (struct sockaddr *)&me, sizeof me) != 0) {
+			close(fd);
+			return -1;
+		}
+	}
+	if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int gl_test_raw_request(int port, const char *from, const char *req, size_t len, int timeout_ms)
+{
+	int fd = gl_test_connect_from(port, from), status = -1;
+	char buf[4096];
+	size_t got = 0, off = 0;
+	double until = gl_test_now_s() + timeout_ms / 1000.0;
+	if (fd < 0)
+		return -1;
+	while (off < len) {
+		ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break; /* the server may answer and close before it read everything */
+		off += (size_t)n;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)((until - gl_test_now_s()) * 1000);
+		ssize_t n;
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			break;
+		n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+		if (n <= 0) {
+			status = 0;
+			break;
+		}
+		got += (size_t)n;
+		buf[got] = '\0';
+		if (strstr(buf, "\r\n") || got == sizeof buf - 1)
+			break;
+	}
+	if (got && !strncmp(buf, "HTTP/1.", 7) && strlen(buf) > 12)
+		status = atoi(buf + 9);
+	close(fd);
+	return status;
+}
+
+int gl_test_wait_closed(int fd, int timeout_ms)
+{
+	double until = gl_test_now_s() + timeout_ms / 1000.0;
+	char buf[512];
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = (int)((until - gl_test_now_s()) * 1000);
+		ssize_t n;
+		if (left <= 0)
+			return 0;
+		if (poll(&p, 1, left) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return 1;
+	}
+}
+
+long gl_test_peak_rss_kb(int pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "VmHWM:", 6))
+			kb = atol(line + 6);
+	fclose(f);
+	return kb;
+}
+
+/* ---- audit tampering (what a database superuser can do) ---- */
+#include "gl/audit.h"
+#include "gl/strbuf.h"
+
+PGconn *gl_test_superuser_conn(const char *dsn)
+{
+	char adsn[700];
+	const char *db = strstr(dsn, "dbname=");
+	PGconn *a;
+	snprintf(adsn, sizeof adsn, "%s %.*s", gl_test_admin_dsn(), db ? (int)strcspn(db, " ") : 0, db ? db : "");
+	a = PQconnectdb(adsn);
+	if (PQstatus(a) != CONNECTION_OK) {
+		fprintf(stderr, "testlib: superuser connection: %s", PQerrorMessage(a));
+		PQfinish(a);
+		return NULL;
+	}
+	return a;
+}
+
+int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor)
+{
+	PGconn *a = gl_test_superuser_conn(dsn);
+	PGresult *r;
+	unsigned char prev[GL_AUDIT_HASH_LEN], h[GL_AUDIT_HASH_LEN];
+	struct gl_strbuf canon = GL_STRBUF_INIT;
+	int rc = -1;
+
+	if (!a)
+		return -1;
+	/* triggers off, one transaction: nobody sees it half done */
+	PQclear(PQexec(a, "SET session_replication_role = replica"));
+	PQclear(PQexec(a, "BEGIN"));
+	PQclear(PQexec(a, "LOCK TABLE audit_log IN EXCLUSIVE MODE"));
+	{
+		char s[24];
+		snprintf(s, sizeof s, "%lld", seq);
+		r = PQexecParams(a,
+				 "SELECT audit_id, (extract(epoch FROM at) * 1000000)::bigint, actor, source_addr, action,"
+				 " object, outcome, detail::text, encode(prev_hash, 'hex') FROM audit_log"
+				 " WHERE audit_id >= $1::bigint ORDER BY audit_id",
+				 1, NULL, (const char *[]){s}, NULL, NULL, 0);
+	}
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) == 0 || gl_audit_unhex(PQgetvalue(r, 0, 8), prev))
+		goto out;
+	for (int i = 0; i < PQntuples(r); i++) {
+		long long s = atoll(PQgetvalue(r, i, 0));
+		const char *act = s == seq ? actor : PQgetvalue(r, i, 2);
+		char ph[2 * GL_AUDIT_HASH_LEN + 1], hh[2 * GL_AUDIT_HASH_LEN + 1], ss[24];
+		PGresult *u;
+		gl_strbuf_reset(&canon);
+		gl_audit_canonical(&canon, s, atoll(PQgetvalue(r, i, 1)), act, PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+				   PQgetvalue(r, i, 4), PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5), PQgetvalue(r, i, 6),
+				   PQgetvalue(r, i, 7));
+		gl_audit_hash(prev, canon.p, canon.len, h);
+		gl_audit_hex(prev, ph);
+		gl_audit_hex(h, hh);
+		snprintf(ss, sizeof ss, "%lld", s);
+		u = PQexecParams(a,
+				 "UPDATE audit_log SET actor = $2, prev_hash = decode($3, 'hex'), hash = decode($4, 'hex')"
+				 " WHERE audit_id = $1::bigint",
+				 4, NULL, (const char *[]){ss, act, ph, hh}, NULL, NULL, 0);
+		if (PQresultStatus(u) != PGRES_COMMAND_OK) {
+			fprintf(stderr, "testlib: recompute: %s", PQerrorMessage(a));
+			PQclear(u);
+			goto out;
+		}
+		PQclear(u);
+		memcpy(prev, h, sizeof prev);
+	}
+	rc = 0;
+out:
+	PQclear(r);
+	PQclear(PQexec(a, rc ? "ROLLBACK" : "COMMIT"));
+	gl_strbuf_fini(&canon);
+	PQfinish(a);
+	return rc;
+}
+
+void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span)
+{
+	char sql[2048], ns[24];
+	PGresult *r;
+	snprintf(ns, sizeof ns, "%ld", n);
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
+		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
+		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200),"
+		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, 'COMPLETED', s - interval '10 minutes', s, s + d,"
+		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
+		 " ARRAY['n' || (g %% 1250)]"
+		 " FROM (SELECT g, $1::timestamptz + (g::double precision / $3::bigint) * $2::interval AS s,"
+		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, $3::bigint) g) x");
+	PQclear(PQexec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')"));
+	r = PQexecParams(c, sql, 3, NULL, (const char *[]){from, span, ns}, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	PQclear(PQexec(c, "ANALYZE jobs"));
+}
+
+int gl_test_philly_db(const char *name, char *dsn, size_t n)
+{
+	static struct gl_test_philly_job jobs[5000];
+	char path[PATH_MAX];
+	int rc;
+	snprintf(path, sizeof path, "%s/%s-philly-sacct.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp", name);
+	if (gl_test_philly_to_sacct(path, NULL, jobs, 5000) < 4000 || gl_test_db_fresh(name, dsn, n))
+		return -1;
+	rc = gl_test_cli(dsn, "ingest", "sacct", "--cluster", "philly", "--file", path, "--fields", GL_TEST_PHILLY_FIELDS,
+			 NULL);
+	unlink(path);
+	return rc;
+}
+
 void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb)
 {
 	char path[64], buf[4096];
@@ -1056,14 +1266,5 @@ void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb)
 		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
 			*cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 	}
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	*hwm_kb = 0;
-	if (f) {
-		char line[256];
-		while (fgets(line, sizeof line, f))
-			if (sscanf(line, "VmHWM: %ld kB", hwm_kb) == 1)
-				break;
-		fclose(f);
-	}
+	*hwm_kb = gl_test_peak_rss_kb((int)pid);
 }

@@ -176,6 +176,9 @@ struct gl_test_philly_job {
 	int failed; /* Philly status other than Pass: sacct state FAILED */
 };
 int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct gl_test_philly_job *jobs, int max);
+/* A fresh database `name` (dsn filled as gl_test_db_fresh) holding those
+ * jobs, ingested by the real `ingest sacct` as cluster "philly". 0 or -1. */
+int gl_test_philly_db(const char *name, char *dsn, size_t n);
 
 /* A strict RFC 4180 reader for the tests, independent of src/util/csv.c:
  * records end with CRLF, quoted fields double their quotes, a bare quote in
@@ -199,5 +202,34 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name);
  * (4-space indentation). Returns malloc'd text the caller frees; *len its
  * size. Dies when the fixtures are missing. */
 char *gl_test_kube_synth_doc(int npods, size_t *len);
+
+/* Raw sockets, for what an HTTP client library will not send (a request
+ * line too long, garbage, a header a byte at a time). */
+/* A TCP connection to 127.0.0.1:port from source address from (NULL: any);
+ * the descriptor, or -1 (errno set). */
+int gl_test_connect_from(int port, const char *from);
+/* Sends len bytes of req on a new connection from `from`, then reads the
+ * answer for at most timeout_ms: its HTTP status, 0 when the server closed
+ * without one, -1 on a connect or send error or a timeout. */
+int gl_test_raw_request(int port, const char *from, const char *req, size_t len, int timeout_ms);
+/* 1 when the server has closed fd (EOF or a reset) within timeout_ms,
+ * reading and dropping whatever it sent. */
+int gl_test_wait_closed(int fd, int timeout_ms);
+/* The daemon's peak resident set (VmHWM of /proc/PID/status), kB; -1. */
+long gl_test_peak_rss_kb(int pid);
+/* A superuser connection to dsn's database (NULL, with a message, on failure). */
+PGconn *gl_test_superuser_conn(const char *dsn);
+/* What a database superuser can do to the audit log: with the triggers
+ * off, rewrite row seq's actor and recompute every hash from it on, in one
+ * transaction, so the chain is consistent again (only an anchor published
+ * before can tell). 0, or -1 with a message. */
+int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
+
+/* For the benchmarks: n synthetic GPU jobs in cluster 1 ('synth', made
+ * here), starts spread evenly from `from` over `span` (timestamptz and
+ * interval text), 5 min to 2 days long, 1-8 GPUs, a100 or h100 (every
+ * third), 200 accounts, 2,000 users, 1,250 nodes; then ANALYZE. Dies on a
+ * database error. */
+void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span);
 
 #endif

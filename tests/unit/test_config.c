@@ -47,6 +47,16 @@ struct bad_case {
 };
 
 static const struct bad_case bad[] = {
+	/* capacity_plan: the form of an entry (the database checks the rest) */
+	{"capacity_plan:\n  - cluster: c1\n    gpu_model: h100\n    action: add\n    gpus: -64\n    date: \"2027-02-01\"\n",
+	 "t.yaml:5: capacity_plan[0].gpus: -64 is out of range [1, 1000000]"},
+	{"capacity_plan:\n  - cluster: c1\n    gpu_model: h100\n    action: buy\n    gpus: 64\n    date: \"2027-02-01\"\n",
+	 "t.yaml:4: capacity_plan[0].action: 'buy' is not add or retire"},
+	{"capacity_plan:\n  - cluster: c1\n    gpu_model: h100\n    action: add\n    gpus: 64\n    date: 2027-02-30\n",
+	 "t.yaml:6: capacity_plan[0].date: '2027-02-30' is not a date YYYY-MM-DD"},
+	{"capacity_plan:\n  - cluster: c1\n    action: add\n    gpus: 64\n    date: \"2027-02-01\"\n",
+	 "t.yaml:2: capacity_plan[0].gpu_model: required key missing"},
+	{"procurement:\n  lead_days: -1\n", "t.yaml:2: procurement.lead_days: -1 is out of range [0, 3650]"},
 	{"server:\n  listn: x\n", "t.yaml:2: unknown key 'server.listn'"},
 	{"server:\n  threads: many\n", "t.yaml:2: server.threads: expected an integer, got 'many'"},
 	{"server:\n  threads: 1\n", "t.yaml:2: server.threads: 1 is out of range [2, 256]"},
@@ -152,6 +162,25 @@ static const struct bad_case bad[] = {
 	 "t.yaml:4: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},
 	{"budgets:\n  - owner: v\n    amount: \"5\"\n    to: 2026-12-01\n  - owner: v\n    amount: \"6\"\n    from: 2026-11-01\n",
 	 "t.yaml:5: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},
+	/* a template that hands a placeholder to a shell (issue 24 item 7): a
+	 * job named "x; touch f" or "$(touch f)" would run */
+	{"hook:\n  policies:\n    - name: p\n      scope:\n        clusters: c\n      rule:\n        kind: fixed\n"
+	 "        t1_min: 60\n        t3_min: 120\n      warn_command: /bin/sh -c \"echo idle {job_name} >> /tmp/i\"\n",
+	 "t.yaml:10: hook.policies[0].warn_command: runs sh with the placeholder {job_name} inside the script"},
+	{"hook:\n  slurm_command: /usr/bin/env bash -lc 'scancel {job_id}'\n",
+	 "t.yaml:2: hook.slurm_command: runs bash with the placeholder {job_id}"},
+	{"hook:\n  kube_command: ssh ctl kubectl delete pod {pod}\n", "t.yaml:2: hook.kube_command: runs ssh"},
+	{"hook:\n  slurm_command: busybox sh -c 'scancel {job_id}'\n", "or set hook.allow_shell: true"},
+	{"budget_alerts:\n  command: dash -ec notify-{owner}\n", "t.yaml:2: budget_alerts.command: runs dash"},
+	/* allow_shell covers its own section only */
+	{"hook:\n  allow_shell: true\n  policies:\n    - name: p\n      scope:\n        clusters: c\n      rule:\n"
+	 "        kind: fixed\n        t1_min: 60\n        t3_min: 120\n      warn_command: sh -c 'x {user}'\n",
+	 "t.yaml:11: hook.policies[0].warn_command:"},
+	{"audit:\n  anchor_file: /tmp/a\n  anchor_command: logger {lin}\n",
+	 "t.yaml:3: audit.anchor_command: unknown placeholder {lin}"},
+	{"audit:\n  anchor_command: logger {line}\n", "t.yaml:2: audit.anchor_command: needs audit.anchor_file"},
+	{"audit:\n  anchor_file: /tmp/a\n  anchor_command: sh -c 'echo {line} | nc host 9'\n",
+	 "t.yaml:3: audit.anchor_command: runs sh"},
 	/* a budget of 0: pct_used was "" (no percentage of nothing) */
 	{"budgets:\n  - owner: v\n    amount: \"0.00\"\n", "t.yaml:3: budgets[0].amount: '0.00' must be more than 0"},
 };
@@ -176,7 +205,14 @@ static void test_semantic_ok(void **state)
 				"budget_alerts:\n  thresholds: 50,100\n"
 				/* literal braces (a JSON body) are text, not placeholders */
 				"  command: 'notify -d {\"owner\":\"{owner}\",\"pct\":{pct}}'\n"
-				"sources:\n  kube:\n    - cluster: k\n      file: /x\n";
+				"sources:\n  kube:\n    - cluster: k\n      file: /x\n"
+				/* placeholders as arguments of their own, or allowed */
+				"hook:\n  slurm_command: ssh -o BatchMode=yes ctl scancel 1\n"
+				"  kube_command: sh -c 'kubectl delete pod -n \"$1\" \"$2\"' sh {namespace} {pod}\n"
+				"  policies:\n    - name: p\n      scope:\n        clusters: c\n      rule:\n"
+				"        kind: fixed\n        t1_min: 60\n        t3_min: 120\n"
+				"      warn_command: /bin/sh -c \"echo idle {job_name} >> /tmp/i\"\n      allow_shell: true\n"
+				"audit:\n  anchor_file: /tmp/a\n  anchor_command: git -C /srv/anchors commit --allow-empty -m {line}\n";
 	struct gl_config c;
 	struct gl_err e = {0};
 	int rc = gl_config_load_buf(&c, "t.yaml", y, strlen(y), &e);

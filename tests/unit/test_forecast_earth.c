@@ -73,7 +73,7 @@ static void test_earth_weekly_gpu_hours(void **state)
 {
 	(void)state;
 	/* pooled absolute errors and actuals over the 16 VCs x 14 test days */
-	double e_snaive = 0, e_med = 0, e_auto = 0, sum_y = 0;
+	double e_snaive = 0, e_med = 0, e_auto = 0, sum_y = 0, in80 = 0, n80 = 0;
 	for (int k = 0; k < nvc; k++) {
 		const double *y = vcs[k].run;
 		for (int o = TEST0; o < NDAYS; o += 7) {
@@ -96,6 +96,8 @@ static void test_earth_weekly_gpu_hours(void **state)
 				e_snaive += fabs(a - y[o + h - 7]); /* same weekday, last week */
 				e_med += fabs(a - last7[3]);        /* median of the last 7 days */
 				e_auto += fabs(a - r.point[h]);
+				in80 += a >= r.lo80[h] && a <= r.hi80[h];
+				n80++;
 				assert_true(r.lo95[h] <= r.lo80[h] && r.lo80[h] <= r.point[h]);
 				assert_true(r.point[h] <= r.hi80[h] && r.hi80[h] <= r.hi95[h]);
 			}
@@ -104,8 +106,13 @@ static void test_earth_weekly_gpu_hours(void **state)
 	}
 	double w_snaive = e_snaive / sum_y, w_med = e_med / sum_y, w_auto = e_auto / sum_y;
 	printf("# Earth daily GPU-hours, week ahead, WAPE: auto %.1f %%, seasonal naive %.1f %% (issue: best simple "
-	       "21.1 %%), median of last 7 days %.1f %%, target < 19 %%\n",
-	       100 * w_auto, 100 * w_snaive, 100 * w_med);
+	       "21.1 %%), median of last 7 days %.1f %%, target < 19 %%; 80 %% coverage %.1f %% (target 75-85 %%)\n",
+	       100 * w_auto, 100 * w_snaive, 100 * w_med, 100 * in80 / n80);
+	/* the 80 % bands of a week ahead from 10-17 backtest origins: 59.8 %
+	 * at the errors' sample quantiles, 63.4 % at the conformal ranks, 66.1 %
+	 * with each lead bucket's bands from the origins scored at all its
+	 * leads; the target (75-85 %) is not met (docs/forecast.md) */
+	assert_true(in80 / n80 > 0.65);
 	/* the file reproduces the issue's baseline figure */
 	assert_true(fabs(w_snaive - 0.211) < 0.0006);
 	/* the forecaster beats the issue's best simple baseline, the 7-day

@@ -535,6 +535,27 @@ static void test_array_tasks(void **state)
 		assert_int_equal(rec.array_tasks, 0);
 		assert_int_equal(rec.array_tasks_partial, 0);
 	}
+	{
+		/* a task id no Slurm makes (MaxArraySize <= 4000001): the line is
+		 * refused, saying why; "77_[0-4294967296]" was 2,147,483,647
+		 * pending tasks, unflagged */
+		static const char *const bad[] = {"77_[0-4294967296]", "77_[4000001]", "77_[1-3,5-4000001]",
+						  "77_4294967296", "77_4000001"};
+		for (size_t i = 0; i < GL_ARRAY_LEN(bad); i++) {
+			struct gl_sacct_rec rec;
+			struct gl_err err = {0};
+			char line[128];
+			snprintf(line, sizeof line, "%s|PENDING", bad[i]);
+			assert_int_equal(gl_sacct_parse_line(&lay, line, strlen(line), &rec, &err), -GL_EINVAL);
+			if (!strstr(err.msg, "JobID: bad job id (an array task id over 4000000"))
+				fail_msg("%s: %s", bad[i], err.msg);
+		}
+		struct gl_sacct_rec rec;
+		parse1(&lay, "77_[0-4000000]|PENDING", &rec);
+		assert_int_equal(rec.array_tasks, 4000001);
+		parse1(&lay, "77_4000000|RUNNING", &rec);
+		assert_int_equal(rec.array_task_id, 4000000);
+	}
 	gl_sacct_layout_fini(&lay);
 }
 

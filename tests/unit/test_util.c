@@ -10,6 +10,9 @@
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
+#include "gl/jsonscan.h"
+#include "gl/bounds.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +266,161 @@ static void test_tmpl(void **state)
 	free(s);
 }
 
+/* Command templates that hand a script holding a placeholder to a shell or
+ * an interpreter (issue 24 item 7, and the forms seen in cron wrappers),
+ * and the safe ways to write the same commands. */
+static void test_tmpl_shell(void **state)
+{
+	static const struct {
+		const char *tmpl;
+		int refused;
+	} cases[] = {
+		{"/bin/sh -c \"echo idle {job_name} >> /tmp/idle.log\"", 1}, /* the issue's */
+		{"bash -c 'scancel {job_id}'", 1},
+		{"sh -ec 'x {pod}'", 1},
+		{"bash -lc 'x {pod}'", 1},
+		{"dash -xc 'x {user}'", 1},
+		{"zsh -c 'x {user}'", 1},
+		{"ksh -c 'x {user}'", 1},
+		{"/bin/busybox sh -c 'x {user}'", 1},
+		{"env sh -c 'x {user}'", 1},
+		{"/usr/bin/env bash -c 'x {user}'", 1},
+		{"env -i PATH=/bin LANG=C sh -c 'x {user}'", 1},
+		{"env -u HOME sh -c 'x {user}'", 1},
+		{"env -S \"sh -c 'x {user}'\"", 1},
+		{"bash -o pipefail -c 'x {pod}'", 1},
+		{"sh -c -- 'x {pod}'", 1},
+		{"sh -c '{job_name}'", 1},
+		{"nice -n 5 timeout 30 sh -c 'x {pod}'", 1},
+		{"sudo -u slurm sh -c 'scancel {job_id}'", 1},
+		{"sudo -s scancel {job_id}", 1},
+		{"su slurm -c 'scancel {job_id}'", 1},
+		{"runuser -u slurm -- bash -c 'x {job_id}'", 1},
+		{"flock /run/lock/x -c 'scancel {job_id}'", 1},
+		{"ssh slurmctl scancel {job_id}", 1},
+		{"ssh -p 2222 -o BatchMode=yes slurmctl scancel {job_id}", 1},
+		{"python3 -c \"print('{job_name}')\"", 1},
+		{"perl -le 'print \"{job_name}\"'", 1},
+		{"node -e 'x(\"{pod}\")'", 1},
+		{"scancel {job_id}", 0},
+		{"kubectl delete pod --namespace {namespace} {pod}", 0},
+		{"sh -c 'echo \"idle $1\" >> /tmp/idle.log' sh {job_name}", 0}, /* placeholders as arguments */
+		{"/usr/local/bin/warn.sh {job_name} {user}", 0},
+		{"bash /usr/local/bin/warn.sh {job_name}", 0},
+		{"bash --norc /usr/local/bin/warn.sh {job_name}", 0},
+		{"sh -c 'logger gpuledger: idle job'", 0},
+		{"env FOO=1 /usr/local/bin/notify {job_name}", 0},
+		{"sudo -u slurm scancel {job_id}", 0},
+		{"timeout 10 scancel {job_id}", 0},
+		{"python3 /opt/notify.py {job_name}", 0},
+		{"ssh slurmctl", 0},
+		{"logger -t gpuledger {job_name}", 0},
+		{"git -C /srv/anchors commit -m {line}", 0},
+		{"", 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
+		char **w = NULL, why[256] = "";
+		size_t n = 0;
+		struct gl_err err = {0};
+		int rc;
+		assert_int_equal(gl_tmpl_split(cases[i].tmpl, &w, &n, &err), 0);
+		rc = gl_tmpl_shell_check((const char *const *)w, n, why, sizeof why);
+		if (rc != -cases[i].refused)
+			fail_msg("%s: got %d (%s)", cases[i].tmpl, rc, why);
+		if (cases[i].refused)
+			assert_non_null(strstr(why, "{"));
+		gl_tmpl_words_free(w);
+	}
+}
+
+static int collect_path(const char *path, void *ud)
+{
+	char *out = ud;
+	size_t n = strlen(out);
+	snprintf(out + n, 512 - n, "%s%s", n ? "|" : "", path);
+	return 0;
+}
+
+/* Where JSON strings hold \u0000 (cJSON would end the C string there). */
+static void test_jsonscan_nul(void **state)
+{
+	static const struct {
+		const char *doc, *want;
+	} cases[] = {
+		{"{\"items\":[{\"metadata\":{\"name\":\"gpu\\u0000-job\"}}]}", "items[0].metadata.name"},
+		{"{\"items\":[{},{\"a\":[\"x\",\"y\\u0000\"]}]}", "items[1].a[1]"},
+		{"{\"a\\u0000b\":1}", "a\\u0000b (a member name)"},
+		{"[1, {\"k\": \"\\u0000\"}, \"\\u0000\"]", "[1].k|[2]"},
+		{"{\"cluster\":\"a\\\\u0000b\"}", ""},            /* an escaped backslash, then text */
+		{"{\"cluster\":\"a\\u00001\"}", "cluster"},           /* NUL then '1' */
+		{"{\"cluster\":\"a\\u0001\"}", ""},
+		{"{\"a\":\"\\u0000", "a"},                          /* cut short: still found */
+		{"", ""},
+	};
+	(void)state;
+	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
+		char got[512] = "";
+		assert_int_equal(gl_jsonscan_nul(cases[i].doc, strlen(cases[i].doc), collect_path, got), 0);
+		if (strcmp(got, cases[i].want))
+			fail_msg("%s: got '%s', want '%s'", cases[i].doc, got, cases[i].want);
+	}
+	{
+		struct gl_jsonscan_item *it = NULL;
+		const char *d = "{\"kind\":\"PodList\",\"items\":[{\"n\":\"a\"},{\"n\":\"\\u0000\",\"m\":\"\\u0000\"},{},"
+				"{\"l\":{\"k\\u0000\":1}}]}";
+		assert_int_equal(gl_jsonscan_nul_items(d, strlen(d), "items", &it), 2);
+		assert_int_equal(it[0].idx, 1);
+		assert_string_equal(it[0].path, "items[1].n");
+		assert_int_equal(it[1].idx, 3);
+		free(it);
+	}
+}
+
+/* Each bound holds at its size and refuses one byte more, saying by how
+ * much; docs/ingest.md ("Bounded keys") lists every one with its size. */
+static void test_bounds(void **state)
+{
+	char *doc = gl_test_read_file("docs/ingest.md", NULL), want[160], why[160];
+	(void)state;
+	for (int k = 0; k < GL_BOUND__COUNT; k++) {
+		size_t max = gl_bound_max((enum gl_bound)k);
+		assert_true(max > 0);
+		assert_int_equal(gl_bound_check((enum gl_bound)k, max, why, sizeof why), 0);
+		assert_int_equal(gl_bound_check((enum gl_bound)k, max + 1, why, sizeof why), -1);
+		snprintf(want, sizeof want, "%zu bytes, over the %zu-byte bound of %s", max + 1, max,
+			 gl_bound_what((enum gl_bound)k));
+		assert_string_equal(why, want);
+		snprintf(want, sizeof want, "| %s | %zu |", gl_bound_what((enum gl_bound)k), max);
+		if (!strstr(doc, want))
+			fail_msg("docs/ingest.md lacks the row '%s'", want);
+	}
+	assert_int_equal(gl_bound_check(GL_BOUND_OBJECT, 31457280, why, sizeof why), -1);
+	assert_string_equal(why, "31457280 bytes, over the 253-byte bound of Kubernetes object names and kinds");
+	free(doc);
+}
+
+/* Quotes group words; an open quote is an error with nothing allocated. */
+static void test_tmpl_split(void **state)
+{
+	char **w = NULL;
+	size_t n = 0;
+	struct gl_err err = {0};
+	(void)state;
+	assert_int_equal(gl_tmpl_split("a 'b c' \"d \\\"e\\\"\" f\\ g ''", &w, &n, &err), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(w[0], "a");
+	assert_string_equal(w[1], "b c");
+	assert_string_equal(w[2], "d \"e\"");
+	assert_string_equal(w[3], "f g");
+	assert_string_equal(w[4], "");
+	assert_null(w[5]);
+	gl_tmpl_words_free(w);
+	assert_int_equal(gl_tmpl_split("a 'b", &w, &n, &err), -GL_EINVAL);
+	assert_null(w);
+	assert_non_null(strstr(err.msg, "unterminated"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +428,8 @@ int main(void)
 		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
 		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
 		cmocka_unit_test(test_proc_closed_output_and_stop), cmocka_unit_test(test_tmpl),
+		cmocka_unit_test(test_tmpl_shell), cmocka_unit_test(test_tmpl_split),
+		cmocka_unit_test(test_jsonscan_nul), cmocka_unit_test(test_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

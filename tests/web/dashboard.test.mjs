@@ -250,6 +250,67 @@ try {
 		}
 	});
 
+	await test('forecast: capacity as a step line through the plan, the demand fan, saturation dates and purchases', async () => {
+		// a cluster/model whose demand grows past its 8 GPUs, 4 more planned
+		// on day 3, and one without inventory; answered in the browser
+		const days = [0, 1, 2, 3, 4].map((k) => ({ date: '2026-11-2' + (3 + k), peak_demand: 7 + k, lo80: 6 + k, hi80: 8.5 + k,
+			lo95: 5.5 + k, hi95: 9 + k, capacity_gpus: k < 3 ? 8 : 12, p_saturation: [0.1, 0.45, 0.62, 0.2, 0.48][k] }));
+		const cap = { window: ['2026-11-20T00:00:00Z', '2026-11-23T00:00:00Z'], step: 'day', horizon: 5, risk: 0.2, procurement_lead_days: 90,
+			plan: { what_if: false, changes: [{ cluster: 'c1', gpu_model: 'a100', action: 'add', gpus: 4, date: '2026-11-26', source: 'api', note: '' }] },
+			queue_saturation: contract['/v1/capacity/forecast'].queue_saturation,
+			series: [{ cluster: 'c1', gpu_model: 'a100', capacity_gpus: 8, method: 'linear', fallback: false, note: 'linear: backtest MAE 40 % below',
+				horizon_answered: 5, days_until_saturation_p50: 3, days_until_saturation_p80: null,
+				saturation_date_p50: '2026-11-25', saturation_date_p80: null,
+				plan: [{ cluster: 'c1', gpu_model: 'a100', action: 'add', gpus: 4, date: '2026-11-26', source: 'api', note: '' }],
+				recommendation: { risk: 0.2, lead_days: 90, gpus: 2, note: 'x', purchases: [
+					{ need_by: '2026-11-24', order_by: '2026-08-26', gpus: 1, total: 1, late: true },
+					{ need_by: '2026-11-27', order_by: '2026-08-29', gpus: 1, total: 2, late: true }] },
+				queue_saturation: { date: '2026-11-23', p: 0.3, last_day_pending_minutes: 10 },
+				days, history: [{ date: '2026-11-20', peak_demand: 5 }, { date: '2026-11-21', peak_demand: 6 }, { date: '2026-11-22', peak_demand: 6.5 }],
+				accuracy: { mase: 0.5, wape: 0.1, coverage80: 0.8, coverage95: 0.95, origins: 30, by_lead: [] } },
+			{ cluster: 'philly', gpu_model: 'p100', capacity_gpus: null, method: 'naive', fallback: false, note: '', horizon_answered: 5,
+				days_until_saturation_p50: null, days_until_saturation_p80: null, saturation_date_p50: null, saturation_date_p80: null, plan: [],
+				recommendation: { risk: 0.2, lead_days: 90, gpus: null, purchases: null, note: 'no recommendation: capacity is unknown' },
+				days: days.map((x) => ({ ...x, capacity_gpus: null, p_saturation: null })), history: [{ date: '2026-11-22', peak_demand: 50 }],
+				accuracy: { by_lead: [] } }] };
+		const fake = { '/v1/forecast': contract['/v1/forecast'], '/v1/capacity/forecast': cap };
+		const match = (u) => Object.keys(fake).includes(u.pathname);
+		await page.route(match, (r) => r.fulfill({ status: 200, contentType: 'application/json',
+			body: JSON.stringify(fake[new URL(r.request().url()).pathname]) }));
+		try {
+			w.reset();
+			await visit('forecast');
+			await page.waitForSelector('#capacity-chart-data');
+			eq(await page.$$eval('#capacity-card .chart canvas', (x) => x.length), 1, 'the capacity chart');
+			// the series saturating first is shown first
+			eq(await page.$eval('#capacity-series', (e) => e.options[e.selectedIndex].textContent), 'c1 / a100', 'series picked');
+			const rows = await page.$$eval('#capacity-chart-data tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+			const s = cap.series[0];
+			eq(rows.length, s.history.length + s.days.length, 'a row per history and forecast day');
+			// capacity: now on the history's last day, then the step line through the plan
+			eq(rows.map((r) => r[7]).join(','), '—,—,8,8,8,8,12,12', 'capacity column');
+			eq(rows[3].slice(2, 7).join(','), [7, 6, 8.5, 5.5, 9].map((v) => String(v)).join(','), 'the first forecast day\'s fan');
+			eq(rows.slice(3).map((r) => r[8]).join(','), '0.1,0.45,0.62,0.2,0.48', 'P(saturation) column');
+			const dates = await page.textContent('#capacity-dates');
+			assert(/from 2026-11-25/.test(dates) && /not at 80 %/.test(dates), 'saturation dates: ' + dates);
+			const sat = await page.$$eval('#forecast-saturation tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+			const a100 = sat.find((r) => r[1] === 'a100'), p100 = sat.find((r) => r[1] === 'p100');
+			eq(a100[7] + ' / ' + a100[8], '2026-11-25 / —', 'dates in the table');
+			eq(a100[9], '+1 by 2026-11-24 (order by 2026-08-26, late); +1 by 2026-11-27 (order by 2026-08-29, late)', 'purchases');
+			eq(a100[10], '+4 on 2026-11-26', 'the plan');
+			eq(p100[9], 'unknown', 'no inventory: no purchase figure');
+			assert(/90 days before/.test(await page.textContent('#capacity-recommendation-note')), 'lead time said');
+			// the other series: its own chart and no dates without capacity
+			await page.selectOption('#capacity-series', '1');
+			await page.waitForFunction(() => /Capacity unknown/.test(document.querySelector('#capacity-dates')?.textContent || ''));
+			eq(await page.$$eval('#capacity-chart-data', (x) => x.length), 1, 'one table, not two');
+			assert(w.clean(), w.report());
+			await page.screenshot({ path: path.join(SHOTS, 'forecast-capacity.png'), fullPage: true });
+		} finally {
+			await page.unroute(match);
+		}
+	});
+
 	await test('fleet chart: no steps after now, the step under way averaged over its elapsed part', async () => {
 		// rows shaped like /v1/capacity's, around the browser's clock: a day
 		// begun 6 h ago with 12 GPUs present all along, and the next day,

@@ -68,7 +68,9 @@ export function lines(container, { xs, series, yLabel, yFmt, label, bands }) {
 		width: s.width ?? 2,
 		dash: s.dash,
 		fill: s.fill,
-		points: { show: xs.length < 60 },
+		// a step line (capacity): a value holds until the next one
+		paths: s.step ? uPlot.paths.stepped({ align: 1 }) : undefined,
+		points: { show: !s.step && xs.length < 60 },
 		value: (u, v) => (v === null || v === undefined ? '—' : (yFmt || String)(v)),
 	}))];
 	const data = [xs, ...series.map((s) => s.values)];

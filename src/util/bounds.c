@@ -1,0 +1,48 @@
+/* Identifier byte bounds (see include/gl/bounds.h). */
+#include "gl/bounds.h"
+
+#include <stdio.h>
+
+/* Kubernetes' own limits where it has them (object names are DNS
+ * subdomains of at most 253 bytes, label values 63, namespaces 63; label
+ * keys a 253-byte prefix, '/', 63), Linux's and Slurm's where they are
+ * smaller than ours; otherwise room for any real value and well inside a
+ * PostgreSQL index entry (~2.7 kB). The GPU model bound is the parsers'
+ * fixed buffers' (GL_GPU_TYPE_MAX, GL_NODE_MODEL_MAX). */
+static const struct {
+	size_t max;
+	const char *what;
+} bounds[GL_BOUND__COUNT] = {
+	[GL_BOUND_CLUSTER] = {255, "cluster names"},
+	[GL_BOUND_NODE] = {255, "node and host names"},
+	[GL_BOUND_USER] = {255, "user and group names"},
+	[GL_BOUND_ACCOUNT] = {255, "accounts, partitions, QoS and WCKeys"},
+	[GL_BOUND_NAMESPACE] = {63, "Kubernetes namespaces"},
+	[GL_BOUND_OBJECT] = {253, "Kubernetes object names and kinds"},
+	[GL_BOUND_LABEL] = {317, "label keys and values"},
+	[GL_BOUND_JOB_ID] = {255, "job ids"},
+	[GL_BOUND_JOB_NAME] = {1024, "job names"},
+	[GL_BOUND_NAME] = {255, "policy and owner names"},
+	[GL_BOUND_GPU_MODEL] = {63, "GPU model names"},
+	[GL_BOUND_UUID] = {128, "uids and GPU UUIDs"},
+	[GL_BOUND_TEXT] = {4096, "states, exit codes, reasons and TRES"},
+	[GL_BOUND_NODE_LIST] = {65536, "node lists"},
+};
+
+size_t gl_bound_max(enum gl_bound k)
+{
+	return (unsigned)k < GL_BOUND__COUNT ? bounds[k].max : 0;
+}
+
+const char *gl_bound_what(enum gl_bound k)
+{
+	return (unsigned)k < GL_BOUND__COUNT ? bounds[k].what : "values";
+}
+
+int gl_bound_check(enum gl_bound k, size_t len, char *why, size_t n)
+{
+	if (len <= gl_bound_max(k))
+		return 0;
+	snprintf(why, n, "%zu bytes, over the %zu-byte bound of %s", len, gl_bound_max(k), gl_bound_what(k));
+	return -1;
+}
