@@ -7,8 +7,9 @@
  *          this process: the label set of the real MI300X lines of
  *          tests/fixtures/dcgm/amd_dme_excerpts.prom, 16 families
  *          (SYNTHETIC values);
- *   nvsmi  nvidia-smi captures a node-side cron writes (sources.nvidia_smi
- *          file:, one entry a node), 1,250 nodes x 8 GPUs, the issue's
+ *   nvsmi  nvidia-smi captures a node-side cron writes (sources.nvidia_smi,
+ *          one entry: node h100-[0000-1249], file {node}.csv), 1,250 nodes
+ *          x 8 GPUs, the issue's
  *          11-column --query-gpu CSV from the real H100 load row
  *          (tests/fixtures/nvsmi/h100_query_gpu.csv, SYNTHETIC UUIDs and
  *          values), rewritten by this process every interval as the cron
@@ -68,8 +69,8 @@ static void nvsmi_capture(const char *dir, int node, int ngpus, time_t t, int ro
 {
 	char tmp[400], path[400], ts[32];
 	FILE *f;
-	snprintf(tmp, sizeof tmp, "%s/node-%04d.csv.tmp", dir, node);
-	snprintf(path, sizeof path, "%s/node-%04d.csv", dir, node);
+	snprintf(tmp, sizeof tmp, "%s/h100-%04d.csv.tmp", dir, node);
+	snprintf(path, sizeof path, "%s/h100-%04d.csv", dir, node);
 	strftime(ts, sizeof ts, "%Y/%m/%d %H:%M:%S", gmtime(&t));
 	if (!(f = fopen(tmp, "w")))
 		gl_test_die("capture file");
@@ -125,11 +126,11 @@ static void nvsmi_write_round(const struct fleet *fl, int round)
 
 static void nvsmi_setup(struct fleet *fl)
 {
-	gl_strbuf_puts(&fl->cfg, "sources:\n  nvidia_smi:\n");
-	for (int n = 0; n < fl->nodes; n++)
-		gl_strbuf_printf(&fl->cfg, "    - cluster: nvsmi\n      node: h100-%04d\n      file: %s/node-%04d.csv\n"
-					   "      interval_s: %d\n",
-				 n, fl->dir, n, fl->interval);
+	/* one entry for the fleet: a hostlist, {node} in the file */
+	gl_strbuf_printf(&fl->cfg,
+			 "sources:\n  nvidia_smi:\n    - cluster: nvsmi\n      node: h100-[0000-%04d]\n"
+			 "      file: %s/{node}.csv\n      interval_s: %d\n",
+			 fl->nodes - 1, fl->dir, fl->interval);
 	nvsmi_write_round(fl, 0);
 }
 
@@ -188,7 +189,7 @@ static void run(const char *kind, int gpus, int rounds, int interval)
 		gl_test_qint(c, "SELECT count(*) FROM ingest_runs"));
 	{
 		double share = (cpu1 - cpu0) / (t1 - t0) * 100.0;
-		const char *what = nv ? "nvidia-smi captures (sources.nvidia_smi, file per node)"
+		const char *what = nv ? "nvidia-smi captures (sources.nvidia_smi, 1,250 nodes' files)"
 				      : "AMD exporter scrapes (sources.dcgm, node=)";
 		printf("| %s, %d GPUs / %d s: daemon CPU (%% of one core, %d rounds) | %.2f %% | 10 %% | %.3f |\n", what, gpus,
 		       interval, rounds, share, share / 10.0);

@@ -1,5 +1,6 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
+#include "gl/hostlist.h"
 #include "gl/budget.h"
 #include "gl/chargeback.h"
 #include "gl/cost.h"
@@ -941,6 +942,33 @@ void gl_config_warn_shell(const struct gl_config *cfg)
 }
 
 /* Everything but the scheduled reports' fields (check_semantics). */
+static int count_host(const char *host, void *ud)
+{
+	(void)host;
+	++*(size_t *)ud;
+	return 0;
+}
+
+/* sources.nvidia_smi[].node is a Slurm hostlist; several nodes need their
+ * name in the command or file, or every node would read the same capture. */
+static int check_nvsmi_nodes(const struct gl_nvsmi_source_cfg *ns, const char *item, const char *name,
+			     const struct cfg_lines *l, struct gl_err *err)
+{
+	struct gl_err e = {0};
+	size_t hosts = 0;
+	char p[128], why[300];
+	snprintf(p, sizeof p, "%s.node", item);
+	if (gl_hostlist_expand(ns->node, strlen(ns->node), count_host, &hosts, &e)) {
+		snprintf(why, sizeof why, "'%s' is not a Slurm hostlist: %s", ns->node, e.msg);
+		return cfg_fail(err, name, l, p, "%s", why);
+	}
+	if (hosts > 1 && !strstr(ns->command, "{node}") && !strstr(ns->file, "{node}")) {
+		snprintf(why, sizeof why, "'%s' names %zu nodes: put {node} in command or file", ns->node, hosts);
+		return cfg_fail(err, name, l, p, "%s", why);
+	}
+	return 0;
+}
+
 static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
 	/* strings that must not be empty: "listen:" with no value would
@@ -1063,6 +1091,8 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			snprintf(p, sizeof p, "%s.node", item);
 			return cfg_fail(err, name, l, p, "must not be empty");
 		}
+		if ((rc = check_nvsmi_nodes(ns, item, name, l, err)))
+			return rc;
 		if ((ns->command[0] != '\0') == (ns->file[0] != '\0'))
 			return cfg_fail(err, name, l, item, "give exactly one of command and file");
 		if (ns->apps_command[0] && ns->apps_file[0])

@@ -11,7 +11,9 @@
  * nothing (a sample at or before a GPU's last one is not applied again).
  *
  * The daemon's source (sources.nvidia_smi[]) runs a command on a schedule
- * (`ssh NODE nvidia-smi ...`) or reads the files a node-side cron writes.
+ * (`ssh {node} nvidia-smi ...`) or reads the files a node-side cron writes
+ * (`/spool/{node}.csv`), for one node or a Slurm hostlist of them, all of
+ * them one run.
  *
  * Ownership: inputs are borrowed for the call; results are plain values.
  */
@@ -41,8 +43,17 @@ struct gl_nvsmi_ingest_input {
 	const char *name;
 };
 
+/* One node's inputs for gl_nvsmi_ingest_nodes. failed: the reason its
+ * capture could not be had (a command that failed), or NULL. */
+struct gl_nvsmi_node_input {
+	const char *node;
+	struct gl_nvsmi_ingest_input capture, apps, pids;
+	const char *failed;
+};
+
 struct gl_nvsmi_ingest_result {
 	struct gl_dcgm_ingest_result dcgm;
+	int64_t failed_nodes;            /* nodes whose capture was not had or refused */
 	int64_t rounds;                  /* distinct sample times (seconds) */
 	int64_t samples;                 /* GPU readings */
 	int64_t problems;                /* bad rows and values of the inputs */
@@ -56,6 +67,14 @@ struct gl_nvsmi_ingest_result {
 int gl_nvsmi_ingest(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const char *capture, size_t len,
 		    const struct gl_nvsmi_ingest_input *apps, const struct gl_nvsmi_ingest_input *pids,
 		    struct gl_nvsmi_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
+
+/* The captures of several nodes as one run, their samples in rounds by
+ * second across nodes. A node whose capture is missing (failed) or refused
+ * is named in the run's failures (the run is partial) and the others are
+ * ingested; with one node, its refusal is the error and nothing is written.
+ * -GL_EIO when no node's capture was read. */
+int gl_nvsmi_ingest_nodes(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
+			  size_t n, struct gl_nvsmi_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon source (struct gl_nvsmi_source_cfg), the gl_daemon source
  * signature. */

@@ -4,6 +4,7 @@
 #include "gl/dcgm.h"
 #include "gl/dcgmstore.h"
 #include "gl/health.h"
+#include "gl/hostlist.h"
 #include "gl/ingest.h"
 #include "gl/jobpids.h"
 #include "gl/log.h"
@@ -54,15 +55,6 @@ static int64_t sec_of(int64_t t_ms)
 	return t_ms >= 0 ? t_ms / 1000 : -((-t_ms + 999) / 1000);
 }
 
-static const struct gl_nvsmi_sample *g_sort; /* qsort has no context */
-
-static int by_time(const void *a, const void *b)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	int64_t tx = g_sort[x].t_ms, ty = g_sort[y].t_ms;
-	return tx != ty ? (tx > ty) - (tx < ty) : (x > y) - (x < y);
-}
-
 /* The processes of one second: which GPU (uuid) runs which job. */
 struct procs {
 	const struct gl_nvsmi_result *r; /* the apps capture (or the XML itself) */
@@ -71,7 +63,7 @@ struct procs {
 	size_t n;
 };
 
-static const struct gl_nvsmi_app *g_apps;
+static const struct gl_nvsmi_app *g_apps; /* qsort has no context */
 
 static int app_by_time(const void *a, const void *b)
 {
@@ -124,47 +116,87 @@ static size_t jobs_on(const struct procs *p, const char *uuid, int64_t t, const 
 	return n;
 }
 
-/* One round: the samples order[a..b) (one second) into batch b. */
-static void add_round(struct gl_dcgm_batch *batch, const struct gl_nvsmi_result *r, const size_t *order, size_t a,
-		      size_t b, int64_t t, const struct procs *pr, const char *node, int64_t *labelled)
+/* One node's inputs, parsed. */
+struct node {
+	const char *node, *name;
+	struct gl_nvsmi_result r, ar;
+	struct gl_jobpids pp;
+	struct procs pr;
+};
+
+static void node_fini(struct node *d)
+{
+	free(d->pr.order);
+	gl_nvsmi_result_fini(&d->r);
+	gl_nvsmi_result_fini(&d->ar);
+	gl_jobpids_fini(&d->pp);
+}
+
+/* A sample of one node: rounds are the samples of one second, all nodes. */
+struct ent {
+	int64_t sec;
+	uint32_t k, i; /* node, sample */
+};
+
+static int by_sec(const void *a, const void *b)
+{
+	const struct ent *x = a, *y = b;
+	if (x->sec != y->sec)
+		return (x->sec > y->sec) - (x->sec < y->sec);
+	if (x->k != y->k)
+		return (x->k > y->k) - (x->k < y->k);
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* One round: the samples e[a..b) (one second) into batch. */
+static void add_round(struct gl_dcgm_batch *batch, const struct node *nd, const struct ent *e, size_t a, size_t b,
+		      int64_t t, int64_t *labelled)
 {
 	for (size_t i = a; i < b; i++) {
-		const struct gl_nvsmi_sample *s = &r->samples[order[i]];
-		const struct gl_nvsmi_gpu *g = &r->gpus[s->gpu];
+		const struct node *d = &nd[e[i].k];
+		const struct gl_nvsmi_sample *s = &d->r.samples[e[i].i];
+		const struct gl_nvsmi_gpu *g = &d->r.gpus[s->gpu];
 		const char *jobs[16];
-		struct gl_dcgm_batch_gpu bg = {node, g->uuid, "", g->model, g->driver_version, "nvidia-smi", g->gi_id, 0,
+		struct gl_dcgm_batch_gpu bg = {d->node, g->uuid, "", g->model, g->driver_version, "nvidia-smi", g->gi_id, 0,
 					       &s->r, jobs, 0};
 		/* a whole GPU whose instances are in the same round is their parent */
 		for (size_t k = a; k < b && g->gi_id < 0; k++) {
-			const struct gl_nvsmi_gpu *o = &r->gpus[r->samples[order[k]].gpu];
+			const struct gl_nvsmi_gpu *o;
+			if (e[k].k != e[i].k)
+				continue;
+			o = &d->r.gpus[d->r.samples[e[k].i].gpu];
 			if (o->gi_id >= 0 && !strcmp(o->uuid, g->uuid))
 				bg.mig_parent = 1;
 		}
-		bg.njobs = jobs_on(pr, g->uuid, t, jobs, GL_ARRAY_LEN(jobs));
+		bg.njobs = jobs_on(&d->pr, g->uuid, t, jobs, GL_ARRAY_LEN(jobs));
 		*labelled += bg.njobs > 0;
 		gl_dcgm_batch_add_gpu(batch, &bg);
 	}
 }
 
-/* The rounds of r, oldest first, into batches (b[0] holds the problems
- * already); at_s overrides the time of a capture of one round. */
-static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_result *r, const struct procs *pr,
+/* The rounds of every node, oldest first, into batches (b[0] holds the
+ * problems already); at_s overrides the time of a capture of one round. */
+static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct node *nd, size_t nn,
 		       struct gl_dcgm_batch ***bv, int64_t **tv, size_t *nr, struct gl_nvsmi_ingest_result *res,
 		       struct gl_err *err)
 {
-	size_t *order = gl_xmalloc((r->nsamples ? r->nsamples : 1) * sizeof *order), n = 0;
+	size_t ne = 0, n = 0;
+	struct ent *e;
 	struct gl_dcgm_batch **b = *bv;
 	int64_t *t = NULL;
 	int rc = 0;
 
-	for (size_t i = 0; i < r->nsamples; i++)
-		order[i] = i;
-	g_sort = r->samples;
-	qsort(order, r->nsamples, sizeof *order, by_time);
-	for (size_t i = 0; i < r->nsamples;) {
-		int64_t s = sec_of(r->samples[order[i]].t_ms);
+	for (size_t k = 0; k < nn; k++)
+		ne += nd[k].r.nsamples;
+	e = gl_xmalloc((ne ? ne : 1) * sizeof *e);
+	ne = 0;
+	for (size_t k = 0; k < nn; k++)
+		for (size_t i = 0; i < nd[k].r.nsamples; i++)
+			e[ne++] = (struct ent){sec_of(nd[k].r.samples[i].t_ms), (uint32_t)k, (uint32_t)i};
+	qsort(e, ne, sizeof *e, by_sec);
+	for (size_t i = 0; i < ne;) {
 		size_t j = i;
-		while (j < r->nsamples && sec_of(r->samples[order[j]].t_ms) == s)
+		while (j < ne && e[j].sec == e[i].sec)
 			j++;
 		if (o->at_s != GL_TIME_NONE && n) {
 			rc = gl_err_set(err, GL_EINVAL,
@@ -177,97 +209,136 @@ static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvs
 		t = gl_xrealloc(t, (n + 1) * sizeof *t);
 		if (n)
 			b[n] = gl_dcgm_batch_new(0);
-		t[n] = o->at_s != GL_TIME_NONE ? o->at_s : s;
-		add_round(b[n], r, order, i, j, t[n], pr, o->node, &res->labelled);
+		t[n] = o->at_s != GL_TIME_NONE ? o->at_s : e[i].sec;
+		add_round(b[n], nd, e, i, j, t[n], &res->labelled);
 		n++;
 		i = j;
 	}
-	free(order);
+	free(e);
 	*bv = b;
 	*tv = t;
 	*nr = n;
 	res->rounds = (int64_t)n;
-	res->samples = (int64_t)r->nsamples;
+	res->samples = (int64_t)ne;
 	return rc;
 }
 
 /* The apps capture and the PIDs, when given: their problems are the run's. */
-static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_ingest_input *apps,
-		       const struct gl_nvsmi_ingest_input *pids, struct gl_dcgm_batch *b0, struct gl_nvsmi_result *ar,
-		       struct gl_jobpids *pp, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
+static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
+		       struct gl_dcgm_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
 	int rc;
-	if (apps && apps->text) {
-		if ((rc = parse_capture(apps->text, apps->len, NULL, o->utc_offset_s, ar, err)))
-			return gl_err_prefix(err, "%s: ", apps->name);
-		if (ar->kind != GL_NVSMI_APPS && ar->kind != GL_NVSMI_XML)
+	if (in->apps.text) {
+		if ((rc = parse_capture(in->apps.text, in->apps.len, NULL, o->utc_offset_s, &d->ar, err)))
+			return gl_err_prefix(err, "%s: ", in->apps.name);
+		if (d->ar.kind != GL_NVSMI_APPS && d->ar.kind != GL_NVSMI_XML)
 			return gl_err_set(err, GL_EFORMAT, "%s: not a --query-compute-apps capture (no pid column)",
-					  apps->name);
-		take_problems(b0, ar, apps->name, &res->problems);
+					  in->apps.name);
+		take_problems(b0, &d->ar, in->apps.name, &res->problems);
 	}
-	if (pids && pids->text) {
-		if ((rc = gl_jobpids_parse(pids->text, pids->len, pp, err)))
-			return gl_err_prefix(err, "%s: ", pids->name);
-		if (pp->bad) {
+	if (in->pids.text) {
+		if ((rc = gl_jobpids_parse(in->pids.text, in->pids.len, &d->pp, err)))
+			return gl_err_prefix(err, "%s: ", in->pids.name);
+		if (d->pp.bad) {
 			char why[96];
-			snprintf(why, sizeof why, "%zu lines not understood (the first here), skipped", pp->bad);
-			gl_dcgm_batch_skip(b0, pids->name, (int64_t)pp->first_bad, why);
-			res->problems += (int64_t)pp->bad;
+			snprintf(why, sizeof why, "%zu lines not understood (the first here), skipped", d->pp.bad);
+			gl_dcgm_batch_skip(b0, in->pids.name, (int64_t)d->pp.first_bad, why);
+			res->problems += (int64_t)d->pp.bad;
 		}
 	}
 	return 0;
+}
+
+/* One node's capture and side inputs; a capture refused writes nothing of
+ * the node (-GL_EFORMAT and the reason). */
+static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
+		      struct gl_dcgm_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
+{
+	const struct gl_nvsmi_ingest_input *cap = &in->capture;
+	int rc;
+
+	d->node = in->node;
+	d->name = cap->name;
+	if ((rc = parse_capture(cap->text, cap->len, o->fields, o->utc_offset_s, &d->r, err)))
+		return gl_err_prefix(err, "%s: ", cap->name);
+	if (d->r.kind == GL_NVSMI_APPS)
+		return gl_err_set(err, GL_EFORMAT,
+				  "%s: a --query-compute-apps capture: give it with --apps (the capture is --query-gpu "
+				  "CSV or -q -x XML)",
+				  cap->name);
+	gl_dcgm_batch_lines(b0, (int64_t)d->r.lines);
+	take_problems(b0, &d->r, cap->name, &res->problems);
+	if ((rc = side_inputs(o, in, b0, d, res, err)))
+		return rc;
+	/* the XML lists each GPU's processes itself */
+	procs_init(&d->pr, d->ar.kind ? &d->ar : d->r.kind == GL_NVSMI_XML ? &d->r : NULL,
+		   in->pids.text ? &d->pp : NULL);
+	if (!d->r.nsamples)
+		return gl_err_set(err, GL_EFORMAT, "%s: no GPU sample read (%zu rows, %zu problems%s%s)", cap->name,
+				  d->r.rows, d->r.nproblems, d->r.nproblems ? ", the first: " : "",
+				  d->r.nproblems ? d->r.problems[0].reason : "");
+	return 0;
+}
+
+int gl_nvsmi_ingest_nodes(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
+			  size_t n, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
+{
+	struct node *nd = gl_xcalloc(n ? n : 1, sizeof *nd);
+	struct gl_dcgm_batch **b = gl_xmalloc(sizeof *b);
+	int64_t *t = NULL;
+	size_t nr = 0, ok = 0;
+	int rc = 0;
+
+	memset(res, 0, sizeof *res);
+	b[0] = gl_dcgm_batch_new(o->dcgm.max_skip_reasons);
+	for (size_t k = 0; k < n; k++) {
+		struct gl_err e1 = {0};
+		if (in[k].failed) {
+			gl_dcgm_batch_fail(b[0], in[k].capture.name, in[k].failed);
+			res->failed_nodes++;
+		} else if ((rc = parse_node(o, &in[k], b[0], &nd[ok], res, &e1))) {
+			node_fini(&nd[ok]);
+			memset(&nd[ok], 0, sizeof nd[ok]);
+			/* one capture: refused whole; several: the others go on */
+			if (n == 1) {
+				*err = e1;
+				goto out;
+			}
+			gl_dcgm_batch_fail(b[0], in[k].capture.name, e1.msg);
+			res->failed_nodes++;
+		} else {
+			ok++;
+		}
+	}
+	rc = 0;
+	if (!ok) {
+		rc = gl_err_set(err, GL_EIO, "%s: no node's capture was read (%zu failed)", o->dcgm.input_name, n);
+		goto out;
+	}
+	if ((rc = make_rounds(o, nd, ok, &b, &t, &nr, res, err)) ||
+	    (rc = gl_dcgm_ingest_rounds(c, &o->dcgm, b, t, nr, &res->dcgm, err)))
+		goto out;
+out:
+	for (size_t k = 0; k < (nr ? nr : 1); k++)
+		gl_dcgm_batch_free(b[k]);
+	for (size_t k = 0; k < n; k++)
+		node_fini(&nd[k]);
+	free(nd);
+	free(b);
+	free(t);
+	return rc;
 }
 
 int gl_nvsmi_ingest(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const char *capture, size_t len,
 		    const struct gl_nvsmi_ingest_input *apps, const struct gl_nvsmi_ingest_input *pids,
 		    struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
-	struct gl_nvsmi_result r = {0}, ar = {0};
-	struct gl_jobpids pp = {0};
-	struct procs pr = {0};
-	struct gl_dcgm_batch **b = gl_xmalloc(sizeof *b);
-	int64_t *t = NULL;
-	size_t nr = 0;
-	int rc;
-
-	memset(res, 0, sizeof *res);
-	b[0] = gl_dcgm_batch_new(o->dcgm.max_skip_reasons);
-	if ((rc = parse_capture(capture, len, o->fields, o->utc_offset_s, &r, err))) {
-		gl_err_prefix(err, "%s: ", o->dcgm.input_name);
-		goto out;
-	}
-	if (r.kind == GL_NVSMI_APPS) {
-		rc = gl_err_set(err, GL_EFORMAT,
-				"%s: a --query-compute-apps capture: give it with --apps (the capture is --query-gpu CSV "
-				"or -q -x XML)",
-				o->dcgm.input_name);
-		goto out;
-	}
-	gl_dcgm_batch_lines(b[0], (int64_t)r.lines);
-	take_problems(b[0], &r, o->dcgm.input_name, &res->problems);
-	if ((rc = side_inputs(o, apps, pids, b[0], &ar, &pp, res, err)))
-		goto out;
-	/* the XML lists each GPU's processes itself */
-	procs_init(&pr, ar.kind ? &ar : r.kind == GL_NVSMI_XML ? &r : NULL, pids && pids->text ? &pp : NULL);
-	if (!r.nsamples) {
-		rc = gl_err_set(err, GL_EFORMAT, "%s: no GPU sample read (%zu rows, %zu problems%s%s)",
-				o->dcgm.input_name, r.rows, r.nproblems, r.nproblems ? ", the first: " : "",
-				r.nproblems ? r.problems[0].reason : "");
-		goto out;
-	}
-	if ((rc = make_rounds(o, &r, &pr, &b, &t, &nr, res, err)) ||
-	    (rc = gl_dcgm_ingest_rounds(c, &o->dcgm, b, t, nr, &res->dcgm, err)))
-		goto out;
-out:
-	for (size_t k = 0; k < (nr ? nr : 1); k++)
-		gl_dcgm_batch_free(b[k]);
-	free(b);
-	free(t);
-	free(pr.order);
-	gl_nvsmi_result_fini(&r);
-	gl_nvsmi_result_fini(&ar);
-	gl_jobpids_fini(&pp);
-	return rc;
+	struct gl_nvsmi_node_input in = {o->node, {capture, len, o->dcgm.input_name}, {0}, {0}, NULL};
+	if (apps)
+		in.apps = *apps;
+	if (pids)
+		in.pids = *pids;
+	return gl_nvsmi_ingest_nodes(c, o, &in, 1, res, err);
 }
 
 /* ---- the daemon source ---------------------------------------------- */
@@ -337,56 +408,151 @@ static void record_unread(PGconn *c, const char *cluster, const char *input, con
 	gl_ingest_stats_fini(&st);
 }
 
+/* s with every "{node}" replaced by node (malloc'd). */
+static char *subst_node(const char *s, const char *node)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	for (const char *p = s, *q; *p; p = q + 6) {
+		if (!(q = strstr(p, "{node}"))) {
+			gl_strbuf_puts(&b, p);
+			break;
+		}
+		gl_strbuf_append(&b, p, (size_t)(q - p));
+		gl_strbuf_puts(&b, node);
+	}
+	gl_strbuf_cstr(&b);
+	return b.p ? b.p : gl_xstrdup("");
+}
+
+/* One node's reads of a run. */
+struct node_read {
+	char *node;
+	struct gl_strbuf cap, apps, pids;
+	char shown[512], ashown[512], pshown[512];
+	char why[1024]; /* "" read */
+};
+
+struct hosts {
+	struct node_read *v;
+	size_t n;
+};
+
+static int add_host(const char *host, void *ud)
+{
+	struct hosts *h = ud;
+	h->v = gl_xrealloc(h->v, (h->n + 1) * sizeof *h->v);
+	memset(&h->v[h->n], 0, sizeof h->v[h->n]);
+	h->v[h->n].node = gl_xstrdup(host);
+	h->n++;
+	return 0;
+}
+
+/* input (command or file, one of them "") of node into out; its name in
+ * shown. On failure the reason in nr->why. */
+static int read_one(const struct gl_nvsmi_source_cfg *src, const char *command, const char *file, struct node_read *nr,
+		    struct gl_strbuf *out, char *shown, size_t nshown)
+{
+	char *cmd = subst_node(command, nr->node), *f = subst_node(file, nr->node);
+	struct gl_err e = {0};
+	int rc = read_input(cmd, f, src->timeout_s, out, shown, nshown, &e);
+	if (rc)
+		snprintf(nr->why, sizeof nr->why, "%s", e.msg);
+	free(cmd);
+	free(f);
+	return rc;
+}
+
+static void read_node(const struct gl_nvsmi_source_cfg *src, struct node_read *nr, struct gl_nvsmi_node_input *in)
+{
+	memset(in, 0, sizeof *in);
+	in->node = nr->node;
+	if (!read_one(src, src->command, src->file, nr, &nr->cap, nr->shown, sizeof nr->shown) &&
+	    (!(*src->apps_command || *src->apps_file) ||
+	     !read_one(src, src->apps_command, src->apps_file, nr, &nr->apps, nr->ashown, sizeof nr->ashown)) &&
+	    (!(*src->pids_command || *src->pids_file) ||
+	     !read_one(src, src->pids_command, src->pids_file, nr, &nr->pids, nr->pshown, sizeof nr->pshown))) {
+		in->capture = (struct gl_nvsmi_ingest_input){gl_strbuf_cstr(&nr->cap), nr->cap.len, nr->shown};
+		if (nr->ashown[0])
+			in->apps = (struct gl_nvsmi_ingest_input){gl_strbuf_cstr(&nr->apps), nr->apps.len, nr->ashown};
+		if (nr->pshown[0])
+			in->pids = (struct gl_nvsmi_ingest_input){gl_strbuf_cstr(&nr->pids), nr->pids.len, nr->pshown};
+		return;
+	}
+	in->capture.name = nr->shown;
+	in->failed = nr->why;
+}
+
+static void hosts_fini(struct hosts *h)
+{
+	for (size_t k = 0; k < h->n; k++) {
+		free(h->v[k].node);
+		gl_strbuf_fini(&h->v[k].cap);
+		gl_strbuf_fini(&h->v[k].apps);
+		gl_strbuf_fini(&h->v[k].pids);
+	}
+	free(h->v);
+}
+
+/* Every node's inputs, read one after the other; the number read. */
+static size_t read_nodes(const struct gl_nvsmi_source_cfg *src, struct hosts *h, struct gl_nvsmi_node_input *in)
+{
+	size_t ok = 0;
+	for (size_t k = 0; k < h->n; k++) {
+		read_node(src, &h->v[k], &in[k]);
+		ok += !in[k].failed;
+		if (gl_proc_stopping())
+			break;
+	}
+	return ok;
+}
+
 int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
 	const struct gl_nvsmi_source_cfg *src = srcp;
-	struct gl_strbuf cap = GL_STRBUF_INIT, apps = GL_STRBUF_INIT, pids = GL_STRBUF_INIT;
-	char shown[512], ashown[512] = "", pshown[512] = "";
+	struct hosts h = {0};
+	struct gl_nvsmi_node_input *in = NULL;
 	struct gl_nvsmi_ingest_opts o;
-	struct gl_nvsmi_ingest_input ai = {0}, pi = {0};
 	struct gl_nvsmi_ingest_result res;
+	char name[600];
 	int rc;
 
 	memset(&o, 0, sizeof o);
-	if ((rc = gl_dcgm_ingest_opts_init(&o.dcgm, cfg, src->cluster, err)))
-		goto out;
+	if ((rc = gl_dcgm_ingest_opts_init(&o.dcgm, cfg, src->cluster, err)) ||
+	    (rc = gl_hostlist_expand(src->node, strlen(src->node), add_host, &h, err)))
+		goto failed;
 	/* one capture an interval: a sample stands for up to two of them */
 	o.dcgm.max_gap_s = 2 * src->interval_s;
 	o.dcgm.run_source = "nvidia-smi";
-	o.node = src->node;
 	o.fields = *src->fields ? src->fields : NULL;
 	o.utc_offset_s = src->utc_offset_s;
 	o.at_s = GL_TIME_NONE;
-	if ((rc = read_input(src->command, src->file, src->timeout_s, &cap, shown, sizeof shown, err)) ||
-	    ((*src->apps_command || *src->apps_file) &&
-	     (rc = read_input(src->apps_command, src->apps_file, src->timeout_s, &apps, ashown, sizeof ashown, err))) ||
-	    ((*src->pids_command || *src->pids_file) &&
-	     (rc = read_input(src->pids_command, src->pids_file, src->timeout_s, &pids, pshown, sizeof pshown, err)))) {
-		gl_err_prefix(err, "nvidia-smi %s/%s: ", src->cluster, src->node);
-		record_unread(c, src->cluster, shown, err->msg);
+	in = gl_xcalloc(h.n ? h.n : 1, sizeof *in);
+	if (!read_nodes(src, &h, in)) {
+		/* nothing to ingest: the run says why (the first node's reason) */
+		rc = gl_err_set(err, GL_EIO, "nvidia-smi %s/%s: %s%s", src->cluster, src->node, h.n ? h.v[0].why : "no node",
+				h.n > 1 ? " (and every other node failed too)" : "");
+		record_unread(c, src->cluster, h.n == 1 ? h.v[0].shown : src->node, err->msg);
 		goto reported;
 	}
-	o.dcgm.input_name = shown;
-	if (ashown[0])
-		ai = (struct gl_nvsmi_ingest_input){gl_strbuf_cstr(&apps), apps.len, ashown};
-	if (pshown[0])
-		pi = (struct gl_nvsmi_ingest_input){gl_strbuf_cstr(&pids), pids.len, pshown};
-	if ((rc = gl_nvsmi_ingest(c, &o, gl_strbuf_cstr(&cap), cap.len, &ai, &pi, &res, err)))
+	snprintf(name, sizeof name, "%s", h.n == 1 ? h.v[0].shown : src->node);
+	o.dcgm.input_name = name;
+	o.node = h.v[0].node;
+	if ((rc = gl_nvsmi_ingest_nodes(c, &o, in, h.n, &res, err)))
 		goto failed;
 	gl_health_report("nvidia-smi", src->cluster, src->node, 1, now_s, NULL, 0);
 	snprintf(summary, n,
-		 "%s: %lld rounds, %lld GPU samples, %lld applied, %lld stale, %lld labelled by job, %lld problems",
-		 src->node, (long long)res.rounds, (long long)res.samples, (long long)res.dcgm.applied,
-		 (long long)res.dcgm.stale, (long long)res.labelled, (long long)res.problems);
+		 "%s: %zu nodes (%lld failed), %lld rounds, %lld GPU samples, %lld applied, %lld stale, %lld labelled by "
+		 "job, %lld problems",
+		 src->node, h.n, (long long)res.failed_nodes, (long long)res.rounds, (long long)res.samples,
+		 (long long)res.dcgm.applied, (long long)res.dcgm.stale, (long long)res.labelled, (long long)res.problems);
 	goto out;
 failed:
 	gl_err_prefix(err, "nvidia-smi %s/%s: ", src->cluster, src->node);
 reported:
 	gl_health_report("nvidia-smi", src->cluster, src->node, 0, now_s, err->msg, 0);
 out:
-	gl_strbuf_fini(&cap);
-	gl_strbuf_fini(&apps);
-	gl_strbuf_fini(&pids);
+	hosts_fini(&h);
+	free(in);
 	return rc;
 }

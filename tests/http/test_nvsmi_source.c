@@ -3,7 +3,9 @@
  * Node nv1's capture is printed by `cat` of the real H100 capture
  * (tests/fixtures/nvsmi), its processes read from the real compute-apps
  * capture with a SYNTHETIC `scontrol listpids` (Slurm 22.05's layout) naming
- * them job 302's; node nv2's command fails, which fails its run alone. */
+ * them job 302's; node nv2's command fails, which fails its run alone;
+ * nodes nvm[1-2] are one entry reading {node}.csv, nvm1's there (the real
+ * L40S capture), nvm2's missing: their run ingests nvm1 and names nvm2. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,8 +91,12 @@ static void test_daemon_runs_nvidia_smi(void **state)
 		 "sources:\n  nvidia_smi:\n"
 		 "    - cluster: nvd\n      node: nv1\n      command: cat %s\n"
 		 "      apps_file: %s\n      pids_file: %s\n      interval_s: 8\n"
-		 "    - cluster: nvd\n      node: nv2\n      command: false\n      interval_s: 1\n",
-		 gl_test_fixture(FX "h100_query_gpu.csv"), gl_test_fixture(FX "h100_compute_apps.csv"), pids);
+		 "    - cluster: nvd\n      node: nv2\n      command: false\n      interval_s: 1\n"
+		 "    - cluster: nvm\n      node: nvm[1-2]\n      file: %s/{node}.csv\n      interval_s: 8\n",
+		 gl_test_fixture(FX "h100_query_gpu.csv"), gl_test_fixture(FX "h100_compute_apps.csv"), pids, g_dir);
+	/* nvm1's capture is there, nvm2's is not: one run, nvm1 ingested, nvm2 named */
+	snprintf(sql, sizeof sql, "cp %s %s/nvm1.csv", gl_test_fixture(FX "l40s_query_gpu.csv"), g_dir);
+	assert_int_equal(system(sql), 0);
 	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, cfg, NULL), 0);
 	/* two runs of nv1: the second re-reads the same capture and applies
 	 * nothing. A sample stands for at most two intervals (16 s): the load
@@ -101,9 +107,18 @@ static void test_daemon_runs_nvidia_smi(void **state)
 	assert_true(wait_for(sql, 2) >= 2);
 	assert_true(wait_for("SELECT count(*) FROM ingest_runs WHERE source = 'nvidia-smi' AND status = 'failed'", 1) >=
 		    1);
+	assert_true(wait_for("SELECT count(*) FROM ingest_runs r JOIN clusters c USING (cluster_id) WHERE c.name = 'nvm'"
+			     " AND r.status = 'partial'",
+			     1) >= 1);
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
-	assert_string_equal(gl_test_qstr(g_c, "SELECT g.source || ' ' || n.name FROM gpus g JOIN nodes n USING (node_id)"),
-			    "nvidia-smi nv1");
+	assert_string_equal(gl_test_qstr(g_c, "SELECT string_agg(g.source || ' ' || n.name, ',' ORDER BY n.name)"
+					      " FROM gpus g JOIN nodes n USING (node_id)"),
+			    "nvidia-smi nv1,nvidia-smi nvm1");
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'nvm' AND r.status = 'partial' AND r.input = 'nvm[1-2]'"
+					   " AND r.skip_reasons::text LIKE '%nvm2.csv: No such file%'"),
+			 gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+					   " WHERE c.name = 'nvm'"));
 	assert_string_equal(gl_test_qstr(g_c, "SELECT string_agg(j.job_id || ' ' || u.attribution || ' '"
 					      " || round(u.busy_gpu_s::numeric, 3), ',' ORDER BY j.job_id)"
 					      " FROM gl_job_usage() u JOIN jobs j USING (job_pk)"),

@@ -157,6 +157,10 @@ static const struct bad_case bad[] = {
 	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n      file: /x\n      pids_file: /p\n"
 	 "      pids_command: scontrol listpids\n      apps_file: /a\n",
 	 "t.yaml:3: sources.nvidia_smi[0]: give at most one of pids_command and pids_file"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: gpu[01-04]\n      file: /spool/gpu.csv\n",
+	 "t.yaml:4: sources.nvidia_smi[0].node: 'gpu[01-04]' names 4 nodes: put {node} in command or file"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: gpu[01-\n      file: /spool/{node}.csv\n",
+	 "t.yaml:4: sources.nvidia_smi[0].node: 'gpu[01-' is not a Slurm hostlist"},
 	/* two budgets of one owner at one time: both listed, alerts to either */
 	{"budgets:\n  - owner: v\n    amount: \"5\"\n  - owner: v\n    amount: \"6\"\n",
 	 "t.yaml:4: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},
