@@ -153,4 +153,17 @@ int gl_dcgmstore_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_er
 /* Pending samples whose job is known now attributed to it (sql/020). */
 int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
 
+/* A GPU some source reports (exporter, AMD exporter, nvidia-smi), as
+ * /v1/inventory lists it. Strings "" when unknown; times GL_TIME_NONE. */
+struct gl_inv_gpu {
+	char *cluster, *node, *uuid, *model_raw, *model, *profile, *driver, *source;
+	int mig_instance;        /* -1: the whole GPU */
+	int64_t first_seen_s, last_seen_s, absent_since_s;
+};
+/* Every GPU of cluster (NULL: all), by cluster, node, uuid, instance. The
+ * caller frees *out with gl_dcgmstore_inv_gpus_free. */
+int gl_dcgmstore_inv_gpus(PGconn *c, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+			  struct gl_err *err) GL_MUSTCHECK;
+void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n);
+
 #endif

@@ -4,6 +4,7 @@
 #include "gl/capacity.h"
 #include "gl/csv.h"
 #include "gl/db.h"
+#include "gl/dcgmstore.h"
 #include "gl/jobs.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
@@ -402,21 +403,90 @@ static void inventory_csv(struct gl_resp *resp, const PGresult *r)
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("inventory.csv"));
 }
 
+/* Every GPU a source reports, JSON. */
+static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		const char *k[] = {"cluster", "node", "uuid", "model_raw", "model", "mig_profile", "driver", "source"};
+		const char *s[] = {v[i].cluster, v[i].node,    v[i].uuid,   v[i].model_raw,
+				   v[i].model,   v[i].profile, v[i].driver, v[i].source};
+		for (int j = 0; j < 8; j++) {
+			if (*s[j])
+				cJSON_AddStringToObject(o, k[j], s[j]);
+			else
+				cJSON_AddNullToObject(o, k[j]);
+		}
+		if (v[i].mig_instance >= 0)
+			cJSON_AddNumberToObject(o, "mig_instance", v[i].mig_instance);
+		else
+			cJSON_AddNullToObject(o, "mig_instance");
+		gl_apijson_add_time(o, "first_seen", v[i].first_seen_s);
+		gl_apijson_add_time(o, "last_seen", v[i].last_seen_s);
+		if (v[i].absent_since_s != GL_TIME_NONE)
+			gl_apijson_add_time(o, "absent_since", v[i].absent_since_s);
+		else
+			cJSON_AddNullToObject(o, "absent_since");
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+/* table=gpus: the GPUs the sources report, one row each. */
+static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_t n)
+{
+	struct gl_strbuf *o = &resp->body;
+	char t[32];
+	gl_apijson_csv_header(o, (const char *const[]){"cluster", "node", "uuid", "model_raw", "model", "mig_profile",
+						       "mig_instance", "driver", "source", "first_seen", "last_seen",
+						       "absent_since", NULL});
+	for (size_t i = 0; i < n; i++) {
+		const char *s[] = {v[i].cluster, v[i].node, v[i].uuid, v[i].model_raw, v[i].model, v[i].profile};
+		for (int j = 0; j < 6; j++)
+			gl_csv_field(o, s[j]);
+		snprintf(t, sizeof t, "%d", v[i].mig_instance);
+		gl_csv_field(o, v[i].mig_instance >= 0 ? t : "");
+		gl_csv_field(o, v[i].driver);
+		gl_csv_field(o, v[i].source);
+		gl_time_format(v[i].first_seen_s, t, sizeof t);
+		gl_csv_field(o, t);
+		gl_time_format(v[i].last_seen_s, t, sizeof t);
+		gl_csv_field(o, t);
+		if (v[i].absent_since_s != GL_TIME_NONE)
+			gl_time_format(v[i].absent_since_s, t, sizeof t);
+		gl_csv_field(o, v[i].absent_since_s != GL_TIME_NONE ? t : "");
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("inventory_gpus.csv"));
+}
+
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *cluster = gl_req_param(req, "cluster");
+	const char *cluster = gl_req_param(req, "cluster"), *table = gl_req_param(req, "table");
 	struct gl_err err = {0};
 	char now[24];
 	PGconn *c;
 	PGresult *r = NULL;
 	cJSON *root = NULL, *arr, *nodes;
+	struct gl_inv_gpu *gv = NULL;
+	size_t ng = 0;
 	int rc, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
+	if (table && strcmp(table, "nodes") && strcmp(table, "gpus"))
+		return gl_resp_error(resp, GL_EINVAL, "table", "table: '%s' is not nodes or gpus", table);
 	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
 	if ((rc = gl_req_db(req, &c, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if (csv && table && !strcmp(table, "gpus")) {
+		if ((rc = gl_dcgmstore_inv_gpus(c, cluster, &gv, &ng, &err)))
+			return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+		inv_gpus_csv(resp, gv, ng);
+		gl_dcgmstore_inv_gpus_free(gv, ng);
+		return 0;
+	}
 	if (csv) {
 		if ((rc = gl_db_query(c, inv_nodes_sql, 2, (const char *[]){cluster, now}, &r, &err)))
 			return gl_resp_error(resp, rc, NULL, "%s", err.msg);
@@ -498,6 +568,12 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 		cJSON_AddItemToArray(arr, o);
 	}
 	PQclear(r);
+	r = NULL;
+	/* every GPU any source reports: exporters, AMD, nvidia-smi */
+	if ((rc = gl_dcgmstore_inv_gpus(c, cluster, &gv, &ng, &err)))
+		goto fail;
+	cJSON_AddItemToObject(root, "gpus", inv_gpus_json(gv, ng));
+	gl_dcgmstore_inv_gpus_free(gv, ng);
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	return 0;

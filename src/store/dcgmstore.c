@@ -578,3 +578,51 @@ int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, stru
 	PQclear(r);
 	return 0;
 }
+
+int gl_dcgmstore_inv_gpus(PGconn *c, const char *cluster, struct gl_inv_gpu **out, size_t *n, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	*out = NULL;
+	*n = 0;
+	/* the model a raw name is counted and billed under (sql/024) */
+	if ((rc = gl_db_query(c,
+			      "SELECT cl.name, nd.name, g.uuid, coalesce(g.model, ''), coalesce(gl_gpu_model(g.model), ''),"
+			      " coalesce(g.mig_profile, ''), coalesce(g.driver, ''), coalesce(g.source, ''), g.mig_instance,"
+			      " extract(epoch FROM g.first_seen)::bigint, extract(epoch FROM g.last_seen)::bigint,"
+			      " extract(epoch FROM g.absent_since)::bigint"
+			      " FROM gpus g JOIN nodes nd ON nd.node_id = g.node_id JOIN clusters cl ON cl.cluster_id = g.cluster_id"
+			      " WHERE $1::text IS NULL OR cl.name = $1 ORDER BY 1, 2, 3, 9",
+			      1, (const char *[]){cluster}, &r, err)))
+		goto out;
+	*n = (size_t)PQntuples(r);
+	*out = gl_xcalloc(*n ? *n : 1, sizeof **out);
+	for (size_t i = 0; i < *n; i++) {
+		struct gl_inv_gpu *g = &(*out)[i];
+		char **str[] = {&g->cluster, &g->node, &g->uuid, &g->model_raw, &g->model, &g->profile, &g->driver, &g->source};
+		int64_t *tm[] = {&g->first_seen_s, &g->last_seen_s, &g->absent_since_s};
+		for (int k = 0; k < 8; k++)
+			*str[k] = gl_xstrdup(PQgetvalue(r, (int)i, k));
+		g->mig_instance = atoi(PQgetvalue(r, (int)i, 8));
+		for (int k = 0; k < 3; k++)
+			*tm[k] = PQgetisnull(r, (int)i, 9 + k) ? GL_TIME_NONE : atoll(PQgetvalue(r, (int)i, 9 + k));
+	}
+out:
+	PQclear(r);
+	return rc;
+}
+
+void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].cluster);
+		free(v[i].node);
+		free(v[i].uuid);
+		free(v[i].model_raw);
+		free(v[i].model);
+		free(v[i].profile);
+		free(v[i].driver);
+		free(v[i].source);
+	}
+	free(v);
+}

@@ -66,6 +66,38 @@ static void write_file(const char *path, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
+/* /v1/inventory lists the GPUs nvidia-smi reports (JSON and CSV). */
+static void inventory_lists_them(void)
+{
+	struct gl_test_http r;
+	cJSON *inv = gl_test_get_json(g_d.port, "/v1/inventory?cluster=nvm", 200), *g;
+	assert_non_null(inv);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(inv, "gpus")), 1);
+	g = cJSON_GetArrayItem(cJSON_GetObjectItem(inv, "gpus"), 0);
+	assert_string_equal(cJSON_GetObjectItem(g, "node")->valuestring, "nvm1");
+	assert_string_equal(cJSON_GetObjectItem(g, "source")->valuestring, "nvidia-smi");
+	assert_string_equal(cJSON_GetObjectItem(g, "model_raw")->valuestring, "NVIDIA L40S");
+	assert_string_equal(cJSON_GetObjectItem(g, "model")->valuestring,
+			    gl_test_qstr(g_c, "SELECT gl_gpu_model('NVIDIA L40S')"));
+	assert_string_equal(cJSON_GetObjectItem(g, "driver")->valuestring, "595.80");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(g, "mig_instance")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(g, "absent_since")));
+	assert_non_null(cJSON_GetObjectItem(g, "first_seen")->valuestring);
+	cJSON_Delete(inv);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/inventory?cluster=nvm&format=csv&table=gpus", NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "cluster,node,uuid,model_raw,model,mig_profile,mig_instance,driver,source,"
+				       "first_seen,last_seen,absent_since\r\n"));
+	assert_non_null(strstr(r.body, "nvm,nvm1,GPU-"));
+	assert_non_null(strstr(r.body, ",595.80,nvidia-smi,"));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/inventory?format=csv&table=pods", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.body, "\"table\""));
+	gl_test_http_fini(&r);
+}
+
 static void test_daemon_runs_nvidia_smi(void **state)
 {
 	char sacct[400], pids[400], cfg[4096], sql[300];
@@ -110,6 +142,7 @@ static void test_daemon_runs_nvidia_smi(void **state)
 	assert_true(wait_for("SELECT count(*) FROM ingest_runs r JOIN clusters c USING (cluster_id) WHERE c.name = 'nvm'"
 			     " AND r.status = 'partial'",
 			     1) >= 1);
+	inventory_lists_them();
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
 	assert_string_equal(gl_test_qstr(g_c, "SELECT string_agg(g.source || ' ' || n.name, ',' ORDER BY n.name)"
 					      " FROM gpus g JOIN nodes n USING (node_id)"),
