@@ -20,6 +20,7 @@
 
 #include "gl/common.h"
 #include "gl/dcgm.h"
+#include "gl/store.h"
 
 #include <libpq-fe.h>
 #include <stddef.h>
@@ -162,7 +163,7 @@ struct gl_inv_gpu {
 };
 /* Every GPU of cluster (NULL: all), by cluster, node, uuid, instance. The
  * caller frees *out with gl_dcgmstore_inv_gpus_free. */
-int gl_dcgmstore_inv_gpus(PGconn *c, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_inv_gpu **out, size_t *n,
 			  struct gl_err *err) GL_MUSTCHECK;
 void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n);
 

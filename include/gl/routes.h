@@ -45,9 +45,6 @@ void gl_forecast_cache_drop(char kind);
 /* src/api/routes_capplan.c */
 int gl_route_capacity_plan(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp);
-/* Appends the inventory gauges (scheduler GPUs, snapshot age, conflicts
- * between sources) to a /metrics body; silent when the query fails. */
-void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o);
 
 #define GL_VERSION "0.1.0"
 

@@ -8,6 +8,7 @@
 #include "gl/health.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
+#include "gl/store.h"
 
 #include <time.h>
 
@@ -31,23 +32,24 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 	s->src = src;
 	s->next_s = 0; /* run at once on start */
 	s->lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(600);
+	s->leased = 1;
 }
 
 /* Rebuilds stale past days of usage_daily, at most a month per run so one
  * slow run never starves the other sources. */
-static int rollup_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	int built = 0, rc = gl_acct_build_stale(c, now_s, 31, &built, err);
+	int built = 0, rc = gl_acct_build_stale(st, now_s, 31, &built, err);
 	if (!rc)
 		snprintf(summary, n, "%d days rebuilt", built);
 	return rc;
 }
 
-static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+static int budget_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	int fired = 0, rc = gl_budget_check(c, cfg, now_s, &fired, err);
+	int fired = 0, rc = gl_budget_check(st, cfg, now_s, &fired, err);
 	/* without a command an alert is only recorded and audited: "sent"
 	 * would tell an operator someone was notified */
 	if (!rc)
@@ -56,34 +58,52 @@ static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, i
 	return rc;
 }
 
+/* The ingest sources take the connection itself (src/ingest/): one bridge
+ * each from the store handle the scheduler holds. */
+#define INGEST_SOURCE(name, fn)                                                                              \
+	static int name(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,   \
+			char *summary, size_t n, struct gl_err *err)                                        \
+	{                                                                                                    \
+		return fn(gl_db_conn(st), cfg, src, now_s, summary, n, err);                                 \
+	}
+INGEST_SOURCE(sacct_run, gl_sacct_source_run)
+INGEST_SOURCE(kube_run, gl_kube_source_run)
+INGEST_SOURCE(dcgm_run, gl_dcgm_source_run)
+INGEST_SOURCE(nvsmi_run, gl_nvsmi_source_run)
+INGEST_SOURCE(slurm_nodes_run, gl_slurm_nodes_source_run)
+INGEST_SOURCE(kube_nodes_run, gl_kube_nodes_source_run)
+#undef INGEST_SOURCE
+
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out)
 {
 	struct gl_daemon_source *arr = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < cfg->n_sacct; i++)
-		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_source_run,
+		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, sacct_run,
 		    &cfg->sacct[i]);
 	for (size_t i = 0; i < cfg->n_kube; i++)
-		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_source_run, &cfg->kube[i]);
+		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, kube_run, &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
-		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_source_run, &cfg->dcgm[i]);
+		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, dcgm_run, &cfg->dcgm[i]);
 	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
 		/* one source a node: its name carries the node too */
 		char who[256];
 		snprintf(who, sizeof who, "%s/%s", cfg->nvidia_smi[i].cluster, cfg->nvidia_smi[i].node);
-		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, gl_nvsmi_source_run,
+		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, nvsmi_run,
 		    &cfg->nvidia_smi[i]);
 	}
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
-		    gl_slurm_nodes_source_run, &cfg->slurm_nodes[i]);
+		    slurm_nodes_run, &cfg->slurm_nodes[i]);
 	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
 		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
-		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
+		    kube_nodes_run, &cfg->kube_nodes[i]);
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */
 	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
+	/* the cache is this process's memory: every instance keeps its own */
+	arr[n - 1].leased = 0;
 	/* the previous month's report set on the 1st; budget alerts */
 	add(&arr, &n, &cap, "reports", "all", 300, gl_report_sched_run, NULL);
 	if (cfg->n_budgets)
@@ -93,8 +113,48 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	return n;
 }
 
-void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_source *s, size_t n, int64_t now_s,
-		    volatile int *stop)
+int64_t gl_daemon_lease_ttl(const struct gl_daemon_self *self, int64_t interval_s)
+{
+	int64_t ttl = self->lease_ttl_s < interval_s ? self->lease_ttl_s : interval_s;
+	return ttl < GL_LEASE_MIN_TTL_S ? GL_LEASE_MIN_TTL_S : ttl;
+}
+
+int gl_daemon_lease(struct gl_store *st, const struct gl_daemon_self *self, struct gl_daemon_source *s, int64_t now_s)
+{
+	struct gl_err err = {0};
+	char who[GL_LEASE_INSTANCE_MAX];
+	int64_t ttl, token = 0, retry;
+	if (!self || !s->leased)
+		return 1;
+	ttl = gl_daemon_lease_ttl(self, s->interval_s);
+	if (gl_lease_take(st, s->name, self->holder, self->instance, ttl, &token, who, sizeof who, &err)) {
+		gl_log_fail(&s->lim, now_s, GL_LOG_ERROR, "%s: lease: %s", s->name, err.msg);
+		s->token = 0;
+		return 0;
+	}
+	gl_health_lease(s->name, token > 0, token > 0 ? self->instance : who);
+	if (token > 0) {
+		if (token != s->token)
+			gl_log(GL_LOG_INFO, "%s: runs on this instance (%s, lease token %lld)", s->name, self->instance,
+			       (long long)token);
+		s->token = token;
+		s->holder_seen[0] = '\0';
+		return 1;
+	}
+	if (s->token || strcmp(who, s->holder_seen))
+		gl_log(GL_LOG_INFO, "%s: runs on instance %s; this one takes over if its lease lapses", s->name,
+		       who[0] ? who : "(none)");
+	s->token = 0;
+	snprintf(s->holder_seen, sizeof s->holder_seen, "%s", who);
+	/* asked again at half the ttl: a dead holder's job moves here within
+	 * a ttl and a half of its last renewal */
+	retry = ttl / 2 > 1 ? ttl / 2 : 1;
+	s->next_s = now_s + (retry < s->interval_s ? retry : s->interval_s);
+	return 0;
+}
+
+void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, const struct gl_daemon_self *self,
+		    struct gl_daemon_source *s, size_t n, int64_t now_s, volatile int *stop)
 {
 	for (size_t i = 0; i < n && !(stop && *stop); i++) {
 		char summary[512] = "";
@@ -103,8 +163,12 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 		if (now_s < s[i].next_s)
 			continue;
 		s[i].next_s = now_s + s[i].interval_s;
-		if (PQstatus(c) != CONNECTION_OK)
-			PQreset(c);
+		if (gl_store_revive(st, &err)) {
+			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
+			continue;
+		}
+		if (!gl_daemon_lease(st, self, &s[i], now_s))
+			continue;
 		struct timespec t0, t1;
 		const char *colon = strchr(s[i].name, ':');
 		char kind[16];
@@ -113,17 +177,30 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, struct gl_daemon_sou
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* a stop cancels the source's statement in flight (one waiting on
 		 * a lock would otherwise hold the stop for as long as the lock) */
-		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, s[i].name);
-		rc = s[i].run(c, cfg, s[i].src, now_s, summary, sizeof summary, &err);
+		gl_dbcancel_begin_store(&slot, st, GL_DBCANCEL_WORK, s[i].name);
+		rc = s[i].run(st, cfg, s[i].src, now_s, summary, sizeof summary, &err);
 		gl_dbcancel_end(&slot);
+		if (rc == -GL_EBUSY && self && s[i].leased)
+			/* the fence refused a commit: the lease moved on while this
+			 * run was under way (a pause, a stall); the next try finds
+			 * out who holds it */
+			s[i].token = 0;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (rc && (PQtransactionStatus(c) == PQTRANS_INTRANS || PQtransactionStatus(c) == PQTRANS_INERROR)) {
+		if (rc) {
 			/* failed mid-transaction (a cancel lands anywhere): the next
 			 * source, and the stop's last audit anchor, start clean */
 			struct gl_err rb = {0};
-			gl_log(GL_LOG_WARN, "%s: left a transaction open; rolled back", s[i].name);
-			if (gl_db_exec(c, "ROLLBACK", &rb))
+			int open = gl_store_rollback_open(st, &rb);
+			if (open)
+				gl_log(GL_LOG_WARN, "%s: left a transaction open; rolled back", s[i].name);
+			if (open < 0)
 				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, rb.msg);
+		}
+		if (self && s[i].leased && gl_store_up(st)) {
+			/* the next job (or the forecast refresh) writes under its own fence, or none */
+			struct gl_err uf = {0};
+			if (gl_lease_unfence(st, &uf))
+				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, uf.msg);
 		}
 		/* the whole-source entry; sources with many targets add their own */
 		gl_health_report(kind, colon ? colon + 1 : "", "", rc == 0, now_s, rc ? err.msg : NULL,

@@ -579,8 +579,10 @@ int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, stru
 	return 0;
 }
 
-int gl_dcgmstore_inv_gpus(PGconn *c, const char *cluster, struct gl_inv_gpu **out, size_t *n, struct gl_err *err)
+int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+			  struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	*out = NULL;

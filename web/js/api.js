@@ -10,7 +10,7 @@ export class ApiError extends Error {
 	}
 }
 
-const listeners = { unauthorized: [], down: [], up: [] };
+const listeners = { unauthorized: [], down: [], up: [], data: [] };
 export function on(event, fn) { listeners[event].push(fn); }
 function emit(event, arg) { for (const fn of listeners[event]) fn(arg); }
 
@@ -53,9 +53,13 @@ async function request(path, params, { tok = token(), signal } = {}) {
 	return res;
 }
 
+// every accounting answer says how far each source's data reaches and
+// whether the window goes past it (docs/ingest.md, "Observed time")
 export async function get(path, params, opts) {
 	const res = await request(path, params, opts);
-	return res.json();
+	const j = await res.json();
+	if (j && typeof j.window_past_data_through === 'boolean') emit('data', j);
+	return j;
 }
 
 // A file through the API's format= (csv, zip, html, pdf), fetched with the

@@ -49,6 +49,18 @@ function banner(text) {
 	b.hidden = !text;
 }
 
+// A window past some source's data: said above the view, not in a
+// footnote, since its figures leave that time out (it was not observed)
+function dataBanner(d) {
+	const b = $('data-banner');
+	if (!d || !d.window_past_data_through) { b.hidden = true; b.textContent = ''; return; }
+	const when = (t) => t.replace('T', ' ').replace(/:00Z$/, ' UTC').replace(/Z$/, ' UTC');
+	const srcs = d.past_data_through.map((x) => x.cluster + ' ' + x.source + ' (' + x.data + ') through ' + when(x.through));
+	b.textContent = 'This window reaches past the data: ' + srcs.join('; ') +
+		'. Time after that was not observed and is not in these figures.';
+	b.hidden = false;
+}
+
 function theme(t) {
 	document.documentElement.dataset.theme = t;
 	localStorage.setItem('gpuledger.theme', t);
@@ -169,6 +181,8 @@ async function render(v, focus) {
 	state.abort = ctl;
 	const el = h('div', { class: 'view-body', 'data-view': v.id, 'aria-busy': 'true' }, loading());
 	$('view').replaceChildren(el);
+	dataBanner(null);
+	state.dataSeen = ctl;
 	if (focus) $('main').focus({ preventScroll: true });
 	const ctx = {
 		el, who: state.who, window: windowParam(), aggregate: state.aggregate[v.id], signal: ctl.signal,
@@ -199,6 +213,11 @@ function init() {
 	api.on('unauthorized', (msg) => { api.clearToken(); showSignin('Signed out: ' + msg); });
 	api.on('down', (e) => banner('The API does not answer: ' + e.message + '. Showing what was loaded; retrying on the next action.'));
 	api.on('up', () => banner(''));
+	// the first answer of the view under way that reaches past the data names it
+	api.on('data', (d) => {
+		if (state.dataSeen !== state.abort || !d.window_past_data_through || !$('data-banner').hidden) return;
+		dataBanner(d);
+	});
 	$('signin-form').addEventListener('submit', async (ev) => {
 		ev.preventDefault();
 		const tok = $('token').value.trim();

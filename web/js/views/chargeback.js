@@ -15,9 +15,11 @@ export async function render(ctx) {
 		m.allocated += it.allocated_gpu_seconds;
 		if (it.busy_gpu_seconds !== null) m.busy = (m.busy || 0) + it.busy_gpu_seconds;
 		if (it.idle_in_allocation_gpu_seconds !== null) m.idleIn = (m.idleIn || 0) + it.idle_in_allocation_gpu_seconds;
-		m.cost += it.cost_micros;
-		m.idleShare += it.idle_share_micros;
-		m.total += it.total_micros;
+		// the API's shown amounts (one rounding for every view): the rows
+		// then add up to the Total row to the cent, as in the CSV and report
+		m.cost += it.cost_shown_micros;
+		m.idleShare += it.idle_share_shown_micros;
+		m.total += it.total_shown_micros;
 		m.unpriced += it.unpriced_gpu_seconds;
 		merged.set(it.name, m);
 	}
@@ -25,7 +27,7 @@ export async function render(ctx) {
 	const t = cb.totals;
 	// idle capacity not shared out to owners (all of it with shareIdle=none)
 	let idleS = 0, idleM = 0;
-	for (const s of cb.steps) if (s.idle) { idleS += s.idle.unshared_gpu_seconds; idleM += s.idle.unshared_micros; }
+	for (const s of cb.steps) if (s.idle && s.idle.gpu_seconds !== null) { idleS += s.idle.gpu_seconds; idleM += s.idle.total_shown_micros; }
 	const idleRow = idleS || idleM ? [{
 		class: 'special',
 		cells: ['__idle__', f.gpuHours(idleS), '—', '—', f.money(idleM, cur), '—', f.money(idleM, cur)],
