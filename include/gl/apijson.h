@@ -47,8 +47,9 @@ void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null);
 void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null);
 void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int minor);
 void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t);
-/* Thousandths (gpu_milli) as a decimal without trailing zeros ("0.5", "2"). */
-void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
+/* Millionths (micro-GPUs) as a decimal without trailing zeros ("0.5", "2",
+ * "0.142857"). */
+void gl_apijson_csv_micro(struct gl_strbuf *o, long long micro);
 /* A header row from a NULL-terminated list of names. */
 void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names);
 /* 1 when the sep-separated list v has an empty item ("a,", ",a", "a,,b"):

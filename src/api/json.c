@@ -200,11 +200,11 @@ void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int min
 	gl_csv_raw(o, buf);
 }
 
-void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli)
+void gl_apijson_csv_micro(struct gl_strbuf *o, long long micro)
 {
-	char buf[32];
+	char buf[40];
 	size_t n;
-	snprintf(buf, sizeof buf, "%s%lld.%03lld", milli < 0 ? "-" : "", llabs(milli) / 1000, llabs(milli) % 1000);
+	snprintf(buf, sizeof buf, "%s%lld.%06lld", micro < 0 ? "-" : "", llabs(micro) / 1000000, llabs(micro) % 1000000);
 	n = strlen(buf);
 	while (buf[n - 1] == '0')
 		buf[--n] = '\0';

@@ -290,6 +290,8 @@ static const struct {
 	{"sacct", gl_cli_ingest_sacct, "ingest sacct --cluster NAME --file F [--delimiter C] [--fields LIST]"},
 	{"kube", gl_cli_ingest_kube, "ingest kube --cluster NAME --file F [--at TIME]"},
 	{"dcgm", gl_cli_ingest_dcgm, "ingest dcgm --cluster NAME --file F --at TIME [--node NAME]"},
+	{"nvidia-smi", gl_cli_ingest_nvsmi,
+	 "ingest nvidia-smi --cluster NAME --node N --file F [--fields LIST] [--at TIME] [--apps F --pids F]"},
 	{"slurm-nodes", gl_cli_ingest_slurm_nodes,
 	 "ingest slurm-nodes --cluster NAME --nodes F [--events F] [--reservations F] [--at TIME]"},
 	{"kube-nodes", gl_cli_ingest_kube_nodes, "ingest kube-nodes --cluster NAME --file F [--at TIME]"},

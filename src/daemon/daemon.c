@@ -1,5 +1,6 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
+#include "gl/nvsmi_ingest.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/db.h"
@@ -69,6 +70,7 @@ static int budget_run(struct gl_store *st, const struct gl_config *cfg, const vo
 INGEST_SOURCE(sacct_run, gl_sacct_source_run)
 INGEST_SOURCE(kube_run, gl_kube_source_run)
 INGEST_SOURCE(dcgm_run, gl_dcgm_source_run)
+INGEST_SOURCE(nvsmi_run, gl_nvsmi_source_run)
 INGEST_SOURCE(slurm_nodes_run, gl_slurm_nodes_source_run)
 INGEST_SOURCE(kube_nodes_run, gl_kube_nodes_source_run)
 #undef INGEST_SOURCE
@@ -84,6 +86,13 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, kube_run, &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
 		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, dcgm_run, &cfg->dcgm[i]);
+	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
+		/* one source a node: its name carries the node too */
+		char who[256];
+		snprintf(who, sizeof who, "%s/%s", cfg->nvidia_smi[i].cluster, cfg->nvidia_smi[i].node);
+		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, nvsmi_run,
+		    &cfg->nvidia_smi[i]);
+	}
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
 		    slurm_nodes_run, &cfg->slurm_nodes[i]);

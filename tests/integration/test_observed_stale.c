@@ -57,8 +57,8 @@ static int setup(void **state)
 		return -1;
 	exec("INSERT INTO clusters (name, kind) VALUES ('c1', 'slurm')");
 	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, account, state, start_at, elapsed_s, gpu_milli, gpu_type)"
-		 " SELECT cluster_id, 'db:1', '1', 'teama', 'RUNNING', to_timestamp(%lld), 3600, 1000, 'a100'"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, account, state, start_at, elapsed_s, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:1', '1', 'teama', 'RUNNING', to_timestamp(%lld), 3600, 1000000, 'a100'"
 		 " FROM clusters WHERE name = 'c1'",
 		 D0 + 3600);
 	exec(sql);

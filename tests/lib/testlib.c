@@ -1269,10 +1269,10 @@ void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, co
 	snprintf(ns, sizeof ns, "%ld", n);
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200),"
 		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, 'COMPLETED', s - interval '10 minutes', s, s + d,"
-		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
+		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
 		 " ARRAY['n' || (g %% 1250)]"
 		 " FROM (SELECT g, $1::timestamptz + (g::double precision / $3::bigint) * $2::interval AS s,"
 		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, $3::bigint) g) x");
@@ -1298,4 +1298,24 @@ int gl_test_philly_db(const char *name, char *dsn, size_t n)
 			 NULL);
 	unlink(path);
 	return rc;
+}
+
+void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb)
+{
+	char path[64], buf[4096];
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	*cpu_s = 0;
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		char *p;
+		unsigned long ut = 0, st = 0;
+		buf[n] = '\0';
+		fclose(f);
+		p = strrchr(buf, ')'); /* the command name may hold spaces */
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+			*cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+	*hwm_kb = gl_test_peak_rss_kb((int)pid);
 }

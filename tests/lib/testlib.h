@@ -151,6 +151,9 @@ cJSON *gl_test_get_json(int port, const char *path, long want_status);
  * program ("bench_nodes: msg") and exits 1. */
 double gl_test_now_s(void);
 void gl_test_die(const char *msg) __attribute__((noreturn));
+/* Process pid's CPU time so far (utime + stime, /proc/PID/stat) and peak
+ * RSS (VmHWM, kB); 0 when unreadable. For the daemon benchmarks. */
+void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb);
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
  * tmpfile, empties the table (TRUNCATE as the owner role, c being the
