@@ -7,6 +7,7 @@
 #include "gl/health.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
+#include "gl/retention.h"
 
 #include <time.h>
 
@@ -43,6 +44,24 @@ static int rollup_run(PGconn *c, const struct gl_config *cfg, const void *src, i
 	return rc;
 }
 
+/* Partitions the next days and months write to, then retention: whole
+ * partitions past the configured horizons go (docs/scale.md). */
+static int partitions_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			  size_t n, struct gl_err *err)
+{
+	struct gl_retention_policy pol = {cfg->retention_usage_days, cfg->retention_ingest_runs_days};
+	struct gl_retention_result res = {0};
+	int rc = gl_retention_ahead(c, now_s, &res.made, err);
+	if (!rc)
+		rc = gl_retention_drop(c, &pol, now_s, &res, err);
+	if (!rc)
+		snprintf(summary, n, "%d made ahead, %d dropped (~%lld rows)%s%s; %d past the horizon kept: not rolled up",
+			 res.made, res.dropped, (long long)res.est_rows, res.dropped ? ": " : "",
+			 res.dropped ? gl_strbuf_cstr(&res.names) : "", res.kept_unbuilt);
+	gl_retention_result_fini(&res);
+	return rc;
+}
+
 static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
@@ -74,6 +93,8 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
+	/* time partitions ahead of the writes, retention behind them */
+	add(&arr, &n, &cap, "partitions", "all", 3600, partitions_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */
 	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
 	/* the previous month's report set on the 1st; budget alerts */
