@@ -74,6 +74,11 @@ struct gl_resp {
 const char *gl_req_param(const struct gl_req *req, const char *name);
 /* The calling thread's database connection (opened lazily, reconnected when broken). */
 int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
+/* On a central database of shards, what this request's session reads
+ * (include/gl/shard.h: unread shards and clusters); NULL when the database
+ * has no shards. Valid after gl_req_db, until the request ends. */
+struct gl_shard_route;
+const struct gl_shard_route *gl_req_shards(const struct gl_req *req);
 
 /* Object-level checks for owner-scoped tokens. A handler that serves a
  * scoped token must go through one of these (they mark the request) and be

@@ -147,6 +147,8 @@ struct cb_out {
 	struct gl_cb cb;
 	struct gl_acct_meta meta;
 	struct cap_cover cov;
+	char **unread;        /* clusters of shards that did not answer (gl_req_shards) */
+	size_t n_unread;
 	const char *currency; /* the config's, which outlives the server */
 	int minor;
 	size_t step, line;    /* where the next piece starts */
@@ -159,6 +161,9 @@ static void cb_out_fini(void *state)
 	struct cb_out *o = state;
 	gl_acct_cover_fini(&o->cov.c);
 	gl_acct_meta_fini(&o->meta);
+	for (size_t i = 0; i < o->n_unread; i++)
+		free(o->unread[i]);
+	free(o->unread);
 	gl_cb_fini(&o->cb);
 	params_fini(&o->p);
 	free(o);
@@ -287,6 +292,10 @@ static void json_tail(struct cb_out *o)
 	gl_jsonw_array(w, "capacity_clusters_unknown");
 	for (size_t i = 0; i < o->cov.c.n_missing; i++)
 		gl_jsonw_str(w, NULL, o->cov.c.missing[i]);
+	gl_jsonw_end(w);
+	gl_jsonw_array(w, "clusters_unread");
+	for (size_t i = 0; i < o->n_unread; i++)
+		gl_jsonw_str(w, NULL, o->unread[i]);
 	gl_jsonw_end(w);
 	gl_jsonw_end(w); /* the root */
 	gl_strbuf_putc(w->out, '\n');
@@ -445,6 +454,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&o->cov, &o->cb, &o->meta);
+	o->unread = gl_apijson_unread(req, &o->n_unread);
 	o->currency = req->cfg->currency;
 	o->minor = gl_money_minor(req->cfg->currency); /* validated with the config */
 	if (o->p.csv) {

@@ -235,6 +235,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		}
 		t = cJSON_AddObjectToObject(root, "totals");
 		row_fields(t, &tot);
+		gl_apijson_add_unread(req, root);
 		gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}

@@ -13,6 +13,7 @@
 #include "gl/log.h"
 #include "gl/reqpool.h"
 #include "gl/routes.h"
+#include "gl/shard.h"
 #include "gl/static.h"
 #include "gl/tally.h"
 
@@ -395,9 +396,12 @@ void gl_server_audit(struct gl_server *s, const struct gl_audit_entry *e)
 		gl_audit_writer_submit(s->audit, e);
 }
 
+static void fleet_fini(void);
+
 static void conn_destroy(void *p)
 {
 	PQfinish((PGconn *)p);
+	fleet_fini();
 }
 
 /* 1 when the server behind an idle cached connection has gone (a restart):
@@ -420,6 +424,45 @@ static int conn_lost(PGconn *c)
 static _Thread_local struct gl_dbcancel_slot t_db_slot;
 /* The statement_timeout of this thread's pool (set once per thread). */
 static _Thread_local int64_t t_stmt_ms;
+
+/* On a central database of shards (docs/scale.md), each thread's session
+ * reads the shards that answered its last probe, made at most
+ * FLEET_PROBE_S ago (and again on every new session: search_path is the
+ * session's). t_fleet: 0 not known yet, 1 no shards, 2 sharded. */
+#define FLEET_PROBE_S 5
+static _Thread_local int t_fleet;
+static _Thread_local int64_t t_fleet_at;
+static _Thread_local struct gl_shard_route t_route;
+
+static int fleet_route(PGconn *c, int fresh, int64_t now_s, struct gl_err *err)
+{
+	int n = 0, rc;
+	if (fresh || !t_fleet) {
+		if ((rc = gl_shard_count(c, &n, err)))
+			return rc;
+		t_fleet = n ? 2 : 1;
+		fresh = 1;
+	}
+	if (t_fleet != 2 || (!fresh && now_s - t_fleet_at < FLEET_PROBE_S))
+		return 0;
+	if ((rc = gl_shard_route(c, &t_route, err)))
+		return rc;
+	t_fleet_at = now_s;
+	return 0;
+}
+
+/* In the exiting thread (the connection key's destructor). */
+static void fleet_fini(void)
+{
+	gl_shard_route_fini(&t_route);
+	t_fleet = 0;
+}
+
+const struct gl_shard_route *gl_req_shards(const struct gl_req *req)
+{
+	(void)req;
+	return t_fleet == 2 ? &t_route : NULL;
+}
 
 int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 {
@@ -445,6 +488,8 @@ int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 	/* a new session starts from the server's defaults: no statement of a
 	 * request may run past its pool's bound */
 	if (fresh && t_stmt_ms > 0 && (rc = gl_db_set_statement_timeout(c, t_stmt_ms, err)))
+		return rc;
+	if ((rc = fleet_route(c, fresh, req->now_s, err)))
 		return rc;
 	{
 		/* anew on every call: a reset above gave another backend */
@@ -1179,12 +1224,47 @@ static int prepare(struct req_ctx *x)
 	return check_route_params(x->conn, route, resp);
 }
 
+/* A shard that did not answer: a route that can name what it could not
+ * read does so in its answer (chargeback and capacity, as JSON); any other
+ * route that reads the shards' facts answers 503 naming the clusters,
+ * never a smaller total presented as whole. */
+static int fleet_check(struct req_ctx *x)
+{
+	static const char *const central_only[] = {"/v1/tokens", "/v1/whoami", "/v1/audit", "/v1/audit/verify",
+						    "/v1/reports"};
+	const char *fmt = gl_req_param(&x->req, "format");
+	const struct gl_shard_route *rt;
+	struct gl_err err = {0};
+	PGconn *c;
+	int rc;
+
+	if (!x->req.auth)
+		return 0;
+	if ((rc = gl_req_db(&x->req, &c, &err)))
+		return gl_resp_error(&x->resp, rc, NULL, "%s", err.msg);
+	if (!(rt = gl_req_shards(&x->req)) || !rt->unread_text)
+		return 0;
+	for (size_t i = 0; i < GL_ARRAY_LEN(central_only); i++)
+		if (!strcmp(x->route->path, central_only[i]))
+			return 0;
+	if ((!strcmp(x->route->path, "/v1/chargeback") || !strcmp(x->route->path, "/v1/capacity")) &&
+	    (!fmt || !strcmp(fmt, "json")))
+		return 0;
+	rc = gl_resp_error(&x->resp, GL_EDB, NULL, "%s could not be read: this answer would leave them out",
+			   rt->unread_text);
+	x->resp.status = 503;
+	x->resp.err_code = "shard_unavailable";
+	return rc;
+}
+
 static int handle(struct req_ctx *x)
 {
 	struct gl_req *req = &x->req;
 	struct gl_resp *resp = &x->resp;
 	int rc;
 	gl_db_clear_sqlstate();
+	if ((rc = fleet_check(x)))
+		return rc;
 	rc = x->route->fn(req, resp);
 	if (rc == 0 && req->auth && req->auth->n_owners && !req->scope_applied) {
 		/* backstop for a flagged handler that forgot its filter (read
@@ -1231,7 +1311,8 @@ static void error_answer(struct req_ctx *x, int rc)
 		resp->status = status_for(rc);
 	if (!resp->err_code)
 		gl_resp_error(resp, rc, NULL, "%s", gl_strerror(rc));
-	if (resp->status >= 500 && strcmp(resp->err_code, "busy") != 0) {
+	/* the clusters of a shard that is down are no secret of the database */
+	if (resp->status >= 500 && strcmp(resp->err_code, "busy") != 0 && strcmp(resp->err_code, "shard_unavailable") != 0) {
 		unsigned long ref = gl_server_error_ref(s, resp->status, x->req.now_s, x->req.method, x->req.path,
 							resp->err_msg);
 		snprintf(resp->err_msg, sizeof resp->err_msg, "%s (ref %lu; the server log has the detail)",

@@ -1,0 +1,313 @@
+/* A ledger sharded over PostgreSQL servers (docs/scale.md; sql/059):
+ * three shard servers started here (the real `gpuledger db init/start`,
+ * each a private cluster on its own socket with scram passwords) and the
+ * central database on the suite's cluster reading them over postgres_fdw.
+ * The real Philly jobs, split by virtual cluster into three sites, go one
+ * site per shard and all three into a single database; the same month's
+ * chargeback (JSON and CSV, built days and live ones), capacity and
+ * showback report answer the same bytes from the central daemon as from
+ * the single database's. With one shard stopped, the chargeback names its
+ * cluster under clusters_unread and its totals are exactly the other two
+ * sites' (never a smaller total as whole), and what cannot name it (CSV, the
+ * report) is a 503 that does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NSHARD 3
+static const char *const SITES[NSHARD] = {"site-a", "site-b", "site-c"};
+static const char *const SHARD_NAMES[NSHARD] = {"east", "west", "north"};
+
+static char g_tmp[PATH_MAX];
+static char g_cfg[NSHARD][PATH_MAX];
+static char g_shard_dsn[NSHARD][1024];
+static char g_one_dsn[512], g_central_dsn[512];
+static struct gl_test_daemon g_one, g_central;
+
+static const char COSTS[] = "owners:\n"
+			    "  - match: account\n    value: ee9e8c\n    team: vision\n    project: p1\n"
+			    "  - match: account\n    value: 6214e9\n    team: speech\n    project: p2\n"
+			    "  - match: account\n    value: b436b2\n    team: nlp\n    project: p3\n"
+			    "rates:\n  - model: '*'\n    per_gpu_hour: \"2.17\"\n";
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f))
+		gl_test_die(path);
+}
+
+/* The Philly jobs as sacct lines, one file per site: a virtual cluster
+ * (the Account field) goes to site (index of its first appearance) % 3,
+ * and the Cluster field is the site's name. */
+static void split_philly(char paths[NSHARD][PATH_MAX])
+{
+	static struct gl_test_philly_job jobs[5000];
+	char all[PATH_MAX], line[4096], vcs[64][16];
+	int nvc = 0;
+	FILE *in, *out[NSHARD];
+	snprintf(all, sizeof all, "%s/philly-all.txt", g_tmp);
+	if (gl_test_philly_to_sacct(all, NULL, jobs, 5000) < 4000 || !(in = fopen(all, "r")))
+		gl_test_die("philly");
+	for (int k = 0; k < NSHARD; k++) {
+		snprintf(paths[k], PATH_MAX, "%s/philly-%s.txt", g_tmp, SITES[k]);
+		if (!(out[k] = fopen(paths[k], "w")))
+			gl_test_die(paths[k]);
+	}
+	while (fgets(line, sizeof line, in)) {
+		/* JobID|JobIDRaw|Cluster|Partition|Account|... */
+		const char *p = line;
+		char vc[16] = "";
+		int i;
+		for (i = 0; i < 4 && (p = strchr(p, '|')); i++)
+			p++;
+		if (p)
+			snprintf(vc, sizeof vc, "%.*s", (int)strcspn(p, "|"), p);
+		for (i = 0; i < nvc && strcmp(vcs[i], vc); i++)
+			;
+		if (i == nvc && nvc < 64)
+			snprintf(vcs[nvc++], sizeof vcs[0], "%s", vc);
+		{
+			/* the Cluster field names the site */
+			char *c = strstr(line, "|philly|");
+			if (!c)
+				gl_test_die("philly: no Cluster field");
+			*c = '\0';
+			fprintf(out[i % NSHARD], "%s|%s|%s", line, SITES[i % NSHARD], c + 8);
+		}
+	}
+	fclose(in);
+	for (int k = 0; k < NSHARD; k++)
+		fclose(out[k]);
+	assert_true(nvc >= NSHARD);
+}
+
+static int cli_cfg(const char *cfg, const char *arg0, const char *arg1, const char *arg2, const char *arg3,
+		   const char *arg4, const char *arg5, const char *arg6)
+{
+	struct gl_test_out o = {0};
+	const char *const env[] = {"GL_PG_FAST=1", NULL};
+	int rc = gl_test_run(NULL, env, &o, "--config", cfg, arg0, arg1, arg2, arg3, arg4, arg5, arg6, NULL);
+	if (rc || o.status)
+		fprintf(stderr, "gpuledger --config %s %s %s: exit %d\n%s\n%s\n", cfg, arg0, arg1 ? arg1 : "", o.status,
+			o.out, o.err);
+	rc = rc || o.status;
+	gl_test_out_fini(&o);
+	return rc ? -1 : 0;
+}
+
+/* One shard server: its own embedded cluster, migrated, its ids in shard
+ * k's range, site k's jobs, the cost model, rolled up. */
+static void make_shard(int k, const char *sacct, const char *costs)
+{
+	char dir[PATH_MAX], yaml[PATH_MAX + 64], sock[PATH_MAX] = "", pass[PATH_MAX] = "", idx[8], pw[128] = "";
+	struct gl_test_out o = {0};
+	const char *s;
+	FILE *f;
+
+	snprintf(dir, sizeof dir, "%s/shard%d", g_tmp, k + 1);
+	mkdir(dir, 0755);
+	snprintf(g_cfg[k], PATH_MAX, "%s/config.yaml", dir);
+	snprintf(yaml, sizeof yaml, "database:\n  embedded_dir: %s/var\nlog:\n  level: warn\n", dir);
+	write_file(g_cfg[k], yaml);
+	assert_int_equal(cli_cfg(g_cfg[k], "db", "init", NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(cli_cfg(g_cfg[k], "db", "start", NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "--config", g_cfg[k], "db", "status", NULL), 0);
+	if ((s = strstr(o.out, "socket ")))
+		sscanf(s + 7, "%[^)]", sock);
+	if ((s = strstr(o.out, "passfile ")))
+		sscanf(s + 9, "%s", pass);
+	gl_test_out_fini(&o);
+	assert_true(sock[0] && pass[0]);
+	/* the role's password: the central server reads none of our files */
+	assert_non_null(f = fopen(pass, "r"));
+	while (fgets(yaml, sizeof yaml, f))
+		if (!strncmp(yaml, "*:*:*:gpuledger:", 16))
+			sscanf(yaml + 16, "%127s", pw);
+	fclose(f);
+	assert_true(pw[0]);
+	snprintf(g_shard_dsn[k], sizeof g_shard_dsn[k], "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s",
+		 sock, pw);
+	snprintf(idx, sizeof idx, "%d", k + 1);
+	assert_int_equal(cli_cfg(g_cfg[k], "migrate", NULL, NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(cli_cfg(g_cfg[k], "shard", "init", "--index", idx, NULL, NULL, NULL), 0);
+	{
+		struct gl_test_out io = {0};
+		assert_int_equal(gl_test_run(NULL, NULL, &io, "--config", g_cfg[k], "ingest", "sacct", "--cluster", SITES[k],
+					     "--file", sacct, "--fields", GL_TEST_PHILLY_FIELDS, NULL),
+				 0);
+		assert_int_equal(io.status, 0);
+		gl_test_out_fini(&io);
+	}
+	assert_int_equal(cli_cfg(g_cfg[k], "rates", "load", costs, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(cli_cfg(g_cfg[k], "rollup", NULL, NULL, NULL, NULL, NULL, NULL), 0);
+}
+
+static int setup(void **state)
+{
+	char sacct[NSHARD][PATH_MAX], costs[PATH_MAX];
+	const char *t = getenv("GL_TEST_TMP");
+	PGconn *su;
+	(void)state;
+	snprintf(g_tmp, sizeof g_tmp, "%s/shards", t ? t : "/tmp");
+	mkdir(g_tmp, 0755);
+	split_philly(sacct);
+	snprintf(costs, sizeof costs, "%s/costs.yaml", g_tmp);
+	write_file(costs, COSTS);
+
+	/* the single database: the three sites as three clusters */
+	if (gl_test_db_fresh("gl_test_shards_one", g_one_dsn, sizeof g_one_dsn))
+		return -1;
+	for (int k = 0; k < NSHARD; k++)
+		if (gl_test_cli(g_one_dsn, "ingest", "sacct", "--cluster", SITES[k], "--file", sacct[k], "--fields",
+				GL_TEST_PHILLY_FIELDS, NULL))
+			return -1;
+	if (gl_test_cli(g_one_dsn, "rates", "load", costs, NULL) || gl_test_cli(g_one_dsn, "rollup", NULL))
+		return -1;
+
+	for (int k = 0; k < NSHARD; k++)
+		make_shard(k, sacct[k], costs);
+
+	/* the central database: postgres_fdw (a superuser's one-time step), the
+	 * three shards, the same cost model */
+	if (gl_test_db_fresh("gl_test_shards_central", g_central_dsn, sizeof g_central_dsn) ||
+	    !(su = gl_test_superuser_conn(g_central_dsn)))
+		return -1;
+	PQclear(PQexec(su, "CREATE EXTENSION IF NOT EXISTS postgres_fdw"));
+	PQclear(PQexec(su, "GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw TO gpuledger"));
+	PQfinish(su);
+	for (int k = 0; k < NSHARD; k++) {
+		char idx[8];
+		snprintf(idx, sizeof idx, "%d", k + 1);
+		if (gl_test_cli(g_central_dsn, "shard", "attach", SHARD_NAMES[k], "--index", idx, "--dsn", g_shard_dsn[k],
+				NULL))
+			return -1;
+	}
+	if (gl_test_cli(g_central_dsn, "rates", "load", costs, NULL))
+		return -1;
+	if (gl_test_daemon_start(&g_one, g_one_dsn, NULL, NULL) || gl_test_daemon_start(&g_central, g_central_dsn, NULL, NULL))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gl_test_daemon_stop(&g_central);
+	gl_test_daemon_stop(&g_one);
+	for (int k = 0; k < NSHARD; k++)
+		if (g_cfg[k][0])
+			cli_cfg(g_cfg[k], "db", "stop", NULL, NULL, NULL, NULL, NULL);
+	return 0;
+}
+
+static char *get(struct gl_test_daemon *d, const char *path, long want)
+{
+	struct gl_test_http r = {0};
+	char *body;
+	assert_int_equal(gl_test_http(d->port, "GET", path, NULL, 0, NULL, &r), 0);
+	if (r.status != want)
+		fprintf(stderr, "%s: %ld %s\n", path, r.status, r.body);
+	assert_int_equal(r.status, want);
+	body = r.body;
+	r.body = NULL;
+	gl_test_http_fini(&r);
+	return body;
+}
+
+/* The central daemon's answer is the single database's, byte for byte. */
+static void same(const char *path)
+{
+	char *one = get(&g_one, path, 200), *cen = get(&g_central, path, 200);
+	if (strcmp(one, cen))
+		fprintf(stderr, "%s\n--- single database:\n%.3000s\n--- sharded:\n%.3000s\n", path, one, cen);
+	assert_string_equal(one, cen);
+	free(one);
+	free(cen);
+}
+
+static void test_sharded_equals_single(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=cluster,team&step=day",
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=account&format=csv",
+		/* a window that cuts days: its ends are read live from jobs */
+		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-11-09T18:00:00Z&aggregate=user,cluster&step=week",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=cluster",
+		"/v1/reports/showback?month=2017-10&format=csv",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		same(paths[i]);
+	/* and the figures are not all zero */
+	{
+		cJSON *j;
+		char *b = get(&g_central, paths[0], 200);
+		assert_non_null(j = cJSON_Parse(b));
+		assert_true(gl_test_jnum(cJSON_GetObjectItem(j, "totals"), "cost_micros") > 1000000000LL);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "clusters_unread")), 0);
+		cJSON_Delete(j);
+		free(b);
+	}
+}
+
+static void test_shard_down_is_named(void **state)
+{
+	char *one, *cen, *err;
+	cJSON *a, *b, *u;
+	(void)state;
+	assert_int_equal(cli_cfg(g_cfg[2], "db", "stop", NULL, NULL, NULL, NULL, NULL), 0);
+	/* a daemon thread probes again after at most 5 s */
+	sleep(6);
+	one = get(&g_one,
+		  "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&filter=cluster:%22site-a%22,%22site-b%22", 200);
+	cen = get(&g_central, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team", 200);
+	assert_non_null(a = cJSON_Parse(one));
+	assert_non_null(b = cJSON_Parse(cen));
+	u = cJSON_GetObjectItem(b, "clusters_unread");
+	assert_int_equal(cJSON_GetArraySize(u), 1);
+	assert_string_equal(cJSON_GetArrayItem(u, 0)->valuestring, "site-c");
+	/* exactly the two sites that answered, to the micro-unit */
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(b, "totals"), "cost_micros"),
+			 gl_test_jnum(cJSON_GetObjectItem(a, "totals"), "cost_micros"));
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(b, "totals"), "allocated_gpu_seconds"),
+			 gl_test_jnum(cJSON_GetObjectItem(a, "totals"), "allocated_gpu_seconds"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	free(one);
+	free(cen);
+	/* answers that cannot carry the names refuse, naming them */
+	err = get(&g_central, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&format=csv", 503);
+	assert_non_null(strstr(err, "site-c"));
+	assert_non_null(strstr(err, "north"));
+	assert_non_null(strstr(err, "shard_unavailable"));
+	free(err);
+	err = get(&g_central, "/v1/reports/showback?month=2017-10&format=csv", 503);
+	assert_non_null(strstr(err, "site-c"));
+	free(err);
+	/* back up: whole again */
+	assert_int_equal(cli_cfg(g_cfg[2], "db", "start", NULL, NULL, NULL, NULL, NULL), 0);
+	sleep(6);
+	same("/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sharded_equals_single),
+		cmocka_unit_test(test_shard_down_is_named),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
