@@ -186,6 +186,11 @@ BEGIN
     END LOOP;
     schema_name := gl_fleet_ensure(mask);
     PERFORM set_config('search_path', quote_ident(schema_name) || ', public', false);
+    -- an aggregate grouped by cluster is then computed by each shard
+    -- (postgres_fdw pushes it down), and the shards are scanned at once
+    PERFORM set_config('enable_partitionwise_aggregate', 'on', false);
+    PERFORM set_config('enable_partitionwise_join', 'on', false);
+    PERFORM set_config('enable_async_append', 'on', false);
     SELECT coalesce(array_agg(c.name ORDER BY c.name), '{}') INTO unread_clusters
       FROM shard_clusters c WHERE (mask >> (c.shard_id - 1)) & 1 = 0;
 END $$;

@@ -93,72 +93,23 @@ static void split_philly(char paths[NSHARD][PATH_MAX])
 	assert_true(nvc >= NSHARD);
 }
 
-static int cli_cfg(const char *cfg, const char *arg0, const char *arg1, const char *arg2, const char *arg3,
-		   const char *arg4, const char *arg5, const char *arg6)
-{
-	struct gl_test_out o = {0};
-	const char *const env[] = {"GL_PG_FAST=1", NULL};
-	int rc = gl_test_run(NULL, env, &o, "--config", cfg, arg0, arg1, arg2, arg3, arg4, arg5, arg6, NULL);
-	if (rc || o.status)
-		fprintf(stderr, "gpuledger --config %s %s %s: exit %d\n%s\n%s\n", cfg, arg0, arg1 ? arg1 : "", o.status,
-			o.out, o.err);
-	rc = rc || o.status;
-	gl_test_out_fini(&o);
-	return rc ? -1 : 0;
-}
-
-/* One shard server: its own embedded cluster, migrated, its ids in shard
- * k's range, site k's jobs, the cost model, rolled up. */
+/* Shard k + 1: its own server, site k's jobs, the cost model, rolled up. */
 static void make_shard(int k, const char *sacct, const char *costs)
 {
-	char dir[PATH_MAX], yaml[PATH_MAX + 64], sock[PATH_MAX] = "", pass[PATH_MAX] = "", idx[8], pw[128] = "";
-	struct gl_test_out o = {0};
-	const char *s;
-	FILE *f;
-
+	char dir[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/shard%d", g_tmp, k + 1);
-	mkdir(dir, 0755);
-	snprintf(g_cfg[k], PATH_MAX, "%s/config.yaml", dir);
-	snprintf(yaml, sizeof yaml, "database:\n  embedded_dir: %s/var\nlog:\n  level: warn\n", dir);
-	write_file(g_cfg[k], yaml);
-	assert_int_equal(cli_cfg(g_cfg[k], "db", "init", NULL, NULL, NULL, NULL, NULL), 0);
-	assert_int_equal(cli_cfg(g_cfg[k], "db", "start", NULL, NULL, NULL, NULL, NULL), 0);
-	assert_int_equal(gl_test_run(NULL, NULL, &o, "--config", g_cfg[k], "db", "status", NULL), 0);
-	if ((s = strstr(o.out, "socket ")))
-		sscanf(s + 7, "%[^)]", sock);
-	if ((s = strstr(o.out, "passfile ")))
-		sscanf(s + 9, "%s", pass);
-	gl_test_out_fini(&o);
-	assert_true(sock[0] && pass[0]);
-	/* the role's password: the central server reads none of our files */
-	assert_non_null(f = fopen(pass, "r"));
-	while (fgets(yaml, sizeof yaml, f))
-		if (!strncmp(yaml, "*:*:*:gpuledger:", 16))
-			sscanf(yaml + 16, "%127s", pw);
-	fclose(f);
-	assert_true(pw[0]);
-	snprintf(g_shard_dsn[k], sizeof g_shard_dsn[k], "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s",
-		 sock, pw);
-	snprintf(idx, sizeof idx, "%d", k + 1);
-	assert_int_equal(cli_cfg(g_cfg[k], "migrate", NULL, NULL, NULL, NULL, NULL, NULL), 0);
-	assert_int_equal(cli_cfg(g_cfg[k], "shard", "init", "--index", idx, NULL, NULL, NULL), 0);
-	{
-		struct gl_test_out io = {0};
-		assert_int_equal(gl_test_run(NULL, NULL, &io, "--config", g_cfg[k], "ingest", "sacct", "--cluster", SITES[k],
-					     "--file", sacct, "--fields", GL_TEST_PHILLY_FIELDS, NULL),
-				 0);
-		assert_int_equal(io.status, 0);
-		gl_test_out_fini(&io);
-	}
-	assert_int_equal(cli_cfg(g_cfg[k], "rates", "load", costs, NULL, NULL, NULL, NULL), 0);
-	assert_int_equal(cli_cfg(g_cfg[k], "rollup", NULL, NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(gl_test_shard_server(dir, k + 1, g_cfg[k], sizeof g_cfg[k], g_shard_dsn[k], sizeof g_shard_dsn[k]), 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[k], "ingest", "sacct", "--cluster", SITES[k], "--file", sacct, "--fields",
+					 GL_TEST_PHILLY_FIELDS, NULL),
+			 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[k], "rates", "load", costs, NULL), 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[k], "rollup", NULL), 0);
 }
 
 static int setup(void **state)
 {
 	char sacct[NSHARD][PATH_MAX], costs[PATH_MAX];
 	const char *t = getenv("GL_TEST_TMP");
-	PGconn *su;
 	(void)state;
 	snprintf(g_tmp, sizeof g_tmp, "%s/shards", t ? t : "/tmp");
 	mkdir(g_tmp, 0755);
@@ -179,21 +130,12 @@ static int setup(void **state)
 	for (int k = 0; k < NSHARD; k++)
 		make_shard(k, sacct[k], costs);
 
-	/* the central database: postgres_fdw (a superuser's one-time step), the
-	 * three shards, the same cost model */
-	if (gl_test_db_fresh("gl_test_shards_central", g_central_dsn, sizeof g_central_dsn) ||
-	    !(su = gl_test_superuser_conn(g_central_dsn)))
+	/* the central database reads the three */
+	if (gl_test_db_fresh("gl_test_shards_central", g_central_dsn, sizeof g_central_dsn))
 		return -1;
-	PQclear(PQexec(su, "CREATE EXTENSION IF NOT EXISTS postgres_fdw"));
-	PQclear(PQexec(su, "GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw TO gpuledger"));
-	PQfinish(su);
-	for (int k = 0; k < NSHARD; k++) {
-		char idx[8];
-		snprintf(idx, sizeof idx, "%d", k + 1);
-		if (gl_test_cli(g_central_dsn, "shard", "attach", SHARD_NAMES[k], "--index", idx, "--dsn", g_shard_dsn[k],
-				NULL))
+	for (int k = 0; k < NSHARD; k++)
+		if (gl_test_shard_attach(g_central_dsn, k + 1, SHARD_NAMES[k], g_shard_dsn[k]))
 			return -1;
-	}
 	if (gl_test_cli(g_central_dsn, "rates", "load", costs, NULL))
 		return -1;
 	if (gl_test_daemon_start(&g_one, g_one_dsn, NULL, NULL) || gl_test_daemon_start(&g_central, g_central_dsn, NULL, NULL))
@@ -208,7 +150,7 @@ static int teardown(void **state)
 	gl_test_daemon_stop(&g_one);
 	for (int k = 0; k < NSHARD; k++)
 		if (g_cfg[k][0])
-			cli_cfg(g_cfg[k], "db", "stop", NULL, NULL, NULL, NULL, NULL);
+			gl_test_cli_cfg(g_cfg[k], "db", "stop", NULL);
 	return 0;
 }
 
@@ -268,7 +210,7 @@ static void test_shard_down_is_named(void **state)
 	char *one, *cen, *err;
 	cJSON *a, *b, *u;
 	(void)state;
-	assert_int_equal(cli_cfg(g_cfg[2], "db", "stop", NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "stop", NULL), 0);
 	/* a daemon thread probes again after at most 5 s */
 	sleep(6);
 	one = get(&g_one,
@@ -298,7 +240,7 @@ static void test_shard_down_is_named(void **state)
 	assert_non_null(strstr(err, "site-c"));
 	free(err);
 	/* back up: whole again */
-	assert_int_equal(cli_cfg(g_cfg[2], "db", "start", NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "start", NULL), 0);
 	sleep(6);
 	same("/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team");
 }
