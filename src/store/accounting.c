@@ -50,9 +50,14 @@ const char *gl_acct_dim_sql(const char *dim)
 	")"
 
 /* The GPU jobs of jb overlapping a run r and started before now ($3), each
- * once: a job over two runs is kept at the first. */
-#define GL_RUN_JOBS_WHERE                                                                                    \
+ * once: a job over two runs is kept at the first. The bounds of all the
+ * steps (pa starts, pb ends) are said again as values of their own: on a
+ * central database of shards (docs/scale.md) a bound taken from the runs
+ * CTE stays on the central, so every shard would send all its jobs. */
+#define GL_RUN_JOBS_WHERE(pa, pb)                                                                            \
 	" jb.gpu_milli > 0 AND jb.start_at < r.b"                                                            \
+	" AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(" pb "::bigint[]) x))"                    \
+	" AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(" pa "::bigint[]) x)) OR jb.end_at IS NULL)" \
 	" AND (jb.end_at > r.a OR (jb.end_at IS NULL AND to_timestamp($3) > r.a))"                           \
 	" AND jb.start_at < to_timestamp($3)"                                                                \
 	" AND NOT EXISTS (SELECT 1 FROM runs r2 WHERE r2.a < r.a AND jb.start_at < r2.b"                    \
@@ -78,7 +83,7 @@ static const char jobs_cte[] =
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
 	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
 	" FROM runs r"
-	" JOIN jobs jb ON" GL_RUN_JOBS_WHERE
+	" JOIN jobs jb ON" GL_RUN_JOBS_WHERE("$1", "$2")
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
 	"), attrs AS ("
@@ -159,7 +164,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       " SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
 		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, jb.gpu_milli,"
 		       "  jb.start_at, coalesce(jb.end_at, to_timestamp($3)) AS stop_at"
-		       " FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE
+		       " FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE("$4", "$5")
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
 		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
 	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps", n_live == 1);
@@ -1064,8 +1069,14 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name FROM clusters c"
 			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      " AND EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "  AND jb.start_at < to_timestamp($2) AND coalesce(jb.end_at, to_timestamp($2)) > to_timestamp($1))"
+			      /* a subquery per cluster, not a semi-join: on a central
+			       * database of shards (docs/scale.md) a semi-join is
+			       * made on the central, with every job of the window
+			       * sent to it; this asks each shard for one job */
+			      " AND (SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "  AND jb.start_at < to_timestamp($2)"
+			      "  AND (jb.end_at > to_timestamp($1) OR (jb.end_at IS NULL AND to_timestamp($2) > to_timestamp($1)))"
+			      "  LIMIT 1)"
 			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
 			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
 			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
