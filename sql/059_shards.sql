@@ -87,7 +87,8 @@ DECLARE
 BEGIN
     EXECUTE format('DROP SCHEMA IF EXISTS %I CASCADE', sch);
     EXECUTE format('CREATE SCHEMA %I', sch);
-    EXECUTE format('IMPORT FOREIGN SCHEMA public LIMIT TO (clusters, usage_daily, usage_daily_owner, usage_daily_built)'
+    EXECUTE format('IMPORT FOREIGN SCHEMA public LIMIT TO (clusters, usage_daily, usage_daily_owner, usage_daily_built,'
+                   ' gpu_model_canon)'
                    ' FROM SERVER %I INTO %I', srv, sch);
     -- every fleet schema is made again with this shard's new tables
     PERFORM gl_fleet_drop_all();
@@ -164,6 +165,12 @@ BEGIN
                    ' ON CONFLICT (cluster_id) DO UPDATE SET shard_id = EXCLUDED.shard_id, name = EXCLUDED.name,'
                    ' seen_at = now() WHERE (shard_clusters.shard_id, shard_clusters.name)'
                    ' IS DISTINCT FROM (EXCLUDED.shard_id, EXCLUDED.name)', p_shard, 'gl_shard_' || p_name);
+    -- the GPU model names the shard holds, canonical here too: a job whose
+    -- name gpu_model_canon lacks has its model derived per row (a hundred
+    -- times the probe), and the shards' ingest triggers fill only theirs
+    EXECUTE format('SELECT gl_gpu_model_note(ARRAY(SELECT raw FROM %I.gpu_model_canon c'
+                   ' WHERE NOT EXISTS (SELECT 1 FROM public.gpu_model_canon l WHERE l.raw = c.raw)))',
+                   'gl_shard_' || p_name);
 END $$;
 
 -- Routes this session: probes every shard, refreshes the clusters of those

@@ -203,6 +203,19 @@ static void test_sharded_equals_single(void **state)
 		cJSON_Delete(j);
 		free(b);
 	}
+	/* a GPU model name a shard's ingest noted (what its jobs trigger does
+	 * for a job with that type) is canonical on the central after its next
+	 * probe: no job's model is worked out row by row there */
+	{
+		PGconn *a = PQconnectdb(g_shard_dsn[0]), *b = PQconnectdb(g_central_dsn);
+		PQclear(PQexec(a, "SELECT gl_gpu_model_note(ARRAY['NVIDIA A100-SXM4-80GB'])"));
+		PQclear(PQexec(b, "SELECT * FROM gl_fleet_route()"));
+		assert_string_equal(gl_test_qstr(b, "SELECT coalesce(max(model), '-') FROM public.gpu_model_canon"
+						    " WHERE raw = 'nvidia a100-sxm4-80gb'"),
+				    "a100");
+		PQfinish(a);
+		PQfinish(b);
+	}
 }
 
 static void test_shard_down_is_named(void **state)
