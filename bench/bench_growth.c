@@ -27,31 +27,6 @@ static void die(const char *m, PGconn *c)
 	exit(1);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* p50 and p99 (ms) of n requests of path; -1 when one failed. */
-static int timed(int port, const char *path, int n, double *p50, double *p99)
-{
-	double lat[200];
-	for (int i = 0; i < n; i++) {
-		struct gl_test_http r;
-		double a = gl_test_now_s();
-		int bad = gl_test_http(port, "GET", path, NULL, 0, NULL, &r) || r.status != 200;
-		gl_test_http_fini(&r);
-		if (bad)
-			return -1;
-		lat[i] = (gl_test_now_s() - a) * 1000;
-	}
-	qsort(lat, (size_t)n, sizeof *lat, cmp_d);
-	*p50 = lat[(n + 1) / 2 - 1];
-	*p99 = lat[(int)(0.99 * n + 0.999999) - 1];
-	return 0;
-}
-
 static double rollup_s(const char *dsn)
 {
 	struct gl_test_out o;
@@ -82,21 +57,21 @@ static void jobs_year(long n)
 	       (double)bytes / (double)n, (double)bytes / 1e6);
 	if (gl_test_daemon_start(&d, dsn, COST, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
-	if (timed(d.port, YEAR, 3, &c50, &c99))
+	if (gl_test_http_timed(d.port, YEAR, 3, &c50, &c99, NULL))
 		printf("| cold year chargeback (no rollup), %ld jobs | no answer within 30 s | 10 s (target) | - |\n", n);
 	else
 		printf("| cold year chargeback (no rollup), %ld jobs, max of 3 | %.0f ms | 10 s (target) | %.2f |\n", n, c99,
 		       c99 / 10000.0);
-	if (!timed(d.port, MONTH, 3, &c50, &c99))
+	if (!gl_test_http_timed(d.port, MONTH, 3, &c50, &c99, NULL))
 		printf("| cold month chargeback (no rollup), %ld jobs, max of 3 | %.0f ms | - | - |\n", n, c99);
 	fflush(stdout);
 	roll = rollup_s(dsn);
 	printf("| full rollup of the year (365 days), %ld jobs | %.1f s (%.0f ms a day) | 300 s at 10 M jobs (target) | - |\n",
 	       n, roll, roll * 1000 / 365);
-	if (!timed(d.port, MONTH, 100, &p50, &p99))
+	if (!gl_test_http_timed(d.port, MONTH, 100, &p50, &p99, NULL))
 		printf("| month chargeback after the rollup, %ld jobs (p50 / p99 of 100) | %.0f / %.0f ms | 100 ms p99 (target) | %.2f |\n",
 		       n, p50, p99, p99 / 100);
-	if (!timed(d.port, YEAR, 30, &p50, &p99))
+	if (!gl_test_http_timed(d.port, YEAR, 30, &p50, &p99, NULL))
 		printf("| year chargeback after the rollup, %ld jobs (p50 / p99 of 30) | %.0f / %.0f ms | 1 s p99 (target) | %.2f |\n",
 		       n, p50, p99, p99 / 1000);
 	bytes = gl_test_qint(c, "SELECT pg_total_relation_size('usage_daily') + pg_total_relation_size('usage_daily_owner')");

@@ -24,34 +24,6 @@ static void die(const char *m)
 	exit(1);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static int timed(int port, const char *path, int n, double *p50, double *p99, char **body)
-{
-	double lat[200];
-	for (int i = 0; i < n; i++) {
-		struct gl_test_http r;
-		double a = gl_test_now_s();
-		int bad = gl_test_http(port, "GET", path, NULL, 0, NULL, &r) || r.status != 200;
-		if (!bad && body && i == 0) {
-			*body = r.body;
-			r.body = NULL;
-		}
-		gl_test_http_fini(&r);
-		if (bad)
-			return -1;
-		lat[i] = (gl_test_now_s() - a) * 1000;
-	}
-	qsort(lat, (size_t)n, sizeof *lat, cmp_d);
-	*p50 = lat[(n + 1) / 2 - 1];
-	*p99 = lat[(int)(0.99 * n + 0.999999) - 1];
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 300000;
@@ -114,7 +86,8 @@ int main(int argc, char **argv)
 			       " %.1f s | %.1f s | %.2f |\n",
 			       n, gl_test_now_s() - t1, t1 - t0, (gl_test_now_s() - t1) / (t1 - t0));
 		}
-		if (timed(d1.port, paths[i][1], reqs, &a50, &a99, &ba) || timed(dc.port, paths[i][1], reqs, &b50, &b99, &bb))
+		if (gl_test_http_timed(d1.port, paths[i][1], reqs, &a50, &a99, &ba) ||
+		    gl_test_http_timed(dc.port, paths[i][1], reqs, &b50, &b99, &bb))
 			die(paths[i][1]);
 		printf("| chargeback %s, %ld jobs: three shards vs one database (p50 / p99 of %d)%s | %.0f / %.0f ms |"
 		       " %.0f / %.0f ms (target <= 1.5x) | %.2f / %.2f |\n",

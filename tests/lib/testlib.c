@@ -657,6 +657,36 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return k;
 }
 
+static int cmp_ms(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int gl_test_http_timed(int port, const char *path, int n, double *p50, double *p99, char **body)
+{
+	double lat[200];
+	if (n < 1 || n > 200)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		struct gl_test_http r;
+		double a = gl_test_now_s();
+		int bad = gl_test_http(port, "GET", path, NULL, 0, NULL, &r) || r.status != 200;
+		if (!bad && body && i == 0) {
+			*body = r.body;
+			r.body = NULL;
+		}
+		gl_test_http_fini(&r);
+		if (bad)
+			return -1;
+		lat[i] = (gl_test_now_s() - a) * 1000;
+	}
+	qsort(lat, (size_t)n, sizeof *lat, cmp_ms);
+	*p50 = lat[(n + 1) / 2 - 1];
+	*p99 = lat[(int)(0.99 * n + 0.999999) - 1];
+	return 0;
+}
+
 int gl_test_http(int port, const char *method, const char *path, const char *body, size_t body_len,
 		 const char *const *extra_headers, struct gl_test_http *r)
 {

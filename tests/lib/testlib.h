@@ -150,6 +150,10 @@ cJSON *gl_test_get_json(int port, const char *path, long want_status);
  * program ("bench_nodes: msg") and exits 1. */
 double gl_test_now_s(void);
 void gl_test_die(const char *msg) __attribute__((noreturn));
+/* n (<= 200) timed GETs of path on the daemon of port: p50 and p99 in ms;
+ * when body is not NULL it gets the first answer's body (the caller's to
+ * free). -1 when one was not a 200. */
+int gl_test_http_timed(int port, const char *path, int n, double *p50, double *p99, char **body);
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
  * tmpfile, empties the table, and times a raw COPY of the same bytes back in
