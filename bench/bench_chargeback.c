@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	c = PQconnectdb(dsn);
 	t0 = gl_test_now_s();
 	/* a month of jobs: 1..8 GPUs, 5 min .. 2 days, 200 accounts, 2,000 users */
-	gl_test_synth_jobs(c, jobs, "2026-10-01", "31 days");
+	gl_test_synth_jobs(c, dsn, jobs, "2026-10-01", "31 days");
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);

@@ -49,7 +49,7 @@ static void jobs_year(long n)
 	if (gl_test_db_fresh(name, dsn, sizeof dsn) || PQstatus(c = PQconnectdb(dsn)) != CONNECTION_OK)
 		die("db", NULL);
 	t0 = gl_test_now_s();
-	gl_test_synth_jobs(c, n, "2025-11-01", "365 days");
+	gl_test_synth_jobs(c, dsn, n, "2025-11-01", "365 days");
 	fprintf(stderr, "  %ld jobs generated in %.1f s\n", n, gl_test_now_s() - t0);
 	PQclear(PQexec(c, "VACUUM ANALYZE jobs"));
 	bytes = gl_test_qint(c, "SELECT pg_total_relation_size('jobs')");

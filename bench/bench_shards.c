@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 		die("single database");
 	for (int k = 0; k < NSHARD; k++) {
 		snprintf(cluster, sizeof cluster, "synth-%d", k + 1);
-		gl_test_synth_jobs_part(c, n, "2025-11-01", "365 days", cluster, k, NSHARD);
+		gl_test_synth_jobs_part(c, one, n, "2025-11-01", "365 days", cluster, k, NSHARD);
 	}
 	PQfinish(c);
 	if (gl_test_cli(one, "rates", "load", costs, NULL) || gl_test_db_fresh("gl_bench_shards_central", central, sizeof central) ||
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
 		if (gl_test_shard_server(dir, k + 1, cfg[k], sizeof cfg[k], sdsn[k], sizeof sdsn[k]) ||
 		    !(c = PQconnectdb(sdsn[k])))
 			die("shard server");
-		gl_test_synth_jobs_part(c, n, "2025-11-01", "365 days", cluster, k, NSHARD);
+		gl_test_synth_jobs_part(c, sdsn[k], n, "2025-11-01", "365 days", cluster, k, NSHARD);
 		PQfinish(c);
 		if (gl_test_cli_cfg(cfg[k], "rates", "load", costs, NULL) || gl_test_shard_attach(central, k + 1, name, sdsn[k]))
 			die("shard set-up");

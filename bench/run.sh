@@ -19,6 +19,7 @@ pass=$(sed -n 's/^passfile \([^ ]*\) .*/\1/p' <<<"$status")
 export GL_TEST_BIN=$PWD/$BUILD/gpuledger
 export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
 export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
+export GL_TEST_OWNER_DSN="host=$sock port=5432 user=gpuledger_owner passfile=$pass"
 export GL_TEST_TMP=$T
 rows=()
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)" >&2

@@ -21,8 +21,11 @@ CREATE INDEX ingest_runs_source_idx ON ingest_runs (source, cluster_id, started_
 CREATE TABLE ingest_runs_default PARTITION OF ingest_runs DEFAULT;
 
 -- Monthly ingest_runs partitions from the month of from_day on.
+-- SECURITY DEFINER (as 050's partition makers): only the owner of a
+-- partitioned table adds or drops its partitions, and the daemon runs as
+-- the service's role.
 CREATE FUNCTION gl_ingest_runs_partitions_ensure(from_day date, months integer) RETURNS integer
-LANGUAGE plpgsql SET TimeZone = 'UTC' AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp SET TimeZone = 'UTC' AS $$
 DECLARE
     m date := date_trunc('month', from_day)::date;
     lo timestamptz;
@@ -78,7 +81,7 @@ $$;
 -- before `before`. Returns what went.
 CREATE FUNCTION gl_ingest_runs_partitions_drop(before timestamptz)
 RETURNS TABLE (partition_name text, lo timestamptz, hi timestamptz, est_rows bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     p record;
 BEGIN
@@ -96,7 +99,7 @@ END $$;
 -- builder (sql/012), so a build in flight finishes first.
 CREATE FUNCTION gl_usage_partitions_drop(before timestamptz)
 RETURNS TABLE (partition_name text, lo timestamptz, hi timestamptz, est_rows bigint, kept boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     p record;
 BEGIN
@@ -114,3 +117,7 @@ BEGIN
         RETURN NEXT;
     END LOOP;
 END $$;
+
+REVOKE EXECUTE ON FUNCTION gl_ingest_runs_partitions_ensure(date, integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gl_ingest_runs_partitions_drop(timestamptz) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gl_usage_partitions_drop(timestamptz) FROM PUBLIC;

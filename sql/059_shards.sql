@@ -26,7 +26,8 @@ CREATE TABLE shard_self (
 -- On a shard, before its first ingest: every id sequence starts in its
 -- range. Refused when a cluster outside the range is already there (its
 -- ids could be another shard's).
-CREATE FUNCTION gl_shard_local_init(k integer) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION gl_shard_local_init(k integer) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     lo integer := gl_shard_cluster_lo(k);
     idlo bigint := gl_shard_id_lo(k);
@@ -80,7 +81,8 @@ $$;
 
 -- A shard's foreign tables for the unioned aggregates, in gl_shard_<name>.
 -- Run by `gpuledger shard attach` once the server and user mapping exist.
-CREATE FUNCTION gl_shard_import(p_name text) RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION gl_shard_import(p_name text) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     srv text := (SELECT server_name FROM shards WHERE name = p_name);
     sch text := 'gl_shard_' || p_name;
@@ -90,11 +92,14 @@ BEGIN
     EXECUTE format('IMPORT FOREIGN SCHEMA public LIMIT TO (clusters, usage_daily, usage_daily_owner, usage_daily_built,'
                    ' gpu_model_canon)'
                    ' FROM SERVER %I INTO %I', srv, sch);
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', sch, session_user);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', sch, session_user);
     -- every fleet schema is made again with this shard's new tables
     PERFORM gl_fleet_drop_all();
 END $$;
 
-CREATE FUNCTION gl_fleet_drop_all() RETURNS void LANGUAGE plpgsql AS $$
+CREATE FUNCTION gl_fleet_drop_all() RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     s record;
 BEGIN
@@ -113,7 +118,8 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 
 -- The schema that reads the shards of mask, made on first use.
-CREATE FUNCTION gl_fleet_ensure(mask bigint) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION gl_fleet_ensure(mask bigint) RETURNS text LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     sch text := 'gl_fleet_' || mask;
     t text;
@@ -154,6 +160,9 @@ BEGIN
     END LOOP;
     EXECUTE format('CREATE VIEW %I.usage_daily_built AS SELECT day, max(built_at) AS built_at FROM (%s) u'
                    ' GROUP BY day HAVING count(*) = %s', sch, body, n);
+    -- made with the owner's rights, read by the session that asked
+    EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', sch, session_user);
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', sch, session_user);
     RETURN sch;
 END $$;
 
@@ -207,7 +216,7 @@ END $$;
 -- its aggregates' foreign tables. p_options are the server's libpq
 -- options (host, port, dbname, ...), p_user and p_password the login.
 CREATE FUNCTION gl_shard_attach(p_shard integer, p_name text, p_options text[], p_user text, p_password text)
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
     srv text := 'gl_shard_' || p_name || '_srv';
     opts text := 'async_capable ''true'', fetch_size ''10000''';
@@ -221,7 +230,15 @@ BEGIN
     IF p_password IS NOT NULL THEN
         um := um || format(', password %L', p_password);
     END IF;
-    EXECUTE format('CREATE USER MAPPING FOR CURRENT_USER SERVER %I OPTIONS (%s)', srv, um);
+    -- for every role: the service's sessions read the foreign tables, the
+    -- owner (this function's rights) imports them
+    EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I OPTIONS (%s)', srv, um);
     INSERT INTO shards (shard_id, name, server_name) VALUES (p_shard, p_name, srv);
     PERFORM gl_shard_import(p_name);
 END $$;
+
+REVOKE EXECUTE ON FUNCTION gl_shard_local_init(integer) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gl_shard_import(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gl_fleet_drop_all() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gl_fleet_ensure(bigint) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION gl_shard_attach(integer, text, text[], text, text) FROM PUBLIC;

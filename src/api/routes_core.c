@@ -17,33 +17,35 @@
 #include <string.h>
 #include <time.h>
 
+/* the last column: replica_ok (include/gl/server.h), the read-only routes
+ * a hot standby may answer (database.read_dsn) */
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE, 0},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE, 0},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY, 0},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY},
+	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY, 1},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT, 0},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
-	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY},
-	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT},
-	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT},
-	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT},
+	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY, 1},
+	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT, 0},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -453,7 +455,7 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_db_query(c,
 			      "SELECT r.run_id, r.source, c.name, r.input, extract(epoch FROM r.started_at)::bigint,"
 			      " extract(epoch FROM r.finished_at)::bigint, r.status, r.lines_read, r.inserted, r.updated,"
-			      " r.unchanged, r.skipped, r.ignored, r.skip_reasons::text, r.error"
+			      " r.unchanged, r.skipped, r.ignored, r.skip_reasons::text, r.error, r.instance"
 			      " FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
 			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
 			      2, (const char *[]){source, lim}, &r, &err)))
@@ -461,7 +463,7 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 	if (csv) {
 		static const char *const hdr[] = {"run_id", "source", "cluster", "input", "started", "finished",
 						  "status", "lines_read", "inserted", "updated", "unchanged", "skipped",
-						  "ignored", "skip_reasons", "error", NULL};
+						  "ignored", "skip_reasons", "error", "instance", NULL};
 		struct gl_strbuf *o = &resp->body;
 		gl_apijson_csv_header(o, hdr);
 		for (int i = 0; i < PQntuples(r); i++) {
@@ -476,6 +478,7 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 			/* the reasons stay one JSON object in one cell */
 			gl_apijson_csv_col_str(o, r, i, 13);
 			gl_apijson_csv_col_str(o, r, i, 14);
+			gl_apijson_csv_col_str(o, r, i, 15);
 			gl_csv_end(o);
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("ingest_runs.csv"));
@@ -501,6 +504,8 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 		gl_apijson_add_col_num(o, "ignored", r, i, 12);
 		cJSON_AddItemToObject(o, "skip_reasons", cJSON_Parse(PQgetvalue(r, i, 13)));
 		gl_apijson_add_col_str(o, "error", r, i, 14);
+		/* which daemon instance ran it (null: a one-shot command) */
+		gl_apijson_add_col_str(o, "instance", r, i, 15);
 		cJSON_AddItemToArray(arr, o);
 	}
 	gl_apijson_put(resp, root);

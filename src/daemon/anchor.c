@@ -94,8 +94,12 @@ void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_sta
 
 	if (!cfg->audit_anchor_file[0])
 		return;
-	if (PQstatus(c) != CONNECTION_OK)
-		PQreset(c);
+	/* a reset through gl_db_reset keeps the session's settings (UTC, the
+	 * instance name the fence reads) */
+	if (PQstatus(c) != CONNECTION_OK && gl_db_reset(c, &err)) {
+		gl_log_fail(&st->check, now_s, GL_LOG_ERROR, "audit: anchor: %s", err.msg);
+		return;
+	}
 	/* a stop cancels the periodic one like the sources' work; the last one,
 	 * after the stop, waits at most 5 s instead (the session ends with it) */
 	if (last && gl_db_exec(c, "SET statement_timeout = '5s'", &err))

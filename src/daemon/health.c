@@ -59,6 +59,43 @@ static void anchor_metrics(struct gl_strbuf *o)
 			 anchor.state != 1, (long long)anchor.at_s, (unsigned long long)anchor.publish_failures);
 }
 
+#define LEASES_MAX 512
+struct lease_entry {
+	char name[160];
+	char holder[128];
+	int held;
+};
+static char instance_name[128];
+static struct lease_entry leases[LEASES_MAX];
+static size_t n_leases;
+
+void gl_health_instance(const char *instance)
+{
+	pthread_mutex_lock(&mu);
+	gl_audit_clean(instance ? instance : "", instance_name, sizeof instance_name);
+	pthread_mutex_unlock(&mu);
+}
+
+void gl_health_lease(const char *lease, int held, const char *holder_instance)
+{
+	char name[sizeof leases[0].name];
+	struct lease_entry *e = NULL;
+	gl_audit_clean(lease, name, sizeof name);
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n_leases && !e; i++)
+		if (!strcmp(leases[i].name, name))
+			e = &leases[i];
+	if (!e && n_leases < LEASES_MAX) {
+		e = &leases[n_leases++];
+		memcpy(e->name, name, sizeof e->name);
+	}
+	if (e) {
+		e->held = held;
+		gl_audit_clean(holder_instance ? holder_instance : "", e->holder, sizeof e->holder);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 void gl_health_report(const char *source, const char *cluster, const char *key, int ok, int64_t at_s,
 		      const char *err, double duration_s)
 {
@@ -172,6 +209,30 @@ void gl_health_metrics(struct gl_strbuf *o)
 	gl_strbuf_printf(o, "# TYPE gpuledger_source_health_dropped_total counter\ngpuledger_source_health_dropped_total %llu\n",
 			 (unsigned long long)dropped);
 	anchor_metrics(o);
+	if (instance_name[0]) {
+		gl_strbuf_puts(o, "# HELP gpuledger_instance_info This instance (server.instance_name, else host:pid:start).\n"
+				  "# TYPE gpuledger_instance_info gauge\ngpuledger_instance_info{instance=\"");
+		label_value(o, instance_name);
+		gl_strbuf_puts(o, "\"} 1\n");
+	}
+	gl_strbuf_puts(o, "# HELP gpuledger_lease_held 1 when this instance runs the job (holds its lease).\n"
+			  "# TYPE gpuledger_lease_held gauge\n");
+	for (size_t i = 0; i < n_leases; i++) {
+		gl_strbuf_puts(o, "gpuledger_lease_held{lease=\"");
+		label_value(o, leases[i].name);
+		gl_strbuf_printf(o, "\"} %d\n", leases[i].held);
+	}
+	gl_strbuf_puts(o, "# HELP gpuledger_lease_holder_info The instance that held the job's lease when last asked.\n"
+			  "# TYPE gpuledger_lease_holder_info gauge\n");
+	for (size_t i = 0; i < n_leases; i++) {
+		if (!leases[i].holder[0])
+			continue;
+		gl_strbuf_puts(o, "gpuledger_lease_holder_info{lease=\"");
+		label_value(o, leases[i].name);
+		gl_strbuf_puts(o, "\",instance=\"");
+		label_value(o, leases[i].holder);
+		gl_strbuf_puts(o, "\"} 1\n");
+	}
 	pthread_mutex_unlock(&mu);
 }
 
@@ -191,5 +252,7 @@ void gl_health_reset(void)
 	n_entries = 0;
 	dropped = 0;
 	memset(&anchor, 0, sizeof anchor);
+	n_leases = 0;
+	instance_name[0] = '\0';
 	pthread_mutex_unlock(&mu);
 }

@@ -54,10 +54,15 @@ int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const cha
 	/* a command line may carry a credential, and viewers read this row */
 	if (input)
 		gl_redact_secrets(input, &in);
+	/* a run left 'running' an hour ago died with its process; so did one
+	 * of another instance when this session holds the source's lease
+	 * (sql/055: that instance can no longer commit anything) */
 	if ((rc = gl_db_query(c,
 			      "UPDATE ingest_runs SET status = 'aborted', finished_at = now()"
 			      " WHERE source = $1 AND cluster_id = $2 AND status = 'running'"
-			      " AND started_at < now() - interval '1 hour'",
+			      " AND (started_at < now() - interval '1 hour'"
+			      "  OR (coalesce(current_setting('gpuledger.fence', true), '') <> ''"
+			      "   AND instance IS DISTINCT FROM nullif(current_setting('gpuledger.instance', true), '')))",
 			      2, (const char *[]){source, cid}, NULL, err)))
 		goto out;
 	if ((rc = gl_db_query(c,
@@ -77,7 +82,7 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 {
 	char id[24], lr[24], ins[24], upd[24], unc[24], sk[24], ign[24];
 	struct gl_strbuf reasons = GL_STRBUF_INIT, why = GL_STRBUF_INIT;
-	int rc;
+	int rc, own_txn = 0;
 
 	snprintf(id, sizeof id, "%lld", (long long)run_id);
 	snprintf(lr, sizeof lr, "%lld", (long long)s->lines_read);
@@ -92,6 +97,16 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 	/* errors quote the command line (as ingest_runs.input) */
 	if (error)
 		gl_redact_secrets(error, &why);
+	/* A failure recorded on its own, outside a batch's transaction, is a
+	 * record and commits nothing else: it is written under no fence
+	 * (sql/055), or a run whose commit the fence refused would stay
+	 * 'running'. A batch's own update stays fenced with its rows. */
+	if (!strcmp(status, "failed") && PQtransactionStatus(c) == PQTRANS_IDLE) {
+		if ((rc = gl_db_exec(c, "BEGIN", err)) ||
+		    (rc = gl_db_exec(c, "SELECT set_config('gpuledger.fence', '', true)", err)))
+			goto out;
+		own_txn = 1;
+	}
 	rc = gl_db_query(c,
 			 "UPDATE ingest_runs SET lines_read = $2, inserted = $3, updated = $4, unchanged = $5,"
 			 " skipped = $6, ignored = $7, skip_reasons = $8::jsonb, status = $9, error = $10,"
@@ -99,6 +114,11 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 			 " WHERE run_id = $1",
 			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status,
 					      error ? gl_strbuf_cstr(&why) : NULL}, NULL, err);
+	if (own_txn)
+		rc = rc ?: gl_db_exec(c, "COMMIT", err);
+out:
+	if (own_txn && PQtransactionStatus(c) != PQTRANS_IDLE)
+		PQclear(PQexec(c, "ROLLBACK"));
 	gl_strbuf_fini(&reasons);
 	gl_strbuf_fini(&why);
 	return rc;

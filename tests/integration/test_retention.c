@@ -57,12 +57,18 @@ static void migrate_before_058(PGconn *c)
 
 static void test_ingest_runs_partitioned_with_its_rows(void **state)
 {
-	PGconn *c = conn();
+	char odsn[1024];
+	PGconn *c;
 	struct gl_err err = {0};
 	int applied = 0;
 	int64_t id = 0;
 
 	(void)state;
+	/* the migrations' role, as `gpuledger migrate` runs them */
+	assert_int_equal(gl_test_owner_dsn(g_dsn, odsn, sizeof odsn), 0);
+	c = PQconnectdb(odsn);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	PQclear(PQexec(c, "SET TIME ZONE 'UTC'"));
 	migrate_before_058(c);
 	assert_true(ok(c, "INSERT INTO clusters (name, kind) VALUES ('ret', 'slurm')"));
 	assert_true(ok(c, "INSERT INTO ingest_runs (source, cluster_id, input, started_at, finished_at, status, inserted)"
@@ -72,6 +78,8 @@ static void test_ingest_runs_partitioned_with_its_rows(void **state)
 	assert_int_equal(gl_test_qint(c, "SELECT max(run_id) FROM ingest_runs"), 4);
 	assert_int_equal(gl_migrate_run(c, &applied, &err), 0);
 	assert_true(applied >= 1);
+	/* what `gpuledger migrate` does next: the service's role may use it */
+	assert_true(ok(c, "SELECT gl_app_grant('gpuledger')"));
 	assert_string_equal(gl_test_qstr(c, "SELECT relkind FROM pg_class WHERE relname = 'ingest_runs'"), "p");
 	/* every row, with its id, in the partition of its month */
 	assert_int_equal(gl_test_qint(c, "SELECT sum(run_id * inserted) FROM ingest_runs"), 1 + 4 + 9 + 16);
@@ -141,13 +149,17 @@ static void test_drop_whole_partitions(void **state)
 	/* rolled up: today-10 and today-9; today-8 not yet */
 	assert_true(ok(c, "INSERT INTO usage_daily_built (day) SELECT (now() - d * interval '1 day')::date"
 			  " FROM generate_series(9, 10) d"));
-	/* nothing may go row by row */
-	assert_true(ok(c, "CREATE FUNCTION no_row_delete() RETURNS trigger LANGUAGE plpgsql AS"
-			  " $$BEGIN RAISE EXCEPTION 'row-by-row delete on %', TG_TABLE_NAME; END$$"));
-	assert_true(ok(c, "CREATE TRIGGER no_row_delete BEFORE DELETE ON gpu_usage FOR EACH ROW EXECUTE FUNCTION no_row_delete()"));
-	assert_true(ok(c, "CREATE TRIGGER no_row_delete BEFORE DELETE ON gpu_usage_jobs FOR EACH ROW EXECUTE FUNCTION no_row_delete()"));
-	assert_true(ok(c, "CREATE TRIGGER no_row_delete BEFORE DELETE ON ingest_runs FOR EACH ROW EXECUTE FUNCTION no_row_delete()"));
-	assert_true(ok(c, "ANALYZE gpu_usage, gpu_usage_jobs, ingest_runs"));
+	/* nothing may go row by row (set up as the owner role: the service's
+	 * makes no functions or triggers) */
+	assert_true(gl_test_exec_owner(g_dsn, "CREATE FUNCTION no_row_delete() RETURNS trigger LANGUAGE plpgsql AS"
+					      " $$BEGIN RAISE EXCEPTION 'row-by-row delete on %', TG_TABLE_NAME; END$$") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "CREATE TRIGGER no_row_delete BEFORE DELETE ON gpu_usage FOR EACH ROW"
+					      " EXECUTE FUNCTION no_row_delete()") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "CREATE TRIGGER no_row_delete BEFORE DELETE ON gpu_usage_jobs FOR EACH ROW"
+					      " EXECUTE FUNCTION no_row_delete()") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "CREATE TRIGGER no_row_delete BEFORE DELETE ON ingest_runs FOR EACH ROW"
+					      " EXECUTE FUNCTION no_row_delete()") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "ANALYZE gpu_usage, gpu_usage_jobs, ingest_runs") >= 0);
 	months = gl_test_qint(c, "SELECT count(*) FROM gl_time_partitions('ingest_runs') WHERE hi <= now() - interval '30 days'");
 	assert_true(months >= 13);
 	seq0 = gl_test_qint(c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");

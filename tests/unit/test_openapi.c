@@ -1,6 +1,7 @@
 /* docs/openapi.yaml against the route table (issue 7): every route the
  * server answers is documented and every documented path is a route; for
- * each, the same method, least role and query parameters. Parsed with
+ * each, the same method, least role, query parameters and whether a hot
+ * standby may answer it (x-gpuledger-reads: standby, replica_ok). Parsed with
  * libyaml's document API (aliases resolve to the shared node). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,6 +139,13 @@ static void test_every_route_is_documented_with_its_role_and_parameters(void **s
 		role = scalar(get(op, "x-gpuledger-role"));
 		if (!role || strcmp(role, r->role) != 0)
 			fail_msg("%s: x-gpuledger-role %s, the route says %s", r->path, role ? role : "(none)", r->role);
+		{
+			/* the routes a hot standby may answer (database.read_dsn) */
+			const char *reads = scalar(get(op, "x-gpuledger-reads"));
+			if (r->replica_ok != (reads && !strcmp(reads, "standby")))
+				fail_msg("%s: x-gpuledger-reads %s, the route's replica_ok is %d", r->path, reads ? reads : "(none)",
+					 r->replica_ok);
+		}
 		doc_params(op, got, sizeof got);
 		route_params_sorted(r, want, sizeof want);
 		if (strcmp(got, want) != 0)
