@@ -106,7 +106,9 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 
 build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 
+# prometheus: promtool and the server the /metrics tests run (test_metrics_ledger)
 test: deps
+	@scripts/deps.sh prometheus
 	@$(MAKE) --no-print-directory build-tests
 	@BUILD=$(BUILD) tests/run.sh all
 

@@ -117,7 +117,7 @@ int main(void)
 	}
 	{
 		struct gl_audit_verify v;
-		if (gl_audit_verify(c, NULL, 0, &v, &err) || !v.ok)
+		if (gl_audit_verify(gl_db_store(c), NULL, 0, &v, &err) || !v.ok)
 			gl_test_die(v.ok ? err.msg : v.reason);
 		fprintf(stderr, "  chain after the append runs: %lld rows, ok\n", (long long)v.rows);
 	}
@@ -131,7 +131,7 @@ int main(void)
 	{
 		struct gl_audit_verify v;
 		t0 = gl_test_now_s();
-		if (gl_audit_verify(c, NULL, 0, &v, &err))
+		if (gl_audit_verify(gl_db_store(c), NULL, 0, &v, &err))
 			gl_test_die(err.msg);
 		t = gl_test_now_s() - t0;
 		if (!v.ok || v.rows != n_verify)

@@ -328,6 +328,9 @@ static const struct gl_cfg_key top_keys[] = {
 	 "a windowed request over a longer window is heavy", NULL, 0, 0},
 	{"server.heavy_steps", GL_CFG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
 	 "a windowed request cut into more steps than this is heavy", NULL, 0, 0},
+	{"server.max_answer_lines", GL_CFG_INT, OFF(http_max_answer_lines), "250000", 0, 0, 100000000,
+	 "most lines (steps x groups) one /v1/chargeback answer may hold (0 = no bound); more get 400 naming step", NULL, 0,
+	 0},
 	{"server.statement_timeout_s", GL_CFG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
 	 "longest a statement of an API request may run (503 naming this key when exceeded)", NULL, 0, 0},
 	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
@@ -394,7 +397,7 @@ static const struct gl_cfg_key top_keys[] = {
 	{"reports.formats", GL_CFG_STR, OFF(reports_formats), "csv,html,pdf", 0, 0, 0,
 	 "formats of scheduled reports (comma list)", NULL, 0, 0},
 	{"reports.share_idle", GL_CFG_STR, OFF(reports_share_idle), "none", 0, 0, 0,
-	 "shareIdle of scheduled reports: none, proportional or owner", NULL, 0, 0},
+	 "shareIdle of scheduled reports: " GL_CB_SHARE_NAMES, NULL, 0, 0},
 	{"budgets", GL_CFG_LIST, OFF(budgets), NULL, 0, 0, 0, "monthly budgets per owner", budget_keys,
 	 sizeof(struct gl_budget_cfg), OFF(n_budgets)},
 	{"budget_alerts.thresholds", GL_CFG_STR, OFF(budget_thresholds), "50,75,90,100", 0, 0, 0,
@@ -1188,7 +1191,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
 				cfg->reports_aggregate);
 	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
-		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not none, proportional or owner",
+		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",

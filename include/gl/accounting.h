@@ -16,6 +16,8 @@
 
 #include <libpq-fe.h>
 
+struct gl_store;
+
 /* Dimensions the API can aggregate and filter by, NULL-terminated. */
 extern const char *const gl_acct_dims[];
 
@@ -29,6 +31,8 @@ struct gl_acct_query {
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
 	size_t n_scope_teams;
 	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
+	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
+					  * (sreport's semantics); it is reported apart either way */
 };
 
 /* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A
@@ -50,7 +54,7 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 /* gl_acct_chargeback, then the apportioning (gl_cb_finish): the whole of
  * what /v1/chargeback computes, for every reader of it (the route, forecast
  * history, reports, budgets). cb as gl_cb_init() made it for q. */
-int gl_acct_chargeback_finished(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb,
+int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query *q, struct gl_cb *cb,
 				struct gl_acct_meta *meta, struct gl_err *err) GL_MUSTCHECK;
 
 /* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
@@ -78,7 +82,7 @@ struct gl_acct_cover {
 	char **missing;
 	size_t n_missing;
 };
-int gl_acct_capacity_cover(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+int gl_acct_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			   struct gl_acct_cover *cov, struct gl_err *err) GL_MUSTCHECK;
 void gl_acct_cover_fini(struct gl_acct_cover *cov);
 
@@ -97,17 +101,20 @@ void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *sr
  * transaction, serialised with the staleness triggers). */
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
 /* Builds up to max_days stale past days, most recent first; *built counts them. */
-int gl_acct_build_stale(PGconn *c, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
+int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
 
-/* ", j0 AS (...) ... settled AS (...)": settles fleet idle per step i and
- * capacity key (cluster, partition, model) so that a cluster's idle is its
- * capacity less unavailable less ALL its allocation, also allocation under a
- * key capacity does not have. The caller defines capk (i, cluster_id,
- * cluster, partition, gpu_model, a, reported, unavail: GPU-seconds) and
- * alloc (i, cluster_id, partition, gpu_model, ms: whole GPU-milliseconds);
- * settled has the capk columns, am (the key's own allocation), idle_ms and
- * over_ms (what no idle could absorb, on one row per cluster). Static text. */
-const char *gl_acct_idle_settle_sql(void);
+/* For src/store/idle.c: the unallocated idle of [start_s, end_s) up to
+ * now_s per capacity key (cluster, partition, canonical model), summed
+ * over the window from the query chargeback's idle is a grouping of (its
+ * steps cut where a rate starts or ends, allocation from the live pieces
+ * and the built days, settled so a cluster's idle is its capacity less
+ * unavailable less all its allocation), priced at the rate in force while
+ * it was idle. Columns cluster, partition, gpu_model, reported_s,
+ * unavailable_s, allocated_s, idle_s, over_s (GPU-seconds) and idle_micros
+ * (NULL: no rate), most idle first; *r NULL (no rows) when the window lies
+ * after now. The caller PQclears *r. */
+int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, PGresult **r,
+		       struct gl_err *err) GL_MUSTCHECK;
 
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
  * the index probe written out, since PostgreSQL does not inline
@@ -126,6 +133,17 @@ const char *gl_acct_idle_settle_sql(void);
  * bucket could otherwise show more busy + idle time than was allocated. */
 #define GL_USAGE_SCALE_SQL(u, a) \
 	"(CASE WHEN " u ".observed_gpu_s > (" a ") THEN (" a ") / " u ".observed_gpu_s ELSE 1 END)"
+
+/* The last moment a source saw the open job j (an alias of jobs) open, NULL
+ * when none did: its own last_seen_at (a snapshot or sacct file that listed
+ * it) or its source's watermark for its cluster (every poll or snapshot
+ * series ingested in full lists every job still open: kube closes the pods
+ * a snapshot no longer lists, sacct -S..-E reports every job running in
+ * its window). Time after it is unobserved (docs/ingest.md). */
+#define GL_JOB_SEEN_SQL(j)                                                                                   \
+	"greatest(" j ".last_seen_at, (SELECT ist.watermark FROM ingest_state ist"                            \
+	" WHERE ist.cluster_id = " j ".cluster_id"                                                            \
+	" AND ist.source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END))"
 
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_acct_dim_sql(const char *dim);

@@ -23,7 +23,7 @@
 #include "gl/config.h"
 #include "gl/log.h"
 
-#include <libpq-fe.h>
+struct gl_store;
 
 struct gl_anchor_state {
 	struct gl_log_limiter lim;     /* write and publish failures */
@@ -33,13 +33,13 @@ struct gl_anchor_state {
 /* One check, then (when it holds) one anchor and its publication. last: the
  * one at a stop (not cancelled; it waits at most 5 s for the database). A
  * config without audit.anchor_file does nothing. */
-void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_state *st, int64_t now_s, int last);
+void gl_anchor_tick(struct gl_store *store, const struct gl_config *cfg, struct gl_anchor_state *st, int64_t now_s, int last);
 
 /* The check alone: *checked 0 when the file has no anchor yet (or does not
  * exist: the daemon's first start); else v says whether the tail holds.
  * -GL_EIO/-GL_EINVAL when the file cannot be read or holds no anchor line
  * although it is not empty. */
-int gl_anchor_check(PGconn *c, const char *path, int *checked, struct gl_audit_verify *v,
+int gl_anchor_check(struct gl_store *store, const char *path, int *checked, struct gl_audit_verify *v,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -6,12 +6,12 @@
 #ifndef GL_APIJSON_H
 #define GL_APIJSON_H
 
+#include "gl/ingest.h"
 #include "gl/server.h"
 #include "gl/strbuf.h"
 #include "gl/window.h"
 
 #include <cjson/cJSON.h>
-#include <libpq-fe.h>
 #include <stdint.h>
 
 /* A whole number written as ASCII digits only (no sign, no spaces, as
@@ -39,14 +39,14 @@ void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition);
 void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v);
 /* Adds header k (a static string): v in decimal, kept in resp. */
 void gl_apijson_add_header_num(struct gl_resp *resp, const char *k, long long v);
-/* CSV cells from column col of row: text (guarded, quoted as needed),
- * a number as the database printed it, epoch seconds as RFC 3339 UTC,
- * micro-units as money with minor decimals (the currency's minor units,
- * gl_money_minor); SQL NULL is an empty cell. */
-void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col);
-void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col, int minor);
+/* CSV cells of typed values: an integer, a double as the database prints
+ * it (gl_csv_f8), micro-units as money with minor decimals (the currency's
+ * minor units, gl_money_minor), epoch seconds as RFC 3339 UTC; an empty
+ * cell when null is set (or the time is GL_TIME_NONE). */
+void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null);
+void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null);
+void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int minor);
+void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t);
 /* Thousandths (gpu_milli) as a decimal without trailing zeros ("0.5", "2"). */
 void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
 /* A header row from a NULL-terminated list of names. */
@@ -58,6 +58,34 @@ int gl_apijson_list_has_empty(const char *v, char sep);
  * value escaped (\\, \", \n) as the text format requires. labels: name,
  * value pairs, NULL-terminated (NULL itself: no braces). */
 void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value);
+
+/* How far the data reaches (gl_ingest_data_through) against the window w
+ * the answer covers, up to now: with root, "data_through" (every cluster,
+ * source and kind of data with its through time and staleness_seconds),
+ * "past_data_through" (those the window reaches past, stopped before
+ * min(w end, now)) and "window_past_data_through"; without (a CSV), the
+ * headers X-Data-Through ("cluster/source/data=time", comma-separated, as
+ * many as fit) and X-Window-Past-Data-Through. A window past it is
+ * answered, flagged, never refused. Returns 0, or the handler's error
+ * return after gl_resp_error. */
+int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
+	GL_MUSTCHECK;
+/* The same for an answer written a piece at a time: loaded before the
+ * first piece (gl_apijson_dt_load: 0, or the handler's error return after
+ * gl_resp_error), then written into the root object being written
+ * (gl_apijson_dt_jsonw) or sent as the headers (gl_apijson_dt_headers).
+ * Ownership: the rows are the struct's; gl_apijson_dt_fini frees them. */
+struct gl_apijson_dt {
+	struct gl_data_through dt;
+	int64_t upto_s, now_s;
+	int past;
+};
+struct gl_jsonw;
+int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl_window *w, struct gl_apijson_dt *d)
+	GL_MUSTCHECK;
+void gl_apijson_dt_jsonw(struct gl_jsonw *w, const struct gl_apijson_dt *d);
+void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d);
+void gl_apijson_dt_fini(struct gl_apijson_dt *d);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
@@ -71,18 +99,17 @@ char **gl_apijson_unread(const struct gl_req *req, size_t *n);
 void gl_apijson_add_time(cJSON *o, const char *k, int64_t t);
 /* k: [start, end] of w as RFC 3339 UTC strings. */
 void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w);
-/* k: column col of row as a string, a number, or epoch seconds as a time;
- * null when the value is SQL NULL. */
-void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col);
+/* k: s, or null when s is NULL. */
+void gl_apijson_add_str(cJSON *o, const char *k, const char *s);
+/* k: v as a number, or null when null is set. */
+void gl_apijson_add_int(cJSON *o, const char *k, int64_t v, int null);
+void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null);
 
 /* The same for a streamed body (include/gl/jsonw.h): member k of the
- * writer's open object (NULL in an array), printed as the add_col_*
- * functions print it through cJSON. */
+ * writer's open object (NULL in an array), printed as the add_* functions
+ * print it through cJSON. */
 struct gl_jsonw;
-void gl_apijson_w_col_str(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_w_col_num(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
-void gl_apijson_w_col_time(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col);
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null);
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null);
 
 #endif

@@ -19,6 +19,8 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
+struct gl_store;
+
 #define GL_AUDIT_HASH_LEN 32
 /* pg_advisory_xact_lock key of the chain ("glaudit"). */
 #define GL_AUDIT_LOCK_KEY 0x676c6175646974LL
@@ -82,9 +84,9 @@ struct gl_audit_head {
  * granted on the log (the service's) keep SELECT and INSERT only, no role
  * any privilege on a partition. c must be a superuser connection.
  * Idempotent. */
-int gl_audit_harden(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
+int gl_audit_harden(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* *yes = 1 when gl_audit_harden has been applied. */
-int gl_audit_hardened(PGconn *c, int *yes, struct gl_err *err) GL_MUSTCHECK;
+int gl_audit_hardened(struct gl_store *st, int *yes, struct gl_err *err) GL_MUSTCHECK;
 int gl_audit_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err) GL_MUSTCHECK;
 
 /* Monthly partitions for the month of now_s and months-1 after it. */
@@ -110,22 +112,22 @@ struct gl_audit_verify {
 };
 /* Walks the whole chain in one snapshot. A broken chain is not an error:
  * the function returns 0 with v->ok = 0, bad_seq and reason set. */
-int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors, size_t n_anchors, struct gl_audit_verify *v,
+int gl_audit_verify(struct gl_store *st, const struct gl_audit_anchor *anchors, size_t n_anchors, struct gl_audit_verify *v,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 /* Verifies only the rows lo_seq..hi_seq (GET /v1/audit/verify?window=):
  * the first row's prev_hash is taken as given, so this proves the rows of
  * the window are intact and consecutive, not what came before them. */
-int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struct gl_audit_anchor *anchors,
+int gl_audit_verify_range(struct gl_store *st, int64_t lo_seq, int64_t hi_seq, const struct gl_audit_anchor *anchors,
 			  size_t n_anchors, struct gl_audit_verify *v, struct gl_err *err) GL_MUSTCHECK;
 
 /* ---- anchors (the head published outside the database) ---- */
 
 /* "seq N hash HEX at TIME\n" of the current head into line (an empty log:
  * seq 0, zero hash, now_s). */
-int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct gl_err *err) GL_MUSTCHECK;
+int gl_audit_anchor_line(struct gl_store *st, int64_t now_s, char *line, size_t n, struct gl_err *err) GL_MUSTCHECK;
 /* The same, appended to path as one line (O_APPEND, fsync); line gets it. */
-int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *line, size_t n,
+int gl_audit_anchor_append(struct gl_store *st, const char *path, int64_t now_s, char *line, size_t n,
 			   struct gl_err *err) GL_MUSTCHECK;
 /* Reads the "seq N hash HEX" anchors of a file, found anywhere in a line (a
  * syslog prefix is fine; other lines are ignored). A file without any is
@@ -147,7 +149,7 @@ struct gl_audit_prune_result {
  * Only a prefix of the chain is ever dropped: a month holding a sequence
  * number above one that stays (a writer's clock ran behind) is kept, with
  * every later month, and named under "kept". */
-int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
+int gl_audit_prune(struct gl_store *st, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
 		   struct gl_err *err) GL_MUSTCHECK;
 
 /* ---- asynchronous writer (the API's per-request rows) ---- */

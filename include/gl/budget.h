@@ -15,8 +15,9 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 #define GL_BUDGET_MAX_THRESHOLDS 16
 
@@ -58,13 +59,13 @@ int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err) GL_MUSTC
 
 /* Every budget in force in the month of month_start (one line per budget,
  * at most max); *n counts them. */
-int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start, int64_t now_s,
+int gl_budget_status(struct gl_store *st, const struct gl_config *cfg, int64_t month_start, int64_t now_s,
 		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon's check: for the month of now_s, records and audits each newly
  * crossed threshold, then runs budget_alerts.command for it. *fired counts
  * the alerts sent. */
-int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *fired,
+int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t now_s, int *fired,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

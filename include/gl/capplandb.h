@@ -15,14 +15,15 @@
 #include "gl/config.h"
 #include "gl/window.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gl_store;
 
 /* Clusters known (stored, or named by a source in cfg), canonical models
  * known (inventory, jobs, rates, aliases) and the GPUs present per cluster
  * and model in the last whole hour before now_s. */
-int gl_capplandb_fleet(PGconn *c, const struct gl_config *cfg, int64_t now_s, struct gl_capplan_fleet *f,
+int gl_capplandb_fleet(struct gl_store *st, const struct gl_config *cfg, int64_t now_s, struct gl_capplan_fleet *f,
 		       struct gl_err *err) GL_MUSTCHECK;
 
 /* Peak demand and queue-days per cluster and GPU model over the whole days
@@ -32,21 +33,21 @@ int gl_capplandb_fleet(PGconn *c, const struct gl_config *cfg, int64_t now_s, st
  * planned down; NaN without an inventory). cluster NULL: all. Keys are every
  * cluster/model with demand or inventory; d is freed with
  * gl_capplan_demand_fini (also on failure). */
-int gl_capplandb_demand(PGconn *c, const struct gl_window *window, const char *cluster, int64_t now_s,
+int gl_capplandb_demand(struct gl_store *st, const struct gl_window *window, const char *cluster, int64_t now_s,
 			struct gl_capplan_demand *d, struct gl_err *err) GL_MUSTCHECK;
 
 /* Rewrites each entry's gpu_model to its canonical model (gl_gpu_model). */
-int gl_capplandb_canon(PGconn *c, struct gl_capplan_change *plan, size_t n, struct gl_err *err) GL_MUSTCHECK;
+int gl_capplandb_canon(struct gl_store *st, struct gl_capplan_change *plan, size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 /* The stored plan ("config", "api", or NULL for both), by date. */
-int gl_capplandb_list(PGconn *c, const char *source, struct gl_capplan_change **out, size_t *n,
+int gl_capplandb_list(struct gl_store *st, const char *source, struct gl_capplan_change **out, size_t *n,
 		      struct gl_err *err) GL_MUSTCHECK;
 
 /* Checks extra (canonicalised in place) together with the stored plan of
  * the other source (or both, when source is NULL) against the fleet: on a
  * bad entry of extra, -GL_EINVAL with *bad its index and *field the field
  * (gl_capplan_check); a stored entry found bad names itself in err. */
-int gl_capplandb_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, const char *source,
+int gl_capplandb_check(struct gl_store *st, const struct gl_config *cfg, int64_t now_s, const char *source,
 		       struct gl_capplan_change *extra, size_t n, size_t *bad, const char **field,
 		       struct gl_err *err) GL_MUSTCHECK;
 
@@ -54,13 +55,13 @@ int gl_capplandb_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, co
  * (canonicalised in place), checked as gl_capplandb_check does, in one
  * transaction holding an advisory lock (two posts at once cannot both pass
  * a check the other invalidates), with a capacity.plan audit row by actor. */
-int gl_capplandb_replace(PGconn *c, const struct gl_config *cfg, int64_t now_s, const char *source,
+int gl_capplandb_replace(struct gl_store *st, const struct gl_config *cfg, int64_t now_s, const char *source,
 			 struct gl_capplan_change *plan, size_t n, const char *actor, size_t *bad, const char **field,
 			 struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon's start: cfg->capacity_plan becomes the stored 'config' plan;
  * errors name "file:line: capacity_plan[i].field: why". */
-int gl_capplandb_load_config(PGconn *c, const struct gl_config *cfg, const char *actor, int64_t now_s,
+int gl_capplandb_load_config(struct gl_store *st, const struct gl_config *cfg, const char *actor, int64_t now_s,
 			     struct gl_err *err) GL_MUSTCHECK;
 
 #endif

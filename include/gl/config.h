@@ -174,6 +174,7 @@ struct gl_config {
 	int64_t http_heavy_per_token;
 	int64_t http_heavy_window_days;
 	int64_t http_heavy_steps;
+	int64_t http_max_answer_lines; /* a bound on an answer's lines, so on its memory */
 	int64_t http_statement_timeout_s;
 	int64_t http_conn_timeout_s;   /* inactivity */
 	int64_t http_header_timeout_s; /* deadlines: activity does not extend them */

@@ -10,7 +10,8 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
+
+struct gl_store;
 
 struct gl_costing_summary {
 	int rates, owners, idle_owners; /* rows now loaded */
@@ -28,7 +29,7 @@ int gl_costing_match_valid(const char *m);
  * days a price differs on; owner rules: from the first time the rules in
  * force differ, since a job keeps the owner of its start; aliases, or a
  * model's first or last rate: every day). */
-int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
+int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

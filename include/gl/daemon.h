@@ -17,7 +17,8 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
-typedef int (*gl_source_run_fn)(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s,
+struct gl_store;
+typedef int (*gl_source_run_fn)(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
 				char *summary, size_t summary_len, struct gl_err *err);
 
 struct gl_daemon_source {
@@ -59,7 +60,7 @@ int64_t gl_daemon_lease_ttl(const struct gl_daemon_self *self, int64_t interval_
  * interval so a dead holder's job moves on within its ttl and a half) or
  * the database could not be asked. A change of holder is logged once.
  * self NULL: every job runs here. */
-int gl_daemon_lease(PGconn *c, const struct gl_daemon_self *self, struct gl_daemon_source *s, int64_t now_s);
+int gl_daemon_lease(struct gl_store *st, const struct gl_daemon_self *self, struct gl_daemon_source *s, int64_t now_s);
 
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out);
 /* Runs every source due at now_s (a leased one only when this instance
@@ -68,9 +69,11 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
  * a stop request cancels its statement in flight; the source then fails
  * like on any database error (its open batch rolls back) and a session
  * left inside a transaction is rolled back before the next one. */
-void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, const struct gl_daemon_self *self,
+void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, const struct gl_daemon_self *self,
 		    struct gl_daemon_source *s, size_t n, int64_t now_s, volatile int *stop);
 
+/* The ingest sources below still take the connection itself; src/daemon/
+ * runs them through a store handle's (gl_db_conn). */
 /* The sacct source (src/ingest/sacct_poll.c). */
 int gl_sacct_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err);
@@ -88,7 +91,7 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 			     size_t n, struct gl_err *err);
 /* The forecast cache (src/api/routes_forecast.c): recomputes the
  * /v1/forecast answers asked for in the last day, so they stay warm. */
-int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_forecast_cache_refresh(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			      size_t n, struct gl_err *err);
 
 #endif

@@ -25,6 +25,19 @@ struct gl_db_paths {
 	int relocated;          /* 1: configured is not reachable by the cluster's OS user */
 };
 
+/* The connection behind a store handle (include/gl/store.h) and the handle
+ * of a connection: one object under two names, the second for code outside
+ * src/store/. */
+struct gl_store;
+static inline PGconn *gl_db_conn(struct gl_store *st)
+{
+	return (PGconn *)st;
+}
+static inline struct gl_store *gl_db_store(PGconn *c)
+{
+	return (struct gl_store *)c;
+}
+
 #define GL_DB_EMBEDDED_PORT 5432 /* only names the socket file: TCP is off */
 #define GL_DB_NAME "gpuledger"
 /* The application role: what serve, ingest, hook, report, token ... connect

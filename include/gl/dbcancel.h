@@ -90,6 +90,9 @@ int gl_dbcancel_requested(unsigned groups);
  * is requested for its group it is cancelled within the watcher's next
  * round. */
 void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const char *what);
+/* The same for a store handle's session (include/gl/store.h). */
+struct gl_store;
+void gl_dbcancel_begin_store(struct gl_dbcancel_slot *s, struct gl_store *st, int group, const char *what);
 /* 1 when the stop has sent a cancel request for the calling thread's work
  * in progress (its slot begun): a statement that failed with SQLSTATE 57014
  * was then cut by the stop, not by a statement_timeout. 0 for work without

@@ -15,8 +15,9 @@
 #include "gl/filter.h"
 #include "gl/window.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
+
+struct gl_store;
 
 enum gl_fcseries_metric {
 	GL_FCS_GPU_HOURS = 0, /* allocated GPU-hours in the step */
@@ -43,12 +44,12 @@ struct gl_fcseries {
 };
 
 /* One series per key with any value in the steps, ordered by key. */
-int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+int gl_fcseries_query(struct gl_store *st, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 		      size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
 		      struct gl_err *err) GL_MUSTCHECK;
 /* pending_gpus and pending_minutes from one pass over the jobs (what the
  * capacity forecast needs); both caller-zeroed, both freed on failure. */
-int gl_fcseries_query_pending(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 			      size_t n_dims, int64_t now_s, struct gl_fcseries *gpus, struct gl_fcseries *minutes,
 			      struct gl_err *err) GL_MUSTCHECK;
 void gl_fcseries_fini(struct gl_fcseries *f);

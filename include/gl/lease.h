@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct gl_store;
+
 #define GL_LEASE_NAME_MAX 160
 #define GL_LEASE_INSTANCE_MAX 128
 #define GL_LEASE_HOLDER_MAX 200
@@ -42,10 +44,10 @@ void gl_lease_identity(const char *configured, int64_t start_s, char *instance, 
 /* Takes, keeps or renews lease name for ttl_s seconds. Held: *token > 0
  * and the session's fence is set to it. Not held: *token = 0, the fence is
  * cleared, and who (may be NULL) gets the holding instance. */
-int gl_lease_take(PGconn *c, const char *name, const char *holder, const char *instance, int64_t ttl_s,
+int gl_lease_take(struct gl_store *st, const char *name, const char *holder, const char *instance, int64_t ttl_s,
 		  int64_t *token, char *who, size_t whon, struct gl_err *err) GL_MUSTCHECK;
 /* Clears the session's fence (after the job's run). */
-int gl_lease_unfence(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
+int gl_lease_unfence(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* Extends every lease of holder by its own ttl; *n (may be NULL) gets how many. */
 int gl_lease_renew_all(PGconn *c, const char *holder, int *n, struct gl_err *err) GL_MUSTCHECK;
 /* Lets every lease of holder expire now (the token stays: the next holder

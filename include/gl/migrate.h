@@ -9,7 +9,8 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
+
+struct gl_store;
 
 struct gl_migration {
 	int version;
@@ -21,12 +22,12 @@ extern const struct gl_migration gl_migrations[];
 
 /* Applies what is missing. *applied = number applied now (0 on a second run).
  * Concurrent migrators serialise on an advisory lock. */
-int gl_migrate_run(PGconn *c, int *applied, struct gl_err *err) GL_MUSTCHECK;
+int gl_migrate_run(struct gl_store *st, int *applied, struct gl_err *err) GL_MUSTCHECK;
 /* Latest applied version (0 when none). */
-int gl_migrate_current(PGconn *c, int *version, struct gl_err *err) GL_MUSTCHECK;
+int gl_migrate_current(struct gl_store *st, int *version, struct gl_err *err) GL_MUSTCHECK;
 /* 1 when c's database lacks a migration this build has, or c cannot tell
  * (a role without SELECT on schema_migrations). */
-int gl_migrate_pending(PGconn *c);
+int gl_migrate_pending(struct gl_store *st);
 
 /* What gl_migrate_database did. */
 struct gl_migrate_summary {

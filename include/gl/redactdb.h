@@ -20,8 +20,9 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_redactdb_result {
 	int64_t examined;      /* ingest_runs rows with an input, error or skip reason */
@@ -36,7 +37,7 @@ struct gl_redactdb_result {
 
 /* dry_run: counts, writes nothing (no audit row either). actor: the audit
  * row's ("cli:<user>"). c must be idle (no open transaction). */
-int gl_redactdb_run(PGconn *c, const char *actor, int dry_run, struct gl_redactdb_result *res,
+int gl_redactdb_run(struct gl_store *st, const char *actor, int dry_run, struct gl_redactdb_result *res,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -5,7 +5,7 @@
  * it, the new set is a new version written beside the old one (names end
  * in .vN), recording which CSV tables changed. Every set is audited.
  *
- * Ownership: borrows the connection and the config; results are inline.
+ * Ownership: borrows the store handle and the config; results are inline.
  */
 #ifndef GL_REPORT_SCHED_H
 #define GL_REPORT_SCHED_H
@@ -13,7 +13,8 @@
 #include "gl/config.h"
 #include "gl/reports.h"
 
-#include <libpq-fe.h>
+struct gl_store;
+
 
 #define GL_REPORT_SCHED_MAX_FILES 16
 
@@ -36,12 +37,12 @@ void gl_report_sched_name(const char *month, const char *aggregate, enum gl_shar
 
 /* Makes (or confirms) the recorded set of month "YYYY-MM" in cfg->reports_dir
  * with the configured aggregate, shareIdle and formats. */
-int gl_report_sched_make(PGconn *c, const struct gl_config *cfg, const char *month, const char *trigger,
+int gl_report_sched_make(struct gl_store *st, const struct gl_config *cfg, const char *month, const char *trigger,
 			 int64_t now_s, struct gl_report_sched_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon source: once the schedule time of the 1st has passed, makes the
- * previous month's set if it is not recorded yet. */
-int gl_report_sched_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-			size_t n, struct gl_err *err);
+ * previous month's set if it is not recorded yet; summary says what it did. */
+int gl_report_sched_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
+			char *summary, size_t n, struct gl_err *err);
 
 #endif

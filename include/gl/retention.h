@@ -17,9 +17,9 @@
 #define GL_RETENTION_H
 
 #include "gl/common.h"
+#include "gl/store.h"
 #include "gl/strbuf.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
 
 /* Days of exporter rollups and months of ingest runs made ahead. */
@@ -42,11 +42,11 @@ struct gl_retention_result {
 /* Creates the partitions of [now, now + GL_RETENTION_AHEAD_DAYS) for the
  * exporter rollups and of the current month and the next ones for
  * ingest_runs; *made counts the new ones. */
-int gl_retention_ahead(PGconn *c, int64_t now_s, int *made, struct gl_err *err) GL_MUSTCHECK;
+int gl_retention_ahead(struct gl_store *st, int64_t now_s, int *made, struct gl_err *err) GL_MUSTCHECK;
 /* Drops what the policy no longer keeps, in one transaction with one
  * `retention.drop` audit row naming every partition (none when nothing
  * went). Joins no caller transaction: the connection must be idle. */
-int gl_retention_drop(PGconn *c, const struct gl_retention_policy *pol, int64_t now_s, struct gl_retention_result *res,
+int gl_retention_drop(struct gl_store *st, const struct gl_retention_policy *pol, int64_t now_s, struct gl_retention_result *res,
 		      struct gl_err *err) GL_MUSTCHECK;
 void gl_retention_result_fini(struct gl_retention_result *res);
 

@@ -28,6 +28,8 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_reports.c */
 int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp);
 int gl_route_reports(struct gl_req *req, struct gl_resp *resp);
+/* GET /v1/reports/{id}: one recorded file, its sha256 the ETag */
+int gl_route_report_file(struct gl_req *req, struct gl_resp *resp);
 int gl_route_budgets(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_hook.c */
 int gl_route_idle_candidates(struct gl_req *req, struct gl_resp *resp);
@@ -45,9 +47,6 @@ void gl_forecast_cache_drop(char kind);
 /* src/api/routes_capplan.c */
 int gl_route_capacity_plan(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp);
-/* Appends the inventory gauges (scheduler GPUs, snapshot age, conflicts
- * between sources) to a /metrics body; silent when the query fails. */
-void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o);
 
 #define GL_VERSION "0.1.0"
 

@@ -9,6 +9,7 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
+#include "gl/db.h"
 #include "gl/reqclass.h"
 #include "gl/strbuf.h"
 #include "gl/tokens.h"
@@ -75,6 +76,7 @@ struct gl_resp {
 	const char *extra_headers[12][2];
 	char header_buf[64];      /* room for one header value made per request (e.g. a cursor) */
 	char header_num[4][24];   /* numbers sent as header values (gl_apijson_add_header_num) */
+	char header_text[640];    /* one longer header value made per request (X-Data-Through) */
 	/* error details, set with gl_resp_error() */
 	const char *err_code;
 	char err_param[64];
@@ -96,6 +98,15 @@ int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
  * has no shards. Valid after gl_req_db, until the request ends. */
 struct gl_shard_route;
 const struct gl_shard_route *gl_req_shards(const struct gl_req *req);
+/* The same session as a store handle (include/gl/store.h), what handlers
+ * pass to src/store/: they never name libpq. */
+static inline GL_MUSTCHECK int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err)
+{
+	PGconn *c = NULL;
+	int rc = gl_req_db(req, &c, err);
+	*st = rc ? NULL : gl_db_store(c);
+	return rc;
+}
 
 /* Object-level checks for owner-scoped tokens. A handler that serves a
  * scoped token must go through one of these (they mark the request) and be

@@ -17,8 +17,8 @@
 #define GL_SHARD_H
 
 #include "gl/common.h"
+#include "gl/store.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,16 +34,16 @@ struct gl_shard_route {
 };
 
 /* On a shard, before its first ingest: ids start in shard k's range. */
-int gl_shard_local_init(PGconn *c, int k, struct gl_err *err) GL_MUSTCHECK;
+int gl_shard_local_init(struct gl_store *st, int k, struct gl_err *err) GL_MUSTCHECK;
 /* Number of shards attached to this (central) database: 0 = not central. */
-int gl_shard_count(PGconn *c, int *n, struct gl_err *err) GL_MUSTCHECK;
+int gl_shard_count(struct gl_store *st, int *n, struct gl_err *err) GL_MUSTCHECK;
 /* Attaches shard k named name (lower case letters, digits, _) reached with
  * the libpq conninfo dsn: its user and password become the user mapping of
  * the connected role, the rest the foreign server's options. Needs the
  * postgres_fdw extension and USAGE on it (a superuser's one-time step). */
-int gl_shard_attach(PGconn *c, int k, const char *name, const char *dsn, struct gl_err *err) GL_MUSTCHECK;
+int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *dsn, struct gl_err *err) GL_MUSTCHECK;
 /* Probes the shards and routes this session's reads (see above). */
-int gl_shard_route(PGconn *c, struct gl_shard_route *rt, struct gl_err *err) GL_MUSTCHECK;
+int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err *err) GL_MUSTCHECK;
 void gl_shard_route_fini(struct gl_shard_route *rt);
 
 #endif

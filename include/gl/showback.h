@@ -17,8 +17,9 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 #define GL_SB_TOP_JOBS 20
 
@@ -154,7 +155,7 @@ int gl_showback_aggregate_ok(const char *dim);
  * before the first GPU job, is -GL_EINVAL with err naming the month; the
  * latter also sets sb->no_data, so a scheduler can tell "nothing to
  * report" from a real failure. */
-int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb,
+int gl_showback_gather(struct gl_store *st, const struct gl_showback_req *req, struct gl_showback *sb,
 		       struct gl_err *err) GL_MUSTCHECK;
 void gl_showback_fini(struct gl_showback *sb);
 

@@ -15,6 +15,8 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
+struct gl_store;
+
 #define GL_TOKEN_PREFIX "glt_"
 #define GL_TOKEN_LEN 47          /* strlen(prefix) + 43 */
 #define GL_TOKEN_MAX_OWNERS 16
@@ -43,14 +45,14 @@ int gl_token_owner_valid(const char *s);
 
 /* Creates a token, stores its hash and appends a "token.create" audit row in
  * the same transaction. expires_s may be GL_TIME_NONE. */
-int gl_token_create(PGconn *c, const char *name, const char *role, int64_t expires_s, const char *const *owners,
+int gl_token_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s, const char *const *owners,
 		    size_t n_owners, const char *actor, char token_out[GL_TOKEN_LEN + 1], int64_t *id_out,
 		    struct gl_err *err) GL_MUSTCHECK;
 /* Revokes by id (all digits) or by live name; audited. -GL_ENOTFOUND when
  * nothing live matches. */
-int gl_token_revoke(PGconn *c, const char *id_or_name, const char *actor, int64_t *id_out,
+int gl_token_revoke(struct gl_store *st, const char *id_or_name, const char *actor, int64_t *id_out,
 		    struct gl_err *err) GL_MUSTCHECK;
-int gl_token_list(PGconn *c, struct gl_token_info **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
+int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 /* Looks a token up by hash (the index compares hashes, never tokens). *found
  * is 0 for an unknown hash. Revoked and expired tokens are returned with
  * their dates so callers can say why; last_used_at is touched only for a

@@ -2,6 +2,7 @@
 #include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
+#include "gl/ingest.h"
 #include "gl/jsonw.h"
 #include "gl/log.h"
 #include "gl/shard.h"
@@ -87,48 +88,44 @@ void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w)
 	cJSON_AddItemToObject(o, k, cJSON_CreateStringArray((const char *[]){a, b}, 2));
 }
 
-void gl_apijson_add_col_str(cJSON *o, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_add_str(cJSON *o, const char *k, const char *s)
 {
-	if (PQgetisnull(r, row, col))
+	if (s)
+		cJSON_AddStringToObject(o, k, s);
+	else
+		cJSON_AddNullToObject(o, k);
+}
+
+void gl_apijson_add_int(cJSON *o, const char *k, int64_t v, int null)
+{
+	if (null)
 		cJSON_AddNullToObject(o, k);
 	else
-		cJSON_AddStringToObject(o, k, PQgetvalue(r, row, col));
+		cJSON_AddNumberToObject(o, k, (double)v);
 }
 
-/* atof, not atoll: numeric columns (round(), avg()) come as decimals too;
- * on bigint text both give the same double */
-void gl_apijson_add_col_num(cJSON *o, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null)
 {
-	if (PQgetisnull(r, row, col))
+	if (null)
 		cJSON_AddNullToObject(o, k);
 	else
-		cJSON_AddNumberToObject(o, k, atof(PQgetvalue(r, row, col)));
+		cJSON_AddNumberToObject(o, k, v);
 }
 
-void gl_apijson_add_col_time(cJSON *o, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null)
 {
-	if (PQgetisnull(r, row, col))
-		cJSON_AddNullToObject(o, k);
-	else
-		gl_apijson_add_time(o, k, atoll(PQgetvalue(r, row, col)));
-}
-
-void gl_apijson_w_col_str(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
-{
-	gl_jsonw_str(w, k, PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col));
-}
-
-void gl_apijson_w_col_num(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
-{
-	if (PQgetisnull(r, row, col))
+	if (null)
 		gl_jsonw_null(w, k);
 	else
-		gl_jsonw_num(w, k, atof(PQgetvalue(r, row, col)));
+		gl_jsonw_num(w, k, (double)v);
 }
 
-void gl_apijson_w_col_time(struct gl_jsonw *w, const char *k, const PGresult *r, int row, int col)
+void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null)
 {
-	gl_jsonw_time(w, k, PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col)));
+	if (null)
+		gl_jsonw_null(w, k);
+	else
+		gl_jsonw_num(w, k, v);
 }
 
 int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)
@@ -172,30 +169,35 @@ void gl_apijson_set_csv(struct gl_resp *resp, const char *disposition)
 	gl_apijson_add_header(resp, "Content-Disposition", disposition);
 }
 
-void gl_apijson_csv_col_str(struct gl_strbuf *o, const PGresult *r, int row, int col)
+void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null)
 {
-	gl_csv_field(o, PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
-}
-
-void gl_apijson_csv_col_num(struct gl_strbuf *o, const PGresult *r, int row, int col)
-{
-	gl_csv_raw(o, PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
-}
-
-void gl_apijson_csv_col_time(struct gl_strbuf *o, const PGresult *r, int row, int col)
-{
-	char buf[32] = "";
-	if (!PQgetisnull(r, row, col))
-		gl_time_format(atoll(PQgetvalue(r, row, col)), buf, sizeof buf);
+	char buf[24] = "";
+	if (!null)
+		snprintf(buf, sizeof buf, "%lld", (long long)v);
 	gl_csv_raw(o, buf);
 }
 
-void gl_apijson_csv_col_money(struct gl_strbuf *o, const PGresult *r, int row, int col, int minor)
+void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null)
+{
+	if (null)
+		gl_csv_raw(o, "");
+	else
+		gl_csv_f8(o, v);
+}
+
+void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t)
+{
+	char buf[32] = "";
+	if (t != GL_TIME_NONE)
+		gl_time_format(t, buf, sizeof buf);
+	gl_csv_raw(o, buf);
+}
+
+void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int minor)
 {
 	char buf[48] = "";
-	/* numeric columns (round(...)) print no fraction: atoll reads them whole */
-	if (!PQgetisnull(r, row, col))
-		gl_money_format(atoll(PQgetvalue(r, row, col)), minor, buf, sizeof buf);
+	if (!null)
+		gl_money_format(micros, minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 
@@ -284,4 +286,123 @@ char **gl_apijson_unread(const struct gl_req *req, size_t *n)
 	}
 	cJSON_Delete(tmp);
 	return v;
+}
+
+/* One data_through entry as JSON. */
+static cJSON *through_json(const struct gl_data_through_row *r, int64_t now_s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "cluster", r->cluster);
+	cJSON_AddStringToObject(o, "source", r->source);
+	cJSON_AddStringToObject(o, "data", r->data);
+	gl_apijson_add_time(o, "through", r->through_s);
+	cJSON_AddNumberToObject(o, "staleness_seconds", (double)(now_s > r->through_s ? now_s - r->through_s : 0));
+	return o;
+}
+
+/* "cluster/source/data=time" entries, comma-separated, as many as fit. */
+static void through_header(struct gl_resp *resp, const struct gl_data_through *dt)
+{
+	size_t len = 0;
+	resp->header_text[0] = '\0';
+	for (size_t i = 0; i < dt->n; i++) {
+		char t[32], one[256];
+		int n;
+		gl_time_format(dt->rows[i].through_s, t, sizeof t);
+		n = snprintf(one, sizeof one, "%s%s/%s/%s=%s", len ? ", " : "", dt->rows[i].cluster, dt->rows[i].source,
+			     dt->rows[i].data, t);
+		if (n < 0 || (size_t)n >= sizeof one || len + (size_t)n >= sizeof resp->header_text)
+			break;
+		memcpy(resp->header_text + len, one, (size_t)n + 1);
+		len += (size_t)n;
+	}
+	gl_apijson_add_header(resp, "X-Data-Through", resp->header_text);
+}
+
+int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
+{
+	struct gl_data_through dt;
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int64_t upto = w->end_s < req->now_s ? w->end_s : req->now_s;
+	int rc, past = 0;
+	cJSON *all = NULL, *pastl = NULL;
+
+	memset(&dt, 0, sizeof dt);
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_data_through(st, &dt, &err))) {
+		rc = gl_resp_error(resp, rc, NULL, "data_through: %s", err.msg);
+		goto out;
+	}
+	if (root) {
+		all = cJSON_AddArrayToObject(root, "data_through");
+		pastl = cJSON_AddArrayToObject(root, "past_data_through");
+	}
+	for (size_t i = 0; i < dt.n; i++) {
+		int p = dt.rows[i].through_s < upto;
+		past |= p;
+		if (all)
+			cJSON_AddItemToArray(all, through_json(&dt.rows[i], req->now_s));
+		if (pastl && p)
+			cJSON_AddItemToArray(pastl, through_json(&dt.rows[i], req->now_s));
+	}
+	if (root) {
+		cJSON_AddBoolToObject(root, "window_past_data_through", past);
+	} else {
+		through_header(resp, &dt);
+		gl_apijson_add_header(resp, "X-Window-Past-Data-Through", past ? "true" : "false");
+	}
+out:
+	gl_data_through_fini(&dt);
+	return rc;
+}
+
+int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl_window *w, struct gl_apijson_dt *d)
+{
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int rc;
+	memset(d, 0, sizeof *d);
+	d->now_s = req->now_s;
+	d->upto_s = w->end_s < req->now_s ? w->end_s : req->now_s;
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_data_through(st, &d->dt, &err)))
+		return gl_resp_error(resp, rc, NULL, "data_through: %s", err.msg);
+	for (size_t i = 0; i < d->dt.n; i++)
+		d->past |= d->dt.rows[i].through_s < d->upto_s;
+	return 0;
+}
+
+static void through_jsonw(struct gl_jsonw *w, const struct gl_data_through_row *r, int64_t now_s)
+{
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "cluster", r->cluster);
+	gl_jsonw_str(w, "source", r->source);
+	gl_jsonw_str(w, "data", r->data);
+	gl_jsonw_time(w, "through", r->through_s);
+	gl_jsonw_i64(w, "staleness_seconds", now_s > r->through_s ? now_s - r->through_s : 0);
+	gl_jsonw_end(w);
+}
+
+void gl_apijson_dt_jsonw(struct gl_jsonw *w, const struct gl_apijson_dt *d)
+{
+	gl_jsonw_array(w, "data_through");
+	for (size_t i = 0; i < d->dt.n; i++)
+		through_jsonw(w, &d->dt.rows[i], d->now_s);
+	gl_jsonw_end(w);
+	gl_jsonw_array(w, "past_data_through");
+	for (size_t i = 0; i < d->dt.n; i++)
+		if (d->dt.rows[i].through_s < d->upto_s)
+			through_jsonw(w, &d->dt.rows[i], d->now_s);
+	gl_jsonw_end(w);
+	gl_jsonw_bool(w, "window_past_data_through", d->past);
+}
+
+void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d)
+{
+	through_header(resp, &d->dt);
+	gl_apijson_add_header(resp, "X-Window-Past-Data-Through", d->past ? "true" : "false");
+}
+
+void gl_apijson_dt_fini(struct gl_apijson_dt *d)
+{
+	gl_data_through_fini(&d->dt);
 }

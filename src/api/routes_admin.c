@@ -2,10 +2,11 @@
  * No handler here ever sees or prints a token or its hash. */
 #include "gl/apijson.h"
 #include "gl/audit.h"
+#include "gl/auditread.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
-#include "gl/db.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 #include "gl/tokens.h"
 #include "gl/window.h"
@@ -40,15 +41,61 @@ static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, ch
 	return 0;
 }
 
+/* The same page as CSV, for filing; the chain columns let a reader
+ * re-check each row against its neighbours. */
+static void audit_csv(struct gl_resp *resp, const struct gl_auditread_page *pg)
+{
+	struct gl_strbuf *o = &resp->body;
+	gl_apijson_csv_header(o, (const char *const[]){"seq", "at", "actor", "source_addr", "action", "object",
+							"outcome", "detail", "prev_hash", "hash", NULL});
+	for (size_t i = 0; i < pg->n; i++) {
+		const struct gl_auditread_row *r = &pg->rows[i];
+		const char *text[] = {r->actor, r->source_addr, r->action, r->object, r->outcome, r->detail};
+		gl_apijson_csv_int(o, r->seq, 0);
+		gl_apijson_csv_time(o, r->at_s);
+		for (size_t k = 0; k < GL_ARRAY_LEN(text); k++)
+			gl_csv_field(o, text[k] ? text[k] : "");
+		gl_csv_raw(o, r->prev_hash);
+		gl_csv_raw(o, r->hash);
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("audit.csv"));
+}
+
+static cJSON *audit_json(const struct gl_auditread_page *pg)
+{
+	cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "entries");
+	for (size_t i = 0; i < pg->n; i++) {
+		const struct gl_auditread_row *r = &pg->rows[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "seq", (double)r->seq);
+		gl_apijson_add_time(o, "at", r->at_s);
+		cJSON_AddStringToObject(o, "actor", r->actor);
+		gl_apijson_add_str(o, "source_addr", r->source_addr);
+		cJSON_AddStringToObject(o, "action", r->action);
+		gl_apijson_add_str(o, "object", r->object);
+		cJSON_AddStringToObject(o, "outcome", r->outcome);
+		cJSON_AddItemToObject(o, "detail", cJSON_Parse(r->detail));
+		cJSON_AddStringToObject(o, "prev_hash", r->prev_hash);
+		cJSON_AddStringToObject(o, "hash", r->hash);
+		cJSON_AddItemToArray(arr, o);
+	}
+	if (pg->more)
+		cJSON_AddNumberToObject(root, "next_cursor", (double)pg->rows[pg->n - 1].seq);
+	else
+		cJSON_AddNullToObject(root, "next_cursor");
+	return root;
+}
+
 int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_err err = {0};
-	char from_b[32], to_b[32], lim[24], cur[24];
+	struct gl_auditread_query q = {0};
+	struct gl_auditread_page pg = {0};
+	char from_b[32], to_b[32];
 	long long limit, cursor;
-	PGconn *c;
-	PGresult *r = NULL;
-	cJSON *root, *arr;
-	int rc, n, more, have_w, csv;
+	struct gl_store *st;
+	int rc, have_w, csv;
 
 	/* the server has already refused parameters outside the route's list */
 	if ((rc = gl_apijson_format(req, resp, &csv)) ||
@@ -56,83 +103,34 @@ int gl_route_audit(struct gl_req *req, struct gl_resp *resp)
 	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 1000, &limit)) ||
 	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
-	{
-		/* the three outcomes audit rows carry (docs/openapi.yaml): any
-		 * other value would only ever match nothing */
-		const char *oc = gl_req_param(req, "outcome");
-		if (oc && strcmp(oc, "ok") && strcmp(oc, "denied") && strcmp(oc, "error"))
-			return gl_resp_error(resp, GL_EINVAL, "outcome", "outcome: '%s' is not ok, denied or error", oc);
+	q.outcome = gl_req_param(req, "outcome");
+	/* the three outcomes audit rows carry (docs/openapi.yaml): any other
+	 * value would only ever match nothing */
+	if (q.outcome && strcmp(q.outcome, "ok") && strcmp(q.outcome, "denied") && strcmp(q.outcome, "error"))
+		return gl_resp_error(resp, GL_EINVAL, "outcome", "outcome: '%s' is not ok, denied or error", q.outcome);
+	q.from = have_w ? from_b : NULL;
+	q.to = have_w ? to_b : NULL;
+	q.action = gl_req_param(req, "action");
+	q.actor = gl_req_param(req, "actor");
+	q.cursor = cursor;
+	q.limit = limit;
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_auditread_page(st, &q, &pg, &err))) {
+		gl_auditread_fini(&pg);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
-	/* one row past the page: a next_cursor only when a row follows */
-	snprintf(lim, sizeof lim, "%lld", limit + 1);
-	snprintf(cur, sizeof cur, "%lld", cursor);
-	if ((rc = gl_req_db(req, &c, &err)))
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	/* newest first; keyset pagination: cursor = the seq to continue below,
-	 * so pages stay exact while rows are appended */
-	if ((rc = gl_db_query(c,
-			      "SELECT audit_id, extract(epoch FROM at)::bigint, actor, source_addr, action, object, outcome,"
-			      " detail::text, encode(prev_hash, 'hex'), encode(hash, 'hex') FROM audit_log"
-			      " WHERE ($1::timestamptz IS NULL OR at >= $1) AND ($2::timestamptz IS NULL OR at < $2)"
-			      "   AND ($3::text IS NULL OR action = $3) AND ($4::text IS NULL OR actor = $4)"
-			      "   AND ($5::text IS NULL OR outcome = $5) AND ($6::bigint = 0 OR audit_id < $6)"
-			      " ORDER BY audit_id DESC LIMIT $7",
-			      7,
-			      (const char *[]){have_w ? from_b : NULL, have_w ? to_b : NULL, gl_req_param(req, "action"),
-					       gl_req_param(req, "actor"), gl_req_param(req, "outcome"), cur, lim},
-			      &r, &err)))
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	more = PQntuples(r) > limit;
-	n = more ? (int)limit : PQntuples(r);
 	if (csv) {
-		/* the same page as CSV, for filing; the chain columns let a reader
-		 * re-check each row against its neighbours */
-		struct gl_strbuf *o = &resp->body;
-		gl_apijson_csv_header(o, (const char *const[]){"seq", "at", "actor", "source_addr", "action", "object",
-								"outcome", "detail", "prev_hash", "hash", NULL});
-		for (int i = 0; i < n; i++) {
-			char at[32];
-			gl_time_format(atoll(PQgetvalue(r, i, 1)), at, sizeof at);
-			gl_csv_raw(o, PQgetvalue(r, i, 0));
-			gl_csv_raw(o, at);
-			for (int col = 2; col <= 7; col++)
-				gl_csv_field(o, PQgetvalue(r, i, col));
-			gl_csv_raw(o, PQgetvalue(r, i, 8));
-			gl_csv_raw(o, PQgetvalue(r, i, 9));
-			gl_csv_end(o);
-		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("audit.csv"));
+		audit_csv(resp, &pg);
 		/* the JSON's next_cursor, which a CSV body has no place for */
-		if (more) {
-			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, n - 1, 0));
+		if (pg.more) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)pg.rows[pg.n - 1].seq);
 			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
 		}
-		PQclear(r);
-		return 0;
+	} else {
+		cJSON *root = audit_json(&pg);
+		gl_apijson_put(resp, root);
+		cJSON_Delete(root);
 	}
-	root = cJSON_CreateObject();
-	arr = cJSON_AddArrayToObject(root, "entries");
-	for (int i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "seq", (double)atoll(PQgetvalue(r, i, 0)));
-		gl_apijson_add_time(o, "at", atoll(PQgetvalue(r, i, 1)));
-		cJSON_AddStringToObject(o, "actor", PQgetvalue(r, i, 2));
-		gl_apijson_add_col_str(o, "source_addr", r, i, 3);
-		cJSON_AddStringToObject(o, "action", PQgetvalue(r, i, 4));
-		gl_apijson_add_col_str(o, "object", r, i, 5);
-		cJSON_AddStringToObject(o, "outcome", PQgetvalue(r, i, 6));
-		cJSON_AddItemToObject(o, "detail", cJSON_Parse(PQgetvalue(r, i, 7)));
-		cJSON_AddStringToObject(o, "prev_hash", PQgetvalue(r, i, 8));
-		cJSON_AddStringToObject(o, "hash", PQgetvalue(r, i, 9));
-		cJSON_AddItemToArray(arr, o);
-	}
-	if (more)
-		cJSON_AddNumberToObject(root, "next_cursor", (double)atoll(PQgetvalue(r, n - 1, 0)));
-	else
-		cJSON_AddNullToObject(root, "next_cursor");
-	gl_apijson_put(resp, root);
-	cJSON_Delete(root);
-	PQclear(r);
+	gl_auditread_fini(&pg);
 	return 0;
 }
 
@@ -161,32 +159,23 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	char hx[2 * GL_AUDIT_HASH_LEN + 1], from_b[32], to_b[32];
 	int64_t lo = 0, hi = INT64_MAX;
-	PGconn *c;
-	PGresult *r = NULL;
+	struct gl_store *st;
 	cJSON *root;
 	int rc, have_w;
 
 	if ((rc = window_param(req, resp, from_b, to_b, sizeof from_b, &have_w, &win)))
 		return rc;
-	if ((rc = gl_req_db(req, &c, &err)))
+	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if (have_w) {
-		/* the window's rows by time, then verified by sequence number */
-		if ((rc = gl_db_query(c,
-				      "SELECT coalesce(min(audit_id), 1), coalesce(max(audit_id), 0) FROM audit_log"
-				      " WHERE at >= $1::timestamptz AND at < $2::timestamptz",
-				      2, (const char *[]){from_b, to_b}, &r, &err)))
-			return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-		lo = atoll(PQgetvalue(r, 0, 0));
-		hi = atoll(PQgetvalue(r, 0, 1));
-		PQclear(r);
-	}
+	/* the window's rows by time, then verified by sequence number */
+	if (have_w && (rc = gl_auditread_seq_range(st, from_b, to_b, &lo, &hi, &err)))
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	daemon_anchors(req->cfg, &anchors, &na, anchor_err, sizeof anchor_err);
 	if (hi < lo) {
 		/* nothing in the window */
 		memset(&v, 0, sizeof v);
 		v.ok = 1;
-	} else if ((rc = gl_audit_verify_range(c, lo, hi, anchors, na, &v, &err))) {
+	} else if ((rc = gl_audit_verify_range(st, lo, hi, anchors, na, &v, &err))) {
 		free(anchors);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
@@ -220,11 +209,11 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 	struct gl_token_info *t = NULL;
 	struct gl_err err = {0};
 	size_t n = 0;
-	PGconn *c;
+	struct gl_store *st;
 	cJSON *root, *arr;
 	int rc;
 
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_token_list(c, &t, &n, &err)))
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_token_list(st, &t, &n, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "tokens");

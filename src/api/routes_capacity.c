@@ -3,9 +3,9 @@
 #include "gl/apijson.h"
 #include "gl/capacity.h"
 #include "gl/csv.h"
-#include "gl/db.h"
-#include "gl/jobs.h"
+#include "gl/inventory.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
@@ -97,6 +97,13 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 					 (long long)(tot.allocated_gpu_seconds + tot.reserved_gpu_seconds),
 					 (long long)tot.down_gpu_seconds, (long long)tot.planned_down_gpu_seconds,
 					 (long long)tot.idle_gpu_seconds, (long long)tot.reported_gpu_seconds);
+			/* allocation no capacity data covers (a cluster without node
+			 * inventory, or more than its GPUs): on a line of its own, so
+			 * it is neither lost nor counted in the cluster's Allocated
+			 * (slurmdbd never books it: its equalities hold without it) */
+			if (tot.over_gpu_seconds > 0)
+				gl_strbuf_printf(o, "%s|gres/gpu(beyond inventory)|%lld|0|0|0|0|0\n", rows[i].cluster,
+						 (long long)tot.over_gpu_seconds);
 			for (size_t k = i; k < j; k++)
 				if (rows[k].key[0])
 					gl_strbuf_printf(o, "%s|gres/gpu:%s|%lld|%lld|%lld|%lld|0|%lld\n", rows[k].cluster,
@@ -111,63 +118,143 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 	}
 }
 
+static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const struct gl_cap_row *rows, size_t nrows)
+{
+	static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
+					  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
+					  "over_gpu_seconds", "drained_allocated_gpu_seconds", "saturation", NULL};
+	struct gl_strbuf *o = &resp->body;
+	gl_csv_field(o, "start");
+	gl_csv_field(o, "end");
+	gl_csv_field(o, "cluster");
+	if (key_name(agg))
+		gl_csv_field(o, key_name(agg));
+	gl_apijson_csv_header(o, hdr);
+	for (size_t i = 0; i < nrows; i++) {
+		const struct gl_cap_row *r = &rows[i];
+		char a[32], b[32], sat[32] = "";
+		double sv = gl_capacity_saturation(r);
+		gl_time_format(r->start_s, a, sizeof a);
+		gl_time_format(r->end_s, b, sizeof b);
+		gl_csv_raw(o, a);
+		gl_csv_raw(o, b);
+		/* names come from scheduler output: guarded like any text */
+		gl_csv_field(o, r->cluster);
+		if (key_name(agg))
+			gl_csv_field(o, r->key);
+		gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
+				 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
+				 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
+				 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds,
+				 (long long)r->drained_allocated_gpu_seconds);
+		if (sv >= 0)
+			snprintf(sat, sizeof sat, "%.6f", sv);
+		gl_csv_raw(o, sat);
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
+}
+
+static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum gl_cap_aggregate agg,
+			    const struct gl_cap_row *rows, size_t nrows)
+{
+	cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
+	struct gl_cap_row tot;
+	gl_apijson_add_time(wo, "start", w->start_s);
+	gl_apijson_add_time(wo, "end", w->end_s);
+	cJSON_AddStringToObject(root, "step", gl_step_name(step));
+	cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
+	arr = cJSON_AddArrayToObject(root, "rows");
+	memset(&tot, 0, sizeof tot);
+	for (size_t i = 0; i < nrows; i++) {
+		cJSON *o = cJSON_CreateObject();
+		gl_apijson_add_time(o, "start", rows[i].start_s);
+		gl_apijson_add_time(o, "end", rows[i].end_s);
+		cJSON_AddStringToObject(o, "cluster", rows[i].cluster);
+		if (key_name(agg))
+			cJSON_AddStringToObject(o, key_name(agg), rows[i].key);
+		row_fields(o, &rows[i]);
+		cJSON_AddItemToArray(arr, o);
+		sum_into(&tot, &rows[i]);
+	}
+	t = cJSON_AddObjectToObject(root, "totals");
+	row_fields(t, &tot);
+	return root;
+}
+
+/* window, step, aggregate and format, each checked (400 naming it). */
+static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_window *w, enum gl_step *step,
+			   enum gl_cap_aggregate *agg, const char **format)
+{
+	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate");
+	struct gl_err err = {0};
+	int rc;
+
+	*format = gl_req_param(req, "format");
+	*step = GL_STEP_NONE;
+	*agg = GL_CAP_AGG_CLUSTER;
+	/* the shared parser also enforces api.max_window_days, as on every route */
+	if ((rc = gl_apijson_window(req, resp, "24h", w)))
+		return rc;
+	if (step_s && gl_step_parse(step_s, step, &err))
+		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
+	if (agg_s && !strcmp(agg_s, "partition"))
+		*agg = GL_CAP_AGG_PARTITION;
+	else if (agg_s && !strcmp(agg_s, "gpu_model"))
+		*agg = GL_CAP_AGG_MODEL;
+	else if (agg_s && strcmp(agg_s, "cluster"))
+		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: expected cluster, partition or gpu_model, got '%s'",
+				     agg_s);
+	if (*format && strcmp(*format, "json") && strcmp(*format, "csv") && strcmp(*format, "sreport"))
+		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", *format);
+	if (*format && !strcmp(*format, "sreport"))
+		*agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+	return 0;
+}
+
+/* The steps as the query sees them: cut at now, since seconds that have
+ * not happened are neither reported nor idle (chargeback and /v1/idle stop
+ * there too; a month asked mid-month used to report its future as idle).
+ * format=sreport cuts at the end of now's hour instead, because slurmdbd
+ * rolls an unfinished hour up to its end. Steps keep their bounds in the
+ * answer. */
+static struct gl_window *cut_steps(const struct gl_window *steps, size_t nsteps, int sreport, int64_t now_s)
+{
+	struct gl_window *q = gl_xcalloc(nsteps ? nsteps : 1, sizeof *q);
+	int64_t cut = sreport ? (now_s / 3600 + 1) * 3600 : now_s;
+	for (size_t i = 0; i < nsteps; i++) {
+		q[i] = steps[i];
+		if (q[i].start_s > cut)
+			q[i].start_s = cut;
+		if (q[i].end_s > cut)
+			q[i].end_s = cut;
+	}
+	return q;
+}
+
 int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
-		   *format = gl_req_param(req, "format"), *cluster = gl_req_param(req, "cluster");
+	const char *cluster = gl_req_param(req, "cluster"), *format = NULL;
 	struct gl_err err = {0};
 	struct gl_window w, *steps = NULL, *qsteps = NULL;
-	enum gl_step step = GL_STEP_NONE;
-	enum gl_cap_aggregate agg = GL_CAP_AGG_CLUSTER;
-	struct gl_cap_row *rows = NULL, tot;
+	enum gl_step step;
+	enum gl_cap_aggregate agg;
+	struct gl_cap_row *rows = NULL;
 	size_t nsteps = 0, nrows = 0;
-	PGconn *c;
-	int rc = 0;
+	struct gl_store *st;
+	int rc = 0, sreport;
 
-	/* the shared parser also enforces api.max_window_days, as on every route */
-	if ((rc = gl_apijson_window(req, resp, "24h", &w)))
+	if ((rc = capacity_params(req, resp, &w, &step, &agg, &format)))
 		return rc;
-	if (step_s && gl_step_parse(step_s, &step, &err))
-		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
-	if (agg_s) {
-		if (!strcmp(agg_s, "cluster"))
-			agg = GL_CAP_AGG_CLUSTER;
-		else if (!strcmp(agg_s, "partition"))
-			agg = GL_CAP_AGG_PARTITION;
-		else if (!strcmp(agg_s, "gpu_model"))
-			agg = GL_CAP_AGG_MODEL;
-		else
-			return gl_resp_error(resp, GL_EINVAL, "aggregate",
-					     "aggregate: expected cluster, partition or gpu_model, got '%s'", agg_s);
-	}
-	if (format && strcmp(format, "json") && strcmp(format, "csv") && strcmp(format, "sreport"))
-		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", format);
-	if (format && !strcmp(format, "sreport"))
-		agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+	sreport = format && !strcmp(format, "sreport");
 	steps = gl_xcalloc(MAX_STEPS, sizeof *steps);
 	if (gl_window_split(&w, step, steps, MAX_STEPS, &nsteps, &err)) {
 		rc = gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
 		goto out;
 	}
-	/* Steps are cut at now before the query: seconds that have not
-	 * happened are neither reported nor idle (chargeback and /v1/idle stop
-	 * there too; a month asked mid-month used to report its future as
-	 * idle). format=sreport cuts at the end of now's hour instead, because
-	 * slurmdbd rolls an unfinished hour up to its end. Steps keep their
-	 * bounds in the answer. */
-	qsteps = gl_xcalloc(nsteps ? nsteps : 1, sizeof *qsteps);
-	{
-		int64_t cut = format && !strcmp(format, "sreport") ? (req->now_s / 3600 + 1) * 3600 : req->now_s;
-		for (size_t i = 0; i < nsteps; i++) {
-			qsteps[i] = steps[i];
-			if (qsteps[i].start_s > cut)
-				qsteps[i].start_s = cut;
-			if (qsteps[i].end_s > cut)
-				qsteps[i].end_s = cut;
-		}
-	}
-	if ((rc = gl_req_db(req, &c, &err)) ||
-	    (rc = gl_capacity_query(c, qsteps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
+	qsteps = cut_steps(steps, nsteps, sreport, req->now_s);
+	if ((rc = gl_req_store(req, &st, &err)) ||
+	    (rc = gl_capacity_query(st, qsteps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}
@@ -175,68 +262,17 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		rows[i].start_s = steps[rows[i].step].start_s;
 		rows[i].end_s = steps[rows[i].step].end_s;
 	}
-	memset(&tot, 0, sizeof tot);
-	for (size_t i = 0; i < nrows; i++)
-		sum_into(&tot, &rows[i]);
-	if (format && !strcmp(format, "sreport")) {
+	if (sreport) {
 		put_sreport(&resp->body, steps, nsteps, rows, nrows);
 		resp->content_type = "text/plain; charset=utf-8";
 	} else if (format && !strcmp(format, "csv")) {
-		struct gl_strbuf *o = &resp->body;
-		static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
-						  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
-						  "over_gpu_seconds", "drained_allocated_gpu_seconds", "saturation",
-						  NULL};
-		gl_csv_field(o, "start");
-		gl_csv_field(o, "end");
-		gl_csv_field(o, "cluster");
-		if (key_name(agg))
-			gl_csv_field(o, key_name(agg));
-		gl_apijson_csv_header(o, hdr);
-		for (size_t i = 0; i < nrows; i++) {
-			const struct gl_cap_row *r = &rows[i];
-			char a[32], b[32], sat[32] = "";
-			double sv = gl_capacity_saturation(r);
-			gl_time_format(r->start_s, a, sizeof a);
-			gl_time_format(r->end_s, b, sizeof b);
-			gl_csv_raw(o, a);
-			gl_csv_raw(o, b);
-			/* names come from scheduler output: guarded like any text */
-			gl_csv_field(o, r->cluster);
-			if (key_name(agg))
-				gl_csv_field(o, r->key);
-			gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
-					 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
-					 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
-					 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds,
-					 (long long)r->drained_allocated_gpu_seconds);
-			if (sv >= 0)
-				snprintf(sat, sizeof sat, "%.6f", sv);
-			gl_csv_raw(o, sat);
-			gl_csv_end(o);
-		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
+		if (!(rc = gl_apijson_data_through(req, resp, NULL, &w)))
+			capacity_csv(resp, agg, rows, nrows);
 	} else {
-		cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
-		gl_apijson_add_time(wo, "start", w.start_s);
-		gl_apijson_add_time(wo, "end", w.end_s);
-		cJSON_AddStringToObject(root, "step", gl_step_name(step));
-		cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
-		arr = cJSON_AddArrayToObject(root, "rows");
-		for (size_t i = 0; i < nrows; i++) {
-			cJSON *o = cJSON_CreateObject();
-			gl_apijson_add_time(o, "start", rows[i].start_s);
-			gl_apijson_add_time(o, "end", rows[i].end_s);
-			cJSON_AddStringToObject(o, "cluster", rows[i].cluster);
-			if (key_name(agg))
-				cJSON_AddStringToObject(o, key_name(agg), rows[i].key);
-			row_fields(o, &rows[i]);
-			cJSON_AddItemToArray(arr, o);
-		}
-		t = cJSON_AddObjectToObject(root, "totals");
-		row_fields(t, &tot);
+		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
 		gl_apijson_add_unread(req, root);
-		gl_apijson_put(resp, root);
+		if (!(rc = gl_apijson_data_through(req, resp, root, &w)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
@@ -248,262 +284,179 @@ out:
 
 /* ---- inventory ---- */
 
-/* One row per node: its current GPU spans (scheduler) and the state spans in
- * force now or later (reservations ahead), as JSON built by the database.
- * Conflicts are listed, never resolved: the scheduler's count stays what
- * capacity uses. */
-#define TS(x) "to_char(" x " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-static const char inv_nodes_sql[] =
-	"WITH nd AS (SELECT cluster_id, node FROM node_gpu_spans WHERE valid_to IS NULL"
-	"  UNION SELECT cluster_id, node FROM node_state_spans"
-	"  WHERE valid_to IS NULL OR valid_to > to_timestamp($2::bigint))"
-	" SELECT cl.name, nd.node,"
-	" (SELECT array_to_string(s.partitions, ',') FROM node_gpu_spans s WHERE s.cluster_id = nd.cluster_id"
-	"   AND s.node = nd.node AND s.valid_to IS NULL LIMIT 1),"
-	" coalesce((SELECT json_agg(json_build_object('model', s.gpu_model, 'gpus', s.gpus, 'mig_instances',"
-	"   s.mig_instances, 'memory_mib', s.memory_mib, 'partition', s.partition, 'source', s.source,"
-	"   'since', " TS("s.valid_from") ")"
-	"   ORDER BY s.gpu_model) FROM node_gpu_spans s WHERE s.cluster_id = nd.cluster_id AND s.node = nd.node"
-	"   AND s.valid_to IS NULL), '[]'),"
-	" coalesce((SELECT json_agg(json_build_object('state', n.state, 'source', n.source, 'reservation',"
-	"   nullif(n.ref, ''), 'since', " TS("n.valid_from") ", 'until', " TS("n.valid_to") ","
-	"   'raw_state', n.raw_state, 'unknown_flags', n.unknown_flags, 'reason', n.reason, 'reason_user',"
-	"   n.reason_user, 'allocated_gpus', n.alloc_gpus, 'reserved_gpus', n.gpus) ORDER BY n.valid_from)"
-	"   FROM node_state_spans n WHERE n.cluster_id = nd.cluster_id AND n.node = nd.node"
-	"   AND (n.valid_to IS NULL OR n.valid_to > to_timestamp($2::bigint))), '[]'),"
-	" (SELECT n.state FROM node_state_spans n WHERE n.cluster_id = nd.cluster_id AND n.node = nd.node"
-	"   AND n.valid_to IS NULL AND n.source IN ('scontrol', 'kube') ORDER BY n.valid_from DESC LIMIT 1)"
-	" FROM nd JOIN clusters cl ON cl.cluster_id = nd.cluster_id WHERE $1::text IS NULL OR cl.name = $1"
-	" ORDER BY 1, 2";
-
-/* Every GPU model name the sources wrote (gpu_model_canon keeps them lower
- * case) with the model it is billed under and why, so a reader can tell
- * why "NVIDIA A100-SXM4-80GB" is a100: an alias of the configuration, the
- * name being an alias's model (canonical as it is), else the rule. */
-static const char inv_models_sql[] =
-	"SELECT c.raw, c.model, CASE WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.match = c.raw) THEN 'alias'"
-	" WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.model = c.raw) THEN 'alias_model' ELSE 'rule' END"
-	" FROM gpu_model_canon c WHERE c.raw <> '' ORDER BY c.raw";
-
-static const char inv_conflicts_sql[] =
-	"WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g FROM node_gpu_spans WHERE valid_to IS NULL GROUP BY 1, 2),"
-	" exp AS (SELECT gp.cluster_id, nd.name AS node, count(DISTINCT gp.uuid) AS g FROM gpus gp"
-	"  JOIN nodes nd ON nd.node_id = gp.node_id WHERE gp.absent_since IS NULL GROUP BY 1, 2),"
-	" both_c AS (SELECT DISTINCT sch.cluster_id FROM sch JOIN exp USING (cluster_id))"
-	" SELECT cl.name, coalesce(sch.node, exp.node), sch.g, exp.g"
-	" FROM sch FULL JOIN exp ON exp.cluster_id = sch.cluster_id AND exp.node = sch.node"
-	" JOIN clusters cl ON cl.cluster_id = coalesce(sch.cluster_id, exp.cluster_id)"
-	" WHERE coalesce(sch.cluster_id, exp.cluster_id) IN (SELECT cluster_id FROM both_c)"
-	"  AND sch.g IS DISTINCT FROM exp.g AND ($1::text IS NULL OR cl.name = $1)"
-	" ORDER BY 1, 2";
-
-static const char inv_clusters_sql[] =
-	"SELECT cl.name, cl.kind,"
-	" (SELECT count(DISTINCT node) FROM node_gpu_spans s WHERE s.cluster_id = cl.cluster_id AND s.valid_to IS NULL),"
-	" (SELECT sum(gpus) FROM node_gpu_spans s WHERE s.cluster_id = cl.cluster_id AND s.valid_to IS NULL),"
-	" (SELECT count(DISTINCT (gp.node_id, gp.uuid)) FROM gpus gp WHERE gp.cluster_id = cl.cluster_id"
-	"   AND gp.absent_since IS NULL),"
-	" (SELECT extract(epoch FROM max(taken_at))::bigint FROM sched_snapshots t WHERE t.cluster_id = cl.cluster_id),"
-	" (SELECT extract(epoch FROM events_until)::bigint FROM sched_coverage v WHERE v.cluster_id = cl.cluster_id)"
-	/* a cluster appears once data for it lands, not when a run that
-	 * failed before writing any named it */
-	" FROM clusters cl WHERE ($1::text IS NULL OR cl.name = $1) AND " GL_CLUSTER_HAS_DATA_SQL("cl.cluster_id")
-	" ORDER BY 1";
-
-void gl_inventory_metrics(PGconn *c, struct gl_strbuf *o)
+/* One GPU span or state span, as the inventory JSON lists it. */
+static cJSON *span_json(const struct gl_inventory_span *sp)
 {
-	struct gl_err err = {0};
-	PGresult *r = NULL;
-	if (gl_db_query(c, inv_clusters_sql, 1, (const char *[]){NULL}, &r, &err) == 0) {
-		gl_strbuf_puts(o, "# HELP gpuledger_inventory_gpus GPUs in the current inventory per cluster and source.\n"
-				  "# TYPE gpuledger_inventory_gpus gauge\n");
-		for (int i = 0; i < PQntuples(r); i++) {
-			if (!PQgetisnull(r, i, 3))
-				gl_apijson_prom_sample(o, "gpuledger_inventory_gpus",
-						       (const char *[]){"cluster", PQgetvalue(r, i, 0), "source", "scheduler", NULL},
-						       PQgetvalue(r, i, 3));
-			gl_apijson_prom_sample(o, "gpuledger_inventory_gpus",
-					       (const char *[]){"cluster", PQgetvalue(r, i, 0), "source", "exporter", NULL},
-					       PQgetvalue(r, i, 4));
-		}
-		gl_strbuf_puts(o, "# HELP gpuledger_inventory_snapshot_timestamp_seconds Time of the last scheduler node snapshot.\n"
-				  "# TYPE gpuledger_inventory_snapshot_timestamp_seconds gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			if (!PQgetisnull(r, i, 5))
-				gl_apijson_prom_sample(o, "gpuledger_inventory_snapshot_timestamp_seconds",
-						       (const char *[]){"cluster", PQgetvalue(r, i, 0), NULL}, PQgetvalue(r, i, 5));
-	}
-	PQclear(r);
-	r = NULL;
-	if (gl_db_query(c,
-			"SELECT name, kind, count(*) FROM (SELECT c.name, CASE WHEN x.s IS NULL THEN 'unknown_to_scheduler'"
-			" WHEN x.e IS NULL THEN 'unseen_by_exporter' ELSE 'gpu_count' END AS kind FROM ("
-			"  SELECT * FROM (WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g FROM node_gpu_spans"
-			"   WHERE valid_to IS NULL GROUP BY 1, 2), exp AS (SELECT gp.cluster_id, nd.name AS node,"
-			"   count(DISTINCT gp.uuid) AS g FROM gpus gp JOIN nodes nd ON nd.node_id = gp.node_id"
-			"   WHERE gp.absent_since IS NULL GROUP BY 1, 2)"
-			"   SELECT coalesce(sch.cluster_id, exp.cluster_id) AS cluster_id, sch.g AS s, exp.g AS e"
-			"   FROM sch FULL JOIN exp ON exp.cluster_id = sch.cluster_id AND exp.node = sch.node"
-			"   WHERE sch.g IS DISTINCT FROM exp.g"
-			"    AND coalesce(sch.cluster_id, exp.cluster_id) IN (SELECT sch.cluster_id FROM sch JOIN exp USING (cluster_id))"
-			"  ) q) x JOIN clusters c USING (cluster_id)) y GROUP BY 1, 2 ORDER BY 1, 2",
-			0, NULL, &r, &err) == 0) {
-		gl_strbuf_puts(o, "# HELP gpuledger_inventory_conflicts Nodes where the scheduler and the exporter disagree.\n"
-				  "# TYPE gpuledger_inventory_conflicts gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			gl_apijson_prom_sample(o, "gpuledger_inventory_conflicts",
-					       (const char *[]){"cluster", PQgetvalue(r, i, 0), "kind", PQgetvalue(r, i, 1), NULL},
-					       PQgetvalue(r, i, 2));
-	}
-	PQclear(r);
+	cJSON *o = cJSON_CreateObject();
+	gl_apijson_add_str(o, "model", sp->model);
+	cJSON_AddNumberToObject(o, "gpus", (double)sp->gpus);
+	cJSON_AddNumberToObject(o, "mig_instances", (double)sp->mig_instances);
+	gl_apijson_add_int(o, "memory_mib", sp->memory_mib, sp->memory_mib_null);
+	gl_apijson_add_str(o, "partition", sp->partition);
+	gl_apijson_add_str(o, "source", sp->source);
+	gl_apijson_add_str(o, "since", sp->since);
+	return o;
 }
 
-static void csv_json_str(struct gl_strbuf *o, const cJSON *obj, const char *k)
+static cJSON *state_json(const struct gl_inventory_state *ss)
 {
-	const cJSON *v = cJSON_GetObjectItem(obj, k);
-	gl_csv_field(o, cJSON_IsString(v) ? v->valuestring : "");
+	cJSON *o = cJSON_CreateObject();
+	gl_apijson_add_str(o, "state", ss->state);
+	gl_apijson_add_str(o, "source", ss->source);
+	gl_apijson_add_str(o, "reservation", ss->reservation);
+	gl_apijson_add_str(o, "since", ss->since);
+	gl_apijson_add_str(o, "until", ss->until);
+	gl_apijson_add_str(o, "raw_state", ss->raw_state);
+	gl_apijson_add_str(o, "unknown_flags", ss->unknown_flags);
+	gl_apijson_add_str(o, "reason", ss->reason);
+	gl_apijson_add_str(o, "reason_user", ss->reason_user);
+	gl_apijson_add_int(o, "allocated_gpus", ss->allocated_gpus, ss->allocated_gpus_null);
+	gl_apijson_add_int(o, "reserved_gpus", ss->reserved_gpus, ss->reserved_gpus_null);
+	return o;
 }
 
-static void csv_json_num(struct gl_strbuf *o, const cJSON *obj, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItem(obj, k);
-	char buf[32] = "";
-	if (cJSON_IsNumber(v))
-		snprintf(buf, sizeof buf, "%lld", (long long)v->valuedouble);
-	gl_csv_raw(o, buf);
-}
-
-/* The node table of inv_nodes_sql as CSV: one row per node and GPU span
- * (model), a node without GPU spans once with those cells empty. Future
- * state spans and conflicts stay JSON-only: they are not one table. */
-static void inventory_csv(struct gl_resp *resp, const PGresult *r)
+/* The node table as CSV: one row per node and GPU span (model), a node
+ * without GPU spans once with those cells empty. Future state spans and
+ * conflicts stay JSON-only: they are not one table. */
+static void inventory_csv(struct gl_resp *resp, const struct gl_inventory *inv)
 {
 	struct gl_strbuf *o = &resp->body;
 	gl_apijson_csv_header(o, (const char *const[]){"cluster", "node", "partitions", "state", "gpu_model", "gpus",
 						       "mig_instances", "gpu_partition", "source", "since", NULL});
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *spans = cJSON_Parse(PQgetvalue(r, i, 3)), *sp;
-		int n = cJSON_GetArraySize(spans);
-		for (int k = 0; k < (n ? n : 1); k++) {
-			sp = n ? cJSON_GetArrayItem(spans, k) : NULL;
-			gl_apijson_csv_col_str(o, r, i, 0);
-			gl_apijson_csv_col_str(o, r, i, 1);
-			gl_apijson_csv_col_str(o, r, i, 2);
-			gl_apijson_csv_col_str(o, r, i, 5);
-			csv_json_str(o, sp, "model");
-			csv_json_num(o, sp, "gpus");
-			csv_json_num(o, sp, "mig_instances");
-			csv_json_str(o, sp, "partition");
-			csv_json_str(o, sp, "source");
-			csv_json_str(o, sp, "since");
+	for (size_t i = 0; i < inv->n_nodes; i++) {
+		const struct gl_inventory_node *nd = &inv->nodes[i];
+		for (size_t k = 0; k < (nd->n_spans ? nd->n_spans : 1); k++) {
+			const struct gl_inventory_span *sp = nd->n_spans ? &nd->spans[k] : NULL;
+			gl_csv_field(o, nd->cluster);
+			gl_csv_field(o, nd->node);
+			gl_csv_field(o, nd->partitions ? nd->partitions : "");
+			gl_csv_field(o, nd->state ? nd->state : "");
+			gl_csv_field(o, sp && sp->model ? sp->model : "");
+			gl_apijson_csv_int(o, sp ? sp->gpus : 0, !sp);
+			gl_apijson_csv_int(o, sp ? sp->mig_instances : 0, !sp);
+			gl_csv_field(o, sp && sp->partition ? sp->partition : "");
+			gl_csv_field(o, sp && sp->source ? sp->source : "");
+			gl_csv_field(o, sp && sp->since ? sp->since : "");
 			gl_csv_end(o);
 		}
-		cJSON_Delete(spans);
 	}
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("inventory.csv"));
+}
+
+static cJSON *cluster_json(const struct gl_inventory_cluster *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	gl_apijson_add_str(o, "name", c->name);
+	gl_apijson_add_str(o, "kind", c->kind);
+	cJSON_AddNumberToObject(o, "scheduler_nodes", (double)c->scheduler_nodes);
+	gl_apijson_add_int(o, "scheduler_gpus", c->scheduler_gpus, c->scheduler_gpus_null);
+	cJSON_AddNumberToObject(o, "exporter_gpus", (double)c->exporter_gpus);
+	gl_apijson_add_time(o, "last_snapshot", c->last_snapshot_s);
+	gl_apijson_add_time(o, "events_until", c->events_until_s);
+	cJSON_AddStringToObject(o, "capacity_source",
+				!c->scheduler_gpus_null ? "scheduler" : c->exporter_gpus ? "exporter" : "none");
+	return o;
+}
+
+static cJSON *node_json(const struct gl_inventory_node *nd, int64_t now_s, int64_t grace_s)
+{
+	cJSON *n = cJSON_CreateObject(), *a;
+	gl_apijson_add_str(n, "cluster", nd->cluster);
+	gl_apijson_add_str(n, "node", nd->node);
+	gl_apijson_add_str(n, "partitions", nd->partitions);
+	a = cJSON_AddArrayToObject(n, "gpus");
+	for (size_t k = 0; k < nd->n_spans; k++)
+		cJSON_AddItemToArray(a, span_json(&nd->spans[k]));
+	a = cJSON_AddArrayToObject(n, "states");
+	for (size_t k = 0; k < nd->n_states; k++)
+		cJSON_AddItemToArray(a, state_json(&nd->states[k]));
+	/* the sampled state is the node's state as its last snapshot saw it:
+	 * stale when that is older than the absent grace (nobody observed it
+	 * since; its capacity is then unobserved, docs/capacity.md) */
+	gl_apijson_add_str(n, "state", nd->state);
+	gl_apijson_add_time(n, "state_since", nd->state_since_s);
+	gl_apijson_add_time(n, "last_seen", nd->last_seen_s);
+	cJSON_AddBoolToObject(n, "stale", nd->last_seen_s != GL_TIME_NONE && now_s - nd->last_seen_s > grace_s);
+	return n;
+}
+
+static cJSON *conflict_json(const struct gl_inventory_conflict *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	char msg[256];
+	gl_apijson_add_str(o, "cluster", c->cluster);
+	gl_apijson_add_str(o, "node", c->node);
+	gl_apijson_add_int(o, "scheduler_gpus", c->scheduler_gpus, c->scheduler_gpus_null);
+	gl_apijson_add_int(o, "exporter_gpus", c->exporter_gpus, c->exporter_gpus_null);
+	if (c->scheduler_gpus_null)
+		snprintf(msg, sizeof msg, "the exporter sees %lld GPUs on a node the scheduler does not list",
+			 (long long)c->exporter_gpus);
+	else if (c->exporter_gpus_null)
+		snprintf(msg, sizeof msg, "the scheduler lists %lld GPUs; the exporter sees none", (long long)c->scheduler_gpus);
+	else
+		snprintf(msg, sizeof msg, "the scheduler says %lld GPUs, the exporter sees %lld", (long long)c->scheduler_gpus,
+			 (long long)c->exporter_gpus);
+	cJSON_AddStringToObject(o, "kind", gl_inventory_conflict_kind(c));
+	cJSON_AddStringToObject(o, "message", msg);
+	return o;
+}
+
+static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s, int64_t grace_s)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	gl_apijson_add_time(root, "at", now_s);
+	arr = cJSON_AddArrayToObject(root, "clusters");
+	for (size_t i = 0; i < inv->n_clusters; i++)
+		cJSON_AddItemToArray(arr, cluster_json(&inv->clusters[i]));
+	arr = cJSON_AddArrayToObject(root, "nodes");
+	for (size_t i = 0; i < inv->n_nodes; i++)
+		cJSON_AddItemToArray(arr, node_json(&inv->nodes[i], now_s, grace_s));
+	arr = cJSON_AddArrayToObject(root, "conflicts");
+	for (size_t i = 0; i < inv->n_conflicts; i++)
+		cJSON_AddItemToArray(arr, conflict_json(&inv->conflicts[i]));
+	arr = cJSON_AddArrayToObject(root, "gpu_models");
+	for (size_t i = 0; i < inv->n_models; i++) {
+		cJSON *o = cJSON_CreateObject();
+		gl_apijson_add_str(o, "name", inv->models[i].name);
+		gl_apijson_add_str(o, "model", inv->models[i].model);
+		gl_apijson_add_str(o, "via", inv->models[i].via);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return root;
 }
 
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 {
 	const char *cluster = gl_req_param(req, "cluster");
 	struct gl_err err = {0};
-	char now[24];
-	PGconn *c;
-	PGresult *r = NULL;
-	cJSON *root = NULL, *arr, *nodes;
-	int rc, csv;
+	struct gl_inventory inv = {0};
+	struct gl_store *st;
+	/* the inventory is as of now: past any source that stopped before it */
+	struct gl_window upto = {req->now_s, req->now_s};
+	int rc, rc2 = 0, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
-	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
-	if ((rc = gl_req_db(req, &c, &err)))
+	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if (!csv && ((rc = gl_inventory_clusters(st, cluster, &inv, &err))))
+		goto out;
+	if ((rc = gl_inventory_nodes(st, cluster, req->now_s, &inv, &err)))
+		goto out;
 	if (csv) {
-		if ((rc = gl_db_query(c, inv_nodes_sql, 2, (const char *[]){cluster, now}, &r, &err)))
-			return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-		inventory_csv(resp, r);
-		PQclear(r);
-		return 0;
+		if (!(rc2 = gl_apijson_data_through(req, resp, NULL, &upto)))
+			inventory_csv(resp, &inv);
+		goto out;
 	}
-	root = cJSON_CreateObject();
-	gl_apijson_add_time(root, "at", req->now_s);
-	if ((rc = gl_db_query(c, inv_clusters_sql, 1, (const char *[]){cluster}, &r, &err)))
-		goto fail;
-	arr = cJSON_AddArrayToObject(root, "clusters");
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *o = cJSON_CreateObject();
-		gl_apijson_add_col_str(o, "name", r, i, 0);
-		gl_apijson_add_col_str(o, "kind", r, i, 1);
-		gl_apijson_add_col_num(o, "scheduler_nodes", r, i, 2);
-		gl_apijson_add_col_num(o, "scheduler_gpus", r, i, 3);
-		gl_apijson_add_col_num(o, "exporter_gpus", r, i, 4);
-		gl_apijson_add_col_time(o, "last_snapshot", r, i, 5);
-		gl_apijson_add_col_time(o, "events_until", r, i, 6);
-		cJSON_AddStringToObject(o, "capacity_source",
-					!PQgetisnull(r, i, 3) ? "scheduler" : (!PQgetisnull(r, i, 4) && atoll(PQgetvalue(r, i, 4)))
-										? "exporter" : "none");
-		cJSON_AddItemToArray(arr, o);
+	if ((rc = gl_inventory_conflicts(st, cluster, &inv, &err)) || (rc = gl_inventory_models(st, &inv, &err)))
+		goto out;
+	{
+		cJSON *root = inventory_json(&inv, req->now_s, req->cfg->inventory_absent_grace_s);
+		if (!(rc2 = gl_apijson_data_through(req, resp, root, &upto)))
+			gl_apijson_put(resp, root);
+		cJSON_Delete(root);
 	}
-	PQclear(r);
-	r = NULL;
-
-	nodes = cJSON_AddArrayToObject(root, "nodes");
-	if ((rc = gl_db_query(c, inv_nodes_sql, 2, (const char *[]){cluster, now}, &r, &err)))
-		goto fail;
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *n = cJSON_CreateObject();
-		gl_apijson_add_col_str(n, "cluster", r, i, 0);
-		gl_apijson_add_col_str(n, "node", r, i, 1);
-		gl_apijson_add_col_str(n, "partitions", r, i, 2);
-		cJSON_AddItemToObject(n, "gpus", cJSON_Parse(PQgetvalue(r, i, 3)));
-		cJSON_AddItemToObject(n, "states", cJSON_Parse(PQgetvalue(r, i, 4)));
-		/* the sampled state is the node's state now */
-		gl_apijson_add_col_str(n, "state", r, i, 5);
-		cJSON_AddItemToArray(nodes, n);
-	}
-	PQclear(r);
-	r = NULL;
-	if ((rc = gl_db_query(c, inv_conflicts_sql, 1, (const char *[]){cluster}, &r, &err)))
-		goto fail;
-	arr = cJSON_AddArrayToObject(root, "conflicts");
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *o = cJSON_CreateObject();
-		char msg[256];
-		gl_apijson_add_col_str(o, "cluster", r, i, 0);
-		gl_apijson_add_col_str(o, "node", r, i, 1);
-		gl_apijson_add_col_num(o, "scheduler_gpus", r, i, 2);
-		gl_apijson_add_col_num(o, "exporter_gpus", r, i, 3);
-		if (PQgetisnull(r, i, 2))
-			snprintf(msg, sizeof msg, "the exporter sees %s GPUs on a node the scheduler does not list",
-				 PQgetvalue(r, i, 3));
-		else if (PQgetisnull(r, i, 3))
-			snprintf(msg, sizeof msg, "the scheduler lists %s GPUs; the exporter sees none", PQgetvalue(r, i, 2));
-		else
-			snprintf(msg, sizeof msg, "the scheduler says %s GPUs, the exporter sees %s", PQgetvalue(r, i, 2),
-				 PQgetvalue(r, i, 3));
-		cJSON_AddStringToObject(o, "kind", PQgetisnull(r, i, 2) ? "unknown_to_scheduler"
-						   : PQgetisnull(r, i, 3) ? "unseen_by_exporter" : "gpu_count");
-		cJSON_AddStringToObject(o, "message", msg);
-		cJSON_AddItemToArray(arr, o);
-	}
-	PQclear(r);
-	r = NULL;
-	if ((rc = gl_db_query(c, inv_models_sql, 0, NULL, &r, &err)))
-		goto fail;
-	arr = cJSON_AddArrayToObject(root, "gpu_models");
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *o = cJSON_CreateObject();
-		gl_apijson_add_col_str(o, "name", r, i, 0);
-		gl_apijson_add_col_str(o, "model", r, i, 1);
-		gl_apijson_add_col_str(o, "via", r, i, 2);
-		cJSON_AddItemToArray(arr, o);
-	}
-	PQclear(r);
-	gl_apijson_put(resp, root);
-	cJSON_Delete(root);
-	return 0;
-fail:
-	PQclear(r);
-	cJSON_Delete(root);
-	return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+out:
+	gl_inventory_fini(&inv);
+	return rc ? gl_resp_error(resp, rc, NULL, "%s", err.msg) : rc2;
 }

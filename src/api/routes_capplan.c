@@ -42,10 +42,10 @@ int gl_route_capacity_plan(struct gl_req *req, struct gl_resp *resp)
 	struct gl_capplan_change *p = NULL;
 	struct gl_err err = {0};
 	size_t n = 0;
-	PGconn *c;
+	struct gl_store *st;
 	cJSON *root;
 	int rc;
-	if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_capplandb_list(c, NULL, &p, &n, &err)))
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_capplandb_list(st, NULL, &p, &n, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	root = plan_list_json(p, n, req->cfg->procurement_lead_days);
 	gl_apijson_put(resp, root);
@@ -156,16 +156,16 @@ int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp)
 	char param[64], actor[48];
 	const char *field = NULL;
 	size_t n = 0, na = 0, bad = 0;
-	PGconn *c;
+	struct gl_store *st;
 	cJSON *root;
 	int rc;
 
 	snprintf(actor, sizeof actor, "token:%lld", req->auth ? (long long)req->auth->token_id : 0LL);
 	if ((rc = body_parse(req->body ? req->body : "", req->body_len, &p, &n, param, sizeof param, &err)))
 		return gl_resp_error(resp, rc, param, "%s", err.msg);
-	if ((rc = gl_req_db(req, &c, &err)))
+	if ((rc = gl_req_store(req, &st, &err)))
 		goto out;
-	rc = gl_capplandb_replace(c, req->cfg, req->now_s, "api", p, n, actor, &bad, &field, &err);
+	rc = gl_capplandb_replace(st, req->cfg, req->now_s, "api", p, n, actor, &bad, &field, &err);
 	if (rc == -GL_EINVAL) {
 		char msg[sizeof err.msg];
 		snprintf(msg, sizeof msg, "%s", err.msg);
@@ -176,7 +176,7 @@ int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp)
 		free(p);
 		return rc;
 	}
-	if (rc || (rc = gl_capplandb_list(c, NULL, &all, &na, &err)))
+	if (rc || (rc = gl_capplandb_list(st, NULL, &all, &na, &err)))
 		goto out;
 	/* cached capacity forecasts drew the plan before this one */
 	gl_forecast_cache_drop('c');

@@ -1,12 +1,15 @@
 /* Health, metrics, jobs and ingest-run endpoints. */
-#include "gl/accounting.h"
 #include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
-#include "gl/db.h"
 #include "gl/health.h"
+#include "gl/ingest.h"
+#include "gl/inventory.h"
+#include "gl/joblist.h"
+#include "gl/ledgermetrics.h"
 #include "gl/jsonw.h"
 #include "gl/routes.h"
+#include "gl/store.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
@@ -28,10 +31,13 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY, 0},
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
 	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	/* a prefix: after /v1/reports/showback, which it would otherwise take;
+	 * the primary's: the files are those of its reports.dir */
+	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED, 1},
@@ -112,10 +118,8 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	int ok, code;
 
 	if (!health_cached(&ok, &code, msg, sizeof msg)) {
-		PGconn *c;
-		PGresult *r = NULL;
-		ok = !gl_req_db(req, &c, &err) && !gl_db_query(c, "SELECT 1", 0, NULL, &r, &err);
-		PQclear(r);
+		struct gl_store *st;
+		ok = !gl_req_store(req, &st, &err) && !gl_store_ping(st, &err);
 		snprintf(msg, sizeof msg, "%s", ok ? "" : err.msg);
 		code = ok ? 0 : err.code;
 		pthread_mutex_lock(&g_health_mu);
@@ -129,12 +133,141 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	return health_answer(req, resp, ok, code, msg);
 }
 
+/* One gauge per source and cluster, with its HELP and TYPE lines; v(i)
+ * gives the value, or GL_TIME_NONE for none (the sample is left out). */
+static void per_source(struct gl_strbuf *o, const struct gl_ingest_list *l, const char *metric, const char *help,
+		       int with_status, int64_t (*v)(const struct gl_ingest_last_run *, int64_t), int64_t now_s)
+{
+	char val[24];
+	gl_strbuf_printf(o, "# HELP %s %s\n# TYPE %s gauge\n", metric, help, metric);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct gl_ingest_last_run *r = &l->last[i];
+		int64_t x = v(r, now_s);
+		if (x == GL_TIME_NONE)
+			continue;
+		snprintf(val, sizeof val, "%lld", (long long)x);
+		gl_apijson_prom_sample(o, metric,
+				       (const char *[]){"source", r->source, "cluster", r->cluster,
+							with_status ? "status" : NULL, r->status, NULL},
+				       val);
+	}
+}
+
+static int64_t last_started(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->started_s;
+}
+static int64_t last_rows(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->rows;
+}
+static int64_t last_skipped(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->skipped;
+}
+static int64_t lag(const struct gl_ingest_last_run *r, int64_t now_s)
+{
+	return r->watermark_s == GL_TIME_NONE ? GL_TIME_NONE : now_s - r->watermark_s;
+}
+
+/* The ingest health users alert on: each source's last run, its rows and
+ * skips, and how far its watermark lags. */
+static void ingest_metrics(struct gl_strbuf *o, const struct gl_ingest_list *l, int64_t now_s)
+{
+	per_source(o, l, "gpuledger_ingest_last_run_timestamp_seconds", "Start of the last ingest run.", 1,
+		   last_started, now_s);
+	per_source(o, l, "gpuledger_ingest_last_run_rows", "Rows written (inserted+updated) by the last run.", 0,
+		   last_rows, now_s);
+	per_source(o, l, "gpuledger_ingest_last_run_skipped", "Lines skipped by the last run.", 0, last_skipped,
+		   now_s);
+	per_source(o, l, "gpuledger_ingest_lag_seconds", "Now minus the source's watermark.", 0, lag, now_s);
+}
+
+/* Each source's staleness: seconds since the last moment its data reaches
+ * (gl_ingest_data_through: a poll's watermark, a saved file's capture
+ * time, the last node snapshot), per cluster, source and kind of data.
+ * Time after it is unobserved (docs/ingest.md). Silent when the query fails. */
+static void staleness_metrics(struct gl_store *st, struct gl_strbuf *o, int64_t now_s)
+{
+	struct gl_data_through dt;
+	struct gl_err err = {0};
+	char v[24];
+	if (gl_ingest_data_through(st, &dt, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_source_staleness_seconds Seconds since the source's last successful"
+				  " observation (time after it is unobserved).\n"
+				  "# TYPE gpuledger_source_staleness_seconds gauge\n");
+		for (size_t i = 0; i < dt.n; i++) {
+			const struct gl_data_through_row *r = &dt.rows[i];
+			snprintf(v, sizeof v, "%lld", (long long)(now_s > r->through_s ? now_s - r->through_s : 0));
+			gl_apijson_prom_sample(o, "gpuledger_source_staleness_seconds",
+					       (const char *[]){"source", r->source, "cluster", r->cluster, "data", r->data,
+								NULL},
+					       v);
+		}
+	}
+	gl_data_through_fini(&dt);
+}
+
+/* The inventory gauges: GPUs per cluster and source, the last scheduler
+ * snapshot, and the nodes where the scheduler and the exporter disagree
+ * (counted per cluster and kind). Silent when a query fails. */
+static void inventory_metrics(struct gl_store *st, struct gl_strbuf *o)
+{
+	static const char *const kinds[] = {"gpu_count", "unknown_to_scheduler", "unseen_by_exporter"};
+	struct gl_inventory inv = {0};
+	struct gl_err err = {0};
+	char v[24];
+	if (gl_inventory_clusters(st, NULL, &inv, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_inventory_gpus GPUs in the current inventory per cluster and source.\n"
+				  "# TYPE gpuledger_inventory_gpus gauge\n");
+		for (size_t i = 0; i < inv.n_clusters; i++) {
+			const struct gl_inventory_cluster *c = &inv.clusters[i];
+			snprintf(v, sizeof v, "%lld", (long long)c->scheduler_gpus);
+			if (!c->scheduler_gpus_null)
+				gl_apijson_prom_sample(o, "gpuledger_inventory_gpus",
+						       (const char *[]){"cluster", c->name, "source", "scheduler", NULL}, v);
+			snprintf(v, sizeof v, "%lld", (long long)c->exporter_gpus);
+			gl_apijson_prom_sample(o, "gpuledger_inventory_gpus",
+					       (const char *[]){"cluster", c->name, "source", "exporter", NULL}, v);
+		}
+		gl_strbuf_puts(o, "# HELP gpuledger_inventory_snapshot_timestamp_seconds Time of the last scheduler node snapshot.\n"
+				  "# TYPE gpuledger_inventory_snapshot_timestamp_seconds gauge\n");
+		for (size_t i = 0; i < inv.n_clusters; i++)
+			if (inv.clusters[i].last_snapshot_s != GL_TIME_NONE) {
+				snprintf(v, sizeof v, "%lld", (long long)inv.clusters[i].last_snapshot_s);
+				gl_apijson_prom_sample(o, "gpuledger_inventory_snapshot_timestamp_seconds",
+						       (const char *[]){"cluster", inv.clusters[i].name, NULL}, v);
+			}
+	}
+	if (gl_inventory_conflicts(st, NULL, &inv, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_inventory_conflicts Nodes where the scheduler and the exporter disagree.\n"
+				  "# TYPE gpuledger_inventory_conflicts gauge\n");
+		/* conflicts come by cluster: one sample per cluster and kind */
+		for (size_t i = 0, j; i < inv.n_conflicts; i = j) {
+			for (j = i; j < inv.n_conflicts && !strcmp(inv.conflicts[j].cluster, inv.conflicts[i].cluster); j++)
+				;
+			for (size_t k = 0; k < GL_ARRAY_LEN(kinds); k++) {
+				long long n = 0;
+				for (size_t x = i; x < j; x++)
+					n += !strcmp(gl_inventory_conflict_kind(&inv.conflicts[x]), kinds[k]);
+				snprintf(v, sizeof v, "%lld", n);
+				if (n)
+					gl_apijson_prom_sample(o, "gpuledger_inventory_conflicts",
+							       (const char *[]){"cluster", inv.conflicts[i].cluster, "kind",
+										kinds[k], NULL},
+							       v);
+			}
+		}
+	}
+	gl_inventory_fini(&inv);
+}
+
 int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_strbuf *o = &resp->body;
 	struct gl_err err = {0};
-	PGconn *c;
-	PGresult *r = NULL;
+	struct gl_ingest_list runs = {0};
+	struct gl_store *st;
 
 	gl_strbuf_printf(o,
 			 "# HELP gpuledger_build_info Build information.\n# TYPE gpuledger_build_info gauge\n"
@@ -147,51 +280,16 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 	/* ingest health from the database: what users alert on */
 	gl_strbuf_puts(o, "# HELP gpuledger_db_up Whether the database answered this scrape.\n"
 			  "# TYPE gpuledger_db_up gauge\n");
-	if (gl_req_db(req, &c, &err) ||
-	    gl_db_query(c,
-			"SELECT DISTINCT ON (r.source, c.name) r.source, c.name,"
-			" extract(epoch FROM r.started_at)::bigint, r.status, r.lines_read, r.inserted + r.updated,"
-			" r.skipped, (SELECT extract(epoch FROM s.watermark)::bigint FROM ingest_state s"
-			"   WHERE s.source = r.source AND s.cluster_id = r.cluster_id)"
-			" FROM ingest_runs r JOIN clusters c USING (cluster_id)"
-			" ORDER BY r.source, c.name, r.run_id DESC",
-			0, NULL, &r, &err)) {
+	if (gl_req_store(req, &st, &err) || gl_ingest_runs_last(st, &runs, &err)) {
 		gl_strbuf_puts(o, "gpuledger_db_up 0\n");
 	} else {
 		gl_strbuf_puts(o, "gpuledger_db_up 1\n");
-		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_timestamp_seconds Start of the last ingest run.\n"
-				  "# TYPE gpuledger_ingest_last_run_timestamp_seconds gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_timestamp_seconds",
-					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1),
-								"status", PQgetvalue(r, i, 3), NULL},
-					       PQgetvalue(r, i, 2));
-		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_rows Rows written (inserted+updated) by the last run.\n"
-				  "# TYPE gpuledger_ingest_last_run_rows gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_rows",
-					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1), NULL},
-					       PQgetvalue(r, i, 5));
-		gl_strbuf_puts(o, "# HELP gpuledger_ingest_last_run_skipped Lines skipped by the last run.\n"
-				  "# TYPE gpuledger_ingest_last_run_skipped gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			gl_apijson_prom_sample(o, "gpuledger_ingest_last_run_skipped",
-					       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster", PQgetvalue(r, i, 1), NULL},
-					       PQgetvalue(r, i, 6));
-		gl_strbuf_puts(o, "# HELP gpuledger_ingest_lag_seconds Now minus the source's watermark.\n"
-				  "# TYPE gpuledger_ingest_lag_seconds gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			if (!PQgetisnull(r, i, 7)) {
-				char lag[24];
-				snprintf(lag, sizeof lag, "%lld", (long long)(req->now_s - atoll(PQgetvalue(r, i, 7))));
-				gl_apijson_prom_sample(o, "gpuledger_ingest_lag_seconds",
-						       (const char *[]){"source", PQgetvalue(r, i, 0), "cluster",
-									PQgetvalue(r, i, 1), NULL},
-						       lag);
-			}
-		gl_inventory_metrics(c, o); /* src/api/routes_capacity.c */
+		ingest_metrics(o, &runs, req->now_s);
+		staleness_metrics(st, o, req->now_s);
+		inventory_metrics(st, o);
 	}
-	PQclear(r);
+	gl_ingest_list_fini(&runs);
+	gl_ledgermetrics_append(o); /* the daemon's last refresh */
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	return 0;
 }
@@ -202,81 +300,47 @@ static const char *const job_states[] = {
 	"RESIZING", "REVOKED", "SPECIAL_EXIT", "UNKNOWN",
 };
 
-/* Jobs, newest first (keyset pagination on the row id). With a window: the
- * jobs that overlap it, each with its GPU-seconds and cost inside the window
- * (split at rate changes, rounded once per job) and its exporter-observed
- * busy/idle GPU-seconds (null when there is no exporter data). */
-/* the sort key of "newest first" (the expression of sql/025's index) */
-#define JOBS_NEWEST(t) "coalesce(" t ".submit_at, " t ".start_at, '-infinity'::timestamptz)"
-
-static const char jobs_sql[] =
-	"WITH w AS (SELECT to_timestamp($7::bigint) AS a, to_timestamp($8::bigint) AS b, to_timestamp($9::bigint) AS now),"
-	" j AS ("
-	" SELECT j.*, c.name AS cluster,"
-	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE greatest(j.start_at, w.a) END AS s0,"
-	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE least(coalesce(j.end_at, w.now), w.b) END AS e0"
-	" FROM jobs j JOIN clusters c USING (cluster_id), w"
-	" WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
-	"   AND ($3::text IS NULL OR j.job_id = $3)"
-	"   AND ($6::text[] IS NULL OR j.account = ANY($6) OR j.namespace = ANY($6))"
-	/* newest first: by submit time, then ingest order (sql/025's index);
-	 * the cursor, the last row's job_pk, resumes after that row */
-	"   AND ($10::bigint IS NULL OR (" JOBS_NEWEST("j") ", j.job_pk) <"
-	"    (SELECT " JOBS_NEWEST("x") ", x.job_pk FROM jobs x WHERE x.job_pk = $10))"
-	"   AND ($7::bigint IS NULL OR (j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a))"
-	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC LIMIT $4 OFFSET $5"
-	") SELECT j.cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
-	" j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint,"
-	" extract(epoch FROM j.start_at)::bigint, extract(epoch FROM j.end_at)::bigint,"
-	" j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli, j.job_pk,"
-	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000) END,"
-	" (SELECT round(sum(j.gpu_milli * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
-	"   * r.micros_per_gpu_hour) / 3600000)"
-	"  FROM rates r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0"
-	"  AND r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates x WHERE x.gpu_model = " GL_JOB_MODEL_SQL("j") ")"
-	"   THEN " GL_JOB_MODEL_SQL("j") " ELSE '*' END),"
-	" u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
-	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
-	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
-									    " / 1000.0") " AS k) sc"
-	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC";
-
 /* The answer as it is sent, a piece at a time from the rows (up to 10,000
  * jobs a page): the columns of the JSON objects, or of the CSV in the same
  * order with cost in currency units with the currency's minor decimals. */
 struct jobs_out {
-	PGresult *r;
-	int n, i, more, windowed, minor, head;
+	struct gl_joblist l;
+	struct gl_apijson_dt dt;
+	size_t i;
+	int windowed, minor, head;
 	struct gl_jsonw w;
 };
 
 static void jobs_out_fini(void *state)
 {
 	struct jobs_out *o = state;
-	PQclear(o->r);
+	gl_joblist_fini(&o->l);
+	gl_apijson_dt_fini(&o->dt);
 	free(o);
 }
 
-static void jobs_csv_row(struct gl_strbuf *out, const PGresult *r, int i, int windowed, int minor)
+static void jobs_csv_row(struct gl_strbuf *o, const struct gl_joblist_row *j, int windowed, int minor)
 {
-	for (int k = 0; k <= 9; k++)
-		gl_apijson_csv_col_str(out, r, i, k);
-	for (int k = 10; k <= 12; k++)
-		gl_apijson_csv_col_time(out, r, i, k);
-	gl_apijson_csv_col_num(out, r, i, 13);
-	gl_apijson_csv_milli(out, atoll(PQgetvalue(r, i, 14)));
-	gl_apijson_csv_col_str(out, r, i, 15);
-	gl_apijson_csv_col_num(out, r, i, 16);
-	gl_apijson_csv_col_str(out, r, i, 17);
-	gl_apijson_csv_milli(out, atoll(PQgetvalue(r, i, 18)));
+	const char *text[] = {j->cluster, j->job_key, j->job_id, j->name,      j->user_name,
+			      j->account, j->partition, j->qos,   j->namespace, j->state};
+	for (size_t k = 0; k < GL_ARRAY_LEN(text); k++)
+		gl_csv_field(o, text[k] ? text[k] : "");
+	gl_apijson_csv_time(o, j->submit_s);
+	gl_apijson_csv_time(o, j->start_s);
+	gl_apijson_csv_time(o, j->end_s);
+	gl_apijson_csv_int(o, j->elapsed_s, j->elapsed_s_null);
+	gl_apijson_csv_milli(o, j->gpu_milli);
+	gl_csv_field(o, j->gpu_type ? j->gpu_type : "");
+	gl_apijson_csv_int(o, j->queue_wait_s, j->queue_wait_s_null);
+	gl_csv_field(o, j->node_list ? j->node_list : "");
+	gl_apijson_csv_milli(o, j->req_gpu_milli);
 	if (windowed) {
-		gl_apijson_csv_col_num(out, r, i, 20);
-		gl_apijson_csv_col_money(out, r, i, 21, minor);
-		gl_apijson_csv_col_num(out, r, i, 22);
-		gl_apijson_csv_col_num(out, r, i, 23);
+		gl_apijson_csv_int(o, j->gpu_seconds, j->gpu_seconds_null);
+		gl_apijson_csv_money(o, j->cost_micros, j->cost_micros_null, minor);
+		gl_apijson_csv_f8(o, j->busy_gpu_s, j->busy_gpu_s_null);
+		gl_apijson_csv_f8(o, j->idle_gpu_s, j->idle_gpu_s_null);
 	}
-	gl_csv_end(out);
+	gl_csv_end(o);
 }
 
 /* Pieces end at a row's end (a CSV field starts a record in an empty buffer). */
@@ -297,33 +361,37 @@ static int jobs_csv_next(void *state, struct gl_strbuf *out)
 			gl_csv_end(out);
 		o->head = 1;
 	}
-	while (out->len < GL_RESP_CHUNK && o->i < o->n)
-		jobs_csv_row(out, o->r, o->i++, o->windowed, o->minor);
-	return o->i < o->n;
+	while (out->len < GL_RESP_CHUNK && o->i < o->l.n)
+		jobs_csv_row(out, &o->l.rows[o->i++], o->windowed, o->minor);
+	return o->i < o->l.n;
 }
 
-static void jobs_json_row(struct gl_jsonw *w, const PGresult *r, int i, int windowed)
+static void jobs_json_row(struct gl_jsonw *w, const struct gl_joblist_row *j, int windowed)
 {
-	static const char *const strs[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
-					   "namespace", "state"};
+	const char *const names[] = {"cluster", "key", "job_id", "name", "user", "account", "partition", "qos",
+				     "namespace", "state"};
+	const char *text[] = {j->cluster, j->job_key, j->job_id, j->name,      j->user_name,
+			      j->account, j->partition, j->qos,   j->namespace, j->state};
 	gl_jsonw_object(w, NULL);
-	for (int k = 0; k < (int)GL_ARRAY_LEN(strs); k++)
-		gl_apijson_w_col_str(w, strs[k], r, i, k);
-	gl_apijson_w_col_time(w, "submit", r, i, 10);
-	gl_apijson_w_col_time(w, "start", r, i, 11);
-	gl_apijson_w_col_time(w, "end", r, i, 12);
-	gl_apijson_w_col_num(w, "elapsed_s", r, i, 13);
-	gl_jsonw_num(w, "gpus", (double)atoll(PQgetvalue(r, i, 14)) / 1000.0);
-	gl_apijson_w_col_str(w, "gpu_type", r, i, 15);
-	gl_apijson_w_col_num(w, "queue_wait_s", r, i, 16);
-	gl_apijson_w_col_str(w, "node_list", r, i, 17);
-	gl_jsonw_num(w, "gpus_requested", (double)atoll(PQgetvalue(r, i, 18)) / 1000.0);
+	for (size_t k = 0; k < GL_ARRAY_LEN(names); k++)
+		gl_jsonw_str(w, names[k], text[k]);
+	gl_jsonw_time(w, "submit", j->submit_s);
+	gl_jsonw_time(w, "start", j->start_s);
+	gl_jsonw_time(w, "end", j->end_s);
+	gl_apijson_w_int(w, "elapsed_s", j->elapsed_s, j->elapsed_s_null);
+	gl_jsonw_num(w, "gpus", (double)j->gpu_milli / 1000.0);
+	gl_jsonw_str(w, "gpu_type", j->gpu_type);
+	gl_apijson_w_int(w, "queue_wait_s", j->queue_wait_s, j->queue_wait_s_null);
+	gl_jsonw_str(w, "node_list", j->node_list);
+	gl_jsonw_num(w, "gpus_requested", (double)j->req_gpu_milli / 1000.0);
+	gl_jsonw_time(w, "seen", j->seen_s);
 	if (windowed) {
-		gl_apijson_w_col_num(w, "gpu_seconds", r, i, 20);
+		gl_apijson_w_int(w, "gpu_seconds", j->gpu_seconds, j->gpu_seconds_null);
+		gl_apijson_w_int(w, "unobserved_gpu_seconds", j->unobserved_gpu_seconds, j->unobserved_gpu_seconds_null);
 		/* null cost: no rate covers the job's model in the window */
-		gl_apijson_w_col_num(w, "cost_micros", r, i, 21);
-		gl_apijson_w_col_num(w, "busy_gpu_seconds", r, i, 22);
-		gl_apijson_w_col_num(w, "idle_in_allocation_gpu_seconds", r, i, 23);
+		gl_apijson_w_int(w, "cost_micros", j->cost_micros, j->cost_micros_null);
+		gl_apijson_w_f8(w, "busy_gpu_seconds", j->busy_gpu_s, j->busy_gpu_s_null);
+		gl_apijson_w_f8(w, "idle_in_allocation_gpu_seconds", j->idle_gpu_s, j->idle_gpu_s_null);
 	}
 	gl_jsonw_end(w);
 }
@@ -337,83 +405,98 @@ static int jobs_json_next(void *state, struct gl_strbuf *out)
 		gl_jsonw_array(&o->w, "jobs");
 		o->head = 1;
 	}
-	while (out->len < GL_RESP_CHUNK && o->i < o->n)
-		jobs_json_row(&o->w, o->r, o->i++, o->windowed);
-	if (o->i < o->n)
+	while (out->len < GL_RESP_CHUNK && o->i < o->l.n)
+		jobs_json_row(&o->w, &o->l.rows[o->i++], o->windowed);
+	if (o->i < o->l.n)
 		return 1;
 	gl_jsonw_end(&o->w);
-	gl_jsonw_i64(&o->w, "count", o->n);
-	if (o->more)
-		gl_jsonw_i64(&o->w, "next_cursor", atoll(PQgetvalue(o->r, o->n - 1, 19)));
+	gl_jsonw_i64(&o->w, "count", (int64_t)o->l.n);
+	if (o->l.more)
+		gl_jsonw_i64(&o->w, "next_cursor", o->l.rows[o->l.n - 1].job_pk);
 	else
 		gl_jsonw_null(&o->w, "next_cursor");
+	gl_apijson_dt_jsonw(&o->w, &o->dt);
 	gl_jsonw_end(&o->w);
 	gl_strbuf_putc(out, '\n');
 	return 0;
 }
 
-int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
+/* limit, offset, cursor, window and state, each checked (400 naming it). */
+static int jobs_params(struct gl_req *req, struct gl_resp *resp, struct gl_joblist_query *q)
 {
-	struct gl_err err = {0};
-	const char *cluster = gl_req_param(req, "cluster"), *state = gl_req_param(req, "state"),
-		   *job_id = gl_req_param(req, "job_id"), *win = gl_req_param(req, "window");
-	long long limit, offset, cursor;
-	char lim[24], off[24], wa[24], wb[24], now[24], cur[24];
-	struct gl_strbuf scope = GL_STRBUF_INIT;
+	const char *win = gl_req_param(req, "window");
 	struct gl_window w = {0, 0};
-	const char *owners;
-	PGconn *c;
-	PGresult *r = NULL;
-	struct jobs_out *o;
-	int rc, csv;
+	long long limit, offset, cursor;
+	int rc;
 
-	if ((rc = gl_apijson_format(req, resp, &csv)) ||
-	    (rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
+	if ((rc = gl_apijson_int_param(req, resp, "limit", 100, 1, 10000, &limit)) ||
 	    (rc = gl_apijson_int_param(req, resp, "offset", 0, 0, 1LL << 40, &offset)) ||
 	    (rc = gl_apijson_int_param(req, resp, "cursor", 0, 1, INT64_MAX, &cursor)))
 		return rc;
 	if (win && (rc = gl_apijson_window(req, resp, NULL, &w)))
 		return rc;
-	if (state) {
-		size_t i;
-		for (i = 0; i < GL_ARRAY_LEN(job_states); i++)
-			if (!strcmp(state, job_states[i]))
-				break;
+	memset(q, 0, sizeof *q);
+	q->cluster = gl_req_param(req, "cluster");
+	q->state = gl_req_param(req, "state");
+	q->job_id = gl_req_param(req, "job_id");
+	if (q->state) {
+		size_t i = 0;
+		while (i < GL_ARRAY_LEN(job_states) && strcmp(q->state, job_states[i]))
+			i++;
 		if (i == GL_ARRAY_LEN(job_states))
-			return gl_resp_error(resp, GL_EINVAL, "state", "state: unknown job state '%s'", state);
+			return gl_resp_error(resp, GL_EINVAL, "state", "state: unknown job state '%s'", q->state);
 	}
-	/* one row past the page: a next_cursor only when there is a next row,
-	 * or a client paging to an exactly full last page asks once more for
-	 * nothing */
-	snprintf(lim, sizeof lim, "%lld", limit + 1);
-	snprintf(off, sizeof off, "%lld", offset);
-	snprintf(wa, sizeof wa, "%lld", (long long)w.start_s);
-	snprintf(wb, sizeof wb, "%lld", (long long)w.end_s);
-	snprintf(now, sizeof now, "%lld", (long long)req->now_s);
-	snprintf(cur, sizeof cur, "%lld", cursor);
-	if ((rc = gl_req_db(req, &c, &err)))
+	q->limit = limit;
+	q->offset = offset;
+	q->cursor = cursor;
+	q->windowed = win != NULL;
+	q->win_start_s = w.start_s;
+	q->win_end_s = w.end_s;
+	q->now_s = req->now_s;
+	return 0;
+}
+
+/* Jobs, newest first (keyset pagination on the row id). With a window: the
+ * jobs that overlap it, each with its GPU-seconds and cost inside the window
+ * and its exporter-observed busy/idle GPU-seconds (null when there is no
+ * exporter data). */
+int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
+{
+	struct gl_err err = {0};
+	struct gl_joblist_query q;
+	struct gl_strbuf scope = GL_STRBUF_INIT;
+	struct gl_store *st;
+	struct jobs_out *o;
+	struct gl_window win;
+	int rc, csv;
+
+	if ((rc = gl_apijson_format(req, resp, &csv)) || (rc = jobs_params(req, resp, &q)))
+		return rc;
+	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	/* owner-scoped tokens see the jobs of their accounts / namespaces only */
-	owners = gl_req_owner_filter(req, &scope);
-	if ((rc = gl_db_query(c, jobs_sql, 10,
-			      (const char *[]){cluster, state, job_id, lim, off, owners, win ? wa : NULL,
-					       win ? wb : NULL, now, cursor ? cur : NULL},
-			      &r, &err))) {
-		gl_strbuf_fini(&scope);
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	}
-	gl_strbuf_fini(&scope);
 	o = gl_xcalloc(1, sizeof *o);
-	o->r = r;
-	o->more = PQntuples(r) > limit;
-	o->n = o->more ? (int)limit : PQntuples(r);
-	o->windowed = win != NULL;
+	/* owner-scoped tokens see the jobs of their accounts / namespaces only */
+	q.owners = gl_req_owner_filter(req, &scope);
+	rc = gl_joblist_query(st, &q, &o->l, &err);
+	gl_strbuf_fini(&scope);
+	if (rc) {
+		jobs_out_fini(o);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
+	o->windowed = q.windowed;
 	o->minor = gl_money_minor(req->cfg->currency);
+	/* without a window the list reaches up to now */
+	win = q.windowed ? (struct gl_window){q.win_start_s, q.win_end_s} : (struct gl_window){0, req->now_s};
+	if ((rc = gl_apijson_dt_load(req, resp, &win, &o->dt))) {
+		jobs_out_fini(o);
+		return rc;
+	}
 	if (csv) {
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
+		gl_apijson_dt_headers(resp, &o->dt);
 		/* CSV has no room for the cursor: the next page's is a header */
-		if (o->more) {
-			snprintf(resp->header_buf, sizeof resp->header_buf, "%s", PQgetvalue(r, o->n - 1, 19));
+		if (o->l.more) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)o->l.rows[o->l.n - 1].job_pk);
 			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
 		}
 		gl_resp_set_stream(resp, jobs_csv_next, jobs_out_fini, o);
@@ -425,14 +508,64 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
+static void runs_csv(struct gl_resp *resp, const struct gl_ingest_list *l)
+{
+	static const char *const hdr[] = {"run_id", "source", "cluster", "input", "started", "finished",
+					  "status", "lines_read", "inserted", "updated", "unchanged", "skipped",
+					  "ignored", "skip_reasons", "error", "instance", NULL};
+	struct gl_strbuf *o = &resp->body;
+	gl_apijson_csv_header(o, hdr);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct gl_ingest_run_row *r = &l->runs[i];
+		const int64_t counts[] = {r->lines_read, r->inserted, r->updated, r->unchanged, r->skipped, r->ignored};
+		gl_apijson_csv_int(o, r->run_id, 0);
+		gl_csv_field(o, r->source);
+		gl_csv_field(o, r->cluster ? r->cluster : "");
+		gl_csv_field(o, r->input ? r->input : "");
+		gl_apijson_csv_time(o, r->started_s);
+		gl_apijson_csv_time(o, r->finished_s);
+		gl_csv_field(o, r->status);
+		for (size_t k = 0; k < GL_ARRAY_LEN(counts); k++)
+			gl_apijson_csv_int(o, counts[k], 0);
+		/* the reasons stay one JSON object in one cell */
+		gl_csv_field(o, r->skip_reasons);
+		gl_csv_field(o, r->error ? r->error : "");
+		gl_csv_field(o, r->instance ? r->instance : "");
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("ingest_runs.csv"));
+}
+
+static cJSON *run_json(const struct gl_ingest_run_row *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "run_id", (double)r->run_id);
+	gl_apijson_add_str(o, "source", r->source);
+	gl_apijson_add_str(o, "cluster", r->cluster);
+	gl_apijson_add_str(o, "input", r->input);
+	gl_apijson_add_time(o, "started", r->started_s);
+	gl_apijson_add_time(o, "finished", r->finished_s);
+	gl_apijson_add_str(o, "status", r->status);
+	cJSON_AddNumberToObject(o, "lines_read", (double)r->lines_read);
+	cJSON_AddNumberToObject(o, "inserted", (double)r->inserted);
+	cJSON_AddNumberToObject(o, "updated", (double)r->updated);
+	cJSON_AddNumberToObject(o, "unchanged", (double)r->unchanged);
+	cJSON_AddNumberToObject(o, "skipped", (double)r->skipped);
+	cJSON_AddNumberToObject(o, "ignored", (double)r->ignored);
+	cJSON_AddItemToObject(o, "skip_reasons", cJSON_Parse(r->skip_reasons));
+	gl_apijson_add_str(o, "error", r->error);
+	/* which daemon instance ran it (null: a one-shot command) */
+	gl_apijson_add_str(o, "instance", r->instance);
+	return o;
+}
+
 int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_err err = {0};
+	struct gl_ingest_list l = {0};
 	long long limit;
-	char lim[24];
 	const char *source = gl_req_param(req, "source");
-	PGconn *c;
-	PGresult *r = NULL;
+	struct gl_store *st;
 	cJSON *root, *arr;
 	int rc, csv;
 
@@ -449,67 +582,21 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 			return gl_resp_error(resp, GL_EINVAL, "source",
 					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes or kube-nodes", source);
 	}
-	snprintf(lim, sizeof lim, "%lld", limit);
-	if ((rc = gl_req_db(req, &c, &err)))
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_runs_list(st, source, limit, &l, &err))) {
+		gl_ingest_list_fini(&l);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if ((rc = gl_db_query(c,
-			      "SELECT r.run_id, r.source, c.name, r.input, extract(epoch FROM r.started_at)::bigint,"
-			      " extract(epoch FROM r.finished_at)::bigint, r.status, r.lines_read, r.inserted, r.updated,"
-			      " r.unchanged, r.skipped, r.ignored, r.skip_reasons::text, r.error, r.instance"
-			      " FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
-			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
-			      2, (const char *[]){source, lim}, &r, &err)))
-		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
 	if (csv) {
-		static const char *const hdr[] = {"run_id", "source", "cluster", "input", "started", "finished",
-						  "status", "lines_read", "inserted", "updated", "unchanged", "skipped",
-						  "ignored", "skip_reasons", "error", "instance", NULL};
-		struct gl_strbuf *o = &resp->body;
-		gl_apijson_csv_header(o, hdr);
-		for (int i = 0; i < PQntuples(r); i++) {
-			gl_apijson_csv_col_num(o, r, i, 0);
-			for (int k = 1; k <= 3; k++)
-				gl_apijson_csv_col_str(o, r, i, k);
-			gl_apijson_csv_col_time(o, r, i, 4);
-			gl_apijson_csv_col_time(o, r, i, 5);
-			gl_apijson_csv_col_str(o, r, i, 6);
-			for (int k = 7; k <= 12; k++)
-				gl_apijson_csv_col_num(o, r, i, k);
-			/* the reasons stay one JSON object in one cell */
-			gl_apijson_csv_col_str(o, r, i, 13);
-			gl_apijson_csv_col_str(o, r, i, 14);
-			gl_apijson_csv_col_str(o, r, i, 15);
-			gl_csv_end(o);
-		}
-		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("ingest_runs.csv"));
-		PQclear(r);
+		runs_csv(resp, &l);
+		gl_ingest_list_fini(&l);
 		return 0;
 	}
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "runs");
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *o = cJSON_CreateObject();
-		gl_apijson_add_col_num(o, "run_id", r, i, 0);
-		gl_apijson_add_col_str(o, "source", r, i, 1);
-		gl_apijson_add_col_str(o, "cluster", r, i, 2);
-		gl_apijson_add_col_str(o, "input", r, i, 3);
-		gl_apijson_add_col_time(o, "started", r, i, 4);
-		gl_apijson_add_col_time(o, "finished", r, i, 5);
-		gl_apijson_add_col_str(o, "status", r, i, 6);
-		gl_apijson_add_col_num(o, "lines_read", r, i, 7);
-		gl_apijson_add_col_num(o, "inserted", r, i, 8);
-		gl_apijson_add_col_num(o, "updated", r, i, 9);
-		gl_apijson_add_col_num(o, "unchanged", r, i, 10);
-		gl_apijson_add_col_num(o, "skipped", r, i, 11);
-		gl_apijson_add_col_num(o, "ignored", r, i, 12);
-		cJSON_AddItemToObject(o, "skip_reasons", cJSON_Parse(PQgetvalue(r, i, 13)));
-		gl_apijson_add_col_str(o, "error", r, i, 14);
-		/* which daemon instance ran it (null: a one-shot command) */
-		gl_apijson_add_col_str(o, "instance", r, i, 15);
-		cJSON_AddItemToArray(arr, o);
-	}
+	for (size_t i = 0; i < l.n; i++)
+		cJSON_AddItemToArray(arr, run_json(&l.runs[i]));
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
-	PQclear(r);
+	gl_ingest_list_fini(&l);
 	return 0;
 }

@@ -225,7 +225,7 @@ static void add_accuracy(cJSON *so, const struct gl_forecast_result *r, int base
 	}
 }
 
-static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
+static int fc_compute(struct gl_store *store, const struct fc_params *p, const struct fc_req *q, int64_t now_s,
 		      struct gl_strbuf *body, struct gl_err *err)
 {
 	struct gl_window *steps = NULL;
@@ -238,7 +238,7 @@ static int fc_compute(PGconn *c, const struct fc_params *p, const struct fc_req 
 	steps = gl_xcalloc(FC_MAX_STEPS, sizeof *steps);
 	if ((rc = gl_window_split(&p->window, p->step, steps, FC_MAX_STEPS, &n_steps, err)))
 		goto out;
-	if ((rc = gl_fcseries_query(c, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)))
+	if ((rc = gl_fcseries_query(store, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)))
 		goto out;
 	root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "metric", gl_fcseries_metric_name(p->metric));
@@ -592,7 +592,7 @@ static int cap_series_json(cJSON *arr, const struct gl_capplan_key *k, const str
 
 /* The plan in force: the stored one and the what-if's changes (checked
  * with it, never saved). A bad what-if names "plan". */
-static int cap_plan(PGconn *c, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
+static int cap_plan(struct gl_store *store, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
 		    struct gl_capplan_change **plan, size_t *n, const char **param, struct gl_err *err)
 {
 	struct gl_capplan_change *wi = NULL, *st = NULL;
@@ -602,7 +602,7 @@ static int cap_plan(PGconn *c, const struct gl_config *cfg, const struct cap_par
 	*plan = NULL;
 	*n = 0;
 	if ((rc = gl_capplan_parse(p->plan, &wi, &nw, err)) ||
-	    (rc = gl_capplandb_check(c, cfg, now_s, NULL, wi, nw, &bad, &field, err))) {
+	    (rc = gl_capplandb_check(store, cfg, now_s, NULL, wi, nw, &bad, &field, err))) {
 		if (rc == -GL_EINVAL) {
 			char msg[sizeof err->msg];
 			snprintf(msg, sizeof msg, "%s", err->msg);
@@ -614,7 +614,7 @@ static int cap_plan(PGconn *c, const struct gl_config *cfg, const struct cap_par
 		}
 		goto out;
 	}
-	if ((rc = gl_capplandb_list(c, NULL, &st, &ns, err)))
+	if ((rc = gl_capplandb_list(store, NULL, &st, &ns, err)))
 		goto out;
 	*plan = gl_xcalloc(ns + nw + 1, sizeof **plan);
 	if (ns)
@@ -632,7 +632,7 @@ out:
  * the day's or week's maximum), forecast by step, against the GPUs
  * available in the window's last hour (present less down and planned down:
  * docs/capacity.md) and the plan's changes after today. */
-static int cap_compute(PGconn *c, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
+static int cap_compute(struct gl_store *store, const struct gl_config *cfg, const struct cap_params *p, int64_t now_s,
 		       struct gl_strbuf *body, const char **param, struct gl_err *err)
 {
 	struct gl_capplan_demand dm = {0};
@@ -645,8 +645,8 @@ static int cap_compute(PGconn *c, const struct gl_config *cfg, const struct cap_
 	int rc;
 
 	o.today_s = now_s - ((now_s % 86400) + 86400) % 86400;
-	if ((rc = gl_capplandb_demand(c, &p->window, p->cluster, now_s, &dm, err)) ||
-	    (rc = cap_plan(c, cfg, p, now_s, &plan, &n_plan, param, err)))
+	if ((rc = gl_capplandb_demand(store, &p->window, p->cluster, now_s, &dm, err)) ||
+	    (rc = cap_plan(store, cfg, p, now_s, &plan, &n_plan, param, err)))
 		goto out;
 	/* a model the plan brings to a cluster with an inventory starts from 0
 	 * GPUs there (a cluster without one stays unknown) */
@@ -798,11 +798,11 @@ static int any_parse(struct fc_req *q, int64_t now_s, int max_days, struct fc_an
 			      : fc_parse(q, now_s, max_days, &a->f, param, err);
 }
 
-static int any_compute(PGconn *c, const struct gl_config *cfg, const struct fc_any *a, const struct fc_req *q,
+static int any_compute(struct gl_store *store, const struct gl_config *cfg, const struct fc_any *a, const struct fc_req *q,
 		       int64_t now_s, struct gl_strbuf *b, const char **param, struct gl_err *err)
 {
 	*param = NULL;
-	return q->kind == 'c' ? cap_compute(c, cfg, &a->c, now_s, b, param, err) : fc_compute(c, &a->f, q, now_s, b, err);
+	return q->kind == 'c' ? cap_compute(store, cfg, &a->c, now_s, b, param, err) : fc_compute(store, &a->f, q, now_s, b, err);
 }
 
 /* The cached answer when there is one, else computed now and cached. */
@@ -812,7 +812,7 @@ static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
 	struct gl_err err = {0};
 	const char *param = NULL;
 	char key[FC_KEY_LEN], *body;
-	PGconn *c;
+	struct gl_store *store;
 	int rc;
 
 	if (any_parse(q, req->now_s, req->cfg->api_max_window_days, &a, &param, &err))
@@ -824,8 +824,8 @@ static int serve(struct gl_req *req, struct gl_resp *resp, struct fc_req *q)
 		free(body);
 		return 0;
 	}
-	if ((rc = gl_req_db(req, &c, &err)) ||
-	    (rc = any_compute(c, req->cfg, &a, q, req->now_s, &resp->body, &param, &err))) {
+	if ((rc = gl_req_store(req, &store, &err)) ||
+	    (rc = any_compute(store, req->cfg, &a, q, req->now_s, &resp->body, &param, &err))) {
 		gl_strbuf_reset(&resp->body);
 		return gl_resp_error(resp, rc, param, "%s", err.msg[0] ? err.msg : "forecast failed");
 	}
@@ -913,7 +913,7 @@ void gl_forecast_cache_drop(char kind)
 	pthread_mutex_unlock(&cache_mu);
 }
 
-int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_forecast_cache_refresh(struct gl_store *store, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			      size_t n, struct gl_err *err)
 {
 	int done = 0, dropped = 0, rc = 0;
@@ -940,7 +940,7 @@ int gl_forecast_cache_refresh(PGconn *c, const struct gl_config *cfg, const void
 		if (!live)
 			continue;
 		if ((rc = any_parse(&q, now_s, cfg->api_max_window_days, &a, &param, err)) ||
-		    (rc = any_compute(c, cfg, &a, &q, now_s, &body, &param, err))) {
+		    (rc = any_compute(store, cfg, &a, &q, now_s, &body, &param, err))) {
 			gl_strbuf_fini(&body);
 			break;
 		}

@@ -1,13 +1,15 @@
 /* Report endpoints: GET /v1/reports/showback (CSV table, HTML or PDF),
- * GET /v1/reports (recorded sets), GET /v1/budgets. */
+ * GET /v1/reports (recorded sets), GET /v1/reports/{id} (one recorded
+ * file), GET /v1/budgets. */
 #include "gl/apijson.h"
 #include "gl/budget.h"
 #include "gl/cost.h"
-#include "gl/db.h"
-#include "gl/reports.h"
 #include "gl/report.h"
+#include "gl/reportfiles.h"
+#include "gl/reports.h"
 #include "gl/routes.h"
 #include "gl/showback.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
@@ -30,7 +32,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	enum gl_reports_format f;
 	struct gl_err err = {0};
 	char name[128];
-	PGconn *c;
+	struct gl_store *st;
 	int rc;
 
 	if (!month || !*month)
@@ -61,9 +63,9 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	sr.currency = req->cfg->currency;
 	sr.now_s = req->now_s;
 	sr.cfg = req->cfg;
-	if ((rc = gl_req_db(req, &c, &err)))
+	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if ((rc = gl_showback_gather(c, &sr, &sb, &err)))
+	if ((rc = gl_showback_gather(st, &sr, &sb, &err)))
 		return gl_resp_error(resp, rc, err.code == GL_EINVAL ? "month" : NULL, "%s", err.msg);
 	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->now_s, &resp->body,
 			       &err);
@@ -83,14 +85,96 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
+static cJSON *file_json(const struct gl_reportfile_row *f)
+{
+	cJSON *o = cJSON_CreateObject(), *ch;
+	char buf[600], *save = NULL;
+	cJSON_AddStringToObject(o, "month", f->month);
+	cJSON_AddStringToObject(o, "aggregate", f->aggregate);
+	cJSON_AddStringToObject(o, "shareIdle", f->share_idle);
+	cJSON_AddNumberToObject(o, "version", (double)f->version);
+	cJSON_AddStringToObject(o, "format", f->format);
+	cJSON_AddStringToObject(o, "name", f->name);
+	cJSON_AddStringToObject(o, "sha256", f->sha256);
+	cJSON_AddNumberToObject(o, "bytes", (double)f->bytes);
+	ch = cJSON_AddArrayToObject(o, "changed");
+	snprintf(buf, sizeof buf, "%s", f->changed ? f->changed : "");
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		cJSON_AddItemToArray(ch, cJSON_CreateString(t));
+	cJSON_AddStringToObject(o, "trigger", f->trigger);
+	cJSON_AddStringToObject(o, "generated_at", f->generated_at);
+	cJSON_AddNumberToObject(o, "id", (double)f->id); /* GET /v1/reports/{id} */
+	return o;
+}
+
+/* The bytes of name under dir into out, when their sha256 is still the
+ * recorded one: a file changed or cut on disk since is refused, not
+ * served as the record. */
+static int read_recorded(const char *dir, const struct gl_reportfile *f, struct gl_strbuf *out, struct gl_err *err)
+{
+	char path[1024], sum[65], buf[65536];
+	FILE *fp;
+	size_t n;
+	int rc = 0;
+	if (strchr(f->name, '/') || !strcmp(f->name, "..") || !*f->name)
+		return gl_err_set(err, GL_EINTERNAL, "recorded report file name '%s' is not a file name", f->name);
+	snprintf(path, sizeof path, "%s/%s", dir, f->name);
+	if (!(fp = fopen(path, "rb")))
+		return gl_err_set(err, GL_ENOTFOUND, "report file %s is no longer in reports.dir", f->name);
+	while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+		gl_strbuf_append(out, buf, n);
+	if (ferror(fp))
+		rc = gl_err_set(err, GL_EIO, "report file %s: read error", f->name);
+	fclose(fp);
+	if (rc)
+		return rc;
+	gl_reports_sha256(out->p ? out->p : "", out->len, sum);
+	if (strcmp(sum, f->sha256) != 0)
+		/* the recorded file is no longer there as recorded: not found, and why */
+		return gl_err_set(err, GL_ENOTFOUND,
+				  "report file %s has changed on disk since it was recorded (sha256 %s, recorded %s)",
+				  f->name, sum, f->sha256);
+	return 0;
+}
+
+/* GET /v1/reports/{id}: a recorded file as it was recorded, its sha256 the
+ * ETag (the request is audited with its path, as every request is). */
+int gl_route_report_file(struct gl_req *req, struct gl_resp *resp)
+{
+	static _Thread_local char disposition[320], etag[70];
+	const char *id = req->path + strlen("/v1/reports/");
+	const char *dir = req->cfg->reports_dir;
+	struct gl_reportfile f;
+	enum gl_reports_format fmt;
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int rc;
+
+	if (!*id || strspn(id, "0123456789") != strlen(id) || strlen(id) > 18)
+		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no recorded report file '%s' (the ids are those of /v1/reports)",
+				     id);
+	if (!dir || !*dir)
+		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no reports.dir is configured: this server keeps no report files");
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_reportfiles_get(st, atoll(id), &f, &err)) ||
+	    (rc = gl_reports_format_parse(f.format, &fmt, &err)) || (rc = read_recorded(dir, &f, &resp->body, &err))) {
+		gl_strbuf_reset(&resp->body);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
+	snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", f.name);
+	snprintf(etag, sizeof etag, "\"%s\"", f.sha256);
+	resp->content_type = gl_reports_ctype[fmt];
+	gl_apijson_add_header(resp, "Content-Disposition", disposition);
+	gl_apijson_add_header(resp, "ETag", etag);
+	return 0;
+}
+
 /* GET /v1/reports: the recorded report files, newest month first. */
 int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
 {
 	const char *month = gl_req_param(req, "month");
 	struct gl_err err = {0};
-	char mday[16];
-	PGconn *c;
-	PGresult *r = NULL;
+	struct gl_reportfiles files = {0};
+	struct gl_store *st;
 	cJSON *root, *arr;
 	int rc;
 
@@ -98,39 +182,16 @@ int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
 		int64_t s;
 		if (gl_showback_month_parse(month, &s, &err))
 			return gl_resp_error(resp, GL_EINVAL, "month", "%s", err.msg);
-		snprintf(mday, sizeof mday, "%s-01", month);
 	}
-	if ((rc = gl_req_db(req, &c, &err)) ||
-	    (rc = gl_db_query(c,
-			      "SELECT to_char(month, 'YYYY-MM'), aggregate, share_idle, version, format, name, sha256, bytes,"
-			      " array_to_string(changed, ','), trigger,"
-			      " to_char(generated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-			      " FROM report_files WHERE $1::date IS NULL OR month = $1::date"
-			      " ORDER BY month DESC, aggregate, share_idle, version DESC, name LIMIT 10000",
-			      1, (const char *[]){month ? mday : NULL}, &r, &err)))
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_reportfiles_list(st, month, &files, &err))) {
+		gl_reportfiles_fini(&files);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "files");
-	for (int i = 0; i < PQntuples(r); i++) {
-		cJSON *o = cJSON_CreateObject(), *ch;
-		char buf[600], *save = NULL;
-		cJSON_AddStringToObject(o, "month", PQgetvalue(r, i, 0));
-		cJSON_AddStringToObject(o, "aggregate", PQgetvalue(r, i, 1));
-		cJSON_AddStringToObject(o, "shareIdle", PQgetvalue(r, i, 2));
-		cJSON_AddNumberToObject(o, "version", atof(PQgetvalue(r, i, 3)));
-		cJSON_AddStringToObject(o, "format", PQgetvalue(r, i, 4));
-		cJSON_AddStringToObject(o, "name", PQgetvalue(r, i, 5));
-		cJSON_AddStringToObject(o, "sha256", PQgetvalue(r, i, 6));
-		cJSON_AddNumberToObject(o, "bytes", atof(PQgetvalue(r, i, 7)));
-		ch = cJSON_AddArrayToObject(o, "changed");
-		snprintf(buf, sizeof buf, "%s", PQgetvalue(r, i, 8));
-		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-			cJSON_AddItemToArray(ch, cJSON_CreateString(t));
-		cJSON_AddStringToObject(o, "trigger", PQgetvalue(r, i, 9));
-		cJSON_AddStringToObject(o, "generated_at", PQgetvalue(r, i, 10));
-		cJSON_AddItemToArray(arr, o);
-	}
-	PQclear(r);
+	for (size_t i = 0; i < files.n; i++)
+		cJSON_AddItemToArray(arr, file_json(&files.rows[i]));
+	gl_reportfiles_fini(&files);
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	return 0;
@@ -146,7 +207,7 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	int64_t ms;
 	size_t n = 0;
 	int minor = gl_money_minor(req->cfg->currency), rc;
-	PGconn *c;
+	struct gl_store *st;
 	cJSON *root, *arr;
 	char buf[64];
 
@@ -161,8 +222,8 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_budget_validate(req->cfg, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	lines = gl_xcalloc(req->cfg->n_budgets + 1, sizeof *lines);
-	if ((rc = gl_req_db(req, &c, &err)) ||
-	    (rc = gl_budget_status(c, req->cfg, ms, req->now_s, lines, req->cfg->n_budgets, &n, &err))) {
+	if ((rc = gl_req_store(req, &st, &err)) ||
+	    (rc = gl_budget_status(st, req->cfg, ms, req->now_s, lines, req->cfg->n_budgets, &n, &err))) {
 		free(lines);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}

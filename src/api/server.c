@@ -6,6 +6,7 @@
 #include "gl/server.h"
 #include "gl/apijson.h"
 #include "gl/audit.h"
+#include "gl/redact.h"
 #include "gl/auth.h"
 #include "gl/connguard.h"
 #include "gl/db.h"
@@ -447,14 +448,14 @@ static int fleet_route(PGconn *c, int fresh, int64_t now_s, struct gl_err *err)
 {
 	int n = 0, rc;
 	if (fresh || !t_fleet) {
-		if ((rc = gl_shard_count(c, &n, err)))
+		if ((rc = gl_shard_count(gl_db_store(c), &n, err)))
 			return rc;
 		t_fleet = n ? 2 : 1;
 		fresh = 1;
 	}
 	if (t_fleet != 2 || (!fresh && now_s - t_fleet_at < FLEET_PROBE_S))
 		return 0;
-	if ((rc = gl_shard_route(c, &t_route, err)))
+	if ((rc = gl_shard_route(gl_db_store(c), &t_route, err)))
 		return rc;
 	t_fleet_at = now_s;
 	return 0;
@@ -525,7 +526,7 @@ static int read_conn(struct gl_req *req, PGconn **out)
 	req->read.set = 1;
 	int fresh = 0, n = 0;
 	if (thread_conn(s->read_conn_key, s->read_dsn, &c, &fresh, &err) || gl_replica_status(c, &st, &err) ||
-	    ((fresh || !t_read_fleet) && gl_shard_count(c, &n, &err))) {
+	    ((fresh || !t_read_fleet) && gl_shard_count(gl_db_store(c), &n, &err))) {
 		snprintf(req->read.fallback, sizeof req->read.fallback, "read_dsn unavailable");
 		pthread_mutex_lock(&s->mu);
 		gl_log_fail(&s->read_log, req->now_s, GL_LOG_WARN, "http: database.read_dsn: %s; reads go to the primary",
@@ -905,9 +906,42 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 	return 0;
 }
 
-/* One audit row per request, allowed or not: never the token, never the
- * query string (filters may name people); the route, status and why.
- * Refusals and /healthz answers are rows in aggregate (tally_emit). */
+/* The query string as the client sent it (decoded, then each value's
+ * '&', '=', '%' and control bytes percent-encoded again), for the audit
+ * row: who asked for which per-user figures is what the log is for. */
+struct query_text {
+	struct gl_strbuf *out;
+};
+
+static void query_put(struct gl_strbuf *o, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '&' || ch == '=' || ch == '%' || ch == '+' || ch < 0x20 || ch == 0x7f)
+			gl_strbuf_printf(o, "%%%02X", ch);
+		else
+			gl_strbuf_putc(o, (char)ch);
+	}
+}
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	struct query_text *q = cls;
+	if (q->out->len)
+		gl_strbuf_putc(q->out, '&');
+	query_put(q->out, key, key_size);
+	if (value) {
+		gl_strbuf_putc(q->out, '=');
+		query_put(q->out, value, value_size);
+	}
+	return MHD_YES;
+}
+
+/* One audit row per request, allowed or not: never the token; the token's
+ * name, the route, the query string (filters may name people: the log is
+ * the admin's), status and why. Refusals and /healthz answers are rows in
+ * aggregate (tally_emit). */
 static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_route *route, int status,
 			  int64_t token_id, enum auth_reason reason, double secs)
 {
@@ -926,6 +960,32 @@ static void audit_request(struct gl_server *s, const struct gl_req *req, const s
 	gl_strbuf_puts(&d, "{\"method\":\"");
 	gl_strbuf_put_json_str(&d, method, strlen(method));
 	gl_strbuf_printf(&d, "\",\"route\":\"%s\",\"status\":%d", route ? route->name : "unmatched", status);
+	if (token_id && req->auth && req->auth->token_id == token_id) {
+		char name[sizeof req->auth->token_name];
+		gl_audit_clean(req->auth->token_name, name, sizeof name);
+		gl_strbuf_puts(&d, ",\"token\":\"");
+		gl_strbuf_put_json_str(&d, name, strlen(name));
+		gl_strbuf_putc(&d, '"');
+	}
+	if (req->mhd_conn) {
+		struct gl_strbuf qs = GL_STRBUF_INIT;
+		struct query_text q = {&qs};
+		char clean[GL_AUDIT_FIELD_MAX];
+		MHD_get_connection_values_n((struct MHD_Connection *)req->mhd_conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+		if (qs.len) {
+			/* a client that put a credential in the URL (?token=glt_...)
+			 * must not have it in the log for good; cut on a character
+			 * boundary, as every audited text */
+			struct gl_strbuf red = GL_STRBUF_INIT;
+			gl_redact_secrets(gl_strbuf_cstr(&qs), &red);
+			gl_audit_clean(gl_strbuf_cstr(&red), clean, sizeof clean);
+			gl_strbuf_fini(&red);
+			gl_strbuf_puts(&d, ",\"query\":\"");
+			gl_strbuf_put_json_str(&d, clean, strlen(clean));
+			gl_strbuf_putc(&d, '"');
+		}
+		gl_strbuf_fini(&qs);
+	}
 	if (reason < AR_N)
 		gl_strbuf_printf(&d, ",\"reason\":\"%s\"", auth_reason_names[reason]);
 	gl_strbuf_printf(&d, ",\"ms\":%.3f}", secs * 1000.0);
@@ -1314,14 +1374,14 @@ static int fleet_check(struct req_ctx *x)
 	const char *fmt = gl_req_param(&x->req, "format");
 	const struct gl_shard_route *rt;
 	struct gl_err err = {0};
-	PGconn *c;
+	struct gl_store *st;
 	int rc;
 
 	if (!x->req.auth)
 		return 0;
 	/* a database that does not answer is the route's to handle (its own
 	 * error, or the grace of /metrics) */
-	if (gl_req_db(&x->req, &c, &err))
+	if (gl_req_store(&x->req, &st, &err))
 		return 0;
 	if (!(rt = gl_req_shards(&x->req)) || !rt->unread_text)
 		return 0;
@@ -1390,7 +1450,7 @@ static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char b
 	snprintf(buf[1], sizeof buf[1], "%s", through);
 	gl_apijson_add_header(resp, "X-Served-By", req->read.standby ? "standby" : "primary");
 	gl_apijson_add_header(resp, "X-Replica-Lag-Seconds", buf[0]);
-	gl_apijson_add_header(resp, "X-Data-Through", buf[1]);
+	gl_apijson_add_header(resp, "X-Commits-Through", buf[1]);
 	if (req->read.fallback[0])
 		gl_apijson_add_header(resp, "X-Read-Fallback", req->read.fallback);
 	if (!resp->content_type || strncmp(resp->content_type, "application/json", 16))

@@ -1,8 +1,8 @@
 /* `gpuledger audit verify|head|prune|harden` (docs/security.md). */
 #include "gl/audit.h"
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/log.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 
 #include <errno.h>
@@ -35,7 +35,7 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 	const char *anchor_file = NULL;
 	char hx[2 * GL_AUDIT_HASH_LEN + 1];
 	size_t na = 0;
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 	int no_anchor = 0;
 	for (int i = 1; i < argc; i++) {
@@ -61,8 +61,8 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 			goto out;
 		}
 	}
-	if ((anchor_file && gl_audit_anchors_read(anchor_file, &anchors, &na, &err)) || gl_db_connect(cfg, &c, &err) ||
-	    gl_audit_verify(c, anchors, na, &v, &err)) {
+	if ((anchor_file && gl_audit_anchors_read(anchor_file, &anchors, &na, &err)) || gl_store_open(cfg, &st, &err) ||
+	    gl_audit_verify(st, anchors, na, &v, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -81,7 +81,7 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 		printf("audit verify: ok: empty log%s%s\n", anchor_file ? ", anchors from " : "", anchor_file ? anchor_file : "");
 out:
 	free(anchors);
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -90,7 +90,7 @@ static int audit_head(struct gl_config *cfg, int argc, char **argv)
 	struct gl_err err = {0};
 	const char *append = NULL;
 	char line[256];
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--append") && i + 1 < argc)
@@ -98,15 +98,15 @@ static int audit_head(struct gl_config *cfg, int argc, char **argv)
 		else
 			return gl_cli_usage_error(usage_audit, "audit head: unexpected argument '%s'", argv[i]);
 	}
-	if (gl_db_connect(cfg, &c, &err) ||
-	    (append ? gl_audit_anchor_append(c, append, (int64_t)time(NULL), line, sizeof line, &err)
-		    : gl_audit_anchor_line(c, (int64_t)time(NULL), line, sizeof line, &err))) {
+	if (gl_store_open(cfg, &st, &err) ||
+	    (append ? gl_audit_anchor_append(st, append, (int64_t)time(NULL), line, sizeof line, &err)
+		    : gl_audit_anchor_line(st, (int64_t)time(NULL), line, sizeof line, &err))) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	fputs(line, stdout);
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -116,7 +116,7 @@ static int audit_prune(struct gl_config *cfg, int argc, char **argv)
 	struct gl_err err = {0};
 	char actor[96], day[16];
 	int64_t before;
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 	if (argc != 3 || strcmp(argv[1], "--before") != 0)
 		return gl_cli_usage_error(usage_audit, "audit prune: expected --before YYYY-MM");
@@ -126,7 +126,7 @@ static int audit_prune(struct gl_config *cfg, int argc, char **argv)
 	if (gl_time_parse(day, strlen(day), &before))
 		return gl_cli_usage_error(usage_audit, "audit prune: --before: expected YYYY-MM, got '%s'", argv[2]);
 	gl_cli_actor(actor, sizeof actor);
-	if (gl_db_connect(cfg, &c, &err) || gl_audit_prune(c, actor, before, &res, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_audit_prune(st, actor, before, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -137,25 +137,25 @@ static int audit_prune(struct gl_config *cfg, int argc, char **argv)
 		       " clock ran behind); dropping them would break the chain (see the audit.prune row's \"kept\")\n",
 		       res.kept);
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
 static int audit_harden(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 	if (argc != 1)
 		return gl_cli_usage_error(usage_audit, "audit harden: unexpected argument '%s'", argv[1]);
-	if (gl_db_connect(cfg, &c, &err) || gl_audit_harden(c, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_audit_harden(st, &err)) {
 		gl_err_prefix(&err, "audit harden (needs a superuser DSN): ");
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	printf("audit harden: audit_log now belongs to gpuledger_audit; the service role may only SELECT and INSERT\n");
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 

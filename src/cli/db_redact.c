@@ -2,8 +2,8 @@
  * hook commands stored before the redaction caught them
  * (include/gl/redactdb.h). */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/redactdb.h"
+#include "gl/store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,7 +21,7 @@ int gl_cli_db_redact(struct gl_config *cfg, int argc, char **argv)
 	struct gl_redactdb_result res;
 	struct gl_err err = {0};
 	char actor[96];
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int dry = 0, rc = 0;
 
 	if (gl_cli_wants_help(argc, argv)) {
@@ -35,7 +35,7 @@ int gl_cli_db_redact(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_usage_error(usage_db_redact, "db redact: unexpected argument '%s'", argv[i]);
 	}
 	gl_cli_actor(actor, sizeof actor);
-	if (gl_db_connect(cfg, &c, &err) || gl_redactdb_run(c, actor, dry, &res, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_redactdb_run(st, actor, dry, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -49,6 +49,6 @@ int gl_cli_db_redact(struct gl_config *cfg, int argc, char **argv)
 	if (res.raced)
 		printf("db redact: %lld runs changed by the daemon meanwhile were left to it\n", (long long)res.raced);
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include "gl/db.h"
 #include "gl/hook.h"
 #include "gl/log.h"
+#include "gl/store.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -92,7 +93,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 	struct gl_config own;
 	const struct gl_config *use = cfg;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	cJSON *report = NULL;
 
 	if (argc < 2 || strcmp(argv[1], "idle")) {
@@ -129,13 +130,13 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 		use = &own;
 	}
 	gl_config_warn_shell(use);
-	if ((rc = gl_db_connect(use, &c, &err))) {
+	if ((rc = gl_store_open(use, &store, &err))) {
 		exit_code = gl_cli_fail(&err);
 		goto out;
 	}
 	{
 		struct gl_hook_opts o = {policy, act, 1, NULL};
-		if ((rc = gl_hook_run(c, use, &o, (int64_t)time(NULL), &report, &exit_code, &err))) {
+		if ((rc = gl_hook_run(gl_db_conn(store), use, &o, (int64_t)time(NULL), &report, &exit_code, &err))) {
 			exit_code = exit_code == GL_HOOK_EXIT_USAGE ? gl_cli_usage_error(usage_hook, "hook idle: %s", err.msg)
 								     : gl_cli_fail(&err);
 			goto out;
@@ -150,7 +151,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 	}
 out:
 	cJSON_Delete(report);
-	PQfinish(c);
+	gl_store_close(store);
 	if (config_path)
 		gl_config_fini(&own);
 	return exit_code;

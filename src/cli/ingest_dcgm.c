@@ -5,6 +5,7 @@
 #include "gl/dcgm_attrib.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/log.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 
 #include <stdio.h>
@@ -38,7 +39,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	struct gl_dcgm_opts so = {0};
 	struct gl_dcgm_batch *b = NULL;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	char *buf = NULL, why[400];
 	const char *why_empty;
 	size_t len = 0;
@@ -93,7 +94,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	if (gl_db_connect(cfg, &c, &err) || gl_dcgm_ingest(c, &o, b, at_s, &res, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_dcgm_ingest(gl_db_conn(store), &o, b, at_s, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -116,6 +117,6 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 out:
 	free(buf);
 	gl_dcgm_batch_free(b);
-	PQfinish(c);
+	gl_store_close(store);
 	return rc;
 }

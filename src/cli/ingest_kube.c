@@ -3,6 +3,7 @@
 #include "gl/db.h"
 #include "gl/kube_ingest.h"
 #include "gl/log.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 
 #include <errno.h>
@@ -31,7 +32,7 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 	struct gl_kube_ingest_opts o = {0};
 	struct gl_kube_ingest_result res = {0};
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	int rc;
 
 	if ((rc = gl_cli_parse_opts(argc, argv, "ingest kube", usage_ingest_kube, opts)) >= 0)
@@ -65,7 +66,7 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 			o.cost_center_label = cfg->kube[i].label_cost_center;
 		}
 	}
-	if (gl_db_connect(cfg, &c, &err) || gl_kube_ingest_file(c, &o, file, &res, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_kube_ingest_file(gl_db_conn(store), &o, file, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -84,6 +85,6 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 		res.st.skipped != 0);
 out:
 	gl_kube_ingest_result_fini(&res);
-	PQfinish(c);
+	gl_store_close(store);
 	return rc;
 }

@@ -6,6 +6,7 @@
 #include "gl/log.h"
 #include "gl/nodeobs.h"
 #include "gl/nodes_ingest.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 
 #include <stdio.h>
@@ -56,13 +57,13 @@ static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, c
 {
 	struct gl_err err = {0};
 	struct gl_nodes_ingest_counts n;
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	int rc;
 	for (size_t i = 0; i < s->nproblems; i++)
 		gl_log(GL_LOG_WARN, "%s", s->problems[i]);
 	if (s->problems_dropped)
 		gl_log(GL_LOG_WARN, "... and %zu more problems", s->problems_dropped);
-	if (gl_db_connect(cfg, &c, &err) || gl_nodes_ingest(c, o, s, &n, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_nodes_ingest(gl_db_conn(store), o, s, &n, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -79,7 +80,7 @@ static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, c
 					      {"problems", (long long)(s->nproblems + s->problems_dropped)}, {NULL, 0}},
 		s->skipped != 0);
 out:
-	PQfinish(c);
+	gl_store_close(store);
 	return rc;
 }
 

@@ -23,6 +23,7 @@
 #include "gl/sacct.h"
 #include "gl/sacct_poll.h"
 #include "gl/server.h"
+#include "gl/store.h"
 
 #include <curl/curl.h>
 #include <getopt.h>
@@ -357,6 +358,34 @@ static const char usage_serve[] =
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
 	"--listen overrides server.listen (port 0 = any free port, logged and written to --port-file).\n";
 
+/* The daemon's database before it serves: open and migrated (failing early
+ * and clearly when it is not there), the embedded cluster hardened, and the
+ * config's cost model and capacity plan (checked against the fleet,
+ * file:line) the ones in force. */
+static int serve_prepare(const struct gl_config *cfg, struct gl_store **st, struct gl_err *err)
+{
+	int rc;
+	/* fail early and clearly when the database is not there or not
+	 * migrated; the owner role is needed only when a migration is due */
+	if ((rc = gl_store_open(cfg, st, err)))
+		return rc;
+	if (gl_migrate_pending(*st)) {
+		struct gl_migrate_summary m;
+		if ((rc = gl_migrate_database(cfg, &m, err)))
+			return rc;
+		gl_log(GL_LOG_INFO, "serve: migrated as %s (%d applied, schema at version %d)", m.owner, m.applied,
+		       m.version);
+	}
+	warn_idle_aliases(cfg);
+	gl_config_warn_shell(cfg);
+	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
+		struct gl_costing_summary sum;
+		if ((rc = gl_costing_load(*st, cfg, "system", &sum, err)))
+			return rc;
+	}
+	return gl_capplandb_load_config(*st, cfg, "system", (int64_t)time(NULL), err);
+}
+
 static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -371,7 +400,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	size_t nsrc = 0;
 	struct gl_err err = {0};
 	struct gl_anchor_state anchor = {GL_LOG_LIMITER_INIT(600), GL_LOG_LIMITER_INIT(600)};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int ch, rc = 0, no_ingest = 0;
 	struct sigaction sa;
 
@@ -405,33 +434,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		goto out;
 	}
 	serve_identity(cfg, &self);
-	/* fail early and clearly when the database is not there or not
-	 * migrated; the owner role is needed only when a migration is due */
-	if (gl_db_connect(cfg, &c, &err)) {
-		rc = gl_cli_fail(&err);
-		goto out;
-	}
-	if (gl_migrate_pending(c)) {
-		struct gl_migrate_summary m;
-		if (gl_migrate_database(cfg, &m, &err)) {
-			rc = gl_cli_fail(&err);
-			goto out;
-		}
-		gl_log(GL_LOG_INFO, "serve: migrated as %s (%d applied, schema at version %d)", m.owner, m.applied,
-		       m.version);
-	}
-	/* the config's cost model, when it has one, is the one in force */
-	warn_idle_aliases(cfg);
-	gl_config_warn_shell(cfg);
-	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
-		struct gl_costing_summary sum;
-		if (gl_costing_load(c, cfg, "system", &sum, &err)) {
-			rc = gl_cli_fail(&err);
-			goto out;
-		}
-	}
-	/* the config's capacity plan, checked against the fleet (file:line) */
-	if (gl_capplandb_load_config(c, cfg, "system", (int64_t)time(NULL), &err)) {
+	if (serve_prepare(cfg, &st, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -469,14 +472,13 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 			check_on_hup(cfg);
 		}
 		if (!no_ingest)
-			gl_daemon_tick(c, cfg, &self, srcs, nsrc, (int64_t)time(NULL), &g_stop);
-		if (cfg->audit_anchor_file[0] && (int64_t)time(NULL) >= anchor_job.next_s &&
-		    (PQstatus(c) == CONNECTION_OK || !gl_db_reset(c, &err))) {
+			gl_daemon_tick(st, cfg, &self, srcs, nsrc, (int64_t)time(NULL), &g_stop);
+		if (cfg->audit_anchor_file[0] && (int64_t)time(NULL) >= anchor_job.next_s && !gl_store_revive(st, &err)) {
 			anchor_job.next_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
 			/* not held: next_s is the next try */
-			if (gl_daemon_lease(c, &self, &anchor_job, (int64_t)time(NULL)))
-				gl_anchor_tick(c, cfg, &anchor, (int64_t)time(NULL), 0);
-			if (PQstatus(c) == CONNECTION_OK && gl_lease_unfence(c, &err))
+			if (gl_daemon_lease(st, &self, &anchor_job, (int64_t)time(NULL)))
+				gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 0);
+			if (gl_store_up(st) && gl_lease_unfence(st, &err))
 				gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
 		}
 		for (int t = 0; t < 5 && !g_stop; t++)
@@ -493,7 +495,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	srv = NULL;
 	/* the stop's anchor is the holder's; another instance goes on anchoring */
 	if (anchor_job.token)
-		gl_anchor_tick(c, cfg, &anchor, (int64_t)time(NULL), 1);
+		gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 1);
 out:
 	/* the leases expire now: the other instances take the jobs over at
 	 * their next try (a rolling restart waits no ttl) */
@@ -502,7 +504,7 @@ out:
 	/* after the server: no request thread holds a slot any more */
 	gl_dbcancel_stop();
 	free(srcs);
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -544,6 +546,16 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind];
 	if (!strcmp(cmd, "version")) {
+		static const char usage_version[] = "usage: gpuledger version\n  prints the version (as --version)\n";
+		const char *a = optind + 1 < argc ? argv[optind + 1] : NULL;
+		if (a && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			fputs(usage_version, stdout);
+			return 0;
+		}
+		if (a) {
+			fprintf(stderr, "gpuledger version: unexpected argument '%s'\n%s", a, usage_version);
+			return EXIT_USAGE;
+		}
 		printf("gpuledger %s\n", GL_VERSION);
 		return 0;
 	}

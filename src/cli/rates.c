@@ -2,10 +2,11 @@
  * idle owners) from a YAML file with the same keys as the main config. */
 #include "gl/accounting.h"
 #include "gl/cli.h"
-#include "gl/costing.h"
 #include "gl/cost.h"
-#include "gl/db.h"
+#include "gl/costing.h"
 #include "gl/log.h"
+#include "gl/ratebook.h"
+#include "gl/store.h"
 
 #include <pwd.h>
 #include <stdio.h>
@@ -27,11 +28,36 @@ static void actor_name(char *buf, size_t n)
 	snprintf(buf, n, "cli:%s", pw ? pw->pw_name : "unknown");
 }
 
+static int rates_list(struct gl_store *st)
+{
+	struct gl_ratebook rb;
+	struct gl_err err = {0};
+	if (gl_ratebook_read(st, &rb, &err)) {
+		gl_ratebook_fini(&rb);
+		return gl_cli_fail(&err);
+	}
+	printf("%-16s %-8s %14s  %-26s %-26s\n", "model", "currency", "per GPU-hour", "from", "to");
+	for (size_t i = 0; i < rb.n_rates; i++) {
+		const struct gl_ratebook_rate *r = &rb.rates[i];
+		char money[40];
+		gl_money_format(r->micros_per_gpu_hour, 6, money, sizeof money);
+		printf("%-16s %-8s %14s  %-26s %-26s\n", r->gpu_model, r->currency, money, r->valid_from, r->valid_to);
+	}
+	printf("\n%-4s %-10s %-14s %-16s %-14s %-14s %-10s\n", "#", "cluster", "match", "value", "team", "project",
+	       "cost centre");
+	for (size_t i = 0; i < rb.n_owners; i++) {
+		const struct gl_ratebook_owner *o = &rb.owners[i];
+		printf("%-4lld %-10s %-14s %-16s %-14s %-14s %-10s\n", (long long)o->priority, o->cluster, o->match_field,
+		       o->match_value, o->team, o->project, o->cost_center);
+	}
+	gl_ratebook_fini(&rb);
+	return 0;
+}
+
 int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	PGconn *c = NULL;
-	PGresult *r = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 
 	if (gl_cli_wants_help(argc, argv)) {
@@ -45,7 +71,7 @@ int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 		if (gl_config_load(&file, argv[2], &err))
 			return gl_cli_fail(&err);
 		actor_name(actor, sizeof actor);
-		if (gl_db_connect(cfg, &c, &err) || gl_costing_load(c, &file, actor, &sum, &err))
+		if (gl_store_open(cfg, &st, &err) || gl_costing_load(st, &file, actor, &sum, &err))
 			rc = gl_cli_fail(&err);
 		else if (sum.changed)
 			printf("rates: %d rates, %d owner rules, %d idle owners loaded (changed; %d built days of the"
@@ -55,46 +81,12 @@ int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 			printf("rates: %d rates, %d owner rules, %d idle owners loaded (unchanged)\n", sum.rates,
 			       sum.owners, sum.idle_owners);
 		gl_config_fini(&file);
-		goto out;
+	} else if (argc == 2 && !strcmp(argv[1], "list")) {
+		rc = gl_store_open(cfg, &st, &err) ? gl_cli_fail(&err) : rates_list(st);
+	} else {
+		return gl_cli_usage_error(usage_rates, "rates: expected 'load FILE' or 'list'");
 	}
-	if (argc == 2 && !strcmp(argv[1], "list")) {
-		if (gl_db_connect(cfg, &c, &err) ||
-		    gl_db_query(c,
-				"SELECT gpu_model, currency, micros_per_gpu_hour, valid_from, valid_to FROM rates"
-				" ORDER BY gpu_model, valid_from",
-				0, NULL, &r, &err)) {
-			rc = gl_cli_fail(&err);
-			goto out;
-		}
-		printf("%-16s %-8s %14s  %-26s %-26s\n", "model", "currency", "per GPU-hour", "from", "to");
-		for (int i = 0; i < PQntuples(r); i++) {
-			char money[40];
-			gl_money_format(atoll(PQgetvalue(r, i, 2)), 6, money, sizeof money);
-			printf("%-16s %-8s %14s  %-26s %-26s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), money,
-			       PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
-		}
-		PQclear(r);
-		r = NULL;
-		if (gl_db_query(c,
-				"SELECT priority, coalesce(cluster, '*'), match_field, match_value, team,"
-				" coalesce(project, ''), coalesce(cost_center, ''), valid_from, valid_to FROM owners"
-				" ORDER BY priority, rule_id",
-				0, NULL, &r, &err)) {
-			rc = gl_cli_fail(&err);
-			goto out;
-		}
-		printf("\n%-4s %-10s %-14s %-16s %-14s %-14s %-10s\n", "#", "cluster", "match", "value", "team", "project",
-		       "cost centre");
-		for (int i = 0; i < PQntuples(r); i++)
-			printf("%-4s %-10s %-14s %-16s %-14s %-14s %-10s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-			       PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5),
-			       PQgetvalue(r, i, 6));
-		goto out;
-	}
-	return gl_cli_usage_error(usage_rates, "rates: expected 'load FILE' or 'list'");
-out:
-	PQclear(r);
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -106,7 +98,7 @@ static const char usage_rollup[] =
 int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int built = 0, rc = 0;
 	long days = 400;
 
@@ -122,10 +114,10 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 	} else if (argc != 1) {
 		return gl_cli_usage_error(usage_rollup, "rollup: unexpected argument '%s'", argv[1]);
 	}
-	if (gl_db_connect(cfg, &c, &err) || gl_acct_build_stale(c, (int64_t)time(NULL), (int)days, &built, &err))
+	if (gl_store_open(cfg, &st, &err) || gl_acct_build_stale(st, (int64_t)time(NULL), (int)days, &built, &err))
 		rc = gl_cli_fail(&err);
 	else
 		printf("rollup: %d days rebuilt\n", built);
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }

@@ -1,10 +1,11 @@
 /* gpuledger report showback: the monthly showback report as files. */
 #include "gl/audit.h"
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/report_sched.h"
+#include "gl/reportfiles.h"
 #include "gl/reports.h"
 #include "gl/showback.h"
+#include "gl/store.h"
 #include "gl/strbuf.h"
 
 #include <stdio.h>
@@ -14,7 +15,7 @@
 static const char usage_report[] =
 	"usage: gpuledger [--config FILE] report showback --month YYYY-MM\n"
 	"         [--aggregate team|project|cost_center|account|user] [--format csv|html|pdf|zip]\n"
-	"         [--out DIR] [--shareIdle none|proportional|owner]\n"
+	"         [--out DIR] [--shareIdle none|proportional|proportional_fleet|owner]\n"
 	"\n"
 	"Writes the month's showback report under DIR (default .): one CSV file per\n"
 	"table, or one HTML or PDF file, named showback-MONTH-AGGREGATE[-TABLE].EXT.\n"
@@ -33,18 +34,18 @@ static int cmd_record(struct gl_config *cfg, int argc, char **argv)
 	const struct gl_cli_opt opts[] = {{"month", &month}, {NULL, NULL}};
 	struct gl_report_sched_result res;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc;
 
 	if ((rc = gl_cli_parse_opts(argc, argv, "report record", usage_report, opts)) >= 0)
 		return rc;
 	if (!month)
 		return gl_cli_usage_error(usage_report, "report record: --month is required");
-	if ((rc = gl_db_connect(cfg, &c, &err)))
+	if ((rc = gl_store_open(cfg, &st, &err)))
 		goto fail;
-	if ((rc = gl_report_sched_make(c, cfg, month, gl_audit_process_actor(), (int64_t)time(NULL), &res, &err))) {
+	if ((rc = gl_report_sched_make(st, cfg, month, gl_audit_process_actor(), (int64_t)time(NULL), &res, &err))) {
 		if (err.code == GL_EINVAL || err.code == GL_ECONFIG) {
-			PQfinish(c);
+			gl_store_close(st);
 			return gl_cli_usage_error(usage_report, "report record: %s", err.msg);
 		}
 		goto fail;
@@ -55,10 +56,10 @@ static int cmd_record(struct gl_config *cfg, int argc, char **argv)
 		printf("%s: version %d%s%s\n", month, res.version, res.changed[0] ? ", changed: " : "", res.changed);
 	for (size_t i = 0; i < res.n_files; i++)
 		printf("%s %zu %s\n", res.files[i].name, res.files[i].bytes, res.files[i].sha256);
-	PQfinish(c);
+	gl_store_close(st);
 	return 0;
 fail:
-	PQfinish(c);
+	gl_store_close(st);
 	return gl_cli_fail(&err);
 }
 
@@ -73,7 +74,7 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 	struct gl_strbuf detail = GL_STRBUF_INIT;
 	enum gl_reports_format f;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	size_t n = 0;
 	int rc;
 
@@ -101,11 +102,11 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 	req.currency = cfg->currency;
 	req.now_s = (int64_t)time(NULL);
 	req.cfg = cfg;
-	if ((rc = gl_db_connect(cfg, &c, &err)))
+	if ((rc = gl_store_open(cfg, &st, &err)))
 		goto fail;
-	if ((rc = gl_showback_gather(c, &req, &sb, &err))) {
+	if ((rc = gl_showback_gather(st, &req, &sb, &err))) {
 		if (err.code == GL_EINVAL) {
-			PQfinish(c);
+			gl_store_close(st);
 			return gl_cli_usage_error(usage_report, "report showback: --%s", err.msg);
 		}
 		goto fail;
@@ -118,13 +119,13 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 		goto fail;
 	for (size_t i = 0; i < n; i++)
 		printf("%s %zu %s\n", files[i].name, files[i].bytes, files[i].sha256);
-	if ((rc = gl_audit_append(c, gl_audit_process_actor(), NULL, "report.generate", month, "ok", detail.p, &err)))
+	if ((rc = gl_reportfiles_audit(st, gl_audit_process_actor(), month, detail.p, &err)))
 		goto fail;
 	gl_strbuf_fini(&detail);
-	PQfinish(c);
+	gl_store_close(st);
 	return 0;
 fail:
 	gl_strbuf_fini(&detail);
-	PQfinish(c);
+	gl_store_close(st);
 	return gl_cli_fail(&err);
 }

@@ -1,8 +1,8 @@
 /* `gpuledger shard init|attach|list` (docs/scale.md, "Sharding over
  * PostgreSQL servers"). */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/shard.h"
+#include "gl/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,7 @@ static int parse_index(const char *s, int *k)
 	return -1;
 }
 
-static int shard_list(PGconn *c, struct gl_err *err)
+static int shard_list(struct gl_store *c, struct gl_err *err)
 {
 	struct gl_shard_route rt = {0};
 	int n = 0, rc;
@@ -46,7 +46,7 @@ int gl_cli_shard(struct gl_config *cfg, int argc, char **argv)
 	const char *index = NULL, *dsn = NULL;
 	const struct gl_cli_opt opts[] = {{"index", &index}, {"dsn", &dsn}, {NULL, NULL}};
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *c = NULL;
 	int k = 0, rc;
 
 	if (argc < 2 || gl_cli_wants_help(argc, argv)) {
@@ -56,22 +56,22 @@ int gl_cli_shard(struct gl_config *cfg, int argc, char **argv)
 	if (!strcmp(argv[1], "list")) {
 		if (argc != 2)
 			return gl_cli_usage_error(usage_shard, "shard list: unexpected argument '%s'", argv[2]);
-		if (gl_db_connect(cfg, &c, &err) || shard_list(c, &err))
+		if (gl_store_open(cfg, &c, &err) || shard_list(c, &err))
 			rc = gl_cli_fail(&err);
 		else
 			rc = 0;
-		PQfinish(c);
+		gl_store_close(c);
 		return rc;
 	}
 	if (!strcmp(argv[1], "init")) {
 		if ((rc = gl_cli_parse_opts(argc - 1, argv + 1, "shard init", usage_shard, opts)) >= 0 ||
 		    (rc = parse_index(index, &k)) >= 0)
 			return rc;
-		if (gl_db_connect(cfg, &c, &err) || gl_shard_local_init(c, k, &err))
+		if (gl_store_open(cfg, &c, &err) || gl_shard_local_init(c, k, &err))
 			rc = gl_cli_fail(&err);
 		else
 			printf("shard init: this database is shard %d (cluster ids from %d)\n", k, k * 1000000);
-		PQfinish(c);
+		gl_store_close(c);
 		return rc < 0 ? 0 : rc;
 	}
 	if (!strcmp(argv[1], "attach")) {
@@ -82,11 +82,11 @@ int gl_cli_shard(struct gl_config *cfg, int argc, char **argv)
 			return rc;
 		if (!dsn)
 			return gl_cli_usage_error(usage_shard, "shard attach: --dsn is missing");
-		if (gl_db_connect(cfg, &c, &err) || gl_shard_attach(c, k, argv[2], dsn, &err))
+		if (gl_store_open(cfg, &c, &err) || gl_shard_attach(c, k, argv[2], dsn, &err))
 			rc = gl_cli_fail(&err);
 		else
 			printf("shard attach: %s is shard %d\n", argv[2], k);
-		PQfinish(c);
+		gl_store_close(c);
 		return rc < 0 ? 0 : rc;
 	}
 	return gl_cli_usage_error(usage_shard, "shard: unknown subcommand '%s'", argv[1]);

@@ -2,7 +2,7 @@
  * The token is printed once, alone on stdout; only its SHA-256 is stored. */
 #include "gl/auth.h"
 #include "gl/cli.h"
-#include "gl/db.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 #include "gl/tokens.h"
 
@@ -55,7 +55,7 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 	int64_t expires = GL_TIME_NONE, id = 0, now = (int64_t)time(NULL);
 	char token[GL_TOKEN_LEN + 1], actor[96], when[32];
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int ch, rc = 0;
 
 	optind = 1;
@@ -86,8 +86,8 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 	if (expires != GL_TIME_NONE && expires <= now)
 		fprintf(stderr, "gpuledger: warning: --expires is in the past; the token will be refused\n");
 	gl_cli_actor(actor, sizeof actor);
-	if (gl_db_connect(cfg, &c, &err) ||
-	    gl_token_create(c, name, role, expires, owners, n_owners, actor, token, &id, &err)) {
+	if (gl_store_open(cfg, &st, &err) ||
+	    gl_token_create(st, name, role, expires, owners, n_owners, actor, token, &id, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -103,7 +103,7 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 		fprintf(stderr, "%s%s", i ? "," : "", owners[i]);
 	fprintf(stderr, "%s\nIt is shown only now; gpuledger keeps only its SHA-256.\n", n_owners ? "" : "all");
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -120,11 +120,11 @@ static int token_list(struct gl_config *cfg, int argc, char **argv)
 	struct gl_token_info *t = NULL;
 	struct gl_err err = {0};
 	size_t n = 0;
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 	if (argc > 1)
 		return gl_cli_usage_error(usage_token, "token list: unexpected argument '%s'", argv[1]);
-	if (gl_db_connect(cfg, &c, &err) || gl_token_list(c, &t, &n, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_token_list(st, &t, &n, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -146,7 +146,7 @@ static int token_list(struct gl_config *cfg, int argc, char **argv)
 	}
 out:
 	free(t);
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 
@@ -155,18 +155,18 @@ static int token_revoke(struct gl_config *cfg, int argc, char **argv)
 	struct gl_err err = {0};
 	char actor[96];
 	int64_t id = 0;
-	PGconn *c = NULL;
+	struct gl_store *st = NULL;
 	int rc = 0;
 	if (argc != 2)
 		return gl_cli_usage_error(usage_token, "token revoke: expected one ID or NAME");
 	gl_cli_actor(actor, sizeof actor);
-	if (gl_db_connect(cfg, &c, &err) || gl_token_revoke(c, argv[1], actor, &id, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_token_revoke(st, argv[1], actor, &id, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	printf("token %lld revoked (a running server refuses it within 5 s)\n", (long long)id);
 out:
-	PQfinish(c);
+	gl_store_close(st);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /* The daemon's audit anchors (see include/gl/anchor.h). */
 #include "gl/anchor.h"
-#include "gl/db.h"
+#include "gl/store.h"
 #include "gl/dbcancel.h"
 #include "gl/health.h"
 #include "gl/proc.h"
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int gl_anchor_check(PGconn *c, const char *path, int *checked, struct gl_audit_verify *v, struct gl_err *err)
+int gl_anchor_check(struct gl_store *store, const char *path, int *checked, struct gl_audit_verify *v, struct gl_err *err)
 {
 	struct gl_audit_anchor *a = NULL;
 	struct stat sb;
@@ -42,7 +42,7 @@ int gl_anchor_check(PGconn *c, const char *path, int *checked, struct gl_audit_v
 	/* the anchored row must still hash to it, and the rows after it follow
 	 * from it: a rewrite before it (recomputed onwards), a truncation or a
 	 * deleted tail all change or remove that row */
-	rc = gl_audit_verify_range(c, a[last].seq, INT64_MAX, &a[last], 1, v, err);
+	rc = gl_audit_verify_range(store, a[last].seq, INT64_MAX, &a[last], 1, v, err);
 	if (!rc)
 		*checked = 1;
 	free(a);
@@ -84,7 +84,7 @@ static int publish(const struct gl_config *cfg, const char *line, struct gl_err 
 	return rc;
 }
 
-void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_state *st, int64_t now_s, int last)
+void gl_anchor_tick(struct gl_store *store, const struct gl_config *cfg, struct gl_anchor_state *st, int64_t now_s, int last)
 {
 	struct gl_err err = {0};
 	struct gl_dbcancel_slot slot = {0};
@@ -94,19 +94,19 @@ void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_sta
 
 	if (!cfg->audit_anchor_file[0])
 		return;
-	/* a reset through gl_db_reset keeps the session's settings (UTC, the
-	 * instance name the fence reads) */
-	if (PQstatus(c) != CONNECTION_OK && gl_db_reset(c, &err)) {
+	/* a reconnect keeps the session's settings (UTC, the instance name
+	 * the fence reads) */
+	if (gl_store_revive(store, &err)) {
 		gl_log_fail(&st->check, now_s, GL_LOG_ERROR, "audit: anchor: %s", err.msg);
 		return;
 	}
 	/* a stop cancels the periodic one like the sources' work; the last one,
 	 * after the stop, waits at most 5 s instead (the session ends with it) */
-	if (last && gl_db_exec(c, "SET statement_timeout = '5s'", &err))
+	if (last && gl_store_statement_timeout(store, "5s", &err))
 		gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
 	if (!last)
-		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "audit anchor");
-	rc = gl_anchor_check(c, cfg->audit_anchor_file, &checked, &v, &err);
+		gl_dbcancel_begin_store(&slot, store, GL_DBCANCEL_WORK, "audit anchor");
+	rc = gl_anchor_check(store, cfg->audit_anchor_file, &checked, &v, &err);
 	if (!rc && checked) {
 		gl_health_anchor_report(v.ok, now_s);
 		if (!v.ok) {
@@ -122,7 +122,7 @@ void gl_anchor_tick(PGconn *c, const struct gl_config *cfg, struct gl_anchor_sta
 		gl_log_ok(&st->check, "audit: anchor check");
 	}
 	if (!rc)
-		rc = gl_audit_anchor_append(c, cfg->audit_anchor_file, now_s, line, sizeof line, &err);
+		rc = gl_audit_anchor_append(store, cfg->audit_anchor_file, now_s, line, sizeof line, &err);
 	gl_dbcancel_end(&slot);
 	if (rc && !last && gl_dbcancel_requested(GL_DBCANCEL_WORK)) {
 		/* not a fault: the stop's own anchor comes next */

@@ -5,9 +5,11 @@
 #include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/health.h"
+#include "gl/ledgermetrics.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
 #include "gl/retention.h"
+#include "gl/store.h"
 
 #include <time.h>
 
@@ -36,10 +38,10 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 
 /* Rebuilds stale past days of usage_daily, at most a month per run so one
  * slow run never starves the other sources. */
-static int rollup_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	int built = 0, rc = gl_acct_build_stale(c, now_s, 31, &built, err);
+	int built = 0, rc = gl_acct_build_stale(st, now_s, 31, &built, err);
 	if (!rc)
 		snprintf(summary, n, "%d days rebuilt", built);
 	return rc;
@@ -47,14 +49,14 @@ static int rollup_run(PGconn *c, const struct gl_config *cfg, const void *src, i
 
 /* Partitions the next days and months write to, then retention: whole
  * partitions past the configured horizons go (docs/scale.md). */
-static int partitions_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+static int partitions_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			  size_t n, struct gl_err *err)
 {
 	struct gl_retention_policy pol = {cfg->retention_usage_days, cfg->retention_ingest_runs_days};
 	struct gl_retention_result res = {0};
-	int rc = gl_retention_ahead(c, now_s, &res.made, err);
+	int rc = gl_retention_ahead(st, now_s, &res.made, err);
 	if (!rc)
-		rc = gl_retention_drop(c, &pol, now_s, &res, err);
+		rc = gl_retention_drop(st, &pol, now_s, &res, err);
 	if (!rc)
 		snprintf(summary, n, "%d made ahead, %d dropped (~%lld rows)%s%s; %d past the horizon kept: not rolled up",
 			 res.made, res.dropped, (long long)res.est_rows, res.dropped ? ": " : "",
@@ -63,10 +65,10 @@ static int partitions_run(PGconn *c, const struct gl_config *cfg, const void *sr
 	return rc;
 }
 
-static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+static int budget_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	int fired = 0, rc = gl_budget_check(c, cfg, now_s, &fired, err);
+	int fired = 0, rc = gl_budget_check(st, cfg, now_s, &fired, err);
 	/* without a command an alert is only recorded and audited: "sent"
 	 * would tell an operator someone was notified */
 	if (!rc)
@@ -75,23 +77,38 @@ static int budget_run(PGconn *c, const struct gl_config *cfg, const void *src, i
 	return rc;
 }
 
+/* The ingest sources take the connection itself (src/ingest/): one bridge
+ * each from the store handle the scheduler holds. */
+#define INGEST_SOURCE(name, fn)                                                                              \
+	static int name(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,   \
+			char *summary, size_t n, struct gl_err *err)                                        \
+	{                                                                                                    \
+		return fn(gl_db_conn(st), cfg, src, now_s, summary, n, err);                                 \
+	}
+INGEST_SOURCE(sacct_run, gl_sacct_source_run)
+INGEST_SOURCE(kube_run, gl_kube_source_run)
+INGEST_SOURCE(dcgm_run, gl_dcgm_source_run)
+INGEST_SOURCE(slurm_nodes_run, gl_slurm_nodes_source_run)
+INGEST_SOURCE(kube_nodes_run, gl_kube_nodes_source_run)
+#undef INGEST_SOURCE
+
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out)
 {
 	struct gl_daemon_source *arr = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < cfg->n_sacct; i++)
-		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_source_run,
+		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, sacct_run,
 		    &cfg->sacct[i]);
 	for (size_t i = 0; i < cfg->n_kube; i++)
-		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_source_run, &cfg->kube[i]);
+		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, kube_run, &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
-		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_source_run, &cfg->dcgm[i]);
+		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, dcgm_run, &cfg->dcgm[i]);
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
-		    gl_slurm_nodes_source_run, &cfg->slurm_nodes[i]);
+		    slurm_nodes_run, &cfg->slurm_nodes[i]);
 	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
 		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
-		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
+		    kube_nodes_run, &cfg->kube_nodes[i]);
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
 	/* time partitions ahead of the writes, retention behind them */
@@ -104,6 +121,10 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	add(&arr, &n, &cap, "reports", "all", 300, gl_report_sched_run, NULL);
 	if (cfg->n_budgets)
 		add(&arr, &n, &cap, "budgets", "all", cfg->budget_interval_s, budget_run, NULL);
+	/* the month's figures /metrics serves, so a scrape runs no accounting */
+	add(&arr, &n, &cap, "metrics", "ledger", GL_LEDGERMETRICS_INTERVAL_S, gl_ledgermetrics_refresh, NULL);
+	/* like the forecast cache: each instance serves its own /metrics */
+	arr[n - 1].leased = 0;
 	/* further sources register here */
 	*out = arr;
 	return n;
@@ -115,7 +136,7 @@ int64_t gl_daemon_lease_ttl(const struct gl_daemon_self *self, int64_t interval_
 	return ttl < GL_LEASE_MIN_TTL_S ? GL_LEASE_MIN_TTL_S : ttl;
 }
 
-int gl_daemon_lease(PGconn *c, const struct gl_daemon_self *self, struct gl_daemon_source *s, int64_t now_s)
+int gl_daemon_lease(struct gl_store *st, const struct gl_daemon_self *self, struct gl_daemon_source *s, int64_t now_s)
 {
 	struct gl_err err = {0};
 	char who[GL_LEASE_INSTANCE_MAX];
@@ -123,7 +144,7 @@ int gl_daemon_lease(PGconn *c, const struct gl_daemon_self *self, struct gl_daem
 	if (!self || !s->leased)
 		return 1;
 	ttl = gl_daemon_lease_ttl(self, s->interval_s);
-	if (gl_lease_take(c, s->name, self->holder, self->instance, ttl, &token, who, sizeof who, &err)) {
+	if (gl_lease_take(st, s->name, self->holder, self->instance, ttl, &token, who, sizeof who, &err)) {
 		gl_log_fail(&s->lim, now_s, GL_LOG_ERROR, "%s: lease: %s", s->name, err.msg);
 		s->token = 0;
 		return 0;
@@ -149,7 +170,7 @@ int gl_daemon_lease(PGconn *c, const struct gl_daemon_self *self, struct gl_daem
 	return 0;
 }
 
-void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, const struct gl_daemon_self *self,
+void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, const struct gl_daemon_self *self,
 		    struct gl_daemon_source *s, size_t n, int64_t now_s, volatile int *stop)
 {
 	for (size_t i = 0; i < n && !(stop && *stop); i++) {
@@ -159,11 +180,11 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, const struct gl_daem
 		if (now_s < s[i].next_s)
 			continue;
 		s[i].next_s = now_s + s[i].interval_s;
-		if (PQstatus(c) != CONNECTION_OK && gl_db_reset(c, &err)) {
+		if (gl_store_revive(st, &err)) {
 			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
 			continue;
 		}
-		if (!gl_daemon_lease(c, self, &s[i], now_s))
+		if (!gl_daemon_lease(st, self, &s[i], now_s))
 			continue;
 		struct timespec t0, t1;
 		const char *colon = strchr(s[i].name, ':');
@@ -173,8 +194,8 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, const struct gl_daem
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* a stop cancels the source's statement in flight (one waiting on
 		 * a lock would otherwise hold the stop for as long as the lock) */
-		gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, s[i].name);
-		rc = s[i].run(c, cfg, s[i].src, now_s, summary, sizeof summary, &err);
+		gl_dbcancel_begin_store(&slot, st, GL_DBCANCEL_WORK, s[i].name);
+		rc = s[i].run(st, cfg, s[i].src, now_s, summary, sizeof summary, &err);
 		gl_dbcancel_end(&slot);
 		if (rc == -GL_EBUSY && self && s[i].leased)
 			/* the fence refused a commit: the lease moved on while this
@@ -182,18 +203,20 @@ void gl_daemon_tick(PGconn *c, const struct gl_config *cfg, const struct gl_daem
 			 * out who holds it */
 			s[i].token = 0;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (rc && (PQtransactionStatus(c) == PQTRANS_INTRANS || PQtransactionStatus(c) == PQTRANS_INERROR)) {
+		if (rc) {
 			/* failed mid-transaction (a cancel lands anywhere): the next
 			 * source, and the stop's last audit anchor, start clean */
 			struct gl_err rb = {0};
-			gl_log(GL_LOG_WARN, "%s: left a transaction open; rolled back", s[i].name);
-			if (gl_db_exec(c, "ROLLBACK", &rb))
+			int open = gl_store_rollback_open(st, &rb);
+			if (open)
+				gl_log(GL_LOG_WARN, "%s: left a transaction open; rolled back", s[i].name);
+			if (open < 0)
 				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, rb.msg);
 		}
-		if (self && s[i].leased && PQstatus(c) == CONNECTION_OK) {
+		if (self && s[i].leased && gl_store_up(st)) {
 			/* the next job (or the forecast refresh) writes under its own fence, or none */
 			struct gl_err uf = {0};
-			if (gl_lease_unfence(c, &uf))
+			if (gl_lease_unfence(st, &uf))
 				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, uf.msg);
 		}
 		/* the whole-source entry; sources with many targets add their own */

@@ -52,8 +52,11 @@ static void anchor_metrics(struct gl_strbuf *o)
 			 "# HELP gpuledger_audit_anchor_mismatch 1 when the audit chain did not match the last anchor of"
 			 " audit.anchor_file at the last check (or the file could not be read).\n"
 			 "# TYPE gpuledger_audit_anchor_mismatch gauge\ngpuledger_audit_anchor_mismatch %d\n"
+			 "# HELP gpuledger_audit_anchor_last_check_timestamp_seconds Time of the last check of the audit chain"
+			 " against its anchor.\n"
 			 "# TYPE gpuledger_audit_anchor_last_check_timestamp_seconds gauge\n"
 			 "gpuledger_audit_anchor_last_check_timestamp_seconds %lld\n"
+			 "# HELP gpuledger_audit_anchor_publish_failures_total Audit anchors the anchor command failed to publish.\n"
 			 "# TYPE gpuledger_audit_anchor_publish_failures_total counter\n"
 			 "gpuledger_audit_anchor_publish_failures_total %llu\n",
 			 anchor.state != 1, (long long)anchor.at_s, (unsigned long long)anchor.publish_failures);
@@ -178,9 +181,17 @@ void gl_health_metrics(struct gl_strbuf *o)
 {
 	static const char *const names[] = {"up", "last_success_timestamp_seconds", "last_error_timestamp_seconds",
 					    "consecutive_failures", "last_duration_seconds"};
+	static const char *const help[] = {
+		"1 when the source's last run (or scrape of this target) succeeded.",
+		"Time of the source's last successful run (0: none since the daemon started).",
+		"Time of the source's last failed run (0: none since the daemon started).",
+		"Failed runs of the source since its last success.",
+		"Seconds the source's last run took.",
+	};
 	pthread_mutex_lock(&mu);
 	for (size_t m = 0; m < GL_ARRAY_LEN(names); m++) {
-		gl_strbuf_printf(o, "# TYPE gpuledger_source_%s gauge\n", names[m]);
+		gl_strbuf_printf(o, "# HELP gpuledger_source_%s %s\n# TYPE gpuledger_source_%s gauge\n", names[m], help[m],
+				 names[m]);
 		for (size_t i = 0; i < n_entries; i++) {
 			const struct entry *e = &entries[i];
 			gl_strbuf_printf(o, "gpuledger_source_%s{", names[m]);
@@ -195,7 +206,8 @@ void gl_health_metrics(struct gl_strbuf *o)
 			}
 		}
 	}
-	gl_strbuf_puts(o, "# TYPE gpuledger_source_last_error_info gauge\n");
+	gl_strbuf_puts(o, "# HELP gpuledger_source_last_error_info The last error of each failing source, as a label.\n"
+			  "# TYPE gpuledger_source_last_error_info gauge\n");
 	for (size_t i = 0; i < n_entries; i++) {
 		const struct entry *e = &entries[i];
 		if (e->up || !e->last_error[0])
@@ -206,7 +218,9 @@ void gl_health_metrics(struct gl_strbuf *o)
 		label_value(o, e->last_error);
 		gl_strbuf_puts(o, "\"} 1\n");
 	}
-	gl_strbuf_printf(o, "# TYPE gpuledger_source_health_dropped_total counter\ngpuledger_source_health_dropped_total %llu\n",
+	gl_strbuf_printf(o, "# HELP gpuledger_source_health_dropped_total Source targets not tracked because the registry"
+			    " was full (4096 entries).\n"
+			    "# TYPE gpuledger_source_health_dropped_total counter\ngpuledger_source_health_dropped_total %llu\n",
 			 (unsigned long long)dropped);
 	anchor_metrics(o);
 	if (instance_name[0]) {

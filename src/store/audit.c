@@ -476,15 +476,16 @@ static int page_get(PGconn *c, PGresult **out, struct gl_err *err)
 	return 0;
 }
 
-int gl_audit_verify(PGconn *c, const struct gl_audit_anchor *anchors_in, size_t n_anchors, struct gl_audit_verify *v,
+int gl_audit_verify(struct gl_store *st, const struct gl_audit_anchor *anchors_in, size_t n_anchors, struct gl_audit_verify *v,
 		    struct gl_err *err)
 {
-	return gl_audit_verify_range(c, 0, INT64_MAX, anchors_in, n_anchors, v, err);
+	return gl_audit_verify_range(st, 0, INT64_MAX, anchors_in, n_anchors, v, err);
 }
 
-int gl_audit_verify_range(PGconn *c, int64_t lo_seq, int64_t hi_seq, const struct gl_audit_anchor *anchors_in,
+int gl_audit_verify_range(struct gl_store *st, int64_t lo_seq, int64_t hi_seq, const struct gl_audit_anchor *anchors_in,
 			  size_t n_anchors, struct gl_audit_verify *v, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_strbuf canon = GL_STRBUF_INIT;
 	struct gl_audit_anchor *anchors = NULL;
 	PGresult *r = NULL;
@@ -622,8 +623,9 @@ out:
 
 /* ---- anchors ---- */
 
-int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct gl_err *err)
+int gl_audit_anchor_line(struct gl_store *st, int64_t now_s, char *line, size_t n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_audit_head h;
 	char hx[2 * GL_AUDIT_HASH_LEN + 1], at[32];
 	int rc;
@@ -635,11 +637,11 @@ int gl_audit_anchor_line(PGconn *c, int64_t now_s, char *line, size_t n, struct 
 	return 0;
 }
 
-int gl_audit_anchor_append(PGconn *c, const char *path, int64_t now_s, char *line, size_t n, struct gl_err *err)
+int gl_audit_anchor_append(struct gl_store *st, const char *path, int64_t now_s, char *line, size_t n, struct gl_err *err)
 {
 	size_t len;
 	int fd, rc;
-	if ((rc = gl_audit_anchor_line(c, now_s, line, n, err)))
+	if ((rc = gl_audit_anchor_line(st, now_s, line, n, err)))
 		return rc;
 	len = strlen(line);
 	/* O_APPEND + fsync: each published head is one whole line, durable */
@@ -759,9 +761,10 @@ static int prune_bound(PGconn *c, char *day, cJSON *kept, struct gl_audit_prune_
 	return 0;
 }
 
-int gl_audit_prune(PGconn *c, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
+int gl_audit_prune(struct gl_store *st, const char *actor, int64_t before_s, struct gl_audit_prune_result *res,
 		   struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_audit_head head;
 	struct gl_audit_entry e;
 	PGresult *r = NULL;
@@ -1258,13 +1261,15 @@ static const char harden_sql[] =
 	"    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA public TO %I', own);\n"
 	"END $$";
 
-int gl_audit_harden(PGconn *c, struct gl_err *err)
+int gl_audit_harden(struct gl_store *st, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	return gl_db_exec(c, harden_sql, err);
 }
 
-int gl_audit_hardened(PGconn *c, int *yes, struct gl_err *err)
+int gl_audit_hardened(struct gl_store *st, int *yes, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc = gl_db_query(c, "SELECT pg_get_userbyid(relowner) = 'gpuledger_audit' FROM pg_class"
 				" WHERE oid = 'public.audit_log'::regclass", 0, NULL, &r, err);

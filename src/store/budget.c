@@ -163,7 +163,7 @@ static int spend_of(PGconn *c, struct agg_cache *ac, int64_t a, int64_t b, int64
 		gl_cb_init(&ac->cb, 1, GL_SHARE_NONE, 1);
 		ac->have_cb = 1;
 		gl_acct_query_init(&q, &w, 1, &dim, 1, now_s);
-		rc = gl_acct_chargeback_finished(c, &q, &ac->cb, &meta, err);
+		rc = gl_acct_chargeback_finished(gl_db_store(c), &q, &ac->cb, &meta, err);
 		gl_acct_meta_fini(&meta);
 		if (rc)
 			return rc;
@@ -200,7 +200,7 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 	}
 	if (!ac->have_fs) {
 		ac->have_fs = 1;
-		if ((rc = gl_fcseries_query(c, GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &ac->fs, err)))
+		if ((rc = gl_fcseries_query(gl_db_store(c), GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &ac->fs, err)))
 			goto out;
 	}
 	for (size_t i = 0; i < fs->n; i++)
@@ -252,9 +252,10 @@ static void month_text(int64_t start_s, char *buf, size_t n)
 	snprintf(buf, n, "%04lld-%02u-01", (long long)y, m);
 }
 
-int gl_budget_status(PGconn *c, const struct gl_config *cfg, int64_t month_start, int64_t now_s,
+int gl_budget_status(struct gl_store *st, const struct gl_config *cfg, int64_t month_start, int64_t now_s,
 		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int64_t month_end = gl_month_next(month_start);
 	struct agg_cache cache[MAX_AGGREGATES];
 	char mon[16];
@@ -338,8 +339,9 @@ static void run_command(const struct gl_config *cfg, const struct gl_tmpl_var *k
 	free(tmpl);
 }
 
-int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *fired, struct gl_err *err)
+int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t now_s, int *fired, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_budget_line *lines = NULL;
 	int th[GL_BUDGET_MAX_THRESHOLDS];
 	size_t nt, n = 0;
@@ -355,7 +357,7 @@ int gl_budget_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, int *
 	    (rc = gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
 		return rc;
 	lines = gl_xcalloc(cfg->n_budgets, sizeof *lines);
-	if ((rc = gl_budget_status(c, cfg, ms, now_s, lines, cfg->n_budgets, &n, err)))
+	if ((rc = gl_budget_status(st, cfg, ms, now_s, lines, cfg->n_budgets, &n, err)))
 		goto out;
 	month_text(ms, mon, sizeof mon);
 	snprintf(ym, sizeof ym, "%.7s", mon);

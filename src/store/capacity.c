@@ -93,7 +93,7 @@ static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, 
 	gl_strbuf_putc(b, '}');
 }
 
-int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
+int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
 		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows, struct gl_err *err)
 {
 	static const char *const agg_names[] = {"cluster", "partition", "gpu_model"};
@@ -111,7 +111,7 @@ int gl_capacity_query(PGconn *c, const struct gl_window *steps, size_t nsteps, e
 	gl_strbuf_puts(&sql, cap_head_sql);
 	gl_acct_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
 	gl_strbuf_puts(&sql, cap_tail_sql);
-	if ((rc = gl_db_query(c, sql.p, 5,
+	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 5,
 			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster}, &r,
 			      err)))
 		goto out;

@@ -5,6 +5,7 @@
 #include "gl/capacity.h"
 #include "gl/db.h"
 #include "gl/fcseries.h"
+#include "gl/inventory.h"
 #include "gl/log.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -43,9 +44,10 @@ static void config_clusters(const struct gl_config *cfg, struct gl_capplan_fleet
 		add_name(&f->clusters, &f->n_clusters, cfg->kube_nodes[i].cluster);
 }
 
-int gl_capplandb_fleet(PGconn *c, const struct gl_config *cfg, int64_t now_s, struct gl_capplan_fleet *f,
+int gl_capplandb_fleet(struct gl_store *store, const struct gl_config *cfg, int64_t now_s, struct gl_capplan_fleet *f,
 		       struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	struct gl_cap_row *rows = NULL;
 	size_t nrows = 0;
@@ -70,7 +72,7 @@ int gl_capplandb_fleet(PGconn *c, const struct gl_config *cfg, int64_t now_s, st
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++)
 		add_name(&f->models, &f->n_models, PQgetvalue(r, i, 0));
-	if ((rc = gl_capacity_query(c, &last, 1, GL_CAP_AGG_MODEL, NULL, now_s, &rows, &nrows, err)))
+	if ((rc = gl_capacity_query(store, &last, 1, GL_CAP_AGG_MODEL, NULL, now_s, &rows, &nrows, err)))
 		goto out;
 	f->present = gl_xcalloc(nrows ? nrows : 1, sizeof *f->present);
 	for (size_t i = 0; i < nrows; i++) {
@@ -91,8 +93,9 @@ out:
 	return rc;
 }
 
-int gl_capplandb_canon(PGconn *c, struct gl_capplan_change *plan, size_t n, struct gl_err *err)
+int gl_capplandb_canon(struct gl_store *store, struct gl_capplan_change *plan, size_t n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	struct gl_strbuf arr = GL_STRBUF_INIT;
 	PGresult *r = NULL;
 	int rc = 0;
@@ -123,8 +126,9 @@ out:
 	return rc;
 }
 
-int gl_capplandb_list(PGconn *c, const char *source, struct gl_capplan_change **out, size_t *n, struct gl_err *err)
+int gl_capplandb_list(struct gl_store *store, const char *source, struct gl_capplan_change **out, size_t *n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	int rc;
 	*out = NULL;
@@ -163,9 +167,9 @@ static int check_with_stored(PGconn *c, const struct gl_config *cfg, int64_t now
 	size_t ns = 0, m = 0;
 	int rc;
 
-	if ((rc = gl_capplandb_canon(c, extra, n, err)) || (rc = gl_capplandb_fleet(c, cfg, now_s, &f, err)))
+	if ((rc = gl_capplandb_canon(gl_db_store(c), extra, n, err)) || (rc = gl_capplandb_fleet(gl_db_store(c), cfg, now_s, &f, err)))
 		return rc;
-	if ((rc = gl_capplandb_list(c, NULL, &stored, &ns, err)))
+	if ((rc = gl_capplandb_list(gl_db_store(c), NULL, &stored, &ns, err)))
 		goto out;
 	all = gl_xcalloc(n + ns + 1, sizeof *all);
 	if (n)
@@ -190,9 +194,10 @@ out:
 	return rc;
 }
 
-int gl_capplandb_check(PGconn *c, const struct gl_config *cfg, int64_t now_s, const char *source,
+int gl_capplandb_check(struct gl_store *store, const struct gl_config *cfg, int64_t now_s, const char *source,
 		       struct gl_capplan_change *extra, size_t n, size_t *bad, const char **field, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	return check_with_stored(c, cfg, now_s, source, 1, extra, n, bad, field, err);
 }
 
@@ -268,10 +273,11 @@ out:
 	return rc;
 }
 
-int gl_capplandb_replace(PGconn *c, const struct gl_config *cfg, int64_t now_s, const char *source,
+int gl_capplandb_replace(struct gl_store *store, const struct gl_config *cfg, int64_t now_s, const char *source,
 			 struct gl_capplan_change *plan, size_t n, const char *actor, size_t *bad, const char **field,
 			 struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	return replace(c, cfg, now_s, source, 1, plan, n, actor, bad, field, err);
 }
 
@@ -299,9 +305,9 @@ static int config_unchanged(PGconn *c, struct gl_capplan_change *plan, size_t n,
 	size_t ns = 0;
 	int rc;
 	*same = 0;
-	if ((rc = gl_capplandb_list(c, "config", &st, &ns, err)))
+	if ((rc = gl_capplandb_list(gl_db_store(c), "config", &st, &ns, err)))
 		return rc;
-	if (ns == n && (!n || !(rc = gl_capplandb_canon(c, plan, n, err)))) {
+	if (ns == n && (!n || !(rc = gl_capplandb_canon(gl_db_store(c), plan, n, err)))) {
 		qsort(plan, n, sizeof *plan, cmp_change);
 		qsort(st, ns, sizeof *st, cmp_change);
 		*same = 1;
@@ -312,9 +318,10 @@ static int config_unchanged(PGconn *c, struct gl_capplan_change *plan, size_t n,
 	return rc;
 }
 
-int gl_capplandb_load_config(PGconn *c, const struct gl_config *cfg, const char *actor, int64_t now_s,
+int gl_capplandb_load_config(struct gl_store *store, const struct gl_config *cfg, const char *actor, int64_t now_s,
 			     struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	struct gl_capplan_change *plan = gl_xcalloc(cfg->n_capacity_plan + 1, sizeof *plan);
 	const char *field = NULL;
 	size_t bad = 0;
@@ -378,31 +385,31 @@ static const double *series_of(const struct gl_fcseries *f, const struct gl_capp
 /* Series keys are "cluster/model"; a cluster name may hold a '/' itself, so
  * the key is split after the longest cluster name it starts with, not at its
  * first '/'. */
-static int demand_keys(PGconn *c, const struct gl_fcseries *const *fs, int nfs, const char *cluster,
+static int demand_keys(struct gl_store *store, const struct gl_fcseries *const *fs, int nfs, const char *cluster,
 		       struct gl_capplan_demand *d, struct gl_err *err)
 {
-	PGresult *names = NULL;
+	char **names = NULL;
+	size_t n_names = 0;
 	int rc;
-	if ((rc = gl_db_query(c, "SELECT name FROM clusters ORDER BY length(name) DESC, name", 0, NULL, &names, err)))
+	if ((rc = gl_inventory_cluster_names(store, &names, &n_names, err)))
 		return rc;
 	for (int which = 0; which < nfs; which++)
 		for (size_t i = 0; i < fs[which]->n; i++) {
 			const char *cl = NULL, *key = fs[which]->s[i].key;
 			size_t len = 0;
-			for (int r = 0; r < PQntuples(names) && !cl; r++) {
-				const char *nm = PQgetvalue(names, r, 0);
-				len = strlen(nm);
-				if (!strncmp(key, nm, len) && key[len] == '/')
-					cl = nm;
+			for (size_t r = 0; r < n_names && !cl; r++) {
+				len = strlen(names[r]);
+				if (!strncmp(key, names[r], len) && key[len] == '/')
+					cl = names[r];
 			}
 			if (cl && (!cluster || !strcmp(cl, cluster)))
 				gl_capplan_demand_key(d, cl, key + len + 1);
 		}
-	PQclear(names);
+	free(names);
 	return 0;
 }
 
-int gl_capplandb_demand(PGconn *c, const struct gl_window *window, const char *cluster, int64_t now_s,
+int gl_capplandb_demand(struct gl_store *store, const struct gl_window *window, const char *cluster, int64_t now_s,
 			struct gl_capplan_demand *d, struct gl_err *err)
 {
 	size_t nh = (size_t)((window->end_s - window->start_s) / 3600), ncap = 0;
@@ -421,10 +428,10 @@ int gl_capplandb_demand(PGconn *c, const struct gl_window *window, const char *c
 	d->start_s = window->start_s;
 	for (size_t i = 0; i < nh; i++)
 		hours[i] = (struct gl_window){window->start_s + 3600 * (int64_t)i, window->start_s + 3600 * (int64_t)(i + 1)};
-	if ((rc = gl_fcseries_query(c, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
-	    (rc = gl_fcseries_query_pending(c, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
-	    (rc = gl_capacity_query(c, &last_hour, 1, GL_CAP_AGG_MODEL, cluster, now_s, &caps, &ncap, err)) ||
-	    (rc = demand_keys(c, (const struct gl_fcseries *[]){&alloc, &pend}, 2, cluster, d, err)))
+	if ((rc = gl_fcseries_query(store, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
+	    (rc = gl_fcseries_query_pending(store, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
+	    (rc = gl_capacity_query(store, &last_hour, 1, GL_CAP_AGG_MODEL, cluster, now_s, &caps, &ncap, err)) ||
+	    (rc = demand_keys(store, (const struct gl_fcseries *[]){&alloc, &pend}, 2, cluster, d, err)))
 		goto out;
 	for (size_t i = 0; i < ncap; i++) {
 		const struct gl_cap_row *r = &caps[i];

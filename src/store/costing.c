@@ -142,9 +142,10 @@ static const char stale_sql[] =
 	"  RETURNING 1)"
 	" SELECT count(*) FROM gone";
 
-int gl_costing_load(PGconn *c, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
+int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	char before[64] = "", from[32], to[32], micros[24], prio[16];
 	int rc, in_txn = 0;

@@ -1,5 +1,6 @@
 /* Cancelling database work on stop (see include/gl/dbcancel.h). */
 #include "gl/dbcancel.h"
+#include "gl/db.h"
 #include "gl/log.h"
 
 #include <errno.h>
@@ -306,4 +307,9 @@ void gl_dbcancel_defer_ms(int ms)
 			break;
 	s->hold_until_ms = mono_ms() + ms;
 	pthread_mutex_unlock(&g_mu);
+}
+
+void gl_dbcancel_begin_store(struct gl_dbcancel_slot *s, struct gl_store *st, int group, const char *what)
+{
+	gl_dbcancel_begin(s, gl_db_conn(st), group, what);
 }

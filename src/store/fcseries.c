@@ -70,7 +70,7 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 	 * call per step: 2,184 for the capacity forecast's 91 days of hours)
 	 * is no part of any of them, and shareIdle none leaves lines as they are */
 	q.lines_only = 1;
-	if ((rc = gl_acct_chargeback_finished(c, &q, &cb, &meta, err)))
+	if ((rc = gl_acct_chargeback_finished(gl_db_store(c), &q, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
 		for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
@@ -233,10 +233,11 @@ static int finish(struct gl_fcseries *out, int rc)
 	return rc;
 }
 
-int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+int gl_fcseries_query(struct gl_store *st, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 		      size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
 		      struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc;
 	memset(out, 0, sizeof *out);
 	out->n_steps = n_steps;
@@ -254,10 +255,11 @@ int gl_fcseries_query(PGconn *c, int metric, const struct gl_window *steps, size
 	return finish(out, rc);
 }
 
-int gl_fcseries_query_pending(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 			      size_t n_dims, int64_t now_s, struct gl_fcseries *gpus, struct gl_fcseries *minutes,
 			      struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc = 0;
 	memset(gpus, 0, sizeof *gpus);
 	memset(minutes, 0, sizeof *minutes);

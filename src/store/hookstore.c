@@ -383,8 +383,8 @@ void gl_hookstore_owner_list_fini(struct gl_hookstore_owner_list *l)
 	memset(l, 0, sizeof *l);
 }
 
-/* The rates of each reported job's rate model (its GPU model, else "*")
- * in force at some time of [$4, $5), the look-back: its idle time is priced
+/* The rates of each reported job's GPU model (the rate rule, gl_rates_of:
+ * sql/033) in force at some time of [$4, $5), the look-back: its idle time is priced
  * across them, as chargeback and /v1/idle price across a rate change. */
 static const char rates_sql[] =
 	"SELECT x.i, CASE WHEN isfinite(r.valid_from) THEN (extract(epoch FROM r.valid_from) * 1000000)::bigint END,"
@@ -392,9 +392,8 @@ static const char rates_sql[] =
 	" r.micros_per_gpu_hour"
 	" FROM unnest($1::integer[], $2::bigint[], $3::integer[]) AS x(cid, job_pk, i)"
 	" JOIN jobs jb ON jb.cluster_id = x.cid AND jb.job_pk = x.job_pk"
-	" JOIN rates r ON r.gpu_model = CASE WHEN EXISTS (SELECT 1 FROM rates q"
-	"  WHERE q.gpu_model = " GL_JOB_MODEL_SQL("jb") ") THEN " GL_JOB_MODEL_SQL("jb") " ELSE '*' END"
-	" AND r.valid_to > to_timestamp($4) AND r.valid_from < to_timestamp($5)"
+	" JOIN LATERAL gl_rates_of(" GL_JOB_MODEL_SQL("jb") ") r"
+	" ON r.valid_to > to_timestamp($4) AND r.valid_from < to_timestamp($5)"
 	" ORDER BY x.i, r.valid_from";
 enum { RC_TAG, RC_FROM_US, RC_TO_US, RC_MICROS };
 

@@ -6,6 +6,7 @@
 #include "gl/log.h"
 #include "gl/redact.h"
 #include "gl/utf8.h"
+#include "gl/pgrow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,120 @@ int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64
 			   "INSERT INTO ingest_state (source, cluster_id, watermark, updated_at)"
 			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
 			   " ON CONFLICT (source, cluster_id) DO UPDATE SET watermark = EXCLUDED.watermark,"
-			   " updated_at = now()",
+			   " observed_to = greatest(ingest_state.observed_to, EXCLUDED.watermark), updated_at = now()",
 			   3, (const char *[]){source, cid, w}, NULL, err);
+}
+
+int gl_ingest_observed_set(PGconn *c, const char *source, int cluster_id, int64_t at_s, struct gl_err *err)
+{
+	char cid[16], t[24];
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	snprintf(t, sizeof t, "%lld", (long long)at_s);
+	return gl_db_query(c,
+			   "INSERT INTO ingest_state (source, cluster_id, observed_to, updated_at)"
+			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
+			   " ON CONFLICT (source, cluster_id) DO UPDATE SET"
+			   " observed_to = greatest(ingest_state.observed_to, EXCLUDED.observed_to), updated_at = now()",
+			   3, (const char *[]){source, cid, t}, NULL, err);
+}
+
+#define DT(t, m) GL_PGROW(struct gl_data_through_row, t, m)
+static const struct gl_pgrow_field dt_fields[] = {
+	DT(STR, cluster),
+	DT(STR, source),
+	DT(STR, data),
+	DT(TIME, through_s),
+};
+#undef DT
+
+int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err)
+{
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	/* node snapshots: the newest per cluster and source (their primary key) */
+	rc = gl_pgrow_query(gl_db_conn(st),
+			    "SELECT c.name AS cluster, x.source, x.data, extract(epoch FROM x.t)::bigint AS through_s"
+			    " FROM (SELECT s.cluster_id, s.source,"
+			    "   CASE s.source WHEN 'dcgm' THEN 'usage' ELSE 'jobs' END AS data,"
+			    "   greatest(s.watermark, s.observed_to) AS t FROM ingest_state s"
+			    "  UNION ALL SELECT n.cluster_id, n.source, 'inventory', max(n.taken_at) FROM sched_snapshots n"
+			    "  GROUP BY n.cluster_id, n.source) x"
+			    " JOIN clusters c USING (cluster_id) WHERE x.t IS NOT NULL ORDER BY 1, 3, 2",
+			    0, NULL, dt_fields, GL_ARRAY_LEN(dt_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
+	out->rows = rows;
+	return rc;
+}
+
+void gl_data_through_fini(struct gl_data_through *dt)
+{
+	free(dt->rows);
+	free(dt->text);
+	memset(dt, 0, sizeof *dt);
+}
+
+#define RUN(t, m) GL_PGROW(struct gl_ingest_run_row, t, m)
+static const struct gl_pgrow_field run_fields[] = {
+	RUN(I64, run_id), RUN(STR, source), RUN(STR, cluster), RUN(STR, input), RUN(TIME, started_s),
+	RUN(TIME, finished_s), RUN(STR, status), RUN(I64, lines_read), RUN(I64, inserted), RUN(I64, updated),
+	RUN(I64, unchanged), RUN(I64, skipped), RUN(I64, ignored), RUN(STR, skip_reasons), RUN(STR, error),
+	RUN(STR, instance),
+};
+#undef RUN
+
+int gl_ingest_runs_list(struct gl_store *st, const char *source, int64_t limit, struct gl_ingest_list *out,
+			struct gl_err *err)
+{
+	char lim[24];
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	snprintf(lim, sizeof lim, "%lld", (long long)limit);
+	rc = gl_pgrow_query(gl_db_conn(st),
+			      "SELECT r.run_id, r.source, c.name AS cluster, r.input,"
+			      " extract(epoch FROM r.started_at)::bigint AS started_s,"
+			      " extract(epoch FROM r.finished_at)::bigint AS finished_s, r.status, r.lines_read, r.inserted,"
+			      " r.updated, r.unchanged, r.skipped, r.ignored, r.skip_reasons::text AS skip_reasons, r.error,"
+			      " r.instance FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
+			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
+			      2, (const char *[]){source, lim}, run_fields, GL_ARRAY_LEN(run_fields), sizeof *out->runs, &rows,
+			      &out->n, &out->text, err);
+	out->runs = rows;
+	return rc;
+}
+
+#define LAST(t, m) GL_PGROW(struct gl_ingest_last_run, t, m)
+static const struct gl_pgrow_field last_fields[] = {
+	LAST(STR, source), LAST(STR, cluster),  LAST(TIME, started_s),   LAST(STR, status),
+	LAST(I64, rows),   LAST(I64, skipped), LAST(TIME, watermark_s),
+};
+#undef LAST
+
+int gl_ingest_runs_last(struct gl_store *st, struct gl_ingest_list *out, struct gl_err *err)
+{
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	rc = gl_pgrow_query(gl_db_conn(st),
+			      "SELECT DISTINCT ON (r.source, c.name) r.source, c.name AS cluster,"
+			      " extract(epoch FROM r.started_at)::bigint AS started_s, r.status, r.inserted + r.updated AS rows,"
+			      " r.skipped, (SELECT extract(epoch FROM s.watermark)::bigint FROM ingest_state s"
+			      "   WHERE s.source = r.source AND s.cluster_id = r.cluster_id) AS watermark_s"
+			      " FROM ingest_runs r JOIN clusters c USING (cluster_id)"
+			      " ORDER BY r.source, c.name, r.run_id DESC",
+			      0, NULL, last_fields, GL_ARRAY_LEN(last_fields), sizeof *out->last, &rows, &out->n, &out->text,
+			      err);
+	out->last = rows;
+	return rc;
+}
+
+void gl_ingest_list_fini(struct gl_ingest_list *l)
+{
+	free(l->runs);
+	free(l->last);
+	free(l->text);
+	memset(l, 0, sizeof *l);
 }

@@ -48,7 +48,7 @@ static const char take_sql[] =
 	"  (SELECT instance FROM leases WHERE name = $1),"
 	"  set_config('gpuledger.fence', coalesce((SELECT token FROM t)::text || ':' || $1, ''), false)";
 
-int gl_lease_take(PGconn *c, const char *name, const char *holder, const char *instance, int64_t ttl_s,
+int gl_lease_take(struct gl_store *st, const char *name, const char *holder, const char *instance, int64_t ttl_s,
 		  int64_t *token, char *who, size_t whon, struct gl_err *err)
 {
 	PGresult *r = NULL;
@@ -58,7 +58,7 @@ int gl_lease_take(PGconn *c, const char *name, const char *holder, const char *i
 	if (who && whon)
 		who[0] = '\0';
 	snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_s < GL_LEASE_MIN_TTL_S ? GL_LEASE_MIN_TTL_S : ttl_s));
-	if ((rc = gl_db_query(c, take_sql, 4, (const char *[]){name, holder, instance, ttl}, &r, err)))
+	if ((rc = gl_db_query(gl_db_conn(st), take_sql, 4, (const char *[]){name, holder, instance, ttl}, &r, err)))
 		return rc;
 	if (!PQgetisnull(r, 0, 0))
 		*token = atoll(PQgetvalue(r, 0, 0));
@@ -68,9 +68,9 @@ int gl_lease_take(PGconn *c, const char *name, const char *holder, const char *i
 	return 0;
 }
 
-int gl_lease_unfence(PGconn *c, struct gl_err *err)
+int gl_lease_unfence(struct gl_store *st, struct gl_err *err)
 {
-	return gl_db_exec(c, "SELECT set_config('gpuledger.fence', '', false)", err);
+	return gl_db_exec(gl_db_conn(st), "SELECT set_config('gpuledger.fence', '', false)", err);
 }
 
 int gl_lease_renew_all(PGconn *c, const char *holder, int *n, struct gl_err *err)

@@ -10,8 +10,9 @@
 
 #define MIGRATE_LOCK_KEY 0x676c6d6967 /* "glmig": serialises concurrent migrators */
 
-int gl_migrate_current(PGconn *c, int *version, struct gl_err *err)
+int gl_migrate_current(struct gl_store *st, int *version, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	*version = 0;
@@ -29,8 +30,9 @@ out:
 	return rc;
 }
 
-int gl_migrate_run(PGconn *c, int *applied, struct gl_err *err)
+int gl_migrate_run(struct gl_store *st, int *applied, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc, locked = 0;
 	char lock_sql[96];
@@ -83,13 +85,13 @@ out:
 	return rc;
 }
 
-int gl_migrate_pending(PGconn *c)
+int gl_migrate_pending(struct gl_store *st)
 {
 	struct gl_err err = {0};
 	int version = 0, latest = 0;
 	for (const struct gl_migration *m = gl_migrations; m->version; m++)
 		latest = m->version > latest ? m->version : latest;
-	if (gl_migrate_current(c, &version, &err))
+	if (gl_migrate_current(st, &version, &err))
 		return 1;
 	return version < latest;
 }
@@ -150,9 +152,9 @@ static int harden_embedded(const struct gl_config *cfg, int *hardened, struct gl
 	int yes = 0, rc;
 	if (gl_db_is_external(cfg))
 		return 0;
-	if ((rc = gl_db_connect_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(su, &yes, err)))
+	if ((rc = gl_db_connect_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(gl_db_store(su), &yes, err)))
 		goto out;
-	if (!yes && !(rc = gl_audit_harden(su, err)))
+	if (!yes && !(rc = gl_audit_harden(gl_db_store(su), err)))
 		*hardened = 1;
 out:
 	PQfinish(su);
@@ -169,7 +171,8 @@ int gl_migrate_database(const struct gl_config *cfg, struct gl_migrate_summary *
 		goto out;
 	/* the two DSNs checked before anything is changed */
 	if ((rc = gl_db_connect_owner(cfg, &own, err)) || (rc = app_role(cfg, own, s, err)) ||
-	    (rc = gl_migrate_run(own, &s->applied, err)) || (rc = gl_migrate_current(own, &s->version, err)))
+	    (rc = gl_migrate_run(gl_db_store(own), &s->applied, err)) ||
+	    (rc = gl_migrate_current(gl_db_store(own), &s->version, err)))
 		goto out;
 	if (strcmp(s->app, s->owner) &&
 	    (rc = gl_db_query(own, "SELECT gl_app_grant($1)", 1, (const char *[]){s->app}, &r, err))) {

@@ -171,8 +171,9 @@ out:
 	return rc;
 }
 
-int gl_redactdb_run(PGconn *c, const char *actor, int dry_run, struct gl_redactdb_result *res, struct gl_err *err)
+int gl_redactdb_run(struct gl_store *st, const char *actor, int dry_run, struct gl_redactdb_result *res, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_strbuf in = GL_STRBUF_INIT, er = GL_STRBUF_INIT, tmp = GL_STRBUF_INIT, detail = GL_STRBUF_INIT;
 	PGresult *r = NULL, *u = NULL;
 	char after[24] = "0";

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gl_retention_ahead(PGconn *c, int64_t now_s, int *made, struct gl_err *err)
+int gl_retention_ahead(struct gl_store *st, int64_t now_s, int *made, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	char from[24], to[24], months[8];
 	int rc;
@@ -51,9 +52,10 @@ static void absorb(PGresult *r, int has_kept, struct gl_retention_result *res, c
 	}
 }
 
-int gl_retention_drop(PGconn *c, const struct gl_retention_policy *pol, int64_t now_s, struct gl_retention_result *res,
+int gl_retention_drop(struct gl_store *st, const struct gl_retention_policy *pol, int64_t now_s, struct gl_retention_result *res,
 		      struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	cJSON *detail = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(detail, "partitions");
 	char *text = NULL, before[24];

@@ -10,15 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gl_shard_local_init(PGconn *c, int k, struct gl_err *err)
+int gl_shard_local_init(struct gl_store *st, int k, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char ks[16];
 	snprintf(ks, sizeof ks, "%d", k);
 	return gl_db_query(c, "SELECT gl_shard_local_init($1::integer)", 1, (const char *[]){ks}, NULL, err);
 }
 
-int gl_shard_count(PGconn *c, int *n, struct gl_err *err)
+int gl_shard_count(struct gl_store *st, int *n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc = gl_db_query(c, "SELECT count(*) FROM shards", 0, NULL, &r, err);
 	if (!rc)
@@ -27,8 +29,9 @@ int gl_shard_count(PGconn *c, int *n, struct gl_err *err)
 	return rc;
 }
 
-int gl_shard_attach(PGconn *c, int k, const char *name, const char *dsn, struct gl_err *err)
+int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *dsn, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char *perr = NULL, ks[16];
 	PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
 	struct gl_strbuf arr = GL_STRBUF_INIT;
@@ -94,8 +97,9 @@ static void join(struct gl_strbuf *b, char **v, size_t n)
 	}
 }
 
-int gl_shard_route(PGconn *c, struct gl_shard_route *rt, struct gl_err *err)
+int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 

@@ -5,6 +5,9 @@
 #include "gl/budget.h"
 #include "gl/cost.h"
 #include "gl/db.h"
+#include "gl/ingest.h"
+#include "gl/pgrow.h"
+#include "gl/report.h"
 #include "gl/jobstats.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -65,7 +68,7 @@ static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, cons
 	gl_cb_init(cb, n_dims, share, n_steps);
 	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.lines_only = lines_only;
-	return gl_acct_chargeback_finished(c, &q, cb, meta, err);
+	return gl_acct_chargeback_finished(gl_db_store(c), &q, cb, meta, err);
 }
 
 static struct gl_sb_owner *find_owner(struct gl_showback *sb, const char *name)
@@ -198,12 +201,16 @@ enum {
 #define SB_FROM "to_timestamp(current_setting('gpuledger.sb_from')::bigint)"
 #define SB_TO "to_timestamp(current_setting('gpuledger.sb_to')::bigint)"
 
+/* An open job ends, for its figures, where a source last saw it (as
+ * chargeback's firm figures: docs/ingest.md, "Observed time"). */
+#define SB_FIRM_END "coalesce(jb.end_at, least(" SB_NOW ", greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ")))"
+
 /* The jobs of the month as chargeback's jobs CTE takes them (GPU jobs
  * started before the end and before now, not ended before the start),
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, jb.end_at,"
+	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
 	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj,"
 	" round(u.busy_gpu_s * 1000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
@@ -212,7 +219,7 @@ static const char jobs_copy[] =
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
 	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
 	" WHERE jb.gpu_milli > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
-	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_NOW " > " SB_FROM ")))"
+	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_FIRM_END " > " SB_FROM ")))"
 	" TO STDOUT (FORMAT binary)";
 
 struct rate_model {
@@ -235,7 +242,7 @@ struct jobs_ctx {
 	size_t n_bounds;
 	struct rate_model *models;
 	size_t n_models;
-	const struct rate_model *star, *last;
+	const struct rate_model *star, *last; /* star: an unknown model's rates */
 	struct intern keys, parts;
 	struct okey *okeys;       /* by key index, when by_rules */
 	size_t cap_okeys;
@@ -262,7 +269,10 @@ static void jobs_ctx_fini(struct jobs_ctx *x)
 	gl_jobstats_fini(&x->st);
 }
 
-/* The rates of the job's GPU model: its own when it has any, else '*'. */
+/* The rates of the job's GPU model, as gl_rates_of (sql/033) chose them
+ * for every model name the database knows; a name it had not seen yet
+ * (gpu_model_canon is filled as names arrive) prices as an unknown model
+ * (gl_rates_of(NULL)). */
 static const struct rate_model *rates_for(struct jobs_ctx *x, const struct gl_db_field *m)
 {
 	if (m->len < 0)
@@ -270,7 +280,8 @@ static const struct rate_model *rates_for(struct jobs_ctx *x, const struct gl_db
 	if (x->last && strlen(x->last->model) == (size_t)m->len && !memcmp(x->last->model, m->p, (size_t)m->len))
 		return x->last;
 	for (size_t i = 0; i < x->n_models; i++)
-		if (strlen(x->models[i].model) == (size_t)m->len && !memcmp(x->models[i].model, m->p, (size_t)m->len))
+		if (x->models[i].model && strlen(x->models[i].model) == (size_t)m->len &&
+		    !memcmp(x->models[i].model, m->p, (size_t)m->len))
 			return x->last = &x->models[i];
 	return x->star;
 }
@@ -429,19 +440,23 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 		x->bounds[i + 1] = atoll(PQgetvalue(r, i, 0));
 	PQclear(r);
 	r = NULL;
+	/* every model's rates as the rule picks them, and an unknown model's
+	 * (model NULL, sorted last) */
 	if ((rc = gl_db_query(c,
-			      "SELECT gpu_model, CASE WHEN isfinite(valid_from) THEN (extract(epoch FROM valid_from) * 1000000)::bigint END,"
-			      " CASE WHEN isfinite(valid_to) THEN (extract(epoch FROM valid_to) * 1000000)::bigint END,"
-			      " micros_per_gpu_hour FROM rates ORDER BY gpu_model, valid_from",
+			      "SELECT m.model, CASE WHEN isfinite(r.valid_from) THEN (extract(epoch FROM r.valid_from) * 1000000)::bigint"
+			      " END, CASE WHEN isfinite(r.valid_to) THEN (extract(epoch FROM r.valid_to) * 1000000)::bigint END,"
+			      " r.micros_per_gpu_hour"
+			      " FROM (SELECT model FROM gpu_model_canon UNION SELECT gpu_model FROM rates UNION SELECT NULL) m"
+			      " CROSS JOIN LATERAL gl_rates_of(m.model) r ORDER BY m.model NULLS LAST, r.valid_from",
 			      0, NULL, &r, err)))
 		goto out;
 	x->models = gl_xcalloc((size_t)PQntuples(r) + 1, sizeof *x->models);
 	for (int i = 0; i < PQntuples(r); i++) {
 		struct rate_model *m = x->n_models ? &x->models[x->n_models - 1] : NULL;
 		struct gl_jobstats_rate *rt;
-		if (!m || strcmp(m->model, PQgetvalue(r, i, 0))) {
+		if (!m || (PQgetisnull(r, i, 0) ? !!m->model : !m->model || strcmp(m->model, PQgetvalue(r, i, 0)))) {
 			m = &x->models[x->n_models++];
-			m->model = gl_xstrdup(PQgetvalue(r, i, 0));
+			m->model = PQgetisnull(r, i, 0) ? NULL : gl_xstrdup(PQgetvalue(r, i, 0));
 		}
 		m->r = gl_xrealloc(m->r, (m->n + 1) * sizeof *m->r);
 		rt = &m->r[m->n++];
@@ -450,7 +465,7 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 		rt->micros_per_gpu_hour = atoll(PQgetvalue(r, i, 3));
 	}
 	for (size_t i = 0; i < x->n_models; i++)
-		if (!strcmp(x->models[i].model, "*"))
+		if (!x->models[i].model)
 			x->star = &x->models[i];
 out:
 	PQclear(r);
@@ -673,9 +688,8 @@ static int cmp_model(const void *pa, const void *pb)
 }
 
 /* Rates and owner rules in force at some time of the month, with their
- * effective dates; ingestion runs that failed or were partial, and
- * stretches without runs. */
-static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+ * effective dates. */
+static int gather_pricebook(PGconn *c, struct gl_showback *sb, struct gl_err *err)
 {
 	char a[24], b[24];
 	PGresult *r = NULL;
@@ -732,6 +746,20 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 	}
 	PQclear(r);
 	r = NULL;
+out:
+	PQclear(r);
+	return rc;
+}
+
+/* The ingestion runs of the month that failed or were partial, and the
+ * stretches without runs, as notes on what is partial. */
+static int gather_ingest_gaps(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	char a[24], b[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
+	snprintf(b, sizeof b, "%lld", (long long)sb->end_s);
 	if ((rc = gl_db_query(c,
 			      "SELECT r.source, coalesce(c.name, ''), r.status, count(*),"
 			      " to_char(min(r.started_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
@@ -792,10 +820,17 @@ out:
 	return rc;
 }
 
+/* The reference pages: the price book and what the ingestion missed. */
+static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+{
+	int rc = gather_pricebook(c, sb, err);
+	return rc ? rc : gather_ingest_gaps(c, sb, now_s, err);
+}
+
 /* The capacity page's rows (struct gl_sb_capacity): the outlook that
  * /v1/capacity/forecast gives, from the month's end (today for the month
  * under way), with the stored plan. */
-static int gather_capacity(PGconn *c, struct gl_showback *sb, const struct gl_showback_req *req, struct gl_err *err)
+static int gather_capacity(struct gl_store *store, struct gl_showback *sb, const struct gl_showback_req *req, struct gl_err *err)
 {
 	struct gl_capplan_demand dm = {0};
 	struct gl_capplan_change *plan = NULL;
@@ -812,8 +847,8 @@ static int gather_capacity(PGconn *c, struct gl_showback *sb, const struct gl_sh
 	o.lead_s = sb->capacity_lead_days * 86400;
 	sb->capacity_asof_s = o.end_s;
 	w = (struct gl_window){o.end_s - 91 * 86400LL, o.end_s};
-	if ((rc = gl_capplandb_demand(c, &w, NULL, req->now_s, &dm, err)) ||
-	    (rc = gl_capplandb_list(c, NULL, &plan, &n_plan, err)))
+	if ((rc = gl_capplandb_demand(store, &w, NULL, req->now_s, &dm, err)) ||
+	    (rc = gl_capplandb_list(store, NULL, &plan, &n_plan, err)))
 		goto out;
 	o.plan = plan;
 	o.n_plan = n_plan;
@@ -854,65 +889,55 @@ out:
 	return rc;
 }
 
-int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
+/* The report's heading from the request, checked: month, aggregate,
+ * currency and sharing; -GL_EINVAL for a month in the future. */
+static int sb_begin(const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
 {
-	struct gl_cb cb = {0}, prev = {0}, bym = {0}, daily = {0};
-	struct gl_acct_meta meta = {0}, pmeta = {0};
-	struct gl_window month, pmonth, *days = NULL;
-	const char *dims[2];
-	PGresult *r = NULL;
-	int have_before = 0; /* a GPU job started before the month: the previous month has data */
-	int no_data = 0;
 	int rc;
-
-	memset(sb, 0, sizeof *sb);
 	if ((rc = gl_showback_month_parse(req->month, &sb->start_s, err)))
-		goto out;
-	if (!gl_showback_aggregate_ok(req->aggregate)) {
-		rc = gl_err_set(err, GL_EINVAL, "aggregate: '%s' is not team, project, cost_center, account or user",
-				req->aggregate);
-		goto out;
-	}
+		return rc;
+	if (!gl_showback_aggregate_ok(req->aggregate))
+		return gl_err_set(err, GL_EINVAL, "aggregate: '%s' is not team, project, cost_center, account or user",
+				  req->aggregate);
 	snprintf(sb->month, sizeof sb->month, "%s", req->month);
 	snprintf(sb->aggregate, sizeof sb->aggregate, "%s", req->aggregate);
 	snprintf(sb->currency, sizeof sb->currency, "%s", req->currency && *req->currency ? req->currency : "USD");
-	if ((sb->minor = gl_money_minor(sb->currency)) < 0) {
-		rc = gl_err_set(err, GL_EINVAL, "currency: '%s' is not an ISO 4217 currency code", sb->currency);
-		goto out;
-	}
+	if ((sb->minor = gl_money_minor(sb->currency)) < 0)
+		return gl_err_set(err, GL_EINVAL, "currency: '%s' is not an ISO 4217 currency code", sb->currency);
 	sb->share = req->share;
 	sb->end_s = gl_month_next(sb->start_s);
 	sb->closed = sb->end_s <= req->now_s;
 	sb->unpriced_models = gl_xstrdup("");
-	if (sb->start_s > req->now_s) {
-		rc = gl_err_set(err, GL_EINVAL, "month: %s is in the future", req->month);
+	if (sb->start_s > req->now_s)
+		return gl_err_set(err, GL_EINVAL, "month: %s is in the future", req->month);
+	return 0;
+}
+
+/* Whether a GPU job started by the month's end (*any) and before its start
+ * (*before: the previous month has data); index range scans, not a min()
+ * over every job. */
+static int sb_data_bounds(PGconn *c, const struct gl_showback *sb, int *any, int *before, struct gl_err *err)
+{
+	char e[24], p[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(e, sizeof e, "%lld", (long long)sb->end_s);
+	snprintf(p, sizeof p, "%lld", (long long)sb->start_s);
+	if ((rc = gl_db_query(c,
+			      "SELECT EXISTS (SELECT 1 FROM jobs WHERE gpu_milli > 0 AND start_at < to_timestamp($1)) AS any,"
+			      " EXISTS (SELECT 1 FROM jobs WHERE gpu_milli > 0 AND start_at < to_timestamp($2)) AS before",
+			      2, (const char *[]){e, p}, &r, err)) ||
+	    (rc = gl_pgrow_one_bool(r, "any", any, err)) || (rc = gl_pgrow_one_bool(r, "before", before, err)))
 		goto out;
-	}
-	{
-		/* index range scans, not a min() over every job */
-		char e[24], p[24];
-		snprintf(e, sizeof e, "%lld", (long long)sb->end_s);
-		snprintf(p, sizeof p, "%lld", (long long)sb->start_s);
-		if ((rc = gl_db_query(c,
-				      "SELECT EXISTS (SELECT 1 FROM jobs WHERE gpu_milli > 0 AND start_at < to_timestamp($1)),"
-				      " EXISTS (SELECT 1 FROM jobs WHERE gpu_milli > 0 AND start_at < to_timestamp($2))",
-				      2, (const char *[]){e, p}, &r, err)))
-			goto out;
-		if (PQgetvalue(r, 0, 0)[0] != 't') {
-			rc = gl_err_set(err, GL_EINVAL, "month: %s is before any data (no GPU job started by its end)",
-					req->month);
-			no_data = 1;
-			goto out;
-		}
-		have_before = PQgetvalue(r, 0, 1)[0] == 't';
-		PQclear(r);
-		r = NULL;
-	}
-	month.start_s = sb->start_s;
-	month.end_s = sb->end_s;
-	pmonth.end_s = sb->start_s;
-	pmonth.start_s = gl_month_start(sb->start_s - 1);
-	month_name(pmonth.start_s, sb->prev_month, sizeof sb->prev_month);
+out:
+	PQclear(r);
+	return rc;
+}
+
+/* The month's days, as steps (days) and in the report (sb->day_start). */
+static struct gl_window *sb_days(struct gl_showback *sb)
+{
+	struct gl_window *days;
 	sb->n_days = (size_t)((sb->end_s - sb->start_s) / 86400);
 	sb->day_start = gl_xcalloc(sb->n_days, sizeof *sb->day_start);
 	days = gl_xcalloc(sb->n_days, sizeof *days);
@@ -920,141 +945,137 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 		days[i].start_s = sb->day_start[i] = sb->start_s + (int64_t)i * 86400;
 		days[i].end_s = days[i].start_s + 86400;
 	}
+	return days;
+}
 
-	/* 1. the month, as /v1/chargeback computes it */
-	dims[0] = req->aggregate;
-	if ((rc = run_cb(c, &month, 1, dims, 1, req->share, 0, req->now_s, &cb, &meta, err)))
+/* 1. the month, as /v1/chargeback computes it: per owner and the fleet */
+static void sb_month(struct gl_showback *sb, const struct gl_cb *cb, const struct gl_acct_meta *meta)
+{
+	const struct gl_cb_step *st = &cb->steps[0];
+	struct gl_sb_fleet *f = &sb->fleet;
+	struct gl_strbuf um = GL_STRBUF_INIT;
+	for (size_t j = 0; j < st->n_lines; j++) {
+		const struct gl_cb_line *l = &st->lines[j];
+		struct gl_sb_owner *o = get_owner(sb, l->key[0]);
+		o->alloc_s += l->alloc_s;
+		o->unpriced_s += l->unpriced_s;
+		o->cost_micros += l->cost_micros;
+		o->idle_share_s += l->idle_share_s;
+		o->idle_share_micros += l->idle_share_micros;
+		o->total_micros += l->total_micros;
+		if (l->observed_s > 0) {
+			o->has_usage = 1;
+			o->busy_s += (int64_t)(l->busy_s + 0.5);
+			o->aidle_s += (int64_t)(l->idle_s + 0.5);
+		}
+	}
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		struct gl_sb_owner *o = &sb->owners[i];
+		if (o->has_usage) {
+			f->usage_known = 1;
+			f->busy_s += o->busy_s;
+			f->aidle_s += o->aidle_s;
+		}
+	}
+	f->allocated_s = cb->total_alloc_s;
+	f->cost_micros = cb->total_cost_micros;
+	f->capacity_known = st->capacity_known;
+	f->idle_total_s = st->idle_total_s;
+	f->idle_total_micros = st->idle_total_micros;
+	f->idle_left_s = st->idle_s;
+	f->idle_left_micros = st->idle_micros;
+	f->overalloc_s = st->overalloc_s;
+	f->unalloc_idle_s = st->idle_total_s;
+	f->total_s = cb->total_s;
+	f->total_micros = cb->total_micros;
+	for (size_t i = 0; i < meta->n_unpriced; i++) {
+		if (i)
+			gl_strbuf_putc(&um, ',');
+		gl_strbuf_puts(&um, meta->unpriced_models[i]);
+	}
+	free(sb->unpriced_models);
+	sb->unpriced_models = gl_xstrdup(gl_strbuf_cstr(&um));
+	gl_strbuf_fini(&um);
+}
+
+/* The notes on what the capacity figures cover: days, and clusters that
+ * ran GPU jobs without any inventory. */
+static void sb_cover_notes(struct gl_showback *sb, const struct gl_acct_cover *cov)
+{
+	struct gl_strbuf names = GL_STRBUF_INIT;
+	sb->fleet.capacity_days_known = cov->known;
+	sb->fleet.capacity_days = cov->days;
+	/* capacity from the 16th on is half a month of idle: the figures are
+	 * what is known, the note says how much that is */
+	if (cov->known < cov->days)
+		add_partial(sb,
+			    "capacity data for only %lld of the %lld days of %s%s: capacity, unallocated idle"
+			    " GPU-time and its cost cover those days only",
+			    (long long)cov->known, (long long)cov->days, sb->month, sb->closed ? "" : " so far");
+	/* a cluster that ran GPU jobs with no inventory at all: its idle is in
+	 * no figure, whatever the days of the others say */
+	for (size_t i = 0; i < cov->n_missing; i++) {
+		if (i)
+			gl_strbuf_puts(&names, ", ");
+		gl_strbuf_puts(&names, cov->missing[i]);
+	}
+	if (cov->n_missing)
+		add_partial(sb,
+			    "no capacity data for cluster%s %s, which ran GPU jobs in %s: capacity, unallocated"
+			    " idle GPU-time and its cost are the other clusters' only",
+			    cov->n_missing > 1 ? "s" : "", gl_strbuf_cstr(&names), sb->month);
+	gl_strbuf_fini(&names);
+}
+
+/* The fleet's capacity and unavailable GPU-time (month to date while it is
+ * open, as chargeback counts idle) and what it covers. */
+static int sb_capacity(PGconn *c, int64_t now_s, struct gl_showback *sb, struct gl_err *err)
+{
+	struct gl_acct_cover cov = {0};
+	char a[24], b[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
+	snprintf(b, sizeof b, "%lld", (long long)(sb->end_s < now_s ? sb->end_s : now_s));
+	if ((rc = gl_db_query(c,
+			      "SELECT coalesce(sum(reported_gpu_seconds), 0) AS capacity_s, coalesce(sum(down_gpu_seconds +"
+			      " planned_down_gpu_seconds + reserved_gpu_seconds), 0) AS unavailable_s"
+			      " FROM gl_capacity(to_timestamp($1), to_timestamp($2))",
+			      2, (const char *[]){a, b}, &r, err)) ||
+	    (rc = gl_pgrow_one_i64(r, "capacity_s", &sb->fleet.capacity_s, err)) ||
+	    (rc = gl_pgrow_one_i64(r, "unavailable_s", &sb->fleet.unavailable_s, err)))
 		goto out;
-	{
-		const struct gl_cb_step *st = &cb.steps[0];
-		struct gl_sb_fleet *f = &sb->fleet;
-		for (size_t j = 0; j < st->n_lines; j++) {
-			const struct gl_cb_line *l = &st->lines[j];
-			struct gl_sb_owner *o = get_owner(sb, l->key[0]);
-			o->alloc_s += l->alloc_s;
-			o->unpriced_s += l->unpriced_s;
-			o->cost_micros += l->cost_micros;
-			o->idle_share_s += l->idle_share_s;
-			o->idle_share_micros += l->idle_share_micros;
-			o->total_micros += l->total_micros;
-			if (l->observed_s > 0) {
-				o->has_usage = 1;
-				o->busy_s += (int64_t)(l->busy_s + 0.5);
-				o->aidle_s += (int64_t)(l->idle_s + 0.5);
-			}
-		}
-		for (size_t i = 0; i < sb->n_owners; i++) {
-			struct gl_sb_owner *o = &sb->owners[i];
-			if (o->has_usage) {
-				f->usage_known = 1;
-				f->busy_s += o->busy_s;
-				f->aidle_s += o->aidle_s;
-			}
-		}
-		f->allocated_s = cb.total_alloc_s;
-		f->cost_micros = cb.total_cost_micros;
-		f->capacity_known = st->capacity_known;
-		f->idle_total_s = st->idle_total_s;
-		f->idle_total_micros = st->idle_total_micros;
-		f->idle_left_s = st->idle_s;
-		f->idle_left_micros = st->idle_micros;
-		f->overalloc_s = st->overalloc_s;
-		f->unalloc_idle_s = st->idle_total_s;
-		f->total_s = cb.total_s;
-		f->total_micros = cb.total_micros;
-		{
-			struct gl_strbuf um = GL_STRBUF_INIT;
-			for (size_t i = 0; i < meta.n_unpriced; i++) {
-				if (i)
-					gl_strbuf_putc(&um, ',');
-				gl_strbuf_puts(&um, meta.unpriced_models[i]);
-			}
-			free(sb->unpriced_models);
-			sb->unpriced_models = gl_xstrdup(gl_strbuf_cstr(&um));
-			gl_strbuf_fini(&um);
-		}
-	}
-	if (meta.capacity_source && sb->fleet.capacity_known) {
-		char a[24], b[24];
-		snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
-		/* month to date while it is open, as chargeback counts idle */
-		snprintf(b, sizeof b, "%lld", (long long)(sb->end_s < req->now_s ? sb->end_s : req->now_s));
-		if ((rc = gl_db_query(c,
-				      "SELECT coalesce(sum(reported_gpu_seconds), 0), coalesce(sum(down_gpu_seconds +"
-				      " planned_down_gpu_seconds + reserved_gpu_seconds), 0)"
-				      " FROM gl_capacity(to_timestamp($1), to_timestamp($2))",
-				      2, (const char *[]){a, b}, &r, err)))
-			goto out;
-		sb->fleet.capacity_s = i64v(r, 0, 0);
-		sb->fleet.unavailable_s = i64v(r, 0, 1);
-		PQclear(r);
-		r = NULL;
-		{
-			struct gl_acct_cover cov;
-			struct gl_strbuf names = GL_STRBUF_INIT;
-			if ((rc = gl_acct_capacity_cover(c, sb->start_s, sb->end_s, req->now_s, NULL, &cov, err))) {
-				gl_acct_cover_fini(&cov);
-				goto out;
-			}
-			sb->fleet.capacity_days_known = cov.known;
-			sb->fleet.capacity_days = cov.days;
-			/* capacity from the 16th on is half a month of idle: the
-			 * figures are what is known, the note says how much that is */
-			if (cov.known < cov.days)
-				add_partial(sb,
-					    "capacity data for only %lld of the %lld days of %s%s: capacity, unallocated idle"
-					    " GPU-time and its cost cover those days only",
-					    (long long)cov.known, (long long)cov.days, sb->month, sb->closed ? "" : " so far");
-			/* a cluster that ran GPU jobs with no inventory at all: its
-			 * idle is in no figure, whatever the days of the others say */
-			for (size_t i = 0; i < cov.n_missing; i++) {
-				if (i)
-					gl_strbuf_puts(&names, ", ");
-				gl_strbuf_puts(&names, cov.missing[i]);
-			}
-			if (cov.n_missing)
-				add_partial(sb,
-					    "no capacity data for cluster%s %s, which ran GPU jobs in %s: capacity, unallocated"
-					    " idle GPU-time and its cost are the other clusters' only",
-					    cov.n_missing > 1 ? "s" : "", gl_strbuf_cstr(&names), sb->month);
-			gl_strbuf_fini(&names);
-			gl_acct_cover_fini(&cov);
-		}
-	} else {
-		sb->fleet.capacity_known = 0;
-		add_partial(sb, "no capacity data for %s: unallocated idle GPU-time and its cost are unknown", sb->month);
-	}
-	if (meta.n_unpriced)
-		add_partial(sb, "unpriced GPU models (no rate in force, their GPU-time has no cost): %s",
-			    sb->unpriced_models);
-	if (!sb->closed)
-		add_partial(sb, "%s is not over yet: month to date", sb->month);
+	if (!(rc = gl_acct_capacity_cover(gl_db_store(c), sb->start_s, sb->end_s, now_s, NULL, &cov, err)))
+		sb_cover_notes(sb, &cov);
+out:
+	gl_acct_cover_fini(&cov);
+	PQclear(r);
+	return rc;
+}
 
-	/* 2. the previous month, same aggregate and sharing */
-	if (have_before) {
-		if ((rc = run_cb(c, &pmonth, 1, dims, 1, req->share, 0, req->now_s, &prev, &pmeta, err)))
-			goto out;
-		sb->fleet.has_prev = 1;
-		sb->fleet.prev_total_micros = prev.total_micros;
-		for (size_t j = 0; j < prev.steps[0].n_lines; j++) {
-			const struct gl_cb_line *l = &prev.steps[0].lines[j];
-			struct gl_sb_owner *o = find_owner(sb, l->key[0]);
-			if (!o) /* an owner of last month only: shown with zero this month */
-				o = get_owner(sb, l->key[0]);
-			o->prev_total_micros += l->total_micros;
-		}
-		for (size_t i = 0; i < sb->n_owners; i++)
-			sb->owners[i].has_prev = 1;
+/* 2. the previous month's totals, same aggregate and sharing */
+static void sb_prev(struct gl_showback *sb, const struct gl_cb *prev)
+{
+	sb->fleet.has_prev = 1;
+	sb->fleet.prev_total_micros = prev->total_micros;
+	for (size_t j = 0; j < prev->steps[0].n_lines; j++) {
+		const struct gl_cb_line *l = &prev->steps[0].lines[j];
+		struct gl_sb_owner *o = find_owner(sb, l->key[0]);
+		if (!o) /* an owner of last month only: shown with zero this month */
+			o = get_owner(sb, l->key[0]);
+		o->prev_total_micros += l->total_micros;
 	}
+	for (size_t i = 0; i < sb->n_owners; i++)
+		sb->owners[i].has_prev = 1;
+}
 
-	/* 3. GPU-time and cost by GPU model / MIG profile per owner */
-	dims[1] = "gpu_model";
-	if ((rc = run_cb(c, &month, 1, dims, 2, GL_SHARE_NONE, 1, req->now_s, &bym, &pmeta, err)))
-		goto out;
-	sb->n_models = bym.steps[0].n_lines;
+/* 3. GPU-time and cost by GPU model / MIG profile per owner */
+static void sb_models(struct gl_showback *sb, const struct gl_cb *bym)
+{
+	sb->n_models = bym->steps[0].n_lines;
 	sb->models = gl_xcalloc(sb->n_models + 1, sizeof *sb->models);
 	for (size_t j = 0; j < sb->n_models; j++) {
-		const struct gl_cb_line *l = &bym.steps[0].lines[j];
+		const struct gl_cb_line *l = &bym->steps[0].lines[j];
 		sb->models[j].owner = gl_xstrdup(l->key[0]);
 		sb->models[j].model = gl_xstrdup(l->key[1]);
 		sb->models[j].alloc_s = l->alloc_s;
@@ -1063,30 +1084,17 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 	}
 	if (sb->n_models)
 		qsort(sb->models, sb->n_models, sizeof *sb->models, cmp_model);
+}
 
-	/* 4. GPU-time per owner per day, for the stacked chart */
-	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &daily, &pmeta, err)))
-		goto out;
-	for (size_t i = 0; i < sb->n_days; i++)
-		for (size_t j = 0; j < daily.steps[i].n_lines; j++) {
-			const struct gl_cb_line *l = &daily.steps[i].lines[j];
-			get_owner(sb, l->key[0])->daily_s[i] += l->alloc_s;
-		}
-
-	/* 5. per job: top jobs, failed-job waste, energy, queue waits */
-	if ((rc = gather_jobs(c, sb, req->now_s, err)))
-		goto out;
-	if (sb->n_waits)
-		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
-	if ((rc = gather_reference(c, sb, req->now_s, err)) || (rc = gather_capacity(c, sb, req, err)))
-		goto out;
-	/* budgets of this aggregate in force in the month (the first one wins) */
-	for (size_t i = 0; req->cfg && i < req->cfg->n_budgets; i++) {
-		const struct gl_budget_cfg *bc = &req->cfg->budgets[i];
+/* The budgets of this aggregate in force in the month (the first one wins). */
+static void sb_budgets(const struct gl_config *cfg, struct gl_showback *sb)
+{
+	for (size_t i = 0; cfg && i < cfg->n_budgets; i++) {
+		const struct gl_budget_cfg *bc = &cfg->budgets[i];
 		int64_t amount;
 		struct gl_sb_owner *o;
 		if (strcmp(bc->aggregate, sb->aggregate) != 0 ||
-		    (amount = gl_budget_amount(req->cfg, i, sb->start_s, sb->end_s)) < 0)
+		    (amount = gl_budget_amount(cfg, i, sb->start_s, sb->end_s)) < 0)
 			continue;
 		o = get_owner(sb, bc->owner);
 		if (o->has_prev == 0 && sb->fleet.has_prev)
@@ -1096,17 +1104,137 @@ int gl_showback_gather(PGconn *c, const struct gl_showback_req *req, struct gl_s
 			o->budget_micros = amount;
 		}
 	}
-	if (sb->n_owners)
-		qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
+}
+
+/* What no source observed in the month, said where the report says what
+ * is partial (a banner in HTML and on the PDF's first page, the partial
+ * table in CSV): each source whose data stops before the month does (or
+ * now), and the open jobs' unobserved time the figures leave out. */
+static int sb_unobserved(PGconn *c, const struct gl_cb *cb, int64_t upto_s, struct gl_showback *sb, struct gl_err *err)
+{
+	struct gl_data_through dt;
+	char t[32], h[32], ih[32], m[48];
+	int rc = gl_ingest_data_through(gl_db_store(c), &dt, err);
+	for (size_t i = 0; !rc && i < dt.n; i++) {
+		if (dt.rows[i].through_s >= upto_s)
+			continue;
+		gl_time_format(dt.rows[i].through_s, t, sizeof t);
+		add_partial(sb, "data through %s: %s's %s data (%s) stops there; the month reaches past it, later time is unobserved",
+			    t, dt.rows[i].cluster, dt.rows[i].source, dt.rows[i].data);
+	}
+	if (!rc && cb->unobserved_s > 0) {
+		gl_report_fmt_hours(cb->unobserved_s, h, sizeof h);
+		gl_report_fmt_hours(cb->implausible_s, ih, sizeof ih);
+		gl_money_format(cb->unobserved_micros, sb->minor, m, sizeof m);
+		add_partial(sb,
+			    "unobserved: %s GPU-h (%s %s) of jobs still open when a source last saw them are not in the"
+			    " figures (%s GPU-h of it past their jobs' time limits)",
+			    h, m, sb->currency, ih);
+	}
+	gl_data_through_fini(&dt);
+	return rc;
+}
+
+/* The month's lines (1), its capacity, the notes on what is partial, and
+ * the previous month (2). */
+static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
+		     const struct gl_window *pmonth, int have_before, struct gl_showback *sb, struct gl_err *err)
+{
+	struct gl_cb cb = {0}, prev = {0};
+	struct gl_acct_meta meta = {0}, pmeta = {0};
+	const char *dims[1] = {req->aggregate};
+	int rc;
+
+	if ((rc = run_cb(c, month, 1, dims, 1, req->share, 0, req->now_s, &cb, &meta, err)))
+		goto out;
+	sb_month(sb, &cb, &meta);
+	if (meta.capacity_source && sb->fleet.capacity_known) {
+		if ((rc = sb_capacity(c, req->now_s, sb, err)))
+			goto out;
+	} else {
+		sb->fleet.capacity_known = 0;
+		add_partial(sb, "no capacity data for %s: unallocated idle GPU-time and its cost are unknown", sb->month);
+	}
+	if (meta.n_unpriced)
+		add_partial(sb, "unpriced GPU models (no rate in force, their GPU-time has no cost): %s",
+			    sb->unpriced_models);
+	if (!sb->closed)
+		add_partial(sb, "%s is not over yet: month to date", sb->month);
+	if ((rc = sb_unobserved(c, &cb, month->end_s < req->now_s ? month->end_s : req->now_s, sb, err)))
+		goto out;
+	if (have_before) {
+		if ((rc = run_cb(c, pmonth, 1, dims, 1, req->share, 0, req->now_s, &prev, &pmeta, err)))
+			goto out;
+		sb_prev(sb, &prev);
+	}
 out:
-	PQclear(r);
-	free(days);
 	gl_cb_fini(&cb);
 	gl_cb_fini(&prev);
+	gl_acct_meta_fini(&meta);
+	gl_acct_meta_fini(&pmeta);
+	return rc;
+}
+
+/* 3. by GPU model, and 4. GPU-time per owner per day, for the stacked chart */
+static int sb_breakdowns(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
+			 const struct gl_window *days, struct gl_showback *sb, struct gl_err *err)
+{
+	struct gl_cb bym = {0}, daily = {0};
+	struct gl_acct_meta meta = {0};
+	const char *dims[2] = {req->aggregate, "gpu_model"};
+	int rc;
+
+	if ((rc = run_cb(c, month, 1, dims, 2, GL_SHARE_NONE, 1, req->now_s, &bym, &meta, err)))
+		goto out;
+	sb_models(sb, &bym);
+	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &daily, &meta, err)))
+		goto out;
+	for (size_t i = 0; i < sb->n_days; i++)
+		for (size_t j = 0; j < daily.steps[i].n_lines; j++) {
+			const struct gl_cb_line *l = &daily.steps[i].lines[j];
+			get_owner(sb, l->key[0])->daily_s[i] += l->alloc_s;
+		}
+out:
 	gl_cb_fini(&bym);
 	gl_cb_fini(&daily);
 	gl_acct_meta_fini(&meta);
-	gl_acct_meta_fini(&pmeta);
+	return rc;
+}
+
+int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(store);
+	struct gl_window month, pmonth, *days = NULL;
+	int have_before = 0; /* a GPU job started before the month: the previous month has data */
+	int any = 0, no_data = 0, rc;
+
+	memset(sb, 0, sizeof *sb);
+	if ((rc = sb_begin(req, sb, err)) || (rc = sb_data_bounds(c, sb, &any, &have_before, err)))
+		goto out;
+	if (!any) {
+		rc = gl_err_set(err, GL_EINVAL, "month: %s is before any data (no GPU job started by its end)", req->month);
+		no_data = 1;
+		goto out;
+	}
+	month = (struct gl_window){sb->start_s, sb->end_s};
+	pmonth = (struct gl_window){gl_month_start(sb->start_s - 1), sb->start_s};
+	month_name(pmonth.start_s, sb->prev_month, sizeof sb->prev_month);
+	days = sb_days(sb);
+	if ((rc = sb_totals(c, req, &month, &pmonth, have_before, sb, err)) ||
+	    (rc = sb_breakdowns(c, req, &month, days, sb, err)))
+		goto out;
+	/* 5. per job: top jobs, failed-job waste, energy, queue waits */
+	if ((rc = gather_jobs(c, sb, req->now_s, err)))
+		goto out;
+	if (sb->n_waits)
+		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
+	if ((rc = gather_reference(c, sb, req->now_s, err)) || (rc = gather_capacity(store, sb, req, err)))
+		goto out;
+	sb_budgets(req->cfg, sb);
+	if (sb->n_owners)
+		qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
+out:
+	free(days);
 	if (rc) {
 		gl_showback_fini(sb);
 		sb->no_data = no_data;

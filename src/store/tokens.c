@@ -108,10 +108,11 @@ static int64_t opt_time(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
 }
 
-int gl_token_create(PGconn *c, const char *name, const char *role, int64_t expires_s, const char *const *owners,
+int gl_token_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s, const char *const *owners,
 		    size_t n_owners, const char *actor, char token_out[GL_TOKEN_LEN + 1], int64_t *id_out,
 		    struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	unsigned char h[32];
 	char hex[2 + 64 + 1], exp[32], *scopes = NULL, *detail = NULL;
 	cJSON *sj = cJSON_CreateObject(), *dj = cJSON_CreateObject();
@@ -195,8 +196,9 @@ out:
 	return rc;
 }
 
-int gl_token_revoke(PGconn *c, const char *id_or_name, const char *actor, int64_t *id_out, struct gl_err *err)
+int gl_token_revoke(struct gl_store *st, const char *id_or_name, const char *actor, int64_t *id_out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int by_id = *id_or_name != '\0' && strspn(id_or_name, "0123456789") == strlen(id_or_name) &&
 		    strlen(id_or_name) < 19;
@@ -256,8 +258,9 @@ static int fill(PGresult *r, int i, struct gl_token_info *t, struct gl_err *err)
 	return gl_token_scopes_parse(PQgetvalue(r, i, 3), t, err);
 }
 
-int gl_token_list(PGconn *c, struct gl_token_info **out, size_t *n, struct gl_err *err)
+int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	*out = NULL;

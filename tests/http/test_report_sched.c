@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "gl/config.h"
+#include "gl/db.h"
 #include "gl/report_sched.h"
 #include "lib/testlib.h"
 
@@ -455,21 +456,21 @@ static void test_sched_no_data_quiet_other_errors_fail(void **state)
 	c = PQconnectdb(dsn);
 	assert_int_equal(PQstatus(c), CONNECTION_OK);
 
-	assert_int_equal(gl_report_sched_run(c, &cfg, NULL, now, summary, sizeof summary, &err), 0);
+	assert_int_equal(gl_report_sched_run(gl_db_store(c), &cfg, NULL, now, summary, sizeof summary, &err), 0);
 	assert_non_null(strstr(summary, "before any data"));
 	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM report_files"), 0);
 
 	free(cfg.reports_aggregate);
 	cfg.reports_aggregate = strdup("bogus");
 	memset(&err, 0, sizeof err);
-	assert_true(gl_report_sched_run(c, &cfg, NULL, now, summary, sizeof summary, &err) < 0);
+	assert_true(gl_report_sched_run(gl_db_store(c), &cfg, NULL, now, summary, sizeof summary, &err) < 0);
 	assert_non_null(strstr(err.msg, "bogus"));
 	free(cfg.reports_aggregate);
 	cfg.reports_aggregate = strdup("team");
 	free(cfg.reports_share_idle);
 	cfg.reports_share_idle = strdup("nonsense");
 	memset(&err, 0, sizeof err);
-	assert_true(gl_report_sched_run(c, &cfg, NULL, now, summary, sizeof summary, &err) < 0);
+	assert_true(gl_report_sched_run(gl_db_store(c), &cfg, NULL, now, summary, sizeof summary, &err) < 0);
 	assert_non_null(strstr(err.msg, "nonsense"));
 	PQfinish(c);
 	gl_config_fini(&cfg);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "gl/audit.h"
+#include "gl/db.h"
 #include "lib/testlib.h"
 
 #include <pthread.h>
@@ -154,7 +155,7 @@ static void test_concurrent_appenders_never_fork_the_chain(void **state)
 	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log"), 4 * (90 + 50));
 	assert_int_equal(gl_test_qint(d.app, "SELECT count(DISTINCT audit_id) FROM audit_log"), 4 * 140);
 	assert_int_equal(gl_test_qint(d.app, "SELECT max(audit_id) FROM audit_log"), 4 * 140);
-	assert_int_equal(gl_audit_verify(d.app, NULL, 0, &v, &err), 0);
+	assert_int_equal(gl_audit_verify(gl_db_store(d.app), NULL, 0, &v, &err), 0);
 	assert_true(v.ok);
 	assert_int_equal(v.rows, 560);
 	expect_ok(&d, NULL);

@@ -14,6 +14,7 @@
 #include "gl/budget.h"
 #include "gl/config.h"
 #include "gl/costing.h"
+#include "gl/db.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -54,7 +55,7 @@ static int setup(void **state)
 		return -1;
 	g_c = PQconnectdb(g_dsn);
 	if (PQstatus(g_c) != CONNECTION_OK || gl_config_load_buf(&g_cfg, "budget.yaml", yaml, strlen(yaml), &err) ||
-	    gl_costing_load(g_c, &g_cfg, "test", &sum, &err)) {
+	    gl_costing_load(gl_db_store(g_c), &g_cfg, "test", &sum, &err)) {
 		fprintf(stderr, "setup: %s\n", err.msg);
 		return -1;
 	}
@@ -113,7 +114,7 @@ static void test_weekly_pattern_is_forecast_not_extrapolated(void **state)
 	const struct gl_budget_line *v;
 	long long want_spend = 0, want_month = 0, linear;
 	size_t n;
-	assert_int_equal(gl_budget_status(g_c, &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
+	assert_int_equal(gl_budget_status(gl_db_store(g_c), &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
 	assert_int_equal(n, 3);
 	v = line_of(lines, n, "vision");
 	for (long long d = OCT1; d < NOV1; d += 86400) {
@@ -149,7 +150,7 @@ static void test_short_history_is_linear(void **state)
 	struct gl_err err = {0};
 	const struct gl_budget_line *l;
 	size_t n;
-	assert_int_equal(gl_budget_status(g_c, &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
+	assert_int_equal(gl_budget_status(gl_db_store(g_c), &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
 	l = line_of(lines, n, "language");
 	/* 5 days x 10 GPU-hours x 2.50 */
 	assert_int_equal(l->spend_micros, 125000000LL);
@@ -168,7 +169,7 @@ static void test_forecast_short_of_month_end_is_linear(void **state)
 	struct gl_err err = {0};
 	const struct gl_budget_line *l;
 	size_t n;
-	assert_int_equal(gl_budget_status(g_c, &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
+	assert_int_equal(gl_budget_status(gl_db_store(g_c), &g_cfg, OCT1, NOW, lines, 4, &n, &err), 0);
 	l = line_of(lines, n, "speech");
 	/* 14 days of October x 24 GPU-hours x 2.50 */
 	assert_int_equal(l->spend_micros, 840000000LL);
@@ -184,7 +185,7 @@ static void test_closed_month_is_actual(void **state)
 	const struct gl_budget_line *v;
 	long long want = 0;
 	size_t n;
-	assert_int_equal(gl_budget_status(g_c, &g_cfg, SEP1, NOW, lines, 4, &n, &err), 0);
+	assert_int_equal(gl_budget_status(gl_db_store(g_c), &g_cfg, SEP1, NOW, lines, 4, &n, &err), 0);
 	v = line_of(lines, n, "vision");
 	for (long long d = SEP1; d < OCT1; d += 86400)
 		want += weekday(d) < 5 ? DAY_MICROS : 0;

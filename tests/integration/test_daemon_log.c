@@ -12,6 +12,7 @@
 
 #include "gl/config.h"
 #include "gl/daemon.h"
+#include "gl/db.h"
 #include "gl/log.h"
 #include "lib/testlib.h"
 
@@ -22,14 +23,14 @@
 
 static char g_dsn[512];
 
-static int same_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary, size_t n,
+static int same_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary, size_t n,
 		    struct gl_err *err)
 {
 	snprintf(summary, n, "0 days rebuilt");
 	return 0;
 }
 
-static int changing_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+static int changing_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
 	snprintf(summary, n, "%lld rows", (long long)now_s);
@@ -71,7 +72,7 @@ static void test_repeated_summary_once_an_hour(void **state)
 	gl_log_set_level(GL_LOG_INFO);
 	/* two hours and a minute of ticks, a minute apart: 122 runs each */
 	for (int64_t t = 1000000; t <= 1000000 + 7260; t += 60)
-		gl_daemon_tick(c, &cfg, NULL, s, 2, t, NULL);
+		gl_daemon_tick(gl_db_store(c), &cfg, NULL, s, 2, t, NULL);
 	gl_log_set_fd(2);
 	close(fd);
 	log = gl_test_read_file(path, &len);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/db.h"
 #include "gl/ingest.h"
 #include "gl/migrate.h"
 #include "gl/retention.h"
@@ -76,7 +77,7 @@ static void test_ingest_runs_partitioned_with_its_rows(void **state)
 			  "   FROM clusters, (VALUES (1, timestamptz '2025-01-10 08:00Z'), (2, '2025-06-01 00:00Z'),"
 			  "                          (3, '2025-06-30 23:59:59Z'), (4, now())) v(g, ts)"));
 	assert_int_equal(gl_test_qint(c, "SELECT max(run_id) FROM ingest_runs"), 4);
-	assert_int_equal(gl_migrate_run(c, &applied, &err), 0);
+	assert_int_equal(gl_migrate_run(gl_db_store(c), &applied, &err), 0);
 	assert_true(applied >= 1);
 	/* what `gpuledger migrate` does next: the service's role may use it */
 	assert_true(ok(c, "SELECT gl_app_grant('gpuledger')"));
@@ -107,7 +108,7 @@ static void test_ahead(void **state)
 	int64_t now = (int64_t)time(NULL);
 
 	(void)state;
-	assert_int_equal(gl_retention_ahead(c, now, &made, &err), 0);
+	assert_int_equal(gl_retention_ahead(gl_db_store(c), now, &made, &err), 0);
 	assert_true(made >= 2 * GL_RETENTION_AHEAD_DAYS - 2);
 	assert_int_equal(gl_test_qintf(c,
 				       "SELECT count(*) FROM generate_series(0, %d) d"
@@ -120,7 +121,7 @@ static void test_ahead(void **state)
 						" 'YYYY_MM'))::text, '')"),
 				"");
 	/* a second run makes nothing */
-	assert_int_equal(gl_retention_ahead(c, now, &made, &err), 0);
+	assert_int_equal(gl_retention_ahead(gl_db_store(c), now, &made, &err), 0);
 	assert_int_equal(made, 0);
 	PQfinish(c);
 }
@@ -164,7 +165,7 @@ static void test_drop_whole_partitions(void **state)
 	assert_true(months >= 13);
 	seq0 = gl_test_qint(c, "SELECT coalesce(max(audit_id), 0) FROM audit_log");
 
-	assert_int_equal(gl_retention_drop(c, &pol, now, &res, &err), 0);
+	assert_int_equal(gl_retention_drop(gl_db_store(c), &pol, now, &res, &err), 0);
 	/* 2 days x 2 tables, and the ingest_runs months that ended 30 days ago */
 	assert_int_equal(res.dropped, 4 + months);
 	assert_int_equal(res.kept_unbuilt, 2);
@@ -189,13 +190,13 @@ static void test_drop_whole_partitions(void **state)
 	 * nothing past the horizon writes no audit row */
 	assert_true(ok(c, "INSERT INTO usage_daily_built (day) VALUES ((now() - interval '8 days')::date)"));
 	memset(&res, 0, sizeof res);
-	assert_int_equal(gl_retention_drop(c, &pol, now, &res, &err), 0);
+	assert_int_equal(gl_retention_drop(gl_db_store(c), &pol, now, &res, &err), 0);
 	assert_int_equal(res.dropped, 2);
 	assert_int_equal(res.kept_unbuilt, 0);
 	gl_retention_result_fini(&res);
 	seq0 = gl_test_qint(c, "SELECT max(audit_id) FROM audit_log");
 	memset(&res, 0, sizeof res);
-	assert_int_equal(gl_retention_drop(c, &pol, now, &res, &err), 0);
+	assert_int_equal(gl_retention_drop(gl_db_store(c), &pol, now, &res, &err), 0);
 	assert_int_equal(res.dropped, 0);
 	assert_int_equal(gl_test_qint(c, "SELECT max(audit_id) FROM audit_log"), seq0);
 	gl_retention_result_fini(&res);
