@@ -90,6 +90,12 @@ void gl_apijson_dt_fini(struct gl_apijson_dt *d);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
+/* The clusters a central database of shards could not read for this
+ * request (include/gl/shard.h), as `clusters_unread` on root (an empty
+ * array when every shard answered or there are no shards); and the same
+ * names as a malloc'd vector of malloc'd strings (NULL, *n 0 when none). */
+void gl_apijson_add_unread(const struct gl_req *req, cJSON *root);
+char **gl_apijson_unread(const struct gl_req *req, size_t *n);
 /* k: t as RFC 3339 UTC, null for GL_TIME_NONE. */
 void gl_apijson_add_time(cJSON *o, const char *k, int64_t t);
 /* k: [start, end] of w as RFC 3339 UTC strings. */

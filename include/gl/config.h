@@ -227,6 +227,8 @@ struct gl_config {
 	/* inventory / retention */
 	int64_t inventory_absent_grace_s;
 	int64_t retention_raw_days;
+	int64_t retention_usage_days;       /* 0 = kept */
+	int64_t retention_ingest_runs_days; /* 0 = kept */
 	/* sources */
 	struct gl_sacct_source_cfg *sacct;
 	size_t n_sacct;

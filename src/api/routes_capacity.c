@@ -271,6 +271,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 			capacity_csv(resp, agg, rows, nrows);
 	} else {
 		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
+		gl_apijson_add_unread(req, root);
 		if (!(rc = gl_apijson_data_through(req, resp, root, &w)))
 			gl_apijson_put(resp, root);
 		cJSON_Delete(root);

@@ -131,6 +131,7 @@ static const char usage_main[] =
 	"  ingest         one-shot ingest: ingest sacct --cluster NAME --file F\n"
 	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
 	"  rollup         rebuild stale daily aggregates (the daemon does it every minute)\n"
+	"  shard          init|attach|list: a ledger sharded over PostgreSQL servers (docs/scale.md)\n"
 	"  forecast       backtest the demand forecaster on a CSV time series\n"
 	"  report         report showback --month YYYY-MM: monthly showback as CSV, HTML or PDF\n"
 	"  token          create|list|revoke API tokens\n"
@@ -595,6 +596,8 @@ int main(int argc, char **argv)
 		rc = cmd_ingest(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rollup"))
 		rc = gl_cli_rollup(&cfg, argc, argv);
+	else if (!strcmp(cmd, "shard"))
+		rc = gl_cli_shard(&cfg, argc, argv);
 	else if (!strcmp(cmd, "report"))
 		rc = gl_cli_report(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rates"))

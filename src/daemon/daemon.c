@@ -9,6 +9,7 @@
 #include "gl/ledgermetrics.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
+#include "gl/retention.h"
 #include "gl/store.h"
 
 #include <time.h>
@@ -44,6 +45,24 @@ static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const vo
 	int built = 0, rc = gl_acct_build_stale(st, now_s, 31, &built, err);
 	if (!rc)
 		snprintf(summary, n, "%d days rebuilt", built);
+	return rc;
+}
+
+/* Partitions the next days and months write to, then retention: whole
+ * partitions past the configured horizons go (docs/scale.md). */
+static int partitions_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			  size_t n, struct gl_err *err)
+{
+	struct gl_retention_policy pol = {cfg->retention_usage_days, cfg->retention_ingest_runs_days};
+	struct gl_retention_result res = {0};
+	int rc = gl_retention_ahead(st, now_s, &res.made, err);
+	if (!rc)
+		rc = gl_retention_drop(st, &pol, now_s, &res, err);
+	if (!rc)
+		snprintf(summary, n, "%d made ahead, %d dropped (~%lld rows)%s%s; %d past the horizon kept: not rolled up",
+			 res.made, res.dropped, (long long)res.est_rows, res.dropped ? ": " : "",
+			 res.dropped ? gl_strbuf_cstr(&res.names) : "", res.kept_unbuilt);
+	gl_retention_result_fini(&res);
 	return rc;
 }
 
@@ -101,6 +120,8 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		    kube_nodes_run, &cfg->kube_nodes[i]);
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
+	/* time partitions ahead of the writes, retention behind them */
+	add(&arr, &n, &cap, "partitions", "all", 3600, partitions_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */
 	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
 	/* the cache is this process's memory: every instance keeps its own */

@@ -76,8 +76,11 @@ static const char *obs_stop(enum obs_mode m)
 /* The GPU jobs of jb overlapping a run r and started before now ($3), each
  * once: a job over two runs is kept at the first. The end_at tests stay
  * apart from the stop expression so the scans use jobs_window_idx and
- * jobs_running_idx. */
-static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m)
+ * jobs_running_idx. The bounds of all the steps (pa starts, pb ends) are
+ * said again as values of their own: on a central database of shards
+ * (docs/scale.md) a bound taken from the runs CTE stays on the central, so
+ * every shard would send all its jobs. */
+static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const char *pa, const char *pb)
 {
 	const char *a = obs_start(m), *b = obs_stop(m);
 	if (m == OBS_UNSEEN || m == OBS_IMPLAUSIBLE)
@@ -90,6 +93,10 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m)
 				 " jb.gpu_milli > 0 AND jb.start_at < r.b"
 				 " AND (jb.end_at > r.a OR (jb.end_at IS NULL AND %s > r.a))",
 				 m == OBS_FIRM ? b : "to_timestamp($3)");
+	gl_strbuf_printf(sql,
+			 " AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(%s::bigint[]) x))"
+			 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x)) OR jb.end_at IS NULL)",
+			 pb, pa);
 	gl_strbuf_printf(sql,
 			 " AND jb.start_at < to_timestamp($3)"
 			 " AND NOT EXISTS (SELECT 1 FROM runs r2 WHERE r2.a < r.a AND %s < r2.b AND %s > r2.a)",
@@ -122,7 +129,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
 	" FROM runs r"
 	" JOIN jobs jb ON");
-	put_run_jobs_where(sql, m);
+	put_run_jobs_where(sql, m, "$1", "$2");
 	gl_strbuf_puts(sql,
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
@@ -208,7 +215,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 	gl_strbuf_puts(sql, obs_stop(OBS_FIRM));
 	gl_strbuf_puts(sql, " AS stop_at"
 		       " FROM runs r JOIN jobs jb ON");
-	put_run_jobs_where(sql, OBS_FIRM);
+	put_run_jobs_where(sql, OBS_FIRM, "$4", "$5");
 	gl_strbuf_puts(sql,
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.held_micro AS g,"
 		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
@@ -1396,10 +1403,14 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name FROM clusters c"
 			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      " AND (EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2))"
-			      "  OR EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
-			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)))"
+			      /* a subquery per cluster, not a semi-join: on a central
+			       * database of shards (docs/scale.md) a semi-join is
+			       * made on the central, with every job of the window
+			       * sent to it; these ask each shard for one job */
+			      " AND (coalesce((SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2) LIMIT 1), false)"
+			      "  OR coalesce((SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
+			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2) LIMIT 1), false))"
 			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
 			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
 			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
