@@ -41,7 +41,7 @@ enum gl_inf_agg { GL_INF_BY_ENDPOINT = 0, GL_INF_BY_MODEL, GL_INF_BY_JOB_DIM };
 struct gl_inf_cost {
 	int64_t job_pk;
 	const char *dim;          /* the job's value of the aggregate (GL_INF_BY_JOB_DIM) */
-	gl_i128 alloc_ms;         /* milli-GPU-seconds allocated */
+	gl_i128 alloc_us;         /* micro-GPU-seconds allocated (billed) */
 	int64_t alloc_s, unpriced_s, cost_micros;
 	double busy_s, idle_s, observed_s; /* exporter-observed GPU-seconds */
 };

@@ -163,10 +163,10 @@ void gl_inf_add_cost(struct gl_inf *x, size_t step, const struct gl_inf_cost *c)
 	l->c = *c;
 	l->dim = gl_xstrdup(c->dim ? c->dim : "");
 	l->c.dim = NULL;
-	/* jobstats' rule, per job: idle GPU-seconds as milli-GPU-seconds of
+	/* jobstats' rule, per job: idle GPU-seconds as micro-GPU-seconds of
 	 * the line's allocation */
-	l->idle_micros = l->c.observed_s > 0 ? gl_jobstats_part_cost(c->cost_micros, (int64_t)c->alloc_ms,
-								     llround(c->idle_s * 1000.0))
+	l->idle_micros = l->c.observed_s > 0 ? gl_jobstats_part_cost(c->cost_micros, (int64_t)c->alloc_us,
+								     llround(c->idle_s * 1e6))
 					     : 0;
 }
 

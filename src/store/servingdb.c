@@ -753,7 +753,7 @@ static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, c
 				struct gl_inf_cost k = {
 					.job_pk = atoll(l->key[0]),
 					.dim = nd > 1 ? l->key[1] : NULL,
-					.alloc_ms = l->alloc_ms,
+					.alloc_us = l->alloc_us,
 					.alloc_s = l->alloc_s,
 					.unpriced_s = l->unpriced_s,
 					.cost_micros = l->cost_micros,

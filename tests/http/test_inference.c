@@ -107,7 +107,7 @@ static int setup(void **state)
 	if (!mkdtemp(g_dir))
 		return -1;
 	run_ok((const char *[]){"ingest", "kube-nodes", "--cluster", "k1", "--file",
-				"tests/fixtures/conservation/kube_nodes.json", "--at", "2026-10-01T00:00:00Z", NULL});
+				"tests/fixtures/serving/kube_nodes.json", "--at", "2026-10-01T00:00:00Z", NULL});
 	run_ok((const char *[]){"ingest", "kube", "--cluster", "k1", "--file", FX "kube_pods_serving.json", "--at",
 				"2026-10-02T10:00:00Z", NULL});
 	/* chat (vLLM) on chat-0 all day and chat-1 from 04:00, in time order:

@@ -48,7 +48,7 @@ static int setup(void **state)
 		return -1;
 	g_vllm = gl_test_read_file(gl_test_fixture(FX "vllm_aibrix_qwen25_coder.prom"), NULL);
 	if (gl_test_run(g_dsn, NULL, &o, "ingest", "kube-nodes", "--cluster", "k1", "--file",
-			"tests/fixtures/conservation/kube_nodes.json", "--at", "2026-10-01T00:00:00Z", NULL) ||
+			"tests/fixtures/serving/kube_nodes.json", "--at", "2026-10-01T00:00:00Z", NULL) ||
 	    o.status != 0)
 		return -1;
 	gl_test_out_fini(&o);

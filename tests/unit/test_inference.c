@@ -32,7 +32,7 @@ static void usage(struct gl_inf *x, size_t step, int64_t job, const char *ep, co
  * micro-units, 3,600 GPU-s each), serving models a and b of endpoint t */
 static void fill(struct gl_inf *x, enum gl_inf_agg agg)
 {
-	struct gl_inf_cost c = {.job_pk = 7, .dim = "vision", .alloc_ms = 3600000, .alloc_s = 3600,
+	struct gl_inf_cost c = {.job_pk = 7, .dim = "vision", .alloc_us = 3600000000, .alloc_s = 3600,
 				.cost_micros = 1000000};
 	gl_inf_init(x, agg, 2);
 	x->steps[0] = (struct gl_inf_step){.start_s = 0, .end_s = 3600};
@@ -120,7 +120,7 @@ static void test_by_job_dim(void **state)
 static void test_idle_cost(void **state)
 {
 	struct gl_inf x;
-	struct gl_inf_cost c = {.job_pk = 3, .dim = "d", .alloc_ms = 7200000, .alloc_s = 3600, .cost_micros = 1000001,
+	struct gl_inf_cost c = {.job_pk = 3, .dim = "d", .alloc_us = 7200000000, .alloc_s = 3600, .cost_micros = 1000001,
 				.busy_s = 2400, .idle_s = 1200, .observed_s = 3600};
 	const struct gl_inf_group *g;
 	(void)state;
@@ -165,7 +165,7 @@ static void test_many_keys(void **state)
 		snprintf(m, sizeof m, "m%d", j % 7);
 		gl_inf_add_pair(&x, j, ep, m);
 		for (size_t i = 0; i < 3; i++) {
-			struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_ms = 1000, .alloc_s = 1, .cost_micros = j};
+			struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_us = 1000000, .alloc_s = 1, .cost_micros = j};
 			gl_inf_add_cost(&x, i, &c);
 		}
 	}
@@ -193,7 +193,7 @@ static void test_many_keys(void **state)
 	x.steps[0] = (struct gl_inf_step){.start_s = 0, .end_s = 3600};
 	for (int j = 1; j <= 500; j++) {
 		char ep[16], m[16];
-		struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_ms = 1000, .alloc_s = 1, .cost_micros = j};
+		struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_us = 1000000, .alloc_s = 1, .cost_micros = j};
 		snprintf(ep, sizeof ep, "e%d", j);
 		snprintf(m, sizeof m, "m%d", j % 7);
 		gl_inf_add_pair(&x, j, ep, m);

@@ -36,7 +36,7 @@ function ingest(file, pairs, endpoint, pod, at) {
 }
 
 H.gl(dsn, ['migrate']);
-H.gl(dsn, ['ingest', 'kube-nodes', '--cluster', 'k1', '--file', path.join(H.ROOT, 'tests/fixtures/conservation/kube_nodes.json'),
+H.gl(dsn, ['ingest', 'kube-nodes', '--cluster', 'k1', '--file', path.join(H.ROOT, 'tests/fixtures/serving/kube_nodes.json'),
 	'--at', '2026-10-01T00:00:00Z']);
 H.gl(dsn, ['ingest', 'kube', '--cluster', 'k1', '--file', path.join(FX, 'kube_pods_serving.json'), '--at', '2026-10-02T10:00:00Z']);
 const vl = (r, p, g) => [[`vllm:request_success_total{finished_reason="stop",${QWEN}}`, r], [`vllm:prompt_tokens_total{${QWEN}}`, p],
