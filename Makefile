@@ -42,7 +42,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test check-layers test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
+.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
 
 help:
@@ -104,6 +104,7 @@ test: deps check-layers
 	@BUILD=$(BUILD) tests/run.sh all
 
 # the layering rules of docs/ARCHITECTURE.md, and the check itself on planted violations
+.PHONY: check-layers
 check-layers:
 	@scripts/check-layers.sh
 	@tests/scripts/test_check_layers.sh
