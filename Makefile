@@ -37,12 +37,14 @@ INTEG_SRC := $(sort $(wildcard tests/integration/test_*.c))
 INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 HTTP_SRC := $(sort $(wildcard tests/http/test_*.c))
 HTTP_BIN := $(HTTP_SRC:tests/http/%.c=$(BUILD)/tests/http/%)
+HA_SRC := $(sort $(wildcard tests/ha/test_*.c))
+HA_BIN := $(HA_SRC:tests/ha/%.c=$(BUILD)/tests/ha/%)
 TESTLIB_SRC := $(sort $(wildcard tests/lib/*.c))
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
+.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-ha test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
 
 help:
@@ -52,6 +54,7 @@ help:
 	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
 	@echo "make bench      run the benchmarks (never part of make test)"
 	@echo "make test-abuse slowloris, idle sockets, a flood and heavy requests against the daemon, with figures (~2 min; never part of make test)"
+	@echo "make test-ha    several daemons (HA_TRIALS kills), standby reads, failover under load (never part of make test)"
 	@echo "make SANITIZE=address,undefined test   the same under ASan/UBSan"
 	@echo "make test-valgrind [SUITES=all|integration] [TESTS=\"test_x ...\"]   under valgrind memcheck (never part of make test)"
 
@@ -93,13 +96,19 @@ $(BUILD)/tests/http/%: tests/http/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
 
+$(BUILD)/tests/ha/%: tests/ha/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
 
 build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 
+# prometheus: promtool and the server the /metrics tests run (test_metrics_ledger)
 test: deps check-layers
+	@scripts/deps.sh prometheus
 	@$(MAKE) --no-print-directory build-tests
 	@BUILD=$(BUILD) tests/run.sh all
 
@@ -128,6 +137,13 @@ test-valgrind:
 run: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
 	@SIM=$(SIM) scripts/run.sh
+
+# several daemons, read replicas and failover (docs/scale.md; ~6 min, never part of
+# `make test`): failover under load with asynchronous and synchronous replication,
+# and the multi-daemon kill test with HA_TRIALS kills (default 20)
+HA_TRIALS ?= 20
+test-ha: $(BUILD)/gpuledger $(BUILD)/tests/http/test_ha_leases $(BUILD)/tests/http/test_ha_replica $(HA_BIN)
+	@GL_HA_TRIALS=$(HA_TRIALS) BUILD=$(BUILD) tests/run.sh ha
 
 # end to end against a real Slurm 22.05 (root, ~5 min; never part of `make test`)
 test-slurm: $(BUILD)/gpuledger

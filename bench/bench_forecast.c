@@ -14,9 +14,11 @@
  * - Speed: 1,000 synthetic series of two years of hourly history, each with
  *   model selection (gl_forecast_fit, method auto), day-ahead.
  *
- * Usage: bench_forecast [shared-data-dir]   (run from the repo root)
+ * Usage: bench_forecast [shared-data-dir [sep|aug [all|venus,earth,growth,speed]]]
+ *   (run from the repo root; aug: Venus validated on August, trained Apr-Jul)
  * Prints markdown table rows: | figure | ours | baseline / target | ratio |.
  */
+#include "gl/capplan.h"
 #include "gl/forecast.h"
 #include "gl/timeutil.h"
 
@@ -140,11 +142,22 @@ static void venus_hindsight(const double *y, int test0, int tend, double scale, 
 static void venus_clairvoyant(const double *y, const double *lucid, int test0, int tend, double scale,
 			      double dscale);
 
-static void venus(const char *dir)
+/* month: "sep" (the test month) or a validation month, "jun", "jul" or
+ * "aug" (trained on the months before it; no Lucid forecast or hindsight
+ * bounds there). */
+static void venus(const char *dir, const char *month)
 {
 	static double y[MAXH], yp[MAXH], lucid[MAXH];
-	char path[512], a[128], b[128], c[64];
-	int n, np, nl, test0 = (30 + 31 + 30 + 31 + 31) * 24; /* Apr..Aug */
+	char path[512], a[128], b[128], c[64], lab[128];
+	static const char *const mname[] = {"apr", "may", "jun", "jul", "aug", "sep"};
+	static const int mdays[] = {30, 31, 30, 31, 31, 30};
+	int mi = 5, val, n, np, nl, test0 = 0;
+	for (int i = 2; i < 5; i++)
+		if (!strcmp(month, mname[i]))
+			mi = i;
+	val = mi < 5;
+	for (int i = 0; i < mi; i++)
+		test0 += mdays[i] * 24;
 	snprintf(path, sizeof path, "%s/helios-venus-throughput/cluster_throughput.csv", dir);
 	n = read_hourly(path, "submit_gpu_num", y, MAXH);
 	snprintf(path, sizeof path, "%s/helios-venus-throughput/Venus_throughput_pred.csv", dir);
@@ -156,8 +169,8 @@ static void venus(const char *dir)
 	}
 	/* the test period: the Sept rows of the prediction file (they agree
 	 * with the throughput file; checked, not assumed) */
-	int tend = np;
-	for (int t = test0; t < tend; t++)
+	int tend = val ? test0 + mdays[mi] * 24 : np;
+	for (int t = test0; t < tend && !val; t++)
 		if (fabs(y[t] - yp[t]) > 1e-9) {
 			fprintf(stderr, "bench_forecast: Venus files disagree at hour %d\n", t);
 			return;
@@ -186,6 +199,9 @@ static void venus(const char *dir)
 			return;
 		}
 		t_fit += now_s() - t1;
+		if (getenv("GL_BENCH_DEBUG"))
+			fprintf(stderr, "hourly %d %s (baseline %s)\n", nday, gl_forecast_method_name(r.method),
+				gl_forecast_method_name(r.baseline));
 		for (int h = 0; h < 24 && o + h < tend; h++) {
 			double v7[7], v28[28];
 			for (int j = 0; j < 7; j++)
@@ -208,15 +224,19 @@ static void venus(const char *dir)
 	}
 	snprintf(a, sizeof a, "MASE %.3f (MAE %.1f)", ours.sae / ours.n / scale, ours.sae / ours.n);
 	snprintf(b, sizeof b, "median same hour 7 d: %.3f (MAE %.1f); Lucid %.3f; target < 1.15",
-		 base.sae / base.n / scale, base.sae / base.n, luc.sae / luc.n / scale);
+		 base.sae / base.n / scale, base.sae / base.n, val ? NAN : luc.sae / luc.n / scale);
 	snprintf(c, sizeof c, "%.3f of baseline; P(< 1) %.3f, P(<= 0.96) %.3f", ours.sae / base.sae,
 		 boot_p(d_ae, d_bae, nday, 1 - 1e-12), boot_p(d_ae, d_bae, nday, 0.96));
-	row("Venus hourly day-ahead submit GPUs, Sept 2020 (672 h)", a, b, c);
-	snprintf(a, sizeof a, "RMSE %.0f", sqrt(ours.sse / ours.n));
-	snprintf(b, sizeof b, "Lucid %.0f; median 7 d %.0f; target <= Lucid", sqrt(luc.sse / luc.n),
-		 sqrt(base.sse / base.n));
-	snprintf(c, sizeof c, "%.3f of Lucid", sqrt(ours.sse / ours.n) / sqrt(luc.sse / luc.n));
-	row("Venus hourly day-ahead RMSE", a, b, c);
+	snprintf(lab, sizeof lab, "Venus hourly day-ahead submit GPUs, %s 2020 (%d h)", val ? mname[mi] : "Sept",
+		 tend - test0);
+	row(lab, a, b, c);
+	if (!val) {
+		snprintf(a, sizeof a, "RMSE %.0f", sqrt(ours.sse / ours.n));
+		snprintf(b, sizeof b, "Lucid %.0f; median 7 d %.0f; target <= Lucid", sqrt(luc.sse / luc.n),
+			 sqrt(base.sse / base.n));
+		snprintf(c, sizeof c, "%.3f of Lucid", sqrt(ours.sse / ours.n) / sqrt(luc.sse / luc.n));
+		row("Venus hourly day-ahead RMSE", a, b, c);
+	}
 	snprintf(a, sizeof a, "coverage %.1f %%, scaled pinball %.3f", 100 * ours.cover / ours.n,
 		 ours.pin / ours.n / scale);
 	snprintf(b, sizeof b, "same-hour percentiles 28 d: %.1f %%, %.3f; target 78-82 %%, < 0.40",
@@ -253,6 +273,10 @@ static void venus(const char *dir)
 			fprintf(stderr, "bench_forecast: %s\n", err.msg);
 			break;
 		}
+		if (getenv("GL_BENCH_DEBUG"))
+			fprintf(stderr, "daily %d %s (baseline %s; backtest MAE median_day %.0f, median_week %.0f, chosen %.0f)\n",
+				d - d0, gl_forecast_method_name(r.method), gl_forecast_method_name(r.baseline),
+				r.cv_method[GL_FORECAST_MEDIAN_DAY].mae, r.cv_method[GL_FORECAST_MEDIAN_WEEK].mae, r.cv.mae);
 		for (int j = 0; j < 4; j++)
 			v4[j] = yd[d - 7 * (j + 1)];
 		double med = quantile(v4, 4, 0.5);
@@ -266,11 +290,15 @@ static void venus(const char *dir)
 	snprintf(a, sizeof a, "MASE %.3f; 80 %% coverage %.1f %%", dours.sae / dours.n / dscale, 100 * dours.cover / dours.n);
 	snprintf(b, sizeof b, "median same weekday 4 wk: %.3f; Lucid (same-day) %.3f; targets: no worse than the weekday"
 			      " median, coverage 75-85 %%",
-		 dbase.sae / dbase.n / dscale, dluc.sae / dluc.n / dscale);
+		 dbase.sae / dbase.n / dscale, val ? NAN : dluc.sae / dluc.n / dscale);
 	snprintf(c, sizeof c, "%.3f of baseline; P(<= 1) %.3f", dours.sae / dbase.sae, boot_p(dd_ae, dd_bae, nd - d0, 1));
-	row("Venus daily day-ahead submit GPUs, Sept 2020 (28 d)", a, b, c);
+	snprintf(lab, sizeof lab, "Venus daily day-ahead submit GPUs, %s 2020 (%d d)", val ? mname[mi] : "Sept",
+		 nd - d0);
+	row(lab, a, b, c);
 	free(yd);
 	free(ld);
+	if (val)
+		return;
 	venus_hindsight(y, test0, tend, scale, dscale);
 	venus_clairvoyant(y, lucid, test0, tend, scale, dscale);
 }
@@ -884,16 +912,18 @@ static void growth(const char *dir)
 				/* the 50 % saturation week, ours and the baseline's */
 				for (int pass = 0; pass < 2; pass++) {
 					const struct gl_forecast_result *x = pass ? &rb : &r;
-					int k50 = -1;
-					for (int k = 0; k < x->horizon && k50 < 0; k++)
-						if (gl_forecast_prob_above(cap - 1e-9, x->lo95[k], x->lo80[k], x->q50[k], x->hi80[k],
-									   x->hi95[k]) >= 0.5)
-							k50 = k;
+					struct gl_capplan_step st[G_H];
+					long k50;
+					for (int k = 0; k < x->horizon; k++) {
+						gl_capplan_step_fill(&st[k], x, k);
+						st[k].capacity = cap;
+					}
+					k50 = gl_capplan_first_saturated(st, (size_t)x->horizon, 0.5);
 					if (kstar >= 0) {
 						/* days to the crossing week's start: 7 k* */
 						int hit = k50 >= 0 && fabs(7.0 * (k50 - kstar)) <= 0.1 * 7.0 * kstar;
 						if (getenv("GL_BENCH_DEBUG") && !pass)
-							fprintf(stderr, "  %s %s seed %d: true %d, ours %d (%s), baseline %d\n", bases[bi].name,
+							fprintf(stderr, "  %s %s seed %d: true %d, ours %ld (%s), baseline %d\n", bases[bi].name,
 								g_curve_name[kind], s, kstar, k50, gl_forecast_method_name(r.method), -9);
 						if (pass)
 							base_hits += hit;
@@ -901,7 +931,7 @@ static void growth(const char *dir)
 							hits += hit, hits_b[bi] += hit;
 					} else if (k50 >= 0) {
 						if (getenv("GL_BENCH_DEBUG") && !pass)
-							fprintf(stderr, "  false: %s %s seed %d: week %d, %s, q50 %.0f point %.0f lo80 %.0f hi80 %.0f cap %.0f level %.0f\n",
+							fprintf(stderr, "  false: %s %s seed %d: week %ld, %s, q50 %.0f point %.0f lo80 %.0f hi80 %.0f cap %.0f level %.0f\n",
 								bases[bi].name, g_curve_name[kind], s, k50, gl_forecast_method_name(x->method), x->q50[k50],
 								x->point[k50], x->lo80[k50], x->hi80[k50], cap, level);
 						if (pass)
@@ -985,11 +1015,18 @@ static void growth(const char *dir)
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : "../shared/data";
+	const char *month = argc > 2 ? argv[2] : "sep", *only = argc > 3 ? argv[3] : "all";
+	int all = !strcmp(only, "all");
 	printf("| figure | ours | baseline / target | ratio |\n|---|---|---|---|\n");
-	venus(dir);
-	earth();
-	sat_speed();
-	growth(dir);
-	speed();
+	if (all || strstr(only, "venus"))
+		venus(dir, month);
+	if (all || strstr(only, "earth"))
+		earth();
+	if (all)
+		sat_speed();
+	if (all || strstr(only, "growth"))
+		growth(dir);
+	if (all || strstr(only, "speed"))
+		speed();
 	return 0;
 }

@@ -7,6 +7,10 @@
  * and device change, so line lengths and label sets stay those of the real
  * exporter.
  *
+ * The peer is measured in the same run on the same bytes: Prometheus' own
+ * Go parser (bench/go/expfmt), built offline from Debian's golang-go and
+ * golang-github-prometheus-common-dev; without them its row says so.
+ *
  * Usage: bench_promtext [fixture-dir] [gpus] [seconds]   (run from the repo root)
  * Prints markdown table rows.
  */
@@ -97,6 +101,42 @@ static int on_sample_map(void *ctx, const struct gl_promtext_sample *s)
 	return gl_dcgm_scrape_add(ctx, s);
 }
 
+/* Prometheus' Go TextParser on the same scrape: samples/s on one core, or
+ * 0 (with the reason on stderr) when Go or the package is missing. */
+static double go_peer(const struct gl_strbuf *syn, double secs)
+{
+	char dir[] = "/tmp/gl-expfmt-XXXXXX", cmd[1024], file[64];
+	double per_s = 0, t;
+	size_t n;
+	FILE *f;
+	if (!mkdtemp(dir))
+		return 0;
+	snprintf(file, sizeof file, "%s/scrape.prom", dir);
+	snprintf(cmd, sizeof cmd,
+		 "cd bench/go/expfmt && GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=%s/cache go build -o %s/expfmt_bench . "
+		 ">&2",
+		 dir, dir);
+	if (!(f = fopen(file, "w")) || fwrite(syn->p, 1, syn->len, f) != syn->len || fclose(f)) {
+		fprintf(stderr, "bench: cannot write %s\n", file);
+		goto out;
+	}
+	if (system(cmd) != 0) {
+		fprintf(stderr, "bench: the Go peer did not build (apt-get install golang-go "
+				"golang-github-prometheus-common-dev)\n");
+		goto out;
+	}
+	snprintf(cmd, sizeof cmd, "%s/expfmt_bench %s %g", dir, file, secs);
+	if ((f = popen(cmd, "r")) && fscanf(f, "%zu %lf", &n, &t) == 2 && t > 0)
+		per_s = (double)n / t;
+	if (f)
+		pclose(f);
+out:
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench: could not remove %s\n", dir);
+	return per_s;
+}
+
 static void row(const char *what, double per_s, double ref, const char *ref_name)
 {
 	printf("| %s | %.0f samples/s | %.0f samples/s (%s) | %.2fx |\n", what, per_s, ref, ref_name, per_s / ref);
@@ -113,7 +153,7 @@ int main(int argc, char **argv)
 	struct gl_promtext_handler h = {on_sample, NULL, &c};
 	char path[512], *src;
 	size_t len, per_scrape = 0, gpus_seen = 0;
-	double t0, t, best_parse = 1e30, best_map = 1e30;
+	double t0, t, best_parse = 1e30, best_map = 1e30, go;
 	int iters = 0, rc = 1;
 
 	snprintf(path, sizeof path, "%s/datadog_dcgm_fixture_metrics.prom", dir);
@@ -156,7 +196,13 @@ int main(int argc, char **argv)
 	fprintf(stderr, "bench: synthetic scrape %.1f MB, %zu samples, %d GPUs (%zu mapped), sum %g\n",
 		(double)syn.len / 1e6, per_scrape, ngpus, gpus_seen, c.sum);
 	printf("| benchmark | result | reference | ratio |\n|---|---|---|---|\n");
-	row("promtext parser (synthetic, 1 core)", (double)per_scrape / best_parse, 2400000, "Prometheus Go parser");
+	go = go_peer(&syn, secs);
+	if (go > 0)
+		row("promtext parser (synthetic, 1 core)", (double)per_scrape / best_parse, go,
+		    "Prometheus' Go expfmt.TextParser, same bytes, same run");
+	else
+		printf("| promtext parser (synthetic, 1 core) | %.0f samples/s | Go peer not measured (no Go toolchain) | - |\n",
+		       (double)per_scrape / best_parse);
 	row("promtext parser (synthetic, 1 core)", (double)per_scrape / best_parse, 5000000, "target");
 	printf("| promtext parser throughput (synthetic, 1 core) | %.0f MB/s | - | - |\n",
 	       (double)syn.len / 1e6 / best_parse);

@@ -89,7 +89,9 @@ int main(int argc, char **argv)
 	exec_sql(c, "INSERT INTO node_gpu_spans (cluster_id, node, partition, gpu_model, gpus, valid_from, valid_to, source)"
 		    " SELECT 1, 'n' || g, CASE WHEN g % 3 = 0 THEN 'h100' ELSE 'a100' END, CASE WHEN g % 3 = 0 THEN 'h100'"
 		    " ELSE 'a100' END, 8, '2026-09-01', NULL, 'scontrol' FROM generate_series(0, 1249) g");
-	exec_sql(c, "ANALYZE");
+	/* only an owner analyzes a table (as the application role it is skipped with a warning) */
+	if (gl_test_exec_owner(dsn, "ANALYZE") < 0)
+		gl_test_die("ANALYZE as the owner role failed");
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	/* rates and owners as the daemon loads them, then the daily aggregates */
 	if (gl_test_daemon_start(&d, dsn, cost, (const char *[]){"--no-ingest", NULL}))
@@ -103,18 +105,26 @@ int main(int argc, char **argv)
 	}
 	snprintf(out, sizeof out, "%s/bench-report", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
 	mkdir(out, 0755);
+	/* each format twice in a fresh process: the first run after the bulk
+	 * load and the rollup (cold caches: what a month-end after an import
+	 * sees), then again */
 	for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
-		double s, rss;
-		if (run_report(dsn, fmts[i], out, &s, &rss)) {
-			printf("| report showback %s, month of %ld jobs / 10,000 GPUs | failed | %.0f s (target) | - |\n", fmts[i],
-			       jobs, target_s[i]);
-			continue;
+		for (int run = 0; run < 2; run++) {
+			const char *which = run ? "second run" : "first run after the load";
+			double s, rss;
+			if (run_report(dsn, fmts[i], out, &s, &rss)) {
+				printf("| report showback %s, month of %ld jobs / 10,000 GPUs, %s | failed | %.0f s (target) | - "
+				       "|\n",
+				       fmts[i], jobs, which, target_s[i]);
+				continue;
+			}
+			printf("| report showback %s, month of %ld jobs / 10,000 GPUs (wall, fresh process), %s | %.2f s | %.0f s "
+			       "(target) | %.2fx |\n",
+			       fmts[i], jobs, which, s, target_s[i], s / target_s[i]);
+			printf("| report showback %s peak RSS, %s | %.0f MiB | 200 MB (target) | %.2fx |\n", fmts[i], which, rss,
+			       rss * 1.048576 / 200.0);
+			fflush(stdout);
 		}
-		printf("| report showback %s, month of %ld jobs / 10,000 GPUs (wall, fresh process) | %.2f s | %.0f s (target) | %.2fx |\n",
-		       fmts[i], jobs, s, target_s[i], s / target_s[i]);
-		printf("| report showback %s peak RSS | %.0f MiB | 200 MB (target) | %.2fx |\n", fmts[i], rss,
-		       rss * 1.048576 / 200.0);
-		fflush(stdout);
 	}
 	PQfinish(c);
 	return 0;

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		gl_test_die("db");
 	c = PQconnectdb(dsn);
 	t0 = gl_test_now_s();
-	gl_test_synth_jobs(c, jobs, year0, "363 days");
+	gl_test_synth_jobs(c, dsn, jobs, year0, "363 days");
 	fprintf(stderr, "  generated %ld jobs over the year from %s in %.1f s\n", jobs, year0, gl_test_now_s() - t0);
 
 	/* the first start loads the cost model; the year is then rolled up */

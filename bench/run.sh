@@ -19,17 +19,22 @@ pass=$(sed -n 's/^passfile \([^ ]*\) .*/\1/p' <<<"$status")
 export GL_TEST_BIN=$PWD/$BUILD/gpuledger
 export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
 export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
+export GL_TEST_OWNER_DSN="host=$sock port=5432 user=gpuledger_owner passfile=$pass"
 export GL_TEST_TMP=$T
 rows=()
 echo "machine: $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)" >&2
 for b in "$BUILD"/bench/bench_*; do
 	[[ -x $b && $b != *.d ]] || continue
 	[[ $only == "  " || $only == *" $(basename "$b") "* ]] || continue
-	echo "running $(basename "$b") ..." >&2
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	echo "running $(basename "$b") (load average $load) ..." >&2
 	out=$("$b" 2> >(sed 's/^/  /' >&2)) || echo "  $(basename "$b") failed" >&2
 	while IFS= read -r l; do
-		# a benchmark's own header lines are not figures
-		[[ $l == '| '* && $l != '| benchmark |'* && $l != '| figure |'* ]] && rows+=("$l")
+		# a benchmark's own header lines are not figures; every row says
+		# the load average it started under (figures of a shared machine
+		# are read beside it)
+		[[ $l == '| '* && $l != '| benchmark |'* && $l != '| figure |'* ]] &&
+			rows+=("$(sed "s/^| \([^|]*[^ |]\) *|/| \1 [load $load] |/" <<<"$l")")
 	done <<<"$out"
 done
 # the dashboard in headless chromium (bench/web), when the web suite's

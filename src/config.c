@@ -296,10 +296,23 @@ static const struct gl_cfg_key capacity_plan_keys[] = {
 static const struct gl_cfg_key top_keys[] = {
 	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
+	{"database.migrate_dsn", GL_CFG_STR, OFF(db_migrate_dsn), "", 0, 0, 0,
+	 "the schema owner's connection string for migrate, with an external database; empty = database.dsn"
+	 " (GPULEDGER_MIGRATE_DSN overrides)", NULL, 0, 0},
 	{"database.embedded_dir", GL_CFG_STR, OFF(db_embedded_dir), "var", 0, 0, 0,
 	 "directory of the embedded cluster (pg/ data, run/ socket), relative to the working directory", NULL, 0, 0},
 	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
 	 "where initdb, pg_ctl and postgres live", NULL, 0, 0},
+	{"database.read_dsn", GL_CFG_STR, OFF(db_read_dsn), "", 0, 0, 0,
+	 "libpq connection string for read-only routes (hot standbys: several hosts and "
+	 "target_session_attrs=prefer-standby); empty = database.dsn", NULL, 0, 0},
+	{"database.max_replica_lag_s", GL_CFG_INT, OFF(db_max_replica_lag_s), "30", 0, 0, 86400,
+	 "a standby further behind than this (replay lag): the read goes to the primary, as a response header says", NULL,
+	 0, 0},
+	{"server.instance_name", GL_CFG_STR, OFF(instance_name), "", 0, 0, 0,
+	 "this instance's name in /metrics, /v1/ingest/runs and the log; empty = host:pid:start", NULL, 0, 0},
+	{"server.lease_ttl_s", GL_CFG_INT, OFF(lease_ttl_s), "15", 0, 3, 3600,
+	 "a job's lease (at most its interval): an instance that dies holding it gives it up after this long", NULL, 0, 0},
 	{"server.listen", GL_CFG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
 	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256,
 	 "threads that read and answer connections (/healthz, static files, refusals); they never wait on a query", NULL, 0, 0},
@@ -315,6 +328,9 @@ static const struct gl_cfg_key top_keys[] = {
 	 "a windowed request over a longer window is heavy", NULL, 0, 0},
 	{"server.heavy_steps", GL_CFG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
 	 "a windowed request cut into more steps than this is heavy", NULL, 0, 0},
+	{"server.max_answer_lines", GL_CFG_INT, OFF(http_max_answer_lines), "250000", 0, 0, 100000000,
+	 "most lines (steps x groups) one /v1/chargeback answer may hold (0 = no bound); more get 400 naming step", NULL, 0,
+	 0},
 	{"server.statement_timeout_s", GL_CFG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
 	 "longest a statement of an API request may run (503 naming this key when exceeded)", NULL, 0, 0},
 	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
@@ -377,7 +393,7 @@ static const struct gl_cfg_key top_keys[] = {
 	{"reports.formats", GL_CFG_STR, OFF(reports_formats), "csv,html,pdf", 0, 0, 0,
 	 "formats of scheduled reports (comma list)", NULL, 0, 0},
 	{"reports.share_idle", GL_CFG_STR, OFF(reports_share_idle), "none", 0, 0, 0,
-	 "shareIdle of scheduled reports: none, proportional or owner", NULL, 0, 0},
+	 "shareIdle of scheduled reports: " GL_CB_SHARE_NAMES, NULL, 0, 0},
 	{"budgets", GL_CFG_LIST, OFF(budgets), NULL, 0, 0, 0, "monthly budgets per owner", budget_keys,
 	 sizeof(struct gl_budget_cfg), OFF(n_budgets)},
 	{"budget_alerts.thresholds", GL_CFG_STR, OFF(budget_thresholds), "50,75,90,100", 0, 0, 0,
@@ -1171,7 +1187,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
 				cfg->reports_aggregate);
 	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
-		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not none, proportional or owner",
+		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
@@ -1323,5 +1339,15 @@ const char *gl_config_external_dsn(const struct gl_config *cfg)
 		return env;
 	if (cfg->db_dsn && *cfg->db_dsn)
 		return cfg->db_dsn;
+	return NULL;
+}
+
+const char *gl_config_migrate_dsn(const struct gl_config *cfg)
+{
+	const char *env = getenv("GPULEDGER_MIGRATE_DSN");
+	if (env && *env)
+		return env;
+	if (cfg->db_migrate_dsn && *cfg->db_migrate_dsn)
+		return cfg->db_migrate_dsn;
 	return NULL;
 }

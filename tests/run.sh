@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the test suites: unit (cmocka, pure), then integration and http
 # against a throwaway PostgreSQL cluster made by the real `gpuledger db init`.
-# Usage: tests/run.sh all|unit|integration
+# Usage: tests/run.sh all|unit|integration|ha
+#   ha: the several-daemon, standby and failover programs alone (make test-ha:
+#       tests/ha/test_* and the http suite's test_ha_*, GL_HA_TRIALS kills)
 #   VALGRIND=1  under valgrind memcheck (make test-valgrind): each unit test
 #               binary, and in the integration and http suites the real
 #               binary they run (GL_TEST_BIN = tests/tools/valgrind-bin.sh;
@@ -26,10 +28,27 @@ if [[ -n $VG ]]; then
 	export GL_TEST_TIMEOUT_SCALE=${GL_TEST_TIMEOUT_SCALE:-10}
 fi
 
+# The programs a suite must run come from the sources (tests/unit/test_*.c
+# -> $BUILD/tests/unit/test_*): a program that failed to build, or a name in
+# TESTS that no source has, is a failure, never a silent skip.
+expected() { # expected DIR... -> the binaries of DIR/test_*.c (those named in TESTS, if set)
+	local d src t
+	for d in "$@"; do
+		for src in tests/"$d"/test_*.c; do
+			[[ -f $src ]] || continue
+			t=${src##*/}; t=${t%.c}
+			[[ -z ${TESTS:-} || " $TESTS " == *" $t "* ]] && echo "$BUILD/tests/$d/$t"
+		done
+	done
+}
+
 run_suite() { # run_suite BINARY...
 	for t in "$@"; do
-		[[ -x $t ]] || continue
-		[[ -z ${TESTS:-} || " $TESTS " == *" ${t##*/} "* ]] || continue
+		if [[ ! -x $t ]]; then
+			echo "=== $t: missing (did it build? 'make build-tests')"
+			failed=$((failed + 1)); failures+=("$t (missing)")
+			continue
+		fi
 		echo "=== $t"
 		if [[ -n $VG && $t == */unit/* ]]; then
 			out=$(valgrind "${VG_OPTS[@]}" --log-file="$VG_DIR/${t##*/}.%p" "$t" 2>&1); rc=$?
@@ -46,11 +65,20 @@ run_suite() { # run_suite BINARY...
 	done
 }
 
-if [[ $what == all || $what == unit ]]; then
-	run_suite "$BUILD"/tests/unit/test_*
+if [[ -n ${TESTS:-} ]]; then
+	for t in $TESTS; do
+		[[ -f tests/unit/$t.c || -f tests/integration/$t.c || -f tests/http/$t.c ]] && continue
+		echo "=== $t: no such test program (tests/unit, tests/integration, tests/http)"
+		failed=$((failed + 1)); failures+=("$t (no source)")
+	done
 fi
 
-if [[ $what == all || $what == integration ]]; then
+if [[ $what == all || $what == unit ]]; then
+	mapfile -t progs < <(expected unit)
+	run_suite "${progs[@]}"
+fi
+
+if [[ $what == all || $what == integration || $what == ha ]]; then
 	T=$(mktemp -d /tmp/gpuledger-test.XXXXXX)
 	chmod 755 "$T"
 	cleanup() {
@@ -71,9 +99,17 @@ if [[ $what == all || $what == integration ]]; then
 		[[ -n $VG ]] && GL_TEST_BIN=$PWD/tests/tools/valgrind-bin.sh
 		export GL_TEST_ADMIN_DSN="host=$sock port=5432 dbname=postgres user=postgres passfile=$pass"
 		export GL_TEST_APP_DSN="host=$sock port=5432 user=gpuledger passfile=$pass"
+		export GL_TEST_OWNER_DSN="host=$sock port=5432 user=gpuledger_owner passfile=$pass"
 		export GL_TEST_TMP=$T
-		run_suite "$BUILD"/tests/integration/test_* "$BUILD"/tests/http/test_*
+		if [[ $what == ha ]]; then
+			mapfile -t progs < <(expected ha)
+			progs=("$BUILD"/tests/http/test_ha_* "${progs[@]}")
+		else
+			mapfile -t progs < <(expected integration http)
+		fi
+		run_suite "${progs[@]}"
 		for w in tests/web/run.sh; do
+			[[ $what == ha ]] && continue
 			[[ -x $w && -z $VG && -z ${TESTS:-} ]] || continue
 			echo "=== $w"
 			out=$("$w" 2>&1); rc=$?

@@ -31,6 +31,8 @@ struct gl_acct_query {
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
 	size_t n_scope_teams;
 	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
+	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
+					  * (sreport's semantics); it is reported apart either way */
 };
 
 /* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A
@@ -131,6 +133,17 @@ int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int6
  * bucket could otherwise show more busy + idle time than was allocated. */
 #define GL_USAGE_SCALE_SQL(u, a) \
 	"(CASE WHEN " u ".observed_gpu_s > (" a ") THEN (" a ") / " u ".observed_gpu_s ELSE 1 END)"
+
+/* The last moment a source saw the open job j (an alias of jobs) open, NULL
+ * when none did: its own last_seen_at (a snapshot or sacct file that listed
+ * it) or its source's watermark for its cluster (every poll or snapshot
+ * series ingested in full lists every job still open: kube closes the pods
+ * a snapshot no longer lists, sacct -S..-E reports every job running in
+ * its window). Time after it is unobserved (docs/ingest.md). */
+#define GL_JOB_SEEN_SQL(j)                                                                                   \
+	"greatest(" j ".last_seen_at, (SELECT ist.watermark FROM ingest_state ist"                            \
+	" WHERE ist.cluster_id = " j ".cluster_id"                                                            \
+	" AND ist.source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END))"
 
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_acct_dim_sql(const char *dim);

@@ -6,6 +6,7 @@
 #ifndef GL_APIJSON_H
 #define GL_APIJSON_H
 
+#include "gl/ingest.h"
 #include "gl/server.h"
 #include "gl/strbuf.h"
 #include "gl/window.h"
@@ -57,6 +58,34 @@ int gl_apijson_list_has_empty(const char *v, char sep);
  * value escaped (\\, \", \n) as the text format requires. labels: name,
  * value pairs, NULL-terminated (NULL itself: no braces). */
 void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char *const *labels, const char *value);
+
+/* How far the data reaches (gl_ingest_data_through) against the window w
+ * the answer covers, up to now: with root, "data_through" (every cluster,
+ * source and kind of data with its through time and staleness_seconds),
+ * "past_data_through" (those the window reaches past, stopped before
+ * min(w end, now)) and "window_past_data_through"; without (a CSV), the
+ * headers X-Data-Through ("cluster/source/data=time", comma-separated, as
+ * many as fit) and X-Window-Past-Data-Through. A window past it is
+ * answered, flagged, never refused. Returns 0, or the handler's error
+ * return after gl_resp_error. */
+int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
+	GL_MUSTCHECK;
+/* The same for an answer written a piece at a time: loaded before the
+ * first piece (gl_apijson_dt_load: 0, or the handler's error return after
+ * gl_resp_error), then written into the root object being written
+ * (gl_apijson_dt_jsonw) or sent as the headers (gl_apijson_dt_headers).
+ * Ownership: the rows are the struct's; gl_apijson_dt_fini frees them. */
+struct gl_apijson_dt {
+	struct gl_data_through dt;
+	int64_t upto_s, now_s;
+	int past;
+};
+struct gl_jsonw;
+int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl_window *w, struct gl_apijson_dt *d)
+	GL_MUSTCHECK;
+void gl_apijson_dt_jsonw(struct gl_jsonw *w, const struct gl_apijson_dt *d);
+void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d);
+void gl_apijson_dt_fini(struct gl_apijson_dt *d);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);

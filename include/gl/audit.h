@@ -80,8 +80,10 @@ struct gl_audit_head {
 	unsigned char hash[GL_AUDIT_HASH_LEN];
 };
 /* Hands audit_log (partitions, trigger and partition functions, the public
- * schema) to the role gpuledger_audit; the database owner keeps SELECT and
- * INSERT only. c must be a superuser connection. Idempotent. */
+ * schema) to the role gpuledger_audit; the database owner and the roles
+ * granted on the log (the service's) keep SELECT and INSERT only, no role
+ * any privilege on a partition. c must be a superuser connection.
+ * Idempotent. */
 int gl_audit_harden(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* *yes = 1 when gl_audit_harden has been applied. */
 int gl_audit_hardened(struct gl_store *st, int *yes, struct gl_err *err) GL_MUSTCHECK;

@@ -50,6 +50,21 @@ void gl_capacity_settle(struct gl_cap_row *r);
 /* Saturation: allocated / (reported - down - planned_down); -1 when nothing was available. */
 double gl_capacity_saturation(const struct gl_cap_row *r);
 
+/* The one definition of every ratio of GPU time (saturation, wasted share,
+ * utilisation) for every view: part / whole, -1 (no data) when whole is
+ * not positive. Ratios are taken over GPU time with capacity data only;
+ * allocation beyond the inventory (gl_capacity_beyond) is shown beside
+ * them, never inside (a month's saturation of 17,223 % divided one
+ * cluster's allocation by another's capacity). */
+double gl_capacity_ratio(int64_t part, int64_t whole);
+/* Of allocated_s GPU-seconds over a fleet whose capacity data says
+ * available_s (reported less unavailable) and unallocated idle idle_s: the
+ * allocation inside the inventory (available less idle, at most
+ * allocated_s) and beyond it (the rest: clusters without capacity data,
+ * allocation above a cluster's capacity). */
+int64_t gl_capacity_inside(int64_t available_s, int64_t idle_s, int64_t allocated_s);
+int64_t gl_capacity_beyond(int64_t available_s, int64_t idle_s, int64_t allocated_s);
+
 /* Rows for each step x cluster x key (only those with capacity or
  * allocation), ordered by step, cluster, key, settled. cluster may be NULL
  * (all). now_s ends running jobs. */

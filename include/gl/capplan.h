@@ -84,13 +84,27 @@ struct gl_capplan_step {
 	int64_t start_s, end_s;
 	double q[5];      /* demand quantiles .025 .1 .5 .9 .975; q[0] NaN: no interval */
 	double capacity;  /* GPUs available in the step (NaN unknown) */
+	long origins;     /* backtest origins the step's band was scored on (0: none) */
+	int trend;        /* a trend method's forecast (chosen by its backtest) */
 };
+
+/* Step i's quantiles and origins from a demand forecast (capacity and
+ * times are the caller's). */
+void gl_capplan_step_fill(struct gl_capplan_step *s, const struct gl_forecast_result *fc, int i);
 
 /* P(demand >= capacity) of a step; NaN when either is unknown. */
 double gl_capplan_p_saturation(const struct gl_capplan_step *s);
 
 /* The first step whose probability of saturation reaches p (0.5, 0.8), or
- * -1 (none, or unknown before it). */
+ * -1 (none, or unknown before it). A date is given only when the backtest
+ * supports it: the forecast is a trend method's (chosen only where its
+ * backtest beat every level method), or some step from that one to the
+ * first unknown still has P(saturation) >= p with its demand 1.645
+ * standard errors of its median lower (1.2533 sigma / sqrt(origins), sigma
+ * from the 80 % band): p reached with one-sided 95 % confidence in the
+ * level. A level estimated at about capacity from noisy history is no
+ * date (its P hovers about p, now above, now below, from one week of
+ * history to the next); a constant demand above capacity is. */
 long gl_capplan_first_saturated(const struct gl_capplan_step *s, size_t n, double p);
 
 struct gl_capplan_purchase {

@@ -17,7 +17,36 @@
 
 #define GL_CB_MAX_DIMS 4
 
-enum gl_share_idle { GL_SHARE_NONE = 0, GL_SHARE_PROPORTIONAL, GL_SHARE_OWNER };
+/* shareIdle: NONE keeps idle on its own line; PROPORTIONAL shares each
+ * pool's idle (a cluster's, or with gl_cb.share_by_model a cluster's GPU
+ * model's) over the lines that allocated GPU-time in that pool, so idle
+ * never leaves its cluster; OWNER puts dedicated idle on its team's line;
+ * PROPORTIONAL_FLEET pools the whole fleet's idle over every line (the old
+ * rule, asked for by name). */
+enum gl_share_idle { GL_SHARE_NONE = 0, GL_SHARE_PROPORTIONAL, GL_SHARE_OWNER, GL_SHARE_PROPORTIONAL_FLEET };
+
+/* The name of a mode ("none", "proportional", "owner", "proportional_fleet"). */
+const char *gl_cb_share_name(enum gl_share_idle share);
+/* The mode named s (NULL: none; "true" and "weighted" are proportional):
+ * 0, or -GL_EINVAL for a name it does not know. */
+int gl_cb_share_parse(const char *s, enum gl_share_idle *out) GL_MUSTCHECK;
+/* The names gl_cb_share_parse takes, for error messages. */
+#define GL_CB_SHARE_NAMES "none, proportional, proportional_fleet or owner"
+
+/* An idle pool of a step (PROPORTIONAL): its name (cluster, or cluster and
+ * model), its unallocated idle, and the allocation of lines an owner filter
+ * left out (base_ms, which keeps their share of the pool's idle in
+ * __idle__). */
+struct gl_cb_pool {
+	char *name;
+	gl_i128 idle_ms, idle_num, base_ms;
+};
+
+/* A line's allocation in one pool (milli-GPU-seconds). */
+struct gl_cb_part {
+	size_t pool;
+	gl_i128 ms;
+};
 
 struct gl_cb_line {
 	char *key[GL_CB_MAX_DIMS];
@@ -28,6 +57,12 @@ struct gl_cb_line {
 	gl_i128 idle_owner_num;  /* shareIdle=owner: idle cost numerator charged to this line */
 	gl_i128 idle_owner_ms;
 	double busy_s, idle_s, observed_s; /* exporter-observed, job-attributed */
+	/* open jobs' time after the last moment a source saw them (apart from
+	 * the figures above unless the query included it) */
+	gl_i128 unobs_ms, unobs_num;
+	gl_i128 implausible_ms;  /* of unobs_ms: past the jobs' own time limits */
+	struct gl_cb_part *parts;          /* PROPORTIONAL: allocation per idle pool */
+	size_t n_parts, cap_parts;
 	/* results */
 	int64_t alloc_s;
 	int64_t unpriced_s;
@@ -35,6 +70,7 @@ struct gl_cb_line {
 	int64_t idle_share_micros;
 	int64_t idle_share_s;
 	int64_t total_micros;
+	int64_t unobserved_s, unobserved_micros, implausible_s;
 };
 
 struct gl_cb_step {
@@ -52,24 +88,60 @@ struct gl_cb_step {
 	 * line gets the share it has of the whole idle and the rest stays in
 	 * __idle__; 0 = the lines are all there is */
 	gl_i128 share_base_ms;
+	/* PROPORTIONAL: the idle pools (every idle row and every line's
+	 * allocation named by pool); none: the step shares as one pool */
+	struct gl_cb_pool *pools;
+	size_t n_pools, cap_pools;
 	/* totals */
 	int64_t total_alloc_s, total_cost_micros, total_micros, total_s;
+	int64_t unobserved_s, unobserved_micros, implausible_s;
+	size_t implausible_lines;
 };
 
 struct gl_cb {
 	size_t n_dims;
 	enum gl_share_idle share;
+	int share_by_model;              /* PROPORTIONAL: a pool per cluster and GPU model */
 	struct gl_cb_step *steps;
 	size_t n_steps;
 	int64_t total_alloc_s, total_cost_micros, total_idle_micros, total_idle_s, total_micros, total_s;
+	int64_t unobserved_s, unobserved_micros, implausible_s;
+	size_t implausible_lines;
+	/* the most lines (over all steps) an answer may hold; 0 = no bound.
+	 * What one answer costs in memory is its lines and the query rows
+	 * behind them (docs/security.md, "Heavy requests"). */
+	size_t max_lines;
 };
 
 void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);
 void gl_cb_fini(struct gl_cb *cb);
+/* The lines of every step. */
+size_t gl_cb_n_lines(const struct gl_cb *cb);
 /* Appends a line to step i; keys are copied. */
 struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys);
+/* The pool of step i named name, made when new. */
+size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name);
+/* Adds ms of line l's allocation to pool. */
+void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 ms);
 /* Rounds, shares and totals every step. */
 int gl_cb_finish(struct gl_cb *cb) GL_MUSTCHECK;
+
+/* The money every view of a finished cb shows (gl_money_shown_rows, the
+ * rule the showback report shows its owners by): the total rounded once,
+ * each step's total its shown part of that, and in each step the lines
+ * (named by their keys joined with '/') and __idle__ the shown parts of
+ * the step's, each line's cost and idle share the parts of its total. So
+ * the lines add up to the total shown in every format, and an owner shows
+ * the same cents in /v1/chargeback and the report of the same month.
+ * Ownership: gl_cb_shown_fini() frees the arrays. */
+struct gl_cb_shown {
+	int64_t total;
+	int64_t *step_total, *idle;        /* per step */
+	int64_t **cost, **share, **line;   /* per step, per line */
+	size_t n_steps;
+};
+void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *out);
+void gl_cb_shown_fini(struct gl_cb_shown *s);
 
 /* The steps whose capacity (hence idle) is known. */
 size_t gl_cb_capacity_steps(const struct gl_cb *cb);

@@ -158,10 +158,15 @@ struct gl_config {
 	char *path;          /* the file it came from, or "(defaults)" */
 	/* database */
 	char *db_dsn;        /* "" -> embedded cluster */
+	char *db_migrate_dsn; /* "" -> migrations run through db_dsn */
 	char *db_embedded_dir;
 	char *db_pg_bindir;
+	char *db_read_dsn;             /* "" = reads go to db_dsn too (docs/scale.md "Read replicas") */
+	int64_t db_max_replica_lag_s;  /* a standby further behind: the read goes to the primary */
 	/* server */
 	char *listen;
+	char *instance_name;           /* "" = host:pid:start (docs/scale.md "Several daemons") */
+	int64_t lease_ttl_s;
 	int64_t http_threads;          /* libmicrohttpd's I/O threads (docs/security.md "Connections") */
 	int64_t http_workers;          /* the main pool */
 	int64_t http_heavy_workers;    /* the heavy pool and its bounds ("Heavy requests") */
@@ -169,6 +174,7 @@ struct gl_config {
 	int64_t http_heavy_per_token;
 	int64_t http_heavy_window_days;
 	int64_t http_heavy_steps;
+	int64_t http_max_answer_lines; /* a bound on an answer's lines, so on its memory */
 	int64_t http_statement_timeout_s;
 	int64_t http_conn_timeout_s;   /* inactivity */
 	int64_t http_header_timeout_s; /* deadlines: activity does not extend them */
@@ -283,6 +289,9 @@ void gl_config_fini(struct gl_config *cfg);
 
 /* Effective DSN: GPULEDGER_DSN env, else database.dsn, else NULL (embedded). */
 const char *gl_config_external_dsn(const struct gl_config *cfg);
+/* The schema owner's DSN for migrations: GPULEDGER_MIGRATE_DSN env, else
+ * database.migrate_dsn, else NULL (migrations through the DSN above). */
+const char *gl_config_migrate_dsn(const struct gl_config *cfg);
 /* Pure: server.listen "ADDR:PORT" ("[v6]:PORT", "localhost:PORT"; port
  * 0..65535) into a socket address; -GL_ECONFIG otherwise. Run on the file's
  * value at load, so check-config refuses what serve would. */

@@ -69,5 +69,17 @@ int64_t gl_money_round(int64_t micros, int minor);
  * is not within the floors' sum and that plus n units. */
 int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
 			 int64_t *out) GL_MUSTCHECK;
+/* A table's shown money, the one rule of every view (API JSON and CSV, the
+ * dashboard, the showback report's CSV, HTML and PDF): n rows, each an
+ * exact cost[i] + share[i] (micro-units), and a last row left (idle not
+ * shared out, named "__idle__" for the ties), whose sum is shown as
+ * shown_total. Down the table, the rows' totals and left are the shown
+ * parts of shown_total (gl_money_shown_parts, ties by name[i]); along each
+ * row, its cost and share are the shown parts of its total (ties: the cost
+ * first). out_total, out_cost, out_share: n each; *out_left. A table that
+ * does not reconcile (-GL_EINVAL) is shown line by line, each rounded alone. */
+int gl_money_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t *share, const char *const *name,
+			size_t n, int64_t left, int minor, int64_t *out_total, int64_t *out_cost, int64_t *out_share,
+			int64_t *out_left);
 
 #endif

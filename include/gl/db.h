@@ -40,7 +40,11 @@ static inline struct gl_store *gl_db_store(PGconn *c)
 
 #define GL_DB_EMBEDDED_PORT 5432 /* only names the socket file: TCP is off */
 #define GL_DB_NAME "gpuledger"
+/* The application role: what serve, ingest, hook, report, token ... connect
+ * as; it owns nothing (docs/security.md, "Two roles"). */
 #define GL_DB_ROLE "gpuledger"
+/* The owner role: owns the database and the schema, runs the migrations. */
+#define GL_DB_OWNER "gpuledger_owner"
 /* Run as root, the cluster runs as this OS user (initdb refuses root). */
 #define GL_DB_OS_USER "postgres"
 #define GL_DB_SUPERUSER "postgres"
@@ -59,13 +63,18 @@ int gl_db_paths(const struct gl_config *cfg, struct gl_db_paths *p, struct gl_er
 /* The DSN to use: external if configured, else the embedded socket as the
  * application role with its passfile. */
 int gl_db_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
+/* The DSN migrations run through: the embedded socket as the owner role;
+ * with an external database the migrate DSN (GPULEDGER_MIGRATE_DSN,
+ * database.migrate_dsn), else the DSN itself. A migrate DSN without an
+ * external DSN is -GL_ECONFIG: the embedded cluster has its owner role. */
+int gl_db_owner_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 /* Embedded cluster control (docs/security.md, "The embedded cluster").
  * init is idempotent (an initialised cluster is left alone): initdb with
  * scram-sha-256 for every local connection and generated passwords in
- * p->passfile. start also creates the application role (LOGIN, not a
- * superuser) and its database when missing, sets the role's password
- * from the passfile, makes base and the socket directory 0700 for the
+ * p->passfile. start also creates the owner and application roles (LOGIN,
+ * not superusers) and the database, owned by the owner role, when
+ * missing, sets the roles' passwords from the passfile, makes base and the socket directory 0700 for the
  * cluster's OS user, and upgrades a cluster made with trust (older
  * gpuledger): passwords generated, pg_hba.conf rewritten, reloaded. */
 int gl_db_init(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
@@ -73,6 +82,15 @@ int gl_db_start(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_stop(const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 /* *running = 1 when the server answers on its socket. */
 int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) GL_MUSTCHECK;
+
+/* Embedded cluster only, through the superuser: the owner and application
+ * roles exist with the passfile's passwords (a passfile from before the
+ * owner role gets its line), and the owner role, not the application
+ * role, owns the database and everything in it. A database an older
+ * gpuledger made (owned by the application role) is handed over with
+ * REASSIGN OWNED (*converted = 1, a WARN line); the application role's
+ * privileges are then gl_app_grant's (migrate). Idempotent. */
+int gl_db_owner_takeover(const struct gl_config *cfg, int *converted, struct gl_err *err) GL_MUSTCHECK;
 
 /* A CLI command (not the daemon) calls this once, before any connection:
  * every connection made afterwards through gl_db_connect*() registers
@@ -82,14 +100,17 @@ int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) 
 void gl_db_cancel_on_stop(void);
 
 int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
+/* The same through gl_db_owner_dsn (migrations). */
+int gl_db_connect_owner(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 /* The cluster superuser on the embedded cluster's gpuledger database;
  * -GL_ECONFIG with an external DSN (we hold no superuser there). */
 int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
-/* PQreset, then the session settings gl_db_connect_dsn makes (time zone
- * UTC, no JIT, work_mem): 0, or -GL_EDB when the server cannot be reached.
- * Settings of the caller's own (a statement_timeout) are gone too. */
-int gl_db_reset(PGconn *c) GL_MUSTCHECK;
+/* PQreset, then the session settings every connection gets (a reset is a
+ * new backend without them). With a DSN listing several hosts and
+ * target_session_attrs=read-write, the reset finds the promoted standby
+ * after a failover. */
+int gl_db_reset(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
 /* SET statement_timeout for the session (0 = none). */
 int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MUSTCHECK;
 /* The SQLSTATE of the calling thread's last failed statement ("" when
@@ -97,9 +118,17 @@ int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MU
  * cancel). */
 const char *gl_db_last_sqlstate(void);
 void gl_db_clear_sqlstate(void);
+/* The daemon's sessions (call once at start, before any thread connects):
+ * every connection made or reset from then on sets gpuledger.instance
+ * (ingest_runs.instance, sql/055) and idle_in_transaction_session_timeout
+ * to idle_in_txn_timeout_s (0 = none). */
+void gl_db_set_session(const char *instance, int64_t idle_in_txn_timeout_s);
+/* The SQLSTATE of a commit refused by sql/055's fence (another instance
+ * holds the lease): gl_db_sqlstate_code maps it to GL_EBUSY. */
+#define GL_DB_SQLSTATE_FENCED "GLF01"
 /* GL_EDB for a SQLSTATE that says the database is unavailable now (none at
- * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EINTERNAL
- * for any other failed statement. */
+ * all, classes 08 53 57 40 58, 55P03): a retry may succeed. GL_EBUSY for
+ * GL_DB_SQLSTATE_FENCED. GL_EINTERNAL for any other failed statement. */
 int gl_db_sqlstate_code(const char *state);
 
 /* Runs a statement without parameters (DDL, BEGIN/COMMIT). */

@@ -33,6 +33,12 @@ void gl_health_metrics(struct gl_strbuf *out);
  * report (no audit.anchor_file). */
 void gl_health_anchor_report(int state, int64_t at_s);
 void gl_health_anchor_publish_failed(void);
+/* Several instances (docs/scale.md): this process's name, and for each
+ * leased job whether it runs here and which instance holds it. Metrics:
+ * gpuledger_instance_info{instance}, gpuledger_lease_held{lease},
+ * gpuledger_lease_holder_info{lease,instance}. */
+void gl_health_instance(const char *instance);
+void gl_health_lease(const char *lease, int held, const char *holder_instance);
 
 /* Number of entries whose last report failed. */
 size_t gl_health_failing(void);

@@ -61,6 +61,7 @@ struct gl_ingest_run_row {
 	int64_t lines_read, inserted, updated, unchanged, skipped, ignored;
 	char *skip_reasons;                      /* a JSON array, as stored */
 	char *error;                             /* NULL when none */
+	char *instance;                          /* the daemon instance that ran it; NULL: a one-shot command */
 };
 /* The last run of each source and cluster (for /metrics), with the
  * source's watermark (GL_TIME_NONE when none). */
@@ -87,5 +88,25 @@ void gl_ingest_list_fini(struct gl_ingest_list *l);
 int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm_s, struct gl_err *err) GL_MUSTCHECK;
 /* Sets it (inside the batch transaction). */
 int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64_t wm_s, struct gl_err *err) GL_MUSTCHECK;
+/* Records that (source, cluster)'s data reaches at_s (a saved file's
+ * capture time), moving no watermark; never moves it back. */
+int gl_ingest_observed_set(PGconn *c, const char *source, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
+
+/* How far each source's data reaches per cluster (docs/ingest.md,
+ * "Observed time"): data is "jobs" (sacct, kube pods), "usage" (dcgm) or
+ * "inventory" (scontrol or kube node snapshots), through_s the last moment
+ * it observed. Sorted by cluster, data, source. Ownership: the rows and
+ * their strings are the list's; gl_data_through_fini frees them. */
+struct gl_data_through_row {
+	char *cluster, *source, *data;
+	int64_t through_s;
+};
+struct gl_data_through {
+	struct gl_data_through_row *rows;
+	size_t n;
+	char *text;
+};
+int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err) GL_MUSTCHECK;
+void gl_data_through_fini(struct gl_data_through *dt);
 
 #endif

@@ -42,6 +42,9 @@ struct gl_inventory_state {
 struct gl_inventory_node {
 	int64_t n;
 	char *cluster, *node, *partitions, *state; /* state: the sampled state now, NULL when none */
+	/* the last scheduler snapshot that listed the node, and when its state
+	 * began (GL_TIME_NONE: none) */
+	int64_t last_seen_s, state_since_s;
 	struct gl_inventory_span *spans;   /* into the inventory's spans */
 	size_t n_spans;
 	struct gl_inventory_state *states; /* into the inventory's states */

@@ -34,6 +34,11 @@ struct gl_joblist_row {
 	int64_t gpu_seconds, cost_micros;
 	double busy_gpu_s, idle_gpu_s;
 	int gpu_seconds_null, cost_micros_null, busy_gpu_s_null, idle_gpu_s_null;
+	/* an open job: the last time a source saw it open (GL_TIME_NONE: ended,
+	 * or never seen after its start) and, windowed, the GPU-seconds of the
+	 * window after it up to now, which gpu_seconds and cost leave out */
+	int64_t seen_s, unobserved_gpu_seconds;
+	int unobserved_gpu_seconds_null;
 };
 
 struct gl_joblist {

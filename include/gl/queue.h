@@ -25,7 +25,9 @@ struct gl_queue_wait {
 /* Jobs queued now (a pending array row counts for all its tasks). */
 struct gl_queue_pending {
 	char *key;
-	int64_t jobs, gpu_milli, longest_wait_s;
+	int64_t jobs, gpu_milli;
+	int64_t longest_wait_s;   /* up to the last time a source saw the job pending */
+	int64_t unobserved_s;     /* the longest time since then, to now: not known to be waiting */
 	int lower_bound;  /* an array's task list was cut short: at least these */
 };
 

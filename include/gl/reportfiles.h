@@ -1,6 +1,7 @@
 /* gpuledger — the recorded monthly report sets (report_files): what GET
  * /v1/reports lists, what the recorder compares a new set with, and the
- * recording itself (the rows and their audit row in one transaction).
+ * recording itself (the rows and their audit row in one transaction), and
+ * one file by its id for GET /v1/reports/{id}.
  *
  * Ownership: list/latest fill a caller-owned struct gl_reportfiles that
  * gl_reportfiles_fini() empties (also after a failure). Strings passed in
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 struct gl_reportfile_row {
+	int64_t id;         /* report_files.file_id: GET /v1/reports/{id} */
 	char *month, *aggregate, *share_idle, *format, *name, *sha256, *trigger;
 	char *changed;      /* the tables that changed, comma-separated ("" for none) */
 	char *generated_at; /* RFC 3339 UTC */
@@ -67,5 +69,16 @@ int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfile_set *s
  * written to files by the command). */
 int gl_reportfiles_audit(struct gl_store *st, const char *actor, const char *month, const char *detail,
 			 struct gl_err *err) GL_MUSTCHECK;
+
+/* One recorded file (no pointers). */
+struct gl_reportfile {
+	char name[256];   /* file name under reports.dir */
+	char sha256[65];  /* of the bytes as recorded */
+	char format[8];   /* csv | html | pdf */
+	int64_t bytes;
+};
+
+/* The file recorded as id: 0 and *f, or -GL_ENOTFOUND when there is none. */
+int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfile *f, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

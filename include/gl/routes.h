@@ -28,6 +28,8 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_reports.c */
 int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp);
 int gl_route_reports(struct gl_req *req, struct gl_resp *resp);
+/* GET /v1/reports/{id}: one recorded file, its sha256 the ETag */
+int gl_route_report_file(struct gl_req *req, struct gl_resp *resp);
 int gl_route_budgets(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_hook.c */
 int gl_route_idle_candidates(struct gl_req *req, struct gl_resp *resp);

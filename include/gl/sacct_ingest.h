@@ -23,6 +23,9 @@ struct gl_sacct_ingest_opts {
 	int64_t max_skip_reasons;
 	int64_t watermark_s;       /* GL_TIME_NONE: leave the watermark alone */
 	const char *source;        /* ingest_state/ingest_runs source name, default "sacct" */
+	int64_t seen_s;            /* when the input was captured (a saved file's --at or mtime): the
+				    * jobs it shows open were seen open then; 0: none (a poll, whose
+				    * watermark says it for every open job) */
 };
 
 struct gl_sacct_ingest;

@@ -41,6 +41,17 @@ struct gl_req {
 	int64_t now_s;            /* request time: handlers never read the clock themselves */
 	const struct gl_auth *auth; /* NULL on public routes */
 	int scope_applied;        /* set by the owner-scope helpers below */
+	const struct gl_route *route; /* set just before the handler runs */
+	/* Where gl_req_db got the data of a route that may read from a
+	 * standby (database.read_dsn; docs/scale.md, "Read replicas"): set by
+	 * its first call, which the later ones of the request follow. */
+	struct {
+		int set;
+		int standby;          /* answered by a hot standby */
+		double lag_s;         /* its replay lag (0 on the primary) */
+		double data_through_s; /* every commit up to this time is in the answer */
+		char fallback[160];   /* why the primary answered instead ("" = it did not) */
+	} read;
 };
 
 /* A body made piece by piece while it is sent, for answers too large to
@@ -62,9 +73,10 @@ struct gl_resp {
 	const char *content_type; /* static string */
 	struct gl_strbuf body;
 	struct gl_resp_stream stream; /* next != NULL: the body is made by it, not taken from body */
-	const char *extra_headers[8][2];
+	const char *extra_headers[12][2];
 	char header_buf[64];      /* room for one header value made per request (e.g. a cursor) */
 	char header_num[4][24];   /* numbers sent as header values (gl_apijson_add_header_num) */
+	char header_text[640];    /* one longer header value made per request (X-Data-Through) */
 	/* error details, set with gl_resp_error() */
 	const char *err_code;
 	char err_param[64];
@@ -73,7 +85,13 @@ struct gl_resp {
 
 /* Query parameter or NULL. */
 const char *gl_req_param(const struct gl_req *req, const char *name);
-/* The calling thread's database connection (opened lazily, reconnected when broken). */
+/* The calling thread's database connection (opened lazily, reconnected
+ * when broken). On a route flagged replica_ok, with database.read_dsn
+ * set, a connection to the read DSN when the server there is a primary or
+ * a standby no further behind than database.max_replica_lag_s; else (too
+ * far behind, unreachable) the primary's, and req->read says why. The
+ * server adds where the answer came from to the response (headers, and a
+ * "freshness" object in a JSON object body). */
 int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
 /* The same session as a store handle (include/gl/store.h), what handlers
  * pass to src/store/: they never name libpq. */
@@ -138,6 +156,10 @@ struct gl_route {
 	 * heavy ones in the heavy pool, windowed ones there when their window
 	 * and step make them heavy, the rest in the main pool. */
 	enum gl_route_class cls;
+	/* 1 when the handler only reads (through gl_req_db), so a hot
+	 * standby may answer it (database.read_dsn). Audit rows still go to
+	 * the primary (the audit writer's own connection). */
+	int replica_ok;
 };
 
 struct gl_server_opts {

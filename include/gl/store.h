@@ -26,9 +26,13 @@ void gl_store_close(struct gl_store *st);
 
 /* 0 when the database answers a trivial statement. */
 int gl_store_ping(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
-/* Reconnects a session whose connection broke (a restarted server): a
- * long-lived session calls it before each unit of work. */
-void gl_store_revive(struct gl_store *st);
+/* Reconnects a session whose connection broke (a restarted server, a
+ * failover): a long-lived session calls it before each unit of work. 0
+ * when the session is up (again, with its settings: gl_db_reset), else
+ * -GL_EDB with err set. */
+int gl_store_revive(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
+/* 1 while the session's connection is up. */
+int gl_store_up(struct gl_store *st);
 /* Rolls back the transaction a failed unit of work left open (a cancel
  * lands anywhere): 1 when there was one, 0 when none; negative (err set)
  * when the rollback failed. */

@@ -2,6 +2,7 @@
 #include "gl/apijson.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
+#include "gl/ingest.h"
 #include "gl/jsonw.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
@@ -254,4 +255,123 @@ int gl_apijson_list_has_empty(const char *v, char sep)
 		if (v[i] == sep && v[i - 1] == sep)
 			return 1;
 	return 0;
+}
+
+/* One data_through entry as JSON. */
+static cJSON *through_json(const struct gl_data_through_row *r, int64_t now_s)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "cluster", r->cluster);
+	cJSON_AddStringToObject(o, "source", r->source);
+	cJSON_AddStringToObject(o, "data", r->data);
+	gl_apijson_add_time(o, "through", r->through_s);
+	cJSON_AddNumberToObject(o, "staleness_seconds", (double)(now_s > r->through_s ? now_s - r->through_s : 0));
+	return o;
+}
+
+/* "cluster/source/data=time" entries, comma-separated, as many as fit. */
+static void through_header(struct gl_resp *resp, const struct gl_data_through *dt)
+{
+	size_t len = 0;
+	resp->header_text[0] = '\0';
+	for (size_t i = 0; i < dt->n; i++) {
+		char t[32], one[256];
+		int n;
+		gl_time_format(dt->rows[i].through_s, t, sizeof t);
+		n = snprintf(one, sizeof one, "%s%s/%s/%s=%s", len ? ", " : "", dt->rows[i].cluster, dt->rows[i].source,
+			     dt->rows[i].data, t);
+		if (n < 0 || (size_t)n >= sizeof one || len + (size_t)n >= sizeof resp->header_text)
+			break;
+		memcpy(resp->header_text + len, one, (size_t)n + 1);
+		len += (size_t)n;
+	}
+	gl_apijson_add_header(resp, "X-Data-Through", resp->header_text);
+}
+
+int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
+{
+	struct gl_data_through dt;
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int64_t upto = w->end_s < req->now_s ? w->end_s : req->now_s;
+	int rc, past = 0;
+	cJSON *all = NULL, *pastl = NULL;
+
+	memset(&dt, 0, sizeof dt);
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_data_through(st, &dt, &err))) {
+		rc = gl_resp_error(resp, rc, NULL, "data_through: %s", err.msg);
+		goto out;
+	}
+	if (root) {
+		all = cJSON_AddArrayToObject(root, "data_through");
+		pastl = cJSON_AddArrayToObject(root, "past_data_through");
+	}
+	for (size_t i = 0; i < dt.n; i++) {
+		int p = dt.rows[i].through_s < upto;
+		past |= p;
+		if (all)
+			cJSON_AddItemToArray(all, through_json(&dt.rows[i], req->now_s));
+		if (pastl && p)
+			cJSON_AddItemToArray(pastl, through_json(&dt.rows[i], req->now_s));
+	}
+	if (root) {
+		cJSON_AddBoolToObject(root, "window_past_data_through", past);
+	} else {
+		through_header(resp, &dt);
+		gl_apijson_add_header(resp, "X-Window-Past-Data-Through", past ? "true" : "false");
+	}
+out:
+	gl_data_through_fini(&dt);
+	return rc;
+}
+
+int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl_window *w, struct gl_apijson_dt *d)
+{
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int rc;
+	memset(d, 0, sizeof *d);
+	d->now_s = req->now_s;
+	d->upto_s = w->end_s < req->now_s ? w->end_s : req->now_s;
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_data_through(st, &d->dt, &err)))
+		return gl_resp_error(resp, rc, NULL, "data_through: %s", err.msg);
+	for (size_t i = 0; i < d->dt.n; i++)
+		d->past |= d->dt.rows[i].through_s < d->upto_s;
+	return 0;
+}
+
+static void through_jsonw(struct gl_jsonw *w, const struct gl_data_through_row *r, int64_t now_s)
+{
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "cluster", r->cluster);
+	gl_jsonw_str(w, "source", r->source);
+	gl_jsonw_str(w, "data", r->data);
+	gl_jsonw_time(w, "through", r->through_s);
+	gl_jsonw_i64(w, "staleness_seconds", now_s > r->through_s ? now_s - r->through_s : 0);
+	gl_jsonw_end(w);
+}
+
+void gl_apijson_dt_jsonw(struct gl_jsonw *w, const struct gl_apijson_dt *d)
+{
+	gl_jsonw_array(w, "data_through");
+	for (size_t i = 0; i < d->dt.n; i++)
+		through_jsonw(w, &d->dt.rows[i], d->now_s);
+	gl_jsonw_end(w);
+	gl_jsonw_array(w, "past_data_through");
+	for (size_t i = 0; i < d->dt.n; i++)
+		if (d->dt.rows[i].through_s < d->upto_s)
+			through_jsonw(w, &d->dt.rows[i], d->now_s);
+	gl_jsonw_end(w);
+	gl_jsonw_bool(w, "window_past_data_through", d->past);
+}
+
+void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d)
+{
+	through_header(resp, &d->dt);
+	gl_apijson_add_header(resp, "X-Window-Past-Data-Through", d->past ? "true" : "false");
+}
+
+void gl_apijson_dt_fini(struct gl_apijson_dt *d)
+{
+	gl_data_through_fini(&d->dt);
 }

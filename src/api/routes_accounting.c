@@ -28,7 +28,9 @@ struct acct_params {
 	struct gl_filter filter;
 	int have_filter;
 	enum gl_share_idle share;
+	int share_by_model; /* shareIdleBy=model */
 	int csv;
+	int unobserved_include;
 };
 
 static void params_fini(struct acct_params *p)
@@ -42,7 +44,8 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 {
 	const char *st = gl_req_param(req, "step"), *agg = gl_req_param(req, "aggregate"),
 		   *flt = gl_req_param(req, "filter"), *sh = gl_req_param(req, "shareIdle"),
-		   *fmt = gl_req_param(req, "format");
+		   *fmt = gl_req_param(req, "format"), *unobs = gl_req_param(req, "unobserved"),
+		   *by = gl_req_param(req, "shareIdleBy");
 	struct gl_err e = {0};
 	char *save = NULL;
 	int rc;
@@ -85,19 +88,21 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 			return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
 		p->have_filter = 1;
 	}
-	if (!sh || !strcmp(sh, "none") || !strcmp(sh, "false"))
-		p->share = GL_SHARE_NONE;
-	else if (!strcmp(sh, "proportional") || !strcmp(sh, "true") || !strcmp(sh, "weighted"))
-		p->share = GL_SHARE_PROPORTIONAL;
-	else if (!strcmp(sh, "owner")) {
-		if (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0)
-			return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
-		p->share = GL_SHARE_OWNER;
-	} else
-		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not none, proportional or owner", sh);
+	if (gl_cb_share_parse(sh, &p->share))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, sh);
+	if (p->share == GL_SHARE_OWNER && (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
+	if (by && strcmp(by, "cluster") && strcmp(by, "model"))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdleBy", "shareIdleBy: '%s' is not cluster or model", by);
+	if (by && p->share != GL_SHARE_PROPORTIONAL)
+		return gl_resp_error(resp, GL_EINVAL, "shareIdleBy", "shareIdleBy: needs shareIdle=proportional");
+	p->share_by_model = by && !strcmp(by, "model");
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
 	p->csv = fmt && !strcmp(fmt, "csv");
+	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))
+		return gl_resp_error(resp, GL_EINVAL, "unobserved", "unobserved: '%s' is not exclude or include", unobs);
+	p->unobserved_include = unobs && !strcmp(unobs, "include");
 	return 0;
 }
 
@@ -146,8 +151,10 @@ static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const str
 struct cb_out {
 	struct acct_params p;
 	struct gl_cb cb;
+	struct gl_cb_shown shown; /* the money every view shows */
 	struct gl_acct_meta meta;
 	struct cap_cover cov;
+	struct gl_apijson_dt dt;
 	const char *currency; /* the config's, which outlives the server */
 	int minor;
 	size_t step, line;    /* where the next piece starts */
@@ -159,7 +166,9 @@ static void cb_out_fini(void *state)
 {
 	struct cb_out *o = state;
 	gl_acct_cover_fini(&o->cov.c);
+	gl_apijson_dt_fini(&o->dt);
 	gl_acct_meta_fini(&o->meta);
+	gl_cb_shown_fini(&o->shown);
 	gl_cb_fini(&o->cb);
 	params_fini(&o->p);
 	free(o);
@@ -172,9 +181,26 @@ static void json_money(struct gl_jsonw *w, const char *k, int64_t micros, int mi
 	gl_jsonw_str(w, k, buf);
 }
 
+/* The open jobs' time after a source last saw them (in the firm figures
+ * only with unobserved=include), and its part past the jobs' own limits. */
+static void json_unobserved(struct gl_jsonw *w, int64_t s, int64_t micros, int64_t implausible_s)
+{
+	gl_jsonw_i64(w, "unobserved_gpu_seconds", s);
+	gl_jsonw_i64(w, "unobserved_micros", micros);
+	gl_jsonw_i64(w, "implausible_gpu_seconds", implausible_s);
+}
+
+/* Money as every view shows it (gl_cb_shown): its micro-units and its text. */
+static void json_shown(struct gl_jsonw *w, const char *k, int64_t shown, int minor)
+{
+	char name[48];
+	snprintf(name, sizeof name, "%s_shown_micros", k);
+	gl_jsonw_i64(w, name, shown);
+	json_money(w, k, shown, minor);
+}
+
 static void json_head(struct cb_out *o)
 {
-	static const char *const share_names[] = {"none", "proportional", "owner"};
 	struct gl_jsonw *w = &o->w;
 	gl_jsonw_object(w, NULL);
 	gl_jsonw_array(w, "window");
@@ -186,13 +212,17 @@ static void json_head(struct cb_out *o)
 	for (size_t d = 0; d < o->p.n_dims; d++)
 		gl_jsonw_str(w, NULL, o->p.dims[d]);
 	gl_jsonw_end(w);
-	gl_jsonw_str(w, "shareIdle", share_names[o->p.share]);
+	gl_jsonw_str(w, "shareIdle", gl_cb_share_name(o->p.share));
+	if (o->p.share == GL_SHARE_PROPORTIONAL)
+		gl_jsonw_str(w, "shareIdleBy", o->p.share_by_model ? "model" : "cluster");
 	gl_jsonw_str(w, "currency", o->currency);
 	gl_jsonw_array(w, "steps");
 }
 
-static void json_line(struct cb_out *o, const struct gl_cb_line *l)
+/* Line j of the current step. */
+static void json_line(struct cb_out *o, size_t j)
 {
+	const struct gl_cb_line *l = &o->cb.steps[o->step].lines[j];
 	struct gl_jsonw *w = &o->w;
 	struct gl_strbuf name = GL_STRBUF_INIT;
 	gl_jsonw_object(w, NULL);
@@ -213,8 +243,11 @@ static void json_line(struct cb_out *o, const struct gl_cb_line *l)
 	gl_jsonw_i64(w, "idle_share_gpu_seconds", l->idle_share_s);
 	gl_jsonw_i64(w, "idle_share_micros", l->idle_share_micros);
 	gl_jsonw_i64(w, "total_micros", l->total_micros);
-	json_money(w, "cost", l->cost_micros, o->minor);
-	json_money(w, "total", l->total_micros, o->minor);
+	json_shown(w, "cost", o->shown.cost[o->step][j], o->minor);
+	json_shown(w, "idle_share", o->shown.share[o->step][j], o->minor);
+	json_shown(w, "total", o->shown.line[o->step][j], o->minor);
+	json_unobserved(w, l->unobserved_s, l->unobserved_micros, l->implausible_s);
+	gl_jsonw_bool(w, "implausible", l->implausible_s > 0);
 	gl_jsonw_end(w);
 }
 
@@ -244,13 +277,21 @@ static void json_step_close(struct cb_out *o, const struct gl_cb_step *st)
 		else
 			gl_jsonw_null(w, idle_keys[i]);
 	}
+	if (st->capacity_known) {
+		json_shown(w, "total", o->shown.idle[o->step], o->minor);
+	} else {
+		gl_jsonw_null(w, "total_shown_micros");
+		gl_jsonw_null(w, "total");
+	}
 	gl_jsonw_end(w);
 	gl_jsonw_object(w, "totals");
 	gl_jsonw_i64(w, "allocated_gpu_seconds", st->total_alloc_s);
 	gl_jsonw_i64(w, "gpu_seconds", st->total_s);
 	gl_jsonw_i64(w, "cost_micros", st->total_cost_micros);
 	gl_jsonw_i64(w, "total_micros", st->total_micros);
-	json_money(w, "total", st->total_micros, o->minor);
+	json_shown(w, "total", o->shown.step_total[o->step], o->minor);
+	json_unobserved(w, st->unobserved_s, st->unobserved_micros, st->implausible_s);
+	gl_jsonw_i64(w, "implausible_items", (int64_t)st->implausible_lines);
 	gl_jsonw_end(w);
 	gl_jsonw_end(w); /* the step */
 }
@@ -275,8 +316,11 @@ static void json_tail(struct cb_out *o)
 	else
 		gl_jsonw_null(w, "idle_micros");
 	gl_jsonw_i64(w, "total_micros", cb->total_micros);
-	json_money(w, "total", cb->total_micros, o->minor);
+	json_shown(w, "total", o->shown.total, o->minor);
+	json_unobserved(w, cb->unobserved_s, cb->unobserved_micros, cb->implausible_s);
+	gl_jsonw_i64(w, "implausible_items", (int64_t)cb->implausible_lines);
 	gl_jsonw_end(w);
+	gl_jsonw_str(w, "unobserved", o->p.unobserved_include ? "include" : "exclude");
 	gl_jsonw_array(w, "unpriced_models");
 	for (size_t i = 0; i < o->meta.n_unpriced; i++)
 		gl_jsonw_str(w, NULL, o->meta.unpriced_models[i]);
@@ -289,6 +333,7 @@ static void json_tail(struct cb_out *o)
 	for (size_t i = 0; i < o->cov.c.n_missing; i++)
 		gl_jsonw_str(w, NULL, o->cov.c.missing[i]);
 	gl_jsonw_end(w);
+	gl_apijson_dt_jsonw(w, &o->dt);
 	gl_jsonw_end(w); /* the root */
 	gl_strbuf_putc(w->out, '\n');
 }
@@ -312,7 +357,7 @@ static int json_next(void *state, struct gl_strbuf *out)
 			o->in_step = 1;
 			o->line = 0;
 		} else if (o->line < st->n_lines) {
-			json_line(o, &st->lines[o->line++]);
+			json_line(o, o->line++);
 		} else {
 			json_step_close(o, st);
 			o->in_step = 0;
@@ -348,13 +393,18 @@ static void csv_header(struct gl_strbuf *out, const struct acct_params *p)
 	gl_csv_field(out, "cost");
 	gl_csv_field(out, "idle_share");
 	gl_csv_field(out, "total");
+	gl_csv_field(out, "unobserved_gpu_seconds");
+	gl_csv_field(out, "unobserved");
+	gl_csv_field(out, "implausible_gpu_seconds");
 	gl_csv_end(out);
 }
 
-/* One row: a line of st, or (l NULL) its __idle__ row. */
-static void csv_row(struct gl_strbuf *out, const struct cb_out *o, const struct gl_cb_step *st,
-		    const struct gl_cb_line *l)
+/* One row of the current step: line j, or (j = its n_lines) its __idle__
+ * row; money as every view shows it (gl_cb_shown). */
+static void csv_row(struct gl_strbuf *out, const struct cb_out *o, size_t j)
 {
+	const struct gl_cb_step *st = &o->cb.steps[o->step];
+	const struct gl_cb_line *l = j < st->n_lines ? &st->lines[j] : NULL;
 	char a[32], b[32];
 	time_str(st->start_s, a, sizeof a);
 	time_str(st->end_s, b, sizeof b);
@@ -371,16 +421,22 @@ static void csv_row(struct gl_strbuf *out, const struct cb_out *o, const struct 
 			gl_csv_raw(out, "");
 			gl_csv_raw(out, "");
 		}
-		csv_money(out, l->cost_micros, o->minor);
-		csv_money(out, l->idle_share_micros, o->minor);
-		csv_money(out, l->total_micros, o->minor);
+		csv_money(out, o->shown.cost[o->step][j], o->minor);
+		csv_money(out, o->shown.share[o->step][j], o->minor);
+		csv_money(out, o->shown.line[o->step][j], o->minor);
+		csv_i64(out, l->unobserved_s);
+		csv_money(out, l->unobserved_micros, o->minor);
+		csv_i64(out, l->implausible_s);
 	} else {
 		csv_i64(out, st->idle_s);
 		gl_csv_raw(out, "");
 		gl_csv_raw(out, "");
-		csv_money(out, st->idle_micros, o->minor);
+		csv_money(out, o->shown.idle[o->step], o->minor);
 		csv_money(out, 0, o->minor);
-		csv_money(out, st->idle_micros, o->minor);
+		csv_money(out, o->shown.idle[o->step], o->minor);
+		csv_i64(out, 0);
+		csv_money(out, 0, o->minor);
+		csv_i64(out, 0);
 	}
 	gl_csv_end(out);
 }
@@ -397,10 +453,8 @@ static int csv_next(void *state, struct gl_strbuf *out)
 	while (out->len < GL_RESP_CHUNK && o->step < o->cb.n_steps) {
 		const struct gl_cb_step *st = &o->cb.steps[o->step];
 		/* the step's lines, then its __idle__ row when its idle is known */
-		if (o->line < st->n_lines)
-			csv_row(out, o, st, &st->lines[o->line]);
-		else if (st->capacity_known)
-			csv_row(out, o, st, NULL);
+		if (o->line < st->n_lines || st->capacity_known)
+			csv_row(out, o, o->line);
 		if (++o->line > st->n_lines) {
 			o->line = 0;
 			o->step++;
@@ -433,10 +487,20 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = parse_params(req, resp, &o->p, "team")))
 		goto out;
 	gl_cb_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
+	o->cb.share_by_model = o->p.share_by_model;
+	o->cb.max_lines = (size_t)req->cfg->http_max_answer_lines;
 	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
+	q.unobserved_include = o->p.unobserved_include;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
-		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
+		if (rc == -GL_ERANGE)
+			/* the caller's choice made it that big: say which knobs */
+			rc = gl_resp_error(resp, GL_EINVAL, o->p.n_steps > 1 ? "step" : "aggregate",
+					   "%s (server.max_answer_lines): ask for a shorter window, a coarser step or fewer "
+					   "aggregate dimensions",
+					   err.msg);
+		else
+			rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "chargeback failed");
 		goto out;
 	}
 	if (o->p.n_steps &&
@@ -446,10 +510,14 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&o->cov, &o->cb, &o->meta);
+	if ((rc = gl_apijson_dt_load(req, resp, &o->p.window, &o->dt)))
+		goto out;
 	o->currency = req->cfg->currency;
 	o->minor = gl_money_minor(req->cfg->currency); /* validated with the config */
+	gl_cb_shown_compute(&o->cb, o->minor, &o->shown);
 	if (o->p.csv) {
 		csv_headers(resp, &o->cov);
+		gl_apijson_dt_headers(resp, &o->dt);
 		gl_resp_set_stream(resp, csv_next, cb_out_fini, o);
 	} else {
 		resp->content_type = "application/json";

@@ -97,6 +97,13 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 					 (long long)(tot.allocated_gpu_seconds + tot.reserved_gpu_seconds),
 					 (long long)tot.down_gpu_seconds, (long long)tot.planned_down_gpu_seconds,
 					 (long long)tot.idle_gpu_seconds, (long long)tot.reported_gpu_seconds);
+			/* allocation no capacity data covers (a cluster without node
+			 * inventory, or more than its GPUs): on a line of its own, so
+			 * it is neither lost nor counted in the cluster's Allocated
+			 * (slurmdbd never books it: its equalities hold without it) */
+			if (tot.over_gpu_seconds > 0)
+				gl_strbuf_printf(o, "%s|gres/gpu(beyond inventory)|%lld|0|0|0|0|0\n", rows[i].cluster,
+						 (long long)tot.over_gpu_seconds);
 			for (size_t k = i; k < j; k++)
 				if (rows[k].key[0])
 					gl_strbuf_printf(o, "%s|gres/gpu:%s|%lld|%lld|%lld|%lld|0|%lld\n", rows[k].cluster,
@@ -259,10 +266,12 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		put_sreport(&resp->body, steps, nsteps, rows, nrows);
 		resp->content_type = "text/plain; charset=utf-8";
 	} else if (format && !strcmp(format, "csv")) {
-		capacity_csv(resp, agg, rows, nrows);
+		if (!(rc = gl_apijson_data_through(req, resp, NULL, &w)))
+			capacity_csv(resp, agg, rows, nrows);
 	} else {
 		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
-		gl_apijson_put(resp, root);
+		if (!(rc = gl_apijson_data_through(req, resp, root, &w)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
@@ -348,7 +357,7 @@ static cJSON *cluster_json(const struct gl_inventory_cluster *c)
 	return o;
 }
 
-static cJSON *node_json(const struct gl_inventory_node *nd)
+static cJSON *node_json(const struct gl_inventory_node *nd, int64_t now_s, int64_t grace_s)
 {
 	cJSON *n = cJSON_CreateObject(), *a;
 	gl_apijson_add_str(n, "cluster", nd->cluster);
@@ -360,8 +369,13 @@ static cJSON *node_json(const struct gl_inventory_node *nd)
 	a = cJSON_AddArrayToObject(n, "states");
 	for (size_t k = 0; k < nd->n_states; k++)
 		cJSON_AddItemToArray(a, state_json(&nd->states[k]));
-	/* the sampled state is the node's state now */
+	/* the sampled state is the node's state as its last snapshot saw it:
+	 * stale when that is older than the absent grace (nobody observed it
+	 * since; its capacity is then unobserved, docs/capacity.md) */
 	gl_apijson_add_str(n, "state", nd->state);
+	gl_apijson_add_time(n, "state_since", nd->state_since_s);
+	gl_apijson_add_time(n, "last_seen", nd->last_seen_s);
+	cJSON_AddBoolToObject(n, "stale", nd->last_seen_s != GL_TIME_NONE && now_s - nd->last_seen_s > grace_s);
 	return n;
 }
 
@@ -386,7 +400,7 @@ static cJSON *conflict_json(const struct gl_inventory_conflict *c)
 	return o;
 }
 
-static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s)
+static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s, int64_t grace_s)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	gl_apijson_add_time(root, "at", now_s);
@@ -395,7 +409,7 @@ static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s)
 		cJSON_AddItemToArray(arr, cluster_json(&inv->clusters[i]));
 	arr = cJSON_AddArrayToObject(root, "nodes");
 	for (size_t i = 0; i < inv->n_nodes; i++)
-		cJSON_AddItemToArray(arr, node_json(&inv->nodes[i]));
+		cJSON_AddItemToArray(arr, node_json(&inv->nodes[i], now_s, grace_s));
 	arr = cJSON_AddArrayToObject(root, "conflicts");
 	for (size_t i = 0; i < inv->n_conflicts; i++)
 		cJSON_AddItemToArray(arr, conflict_json(&inv->conflicts[i]));
@@ -416,7 +430,9 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct gl_inventory inv = {0};
 	struct gl_store *st;
-	int rc, csv;
+	/* the inventory is as of now: past any source that stopped before it */
+	struct gl_window upto = {req->now_s, req->now_s};
+	int rc, rc2 = 0, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
@@ -427,17 +443,19 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_inventory_nodes(st, cluster, req->now_s, &inv, &err)))
 		goto out;
 	if (csv) {
-		inventory_csv(resp, &inv);
+		if (!(rc2 = gl_apijson_data_through(req, resp, NULL, &upto)))
+			inventory_csv(resp, &inv);
 		goto out;
 	}
 	if ((rc = gl_inventory_conflicts(st, cluster, &inv, &err)) || (rc = gl_inventory_models(st, &inv, &err)))
 		goto out;
 	{
-		cJSON *root = inventory_json(&inv, req->now_s);
-		gl_apijson_put(resp, root);
+		cJSON *root = inventory_json(&inv, req->now_s, req->cfg->inventory_absent_grace_s);
+		if (!(rc2 = gl_apijson_data_through(req, resp, root, &upto)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
 	gl_inventory_fini(&inv);
-	return rc ? gl_resp_error(resp, rc, NULL, "%s", err.msg) : 0;
+	return rc ? gl_resp_error(resp, rc, NULL, "%s", err.msg) : rc2;
 }

@@ -6,6 +6,7 @@
 #include "gl/ingest.h"
 #include "gl/inventory.h"
 #include "gl/joblist.h"
+#include "gl/ledgermetrics.h"
 #include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/store.h"
@@ -19,33 +20,38 @@
 #include <string.h>
 #include <time.h>
 
+/* the last column: replica_ok (include/gl/server.h), the read-only routes
+ * a hot standby may answer (database.read_dsn) */
 const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,format", 0, GL_ROUTE_WINDOWED},
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE, 0},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE, 0},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY, 0},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY},
+	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY, 1},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	/* a prefix: after /v1/reports/showback, which it would otherwise take;
+	 * the primary's: the files are those of its reports.dir */
+	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT, 0},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
-	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY},
-	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT},
-	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT},
-	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT},
+	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY, 1},
+	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT, 0},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -177,6 +183,31 @@ static void ingest_metrics(struct gl_strbuf *o, const struct gl_ingest_list *l, 
 	per_source(o, l, "gpuledger_ingest_lag_seconds", "Now minus the source's watermark.", 0, lag, now_s);
 }
 
+/* Each source's staleness: seconds since the last moment its data reaches
+ * (gl_ingest_data_through: a poll's watermark, a saved file's capture
+ * time, the last node snapshot), per cluster, source and kind of data.
+ * Time after it is unobserved (docs/ingest.md). Silent when the query fails. */
+static void staleness_metrics(struct gl_store *st, struct gl_strbuf *o, int64_t now_s)
+{
+	struct gl_data_through dt;
+	struct gl_err err = {0};
+	char v[24];
+	if (gl_ingest_data_through(st, &dt, &err) == 0) {
+		gl_strbuf_puts(o, "# HELP gpuledger_source_staleness_seconds Seconds since the source's last successful"
+				  " observation (time after it is unobserved).\n"
+				  "# TYPE gpuledger_source_staleness_seconds gauge\n");
+		for (size_t i = 0; i < dt.n; i++) {
+			const struct gl_data_through_row *r = &dt.rows[i];
+			snprintf(v, sizeof v, "%lld", (long long)(now_s > r->through_s ? now_s - r->through_s : 0));
+			gl_apijson_prom_sample(o, "gpuledger_source_staleness_seconds",
+					       (const char *[]){"source", r->source, "cluster", r->cluster, "data", r->data,
+								NULL},
+					       v);
+		}
+	}
+	gl_data_through_fini(&dt);
+}
+
 /* The inventory gauges: GPUs per cluster and source, the last scheduler
  * snapshot, and the nodes where the scheduler and the exporter disagree
  * (counted per cluster and kind). Silent when a query fails. */
@@ -254,9 +285,11 @@ int gl_route_metrics(struct gl_req *req, struct gl_resp *resp)
 	} else {
 		gl_strbuf_puts(o, "gpuledger_db_up 1\n");
 		ingest_metrics(o, &runs, req->now_s);
+		staleness_metrics(st, o, req->now_s);
 		inventory_metrics(st, o);
 	}
 	gl_ingest_list_fini(&runs);
+	gl_ledgermetrics_append(o); /* the daemon's last refresh */
 	resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	return 0;
 }
@@ -272,6 +305,7 @@ static const char *const job_states[] = {
  * order with cost in currency units with the currency's minor decimals. */
 struct jobs_out {
 	struct gl_joblist l;
+	struct gl_apijson_dt dt;
 	size_t i;
 	int windowed, minor, head;
 	struct gl_jsonw w;
@@ -281,6 +315,7 @@ static void jobs_out_fini(void *state)
 {
 	struct jobs_out *o = state;
 	gl_joblist_fini(&o->l);
+	gl_apijson_dt_fini(&o->dt);
 	free(o);
 }
 
@@ -349,8 +384,10 @@ static void jobs_json_row(struct gl_jsonw *w, const struct gl_joblist_row *j, in
 	gl_apijson_w_int(w, "queue_wait_s", j->queue_wait_s, j->queue_wait_s_null);
 	gl_jsonw_str(w, "node_list", j->node_list);
 	gl_jsonw_num(w, "gpus_requested", (double)j->req_gpu_milli / 1000.0);
+	gl_jsonw_time(w, "seen", j->seen_s);
 	if (windowed) {
 		gl_apijson_w_int(w, "gpu_seconds", j->gpu_seconds, j->gpu_seconds_null);
+		gl_apijson_w_int(w, "unobserved_gpu_seconds", j->unobserved_gpu_seconds, j->unobserved_gpu_seconds_null);
 		/* null cost: no rate covers the job's model in the window */
 		gl_apijson_w_int(w, "cost_micros", j->cost_micros, j->cost_micros_null);
 		gl_apijson_w_f8(w, "busy_gpu_seconds", j->busy_gpu_s, j->busy_gpu_s_null);
@@ -378,6 +415,7 @@ static int jobs_json_next(void *state, struct gl_strbuf *out)
 		gl_jsonw_i64(&o->w, "next_cursor", o->l.rows[o->l.n - 1].job_pk);
 	else
 		gl_jsonw_null(&o->w, "next_cursor");
+	gl_apijson_dt_jsonw(&o->w, &o->dt);
 	gl_jsonw_end(&o->w);
 	gl_strbuf_putc(out, '\n');
 	return 0;
@@ -429,6 +467,7 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	struct gl_strbuf scope = GL_STRBUF_INIT;
 	struct gl_store *st;
 	struct jobs_out *o;
+	struct gl_window win;
 	int rc, csv;
 
 	if ((rc = gl_apijson_format(req, resp, &csv)) || (rc = jobs_params(req, resp, &q)))
@@ -446,8 +485,15 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	}
 	o->windowed = q.windowed;
 	o->minor = gl_money_minor(req->cfg->currency);
+	/* without a window the list reaches up to now */
+	win = q.windowed ? (struct gl_window){q.win_start_s, q.win_end_s} : (struct gl_window){0, req->now_s};
+	if ((rc = gl_apijson_dt_load(req, resp, &win, &o->dt))) {
+		jobs_out_fini(o);
+		return rc;
+	}
 	if (csv) {
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("jobs.csv"));
+		gl_apijson_dt_headers(resp, &o->dt);
 		/* CSV has no room for the cursor: the next page's is a header */
 		if (o->l.more) {
 			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)o->l.rows[o->l.n - 1].job_pk);
@@ -466,7 +512,7 @@ static void runs_csv(struct gl_resp *resp, const struct gl_ingest_list *l)
 {
 	static const char *const hdr[] = {"run_id", "source", "cluster", "input", "started", "finished",
 					  "status", "lines_read", "inserted", "updated", "unchanged", "skipped",
-					  "ignored", "skip_reasons", "error", NULL};
+					  "ignored", "skip_reasons", "error", "instance", NULL};
 	struct gl_strbuf *o = &resp->body;
 	gl_apijson_csv_header(o, hdr);
 	for (size_t i = 0; i < l->n; i++) {
@@ -484,6 +530,7 @@ static void runs_csv(struct gl_resp *resp, const struct gl_ingest_list *l)
 		/* the reasons stay one JSON object in one cell */
 		gl_csv_field(o, r->skip_reasons);
 		gl_csv_field(o, r->error ? r->error : "");
+		gl_csv_field(o, r->instance ? r->instance : "");
 		gl_csv_end(o);
 	}
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("ingest_runs.csv"));
@@ -507,6 +554,8 @@ static cJSON *run_json(const struct gl_ingest_run_row *r)
 	cJSON_AddNumberToObject(o, "ignored", (double)r->ignored);
 	cJSON_AddItemToObject(o, "skip_reasons", cJSON_Parse(r->skip_reasons));
 	gl_apijson_add_str(o, "error", r->error);
+	/* which daemon instance ran it (null: a one-shot command) */
+	gl_apijson_add_str(o, "instance", r->instance);
 	return o;
 }
 

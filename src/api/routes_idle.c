@@ -26,6 +26,7 @@ enum idle_table { IT_ALLOCATED, IT_TOP_JOBS, IT_UNALLOCATED };
 struct idle_out {
 	struct gl_idle idle;
 	struct gl_acct_cover cov;
+	struct gl_apijson_dt dt;
 	struct gl_window win;
 	char agg[64];
 	int cap_known, minor;
@@ -40,6 +41,7 @@ static void idle_out_fini(void *state)
 	struct idle_out *o = state;
 	gl_idle_fini(&o->idle);
 	gl_acct_cover_fini(&o->cov);
+	gl_apijson_dt_fini(&o->dt);
 	free(o);
 }
 
@@ -201,6 +203,7 @@ static void json_tail(struct idle_out *o)
 		gl_jsonw_num(w, "wasted_fraction", (alloc_idle + unalloc_idle) / reported);
 	else
 		gl_jsonw_null(w, "wasted_fraction");
+	gl_apijson_dt_jsonw(w, &o->dt);
 	gl_jsonw_end(w);
 	gl_strbuf_putc(w->out, '\n');
 }
@@ -277,6 +280,7 @@ static void idle_send(struct gl_resp *resp, const char *table, int csv, struct i
 	gl_apijson_add_header_num(resp, "X-Capacity-Days-Known", (long long)o->cov.known);
 	gl_apijson_add_header_num(resp, "X-Capacity-Days", (long long)o->cov.days);
 	gl_apijson_add_header_num(resp, "X-Capacity-Clusters-Unknown", (long long)o->cov.n_missing);
+	gl_apijson_dt_headers(resp, &o->dt);
 	gl_resp_set_stream(resp, idle_csv_next, idle_out_fini, o);
 }
 
@@ -305,6 +309,10 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	 * is the known days' and clusters' alone */
 	o->cap_known = o->idle.have_capacity && o->idle.n_fleet > 0 && o->cov.known == o->cov.days &&
 		       o->cov.n_missing == 0;
+	if ((rc = gl_apijson_dt_load(req, resp, &win, &o->dt))) {
+		idle_out_fini(o);
+		return rc;
+	}
 	o->win = win;
 	o->minor = gl_money_minor(req->cfg->currency);
 	snprintf(o->agg, sizeof o->agg, "%s", dim);

@@ -77,6 +77,7 @@ static cJSON *queue_json(const struct gl_window *win, const char *dim, const str
 		cJSON_AddNumberToObject(o, "jobs", (double)p->jobs);
 		cJSON_AddNumberToObject(o, "gpus_requested", (double)p->gpu_milli / 1000.0);
 		cJSON_AddNumberToObject(o, "longest_wait_s", (double)p->longest_wait_s);
+		cJSON_AddNumberToObject(o, "unobserved_s", (double)p->unobserved_s);
 		/* an array's range list cut short by sacct: jobs and GPUs are at least these */
 		cJSON_AddBoolToObject(o, "lower_bound", p->lower_bound);
 		cJSON_AddItemToArray(pend, o);
@@ -112,12 +113,14 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
 	if (csv) {
-		queue_csv(resp, dim, &q);
+		if (!(rc = gl_apijson_data_through(req, resp, NULL, &win)))
+			queue_csv(resp, dim, &q);
 	} else {
 		cJSON *root = queue_json(&win, dim, &q);
-		gl_apijson_put(resp, root);
+		if (!(rc = gl_apijson_data_through(req, resp, root, &win)))
+			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 	gl_queue_fini(&q);
-	return 0;
+	return rc;
 }

@@ -1,5 +1,6 @@
 /* Report endpoints: GET /v1/reports/showback (CSV table, HTML or PDF),
- * GET /v1/reports (recorded sets), GET /v1/budgets. */
+ * GET /v1/reports (recorded sets), GET /v1/reports/{id} (one recorded
+ * file), GET /v1/budgets. */
 #include "gl/apijson.h"
 #include "gl/budget.h"
 #include "gl/cost.h"
@@ -102,7 +103,69 @@ static cJSON *file_json(const struct gl_reportfile_row *f)
 		cJSON_AddItemToArray(ch, cJSON_CreateString(t));
 	cJSON_AddStringToObject(o, "trigger", f->trigger);
 	cJSON_AddStringToObject(o, "generated_at", f->generated_at);
+	cJSON_AddNumberToObject(o, "id", (double)f->id); /* GET /v1/reports/{id} */
 	return o;
+}
+
+/* The bytes of name under dir into out, when their sha256 is still the
+ * recorded one: a file changed or cut on disk since is refused, not
+ * served as the record. */
+static int read_recorded(const char *dir, const struct gl_reportfile *f, struct gl_strbuf *out, struct gl_err *err)
+{
+	char path[1024], sum[65], buf[65536];
+	FILE *fp;
+	size_t n;
+	int rc = 0;
+	if (strchr(f->name, '/') || !strcmp(f->name, "..") || !*f->name)
+		return gl_err_set(err, GL_EINTERNAL, "recorded report file name '%s' is not a file name", f->name);
+	snprintf(path, sizeof path, "%s/%s", dir, f->name);
+	if (!(fp = fopen(path, "rb")))
+		return gl_err_set(err, GL_ENOTFOUND, "report file %s is no longer in reports.dir", f->name);
+	while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+		gl_strbuf_append(out, buf, n);
+	if (ferror(fp))
+		rc = gl_err_set(err, GL_EIO, "report file %s: read error", f->name);
+	fclose(fp);
+	if (rc)
+		return rc;
+	gl_reports_sha256(out->p ? out->p : "", out->len, sum);
+	if (strcmp(sum, f->sha256) != 0)
+		/* the recorded file is no longer there as recorded: not found, and why */
+		return gl_err_set(err, GL_ENOTFOUND,
+				  "report file %s has changed on disk since it was recorded (sha256 %s, recorded %s)",
+				  f->name, sum, f->sha256);
+	return 0;
+}
+
+/* GET /v1/reports/{id}: a recorded file as it was recorded, its sha256 the
+ * ETag (the request is audited with its path, as every request is). */
+int gl_route_report_file(struct gl_req *req, struct gl_resp *resp)
+{
+	static _Thread_local char disposition[320], etag[70];
+	const char *id = req->path + strlen("/v1/reports/");
+	const char *dir = req->cfg->reports_dir;
+	struct gl_reportfile f;
+	enum gl_reports_format fmt;
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int rc;
+
+	if (!*id || strspn(id, "0123456789") != strlen(id) || strlen(id) > 18)
+		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no recorded report file '%s' (the ids are those of /v1/reports)",
+				     id);
+	if (!dir || !*dir)
+		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no reports.dir is configured: this server keeps no report files");
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_reportfiles_get(st, atoll(id), &f, &err)) ||
+	    (rc = gl_reports_format_parse(f.format, &fmt, &err)) || (rc = read_recorded(dir, &f, &resp->body, &err))) {
+		gl_strbuf_reset(&resp->body);
+		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	}
+	snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", f.name);
+	snprintf(etag, sizeof etag, "\"%s\"", f.sha256);
+	resp->content_type = gl_reports_ctype[fmt];
+	gl_apijson_add_header(resp, "Content-Disposition", disposition);
+	gl_apijson_add_header(resp, "ETag", etag);
+	return 0;
 }
 
 /* GET /v1/reports: the recorded report files, newest month first. */

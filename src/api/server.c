@@ -6,15 +6,18 @@
 #include "gl/server.h"
 #include "gl/apijson.h"
 #include "gl/audit.h"
+#include "gl/redact.h"
 #include "gl/auth.h"
 #include "gl/connguard.h"
 #include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/log.h"
+#include "gl/replica.h"
 #include "gl/reqpool.h"
 #include "gl/routes.h"
 #include "gl/static.h"
 #include "gl/tally.h"
+#include "gl/timeutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -125,12 +128,15 @@ struct gl_server {
 	struct MHD_Daemon *d;
 	const struct gl_config *cfg;
 	char dsn[1024];
+	char read_dsn[1024];        /* database.read_dsn; "" = reads use dsn */
 	uint16_t port;
 	int64_t started_s;
 	pthread_mutex_t mu;
 	struct route_stats stats[MAX_ROUTES + 2]; /* then: unmatched, static */
 	size_t nroutes;
 	pthread_key_t conn_key;
+	pthread_key_t read_conn_key;
+	struct gl_log_limiter read_log; /* reads moved to the primary; under mu */
 	struct gl_ratelimit *rl;
 	struct gl_reqlimit *reqrl; /* requests per second per address */
 	struct gl_auth_cache *tokens;
@@ -189,6 +195,7 @@ struct req_ctx {
 	int method_mismatch; /* the path is a route's, the method not */
 	int holds_heavy;  /* counted in token_id's heavy_hold */
 	int tallied;      /* the answer is counted in the tally, not audited alone */
+	char fresh_buf[3][48]; /* add_freshness's header values, until the answer is sent */
 };
 
 static int64_t mono_ms(void)
@@ -421,37 +428,99 @@ static _Thread_local struct gl_dbcancel_slot t_db_slot;
 /* The statement_timeout of this thread's pool (set once per thread). */
 static _Thread_local int64_t t_stmt_ms;
 
-int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
+/* This thread's connection under key to dsn: reconnected when lost. A
+ * new session starts from the server's defaults, so it gets the pool's
+ * statement_timeout again: no statement of a request may run past its
+ * bound. */
+static int thread_conn(pthread_key_t key, const char *dsn, PGconn **out, struct gl_err *err)
 {
-	struct gl_server *s = req->srv;
-	PGconn *c = pthread_getspecific(s->conn_key);
+	PGconn *c = pthread_getspecific(key);
 	int rc, fresh = 0;
 
 	if (c && conn_lost(c)) {
-		if (gl_db_reset(c)) {
+		struct gl_err rerr = {0};
+		if (gl_db_reset(c, &rerr)) {
 			PQfinish(c);
 			c = NULL;
-			pthread_setspecific(s->conn_key, NULL);
+			pthread_setspecific(key, NULL);
 		} else {
 			fresh = 1;
 		}
 	}
 	if (!c) {
-		if ((rc = gl_db_connect_dsn(s->dsn, &c, err)))
+		if ((rc = gl_db_connect_dsn(dsn, &c, err)))
 			return rc;
-		pthread_setspecific(s->conn_key, c);
+		pthread_setspecific(key, c);
 		fresh = 1;
 	}
-	/* a new session starts from the server's defaults: no statement of a
-	 * request may run past its pool's bound */
 	if (fresh && t_stmt_ms > 0 && (rc = gl_db_set_statement_timeout(c, t_stmt_ms, err)))
 		return rc;
-	{
-		/* anew on every call: a reset above gave another backend */
-		char what[96];
-		snprintf(what, sizeof what, "http %s %s", req->method, req->path);
-		gl_dbcancel_begin(&t_db_slot, c, GL_DBCANCEL_REQUESTS, what);
+	*out = c;
+	return 0;
+}
+
+/* The read DSN's connection when it may answer req (see gl_req_db): 0
+ * with *out set, or 1 with req->read.fallback saying why the primary
+ * must. A standby within the bound serves the whole request: a handler
+ * asking again gets it back without a second look. */
+static int read_conn(struct gl_req *req, PGconn **out)
+{
+	struct gl_server *s = req->srv;
+	struct gl_replica_status st;
+	struct gl_err err = {0};
+	PGconn *c = NULL;
+	if (req->read.set) {
+		if (req->read.fallback[0])
+			return 1;
+		*out = pthread_getspecific(s->read_conn_key);
+		return *out ? 0 : 1;
 	}
+	req->read.set = 1;
+	if (thread_conn(s->read_conn_key, s->read_dsn, &c, &err) || gl_replica_status(c, &st, &err)) {
+		snprintf(req->read.fallback, sizeof req->read.fallback, "read_dsn unavailable");
+		pthread_mutex_lock(&s->mu);
+		gl_log_fail(&s->read_log, req->now_s, GL_LOG_WARN, "http: database.read_dsn: %s; reads go to the primary",
+			    err.msg);
+		pthread_mutex_unlock(&s->mu);
+		return 1;
+	}
+	if (st.standby && st.lag_s > (double)s->cfg->db_max_replica_lag_s) {
+		snprintf(req->read.fallback, sizeof req->read.fallback,
+			 "replica lag %.1f s exceeds database.max_replica_lag_s %lld", st.lag_s,
+			 (long long)s->cfg->db_max_replica_lag_s);
+		return 1;
+	}
+	req->read.standby = st.standby;
+	req->read.lag_s = st.lag_s;
+	req->read.data_through_s = st.data_through_s;
+	*out = c;
+	return 0;
+}
+
+int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
+{
+	struct gl_server *s = req->srv;
+	PGconn *c = NULL;
+	char what[96];
+	int rc;
+
+	if (req->route && req->route->replica_ok && s->read_dsn[0] && read_conn(req, &c) == 0) {
+		snprintf(what, sizeof what, "http %s %s (read)", req->method, req->path);
+		gl_dbcancel_begin(&t_db_slot, c, GL_DBCANCEL_REQUESTS, what);
+		*out = c;
+		return 0;
+	}
+	if (req->route && req->route->replica_ok && s->read_dsn[0]) {
+		/* the fallback's answer is as fresh as the primary */
+		req->read.standby = 0;
+		req->read.lag_s = 0;
+		req->read.data_through_s = (double)req->now_s;
+	}
+	if ((rc = thread_conn(s->conn_key, s->dsn, &c, err)))
+		return rc;
+	/* anew on every call: a reset above gave another backend */
+	snprintf(what, sizeof what, "http %s %s", req->method, req->path);
+	gl_dbcancel_begin(&t_db_slot, c, GL_DBCANCEL_REQUESTS, what);
 	*out = c;
 	return 0;
 }
@@ -781,9 +850,42 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 	return 0;
 }
 
-/* One audit row per request, allowed or not: never the token, never the
- * query string (filters may name people); the route, status and why.
- * Refusals and /healthz answers are rows in aggregate (tally_emit). */
+/* The query string as the client sent it (decoded, then each value's
+ * '&', '=', '%' and control bytes percent-encoded again), for the audit
+ * row: who asked for which per-user figures is what the log is for. */
+struct query_text {
+	struct gl_strbuf *out;
+};
+
+static void query_put(struct gl_strbuf *o, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '&' || ch == '=' || ch == '%' || ch == '+' || ch < 0x20 || ch == 0x7f)
+			gl_strbuf_printf(o, "%%%02X", ch);
+		else
+			gl_strbuf_putc(o, (char)ch);
+	}
+}
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				 const char *value, size_t value_size)
+{
+	struct query_text *q = cls;
+	if (q->out->len)
+		gl_strbuf_putc(q->out, '&');
+	query_put(q->out, key, key_size);
+	if (value) {
+		gl_strbuf_putc(q->out, '=');
+		query_put(q->out, value, value_size);
+	}
+	return MHD_YES;
+}
+
+/* One audit row per request, allowed or not: never the token; the token's
+ * name, the route, the query string (filters may name people: the log is
+ * the admin's), status and why. Refusals and /healthz answers are rows in
+ * aggregate (tally_emit). */
 static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_route *route, int status,
 			  int64_t token_id, enum auth_reason reason, double secs)
 {
@@ -802,6 +904,32 @@ static void audit_request(struct gl_server *s, const struct gl_req *req, const s
 	gl_strbuf_puts(&d, "{\"method\":\"");
 	gl_strbuf_put_json_str(&d, method, strlen(method));
 	gl_strbuf_printf(&d, "\",\"route\":\"%s\",\"status\":%d", route ? route->name : "unmatched", status);
+	if (token_id && req->auth && req->auth->token_id == token_id) {
+		char name[sizeof req->auth->token_name];
+		gl_audit_clean(req->auth->token_name, name, sizeof name);
+		gl_strbuf_puts(&d, ",\"token\":\"");
+		gl_strbuf_put_json_str(&d, name, strlen(name));
+		gl_strbuf_putc(&d, '"');
+	}
+	if (req->mhd_conn) {
+		struct gl_strbuf qs = GL_STRBUF_INIT;
+		struct query_text q = {&qs};
+		char clean[GL_AUDIT_FIELD_MAX];
+		MHD_get_connection_values_n((struct MHD_Connection *)req->mhd_conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+		if (qs.len) {
+			/* a client that put a credential in the URL (?token=glt_...)
+			 * must not have it in the log for good; cut on a character
+			 * boundary, as every audited text */
+			struct gl_strbuf red = GL_STRBUF_INIT;
+			gl_redact_secrets(gl_strbuf_cstr(&qs), &red);
+			gl_audit_clean(gl_strbuf_cstr(&red), clean, sizeof clean);
+			gl_strbuf_fini(&red);
+			gl_strbuf_puts(&d, ",\"query\":\"");
+			gl_strbuf_put_json_str(&d, clean, strlen(clean));
+			gl_strbuf_putc(&d, '"');
+		}
+		gl_strbuf_fini(&qs);
+	}
 	if (reason < AR_N)
 		gl_strbuf_printf(&d, ",\"reason\":\"%s\"", auth_reason_names[reason]);
 	gl_strbuf_printf(&d, ",\"ms\":%.3f}", secs * 1000.0);
@@ -1179,13 +1307,100 @@ static int prepare(struct req_ctx *x)
 	return check_route_params(x->conn, route, resp);
 }
 
+/* A streamed JSON object answer with a member spliced in after its
+ * opening brace: the first piece the inner stream makes is rewritten, the
+ * rest pass through. */
+struct splice_stream {
+	struct gl_resp_stream inner;
+	char *member; /* "name":value */
+	int first_done;
+};
+
+static int splice_next(void *state, struct gl_strbuf *out)
+{
+	struct splice_stream *sp = state;
+	size_t at = out->len;
+	int more = sp->inner.next(sp->inner.state, out);
+	if (!sp->first_done && out->len > at) {
+		struct gl_strbuf b = GL_STRBUF_INIT;
+		sp->first_done = 1;
+		if (out->p[at] == '{') {
+			gl_strbuf_append(&b, out->p, at + 1);
+			gl_strbuf_puts(&b, sp->member);
+			if (out->len > at + 1 && out->p[at + 1] != '}')
+				gl_strbuf_putc(&b, ',');
+			gl_strbuf_append(&b, out->p + at + 1, out->len - at - 1);
+			gl_strbuf_fini(out);
+			*out = b;
+		}
+	}
+	return more;
+}
+
+static void splice_fini(void *state)
+{
+	struct splice_stream *sp = state;
+	if (sp->inner.fini)
+		sp->inner.fini(sp->inner.state);
+	free(sp->member);
+	free(sp);
+}
+
+/* Where a read's answer came from (gl_req_db on a replica_ok route), for
+ * the client: headers on every answer, and "freshness" first in a JSON
+ * object body, streamed or not. buf keeps the header values until the
+ * answer is sent. */
+static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char buf[3][48])
+{
+	struct gl_strbuf m = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
+	char through[32];
+	gl_time_format((int64_t)req->read.data_through_s, through, sizeof through);
+	snprintf(buf[0], sizeof buf[0], "%.3f", req->read.lag_s);
+	snprintf(buf[1], sizeof buf[1], "%s", through);
+	gl_apijson_add_header(resp, "X-Served-By", req->read.standby ? "standby" : "primary");
+	gl_apijson_add_header(resp, "X-Replica-Lag-Seconds", buf[0]);
+	gl_apijson_add_header(resp, "X-Commits-Through", buf[1]);
+	if (req->read.fallback[0])
+		gl_apijson_add_header(resp, "X-Read-Fallback", req->read.fallback);
+	if (!resp->content_type || strncmp(resp->content_type, "application/json", 16))
+		return;
+	gl_strbuf_printf(&m, "\"freshness\":{\"served_by\":\"%s\",\"replica_lag_s\":%s,\"data_through\":\"%s\"",
+			 req->read.standby ? "standby" : "primary", buf[0], through);
+	if (req->read.fallback[0]) {
+		gl_strbuf_puts(&m, ",\"fallback\":\"");
+		gl_strbuf_put_json_str(&m, req->read.fallback, strlen(req->read.fallback));
+		gl_strbuf_putc(&m, '"');
+	}
+	gl_strbuf_putc(&m, '}');
+	if (resp->stream.next) {
+		struct splice_stream *sp = gl_xcalloc(1, sizeof *sp);
+		sp->inner = resp->stream;
+		sp->member = gl_strbuf_steal(&m);
+		resp->stream = (struct gl_resp_stream){splice_next, splice_fini, sp};
+		return;
+	}
+	if (resp->body.len >= 2 && resp->body.p[0] == '{') {
+		gl_strbuf_putc(&b, '{');
+		gl_strbuf_append(&b, m.p, m.len);
+		if (resp->body.p[1] != '}')
+			gl_strbuf_putc(&b, ',');
+		gl_strbuf_append(&b, resp->body.p + 1, resp->body.len - 1);
+		gl_strbuf_fini(&resp->body);
+		resp->body = b;
+	}
+	gl_strbuf_fini(&m);
+}
+
 static int handle(struct req_ctx *x)
 {
 	struct gl_req *req = &x->req;
 	struct gl_resp *resp = &x->resp;
 	int rc;
 	gl_db_clear_sqlstate();
+	req->route = x->route;
 	rc = x->route->fn(req, resp);
+	if (rc == 0 && req->read.set)
+		add_freshness(req, resp, x->fresh_buf);
 	if (rc == 0 && req->auth && req->auth->n_owners && !req->scope_applied) {
 		/* backstop for a flagged handler that forgot its filter (read
 		 * only): its rows are not shown */
@@ -1584,6 +1799,8 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	s->int_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
 	s->grace_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
 	pthread_key_create(&s->conn_key, conn_destroy);
+	pthread_key_create(&s->read_conn_key, conn_destroy);
+	s->read_log = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(ERR_LOG_INTERVAL_S);
 	for (s->nroutes = 0; gl_routes[s->nroutes].path; s->nroutes++)
 		;
 	if (s->nroutes > MAX_ROUTES) {
@@ -1592,6 +1809,19 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 	}
 	if ((rc = gl_db_dsn(cfg, s->dsn, sizeof s->dsn, err)))
 		goto out;
+	if (cfg->db_read_dsn && cfg->db_read_dsn[0]) {
+		/* a typo shows at start, not as every read moved to the primary */
+		char *why = NULL;
+		PQconninfoOption *o = PQconninfoParse(cfg->db_read_dsn, &why);
+		PQconninfoFree(o);
+		if (!o) {
+			rc = gl_err_set(err, GL_ECONFIG, "%s: database.read_dsn: %s", cfg->path,
+					why ? strtok(why, "\n") : "not a connection string");
+			PQfreemem(why);
+			goto out;
+		}
+		snprintf(s->read_dsn, sizeof s->read_dsn, "%s", cfg->db_read_dsn);
+	}
 	if ((rc = gl_config_parse_listen(listen_at, &ss, &sl, err)))
 		goto out;
 	if ((rc = gl_audit_writer_start(s->dsn, AUDIT_QUEUE, AUDIT_BLOCK_MS, &s->audit, err)))
@@ -1686,6 +1916,7 @@ void gl_server_stop(struct gl_server *s)
 	gl_auth_cache_free(s->tokens);
 	gl_static_free(s->web);
 	pthread_key_delete(s->conn_key);
+	pthread_key_delete(s->read_conn_key);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }

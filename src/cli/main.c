@@ -11,7 +11,9 @@
 #include "gl/daemon.h"
 #include "gl/db.h"
 #include "gl/dbcancel.h"
+#include "gl/health.h"
 #include "gl/ingest.h"
+#include "gl/lease.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/migrate.h"
@@ -173,7 +175,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 	}
 	if (argc > 1)
 		return gl_cli_usage_error(usage_check, "check-config: unexpected argument '%s'", argv[1]);
-	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err))
+	if (gl_db_dsn(cfg, dsn, sizeof dsn, &err) || gl_db_owner_dsn(cfg, dsn, sizeof dsn, &err))
 		return gl_cli_fail(&err);
 	{
 		/* budgets and the report schedule are only read by the daemon later */
@@ -184,6 +186,10 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 			return gl_cli_fail(&e2);
 		}
 	}
+	if (gl_db_is_external(cfg) && !gl_config_migrate_dsn(cfg))
+		/* before the ok line, which scripts read to its end */
+		printf("database: one role runs the migrations and the service (no database.migrate_dsn): see "
+		       "docs/security.md, \"Two roles\"\n");
 	warn_idle_aliases(cfg);
 	gl_config_warn_shell(cfg);
 	printf("%s: ok (%zu sacct sources; database: %s; listen %s)\n", cfg->path, cfg->n_sacct,
@@ -192,51 +198,40 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 }
 
 /* ---- migrate ---- */
-static const char usage_migrate[] = "usage: gpuledger [--config FILE] migrate\n"
-				    "Applies the migrations not yet applied, each in its own transaction.\n";
+static const char usage_migrate[] =
+	"usage: gpuledger [--config FILE] migrate\n"
+	"Applies the migrations not yet applied, each in its own transaction, as the role that owns the schema\n"
+	"(embedded: " GL_DB_OWNER "; external: database.migrate_dsn, else database.dsn), then grants the service's\n"
+	"role what it uses.\n";
 
-/* On the embedded cluster we hold the superuser, so the audit log is bound
- * right after migrating: the service role keeps only SELECT and INSERT on it
- * (docs/security.md). An external server needs `audit harden` run once with a
- * superuser DSN. */
-static int harden_embedded(const struct gl_config *cfg, struct gl_err *err)
+/* The lines migrate says about roles (docs/security.md, "Two roles"). */
+static void say_roles(const struct gl_migrate_summary *m)
 {
-	struct gl_store *su = NULL;
-	int yes = 0, rc;
-	if (gl_db_is_external(cfg))
-		return 0;
-	if ((rc = gl_store_open_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(su, &yes, err)))
-		goto out;
-	if (!yes) {
-		if ((rc = gl_audit_harden(su, err)))
-			goto out;
+	if (m->hardened)
 		gl_log(GL_LOG_INFO, "migrate: audit_log handed to gpuledger_audit (the service role may only SELECT and INSERT)");
-	}
-out:
-	gl_store_close(su);
-	return rc;
+	if (strcmp(m->owner, m->app))
+		printf("migrate: ran as %s, which owns the schema; the service's role %s owns nothing and was granted "
+		       "what it uses\n",
+		       m->owner, m->app);
+	else
+		printf("migrate: one role, %s, owns the schema and serves: see docs/security.md, \"Two roles\"\n", m->owner);
 }
 
 static int cmd_migrate(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	struct gl_store *st = NULL;
-	int applied = 0, ver = 0, rc = 0;
+	struct gl_migrate_summary m;
 	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_migrate, stdout);
 		return 0;
 	}
 	if (argc > 1)
 		return gl_cli_usage_error(usage_migrate, "migrate: unexpected argument '%s'", argv[1]);
-	if (gl_store_open(cfg, &st, &err) || gl_migrate_run(st, &applied, &err) || gl_migrate_current(st, &ver, &err) ||
-	    harden_embedded(cfg, &err)) {
-		rc = gl_cli_fail(&err);
-		goto out;
-	}
-	printf("migrate: %d applied, schema at version %d\n", applied, ver);
-out:
-	gl_store_close(st);
-	return rc;
+	if (gl_migrate_database(cfg, &m, &err))
+		return gl_cli_fail(&err);
+	printf("migrate: %d applied, schema at version %d\n", m.applied, m.version);
+	say_roles(&m);
+	return 0;
 }
 
 /* ---- db ---- */
@@ -273,7 +268,7 @@ static int cmd_db(struct gl_config *cfg, int argc, char **argv)
 		if ((rc = gl_db_status(cfg, &running, &err)) == 0 && (rc = gl_db_paths(cfg, &p, &err)) == 0) {
 			printf("embedded PostgreSQL: %s (data %s, socket %s)\n", running ? "running" : "stopped",
 			       p.datadir, p.sockdir);
-			printf("passfile %s (roles %s, %s)\n", p.passfile, GL_DB_SUPERUSER, GL_DB_ROLE);
+			printf("passfile %s (roles %s, %s, %s)\n", p.passfile, GL_DB_SUPERUSER, GL_DB_OWNER, GL_DB_ROLE);
 			if (p.relocated)
 				printf("database.embedded_dir %s is not reachable by user '%s': the cluster lives in %s\n",
 				       p.configured, GL_DB_OS_USER, p.base);
@@ -322,6 +317,41 @@ static int cmd_ingest(struct gl_config *cfg, int argc, char **argv)
 
 /* ---- serve ---- */
 
+/* This instance's identity and lease keeper (docs/scale.md, "Several
+ * daemons"): each periodic job runs where its lease is held. A daemon
+ * session left idle inside a transaction (a paused process) is ended by
+ * the server after twice the lease, at least GL_SERVE_IDLE_TXN_MIN_S, so
+ * the locks it holds do not stall the instance that took over. */
+#define GL_SERVE_IDLE_TXN_MIN_S 60
+static void serve_identity(const struct gl_config *cfg, struct gl_daemon_self *self)
+{
+	int64_t idle = 2 * cfg->lease_ttl_s;
+	memset(self, 0, sizeof *self);
+	gl_lease_identity(cfg->instance_name, (int64_t)time(NULL), self->instance, sizeof self->instance, self->holder,
+			  sizeof self->holder);
+	self->lease_ttl_s = cfg->lease_ttl_s;
+	gl_db_set_session(self->instance, idle > GL_SERVE_IDLE_TXN_MIN_S ? idle : GL_SERVE_IDLE_TXN_MIN_S);
+	gl_health_instance(self->instance);
+}
+
+/* Renewals three times per shortest lease of any job here. */
+static int serve_keeper(const struct gl_config *cfg, const struct gl_daemon_self *self,
+			const struct gl_daemon_source *srcs, size_t n, int64_t anchor_interval_s,
+			struct gl_lease_keeper **out, struct gl_err *err)
+{
+	char dsn[1024];
+	int64_t ttl = gl_daemon_lease_ttl(self, anchor_interval_s);
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		int64_t t = gl_daemon_lease_ttl(self, srcs[i].interval_s);
+		if (srcs[i].leased && t < ttl)
+			ttl = t;
+	}
+	if ((rc = gl_db_dsn(cfg, dsn, sizeof dsn, err)))
+		return rc;
+	return gl_lease_keeper_start(dsn, self->holder, ttl * 1000 / 3, out, err);
+}
+
 static const char usage_serve[] =
 	"usage: gpuledger [--config FILE] serve [--listen ADDR:PORT] [--port-file F] [--no-ingest]\n"
 	"Runs the HTTP API and the periodic ingest loop until SIGINT/SIGTERM.\n"
@@ -333,10 +363,18 @@ static const char usage_serve[] =
  * file:line) the ones in force. */
 static int serve_prepare(const struct gl_config *cfg, struct gl_store **st, struct gl_err *err)
 {
-	int applied, rc;
-	if ((rc = gl_store_open(cfg, st, err)) || (rc = gl_migrate_run(*st, &applied, err)) ||
-	    (rc = harden_embedded(cfg, err)))
+	int rc;
+	/* fail early and clearly when the database is not there or not
+	 * migrated; the owner role is needed only when a migration is due */
+	if ((rc = gl_store_open(cfg, st, err)))
 		return rc;
+	if (gl_migrate_pending(*st)) {
+		struct gl_migrate_summary m;
+		if ((rc = gl_migrate_database(cfg, &m, err)))
+			return rc;
+		gl_log(GL_LOG_INFO, "serve: migrated as %s (%d applied, schema at version %d)", m.owner, m.applied,
+		       m.version);
+	}
 	warn_idle_aliases(cfg);
 	gl_config_warn_shell(cfg);
 	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
@@ -355,11 +393,12 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	};
 	struct gl_server_opts so = {0};
 	struct gl_server *srv = NULL;
-	struct gl_daemon_source *srcs = NULL;
+	struct gl_daemon_source *srcs = NULL, anchor_job;
+	struct gl_daemon_self self;
+	struct gl_lease_keeper *keeper = NULL;
 	size_t nsrc = 0;
 	struct gl_err err = {0};
 	struct gl_anchor_state anchor = {GL_LOG_LIMITER_INIT(600), GL_LOG_LIMITER_INIT(600)};
-	int64_t next_anchor_s = 0;
 	struct gl_store *st = NULL;
 	int ch, rc = 0, no_ingest = 0;
 	struct sigaction sa;
@@ -393,6 +432,7 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
+	serve_identity(cfg, &self);
 	if (serve_prepare(cfg, &st, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
@@ -406,11 +446,21 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 		char host[256];
 		const char *l = so.listen ? so.listen : cfg->listen;
 		snprintf(host, sizeof host, "%.*s", (int)(strrchr(l, ':') - l), l);
-		gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (%zu sacct, %zu kube, %zu dcgm sources%s)", host,
-		       (unsigned)gl_server_port(srv), cfg->n_sacct, cfg->n_kube, cfg->n_dcgm,
+		gl_log(GL_LOG_INFO, "serve: listening on http://%s:%u/ (instance %s; %zu sacct, %zu kube, %zu dcgm sources%s)",
+		       host, (unsigned)gl_server_port(srv), self.instance, cfg->n_sacct, cfg->n_kube, cfg->n_dcgm,
 		       no_ingest ? ", ingest off" : "");
 	}
 	nsrc = gl_daemon_sources(cfg, &srcs);
+	/* the anchor file is written by one instance at a time, like a source */
+	memset(&anchor_job, 0, sizeof anchor_job);
+	snprintf(anchor_job.name, sizeof anchor_job.name, "audit:anchor");
+	anchor_job.interval_s = cfg->audit_anchor_interval_s;
+	anchor_job.leased = 1;
+	anchor_job.lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(600);
+	if (serve_keeper(cfg, &self, srcs, no_ingest ? 0 : nsrc, cfg->audit_anchor_interval_s, &keeper, &err)) {
+		rc = gl_cli_fail(&err);
+		goto out;
+	}
 	/* a signal also kills a source command still running, so a stop never
 	 * waits on a slow or hung sacct/kubectl */
 	gl_proc_set_stop_flag(&g_stop);
@@ -421,10 +471,14 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 			check_on_hup(cfg);
 		}
 		if (!no_ingest)
-			gl_daemon_tick(st, cfg, srcs, nsrc, (int64_t)time(NULL), &g_stop);
-		if ((int64_t)time(NULL) >= next_anchor_s) {
-			gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 0);
-			next_anchor_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
+			gl_daemon_tick(st, cfg, &self, srcs, nsrc, (int64_t)time(NULL), &g_stop);
+		if (cfg->audit_anchor_file[0] && (int64_t)time(NULL) >= anchor_job.next_s && !gl_store_revive(st, &err)) {
+			anchor_job.next_s = (int64_t)time(NULL) + cfg->audit_anchor_interval_s;
+			/* not held: next_s is the next try */
+			if (gl_daemon_lease(st, &self, &anchor_job, (int64_t)time(NULL)))
+				gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 0);
+			if (gl_store_up(st) && gl_lease_unfence(st, &err))
+				gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
 		}
 		for (int t = 0; t < 5 && !g_stop; t++)
 			usleep(100 * 1000);
@@ -438,8 +492,13 @@ static int cmd_serve(struct gl_config *cfg, int argc, char **argv)
 	 * every request served */
 	gl_server_stop(srv);
 	srv = NULL;
-	gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 1);
+	/* the stop's anchor is the holder's; another instance goes on anchoring */
+	if (anchor_job.token)
+		gl_anchor_tick(st, cfg, &anchor, (int64_t)time(NULL), 1);
 out:
+	/* the leases expire now: the other instances take the jobs over at
+	 * their next try (a rolling restart waits no ttl) */
+	gl_lease_keeper_stop(keeper);
 	gl_server_stop(srv);
 	/* after the server: no request thread holds a slot any more */
 	gl_dbcancel_stop();
@@ -486,6 +545,16 @@ int main(int argc, char **argv)
 	}
 	cmd = argv[optind];
 	if (!strcmp(cmd, "version")) {
+		static const char usage_version[] = "usage: gpuledger version\n  prints the version (as --version)\n";
+		const char *a = optind + 1 < argc ? argv[optind + 1] : NULL;
+		if (a && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			fputs(usage_version, stdout);
+			return 0;
+		}
+		if (a) {
+			fprintf(stderr, "gpuledger version: unexpected argument '%s'\n%s", a, usage_version);
+			return EXIT_USAGE;
+		}
 		printf("gpuledger %s\n", GL_VERSION);
 		return 0;
 	}

@@ -15,7 +15,7 @@
 static const char usage_report[] =
 	"usage: gpuledger [--config FILE] report showback --month YYYY-MM\n"
 	"         [--aggregate team|project|cost_center|account|user] [--format csv|html|pdf|zip]\n"
-	"         [--out DIR] [--shareIdle none|proportional|owner]\n"
+	"         [--out DIR] [--shareIdle none|proportional|proportional_fleet|owner]\n"
 	"\n"
 	"Writes the month's showback report under DIR (default .): one CSV file per\n"
 	"table, or one HTML or PDF file, named showback-MONTH-AGGREGATE[-TABLE].EXT.\n"

@@ -94,7 +94,12 @@ void gl_anchor_tick(struct gl_store *store, const struct gl_config *cfg, struct 
 
 	if (!cfg->audit_anchor_file[0])
 		return;
-	gl_store_revive(store);
+	/* a reconnect keeps the session's settings (UTC, the instance name
+	 * the fence reads) */
+	if (gl_store_revive(store, &err)) {
+		gl_log_fail(&st->check, now_s, GL_LOG_ERROR, "audit: anchor: %s", err.msg);
+		return;
+	}
 	/* a stop cancels the periodic one like the sources' work; the last one,
 	 * after the stop, waits at most 5 s instead (the session ends with it) */
 	if (last && gl_store_statement_timeout(store, "5s", &err))

@@ -5,6 +5,7 @@
 #include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/health.h"
+#include "gl/ledgermetrics.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
 #include "gl/store.h"
@@ -31,6 +32,7 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 	s->src = src;
 	s->next_s = 0; /* run at once on start */
 	s->lim = (struct gl_log_limiter)GL_LOG_LIMITER_INIT(600);
+	s->leased = 1;
 }
 
 /* Rebuilds stale past days of usage_daily, at most a month per run so one
@@ -92,17 +94,63 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */
 	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
+	/* the cache is this process's memory: every instance keeps its own */
+	arr[n - 1].leased = 0;
 	/* the previous month's report set on the 1st; budget alerts */
 	add(&arr, &n, &cap, "reports", "all", 300, gl_report_sched_run, NULL);
 	if (cfg->n_budgets)
 		add(&arr, &n, &cap, "budgets", "all", cfg->budget_interval_s, budget_run, NULL);
+	/* the month's figures /metrics serves, so a scrape runs no accounting */
+	add(&arr, &n, &cap, "metrics", "ledger", GL_LEDGERMETRICS_INTERVAL_S, gl_ledgermetrics_refresh, NULL);
+	/* like the forecast cache: each instance serves its own /metrics */
+	arr[n - 1].leased = 0;
 	/* further sources register here */
 	*out = arr;
 	return n;
 }
 
-void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, struct gl_daemon_source *s, size_t n, int64_t now_s,
-		    volatile int *stop)
+int64_t gl_daemon_lease_ttl(const struct gl_daemon_self *self, int64_t interval_s)
+{
+	int64_t ttl = self->lease_ttl_s < interval_s ? self->lease_ttl_s : interval_s;
+	return ttl < GL_LEASE_MIN_TTL_S ? GL_LEASE_MIN_TTL_S : ttl;
+}
+
+int gl_daemon_lease(struct gl_store *st, const struct gl_daemon_self *self, struct gl_daemon_source *s, int64_t now_s)
+{
+	struct gl_err err = {0};
+	char who[GL_LEASE_INSTANCE_MAX];
+	int64_t ttl, token = 0, retry;
+	if (!self || !s->leased)
+		return 1;
+	ttl = gl_daemon_lease_ttl(self, s->interval_s);
+	if (gl_lease_take(st, s->name, self->holder, self->instance, ttl, &token, who, sizeof who, &err)) {
+		gl_log_fail(&s->lim, now_s, GL_LOG_ERROR, "%s: lease: %s", s->name, err.msg);
+		s->token = 0;
+		return 0;
+	}
+	gl_health_lease(s->name, token > 0, token > 0 ? self->instance : who);
+	if (token > 0) {
+		if (token != s->token)
+			gl_log(GL_LOG_INFO, "%s: runs on this instance (%s, lease token %lld)", s->name, self->instance,
+			       (long long)token);
+		s->token = token;
+		s->holder_seen[0] = '\0';
+		return 1;
+	}
+	if (s->token || strcmp(who, s->holder_seen))
+		gl_log(GL_LOG_INFO, "%s: runs on instance %s; this one takes over if its lease lapses", s->name,
+		       who[0] ? who : "(none)");
+	s->token = 0;
+	snprintf(s->holder_seen, sizeof s->holder_seen, "%s", who);
+	/* asked again at half the ttl: a dead holder's job moves here within
+	 * a ttl and a half of its last renewal */
+	retry = ttl / 2 > 1 ? ttl / 2 : 1;
+	s->next_s = now_s + (retry < s->interval_s ? retry : s->interval_s);
+	return 0;
+}
+
+void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, const struct gl_daemon_self *self,
+		    struct gl_daemon_source *s, size_t n, int64_t now_s, volatile int *stop)
 {
 	for (size_t i = 0; i < n && !(stop && *stop); i++) {
 		char summary[512] = "";
@@ -111,7 +159,12 @@ void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, struct gl_
 		if (now_s < s[i].next_s)
 			continue;
 		s[i].next_s = now_s + s[i].interval_s;
-		gl_store_revive(st);
+		if (gl_store_revive(st, &err)) {
+			gl_log_fail(&s[i].lim, now_s, GL_LOG_ERROR, "%s: %s", s[i].name, err.msg);
+			continue;
+		}
+		if (!gl_daemon_lease(st, self, &s[i], now_s))
+			continue;
 		struct timespec t0, t1;
 		const char *colon = strchr(s[i].name, ':');
 		char kind[16];
@@ -123,6 +176,11 @@ void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, struct gl_
 		gl_dbcancel_begin_store(&slot, st, GL_DBCANCEL_WORK, s[i].name);
 		rc = s[i].run(st, cfg, s[i].src, now_s, summary, sizeof summary, &err);
 		gl_dbcancel_end(&slot);
+		if (rc == -GL_EBUSY && self && s[i].leased)
+			/* the fence refused a commit: the lease moved on while this
+			 * run was under way (a pause, a stall); the next try finds
+			 * out who holds it */
+			s[i].token = 0;
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (rc) {
 			/* failed mid-transaction (a cancel lands anywhere): the next
@@ -133,6 +191,12 @@ void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, struct gl_
 				gl_log(GL_LOG_WARN, "%s: left a transaction open; rolled back", s[i].name);
 			if (open < 0)
 				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, rb.msg);
+		}
+		if (self && s[i].leased && gl_store_up(st)) {
+			/* the next job (or the forecast refresh) writes under its own fence, or none */
+			struct gl_err uf = {0};
+			if (gl_lease_unfence(st, &uf))
+				gl_log(GL_LOG_WARN, "%s: %s", s[i].name, uf.msg);
 		}
 		/* the whole-source entry; sources with many targets add their own */
 		gl_health_report(kind, colon ? colon + 1 : "", "", rc == 0, now_s, rc ? err.msg : NULL,

@@ -34,10 +34,28 @@ void gl_capacity_settle(struct gl_cap_row *r)
 					r->reserved_gpu_seconds);
 }
 
+double gl_capacity_ratio(int64_t part, int64_t whole)
+{
+	return whole > 0 ? (double)part / (double)whole : -1;
+}
+
+int64_t gl_capacity_inside(int64_t available_s, int64_t idle_s, int64_t allocated_s)
+{
+	int64_t in = available_s - idle_s;
+	if (in < 0)
+		in = 0;
+	return in < allocated_s ? in : allocated_s;
+}
+
+int64_t gl_capacity_beyond(int64_t available_s, int64_t idle_s, int64_t allocated_s)
+{
+	return allocated_s - gl_capacity_inside(available_s, idle_s, allocated_s);
+}
+
 double gl_capacity_saturation(const struct gl_cap_row *r)
 {
-	int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
-	if (avail <= 0)
-		return -1;
-	return (double)r->allocated_gpu_seconds / (double)avail;
+	/* a settled row's allocation is within its capacity (the rest is
+	 * over_gpu_seconds, beside it) */
+	return gl_capacity_ratio(r->allocated_gpu_seconds,
+				 r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds);
 }

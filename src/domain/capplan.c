@@ -186,14 +186,46 @@ double gl_capplan_p_saturation(const struct gl_capplan_step *s)
 	return gl_forecast_prob_above(s->capacity - 1e-9, s->q[0], s->q[1], s->q[2], s->q[3], s->q[4]);
 }
 
+void gl_capplan_step_fill(struct gl_capplan_step *s, const struct gl_forecast_result *fc, int i)
+{
+	s->q[0] = fc->lo95[i], s->q[1] = fc->lo80[i], s->q[2] = fc->q50[i];
+	s->q[3] = fc->hi80[i], s->q[4] = fc->hi95[i];
+	s->origins = 0;
+	/* a bucket's pairs are its origins times its answered leads */
+	for (int b = 0; b < GL_FORECAST_BUCKETS; b++)
+		if (fc->bucket_first[b] && i + 1 >= fc->bucket_first[b] && i + 1 <= fc->bucket_last[b])
+			s->origins = fc->cv_bucket[b].n / (fc->bucket_last[b] - fc->bucket_first[b] + 1);
+	s->trend = fc->method >= GL_FORECAST_FIRST_TREND;
+}
+
+/* P(saturation) of a step were its demand z standard errors of its median
+ * lower: the median of n origins' errors is known to 1.2533 sigma / sqrt(n),
+ * sigma from the 80 % band (1.2816 sigma either side of a normal median) */
+static double p_saturation_lower(const struct gl_capplan_step *s, double z)
+{
+	double sd = (s->q[3] - s->q[1]) / (2 * 1.2816);
+	if (s->origins <= 0 || isnan(s->capacity))
+		return NAN;
+	return gl_forecast_prob_above(s->capacity - 1e-9 + z * 1.2533 * sd / sqrt((double)s->origins), s->q[0], s->q[1],
+				      s->q[2], s->q[3], s->q[4]);
+}
+
 long gl_capplan_first_saturated(const struct gl_capplan_step *s, size_t n, double p)
 {
+	long first = -1;
 	for (size_t k = 0; k < n; k++) {
 		double ps = gl_capplan_p_saturation(&s[k]);
 		if (isnan(ps))
-			return -1;
-		if (ps >= p)
-			return (long)k;
+			break;
+		if (ps >= p && first < 0)
+			first = (long)k;
+		/* a trend was chosen for beating every level method on its
+		 * backtest; a level estimated at about capacity is a coin toss
+		 * (P about p, now above, now below from one week's history to
+		 * the next), so it must reach p with its median 1.645 standard
+		 * errors lower (one-sided 95 %) */
+		if (first >= 0 && (s[k].trend || p_saturation_lower(&s[k], 1.645) >= p))
+			return first;
 	}
 	return -1;
 }
@@ -309,8 +341,7 @@ int gl_capplan_outlook(const struct gl_capplan_key *k, size_t nd, int64_t start_
 		struct gl_capplan_step *st = &out->steps[i];
 		st->start_s = o->end_s + step_s * i;
 		st->end_s = st->start_s + step_s;
-		st->q[0] = out->fc.lo95[i], st->q[1] = out->fc.lo80[i], st->q[2] = out->fc.q50[i];
-		st->q[3] = out->fc.hi80[i], st->q[4] = out->fc.hi95[i];
+		gl_capplan_step_fill(st, &out->fc, i);
 		st->capacity = gl_capplan_capacity(k->capacity, o->plan, o->n_plan, k->cluster, k->gpu_model, o->today_s,
 						   st->start_s, st->end_s);
 	}

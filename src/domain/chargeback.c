@@ -1,5 +1,6 @@
 /* Chargeback rounding, idle sharing and totals (see include/gl/chargeback.h). */
 #include "gl/chargeback.h"
+#include "gl/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +14,26 @@ void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_
 	cb->steps = gl_xcalloc(n_steps ? n_steps : 1, sizeof *cb->steps);
 }
 
+size_t gl_cb_n_lines(const struct gl_cb *cb)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < cb->n_steps; i++)
+		n += cb->steps[i].n_lines;
+	return n;
+}
+
 void gl_cb_fini(struct gl_cb *cb)
 {
 	for (size_t i = 0; i < cb->n_steps; i++) {
-		for (size_t j = 0; j < cb->steps[i].n_lines; j++)
+		for (size_t j = 0; j < cb->steps[i].n_lines; j++) {
 			for (size_t d = 0; d < GL_CB_MAX_DIMS; d++)
 				free(cb->steps[i].lines[j].key[d]);
+			free(cb->steps[i].lines[j].parts);
+		}
 		free(cb->steps[i].lines);
+		for (size_t p = 0; p < cb->steps[i].n_pools; p++)
+			free(cb->steps[i].pools[p].name);
+		free(cb->steps[i].pools);
 	}
 	free(cb->steps);
 	memset(cb, 0, sizeof *cb);
@@ -40,6 +54,60 @@ struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *con
 	return l;
 }
 
+static const char *const share_names[] = {"none", "proportional", "owner", "proportional_fleet"};
+
+const char *gl_cb_share_name(enum gl_share_idle share)
+{
+	return (size_t)share < GL_ARRAY_LEN(share_names) ? share_names[share] : "none";
+}
+
+int gl_cb_share_parse(const char *s, enum gl_share_idle *out)
+{
+	if (!s || !strcmp(s, "false")) {
+		*out = GL_SHARE_NONE;
+		return 0;
+	}
+	if (!strcmp(s, "true") || !strcmp(s, "weighted")) {
+		*out = GL_SHARE_PROPORTIONAL;
+		return 0;
+	}
+	for (size_t i = 0; i < GL_ARRAY_LEN(share_names); i++)
+		if (!strcmp(s, share_names[i])) {
+			*out = (enum gl_share_idle)i;
+			return 0;
+		}
+	return -GL_EINVAL;
+}
+
+size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name)
+{
+	struct gl_cb_step *s = &cb->steps[step];
+	for (size_t p = s->n_pools; p-- > 0;)
+		if (!strcmp(s->pools[p].name, name))
+			return p;
+	if (s->n_pools == s->cap_pools) {
+		s->cap_pools = s->cap_pools ? s->cap_pools * 2 : 8;
+		s->pools = gl_xrealloc(s->pools, s->cap_pools * sizeof *s->pools);
+	}
+	memset(&s->pools[s->n_pools], 0, sizeof *s->pools);
+	s->pools[s->n_pools].name = gl_xstrdup(name);
+	return s->n_pools++;
+}
+
+void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 ms)
+{
+	for (size_t i = 0; i < l->n_parts; i++)
+		if (l->parts[i].pool == pool) {
+			l->parts[i].ms += ms;
+			return;
+		}
+	if (l->n_parts == l->cap_parts) {
+		l->cap_parts = l->cap_parts ? l->cap_parts * 2 : 2;
+		l->parts = gl_xrealloc(l->parts, l->cap_parts * sizeof *l->parts);
+	}
+	l->parts[l->n_parts++] = (struct gl_cb_part){pool, ms};
+}
+
 /* Makes out[0..n) add up to total. The total was rounded together with
  * the owners' lines, the parts on their own, so they may differ by a unit:
  * the last part (what stays unowned) takes the difference, unless that
@@ -56,6 +124,93 @@ static void rebalance(int64_t *out, size_t n, int64_t total)
 			if (out[i] > out[big])
 				big = i;
 	out[big] += diff;
+}
+
+/* PROPORTIONAL_FLEET: the whole step's idle to each line in proportion to
+ * its allocated GPU-time; with no allocation at all there is nobody to
+ * share onto: idle stays */
+static void share_fleet(struct gl_cb_step *s)
+{
+	size_t n = s->n_lines, m = n;
+	int64_t *w = gl_xcalloc(n + 1, sizeof *w), *sh = gl_xcalloc(n + 1, sizeof *sh), shown = 0, base = 0;
+	for (size_t i = 0; i < n; i++) {
+		w[i] = s->lines[i].alloc_s;
+		shown += w[i];
+	}
+	/* lines filtered by owner: the owners not shown weigh in as one more
+	 * part, which stays idle (else the shown owners took all the idle) */
+	if (s->share_base_ms > 0)
+		base = (int64_t)((s->share_base_ms + 500) / 1000);
+	if (base > shown)
+		w[m++] = base - shown;
+	if (gl_cost_share(s->idle_total_micros, w, m, sh) == 0) {
+		for (size_t i = 0; i < n; i++)
+			s->lines[i].idle_share_micros = sh[i];
+		s->idle_micros = m > n ? sh[n] : 0;
+		if (gl_cost_share(s->idle_total_s, w, m, sh) == 0) {
+			for (size_t i = 0; i < n; i++)
+				s->lines[i].idle_share_s = sh[i];
+			s->idle_s = m > n ? sh[n] : 0;
+		}
+	}
+	free(w);
+	free(sh);
+}
+
+/* PROPORTIONAL: the step's idle total (micro-units when micros, else
+ * GPU-seconds), already rounded with the lines, split over the pools by
+ * their exact idle, and each pool's part shared over the lines by their
+ * allocation in that pool (and the allocation an owner filter left out,
+ * whose part stays idle). A pool nobody allocated in keeps its idle; a
+ * line gets nothing from a pool it did not use. *left: what stays idle. */
+static int share_pools(struct gl_cb_step *s, int micros, int64_t total, int64_t *left)
+{
+	size_t n = s->n_lines, np = s->n_pools;
+	gl_i128 *num = gl_xcalloc(np + 1, sizeof *num);
+	int64_t *amt = gl_xcalloc(np + 1, sizeof *amt), *w = gl_xcalloc(n + 1, sizeof *w);
+	int64_t *sh = gl_xcalloc(n + 1, sizeof *sh);
+	int rc = 0;
+
+	*left = total;
+	if (!np)
+		goto out;
+	for (size_t p = 0; p < np; p++)
+		num[p] = micros ? s->pools[p].idle_num : s->pools[p].idle_ms;
+	if ((rc = gl_cost_apportion(num, np, micros ? GL_MILLI_GPU_SECONDS_PER_GPU_HOUR : 1000, amt)))
+		goto out;
+	rebalance(amt, np, total);
+	for (size_t p = 0; p < np; p++) {
+		gl_i128 shown = 0;
+		size_t m = n;
+		for (size_t i = 0; i < n; i++) {
+			w[i] = 0;
+			for (size_t k = 0; k < s->lines[i].n_parts; k++)
+				if (s->lines[i].parts[k].pool == p)
+					w[i] += (int64_t)s->lines[i].parts[k].ms;
+			shown += w[i];
+		}
+		if (s->pools[p].base_ms > shown)
+			w[m++] = (int64_t)(s->pools[p].base_ms - shown);
+		rc = gl_cost_share(amt[p], w, m, sh);
+		if (rc == -GL_EINVAL)
+			continue; /* nobody allocated in the pool: its idle stays */
+		if (rc)
+			goto out;
+		for (size_t i = 0; i < n; i++) {
+			if (micros)
+				s->lines[i].idle_share_micros += sh[i];
+			else
+				s->lines[i].idle_share_s += sh[i];
+			*left -= sh[i];
+		}
+	}
+	rc = 0;
+out:
+	free(num);
+	free(amt);
+	free(w);
+	free(sh);
+	return rc;
 }
 
 static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
@@ -101,32 +256,11 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 	s->idle_micros = s->idle_total_micros;
 	s->idle_s = s->idle_total_s;
 	if (cb->share == GL_SHARE_PROPORTIONAL && s->idle_total_micros + s->idle_total_s > 0) {
-		/* to each line in proportion to its allocated GPU-time; with no
-		 * allocation at all there is nobody to share onto: idle stays */
-		int64_t *sh = gl_xcalloc(n + 1, sizeof *sh), shown = 0, base = 0;
-		size_t m = n;
-		for (size_t i = 0; i < n; i++) {
-			w[i] = s->lines[i].alloc_s;
-			shown += w[i];
-		}
-		/* lines filtered by owner: the owners not shown weigh in as one
-		 * more part, which stays idle (else the shown owners took the
-		 * whole fleet's idle) */
-		if (s->share_base_ms > 0)
-			base = (int64_t)((s->share_base_ms + 500) / 1000);
-		if (base > shown)
-			w[m++] = base - shown;
-		if (gl_cost_share(s->idle_total_micros, w, m, sh) == 0) {
-			for (size_t i = 0; i < n; i++)
-				s->lines[i].idle_share_micros = sh[i];
-			s->idle_micros = m > n ? sh[n] : 0;
-			if (gl_cost_share(s->idle_total_s, w, m, sh) == 0) {
-				for (size_t i = 0; i < n; i++)
-					s->lines[i].idle_share_s = sh[i];
-				s->idle_s = m > n ? sh[n] : 0;
-			}
-		}
-		free(sh);
+		if ((rc = share_pools(s, 1, s->idle_total_micros, &s->idle_micros)) ||
+		    (rc = share_pools(s, 0, s->idle_total_s, &s->idle_s)))
+			goto out;
+	} else if (cb->share == GL_SHARE_PROPORTIONAL_FLEET && s->idle_total_micros + s->idle_total_s > 0) {
+		share_fleet(s);
 	} else if (cb->share == GL_SHARE_OWNER) {
 		/* the store put each dedicated owner's idle numerators on its line;
 		 * round them together with what stays unowned */
@@ -168,13 +302,52 @@ out:
 	return rc;
 }
 
+/* The unobserved time and its cost per line, rounded together per step as
+ * the firm figures are (the lines add up to the step's unobserved total),
+ * and the lines with time past their jobs' limits. */
+static int finish_unobserved(struct gl_cb_step *s)
+{
+	size_t n = s->n_lines;
+	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
+	int64_t *out = gl_xcalloc(n + 1, sizeof *out);
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		num[i] = s->lines[i].unobs_ms;
+	if ((rc = gl_cost_apportion(num, n, 1000, out)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		s->lines[i].unobserved_s = out[i];
+		s->unobserved_s += out[i];
+		num[i] = s->lines[i].unobs_num;
+	}
+	if ((rc = gl_cost_apportion(num, n, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct gl_cb_line *l = &s->lines[i];
+		l->unobserved_micros = out[i];
+		s->unobserved_micros += out[i];
+		l->implausible_s = (int64_t)((l->implausible_ms + 500) / 1000);
+		s->implausible_s += l->implausible_s;
+		s->implausible_lines += l->implausible_ms > 0;
+	}
+out:
+	free(num);
+	free(out);
+	return rc;
+}
+
 int gl_cb_finish(struct gl_cb *cb)
 {
 	int rc;
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		struct gl_cb_step *s = &cb->steps[i];
-		if ((rc = finish_step(cb, s)))
+		if ((rc = finish_step(cb, s)) || (s->n_lines && (rc = finish_unobserved(s))))
 			return rc;
+		cb->unobserved_s += s->unobserved_s;
+		cb->unobserved_micros += s->unobserved_micros;
+		cb->implausible_s += s->implausible_s;
+		cb->implausible_lines += s->implausible_lines;
 		cb->total_alloc_s += s->total_alloc_s;
 		cb->total_cost_micros += s->total_cost_micros;
 		cb->total_idle_micros += s->idle_micros;
@@ -196,4 +369,65 @@ size_t gl_cb_capacity_steps(const struct gl_cb *cb)
 int gl_cb_name_reserved(const char *s)
 {
 	return s && (!strcmp(s, "__idle__") || !strcmp(s, "__unallocated__"));
+}
+
+void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *out)
+{
+	size_t ns = cb->n_steps;
+	int64_t *part = gl_xcalloc(ns + 1, sizeof *part);
+	memset(out, 0, sizeof *out);
+	out->n_steps = ns;
+	out->step_total = gl_xcalloc(ns + 1, sizeof *out->step_total);
+	out->idle = gl_xcalloc(ns + 1, sizeof *out->idle);
+	out->cost = gl_xcalloc(ns + 1, sizeof *out->cost);
+	out->share = gl_xcalloc(ns + 1, sizeof *out->share);
+	out->line = gl_xcalloc(ns + 1, sizeof *out->line);
+	out->total = gl_money_round(cb->total_micros, minor);
+	for (size_t i = 0; i < ns; i++)
+		part[i] = cb->steps[i].total_micros;
+	(void)!gl_money_shown_parts(out->total, part, NULL, ns, minor, out->step_total);
+	for (size_t i = 0; i < ns; i++) {
+		const struct gl_cb_step *s = &cb->steps[i];
+		size_t n = s->n_lines;
+		int64_t *cost = gl_xcalloc(n + 1, sizeof *cost), *share = gl_xcalloc(n + 1, sizeof *share);
+		char **name = gl_xcalloc(n + 1, sizeof *name);
+		out->cost[i] = gl_xcalloc(n + 1, sizeof **out->cost);
+		out->share[i] = gl_xcalloc(n + 1, sizeof **out->share);
+		out->line[i] = gl_xcalloc(n + 1, sizeof **out->line);
+		for (size_t j = 0; j < n; j++) {
+			struct gl_strbuf b = GL_STRBUF_INIT;
+			for (size_t d = 0; d < cb->n_dims; d++) {
+				if (d)
+					gl_strbuf_putc(&b, '/');
+				gl_strbuf_puts(&b, s->lines[j].key[d]);
+			}
+			name[j] = gl_xstrdup(gl_strbuf_cstr(&b));
+			gl_strbuf_fini(&b);
+			cost[j] = s->lines[j].cost_micros;
+			share[j] = s->lines[j].idle_share_micros;
+		}
+		(void)!gl_money_shown_rows(out->step_total[i], cost, share, (const char *const *)name, n, s->idle_micros,
+					   minor, out->line[i], out->cost[i], out->share[i], &out->idle[i]);
+		for (size_t j = 0; j < n; j++)
+			free(name[j]);
+		free(name);
+		free(cost);
+		free(share);
+	}
+	free(part);
+}
+
+void gl_cb_shown_fini(struct gl_cb_shown *s)
+{
+	for (size_t i = 0; i < s->n_steps; i++) {
+		free(s->cost[i]);
+		free(s->share[i]);
+		free(s->line[i]);
+	}
+	free(s->cost);
+	free(s->share);
+	free(s->line);
+	free(s->step_total);
+	free(s->idle);
+	memset(s, 0, sizeof *s);
 }

@@ -251,6 +251,35 @@ out:
 	return rc;
 }
 
+int gl_money_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t *share, const char *const *name,
+			size_t n, int64_t left, int minor, int64_t *out_total, int64_t *out_cost, int64_t *out_share,
+			int64_t *out_left)
+{
+	int64_t *part = gl_xcalloc(n + 1, sizeof *part), *shown = gl_xcalloc(n + 1, sizeof *shown);
+	const char **tie = gl_xcalloc(n + 1, sizeof *tie);
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		part[i] = cost[i] + share[i];
+		tie[i] = name ? name[i] : "";
+	}
+	part[n] = left;
+	tie[n] = "__idle__";
+	rc = gl_money_shown_parts(shown_total, part, tie, n + 1, minor, shown);
+	*out_left = shown[n];
+	for (size_t i = 0; i < n; i++) {
+		int64_t p2[2] = {cost[i], share[i]}, s2[2];
+		out_total[i] = shown[i];
+		if (gl_money_shown_parts(shown[i], p2, NULL, 2, minor, s2))
+			rc = -GL_EINVAL;
+		out_cost[i] = s2[0];
+		out_share[i] = s2[1];
+	}
+	free(part);
+	free(shown);
+	free(tie);
+	return rc;
+}
+
 int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err)
 {
 	int64_t whole = 0, frac = 0;

@@ -197,16 +197,20 @@ static int day_is_weekend(const struct fc_ctx *c, long day)
 	return ((day % 7 + 7 + c->wd0) % 7) >= 5;
 }
 
-/* The pool for slot t from x[0..o): slots t - j*pd + d for j in 1..k,
+/* The pool for slot t from x[0..o): slots t - j*pd + d for the k days j
+ * back from the newest day before the origin (j0: t's own day when t is
+ * within the first day ahead, else as many days further as t is ahead),
  * |d| <= w, of the same day type as t when the weekday is known, into v;
- * returns how many. The day type is worked out once per day, not per slot
+ * returns how many. Counting the k days from the origin, not from t, keeps
+ * a pool k days deep at every lead (from t, a daily or weekly slot 21 ahead
+ * of k = 28 had 7). The day type is worked out once per day, not per slot
  * (this loop is most of the cost of a fit). */
 static int pool_gather(const double *x, size_t o, long t, const struct fc_ctx *c, int k, int w, double *v)
 {
 	int cnt = 0, split = c->wd0 >= 0;
-	long pd = c->pd, day_t = t / pd, slot = t % pd;
+	long pd = c->pd, day_t = t / pd, slot = t % pd, j0 = (t - (long)o) / pd + 1;
 	int we = split ? day_is_weekend(c, day_t) : 0;
-	for (int j = 1; j <= k; j++) {
+	for (long j = j0; j < j0 + k; j++) {
 		long day = day_t - j;
 		int same = !split || day_is_weekend(c, day) == we;
 		int prev_same = !split || day_is_weekend(c, day - 1) == we;

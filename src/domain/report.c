@@ -1,5 +1,6 @@
 /* Showback report renderers: CSV and HTML (see include/gl/report.h). */
 #include "gl/report.h"
+#include "gl/capacity.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/timeutil.h"
@@ -12,7 +13,6 @@
 const char *const gl_report_tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost", "top_idle",
 					 "reconciliation", "rates", "owner_rules", "partial", NULL};
 
-static const char *const share_names[] = {"none", "proportional", "owner"};
 
 void gl_report_fmt_hours(int64_t s, char *buf, size_t n)
 {
@@ -74,40 +74,33 @@ void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_show
 {
 	const struct gl_sb_fleet *f = &sb->fleet;
 	size_t n = sb->n_owners;
-	int64_t *part = gl_xcalloc(n + 1, sizeof *part), *shown = gl_xcalloc(n + 1, sizeof *shown);
-	const char **tie = gl_xcalloc(n + 1, sizeof *tie);
+	int64_t *cost = gl_xcalloc(n + 1, sizeof *cost), *share = gl_xcalloc(n + 1, sizeof *share);
+	const char **name = gl_xcalloc(n + 1, sizeof *name);
 	int64_t sum_c = 0, sum_s = 0, sh_c = 0, sh_s = 0;
 	memset(out, 0, sizeof *out);
 	out->cost = gl_xcalloc(n ? n : 1, sizeof *out->cost);
 	out->idle_share = gl_xcalloc(n ? n : 1, sizeof *out->idle_share);
 	out->total = gl_xcalloc(n ? n : 1, sizeof *out->total);
-	/* down the table: Σ owner totals + __idle__ = the fleet total, rounded once */
 	for (size_t i = 0; i < n; i++) {
-		part[i] = sb->owners[i].total_micros;
-		tie[i] = sb->owners[i].name;
+		cost[i] = sb->owners[i].cost_micros;
+		share[i] = sb->owners[i].idle_share_micros;
+		name[i] = sb->owners[i].name;
 	}
-	part[n] = f->idle_left_micros;
-	tie[n] = "__idle__";
 	out->fleet_total = gl_money_round(f->total_micros, sb->minor);
-	/* a model that does not reconcile says so; its lines are then rounded one by one */
-	(void)!gl_money_shown_parts(out->fleet_total, part, tie, n + 1, sb->minor, shown);
-	out->idle_left = shown[n];
-	/* along each row: cost + idle share = the row's shown total */
+	/* the one rule of every view (the API's too): Σ owner totals +
+	 * __idle__ = the fleet total, cost + idle share = each owner's; a model
+	 * that does not reconcile says so, its lines rounded one by one */
+	(void)!gl_money_shown_rows(out->fleet_total, cost, share, name, n, f->idle_left_micros, sb->minor, out->total,
+				   out->cost, out->idle_share, &out->idle_left);
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
-		int64_t p2[2] = {w->cost_micros, w->idle_share_micros}, s2[2];
-		out->total[i] = shown[i];
-		(void)!gl_money_shown_parts(shown[i], p2, NULL, 2, sb->minor, s2);
-		out->cost[i] = s2[0];
-		out->idle_share[i] = s2[1];
-		if (!strcmp(w->name, "__unallocated__"))
-			out->unallocated += shown[i];
+		if (!strcmp(sb->owners[i].name, "__unallocated__"))
+			out->unallocated += out->total[i];
 		else
-			out->owners += shown[i];
-		sum_c += w->cost_micros;
-		sum_s += w->idle_share_micros;
-		sh_c += s2[0];
-		sh_s += s2[1];
+			out->owners += out->total[i];
+		sum_c += cost[i];
+		sum_s += share[i];
+		sh_c += out->cost[i];
+		sh_s += out->idle_share[i];
 	}
 	if (sum_c == f->cost_micros && sum_s == f->idle_total_micros - f->idle_left_micros) {
 		out->alloc_cost = sh_c;
@@ -118,9 +111,9 @@ void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_show
 		out->idle_shared = gl_money_round(f->idle_total_micros - f->idle_left_micros, sb->minor);
 		out->idle_total = gl_money_round(f->idle_total_micros, sb->minor);
 	}
-	free(part);
-	free(shown);
-	free(tie);
+	free(cost);
+	free(share);
+	free(name);
 }
 
 void gl_report_shown_fini(struct gl_report_shown *s)
@@ -138,6 +131,8 @@ const char *gl_report_share_tag(enum gl_share_idle share)
 		return "-idle_proportional";
 	case GL_SHARE_OWNER:
 		return "-idle_owner";
+	case GL_SHARE_PROPORTIONAL_FLEET:
+		return "-idle_proportional_fleet";
 	default:
 		return "";
 	}
@@ -341,7 +336,7 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	gl_report_shown_compute(sb, &sh);
 	fr_text(rows, &n, "month", NULL, sb->month);
 	fr_text(rows, &n, "aggregate", NULL, sb->aggregate);
-	fr_text(rows, &n, "share_idle", NULL, share_names[sb->share]);
+	fr_text(rows, &n, "share_idle", NULL, gl_cb_share_name(sb->share));
 	fr_text(rows, &n, "currency", NULL, sb->currency);
 	fr_text(rows, &n, "closed", NULL, sb->closed ? "yes" : "no (month to date)");
 	fr_hours(rows, &n, "capacity_gpu_hours", "Capacity GPU-h", f->capacity_known, f->capacity_s);
@@ -351,8 +346,11 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	fr_hours(rows, &n, "allocated_idle_gpu_hours", "Allocated-idle GPU-h", f->usage_known, f->aidle_s);
 	fr_hours(rows, &n, "unallocated_idle_gpu_hours", "Unallocated idle GPU-h", f->capacity_known, f->unalloc_idle_s);
 	fr_hours(rows, &n, "overallocated_gpu_hours", "Overallocated GPU-h", f->capacity_known, f->overalloc_s);
-	gl_report_fmt_pct(f->allocated_s, avail, b, sizeof b);
+	/* over the GPU time with capacity data; what ran beyond it beside */
+	gl_report_fmt_pct(gl_capacity_inside(avail, f->unalloc_idle_s, f->allocated_s), avail, b, sizeof b);
 	fr_text(rows, &n, "saturation_pct", "Saturation %", f->capacity_known && avail > 0 ? b : "no data");
+	fr_hours(rows, &n, "beyond_inventory_gpu_hours", "Allocated beyond inventory GPU-h", f->capacity_known,
+		 gl_capacity_beyond(avail, f->unalloc_idle_s, f->allocated_s));
 	fr_money(rows, &n, sb, "allocation_cost", "Allocation cost", 1, sh.alloc_cost);
 	fr_money(rows, &n, sb, "unallocated_idle_cost", "Unallocated idle cost", f->capacity_known, sh.idle_total);
 	fr_money(rows, &n, sb, "idle_cost_shared_to_owners", "Idle cost shared to owners", f->capacity_known,
@@ -993,7 +991,7 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	gl_strbuf_puts(o, "</h1><p class=meta>by ");
 	esc(o, sb->aggregate);
 	gl_strbuf_puts(o, " · idle shared: ");
-	esc(o, share_names[sb->share]);
+	esc(o, gl_cb_share_name(sb->share));
 	gl_strbuf_puts(o, " · currency ");
 	esc(o, sb->currency);
 	gl_strbuf_puts(o, " · generated at ");

@@ -84,6 +84,34 @@ static int parse_end(const char *which, const char *s, size_t n, int64_t *floor_
 #define WINDOW_MIN_S (-62135596800LL) /* 0001-01-01T00:00:00Z */
 #define WINDOW_MAX_END_S 253402300799LL /* 9999-12-31T23:59:59Z */
 
+/* A date-shaped window that names no day ("2026-11-31", "2026-13") is
+ * a calendar mistake, not an unknown window kind: say which part is wrong.
+ * 0 when s does not look like a date or month at all. */
+static int calendar_error(const char *s, size_t n, struct gl_err *err)
+{
+	static const char *const names[] = {"January", "February", "March",     "April",   "May",      "June",
+					    "July",    "August",   "September", "October", "November", "December"};
+	int y = 0, m = 0, d = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((i == 4 || i == 7) ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
+			return 0;
+	if (n != 7 && n != 10)
+		return 0;
+	y = atoi(s);
+	m = (s[5] - '0') * 10 + (s[6] - '0');
+	if (m < 1 || m > 12)
+		return gl_err_set(err, GL_EINVAL, "'%s' has no month %02d (months are 01 to 12)", s, m);
+	if (n == 10) {
+		int ny = m == 12 ? y + 1 : y, nm = m == 12 ? 1 : m + 1;
+		int64_t days = gl_time_days_from_civil(ny, (unsigned)nm, 1) - gl_time_days_from_civil(y, (unsigned)m, 1);
+		d = (s[8] - '0') * 10 + (s[9] - '0');
+		if (d < 1 || d > days)
+			return gl_err_set(err, GL_EINVAL, "the day %s does not exist: %s %04d has %lld days", s, names[m - 1],
+					  y, (long long)days);
+	}
+	return 0;
+}
+
 static int parse_window(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err)
 {
 	size_t n = strlen(s);
@@ -137,6 +165,8 @@ static int parse_window(const char *s, int64_t now_s, struct gl_window *w, struc
 		w->end_s = gl_month_next(w->start_s);
 	} else if (n == 10 && gl_time_parse(s, n, &w->start_s) == 0) {
 		w->end_s = w->start_s + 86400;
+	} else if (calendar_error(s, n, err)) {
+		return -GL_EINVAL;
 	} else {
 		return gl_err_set(err, GL_EINVAL,
 				  "unknown window '%s' (use 2026-10, 2026-10-05, A,B in RFC3339, 7d, 24h, today, "

@@ -69,6 +69,12 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	if (final && source_ok && in->o.watermark_s != GL_TIME_NONE &&
 	    (rc = gl_ingest_watermark_set(in->c, in->o.source, in->cluster_id, in->o.watermark_s, err)))
 		goto fail;
+	/* an output without a job says nothing of the cluster (a file read
+	 * before its cluster ran anything): it does not make the cluster's data
+	 * reach its capture time */
+	if (final && source_ok && in->o.seen_s > 0 && in->st.inserted + in->st.updated + in->st.unchanged > 0 &&
+	    (rc = gl_ingest_observed_set(in->c, in->o.source, in->cluster_id, in->o.seen_s, err)))
+		goto fail;
 	if ((rc = gl_ingest_run_update(in->c, in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
 		goto fail;
 	if ((rc = gl_txn_commit(in->c, err)))
@@ -176,7 +182,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	row->req_gpu_milli = rec->gpus_req * 1000;
 	row->nodes_json = NULL;
 	row->tags_json = NULL;
-	row->last_seen_s = GL_TIME_NONE;
+	row->last_seen_s = rec->end_s == GL_TIME_NONE && in->o.seen_s > 0 ? in->o.seen_s : GL_TIME_NONE;
 	row->array_tasks = rec->kind == GL_SACCT_ARRAY_PENDING ? rec->array_tasks : 0;
 	row->array_tasks_partial = rec->kind == GL_SACCT_ARRAY_PENDING && rec->array_tasks_partial;
 }

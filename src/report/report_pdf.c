@@ -368,8 +368,7 @@ static void body(struct pdf *p)
 {
 	const struct gl_showback *sb = p->sb;
 	const struct gl_sb_fleet *f = &sb->fleet;
-	static const char *const share_names[] = {"none", "proportional", "owner"};
-	char b[256], c[64], d[64];
+		char b[256], c[64], d[64];
 	struct table t;
 	int64_t diff = gl_report_reconcile_diff(sb), own = 0, un = 0;
 	struct gl_report_shown shn;
@@ -380,7 +379,7 @@ static void body(struct pdf *p)
 	new_page(p);
 	p->y = 150;
 	p->y += text(p, MARGIN, p->y, 0, "GPU showback and chargeback", "DejaVu Sans Bold 20", 0) + 6;
-	snprintf(b, sizeof b, "%s · by %s · idle shared: %s · %s%s", sb->month, sb->aggregate, share_names[sb->share],
+	snprintf(b, sizeof b, "%s · by %s · idle shared: %s · %s%s", sb->month, sb->aggregate, gl_cb_share_name(sb->share),
 		 sb->currency, sb->closed ? "" : " · month to date");
 	p->y += text(p, MARGIN, p->y, 0, b, "DejaVu Sans 12", 0) + 20;
 	money(sb, shn.fleet_total, c, sizeof c);

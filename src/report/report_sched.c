@@ -38,7 +38,6 @@ void gl_report_sched_name(const char *month, const char *aggregate, enum gl_shar
 		snprintf(buf, n, "showback-%s-%s%s%s.%s", month, aggregate, tag, ver, ext);
 }
 
-static const char *const share_names[] = {"none", "proportional", "owner"};
 
 /* The month's CSV tables rendered into csv[] (*nt of them), each compared
  * with the latest recorded version's file of the same name: res->changed
@@ -50,7 +49,7 @@ static int compare_latest(struct gl_store *st, const struct gl_showback *sb, con
 	struct gl_reportfiles prev = {0};
 	int rc;
 
-	if ((rc = gl_reportfiles_latest(st, mday, sb->aggregate, share_names[sb->share], pv, &prev, err)))
+	if ((rc = gl_reportfiles_latest(st, mday, sb->aggregate, gl_cb_share_name(sb->share), pv, &prev, err)))
 		goto out;
 	/* the CSV is the content: compare it table by table */
 	for (*nt = 0; gl_report_tables[*nt] && *nt < GL_REPORT_SCHED_MAX_FILES; (*nt)++) {
@@ -117,7 +116,7 @@ static int record_rows(struct gl_store *st, const struct gl_showback *sb, const 
 		       int64_t now_s, const struct gl_report_sched_result *res, struct gl_err *err)
 {
 	struct gl_reportfile_new files[GL_REPORT_SCHED_MAX_FILES];
-	struct gl_reportfile_set set = {mday, sb->aggregate, share_names[sb->share], trigger, res->changed,
+	struct gl_reportfile_set set = {mday, sb->aggregate, gl_cb_share_name(sb->share), trigger, res->changed,
 					res->version, now_s};
 	struct gl_strbuf detail = GL_STRBUF_INIT;
 	int rc;
@@ -171,7 +170,7 @@ int gl_report_sched_make(struct gl_store *st, const struct gl_config *cfg, const
 	 * wrote its files over each other's, and the second failed on the
 	 * unique key with a raw SQL error. Held until the rows commit; the
 	 * second then finds the set recorded. */
-	snprintf(lockkey, sizeof lockkey, "%s|%s|%s", mday, sb.aggregate, share_names[sb.share]);
+	snprintf(lockkey, sizeof lockkey, "%s|%s|%s", mday, sb.aggregate, gl_cb_share_name(sb.share));
 	if ((rc = gl_reportfiles_lock(st, lockkey, err)))
 		goto out_unlocked;
 	if ((rc = compare_latest(st, &sb, mday, now_s, csv, &nt, &pv, res, err)))

@@ -35,14 +35,8 @@ int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_
 
 int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err)
 {
-	if (!s || !strcmp(s, "none") || !strcmp(s, "false"))
-		*sh = GL_SHARE_NONE;
-	else if (!strcmp(s, "proportional") || !strcmp(s, "true") || !strcmp(s, "weighted"))
-		*sh = GL_SHARE_PROPORTIONAL;
-	else if (!strcmp(s, "owner"))
-		*sh = GL_SHARE_OWNER;
-	else
-		return gl_err_set(err, GL_EINVAL, "shareIdle: '%s' is not none, proportional or owner", s);
+	if (gl_cb_share_parse(s, sh))
+		return gl_err_set(err, GL_EINVAL, "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, s);
 	return 0;
 }
 

@@ -50,21 +50,60 @@ const char *gl_acct_dim_sql(const char *dim)
 	" GROUP BY g"                                                                                        \
 	")"
 
+/* Which part of a job's time a query reads (docs/ingest.md, "Observed
+ * time"): OBS_FIRM up to the last moment a source saw it open, OBS_UNSEEN
+ * only the open part after that, to now (the unobserved time: firm and
+ * unseen together are sreport's semantics), OBS_IMPLAUSIBLE the unobserved part after the
+ * job's own time limit (the scheduler would have ended it by then). */
+enum obs_mode { OBS_FIRM, OBS_UNSEEN, OBS_IMPLAUSIBLE };
+
+/* The [start, stop) of jb a mode reads, as SQL over $3 (now). */
+static const char *obs_start(enum obs_mode m)
+{
+	return m == OBS_UNSEEN	    ? "greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ")"
+	       : m == OBS_IMPLAUSIBLE ? "greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ","
+					" jb.start_at + jb.timelimit_s * interval '1 second')"
+				      : "jb.start_at";
+}
+
+static const char *obs_stop(enum obs_mode m)
+{
+	return m == OBS_FIRM ? "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " GL_JOB_SEEN_SQL(
+				       "jb") ")))"
+			     : "coalesce(jb.end_at, to_timestamp($3))";
+}
+
 /* The GPU jobs of jb overlapping a run r and started before now ($3), each
- * once: a job over two runs is kept at the first. */
-#define GL_RUN_JOBS_WHERE                                                                                    \
-	" jb.gpu_milli > 0 AND jb.start_at < r.b"                                                            \
-	" AND (jb.end_at > r.a OR (jb.end_at IS NULL AND to_timestamp($3) > r.a))"                           \
-	" AND jb.start_at < to_timestamp($3)"                                                                \
-	" AND NOT EXISTS (SELECT 1 FROM runs r2 WHERE r2.a < r.a AND jb.start_at < r2.b"                    \
-	"  AND coalesce(jb.end_at, to_timestamp($3)) > r2.a)"
+ * once: a job over two runs is kept at the first. The end_at tests stay
+ * apart from the stop expression so the scans use jobs_window_idx and
+ * jobs_running_idx. */
+static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m)
+{
+	const char *a = obs_start(m), *b = obs_stop(m);
+	if (m == OBS_UNSEEN || m == OBS_IMPLAUSIBLE)
+		gl_strbuf_printf(sql,
+				 " jb.gpu_milli > 0 AND jb.end_at IS NULL AND jb.start_at < r.b AND to_timestamp($3) > r.a"
+				 " AND %s < least(r.b, to_timestamp($3))%s",
+				 a, m == OBS_IMPLAUSIBLE ? " AND jb.timelimit_s >= 0" : "");
+	else
+		gl_strbuf_printf(sql,
+				 " jb.gpu_milli > 0 AND jb.start_at < r.b"
+				 " AND (jb.end_at > r.a OR (jb.end_at IS NULL AND %s > r.a))",
+				 m == OBS_FIRM ? b : "to_timestamp($3)");
+	gl_strbuf_printf(sql,
+			 " AND jb.start_at < to_timestamp($3)"
+			 " AND NOT EXISTS (SELECT 1 FROM runs r2 WHERE r2.a < r.a AND %s < r2.b AND %s > r2.a)",
+			 a, b);
+}
 
 /* GPU jobs overlapping the live steps, one row each (k), with their owner
  * at start time. Owner rules change rarely, so the owner is resolved once
  * per distinct set of owner-relevant attributes and rule-validity segment
  * (a few thousand gl_owner calls) and hash-joined back to the jobs, instead
  * of once per job. append_live puts them in their steps. */
-static const char jobs_cte[] =
+static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
+{
+	gl_strbuf_puts(sql,
 	"WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
@@ -73,13 +112,17 @@ static const char jobs_cte[] =
 	"), k0 AS ("
 	" SELECT jb.job_pk, jb.cluster_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos,"
 	"  jb.namespace, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli,"
-	"  jb.start_at, coalesce(jb.end_at, to_timestamp($3)) AS stop_at,"
+	"  ");
+	gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
+	gl_strbuf_puts(sql,
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
 	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
 	" FROM runs r"
-	" JOIN jobs jb ON" GL_RUN_JOBS_WHERE
+	" JOIN jobs jb ON");
+	put_run_jobs_where(sql, m);
+	gl_strbuf_puts(sql,
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
 	"), attrs AS ("
@@ -92,7 +135,8 @@ static const char jobs_cte[] =
 	"), k AS ("
 	" SELECT k0.*, own.team, own.project, own.cost_center FROM k0"
 	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
-	")";
+	")");
+}
 
 /* ", ev0 AS (...) ... cells AS (...)": allocation per step without a row
  * per job and step. src has the columns keys (a comma list), g (milli-GPUs)
@@ -159,8 +203,12 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       "), " GL_LIVE_CTES("lsteps", "$4", "$5", "$6") ", j AS ("
 		       " SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
 		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, jb.gpu_milli,"
-		       "  jb.start_at, coalesce(jb.end_at, to_timestamp($3)) AS stop_at"
-		       " FROM runs r JOIN jobs jb ON" GL_RUN_JOBS_WHERE
+		       "  jb.start_at, ");
+	gl_strbuf_puts(sql, obs_stop(OBS_FIRM));
+	gl_strbuf_puts(sql, " AS stop_at"
+		       " FROM runs r JOIN jobs jb ON");
+	put_run_jobs_where(sql, OBS_FIRM);
+	gl_strbuf_puts(sql,
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
 		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
 	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps", n_live == 1);
@@ -510,10 +558,11 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
 /* Appends the CTEs f .. byrate of the live query (jobs over the steps of
  * $1, $2, $4 at now $3), grouped by dims; filters take parameters from $5. */
 static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live,
-		       const struct gl_acct_query *q, int *np, struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
+		       const struct gl_acct_query *q, enum obs_mode m, int *np, struct gl_strbuf *arrays, size_t *arr_off,
+		       struct gl_err *err)
 {
 	int rc;
-	gl_strbuf_puts(sql, jobs_cte);
+	put_jobs_cte(sql, m);
 	gl_strbuf_puts(sql, ", f1 AS (SELECT k.*");
 	for (size_t d = 0; d < n_dims; d++)
 		gl_strbuf_printf(sql, ", %s AS d%zu", gl_acct_dim_sql(dims[d]), d);
@@ -574,7 +623,11 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	put_dim_cols(sql, "f1.", n_dims);
 	gl_strbuf_puts(sql,
 		       ", f1.gpu_model, NULL, 0, 0, u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
-		       " FROM usage u JOIN f1 ON f1.job_pk = u.job_pk AND u.a < f1.stop_at AND u.b > f1.start_at"
+		       " FROM usage u JOIN f1 ON f1.job_pk = u.job_pk AND u.a < f1.stop_at AND u.b > f1.start_at");
+	/* exporter usage is what a source saw: it stays with the firm time */
+	if (m != OBS_FIRM)
+		gl_strbuf_puts(sql, " AND false");
+	gl_strbuf_puts(sql,
 		       " CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL(
 			       "u", "f1.gpu_milli * greatest(extract(epoch FROM least(f1.stop_at, u.b) - greatest(f1.start_at, u.a)), 0)"
 				    " / 1000.0") " AS k) sc"
@@ -657,7 +710,7 @@ void gl_acct_meta_fini(struct gl_acct_meta *meta)
 
 /* The columns of a lines query (append_lines_select), by name. */
 struct line_cols {
-	int i, d[GL_CB_MAX_DIMS], alloc_ms, priced_ms, cost_num, busy_s, idle_s, observed_s, unpriced;
+	int i, d[GL_CB_MAX_DIMS + 2], alloc_ms, priced_ms, cost_num, busy_s, idle_s, observed_s, unpriced;
 };
 
 static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, struct gl_err *err)
@@ -698,16 +751,62 @@ static struct gl_cb_line *line_of(struct gl_cb *cb, size_t step, const char *con
 	return gl_cb_add_line(cb, step, keys);
 }
 
-/* Folds the rows of a lines query into the lines of cb. */
-static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
+/* Where absorb puts a lines query's sums: the firm figures, or the
+ * unobserved ones (also the firm ones when the caller asked to include
+ * them), or the implausible part of the unobserved. */
+enum absorb_to { TO_FIRM, TO_UNSEEN, TO_UNSEEN_INCLUDED, TO_IMPLAUSIBLE };
+
+static void absorb_sums(struct gl_cb_line *l, enum absorb_to to, gl_i128 am, gl_i128 pm, gl_i128 cn)
 {
+	if (to == TO_IMPLAUSIBLE) {
+		l->implausible_ms += am;
+		return;
+	}
+	if (to != TO_FIRM) {
+		l->unobs_ms += am;
+		l->unobs_num += cn;
+	}
+	if (to != TO_UNSEEN) {
+		l->alloc_ms += am;
+		l->priced_ms += pm;
+		l->cost_num += cn;
+	}
+}
+
+/* The idle pool dimensions of cb (gl_cb_pool): none unless idle is shared
+ * proportionally within clusters, where the lines query groups by them
+ * too, after the caller's dimensions. */
+static size_t pool_dims(const struct gl_cb *cb, const char **dims)
+{
+	if (cb->share != GL_SHARE_PROPORTIONAL)
+		return 0;
+	dims[0] = "cluster";
+	dims[1] = "gpu_model";
+	return cb->share_by_model ? 2 : 1;
+}
+
+/* The name of the idle pool of a row: its pool columns, cols[0..n), joined
+ * by the unit separator. */
+static void pool_name(PGresult *r, int row, const int *cols, size_t n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", PQgetvalue(r, row, cols[0]), n > 1 ? "\x1f" : "", n > 1 ? PQgetvalue(r, row, cols[1]) : "");
+}
+
+/* Folds the rows of a lines query into the lines of cb: n_dims key
+ * columns, then the pool columns (pool_dims); to says where the sums go. */
+static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta,
+		  struct gl_err *err)
+{
+	const char *pd[2];
+	size_t np = pool_dims(cb, pd);
 	struct line_cols k = {0};
-	int rc = line_cols(r, n_dims, &k, err);
+	int rc = line_cols(r, n_dims + np, &k, err);
 	for (int row = 0; !rc && row < PQntuples(r); row++) {
 		const char *keys[GL_CB_MAX_DIMS] = {0};
 		int step = atoi(PQgetvalue(r, row, k.i)) - 1;
 		struct gl_cb_line *l;
 		gl_i128 am, pm, cn;
+		char pool[512];
 		if (step < 0 || (size_t)step >= cb->n_steps)
 			continue;
 		for (size_t d = 0; d < n_dims; d++)
@@ -716,9 +815,14 @@ static int absorb(PGresult *r, size_t n_dims, struct gl_cb *cb, struct gl_acct_m
 		if (parse_num(r, row, k.alloc_ms, &am) || parse_num(r, row, k.priced_ms, &pm) ||
 		    parse_num(r, row, k.cost_num, &cn))
 			return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
-		l->alloc_ms += am;
-		l->priced_ms += pm;
-		l->cost_num += cn;
+		absorb_sums(l, to, am, pm, cn);
+		/* the idle pools share by what is billed */
+		if (np && (to == TO_FIRM || to == TO_UNSEEN_INCLUDED)) {
+			pool_name(r, row, k.d + n_dims, np, pool, sizeof pool);
+			gl_cb_line_in_pool(l, gl_cb_pool_of(cb, (size_t)step, pool), am);
+		}
+		if (to != TO_FIRM)
+			continue;
 		l->busy_s += atof(PQgetvalue(r, row, k.busy_s));
 		l->idle_s += atof(PQgetvalue(r, row, k.idle_s));
 		l->observed_s += atof(PQgetvalue(r, row, k.observed_s));
@@ -736,14 +840,25 @@ static void filter_args(const char **params, int np0, int np, const struct gl_st
 }
 
 /* Runs a lines query and folds its rows into cb. */
-static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims, struct gl_cb *cb,
-		     struct gl_acct_meta *meta, struct gl_err *err)
+static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims,
+		     enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
 {
+	struct gl_strbuf lim = GL_STRBUF_INIT;
 	PGresult *r = NULL;
-	int rc = gl_db_query(c, sql, np, params, &r, err);
+	int rc;
+	/* with a bound, the server stops one row past it: a refused answer
+	 * never had its rows in our memory */
+	if (cb->max_lines)
+		gl_strbuf_printf(&lim, "SELECT * FROM (%s) gl_lines LIMIT %zu", sql, cb->max_lines + 1);
+	rc = gl_db_query(c, cb->max_lines ? lim.p : sql, np, params, &r, err);
+	if (!rc && cb->max_lines && (size_t)PQntuples(r) > cb->max_lines)
+		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	if (!rc)
-		rc = absorb(r, n_dims, cb, meta, err);
+		rc = absorb(r, n_dims, to, cb, meta, err);
+	if (!rc && cb->max_lines && gl_cb_n_lines(cb) > cb->max_lines)
+		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	PQclear(r);
+	gl_strbuf_fini(&lim);
 	return rc;
 }
 
@@ -757,9 +872,12 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	size_t arr_off[40];
 	int np = 2, rc;
 
+	const char *pd[2];
+	size_t npd = pool_dims(cb, pd);
+
 	gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
-	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(q->dims[d]), d);
+	for (size_t d = 0; d < q->n_dims + npd; d++)
+		gl_strbuf_printf(&sql, ", %s AS d%zu", daily_expr(d < q->n_dims ? q->dims[d] : pd[d - q->n_dims]), d);
 	gl_strbuf_printf(&sql,
 			 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
 			 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
@@ -768,13 +886,13 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 		goto out;
 	gl_strbuf_puts(&sql, ")");
-	append_lines_select(&sql, q->n_dims);
+	append_lines_select(&sql, q->n_dims + npd);
 	put_i64_array(&da, pl->da, pl->nd);
 	put_i64_array(&di, pl->di, pl->nd);
 	params[0] = da.p;
 	params[1] = di.p;
 	filter_args(params, 2, np, &arrays, arr_off);
-	rc = run_lines(c, sql.p, np, params, q->n_dims, cb, meta, err);
+	rc = run_lines(c, sql.p, np, params, q->n_dims, TO_FIRM, cb, meta, err);
 out:
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
@@ -783,9 +901,10 @@ out:
 	return rc;
 }
 
-/* 1b. the live pieces' lines from jobs */
-static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
-		      struct gl_acct_meta *meta, struct gl_err *err)
+/* 1b. the live pieces' lines from jobs: the part of their time m reads,
+ * folded in as to says */
+static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, enum obs_mode m,
+		      enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[3];
 	const char *params[40];
@@ -793,11 +912,17 @@ static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct pla
 	char now[24];
 	int np = 4, rc;
 
+	const char *dims[GL_CB_MAX_DIMS + 2];
+	size_t nd = q->n_dims;
+
+	for (size_t d = 0; d < q->n_dims; d++)
+		dims[d] = q->dims[d];
+	nd += pool_dims(cb, dims + nd);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_init(&pa[i]);
-	if ((rc = append_live(&sql, q->dims, q->n_dims, pl->nl, q, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, dims, nd, pl->nl, q, m, &np, &arrays, arr_off, err)))
 		goto out;
-	append_lines_select(&sql, q->n_dims);
+	append_lines_select(&sql, nd);
 	put_i64_array(&pa[0], pl->la, pl->nl);
 	put_i64_array(&pa[1], pl->lb, pl->nl);
 	put_i64_array(&pa[2], pl->li, pl->nl);
@@ -807,7 +932,7 @@ static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct pla
 	params[2] = now;
 	params[3] = pa[2].p;
 	filter_args(params, 4, np, &arrays, arr_off);
-	rc = run_lines(c, sql.p, np, params, q->n_dims, cb, meta, err);
+	rc = run_lines(c, sql.p, np, params, q->n_dims, to, cb, meta, err);
 out:
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
@@ -902,7 +1027,7 @@ static int fleet_run(PGconn *c, struct fleet *f, PGresult **r, struct gl_err *er
 
 /* The columns of the idle-by-step query, by name. */
 struct idle_cols {
-	int i, idle_ms, over_ms, idle_num, team, unpriced;
+	int i, idle_ms, over_ms, idle_num, team, unpriced, pool[2];
 };
 
 /* shareIdle=owner: a team's dedicated idle (idle_owners) on its line */
@@ -950,6 +1075,16 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 		free(models);
 	}
 	s->idle_num += num;
+	if (cb->share == GL_SHARE_PROPORTIONAL) {
+		char pool[512];
+		struct gl_cb_pool *p;
+		size_t pi;
+		pool_name(r, row, k->pool, cb->share_by_model ? 2 : 1, pool, sizeof pool);
+		pi = gl_cb_pool_of(cb, step, pool); /* may move s->pools */
+		p = &s->pools[pi];
+		p->idle_ms += ms;
+		p->idle_num += num;
+	}
 	if (!PQgetisnull(r, row, k->team))
 		owner_idle(cb, q, step, PQgetvalue(r, row, k->team), ms, num);
 	return 0;
@@ -975,7 +1110,8 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 	if ((rc = add_filters(&f.sql, q, &f.np, &f.arrays, f.arr_off, FILTER_FLEET, err)))
 		goto out;
 	gl_strbuf_puts(&f.sql,
-		       ") SELECT idle.i, round(sum(idle.idle_ms))::text AS idle_ms,"
+		       ") SELECT idle.i, idle.cluster AS p0, coalesce(idle.gpu_model, 'unknown') AS p1,"
+		       " round(sum(idle.idle_ms))::text AS idle_ms,"
 		       " round(sum(idle.over_ms))::text AS over_ms,"
 		       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text AS idle_num,"
 		       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
@@ -983,11 +1119,14 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 		       " FROM idle LEFT JOIN LATERAL gl_rate_at(idle.gpu_model, idle.a) rt ON true"
 		       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
 		       "  AND (o.partition = idle.partition OR o.partition = '') ORDER BY o.partition DESC LIMIT 1) io ON true"
-		       " GROUP BY idle.i, io.team");
+		       /* per cluster and model: shareIdle=proportional shares idle
+			* within its pool, named as the lines name theirs (pool_dims) */
+		       " GROUP BY idle.i, io.team, p0, p1");
 	if ((rc = fleet_run(c, &f, &r, err)))
 		goto out;
 	k = (struct idle_cols){PQfnumber(r, "i"),    PQfnumber(r, "idle_ms"), PQfnumber(r, "over_ms"),
-			       PQfnumber(r, "idle_num"), PQfnumber(r, "team"), PQfnumber(r, "unpriced")};
+			       PQfnumber(r, "idle_num"), PQfnumber(r, "team"), PQfnumber(r, "unpriced"),
+			       {PQfnumber(r, "p0"), PQfnumber(r, "p1")}};
 	for (int row = 0; row < PQntuples(r) && !rc; row++)
 		rc = absorb_idle_row(r, row, &k, &f, q, cb, meta, err);
 	/* an elapsed step without capacity rows is unknown, not 0: no
@@ -1000,6 +1139,56 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 out:
 	PQclear(r);
 	fleet_fini(&f);
+	return rc;
+}
+
+/* Whether an open GPU job has unobserved time before the steps' end (and
+ * now): *any 0 none, 1 some, 2 some past its own time limit. One probe of
+ * jobs_running_idx, so a fleet without such jobs (every job ended, or seen
+ * up to now) pays no unobserved query. */
+static int any_unseen(PGconn *c, const struct gl_acct_query *q, int *any, struct gl_err *err)
+{
+	char e[24], now[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(e, sizeof e, "%lld", (long long)q->steps[q->n_steps - 1].end_s);
+	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
+	rc = gl_db_query(c,
+			 "SELECT coalesce(max(CASE WHEN jb.timelimit_s >= 0 AND jb.start_at + jb.timelimit_s * interval '1 second'"
+			 "  < least(to_timestamp($1), to_timestamp($2)) THEN 2 ELSE 1 END), 0) FROM jobs jb"
+			 " WHERE jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($1)"
+			 " AND greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ") < least(to_timestamp($1), to_timestamp($2))",
+			 2, (const char *[]){e, now}, &r, err);
+	*any = rc ? 0 : atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}
+
+/* 1c. the unobserved time of open jobs, read live over every step (the
+ * rollup holds firm time only), and its part past the jobs' limits */
+static int lines_unseen(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+			struct gl_err *err)
+{
+	struct plan all;
+	int rc = 0, any = 0;
+
+	memset(&all, 0, sizeof all);
+	if (!q->n_steps || (rc = any_unseen(c, q, &any, err)) || !any)
+		return rc;
+	all.la = gl_xcalloc(q->n_steps, sizeof *all.la);
+	all.lb = gl_xcalloc(q->n_steps, sizeof *all.lb);
+	all.li = gl_xcalloc(q->n_steps, sizeof *all.li);
+	for (size_t i = 0; i < q->n_steps; i++) {
+		all.la[i] = q->steps[i].start_s;
+		all.lb[i] = q->steps[i].end_s;
+		all.li[i] = (int64_t)i + 1;
+	}
+	all.nl = q->n_steps;
+	if (!(rc = lines_live(c, q, &all, OBS_UNSEEN, q->unobserved_include ? TO_UNSEEN_INCLUDED : TO_UNSEEN, cb, meta,
+			      err)) &&
+	    any > 1)
+		rc = lines_live(c, q, &all, OBS_IMPLAUSIBLE, TO_IMPLAUSIBLE, cb, meta, err);
+	plan_fini(&all);
 	return rc;
 }
 
@@ -1019,7 +1208,9 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 		goto out;
 	if (pl.nd && (rc = lines_daily(c, q, &pl, cb, meta, err)))
 		goto out;
-	if (pl.nl && (rc = lines_live(c, q, &pl, cb, meta, err)))
+	if (pl.nl && (rc = lines_live(c, q, &pl, OBS_FIRM, TO_FIRM, cb, meta, err)))
+		goto out;
+	if ((rc = lines_unseen(c, q, cb, meta, err)))
 		goto out;
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have",
 			      0, NULL, &r, err)) ||
@@ -1192,12 +1383,18 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	 * inventory nor an exporter reported any of its GPUs: its idle is
 	 * unknown, whatever the days of the other clusters say (the demo's
 	 * philly, 30,000 GPU-hours in four days, made /v1/idle say 100 %
-	 * wasted with capacity_known true) */
+	 * wasted with capacity_known true). A job in the window is one that
+	 * ended after its start (jobs_window_idx from there on: never the
+	 * jobs that ended before, a year of history) or is still open
+	 * (jobs_running_idx); one probe each, not coalesce(end_at, ...) over
+	 * every job of the cluster (100 ms at 1M jobs, 479 ms at 5M). */
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name FROM clusters c"
 			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      " AND EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "  AND jb.start_at < to_timestamp($2) AND coalesce(jb.end_at, to_timestamp($2)) > to_timestamp($1))"
+			      " AND (EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2))"
+			      "  OR EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
+			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)))"
 			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
 			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
 			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
@@ -1274,11 +1471,19 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 	q2.scope_teams = NULL;
 	q2.n_scope_teams = 0;
 	q2.lines_only = 1;
-	gl_cb_init(&all, 1, GL_SHARE_NONE, cb->n_steps);
+	/* the same pools as cb's, for the base of each */
+	gl_cb_init(&all, 1, cb->share, cb->n_steps);
+	all.share_by_model = cb->share_by_model;
 	if (!(rc = gl_acct_chargeback(c, &q2, &all, &meta2, err)))
 		for (size_t i = 0; i < cb->n_steps; i++)
-			for (size_t j = 0; j < all.steps[i].n_lines; j++)
-				cb->steps[i].share_base_ms += all.steps[i].lines[j].alloc_ms;
+			for (size_t j = 0; j < all.steps[i].n_lines; j++) {
+				const struct gl_cb_line *l = &all.steps[i].lines[j];
+				cb->steps[i].share_base_ms += l->alloc_ms;
+				for (size_t k = 0; k < l->n_parts; k++) {
+					size_t p = gl_cb_pool_of(cb, i, all.steps[i].pools[l->parts[k].pool].name);
+					cb->steps[i].pools[p].base_ms += l->parts[k].ms;
+				}
+			}
 	gl_cb_fini(&all);
 	gl_acct_meta_fini(&meta2);
 	return rc;
@@ -1289,7 +1494,7 @@ int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query 
 {
 	PGconn *c = gl_db_conn(st);
 	int rc = gl_acct_chargeback(c, q, cb, meta, err);
-	if (!rc && cb->share == GL_SHARE_PROPORTIONAL && !q->lines_only)
+	if (!rc && (cb->share == GL_SHARE_PROPORTIONAL || cb->share == GL_SHARE_PROPORTIONAL_FLEET) && !q->lines_only)
 		rc = share_base(c, q, cb, err);
 	if (!rc && (rc = gl_cb_finish(cb)))
 		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");
@@ -1314,7 +1519,7 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	snprintf(day, sizeof day, "%04lld-%02u-%02u", (long long)y, m, d);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
 			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
-	if ((rc = append_live(&sql, gl_acct_dims, 10, 1, NULL, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, gl_acct_dims, 10, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, gpu_model, rate, alloc, priced,"
 			     " busy, idle, obs FROM byrate");

@@ -1219,34 +1219,46 @@ void gl_audit_writer_metrics(struct gl_audit_writer *w, struct gl_strbuf *o)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* Run as a superuser. The service role (the database owner) keeps SELECT
- * and INSERT; ownership of the table, its partitions, the trigger function,
- * the partition functions and the schema goes to gpuledger_audit, because
- * an owner can disable triggers and a schema owner can drop any table. */
+/* Run as a superuser. The database owner (the role that migrates) and
+ * every other role holding privileges on the log (the service's role,
+ * granted by gl_app_grant) keep SELECT and INSERT, nothing else; nobody
+ * keeps any privilege on a partition (they are reached through the log);
+ * ownership of the table, its partitions, the trigger function, the
+ * partition functions and the schema goes to gpuledger_audit, because an
+ * owner can disable triggers and a schema owner can drop any table. */
 static const char harden_sql[] =
 	"DO $$\n"
 	"DECLARE\n"
-	"    app name := (SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database());\n"
+	"    own name := (SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database());\n"
 	"    p regclass;\n"
+	"    g name;\n"
 	"BEGIN\n"
 	"    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'gpuledger_audit') THEN\n"
 	"        CREATE ROLE gpuledger_audit NOLOGIN;\n"
 	"    END IF;\n"
-	"    IF (SELECT rolsuper FROM pg_roles WHERE rolname = app) THEN\n"
-	"        RAISE EXCEPTION 'the database owner % is a superuser: nothing can bind it', app;\n"
+	"    IF (SELECT rolsuper FROM pg_roles WHERE rolname = own) THEN\n"
+	"        RAISE EXCEPTION 'the database owner % is a superuser: nothing can bind it', own;\n"
 	"    END IF;\n"
 	"    ALTER TABLE public.audit_log OWNER TO gpuledger_audit;\n"
 	"    FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'public.audit_log'::regclass LOOP\n"
 	"        EXECUTE format('ALTER TABLE %s OWNER TO gpuledger_audit', p);\n"
-	"        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %I', p, app);\n"
+	"        EXECUTE format('REVOKE ALL ON %s FROM PUBLIC, %I', p, own);\n"
+	"        FOR g IN SELECT DISTINCT pg_get_userbyid(a.grantee) FROM pg_class c, aclexplode(c.relacl) a\n"
+	"                  WHERE c.oid = p AND a.grantee NOT IN (0, c.relowner) LOOP\n"
+	"            EXECUTE format('REVOKE ALL ON %s FROM %I', p, g);\n"
+	"        END LOOP;\n"
 	"    END LOOP;\n"
 	"    ALTER FUNCTION public.gl_audit_reject() OWNER TO gpuledger_audit;\n"
 	"    ALTER FUNCTION public.gl_audit_partitions_ensure(date, integer) OWNER TO gpuledger_audit;\n"
 	"    ALTER FUNCTION public.gl_audit_partitions_drop(date) OWNER TO gpuledger_audit;\n"
-	"    EXECUTE format('REVOKE ALL ON public.audit_log FROM PUBLIC, %I', app);\n"
-	"    EXECUTE format('GRANT SELECT, INSERT ON public.audit_log TO %I', app);\n"
+	"    EXECUTE format('REVOKE ALL ON public.audit_log FROM PUBLIC, %I', own);\n"
+	"    FOR g IN SELECT DISTINCT pg_get_userbyid(a.grantee) FROM pg_class c, aclexplode(c.relacl) a\n"
+	"              WHERE c.oid = 'public.audit_log'::regclass AND a.grantee NOT IN (0, c.relowner) LOOP\n"
+	"        EXECUTE format('REVOKE UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON public.audit_log FROM %I', g);\n"
+	"    END LOOP;\n"
+	"    EXECUTE format('GRANT SELECT, INSERT ON public.audit_log TO %I', own);\n"
 	"    ALTER SCHEMA public OWNER TO gpuledger_audit;\n"
-	"    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA public TO %I', app);\n"
+	"    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA public TO %I', own);\n"
 	"END $$";
 
 int gl_audit_harden(struct gl_store *st, struct gl_err *err)

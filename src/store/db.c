@@ -157,6 +157,28 @@ int gl_db_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *e
 	return 0;
 }
 
+int gl_db_owner_dsn(const struct gl_config *cfg, char *buf, size_t n, struct gl_err *err)
+{
+	const char *ext = gl_config_external_dsn(cfg), *mig = gl_config_migrate_dsn(cfg);
+	struct gl_db_paths p;
+	int rc;
+	if (ext) {
+		snprintf(buf, n, "%s", mig ? mig : ext);
+		return 0;
+	}
+	if (mig)
+		return gl_err_set(err, GL_ECONFIG,
+				  "%s is set without an external database (database.dsn, GPULEDGER_DSN): the embedded "
+				  "cluster migrates as its own owner role, %s; unset it",
+				  getenv("GPULEDGER_MIGRATE_DSN") && *getenv("GPULEDGER_MIGRATE_DSN") ? "GPULEDGER_MIGRATE_DSN"
+												: "database.migrate_dsn",
+				  GL_DB_OWNER);
+	if ((rc = gl_db_paths(cfg, &p, err)))
+		return rc;
+	embedded_dsn(&p, GL_DB_NAME, GL_DB_OWNER, buf, n);
+	return 0;
+}
+
 static int external_refusal(const struct gl_config *cfg, const char *what, struct gl_err *err)
 {
 	return gl_err_set(err, GL_ECONFIG,
@@ -284,19 +306,46 @@ static int passfile_get(const struct gl_db_paths *p, const char *role, char pw[4
 	return found ? 0 : gl_err_set(err, GL_ENOTFOUND, "%s: no password for role %s", p->passfile, role);
 }
 
-/* A new passfile with fresh passwords for the superuser and the
- * application role; su_pw gets the superuser's. */
+/* A new passfile with fresh passwords for the superuser, the owner role
+ * and the application role; su_pw gets the superuser's. */
 static int passfile_make(const struct gl_db_paths *p, char su_pw[49], struct gl_err *err)
 {
-	char app_pw[49], text[256];
+	char own_pw[49], app_pw[49], text[320];
 	int rc;
-	if ((rc = gen_password(su_pw, err)) || (rc = gen_password(app_pw, err)))
+	if ((rc = gen_password(su_pw, err)) || (rc = gen_password(own_pw, err)) || (rc = gen_password(app_pw, err)))
 		return rc;
 	snprintf(text, sizeof text,
 		 "# gpuledger embedded cluster: generated role passwords (libpq passfile)\n"
-		 "*:*:*:%s:%s\n*:*:*:%s:%s\n",
-		 GL_DB_SUPERUSER, su_pw, GL_DB_ROLE, app_pw);
+		 "*:*:*:%s:%s\n*:*:*:%s:%s\n*:*:*:%s:%s\n",
+		 GL_DB_SUPERUSER, su_pw, GL_DB_OWNER, own_pw, GL_DB_ROLE, app_pw);
 	return write_private(p->passfile, text, (uid_t)-1, (gid_t)-1, err);
+}
+
+/* role's password, a fresh one added to the passfile when it has none (a
+ * passfile written before the owner role existed) */
+static int passfile_role(const struct gl_db_paths *p, const char *role, char pw[49], struct gl_err *err)
+{
+	char *old = NULL, *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc = passfile_get(p, role, pw, err);
+	if (rc != -GL_ENOTFOUND || access(p->passfile, F_OK) != 0)
+		return rc;
+	if (!(f = fopen(p->passfile, "r")))
+		return gl_err_set(err, GL_EIO, "%s: %s", p->passfile, strerror(errno));
+	old = gl_xcalloc(1, 4097);
+	len = fread(old, 1, 4096, f);
+	fclose(f);
+	if ((rc = gen_password(pw, err)))
+		goto out;
+	text = gl_xcalloc(1, len + 128);
+	snprintf(text, len + 128, "%.*s%s*:*:*:%s:%s\n", (int)len, old, len && old[len - 1] != '\n' ? "\n" : "",
+		 role, pw);
+	rc = write_private(p->passfile, text, (uid_t)-1, (gid_t)-1, err);
+out:
+	free(old);
+	free(text);
+	return rc;
 }
 
 /* Every local connection by password: the socket directory is private
@@ -395,7 +444,7 @@ static int run_initdb(const struct gl_config *cfg, const struct gl_db_paths *p, 
 }
 
 static int upgrade_trust(const struct gl_db_paths *p, struct gl_err *err);
-static int ensure_app_role(PGconn *c, const struct gl_db_paths *p, struct gl_err *err);
+static int ensure_roles(PGconn *c, const struct gl_db_paths *p, int say_old, struct gl_err *err);
 
 /* An older gpuledger's trust cluster: upgraded now when it runs (the
  * passwords are set through it), else by the next start. */
@@ -503,7 +552,7 @@ static int upgrade_trust(const struct gl_db_paths *p, struct gl_err *err)
 		goto out;
 	snprintf(sql, sizeof sql, "ALTER ROLE %s PASSWORD '%s'", GL_DB_SUPERUSER, su_pw);
 	if ((rc = gl_db_exec(c, "SET password_encryption = 'scram-sha-256'", err)) || (rc = gl_db_exec(c, sql, err)) ||
-	    (rc = ensure_app_role(c, p, err)) || (rc = write_hba(p, err)) ||
+	    (rc = ensure_roles(c, p, 0, err)) || (rc = write_hba(p, err)) ||
 	    (rc = gl_db_exec(c, "SELECT pg_reload_conf()", err)))
 		goto out;
 	gl_log(GL_LOG_WARN,
@@ -532,29 +581,117 @@ static int server_up(const struct gl_config *cfg, const struct gl_db_paths *p, i
 	return rc;
 }
 
-/* The application role: LOGIN, no superuser, its password the passfile's
- * (set at every start: the file is the reference). */
-static int ensure_app_role(PGconn *c, const struct gl_db_paths *p, struct gl_err *err)
+/* role: LOGIN, no superuser, its password the passfile's (set at every
+ * start: the file is the reference) */
+static int ensure_role(PGconn *c, const struct gl_db_paths *p, const char *role, struct gl_err *err)
 {
 	char pw[49], sql[256];
 	PGresult *r = NULL;
 	int rc;
-	if ((rc = passfile_get(p, GL_DB_ROLE, pw, err)) ||
-	    (rc = gl_db_query(c, "SELECT 1 FROM pg_roles WHERE rolname = $1", 1, (const char *[]){GL_DB_ROLE}, &r, err)))
+	if ((rc = passfile_role(p, role, pw, err)) ||
+	    (rc = gl_db_query(c, "SELECT 1 FROM pg_roles WHERE rolname = $1", 1, (const char *[]){role}, &r, err)))
 		goto out;
 	snprintf(sql, sizeof sql, "%s ROLE %s LOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB NOBYPASSRLS PASSWORD '%s'",
-		 PQntuples(r) ? "ALTER" : "CREATE", GL_DB_ROLE, pw);
+		 PQntuples(r) ? "ALTER" : "CREATE", role, pw);
 	if ((rc = gl_db_exec(c, "SET password_encryption = 'scram-sha-256'", err)) || (rc = gl_db_exec(c, sql, err)))
 		goto out;
-	PQclear(r);
-	r = NULL;
-	if ((rc = gl_db_query(c, "SELECT 1 FROM pg_database WHERE datname = $1", 1, (const char *[]){GL_DB_NAME}, &r, err)))
-		goto out;
-	if (PQntuples(r) == 0)
-		rc = gl_db_exec(c, "CREATE DATABASE " GL_DB_NAME " OWNER " GL_DB_ROLE " TEMPLATE template0 ENCODING 'UTF8'",
-				err);
 out:
 	PQclear(r);
+	return rc;
+}
+
+/* The owner and application roles, and the database, which the owner
+ * role owns when it is made here (an older gpuledger's, owned by the
+ * application role, is handed over by gl_db_owner_takeover at migrate,
+ * which says so itself: say_old 0). */
+static int ensure_roles(PGconn *c, const struct gl_db_paths *p, int say_old, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	if ((rc = ensure_role(c, p, GL_DB_OWNER, err)) || (rc = ensure_role(c, p, GL_DB_ROLE, err)) ||
+	    (rc = gl_db_query(c, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", 1,
+			      (const char *[]){GL_DB_NAME}, &r, err)))
+		goto out;
+	if (PQntuples(r) == 0)
+		rc = gl_db_exec(c, "CREATE DATABASE " GL_DB_NAME " OWNER " GL_DB_OWNER " TEMPLATE template0 ENCODING 'UTF8'",
+				err);
+	else if (say_old && !strcmp(PQgetvalue(r, 0, 0), GL_DB_ROLE))
+		gl_log(GL_LOG_INFO, "db: the database %s belongs to the application role %s (an older gpuledger made it): "
+				    "'gpuledger migrate' hands it and its objects to %s",
+		       GL_DB_NAME, GL_DB_ROLE, GL_DB_OWNER);
+out:
+	PQclear(r);
+	return rc;
+}
+
+/* What the application role owns in the database it is connected to (an
+ * older gpuledger's schema), checked from the catalogs: the database, or
+ * any relation, function or schema outside the temporary schemas. */
+static const char k_app_owns_sql[] =
+	"SELECT (SELECT datdba FROM pg_database WHERE datname = current_database()) = r.oid"
+	" OR EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+	"  WHERE c.relowner = r.oid AND n.nspname !~ '^pg_(toast_)?temp_')"
+	" OR EXISTS (SELECT 1 FROM pg_proc f JOIN pg_namespace n ON n.oid = f.pronamespace"
+	"  WHERE f.proowner = r.oid AND n.nspname !~ '^pg_(toast_)?temp_')"
+	" OR EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspowner = r.oid AND n.nspname !~ '^pg_(toast_)?temp_')"
+	" FROM pg_roles r WHERE r.rolname = $1";
+
+/* REASSIGN OWNED also takes the objects the role's open sessions made
+ * (temporary tables): a daemon still running from before the upgrade
+ * fails on them until it restarts, which an upgrade does anyway. The
+ * schema CREATE that `audit harden` gave the database owner goes with
+ * the ownership; the application role's SELECT and INSERT on the audit
+ * log stay (the hardened log is not the owner role's to grant). */
+static int takeover(PGconn *su, int *converted, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc;
+	*converted = 0;
+	if ((rc = gl_db_query(su, k_app_owns_sql, 1, (const char *[]){GL_DB_ROLE}, &r, err)))
+		goto out;
+	if (PQntuples(r) == 0 || PQgetvalue(r, 0, 0)[0] != 't')
+		goto out;
+	if ((rc = gl_db_exec(su, "BEGIN", err)) ||
+	    (rc = gl_db_exec(su, "ALTER DATABASE " GL_DB_NAME " OWNER TO " GL_DB_OWNER, err)) ||
+	    (rc = gl_db_exec(su, "REASSIGN OWNED BY " GL_DB_ROLE " TO " GL_DB_OWNER, err)) ||
+	    (rc = gl_db_exec(su, "REVOKE CREATE ON SCHEMA public FROM " GL_DB_ROLE, err)) ||
+	    (rc = gl_db_exec(su, "GRANT USAGE, CREATE ON SCHEMA public TO " GL_DB_OWNER, err)) ||
+	    (rc = gl_db_exec(su, "COMMIT", err))) {
+		PQclear(PQexec(su, "ROLLBACK"));
+		goto out;
+	}
+	*converted = 1;
+	gl_log(GL_LOG_WARN,
+	       "db: the database %s and its objects belonged to the application role %s (made by an older gpuledger): "
+	       "they now belong to %s, which runs the migrations; %s keeps what the service uses",
+	       GL_DB_NAME, GL_DB_ROLE, GL_DB_OWNER, GL_DB_ROLE);
+out:
+	PQclear(r);
+	return rc;
+}
+
+int gl_db_owner_takeover(const struct gl_config *cfg, int *converted, struct gl_err *err)
+{
+	struct gl_db_paths p;
+	char dsn[4 * PATH_MAX + 128];
+	PGconn *c = NULL;
+	int rc;
+	*converted = 0;
+	if (gl_db_is_external(cfg))
+		return external_refusal(cfg, "takeover", err);
+	if ((rc = gl_db_paths(cfg, &p, err)))
+		goto out;
+	embedded_dsn(&p, "postgres", GL_DB_SUPERUSER, dsn, sizeof dsn);
+	if ((rc = gl_db_connect_dsn(dsn, &c, err)) || (rc = ensure_roles(c, &p, 0, err)))
+		goto out;
+	PQfinish(c);
+	embedded_dsn(&p, GL_DB_NAME, GL_DB_SUPERUSER, dsn, sizeof dsn);
+	if ((rc = gl_db_connect_dsn(dsn, &c, err)) || (rc = takeover(c, converted, err)))
+		goto out;
+out:
+	if (rc)
+		gl_err_prefix(err, "db: the owner role: ");
+	PQfinish(c);
 	return rc;
 }
 
@@ -579,7 +716,7 @@ int gl_db_start(const struct gl_config *cfg, struct gl_err *err)
 	if ((hba_trusts(&p) || access(p.passfile, F_OK) != 0) && (rc = upgrade_trust(&p, err)))
 		goto out;
 	embedded_dsn(&p, "postgres", GL_DB_SUPERUSER, dsn, sizeof dsn);
-	if ((rc = gl_db_connect_dsn(dsn, &c, err)) || (rc = ensure_app_role(c, &p, err)))
+	if ((rc = gl_db_connect_dsn(dsn, &c, err)) || (rc = ensure_roles(c, &p, 1, err)))
 		goto out;
 	if (!ping(&p, GL_DB_NAME, GL_DB_ROLE)) {
 		rc = gl_err_set(err, GL_EDB, "db start: server is up but %s@%s is not reachable", GL_DB_ROLE, GL_DB_NAME);
@@ -658,6 +795,16 @@ static void cancel_register(PGconn *c)
 	gl_dbcancel_begin(s, c, GL_DBCANCEL_WORK, "command");
 }
 
+/* gl_db_set_session: written once at start, before any other thread */
+static char g_instance[128];
+static char g_idle_txn[24] = "0";
+
+void gl_db_set_session(const char *instance, int64_t idle_in_txn_timeout_s)
+{
+	snprintf(g_instance, sizeof g_instance, "%s", instance ? instance : "");
+	snprintf(g_idle_txn, sizeof g_idle_txn, "%llds", (long long)idle_in_txn_timeout_s);
+}
+
 /* The settings every session of ours runs with, again after a reset (a
  * new backend starts from the server's defaults). */
 static void session_setup(PGconn *c)
@@ -667,6 +814,16 @@ static void session_setup(PGconn *c)
 	 * nothing back on them: keep it off for our sessions */
 	PGresult *r = PQexec(c, "SET TIME ZONE 'UTC'; SET jit = off; SET work_mem = '64MB'");
 	PQclear(r);
+	if (g_instance[0]) {
+		/* ingest_runs.instance takes it as its default (sql/055); a
+		 * daemon paused inside a transaction loses its session, and the
+		 * locks another instance waits on, after the timeout */
+		r = PQexecParams(c,
+				 "SELECT set_config('gpuledger.instance', $1, false),"
+				 " set_config('idle_in_transaction_session_timeout', $2, false)",
+				 2, NULL, (const char *[]){g_instance, g_idle_txn}, NULL, NULL, 0);
+		PQclear(r);
+	}
 }
 
 int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
@@ -687,13 +844,17 @@ int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err)
 	return 0;
 }
 
-int gl_db_reset(PGconn *c)
+int gl_db_reset(PGconn *c, struct gl_err *err)
 {
+	char msg[512];
 	PQreset(c);
-	if (PQstatus(c) != CONNECTION_OK)
-		return -GL_EDB;
-	session_setup(c);
-	return 0;
+	if (PQstatus(c) == CONNECTION_OK) {
+		session_setup(c);
+		return 0;
+	}
+	snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+	msg[strcspn(msg, "\n")] = '\0';
+	return gl_err_set(err, GL_EDB, "database unreachable: %s", msg);
 }
 
 int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err)
@@ -727,6 +888,16 @@ int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
 	return gl_db_connect_dsn(dsn, out, err);
 }
 
+int gl_db_connect_owner(const struct gl_config *cfg, PGconn **out, struct gl_err *err)
+{
+	char dsn[4 * PATH_MAX + 128];
+	int rc;
+	*out = NULL;
+	if ((rc = gl_db_owner_dsn(cfg, dsn, sizeof dsn, err)))
+		return rc;
+	return gl_db_connect_dsn(dsn, out, err);
+}
+
 int gl_db_sqlstate_code(const char *state)
 {
 	/* no state: the connection broke before an answer. Connection
@@ -738,6 +909,9 @@ int gl_db_sqlstate_code(const char *state)
 	static const char *const transient[] = {"08", "53", "57", "40", "58", "55P03"};
 	if (!state || !*state)
 		return GL_EDB;
+	/* sql/055's fence: another instance holds the lease now */
+	if (!strcmp(state, GL_DB_SQLSTATE_FENCED))
+		return GL_EBUSY;
 	for (size_t i = 0; i < GL_ARRAY_LEN(transient); i++)
 		if (!strncmp(state, transient[i], strlen(transient[i])))
 			return GL_EDB;

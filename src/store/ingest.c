@@ -55,10 +55,15 @@ int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const cha
 	/* a command line may carry a credential, and viewers read this row */
 	if (input)
 		gl_redact_secrets(input, &in);
+	/* a run left 'running' an hour ago died with its process; so did one
+	 * of another instance when this session holds the source's lease
+	 * (sql/055: that instance can no longer commit anything) */
 	if ((rc = gl_db_query(c,
 			      "UPDATE ingest_runs SET status = 'aborted', finished_at = now()"
 			      " WHERE source = $1 AND cluster_id = $2 AND status = 'running'"
-			      " AND started_at < now() - interval '1 hour'",
+			      " AND (started_at < now() - interval '1 hour'"
+			      "  OR (coalesce(current_setting('gpuledger.fence', true), '') <> ''"
+			      "   AND instance IS DISTINCT FROM nullif(current_setting('gpuledger.instance', true), '')))",
 			      2, (const char *[]){source, cid}, NULL, err)))
 		goto out;
 	if ((rc = gl_db_query(c,
@@ -78,7 +83,7 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 {
 	char id[24], lr[24], ins[24], upd[24], unc[24], sk[24], ign[24];
 	struct gl_strbuf reasons = GL_STRBUF_INIT, why = GL_STRBUF_INIT;
-	int rc;
+	int rc, own_txn = 0;
 
 	snprintf(id, sizeof id, "%lld", (long long)run_id);
 	snprintf(lr, sizeof lr, "%lld", (long long)s->lines_read);
@@ -93,6 +98,16 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 	/* errors quote the command line (as ingest_runs.input) */
 	if (error)
 		gl_redact_secrets(error, &why);
+	/* A failure recorded on its own, outside a batch's transaction, is a
+	 * record and commits nothing else: it is written under no fence
+	 * (sql/055), or a run whose commit the fence refused would stay
+	 * 'running'. A batch's own update stays fenced with its rows. */
+	if (!strcmp(status, "failed") && PQtransactionStatus(c) == PQTRANS_IDLE) {
+		if ((rc = gl_db_exec(c, "BEGIN", err)) ||
+		    (rc = gl_db_exec(c, "SELECT set_config('gpuledger.fence', '', true)", err)))
+			goto out;
+		own_txn = 1;
+	}
 	rc = gl_db_query(c,
 			 "UPDATE ingest_runs SET lines_read = $2, inserted = $3, updated = $4, unchanged = $5,"
 			 " skipped = $6, ignored = $7, skip_reasons = $8::jsonb, status = $9, error = $10,"
@@ -100,6 +115,11 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
 			 " WHERE run_id = $1",
 			 10, (const char *[]){id, lr, ins, upd, unc, sk, ign, reasons.p, status,
 					      error ? gl_strbuf_cstr(&why) : NULL}, NULL, err);
+	if (own_txn)
+		rc = rc ?: gl_db_exec(c, "COMMIT", err);
+out:
+	if (own_txn && PQtransactionStatus(c) != PQTRANS_IDLE)
+		PQclear(PQexec(c, "ROLLBACK"));
 	gl_strbuf_fini(&reasons);
 	gl_strbuf_fini(&why);
 	return rc;
@@ -203,8 +223,57 @@ int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64
 			   "INSERT INTO ingest_state (source, cluster_id, watermark, updated_at)"
 			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
 			   " ON CONFLICT (source, cluster_id) DO UPDATE SET watermark = EXCLUDED.watermark,"
-			   " updated_at = now()",
+			   " observed_to = greatest(ingest_state.observed_to, EXCLUDED.watermark), updated_at = now()",
 			   3, (const char *[]){source, cid, w}, NULL, err);
+}
+
+int gl_ingest_observed_set(PGconn *c, const char *source, int cluster_id, int64_t at_s, struct gl_err *err)
+{
+	char cid[16], t[24];
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	snprintf(t, sizeof t, "%lld", (long long)at_s);
+	return gl_db_query(c,
+			   "INSERT INTO ingest_state (source, cluster_id, observed_to, updated_at)"
+			   " VALUES ($1, $2, to_timestamp($3::bigint), now())"
+			   " ON CONFLICT (source, cluster_id) DO UPDATE SET"
+			   " observed_to = greatest(ingest_state.observed_to, EXCLUDED.observed_to), updated_at = now()",
+			   3, (const char *[]){source, cid, t}, NULL, err);
+}
+
+#define DT(t, m) GL_PGROW(struct gl_data_through_row, t, m)
+static const struct gl_pgrow_field dt_fields[] = {
+	DT(STR, cluster),
+	DT(STR, source),
+	DT(STR, data),
+	DT(TIME, through_s),
+};
+#undef DT
+
+int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err)
+{
+	void *rows = NULL;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	/* node snapshots: the newest per cluster and source (their primary key) */
+	rc = gl_pgrow_query(gl_db_conn(st),
+			    "SELECT c.name AS cluster, x.source, x.data, extract(epoch FROM x.t)::bigint AS through_s"
+			    " FROM (SELECT s.cluster_id, s.source,"
+			    "   CASE s.source WHEN 'dcgm' THEN 'usage' ELSE 'jobs' END AS data,"
+			    "   greatest(s.watermark, s.observed_to) AS t FROM ingest_state s"
+			    "  UNION ALL SELECT n.cluster_id, n.source, 'inventory', max(n.taken_at) FROM sched_snapshots n"
+			    "  GROUP BY n.cluster_id, n.source) x"
+			    " JOIN clusters c USING (cluster_id) WHERE x.t IS NOT NULL ORDER BY 1, 3, 2",
+			    0, NULL, dt_fields, GL_ARRAY_LEN(dt_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
+	out->rows = rows;
+	return rc;
+}
+
+void gl_data_through_fini(struct gl_data_through *dt)
+{
+	free(dt->rows);
+	free(dt->text);
+	memset(dt, 0, sizeof *dt);
 }
 
 #define RUN(t, m) GL_PGROW(struct gl_ingest_run_row, t, m)
@@ -212,6 +281,7 @@ static const struct gl_pgrow_field run_fields[] = {
 	RUN(I64, run_id), RUN(STR, source), RUN(STR, cluster), RUN(STR, input), RUN(TIME, started_s),
 	RUN(TIME, finished_s), RUN(STR, status), RUN(I64, lines_read), RUN(I64, inserted), RUN(I64, updated),
 	RUN(I64, unchanged), RUN(I64, skipped), RUN(I64, ignored), RUN(STR, skip_reasons), RUN(STR, error),
+	RUN(STR, instance),
 };
 #undef RUN
 
@@ -228,8 +298,8 @@ int gl_ingest_runs_list(struct gl_store *st, const char *source, int64_t limit, 
 			      "SELECT r.run_id, r.source, c.name AS cluster, r.input,"
 			      " extract(epoch FROM r.started_at)::bigint AS started_s,"
 			      " extract(epoch FROM r.finished_at)::bigint AS finished_s, r.status, r.lines_read, r.inserted,"
-			      " r.updated, r.unchanged, r.skipped, r.ignored, r.skip_reasons::text AS skip_reasons, r.error"
-			      " FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
+			      " r.updated, r.unchanged, r.skipped, r.ignored, r.skip_reasons::text AS skip_reasons, r.error,"
+			      " r.instance FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id)"
 			      " WHERE ($1::text IS NULL OR r.source = $1) ORDER BY r.run_id DESC LIMIT $2",
 			      2, (const char *[]){source, lim}, run_fields, GL_ARRAY_LEN(run_fields), sizeof *out->runs, &rows,
 			      &out->n, &out->text, err);

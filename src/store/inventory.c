@@ -69,6 +69,7 @@ int gl_inventory_clusters(struct gl_store *st, const char *cluster, struct gl_in
 #define ND(t, m) GL_PGROW(struct gl_inventory_node, t, m)
 static const struct gl_pgrow_field node_fields[] = {
 	ND(I64, n), ND(STR, cluster), ND(STR, node), ND(STR, partitions), ND(STR, state),
+	ND(TIME, last_seen_s), ND(TIME, state_since_s),
 };
 #undef ND
 
@@ -113,7 +114,17 @@ int gl_inventory_nodes(struct gl_store *st, const char *cluster, int64_t at_s, s
 		" (SELECT array_to_string(s.partitions, ',') FROM node_gpu_spans s WHERE s.cluster_id = nn.cluster_id"
 		"   AND s.node = nn.node AND s.valid_to IS NULL LIMIT 1) AS partitions,"
 		" (SELECT n.state FROM node_state_spans n WHERE n.cluster_id = nn.cluster_id AND n.node = nn.node"
-		"   AND n.valid_to IS NULL AND n.source IN ('scontrol', 'kube') ORDER BY n.valid_from DESC LIMIT 1) AS state"
+		"   AND n.valid_to IS NULL AND n.source IN ('scontrol', 'kube') ORDER BY n.valid_from DESC LIMIT 1) AS state,"
+		/* the last snapshot that listed the node: a span still open was in
+		 * its source's latest snapshot, a closed one in the last before it
+		 * closed; apart from when its state began */
+		" (SELECT extract(epoch FROM max(t.taken_at))::bigint FROM node_gpu_spans s JOIN sched_snapshots t"
+		"   ON t.cluster_id = s.cluster_id AND t.source = s.source"
+		"   AND t.taken_at >= s.valid_from AND (s.valid_to IS NULL OR t.taken_at < s.valid_to)"
+		"   WHERE s.cluster_id = nn.cluster_id AND s.node = nn.node) AS last_seen_s,"
+		" (SELECT extract(epoch FROM n.valid_from)::bigint FROM node_state_spans n WHERE n.cluster_id = nn.cluster_id"
+		"   AND n.node = nn.node AND n.valid_to IS NULL AND n.source IN ('scontrol', 'kube')"
+		"   ORDER BY n.valid_from DESC LIMIT 1) AS state_since_s"
 		" FROM nn ORDER BY nn.n";
 	static const char spans_sql[] = NODES_CTE
 		" SELECT nn.n, s.gpu_model AS model, s.gpus, s.mig_instances, s.memory_mib, s.partition, s.source,"
@@ -196,7 +207,7 @@ int gl_inventory_models(struct gl_store *st, struct gl_inventory *inv, struct gl
 	static const char sql[] =
 		"SELECT c.raw AS name, c.model, CASE WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.match = c.raw)"
 		" THEN 'alias' WHEN EXISTS (SELECT 1 FROM gpu_model_aliases a WHERE a.model = c.raw) THEN 'alias_model'"
-		" ELSE 'rule' END AS via"
+		" WHEN gl_gpu_model_unplaced(c.raw) THEN 'as_written' ELSE 'rule' END AS via"
 		" FROM gpu_model_canon c WHERE c.raw <> '' ORDER BY c.raw";
 	void *rows = inv->models;
 	int rc = fetch(st, sql, 0, NULL, model_fields, GL_ARRAY_LEN(model_fields), sizeof *inv->models, &rows,

@@ -13,13 +13,18 @@
 
 /* With a window ($7, $8 at now $9): the jobs that overlap it, each with
  * its GPU-seconds and cost inside the window (split at rate changes,
- * rounded once per job) and its exporter-observed busy/idle GPU-seconds. */
+ * rounded once per job) and its exporter-observed busy/idle GPU-seconds.
+ * An open job's figures end where a source last saw it (seen_s); the rest
+ * of the window up to now is its unobserved GPU-seconds (docs/ingest.md). */
 static const char jobs_sql[] =
 	"WITH w AS (SELECT to_timestamp($7::bigint) AS a, to_timestamp($8::bigint) AS b, to_timestamp($9::bigint) AS now),"
 	" j AS ("
 	" SELECT j.*, c.name AS cluster,"
 	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE greatest(j.start_at, w.a) END AS s0,"
-	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE least(coalesce(j.end_at, w.now), w.b) END AS e0"
+	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE"
+	"   least(coalesce(j.end_at, least(w.now, greatest(j.start_at, " GL_JOB_SEEN_SQL("j") "))), w.b) END AS e0,"
+	"  CASE WHEN $7::bigint IS NULL THEN NULL ELSE least(coalesce(j.end_at, w.now), w.b) END AS e1,"
+	"  CASE WHEN j.end_at IS NULL THEN " GL_JOB_SEEN_SQL("j") " END AS seen_at"
 	" FROM jobs j JOIN clusters c USING (cluster_id), w"
 	" WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
 	"   AND ($3::text IS NULL OR j.job_id = $3)"
@@ -36,6 +41,9 @@ static const char jobs_sql[] =
 	" j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli, j.job_pk,"
 	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000) END"
 	"  AS gpu_seconds,"
+	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * (greatest(extract(epoch FROM j.e1 - j.s0), 0)"
+	"  - greatest(extract(epoch FROM j.e0 - j.s0), 0)) / 1000) END AS unobserved_gpu_seconds,"
+	" extract(epoch FROM j.seen_at)::bigint AS seen_s,"
 	" (SELECT round(sum(j.gpu_milli * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
 	"   * r.micros_per_gpu_hour) / 3600000)"
 	"  FROM gl_rates_of(" GL_JOB_MODEL_SQL("j") ") r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0)"
@@ -53,7 +61,8 @@ static const struct gl_pgrow_field job_fields[] = {
 	F(STR, cluster), F(STR, job_key), F(STR, job_id), F(STR, name), F(STR, user_name), F(STR, account),
 	F(STR, partition), F(STR, qos), F(STR, namespace), F(STR, state), F(TIME, submit_s), F(TIME, start_s),
 	F(TIME, end_s), FN(I64, elapsed_s), F(I64, gpu_milli), F(STR, gpu_type), FN(I64, queue_wait_s),
-	F(STR, node_list), F(I64, req_gpu_milli), F(I64, job_pk), FN(I64, gpu_seconds), FN(I64, cost_micros),
+	F(STR, node_list), F(I64, req_gpu_milli), F(I64, job_pk), FN(I64, gpu_seconds), FN(I64, unobserved_gpu_seconds),
+	F(TIME, seen_s), FN(I64, cost_micros),
 	FN(F64, busy_gpu_s), FN(F64, idle_gpu_s),
 };
 #undef F

@@ -39,7 +39,8 @@ static const struct gl_pgrow_field wait_fields[] = {
 #undef QW
 #define QP(t, m) GL_PGROW(struct gl_queue_pending, t, m)
 static const struct gl_pgrow_field pending_fields[] = {
-	QP(STR, key), QP(I64, jobs), QP(I64, gpu_milli), QP(I64, longest_wait_s), QP(BOOL, lower_bound),
+	QP(STR, key), QP(I64, jobs), QP(I64, gpu_milli), QP(I64, longest_wait_s), QP(I64, unobserved_s),
+	QP(BOOL, lower_bound),
 };
 #undef QP
 
@@ -80,7 +81,13 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 /* a pending array row stands for all its tasks, each asking for req_gpu_milli */
 			 " SELECT %s AS key, sum(coalesce(k.array_tasks, 1)) AS jobs,"
 			 " sum(k.req_gpu_milli * coalesce(k.array_tasks, 1)) AS gpu_milli,"
-			 " max($1::bigint - extract(epoch FROM k.submit_at)::bigint) AS longest_wait_s,"
+			 /* a wait is known up to the last time a source saw the
+			  * job still pending (docs/ingest.md, "Observed time"):
+			  * one snapshot does not show a month of waiting */
+			 " max(extract(epoch FROM least(to_timestamp($1), greatest(k.submit_at, " GL_JOB_SEEN_SQL("k") "))"
+			 "  - k.submit_at)::bigint) AS longest_wait_s,"
+			 " max($1::bigint - extract(epoch FROM least(to_timestamp($1), greatest(k.submit_at, "
+			 GL_JOB_SEEN_SQL("k") ")))::bigint) AS unobserved_s,"
 			 " bool_or(k.array_tasks_partial) AS lower_bound"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);

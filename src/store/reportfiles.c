@@ -10,7 +10,7 @@
 
 #define RF(t, m) GL_PGROW(struct gl_reportfile_row, t, m)
 static const struct gl_pgrow_field list_fields[] = {
-	RF(STR, month), RF(STR, aggregate), RF(STR, share_idle), RF(I64, version), RF(STR, format), RF(STR, name),
+	RF(I64, id), RF(STR, month), RF(STR, aggregate), RF(STR, share_idle), RF(I64, version), RF(STR, format), RF(STR, name),
 	RF(STR, sha256), RF(I64, bytes), RF(STR, changed), RF(STR, trigger), RF(STR, generated_at),
 };
 static const struct gl_pgrow_field latest_fields[] = {RF(I64, version), RF(STR, name), RF(STR, sha256)};
@@ -31,7 +31,7 @@ int gl_reportfiles_list(struct gl_store *st, const char *month, struct gl_report
 	if (month)
 		snprintf(mday, sizeof mday, "%s-01", month);
 	return fetch(st,
-		     "SELECT to_char(month, 'YYYY-MM') AS month, aggregate, share_idle, version, format, name, sha256,"
+		     "SELECT file_id AS id, to_char(month, 'YYYY-MM') AS month, aggregate, share_idle, version, format, name, sha256,"
 		     " bytes, array_to_string(changed, ',') AS changed, trigger,"
 		     " to_char(generated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') AS generated_at"
 		     " FROM report_files WHERE $1::date IS NULL OR month = $1::date"
@@ -125,4 +125,27 @@ int gl_reportfiles_audit(struct gl_store *st, const char *actor, const char *mon
 			 struct gl_err *err)
 {
 	return gl_audit_append(gl_db_conn(st), actor, NULL, "report.generate", month, "ok", detail, err);
+}
+
+int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfile *f, struct gl_err *err)
+{
+	char ids[24];
+	PGresult *r = NULL;
+	int rc;
+	snprintf(ids, sizeof ids, "%lld", (long long)id);
+	if ((rc = gl_db_query(gl_db_conn(st), "SELECT name, sha256, format, bytes FROM report_files WHERE file_id = $1::bigint", 1,
+			      (const char *[]){ids}, &r, err)))
+		goto out;
+	if (PQntuples(r) != 1) {
+		rc = gl_err_set(err, GL_ENOTFOUND, "no recorded report file %lld (the ids are those of /v1/reports)",
+				(long long)id);
+		goto out;
+	}
+	snprintf(f->name, sizeof f->name, "%s", PQgetvalue(r, 0, 0));
+	snprintf(f->sha256, sizeof f->sha256, "%s", PQgetvalue(r, 0, 1));
+	snprintf(f->format, sizeof f->format, "%s", PQgetvalue(r, 0, 2));
+	f->bytes = atoll(PQgetvalue(r, 0, 3));
+out:
+	PQclear(r);
+	return rc;
 }

@@ -5,7 +5,9 @@
 #include "gl/budget.h"
 #include "gl/cost.h"
 #include "gl/db.h"
+#include "gl/ingest.h"
 #include "gl/pgrow.h"
+#include "gl/report.h"
 #include "gl/jobstats.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -199,12 +201,16 @@ enum {
 #define SB_FROM "to_timestamp(current_setting('gpuledger.sb_from')::bigint)"
 #define SB_TO "to_timestamp(current_setting('gpuledger.sb_to')::bigint)"
 
+/* An open job ends, for its figures, where a source last saw it (as
+ * chargeback's firm figures: docs/ingest.md, "Observed time"). */
+#define SB_FIRM_END "coalesce(jb.end_at, least(" SB_NOW ", greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ")))"
+
 /* The jobs of the month as chargeback's jobs CTE takes them (GPU jobs
  * started before the end and before now, not ended before the start),
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, jb.end_at,"
+	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
 	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj,"
 	" round(u.busy_gpu_s * 1000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
@@ -213,7 +219,7 @@ static const char jobs_copy[] =
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
 	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
 	" WHERE jb.gpu_milli > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
-	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_NOW " > " SB_FROM ")))"
+	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_FIRM_END " > " SB_FROM ")))"
 	" TO STDOUT (FORMAT binary)";
 
 struct rate_model {
@@ -1100,6 +1106,35 @@ static void sb_budgets(const struct gl_config *cfg, struct gl_showback *sb)
 	}
 }
 
+/* What no source observed in the month, said where the report says what
+ * is partial (a banner in HTML and on the PDF's first page, the partial
+ * table in CSV): each source whose data stops before the month does (or
+ * now), and the open jobs' unobserved time the figures leave out. */
+static int sb_unobserved(PGconn *c, const struct gl_cb *cb, int64_t upto_s, struct gl_showback *sb, struct gl_err *err)
+{
+	struct gl_data_through dt;
+	char t[32], h[32], ih[32], m[48];
+	int rc = gl_ingest_data_through(gl_db_store(c), &dt, err);
+	for (size_t i = 0; !rc && i < dt.n; i++) {
+		if (dt.rows[i].through_s >= upto_s)
+			continue;
+		gl_time_format(dt.rows[i].through_s, t, sizeof t);
+		add_partial(sb, "data through %s: %s's %s data (%s) stops there; the month reaches past it, later time is unobserved",
+			    t, dt.rows[i].cluster, dt.rows[i].source, dt.rows[i].data);
+	}
+	if (!rc && cb->unobserved_s > 0) {
+		gl_report_fmt_hours(cb->unobserved_s, h, sizeof h);
+		gl_report_fmt_hours(cb->implausible_s, ih, sizeof ih);
+		gl_money_format(cb->unobserved_micros, sb->minor, m, sizeof m);
+		add_partial(sb,
+			    "unobserved: %s GPU-h (%s %s) of jobs still open when a source last saw them are not in the"
+			    " figures (%s GPU-h of it past their jobs' time limits)",
+			    h, m, sb->currency, ih);
+	}
+	gl_data_through_fini(&dt);
+	return rc;
+}
+
 /* The month's lines (1), its capacity, the notes on what is partial, and
  * the previous month (2). */
 static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
@@ -1125,6 +1160,8 @@ static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct 
 			    sb->unpriced_models);
 	if (!sb->closed)
 		add_partial(sb, "%s is not over yet: month to date", sb->month);
+	if ((rc = sb_unobserved(c, &cb, month->end_s < req->now_s ? month->end_s : req->now_s, sb, err)))
+		goto out;
 	if (have_before) {
 		if ((rc = run_cb(c, pmonth, 1, dims, 1, req->share, 0, req->now_s, &prev, &pmeta, err)))
 			goto out;

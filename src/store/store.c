@@ -30,11 +30,15 @@ int gl_store_ping(struct gl_store *st, struct gl_err *err)
 	return gl_db_query(gl_db_conn(st), "SELECT 1", 0, NULL, NULL, err);
 }
 
-void gl_store_revive(struct gl_store *st)
+int gl_store_revive(struct gl_store *st, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
-	if (PQstatus(c) != CONNECTION_OK)
-		PQreset(c);
+	return PQstatus(c) == CONNECTION_OK ? 0 : gl_db_reset(c, err);
+}
+
+int gl_store_up(struct gl_store *st)
+{
+	return PQstatus(gl_db_conn(st)) == CONNECTION_OK;
 }
 
 int gl_store_rollback_open(struct gl_store *st, struct gl_err *err)

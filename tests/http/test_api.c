@@ -254,7 +254,7 @@ static void test_cli_errors(void **state)
 	struct gl_test_out o;
 	char bad[PATH_MAX + 16];
 	FILE *f;
-	static const char *const cmds[] = {"serve", "migrate", "db", "ingest", "check-config"};
+	static const char *const cmds[] = {"serve", "migrate", "db", "ingest", "check-config", "version"};
 
 	assert_int_equal(gl_test_run(NULL, NULL, &o, "--config", "/nonexistent.yaml", "migrate", NULL), 0);
 	assert_int_equal(o.status, 1);
@@ -300,6 +300,16 @@ static void test_cli_errors(void **state)
 		assert_non_null(strstr(o.out, "usage: gpuledger"));
 		gl_test_out_fini(&o);
 	}
+
+	/* version takes no argument: a stray one is a usage error, not ignored */
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "version", "--frob", NULL), 0);
+	assert_int_equal(o.status, 2);
+	assert_non_null(strstr(o.err, "usage: gpuledger version"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_run(NULL, NULL, &o, "version", NULL), 0);
+	assert_int_equal(o.status, 0);
+	assert_non_null(strstr(o.out, "gpuledger "));
+	gl_test_out_fini(&o);
 
 	/* unreachable database: one clear line, non-zero exit */
 	assert_int_equal(gl_test_run("host=/nonexistent-socket-dir dbname=x connect_timeout=2", NULL, &o, "serve",

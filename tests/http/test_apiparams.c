@@ -531,6 +531,33 @@ static void test_year_zero_window_is_400_everywhere(void **state)
 	assert_int_equal(get_status("/v1/chargeback?window=0001-01", NULL), 200);
 }
 
+/* A date that names no day is 400 naming window and saying the day does
+ * not exist (main answered "unknown window", as for a typo of a kind) */
+static void test_impossible_day_is_named(void **state)
+{
+	static const struct {
+		const char *window, *says;
+	} cases[] = {
+		{"2026-11-31", "the day 2026-11-31 does not exist: November 2026 has 30 days"},
+		{"2026-02-29", "the day 2026-02-29 does not exist: February 2026 has 28 days"},
+		{"2026-04-00", "the day 2026-04-00 does not exist"},
+		{"2026-13", "'2026-13' has no month 13"},
+	};
+	char path[128];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct gl_test_http r;
+		snprintf(path, sizeof path, "/v1/chargeback?window=%s", cases[i].window);
+		expect_error(path, 400, "window");
+		assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+		if (!strstr(r.body, cases[i].says))
+			fprintf(stderr, "%s: %s\n", cases[i].window, r.body);
+		assert_non_null(strstr(r.body, cases[i].says));
+		assert_null(strstr(r.body, "unknown window"));
+		gl_test_http_fini(&r);
+	}
+	assert_int_equal(get_status("/v1/chargeback?window=2028-02-29", NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_every_window_keeps_max_window_days),
 		cmocka_unit_test(test_window_edges),
 		cmocka_unit_test(test_year_zero_window_is_400_everywhere),
+		cmocka_unit_test(test_impossible_day_is_named),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

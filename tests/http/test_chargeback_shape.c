@@ -27,7 +27,7 @@ static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"
 				  "  - match: account\n    value: teamb\n    team: language\n";
 
 static const char *const idle_fields[] = {"gpu_seconds", "total_micros", "unshared_gpu_seconds", "unshared_micros",
-					  "overallocated_gpu_seconds"};
+					  "overallocated_gpu_seconds", "total_shown_micros"};
 #define N_FIELDS (sizeof idle_fields / sizeof idle_fields[0])
 
 static int setup(void **state)
@@ -45,8 +45,9 @@ static int teardown(void **state)
 	return gl_test_daemon_stop(&g_d) == 0 ? 0 : -1;
 }
 
-/* Every step's idle object has exactly name and idle_fields; each field is
- * null (known == 0) or a number. */
+/* Every step's idle object has exactly name, idle_fields and total (the
+ * shown money, a string); each field is null (known == 0) or a number
+ * (total a string). */
 static void check_idle(const char *path, int known)
 {
 	cJSON *j = gl_test_get_json(g_d.port, path, 200), *st;
@@ -57,7 +58,9 @@ static void check_idle(const char *path, int known)
 	{
 		cJSON *idle = cJSON_GetObjectItem(st, "idle");
 		assert_non_null(idle);
-		assert_int_equal(cJSON_GetArraySize(idle), 1 + N_FIELDS);
+		assert_int_equal(cJSON_GetArraySize(idle), 2 + N_FIELDS);
+		assert_true(known ? cJSON_IsString(cJSON_GetObjectItem(idle, "total"))
+				  : cJSON_IsNull(cJSON_GetObjectItem(idle, "total")));
 		assert_string_equal(cJSON_GetObjectItem(idle, "name")->valuestring, "__idle__");
 		for (size_t i = 0; i < N_FIELDS; i++) {
 			cJSON *v = cJSON_GetObjectItem(idle, idle_fields[i]);

@@ -88,7 +88,7 @@ static void test_migration_mends_stored_rows(void **state)
 						  " 'teama', 'p1', 'COMPLETED', '2026-10-05 10:00+00', '2026-10-05 09:30+00',"
 						  " 2000, 'a100' FROM clusters WHERE name = 'c1'"),
 			 1);
-	assert_int_equal(gl_test_exec_dsn(g_dsn, "DELETE FROM schema_migrations WHERE version = 23"), 1);
+	assert_int_equal(gl_test_exec_owner(g_dsn, "DELETE FROM schema_migrations WHERE version = 23"), 1);
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "migrate", NULL), 0);
 	assert_int_equal(o.status, 0);
 	gl_test_out_fini(&o);

@@ -336,9 +336,9 @@ static void test_failed_statement_is_500(void **state)
 	const char *p;
 	(void)state;
 	proxy_set(1, 0);
-	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE jobs RENAME COLUMN qos TO qos_gone") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "ALTER TABLE jobs RENAME COLUMN qos TO qos_gone") >= 0);
 	assert_int_equal(get("/v1/jobs", NULL, &r), 500);
-	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE jobs RENAME COLUMN qos_gone TO qos") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "ALTER TABLE jobs RENAME COLUMN qos_gone TO qos") >= 0);
 	assert_non_null(strstr(r.body, "\"code\":\"internal\""));
 	p = strstr(r.body, "internal error (ref ");
 	assert_non_null(p);
@@ -365,7 +365,7 @@ static void test_token_lookup_failure_is_500(void **state)
 	(void)state;
 	proxy_set(1, 0);
 	assert_int_equal(gl_test_token_create(g_dsn, "lookup-fails", "viewer", NULL, tok, sizeof tok, NULL), 0);
-	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE api_tokens RENAME COLUMN last_used_at TO last_used_gone") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "ALTER TABLE api_tokens RENAME COLUMN last_used_at TO last_used_gone") >= 0);
 	for (int i = 0; i < 12; i++) {
 		/* more than the failures that block an address, if they counted */
 		long st = get("/metrics", tok, &r);
@@ -373,7 +373,7 @@ static void test_token_lookup_failure_is_500(void **state)
 			fail_msg("request %d: %ld %s", i, st, r.body);
 		gl_test_http_fini(&r);
 	}
-	assert_true(gl_test_exec_dsn(g_dsn, "ALTER TABLE api_tokens RENAME COLUMN last_used_gone TO last_used_at") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "ALTER TABLE api_tokens RENAME COLUMN last_used_gone TO last_used_at") >= 0);
 	assert_int_equal(status_of("/metrics", tok), 200);
 }
 

@@ -42,6 +42,8 @@
 
 #include "lib/testlib.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +244,85 @@ static void test_shared_rows_add_up(void **state)
 	check("proportional", w, 3, 0);
 }
 
+/* /v1/chargeback shows the report's cents (one rule for every view): each
+ * owner's cost, idle share and total in its JSON and its CSV equal the
+ * report's owners table, and its lines and __idle__ add up to its shown
+ * total. Rounded on its own, the API showed bob 1.03 beside the report's
+ * 1.02, and lines three cents over its total. */
+static void api_same_cents(const char *share)
+{
+	struct gl_test_csv ow, cb;
+	struct gl_test_http r;
+	char path[256];
+	cJSON *j, *st, *it;
+	long long sum = 0, csum = 0, total;
+	int c_cost, c_share, c_total, k_cost, k_share, k_total, k_acct;
+
+	get_csv(share, "owners", &ow);
+	c_cost = gl_test_csv_col(&ow, "cost");
+	c_share = gl_test_csv_col(&ow, "idle_share");
+	c_total = gl_test_csv_col(&ow, "total");
+	snprintf(path, sizeof path, "/v1/chargeback?window=2026-10&aggregate=account&shareIdle=%s", share);
+	j = gl_test_get_json(g_d.port, path, 200);
+	assert_non_null(j);
+	st = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0);
+	total = cents(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "totals"), "total")));
+	assert_int_equal(total, 1607040);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "items"))
+	{
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
+		long long c = cents(cJSON_GetStringValue(cJSON_GetObjectItem(it, "cost")));
+		long long s = cents(cJSON_GetStringValue(cJSON_GetObjectItem(it, "idle_share")));
+		long long t = cents(cJSON_GetStringValue(cJSON_GetObjectItem(it, "total")));
+		size_t i = 1;
+		while (i < ow.nrows && strcmp(ow.cell[i][0], name))
+			i++;
+		assert_true(i < ow.nrows);
+		assert_int_equal(c, cents(ow.cell[i][c_cost]));
+		assert_int_equal(s, cents(ow.cell[i][c_share]));
+		assert_int_equal(t, cents(ow.cell[i][c_total]));
+		assert_int_equal(c + s, t);
+		assert_int_equal(gl_test_jnum(it, "total_shown_micros"), t * 10000);
+		sum += t;
+	}
+	sum += cents(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "idle"), "total")));
+	assert_int_equal(sum, total);
+	cJSON_Delete(j);
+
+	/* the CSV: the same cents, and its rows add up to the same total */
+	snprintf(path, sizeof path, "/v1/chargeback?window=2026-10&aggregate=account&shareIdle=%s&format=csv", share);
+	assert_int_equal(gl_test_http(g_d.port, "GET", path, NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &cb), 0);
+	gl_test_http_fini(&r);
+	k_acct = gl_test_csv_col(&cb, "account");
+	k_cost = gl_test_csv_col(&cb, "cost");
+	k_share = gl_test_csv_col(&cb, "idle_share");
+	k_total = gl_test_csv_col(&cb, "total");
+	assert_true(k_acct >= 0 && k_cost >= 0 && k_share >= 0 && k_total >= 0);
+	for (size_t i = 1; i < cb.nrows; i++) {
+		size_t o = 1;
+		csum += cents(cb.cell[i][k_total]);
+		if (!strcmp(cb.cell[i][k_acct], "__idle__"))
+			continue;
+		while (o < ow.nrows && strcmp(ow.cell[o][0], cb.cell[i][k_acct]))
+			o++;
+		assert_true(o < ow.nrows);
+		assert_int_equal(cents(cb.cell[i][k_cost]), cents(ow.cell[o][c_cost]));
+		assert_int_equal(cents(cb.cell[i][k_share]), cents(ow.cell[o][c_share]));
+		assert_int_equal(cents(cb.cell[i][k_total]), cents(ow.cell[o][c_total]));
+	}
+	assert_int_equal(csum, total);
+	gl_test_csv_free(&cb);
+	gl_test_csv_free(&ow);
+}
+
+static void test_api_same_cents(void **state)
+{
+	api_same_cents("none");
+	api_same_cents("proportional");
+}
+
 /* HTML shows the CSV's figures: the fleet total and each owner's total. */
 static void test_html_same_figures(void **state)
 {
@@ -322,6 +403,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_unshared_adds_up),
 		cmocka_unit_test(test_shared_rows_add_up),
+		cmocka_unit_test(test_api_same_cents),
 		cmocka_unit_test(test_html_same_figures),
 		cmocka_unit_test(test_pdf_same_figures),
 	};

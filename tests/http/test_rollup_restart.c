@@ -39,10 +39,15 @@ static const char cfg_v2[] = "log:\n  level: info\n"
 static int wait_rollup(const struct gl_test_daemon *d)
 {
 	for (int i = 0; i < 600; i++) {
-		char *log = gl_test_read_file(d->log, NULL), *p = strstr(log, "rollup:all: ");
-		int n = -1;
-		if (p && strstr(p, " days rebuilt"))
-			n = atoi(p + strlen("rollup:all: "));
+		char *log = gl_test_read_file(d->log, NULL), *p = log;
+		int n = -1, k;
+		/* the run's summary line, not the lease's "runs on this instance" */
+		while (n < 0 && (p = strstr(p, "rollup:all: ")) != NULL) {
+			p += strlen("rollup:all: ");
+			k = 0;
+			if (sscanf(p, "%d days rebuil%n", &n, &k) < 1 || k == 0)
+				n = -1;
+		}
 		free(log);
 		if (n >= 0)
 			return n;

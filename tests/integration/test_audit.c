@@ -2,7 +2,7 @@
  * fork it; tampering as a database superuser (update, delete, forged
  * insert, truncate, a fully recomputed chain) is named by its first bad
  * sequence number; retention drops whole partitions and stays verifiable;
- * `audit harden` leaves the service role only INSERT and SELECT. */
+ * `audit harden` leaves the service and owner roles only INSERT and SELECT. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -366,7 +366,10 @@ static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 					       "ingest.run", "sacct", "ok", NULL}; /* 2020-01-15, 2020-02-10 */
 	assert_int_equal(gl_audit_append_batch(d.app, e, 8, NULL, &err), 0);
 	seed(d.app, 2);
-	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log_2020_01"), 5);
+	/* through the log: the application role has no privilege on a partition */
+	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log"
+					     " WHERE tableoid = 'audit_log_2020_01'::regclass"),
+			 5);
 
 	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", "2020-02", NULL), 0);
 	if (o.status != 0)
@@ -421,8 +424,12 @@ static void test_prune_never_cuts_the_chain_in_the_middle(void **state)
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(gl_audit_append_batch(d.app, &e[i], 1, NULL, &err), 0);
 	seed(d.app, 2); /* now: seq 7, 8 */
-	assert_int_equal(gl_test_qint(d.app, "SELECT max(audit_id) FROM audit_log_2020_01"), 4);
-	assert_int_equal(gl_test_qint(d.app, "SELECT min(audit_id) FROM audit_log_2020_02"), 1);
+	assert_int_equal(gl_test_qint(d.app, "SELECT max(audit_id) FROM audit_log"
+					     " WHERE tableoid = 'audit_log_2020_01'::regclass"),
+			 4);
+	assert_int_equal(gl_test_qint(d.app, "SELECT min(audit_id) FROM audit_log"
+					     " WHERE tableoid = 'audit_log_2020_02'::regclass"),
+			 1);
 
 	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "prune", "--before", "2020-02", NULL), 0);
 	if (o.status != 0)
@@ -466,9 +473,17 @@ static void test_harden_leaves_the_service_role_insert_and_select(void **state)
 	assert_int_equal(gl_test_run(d.dsn, NULL, &o, "audit", "harden", NULL), 0);
 	assert_int_equal(o.status, 1);
 	gl_test_out_fini(&o);
+	/* a grant beyond SELECT and INSERT, on the log and on a partition,
+	 * given to the service's role before: harden takes it back */
+	assert_true(gl_test_exec_owner(d.dsn, "GRANT UPDATE, DELETE, TRUNCATE ON audit_log, audit_log_default"
+					      " TO gpuledger") >= 0);
 	assert_int_equal(gl_test_run(d.admin_dsn, NULL, &o, "audit", "harden", NULL), 0);
 	if (o.status != 0)
 		fail_msg("harden: %s", o.err);
+	assert_string_equal(gl_test_qstr(d.app, "SELECT has_table_privilege('audit_log', 'SELECT, INSERT')::text"
+						" || has_table_privilege('audit_log', 'UPDATE, DELETE, TRUNCATE')::text"
+						" || has_table_privilege('audit_log_default', 'SELECT, UPDATE')::text"),
+			    "truefalsefalse");
 	gl_test_out_fini(&o);
 	/* owners can switch triggers off and schema owners can drop tables:
 	 * the service role is neither any more */
@@ -482,14 +497,23 @@ static void test_harden_leaves_the_service_role_insert_and_select(void **state)
 	expect_sql_fails(d.app, "CREATE OR REPLACE FUNCTION gl_audit_reject() RETURNS trigger LANGUAGE plpgsql AS"
 				" $$ BEGIN RETURN OLD; END $$");
 	expect_sql_fails(d.app, "ALTER TABLE audit_log DETACH PARTITION audit_log_default");
-	/* what it must still do: append, read, roll partitions, create its own tables */
+	/* what it must still do: append, read, roll partitions; and the owner
+	 * role, which migrates, still creates its tables */
 	seed(d.app, 2);
 	assert_int_equal(gl_audit_partitions_ensure(d.app, (int64_t)time(NULL) + 150 * 86400, 1, &err), 0);
 	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log"), 5);
+	assert_true(gl_test_exec_owner(d.dsn, "CREATE TABLE after_harden (x int); DROP TABLE after_harden") >= 0);
+	/* the owner keeps only SELECT and INSERT on the log, like the service */
 	{
-		PGresult *r = PQexec(d.app, "CREATE TABLE after_harden (x int); DROP TABLE after_harden");
-		assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-		PQclear(r);
+		char own[2048];
+		PGconn *oc;
+		assert_int_equal(gl_test_owner_dsn(d.dsn, own, sizeof own), 0);
+		oc = PQconnectdb(own);
+		assert_int_equal(PQstatus(oc), CONNECTION_OK);
+		expect_sql_fails(oc, "ALTER TABLE audit_log DISABLE TRIGGER USER");
+		expect_sql_fails(oc, "DELETE FROM audit_log");
+		expect_sql_fails(oc, "DROP TABLE audit_log CASCADE");
+		PQfinish(oc);
 	}
 	expect_ok(&d, NULL);
 	db_close(&d);

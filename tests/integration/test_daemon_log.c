@@ -72,7 +72,7 @@ static void test_repeated_summary_once_an_hour(void **state)
 	gl_log_set_level(GL_LOG_INFO);
 	/* two hours and a minute of ticks, a minute apart: 122 runs each */
 	for (int64_t t = 1000000; t <= 1000000 + 7260; t += 60)
-		gl_daemon_tick(gl_db_store(c), &cfg, s, 2, t, NULL);
+		gl_daemon_tick(gl_db_store(c), &cfg, NULL, s, 2, t, NULL);
 	gl_log_set_fd(2);
 	close(fd);
 	log = gl_test_read_file(path, &len);

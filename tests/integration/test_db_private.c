@@ -7,11 +7,14 @@
  * come up where it can reach it (GL_DB_RELOCATE_ROOT/<hash>, said by
  * `db status`). Then, on that cluster: another OS account (nobody) cannot
  * connect, not even holding the password; root without the password
- * cannot either; the application role is no superuser and cannot UPDATE,
- * DELETE or TRUNCATE audit_log. A cluster left as an older gpuledger made
- * it (trust, no passfile, a 0755 socket directory) is upgraded by
- * `db start`. The same privacy is checked on the throwaway cluster that
- * tests/run.sh made (GL_TEST_ADMIN_DSN). Real PostgreSQL, real binary. */
+ * cannot either; the application role is no superuser, owns nothing (the
+ * owner role gpuledger_owner owns the database and the schema) and cannot
+ * UPDATE, DELETE or TRUNCATE audit_log. A cluster left as an older
+ * gpuledger made it (trust, no passfile, a 0755 socket directory) is
+ * upgraded by `db start`; one whose every object the application role
+ * owns is handed to the owner role by `db start` and `migrate`. The same
+ * privacy is checked on the throwaway cluster that tests/run.sh made
+ * (GL_TEST_ADMIN_DSN). Real PostgreSQL, real binary. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,8 +38,9 @@
 static char g_home[512], g_clone[600], g_base[600], g_sock[600], g_pass[600];
 
 /* Runs the real binary in dir (as `make run` does from the clone) with
- * --config gpuledger.yaml; returns the exit status, output in *out. */
-static int run_in(const char *dir, char **out, const char *a1, const char *a2)
+ * --config gpuledger.yaml and args (NULL-terminated, at most 8); returns
+ * the exit status, output in *out. */
+static int run_in_v(const char *dir, char **out, const char *const *args)
 {
 	char path[700];
 	int fd, st;
@@ -46,10 +50,13 @@ static int run_in(const char *dir, char **out, const char *a1, const char *a2)
 	assert_true(fd >= 0);
 	pid = fork();
 	if (pid == 0) {
-		const char *argv[] = {gl_test_bin(), "--config", "gpuledger.yaml", a1, a2, NULL};
+		const char *argv[12] = {gl_test_bin(), "--config", "gpuledger.yaml"};
+		for (int i = 0; i < 8 && args[i]; i++)
+			argv[3 + i] = args[i];
 		dup2(fd, 1);
 		dup2(fd, 2);
 		unsetenv("GPULEDGER_DSN");
+		unsetenv("GPULEDGER_MIGRATE_DSN");
 		unsetenv("GPULEDGER_CONFIG");
 		setenv("GL_PG_FAST", "1", 1);
 		if (chdir(dir))
@@ -64,12 +71,22 @@ static int run_in(const char *dir, char **out, const char *a1, const char *a2)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int run_in(const char *dir, char **out, const char *a1, const char *a2)
+{
+	return run_in_v(dir, out, (const char *const[]){a1, a2, NULL});
+}
+
+static void run_ok_v(const char *const *args, char **out)
+{
+	int st = run_in_v(g_clone, out, args);
+	if (st != 0)
+		fprintf(stderr, "gpuledger %s %s: exit %d\n%s\n", args[0], args[1] ? args[1] : "", st, *out);
+	assert_int_equal(st, 0);
+}
+
 static void run_ok(const char *a1, const char *a2, char **out)
 {
-	int st = run_in(g_clone, out, a1, a2);
-	if (st != 0)
-		fprintf(stderr, "gpuledger %s %s: exit %d\n%s\n", a1, a2 ? a2 : "", st, *out);
-	assert_int_equal(st, 0);
+	run_ok_v((const char *const[]){a1, a2, NULL}, out);
 }
 
 /* after `prefix` in text, up to the end of the word (or of the line) */
@@ -238,6 +255,9 @@ static void test_private(void **state)
 	assert_private();
 }
 
+static void dsn_for(char *dsn, size_t n, const char *user, const char *db, const char *extra);
+static void assert_owns_nothing(PGconn *c);
+
 static void test_app_role_bound(void **state)
 {
 	char dsn[900], pf[700];
@@ -264,7 +284,38 @@ static void test_app_role_bound(void **state)
 		assert_string_equal(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501"); /* insufficient_privilege */
 		PQclear(r);
 	}
+	assert_owns_nothing(c);
 	PQfinish(c);
+}
+
+/* On c (any role): the application role owns nothing in the database, the
+ * owner role owns it, and the application role cannot change the schema. */
+static void assert_owns_nothing(PGconn *c)
+{
+	static const char *const denied[] = {"TRUNCATE jobs", "DROP TABLE jobs", "ALTER TABLE jobs ADD COLUMN x int",
+					     "CREATE TABLE x (i int)"};
+	PGconn *app;
+	char dsn[900], pf[700];
+	assert_string_equal(gl_test_qstr(c, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'gpuledger'"),
+			    "gpuledger_owner");
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+					 " WHERE c.relowner = 'gpuledger'::regrole AND n.nspname !~ '^pg_(toast_)?temp_'"),
+			 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM pg_proc WHERE proowner = 'gpuledger'::regrole"), 0);
+	assert_true(gl_test_qint(c, "SELECT count(*) FROM pg_class WHERE relowner = 'gpuledger_owner'::regrole") > 50);
+	snprintf(pf, sizeof pf, "passfile=%s", g_pass);
+	dsn_for(dsn, sizeof dsn, "gpuledger", "gpuledger", pf);
+	app = PQconnectdb(dsn);
+	assert_int_equal(PQstatus(app), CONNECTION_OK);
+	for (size_t i = 0; i < sizeof denied / sizeof *denied; i++) {
+		PGresult *r = PQexec(app, denied[i]);
+		if (PQresultStatus(r) != PGRES_FATAL_ERROR)
+			fail_msg("the application role may: %s", denied[i]);
+		assert_string_equal(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501");
+		PQclear(r);
+	}
+	assert_true(gl_test_qint(app, "SELECT count(*) FROM jobs") >= 0);
+	PQfinish(app);
 }
 
 static void write_file(const char *path, const char *text)
@@ -327,6 +378,91 @@ static void test_trust_cluster_upgraded(void **state)
 	assert_upgraded(hba);
 }
 
+/* One statement (or several) on the cluster as the superuser, in db. */
+static void su_exec(const char *db, const char *sql)
+{
+	char dsn[900], pf[700];
+	PGconn *c;
+	PGresult *r;
+	snprintf(pf, sizeof pf, "passfile=%s", g_pass);
+	dsn_for(dsn, sizeof dsn, "postgres", db, pf);
+	c = PQconnectdb(dsn);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+}
+
+/* What an older gpuledger left: the role gpuledger owning the database and
+ * every object in it, CREATE on the (hardened) schema; no owner role, and
+ * no line for one in the passfile. */
+static void make_single_role_cluster(void)
+{
+	char *text = gl_test_read_file(g_pass, NULL), *line, *save = NULL;
+	FILE *f;
+	su_exec("gpuledger", "ALTER DATABASE gpuledger OWNER TO gpuledger; REASSIGN OWNED BY gpuledger_owner TO gpuledger;"
+			     " GRANT USAGE, CREATE ON SCHEMA public TO gpuledger; DROP OWNED BY gpuledger_owner");
+	su_exec("postgres", "DROP ROLE gpuledger_owner");
+	f = fopen(g_pass, "w");
+	assert_non_null(f);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (!strstr(line, ":gpuledger_owner:"))
+			fprintf(f, "%s\n", line);
+	assert_int_equal(fclose(f), 0);
+	free(text);
+}
+
+/* `db start` and `migrate` hand such a cluster to the owner role; the
+ * data, a token made before included, stays the application's; a second
+ * migrate changes nothing. */
+static void test_single_role_cluster_converted(void **state)
+{
+	char *out, *pass;
+	char dsn[900], pf[700], tok[128];
+	PGconn *su;
+	make_single_role_cluster();
+	snprintf(pf, sizeof pf, "passfile=%s", g_pass);
+	dsn_for(dsn, sizeof dsn, "postgres", "gpuledger", pf);
+	run_ok_v((const char *const[]){"token", "create", "--name", "before-split", "--role", "viewer", NULL}, &out);
+	snprintf(tok, sizeof tok, "%.*s", (int)strcspn(out, "\n"), out);
+	assert_int_equal(strncmp(tok, "glt_", 4), 0);
+	free(out);
+	su = PQconnectdb(dsn);
+	assert_int_equal(PQstatus(su), CONNECTION_OK);
+	assert_true(gl_test_qint(su, "SELECT count(*) FROM pg_class WHERE relowner = 'gpuledger'::regrole") > 50);
+	PQfinish(su);
+
+	run_ok("db", "start", &out);
+	assert_non_null(strstr(out, "belongs to the application role gpuledger (an older gpuledger made it)"));
+	free(out);
+	pass = gl_test_read_file(g_pass, NULL);
+	assert_non_null(strstr(pass, "*:*:*:gpuledger_owner:"));
+	free(pass);
+	run_ok("migrate", NULL, &out);
+	assert_non_null(strstr(out, "they now belong to gpuledger_owner"));
+	assert_non_null(strstr(out, "migrate: 0 applied"));
+	assert_non_null(strstr(out, "ran as gpuledger_owner"));
+	free(out);
+	su = PQconnectdb(dsn);
+	assert_int_equal(PQstatus(su), CONNECTION_OK);
+	assert_owns_nothing(su);
+	assert_string_equal(gl_test_qstr(su, "SELECT coalesce(gl_role_owns('gpuledger'), 'nothing')"), "nothing");
+	PQfinish(su);
+	run_ok_v((const char *const[]){"token", "list", NULL}, &out);
+	assert_non_null(strstr(out, "before-split"));
+	free(out);
+	/* idempotent */
+	run_ok("migrate", NULL, &out);
+	assert_null(strstr(out, "now belong to"));
+	assert_non_null(strstr(out, "migrate: 0 applied"));
+	free(out);
+	run_ok("db", "start", &out);
+	assert_null(strstr(out, "belongs to the application role"));
+	free(out);
+}
+
 /* tests/run.sh's own throwaway cluster is as private */
 static void test_harness_cluster_private(void **state)
 {
@@ -345,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_private),
 		cmocka_unit_test(test_app_role_bound),
 		cmocka_unit_test(test_trust_cluster_upgraded),
+		cmocka_unit_test(test_single_role_cluster_converted),
 		cmocka_unit_test(test_harness_cluster_private),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -79,6 +79,25 @@ static const struct {
 	{"1g.10gb", "1g.10gb"},
 	{"gpu:a100_3g.40gb", "a100_3g.40gb"},
 	{"2g.20gb", "2g.20gb"},
+	/* vGPU profiles keep their model and profile (a 40 GB compute slice
+	 * of an A100 is not a 16 GB T4 desktop profile); nvidia-smi in the
+	 * guest names them "GRID <model>-<size><series>", newer drivers
+	 * "NVIDIA <model>-<size><series>" */
+	{"GRID A100-40C", "a100-40c"},
+	{"GRID T4-16Q", "t4-16q"},
+	{"GRID A100-20C", "a100-20c"},
+	{"NVIDIA L40S-48Q", "l40s-48q"},
+	{"GRID RTX6000-24Q", "rtx6000-24q"},
+	/* architectures: Turing's RTX 4000 is not Ada's */
+	{"Quadro RTX 4000", "rtx4000"},
+	{"NVIDIA RTX 4000 Ada Generation", "rtx4000ada"},
+	{"NVIDIA RTX 4000 SFF Ada Generation", "rtx4000sffada"},
+	{"NVIDIA RTX 6000 Ada Generation", "rtx6000ada"},
+	{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtxpro6000blackwellserver"},
+	{"NVIDIA GeForce RTX 3090 Ti", "rtx3090ti"},
+	/* names the rule cannot place stay as written, for an alias */
+	{"Graphics Device", "graphics device"},
+	{"NVIDIA Graphics Device", "nvidia graphics device"},
 	/* the catch-all rate */
 	{"*", "*"},
 	/* PAI trace gpu_type */

@@ -136,7 +136,8 @@ int gl_test_db_create(const char *name, char *dsn, size_t n)
 	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		rc = -1;
 	PQclear(r);
-	snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\" OWNER gpuledger TEMPLATE template0 ENCODING 'UTF8'", name);
+	snprintf(sql, sizeof sql, "CREATE DATABASE \"%s\" OWNER gpuledger_owner TEMPLATE template0 ENCODING 'UTF8'",
+		 name);
 	r = PQexec(c, sql);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		fprintf(stderr, "testlib: %s: %s", sql, PQerrorMessage(c));
@@ -145,6 +146,32 @@ int gl_test_db_create(const char *name, char *dsn, size_t n)
 	PQclear(r);
 	PQfinish(c);
 	snprintf(dsn, n, "%s dbname=%s", gl_test_app_dsn_base(), name);
+	return rc;
+}
+
+int gl_test_owner_dsn(const char *dsn, char *out, size_t n)
+{
+	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
+	size_t k = 0;
+	int rc = -1;
+	out[0] = '\0';
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (!strcmp(o->keyword, "user") && o->val && !strcmp(o->val, "gpuledger"))
+			rc = 0;
+	for (PQconninfoOption *o = opts; !rc && o && o->keyword; o++) {
+		const char *v = !strcmp(o->keyword, "user") ? "gpuledger_owner" : o->val;
+		if (!v)
+			continue;
+		k += (size_t)snprintf(out + k, k < n ? n - k : 0, "%s%s='", k ? " " : "", o->keyword);
+		for (; *v; v++)
+			k += (size_t)snprintf(out + k, k < n ? n - k : 0, "%s%c", *v == '\'' || *v == '\\' ? "\\" : "", *v);
+		k += (size_t)snprintf(out + k, k < n ? n - k : 0, "'");
+	}
+	PQconninfoFree(opts);
+	if (!rc && k >= n)
+		rc = -1;
+	if (rc)
+		out[0] = '\0';
 	return rc;
 }
 
@@ -203,10 +230,15 @@ static int run_argv(const char *dsn, const char *const *env, struct gl_test_out 
 	if (pid == 0) {
 		dup2(outp[1], 1);
 		dup2(errp[1], 2);
+		char own[2048];
 		if (dsn)
 			setenv("GPULEDGER_DSN", dsn, 1);
 		else
 			unsetenv("GPULEDGER_DSN");
+		if (dsn && !gl_test_owner_dsn(dsn, own, sizeof own))
+			setenv("GPULEDGER_MIGRATE_DSN", own, 1);
+		else
+			unsetenv("GPULEDGER_MIGRATE_DSN");
 		unsetenv("GPULEDGER_CONFIG");
 		for (size_t i = 0; env && env[i]; i++)
 			putenv((char *)env[i]);
@@ -278,8 +310,9 @@ long long gl_test_jnum(const cJSON *o, const char *key)
 
 PGconn *gl_test_lock_table(const char *dsn, const char *table, const char *mode)
 {
-	char sql[200];
-	PGconn *c = PQconnectdb(dsn);
+	char sql[200], own[2048];
+	/* the application role may not take the strong modes on audit_log */
+	PGconn *c = PQconnectdb(gl_test_owner_dsn(dsn, own, sizeof own) ? dsn : own);
 	PGresult *r;
 	if (PQstatus(c) != CONNECTION_OK) {
 		fprintf(stderr, "lock %s: %s", table, PQerrorMessage(c));
@@ -303,6 +336,16 @@ void gl_test_out_fini(struct gl_test_out *o)
 	free(o->out);
 	free(o->err);
 	o->out = o->err = NULL;
+}
+
+long long gl_test_exec_owner(const char *dsn, const char *sql)
+{
+	char own[2048];
+	if (gl_test_owner_dsn(dsn, own, sizeof own)) {
+		fprintf(stderr, "testlib: no owner role for %s\n", dsn);
+		return -1;
+	}
+	return gl_test_exec_dsn(own, sql);
 }
 
 long long gl_test_qint(PGconn *c, const char *sql)
@@ -489,9 +532,12 @@ int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *
 	logfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	d->pid = fork();
 	if (d->pid == 0) {
+		char own[2048];
 		dup2(logfd, 1);
 		dup2(logfd, 2);
 		setenv("GPULEDGER_DSN", dsn, 1);
+		if (!gl_test_owner_dsn(dsn, own, sizeof own))
+			setenv("GPULEDGER_MIGRATE_DSN", own, 1);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -733,11 +779,14 @@ double gl_test_copy_baseline(PGconn *c, const char *table, const char *cols, con
 	}
 	PQclear(PQgetResult(c));
 	fclose(f);
-	snprintf(sql, sizeof sql, "TRUNCATE %s", table);
-	r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		gl_test_die(PQerrorMessage(c));
-	PQclear(r);
+	{
+		/* only the table's owner may TRUNCATE it */
+		char app[1024], own[2048];
+		snprintf(app, sizeof app, "%s dbname=%s", gl_test_app_dsn_base(), PQdb(c));
+		snprintf(sql, sizeof sql, "TRUNCATE %s", table);
+		if (gl_test_owner_dsn(app, own, sizeof own) || gl_test_exec_dsn(own, sql) < 0)
+			gl_test_die("TRUNCATE as the owner role failed");
+	}
 	/* CHECKPOINT needs a superuser (or pg_checkpoint): the application
 	 * role is neither, so it goes through the admin connection */
 	if (gl_test_exec_dsn(gl_test_admin_dsn(), "CHECKPOINT") < 0)
@@ -1213,7 +1262,7 @@ out:
 	return rc;
 }
 
-void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span)
+void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, const char *span)
 {
 	char sql[2048], ns[24];
 	PGresult *r;
@@ -1232,7 +1281,9 @@ void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span)
 	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		gl_test_die(PQerrorMessage(c));
 	PQclear(r);
-	PQclear(PQexec(c, "ANALYZE jobs"));
+	/* only the owner role analyzes a table (the application role's ANALYZE is skipped with a warning) */
+	if (gl_test_exec_owner(dsn, "ANALYZE jobs") < 0)
+		gl_test_die("ANALYZE jobs as the owner role failed");
 }
 
 int gl_test_philly_db(const char *name, char *dsn, size_t n)

@@ -27,18 +27,28 @@ const char *gl_test_app_dsn_base(void); /* $GL_TEST_APP_DSN: "host=... user=gpul
  * request (30 s). Bounds that are a test's own assertion are not scaled. */
 int gl_test_timeout_scale(void);
 
-/* Drops and creates database `name` owned by the app role; fills dsn. */
+/* Drops and creates database `name` owned by the owner role
+ * (gpuledger_owner), as `db start` makes the embedded one; fills dsn with
+ * the application role's DSN for it. */
 int gl_test_db_create(const char *name, char *dsn, size_t n);
 /* Creates the database and runs the real `gpuledger migrate` against it. */
 int gl_test_db_fresh(const char *name, char *dsn, size_t n);
+/* The owner role's DSN for the database an application-role dsn names
+ * (the same options, user gpuledger_owner): what migrations and the test
+ * set-ups that change the schema (ALTER, TRUNCATE, VACUUM, ANALYZE) use.
+ * 0, or -1 when dsn does not parse or is not the application role's. */
+int gl_test_owner_dsn(const char *dsn, char *out, size_t n);
 
 struct gl_test_out {
 	int status;      /* exit status; 128+sig when killed */
 	char *out;       /* stdout, NUL-terminated */
 	char *err;       /* stderr excerpt */
 };
-/* Runs build/gpuledger with GPULEDGER_DSN=dsn (NULL: unset) and the given
- * args (NULL-terminated). Extra env "K=V" entries may be passed in env. */
+/* Runs build/gpuledger with GPULEDGER_DSN=dsn (NULL: unset) and
+ * GPULEDGER_MIGRATE_DSN its gl_test_owner_dsn (unset when there is none),
+ * as a site with two roles configures it, and the given args
+ * (NULL-terminated). Extra env "K=V" entries may be passed in env (they
+ * come last: "GPULEDGER_MIGRATE_DSN=" runs migrations as dsn's role). */
 int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, const char *arg0, ...);
 void gl_test_out_fini(struct gl_test_out *o);
 /* The same, for set-ups that only need the command to succeed: 0 when it
@@ -48,13 +58,18 @@ int gl_test_cli(const char *dsn, const char *arg0, ...);
  * which no expected figure equals. */
 long long gl_test_jnum(const cJSON *o, const char *key);
 /* A second session holding `LOCK TABLE table IN mode MODE` in an open
- * transaction (PQfinish releases it); NULL, with a message, on failure. */
+ * transaction (PQfinish releases it), as the owner role of an
+ * application-role dsn (gl_test_owner_dsn: any mode on any table); NULL,
+ * with a message, on failure. */
 PGconn *gl_test_lock_table(const char *dsn, const char *table, const char *mode);
 
 /* Query helpers: first column of the first row as integer / text (static buffer). */
 /* Runs one statement on a connection of its own: the rows it affected, -1
  * on error (printed). For test set-ups that write a few rows by SQL. */
 long long gl_test_exec_dsn(const char *dsn, const char *sql);
+/* The same as the owner role of the database an application-role dsn
+ * names (gl_test_owner_dsn): for set-ups that change the schema. */
+long long gl_test_exec_owner(const char *dsn, const char *sql);
 long long gl_test_qint(PGconn *c, const char *sql);
 /* gl_test_qint on a connection of its own to dsn (-999999 when it fails). */
 long long gl_test_qint_dsn(const char *dsn, const char *sql);
@@ -138,7 +153,8 @@ double gl_test_now_s(void);
 void gl_test_die(const char *msg) __attribute__((noreturn));
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
- * tmpfile, empties the table, and times a raw COPY of the same bytes back in
+ * tmpfile, empties the table (TRUNCATE as the owner role, c being the
+ * application role's connection), and times a raw COPY of the same bytes back in
  * (same table, same indexes), after a CHECKPOINT through GL_TEST_ADMIN_DSN
  * (the application role may not run one). Returns seconds; dies on a
  * database error. */
@@ -227,6 +243,6 @@ int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
  * interval text), 5 min to 2 days long, 1-8 GPUs, a100 or h100 (every
  * third), 200 accounts, 2,000 users, 1,250 nodes; then ANALYZE. Dies on a
  * database error. */
-void gl_test_synth_jobs(PGconn *c, long n, const char *from, const char *span);
+void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, const char *span);
 
 #endif

@@ -26,6 +26,8 @@ static void make_steps(struct gl_capplan_step *s, int n, const struct gl_capplan
 		s[k].end_s = s[k].start_s + DAY;
 		s[k].q[0] = m - 20, s[k].q[1] = m - 10, s[k].q[2] = m, s[k].q[3] = m + 10, s[k].q[4] = m + 20;
 		s[k].capacity = gl_capplan_capacity(base, plan, np, "c1", "a100", T0 - DAY, s[k].start_s, s[k].end_s);
+		s[k].origins = 100;
+		s[k].trend = 0;
 	}
 }
 
@@ -65,6 +67,47 @@ static void test_step_plan_moves_saturation(void **state)
 	make_steps(s, 30, NULL, 0, NAN);
 	assert_true(isnan(gl_capplan_p_saturation(&s[0])));
 	assert_int_equal(gl_capplan_first_saturated(s, 30, 0.5), -1);
+}
+
+static void test_level_at_capacity_is_no_date(void **state)
+{
+	/* A flat forecast whose median sits on capacity: P = 0.5 every week,
+	 * a coin toss that noisy history turns either way, so no date. Its
+	 * sigma is 20 / 2.5632 = 7.80 (the 80 % band), its median known from 90
+	 * origins to 1.2533 x 7.80 / sqrt(90) = 1.031; 1.645 of those is 1.696.
+	 * A week whose median is 2 above capacity (P 0.58) carries the date,
+	 * one 1 above (P 0.54) does not; from 10 origins (5.36) neither does.
+	 * The same P from a trend method (chosen by its backtest) is a date. */
+	struct gl_capplan_step s[26];
+	(void)state;
+	for (int k = 0; k < 26; k++) {
+		s[k].start_s = T0 + 7 * k * DAY;
+		s[k].end_s = s[k].start_s + 7 * DAY;
+		s[k].q[0] = 80, s[k].q[1] = 90, s[k].q[2] = 100, s[k].q[3] = 110, s[k].q[4] = 120;
+		s[k].capacity = 100;
+		s[k].origins = 90;
+		s[k].trend = 0;
+	}
+	assert_true(fabs(gl_capplan_p_saturation(&s[0]) - 0.5) < 1e-9);
+	assert_int_equal(gl_capplan_first_saturated(s, 26, 0.5), -1);
+	s[3].capacity = 99;
+	assert_int_equal(gl_capplan_first_saturated(s, 26, 0.5), -1);
+	s[9].capacity = 98;
+	assert_int_equal(gl_capplan_first_saturated(s, 26, 0.5), 0);
+	for (int k = 0; k < 26; k++)
+		s[k].origins = 10;
+	assert_int_equal(gl_capplan_first_saturated(s, 26, 0.5), -1);
+	for (int k = 0; k < 26; k++)
+		s[k].trend = 1;
+	assert_int_equal(gl_capplan_first_saturated(s, 26, 0.5), 0);
+	/* a constant demand of 3 against 2 (a zero-width band): sure from
+	 * the first step, at 80 % too */
+	for (int k = 0; k < 26; k++) {
+		s[k].q[0] = s[k].q[1] = s[k].q[2] = s[k].q[3] = s[k].q[4] = 3;
+		s[k].capacity = 2;
+		s[k].trend = 0;
+	}
+	assert_int_equal(gl_capplan_first_saturated(s, 26, 0.8), 0);
 }
 
 static void test_capacity_step_line(void **state)
@@ -182,7 +225,7 @@ static void test_parse_and_check(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_step_plan_moves_saturation),
+		cmocka_unit_test(test_step_plan_moves_saturation), cmocka_unit_test(test_level_at_capacity_is_no_date),
 		cmocka_unit_test(test_capacity_step_line),
 		cmocka_unit_test(test_recommendation),
 		cmocka_unit_test(test_parse_and_check),

@@ -129,6 +129,11 @@ static void test_window_edge_messages(void **state)
 		{"0000-01-01T00:00:00+01:00,2026-01-01", "starts before 0001-01-01T00:00:00Z"},
 		{"0000-01", "there is no year 0"},
 		{"2026-11-01T00:00:00.7Z,2026-11-01T00:00:00.5Z", "end before start"},
+		/* a day or month the calendar does not have, not "unknown window" */
+		{"2026-11-31", "the day 2026-11-31 does not exist: November 2026 has 30 days"},
+		{"2100-02-29", "February 2100 has 28 days"},
+		{"2026-00-10", "'2026-00-10' has no month 00"},
+		{"2026-13", "'2026-13' has no month 13"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct gl_window w;
@@ -306,7 +311,7 @@ static void test_chargeback_reconciles(void **state)
 {
 	/* random lines and idle: per step, lines + idle = total to the micro-unit
 	 * and to the second, under every sharing policy */
-	for (int policy = 0; policy < 3; policy++) {
+	for (int policy = 0; policy < 4; policy++) {
 		for (int round = 0; round < 200; round++) {
 			struct gl_cb cb;
 			size_t n = next_rand() % 12;
@@ -323,10 +328,21 @@ static void test_chargeback_reconciles(void **state)
 					l->idle_owner_ms = 123456;
 					l->idle_owner_num = (gl_i128)123456 * 2500000;
 				}
+				if (policy == GL_SHARE_PROPORTIONAL) /* its cluster: one of three */
+					gl_cb_line_in_pool(l, gl_cb_pool_of(&cb, 0, (const char *[]){"c0", "c1", "c2"}[i % 3]),
+							   l->alloc_ms);
 			}
 			cb.steps[0].capacity_known = 1;
 			cb.steps[0].idle_ms = (gl_i128)(next_rand() % 100000000) + 123456;
 			cb.steps[0].idle_num = cb.steps[0].idle_ms * 2500000;
+			if (policy == GL_SHARE_PROPORTIONAL) { /* the idle of c0 and c3, none of c1 and c2 */
+				size_t i0 = gl_cb_pool_of(&cb, 0, "c0"), i3 = gl_cb_pool_of(&cb, 0, "c3");
+				struct gl_cb_pool *p0 = &cb.steps[0].pools[i0], *p3 = &cb.steps[0].pools[i3];
+				p0->idle_ms = cb.steps[0].idle_ms / 3;
+				p3->idle_ms = cb.steps[0].idle_ms - p0->idle_ms;
+				p0->idle_num = p0->idle_ms * 2500000;
+				p3->idle_num = p3->idle_ms * 2500000;
+			}
 			assert_int_equal(gl_cb_finish(&cb), 0);
 			for (size_t i = 0; i < n; i++) {
 				const struct gl_cb_line *l = &cb.steps[0].lines[i];
@@ -338,11 +354,75 @@ static void test_chargeback_reconciles(void **state)
 			sum_m += cb.steps[0].idle_micros;
 			assert_int_equal(sum_s, cb.total_s);
 			assert_int_equal(sum_m, cb.total_micros);
-			if (policy == GL_SHARE_PROPORTIONAL && n > 0 && cb.steps[0].total_alloc_s > 0)
+			if (policy == GL_SHARE_PROPORTIONAL_FLEET && n > 0 && cb.steps[0].total_alloc_s > 0)
 				assert_int_equal(cb.steps[0].idle_micros, 0);
+			if (policy == GL_SHARE_PROPORTIONAL) {
+				/* no idle crosses a cluster: c1 and c2 had none to give,
+				 * c3's stays (nobody ran there), c0's goes to c0's lines */
+				for (size_t i = 0; i < n; i++)
+					if (i % 3)
+						assert_true(cb.steps[0].lines[i].idle_share_micros == 0 &&
+							    cb.steps[0].lines[i].idle_share_s == 0);
+				assert_true(cb.steps[0].idle_s >=
+					    (int64_t)(cb.steps[0].pools[gl_cb_pool_of(&cb, 0, "c3")].idle_ms / 1000) - 1);
+			}
 			gl_cb_fini(&cb);
 		}
 	}
+}
+
+/* shareIdle=proportional: a cluster's idle goes to the lines that used
+ * that cluster, in proportion to their GPU-time there; a cluster without
+ * capacity data gives none (the demo spread testgpu's idle over philly's
+ * teams). Worked out by hand: cluster A 1,000 idle GPU-seconds at 2.50 an
+ * hour = 694,444.4 micro-units; t1 ran 100 s on A, t3 300 s on A and 100 s
+ * on B, t2 300 s on B only: t1 gets 1/4 (250 s, 173,611), t3 3/4 (750 s,
+ * 520,833), t2 nothing. */
+static void test_idle_stays_in_cluster(void **state)
+{
+	struct gl_cb cb;
+	struct gl_cb_line *l[3];
+	struct gl_cb_step *s;
+	size_t a, b;
+	gl_cb_init(&cb, 1, GL_SHARE_PROPORTIONAL, 1);
+	a = gl_cb_pool_of(&cb, 0, "A");
+	b = gl_cb_pool_of(&cb, 0, "B");
+	for (int i = 0; i < 3; i++)
+		l[i] = gl_cb_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
+	l[0]->alloc_ms = 100000;
+	gl_cb_line_in_pool(l[0], a, 100000);
+	l[1]->alloc_ms = 300000;
+	gl_cb_line_in_pool(l[1], b, 300000);
+	l[2]->alloc_ms = 400000;
+	gl_cb_line_in_pool(l[2], a, 300000);
+	gl_cb_line_in_pool(l[2], b, 100000);
+	s = &cb.steps[0];
+	s->capacity_known = 1;
+	s->idle_ms = s->pools[a].idle_ms = 1000000;
+	s->idle_num = s->pools[a].idle_num = (gl_i128)1000000 * 2500000;
+	assert_int_equal(gl_cb_finish(&cb), 0);
+	assert_int_equal(l[0]->idle_share_s, 250);
+	assert_int_equal(l[2]->idle_share_s, 750);
+	assert_int_equal(l[1]->idle_share_s, 0);
+	assert_int_equal(l[0]->idle_share_micros, 173611);
+	assert_int_equal(l[2]->idle_share_micros, 520833);
+	assert_int_equal(l[1]->idle_share_micros, 0);
+	assert_int_equal(s->idle_micros, 0);
+	gl_cb_fini(&cb);
+	/* the fleet-wide pooling, asked for by name, still spreads it over all */
+	gl_cb_init(&cb, 1, GL_SHARE_PROPORTIONAL_FLEET, 1);
+	for (int i = 0; i < 3; i++)
+		l[i] = gl_cb_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
+	l[0]->alloc_ms = 100000;
+	l[1]->alloc_ms = 300000;
+	l[2]->alloc_ms = 400000;
+	s = &cb.steps[0];
+	s->capacity_known = 1;
+	s->idle_ms = 1000000;
+	s->idle_num = (gl_i128)1000000 * 2500000;
+	assert_int_equal(gl_cb_finish(&cb), 0);
+	assert_int_equal(l[1]->idle_share_s, 375);
+	gl_cb_fini(&cb);
 }
 
 static void test_owned_idle_never_negative(void **state)
@@ -411,7 +491,8 @@ int main(void)
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
 		cmocka_unit_test(test_filter),		      cmocka_unit_test(test_csv),
-		cmocka_unit_test(test_chargeback_reconciles), cmocka_unit_test(test_owned_idle_never_negative),
+		cmocka_unit_test(test_chargeback_reconciles), cmocka_unit_test(test_idle_stays_in_cluster),
+		cmocka_unit_test(test_owned_idle_never_negative),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,6 +338,32 @@ static void test_bands_widen_with_lead(void **state)
 	gl_forecast_result_fini(&r);
 }
 
+static void test_pool_is_deep_at_every_lead(void **state)
+{
+	/* 56 days at 100, then a week at 500: the pooled median of the last
+	 * 28 or 42 days of a day type has 21 (or 35) of 28 (42) at 100 before
+	 * the origin, so it says 100 four weeks ahead as it does tomorrow. Its
+	 * pool counted from the slot forecast held 28 - h days at lead h:
+	 * 500 from lead 15 on (its own last week), then nothing */
+	double y[63];
+	struct gl_forecast_opts o = {0};
+	struct gl_forecast_result r;
+	struct gl_err err = {0};
+	(void)state;
+	for (int t = 0; t < 63; t++)
+		y[t] = t < 56 ? 100 : 500;
+	o.slots_per_day = 1;
+	o.slots_per_week = 7;
+	o.horizon = 28;
+	o.method = GL_FORECAST_MEDIAN_POOL;
+	o.first_weekday = 0;
+	assert_int_equal(gl_forecast_fit(y, 63, &o, &r, &err), 0);
+	assert_int_equal(r.method, GL_FORECAST_MEDIAN_POOL);
+	for (int h = 0; h < r.horizon; h++)
+		assert_true(fabs(r.point[h] - 100) < 1e-9);
+	gl_forecast_result_fini(&r);
+}
+
 /* Exponential noise of mean m (median m ln 2): deterministic. */
 static double expnoise(uint32_t *s, double m)
 {
@@ -823,7 +849,7 @@ int main(void)
 		cmocka_unit_test(test_trend_recovered), cmocka_unit_test(test_trend_level_shift_is_no_slope),
 		cmocka_unit_test(test_bands_widen_with_lead), cmocka_unit_test(test_selection_falls_back_to_baseline),
 		cmocka_unit_test(test_few_errors_still_cover), cmocka_unit_test(test_predictive_median),
-		cmocka_unit_test(test_trend_line_is_the_median),
+		cmocka_unit_test(test_trend_line_is_the_median), cmocka_unit_test(test_pool_is_deep_at_every_lead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -167,18 +167,25 @@ try {
 			}
 			const tot = cells.find((c) => c[0] === 'Total');
 			eq(tot[6], shown(api.totals.total, cur), 'table total');
+			// one rounding for every view: the rows (owners and __idle__)
+			// add up to the Total row to the minor unit
+			const units = (t) => BigInt(t.replace(/[^0-9-]/g, '') || '0');
+			const sum = cells.filter((c) => c[0] !== 'Total').reduce((acc, c) => acc + units(c[6]), 0n);
+			eq(sum.toString(), units(tot[6]).toString(), agg + ' rows add up to the Total row');
 			if (api.totals.idle_gpu_seconds > 0) assert(byName.has('__idle__'), '__idle__ row');
 			if (agg === 'team') assert(byName.has('__unallocated__'), '__unallocated__ row (teamc has no owner rule)');
 		}
 	});
 
-	await test('changing the window refetches (last month, 7d, custom) and shows that window\'s totals', async () => {
+	await test('changing the window refetches (last month, week, custom) and shows that window\'s totals', async () => {
 		await page.goto(base + '/#/chargeback?w=month&a=team');
 		await H.ready(page, 'chargeback');
-		for (const [w1, param] of [['lastmonth', 'lastmonth'], ['7d', '7d']]) {
-			const resp = page.waitForResponse((r) => r.url().includes('/v1/chargeback') && new URL(r.url()).searchParams.get('window') === param);
+		for (const [w1, param] of [['lastmonth', 'lastmonth'], ['week', 'week']]) {
+			// the table's request (the chart's has a step)
+			const resp = page.waitForResponse((r) => r.url().includes('/v1/chargeback') && new URL(r.url()).searchParams.get('window') === param &&
+				!new URL(r.url()).searchParams.get('step'));
 			await page.selectOption('#window', w1);
-			// "7d" ends now and the idle capacity in it grows by the second:
+			// "week" ends now and the idle capacity in it grows by the second:
 			// the figures to match are those of the very answer the page got
 			const api = await (await resp).json();
 			await H.ready(page, 'chargeback');
@@ -392,6 +399,29 @@ try {
 		} finally {
 			await page.unroute(match);
 		}
+	});
+
+	await test('a window past a source\'s data says so in a banner above every view, named as the API names it', async () => {
+		// the testbed's sacct file was ingested without --at (its mtime), its
+		// inventory snapshot and the exporter file are of 22 November: November
+		// reaches past all three
+		const api = (await H.api(base, admin, '/v1/chargeback?aggregate=team&window=' + encodeURIComponent(FX.win))).body;
+		eq(api.window_past_data_through, true, 'the API flags November');
+		const inv = api.past_data_through.find((x) => x.cluster === 'testgpu' && x.data === 'inventory');
+		assert(inv, 'testgpu inventory past: ' + JSON.stringify(api.past_data_through));
+		for (const view of ['chargeback', 'waste', 'queue', 'fleet', 'jobs']) {
+			await page.goto(base + '/#/' + view + '?' + FX.hash + '&a=team');
+			await H.ready(page, view);
+			await page.waitForSelector('#data-banner:not([hidden])');
+			const text = await page.textContent('#data-banner');
+			assert(/This window reaches past the data/.test(text), view + ': ' + text);
+			assert(text.includes('testgpu ' + inv.source + ' (inventory) through ' + inv.through.replace('T', ' ').replace(/:00Z$/, ' UTC').replace(/Z$/, ' UTC')),
+				view + ': ' + text);
+		}
+		// October 2017 (the Philly sample) ends before every source's data: no banner
+		await page.goto(base + '/#/chargeback?w=custom&from=2017-10-01&to=2017-10-31&a=team');
+		await H.ready(page, 'chargeback');
+		eq(await page.$eval('#data-banner', (e) => e.hidden), true, 'no banner for a window the data covers');
 	});
 
 	await test('forecast: the series shown first is the largest by its history, not the first by name', async () => {

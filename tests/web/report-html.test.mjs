@@ -5,7 +5,7 @@
 // self-contained), its totals equal to the CSV tables the same CLI wrote,
 // hostile names shown as text (no injected elements), charts present, and it
 // prints to A4 PDF. Prints TAP ok / not ok lines (tests/web/run.sh).
-// Needs GL_TEST_BIN, GL_TEST_ADMIN_DSN, GL_TEST_APP_DSN, GL_TEST_TMP (tests/run.sh).
+// Needs GL_TEST_BIN, GL_TEST_ADMIN_DSN, GL_TEST_APP_DSN, GL_TEST_OWNER_DSN, GL_TEST_TMP (tests/run.sh).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -89,14 +89,15 @@ const COST = [
 ].join('\n');
 
 function gl(args, env = {}) {
-	return execFileSync(BIN, args, { cwd: ROOT, env: { ...process.env, GPULEDGER_DSN: `${APP} dbname=${DB}`, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+	const dbs = { GPULEDGER_DSN: `${APP} dbname=${DB}`, GPULEDGER_MIGRATE_DSN: `${process.env.GL_TEST_OWNER_DSN} dbname=${DB}` };
+	return execFileSync(BIN, args, { cwd: ROOT, env: { ...process.env, ...dbs, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 let browser;
 try {
-	assert(ADMIN && APP, 'GL_TEST_ADMIN_DSN / GL_TEST_APP_DSN not set (run through tests/run.sh)');
+	assert(ADMIN && APP && process.env.GL_TEST_OWNER_DSN, 'GL_TEST_ADMIN_DSN / GL_TEST_APP_DSN / GL_TEST_OWNER_DSN not set (run through tests/run.sh)');
 	execFileSync('psql', [ADMIN, '-q', '-c', `DROP DATABASE IF EXISTS "${DB}" WITH (FORCE)`, '-c',
-		`CREATE DATABASE "${DB}" OWNER gpuledger TEMPLATE template0 ENCODING 'UTF8'`], { stdio: 'pipe' });
+		`CREATE DATABASE "${DB}" OWNER gpuledger_owner TEMPLATE template0 ENCODING 'UTF8'`], { stdio: 'pipe' });
 	gl(['migrate']);
 	const fields = fs.readFileSync(path.join(ROOT, 'tests/fixtures/sacct/testbed/sacct_fields.txt'), 'utf8').trim().replace(/\|/g, ',');
 	gl(['ingest', 'sacct', '--cluster', 'testgpu', '--file', 'tests/fixtures/sacct/testbed/sacct_alloc.txt', '--fields', fields]);

@@ -10,7 +10,7 @@ export class ApiError extends Error {
 	}
 }
 
-const listeners = { unauthorized: [], down: [], up: [] };
+const listeners = { unauthorized: [], down: [], up: [], data: [] };
 export function on(event, fn) { listeners[event].push(fn); }
 function emit(event, arg) { for (const fn of listeners[event]) fn(arg); }
 
@@ -53,16 +53,21 @@ async function request(path, params, { tok = token(), signal } = {}) {
 	return res;
 }
 
+// every accounting answer says how far each source's data reaches and
+// whether the window goes past it (docs/ingest.md, "Observed time")
 export async function get(path, params, opts) {
 	const res = await request(path, params, opts);
-	return res.json();
+	const j = await res.json();
+	if (j && typeof j.window_past_data_through === 'boolean') emit('data', j);
+	return j;
 }
 
-// A file through the API's format= (csv, zip, html, pdf), fetched with the
+// A file through the API's format= (csv, zip, html, pdf), or a stored one, fetched with the
 // header, then handed to the browser as a blob: the token never appears in
 // a link.
-export async function download(path, params, format) {
-	const res = await request(path, { ...params, format });
+// asFile: the path is a file already (GET /v1/reports/{id}), no format= is sent
+export async function download(path, params, format, asFile = false) {
+	const res = await request(path, asFile ? params : { ...params, format });
 	const blob = await res.blob();
 	const cd = res.headers.get('Content-Disposition') || '';
 	const m = /filename="?([^";]+)"?/.exec(cd);

@@ -6,6 +6,8 @@ import { h, loading, failure } from './ui.js';
 
 const OWNER_DIMS = ['team', 'project', 'cost_center', 'user', 'account', 'cluster', 'partition', 'qos', 'namespace', 'gpu_model'];
 const RANK = { viewer: 1, finance: 2, admin: 3 };
+// the window picker's choices: the API's own window names, and custom days
+const WINDOWS = ['today', 'yesterday', 'week', 'lastweek', 'month', 'lastmonth', 'custom'];
 
 // roles: who sees the view; scoped: whether an owner-scoped token can (the
 // server refuses scoped tokens on routes that do not filter by owner).
@@ -47,6 +49,18 @@ function banner(text) {
 	const b = $('banner');
 	b.textContent = text || '';
 	b.hidden = !text;
+}
+
+// A window past some source's data: said above the view, not in a
+// footnote, since its figures leave that time out (it was not observed)
+function dataBanner(d) {
+	const b = $('data-banner');
+	if (!d || !d.window_past_data_through) { b.hidden = true; b.textContent = ''; return; }
+	const when = (t) => t.replace('T', ' ').replace(/:00Z$/, ' UTC').replace(/Z$/, ' UTC');
+	const srcs = d.past_data_through.map((x) => x.cluster + ' ' + x.source + ' (' + x.data + ') through ' + when(x.through));
+	b.textContent = 'This window reaches past the data: ' + srcs.join('; ') +
+		'. Time after that was not observed and is not in these figures.';
+	b.hidden = false;
 }
 
 function theme(t) {
@@ -143,7 +157,9 @@ async function route() {
 		return;
 	}
 	const v = views.find((x) => x.id === hs.view) || views[0];
-	if (hs.w && ['month', 'lastmonth', '7d', 'custom'].includes(hs.w)) state.window = hs.w;
+	// the API's presets; "7d" is what links made before "week" said
+	if (hs.w && WINDOWS.includes(hs.w)) state.window = hs.w;
+	if (hs.w === '7d') state.window = 'week';
 	if (hs.from) state.from = hs.from;
 	if (hs.to) state.to = hs.to;
 	if (hs.m && /^[0-9]{4}-(0[1-9]|1[0-2])$/.test(hs.m)) state.month = hs.m;
@@ -169,6 +185,8 @@ async function render(v, focus) {
 	state.abort = ctl;
 	const el = h('div', { class: 'view-body', 'data-view': v.id, 'aria-busy': 'true' }, loading());
 	$('view').replaceChildren(el);
+	dataBanner(null);
+	state.dataSeen = ctl;
 	if (focus) $('main').focus({ preventScroll: true });
 	const ctx = {
 		el, who: state.who, window: windowParam(), aggregate: state.aggregate[v.id], signal: ctl.signal,
@@ -199,6 +217,11 @@ function init() {
 	api.on('unauthorized', (msg) => { api.clearToken(); showSignin('Signed out: ' + msg); });
 	api.on('down', (e) => banner('The API does not answer: ' + e.message + '. Showing what was loaded; retrying on the next action.'));
 	api.on('up', () => banner(''));
+	// the first answer of the view under way that reaches past the data names it
+	api.on('data', (d) => {
+		if (state.dataSeen !== state.abort || !d.window_past_data_through || !$('data-banner').hidden) return;
+		dataBanner(d);
+	});
 	$('signin-form').addEventListener('submit', async (ev) => {
 		ev.preventDefault();
 		const tok = $('token').value.trim();

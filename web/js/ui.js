@@ -38,14 +38,14 @@ export function failure(e) {
 // A button that downloads path as format (csv, zip, html, pdf) through the
 // API with the bearer header and says what it saved in status. params may
 // be a function, read at the click (a view's current choice).
-export function fileButton({ path, params, format, label, status, what = format.toUpperCase() }) {
+export function fileButton({ path, params, format, label, status, what = format.toUpperCase(), asFile = false }) {
 	const b = h('button', {
 		type: 'button', class: 'csv', 'data-csv': format === 'csv' ? path : null, 'data-format': format,
 		onclick: async () => {
 			b.disabled = true;
 			status.textContent = '';
 			try {
-				const r = await download(path, typeof params === 'function' ? params() : params, format);
+				const r = await download(path, typeof params === 'function' ? params() : params, format, asFile);
 				status.textContent = 'Saved ' + r.name;
 			} catch (e) {
 				status.textContent = what + ' failed: ' + e.message;
@@ -63,11 +63,13 @@ export function csvButton(path, params, label = 'Download CSV') {
 	return h('span', {}, fileButton({ path, params, format: 'csv', label, status }), ' ', status);
 }
 
-// A sortable table. cols: [{key, label, num, fmt(row) -> text, sort(row) -> value}]
+// A sortable table. cols: [{key, label, num, fmt(row) -> text, sort(row) -> value,
+// node(row) -> element (a control in the cell, instead of text)}]
 // rows: data rows; extra: rows appended after sorting (totals, special rows)
 // as {cells:[text...], class}.
 // empty: what an empty table says (views without a window say their own)
-export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey, sortDir = 'desc', empty = 'No rows in this window.' }) {
+// wrap: long text cells wrap instead of widening the table past the page
+export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey, sortDir = 'desc', empty = 'No rows in this window.', wrap = false }) {
 	let key = sortKey, dir = sortDir;
 	const tbody = h('tbody');
 	const heads = cols.map((c) => {
@@ -88,11 +90,11 @@ export function table({ id, title, caption, cols, rows, extra = [], csv, sortKey
 			return dir === 'asc' ? r : -r;
 		}) : rows;
 		tbody.replaceChildren(...sorted.map((r) => h('tr', { class: r.__class || null },
-			cols.map((cc) => h('td', { class: cc.num ? 'num' : null, text: cc.fmt ? cc.fmt(r) : String(r[cc.key] ?? '—') })))),
+			cols.map((cc) => (cc.node ? h('td', {}, cc.node(r)) : h('td', { class: cc.num ? 'num' : null, text: cc.fmt ? cc.fmt(r) : String(r[cc.key] ?? '—') }))))),
 		...extra.map((x) => h('tr', { class: x.class || null }, x.cells.map((t, i) => h('td', { class: cols[i] && cols[i].num ? 'num' : null, text: t })))));
 	}
 	render();
-	const t = h('table', { id }, caption ? h('caption', { text: caption }) : null, h('thead', {}, h('tr', {}, heads)), tbody);
+	const t = h('table', { id, class: wrap ? 'wrap' : null }, caption ? h('caption', { text: caption }) : null, h('thead', {}, h('tr', {}, heads)), tbody);
 	return h('section', { class: 'table-block', 'aria-label': title },
 		h('div', { class: 'table-head' }, h('h2', { text: title }), csv ? csvButton(csv.path, csv.params) : null),
 		h('div', { class: 'table-wrap' }, t),

@@ -12,6 +12,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 const BIN = process.env.GL_TEST_BIN || path.join(ROOT, 'build/gpuledger');
 const ADMIN_DSN = process.env.GL_TEST_ADMIN_DSN;
 const APP_DSN = process.env.GL_TEST_APP_DSN;
+const OWNER_DSN = process.env.GL_TEST_OWNER_DSN;
 const TMP = process.env.GL_TEST_TMP || os.tmpdir();
 export const CHROMIUM = process.env.GL_TEST_CHROMIUM || '/usr/bin/chromium';
 
@@ -58,12 +59,20 @@ function must(r, what) {
 export function freshDb(name) {
 	if (!ADMIN_DSN || !APP_DSN) throw new Error('GL_TEST_ADMIN_DSN / GL_TEST_APP_DSN are not set: run through tests/run.sh');
 	must(spawnSync('psql', [ADMIN_DSN, '-q', '-v', 'ON_ERROR_STOP=1', '-c', `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`,
-		'-c', `CREATE DATABASE "${name}" OWNER gpuledger TEMPLATE template0 ENCODING 'UTF8'`], { encoding: 'utf8' }), 'psql');
+		'-c', `CREATE DATABASE "${name}" OWNER gpuledger_owner TEMPLATE template0 ENCODING 'UTF8'`], { encoding: 'utf8' }), 'psql');
 	return `${APP_DSN} dbname=${name}`;
 }
 
+// The two roles, as a site configures them: the service's DSN, and the
+// schema owner's for migrations (docs/security.md, "Two roles").
+export function dbEnv(dsn) {
+	const env = { ...process.env, GPULEDGER_DSN: dsn };
+	if (OWNER_DSN && dsn.startsWith(APP_DSN + ' ')) env.GPULEDGER_MIGRATE_DSN = OWNER_DSN + dsn.slice(APP_DSN.length);
+	return env;
+}
+
 export function gl(dsn, args, input) {
-	return must(spawnSync(BIN, args, { encoding: 'utf8', input, env: { ...process.env, GPULEDGER_DSN: dsn } }), 'gpuledger ' + args.join(' '));
+	return must(spawnSync(BIN, args, { encoding: 'utf8', input, env: dbEnv(dsn) }), 'gpuledger ' + args.join(' '));
 }
 
 export function token(dsn, name, role, scopes = []) {
@@ -126,7 +135,7 @@ export async function startDaemon(dsn, dir, extraYaml = '') {
 	fs.rmSync(portFile, { force: true });
 	const out = fs.openSync(log, 'w');
 	const child = spawn(BIN, ['--config', cfg, 'serve', '--no-ingest', '--listen', '127.0.0.1:0', '--port-file', portFile],
-		{ env: { ...process.env, GPULEDGER_DSN: dsn }, stdio: ['ignore', out, out] });
+		{ env: dbEnv(dsn), stdio: ['ignore', out, out] });
 	for (let i = 0; i < 200; i++) {
 		if (child.exitCode !== null) throw new Error('daemon exited: ' + fs.readFileSync(log, 'utf8'));
 		const p = fs.existsSync(portFile) ? fs.readFileSync(portFile, 'utf8').trim() : '';

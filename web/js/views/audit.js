@@ -69,10 +69,11 @@ export async function render(ctx) {
 			id: 'audit-table', title: 'Events', sortKey: 'seq',
 			cols: [
 				{ key: 'seq', label: 'Seq', num: true }, { key: 'at', label: 'At', fmt: (r) => f.time(r.at) },
-				{ key: 'actor', label: 'Actor' }, { key: 'source_addr', label: 'From', fmt: (r) => r.source_addr || '—' },
-				{ key: 'action', label: 'Action' }, { key: 'object', label: 'Object' }, { key: 'outcome', label: 'Outcome' },
-				{ key: 'detail', label: 'Detail', fmt: (r) => (r.detail ? JSON.stringify(r.detail).slice(0, 120) : '') },
+				{ key: 'actor', label: 'Actor', fmt: actorText }, { key: 'source_addr', label: 'From', fmt: (r) => r.source_addr || '—' },
+				{ key: 'action', label: 'Action' }, { key: 'object', label: 'Object', fmt: objectText }, { key: 'outcome', label: 'Outcome' },
+				{ key: 'detail', label: 'Detail', fmt: (r) => detailText(r.detail) },
 			],
+			wrap: true,
 			rows,
 			// the CSV is the first page under the same filters
 			csv: { path: '/v1/audit', params: params() },
@@ -109,4 +110,42 @@ export async function render(ctx) {
 	h('button', { type: 'submit' }, 'Apply'));
 	draw();
 	return [verifier(), form, status, box];
+}
+
+// "finance-bob (token:7)": the name the request's audit row carries
+function actorText(r) {
+	const name = r.detail && typeof r.detail.token === 'string' ? r.detail.token : null;
+	return name ? name + ' (' + r.actor + ')' : r.actor;
+}
+
+// the path with the query string the request was made with
+function objectText(r) {
+	const q = r.detail && typeof r.detail.query === 'string' ? r.detail.query : '';
+	return (r.object || '') + (q ? '?' + q : '');
+}
+
+// a nested value as text: lists comma-joined, objects "key value, ..."
+function words(v) {
+	if (v === null || v === undefined) return '—';
+	if (Array.isArray(v)) return v.map(words).join(', ') || '—';
+	if (typeof v === 'object') return Object.entries(v).map(([k, x]) => k.replace(/_/g, ' ') + ' ' + words(x)).join(', ');
+	return String(v);
+}
+
+// "GET · chargeback · 200 · 12.3 ms": the detail as words, keys the
+// columns already show left out; other keys as "key: value"
+const SHOWN = ['token', 'query'];
+export function detailText(d) {
+	if (!d || typeof d !== 'object') return d == null ? '' : String(d);
+	const parts = [];
+	if (d.method) parts.push(d.method);
+	if (d.route) parts.push('route ' + d.route);
+	if (d.status !== undefined) parts.push('status ' + d.status);
+	if (d.reason) parts.push(String(d.reason).replace(/_/g, ' '));
+	if (d.ms !== undefined) parts.push(Number(d.ms).toFixed(1) + ' ms');
+	for (const [k, v] of Object.entries(d)) {
+		if (['method', 'route', 'status', 'reason', 'ms', ...SHOWN].includes(k)) continue;
+		parts.push(k.replace(/_/g, ' ') + ': ' + words(v));
+	}
+	return parts.join(' · ');
 }

@@ -4,10 +4,7 @@
 import { h, stat, table, legend, chartTable } from '../ui.js';
 import { stackedArea } from '../charts.js';
 import * as f from '../fmt.js';
-
-function stepFor(win) {
-	return win === '7d' ? 'hour' : 'day';
-}
+import { stepFor } from '../steps.js';
 
 export async function render(ctx) {
 	const step = stepFor(ctx.window);

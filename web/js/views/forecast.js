@@ -28,7 +28,7 @@ export async function render(ctx) {
 		ctx.charts.push({ box, d, pick });
 		out.push(box);
 		out.push(table({
-			id: 'forecast-accuracy', title: 'Backtest accuracy', sortKey: 'key', sortDir: 'asc',
+			id: 'forecast-accuracy', title: 'Backtest accuracy', sortKey: 'key', sortDir: 'asc', wrap: true,
 			cols: [
 				{ key: 'key', label: ctx.aggregate }, { key: 'method', label: 'Method', fmt: (r) => r.method + (r.fallback ? ' (fallback)' : '') },
 				{ key: 'mase', label: 'MASE', num: true, fmt: (r) => f.number(r.mase, 2) },
@@ -60,7 +60,7 @@ export async function render(ctx) {
 			out.push(box);
 		}
 		out.push(table({
-			id: 'forecast-saturation', title: 'Saturation and purchases', sortKey: 'p50', sortDir: 'asc',
+			id: 'forecast-saturation', title: 'Saturation and purchases', sortKey: 'p50', sortDir: 'asc', wrap: true,
 			cols: [
 				{ key: 'cluster', label: 'Cluster' }, { key: 'gpu_model', label: 'Model' },
 				{ key: 'capacity_gpus', label: 'GPUs', num: true },

@@ -24,6 +24,7 @@ async function monthBody(ctx, month) {
 	]);
 	const cur = bud.currency || 'USD';
 	const over = bud.budgets.filter((b) => Number(b.pct_used) >= 100).length;
+	const fileStatus = h('span', { class: 'note', role: 'status', id: 'reports-file-status' });
 	return [
 		h('div', { class: 'stats' },
 			stat('Budgets', f.number(bud.budgets.length), over ? over + ' at or over 100 %' : 'none over'),
@@ -58,9 +59,13 @@ async function monthBody(ctx, month) {
 				{ key: 'sha256', label: 'SHA-256', fmt: (r) => r.sha256.slice(0, 16) + '…' },
 				{ key: 'changed', label: 'Changed (late data)', fmt: (r) => r.changed.join(', ') || '—' },
 				{ key: 'trigger', label: 'By' }, { key: 'generated_at', label: 'Generated', fmt: (r) => f.time(r.generated_at) },
+				// the file as recorded (GET /v1/reports/{id}, its sha256 the ETag)
+				{ key: 'id', label: 'Download', node: (r) => fileButton({ path: '/v1/reports/' + r.id, params: {}, format: r.format,
+					label: 'Download ' + r.format.toUpperCase(), what: r.name, status: fileStatus, asFile: true }) },
 			],
 			rows: rec.files,
 		}),
+		fileStatus,
 	];
 }
 

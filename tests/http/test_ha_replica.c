@@ -1,0 +1,203 @@
+/* Reads from a hot standby (docs/scale.md, "Read replicas"): a real primary
+ * and a streaming standby (pg_basebackup -R) started by the test, the real
+ * daemon with database.read_dsn on the standby. Every read-only route
+ * answers from the standby (none of them writes), a chargeback there
+ * equals the primary's once replay caught up, audit rows of those reads go
+ * to the primary, and with replay paused the answer reports the lag, or,
+ * past database.max_replica_lag_s, comes from the primary and says so. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/pgpair.h"
+#include "lib/testlib.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct gl_test_pgpair g_p;
+static struct gl_test_daemon g_read, g_bounded, g_primary;
+static char g_fields[1024], g_cwd[PATH_MAX];
+
+static const char rates[] = "currency: USD\nrates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"
+			    "  - model: \"*\"\n    per_gpu_hour: \"1.00\"\n"
+			    "owners:\n  - match: account\n    value: \"*\"\n    team: research\n";
+
+static int start(struct gl_test_daemon *d, const char *read_dsn, int max_lag)
+{
+	char cfg[4096];
+	const char *args[] = {"--no-ingest", NULL};
+	snprintf(cfg, sizeof cfg, "%slog:\n  level: info\ndatabase:\n  read_dsn: \"%s\"\n  max_replica_lag_s: %d\n", rates,
+		 read_dsn, max_lag);
+	return gl_test_daemon_start(d, g_p.app[0], cfg, args);
+}
+
+static int setup(void **state)
+{
+	if (!getcwd(g_cwd, sizeof g_cwd) || gl_test_sacct_fields(g_fields, sizeof g_fields) ||
+	    gl_test_pgpair_start(&g_p, 0))
+		return -1;
+	if (gl_test_cli(g_p.app[0], "migrate", NULL) ||
+	    gl_test_cli(g_p.app[0], "ingest", "sacct", "--cluster", "testgpu", "--file",
+			gl_test_fixture("tests/fixtures/sacct/testbed/sacct_alloc.txt"), "--fields", g_fields, NULL))
+		return -1;
+	/* the standby first, the primary when it is gone (prefer-standby) */
+	if (start(&g_read, g_p.app_read, 3600) || start(&g_bounded, g_p.app_read, 2))
+		return -1;
+	/* the same config, its read DSN the primary itself: the reference */
+	if (start(&g_primary, g_p.app[0], 3600))
+		return -1;
+	return gl_test_pgpair_catch_up(&g_p, 60);
+}
+
+static int teardown(void **state)
+{
+	gl_test_daemon_stop(&g_read);
+	gl_test_daemon_stop(&g_bounded);
+	gl_test_daemon_stop(&g_primary);
+	gl_test_pgpair_stop(&g_p);
+	return 0;
+}
+
+/* GET path from d: the parsed body (200 wanted), its freshness checked
+ * against want_standby, the freshness object removed for comparisons. */
+static cJSON *get(struct gl_test_daemon *d, const char *path, int want_standby)
+{
+	struct gl_test_http r = {0};
+	char h[64];
+	cJSON *j, *f;
+	assert_int_equal(gl_test_http(d->port, "GET", path, NULL, 0, NULL, &r), 0);
+	if (r.status != 200)
+		fprintf(stderr, "%s: %ld %s\n", path, r.status, r.body);
+	assert_int_equal(r.status, 200);
+	assert_non_null(gl_test_header(&r, "X-Served-By", h, sizeof h));
+	assert_string_equal(h, want_standby ? "standby" : "primary");
+	assert_non_null(gl_test_header(&r, "X-Commits-Through", h, sizeof h));
+	j = cJSON_Parse(r.body);
+	gl_test_http_fini(&r);
+	if (!j)
+		return NULL;
+	f = cJSON_GetObjectItem(j, "freshness");
+	if (cJSON_IsObject(j)) {
+		assert_non_null(f);
+		assert_string_equal(cJSON_GetObjectItem(f, "served_by")->valuestring, want_standby ? "standby" : "primary");
+		cJSON_DeleteItemFromObject(j, "freshness");
+	}
+	return j;
+}
+
+static void assert_same(cJSON *a, cJSON *b)
+{
+	char *x = cJSON_PrintUnformatted(a), *y = cJSON_PrintUnformatted(b);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+}
+
+/* Every route flagged replica_ok answers from the standby: a write on
+ * the way (a lazily built rollup day, a cache table) would fail there
+ * with "cannot execute ... in a read-only transaction". */
+static void test_read_routes_on_standby(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/chargeback?window=2026-11", "/v1/chargeback?window=2026-11-22&step=day&format=csv",
+		"/v1/idle?window=2026-11", "/v1/queue?window=2026-11", "/v1/capacity?window=2026-11",
+		"/v1/inventory", "/v1/jobs?window=2026-11", "/v1/forecast?window=2026-11", "/v1/capacity/forecast",
+		"/v1/reports", "/v1/budgets", "/v1/reports/showback?month=2026-11&format=csv",
+	};
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+		cJSON *j = get(&g_read, paths[i], 1);
+		cJSON_Delete(j);
+	}
+}
+
+static void test_standby_equals_primary(void **state)
+{
+	long long before, after;
+	cJSON *a, *b;
+	before = gl_test_qint_dsn(g_p.app[0], "SELECT count(*) FROM audit_log WHERE action = 'http.request'");
+	a = get(&g_read, "/v1/chargeback?window=2026-11&aggregate=user", 1);
+	b = get(&g_primary, "/v1/chargeback?window=2026-11&aggregate=user", 0);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(gl_test_jnum(cJSON_GetObjectItem(a, "totals"), "allocated_gpu_seconds") > 0);
+	assert_same(a, b);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	/* the reads were audited on the primary (the writer's own connection) */
+	for (int k = 0; k < 50; k++) {
+		after = gl_test_qint_dsn(g_p.app[0], "SELECT count(*) FROM audit_log WHERE action = 'http.request'");
+		if (after >= before + 2)
+			break;
+		usleep(100000);
+	}
+	assert_true(after >= before + 2);
+}
+
+/* Replay paused, new jobs on the primary: the standby's answer says how
+ * far behind it is (and lacks them); past max_replica_lag_s the read goes
+ * to the primary, which has them, and the header says why. */
+static void test_paused_replay(void **state)
+{
+	struct gl_test_http r = {0};
+	char h[200];
+	cJSON *a, *b, *f;
+	long long gs_standby, gs_primary;
+	assert_int_equal(gl_test_exec_dsn(g_p.su[1], "SELECT pg_wal_replay_pause()") >= 0, 1);
+	{
+		/* a job that the standby has not replayed */
+		char path[PATH_MAX + 64], cmd[PATH_MAX * 2 + 200];
+		snprintf(path, sizeof path, "%s/extra.psv", g_p.dir);
+		snprintf(cmd, sizeof cmd,
+			 "sed -n 2p %s/tests/fixtures/sacct/testbed/sacct_alloc.txt | sed 's/^2|2|/9002|9002|/; s/|3|00:00:00|$/|9003|00:00:00|/' > %s",
+			 g_cwd, path);
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(gl_test_cli(g_p.app[0], "ingest", "sacct", "--cluster", "testgpu", "--file", path, "--fields",
+					     g_fields, NULL),
+				 0);
+	}
+	sleep(3);
+	a = get(&g_read, "/v1/chargeback?window=2026-11", 1);
+	f = NULL;
+	assert_int_equal(gl_test_http(g_read.port, "GET", "/v1/chargeback?window=2026-11", NULL, 0, NULL, &r), 0);
+	{
+		cJSON *j = cJSON_Parse(r.body);
+		f = cJSON_GetObjectItem(j, "freshness");
+		assert_true(cJSON_GetObjectItem(f, "replica_lag_s")->valuedouble >= 2.0);
+		cJSON_Delete(j);
+	}
+	gl_test_http_fini(&r);
+	b = get(&g_bounded, "/v1/chargeback?window=2026-11", 0);
+	assert_int_equal(gl_test_http(g_bounded.port, "GET", "/v1/chargeback?window=2026-11", NULL, 0, NULL, &r), 0);
+	assert_non_null(gl_test_header(&r, "X-Read-Fallback", h, sizeof h));
+	assert_non_null(strstr(h, "max_replica_lag_s"));
+	gl_test_http_fini(&r);
+	gs_standby = gl_test_jnum(cJSON_GetObjectItem(a, "totals"), "allocated_gpu_seconds");
+	gs_primary = gl_test_jnum(cJSON_GetObjectItem(b, "totals"), "allocated_gpu_seconds");
+	/* the job the standby lacks: 40 s on one GPU (the testbed's job 2) */
+	assert_int_equal(gs_primary - gs_standby, 40);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	assert_int_equal(gl_test_exec_dsn(g_p.su[1], "SELECT pg_wal_replay_resume()") >= 0, 1);
+	assert_int_equal(gl_test_pgpair_catch_up(&g_p, 60), 0);
+	a = get(&g_read, "/v1/chargeback?window=2026-11", 1);
+	b = get(&g_primary, "/v1/chargeback?window=2026-11", 0);
+	assert_same(a, b);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_routes_on_standby),
+		cmocka_unit_test(test_standby_equals_primary),
+		cmocka_unit_test(test_paused_replay),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
