@@ -95,35 +95,6 @@ static void append_gpu(char **buf, size_t *n, size_t *cap, const char *tpl, int 
 	}
 }
 
-static void proc_stat(pid_t pid, double *cpu_s, long *hwm_kb)
-{
-	char path[64], buf[4096];
-	FILE *f;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	*cpu_s = 0;
-	if (f) {
-		size_t n = fread(buf, 1, sizeof buf - 1, f);
-		char *p;
-		unsigned long ut = 0, st = 0;
-		buf[n] = '\0';
-		fclose(f);
-		p = strrchr(buf, ')'); /* the command name may hold spaces */
-		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
-			*cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-	}
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	*hwm_kb = 0;
-	if (f) {
-		char line[256];
-		while (fgets(line, sizeof line, f))
-			if (sscanf(line, "VmHWM: %ld kB", hwm_kb) == 1)
-				break;
-		fclose(f);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	int gpus = argc > 1 ? atoi(argv[1]) : 10000, rounds = argc > 2 ? atoi(argv[2]) : 4;
@@ -186,7 +157,7 @@ int main(int argc, char **argv)
 			if (seen == 0) {
 				/* steady state from the first visible round on (the first
 				 * round also creates the inventory) */
-				proc_stat(d.pid, &cpu0, &hwm);
+				gl_test_proc_usage(d.pid, &cpu0, &hwm);
 				t0 = t;
 			} else {
 				lag_max = lag > lag_max ? lag : lag_max;
@@ -200,7 +171,7 @@ int main(int argc, char **argv)
 			gl_test_die("the daemon did not keep up (no new round)");
 		usleep(20 * 1000);
 	}
-	proc_stat(d.pid, &cpu1, &hwm);
+	gl_test_proc_usage(d.pid, &cpu1, &hwm);
 	t1 = now_s();
 	if (gl_test_qint(c, "SELECT count(*) FROM gpus") != gpus)
 		gl_test_die("inventory does not hold every GPU");

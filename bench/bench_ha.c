@@ -44,14 +44,14 @@ static double batches(PGconn *c, int cluster_id, int64_t run_id, int mode)
 	int64_t token;
 	double t0;
 	gl_ingest_stats_init(&st, 0);
-	if (gl_lease_unfence(c, &err))
+	if (gl_lease_unfence(gl_db_store(c), &err))
 		gl_test_die(err.msg);
-	if (mode == 1 && gl_lease_take(c, "sacct:bench", "bench-holder", "bench", 60, &token, NULL, 0, &err))
+	if (mode == 1 && gl_lease_take(gl_db_store(c), "sacct:bench", "bench-holder", "bench", 60, &token, NULL, 0, &err))
 		gl_test_die(err.msg);
 	t0 = gl_test_now_s();
 	for (int i = 0; i < BATCHES; i++) {
 		st.lines_read++;
-		if ((mode == 2 && gl_lease_take(c, "sacct:bench", "bench-holder", "bench", 60, &token, NULL, 0, &err)) ||
+		if ((mode == 2 && gl_lease_take(gl_db_store(c), "sacct:bench", "bench-holder", "bench", 60, &token, NULL, 0, &err)) ||
 		    gl_db_exec(c, "BEGIN", &err) || gl_ingest_watermark_set(c, "sacct", cluster_id, 1700000000 + i, &err) ||
 		    gl_ingest_run_update(c, run_id, &st, "running", NULL, &err) || gl_db_exec(c, "COMMIT", &err))
 			gl_test_die(err.msg);

@@ -74,18 +74,18 @@ int main(int argc, char **argv)
 	/* running jobs 1..20000: job j on GPU (j+1)/2, started 0..48 h ago */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (job_pk, cluster_id, job_key, job_id, user_name, account, partition, state, submit_at,"
-		 " start_at, end_at, gpu_milli, gpu_type) OVERRIDING SYSTEM VALUE"
+		 " start_at, end_at, gpu_micro, gpu_type) OVERRIDING SYSTEM VALUE"
 		 " SELECT j, 1, 'raw:' || j, j::text, 'u' || (j %% 2000), 'acct' || (j %% 200), 'gpu', 'RUNNING',"
-		 " to_timestamp(%lld - (j * 7919) %% 172800 - 60), to_timestamp(%lld - (j * 7919) %% 172800), NULL, 500, 'a100'"
+		 " to_timestamp(%lld - (j * 7919) %% 172800 - 60), to_timestamp(%lld - (j * 7919) %% 172800), NULL, 500000, 'a100'"
 		 " FROM generate_series(1, 20000) j",
 		 (long long)now, (long long)now);
 	exec(c, sql);
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (job_pk, cluster_id, job_key, job_id, user_name, account, partition, state, submit_at,"
-		 " start_at, end_at, gpu_milli, gpu_type) OVERRIDING SYSTEM VALUE"
+		 " start_at, end_at, gpu_micro, gpu_type) OVERRIDING SYSTEM VALUE"
 		 " SELECT j, 1, 'raw:' || j, j::text, 'u' || (j %% 2000), 'acct' || (j %% 200), 'gpu', 'COMPLETED',"
 		 " to_timestamp(%lld + (j %% %d) * 86400 / 2), to_timestamp(%lld + (j %% %d) * 86400 / 2 + 60),"
-		 " to_timestamp(%lld + (j %% %d) * 86400 / 2 + 43200), 1000, 'a100'"
+		 " to_timestamp(%lld + (j %% %d) * 86400 / 2 + 43200), 1000000, 'a100'"
 		 " FROM generate_series(20001, 70000) j",
 		 hs, 2 * days, hs, 2 * days, hs, 2 * days);
 	exec(c, sql);

@@ -108,10 +108,10 @@ int main(int argc, char **argv)
 	/* whole seconds, as every ingest path stores them */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200),"
 		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, 'COMPLETED', s - interval '10 minutes', s,"
-		 " least(s + d, to_timestamp(%lld)), extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000,"
+		 " least(s + d, to_timestamp(%lld)), extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000,"
 		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
 		 " FROM (SELECT g, to_timestamp(%lld + (g::bigint * %lld) / %ld) AS s,"
 		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",
@@ -136,7 +136,7 @@ int main(int argc, char **argv)
 	iso(day0 - 91 * 86400, a, sizeof a);
 	iso(day0, b, sizeof b);
 	snprintf(sql, sizeof sql,
-		 "SELECT h, sum(j.gpu_milli::numeric * extract(epoch FROM least(j.end_at, h + interval '1 hour', '%s')"
+		 "SELECT h, sum(j.gpu_micro::numeric * extract(epoch FROM least(j.end_at, h + interval '1 hour', '%s')"
 		 " - greatest(j.start_at, h, '%s'))) FROM jobs j,"
 		 " generate_series(date_trunc('hour', greatest(j.start_at, '%s')), least(j.end_at, '%s') - interval '1 second',"
 		 " interval '1 hour') h WHERE j.start_at < '%s' AND j.end_at > '%s' GROUP BY h",

@@ -76,10 +76,10 @@ int main(int argc, char **argv)
 	/* bench_chargeback's month, with a failed job in 17 and a queue wait */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200), CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
 		 " CASE WHEN g %% 17 = 0 THEN 'FAILED' ELSE 'COMPLETED' END, s - (g %% 3600) * interval '1 second', s, s + d,"
-		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000,"
+		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000,"
 		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g %% 1250)]"
 		 " FROM (SELECT g, timestamptz '2026-10-01' + (g::double precision / %ld) * interval '31 days' AS s,"
 		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, %ld) g) x",

@@ -77,10 +77,10 @@ load_bench() { # bench/bench_chargeback.c's month: 1..8 GPUs, 5 min .. 2 days, 2
 	local n=$1
 	sql -c "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')"
 	sql -c "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,
-		 end_at, elapsed_s, gpu_milli, gpu_type, nodes)
+		 end_at, elapsed_s, gpu_micro, gpu_type, nodes)
 		 SELECT (SELECT cluster_id FROM clusters WHERE name = 'synth'), 'db:' || g, g::text, 'u' || (g % 2000),
 		 'acct' || (g % 200), CASE WHEN g % 3 = 0 THEN 'h100' ELSE 'a100' END,
-		 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g % 8) * 1000,
+		 'COMPLETED', s - interval '10 minutes', s, s + d, extract(epoch FROM d)::bigint, (1 + g % 8) * 1000000,
 		 CASE WHEN g % 3 = 0 THEN 'h100' ELSE 'a100' END, ARRAY['n' || (g % 1250)]
 		 FROM (SELECT g, timestamptz '2026-10-01' + (g::double precision / $n) * interval '31 days' AS s,
 		  make_interval(secs => 300 + (g::bigint * 7919) % 172800) AS d FROM generate_series(1, $n) g) x"

@@ -1,5 +1,6 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
+#include "gl/hostlist.h"
 #include "gl/budget.h"
 #include "gl/chargeback.h"
 #include "gl/cost.h"
@@ -165,8 +166,10 @@ static const struct gl_cfg_key kube_keys[] = {
 #define DOFF(f) offsetof(struct gl_dcgm_source_cfg, f)
 static const struct gl_cfg_key dcgm_keys[] = {
 	{"cluster", GL_CFG_STR, DOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs belong to", NULL, 0, 0},
-	{"targets", GL_CFG_STR, DOFF(targets), "", 0, 0, 0, "dcgm-exporter /metrics URLs, whitespace- or comma-separated", NULL, 0, 0},
-	{"targets_file", GL_CFG_STR, DOFF(targets_file), "", 0, 0, 0, "file with one URL per line, re-read every run", NULL, 0, 0},
+	{"targets", GL_CFG_STR, DOFF(targets), "", 0, 0, 0,
+	 "exporter /metrics URLs, whitespace- or comma-separated, each optionally followed by node=NAME", NULL, 0, 0},
+	{"targets_file", GL_CFG_STR, DOFF(targets_file), "", 0, 0, 0,
+	 "file with one URL (and optionally its node) per line, re-read every run", NULL, 0, 0},
 	{"interval_s", GL_CFG_INT, DOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
 	{"timeout_s", GL_CFG_INT, DOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
 	{"max_parallel", GL_CFG_INT, DOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes", NULL, 0, 0},
@@ -192,6 +195,27 @@ static const struct gl_cfg_key kube_nodes_keys[] = {
 	{"file", GL_CFG_STR, KNOFF(file), "", 0, 0, 0, "NodeList JSON file refreshed by another process", NULL, 0, 0},
 	{"interval_s", GL_CFG_INT, KNOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
 	{"timeout_s", GL_CFG_INT, KNOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
+#define NSOFF(f) offsetof(struct gl_nvsmi_source_cfg, f)
+static const struct gl_cfg_key nvidia_smi_keys[] = {
+	{"cluster", GL_CFG_STR, NSOFF(cluster), NULL, 1, 0, 0, "cluster the node belongs to", NULL, 0, 0},
+	{"node", GL_CFG_STR, NSOFF(node), NULL, 1, 0, 0, "the node the captures are taken on", NULL, 0, 0},
+	{"command", GL_CFG_STR, NSOFF(command), "", 0, 0, 0,
+	 "command printing nvidia-smi --query-gpu CSV or -q -x XML (argv split on whitespace, no shell)", NULL, 0, 0},
+	{"file", GL_CFG_STR, NSOFF(file), "", 0, 0, 0, "capture file a node-side cron refreshes", NULL, 0, 0},
+	{"fields", GL_CFG_STR, NSOFF(fields), "", 0, 0, 0, "the --query-gpu list of a noheader capture", NULL, 0, 0},
+	{"apps_command", GL_CFG_STR, NSOFF(apps_command), "", 0, 0, 0,
+	 "command printing nvidia-smi --query-compute-apps CSV (with pids_*: GPU use per Slurm job)", NULL, 0, 0},
+	{"apps_file", GL_CFG_STR, NSOFF(apps_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
+	{"pids_command", GL_CFG_STR, NSOFF(pids_command), "", 0, 0, 0,
+	 "command printing the node's Slurm processes (scontrol listpids, or /proc/PID/cgroup lines)", NULL, 0, 0},
+	{"pids_file", GL_CFG_STR, NSOFF(pids_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
+	{"utc_offset_s", GL_CFG_INT, NSOFF(utc_offset_s), "0", 0, -50400, 50400,
+	 "the node's local time minus UTC, for captures not taken with TZ=UTC", NULL, 0, 0},
+	{"interval_s", GL_CFG_INT, NSOFF(interval_s), "30", 0, 1, 3600, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CFG_INT, NSOFF(timeout_s), "20", 0, 1, 600, "kill a command that runs longer", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
@@ -366,10 +390,17 @@ static const struct gl_cfg_key top_keys[] = {
 	 "framebuffer threshold for memory_counts_as_busy", NULL, 0, 0},
 	{"idle.power_busy_watts", GL_CFG_INT, OFF(idle_power_busy_watts), "0", 0, 0, 100000,
 	 "power draw above this makes a sample busy (0 = off)", NULL, 0, 0},
+	{"idle.held_memory_mib", GL_CFG_INT, OFF(idle_held_memory_mib), "1024", 0, 0, 1LL << 30,
+	 "idle time with at least this much framebuffer used is allocated-but-idle (memory held, no kernels); 0 = off",
+	 NULL, 0, 0},
 	{"inventory.absent_grace_s", GL_CFG_INT, OFF(inventory_absent_grace_s), "900", 0, 0, 30 * 86400,
 	 "a GPU that stops reporting for this long is marked absent", NULL, 0, 0},
 	{"retention.raw_days", GL_CFG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
-	 "raw per-sample partitions are dropped after this many days", NULL, 0, 0},
+	 "reserved: no raw per-sample table is kept (docs/scale.md); rollups are retention.usage_days", NULL, 0, 0},
+	{"retention.usage_days", GL_CFG_INT, OFF(retention_usage_days), "0", 0, 0, 36500,
+	 "day partitions of gpu_usage and gpu_usage_jobs older than this are dropped once rolled up; 0 = kept", NULL, 0, 0},
+	{"retention.ingest_runs_days", GL_CFG_INT, OFF(retention_ingest_runs_days), "400", 0, 0, 36500,
+	 "monthly ingest_runs partitions that ended longer ago than this are dropped; 0 = kept", NULL, 0, 0},
 	{"audit.anchor_file", GL_CFG_STR, OFF(audit_anchor_file), "", 0, 0, 0,
 	 "the daemon appends the audit chain head here every anchor_interval_s; \"\" = off", NULL, 0, 0},
 	{"audit.anchor_interval_s", GL_CFG_INT, OFF(audit_anchor_interval_s), "3600", 0, 1, 7 * 86400,
@@ -422,6 +453,9 @@ static const struct gl_cfg_key top_keys[] = {
 	 slurm_nodes_keys, sizeof(struct gl_slurm_nodes_source_cfg), OFF(n_slurm_nodes)},
 	{"sources.kube_nodes", GL_CFG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
 	 kube_nodes_keys, sizeof(struct gl_kube_nodes_source_cfg), OFF(n_kube_nodes)},
+	{"sources.nvidia_smi", GL_CFG_LIST, OFF(nvidia_smi), NULL, 0, 0, 0,
+	 "nodes read through nvidia-smi (no GPU exporter)", nvidia_smi_keys, sizeof(struct gl_nvsmi_source_cfg),
+	 OFF(n_nvidia_smi)},
 	{"hook.act", GL_CFG_BOOL, OFF(hook_act), "false", 0, 0, 0, "the idle hook may act (also needs --act)", NULL, 0, 0},
 	{"hook.max_actions_per_run", GL_CFG_INT, OFF(hook_max_actions_per_run), "10", 0, 0, 100000,
 	 "circuit breaker: more candidates than this to act on, and none is acted on", NULL, 0, 0},
@@ -928,6 +962,33 @@ void gl_config_warn_shell(const struct gl_config *cfg)
 }
 
 /* Everything but the scheduled reports' fields (check_semantics). */
+static int count_host(const char *host, void *ud)
+{
+	(void)host;
+	++*(size_t *)ud;
+	return 0;
+}
+
+/* sources.nvidia_smi[].node is a Slurm hostlist; several nodes need their
+ * name in the command or file, or every node would read the same capture. */
+static int check_nvsmi_nodes(const struct gl_nvsmi_source_cfg *ns, const char *item, const char *name,
+			     const struct cfg_lines *l, struct gl_err *err)
+{
+	struct gl_err e = {0};
+	size_t hosts = 0;
+	char p[128], why[300];
+	snprintf(p, sizeof p, "%s.node", item);
+	if (gl_hostlist_expand(ns->node, strlen(ns->node), count_host, &hosts, &e)) {
+		snprintf(why, sizeof why, "'%s' is not a Slurm hostlist: %s", ns->node, e.msg);
+		return cfg_fail(err, name, l, p, "%s", why);
+	}
+	if (hosts > 1 && !strstr(ns->command, "{node}") && !strstr(ns->file, "{node}")) {
+		snprintf(why, sizeof why, "'%s' names %zu nodes: put {node} in command or file", ns->node, hosts);
+		return cfg_fail(err, name, l, p, "%s", why);
+	}
+	return 0;
+}
+
 static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
 	/* strings that must not be empty: "listen:" with no value would
@@ -1041,18 +1102,48 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if ((cfg->kube_nodes[i].command[0] != '\0') == (cfg->kube_nodes[i].file[0] != '\0'))
 			return cfg_fail(err, name, l, item, "give exactly one of command and file");
 	}
+	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
+		const struct gl_nvsmi_source_cfg *ns = &cfg->nvidia_smi[i];
+		snprintf(item, sizeof item, "sources.nvidia_smi[%zu]", i);
+		if ((rc = check_cluster(ns->cluster, "nvidia_smi", i, name, l, err)))
+			return rc;
+		if (!*ns->node) {
+			snprintf(p, sizeof p, "%s.node", item);
+			return cfg_fail(err, name, l, p, "must not be empty");
+		}
+		if ((rc = check_nvsmi_nodes(ns, item, name, l, err)))
+			return rc;
+		if ((ns->command[0] != '\0') == (ns->file[0] != '\0'))
+			return cfg_fail(err, name, l, item, "give exactly one of command and file");
+		if (ns->apps_command[0] && ns->apps_file[0])
+			return cfg_fail(err, name, l, item, "give at most one of apps_command and apps_file");
+		if (ns->pids_command[0] && ns->pids_file[0])
+			return cfg_fail(err, name, l, item, "give at most one of pids_command and pids_file");
+		/* processes without their jobs (or jobs without processes) attribute nothing */
+		if (!(ns->apps_command[0] || ns->apps_file[0]) != !(ns->pids_command[0] || ns->pids_file[0]))
+			return cfg_fail(err, name, l, item, "apps_* and pids_* go together (GPU processes and their jobs)");
+	}
 	for (size_t i = 0; i < cfg->n_dcgm; i++) {
+		int url_before = 0;
 		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
 		if (!cfg->dcgm[i].targets[0] && !cfg->dcgm[i].targets_file[0])
 			return cfg_fail(err, name, l, item, "give targets or targets_file");
 		/* the scraper speaks http and https only: another scheme (or a
-		 * bare host) passed check-config and failed every scrape */
+		 * bare host) passed check-config and failed every scrape; a
+		 * node=NAME names the node of the URL before it */
+		snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
 		for (const char *u = cfg->dcgm[i].targets; *u;) {
 			size_t n = strcspn(u += strspn(u, " \t\r\n,"), " \t\r\n,");
-			if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)) {
-				snprintf(item, sizeof item, "sources.dcgm[%zu].targets", i);
+			if (n >= 5 && !strncmp(u, "node=", 5)) {
+				if (!url_before || n == 5)
+					return cfg_fail(err, name, l, item, "'%.*s': %s", n > 200 ? 200 : (int)n, u,
+							n == 5 ? "empty node name" : "node=NAME must follow a URL, once");
+				url_before = 0;
+			} else if (n && strncasecmp(u, "http://", 7) && strncasecmp(u, "https://", 8)) {
 				return cfg_fail(err, name, l, item, "'%.*s' is not an http:// or https:// URL",
 						n > 200 ? 200 : (int)n, u);
+			} else if (n) {
+				url_before = 1;
 			}
 			u += n;
 		}

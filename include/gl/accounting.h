@@ -88,10 +88,10 @@ void gl_acct_cover_fini(struct gl_acct_cover *cov);
 
 /* Appends ", ev0 AS (...) ... cells AS (...)": the allocation per step of
  * intervals without a row per interval and step. src has the columns keys
- * (a comma list), g (milli-GPUs) and [p0, p1) (timestamptz, clipped to the
+ * (a comma list), g (micro-GPUs) and [p0, p1) (timestamptz, clipped to the
  * steps' span); steps has n (ordinal in time), a and b (timestamptz), and
  * a CTE win has starts, the steps' starts in that order. cells gets keys,
- * n, gact and si: a step's allocated milli-GPU-seconds are
+ * n, gact and si: a step's allocated micro-GPU-seconds are
  * (b - a) x gact - si, exact when the times are whole seconds. one_step:
  * steps has a single step (n 1), and the cells are the sums of the
  * intervals, without events. */
@@ -126,6 +126,18 @@ int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int6
  * the model of its first node (sql/021), canonical (sql/024: the same name
  * capacity and rates are keyed by). j: the jobs alias. */
 #define GL_JOB_MODEL_SQL(j) GL_GPU_MODEL_SQL("coalesce(" j ".gpu_type, " j ".node_gpu_model)")
+
+/* A job's allocation in the books, micro-GPUs (GL_GPU_MICRO = one GPU; j:
+ * the jobs alias). Every accounting query reads it through one of these:
+ * GL_JOB_GPUS_SQL is what the job is billed, GPU-seconds and cost per owner
+ * in the unit its rate applies to (GPUs of its model, instances of its MIG
+ * profile); GL_JOB_HELD_SQL the physical capacity it holds (allocated
+ * capacity, idle, conservation: a 1g MIG slice holds 1/7 of a GPU, the pods
+ * sharing a GPU never more than it). For a Slurm job the two are equal.
+ * gpu_milli (sql/047) only says which jobs have GPUs: its value is never
+ * read for an amount. */
+#define GL_JOB_GPUS_SQL(j) j ".gpu_micro"
+#define GL_JOB_HELD_SQL(j) "coalesce(" j ".phys_micro, " j ".gpu_micro)"
 
 /* The factor that keeps a job's exporter-observed time in a window (u, a
  * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL

@@ -47,8 +47,9 @@ void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null);
 void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null);
 void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int minor);
 void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t);
-/* Thousandths (gpu_milli) as a decimal without trailing zeros ("0.5", "2"). */
-void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli);
+/* Millionths (micro-GPUs) as a decimal without trailing zeros ("0.5", "2",
+ * "0.142857"). */
+void gl_apijson_csv_micro(struct gl_strbuf *o, long long micro);
 /* A header row from a NULL-terminated list of names. */
 void gl_apijson_csv_header(struct gl_strbuf *o, const char *const *names);
 /* 1 when the sep-separated list v has an empty item ("a,", ",a", "a,,b"):
@@ -89,6 +90,12 @@ void gl_apijson_dt_fini(struct gl_apijson_dt *d);
 
 /* root printed on one line, then a newline, as the JSON body of resp. */
 void gl_apijson_put(struct gl_resp *resp, const cJSON *root);
+/* The clusters a central database of shards could not read for this
+ * request (include/gl/shard.h), as `clusters_unread` on root (an empty
+ * array when every shard answered or there are no shards); and the same
+ * names as a malloc'd vector of malloc'd strings (NULL, *n 0 when none). */
+void gl_apijson_add_unread(const struct gl_req *req, cJSON *root);
+char **gl_apijson_unread(const struct gl_req *req, size_t *n);
 /* k: t as RFC 3339 UTC, null for GL_TIME_NONE. */
 void gl_apijson_add_time(cJSON *o, const char *k, int64_t t);
 /* k: [start, end] of w as RFC 3339 UTC strings. */

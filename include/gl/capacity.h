@@ -28,11 +28,11 @@ struct gl_cap_row {
 	char cluster[128];
 	char key[128];               /* partition or GPU model; "" for aggregate=cluster */
 	/* inputs as measured */
-	int64_t raw_reported_gpu_seconds, raw_allocated_gpu_milliseconds, raw_down_gpu_seconds,
+	int64_t raw_reported_gpu_seconds, raw_allocated_micro_gpu_seconds, raw_down_gpu_seconds,
 		raw_planned_down_gpu_seconds, raw_reserved_gpu_seconds;
 	/* allocation on nodes while they were down or drained (one job's share
-	 * per node: gpu_milli / its node count) */
-	int64_t raw_drained_alloc_gpu_milliseconds;
+	 * per node: its held micro-GPUs / its node count) */
+	int64_t raw_drained_alloc_micro_gpu_seconds;
 	/* settled (gl_capacity_settle) */
 	int64_t reported_gpu_seconds, allocated_gpu_seconds, down_gpu_seconds, planned_down_gpu_seconds,
 		reserved_gpu_seconds, idle_gpu_seconds;

@@ -35,32 +35,32 @@ int gl_cb_share_parse(const char *s, enum gl_share_idle *out) GL_MUSTCHECK;
 
 /* An idle pool of a step (PROPORTIONAL): its name (cluster, or cluster and
  * model), its unallocated idle, and the allocation of lines an owner filter
- * left out (base_ms, which keeps their share of the pool's idle in
+ * left out (base_us, which keeps their share of the pool's idle in
  * __idle__). */
 struct gl_cb_pool {
 	char *name;
-	gl_i128 idle_ms, idle_num, base_ms;
+	gl_i128 idle_us, idle_num, base_us; /* micro-GPU-seconds */
 };
 
-/* A line's allocation in one pool (milli-GPU-seconds). */
+/* A line's allocation in one pool (micro-GPU-seconds). */
 struct gl_cb_part {
 	size_t pool;
-	gl_i128 ms;
+	gl_i128 us;
 };
 
 struct gl_cb_line {
 	char *key[GL_CB_MAX_DIMS];
 	/* raw, exact */
-	gl_i128 alloc_ms;        /* milli-GPU-seconds allocated */
-	gl_i128 priced_ms;       /* of which covered by a rate */
-	gl_i128 cost_num;        /* sum of milli-GPU-seconds x micros per GPU-hour */
+	gl_i128 alloc_us;        /* micro-GPU-seconds allocated (billed) */
+	gl_i128 priced_us;       /* of which covered by a rate */
+	gl_i128 cost_num;        /* sum of micro-GPU-seconds x micros per GPU-hour */
 	gl_i128 idle_owner_num;  /* shareIdle=owner: idle cost numerator charged to this line */
-	gl_i128 idle_owner_ms;
+	gl_i128 idle_owner_us;
 	double busy_s, idle_s, observed_s; /* exporter-observed, job-attributed */
 	/* open jobs' time after the last moment a source saw them (apart from
 	 * the figures above unless the query included it) */
-	gl_i128 unobs_ms, unobs_num;
-	gl_i128 implausible_ms;  /* of unobs_ms: past the jobs' own time limits */
+	gl_i128 unobs_us, unobs_num; /* micro-GPU-seconds */
+	gl_i128 implausible_us;  /* of unobs_us: past the jobs' own time limits */
 	struct gl_cb_part *parts;          /* PROPORTIONAL: allocation per idle pool */
 	size_t n_parts, cap_parts;
 	/* results */
@@ -79,15 +79,15 @@ struct gl_cb_step {
 	size_t n_lines, cap_lines;
 	/* unallocated idle capacity of the step */
 	int capacity_known;
-	gl_i128 idle_ms, idle_num, overalloc_ms;
+	gl_i128 idle_us, idle_num, overalloc_us;
 	int64_t idle_s, idle_micros;       /* after sharing: what stays in __idle__ */
 	int64_t idle_total_s, idle_total_micros; /* before sharing */
 	int64_t overalloc_s;
 	/* shareIdle=proportional when the lines are filtered by owner: the
-	 * GPU-time the unfiltered lines held (milli-GPU-seconds), so a shown
+	 * GPU-time the unfiltered lines held (micro-GPU-seconds), so a shown
 	 * line gets the share it has of the whole idle and the rest stays in
 	 * __idle__; 0 = the lines are all there is */
-	gl_i128 share_base_ms;
+	gl_i128 share_base_us;
 	/* PROPORTIONAL: the idle pools (every idle row and every line's
 	 * allocation named by pool); none: the step shares as one pool */
 	struct gl_cb_pool *pools;
@@ -121,8 +121,8 @@ size_t gl_cb_n_lines(const struct gl_cb *cb);
 struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys);
 /* The pool of step i named name, made when new. */
 size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name);
-/* Adds ms of line l's allocation to pool. */
-void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 ms);
+/* Adds us (micro-GPU-seconds) of line l's allocation to pool. */
+void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 us);
 /* Rounds, shares and totals every step. */
 int gl_cb_finish(struct gl_cb *cb) GL_MUSTCHECK;
 

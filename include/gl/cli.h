@@ -65,8 +65,11 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_ingest_slurm_nodes(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_ingest_kube_nodes(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv);
+/* src/cli/ingest_nvsmi.c */
+int gl_cli_ingest_nvsmi(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_rates(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv);
+int gl_cli_shard(struct gl_config *cfg, int argc, char **argv);
 /* src/cli/report.c */
 int gl_cli_report(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv);

@@ -91,4 +91,9 @@ static inline int gl_str_eq(struct gl_str s, const char *lit)
 /* Sentinel for "no time" (NULL in the database). Times are Unix seconds, UTC. */
 #define GL_TIME_NONE INT64_MIN
 
+/* GPUs are counted in micro-GPUs (one GPU = 1,000,000): a seventh of a GPU
+ * is 142,857, where milli-GPUs lost 0.6 % of it (docs/schema.md, "jobs").
+ * GPU time is micro-GPU-seconds until it is rounded, once, to seconds. */
+#define GL_GPU_MICRO INT64_C(1000000)
+
 #endif

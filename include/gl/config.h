@@ -109,6 +109,24 @@ struct gl_kube_nodes_source_cfg {
 	int64_t timeout_s;
 };
 
+/* sources.nvidia_smi[]: a node's nvidia-smi captures (docs/ingest.md,
+ * "nvidia-smi captures"), each by a command run on a schedule or a file a
+ * node-side cron refreshes; "" = not given. */
+struct gl_nvsmi_source_cfg {
+	char *cluster;
+	char *node;
+	char *command;           /* prints --query-gpu CSV or -q -x XML (argv split on whitespace, no shell) */
+	char *file;
+	char *fields;            /* the --query-gpu list of a noheader capture */
+	char *apps_command;      /* prints --query-compute-apps CSV */
+	char *apps_file;
+	char *pids_command;      /* prints `scontrol listpids` (or /proc/PID/cgroup lines) */
+	char *pids_file;
+	int64_t utc_offset_s;    /* the node's local time minus UTC, for captures not taken with TZ=UTC */
+	int64_t interval_s;
+	int64_t timeout_s;
+};
+
 /* hook.policies[] (docs/hook.md): lists are comma-separated text, parsed
  * and checked by gl_hookpolicy_compile (include/gl/hookpolicy.h). */
 struct gl_hook_policy_cfg {
@@ -205,9 +223,12 @@ struct gl_config {
 	int idle_memory_counts_as_busy;
 	int64_t idle_fb_used_busy_mib;
 	int64_t idle_power_busy_watts;      /* 0 = off */
+	int64_t idle_held_memory_mib;       /* idle with this much framebuffer used is "held idle"; 0 = off */
 	/* inventory / retention */
 	int64_t inventory_absent_grace_s;
 	int64_t retention_raw_days;
+	int64_t retention_usage_days;       /* 0 = kept */
+	int64_t retention_ingest_runs_days; /* 0 = kept */
 	/* sources */
 	struct gl_sacct_source_cfg *sacct;
 	size_t n_sacct;
@@ -219,6 +240,8 @@ struct gl_config {
 	size_t n_slurm_nodes;
 	struct gl_kube_nodes_source_cfg *kube_nodes;
 	size_t n_kube_nodes;
+	struct gl_nvsmi_source_cfg *nvidia_smi;
+	size_t n_nvidia_smi;
 	/* cost model */
 	struct gl_rate_cfg *rates;
 	size_t n_rates;

@@ -1,6 +1,6 @@
 /* gpuledger — exact cost arithmetic. Pure: no I/O, no clock.
  *
- * Amounts that are exact rationals (GPU-milli-seconds x micro-units per
+ * Amounts that are exact rationals (micro-GPU-seconds x micro-units per
  * GPU-hour / 3,600,000) are rounded once per line, and the remainders are
  * carried (largest-remainder method) so that the lines add up exactly to the
  * rounded total. The same apportioning shares an integer amount (idle cost,
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 1 GPU-hour = 3600 s x 1000 milli-GPU */
-#define GL_MILLI_GPU_SECONDS_PER_GPU_HOUR 3600000LL
+/* 1 GPU-hour = 3600 s x 1,000,000 micro-GPU (GL_GPU_MICRO) */
+#define GL_MICRO_GPU_SECONDS_PER_GPU_HOUR 3600000000LL
 
 typedef __int128 gl_i128;
 

@@ -174,8 +174,17 @@ struct gl_idle_policy {
 };
 #define GL_IDLE_POLICY_DEFAULT {0.01, 1, 0, 0.0, 0.0}
 
-/* *busy = 1 or 0; returns 0, or -GL_ENOTFOUND when the reading has no usable
- * signal under the policy (*busy untouched). */
+/* The reading's duty cycle in [0, 1]: the share of its sample period with a
+ * kernel running (docs/ingest.md, "Busy share"). PROF_GR_ENGINE_ACTIVE is
+ * that ratio (below engine_active_threshold: 0, an idle GPU's noise);
+ * without it GPU_UTIL / 100 (nvidia-smi's utilization.gpu, AMD's
+ * gpu_gfx_activity land there too); memory or power above their optional
+ * thresholds make it 1. -GL_ENOTFOUND when the reading has no usable signal
+ * (*duty untouched). */
+int gl_dcgm_reading_duty(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r,
+			 double *duty) GL_MUSTCHECK;
+/* *busy = 1 when the duty is above 0, else 0; returns 0, or -GL_ENOTFOUND
+ * when the reading has no usable signal under the policy (*busy untouched). */
 int gl_dcgm_reading_is_busy(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r,
 			    int *busy) GL_MUSTCHECK;
 

@@ -12,7 +12,7 @@
  *   3. node: on a node where no GPU carries hpc_job or pod labels (a labelled
  *      node says which GPUs are free), the jobs with GPUs running there. One
  *      job holding at least every GPU of the node: share 1, 'node-exclusive'.
- *      Otherwise each job gets its per-node allocation (gpu_milli / nodes)
+ *      Otherwise each job gets its per-node allocation (held_micro / nodes)
  *      over max(sum of allocations, GPUs on the node) of every GPU of the
  *      node, 'node-estimated': the GPU-seconds per job are exact, which GPU
  *      was whose is not known.
@@ -48,7 +48,7 @@ struct gl_attrib_job {
 	const char *het_job_id; /* het leader id: hpc_job of every component */
 	const char *ns;         /* Kubernetes namespace */
 	const char *name;       /* Kubernetes pod name / job name */
-	int64_t gpu_milli;      /* allocated GPUs x 1000, all nodes */
+	int64_t held_micro;     /* physical GPUs held x 1,000,000, all nodes */
 	int64_t start_s;        /* copied to its shares */
 	const char *const *nodes;
 	size_t nnodes;

@@ -26,12 +26,19 @@
 struct gl_dcgm_ingest_opts {
 	const char *cluster;
 	const char *input_name;  /* file name or "N targets", for ingest_runs */
+	const char *run_source;  /* ingest_runs.source: NULL = "dcgm" ("nvidia-smi" for its captures) */
 	int64_t bucket_s;        /* ingest.bucket_s */
 	int64_t max_gap_s;       /* a sample stands for at most this long; capped at bucket_s */
 	int64_t absent_grace_s;  /* inventory.absent_grace_s */
 	struct gl_idle_policy idle;
+	double held_mib;         /* idle.held_memory_mib: idle with this much framebuffer used is held idle; <= 0 off */
 	int64_t max_skip_reasons;
 };
+
+/* The stored name of the source a scrape's GPU came from (gl_dcgm_gpu.source
+ * "dcgm", "nvidia_smi", "amd"; and "nvidia-smi" for captures of the tool):
+ * "dcgm", "nvidia_gpu_exporter", "amd", "nvidia-smi". */
+const char *gl_dcgm_ingest_source_name(const char *scrape_source);
 
 /* Fills opts from the configuration (idle policy, bucket, grace);
  * max_gap_s = 2 x the first dcgm source's interval for this cluster, else
@@ -49,6 +56,23 @@ void gl_dcgm_batch_free(struct gl_dcgm_batch *b);
 void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, const char *input);
 /* Records a target that gave nothing usable (the run becomes 'partial'). */
 void gl_dcgm_batch_fail(struct gl_dcgm_batch *b, const char *input, const char *why);
+/* Records a bad line of an input: "input:line: reason" in the run's
+ * reasons, counted as skipped (the run becomes 'partial'). */
+void gl_dcgm_batch_skip(struct gl_dcgm_batch *b, const char *input, int64_t line, const char *why);
+/* One GPU reading of a source other than an exporter scrape (nvidia-smi):
+ * strings are copied; "" or NULL is unknown. jobs are hpc_job-like labels
+ * (the Slurm jobs whose processes run on it). */
+struct gl_dcgm_batch_gpu {
+	const char *node, *uuid, *profile, *model, *driver, *source;
+	int gi_id;
+	int mig_parent;
+	const struct gl_dcgm_reading *r;
+	const char *const *jobs;
+	size_t njobs;
+};
+void gl_dcgm_batch_add_gpu(struct gl_dcgm_batch *b, const struct gl_dcgm_batch_gpu *g);
+/* Lines read, for the run's counters. */
+void gl_dcgm_batch_lines(struct gl_dcgm_batch *b, int64_t lines);
 size_t gl_dcgm_batch_gpus(const struct gl_dcgm_batch *b);
 
 struct gl_dcgm_ingest_result {
@@ -60,6 +84,7 @@ struct gl_dcgm_ingest_result {
 	int64_t duplicates;     /* the same GPU twice in the batch: first kept */
 	int64_t attributed[4];  /* applied samples by best attribution kind (enum gl_attrib_kind) */
 	int64_t unattributed;   /* applied samples of non-MIG-parent GPUs no job claimed */
+	int64_t waiting;        /* samples of unlabelled nodes left (partly) for jobs not known yet */
 	int64_t marked_absent;  /* GPUs newly marked absent */
 	int64_t bad_lines;      /* skipped scrape lines */
 	int64_t failed_inputs;  /* gl_dcgm_batch_fail() calls */
@@ -72,6 +97,15 @@ struct gl_dcgm_ingest_result {
  * a GPU carries pod labels, else 'slurm'). res may be NULL. */
 int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
+
+/* Rounds b[0..n) taken at at_s[0..n) (ascending) as one run: each round
+ * is one transaction as above, in order; b[0] holds the run's lines,
+ * reasons and failures (gl_dcgm_batch_skip, gl_dcgm_batch_fail), the
+ * others only GPUs. A failure stops the run, the rounds before it stay
+ * written (ingesting the same samples again applies only the rest). */
+int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
+			  const int64_t *at_s, size_t n, struct gl_dcgm_ingest_result *res,
+			  struct gl_err *err) GL_MUSTCHECK;
 
 /* Inside a jobs ingest's transaction, after its merge: the samples that
  * waited for a job not yet known at scrape time (their hpc_job or pod

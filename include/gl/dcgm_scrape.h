@@ -27,12 +27,18 @@ struct gl_dcgm_target {
 	char *node; /* NULL: the Hostname label names the node */
 };
 
-/* targets (whitespace/comma separated URLs) plus targets_file (one "URL
- * [NODE]" per line, # comments), duplicates dropped. Zero targets is not an
- * error here. */
+/* targets (whitespace/comma separated URLs, each optionally followed by
+ * "node=NAME") plus targets_file (one "URL [NODE]" or "URL node=NAME" per
+ * line, # comments), duplicates dropped. Zero targets is not an error
+ * here. */
 int gl_dcgm_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_target **out, size_t *n,
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_dcgm_targets_free(struct gl_dcgm_target *t, size_t n);
+/* The targets string alone, appended to *out (*n used, *cap allocated): a
+ * "node=NAME" token names the node of the URL before it. -GL_ECONFIG for a
+ * node= without a URL before it, a second one, or an empty name. */
+int gl_dcgm_targets_parse(const char *targets, struct gl_dcgm_target **out, size_t *n, size_t *cap,
+			  struct gl_err *err) GL_MUSTCHECK;
 
 struct gl_dcgm_fetch {
 	const char *url;         /* borrowed */

@@ -20,6 +20,7 @@
 
 #include "gl/common.h"
 #include "gl/dcgm.h"
+#include "gl/store.h"
 
 #include <libpq-fe.h>
 #include <stddef.h>
@@ -45,6 +46,7 @@ void gl_dcgmstore_stage_free(struct gl_dcgmstore_stage *s);
 struct gl_dcgmstore_gpu {
 	size_t idx;                 /* the driver's index: comes back in gl_dcgmstore_state */
 	const char *node, *uuid, *profile, *model, *driver;
+	const char *source;         /* "dcgm", "nvidia_gpu_exporter", "amd", "nvidia-smi" */
 	int gi;                     /* GPU_I_ID, -1 for a whole GPU */
 	int have_memory;
 	int64_t memory_mib;
@@ -77,7 +79,7 @@ void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l);
 struct gl_dcgmstore_job {
 	int64_t job_pk;
 	char *job_id, *job_id_raw, *het_job_id, *ns, *name; /* "" when unknown */
-	int64_t gpu_milli, start_s;
+	int64_t held_micro, start_s; /* held: physical micro-GPUs (GL_JOB_HELD_SQL) */
 	char **nodes;
 	size_t nnodes;
 };
@@ -106,7 +108,7 @@ struct gl_dcgmstore_use {
 	int64_t energy_resets;
 	int have_xid;
 	int64_t xid;
-	int64_t covered_s, busy_s, idle_s;
+	int64_t covered_s, busy_s, idle_s, held_idle_s;
 	double energy_last;         /* < 0: none */
 };
 void gl_dcgmstore_add_use(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_use *u);
@@ -115,10 +117,11 @@ struct gl_dcgmstore_share {
 	int64_t gpu_id, job_pk;
 	const char *kind;           /* attribution: "hpc_job", "pod", "node-exclusive", "node-estimated" */
 	int busy, nodata;
-	double gpu_s, busy_gpu_s, idle_gpu_s;
+	double gpu_s, busy_gpu_s, idle_gpu_s, held_idle_gpu_s;
 };
 void gl_dcgmstore_add_share(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_share *sh);
-/* A labelled sample no job claimed: it waits for its job (sql/020). */
+/* A sample that waits for its job (sql/020, 048): a labelled one no job
+ * claimed, or one of an unlabelled node with a share no job took yet. */
 struct gl_dcgmstore_pending {
 	int64_t gpu_id;
 	const char *node;
@@ -128,6 +131,11 @@ struct gl_dcgmstore_pending {
 	size_t npods;
 	int64_t dt_s;
 	int busy, nodata;
+	int64_t busy_ms, idle_ms, held_ms; /* the sample's split of dt_s */
+	double left;                /* unlabelled node: the share left (> 0); < 0: a labelled sample */
+	int64_t node_gpus;          /* unlabelled node: its GPUs in the round */
+	const int64_t *claimed;     /* unlabelled node: the jobs that had their share */
+	size_t nclaimed;
 };
 void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_pending *p);
 /* The staged samples of the round at at_s (bucket [bucket_start_s, +
@@ -145,5 +153,18 @@ int gl_dcgmstore_mark_absent(PGconn *c, int cluster_id, int64_t at_s, int64_t gr
 int gl_dcgmstore_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
 /* Pending samples whose job is known now attributed to it (sql/020). */
 int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
+
+/* A GPU some source reports (exporter, AMD exporter, nvidia-smi), as
+ * /v1/inventory lists it. Strings "" when unknown; times GL_TIME_NONE. */
+struct gl_inv_gpu {
+	char *cluster, *node, *uuid, *model_raw, *model, *profile, *driver, *source;
+	int mig_instance;        /* -1: the whole GPU */
+	int64_t first_seen_s, last_seen_s, absent_since_s;
+};
+/* Every GPU of cluster (NULL: all), by cluster, node, uuid, instance. The
+ * caller frees *out with gl_dcgmstore_inv_gpus_free. */
+int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+			  struct gl_err *err) GL_MUSTCHECK;
+void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n);
 
 #endif

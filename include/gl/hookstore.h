@@ -40,10 +40,10 @@ int gl_hookstore_read_begin(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
 int gl_hookstore_read_end(PGconn *c, struct gl_err *err) GL_MUSTCHECK; /* COMMIT */
 void gl_hookstore_read_abort(PGconn *c);                              /* ROLLBACK, errors ignored */
 
-/* A running GPU job (end unknown, started by now, gpu_milli > 0). Strings
+/* A running GPU job (end unknown, started by now, with GPUs). Strings
  * never NULL ("" when unknown). labels: the pod labels as "key=value". */
 struct gl_hookstore_job {
-	int64_t job_pk, start_s, gpu_milli;
+	int64_t job_pk, start_s, gpu_micro; /* billed micro-GPUs (GL_JOB_GPUS_SQL) */
 	int cluster_id;
 	char *cluster, *kind, *job_id, *name, *user, *account, *partition, *qos, *ns;
 	char **labels;

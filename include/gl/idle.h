@@ -22,6 +22,7 @@ struct gl_idle_owner {
 	char *key;
 	double idle_gpu_s, busy_gpu_s, observed_gpu_s;
 	int64_t idle_micros, unpriced_jobs;
+	double held_idle_gpu_s;     /* of the idle, GPU memory held with no kernels running */
 	int idle_micros_null;
 };
 
@@ -29,8 +30,8 @@ struct gl_idle_owner {
 struct gl_idle_job {
 	char *cluster, *job_id, *owner, *user_name, *state;
 	char *gpu_model;            /* NULL when unknown */
-	int64_t gpu_milli;
-	double idle_gpu_s, busy_gpu_s;
+	int64_t gpu_micro;          /* micro-GPUs billed (GL_GPU_MICRO = one GPU) */
+	double idle_gpu_s, busy_gpu_s, held_idle_gpu_s;
 	int64_t idle_micros;        /* its cost times idle / allocated; null: no rate */
 	int idle_micros_null;
 	int64_t from_s, to_s;       /* the job inside the window */

@@ -123,12 +123,12 @@ void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idle_span
 void gl_idlerule_eval_job(const struct gl_idlerule *r, const struct gl_idle_gpu_eval *gpus, size_t ngpus,
 			  size_t expected_gpus, struct gl_idle_job_eval *out);
 
-/* Idle cost numerator of one GPU (micro-units per GPU-hour x milli-GPUs x
+/* Idle cost numerator of one GPU (micro-units per GPU-hour x micro-GPUs x
  * seconds, as gl_jobstats_cost_num): the idle time gl_idlerule_eval_gpu
  * counts in idle_total_s, each span split where a rate starts or ends and
  * priced at the rate in force (rates of the job's rate model, borrowed);
  * time no rate covers adds nothing. The job's idle cost in micro-units is
- * (the sum of num over its GPUs + 1,800,000) / 3,600,000, rounded once. */
+ * (the sum of num over its GPUs + 1,800,000,000) / 3,600,000,000, rounded once. */
 gl_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
 				  int64_t job_start_s, int64_t now_s, const struct gl_jobstats_rate *rates, size_t nr);
 

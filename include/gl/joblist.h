@@ -26,14 +26,15 @@ struct gl_joblist_row {
 	int64_t submit_s, start_s, end_s;          /* GL_TIME_NONE when unknown */
 	int64_t elapsed_s, queue_wait_s;
 	int elapsed_s_null, queue_wait_s_null;
-	int64_t gpu_milli, req_gpu_milli;
+	int64_t gpu_micro, req_gpu_micro;         /* micro-GPUs (GL_GPU_MICRO = one GPU) */
 	char *gpu_type, *node_list;
 	int64_t job_pk;                            /* the cursor of the next page */
 	/* windowed only: GPU-seconds and cost inside the window (cost NULL when
-	 * no rate covers the job's model), exporter busy / idle (NULL: no data) */
+	 * no rate covers the job's model), exporter busy / idle (NULL: no data)
+	 * and of the idle, the time GPU memory was held with no kernels running */
 	int64_t gpu_seconds, cost_micros;
-	double busy_gpu_s, idle_gpu_s;
-	int gpu_seconds_null, cost_micros_null, busy_gpu_s_null, idle_gpu_s_null;
+	double busy_gpu_s, idle_gpu_s, held_idle_gpu_s;
+	int gpu_seconds_null, cost_micros_null, busy_gpu_s_null, idle_gpu_s_null, held_idle_gpu_s_null;
 	/* an open job: the last time a source saw it open (GL_TIME_NONE: ended,
 	 * or never seen after its start) and, windowed, the GPU-seconds of the
 	 * window after it up to now, which gpu_seconds and cost leave out */

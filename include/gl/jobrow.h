@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#define GL_JOB_HELD_AS_BILLED INT64_MIN
+
 struct gl_job_row {
 	const char *job_key;       /* natural key, unique per cluster (DBIndex, JobIDRaw@submit, pod UID) */
 	const char *job_id;        /* display id: "7_3", "14+0", pod name */
@@ -37,9 +39,15 @@ struct gl_job_row {
 	int64_t timelimit_s;       /* -1 none/unlimited */
 	int64_t nnodes, ncpus;     /* -1 none */
 	int64_t req_mem_mb;        /* -1 none */
-	int64_t gpu_milli;         /* allocated GPUs x 1000 (MIG/fractional exact) */
-	int64_t req_gpu_milli;     /* requested GPUs x 1000 (pending demand) */
+	int64_t gpu_micro;         /* allocated GPUs billed x 1,000,000 (MIG: instances; shares exact) */
+	int64_t req_gpu_micro;     /* requested GPUs x 1,000,000 (pending demand) */
+	int64_t phys_micro;        /* physical GPU capacity held x 1,000,000 (a 1g slice: 1/7);
+	                            * GL_JOB_HELD_AS_BILLED: as gpu_micro (stored NULL) */
 	const char *gpu_type;      /* "a100", "1g.10gb", NULL when untyped/mixed */
+	const char *gpu_share;     /* kube sharing scheme ("whole", "hami", "runai"...); NULL: not a pod */
+	const char *gpu_uuids_json; /* JSON array of bound GPU UUIDs; NULL none */
+	const char *gpu_group;     /* run:ai GPU group; NULL none */
+	const char *gpu_note;      /* why (part of) the GPUs is not billed; NULL when all is */
 	const char *req_tres;
 	const char *alloc_tres;
 	const char *node_list;     /* compressed hostlist / node name as the source gave it */

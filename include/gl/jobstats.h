@@ -9,8 +9,8 @@
  * sums are exact and percentiles are over the owner's own jobs.
  *
  * The cost of a job is the chargeback's: per rate row of its rate model in
- * force during the job, micro-units per GPU-hour x milli-GPUs x seconds,
- * summed, then divided by 3,600,000 and rounded half up; a span in seconds
+ * force during the job, micro-units per GPU-hour x micro-GPUs x seconds,
+ * summed, then divided by 3,600,000,000 and rounded half up; a span in seconds
  * is PostgreSQL's (date_part('epoch', b) - date_part('epoch', a))::bigint,
  * so the numbers equal what SQL over the same rows would give.
  *
@@ -42,9 +42,9 @@ struct gl_jobstats_rate {
 int64_t gl_jobstats_span_s(int64_t a_us, int64_t b_us);
 
 /* Cost numerator of a job clipped to [s0_us, e0_us): Σ over the rates (of
- * its rate model) that overlap it of micros x gpu_milli x span. */
+ * its rate model) that overlap it of micros x gpu_micro x span. */
 gl_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
-			     int64_t gpu_milli);
+			     int64_t gpu_micro);
 
 /* Seconds of [s0_us, e0_us) that the rates cover (as gl_jobstats_span_s
  * counts them): the rest of a job's time is unpriced. */
@@ -58,13 +58,13 @@ struct gl_jobstats_job {
 	int64_t job_pk;
 	const char *job_id, *cluster, *state; /* borrowed; copied when the job enters a top list */
 	uint32_t group, partition;
-	int64_t gpu_milli;
-	int64_t alloc_ms;   /* milli-GPU-seconds in the month */
+	int64_t gpu_micro;
+	int64_t alloc_us;   /* micro-GPU-seconds in the month */
 	int64_t cost_micros;
-	int64_t unpriced_ms; /* of alloc_ms, the part no rate covers */
+	int64_t unpriced_us; /* of alloc_us, the part no rate covers */
 	int observed;       /* exporter data covers some of the job */
-	int64_t idle_ms;    /* allocated-idle milli-GPU-seconds (exporter) */
-	int64_t busy_ms;    /* busy milli-GPU-seconds (exporter) */
+	int64_t idle_us;    /* allocated-idle micro-GPU-seconds (exporter) */
+	int64_t busy_us;    /* busy micro-GPU-seconds (exporter) */
 	int has_wait;       /* started in the month with a known queue time */
 	int64_t wait_s;     /* >= 0 */
 	int has_energy;
@@ -75,7 +75,7 @@ struct gl_jobstats_top {
 	int64_t job_pk;
 	char *job_id, *cluster, *state;
 	uint32_t group;
-	int64_t gpu_milli, alloc_s, cost_micros;
+	int64_t gpu_micro, alloc_s, cost_micros;
 	int64_t unpriced_s; /* of alloc_s, not covered by a rate */
 	int observed;
 	int64_t idle_s, idle_micros;
@@ -91,7 +91,7 @@ struct gl_jobstats {
 	struct gl_jobstats_top top_cost[GL_JOBSTATS_TOP], top_idle[GL_JOBSTATS_TOP];
 	size_t n_top_cost, n_top_idle;
 	size_t n_groups;            /* 1 + the largest group seen */
-	int64_t *failed_ms, *failed_micros; /* per group */
+	int64_t *failed_us, *failed_micros; /* per group */
 	int64_t *busy_micros, *aidle_micros; /* per group: Σ of each observed job's cost x busy (idle) / allocated */
 	int *has_energy;
 	int64_t *energy_mj;

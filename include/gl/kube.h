@@ -75,10 +75,17 @@ struct gl_kube_pod {
 	int64_t submit_s;     /* creationTimestamp, always set */
 	int64_t start_s;      /* status.startTime, else PodScheduled=True lastTransitionTime; GL_TIME_NONE */
 	int64_t end_s;        /* see gl_kube_parse(); GL_TIME_NONE while running */
-	int64_t gpu_milli;    /* gpu.gpu_micro / 1000, rounded down: what the jobs table holds today */
 	char gpu_type[GL_KUBE_GPU_TYPE_MAX]; /* MIG profile ("1g.10gb") when all GPUs are that profile, else "" */
 	struct gl_kubegpu gpu; /* the GPU intent under its sharing scheme: micro-GPUs billed and held,
 			        * bound UUIDs, run:ai group, and why any of it is not billed (note) */
+	/* The physical capacity the pod holds in the books, micro-GPUs: its
+	 * gpu.phys_micro (gpu.gpu_micro when that is unknown; 0 for a run:ai
+	 * reservation, whose GPU is its group's pods'), as cut by
+	 * gl_kube_bound_held(); held_cut_micro is what the cut took, and
+	 * held_cut_uuid the GPU it was taken on ("" when it was the node). */
+	int64_t held_micro;
+	int64_t held_cut_micro;
+	char held_cut_uuid[80];
 };
 
 struct gl_kube_result {
@@ -126,14 +133,27 @@ void gl_kube_result_fini(struct gl_kube_result *res);
  * caller that parses a snapshot in parts calls it once over all parts' pods
  * (idempotent). */
 void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n);
+/* Bounds held_micro so that the pods holding one physical GPU (the same
+ * node and bound UUID, a pod with k UUIDs holding 1/k of its share on each)
+ * never hold more than one GPU at any instant, nor the pods of a node more
+ * than its GPUs (nodes[].gpus, when known): pods are taken in start order
+ * (then uid), each getting what the earlier pods still running at its start
+ * left. Pods not started or on no node hold nothing to bound. Starts again
+ * from the unbounded share at each call (idempotent). gl_kube_parse() does
+ * this within one document; a caller that parses a snapshot in parts calls
+ * it once over all parts' pods, after gl_kube_link_runai(). Returns the
+ * pods cut (held_cut_micro > 0). */
+size_t gl_kube_bound_held(struct gl_kube_pod *const *pods, size_t n, const struct gl_kube_node_gpu *nodes,
+			  size_t nnodes);
 /* For heap-allocated results: fini + free(res). */
 void gl_kube_result_free(struct gl_kube_result *res);
 
 /* Fills row from pod (strings borrowed from pod; see Ownership). seen_at_s is
  * when the snapshot was taken (row.last_seen_s), GL_TIME_NONE if unknown.
- * gpu_milli (allocated) is the request once the pod is bound to a node or has
- * started, else 0; req_gpu_milli is always the request (pending demand).
- * eligible_s = submit_s (a pod is schedulable as soon as it exists). */
+ * gpu_micro and phys_micro (allocated: billed, and held_micro) are the
+ * pod's once it is bound to a node or has started, else 0; req_gpu_micro
+ * is always the request (pending demand). eligible_s = submit_s (a pod is
+ * schedulable as soon as it exists). */
 void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_job_row *row);
 
 /* Pure helpers, exported for tests and other sources. */

@@ -61,6 +61,7 @@ struct gl_kube_node_gpu {
 	const char *node;     /* spec.nodeName */
 	int replicas;         /* nvidia.com/gpu.replicas: time-slicing/MPS replicas per GPU; <= 1 none */
 	int64_t memory_mib;   /* MiB per GPU (nvidia.com/gpu.memory); 0 unknown */
+	int64_t gpus;         /* physical GPUs of the node (its capacity); 0 unknown */
 };
 
 struct gl_kubegpu {
@@ -73,6 +74,7 @@ struct gl_kubegpu {
 	char gpu_model[GL_KUBEGPU_NAME_MAX]; /* a model the pod names (run:ai gputype, Alibaba card model), else "" */
 	char **uuids;            /* bound GPU / MIG device UUIDs (HAMi, Volcano, run:ai), in order */
 	size_t nuuids;
+	char *uuids_json;        /* the same as a JSON array, NULL when none (gl_kubegpu_uuids_refresh) */
 	char *group;             /* run:ai GPU group (label runai-gpu-group); NULL none */
 	char *note;              /* why (part of) the GPU intent is not billed; NULL when all is */
 	int overflow;            /* a request beyond int64: the pod is unusable */
@@ -85,6 +87,8 @@ struct cJSON;
 void gl_kubegpu_read(const struct cJSON *item, const char *path, const struct gl_kube_node_gpu *node,
 		     struct gl_kubegpu *out, void (*problem)(void *ud, const char *msg), void *ud);
 void gl_kubegpu_fini(struct gl_kubegpu *g);
+/* Rebuilds uuids_json from uuids (after they changed). */
+void gl_kubegpu_uuids_refresh(struct gl_kubegpu *g);
 
 /* "0.14285714285714285" -> 142857: a non-negative decimal (no exponent) as
  * micro-units, rounded down. -GL_EINVAL, or -GL_ERANGE beyond 1e12. */

@@ -12,6 +12,7 @@
 #define GL_KUBESTORE_H
 
 #include "gl/common.h"
+#include "gl/kubegpu.h"
 
 #include <libpq-fe.h>
 #include <stddef.h>
@@ -32,6 +33,19 @@ struct gl_kubestore_pod_list {
 int gl_kubestore_pods(PGconn *c, int cluster_id, const char *const *keys, size_t nkeys,
 		      struct gl_kubestore_pod_list *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_kubestore_pod_list_fini(struct gl_kubestore_pod_list *l);
+
+/* What the pods of the cluster cannot say about their nodes, as the
+ * scheduler inventory (kube-nodes: node_gpu_spans) has it at at_s: per node
+ * its physical GPUs, time-slicing replicas per GPU and GPU memory. The
+ * entries' node strings belong to the list. */
+struct gl_kubestore_node_list {
+	struct gl_kube_node_gpu *v;
+	size_t n;
+	char *arena;
+};
+int gl_kubestore_node_gpus(PGconn *c, int cluster_id, int64_t at_s, struct gl_kubestore_node_list *out,
+			   struct gl_err *err) GL_MUSTCHECK;
+void gl_kubestore_node_list_fini(struct gl_kubestore_node_list *l);
 
 /* *any = 1 when the cluster has at least one job. */
 int gl_kubestore_has_jobs(PGconn *c, int cluster_id, int *any, struct gl_err *err) GL_MUSTCHECK;

@@ -10,6 +10,7 @@
 #define GL_PROC_H
 
 #include "gl/common.h"
+#include "gl/strbuf.h"
 
 #include <stddef.h>
 
@@ -47,5 +48,13 @@ int gl_proc_stopping(void);
 
 /* "exit 1" / "killed by signal 9" / "timed out after N s" for messages. */
 void gl_proc_describe(const struct gl_proc_result *res, char *buf, size_t n);
+
+/* Runs argv (env: extra "K=V" entries, NULL-terminated, or NULL) and appends
+ * its stdout to out; 0 when it exited 0. Else an error naming argv[0]: its
+ * exit or signal with the start of its stderr, a timeout, the daemon's
+ * stop, or an output over cap bytes (the command is killed). out may hold
+ * part of the output after an error: the caller finalises it. */
+int gl_proc_capture(const char *const *argv, const char *const *env, int timeout_s, size_t cap, struct gl_strbuf *out,
+		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

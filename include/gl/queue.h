@@ -16,7 +16,7 @@
  * a figure no job had (no submit time) is null. */
 struct gl_queue_wait {
 	char *key;
-	int64_t jobs, gpu_milli;                    /* jobs started, their GPUs */
+	int64_t jobs, gpu_micro;                    /* jobs started, their micro-GPUs */
 	int64_t p50_s, p90_s, p99_s, max_s, eligible_p50_s;
 	int64_t mean_ds;                            /* the mean in tenths of a second, rounded */
 	int p50_s_null, p90_s_null, p99_s_null, max_s_null, eligible_p50_s_null, mean_ds_null;
@@ -25,7 +25,7 @@ struct gl_queue_wait {
 /* Jobs queued now (a pending array row counts for all its tasks). */
 struct gl_queue_pending {
 	char *key;
-	int64_t jobs, gpu_milli;
+	int64_t jobs, gpu_micro;
 	int64_t longest_wait_s;   /* up to the last time a source saw the job pending */
 	int64_t unobserved_s;     /* the longest time since then, to now: not known to be waiting */
 	int lower_bound;  /* an array's task list was cut short: at least these */

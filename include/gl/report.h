@@ -28,6 +28,9 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 void gl_report_fmt_hours(int64_t gpu_seconds, char *buf, size_t n);    /* "12.345" (3 decimals, half up) */
 void gl_report_fmt_pct(int64_t num, int64_t den, char *buf, size_t n); /* "12.34", "" when den == 0 */
 void gl_report_fmt_kwh(int64_t mj, char *buf, size_t n);               /* "1.234" */
+/* GPUs from micro-GPUs: "2.000", "0.500", or six decimals for a share
+ * milli-GPUs cannot hold ("0.142857"). */
+void gl_report_fmt_gpus(int64_t micro, char *buf, size_t n);
 /* A top job's cost (or idle cost) for HTML and PDF: "unpriced" when no rate
  * covers any of its GPU-time (a 0.00 would read as free), "12.34 +
  * unpriced" when one covers only part, else the amount. */

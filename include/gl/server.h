@@ -93,6 +93,11 @@ const char *gl_req_param(const struct gl_req *req, const char *name);
  * server adds where the answer came from to the response (headers, and a
  * "freshness" object in a JSON object body). */
 int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
+/* On a central database of shards, what this request's session reads
+ * (include/gl/shard.h: unread shards and clusters); NULL when the database
+ * has no shards. Valid after gl_req_db, until the request ends. */
+struct gl_shard_route;
+const struct gl_shard_route *gl_req_shards(const struct gl_req *req);
 /* The same session as a store handle (include/gl/store.h), what handlers
  * pass to src/store/: they never name libpq. */
 static inline GL_MUSTCHECK int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err)

@@ -55,7 +55,7 @@ struct gl_sb_wait {
 
 struct gl_sb_job {
 	char *job_id, *cluster, *owner, *state;
-	int64_t gpu_milli, alloc_s, cost_micros;
+	int64_t gpu_micro, alloc_s, cost_micros;
 	int64_t unpriced_s; /* of alloc_s, no rate covers it: cost_micros is only the priced part */
 	int has_usage;
 	int64_t idle_s, idle_micros;

@@ -5,6 +5,7 @@
 #include "gl/ingest.h"
 #include "gl/jsonw.h"
 #include "gl/log.h"
+#include "gl/shard.h"
 #include "gl/timeutil.h"
 
 #include <errno.h>
@@ -200,11 +201,11 @@ void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int min
 	gl_csv_raw(o, buf);
 }
 
-void gl_apijson_csv_milli(struct gl_strbuf *o, long long milli)
+void gl_apijson_csv_micro(struct gl_strbuf *o, long long micro)
 {
-	char buf[32];
+	char buf[40];
 	size_t n;
-	snprintf(buf, sizeof buf, "%s%lld.%03lld", milli < 0 ? "-" : "", llabs(milli) / 1000, llabs(milli) % 1000);
+	snprintf(buf, sizeof buf, "%s%lld.%06lld", micro < 0 ? "-" : "", llabs(micro) / 1000000, llabs(micro) % 1000000);
 	n = strlen(buf);
 	while (buf[n - 1] == '0')
 		buf[--n] = '\0';
@@ -255,6 +256,36 @@ int gl_apijson_list_has_empty(const char *v, char sep)
 		if (v[i] == sep && v[i - 1] == sep)
 			return 1;
 	return 0;
+}
+
+void gl_apijson_add_unread(const struct gl_req *req, cJSON *root)
+{
+	const struct gl_shard_route *rt = gl_req_shards(req);
+	cJSON *a = cJSON_AddArrayToObject(root, "clusters_unread");
+	for (size_t i = 0; rt && i < rt->n_unread_clusters; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(rt->unread_clusters[i]));
+	/* a shard never seen up has no cluster known: it is named itself */
+	for (size_t i = 0; rt && !rt->n_unread_clusters && i < rt->n_unread_shards; i++) {
+		char name[160];
+		snprintf(name, sizeof name, "shard:%s", rt->unread_shards[i]);
+		cJSON_AddItemToArray(a, cJSON_CreateString(name));
+	}
+}
+
+char **gl_apijson_unread(const struct gl_req *req, size_t *n)
+{
+	cJSON *tmp = cJSON_CreateObject();
+	char **v = NULL;
+	size_t i = 0;
+	gl_apijson_add_unread(req, tmp);
+	*n = (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(tmp, "clusters_unread"));
+	if (*n) {
+		v = gl_xcalloc(*n, sizeof *v);
+		for (cJSON *e = cJSON_GetObjectItem(tmp, "clusters_unread")->child; e; e = e->next)
+			v[i++] = gl_xstrdup(e->valuestring);
+	}
+	cJSON_Delete(tmp);
+	return v;
 }
 
 /* One data_through entry as JSON. */

@@ -154,6 +154,8 @@ struct cb_out {
 	struct gl_cb_shown shown; /* the money every view shows */
 	struct gl_acct_meta meta;
 	struct cap_cover cov;
+	char **unread;        /* clusters of shards that did not answer (gl_req_shards) */
+	size_t n_unread;
 	struct gl_apijson_dt dt;
 	const char *currency; /* the config's, which outlives the server */
 	int minor;
@@ -168,6 +170,9 @@ static void cb_out_fini(void *state)
 	gl_acct_cover_fini(&o->cov.c);
 	gl_apijson_dt_fini(&o->dt);
 	gl_acct_meta_fini(&o->meta);
+	for (size_t i = 0; i < o->n_unread; i++)
+		free(o->unread[i]);
+	free(o->unread);
 	gl_cb_shown_fini(&o->shown);
 	gl_cb_fini(&o->cb);
 	params_fini(&o->p);
@@ -332,6 +337,10 @@ static void json_tail(struct cb_out *o)
 	gl_jsonw_array(w, "capacity_clusters_unknown");
 	for (size_t i = 0; i < o->cov.c.n_missing; i++)
 		gl_jsonw_str(w, NULL, o->cov.c.missing[i]);
+	gl_jsonw_end(w);
+	gl_jsonw_array(w, "clusters_unread");
+	for (size_t i = 0; i < o->n_unread; i++)
+		gl_jsonw_str(w, NULL, o->unread[i]);
 	gl_jsonw_end(w);
 	gl_apijson_dt_jsonw(w, &o->dt);
 	gl_jsonw_end(w); /* the root */
@@ -510,6 +519,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&o->cov, &o->cb, &o->meta);
+	o->unread = gl_apijson_unread(req, &o->n_unread);
 	if ((rc = gl_apijson_dt_load(req, resp, &o->p.window, &o->dt)))
 		goto out;
 	o->currency = req->cfg->currency;

@@ -3,6 +3,7 @@
 #include "gl/apijson.h"
 #include "gl/capacity.h"
 #include "gl/csv.h"
+#include "gl/dcgmstore.h"
 #include "gl/inventory.h"
 #include "gl/routes.h"
 #include "gl/store.h"
@@ -32,11 +33,11 @@ static const char *key_name(enum gl_cap_aggregate agg)
 static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 {
 	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
-	t->raw_allocated_gpu_milliseconds += r->raw_allocated_gpu_milliseconds;
+	t->raw_allocated_micro_gpu_seconds += r->raw_allocated_micro_gpu_seconds;
 	t->raw_down_gpu_seconds += r->raw_down_gpu_seconds;
 	t->raw_planned_down_gpu_seconds += r->raw_planned_down_gpu_seconds;
 	t->raw_reserved_gpu_seconds += r->raw_reserved_gpu_seconds;
-	t->raw_drained_alloc_gpu_milliseconds += r->raw_drained_alloc_gpu_milliseconds;
+	t->raw_drained_alloc_micro_gpu_seconds += r->raw_drained_alloc_micro_gpu_seconds;
 	t->drained_allocated_gpu_seconds += r->drained_allocated_gpu_seconds;
 	t->reported_gpu_seconds += r->reported_gpu_seconds;
 	t->allocated_gpu_seconds += r->allocated_gpu_seconds;
@@ -85,7 +86,7 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 			memset(&tot, 0, sizeof tot);
 			while (j < n && rows[j].step == s && !strcmp(rows[j].cluster, rows[i].cluster)) {
 				tot.raw_reported_gpu_seconds += rows[j].raw_reported_gpu_seconds;
-				tot.raw_allocated_gpu_milliseconds += rows[j].raw_allocated_gpu_milliseconds;
+				tot.raw_allocated_micro_gpu_seconds += rows[j].raw_allocated_micro_gpu_seconds;
 				tot.raw_down_gpu_seconds += rows[j].raw_down_gpu_seconds;
 				tot.raw_planned_down_gpu_seconds += rows[j].raw_planned_down_gpu_seconds;
 				tot.raw_reserved_gpu_seconds += rows[j].raw_reserved_gpu_seconds;
@@ -270,6 +271,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 			capacity_csv(resp, agg, rows, nrows);
 	} else {
 		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
+		gl_apijson_add_unread(req, root);
 		if (!(rc = gl_apijson_data_through(req, resp, root, &w)))
 			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
@@ -424,11 +426,71 @@ static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s, int6
 	return root;
 }
 
+/* Every GPU a source reports, JSON. */
+static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (size_t i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+		const char *k[] = {"cluster", "node", "uuid", "model_raw", "model", "mig_profile", "driver", "source"};
+		const char *s[] = {v[i].cluster, v[i].node,    v[i].uuid,   v[i].model_raw,
+				   v[i].model,   v[i].profile, v[i].driver, v[i].source};
+		for (int j = 0; j < 8; j++) {
+			if (*s[j])
+				cJSON_AddStringToObject(o, k[j], s[j]);
+			else
+				cJSON_AddNullToObject(o, k[j]);
+		}
+		if (v[i].mig_instance >= 0)
+			cJSON_AddNumberToObject(o, "mig_instance", v[i].mig_instance);
+		else
+			cJSON_AddNullToObject(o, "mig_instance");
+		gl_apijson_add_time(o, "first_seen", v[i].first_seen_s);
+		gl_apijson_add_time(o, "last_seen", v[i].last_seen_s);
+		if (v[i].absent_since_s != GL_TIME_NONE)
+			gl_apijson_add_time(o, "absent_since", v[i].absent_since_s);
+		else
+			cJSON_AddNullToObject(o, "absent_since");
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+/* table=gpus: the GPUs the sources report, one row each. */
+static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_t n)
+{
+	struct gl_strbuf *o = &resp->body;
+	char t[32];
+	gl_apijson_csv_header(o, (const char *const[]){"cluster", "node", "uuid", "model_raw", "model", "mig_profile",
+						       "mig_instance", "driver", "source", "first_seen", "last_seen",
+						       "absent_since", NULL});
+	for (size_t i = 0; i < n; i++) {
+		const char *s[] = {v[i].cluster, v[i].node, v[i].uuid, v[i].model_raw, v[i].model, v[i].profile};
+		for (int j = 0; j < 6; j++)
+			gl_csv_field(o, s[j]);
+		snprintf(t, sizeof t, "%d", v[i].mig_instance);
+		gl_csv_field(o, v[i].mig_instance >= 0 ? t : "");
+		gl_csv_field(o, v[i].driver);
+		gl_csv_field(o, v[i].source);
+		gl_time_format(v[i].first_seen_s, t, sizeof t);
+		gl_csv_field(o, t);
+		gl_time_format(v[i].last_seen_s, t, sizeof t);
+		gl_csv_field(o, t);
+		if (v[i].absent_since_s != GL_TIME_NONE)
+			gl_time_format(v[i].absent_since_s, t, sizeof t);
+		gl_csv_field(o, v[i].absent_since_s != GL_TIME_NONE ? t : "");
+		gl_csv_end(o);
+	}
+	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("inventory_gpus.csv"));
+}
+
 int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 {
-	const char *cluster = gl_req_param(req, "cluster");
+	const char *cluster = gl_req_param(req, "cluster"), *table = gl_req_param(req, "table");
 	struct gl_err err = {0};
 	struct gl_inventory inv = {0};
+	struct gl_inv_gpu *gv = NULL;
+	size_t ng = 0;
 	struct gl_store *st;
 	/* the inventory is as of now: past any source that stopped before it */
 	struct gl_window upto = {req->now_s, req->now_s};
@@ -436,8 +498,17 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 
 	if ((rc = gl_apijson_format(req, resp, &csv)))
 		return rc;
+	if (table && strcmp(table, "nodes") && strcmp(table, "gpus"))
+		return gl_resp_error(resp, GL_EINVAL, "table", "table: '%s' is not nodes or gpus", table);
 	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
+	if (csv && table && !strcmp(table, "gpus")) {
+		if ((rc = gl_dcgmstore_inv_gpus(st, cluster, &gv, &ng, &err)))
+			goto out;
+		if (!(rc2 = gl_apijson_data_through(req, resp, NULL, &upto)))
+			inv_gpus_csv(resp, gv, ng);
+		goto out;
+	}
 	if (!csv && ((rc = gl_inventory_clusters(st, cluster, &inv, &err))))
 		goto out;
 	if ((rc = gl_inventory_nodes(st, cluster, req->now_s, &inv, &err)))
@@ -447,15 +518,19 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 			inventory_csv(resp, &inv);
 		goto out;
 	}
-	if ((rc = gl_inventory_conflicts(st, cluster, &inv, &err)) || (rc = gl_inventory_models(st, &inv, &err)))
+	if ((rc = gl_inventory_conflicts(st, cluster, &inv, &err)) || (rc = gl_inventory_models(st, &inv, &err)) ||
+	    (rc = gl_dcgmstore_inv_gpus(st, cluster, &gv, &ng, &err)))
 		goto out;
 	{
 		cJSON *root = inventory_json(&inv, req->now_s, req->cfg->inventory_absent_grace_s);
+		/* every GPU any source reports: exporters, AMD, nvidia-smi */
+		cJSON_AddItemToObject(root, "gpus", inv_gpus_json(gv, ng));
 		if (!(rc2 = gl_apijson_data_through(req, resp, root, &upto)))
 			gl_apijson_put(resp, root);
 		cJSON_Delete(root);
 	}
 out:
 	gl_inventory_fini(&inv);
+	gl_dcgmstore_inv_gpus_free(gv, ng);
 	return rc ? gl_resp_error(resp, rc, NULL, "%s", err.msg) : rc2;
 }

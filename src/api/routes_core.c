@@ -45,7 +45,7 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT, 0},
 	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster", 0, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,format", 0, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,table,format", 0, GL_ROUTE_LIGHT, 1},
 	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
 	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY, 1},
@@ -329,16 +329,17 @@ static void jobs_csv_row(struct gl_strbuf *o, const struct gl_joblist_row *j, in
 	gl_apijson_csv_time(o, j->start_s);
 	gl_apijson_csv_time(o, j->end_s);
 	gl_apijson_csv_int(o, j->elapsed_s, j->elapsed_s_null);
-	gl_apijson_csv_milli(o, j->gpu_milli);
+	gl_apijson_csv_micro(o, j->gpu_micro);
 	gl_csv_field(o, j->gpu_type ? j->gpu_type : "");
 	gl_apijson_csv_int(o, j->queue_wait_s, j->queue_wait_s_null);
 	gl_csv_field(o, j->node_list ? j->node_list : "");
-	gl_apijson_csv_milli(o, j->req_gpu_milli);
+	gl_apijson_csv_micro(o, j->req_gpu_micro);
 	if (windowed) {
 		gl_apijson_csv_int(o, j->gpu_seconds, j->gpu_seconds_null);
 		gl_apijson_csv_money(o, j->cost_micros, j->cost_micros_null, minor);
 		gl_apijson_csv_f8(o, j->busy_gpu_s, j->busy_gpu_s_null);
 		gl_apijson_csv_f8(o, j->idle_gpu_s, j->idle_gpu_s_null);
+		gl_apijson_csv_f8(o, j->held_idle_gpu_s, j->held_idle_gpu_s_null);
 	}
 	gl_csv_end(o);
 }
@@ -350,7 +351,7 @@ static int jobs_csv_next(void *state, struct gl_strbuf *out)
 					  "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus", "gpu_type",
 					  "queue_wait_s", "node_list", "gpus_requested", NULL};
 	static const char *const win_hdr[] = {"gpu_seconds", "cost", "busy_gpu_seconds",
-					      "idle_in_allocation_gpu_seconds", NULL};
+					      "idle_in_allocation_gpu_seconds", "held_idle_gpu_seconds", NULL};
 	struct jobs_out *o = state;
 	if (!o->head) {
 		for (size_t i = 0; hdr[i]; i++)
@@ -379,11 +380,11 @@ static void jobs_json_row(struct gl_jsonw *w, const struct gl_joblist_row *j, in
 	gl_jsonw_time(w, "start", j->start_s);
 	gl_jsonw_time(w, "end", j->end_s);
 	gl_apijson_w_int(w, "elapsed_s", j->elapsed_s, j->elapsed_s_null);
-	gl_jsonw_num(w, "gpus", (double)j->gpu_milli / 1000.0);
+	gl_jsonw_num(w, "gpus", (double)j->gpu_micro / (double)GL_GPU_MICRO);
 	gl_jsonw_str(w, "gpu_type", j->gpu_type);
 	gl_apijson_w_int(w, "queue_wait_s", j->queue_wait_s, j->queue_wait_s_null);
 	gl_jsonw_str(w, "node_list", j->node_list);
-	gl_jsonw_num(w, "gpus_requested", (double)j->req_gpu_milli / 1000.0);
+	gl_jsonw_num(w, "gpus_requested", (double)j->req_gpu_micro / (double)GL_GPU_MICRO);
 	gl_jsonw_time(w, "seen", j->seen_s);
 	if (windowed) {
 		gl_apijson_w_int(w, "gpu_seconds", j->gpu_seconds, j->gpu_seconds_null);
@@ -392,6 +393,8 @@ static void jobs_json_row(struct gl_jsonw *w, const struct gl_joblist_row *j, in
 		gl_apijson_w_int(w, "cost_micros", j->cost_micros, j->cost_micros_null);
 		gl_apijson_w_f8(w, "busy_gpu_seconds", j->busy_gpu_s, j->busy_gpu_s_null);
 		gl_apijson_w_f8(w, "idle_in_allocation_gpu_seconds", j->idle_gpu_s, j->idle_gpu_s_null);
+		/* of it, the time the job held GPU memory with no kernels running */
+		gl_apijson_w_f8(w, "held_idle_gpu_seconds", j->held_idle_gpu_s, j->held_idle_gpu_s_null);
 	}
 	gl_jsonw_end(w);
 }
@@ -574,13 +577,13 @@ int gl_route_ingest_runs(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	if (source) {
 		/* the names gl_ingest_run_begin is given (docs/openapi.yaml) */
-		static const char *const sources[] = {"sacct", "kube", "dcgm", "slurm-nodes", "kube-nodes"};
+		static const char *const sources[] = {"sacct", "kube", "dcgm", "nvidia-smi", "slurm-nodes", "kube-nodes"};
 		size_t i = 0;
 		while (i < GL_ARRAY_LEN(sources) && strcmp(source, sources[i]))
 			i++;
 		if (i == GL_ARRAY_LEN(sources))
 			return gl_resp_error(resp, GL_EINVAL, "source",
-					     "source: '%s' is not sacct, kube, dcgm, slurm-nodes or kube-nodes", source);
+					     "source: '%s' is not sacct, kube, dcgm, nvidia-smi, slurm-nodes or kube-nodes", source);
 	}
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_runs_list(st, source, limit, &l, &err))) {
 		gl_ingest_list_fini(&l);

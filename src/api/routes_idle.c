@@ -58,6 +58,7 @@ static void csv_allocated_row(struct gl_strbuf *o, const struct gl_idle_owner *w
 	gl_csv_f8(o, w->observed_gpu_s);
 	gl_apijson_csv_money(o, w->idle_micros, w->idle_micros_null, minor);
 	gl_apijson_csv_int(o, w->unpriced_jobs, 0);
+	gl_csv_f8(o, w->held_idle_gpu_s);
 	gl_csv_end(o);
 }
 
@@ -66,7 +67,7 @@ static void csv_top_row(struct gl_strbuf *o, const struct gl_idle_job *j, int mi
 	const char *text[] = {j->cluster, j->job_id, j->owner, j->user_name};
 	for (size_t k = 0; k < GL_ARRAY_LEN(text); k++)
 		gl_csv_field(o, text[k] ? text[k] : "");
-	gl_apijson_csv_milli(o, j->gpu_milli);
+	gl_apijson_csv_micro(o, j->gpu_micro);
 	gl_csv_field(o, j->gpu_model ? j->gpu_model : "unknown");
 	gl_csv_field(o, j->state ? j->state : "");
 	gl_csv_f8(o, j->idle_gpu_s);
@@ -74,6 +75,7 @@ static void csv_top_row(struct gl_strbuf *o, const struct gl_idle_job *j, int mi
 	gl_apijson_csv_money(o, j->idle_micros, j->idle_micros_null, minor);
 	gl_apijson_csv_time(o, j->from_s);
 	gl_apijson_csv_time(o, j->to_s);
+	gl_csv_f8(o, j->held_idle_gpu_s);
 	gl_csv_end(o);
 }
 
@@ -93,11 +95,12 @@ static void csv_head(struct gl_strbuf *out, const struct idle_out *o)
 {
 	if (o->table == IT_ALLOCATED)
 		gl_apijson_csv_header(out, (const char *const[]){o->agg, "idle_gpu_seconds", "busy_gpu_seconds",
-								  "observed_gpu_seconds", "idle_cost", "unpriced_jobs", NULL});
+								  "observed_gpu_seconds", "idle_cost", "unpriced_jobs",
+								  "held_idle_gpu_seconds", NULL});
 	else if (o->table == IT_TOP_JOBS)
 		gl_apijson_csv_header(out, (const char *const[]){"cluster", "job_id", "owner", "user", "gpus", "gpu_model",
 								  "state", "idle_gpu_seconds", "busy_gpu_seconds",
-								  "idle_cost", "from", "to", NULL});
+								  "idle_cost", "from", "to", "held_idle_gpu_seconds", NULL});
 	else
 		gl_apijson_csv_header(out, (const char *const[]){"cluster", "partition", "gpu_model",
 								  "reported_gpu_seconds", "unavailable_gpu_seconds",
@@ -134,6 +137,8 @@ static void json_allocated_row(struct gl_jsonw *w, const struct gl_idle_owner *r
 	gl_jsonw_num(w, "observed_gpu_seconds", r->observed_gpu_s);
 	gl_apijson_w_int(w, "idle_cost_micros", r->idle_micros, r->idle_micros_null);
 	gl_jsonw_num(w, "unpriced_jobs", (double)r->unpriced_jobs);
+	/* of the idle time, the part with memory held (idle.held_memory_mib) */
+	gl_jsonw_num(w, "held_idle_gpu_seconds", r->held_idle_gpu_s);
 	gl_jsonw_end(w);
 }
 
@@ -144,7 +149,7 @@ static void json_top_row(struct gl_jsonw *w, const struct gl_idle_job *j)
 	gl_jsonw_str(w, "job_id", j->job_id ? j->job_id : "");
 	gl_jsonw_str(w, "owner", j->owner ? j->owner : "");
 	gl_jsonw_str(w, "user", j->user_name ? j->user_name : "");
-	gl_jsonw_num(w, "gpus", (double)j->gpu_milli / 1000.0);
+	gl_jsonw_num(w, "gpus", (double)j->gpu_micro / (double)GL_GPU_MICRO);
 	gl_jsonw_str(w, "gpu_model", j->gpu_model ? j->gpu_model : "unknown");
 	gl_jsonw_str(w, "state", j->state ? j->state : "");
 	gl_jsonw_num(w, "idle_gpu_seconds", j->idle_gpu_s);
@@ -152,6 +157,7 @@ static void json_top_row(struct gl_jsonw *w, const struct gl_idle_job *j)
 	gl_apijson_w_int(w, "idle_cost_micros", j->idle_micros, j->idle_micros_null);
 	gl_jsonw_time(w, "from", j->from_s);
 	gl_jsonw_time(w, "to", j->to_s);
+	gl_jsonw_num(w, "held_idle_gpu_seconds", j->held_idle_gpu_s);
 	gl_jsonw_end(w);
 }
 

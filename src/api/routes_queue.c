@@ -39,7 +39,7 @@ static void queue_csv(struct gl_resp *resp, const char *dim, const struct gl_que
 		gl_apijson_csv_int(o, w->max_s, w->max_s_null);
 		gl_csv_raw(o, mean);
 		gl_apijson_csv_int(o, w->eligible_p50_s, w->eligible_p50_s_null);
-		gl_apijson_csv_milli(o, w->gpu_milli);
+		gl_apijson_csv_micro(o, w->gpu_micro);
 		gl_csv_end(o);
 	}
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("queue.csv"));
@@ -57,7 +57,7 @@ static cJSON *wait_json(const struct gl_queue_wait *w)
 	cJSON_AddNumberToObject(o, "wait_max_s", (double)w->max_s);
 	cJSON_AddNumberToObject(o, "wait_mean_s", (double)w->mean_ds / 10.0);
 	gl_apijson_add_int(o, "eligible_wait_p50_s", w->eligible_p50_s, w->eligible_p50_s_null);
-	cJSON_AddNumberToObject(o, "gpus_started", (double)w->gpu_milli / 1000.0);
+	cJSON_AddNumberToObject(o, "gpus_started", (double)w->gpu_micro / (double)GL_GPU_MICRO);
 	return o;
 }
 
@@ -75,7 +75,7 @@ static cJSON *queue_json(const struct gl_window *win, const char *dim, const str
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "key", p->key ? p->key : "");
 		cJSON_AddNumberToObject(o, "jobs", (double)p->jobs);
-		cJSON_AddNumberToObject(o, "gpus_requested", (double)p->gpu_milli / 1000.0);
+		cJSON_AddNumberToObject(o, "gpus_requested", (double)p->gpu_micro / (double)GL_GPU_MICRO);
 		cJSON_AddNumberToObject(o, "longest_wait_s", (double)p->longest_wait_s);
 		cJSON_AddNumberToObject(o, "unobserved_s", (double)p->unobserved_s);
 		/* an array's range list cut short by sacct: jobs and GPUs are at least these */

@@ -15,6 +15,7 @@
 #include "gl/replica.h"
 #include "gl/reqpool.h"
 #include "gl/routes.h"
+#include "gl/shard.h"
 #include "gl/static.h"
 #include "gl/tally.h"
 #include "gl/timeutil.h"
@@ -402,9 +403,12 @@ void gl_server_audit(struct gl_server *s, const struct gl_audit_entry *e)
 		gl_audit_writer_submit(s->audit, e);
 }
 
+static void fleet_fini(void);
+
 static void conn_destroy(void *p)
 {
 	PQfinish((PGconn *)p);
+	fleet_fini();
 }
 
 /* 1 when the server behind an idle cached connection has gone (a restart):
@@ -428,15 +432,57 @@ static _Thread_local struct gl_dbcancel_slot t_db_slot;
 /* The statement_timeout of this thread's pool (set once per thread). */
 static _Thread_local int64_t t_stmt_ms;
 
+/* On a central database of shards (docs/scale.md), each thread's session
+ * reads the shards that answered its last probe, made at most
+ * FLEET_PROBE_S ago (and again on every new session: search_path is the
+ * session's). t_fleet: 0 not known yet, 1 no shards, 2 sharded. A
+ * central's reads stay on its primary: routing writes (the shards'
+ * clusters, the fleet schema), which a standby cannot. */
+#define FLEET_PROBE_S 5
+static _Thread_local int t_fleet;
+static _Thread_local int64_t t_fleet_at;
+static _Thread_local struct gl_shard_route t_route;
+static _Thread_local int t_read_fleet; /* as t_fleet, for the read_dsn session */
+
+static int fleet_route(PGconn *c, int fresh, int64_t now_s, struct gl_err *err)
+{
+	int n = 0, rc;
+	if (fresh || !t_fleet) {
+		if ((rc = gl_shard_count(gl_db_store(c), &n, err)))
+			return rc;
+		t_fleet = n ? 2 : 1;
+		fresh = 1;
+	}
+	if (t_fleet != 2 || (!fresh && now_s - t_fleet_at < FLEET_PROBE_S))
+		return 0;
+	if ((rc = gl_shard_route(gl_db_store(c), &t_route, err)))
+		return rc;
+	t_fleet_at = now_s;
+	return 0;
+}
+
+/* In the exiting thread (the connection key's destructor). */
+static void fleet_fini(void)
+{
+	gl_shard_route_fini(&t_route);
+	t_fleet = 0;
+	t_read_fleet = 0;
+}
+
+const struct gl_shard_route *gl_req_shards(const struct gl_req *req)
+{
+	(void)req;
+	return t_fleet == 2 ? &t_route : NULL;
+}
+
 /* This thread's connection under key to dsn: reconnected when lost. A
  * new session starts from the server's defaults, so it gets the pool's
  * statement_timeout again: no statement of a request may run past its
- * bound. */
-static int thread_conn(pthread_key_t key, const char *dsn, PGconn **out, struct gl_err *err)
+ * bound. *freshp (may be NULL): 1 when the session is new. */
+static int thread_conn(pthread_key_t key, const char *dsn, PGconn **out, int *freshp, struct gl_err *err)
 {
 	PGconn *c = pthread_getspecific(key);
 	int rc, fresh = 0;
-
 	if (c && conn_lost(c)) {
 		struct gl_err rerr = {0};
 		if (gl_db_reset(c, &rerr)) {
@@ -455,6 +501,8 @@ static int thread_conn(pthread_key_t key, const char *dsn, PGconn **out, struct 
 	}
 	if (fresh && t_stmt_ms > 0 && (rc = gl_db_set_statement_timeout(c, t_stmt_ms, err)))
 		return rc;
+	if (freshp)
+		*freshp = fresh;
 	*out = c;
 	return 0;
 }
@@ -476,12 +524,20 @@ static int read_conn(struct gl_req *req, PGconn **out)
 		return *out ? 0 : 1;
 	}
 	req->read.set = 1;
-	if (thread_conn(s->read_conn_key, s->read_dsn, &c, &err) || gl_replica_status(c, &st, &err)) {
+	int fresh = 0, n = 0;
+	if (thread_conn(s->read_conn_key, s->read_dsn, &c, &fresh, &err) || gl_replica_status(c, &st, &err) ||
+	    ((fresh || !t_read_fleet) && gl_shard_count(gl_db_store(c), &n, &err))) {
 		snprintf(req->read.fallback, sizeof req->read.fallback, "read_dsn unavailable");
 		pthread_mutex_lock(&s->mu);
 		gl_log_fail(&s->read_log, req->now_s, GL_LOG_WARN, "http: database.read_dsn: %s; reads go to the primary",
 			    err.msg);
 		pthread_mutex_unlock(&s->mu);
+		return 1;
+	}
+	if (fresh || !t_read_fleet)
+		t_read_fleet = n ? 2 : 1;
+	if (t_read_fleet == 2) {
+		snprintf(req->read.fallback, sizeof req->read.fallback, "a central of shards reads on its primary");
 		return 1;
 	}
 	if (st.standby && st.lag_s > (double)s->cfg->db_max_replica_lag_s) {
@@ -502,7 +558,7 @@ int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 	struct gl_server *s = req->srv;
 	PGconn *c = NULL;
 	char what[96];
-	int rc;
+	int rc, fresh = 0;
 
 	if (req->route && req->route->replica_ok && s->read_dsn[0] && read_conn(req, &c) == 0) {
 		snprintf(what, sizeof what, "http %s %s (read)", req->method, req->path);
@@ -516,7 +572,7 @@ int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 		req->read.lag_s = 0;
 		req->read.data_through_s = (double)req->now_s;
 	}
-	if ((rc = thread_conn(s->conn_key, s->dsn, &c, err)))
+	if ((rc = thread_conn(s->conn_key, s->dsn, &c, &fresh, err)) || (rc = fleet_route(c, fresh, req->now_s, err)))
 		return rc;
 	/* anew on every call: a reset above gave another backend */
 	snprintf(what, sizeof what, "http %s %s", req->method, req->path);
@@ -1307,6 +1363,41 @@ static int prepare(struct req_ctx *x)
 	return check_route_params(x->conn, route, resp);
 }
 
+/* A shard that did not answer: a route that can name what it could not
+ * read does so in its answer (chargeback and capacity, as JSON); any other
+ * route that reads the shards' facts answers 503 naming the clusters,
+ * never a smaller total presented as whole. */
+static int fleet_check(struct req_ctx *x)
+{
+	static const char *const central_only[] = {"/v1/tokens", "/v1/whoami", "/v1/audit", "/v1/audit/verify",
+						    "/v1/reports"};
+	const char *fmt = gl_req_param(&x->req, "format");
+	const struct gl_shard_route *rt;
+	struct gl_err err = {0};
+	struct gl_store *st;
+	int rc;
+
+	if (!x->req.auth)
+		return 0;
+	/* a database that does not answer is the route's to handle (its own
+	 * error, or the grace of /metrics) */
+	if (gl_req_store(&x->req, &st, &err))
+		return 0;
+	if (!(rt = gl_req_shards(&x->req)) || !rt->unread_text)
+		return 0;
+	for (size_t i = 0; i < GL_ARRAY_LEN(central_only); i++)
+		if (!strcmp(x->route->path, central_only[i]))
+			return 0;
+	if ((!strcmp(x->route->path, "/v1/chargeback") || !strcmp(x->route->path, "/v1/capacity")) &&
+	    (!fmt || !strcmp(fmt, "json")))
+		return 0;
+	rc = gl_resp_error(&x->resp, GL_EDB, NULL, "%s could not be read: this answer would leave them out",
+			   rt->unread_text);
+	x->resp.status = 503;
+	x->resp.err_code = "shard_unavailable";
+	return rc;
+}
+
 /* A streamed JSON object answer with a member spliced in after its
  * opening brace: the first piece the inner stream makes is rewritten, the
  * rest pass through. */
@@ -1398,6 +1489,8 @@ static int handle(struct req_ctx *x)
 	int rc;
 	gl_db_clear_sqlstate();
 	req->route = x->route;
+	if ((rc = fleet_check(x)))
+		return rc;
 	rc = x->route->fn(req, resp);
 	if (rc == 0 && req->read.set)
 		add_freshness(req, resp, x->fresh_buf);
@@ -1446,7 +1539,8 @@ static void error_answer(struct req_ctx *x, int rc)
 		resp->status = status_for(rc);
 	if (!resp->err_code)
 		gl_resp_error(resp, rc, NULL, "%s", gl_strerror(rc));
-	if (resp->status >= 500 && strcmp(resp->err_code, "busy") != 0) {
+	/* the clusters of a shard that is down are no secret of the database */
+	if (resp->status >= 500 && strcmp(resp->err_code, "busy") != 0 && strcmp(resp->err_code, "shard_unavailable") != 0) {
 		unsigned long ref = gl_server_error_ref(s, resp->status, x->req.now_s, x->req.method, x->req.path,
 							resp->err_msg);
 		snprintf(resp->err_msg, sizeof resp->err_msg, "%s (ref %lu; the server log has the detail)",

@@ -131,6 +131,7 @@ static const char usage_main[] =
 	"  ingest         one-shot ingest: ingest sacct --cluster NAME --file F\n"
 	"  rates          load|list the cost model (rates, owner rules, idle owners)\n"
 	"  rollup         rebuild stale daily aggregates (the daemon does it every minute)\n"
+	"  shard          init|attach|list: a ledger sharded over PostgreSQL servers (docs/scale.md)\n"
 	"  forecast       backtest the demand forecaster on a CSV time series\n"
 	"  report         report showback --month YYYY-MM: monthly showback as CSV, HTML or PDF\n"
 	"  token          create|list|revoke API tokens\n"
@@ -290,6 +291,8 @@ static const struct {
 	{"sacct", gl_cli_ingest_sacct, "ingest sacct --cluster NAME --file F [--delimiter C] [--fields LIST]"},
 	{"kube", gl_cli_ingest_kube, "ingest kube --cluster NAME --file F [--at TIME]"},
 	{"dcgm", gl_cli_ingest_dcgm, "ingest dcgm --cluster NAME --file F --at TIME [--node NAME]"},
+	{"nvidia-smi", gl_cli_ingest_nvsmi,
+	 "ingest nvidia-smi --cluster NAME --node N --file F [--fields LIST] [--at TIME] [--apps F --pids F]"},
 	{"slurm-nodes", gl_cli_ingest_slurm_nodes,
 	 "ingest slurm-nodes --cluster NAME --nodes F [--events F] [--reservations F] [--at TIME]"},
 	{"kube-nodes", gl_cli_ingest_kube_nodes, "ingest kube-nodes --cluster NAME --file F [--at TIME]"},
@@ -593,6 +596,8 @@ int main(int argc, char **argv)
 		rc = cmd_ingest(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rollup"))
 		rc = gl_cli_rollup(&cfg, argc, argv);
+	else if (!strcmp(cmd, "shard"))
+		rc = gl_cli_shard(&cfg, argc, argv);
 	else if (!strcmp(cmd, "report"))
 		rc = gl_cli_report(&cfg, argc, argv);
 	else if (!strcmp(cmd, "rates"))

@@ -1,5 +1,6 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
+#include "gl/nvsmi_ingest.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/db.h"
@@ -8,6 +9,7 @@
 #include "gl/ledgermetrics.h"
 #include "gl/redact.h"
 #include "gl/report_sched.h"
+#include "gl/retention.h"
 #include "gl/store.h"
 
 #include <time.h>
@@ -46,6 +48,24 @@ static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const vo
 	return rc;
 }
 
+/* Partitions the next days and months write to, then retention: whole
+ * partitions past the configured horizons go (docs/scale.md). */
+static int partitions_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			  size_t n, struct gl_err *err)
+{
+	struct gl_retention_policy pol = {cfg->retention_usage_days, cfg->retention_ingest_runs_days};
+	struct gl_retention_result res = {0};
+	int rc = gl_retention_ahead(st, now_s, &res.made, err);
+	if (!rc)
+		rc = gl_retention_drop(st, &pol, now_s, &res, err);
+	if (!rc)
+		snprintf(summary, n, "%d made ahead, %d dropped (~%lld rows)%s%s; %d past the horizon kept: not rolled up",
+			 res.made, res.dropped, (long long)res.est_rows, res.dropped ? ": " : "",
+			 res.dropped ? gl_strbuf_cstr(&res.names) : "", res.kept_unbuilt);
+	gl_retention_result_fini(&res);
+	return rc;
+}
+
 static int budget_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
@@ -69,6 +89,7 @@ static int budget_run(struct gl_store *st, const struct gl_config *cfg, const vo
 INGEST_SOURCE(sacct_run, gl_sacct_source_run)
 INGEST_SOURCE(kube_run, gl_kube_source_run)
 INGEST_SOURCE(dcgm_run, gl_dcgm_source_run)
+INGEST_SOURCE(nvsmi_run, gl_nvsmi_source_run)
 INGEST_SOURCE(slurm_nodes_run, gl_slurm_nodes_source_run)
 INGEST_SOURCE(kube_nodes_run, gl_kube_nodes_source_run)
 #undef INGEST_SOURCE
@@ -84,6 +105,13 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, kube_run, &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
 		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, dcgm_run, &cfg->dcgm[i]);
+	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
+		/* one source a node: its name carries the node too */
+		char who[256];
+		snprintf(who, sizeof who, "%s/%s", cfg->nvidia_smi[i].cluster, cfg->nvidia_smi[i].node);
+		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, nvsmi_run,
+		    &cfg->nvidia_smi[i]);
+	}
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
 		    slurm_nodes_run, &cfg->slurm_nodes[i]);
@@ -92,6 +120,8 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 		    kube_nodes_run, &cfg->kube_nodes[i]);
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
+	/* time partitions ahead of the writes, retention behind them */
+	add(&arr, &n, &cap, "partitions", "all", 3600, partitions_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */
 	add(&arr, &n, &cap, "forecast", "cache", 300, gl_forecast_cache_refresh, NULL);
 	/* the cache is this process's memory: every instance keeps its own */

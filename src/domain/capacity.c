@@ -13,10 +13,12 @@ static int64_t take(int64_t want, int64_t *left)
 void gl_capacity_settle(struct gl_cap_row *r)
 {
 	int64_t left = r->raw_reported_gpu_seconds < 0 ? 0 : r->raw_reported_gpu_seconds;
-	/* GPU-milliseconds -> GPU-seconds once per row, half up as chargeback
+	/* micro-GPU-seconds -> GPU-seconds once per row, half up as chargeback
 	 * rounds them, so fractional shares (MIG, time-slicing) round once and
 	 * the two endpoints agree */
-	int64_t alloc = r->raw_allocated_gpu_milliseconds < 0 ? 0 : (r->raw_allocated_gpu_milliseconds + 500) / 1000;
+	int64_t alloc = r->raw_allocated_micro_gpu_seconds < 0
+				 ? 0
+				 : (r->raw_allocated_micro_gpu_seconds + GL_GPU_MICRO / 2) / GL_GPU_MICRO;
 	int64_t wanted = alloc + r->raw_down_gpu_seconds + r->raw_planned_down_gpu_seconds + r->raw_reserved_gpu_seconds;
 	r->reported_gpu_seconds = left;
 	/* slurmdbd's order: allocation first, then Down, then PLND Down */
@@ -25,7 +27,7 @@ void gl_capacity_settle(struct gl_cap_row *r)
 	r->planned_down_gpu_seconds = take(r->raw_planned_down_gpu_seconds, &left);
 	r->reserved_gpu_seconds = take(r->raw_reserved_gpu_seconds, &left);
 	r->idle_gpu_seconds = left;
-	r->drained_allocated_gpu_seconds = (r->raw_drained_alloc_gpu_milliseconds + 500) / 1000;
+	r->drained_allocated_gpu_seconds = (r->raw_drained_alloc_micro_gpu_seconds + GL_GPU_MICRO / 2) / GL_GPU_MICRO;
 	if (r->drained_allocated_gpu_seconds < 0)
 		r->drained_allocated_gpu_seconds = 0;
 	if (r->drained_allocated_gpu_seconds > r->allocated_gpu_seconds)

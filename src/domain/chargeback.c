@@ -94,18 +94,18 @@ size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name)
 	return s->n_pools++;
 }
 
-void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 ms)
+void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 us)
 {
 	for (size_t i = 0; i < l->n_parts; i++)
 		if (l->parts[i].pool == pool) {
-			l->parts[i].ms += ms;
+			l->parts[i].us += us;
 			return;
 		}
 	if (l->n_parts == l->cap_parts) {
 		l->cap_parts = l->cap_parts ? l->cap_parts * 2 : 2;
 		l->parts = gl_xrealloc(l->parts, l->cap_parts * sizeof *l->parts);
 	}
-	l->parts[l->n_parts++] = (struct gl_cb_part){pool, ms};
+	l->parts[l->n_parts++] = (struct gl_cb_part){pool, us};
 }
 
 /* Makes out[0..n) add up to total. The total was rounded together with
@@ -139,8 +139,8 @@ static void share_fleet(struct gl_cb_step *s)
 	}
 	/* lines filtered by owner: the owners not shown weigh in as one more
 	 * part, which stays idle (else the shown owners took all the idle) */
-	if (s->share_base_ms > 0)
-		base = (int64_t)((s->share_base_ms + 500) / 1000);
+	if (s->share_base_us > 0)
+		base = (int64_t)((s->share_base_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	if (base > shown)
 		w[m++] = base - shown;
 	if (gl_cost_share(s->idle_total_micros, w, m, sh) == 0) {
@@ -175,8 +175,8 @@ static int share_pools(struct gl_cb_step *s, int micros, int64_t total, int64_t 
 	if (!np)
 		goto out;
 	for (size_t p = 0; p < np; p++)
-		num[p] = micros ? s->pools[p].idle_num : s->pools[p].idle_ms;
-	if ((rc = gl_cost_apportion(num, np, micros ? GL_MILLI_GPU_SECONDS_PER_GPU_HOUR : 1000, amt)))
+		num[p] = micros ? s->pools[p].idle_num : s->pools[p].idle_us;
+	if ((rc = gl_cost_apportion(num, np, micros ? GL_MICRO_GPU_SECONDS_PER_GPU_HOUR : GL_GPU_MICRO, amt)))
 		goto out;
 	rebalance(amt, np, total);
 	for (size_t p = 0; p < np; p++) {
@@ -186,11 +186,11 @@ static int share_pools(struct gl_cb_step *s, int micros, int64_t total, int64_t 
 			w[i] = 0;
 			for (size_t k = 0; k < s->lines[i].n_parts; k++)
 				if (s->lines[i].parts[k].pool == p)
-					w[i] += (int64_t)s->lines[i].parts[k].ms;
+					w[i] += (int64_t)s->lines[i].parts[k].us;
 			shown += w[i];
 		}
-		if (s->pools[p].base_ms > shown)
-			w[m++] = (int64_t)(s->pools[p].base_ms - shown);
+		if (s->pools[p].base_us > shown)
+			w[m++] = (int64_t)(s->pools[p].base_us - shown);
 		rc = gl_cost_share(amt[p], w, m, sh);
 		if (rc == -GL_EINVAL)
 			continue; /* nobody allocated in the pool: its idle stays */
@@ -222,9 +222,9 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 
 	/* GPU-seconds: lines + idle rounded together so they add up to the step total */
 	for (size_t i = 0; i < n; i++)
-		num[i] = s->lines[i].alloc_ms;
-	num[n] = s->capacity_known ? s->idle_ms : 0;
-	if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
+		num[i] = s->lines[i].alloc_us;
+	num[n] = s->capacity_known ? s->idle_us : 0;
+	if ((rc = gl_cost_apportion(num, n + 1, GL_GPU_MICRO, out)))
 		goto out;
 	s->total_alloc_s = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -234,18 +234,18 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 	s->idle_total_s = out[n];
 	/* unpriced GPU-seconds per line (informational, rounded per line) */
 	for (size_t i = 0; i < n; i++) {
-		gl_i128 u = s->lines[i].alloc_ms - s->lines[i].priced_ms;
-		s->lines[i].unpriced_s = (int64_t)((u + 500) / 1000);
+		gl_i128 u = s->lines[i].alloc_us - s->lines[i].priced_us;
+		s->lines[i].unpriced_s = (int64_t)((u + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	}
 	{
-		gl_i128 o = s->overalloc_ms;
-		s->overalloc_s = (int64_t)((o + 500) / 1000);
+		gl_i128 o = s->overalloc_us;
+		s->overalloc_s = (int64_t)((o + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	}
 	/* cost: every line and the idle line rounded once, remainders carried */
 	for (size_t i = 0; i < n; i++)
 		num[i] = s->lines[i].cost_num;
 	num[n] = s->capacity_known ? s->idle_num : 0;
-	if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+	if ((rc = gl_cost_apportion(num, n + 1, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 		goto out;
 	s->total_cost_micros = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -264,14 +264,14 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 	} else if (cb->share == GL_SHARE_OWNER) {
 		/* the store put each dedicated owner's idle numerators on its line;
 		 * round them together with what stays unowned */
-		gl_i128 owned_num = 0, owned_ms = 0;
+		gl_i128 owned_num = 0, owned_us = 0;
 		for (size_t i = 0; i < n; i++) {
 			num[i] = s->lines[i].idle_owner_num;
 			owned_num += num[i];
-			owned_ms += s->lines[i].idle_owner_ms;
+			owned_us += s->lines[i].idle_owner_us;
 		}
 		num[n] = s->idle_num > owned_num ? s->idle_num - owned_num : 0;
-		if ((rc = gl_cost_apportion(num, n + 1, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+		if ((rc = gl_cost_apportion(num, n + 1, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 			goto out;
 		/* re-balance to the idle total already fixed above */
 		rebalance(out, n + 1, s->idle_total_micros);
@@ -279,9 +279,9 @@ static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
 			s->lines[i].idle_share_micros = out[i];
 		s->idle_micros = out[n];
 		for (size_t i = 0; i < n; i++)
-			num[i] = s->lines[i].idle_owner_ms;
-		num[n] = s->idle_ms > owned_ms ? s->idle_ms - owned_ms : 0;
-		if ((rc = gl_cost_apportion(num, n + 1, 1000, out)))
+			num[i] = s->lines[i].idle_owner_us;
+		num[n] = s->idle_us > owned_us ? s->idle_us - owned_us : 0;
+		if ((rc = gl_cost_apportion(num, n + 1, GL_GPU_MICRO, out)))
 			goto out;
 		rebalance(out, n + 1, s->idle_total_s);
 		for (size_t i = 0; i < n; i++)
@@ -313,23 +313,23 @@ static int finish_unobserved(struct gl_cb_step *s)
 	int rc;
 
 	for (size_t i = 0; i < n; i++)
-		num[i] = s->lines[i].unobs_ms;
-	if ((rc = gl_cost_apportion(num, n, 1000, out)))
+		num[i] = s->lines[i].unobs_us;
+	if ((rc = gl_cost_apportion(num, n, GL_GPU_MICRO, out)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		s->lines[i].unobserved_s = out[i];
 		s->unobserved_s += out[i];
 		num[i] = s->lines[i].unobs_num;
 	}
-	if ((rc = gl_cost_apportion(num, n, GL_MILLI_GPU_SECONDS_PER_GPU_HOUR, out)))
+	if ((rc = gl_cost_apportion(num, n, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct gl_cb_line *l = &s->lines[i];
 		l->unobserved_micros = out[i];
 		s->unobserved_micros += out[i];
-		l->implausible_s = (int64_t)((l->implausible_ms + 500) / 1000);
+		l->implausible_s = (int64_t)((l->implausible_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 		s->implausible_s += l->implausible_s;
-		s->implausible_lines += l->implausible_ms > 0;
+		s->implausible_lines += l->implausible_us > 0;
 	}
 out:
 	free(num);

@@ -101,7 +101,7 @@ gl_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_i
 	int64_t a, b;
 	for (size_t i = 0; i < n; i++)
 		if (spans[i].state == GL_IDLE_IDLE && clip_span(&spans[i], job_start_s + r->grace_s, now_s, &a, &b))
-			num += gl_jobstats_cost_num(rates, nr, a * 1000000, b * 1000000, 1000);
+			num += gl_jobstats_cost_num(rates, nr, a * 1000000, b * 1000000, GL_GPU_MICRO);
 	return num;
 }
 

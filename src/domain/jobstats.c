@@ -15,14 +15,14 @@ int64_t gl_jobstats_span_s(int64_t a_us, int64_t b_us)
 }
 
 gl_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
-			     int64_t gpu_milli)
+			     int64_t gpu_micro)
 {
 	gl_i128 num = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct gl_jobstats_rate *r = &rates[i];
 		if (r->from_us >= e0_us || r->to_us <= s0_us)
 			continue;
-		num += (gl_i128)r->micros_per_gpu_hour * gpu_milli *
+		num += (gl_i128)r->micros_per_gpu_hour * gpu_micro *
 		       gl_jobstats_span_s(r->from_us > s0_us ? r->from_us : s0_us, r->to_us < e0_us ? r->to_us : e0_us);
 	}
 	return num;
@@ -74,14 +74,14 @@ static void grow_groups(struct gl_jobstats *st, uint32_t g)
 	}
 	while (cap <= g)
 		cap *= 2;
-	st->failed_ms = gl_xrealloc(st->failed_ms, cap * sizeof *st->failed_ms);
+	st->failed_us = gl_xrealloc(st->failed_us, cap * sizeof *st->failed_us);
 	st->failed_micros = gl_xrealloc(st->failed_micros, cap * sizeof *st->failed_micros);
 	st->busy_micros = gl_xrealloc(st->busy_micros, cap * sizeof *st->busy_micros);
 	st->aidle_micros = gl_xrealloc(st->aidle_micros, cap * sizeof *st->aidle_micros);
 	st->energy_mj = gl_xrealloc(st->energy_mj, cap * sizeof *st->energy_mj);
 	st->has_energy = gl_xrealloc(st->has_energy, cap * sizeof *st->has_energy);
 	for (size_t i = st->cap_groups; i < cap; i++) {
-		st->failed_ms[i] = st->failed_micros[i] = st->energy_mj[i] = 0;
+		st->failed_us[i] = st->failed_micros[i] = st->energy_mj[i] = 0;
 		st->busy_micros[i] = st->aidle_micros[i] = 0;
 		st->has_energy[i] = 0;
 	}
@@ -117,12 +117,12 @@ static void top_offer(struct gl_jobstats_top *list, size_t *n, const struct gl_j
 	t.cluster = gl_xstrdup(j->cluster);
 	t.state = gl_xstrdup(j->state);
 	t.group = j->group;
-	t.gpu_milli = j->gpu_milli;
-	t.alloc_s = (j->alloc_ms + 500) / 1000;
+	t.gpu_micro = j->gpu_micro;
+	t.alloc_s = (j->alloc_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO;
 	t.cost_micros = j->cost_micros;
-	t.unpriced_s = (j->unpriced_ms + 500) / 1000;
+	t.unpriced_s = (j->unpriced_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO;
 	t.observed = j->observed;
-	t.idle_s = (j->idle_ms + 500) / 1000;
+	t.idle_s = (j->idle_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO;
 	t.idle_micros = idle_micros;
 	t.key = key;
 	list[at] = t;
@@ -130,16 +130,16 @@ static void top_offer(struct gl_jobstats_top *list, size_t *n, const struct gl_j
 }
 
 /* cost x part / allocated, half up (0 when nothing was allocated) */
-static int64_t part_cost(const struct gl_jobstats_job *j, int64_t part_ms)
+static int64_t part_cost(const struct gl_jobstats_job *j, int64_t part_us)
 {
-	if (j->alloc_ms <= 0 || part_ms <= 0 || j->cost_micros <= 0)
+	if (j->alloc_us <= 0 || part_us <= 0 || j->cost_micros <= 0)
 		return 0;
-	return (int64_t)(((gl_i128)j->cost_micros * part_ms * 2 + j->alloc_ms) / ((gl_i128)j->alloc_ms * 2));
+	return (int64_t)(((gl_i128)j->cost_micros * part_us * 2 + j->alloc_us) / ((gl_i128)j->alloc_us * 2));
 }
 
 static int64_t idle_cost(const struct gl_jobstats_job *j)
 {
-	return part_cost(j, j->idle_ms);
+	return part_cost(j, j->idle_us);
 }
 
 void gl_jobstats_add(struct gl_jobstats *st, const struct gl_jobstats_job *j)
@@ -151,11 +151,11 @@ void gl_jobstats_add(struct gl_jobstats *st, const struct gl_jobstats_job *j)
 		top_offer(st->top_idle, &st->n_top_idle, j, ic, ic);
 		/* per job: an owner's jobs differ in price, so its busy and idle
 		 * are not worth its average price per GPU-second */
-		st->busy_micros[j->group] += part_cost(j, j->busy_ms);
+		st->busy_micros[j->group] += part_cost(j, j->busy_us);
 		st->aidle_micros[j->group] += ic;
 	}
 	if (gl_jobstats_state_failed(j->state)) {
-		st->failed_ms[j->group] += j->alloc_ms;
+		st->failed_us[j->group] += j->alloc_us;
 		st->failed_micros[j->group] += j->cost_micros;
 	}
 	if (j->has_energy) {
@@ -223,7 +223,7 @@ void gl_jobstats_fold(struct gl_jobstats *st, const uint32_t *owner_of, size_t n
 	memset(parts, 0, n_parts * sizeof *parts);
 	for (size_t g = 0; g < st->n_groups; g++) {
 		struct gl_jobstats_owner *o = &owners[owner_of[g]];
-		o->failed_s += st->failed_ms[g];
+		o->failed_s += st->failed_us[g];
 		o->failed_micros += st->failed_micros[g];
 		o->busy_micros += st->busy_micros[g];
 		o->aidle_micros += st->aidle_micros[g];
@@ -232,9 +232,9 @@ void gl_jobstats_fold(struct gl_jobstats *st, const uint32_t *owner_of, size_t n
 			o->energy_mj += st->energy_mj[g];
 		}
 	}
-	/* failed_s holds milli-GPU-seconds until here: rounded once per owner */
+	/* failed_s holds micro-GPU-seconds until here: rounded once per owner */
 	for (size_t i = 0; i < n_owners; i++)
-		owners[i].failed_s = (owners[i].failed_s + 500) / 1000;
+		owners[i].failed_s = (owners[i].failed_s + GL_GPU_MICRO / 2) / GL_GPU_MICRO;
 	waits_by(st, owner_of, 1, n_owners, owners);
 	waits_by(st, owner_of, 0, n_parts, parts);
 }
@@ -251,7 +251,7 @@ void gl_jobstats_fini(struct gl_jobstats *st)
 		free(st->top_idle[i].cluster);
 		free(st->top_idle[i].state);
 	}
-	free(st->failed_ms);
+	free(st->failed_us);
 	free(st->failed_micros);
 	free(st->busy_micros);
 	free(st->aidle_micros);

@@ -57,6 +57,14 @@ void gl_report_fmt_kwh(int64_t mj, char *buf, size_t n)
 	snprintf(buf, n, "%lld.%03lld", (long long)(wh / 1000), (long long)(wh % 1000));
 }
 
+void gl_report_fmt_gpus(int64_t micro, char *buf, size_t n)
+{
+	if (micro % 1000 == 0)
+		snprintf(buf, n, "%lld.%03lld", (long long)(micro / GL_GPU_MICRO), (long long)(micro % GL_GPU_MICRO / 1000));
+	else
+		snprintf(buf, n, "%lld.%06lld", (long long)(micro / GL_GPU_MICRO), (long long)(micro % GL_GPU_MICRO));
+}
+
 const char *gl_report_owner_label(const char *key)
 {
 	return key && *key ? key : "(none)";
@@ -408,7 +416,7 @@ static void csv_jobs(const struct gl_showback *sb, const struct gl_sb_job *j, si
 		gl_csv_field(o, j[i].cluster);
 		gl_csv_field(o, j[i].owner);
 		gl_csv_field(o, j[i].state);
-		snprintf(g, sizeof g, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
+		gl_report_fmt_gpus(j[i].gpu_micro, g, sizeof g);
 		gl_csv_raw(o, g);
 		c_hours(o, j[i].alloc_s);
 		c_hours(o, j[i].unpriced_s);
@@ -721,7 +729,7 @@ static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const s
 		td(o, j[i].cluster);
 		td(o, gl_report_owner_label(j[i].owner));
 		td(o, j[i].state);
-		snprintf(b, sizeof b, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
+		gl_report_fmt_gpus(j[i].gpu_micro, b, sizeof b);
 		tdn(o, b);
 		tdh(o, j[i].alloc_s);
 		gl_report_fmt_job_money(sb, &j[i], j[i].cost_micros, b, sizeof b);

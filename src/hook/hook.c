@@ -185,7 +185,7 @@ static cJSON *job_json(const struct hjob *j, const struct gl_hookpolicy *pols)
 	cJSON_AddStringToObject(o, "account", r->account);
 	cJSON_AddStringToObject(o, "namespace", r->ns);
 	cJSON_AddStringToObject(o, "owner", j->owner);
-	cJSON_AddNumberToObject(o, "gpus", (double)r->gpu_milli / 1000.0);
+	cJSON_AddNumberToObject(o, "gpus", (double)r->gpu_micro / (double)GL_GPU_MICRO);
 	cJSON_AddNumberToObject(o, "idle_gpus", (double)j->ev.idle_gpus);
 	cJSON_AddNumberToObject(o, "idle_minutes", (double)(j->ev.idle_s / 60));
 	cJSON_AddNumberToObject(o, "idle_gpu_seconds", (double)j->ev.idle_gpu_s);
@@ -247,7 +247,7 @@ static char **expand(const struct run *R, const struct gl_hookpolicy *p, const s
 	int64_t act_at = R->now_s + (p->rule.t3_s > j->ev.idle_s ? p->rule.t3_s - j->ev.idle_s : 0);
 
 	fmt_i64(idle_min, sizeof idle_min, j->ev.idle_s / 60);
-	snprintf(gpus, sizeof gpus, "%g", (double)r->gpu_milli / 1000.0);
+	snprintf(gpus, sizeof gpus, "%g", (double)r->gpu_micro / (double)GL_GPU_MICRO);
 	snprintf(gpu_hours, sizeof gpu_hours, "%.2f", (double)j->ev.idle_gpu_s / 3600.0);
 	/* the currency's decimals, half up, as the reports and budget alerts
 	 * write money: cutting at two decimals truncated USD and gave JPY two
@@ -469,7 +469,7 @@ static int probe_recent(struct run *R, struct gl_err *err)
 			continue;
 		p = &R->pols[j->pol];
 		w = p->rule.t1_s < p->rule.max_data_age_s ? p->rule.t1_s : p->rule.max_data_age_s;
-		if (j->row->gpu_milli > 1000 && p->rule.gpu_fraction < 1)
+		if (j->row->gpu_micro > GL_GPU_MICRO && p->rule.gpu_fraction < 1)
 			continue;
 		pr[n++] = (struct gl_hookstore_probe){j->row->job_pk, R->now_s - w, 0, i};
 		if (R->now_s - w < lo)
@@ -599,7 +599,7 @@ static int probe_busy_before(struct run *R, struct gl_err *err)
 static int classify(const struct run *R, struct hjob *j)
 {
 	const struct gl_hookpolicy *p = &R->pols[j->pol];
-	size_t expected = (size_t)((j->row->gpu_milli + 999) / 1000);
+	size_t expected = (size_t)((j->row->gpu_micro + GL_GPU_MICRO - 1) / GL_GPU_MICRO);
 	if (j->busy_before)
 		for (size_t g = 0; g < j->ngpus; g++) {
 			j->gpus[g].idle_s = 0;
@@ -645,7 +645,7 @@ static void price(struct run *R, const struct gl_hookstore_rate_list *rl)
 			if (nr < GL_ARRAY_LEN(rt))
 				rt[nr++] = rl->v[r].rate;
 		num = gl_idlerule_idle_cost_num(&R->pols[j->pol].rule, j->isp, j->nisp, j->row->start_s, R->now_s, rt, nr);
-		j->idle_cost = (int64_t)((num + GL_MILLI_GPU_SECONDS_PER_GPU_HOUR / 2) / GL_MILLI_GPU_SECONDS_PER_GPU_HOUR);
+		j->idle_cost = (int64_t)((num + GL_MICRO_GPU_SECONDS_PER_GPU_HOUR / 2) / GL_MICRO_GPU_SECONDS_PER_GPU_HOUR);
 	}
 }
 

@@ -231,31 +231,31 @@ void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const str
 		if (nd->labelled || !nd->gpus)
 			continue;
 		{
-			double sum = 0, cap_milli = 1000.0 * (double)nd->gpus, denom;
+			double sum = 0, cap_micro = (double)GL_GPU_MICRO * (double)nd->gpus, denom;
 			size_t holders = 0, last = 0;
 			for (size_t k = 0; k < nd->njobs; k++) {
 				const struct gl_attrib_job *jb = &jobs[nd->jobs[k]];
 				double per_node;
-				if (jb->gpu_milli <= 0)
+				if (jb->held_micro <= 0)
 					continue;
-				per_node = (double)jb->gpu_milli / (double)(jb->nnodes ? jb->nnodes : 1);
+				per_node = (double)jb->held_micro / (double)(jb->nnodes ? jb->nnodes : 1);
 				sum += per_node;
 				holders++;
 				last = nd->jobs[k];
 			}
 			if (!holders)
 				continue;
-			if (holders == 1 && sum >= cap_milli) {
+			if (holders == 1 && sum >= cap_micro) {
 				emit(&o, g, &jobs[last], 1.0, GL_ATTRIB_NODE_EXCLUSIVE);
 				continue;
 			}
-			denom = sum > cap_milli ? sum : cap_milli;
+			denom = sum > cap_micro ? sum : cap_micro;
 			for (size_t k = 0; k < nd->njobs; k++) {
 				const struct gl_attrib_job *jb = &jobs[nd->jobs[k]];
-				if (jb->gpu_milli <= 0)
+				if (jb->held_micro <= 0)
 					continue;
 				emit(&o, g, jb,
-				     (double)jb->gpu_milli / (double)(jb->nnodes ? jb->nnodes : 1) / denom,
+				     (double)jb->held_micro / (double)(jb->nnodes ? jb->nnodes : 1) / denom,
 				     GL_ATTRIB_NODE_ESTIMATED);
 			}
 		}

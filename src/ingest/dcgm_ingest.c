@@ -1,6 +1,7 @@
 /* dcgm-exporter ingestion (see include/gl/dcgm_ingest.h, docs/ingest.md). */
 #include "gl/dcgm_ingest.h"
 #include "gl/dcgmstore.h"
+#include "gl/busyshare.h"
 #include "gl/dcgm_attrib.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
@@ -35,6 +36,7 @@ int gl_dcgm_ingest_opts_init(struct gl_dcgm_ingest_opts *o, const struct gl_conf
 	o->idle.memory_counts_as_busy = cfg->idle_memory_counts_as_busy;
 	o->idle.fb_used_busy_mib = (double)cfg->idle_fb_used_busy_mib;
 	o->idle.power_busy_watts = (double)cfg->idle_power_busy_watts;
+	o->held_mib = (double)cfg->idle_held_memory_mib;
 	/* one missed scrape is bridged, a longer silence is not claimed */
 	o->max_gap_s = 60;
 	for (size_t i = 0; i < cfg->n_dcgm; i++) {
@@ -46,10 +48,19 @@ int gl_dcgm_ingest_opts_init(struct gl_dcgm_ingest_opts *o, const struct gl_conf
 	return 0;
 }
 
+const char *gl_dcgm_ingest_source_name(const char *src)
+{
+	if (!src || !*src || !strcmp(src, "dcgm"))
+		return "dcgm";
+	if (!strcmp(src, "nvidia_smi"))
+		return "nvidia_gpu_exporter";
+	return src; /* "amd", "nvidia-smi" */
+}
+
 /* ---- batch -------------------------------------------------------------- */
 
 struct bgpu {
-	size_t host, uuid, profile, model, driver; /* offsets into str */
+	size_t host, uuid, profile, model, driver, source; /* offsets into str */
 	int gi_id;
 	int mig_parent;
 	struct gl_dcgm_reading r;
@@ -141,6 +152,48 @@ void gl_dcgm_batch_fail(struct gl_dcgm_batch *b, const char *input, const char *
 	add_reason(b, input, 0, why);
 }
 
+void gl_dcgm_batch_skip(struct gl_dcgm_batch *b, const char *input, int64_t line, const char *why)
+{
+	b->bad_lines++;
+	add_reason(b, input, line, why);
+}
+
+void gl_dcgm_batch_lines(struct gl_dcgm_batch *b, int64_t lines)
+{
+	b->st.lines_read += lines;
+}
+
+static struct bgpu *new_gpu(struct gl_dcgm_batch *b)
+{
+	struct bgpu *o;
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 64;
+		b->g = gl_xrealloc(b->g, b->cap * sizeof *b->g);
+	}
+	o = &b->g[b->n++];
+	memset(o, 0, sizeof *o);
+	return o;
+}
+
+void gl_dcgm_batch_add_gpu(struct gl_dcgm_batch *b, const struct gl_dcgm_batch_gpu *g)
+{
+	struct bgpu *o = new_gpu(b);
+	o->host = put_str(b, g->node ? g->node : "");
+	o->uuid = put_str(b, g->uuid ? g->uuid : "");
+	o->profile = put_str(b, g->profile ? g->profile : "");
+	o->model = put_str(b, g->model ? g->model : "");
+	o->driver = put_str(b, g->driver ? g->driver : "");
+	o->source = put_str(b, gl_dcgm_ingest_source_name(g->source));
+	o->gi_id = g->gi_id;
+	o->mig_parent = g->mig_parent;
+	o->r = *g->r;
+	o->job0 = b->nrefs;
+	o->njobs = g->njobs;
+	for (size_t k = 0; k < g->njobs; k++)
+		put_ref(b, put_str(b, g->jobs[k]));
+	o->pod0 = b->nrefs;
+}
+
 void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, const char *input)
 {
 	size_t *map = gl_xmalloc((s->ngpus ? s->ngpus : 1) * sizeof *map); /* scrape index -> batch index + 1 */
@@ -173,17 +226,13 @@ void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, 
 			b->no_host++;
 			continue;
 		}
-		if (b->n == b->cap) {
-			b->cap = b->cap ? b->cap * 2 : 64;
-			b->g = gl_xrealloc(b->g, b->cap * sizeof *b->g);
-		}
-		o = &b->g[b->n];
-		memset(o, 0, sizeof *o);
+		o = new_gpu(b);
 		o->host = put_str(b, g->hostname);
 		o->uuid = put_str(b, g->uuid);
 		o->profile = put_str(b, g->gi_profile);
 		o->model = put_str(b, g->model);
 		o->driver = put_str(b, g->driver_version);
+		o->source = put_str(b, gl_dcgm_ingest_source_name(g->source));
 		o->gi_id = g->gi_id;
 		o->r = g->r;
 		o->job0 = b->nrefs;
@@ -199,7 +248,7 @@ void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, 
 			if (g->pods[k].pod[0])
 				b->has_pods = 1;
 		}
-		map[i] = ++b->n;
+		map[i] = b->n;
 	}
 	/* a whole GPU whose UUID also has MIG instances is their parent */
 	for (size_t i = 0; i < s->ngpus; i++) {
@@ -220,6 +269,8 @@ struct round {
 	PGconn *c;
 	const struct gl_dcgm_ingest_opts *o;
 	struct gl_dcgm_batch *b;
+	struct gl_dcgm_batch *run;            /* the batch holding the run's counters and reasons */
+	int last;                             /* the run's last round: its final status */
 	int64_t at_s, bstart, max_gap;
 	int cluster_id;
 	int64_t run_id;
@@ -234,7 +285,49 @@ struct round {
 	struct gl_attrib_share *shares;
 	size_t nshares;
 	size_t *share0;                       /* GPU i's shares: [share0[i], share0[i + 1]) */
+	int *node_labelled;                   /* per batch GPU: some GPU of its node carries labels */
+	int64_t *node_gpus;                   /* per batch GPU: its node's GPUs (MIG parents not counted) */
 };
+
+static const struct gl_attrib_gpu *g_sort_ag; /* for node_cmp: qsort has no context */
+
+static int node_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int d = strcmp(g_sort_ag[x].node, g_sort_ag[y].node);
+	return d ? d : (x > y) - (x < y);
+}
+
+/* What the node rule of the attribution knows of each GPU's node (as
+ * dcgm_attrib counts it): whether any GPU of the node carries labels, and
+ * how many GPUs the node has. A sample of an unlabelled node that no job
+ * fully took waits for the jobs of that node (sql/048). */
+static void node_facts(struct round *R)
+{
+	size_t n = R->b->n, *ix = gl_xmalloc((n ? n : 1) * sizeof *ix);
+	R->node_labelled = gl_xcalloc(n ? n : 1, sizeof *R->node_labelled);
+	R->node_gpus = gl_xcalloc(n ? n : 1, sizeof *R->node_gpus);
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	g_sort_ag = R->ag;
+	qsort(ix, n, sizeof *ix, node_cmp);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		int lab = 0;
+		int64_t gpus = 0;
+		for (; j < n && !strcmp(R->ag[ix[j]].node, R->ag[ix[i]].node); j++) {
+			const struct gl_attrib_gpu *a = &R->ag[ix[j]];
+			lab |= a->njobs > 0 || a->npods > 0;
+			gpus += !a->skip;
+		}
+		for (size_t k = i; k < j; k++) {
+			R->node_labelled[ix[k]] = lab;
+			R->node_gpus[ix[k]] = gpus;
+		}
+		i = j;
+	}
+	free(ix);
+}
 
 static void stage_inventory(struct round *R)
 {
@@ -242,8 +335,9 @@ static void stage_inventory(struct round *R)
 	const char *S = b->str.p;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct bgpu *g = &b->g[i];
-		struct gl_dcgmstore_gpu row = {i, S + g->host, S + g->uuid, S + g->profile, S + g->model, S + g->driver,
-					       g->gi_id, 0, 0, g->mig_parent};
+		struct gl_dcgmstore_gpu row = {i,	  S + g->host, S + g->uuid,	   S + g->profile, S + g->model,
+					       S + g->driver, S + g->source, g->gi_id, 0,		   0,
+					       g->mig_parent};
 		row.have_memory = gl_dcgm_reading_has(&g->r, GL_DCGM_FB_USED_MIB) &&
 				  gl_dcgm_reading_has(&g->r, GL_DCGM_FB_FREE_MIB);
 		if (row.have_memory)
@@ -318,10 +412,11 @@ static int attribute(struct round *R, struct gl_err *err)
 	for (size_t k = 0; k < R->jobs.n; k++) {
 		const struct gl_dcgmstore_job *j = &R->jobs.v[k];
 		R->aj[k] = (struct gl_attrib_job){j->job_pk,	j->job_id,  j->job_id_raw, j->het_job_id,
-						  j->ns,	j->name,    j->gpu_milli,  j->start_s,
+						  j->ns,	j->name,    j->held_micro, j->start_s,
 						  (const char *const *)j->nodes, j->nnodes};
 	}
 	gl_dcgm_attribute(R->ag, R->b->n, R->aj, R->jobs.n, &R->shares, &R->nshares);
+	node_facts(R);
 	R->share0 = gl_xcalloc(R->b->n + 1, sizeof *R->share0);
 	for (size_t k = 0; k < R->nshares; k++)
 		R->share0[R->shares[k].gpu + 1]++;
@@ -330,24 +425,64 @@ static int attribute(struct round *R, struct gl_err *err)
 	return 0;
 }
 
-/* The jobs' shares of one applied sample; returns the best attribution. */
-static enum gl_attrib_kind stage_shares(struct round *R, const struct gl_dcgmstore_state *m, int64_t dt, int busy,
-					int nodata)
+/* One applied sample's time, split by its busy share (duty x the time it
+ * covers; docs/ingest.md, "Busy share"), in milliseconds. */
+struct split {
+	int64_t dt_s, covered_ms, busy_ms, idle_ms, held_ms;
+	int busy, nodata;
+};
+
+/* The jobs' shares of one applied sample; returns the best attribution and
+ * the share of the GPU they took. */
+static enum gl_attrib_kind stage_shares(struct round *R, const struct gl_dcgmstore_state *m, const struct split *sp,
+					double *took)
 {
 	enum gl_attrib_kind best = GL_ATTRIB_NODE_ESTIMATED;
-	int idle = !busy && !nodata;
+	double bf = 0, idf = 0, hf = 0;
+	if (sp->covered_ms > 0) {
+		bf = (double)sp->busy_ms / (double)sp->covered_ms;
+		idf = (double)sp->idle_ms / (double)sp->covered_ms;
+		hf = (double)sp->held_ms / (double)sp->covered_ms;
+	}
+	*took = 0;
 	for (size_t s = R->share0[m->idx]; s < R->share0[m->idx + 1]; s++) {
 		const struct gl_attrib_share *sh = &R->shares[s];
 		/* never cover time before the job started */
-		int64_t jdt = R->at_s - sh->job_start_s < dt ? R->at_s - sh->job_start_s : dt;
+		int64_t jdt = R->at_s - sh->job_start_s < sp->dt_s ? R->at_s - sh->job_start_s : sp->dt_s;
 		double gs = (double)jdt * sh->share;
-		struct gl_dcgmstore_share row = {m->gpu_id, sh->job_pk, gl_attrib_kind_name(sh->kind), busy, nodata, gs,
-						 busy ? gs : 0.0, idle ? gs : 0.0};
+		struct gl_dcgmstore_share row = {m->gpu_id, sh->job_pk, gl_attrib_kind_name(sh->kind), sp->busy, sp->nodata,
+						 gs, gs * bf, gs * idf, gs * hf};
 		if (sh->kind < best)
 			best = sh->kind;
+		*took += sh->share;
 		gl_dcgmstore_add_share(R->st, &row);
 	}
 	return best;
+}
+
+/* The sample's time split: covered since the GPU's last sample (capped),
+ * busy the duty's share of it, idle the rest, held idle the idle part
+ * while the GPU held memory; all of it no data without a duty value. */
+static void split_sample(const struct round *R, const struct gl_dcgmstore_state *m, const struct gl_dcgm_reading *r,
+			 struct split *sp)
+{
+	struct gl_busyshare bs;
+	const struct gl_busyshare_params bp = {R->max_gap * 1000, R->o->held_mib};
+	double duty = -1;
+	memset(sp, 0, sizeof *sp);
+	sp->nodata = gl_dcgm_reading_duty(&R->o->idle, r, &duty) != 0;
+	sp->busy = !sp->nodata && duty > 0;
+	gl_busyshare_init(&bs);
+	if (m->last_s != GL_TIME_NONE)
+		bs.last_t_ms = m->last_s * 1000;
+	if (gl_busyshare_add(&bs, &bp, R->at_s * 1000, sp->nodata ? -1.0 : duty,
+			     gl_dcgm_reading_has(r, GL_DCGM_FB_USED_MIB) ? r->v[GL_DCGM_FB_USED_MIB] : -1.0) != 0)
+		return; /* not after the last sample: the caller checked */
+	sp->covered_ms = bs.covered_ms;
+	sp->dt_s = bs.covered_ms / 1000;
+	sp->busy_ms = bs.busy_ms;
+	sp->idle_ms = bs.idle_ms;
+	sp->held_ms = bs.held_idle_ms;
 }
 
 /* 3. one GPU's sample: its rollup row, its jobs' shares, or the wait for a
@@ -357,8 +492,9 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
 	const struct bgpu *g = &R->b->g[m->idx];
 	struct gl_dcgm_bucket bk;
 	struct gl_dcgmstore_use u = {0};
-	int64_t dt;
+	struct split sp;
 	enum gl_attrib_kind best;
+	double took;
 
 	if (m->last_s != GL_TIME_NONE && R->at_s <= m->last_s) {
 		R->res.stale++;
@@ -372,9 +508,7 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
 		return;
 	}
 	R->res.applied++;
-	dt = m->last_s == GL_TIME_NONE ? 0 : R->at_s - m->last_s;
-	if (dt > R->max_gap)
-		dt = R->max_gap;
+	split_sample(R, m, &g->r, &sp);
 	u.gpu_id = m->gpu_id;
 	u.busy = (int)bk.busy_samples;
 	u.nodata = (int)bk.nodata_samples;
@@ -388,22 +522,44 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
 	u.energy_resets = bk.energy_resets;
 	u.have_xid = gl_dcgm_reading_has(&g->r, GL_DCGM_XID_ERRORS);
 	u.xid = u.have_xid ? llround(bk.xid_last) : 0;
-	u.covered_s = dt;
-	u.busy_s = u.busy ? dt : 0;
-	u.idle_s = !u.busy && !u.nodata ? dt : 0;
+	/* whole seconds per GPU-bucket: busy rounded once per sample, idle the
+	 * rest, so covered = busy + idle + no data exactly */
+	u.covered_s = sp.dt_s;
+	u.busy_s = (sp.busy_ms + 500) / 1000;
+	u.idle_s = sp.nodata ? 0 : sp.dt_s - u.busy_s;
+	u.held_idle_s = (sp.held_ms + 500) / 1000 < u.idle_s ? (sp.held_ms + 500) / 1000 : u.idle_s;
 	u.energy_last = bk.energy_last_mj;
 	gl_dcgmstore_add_use(R->st, &u);
-	best = stage_shares(R, m, dt, u.busy, u.nodata);
-	if (R->share0[m->idx] < R->share0[m->idx + 1]) {
+	best = stage_shares(R, m, &sp, &took);
+	if (R->share0[m->idx] < R->share0[m->idx + 1])
 		R->res.attributed[best]++;
-	} else if (!g->mig_parent) {
-		const struct gl_attrib_gpu *a = &R->ag[m->idx];
+	else if (!g->mig_parent)
 		R->res.unattributed++;
-		if (g->njobs || g->npods) {
-			struct gl_dcgmstore_pending p = {m->gpu_id, a->node, a->jobs, a->njobs, a->pods, a->npods,
-							 dt, u.busy, u.nodata};
+	if (!g->mig_parent) {
+		const struct gl_attrib_gpu *a = &R->ag[m->idx];
+		struct gl_dcgmstore_pending p = {m->gpu_id,   a->node,	  a->jobs,    a->njobs,	   a->pods,
+						 a->npods,    sp.dt_s,	  sp.busy,    sp.nodata,   sp.busy_ms,
+						 sp.idle_ms,  sp.held_ms, -1.0,	      0,	   NULL,
+						 0};
+		int64_t *claimed = NULL;
+		if ((g->njobs || g->npods) && R->share0[m->idx] == R->share0[m->idx + 1]) {
+			/* a labelled sample no job claimed: it waits for its job */
 			gl_dcgmstore_add_pending(R->st, &p);
+		} else if (!R->node_labelled[m->idx] && sp.dt_s > 0 && took < 1.0 - 1e-9) {
+			/* an unlabelled node: what no known job took waits for
+			 * the jobs of the node the next jobs ingest brings */
+			size_t n0 = R->share0[m->idx], n1 = R->share0[m->idx + 1];
+			claimed = gl_xmalloc((n1 - n0 + 1) * sizeof *claimed);
+			for (size_t k = n0; k < n1; k++)
+				claimed[k - n0] = R->shares[k].job_pk;
+			p.left = 1.0 - took;
+			p.node_gpus = R->node_gpus[m->idx];
+			p.claimed = claimed;
+			p.nclaimed = n1 - n0;
+			gl_dcgmstore_add_pending(R->st, &p);
+			R->res.waiting++;
 		}
+		free(claimed);
 	}
 }
 
@@ -415,7 +571,9 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
  * counters. Rolled back whole on any failure. */
 static int write_round(struct round *R, struct gl_err *err)
 {
-	struct gl_dcgm_batch *b = R->b;
+	struct gl_dcgm_batch *b = R->b, *run = R->run;
+	/* the run's counters as committed: a failed round adds nothing */
+	int64_t ins0 = run->st.inserted, unc0 = run->st.unchanged, ign0 = run->st.ignored;
 	int rc;
 	if ((rc = gl_dcgmstore_begin(R->c, R->cluster_id, err)))
 		return rc;
@@ -435,18 +593,24 @@ static int write_round(struct round *R, struct gl_err *err)
 					    err))) ||
 	    (b->n && (rc = gl_dcgmstore_watermark(R->c, R->cluster_id, R->at_s, err))))
 		goto fail;
-	b->st.inserted = R->res.applied;
-	b->st.unchanged = R->res.stale;
-	b->st.ignored = b->ignored + R->res.duplicates;
+	run->st.inserted += R->res.applied;
+	run->st.unchanged += R->res.stale;
+	run->st.ignored += b->ignored + R->res.duplicates;
 	if (b->no_host)
-		add_reason(b, R->o->input_name, 0, "GPUs without a Hostname label skipped (give the node name)");
-	if ((rc = gl_ingest_run_update(R->c, R->run_id, &b->st, b->failed || b->bad_lines || b->no_host ? "partial" : "ok",
+		add_reason(run, R->o->input_name, 0, "GPUs without a Hostname label skipped (give the node name)");
+	if ((rc = gl_ingest_run_update(R->c, R->run_id, &run->st,
+				       !R->last ? "running"
+				       : run->failed || run->bad_lines || run->no_host || b->no_host ? "partial"
+												   : "ok",
 				       NULL, err)) ||
 	    (rc = gl_txn_commit(R->c, err)))
 		goto fail;
 	return 0;
 fail:
 	gl_txn_rollback(R->c);
+	run->st.inserted = ins0;
+	run->st.unchanged = unc0;
+	run->st.ignored = ign0;
 	return rc;
 }
 
@@ -461,46 +625,100 @@ static void round_fini(struct round *R)
 	free(R->ag);
 	free(R->pods);
 	free(R->ptrs);
+	free(R->node_labelled);
+	free(R->node_gpus);
+}
+
+static void add_result(struct gl_dcgm_ingest_result *t, const struct gl_dcgm_ingest_result *r)
+{
+	t->gpus += r->gpus;
+	t->nodes = r->nodes > t->nodes ? r->nodes : t->nodes;
+	t->new_gpus += r->new_gpus;
+	t->applied += r->applied;
+	t->stale += r->stale;
+	t->duplicates += r->duplicates;
+	for (size_t k = 0; k < GL_ARRAY_LEN(t->attributed); k++)
+		t->attributed[k] += r->attributed[k];
+	t->unattributed += r->unattributed;
+	t->waiting += r->waiting;
+	t->marked_absent += r->marked_absent;
+}
+
+/* One round of the run (its own transaction). */
+static int one_round(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *run, struct gl_dcgm_batch *b,
+		     int64_t at_s, int cluster_id, int64_t run_id, int last, int64_t *day_ready,
+		     struct gl_dcgm_ingest_result *total, struct gl_err *err)
+{
+	struct round R = {.c = c, .o = o, .b = b, .run = run, .last = last, .at_s = at_s, .cluster_id = cluster_id,
+			  .run_id = run_id};
+	int64_t day;
+	int rc = 0;
+
+	R.res.gpus = (int64_t)b->n;
+	R.bstart = at_s - ((at_s % o->bucket_s) + o->bucket_s) % o->bucket_s;
+	R.max_gap = o->max_gap_s > 0 && o->max_gap_s < o->bucket_s ? o->max_gap_s : o->bucket_s;
+	R.st = gl_dcgmstore_stage_new();
+	day = R.bstart - ((R.bstart % 86400) + 86400) % 86400;
+	/* partitions outside the batch transaction: their DDL locks gpu_usage
+	 * briefly instead of for the whole batch; tomorrow's is made ahead */
+	if (day != *day_ready && !(rc = gl_dcgmstore_prepare(c, R.bstart, err)))
+		*day_ready = day;
+	if (!rc && !(rc = write_round(&R, err)))
+		add_result(total, &R.res);
+	round_fini(&R);
+	return rc;
+}
+
+int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
+			  const int64_t *at_s, size_t n, struct gl_dcgm_ingest_result *res_out, struct gl_err *err)
+{
+	struct gl_dcgm_ingest_result res = {0};
+	struct gl_dcgm_batch *run = b[0];
+	int64_t run_id = 0, day_ready = INT64_MIN;
+	int cluster_id = 0, rc = 0, pods = 0;
+	size_t k = 0;
+
+	if (o->bucket_s <= 0)
+		return gl_err_set(err, GL_EINVAL, "dcgm: bucket_s must be positive");
+	for (size_t i = 0; i < n; i++)
+		pods |= b[i]->has_pods;
+	res.bad_lines = run->bad_lines;
+	res.failed_inputs = run->failed;
+	res.no_host = run->no_host;
+	run->st.inserted = run->st.updated = run->st.unchanged = 0;
+	if ((rc = gl_dcgmstore_cluster(c, o->cluster, pods, &cluster_id, err)) ||
+	    (rc = gl_ingest_run_begin(c, o->run_source ? o->run_source : "dcgm", cluster_id, o->input_name, &run_id,
+				      err)))
+		goto failed;
+	for (; k < n; k++)
+		if ((rc = one_round(c, o, run, b[k], at_s[k], cluster_id, run_id, k + 1 == n, &day_ready, &res, err)))
+			goto failed;
+	goto out;
+failed:
+	if (run_id) {
+		struct gl_err e2 = {0};
+		char redo[160];
+		/* each round is one transaction: those before k were written */
+		snprintf(redo, sizeof redo,
+			 k ? "the rounds before the failed one were written; ingesting the same samples again applies "
+			     "only the rest"
+			   : "none of this round's samples were written: the next round scrapes the targets again");
+		if (gl_ingest_run_fail(c, run_id, &run->st, err ? err->msg : "error", redo, &e2))
+			gl_log(GL_LOG_WARN, "dcgm: could not record the failed run: %s", e2.msg);
+	}
+out:
+	gl_ingest_run_audit(c, run_id);
+	if (rc)
+		gl_err_prefix(err, "dcgm %s: ", o->cluster);
+	if (!rc && res_out)
+		*res_out = res;
+	return rc;
 }
 
 int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res_out, struct gl_err *err)
 {
-	struct round R = {.c = c, .o = o, .b = b, .at_s = at_s};
-	int rc;
-
-	R.res.gpus = (int64_t)b->n;
-	R.res.bad_lines = b->bad_lines;
-	R.res.failed_inputs = b->failed;
-	R.res.no_host = b->no_host;
-	if (o->bucket_s <= 0)
-		return gl_err_set(err, GL_EINVAL, "dcgm: bucket_s must be positive");
-	R.bstart = at_s - ((at_s % o->bucket_s) + o->bucket_s) % o->bucket_s;
-	R.max_gap = o->max_gap_s > 0 && o->max_gap_s < o->bucket_s ? o->max_gap_s : o->bucket_s;
-	R.st = gl_dcgmstore_stage_new();
-	/* partitions outside the batch transaction: their DDL locks gpu_usage
-	 * briefly instead of for the whole batch; tomorrow's is made ahead */
-	if ((rc = gl_dcgmstore_cluster(c, o->cluster, b->has_pods, &R.cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(c, "dcgm", R.cluster_id, o->input_name, &R.run_id, err)) ||
-	    (rc = gl_dcgmstore_prepare(c, R.bstart, err)) || (rc = write_round(&R, err))) {
-		struct gl_err e2 = {0};
-		if (R.run_id) {
-			/* one transaction per round: none of it was written */
-			b->st.inserted = b->st.updated = b->st.unchanged = 0;
-			if (gl_ingest_run_fail(c, R.run_id, &b->st, err ? err->msg : "error",
-					       "none of this round's samples were written: the next round scrapes the "
-					       "targets again",
-					       &e2))
-				gl_log(GL_LOG_WARN, "dcgm: could not record the failed run: %s", e2.msg);
-		}
-	}
-	gl_ingest_run_audit(c, R.run_id);
-	if (rc)
-		gl_err_prefix(err, "dcgm %s: ", o->cluster);
-	if (!rc && res_out)
-		*res_out = R.res;
-	round_fini(&R);
-	return rc;
+	return gl_dcgm_ingest_rounds(c, o, &b, &at_s, 1, res_out, err);
 }
 
 int gl_dcgm_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err)

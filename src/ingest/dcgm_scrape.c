@@ -18,19 +18,20 @@
 
 /* ---- targets ------------------------------------------------------------ */
 
-static void add_target(struct gl_dcgm_target **t, size_t *n, size_t *cap, const char *url, size_t ulen,
-		       const char *node, size_t nlen)
+/* Adds url (once); returns its index. */
+static size_t add_target(struct gl_dcgm_target **t, size_t *n, size_t *cap, const char *url, size_t ulen,
+			 const char *node, size_t nlen)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (strlen((*t)[i].url) == ulen && !memcmp((*t)[i].url, url, ulen))
-			return;
+			return i;
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
 		*t = gl_xrealloc(*t, *cap * sizeof **t);
 	}
 	(*t)[*n].url = gl_xstrndup(url, ulen);
 	(*t)[*n].node = nlen ? gl_xstrndup(node, nlen) : NULL;
-	(*n)++;
+	return (*n)++;
 }
 
 static size_t tok(const char *s, const char *seps, size_t *skip)
@@ -40,20 +41,47 @@ static size_t tok(const char *s, const char *seps, size_t *skip)
 	return b;
 }
 
+/* "node=NAME" names the node of the URL before it. */
+static int node_token(const char *s, size_t n)
+{
+	return n >= 5 && !memcmp(s, "node=", 5);
+}
+
+int gl_dcgm_targets_parse(const char *targets, struct gl_dcgm_target **out, size_t *n, size_t *cap,
+			  struct gl_err *err)
+{
+	size_t skip, len, last = SIZE_MAX;
+	const char *p = targets ? targets : "";
+
+	while ((len = tok(p, " \t\r\n,", &skip)) > 0) {
+		const char *w = p + skip;
+		p += skip + len;
+		if (!node_token(w, len)) {
+			last = add_target(out, n, cap, w, len, NULL, 0);
+			continue;
+		}
+		if (last == SIZE_MAX || len == 5 || (*out)[last].node)
+			return gl_err_set(err, GL_ECONFIG, "'%.*s': %s", len > 100 ? 100 : (int)len, w,
+					  len == 5 ? "empty node name" : "node=NAME must follow a URL, once");
+		(*out)[last].node = gl_xstrndup(w + 5, len - 5);
+		last = SIZE_MAX;
+	}
+	return 0;
+}
+
 int gl_dcgm_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_target **out, size_t *n,
 			 struct gl_err *err)
 {
 	struct gl_dcgm_target *t = NULL;
-	size_t cnt = 0, cap = 0, skip, len;
-	const char *p = src->targets ? src->targets : "";
+	size_t cnt = 0, cap = 0, skip;
 	FILE *f = NULL;
 	char line[4096];
 	size_t lineno = 0;
 	int rc = 0;
 
-	while ((len = tok(p, " \t\r\n,", &skip)) > 0) {
-		add_target(&t, &cnt, &cap, p + skip, len, NULL, 0);
-		p += skip + len;
+	if ((rc = gl_dcgm_targets_parse(src->targets, &t, &cnt, &cap, err))) {
+		gl_err_prefix(err, "dcgm %s: targets: ", src->cluster);
+		goto out;
 	}
 	if (src->targets_file && src->targets_file[0]) {
 		f = fopen(src->targets_file, "r");
@@ -72,6 +100,10 @@ int gl_dcgm_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_ta
 			u = line + skip;
 			nl = tok(u + ul, " \t\r", &s2);
 			nd = u + ul + s2;
+			if (node_token(nd, nl)) {
+				nd += 5;
+				nl -= 5;
+			}
 			add_target(&t, &cnt, &cap, u, ul, nd, nl);
 		}
 	}
@@ -273,7 +305,8 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 	struct gl_dcgm_scrape s;
 	struct gl_dcgm_opts so = {t->node};
 	struct gl_err perr = {0};
-	char why[400];
+	char why[400], empty[400];
+	const char *why_empty;
 	int ok = f->ok;
 
 	why[0] = '\0';
@@ -287,9 +320,10 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 		if (prc) {
 			snprintf(why, sizeof why, "not Prometheus text: %s", perr.msg);
 			ok = 0;
-		} else if (s.ngpus == 0) {
-			snprintf(why, sizeof why, "no dcgm-exporter GPU samples (%zu samples, %zu bad lines)",
-				 s.parse.samples, s.parse.bad_lines);
+		} else if ((why_empty = gl_dcgm_scrape_why_empty(&s, empty, sizeof empty))) {
+			/* what is missing, as `ingest dcgm` says it: no GPU metric at
+			 * all, none naming a GPU, or GPUs without a node */
+			snprintf(why, sizeof why, "%s", why_empty);
 			ok = 0;
 		} else {
 			gl_dcgm_batch_add(rd->b, &s, f->url);

@@ -670,7 +670,9 @@ static void take_part(const struct part *pt, const struct gl_kube_ingest_opts *o
 {
 	res->st.lines_read += (int64_t)pt->r.nitems;
 	res->st.ignored += (int64_t)pt->r.skipped_no_gpu;
-	res->st.skipped += (int64_t)pt->r.skipped_bad;
+	/* a pod whose GPUs are (partly) not understood is stored, and its
+	 * reason recorded: it counts as skipped so the run says so (exit 4) */
+	res->st.skipped += (int64_t)(pt->r.skipped_bad + pt->r.gpu_unclear);
 	res->pods += (int64_t)pt->r.npods;
 	record_problems(res, &pt->r, o->input_name, o->max_skip_reasons);
 	if (*key_cap < pt->r.npods) {
@@ -685,9 +687,64 @@ static void take_part(const struct part *pt, const struct gl_kube_ingest_opts *o
 	}
 }
 
-/* Writes the parts as they come: batch_rows pods per transaction, the
- * vanished pods, the watermark and the final status in the last one. No
- * transaction commits before every part has parsed, so a bad document
+/* A pod held cut by gl_kube_bound_held: a reason of the run, by name. */
+static void record_cut(struct gl_kube_ingest_result *res, const struct gl_kube_pod *p, const char *input,
+		       int64_t max_reasons)
+{
+	struct gl_ingest_stats *s = &res->st;
+	char path[300], why[400];
+	res->st.skipped++;
+	snprintf(path, sizeof path, "pod %s/%s", p->namespace_ ? p->namespace_ : "", p->name ? p->name : p->uid);
+	if (p->held_cut_uuid[0])
+		snprintf(why, sizeof why, "GPU %s of node %s is held whole by pods that started before it: %lld of its "
+					  "%lld micro-GPUs held in the books",
+			 p->held_cut_uuid, p->node_name, (long long)p->held_micro,
+			 (long long)(p->held_micro + p->held_cut_micro));
+	else
+		snprintf(why, sizeof why, "the GPUs of node %s are held whole by pods that started before it: %lld of its "
+					  "%lld micro-GPUs held in the books",
+			 p->node_name, (long long)p->held_micro, (long long)(p->held_micro + p->held_cut_micro));
+	gl_log(GL_LOG_WARN, "%s: %s: %s", input, path, why);
+	if (s->n_reasons >= max_reasons)
+		return;
+	if (s->n_reasons)
+		gl_strbuf_putc(&s->reasons, ',');
+	gl_strbuf_puts(&s->reasons, "{\"path\":\"");
+	gl_utf8_put_json_lossy(&s->reasons, path, strlen(path));
+	gl_strbuf_puts(&s->reasons, "\",\"reason\":\"");
+	gl_utf8_put_json_lossy(&s->reasons, why, strlen(why));
+	gl_strbuf_puts(&s->reasons, "\"}");
+	s->n_reasons++;
+}
+
+/* Every part parsed, then what needs the whole snapshot: run:ai pods get
+ * the UUID of their group's reservation wherever in the document it is,
+ * and the pods sharing a GPU never hold more than it. -1 when a part did
+ * not parse (the whole document must decide). */
+static int whole_snapshot(struct parser *ps, const struct gl_kube_ingest_opts *o, struct gl_kube_ingest_result *res)
+{
+	struct gl_kube_pod **all = NULL;
+	size_t n = 0, k = 0;
+	if (parser_check_all(ps))
+		return -1;
+	for (size_t s = 0; s < ps->nslices; s++)
+		n += ps->parts[s].r.npods;
+	all = gl_xmalloc((n ? n : 1) * sizeof *all);
+	for (size_t s = 0; s < ps->nslices; s++)
+		for (size_t i = 0; i < ps->parts[s].r.npods; i++)
+			all[k++] = &ps->parts[s].r.pods[i];
+	gl_kube_link_runai(all, n);
+	if (gl_kube_bound_held(all, n, ps->ko.nodes, ps->ko.nnodes))
+		for (size_t i = 0; i < n; i++)
+			if (all[i]->held_cut_micro > 0)
+				record_cut(res, all[i], o->input_name, o->max_skip_reasons);
+	free(all);
+	return 0;
+}
+
+/* Writes the parts: batch_rows pods per transaction, the vanished pods,
+ * the watermark and the final status in the last one. Every part is
+ * parsed before the first is written (whole_snapshot), so a bad document
  * writes nothing. *bad_doc = 1 (rc 0) when a part did not parse: everything
  * was rolled back and the whole document must decide. */
 static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, struct parser *ps,
@@ -705,6 +762,10 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	int64_t ins0 = res->st.inserted, upd0 = res->st.updated, unc0 = res->st.unchanged;
 
 	*bad_doc = 0;
+	if (whole_snapshot(ps, o, res)) {
+		*bad_doc = 1;
+		goto fail;
+	}
 	while ((pt = parser_next(ps))) {
 		if (pt->rc) {
 			*bad_doc = 1;
@@ -740,7 +801,10 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 					*bad_doc = 1;
 					goto fail;
 				}
-				if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
+				/* the samples that waited for these pods: jobs are
+				 * claimed by the transaction that writes them */
+				if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)) ||
+				    (rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
 				    (rc = gl_txn_commit(c, err)))
 					goto fail;
 				in_txn = 0;
@@ -807,6 +871,7 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 		       struct gl_kube_ingest_result *res, struct gl_err *err)
 {
 	struct gl_kube_opts ko = {0};
+	struct gl_kubestore_node_list nodes = {0};
 	struct parser ps = {0};
 	int64_t wm, run_id;
 	int cluster_id, rc, bad_doc = 0;
@@ -830,6 +895,11 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 	ko.project_label = o->project_label;
 	ko.cost_center_label = o->cost_center_label;
 	ko.max_doc_bytes = o->max_doc_bytes;
+	/* replicas and GPU memory per node (kube-nodes) say what a share is */
+	if ((rc = gl_kubestore_node_gpus(c, cluster_id, o->at_s, &nodes, err)))
+		goto failed;
+	ko.nodes = nodes.v;
+	ko.nnodes = nodes.n;
 	if (!doc)
 		len = 0;
 	for (int whole = 0; whole < 2; whole++) {
@@ -841,8 +911,8 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 		if (!bad_doc)
 			break;
 		if (ps.whole) {
-			/* the whole document's own verdict */
-			*err = ps.parts[ps.next - 1].err;
+			/* the whole document's own verdict (its one part) */
+			*err = ps.parts[0].err;
 			rc = -err->code;
 			gl_err_prefix(err, "%s: ", o->input_name);
 			goto failed;
@@ -862,6 +932,7 @@ failed:
 out:
 	gl_ingest_run_audit(c, res->run_id);
 	parser_fini(&ps);
+	gl_kubestore_node_list_fini(&nodes);
 	free(doc);
 	return rc;
 }

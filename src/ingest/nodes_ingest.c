@@ -168,7 +168,11 @@ char *gl_nodes_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, s
 			gl_strbuf_putc(&b, '\t');
 			put_time(&b, since[i]);
 			if (o->gpus[m].memory_mib > 0)
-				gl_strbuf_printf(&b, "\t%lld\n", (long long)o->gpus[m].memory_mib);
+				gl_strbuf_printf(&b, "\t%lld", (long long)o->gpus[m].memory_mib);
+			else
+				gl_strbuf_puts(&b, "\t\\N");
+			if (o->gpus[m].replicas > 1)
+				gl_strbuf_printf(&b, "\t%d\n", o->gpus[m].replicas);
 			else
 				gl_strbuf_puts(&b, "\t\\N\n");
 		}

@@ -178,8 +178,10 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	row->nnodes = rec->nnodes;
 	row->ncpus = rec->ncpus;
 	row->req_mem_mb = rec->req_mem_mb;
-	row->gpu_milli = rec->gpus_alloc * 1000;
-	row->req_gpu_milli = rec->gpus_req * 1000;
+	/* whole GPUs (a MIG instance is one of its profile): held as billed */
+	row->gpu_micro = rec->gpus_alloc * GL_GPU_MICRO;
+	row->req_gpu_micro = rec->gpus_req * GL_GPU_MICRO;
+	row->phys_micro = GL_JOB_HELD_AS_BILLED;
 	row->nodes_json = NULL;
 	row->tags_json = NULL;
 	row->last_seen_s = rec->end_s == GL_TIME_NONE && in->o.seen_s > 0 ? in->o.seen_s : GL_TIME_NONE;

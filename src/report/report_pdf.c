@@ -353,7 +353,7 @@ static void jobs_table(struct pdf *p, const char *title, const char *empty, cons
 	for (size_t i = 0; i < n; i++) {
 		char r[16], g[32], hh[32], c[64], ih[32], ic[64];
 		snprintf(r, sizeof r, "%zu", i + 1);
-		snprintf(g, sizeof g, "%lld.%03lld", (long long)(j[i].gpu_milli / 1000), (long long)(j[i].gpu_milli % 1000));
+		gl_report_fmt_gpus(j[i].gpu_micro, g, sizeof g);
 		gl_report_fmt_hours(j[i].alloc_s, hh, sizeof hh);
 		gl_report_fmt_job_money(p->sb, &j[i], j[i].cost_micros, c, sizeof c);
 		gl_report_fmt_hours(j[i].idle_s, ih, sizeof ih);

@@ -722,8 +722,8 @@ const char *gl_dcgm_scrape_why_empty(const struct gl_dcgm_scrape *s, char *buf, 
 	if (s->ngpus)
 		snprintf(buf, n,
 			 "%zu GPUs but no Hostname/hostname label (dcgm-exporter run with --no-hostname, or an exporter "
-			 "without one): give the node name with --node NAME (in the daemon, after the target's URL in "
-			 "sources.dcgm[].targets_file)",
+			 "without one): give the node name with --node NAME (in the daemon, node=NAME after the target's URL "
+			 "in sources.dcgm[].targets or its targets_file)",
 			 s->ngpus);
 	else if (s->stats.no_uuid)
 		snprintf(buf, n,
@@ -757,26 +757,43 @@ int gl_dcgm_scrape_parse(struct gl_dcgm_scrape *s, const char *buf, size_t len,
 
 /* ---- busy / idle -------------------------------------------------------- */
 
-int gl_dcgm_reading_is_busy(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r, int *busy)
+int gl_dcgm_reading_duty(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r, double *duty)
 {
-	int signal = 0, b = 0;
+	int signal = 0;
+	double d = 0.0;
 
 	if (gl_dcgm_reading_has(r, GL_DCGM_ENGINE_ACTIVE)) {
 		signal = 1;
-		b = r->v[GL_DCGM_ENGINE_ACTIVE] >= pol->engine_active_threshold;
+		d = r->v[GL_DCGM_ENGINE_ACTIVE];
+		/* an idle GPU reads 0.00006, not 0: below the threshold is none */
+		if (d < pol->engine_active_threshold)
+			d = 0.0;
 	} else if (pol->use_gpu_util_fallback && gl_dcgm_reading_has(r, GL_DCGM_GPU_UTIL)) {
 		signal = 1;
-		b = r->v[GL_DCGM_GPU_UTIL] > 0.0;
+		d = r->v[GL_DCGM_GPU_UTIL] / 100.0;
 	}
 	if (pol->memory_counts_as_busy && gl_dcgm_reading_has(r, GL_DCGM_FB_USED_MIB) &&
-	    r->v[GL_DCGM_FB_USED_MIB] > pol->fb_used_busy_mib)
-		signal = b = 1;
+	    r->v[GL_DCGM_FB_USED_MIB] > pol->fb_used_busy_mib) {
+		signal = 1;
+		d = 1.0;
+	}
 	if (pol->power_busy_watts > 0.0 && gl_dcgm_reading_has(r, GL_DCGM_POWER_W) &&
-	    r->v[GL_DCGM_POWER_W] >= pol->power_busy_watts)
-		signal = b = 1;
+	    r->v[GL_DCGM_POWER_W] >= pol->power_busy_watts) {
+		signal = 1;
+		d = 1.0;
+	}
 	if (!signal)
 		return -GL_ENOTFOUND;
-	*busy = b;
+	*duty = d < 0.0 ? 0.0 : d > 1.0 ? 1.0 : d;
+	return 0;
+}
+
+int gl_dcgm_reading_is_busy(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r, int *busy)
+{
+	double d;
+	if (gl_dcgm_reading_duty(pol, r, &d) != 0)
+		return -GL_ENOTFOUND;
+	*busy = d > 0.0;
 	return 0;
 }
 

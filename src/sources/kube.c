@@ -451,6 +451,14 @@ static char *tags_json(struct ctx *c, const struct gl_kube_pod *p, const cJSON *
 	return gl_strbuf_steal(&b);
 }
 
+/* What a pod holds of physical GPUs before gl_kube_bound_held(). */
+static int64_t held_base(const struct gl_kubegpu *g)
+{
+	if (g->share == GL_KUBE_SHARE_RUNAI_RESERVATION)
+		return 0; /* its GPU is its group's pods': what they leave is idle */
+	return g->phys_micro >= 0 ? g->phys_micro : g->gpu_micro;
+}
+
 static void pod_clear(struct gl_kube_pod *p)
 {
 	free(p->uid);
@@ -619,8 +627,7 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 		c->res->skipped_no_gpu++;
 		return 0;
 	}
-	/* the row's milli-GPUs, rounded down like the micro-GPUs */
-	p->gpu_milli = p->gpu.gpu_micro / 1000;
+	p->held_micro = held_base(&p->gpu);
 	snprintf(p->gpu_type, sizeof p->gpu_type, "%s", p->gpu.gpu_type);
 	{
 		/* a bad byte anywhere in a stored pod would make PostgreSQL
@@ -828,6 +835,7 @@ int gl_kube_parse(const char *doc, size_t len, const struct gl_kube_opts *opts,
 		for (size_t i = 0; i < res->npods; i++)
 			all[i] = &res->pods[i];
 		gl_kube_link_runai(all, res->npods);
+		gl_kube_bound_held(all, res->npods, opts->nodes, opts->nnodes);
 		free(all);
 	}
 out:
@@ -874,10 +882,140 @@ void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n)
 			for (size_t x = 0; x < resv->gpu.nuuids; x++)
 				u->uuids[x] = gl_xstrdup(resv->gpu.uuids[x]);
 			u->nuuids = resv->gpu.nuuids;
+			gl_kubegpu_uuids_refresh(u);
 		}
 		i = j;
 	}
 	free(g);
+}
+
+/* ---- held capacity: one GPU holds one GPU -------------------------------- */
+
+/* One pod's claim on a GPU (node, uuid) or a node (uuid NULL). */
+struct claim {
+	struct gl_kube_pod *pod;
+	const char *node, *uuid;
+	int64_t start, end, want, got;
+};
+
+static int claim_cmp(const void *a, const void *b)
+{
+	const struct claim *x = a, *y = b;
+	int d = strcmp(x->node, y->node);
+	if (!d)
+		d = strcmp(x->uuid ? x->uuid : "", y->uuid ? y->uuid : "");
+	if (!d)
+		d = (x->start > y->start) - (x->start < y->start);
+	if (!d)
+		d = strcmp(x->pod->uid, y->pod->uid);
+	return d;
+}
+
+static int claim_same(const struct claim *x, const struct claim *y)
+{
+	return !strcmp(x->node, y->node) && !strcmp(x->uuid ? x->uuid : "", y->uuid ? y->uuid : "");
+}
+
+/* Grants each claim of [a, b) (one GPU or node, in start order) what the
+ * earlier claims still running at its start leave of cap. */
+static void grant(struct claim *v, size_t a, size_t b, int64_t cap)
+{
+	for (size_t i = a; i < b; i++) {
+		int64_t used = 0;
+		for (size_t k = a; k < i; k++)
+			if (v[k].end > v[i].start)
+				used += v[k].got;
+		v[i].got = cap - used < v[i].want ? (cap - used > 0 ? cap - used : 0) : v[i].want;
+	}
+}
+
+static int64_t node_cap(const struct gl_kube_node_gpu *nodes, size_t nnodes, const char *node)
+{
+	for (size_t i = 0; i < nnodes; i++)
+		if (nodes[i].node && !strcmp(nodes[i].node, node))
+			return nodes[i].gpus > 0 ? nodes[i].gpus * GL_GPU_MICRO : 0;
+	return 0;
+}
+
+/* Sorts the claims, grants each group its cap and returns them in order. */
+static void grant_all(struct claim *v, size_t m, const struct gl_kube_node_gpu *nodes, size_t nnodes)
+{
+	qsort(v, m, sizeof *v, claim_cmp);
+	for (size_t i = 0; i < m;) {
+		size_t j = i + 1;
+		int64_t cap;
+		while (j < m && claim_same(&v[i], &v[j]))
+			j++;
+		cap = v[i].uuid ? GL_GPU_MICRO : node_cap(nodes, nnodes, v[i].node);
+		if (cap > 0)
+			grant(v, i, j, cap);
+		else
+			for (size_t k = i; k < j; k++)
+				v[k].got = v[k].want;
+		i = j;
+	}
+}
+
+size_t gl_kube_bound_held(struct gl_kube_pod *const *pods, size_t n, const struct gl_kube_node_gpu *nodes,
+			  size_t nnodes)
+{
+	struct claim *v = NULL;
+	size_t m = 0, cap = 0, cut = 0;
+
+	/* per bound GPU: a pod with k UUIDs claims 1/k of its share on each */
+	for (size_t i = 0; i < n; i++) {
+		struct gl_kube_pod *p = pods[i];
+		int64_t base = held_base(&p->gpu);
+		p->held_micro = base;
+		p->held_cut_micro = 0;
+		p->held_cut_uuid[0] = '\0';
+		if (!p->node_name || p->start_s == GL_TIME_NONE || base <= 0)
+			continue;
+		for (size_t u = 0; u < p->gpu.nuuids; u++) {
+			if (m == cap) {
+				cap = cap ? cap * 2 : 64;
+				v = gl_xrealloc(v, cap * sizeof *v);
+			}
+			v[m++] = (struct claim){p, p->node_name, p->gpu.uuids[u], p->start_s,
+						p->end_s == GL_TIME_NONE ? INT64_MAX : p->end_s,
+						base / (int64_t)p->gpu.nuuids + (u == 0 ? base % (int64_t)p->gpu.nuuids : 0), 0};
+		}
+	}
+	grant_all(v, m, nodes, nnodes);
+	for (size_t k = 0; k < m; k++) {
+		struct gl_kube_pod *p = v[k].pod;
+		if (v[k].got < v[k].want) {
+			p->held_micro -= v[k].want - v[k].got;
+			if (!p->held_cut_uuid[0])
+				snprintf(p->held_cut_uuid, sizeof p->held_cut_uuid, "%s", v[k].uuid);
+		}
+	}
+	/* per node, where its GPUs are known */
+	m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct gl_kube_pod *p = pods[i];
+		if (!p->node_name || p->start_s == GL_TIME_NONE || p->held_micro <= 0)
+			continue;
+		if (m == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = gl_xrealloc(v, cap * sizeof *v);
+		}
+		v[m++] = (struct claim){p, p->node_name, NULL, p->start_s, p->end_s == GL_TIME_NONE ? INT64_MAX : p->end_s,
+					p->held_micro, 0};
+	}
+	grant_all(v, m, nodes, nnodes);
+	for (size_t k = 0; k < m; k++)
+		v[k].pod->held_micro = v[k].got;
+	for (size_t i = 0; i < n; i++) {
+		struct gl_kube_pod *p = pods[i];
+		p->held_cut_micro = held_base(&p->gpu) - p->held_micro;
+		if (p->node_name && p->start_s != GL_TIME_NONE && p->held_cut_micro > 0)
+			cut++;
+		else
+			p->held_cut_micro = 0;
+	}
+	free(v);
+	return cut;
 }
 
 void gl_kube_result_fini(struct gl_kube_result *res)
@@ -941,9 +1079,14 @@ void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct
 	row->nnodes = pod->node_name ? 1 : -1;
 	row->ncpus = -1;
 	row->req_mem_mb = -1;
-	row->gpu_milli = bound ? pod->gpu_milli : 0;
-	row->req_gpu_milli = pod->gpu_milli;
+	row->gpu_micro = bound ? pod->gpu.gpu_micro : 0;
+	row->req_gpu_micro = pod->gpu.gpu_micro;
+	row->phys_micro = bound ? pod->held_micro : 0;
 	row->gpu_type = pod->gpu_type[0] ? pod->gpu_type : NULL;
+	row->gpu_share = gl_kube_share_name(pod->gpu.share);
+	row->gpu_uuids_json = pod->gpu.uuids_json;
+	row->gpu_group = pod->gpu.group;
+	row->gpu_note = pod->gpu.note;
 	row->node_list = pod->node_name;
 	row->nodes_json = pod->nodes_json;
 	row->tags_json = pod->tags_json;

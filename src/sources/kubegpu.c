@@ -737,6 +737,26 @@ void gl_kubegpu_read(const cJSON *item, const char *path, const struct gl_kube_n
 	if (r.note.len)
 		out->note = gl_strbuf_steal(&r.note);
 	gl_strbuf_fini(&r.note);
+	gl_kubegpu_uuids_refresh(out);
+}
+
+void gl_kubegpu_uuids_refresh(struct gl_kubegpu *g)
+{
+	struct gl_strbuf b = GL_STRBUF_INIT;
+	free(g->uuids_json);
+	g->uuids_json = NULL;
+	if (!g->nuuids)
+		return;
+	gl_strbuf_putc(&b, '[');
+	for (size_t i = 0; i < g->nuuids; i++) {
+		if (i)
+			gl_strbuf_putc(&b, ',');
+		gl_strbuf_putc(&b, '"');
+		gl_strbuf_put_json_str(&b, g->uuids[i], strlen(g->uuids[i]));
+		gl_strbuf_putc(&b, '"');
+	}
+	gl_strbuf_putc(&b, ']');
+	g->uuids_json = gl_strbuf_steal(&b);
 }
 
 void gl_kubegpu_fini(struct gl_kubegpu *g)
@@ -746,6 +766,7 @@ void gl_kubegpu_fini(struct gl_kubegpu *g)
 	for (size_t i = 0; i < g->nuuids; i++)
 		free(g->uuids[i]);
 	free(g->uuids);
+	free(g->uuids_json);
 	free(g->group);
 	free(g->note);
 	memset(g, 0, sizeof *g);

@@ -76,8 +76,11 @@ static const char *obs_stop(enum obs_mode m)
 /* The GPU jobs of jb overlapping a run r and started before now ($3), each
  * once: a job over two runs is kept at the first. The end_at tests stay
  * apart from the stop expression so the scans use jobs_window_idx and
- * jobs_running_idx. */
-static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m)
+ * jobs_running_idx. The bounds of all the steps (pa starts, pb ends) are
+ * said again as values of their own: on a central database of shards
+ * (docs/scale.md) a bound taken from the runs CTE stays on the central, so
+ * every shard would send all its jobs. */
+static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const char *pa, const char *pb)
 {
 	const char *a = obs_start(m), *b = obs_stop(m);
 	if (m == OBS_UNSEEN || m == OBS_IMPLAUSIBLE)
@@ -90,6 +93,10 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m)
 				 " jb.gpu_milli > 0 AND jb.start_at < r.b"
 				 " AND (jb.end_at > r.a OR (jb.end_at IS NULL AND %s > r.a))",
 				 m == OBS_FIRM ? b : "to_timestamp($3)");
+	gl_strbuf_printf(sql,
+			 " AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(%s::bigint[]) x))"
+			 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x)) OR jb.end_at IS NULL)",
+			 pb, pa);
 	gl_strbuf_printf(sql,
 			 " AND jb.start_at < to_timestamp($3)"
 			 " AND NOT EXISTS (SELECT 1 FROM runs r2 WHERE r2.a < r.a AND %s < r2.b AND %s > r2.a)",
@@ -111,7 +118,8 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
 	"), k0 AS ("
 	" SELECT jb.job_pk, jb.cluster_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos,"
-	"  jb.namespace, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli,"
+	"  jb.namespace, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_JOB_GPUS_SQL("jb") " AS gpu_micro,"
+	"  " GL_JOB_HELD_SQL("jb") " AS held_micro,"
 	"  ");
 	gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
 	gl_strbuf_puts(sql,
@@ -121,7 +129,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
 	" FROM runs r"
 	" JOIN jobs jb ON");
-	put_run_jobs_where(sql, m);
+	put_run_jobs_where(sql, m, "$1", "$2");
 	gl_strbuf_puts(sql,
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
@@ -139,14 +147,14 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 }
 
 /* ", ev0 AS (...) ... cells AS (...)": allocation per step without a row
- * per job and step. src has the columns keys (a comma list), g (milli-GPUs)
+ * per job and step. src has the columns keys (a comma list), g (micro-GPUs)
  * and [p0, p1) (each job or piece of one, clipped to the steps' span);
  * steps has n (ordinal in time), a and b, and win its starts in that
  * order. An event +g at p0 and -g at p1 goes to the step holding it
  * (width_bucket over the starts). Per key and step n, with ga the GPUs
  * active at the step's start (events of earlier steps), gi and si the
  * step's own events and their g x seconds after its start, cells has gact
- * = ga + gi and si, and the allocated ms are (b - a) x gact - si, exact in
+ * = ga + gi and si, and the allocated micro-GPU-seconds are (b - a) x gact - si, exact in
  * integers; a step without events of its own between two that have them
  * holds (b - a) x the GPUs active (si 0). An event in the gap after a step
  * (a built day read from usage_daily instead) counts for the steps after it
@@ -193,7 +201,7 @@ void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *sr
  * over the live pieces ($4 start, $5 end, $6 step; their allocation per
  * key by gl_acct_event_cells, as the lines') and from usage_daily over
  * built days ($7 day start, $8 step): k(i, cluster_id, partition,
- * gpu_model, ms) in whole milli-GPU-seconds. */
+ * gpu_model, us) in whole micro-GPU-seconds of physical capacity held. */
 static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 {
 	gl_strbuf_puts(sql,
@@ -202,23 +210,23 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       " FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS s(a, b, i)"
 		       "), " GL_LIVE_CTES("lsteps", "$4", "$5", "$6") ", j AS ("
 		       " SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
-		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, jb.gpu_milli,"
+		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, " GL_JOB_HELD_SQL("jb") " AS held_micro,"
 		       "  jb.start_at, ");
 	gl_strbuf_puts(sql, obs_stop(OBS_FIRM));
 	gl_strbuf_puts(sql, " AS stop_at"
 		       " FROM runs r JOIN jobs jb ON");
-	put_run_jobs_where(sql, OBS_FIRM);
+	put_run_jobs_where(sql, OBS_FIRM, "$4", "$5");
 	gl_strbuf_puts(sql,
-		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.gpu_milli AS g,"
+		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.held_micro AS g,"
 		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
 	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps", n_live == 1);
 	gl_strbuf_puts(sql,
 		       ", k AS ("
 		       " SELECT s.i, c.cluster_id, c.partition, c.gpu_model,"
-		       "  extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS ms"
+		       "  extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS us"
 		       " FROM cells c JOIN lsteps s ON s.n = c.n"
 		       " UNION ALL"
-		       " SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.alloc"
+		       " SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.held"
 		       " FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
 		       " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
 		       " JOIN clusters c ON c.name = u.d_cluster"
@@ -228,14 +236,14 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 /* Settles fleet idle per step (i) and capacity key (cluster, partition,
  * model) from two CTEs the caller defines: capk (i, cluster_id, cluster,
  * partition, gpu_model, a = the step's start, reported and unavail in
- * GPU-seconds) and alloc (i, cluster_id, partition, gpu_model, ms = whole
- * allocated GPU-milliseconds). Ends with "settled": the capk columns, am
- * (the key's own allocation), idle_ms and over_ms. */
+ * GPU-seconds) and alloc (i, cluster_id, partition, gpu_model, us = whole
+ * micro-GPU-seconds of capacity held). Ends with "settled": the capk
+ * columns, am (the key's own allocation), idle_us and over_us. */
 static const char settle_sql[] =
 	", j0 AS ("
 	" SELECT capk.i, capk.cluster_id, capk.cluster, capk.partition, capk.gpu_model, capk.a,"
-	"  capk.reported, capk.unavail, coalesce(alloc.ms, 0) AS am,"
-	"  capk.reported * 1000 - capk.unavail * 1000 - coalesce(alloc.ms, 0) AS idle0"
+	"  capk.reported, capk.unavail, coalesce(alloc.us, 0) AS am,"
+	"  capk.reported * 1000000 - capk.unavail * 1000000 - coalesce(alloc.us, 0) AS idle0"
 	" FROM capk LEFT JOIN alloc ON alloc.i = capk.i AND alloc.cluster_id = capk.cluster_id"
 	"  AND alloc.partition = capk.partition AND alloc.gpu_model = capk.gpu_model"
 	/* Allocation its own key could not absorb: a key capacity does not
@@ -244,19 +252,19 @@ static const char settle_sql[] =
 	 * than the key's capacity (a job under a node's second partition).
 	 * Those jobs still held GPUs of the cluster, so the spill comes out of
 	 * the cluster's idle: first from keys of its own model, then from all,
-	 * in proportion, in whole milliseconds by largest remainder. A
+	 * in proportion, in whole micro-GPU-seconds by largest remainder. A
 	 * cluster's idle is then its capacity less unavailable less all its
 	 * allocation, as /v1/capacity settles it. */
 	"), spill AS ("
-	" SELECT x.i, x.cluster_id, x.gpu_model, sum(x.ms) AS ms FROM ("
-	"  SELECT a.i, a.cluster_id, a.gpu_model, a.ms FROM alloc a"
+	" SELECT x.i, x.cluster_id, x.gpu_model, sum(x.us) AS us FROM ("
+	"  SELECT a.i, a.cluster_id, a.gpu_model, a.us FROM alloc a"
 	"  WHERE NOT EXISTS (SELECT 1 FROM capk c WHERE c.i = a.i AND c.cluster_id = a.cluster_id"
 	"   AND c.partition = a.partition AND c.gpu_model = a.gpu_model)"
 	"  UNION ALL SELECT j0.i, j0.cluster_id, j0.gpu_model, -j0.idle0 FROM j0 WHERE j0.idle0 < 0) x"
 	" GROUP BY 1, 2, 3"
 	"), m1 AS ("
 	" SELECT j0.*, greatest(j0.idle0, 0) AS p, sum(greatest(j0.idle0, 0)) OVER w AS pool,"
-	"  least(coalesce(sp.ms, 0), sum(greatest(j0.idle0, 0)) OVER w) AS take"
+	"  least(coalesce(sp.us, 0), sum(greatest(j0.idle0, 0)) OVER w) AS take"
 	" FROM j0 LEFT JOIN spill sp ON sp.i = j0.i AND sp.cluster_id = j0.cluster_id AND sp.gpu_model = j0.gpu_model"
 	" WINDOW w AS (PARTITION BY j0.i, j0.cluster_id, j0.gpu_model)"
 	"), m2 AS ("
@@ -267,13 +275,13 @@ static const char settle_sql[] =
 	"  ORDER BY fr DESC, partition) <= take - sum(q) OVER (PARTITION BY i, cluster_id, gpu_model)"
 	"  THEN 1 ELSE 0 END AS p1 FROM m2"
 	"), rest AS ("
-	" SELECT s.i, s.cluster_id, s.ms - coalesce(t.t, 0) AS ms"
-	" FROM (SELECT i, cluster_id, sum(ms) AS ms FROM spill GROUP BY 1, 2) s"
+	" SELECT s.i, s.cluster_id, s.us - coalesce(t.t, 0) AS us"
+	" FROM (SELECT i, cluster_id, sum(us) AS us FROM spill GROUP BY 1, 2) s"
 	" LEFT JOIN (SELECT i, cluster_id, sum(take) AS t FROM (SELECT DISTINCT i, cluster_id, gpu_model, take FROM m1) d"
 	"  GROUP BY 1, 2) t ON t.i = s.i AND t.cluster_id = s.cluster_id"
 	"), n1 AS ("
-	" SELECT m3.*, coalesce(r.ms, 0) AS left2, sum(m3.p1) OVER w AS pool2,"
-	"  least(coalesce(r.ms, 0), sum(m3.p1) OVER w) AS take2"
+	" SELECT m3.*, coalesce(r.us, 0) AS left2, sum(m3.p1) OVER w AS pool2,"
+	"  least(coalesce(r.us, 0), sum(m3.p1) OVER w) AS take2"
 	" FROM m3 LEFT JOIN rest r ON r.i = m3.i AND r.cluster_id = m3.cluster_id"
 	" WINDOW w AS (PARTITION BY m3.i, m3.cluster_id)"
 	"), n2 AS ("
@@ -282,11 +290,11 @@ static const char settle_sql[] =
 	"), settled AS ("
 	" SELECT n2.i, n2.cluster_id, n2.cluster, n2.partition, n2.gpu_model, n2.a, n2.reported, n2.unavail, n2.am,"
 	"  p1 - q2 - CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY fr2 DESC, gpu_model, partition)"
-	"   <= take2 - sum(q2) OVER (PARTITION BY i, cluster_id) THEN 1 ELSE 0 END AS idle_ms,"
+	"   <= take2 - sum(q2) OVER (PARTITION BY i, cluster_id) THEN 1 ELSE 0 END AS idle_us,"
 	/* what no idle could absorb: the cluster was over-allocated */
 	/* (shown on the key most over its own capacity) */
 	"  CASE WHEN row_number() OVER (PARTITION BY i, cluster_id ORDER BY idle0, gpu_model, partition) = 1"
-	"   THEN left2 - take2 ELSE 0 END AS over_ms"
+	"   THEN left2 - take2 ELSE 0 END AS over_us"
 	" FROM n2"
 	")";
 
@@ -569,19 +577,20 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	gl_strbuf_puts(sql, " FROM k WHERE true");
 	if (q && (rc = add_filters(sql, q, np, arrays, arr_off, FILTER_JOBS, err)))
 		return rc;
-	/* Each job is an interval [start, stop) of g milli-GPUs, and one more
-	 * per rate piece it overlaps (priced), clipped to the live window:
+	/* Each job is an interval [start, stop) of g micro-GPUs billed (and h
+	 * held), and one more per rate piece it overlaps (priced), clipped to
+	 * the live window:
 	 * their steps' allocation comes from gl_acct_event_cells, per key
 	 * (model, rate, dims), not per job and step. */
 	gl_strbuf_puts(sql,
 		       "), mr AS ("
 		       " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
 		       " FROM (SELECT DISTINCT gpu_model FROM f1) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
-		       "), iv AS (SELECT f1.gpu_model, NULL::bigint AS rate, f1.gpu_milli AS g,"
+		       "), iv AS (SELECT f1.gpu_model, NULL::bigint AS rate, f1.gpu_micro AS g, f1.held_micro AS h,"
 		       " greatest(f1.start_at, win.lo) AS p0, least(f1.stop_at, win.hi) AS p1");
 	put_dim_cols(sql, "f1.", n_dims);
 	gl_strbuf_puts(sql, " FROM f1, win"
-			    " UNION ALL SELECT f1.gpu_model, r.micros_per_gpu_hour, f1.gpu_milli,"
+			    " UNION ALL SELECT f1.gpu_model, r.micros_per_gpu_hour, f1.gpu_micro, 0::bigint,"
 			    " greatest(f1.start_at, r.valid_from, win.lo), least(f1.stop_at, r.valid_to, win.hi)");
 	put_dim_cols(sql, "f1.", n_dims);
 	gl_strbuf_puts(sql, " FROM f1 CROSS JOIN win JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
@@ -609,33 +618,36 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	 * day's rollup of 1,000,000 jobs a month: 2.8 s against 1.3 s) */
 	gl_strbuf_puts(sql, n_live > 1 ? "s.i" : "(SELECT i FROM steps)");
 	put_dim_cols(sql, "c.", n_dims);
+	/* held: one step only (a day of the rollup, for the idle settlement
+	 * over built days); the lines' steps read the held capacity apart */
 	gl_strbuf_puts(sql, ", c.gpu_model, c.rate,"
 			    " CASE WHEN c.rate IS NULL THEN m ELSE 0 END AS alloc, CASE WHEN c.rate IS NULL THEN 0 ELSE m END AS priced,"
-			    " 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs");
+			    " x.held, 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs");
 	gl_strbuf_puts(sql, n_live > 1 ? " FROM cells c JOIN steps s ON s.n = c.n"
-					 " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m) x"
+					 " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m,"
+					 " 0::bigint AS held) x"
 				       /* a rate piece of a job in the step may lie outside the
 					* step (p1 < p0): nothing, never a negative part */
-				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0)"
-					 " AS m) x");
-	gl_strbuf_puts(sql, " WHERE x.m <> 0"
+				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0) AS m,"
+					 " c.h * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0) AS held) x");
+	gl_strbuf_puts(sql, " WHERE x.m <> 0 OR x.held <> 0"
 			    " UNION ALL SELECT u.i");
 	put_dim_cols(sql, "f1.", n_dims);
 	gl_strbuf_puts(sql,
-		       ", f1.gpu_model, NULL, 0, 0, u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
+		       ", f1.gpu_model, NULL, 0, 0, 0, u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
 		       " FROM usage u JOIN f1 ON f1.job_pk = u.job_pk AND u.a < f1.stop_at AND u.b > f1.start_at");
 	/* exporter usage is what a source saw: it stays with the firm time */
 	if (m != OBS_FIRM)
 		gl_strbuf_puts(sql, " AND false");
 	gl_strbuf_puts(sql,
 		       " CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL(
-			       "u", "f1.gpu_milli * greatest(extract(epoch FROM least(f1.stop_at, u.b) - greatest(f1.start_at, u.a)), 0)"
-				    " / 1000.0") " AS k) sc"
-		       /* sums of bigint milli-GPU-seconds per rate first: the price is
+			       "u", "f1.gpu_micro * greatest(extract(epoch FROM least(f1.stop_at, u.b) - greatest(f1.start_at, u.a)), 0)"
+				    " / 1000000.0") " AS k) sc"
+		       /* sums of bigint micro-GPU-seconds per rate first: the price is
 			* constant per rate row, so cost = rate x sum, in numeric once */
 		       "), byrate AS (SELECT i");
 	put_dim_cols(sql, "", n_dims);
-	gl_strbuf_puts(sql, ", gpu_model, rate, sum(alloc) AS alloc, sum(priced) AS priced, sum(busy) AS busy,"
+	gl_strbuf_puts(sql, ", gpu_model, rate, sum(alloc) AS alloc, sum(priced) AS priced, sum(held) AS held, sum(busy) AS busy,"
 			    " sum(idle) AS idle, sum(obs) AS obs FROM parts GROUP BY i");
 	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql, ", gpu_model, rate)");
@@ -643,13 +655,13 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 }
 
 /* The lines from byrate: per step and key (and GPU model, for unpriced
- * models), milli-GPU-seconds, priced part, cost numerator, exporter usage. */
+ * models), micro-GPU-seconds, priced part, cost numerator, exporter usage. */
 static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
 {
 	gl_strbuf_puts(sql, " SELECT i");
 	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql,
-		       ", sum(alloc)::text AS alloc_ms, sum(priced)::text AS priced_ms,"
+		       ", sum(alloc)::text AS alloc_us, sum(priced)::text AS priced_us,"
 		       " coalesce(sum(priced::numeric * rate), 0)::text AS cost_num,"
 		       " sum(busy) AS busy_s, sum(idle) AS idle_s, sum(obs) AS observed_s,"
 		       " CASE WHEN sum(priced) < sum(alloc) THEN coalesce(gpu_model, 'unknown') END AS unpriced"
@@ -710,7 +722,7 @@ void gl_acct_meta_fini(struct gl_acct_meta *meta)
 
 /* The columns of a lines query (append_lines_select), by name. */
 struct line_cols {
-	int i, d[GL_CB_MAX_DIMS + 2], alloc_ms, priced_ms, cost_num, busy_s, idle_s, observed_s, unpriced;
+	int i, d[GL_CB_MAX_DIMS + 2], alloc_us, priced_us, cost_num, busy_s, idle_s, observed_s, unpriced;
 };
 
 static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, struct gl_err *err)
@@ -722,14 +734,14 @@ static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, stru
 		if ((k->d[d] = PQfnumber(r, name)) < 0)
 			return gl_err_set(err, GL_EINTERNAL, "chargeback: no column %s", name);
 	}
-	k->alloc_ms = PQfnumber(r, "alloc_ms");
-	k->priced_ms = PQfnumber(r, "priced_ms");
+	k->alloc_us = PQfnumber(r, "alloc_us");
+	k->priced_us = PQfnumber(r, "priced_us");
 	k->cost_num = PQfnumber(r, "cost_num");
 	k->busy_s = PQfnumber(r, "busy_s");
 	k->idle_s = PQfnumber(r, "idle_s");
 	k->observed_s = PQfnumber(r, "observed_s");
 	k->unpriced = PQfnumber(r, "unpriced");
-	if (k->i < 0 || k->alloc_ms < 0 || k->priced_ms < 0 || k->cost_num < 0 || k->busy_s < 0 || k->idle_s < 0 ||
+	if (k->i < 0 || k->alloc_us < 0 || k->priced_us < 0 || k->cost_num < 0 || k->busy_s < 0 || k->idle_s < 0 ||
 	    k->observed_s < 0 || k->unpriced < 0)
 		return gl_err_set(err, GL_EINTERNAL, "chargeback: a lines column is missing");
 	return 0;
@@ -759,16 +771,16 @@ enum absorb_to { TO_FIRM, TO_UNSEEN, TO_UNSEEN_INCLUDED, TO_IMPLAUSIBLE };
 static void absorb_sums(struct gl_cb_line *l, enum absorb_to to, gl_i128 am, gl_i128 pm, gl_i128 cn)
 {
 	if (to == TO_IMPLAUSIBLE) {
-		l->implausible_ms += am;
+		l->implausible_us += am;
 		return;
 	}
 	if (to != TO_FIRM) {
-		l->unobs_ms += am;
+		l->unobs_us += am;
 		l->unobs_num += cn;
 	}
 	if (to != TO_UNSEEN) {
-		l->alloc_ms += am;
-		l->priced_ms += pm;
+		l->alloc_us += am;
+		l->priced_us += pm;
 		l->cost_num += cn;
 	}
 }
@@ -812,7 +824,7 @@ static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *c
 		for (size_t d = 0; d < n_dims; d++)
 			keys[d] = PQgetvalue(r, row, k.d[d]);
 		l = line_of(cb, (size_t)step, keys, n_dims);
-		if (parse_num(r, row, k.alloc_ms, &am) || parse_num(r, row, k.priced_ms, &pm) ||
+		if (parse_num(r, row, k.alloc_us, &am) || parse_num(r, row, k.priced_us, &pm) ||
 		    parse_num(r, row, k.cost_num, &cn))
 			return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
 		absorb_sums(l, to, am, pm, cn);
@@ -1011,7 +1023,7 @@ static int fleet_begin(PGconn *c, const struct gl_acct_query *q, struct fleet *f
 		       " FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
 		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
 		       " ), alloc AS ("
-		       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, round(sum(k.ms)) AS ms FROM k GROUP BY 1, 2, 3, 4"
+		       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, round(sum(k.us)) AS us FROM k GROUP BY 1, 2, 3, 4"
 		       ")");
 	gl_strbuf_puts(&f->sql, settle_sql);
 	return 0;
@@ -1027,11 +1039,11 @@ static int fleet_run(PGconn *c, struct fleet *f, PGresult **r, struct gl_err *er
 
 /* The columns of the idle-by-step query, by name. */
 struct idle_cols {
-	int i, idle_ms, over_ms, idle_num, team, unpriced, pool[2];
+	int i, idle_us, over_us, idle_num, team, unpriced, pool[2];
 };
 
 /* shareIdle=owner: a team's dedicated idle (idle_owners) on its line */
-static void owner_idle(struct gl_cb *cb, const struct gl_acct_query *q, size_t step, const char *team, gl_i128 ms,
+static void owner_idle(struct gl_cb *cb, const struct gl_acct_query *q, size_t step, const char *team, gl_i128 us,
 		       gl_i128 num)
 {
 	struct gl_cb_step *s = &cb->steps[step];
@@ -1043,7 +1055,7 @@ static void owner_idle(struct gl_cb *cb, const struct gl_acct_query *q, size_t s
 			l = &s->lines[i];
 	if (!l)
 		l = gl_cb_add_line(cb, step, (const char *[]){team});
-	l->idle_owner_ms += ms;
+	l->idle_owner_us += us;
 	l->idle_owner_num += num;
 }
 
@@ -1055,16 +1067,16 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 	int si = atoi(PQgetvalue(r, row, k->i)) - 1;
 	size_t step;
 	struct gl_cb_step *s;
-	gl_i128 ms, over, num;
+	gl_i128 us, over, num;
 	if (si < 0 || (size_t)si >= f->nsub || (step = f->parent[si]) >= cb->n_steps)
 		return 0;
 	s = &cb->steps[step];
 	s->capacity_known = 1;
-	if (parse_num(r, row, k->idle_ms, &ms) || parse_num(r, row, k->over_ms, &over) ||
+	if (parse_num(r, row, k->idle_us, &us) || parse_num(r, row, k->over_us, &over) ||
 	    parse_num(r, row, k->idle_num, &num))
 		return gl_err_set(err, GL_EDB, "chargeback: unexpected numeric value");
-	s->idle_ms += ms;
-	s->overalloc_ms += over;
+	s->idle_us += us;
+	s->overalloc_us += over;
 	/* idle capacity of a model no rate prices costs nothing here: say
 	 * so, as for allocated GPU-time; whole names, however many, split at
 	 * the unit separator, as a name may hold a comma */
@@ -1082,11 +1094,11 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 		pool_name(r, row, k->pool, cb->share_by_model ? 2 : 1, pool, sizeof pool);
 		pi = gl_cb_pool_of(cb, step, pool); /* may move s->pools */
 		p = &s->pools[pi];
-		p->idle_ms += ms;
+		p->idle_us += us;
 		p->idle_num += num;
 	}
 	if (!PQgetisnull(r, row, k->team))
-		owner_idle(cb, q, step, PQgetvalue(r, row, k->team), ms, num);
+		owner_idle(cb, q, step, PQgetvalue(r, row, k->team), us, num);
 	return 0;
 }
 
@@ -1111,10 +1123,10 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 		goto out;
 	gl_strbuf_puts(&f.sql,
 		       ") SELECT idle.i, idle.cluster AS p0, coalesce(idle.gpu_model, 'unknown') AS p1,"
-		       " round(sum(idle.idle_ms))::text AS idle_ms,"
-		       " round(sum(idle.over_ms))::text AS over_ms,"
-		       " round(coalesce(sum(greatest(idle.idle_ms, 0) * rt.micros_per_gpu_hour), 0))::text AS idle_num,"
-		       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_ms > 0"
+		       " round(sum(idle.idle_us))::text AS idle_us,"
+		       " round(sum(idle.over_us))::text AS over_us,"
+		       " round(coalesce(sum(greatest(idle.idle_us, 0) * rt.micros_per_gpu_hour), 0))::text AS idle_num,"
+		       " io.team, string_agg(DISTINCT idle.gpu_model, chr(31)) FILTER (WHERE idle.idle_us > 0"
 		       "  AND rt.micros_per_gpu_hour IS NULL) AS unpriced"
 		       " FROM idle LEFT JOIN LATERAL gl_rate_at(idle.gpu_model, idle.a) rt ON true"
 		       " LEFT JOIN LATERAL (SELECT o.team FROM idle_owners o WHERE o.cluster = idle.cluster"
@@ -1124,7 +1136,7 @@ static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 		       " GROUP BY idle.i, io.team, p0, p1");
 	if ((rc = fleet_run(c, &f, &r, err)))
 		goto out;
-	k = (struct idle_cols){PQfnumber(r, "i"),    PQfnumber(r, "idle_ms"), PQfnumber(r, "over_ms"),
+	k = (struct idle_cols){PQfnumber(r, "i"),    PQfnumber(r, "idle_us"), PQfnumber(r, "over_us"),
 			       PQfnumber(r, "idle_num"), PQfnumber(r, "team"), PQfnumber(r, "unpriced"),
 			       {PQfnumber(r, "p0"), PQfnumber(r, "p1")}};
 	for (int row = 0; row < PQntuples(r) && !rc; row++)
@@ -1239,9 +1251,9 @@ int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int6
 		goto out;
 	gl_strbuf_puts(&f.sql,
 		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported) AS reported_s,"
-		       " sum(s.unavail) AS unavailable_s, round(sum(s.am) / 1000.0) AS allocated_s,"
-		       " round(sum(s.idle_ms) / 1000.0) AS idle_s, round(sum(s.over_ms) / 1000.0) AS over_s,"
-		       " round(sum(s.idle_ms * rt.micros_per_gpu_hour) / 3600000.0) AS idle_micros"
+		       " sum(s.unavail) AS unavailable_s, round(sum(s.am) / 1000000.0) AS allocated_s,"
+		       " round(sum(s.idle_us) / 1000000.0) AS idle_s, round(sum(s.over_us) / 1000000.0) AS over_s,"
+		       " round(sum(s.idle_us * rt.micros_per_gpu_hour) / 3600000000.0) AS idle_micros"
 		       " FROM settled s LEFT JOIN LATERAL gl_rate_at(s.gpu_model, s.a) rt ON true"
 		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
 	rc = fleet_run(c, &f, r, err);
@@ -1391,10 +1403,14 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	if ((rc = gl_db_query(c,
 			      "SELECT c.name FROM clusters c"
 			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      " AND (EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2))"
-			      "  OR EXISTS (SELECT 1 FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
-			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2)))"
+			      /* a subquery per cluster, not a semi-join: on a central
+			       * database of shards (docs/scale.md) a semi-join is
+			       * made on the central, with every job of the window
+			       * sent to it; these ask each shard for one job */
+			      " AND (coalesce((SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
+			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2) LIMIT 1), false)"
+			      "  OR coalesce((SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
+			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2) LIMIT 1), false))"
 			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
 			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
 			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
@@ -1478,10 +1494,10 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 		for (size_t i = 0; i < cb->n_steps; i++)
 			for (size_t j = 0; j < all.steps[i].n_lines; j++) {
 				const struct gl_cb_line *l = &all.steps[i].lines[j];
-				cb->steps[i].share_base_ms += l->alloc_ms;
+				cb->steps[i].share_base_us += l->alloc_us;
 				for (size_t k = 0; k < l->n_parts; k++) {
 					size_t p = gl_cb_pool_of(cb, i, all.steps[i].pools[l->parts[k].pool].name);
-					cb->steps[i].pools[p].base_ms += l->parts[k].ms;
+					cb->steps[i].pools[p].base_us += l->parts[k].us;
 				}
 			}
 	gl_cb_fini(&all);
@@ -1518,11 +1534,11 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	gl_time_civil_from_days(day_s / 86400, &y, &m, &d);
 	snprintf(day, sizeof day, "%04lld-%02u-%02u", (long long)y, m, d);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
-			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
+			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, held, busy, idle, obs) ");
 	if ((rc = append_live(&sql, gl_acct_dims, 10, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, gpu_model, rate, alloc, priced,"
-			     " busy, idle, obs FROM byrate");
+			     " held, busy, idle, obs FROM byrate");
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
 	in_txn = 1;

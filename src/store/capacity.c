@@ -42,7 +42,7 @@ static const char cap_head_sql[] =
 	" steps AS (SELECT st.i::integer AS n, to_timestamp(st.a) AS a, to_timestamp(st.b) AS b FROM st),"
 	" win AS (SELECT array_agg(a ORDER BY n) AS starts, min(a) AS lo, max(b) AS hi FROM steps),"
 	" jj AS MATERIALIZED ("
-	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, j.gpu_milli AS g,"
+	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, " GL_JOB_HELD_SQL("j") " AS g,"
 	"   greatest(j.start_at, win.lo) AS p0, least(coalesce(j.end_at, to_timestamp($3::bigint)), win.hi) AS p1"
 	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < win.hi"
 	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > win.lo"
@@ -64,7 +64,7 @@ static const char cap_tail_sql[] =
 	"  FROM node_state_spans s WHERE s.state IN ('down', 'drained') GROUP BY 1, 2),"
 	" dc AS (SELECT cluster_id, array_agg(node) AS nodes FROM dn GROUP BY 1),"
 	" dr0 AS ("
-	"  SELECT st.i, j.cluster_id, " JOB_KEY_SQL " AS k, sum(j.gpu_milli * o.secs / cardinality(j.nodes)) AS dm"
+	"  SELECT st.i, j.cluster_id, " JOB_KEY_SQL " AS k, sum(" GL_JOB_HELD_SQL("j") " * o.secs / cardinality(j.nodes)) AS dm"
 	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
 	"  JOIN dc ON dc.cluster_id = j.cluster_id AND j.nodes && dc.nodes"
 	"  CROSS JOIN LATERAL (SELECT sum(extract(epoch FROM upper(x) - lower(x)))::bigint AS secs"
@@ -130,11 +130,11 @@ int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t
 		snprintf(x->cluster, sizeof x->cluster, "%s", PQgetvalue(r, i, 1));
 		snprintf(x->key, sizeof x->key, "%s", PQgetvalue(r, i, 2));
 		x->raw_reported_gpu_seconds = atoll(PQgetvalue(r, i, 3));
-		x->raw_allocated_gpu_milliseconds = atoll(PQgetvalue(r, i, 4));
+		x->raw_allocated_micro_gpu_seconds = atoll(PQgetvalue(r, i, 4));
 		x->raw_down_gpu_seconds = atoll(PQgetvalue(r, i, 5));
 		x->raw_planned_down_gpu_seconds = atoll(PQgetvalue(r, i, 6));
 		x->raw_reserved_gpu_seconds = atoll(PQgetvalue(r, i, 7));
-		x->raw_drained_alloc_gpu_milliseconds = atoll(PQgetvalue(r, i, 8));
+		x->raw_drained_alloc_micro_gpu_seconds = atoll(PQgetvalue(r, i, 8));
 		gl_capacity_settle(x);
 	}
 	*rows = out;

@@ -1,5 +1,6 @@
 /* The dcgm-exporter ingest's queries (see include/gl/dcgmstore.h). */
 #include "gl/dcgmstore.h"
+#include "gl/accounting.h"
 #include "gl/db.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
@@ -70,16 +71,17 @@ static void fmt_i64(char *b, size_t n, int64_t v)
 
 static const char k_temp_sql[] =
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_inv (idx integer, node text, uuid text, gi integer,"
-	" profile text, model text, driver text, memory_mib bigint, mig_parent boolean) ON COMMIT DELETE ROWS;"
+	" profile text, model text, driver text, memory_mib bigint, mig_parent boolean, source text) ON COMMIT DELETE ROWS;"
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_use (gpu_id bigint, busy integer, nodata integer,"
 	" active_sum double precision, engine_n integer, fb_max double precision, power_max double precision,"
 	" energy_mj bigint, resets integer, xid bigint, covered_s bigint, busy_s bigint, idle_s bigint,"
-	" energy_last double precision) ON COMMIT DELETE ROWS;"
+	" held_idle_s bigint, energy_last double precision) ON COMMIT DELETE ROWS;"
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_share (gpu_id bigint, job_pk bigint, kind text, busy integer,"
-	" nodata integer, gpu_s double precision, busy_gpu_s double precision, idle_gpu_s double precision)"
-	" ON COMMIT DELETE ROWS;"
+	" nodata integer, gpu_s double precision, busy_gpu_s double precision, idle_gpu_s double precision,"
+	" held_idle_gpu_s double precision) ON COMMIT DELETE ROWS;"
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_pend (gpu_id bigint, node text, jobs text[], pods text[], dt_s bigint,"
-	" busy boolean, nodata boolean) ON COMMIT DELETE ROWS";
+	" busy boolean, nodata boolean, busy_ms bigint, idle_ms bigint, held_ms bigint, left_share double precision,"
+	" node_gpus integer, claimed bigint[]) ON COMMIT DELETE ROWS";
 
 int gl_dcgmstore_cluster(PGconn *c, const char *name, int pods, int *cluster_id, struct gl_err *err)
 {
@@ -143,7 +145,8 @@ void gl_dcgmstore_add_gpu(struct gl_dcgmstore_stage *s, const struct gl_dcgmstor
 		c_i64(o, g->memory_mib, 0);
 	else
 		c_str(o, NULL, 0);
-	c_str(o, g->mig_parent ? "t" : "f", 1);
+	c_str(o, g->mig_parent ? "t" : "f", 0);
+	c_str(o, g->source, 1);
 }
 
 /* a count from a one-row result, and the result cleared */
@@ -168,9 +171,10 @@ static const char nodes_sql[] =
  * only widens first/last seen */
 static const char gpus_sql[] =
 	"WITH up AS (INSERT INTO gpus (cluster_id, node_id, uuid, mig_instance, model, memory_mib,"
-	" mig_profile, driver, first_seen, last_seen, mig_parent)"
+	" mig_profile, driver, first_seen, last_seen, mig_parent, source)"
 	" SELECT DISTINCT ON (i.node, i.uuid, i.gi) $1::integer, n.node_id, i.uuid, i.gi, i.model,"
-	" i.memory_mib, i.profile, i.driver, to_timestamp($2::bigint), to_timestamp($2::bigint), i.mig_parent"
+	" i.memory_mib, i.profile, i.driver, to_timestamp($2::bigint), to_timestamp($2::bigint), i.mig_parent,"
+	" i.source"
 	" FROM gl_dcgm_inv i JOIN nodes n ON n.cluster_id = $1::integer AND n.name = i.node"
 	" ORDER BY i.node, i.uuid, i.gi, i.idx"
 	" ON CONFLICT (cluster_id, node_id, uuid, mig_instance) DO UPDATE SET"
@@ -179,13 +183,15 @@ static const char gpus_sql[] =
 	" mig_profile = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.mig_profile, gpus.mig_profile) ELSE gpus.mig_profile END,"
 	" driver = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.driver, gpus.driver) ELSE gpus.driver END,"
 	" mig_parent = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN EXCLUDED.mig_parent ELSE gpus.mig_parent END,"
+	" source = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.source, gpus.source) ELSE gpus.source END,"
 	" first_seen = least(gpus.first_seen, EXCLUDED.first_seen),"
 	" last_seen = greatest(gpus.last_seen, EXCLUDED.last_seen),"
 	" absent_since = CASE WHEN EXCLUDED.last_seen > gpus.absent_since THEN NULL ELSE gpus.absent_since END"
 	" WHERE EXCLUDED.last_seen > gpus.last_seen OR EXCLUDED.first_seen < gpus.first_seen"
-	"  OR (EXCLUDED.last_seen = gpus.last_seen AND (gpus.model, gpus.memory_mib, gpus.mig_profile, gpus.driver, gpus.mig_parent)"
-	"      IS DISTINCT FROM (coalesce(EXCLUDED.model, gpus.model), coalesce(EXCLUDED.memory_mib, gpus.memory_mib),"
-	"      coalesce(EXCLUDED.mig_profile, gpus.mig_profile), coalesce(EXCLUDED.driver, gpus.driver), EXCLUDED.mig_parent))"
+	"  OR (EXCLUDED.last_seen = gpus.last_seen AND (gpus.model, gpus.memory_mib, gpus.mig_profile, gpus.driver, gpus.mig_parent,"
+	"      gpus.source) IS DISTINCT FROM (coalesce(EXCLUDED.model, gpus.model), coalesce(EXCLUDED.memory_mib, gpus.memory_mib),"
+	"      coalesce(EXCLUDED.mig_profile, gpus.mig_profile), coalesce(EXCLUDED.driver, gpus.driver), EXCLUDED.mig_parent,"
+	"      coalesce(EXCLUDED.source, gpus.source)))"
 	" RETURNING (xmax = 0) AS ins) SELECT count(*) FILTER (WHERE ins) FROM up";
 
 int gl_dcgmstore_inventory(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t *nodes,
@@ -250,14 +256,14 @@ void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l)
 
 static const char jobs_sql[] =
 	"SELECT job_pk, job_id, coalesce(job_id_raw, ''), coalesce(het_job_id::text, ''),"
-	" coalesce(namespace, ''), coalesce(name, ''), gpu_milli,"
+	" coalesce(namespace, ''), coalesce(name, ''), " GL_JOB_HELD_SQL("jobs") ","
 	" coalesce(array_to_string(nodes, chr(31)), ''), extract(epoch FROM start_at)::bigint"
 	" FROM jobs WHERE cluster_id = $1::integer AND start_at <= to_timestamp($2::bigint)"
 	" AND (end_at IS NULL OR end_at > to_timestamp($2::bigint))"
 	" AND (nodes && $3::text[] OR job_id = ANY($4::text[]) OR job_id_raw = ANY($4::text[])"
 	"  OR het_job_id::text = ANY($4::text[])"
 	"  OR (namespace IS NOT NULL AND (name = ANY($5::text[]) OR job_id = ANY($5::text[]))))";
-enum { JC_PK, JC_JOB_ID, JC_RAW, JC_HET, JC_NS, JC_NAME, JC_GPU_MILLI, JC_NODES, JC_START };
+enum { JC_PK, JC_JOB_ID, JC_RAW, JC_HET, JC_NS, JC_NAME, JC_HELD, JC_NODES, JC_START };
 
 /* Splits "a\x1fb" into copies. */
 static size_t split_us(const char *s, char ***out)
@@ -291,7 +297,7 @@ static void job_decode(const PGresult *r, int i, struct gl_dcgmstore_job *j)
 	j->het_job_id = gl_xstrdup(PQgetvalue(r, i, JC_HET));
 	j->ns = gl_xstrdup(PQgetvalue(r, i, JC_NS));
 	j->name = gl_xstrdup(PQgetvalue(r, i, JC_NAME));
-	j->gpu_milli = atoll(PQgetvalue(r, i, JC_GPU_MILLI));
+	j->held_micro = atoll(PQgetvalue(r, i, JC_HELD));
 	j->start_s = atoll(PQgetvalue(r, i, JC_START));
 	j->nnodes = split_us(PQgetvalue(r, i, JC_NODES), &j->nodes);
 }
@@ -365,6 +371,7 @@ void gl_dcgmstore_add_use(struct gl_dcgmstore_stage *s, const struct gl_dcgmstor
 	c_i64(o, u->covered_s, 0);
 	c_i64(o, u->busy_s, 0);
 	c_i64(o, u->idle_s, 0);
+	c_i64(o, u->held_idle_s, 0);
 	c_dbl(o, u->energy_last >= 0, u->energy_last, 1);
 }
 
@@ -378,14 +385,17 @@ void gl_dcgmstore_add_share(struct gl_dcgmstore_stage *s, const struct gl_dcgmst
 	c_i64(o, sh->nodata, 0);
 	c_dbl(o, 1, sh->gpu_s, 0);
 	c_dbl(o, 1, sh->busy_gpu_s, 0);
-	c_dbl(o, 1, sh->idle_gpu_s, 1);
+	c_dbl(o, 1, sh->idle_gpu_s, 0);
+	c_dbl(o, 1, sh->held_idle_gpu_s, 1);
 }
 
 /* One dcgm_pending staging row: the sample's GPU, node, its hpc_job and pod
- * labels (text[] literals, then COPY-escaped) and what it covers. */
+ * labels (text[] literals, then COPY-escaped), what it covers and, for an
+ * unlabelled node, the share left and who had theirs. */
 void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_pending *p)
 {
-	struct gl_strbuf jobs = GL_STRBUF_INIT, pods = GL_STRBUF_INIT, one = GL_STRBUF_INIT, *o = &s->pend;
+	struct gl_strbuf jobs = GL_STRBUF_INIT, pods = GL_STRBUF_INIT, one = GL_STRBUF_INIT, claimed = GL_STRBUF_INIT,
+			 *o = &s->pend;
 	gl_pgarray_texts(&jobs, p->jobs, p->njobs);
 	for (size_t k = 0; k < p->npods; k++) {
 		if (!p->pods[k].pod[0])
@@ -401,18 +411,32 @@ void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgm
 	c_str(o, gl_strbuf_cstr(&pods), 0);
 	c_i64(o, p->dt_s, 0);
 	c_str(o, p->busy ? "t" : "f", 0);
-	c_str(o, p->nodata ? "t" : "f", 1);
+	c_str(o, p->nodata ? "t" : "f", 0);
+	c_i64(o, p->busy_ms, 0);
+	c_i64(o, p->idle_ms, 0);
+	c_i64(o, p->held_ms, 0);
+	c_dbl(o, p->left >= 0, p->left, 0);
+	if (p->left >= 0) {
+		c_i64(o, p->node_gpus, 0);
+		for (size_t k = 0; k < p->nclaimed; k++)
+			gl_pgarray_add_i64(&claimed, p->claimed[k]);
+		c_str(o, gl_pgarray_end(&claimed), 1);
+	} else {
+		c_str(o, NULL, 0);
+		c_str(o, NULL, 1);
+	}
 	gl_strbuf_fini(&jobs);
 	gl_strbuf_fini(&pods);
 	gl_strbuf_fini(&one);
+	gl_strbuf_fini(&claimed);
 }
 
 static const char usage_sql[] =
 	"INSERT INTO gpu_usage (gpu_id, bucket, cluster_id, bucket_s, samples, busy_samples,"
-	" nodata_samples, active_sum, fb_used_max_mib, energy_mj, covered_s, busy_s, idle_s,"
+	" nodata_samples, active_sum, fb_used_max_mib, energy_mj, covered_s, busy_s, idle_s, held_idle_s,"
 	" engine_samples, power_max_w, energy_resets, xid_last, last_sample_at)"
 	" SELECT gpu_id, to_timestamp($2::bigint), $1::integer, $3::integer, 1, busy, nodata,"
-	" active_sum, fb_max, energy_mj, covered_s, busy_s, idle_s, engine_n, power_max, resets, xid,"
+	" active_sum, fb_max, energy_mj, covered_s, busy_s, idle_s, held_idle_s, engine_n, power_max, resets, xid,"
 	" to_timestamp($4::bigint) FROM gl_dcgm_use"
 	" ON CONFLICT (gpu_id, bucket) DO UPDATE SET"
 	" samples = gpu_usage.samples + EXCLUDED.samples,"
@@ -429,13 +453,14 @@ static const char usage_sql[] =
 	" covered_s = gpu_usage.covered_s + EXCLUDED.covered_s,"
 	" busy_s = gpu_usage.busy_s + EXCLUDED.busy_s,"
 	" idle_s = gpu_usage.idle_s + EXCLUDED.idle_s,"
+	" held_idle_s = gpu_usage.held_idle_s + EXCLUDED.held_idle_s,"
 	" last_sample_at = greatest(gpu_usage.last_sample_at, EXCLUDED.last_sample_at)";
 
 static const char shares_sql[] =
 	"INSERT INTO gpu_usage_jobs (gpu_id, bucket, job_pk, cluster_id, attribution, samples,"
-	" busy_samples, nodata_samples, gpu_s, busy_gpu_s, idle_gpu_s)"
+	" busy_samples, nodata_samples, gpu_s, busy_gpu_s, idle_gpu_s, held_idle_gpu_s)"
 	" SELECT gpu_id, to_timestamp($2::bigint), job_pk, $1::integer, kind, 1, busy, nodata, gpu_s,"
-	" busy_gpu_s, idle_gpu_s FROM gl_dcgm_share"
+	" busy_gpu_s, idle_gpu_s, held_idle_gpu_s FROM gl_dcgm_share"
 	" ON CONFLICT (gpu_id, bucket, job_pk) DO UPDATE SET"
 	" attribution = CASE WHEN gl_attribution_rank(EXCLUDED.attribution)"
 	"  < gl_attribution_rank(gpu_usage_jobs.attribution) THEN EXCLUDED.attribution"
@@ -445,7 +470,8 @@ static const char shares_sql[] =
 	" nodata_samples = gpu_usage_jobs.nodata_samples + EXCLUDED.nodata_samples,"
 	" gpu_s = gpu_usage_jobs.gpu_s + EXCLUDED.gpu_s,"
 	" busy_gpu_s = gpu_usage_jobs.busy_gpu_s + EXCLUDED.busy_gpu_s,"
-	" idle_gpu_s = gpu_usage_jobs.idle_gpu_s + EXCLUDED.idle_gpu_s";
+	" idle_gpu_s = gpu_usage_jobs.idle_gpu_s + EXCLUDED.idle_gpu_s,"
+	" held_idle_gpu_s = gpu_usage_jobs.held_idle_gpu_s + EXCLUDED.held_idle_gpu_s";
 
 /* the row's job: the one with the largest share of the bucket so far */
 static const char best_job_sql[] =
@@ -463,23 +489,26 @@ static const char state_sql[] =
 	" ON CONFLICT (gpu_id) DO UPDATE SET last_sample_at = EXCLUDED.last_sample_at,"
 	" energy_last_mj = coalesce(EXCLUDED.energy_last_mj, dcgm_gpu_state.energy_last_mj)";
 
-/* labelled samples whose job is not known yet wait for it (sql/020), six
- * hours at most */
+/* samples whose job is not known yet wait for it (sql/020, 048): labelled
+ * ones six hours at most, those of unlabelled nodes one hour */
 static int pending(PGconn *c, const struct gl_dcgmstore_stage *s, const char *cid, const char *at, const char *bucket,
 		   struct gl_err *err)
 {
 	int rc;
 	if ((rc = gl_db_query(c,
 			      "DELETE FROM dcgm_pending WHERE cluster_id = $1::integer"
-			      " AND at < to_timestamp($2::bigint) - interval '6 hours'",
+			      " AND at < to_timestamp($2::bigint) - interval '1 hour'"
+			      " AND (left_share IS NOT NULL OR at < to_timestamp($2::bigint) - interval '6 hours')",
 			      2, (const char *[]){cid, at}, NULL, err)))
 		return rc;
 	if (!s->pend.len)
 		return 0;
 	return gl_db_query(c,
-			   "INSERT INTO dcgm_pending (gpu_id, at, bucket, cluster_id, node, jobs, pods, dt_s, busy, nodata)"
+			   "INSERT INTO dcgm_pending (gpu_id, at, bucket, cluster_id, node, jobs, pods, dt_s, busy, nodata,"
+			   " busy_ms, idle_ms, held_ms, left_share, node_gpus, claimed)"
 			   " SELECT gpu_id, to_timestamp($2::bigint), to_timestamp($3::bigint), $1::integer, node, jobs, pods,"
-			   " dt_s, busy, nodata FROM gl_dcgm_pend ON CONFLICT DO NOTHING",
+			   " dt_s, busy, nodata, busy_ms, idle_ms, held_ms, left_share, node_gpus, claimed FROM gl_dcgm_pend"
+			   " ON CONFLICT DO NOTHING",
 			   3, (const char *[]){cid, at, bucket}, NULL, err);
 }
 
@@ -548,4 +577,54 @@ int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, stru
 		*claimed = atoll(PQgetvalue(r, 0, 0));
 	PQclear(r);
 	return 0;
+}
+
+int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+			  struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	int rc;
+	*out = NULL;
+	*n = 0;
+	/* the model a raw name is counted and billed under (sql/024) */
+	if ((rc = gl_db_query(c,
+			      "SELECT cl.name, nd.name, g.uuid, coalesce(g.model, ''), coalesce(gl_gpu_model(g.model), ''),"
+			      " coalesce(g.mig_profile, ''), coalesce(g.driver, ''), coalesce(g.source, ''), g.mig_instance,"
+			      " extract(epoch FROM g.first_seen)::bigint, extract(epoch FROM g.last_seen)::bigint,"
+			      " extract(epoch FROM g.absent_since)::bigint"
+			      " FROM gpus g JOIN nodes nd ON nd.node_id = g.node_id JOIN clusters cl ON cl.cluster_id = g.cluster_id"
+			      " WHERE $1::text IS NULL OR cl.name = $1 ORDER BY 1, 2, 3, 9",
+			      1, (const char *[]){cluster}, &r, err)))
+		goto out;
+	*n = (size_t)PQntuples(r);
+	*out = gl_xcalloc(*n ? *n : 1, sizeof **out);
+	for (size_t i = 0; i < *n; i++) {
+		struct gl_inv_gpu *g = &(*out)[i];
+		char **str[] = {&g->cluster, &g->node, &g->uuid, &g->model_raw, &g->model, &g->profile, &g->driver, &g->source};
+		int64_t *tm[] = {&g->first_seen_s, &g->last_seen_s, &g->absent_since_s};
+		for (int k = 0; k < 8; k++)
+			*str[k] = gl_xstrdup(PQgetvalue(r, (int)i, k));
+		g->mig_instance = atoi(PQgetvalue(r, (int)i, 8));
+		for (int k = 0; k < 3; k++)
+			*tm[k] = PQgetisnull(r, (int)i, 9 + k) ? GL_TIME_NONE : atoll(PQgetvalue(r, (int)i, 9 + k));
+	}
+out:
+	PQclear(r);
+	return rc;
+}
+
+void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].cluster);
+		free(v[i].node);
+		free(v[i].uuid);
+		free(v[i].model_raw);
+		free(v[i].model);
+		free(v[i].profile);
+		free(v[i].driver);
+		free(v[i].source);
+	}
+	free(v);
 }

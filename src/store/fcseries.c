@@ -197,7 +197,7 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
 			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
 			     /* a pending array row stands for all its still-pending tasks */
-			     " greatest(k.req_gpu_milli, k.gpu_milli) * coalesce(k.array_tasks, 1) FROM k ORDER BY 1, 2");
+			     " greatest(k.req_gpu_micro, " GL_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) FROM k ORDER BY 1, 2");
 	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err)))
 		goto out;
 	if (metric == GL_FCS_PENDING_MINUTES || minutes)
@@ -207,7 +207,7 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	for (int i = 0; i < PQntuples(r); i++) {
 		double *v = series_for(out, PQgetvalue(r, i, 0));
 		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
-		double gpus = atof(PQgetvalue(r, i, 3)) / 1000.0;
+		double gpus = atof(PQgetvalue(r, i, 3)) / (double)GL_GPU_MICRO;
 		if (metric == GL_FCS_DEMAND_GPUS) {
 			long k = step_of(steps, n_steps, s0);
 			if (k >= 0)

@@ -153,12 +153,12 @@ void gl_hookstore_read_abort(PGconn *c)
 static const char jobs_sql[] =
 	"SELECT j.job_pk, j.cluster_id, c.name, c.kind, j.job_id, coalesce(j.name, ''), coalesce(j.user_name, ''),"
 	" coalesce(j.account, ''), coalesce(j.partition, ''), coalesce(j.qos, ''), coalesce(j.namespace, ''),"
-	" coalesce(j.tags->'labels', '{}')::text, extract(epoch FROM j.start_at)::bigint, j.gpu_milli"
+	" coalesce(j.tags->'labels', '{}')::text, extract(epoch FROM j.start_at)::bigint, " GL_JOB_GPUS_SQL("j")
 	" FROM jobs j JOIN clusters c USING (cluster_id)"
 	" WHERE j.end_at IS NULL AND j.start_at IS NOT NULL AND j.gpu_milli > 0 AND j.start_at <= to_timestamp($1)"
 	" ORDER BY j.cluster_id, j.job_pk";
 enum { JC_PK, JC_CID, JC_CLUSTER, JC_KIND, JC_JOB_ID, JC_NAME, JC_USER, JC_ACCOUNT, JC_PARTITION, JC_QOS, JC_NS,
-       JC_LABELS, JC_START, JC_GPU_MILLI };
+       JC_LABELS, JC_START, JC_GPU_MICRO };
 
 static void parse_labels(struct gl_hookstore_job *j, const char *json)
 {
@@ -191,7 +191,7 @@ static void job_decode(const PGresult *r, int i, struct gl_hookstore_job *j)
 	if (strcmp(PQgetvalue(r, i, JC_LABELS), "{}"))
 		parse_labels(j, PQgetvalue(r, i, JC_LABELS));
 	j->start_s = col_i64(r, i, JC_START);
-	j->gpu_milli = col_i64(r, i, JC_GPU_MILLI);
+	j->gpu_micro = col_i64(r, i, JC_GPU_MICRO);
 }
 
 int gl_hookstore_running_jobs(PGconn *c, int64_t now_s, struct gl_hookstore_job_list *out, struct gl_err *err)

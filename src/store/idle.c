@@ -18,38 +18,38 @@
 static const char jobs_sql[] =
 	"WITH k AS ("
 	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
-	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, jb.gpu_milli, jb.state, jb.name AS job_name,"
+	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_JOB_GPUS_SQL("jb") " AS gpu_micro, jb.state, jb.name AS job_name,"
 	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
 	"  ow.team, ow.project, ow.cost_center, u.idle_gpu_s * sc.k AS idle_gpu_s, u.busy_gpu_s * sc.k AS busy_gpu_s,"
-	"  u.observed_gpu_s * sc.k AS observed_gpu_s"
+	"  u.observed_gpu_s * sc.k AS observed_gpu_s, u.held_idle_gpu_s * sc.k AS held_idle_gpu_s"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "jb.gpu_milli * greatest(extract(epoch FROM"
+	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("jb") " * greatest(extract(epoch FROM"
 	"  least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))), 0)"
-	"  / 1000.0") " AS k) sc"
+	"  / 1000000.0") " AS k) sc"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, jb.start_at) ow ON true"
 	"), p AS ("
 	" SELECT k.*, %s AS key,"
 	"  CASE WHEN rt.cost IS NULL THEN NULL"
-	"   WHEN k.gpu_milli * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
-	"   ELSE rt.cost * k.idle_gpu_s * 1000 / (k.gpu_milli * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
-	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_milli * extract(epoch FROM least(k.e0, r.valid_to)"
-	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000 AS cost FROM gl_rates_of(k.gpu_model) r"
+	"   WHEN k.gpu_micro * extract(epoch FROM k.e0 - k.s0) <= 0 THEN 0"
+	"   ELSE rt.cost * k.idle_gpu_s * 1000000 / (k.gpu_micro * extract(epoch FROM k.e0 - k.s0)) END AS idle_micros"
+	" FROM k LEFT JOIN LATERAL (SELECT sum(k.gpu_micro * extract(epoch FROM least(k.e0, r.valid_to)"
+	"  - greatest(k.s0, r.valid_from)) * r.micros_per_gpu_hour) / 3600000000 AS cost FROM gl_rates_of(k.gpu_model) r"
 	"  WHERE r.valid_from < k.e0 AND r.valid_to > k.s0) rt ON true"
 	")";
 
 #define OW(t, m) GL_PGROW(struct gl_idle_owner, t, m)
 static const struct gl_pgrow_field owner_fields[] = {
 	OW(STR, key), OW(F64, idle_gpu_s), OW(F64, busy_gpu_s), OW(F64, observed_gpu_s),
-	GL_PGROW_N(struct gl_idle_owner, I64, idle_micros, idle_micros_null), OW(I64, unpriced_jobs),
+	GL_PGROW_N(struct gl_idle_owner, I64, idle_micros, idle_micros_null), OW(I64, unpriced_jobs), OW(F64, held_idle_gpu_s),
 };
 #undef OW
 #define JB(t, m) GL_PGROW(struct gl_idle_job, t, m)
 static const struct gl_pgrow_field job_fields[] = {
-	JB(STR, cluster), JB(STR, job_id), JB(STR, owner), JB(STR, user_name), JB(I64, gpu_milli), JB(STR, gpu_model),
+	JB(STR, cluster), JB(STR, job_id), JB(STR, owner), JB(STR, user_name), JB(I64, gpu_micro), JB(STR, gpu_model),
 	JB(STR, state), JB(F64, idle_gpu_s), JB(F64, busy_gpu_s),
-	GL_PGROW_N(struct gl_idle_job, I64, idle_micros, idle_micros_null), JB(TIME, from_s), JB(TIME, to_s),
+	GL_PGROW_N(struct gl_idle_job, I64, idle_micros, idle_micros_null), JB(TIME, from_s), JB(TIME, to_s), JB(F64, held_idle_gpu_s),
 };
 #undef JB
 #define FL(t, m) GL_PGROW(struct gl_idle_fleet, t, m)
@@ -75,17 +75,19 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 	gl_strbuf_printf(&sql, jobs_sql, expr);
 	gl_strbuf_puts(&sql, " SELECT p.key, round(sum(p.idle_gpu_s)) AS idle_gpu_s, round(sum(p.busy_gpu_s)) AS busy_gpu_s,"
 			     " round(sum(p.observed_gpu_s)) AS observed_gpu_s, round(sum(p.idle_micros)) AS idle_micros,"
-			     " count(*) FILTER (WHERE p.idle_micros IS NULL) AS unpriced_jobs"
+			     " count(*) FILTER (WHERE p.idle_micros IS NULL) AS unpriced_jobs,"
+			     " round(sum(p.held_idle_gpu_s)) AS held_idle_gpu_s"
 			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
 	rc = gl_pgrow_query(c, sql.p, 3, p, owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *out->owners, &owners,
 		   &out->n_owners, &out->text[0], err);
 	out->owners = owners;
 	gl_strbuf_reset(&sql);
 	gl_strbuf_printf(&sql, jobs_sql, expr);
-	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key AS owner, p.user_name, p.gpu_milli, p.gpu_model, p.state,"
+	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key AS owner, p.user_name, p.gpu_micro, p.gpu_model, p.state,"
 			     " round(p.idle_gpu_s) AS idle_gpu_s, round(p.busy_gpu_s) AS busy_gpu_s,"
 			     " round(p.idle_micros) AS idle_micros,"
-			     " extract(epoch FROM p.s0)::bigint AS from_s, extract(epoch FROM p.e0)::bigint AS to_s"
+			     " extract(epoch FROM p.s0)::bigint AS from_s, extract(epoch FROM p.e0)::bigint AS to_s,"
+			     " round(p.held_idle_gpu_s) AS held_idle_gpu_s"
 			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
 	if (!rc)
 		rc = gl_pgrow_query(c, sql.p, 4, p, job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->jobs, &jobs, &out->n_jobs,

@@ -38,21 +38,22 @@ static const char jobs_sql[] =
 	") SELECT j.cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition, j.qos,"
 	" j.namespace, j.state, extract(epoch FROM j.submit_at)::bigint AS submit_s,"
 	" extract(epoch FROM j.start_at)::bigint AS start_s, extract(epoch FROM j.end_at)::bigint AS end_s,"
-	" j.elapsed_s, j.gpu_milli, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_milli, j.job_pk,"
-	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000) END"
-	"  AS gpu_seconds,"
-	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(j.gpu_milli * (greatest(extract(epoch FROM j.e1 - j.s0), 0)"
-	"  - greatest(extract(epoch FROM j.e0 - j.s0), 0)) / 1000) END AS unobserved_gpu_seconds,"
+	" j.elapsed_s, " GL_JOB_GPUS_SQL("j") " AS gpu_micro, j.gpu_type, j.queue_wait_s, j.node_list, j.req_gpu_micro,"
+	" j.job_pk,"
+	" CASE WHEN j.s0 IS NULL THEN NULL"
+	"  ELSE round(" GL_JOB_GPUS_SQL("j") " * greatest(extract(epoch FROM j.e0 - j.s0), 0) / 1000000) END AS gpu_seconds,"
+	" CASE WHEN j.s0 IS NULL THEN NULL ELSE round(" GL_JOB_GPUS_SQL("j") " * (greatest(extract(epoch FROM j.e1 - j.s0), 0)"
+	"  - greatest(extract(epoch FROM j.e0 - j.s0), 0)) / 1000000) END AS unobserved_gpu_seconds,"
 	" extract(epoch FROM j.seen_at)::bigint AS seen_s,"
-	" (SELECT round(sum(j.gpu_milli * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
-	"   * r.micros_per_gpu_hour) / 3600000)"
+	" (SELECT round(sum(" GL_JOB_GPUS_SQL("j") " * extract(epoch FROM least(j.e0, r.valid_to) - greatest(j.s0, r.valid_from))"
+	"   * r.micros_per_gpu_hour) / 3600000000)"
 	"  FROM gl_rates_of(" GL_JOB_MODEL_SQL("j") ") r WHERE j.s0 IS NOT NULL AND r.valid_from < j.e0 AND r.valid_to > j.s0)"
 	"  AS cost_micros,"
-	" u.busy_gpu_s * sc.k AS busy_gpu_s, u.idle_gpu_s * sc.k AS idle_gpu_s"
+	" u.busy_gpu_s * sc.k AS busy_gpu_s, u.idle_gpu_s * sc.k AS idle_gpu_s, u.held_idle_gpu_s * sc.k AS held_idle_gpu_s"
 	" FROM j LEFT JOIN LATERAL (SELECT * FROM gl_job_usage((SELECT a FROM w), (SELECT b FROM w)) x"
 	"  WHERE $7::bigint IS NOT NULL AND x.job_pk = j.job_pk) u ON true"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", "j.gpu_milli * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
-									    " / 1000.0") " AS k) sc"
+	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("j") " * greatest(extract(epoch FROM j.e0 - j.s0), 0)"
+									    " / 1000000.0") " AS k) sc"
 	" ORDER BY " JOBS_NEWEST("j") " DESC, j.job_pk DESC";
 
 #define F(t, m) GL_PGROW(struct gl_joblist_row, t, m)
@@ -60,10 +61,10 @@ static const char jobs_sql[] =
 static const struct gl_pgrow_field job_fields[] = {
 	F(STR, cluster), F(STR, job_key), F(STR, job_id), F(STR, name), F(STR, user_name), F(STR, account),
 	F(STR, partition), F(STR, qos), F(STR, namespace), F(STR, state), F(TIME, submit_s), F(TIME, start_s),
-	F(TIME, end_s), FN(I64, elapsed_s), F(I64, gpu_milli), F(STR, gpu_type), FN(I64, queue_wait_s),
-	F(STR, node_list), F(I64, req_gpu_milli), F(I64, job_pk), FN(I64, gpu_seconds), FN(I64, unobserved_gpu_seconds),
+	F(TIME, end_s), FN(I64, elapsed_s), F(I64, gpu_micro), F(STR, gpu_type), FN(I64, queue_wait_s),
+	F(STR, node_list), F(I64, req_gpu_micro), F(I64, job_pk), FN(I64, gpu_seconds), FN(I64, unobserved_gpu_seconds),
 	F(TIME, seen_s), FN(I64, cost_micros),
-	FN(F64, busy_gpu_s), FN(F64, idle_gpu_s),
+	FN(F64, busy_gpu_s), FN(F64, idle_gpu_s), FN(F64, held_idle_gpu_s),
 };
 #undef F
 #undef FN

@@ -40,8 +40,8 @@ const char gl_jobs_stage_columns[] =
 	"cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset, name, "
 	"user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, "
 	"state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s, timelimit_s, "
-	"nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres, node_list, nodes, "
-	"tags, last_seen_at, array_tasks, array_tasks_partial";
+	"nnodes, ncpus, req_mem_mb, gpu_micro, req_gpu_micro, phys_micro, gpu_type, gpu_share, gpu_uuids, gpu_group, "
+	"gpu_note, req_tres, alloc_tres, node_list, nodes, tags, last_seen_at, array_tasks, array_tasks_partial";
 
 /* seq keeps COPY order so the last row of a key wins in the merge */
 static const char stage_ddl[] =
@@ -51,8 +51,8 @@ static const char stage_ddl[] =
 	" group_name text, account text, partition text, qos text, wckey text, namespace text, state text,"
 	" state_known boolean, state_by_uid bigint, exit_code text, submit_at timestamptz, eligible_at timestamptz,"
 	" start_at timestamptz, end_at timestamptz, elapsed_s bigint, suspended_s bigint, timelimit_s bigint,"
-	" nnodes integer, ncpus integer, req_mem_mb bigint, gpu_milli bigint, req_gpu_milli bigint, gpu_type text,"
-	" req_tres text, alloc_tres text, node_list text, nodes text[], tags jsonb, last_seen_at timestamptz,"
+	" nnodes integer, ncpus integer, req_mem_mb bigint, gpu_micro bigint, req_gpu_micro bigint, phys_micro bigint,"
+	" gpu_type text, gpu_share text, gpu_uuids jsonb, gpu_group text, gpu_note text, req_tres text, alloc_tres text, node_list text, nodes text[], tags jsonb, last_seen_at timestamptz,"
 	" array_tasks integer, array_tasks_partial boolean"
 	") ON COMMIT DELETE ROWS";
 
@@ -70,13 +70,14 @@ static const char merge_sql[] =
 	" INSERT INTO jobs AS j (cluster_id, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id,"
 	"  het_offset, name, user_name, uid, group_name, account, partition, qos, wckey, namespace, state,"
 	"  state_known, state_by_uid, exit_code, submit_at, eligible_at, start_at, end_at, elapsed_s, suspended_s,"
-	"  timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type, req_tres, alloc_tres,"
-	"  node_list, nodes, tags, last_seen_at, array_tasks, array_tasks_partial)"
+	"  timelimit_s, nnodes, ncpus, req_mem_mb, gpu_micro, req_gpu_micro, phys_micro, gpu_type, gpu_share, gpu_uuids,"
+	"  gpu_group, gpu_note, req_tres, alloc_tres, node_list, nodes, tags, last_seen_at, array_tasks, array_tasks_partial)"
 	" SELECT $1::integer, job_key, job_id, job_id_raw, array_job_id, array_task_id, het_job_id, het_offset, name,"
 	"  user_name, uid, group_name, account, partition, qos, wckey, namespace, state, state_known, state_by_uid,"
 	"  exit_code, submit_at, eligible_at, start_at, end_at,"
-	"  elapsed_s, suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_milli, req_gpu_milli, gpu_type,"
-	"  req_tres, alloc_tres, node_list, nodes, tags, last_seen_at, array_tasks, array_tasks_partial"
+	"  elapsed_s, suspended_s, timelimit_s, nnodes, ncpus, req_mem_mb, gpu_micro, req_gpu_micro, phys_micro, gpu_type,"
+	"  gpu_share, gpu_uuids, gpu_group, gpu_note, req_tres, alloc_tres, node_list, nodes, tags, last_seen_at,"
+	"  array_tasks, array_tasks_partial"
 	" FROM src"
 	" ON CONFLICT (cluster_id, job_key) DO UPDATE SET"
 	"  job_id = EXCLUDED.job_id, job_id_raw = EXCLUDED.job_id_raw, array_job_id = EXCLUDED.array_job_id,"
@@ -88,7 +89,9 @@ static const char merge_sql[] =
 	"  eligible_at = EXCLUDED.eligible_at, start_at = EXCLUDED.start_at, end_at = EXCLUDED.end_at,"
 	"  elapsed_s = EXCLUDED.elapsed_s, suspended_s = EXCLUDED.suspended_s, timelimit_s = EXCLUDED.timelimit_s,"
 	"  nnodes = EXCLUDED.nnodes, ncpus = EXCLUDED.ncpus, req_mem_mb = EXCLUDED.req_mem_mb,"
-	"  gpu_milli = EXCLUDED.gpu_milli, req_gpu_milli = EXCLUDED.req_gpu_milli, gpu_type = EXCLUDED.gpu_type,"
+	"  gpu_micro = EXCLUDED.gpu_micro, req_gpu_micro = EXCLUDED.req_gpu_micro, phys_micro = EXCLUDED.phys_micro,"
+	"  gpu_type = EXCLUDED.gpu_type, gpu_share = EXCLUDED.gpu_share, gpu_uuids = EXCLUDED.gpu_uuids,"
+	"  gpu_group = EXCLUDED.gpu_group, gpu_note = EXCLUDED.gpu_note,"
 	"  req_tres = EXCLUDED.req_tres, alloc_tres = EXCLUDED.alloc_tres, node_list = EXCLUDED.node_list,"
 	"  nodes = EXCLUDED.nodes, tags = EXCLUDED.tags, last_seen_at = EXCLUDED.last_seen_at,"
 	"  array_tasks = EXCLUDED.array_tasks, array_tasks_partial = EXCLUDED.array_tasks_partial, updated_at = now()"
@@ -97,7 +100,8 @@ static const char merge_sql[] =
 	"  AND (j.job_id, j.job_id_raw, j.array_job_id, j.array_task_id, j.het_job_id, j.het_offset, j.name,"
 	"  j.user_name, j.uid, j.group_name, j.account, j.partition, j.qos, j.wckey, j.namespace, j.state,"
 	"  j.state_known, j.state_by_uid, j.exit_code, j.submit_at, j.eligible_at, j.start_at, j.end_at, j.elapsed_s,"
-	"  j.suspended_s, j.timelimit_s, j.nnodes, j.ncpus, j.req_mem_mb, j.gpu_milli, j.req_gpu_milli, j.gpu_type,"
+	"  j.suspended_s, j.timelimit_s, j.nnodes, j.ncpus, j.req_mem_mb, j.gpu_micro, j.req_gpu_micro, j.phys_micro,"
+	"  j.gpu_type, j.gpu_share, j.gpu_uuids, j.gpu_group, j.gpu_note,"
 	"  j.req_tres, j.alloc_tres, j.node_list, j.nodes, j.tags, j.last_seen_at, j.array_tasks, j.array_tasks_partial)"
 	"  IS DISTINCT FROM"
 	" (EXCLUDED.job_id, EXCLUDED.job_id_raw, EXCLUDED.array_job_id, EXCLUDED.array_task_id, EXCLUDED.het_job_id,"
@@ -105,8 +109,9 @@ static const char merge_sql[] =
 	"  EXCLUDED.account, EXCLUDED.partition, EXCLUDED.qos, EXCLUDED.wckey, EXCLUDED.namespace, EXCLUDED.state,"
 	"  EXCLUDED.state_known, EXCLUDED.state_by_uid, EXCLUDED.exit_code, EXCLUDED.submit_at, EXCLUDED.eligible_at,"
 	"  EXCLUDED.start_at, EXCLUDED.end_at, EXCLUDED.elapsed_s, EXCLUDED.suspended_s, EXCLUDED.timelimit_s,"
-	"  EXCLUDED.nnodes, EXCLUDED.ncpus, EXCLUDED.req_mem_mb, EXCLUDED.gpu_milli, EXCLUDED.req_gpu_milli,"
-	"  EXCLUDED.gpu_type, EXCLUDED.req_tres, EXCLUDED.alloc_tres, EXCLUDED.node_list, EXCLUDED.nodes,"
+	"  EXCLUDED.nnodes, EXCLUDED.ncpus, EXCLUDED.req_mem_mb, EXCLUDED.gpu_micro, EXCLUDED.req_gpu_micro,"
+	"  EXCLUDED.phys_micro, EXCLUDED.gpu_type, EXCLUDED.gpu_share, EXCLUDED.gpu_uuids, EXCLUDED.gpu_group,"
+	"  EXCLUDED.gpu_note, EXCLUDED.req_tres, EXCLUDED.alloc_tres, EXCLUDED.node_list, EXCLUDED.nodes,"
 	"  EXCLUDED.tags, EXCLUDED.last_seen_at, EXCLUDED.array_tasks, EXCLUDED.array_tasks_partial)"
 	" RETURNING (xmax = 0) AS ins"
 	") SELECT (SELECT count(*) FROM src), count(*) FILTER (WHERE ins), count(*) FILTER (WHERE NOT ins) FROM up";
@@ -296,9 +301,14 @@ static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_job_row
 	put_int(o, r->nnodes, -1);
 	put_int(o, r->ncpus, -1);
 	put_int(o, r->req_mem_mb, -1);
-	put_int(o, r->gpu_milli, INT64_MIN);
-	put_int(o, r->req_gpu_milli, INT64_MIN);
+	put_int(o, r->gpu_micro, INT64_MIN);
+	put_int(o, r->req_gpu_micro, INT64_MIN);
+	put_int(o, r->phys_micro, INT64_MIN);
 	put_str(o, r->gpu_type);
+	put_str(o, r->gpu_share);
+	put_str(o, r->gpu_uuids_json);
+	put_str(o, r->gpu_group);
+	put_str(o, r->gpu_note);
 	put_str(o, r->req_tres);
 	put_str(o, r->alloc_tres);
 	put_str(o, r->node_list);

@@ -34,6 +34,51 @@ static int64_t get_time(const PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
 }
 
+/* A node's spans at at_s summed over its models (a node with two models
+ * is rare and holds both); replicas and memory are per GPU. */
+static const char nodes_sql[] =
+	"SELECT node, sum(gpus)::bigint, coalesce(max(replicas), 0), coalesce(max(memory_mib), 0)"
+	" FROM node_gpu_spans WHERE cluster_id = $1 AND valid_from <= to_timestamp($2::bigint)"
+	" AND (valid_to IS NULL OR valid_to > to_timestamp($2::bigint)) GROUP BY node ORDER BY node";
+enum { NC_NODE, NC_GPUS, NC_REPLICAS, NC_MEMORY };
+
+int gl_kubestore_node_gpus(PGconn *c, int cluster_id, int64_t at_s, struct gl_kubestore_node_list *out,
+			   struct gl_err *err)
+{
+	static const int strs[] = {NC_NODE};
+	char cid[16], at[24];
+	PGresult *r = NULL;
+	size_t *off;
+	int rc;
+	memset(out, 0, sizeof *out);
+	snprintf(cid, sizeof cid, "%d", cluster_id);
+	snprintf(at, sizeof at, "%lld", (long long)at_s);
+	if ((rc = gl_db_query(c, nodes_sql, 2, (const char *[]){cid, at}, &r, err)))
+		return rc;
+	out->n = (size_t)PQntuples(r);
+	out->v = gl_xcalloc(out->n ? out->n : 1, sizeof *out->v);
+	off = gl_xcalloc(out->n ? out->n : 1, sizeof *off);
+	out->arena = arena_of(r, strs, 1, off);
+	for (size_t i = 0; i < out->n; i++) {
+		struct gl_kube_node_gpu *g = &out->v[i];
+		int row = (int)i;
+		g->node = out->arena + off[i];
+		g->gpus = atoll(PQgetvalue(r, row, NC_GPUS));
+		g->replicas = atoi(PQgetvalue(r, row, NC_REPLICAS));
+		g->memory_mib = atoll(PQgetvalue(r, row, NC_MEMORY));
+	}
+	free(off);
+	PQclear(r);
+	return 0;
+}
+
+void gl_kubestore_node_list_fini(struct gl_kubestore_node_list *l)
+{
+	free(l->v);
+	free(l->arena);
+	memset(l, 0, sizeof *l);
+}
+
 static const char pods_sql[] =
 	"SELECT job_key, extract(epoch FROM last_seen_at)::bigint, state,"
 	" extract(epoch FROM start_at)::bigint, extract(epoch FROM end_at)::bigint"

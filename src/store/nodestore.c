@@ -46,7 +46,7 @@ static int stage(PGconn *c, const struct gl_nodestore_stage *st, int analyze, st
 	int rc;
 	if ((rc = gl_db_exec(c,
 			     "CREATE TEMP TABLE IF NOT EXISTS gl_stage_ng (node text, gpu_model text, gpus int, mig int,"
-			     " partition text, partitions text[], since bigint, mem bigint) ON COMMIT DELETE ROWS;"
+			     " partition text, partitions text[], since bigint, mem bigint, reps int) ON COMMIT DELETE ROWS;"
 			     "CREATE TEMP TABLE IF NOT EXISTS gl_stage_ns (node text, state text, since bigint, presence bigint, last bigint, raw text,"
 			     " unknown text, reason text, ruser text, alloc int) ON COMMIT DELETE ROWS;"
 			     "CREATE TEMP TABLE IF NOT EXISTS gl_stage_ev (node text, state text, t0 bigint, t1 bigint,"
@@ -97,8 +97,8 @@ static int merge_gpus(PGconn *c, const struct gl_nodestore_stage *st, const char
 	     * registration/creation, but not before the previous snapshot */
 	    (rc = q(c,
 		    "INSERT INTO node_gpu_spans (cluster_id, node, gpu_model, gpus, mig_instances, partition,"
-		    " partitions, source, memory_mib, valid_from)"
-		    " SELECT $1, g.node, g.gpu_model, g.gpus, g.mig, g.partition, g.partitions, $2, g.mem,"
+		    " partitions, source, memory_mib, replicas, valid_from)"
+		    " SELECT $1, g.node, g.gpu_model, g.gpus, g.mig, g.partition, g.partitions, $2, g.mem, g.reps,"
 		    " CASE WHEN EXISTS (SELECT 1 FROM node_gpu_spans p WHERE p.cluster_id = $1 AND p.node = g.node"
 		    "   AND p.source = $2) THEN to_timestamp($3::bigint)"
 		    " ELSE greatest(to_timestamp(least(g.since, $3::bigint)), coalesce(to_timestamp($4::bigint),"
@@ -106,13 +106,13 @@ static int merge_gpus(PGconn *c, const struct gl_nodestore_stage *st, const char
 		    " FROM gl_stage_ng g WHERE NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = $1"
 		    " AND s.node = g.node AND s.gpu_model = g.gpu_model AND s.source = $2 AND s.valid_to IS NULL)",
 		    4, p4, &o->gpu_spans_opened, err)) ||
-	    /* memory is an attribute of the open span, not its identity;
-	     * spans opened just now have it already */
+	    /* memory and replicas are attributes of the open span, not its
+	     * identity; spans opened just now have them already */
 	    (o->gpu_spans_opened < (int64_t)st->gpu_rows &&
 	     (rc = q(c,
-		    "UPDATE node_gpu_spans s SET memory_mib = g.mem FROM gl_stage_ng g"
+		    "UPDATE node_gpu_spans s SET memory_mib = g.mem, replicas = g.reps FROM gl_stage_ng g"
 		    " WHERE s.cluster_id = $1 AND s.source = $2 AND s.valid_to IS NULL AND s.node = g.node"
-		    " AND s.gpu_model = g.gpu_model AND s.memory_mib IS DISTINCT FROM g.mem",
+		    " AND s.gpu_model = g.gpu_model AND (s.memory_mib, s.replicas) IS DISTINCT FROM (g.mem, g.reps)",
 		    2, p4, &dummy, err))))
 		return rc;
 	return 0;

@@ -13,7 +13,7 @@
 static const char *dim_sql(const char *dim)
 {
 	if (!strcmp(dim, "gpus"))
-		return "trim_scale(greatest(k.gpu_milli, k.req_gpu_milli) / 1000.0)::text";
+		return "trim_scale(greatest(" GL_JOB_GPUS_SQL("k") ", k.req_gpu_micro) / 1000000.0)::text";
 	return gl_acct_dim_sql(dim);
 }
 
@@ -34,12 +34,12 @@ static const char queue_cte[] =
 #define QW(m) GL_PGROW_N(struct gl_queue_wait, I64, m, m##_null)
 static const struct gl_pgrow_field wait_fields[] = {
 	GL_PGROW(struct gl_queue_wait, STR, key), GL_PGROW(struct gl_queue_wait, I64, jobs), QW(p50_s), QW(p90_s),
-	QW(p99_s), QW(max_s), QW(mean_ds), QW(eligible_p50_s), GL_PGROW(struct gl_queue_wait, I64, gpu_milli),
+	QW(p99_s), QW(max_s), QW(mean_ds), QW(eligible_p50_s), GL_PGROW(struct gl_queue_wait, I64, gpu_micro),
 };
 #undef QW
 #define QP(t, m) GL_PGROW(struct gl_queue_pending, t, m)
 static const struct gl_pgrow_field pending_fields[] = {
-	QP(STR, key), QP(I64, jobs), QP(I64, gpu_milli), QP(I64, longest_wait_s), QP(I64, unobserved_s),
+	QP(STR, key), QP(I64, jobs), QP(I64, gpu_micro), QP(I64, longest_wait_s), QP(I64, unobserved_s),
 	QP(BOOL, lower_bound),
 };
 #undef QP
@@ -68,7 +68,7 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 " percentile_disc(0.99) WITHIN GROUP (ORDER BY k.queue_wait_s) AS p99_s,"
 			 " max(k.queue_wait_s) AS max_s, round(avg(k.queue_wait_s) * 10) AS mean_ds,"
 			 " percentile_disc(0.5) WITHIN GROUP (ORDER BY k.eligible_wait_s) AS eligible_p50_s,"
-			 " sum(k.gpu_milli) AS gpu_milli"
+			 " sum(" GL_JOB_GPUS_SQL("k") ") AS gpu_micro"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
 	rc = gl_pgrow_query(gl_db_conn(st), sql.p, 2, (const char *[]){a, b}, wait_fields, GL_ARRAY_LEN(wait_fields),
@@ -78,9 +78,9 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 	gl_strbuf_reset(&sql);
 	gl_strbuf_printf(&sql, queue_cte, "jb.start_at IS NULL AND jb.end_at IS NULL AND jb.submit_at <= to_timestamp($1)");
 	gl_strbuf_printf(&sql,
-			 /* a pending array row stands for all its tasks, each asking for req_gpu_milli */
+			 /* a pending array row stands for all its tasks, each asking for req_gpu_micro */
 			 " SELECT %s AS key, sum(coalesce(k.array_tasks, 1)) AS jobs,"
-			 " sum(k.req_gpu_milli * coalesce(k.array_tasks, 1)) AS gpu_milli,"
+			 " sum(k.req_gpu_micro * coalesce(k.array_tasks, 1)) AS gpu_micro,"
 			 /* a wait is known up to the last time a source saw the
 			  * job still pending (docs/ingest.md, "Observed time"):
 			  * one snapshot does not show a month of waiting */

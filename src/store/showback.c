@@ -188,7 +188,7 @@ static void intern_fini(struct intern *t)
 /* The columns of the stream, in order. */
 enum {
 	JC_PK, JC_JOB_ID, JC_STATE, JC_CLUSTER, JC_PARTITION, JC_ACCOUNT, JC_USER, JC_QOS, JC_WCKEY, JC_NAMESPACE,
-	JC_LABELS, JC_START, JC_QUEUED, JC_END, JC_GPU_MILLI, JC_MODEL, JC_IDLE_MS, JC_OBSERVED, JC_ENERGY, JC_BUSY_MS, JC_N
+	JC_LABELS, JC_START, JC_QUEUED, JC_END, JC_GPU_MICRO, JC_MODEL, JC_IDLE_US, JC_OBSERVED, JC_ENERGY, JC_BUSY_US, JC_N
 };
 
 /* The owner-relevant attributes gl_owner takes, stream columns
@@ -211,14 +211,14 @@ enum {
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
 	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
-	" jb.gpu_milli, " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000)::bigint, u.observed_gpu_s > 0, e.mj,"
-	" round(u.busy_gpu_s * 1000)::bigint"
+	" " GL_JOB_GPUS_SQL("jb") ", " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
+	" u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" LEFT JOIN (SELECT job_pk, idle_gpu_s, busy_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
 	"  ON u.job_pk = jb.job_pk"
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
 	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
-	" WHERE jb.gpu_milli > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
+	" WHERE jb.gpu_micro > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
 	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_FIRM_END " > " SB_FROM ")))"
 	" TO STDOUT (FORMAT binary)";
 
@@ -368,7 +368,7 @@ static int job_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err 
 	size_t o_id, o_cl, o_st;
 	int added;
 	(void)n;
-	if (f[JC_PK].len != 8 || f[JC_START].len != 8 || f[JC_GPU_MILLI].len != 8)
+	if (f[JC_PK].len != 8 || f[JC_START].len != 8 || f[JC_GPU_MICRO].len != 8)
 		return gl_err_set(err, GL_EDB, "showback: per-job stream: unexpected NULL or width");
 	memset(&j, 0, sizeof j);
 	start = gl_db_field_ts_us(&f[JC_START]);
@@ -376,26 +376,26 @@ static int job_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err 
 	s0 = start > x->a_us ? start : x->a_us;
 	e0 = end < x->b_us ? end : x->b_us;
 	j.job_pk = gl_db_field_int(&f[JC_PK]);
-	j.gpu_milli = gl_db_field_int(&f[JC_GPU_MILLI]);
-	j.alloc_ms = j.gpu_milli * gl_jobstats_span_s(s0, e0);
+	j.gpu_micro = gl_db_field_int(&f[JC_GPU_MICRO]);
+	j.alloc_us = j.gpu_micro * gl_jobstats_span_s(s0, e0);
 	rm = rates_for(x, &f[JC_MODEL]);
-	j.unpriced_ms = j.alloc_ms;
+	j.unpriced_us = j.alloc_us;
 	if (rm) {
-		gl_i128 num = gl_jobstats_cost_num(rm->r, rm->n, s0, e0, j.gpu_milli);
-		j.cost_micros = (int64_t)((num * 2 + GL_MILLI_GPU_SECONDS_PER_GPU_HOUR) /
-					  (2 * (gl_i128)GL_MILLI_GPU_SECONDS_PER_GPU_HOUR));
-		j.unpriced_ms -= j.gpu_milli * gl_jobstats_priced_s(rm->r, rm->n, s0, e0);
+		gl_i128 num = gl_jobstats_cost_num(rm->r, rm->n, s0, e0, j.gpu_micro);
+		j.cost_micros = (int64_t)((num * 2 + GL_MICRO_GPU_SECONDS_PER_GPU_HOUR) /
+					  (2 * (gl_i128)GL_MICRO_GPU_SECONDS_PER_GPU_HOUR));
+		j.unpriced_us -= j.gpu_micro * gl_jobstats_priced_s(rm->r, rm->n, s0, e0);
 	}
-	if (j.unpriced_ms < 0)
-		j.unpriced_ms = 0;
+	if (j.unpriced_us < 0)
+		j.unpriced_us = 0;
 	j.group = job_group(x, f, start);
 	{
 		const struct gl_db_field *p = &f[JC_PARTITION];
 		j.partition = intern_get(&x->parts, p->len > 0 ? p->p : "", p->len > 0 ? (size_t)p->len : 0, &added);
 	}
 	j.observed = f[JC_OBSERVED].len == 1 && f[JC_OBSERVED].p[0];
-	j.idle_ms = f[JC_IDLE_MS].len == 8 ? gl_db_field_int(&f[JC_IDLE_MS]) : 0;
-	j.busy_ms = f[JC_BUSY_MS].len == 8 ? gl_db_field_int(&f[JC_BUSY_MS]) : 0;
+	j.idle_us = f[JC_IDLE_US].len == 8 ? gl_db_field_int(&f[JC_IDLE_US]) : 0;
+	j.busy_us = f[JC_BUSY_US].len == 8 ? gl_db_field_int(&f[JC_BUSY_US]) : 0;
 	if (f[JC_QUEUED].len == 8 && start >= x->a_us) {
 		int64_t w = gl_jobstats_span_s(gl_db_field_ts_us(&f[JC_QUEUED]), start);
 		j.has_wait = 1;
@@ -540,7 +540,7 @@ static void put_top(const struct gl_jobstats_top *t, char *const *owner_names, c
 	j->cluster = gl_xstrdup(t->cluster);
 	j->owner = gl_xstrdup(owner_names[owner_of[t->group]]);
 	j->state = gl_xstrdup(t->state);
-	j->gpu_milli = t->gpu_milli;
+	j->gpu_micro = t->gpu_micro;
 	j->alloc_s = t->alloc_s;
 	j->cost_micros = t->cost_micros;
 	j->unpriced_s = t->unpriced_s;

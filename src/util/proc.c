@@ -215,3 +215,46 @@ void gl_proc_describe(const struct gl_proc_result *res, char *buf, size_t n)
 	else
 		snprintf(buf, n, "killed by signal %d", res->status);
 }
+
+struct capture {
+	struct gl_strbuf *out;
+	size_t cap;
+	int over;
+};
+
+static int on_capture(const char *buf, size_t n, void *ud)
+{
+	struct capture *k = ud;
+	if (k->out->len + n > k->cap) {
+		k->over = 1;
+		return -GL_ERANGE; /* gl_proc_run kills the command */
+	}
+	gl_strbuf_append(k->out, buf, n);
+	return 0;
+}
+
+int gl_proc_capture(const char *const *argv, const char *const *env, int timeout_s, size_t cap, struct gl_strbuf *out,
+		    struct gl_err *err)
+{
+	struct capture k = {out, cap, 0};
+	struct gl_proc_opts po = {0};
+	struct gl_proc_result pr;
+	char how[64];
+	int rc;
+
+	po.env = env;
+	po.timeout_s = timeout_s;
+	po.on_stdout = on_capture;
+	po.ud = &k;
+	rc = gl_proc_run(argv, &po, &pr, err);
+	if (k.over)
+		return gl_err_set(err, GL_ERANGE, "%s: output over %zu bytes", argv[0], cap);
+	if (rc)
+		return rc;
+	if (!pr.exited || pr.status != 0) {
+		gl_proc_describe(&pr, how, sizeof how);
+		return gl_err_set(err, GL_EIO, "%s: %s%s%.400s", argv[0], how, pr.stderr_bytes ? ": " : "",
+				  pr.stderr_excerpt);
+	}
+	return 0;
+}

@@ -31,14 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < r.npods; i++) {
 			const struct gl_kubegpu *g = &r.pods[i].gpu;
 			gl_kube_pod_to_row(&r.pods[i], 0, &row);
-			if (!row.job_key || !row.state || row.req_gpu_milli < 0)
+			if (!row.job_key || !row.state || row.req_gpu_micro < 0)
 				abort();
 			if (strlen(row.tags_json) < 2 || strlen(r.pods[i].labels_json) < 2)
 				abort();
-			/* a kept pod has GPU intent; its milli-GPUs are its
-			 * micro-GPUs rounded down; shares are never negative */
+			/* a kept pod has GPU intent; its row requests its
+			 * micro-GPUs; shares are never negative, and what it
+			 * holds in the books never more than its own share */
 			if (!g->intent || g->gpu_micro < 0 || g->phys_micro < -1 || g->replicas < 0 ||
-			    row.req_gpu_milli != g->gpu_micro / 1000 || g->overflow)
+			    row.req_gpu_micro != g->gpu_micro || g->overflow || r.pods[i].held_micro < 0 ||
+			    r.pods[i].held_micro > (g->phys_micro >= 0 ? g->phys_micro : g->gpu_micro))
 				abort();
 			if (g->share == GL_KUBE_SHARE_RUNAI_RESERVATION && g->gpu_micro != 0)
 				abort();

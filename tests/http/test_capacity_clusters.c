@@ -31,9 +31,9 @@ static int setup(void **state)
 		" SELECT cluster_id, 'n1', 'a100', 4, 'p', ARRAY['p'], 'scontrol', '2026-10-01T00:00:00Z' FROM clusters"
 		" WHERE name = 'c1'",
 		"INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		" end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		" end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		" SELECT c.cluster_id, 'db:' || v.id, v.id, 'u', 'a', 'p', 'COMPLETED', v.s::timestamptz, v.s::timestamptz,"
-		" v.e::timestamptz, extract(epoch FROM v.e::timestamptz - v.s::timestamptz)::bigint, 2000, 'a100', ARRAY['n1']"
+		" v.e::timestamptz, extract(epoch FROM v.e::timestamptz - v.s::timestamptz)::bigint, 2000000, 'a100', ARRAY['n1']"
 		" FROM clusters c, (VALUES ('c1', '1', '2026-10-05T00:00:00Z', '2026-10-05T10:00:00Z'),"
 		"  ('c9', '2', '2026-10-07T00:00:00Z', '2026-10-08T00:00:00Z'),"
 		"  ('c8', '3', '2026-09-07T00:00:00Z', '2026-09-08T00:00:00Z')) v(c, id, s, e) WHERE c.name = v.c",

@@ -35,9 +35,9 @@ static int setup(void **state)
 	    gl_test_exec_dsn(g_dsn, "INSERT INTO node_gpu_spans (cluster_id, node, gpu_model, gpus, partition, partitions,"
 				    " source, valid_from) SELECT cluster_id, 'n1', 'a100', 4, 'p', ARRAY['p'], 'scontrol',"
 				    " '2026-10-16T00:00:00Z' FROM clusters WHERE name = 'c1'") != 1 ||
-	    gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli,"
+	    gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro,"
 				    " gpu_type, nodes, partition) SELECT cluster_id, 'j1', 'j1', 'COMPLETED',"
-				    " '2026-10-20T10:00:00Z', '2026-10-20T11:00:00Z', 1000, 'a100', ARRAY['n1'], 'p'"
+				    " '2026-10-20T10:00:00Z', '2026-10-20T11:00:00Z', 1000000, 'a100', ARRAY['n1'], 'p'"
 				    " FROM clusters WHERE name = 'c1'") != 1)
 		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn, "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n",

@@ -65,11 +65,11 @@ static int setup(void **state)
 		return -1;
 	/* one a100 job a day, all day long, of line(d) + wobble(d) GPUs */
 	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at, gpu_milli,"
-		 " req_gpu_milli, gpu_type)"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at, gpu_micro,"
+		 " req_gpu_micro, gpu_type)"
 		 " SELECT cluster_id, 'd' || d, 'd' || d, 'Succeeded', s, s, s + interval '1 day', g, g, 'a100' FROM clusters,"
 		 " (SELECT d, to_timestamp(%lld + 86400 * d) AS s,"
-		 "   round(1000 * (%.17g + %.17g * d + 0.15 * ((d * 7) %% 5 - 2)))::integer AS g"
+		 "   round(1000 * (%.17g + %.17g * d + 0.15 * ((d * 7) %% 5 - 2)))::bigint * 1000 AS g"
 		 "  FROM generate_series(0, %d) d) x WHERE name = 'c1'",
 		 g_today - HIST_DAYS * 86400LL, LINE_A, LINE_B, HIST_DAYS - 1);
 	if (gl_test_exec_dsn(g_dsn, sql) != HIST_DAYS)

@@ -406,8 +406,8 @@ static void test_over_shown_on_its_key(void **state)
 	(void)state;
 	assert_int_equal(gl_test_exec_dsn(g_dsn,
 					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, partition, start_at, end_at,"
-					  " gpu_milli, gpu_type, nodes) SELECT cluster_id, 'over1', 'over1', 'COMPLETED', 'p2',"
-					  " '2026-10-28T00:00:00Z', '2026-10-28T01:00:00Z', 10000, 'a100', ARRAY['n2']"
+					  " gpu_micro, gpu_type, nodes) SELECT cluster_id, 'over1', 'over1', 'COMPLETED', 'p2',"
+					  " '2026-10-28T00:00:00Z', '2026-10-28T01:00:00Z', 10000000, 'a100', ARRAY['n2']"
 					  " FROM clusters WHERE name = 'c1'"),
 			 1);
 	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10-28T00:00:00Z,2026-10-28T01:00:00Z", 200);
@@ -451,9 +451,9 @@ static void test_model_named_later(void **state)
 					  " (cluster_id) WHERE c.name = 'ex1'"),
 			 1);
 	assert_int_equal(gl_test_exec_dsn(g_dsn,
-					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, nodes)"
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, nodes)"
 					  " SELECT cluster_id, 'pod:x', 'x', 'COMPLETED', '2026-10-02T00:00:00Z',"
-					  " '2026-10-02T01:00:00Z', 1000, ARRAY['x1'] FROM clusters WHERE name = 'ex1'"),
+					  " '2026-10-02T01:00:00Z', 1000000, ARRAY['x1'] FROM clusters WHERE name = 'ex1'"),
 			 1);
 	assert_string_equal(gl_test_qstr(c, "SELECT coalesce(node_gpu_model, 'none') FROM jobs WHERE job_key = 'pod:x'"),
 			    "none");

@@ -223,7 +223,8 @@ static void test_jobs(void **state)
 	static const char *const keys[] = {"cluster", "key", "job_id", "name", "user", "account", "partition",
 					   "qos", "namespace", "state", "submit", "start", "end", "elapsed_s", "gpus",
 					   "gpu_type", "queue_wait_s", "node_list", "gpus_requested", "gpu_seconds",
-					   "cost_micros", "busy_gpu_seconds", "idle_in_allocation_gpu_seconds", NULL};
+					   "cost_micros", "busy_gpu_seconds", "idle_in_allocation_gpu_seconds",
+					   "held_idle_gpu_seconds", NULL};
 	struct gl_test_csv t;
 	struct gl_test_http r;
 	cJSON *j = get_json("/v1/jobs?" WIN "&cluster=testgpu&limit=1000");
@@ -312,10 +313,10 @@ static void test_audit(void **state)
 static void test_idle_tables(void **state)
 {
 	static const char *const owner_keys[] = {"idle_gpu_seconds", "busy_gpu_seconds", "observed_gpu_seconds",
-						 "idle_cost_micros", "unpriced_jobs", NULL};
+						 "idle_cost_micros", "unpriced_jobs", "held_idle_gpu_seconds", NULL};
 	static const char *const top_keys[] = {"cluster", "job_id", "owner", "user", "gpus", "gpu_model", "state",
 					       "idle_gpu_seconds", "busy_gpu_seconds", "idle_cost_micros", "from", "to",
-					       NULL};
+					       "held_idle_gpu_seconds", NULL};
 	static const char *const fleet_keys[] = {"cluster", "partition", "gpu_model", "reported_gpu_seconds",
 						 "unavailable_gpu_seconds", "allocated_gpu_seconds", "idle_gpu_seconds",
 						 "overallocated_gpu_seconds", "idle_cost_micros", NULL};
@@ -335,10 +336,12 @@ static void test_idle_tables(void **state)
 	get_csv("/v1/idle?" WIN "&aggregate=account&format=csv&table=top_jobs", "idle_top_jobs.csv", &t);
 	assert_int_equal(t.nrows, 2);
 	compare_table(cJSON_GetObjectItem(j, "top_jobs"), &t, top_keys);
-	/* job 4: two of its four GPUs idle, priced at the a100 rate */
+	/* job 4: two of its four GPUs idle and two 60 % busy for 55 s: 110 +
+	 * 2 x 55 x 0.4 idle GPU-seconds (the busy share, sql/048), priced at
+	 * the a100 rate: 154 / 240 of its 0.1667 */
 	assert_string_equal(t.cell[1][col(&t, "job_id")], "4");
-	assert_string_equal(t.cell[1][col(&t, "idle_gpu_seconds")], "110");
-	assert_string_equal(t.cell[1][col(&t, "idle_cost")], "0.08");
+	assert_string_equal(t.cell[1][col(&t, "idle_gpu_seconds")], "154");
+	assert_string_equal(t.cell[1][col(&t, "idle_cost")], "0.11");
 	gl_test_csv_free(&t);
 	cJSON_Delete(j);
 	j = get_json("/v1/idle?" NWIN "&aggregate=account");

@@ -2,7 +2,10 @@
  * scrapes served as several "nodes" by a server inside this test, plus a slow
  * target (beyond timeout_s), one answering garbage, one 404 and one refusing
  * connections. The good ones must be ingested, every bad one reported in
- * /metrics, and the run recorded as partial. */
+ * /metrics, and the run recorded as partial. The real nvidia_gpu_exporter
+ * scrape (no hostname label) is served twice: with node=smi-node after its
+ * URL it is ingested as that node's; without, the target fails saying the
+ * hostname is missing and how to give it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,7 +73,9 @@ static int setup(void **state)
 	    serve_file("/node-b/metrics", FX "handwritten_slurm_hpc_job.prom", 0) ||
 	    serve_file("/node-c/metrics", FX "handwritten_mig_h100.prom", 0) ||
 	    /* slow: answers long after the daemon's 1 s timeout */
-	    serve_file("/slow/metrics", FX "datadog_dcgm_fixture_metrics.prom", 4000))
+	    serve_file("/slow/metrics", FX "datadog_dcgm_fixture_metrics.prom", 4000) ||
+	    serve_file("/smi/metrics", FX "nvidia_gpu_exporter_output__h100__load.prom", 0) ||
+	    serve_file("/smi-nonode/metrics", FX "nvidia_gpu_exporter_output__h100__load.prom", 0))
 		return -1;
 	gl_test_server_route(g_srv, "/garbage/metrics", garbage, sizeof garbage - 1, 0);
 	g_refused_port = free_port();
@@ -81,8 +86,9 @@ static int setup(void **state)
 		 "        http://127.0.0.1:%d/node-c/metrics http://127.0.0.1:%d/slow/metrics\n"
 		 "        http://127.0.0.1:%d/garbage/metrics http://127.0.0.1:%d/missing/metrics\n"
 		 "        http://127.0.0.1:%d/metrics\n"
+		 "        http://127.0.0.1:%d/smi/metrics node=smi-node http://127.0.0.1:%d/smi-nonode/metrics\n"
 		 "      interval_s: 2\n      timeout_s: 1\n      max_parallel: 3\n",
-		 g_port, g_port, g_port, g_port, g_port, g_port, g_refused_port);
+		 g_port, g_port, g_port, g_port, g_port, g_port, g_refused_port, g_port, g_port);
 	{
 		/* /metrics wants a viewer token */
 		struct gl_test_out o;
@@ -136,7 +142,8 @@ static void test_good_targets_ingested_bad_ones_reported(void **state)
 		       has_up(m, "/node-a/metrics", g_port, 1) && has_up(m, "/node-b/metrics", g_port, 1) &&
 		       has_up(m, "/node-c/metrics", g_port, 1) && has_up(m, "/slow/metrics", g_port, 0) &&
 		       has_up(m, "/garbage/metrics", g_port, 0) && has_up(m, "/missing/metrics", g_port, 0) &&
-		       has_up(m, "/metrics", g_refused_port, 0);
+		       has_up(m, "/metrics", g_refused_port, 0) && has_up(m, "/smi/metrics", g_port, 1) &&
+		       has_up(m, "/smi-nonode/metrics", g_port, 0);
 		if (!done)
 			usleep(100 * 1000);
 	}
@@ -145,18 +152,23 @@ static void test_good_targets_ingested_bad_ones_reported(void **state)
 	assert_true(done);
 	free(m);
 
-	/* the good nodes' inventory: 3 + 2 + 5 GPUs (MIG parent and instances) */
+	/* the good nodes' inventory: 3 + 2 + 5 GPUs (MIG parent and instances),
+	 * and the nvidia_gpu_exporter's H100 on the node its target named */
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM gpus g JOIN clusters c USING (cluster_id)"
-					   " WHERE c.name = 'scrapetest'"), 10);
+					   " WHERE c.name = 'scrapetest'"), 11);
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM nodes WHERE name IN"
-					   " ('424773df46e0', '551bdf382151', 'gpu-node-07', 'h100-mig-node')"), 4);
+					   " ('424773df46e0', '551bdf382151', 'gpu-node-07', 'h100-mig-node', 'smi-node')"), 5);
+	assert_string_equal(gl_test_qstr(g_c, "SELECT g.source FROM gpus g JOIN nodes n USING (node_id)"
+					      " WHERE n.name = 'smi-node'"), "nvidia_gpu_exporter");
 	/* rounds: every applied sample after the first covers the gap since the last */
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM gpu_usage WHERE covered_s > 60"), 0);
 	/* the runs are partial and say why */
 	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs WHERE source = 'dcgm' AND status = 'partial'"
 				      " AND skip_reasons::text LIKE '%garbage/metrics: not Prometheus text%'"
 				      " AND skip_reasons::text LIKE '%missing/metrics: HTTP 404%'"
-				      " AND skip_reasons::text LIKE '%slow/metrics: Timeout%'") >= 1);
+				      " AND skip_reasons::text LIKE '%slow/metrics: Timeout%'"
+				      " AND skip_reasons::text LIKE '%smi-nonode/metrics: 1 GPUs but no Hostname/hostname label%"
+				      "node=NAME after the target''s URL%'") >= 1);
 	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM ingest_state WHERE source = 'dcgm' AND watermark IS NOT NULL") == 1);
 	/* the failing targets' errors are in /metrics too */
 	m = metrics();

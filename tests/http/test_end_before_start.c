@@ -84,9 +84,9 @@ static void test_migration_mends_stored_rows(void **state)
 {
 	struct gl_test_out o;
 	assert_int_equal(gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, account, partition, state,"
-						  " start_at, end_at, gpu_milli, gpu_type) SELECT cluster_id, 'db:3399', '399',"
+						  " start_at, end_at, gpu_micro, gpu_type) SELECT cluster_id, 'db:3399', '399',"
 						  " 'teama', 'p1', 'COMPLETED', '2026-10-05 10:00+00', '2026-10-05 09:30+00',"
-						  " 2000, 'a100' FROM clusters WHERE name = 'c1'"),
+						  " 2000000, 'a100' FROM clusters WHERE name = 'c1'"),
 			 1);
 	assert_int_equal(gl_test_exec_owner(g_dsn, "DELETE FROM schema_migrations WHERE version = 23"), 1);
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "migrate", NULL), 0);

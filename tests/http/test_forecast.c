@@ -102,11 +102,11 @@ static int setup(void **state)
 	/* H100 demand on k8s above its 2 GPUs: 2 allocated and 1 pending, every
 	 * hour from 2026-10-20 to 2026-11-06 */
 	if (gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
-				    " gpu_milli, req_gpu_milli, gpu_type)"
+				    " gpu_micro, req_gpu_micro, gpu_type)"
 				    " SELECT cluster_id, k, k, s, '2026-10-20T00:00:00Z', a::timestamptz, b::timestamptz, g, g,"
 				    " 'NVIDIA-H100-80GB-HBM3' FROM clusters,"
-				    " (VALUES ('pod:run', 'Succeeded', '2026-10-20T00:00:00Z', '2026-11-06T00:00:00Z', 2000),"
-				    "         ('pod:wait', 'Pending', NULL, NULL, 1000)) v(k, s, a, b, g) WHERE name = 'k8s'") != 2)
+				    " (VALUES ('pod:run', 'Succeeded', '2026-10-20T00:00:00Z', '2026-11-06T00:00:00Z', 2000000),"
+				    "         ('pod:wait', 'Pending', NULL, NULL, 1000000)) v(k, s, a, b, g) WHERE name = 'k8s'") != 2)
 		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn, NULL, (const char *[]){"--no-ingest", NULL});
 }
@@ -335,9 +335,9 @@ static void test_capacity_forecast_first_day(void **state)
 					  " '2026-11-20T16:40:00Z' FROM clusters WHERE name = 'lab/east'"),
 			 1);
 	assert_int_equal(gl_test_exec_dsn(g_dsn,
-					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, gpu_type,"
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type,"
 					  " nodes) SELECT cluster_id, 'e1', 'e1', 'COMPLETED', '2026-11-20T17:00:00Z',"
-					  " '2026-11-21T00:00:00Z', 4000, 'a100', ARRAY['e1'] FROM clusters WHERE name = 'lab/east'"),
+					  " '2026-11-21T00:00:00Z', 4000000, 'a100', ARRAY['e1'] FROM clusters WHERE name = 'lab/east'"),
 			 1);
 	j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=lab/east&horizon=3&window=2026-11-07,2026-11-21",
 			     200);
@@ -377,10 +377,10 @@ static void test_new_series_is_short_history_not_zeros(void **state)
 	cJSON *j, *s, *nc = NULL;
 	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('newc', 'slurm')") >= 0);
 	assert_int_equal(gl_test_exec_dsn(g_dsn,
-					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, nodes)"
+					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, nodes)"
 					  " SELECT c.cluster_id, 'n' || d, 'n' || d, 'COMPLETED',"
 					  "  timestamptz '2026-11-16T00:00:00Z' + d * interval '1 day',"
-					  "  timestamptz '2026-11-16T20:00:00Z' + d * interval '1 day', 8000, ARRAY['x1']"
+					  "  timestamptz '2026-11-16T20:00:00Z' + d * interval '1 day', 8000000, ARRAY['x1']"
 					  " FROM clusters c, generate_series(1, 6) d WHERE c.name = 'newc'"),
 			 6);
 	j = gl_test_get_json(g_d.port,
@@ -691,10 +691,10 @@ static void test_queue_saturation_made(void **state)
 	assert_true(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('qsat', 'slurm')") >= 0);
 	assert_int_equal(gl_test_exec_dsn(g_dsn,
 					  "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
-					  " gpu_milli, req_gpu_milli, gpu_type, nodes)"
+					  " gpu_micro, req_gpu_micro, gpu_type, nodes)"
 					  " SELECT c.cluster_id, 'q' || d, 'q' || d, 'COMPLETED', t0,"
 					  "  t0 + CASE WHEN d / 5 % 2 = 1 THEN interval '3 hours' ELSE interval '0' END,"
-					  "  t0 + interval '5 hours', 1000, 1000, 'a100', ARRAY['q1']"
+					  "  t0 + interval '5 hours', 1000000, 1000000, 'a100', ARRAY['q1']"
 					  " FROM clusters c, generate_series(0, 34) d,"
 					  "  LATERAL (SELECT timestamptz '2026-09-01T00:00:00Z' + d * interval '1 day' AS t0) x"
 					  " WHERE c.name = 'qsat'"),

@@ -32,9 +32,9 @@ static int setup(void **state)
 				    " ('n2', 'NVIDIA H100 80GB HBM3'), ('n3', 'Tesla V100-SXM2-32GB'),"
 				    " ('n4', 'Graphics Device'), ('n5', 'GRID A100-40C'), ('n6', 'GRID T4-16Q')) v(n, m)"
 				    " WHERE name = 'c1'") != 6 ||
-	    gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli,"
+	    gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro,"
 				    " gpu_type) SELECT cluster_id, 'j1', 'j1', 'COMPLETED', '2026-10-05T10:00:00Z',"
-				    " '2026-10-05T11:00:00Z', 1000, 'h100_80g' FROM clusters WHERE name = 'c1'") != 1)
+				    " '2026-10-05T11:00:00Z', 1000000, 'h100_80g' FROM clusters WHERE name = 'c1'") != 1)
 		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn,
 				    "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"

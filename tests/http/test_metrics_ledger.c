@@ -49,9 +49,9 @@ static int setup(void **state)
 		" SELECT cluster_id, 'n1', 'a100', 8, 'p', ARRAY['p'], 'scontrol', date_trunc('month', now()) - interval '3 days'"
 		" FROM clusters WHERE name = 'c1'",
 		"INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		" end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		" end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		" SELECT c.cluster_id, 'db:' || v.id, v.id, 'u', v.acct, 'p', 'COMPLETED', s, s, e,"
-		" extract(epoch FROM e - s)::bigint, v.g, 'a100', ARRAY['n1']"
+		" extract(epoch FROM e - s)::bigint, v.g * 1000, 'a100', ARRAY['n1']"
 		" FROM clusters c, (VALUES ('c1', '1', 'teama', 2000, 0, 7), ('c1', '2', 'teamb', 3000, 1, 4),"
 		"  ('c2', '3', 'teama', 1000, 2, 9), ('c2', '4', 'teamb', 4000, 0, 3)) v(c, id, acct, g, h0, h1),"
 		" LATERAL (SELECT date_trunc('month', now()) AS m) m,"

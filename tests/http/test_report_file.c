@@ -29,9 +29,9 @@ static int setup(void **state)
 	static const char *const sql[] = {
 		"INSERT INTO clusters (name, kind) VALUES ('c1', 'slurm')",
 		"INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		" end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+		" end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 		" SELECT cluster_id, 'db:1', '1', 'u', 'teama', 'p', 'COMPLETED', '2026-10-05T00:00:00Z',"
-		" '2026-10-05T00:00:00Z', '2026-10-05T10:00:00Z', 36000, 2000, 'a100', ARRAY['n1'] FROM clusters",
+		" '2026-10-05T00:00:00Z', '2026-10-05T10:00:00Z', 36000, 2000000, 'a100', ARRAY['n1'] FROM clusters",
 	};
 	char cfg[700], env[720];
 	struct gl_test_out o;

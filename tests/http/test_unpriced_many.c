@@ -47,9 +47,9 @@ static int setup(void **state)
 		return -1;
 	for (int i = 0; i < N_ALLOC; i++) {
 		snprintf(sql, sizeof sql,
-			 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, gpu_type)"
+			 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
 			 " SELECT cluster_id, 'j%d', 'j%d', 'COMPLETED', '2026-10-05T10:00:00Z', '2026-10-05T11:00:00Z',"
-			 " 1000, '%s' FROM clusters WHERE name = 'c1'",
+			 " 1000000, '%s' FROM clusters WHERE name = 'c1'",
 			 i, i, g_names[i]);
 		if (gl_test_exec_dsn(g_dsn, sql) != 1)
 			return -1;

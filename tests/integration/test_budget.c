@@ -64,21 +64,21 @@ static int setup(void **state)
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO clusters (name, kind) VALUES ('c1', 'slurm');"
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type)"
 		 " SELECT 1, 'v' || d, 'v' || d, 'u1', 'teama', 'gpu', 'COMPLETED', to_timestamp(d), to_timestamp(d),"
-		 " to_timestamp(least(d + 86400, %lld)), least(86400, %lld - d), 4000, 'a100'"
+		 " to_timestamp(least(d + 86400, %lld)), least(86400, %lld - d), 4000000, 'a100'"
 		 " FROM generate_series(%lld::bigint, %lld::bigint, 86400) d"
 		 " WHERE extract(isodow FROM to_timestamp(d) AT TIME ZONE 'UTC') < 6;"
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type)"
 		 " SELECT 1, 'l' || d, 'l' || d, 'u2', 'teamb', 'gpu', 'COMPLETED', to_timestamp(d), to_timestamp(d),"
-		 " to_timestamp(d + 36000), 36000, 1000, 'a100'"
+		 " to_timestamp(d + 36000), 36000, 1000000, 'a100'"
 		 " FROM generate_series(%lld::bigint, %lld::bigint, 86400) d;"
 		 /* speech: 1 GPU all day from 28 September to 14 October */
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type)"
+		 " end_at, elapsed_s, gpu_micro, gpu_type)"
 		 " SELECT 1, 's' || d, 's' || d, 'u3', 'teamc', 'gpu', 'COMPLETED', to_timestamp(d), to_timestamp(d),"
-		 " to_timestamp(d + 86400), 86400, 1000, 'a100'"
+		 " to_timestamp(d + 86400), 86400, 1000000, 'a100'"
 		 " FROM generate_series(%lld::bigint, %lld::bigint, 86400) d",
 		 NOW, NOW, AUG1, OCT1 + 14 * 86400, OCT1 + 9 * 86400, OCT1 + 13 * 86400, OCT1 - 3 * 86400, OCT1 + 13 * 86400);
 	r = PQexec(g_c, sql);

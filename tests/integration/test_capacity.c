@@ -193,7 +193,7 @@ static void compare_hour_on(PGconn *c, const char *sreport_file, const char *fro
 	for (size_t i = 0; i < nrows; i++) {
 		check_conservation(&rows[i]);
 		tot.raw_reported_gpu_seconds += rows[i].raw_reported_gpu_seconds;
-		tot.raw_allocated_gpu_milliseconds += rows[i].raw_allocated_gpu_milliseconds;
+		tot.raw_allocated_micro_gpu_seconds += rows[i].raw_allocated_micro_gpu_seconds;
 		tot.raw_down_gpu_seconds += rows[i].raw_down_gpu_seconds;
 		tot.raw_planned_down_gpu_seconds += rows[i].raw_planned_down_gpu_seconds;
 		tot.raw_reserved_gpu_seconds += rows[i].raw_reserved_gpu_seconds;
@@ -492,11 +492,11 @@ static void test_kube_capacity_follows_nodes(void **state)
 	/* pods: 2 GPUs on n1 01:00-03:00, a 1/7 MIG share on n4 13:00-14:00, a
 	 * 4-GPU pod on n2 04:00-now (running: ends at the query's now) */
 	PQclear(PQexec(g_c,
-		       "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli, nodes)"
+		       "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, nodes)"
 		       " SELECT cluster_id, k, k, s, a::timestamptz, b::timestamptz, g, ARRAY[n] FROM clusters,"
-		       " (VALUES ('pod:a', 'Succeeded', '2026-11-01T01:00:00Z', '2026-11-01T03:00:00Z', 2000, 'gpu-n1'),"
-		       "         ('pod:b', 'Succeeded', '2026-11-01T13:00:00Z', '2026-11-01T14:00:00Z', 143, 'gpu-n4'),"
-		       "         ('pod:c', 'Running', '2026-11-01T04:00:00Z', NULL, 4000, 'gpu-n2')) v(k, s, a, b, g, n)"
+		       " (VALUES ('pod:a', 'Succeeded', '2026-11-01T01:00:00Z', '2026-11-01T03:00:00Z', 2000000, 'gpu-n1'),"
+		       "         ('pod:b', 'Succeeded', '2026-11-01T13:00:00Z', '2026-11-01T14:00:00Z', 143000, 'gpu-n4'),"
+		       "         ('pod:c', 'Running', '2026-11-01T04:00:00Z', NULL, 4000000, 'gpu-n2')) v(k, s, a, b, g, n)"
 		       " WHERE name = 'k8s-test'"));
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs WHERE job_key LIKE 'pod:%'"), 3);
 	assert_int_equal(gl_window_split(&day, GL_STEP_HOUR, steps, 48, &nsteps, &err), 0);

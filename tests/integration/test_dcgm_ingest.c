@@ -292,9 +292,12 @@ static void test_attribution_to_testbed_jobs(void **state)
 			   " WHERE n.name = 'gpu02' AND j.job_id = '4' AND u.busy_samples = 0 AND u.samples = 2"
 			   " AND u.covered_s = 30 AND u.idle_s = 30"), 4);
 	/* gpu01 at 16:04:30 (20 s after the previous sample): jobs 2 and 3 hold 1
-	 * and 2 of its 4 GPUs: 20 and 40 GPU-seconds, estimated, busy */
-	assert_true(job_usage("busy_gpu_s", "2", NULL) == 20.0);
-	assert_true(job_usage("busy_gpu_s", "3", NULL) == 40.0);
+	 * and 2 of its 4 GPUs: 20 and 40 GPU-seconds, estimated, half busy
+	 * (engine active 0.5: busy time is duty x time, sql/048) */
+	assert_true(job_usage("observed_gpu_s", "2", NULL) == 20.0);
+	assert_true(job_usage("busy_gpu_s", "2", NULL) == 10.0);
+	assert_true(job_usage("idle_gpu_s", "2", NULL) == 10.0);
+	assert_true(job_usage("busy_gpu_s", "3", NULL) == 20.0);
 	assert_true(job_usage("estimated_gpu_s", "3", NULL) == 40.0);
 	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk) WHERE j.job_id = '3'"),
 			    "node-estimated");
@@ -303,8 +306,9 @@ static void test_attribution_to_testbed_jobs(void **state)
 	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM (SELECT u.gpu_id, u.bucket, u.covered_s, sum(j.gpu_s) s FROM gpu_usage u"
 			   " JOIN gpu_usage_jobs j USING (gpu_id, bucket) GROUP BY 1, 2, 3) x WHERE s > covered_s + 1e-9"), 0);
 	/* requeue: hpc_job 5 at 16:06:40 is the second attempt (started 16:06:25);
-	 * its share never reaches back before its start: 15 s + 10 s */
-	assert_true(job_usage("busy_gpu_s", "5", "COMPLETED") == 25.0);
+	 * its share never reaches back before its start: 15 s + 10 s, at 0.7 */
+	assert_true(job_usage("observed_gpu_s", "5", "COMPLETED") == 25.0);
+	assert_true(job_usage("busy_gpu_s", "5", "COMPLETED") == 17.5);
 	assert_true(job_usage("observed_gpu_s", "5", "REQUEUED") == 0.0);
 	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution FROM gl_job_usage() u JOIN jobs j USING (job_pk)"
 			       " WHERE j.job_id = '5' AND j.state = 'COMPLETED'"), "hpc_job");
@@ -313,9 +317,11 @@ static void test_attribution_to_testbed_jobs(void **state)
 	assert_true(job_usage("idle_gpu_s", "9", NULL) == 20.0);
 	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpu_usage u JOIN gpus g USING (gpu_id) JOIN nodes n USING (node_id)"
 			   " WHERE n.name = 'gpu03' AND u.job_pk IS NULL"), 2);
-	/* gpu04 GPU 0: shared by 11 and 13, split (5 s each), counted once */
-	assert_true(job_usage("busy_gpu_s", "11", NULL) == 5.0);
-	assert_true(job_usage("busy_gpu_s", "13", NULL) == 5.0);
+	/* gpu04 GPU 0: shared by 11 and 13, split (5 s each, 0.8 of it busy),
+	 * counted once */
+	assert_true(job_usage("observed_gpu_s", "11", NULL) == 5.0);
+	assert_true(job_usage("busy_gpu_s", "11", NULL) == 4.0);
+	assert_true(job_usage("busy_gpu_s", "13", NULL) == 4.0);
 	assert_int_equal(gl_test_qintf(g_c, "SELECT samples * 1000 + covered_s FROM gpu_usage WHERE gpu_id ="
 			   " (SELECT gpu_id FROM gpus WHERE uuid = 'GPU-04000000-0000-0000-0000-000000000000')"), 2010);
 	/* a window that ends before the buckets sees nothing */
@@ -404,16 +410,18 @@ static void test_pod_attribution(void **state)
 	char *out = NULL;
 	/* the pod the real-format federate fixture names (exported_namespace /
 	 * exported_pod), as the kube source would store it: job_id = name = pod */
-	PQclear(PQexec(g_c, "INSERT INTO jobs (cluster_id, job_key, job_id, name, namespace, state, start_at, gpu_milli, nodes)"
+	PQclear(PQexec(g_c, "INSERT INTO jobs (cluster_id, job_key, job_id, name, namespace, state, start_at, gpu_micro, nodes)"
 			    " SELECT cluster_id, 'pod:uid-train', 'train-7f9c-0', 'train-7f9c-0', 'ml-team', 'RUNNING',"
-			    " '2026-11-22T09:00:00Z', 1000, '{gpu-node-k8s-1}' FROM clusters WHERE name = 'k8s'"));
+			    " '2026-11-22T09:00:00Z', 1000000, '{gpu-node-k8s-1}' FROM clusters WHERE name = 'k8s'"));
 	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM jobs WHERE job_key = 'pod:uid-train'"), 1);
 	/* 30 s after the first ingest of the same GPU (test_inventory_from_real_scrapes) */
 	assert_int_equal(ingest("k8s", FX "handwritten_k8s_federate.prom", "2026-11-22T10:00:30Z", "gpu-node-k8s-1", &out), 4);
 	assert_non_null(strstr(out, "\"pod\":1,"));
 	free(out);
-	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution || ':' || u.busy_gpu_s || ':' || u.idle_gpu_s FROM gl_job_usage() u"
-			       " JOIN jobs j USING (job_pk) WHERE j.job_key = 'pod:uid-train'"), "pod:30:0");
+	/* engine active 0.912: 27.36 of the 30 s busy, the rest idle */
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT u.attribution || ':' || round(u.busy_gpu_s::numeric, 6) || ':'"
+			       " || round(u.idle_gpu_s::numeric, 6) FROM gl_job_usage() u"
+			       " JOIN jobs j USING (job_pk) WHERE j.job_key = 'pod:uid-train'"), "pod:27.360000:2.640000");
 }
 
 /* A job that reaches the database after its GPU was scraped (sacct is

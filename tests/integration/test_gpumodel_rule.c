@@ -142,8 +142,8 @@ static void test_alias(void **state)
 static void test_cache_follows_data_and_aliases(void **state)
 {
 	assert_int_equal(gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('c', 'slurm')"), 1);
-	assert_int_equal(gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, gpu_milli,"
-						 " gpu_type) SELECT cluster_id, 'raw:1', '1', 'PENDING', now(), 1000,"
+	assert_int_equal(gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, gpu_micro,"
+						 " gpu_type) SELECT cluster_id, 'raw:1', '1', 'PENDING', now(), 1000000,"
 						 " 'NVIDIA H100 80GB HBM3' FROM clusters WHERE name = 'c'"),
 			 1);
 	assert_string_equal(gl_test_qstr(g_c, "SELECT model FROM gpu_model_canon WHERE raw = 'nvidia h100 80gb hbm3'"),

@@ -57,8 +57,8 @@ static int setup(void **state)
 		return -1;
 	exec("INSERT INTO clusters (name, kind) VALUES ('c1', 'slurm')");
 	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, account, state, start_at, elapsed_s, gpu_milli, gpu_type)"
-		 " SELECT cluster_id, 'db:1', '1', 'teama', 'RUNNING', to_timestamp(%lld), 3600, 1000, 'a100'"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, account, state, start_at, elapsed_s, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:1', '1', 'teama', 'RUNNING', to_timestamp(%lld), 3600, 1000000, 'a100'"
 		 " FROM clusters WHERE name = 'c1'",
 		 D0 + 3600);
 	exec(sql);
@@ -109,6 +109,20 @@ static void test_last_seen_stales_between(void **state)
 	assert_int_equal(built(), NDAYS - 3); /* 23, 24 and 25 October */
 }
 
+/* a shared GPU's pod whose shares alone change (a kube re-ingest): its
+ * held share (usage_daily.held), or its billed micro-GPUs within one
+ * milli-GPU (gpu_milli, derived, stays): every day of the job */
+static void test_share_change_stales_its_days(void **state)
+{
+	build_all();
+	exec("UPDATE jobs SET phys_micro = 500000");
+	assert_int_equal(built(), 0);
+	build_all();
+	exec("UPDATE jobs SET gpu_micro = gpu_micro - 1"); /* 999,999: gpu_milli is still 1,000 */
+	assert_int_equal(gl_test_qint(g_c, "SELECT gpu_milli FROM jobs"), 1000);
+	assert_int_equal(built(), 0);
+}
+
 /* what the rollup reads: every day of the job, as before */
 static void test_accounting_change_stales_its_days(void **state)
 {
@@ -126,6 +140,7 @@ int main(void)
 		cmocka_unit_test(test_elapsed_alone_stales_nothing),
 		cmocka_unit_test(test_watermark_stales_between_old_and_new),
 		cmocka_unit_test(test_last_seen_stales_between),
+		cmocka_unit_test(test_share_change_stales_its_days),
 		cmocka_unit_test(test_accounting_change_stales_its_days),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

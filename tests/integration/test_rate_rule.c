@@ -30,9 +30,9 @@ static int setup(void **state)
 		" ('a100', 2500000, '2026-01-01T00:00:00Z', '2026-07-01T00:00:00Z'), ('*', 1000000, '-infinity', 'infinity')",
 		"INSERT INTO clusters (name, kind) VALUES ('r1', 'slurm')",
 		/* two GPUs for one hour each */
-		"INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at, gpu_milli, gpu_type)"
+		"INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at, gpu_micro, gpu_type)"
 		" SELECT cluster_id, 'db:' || v.id, v.id, 'COMPLETED', v.s::timestamptz, v.s::timestamptz,"
-		" v.s::timestamptz + interval '1 hour', 2000, v.m FROM clusters, (VALUES"
+		" v.s::timestamptz + interval '1 hour', 2000000, v.m FROM clusters, (VALUES"
 		" ('1', '2026-03-01T10:00:00Z', 'a100'), ('2', '2026-08-01T10:00:00Z', 'a100'),"
 		" ('3', '2026-03-01T12:00:00Z', 'v100'), ('4', '2026-03-01T14:00:00Z', NULL)) v(id, s, m)",
 	};

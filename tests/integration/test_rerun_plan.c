@@ -189,10 +189,10 @@ static void test_jobs_trigger_linear_on_empty_stats(void **state)
 	explain_off(); /* a test that failed before its own explain_off left it on */
 	exec_ok("DROP TABLE IF EXISTS saved");
 	exec_ok("CREATE TEMP TABLE saved AS SELECT cluster_id, job_key, job_id, state, submit_at, start_at, end_at,"
-		" gpu_milli, nodes, node_list FROM jobs");
+		" gpu_micro, nodes, node_list FROM jobs");
 	empty_stats("jobs");
 	explain_nested();
-	assert_linear("INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at, gpu_milli, nodes,"
+	assert_linear("INSERT INTO jobs (cluster_id, job_key, job_id, state, submit_at, start_at, end_at, gpu_micro, nodes,"
 		      " node_list) SELECT * FROM saved",
 		      NJOBS, "new_rows", "jobs");
 	explain_off();

@@ -48,16 +48,16 @@ static void test_writers_share_builder_excludes(void **state)
 	/* writer A of cluster lock-a holds its transaction open */
 	assert_true(ok(a, "BEGIN"));
 	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli)"
-		 " SELECT cluster_id, 'db:1', '1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 1000"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro)"
+		 " SELECT cluster_id, 'db:1', '1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 1000000"
 		 " FROM clusters WHERE name = 'lock-a'",
 		 (long long)day + 3600, (long long)day + 7200);
 	assert_true(ok(a, sql));
 	/* writer B of cluster lock-b goes through meanwhile */
 	assert_true(ok(b, "SET lock_timeout = '2s'"));
 	snprintf(sql, sizeof sql,
-		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_milli)"
-		 " SELECT cluster_id, 'db:1', '1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro)"
+		 " SELECT cluster_id, 'db:1', '1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000000"
 		 " FROM clusters WHERE name = 'lock-b'",
 		 (long long)day + 3600, (long long)day + 10800);
 	assert_true(ok(b, sql));
@@ -70,12 +70,16 @@ static void test_writers_share_builder_excludes(void **state)
 	assert_int_equal(gl_acct_build_day(bld, day, now, &err), 0);
 	snprintf(sql, sizeof sql, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date",
 		 (long long)day);
-	assert_int_equal(gl_test_qint(bld, sql), 1000LL * 3600 + 2000LL * 7200);
+	/* micro-GPU-seconds billed (sql/047), and held as billed */
+	assert_int_equal(gl_test_qint(bld, sql), 1000000LL * 3600 + 2000000LL * 7200);
+	snprintf(sql, sizeof sql, "SELECT sum(held) FROM usage_daily WHERE day = to_timestamp(%lld)::date",
+		 (long long)day);
+	assert_int_equal(gl_test_qint(bld, sql), 1000000LL * 3600 + 2000000LL * 7200);
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM usage_daily_built WHERE day = to_timestamp(%lld)::date",
 		 (long long)day);
 	assert_int_equal(gl_test_qint(bld, sql), 1);
 	/* a later write to that day makes it stale */
-	assert_true(ok(b, "UPDATE jobs SET gpu_milli = 3000 WHERE job_key = 'db:1' AND gpu_milli = 2000"));
+	assert_true(ok(b, "UPDATE jobs SET gpu_micro = 3000000 WHERE job_key = 'db:1' AND gpu_micro = 2000000"));
 	assert_int_equal(gl_test_qint(bld, sql), 0);
 	PQfinish(a);
 	PQfinish(b);

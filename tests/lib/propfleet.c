@@ -126,11 +126,11 @@ int gl_prop_load(const struct gl_prop_fleet *f, const char *dsn)
 		ts(j->end_s, b, sizeof b);
 		len += (size_t)sprintf(sql + len,
 				       "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state,"
-				       " submit_at, start_at, end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
+				       " submit_at, start_at, end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
 				       " SELECT cluster_id, 'db:%zu', '%zu', 'u%d', 'acct%d', 'p', 'COMPLETED', '%s', '%s', '%s',"
 				       " %lld, %d, '%s', ARRAY['n0'] FROM clusters WHERE name = '%s';",
 				       i + 1, i + 1, j->user, j->account, a, a, b, (long long)(j->end_s - j->start_s),
-				       j->gpus * 1000, k->model, k->name);
+				       j->gpus * 1000000, k->model, k->name);
 	}
 	len += (size_t)sprintf(sql + len, "COMMIT;");
 	if (gl_test_exec_dsn(dsn, sql) < 0)

@@ -280,6 +280,74 @@ int gl_test_run(const char *dsn, const char *const *env, struct gl_test_out *o, 
 	return run_argv(dsn, env, o, argv);
 }
 
+int gl_test_cli_cfg(const char *cfg, const char *arg0, ...)
+{
+	const char *argv[66], *const env[] = {"GL_PG_FAST=1", NULL};
+	struct gl_test_out o;
+	va_list ap;
+	int rc;
+	va_start(ap, arg0);
+	collect_args(argv + 2, arg0, ap);
+	va_end(ap);
+	argv[0] = gl_test_bin();
+	argv[1] = "--config";
+	argv[2] = cfg;
+	rc = run_argv(NULL, env, &o, argv);
+	if (!rc && o.status != 0) {
+		fprintf(stderr, "gpuledger --config %s %s ... exited %d: %s\n", cfg, arg0, o.status, o.err ? o.err : "");
+		rc = -1;
+	}
+	gl_test_out_fini(&o);
+	return rc;
+}
+
+int gl_test_shard_server(const char *dir, int k, char *cfg, size_t ncfg, char *dsn, size_t ndsn)
+{
+	char yaml[PATH_MAX + 64], sock[PATH_MAX] = "", pass[PATH_MAX] = "", idx[8], pw[128] = "";
+	struct gl_test_out o = {0};
+	const char *s;
+	FILE *f;
+
+	mkdir(dir, 0755);
+	snprintf(cfg, ncfg, "%s/config.yaml", dir);
+	snprintf(yaml, sizeof yaml, "database:\n  embedded_dir: %s/var\nlog:\n  level: warn\n", dir);
+	if (!(f = fopen(cfg, "w")) || fputs(yaml, f) < 0 || fclose(f))
+		return -1;
+	if (gl_test_cli_cfg(cfg, "db", "init", NULL) || gl_test_cli_cfg(cfg, "db", "start", NULL) ||
+	    gl_test_run(NULL, NULL, &o, "--config", cfg, "db", "status", NULL))
+		return -1;
+	if ((s = strstr(o.out, "socket ")))
+		sscanf(s + 7, "%[^)]", sock);
+	if ((s = strstr(o.out, "passfile ")))
+		sscanf(s + 9, "%s", pass);
+	gl_test_out_fini(&o);
+	if (!sock[0] || !(f = fopen(pass, "r")))
+		return -1;
+	/* the role's password: the central server reads none of our files */
+	while (fgets(yaml, sizeof yaml, f))
+		if (!strncmp(yaml, "*:*:*:gpuledger:", 16))
+			sscanf(yaml + 16, "%127s", pw);
+	fclose(f);
+	if (!pw[0])
+		return -1;
+	snprintf(dsn, ndsn, "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s", sock, pw);
+	snprintf(idx, sizeof idx, "%d", k);
+	return gl_test_cli_cfg(cfg, "migrate", NULL) || gl_test_cli_cfg(cfg, "shard", "init", "--index", idx, NULL) ? -1 : 0;
+}
+
+int gl_test_shard_attach(const char *central_dsn, int k, const char *name, const char *shard_dsn)
+{
+	PGconn *su = gl_test_superuser_conn(central_dsn);
+	char idx[8];
+	if (!su)
+		return -1;
+	PQclear(PQexec(su, "CREATE EXTENSION IF NOT EXISTS postgres_fdw"));
+	PQclear(PQexec(su, "GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw TO gpuledger, gpuledger_owner"));
+	PQfinish(su);
+	snprintf(idx, sizeof idx, "%d", k);
+	return gl_test_cli(central_dsn, "shard", "attach", name, "--index", idx, "--dsn", shard_dsn, NULL);
+}
+
 int gl_test_cli(const char *dsn, const char *arg0, ...)
 {
 	const char *argv[64];
@@ -633,6 +701,36 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	m->n += k;
 	m->p[m->n] = '\0';
 	return k;
+}
+
+static int cmp_ms(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int gl_test_http_timed(int port, const char *path, int n, double *p50, double *p99, char **body)
+{
+	double lat[200];
+	if (n < 1 || n > 200)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		struct gl_test_http r;
+		double a = gl_test_now_s();
+		int bad = gl_test_http(port, "GET", path, NULL, 0, NULL, &r) || r.status != 200;
+		if (!bad && body && i == 0) {
+			*body = r.body;
+			r.body = NULL;
+		}
+		gl_test_http_fini(&r);
+		if (bad)
+			return -1;
+		lat[i] = (gl_test_now_s() - a) * 1000;
+	}
+	qsort(lat, (size_t)n, sizeof *lat, cmp_ms);
+	*p50 = lat[(n + 1) / 2 - 1];
+	*p99 = lat[(int)(0.99 * n + 0.999999) - 1];
+	return 0;
 }
 
 int gl_test_http(int port, const char *method, const char *path, const char *body, size_t body_len,
@@ -1262,28 +1360,40 @@ out:
 	return rc;
 }
 
-void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, const char *span)
+void gl_test_synth_jobs_part(PGconn *c, const char *dsn, long n, const char *from, const char *span, const char *cluster,
+			     int part, int nparts)
 {
-	char sql[2048], ns[24];
+	char sql[2048], ns[24], ps[16], nps[16];
 	PGresult *r;
 	snprintf(ns, sizeof ns, "%ld", n);
+	snprintf(ps, sizeof ps, "%d", part);
+	snprintf(nps, sizeof nps, "%d", nparts);
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, partition, state, submit_at, start_at,"
-		 " end_at, elapsed_s, gpu_milli, gpu_type, nodes)"
-		 " SELECT 1, 'db:' || g, g::text, 'u' || (g %% 2000), 'acct' || (g %% 200),"
+		 " end_at, elapsed_s, gpu_micro, gpu_type, nodes)"
+		 " SELECT (SELECT cluster_id FROM clusters WHERE name = $4), 'db:' || g, g::text, 'u' || (g %% 2000),"
+		 " 'acct' || (g %% 200),"
 		 " CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END, 'COMPLETED', s - interval '10 minutes', s, s + d,"
-		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
+		 " extract(epoch FROM d)::bigint, (1 + g %% 8) * 1000000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
 		 " ARRAY['n' || (g %% 1250)]"
 		 " FROM (SELECT g, $1::timestamptz + (g::double precision / $3::bigint) * $2::interval AS s,"
-		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, $3::bigint) g) x");
-	PQclear(PQexec(c, "INSERT INTO clusters (name, kind) VALUES ('synth', 'slurm')"));
-	r = PQexecParams(c, sql, 3, NULL, (const char *[]){from, span, ns}, NULL, NULL, 0);
+		 "  make_interval(secs => 300 + (g::bigint * 7919) %% 172800) AS d FROM generate_series(1, $3::bigint) g"
+		 "  WHERE g %% $6::integer = $5::integer) x");
+	r = PQexecParams(c, "INSERT INTO clusters (name, kind) VALUES ($1, 'slurm') ON CONFLICT (name) DO NOTHING", 1, NULL,
+			 (const char *[]){cluster}, NULL, NULL, 0);
+	PQclear(r);
+	r = PQexecParams(c, sql, 6, NULL, (const char *[]){from, span, ns, cluster, ps, nps}, NULL, NULL, 0);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		gl_test_die(PQerrorMessage(c));
 	PQclear(r);
 	/* only the owner role analyzes a table (the application role's ANALYZE is skipped with a warning) */
 	if (gl_test_exec_owner(dsn, "ANALYZE jobs") < 0)
 		gl_test_die("ANALYZE jobs as the owner role failed");
+}
+
+void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, const char *span)
+{
+	gl_test_synth_jobs_part(c, dsn, n, from, span, "synth", 0, 1);
 }
 
 int gl_test_philly_db(const char *name, char *dsn, size_t n)
@@ -1298,4 +1408,24 @@ int gl_test_philly_db(const char *name, char *dsn, size_t n)
 			 NULL);
 	unlink(path);
 	return rc;
+}
+
+void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb)
+{
+	char path[64], buf[4096];
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	*cpu_s = 0;
+	if (f) {
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		char *p;
+		unsigned long ut = 0, st = 0;
+		buf[n] = '\0';
+		fclose(f);
+		p = strrchr(buf, ')'); /* the command name may hold spaces */
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+			*cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	}
+	*hwm_kb = gl_test_peak_rss_kb((int)pid);
 }

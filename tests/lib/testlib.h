@@ -63,6 +63,20 @@ long long gl_test_jnum(const cJSON *o, const char *key);
  * with a message, on failure. */
 PGconn *gl_test_lock_table(const char *dsn, const char *table, const char *mode);
 
+/* gl_test_cli with `--config cfg` first, no DSN and GL_PG_FAST=1 (an
+ * embedded cluster of its own: the shard servers below). */
+int gl_test_cli_cfg(const char *cfg, const char *arg0, ...);
+/* A shard server for the sharding tests and benchmarks (docs/scale.md): a
+ * private embedded cluster under dir made by the real `db init/start`,
+ * migrated and made shard k (`shard init`). cfg gets its config file, dsn
+ * the application role's conninfo with its password spelled out (what
+ * `shard attach --dsn` takes: the central server reads no passfile of
+ * ours). Stop it with gl_test_cli_cfg(cfg, "db", "stop", NULL). 0 or -1. */
+int gl_test_shard_server(const char *dir, int k, char *cfg, size_t ncfg, char *dsn, size_t ndsn);
+/* On the central database: postgres_fdw and USAGE on it for the
+ * application role (a superuser's one-time step), then the real `shard
+ * attach name --index k --dsn shard_dsn`. 0 or -1. */
+int gl_test_shard_attach(const char *central_dsn, int k, const char *name, const char *shard_dsn);
 /* Query helpers: first column of the first row as integer / text (static buffer). */
 /* Runs one statement on a connection of its own: the rows it affected, -1
  * on error (printed). For test set-ups that write a few rows by SQL. */
@@ -151,6 +165,13 @@ cJSON *gl_test_get_json(int port, const char *path, long want_status);
  * program ("bench_nodes: msg") and exits 1. */
 double gl_test_now_s(void);
 void gl_test_die(const char *msg) __attribute__((noreturn));
+/* Process pid's CPU time so far (utime + stime, /proc/PID/stat) and peak
+ * RSS (VmHWM, kB); 0 when unreadable. For the daemon benchmarks. */
+void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb);
+/* n (<= 200) timed GETs of path on the daemon of port: p50 and p99 in ms;
+ * when body is not NULL it gets the first answer's body (the caller's to
+ * free). -1 when one was not a 200. */
+int gl_test_http_timed(int port, const char *path, int n, double *p50, double *p99, char **body);
 
 /* The limit ingest benchmarks compare against: copies table's rows out to
  * tmpfile, empties the table (TRUNCATE as the owner role, c being the
@@ -244,5 +265,11 @@ int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
  * third), 200 accounts, 2,000 users, 1,250 nodes; then ANALYZE. Dies on a
  * database error. */
 void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, const char *span);
+/* The same jobs' part number part of nparts (job g when g % nparts ==
+ * part), in cluster `cluster` (made when missing): the parts of several
+ * calls are the one set of gl_test_synth_jobs, split over clusters or
+ * databases (the sharding benchmark). dsn: c's, for the owner's ANALYZE. */
+void gl_test_synth_jobs_part(PGconn *c, const char *dsn, long n, const char *from, const char *span, const char *cluster,
+			     int part, int nparts);
 
 #endif

@@ -125,6 +125,13 @@ static const struct bad_case bad[] = {
 	 "t.yaml:4: sources.dcgm[0].targets: 'ftp://b/metrics' is not an http:// or https:// URL"},
 	{"sources:\n  dcgm:\n    - cluster: d\n      targets: gpu01:9400\n",
 	 "sources.dcgm[0].targets: 'gpu01:9400' is not an http:// or https:// URL"},
+	/* node=NAME names the node of the URL before it (exporters without a hostname label) */
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: node=gpu01 http://a:9400/metrics\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'node=gpu01': node=NAME must follow a URL, once"},
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: http://a:9400/metrics node=gpu01 node=gpu02\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'node=gpu02': node=NAME must follow a URL, once"},
+	{"sources:\n  dcgm:\n    - cluster: d\n      targets: http://a:9400/metrics node=\n",
+	 "t.yaml:4: sources.dcgm[0].targets: 'node=': empty node name"},
 	{"sources:\n  sacct:\n    - cluster: a\n    - cluster: a\n", "t.yaml:4: sources.sacct[1].cluster: 'a' is listed twice"},
 	/* one name, one model: the second alias would be ignored or win at random */
 	{"gpu_models:\n  - match: NVIDIA A100-SXM4-80GB\n    model: a100_80g\n"
@@ -140,6 +147,20 @@ static const struct bad_case bad[] = {
 	{"sources:\n  slurm_nodes:\n    - cluster: \"\"\n", "t.yaml:3: sources.slurm_nodes[0].cluster: must not be empty"},
 	{"sources:\n  kube_nodes:\n    - cluster: \"\"\n      file: /x\n",
 	 "t.yaml:3: sources.kube_nodes[0].cluster: must not be empty"},
+	/* sources.nvidia_smi: one input a node; processes only with their jobs */
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n",
+	 "t.yaml:3: sources.nvidia_smi[0]: give exactly one of command and file"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: \"\"\n      file: /x\n",
+	 "t.yaml:4: sources.nvidia_smi[0].node: must not be empty"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n      file: /x\n      apps_file: /a\n",
+	 "t.yaml:3: sources.nvidia_smi[0]: apps_* and pids_* go together (GPU processes and their jobs)"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: n1\n      file: /x\n      pids_file: /p\n"
+	 "      pids_command: scontrol listpids\n      apps_file: /a\n",
+	 "t.yaml:3: sources.nvidia_smi[0]: give at most one of pids_command and pids_file"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: gpu[01-04]\n      file: /spool/gpu.csv\n",
+	 "t.yaml:4: sources.nvidia_smi[0].node: 'gpu[01-04]' names 4 nodes: put {node} in command or file"},
+	{"sources:\n  nvidia_smi:\n    - cluster: c\n      node: gpu[01-\n      file: /spool/{node}.csv\n",
+	 "t.yaml:4: sources.nvidia_smi[0].node: 'gpu[01-' is not a Slurm hostlist"},
 	/* two budgets of one owner at one time: both listed, alerts to either */
 	{"budgets:\n  - owner: v\n    amount: \"5\"\n  - owner: v\n    amount: \"6\"\n",
 	 "t.yaml:4: budgets[1]: owner 'v' (aggregate team) overlaps budgets[0] in time"},

@@ -27,8 +27,9 @@ static const char *const J14[] = {"14"};
 static const struct gl_dcgm_pod POD_TRAIN[] = {{"ml-team", "train-7f9c-0", "trainer"}};
 static const struct gl_dcgm_pod POD_EXPORTER[] = {{"gpu-operator", "", ""}};
 
+/* milli: GPUs held x 1000, as the cases were written (the jobs hold micro-GPUs) */
 #define JOB(pk, id, raw, het, ns, name, milli, nodes) \
-	{pk, id, raw, het, ns, name, milli, 1000 * (pk), nodes, sizeof(nodes) / sizeof(nodes[0])}
+	{pk, id, raw, het, ns, name, (milli) * 1000, 1000 * (pk), nodes, sizeof(nodes) / sizeof(nodes[0])}
 #define NOJOBS NULL, 0
 #define NOPODS NULL, 0
 

@@ -183,13 +183,13 @@ static uint64_t next_rand(void)
 
 static void test_apportion_sums_exactly(void **state)
 {
-	/* random lines of GPU-milli-seconds x micros-per-hour: every line within
+	/* random lines of micro-GPU-seconds x micros-per-hour: every line within
 	 * one unit of its exact value, and the lines add up to the rounded total */
 	for (int round = 0; round < 2000; round++) {
 		size_t n = 1 + next_rand() % 40;
 		gl_i128 num[40], total = 0;
 		int64_t out[40], sum = 0;
-		const int64_t denom = GL_MILLI_GPU_SECONDS_PER_GPU_HOUR;
+		const int64_t denom = GL_MICRO_GPU_SECONDS_PER_GPU_HOUR;
 		for (size_t i = 0; i < n; i++) {
 			num[i] = (gl_i128)(next_rand() % 100000000) * (gl_i128)(next_rand() % 5000000);
 			total += num[i];
@@ -321,27 +321,27 @@ static void test_chargeback_reconciles(void **state)
 				char key[16];
 				snprintf(key, sizeof key, "t%zu", i);
 				struct gl_cb_line *l = gl_cb_add_line(&cb, 0, (const char *[]){key});
-				l->alloc_ms = (gl_i128)(next_rand() % 100000000);
-				l->priced_ms = l->alloc_ms;
-				l->cost_num = l->alloc_ms * (gl_i128)(next_rand() % 4000000);
+				l->alloc_us = (gl_i128)(next_rand() % 100000000) * 1000;
+				l->priced_us = l->alloc_us;
+				l->cost_num = l->alloc_us * (gl_i128)(next_rand() % 4000000);
 				if (policy == GL_SHARE_OWNER && i == 0) {
-					l->idle_owner_ms = 123456;
-					l->idle_owner_num = (gl_i128)123456 * 2500000;
+					l->idle_owner_us = 123456000;
+					l->idle_owner_num = (gl_i128)123456000 * 2500000;
 				}
 				if (policy == GL_SHARE_PROPORTIONAL) /* its cluster: one of three */
 					gl_cb_line_in_pool(l, gl_cb_pool_of(&cb, 0, (const char *[]){"c0", "c1", "c2"}[i % 3]),
-							   l->alloc_ms);
+							   l->alloc_us);
 			}
 			cb.steps[0].capacity_known = 1;
-			cb.steps[0].idle_ms = (gl_i128)(next_rand() % 100000000) + 123456;
-			cb.steps[0].idle_num = cb.steps[0].idle_ms * 2500000;
+			cb.steps[0].idle_us = ((gl_i128)(next_rand() % 100000000) + 123456) * 1000;
+			cb.steps[0].idle_num = cb.steps[0].idle_us * 2500000;
 			if (policy == GL_SHARE_PROPORTIONAL) { /* the idle of c0 and c3, none of c1 and c2 */
 				size_t i0 = gl_cb_pool_of(&cb, 0, "c0"), i3 = gl_cb_pool_of(&cb, 0, "c3");
 				struct gl_cb_pool *p0 = &cb.steps[0].pools[i0], *p3 = &cb.steps[0].pools[i3];
-				p0->idle_ms = cb.steps[0].idle_ms / 3;
-				p3->idle_ms = cb.steps[0].idle_ms - p0->idle_ms;
-				p0->idle_num = p0->idle_ms * 2500000;
-				p3->idle_num = p3->idle_ms * 2500000;
+				p0->idle_us = cb.steps[0].idle_us / 3;
+				p3->idle_us = cb.steps[0].idle_us - p0->idle_us;
+				p0->idle_num = p0->idle_us * 2500000;
+				p3->idle_num = p3->idle_us * 2500000;
 			}
 			assert_int_equal(gl_cb_finish(&cb), 0);
 			for (size_t i = 0; i < n; i++) {
@@ -364,7 +364,7 @@ static void test_chargeback_reconciles(void **state)
 						assert_true(cb.steps[0].lines[i].idle_share_micros == 0 &&
 							    cb.steps[0].lines[i].idle_share_s == 0);
 				assert_true(cb.steps[0].idle_s >=
-					    (int64_t)(cb.steps[0].pools[gl_cb_pool_of(&cb, 0, "c3")].idle_ms / 1000) - 1);
+					    (int64_t)(cb.steps[0].pools[gl_cb_pool_of(&cb, 0, "c3")].idle_us / GL_GPU_MICRO) - 1);
 			}
 			gl_cb_fini(&cb);
 		}
@@ -389,17 +389,17 @@ static void test_idle_stays_in_cluster(void **state)
 	b = gl_cb_pool_of(&cb, 0, "B");
 	for (int i = 0; i < 3; i++)
 		l[i] = gl_cb_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
-	l[0]->alloc_ms = 100000;
-	gl_cb_line_in_pool(l[0], a, 100000);
-	l[1]->alloc_ms = 300000;
-	gl_cb_line_in_pool(l[1], b, 300000);
-	l[2]->alloc_ms = 400000;
-	gl_cb_line_in_pool(l[2], a, 300000);
-	gl_cb_line_in_pool(l[2], b, 100000);
+	l[0]->alloc_us = 100000000;
+	gl_cb_line_in_pool(l[0], a, 100000000);
+	l[1]->alloc_us = 300000000;
+	gl_cb_line_in_pool(l[1], b, 300000000);
+	l[2]->alloc_us = 400000000;
+	gl_cb_line_in_pool(l[2], a, 300000000);
+	gl_cb_line_in_pool(l[2], b, 100000000);
 	s = &cb.steps[0];
 	s->capacity_known = 1;
-	s->idle_ms = s->pools[a].idle_ms = 1000000;
-	s->idle_num = s->pools[a].idle_num = (gl_i128)1000000 * 2500000;
+	s->idle_us = s->pools[a].idle_us = 1000000000;
+	s->idle_num = s->pools[a].idle_num = (gl_i128)1000000000 * 2500000;
 	assert_int_equal(gl_cb_finish(&cb), 0);
 	assert_int_equal(l[0]->idle_share_s, 250);
 	assert_int_equal(l[2]->idle_share_s, 750);
@@ -413,13 +413,13 @@ static void test_idle_stays_in_cluster(void **state)
 	gl_cb_init(&cb, 1, GL_SHARE_PROPORTIONAL_FLEET, 1);
 	for (int i = 0; i < 3; i++)
 		l[i] = gl_cb_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
-	l[0]->alloc_ms = 100000;
-	l[1]->alloc_ms = 300000;
-	l[2]->alloc_ms = 400000;
+	l[0]->alloc_us = 100000000;
+	l[1]->alloc_us = 300000000;
+	l[2]->alloc_us = 400000000;
 	s = &cb.steps[0];
 	s->capacity_known = 1;
-	s->idle_ms = 1000000;
-	s->idle_num = (gl_i128)1000000 * 2500000;
+	s->idle_us = 1000000000;
+	s->idle_num = (gl_i128)1000000000 * 2500000;
 	assert_int_equal(gl_cb_finish(&cb), 0);
 	assert_int_equal(l[1]->idle_share_s, 375);
 	gl_cb_fini(&cb);
@@ -435,14 +435,14 @@ static void test_owned_idle_never_negative(void **state)
 	struct gl_cb_line *l;
 	gl_cb_init(&cb, 1, GL_SHARE_OWNER, 1);
 	l = gl_cb_add_line(&cb, 0, (const char *[]){"vision"});
-	l->alloc_ms = 1000;
-	l->priced_ms = 1000;
-	l->cost_num = 2520000;
-	l->idle_owner_ms = 1000;
-	l->idle_owner_num = 2160000;
+	l->alloc_us = 1000000;
+	l->priced_us = 1000000;
+	l->cost_num = 2520000000;
+	l->idle_owner_us = 1000000;
+	l->idle_owner_num = 2160000000;
 	cb.steps[0].capacity_known = 1;
-	cb.steps[0].idle_ms = 1000;
-	cb.steps[0].idle_num = 2160000;
+	cb.steps[0].idle_us = 1000000;
+	cb.steps[0].idle_num = 2160000000;
 	assert_int_equal(gl_cb_finish(&cb), 0);
 	assert_int_equal(cb.steps[0].lines[0].cost_micros, 1);
 	assert_int_equal(cb.steps[0].idle_total_micros, 0);
@@ -453,23 +453,23 @@ static void test_owned_idle_never_negative(void **state)
 	/* and at random: all idle owned, nothing negative, totals reconcile */
 	for (int round = 0; round < 500; round++) {
 		size_t n = 1 + next_rand() % 6;
-		gl_i128 idle_ms = 0, idle_num = 0;
+		gl_i128 idle_us = 0, idle_num = 0;
 		int64_t sum_m = 0;
 		gl_cb_init(&cb, 1, GL_SHARE_OWNER, 1);
 		for (size_t i = 0; i < n; i++) {
 			char key[16];
 			snprintf(key, sizeof key, "t%zu", i);
 			l = gl_cb_add_line(&cb, 0, (const char *[]){key});
-			l->alloc_ms = (gl_i128)(next_rand() % 5000);
-			l->priced_ms = l->alloc_ms;
-			l->cost_num = (gl_i128)(next_rand() % 7200000);
-			l->idle_owner_ms = (gl_i128)(next_rand() % 5000);
-			l->idle_owner_num = (gl_i128)(next_rand() % 7200000);
-			idle_ms += l->idle_owner_ms;
+			l->alloc_us = (gl_i128)(next_rand() % 5000) * 1000;
+			l->priced_us = l->alloc_us;
+			l->cost_num = (gl_i128)(next_rand() % 7200000) * 1000;
+			l->idle_owner_us = (gl_i128)(next_rand() % 5000) * 1000;
+			l->idle_owner_num = (gl_i128)(next_rand() % 7200000) * 1000;
+			idle_us += l->idle_owner_us;
 			idle_num += l->idle_owner_num;
 		}
 		cb.steps[0].capacity_known = 1;
-		cb.steps[0].idle_ms = idle_ms;
+		cb.steps[0].idle_us = idle_us;
 		cb.steps[0].idle_num = idle_num;
 		assert_int_equal(gl_cb_finish(&cb), 0);
 		assert_true(cb.steps[0].idle_micros >= 0 && cb.steps[0].idle_s >= 0);

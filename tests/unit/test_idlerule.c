@@ -449,10 +449,10 @@ static void test_idle_cost_across_rate_change(void **s)
 	gl_i128 num;
 	(void)s;
 	num = gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, rt, 2);
-	assert_int_equal((int64_t)((num + 1800000) / 3600000), 900000);
+	assert_int_equal((int64_t)((num + 1800000000) / 3600000000), 900000);
 	/* no rate before 1,900: only the 200 s after it cost */
 	num = gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, rt + 1, 1);
-	assert_int_equal((int64_t)((num + 1800000) / 3600000), 400000);
+	assert_int_equal((int64_t)((num + 1800000000) / 3600000000), 400000);
 	assert_true(gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, NULL, 0) == 0);
 }
 

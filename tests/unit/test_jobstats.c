@@ -43,13 +43,13 @@ static void test_cost_split_at_rate_changes(void **state)
 	gl_i128 num;
 	(void)state;
 	/* 2 GPUs from 1800 s to 9000 s: 1800 s at 2.00, 1800 s unpriced, 1800 s at 3.00 */
-	num = gl_jobstats_cost_num(r, 2, 1800 * US, 9000 * US, 2000);
-	assert_true(num == (gl_i128)2000000 * 2000 * 1800 + (gl_i128)3000000 * 2000 * 1800);
+	num = gl_jobstats_cost_num(r, 2, 1800 * US, 9000 * US, 2000000);
+	assert_true(num == (gl_i128)2000000 * 2000000 * 1800 + (gl_i128)3000000 * 2000000 * 1800);
 	/* 2 GPUs x 0.5 h x 2.00 + 2 GPUs x 0.5 h x 3.00 = 5.00 */
-	assert_true(num / GL_MILLI_GPU_SECONDS_PER_GPU_HOUR == 5000000);
+	assert_true(num / GL_MICRO_GPU_SECONDS_PER_GPU_HOUR == 5000000);
 	/* wholly inside the gap: nothing; touching a bound: nothing */
-	assert_true(gl_jobstats_cost_num(r, 2, 3600 * US, 7200 * US, 1000) == 0);
-	assert_true(gl_jobstats_cost_num(r, 0, 0, 9000 * US, 1000) == 0);
+	assert_true(gl_jobstats_cost_num(r, 2, 3600 * US, 7200 * US, 1000000) == 0);
+	assert_true(gl_jobstats_cost_num(r, 0, 0, 9000 * US, 1000000) == 0);
 }
 
 static void test_failed_states(void **state)
@@ -90,8 +90,8 @@ static struct gl_jobstats_job job(int64_t pk, uint32_t group, uint32_t part, int
 	j.state = state;
 	j.group = group;
 	j.partition = part;
-	j.gpu_milli = 1000;
-	j.alloc_ms = 3600000;
+	j.gpu_micro = 1000000;
+	j.alloc_us = 3600000000;
 	j.cost_micros = cost;
 	return j;
 }
@@ -128,9 +128,9 @@ static void test_idle_cost_only_for_observed_jobs(void **state)
 	struct gl_jobstats_job a = job(1, 0, 0, 1000000, "COMPLETED"), b = job(2, 0, 0, 9000000, "COMPLETED");
 	(void)state;
 	gl_jobstats_init(&st);
-	/* a: observed, idle a quarter of its 3,600,000 milli-GPU-s -> 250,000 */
+	/* a: observed, idle a quarter of its 3,600,000,000 micro-GPU-s -> 250,000 */
 	a.observed = 1;
-	a.idle_ms = 900000;
+	a.idle_us = 900000000;
 	/* b: dearer, but no exporter data */
 	gl_jobstats_add(&st, &a);
 	gl_jobstats_add(&st, &b);
@@ -160,7 +160,7 @@ static void test_fold_groups_into_owners(void **state)
 	gl_jobstats_init(&st);
 	for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
 		struct gl_jobstats_job j = job((int64_t)i + 1, in[i].g, in[i].p, 100 * ((int64_t)i + 1), in[i].state);
-		j.alloc_ms = 1500 * ((int64_t)i + 1);
+		j.alloc_us = 1500000 * ((int64_t)i + 1);
 		j.has_wait = in[i].wait >= 0;
 		j.wait_s = in[i].wait;
 		j.has_energy = in[i].energy >= 0;

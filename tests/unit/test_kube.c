@@ -235,11 +235,11 @@ static void test_gpu_rules(void **state)
 			assert_int_equal(r.npods, 0);
 			assert_int_equal(r.skipped_no_gpu, 1);
 		} else {
-			if (r.npods != 1 || r.pods[0].gpu_milli != cases[i].milli ||
+			if (r.npods != 1 || r.pods[0].gpu.gpu_micro != cases[i].milli * 1000 ||
 			    strcmp(r.pods[0].gpu_type, cases[i].type))
 				fail_msg("case %zu (%s): got %zu pods, %lld milli, type '%s'", i,
 					 r.npods ? r.pods[0].uid : "-",
-					 r.npods, r.npods ? (long long)r.pods[0].gpu_milli : 0LL,
+					 r.npods, r.npods ? (long long)r.pods[0].gpu.gpu_micro / 1000 : 0LL,
 					 r.npods ? r.pods[0].gpu_type : "");
 		}
 		gl_kube_result_fini(&r);
@@ -289,7 +289,7 @@ static void test_full_pod(void **state)
 	assert_int_equal(p->submit_s, 1790855880);
 	assert_int_equal(p->start_s, 1790855910); /* PodScheduled, no startTime */
 	assert_int_equal(p->end_s, 1790859601);   /* max finishedAt, offsets applied */
-	assert_int_equal(p->gpu_milli, 4000);
+	assert_int_equal(p->gpu.gpu_micro, 4000000);
 	assert_string_equal(p->labels_json,
 			    "{\"team\":\"vision\",\"project\":\"detector \\\"v2\\\"\",\"cost-center\":\"cc-42\",\"qos\":\"LS\"}");
 	assert_string_equal(p->tags_json,
@@ -315,8 +315,12 @@ static void test_full_pod(void **state)
 	assert_int_equal(row.start_s, 1790855910);
 	assert_int_equal(row.end_s, 1790859601);
 	assert_int_equal(row.elapsed_s, 1790859601 - 1790855910);
-	assert_int_equal(row.gpu_milli, 4000);
-	assert_int_equal(row.req_gpu_milli, 4000);
+	assert_int_equal(row.gpu_micro, 4000000);
+	assert_int_equal(row.req_gpu_micro, 4000000);
+	assert_int_equal(row.phys_micro, 4000000);
+	assert_string_equal(row.gpu_share, "whole");
+	assert_null(row.gpu_uuids_json);
+	assert_null(row.gpu_note);
 	assert_null(row.gpu_type);
 	assert_int_equal(row.nnodes, 1);
 	assert_string_equal(row.node_list, "gpu-node-07");
@@ -387,10 +391,10 @@ static void test_phases(void **state)
 		gl_kube_pod_to_row(&r.pods[0], GL_TIME_NONE, &row);
 		if (strcmp(row.state, cases[i].state) || row.state_known != cases[i].known ||
 		    row.start_s != cases[i].start || row.end_s != cases[i].end ||
-		    row.gpu_milli != cases[i].alloc || row.req_gpu_milli != 1000)
+		    row.gpu_micro != cases[i].alloc * 1000 || row.req_gpu_micro != 1000000)
 			fail_msg("case %zu: state %s/%d start %lld end %lld alloc %lld", i, row.state,
 				 row.state_known, (long long)row.start_s, (long long)row.end_s,
-				 (long long)row.gpu_milli);
+				 (long long)row.gpu_micro);
 		gl_kube_result_fini(&r);
 	}
 }
@@ -442,7 +446,7 @@ static void test_bad_pods(void **state)
 	assert_int_equal(r.skipped_no_gpu, 1);
 	assert_non_null(find_pod(&r, "good1"));
 	assert_non_null(find_pod(&r, "good2"));
-	assert_int_equal(find_pod(&r, "bad-qty")->gpu_milli, 1000);
+	assert_int_equal(find_pod(&r, "bad-qty")->gpu.gpu_micro, 1000000);
 	assert_int_equal(find_pod(&r, "bad-start")->start_s, GL_TIME_NONE);
 	assert_int_equal(r.nproblems, GL_ARRAY_LEN(want));
 	for (size_t i = 0; i < GL_ARRAY_LEN(want); i++)
@@ -754,11 +758,11 @@ static void test_openb_snapshots(void **state)
 				assert_string_equal(row.state, "RUNNING");
 				assert_int_equal(row.start_s, OPENB_EPOCH + csv[idx].scheduled);
 				assert_int_equal(row.end_s, GL_TIME_NONE);
-				qos_add(got, &nq_got, q->valuestring, row.gpu_milli);
+				qos_add(got, &nq_got, q->valuestring, row.gpu_micro / 1000);
 			} else if (p->phase == GL_KUBE_PHASE_PENDING) {
-				assert_int_equal(row.gpu_milli, 0);
-				assert_int_equal(row.req_gpu_milli,
-						 (int64_t)csv[idx].num_gpu * csv[idx].gpu_milli);
+				assert_int_equal(row.gpu_micro, 0);
+				assert_int_equal(row.req_gpu_micro,
+						 (int64_t)csv[idx].num_gpu * csv[idx].gpu_milli * 1000);
 				got_pending++;
 			} else {
 				assert_true(p->phase == GL_KUBE_PHASE_SUCCEEDED ||

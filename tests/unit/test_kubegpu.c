@@ -50,8 +50,9 @@ static void check(const struct gl_kube_pod *p, const struct want *w)
 			 gl_kube_share_name(g->share), (long long)g->gpu_micro, (long long)g->phys_micro,
 			 (long long)g->replicas, g->gpu_type, g->gpu_model, g->nuuids ? g->uuids[0] : "",
 			 g->note ? g->note : "");
-	/* what the jobs table gets today: milli-GPUs, rounded down too */
-	assert_int_equal(p->gpu_milli, w->micro / 1000);
+	/* what the books hold: the pod's micro-GPUs, and its held share (none
+	 * for a run:ai reservation, whose GPU is its group's pods') */
+	assert_int_equal(p->held_micro, w->share == GL_KUBE_SHARE_RUNAI_RESERVATION ? 0 : w->phys >= 0 ? w->phys : w->micro);
 }
 
 /* The node facts, read from the nodes document by the real node parser. */
@@ -139,7 +140,8 @@ static void test_real_specs(void **state)
 	assert_non_null(strstr(r.problems[0], "items[9].spec: GPU not billed: gpu-memory 2000 MiB"));
 	/* the run:ai reservation's GPU is billed to its users, not to runai-reservation */
 	assert_string_equal(find(&r, "3b47e794-97f0-4824-b7d5-bb44c122039e")->namespace_, "runai-reservation");
-	assert_int_equal(find(&r, "3b47e794-97f0-4824-b7d5-bb44c122039e")->gpu_milli, 0);
+	assert_int_equal(find(&r, "3b47e794-97f0-4824-b7d5-bb44c122039e")->gpu.gpu_micro, 0);
+	assert_int_equal(find(&r, "3b47e794-97f0-4824-b7d5-bb44c122039e")->held_micro, 0);
 	gl_kube_result_fini(&r);
 	gl_node_snapshot_fini(&snap);
 	free(buf);
@@ -264,7 +266,7 @@ static const struct {
 static void test_cases(void **state)
 {
 	static const struct gl_kube_node_gpu nodes[] = {
-		{"ts10", 10, 0}, {"mem40g", 0, 40960}, {"ts3", 3, 0},
+		{"ts10", 10, 0, 0}, {"mem40g", 0, 40960, 0}, {"ts3", 3, 0, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
@@ -315,7 +317,7 @@ static void test_decimal(void **state)
  * slices, 3 time-slicing replicas of 3, the HAMi card split 60/40. */
 static void test_never_twice(void **state)
 {
-	static const struct gl_kube_node_gpu nodes[] = {{"ts3", 3, 0}};
+	static const struct gl_kube_node_gpu nodes[] = {{"ts3", 3, 0, 0}};
 	struct gl_kube_opts o = {0};
 	struct gl_kube_result r;
 	char doc[8192];
@@ -352,6 +354,85 @@ static void test_never_twice(void **state)
 	assert_int_equal(real[7].micro + real[8].micro, 1000000);
 }
 
+/* HAND-WRITTEN: what the pods sharing a GPU hold in the books. Pods are
+ * taken in start order; a later pod gets what the earlier ones still
+ * running at its start left of the GPU (bound UUID) and of the node (its
+ * GPUs, when known); a reservation holds nothing; an ended pod frees its
+ * share. {uid, node, uuids (";"-separated), start, end (0: running),
+ * annotations/limits, want held}. */
+static void test_bound_held(void **state)
+{
+	static const struct gl_kube_node_gpu nodes[] = {{"one", 0, 0, 1}, {"two", 0, 0, 2}};
+	static const struct {
+		const char *uid, *node, *binding, *start, *end, *res;
+		int64_t held;
+	} c[] = {
+		/* one GPU, HAMi 60 + 30 + 40 % of cores: the third holds the 10 % left */
+		{"a1", "one", "GPU-1,NVIDIA,0,60:;", "10:00", NULL, "\"nvidia.com/gpucores\":\"60\"", 600000},
+		{"a2", "one", "GPU-1,NVIDIA,0,30:;", "10:10", NULL, "\"nvidia.com/gpucores\":\"30\"", 300000},
+		{"a3", "one", "GPU-1,NVIDIA,0,40:;", "10:20", NULL, "\"nvidia.com/gpucores\":\"40\"", 100000},
+		/* two GPUs: a pod of 2 x 60 % on both, then one of 50 % on the second */
+		{"b1", "two", "GPU-2,NVIDIA,0,60:GPU-3,NVIDIA,0,60:;", "10:00", NULL,
+		 "\"nvidia.com/gpu\":\"2\",\"nvidia.com/gpucores\":\"60\"", 1200000},
+		{"b2", "two", "GPU-3,NVIDIA,0,50:;", "10:05", NULL, "\"nvidia.com/gpucores\":\"50\"", 400000},
+		/* started after b3 ended: the whole 70 % (b3 held 70 % of GPU-2 before) */
+		{"b3", "two", "GPU-2,NVIDIA,0,30:;", "09:00", "09:30", "\"nvidia.com/gpucores\":\"30\"", 300000},
+		/* no UUIDs on a node of two GPUs: three whole GPUs at once, the third
+		 * gets nothing once b1 and b2 hold 1.6 of them and a whole one more */
+		{"n1", "two", NULL, "10:30", NULL, "\"nvidia.com/gpu\":\"1\"", 400000},
+		/* a node the inventory does not know: nothing to bound it by */
+		{"x1", "other", NULL, "10:00", NULL, "\"nvidia.com/gpu\":\"4\"", 4000000},
+	};
+	struct gl_kube_opts o = {0};
+	struct gl_kube_result r;
+	char doc[16384];
+	size_t n = 0;
+	(void)state;
+
+	n += (size_t)snprintf(doc + n, sizeof doc - n, "{\"kind\":\"PodList\",\"items\":[");
+	for (size_t i = 0; i < GL_ARRAY_LEN(c); i++) {
+		char end[160] = "";
+		if (c[i].end)
+			snprintf(end, sizeof end,
+				 ",\"containerStatuses\":[{\"state\":{\"terminated\":{\"finishedAt\":\"2026-10-05T%s:00Z\"}}}]",
+				 c[i].end);
+		n += (size_t)snprintf(
+			doc + n, sizeof doc - n,
+			"%s{\"metadata\":{\"uid\":\"%s\",\"creationTimestamp\":\"2026-10-05T08:00:00Z\","
+			"\"annotations\":{%s%s%s}},\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"resources\":"
+			"{\"limits\":{%s%s}}}]},\"status\":{\"phase\":\"%s\",\"startTime\":\"2026-10-05T%s:00Z\"%s}}",
+			i ? "," : "", c[i].uid, c[i].binding ? "\"hami.io/vgpu-devices-allocated\":\"" : "",
+			c[i].binding ? c[i].binding : "", c[i].binding ? "\"" : "", c[i].node,
+			c[i].binding && !strstr(c[i].res, "nvidia.com/gpu\"") ? "\"nvidia.com/gpu\":\"1\"," : "", c[i].res,
+			c[i].end ? "Succeeded" : "Running", c[i].start, end);
+	}
+	snprintf(doc + n, sizeof doc - n, "]}");
+	o.nodes = nodes;
+	o.nnodes = GL_ARRAY_LEN(nodes);
+	assert_int_equal(gl_kube_parse(doc, strlen(doc), &o, &r, NULL), 0);
+	assert_int_equal(r.npods, GL_ARRAY_LEN(c));
+	for (size_t i = 0; i < GL_ARRAY_LEN(c); i++) {
+		const struct gl_kube_pod *p = find(&r, c[i].uid);
+		if (p->held_micro != c[i].held)
+			fail_msg("%s: held %lld, want %lld (billed %lld)", c[i].uid, (long long)p->held_micro,
+				 (long long)c[i].held, (long long)p->gpu.gpu_micro);
+		/* what a pod is billed is what it asked, whatever it holds */
+		assert_int_equal(p->held_cut_micro, (p->gpu.phys_micro >= 0 ? p->gpu.phys_micro : p->gpu.gpu_micro) -
+							    p->held_micro);
+	}
+	assert_string_equal(find(&r, "a3")->held_cut_uuid, "GPU-1");
+	assert_string_equal(find(&r, "n1")->held_cut_uuid, "");
+	/* a second bound over the same pods changes nothing */
+	{
+		struct gl_kube_pod *all[GL_ARRAY_LEN(c)];
+		for (size_t i = 0; i < r.npods; i++)
+			all[i] = &r.pods[i];
+		assert_int_equal(gl_kube_bound_held(all, r.npods, nodes, GL_ARRAY_LEN(nodes)), 3);
+		assert_int_equal(find(&r, "a3")->held_micro, 100000);
+	}
+	gl_kube_result_fini(&r);
+}
+
 /* HAND-WRITTEN (found by fuzz_kube): a pod with an unknown GPU resource that
  * is then dropped for bytes that are not UTF-8 is not also "unclear". */
 static void test_unclear_dropped(void **state)
@@ -374,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_real_specs),
 		cmocka_unit_test(test_never_twice),
+		cmocka_unit_test(test_bound_held),
 		cmocka_unit_test(test_unclear_dropped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -297,7 +297,7 @@ static void test_kubectl(void **state)
 	assert_int_equal(r.npods, want);
 	assert_true(running > 0);
 	for (size_t i = 0; i < r.npods; i++) {
-		assert_true(r.pods[i].gpu_milli >= 1000 && r.pods[i].gpu_milli % 1000 == 0);
+		assert_true(r.pods[i].gpu.gpu_micro >= 1000000 && r.pods[i].gpu.gpu_micro % 1000000 == 0);
 		assert_non_null(strstr(r.pods[i].tags_json, "\"team\""));
 	}
 	gl_kube_result_fini(&r);

@@ -1,0 +1,105 @@
+/* Three local shards against one database on the same data (issue 31,
+ * item 5): the synthetic year of bench_growth split over three clusters,
+ * one a shard server (the real `db init/start`, `shard init`), read by a
+ * central database over postgres_fdw; the same clusters in one database.
+ * Month and year chargebacks after each side's rollup, and the live (cold)
+ * month, through the real daemons over HTTP: the sharded p50/p99 beside the
+ * single database's. All four PostgreSQL servers share this machine's two
+ * cores. Needs the environment of bench/run.sh. Usage: bench_shards [JOBS] */
+#include "lib/testlib.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NSHARD 3
+static const char COST[] = "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
+			   "owners:\n  - match: account\n    value: acct1\n    team: t1\n  - match: account\n    value: acct2\n"
+			   "    team: t2\n  - match: user\n    value: '*'\n    team: rest\n";
+
+static void die(const char *m)
+{
+	fprintf(stderr, "bench_shards: %s\n", m);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 300000;
+	const char *tmp = getenv("GL_TEST_TMP");
+	char one[512], central[512], cfg[NSHARD][PATH_MAX], sdsn[NSHARD][1024], costs[PATH_MAX], dir[PATH_MAX],
+		cluster[16];
+	struct gl_test_daemon d1, dc;
+	static const char *const paths[][2] = {
+		{"month, cold (no rollup)", "/v1/chargeback?window=2026-06&aggregate=team"},
+		{"month after the rollup", "/v1/chargeback?window=2026-06&aggregate=team"},
+		{"year after the rollup", "/v1/chargeback?window=2025-11-01,2026-11-01&aggregate=team"},
+		{"month by cluster after the rollup", "/v1/chargeback?window=2026-06&aggregate=cluster"},
+	};
+	PGconn *c;
+	FILE *f;
+
+	snprintf(costs, sizeof costs, "%s/shard-costs.yaml", tmp ? tmp : "/tmp");
+	if (!(f = fopen(costs, "w")) || fputs(COST, f) < 0 || fclose(f))
+		die(costs);
+	if (gl_test_db_fresh("gl_bench_shards_one", one, sizeof one) || !(c = PQconnectdb(one)))
+		die("single database");
+	for (int k = 0; k < NSHARD; k++) {
+		snprintf(cluster, sizeof cluster, "synth-%d", k + 1);
+		gl_test_synth_jobs_part(c, one, n, "2025-11-01", "365 days", cluster, k, NSHARD);
+	}
+	PQfinish(c);
+	if (gl_test_cli(one, "rates", "load", costs, NULL) || gl_test_db_fresh("gl_bench_shards_central", central, sizeof central) ||
+	    gl_test_cli(central, "rates", "load", costs, NULL))
+		die("set-up");
+	for (int k = 0; k < NSHARD; k++) {
+		char name[16];
+		snprintf(dir, sizeof dir, "%s/bench-shard%d", tmp ? tmp : "/tmp", k + 1);
+		snprintf(cluster, sizeof cluster, "synth-%d", k + 1);
+		snprintf(name, sizeof name, "s%d", k + 1);
+		if (gl_test_shard_server(dir, k + 1, cfg[k], sizeof cfg[k], sdsn[k], sizeof sdsn[k]) ||
+		    !(c = PQconnectdb(sdsn[k])))
+			die("shard server");
+		gl_test_synth_jobs_part(c, sdsn[k], n, "2025-11-01", "365 days", cluster, k, NSHARD);
+		PQfinish(c);
+		if (gl_test_cli_cfg(cfg[k], "rates", "load", costs, NULL) || gl_test_shard_attach(central, k + 1, name, sdsn[k]))
+			die("shard set-up");
+	}
+	fprintf(stderr, "  %ld jobs in one database and over %d shards\n", n, NSHARD);
+	if (gl_test_daemon_start(&d1, one, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}) ||
+	    gl_test_daemon_start(&dc, central, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}))
+		die("daemons");
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+		double a50, a99, b50, b99;
+		int reqs = i == 0 ? 3 : 30;
+		char *ba = NULL, *bb = NULL;
+		if (i == 1) {
+			double t0 = gl_test_now_s(), t1;
+			if (gl_test_cli(one, "rollup", "--days", "400", NULL))
+				die("rollup");
+			t1 = gl_test_now_s();
+			for (int k = 0; k < NSHARD; k++)
+				if (gl_test_cli_cfg(cfg[k], "rollup", "--days", "400", NULL))
+					die("shard rollup");
+			printf("| full rollup of the year, %ld jobs: three shards one after the other vs one database |"
+			       " %.1f s | %.1f s | %.2f |\n",
+			       n, gl_test_now_s() - t1, t1 - t0, (gl_test_now_s() - t1) / (t1 - t0));
+		}
+		if (gl_test_http_timed(d1.port, paths[i][1], reqs, &a50, &a99, &ba) ||
+		    gl_test_http_timed(dc.port, paths[i][1], reqs, &b50, &b99, &bb))
+			die(paths[i][1]);
+		printf("| chargeback %s, %ld jobs: three shards vs one database (p50 / p99 of %d)%s | %.0f / %.0f ms |"
+		       " %.0f / %.0f ms (target <= 1.5x) | %.2f / %.2f |\n",
+		       paths[i][0], n, reqs, strcmp(ba, bb) ? " ANSWERS DIFFER" : ", same bytes", b50, b99, a50, a99,
+		       b50 / a50, b99 / a99);
+		fflush(stdout);
+		free(ba);
+		free(bb);
+	}
+	gl_test_daemon_stop(&dc);
+	gl_test_daemon_stop(&d1);
+	for (int k = 0; k < NSHARD; k++)
+		gl_test_cli_cfg(cfg[k], "db", "stop", NULL);
+	return 0;
+}

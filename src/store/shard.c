@@ -1,0 +1,140 @@
+/* Shards read over postgres_fdw (see include/gl/shard.h). */
+#include "gl/shard.h"
+#include "gl/db.h"
+#include "gl/pgarray.h"
+#include "gl/strbuf.h"
+
+#include <cjson/cJSON.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gl_shard_local_init(struct gl_store *st, int k, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	char ks[16];
+	snprintf(ks, sizeof ks, "%d", k);
+	return gl_db_query(c, "SELECT gl_shard_local_init($1::integer)", 1, (const char *[]){ks}, NULL, err);
+}
+
+int gl_shard_count(struct gl_store *st, int *n, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	int rc = gl_db_query(c, "SELECT count(*) FROM shards", 0, NULL, &r, err);
+	if (!rc)
+		*n = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}
+
+int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *dsn, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	char *perr = NULL, ks[16];
+	PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
+	struct gl_strbuf arr = GL_STRBUF_INIT;
+	const char *user = NULL, *pw = NULL;
+	int rc;
+
+	if (!opts) {
+		rc = gl_err_set(err, GL_EINVAL, "shard %s: dsn: %s", name, perr ? perr : "out of memory");
+		PQfreemem(perr);
+		return rc;
+	}
+	for (PQconninfoOption *o = opts; o->keyword; o++) {
+		if (!o->val || !*o->val)
+			continue;
+		if (!strcmp(o->keyword, "user"))
+			user = o->val;
+		else if (!strcmp(o->keyword, "password"))
+			pw = o->val;
+		else if (!strcmp(o->keyword, "passfile"))
+			continue; /* the central server reads no file of ours: give password */
+		else {
+			gl_pgarray_add_text(&arr, o->keyword);
+			gl_pgarray_add_text(&arr, o->val);
+		}
+	}
+	snprintf(ks, sizeof ks, "%d", k);
+	if (!user)
+		rc = gl_err_set(err, GL_EINVAL, "shard %s: dsn: no user", name);
+	else
+		rc = gl_db_query(c, "SELECT gl_shard_attach($1::integer, $2, $3::text[], $4, $5)", 5,
+				 (const char *[]){ks, name, gl_pgarray_end(&arr), user, pw}, NULL, err);
+	if (rc)
+		(void)gl_err_prefix(err, "shard attach %s: ", name);
+	gl_strbuf_fini(&arr);
+	PQconninfoFree(opts);
+	return rc;
+}
+
+/* A JSON array of strings into a malloc'd vector. */
+static char **json_strings(const char *text, size_t *n)
+{
+	cJSON *a = cJSON_Parse(text);
+	char **v = NULL;
+	size_t i = 0;
+	*n = 0;
+	if (cJSON_IsArray(a) && cJSON_GetArraySize(a) > 0) {
+		v = gl_xcalloc((size_t)cJSON_GetArraySize(a), sizeof *v);
+		for (cJSON *e = a->child; e; e = e->next)
+			if (cJSON_IsString(e))
+				v[i++] = gl_xstrdup(e->valuestring);
+		*n = i;
+	}
+	cJSON_Delete(a);
+	return v;
+}
+
+static void join(struct gl_strbuf *b, char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			gl_strbuf_puts(b, ", ");
+		gl_strbuf_puts(b, v[i]);
+	}
+}
+
+int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	int rc;
+
+	gl_shard_route_fini(rt);
+	if ((rc = gl_db_query(c,
+			      "SELECT mask, array_to_json(unread_shards)::text, array_to_json(unread_clusters)::text"
+			      " FROM gl_fleet_route()",
+			      0, NULL, &r, err)))
+		goto out;
+	rt->mask = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+	rt->unread_shards = json_strings(PQgetvalue(r, 0, 1), &rt->n_unread_shards);
+	rt->unread_clusters = json_strings(PQgetvalue(r, 0, 2), &rt->n_unread_clusters);
+	if (rt->n_unread_shards) {
+		struct gl_strbuf b = GL_STRBUF_INIT;
+		gl_strbuf_puts(&b, rt->n_unread_clusters ? "clusters " : "no cluster known yet");
+		join(&b, rt->unread_clusters, rt->n_unread_clusters);
+		gl_strbuf_puts(&b, rt->n_unread_shards > 1 ? " (shards " : " (shard ");
+		join(&b, rt->unread_shards, rt->n_unread_shards);
+		gl_strbuf_puts(&b, " not answering)");
+		rt->unread_text = gl_xstrdup(gl_strbuf_cstr(&b));
+		gl_strbuf_fini(&b);
+	}
+out:
+	PQclear(r);
+	return rc;
+}
+
+void gl_shard_route_fini(struct gl_shard_route *rt)
+{
+	for (size_t i = 0; i < rt->n_unread_shards; i++)
+		free(rt->unread_shards[i]);
+	for (size_t i = 0; i < rt->n_unread_clusters; i++)
+		free(rt->unread_clusters[i]);
+	free(rt->unread_shards);
+	free(rt->unread_clusters);
+	free(rt->unread_text);
+	memset(rt, 0, sizeof *rt);
+}

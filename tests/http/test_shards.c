@@ -1,0 +1,268 @@
+/* A ledger sharded over PostgreSQL servers (docs/scale.md; sql/059):
+ * three shard servers started here (the real `gpuledger db init/start`,
+ * each a private cluster on its own socket with scram passwords) and the
+ * central database on the suite's cluster reading them over postgres_fdw.
+ * The real Philly jobs, split by virtual cluster into three sites, go one
+ * site per shard and all three into a single database; the same month's
+ * chargeback (JSON and CSV, built days and live ones), capacity and
+ * showback report answer the same bytes from the central daemon as from
+ * the single database's. With one shard stopped, the chargeback names its
+ * cluster under clusters_unread and its totals are exactly the other two
+ * sites' (never a smaller total as whole), and what cannot name it (CSV, the
+ * report) is a 503 that does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NSHARD 3
+static const char *const SITES[NSHARD] = {"site-a", "site-b", "site-c"};
+static const char *const SHARD_NAMES[NSHARD] = {"east", "west", "north"};
+
+static char g_tmp[PATH_MAX];
+static char g_cfg[NSHARD][PATH_MAX];
+static char g_shard_dsn[NSHARD][1024];
+static char g_one_dsn[512], g_central_dsn[512];
+static struct gl_test_daemon g_one, g_central;
+
+static const char COSTS[] = "owners:\n"
+			    "  - match: account\n    value: ee9e8c\n    team: vision\n    project: p1\n"
+			    "  - match: account\n    value: 6214e9\n    team: speech\n    project: p2\n"
+			    "  - match: account\n    value: b436b2\n    team: nlp\n    project: p3\n"
+			    "rates:\n  - model: '*'\n    per_gpu_hour: \"2.17\"\n";
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f))
+		gl_test_die(path);
+}
+
+/* The Philly jobs as sacct lines, one file per site: a virtual cluster
+ * (the Account field) goes to site (index of its first appearance) % 3,
+ * and the Cluster field is the site's name. */
+static void split_philly(char paths[NSHARD][PATH_MAX])
+{
+	static struct gl_test_philly_job jobs[5000];
+	char all[PATH_MAX], line[4096], vcs[64][16];
+	int nvc = 0;
+	FILE *in, *out[NSHARD];
+	snprintf(all, sizeof all, "%s/philly-all.txt", g_tmp);
+	if (gl_test_philly_to_sacct(all, NULL, jobs, 5000) < 4000 || !(in = fopen(all, "r")))
+		gl_test_die("philly");
+	for (int k = 0; k < NSHARD; k++) {
+		snprintf(paths[k], PATH_MAX, "%s/philly-%s.txt", g_tmp, SITES[k]);
+		if (!(out[k] = fopen(paths[k], "w")))
+			gl_test_die(paths[k]);
+	}
+	while (fgets(line, sizeof line, in)) {
+		/* JobID|JobIDRaw|Cluster|Partition|Account|... */
+		const char *p = line;
+		char vc[16] = "";
+		int i;
+		for (i = 0; i < 4 && (p = strchr(p, '|')); i++)
+			p++;
+		if (p)
+			snprintf(vc, sizeof vc, "%.*s", (int)strcspn(p, "|"), p);
+		for (i = 0; i < nvc && strcmp(vcs[i], vc); i++)
+			;
+		if (i == nvc && nvc < 64)
+			snprintf(vcs[nvc++], sizeof vcs[0], "%s", vc);
+		{
+			/* the Cluster field names the site */
+			char *c = strstr(line, "|philly|");
+			if (!c)
+				gl_test_die("philly: no Cluster field");
+			*c = '\0';
+			fprintf(out[i % NSHARD], "%s|%s|%s", line, SITES[i % NSHARD], c + 8);
+		}
+	}
+	fclose(in);
+	for (int k = 0; k < NSHARD; k++)
+		fclose(out[k]);
+	assert_true(nvc >= NSHARD);
+}
+
+/* Shard k + 1: its own server, site k's jobs, the cost model, rolled up. */
+static void make_shard(int k, const char *sacct, const char *costs)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/shard%d", g_tmp, k + 1);
+	assert_int_equal(gl_test_shard_server(dir, k + 1, g_cfg[k], sizeof g_cfg[k], g_shard_dsn[k], sizeof g_shard_dsn[k]), 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[k], "ingest", "sacct", "--cluster", SITES[k], "--file", sacct, "--fields",
+					 GL_TEST_PHILLY_FIELDS, NULL),
+			 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[k], "rates", "load", costs, NULL), 0);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[k], "rollup", NULL), 0);
+}
+
+static int setup(void **state)
+{
+	char sacct[NSHARD][PATH_MAX], costs[PATH_MAX];
+	const char *t = getenv("GL_TEST_TMP");
+	(void)state;
+	snprintf(g_tmp, sizeof g_tmp, "%s/shards", t ? t : "/tmp");
+	mkdir(g_tmp, 0755);
+	split_philly(sacct);
+	snprintf(costs, sizeof costs, "%s/costs.yaml", g_tmp);
+	write_file(costs, COSTS);
+
+	/* the single database: the three sites as three clusters */
+	if (gl_test_db_fresh("gl_test_shards_one", g_one_dsn, sizeof g_one_dsn))
+		return -1;
+	for (int k = 0; k < NSHARD; k++)
+		if (gl_test_cli(g_one_dsn, "ingest", "sacct", "--cluster", SITES[k], "--file", sacct[k], "--fields",
+				GL_TEST_PHILLY_FIELDS, NULL))
+			return -1;
+	if (gl_test_cli(g_one_dsn, "rates", "load", costs, NULL) || gl_test_cli(g_one_dsn, "rollup", NULL))
+		return -1;
+
+	for (int k = 0; k < NSHARD; k++)
+		make_shard(k, sacct[k], costs);
+
+	/* the central database reads the three */
+	if (gl_test_db_fresh("gl_test_shards_central", g_central_dsn, sizeof g_central_dsn))
+		return -1;
+	for (int k = 0; k < NSHARD; k++)
+		if (gl_test_shard_attach(g_central_dsn, k + 1, SHARD_NAMES[k], g_shard_dsn[k]))
+			return -1;
+	if (gl_test_cli(g_central_dsn, "rates", "load", costs, NULL))
+		return -1;
+	if (gl_test_daemon_start(&g_one, g_one_dsn, NULL, NULL) || gl_test_daemon_start(&g_central, g_central_dsn, NULL, NULL))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	gl_test_daemon_stop(&g_central);
+	gl_test_daemon_stop(&g_one);
+	for (int k = 0; k < NSHARD; k++)
+		if (g_cfg[k][0])
+			gl_test_cli_cfg(g_cfg[k], "db", "stop", NULL);
+	return 0;
+}
+
+static char *get(struct gl_test_daemon *d, const char *path, long want)
+{
+	struct gl_test_http r = {0};
+	char *body;
+	assert_int_equal(gl_test_http(d->port, "GET", path, NULL, 0, NULL, &r), 0);
+	if (r.status != want)
+		fprintf(stderr, "%s: %ld %s\n", path, r.status, r.body);
+	assert_int_equal(r.status, want);
+	body = r.body;
+	r.body = NULL;
+	gl_test_http_fini(&r);
+	return body;
+}
+
+/* The central daemon's answer is the single database's, byte for byte. */
+static void same(const char *path)
+{
+	char *one = get(&g_one, path, 200), *cen = get(&g_central, path, 200);
+	if (strcmp(one, cen))
+		fprintf(stderr, "%s\n--- single database:\n%.3000s\n--- sharded:\n%.3000s\n", path, one, cen);
+	assert_string_equal(one, cen);
+	free(one);
+	free(cen);
+}
+
+static void test_sharded_equals_single(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=cluster,team&step=day",
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=account&format=csv",
+		/* a window that cuts days: its ends are read live from jobs */
+		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-11-09T18:00:00Z&aggregate=user,cluster&step=week",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=cluster",
+		"/v1/reports/showback?month=2017-10&format=csv",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		same(paths[i]);
+	/* and the figures are not all zero */
+	{
+		cJSON *j;
+		char *b = get(&g_central, paths[0], 200);
+		assert_non_null(j = cJSON_Parse(b));
+		assert_true(gl_test_jnum(cJSON_GetObjectItem(j, "totals"), "cost_micros") > 1000000000LL);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "clusters_unread")), 0);
+		cJSON_Delete(j);
+		free(b);
+	}
+	/* a GPU model name a shard's ingest noted (what its jobs trigger does
+	 * for a job with that type) is canonical on the central after its next
+	 * probe: no job's model is worked out row by row there */
+	{
+		PGconn *a = PQconnectdb(g_shard_dsn[0]), *b = PQconnectdb(g_central_dsn);
+		PQclear(PQexec(a, "SELECT gl_gpu_model_note(ARRAY['NVIDIA A100-SXM4-80GB'])"));
+		PQclear(PQexec(b, "SELECT * FROM gl_fleet_route()"));
+		assert_string_equal(gl_test_qstr(b, "SELECT coalesce(max(model), '-') FROM public.gpu_model_canon"
+						    " WHERE raw = 'nvidia a100-sxm4-80gb'"),
+				    "a100");
+		PQfinish(a);
+		PQfinish(b);
+	}
+}
+
+static void test_shard_down_is_named(void **state)
+{
+	char *one, *cen, *err;
+	cJSON *a, *b, *u;
+	(void)state;
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "stop", NULL), 0);
+	/* a daemon thread probes again after at most 5 s */
+	sleep(6);
+	one = get(&g_one,
+		  "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&filter=cluster:%22site-a%22,%22site-b%22", 200);
+	cen = get(&g_central, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team", 200);
+	assert_non_null(a = cJSON_Parse(one));
+	assert_non_null(b = cJSON_Parse(cen));
+	u = cJSON_GetObjectItem(b, "clusters_unread");
+	assert_int_equal(cJSON_GetArraySize(u), 1);
+	assert_string_equal(cJSON_GetArrayItem(u, 0)->valuestring, "site-c");
+	/* exactly the two sites that answered, to the micro-unit */
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(b, "totals"), "cost_micros"),
+			 gl_test_jnum(cJSON_GetObjectItem(a, "totals"), "cost_micros"));
+	assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(b, "totals"), "allocated_gpu_seconds"),
+			 gl_test_jnum(cJSON_GetObjectItem(a, "totals"), "allocated_gpu_seconds"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	free(one);
+	free(cen);
+	/* answers that cannot carry the names refuse, naming them */
+	err = get(&g_central, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&format=csv", 503);
+	assert_non_null(strstr(err, "site-c"));
+	assert_non_null(strstr(err, "north"));
+	assert_non_null(strstr(err, "shard_unavailable"));
+	free(err);
+	err = get(&g_central, "/v1/reports/showback?month=2017-10&format=csv", 503);
+	assert_non_null(strstr(err, "site-c"));
+	free(err);
+	/* back up: whole again */
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "start", NULL), 0);
+	sleep(6);
+	same("/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sharded_equals_single),
+		cmocka_unit_test(test_shard_down_is_named),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
