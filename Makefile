@@ -107,10 +107,16 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 
 # prometheus: promtool and the server the /metrics tests run (test_metrics_ledger)
-test: deps
+test: deps check-layers
 	@scripts/deps.sh prometheus
 	@$(MAKE) --no-print-directory build-tests
 	@BUILD=$(BUILD) tests/run.sh all
+
+# the layering rules of docs/ARCHITECTURE.md, and the check itself on planted violations
+.PHONY: check-layers
+check-layers:
+	@scripts/check-layers.sh
+	@tests/scripts/test_check_layers.sh
 
 test-unit: $(BUILD)/gpuledger $(UNIT_BIN)
 	@BUILD=$(BUILD) tests/run.sh unit

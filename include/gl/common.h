@@ -22,6 +22,9 @@
 
 #define GL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The release, in /v1/health, --version and the scraper's User-Agent. */
+#define GL_VERSION "0.1.0"
+
 /* Error codes: functions return 0 or one of these, negated. */
 enum {
 	GL_OK = 0,

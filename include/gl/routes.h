@@ -50,6 +50,4 @@ void gl_forecast_cache_drop(char kind);
 int gl_route_capacity_plan(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp);
 
-#define GL_VERSION "0.1.0"
-
 #endif

@@ -796,6 +796,262 @@ static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const s
 	gl_strbuf_puts(o, "</tbody></table>");
 }
 
+/* owners */
+static void html_owners(const struct gl_showback *sb, const struct gl_report_shown *sh, struct gl_strbuf *o)
+{
+	const struct gl_sb_fleet *f = &sb->fleet;
+	char b[64];
+	static const char *const h[] = {"Owner", "GPU-h", "Cost", "Busy GPU-h", "Alloc-idle GPU-h",
+					"Alloc-idle cost", "Idle share", "Total", "Share", "Prev. month", "Change",
+					"Budget used", "Failed-job cost", "Energy kWh", NULL};
+	gl_strbuf_puts(o, "<h2>Owners</h2><table id=owners>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		const struct gl_sb_owner *w = &sb->owners[i];
+		gl_strbuf_puts(o, "<tr>");
+		td(o, gl_report_owner_label(w->name));
+		tdh(o, w->alloc_s);
+		tdm(o, sb, sh->cost[i]);
+		if (w->has_usage) {
+			tdh(o, w->busy_s);
+			tdh(o, w->aidle_s);
+			tdm(o, sb, w->aidle_micros);
+		} else {
+			tdn(o, "no data");
+			tdn(o, "no data");
+			tdn(o, "no data");
+		}
+		tdm(o, sb, sh->idle_share[i]);
+		gl_strbuf_puts(o, "<td class=\"n total\">");
+		gl_money_format(sh->total[i], sb->minor, b, sizeof b);
+		esc(o, b);
+		gl_strbuf_puts(o, "</td>");
+		gl_report_fmt_pct(w->total_micros, f->total_micros, b, sizeof b);
+		strcat(b, b[0] ? " %" : "");
+		tdn(o, b);
+		if (w->has_prev) {
+			tdm(o, sb, w->prev_total_micros);
+			gl_report_fmt_pct(w->total_micros - w->prev_total_micros, w->prev_total_micros, b, sizeof b);
+			strcat(b, b[0] ? " %" : "new");
+			tdn(o, b);
+		} else {
+			tdn(o, "no data");
+			tdn(o, "");
+		}
+		if (w->has_budget) {
+			gl_report_fmt_pct(w->total_micros, w->budget_micros, b, sizeof b);
+			strcat(b, " %");
+			tdn(o, b);
+		} else {
+			tdn(o, "no budget");
+		}
+		tdm(o, sb, w->failed_micros);
+		if (w->has_energy) {
+			gl_report_fmt_kwh(w->energy_mj, b, sizeof b);
+			tdn(o, b);
+		} else {
+			tdn(o, "no data");
+		}
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+/* fleet: the CSV table's rows, labelled */
+static void html_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
+	size_t n = gl_report_fleet_rows(sb, rows);
+	gl_strbuf_puts(o, "<h2>Fleet</h2><table id=fleet><tbody>");
+	for (size_t i = 0; i < n; i++) {
+		if (!rows[i].label)
+			continue;
+		gl_strbuf_puts(o, "<tr data-key=");
+		esc(o, rows[i].key);
+		gl_strbuf_puts(o, ">");
+		td(o, rows[i].label);
+		tdn(o, rows[i].value);
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+/* reconciliation */
+static void html_reconciliation(const struct gl_showback *sb, const struct gl_report_shown *sh, struct gl_strbuf *o)
+{
+	const struct gl_sb_fleet *f = &sb->fleet;
+	int64_t own = 0, un = 0, diff = gl_report_reconcile_diff(sb);
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		if (!strcmp(sb->owners[i].name, "__unallocated__"))
+			un += sb->owners[i].total_micros;
+		else
+			own += sb->owners[i].total_micros;
+	}
+	gl_strbuf_puts(o, "<h2>Reconciliation</h2><table id=reconciliation><tbody>");
+	gl_strbuf_puts(o, "<tr><td>Σ owners</td>");
+	tdm(o, sb, sh->owners);
+	gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__unallocated__</td>", (long long)own);
+	tdm(o, sb, sh->unallocated);
+	gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__idle__</td>", (long long)un);
+	tdm(o, sb, sh->idle_left);
+	gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>Fleet total</td>", (long long)f->idle_left_micros);
+	tdm(o, sb, sh->fleet_total);
+	gl_strbuf_printf(o, "<td class=n id=total-micros>%lld µ</td></tr></tbody></table>", (long long)f->total_micros);
+	gl_strbuf_printf(o, "<p class=%s>%s</p>\n", diff ? "bad" : "ok",
+			 diff ? "Does NOT reconcile" : "Reconciles to the micro-unit.");
+}
+
+/* by model */
+static void html_models(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"Owner", "GPU model / MIG profile", "GPU-h", "Unpriced GPU-h", "Cost", NULL};
+	gl_strbuf_puts(o, "<h2>GPU-hours by GPU model / MIG profile</h2><table id=models>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_models; i++) {
+		gl_strbuf_puts(o, "<tr>");
+		td(o, gl_report_owner_label(sb->models[i].owner));
+		td(o, sb->models[i].model);
+		tdh(o, sb->models[i].alloc_s);
+		tdh(o, sb->models[i].unpriced_s);
+		tdm(o, sb, sb->models[i].cost_micros);
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+/* failed-job waste and energy */
+static void html_waste(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"Owner", "Failed-job GPU-h", "Failed-job cost", NULL};
+	gl_strbuf_puts(o, "<h2>Failed-job waste</h2><p class=meta>Jobs that ended FAILED, TIMEOUT, NODE_FAIL,"
+			  " OUT_OF_MEMORY or BOOT_FAIL.</p><table id=waste>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		if (!sb->owners[i].failed_s && !sb->owners[i].failed_micros)
+			continue;
+		gl_strbuf_puts(o, "<tr>");
+		td(o, gl_report_owner_label(sb->owners[i].name));
+		tdh(o, sb->owners[i].failed_s);
+		tdm(o, sb, sb->owners[i].failed_micros);
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+/* waits */
+static void html_waits(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"By", "Name", "Jobs", "Wait p50 s", "p90 s", "p99 s", NULL};
+	gl_strbuf_puts(o, "<h2>Queue waits</h2><table id=waits>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_waits; i++) {
+		const struct gl_sb_wait *w = &sb->waits[i];
+		gl_strbuf_puts(o, "<tr>");
+		td(o, w->kind);
+		td(o, gl_report_owner_label(w->name));
+		gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td><td class=n>%lld</td>"
+				    "<td class=n>%lld</td></tr>",
+				 (long long)w->jobs, (long long)w->p50_s, (long long)w->p90_s, (long long)w->p99_s);
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+/* capacity outlook */
+static void html_inference(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"Owner", "Requests", "Generated tokens", "GPU-h", "Cost", "Per 1k requests",
+					"Per 1M prompt tokens", "Per 1M generated tokens", "p50 s", "p99 s", NULL};
+	if (!sb->n_inference)
+		return;
+	gl_strbuf_puts(o, "<h2>Inference served</h2><p class=meta>Serving endpoints' requests and tokens, priced"
+			  " from the GPU-time of the pods and jobs they ran on (docs/serving.md).</p><table id=inference>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_inference; i++) {
+		const struct gl_sb_inference *x = &sb->inference[i];
+		char pb[48];
+		gl_strbuf_puts(o, "<tr>");
+		td(o, gl_report_owner_label(x->owner));
+		gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td>", (long long)x->requests,
+				 (long long)x->generated_tokens);
+		tdh(o, x->gpu_s);
+		tdm(o, sb, x->cost_micros);
+		fmt_per(x->have_per_1k, x->per_1k_micros, pb, sizeof pb);
+		tdn(o, pb);
+		fmt_per(x->have_per_1m_prompt, x->per_1m_prompt_micros, pb, sizeof pb);
+		tdn(o, pb);
+		fmt_per(x->have_per_1m_generated, x->per_1m_generated_micros, pb, sizeof pb);
+		tdn(o, pb);
+		fmt_latency(x->p50_s, pb, sizeof pb);
+		tdn(o, pb);
+		fmt_latency(x->p99_s, pb, sizeof pb);
+		tdn(o, pb);
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+static void html_capacity(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	char cells[GL_REPORT_CAPACITY_COLS][64], note[400];
+	gl_strbuf_puts(o, "<h2>Capacity outlook</h2><table id=capacity>");
+	ths(o, gl_report_capacity_head);
+	for (size_t i = 0; i < sb->n_capacity; i++) {
+		gl_report_capacity_cells(&sb->capacity[i], cells);
+		gl_strbuf_puts(o, "<tr>");
+		for (int k = 0; k < GL_REPORT_CAPACITY_COLS; k++)
+			(k == 2 || k == 3 || k == 6 ? tdn : td)(o, cells[k]);
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n<p class=meta>");
+	gl_report_capacity_note(sb, note, sizeof note);
+	esc(o, note);
+	gl_strbuf_puts(o, "</p>\n");
+}
+
+/* rates and owner rules in force */
+static void html_rates(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	char b[64];
+	static const char *const h[] = {"GPU model", "MIG profile", "Currency", "Per GPU-hour", "From", "To", NULL};
+	gl_strbuf_puts(o, "<h2>Rates in force</h2><table id=rates>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_rates; i++) {
+		const struct gl_sb_rate *r = &sb->rates[i];
+		gl_strbuf_puts(o, "<tr>");
+		td(o, r->model);
+		td(o, r->mig_profile);
+		td(o, r->currency);
+		gl_money_format(r->micros_per_gpu_hour, 6, b, sizeof b);
+		tdn(o, b);
+		td(o, r->valid_from[0] ? r->valid_from : "always");
+		td(o, r->valid_to[0] ? r->valid_to : "open");
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
+static void html_rules(const struct gl_showback *sb, struct gl_strbuf *o)
+{
+	static const char *const h[] = {"Priority", "Cluster", "Match", "Value", "Team", "Project", "Cost center",
+					"From", "To", NULL};
+	gl_strbuf_puts(o, "<h2>Owner rules in force</h2><table id=rules>");
+	ths(o, h);
+	for (size_t i = 0; i < sb->n_rules; i++) {
+		const struct gl_sb_rule *r = &sb->rules[i];
+		gl_strbuf_printf(o, "<tr><td class=n>%lld</td>", (long long)r->priority);
+		td(o, r->cluster);
+		td(o, r->match_field);
+		td(o, r->match_value);
+		td(o, r->team);
+		td(o, r->project);
+		td(o, r->cost_center);
+		td(o, r->valid_from[0] ? r->valid_from : "always");
+		td(o, r->valid_to[0] ? r->valid_to : "open");
+		gl_strbuf_puts(o, "</tr>");
+	}
+	gl_strbuf_puts(o, "</tbody></table>\n");
+}
+
 void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *o)
 {
 	const struct gl_sb_fleet *f = &sb->fleet;
@@ -852,63 +1108,7 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	esc(o, c);
 	gl_strbuf_puts(o, "</strong></p>\n");
 
-	/* owners */
-	{
-		static const char *const h[] = {"Owner", "GPU-h", "Cost", "Busy GPU-h", "Alloc-idle GPU-h",
-						"Alloc-idle cost", "Idle share", "Total", "Share", "Prev. month", "Change",
-						"Budget used", "Failed-job cost", "Energy kWh", NULL};
-		gl_strbuf_puts(o, "<h2>Owners</h2><table id=owners>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_owners; i++) {
-			const struct gl_sb_owner *w = &sb->owners[i];
-			gl_strbuf_puts(o, "<tr>");
-			td(o, gl_report_owner_label(w->name));
-			tdh(o, w->alloc_s);
-			tdm(o, sb, sh.cost[i]);
-			if (w->has_usage) {
-				tdh(o, w->busy_s);
-				tdh(o, w->aidle_s);
-				tdm(o, sb, w->aidle_micros);
-			} else {
-				tdn(o, "no data");
-				tdn(o, "no data");
-				tdn(o, "no data");
-			}
-			tdm(o, sb, sh.idle_share[i]);
-			gl_strbuf_puts(o, "<td class=\"n total\">");
-			gl_money_format(sh.total[i], sb->minor, b, sizeof b);
-			esc(o, b);
-			gl_strbuf_puts(o, "</td>");
-			gl_report_fmt_pct(w->total_micros, f->total_micros, b, sizeof b);
-			strcat(b, b[0] ? " %" : "");
-			tdn(o, b);
-			if (w->has_prev) {
-				tdm(o, sb, w->prev_total_micros);
-				gl_report_fmt_pct(w->total_micros - w->prev_total_micros, w->prev_total_micros, b, sizeof b);
-				strcat(b, b[0] ? " %" : "new");
-				tdn(o, b);
-			} else {
-				tdn(o, "no data");
-				tdn(o, "");
-			}
-			if (w->has_budget) {
-				gl_report_fmt_pct(w->total_micros, w->budget_micros, b, sizeof b);
-				strcat(b, " %");
-				tdn(o, b);
-			} else {
-				tdn(o, "no budget");
-			}
-			tdm(o, sb, w->failed_micros);
-			if (w->has_energy) {
-				gl_report_fmt_kwh(w->energy_mj, b, sizeof b);
-				tdn(o, b);
-			} else {
-				tdn(o, "no data");
-			}
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
+	html_owners(sb, &sh, o);
 	gl_strbuf_puts(o, "<h2>GPU-hours by owner per day</h2>");
 	svg_daily(sb, o);
 	gl_strbuf_puts(o, "<h2>Busy and allocated-idle GPU-hours</h2>");
@@ -916,185 +1116,19 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	gl_strbuf_puts(o, "<h2>Cost by owner, month over month</h2>");
 	svg_pairs(sb, o, 1);
 
-	/* fleet: the CSV table's rows, labelled */
-	{
-		struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
-		size_t n = gl_report_fleet_rows(sb, rows);
-		gl_strbuf_puts(o, "<h2>Fleet</h2><table id=fleet><tbody>");
-		for (size_t i = 0; i < n; i++) {
-			if (!rows[i].label)
-				continue;
-			gl_strbuf_puts(o, "<tr data-key=");
-			esc(o, rows[i].key);
-			gl_strbuf_puts(o, ">");
-			td(o, rows[i].label);
-			tdn(o, rows[i].value);
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
-
-	/* reconciliation */
-	{
-		int64_t own = 0, un = 0, diff = gl_report_reconcile_diff(sb);
-		for (size_t i = 0; i < sb->n_owners; i++) {
-			if (!strcmp(sb->owners[i].name, "__unallocated__"))
-				un += sb->owners[i].total_micros;
-			else
-				own += sb->owners[i].total_micros;
-		}
-		gl_strbuf_puts(o, "<h2>Reconciliation</h2><table id=reconciliation><tbody>");
-		gl_strbuf_puts(o, "<tr><td>Σ owners</td>");
-		tdm(o, sb, sh.owners);
-		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__unallocated__</td>", (long long)own);
-		tdm(o, sb, sh.unallocated);
-		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>__idle__</td>", (long long)un);
-		tdm(o, sb, sh.idle_left);
-		gl_strbuf_printf(o, "<td class=n>%lld µ</td></tr><tr><td>Fleet total</td>", (long long)f->idle_left_micros);
-		tdm(o, sb, sh.fleet_total);
-		gl_strbuf_printf(o, "<td class=n id=total-micros>%lld µ</td></tr></tbody></table>", (long long)f->total_micros);
-		gl_strbuf_printf(o, "<p class=%s>%s</p>\n", diff ? "bad" : "ok",
-				 diff ? "Does NOT reconcile" : "Reconciles to the micro-unit.");
-	}
-
-	/* by model */
-	{
-		static const char *const h[] = {"Owner", "GPU model / MIG profile", "GPU-h", "Unpriced GPU-h", "Cost", NULL};
-		gl_strbuf_puts(o, "<h2>GPU-hours by GPU model / MIG profile</h2><table id=models>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_models; i++) {
-			gl_strbuf_puts(o, "<tr>");
-			td(o, gl_report_owner_label(sb->models[i].owner));
-			td(o, sb->models[i].model);
-			tdh(o, sb->models[i].alloc_s);
-			tdh(o, sb->models[i].unpriced_s);
-			tdm(o, sb, sb->models[i].cost_micros);
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
-	/* failed-job waste and energy */
-	{
-		static const char *const h[] = {"Owner", "Failed-job GPU-h", "Failed-job cost", NULL};
-		gl_strbuf_puts(o, "<h2>Failed-job waste</h2><p class=meta>Jobs that ended FAILED, TIMEOUT, NODE_FAIL,"
-				  " OUT_OF_MEMORY or BOOT_FAIL.</p><table id=waste>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_owners; i++) {
-			if (!sb->owners[i].failed_s && !sb->owners[i].failed_micros)
-				continue;
-			gl_strbuf_puts(o, "<tr>");
-			td(o, gl_report_owner_label(sb->owners[i].name));
-			tdh(o, sb->owners[i].failed_s);
-			tdm(o, sb, sb->owners[i].failed_micros);
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
-	/* waits */
-	{
-		static const char *const h[] = {"By", "Name", "Jobs", "Wait p50 s", "p90 s", "p99 s", NULL};
-		gl_strbuf_puts(o, "<h2>Queue waits</h2><table id=waits>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_waits; i++) {
-			const struct gl_sb_wait *w = &sb->waits[i];
-			gl_strbuf_puts(o, "<tr>");
-			td(o, w->kind);
-			td(o, gl_report_owner_label(w->name));
-			gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td><td class=n>%lld</td>"
-					    "<td class=n>%lld</td></tr>",
-					 (long long)w->jobs, (long long)w->p50_s, (long long)w->p90_s, (long long)w->p99_s);
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
-	if (sb->n_inference) {
-		static const char *const h[] = {"Owner", "Requests", "Generated tokens", "GPU-h", "Cost", "Per 1k requests",
-						"Per 1M prompt tokens", "Per 1M generated tokens", "p50 s", "p99 s", NULL};
-		gl_strbuf_puts(o, "<h2>Inference served</h2><p class=meta>Serving endpoints' requests and tokens, priced"
-				  " from the GPU-time of the pods and jobs they ran on (docs/serving.md).</p><table id=inference>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_inference; i++) {
-			const struct gl_sb_inference *x = &sb->inference[i];
-			char pb[48];
-			gl_strbuf_puts(o, "<tr>");
-			td(o, gl_report_owner_label(x->owner));
-			gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td>", (long long)x->requests,
-					 (long long)x->generated_tokens);
-			tdh(o, x->gpu_s);
-			tdm(o, sb, x->cost_micros);
-			fmt_per(x->have_per_1k, x->per_1k_micros, pb, sizeof pb);
-			tdn(o, pb);
-			fmt_per(x->have_per_1m_prompt, x->per_1m_prompt_micros, pb, sizeof pb);
-			tdn(o, pb);
-			fmt_per(x->have_per_1m_generated, x->per_1m_generated_micros, pb, sizeof pb);
-			tdn(o, pb);
-			fmt_latency(x->p50_s, pb, sizeof pb);
-			tdn(o, pb);
-			fmt_latency(x->p99_s, pb, sizeof pb);
-			tdn(o, pb);
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
-	/* capacity outlook */
-	{
-		char cells[GL_REPORT_CAPACITY_COLS][64], note[400];
-		gl_strbuf_puts(o, "<h2>Capacity outlook</h2><table id=capacity>");
-		ths(o, gl_report_capacity_head);
-		for (size_t i = 0; i < sb->n_capacity; i++) {
-			gl_report_capacity_cells(&sb->capacity[i], cells);
-			gl_strbuf_puts(o, "<tr>");
-			for (int k = 0; k < GL_REPORT_CAPACITY_COLS; k++)
-				(k == 2 || k == 3 || k == 6 ? tdn : td)(o, cells[k]);
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n<p class=meta>");
-		gl_report_capacity_note(sb, note, sizeof note);
-		esc(o, note);
-		gl_strbuf_puts(o, "</p>\n");
-	}
+	html_fleet(sb, o);
+	html_reconciliation(sb, &sh, o);
+	html_models(sb, o);
+	html_waste(sb, o);
+	html_waits(sb, o);
+	html_inference(sb, o);
+	html_capacity(sb, o);
 	gl_strbuf_puts(o, "<h2>Top 20 jobs by cost</h2>");
 	html_jobs(sb, o, sb->top_cost, sb->n_top_cost);
 	gl_strbuf_puts(o, "<h2>Top 20 jobs by idle cost</h2>");
 	html_jobs(sb, o, sb->top_idle, sb->n_top_idle);
-	/* rates and owner rules in force */
-	{
-		static const char *const h[] = {"GPU model", "MIG profile", "Currency", "Per GPU-hour", "From", "To", NULL};
-		gl_strbuf_puts(o, "<h2>Rates in force</h2><table id=rates>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_rates; i++) {
-			const struct gl_sb_rate *r = &sb->rates[i];
-			gl_strbuf_puts(o, "<tr>");
-			td(o, r->model);
-			td(o, r->mig_profile);
-			td(o, r->currency);
-			gl_money_format(r->micros_per_gpu_hour, 6, b, sizeof b);
-			tdn(o, b);
-			td(o, r->valid_from[0] ? r->valid_from : "always");
-			td(o, r->valid_to[0] ? r->valid_to : "open");
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
-	{
-		static const char *const h[] = {"Priority", "Cluster", "Match", "Value", "Team", "Project", "Cost center",
-						"From", "To", NULL};
-		gl_strbuf_puts(o, "<h2>Owner rules in force</h2><table id=rules>");
-		ths(o, h);
-		for (size_t i = 0; i < sb->n_rules; i++) {
-			const struct gl_sb_rule *r = &sb->rules[i];
-			gl_strbuf_printf(o, "<tr><td class=n>%lld</td>", (long long)r->priority);
-			td(o, r->cluster);
-			td(o, r->match_field);
-			td(o, r->match_value);
-			td(o, r->team);
-			td(o, r->project);
-			td(o, r->cost_center);
-			td(o, r->valid_from[0] ? r->valid_from : "always");
-			td(o, r->valid_to[0] ? r->valid_to : "open");
-			gl_strbuf_puts(o, "</tr>");
-		}
-		gl_strbuf_puts(o, "</tbody></table>\n");
-	}
+	html_rates(sb, o);
+	html_rules(sb, o);
 	gl_strbuf_puts(o, "<p class=meta>gpuledger ");
 	esc(o, sb->month);
 	gl_strbuf_puts(o, " · generated at ");

@@ -8,7 +8,6 @@
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/redact.h"
-#include "gl/routes.h"
 
 #include <curl/curl.h>
 #include <errno.h>
