@@ -4,6 +4,7 @@
 #include "gl/dcgm_attrib.h"
 #include "gl/log.h"
 #include "gl/nvsmi_ingest.h"
+#include "gl/store.h"
 #include "gl/timeutil.h"
 
 #include <stdio.h>
@@ -74,7 +75,7 @@ int gl_cli_ingest_nvsmi(struct gl_config *cfg, int argc, char **argv)
 	struct gl_nvsmi_ingest_input ai = {0}, pi = {0};
 	struct gl_nvsmi_ingest_result res;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *store = NULL;
 	char *buf = NULL, *abuf = NULL, *pbuf = NULL;
 	size_t len = 0;
 	int rc;
@@ -111,8 +112,8 @@ int gl_cli_ingest_nvsmi(struct gl_config *cfg, int argc, char **argv)
 	o.node = node;
 	o.fields = fields;
 	if (!(buf = gl_cli_read_file(file, 1, &len, &err)) || read_side(apps, "--apps", &ai, &abuf, &err) ||
-	    read_side(pids, "--pids", &pi, &pbuf, &err) || gl_db_connect(cfg, &c, &err) ||
-	    gl_nvsmi_ingest(c, &o, buf, len, &ai, &pi, &res, &err)) {
+	    read_side(pids, "--pids", &pi, &pbuf, &err) || gl_store_open(cfg, &store, &err) ||
+	    gl_nvsmi_ingest(gl_db_conn(store), &o, buf, len, &ai, &pi, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -142,6 +143,6 @@ out:
 	free(buf);
 	free(abuf);
 	free(pbuf);
-	PQfinish(c);
+	gl_store_close(store);
 	return rc;
 }
