@@ -206,6 +206,16 @@ static void test_sacct_failure_keeps_watermark(void **state)
 	assert_true(failed >= 1);
 	assert_non_null(strstr(gl_test_qstr(g_c, "SELECT error FROM ingest_runs WHERE status = 'failed' LIMIT 1"),
 			       "exit 1: sacct: error: Problem talking to the database"));
+	/* a poll already under way when the flag appeared may have committed
+	 * after wm0 was read (runs are one after another: it is done by now);
+	 * the watermark is read again and must outlive the next failed run */
+	wm0 = gl_test_qint(g_c, "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state WHERE source = 'sacct'");
+	for (int i = 0; i < 150 && failed < 2; i++) {
+		failed = gl_test_qint(g_c, "SELECT count(*) FROM ingest_runs WHERE status = 'failed'");
+		if (failed < 2)
+			usleep(100000);
+	}
+	assert_true(failed >= 2);
 	wm1 = gl_test_qint(g_c, "SELECT extract(epoch FROM watermark)::bigint FROM ingest_state WHERE source = 'sacct'");
 	assert_int_equal(wm1, wm0);
 	unlink(g_failflag);
