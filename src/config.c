@@ -1,17 +1,13 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
 #include "gl/hostlist.h"
-#include "gl/budget.h"
 #include "gl/chargeback.h"
 #include "gl/cost.h"
-#include "gl/costing.h"
 #include "gl/hookpolicy.h"
 #include "gl/log.h"
-#include "gl/report_sched.h"
+#include "gl/settings.h"
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
-#include "gl/reports.h"
-#include "gl/showback.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1347,14 +1343,13 @@ static int check_capacity_plan(const struct gl_config *cfg, const char *name, co
 static int check_semantics(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
 			   struct gl_err *err)
 {
-	struct gl_err e = {0};
 	enum gl_share_idle sh;
 	int rc;
 
 	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
 				cfg->reports_aggregate);
-	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
+	if (gl_cb_share_parse(cfg->reports_share_idle, &sh))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
@@ -1428,7 +1423,7 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 			/* an invalid policy stops everything: nothing may act on it */
 			struct gl_hookpolicy *pol = NULL;
 			size_t npol = 0;
-			rc = gl_hookpolicy_compile(cfg, &pol, &npol, err);
+			rc = gl_config_hookpolicies(cfg, &pol, &npol, err);
 			gl_hookpolicy_free(pol, npol);
 		}
 	}
@@ -1518,4 +1513,11 @@ const char *gl_config_migrate_dsn(const struct gl_config *cfg)
 	if (cfg->db_migrate_dsn && *cfg->db_migrate_dsn)
 		return cfg->db_migrate_dsn;
 	return NULL;
+}
+
+int gl_config_hookpolicies(const struct gl_config *cfg, struct gl_hookpolicy **out, size_t *n, struct gl_err *err)
+{
+	const struct gl_hookpolicy_defaults d = {cfg->path, cfg->hook_slurm_command, cfg->hook_kube_command,
+						 cfg->hook_max_data_age_s};
+	return gl_hookpolicy_compile(cfg->hook_policies, cfg->n_hook_policies, &d, out, n, err);
 }

@@ -869,7 +869,7 @@ static int judge_and_act(struct run *R, int *exit_code, struct gl_err *err)
 static int prepare(struct run *R, int *exit_code, struct gl_err *err)
 {
 	int rc;
-	if ((rc = gl_hookpolicy_compile(R->cfg, &R->pols, &R->npols, err)))
+	if ((rc = gl_config_hookpolicies(R->cfg, &R->pols, &R->npols, err)))
 		return rc;
 	if (R->o->policy) {
 		size_t k;

@@ -2,7 +2,7 @@
  * include/gl/capplandb.h). */
 #include "gl/capplandb.h"
 #include "gl/audit.h"
-#include "gl/capacity.h"
+#include "gl/capstore.h"
 #include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/inventory.h"

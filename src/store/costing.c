@@ -30,15 +30,6 @@ static void bound_text(int64_t t, const char *inf, char *buf, size_t n)
 		gl_time_format(t, buf, n);
 }
 
-int gl_costing_match_valid(const char *m)
-{
-	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace"};
-	for (size_t i = 0; i < GL_ARRAY_LEN(ok); i++)
-		if (!strcmp(m, ok[i]))
-			return 1;
-	return !strncmp(m, "label:", 6) && m[6] != '\0';
-}
-
 /* A fingerprint of the loaded set, to tell whether a load changed anything. */
 static const char fingerprint_sql[] =
 	"SELECT md5(coalesce((SELECT string_agg(r::text, ';' ORDER BY r::text) FROM"
