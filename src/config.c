@@ -1060,7 +1060,10 @@ static int check_nvsmi_nodes(const struct gl_nvsmi_source_cfg *ns, const char *i
 	return 0;
 }
 
-static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+/* The scalar settings: non-empty strings, server limits, listen, currency,
+ * log level, report schedule, idle threshold, budget alerts, audit anchor,
+ * shell templates. */
+static int check_settings(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
 	/* strings that must not be empty: "listen:" with no value would
 	 * otherwise become "", and embedded_dir "" the current directory */
@@ -1080,8 +1083,7 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	enum gl_log_level lvl;
-	int64_t at, f, t;
-	char item[160], p[192];
+	int64_t at;
 	int rc;
 
 	for (size_t i = 0; i < GL_ARRAY_LEN(nonempty); i++) {
@@ -1134,6 +1136,15 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	}
 	if ((rc = check_shell_templates(cfg, name, l, err)))
 		return rc;
+	return 0;
+}
+
+/* sources.*[]: clusters, commands or files, nvidia-smi pairs. */
+static int check_sources(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	char item[160], p[192];
+	int rc;
+
 	for (size_t i = 0; i < cfg->n_sacct; i++)
 		if ((rc = check_cluster(cfg->sacct[i].cluster, "sacct", i, name, l, err)))
 			return rc;
@@ -1194,6 +1205,14 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if (!(ns->apps_command[0] || ns->apps_file[0]) != !(ns->pids_command[0] || ns->pids_file[0]))
 			return cfg_fail(err, name, l, item, "apps_* and pids_* go together (GPU processes and their jobs)");
 	}
+	return 0;
+}
+
+/* sources.dcgm[]: targets (or a targets file), http(s) URLs, node=NAME after one. */
+static int check_dcgm_targets(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	char item[160];
+
 	for (size_t i = 0; i < cfg->n_dcgm; i++) {
 		int url_before = 0;
 		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
@@ -1219,8 +1238,16 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			u += n;
 		}
 	}
-	if ((rc = check_serving(cfg, name, l, err)))
-		return rc;
+	return 0;
+}
+
+/* gpu_models[] aliases and rates[], as gl_costing_load checks them before a load. */
+static int check_rates(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	int64_t f, t;
+	char item[160];
+	int rc;
+
 	/* GPU model aliases: one name means one model (sql/024) */
 	for (size_t i = 0; i < cfg->n_gpu_models; i++) {
 		const struct gl_gpu_model_cfg *g = &cfg->gpu_models[i];
@@ -1255,6 +1282,16 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 				return cfg_fail(err, name, l, item, "model '%s' overlaps rates[%zu] in time", rt->model, j);
 		}
 	}
+	return 0;
+}
+
+/* owners[] and idle_owners[]. */
+static int check_owners(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	int64_t f, t;
+	char item[160], p[192];
+	int rc;
+
 	for (size_t i = 0; i < cfg->n_owners; i++) {
 		const struct gl_owner_cfg *o = &cfg->owners[i];
 		snprintf(item, sizeof item, "owners[%zu]", i);
@@ -1274,6 +1311,17 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if ((rc = check_owner_name(cfg->idle_owners[i].team, "team", name, l, item, err)))
 			return rc;
 	}
+	return 0;
+}
+
+/* budgets[]: amounts, owners, aggregates, no two of one owner at one time. */
+static int check_budgets(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	struct gl_err e = {0};
+	int64_t f, t;
+	char item[160], p[192];
+	int rc;
+
 	for (size_t i = 0; i < cfg->n_budgets; i++) {
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
 		snprintf(item, sizeof item, "budgets[%zu]", i);
@@ -1309,6 +1357,19 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 						b->owner, b->aggregate, j);
 		}
 	}
+	return 0;
+}
+
+/* Everything else, in this order: the first error is the one reported. */
+static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	int rc;
+
+	if ((rc = check_settings(cfg, name, l, err)) || (rc = check_sources(cfg, name, l, err)) ||
+	    (rc = check_dcgm_targets(cfg, name, l, err)) || (rc = check_serving(cfg, name, l, err)) ||
+	    (rc = check_rates(cfg, name, l, err)) || (rc = check_owners(cfg, name, l, err)) ||
+	    (rc = check_budgets(cfg, name, l, err)))
+		return rc;
 	return 0;
 }
 
