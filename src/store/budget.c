@@ -377,7 +377,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 					     "\"budget\":\"%s\",\"currency\":\"%s\"}",
 					 l->aggregate, ym, th[k], sp, bu, l->currency);
 			detail = gl_strbuf_steal(&d);
-			rc = gl_audit_append(c, "system", NULL, "budget.alert", l->owner, "ok", detail, err);
+			rc = gl_audit_append(gl_db_store(c), "system", NULL, "budget.alert", l->owner, "ok", detail, err);
 			free(detail);
 			if (rc || (rc = gl_db_exec(c, "COMMIT", err)))
 				goto out;

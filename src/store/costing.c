@@ -270,7 +270,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 	/* a change of prices or owners and its audit row commit together, or
 	 * neither does: nobody changes what people are charged unrecorded */
 	if ((rc = gl_db_query(c, diff_sql, 0, NULL, &r, err)) ||
-	    (rc = gl_audit_append(c, actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0), err)))
+	    (rc = gl_audit_append(gl_db_store(c), actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0), err)))
 		goto out;
 	if ((rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;

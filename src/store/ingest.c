@@ -174,7 +174,7 @@ void gl_ingest_run_audit(PGconn *c, int64_t run_id)
 		 * a stop waits for it as for the writer's queue, no longer */
 		if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 			gl_dbcancel_defer_ms(GL_AUDIT_STOP_GRACE_MS);
-		if (gl_audit_append(c, gl_audit_process_actor(), NULL, "ingest.run", PQgetvalue(r, 0, 0), outcome,
+		if (gl_audit_append(gl_db_store(c), gl_audit_process_actor(), NULL, "ingest.run", PQgetvalue(r, 0, 0), outcome,
 				    PQgetvalue(r, 0, 2), &err)) {
 			/* whole: the log keeps what the audit log could not */
 			struct gl_strbuf b = GL_STRBUF_INIT;

@@ -179,7 +179,7 @@ int gl_token_create(struct gl_store *st, const char *name, const char *role, int
 	{
 		char obj[48];
 		snprintf(obj, sizeof obj, "token:%lld", (long long)*id_out);
-		if ((rc = gl_audit_append(c, actor, NULL, "token.create", obj, "ok", detail, err)))
+		if ((rc = gl_audit_append(gl_db_store(c), actor, NULL, "token.create", obj, "ok", detail, err)))
 			goto rollback;
 	}
 	rc = gl_db_exec(c, "COMMIT", err);
@@ -227,7 +227,7 @@ int gl_token_revoke(struct gl_store *st, const char *id_or_name, const char *act
 	cJSON_AddStringToObject(dj, "role", PQgetvalue(r, 0, 2));
 	detail = cJSON_PrintUnformatted(dj);
 	snprintf(obj, sizeof obj, "token:%lld", (long long)*id_out);
-	if ((rc = gl_audit_append(c, actor, NULL, "token.revoke", obj, "ok", detail, err)))
+	if ((rc = gl_audit_append(gl_db_store(c), actor, NULL, "token.revoke", obj, "ok", detail, err)))
 		goto rollback;
 	rc = gl_db_exec(c, "COMMIT", err);
 	goto out;
