@@ -278,9 +278,10 @@ int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, st
 	return 0;
 }
 
-int gl_token_lookup(PGconn *c, const unsigned char hash[32], struct gl_token_info *out, int *found,
+int gl_token_lookup(struct gl_store *st, const unsigned char hash[32], struct gl_token_info *out, int *found,
 		    struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char hex[2 + 64 + 1];
 	PGresult *r = NULL;
 	int rc;
