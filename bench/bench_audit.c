@@ -78,7 +78,7 @@ int main(void)
 	/* 1. one row per transaction, as a trigger-based design would pay */
 	t0 = gl_test_now_s();
 	for (long i = 0; i < n_single; i++)
-		if (gl_audit_append(c, "token:1", "10.1.2.3", "http.request", "/v1/jobs", "ok", "{\"status\": 200}", &err))
+		if (gl_audit_append(gl_db_store(c), "token:1", "10.1.2.3", "http.request", "/v1/jobs", "ok", "{\"status\": 200}", &err))
 			gl_test_die(err.msg);
 	t = gl_test_now_s() - t0;
 	row("audit append, 1 row per transaction", (double)n_single / t, "2.5–2.9 k/s (ANCHORS: chained append)", 2700);
@@ -91,7 +91,7 @@ int main(void)
 						       "{\"status\": 200, \"route\": \"jobs\"}"};
 		t0 = gl_test_now_s();
 		for (long i = 0; i < n_batch; i += 256)
-			if (gl_audit_append_batch(c, e, 256, NULL, &err))
+			if (gl_audit_append_batch(gl_db_store(c), e, 256, NULL, &err))
 				gl_test_die(err.msg);
 		t = gl_test_now_s() - t0;
 		row("audit append, batches of 256", (double)n_batch / t, "2.7 k/s (ANCHORS chained append)", 2700);

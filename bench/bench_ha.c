@@ -52,8 +52,8 @@ static double batches(PGconn *c, int cluster_id, int64_t run_id, int mode)
 	for (int i = 0; i < BATCHES; i++) {
 		st.lines_read++;
 		if ((mode == 2 && gl_lease_take(gl_db_store(c), "sacct:bench", "bench-holder", "bench", 60, &token, NULL, 0, &err)) ||
-		    gl_db_exec(c, "BEGIN", &err) || gl_ingest_watermark_set(c, "sacct", cluster_id, 1700000000 + i, &err) ||
-		    gl_ingest_run_update(c, run_id, &st, "running", NULL, &err) || gl_db_exec(c, "COMMIT", &err))
+		    gl_db_exec(c, "BEGIN", &err) || gl_ingest_watermark_set(gl_db_store(c), "sacct", cluster_id, 1700000000 + i, &err) ||
+		    gl_ingest_run_update(gl_db_store(c), run_id, &st, "running", NULL, &err) || gl_db_exec(c, "COMMIT", &err))
 			gl_test_die(err.msg);
 	}
 	gl_ingest_stats_fini(&st);
@@ -70,7 +70,7 @@ static void fence_cost(void)
 	double best[3] = {1e9, 1e9, 1e9};
 	if (gl_test_db_fresh("gl_bench_ha", dsn, sizeof dsn) || gl_db_connect_dsn(dsn, &c, &err) ||
 	    gl_cluster_ensure(c, "bench", "slurm", &cluster_id, &err) ||
-	    gl_ingest_run_begin(c, "sacct", cluster_id, "bench", &run_id, &err))
+	    gl_ingest_run_begin(gl_db_store(c), "sacct", cluster_id, "bench", &run_id, &err))
 		gl_test_die(err.msg[0] ? err.msg : "no database");
 	for (int r = 0; r < ROUNDS; r++)
 		for (int m = 0; m < 3; m++) {

@@ -162,7 +162,7 @@ timed:
 		cJSON *rep = NULL;
 		int code;
 		double a = gl_test_now_s();
-		if (gl_hook_run(c, &cfg, &o, (int64_t)now, &rep, &code, &err))
+		if (gl_hook_run(gl_db_store(c), &cfg, &o, (int64_t)now, &rep, &code, &err))
 			gl_test_die(err.msg);
 		runs[i] = gl_test_now_s() - a;
 		ncand = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rep, "candidates"));

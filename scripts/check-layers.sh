@@ -8,7 +8,10 @@
 #   pure    src/domain/ and src/sources/ include no store header (one named
 #           after a src/store/ file, or one that pulls libpq) nor config.h, and
 #           do no I/O and read no clock;
-#   name    no two files under src/ share a name.
+#   name    no two files under src/ share a name;
+#   long    no function under src/ is longer than 200 lines (its body, from
+#           the opening brace at column 0 to the closing one: the house
+#           style), key "long FILE FUNCTION".
 #
 # Each violation is one line "RULE FILE: why". scripts/layers-known.txt lists
 # the ones the tree still carries ("RULE FILE" a line); a violation not in it
@@ -89,6 +92,17 @@ find src -name '*.[ch]' | awk -F/ '{ n[$NF] = n[$NF] " " $0 } END { for (b in n)
 	while read -r b paths; do
 		for p in $paths; do echo "name $p: $b is also $(echo "$paths" | tr ' ' '\n' | grep -vxF "$p" | tr '\n' ' ' | sed 's/ $//')"; done
 	done >>"$out"
+
+# functions: a definition starts at a column-0 line naming NAME( and its
+# body at a "{" alone at column 0; it ends at the next "}" at column 0
+find src -name '*.c' | sort | xargs awk -v max=200 '
+	FNR == 1 { sig = ""; start = 0 }
+	/^[A-Za-z_].*\(/ && !start { sig = $0 }
+	/^\{$/ && !start && sig != "" { start = FNR; fn = sig; sub(/\(.*/, "", fn); sub(/.*[ *]/, "", fn); next }
+	/^\}/ && start {
+		if (FNR - start + 1 > max) printf "long %s %s: %d lines (at most %d)\n", FILENAME, fn, FNR - start + 1, max
+		start = 0; sig = ""
+	}' >>"$out"
 
 sort -u -o "$out" "$out"
 cut -d: -f1 "$out" | sort -u >"$tmp/keys"

@@ -1,17 +1,13 @@
 /* Configuration loading (see include/gl/config.h). */
 #include "gl/config.h"
 #include "gl/hostlist.h"
-#include "gl/budget.h"
 #include "gl/chargeback.h"
 #include "gl/cost.h"
-#include "gl/costing.h"
 #include "gl/hookpolicy.h"
 #include "gl/log.h"
-#include "gl/report_sched.h"
+#include "gl/settings.h"
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
-#include "gl/reports.h"
-#include "gl/showback.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1064,7 +1060,10 @@ static int check_nvsmi_nodes(const struct gl_nvsmi_source_cfg *ns, const char *i
 	return 0;
 }
 
-static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+/* The scalar settings: non-empty strings, server limits, listen, currency,
+ * log level, report schedule, idle threshold, budget alerts, audit anchor,
+ * shell templates. */
+static int check_settings(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
 {
 	/* strings that must not be empty: "listen:" with no value would
 	 * otherwise become "", and embedded_dir "" the current directory */
@@ -1084,8 +1083,7 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	enum gl_log_level lvl;
-	int64_t at, f, t;
-	char item[160], p[192];
+	int64_t at;
 	int rc;
 
 	for (size_t i = 0; i < GL_ARRAY_LEN(nonempty); i++) {
@@ -1138,6 +1136,15 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	}
 	if ((rc = check_shell_templates(cfg, name, l, err)))
 		return rc;
+	return 0;
+}
+
+/* sources.*[]: clusters, commands or files, nvidia-smi pairs. */
+static int check_sources(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	char item[160], p[192];
+	int rc;
+
 	for (size_t i = 0; i < cfg->n_sacct; i++)
 		if ((rc = check_cluster(cfg->sacct[i].cluster, "sacct", i, name, l, err)))
 			return rc;
@@ -1198,6 +1205,14 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if (!(ns->apps_command[0] || ns->apps_file[0]) != !(ns->pids_command[0] || ns->pids_file[0]))
 			return cfg_fail(err, name, l, item, "apps_* and pids_* go together (GPU processes and their jobs)");
 	}
+	return 0;
+}
+
+/* sources.dcgm[]: targets (or a targets file), http(s) URLs, node=NAME after one. */
+static int check_dcgm_targets(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	char item[160];
+
 	for (size_t i = 0; i < cfg->n_dcgm; i++) {
 		int url_before = 0;
 		snprintf(item, sizeof item, "sources.dcgm[%zu]", i);
@@ -1223,8 +1238,16 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 			u += n;
 		}
 	}
-	if ((rc = check_serving(cfg, name, l, err)))
-		return rc;
+	return 0;
+}
+
+/* gpu_models[] aliases and rates[], as gl_costing_load checks them before a load. */
+static int check_rates(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	int64_t f, t;
+	char item[160];
+	int rc;
+
 	/* GPU model aliases: one name means one model (sql/024) */
 	for (size_t i = 0; i < cfg->n_gpu_models; i++) {
 		const struct gl_gpu_model_cfg *g = &cfg->gpu_models[i];
@@ -1259,6 +1282,16 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 				return cfg_fail(err, name, l, item, "model '%s' overlaps rates[%zu] in time", rt->model, j);
 		}
 	}
+	return 0;
+}
+
+/* owners[] and idle_owners[]. */
+static int check_owners(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	int64_t f, t;
+	char item[160], p[192];
+	int rc;
+
 	for (size_t i = 0; i < cfg->n_owners; i++) {
 		const struct gl_owner_cfg *o = &cfg->owners[i];
 		snprintf(item, sizeof item, "owners[%zu]", i);
@@ -1278,6 +1311,17 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		if ((rc = check_owner_name(cfg->idle_owners[i].team, "team", name, l, item, err)))
 			return rc;
 	}
+	return 0;
+}
+
+/* budgets[]: amounts, owners, aggregates, no two of one owner at one time. */
+static int check_budgets(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	struct gl_err e = {0};
+	int64_t f, t;
+	char item[160], p[192];
+	int rc;
+
 	for (size_t i = 0; i < cfg->n_budgets; i++) {
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
 		snprintf(item, sizeof item, "budgets[%zu]", i);
@@ -1316,6 +1360,19 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 	return 0;
 }
 
+/* Everything else, in this order: the first error is the one reported. */
+static int check_rest(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	int rc;
+
+	if ((rc = check_settings(cfg, name, l, err)) || (rc = check_sources(cfg, name, l, err)) ||
+	    (rc = check_dcgm_targets(cfg, name, l, err)) || (rc = check_serving(cfg, name, l, err)) ||
+	    (rc = check_rates(cfg, name, l, err)) || (rc = check_owners(cfg, name, l, err)) ||
+	    (rc = check_budgets(cfg, name, l, err)))
+		return rc;
+	return 0;
+}
+
 /* capacity_plan[]: the form of each entry (what needs the database, known
  * clusters and models and retirements, is checked when the daemon loads it). */
 static int check_capacity_plan(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
@@ -1347,14 +1404,13 @@ static int check_capacity_plan(const struct gl_config *cfg, const char *name, co
 static int check_semantics(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
 			   struct gl_err *err)
 {
-	struct gl_err e = {0};
 	enum gl_share_idle sh;
 	int rc;
 
 	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
 				cfg->reports_aggregate);
-	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
+	if (gl_cb_share_parse(cfg->reports_share_idle, &sh))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
@@ -1428,7 +1484,7 @@ int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf,
 			/* an invalid policy stops everything: nothing may act on it */
 			struct gl_hookpolicy *pol = NULL;
 			size_t npol = 0;
-			rc = gl_hookpolicy_compile(cfg, &pol, &npol, err);
+			rc = gl_config_hookpolicies(cfg, &pol, &npol, err);
 			gl_hookpolicy_free(pol, npol);
 		}
 	}
@@ -1518,4 +1574,11 @@ const char *gl_config_migrate_dsn(const struct gl_config *cfg)
 	if (cfg->db_migrate_dsn && *cfg->db_migrate_dsn)
 		return cfg->db_migrate_dsn;
 	return NULL;
+}
+
+int gl_config_hookpolicies(const struct gl_config *cfg, struct gl_hookpolicy **out, size_t *n, struct gl_err *err)
+{
+	const struct gl_hookpolicy_defaults d = {cfg->path, cfg->hook_slurm_command, cfg->hook_kube_command,
+						 cfg->hook_max_data_age_s};
+	return gl_hookpolicy_compile(cfg->hook_policies, cfg->n_hook_policies, &d, out, n, err);
 }

@@ -16,7 +16,6 @@
 #include "gl/common.h"
 #include "gl/strbuf.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
 
 struct gl_store;
@@ -68,10 +67,10 @@ const char *gl_audit_process_actor(void);
 
 /* Appends one row. Joins the connection's transaction when one is open (so
  * a change and its audit row commit together), else runs its own. */
-int gl_audit_append(PGconn *c, const char *actor, const char *source_addr, const char *action, const char *object,
+int gl_audit_append(struct gl_store *st, const char *actor, const char *source_addr, const char *action, const char *object,
 		    const char *outcome, const char *detail_json, struct gl_err *err) GL_MUSTCHECK;
 /* Appends n rows in one transaction (same rules); *first_seq may be NULL. */
-int gl_audit_append_batch(PGconn *c, const struct gl_audit_entry *e, size_t n, int64_t *first_seq,
+int gl_audit_append_batch(struct gl_store *st, const struct gl_audit_entry *e, size_t n, int64_t *first_seq,
 			  struct gl_err *err) GL_MUSTCHECK;
 
 struct gl_audit_head {
@@ -87,10 +86,10 @@ struct gl_audit_head {
 int gl_audit_harden(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* *yes = 1 when gl_audit_harden has been applied. */
 int gl_audit_hardened(struct gl_store *st, int *yes, struct gl_err *err) GL_MUSTCHECK;
-int gl_audit_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err) GL_MUSTCHECK;
+int gl_audit_head(struct gl_store *st, struct gl_audit_head *h, struct gl_err *err) GL_MUSTCHECK;
 
 /* Monthly partitions for the month of now_s and months-1 after it. */
-int gl_audit_partitions_ensure(PGconn *c, int64_t now_s, int months, struct gl_err *err) GL_MUSTCHECK;
+int gl_audit_partitions_ensure(struct gl_store *st, int64_t now_s, int months, struct gl_err *err) GL_MUSTCHECK;
 
 /* ---- verification ---- */
 

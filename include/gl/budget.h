@@ -14,12 +14,11 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
+#include "gl/settings.h"
 
 #include <stdint.h>
 
 struct gl_store;
-
-#define GL_BUDGET_MAX_THRESHOLDS 16
 
 struct gl_budget_line {
 	char owner[256];
@@ -38,12 +37,6 @@ struct gl_budget_line {
 	int fired[GL_BUDGET_MAX_THRESHOLDS]; /* thresholds already alerted this month */
 };
 
-/* Pure: 0 when every {name} in an alert command template is one the alert
- * fills in (owner month threshold spend budget currency pct); else -1 and
- * the first unknown one, braces included, in bad. */
-int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad);
-/* "50,75,90,100" -> ascending, distinct, each 1..1000. */
-int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 /* Pure: spend so far x month length / elapsed part of the month, half up. */
 int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end, int64_t now_s);
 /* Pure: spend so far plus forecast daily spend for the days left: daily[0]

@@ -4,12 +4,11 @@
  *
  *   allocated + down + planned_down + reserved + idle == reported
  *
- * Capacity comes from gl_capacity() (sql/010_capacity.sql), allocation from
- * `jobs`. gl_capacity_settle() is pure (domain); gl_capacity_query() reads
- * the database (store). docs/capacity.md has the rules.
+ * The rows and their pure rules (domain); capstore.h reads them from the
+ * database (gl_capacity() of sql/010_capacity.sql, allocation from `jobs`).
+ * docs/capacity.md has the rules.
  *
- * Ownership: gl_capacity_query() returns an array the caller frees with
- * free(); rows hold no pointers.
+ * Ownership: rows hold no pointers.
  */
 #ifndef GL_CAPACITY_H
 #define GL_CAPACITY_H
@@ -64,13 +63,5 @@ double gl_capacity_ratio(int64_t part, int64_t whole);
  * allocation above a cluster's capacity). */
 int64_t gl_capacity_inside(int64_t available_s, int64_t idle_s, int64_t allocated_s);
 int64_t gl_capacity_beyond(int64_t available_s, int64_t idle_s, int64_t allocated_s);
-
-/* Rows for each step x cluster x key (only those with capacity or
- * allocation), ordered by step, cluster, key, settled. cluster may be NULL
- * (all). now_s ends running jobs. */
-struct gl_store;
-int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
-		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows,
-		      struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -9,6 +9,7 @@
 #define GL_CONFIG_H
 
 #include "gl/common.h"
+#include "gl/hookpolicy.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -145,37 +146,6 @@ struct gl_nvsmi_source_cfg {
 	int64_t utc_offset_s;    /* the node's local time minus UTC, for captures not taken with TZ=UTC */
 	int64_t interval_s;
 	int64_t timeout_s;
-};
-
-/* hook.policies[] (docs/hook.md): lists are comma-separated text, parsed
- * and checked by gl_hookpolicy_compile (include/gl/hookpolicy.h). */
-struct gl_hook_policy_cfg {
-	int line;                 /* where the policy starts in the file */
-	char *name;
-	/* scope: a job is in scope when it matches every non-empty list */
-	char *clusters, *partitions, *qos, *accounts, *namespaces;
-	char *labels;             /* "k=v,k2=v2": all must be on the pod */
-	/* exclusions */
-	char *ex_users, *ex_accounts, *ex_qos, *ex_partitions, *ex_namespaces;
-	char *ex_label;           /* "k=v": a job carrying it is spared */
-	char *allow_list_file;    /* lines user:NAME, account:NAME, namespace:NAME, job:CLUSTER/ID */
-	int64_t min_age_min;      /* jobs younger than this are not considered */
-	int64_t grace_min;        /* time after start that never counts as idle */
-	/* idle signal */
-	char *engine_active_threshold;
-	int64_t util_threshold_pct;
-	int memory_counts_as_busy;
-	int64_t fb_used_busy_mib;
-	int64_t power_busy_watts; /* 0 = off */
-	/* window rule */
-	char *rule;               /* fixed | sliding | reset */
-	int64_t t1_min, t2_min, t3_min;
-	char *gpu_fraction;       /* decimal in (0, 1] */
-	/* escalation: command templates, split into argv (no shell) */
-	char *warn_command;       /* "" = warnings are only recorded and audited */
-	char *slurm_command;      /* "" = hook.slurm_command */
-	char *kube_command;       /* "" = hook.kube_command */
-	int allow_shell;          /* its own templates may hand placeholders to a shell (warned at start) */
 };
 
 /* capacity_plan[]: planned changes of capacity per cluster and GPU model
@@ -354,5 +324,11 @@ void gl_config_walk_keys(void (*cb)(const char *path, const struct gl_cfg_key *k
 void gl_config_warn_shell(const struct gl_config *cfg);
 /* The placeholders audit.anchor_command may use, NULL-terminated. */
 extern const char *const gl_config_anchor_placeholders[];
+
+/* Compiles hook.policies[] with the hook-wide defaults (hook.slurm_command,
+ * hook.kube_command, hook.max_data_age_s): gl_hookpolicy_compile for this
+ * config, errors naming its file. */
+int gl_config_hookpolicies(const struct gl_config *cfg, struct gl_hookpolicy **out, size_t *n,
+			   struct gl_err *err) GL_MUSTCHECK;
 
 #endif

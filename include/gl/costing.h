@@ -9,6 +9,7 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
+#include "gl/settings.h"
 
 
 struct gl_store;
@@ -19,9 +20,6 @@ struct gl_costing_summary {
 	int stale_days;                 /* built days of the rollup the change made stale */
 };
 
-/* Pure: 1 when m is an owners[].match field (account, user, partition, qos,
- * wckey, namespace or label:<key>). */
-int gl_costing_match_valid(const char *m);
 /* Validates everything first (errors name "rates[2].per_gpu_hour: ..."), then
  * replaces the config-sourced rows. actor is recorded with the change. A
  * load equal to what is there changes nothing (rolled back); a change

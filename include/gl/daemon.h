@@ -94,9 +94,5 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 			      size_t n, struct gl_err *err);
 int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			     size_t n, struct gl_err *err);
-/* The forecast cache (src/api/routes_forecast.c): recomputes the
- * /v1/forecast answers asked for in the last day, so they stay warm. */
-int gl_forecast_cache_refresh(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-			      size_t n, struct gl_err *err);
 
 #endif

@@ -15,8 +15,9 @@
 #include "gl/config.h"
 
 #include <cjson/cJSON.h>
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 /* Exit codes of `gpuledger hook idle` (cron wrappers rely on them). */
 #define GL_HOOK_EXIT_OK 0          /* nothing to do, or everything done */
@@ -37,7 +38,7 @@ struct gl_hook_opts {
  * is an error (database, unreadable allow-list; a --policy naming no policy
  * sets *exit_code to GL_HOOK_EXIT_USAGE) with nothing acted on after it;
  * *report may then be NULL. */
-int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
+int gl_hook_run(struct gl_store *st, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
 		int *exit_code, struct gl_err *err) GL_MUSTCHECK;
 
 /* Records an action taken elsewhere (POST /v1/hook/actions): a hook_actions
@@ -47,14 +48,14 @@ int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opt
  * and "policy_known" (the policy is one of cfg's hook.policies; a controller
  * may use names of its own, which are kept, not refused). An owner left out
  * (or "") is stored as unknown (NULL). */
-int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
+int gl_hook_record(struct gl_store *st, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
 		   int64_t now_s, cJSON **out, const char **param, struct gl_err *err) GL_MUSTCHECK;
 
 /* Actions of hook_actions in [from, to), newest first, at most limit:
  * {"actions": [{"at", "cluster", "job_id", "owner" (null: not known),
  * "policy", "policy_known" (a policy of cfg's hook.policies), "stage",
  * "command", "argv", "exit_status", "ok", "source", "actor", "stderr"}]}. */
-int gl_hook_actions_list(PGconn *c, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
+int gl_hook_actions_list(struct gl_store *st, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
 			 cJSON **out, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -19,26 +19,27 @@
 #include "gl/idlerule.h"
 #include "gl/jobstats.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gl_store;
 
 /* ---- the run lock ---- */
 /* pg_try_advisory_lock key of hook runs ("glhook"). */
 #define GL_HOOK_LOCK_KEY 0x676c686f6f6bLL
 
 /* *locked = 1 when this session got it; 0 when another run holds it. */
-int gl_hookstore_try_lock(PGconn *c, int *locked, struct gl_err *err) GL_MUSTCHECK;
+int gl_hookstore_try_lock(struct gl_store *st, int *locked, struct gl_err *err) GL_MUSTCHECK;
 /* Releases it; a failure is ignored (the session's end releases it too). */
-void gl_hookstore_unlock(PGconn *c);
+void gl_hookstore_unlock(struct gl_store *st);
 
 /* 1 while the connection is usable (a failed statement may have lost it). */
-int gl_hookstore_connected(PGconn *c);
+int gl_hookstore_connected(struct gl_store *st);
 
 /* ---- the read phase: one REPEATABLE READ READ ONLY snapshot ---- */
-int gl_hookstore_read_begin(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
-int gl_hookstore_read_end(PGconn *c, struct gl_err *err) GL_MUSTCHECK; /* COMMIT */
-void gl_hookstore_read_abort(PGconn *c);                              /* ROLLBACK, errors ignored */
+int gl_hookstore_read_begin(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
+int gl_hookstore_read_end(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK; /* COMMIT */
+void gl_hookstore_read_abort(struct gl_store *st);                              /* ROLLBACK, errors ignored */
 
 /* A running GPU job (end unknown, started by now, with GPUs). Strings
  * never NULL ("" when unknown). labels: the pod labels as "key=value". */
@@ -54,7 +55,7 @@ struct gl_hookstore_job_list {
 	size_t n;
 };
 /* In cluster_id, job_pk order. */
-int gl_hookstore_running_jobs(PGconn *c, int64_t now_s, struct gl_hookstore_job_list *out,
+int gl_hookstore_running_jobs(struct gl_store *st, int64_t now_s, struct gl_hookstore_job_list *out,
 			      struct gl_err *err) GL_MUSTCHECK;
 void gl_hookstore_job_list_fini(struct gl_hookstore_job_list *l);
 
@@ -73,10 +74,10 @@ void gl_hookstore_tag_list_fini(struct gl_hookstore_tag_list *l);
 
 /* Jobs with a busy GPU-bucket in [a, now) (b unused): one probe of the
  * busy index each. lo_s: the smallest a, so the day partitions are pruned. */
-int gl_hookstore_recent_busy(PGconn *c, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
+int gl_hookstore_recent_busy(struct gl_store *st, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
 			     struct gl_hookstore_tag_list *out, struct gl_err *err) GL_MUSTCHECK;
 /* Jobs with a busy GPU-bucket in [a, b) (the fixed rule's "busy before"). */
-int gl_hookstore_busy_between(PGconn *c, const struct gl_hookstore_probe *p, size_t n,
+int gl_hookstore_busy_between(struct gl_store *st, const struct gl_hookstore_probe *p, size_t n,
 			      struct gl_hookstore_tag_list *out, struct gl_err *err) GL_MUSTCHECK;
 
 /* One GPU-bucket of a job: the rollup as the idle rule reads it. */
@@ -93,7 +94,7 @@ struct gl_hookstore_bucket_list {
 };
 /* Each job's GPU-buckets after a (b unused) and before now, ordered by tag,
  * GPU and bucket. lo_s: the smallest a (partition pruning). */
-int gl_hookstore_buckets(PGconn *c, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
+int gl_hookstore_buckets(struct gl_store *st, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
 			 struct gl_hookstore_bucket_list *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_hookstore_bucket_list_fini(struct gl_hookstore_bucket_list *l);
 
@@ -113,7 +114,7 @@ struct gl_hookstore_owner_list {
 	struct gl_hookstore_owner *v;
 	size_t n;
 };
-int gl_hookstore_owners(PGconn *c, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_owner_list *out,
+int gl_hookstore_owners(struct gl_store *st, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_owner_list *out,
 			struct gl_err *err) GL_MUSTCHECK;
 void gl_hookstore_owner_list_fini(struct gl_hookstore_owner_list *l);
 
@@ -127,7 +128,7 @@ struct gl_hookstore_rate_list {
 	struct gl_hookstore_rate *v;
 	size_t n;
 };
-int gl_hookstore_rates(PGconn *c, const struct gl_hookstore_key *k, size_t n, int64_t from_s, int64_t to_s,
+int gl_hookstore_rates(struct gl_store *st, const struct gl_hookstore_key *k, size_t n, int64_t from_s, int64_t to_s,
 		       struct gl_hookstore_rate_list *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_hookstore_rate_list_fini(struct gl_hookstore_rate_list *l);
 
@@ -142,7 +143,7 @@ struct gl_hookstore_stage_list {
 	struct gl_hookstore_stage *v;
 	size_t n;
 };
-int gl_hookstore_stages(PGconn *c, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_stage_list *out,
+int gl_hookstore_stages(struct gl_store *st, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_stage_list *out,
 			struct gl_err *err) GL_MUSTCHECK;
 void gl_hookstore_stage_list_fini(struct gl_hookstore_stage_list *l);
 
@@ -165,7 +166,7 @@ struct gl_hookstore_action {
 /* In one transaction: the stage's state (done or failed, attempts counted),
  * the hook_actions row and the audit row (audit_action, object,
  * audit_detail: a JSON object). Nothing is written when it fails. */
-int gl_hookstore_action_record(PGconn *c, const struct gl_hookstore_action *a, const char *audit_action,
+int gl_hookstore_action_record(struct gl_store *st, const struct gl_hookstore_action *a, const char *audit_action,
 			       const char *object, const char *audit_detail, struct gl_err *err) GL_MUSTCHECK;
 
 /* An action taken elsewhere (POST /v1/hook/actions). owner NULL: unknown;
@@ -185,7 +186,7 @@ struct gl_hookstore_recorded {
 /* In one transaction: the hook_actions row (joined to the job when its
  * cluster and id name one: the running attempt first), the job's stage
  * marked done when ok, and the audit row. */
-int gl_hookstore_external_record(PGconn *c, const struct gl_hookstore_external *a, const char *object,
+int gl_hookstore_external_record(struct gl_store *st, const struct gl_hookstore_external *a, const char *object,
 				 const char *audit_detail, struct gl_hookstore_recorded *out,
 				 struct gl_err *err) GL_MUSTCHECK;
 
@@ -205,7 +206,7 @@ struct gl_hookstore_listed_list {
 	size_t n;
 };
 /* Actions in [from_s, to_s), newest first, at most limit. */
-int gl_hookstore_actions(PGconn *c, int64_t from_s, int64_t to_s, long limit, struct gl_hookstore_listed_list *out,
+int gl_hookstore_actions(struct gl_store *st, int64_t from_s, int64_t to_s, long limit, struct gl_hookstore_listed_list *out,
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_hookstore_listed_list_fini(struct gl_hookstore_listed_list *l);
 

@@ -10,8 +10,9 @@
 #include "gl/common.h"
 #include "gl/strbuf.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_ingest_stats {
 	int64_t lines_read, inserted, updated, unchanged, skipped, ignored;
@@ -28,11 +29,11 @@ void gl_ingest_stats_skip(struct gl_ingest_stats *s, const char *input, int64_t 
 /* Inserts a 'running' ingest_runs row (committed on its own so a crash leaves
  * a trace) and returns its id. Stale 'running' rows of the same source and
  * cluster are marked 'aborted' first. */
-int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const char *input, int64_t *run_id,
+int gl_ingest_run_begin(struct gl_store *st, const char *source, int cluster_id, const char *input, int64_t *run_id,
 			struct gl_err *err) GL_MUSTCHECK;
 /* Writes the counters (call inside the batch transaction so counts and rows
  * commit together). status: running | ok | partial | failed; error may be NULL. */
-int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
+int gl_ingest_run_update(struct gl_store *st, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
 			 const char *error, struct gl_err *err) GL_MUSTCHECK;
 
 /* Records a run that failed, outside any transaction (one the caller left
@@ -42,7 +43,7 @@ int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats
  * does again, e.g. "the snapshot is read again at the next run"; NULL
  * adds nothing) and the stop's cancel is held off for the record
  * (gl_dbcancel_defer), so the run never stays 'running'. */
-int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
+int gl_ingest_run_fail(struct gl_store *st, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
 		       struct gl_err *err) GL_MUSTCHECK;
 
 /* Appends the run's "ingest.run" audit row (actor gl_audit_process_actor(),
@@ -51,7 +52,7 @@ int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *
  * after its last commit or rollback, outside any transaction: the row goes
  * in its own transaction, so a failure to audit is logged and never undoes
  * ingested data (docs/security.md). */
-void gl_ingest_run_audit(PGconn *c, int64_t run_id);
+void gl_ingest_run_audit(struct gl_store *st, int64_t run_id);
 
 /* Runs as /v1/ingest/runs lists them, newest first. */
 struct gl_ingest_run_row {
@@ -77,7 +78,6 @@ struct gl_ingest_list {
 	size_t n;
 	char *text;
 };
-struct gl_store;
 /* source NULL: every source. */
 int gl_ingest_runs_list(struct gl_store *st, const char *source, int64_t limit, struct gl_ingest_list *out,
 			struct gl_err *err) GL_MUSTCHECK;
@@ -85,12 +85,12 @@ int gl_ingest_runs_last(struct gl_store *st, struct gl_ingest_list *out, struct 
 void gl_ingest_list_fini(struct gl_ingest_list *l);
 
 /* Watermark of (source, cluster): GL_TIME_NONE when none yet. */
-int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_ingest_watermark_get(struct gl_store *st, const char *source, int cluster_id, int64_t *wm_s, struct gl_err *err) GL_MUSTCHECK;
 /* Sets it (inside the batch transaction). */
-int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64_t wm_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_ingest_watermark_set(struct gl_store *st, const char *source, int cluster_id, int64_t wm_s, struct gl_err *err) GL_MUSTCHECK;
 /* Records that (source, cluster)'s data reaches at_s (a saved file's
  * capture time), moving no watermark; never moves it back. */
-int gl_ingest_observed_set(PGconn *c, const char *source, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_ingest_observed_set(struct gl_store *st, const char *source, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
 
 /* How far each source's data reaches per cluster (docs/ingest.md,
  * "Observed time"): data is "jobs" (sacct, kube pods), "usage" (dcgm) or

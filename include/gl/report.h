@@ -9,7 +9,7 @@
 #ifndef GL_REPORT_H
 #define GL_REPORT_H
 
-#include "gl/showback.h"
+#include "gl/sbmodel.h"
 #include "gl/strbuf.h"
 
 /* CSV table names, NULL-terminated: owners, models, daily, fleet, waits,

@@ -27,8 +27,6 @@ struct gl_report_sched_result {
 	struct gl_reports_file files[GL_REPORT_SCHED_MAX_FILES];
 };
 
-/* Pure: "HH:MM" -> seconds after midnight; -GL_EINVAL otherwise. */
-int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err) GL_MUSTCHECK;
 /* Pure: the file name of a table (NULL: the whole report) in version v,
  * shareIdle share named as gl_report_file_name names it (sets recorded with
  * different shareIdle are versioned apart and must not share files). */

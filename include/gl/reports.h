@@ -10,13 +10,11 @@
 #ifndef GL_REPORTS_H
 #define GL_REPORTS_H
 
+#include "gl/settings.h"
 #include "gl/showback.h"
 #include "gl/strbuf.h"
 
-/* ZIP: every CSV table in one archive (one download for finance). */
-enum gl_reports_format { GL_REPORTS_CSV, GL_REPORTS_HTML, GL_REPORTS_PDF, GL_REPORTS_ZIP };
-/* File extension and Content-Type of each format. */
-extern const char *const gl_reports_ext[];
+/* Content-Type of each format (enum gl_reports_format, settings.h). */
 extern const char *const gl_reports_ctype[];
 
 /* "csv" | "html" | "pdf" | "zip"; -GL_EINVAL otherwise. */

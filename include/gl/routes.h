@@ -43,9 +43,6 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_forecast.c */
 int gl_route_forecast(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_forecast(struct gl_req *req, struct gl_resp *resp);
-/* Drops the cached answers of one kind ('c': /v1/capacity/forecast), e.g.
- * when the plan they drew changed. */
-void gl_forecast_cache_drop(char kind);
 /* src/api/routes_capplan.c */
 int gl_route_capacity_plan(struct gl_req *req, struct gl_resp *resp);
 int gl_route_capacity_plan_post(struct gl_req *req, struct gl_resp *resp);

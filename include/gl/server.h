@@ -9,12 +9,10 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
-#include "gl/db.h"
 #include "gl/reqclass.h"
 #include "gl/strbuf.h"
 #include "gl/tokens.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
 
 struct gl_server;
@@ -42,7 +40,7 @@ struct gl_req {
 	const struct gl_auth *auth; /* NULL on public routes */
 	int scope_applied;        /* set by the owner-scope helpers below */
 	const struct gl_route *route; /* set just before the handler runs */
-	/* Where gl_req_db got the data of a route that may read from a
+	/* Where gl_req_store got the data of a route that may read from a
 	 * standby (database.read_dsn; docs/scale.md, "Read replicas"): set by
 	 * its first call, which the later ones of the request follow. */
 	struct {
@@ -85,29 +83,21 @@ struct gl_resp {
 
 /* Query parameter or NULL. */
 const char *gl_req_param(const struct gl_req *req, const char *name);
-/* The calling thread's database connection (opened lazily, reconnected
+/* The calling thread's database session as a store handle (what handlers
+ * pass to src/store/: they never name libpq) (opened lazily, reconnected
  * when broken). On a route flagged replica_ok, with database.read_dsn
  * set, a connection to the read DSN when the server there is a primary or
  * a standby no further behind than database.max_replica_lag_s; else (too
  * far behind, unreachable) the primary's, and req->read says why. The
  * server adds where the answer came from to the response (headers, and a
  * "freshness" object in a JSON object body). */
-int gl_req_db(struct gl_req *req, PGconn **c, struct gl_err *err) GL_MUSTCHECK;
+struct gl_store;
+int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err) GL_MUSTCHECK;
 /* On a central database of shards, what this request's session reads
  * (include/gl/shard.h: unread shards and clusters); NULL when the database
- * has no shards. Valid after gl_req_db, until the request ends. */
+ * has no shards. Valid after gl_req_store, until the request ends. */
 struct gl_shard_route;
 const struct gl_shard_route *gl_req_shards(const struct gl_req *req);
-/* The same session as a store handle (include/gl/store.h), what handlers
- * pass to src/store/: they never name libpq. */
-static inline GL_MUSTCHECK int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err)
-{
-	PGconn *c = NULL;
-	int rc = gl_req_db(req, &c, err);
-	*st = rc ? NULL : gl_db_store(c);
-	return rc;
-}
-
 /* Object-level checks for owner-scoped tokens. A handler that serves a
  * scoped token must go through one of these (they mark the request) and be
  * flagged owner_scoped in the routes table. The server refuses a scoped
@@ -161,7 +151,7 @@ struct gl_route {
 	 * heavy ones in the heavy pool, windowed ones there when their window
 	 * and step make them heavy, the rest in the main pool. */
 	enum gl_route_class cls;
-	/* 1 when the handler only reads (through gl_req_db), so a hot
+	/* 1 when the handler only reads (through gl_req_store), so a hot
 	 * standby may answer it (database.read_dsn). Audit rows still go to
 	 * the primary (the audit writer's own connection). */
 	int replica_ok;

@@ -12,7 +12,6 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
 
 struct gl_store;
@@ -57,7 +56,7 @@ int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, st
  * is 0 for an unknown hash. Revoked and expired tokens are returned with
  * their dates so callers can say why; last_used_at is touched only for a
  * live token. */
-int gl_token_lookup(PGconn *c, const unsigned char hash[32], struct gl_token_info *out, int *found,
+int gl_token_lookup(struct gl_store *st, const unsigned char hash[32], struct gl_token_info *out, int *found,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 #endif

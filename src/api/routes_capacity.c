@@ -1,7 +1,7 @@
 /* GET /v1/capacity and GET /v1/inventory (issue 9; the capacity side of
  * issue 6). docs/capacity.md describes the fields. */
 #include "gl/apijson.h"
-#include "gl/capacity.h"
+#include "gl/capstore.h"
 #include "gl/csv.h"
 #include "gl/dcgmstore.h"
 #include "gl/inventory.h"

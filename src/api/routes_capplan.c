@@ -4,6 +4,7 @@
 #include "gl/apijson.h"
 #include "gl/capplan.h"
 #include "gl/capplandb.h"
+#include "gl/forecast_cache.h"
 #include "gl/routes.h"
 #include "gl/timeutil.h"
 #include "gl/utf8.h"

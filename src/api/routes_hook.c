@@ -25,7 +25,7 @@ int gl_route_idle_candidates(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, GL_EINVAL, "policy", "policy: empty");
 	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if ((rc = gl_hook_run(gl_db_conn(st), req->cfg, &o, req->now_s, &report, &code, &err))) {
+	if ((rc = gl_hook_run(st, req->cfg, &o, req->now_s, &report, &code, &err))) {
 		/* the CLI's words name its flag and the config file's path; an
 		 * API client asked by parameter and has no business with paths */
 		if (code == GL_HOOK_EXIT_USAGE && o.policy)
@@ -51,7 +51,7 @@ int gl_route_hook_actions(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	/* a window ending now includes what happened during the current second */
 	if ((rc = gl_req_store(req, &st, &err)) ||
-	    (rc = gl_hook_actions_list(gl_db_conn(st), req->cfg, win.start_s, win.end_s >= req->now_s ? req->now_s + 1 : win.end_s, (long)limit,
+	    (rc = gl_hook_actions_list(st, req->cfg, win.start_s, win.end_s >= req->now_s ? req->now_s + 1 : win.end_s, (long)limit,
 				       &out, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	gl_apijson_add_window(out, "window", &win);
@@ -72,7 +72,7 @@ int gl_route_hook_record(struct gl_req *req, struct gl_resp *resp)
 	snprintf(actor, sizeof actor, "token:%lld", req->auth ? (long long)req->auth->token_id : 0LL);
 	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
-	if ((rc = gl_hook_record(gl_db_conn(st), req->cfg, req->body ? req->body : "", req->body_len, actor, req->now_s, &out, &param, &err)))
+	if ((rc = gl_hook_record(st, req->cfg, req->body ? req->body : "", req->body_len, actor, req->now_s, &out, &param, &err)))
 		return gl_resp_error(resp, rc, param, "%s", err.msg);
 	resp->status = 201;
 	gl_apijson_put(resp, out);

@@ -507,7 +507,7 @@ static int thread_conn(pthread_key_t key, const char *dsn, PGconn **out, int *fr
 	return 0;
 }
 
-/* The read DSN's connection when it may answer req (see gl_req_db): 0
+/* The read DSN's connection when it may answer req (see req_db): 0
  * with *out set, or 1 with req->read.fallback saying why the primary
  * must. A standby within the bound serves the whole request: a handler
  * asking again gets it back without a second look. */
@@ -553,7 +553,7 @@ static int read_conn(struct gl_req *req, PGconn **out)
 	return 0;
 }
 
-int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
+static int req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 {
 	struct gl_server *s = req->srv;
 	PGconn *c = NULL;
@@ -579,6 +579,14 @@ int gl_req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 	gl_dbcancel_begin(&t_db_slot, c, GL_DBCANCEL_REQUESTS, what);
 	*out = c;
 	return 0;
+}
+
+int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err)
+{
+	PGconn *c = NULL;
+	int rc = req_db(req, &c, err);
+	*st = rc ? NULL : gl_db_store(c);
+	return rc;
 }
 
 int gl_resp_error(struct gl_resp *resp, int code, const char *param, const char *fmt, ...)
@@ -858,7 +866,7 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 		struct gl_err err = {0};
 		PGconn *c = NULL;
 		int rc;
-		if ((rc = gl_req_db(req, &c, &err)) || (rc = gl_token_lookup(c, key, &t, &found, &err))) {
+		if ((rc = req_db(req, &c, &err)) || (rc = gl_token_lookup(gl_db_store(c), key, &t, &found, &err))) {
 			/* only when the database cannot be reached at all: an answer
 			 * (unknown, revoked, a query error) is never overridden */
 			int unreachable = !c || PQstatus(c) != CONNECTION_OK;
@@ -1437,7 +1445,7 @@ static void splice_fini(void *state)
 	free(sp);
 }
 
-/* Where a read's answer came from (gl_req_db on a replica_ok route), for
+/* Where a read's answer came from (req_db on a replica_ok route), for
  * the client: headers on every answer, and "freshness" first in a JSON
  * object body, streamed or not. buf keeps the header values until the
  * answer is sent. */

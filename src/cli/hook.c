@@ -1,7 +1,6 @@
 /* gpuledger hook idle: the idle-GPU shutdown hook for cron (docs/hook.md). */
 #include "gl/cli.h"
 #include "gl/cost.h"
-#include "gl/db.h"
 #include "gl/hook.h"
 #include "gl/log.h"
 #include "gl/store.h"
@@ -136,7 +135,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 	}
 	{
 		struct gl_hook_opts o = {policy, act, 1, NULL};
-		if ((rc = gl_hook_run(gl_db_conn(store), use, &o, (int64_t)time(NULL), &report, &exit_code, &err))) {
+		if ((rc = gl_hook_run(store, use, &o, (int64_t)time(NULL), &report, &exit_code, &err))) {
 			exit_code = exit_code == GL_HOOK_EXIT_USAGE ? gl_cli_usage_error(usage_hook, "hook idle: %s", err.msg)
 								     : gl_cli_fail(&err);
 			goto out;

@@ -5,6 +5,7 @@
 #include "gl/budget.h"
 #include "gl/db.h"
 #include "gl/dbcancel.h"
+#include "gl/forecast_cache.h"
 #include "gl/health.h"
 #include "gl/ledgermetrics.h"
 #include "gl/redact.h"

@@ -3,7 +3,7 @@
 #include "gl/accounting.h"
 #include "gl/apijson.h"
 #include "gl/budget.h"
-#include "gl/capacity.h"
+#include "gl/capstore.h"
 #include "gl/chargeback.h"
 #include "gl/cost.h"
 #include "gl/window.h"

@@ -60,8 +60,8 @@ static int check_placeholders(const struct gl_hookpolicy_list *l, char *bad, siz
 	return 0;
 }
 
-static int compile_one(const struct gl_config *cfg, const struct gl_hook_policy_cfg *c, struct gl_hookpolicy *p,
-		       struct gl_err *err)
+static int compile_one(const struct gl_hookpolicy_defaults *d, const struct gl_hook_policy_cfg *c,
+		       struct gl_hookpolicy *p, struct gl_err *err)
 {
 	char *end, bad[64];
 	double v;
@@ -73,9 +73,9 @@ static int compile_one(const struct gl_config *cfg, const struct gl_hook_policy_
 		{"warn_command", c->warn_command, &p->warn_argv},
 		/* an inherited command's error names the key it came from */
 		{c->slurm_command[0] ? "slurm_command" : "slurm_command (hook.slurm_command)",
-		 c->slurm_command[0] ? c->slurm_command : cfg->hook_slurm_command, &p->slurm_argv},
+		 c->slurm_command[0] ? c->slurm_command : d->slurm_command, &p->slurm_argv},
 		{c->kube_command[0] ? "kube_command" : "kube_command (hook.kube_command)",
-		 c->kube_command[0] ? c->kube_command : cfg->hook_kube_command, &p->kube_argv},
+		 c->kube_command[0] ? c->kube_command : d->kube_command, &p->kube_argv},
 	};
 
 	p->name = c->name;
@@ -87,7 +87,7 @@ static int compile_one(const struct gl_config *cfg, const struct gl_hook_policy_
 	p->rule.t2_s = c->t2_min * 60;
 	p->rule.t3_s = c->t3_min * 60;
 	p->rule.grace_s = c->grace_min * 60;
-	p->rule.max_data_age_s = cfg->hook_max_data_age_s;
+	p->rule.max_data_age_s = d->max_data_age_s;
 	v = strtod(c->gpu_fraction, &end);
 	if (*end || end == c->gpu_fraction || !(v > 0 && v <= 1))
 		return gl_err_set(err, GL_ECONFIG, "rule.gpu_fraction: '%s' is not in (0, 1]", c->gpu_fraction);
@@ -137,23 +137,24 @@ static int compile_one(const struct gl_config *cfg, const struct gl_hook_policy_
 	return 0;
 }
 
-int gl_hookpolicy_compile(const struct gl_config *cfg, struct gl_hookpolicy **out, size_t *n, struct gl_err *err)
+int gl_hookpolicy_compile(const struct gl_hook_policy_cfg *pc, size_t npc, const struct gl_hookpolicy_defaults *d,
+			  struct gl_hookpolicy **out, size_t *n, struct gl_err *err)
 {
-	struct gl_hookpolicy *p = gl_xcalloc(cfg->n_hook_policies ? cfg->n_hook_policies : 1, sizeof *p);
+	struct gl_hookpolicy *p = gl_xcalloc(npc ? npc : 1, sizeof *p);
 	int rc = 0;
 
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < cfg->n_hook_policies; i++) {
-		const struct gl_hook_policy_cfg *c = &cfg->hook_policies[i];
+	for (size_t i = 0; i < npc; i++) {
+		const struct gl_hook_policy_cfg *c = &pc[i];
 		for (size_t j = 0; j < i; j++)
-			if (!strcmp(cfg->hook_policies[j].name, c->name)) {
+			if (!strcmp(pc[j].name, c->name)) {
 				rc = gl_err_set(err, GL_ECONFIG, "%s:%d: hook.policies[%zu]: name '%s' is used twice (first at line %d)",
-						cfg->path, c->line, i, c->name, cfg->hook_policies[j].line);
+						d->path, c->line, i, c->name, pc[j].line);
 				goto out;
 			}
-		if ((rc = compile_one(cfg, c, &p[i], err))) {
-			gl_err_prefix(err, "%s:%d: hook.policies[%zu] (%s): ", cfg->path, c->line, i, c->name);
+		if ((rc = compile_one(d, c, &p[i], err))) {
+			gl_err_prefix(err, "%s:%d: hook.policies[%zu] (%s): ", d->path, c->line, i, c->name);
 			err->code = GL_ECONFIG;
 			rc = -GL_ECONFIG;
 			goto out;
@@ -161,11 +162,11 @@ int gl_hookpolicy_compile(const struct gl_config *cfg, struct gl_hookpolicy **ou
 	}
 out:
 	if (rc) {
-		gl_hookpolicy_free(p, cfg->n_hook_policies);
+		gl_hookpolicy_free(p, npc);
 		return rc;
 	}
 	*out = p;
-	*n = cfg->n_hook_policies;
+	*n = npc;
 	return 0;
 }
 

@@ -58,7 +58,7 @@ struct allow {
 
 /* One run: what it was asked, what it read and decided, its report. */
 struct run {
-	PGconn *c;
+	struct gl_store *c;
 	const struct gl_config *cfg;
 	const struct gl_hook_opts *o;
 	int64_t now_s;
@@ -869,7 +869,7 @@ static int judge_and_act(struct run *R, int *exit_code, struct gl_err *err)
 static int prepare(struct run *R, int *exit_code, struct gl_err *err)
 {
 	int rc;
-	if ((rc = gl_hookpolicy_compile(R->cfg, &R->pols, &R->npols, err)))
+	if ((rc = gl_config_hookpolicies(R->cfg, &R->pols, &R->npols, err)))
 		return rc;
 	if (R->o->policy) {
 		size_t k;
@@ -996,7 +996,7 @@ static void run_fini(struct run *R)
 	cJSON_Delete(R->root);
 }
 
-int gl_hook_run(PGconn *c, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
+int gl_hook_run(struct gl_store *c, const struct gl_config *cfg, const struct gl_hook_opts *o, int64_t now_s, cJSON **report,
 		int *exit_code, struct gl_err *err)
 {
 	struct run R = {.c = c, .cfg = cfg, .o = o, .now_s = now_s, .min_from = now_s, .lock_fd = -1};
@@ -1249,7 +1249,7 @@ static int record_fields_read(cJSON *in, struct gl_hookstore_external *a, char *
 	return record_command(cJSON_GetObjectItemCaseSensitive(in, "command"), shown, param, err);
 }
 
-int gl_hook_record(PGconn *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
+int gl_hook_record(struct gl_store *c, const struct gl_config *cfg, const char *body, size_t len, const char *actor,
 		   int64_t now_s, cJSON **out, const char **param, struct gl_err *err)
 {
 	struct gl_hookstore_external a = {0};
@@ -1313,7 +1313,7 @@ static cJSON *listed_json(const struct gl_config *cfg, const struct gl_hookstore
 	return o;
 }
 
-int gl_hook_actions_list(PGconn *c, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
+int gl_hook_actions_list(struct gl_store *c, const struct gl_config *cfg, int64_t from_s, int64_t to_s, long limit,
 			 cJSON **out, struct gl_err *err)
 {
 	struct gl_hookstore_listed_list l = {0};

@@ -1,5 +1,6 @@
 /* dcgm-exporter ingestion (see include/gl/dcgm_ingest.h, docs/ingest.md). */
 #include "gl/dcgm_ingest.h"
+#include "gl/db.h"
 #include "gl/dcgmstore.h"
 #include "gl/busyshare.h"
 #include "gl/dcgm_attrib.h"
@@ -598,7 +599,7 @@ static int write_round(struct round *R, struct gl_err *err)
 	run->st.ignored += b->ignored + R->res.duplicates;
 	if (b->no_host)
 		add_reason(run, R->o->input_name, 0, "GPUs without a Hostname label skipped (give the node name)");
-	if ((rc = gl_ingest_run_update(R->c, R->run_id, &run->st,
+	if ((rc = gl_ingest_run_update(gl_db_store(R->c), R->run_id, &run->st,
 				       !R->last ? "running"
 				       : run->failed || run->bad_lines || run->no_host || b->no_host ? "partial"
 												   : "ok",
@@ -687,7 +688,7 @@ int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct
 	res.no_host = run->no_host;
 	run->st.inserted = run->st.updated = run->st.unchanged = 0;
 	if ((rc = gl_dcgmstore_cluster(c, o->cluster, pods, &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(c, o->run_source ? o->run_source : "dcgm", cluster_id, o->input_name, &run_id,
+	    (rc = gl_ingest_run_begin(gl_db_store(c), o->run_source ? o->run_source : "dcgm", cluster_id, o->input_name, &run_id,
 				      err)))
 		goto failed;
 	for (; k < n; k++)
@@ -703,11 +704,11 @@ failed:
 			 k ? "the rounds before the failed one were written; ingesting the same samples again applies "
 			     "only the rest"
 			   : "none of this round's samples were written: the next round scrapes the targets again");
-		if (gl_ingest_run_fail(c, run_id, &run->st, err ? err->msg : "error", redo, &e2))
+		if (gl_ingest_run_fail(gl_db_store(c), run_id, &run->st, err ? err->msg : "error", redo, &e2))
 			gl_log(GL_LOG_WARN, "dcgm: could not record the failed run: %s", e2.msg);
 	}
 out:
-	gl_ingest_run_audit(c, run_id);
+	gl_ingest_run_audit(gl_db_store(c), run_id);
 	if (rc)
 		gl_err_prefix(err, "dcgm %s: ", o->cluster);
 	if (!rc && res_out)

@@ -18,6 +18,7 @@
  * rows carry that run's at_s, the watermark did not move).
  */
 #include "gl/kube_ingest.h"
+#include "gl/db.h"
 #include "gl/daemon.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/dbcancel.h"
@@ -549,7 +550,7 @@ static int check_watermark(PGconn *c, int cluster_id, const struct gl_kube_inges
 			   struct gl_err *err)
 {
 	char a[32], w[32];
-	int rc = gl_ingest_watermark_get(c, GL_KUBE_SOURCE, cluster_id, wm, err);
+	int rc = gl_ingest_watermark_get(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, wm, err);
 	if (rc || *wm == GL_TIME_NONE || o->at_s >= *wm)
 		return rc;
 	gl_time_format(o->at_s, a, sizeof a);
@@ -804,7 +805,7 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 				/* the samples that waited for these pods: jobs are
 				 * claimed by the transaction that writes them */
 				if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)) ||
-				    (rc = gl_ingest_run_update(c, res->run_id, &res->st, "running", NULL, err)) ||
+				    (rc = gl_ingest_run_update(gl_db_store(c), res->run_id, &res->st, "running", NULL, err)) ||
 				    (rc = gl_txn_commit(c, err)))
 					goto fail;
 				in_txn = 0;
@@ -832,9 +833,9 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 	if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)))
 		goto fail;
 	if (res->watermark_prev_s != o->at_s &&
-	    (rc = gl_ingest_watermark_set(c, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
+	    (rc = gl_ingest_watermark_set(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
 		goto fail;
-	if ((rc = gl_ingest_run_update(c, res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
+	if ((rc = gl_ingest_run_update(gl_db_store(c), res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
 	    (rc = gl_txn_commit(c, err)))
 		goto fail;
 	res->vanished = vanished;
@@ -863,7 +864,7 @@ out:
 static void record_failed(PGconn *c, struct gl_kube_ingest_result *res, const struct gl_err *why)
 {
 	struct gl_err e2 = {0};
-	if (res->run_id && gl_ingest_run_fail(c, res->run_id, &res->st, why->msg, KUBE_REDO, &e2))
+	if (res->run_id && gl_ingest_run_fail(gl_db_store(c), res->run_id, &res->st, why->msg, KUBE_REDO, &e2))
 		gl_log(GL_LOG_WARN, "kube: could not record the failed run: %s", e2.msg);
 }
 
@@ -884,7 +885,7 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 		goto out;
 	}
 	if ((rc = gl_cluster_ensure(c, o->cluster, "kubernetes", &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
+	    (rc = gl_ingest_run_begin(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
 		goto out;
 	/* early, before parsing a large document for nothing; checked again
 	 * under the lock in every transaction */
@@ -930,7 +931,7 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 failed:
 	record_failed(c, res, err);
 out:
-	gl_ingest_run_audit(c, res->run_id);
+	gl_ingest_run_audit(gl_db_store(c), res->run_id);
 	parser_fini(&ps);
 	gl_kubestore_node_list_fini(&nodes);
 	free(doc);
@@ -986,9 +987,9 @@ int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *in
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 		gl_dbcancel_defer();
 	if (!(rc = gl_cluster_ensure(c, cluster, "kubernetes", &cluster_id, err)) &&
-	    !(rc = gl_ingest_run_begin(c, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
-		rc = gl_ingest_run_fail(c, run_id, &st, why, "nothing was read: the next run lists the pods again", err);
-		gl_ingest_run_audit(c, run_id);
+	    !(rc = gl_ingest_run_begin(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
+		rc = gl_ingest_run_fail(gl_db_store(c), run_id, &st, why, "nothing was read: the next run lists the pods again", err);
+		gl_ingest_run_audit(gl_db_store(c), run_id);
 	}
 	gl_ingest_stats_fini(&st);
 	return rc;

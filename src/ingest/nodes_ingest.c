@@ -7,6 +7,7 @@
  * that need the whole snapshot (which cluster registration covers a node,
  * how a reservation's GPUs spread over its nodes) are made here in C. */
 #include "gl/hostlist.h"
+#include "gl/db.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
 #include "gl/log.h"
@@ -475,7 +476,7 @@ static int apply(PGconn *c, const struct gl_nodes_ingest_opts *o, const struct g
 	out->reservations = m.reservations;
 	st->inserted = out->gpu_spans_opened + out->state_spans_opened;
 	st->updated = out->gpu_spans_closed + out->state_spans_closed + out->events + out->reservations;
-	if ((rc = gl_ingest_run_update(c, run_id, st, s->skipped ? "partial" : "ok", NULL, err)) ||
+	if ((rc = gl_ingest_run_update(gl_db_store(c), run_id, st, s->skipped ? "partial" : "ok", NULL, err)) ||
 	    (rc = gl_txn_commit(c, err)))
 		goto fail;
 	return 0;
@@ -495,7 +496,7 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	memset(out, 0, sizeof *out);
 	gl_ingest_stats_init(&st, 20);
 	if ((rc = gl_cluster_ensure(c, o->cluster, o->kind, &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(c, o->run_source, cluster_id, o->input_name, &run_id, err)))
+	    (rc = gl_ingest_run_begin(gl_db_store(c), o->run_source, cluster_id, o->input_name, &run_id, err)))
 		goto out;
 	if (s->nnodes == 0) {
 		/* a scheduler that answers with nothing must not zero the fleet */
@@ -513,11 +514,11 @@ out:
 		struct gl_err e2 = {0};
 		/* one transaction per snapshot: none of it was written */
 		st.inserted = st.updated = st.unchanged = 0;
-		if (gl_ingest_run_fail(c, run_id, &st, err->msg,
+		if (gl_ingest_run_fail(gl_db_store(c), run_id, &st, err->msg,
 				       "none of this snapshot was written: the next run reads the nodes again", &e2))
 			gl_log(GL_LOG_WARN, "%s: could not record the failed run: %s", o->run_source, e2.msg);
 	}
-	gl_ingest_run_audit(c, run_id);
+	gl_ingest_run_audit(gl_db_store(c), run_id);
 	gl_ingest_stats_fini(&st);
 	staged_fini(&x);
 	return rc;

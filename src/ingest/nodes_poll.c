@@ -4,6 +4,7 @@
  * scheduler (gl_daemon_tick) reports it through gl_health_report, and it is
  * a failed ingest_runs row. */
 #include "gl/config.h"
+#include "gl/db.h"
 #include "gl/daemon.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
@@ -101,11 +102,11 @@ static void record_failure(PGconn *c, const char *cluster, const char *kind, con
 
 	gl_ingest_stats_init(&st, 0);
 	if (gl_cluster_ensure(c, cluster, kind, &cluster_id, &e2) ||
-	    gl_ingest_run_begin(c, run_source, cluster_id, input, &run_id, &e2) ||
-	    gl_ingest_run_update(c, run_id, &st, "failed", why->msg, &e2))
+	    gl_ingest_run_begin(gl_db_store(c), run_source, cluster_id, input, &run_id, &e2) ||
+	    gl_ingest_run_update(gl_db_store(c), run_id, &st, "failed", why->msg, &e2))
 		gl_log(GL_LOG_WARN, "%s %s: could not record the failed run: %s", run_source, cluster, e2.msg);
 	else
-		gl_ingest_run_audit(c, run_id);
+		gl_ingest_run_audit(gl_db_store(c), run_id);
 	gl_ingest_stats_fini(&st);
 }
 

@@ -1,5 +1,6 @@
 /* nvidia-smi captures into the books (see include/gl/nvsmi_ingest.h). */
 #include "gl/nvsmi_ingest.h"
+#include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/dcgm.h"
 #include "gl/dcgmstore.h"
@@ -400,11 +401,11 @@ static void record_unread(PGconn *c, const char *cluster, const char *input, con
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 		gl_dbcancel_defer();
 	if (gl_dcgmstore_cluster(c, cluster, 0, &cluster_id, &e2) ||
-	    gl_ingest_run_begin(c, "nvidia-smi", cluster_id, input, &run_id, &e2) ||
-	    gl_ingest_run_fail(c, run_id, &st, why, "nothing was read: the next run reads the capture again", &e2))
+	    gl_ingest_run_begin(gl_db_store(c), "nvidia-smi", cluster_id, input, &run_id, &e2) ||
+	    gl_ingest_run_fail(gl_db_store(c), run_id, &st, why, "nothing was read: the next run reads the capture again", &e2))
 		gl_log(GL_LOG_WARN, "nvidia-smi: could not record the failed run: %s", e2.msg);
 	if (run_id)
-		gl_ingest_run_audit(c, run_id);
+		gl_ingest_run_audit(gl_db_store(c), run_id);
 	gl_ingest_stats_fini(&st);
 }
 

@@ -1,5 +1,6 @@
 /* sacct ingestion driver (see include/gl/sacct_ingest.h). */
 #include "gl/sacct_ingest.h"
+#include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/hostlist.h"
@@ -67,15 +68,15 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	else
 		status = in->st.skipped ? "partial" : "ok";
 	if (final && source_ok && in->o.watermark_s != GL_TIME_NONE &&
-	    (rc = gl_ingest_watermark_set(in->c, in->o.source, in->cluster_id, in->o.watermark_s, err)))
+	    (rc = gl_ingest_watermark_set(gl_db_store(in->c), in->o.source, in->cluster_id, in->o.watermark_s, err)))
 		goto fail;
 	/* an output without a job says nothing of the cluster (a file read
 	 * before its cluster ran anything): it does not make the cluster's data
 	 * reach its capture time */
 	if (final && source_ok && in->o.seen_s > 0 && in->st.inserted + in->st.updated + in->st.unchanged > 0 &&
-	    (rc = gl_ingest_observed_set(in->c, in->o.source, in->cluster_id, in->o.seen_s, err)))
+	    (rc = gl_ingest_observed_set(gl_db_store(in->c), in->o.source, in->cluster_id, in->o.seen_s, err)))
 		goto fail;
-	if ((rc = gl_ingest_run_update(in->c, in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
+	if ((rc = gl_ingest_run_update(gl_db_store(in->c), in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
 		goto fail;
 	if ((rc = gl_txn_commit(in->c, err)))
 		goto fail;
@@ -309,7 +310,7 @@ int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, st
 	if ((rc = gl_cluster_ensure(c, opts->cluster, "slurm", &in->cluster_id, err)))
 		goto out;
 	in->batch = gl_jobs_batch_new(in->cluster_id);
-	if ((rc = gl_ingest_run_begin(c, in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))
+	if ((rc = gl_ingest_run_begin(gl_db_store(c), in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))
 		goto out;
 out:
 	if (rc) {
@@ -364,10 +365,10 @@ out:
 	if (rc) {
 		/* record why, outside any transaction */
 		struct gl_err e2 = {0};
-		if (gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
+		if (gl_ingest_run_update(gl_db_store(in->c), in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
 			gl_log(GL_LOG_WARN, "ingest: could not record the failed run: %s", e2.msg);
 	}
-	gl_ingest_run_audit(in->c, in->run_id);
+	gl_ingest_run_audit(gl_db_store(in->c), in->run_id);
 	if (stats) {
 		*stats = in->st;
 		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */
@@ -384,8 +385,8 @@ int gl_sacct_ingest_abandon(struct gl_sacct_ingest *in, const char *why, struct 
 		 gl_jobs_batch_rows(in->batch) + in->rolled_back);
 	/* the stop's cancel must not take the record of the run with it */
 	gl_dbcancel_defer();
-	rc = gl_ingest_run_update(in->c, in->run_id, &in->st, "failed", msg, err);
-	gl_ingest_run_audit(in->c, in->run_id);
+	rc = gl_ingest_run_update(gl_db_store(in->c), in->run_id, &in->st, "failed", msg, err);
+	gl_ingest_run_audit(gl_db_store(in->c), in->run_id);
 	if (stats) {
 		*stats = in->st;
 		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */

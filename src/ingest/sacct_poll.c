@@ -1,5 +1,6 @@
 /* Periodic sacct runs (see include/gl/sacct_poll.h). */
 #include "gl/sacct_poll.h"
+#include "gl/db.h"
 #include "gl/daemon.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
@@ -157,7 +158,7 @@ int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sa
 	memset(res, 0, sizeof *res);
 	if ((rc = gl_cluster_ensure(c, src->cluster, "slurm", &cluster_id, err)))
 		return rc;
-	if ((rc = gl_ingest_watermark_get(c, "sacct", cluster_id, &wm, err)))
+	if ((rc = gl_ingest_watermark_get(gl_db_store(c), "sacct", cluster_id, &wm, err)))
 		return rc;
 	from = wm == GL_TIME_NONE ? now_s - src->lookback_s : wm - src->overlap_s;
 	res->watermark_s = wm;

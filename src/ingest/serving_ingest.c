@@ -179,9 +179,9 @@ static void compute(struct gl_serving_batch *b, struct gl_serving_ingest_result 
 static int raise_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err)
 {
 	int64_t wm;
-	int rc = gl_ingest_watermark_get(c, "serving", cluster_id, &wm, err);
+	int rc = gl_ingest_watermark_get(gl_db_store(c), "serving", cluster_id, &wm, err);
 	if (!rc && (wm == GL_TIME_NONE || wm < at_s))
-		rc = gl_ingest_watermark_set(c, "serving", cluster_id, at_s, err);
+		rc = gl_ingest_watermark_set(gl_db_store(c), "serving", cluster_id, at_s, err);
 	return rc;
 }
 
@@ -200,7 +200,7 @@ int gl_serving_ingest(PGconn *c, const struct gl_serving_ingest_opts *o, struct 
 	res.failed_inputs = b->failed;
 	if ((rc = gl_servingdb_cluster_id(c, o->cluster, gl_servingdb_cluster_kind(b->db->n ? b->db->rows[0].where.kind : NULL),
 					  &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(c, "serving", cluster_id, o->input_name, &run_id, err)) ||
+	    (rc = gl_ingest_run_begin(gl_db_store(c), "serving", cluster_id, o->input_name, &run_id, err)) ||
 	    (rc = gl_servingdb_partitions(c, b->db->at_s, err)) || (rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
 	in_txn = 1;
@@ -216,7 +216,7 @@ int gl_serving_ingest(PGconn *c, const struct gl_serving_ingest_opts *o, struct 
 	b->st.updated = w.claimed_rows;
 	b->st.unchanged = res.stale;
 	b->st.ignored = res.duplicates;
-	if ((rc = gl_ingest_run_update(c, run_id, &b->st,
+	if ((rc = gl_ingest_run_update(gl_db_store(c), run_id, &b->st,
 				       b->failed || b->bad_lines || b->bad_values || res.flagged ? "partial" : "ok", NULL,
 				       err)) ||
 	    (rc = gl_db_exec(c, "COMMIT", err)))
@@ -231,12 +231,12 @@ out:
 	if (rc && run_id) {
 		struct gl_err e2 = {0};
 		b->st.inserted = b->st.updated = b->st.unchanged = 0;
-		if (gl_ingest_run_fail(c, run_id, &b->st, err ? err->msg : "error",
+		if (gl_ingest_run_fail(gl_db_store(c), run_id, &b->st, err ? err->msg : "error",
 				       "none of this round's scrapes were written: the next round scrapes the targets again", &e2))
 			gl_log(GL_LOG_WARN, "serving: could not record the failed run: %s", e2.msg);
 	}
 	if (run_id)
-		gl_ingest_run_audit(c, run_id);
+		gl_ingest_run_audit(gl_db_store(c), run_id);
 	if (rc)
 		gl_err_prefix(err, "serving %s: ", o->cluster);
 	else if (res_out)

@@ -15,16 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err)
-{
-	unsigned h, m;
-	int n = 0;
-	if (!s || sscanf(s, "%2u:%2u%n", &h, &m, &n) != 2 || n != 5 || s[5] || h > 23 || m > 59)
-		return gl_err_set(err, GL_ECONFIG, "reports.schedule: '%s' is not HH:MM", s ? s : "");
-	*secs = (int64_t)h * 3600 + (int64_t)m * 60;
-	return 0;
-}
-
 void gl_report_sched_name(const char *month, const char *aggregate, enum gl_share_idle share, const char *table,
 			  const char *ext, int v, char *buf, size_t n)
 {

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const gl_reports_ext[] = {"csv", "html", "pdf", "zip"};
 const char *const gl_reports_ctype[] = {"text/csv; charset=utf-8", "text/html; charset=utf-8", "application/pdf",
 					"application/zip"};
 

@@ -338,8 +338,9 @@ static int end_txn(PGconn *c, int own, int rc, struct gl_err *err)
 	return gl_db_exec(c, "COMMIT", err);
 }
 
-int gl_audit_append_batch(PGconn *c, const struct gl_audit_entry *e, size_t n, int64_t *first_seq, struct gl_err *err)
+int gl_audit_append_batch(struct gl_store *st, const struct gl_audit_entry *e, size_t n, int64_t *first_seq, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int own, rc;
 	if ((rc = in_txn(c, &own, err)))
 		return rc;
@@ -347,20 +348,22 @@ int gl_audit_append_batch(PGconn *c, const struct gl_audit_entry *e, size_t n, i
 	return end_txn(c, own, rc, err);
 }
 
-int gl_audit_append(PGconn *c, const char *actor, const char *source_addr, const char *action, const char *object,
+int gl_audit_append(struct gl_store *st, const char *actor, const char *source_addr, const char *action, const char *object,
 		    const char *outcome, const char *detail_json, struct gl_err *err)
 {
 	struct gl_audit_entry e = {0, actor, source_addr, action, object, outcome, detail_json};
-	return gl_audit_append_batch(c, &e, 1, NULL, err);
+	return gl_audit_append_batch(st, &e, 1, NULL, err);
 }
 
-int gl_audit_head(PGconn *c, struct gl_audit_head *h, struct gl_err *err)
+int gl_audit_head(struct gl_store *st, struct gl_audit_head *h, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	return read_head(c, h, err);
 }
 
-int gl_audit_partitions_ensure(PGconn *c, int64_t now_s, int months, struct gl_err *err)
+int gl_audit_partitions_ensure(struct gl_store *st, int64_t now_s, int months, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char day[32], m[16];
 	gl_time_format_day(now_s, day, sizeof day);
 	snprintf(m, sizeof m, "%d", months);
@@ -625,11 +628,10 @@ out:
 
 int gl_audit_anchor_line(struct gl_store *st, int64_t now_s, char *line, size_t n, struct gl_err *err)
 {
-	PGconn *c = gl_db_conn(st);
 	struct gl_audit_head h;
 	char hx[2 * GL_AUDIT_HASH_LEN + 1], at[32];
 	int rc;
-	if ((rc = gl_audit_head(c, &h, err)))
+	if ((rc = gl_audit_head(st, &h, err)))
 		return rc;
 	gl_audit_hex(h.seq ? h.hash : zero_hash, hx);
 	gl_time_format(h.seq ? h.at_us / 1000000 : now_s, at, sizeof at);
@@ -793,7 +795,7 @@ int gl_audit_prune(struct gl_store *st, const char *actor, int64_t before_s, str
 	/* the head is read before the drop: it may itself be in a dropped
 	 * month, and the prune row must still link to it */
 	if ((rc = lock_chain(c, err)) || (rc = read_head(c, &head, err)) ||
-	    (rc = gl_audit_partitions_ensure(c, (int64_t)time(NULL), 1, err)))
+	    (rc = gl_audit_partitions_ensure(gl_db_store(c), (int64_t)time(NULL), 1, err)))
 		goto out;
 	if ((rc = prune_bound(c, day, kept, res, err)))
 		goto out;
@@ -958,7 +960,7 @@ static void month_roll(struct gl_audit_writer *w)
 	if (y * 12 + mo == w->ensured_month)
 		return;
 	/* this month and the next two: a row never waits for DDL at midnight */
-	if (gl_audit_partitions_ensure(w->c, t, 3, &err))
+	if (gl_audit_partitions_ensure(gl_db_store(w->c), t, 3, &err))
 		gl_log(GL_LOG_WARN, "audit: cannot create monthly partitions (rows go to the default partition): %s",
 		       err.msg);
 	else
@@ -985,7 +987,7 @@ static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 	 * a lock on the audit log is cancelled instead of holding the stop */
 	gl_dbcancel_begin(&slot, w->c, GL_DBCANCEL_AUDIT, "audit writer");
 	month_roll(w);
-	rc = gl_audit_append_batch(w->c, e, n, NULL, &err);
+	rc = gl_audit_append_batch(gl_db_store(w->c), e, n, NULL, &err);
 	if (rc && gl_dbcancel_requested(GL_DBCANCEL_AUDIT)) {
 		/* cut at the stop: the caller drops the rest (no row-by-row
 		 * retries, each of which would wait on the lock again) */
@@ -1005,7 +1007,7 @@ static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 			 * rows left are given up at once, not each after its own
 			 * wait on the lock */
 			int cut = gl_dbcancel_requested(GL_DBCANCEL_AUDIT);
-			if (!cut && gl_audit_append_batch(w->c, &e[i], 1, NULL, &err) == 0) {
+			if (!cut && gl_audit_append_batch(gl_db_store(w->c), &e[i], 1, NULL, &err) == 0) {
 				pthread_mutex_lock(&w->mu);
 				w->written++;
 				pthread_mutex_unlock(&w->mu);

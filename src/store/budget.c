@@ -20,25 +20,6 @@
 
 #define MAX_BUDGETS 1024
 
-int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err)
-{
-	const char *p = s ? s : "";
-	*n = 0;
-	while (*p) {
-		char *end;
-		long v = strtol(p, &end, 10);
-		if (end == p || v < 1 || v > 1000 || (*end && *end != ','))
-			return gl_err_set(err, GL_ECONFIG, "budget_alerts.thresholds: '%s' is not a comma list of 1..1000", s);
-		if (*n == max)
-			return gl_err_set(err, GL_ECONFIG, "budget_alerts.thresholds: more than %zu", max);
-		if (*n && out[*n - 1] >= v)
-			return gl_err_set(err, GL_ECONFIG, "budget_alerts.thresholds: '%s' must be ascending and distinct", s);
-		out[(*n)++] = (int)v;
-		p = *end ? end + 1 : end;
-	}
-	return 0;
-}
-
 int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end, int64_t now_s)
 {
 	int64_t elapsed = now_s - month_start, len = month_end - month_start;
@@ -307,14 +288,6 @@ out:
 	return rc;
 }
 
-/* What an alert command may name; run_command's kv fills each in. */
-static const char *const alert_keys[] = {"owner", "month", "threshold", "spend", "budget", "currency", "pct", NULL};
-
-int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad)
-{
-	return gl_tmpl_check(tmpl, alert_keys, bad, nbad);
-}
-
 /* Runs the alert command; the outcome goes into status ("exit 0" ...). */
 static void run_command(const struct gl_config *cfg, const struct gl_tmpl_var *kv, size_t nkv, char *status, size_t n)
 {
@@ -404,7 +377,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 					     "\"budget\":\"%s\",\"currency\":\"%s\"}",
 					 l->aggregate, ym, th[k], sp, bu, l->currency);
 			detail = gl_strbuf_steal(&d);
-			rc = gl_audit_append(c, "system", NULL, "budget.alert", l->owner, "ok", detail, err);
+			rc = gl_audit_append(gl_db_store(c), "system", NULL, "budget.alert", l->owner, "ok", detail, err);
 			free(detail);
 			if (rc || (rc = gl_db_exec(c, "COMMIT", err)))
 				goto out;
@@ -412,9 +385,9 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 			{
 				/* in alert_keys' order */
 				const struct gl_tmpl_var kv[] = {
-					{alert_keys[0], l->owner}, {alert_keys[1], ym}, {alert_keys[2], t},
-					{alert_keys[3], sp},       {alert_keys[4], bu}, {alert_keys[5], l->currency},
-					{alert_keys[6], pct},
+					{gl_budget_alert_keys[0], l->owner}, {gl_budget_alert_keys[1], ym}, {gl_budget_alert_keys[2], t},
+					{gl_budget_alert_keys[3], sp},       {gl_budget_alert_keys[4], bu}, {gl_budget_alert_keys[5], l->currency},
+					{gl_budget_alert_keys[6], pct},
 				};
 				run_command(cfg, kv, GL_ARRAY_LEN(kv), status, sizeof status);
 			}

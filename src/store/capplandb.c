@@ -2,7 +2,7 @@
  * include/gl/capplandb.h). */
 #include "gl/capplandb.h"
 #include "gl/audit.h"
-#include "gl/capacity.h"
+#include "gl/capstore.h"
 #include "gl/db.h"
 #include "gl/fcseries.h"
 #include "gl/inventory.h"
@@ -261,7 +261,7 @@ static int replace(PGconn *c, const struct gl_config *cfg, int64_t now_s, const 
 			goto rollback;
 	}
 	detail = audit_detail(source, plan, n, replaced);
-	if ((rc = gl_audit_append(c, actor, NULL, "capacity.plan", "capacity_plan", "ok", detail, err)) ||
+	if ((rc = gl_audit_append(gl_db_store(c), actor, NULL, "capacity.plan", "capacity_plan", "ok", detail, err)) ||
 	    (rc = gl_db_exec(c, "COMMIT", err)))
 		goto rollback;
 	goto out;

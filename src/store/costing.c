@@ -30,15 +30,6 @@ static void bound_text(int64_t t, const char *inf, char *buf, size_t n)
 		gl_time_format(t, buf, n);
 }
 
-int gl_costing_match_valid(const char *m)
-{
-	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace"};
-	for (size_t i = 0; i < GL_ARRAY_LEN(ok); i++)
-		if (!strcmp(m, ok[i]))
-			return 1;
-	return !strncmp(m, "label:", 6) && m[6] != '\0';
-}
-
 /* A fingerprint of the loaded set, to tell whether a load changed anything. */
 static const char fingerprint_sql[] =
 	"SELECT md5(coalesce((SELECT string_agg(r::text, ';' ORDER BY r::text) FROM"
@@ -279,7 +270,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 	/* a change of prices or owners and its audit row commit together, or
 	 * neither does: nobody changes what people are charged unrecorded */
 	if ((rc = gl_db_query(c, diff_sql, 0, NULL, &r, err)) ||
-	    (rc = gl_audit_append(c, actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0), err)))
+	    (rc = gl_audit_append(gl_db_store(c), actor, NULL, "costing.load", cfg->path, "ok", PQgetvalue(r, 0, 0), err)))
 		goto out;
 	if ((rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;

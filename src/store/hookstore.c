@@ -95,8 +95,9 @@ static int key_query(PGconn *c, const char *sql, const struct gl_hookstore_key *
 
 /* ---- the run lock ---- */
 
-int gl_hookstore_try_lock(PGconn *c, int *locked, struct gl_err *err)
+int gl_hookstore_try_lock(struct gl_store *st, int *locked, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char sql[96];
 	PGresult *q = NULL;
 	int rc;
@@ -109,8 +110,9 @@ int gl_hookstore_try_lock(PGconn *c, int *locked, struct gl_err *err)
 	return 0;
 }
 
-void gl_hookstore_unlock(PGconn *c)
+void gl_hookstore_unlock(struct gl_store *st)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_err e2 = {0};
 	char sql[96];
 	PGresult *u = NULL;
@@ -119,32 +121,36 @@ void gl_hookstore_unlock(PGconn *c)
 	PQclear(u);
 }
 
-int gl_hookstore_connected(PGconn *c)
+int gl_hookstore_connected(struct gl_store *st)
 {
+	PGconn *c = gl_db_conn(st);
 	return PQstatus(c) == CONNECTION_OK;
 }
 
 /* ---- the read phase ---- */
 
-int gl_hookstore_read_begin(PGconn *c, struct gl_err *err)
+int gl_hookstore_read_begin(struct gl_store *st, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc;
 	/* one snapshot; JIT compiles these short queries for longer than they
 	 * run, and the sorts fit in memory */
 	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
 		return rc;
 	if ((rc = gl_db_exec(c, "SET LOCAL jit = off; SET LOCAL work_mem = '64MB'", err)))
-		gl_hookstore_read_abort(c);
+		gl_hookstore_read_abort(st);
 	return rc;
 }
 
-int gl_hookstore_read_end(PGconn *c, struct gl_err *err)
+int gl_hookstore_read_end(struct gl_store *st, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	return gl_db_exec(c, "COMMIT", err);
 }
 
-void gl_hookstore_read_abort(PGconn *c)
+void gl_hookstore_read_abort(struct gl_store *st)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_err e2 = {0};
 	(void)!gl_db_exec(c, "ROLLBACK", &e2);
 }
@@ -194,8 +200,9 @@ static void job_decode(const PGresult *r, int i, struct gl_hookstore_job *j)
 	j->gpu_micro = col_i64(r, i, JC_GPU_MICRO);
 }
 
-int gl_hookstore_running_jobs(PGconn *c, int64_t now_s, struct gl_hookstore_job_list *out, struct gl_err *err)
+int gl_hookstore_running_jobs(struct gl_store *st, int64_t now_s, struct gl_hookstore_job_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char now_txt[24];
 	PGresult *r = NULL;
 	int rc;
@@ -253,9 +260,10 @@ static const char recent_busy_sql[] =
 	" WHERE EXISTS (SELECT 1 FROM gpu_usage_jobs u WHERE u.job_pk = x.job_pk AND u.busy_samples > 0"
 	"  AND u.bucket >= to_timestamp(x.since) AND u.bucket < to_timestamp($4) AND u.bucket >= to_timestamp($5))";
 
-int gl_hookstore_recent_busy(PGconn *c, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
+int gl_hookstore_recent_busy(struct gl_store *st, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
 			     struct gl_hookstore_tag_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -273,9 +281,10 @@ static const char busy_before_sql[] =
 	" WHERE EXISTS (SELECT 1 FROM gpu_usage_jobs u WHERE u.job_pk = x.job_pk AND u.busy_samples > 0"
 	"  AND u.bucket >= to_timestamp(x.a) AND u.bucket < to_timestamp(x.b))";
 
-int gl_hookstore_busy_between(PGconn *c, const struct gl_hookstore_probe *p, size_t n,
+int gl_hookstore_busy_between(struct gl_store *st, const struct gl_hookstore_probe *p, size_t n,
 			      struct gl_hookstore_tag_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -322,9 +331,10 @@ static void bucket_decode(const PGresult *r, int i, struct gl_hookstore_bucket *
 	b->estimated = !strcmp(PQgetvalue(r, i, BC_ATTRIBUTION), "node-estimated");
 }
 
-int gl_hookstore_buckets(PGconn *c, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
+int gl_hookstore_buckets(struct gl_store *st, const struct gl_hookstore_probe *p, size_t n, int64_t now_s, int64_t lo_s,
 			 struct gl_hookstore_bucket_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -355,9 +365,10 @@ static const char owner_sql[] =
 	"  jb.tags, jb.start_at) ow ON true";
 enum { OC_TAG, OC_TEAM };
 
-int gl_hookstore_owners(PGconn *c, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_owner_list *out,
+int gl_hookstore_owners(struct gl_store *st, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_owner_list *out,
 			struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -405,9 +416,10 @@ static void rate_decode(const PGresult *r, int i, struct gl_hookstore_rate *o)
 	o->rate.micros_per_gpu_hour = col_i64(r, i, RC_MICROS);
 }
 
-int gl_hookstore_rates(PGconn *c, const struct gl_hookstore_key *k, size_t n, int64_t from_s, int64_t to_s,
+int gl_hookstore_rates(struct gl_store *st, const struct gl_hookstore_key *k, size_t n, int64_t from_s, int64_t to_s,
 		       struct gl_hookstore_rate_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char lo[24], hi[24];
 	PGresult *r = NULL;
 	int rc;
@@ -437,9 +449,10 @@ static const char stages_sql[] =
 	" JOIN hook_stages s ON s.cluster_id = x.cid AND s.job_pk = x.job_pk";
 enum { SC_TAG, SC_STAGE, SC_STATUS };
 
-int gl_hookstore_stages(PGconn *c, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_stage_list *out,
+int gl_hookstore_stages(struct gl_store *st, const struct gl_hookstore_key *k, size_t n, struct gl_hookstore_stage_list *out,
 			struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -510,14 +523,15 @@ static int action_rows(PGconn *c, const struct gl_hookstore_action *a, struct gl
 	return rc;
 }
 
-int gl_hookstore_action_record(PGconn *c, const struct gl_hookstore_action *a, const char *audit_action,
+int gl_hookstore_action_record(struct gl_store *st, const struct gl_hookstore_action *a, const char *audit_action,
 			       const char *object, const char *audit_detail, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	int rc;
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		return rc;
 	if ((rc = action_rows(c, a, err)) ||
-	    (rc = gl_audit_append(c, a->actor, NULL, audit_action, object, a->ok ? "ok" : "error", audit_detail, err))) {
+	    (rc = gl_audit_append(gl_db_store(c), a->actor, NULL, audit_action, object, a->ok ? "ok" : "error", audit_detail, err))) {
 		rollback(c);
 		return rc;
 	}
@@ -566,9 +580,10 @@ static int external_stage(PGconn *c, const struct gl_hookstore_external *a, cons
 			   5, pr, NULL, err);
 }
 
-int gl_hookstore_external_record(PGconn *c, const struct gl_hookstore_external *a, const char *object,
+int gl_hookstore_external_record(struct gl_store *st, const struct gl_hookstore_external *a, const char *object,
 				 const char *audit_detail, struct gl_hookstore_recorded *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *q = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -576,7 +591,7 @@ int gl_hookstore_external_record(PGconn *c, const struct gl_hookstore_external *
 		return rc;
 	if ((rc = external_row(c, a, &q, err)) ||
 	    (a->ok && !PQgetisnull(q, 0, XC_CID) && !PQgetisnull(q, 0, XC_PK) && (rc = external_stage(c, a, q, err))) ||
-	    (rc = gl_audit_append(c, a->actor, NULL, "hook.record", object, a->ok ? "ok" : "error", audit_detail, err))) {
+	    (rc = gl_audit_append(gl_db_store(c), a->actor, NULL, "hook.record", object, a->ok ? "ok" : "error", audit_detail, err))) {
 		rollback(c);
 		goto out;
 	}
@@ -619,9 +634,10 @@ static void listed_decode(const PGresult *q, int r, struct gl_hookstore_listed *
 	o->stderr_text = col_dup(q, r, AC_STDERR);
 }
 
-int gl_hookstore_actions(PGconn *c, int64_t from_s, int64_t to_s, long limit, struct gl_hookstore_listed_list *out,
+int gl_hookstore_actions(struct gl_store *st, int64_t from_s, int64_t to_s, long limit, struct gl_hookstore_listed_list *out,
 			 struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char a[24], b[24], l[24];
 	PGresult *q = NULL;
 	int rc;

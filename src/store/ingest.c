@@ -43,9 +43,10 @@ void gl_ingest_stats_skip(struct gl_ingest_stats *s, const char *input, int64_t 
 	}
 }
 
-int gl_ingest_run_begin(PGconn *c, const char *source, int cluster_id, const char *input, int64_t *run_id,
+int gl_ingest_run_begin(struct gl_store *st, const char *source, int cluster_id, const char *input, int64_t *run_id,
 			struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	struct gl_strbuf in = GL_STRBUF_INIT;
 	char cid[16];
@@ -78,9 +79,10 @@ out:
 	return rc;
 }
 
-int gl_ingest_run_update(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
+int gl_ingest_run_update(struct gl_store *st, int64_t run_id, const struct gl_ingest_stats *s, const char *status,
 			 const char *error, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char id[24], lr[24], ins[24], upd[24], unc[24], sk[24], ign[24];
 	struct gl_strbuf reasons = GL_STRBUF_INIT, why = GL_STRBUF_INIT;
 	int rc, own_txn = 0;
@@ -125,9 +127,10 @@ out:
 	return rc;
 }
 
-int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
+int gl_ingest_run_fail(struct gl_store *st, int64_t run_id, const struct gl_ingest_stats *s, const char *error, const char *redo,
 		       struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_strbuf why = GL_STRBUF_INIT;
 	struct gl_err rb = {0};
 	int rc;
@@ -143,13 +146,14 @@ int gl_ingest_run_fail(PGconn *c, int64_t run_id, const struct gl_ingest_stats *
 		/* the cancel that cut the run short must not take its record too */
 		gl_dbcancel_defer();
 	}
-	rc = gl_ingest_run_update(c, run_id, s, "failed", gl_strbuf_cstr(&why), err);
+	rc = gl_ingest_run_update(gl_db_store(c), run_id, s, "failed", gl_strbuf_cstr(&why), err);
 	gl_strbuf_fini(&why);
 	return rc;
 }
 
-void gl_ingest_run_audit(PGconn *c, int64_t run_id)
+void gl_ingest_run_audit(struct gl_store *st, int64_t run_id)
 {
+	PGconn *c = gl_db_conn(st);
 	struct gl_err err = {0};
 	PGresult *r = NULL;
 	char id[24];
@@ -168,13 +172,13 @@ void gl_ingest_run_audit(PGconn *c, int64_t run_id)
 			" FROM ingest_runs r LEFT JOIN clusters c USING (cluster_id) WHERE r.run_id = $1",
 			1, (const char *[]){id}, &r, &err) == 0 &&
 	    PQntuples(r) == 1) {
-		const char *st = PQgetvalue(r, 0, 1);
-		const char *outcome = !strcmp(st, "ok") || !strcmp(st, "partial") ? "ok" : "error";
+		const char *status = PQgetvalue(r, 0, 1);
+		const char *outcome = !strcmp(status, "ok") || !strcmp(status, "partial") ? "ok" : "error";
 		/* written after its run, it has no decision to roll back with it:
 		 * a stop waits for it as for the writer's queue, no longer */
 		if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 			gl_dbcancel_defer_ms(GL_AUDIT_STOP_GRACE_MS);
-		if (gl_audit_append(c, gl_audit_process_actor(), NULL, "ingest.run", PQgetvalue(r, 0, 0), outcome,
+		if (gl_audit_append(st, gl_audit_process_actor(), NULL, "ingest.run", PQgetvalue(r, 0, 0), outcome,
 				    PQgetvalue(r, 0, 2), &err)) {
 			/* whole: the log keeps what the audit log could not */
 			struct gl_strbuf b = GL_STRBUF_INIT;
@@ -195,8 +199,9 @@ void gl_ingest_run_audit(PGconn *c, int64_t run_id)
 	PQclear(r);
 }
 
-int gl_ingest_watermark_get(PGconn *c, const char *source, int cluster_id, int64_t *wm, struct gl_err *err)
+int gl_ingest_watermark_get(struct gl_store *st, const char *source, int cluster_id, int64_t *wm, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
 	char cid[16];
 	int rc;
@@ -214,8 +219,9 @@ out:
 	return rc;
 }
 
-int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64_t wm, struct gl_err *err)
+int gl_ingest_watermark_set(struct gl_store *st, const char *source, int cluster_id, int64_t wm, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char cid[16], w[24];
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	snprintf(w, sizeof w, "%lld", (long long)wm);
@@ -227,8 +233,9 @@ int gl_ingest_watermark_set(PGconn *c, const char *source, int cluster_id, int64
 			   3, (const char *[]){source, cid, w}, NULL, err);
 }
 
-int gl_ingest_observed_set(PGconn *c, const char *source, int cluster_id, int64_t at_s, struct gl_err *err)
+int gl_ingest_observed_set(struct gl_store *st, const char *source, int cluster_id, int64_t at_s, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char cid[16], t[24];
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	snprintf(t, sizeof t, "%lld", (long long)at_s);

@@ -267,7 +267,7 @@ int gl_redactdb_run(struct gl_store *st, const char *actor, int dry_run, struct 
 			 (long long)res->skip_reasons, (long long)res->raced, (long long)res->hook_examined,
 			 (long long)res->hook_changed, (long long)res->hook_argv, (long long)res->hook_stderr,
 			 (long long)res->stage_errors);
-	if ((rc = gl_audit_append(c, actor, NULL, "db.redact", "ingest_runs", "ok", gl_strbuf_cstr(&detail), err)) ||
+	if ((rc = gl_audit_append(gl_db_store(c), actor, NULL, "db.redact", "ingest_runs", "ok", gl_strbuf_cstr(&detail), err)) ||
 	    (rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;
 	in_txn = 0;

@@ -113,7 +113,7 @@ int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfile_set *s
 	for (size_t i = 0; i < n && !rc; i++)
 		rc = insert_file(c, set, &files[i], err);
 	if (!rc)
-		rc = gl_audit_append(c, set->trigger, NULL, "report.generate", month, "ok", detail, err);
+		rc = gl_audit_append(gl_db_store(c), set->trigger, NULL, "report.generate", month, "ok", detail, err);
 	if (!rc)
 		rc = gl_db_exec(c, "COMMIT", err);
 	if (rc)
@@ -124,7 +124,7 @@ int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfile_set *s
 int gl_reportfiles_audit(struct gl_store *st, const char *actor, const char *month, const char *detail,
 			 struct gl_err *err)
 {
-	return gl_audit_append(gl_db_conn(st), actor, NULL, "report.generate", month, "ok", detail, err);
+	return gl_audit_append(st, actor, NULL, "report.generate", month, "ok", detail, err);
 }
 
 int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfile *f, struct gl_err *err)

@@ -90,7 +90,7 @@ int gl_retention_drop(struct gl_store *st, const struct gl_retention_policy *pol
 		cJSON_AddNumberToObject(detail, "est_rows", (double)res->est_rows);
 		if (!(text = cJSON_PrintUnformatted(detail)))
 			gl_oom(0);
-		if ((rc = gl_audit_append(c, gl_audit_process_actor(), NULL, "retention.drop", "partitions", "ok", text,
+		if ((rc = gl_audit_append(gl_db_store(c), gl_audit_process_actor(), NULL, "retention.drop", "partitions", "ok", text,
 					  err)))
 			goto out;
 	}

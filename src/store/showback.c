@@ -20,16 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gl_showback_aggregates[] = {"team", "project", "cost_center", "account", "user", NULL};
-
-int gl_showback_aggregate_ok(const char *dim)
-{
-	for (size_t i = 0; gl_showback_aggregates[i]; i++)
-		if (!strcmp(gl_showback_aggregates[i], dim))
-			return 1;
-	return 0;
-}
-
 int gl_showback_month_parse(const char *s, int64_t *start_s, struct gl_err *err)
 {
 	unsigned y, m;

@@ -179,7 +179,7 @@ int gl_token_create(struct gl_store *st, const char *name, const char *role, int
 	{
 		char obj[48];
 		snprintf(obj, sizeof obj, "token:%lld", (long long)*id_out);
-		if ((rc = gl_audit_append(c, actor, NULL, "token.create", obj, "ok", detail, err)))
+		if ((rc = gl_audit_append(gl_db_store(c), actor, NULL, "token.create", obj, "ok", detail, err)))
 			goto rollback;
 	}
 	rc = gl_db_exec(c, "COMMIT", err);
@@ -227,7 +227,7 @@ int gl_token_revoke(struct gl_store *st, const char *id_or_name, const char *act
 	cJSON_AddStringToObject(dj, "role", PQgetvalue(r, 0, 2));
 	detail = cJSON_PrintUnformatted(dj);
 	snprintf(obj, sizeof obj, "token:%lld", (long long)*id_out);
-	if ((rc = gl_audit_append(c, actor, NULL, "token.revoke", obj, "ok", detail, err)))
+	if ((rc = gl_audit_append(gl_db_store(c), actor, NULL, "token.revoke", obj, "ok", detail, err)))
 		goto rollback;
 	rc = gl_db_exec(c, "COMMIT", err);
 	goto out;
@@ -278,9 +278,10 @@ int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, st
 	return 0;
 }
 
-int gl_token_lookup(PGconn *c, const unsigned char hash[32], struct gl_token_info *out, int *found,
+int gl_token_lookup(struct gl_store *st, const unsigned char hash[32], struct gl_token_info *out, int *found,
 		    struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(st);
 	char hex[2 + 64 + 1];
 	PGresult *r = NULL;
 	int rc;

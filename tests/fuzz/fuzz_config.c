@@ -77,7 +77,7 @@ static void check_loaded(const struct gl_config *c)
 	for (size_t i = 0; i < c->n_budgets; i++)
 		if (strcmp(c->budgets[i].currency, c->currency) || gl_money_parse(c->budgets[i].amount, &v, &e) || v <= 0)
 			abort();
-	if (gl_hookpolicy_compile(c, &pol, &npol, &e) || npol != c->n_hook_policies)
+	if (gl_config_hookpolicies(c, &pol, &npol, &e) || npol != c->n_hook_policies)
 		abort();
 	gl_hookpolicy_free(pol, npol);
 	check_template(c->hook_slurm_command, c->hook_allow_shell);

@@ -17,6 +17,7 @@
  * Seeds: the bodies of docs/hook.md, docs/openapi.yaml and the http tests
  * (tests/fuzz/corpus/hook_body). */
 #include "gl/config.h"
+#include "gl/db.h"
 #include "gl/hook.h"
 #include "gl/jsonscan.h"
 #include "gl/utf8.h"
@@ -126,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (gl_config_load_buf(&cfg, NULL, NULL, 0, &err))
 			abort();
 	}
-	rc = gl_hook_record(dead, &cfg, (const char *)data, size, "token:1", 1795478400, &out, &param, &err);
+	rc = gl_hook_record(gl_db_store(dead), &cfg, (const char *)data, size, "token:1", 1795478400, &out, &param, &err);
 	if (rc == -GL_EDB) {
 		check_accepted((const char *)data, size);
 		return 0;

@@ -54,7 +54,7 @@ static void seed(PGconn *c, int n)
 		char obj[32], detail[64];
 		snprintf(obj, sizeof obj, "/v1/jobs/%d", i);
 		snprintf(detail, sizeof detail, "{\"status\": %d, \"n\": [%d, 1.50]}", 200 + i % 3, i);
-		if (gl_audit_append(c, i % 2 ? "token:1" : "system", i % 3 ? "10.0.0.1" : NULL, "http.request",
+		if (gl_audit_append(gl_db_store(c), i % 2 ? "token:1" : "system", i % 3 ? "10.0.0.1" : NULL, "http.request",
 				    i % 4 ? obj : NULL, "ok", detail, &err))
 			fail_msg("append: %s", err.msg);
 	}
@@ -124,9 +124,9 @@ static void *append_thread(void *arg)
 			struct gl_audit_entry e[5];
 			for (int k = 0; k < 5; k++)
 				e[k] = (struct gl_audit_entry){0, actor, NULL, "batch", NULL, "ok", NULL};
-			a->failed = gl_audit_append_batch(c, e, 5, NULL, &err) != 0;
+			a->failed = gl_audit_append_batch(gl_db_store(c), e, 5, NULL, &err) != 0;
 		} else {
-			a->failed = gl_audit_append(c, actor, "127.0.0.1", "single", "x", "ok", "{\"i\": 1}", &err) != 0;
+			a->failed = gl_audit_append(gl_db_store(c), actor, "127.0.0.1", "single", "x", "ok", "{\"i\": 1}", &err) != 0;
 		}
 	}
 	if (a->failed)
@@ -364,7 +364,7 @@ static void test_prune_drops_whole_months_and_stays_verifiable(void **state)
 	for (int i = 0; i < 8; i++)
 		e[i] = (struct gl_audit_entry){i < 5 ? 1579046400000000LL + i : 1581292800000000LL + i, "system", NULL,
 					       "ingest.run", "sacct", "ok", NULL}; /* 2020-01-15, 2020-02-10 */
-	assert_int_equal(gl_audit_append_batch(d.app, e, 8, NULL, &err), 0);
+	assert_int_equal(gl_audit_append_batch(gl_db_store(d.app), e, 8, NULL, &err), 0);
 	seed(d.app, 2);
 	/* through the log: the application role has no privilege on a partition */
 	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log"
@@ -422,7 +422,7 @@ static void test_prune_never_cuts_the_chain_in_the_middle(void **state)
 	for (int i = 0; i < 6; i++)
 		e[i] = (struct gl_audit_entry){at[i], "system", NULL, "ingest.run", "sacct", "ok", NULL};
 	for (int i = 0; i < 6; i++)
-		assert_int_equal(gl_audit_append_batch(d.app, &e[i], 1, NULL, &err), 0);
+		assert_int_equal(gl_audit_append_batch(gl_db_store(d.app), &e[i], 1, NULL, &err), 0);
 	seed(d.app, 2); /* now: seq 7, 8 */
 	assert_int_equal(gl_test_qint(d.app, "SELECT max(audit_id) FROM audit_log"
 					     " WHERE tableoid = 'audit_log_2020_01'::regclass"),
@@ -500,7 +500,7 @@ static void test_harden_leaves_the_service_role_insert_and_select(void **state)
 	/* what it must still do: append, read, roll partitions; and the owner
 	 * role, which migrates, still creates its tables */
 	seed(d.app, 2);
-	assert_int_equal(gl_audit_partitions_ensure(d.app, (int64_t)time(NULL) + 150 * 86400, 1, &err), 0);
+	assert_int_equal(gl_audit_partitions_ensure(gl_db_store(d.app), (int64_t)time(NULL) + 150 * 86400, 1, &err), 0);
 	assert_int_equal(gl_test_qint(d.app, "SELECT count(*) FROM audit_log"), 5);
 	assert_true(gl_test_exec_owner(d.dsn, "CREATE TABLE after_harden (x int); DROP TABLE after_harden") >= 0);
 	/* the owner keeps only SELECT and INSERT on the log, like the service */

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gl/capacity.h"
+#include "gl/capstore.h"
 #include "gl/db.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"

@@ -93,7 +93,7 @@ static void test_ingest_runs_partitioned_with_its_rows(void **state)
 			 gl_test_qint(c, "SELECT count(*) FROM generate_series(timestamptz '2025-01-01Z',"
 					 " date_trunc('month', now()) + interval '2 months', interval '1 month')"));
 	/* a new run numbers on */
-	assert_int_equal(gl_ingest_run_begin(c, "sacct", (int)gl_test_qint(c, "SELECT cluster_id FROM clusters"), "new",
+	assert_int_equal(gl_ingest_run_begin(gl_db_store(c), "sacct", (int)gl_test_qint(c, "SELECT cluster_id FROM clusters"), "new",
 					     &id, &err),
 			 0);
 	assert_int_equal(id, 5);

@@ -42,7 +42,7 @@ static void test_load_good(void **s)
 	assert_int_equal(c.n_hook_policies, 2);
 	assert_int_equal(c.hook_policies[0].line, 5);
 	assert_int_equal(c.hook_policies[1].line, 11);
-	assert_int_equal(gl_hookpolicy_compile(&c, &p, &n, &e), 0);
+	assert_int_equal(gl_config_hookpolicies(&c, &p, &n, &e), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(p[0].rule.kind, GL_IDLERULE_FIXED);
 	assert_int_equal(p[0].rule.t2_s, 105 * 60);
@@ -181,7 +181,7 @@ static void test_scope_exclude(void **s)
 	struct gl_hookpolicy_job pod = {"k", "kubernetes", NULL, NULL, NULL, "bob", "ml", nb, 2};
 	(void)s;
 	assert_int_equal(gl_config_load_buf(&c, "gl.yaml", good, strlen(good), &e), 0);
-	assert_int_equal(gl_hookpolicy_compile(&c, &p, &n, &e), 0);
+	assert_int_equal(gl_config_hookpolicies(&c, &p, &n, &e), 0);
 	assert_true(gl_hookpolicy_in_scope(&p[0], &slurm));
 	assert_false(gl_hookpolicy_in_scope(&p[1], &slurm));
 	assert_false(gl_hookpolicy_excluded(&p[0], &slurm, why, sizeof why));

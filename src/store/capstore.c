@@ -1,5 +1,5 @@
-/* Reading capacity and allocation per step (see include/gl/capacity.h). */
-#include "gl/capacity.h"
+/* Reading capacity and allocation per step (see include/gl/capstore.h). */
+#include "gl/capstore.h"
 #include "gl/accounting.h"
 #include "gl/db.h"
 #include "gl/strbuf.h"
