@@ -66,6 +66,7 @@ struct gl_dcgm_batch_gpu {
 	const char *node, *uuid, *profile, *model, *driver, *source;
 	int gi_id;
 	int mig_parent;
+	int gpu_index;              /* the source's index of the GPU on its node, -1 unknown */
 	const struct gl_dcgm_reading *r;
 	const char *const *jobs;
 	size_t njobs;

@@ -44,13 +44,14 @@ void gl_dcgmstore_stage_free(struct gl_dcgmstore_stage *s);
 /* ---- inventory ---- */
 /* One GPU of the round; "" strings are unknown (NULL). */
 struct gl_dcgmstore_gpu {
-	size_t idx;                 /* the driver's index: comes back in gl_dcgmstore_state */
+	size_t idx;                 /* the row's place in the round: comes back in gl_dcgmstore_state */
 	const char *node, *uuid, *profile, *model, *driver;
 	const char *source;         /* "dcgm", "nvidia_gpu_exporter", "amd", "nvidia-smi" */
 	int gi;                     /* GPU_I_ID, -1 for a whole GPU */
 	int have_memory;
 	int64_t memory_mib;
 	int mig_parent;
+	int gpu_index;              /* the source's index on its node (gpu, index, gpu_id), -1 unknown */
 };
 void gl_dcgmstore_add_gpu(struct gl_dcgmstore_stage *s, const struct gl_dcgmstore_gpu *g);
 /* The staged GPUs into nodes and gpus, seen at at_s (descriptive fields
@@ -159,6 +160,7 @@ int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, stru
 struct gl_inv_gpu {
 	char *cluster, *node, *uuid, *model_raw, *model, *profile, *driver, *source;
 	int mig_instance;        /* -1: the whole GPU */
+	int gpu_index;           /* the source's index on its node, -1 unknown */
 	int64_t first_seen_s, last_seen_s, absent_since_s;
 };
 /* Every GPU of cluster (NULL: all), by cluster, node, uuid, instance. The

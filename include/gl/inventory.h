@@ -55,6 +55,11 @@ struct gl_inventory_node {
  * source does not know the node), in clusters both sources cover. */
 struct gl_inventory_conflict {
 	char *cluster, *node;
+	/* which sources say so: the scheduler's node source ("scontrol",
+	 * "kube", ...) and the GPU sources that report the node's GPUs ("dcgm",
+	 * "amd", "nvidia-smi", "nvidia_gpu_exporter"), comma-separated; "" when
+	 * that side has none */
+	char *scheduler_source, *exporter_sources;
 	int64_t scheduler_gpus, exporter_gpus;
 	int scheduler_gpus_null, exporter_gpus_null;
 };

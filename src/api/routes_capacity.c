@@ -389,14 +389,17 @@ static cJSON *conflict_json(const struct gl_inventory_conflict *c)
 	gl_apijson_add_str(o, "node", c->node);
 	gl_apijson_add_int(o, "scheduler_gpus", c->scheduler_gpus, c->scheduler_gpus_null);
 	gl_apijson_add_int(o, "exporter_gpus", c->exporter_gpus, c->exporter_gpus_null);
+	gl_apijson_add_str(o, "scheduler_source", *c->scheduler_source ? c->scheduler_source : NULL);
+	gl_apijson_add_str(o, "exporter_sources", *c->exporter_sources ? c->exporter_sources : NULL);
 	if (c->scheduler_gpus_null)
-		snprintf(msg, sizeof msg, "the exporter sees %lld GPUs on a node the scheduler does not list",
+		snprintf(msg, sizeof msg, "%s reports %lld GPUs on a node the scheduler does not list", c->exporter_sources,
 			 (long long)c->exporter_gpus);
 	else if (c->exporter_gpus_null)
-		snprintf(msg, sizeof msg, "the scheduler lists %lld GPUs; the exporter sees none", (long long)c->scheduler_gpus);
+		snprintf(msg, sizeof msg, "the scheduler (%s) lists %lld GPUs; no GPU source reports any", c->scheduler_source,
+			 (long long)c->scheduler_gpus);
 	else
-		snprintf(msg, sizeof msg, "the scheduler says %lld GPUs, the exporter sees %lld", (long long)c->scheduler_gpus,
-			 (long long)c->exporter_gpus);
+		snprintf(msg, sizeof msg, "the scheduler (%s) says %lld GPUs, %s reports %lld", c->scheduler_source,
+			 (long long)c->scheduler_gpus, c->exporter_sources, (long long)c->exporter_gpus);
 	cJSON_AddStringToObject(o, "kind", gl_inventory_conflict_kind(c));
 	cJSON_AddStringToObject(o, "message", msg);
 	return o;
@@ -426,8 +429,15 @@ static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s, int6
 	return root;
 }
 
+/* A GPU is stale when it stopped reporting (absent_since) or nobody
+ * observed it for longer than the absent grace, as a node is. */
+static int inv_gpu_stale(const struct gl_inv_gpu *g, int64_t now_s, int64_t grace_s)
+{
+	return g->absent_since_s != GL_TIME_NONE || (g->last_seen_s != GL_TIME_NONE && now_s - g->last_seen_s > grace_s);
+}
+
 /* Every GPU a source reports, JSON. */
-static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n)
+static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n, int64_t now_s, int64_t grace_s)
 {
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
@@ -441,10 +451,15 @@ static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n)
 			else
 				cJSON_AddNullToObject(o, k[j]);
 		}
+		if (v[i].gpu_index >= 0)
+			cJSON_AddNumberToObject(o, "index", v[i].gpu_index);
+		else
+			cJSON_AddNullToObject(o, "index");
 		if (v[i].mig_instance >= 0)
 			cJSON_AddNumberToObject(o, "mig_instance", v[i].mig_instance);
 		else
 			cJSON_AddNullToObject(o, "mig_instance");
+		cJSON_AddBoolToObject(o, "stale", inv_gpu_stale(&v[i], now_s, grace_s));
 		gl_apijson_add_time(o, "first_seen", v[i].first_seen_s);
 		gl_apijson_add_time(o, "last_seen", v[i].last_seen_s);
 		if (v[i].absent_since_s != GL_TIME_NONE)
@@ -457,16 +472,20 @@ static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n)
 }
 
 /* table=gpus: the GPUs the sources report, one row each. */
-static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_t n)
+static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_t n, int64_t now_s, int64_t grace_s)
 {
 	struct gl_strbuf *o = &resp->body;
 	char t[32];
-	gl_apijson_csv_header(o, (const char *const[]){"cluster", "node", "uuid", "model_raw", "model", "mig_profile",
-						       "mig_instance", "driver", "source", "first_seen", "last_seen",
-						       "absent_since", NULL});
+	gl_apijson_csv_header(o, (const char *const[]){"cluster", "node", "index", "uuid", "model_raw", "model",
+						       "mig_profile", "mig_instance", "driver", "source", "first_seen",
+						       "last_seen", "absent_since", "stale", NULL});
 	for (size_t i = 0; i < n; i++) {
-		const char *s[] = {v[i].cluster, v[i].node, v[i].uuid, v[i].model_raw, v[i].model, v[i].profile};
-		for (int j = 0; j < 6; j++)
+		const char *s[] = {v[i].uuid, v[i].model_raw, v[i].model, v[i].profile};
+		gl_csv_field(o, v[i].cluster);
+		gl_csv_field(o, v[i].node);
+		snprintf(t, sizeof t, "%d", v[i].gpu_index);
+		gl_csv_field(o, v[i].gpu_index >= 0 ? t : "");
+		for (int j = 0; j < 4; j++)
 			gl_csv_field(o, s[j]);
 		snprintf(t, sizeof t, "%d", v[i].mig_instance);
 		gl_csv_field(o, v[i].mig_instance >= 0 ? t : "");
@@ -479,6 +498,7 @@ static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_
 		if (v[i].absent_since_s != GL_TIME_NONE)
 			gl_time_format(v[i].absent_since_s, t, sizeof t);
 		gl_csv_field(o, v[i].absent_since_s != GL_TIME_NONE ? t : "");
+		gl_csv_field(o, inv_gpu_stale(&v[i], now_s, grace_s) ? "true" : "false");
 		gl_csv_end(o);
 	}
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("inventory_gpus.csv"));
@@ -506,7 +526,7 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 		if ((rc = gl_dcgmstore_inv_gpus(st, cluster, &gv, &ng, &err)))
 			goto out;
 		if (!(rc2 = gl_apijson_data_through(req, resp, NULL, &upto)))
-			inv_gpus_csv(resp, gv, ng);
+			inv_gpus_csv(resp, gv, ng, req->now_s, req->cfg->inventory_absent_grace_s);
 		goto out;
 	}
 	if (!csv && ((rc = gl_inventory_clusters(st, cluster, &inv, &err))))
@@ -524,7 +544,7 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	{
 		cJSON *root = inventory_json(&inv, req->now_s, req->cfg->inventory_absent_grace_s);
 		/* every GPU any source reports: exporters, AMD, nvidia-smi */
-		cJSON_AddItemToObject(root, "gpus", inv_gpus_json(gv, ng));
+		cJSON_AddItemToObject(root, "gpus", inv_gpus_json(gv, ng, req->now_s, req->cfg->inventory_absent_grace_s));
 		if (!(rc2 = gl_apijson_data_through(req, resp, root, &upto)))
 			gl_apijson_put(resp, root);
 		cJSON_Delete(root);

@@ -64,6 +64,7 @@ struct bgpu {
 	size_t host, uuid, profile, model, driver, source; /* offsets into str */
 	int gi_id;
 	int mig_parent;
+	int gpu_index; /* -1 unknown */
 	struct gl_dcgm_reading r;
 	size_t job0, njobs; /* into refs: one offset per hpc_job value */
 	size_t pod0, npods; /* into refs: three offsets (ns, pod, container) per pod */
@@ -187,6 +188,7 @@ void gl_dcgm_batch_add_gpu(struct gl_dcgm_batch *b, const struct gl_dcgm_batch_g
 	o->source = put_str(b, gl_dcgm_ingest_source_name(g->source));
 	o->gi_id = g->gi_id;
 	o->mig_parent = g->mig_parent;
+	o->gpu_index = g->gpu_index;
 	o->r = *g->r;
 	o->job0 = b->nrefs;
 	o->njobs = g->njobs;
@@ -235,6 +237,7 @@ void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, 
 		o->driver = put_str(b, g->driver_version);
 		o->source = put_str(b, gl_dcgm_ingest_source_name(g->source));
 		o->gi_id = g->gi_id;
+		o->gpu_index = g->gpu_index;
 		o->r = g->r;
 		o->job0 = b->nrefs;
 		o->njobs = g->njobs;
@@ -338,7 +341,7 @@ static void stage_inventory(struct round *R)
 		const struct bgpu *g = &b->g[i];
 		struct gl_dcgmstore_gpu row = {i,	  S + g->host, S + g->uuid,	   S + g->profile, S + g->model,
 					       S + g->driver, S + g->source, g->gi_id, 0,		   0,
-					       g->mig_parent};
+					       g->mig_parent, g->gpu_index};
 		row.have_memory = gl_dcgm_reading_has(&g->r, GL_DCGM_FB_USED_MIB) &&
 				  gl_dcgm_reading_has(&g->r, GL_DCGM_FB_FREE_MIB);
 		if (row.have_memory)

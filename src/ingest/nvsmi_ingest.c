@@ -159,7 +159,7 @@ static void add_round(struct gl_dcgm_batch *batch, const struct node *nd, const 
 		const struct gl_nvsmi_gpu *g = &d->r.gpus[s->gpu];
 		const char *jobs[16];
 		struct gl_dcgm_batch_gpu bg = {d->node, g->uuid, "", g->model, g->driver_version, "nvidia-smi", g->gi_id, 0,
-					       &s->r, jobs, 0};
+					       g->index, &s->r, jobs, 0};
 		/* a whole GPU whose instances are in the same round is their parent */
 		for (size_t k = a; k < b && g->gi_id < 0; k++) {
 			const struct gl_nvsmi_gpu *o;

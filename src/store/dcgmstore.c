@@ -71,7 +71,7 @@ static void fmt_i64(char *b, size_t n, int64_t v)
 
 static const char k_temp_sql[] =
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_inv (idx integer, node text, uuid text, gi integer,"
-	" profile text, model text, driver text, memory_mib bigint, mig_parent boolean, source text) ON COMMIT DELETE ROWS;"
+	" profile text, model text, driver text, memory_mib bigint, mig_parent boolean, source text, gpu_index integer) ON COMMIT DELETE ROWS;"
 	"CREATE TEMP TABLE IF NOT EXISTS gl_dcgm_use (gpu_id bigint, busy integer, nodata integer,"
 	" active_sum double precision, engine_n integer, fb_max double precision, power_max double precision,"
 	" energy_mj bigint, resets integer, xid bigint, covered_s bigint, busy_s bigint, idle_s bigint,"
@@ -146,7 +146,11 @@ void gl_dcgmstore_add_gpu(struct gl_dcgmstore_stage *s, const struct gl_dcgmstor
 	else
 		c_str(o, NULL, 0);
 	c_str(o, g->mig_parent ? "t" : "f", 0);
-	c_str(o, g->source, 1);
+	c_str(o, g->source, 0);
+	if (g->gpu_index >= 0)
+		c_i64(o, g->gpu_index, 1);
+	else
+		c_str(o, NULL, 1);
 }
 
 /* a count from a one-row result, and the result cleared */
@@ -171,10 +175,10 @@ static const char nodes_sql[] =
  * only widens first/last seen */
 static const char gpus_sql[] =
 	"WITH up AS (INSERT INTO gpus (cluster_id, node_id, uuid, mig_instance, model, memory_mib,"
-	" mig_profile, driver, first_seen, last_seen, mig_parent, source)"
+	" mig_profile, driver, first_seen, last_seen, mig_parent, source, gpu_index)"
 	" SELECT DISTINCT ON (i.node, i.uuid, i.gi) $1::integer, n.node_id, i.uuid, i.gi, i.model,"
 	" i.memory_mib, i.profile, i.driver, to_timestamp($2::bigint), to_timestamp($2::bigint), i.mig_parent,"
-	" i.source"
+	" i.source, i.gpu_index"
 	" FROM gl_dcgm_inv i JOIN nodes n ON n.cluster_id = $1::integer AND n.name = i.node"
 	" ORDER BY i.node, i.uuid, i.gi, i.idx"
 	" ON CONFLICT (cluster_id, node_id, uuid, mig_instance) DO UPDATE SET"
@@ -184,14 +188,16 @@ static const char gpus_sql[] =
 	" driver = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.driver, gpus.driver) ELSE gpus.driver END,"
 	" mig_parent = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN EXCLUDED.mig_parent ELSE gpus.mig_parent END,"
 	" source = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.source, gpus.source) ELSE gpus.source END,"
+	" gpu_index = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.gpu_index, gpus.gpu_index) ELSE gpus.gpu_index END,"
 	" first_seen = least(gpus.first_seen, EXCLUDED.first_seen),"
 	" last_seen = greatest(gpus.last_seen, EXCLUDED.last_seen),"
 	" absent_since = CASE WHEN EXCLUDED.last_seen > gpus.absent_since THEN NULL ELSE gpus.absent_since END"
 	" WHERE EXCLUDED.last_seen > gpus.last_seen OR EXCLUDED.first_seen < gpus.first_seen"
 	"  OR (EXCLUDED.last_seen = gpus.last_seen AND (gpus.model, gpus.memory_mib, gpus.mig_profile, gpus.driver, gpus.mig_parent,"
-	"      gpus.source) IS DISTINCT FROM (coalesce(EXCLUDED.model, gpus.model), coalesce(EXCLUDED.memory_mib, gpus.memory_mib),"
-	"      coalesce(EXCLUDED.mig_profile, gpus.mig_profile), coalesce(EXCLUDED.driver, gpus.driver), EXCLUDED.mig_parent,"
-	"      coalesce(EXCLUDED.source, gpus.source)))"
+	"      gpus.source, gpus.gpu_index) IS DISTINCT FROM (coalesce(EXCLUDED.model, gpus.model),"
+	"      coalesce(EXCLUDED.memory_mib, gpus.memory_mib), coalesce(EXCLUDED.mig_profile, gpus.mig_profile),"
+	"      coalesce(EXCLUDED.driver, gpus.driver), EXCLUDED.mig_parent, coalesce(EXCLUDED.source, gpus.source),"
+	"      coalesce(EXCLUDED.gpu_index, gpus.gpu_index)))"
 	" RETURNING (xmax = 0) AS ins) SELECT count(*) FILTER (WHERE ins) FROM up";
 
 int gl_dcgmstore_inventory(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t *nodes,
@@ -592,9 +598,10 @@ int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_in
 			      "SELECT cl.name, nd.name, g.uuid, coalesce(g.model, ''), coalesce(gl_gpu_model(g.model), ''),"
 			      " coalesce(g.mig_profile, ''), coalesce(g.driver, ''), coalesce(g.source, ''), g.mig_instance,"
 			      " extract(epoch FROM g.first_seen)::bigint, extract(epoch FROM g.last_seen)::bigint,"
-			      " extract(epoch FROM g.absent_since)::bigint"
+			      " extract(epoch FROM g.absent_since)::bigint, coalesce(g.gpu_index, -1)"
 			      " FROM gpus g JOIN nodes nd ON nd.node_id = g.node_id JOIN clusters cl ON cl.cluster_id = g.cluster_id"
-			      " WHERE $1::text IS NULL OR cl.name = $1 ORDER BY 1, 2, 3, 9",
+			      " WHERE $1::text IS NULL OR cl.name = $1"
+			      " ORDER BY 1, 2, g.gpu_index NULLS LAST, 3, 9",
 			      1, (const char *[]){cluster}, &r, err)))
 		goto out;
 	*n = (size_t)PQntuples(r);
@@ -608,6 +615,7 @@ int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_in
 		g->mig_instance = atoi(PQgetvalue(r, (int)i, 8));
 		for (int k = 0; k < 3; k++)
 			*tm[k] = PQgetisnull(r, (int)i, 9 + k) ? GL_TIME_NONE : atoll(PQgetvalue(r, (int)i, 9 + k));
+		g->gpu_index = atoi(PQgetvalue(r, (int)i, 12));
 	}
 out:
 	PQclear(r);

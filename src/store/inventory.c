@@ -162,20 +162,27 @@ int gl_inventory_nodes(struct gl_store *st, const char *cluster, int64_t at_s, s
 #define CF(m) GL_PGROW_N(struct gl_inventory_conflict, I64, m, m##_null)
 static const struct gl_pgrow_field conflict_fields[] = {
 	GL_PGROW(struct gl_inventory_conflict, STR, cluster), GL_PGROW(struct gl_inventory_conflict, STR, node),
-	CF(scheduler_gpus), CF(exporter_gpus),
+	GL_PGROW(struct gl_inventory_conflict, STR, scheduler_source),
+	GL_PGROW(struct gl_inventory_conflict, STR, exporter_sources), CF(scheduler_gpus), CF(exporter_gpus),
 };
 #undef CF
 
 int gl_inventory_conflicts(struct gl_store *st, const char *cluster, struct gl_inventory *inv, struct gl_err *err)
 {
 	static const char sql[] =
-		"WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g FROM node_gpu_spans WHERE valid_to IS NULL"
+		"WITH sch AS (SELECT cluster_id, node, sum(gpus) AS g,"
+		"  string_agg(DISTINCT source, ',' ORDER BY source) AS src FROM node_gpu_spans WHERE valid_to IS NULL"
 		"  GROUP BY 1, 2),"
-		" exp AS (SELECT gp.cluster_id, nd.name AS node, count(DISTINCT gp.uuid) AS g FROM gpus gp"
-		"  JOIN nodes nd ON nd.node_id = gp.node_id WHERE gp.absent_since IS NULL GROUP BY 1, 2),"
+		/* a physical GPU once, whichever source (dcgm, AMD, nvidia-smi)
+		 * reports it and however many MIG/partition rows it has; rows
+		 * written before sql/048 are dcgm-exporter's */
+		" exp AS (SELECT gp.cluster_id, nd.name AS node, count(DISTINCT gp.uuid) AS g,"
+		"  string_agg(DISTINCT coalesce(gp.source, 'dcgm'), ',' ORDER BY coalesce(gp.source, 'dcgm')) AS src"
+		"  FROM gpus gp JOIN nodes nd ON nd.node_id = gp.node_id WHERE gp.absent_since IS NULL GROUP BY 1, 2),"
 		" both_c AS (SELECT DISTINCT sch.cluster_id FROM sch JOIN exp USING (cluster_id))"
-		" SELECT cl.name AS cluster, coalesce(sch.node, exp.node) AS node, sch.g AS scheduler_gpus,"
-		" exp.g AS exporter_gpus"
+		" SELECT cl.name AS cluster, coalesce(sch.node, exp.node) AS node,"
+		" coalesce(sch.src, '') AS scheduler_source, coalesce(exp.src, '') AS exporter_sources,"
+		" sch.g AS scheduler_gpus, exp.g AS exporter_gpus"
 		" FROM sch FULL JOIN exp ON exp.cluster_id = sch.cluster_id AND exp.node = sch.node"
 		" JOIN clusters cl ON cl.cluster_id = coalesce(sch.cluster_id, exp.cluster_id)"
 		" WHERE coalesce(sch.cluster_id, exp.cluster_id) IN (SELECT cluster_id FROM both_c)"

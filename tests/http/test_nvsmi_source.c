@@ -81,15 +81,16 @@ static void inventory_lists_them(void)
 			    gl_test_qstr(g_c, "SELECT gl_gpu_model('NVIDIA L40S')"));
 	assert_string_equal(cJSON_GetObjectItem(g, "driver")->valuestring, "595.80");
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(g, "mig_instance")));
+	assert_int_equal(gl_test_jnum(g, "index"), 0);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(g, "absent_since")));
 	assert_non_null(cJSON_GetObjectItem(g, "first_seen")->valuestring);
 	cJSON_Delete(inv);
 	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/inventory?cluster=nvm&format=csv&table=gpus", NULL, 0, NULL, &r),
 			 0);
 	assert_int_equal(r.status, 200);
-	assert_non_null(strstr(r.body, "cluster,node,uuid,model_raw,model,mig_profile,mig_instance,driver,source,"
-				       "first_seen,last_seen,absent_since\r\n"));
-	assert_non_null(strstr(r.body, "nvm,nvm1,GPU-"));
+	assert_non_null(strstr(r.body, "cluster,node,index,uuid,model_raw,model,mig_profile,mig_instance,driver,source,"
+				       "first_seen,last_seen,absent_since,stale\r\n"));
+	assert_non_null(strstr(r.body, "nvm,nvm1,0,GPU-"));
 	assert_non_null(strstr(r.body, ",595.80,nvidia-smi,"));
 	gl_test_http_fini(&r);
 	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/inventory?format=csv&table=pods", NULL, 0, NULL, &r), 0);

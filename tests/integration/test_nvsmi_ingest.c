@@ -212,10 +212,53 @@ static void test_apps_attribute_job(void **state)
 	free(u);
 }
 
+/* The real H100 capture with its utilization.gpu column cut out (header and
+ * rows): the busy share cannot be read, so the capture is refused naming the
+ * file and the column, and nothing of it is stored. */
+static void test_missing_column_refused(void **state)
+{
+	size_t len;
+	char *cap = gl_test_read_file(gl_test_fixture(FX "h100_query_gpu.csv"), &len), *err = NULL, *line, *save = NULL;
+	const char *p = tmpf("h100_no_util.csv");
+	int col = -1, cut = 0;
+	FILE *f;
+	(void)state;
+	assert_non_null(cap);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	for (line = strtok_r(cap, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *fld, *s2 = NULL;
+		int k = 0, first = 1;
+		for (fld = strtok_r(line, ",", &s2); fld; fld = strtok_r(NULL, ",", &s2), k++) {
+			if (col < 0 && !strcmp(fld, " utilization.gpu [%]"))
+				col = k;
+			if (k == col) {
+				cut++;
+				continue;
+			}
+			fprintf(f, "%s%s", first ? "" : ",", fld);
+			first = 0;
+		}
+		fputc('\n', f);
+	}
+	assert_int_equal(fclose(f), 0);
+	assert_true(col > 0);
+	assert_int_equal(cut, 3); /* the header and both samples */
+	assert_int_not_equal(nvsmi("nvmiss", "nv8", p, NULL, NULL, &err), 0);
+	assert_non_null(strstr(err, "h100_no_util.csv"));
+	assert_non_null(strstr(err, "required column 'utilization.gpu' missing"));
+	free(err);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM gpus g JOIN clusters c ON c.cluster_id = g.cluster_id"
+					   " WHERE c.name = 'nvmiss'"),
+			 0);
+	free(cap);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_into_books),
+		cmocka_unit_test(test_missing_column_refused),
 		cmocka_unit_test(test_bad_rows_named),
 		cmocka_unit_test(test_apps_attribute_job),
 	};

@@ -76,10 +76,34 @@ static void test_neither(void **state)
 	assert_null(p.v);
 }
 
+/* A node running no job: the header alone, or a line no job owns. Nothing
+ * to find, and no empty list handed to qsort (UBSan: a NULL argument; found
+ * by tests/fuzz/fuzz_jobpids.c). */
+static void test_no_job(void **state)
+{
+	struct gl_jobpids p;
+	struct gl_err e = {0};
+	(void)state;
+	assert_int_equal(parse("PID      JOBID    STEPID   LOCALID GLOBALID\n", &p), 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(p.bad, 0);
+	assert_null(gl_jobpids_find(&p, 1));
+	gl_jobpids_fini(&p);
+	assert_int_equal(parse("PID JOBID STEPID LOCALID GLOBALID\nnot a line\n", &p), 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(p.bad, 1);
+	assert_int_equal(p.first_bad, 2);
+	gl_jobpids_fini(&p);
+	assert_int_equal(gl_jobpids_parse("/proc/1/cgroup:0::/init.scope\n", 30, &p, &e), 0);
+	assert_int_equal(p.n, 0);
+	gl_jobpids_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listpids),
+		cmocka_unit_test(test_no_job),
 		cmocka_unit_test(test_cgroup),
 		cmocka_unit_test(test_neither),
 	};

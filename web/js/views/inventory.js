@@ -1,7 +1,62 @@
 // Inventory: clusters, nodes and their GPUs (model, MIG, source, since),
-// state, and conflicts between sources; filter by any text.
+// state, and conflicts between sources; filter by any text. Below, every
+// GPU the GPU sources report (dcgm-exporter, AMD, nvidia-smi), a table per
+// node, stale ones marked.
 import { h, stat, table } from '../ui.js';
 import * as f from '../fmt.js';
+
+// One row of a node's GPU table: the /v1/inventory gpus object as shown.
+export function gpuRow(g) {
+	const inst = g.mig_instance === null ? '' : '#' + g.mig_instance;
+	return {
+		index: g.index,
+		uuid: g.uuid || '—',
+		model: g.model || '—',
+		model_raw: g.model_raw || '—',
+		profile: [g.mig_profile, inst].filter(Boolean).join(' ') || '—',
+		driver: g.driver || '—',
+		source: g.source || '—',
+		last_seen: g.last_seen,
+		stale: g.stale ? (g.absent_since ? 'stale: absent since ' + f.time(g.absent_since) : 'stale') : '',
+		__class: g.stale ? 'stale' : null,
+	};
+}
+
+// A table per node of the GPUs its sources report, in the API's order.
+function gpuTables(gpus) {
+	const byNode = new Map();
+	for (const g of gpus) {
+		const k = g.cluster + '/' + g.node;
+		if (!byNode.has(k)) byNode.set(k, []);
+		byNode.get(k).push(g);
+	}
+	const cols = [
+		{ key: 'index', label: 'Index', num: true, fmt: (r) => (r.index === null ? '—' : String(r.index)) },
+		{ key: 'uuid', label: 'UUID / serial' }, { key: 'model', label: 'Model' }, { key: 'model_raw', label: 'Reported as' },
+		{ key: 'profile', label: 'MIG / partition' }, { key: 'driver', label: 'Driver' }, { key: 'source', label: 'Source' },
+		{ key: 'last_seen', label: 'Last seen', fmt: (r) => f.time(r.last_seen) }, { key: 'stale', label: 'Stale' },
+	];
+	let i = 0;
+	return h('section', { id: 'inventory-gpus', 'aria-label': 'GPUs the sources report' },
+		h('h2', { text: 'GPUs the sources report (' + gpus.length + ')' }),
+		gpus.length ? [...byNode].map(([k, list]) => {
+			const stale = list.filter((g) => g.stale).length;
+			const el = table({
+				id: 'inventory-gpus-' + i++, title: k + ': ' + list.length + (list.length === 1 ? ' GPU' : ' GPUs') + (stale ? ', ' + stale + ' stale' : ''),
+				cols, rows: list.map(gpuRow),
+			});
+			el.dataset.node = k;
+			return el;
+		}) : h('p', { class: 'note', text: 'No GPU source (dcgm-exporter, AMD exporter, nvidia-smi) has reported a GPU yet.' }));
+}
+
+const conflictCols = [
+	{ key: 'cluster', label: 'Cluster' }, { key: 'node', label: 'Node' }, { key: 'kind', label: 'Kind' },
+	{ key: 'scheduler_source', label: 'Scheduler', fmt: (r) => r.scheduler_source ?? '—' },
+	{ key: 'scheduler_gpus', label: 'Scheduler GPUs', num: true },
+	{ key: 'exporter_sources', label: 'GPU sources', fmt: (r) => r.exporter_sources ?? '—' },
+	{ key: 'exporter_gpus', label: 'Reported GPUs', num: true }, { key: 'message', label: 'Message' },
+];
 
 export async function render(ctx) {
 	const inv = await ctx.get('/v1/inventory');
@@ -44,9 +99,9 @@ export async function render(ctx) {
 		h('div', { class: 'filter' }, h('label', { for: 'inventory-filter', text: 'Filter ' }), search),
 		holder,
 		inv.conflicts.length ? table({
-			id: 'inventory-conflicts', title: 'Conflicts between sources',
-			cols: Object.keys(inv.conflicts[0]).map((k) => ({ key: k, label: k.replace(/_/g, ' '), fmt: (r) => (typeof r[k] === 'object' && r[k] !== null ? JSON.stringify(r[k]) : String(r[k] ?? '—')) })),
-			rows: inv.conflicts,
+			id: 'inventory-conflicts', title: 'Conflicts between sources (' + inv.conflicts.length + ')', sortKey: 'node', sortDir: 'asc',
+			cols: conflictCols, rows: inv.conflicts,
 		}) : h('p', { class: 'note', text: 'No conflicts between sources.' }),
+		gpuTables(inv.gpus || []),
 	];
 }
