@@ -51,9 +51,9 @@ static int setup(void **state)
 	if (gl_test_token_create(g_dsn, "viewer", "viewer", NULL, t_viewer, sizeof t_viewer, NULL) ||
 	    gl_test_token_create(g_dsn, "finance", "finance", NULL, t_finance, sizeof t_finance, NULL) ||
 	    gl_test_token_create(g_dsn, "hook", "hook", NULL, t_hook, sizeof t_hook, NULL) ||
-	    gl_test_token_create(g_dsn, "finance-teama", "finance", (const char *const[]){"--scope", "owner=teama", NULL},
+	    gl_test_token_create(g_dsn, "finance-teama", "finance", (const char *const[]){"--scope", "account=teama", NULL},
 				 t_scoped, sizeof t_scoped, NULL) ||
-	    gl_test_token_create(g_dsn, "hook-teama", "hook", (const char *const[]){"--scope", "owner=teama", NULL},
+	    gl_test_token_create(g_dsn, "hook-teama", "hook", (const char *const[]){"--scope", "account=teama", NULL},
 				 t_hook_scoped, sizeof t_hook_scoped, NULL) ||
 	    gl_test_token_create(g_dsn, "expired", "viewer", (const char *const[]){"--expires", "2001-01-01", NULL},
 				 t_expired, sizeof t_expired, NULL))
@@ -306,7 +306,8 @@ static void test_duplicate_live_name_is_refused_in_words(void **state)
 	gl_test_out_fini(&o);
 }
 
-/* A scope naming a synthetic chargeback row is no owner: refused, no token. */
+/* A scope naming a synthetic chargeback row is no owner: refused as bad
+ * input (exit 2), no token. */
 static void test_scope_on_synthetic_row_is_refused(void **state)
 {
 	static const char *const names[] = {"owner=__idle__", "owner=__unallocated__"};
@@ -315,7 +316,7 @@ static void test_scope_on_synthetic_row_is_refused(void **state)
 		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "token", "create", "--name", "synthetic", "--role", "viewer",
 					     "--scope", names[i], NULL),
 				 0);
-		assert_int_equal(o.status, 1);
+		assert_int_equal(o.status, 2);
 		if (!strstr(o.err, "is the name of a synthetic row"))
 			fail_msg("stderr: %s", o.err);
 		assert_null(strstr(o.out, "glt_"));
@@ -453,7 +454,7 @@ static void test_admin_endpoints(void **state)
 	assert_int_equal(get("/v1/tokens", NULL, 0, NULL, &r), 200);
 	assert_null(strstr(r.body, "glt_"));
 	assert_null(strstr(r.body, "sha256"));
-	assert_non_null(strstr(r.body, "\"owners\":[\"teama\"]"));
+	assert_non_null(strstr(r.body, "\"owners\":[\"account=teama\"]"));
 	gl_test_http_fini(&r);
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "token", "list", NULL), 0);
 	assert_int_equal(o.status, 0);
