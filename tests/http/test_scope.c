@@ -257,6 +257,128 @@ static void test_jobs_of_the_scope(void **state)
 	}
 }
 
+/* The text of a PDF (pdftotext). */
+static char *pdf_text(const struct gl_test_http *r, const char *name)
+{
+	char path[512], cmd[600];
+	static char txt[1 << 18];
+	size_t n;
+	FILE *f;
+	snprintf(path, sizeof path, "%s/%s.pdf", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp", name);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(r->body, 1, r->len, f), r->len);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "pdftotext '%s' -", path);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	n = fread(txt, 1, sizeof txt - 1, f);
+	txt[n] = '\0';
+	assert_int_equal(pclose(f), 0);
+	return txt;
+}
+
+/* The CSV line of row name ("vision,...") in body, into out. */
+static int csv_line(const char *body, const char *name, char *out, size_t n)
+{
+	size_t len = strlen(name);
+	for (const char *p = body; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, name, len) && p[len] == ',') {
+			size_t l = strcspn(p, "\r\n");
+			snprintf(out, n, "%.*s", (int)l, p);
+			return 1;
+		}
+	return 0;
+}
+
+/* Cuts a CSV line (no quoted commas) before its field k (0-based). */
+static void cut_at_field(char *line, int k)
+{
+	for (char *p = line; *p; p++)
+		if (*p == ',' && --k == 0) {
+			*p = '\0';
+			return;
+		}
+}
+
+/* The showback report of a scope by its dimension: its rows as the
+ * admin's report has them, and in every table, the HTML and the PDF text
+ * nothing of another owner (names, GPU-seconds, hours, money) or the
+ * fleet's idle. A scope across dimensions, or another aggregate, is 403. */
+static void test_report_of_the_scope(void **state)
+{
+	static const char *const tables[] = {"owners", "models", "daily", "fleet", "waits", "top_cost", "top_idle",
+					     "reconciliation", "rates", "owner_rules", "partial", "inference"};
+	/* language: 33,262 s = 9.239 h, 33.26; robotics: 12,347 s = 3.430 h, 12.35 */
+	static const char *const figures[] = {"33262", "9.239", "33.26", "12347", "3.430", "12.35", NULL};
+	static const size_t toks[] = {0, 1, 4};
+	static const char *const rows[] = {"vision", "vision", "alice"};
+	struct gl_test_http r;
+	char path[256], want[1024], got[1024];
+	for (size_t t = 0; t < 3; t++) {
+		const struct scoped *sc = &g_tok[toks[t]];
+		const char *agg = t == 2 ? "user" : "team";
+		for (size_t k = 0; k < sizeof tables / sizeof tables[0]; k++) {
+			snprintf(path, sizeof path, "/v1/reports/showback?month=2026-10&format=csv&table=%s", tables[k]);
+			if (get(path, sc->token, &r) != 200)
+				fail_msg("%s as %s: %ld %s", path, sc->name, r.status, r.body);
+			assert_nothing_of_others(sc, path, r.body);
+			for (size_t f = 0; figures[f]; f++)
+				if (strstr(r.body, figures[f]))
+					fail_msg("%s as %s holds %s: %s", path, sc->name, figures[f], r.body);
+			/* the fleet and reconciliation tables keep their row labels,
+			 * with the scope's figures (0 in __idle__ and __unallocated__) */
+			if (k < 3) {
+				assert_null(strstr(r.body, "__idle__"));
+				assert_null(strstr(r.body, "__unallocated__"));
+			}
+			if (!strcmp(tables[k], "owners")) {
+				assert_true(csv_line(r.body, rows[t], got, sizeof got));
+				gl_test_http_fini(&r);
+				snprintf(path, sizeof path, "/v1/reports/showback?month=2026-10&format=csv&aggregate=%s", agg);
+				assert_int_equal(get(path, NULL, &r), 200);
+				assert_true(csv_line(r.body, rows[t], want, sizeof want));
+				/* the figures searched for are there for an admin */
+				for (size_t f = 0; t == 0 && figures[f]; f++)
+					if (!strstr(r.body, figures[f]))
+						fail_msg("the admin's owners table lacks %s: %s", figures[f], r.body);
+				/* the same figures up to the share of the total, which is
+				 * the scope's (the fleet's would give the fleet's total) */
+				cut_at_field(got, 13);
+				cut_at_field(want, 13);
+				assert_string_equal(got, want);
+			}
+			gl_test_http_fini(&r);
+		}
+		assert_int_equal(get("/v1/reports/showback?month=2026-10&format=html", sc->token, &r), 200);
+		assert_nothing_of_others(sc, "html", r.body);
+		for (size_t f = 0; figures[f]; f++)
+			if (strstr(r.body, figures[f]))
+				fail_msg("html as %s holds %s", sc->name, figures[f]);
+		assert_non_null(strstr(r.body, rows[t]));
+		gl_test_http_fini(&r);
+		assert_int_equal(get("/v1/reports/showback?month=2026-10&format=pdf", sc->token, &r), 200);
+		{
+			const char *txt = pdf_text(&r, sc->name);
+			assert_nothing_of_others(sc, "pdf", txt);
+			for (size_t f = 0; figures[f]; f++)
+				if (strstr(txt, figures[f]))
+					fail_msg("pdf as %s holds %s", sc->name, figures[f]);
+			assert_non_null(strstr(txt, rows[t]));
+		}
+		gl_test_http_fini(&r);
+	}
+	assert_int_equal(get("/v1/reports/showback?month=2026-10&aggregate=project", g_tok[0].token, &r), 403);
+	assert_non_null(strstr(r.body, "\"param\":\"aggregate\""));
+	gl_test_http_fini(&r);
+	assert_int_equal(get("/v1/reports/showback?month=2026-10", g_tok[3].token, &r), 403);
+	assert_non_null(strstr(r.body, "\"param\":\"aggregate\""));
+	gl_test_http_fini(&r);
+	/* the recorded fleet reports are not a scope's */
+	assert_int_equal(get("/v1/reports?month=2026-10", g_tok[0].token, &r), 403);
+	gl_test_http_fini(&r);
+}
+
 /* whoami and /v1/tokens say the scope by dimension; token list too. */
 static void test_scope_is_shown(void **state)
 {
@@ -325,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_chargeback_equals_the_admin_filter),
 		cmocka_unit_test(test_filter_outside_the_scope_is_403),
 		cmocka_unit_test(test_jobs_of_the_scope),
+		cmocka_unit_test(test_report_of_the_scope),
 		cmocka_unit_test(test_scope_is_shown),
 		cmocka_unit_test(test_bad_scope_is_exit_2),
 	};
