@@ -231,6 +231,22 @@ int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
 
 /* GET /v1/budgets: spend to date, month-end forecast (and its method) and
  * % used per budget. */
+/* A budget a scoped token sees: one on an owner of its scope, when the
+ * scope names that budget's dimension alone (a team's spend under a scope
+ * of the team and one user would hold the other users' spend). */
+static int budget_in_scope(struct gl_req *req, const struct gl_budget_line *l)
+{
+	size_t n;
+	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+	int in = 0;
+	for (size_t i = 0; sc && i < n; i++) {
+		if (strcmp(sc[i].dim, l->aggregate))
+			return 0;
+		in |= !strcmp(sc[i].value, l->owner);
+	}
+	return !sc || in;
+}
+
 int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 {
 	const char *month = gl_req_param(req, "month");
@@ -271,7 +287,10 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	arr = cJSON_AddArrayToObject(root, "budgets");
 	for (size_t i = 0; i < n; i++) {
 		const struct gl_budget_line *l = &lines[i];
-		cJSON *o = cJSON_CreateObject(), *f;
+		cJSON *o, *f;
+		if (!budget_in_scope(req, l))
+			continue;
+		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "owner", l->owner);
 		cJSON_AddStringToObject(o, "aggregate", l->aggregate);
 		gl_money_format(l->budget_micros, minor, buf, sizeof buf);

@@ -26,7 +26,10 @@ static const char config_yaml[] =
 	"rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n"
 	"owners:\n  - match: account\n    value: teama\n    team: vision\n    project: px\n"
 	"  - match: account\n    value: teamb\n    team: language\n    project: py\n"
-	"  - match: account\n    value: teamc\n    team: robotics\n    project: px\n";
+	"  - match: account\n    value: teamc\n    team: robotics\n    project: px\n"
+	"budgets:\n  - {owner: vision, aggregate: team, amount: \"1111.00\"}\n"
+	"  - {owner: language, aggregate: team, amount: \"2222.00\"}\n"
+	"  - {owner: px, aggregate: project, amount: \"3333.00\"}\n";
 
 /* A scoped token, the admin filter that means the same, and what only the
  * owners outside it have: their names and figures. */
@@ -379,6 +382,36 @@ static void test_report_of_the_scope(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* /v1/budgets: the budgets on the scope's owners, by the dimension the
+ * scope names alone; never another owner's budget or spend. */
+static void test_budgets_of_the_scope(void **state)
+{
+	static const char *const want[N_TOK] = {"vision", "vision", "vision", "", ""};
+	struct gl_test_http r;
+	for (size_t i = 0; i < N_TOK; i++) {
+		char owners[64] = "";
+		cJSON *j = get_json("/v1/budgets?month=2026-10", g_tokens[i]), *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "budgets"))
+		{
+			snprintf(owners + strlen(owners), sizeof owners - strlen(owners), "%s%s", owners[0] ? "," : "",
+				 cJSON_GetObjectItem(it, "owner")->valuestring);
+		}
+		cJSON_Delete(j);
+		if (strcmp(owners, want[i]))
+			fail_msg("%s: budgets of %s, want %s", g_tok[i].name, owners, want[i]);
+		assert_int_equal(get("/v1/budgets?month=2026-10", g_tokens[i], &r), 200);
+		assert_nothing_of_others(&g_tok[i], "/v1/budgets", r.body);
+		assert_null(strstr(r.body, "2222.00"));
+		assert_null(strstr(r.body, "3333.00"));
+		gl_test_http_fini(&r);
+	}
+	/* the admin sees all three */
+	assert_int_equal(get("/v1/budgets?month=2026-10", NULL, &r), 200);
+	assert_non_null(strstr(r.body, "2222.00"));
+	assert_non_null(strstr(r.body, "3333.00"));
+	gl_test_http_fini(&r);
+}
+
 /* whoami and /v1/tokens say the scope by dimension; token list too. */
 static void test_scope_is_shown(void **state)
 {
@@ -448,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_filter_outside_the_scope_is_403),
 		cmocka_unit_test(test_jobs_of_the_scope),
 		cmocka_unit_test(test_report_of_the_scope),
+		cmocka_unit_test(test_budgets_of_the_scope),
 		cmocka_unit_test(test_scope_is_shown),
 		cmocka_unit_test(test_bad_scope_is_exit_2),
 	};
