@@ -66,6 +66,19 @@ int gl_token_scope_arg(const char *arg, struct gl_token_scope *out, struct gl_er
  * GL_TOKEN_MAX_OWNERS); returns how many (0: the scope does not name dim). */
 size_t gl_token_scope_values(const struct gl_token_scope *sc, size_t n, const char *dim, const char **vals);
 
+/* For store queries: the scope's values of each dimension, in
+ * gl_token_scope_dims' order, as text[] literals in b[0..5] (six strbufs;
+ * NULL in lit for a dimension it does not name; the caller finis b), and
+ * the condition
+ * " AND ($first::text[] IS NULL OR cols[0] = ANY($first)) AND ..." over the
+ * six columns (fixed SQL text of the caller's, one per dimension in that
+ * order) with the parameters $first..$first+5. */
+#define GL_TOKEN_SCOPE_DIMS 6
+struct gl_strbuf;
+void gl_token_scope_arrays(const struct gl_token_scope *sc, size_t n, struct gl_strbuf *b,
+			   const char *lit[GL_TOKEN_SCOPE_DIMS]);
+void gl_token_scope_sql(struct gl_strbuf *sql, const char *const cols[GL_TOKEN_SCOPE_DIMS], int first);
+
 /* Creates a token, stores its hash and appends a "token.create" audit row in
  * the same transaction. expires_s may be GL_TIME_NONE. */
 int gl_token_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s,

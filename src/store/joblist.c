@@ -2,7 +2,6 @@
 #include "gl/joblist.h"
 #include "gl/accounting.h"
 #include "gl/db.h"
-#include "gl/pgarray.h"
 #include "gl/pgrow.h"
 
 #include <stdio.h>
@@ -79,18 +78,6 @@ static const struct gl_pgrow_field job_fields[] = {
 #undef F
 #undef FN
 
-/* The scope's values of each dimension as text[] literals, NULL for a
- * dimension it does not name (team, project, cost_center, account,
- * namespace, user: gl_token_scope_dims' order). */
-static void scope_arrays(const struct gl_joblist_query *q, struct gl_strbuf b[6], const char *lit[6])
-{
-	for (size_t d = 0; d < 6; d++) {
-		const char *vals[GL_TOKEN_MAX_OWNERS];
-		size_t n = gl_token_scope_values(q->scope, q->n_scope, gl_token_scope_dims[d], vals);
-		lit[d] = n ? gl_pgarray_texts(&b[d], vals, n) : NULL;
-	}
-}
-
 int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, struct gl_joblist *out,
 		     struct gl_err *err)
 {
@@ -109,7 +96,7 @@ int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, stru
 	snprintf(wb, sizeof wb, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	snprintf(cur, sizeof cur, "%lld", (long long)q->cursor);
-	scope_arrays(q, b, sc);
+	gl_token_scope_arrays(q->scope, q->n_scope, b, sc);
 	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 15,
 			    (const char *[]){q->cluster, q->state, q->job_id, lim, off, sc[0], q->windowed ? wa : NULL,
 					     q->windowed ? wb : NULL, now, q->cursor ? cur : NULL, sc[1], sc[2], sc[3], sc[4],

@@ -3,6 +3,8 @@
 #include "gl/chargeback.h"
 #include "gl/audit.h"
 #include "gl/db.h"
+#include "gl/pgarray.h"
+#include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
 #include <cjson/cJSON.h>
@@ -116,6 +118,22 @@ size_t gl_token_scope_values(const struct gl_token_scope *sc, size_t n, const ch
 		if (!strcmp(sc[i].dim, dim))
 			vals[k++] = sc[i].value;
 	return k;
+}
+
+void gl_token_scope_arrays(const struct gl_token_scope *sc, size_t n, struct gl_strbuf *b,
+			   const char *lit[GL_TOKEN_SCOPE_DIMS])
+{
+	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++) {
+		const char *vals[GL_TOKEN_MAX_OWNERS];
+		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
+		lit[d] = k ? gl_pgarray_texts(&b[d], vals, k) : NULL;
+	}
+}
+
+void gl_token_scope_sql(struct gl_strbuf *sql, const char *const cols[GL_TOKEN_SCOPE_DIMS], int first)
+{
+	for (int d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+		gl_strbuf_printf(sql, " AND ($%d::text[] IS NULL OR %s = ANY($%d::text[]))", first + d, cols[d], first + d);
 }
 
 static size_t dim_rank(const char *dim)

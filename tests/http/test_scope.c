@@ -412,6 +412,32 @@ static void test_budgets_of_the_scope(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* /v1/queue: the waits of the scope's own jobs, by any dimension: a
+ * partition's row holds only its jobs there. */
+static void test_queue_of_the_scope(void **state)
+{
+	/* jobs started on the 6th inside each scope (see the README) */
+	static const int want[N_TOK] = {2, 2, 3, 1, 1};
+	for (size_t i = 0; i < N_TOK; i++) {
+		struct gl_test_http r;
+		cJSON *j;
+		long long jobs = 0;
+		const cJSON *it;
+		for (int a = 0; a < 2; a++) {
+			const char *path = a ? "/v1/queue?window=2026-10-06&aggregate=team" : "/v1/queue?window=2026-10-06&aggregate=partition";
+			assert_int_equal(get(path, g_tokens[i], &r), 200);
+			assert_nothing_of_others(&g_tok[i], path, r.body);
+			gl_test_http_fini(&r);
+		}
+		j = get_json("/v1/queue?window=2026-10-06&aggregate=partition", g_tokens[i]);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "items"))
+			jobs += gl_test_jnum(it, "jobs");
+		cJSON_Delete(j);
+		if (jobs != want[i])
+			fail_msg("%s: %lld jobs in the queue's waits, want %d", g_tok[i].name, jobs, want[i]);
+	}
+}
+
 /* whoami and /v1/tokens say the scope by dimension; token list too. */
 static void test_scope_is_shown(void **state)
 {
@@ -482,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_jobs_of_the_scope),
 		cmocka_unit_test(test_report_of_the_scope),
 		cmocka_unit_test(test_budgets_of_the_scope),
+		cmocka_unit_test(test_queue_of_the_scope),
 		cmocka_unit_test(test_scope_is_shown),
 		cmocka_unit_test(test_bad_scope_is_exit_2),
 	};

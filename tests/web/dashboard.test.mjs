@@ -662,7 +662,7 @@ try {
 		const w2 = H.watch(p2);
 		await H.signIn(p2, base, scoped);
 		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'chargeback,jobs', 'scoped views');
+		eq(nav.join(','), 'chargeback,queue,jobs', 'scoped views');
 		await H.ready(p2, 'chargeback');
 		await p2.goto(base + '/#/jobs?' + FX.hash);
 		await H.ready(p2, 'jobs');
@@ -680,7 +680,7 @@ try {
 		const w2 = H.watch(p2);
 		await H.signIn(p2, base, vision);
 		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'chargeback,jobs', 'scoped views');
+		eq(nav.join(','), 'chargeback,queue,jobs', 'scoped views');
 		let api, adm;
 		for (let attempt = 0; ; attempt++) {
 			const resp = p2.waitForResponse((r) => new URL(r.url()).pathname === '/v1/chargeback' && !new URL(r.url()).searchParams.get('step'));

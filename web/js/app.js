@@ -16,7 +16,7 @@ const VIEWS = [
 	{ id: 'chargeback', title: 'Chargeback', min: 'finance', aggs: OWNER_DIMS, scoped: true },
 	{ id: 'waste', title: 'Waste', min: 'finance', aggs: OWNER_DIMS },
 	{ id: 'inference', title: 'Inference', min: 'finance', aggs: ['model_name', 'endpoint', 'team', 'project', 'cost_center', 'namespace', 'cluster', 'gpu_model'] },
-	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'] },
+	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'], scoped: true },
 	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'], noWindow: true },
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
 	{ id: 'jobs', title: 'Jobs', min: 'finance', aggs: null, scoped: true },
