@@ -259,6 +259,8 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root, *arr;
 	char buf[64];
 
+	/* asked once whatever the lines: no budget at all is a scope's answer too */
+	(void)gl_req_scope(req, &(size_t){0});
 	if (month) {
 		if (gl_showback_month_parse(month, &ms, &err))
 			return gl_resp_error(resp, GL_EINVAL, "month", "%s", err.msg);
