@@ -41,7 +41,7 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 1, GL_ROUTE_LIGHT, 1},
 	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 1, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT, 0},
 	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},

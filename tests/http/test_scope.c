@@ -438,6 +438,25 @@ static void test_queue_of_the_scope(void **state)
 	}
 }
 
+/* /v1/idle: its own jobs' idle; the fleet's unallocated idle (every
+ * owner's capacity less their allocation) is withheld. */
+static void test_idle_of_the_scope(void **state)
+{
+	cJSON *adm = get_json("/v1/idle?window=2026-10-06", NULL);
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(adm, "unallocated_idle")) > 0);
+	cJSON_Delete(adm);
+	for (size_t i = 0; i < N_TOK; i++) {
+		struct gl_test_http r;
+		cJSON *j = get_json("/v1/idle?window=2026-10-06", g_tokens[i]);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unallocated_idle")), 0);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "wasted_fraction")));
+		cJSON_Delete(j);
+		assert_int_equal(get("/v1/idle?window=2026-10-06&aggregate=user&format=csv&table=top_jobs", g_tokens[i], &r), 200);
+		assert_nothing_of_others(&g_tok[i], "/v1/idle", r.body);
+		gl_test_http_fini(&r);
+	}
+}
+
 /* whoami and /v1/tokens say the scope by dimension; token list too. */
 static void test_scope_is_shown(void **state)
 {
@@ -509,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_report_of_the_scope),
 		cmocka_unit_test(test_budgets_of_the_scope),
 		cmocka_unit_test(test_queue_of_the_scope),
+		cmocka_unit_test(test_idle_of_the_scope),
 		cmocka_unit_test(test_scope_is_shown),
 		cmocka_unit_test(test_bad_scope_is_exit_2),
 	};
