@@ -31,6 +31,9 @@ struct gl_acct_query {
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
 	size_t n_scope_teams;
 	int lines_only;                  /* 1: skip fleet idle (capacity); steps' idle stays unknown */
+	int scoped;                      /* 1: for a token's scope (in filter): the models of the fleet's idle
+					  * capacity stay out of meta's unpriced_models, which then names
+					  * only the lines' own */
 	/* Only these jobs (NULL: all), with no fleet idle: the serving jobs of
 	 * /v1/inference. The lines may then be keyed by the dimension "job"
 	 * (the job's job_pk) and by team, project, cost_center, cluster,

@@ -111,6 +111,7 @@ struct gl_cb {
 	 * What one answer costs in memory is its lines and the query rows
 	 * behind them (docs/security.md, "Heavy requests"). */
 	size_t max_lines;
+	int idle_withheld;               /* gl_cb_withhold_idle ran: no __idle__ figures to show */
 };
 
 void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);
@@ -125,6 +126,13 @@ size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name);
 void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 us);
 /* Rounds, shares and totals every step. */
 int gl_cb_finish(struct gl_cb *cb) GL_MUSTCHECK;
+
+/* For a token's scope, after gl_cb_finish: what stayed in __idle__ (the
+ * fleet's idle less the shares on the lines shown) leaves every step and
+ * the totals, which become the sums of the lines. The lines themselves,
+ * their idle shares included, are unchanged. capacity_known stays (it
+ * says whether the shares could be computed); idle_withheld is set. */
+void gl_cb_withhold_idle(struct gl_cb *cb);
 
 /* The money every view of a finished cb shows (gl_money_shown_rows, the
  * rule the showback report shows its owners by): the total rounded once,

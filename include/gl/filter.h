@@ -32,4 +32,12 @@ struct gl_filter {
 int gl_filter_parse(const char *s, const char *const *dims, struct gl_filter *f, struct gl_err *err) GL_MUSTCHECK;
 void gl_filter_fini(struct gl_filter *f);
 
+/* Narrows f to rows whose dim is one of vals (n >= 1): a token's scope on
+ * one dimension. A clause of f on dim must name only values among vals
+ * (-GL_EPERM otherwise: it asks for rows outside them); without one, the
+ * clause dim:vals is added (-GL_ERANGE when f has no room left). The
+ * strings are copied. */
+int gl_filter_restrict(struct gl_filter *f, const char *dim, const char *const *vals, size_t n,
+		       struct gl_err *err) GL_MUSTCHECK;
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "gl/common.h"
 #include "gl/store.h"
+#include "gl/tokens.h"
 
 #include <stdint.h>
 
@@ -59,9 +60,12 @@ struct gl_idle {
 /* 1 when dim is one dimension idle can be grouped by (include/gl/accounting.h). */
 int gl_idle_dim_valid(const char *dim);
 /* The window [start_s, end_s) up to now_s (idle that has not happened is no
- * waste yet), by dim, at most limit jobs. */
+ * waste yet), by dim, at most limit jobs. scope (n_scope 0: every job): a
+ * token's; only its jobs count (the owner at the job's start), and the
+ * fleet's unallocated idle, every owner's, is not read (n_fleet 0). */
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 struct gl_idle *out, struct gl_err *err) GL_MUSTCHECK;
+		 const struct gl_token_scope *scope, size_t n_scope, struct gl_idle *out,
+		 struct gl_err *err) GL_MUSTCHECK;
 void gl_idle_fini(struct gl_idle *idle);
 
 #endif

@@ -9,12 +9,17 @@
 
 #include "gl/common.h"
 #include "gl/store.h"
+#include "gl/tokens.h"
 
 #include <stdint.h>
 
 struct gl_joblist_query {
 	const char *cluster, *state, *job_id; /* NULL: any */
-	const char *owners;        /* text[] literal of the accounts/namespaces an owner-scoped token sees; NULL: all */
+	/* a token's scope (n_scope 0: every job): team, project and cost_center
+	 * are the job's owner at its start (gl_owner), account, namespace and
+	 * user its own columns */
+	const struct gl_token_scope *scope;
+	size_t n_scope;
 	int64_t limit, offset;
 	int64_t cursor;            /* the last job_pk of the previous page; 0: from the newest */
 	int windowed;              /* 1: [win_start_s, win_end_s) */

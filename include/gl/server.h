@@ -23,8 +23,8 @@ struct gl_auth {
 	int64_t token_id;
 	char token_name[GL_TOKEN_NAME_MAX];
 	char role[16];
-	size_t n_owners;                 /* 0: not scoped, every owner */
-	char owners[GL_TOKEN_MAX_OWNERS][GL_TOKEN_OWNER_MAX];
+	size_t n_scope;                  /* 0: not scoped, every owner */
+	struct gl_token_scope scope[GL_TOKEN_MAX_OWNERS];
 };
 
 struct gl_req {
@@ -98,17 +98,20 @@ int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err) G
  * has no shards. Valid after gl_req_store, until the request ends. */
 struct gl_shard_route;
 const struct gl_shard_route *gl_req_shards(const struct gl_req *req);
-/* Object-level checks for owner-scoped tokens. A handler that serves a
- * scoped token must go through one of these (they mark the request) and be
- * flagged owner_scoped in the routes table. The server refuses a scoped
- * token with 403 before calling an unflagged handler; a flagged handler
- * that never asked still gets its answer replaced with 403 (a backstop:
- * such a handler must not write).
- * gl_req_may_see_owner: 1 when the caller may see rows of owner.
- * gl_req_owner_filter: NULL when unscoped, else a PostgreSQL text[] literal
- * ("{a,b}") of the allowed owners in buf, for `$n::text[]` parameters. */
-int gl_req_may_see_owner(struct gl_req *req, const char *owner);
-const char *gl_req_owner_filter(struct gl_req *req, struct gl_strbuf *buf);
+/* Object-level checks for owner-scoped tokens (docs/security.md, "Owner
+ * scopes"). A handler that serves a scoped token must go through one of
+ * these (they mark the request) and be flagged owner_scoped in the routes
+ * table. The server refuses a scoped token with 403 before calling an
+ * unflagged handler; a flagged handler that never asked still gets its
+ * answer replaced with 403 (a backstop: such a handler must not write).
+ * gl_req_scope: the caller's scope, NULL (*n 0) when unscoped.
+ * gl_req_scope_filter: narrows f (the request's filter, maybe empty) to
+ * the scope, one clause per dimension it names; 0, or the answer made: 403
+ * naming param when f asks for an owner outside the scope, 400 when the
+ * clauses do not fit. */
+const struct gl_token_scope *gl_req_scope(struct gl_req *req, size_t *n);
+struct gl_filter;
+int gl_req_scope_filter(struct gl_req *req, struct gl_resp *resp, const char *param, struct gl_filter *f) GL_MUSTCHECK;
 /* 400 (param = the first unknown name) when the query string has a
  * parameter not in allowed (NULL-terminated). */
 int gl_req_check_params(struct gl_req *req, struct gl_resp *resp, const char *const *allowed) GL_MUSTCHECK;
@@ -142,8 +145,8 @@ struct gl_route {
 	 * handler runs, so a new parameter must be added here (and to
 	 * docs/openapi.yaml; a test checks they agree). */
 	const char *params;
-	/* 1 when the handler filters by owner (gl_req_may_see_owner /
-	 * gl_req_owner_filter). An owner-scoped token gets 403 on any other
+	/* 1 when the handler filters by owner (gl_req_scope /
+	 * gl_req_scope_filter). An owner-scoped token gets 403 on any other
 	 * route before its handler runs, so a refused request never writes. */
 	int owner_scoped;
 	/* Where it runs (include/gl/reqclass.h; docs/security.md, "Heavy

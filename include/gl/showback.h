@@ -43,4 +43,13 @@ int gl_showback_gather(struct gl_store *st, const struct gl_showback_req *req, s
 		       struct gl_err *err) GL_MUSTCHECK;
 void gl_showback_fini(struct gl_showback *sb);
 
+/* Narrows a gathered report to the owners named (a token's scope on the
+ * report's aggregate, docs/security.md): their rows, models, waits, top
+ * jobs, inference and owner rules stay; __idle__, __unallocated__, other
+ * owners, partition waits, the capacity outlook, the rates' owners' rules
+ * and the notes on the fleet's data go. The fleet's figures become the
+ * sums of the owners kept, with no idle and no capacity (another owner's
+ * figures follow from the fleet's); a note says the report is scoped. */
+void gl_showback_restrict(struct gl_showback *sb, const char *const *owners, size_t n);
+
 #endif

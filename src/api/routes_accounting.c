@@ -31,6 +31,7 @@ struct acct_params {
 	int share_by_model; /* shareIdleBy=model */
 	int csv;
 	int unobserved_include;
+	int scoped;         /* a token's scope narrowed the filter */
 };
 
 static void params_fini(struct acct_params *p)
@@ -88,6 +89,14 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 			return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
 		p->have_filter = 1;
 	}
+	{
+		size_t n_scope;
+		(void)gl_req_scope(req, &n_scope);
+		p->scoped = n_scope > 0;
+	}
+	if ((rc = gl_req_scope_filter(req, resp, "filter", &p->filter)))
+		return rc;
+	p->have_filter = p->filter.n > 0;
 	if (gl_cb_share_parse(sh, &p->share))
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, sh);
 	if (p->share == GL_SHARE_OWNER && (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0))
@@ -272,6 +281,11 @@ static void json_step_close(struct cb_out *o, const struct gl_cb_step *st)
 	const int64_t idle_vals[] = {st->idle_s, st->idle_micros, st->idle_total_s, st->idle_total_micros,
 				     st->overalloc_s};
 	gl_jsonw_end(w); /* items */
+	if (o->cb.idle_withheld) {
+		/* the fleet's, less the scope's shares: another owner's figure */
+		gl_jsonw_null(w, "idle");
+		goto totals;
+	}
 	gl_jsonw_object(w, "idle");
 	gl_jsonw_str(w, "name", "__idle__");
 	/* no capacity source: idle is unknown, not zero; the same fields as
@@ -289,6 +303,7 @@ static void json_step_close(struct cb_out *o, const struct gl_cb_step *st)
 		gl_jsonw_null(w, "total");
 	}
 	gl_jsonw_end(w);
+totals:
 	gl_jsonw_object(w, "totals");
 	gl_jsonw_i64(w, "allocated_gpu_seconds", st->total_alloc_s);
 	gl_jsonw_i64(w, "gpu_seconds", st->total_s);
@@ -305,7 +320,7 @@ static void json_tail(struct cb_out *o)
 {
 	struct gl_jsonw *w = &o->w;
 	const struct gl_cb *cb = &o->cb;
-	size_t steps_known = o->cov.steps_known;
+	size_t steps_known = o->cb.idle_withheld ? 0 : o->cov.steps_known;
 	gl_jsonw_end(w); /* steps */
 	/* no step known: unknown, not 0, as in /v1/idle */
 	gl_jsonw_object(w, "totals");
@@ -326,12 +341,13 @@ static void json_tail(struct cb_out *o)
 	gl_jsonw_i64(w, "implausible_items", (int64_t)cb->implausible_lines);
 	gl_jsonw_end(w);
 	gl_jsonw_str(w, "unobserved", o->p.unobserved_include ? "include" : "exclude");
+	gl_jsonw_bool(w, "idle_withheld", o->cb.idle_withheld);
 	gl_jsonw_array(w, "unpriced_models");
 	for (size_t i = 0; i < o->meta.n_unpriced; i++)
 		gl_jsonw_str(w, NULL, o->meta.unpriced_models[i]);
 	gl_jsonw_end(w);
 	gl_jsonw_bool(w, "capacity_known", o->cov.window_known);
-	gl_jsonw_i64(w, "capacity_steps_known", (int64_t)steps_known);
+	gl_jsonw_i64(w, "capacity_steps_known", (int64_t)o->cov.steps_known);
 	gl_jsonw_i64(w, "capacity_days_known", o->cov.c.known);
 	gl_jsonw_i64(w, "capacity_days", o->cov.c.days);
 	gl_jsonw_array(w, "capacity_clusters_unknown");
@@ -461,8 +477,9 @@ static int csv_next(void *state, struct gl_strbuf *out)
 	}
 	while (out->len < GL_RESP_CHUNK && o->step < o->cb.n_steps) {
 		const struct gl_cb_step *st = &o->cb.steps[o->step];
-		/* the step's lines, then its __idle__ row when its idle is known */
-		if (o->line < st->n_lines || st->capacity_known)
+		/* the step's lines, then its __idle__ row when its idle is known
+		 * and not withheld from a token's scope */
+		if (o->line < st->n_lines || (st->capacity_known && !o->cb.idle_withheld))
 			csv_row(out, o, o->line);
 		if (++o->line > st->n_lines) {
 			o->line = 0;
@@ -501,6 +518,7 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
 	q.unobserved_include = o->p.unobserved_include;
+	q.scoped = o->p.scoped;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
 		if (rc == -GL_ERANGE)
 			/* the caller's choice made it that big: say which knobs */
@@ -519,6 +537,8 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	cover_steps(&o->cov, &o->cb, &o->meta);
+	if (o->p.scoped)
+		gl_cb_withhold_idle(&o->cb);
 	o->unread = gl_apijson_unread(req, &o->n_unread);
 	if ((rc = gl_apijson_dt_load(req, resp, &o->p.window, &o->dt)))
 		goto out;

@@ -204,6 +204,24 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
+/* "scope": {"team": ["vision"], ...} ({} unscoped), and "owners": the same
+ * as "team=vision" strings, one list for a client to show. */
+static void add_scope(cJSON *o, const struct gl_token_scope *sc, size_t n)
+{
+	cJSON *obj = cJSON_AddObjectToObject(o, "scope"), *ow = cJSON_AddArrayToObject(o, "owners");
+	for (size_t d = 0; gl_token_scope_dims[d]; d++) {
+		const char *vals[GL_TOKEN_MAX_OWNERS];
+		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
+		if (k)
+			cJSON_AddItemToObject(obj, gl_token_scope_dims[d], cJSON_CreateStringArray(vals, (int)k));
+	}
+	for (size_t i = 0; i < n; i++) {
+		char buf[16 + GL_TOKEN_OWNER_MAX];
+		snprintf(buf, sizeof buf, "%s=%s", sc[i].dim, sc[i].value);
+		cJSON_AddItemToArray(ow, cJSON_CreateString(buf));
+	}
+}
+
 int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_token_info *t = NULL;
@@ -218,13 +236,11 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "tokens");
 	for (size_t i = 0; i < n; i++) {
-		cJSON *o = cJSON_CreateObject(), *ow;
+		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "id", (double)t[i].id);
 		cJSON_AddStringToObject(o, "name", t[i].name);
 		cJSON_AddStringToObject(o, "role", t[i].role);
-		ow = cJSON_AddArrayToObject(o, "owners");
-		for (size_t k = 0; k < t[i].n_owners; k++)
-			cJSON_AddItemToArray(ow, cJSON_CreateString(t[i].owners[k]));
+		add_scope(o, t[i].scope, t[i].n_scope);
 		gl_apijson_add_time(o, "created", t[i].created_s);
 		gl_apijson_add_time(o, "expires", t[i].expires_s);
 		gl_apijson_add_time(o, "revoked", t[i].revoked_s);
@@ -242,10 +258,11 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 {
 	const struct gl_auth *a = req->auth;
-	cJSON *root = cJSON_CreateObject(), *ow;
-
+	cJSON *root = cJSON_CreateObject();
+	size_t n;
 	/* answering with the scope is this route's owner filter */
-	req->scope_applied = 1;
+	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+
 	cJSON_AddNumberToObject(root, "token_id", (double)a->token_id);
 	cJSON_AddStringToObject(root, "name", a->token_name);
 	cJSON_AddStringToObject(root, "role", a->role);
@@ -254,9 +271,7 @@ int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 	/* ISO 4217's, as the API writes money: the browser's Intl has CLDR's
 	 * display digits, which differ for some (HUF, IDR: 0 there, 2 here) */
 	cJSON_AddNumberToObject(root, "currency_minor_units", gl_money_minor(req->cfg->currency));
-	ow = cJSON_AddArrayToObject(root, "owners");
-	for (size_t k = 0; k < a->n_owners; k++)
-		cJSON_AddItemToArray(ow, cJSON_CreateString(a->owners[k]));
+	add_scope(root, sc, n);
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);
 	return 0;

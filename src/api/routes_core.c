@@ -31,17 +31,17 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY, 0},
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 1, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 0, GL_ROUTE_HEAVY, 1},
+	 "month,aggregate,format,table,shareIdle", 1, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
 	/* a prefix: after /v1/reports/showback, which it would otherwise take;
 	 * the primary's: the files are those of its reports.dir */
 	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 1, GL_ROUTE_LIGHT, 1},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 1, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format", 1, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT, 0},
 	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},
@@ -468,7 +468,6 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_err err = {0};
 	struct gl_joblist_query q;
-	struct gl_strbuf scope = GL_STRBUF_INIT;
 	struct gl_store *st;
 	struct jobs_out *o;
 	struct gl_window win;
@@ -479,10 +478,8 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = gl_req_store(req, &st, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	o = gl_xcalloc(1, sizeof *o);
-	/* owner-scoped tokens see the jobs of their accounts / namespaces only */
-	q.owners = gl_req_owner_filter(req, &scope);
+	q.scope = gl_req_scope(req, &q.n_scope);
 	rc = gl_joblist_query(st, &q, &o->l, &err);
-	gl_strbuf_fini(&scope);
 	if (rc) {
 		jobs_out_fini(o);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);

@@ -297,15 +297,20 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct idle_out *o;
 	struct gl_store *st;
+	const struct gl_token_scope *scope;
+	size_t n_scope;
 	long limit;
 	int rc = 0, csv;
 
+	/* a scoped token: its own jobs' idle and top jobs; the fleet's
+	 * unallocated idle (every owner's) is not read */
+	scope = gl_req_scope(req, &n_scope);
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)) ||
 	    (rc = idle_params(req, resp, &dim, &limit)))
 		return rc;
 	o = gl_xcalloc(1, sizeof *o);
 	if ((rc = gl_req_store(req, &st, &err)) ||
-	    (rc = gl_idle_read(st, dim, win.start_s, win.end_s, req->now_s, limit, &o->idle, &err)) ||
+	    (rc = gl_idle_read(st, dim, win.start_s, win.end_s, req->now_s, limit, scope, n_scope, &o->idle, &err)) ||
 	    (rc = gl_acct_capacity_cover(st, win.start_s, win.end_s, req->now_s, NULL, &o->cov, &err))) {
 		idle_out_fini(o);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);

@@ -93,6 +93,8 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct gl_queue q = {0};
 	struct gl_store *st;
+	const struct gl_token_scope *scope;
+	size_t n_scope;
 	int rc = 0, csv = fmt && !strcmp(fmt, "csv");
 
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)))
@@ -108,7 +110,11 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, GL_EPERM, "aggregate", "aggregate=%s needs role finance or admin", dim);
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: '%s' is not json or csv", fmt);
-	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_queue_read(st, dim, win.start_s, win.end_s, req->now_s, &q, &err))) {
+	/* a scoped token: the waits of its own jobs, by any dimension (a
+	 * partition's row is then its jobs' there, never the partition's) */
+	scope = gl_req_scope(req, &n_scope);
+	if ((rc = gl_req_store(req, &st, &err)) ||
+	    (rc = gl_queue_read(st, dim, win.start_s, win.end_s, req->now_s, scope, n_scope, &q, &err))) {
 		gl_queue_fini(&q);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}

@@ -19,6 +19,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A scoped token's report is its owners' rows by the one dimension its
+ * scope names (the default aggregate then): a row of another dimension
+ * may mix its owners with others', and a scope across dimensions has no
+ * rows of its own in a one-dimension report. */
+static int report_scope(struct gl_req *req, struct gl_resp *resp, const char **agg, const char **vals, size_t *n)
+{
+	size_t ns;
+	const struct gl_token_scope *sc = gl_req_scope(req, &ns);
+	*n = 0;
+	if (!sc)
+		return 0;
+	for (size_t i = 1; i < ns; i++)
+		if (strcmp(sc[i].dim, sc[0].dim))
+			return gl_resp_error(resp, GL_EPERM, "aggregate",
+					     "aggregate: the token's scope names %s and %s; a report aggregates by one "
+					     "(ask /v1/chargeback, which filters by both)", sc[0].dim, sc[i].dim);
+	if (!*agg)
+		*agg = sc[0].dim;
+	if (strcmp(*agg, sc[0].dim))
+		return gl_resp_error(resp, GL_EPERM, "aggregate",
+				     "aggregate: '%s' is outside the token's scope (by %s: aggregate=%s)", *agg, sc[0].dim,
+				     sc[0].dim);
+	*n = gl_token_scope_values(sc, ns, sc[0].dim, vals);
+	return 0;
+}
+
 int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 {
 	/* one per server thread: the response headers are sent by the thread
@@ -33,6 +59,8 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	char name[128];
 	struct gl_store *st;
+	const char *scope_vals[GL_TOKEN_MAX_OWNERS];
+	size_t n_scope = 0;
 	int rc;
 
 	if (!month || !*month)
@@ -41,6 +69,8 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, GL_EINVAL, "format", "%s", err.msg);
 	if (gl_reports_share_parse(share, &sr.share, &err))
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "%s", err.msg);
+	if ((rc = report_scope(req, resp, &agg, scope_vals, &n_scope)))
+		return rc;
 	if (!agg)
 		agg = "team";
 	if (!gl_showback_aggregate_ok(agg))
@@ -67,6 +97,8 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	if ((rc = gl_showback_gather(st, &sr, &sb, &err)))
 		return gl_resp_error(resp, rc, err.code == GL_EINVAL ? "month" : NULL, "%s", err.msg);
+	if (n_scope)
+		gl_showback_restrict(&sb, scope_vals, n_scope);
 	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->now_s, &resp->body,
 			       &err);
 	if (!rc) {
@@ -199,6 +231,22 @@ int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
 
 /* GET /v1/budgets: spend to date, month-end forecast (and its method) and
  * % used per budget. */
+/* A budget a scoped token sees: one on an owner of its scope, when the
+ * scope names that budget's dimension alone (a team's spend under a scope
+ * of the team and one user would hold the other users' spend). */
+static int budget_in_scope(struct gl_req *req, const struct gl_budget_line *l)
+{
+	size_t n;
+	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+	int in = 0;
+	for (size_t i = 0; sc && i < n; i++) {
+		if (strcmp(sc[i].dim, l->aggregate))
+			return 0;
+		in |= !strcmp(sc[i].value, l->owner);
+	}
+	return !sc || in;
+}
+
 int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 {
 	const char *month = gl_req_param(req, "month");
@@ -211,6 +259,8 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root, *arr;
 	char buf[64];
 
+	/* asked once whatever the lines: no budget at all is a scope's answer too */
+	(void)gl_req_scope(req, &(size_t){0});
 	if (month) {
 		if (gl_showback_month_parse(month, &ms, &err))
 			return gl_resp_error(resp, GL_EINVAL, "month", "%s", err.msg);
@@ -239,7 +289,10 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	arr = cJSON_AddArrayToObject(root, "budgets");
 	for (size_t i = 0; i < n; i++) {
 		const struct gl_budget_line *l = &lines[i];
-		cJSON *o = cJSON_CreateObject(), *f;
+		cJSON *o, *f;
+		if (!budget_in_scope(req, l))
+			continue;
+		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "owner", l->owner);
 		cJSON_AddStringToObject(o, "aggregate", l->aggregate);
 		gl_money_format(l->budget_micros, minor, buf, sizeof buf);

@@ -4,6 +4,7 @@
  * suspended and handed to a pool (main, heavy, probe), whose worker
  * resumes the connection with the answer. */
 #include "gl/server.h"
+#include "gl/filter.h"
 #include "gl/apijson.h"
 #include "gl/audit.h"
 #include "gl/redact.h"
@@ -243,35 +244,26 @@ const char *gl_req_param(const struct gl_req *req, const char *name)
 	return MHD_lookup_connection_value((struct MHD_Connection *)req->mhd_conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-int gl_req_may_see_owner(struct gl_req *req, const char *owner)
+const struct gl_token_scope *gl_req_scope(struct gl_req *req, size_t *n)
 {
 	req->scope_applied = 1;
-	if (!req->auth || !req->auth->n_owners)
-		return 1;
-	for (size_t i = 0; i < req->auth->n_owners; i++)
-		if (owner && !strcmp(owner, req->auth->owners[i]))
-			return 1;
-	return 0;
+	*n = req->auth ? req->auth->n_scope : 0;
+	return *n ? req->auth->scope : NULL;
 }
 
-const char *gl_req_owner_filter(struct gl_req *req, struct gl_strbuf *buf)
+int gl_req_scope_filter(struct gl_req *req, struct gl_resp *resp, const char *param, struct gl_filter *f)
 {
-	req->scope_applied = 1;
-	if (!req->auth || !req->auth->n_owners)
-		return NULL;
-	/* owners were validated at creation (no quotes, backslashes, braces or
-	 * commas); quoting still keeps an owner called NULL a string */
-	gl_strbuf_reset(buf);
-	gl_strbuf_putc(buf, '{');
-	for (size_t i = 0; i < req->auth->n_owners; i++) {
-		if (i)
-			gl_strbuf_putc(buf, ',');
-		gl_strbuf_putc(buf, '"');
-		gl_strbuf_puts(buf, req->auth->owners[i]);
-		gl_strbuf_putc(buf, '"');
+	size_t n;
+	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+	struct gl_err err = {0};
+	for (size_t d = 0; sc && gl_token_scope_dims[d]; d++) {
+		const char *vals[GL_TOKEN_MAX_OWNERS];
+		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
+		int rc = k ? gl_filter_restrict(f, gl_token_scope_dims[d], vals, k, &err) : 0;
+		if (rc)
+			return gl_resp_error(resp, -rc == GL_EPERM ? GL_EPERM : GL_EINVAL, param, "%s: %s", param, err.msg);
 	}
-	gl_strbuf_putc(buf, '}');
-	return gl_strbuf_cstr(buf);
+	return 0;
 }
 
 struct param_check {
@@ -909,8 +901,8 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 	a->token_id = t.id;
 	memcpy(a->token_name, t.name, sizeof a->token_name);
 	memcpy(a->role, t.role, sizeof a->role);
-	a->n_owners = t.n_owners;
-	memcpy(a->owners, t.owners, sizeof a->owners);
+	a->n_scope = t.n_scope;
+	memcpy(a->scope, t.scope, sizeof a->scope);
 	return 0;
 }
 
@@ -1362,7 +1354,7 @@ static int prepare(struct req_ctx *x)
 	}
 	if (!route)
 		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no such endpoint: %s", req->path);
-	if (req->auth && req->auth->n_owners && !route->owner_scoped) {
+	if (req->auth && req->auth->n_scope && !route->owner_scoped) {
 		/* before the handler: one that does not filter by owner may write
 		 * (POST /v1/hook/actions), and a refusal must leave nothing behind */
 		x->reason = AR_SCOPE;
@@ -1502,7 +1494,7 @@ static int handle(struct req_ctx *x)
 	rc = x->route->fn(req, resp);
 	if (rc == 0 && req->read.set)
 		add_freshness(req, resp, x->fresh_buf);
-	if (rc == 0 && req->auth && req->auth->n_owners && !req->scope_applied) {
+	if (rc == 0 && req->auth && req->auth->n_scope && !req->scope_applied) {
 		/* backstop for a flagged handler that forgot its filter (read
 		 * only): its rows are not shown */
 		gl_strbuf_reset(&resp->body);

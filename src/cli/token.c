@@ -15,12 +15,24 @@
 #include <unistd.h>
 
 static const char usage_token[] =
-	"usage: gpuledger [--config FILE] token create --name N --role R [--expires D] [--scope owner=O]...\n"
+	"usage: gpuledger [--config FILE] token create --name N --role R [--expires D] [--scope DIM=VALUE]...\n"
 	"       gpuledger [--config FILE] token list\n"
 	"       gpuledger [--config FILE] token revoke ID|NAME\n"
 	"Roles: viewer, finance, admin, hook. --expires takes a duration (90d, 12h, 30m)\n"
-	"or a time (2027-01-01, RFC 3339). --scope owner=O (repeatable) limits the token to\n"
-	"those owners' rows. create prints the token once on stdout; store it then.\n";
+	"or a time (2027-01-01, RFC 3339). --scope DIM=VALUE (repeatable; DIM: team, project,\n"
+	"cost_center, account, namespace, user; owner= means team=) limits the token to the\n"
+	"rows whose DIM is one of its values, for every DIM given (team=a --scope team=b\n"
+	"--scope project=x: team a or b, and project x). create prints the token once on\n"
+	"stdout; store it then.\n";
+
+/* "team=vision,team=nlp" (or "*" unscoped) into out. */
+static void scope_text(const struct gl_token_scope *sc, size_t n, char *out, size_t len)
+{
+	size_t o = 0;
+	snprintf(out, len, "%s", n ? "" : "*");
+	for (size_t i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%s=%s", i ? "," : "", sc[i].dim, sc[i].value);
+}
 
 void gl_cli_actor(char *buf, size_t n)
 {
@@ -50,8 +62,10 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 		{"expires", required_argument, 0, 'e'}, {"scope", required_argument, 0, 's'},
 		{0, 0, 0, 0},
 	};
-	const char *name = NULL, *role = NULL, *owners[GL_TOKEN_MAX_OWNERS];
-	size_t n_owners = 0;
+	const char *name = NULL, *role = NULL;
+	struct gl_token_scope scope[GL_TOKEN_MAX_OWNERS];
+	char shown[GL_TOKEN_MAX_OWNERS * (16 + GL_TOKEN_OWNER_MAX)];
+	size_t n_scope = 0;
 	int64_t expires = GL_TIME_NONE, id = 0, now = (int64_t)time(NULL);
 	char token[GL_TOKEN_LEN + 1], actor[96], when[32];
 	struct gl_err err = {0};
@@ -68,11 +82,11 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 				return gl_cli_usage_error(usage_token, "token create: --expires: bad duration or time '%s'", optarg);
 			break;
 		case 's':
-			if (strncmp(optarg, "owner=", 6) != 0 || !gl_token_owner_valid(optarg + 6))
-				return gl_cli_usage_error(usage_token, "token create: --scope: expected owner=NAME (1..63 bytes, no spaces, quotes, commas or braces), got '%s'", optarg);
-			if (n_owners == GL_TOKEN_MAX_OWNERS)
+			if (n_scope == GL_TOKEN_MAX_OWNERS)
 				return gl_cli_usage_error(usage_token, "token create: at most %d --scope options", GL_TOKEN_MAX_OWNERS);
-			owners[n_owners++] = optarg + 6;
+			if (gl_token_scope_arg(optarg, &scope[n_scope], &err))
+				return gl_cli_usage_error(usage_token, "token create: %s", err.msg);
+			n_scope++;
 			break;
 		default: return gl_cli_usage_error(usage_token, "token create: bad option");
 		}
@@ -87,7 +101,7 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 		fprintf(stderr, "gpuledger: warning: --expires is in the past; the token will be refused\n");
 	gl_cli_actor(actor, sizeof actor);
 	if (gl_store_open(cfg, &st, &err) ||
-	    gl_token_create(st, name, role, expires, owners, n_owners, actor, token, &id, &err)) {
+	    gl_token_create(st, name, role, expires, scope, n_scope, actor, token, &id, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -97,11 +111,10 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 	memset(token, 0, sizeof token);
 	if (expires != GL_TIME_NONE)
 		gl_time_format(expires, when, sizeof when);
-	fprintf(stderr, "token %lld '%s' created: role %s, expires %s, owners ", (long long)id, name, role,
-		expires == GL_TIME_NONE ? "never" : when);
-	for (size_t i = 0; i < n_owners; i++)
-		fprintf(stderr, "%s%s", i ? "," : "", owners[i]);
-	fprintf(stderr, "%s\nIt is shown only now; gpuledger keeps only its SHA-256.\n", n_owners ? "" : "all");
+	scope_text(scope, n_scope, shown, sizeof shown);
+	fprintf(stderr, "token %lld '%s' created: role %s, expires %s, scope %s\n"
+		"It is shown only now; gpuledger keeps only its SHA-256.\n",
+		(long long)id, name, role, expires == GL_TIME_NONE ? "never" : when, shown);
 out:
 	gl_store_close(st);
 	return rc;
@@ -131,18 +144,14 @@ static int token_list(struct gl_config *cfg, int argc, char **argv)
 	printf("%-6s %-24s %-8s %-22s %-22s %-22s %-22s %s\n", "ID", "NAME", "ROLE", "CREATED", "EXPIRES", "REVOKED",
 	       "LAST USED", "OWNERS");
 	for (size_t i = 0; i < n; i++) {
-		char cr[32], ex[32], rv[32], lu[32];
+		char cr[32], ex[32], rv[32], lu[32], sc[GL_TOKEN_MAX_OWNERS * (16 + GL_TOKEN_OWNER_MAX)];
 		put_time(t[i].created_s, cr, sizeof cr);
 		put_time(t[i].expires_s, ex, sizeof ex);
 		put_time(t[i].revoked_s, rv, sizeof rv);
 		put_time(t[i].last_used_s, lu, sizeof lu);
-		printf("%-6lld %-24s %-8s %-22s %-22s %-22s %-22s ", (long long)t[i].id, t[i].name, t[i].role, cr, ex, rv,
-		       lu);
-		if (!t[i].n_owners)
-			printf("*");
-		for (size_t k = 0; k < t[i].n_owners; k++)
-			printf("%s%s", k ? "," : "", t[i].owners[k]);
-		printf("\n");
+		scope_text(t[i].scope, t[i].n_scope, sc, sizeof sc);
+		printf("%-6lld %-24s %-8s %-22s %-22s %-22s %-22s %s\n", (long long)t[i].id, t[i].name, t[i].role, cr, ex,
+		       rv, lu, sc);
 	}
 out:
 	free(t);

@@ -358,6 +358,20 @@ int gl_cb_finish(struct gl_cb *cb)
 	return 0;
 }
 
+void gl_cb_withhold_idle(struct gl_cb *cb)
+{
+	cb->total_micros = cb->total_s = cb->total_idle_micros = cb->total_idle_s = 0;
+	for (size_t i = 0; i < cb->n_steps; i++) {
+		struct gl_cb_step *s = &cb->steps[i];
+		s->total_micros -= s->idle_micros;
+		s->total_s -= s->idle_s;
+		s->idle_micros = s->idle_s = s->idle_total_micros = s->idle_total_s = s->overalloc_s = 0;
+		cb->total_micros += s->total_micros;
+		cb->total_s += s->total_s;
+	}
+	cb->idle_withheld = 1;
+}
+
 size_t gl_cb_capacity_steps(const struct gl_cb *cb)
 {
 	size_t n = 0;

@@ -102,3 +102,29 @@ out:
 		gl_filter_fini(f);
 	return rc;
 }
+
+int gl_filter_restrict(struct gl_filter *f, const char *dim, const char *const *vals, size_t n, struct gl_err *err)
+{
+	struct gl_filter_clause *c;
+	for (size_t i = 0; i < f->n; i++) {
+		if (strcmp(f->c[i].dim, dim))
+			continue;
+		for (size_t v = 0; v < f->c[i].n_values; v++) {
+			size_t k = 0;
+			while (k < n && strcmp(vals[k], f->c[i].values[v]))
+				k++;
+			if (k == n)
+				return gl_err_set(err, GL_EPERM, "%s:\"%s\" is outside the token's scope", dim,
+						  f->c[i].values[v]);
+		}
+		return 0;
+	}
+	if (f->n == GL_FILTER_MAX_CLAUSES || n > GL_FILTER_MAX_VALUES)
+		return gl_err_set(err, GL_ERANGE, "at most %d clauses with the token's scope", GL_FILTER_MAX_CLAUSES);
+	c = &f->c[f->n++];
+	memset(c, 0, sizeof *c);
+	c->dim = gl_xstrdup(dim);
+	for (size_t k = 0; k < n; k++)
+		c->values[c->n_values++] = gl_xstrdup(vals[k]);
+	return 0;
+}

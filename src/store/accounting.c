@@ -1127,7 +1127,7 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 	/* idle capacity of a model no rate prices costs nothing here: say
 	 * so, as for allocated GPU-time; whole names, however many, split at
 	 * the unit separator, as a name may hold a comma */
-	if (!PQgetisnull(r, row, k->unpriced)) {
+	if (!q->scoped && !PQgetisnull(r, row, k->unpriced)) {
 		char *models = gl_xstrdup(PQgetvalue(r, row, k->unpriced)), *sv = NULL;
 		for (char *m = strtok_r(models, "\x1f", &sv); m; m = strtok_r(NULL, "\x1f", &sv))
 			add_unpriced(meta, m);

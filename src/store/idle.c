@@ -29,6 +29,7 @@ static const char jobs_sql[] =
 	"  / 1000000.0") " AS k) sc"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, jb.start_at) ow ON true"
+	" WHERE true%s" /* a token's scope */
 	"), p AS ("
 	" SELECT k.*, %s AS key,"
 	"  CASE WHEN rt.cost IS NULL THEN NULL"
@@ -65,24 +66,39 @@ int gl_idle_dim_valid(const char *dim)
 	return !strchr(dim, ',') && gl_acct_dim_sql(dim) != NULL;
 }
 
-/* The owners' totals and the top jobs (both from jobs_sql). */
+/* the scope's columns in jobs_sql's k, in gl_token_scope_dims' order */
+static const char *const scope_cols[GL_TOKEN_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "jb.account",
+							    "jb.namespace", "jb.user_name"};
+
+/* jobs_sql by expr, its scope condition from parameter first on. */
+static void put_jobs_sql(struct gl_strbuf *sql, const char *expr, int first)
+{
+	struct gl_strbuf w = GL_STRBUF_INIT;
+	gl_token_scope_sql(&w, scope_cols, first);
+	gl_strbuf_printf(sql, jobs_sql, gl_strbuf_cstr(&w), expr);
+	gl_strbuf_fini(&w);
+}
+
+/* The owners' totals and the top jobs (both from jobs_sql). p: start, end,
+ * now, limit, then the scope's six arrays. */
 static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct gl_idle *out, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
+	const char *p3[9] = {p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8], p[9]};
 	void *owners = NULL, *jobs = NULL;
 	int rc;
 
-	gl_strbuf_printf(&sql, jobs_sql, expr);
+	put_jobs_sql(&sql, expr, 4);
 	gl_strbuf_puts(&sql, " SELECT p.key, round(sum(p.idle_gpu_s)) AS idle_gpu_s, round(sum(p.busy_gpu_s)) AS busy_gpu_s,"
 			     " round(sum(p.observed_gpu_s)) AS observed_gpu_s, round(sum(p.idle_micros)) AS idle_micros,"
 			     " count(*) FILTER (WHERE p.idle_micros IS NULL) AS unpriced_jobs,"
 			     " round(sum(p.held_idle_gpu_s)) AS held_idle_gpu_s"
 			     " FROM p GROUP BY p.key ORDER BY 2 DESC, 1");
-	rc = gl_pgrow_query(c, sql.p, 3, p, owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *out->owners, &owners,
+	rc = gl_pgrow_query(c, sql.p, 9, p3, owner_fields, GL_ARRAY_LEN(owner_fields), sizeof *out->owners, &owners,
 		   &out->n_owners, &out->text[0], err);
 	out->owners = owners;
 	gl_strbuf_reset(&sql);
-	gl_strbuf_printf(&sql, jobs_sql, expr);
+	put_jobs_sql(&sql, expr, 5);
 	gl_strbuf_puts(&sql, " SELECT p.cluster, p.job_id, p.key AS owner, p.user_name, p.gpu_micro, p.gpu_model, p.state,"
 			     " round(p.idle_gpu_s) AS idle_gpu_s, round(p.busy_gpu_s) AS busy_gpu_s,"
 			     " round(p.idle_micros) AS idle_micros,"
@@ -90,7 +106,7 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 			     " round(p.held_idle_gpu_s) AS held_idle_gpu_s"
 			     " FROM p WHERE p.idle_gpu_s > 0 ORDER BY p.idle_gpu_s DESC, p.job_pk LIMIT $4");
 	if (!rc)
-		rc = gl_pgrow_query(c, sql.p, 4, p, job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->jobs, &jobs, &out->n_jobs,
+		rc = gl_pgrow_query(c, sql.p, 10, p, job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->jobs, &jobs, &out->n_jobs,
 			   &out->text[1], err);
 	out->jobs = jobs;
 	gl_strbuf_fini(&sql);
@@ -98,11 +114,13 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 }
 
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 struct gl_idle *out, struct gl_err *err)
+		 const struct gl_token_scope *scope, size_t n_scope, struct gl_idle *out, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	char a[24], b[24], now[24], lim[16];
-	const char *p[4] = {a, b, now, lim};
+	struct gl_strbuf arr[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
+	const char *p[4 + GL_TOKEN_SCOPE_DIMS] = {a, b, now, lim};
 	PGresult *r = NULL;
 	void *fleet = NULL;
 	int rc;
@@ -114,7 +132,8 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	snprintf(lim, sizeof lim, "%ld", limit);
-	if ((rc = read_jobs(c, gl_acct_dim_sql(dim), p, out, err)))
+	gl_token_scope_arrays(scope, n_scope, arr, p + 4);
+	if ((rc = read_jobs(c, gl_acct_dim_sql(dim), p, out, err)) || n_scope)
 		goto out;
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have", 0,
 			      NULL, &r, err)) ||
@@ -131,6 +150,8 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	}
 out:
 	PQclear(r);
+	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+		gl_strbuf_fini(&arr[d]);
 	return rc;
 }
 

@@ -28,7 +28,16 @@ static const char jobs_sql[] =
 	" FROM jobs j JOIN clusters c USING (cluster_id), w"
 	" WHERE ($1::text IS NULL OR c.name = $1) AND ($2::text IS NULL OR j.state = $2)"
 	"   AND ($3::text IS NULL OR j.job_id = $3)"
-	"   AND ($6::text[] IS NULL OR j.account = ANY($6) OR j.namespace = ANY($6))"
+	/* a token's scope ($6 team, $11 project, $12 cost_center, $13
+	 * account, $14 namespace, $15 user): the owner is the one at the
+	 * job's start, as chargeback has it for an owner that never changes */
+	"   AND ($13::text[] IS NULL OR j.account = ANY($13)) AND ($14::text[] IS NULL OR j.namespace = ANY($14))"
+	"   AND ($15::text[] IS NULL OR j.user_name = ANY($15))"
+	"   AND (($6::text[] IS NULL AND $11::text[] IS NULL AND $12::text[] IS NULL) OR EXISTS ("
+	"    SELECT 1 FROM gl_owner(c.name, j.account, j.user_name, j.partition, j.qos, j.wckey, j.namespace, j.tags,"
+	"     coalesce(j.start_at, j.submit_at)) ow"
+	"    WHERE ($6::text[] IS NULL OR ow.team = ANY($6)) AND ($11::text[] IS NULL OR ow.project = ANY($11))"
+	"     AND ($12::text[] IS NULL OR ow.cost_center = ANY($12))))"
 	/* newest first: by submit time, then ingest order (sql/025's index);
 	 * the cursor, the last row's job_pk, resumes after that row */
 	"   AND ($10::bigint IS NULL OR (" JOBS_NEWEST("j") ", j.job_pk) <"
@@ -73,6 +82,9 @@ int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, stru
 		     struct gl_err *err)
 {
 	char lim[24], off[24], wa[24], wb[24], now[24], cur[24];
+	struct gl_strbuf b[6] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+				 GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
+	const char *sc[6];
 	void *rows = NULL;
 	int rc;
 
@@ -84,10 +96,14 @@ int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, stru
 	snprintf(wb, sizeof wb, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	snprintf(cur, sizeof cur, "%lld", (long long)q->cursor);
-	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 10,
-			    (const char *[]){q->cluster, q->state, q->job_id, lim, off, q->owners, q->windowed ? wa : NULL,
-					     q->windowed ? wb : NULL, now, q->cursor ? cur : NULL},
+	gl_token_scope_arrays(q->scope, q->n_scope, b, sc);
+	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 15,
+			    (const char *[]){q->cluster, q->state, q->job_id, lim, off, sc[0], q->windowed ? wa : NULL,
+					     q->windowed ? wb : NULL, now, q->cursor ? cur : NULL, sc[1], sc[2], sc[3], sc[4],
+					     sc[5]},
 			    job_fields, GL_ARRAY_LEN(job_fields), sizeof *out->rows, &rows, &out->n, &out->text, err);
+	for (size_t d = 0; d < 6; d++)
+		gl_strbuf_fini(&b[d]);
 	out->rows = rows;
 	if (!rc && out->n > (size_t)q->limit) {
 		out->more = 1;

@@ -44,11 +44,27 @@ static const struct gl_pgrow_field pending_fields[] = {
 };
 #undef QP
 
+/* the scope's columns in the CTE, in gl_token_scope_dims' order */
+static const char *const scope_cols[GL_TOKEN_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "jb.account",
+							    "jb.namespace", "jb.user_name"};
+
+/* queue_cte with where and the scope's condition from parameter first on. */
+static void put_cte(struct gl_strbuf *sql, const char *where, int first)
+{
+	struct gl_strbuf w = GL_STRBUF_INIT;
+	gl_strbuf_puts(&w, where);
+	gl_token_scope_sql(&w, scope_cols, first);
+	gl_strbuf_printf(sql, queue_cte, gl_strbuf_cstr(&w));
+	gl_strbuf_fini(&w);
+}
+
 int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s,
-		  struct gl_queue *q, struct gl_err *err)
+		  const struct gl_token_scope *scope, size_t n_scope, struct gl_queue *q, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
-	const char *expr = dim_sql(dim);
+	struct gl_strbuf arr[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
+	const char *expr = dim_sql(dim), *sc[GL_TOKEN_SCOPE_DIMS];
 	char a[24], b[24], now[24];
 	void *waits = NULL, *pending = NULL;
 	int rc;
@@ -59,8 +75,9 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 	snprintf(a, sizeof a, "%lld", (long long)start_s);
 	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	gl_token_scope_arrays(scope, n_scope, arr, sc);
 	/* waits of jobs that started in the window */
-	gl_strbuf_printf(&sql, queue_cte, "jb.start_at >= to_timestamp($1) AND jb.start_at < to_timestamp($2)");
+	put_cte(&sql, "jb.start_at >= to_timestamp($1) AND jb.start_at < to_timestamp($2)", 3);
 	gl_strbuf_printf(&sql,
 			 " SELECT %s AS key, count(*) AS jobs,"
 			 " percentile_disc(0.5) WITHIN GROUP (ORDER BY k.queue_wait_s) AS p50_s,"
@@ -71,12 +88,13 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 " sum(" GL_JOB_GPUS_SQL("k") ") AS gpu_micro"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
-	rc = gl_pgrow_query(gl_db_conn(st), sql.p, 2, (const char *[]){a, b}, wait_fields, GL_ARRAY_LEN(wait_fields),
+	rc = gl_pgrow_query(gl_db_conn(st), sql.p, 8, (const char *[]){a, b, sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]},
+			    wait_fields, GL_ARRAY_LEN(wait_fields),
 		   sizeof *q->waits, &waits, &q->n_waits, &q->text[0], err);
 	q->waits = waits;
 	/* pending demand now: queued jobs and how long they have waited */
 	gl_strbuf_reset(&sql);
-	gl_strbuf_printf(&sql, queue_cte, "jb.start_at IS NULL AND jb.end_at IS NULL AND jb.submit_at <= to_timestamp($1)");
+	put_cte(&sql, "jb.start_at IS NULL AND jb.end_at IS NULL AND jb.submit_at <= to_timestamp($1)", 2);
 	gl_strbuf_printf(&sql,
 			 /* a pending array row stands for all its tasks, each asking for req_gpu_micro */
 			 " SELECT %s AS key, sum(coalesce(k.array_tasks, 1)) AS jobs,"
@@ -92,10 +110,13 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
 	if (!rc)
-		rc = gl_pgrow_query(gl_db_conn(st), sql.p, 1, (const char *[]){now}, pending_fields, GL_ARRAY_LEN(pending_fields),
+		rc = gl_pgrow_query(gl_db_conn(st), sql.p, 7, (const char *[]){now, sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]},
+				    pending_fields, GL_ARRAY_LEN(pending_fields),
 			   sizeof *q->pending, &pending, &q->n_pending, &q->text[1], err);
 	q->pending = pending;
 	gl_strbuf_fini(&sql);
+	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+		gl_strbuf_fini(&arr[d]);
 	return rc;
 }
 

@@ -1338,3 +1338,162 @@ void gl_showback_fini(struct gl_showback *sb)
 	free(sb->day_start);
 	memset(sb, 0, sizeof *sb);
 }
+
+static int named(const char *s, const char *const *v, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(s, v[i]))
+			return 1;
+	return 0;
+}
+
+static void restrict_owners(struct gl_showback *sb, const char *const *v, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		if (named(sb->owners[i].name, v, n)) {
+			sb->owners[k++] = sb->owners[i];
+			continue;
+		}
+		free(sb->owners[i].name);
+		free(sb->owners[i].daily_s);
+	}
+	sb->n_owners = k;
+	k = 0;
+	for (size_t i = 0; i < sb->n_models; i++) {
+		if (named(sb->models[i].owner, v, n)) {
+			sb->models[k++] = sb->models[i];
+			continue;
+		}
+		free(sb->models[i].owner);
+		free(sb->models[i].model);
+	}
+	sb->n_models = k;
+	k = 0;
+	/* a partition's waits are every owner's jobs there */
+	for (size_t i = 0; i < sb->n_waits; i++) {
+		if (!strcmp(sb->waits[i].kind, "owner") && named(sb->waits[i].name, v, n)) {
+			sb->waits[k++] = sb->waits[i];
+			continue;
+		}
+		free(sb->waits[i].kind);
+		free(sb->waits[i].name);
+	}
+	sb->n_waits = k;
+	k = 0;
+	for (size_t i = 0; i < sb->n_inference; i++) {
+		if (named(sb->inference[i].owner, v, n)) {
+			sb->inference[k++] = sb->inference[i];
+			continue;
+		}
+		free(sb->inference[i].owner);
+	}
+	sb->n_inference = k;
+}
+
+static void restrict_jobs(struct gl_sb_job *jobs, size_t *nj, const char *const *v, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < *nj; i++) {
+		if (named(jobs[i].owner, v, n)) {
+			jobs[k++] = jobs[i];
+			continue;
+		}
+		job_fini(&jobs[i]);
+	}
+	*nj = k;
+}
+
+/* The rules that map to an owner kept (by the aggregate's field; account
+ * and user reports keep none: a rule names the team it gives). */
+static void restrict_rules(struct gl_showback *sb, const char *const *v, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < sb->n_rules; i++) {
+		struct gl_sb_rule *x = &sb->rules[i];
+		const char *f = !strcmp(sb->aggregate, "team")	       ? x->team
+				: !strcmp(sb->aggregate, "project")     ? x->project
+				: !strcmp(sb->aggregate, "cost_center") ? x->cost_center
+									 : NULL;
+		if (named(f, v, n)) {
+			sb->rules[k++] = *x;
+			continue;
+		}
+		free(x->cluster);
+		free(x->match_field);
+		free(x->match_value);
+		free(x->team);
+		free(x->project);
+		free(x->cost_center);
+		free(x->valid_from);
+		free(x->valid_to);
+	}
+	sb->n_rules = k;
+}
+
+/* The fleet as the sum of the owners kept: nothing of the others, no idle,
+ * no capacity. */
+static void restrict_fleet(struct gl_showback *sb)
+{
+	struct gl_sb_fleet *f = &sb->fleet;
+	int has_prev = f->has_prev;
+	memset(f, 0, sizeof *f);
+	f->has_prev = has_prev;
+	for (size_t i = 0; i < sb->n_owners; i++) {
+		const struct gl_sb_owner *o = &sb->owners[i];
+		f->allocated_s += o->alloc_s;
+		f->cost_micros += o->cost_micros;
+		f->total_s += o->alloc_s + o->idle_share_s;
+		f->total_micros += o->total_micros;
+		f->prev_total_micros += o->prev_total_micros;
+		f->failed_s += o->failed_s;
+		f->failed_micros += o->failed_micros;
+		f->has_energy |= o->has_energy;
+		f->energy_mj += o->energy_mj;
+	}
+}
+
+void gl_showback_restrict(struct gl_showback *sb, const char *const *owners, size_t n)
+{
+	char note[512];
+	size_t o = 0;
+	restrict_owners(sb, owners, n);
+	restrict_jobs(sb->top_cost, &sb->n_top_cost, owners, n);
+	restrict_jobs(sb->top_idle, &sb->n_top_idle, owners, n);
+	restrict_rules(sb, owners, n);
+	restrict_fleet(sb);
+	for (size_t i = 0; i < sb->n_capacity; i++) {
+		free(sb->capacity[i].cluster);
+		free(sb->capacity[i].gpu_model);
+		free(sb->capacity[i].method);
+	}
+	sb->n_capacity = 0;
+	/* the notes name clusters, sources and models of the whole fleet */
+	for (size_t i = 0; i < sb->n_partial; i++)
+		free(sb->partial[i]);
+	sb->n_partial = 0;
+	{
+		/* the models the kept owners ran unpriced */
+		struct gl_strbuf m = GL_STRBUF_INIT;
+		for (size_t i = 0; i < sb->n_models; i++) {
+			size_t j = 0;
+			while (j < i && (sb->models[j].unpriced_s <= 0 || strcmp(sb->models[j].model, sb->models[i].model)))
+				j++;
+			if (sb->models[i].unpriced_s > 0 && j == i) {
+				if (m.len)
+					gl_strbuf_puts(&m, ", ");
+				gl_strbuf_puts(&m, sb->models[i].model);
+			}
+		}
+		free(sb->unpriced_models);
+		sb->unpriced_models = gl_xstrdup(gl_strbuf_cstr(&m));
+		gl_strbuf_fini(&m);
+	}
+	o += (size_t)snprintf(note + o, sizeof note - o, "scoped to %s ", sb->aggregate);
+	for (size_t i = 0; i < n && o < sizeof note; i++)
+		o += (size_t)snprintf(note + o, sizeof note - o, "%s%s", i ? ", " : "", owners[i]);
+	if (o < sizeof note)
+		snprintf(note + o, sizeof note - o,
+			 ": the fleet's idle, capacity, other owners and the notes on the fleet's data are withheld");
+	add_partial(sb, "%s", note);
+}

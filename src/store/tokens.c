@@ -3,6 +3,8 @@
 #include "gl/chargeback.h"
 #include "gl/audit.h"
 #include "gl/db.h"
+#include "gl/pgarray.h"
+#include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
 #include <cjson/cJSON.h>
@@ -71,36 +73,137 @@ int gl_token_owner_valid(const char *s)
 	return 1;
 }
 
+const char *const gl_token_scope_dims[] = {"team", "project", "cost_center", "account", "namespace", "user", NULL};
+
+static const char *scope_dim(const char *s, size_t n)
+{
+	for (size_t i = 0; gl_token_scope_dims[i]; i++)
+		if (strlen(gl_token_scope_dims[i]) == n && !strncmp(gl_token_scope_dims[i], s, n))
+			return gl_token_scope_dims[i];
+	return NULL;
+}
+
+int gl_token_scope_arg(const char *arg, struct gl_token_scope *out, struct gl_err *err)
+{
+	const char *eq = strchr(arg, '='), *v;
+	size_t n;
+	if (!eq)
+		return gl_err_set(err, GL_EINVAL, "--scope '%s': expected DIM=VALUE (DIM: team, project, cost_center, "
+				  "account, namespace or user)", arg);
+	n = (size_t)(eq - arg);
+	v = eq + 1;
+	if (n == 5 && !strncmp(arg, "owner", 5))
+		out->dim = "team"; /* the one-dimensional form: its owners were teams */
+	else if (!(out->dim = scope_dim(arg, n)))
+		return gl_err_set(err, GL_EINVAL, "--scope '%s': unknown dimension '%.*s' (team, project, cost_center, "
+				  "account, namespace or user)", arg, (int)n, arg);
+	if (!*v)
+		return gl_err_set(err, GL_EINVAL, "--scope '%s': empty value for dimension '%s'", arg, out->dim);
+	if (!gl_token_owner_valid(v))
+		return gl_err_set(err, GL_EINVAL, "--scope '%s': bad value '%s' for dimension '%s' (1..63 bytes, no "
+				  "spaces, quotes, backslashes, commas or braces)", arg, v, out->dim);
+	/* no owner has that name: the scope would show nothing, or the
+	 * synthetic row where a month's rows name it */
+	if (gl_cb_name_reserved(v))
+		return gl_err_set(err, GL_EINVAL, "--scope '%s': '%s' is the name of a synthetic row (__idle__, "
+				  "__unallocated__), not an owner", arg, v);
+	snprintf(out->value, sizeof out->value, "%s", v);
+	return 0;
+}
+
+size_t gl_token_scope_values(const struct gl_token_scope *sc, size_t n, const char *dim, const char **vals)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < GL_TOKEN_MAX_OWNERS; i++)
+		if (!strcmp(sc[i].dim, dim))
+			vals[k++] = sc[i].value;
+	return k;
+}
+
+void gl_token_scope_arrays(const struct gl_token_scope *sc, size_t n, struct gl_strbuf *b,
+			   const char *lit[GL_TOKEN_SCOPE_DIMS])
+{
+	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++) {
+		const char *vals[GL_TOKEN_MAX_OWNERS];
+		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
+		lit[d] = k ? gl_pgarray_texts(&b[d], vals, k) : NULL;
+	}
+}
+
+void gl_token_scope_sql(struct gl_strbuf *sql, const char *const cols[GL_TOKEN_SCOPE_DIMS], int first)
+{
+	for (int d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+		gl_strbuf_printf(sql, " AND ($%d::text[] IS NULL OR %s = ANY($%d::text[]))", first + d, cols[d], first + d);
+}
+
+static size_t dim_rank(const char *dim)
+{
+	size_t i = 0;
+	while (gl_token_scope_dims[i] && strcmp(gl_token_scope_dims[i], dim))
+		i++;
+	return i;
+}
+
+static int scope_add(struct gl_token_info *t, const cJSON *key, const cJSON *it, struct gl_err *err)
+{
+	const char *dim = scope_dim(key->string, strlen(key->string));
+	if (!dim || !cJSON_IsString(it) || !gl_token_owner_valid(it->valuestring) || gl_cb_name_reserved(it->valuestring) ||
+	    t->n_scope == GL_TOKEN_MAX_OWNERS)
+		return gl_err_set(err, GL_EINVAL, "token %lld: bad scopes.%s entry", (long long)t->id, key->string);
+	t->scope[t->n_scope].dim = dim;
+	snprintf(t->scope[t->n_scope].value, GL_TOKEN_OWNER_MAX, "%s", it->valuestring);
+	t->n_scope++;
+	return 0;
+}
+
 int gl_token_scopes_parse(const char *json, struct gl_token_info *t, struct gl_err *err)
 {
-	cJSON *j = cJSON_Parse(json), *owners, *it;
+	cJSON *j = cJSON_Parse(json), *key, *it;
 	int rc = 0;
-	t->n_owners = 0;
+	t->n_scope = 0;
 	if (!j || !cJSON_IsObject(j)) {
 		rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes is not a JSON object", (long long)t->id);
 		goto out;
 	}
-	owners = cJSON_GetObjectItem(j, "owners");
-	if (!owners)
-		goto out;
-	if (!cJSON_IsArray(owners)) {
-		rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes.owners is not an array", (long long)t->id);
-		goto out;
-	}
-	cJSON_ArrayForEach(it, owners)
+	cJSON_ArrayForEach(key, j)
 	{
-		if (!cJSON_IsString(it) || !gl_token_owner_valid(it->valuestring) || t->n_owners == GL_TOKEN_MAX_OWNERS) {
-			rc = gl_err_set(err, GL_EINVAL, "token %lld: bad scopes.owners entry", (long long)t->id);
+		if (!cJSON_IsArray(key) || !cJSON_GetArraySize(key)) {
+			rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes.%s is not a list of values", (long long)t->id,
+					key->string);
 			goto out;
 		}
-		snprintf(t->owners[t->n_owners++], GL_TOKEN_OWNER_MAX, "%s", it->valuestring);
+		cJSON_ArrayForEach(it, key)
+		{
+			if ((rc = scope_add(t, key, it, err)))
+				goto out;
+		}
 	}
-	/* a token whose scope failed to parse must never act unscoped */
-	if (t->n_owners == 0)
-		rc = gl_err_set(err, GL_EINVAL, "token %lld: scopes.owners is empty", (long long)t->id);
+	/* jsonb keeps its keys by length: show them in the dimensions' order */
+	for (size_t i = 1; i < t->n_scope; i++)
+		for (size_t k = i; k > 0 && dim_rank(t->scope[k].dim) < dim_rank(t->scope[k - 1].dim); k--) {
+			struct gl_token_scope x = t->scope[k];
+			t->scope[k] = t->scope[k - 1];
+			t->scope[k - 1] = x;
+		}
 out:
+	/* a token whose scope failed to parse must never act unscoped */
+	if (rc)
+		t->n_scope = 0;
 	cJSON_Delete(j);
 	return rc;
+}
+
+/* {"team": [...], ...}: one list per dimension, in gl_token_scope_dims order. */
+static cJSON *scope_json(const struct gl_token_scope *scope, size_t n)
+{
+	cJSON *sj = cJSON_CreateObject();
+	for (size_t d = 0; gl_token_scope_dims[d]; d++) {
+		const char *vals[GL_TOKEN_MAX_OWNERS];
+		size_t k = gl_token_scope_values(scope, n, gl_token_scope_dims[d], vals);
+		if (k)
+			cJSON_AddItemToObject(sj, gl_token_scope_dims[d], cJSON_CreateStringArray(vals, (int)k));
+	}
+	return sj;
 }
 
 static int64_t opt_time(PGresult *r, int row, int col)
@@ -108,39 +211,29 @@ static int64_t opt_time(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
 }
 
-int gl_token_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s, const char *const *owners,
-		    size_t n_owners, const char *actor, char token_out[GL_TOKEN_LEN + 1], int64_t *id_out,
-		    struct gl_err *err)
+int gl_token_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s,
+		    const struct gl_token_scope *scope, size_t n_scope, const char *actor, char token_out[GL_TOKEN_LEN + 1],
+		    int64_t *id_out, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	unsigned char h[32];
 	char hex[2 + 64 + 1], exp[32], *scopes = NULL, *detail = NULL;
-	cJSON *sj = cJSON_CreateObject(), *dj = cJSON_CreateObject();
+	cJSON *sj = NULL, *dj = cJSON_CreateObject();
 	PGresult *r = NULL;
 	int rc;
 
-	if (n_owners > GL_TOKEN_MAX_OWNERS) {
-		rc = gl_err_set(err, GL_EINVAL, "token: at most %d owner scopes", GL_TOKEN_MAX_OWNERS);
+	if (n_scope > GL_TOKEN_MAX_OWNERS) {
+		rc = gl_err_set(err, GL_EINVAL, "token: at most %d scope values", GL_TOKEN_MAX_OWNERS);
 		goto out;
 	}
-	if (n_owners) {
-		cJSON *a = cJSON_AddArrayToObject(sj, "owners");
-		for (size_t i = 0; i < n_owners; i++) {
-			if (!gl_token_owner_valid(owners[i])) {
-				rc = gl_err_set(err, GL_EINVAL, "token: bad owner scope '%s'", owners[i]);
-				goto out;
-			}
-			/* no team has that name: the scope would show nothing, or the
-			 * synthetic row where a month's rows name it */
-			if (gl_cb_name_reserved(owners[i])) {
-				rc = gl_err_set(err, GL_EINVAL,
-						"token: owner scope '%s' is the name of a synthetic row (__idle__, __unallocated__), not an owner",
-						owners[i]);
-				goto out;
-			}
-			cJSON_AddItemToArray(a, cJSON_CreateString(owners[i]));
-		}
+	for (size_t i = 0; i < n_scope; i++) {
+		struct gl_token_scope chk;
+		char arg[16 + GL_TOKEN_OWNER_MAX];
+		snprintf(arg, sizeof arg, "%s=%s", scope[i].dim ? scope[i].dim : "", scope[i].value);
+		if ((rc = gl_token_scope_arg(arg, &chk, err)))
+			goto out;
 	}
+	sj = scope_json(scope, n_scope);
 	if ((rc = gl_token_generate(token_out, err)))
 		goto out;
 	gl_token_sha256(token_out, h);

@@ -23,6 +23,14 @@ static struct gl_test_daemon g_d;
 static PGconn *g_c;
 static char t_viewer[64], t_finance[64], t_hook[64], t_scoped[64], t_expired[64], t_hook_scoped[64];
 static const char *role_tokens[4][2]; /* role name, token */
+/* finance tokens scoped by each kind of scope (docs/security.md) */
+static const char *const scope_kinds[][3] = {
+	{"team=teama", NULL}, {"project=p", NULL}, {"cost_center=cc", NULL}, {"account=teama", NULL},
+	{"namespace=ns", NULL}, {"user=alice", NULL}, {"team=teama", "team=teamb", NULL},
+	{"team=teama", "user=alice", NULL},
+};
+#define N_SCOPE_KINDS (sizeof scope_kinds / sizeof scope_kinds[0])
+static char t_scope_kind[N_SCOPE_KINDS][64];
 
 static int setup(void **state)
 {
@@ -51,13 +59,26 @@ static int setup(void **state)
 	if (gl_test_token_create(g_dsn, "viewer", "viewer", NULL, t_viewer, sizeof t_viewer, NULL) ||
 	    gl_test_token_create(g_dsn, "finance", "finance", NULL, t_finance, sizeof t_finance, NULL) ||
 	    gl_test_token_create(g_dsn, "hook", "hook", NULL, t_hook, sizeof t_hook, NULL) ||
-	    gl_test_token_create(g_dsn, "finance-teama", "finance", (const char *const[]){"--scope", "owner=teama", NULL},
+	    gl_test_token_create(g_dsn, "finance-teama", "finance", (const char *const[]){"--scope", "account=teama", NULL},
 				 t_scoped, sizeof t_scoped, NULL) ||
-	    gl_test_token_create(g_dsn, "hook-teama", "hook", (const char *const[]){"--scope", "owner=teama", NULL},
+	    gl_test_token_create(g_dsn, "hook-teama", "hook", (const char *const[]){"--scope", "account=teama", NULL},
 				 t_hook_scoped, sizeof t_hook_scoped, NULL) ||
 	    gl_test_token_create(g_dsn, "expired", "viewer", (const char *const[]){"--expires", "2001-01-01", NULL},
 				 t_expired, sizeof t_expired, NULL))
 		return -1;
+	for (size_t i = 0; i < N_SCOPE_KINDS; i++) {
+		const char *extra[8];
+		char name[32];
+		size_t k = 0;
+		for (size_t v = 0; scope_kinds[i][v]; v++) {
+			extra[k++] = "--scope";
+			extra[k++] = scope_kinds[i][v];
+		}
+		extra[k] = NULL;
+		snprintf(name, sizeof name, "scope-kind-%zu", i);
+		if (gl_test_token_create(g_dsn, name, "finance", extra, t_scope_kind[i], sizeof t_scope_kind[i], NULL))
+			return -1;
+	}
 	if (gl_test_daemon_start(&g_d, g_dsn, "log:\n  level: warn\n", (const char *const[]){"--no-ingest", NULL}))
 		return -1;
 	if (!g_d.token[0])
@@ -117,7 +138,10 @@ static void test_401_without_or_with_a_bad_token(void **state)
 	assert_int_equal(status_of("/v1/nope", NULL, 0, from), 404);
 }
 
-/* Every GET route × every role: allowed means neither 401 nor 403. */
+/* Every GET route × every identity (no token, each role, a finance token
+ * of each kind of scope): allowed means neither 401 nor 403. A scoped
+ * token reaches what its role does on the routes that filter by owner
+ * (owner_scoped), and nothing else. */
 static void test_role_matrix_on_every_route(void **state)
 {
 	int checked = 0;
@@ -145,8 +169,20 @@ static void test_role_matrix_on_every_route(void **state)
 				assert_int_equal(st, 403);
 			checked++;
 		}
+		for (size_t k = 0; k < N_SCOPE_KINDS; k++) {
+			long st = status_of(rt->path, t_scope_kind[k], 0, NULL);
+			int want = gl_auth_role_allows("finance", rt->role) && rt->owner_scoped;
+			if (want != (st != 403 && st != 401))
+				fprintf(stderr, "%s as finance scoped %s: %ld\n", rt->path, scope_kinds[k][0], st);
+			assert_int_equal(want, st != 403 && st != 401);
+			if (!want)
+				assert_int_equal(st, 403);
+			checked++;
+		}
+		checked++; /* no token */
 	}
-	assert_true(checked >= 4 * 5);
+	fprintf(stderr, "test_role_matrix_on_every_route: %d cells\n", checked);
+	assert_true(checked >= (5 + (int)N_SCOPE_KINDS) * 5);
 	/* the lattice itself, as documented */
 	assert_int_equal(status_of("/v1/audit", t_finance, 0, NULL), 403);
 	assert_int_equal(status_of("/v1/jobs", t_viewer, 0, NULL), 403);
@@ -306,7 +342,8 @@ static void test_duplicate_live_name_is_refused_in_words(void **state)
 	gl_test_out_fini(&o);
 }
 
-/* A scope naming a synthetic chargeback row is no owner: refused, no token. */
+/* A scope naming a synthetic chargeback row is no owner: refused as bad
+ * input (exit 2), no token. */
 static void test_scope_on_synthetic_row_is_refused(void **state)
 {
 	static const char *const names[] = {"owner=__idle__", "owner=__unallocated__"};
@@ -315,7 +352,7 @@ static void test_scope_on_synthetic_row_is_refused(void **state)
 		assert_int_equal(gl_test_run(g_dsn, NULL, &o, "token", "create", "--name", "synthetic", "--role", "viewer",
 					     "--scope", names[i], NULL),
 				 0);
-		assert_int_equal(o.status, 1);
+		assert_int_equal(o.status, 2);
 		if (!strstr(o.err, "is the name of a synthetic row"))
 			fail_msg("stderr: %s", o.err);
 		assert_null(strstr(o.out, "glt_"));
@@ -453,7 +490,7 @@ static void test_admin_endpoints(void **state)
 	assert_int_equal(get("/v1/tokens", NULL, 0, NULL, &r), 200);
 	assert_null(strstr(r.body, "glt_"));
 	assert_null(strstr(r.body, "sha256"));
-	assert_non_null(strstr(r.body, "\"owners\":[\"teama\"]"));
+	assert_non_null(strstr(r.body, "\"owners\":[\"account=teama\"]"));
 	gl_test_http_fini(&r);
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "token", "list", NULL), 0);
 	assert_int_equal(o.status, 0);

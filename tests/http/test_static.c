@@ -353,9 +353,12 @@ static void test_whoami(void **state)
 		/* the dashboard shows money in it (the configuration's default) */
 		assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "currency")), "USD");
 		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "owners")), i == 1 ? 2 : 0);
-		if (i == 1)
+		if (i == 1) {
+			/* owner= is a team (docs/security.md, Owner scopes) */
 			assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "owners"), 1)),
-					    "teamb");
+					    "team=teamb");
+			assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "scope"), "team")), 2);
+		}
 		assert_null(strstr(r.body, tok));
 		cJSON_Delete(j);
 		gl_test_http_fini(&r);

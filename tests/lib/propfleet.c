@@ -180,3 +180,47 @@ void gl_prop_query_make(uint64_t *rng, struct gl_prop_query *q)
 		 q->step, q->dims[0], q->n_dims > 1 ? "," : "", q->n_dims > 1 ? q->dims[1] : "", q->share,
 		 q->by_model ? "&shareIdleBy=model" : "");
 }
+
+void gl_prop_scope_make(uint64_t *rng, struct gl_prop_scope *sc)
+{
+	static const char *const dims[] = {"team", "account", "user"};
+	int first = (int)(gl_prop_rand(rng) % 3);
+	size_t o = 0;
+	memset(sc, 0, sizeof *sc);
+	sc->n_dims = 1 + (int)(gl_prop_rand(rng) % 2);
+	for (int d = 0; d < sc->n_dims; d++) {
+		sc->dims[d] = dims[(first + d) % 3];
+		sc->n_values[d] = 1 + (int)(gl_prop_rand(rng) % 2);
+		for (int v = 0; v < sc->n_values[d]; v++) {
+			char *val = sc->values[d][v];
+			if (!strcmp(sc->dims[d], "team"))
+				snprintf(val, 16, "t%d", (int)(gl_prop_rand(rng) % 4));
+			else if (!strcmp(sc->dims[d], "account"))
+				snprintf(val, 16, "acct%d", (int)(gl_prop_rand(rng) % GL_PROP_ACCOUNTS));
+			else
+				snprintf(val, 16, "u%d", (int)(gl_prop_rand(rng) % 11));
+			if (v && !strcmp(val, sc->values[d][0]))
+				sc->n_values[d] = 1; /* drawn twice: one value */
+		}
+		o += (size_t)snprintf(sc->filter + o, sizeof sc->filter - o, "%s%s:", d ? "%2B" : "", sc->dims[d]);
+		for (int v = 0; v < sc->n_values[d]; v++) {
+			snprintf(sc->args[sc->n_args++], sizeof sc->args[0], "%s=%s", sc->dims[d], sc->values[d][v]);
+			o += (size_t)snprintf(sc->filter + o, sizeof sc->filter - o, "%s%%22%s%%22", v ? "," : "",
+					      sc->values[d][v]);
+		}
+	}
+}
+
+int gl_prop_in_scope(const struct gl_prop_fleet *f, const struct gl_prop_job *j, const struct gl_prop_scope *sc)
+{
+	for (int d = 0; d < sc->n_dims; d++) {
+		char buf[64];
+		int in = 0;
+		gl_prop_dim(f, j, sc->dims[d], buf, sizeof buf);
+		for (int v = 0; v < sc->n_values[d]; v++)
+			in |= !strcmp(buf, sc->values[d][v]);
+		if (!in)
+			return 0;
+	}
+	return 1;
+}

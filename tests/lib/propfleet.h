@@ -72,4 +72,20 @@ struct gl_prop_query {
 };
 void gl_prop_query_make(uint64_t *rng, struct gl_prop_query *q);
 
+/* A random token scope over the owner dimensions the fleet has (team,
+ * account, user): one or two dimensions, one or two values each, as
+ * --scope arguments and as the admin filter that means the same. */
+struct gl_prop_scope {
+	const char *dims[2];
+	char values[2][2][16];
+	int n_values[2];
+	int n_dims;
+	char args[4][48];       /* "team=t0", ... */
+	int n_args;
+	char filter[256];       /* URL-encoded: team:%22t0%22,%22t1%22%2Baccount:%22acct2%22 */
+};
+void gl_prop_scope_make(uint64_t *rng, struct gl_prop_scope *sc);
+/* 1 when job j is inside the scope (OR within a dimension, AND across). */
+int gl_prop_in_scope(const struct gl_prop_fleet *f, const struct gl_prop_job *j, const struct gl_prop_scope *sc);
+
 #endif

@@ -208,14 +208,36 @@ static void test_token_shape(void **state)
 	{
 		struct gl_token_info t = {0};
 		assert_int_equal(gl_token_scopes_parse("{}", &t, NULL), 0);
-		assert_int_equal(t.n_owners, 0);
-		assert_int_equal(gl_token_scopes_parse("{\"owners\":[\"a\",\"b\"]}", &t, NULL), 0);
-		assert_int_equal(t.n_owners, 2);
-		assert_string_equal(t.owners[1], "b");
-		/* a scope that cannot be read must never widen to "all owners" */
-		assert_int_not_equal(gl_token_scopes_parse("{\"owners\":[]}", &t, NULL), 0);
-		assert_int_not_equal(gl_token_scopes_parse("{\"owners\":\"a\"}", &t, NULL), 0);
+		assert_int_equal(t.n_scope, 0);
+		assert_int_equal(gl_token_scopes_parse("{\"team\":[\"a\",\"b\"],\"user\":[\"u\"]}", &t, NULL), 0);
+		assert_int_equal(t.n_scope, 3);
+		assert_string_equal(t.scope[1].dim, "team");
+		assert_string_equal(t.scope[1].value, "b");
+		assert_string_equal(t.scope[2].dim, "user");
+		/* a scope that cannot be read must never widen to "all owners":
+		 * the form before sql/081 ("owners") included */
+		assert_int_not_equal(gl_token_scopes_parse("{\"owners\":[\"a\"]}", &t, NULL), 0);
+		assert_int_equal(t.n_scope, 0);
+		assert_int_not_equal(gl_token_scopes_parse("{\"team\":[]}", &t, NULL), 0);
+		assert_int_not_equal(gl_token_scopes_parse("{\"team\":\"a\"}", &t, NULL), 0);
+		assert_int_not_equal(gl_token_scopes_parse("{\"team\":[\"__idle__\"]}", &t, NULL), 0);
 		assert_int_not_equal(gl_token_scopes_parse("[", &t, NULL), 0);
+	}
+	{
+		struct gl_token_scope sc;
+		struct gl_err e = {0};
+		assert_int_equal(gl_token_scope_arg("cost_center=cc-1", &sc, &e), 0);
+		assert_string_equal(sc.dim, "cost_center");
+		assert_string_equal(sc.value, "cc-1");
+		/* the form before dimensions: an owner was a team */
+		assert_int_equal(gl_token_scope_arg("owner=vision", &sc, &e), 0);
+		assert_string_equal(sc.dim, "team");
+		assert_int_not_equal(gl_token_scope_arg("cluster=c1", &sc, &e), 0);
+		assert_non_null(strstr(e.msg, "unknown dimension 'cluster'"));
+		assert_int_not_equal(gl_token_scope_arg("namespace=", &sc, &e), 0);
+		assert_non_null(strstr(e.msg, "empty value for dimension 'namespace'"));
+		assert_int_not_equal(gl_token_scope_arg("=x", &sc, &e), 0);
+		assert_non_null(strstr(e.msg, "unknown dimension ''"));
 	}
 }
 

@@ -288,6 +288,36 @@ static void test_filter(void **state)
 	}
 }
 
+/* A token's scope on a filter: a clause on the dimension must stay inside
+ * it (EPERM), none adds the scope's, another dimension's is kept (AND). */
+static void test_filter_restrict(void **state)
+{
+	static const char *const vis[] = {"vision", "nlp"};
+	struct gl_filter f;
+	struct gl_err e = {0};
+	memset(&f, 0, sizeof f);
+	assert_int_equal(gl_filter_restrict(&f, "team", vis, 2, &e), 0);
+	assert_int_equal(f.n, 1);
+	assert_int_equal(f.c[0].n_values, 2);
+	assert_string_equal(f.c[0].values[1], "nlp");
+	gl_filter_fini(&f);
+	assert_int_equal(gl_filter_parse("team:nlp+user:u", dims, &f, &e), 0);
+	assert_int_equal(gl_filter_restrict(&f, "team", vis, 2, &e), 0);
+	assert_int_equal(f.n, 2);
+	assert_int_equal(f.c[0].n_values, 1); /* narrower than the scope: kept */
+	gl_filter_fini(&f);
+	assert_int_equal(gl_filter_parse("team:nlp,other", dims, &f, &e), 0);
+	assert_int_equal(gl_filter_restrict(&f, "team", vis, 2, &e), -GL_EPERM);
+	assert_non_null(strstr(e.msg, "team:\"other\" is outside the token's scope"));
+	gl_filter_fini(&f);
+	assert_int_equal(gl_filter_parse("user:u", dims, &f, &e), 0);
+	assert_int_equal(gl_filter_restrict(&f, "team", vis, 1, &e), 0);
+	assert_int_equal(f.n, 2);
+	assert_string_equal(f.c[1].dim, "team");
+	assert_int_equal(f.c[1].n_values, 1);
+	gl_filter_fini(&f);
+}
+
 static void test_csv(void **state)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
@@ -490,7 +520,7 @@ int main(void)
 		cmocka_unit_test(test_window_split),
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
-		cmocka_unit_test(test_filter),		      cmocka_unit_test(test_csv),
+		cmocka_unit_test(test_filter), cmocka_unit_test(test_filter_restrict),		      cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_chargeback_reconciles), cmocka_unit_test(test_idle_stays_in_cluster),
 		cmocka_unit_test(test_owned_idle_never_negative),
 	};

@@ -1,7 +1,9 @@
 /* docs/openapi.yaml against the route table (issue 7): every route the
  * server answers is documented and every documented path is a route; for
  * each, the same method, least role, query parameters and whether a hot
- * standby may answer it (x-gpuledger-reads: standby, replica_ok). Parsed with
+ * standby may answer it (x-gpuledger-reads: standby, replica_ok) and whether
+ * an owner-scoped token may use it (x-gpuledger-scoped: owner, owner_scoped;
+ * docs/security.md, "Owner scopes"). Parsed with
  * libyaml's document API (aliases resolve to the shared node). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -158,6 +160,12 @@ static void test_every_route_is_documented_with_its_role_and_parameters(void **s
 			if (r->replica_ok != (reads && !strcmp(reads, "standby")))
 				fail_msg("%s: x-gpuledger-reads %s, the route's replica_ok is %d", r->path, reads ? reads : "(none)",
 					 r->replica_ok);
+		}
+		{
+			const char *sc = scalar(get(op, "x-gpuledger-scoped"));
+			if (r->owner_scoped != (sc && !strcmp(sc, "owner")))
+				fail_msg("%s: x-gpuledger-scoped %s, the route's owner_scoped is %d", r->path, sc ? sc : "(none)",
+					 r->owner_scoped);
 		}
 		doc_params(op, got, sizeof got);
 		route_params_sorted(r, want, sizeof want);

@@ -18,7 +18,8 @@ const dsn = H.freshDb('gl_test_web_dashboard');
 H.loadFixtures(dsn, dir);
 const admin = H.token(dsn, 'web-admin', 'admin');
 const viewer = H.token(dsn, 'web-viewer', 'viewer');
-const scoped = H.token(dsn, 'web-teama', 'finance', ['teama']);
+const scoped = H.token(dsn, 'web-teama', 'finance', ['account=teama']);
+const vision = H.token(dsn, 'web-vision', 'finance', ['team=vision']);
 // a budget the month's spend overshoots: the reports view shows it red
 const d = await H.startDaemon(dsn, dir, 'budgets:\n  - owner: vision\n    amount: "0.10"\n');
 const base = d.base;
@@ -649,7 +650,7 @@ try {
 		await c2.close();
 	});
 
-	await test('a team-scoped token sees only its team\'s jobs', async () => {
+	await test('an account-scoped token sees only its account\'s jobs', async () => {
 		// independently of the code under test: teama's allocations in the sacct fixture
 		const fx = fs.readFileSync(path.join(H.ROOT, 'tests/fixtures/sacct/testbed/sacct_alloc.txt'), 'utf8').trim().split('\n');
 		const fields = fs.readFileSync(path.join(H.ROOT, 'tests/fixtures/sacct/testbed/sacct_fields.txt'), 'utf8').trim().split('|');
@@ -661,8 +662,8 @@ try {
 		const w2 = H.watch(p2);
 		await H.signIn(p2, base, scoped);
 		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'jobs', 'scoped views');
-		await H.ready(p2, 'jobs');
+		eq(nav.join(','), 'chargeback,queue,jobs', 'scoped views');
+		await H.ready(p2, 'chargeback');
 		await p2.goto(base + '/#/jobs?' + FX.hash);
 		await H.ready(p2, 'jobs');
 		const accounts = await p2.$$eval('#jobs-table tbody tr', (trs) => trs.map((tr) => tr.cells[4].textContent));
@@ -670,6 +671,43 @@ try {
 		assert(accounts.every((a) => a === 'teama'), accounts.join(','));
 		assert(w2.clean(), w2.report());
 		await p2.screenshot({ path: path.join(SHOTS, 'jobs-scoped.png'), fullPage: true });
+		await c2.close();
+	});
+
+	await test('a team-scoped token: chargeback shows its team only, no fleet figure, the admin\'s line for it', async () => {
+		const c2 = await b.newContext({ viewport: { width: 1280, height: 800 } });
+		const p2 = await c2.newPage();
+		const w2 = H.watch(p2);
+		await H.signIn(p2, base, vision);
+		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
+		eq(nav.join(','), 'chargeback,queue,jobs', 'scoped views');
+		let api, adm;
+		for (let attempt = 0; ; attempt++) {
+			const resp = p2.waitForResponse((r) => new URL(r.url()).pathname === '/v1/chargeback' && !new URL(r.url()).searchParams.get('step'));
+			await p2.goto(base + '/#/chargeback?' + FX.hash + '&a=team&try=' + attempt);
+			await H.ready(p2, 'chargeback');
+			api = await (await resp).json();
+			// the admin's answer with the scope as the filter: the same line
+			adm = (await H.api(base, admin, '/v1/chargeback?window=' + encodeURIComponent(FX.win) + '&aggregate=team&filter=' + encodeURIComponent('team:"vision"'))).body;
+			if (JSON.stringify(adm.steps[0].items) === JSON.stringify(api.steps[0].items) || attempt === 4) break;
+		}
+		eq(JSON.stringify(api.steps[0].items), JSON.stringify(adm.steps[0].items), 'the admin\'s vision line');
+		assert(api.steps[0].items.length === 1 && api.steps[0].items[0].name === 'vision', 'vision only');
+		const cells = await p2.$$eval('#chargeback-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+		eq(cells.map((c) => c[0]).join(','), 'vision,Total', 'rows');
+		eq(cells[0][6], shown(api.steps[0].items[0].total, api.currency), 'vision total');
+		eq(cells[1][6], cells[0][6], 'its total is its line');
+		// nothing on the page names another owner or holds the fleet's figures
+		const full = (await H.api(base, admin, '/v1/chargeback?window=' + encodeURIComponent(FX.win) + '&aggregate=team')).body;
+		const text = await p2.textContent('body');
+		for (const it of full.steps[0].items.filter((x) => x.name !== 'vision')) {
+			assert(!text.includes(it.name), 'page names ' + it.name);
+			assert(!text.includes(shown(it.total, full.currency)), 'page holds ' + it.name + '\'s total');
+		}
+		assert(!text.includes('__idle__'), 'page names __idle__');
+		assert(!text.includes(shown(full.totals.total, full.currency)), 'page holds the fleet total');
+		assert(w2.clean(), w2.report());
+		await p2.screenshot({ path: path.join(SHOTS, 'chargeback-scoped.png'), fullPage: true });
 		await c2.close();
 	});
 

@@ -13,10 +13,10 @@ const WINDOWS = ['today', 'yesterday', 'week', 'lastweek', 'month', 'lastmonth',
 // server refuses scoped tokens on routes that do not filter by owner).
 const VIEWS = [
 	{ id: 'fleet', title: 'Fleet', min: 'viewer', aggs: ['cluster', 'gpu_model', 'partition'] },
-	{ id: 'chargeback', title: 'Chargeback', min: 'finance', aggs: OWNER_DIMS },
+	{ id: 'chargeback', title: 'Chargeback', min: 'finance', aggs: OWNER_DIMS, scoped: true },
 	{ id: 'waste', title: 'Waste', min: 'finance', aggs: OWNER_DIMS },
 	{ id: 'inference', title: 'Inference', min: 'finance', aggs: ['model_name', 'endpoint', 'team', 'project', 'cost_center', 'namespace', 'cluster', 'gpu_model'] },
-	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'] },
+	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'], scoped: true },
 	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'], noWindow: true },
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
 	{ id: 'jobs', title: 'Jobs', min: 'finance', aggs: null, scoped: true },
@@ -117,7 +117,7 @@ async function signin(tok) {
 	setCurrency(who.currency, who.currency_minor_units);
 	$('signin').hidden = true;
 	$('shell').hidden = false;
-	$('who').textContent = who.name + ' (' + who.role + (who.owners.length ? ', owners ' + who.owners.join(', ') : '') + ')';
+	$('who').textContent = who.name + ' (' + who.role + (who.owners.length ? ', scope ' + who.owners.join(', ') : '') + ')';
 	buildNav();
 	route();
 }

@@ -75,8 +75,9 @@ export function gl(dsn, args, input) {
 	return must(spawnSync(BIN, args, { encoding: 'utf8', input, env: dbEnv(dsn) }), 'gpuledger ' + args.join(' '));
 }
 
+// scopes: --scope arguments, 'team=vision', 'account=teama' (docs/security.md)
 export function token(dsn, name, role, scopes = []) {
-	const out = gl(dsn, ['token', 'create', '--name', name, '--role', role, ...scopes.flatMap((s) => ['--scope', 'owner=' + s])]);
+	const out = gl(dsn, ['token', 'create', '--name', name, '--role', role, ...scopes.flatMap((s) => ['--scope', s])]);
 	const m = /glt_[A-Za-z0-9_-]{43}/.exec(out);
 	if (!m) throw new Error('no token in: ' + out);
 	return m[0];

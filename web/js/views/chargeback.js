@@ -135,8 +135,10 @@ function content(ctx, cb, params) {
 			h('div', { class: 'stat', id: 'cb-total' }, h('div', { class: 'label', text: 'Total' }),
 				h('div', { class: 'value', 'data-total': t.total, text: f.decimal(t.total, cur) })),
 			stat('Allocated', f.gpuHours(t.allocated_gpu_seconds), f.money(t.cost_micros, cur)),
-			stat('Idle capacity', f.gpuHours(t.idle_gpu_seconds), cb.shareIdle === 'none' ? f.money(t.idle_micros, cur) + ' (not shared)' : 'shared: ' + cb.shareIdle),
-			stat('Fleet GPU time', f.gpuHours(t.gpu_seconds), cb.capacity_known === false ? 'at least: capacity partly unknown' : '')),
+			// a scoped token's answer has no fleet figures (docs/security.md)
+			cb.idle_withheld ? stat('Idle capacity', '—', 'the fleet\'s: not shown to a scoped token')
+				: stat('Idle capacity', f.gpuHours(t.idle_gpu_seconds), cb.shareIdle === 'none' ? f.money(t.idle_micros, cur) + ' (not shared)' : 'shared: ' + cb.shareIdle),
+			stat(cb.idle_withheld ? 'GPU time in scope' : 'Fleet GPU time', f.gpuHours(t.gpu_seconds), cb.capacity_known === false ? 'at least: capacity partly unknown' : '')),
 		coverageNote(cb, 'cb-coverage'),
 		cb.unpriced_models && cb.unpriced_models.length ? h('p', { class: 'note', text: 'No rate for: ' + cb.unpriced_models.join(', ') }) : null,
 		h('section', { class: 'card', 'aria-label': 'Cost per owner' },
