@@ -9,15 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gl_acct_dims[] = {"team", "project", "cost_center", "user", "account", "cluster",
-				     "partition", "qos", "namespace", "gpu_model", NULL};
+const char *const gl_acct_dims[] = {"team",	   "project",	"cost_center", "user",	    "account",	     "cluster",
+				     "partition", "qos", "namespace", "gpu_model", "workload_type", NULL};
 
 /* Only these fixed strings ever reach the SQL text; user input goes in parameters. */
 static const char *const dim_sql[] = {
 	"coalesce(k.team, '__unallocated__')", "coalesce(k.project, '__unallocated__')",
 	"coalesce(k.cost_center, '__unallocated__')", "coalesce(k.user_name, '')", "coalesce(k.account, '')",
 	"k.cluster", "coalesce(k.partition, '')", "coalesce(k.qos, '')", "coalesce(k.namespace, '')",
-	"coalesce(k.gpu_model, 'unknown')",
+	"coalesce(k.gpu_model, 'unknown')", "k.workload_type",
 };
 
 const char *gl_acct_dim_sql(const char *dim)
@@ -120,6 +120,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	gl_strbuf_puts(sql,
 	"WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
+	"  UNION ALL SELECT valid_from FROM workload_rules UNION ALL SELECT valid_to FROM workload_rules"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
 	"), segs AS ("
 	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
@@ -133,7 +134,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
+	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags, gl_job_endpoints(jb.job_pk) AS endpoints"
 	" FROM runs r"
 	" JOIN jobs jb ON");
 	put_run_jobs_where(sql, m, "$1", "$2");
@@ -141,15 +142,20 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
 	"), attrs AS ("
-	" SELECT DISTINCT cluster, okey, seg, account, user_name, partition, qos, wckey, namespace, tags -> 'labels' AS labels"
+	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
+	"  tags -> 'labels' AS labels"
 	" FROM k0"
 	"), own AS MATERIALIZED ("
-	" SELECT a.cluster, a.okey, a.seg, o.team, o.project, o.cost_center FROM attrs a"
+	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
+	"  gl_workload_type(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
+	"   jsonb_build_object('labels', a.labels), a.endpoints, a.seg) AS workload_type"
+	" FROM attrs a"
 	" LEFT JOIN LATERAL gl_owner(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"  jsonb_build_object('labels', a.labels), a.seg) o ON true"
 	"), k AS ("
-	" SELECT k0.*, own.team, own.project, own.cost_center FROM k0"
+	" SELECT k0.*, own.team, own.project, own.cost_center, own.workload_type FROM k0"
 	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
+	"  AND own.endpoints = k0.endpoints"
 	")");
 }
 
@@ -308,8 +314,9 @@ static const char settle_sql[] =
 /* The accounting dimensions as usage_daily columns. */
 static const char *daily_expr(const char *dim)
 {
-	static const char *const col[] = {"u.d_team", "u.d_project", "u.d_cost_center", "u.d_user", "u.d_account",
-					  "u.d_cluster", "u.d_partition", "u.d_qos", "u.d_namespace", "u.d_gpu_model"};
+	static const char *const col[] = {"u.d_team",	  "u.d_project",   "u.d_cost_center", "u.d_user",
+					  "u.d_account",  "u.d_cluster",   "u.d_partition",   "u.d_qos",
+					  "u.d_namespace", "u.d_gpu_model", "u.d_workload_type"};
 	for (size_t i = 0; gl_acct_dims[i]; i++)
 		if (!strcmp(gl_acct_dims[i], dim))
 			return col[i];
@@ -334,7 +341,8 @@ static const char *job_daily_expr(const char *dim)
  * filters by: then a month reads dozens of rows a day, not thousands. */
 static int owner_rollup_serves(const struct gl_acct_query *q)
 {
-	static const char *const coarse[] = {"team", "project", "cost_center", "cluster", "partition", "gpu_model", NULL};
+	static const char *const coarse[] = {"team",	  "project",   "cost_center",	"cluster",
+					     "partition", "gpu_model", "workload_type", NULL};
 	size_t nf = q->filter ? q->filter->n : 0;
 	for (size_t i = 0; i < q->n_dims + nf; i++) {
 		const char *dim = i < q->n_dims ? q->dims[i] : q->filter->c[i - q->n_dims].dim;
@@ -1632,11 +1640,12 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	gl_time_civil_from_days(day_s / 86400, &y, &m, &d);
 	snprintf(day, sizeof day, "%04lld-%02u-%02u", (long long)y, m, d);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
-			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, held, busy, idle, obs) ");
-	if ((rc = append_live(&sql, gl_acct_dims, 10, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
+			     " d_partition, d_qos, d_namespace, d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced,"
+			     " held, busy, idle, obs) ");
+	if ((rc = append_live(&sql, gl_acct_dims, 11, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
-	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, gpu_model, rate, alloc, priced,"
-			     " held, busy, idle, obs FROM byrate");
+	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, gpu_model, rate, alloc,"
+			     " priced, held, busy, idle, obs FROM byrate");
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
 	in_txn = 1;
@@ -1648,11 +1657,13 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	    (rc = gl_db_query(c, "DELETE FROM usage_daily_owner WHERE day = $1::date", 1, (const char *[]){day}, NULL,
 			      err)) ||
 	    (rc = gl_db_query(c,
-			      "INSERT INTO usage_daily_owner SELECT day, d_team, d_project, d_cost_center, d_cluster,"
-			      " d_partition, d_gpu_model, gpu_model, rate, sum(alloc), sum(priced), sum(busy), sum(idle),"
-			      " sum(obs) FROM usage_daily WHERE day = $1::date"
+			      "INSERT INTO usage_daily_owner (day, d_team, d_project, d_cost_center, d_cluster, d_partition,"
+			      " d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced, busy, idle, obs)"
+			      " SELECT day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
+			      " d_workload_type, gpu_model, rate, sum(alloc), sum(priced), sum(busy), sum(idle), sum(obs)"
+			      " FROM usage_daily WHERE day = $1::date"
 			      " GROUP BY day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
-			      " gpu_model, rate",
+			      " d_workload_type, gpu_model, rate",
 			      1, (const char *[]){day}, NULL, err)) ||
 	    (rc = build_day_jobs(c, a, b, now, day, err)) ||
 	    (rc = gl_db_query(c,
