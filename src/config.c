@@ -291,7 +291,7 @@ static const struct gl_cfg_key gpu_model_keys[] = {
 #define BOFF(f) offsetof(struct gl_budget_cfg, f)
 static const struct gl_cfg_key budget_keys[] = {
 	{"owner", GL_CFG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
-	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account or user", NULL, 0, 0},
+	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account, user or workload_type", NULL, 0, 0},
 	{"amount", GL_CFG_STR, BOFF(amount), NULL, 1, 0, 0, "budget per calendar month, decimal", NULL, 0, 0},
 	{"currency", GL_CFG_STR, BOFF(currency), "", 0, 0, 0, "ISO 4217 code; must equal currency; empty = currency", NULL, 0, 0},
 	{"from", GL_CFG_STR, BOFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
@@ -1336,7 +1336,7 @@ static int check_rest(const struct gl_config *cfg, const char *name, const struc
 		}
 		snprintf(p, sizeof p, "%s.aggregate", item);
 		if (!gl_showback_aggregate_ok(b->aggregate))
-			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account or user", b->aggregate);
+			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account, user or workload_type", b->aggregate);
 		if ((rc = check_span(b->from, b->to, &f, &t, name, l, item, err)))
 			return rc;
 		for (size_t j = 0; j < i; j++) {
@@ -1395,7 +1395,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	int rc;
 
 	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
-		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
+		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account, user or workload_type",
 				cfg->reports_aggregate);
 	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,

@@ -296,11 +296,52 @@ static void test_queue_by_type(void **state)
 	cJSON_Delete(j);
 }
 
+/* The showback report by workload type: one owner row per type, each with
+ * the month's chargeback figures of that type (October is closed: one
+ * answer each). */
+static void test_report_by_type(void **state)
+{
+	struct gl_test_http r;
+	struct gl_test_csv csv;
+	cJSON *cb = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&aggregate=workload_type", 200);
+	int oc, gc, tc;
+	size_t rows = 0;
+	assert_non_null(cb);
+	assert_int_equal(gl_test_http(g_d.port, "GET",
+				      "/v1/reports/showback?month=2026-10&aggregate=workload_type&format=csv&table=owners",
+				      NULL, 0, NULL, &r),
+			 0);
+	if (r.status != 200)
+		fprintf(stderr, "%s\n", r.body);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &csv), 0);
+	oc = gl_test_csv_col(&csv, "owner");
+	gc = gl_test_csv_col(&csv, "gpu_seconds");
+	tc = gl_test_csv_col(&csv, "total_micros");
+	assert_true(oc >= 0 && gc >= 0 && tc >= 0);
+	for (size_t i = 1; i < csv.nrows; i++) {
+		cJSON *l = item(cb, csv.cell[i][oc]);
+		if (!l)
+			continue; /* __idle__ and the total row */
+		rows++;
+		assert_int_equal(atoll(csv.cell[i][gc]), gl_test_jnum(l, "allocated_gpu_seconds"));
+		assert_int_equal(atoll(csv.cell[i][tc]), gl_test_jnum(l, "total_micros"));
+	}
+	assert_int_equal(rows, GL_ARRAY_LEN(first));
+	gl_test_csv_free(&csv);
+	gl_test_http_fini(&r);
+	cJSON_Delete(cb);
+}
+
 /* idle and forecast accept the dimension; a bad one is a 400 naming it */
 static void test_other_routes(void **state)
 {
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10&aggregate=workload_type", 200);
 	assert_non_null(j);
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/forecast?aggregate=workload_type&window=2026-10", 200);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "aggregate")->valuestring, "workload_type");
 	cJSON_Delete(j);
 	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&aggregate=workload", 400);
 	assert_non_null(j);
@@ -313,7 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_types_live_and_rolled_up), cmocka_unit_test(test_type_of_the_start),
 		cmocka_unit_test(test_rule_change_reresolves),	 cmocka_unit_test(test_queue_by_type),
-		cmocka_unit_test(test_other_routes),
+		cmocka_unit_test(test_report_by_type),	 cmocka_unit_test(test_other_routes),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
