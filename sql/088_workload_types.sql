@@ -29,6 +29,40 @@ LANGUAGE sql STABLE AS $$
     WHERE sj.job_pk = p_job_pk
 $$;
 
+-- The value of a job's field a rule names (owners and workload rules
+-- match the same fields): label:<key> reads the Kubernetes labels kept in
+-- tags->'labels'; NULL for a field no job has.
+CREATE FUNCTION gl_rule_value(p_field text, p_account text, p_user text, p_partition text, p_qos text,
+                              p_wckey text, p_namespace text, p_tags jsonb)
+RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE p_field
+               WHEN 'account' THEN p_account
+               WHEN 'user' THEN p_user
+               WHEN 'partition' THEN p_partition
+               WHEN 'qos' THEN p_qos
+               WHEN 'wckey' THEN p_wckey
+               WHEN 'namespace' THEN p_namespace
+               ELSE CASE WHEN p_field LIKE 'label:%' THEN p_tags -> 'labels' ->> substr(p_field, 7) END
+           END
+$$;
+
+-- gl_owner (sql/011) as it was, its field match now gl_rule_value's.
+CREATE OR REPLACE FUNCTION gl_owner(p_cluster text, p_account text, p_user text, p_partition text, p_qos text,
+                                    p_wckey text, p_namespace text, p_tags jsonb, p_at timestamptz)
+RETURNS TABLE (team text, project text, cost_center text)
+LANGUAGE sql STABLE AS $$
+    SELECT o.team, nullif(o.project, ''), nullif(o.cost_center, '')
+    FROM owners o
+    WHERE (o.cluster IS NULL OR o.cluster = '' OR o.cluster = p_cluster)
+      AND o.valid_from <= p_at AND p_at < o.valid_to
+      AND (o.match_value = '*'
+           OR o.match_value = gl_rule_value(o.match_field, p_account, p_user, p_partition, p_qos, p_wckey,
+                                            p_namespace, p_tags))
+    ORDER BY o.priority, o.rule_id
+    LIMIT 1
+$$;
+
 -- The workload type of a job at p_at (its start). 'endpoint' matches a job
 -- that serves the named endpoint ('*': any serving job, never every job).
 CREATE FUNCTION gl_workload_type(p_cluster text, p_account text, p_user text, p_partition text, p_qos text,
@@ -43,17 +77,9 @@ LANGUAGE sql STABLE AS $$
           AND w.valid_from <= p_at AND p_at < w.valid_to
           AND CASE WHEN w.match_field = 'endpoint'
                    THEN (w.match_value = '*' AND cardinality(p_endpoints) > 0) OR w.match_value = ANY (p_endpoints)
-                   ELSE w.match_value = '*' OR w.match_value =
-                        CASE w.match_field
-                            WHEN 'account' THEN p_account
-                            WHEN 'user' THEN p_user
-                            WHEN 'partition' THEN p_partition
-                            WHEN 'qos' THEN p_qos
-                            WHEN 'wckey' THEN p_wckey
-                            WHEN 'namespace' THEN p_namespace
-                            ELSE CASE WHEN w.match_field LIKE 'label:%'
-                                      THEN p_tags -> 'labels' ->> substr(w.match_field, 7) END
-                        END
+                   ELSE w.match_value = '*'
+                        OR w.match_value = gl_rule_value(w.match_field, p_account, p_user, p_partition, p_qos,
+                                                         p_wckey, p_namespace, p_tags)
               END
         ORDER BY w.priority, w.rule_id
         LIMIT 1), 'unclassified')
