@@ -924,6 +924,26 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 	return rc;
 }
 
+/* The built days ($1 starts, $2 steps) of a query of some jobs as rows of
+ * usage_daily_job with their step i, read from usage_monthly_job for a
+ * month whose days in a step are exactly the days its rows were built from
+ * (sql/089), from usage_daily_job for the others. */
+#define JOB_DAYS_SQL                                                                                         \
+	"(WITH d0 AS (SELECT d.i, (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AS day"                         \
+	"  FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)),"                                              \
+	" g AS (SELECT i, date_trunc('month', day)::date AS month, array_agg(day ORDER BY day) AS days"       \
+	"  FROM d0 GROUP BY 1, 2),"                                                                          \
+	" gm AS (SELECT g.i, g.month FROM g JOIN usage_monthly_job_built mb ON mb.month = g.month"            \
+	"  AND mb.days = g.days)"                                                                            \
+	" SELECT gm.i, m.job_pk, m.d_team, m.d_project, m.d_cost_center, m.d_cluster, m.d_namespace,"         \
+	"  m.d_gpu_model, m.gpu_model, m.rate, m.alloc, m.priced, m.busy, m.idle, m.obs"                    \
+	" FROM gm JOIN usage_monthly_job m ON m.month = gm.month"                                            \
+	" UNION ALL"                                                                                         \
+	" SELECT d0.i, j.job_pk, j.d_team, j.d_project, j.d_cost_center, j.d_cluster, j.d_namespace,"        \
+	"  j.d_gpu_model, j.gpu_model, j.rate, j.alloc, j.priced, j.busy, j.idle, j.obs"                    \
+	" FROM d0 JOIN usage_daily_job j ON j.day = d0.day"                                                  \
+	" WHERE NOT EXISTS (SELECT 1 FROM gm WHERE gm.i = d0.i AND gm.month = date_trunc('month', d0.day)))"
+
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
  * it holds every dimension asked for) */
 static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
@@ -937,21 +957,27 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	const char *pd[2];
 	size_t npd = pool_dims(cb, pd);
 
-	gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
+	gl_strbuf_printf(&sql, "WITH byrate AS (SELECT %s", q->jobs ? "u.i" : "d.i");
 	for (size_t d = 0; d < q->n_dims + npd; d++)
 	{
 		const char *dim = d < q->n_dims ? q->dims[d] : pd[d - q->n_dims];
 		gl_strbuf_printf(&sql, ", %s AS d%zu", q->jobs ? job_daily_expr(dim) : daily_expr(dim), d);
 	}
-	gl_strbuf_printf(&sql,
-			 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
-			 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
-			 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
-			 q->jobs ? "usage_daily_job" : owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
+	gl_strbuf_puts(&sql, ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs");
+	if (q->jobs)
+		gl_strbuf_puts(&sql, " FROM " JOB_DAYS_SQL " u WHERE true");
+	else
+		gl_strbuf_printf(&sql,
+				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
+				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
+				 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
 	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 		goto out;
+	/* a hashed semi-join: "= ANY" of 1,000 jobs compared every row with
+	 * each of them */
 	if (q->jobs)
-		gl_strbuf_printf(&sql, " AND u.job_pk = ANY($%d::bigint[])", add_jobs_param(&arrays, arr_off, &np, q));
+		gl_strbuf_printf(&sql, " AND u.job_pk IN (SELECT unnest($%d::bigint[]))",
+				 add_jobs_param(&arrays, arr_off, &np, q));
 	gl_strbuf_puts(&sql, ")");
 	append_lines_select(&sql, q->n_dims + npd);
 	put_i64_array(&da, pl->da, pl->nd);
@@ -1623,6 +1649,31 @@ out:
 	return rc;
 }
 
+/* Inside gl_acct_build_day's transaction, after the day's built marker:
+ * usage_monthly_job for the day's month again, from usage_daily_job over
+ * the month's built days, and the list of those days (sql/089). */
+static int build_month_jobs(PGconn *c, const char *day, struct gl_err *err)
+{
+	static const char *const sql[] = {
+		"DELETE FROM usage_monthly_job WHERE month = date_trunc('month', $1::date)::date",
+		"INSERT INTO usage_monthly_job (month, job_pk, d_team, d_project, d_cost_center, d_cluster, d_namespace,"
+		" d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs)"
+		" SELECT date_trunc('month', $1::date)::date, u.job_pk, u.d_team, u.d_project, u.d_cost_center, u.d_cluster,"
+		" u.d_namespace, u.d_gpu_model, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy), sum(u.idle),"
+		" sum(u.obs) FROM usage_daily_job u JOIN usage_daily_built b ON b.day = u.day"
+		" WHERE u.day >= date_trunc('month', $1::date) AND u.day < date_trunc('month', $1::date) + interval '1 month'"
+		" GROUP BY 2, 3, 4, 5, 6, 7, 8, 9, 10",
+		"INSERT INTO usage_monthly_job_built (month, days)"
+		" SELECT date_trunc('month', $1::date)::date, array_agg(day ORDER BY day) FROM usage_daily_built"
+		" WHERE day >= date_trunc('month', $1::date) AND day < date_trunc('month', $1::date) + interval '1 month'"
+		" ON CONFLICT (month) DO UPDATE SET days = excluded.days, built_at = now()",
+	};
+	int rc = 0;
+	for (size_t i = 0; i < GL_ARRAY_LEN(sql) && !rc; i++)
+		rc = gl_db_query(c, sql[i], 1, (const char *[]){day}, NULL, err);
+	return rc;
+}
+
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
@@ -1669,7 +1720,8 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	    (rc = gl_db_query(c,
 			      "INSERT INTO usage_daily_built (day, built_at) VALUES ($1::date, now())"
 			      " ON CONFLICT (day) DO UPDATE SET built_at = now()",
-			      1, (const char *[]){day}, NULL, err)))
+			      1, (const char *[]){day}, NULL, err)) ||
+	    (rc = build_month_jobs(c, day, err)))
 		goto out;
 	rc = gl_db_exec(c, "COMMIT", err);
 	in_txn = 0;
