@@ -330,6 +330,20 @@ static void test_report_by_type(void **state)
 	assert_int_equal(rows, GL_ARRAY_LEN(first));
 	gl_test_csv_free(&csv);
 	gl_test_http_fini(&r);
+	/* the HTML and PDF of the same report name the types */
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-10&aggregate=workload_type&format=html",
+				      NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	for (size_t i = 0; i < GL_ARRAY_LEN(first); i++)
+		assert_non_null(strstr(r.body, first[i].type));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/reports/showback?month=2026-10&aggregate=workload_type&format=pdf",
+				      NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_true(r.len > 1000 && !memcmp(r.body, "%PDF-", 5));
+	gl_test_http_fini(&r);
 	cJSON_Delete(cb);
 }
 
