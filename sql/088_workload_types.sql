@@ -21,12 +21,17 @@ CREATE TABLE workload_rules (
 CREATE INDEX workload_rules_lookup_idx ON workload_rules (match_field, match_value, valid_from);
 
 -- The serving endpoints a job was scraped for (serving_jobs, sql/052), the
--- values an 'endpoint' rule matches; empty for a job that serves nothing.
+-- values an 'endpoint' rule matches: a view to join (one hash join for a
+-- query's jobs) and a function for one job; a job that serves nothing has
+-- no row, and '{}' from the function.
+CREATE VIEW job_endpoints AS
+    SELECT sj.job_pk, array_agg(DISTINCT e.name ORDER BY e.name) AS endpoints
+    FROM serving_jobs sj JOIN serving_endpoints e ON e.endpoint_id = sj.endpoint_id
+    GROUP BY sj.job_pk;
+
 CREATE FUNCTION gl_job_endpoints(p_job_pk bigint) RETURNS text[]
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(array_agg(DISTINCT e.name ORDER BY e.name), '{}')
-    FROM serving_jobs sj JOIN serving_endpoints e ON e.endpoint_id = sj.endpoint_id
-    WHERE sj.job_pk = p_job_pk
+    SELECT coalesce((SELECT endpoints FROM job_endpoints WHERE job_pk = p_job_pk), '{}')
 $$;
 
 -- The value of a job's field a rule names (owners and workload rules

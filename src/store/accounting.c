@@ -134,13 +134,15 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags, gl_job_endpoints(jb.job_pk) AS endpoints"
+	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags,"
+	"  coalesce(ep.endpoints, '{}') AS endpoints"
 	" FROM runs r"
 	" JOIN jobs jb ON");
 	put_run_jobs_where(sql, m, "$1", "$2");
 	gl_strbuf_puts(sql,
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
+	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
 	"), attrs AS ("
 	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
 	"  tags -> 'labels' AS labels"

@@ -211,10 +211,11 @@ enum {
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, gl_job_endpoints(jb.job_pk)::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
+	" jb.namespace, (jb.tags -> 'labels')::text, coalesce(ep.endpoints, '{}')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
 	" " GL_JOB_GPUS_SQL("jb") ", " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
 	" u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
+	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
 	" LEFT JOIN (SELECT job_pk, idle_gpu_s, busy_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
 	"  ON u.job_pk = jb.job_pk"
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
