@@ -8,6 +8,7 @@
 #include "gl/settings.h"
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
+#include "gl/workload.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -256,6 +257,18 @@ static const struct gl_cfg_key owner_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define WLOFF(f) offsetof(struct gl_workload_cfg, f)
+static const struct gl_cfg_key workload_keys[] = {
+	{"cluster", GL_CFG_STR, WLOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
+	{"match", GL_CFG_STR, WLOFF(match), NULL, 1, 0, 0,
+	 "account, user, partition, qos, wckey, namespace, label:<key> or endpoint", NULL, 0, 0},
+	{"value", GL_CFG_STR, WLOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
+	{"type", GL_CFG_STR, WLOFF(type), NULL, 1, 0, 0, "workload type (training, inference, interactive, ...)", NULL, 0, 0},
+	{"from", GL_CFG_STR, WLOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
+	{"to", GL_CFG_STR, WLOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 #define IOOFF(f) offsetof(struct gl_idle_owner_cfg, f)
 static const struct gl_cfg_key idle_owner_keys[] = {
 	{"cluster", GL_CFG_STR, IOOFF(cluster), NULL, 1, 0, 0, "cluster of the dedicated hardware", NULL, 0, 0},
@@ -274,7 +287,7 @@ static const struct gl_cfg_key gpu_model_keys[] = {
 #define BOFF(f) offsetof(struct gl_budget_cfg, f)
 static const struct gl_cfg_key budget_keys[] = {
 	{"owner", GL_CFG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
-	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account or user", NULL, 0, 0},
+	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account, user or workload_type", NULL, 0, 0},
 	{"amount", GL_CFG_STR, BOFF(amount), NULL, 1, 0, 0, "budget per calendar month, decimal", NULL, 0, 0},
 	{"currency", GL_CFG_STR, BOFF(currency), "", 0, 0, 0, "ISO 4217 code; must equal currency; empty = currency", NULL, 0, 0},
 	{"from", GL_CFG_STR, BOFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
@@ -455,6 +468,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 sizeof(struct gl_owner_cfg), OFF(n_owners)},
 	{"idle_owners", GL_CFG_LIST, OFF(idle_owners), NULL, 0, 0, 0, "dedicated hardware whose idle time a team pays for",
 	 idle_owner_keys, sizeof(struct gl_idle_owner_cfg), OFF(n_idle_owners)},
+	{"workload_types", GL_CFG_LIST, OFF(workload_types), NULL, 0, 0, 0, "workload type rules, first match wins",
+	 workload_keys, sizeof(struct gl_workload_cfg), OFF(n_workload_types)},
 	{"gpu_models", GL_CFG_LIST, OFF(gpu_models), NULL, 0, 0, 0, "GPU model aliases the canonical rule cannot derive",
 	 gpu_model_keys, sizeof(struct gl_gpu_model_cfg), OFF(n_gpu_models)},
 	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
@@ -839,6 +854,32 @@ static int check_span(const char *from, const char *to, int64_t *f, int64_t *t, 
 		return rc;
 	if (*f != GL_TIME_NONE && *t != GL_TIME_NONE && *t <= *f)
 		return cfg_fail(err, name, l, p, "'to' is not after 'from'");
+	return 0;
+}
+
+/* workload_types[]: each error names the rule's key and its file:line. */
+static int check_workload_types(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
+				struct gl_err *err)
+{
+	char item[64], p[96];
+	int64_t f, t;
+	int rc;
+	for (size_t i = 0; i < cfg->n_workload_types; i++) {
+		const struct gl_workload_cfg *w = &cfg->workload_types[i];
+		struct gl_err e = {0};
+		snprintf(item, sizeof item, "workload_types[%zu]", i);
+		snprintf(p, sizeof p, "%s.match", item);
+		if (!gl_workload_match_valid(w->match))
+			return cfg_fail(err, name, l, p,
+					"unknown match field '%s' (account, user, partition, qos, wckey, namespace, label:<key>"
+					" or endpoint)",
+					w->match);
+		snprintf(p, sizeof p, "%s.type", item);
+		if (gl_workload_name_check(w->type, &e))
+			return cfg_fail(err, name, l, p, "%s", e.msg);
+		if ((rc = check_span(w->from, w->to, &f, &t, name, l, item, err)))
+			return rc;
+	}
 	return 0;
 }
 
@@ -1306,6 +1347,8 @@ static int check_owners(const struct gl_config *cfg, const char *name, const str
 		    (rc = check_owner_name(o->cost_center, "cost_center", name, l, item, err)))
 			return rc;
 	}
+	if ((rc = check_workload_types(cfg, name, l, err)))
+		return rc;
 	for (size_t i = 0; i < cfg->n_idle_owners; i++) {
 		snprintf(item, sizeof item, "idle_owners[%zu]", i);
 		if ((rc = check_owner_name(cfg->idle_owners[i].team, "team", name, l, item, err)))
@@ -1337,7 +1380,7 @@ static int check_budgets(const struct gl_config *cfg, const char *name, const st
 		}
 		snprintf(p, sizeof p, "%s.aggregate", item);
 		if (!gl_showback_aggregate_ok(b->aggregate))
-			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account or user", b->aggregate);
+			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account, user or workload_type", b->aggregate);
 		if ((rc = check_span(b->from, b->to, &f, &t, name, l, item, err)))
 			return rc;
 		for (size_t j = 0; j < i; j++) {
@@ -1408,7 +1451,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	int rc;
 
 	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
-		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account or user",
+		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account, user or workload_type",
 				cfg->reports_aggregate);
 	if (gl_cb_share_parse(cfg->reports_share_idle, &sh))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,

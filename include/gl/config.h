@@ -86,6 +86,18 @@ struct gl_owner_cfg {
 	char *to;
 };
 
+/* workload_types[]: a rule giving jobs a workload type (sql/088,
+ * gl_workload_type): the first rule in force at the job's start that
+ * matches wins; a job no rule matches is "unclassified". */
+struct gl_workload_cfg {
+	char *cluster;       /* "" = any cluster */
+	char *match;         /* account | user | partition | qos | wckey | namespace | label:<key> | endpoint */
+	char *value;         /* exact value, or "*" */
+	char *type;          /* training, inference, ... or any name the site uses */
+	char *from;
+	char *to;
+};
+
 /* gpu_models[]: an explicit alias for a GPU model name the canonical rule
  * (sql/024, gl_gpu_model) cannot derive, e.g. the exporter's "NVIDIA
  * A100-SXM4-80GB" for a Slurm type "a100_80g". Compared case-insensitively. */
@@ -241,6 +253,8 @@ struct gl_config {
 	size_t n_owners;
 	struct gl_idle_owner_cfg *idle_owners;
 	size_t n_idle_owners;
+	struct gl_workload_cfg *workload_types;
+	size_t n_workload_types;
 	struct gl_gpu_model_cfg *gpu_models;
 	size_t n_gpu_models;
 	int64_t api_max_window_days;

@@ -90,7 +90,7 @@ static int fc_parse(const struct gl_forecast_cache_req *q, int64_t now_s, int64_
 		if (!gl_acct_dim_sql(t))
 			return gl_err_set(err, GL_EINVAL,
 					  "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
-					  "cluster, partition, qos, namespace, gpu_model)",
+					  "cluster, partition, qos, namespace, gpu_model, workload_type)",
 					  t);
 		if (p->n_dims == GL_CB_MAX_DIMS)
 			return gl_err_set(err, GL_EINVAL, "aggregate: at most %d dimensions", GL_CB_MAX_DIMS);

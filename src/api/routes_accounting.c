@@ -72,7 +72,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 		if (!gl_acct_dim_sql(t))
 			return gl_resp_error(resp, GL_EINVAL, "aggregate",
 					     "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
-					     "cluster, partition, qos, namespace, gpu_model)",
+					     "cluster, partition, qos, namespace, gpu_model, workload_type)",
 					     t);
 		if (p->n_dims == GL_CB_MAX_DIMS)
 			return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: at most %d dimensions",

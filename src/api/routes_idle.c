@@ -256,7 +256,7 @@ static int idle_params(struct gl_req *req, struct gl_resp *resp, const char **di
 	*dim = agg ? agg : "team";
 	if (!gl_idle_dim_valid(*dim))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: one dimension (team, project, cost_center, "
-								   "user, account, cluster, partition, qos, namespace, gpu_model)");
+								   "user, account, cluster, partition, qos, namespace, gpu_model, workload_type)");
 	*limit = 20;
 	if (lim) {
 		long long x = 0;

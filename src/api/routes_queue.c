@@ -102,7 +102,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 	if (!gl_queue_dim_valid(dim))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: one of partition, team, project, cost_center, user, account, cluster, qos, "
-				     "namespace, gpu_model, gpus");
+				     "namespace, gpu_model, workload_type, gpus");
 	/* waits, job counts and GPUs per user or account are per-person usage:
 	 * finance and up, as on /v1/chargeback, /v1/idle and /v1/forecast */
 	if ((!strcmp(dim, "user") || !strcmp(dim, "account")) && req->auth &&

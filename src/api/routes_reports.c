@@ -75,7 +75,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		agg = "team";
 	if (!gl_showback_aggregate_ok(agg))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
-				     "aggregate: '%s' is not team, project, cost_center, account or user", agg);
+				     "aggregate: '%s' is not team, project, cost_center, account, user or workload_type", agg);
 	if (sr.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
 	/* checked with every format: a wrong table is a typo whatever is sent */

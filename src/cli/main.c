@@ -159,7 +159,7 @@ static const char usage_check[] = "usage: gpuledger [--config FILE] check-config
  * aliases with it. Said, not silent. */
 static void warn_idle_aliases(const struct gl_config *cfg)
 {
-	if (cfg->n_gpu_models && !(cfg->n_rates || cfg->n_owners || cfg->n_idle_owners))
+	if (cfg->n_gpu_models && !(cfg->n_rates || cfg->n_owners || cfg->n_idle_owners || cfg->n_workload_types))
 		gl_log(GL_LOG_WARN,
 		       "%s: gpu_models: %zu aliases not applied: they are loaded with the cost model, and this file has"
 		       " no rates, owners or idle_owners; put them in the file given to 'gpuledger rates load'",
@@ -382,7 +382,7 @@ static int serve_prepare(const struct gl_config *cfg, struct gl_store **st, stru
 	}
 	warn_idle_aliases(cfg);
 	gl_config_warn_shell(cfg);
-	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners) {
+	if (cfg->n_rates || cfg->n_owners || cfg->n_idle_owners || cfg->n_workload_types) {
 		struct gl_costing_summary sum;
 		if ((rc = gl_costing_load(*st, cfg, "system", &sum, err)))
 			return rc;

@@ -17,7 +17,7 @@
 
 static const char usage_rates[] =
 	"usage: gpuledger [--config FILE] rates load FILE | rates list\n"
-	"load: replaces the rates, owners and idle_owners loaded from configuration with those in FILE\n"
+	"load: replaces the rates, owners, idle_owners and workload_types loaded from configuration with those in FILE\n"
 	"      (YAML with the same keys as the main config; see docs/config.md). Validates first; nothing\n"
 	"      changes on an error.\n"
 	"list: prints the rates and owner rules in force.\n";
@@ -74,12 +74,13 @@ int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 		if (gl_store_open(cfg, &st, &err) || gl_costing_load(st, &file, actor, &sum, &err))
 			rc = gl_cli_fail(&err);
 		else if (sum.changed)
-			printf("rates: %d rates, %d owner rules, %d idle owners loaded (changed; %d built days of the"
-			       " rollup made stale)\n",
-			       sum.rates, sum.owners, sum.idle_owners, sum.stale_days);
+			printf("rates: %d rates, %d owner rules, %d idle owners, %d workload type rules loaded (changed;"
+			       " %d built days of the rollup made stale)\n",
+			       sum.rates, sum.owners, sum.idle_owners, sum.workload_types, sum.stale_days);
 		else
-			printf("rates: %d rates, %d owner rules, %d idle owners loaded (unchanged)\n", sum.rates,
-			       sum.owners, sum.idle_owners);
+			printf("rates: %d rates, %d owner rules, %d idle owners, %d workload type rules loaded"
+			       " (unchanged)\n",
+			       sum.rates, sum.owners, sum.idle_owners, sum.workload_types);
 		gl_config_fini(&file);
 	} else if (argc == 2 && !strcmp(argv[1], "list")) {
 		rc = gl_store_open(cfg, &st, &err) ? gl_cli_fail(&err) : rates_list(st);

@@ -94,7 +94,7 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_report, "report showback: --%s", err.msg);
 	if (!gl_showback_aggregate_ok(agg))
 		return gl_cli_usage_error(usage_report, "report showback: --aggregate: '%s' is not team, project, "
-							"cost_center, account or user", agg);
+							"cost_center, account, user or workload_type", agg);
 	if (req.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
 		return gl_cli_usage_error(usage_report, "report showback: --shareIdle owner needs --aggregate team");
 	snprintf(req.month, sizeof req.month, "%s", month);

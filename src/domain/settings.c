@@ -33,7 +33,7 @@ int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, s
 	return 0;
 }
 
-const char *const gl_showback_aggregates[] = {"team", "project", "cost_center", "account", "user", NULL};
+const char *const gl_showback_aggregates[] = {"team", "project", "cost_center", "account", "user", "workload_type", NULL};
 
 int gl_showback_aggregate_ok(const char *dim)
 {

@@ -9,15 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gl_acct_dims[] = {"team", "project", "cost_center", "user", "account", "cluster",
-				     "partition", "qos", "namespace", "gpu_model", NULL};
+const char *const gl_acct_dims[] = {"team",	   "project",	"cost_center", "user",	    "account",	     "cluster",
+				     "partition", "qos", "namespace", "gpu_model", "workload_type", NULL};
 
 /* Only these fixed strings ever reach the SQL text; user input goes in parameters. */
 static const char *const dim_sql[] = {
 	"coalesce(k.team, '__unallocated__')", "coalesce(k.project, '__unallocated__')",
 	"coalesce(k.cost_center, '__unallocated__')", "coalesce(k.user_name, '')", "coalesce(k.account, '')",
 	"k.cluster", "coalesce(k.partition, '')", "coalesce(k.qos, '')", "coalesce(k.namespace, '')",
-	"coalesce(k.gpu_model, 'unknown')",
+	"coalesce(k.gpu_model, 'unknown')", "k.workload_type",
 };
 
 const char *gl_acct_dim_sql(const char *dim)
@@ -120,6 +120,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	gl_strbuf_puts(sql,
 	"WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
+	"  UNION ALL SELECT valid_from FROM workload_rules UNION ALL SELECT valid_to FROM workload_rules"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
 	"), segs AS ("
 	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
@@ -133,23 +134,30 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags"
+	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags,"
+	"  coalesce(ep.endpoints, '{}') AS endpoints"
 	" FROM runs r"
 	" JOIN jobs jb ON");
 	put_run_jobs_where(sql, m, "$1", "$2");
 	gl_strbuf_puts(sql,
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
+	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
 	"), attrs AS ("
-	" SELECT DISTINCT cluster, okey, seg, account, user_name, partition, qos, wckey, namespace, tags -> 'labels' AS labels"
+	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
+	"  tags -> 'labels' AS labels"
 	" FROM k0"
 	"), own AS MATERIALIZED ("
-	" SELECT a.cluster, a.okey, a.seg, o.team, o.project, o.cost_center FROM attrs a"
+	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
+	"  gl_workload_type(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
+	"   jsonb_build_object('labels', a.labels), a.endpoints, a.seg) AS workload_type"
+	" FROM attrs a"
 	" LEFT JOIN LATERAL gl_owner(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"  jsonb_build_object('labels', a.labels), a.seg) o ON true"
 	"), k AS ("
-	" SELECT k0.*, own.team, own.project, own.cost_center FROM k0"
+	" SELECT k0.*, own.team, own.project, own.cost_center, own.workload_type FROM k0"
 	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
+	"  AND own.endpoints = k0.endpoints"
 	")");
 }
 
@@ -308,8 +316,9 @@ static const char settle_sql[] =
 /* The accounting dimensions as usage_daily columns. */
 static const char *daily_expr(const char *dim)
 {
-	static const char *const col[] = {"u.d_team", "u.d_project", "u.d_cost_center", "u.d_user", "u.d_account",
-					  "u.d_cluster", "u.d_partition", "u.d_qos", "u.d_namespace", "u.d_gpu_model"};
+	static const char *const col[] = {"u.d_team",	  "u.d_project",   "u.d_cost_center", "u.d_user",
+					  "u.d_account",  "u.d_cluster",   "u.d_partition",   "u.d_qos",
+					  "u.d_namespace", "u.d_gpu_model", "u.d_workload_type"};
 	for (size_t i = 0; gl_acct_dims[i]; i++)
 		if (!strcmp(gl_acct_dims[i], dim))
 			return col[i];
@@ -334,7 +343,8 @@ static const char *job_daily_expr(const char *dim)
  * filters by: then a month reads dozens of rows a day, not thousands. */
 static int owner_rollup_serves(const struct gl_acct_query *q)
 {
-	static const char *const coarse[] = {"team", "project", "cost_center", "cluster", "partition", "gpu_model", NULL};
+	static const char *const coarse[] = {"team",	  "project",   "cost_center",	"cluster",
+					     "partition", "gpu_model", "workload_type", NULL};
 	size_t nf = q->filter ? q->filter->n : 0;
 	for (size_t i = 0; i < q->n_dims + nf; i++) {
 		const char *dim = i < q->n_dims ? q->dims[i] : q->filter->c[i - q->n_dims].dim;
@@ -916,6 +926,26 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 	return rc;
 }
 
+/* The built days ($1 starts, $2 steps) of a query of some jobs as rows of
+ * usage_daily_job with their step i, read from usage_monthly_job for a
+ * month whose days in a step are exactly the days its rows were built from
+ * (sql/089), from usage_daily_job for the others. */
+#define JOB_DAYS_SQL                                                                                         \
+	"(WITH d0 AS (SELECT d.i, (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AS day"                         \
+	"  FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)),"                                              \
+	" g AS (SELECT i, date_trunc('month', day)::date AS month, array_agg(day ORDER BY day) AS days"       \
+	"  FROM d0 GROUP BY 1, 2),"                                                                          \
+	" gm AS (SELECT g.i, g.month FROM g JOIN usage_monthly_job_built mb ON mb.month = g.month"            \
+	"  AND mb.days = g.days)"                                                                            \
+	" SELECT gm.i, m.job_pk, m.d_team, m.d_project, m.d_cost_center, m.d_cluster, m.d_namespace,"         \
+	"  m.d_gpu_model, m.gpu_model, m.rate, m.alloc, m.priced, m.busy, m.idle, m.obs"                    \
+	" FROM gm JOIN usage_monthly_job m ON m.month = gm.month"                                            \
+	" UNION ALL"                                                                                         \
+	" SELECT d0.i, j.job_pk, j.d_team, j.d_project, j.d_cost_center, j.d_cluster, j.d_namespace,"        \
+	"  j.d_gpu_model, j.gpu_model, j.rate, j.alloc, j.priced, j.busy, j.idle, j.obs"                    \
+	" FROM d0 JOIN usage_daily_job j ON j.day = d0.day"                                                  \
+	" WHERE NOT EXISTS (SELECT 1 FROM gm WHERE gm.i = d0.i AND gm.month = date_trunc('month', d0.day)))"
+
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
  * it holds every dimension asked for) */
 static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
@@ -929,21 +959,27 @@ static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct pl
 	const char *pd[2];
 	size_t npd = pool_dims(cb, pd);
 
-	gl_strbuf_puts(&sql, "WITH byrate AS (SELECT d.i");
+	gl_strbuf_printf(&sql, "WITH byrate AS (SELECT %s", q->jobs ? "u.i" : "d.i");
 	for (size_t d = 0; d < q->n_dims + npd; d++)
 	{
 		const char *dim = d < q->n_dims ? q->dims[d] : pd[d - q->n_dims];
 		gl_strbuf_printf(&sql, ", %s AS d%zu", q->jobs ? job_daily_expr(dim) : daily_expr(dim), d);
 	}
-	gl_strbuf_printf(&sql,
-			 ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs"
-			 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
-			 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
-			 q->jobs ? "usage_daily_job" : owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
+	gl_strbuf_puts(&sql, ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs");
+	if (q->jobs)
+		gl_strbuf_puts(&sql, " FROM " JOB_DAYS_SQL " u WHERE true");
+	else
+		gl_strbuf_printf(&sql,
+				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
+				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
+				 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
 	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 		goto out;
+	/* a hashed semi-join: "= ANY" of 1,000 jobs compared every row with
+	 * each of them */
 	if (q->jobs)
-		gl_strbuf_printf(&sql, " AND u.job_pk = ANY($%d::bigint[])", add_jobs_param(&arrays, arr_off, &np, q));
+		gl_strbuf_printf(&sql, " AND u.job_pk IN (SELECT unnest($%d::bigint[]))",
+				 add_jobs_param(&arrays, arr_off, &np, q));
 	gl_strbuf_puts(&sql, ")");
 	append_lines_select(&sql, q->n_dims + npd);
 	put_i64_array(&da, pl->da, pl->nd);
@@ -1615,6 +1651,31 @@ out:
 	return rc;
 }
 
+/* Inside gl_acct_build_day's transaction, after the day's built marker:
+ * usage_monthly_job for the day's month again, from usage_daily_job over
+ * the month's built days, and the list of those days (sql/089). */
+static int build_month_jobs(PGconn *c, const char *day, struct gl_err *err)
+{
+	static const char *const sql[] = {
+		"DELETE FROM usage_monthly_job WHERE month = date_trunc('month', $1::date)::date",
+		"INSERT INTO usage_monthly_job (month, job_pk, d_team, d_project, d_cost_center, d_cluster, d_namespace,"
+		" d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs)"
+		" SELECT date_trunc('month', $1::date)::date, u.job_pk, u.d_team, u.d_project, u.d_cost_center, u.d_cluster,"
+		" u.d_namespace, u.d_gpu_model, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy), sum(u.idle),"
+		" sum(u.obs) FROM usage_daily_job u JOIN usage_daily_built b ON b.day = u.day"
+		" WHERE u.day >= date_trunc('month', $1::date) AND u.day < date_trunc('month', $1::date) + interval '1 month'"
+		" GROUP BY 2, 3, 4, 5, 6, 7, 8, 9, 10",
+		"INSERT INTO usage_monthly_job_built (month, days)"
+		" SELECT date_trunc('month', $1::date)::date, array_agg(day ORDER BY day) FROM usage_daily_built"
+		" WHERE day >= date_trunc('month', $1::date) AND day < date_trunc('month', $1::date) + interval '1 month'"
+		" ON CONFLICT (month) DO UPDATE SET days = excluded.days, built_at = now()",
+	};
+	int rc = 0;
+	for (size_t i = 0; i < GL_ARRAY_LEN(sql) && !rc; i++)
+		rc = gl_db_query(c, sql[i], 1, (const char *[]){day}, NULL, err);
+	return rc;
+}
+
 int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
@@ -1632,11 +1693,12 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	gl_time_civil_from_days(day_s / 86400, &y, &m, &d);
 	snprintf(day, sizeof day, "%04lld-%02u-%02u", (long long)y, m, d);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
-			     " d_partition, d_qos, d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, held, busy, idle, obs) ");
-	if ((rc = append_live(&sql, gl_acct_dims, 10, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
+			     " d_partition, d_qos, d_namespace, d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced,"
+			     " held, busy, idle, obs) ");
+	if ((rc = append_live(&sql, gl_acct_dims, 11, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
-	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, gpu_model, rate, alloc, priced,"
-			     " held, busy, idle, obs FROM byrate");
+	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, gpu_model, rate, alloc,"
+			     " priced, held, busy, idle, obs FROM byrate");
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
 	in_txn = 1;
@@ -1648,17 +1710,20 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	    (rc = gl_db_query(c, "DELETE FROM usage_daily_owner WHERE day = $1::date", 1, (const char *[]){day}, NULL,
 			      err)) ||
 	    (rc = gl_db_query(c,
-			      "INSERT INTO usage_daily_owner SELECT day, d_team, d_project, d_cost_center, d_cluster,"
-			      " d_partition, d_gpu_model, gpu_model, rate, sum(alloc), sum(priced), sum(busy), sum(idle),"
-			      " sum(obs) FROM usage_daily WHERE day = $1::date"
+			      "INSERT INTO usage_daily_owner (day, d_team, d_project, d_cost_center, d_cluster, d_partition,"
+			      " d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced, busy, idle, obs)"
+			      " SELECT day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
+			      " d_workload_type, gpu_model, rate, sum(alloc), sum(priced), sum(busy), sum(idle), sum(obs)"
+			      " FROM usage_daily WHERE day = $1::date"
 			      " GROUP BY day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
-			      " gpu_model, rate",
+			      " d_workload_type, gpu_model, rate",
 			      1, (const char *[]){day}, NULL, err)) ||
 	    (rc = build_day_jobs(c, a, b, now, day, err)) ||
 	    (rc = gl_db_query(c,
 			      "INSERT INTO usage_daily_built (day, built_at) VALUES ($1::date, now())"
 			      " ON CONFLICT (day) DO UPDATE SET built_at = now()",
-			      1, (const char *[]){day}, NULL, err)))
+			      1, (const char *[]){day}, NULL, err)) ||
+	    (rc = build_month_jobs(c, day, err)))
 		goto out;
 	rc = gl_db_exec(c, "COMMIT", err);
 	in_txn = 0;

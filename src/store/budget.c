@@ -83,7 +83,7 @@ int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
 		    !strcmp(b->aggregate, "partition") || !strcmp(b->aggregate, "qos") ||
 		    !strcmp(b->aggregate, "namespace") || !strcmp(b->aggregate, "gpu_model"))
 			return gl_err_set(err, GL_ECONFIG,
-					  "budgets[%zu].aggregate: '%s' is not team, project, cost_center, account or user", i,
+					  "budgets[%zu].aggregate: '%s' is not team, project, cost_center, account, user or workload_type", i,
 					  b->aggregate);
 		if (bound(b->from, 0, &v))
 			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].from: '%s' is not an RFC3339 time or date", i, b->from);

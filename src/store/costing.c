@@ -41,7 +41,10 @@ static const char fingerprint_sql[] =
 	" coalesce((SELECT string_agg(i::text, ';' ORDER BY i::text) FROM"
 	" (SELECT cluster, partition, team FROM idle_owners WHERE source = 'config') i), '') || '|' ||"
 	" coalesce((SELECT string_agg(g::text, ';' ORDER BY g::text) FROM"
-	" (SELECT match, model FROM gpu_model_aliases WHERE source = 'config') g), ''))";
+	" (SELECT match, model FROM gpu_model_aliases WHERE source = 'config') g), '') || '|' ||"
+	" coalesce((SELECT string_agg(w::text, ';' ORDER BY w.priority) FROM"
+	" (SELECT priority, cluster, match_field, match_value, workload_type, valid_from, valid_to"
+	"  FROM workload_rules WHERE source = 'config') w), ''))";
 
 /* The config-sourced rows as (table, row text): the before/after sets of the
  * audit row's diff. Rates, owner rules and idle owners are no secrets. */
@@ -53,7 +56,9 @@ static const char fingerprint_sql[] =
 	" UNION ALL SELECT 'idle_owners', i::text FROM (SELECT cluster, partition, team FROM idle_owners" \
 	" WHERE source = 'config') i" \
 	" UNION ALL SELECT 'gpu_models', g::text FROM (SELECT match, model FROM gpu_model_aliases" \
-	" WHERE source = 'config') g"
+	" WHERE source = 'config') g" \
+	" UNION ALL SELECT 'workload_types', w::text FROM (SELECT priority, cluster, match_field, match_value," \
+	" workload_type, valid_from, valid_to FROM workload_rules WHERE source = 'config') w"
 
 /* {"rates":{"added":N,"removed":N},"owners":...,"idle_owners":...,"gpu_models":...,
  *  "added":[first 20 rows],"removed":[first 20 rows]} */
@@ -70,6 +75,8 @@ static const char diff_sql[] =
 	"   'removed', (SELECT count(*) FROM rm WHERE t = 'idle_owners')),"
 	"  'gpu_models', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'gpu_models'),"
 	"   'removed', (SELECT count(*) FROM rm WHERE t = 'gpu_models')),"
+	"  'workload_types', jsonb_build_object('added', (SELECT count(*) FROM ad WHERE t = 'workload_types'),"
+	"   'removed', (SELECT count(*) FROM rm WHERE t = 'workload_types')),"
 	"  'added', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM ad ORDER BY 1 LIMIT 20) q), '[]'),"
 	"  'removed', coalesce((SELECT jsonb_agg(x) FROM (SELECT t || ' ' || row AS x FROM rm ORDER BY 1 LIMIT 20) q), '[]')"
 	" )::text";
@@ -82,6 +89,8 @@ static const char *const snapshot_sql[] = {
 	"CREATE TEMP TABLE gl_costing_owners0 ON COMMIT DROP AS SELECT priority, rule_id, cluster, match_field,"
 	" match_value, team, project, cost_center, valid_from, valid_to FROM owners",
 	"CREATE TEMP TABLE gl_costing_aliases0 ON COMMIT DROP AS SELECT match, model FROM gpu_model_aliases",
+	"CREATE TEMP TABLE gl_costing_workload0 ON COMMIT DROP AS SELECT priority, rule_id, cluster, match_field,"
+	" match_value, workload_type, valid_from, valid_to FROM workload_rules",
 };
 
 /* Marks stale the built days whose figures the load changed; returns how
@@ -89,9 +98,10 @@ static const char *const snapshot_sql[] = {
  * differs on (before against after, over the segments between every
  * bound of both) are stale; a model that gains its first rate or loses
  * its last moves its jobs off or onto the '*' price at every time, and an
- * alias change renames models: every day. An owner is resolved at a job's
- * start, and a job runs on, so a change in the ordered rules in force at
- * some time makes that day and every later one stale. */
+ * alias change renames models: every day. An owner and a workload type
+ * are resolved at a job's start, and a job runs on, so a change in the
+ * ordered rules of either in force at some time makes that day and every
+ * later one stale. */
 static const char stale_sql[] =
 	"WITH ro AS (SELECT gpu_model, mig_profile, currency || ' ' || micros_per_gpu_hour AS price,"
 	"  valid_from AS f, valid_to AS t FROM gl_costing_rates0),"
@@ -114,16 +124,21 @@ static const char stale_sql[] =
 	"   AND ro.mig_profile = rs.mig_profile AND ro.f <= rs.a AND rs.a < ro.t)"
 	"  IS DISTINCT FROM (SELECT array_agg(price ORDER BY price) FROM rn WHERE rn.gpu_model = rs.gpu_model"
 	"   AND rn.mig_profile = rs.mig_profile AND rn.f <= rs.a AND rs.a < rn.t)),"
-	" oo AS (SELECT priority, rule_id, concat_ws(chr(1), coalesce(cluster, ''), match_field, match_value, team,"
+	" oo AS (SELECT priority, rule_id, concat_ws(chr(1), 'o', coalesce(cluster, ''), match_field, match_value, team,"
 	"  coalesce(project, ''), coalesce(cost_center, '')) AS rule, valid_from AS f, valid_to AS t"
-	"  FROM gl_costing_owners0),"
-	" onw AS (SELECT priority, rule_id, concat_ws(chr(1), coalesce(cluster, ''), match_field, match_value, team,"
-	"  coalesce(project, ''), coalesce(cost_center, '')) AS rule, valid_from AS f, valid_to AS t FROM owners),"
+	"  FROM gl_costing_owners0"
+	"  UNION ALL SELECT priority, rule_id, concat_ws(chr(1), 'w', coalesce(cluster, ''), match_field, match_value,"
+	"  workload_type), valid_from, valid_to FROM gl_costing_workload0),"
+	" onw AS (SELECT priority, rule_id, concat_ws(chr(1), 'o', coalesce(cluster, ''), match_field, match_value, team,"
+	"  coalesce(project, ''), coalesce(cost_center, '')) AS rule, valid_from AS f, valid_to AS t FROM owners"
+	"  UNION ALL SELECT priority, rule_id, concat_ws(chr(1), 'w', coalesce(cluster, ''), match_field, match_value,"
+	"  workload_type), valid_from, valid_to FROM workload_rules),"
 	" ob AS (SELECT f AS a FROM oo UNION SELECT t FROM oo UNION SELECT f FROM onw UNION SELECT t FROM onw"
 	"  UNION SELECT '-infinity'::timestamptz),"
 	" ochg AS (SELECT min(a) AS a FROM ob WHERE a < 'infinity' AND"
-	"  (SELECT array_agg(rule ORDER BY priority, rule_id) FROM oo WHERE oo.f <= ob.a AND ob.a < oo.t)"
-	"  IS DISTINCT FROM (SELECT array_agg(rule ORDER BY priority, rule_id) FROM onw"
+	"  (SELECT array_agg(rule ORDER BY left(rule, 1), priority, rule_id) FROM oo"
+	"   WHERE oo.f <= ob.a AND ob.a < oo.t)"
+	"  IS DISTINCT FROM (SELECT array_agg(rule ORDER BY left(rule, 1), priority, rule_id) FROM onw"
 	"   WHERE onw.f <= ob.a AND ob.a < onw.t)),"
 	" gone AS (DELETE FROM usage_daily_built d"
 	"  WHERE (SELECT changed FROM models) OR (SELECT changed FROM aliases)"
@@ -132,6 +147,31 @@ static const char stale_sql[] =
 	"  OR (d.day::timestamp AT TIME ZONE 'UTC') + interval '1 day' > (SELECT a FROM ochg)"
 	"  RETURNING 1)"
 	" SELECT count(*) FROM gone";
+
+/* workload_types[] in list order (priority: first match wins). */
+static int load_workload_rules(PGconn *c, const struct gl_config *cfg, struct gl_costing_summary *sum,
+			       struct gl_err *err)
+{
+	char from[32], to[32], prio[16];
+	int rc;
+	for (size_t i = 0; i < cfg->n_workload_types; i++) {
+		const struct gl_workload_cfg *w = &cfg->workload_types[i];
+		int64_t f, t;
+		if (parse_bound(w->from, "", &f, err) || parse_bound(w->to, "", &t, err))
+			return -GL_ECONFIG;
+		bound_text(f, "-infinity", from, sizeof from);
+		bound_text(t, "infinity", to, sizeof to);
+		snprintf(prio, sizeof prio, "%zu", i + 1);
+		if ((rc = gl_db_query(c,
+				      "INSERT INTO workload_rules (priority, cluster, match_field, match_value, workload_type,"
+				      " valid_from, valid_to, source) VALUES ($1, nullif($2, ''), $3, $4, $5, $6, $7, 'config')",
+				      7, (const char *[]){prio, w->cluster, w->match, w->value, w->type, from, to}, NULL,
+				      err)))
+			return rc;
+		sum->workload_types++;
+	}
+	return 0;
+}
 
 int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char *actor, struct gl_costing_summary *sum,
 		    struct gl_err *err)
@@ -172,7 +212,8 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 	    (rc = gl_db_exec(c, "DELETE FROM rates WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM owners WHERE source = 'config'", err)) ||
 	    (rc = gl_db_exec(c, "DELETE FROM idle_owners WHERE source = 'config'", err)) ||
-	    (rc = gl_db_exec(c, "DELETE FROM gpu_model_aliases WHERE source = 'config'", err)))
+	    (rc = gl_db_exec(c, "DELETE FROM gpu_model_aliases WHERE source = 'config'", err)) ||
+	    (rc = gl_db_exec(c, "DELETE FROM workload_rules WHERE source = 'config'", err)))
 		goto out;
 	/* aliases first: a rate is stored under the canonical model they define */
 	for (size_t i = 0; i < cfg->n_gpu_models; i++)
@@ -240,6 +281,8 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 			goto out;
 		sum->owners++;
 	}
+	if ((rc = load_workload_rules(c, cfg, sum, err)))
+		goto out;
 	for (size_t i = 0; i < cfg->n_idle_owners; i++) {
 		const struct gl_idle_owner_cfg *io = &cfg->idle_owners[i];
 		if ((rc = gl_db_query(c, "INSERT INTO idle_owners (cluster, partition, team, source) VALUES ($1, $2, $3, 'config')",
@@ -276,9 +319,9 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 		goto out;
 	in_txn = 0;
 	gl_log(GL_LOG_INFO,
-	       "costing: %s loaded %d rates, %d owner rules, %d idle owners from %s (changed; %d built days of the"
-	       " rollup made stale)",
-	       actor, sum->rates, sum->owners, sum->idle_owners, cfg->path, sum->stale_days);
+	       "costing: %s loaded %d rates, %d owner rules, %d idle owners, %d workload type rules from %s (changed;"
+	       " %d built days of the rollup made stale)",
+	       actor, sum->rates, sum->owners, sum->idle_owners, sum->workload_types, cfg->path, sum->stale_days);
 out:
 	if (in_txn)
 		PQclear(PQexec(c, "ROLLBACK"));

@@ -179,12 +179,12 @@ static void intern_fini(struct intern *t)
 /* The columns of the stream, in order. */
 enum {
 	JC_PK, JC_JOB_ID, JC_STATE, JC_CLUSTER, JC_PARTITION, JC_ACCOUNT, JC_USER, JC_QOS, JC_WCKEY, JC_NAMESPACE,
-	JC_LABELS, JC_START, JC_QUEUED, JC_END, JC_GPU_MICRO, JC_MODEL, JC_IDLE_US, JC_OBSERVED, JC_ENERGY, JC_BUSY_US, JC_N
+	JC_LABELS, JC_ENDPOINTS, JC_START, JC_QUEUED, JC_END, JC_GPU_MICRO, JC_MODEL, JC_IDLE_US, JC_OBSERVED, JC_ENERGY, JC_BUSY_US, JC_N
 };
 
-/* The owner-relevant attributes gl_owner takes, stream columns
- * JC_CLUSTER .. JC_LABELS. */
-#define OKEY_FIELDS (JC_LABELS - JC_CLUSTER + 1)
+/* The owner-relevant attributes gl_owner and gl_workload_type take,
+ * stream columns JC_CLUSTER .. JC_ENDPOINTS. */
+#define OKEY_FIELDS (JC_ENDPOINTS - JC_CLUSTER + 1)
 
 /* Parameters come in by set_config (COPY takes none); a stable expression
  * is evaluated once, so the range conditions can still use an index. */
@@ -201,10 +201,11 @@ enum {
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
+	" jb.namespace, (jb.tags -> 'labels')::text, coalesce(ep.endpoints, '{}')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
 	" " GL_JOB_GPUS_SQL("jb") ", " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
 	" u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
+	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
 	" LEFT JOIN (SELECT job_pk, idle_gpu_s, busy_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
 	"  ON u.job_pk = jb.job_pk"
 	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
@@ -225,8 +226,8 @@ struct okey {
 };
 
 struct jobs_ctx {
-	int by_rules;             /* team, project, cost_center: gl_owner; else account or user */
-	int use_labels;           /* some owner rule matches a label: labels are part of the key */
+	int by_rules;             /* team, project, cost_center: gl_owner; workload_type: gl_workload_type; else account or user */
+	int use_labels;           /* some owner or workload rule matches a label: labels are part of the key */
 	int dim_col;              /* JC_ACCOUNT or JC_USER when !by_rules */
 	int64_t a_us, b_us, now_us;
 	int64_t *bounds;          /* owner-rule validity bounds, ascending */
@@ -412,8 +413,10 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 {
 	PGresult *r = NULL;
 	int rc;
-	if ((rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM owners WHERE match_field LIKE 'label:%')", 0, NULL, &r,
-			      err)))
+	if ((rc = gl_db_query(c,
+			      "SELECT EXISTS (SELECT 1 FROM owners WHERE match_field LIKE 'label:%')"
+			      " OR EXISTS (SELECT 1 FROM workload_rules WHERE match_field LIKE 'label:%')",
+			      0, NULL, &r, err)))
 		goto out;
 	x->use_labels = PQgetvalue(r, 0, 0)[0] == 't';
 	PQclear(r);
@@ -421,7 +424,8 @@ static int jobs_reference(PGconn *c, struct jobs_ctx *x, struct gl_err *err)
 	/* -infinity is before every start; infinity after every one */
 	if ((rc = gl_db_query(c,
 			      "SELECT DISTINCT (extract(epoch FROM t) * 1000000)::bigint FROM (SELECT valid_from AS t FROM owners"
-			      " UNION ALL SELECT valid_to FROM owners) x WHERE isfinite(t) ORDER BY 1",
+			      " UNION ALL SELECT valid_to FROM owners UNION ALL SELECT valid_from FROM workload_rules"
+			      " UNION ALL SELECT valid_to FROM workload_rules) x WHERE isfinite(t) ORDER BY 1",
 			      0, NULL, &r, err)))
 		goto out;
 	x->n_bounds = (size_t)PQntuples(r) + 1;
@@ -468,13 +472,16 @@ out:
 static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx *x, char **names,
 			struct gl_err *err)
 {
-	/* in stream order, JC_CLUSTER .. JC_LABELS */
-	static const char *const cols[OKEY_FIELDS] = {"cluster", "partition", "account",   "user_name",
-						       "qos",     "wckey",     "namespace", "labels"};
+	/* in stream order, JC_CLUSTER .. JC_ENDPOINTS */
+	static const char *const cols[OKEY_FIELDS] = {"cluster", "partition", "account", "user_name", "qos",
+						       "wckey",	  "namespace", "labels",  "endpoints"};
 	enum { CHUNK = 20000 }; /* keys per query: bounds the JSON parameter */
 	struct gl_strbuf js = GL_STRBUF_INIT;
 	PGresult *r = NULL;
-	int rc = 0, col = !strcmp(sb->aggregate, "team") ? 1 : !strcmp(sb->aggregate, "project") ? 2 : 3;
+	int rc = 0, col = !strcmp(sb->aggregate, "team")	   ? 1
+			  : !strcmp(sb->aggregate, "project")	   ? 2
+			  : !strcmp(sb->aggregate, "cost_center") ? 3
+								   : 4;
 	for (size_t from = 0; from < x->keys.n && !rc; from += CHUNK) {
 		size_t to = from + CHUNK < x->keys.n ? from + CHUNK : x->keys.n;
 		gl_strbuf_reset(&js);
@@ -486,7 +493,7 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 				gl_strbuf_printf(&js, ",\"%s\":", cols[k]);
 				if (!o->f[k])
 					gl_strbuf_puts(&js, "null");
-				else if (k == OKEY_FIELDS - 1) /* labels: JSON already */
+				else if (k == JC_LABELS - JC_CLUSTER) /* labels: JSON already */
 					gl_strbuf_puts(&js, o->f[k]);
 				else {
 					gl_strbuf_putc(&js, '"');
@@ -498,9 +505,13 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 		}
 		gl_strbuf_putc(&js, ']');
 		if ((rc = gl_db_query(c,
-				      "SELECT k.i, o.team, o.project, o.cost_center FROM jsonb_to_recordset($1::jsonb) AS k(i bigint,"
+				      "SELECT k.i, o.team, o.project, o.cost_center,"
+				      " gl_workload_type(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey, k.namespace,"
+				      "  jsonb_build_object('labels', k.labels), coalesce(k.endpoints::text[], '{}'),"
+				      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond')"
+				      " FROM jsonb_to_recordset($1::jsonb) AS k(i bigint,"
 				      " at_us bigint, cluster text, account text, user_name text, partition text, qos text,"
-				      " wckey text, namespace text, labels jsonb)"
+				      " wckey text, namespace text, labels jsonb, endpoints text)"
 				      " LEFT JOIN LATERAL gl_owner(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey,"
 				      "  k.namespace, jsonb_build_object('labels', k.labels),"
 				      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond') o ON true",
@@ -927,7 +938,7 @@ static int sb_begin(const struct gl_showback_req *req, struct gl_showback *sb, s
 	if ((rc = gl_showback_month_parse(req->month, &sb->start_s, err)))
 		return rc;
 	if (!gl_showback_aggregate_ok(req->aggregate))
-		return gl_err_set(err, GL_EINVAL, "aggregate: '%s' is not team, project, cost_center, account or user",
+		return gl_err_set(err, GL_EINVAL, "aggregate: '%s' is not team, project, cost_center, account, user or workload_type",
 				  req->aggregate);
 	snprintf(sb->month, sizeof sb->month, "%s", req->month);
 	snprintf(sb->aggregate, sizeof sb->aggregate, "%s", req->aggregate);

@@ -478,6 +478,51 @@ static void test_bad_params(void **state)
 	}
 }
 
+/* The month from the per-job monthly rollup (sql/089), kept correct under
+ * late data. chat-1 is made to run on to 3 October 02:00 (22 h) and the
+ * month built (2 and 3 October); then chat-0 turns out to have run 2 h
+ * longer (12 h): only 2 October turns stale, 3 October stays built, and
+ * the month answer must take the change at once (the built days no longer
+ * match the rollup's, so the days are read, never the old month plus the
+ * live day); the rebuilt month holds it and answers the same. Runs last:
+ * it changes chat-0 and chat-1. */
+static void test_month_rollup_late_data(void **state)
+{
+	static const char same_days[] =
+		"SELECT count(*) FROM usage_monthly_job_built WHERE month = '2026-10-01' AND days ="
+		" (SELECT array_agg(day ORDER BY day) FROM usage_daily_built WHERE day >= '2026-10-01' AND day < '2026-11-01')";
+	cJSON *m1, *m2, *m3;
+	char *a, *b;
+	(void)state;
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET end_at = '2026-10-03T02:00:00Z'"
+					    " WHERE job_id = 'chat-1' AND namespace = 'llm'") == 1);
+	run_ok((const char *[]){"rollup", NULL});
+	assert_int_equal(gl_test_qint_dsn(g_dsn, same_days), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT sum(m.alloc) FROM usage_monthly_job m JOIN jobs j ON j.job_pk = m.job_pk"
+						 " WHERE m.month = '2026-10-01' AND j.job_id = 'chat-1'"),
+			 22LL * 3600 * 1000000);
+	/* chat: chat-0 10 h + chat-1 22 h at 2.50 */
+	m1 = get("/v1/inference?window=2026-10&aggregate=endpoint");
+	assert_int_equal(num(item(cJSON_GetObjectItem(m1, "items"), "chat"), "cost_micros"), 80000000);
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET end_at = end_at + interval '2 hours'"
+					    " WHERE job_id = 'chat-0' AND namespace = 'llm'") == 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-10-03'"), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, same_days), 0);
+	m2 = get("/v1/inference?window=2026-10&aggregate=endpoint");
+	assert_int_equal(num(item(cJSON_GetObjectItem(m2, "items"), "chat"), "cost_micros"), 85000000);
+	run_ok((const char *[]){"rollup", NULL});
+	assert_int_equal(gl_test_qint_dsn(g_dsn, same_days), 1);
+	m3 = get("/v1/inference?window=2026-10&aggregate=endpoint");
+	a = cJSON_PrintUnformatted(cJSON_GetObjectItem(m2, "items"));
+	b = cJSON_PrintUnformatted(cJSON_GetObjectItem(m3, "items"));
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	cJSON_Delete(m1);
+	cJSON_Delete(m2);
+	cJSON_Delete(m3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_csv),	       cmocka_unit_test(test_bad_params),
 		cmocka_unit_test(test_report_table),	cmocka_unit_test(test_month_window),
 		cmocka_unit_test(test_after_rollup),
+		cmocka_unit_test(test_month_rollup_late_data),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -92,6 +92,17 @@ static const struct bad_case bad[] = {
 	 "t.yaml:4: rates[1]: model 'A100' overlaps rates[0] in time"},
 	{"owners:\n  - match: foo\n    value: x\n    team: t\n",
 	 "t.yaml:2: owners[0].match: 'foo' is not account, user"},
+	/* workload types: the unknown field named, the bad type, the bad date */
+	{"workload_types:\n  - match: partition\n    value: gpu\n    type: batch\n  - match: runkind\n    value: x\n"
+	 "    type: training\n",
+	 "t.yaml:5: workload_types[1].match: unknown match field 'runkind'"},
+	{"workload_types:\n  - match: qos\n    value: x\n    type: unclassified\n",
+	 "t.yaml:4: workload_types[0].type: 'unclassified' is reserved"},
+	{"workload_types:\n  - match: qos\n    value: x\n    type: Training\n",
+	 "t.yaml:4: workload_types[0].type: 'Training': workload types are lower case"},
+	{"workload_types:\n  - match: qos\n    value: x\n    type: batch\n    from: 2026-13-01\n",
+	 "t.yaml:5: workload_types[0].from: '2026-13-01' is not an RFC3339 time or date"},
+	{"workload_types:\n  - match: qos\n    value: x\n", "t.yaml:2: workload_types[0].type"},
 	{"owners:\n  - match: user\n    value: x\n    team: t\n    from: 2026-02-01\n    to: 2026-01-01\n",
 	 "t.yaml:6: owners[0].to: 'to' is not after 'from'"},
 	/* names of the chargeback/report synthetic rows cannot be owners */

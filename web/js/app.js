@@ -4,7 +4,7 @@ import * as api from './api.js';
 import { setCurrency } from './fmt.js';
 import { h, loading, failure } from './ui.js';
 
-const OWNER_DIMS = ['team', 'project', 'cost_center', 'user', 'account', 'cluster', 'partition', 'qos', 'namespace', 'gpu_model'];
+const OWNER_DIMS = ['team', 'project', 'cost_center', 'user', 'account', 'cluster', 'partition', 'qos', 'namespace', 'gpu_model', 'workload_type'];
 const RANK = { viewer: 1, finance: 2, admin: 3 };
 // the window picker's choices: the API's own window names, and custom days
 const WINDOWS = ['today', 'yesterday', 'week', 'lastweek', 'month', 'lastmonth', 'custom'];
@@ -16,11 +16,11 @@ const VIEWS = [
 	{ id: 'chargeback', title: 'Chargeback', min: 'finance', aggs: OWNER_DIMS, scoped: true },
 	{ id: 'waste', title: 'Waste', min: 'finance', aggs: OWNER_DIMS },
 	{ id: 'inference', title: 'Inference', min: 'finance', aggs: ['model_name', 'endpoint', 'team', 'project', 'cost_center', 'namespace', 'cluster', 'gpu_model'] },
-	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', ...OWNER_DIMS.filter((d) => d !== 'partition'), 'gpus'], scoped: true },
+	{ id: 'queue', title: 'Queue', min: 'viewer', aggs: ['partition', 'workload_type', ...OWNER_DIMS.filter((d) => d !== 'partition' && d !== 'workload_type'), 'gpus'], scoped: true },
 	{ id: 'forecast', title: 'Forecast', min: 'viewer', aggs: ['team', 'project', 'cluster', 'gpu_model', 'user'], noWindow: true },
 	{ id: 'inventory', title: 'Inventory', min: 'viewer', aggs: null, noWindow: true },
 	{ id: 'jobs', title: 'Jobs', min: 'finance', aggs: null, scoped: true },
-	{ id: 'reports', title: 'Reports', min: 'finance', aggs: ['team', 'project', 'cost_center', 'account', 'user'], noWindow: true },
+	{ id: 'reports', title: 'Reports', min: 'finance', aggs: ['team', 'project', 'cost_center', 'account', 'user', 'workload_type'], noWindow: true },
 	{ id: 'audit', title: 'Audit', min: 'admin', aggs: null },
 	{ id: 'hook', title: 'Idle hook', min: 'admin', alsoHook: true, aggs: null, noWindow: true },
 ];

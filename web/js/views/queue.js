@@ -1,5 +1,5 @@
-// Queue: waits p50 / p90 / p99 per partition, owner or GPU count, and the
-// GPUs pending now.
+// Queue: waits p50 / p90 / p99 per partition, workload type, owner or GPU
+// count, and the GPUs pending now.
 import { h, stat, table, bars, chartTable } from '../ui.js';
 import { lines } from '../charts.js';
 import * as f from '../fmt.js';
