@@ -39,6 +39,9 @@ struct gl_acct_query {
 	 * the jobs in serving_jobs. */
 	const int64_t *jobs;
 	size_t n_jobs;
+	/* 1: every step read from jobs live, never from built days: the
+	 * per-job lines of jobs usage_daily_job does not keep (/v1/runs) */
+	int live_only;
 	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
 					  * (sreport's semantics); it is reported apart either way */
 };

@@ -473,13 +473,13 @@ static int make_plan(PGconn *c, const struct gl_acct_query *q, struct plan *p, s
 	}
 	snprintf(los, sizeof los, "%lld", (long long)lo);
 	snprintf(his, sizeof his, "%lld", (long long)(hi < today ? hi : today));
-	if ((rc = gl_db_query(c,
+	if (!q->live_only && (rc = gl_db_query(c,
 			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
 			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
 			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
 			      2, (const char *[]){los, his}, &r, err)))
 		goto out;
-	nb = (size_t)PQntuples(r);
+	nb = r ? (size_t)PQntuples(r) : 0;
 	built = gl_xcalloc(nb + 1, sizeof *built);
 	for (size_t i = 0; i < nb; i++)
 		built[i] = atoll(PQgetvalue(r, (int)i, 0));
@@ -549,7 +549,7 @@ static int idle_steps(PGconn *c, const struct gl_acct_query *q, struct gl_window
 			      " WHERE isfinite(t) AND t > to_timestamp($1) AND t < to_timestamp($2) ORDER BY 1",
 			      2, (const char *[]){los, his}, &r, err)))
 		goto out;
-	nb = (size_t)PQntuples(r);
+	nb = r ? (size_t)PQntuples(r) : 0;
 	*sub = gl_xcalloc(q->n_steps + nb + 1, sizeof **sub);
 	*parent = gl_xcalloc(q->n_steps + nb + 1, sizeof **parent);
 	for (size_t i = 0; i < q->n_steps; i++) {
