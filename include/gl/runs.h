@@ -55,7 +55,7 @@ void gl_runs_label_keys(const struct gl_runs_rule *rules, size_t n_rules, const 
  * ledger's figures for it inside the window. Strings NULL when absent. */
 struct gl_runs_job {
 	int64_t job_pk;
-	const char *cluster, *job_id, *name, *user_name, *account, *partition, *namespace_, *wckey, *comment;
+	const char *cluster, *job_key, *job_id, *name, *user_name, *account, *partition, *namespace_, *wckey, *comment;
 	const char *state;
 	int64_t array_job_id, het_job_id, het_offset; /* -1: none */
 	int64_t submit_s, start_s, end_s;              /* GL_TIME_NONE: unknown / open */

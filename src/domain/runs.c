@@ -165,13 +165,14 @@ static int rule_key(const struct gl_runs_job *j, const struct gl_runs_rule *rule
 
 /* The run of a job no rule groups: its Slurm job id (requeue attempts are
  * rows of one id; het components 14+0, 14+1 share the leader's 14), or
- * the pod. */
+ * the pod (name and uid). */
 static void base_key(const struct gl_runs_job *j, char *buf, size_t n, const char **kind)
 {
 	const char *c = j->cluster ? j->cluster : "";
 	if (j->namespace_) {
+		/* the uid too: a pod recreated under its name is another pod */
 		*kind = "pod";
-		snprintf(buf, n, "%s/pod/%s/%s", c, j->namespace_, j->job_id ? j->job_id : "");
+		snprintf(buf, n, "%s/pod/%s/%s/%s", c, j->namespace_, j->job_id ? j->job_id : "", j->job_key ? j->job_key : "");
 	} else if (j->het_job_id >= 0) {
 		*kind = "job";
 		snprintf(buf, n, "%s/job/%lld", c, (long long)j->het_job_id);

@@ -19,7 +19,7 @@
  * /v1/jobs'; a job that never started counts where it was submitted. */
 static const char jobs_sql[] =
 	"WITH w AS (SELECT to_timestamp($1::bigint) AS a, to_timestamp($2::bigint) AS b, to_timestamp($3::bigint) AS now)"
-	" SELECT j.job_pk, c.name AS cluster, j.job_id, j.name, j.user_name, j.account, j.partition,"
+	" SELECT j.job_pk, c.name AS cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition,"
 	"  j.namespace AS namespace_, j.wckey, j.tags->>'comment' AS comment, j.state,"
 	"  coalesce(j.array_job_id, -1) AS array_job_id, coalesce(j.het_job_id, -1) AS het_job_id,"
 	"  coalesce(j.het_offset, -1) AS het_offset,"
@@ -43,7 +43,7 @@ struct row {
 #define I(m) {#m, GL_PGROW_I64, offsetof(struct row, j) + offsetof(struct gl_runs_job, m), GL_PGROW_NO_NULL}
 #define T(m) {#m, GL_PGROW_TIME, offsetof(struct row, j) + offsetof(struct gl_runs_job, m), GL_PGROW_NO_NULL}
 static const struct gl_pgrow_field fields[] = {
-	I(job_pk), S(cluster), S(job_id), S(name), S(user_name), S(account), S(partition), S(namespace_), S(wckey),
+	I(job_pk), S(cluster), S(job_key), S(job_id), S(name), S(user_name), S(account), S(partition), S(namespace_), S(wckey),
 	S(comment), S(state), I(array_job_id), I(het_job_id), I(het_offset), T(submit_s), T(start_s), T(end_s),
 	I(queue_wait_s), S(owner_kind), S(owner_name),
 	{"labels", GL_PGROW_STR, offsetof(struct row, labels), GL_PGROW_NO_NULL},

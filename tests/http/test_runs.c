@@ -21,6 +21,7 @@
 #include <string.h>
 
 #define TB "tests/fixtures/sacct/testbed/"
+#define KS "tests/fixtures/kube/sharing/"
 #define WIN "window=2026-11-22T00:00:00Z,2026-11-23T00:00:00Z"
 
 static char g_dsn[512];
@@ -53,6 +54,14 @@ static int setup(void **state)
 	ingest((const char *[]){"ingest", "sacct", "--cluster", "testgpu", "--file", TB "sacct_alloc.txt", "--fields",
 				g_fields, NULL},
 	       0);
+	/* real pod dumps, three of them owned by run:ai jobs (ownerReferences),
+	 * on the nodes whose GPU memory their shares need */
+	ingest((const char *[]){"ingest", "kube-nodes", "--cluster", "k1", "--file", KS "handwritten_nodes.json", "--at",
+				"2026-11-22T15:00:00Z", NULL},
+	       0);
+	ingest((const char *[]){"ingest", "kube", "--cluster", "k1", "--file", KS "sharing_pods.json", "--at",
+				"2026-11-22T16:00:00Z", NULL},
+	       4); /* the sharing schemes' pods a node cannot bill are reported, the rest ingested */
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -128,6 +137,40 @@ static void test_array_and_failed(void **state)
 	cJSON_Delete(root);
 }
 
+/* Pods: a run:ai job's pod is the run of its owner (ownerReferences of a
+ * real `kubectl get pod -o yaml` dump), a pod without one its own run. */
+static void test_pod_owner(void **state)
+{
+	cJSON *root = get("/v1/runs?" WIN "&aggregate=run", 200), *r = run_of(root, "k1/owner/runai-pa/RunaiJob/frac-1");
+	assert_string_equal(cJSON_GetObjectItem(r, "kind")->valuestring, "owner");
+	assert_string_equal(cJSON_GetObjectItem(r, "namespace")->valuestring, "runai-pa");
+	assert_int_equal(num(r, "jobs"), 1);
+	assert_string_equal(cJSON_GetObjectItem(r, "state")->valuestring, "RUNNING");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "last_end")));
+	r = run_of(root, "k1/owner/runai-team-a/RunaiJob/job-2");
+	assert_string_equal(cJSON_GetObjectItem(r, "name")->valuestring, "job-2-0-0");
+	{
+		/* the pods no operator owns: each its own run, keyed by its name */
+		cJSON *it;
+		int pods = 0;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "runs"))
+		{
+			const char *key = cJSON_GetObjectItem(it, "key")->valuestring;
+			if (strcmp(cJSON_GetObjectItem(it, "kind")->valuestring, "pod"))
+				continue;
+			assert_true(!strncmp(key, "k1/pod/default/", 15));
+			assert_int_equal(num(it, "attempts"), 1);
+			pods++;
+		}
+		assert_true(pods > 0);
+	}
+	cJSON_Delete(root);
+	/* the kinds summed */
+	root = get("/v1/runs?" WIN "&aggregate=kind", 200);
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(root, "items")) >= 4);
+	cJSON_Delete(root);
+}
+
 static cJSON *cb_item(cJSON *root, const char *name)
 {
 	cJSON *it, *st = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "steps"), 0);
@@ -162,11 +205,21 @@ static void test_cost_equals_chargeback(void **state)
 	cb_sum += num(it, "cost_micros");
 	assert_true(n >= 4);
 	assert_int_equal(sum, cb_sum);
-	/* 1,002 GPU-seconds in the testbed (README oracle): a100 816 at 1,000,
-	 * v100 186 at 2,000 micro-units a second */
-	assert_int_equal(sum, 816 * 1000 + 186 * 2000);
 	cJSON_Delete(runs);
 	cJSON_Delete(cb);
+	/* 1,002 GPU-seconds in the testbed (README oracle): a100 816 at 1,000,
+	 * v100 186 at 2,000 micro-units a second */
+	runs = get("/v1/runs?" WIN "&aggregate=cluster", 200);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(runs, "items"))
+	{
+		if (!strcmp(cJSON_GetObjectItem(it, "cluster")->valuestring, "testgpu")) {
+			assert_int_equal(num(it, "cost_micros"), 816 * 1000 + 186 * 2000);
+			assert_int_equal(num(it, "gpu_seconds"), 1002);
+			n = -1;
+		}
+	}
+	assert_int_equal(n, -1);
+	cJSON_Delete(runs);
 }
 
 /* /v1/runs/{id}: the attempts, each with its own cost equal to /v1/jobs'. */
@@ -246,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_requeued_job_is_one_run), cmocka_unit_test(test_array_and_failed),
 		cmocka_unit_test(test_cost_equals_chargeback),  cmocka_unit_test(test_run_detail),
 		cmocka_unit_test(test_bad_params),              cmocka_unit_test(test_csv),
+		cmocka_unit_test(test_pod_owner),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -122,7 +122,8 @@ static void test_kube_owner(void **state)
 	labels[2][8] = "vision";
 	assert_string_equal(key_of(&j, r, 2), "c1/label/ml/team/vision");
 	labels[2][8] = NULL;
-	assert_string_equal(key_of(&j, r, 2), "c1/pod/ml/torch-a-worker-0");
+	j.job_key = "5f0c7c4e-uid";
+	assert_string_equal(key_of(&j, r, 2), "c1/pod/ml/torch-a-worker-0/5f0c7c4e-uid");
 	free(keys);
 }
 
