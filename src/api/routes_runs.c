@@ -109,40 +109,56 @@ static cJSON *run_json(const struct gl_runs_run *r, const struct gl_rundb *db, i
 	return o;
 }
 
-/* Runs summed by the aggregate's value, in first-seen order (the runs are
- * newest first). */
+struct agg_ref {
+	const char *v;
+	const struct gl_runs_run *r;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+	return strcmp(((const struct agg_ref *)a)->v, ((const struct agg_ref *)b)->v);
+}
+
+static void add_run(struct gl_runs_run *g, const struct gl_runs_run *r)
+{
+	g->attempts += r->attempts;
+	g->jobs += r->jobs;
+	g->gpu_s += r->gpu_s;
+	g->unpriced_s += r->unpriced_s;
+	g->unobserved_s += r->unobserved_s;
+	g->cost_micros += r->cost_micros;
+	g->failed_cost_micros += r->failed_cost_micros;
+	g->failed_gpu_s += r->failed_gpu_s;
+	g->busy_s += r->busy_s;
+	g->idle_s += r->idle_s;
+	g->observed_s += r->observed_s;
+	g->queue_s += r->queue_s;
+}
+
+/* Runs summed by the aggregate's value, in the order of the values (a
+ * sort: 250,000 runs of 2,000 users looked up one by one were half a
+ * billion comparisons). */
 static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p, struct gl_runs_run **out,
 			 const char ***names, int64_t **counts)
 {
-	size_t n = 0;
+	struct agg_ref *ref = gl_xcalloc(db->runs.n + 1, sizeof *ref);
+	size_t n = 0, k = 0;
 	*out = gl_xcalloc(db->runs.n + 1, sizeof **out);
 	*names = gl_xcalloc(db->runs.n + 1, sizeof **names);
 	*counts = gl_xcalloc(db->runs.n + 1, sizeof **counts);
 	for (size_t i = 0; i < db->runs.n; i++) {
 		const struct gl_runs_run *r = &db->runs.runs[i];
-		const char *v;
-		size_t g = 0;
-		if (!state_matches(r, p->state))
-			continue;
-		v = agg_value(r, &db->jobs[r->first], p->agg);
-		while (g < n && strcmp((*names)[g], v))
-			g++;
-		if (g == n)
-			(*names)[n++] = v;
-		(*counts)[g]++;
-		(*out)[g].attempts += r->attempts;
-		(*out)[g].jobs += r->jobs;
-		(*out)[g].gpu_s += r->gpu_s;
-		(*out)[g].unpriced_s += r->unpriced_s;
-		(*out)[g].unobserved_s += r->unobserved_s;
-		(*out)[g].cost_micros += r->cost_micros;
-		(*out)[g].failed_cost_micros += r->failed_cost_micros;
-		(*out)[g].failed_gpu_s += r->failed_gpu_s;
-		(*out)[g].busy_s += r->busy_s;
-		(*out)[g].idle_s += r->idle_s;
-		(*out)[g].observed_s += r->observed_s;
-		(*out)[g].queue_s += r->queue_s;
+		if (state_matches(r, p->state))
+			ref[k++] = (struct agg_ref){agg_value(r, &db->jobs[r->first], p->agg), r};
 	}
+	qsort(ref, k, sizeof *ref, cmp_ref);
+	for (size_t i = 0; i < k; i++) {
+		if (!n || strcmp((*names)[n - 1], ref[i].v))
+			(*names)[n++] = ref[i].v;
+		(*counts)[n - 1]++;
+		add_run(&(*out)[n - 1], ref[i].r);
+	}
+	free(ref);
 	return n;
 }
 

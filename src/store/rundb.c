@@ -26,8 +26,9 @@ static const char jobs_sql[] =
 	"  extract(epoch FROM j.submit_at)::bigint AS submit_s, extract(epoch FROM j.start_at)::bigint AS start_s,"
 	"  extract(epoch FROM j.end_at)::bigint AS end_s, coalesce(j.queue_wait_s, -1) AS queue_wait_s,"
 	"  j.tags->>'owner_kind' AS owner_kind, j.tags->>'owner_name' AS owner_name,"
-	"  array_to_string(ARRAY(SELECT coalesce(j.tags->'labels'->>k.k, '')"
-	"   FROM unnest($5::text[]) WITH ORDINALITY AS k(k, o) ORDER BY k.o), E'\\x1f') AS labels"
+	/* only pods have labels: a Slurm job's row skips the subquery */
+	"  CASE WHEN j.tags ? 'labels' THEN array_to_string(ARRAY(SELECT coalesce(j.tags->'labels'->>k.k, '')"
+	"   FROM unnest($5::text[]) WITH ORDINALITY AS k(k, o) ORDER BY k.o), E'\\x1f') END AS labels"
 	" FROM jobs j JOIN clusters c USING (cluster_id), w"
 	" WHERE (" GL_JOB_GPUS_SQL("j") " > 0 OR j.req_gpu_micro > 0)"
 	"  AND ((j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a)"
@@ -115,8 +116,12 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	gl_acct_query_init(&aq, &step, 1, dims, 1, q->now_s);
 	aq.lines_only = 1;
 	aq.live_only = 1;
-	aq.jobs = ids;
-	aq.n_jobs = n;
+	if (q->owners) {
+		/* a scoped token's jobs only; unscoped, every job's line (a list
+		 * of every job in the window is a 100,000-element ANY per row) */
+		aq.jobs = ids;
+		aq.n_jobs = n;
+	}
 	if ((rc = gl_acct_chargeback_finished(st, &aq, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
