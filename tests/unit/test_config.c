@@ -92,6 +92,12 @@ static const struct bad_case bad[] = {
 	 "t.yaml:4: rates[1]: model 'A100' overlaps rates[0] in time"},
 	{"owners:\n  - match: foo\n    value: x\n    team: t\n",
 	 "t.yaml:2: owners[0].match: 'foo' is not account, user"},
+	/* runs[]: the grouping rules of /v1/runs */
+	{"runs:\n  - by: array\n  - by: job_name\n", "t.yaml:3: runs[1].by: 'job_name' is not array, name_user"},
+	{"runs:\n  - by: \"label:\"\n", "t.yaml:2: runs[0].by: 'label:' is not array"},
+	{"runs:\n  - cluster: c1\n", "t.yaml:2: runs[0].by: required key missing"},
+	{"runs:\n  - by: tag\n    from: 2026-02-01\n    to: 2026-01-01\n", "t.yaml:4: runs[0].to: 'to' is not after 'from'"},
+	{"runs:\n  - by: tag\n    from: soon\n", "t.yaml:3: runs[0].from: 'soon' is not an RFC3339 time or date"},
 	{"owners:\n  - match: user\n    value: x\n    team: t\n    from: 2026-02-01\n    to: 2026-01-01\n",
 	 "t.yaml:6: owners[0].to: 'to' is not after 'from'"},
 	/* names of the chargeback/report synthetic rows cannot be owners */
