@@ -32,6 +32,7 @@ static const char config_yaml[] = "rates:\n"
 				  "  - model: a100\n    per_gpu_hour: \"3.60\"\n"
 				  "  - model: v100\n    per_gpu_hour: \"7.20\"\n"
 				  "runs:\n"
+				  "  - by: tag\n"
 				  "  - by: array\n"
 				  "  - by: kube_owner\n";
 
@@ -47,6 +48,35 @@ static void ingest(const char *const *argv, int want)
 	gl_test_out_fini(&o);
 }
 
+/* The testbed's jobs 2 (alice, 1 a100, 40 s) and 11 (alice, 1 v100, 71 s,
+ * TIMEOUT) as
+ * cluster "tagged" (its Cluster column changed), with a Comment column appended (the real capture has
+ * none: its slurmdbd does not store comments) naming one run=<id> for
+ * both: the comment goes through the real ingest into the job's tags. */
+static void tagged_copy(void)
+{
+	char path[400], fields[1100], line[4096];
+	FILE *in = fopen(TB "sacct_alloc.txt", "r"), *out;
+	int k = 0;
+	snprintf(path, sizeof path, "%s/runs-tagged-sacct.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	out = fopen(path, "w");
+	if (!in || !out)
+		fail_msg("tagged copy: %s", path);
+	while (fgets(line, sizeof line, in))
+		if (++k == 2 || k == 14) {
+			char *c = strstr(line, "|testgpu|"); /* the Cluster column */
+			line[strcspn(line, "\r\n")] = '\0';
+			if (!c)
+				fail_msg("tagged copy: no Cluster in line %d", k);
+			*c = '\0';
+			fprintf(out, "%s|tagged|%s|ckpt-%d run=pretrain-7\n", line, c + 9, k);
+		}
+	fclose(in);
+	fclose(out);
+	snprintf(fields, sizeof fields, "%s,Comment", g_fields);
+	ingest((const char *[]){"ingest", "sacct", "--cluster", "tagged", "--file", path, "--fields", fields, NULL}, 0);
+}
+
 static int setup(void **state)
 {
 	if (gl_test_db_fresh("gl_test_runs", g_dsn, sizeof g_dsn) || gl_test_sacct_fields(g_fields, sizeof g_fields))
@@ -54,6 +84,7 @@ static int setup(void **state)
 	ingest((const char *[]){"ingest", "sacct", "--cluster", "testgpu", "--file", TB "sacct_alloc.txt", "--fields",
 				g_fields, NULL},
 	       0);
+	tagged_copy();
 	/* real pod dumps, three of them owned by run:ai jobs (ownerReferences),
 	 * on the nodes whose GPU memory their shares need */
 	ingest((const char *[]){"ingest", "kube-nodes", "--cluster", "k1", "--file", KS "handwritten_nodes.json", "--at",
@@ -134,6 +165,20 @@ static void test_array_and_failed(void **state)
 	assert_int_equal(num(root, "count"), 1);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0), "key")->valuestring,
 			    "testgpu/job/10");
+	cJSON_Delete(root);
+}
+
+/* A run=<id> word in the comment groups two jobs into one run; the one
+ * that ran out of time is a failed attempt (71 s at 2,000 a second). */
+static void test_comment_tag(void **state)
+{
+	cJSON *root = get("/v1/runs?" WIN, 200), *r = run_of(root, "tagged/tag/pretrain-7");
+	assert_string_equal(cJSON_GetObjectItem(r, "kind")->valuestring, "tag");
+	assert_int_equal(num(r, "jobs"), 2);
+	assert_int_equal(num(r, "attempts"), 2);
+	assert_int_equal(num(r, "gpu_seconds"), 40 + 71);
+	assert_int_equal(num(r, "cost_micros"), 40000 + 142000);
+	assert_int_equal(num(r, "failed_attempts_cost_micros"), 142000);
 	cJSON_Delete(root);
 }
 
@@ -299,7 +344,7 @@ int main(void)
 		cmocka_unit_test(test_requeued_job_is_one_run), cmocka_unit_test(test_array_and_failed),
 		cmocka_unit_test(test_cost_equals_chargeback),  cmocka_unit_test(test_run_detail),
 		cmocka_unit_test(test_bad_params),              cmocka_unit_test(test_csv),
-		cmocka_unit_test(test_pod_owner),
+		cmocka_unit_test(test_pod_owner),              cmocka_unit_test(test_comment_tag),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
