@@ -334,9 +334,14 @@ int gl_route_run(struct gl_req *req, struct gl_resp *resp)
 	const struct gl_runs_run *r = NULL;
 	int minor = gl_money_minor(req->cfg->currency), rc;
 
-	if (strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16)
-		return gl_resp_error(resp, GL_ENOTFOUND, NULL, "no run '%s' (the ids are those of /v1/runs)", id);
-	if ((rc = parse_params(req, resp, &p, 1)) || (rc = load(req, resp, &p, &db)))
+	/* a bad parameter is 400 whatever the id, as on every route */
+	if ((rc = parse_params(req, resp, &p, 1)))
+		goto out;
+	if (strlen(id) != 16 || strspn(id, "0123456789abcdef") != 16) {
+		rc = gl_resp_error(resp, GL_ENOTFOUND, NULL, "no run '%s' (the ids are those of /v1/runs)", id);
+		goto out;
+	}
+	if ((rc = load(req, resp, &p, &db)))
 		goto out;
 	for (size_t i = 0; i < db.runs.n && !r; i++)
 		if (!strcmp(db.runs.runs[i].id, id))
