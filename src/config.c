@@ -9,6 +9,7 @@
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
 #include "gl/workload.h"
+#include "gl/runs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -277,6 +278,15 @@ static const struct gl_cfg_key idle_owner_keys[] = {
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
+#define RUOFF(f) offsetof(struct gl_run_cfg, f)
+static const struct gl_cfg_key run_keys[] = {
+	{"cluster", GL_CFG_STR, RUOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
+	{"by", GL_CFG_STR, RUOFF(by), NULL, 1, 0, 0, "what groups jobs into a run: " GL_RUNS_BY_NAMES, NULL, 0, 0},
+	{"from", GL_CFG_STR, RUOFF(from), "", 0, 0, 0, "effective from (the job's submit time is what counts)", NULL, 0, 0},
+	{"to", GL_CFG_STR, RUOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
+	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
+};
+
 #define GMOFF(f) offsetof(struct gl_gpu_model_cfg, f)
 static const struct gl_cfg_key gpu_model_keys[] = {
 	{"match", GL_CFG_STR, GMOFF(match), NULL, 1, 0, 0, "a GPU model name as a source writes it (any case)", NULL, 0, 0},
@@ -470,6 +480,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 idle_owner_keys, sizeof(struct gl_idle_owner_cfg), OFF(n_idle_owners)},
 	{"workload_types", GL_CFG_LIST, OFF(workload_types), NULL, 0, 0, 0, "workload type rules, first match wins",
 	 workload_keys, sizeof(struct gl_workload_cfg), OFF(n_workload_types)},
+	{"runs", GL_CFG_LIST, OFF(runs), NULL, 0, 0, 0, "how jobs group into training runs, first match wins", run_keys,
+	 sizeof(struct gl_run_cfg), OFF(n_runs)},
 	{"gpu_models", GL_CFG_LIST, OFF(gpu_models), NULL, 0, 0, 0, "GPU model aliases the canonical rule cannot derive",
 	 gpu_model_keys, sizeof(struct gl_gpu_model_cfg), OFF(n_gpu_models)},
 	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
@@ -858,6 +870,24 @@ static int check_span(const char *from, const char *to, int64_t *f, int64_t *t, 
 }
 
 /* workload_types[]: each error names the rule's key and its file:line. */
+static int check_runs(const struct gl_config *cfg, const char *name, const struct cfg_lines *l, struct gl_err *err)
+{
+	char item[64], p[96];
+	int64_t f, t;
+	int rc;
+	for (size_t i = 0; i < cfg->n_runs; i++) {
+		enum gl_runs_by by;
+		const char *label;
+		snprintf(item, sizeof item, "runs[%zu]", i);
+		snprintf(p, sizeof p, "%s.by", item);
+		if (gl_runs_by_parse(cfg->runs[i].by, &by, &label))
+			return cfg_fail(err, name, l, p, "'%s' is not %s", cfg->runs[i].by, GL_RUNS_BY_NAMES);
+		if ((rc = check_span(cfg->runs[i].from, cfg->runs[i].to, &f, &t, name, l, item, err)))
+			return rc;
+	}
+	return 0;
+}
+
 static int check_workload_types(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
 				struct gl_err *err)
 {
@@ -1349,6 +1379,8 @@ static int check_owners(const struct gl_config *cfg, const char *name, const str
 	}
 	if ((rc = check_workload_types(cfg, name, l, err)))
 		return rc;
+	if ((rc = check_runs(cfg, name, l, err)))
+		return rc;
 	for (size_t i = 0; i < cfg->n_idle_owners; i++) {
 		snprintf(item, sizeof item, "idle_owners[%zu]", i);
 		if ((rc = check_owner_name(cfg->idle_owners[i].team, "team", name, l, item, err)))
@@ -1624,4 +1656,21 @@ int gl_config_hookpolicies(const struct gl_config *cfg, struct gl_hookpolicy **o
 	const struct gl_hookpolicy_defaults d = {cfg->path, cfg->hook_slurm_command, cfg->hook_kube_command,
 						 cfg->hook_max_data_age_s};
 	return gl_hookpolicy_compile(cfg->hook_policies, cfg->n_hook_policies, &d, out, n, err);
+}
+
+void gl_config_run_rules(const struct gl_config *cfg, struct gl_runs_rule **rules, size_t *n)
+{
+	*rules = gl_xcalloc(cfg->n_runs + 1, sizeof **rules);
+	*n = 0;
+	for (size_t i = 0; i < cfg->n_runs; i++) {
+		const struct gl_run_cfg *c = &cfg->runs[i];
+		struct gl_runs_rule *r = &(*rules)[*n];
+		r->cluster = c->cluster;
+		r->from_s = r->to_s = GL_TIME_NONE;
+		if (gl_runs_by_parse(c->by, &r->by, &r->label) ||
+		    (*c->from && gl_time_parse(c->from, strlen(c->from), &r->from_s)) ||
+		    (*c->to && gl_time_parse(c->to, strlen(c->to), &r->to_s)))
+			continue; /* refused at load: not reached */
+		++*n;
+	}
 }

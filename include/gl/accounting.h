@@ -42,6 +42,10 @@ struct gl_acct_query {
 	 * the jobs in serving_jobs. */
 	const int64_t *jobs;
 	size_t n_jobs;
+	/* 1: every step read from jobs live, never from built days: the
+	 * per-job lines of jobs usage_daily_job does not keep (/v1/runs); the
+	 * dimension "job" then needs no jobs list (every job's line) */
+	int live_only;
 	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
 					  * (sreport's semantics); it is reported apart either way */
 };

@@ -77,6 +77,10 @@ struct gl_cb_step {
 	int64_t start_s, end_s;
 	struct gl_cb_line *lines;
 	size_t n_lines, cap_lines;
+	/* the lines by key (open addressing, line index + 1, 0 free), kept by
+	 * gl_cb_add_line for gl_cb_find_line: a query of 100,000 jobs' lines
+	 * looked each row's line up by a scan, 30 s of strcmp */
+	size_t *index, cap_index;
 	/* unallocated idle capacity of the step */
 	int capacity_known;
 	gl_i128 idle_us, idle_num, overalloc_us;
@@ -120,6 +124,8 @@ void gl_cb_fini(struct gl_cb *cb);
 size_t gl_cb_n_lines(const struct gl_cb *cb);
 /* Appends a line to step i; keys are copied. */
 struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys);
+/* The line of step i with these keys, NULL when none. */
+struct gl_cb_line *gl_cb_find_line(struct gl_cb *cb, size_t step, const char *const *keys);
 /* The pool of step i named name, made when new. */
 size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name);
 /* Adds us (micro-GPU-seconds) of line l's allocation to pool. */

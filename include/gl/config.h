@@ -106,6 +106,15 @@ struct gl_gpu_model_cfg {
 	char *model;         /* the canonical model it means */
 };
 
+/* runs[]: how jobs group into training runs (docs/runs.md), in priority
+ * order, effective-dated by the job's submit time. */
+struct gl_run_cfg {
+	char *cluster;       /* "" = any cluster */
+	char *by;            /* GL_RUNS_BY_NAMES (include/gl/runs.h) */
+	char *from;
+	char *to;
+};
+
 struct gl_idle_owner_cfg {
 	char *cluster;
 	char *partition;     /* "" = the whole cluster */
@@ -255,6 +264,8 @@ struct gl_config {
 	size_t n_idle_owners;
 	struct gl_workload_cfg *workload_types;
 	size_t n_workload_types;
+	struct gl_run_cfg *runs;
+	size_t n_runs;
 	struct gl_gpu_model_cfg *gpu_models;
 	size_t n_gpu_models;
 	int64_t api_max_window_days;
@@ -315,6 +326,10 @@ int gl_config_load(struct gl_config *cfg, const char *path, struct gl_err *err) 
 int gl_config_load_buf(struct gl_config *cfg, const char *name, const char *buf, size_t len,
 		       struct gl_err *err) GL_MUSTCHECK;
 void gl_config_fini(struct gl_config *cfg);
+/* runs[] as the grouping's rules (times parsed; the config was checked at
+ * load). *rules is the caller's to free; its strings are cfg's. */
+struct gl_runs_rule;
+void gl_config_run_rules(const struct gl_config *cfg, struct gl_runs_rule **rules, size_t *n);
 
 /* Effective DSN: GPULEDGER_DSN env, else database.dsn, else NULL (embedded). */
 const char *gl_config_external_dsn(const struct gl_config *cfg);

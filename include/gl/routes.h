@@ -23,6 +23,9 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp);
 /* The calling token's name, role and owner scope (any role). */
 int gl_route_whoami(struct gl_req *req, struct gl_resp *resp);
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp);
+/* src/api/routes_runs.c */
+int gl_route_runs(struct gl_req *req, struct gl_resp *resp);
+int gl_route_run(struct gl_req *req, struct gl_resp *resp);
 int gl_route_queue(struct gl_req *req, struct gl_resp *resp);
 int gl_route_idle(struct gl_req *req, struct gl_resp *resp);
 /* src/api/routes_reports.c */

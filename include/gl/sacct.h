@@ -22,6 +22,7 @@ enum gl_sacct_field {
 	GL_SF_ELAPSEDRAW, GL_SF_EXITCODE, GL_SF_STATE, GL_SF_NNODES, GL_SF_NCPUS,
 	GL_SF_REQCPUS, GL_SF_REQMEM, GL_SF_REQTRES, GL_SF_ALLOCTRES, GL_SF_TIMELIMIT,
 	GL_SF_NODELIST, GL_SF_DBINDEX, GL_SF_SUSPENDED, GL_SF_WCKEY, GL_SF_JOBNAME,
+	GL_SF_COMMENT,
 	GL_SF__COUNT,
 	GL_SF_IGNORED = -1
 };
@@ -72,7 +73,7 @@ struct gl_sacct_rec {
 	enum gl_sacct_kind kind;
 	/* raw slices (into the line); .p == NULL when the column is absent */
 	struct gl_str job_id, job_id_raw, cluster, partition, qos, account, group, user,
-		state_raw, exit_code, req_mem, req_tres, alloc_tres, node_list, wckey, job_name;
+		state_raw, exit_code, req_mem, req_tres, alloc_tres, node_list, wckey, job_name, comment;
 
 	/* JobID decomposed: base id, array task (-1 none), het offset (-1 none), step (slice, empty if none) */
 	int64_t base_job_id;

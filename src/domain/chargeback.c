@@ -2,6 +2,7 @@
 #include "gl/chargeback.h"
 #include "gl/strbuf.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,12 +32,61 @@ void gl_cb_fini(struct gl_cb *cb)
 			free(cb->steps[i].lines[j].parts);
 		}
 		free(cb->steps[i].lines);
+		free(cb->steps[i].index);
 		for (size_t p = 0; p < cb->steps[i].n_pools; p++)
 			free(cb->steps[i].pools[p].name);
 		free(cb->steps[i].pools);
 	}
 	free(cb->steps);
 	memset(cb, 0, sizeof *cb);
+}
+
+static uint64_t keys_hash(const char *const *keys, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+	for (size_t d = 0; d < n; d++) {
+		for (const char *p = keys[d] ? keys[d] : ""; *p; p++)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+		h = (h ^ 0x1f) * 1099511628211ULL; /* the separator: ("ab","") is not ("a","b") */
+	}
+	return h;
+}
+
+static int keys_equal(const struct gl_cb_line *l, const char *const *keys, size_t n)
+{
+	for (size_t d = 0; d < n; d++)
+		if (strcmp(l->key[d], keys[d] ? keys[d] : ""))
+			return 0;
+	return 1;
+}
+
+/* The slot of keys in s's index: theirs, or the free one they would take. */
+static size_t index_slot(const struct gl_cb_step *s, const char *const *keys, size_t n)
+{
+	size_t mask = s->cap_index - 1, i = (size_t)keys_hash(keys, n) & mask;
+	while (s->index[i] && !keys_equal(&s->lines[s->index[i] - 1], keys, n))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Rebuilt at twice the lines, so it is never more than half full. */
+static void index_grow(struct gl_cb_step *s, size_t n_dims)
+{
+	free(s->index);
+	s->cap_index = s->cap_index ? s->cap_index * 2 : 64;
+	s->index = gl_xcalloc(s->cap_index, sizeof *s->index);
+	for (size_t j = 0; j < s->n_lines; j++)
+		s->index[index_slot(s, (const char *const *)s->lines[j].key, n_dims)] = j + 1;
+}
+
+struct gl_cb_line *gl_cb_find_line(struct gl_cb *cb, size_t step, const char *const *keys)
+{
+	struct gl_cb_step *s = &cb->steps[step];
+	size_t i;
+	if (!s->cap_index)
+		return NULL;
+	i = index_slot(s, keys, cb->n_dims);
+	return s->index[i] ? &s->lines[s->index[i] - 1] : NULL;
 }
 
 struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys)
@@ -51,6 +101,10 @@ struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *con
 	memset(l, 0, sizeof *l);
 	for (size_t d = 0; d < cb->n_dims; d++)
 		l->key[d] = gl_xstrdup(keys[d] ? keys[d] : "");
+	if (2 * s->n_lines > s->cap_index)
+		index_grow(s, cb->n_dims);
+	else
+		s->index[index_slot(s, keys, cb->n_dims)] = s->n_lines;
 	return l;
 }
 

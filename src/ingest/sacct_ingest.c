@@ -1,6 +1,7 @@
 /* sacct ingestion driver (see include/gl/sacct_ingest.h). */
 #include "gl/sacct_ingest.h"
 #include "gl/db.h"
+#include "gl/jsonw.h"
 #include "gl/dbcancel.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/hostlist.h"
@@ -31,6 +32,7 @@ struct gl_sacct_ingest {
 	struct gl_strbuf partial;  /* an incomplete trailing line between feeds */
 	struct gl_strbuf scratch;  /* NUL-terminated copies of the current line's fields */
 	struct gl_strbuf nodes;
+	struct gl_strbuf tags;     /* the current row's tags: {"comment":...} */
 	int64_t line_no;
 	int first_line_seen;
 };
@@ -119,6 +121,21 @@ static int add_node(const char *host, void *ud)
 	return 0;
 }
 
+/* The job's --comment as its tags (read by the runs' grouping), NULL
+ * without one. The line is valid UTF-8 (gl_sacct_parse_line). */
+static const char *comment_tags(struct gl_sacct_ingest *in, const char *comment)
+{
+	struct gl_jsonw w;
+	if (!comment)
+		return NULL;
+	gl_strbuf_reset(&in->tags);
+	gl_jsonw_init(&w, &in->tags);
+	gl_jsonw_object(&w, NULL);
+	gl_jsonw_str(&w, "comment", comment);
+	gl_jsonw_end(&w);
+	return in->tags.p;
+}
+
 static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_job_row *row)
 {
 	char key[32 + 255 + 1]; /* "raw:" JobIDRaw (GL_BOUND_JOB_ID) "@" submit: never cut */
@@ -184,7 +201,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	row->req_gpu_micro = rec->gpus_req * GL_GPU_MICRO;
 	row->phys_micro = GL_JOB_HELD_AS_BILLED;
 	row->nodes_json = NULL;
-	row->tags_json = NULL;
+	row->tags_json = comment_tags(in, dup(in, rec->comment, 1));
 	row->last_seen_s = rec->end_s == GL_TIME_NONE && in->o.seen_s > 0 ? in->o.seen_s : GL_TIME_NONE;
 	row->array_tasks = rec->kind == GL_SACCT_ARRAY_PENDING ? rec->array_tasks : 0;
 	row->array_tasks_partial = rec->kind == GL_SACCT_ARRAY_PENDING && rec->array_tasks_partial;
@@ -304,6 +321,7 @@ int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, st
 	gl_strbuf_init(&in->partial);
 	gl_strbuf_init(&in->scratch);
 	gl_strbuf_init(&in->nodes);
+	gl_strbuf_init(&in->tags);
 	if ((rc = gl_sacct_layout_init(&in->lay, opts->fields, opts->delimiter, err)))
 		goto out;
 	in->have_layout = 1;
@@ -405,6 +423,7 @@ void gl_sacct_ingest_free(struct gl_sacct_ingest *in)
 	gl_strbuf_fini(&in->partial);
 	gl_strbuf_fini(&in->scratch);
 	gl_strbuf_fini(&in->nodes);
+	gl_strbuf_fini(&in->tags);
 	free(in);
 }
 

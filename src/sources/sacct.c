@@ -76,6 +76,9 @@ static const struct fdesc fdesc[GL_SF__COUNT] = {
 	[GL_SF_SUSPENDED] = {"Suspended", CV_DUR, SOFF(suspended_s)},
 	[GL_SF_WCKEY] = {"WCKey", CV_STR, SOFF(wckey), B(GL_BOUND_ACCOUNT)},
 	[GL_SF_JOBNAME] = {"JobName", CV_STR, SOFF(job_name), B(GL_BOUND_JOB_NAME)},
+	/* sbatch --comment (kept when AccountingStoreFlags has job_comment):
+	 * a run's key when runs[].by is comment or tag (docs/runs.md) */
+	[GL_SF_COMMENT] = {"Comment", CV_STR, SOFF(comment), B(GL_BOUND_JOB_NAME)},
 };
 
 static const struct {

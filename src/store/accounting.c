@@ -483,13 +483,13 @@ static int make_plan(PGconn *c, const struct gl_acct_query *q, struct plan *p, s
 	}
 	snprintf(los, sizeof los, "%lld", (long long)lo);
 	snprintf(his, sizeof his, "%lld", (long long)(hi < today ? hi : today));
-	if ((rc = gl_db_query(c,
+	if (!q->live_only && (rc = gl_db_query(c,
 			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
 			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
 			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
 			      2, (const char *[]){los, his}, &r, err)))
 		goto out;
-	nb = (size_t)PQntuples(r);
+	nb = r ? (size_t)PQntuples(r) : 0;
 	built = gl_xcalloc(nb + 1, sizeof *built);
 	for (size_t i = 0; i < nb; i++)
 		built[i] = atoll(PQgetvalue(r, (int)i, 0));
@@ -559,7 +559,7 @@ static int idle_steps(PGconn *c, const struct gl_acct_query *q, struct gl_window
 			      " WHERE isfinite(t) AND t > to_timestamp($1) AND t < to_timestamp($2) ORDER BY 1",
 			      2, (const char *[]){los, his}, &r, err)))
 		goto out;
-	nb = (size_t)PQntuples(r);
+	nb = r ? (size_t)PQntuples(r) : 0;
 	*sub = gl_xcalloc(q->n_steps + nb + 1, sizeof **sub);
 	*parent = gl_xcalloc(q->n_steps + nb + 1, sizeof **parent);
 	for (size_t i = 0; i < q->n_steps; i++) {
@@ -804,15 +804,9 @@ static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, stru
  * this looks back through the step's lines. */
 static struct gl_cb_line *line_of(struct gl_cb *cb, size_t step, const char *const *keys, size_t n_dims)
 {
-	struct gl_cb_step *st = &cb->steps[step];
-	for (size_t j = st->n_lines; j-- > 0;) {
-		size_t d = 0;
-		while (d < n_dims && !strcmp(st->lines[j].key[d], keys[d]))
-			d++;
-		if (d == n_dims)
-			return &st->lines[j];
-	}
-	return gl_cb_add_line(cb, step, keys);
+	struct gl_cb_line *l = gl_cb_find_line(cb, step, keys);
+	(void)n_dims; /* cb's own */
+	return l ? l : gl_cb_add_line(cb, step, keys);
 }
 
 /* Where absorb puts a lines query's sums: the firm figures, or the
@@ -1298,7 +1292,7 @@ int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *c
 	if (q->jobs && (q->filter || q->scope_teams))
 		return gl_err_set(err, GL_EINVAL, "chargeback: a query of some jobs takes no filter");
 	for (size_t d = 0; d < q->n_dims; d++)
-		if (q->jobs ? !job_daily_expr(q->dims[d]) : !strcmp(q->dims[d], "job"))
+		if (q->jobs ? !job_daily_expr(q->dims[d]) : !q->live_only && !strcmp(q->dims[d], "job"))
 			return gl_err_set(err, GL_EINVAL, "chargeback: dimension '%s' is not kept per job", q->dims[d]);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
 		cb->steps[i].start_s = q->steps[i].start_s;

@@ -103,6 +103,12 @@ static const struct bad_case bad[] = {
 	{"workload_types:\n  - match: qos\n    value: x\n    type: batch\n    from: 2026-13-01\n",
 	 "t.yaml:5: workload_types[0].from: '2026-13-01' is not an RFC3339 time or date"},
 	{"workload_types:\n  - match: qos\n    value: x\n", "t.yaml:2: workload_types[0].type"},
+	/* runs[]: the grouping rules of /v1/runs */
+	{"runs:\n  - by: array\n  - by: job_name\n", "t.yaml:3: runs[1].by: 'job_name' is not array, name_user"},
+	{"runs:\n  - by: \"label:\"\n", "t.yaml:2: runs[0].by: 'label:' is not array"},
+	{"runs:\n  - cluster: c1\n", "t.yaml:2: runs[0].by: required key missing"},
+	{"runs:\n  - by: tag\n    from: 2026-02-01\n    to: 2026-01-01\n", "t.yaml:4: runs[0].to: 'to' is not after 'from'"},
+	{"runs:\n  - by: tag\n    from: soon\n", "t.yaml:3: runs[0].from: 'soon' is not an RFC3339 time or date"},
 	{"owners:\n  - match: user\n    value: x\n    team: t\n    from: 2026-02-01\n    to: 2026-01-01\n",
 	 "t.yaml:6: owners[0].to: 'to' is not after 'from'"},
 	/* names of the chargeback/report synthetic rows cannot be owners */

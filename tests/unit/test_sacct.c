@@ -988,6 +988,23 @@ static void test_aws(void **state)
 	}
 }
 
+/* hand-written: the Comment column (sbatch --comment, a run's key for
+ * runs[].by comment / tag) is read wherever --format puts it; empty when
+ * the site does not store comments. */
+static void test_comment_column(void **state)
+{
+	struct gl_sacct_layout lay;
+	struct gl_sacct_rec rec;
+	(void)state;
+	layout(&lay, "JobID,JobIDRaw,State,Comment,JobName", "|");
+	parse1(&lay, "51|51|COMPLETED|ckpt run=bert-7|train", &rec);
+	assert_str(rec.comment, "ckpt run=bert-7");
+	assert_str(rec.job_name, "train");
+	parse1(&lay, "52|52|COMPLETED||train", &rec);
+	assert_int_equal(rec.comment.len, 0);
+	gl_sacct_layout_fini(&lay);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1006,6 +1023,7 @@ int main(void)
 		cmocka_unit_test(test_testbed_oracle_alloc),
 		cmocka_unit_test(test_testbed_oracle_steps),
 		cmocka_unit_test(test_sonar),
+		cmocka_unit_test(test_comment_column),
 		cmocka_unit_test(test_hb_jobinfo),
 		cmocka_unit_test(test_xdmod),
 		cmocka_unit_test(test_aws),
