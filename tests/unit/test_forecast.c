@@ -14,15 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct gl_forecast_opts hourly(int horizon)
+/* Options for slot 0 on a Monday at 00:00: hourly or daily steps. */
+static struct gl_forecast_opts opts_at(int slots_per_day, int horizon, int method)
 {
 	struct gl_forecast_opts o = {0};
-	o.slots_per_day = 24;
-	o.slots_per_week = 168;
+	o.slots_per_day = slots_per_day;
+	o.slots_per_week = 7 * slots_per_day;
 	o.horizon = horizon;
-	o.method = GL_FORECAST_AUTO;
+	o.method = method;
 	o.first_weekday = 0;
 	return o;
+}
+
+static struct gl_forecast_opts hourly(int horizon)
+{
+	return opts_at(24, horizon, GL_FORECAST_AUTO);
 }
 
 /* A daily sine plus a weekend dip, slot 0 on a Monday at 00:00. */
@@ -415,18 +421,13 @@ static void test_week_ahead_bands_cover(void **state)
 	(void)state;
 	for (int s = 0; s < 400; s++) {
 		double y[49], a = 0;
-		struct gl_forecast_opts o = {0};
+		struct gl_forecast_opts o = opts_at(1, 7, GL_FORECAST_AUTO);
 		struct gl_forecast_result r;
 		struct gl_err err = {0};
 		for (int t = 0; t < 49; t++) {
 			a = 0.8 * a + noise(&seed, 0.35);
 			y[t] = (t % 7 >= 5 ? 70 : 100) * exp(a + noise(&seed, 0.35));
 		}
-		o.slots_per_day = 1;
-		o.slots_per_week = 7;
-		o.horizon = 7;
-		o.method = GL_FORECAST_AUTO;
-		o.first_weekday = 0;
 		assert_int_equal(gl_forecast_fit(y, 42, &o, &r, &err), 0);
 		assert_int_equal(r.horizon, 7);
 		for (int h = 1; h < 7; h++) {
