@@ -673,10 +673,11 @@ static void iv_apply(const struct ivq *iv, double f, double vol, double out[4])
 		out[3] = out[2];
 }
 
-/* An error of the backtest and the origin it came from. */
+/* An error of the backtest, the origin it came from and the slot it scored. */
 struct orig_err {
 	double e;
 	int k;
+	size_t t;
 };
 
 static int cmp_orig_err(const void *pa, const void *pb)
@@ -704,18 +705,13 @@ static size_t bucket_errors(const struct fc_work *w, const double *f, int kind, 
 			if (w->bucket[h] != b || isnan(y))
 				continue;
 			out[cnt].e = kind == 1 ? log1p(y) - log1p(fv) : kind == 2 ? (y - fv) / w->vol[k] : y - fv;
+			out[cnt].t = w->orig[k] + h;
 			out[cnt++].k = k;
 		}
 	}
 	return cnt;
 }
 
-/* The interval quantiles of the sorted errors without those of origin skip
- * (kept >= 1: how many remain): the same order statistics and interpolation
- * as quantile_select on that subset, found in one walk. The ranks wanted are
- * not in order when few errors remain (under 12: the 2.5 % level's upper
- * neighbour, rank 1, comes after the 10 % level's rank 0), so each rank is
- * looked up among all eight. */
 /* Where the band's quantile of n errors lies among them (0-based, may be
  * fractional): the split-conformal rank, ceil((n + 1) q) for an upper level
  * and floor((n + 1) q) for a lower one, so that a future error falls inside
@@ -732,29 +728,57 @@ static double err_pos(double q, size_t n)
 	return r - 1;
 }
 
-static void loo_quantiles(const struct orig_err *s, size_t n, int skip, size_t kept, double q[4])
+/* The same rank when n errors score only `slots` distinct slots: origins a
+ * stride apart forecasting further ahead than the stride score each slot
+ * from several origins, and those errors are one draw, not several (a
+ * week-ahead bucket of four daily origins holds 24 errors of 9 slots; ranked
+ * as 24, Earth's week ahead covered 66 %, the persistent noise of
+ * test_week_ahead_bands_cover 69 %). The level is raised as the conformal rank
+ * over the slots asks, (slots + 1) q / slots rounded up to a whole slot, and
+ * read off all n errors; one error a slot is err_pos. */
+static size_t band_rank(double q, size_t n, size_t slots)
 {
-	size_t want[8], last = 0, rank = 0;
-	double val[8];
-	for (int l = 0; l < 4; l++) {
-		size_t i = (size_t)err_pos(iv_levels[l], kept);
-		want[2 * l] = i;
-		want[2 * l + 1] = i + 1 < kept ? i + 1 : i;
+	if (slots >= n || slots == 0)
+		return (size_t)err_pos(q, n);
+	double qu = q > 0.5 ? q : 1 - q, r = ceil(ceil((double)(slots + 1) * qu) / (double)slots * (double)n);
+	size_t i = r < 1 ? 0 : r > (double)n ? n - 1 : (size_t)r - 1;
+	return q > 0.5 ? i : n - 1 - i;
+}
+
+/* How many distinct slots errors e[0..n) scored; mark: room for every slot
+ * (w->n), all zero, left zero. */
+static size_t err_slots(const struct orig_err *e, size_t n, unsigned *mark)
+{
+	size_t c = 0;
+	for (size_t j = 0; j < n; j++) {
+		c += !mark[e[j].t];
+		mark[e[j].t] = 1;
 	}
-	for (int g = 0; g < 8; g++)
-		if (want[g] > last)
-			last = want[g];
+	for (size_t j = 0; j < n; j++)
+		mark[e[j].t] = 0;
+	return c;
+}
+
+/* The interval quantiles of the sorted errors without those of origin skip
+ * (kept >= 1: how many remain, scoring `slots` distinct slots): the order
+ * statistics band_rank names, found in one walk. The ranks wanted are not
+ * in order when few errors remain (the 2.5 % and 10 % levels can share
+ * rank 0), so each is looked up among all four. */
+static void loo_quantiles(const struct orig_err *s, size_t n, int skip, size_t kept, size_t slots, double q[4])
+{
+	size_t want[4], last = 0, rank = 0;
+	for (int l = 0; l < 4; l++) {
+		want[l] = band_rank(iv_levels[l], kept, slots);
+		if (want[l] > last)
+			last = want[l];
+	}
 	for (size_t j = 0; j < n && rank <= last; j++) {
 		if (s[j].k == skip)
 			continue;
-		for (int g = 0; g < 8; g++)
-			if (want[g] == rank)
-				val[g] = s[j].e;
+		for (int l = 0; l < 4; l++)
+			if (want[l] == rank)
+				q[l] = s[j].e;
 		rank++;
-	}
-	for (int l = 0; l < 4; l++) {
-		double pos = err_pos(iv_levels[l], kept), lo = val[2 * l], hi = val[2 * l + 1];
-		q[l] = lo + (pos - (double)want[2 * l]) * (hi - lo);
 	}
 }
 
@@ -780,25 +804,33 @@ static void band_nest(double f, double b[4])
  * (leave one origin out), so coverage is not the tautological 80 % of
  * quantiles scored on their own sample. The errors are sorted once; each
  * origin's quantiles are one walk over them. bands: lo95 lo80 hi80 hi95,
- * norig * h each. Kind 3, the pool's own quantiles, needs no errors. */
+ * norig * h each. Kind 3, the pool's own quantiles, needs no errors. per:
+ * room for 2 (norig + 1); slot_n: for w->n slots, all zero, left zero. */
 static void cv_bands(const struct fc_work *w, const double *f, int kind, int k0, int b, struct orig_err *se,
-		     size_t *per, double *bands)
+		     size_t *per, unsigned *slot_n, double *bands)
 {
-	size_t H = (size_t)w->c.h, N = H * (size_t)w->norig, ne = 0;
+	size_t H = (size_t)w->c.h, N = H * (size_t)w->norig, ne = 0, slots = 0, *lone = per + w->norig + 1;
 	double v[512];
 	if (kind < 3) {
 		ne = bucket_errors(w, f, kind, k0, b, se);
 		qsort(se, ne, sizeof *se, cmp_orig_err);
-		memset(per, 0, sizeof *per * (size_t)w->norig);
-		for (size_t j = 0; j < ne; j++)
+		memset(per, 0, sizeof *per * 2 * ((size_t)w->norig + 1));
+		for (size_t j = 0; j < ne; j++) {
 			per[se[j].k]++;
+			slots += !slot_n[se[j].t]++;
+		}
+		/* the slots an origin alone scored leave with it */
+		for (size_t j = 0; j < ne; j++)
+			lone[se[j].k] += slot_n[se[j].t] == 1;
+		for (size_t j = 0; j < ne; j++)
+			slot_n[se[j].t] = 0;
 	}
 	for (int k = k0; k < w->n_cv; k++) {
 		struct ivq iv = {kind, {0}};
 		int skip = w->n_cv - k0 > 1 ? k : -1;
 		size_t kept = kind < 3 ? ne - (skip >= 0 ? per[k] : 0) : 0;
 		if (kept)
-			loo_quantiles(se, ne, skip, kept, iv.q);
+			loo_quantiles(se, ne, skip, kept, slots - (skip >= 0 ? lone[k] : 0), iv.q);
 		for (size_t h = 0; h < H; h++) {
 			size_t i = (size_t)k * H + h;
 			double bb[4] = {f[i], f[i], f[i], f[i]};
@@ -1110,7 +1142,8 @@ static void intervals(struct fc_work *w, struct gl_forecast_result *r)
 	double scale = r->scale > 0 ? r->scale : 1, v[512];
 	double *bands = gl_xmalloc(sizeof(double) * 4 * N * BAND_KINDS), *chosen = gl_xmalloc(sizeof(double) * 4 * N);
 	struct orig_err *se = gl_xmalloc(sizeof *se * (N ? N : 1));
-	size_t *per = gl_xcalloc((size_t)w->norig + 1, sizeof *per);
+	size_t *per = gl_xcalloc(2 * ((size_t)w->norig + 1), sizeof *per);
+	unsigned *slot_n = gl_xcalloc(w->n + 1, sizeof *slot_n);
 	int use_pool = r->method == GL_FORECAST_MEDIAN_POOL && !r->fallback;
 
 	for (int b = 0; b < GL_FORECAST_BUCKETS; b++) {
@@ -1123,7 +1156,7 @@ static void intervals(struct fc_work *w, struct gl_forecast_result *r)
 		for (int kind = 0; kind < (use_pool ? 4 : 3); kind++) {
 			struct gl_forecast_metrics mm;
 			double *bk = bands + (size_t)kind * 4 * N;
-			cv_bands(w, f, kind, k0, b, se, per, bk);
+			cv_bands(w, f, kind, k0, b, se, per, slot_n, bk);
 			cv_score(w, f, bk, k0, b, scale, &mm);
 			if (mm.pinball80 < best_pb) {
 				best_pb = mm.pinball80;
@@ -1155,12 +1188,11 @@ static void intervals(struct fc_work *w, struct gl_forecast_result *r)
 		ne = bucket_errors(w, f, iv.kind, k0, b, se);
 		if (ne) {
 			double *e = gl_xmalloc(sizeof(double) * ne);
+			size_t slots = err_slots(se, ne, slot_n);
 			for (size_t j = 0; j < ne; j++)
 				e[j] = se[j].e;
-			for (int l = 0; l < 4; l++) {
-				size_t k = (size_t)err_pos(iv_levels[l], ne);
-				iv.q[l] = select_kth(e, (int)ne, (int)k);
-			}
+			for (int l = 0; l < 4; l++)
+				iv.q[l] = select_kth(e, (int)ne, (int)band_rank(iv_levels[l], ne, slots));
 			q50 = quantile_select(e, ne, 0.5);
 			free(e);
 		}
@@ -1196,6 +1228,7 @@ static void intervals(struct fc_work *w, struct gl_forecast_result *r)
 		if (w->fc[m])
 			cv_score(w, w->fc[m], NULL, w->k0[m], -1, r->scale, &r->cv_method[m]);
 	r->cv_method[r->method] = r->cv;
+	free(slot_n);
 	free(per);
 	free(se);
 	free(chosen);

@@ -14,15 +14,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct gl_forecast_opts hourly(int horizon)
+/* Options for slot 0 on a Monday at 00:00: hourly or daily steps. */
+static struct gl_forecast_opts opts_at(int slots_per_day, int horizon, int method)
 {
 	struct gl_forecast_opts o = {0};
-	o.slots_per_day = 24;
-	o.slots_per_week = 168;
+	o.slots_per_day = slots_per_day;
+	o.slots_per_week = 7 * slots_per_day;
 	o.horizon = horizon;
-	o.method = GL_FORECAST_AUTO;
+	o.method = method;
 	o.first_weekday = 0;
 	return o;
+}
+
+static struct gl_forecast_opts hourly(int horizon)
+{
+	return opts_at(24, horizon, GL_FORECAST_AUTO);
 }
 
 /* A daily sine plus a weekend dip, slot 0 on a Monday at 00:00. */
@@ -399,6 +405,40 @@ static void test_few_errors_still_cover(void **state)
 		gl_forecast_result_fini(&r);
 	}
 	assert_true((double)in / n >= 0.78);
+}
+
+static void test_week_ahead_bands_cover(void **state)
+{
+	/* 400 series of six weeks around a weekly profile (weekends lower),
+	 * persistent noise (an AR(1) on the log scale) plus a day's own, a
+	 * week ahead from daily origins: each backtest slot of days 2-7 is
+	 * scored by up to six origins. Ranked as if every error were a draw of
+	 * its own, the 80 % bands covered days 2-7 69.4 % of the time; ranked
+	 * over the distinct slots, inside 75-85 %. Days 2-7 only: the day-1
+	 * bucket has an error a slot and did not move. */
+	int in = 0, n = 0;
+	uint32_t seed = 7;
+	(void)state;
+	for (int s = 0; s < 400; s++) {
+		double y[49], a = 0;
+		struct gl_forecast_opts o = opts_at(1, 7, GL_FORECAST_AUTO);
+		struct gl_forecast_result r;
+		struct gl_err err = {0};
+		for (int t = 0; t < 49; t++) {
+			a = 0.8 * a + noise(&seed, 0.35);
+			y[t] = (t % 7 >= 5 ? 70 : 100) * exp(a + noise(&seed, 0.35));
+		}
+		assert_int_equal(gl_forecast_fit(y, 42, &o, &r, &err), 0);
+		assert_int_equal(r.horizon, 7);
+		for (int h = 1; h < 7; h++) {
+			in += y[42 + h] >= r.lo80[h] && y[42 + h] <= r.hi80[h];
+			n++;
+		}
+		gl_forecast_result_fini(&r);
+	}
+	print_message("week ahead, days 2-7: 80 %% band covered %.1f %%\n", 100.0 * in / n);
+	assert_true((double)in / n >= 0.75);
+	assert_true((double)in / n <= 0.85);
 }
 
 static void test_predictive_median(void **state)
@@ -849,6 +889,7 @@ int main(void)
 		cmocka_unit_test(test_trend_recovered), cmocka_unit_test(test_trend_level_shift_is_no_slope),
 		cmocka_unit_test(test_bands_widen_with_lead), cmocka_unit_test(test_selection_falls_back_to_baseline),
 		cmocka_unit_test(test_few_errors_still_cover), cmocka_unit_test(test_predictive_median),
+		cmocka_unit_test(test_week_ahead_bands_cover),
 		cmocka_unit_test(test_trend_line_is_the_median), cmocka_unit_test(test_pool_is_deep_at_every_lead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,8 +111,9 @@ static void test_earth_weekly_gpu_hours(void **state)
 	/* the 80 % bands of a week ahead from 10-17 backtest origins: 59.8 %
 	 * at the errors' sample quantiles, 63.4 % at the conformal ranks, 66.1 %
 	 * with each lead bucket's bands from the origins scored at all its
-	 * leads; the target (75-85 %) is not met (docs/forecast.md) */
-	assert_true(in80 / n80 > 0.65);
+	 * leads, 77.7 % ranked over the distinct days the backtest scored
+	 * (target 75-85 %) */
+	assert_true(in80 / n80 >= 0.75 && in80 / n80 <= 0.85);
 	/* the file reproduces the baseline figure */
 	assert_true(fabs(w_snaive - 0.211) < 0.0006);
 	/* the forecaster beats the issue's best simple baseline, the 7-day
