@@ -63,6 +63,13 @@ char *gl_xstrdup(const char *s);
 char *gl_xstrndup(const char *s, size_t n);
 GL_NORETURN void gl_oom(size_t n);
 
+/* qsort and bsearch that take an empty array given as NULL: C leaves
+ * qsort(NULL, 0, ...) undefined (UBSan stops on it), and an empty list here
+ * is usually a NULL pointer. Every sort and search in src/ goes through
+ * these. */
+void gl_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void *gl_bsearch(const void *key, const void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 /* FNV-1a of a C string: the hash of the small open-addressing tables keyed
  * by client address (limiters, the connection guard, tallies). */
 static inline uint64_t gl_fnv1a(const char *s)

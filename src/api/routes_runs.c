@@ -151,7 +151,7 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 		if (state_matches(r, p->state))
 			ref[k++] = (struct agg_ref){agg_value(r, &db->jobs[r->first], p->agg), r};
 	}
-	qsort(ref, k, sizeof *ref, cmp_ref);
+	gl_qsort(ref, k, sizeof *ref, cmp_ref);
 	for (size_t i = 0; i < k; i++) {
 		if (!n || strcmp((*names)[n - 1], ref[i].v))
 			(*names)[n++] = ref[i].v;

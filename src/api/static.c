@@ -290,7 +290,7 @@ int gl_static_load(const char *dir, struct gl_static **out, struct gl_err *err)
 	if ((rc = walk(s, fd, dir, "", 0, err)))
 		goto out;
 	if (s->n)
-		qsort(s->files, s->n, sizeof *s->files, cmp_file);
+		gl_qsort(s->files, s->n, sizeof *s->files, cmp_file);
 out:
 	if (rc) {
 		gl_static_free(s);
@@ -333,5 +333,5 @@ const struct gl_static_file *gl_static_find(const struct gl_static *s, const cha
 		url_path = buf;
 	}
 	key.path = (char *)(uintptr_t)url_path;
-	return s->n ? bsearch(&key, s->files, s->n, sizeof *s->files, cmp_file) : NULL;
+	return s->n ? gl_bsearch(&key, s->files, s->n, sizeof *s->files, cmp_file) : NULL;
 }

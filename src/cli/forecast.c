@@ -440,7 +440,7 @@ static int cmd_backtest(int argc, char **argv)
 			/* pooled WAPE and coverage; MASE is per series, so its median */
 			gl_forecast_metrics_compute(ya, fa, l8, h8, l9, h9, npool, 0, &m);
 			if (nm) {
-				qsort(mases, nm, sizeof(double), cmp_dbl);
+				gl_qsort(mases, nm, sizeof(double), cmp_dbl);
 				med = nm % 2 ? mases[nm / 2] : 0.5 * (mases[nm / 2 - 1] + mases[nm / 2]);
 			}
 			m.mase = med;

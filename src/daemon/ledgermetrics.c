@@ -40,7 +40,7 @@ static size_t fold_tail(struct series *s, size_t n)
 	size_t keep, out;
 	if (n <= GL_LEDGERMETRICS_MAX_SERIES)
 		return n;
-	qsort(s, n, sizeof *s, by_cost_desc);
+	gl_qsort(s, n, sizeof *s, by_cost_desc);
 	keep = GL_LEDGERMETRICS_MAX_SERIES / 2;
 	out = keep;
 	for (size_t i = keep; i < n; i++) {

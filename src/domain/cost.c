@@ -70,7 +70,7 @@ int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out)
 		r[i].idx = i;
 		r[i].r = num[i] % denom;
 	}
-	qsort(r, n, sizeof *r, by_rem_desc);
+	gl_qsort(r, n, sizeof *r, by_rem_desc);
 	/* target - floors < n always: each line lost less than one unit */
 	for (gl_i128 k = 0; k < target - floors && (size_t)k < n; k++)
 		out[r[k].idx]++;
@@ -152,7 +152,7 @@ int gl_money_minor(const char *code)
 	const char *const *e;
 	if (!code || strlen(code) != 3)
 		return -1;
-	e = bsearch(code, iso4217, GL_ARRAY_LEN(iso4217), sizeof *iso4217, cmp_code);
+	e = gl_bsearch(code, iso4217, GL_ARRAY_LEN(iso4217), sizeof *iso4217, cmp_code);
 	return e ? (*e)[3] - '0' : -1;
 }
 
@@ -243,7 +243,7 @@ int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *c
 		rc = -GL_EINVAL;
 		goto out;
 	}
-	qsort(r, n, sizeof *r, by_shown_rem);
+	gl_qsort(r, n, sizeof *r, by_shown_rem);
 	for (int64_t k = 0; k < left / unit; k++)
 		out[r[k].idx] += unit;
 out:

@@ -813,7 +813,7 @@ static void cv_bands(const struct fc_work *w, const double *f, int kind, int k0,
 	double v[512];
 	if (kind < 3) {
 		ne = bucket_errors(w, f, kind, k0, b, se);
-		qsort(se, ne, sizeof *se, cmp_orig_err);
+		gl_qsort(se, ne, sizeof *se, cmp_orig_err);
 		memset(per, 0, sizeof *per * 2 * ((size_t)w->norig + 1));
 		for (size_t j = 0; j < ne; j++) {
 			per[se[j].k]++;
@@ -1461,7 +1461,7 @@ int gl_forecast_sat_fit(const double *X, const int *y, size_t n, struct gl_forec
 		u[i].y = y[i] ? 1 : 0;
 		u[i].count = 1;
 	}
-	qsort(u, n, sizeof *u, cmp_sat_row);
+	gl_qsort(u, n, sizeof *u, cmp_sat_row);
 	for (size_t i = 0; i < n; i++)
 		if (nu && !cmp_sat_row(&u[nu - 1], &u[i]))
 			u[nu - 1].count++;

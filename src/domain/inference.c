@@ -401,7 +401,7 @@ static const struct gl_inf_line *line_of_job(const struct gl_inf *x, int64_t job
 static int64_t requests_of(const struct gl_inf *x, size_t step, int64_t job_pk, const struct gl_inf_pair *p)
 {
 	struct gl_inf_use key = {.step = step, .job_pk = job_pk, .endpoint = p->endpoint, .model = p->model};
-	const struct gl_inf_use *u = bsearch(&key, x->uses, x->n_uses, sizeof *x->uses, cmp_use);
+	const struct gl_inf_use *u = gl_bsearch(&key, x->uses, x->n_uses, sizeof *x->uses, cmp_use);
 	return u ? u->v[GL_SERVE_REQUESTS] : 0;
 }
 
@@ -524,7 +524,7 @@ static double quantile(const struct gl_inf_group *g, double q)
 		pairs[2 * i] = g->le[i];
 		pairs[2 * i + 1] = g->cum[i];
 	}
-	qsort(pairs, g->nle, 2 * sizeof *pairs, cmp_le_pair);
+	gl_qsort(pairs, g->nle, 2 * sizeof *pairs, cmp_le_pair);
 	le = pairs + 2 * g->nle;
 	cum = le + g->nle;
 	for (size_t i = 0; i < g->nle; i++) {
@@ -568,8 +568,8 @@ static int cmp_unattr(const void *a, const void *b)
 static void finish_step(struct gl_inf_step *s)
 {
 	ix_drop(&s->gix);
-	qsort(s->groups, s->n, sizeof *s->groups, cmp_group);
-	qsort(s->un, s->n_un, sizeof *s->un, cmp_unattr);
+	gl_qsort(s->groups, s->n, sizeof *s->groups, cmp_group);
+	gl_qsort(s->un, s->n_un, sizeof *s->un, cmp_unattr);
 	memset(&s->total, 0, sizeof s->total);
 	s->total.key = gl_xstrdup("__total__");
 	for (size_t i = 0; i < s->n; i++) {
@@ -582,10 +582,10 @@ static void finish_step(struct gl_inf_step *s)
 int gl_inf_finish(struct gl_inf *x)
 {
 	int rc;
-	qsort(x->pairs, x->n_pairs, sizeof *x->pairs, cmp_pair);
+	gl_qsort(x->pairs, x->n_pairs, sizeof *x->pairs, cmp_pair);
 	ix_drop(&x->uix);
-	qsort(x->uses, x->n_uses, sizeof *x->uses, cmp_use);
-	qsort(x->lines, x->n_lines, sizeof *x->lines, cmp_line_job);
+	gl_qsort(x->uses, x->n_uses, sizeof *x->uses, cmp_use);
+	gl_qsort(x->lines, x->n_lines, sizeof *x->lines, cmp_line_job);
 	for (size_t k = 0; k < x->n_uses; k++)
 		x->uses[k].in_window = x->uses[k].job_pk != 0 && line_of_job(x, x->uses[k].job_pk) != NULL;
 	memset(&x->window, 0, sizeof x->window);

@@ -192,7 +192,7 @@ static void bucket_pcts(int64_t *v, const size_t *off, size_t n, struct gl_jobst
 		out[b].n_waits = k;
 		if (!k)
 			continue;
-		qsort(v + off[b], k, sizeof *v, cmp_i64);
+		gl_qsort(v + off[b], k, sizeof *v, cmp_i64);
 		out[b].p50_s = gl_jobstats_percentile(v + off[b], k, 0.5);
 		out[b].p90_s = gl_jobstats_percentile(v + off[b], k, 0.9);
 		out[b].p99_s = gl_jobstats_percentile(v + off[b], k, 0.99);

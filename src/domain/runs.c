@@ -238,7 +238,7 @@ static int64_t distinct_bases(const struct slot *s, size_t n)
 	int64_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		b[i] = s[i].base;
-	qsort(b, n, sizeof *b, cmp_str);
+	gl_qsort(b, n, sizeof *b, cmp_str);
 	for (size_t i = 0; i < n; i++)
 		k += !i || strcmp(b[i], b[i - 1]);
 	free(b);
@@ -311,7 +311,7 @@ static void assign_runs(struct slot *s, size_t n, const struct gl_runs_job *jobs
 			size_t n_rules)
 {
 	char buf[1024];
-	qsort(s, n, sizeof *s, cmp_base);
+	gl_qsort(s, n, sizeof *s, cmp_base);
 	for (size_t i = 0; i < n;) {
 		size_t e = i + 1;
 		while (e < n && !strcmp(s[e].base, s[i].base))
@@ -338,7 +338,7 @@ void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct g
 		s[i] = (struct slot){.job = i, .base = gl_xstrdup(buf), .t = when(&jobs[i]), .pk = jobs[i].job_pk};
 	}
 	assign_runs(s, n_jobs, jobs, rules, n_rules);
-	qsort(s, n_jobs, sizeof *s, cmp_run);
+	gl_qsort(s, n_jobs, sizeof *s, cmp_run);
 	out->runs = gl_xcalloc(n_jobs + 1, sizeof *out->runs);
 	for (size_t i = 0; i < n_jobs;) {
 		struct gl_runs_run *r = &out->runs[out->n++];
@@ -362,7 +362,7 @@ void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct g
 		free(s[i].run);
 	}
 	free(s);
-	qsort(out->runs, out->n, sizeof *out->runs, cmp_newest);
+	gl_qsort(out->runs, out->n, sizeof *out->runs, cmp_newest);
 }
 
 void gl_runs_fini(struct gl_runs *r)

@@ -314,7 +314,7 @@ static void node_facts(struct round *R)
 	for (size_t i = 0; i < n; i++)
 		ix[i] = i;
 	g_sort_ag = R->ag;
-	qsort(ix, n, sizeof *ix, node_cmp);
+	gl_qsort(ix, n, sizeof *ix, node_cmp);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		int lab = 0;

@@ -113,7 +113,7 @@ static void names_fini(struct names *ns)
 
 static int names_has(const struct names *ns, const char *name)
 {
-	return ns->n && bsearch(&name, ns->v, ns->n, sizeof *ns->v, cmp_str) != NULL;
+	return ns->n && gl_bsearch(&name, ns->v, ns->n, sizeof *ns->v, cmp_str) != NULL;
 }
 
 /* When each node started to be present: the start of the cluster
@@ -140,7 +140,7 @@ static void node_since(const struct gl_node_snapshot *s, int64_t at_s, int64_t *
 			names_fini(&ns);
 			continue;
 		}
-		qsort(ns.v, ns.n, sizeof *ns.v, cmp_str);
+		gl_qsort(ns.v, ns.n, sizeof *ns.v, cmp_str);
 		for (size_t i = 0; i < s->nnodes; i++)
 			if (ev->start_s < since[i] && names_has(&ns, s->nodes[i].name))
 				since[i] = ev->start_s;

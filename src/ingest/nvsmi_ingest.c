@@ -85,7 +85,7 @@ static void procs_init(struct procs *p, const struct gl_nvsmi_result *r, const s
 	for (size_t i = 0; i < p->n; i++)
 		p->order[i] = i;
 	g_apps = r->apps;
-	qsort(p->order, p->n, sizeof *p->order, app_by_time);
+	gl_qsort(p->order, p->n, sizeof *p->order, app_by_time);
 }
 
 /* The jobs running on GPU uuid at second t: the apps listed within 2 s of
@@ -194,7 +194,7 @@ static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct node *
 	for (size_t k = 0; k < nn; k++)
 		for (size_t i = 0; i < nd[k].r.nsamples; i++)
 			e[ne++] = (struct ent){sec_of(nd[k].r.samples[i].t_ms), (uint32_t)k, (uint32_t)i};
-	qsort(e, ne, sizeof *e, by_sec);
+	gl_qsort(e, ne, sizeof *e, by_sec);
 	for (size_t i = 0; i < ne;) {
 		size_t j = i;
 		while (j < ne && e[j].sec == e[i].sec)

@@ -140,7 +140,7 @@ int gl_jobpids_parse(const char *text, size_t len, struct gl_jobpids *out, struc
 	/* a node running no job prints the header alone: nothing to sort, and
 	 * qsort must not be handed the NULL of an empty list */
 	if (out->n > 1)
-		qsort(out->v, out->n, sizeof *out->v, cmp_pid);
+		gl_qsort(out->v, out->n, sizeof *out->v, cmp_pid);
 	/* a pid listed twice (a cgroup file of several hierarchies) once */
 	if (out->n) {
 		size_t k = 1;

@@ -376,7 +376,7 @@ static void nodes_index(struct ctx *c, const struct gl_kube_opts *o)
 	c->nodes = gl_xmalloc(o->nnodes * sizeof *c->nodes);
 	for (size_t i = 0; i < o->nnodes; i++)
 		c->nodes[i] = &o->nodes[i];
-	qsort(c->nodes, c->nnodes, sizeof *c->nodes, node_cmp);
+	gl_qsort(c->nodes, c->nnodes, sizeof *c->nodes, node_cmp);
 }
 
 static const struct gl_kube_node_gpu *node_of(const struct ctx *c, const char *name)
@@ -867,7 +867,7 @@ void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (pods[i]->gpu.group && pods[i]->node_name)
 			g[m++] = pods[i];
-	qsort(g, m, sizeof *g, link_cmp);
+	gl_qsort(g, m, sizeof *g, link_cmp);
 	for (size_t i = 0; i < m;) {
 		size_t j = i + 1;
 		const struct gl_kube_pod *resv = g[i]->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION ? g[i] : NULL;
@@ -940,7 +940,7 @@ static int64_t node_cap(const struct gl_kube_node_gpu *nodes, size_t nnodes, con
 /* Sorts the claims, grants each group its cap and returns them in order. */
 static void grant_all(struct claim *v, size_t m, const struct gl_kube_node_gpu *nodes, size_t nnodes)
 {
-	qsort(v, m, sizeof *v, claim_cmp);
+	gl_qsort(v, m, sizeof *v, claim_cmp);
 	for (size_t i = 0; i < m;) {
 		size_t j = i + 1;
 		int64_t cap;

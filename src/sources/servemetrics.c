@@ -314,7 +314,7 @@ static void finish_hist(struct gl_serve_series *x)
 		pairs[2 * i] = x->le[i];
 		pairs[2 * i + 1] = x->cum[i];
 	}
-	qsort(pairs, x->nle, 2 * sizeof *pairs, cmp_le);
+	gl_qsort(pairs, x->nle, 2 * sizeof *pairs, cmp_le);
 	for (size_t i = 0; i < x->nle; i++) {
 		x->le[i] = pairs[2 * i];
 		x->cum[i] = pairs[2 * i + 1];

@@ -503,7 +503,7 @@ int gl_audit_verify_range(struct gl_store *st, int64_t lo_seq, int64_t hi_seq, c
 	if (n_anchors) {
 		anchors = gl_xmalloc(n_anchors * sizeof *anchors);
 		memcpy(anchors, anchors_in, n_anchors * sizeof *anchors);
-		qsort(anchors, n_anchors, sizeof *anchors, anchor_cmp);
+		gl_qsort(anchors, n_anchors, sizeof *anchors, anchor_cmp);
 	}
 	/* one snapshot for the whole walk: rows appended meanwhile are simply
 	 * not part of this verification */

@@ -308,8 +308,8 @@ static int config_unchanged(PGconn *c, struct gl_capplan_change *plan, size_t n,
 	if ((rc = gl_capplandb_list(gl_db_store(c), "config", &st, &ns, err)))
 		return rc;
 	if (ns == n && (!n || !(rc = gl_capplandb_canon(gl_db_store(c), plan, n, err)))) {
-		qsort(plan, n, sizeof *plan, cmp_change);
-		qsort(st, ns, sizeof *st, cmp_change);
+		gl_qsort(plan, n, sizeof *plan, cmp_change);
+		gl_qsort(st, ns, sizeof *st, cmp_change);
 		*same = 1;
 		for (size_t i = 0; i < n && *same; i++)
 			*same = !cmp_change(&plan[i], &st[i]);

@@ -231,7 +231,7 @@ static int finish(struct gl_fcseries *out, int rc)
 	if (rc)
 		gl_fcseries_fini(out);
 	else if (out->n > 1)
-		qsort(out->s, out->n, sizeof *out->s, cmp_key);
+		gl_qsort(out->s, out->n, sizeof *out->s, cmp_key);
 	return rc;
 }
 

@@ -134,7 +134,7 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 		for (size_t k = 0; k < cb.steps[i].n_lines; k++) {
 			const struct gl_cb_line *l = &cb.steps[i].lines[k];
 			struct gl_runs_job key = {.job_pk = atoll(l->key[0])}, *j;
-			if (!(j = bsearch(&key, out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk)))
+			if (!(j = gl_bsearch(&key, out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk)))
 				continue; /* not asked for: cannot happen */
 			j->gpu_s += l->alloc_s;
 			j->cost_micros += l->cost_micros;
@@ -179,7 +179,7 @@ int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	out->n_jobs = n;
 	out->jobs = gl_xcalloc(n + 1, sizeof *out->jobs);
 	split_labels(out, out->rows, nk);
-	qsort(out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk);
+	gl_qsort(out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk);
 	if ((rc = ledger(st, q, out, err)))
 		goto out;
 	gl_runs_group(out->jobs, out->n_jobs, q->rules, q->n_rules, &out->runs);

@@ -897,7 +897,7 @@ static int usage_series(PGconn *c, PGresult *u, struct series_info **out, size_t
 	*n_out = 0;
 	for (int row = 0; row < nu; row++)
 		ids[n++] = atoll(PQgetvalue(u, row, 2));
-	qsort(ids, n, sizeof *ids, cmp_i64);
+	gl_qsort(ids, n, sizeof *ids, cmp_i64);
 	gl_strbuf_putc(&lit, '{');
 	for (size_t i = 0; i < n; i++)
 		if (!i || ids[i] != ids[i - 1])
@@ -934,7 +934,7 @@ static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, struct gl_i
 	for (int row = 0; row < PQntuples(r); row++) {
 		size_t i = (size_t)atoll(PQgetvalue(r, row, 0));
 		int64_t job = atoll(PQgetvalue(r, row, 1)), id = atoll(PQgetvalue(r, row, 2)), v[GL_SERVE__NCTR];
-		const struct series_info *s = bsearch(&id, ser, n_ser, sizeof *ser, cmp_series);
+		const struct series_info *s = gl_bsearch(&id, ser, n_ser, sizeof *ser, cmp_series);
 		double cum[GL_SERVE_MAX_LE];
 		if (!s) { /* series are never deleted: a row without one is a broken database */
 			rc = gl_err_set(err, GL_EDB, "inference: usage of series %lld, which serving_series lacks",

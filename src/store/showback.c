@@ -1124,7 +1124,7 @@ static void sb_models(struct gl_showback *sb, const struct gl_cb *bym)
 		sb->models[j].unpriced_s = l->unpriced_s;
 	}
 	if (sb->n_models)
-		qsort(sb->models, sb->n_models, sizeof *sb->models, cmp_model);
+		gl_qsort(sb->models, sb->n_models, sizeof *sb->models, cmp_model);
 }
 
 /* The budgets of this aggregate in force in the month (the first one wins). */
@@ -1268,13 +1268,13 @@ int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req
 	if ((rc = gather_jobs(c, sb, req->now_s, err)))
 		goto out;
 	if (sb->n_waits)
-		qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
+		gl_qsort(sb->waits, sb->n_waits, sizeof *sb->waits, cmp_wait);
 	if ((rc = gather_reference(c, sb, req->now_s, err)) || (rc = gather_inference(store, sb, req->now_s, err)) ||
 	    (rc = gather_capacity(store, sb, req, err)))
 		goto out;
 	sb_budgets(req->cfg, sb);
 	if (sb->n_owners)
-		qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
+		gl_qsort(sb->owners, sb->n_owners, sizeof *sb->owners, cmp_owner);
 out:
 	free(days);
 	if (rc) {

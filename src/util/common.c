@@ -104,3 +104,14 @@ char *gl_xstrndup(const char *s, size_t n)
 	p[n] = '\0';
 	return p;
 }
+
+void gl_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
+void *gl_bsearch(const void *key, const void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	return n ? bsearch(key, base, n, size, cmp) : NULL;
+}

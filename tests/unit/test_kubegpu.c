@@ -67,6 +67,9 @@ static size_t load_nodes(struct gl_node_snapshot *snap, struct gl_kube_node_gpu 
 		out[n].node = o->name;
 		out[n].replicas = o->ngpu_models ? o->gpus[0].replicas : 0;
 		out[n].memory_mib = o->ngpu_models ? o->gpus[0].memory_mib : 0;
+		/* physical GPUs unknown: these tests read the billing rules; the
+		 * bound by a node's GPUs is test_bound_held's */
+		out[n].gpus = 0;
 		n++;
 	}
 	return n;
