@@ -501,6 +501,8 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
 	q.unobserved_include = o->p.unobserved_include;
+	q.cap.grace_s = req->cfg->inventory_absent_grace_s;
+	q.cap.include = o->p.unobserved_include;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
 		if (rc == -GL_ERANGE)
 			/* the caller's choice made it that big: say which knobs */
