@@ -53,6 +53,9 @@ static int setup(void **state)
 	if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "k1", "--file", gl_test_fixture(OBS "pods_single.json"),
 			"--at", "2026-11-01T00:00:00Z", NULL))
 		return -1;
+	if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "k2", "--file", gl_test_fixture(OBS "pods_deadline.json"),
+			"--at", "2026-11-01T00:00:00Z", NULL))
+		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -103,7 +106,7 @@ static void test_open_job_billed_to_its_poll(void **state)
 		assert_true(m == u / 3600 || m == (u + 3599) / 3600);
 	}
 	tot = cJSON_GetObjectItem(j, "totals");
-	assert_int_equal(gl_test_jnum(tot, "implausible_items"), 1); /* c1 (k1's pod has no limit) */
+	assert_int_equal(gl_test_jnum(tot, "implausible_items"), 2); /* c1 and k2 (k1's pod has no limit) */
 	assert_string_equal(cJSON_GetObjectItem(j, "unobserved")->valuestring, "exclude");
 	cJSON_Delete(j);
 
@@ -167,8 +170,8 @@ static void test_data_through(void **state)
 		assert_true(gl_test_jnum(it, "staleness_seconds") > 27 * 86400 - 86400);
 	}
 	assert_int_equal(n, 2);
-	/* c1's sacct and inventory, k1's pods */
-	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")), 3);
+	/* c1's sacct and inventory, k1's and k2's pods */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")), 4);
 	cJSON_Delete(j);
 	/* a window that ends before the data does is not past it */
 	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&aggregate=cluster", 200);
@@ -288,6 +291,28 @@ static void test_true_end_replaces_unobserved(void **state)
 	cJSON_Delete(j);
 }
 
+/* A pod's spec.activeDeadlineSeconds is its limit, as Slurm's Timelimit is
+ * a job's: k2's pod d1 (3600 s), seen once at its start, has all its
+ * unobserved time to now and every second of it past 01:00 is implausible
+ * (the kubelet would have failed it). It used to be 0: pods carried no
+ * limit. */
+static void test_pod_deadline_implausible(void **state)
+{
+	long long t0 = (long long)time(NULL), t1;
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&aggregate=cluster", 200);
+	const cJSON *k2;
+	assert_non_null(j);
+	t1 = (long long)time(NULL);
+	k2 = item_of(j, "k2");
+	assert_int_equal(gl_test_jnum(k2, "allocated_gpu_seconds"), 0);
+	assert_since(gl_test_jnum(k2, "unobserved_gpu_seconds"), NOV1, t0, t1);
+	assert_int_equal(gl_test_jnum(k2, "implausible_gpu_seconds"), gl_test_jnum(k2, "unobserved_gpu_seconds") - 3600);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(k2, "implausible")));
+	/* k1's pod of the same spec has no limit: nothing implausible */
+	assert_int_equal(gl_test_jnum(item_of(j, "k1"), "implausible_gpu_seconds"), 0);
+	cJSON_Delete(j);
+}
+
 /* Node capacity past a stale inventory: c1's nodes were last snapshotted
  * at 00:00 on 1 November, so with absent_grace_s 3600 their capacity is
  * firm to 01:00 and unobserved after. November's capacity, idle and
@@ -396,7 +421,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_stale_inventory_capacity),
-		cmocka_unit_test(test_pod_of_one_snapshot),
+		cmocka_unit_test(test_pod_of_one_snapshot), cmocka_unit_test(test_pod_deadline_implausible),
 		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_metrics_staleness),
 		cmocka_unit_test(test_report_banner),		    cmocka_unit_test(test_bad_unobserved),
 		cmocka_unit_test(test_true_end_replaces_unobserved), cmocka_unit_test(test_inventory_last_seen),
