@@ -291,6 +291,46 @@ static void test_true_end_replaces_unobserved(void **state)
 	cJSON_Delete(j);
 }
 
+/* The history a forecast is fitted to carries data_through: the answer
+ * says when its window reaches past the data (every source here stops on
+ * 1 November), and each history step ending after the earliest source's
+ * data is marked; a window that ends before the data does is not past it.
+ * The forecast used to say nothing: the days after the sources stopped
+ * read as demand that fell to zero. */
+static void test_forecast_data_through(void **state)
+{
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?metric=gpu_hours&step=day&aggregate=cluster"
+				    "&window=2026-10-20T00:00:00Z,2026-11-05T00:00:00Z",
+				    200),
+	      *s, *h;
+	int steps = 0;
+	assert_non_null(j);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "window_past_data_through")));
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")) > 0);
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "data_through")) >= 3);
+	s = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "series"), 0);
+	assert_non_null(s);
+	cJSON_ArrayForEach(h, cJSON_GetObjectItem(s, "history"))
+	{
+		const char *t = cJSON_GetObjectItem(h, "t")->valuestring;
+		/* the earliest source (k1's pods, k2's) stops at 2026-11-01T00:00Z */
+		int want = strcmp(t, "2026-11-01T00:00:00Z") >= 0;
+		if (want != cJSON_IsTrue(cJSON_GetObjectItem(h, "past_data_through")))
+			fail_msg("history step %s: past_data_through should be %s", t, want ? "true" : "false");
+		steps++;
+	}
+	assert_int_equal(steps, 16);
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port,
+			     "/v1/forecast?metric=gpu_hours&step=day&aggregate=cluster"
+			     "&window=2026-10-20T00:00:00Z,2026-10-31T00:00:00Z",
+			     200);
+	assert_non_null(j);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "window_past_data_through")));
+	cJSON_Delete(j);
+}
+
 /* A pod's spec.activeDeadlineSeconds is its limit, as Slurm's Timelimit is
  * a job's: k2's pod d1 (3600 s), seen once at its start, has all its
  * unobserved time to now and every second of it past 01:00 is implausible
@@ -422,6 +462,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_stale_inventory_capacity),
 		cmocka_unit_test(test_pod_of_one_snapshot), cmocka_unit_test(test_pod_deadline_implausible),
+		cmocka_unit_test(test_forecast_data_through),
 		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_metrics_staleness),
 		cmocka_unit_test(test_report_banner),		    cmocka_unit_test(test_bad_unobserved),
 		cmocka_unit_test(test_true_end_replaces_unobserved), cmocka_unit_test(test_inventory_last_seen),
