@@ -431,7 +431,8 @@ static const struct gl_cfg_key top_keys[] = {
 	 "idle time with at least this much framebuffer used is allocated-but-idle (memory held, no kernels); 0 = off",
 	 NULL, 0, 0},
 	{"inventory.absent_grace_s", GL_CFG_INT, OFF(inventory_absent_grace_s), "900", 0, 0, 30 * 86400,
-	 "a GPU that stops reporting for this long is marked absent", NULL, 0, 0},
+	 "a GPU that stops reporting for this long is marked absent; node capacity is firm up to a node's last"
+	 " snapshot plus this, unobserved after", NULL, 0, 0},
 	{"retention.raw_days", GL_CFG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
 	 "reserved: no raw per-sample table is kept (docs/scale.md); rollups are retention.usage_days", NULL, 0, 0},
 	{"retention.usage_days", GL_CFG_INT, OFF(retention_usage_days), "0", 0, 0, 36500,

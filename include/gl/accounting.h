@@ -8,6 +8,7 @@
 #ifndef GL_ACCOUNTING_H
 #define GL_ACCOUNTING_H
 
+#include "gl/capacity.h"
 #include "gl/chargeback.h"
 #include "gl/common.h"
 #include "gl/filter.h"
@@ -48,6 +49,10 @@ struct gl_acct_query {
 	int live_only;
 	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
 					  * (sreport's semantics); it is reported apart either way */
+	/* how node capacity past a stale inventory counts in the fleet idle
+	 * (gl_capacity_query); gl_acct_query_init sets no horizon (sreport's
+	 * semantics), the API and the report set inventory.absent_grace_s */
+	struct gl_cap_observed cap;
 };
 
 /* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A
@@ -125,11 +130,13 @@ int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *b
  * and the built days, settled so a cluster's idle is its capacity less
  * unavailable less all its allocation), priced at the rate in force while
  * it was idle. Columns cluster, partition, gpu_model, reported_s,
- * unavailable_s, allocated_s, idle_s, over_s (GPU-seconds) and idle_micros
+ * unavailable_s, allocated_s, idle_s, over_s, unobserved_s (capacity past
+ * the inventory's horizon, apart from reported_s unless cap includes it;
+ * GPU-seconds) and idle_micros
  * (NULL: no rate), most idle first; *r NULL (no rows) when the window lies
  * after now. The caller PQclears *r. */
-int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, PGresult **r,
-		       struct gl_err *err) GL_MUSTCHECK;
+int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
+		       const struct gl_cap_observed *cap, PGresult **r, struct gl_err *err) GL_MUSTCHECK;
 
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
  * the index probe written out, since PostgreSQL does not inline

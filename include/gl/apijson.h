@@ -71,6 +71,11 @@ void gl_apijson_prom_sample(struct gl_strbuf *o, const char *metric, const char 
  * return after gl_resp_error. */
 int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
 	GL_MUSTCHECK;
+/* The JSON part of it from rows already read, for an answer built away
+ * from its request (the forecasts, computed once and cached): the three
+ * keys above for a window ending at end_s, cut at now_s. Returns 1 when the
+ * window reaches past any entry. */
+int gl_apijson_add_data_through(cJSON *root, const struct gl_data_through *dt, int64_t end_s, int64_t now_s);
 /* The same for an answer written a piece at a time: loaded before the
  * first piece (gl_apijson_dt_load: 0, or the handler's error return after
  * gl_resp_error), then written into the root object being written

@@ -32,6 +32,10 @@ struct gl_cap_row {
 	/* allocation on nodes while they were down or drained (one job's share
 	 * per node: its held micro-GPUs / its node count) */
 	int64_t raw_drained_alloc_micro_gpu_seconds;
+	/* capacity of open spans past their source's last snapshot plus the
+	 * absent grace: nobody saw those GPUs (in reported only when the
+	 * query included it) */
+	int64_t raw_unobserved_gpu_seconds;
 	/* settled (gl_capacity_settle) */
 	int64_t reported_gpu_seconds, allocated_gpu_seconds, down_gpu_seconds, planned_down_gpu_seconds,
 		reserved_gpu_seconds, idle_gpu_seconds;
@@ -39,6 +43,9 @@ struct gl_cap_row {
 	/* Part of allocated_gpu_seconds spent on down or drained nodes: a
 	 * breakdown, not a sixth term of conservation. */
 	int64_t drained_allocated_gpu_seconds;
+	/* Capacity no source observed (docs/capacity.md): beside the
+	 * conservation, never inside, unless the query included it. */
+	int64_t unobserved_gpu_seconds;
 };
 
 /* Settles one row from its raw inputs, in sreport's order
@@ -63,5 +70,15 @@ double gl_capacity_ratio(int64_t part, int64_t whole);
  * allocation above a cluster's capacity). */
 int64_t gl_capacity_inside(int64_t available_s, int64_t idle_s, int64_t allocated_s);
 int64_t gl_capacity_beyond(int64_t available_s, int64_t idle_s, int64_t allocated_s);
+
+/* How capacity past a node's last snapshot counts: grace_s is
+ * inventory.absent_grace_s (negative: no horizon, nothing unobserved);
+ * include 1 keeps the unobserved part in the figures (sreport's semantics),
+ * 0 leaves it out of them. Either way it is named in
+ * unobserved_gpu_seconds. */
+struct gl_cap_observed {
+	int64_t grace_s;
+	int include;
+};
 
 #endif

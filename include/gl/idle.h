@@ -10,6 +10,7 @@
 #ifndef GL_IDLE_H
 #define GL_IDLE_H
 
+#include "gl/capacity.h"
 #include "gl/common.h"
 #include "gl/store.h"
 #include "gl/tokens.h"
@@ -43,6 +44,7 @@ struct gl_idle_job {
 struct gl_idle_fleet {
 	char *cluster, *partition, *gpu_model;
 	int64_t reported_s, unavailable_s, allocated_s, idle_s, over_s, idle_micros;
+	int64_t unobserved_s;       /* capacity past the inventory's last snapshot + grace (docs/capacity.md) */
 	int idle_micros_null;
 };
 
@@ -60,12 +62,13 @@ struct gl_idle {
 /* 1 when dim is one dimension idle can be grouped by (include/gl/accounting.h). */
 int gl_idle_dim_valid(const char *dim);
 /* The window [start_s, end_s) up to now_s (idle that has not happened is no
- * waste yet), by dim, at most limit jobs. scope (n_scope 0: every job): a
- * token's; only its jobs count (the owner at the job's start), and the
- * fleet's unallocated idle, every owner's, is not read (n_fleet 0). */
+ * waste yet), by dim, at most limit jobs; cap says how capacity past a
+ * stale inventory counts. scope (n_scope 0: every job): a token's; only its
+ * jobs count (the owner at the job's start), and the fleet's unallocated
+ * idle, every owner's, is not read (n_fleet 0). */
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 const struct gl_token_scope *scope, size_t n_scope, struct gl_idle *out,
-		 struct gl_err *err) GL_MUSTCHECK;
+		 const struct gl_cap_observed *cap, const struct gl_token_scope *scope, size_t n_scope,
+		 struct gl_idle *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_idle_fini(struct gl_idle *idle);
 
 #endif

@@ -75,6 +75,7 @@ struct gl_kube_pod {
 	int64_t submit_s;     /* creationTimestamp, always set */
 	int64_t start_s;      /* status.startTime, else PodScheduled=True lastTransitionTime; GL_TIME_NONE */
 	int64_t end_s;        /* see gl_kube_parse(); GL_TIME_NONE while running */
+	int64_t active_deadline_s; /* spec.activeDeadlineSeconds, the pod's limit after start_s; -1 none */
 	char gpu_type[GL_KUBE_GPU_TYPE_MAX]; /* MIG profile ("1g.10gb") when all GPUs are that profile, else "" */
 	struct gl_kubegpu gpu; /* the GPU intent under its sharing scheme: micro-GPUs billed and held,
 			        * bound UUIDs, run:ai group, and why any of it is not billed (note) */

@@ -11,6 +11,7 @@
 #include "gl/capplan.h"
 #include "gl/capplandb.h"
 #include "gl/fcseries.h"
+#include "gl/ingest.h"
 #include "gl/forecast.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
@@ -216,20 +217,35 @@ static void add_accuracy(cJSON *so, const struct gl_forecast_result *r, int base
 	}
 }
 
+/* The earliest time any source's data reaches (data_through): a history
+ * step ending after it holds time some source did not see. INT64_MAX when
+ * there are no sources. */
+static int64_t data_end_of(const struct gl_data_through *dt)
+{
+	int64_t e = INT64_MAX;
+	for (size_t i = 0; i < dt->n; i++)
+		if (dt->rows[i].through_s < e)
+			e = dt->rows[i].through_s;
+	return e;
+}
+
 static int fc_compute(struct gl_store *store, const struct fc_params *p, const struct gl_forecast_cache_req *q, int64_t now_s,
 		      struct gl_strbuf *body, struct gl_err *err)
 {
 	struct gl_window *steps = NULL;
 	struct gl_fcseries fs = {0};
+	struct gl_data_through dt = {0};
 	size_t n_steps = 0;
 	cJSON *root = NULL, *arr;
 	double *fit_y = NULL;
+	int64_t data_end;
 	int rc;
 
 	steps = gl_xcalloc(FC_MAX_STEPS, sizeof *steps);
 	if ((rc = gl_window_split(&p->window, p->step, steps, FC_MAX_STEPS, &n_steps, err)))
 		goto out;
-	if ((rc = gl_fcseries_query(store, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)))
+	if ((rc = gl_fcseries_query(store, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)) ||
+	    (rc = gl_ingest_data_through(store, &dt, err)))
 		goto out;
 	root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "metric", gl_fcseries_metric_name(p->metric));
@@ -238,6 +254,10 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddNumberToObject(root, "horizon", p->horizon);
 	gl_apijson_add_time(root, "computed_at", now_s);
+	/* the history a forecast is fitted to may reach past what the sources
+	 * saw: the steps after it read as a fall in demand, not as silence */
+	gl_apijson_add_data_through(root, &dt, p->window.end_s, now_s);
+	data_end = data_end_of(&dt);
 	arr = cJSON_AddArrayToObject(root, "series");
 	for (size_t i = 0; i < fs.n; i++) {
 		struct gl_forecast_opts o = {0};
@@ -282,6 +302,8 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 			cJSON_AddNumberToObject(h, "value", r4(fs.s[i].v[k]));
 			if (p->n_excl)
 				cJSON_AddBoolToObject(h, "excluded", excluded(p, steps[k].start_s, steps[k].end_s));
+			cJSON_AddBoolToObject(h, "past_data_through",
+					      (steps[k].end_s < now_s ? steps[k].end_s : now_s) > data_end);
 			cJSON_AddItemToArray(hist, h);
 		}
 		cJSON_AddNumberToObject(so, "horizon_answered", r.horizon);
@@ -304,6 +326,7 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 out:
 	cJSON_Delete(root);
 	gl_fcseries_fini(&fs);
+	gl_data_through_fini(&dt);
 	free(steps);
 	return rc;
 }

@@ -319,6 +319,22 @@ static void through_header(struct gl_resp *resp, const struct gl_data_through *d
 	gl_apijson_add_header(resp, "X-Data-Through", resp->header_text);
 }
 
+int gl_apijson_add_data_through(cJSON *root, const struct gl_data_through *dt, int64_t end_s, int64_t now_s)
+{
+	int64_t upto = end_s < now_s ? end_s : now_s;
+	cJSON *all = cJSON_AddArrayToObject(root, "data_through"), *pastl = cJSON_AddArrayToObject(root, "past_data_through");
+	int past = 0;
+	for (size_t i = 0; i < dt->n; i++) {
+		int p = dt->rows[i].through_s < upto;
+		past |= p;
+		cJSON_AddItemToArray(all, through_json(&dt->rows[i], now_s));
+		if (p)
+			cJSON_AddItemToArray(pastl, through_json(&dt->rows[i], now_s));
+	}
+	cJSON_AddBoolToObject(root, "window_past_data_through", past);
+	return past;
+}
+
 int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
 {
 	struct gl_data_through dt;
@@ -326,7 +342,6 @@ int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *roo
 	struct gl_store *st;
 	int64_t upto = w->end_s < req->now_s ? w->end_s : req->now_s;
 	int rc, past = 0;
-	cJSON *all = NULL, *pastl = NULL;
 
 	memset(&dt, 0, sizeof dt);
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_ingest_data_through(st, &dt, &err))) {
@@ -334,20 +349,10 @@ int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *roo
 		goto out;
 	}
 	if (root) {
-		all = cJSON_AddArrayToObject(root, "data_through");
-		pastl = cJSON_AddArrayToObject(root, "past_data_through");
-	}
-	for (size_t i = 0; i < dt.n; i++) {
-		int p = dt.rows[i].through_s < upto;
-		past |= p;
-		if (all)
-			cJSON_AddItemToArray(all, through_json(&dt.rows[i], req->now_s));
-		if (pastl && p)
-			cJSON_AddItemToArray(pastl, through_json(&dt.rows[i], req->now_s));
-	}
-	if (root) {
-		cJSON_AddBoolToObject(root, "window_past_data_through", past);
+		gl_apijson_add_data_through(root, &dt, w->end_s, req->now_s);
 	} else {
+		for (size_t i = 0; i < dt.n; i++)
+			past |= dt.rows[i].through_s < upto;
 		through_header(resp, &dt);
 		gl_apijson_add_header(resp, "X-Window-Past-Data-Through", past ? "true" : "false");
 	}

@@ -519,6 +519,8 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
 	q.unobserved_include = o->p.unobserved_include;
 	q.scoped = o->p.scoped;
+	q.cap.grace_s = req->cfg->inventory_absent_grace_s;
+	q.cap.include = o->p.unobserved_include;
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
 		if (rc == -GL_ERANGE)
 			/* the caller's choice made it that big: say which knobs */

@@ -46,6 +46,8 @@ static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 	t->reserved_gpu_seconds += r->reserved_gpu_seconds;
 	t->idle_gpu_seconds += r->idle_gpu_seconds;
 	t->over_gpu_seconds += r->over_gpu_seconds;
+	t->raw_unobserved_gpu_seconds += r->raw_unobserved_gpu_seconds;
+	t->unobserved_gpu_seconds += r->unobserved_gpu_seconds;
 }
 
 static void row_fields(cJSON *o, const struct gl_cap_row *r)
@@ -60,6 +62,7 @@ static void row_fields(cJSON *o, const struct gl_cap_row *r)
 	cJSON_AddNumberToObject(o, "unavailable_gpu_seconds", (double)(r->down_gpu_seconds + r->planned_down_gpu_seconds));
 	cJSON_AddNumberToObject(o, "over_gpu_seconds", (double)r->over_gpu_seconds);
 	cJSON_AddNumberToObject(o, "drained_allocated_gpu_seconds", (double)r->drained_allocated_gpu_seconds);
+	cJSON_AddNumberToObject(o, "unobserved_gpu_seconds", (double)r->unobserved_gpu_seconds);
 	if (sat < 0)
 		cJSON_AddNullToObject(o, "saturation");
 	else
@@ -123,7 +126,8 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 {
 	static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
 					  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
-					  "over_gpu_seconds", "drained_allocated_gpu_seconds", "saturation", NULL};
+					  "over_gpu_seconds", "drained_allocated_gpu_seconds", "unobserved_gpu_seconds",
+					  "saturation", NULL};
 	struct gl_strbuf *o = &resp->body;
 	gl_csv_field(o, "start");
 	gl_csv_field(o, "end");
@@ -143,11 +147,11 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 		gl_csv_field(o, r->cluster);
 		if (key_name(agg))
 			gl_csv_field(o, r->key);
-		gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
+		gl_strbuf_printf(o, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld", (long long)r->reported_gpu_seconds,
 				 (long long)r->allocated_gpu_seconds, (long long)r->down_gpu_seconds,
 				 (long long)r->planned_down_gpu_seconds, (long long)r->reserved_gpu_seconds,
 				 (long long)r->idle_gpu_seconds, (long long)r->over_gpu_seconds,
-				 (long long)r->drained_allocated_gpu_seconds);
+				 (long long)r->drained_allocated_gpu_seconds, (long long)r->unobserved_gpu_seconds);
 		if (sv >= 0)
 			snprintf(sat, sizeof sat, "%.6f", sv);
 		gl_csv_raw(o, sat);
@@ -156,7 +160,7 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
 }
 
-static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum gl_cap_aggregate agg,
+static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum gl_cap_aggregate agg, int include,
 			    const struct gl_cap_row *rows, size_t nrows)
 {
 	cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
@@ -165,6 +169,7 @@ static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum g
 	gl_apijson_add_time(wo, "end", w->end_s);
 	cJSON_AddStringToObject(root, "step", gl_step_name(step));
 	cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
+	cJSON_AddStringToObject(root, "unobserved", include ? "include" : "exclude");
 	arr = cJSON_AddArrayToObject(root, "rows");
 	memset(&tot, 0, sizeof tot);
 	for (size_t i = 0; i < nrows; i++) {
@@ -183,11 +188,13 @@ static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum g
 	return root;
 }
 
-/* window, step, aggregate and format, each checked (400 naming it). */
+/* window, step, aggregate, unobserved and format, each checked (400 naming
+ * it). */
 static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_window *w, enum gl_step *step,
-			   enum gl_cap_aggregate *agg, const char **format)
+			   enum gl_cap_aggregate *agg, struct gl_cap_observed *obs, const char **format)
 {
-	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate");
+	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
+		   *unobs = gl_req_param(req, "unobserved");
 	struct gl_err err = {0};
 	int rc;
 
@@ -208,8 +215,14 @@ static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_w
 				     agg_s);
 	if (*format && strcmp(*format, "json") && strcmp(*format, "csv") && strcmp(*format, "sreport"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", *format);
-	if (*format && !strcmp(*format, "sreport"))
+	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))
+		return gl_resp_error(resp, GL_EINVAL, "unobserved", "unobserved: '%s' is not exclude or include", unobs);
+	obs->grace_s = req->cfg->inventory_absent_grace_s;
+	obs->include = unobs && !strcmp(unobs, "include");
+	if (*format && !strcmp(*format, "sreport")) {
 		*agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+		obs->include = 1;        /* slurmdbd rolls a node's last state to the hour's end */
+	}
 	return 0;
 }
 
@@ -240,12 +253,13 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	struct gl_window w, *steps = NULL, *qsteps = NULL;
 	enum gl_step step;
 	enum gl_cap_aggregate agg;
+	struct gl_cap_observed obs;
 	struct gl_cap_row *rows = NULL;
 	size_t nsteps = 0, nrows = 0;
 	struct gl_store *st;
 	int rc = 0, sreport;
 
-	if ((rc = capacity_params(req, resp, &w, &step, &agg, &format)))
+	if ((rc = capacity_params(req, resp, &w, &step, &agg, &obs, &format)))
 		return rc;
 	sreport = format && !strcmp(format, "sreport");
 	steps = gl_xcalloc(MAX_STEPS, sizeof *steps);
@@ -255,7 +269,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	}
 	qsteps = cut_steps(steps, nsteps, sreport, req->now_s);
 	if ((rc = gl_req_store(req, &st, &err)) ||
-	    (rc = gl_capacity_query(st, qsteps, nsteps, agg, cluster, req->now_s, &rows, &nrows, &err))) {
+	    (rc = gl_capacity_query(st, qsteps, nsteps, agg, cluster, req->now_s, &obs, &rows, &nrows, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}
@@ -270,7 +284,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 		if (!(rc = gl_apijson_data_through(req, resp, NULL, &w)))
 			capacity_csv(resp, agg, rows, nrows);
 	} else {
-		cJSON *root = capacity_json(&w, step, agg, rows, nrows);
+		cJSON *root = capacity_json(&w, step, agg, obs.include, rows, nrows);
 		gl_apijson_add_unread(req, root);
 		if (!(rc = gl_apijson_data_through(req, resp, root, &w)))
 			gl_apijson_put(resp, root);

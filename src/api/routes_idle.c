@@ -3,6 +3,7 @@
  * share of fleet time wasted (the figures: include/gl/idle.h). */
 #include "gl/accounting.h"
 #include "gl/apijson.h"
+#include "gl/capacity.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
 #include "gl/idle.h"
@@ -13,6 +14,7 @@
 #include "gl/timeutil.h"
 #include "gl/window.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@ struct idle_out {
 	struct gl_window win;
 	char agg[64];
 	int cap_known, minor;
+	int unobserved_include;
 	enum idle_table table; /* CSV: the one table */
 	int part;              /* JSON: 0 head, 1..3 a table's rows, 4 tail */
 	size_t i;              /* the next row */
@@ -81,7 +84,7 @@ static void csv_top_row(struct gl_strbuf *o, const struct gl_idle_job *j, int mi
 
 static void csv_fleet_row(struct gl_strbuf *o, const struct gl_idle_fleet *f, int minor)
 {
-	const int64_t secs[] = {f->reported_s, f->unavailable_s, f->allocated_s, f->idle_s, f->over_s};
+	const int64_t secs[] = {f->reported_s, f->unavailable_s, f->allocated_s, f->idle_s, f->over_s, f->unobserved_s};
 	gl_csv_field(o, f->cluster);
 	gl_csv_field(o, f->partition);
 	gl_csv_field(o, f->gpu_model);
@@ -105,7 +108,8 @@ static void csv_head(struct gl_strbuf *out, const struct idle_out *o)
 		gl_apijson_csv_header(out, (const char *const[]){"cluster", "partition", "gpu_model",
 								  "reported_gpu_seconds", "unavailable_gpu_seconds",
 								  "allocated_gpu_seconds", "idle_gpu_seconds",
-								  "overallocated_gpu_seconds", "idle_cost", NULL});
+								  "overallocated_gpu_seconds",
+								  "unobserved_capacity_gpu_seconds", "idle_cost", NULL});
 }
 
 /* Pieces end at a row's end (a CSV field starts a record in an empty buffer). */
@@ -164,8 +168,8 @@ static void json_top_row(struct gl_jsonw *w, const struct gl_idle_job *j)
 static void json_fleet_row(struct gl_jsonw *w, const struct gl_idle_fleet *f)
 {
 	static const char *const names[] = {"reported_gpu_seconds", "unavailable_gpu_seconds", "allocated_gpu_seconds",
-					    "idle_gpu_seconds", "overallocated_gpu_seconds"};
-	const int64_t secs[] = {f->reported_s, f->unavailable_s, f->allocated_s, f->idle_s, f->over_s};
+					    "idle_gpu_seconds", "overallocated_gpu_seconds", "unobserved_capacity_gpu_seconds"};
+	const int64_t secs[] = {f->reported_s, f->unavailable_s, f->allocated_s, f->idle_s, f->over_s, f->unobserved_s};
 	gl_jsonw_object(w, NULL);
 	gl_jsonw_str(w, "cluster", f->cluster);
 	gl_jsonw_str(w, "partition", f->partition);
@@ -190,12 +194,14 @@ static void json_head(struct idle_out *o)
 static void json_tail(struct idle_out *o)
 {
 	struct gl_jsonw *w = &o->w;
-	double alloc_idle = 0, unalloc_idle = 0, reported = 0;
+	double alloc_idle = 0, wasted;
+	int64_t unalloc_idle = 0, reported = 0, unobserved = 0;
 	for (size_t i = 0; i < o->idle.n_owners; i++)
 		alloc_idle += o->idle.owners[i].idle_gpu_s;
 	for (size_t i = 0; i < o->idle.n_fleet; i++) {
-		unalloc_idle += (double)o->idle.fleet[i].idle_s;
-		reported += (double)o->idle.fleet[i].reported_s;
+		unalloc_idle += o->idle.fleet[i].idle_s;
+		reported += o->idle.fleet[i].reported_s;
+		unobserved += o->idle.fleet[i].unobserved_s;
 	}
 	gl_jsonw_bool(w, "capacity_known", o->cap_known);
 	gl_jsonw_num(w, "capacity_days_known", (double)o->cov.known);
@@ -204,11 +210,15 @@ static void json_tail(struct idle_out *o)
 	for (size_t i = 0; i < o->cov.n_missing; i++)
 		gl_jsonw_str(w, NULL, o->cov.missing[i]);
 	gl_jsonw_end(w);
-	/* over the clusters with capacity data only */
-	if (reported > 0)
-		gl_jsonw_num(w, "wasted_fraction", (alloc_idle + unalloc_idle) / reported);
+	/* over the clusters with capacity data only, by the one ratio every
+	 * view takes (the owners' idle seconds are whole: rounded per owner) */
+	wasted = gl_capacity_ratio((int64_t)llround(alloc_idle) + unalloc_idle, reported);
+	if (wasted >= 0)
+		gl_jsonw_num(w, "wasted_fraction", wasted);
 	else
 		gl_jsonw_null(w, "wasted_fraction");
+	gl_jsonw_num(w, "unobserved_capacity_gpu_seconds", (double)unobserved);
+	gl_jsonw_str(w, "unobserved", o->unobserved_include ? "include" : "exclude");
 	gl_apijson_dt_jsonw(w, &o->dt);
 	gl_jsonw_end(w);
 	gl_strbuf_putc(w->out, '\n');
@@ -244,11 +254,16 @@ static int idle_json_next(void *state, struct gl_strbuf *out)
 	return 1;
 }
 
-/* aggregate, limit and table, each checked (400 naming it). */
-static int idle_params(struct gl_req *req, struct gl_resp *resp, const char **dim, long *limit)
+/* aggregate, limit, table and unobserved, each checked (400 naming it). */
+static int idle_params(struct gl_req *req, struct gl_resp *resp, const char **dim, long *limit,
+		       struct gl_cap_observed *cap)
 {
 	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit"),
-		   *table = gl_req_param(req, "table");
+		   *table = gl_req_param(req, "table"), *unobs = gl_req_param(req, "unobserved");
+	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))
+		return gl_resp_error(resp, GL_EINVAL, "unobserved", "unobserved: '%s' is not exclude or include", unobs);
+	cap->grace_s = req->cfg->inventory_absent_grace_s;
+	cap->include = unobs && !strcmp(unobs, "include");
 	/* three tables do not fit one CSV: table= picks one (JSON has them all) */
 	if (table && strcmp(table, "allocated") && strcmp(table, "top_jobs") && strcmp(table, "unallocated"))
 		return gl_resp_error(resp, GL_EINVAL, "table", "table: '%s' is not allocated, top_jobs or unallocated",
@@ -299,6 +314,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	struct gl_store *st;
 	const struct gl_token_scope *scope;
 	size_t n_scope;
+	struct gl_cap_observed cap;
 	long limit;
 	int rc = 0, csv;
 
@@ -306,11 +322,12 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	 * unallocated idle (every owner's) is not read */
 	scope = gl_req_scope(req, &n_scope);
 	if ((rc = gl_apijson_window(req, resp, "7d", &win)) || (rc = gl_apijson_format(req, resp, &csv)) ||
-	    (rc = idle_params(req, resp, &dim, &limit)))
+	    (rc = idle_params(req, resp, &dim, &limit, &cap)))
 		return rc;
 	o = gl_xcalloc(1, sizeof *o);
+	o->unobserved_include = cap.include;
 	if ((rc = gl_req_store(req, &st, &err)) ||
-	    (rc = gl_idle_read(st, dim, win.start_s, win.end_s, req->now_s, limit, scope, n_scope, &o->idle, &err)) ||
+	    (rc = gl_idle_read(st, dim, win.start_s, win.end_s, req->now_s, limit, &cap, scope, n_scope, &o->idle, &err)) ||
 	    (rc = gl_acct_capacity_cover(st, win.start_s, win.end_s, req->now_s, NULL, &o->cov, &err))) {
 		idle_out_fini(o);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);

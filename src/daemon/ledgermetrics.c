@@ -118,8 +118,8 @@ out:
 	return rc;
 }
 
-static int put_capacity(struct gl_store *st, const struct gl_window *month, int64_t now_s, struct gl_strbuf *o,
-			struct gl_err *err)
+static int put_capacity(struct gl_store *st, const struct gl_config *cfg, const struct gl_window *month, int64_t now_s,
+			struct gl_strbuf *o, struct gl_err *err)
 {
 	static const char *const names[] = {"reported", "allocated", "idle"};
 	static const char *const help[] = {"GPU-seconds of capacity the inventory reported",
@@ -129,7 +129,9 @@ static int put_capacity(struct gl_store *st, const struct gl_window *month, int6
 	struct gl_window w = {month->start_s, month->end_s < now_s ? month->end_s : now_s};
 	struct gl_cap_row *rows = NULL;
 	size_t n = 0;
-	int rc = gl_capacity_query(st, &w, 1, GL_CAP_AGG_MODEL, NULL, now_s, &rows, &n, err);
+	/* firm capacity, as /v1/capacity answers by default */
+	struct gl_cap_observed obs = {cfg->inventory_absent_grace_s, 0};
+	int rc = gl_capacity_query(st, &w, 1, GL_CAP_AGG_MODEL, NULL, now_s, &obs, &rows, &n, err);
 	if (rc)
 		return rc;
 	for (size_t m = 0; m < GL_ARRAY_LEN(names); m++) {
@@ -202,7 +204,7 @@ int gl_ledgermetrics_build(struct gl_store *st, const struct gl_config *cfg, int
 	int rc;
 	if ((rc = gl_window_parse("month", now_s, &month, err)))
 		return rc;
-	if ((rc = put_chargeback(st, cfg, &month, now_s, o, err)) || (rc = put_capacity(st, &month, now_s, o, err)) ||
+	if ((rc = put_chargeback(st, cfg, &month, now_s, o, err)) || (rc = put_capacity(st, cfg, &month, now_s, o, err)) ||
 	    (rc = put_budgets(st, cfg, &month, now_s, o, err)))
 		return rc;
 	gl_strbuf_printf(o, "# HELP gpuledger_ledger_metrics_timestamp_seconds When the month's figures above were"

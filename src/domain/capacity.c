@@ -32,6 +32,7 @@ void gl_capacity_settle(struct gl_cap_row *r)
 		r->drained_allocated_gpu_seconds = 0;
 	if (r->drained_allocated_gpu_seconds > r->allocated_gpu_seconds)
 		r->drained_allocated_gpu_seconds = r->allocated_gpu_seconds;
+	r->unobserved_gpu_seconds = r->raw_unobserved_gpu_seconds < 0 ? 0 : r->raw_unobserved_gpu_seconds;
 	r->over_gpu_seconds = wanted - (r->allocated_gpu_seconds + r->down_gpu_seconds + r->planned_down_gpu_seconds +
 					r->reserved_gpu_seconds);
 }

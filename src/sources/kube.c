@@ -353,6 +353,24 @@ static int64_t opt_time(struct ctx *c, const cJSON *o, const char *key, const ch
 	return t;
 }
 
+/* spec.activeDeadlineSeconds: how long the pod may be active after its
+ * start before the kubelet fails it, a positive whole number (the pod's
+ * time limit, as Slurm's Timelimit is a job's). Absent is none (-1);
+ * anything else is reported and ignored. */
+static int64_t opt_deadline(struct ctx *c, const cJSON *spec, const char *path)
+{
+	const cJSON *v = get(spec, "activeDeadlineSeconds");
+
+	if (!v)
+		return -1;
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1 && v->valuedouble <= 1e15) ||
+	    (double)(int64_t)v->valuedouble != v->valuedouble) {
+		problem(c, "%s.spec.activeDeadlineSeconds: not a positive whole number of seconds", path);
+		return -1;
+	}
+	return (int64_t)v->valuedouble;
+}
+
 /* ---- GPU requests (src/sources/kubegpu.c) ------------------------------ */
 
 static void gpu_problem(void *ud, const char *msg)
@@ -705,6 +723,7 @@ static int parse_pod(struct ctx *c, const cJSON *item, size_t idx, struct gl_kub
 		}
 	}
 	p->end_s = pod_end(c, status, p->phase, path);
+	p->active_deadline_s = opt_deadline(c, spec, path);
 	if (p->gpu.note)
 		c->res->gpu_unclear++; /* counted once the pod is kept */
 	return 1;
@@ -1075,7 +1094,7 @@ void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct
 			 ? pod->end_s - pod->start_s
 			 : -1;
 	row->suspended_s = -1;
-	row->timelimit_s = -1;
+	row->timelimit_s = pod->active_deadline_s;
 	row->nnodes = pod->node_name ? 1 : -1;
 	row->ncpus = -1;
 	row->req_mem_mb = -1;

@@ -1064,6 +1064,7 @@ static void fleet_fini(struct fleet *f)
 static int fleet_begin(PGconn *c, const struct gl_acct_query *q, struct fleet *f, struct gl_err *err)
 {
 	struct gl_acct_query q2 = *q;
+	char grace[24] = "NULL";
 	int64_t *sa, *sb;
 	int rc;
 
@@ -1092,12 +1093,19 @@ static int fleet_begin(PGconn *c, const struct gl_acct_query *q, struct fleet *f
 	snprintf(f->now, sizeof f->now, "%lld", (long long)q->now_s);
 	f->np = 8;
 	append_alloc_cte(&f->sql, f->pl.nl);
-	gl_strbuf_puts(&f->sql,
+	/* the horizon as literals: integers of our own, and the filters'
+	 * parameter numbers stay where callers expect them */
+	if (q->cap.grace_s >= 0)
+		snprintf(grace, sizeof grace, "%lld", (long long)q->cap.grace_s);
+	gl_strbuf_printf(&f->sql,
 		       ", cap AS ("
 		       " SELECT s.i, cp.cluster_id, coalesce(cp.partition, '') AS partition, gl_gpu_model(cp.gpu_model) AS gpu_model,"
 		       "  sum(cp.reported_gpu_seconds) AS reported,"
-		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a"
-		       " FROM steps s, LATERAL gl_capacity(s.a, s.b) cp GROUP BY 1, 2, 3, 4, s.a"
+		       "  sum(cp.down_gpu_seconds + cp.planned_down_gpu_seconds + cp.reserved_gpu_seconds) AS unavail, s.a,"
+		       "  sum(cp.unobserved_gpu_seconds) AS unobs"
+		       " FROM steps s, LATERAL gl_capacity(s.a, s.b, %s::bigint, %s) cp GROUP BY 1, 2, 3, 4, s.a",
+		       grace, q->cap.include ? "true" : "false");
+	gl_strbuf_puts(&f->sql,
 		       "), capk AS (SELECT cap.*, c.name AS cluster FROM cap JOIN clusters c USING (cluster_id)"
 		       " ), alloc AS ("
 		       " SELECT k.i, k.cluster_id, k.partition, k.gpu_model, round(sum(k.us)) AS us FROM k GROUP BY 1, 2, 3, 4"
@@ -1318,8 +1326,8 @@ out:
 	return rc;
 }
 
-int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, PGresult **r,
-		       struct gl_err *err)
+int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
+		       const struct gl_cap_observed *cap, PGresult **r, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	struct gl_window w = {start_s, end_s};
@@ -1329,12 +1337,15 @@ int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int6
 
 	*r = NULL;
 	gl_acct_query_init(&q, &w, 1, NULL, 0, now_s);
+	q.cap = *cap;
 	if ((rc = fleet_begin(c, &q, &f, err)) || !f.nsub)
 		goto out;
 	gl_strbuf_puts(&f.sql,
 		       " SELECT s.cluster, s.partition, s.gpu_model, sum(s.reported) AS reported_s,"
 		       " sum(s.unavail) AS unavailable_s, round(sum(s.am) / 1000000.0) AS allocated_s,"
 		       " round(sum(s.idle_us) / 1000000.0) AS idle_s, round(sum(s.over_us) / 1000000.0) AS over_s,"
+		       " (SELECT coalesce(sum(k.unobs), 0) FROM capk k WHERE k.cluster = s.cluster AND k.partition = s.partition"
+		       "   AND k.gpu_model = s.gpu_model) AS unobserved_s,"
 		       " round(sum(s.idle_us * rt.micros_per_gpu_hour) / 3600000000.0) AS idle_micros"
 		       " FROM settled s LEFT JOIN LATERAL gl_rate_at(s.gpu_model, s.a) rt ON true"
 		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
@@ -1536,6 +1547,8 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 	q->steps = steps;
 	q->n_steps = n_steps;
 	q->now_s = now_s;
+	q->cap.grace_s = -1;
+	q->cap.include = 1;
 	for (size_t d = 0; d < n_dims && d < GL_CB_MAX_DIMS; d++)
 		q->dims[d] = dims[d];
 	q->n_dims = n_dims < GL_CB_MAX_DIMS ? n_dims : GL_CB_MAX_DIMS;

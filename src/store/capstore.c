@@ -19,11 +19,18 @@
 	"   AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"  \
 	"   j.gpu_type, '')"                                                                                \
 	" ELSE '' END"
+/* A job's end as the figures count it: an open job runs to now with the
+ * unobserved time included ($7, sreport's semantics), else to the last
+ * moment a source saw it (GL_JOB_SEEN_SQL; none: no firm time), as
+ * chargeback counts it. */
+#define JOB_END_SQL                                                                                      \
+	"coalesce(j.end_at, CASE WHEN $7::boolean THEN to_timestamp($3::bigint)"                          \
+	" ELSE least(greatest(coalesce(" GL_JOB_SEEN_SQL("j") ", j.start_at), j.start_at),"               \
+	" to_timestamp($3::bigint)) END)"
 #define CANON_KEY_SQL "CASE $4 WHEN 'gpu_model' THEN gl_gpu_model(k) ELSE k END"
 #define JOB_IN_STEP_SQL                                                                                  \
 	"j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(st.b)"                  \
-	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > to_timestamp(st.a)"                           \
-	" AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at"
+	" AND " JOB_END_SQL " > to_timestamp(st.a) AND " JOB_END_SQL " > j.start_at"
 
 static const char cap_head_sql[] =
 	"WITH st AS (SELECT t.a, t.b, t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(a, b, i)),"
@@ -31,8 +38,9 @@ static const char cap_head_sql[] =
 	"  SELECT st.i, c.cluster_id,"
 	"   CASE $4 WHEN 'partition' THEN coalesce(c.partition, '') WHEN 'gpu_model' THEN gl_gpu_model(c.gpu_model) ELSE '' END AS k,"
 	"   sum(c.reported_gpu_seconds) AS r, sum(c.down_gpu_seconds) AS d,"
-	"   sum(c.planned_down_gpu_seconds) AS pd, sum(c.reserved_gpu_seconds) AS rs"
-	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b)) c GROUP BY 1, 2, 3),"
+	"   sum(c.planned_down_gpu_seconds) AS pd, sum(c.reserved_gpu_seconds) AS rs, sum(c.unobserved_gpu_seconds) AS u"
+	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b), $6::bigint, $7::boolean) c"
+	"  GROUP BY 1, 2, 3),"
 	/* Allocation per step from each job's start and end events
 	 * (gl_acct_event_cells), not a row per job and step: every step
 	 * joined to the jobs compared 72 million pairs for 720 hours of
@@ -43,10 +51,10 @@ static const char cap_head_sql[] =
 	" win AS (SELECT array_agg(a ORDER BY n) AS starts, min(a) AS lo, max(b) AS hi FROM steps),"
 	" jj AS MATERIALIZED ("
 	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, " GL_JOB_HELD_SQL("j") " AS g,"
-	"   greatest(j.start_at, win.lo) AS p0, least(coalesce(j.end_at, to_timestamp($3::bigint)), win.hi) AS p1"
+	"   greatest(j.start_at, win.lo) AS p0, least(" JOB_END_SQL ", win.hi) AS p1"
 	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < win.hi"
-	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > win.lo"
-	"   AND coalesce(j.end_at, to_timestamp($3::bigint)) > j.start_at)";
+	"   AND " JOB_END_SQL " > win.lo"
+	"   AND " JOB_END_SQL " > j.start_at)";
 
 /* after gl_acct_event_cells over jj: the rest of the query */
 static const char cap_tail_sql[] =
@@ -69,13 +77,13 @@ static const char cap_tail_sql[] =
 	"  JOIN dc ON dc.cluster_id = j.cluster_id AND j.nodes && dc.nodes"
 	"  CROSS JOIN LATERAL (SELECT sum(extract(epoch FROM upper(x) - lower(x)))::bigint AS secs"
 	"   FROM dn, unnest(dn.mr * tstzmultirange(tstzrange(greatest(j.start_at, to_timestamp(st.a)),"
-	"     least(coalesce(j.end_at, to_timestamp($3::bigint)), to_timestamp(st.b))))) x"
+	"     least(" JOB_END_SQL ", to_timestamp(st.b))))) x"
 	"   WHERE dn.cluster_id = j.cluster_id AND dn.node = ANY (j.nodes)) o"
 	"  WHERE o.secs > 0"
 	"  GROUP BY 1, 2, 3),"
 	" dr AS (SELECT i, cluster_id, " CANON_KEY_SQL " AS k, sum(dm) AS dm FROM dr0 GROUP BY 1, 2, 3)"
 	" SELECT coalesce(cap.i, jb.i) - 1, cl.name, coalesce(cap.k, jb.k), coalesce(cap.r, 0), coalesce(jb.am, 0),"
-	"  coalesce(cap.d, 0), coalesce(cap.pd, 0), coalesce(cap.rs, 0), coalesce(dr.dm, 0)"
+	"  coalesce(cap.d, 0), coalesce(cap.pd, 0), coalesce(cap.rs, 0), coalesce(dr.dm, 0), coalesce(cap.u, 0)"
 	" FROM cap FULL JOIN jb ON cap.i = jb.i AND cap.cluster_id = jb.cluster_id AND cap.k = jb.k"
 	" LEFT JOIN dr ON dr.i = jb.i AND dr.cluster_id = jb.cluster_id AND dr.k = jb.k"
 	" JOIN clusters cl ON cl.cluster_id = coalesce(cap.cluster_id, jb.cluster_id)"
@@ -94,11 +102,12 @@ static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, 
 }
 
 int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
-		      const char *cluster, int64_t now_s, struct gl_cap_row **rows, size_t *nrows, struct gl_err *err)
+		      const char *cluster, int64_t now_s, const struct gl_cap_observed *obs, struct gl_cap_row **rows,
+		      size_t *nrows, struct gl_err *err)
 {
 	static const char *const agg_names[] = {"cluster", "partition", "gpu_model"};
 	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT, sql = GL_STRBUF_INIT;
-	char now[24];
+	char now[24], grace[24];
 	PGresult *r = NULL;
 	struct gl_cap_row *out = NULL;
 	int rc, n;
@@ -108,12 +117,14 @@ int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t
 	put_array(&a, steps, nsteps, 0);
 	put_array(&b, steps, nsteps, 1);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	snprintf(grace, sizeof grace, "%lld", (long long)obs->grace_s);
 	gl_strbuf_puts(&sql, cap_head_sql);
 	gl_acct_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
 	gl_strbuf_puts(&sql, cap_tail_sql);
-	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 5,
-			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster}, &r,
-			      err)))
+	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 7,
+			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster,
+					       obs->grace_s < 0 ? NULL : grace, obs->include ? "true" : "false"},
+			      &r, err)))
 		goto out;
 	n = PQntuples(r);
 	out = gl_xcalloc(n ? (size_t)n : 1, sizeof *out);
@@ -135,6 +146,7 @@ int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t
 		x->raw_planned_down_gpu_seconds = atoll(PQgetvalue(r, i, 6));
 		x->raw_reserved_gpu_seconds = atoll(PQgetvalue(r, i, 7));
 		x->raw_drained_alloc_micro_gpu_seconds = atoll(PQgetvalue(r, i, 8));
+		x->raw_unobserved_gpu_seconds = atoll(PQgetvalue(r, i, 9));
 		gl_capacity_settle(x);
 	}
 	*rows = out;

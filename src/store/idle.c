@@ -59,7 +59,7 @@ static const struct gl_pgrow_field job_fields[] = {
 #define FL(t, m) GL_PGROW(struct gl_idle_fleet, t, m)
 static const struct gl_pgrow_field fleet_fields[] = {
 	FL(STR, cluster), FL(STR, partition), FL(STR, gpu_model), FL(I64, reported_s), FL(I64, unavailable_s),
-	FL(I64, allocated_s), FL(I64, idle_s), FL(I64, over_s),
+	FL(I64, allocated_s), FL(I64, idle_s), FL(I64, over_s), FL(I64, unobserved_s),
 	GL_PGROW_N(struct gl_idle_fleet, I64, idle_micros, idle_micros_null),
 };
 #undef FL
@@ -117,7 +117,8 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 }
 
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 const struct gl_token_scope *scope, size_t n_scope, struct gl_idle *out, struct gl_err *err)
+		 const struct gl_cap_observed *cap, const struct gl_token_scope *scope, size_t n_scope, struct gl_idle *out,
+		 struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	char a[24], b[24], now[24], lim[16];
@@ -146,7 +147,7 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	r = NULL;
 	/* settled as /v1/chargeback settles it: a cluster's idle is its
 	 * capacity less unavailable less all its allocation */
-	if (out->have_capacity && !(rc = gl_acct_fleet_idle(st, start_s, end_s, now_s, &r, err)) && r) {
+	if (out->have_capacity && !(rc = gl_acct_fleet_idle(st, start_s, end_s, now_s, cap, &r, err)) && r) {
 		rc = gl_pgrow_decode(r, fleet_fields, GL_ARRAY_LEN(fleet_fields), sizeof *out->fleet, &fleet,
 				     &out->n_fleet, &out->text[2], err);
 		out->fleet = fleet;

@@ -49,16 +49,25 @@ static int64_t i64v(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? 0 : atoll(PQgetvalue(r, row, col));
 }
 
+/* Capacity as the API's default counts it: firm up to each node's last
+ * snapshot plus inventory.absent_grace_s (no config: no horizon). */
+static struct gl_cap_observed sb_cap(const struct gl_showback_req *req)
+{
+	struct gl_cap_observed cap = {req->cfg ? req->cfg->inventory_absent_grace_s : -1, 0};
+	return cap;
+}
+
 /* One chargeback over the steps, aggregated by dims: exactly what
  * /v1/chargeback computes for the same window, step and shareIdle. */
 static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
-		  enum gl_share_idle share, int lines_only, int64_t now_s, struct gl_cb *cb, struct gl_acct_meta *meta,
-		  struct gl_err *err)
+		  enum gl_share_idle share, int lines_only, int64_t now_s, const struct gl_cap_observed *cap, struct gl_cb *cb,
+		  struct gl_acct_meta *meta, struct gl_err *err)
 {
 	struct gl_acct_query q;
 	gl_cb_init(cb, n_dims, share, n_steps);
 	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.lines_only = lines_only;
+	q.cap = *cap;
 	return gl_acct_chargeback_finished(gl_db_store(c), &q, cb, meta, err);
 }
 
@@ -1070,22 +1079,34 @@ static void sb_cover_notes(struct gl_showback *sb, const struct gl_acct_cover *c
 
 /* The fleet's capacity and unavailable GPU-time (month to date while it is
  * open, as chargeback counts idle) and what it covers. */
-static int sb_capacity(PGconn *c, int64_t now_s, struct gl_showback *sb, struct gl_err *err)
+static int sb_capacity(PGconn *c, int64_t now_s, const struct gl_cap_observed *cap, struct gl_showback *sb,
+		       struct gl_err *err)
 {
 	struct gl_acct_cover cov = {0};
-	char a[24], b[24];
+	char a[24], b[24], g[24];
+	int64_t unobserved = 0;
 	PGresult *r = NULL;
 	int rc;
 	snprintf(a, sizeof a, "%lld", (long long)sb->start_s);
 	snprintf(b, sizeof b, "%lld", (long long)(sb->end_s < now_s ? sb->end_s : now_s));
+	snprintf(g, sizeof g, "%lld", (long long)cap->grace_s);
 	if ((rc = gl_db_query(c,
 			      "SELECT coalesce(sum(reported_gpu_seconds), 0) AS capacity_s, coalesce(sum(down_gpu_seconds +"
-			      " planned_down_gpu_seconds + reserved_gpu_seconds), 0) AS unavailable_s"
-			      " FROM gl_capacity(to_timestamp($1), to_timestamp($2))",
-			      2, (const char *[]){a, b}, &r, err)) ||
+			      " planned_down_gpu_seconds + reserved_gpu_seconds), 0) AS unavailable_s,"
+			      " coalesce(sum(unobserved_gpu_seconds), 0) AS unobserved_s"
+			      " FROM gl_capacity(to_timestamp($1), to_timestamp($2), $3::bigint, $4::boolean)",
+			      4, (const char *[]){a, b, cap->grace_s < 0 ? NULL : g, cap->include ? "true" : "false"}, &r,
+			      err)) ||
 	    (rc = gl_pgrow_one_i64(r, "capacity_s", &sb->fleet.capacity_s, err)) ||
-	    (rc = gl_pgrow_one_i64(r, "unavailable_s", &sb->fleet.unavailable_s, err)))
+	    (rc = gl_pgrow_one_i64(r, "unavailable_s", &sb->fleet.unavailable_s, err)) ||
+	    (rc = gl_pgrow_one_i64(r, "unobserved_s", &unobserved, err)))
 		goto out;
+	if (unobserved > 0 && !cap->include) {
+		char h[32];
+		gl_report_fmt_hours(unobserved, h, sizeof h);
+		add_partial(sb, "unobserved capacity: %s GPU-h of nodes no inventory snapshot saw since (past their"
+			    " last snapshot plus inventory.absent_grace_s) are neither capacity nor idle here", h);
+	}
 	if (!(rc = gl_acct_capacity_cover(gl_db_store(c), sb->start_s, sb->end_s, now_s, NULL, &cov, err)))
 		sb_cover_notes(sb, &cov);
 out:
@@ -1184,13 +1205,14 @@ static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct 
 	struct gl_cb cb = {0}, prev = {0};
 	struct gl_acct_meta meta = {0}, pmeta = {0};
 	const char *dims[1] = {req->aggregate};
+	const struct gl_cap_observed cap = sb_cap(req);
 	int rc;
 
-	if ((rc = run_cb(c, month, 1, dims, 1, req->share, 0, req->now_s, &cb, &meta, err)))
+	if ((rc = run_cb(c, month, 1, dims, 1, req->share, 0, req->now_s, &cap, &cb, &meta, err)))
 		goto out;
 	sb_month(sb, &cb, &meta);
 	if (meta.capacity_source && sb->fleet.capacity_known) {
-		if ((rc = sb_capacity(c, req->now_s, sb, err)))
+		if ((rc = sb_capacity(c, req->now_s, &cap, sb, err)))
 			goto out;
 	} else {
 		sb->fleet.capacity_known = 0;
@@ -1204,7 +1226,7 @@ static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct 
 	if ((rc = sb_unobserved(c, &cb, month->end_s < req->now_s ? month->end_s : req->now_s, sb, err)))
 		goto out;
 	if (have_before) {
-		if ((rc = run_cb(c, pmonth, 1, dims, 1, req->share, 0, req->now_s, &prev, &pmeta, err)))
+		if ((rc = run_cb(c, pmonth, 1, dims, 1, req->share, 0, req->now_s, &cap, &prev, &pmeta, err)))
 			goto out;
 		sb_prev(sb, &prev);
 	}
@@ -1223,12 +1245,13 @@ static int sb_breakdowns(PGconn *c, const struct gl_showback_req *req, const str
 	struct gl_cb bym = {0}, daily = {0};
 	struct gl_acct_meta meta = {0};
 	const char *dims[2] = {req->aggregate, "gpu_model"};
+	const struct gl_cap_observed cap = sb_cap(req);
 	int rc;
 
-	if ((rc = run_cb(c, month, 1, dims, 2, GL_SHARE_NONE, 1, req->now_s, &bym, &meta, err)))
+	if ((rc = run_cb(c, month, 1, dims, 2, GL_SHARE_NONE, 1, req->now_s, &cap, &bym, &meta, err)))
 		goto out;
 	sb_models(sb, &bym);
-	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &daily, &meta, err)))
+	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &cap, &daily, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < sb->n_days; i++)
 		for (size_t j = 0; j < daily.steps[i].n_lines; j++) {

@@ -737,11 +737,14 @@ static void test_capacity_forecast_inventory(void **state)
 	(void)state;
 	/* k8s: GPUs present from the snapshot on, no demand at all: saturation
 	 * is impossible (p 0, no day) and capacity is what /v1/capacity says
-	 * was available in the window's last hour */
+	 * was available in the window's last hour, the fleet as the inventory
+	 * lists it (unobserved=include: a plan adds to the GPUs listed, seen
+	 * lately or not; docs/capacity.md) */
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity/forecast?cluster=k8s&horizon=5&window=2026-10-20,2026-11-06",
 				    200);
 	cJSON *c = gl_test_get_json(g_d.port,
-				    "/v1/capacity?cluster=k8s&aggregate=gpu_model&window=2026-11-05T23:00:00Z,2026-11-06T00:00:00Z",
+				    "/v1/capacity?cluster=k8s&aggregate=gpu_model&window=2026-11-05T23:00:00Z,2026-11-06T00:00:00Z"
+				    "&unobserved=include",
 				    200);
 	cJSON *s;
 	int models = 0;

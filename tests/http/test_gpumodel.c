@@ -26,7 +26,11 @@ static char g_dsn[512];
 static struct gl_test_daemon g_d;
 
 /* 3.60 an hour = 1,000 micros a GPU-second */
-static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n";
+/* the fixtures are one scrape and one node snapshot, on the 1st of their
+ * month: a week's absent grace keeps the days asked about firm capacity
+ * (past the last snapshot plus the grace it is unobserved, docs/capacity.md) */
+static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"3.60\"\n"
+				  "inventory:\n  absent_grace_s: 604800\n";
 
 /* 2 November on e1, by hand from the fixtures:
  * capacity: gm1's 4 GPUs, present since the scrape of 1 November 00:00

@@ -36,7 +36,9 @@ static char g_dsn[512];
 static struct gl_test_daemon g_d;
 
 static const char config_yaml[] = "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"
-				  "  - model: \"*\"\n    per_gpu_hour: \"1.00\"\n";
+				  "  - model: \"*\"\n    per_gpu_hour: \"1.00\"\n"
+				  "inventory:\n  absent_grace_s: 3600\n";
+#define C1_GPUS 6 /* n1 4 + n2 2 a100, scontrol_nodes.txt */
 
 static int setup(void **state)
 {
@@ -49,6 +51,9 @@ static int setup(void **state)
 			"--at", "2026-11-01T02:00:00Z", NULL))
 		return -1;
 	if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "k1", "--file", gl_test_fixture(OBS "pods_single.json"),
+			"--at", "2026-11-01T00:00:00Z", NULL))
+		return -1;
+	if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "k2", "--file", gl_test_fixture(OBS "pods_deadline.json"),
 			"--at", "2026-11-01T00:00:00Z", NULL))
 		return -1;
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
@@ -101,7 +106,7 @@ static void test_open_job_billed_to_its_poll(void **state)
 		assert_true(m == u / 3600 || m == (u + 3599) / 3600);
 	}
 	tot = cJSON_GetObjectItem(j, "totals");
-	assert_int_equal(gl_test_jnum(tot, "implausible_items"), 1); /* c1 (k1's pod has no limit) */
+	assert_int_equal(gl_test_jnum(tot, "implausible_items"), 2); /* c1 and k2 (k1's pod has no limit) */
 	assert_string_equal(cJSON_GetObjectItem(j, "unobserved")->valuestring, "exclude");
 	cJSON_Delete(j);
 
@@ -165,8 +170,8 @@ static void test_data_through(void **state)
 		assert_true(gl_test_jnum(it, "staleness_seconds") > 27 * 86400 - 86400);
 	}
 	assert_int_equal(n, 2);
-	/* c1's sacct and inventory, k1's pods */
-	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")), 3);
+	/* c1's sacct and inventory, k1's and k2's pods */
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")), 4);
 	cJSON_Delete(j);
 	/* a window that ends before the data does is not past it */
 	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&aggregate=cluster", 200);
@@ -286,6 +291,144 @@ static void test_true_end_replaces_unobserved(void **state)
 	cJSON_Delete(j);
 }
 
+/* The history a forecast is fitted to carries data_through: the answer
+ * says when its window reaches past the data (every source here stops on
+ * 1 November), and each history step ending after the earliest source's
+ * data is marked; a window that ends before the data does is not past it.
+ * The forecast used to say nothing: the days after the sources stopped
+ * read as demand that fell to zero. */
+static void test_forecast_data_through(void **state)
+{
+	cJSON *j = gl_test_get_json(g_d.port,
+				    "/v1/forecast?metric=gpu_hours&step=day&aggregate=cluster"
+				    "&window=2026-10-20T00:00:00Z,2026-11-05T00:00:00Z",
+				    200),
+	      *s, *h;
+	int steps = 0;
+	assert_non_null(j);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "window_past_data_through")));
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "past_data_through")) > 0);
+	assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "data_through")) >= 3);
+	s = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "series"), 0);
+	assert_non_null(s);
+	cJSON_ArrayForEach(h, cJSON_GetObjectItem(s, "history"))
+	{
+		const char *t = cJSON_GetObjectItem(h, "t")->valuestring;
+		/* the earliest source (k1's pods, k2's) stops at 2026-11-01T00:00Z */
+		int want = strcmp(t, "2026-11-01T00:00:00Z") >= 0;
+		if (want != cJSON_IsTrue(cJSON_GetObjectItem(h, "past_data_through")))
+			fail_msg("history step %s: past_data_through should be %s", t, want ? "true" : "false");
+		steps++;
+	}
+	assert_int_equal(steps, 16);
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port,
+			     "/v1/forecast?metric=gpu_hours&step=day&aggregate=cluster"
+			     "&window=2026-10-20T00:00:00Z,2026-10-31T00:00:00Z",
+			     200);
+	assert_non_null(j);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "window_past_data_through")));
+	cJSON_Delete(j);
+}
+
+/* A pod's spec.activeDeadlineSeconds is its limit, as Slurm's Timelimit is
+ * a job's: k2's pod d1 (3600 s), seen once at its start, has all its
+ * unobserved time to now and every second of it past 01:00 is implausible
+ * (the kubelet would have failed it). It used to be 0: pods carried no
+ * limit. */
+static void test_pod_deadline_implausible(void **state)
+{
+	long long t0 = (long long)time(NULL), t1;
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-11&aggregate=cluster", 200);
+	const cJSON *k2;
+	assert_non_null(j);
+	t1 = (long long)time(NULL);
+	k2 = item_of(j, "k2");
+	assert_int_equal(gl_test_jnum(k2, "allocated_gpu_seconds"), 0);
+	assert_since(gl_test_jnum(k2, "unobserved_gpu_seconds"), NOV1, t0, t1);
+	assert_int_equal(gl_test_jnum(k2, "implausible_gpu_seconds"), gl_test_jnum(k2, "unobserved_gpu_seconds") - 3600);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(k2, "implausible")));
+	/* k1's pod of the same spec has no limit: nothing implausible */
+	assert_int_equal(gl_test_jnum(item_of(j, "k1"), "implausible_gpu_seconds"), 0);
+	cJSON_Delete(j);
+}
+
+/* Node capacity past a stale inventory: c1's nodes were last snapshotted
+ * at 00:00 on 1 November, so with absent_grace_s 3600 their capacity is
+ * firm to 01:00 and unobserved after. November's capacity, idle and
+ * waste count those 6 GPU-hours, not 6 GPUs to now (on 28 November the
+ * Waste view said 100 % of some 3,900 GPU-hours no source saw); the rest is
+ * reported apart, included on request and in format=sreport, whose
+ * equalities count a node's last state to the hour's end. */
+static void test_stale_inventory_capacity(void **state)
+{
+	long long t0 = (long long)time(NULL), t1;
+	const long long firm = C1_GPUS * 3600LL;
+	long long rep = 0, idle = 0, unobs = 0;
+	cJSON *j = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-11&cluster=c1", 200), *row;
+	const cJSON *tot;
+	struct gl_test_http r = {0};
+	assert_non_null(j);
+	t1 = (long long)time(NULL);
+	tot = cJSON_GetObjectItem(j, "totals");
+	assert_int_equal(gl_test_jnum(tot, "reported_gpu_seconds"), firm);
+	assert_int_equal(gl_test_jnum(tot, "unobserved_gpu_seconds") % C1_GPUS, 0);
+	assert_since(gl_test_jnum(tot, "unobserved_gpu_seconds") / C1_GPUS, NOV1 + 3600, t0, t1);
+	/* the open job's firm 2 hours on one GPU, the rest of the firm hour idle */
+	assert_int_equal(gl_test_jnum(tot, "allocated_gpu_seconds"), 7200);
+	assert_int_equal(gl_test_jnum(tot, "idle_gpu_seconds"), firm - 7200);
+	assert_string_equal(cJSON_GetObjectItem(j, "unobserved")->valuestring, "exclude");
+	cJSON_Delete(j);
+
+	/* sreport's semantics on request: the nodes to now, the unobserved part named */
+	j = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-11&cluster=c1&unobserved=include", 200);
+	assert_non_null(j);
+	tot = cJSON_GetObjectItem(j, "totals");
+	assert_int_equal(gl_test_jnum(tot, "reported_gpu_seconds") - gl_test_jnum(tot, "unobserved_gpu_seconds"), firm);
+	assert_true(gl_test_jnum(tot, "idle_gpu_seconds") > firm);
+	cJSON_Delete(j);
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/capacity?window=2026-11-01&cluster=c1&format=sreport", NULL, 0,
+				      NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	/* the whole day's 6 GPUs, the open job allocated to its end of day */
+	assert_non_null(strstr(r.body, "\nc1|gres/gpu|86400|0|0|432000|0|518400\n"));
+	gl_test_http_fini(&r);
+	assert_non_null(j = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-11&unobserved=all", 400));
+	cJSON_Delete(j);
+
+	/* /v1/idle (the Waste view): c1's unallocated idle is the firm hour's */
+	t0 = (long long)time(NULL);
+	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-11", 200);
+	assert_non_null(j);
+	t1 = (long long)time(NULL);
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(j, "unallocated_idle"))
+	{
+		if (strcmp(cJSON_GetObjectItem(row, "cluster")->valuestring, "c1"))
+			continue;
+		rep += gl_test_jnum(row, "reported_gpu_seconds"); /* a row per partition */
+		idle += gl_test_jnum(row, "idle_gpu_seconds");
+		unobs += gl_test_jnum(row, "unobserved_capacity_gpu_seconds");
+	}
+	assert_int_equal(rep, firm);
+	assert_int_equal(idle, firm - 7200);
+	assert_since(unobs / C1_GPUS, NOV1 + 3600, t0, t1);
+	assert_since(gl_test_jnum(j, "unobserved_capacity_gpu_seconds") / C1_GPUS, NOV1 + 3600, t0, t1);
+	cJSON_Delete(j);
+	j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-11&unobserved=include", 200);
+	assert_non_null(j);
+	rep = 0;
+	cJSON_ArrayForEach(row, cJSON_GetObjectItem(j, "unallocated_idle"))
+	{
+		if (!strcmp(cJSON_GetObjectItem(row, "cluster")->valuestring, "c1"))
+			rep += gl_test_jnum(row, "reported_gpu_seconds");
+	}
+	assert_true(rep > firm);
+	cJSON_Delete(j);
+	assert_non_null(j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-11&unobserved=yes", 400));
+	cJSON_Delete(j);
+}
+
 /* Inventory: a node's "last seen" is the last snapshot that listed it, its
  * state's start shown apart, and a node nobody observed for longer than
  * inventory.absent_grace_s is marked stale (it used to read "up", with
@@ -317,7 +460,9 @@ static void test_inventory_last_seen(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_pod_of_one_snapshot),
+		cmocka_unit_test(test_open_job_billed_to_its_poll), cmocka_unit_test(test_stale_inventory_capacity),
+		cmocka_unit_test(test_pod_of_one_snapshot), cmocka_unit_test(test_pod_deadline_implausible),
+		cmocka_unit_test(test_forecast_data_through),
 		cmocka_unit_test(test_data_through),		    cmocka_unit_test(test_metrics_staleness),
 		cmocka_unit_test(test_report_banner),		    cmocka_unit_test(test_bad_unobserved),
 		cmocka_unit_test(test_true_end_replaces_unobserved), cmocka_unit_test(test_inventory_last_seen),

@@ -66,6 +66,12 @@ static int setup(void **state)
 	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
 			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z", NULL))
 		return -1;
+	/* the same nodes seen again after October: their capacity is firm
+	 * through the month the tests ask about, not only to the first
+	 * snapshot plus inventory.absent_grace_s (docs/capacity.md) */
+	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-11-01T00:00:00Z", NULL))
+		return -1;
 	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",
 			gl_test_fixture("tests/fixtures/scope/sacct_scope.txt"), NULL))
 		return -1;

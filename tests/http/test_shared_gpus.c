@@ -221,6 +221,10 @@ static void test_ingest(void **state)
 				     "2026-10-05T09:00:00Z", NULL),
 			 0);
 	assert_int_equal(gl_test_qint(g_c, "SELECT replicas FROM node_gpu_spans WHERE node = 'ts-1'"), 4);
+	/* the same nodes seen again at the window's end: its capacity is firm */
+	assert_int_equal(gl_test_cli(g_dsn, "ingest", "kube-nodes", "--cluster", "k8s", "--file", g_nodes, "--at",
+				     "2026-10-05T12:00:00Z", NULL),
+			 0);
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "ingest", "kube", "--cluster", "k8s", "--file", g_pods, "--at",
 				     "2026-10-05T12:00:00Z", NULL),
 			 0);

@@ -34,6 +34,8 @@
 static char g_dsn[512], g_tmp[512];
 static const char *g_run_dsn = g_dsn; /* the database the CLI runs against */
 static PGconn *g_c;
+/* sreport's semantics: a node's last state runs to the window's end */
+static const struct gl_cap_observed as_sreport = {-1, 1};
 static struct gl_test_daemon g_d;
 
 static int64_t ts(const char *s)
@@ -188,7 +190,7 @@ static void compare_hour_on(PGconn *c, const char *sreport_file, const char *fro
 	struct gl_cap_row *rows = NULL, tot;
 	struct gl_err err = {0};
 	assert_int_equal(nwant, 3);
-	assert_int_equal(gl_capacity_query(gl_db_store(c), &w, 1, GL_CAP_AGG_MODEL, "testgpu", ts(now), &rows, &nrows, &err), 0);
+	assert_int_equal(gl_capacity_query(gl_db_store(c), &w, 1, GL_CAP_AGG_MODEL, "testgpu", ts(now), &as_sreport, &rows, &nrows, &err), 0);
 	memset(&tot, 0, sizeof tot);
 	for (size_t i = 0; i < nrows; i++) {
 		check_conservation(&rows[i]);
@@ -383,14 +385,22 @@ static void test_api_capacity(void **state)
 {
 	cJSON *j, *t;
 	struct gl_test_http r;
-	/* the two hours sreport reported again at 18:30 (requery_1830): 1008/646/0/42362/44016 */
-	j = get_json("/v1/capacity?window=2026-11-22T17:00:00Z,2026-11-22T19:00:00Z&cluster=testgpu", 200);
+	/* the two hours sreport reported again at 18:30 (requery_1830): 1008/646/0/42362/44016,
+	 * with sreport's semantics (the nodes' last snapshot rolled to the hour's end) */
+	j = get_json("/v1/capacity?window=2026-11-22T17:00:00Z,2026-11-22T19:00:00Z&cluster=testgpu&unobserved=include", 200);
 	t = cJSON_GetObjectItem(j, "totals");
 	assert_int_equal(num(t, "allocated_gpu_seconds"), 1008);
 	assert_int_equal(num(t, "down_gpu_seconds"), 646);
 	assert_int_equal(num(t, "planned_down_gpu_seconds"), 0);
 	assert_int_equal(num(t, "idle_gpu_seconds"), 42362);
 	assert_int_equal(num(t, "reported_gpu_seconds"), 44016);
+	cJSON_Delete(j);
+	/* by default the time past the last snapshot plus the grace is named,
+	 * not counted */
+	j = get_json("/v1/capacity?window=2026-11-22T17:00:00Z,2026-11-22T19:00:00Z&cluster=testgpu", 200);
+	t = cJSON_GetObjectItem(j, "totals");
+	assert_true(num(t, "unobserved_gpu_seconds") > 0);
+	assert_int_equal(num(t, "reported_gpu_seconds") + num(t, "unobserved_gpu_seconds"), 44016);
 	cJSON_Delete(j);
 	check_api_conservation("/v1/capacity?window=2026-11-22T17:00:00Z,2026-11-22T19:00:00Z&step=hour&aggregate=partition");
 	check_api_conservation("/v1/capacity?window=2026-11-22T17:00:00Z,2026-11-22T19:00:00Z&step=hour&aggregate=gpu_model");
@@ -501,7 +511,7 @@ static void test_kube_capacity_follows_nodes(void **state)
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs WHERE job_key LIKE 'pod:%'"), 3);
 	assert_int_equal(gl_window_split(&day, GL_STEP_HOUR, steps, 48, &nsteps, &err), 0);
 	assert_int_equal(nsteps, 24);
-	assert_int_equal(gl_capacity_query(gl_db_store(g_c), steps, nsteps, GL_CAP_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"),
+	assert_int_equal(gl_capacity_query(gl_db_store(g_c), steps, nsteps, GL_CAP_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"), &as_sreport,
 					   &rows, &n, &err),
 			 0);
 	for (size_t i = 0; i < n; i++) {
@@ -532,7 +542,9 @@ static void test_kube_capacity_follows_nodes(void **state)
 	free(rows);
 	/* the same over the API, whole day, one row per model */
 	{
-		cJSON *j = get_json("/v1/capacity?window=2026-11-01T00:00:00Z,2026-11-02T00:00:00Z&cluster=k8s-test", 200);
+		cJSON *j = get_json("/v1/capacity?window=2026-11-01T00:00:00Z,2026-11-02T00:00:00Z&cluster=k8s-test"
+				    "&unobserved=include",
+				    200);
 		cJSON *t = cJSON_GetObjectItem(j, "totals");
 		assert_int_equal(num(t, "reported_gpu_seconds"), k_reported);
 		assert_int_equal(num(t, "down_gpu_seconds"), k_down);

@@ -58,6 +58,10 @@ static int setup(void **state)
 		return -1;
 	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
 			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-09-01T00:00:00Z",
+			NULL) ||
+	    /* the same inventory seen again on 1 November: October's capacity is firm */
+	    gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "c1", "--nodes",
+			gl_test_fixture("tests/fixtures/conservation/scontrol_nodes.txt"), "--at", "2026-11-01T00:00:00Z",
 			NULL))
 		return -1;
 	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file",

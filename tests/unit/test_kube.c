@@ -456,6 +456,46 @@ static void test_bad_pods(void **state)
 	gl_kube_result_free(NULL);
 }
 
+/* HAND-WRITTEN: spec.activeDeadlineSeconds is the pod's time limit (its
+ * row's timelimit_s, as Timelimit is a Slurm job's); absent is none, a value
+ * that is not a positive whole number is named and ignored, the pod kept. */
+static void test_active_deadline(void **state)
+{
+	static const char doc[] =
+		"{\"kind\":\"PodList\",\"items\":["
+		"{" META("d3600") "},\"spec\":{\"activeDeadlineSeconds\":3600,\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		"{" META("none") "},\"spec\":{\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		"{" META("text") "},\"spec\":{\"activeDeadlineSeconds\":\"1h\",\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		"{" META("zero") "},\"spec\":{\"activeDeadlineSeconds\":0,\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}},"
+		"{" META("half") "},\"spec\":{\"activeDeadlineSeconds\":1.5,\"containers\":[" CTR("{\"limits\":{\"nvidia.com/gpu\":\"1\"}}") "]}}"
+		"]}";
+	static const char *const want[] = {
+		"items[2].spec.activeDeadlineSeconds: not a positive whole number of seconds",
+		"items[3].spec.activeDeadlineSeconds: not a positive whole number of seconds",
+		"items[4].spec.activeDeadlineSeconds: not a positive whole number of seconds",
+	};
+	static const char *const names[] = {"d3600", "none", "text", "zero", "half"};
+	static const int64_t limits[] = {3600, -1, -1, -1, -1};
+	struct gl_kube_result r;
+	struct gl_err err = {0};
+	struct gl_job_row row;
+
+	(void)state;
+	assert_int_equal(parse_str(doc, NULL, &r, &err), 0);
+	assert_int_equal(r.npods, 5);
+	for (size_t i = 0; i < GL_ARRAY_LEN(names); i++) {
+		const struct gl_kube_pod *p = find_pod(&r, names[i]);
+		assert_non_null(p);
+		assert_int_equal(p->active_deadline_s, limits[i]);
+		gl_kube_pod_to_row(p, 1790870000, &row);
+		assert_int_equal(row.timelimit_s, limits[i]);
+	}
+	assert_int_equal(r.nproblems, GL_ARRAY_LEN(want));
+	for (size_t i = 0; i < GL_ARRAY_LEN(want); i++)
+		assert_string_equal(r.problems[i], want[i]);
+	gl_kube_result_fini(&r);
+}
+
 /* HAND-WRITTEN: documents refused whole, with nothing produced. */
 static void test_bad_documents(void **state)
 {
@@ -815,7 +855,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_rules),
 		cmocka_unit_test(test_full_pod),
 		cmocka_unit_test(test_phases),
-		cmocka_unit_test(test_bad_pods),
+		cmocka_unit_test(test_bad_pods), cmocka_unit_test(test_active_deadline),
 		cmocka_unit_test(test_bad_documents),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_problem_cap),

@@ -330,7 +330,8 @@ try {
 			saturation: rep ? alloc / rep : null });
 		const d0 = now - 6 * 3600, d1 = d0 + 86400, d2 = d1 + 86400;
 		const cap = { window: { start: iso(d0 - 86400), end: iso(d2) }, step: 'day', aggregate: 'cluster',
-			rows: [row(d0 - 86400, d0, 12 * 86400, 3 * 86400), row(d0, d1, 12 * 6 * 3600, 4 * 6 * 3600), row(d1, d2, 0, 0)] };
+			rows: [row(d0 - 86400, d0, 12 * 86400, 3 * 86400), row(d0, d1, 12 * 6 * 3600, 4 * 6 * 3600), row(d1, d2, 0, 0)],
+			totals: row(d0 - 86400, d2, 12 * 30 * 3600, 7 * 6 * 3600) };
 		const fake = { '/v1/capacity': cap, '/v1/chargeback': { steps: [] } };
 		const match = (u) => Object.keys(fake).includes(u.pathname);
 		await page.route(match, (r) => r.fulfill({ status: 200, contentType: 'application/json',
@@ -345,6 +346,34 @@ try {
 		} finally {
 			await page.unroute(match);
 		}
+	});
+
+	await test('fleet: the saturation shown is the API\'s, in the stats and in every table row (no arithmetic of the page\'s own)', async () => {
+		// the page summed the steps and divided itself; the API settles the
+		// window once and takes the one ratio (gl_capacity_ratio)
+		for (const a of ['cluster', 'partition']) {
+			// a reload: a hash change within the view is ready before it re-renders
+			await page.goto(base + '/#/fleet?' + FX.hash + '&a=' + a);
+			await page.reload();
+			await H.ready(page, 'fleet');
+			w.reset(); // the requests the reload cut short
+			const api = (await H.api(base, admin, '/v1/capacity?aggregate=' + a + '&window=' + encodeURIComponent(FX.win))).body;
+			assert(api.totals.saturation !== null && api.totals.saturation > 0, 'the testbed month has a saturation');
+			const pct = (x) => x === null ? '—' : new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 }).format(x);
+			const stats = await page.$$eval('.stat', (ss) => ss.map((e) => [e.querySelector('.label').textContent, e.querySelector('.value').textContent]));
+			eq(Object.fromEntries(stats).Saturation, pct(api.totals.saturation), a + ': the Saturation stat');
+			const head = await page.$$eval('#fleet-table thead th', (ths) => ths.map((t) => t.textContent.replace(/[▲▼]/g, '').trim()));
+			const col = head.indexOf('Saturation');
+			const rows = await page.$$eval('#fleet-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+			eq(rows.length, api.rows.length, a + ': a table row per API row');
+			for (const r of api.rows) {
+				const key = a === 'cluster' ? r.cluster : r.cluster + ' / ' + (r[a] || '—');
+				const tr = rows.find((x) => x[0] === key);
+				assert(tr, a + ': a row for ' + key);
+				eq(tr[col], pct(r.saturation), a + ': saturation of ' + key);
+			}
+		}
+		assert(w.clean(), w.report());
 	});
 
 	await test('fleet: GPU time on GPUs no inventory reports is shown, not 0.0 (a cluster without a node source)', async () => {

@@ -9,14 +9,17 @@ import { stepFor } from '../steps.js';
 export async function render(ctx) {
 	const step = stepFor(ctx.window);
 	const canCost = ctx.who.role === 'finance' || ctx.who.role === 'admin';
-	const [cap, inv, cb] = await Promise.all([
+	// The chart draws the steps; the stats and the table are the API's
+	// answer for the whole window as it is (its saturation, settled by the
+	// one ratio every view takes), never arithmetic of the page's own.
+	const [cap, whole, inv, cb] = await Promise.all([
 		ctx.get('/v1/capacity', { window: ctx.window, step, aggregate: ctx.aggregate }),
+		ctx.get('/v1/capacity', { window: ctx.window, aggregate: ctx.aggregate }),
 		ctx.get('/v1/inventory'),
 		// busy / idle inside allocations needs exporter data, per step, from chargeback
 		canCost ? ctx.get('/v1/chargeback', { window: ctx.window, step, aggregate: 'cluster' }) : null,
 	]);
 	const byT = new Map();
-	const byKey = new Map();
 	const keyName = ctx.aggregate;
 	// Jobs on GPUs no inventory reports (a cluster without a node source, a
 	// job under a partition its node does not belong to) are allocation
@@ -39,17 +42,8 @@ export async function render(ctx) {
 		a.reserved += r.reserved_gpu_seconds;
 		a.over += r.over_gpu_seconds || 0;
 		byT.set(t, a);
-		const k = r[keyName] ?? r.cluster;
-		const b = byKey.get(k) || { key: k, reported: 0, allocated: 0, idle: 0, unavailable: 0, reserved: 0, over: 0 };
-		b.reported += r.reported_gpu_seconds;
-		b.allocated += r.allocated_gpu_seconds;
-		b.idle += r.idle_gpu_seconds;
-		b.unavailable += r.unavailable_gpu_seconds;
-		b.reserved += r.reserved_gpu_seconds;
-		b.over += r.over_gpu_seconds || 0;
-		if (r.over_gpu_seconds > 0) overClusters.add(r.cluster);
-		byKey.set(k, b);
 	}
+	for (const r of whole.rows) if (r.over_gpu_seconds > 0) overClusters.add(r.cluster);
 	const busyT = new Map();
 	let haveBusy = false;
 	if (cb) for (const s of cb.steps) {
@@ -74,9 +68,9 @@ export async function render(ctx) {
 	series.push({ name: 'Reserved', values: xs.map((t) => gpus(t, byT.get(t).reserved)) });
 	series.push({ name: 'Unavailable', values: xs.map((t) => gpus(t, byT.get(t).unavailable)) });
 
-	let rep = 0, alloc = 0, unav = 0, over = 0;
-	for (const a of byT.values()) { rep += a.reported; alloc += a.allocated; unav += a.unavailable; over += a.over; }
-	const avail = rep - unav;
+	const tot = whole.totals;
+	const rep = tot.reported_gpu_seconds, alloc = tot.allocated_gpu_seconds, unav = tot.unavailable_gpu_seconds;
+	const over = tot.over_gpu_seconds, unobserved = tot.unobserved_gpu_seconds || 0;
 	const sched = inv.clusters.reduce((s, c) => s + (c.scheduler_gpus || 0), 0);
 	const exp = inv.clusters.reduce((s, c) => s + (c.exporter_gpus || 0), 0);
 
@@ -85,15 +79,24 @@ export async function render(ctx) {
 		legend(series.map((s) => s.name)),
 		chartTable('fleet-chart-data', xs, series.map((x) => ({ ...x, name: x.name + ' (GPUs)' })), (v) => f.number(v, 1)));
 	ctx.chart = { box: chartBox, xs, series };
-	const rows = [...byKey.values()].map((b) => ({ ...b, saturation: b.reported - b.unavailable > 0 ? b.allocated / (b.reported - b.unavailable) : null }));
+	// a row per cluster (and partition or model: the same name in two
+	// clusters is two rows, each with its own capacity and saturation)
+	const rows = whole.rows.map((r) => ({
+		key: keyName === 'cluster' ? r.cluster : r.cluster + ' / ' + (r[keyName] || '—'),
+		reported: r.reported_gpu_seconds, allocated: r.allocated_gpu_seconds, idle: r.idle_gpu_seconds,
+		unavailable: r.unavailable_gpu_seconds, reserved: r.reserved_gpu_seconds, over: r.over_gpu_seconds || 0,
+		saturation: r.saturation,
+	}));
 	return [
 		h('div', { class: 'stats' },
 			stat('Capacity', f.gpuHours(rep), 'reported GPU time'),
 			stat('Allocated', f.gpuHours(alloc), over > 0 ? '+ ' + f.gpuHours(over) + ' beyond the inventory' : ''),
-			stat('Saturation', f.percent(avail > 0 ? alloc / avail : null), 'allocated / available'),
+			stat('Saturation', f.percent(tot.saturation), 'allocated / available'),
 			stat('Unavailable', f.gpuHours(unav), 'down or drained'),
 			stat('GPUs (scheduler)', f.number(sched), 'present now'),
 			stat('GPUs (exporter)', f.number(exp), exp < sched ? (sched - exp) + ' without exporter data' : 'all seen')),
+		unobserved > 0 ? h('p', { class: 'note', id: 'fleet-unobserved', text: f.gpuHours(unobserved) + ' of node capacity lie past the ' +
+			'last inventory snapshot (plus inventory.absent_grace_s): no source saw those GPUs, so they are neither capacity nor idle here.' }) : null,
 		haveBusy ? null : h('p', { class: 'note', text: 'Busy vs. idle inside allocations needs dcgm-exporter data; none in this window, so allocated time is shown whole.' }),
 		over > 0 ? h('p', { class: 'note', id: 'fleet-over', text: f.gpuHours(over) + ' were allocated beyond the GPUs the inventory reports (' +
 			[...overClusters].sort().join(', ') + '): jobs on nodes no node source lists, or over their partition\'s capacity. ' +
@@ -102,7 +105,7 @@ export async function render(ctx) {
 		table({
 			id: 'fleet-table', title: 'By ' + keyName.replace('_', ' '), sortKey: 'reported',
 			cols: [
-				{ key: 'key', label: keyName.replace('_', ' ') },
+				{ key: 'key', label: keyName === 'cluster' ? 'cluster' : 'cluster / ' + keyName.replace('_', ' ') },
 				{ key: 'reported', label: 'Capacity', num: true, fmt: (r) => r.reported === 0 && r.over > 0 ? 'no inventory' : f.gpuHours(r.reported) },
 				{ key: 'allocated', label: 'Allocated', num: true, fmt: (r) => f.gpuHours(r.allocated) },
 				{ key: 'idle', label: 'Unallocated idle', num: true, fmt: (r) => f.gpuHours(r.idle) },
