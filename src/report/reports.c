@@ -1,7 +1,9 @@
 /* Producing report files (see include/gl/reports.h). */
 #include "gl/reports.h"
 #include "gl/report.h"
+#include "gl/config.h"
 #include "gl/report_pdf.h"
+#include "gl/report_style.h"
 #include "gl/zip.h"
 
 #include <errno.h>
@@ -66,8 +68,26 @@ static int render_zip(const struct gl_showback *sb, struct gl_strbuf *out, struc
 	return rc;
 }
 
+/* HTML and PDF in the site's look, read at each rendering so an edited
+ * template shows in the next report without a restart. */
+static int render_styled(const struct gl_showback *sb, enum gl_reports_format f, const struct gl_config *cfg,
+			 int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
+{
+	struct gl_report_style st;
+	int rc = gl_report_style_load(cfg->reports_template_dir, cfg->reports_thousands_separator,
+				      cfg->reports_decimal_separator, &st, err);
+	if (rc)
+		return rc;
+	if (f == GL_REPORTS_HTML)
+		gl_report_html(sb, &st, generated_at_s, out);
+	else
+		rc = gl_report_pdf(sb, &st, generated_at_s, out, err);
+	gl_report_style_fini(&st);
+	return rc;
+}
+
 int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
-		      int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
+		      const struct gl_config *cfg, int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
 {
 	switch (f) {
 	case GL_REPORTS_CSV:
@@ -75,10 +95,8 @@ int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, co
 			return gl_err_set(err, GL_EINVAL, "table: unknown table '%s'", table);
 		return 0;
 	case GL_REPORTS_HTML:
-		gl_report_html(sb, generated_at_s, out);
-		return 0;
 	case GL_REPORTS_PDF:
-		return gl_report_pdf(sb, generated_at_s, out, err);
+		return render_styled(sb, f, cfg, generated_at_s, out, err);
 	case GL_REPORTS_ZIP:
 		return render_zip(sb, out, err);
 	}
@@ -134,7 +152,7 @@ out:
 }
 
 int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f, const char *dir,
-			 int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
+			 const struct gl_config *cfg, int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
 			 struct gl_err *err)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
@@ -152,7 +170,7 @@ int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f,
 		}
 		o = &files[(*n)++];
 		gl_strbuf_reset(&b);
-		if ((rc = gl_reports_render(sb, f, table, generated_at_s, &b, err)))
+		if ((rc = gl_reports_render(sb, f, table, cfg, generated_at_s, &b, err)))
 			goto out;
 		gl_report_file_name(sb, table, gl_reports_ext[f], o->name, sizeof o->name);
 		gl_reports_sha256(b.p, b.len, o->sha256);

@@ -843,7 +843,7 @@ static void test_pdf_pages_and_text(void **state)
 	{
 		/* the fleet table on its page: the CSV fleet table's rows, the same values */
 		static const char *const fl[][2] = {{"Allocated GPU-h", "allocated_gpu_hours"},
-						    {"Total (owners and __idle__)", "total"},
+						    {"Fleet total", "total"},
 						    {"Allocation cost", "allocation_cost"}};
 		for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
 			char v[64], *at = strstr(txt, fl[i][0]), *eol;

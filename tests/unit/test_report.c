@@ -12,6 +12,7 @@
 #include "gl/cost.h"
 #include "gl/report.h"
 #include "gl/report_sched.h"
+#include "gl/report_style.h"
 #include "gl/reports.h"
 #include "gl/strbuf.h"
 
@@ -21,6 +22,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The repository's reports/ (the tests run from the top of the tree). */
+static void style(struct gl_report_style *st, const char *th, const char *dec)
+{
+	struct gl_err err = {0};
+	if (gl_report_style_load("reports", th, dec, st, &err))
+		fail_msg("%s", err.msg);
+}
 
 static void test_formats(void **state)
 {
@@ -130,8 +139,11 @@ static void test_html_escapes(void **state)
 {
 	struct gl_showback sb;
 	struct gl_strbuf o = GL_STRBUF_INIT;
+	struct gl_report_style st;
 	model(&sb);
-	gl_report_html(&sb, 1793491200, &o);
+	style(&st, ",", ".");
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
 	assert_null(strstr(o.p, "<script>"));
 	assert_non_null(strstr(o.p, "=cmd|&#39; /C calc&#39;!A0, &quot;x&quot; &lt;script&gt;é"));
 	assert_non_null(strstr(o.p, "generated at 2026-11-01T00:00:00Z"));
@@ -285,6 +297,7 @@ static void test_shown_model(void **state)
 	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
 	const char *const names[3] = {"c", "b", "a"}; /* the model's order: total desc, then name, here reversed on purpose */
 	size_t n;
+	struct gl_report_style st;
 	(void)state;
 	memset(&sb, 0, sizeof sb);
 	snprintf(sb.month, sizeof sb.month, "2026-10");
@@ -329,8 +342,10 @@ static void test_shown_model(void **state)
 			assert_string_equal(rows[i].value, "3.02");
 	}
 	gl_strbuf_reset(&o);
-	gl_report_html(&sb, 1790812800, &o);
-	assert_non_null(strstr(o.p, "<strong id=fleet-total>3.02</strong>"));
+	style(&st, ",", ".");
+	gl_report_html(&sb, &st, 1790812800, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, "<strong class=n id=fleet-total>3.02</strong>"));
 	assert_non_null(strstr(o.p, "<td class=\"n total\">1.01</td>"));
 	gl_strbuf_fini(&o);
 	gl_showback_fini(&sb);
