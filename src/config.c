@@ -10,7 +10,7 @@
 #include "gl/report_sched.h"
 #include "gl/timeutil.h"
 #include "gl/tmpl.h"
-#include "gl/report_style.h"
+#include "gl/report.h"
 #include "gl/reports.h"
 #include "gl/showback.h"
 
@@ -1365,7 +1365,7 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	if (gl_reports_share_parse(cfg->reports_share_idle, &sh, &e))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
-	if (gl_report_style_check_seps(cfg->reports_thousands_separator, cfg->reports_decimal_separator, &e))
+	if (gl_report_seps_check(cfg->reports_thousands_separator, cfg->reports_decimal_separator, &e))
 		return cfg_fail(err, name, l, "reports.thousands_separator", "%s", e.msg);
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",

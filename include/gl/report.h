@@ -52,6 +52,11 @@ struct gl_report_style {
 void gl_report_html(const struct gl_showback *sb, const struct gl_report_style *st, int64_t generated_at_s,
 		    struct gl_strbuf *out);
 
+/* The separators (config checks them when it loads): decimal one to seven
+ * bytes, thousands zero to seven, neither with a digit, '-', '<', '>' or
+ * '&', and not the same. 0 or -GL_EINVAL with the reason. */
+int gl_report_seps_check(const char *thousands, const char *decimal, struct gl_err *err) GL_MUSTCHECK;
+
 /* Said where the busy/idle chart would be when no exporter data exists. */
 extern const char gl_report_no_usage_note[];
 

@@ -21,9 +21,4 @@ int gl_report_style_load(const char *dir, const char *thousands, const char *dec
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_report_style_fini(struct gl_report_style *st);
 
-/* The separators alone (config checks them when it loads): decimal one to
- * seven bytes, thousands zero to seven, neither with a digit, '-' or
- * '<' '>' '&', and not the same. 0 or -GL_EINVAL with the reason. */
-int gl_report_style_check_seps(const char *thousands, const char *decimal, struct gl_err *err) GL_MUSTCHECK;
-
 #endif

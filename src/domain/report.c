@@ -123,6 +123,22 @@ void gl_report_fmt_local(const struct gl_report_style *st, const char *in, char 
 	snprintf(buf, n, "%s%s", tmp, in + i);
 }
 
+int gl_report_seps_check(const char *thousands, const char *decimal, struct gl_err *err)
+{
+	const char *v[] = {thousands, decimal};
+	if (!decimal[0])
+		return gl_err_set(err, GL_EINVAL, "decimal_separator: must not be empty");
+	for (int i = 0; i < 2; i++) {
+		if (strlen(v[i]) > 7)
+			return gl_err_set(err, GL_EINVAL, "'%s' is longer than 7 bytes", v[i]);
+		if (strpbrk(v[i], "0123456789-<>&"))
+			return gl_err_set(err, GL_EINVAL, "'%s' may not hold a digit, '-', '<', '>' or '&'", v[i]);
+	}
+	if (!strcmp(thousands, decimal))
+		return gl_err_set(err, GL_EINVAL, "thousands and decimal separators are both '%s'", decimal);
+	return 0;
+}
+
 void gl_report_axis_ticks(int64_t max_milli, int max_ticks, struct gl_report_axis *ax)
 {
 	static const int mant[] = {1, 2, 5};

@@ -62,14 +62,14 @@ static PangoLayout *lay(struct pdf *p, double x, double w, const char *s, double
 	pango_layout_set_text(l, v, -1);
 	pango_layout_set_width(l, (int)((w > 0 ? w : PAGE_W - MARGIN - x) * PANGO_SCALE));
 	pango_layout_set_wrap(l, PANGO_WRAP_WORD_CHAR);
-	pango_layout_set_alignment(l, align ? PANGO_ALIGN_RIGHT : PANGO_ALIGN_LEFT);
+	pango_layout_set_alignment(l, align == 2 ? PANGO_ALIGN_CENTER : align ? PANGO_ALIGN_RIGHT : PANGO_ALIGN_LEFT);
 	g_free(v);
 	pango_font_description_free(fd);
 	return l;
 }
 
 /* Draws text at (x, y) top-left in a box of width w (0: to the right
- * margin); align 0 left, 1 right. Returns the height used. */
+ * margin); align 0 left, 1 right, 2 centred. Returns the height used. */
 static double text(struct pdf *p, double x, double y, double w, const char *s, double size, enum face f, int align)
 {
 	PangoLayout *l = lay(p, x, w, s, size, f, align);
@@ -413,7 +413,7 @@ static void chart_daily(struct pdf *p)
 		cairo_set_source_rgb(p->cr, 0, 0, 0);
 		if (d % 5 == 0 || d + 1 == sb->n_days) {
 			snprintf(b, sizeof b, "%zu", d + 1);
-			text(p, x0 + bw * (double)d - 10, p->y + h + 2, bw + 20, b, fs, F_REGULAR, 0);
+			text(p, x0 + bw * ((double)d + 0.5) - 10, p->y + h + 2, 20, b, fs, F_REGULAR, 2);
 		}
 	}
 	p->y += h + 14;

@@ -191,29 +191,13 @@ static int parse_layout(const char *path, const char *text, struct gl_report_pdf
 	return rc;
 }
 
-int gl_report_style_check_seps(const char *thousands, const char *decimal, struct gl_err *err)
-{
-	const char *v[] = {thousands, decimal};
-	if (!decimal[0])
-		return gl_err_set(err, GL_EINVAL, "decimal_separator: must not be empty");
-	for (int i = 0; i < 2; i++) {
-		if (strlen(v[i]) > 7)
-			return gl_err_set(err, GL_EINVAL, "'%s' is longer than 7 bytes", v[i]);
-		if (strpbrk(v[i], "0123456789-<>&"))
-			return gl_err_set(err, GL_EINVAL, "'%s' may not hold a digit, '-', '<', '>' or '&'", v[i]);
-	}
-	if (!strcmp(thousands, decimal))
-		return gl_err_set(err, GL_EINVAL, "thousands and decimal separators are both '%s'", decimal);
-	return 0;
-}
-
 int gl_report_style_load(const char *dir, const char *thousands, const char *decimal, struct gl_report_style *st,
 			 struct gl_err *err)
 {
 	char *layout = NULL, path[4096];
 	int rc;
 	memset(st, 0, sizeof *st);
-	if ((rc = gl_report_style_check_seps(thousands, decimal, err)))
+	if ((rc = gl_report_seps_check(thousands, decimal, err)))
 		return rc;
 	snprintf(st->thousands, sizeof st->thousands, "%s", thousands);
 	snprintf(st->decimal, sizeof st->decimal, "%s", decimal);

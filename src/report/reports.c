@@ -76,8 +76,12 @@ static int render_styled(const struct gl_showback *sb, enum gl_reports_format f,
 	struct gl_report_style st;
 	int rc = gl_report_style_load(cfg->reports_template_dir, cfg->reports_thousands_separator,
 				      cfg->reports_decimal_separator, &st, err);
-	if (rc)
-		return rc;
+	if (rc) {
+		/* the site's files, not the request, are wrong: never a 400/404 */
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		return gl_err_set(err, GL_ECONFIG, "%s", msg);
+	}
 	if (f == GL_REPORTS_HTML)
 		gl_report_html(sb, &st, generated_at_s, out);
 	else
