@@ -797,7 +797,7 @@ static void svg_daily(const struct gl_showback *sb, struct gl_strbuf *o)
 		gl_report_fmt_tick(&ax, ax.step_milli * k, b, sizeof b);
 		gl_strbuf_printf(o, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\"/>", L - 4, y, W - 10,
 				 y, k ? "#e4e4e4" : "#888");
-		gl_strbuf_printf(o, "<text x=\"%d\" y=\"%.1f\" class=\"ax tick\" text-anchor=\"end\">%s</text>", L - 6,
+		gl_strbuf_printf(o, "<text x=\"%d\" y=\"%.1f\" class=\"n ax tick\" text-anchor=\"end\">%s</text>", L - 6,
 				 y + 3, b);
 	}
 	gl_strbuf_printf(o, "<text x=\"2\" y=\"%d\" class=ax>GPU-h</text>", T - 4 > 0 ? T - 4 : 8);
