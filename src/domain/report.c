@@ -1207,8 +1207,10 @@ static void localize(const struct gl_report_style *st, const char *s, struct gl_
 			continue;
 		memcpy(in, s, (size_t)(end - s));
 		in[end - s] = '\0';
+		/* in is escaped already; the separators cannot hold < > &
+		 * (gl_report_seps_check), so out needs no second escaping */
 		gl_report_fmt_local(st, in, out, sizeof out);
-		esc(o, out);
+		gl_strbuf_puts(o, out);
 		s = end;
 	}
 }

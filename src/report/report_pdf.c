@@ -209,11 +209,13 @@ static void t_row(struct pdf *p, struct table *t, ...)
 	}
 	va_start(ap, t);
 	for (size_t c = 0; c < t->ncols; c++) {
+		const char *v = va_arg(ap, const char *);
 		char b[256];
-		snprintf(b, sizeof b, "%s", va_arg(ap, const char *));
-		if (t->align[c])
-			local(p, b, sizeof b);
-		t->cells[t->nrows * t->ncols + c] = gl_xstrdup(b);
+		if (t->align[c]) { /* a figure: short, shown with the site's separators */
+			gl_report_fmt_local(p->st, v, b, sizeof b);
+			v = b;
+		}
+		t->cells[t->nrows * t->ncols + c] = gl_xstrdup(v); /* a name whole, however long */
 	}
 	va_end(ap);
 	t->nrows++;
@@ -287,12 +289,12 @@ static void t_part(struct pdf *p, const struct table *t, size_t from, size_t to)
 
 /* Widens each column to what must stay on one line in it, except a name
  * column, whose long names wrap (a whole word wider than it breaks). */
-static void t_fit(struct pdf *p, struct table *t, unsigned name)
+static void t_fit(struct pdf *p, struct table *t)
 {
 	for (size_t c = 0; c < t->ncols; c++) {
 		/* 4 pt of the width are the gap to the next column */
 		double need_w = unbreakable_w(p, t->head[c], p->L->table_size, F_BOLD, 0) + 8;
-		if (name & (1u << c))
+		if (t->name & (1u << c))
 			continue;
 		for (size_t r = 0; r < t->nrows; r++) {
 			double x = unbreakable_w(p, t->cells[r * t->ncols + c], p->L->table_size, F_REGULAR, t->align[c]) + 8;
@@ -307,7 +309,7 @@ static void t_fit(struct pdf *p, struct table *t, unsigned name)
 static void t_draw(struct pdf *p, struct table *t)
 {
 	size_t from = 1;
-	t_fit(p, t, t->name);
+	t_fit(p, t);
 	while (from < t->ncols || from == 1) {
 		double w = t->width[0];
 		size_t to = from;

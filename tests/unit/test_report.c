@@ -596,6 +596,13 @@ static void test_html_template_from_dir(void **state)
 	assert_non_null(strstr(o.p, "<main class=site-x><h1>GPU showback 2026-10</h1>"));
 	assert_null(strstr(o.p, "@page"));
 	assert_non_null(strstr(o.p, "<strong class=n id=allocated-hours>12.345,500</strong>"));
+	/* a Swiss apostrophe goes in as it is, the escaped text around it untouched */
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_style_load(dir, "'", ".", &st, &err), 0);
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, "<strong class=n id=allocated-hours>12'345.500</strong>"));
+	assert_non_null(strstr(o.p, "=cmd|&#39; /C calc&#39;!A0, &quot;x&quot; &lt;script&gt;é"));
 	/* the busy/idle chart is there when the month has exporter data, a
 	 * sentence in its place when not */
 	assert_null(strstr(o.p, "id=no-usage"));
