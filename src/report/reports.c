@@ -68,14 +68,40 @@ static int render_zip(const struct gl_showback *sb, struct gl_strbuf *out, struc
 	return rc;
 }
 
+/* Where the templates are: a relative reports.template_dir from the
+ * working directory (as server.web_dir), else beside the binary, so the
+ * default finds the repository's reports/ from build/gpuledger and an
+ * installed PREFIX/share/gpuledger/reports from PREFIX/bin/gpuledger,
+ * whatever directory the daemon was started in. */
+static const char *template_dir(const char *dir, char *buf, size_t n)
+{
+	static const char *const beside[] = {"/../", "/../share/gpuledger/"};
+	char exe[4096], probe[4200];
+	ssize_t len;
+	snprintf(probe, sizeof probe, "%s/showback.html", dir);
+	if (dir[0] == '/' || !access(probe, R_OK) || (len = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		return dir;
+	exe[len] = '\0';
+	if (strrchr(exe, '/'))
+		*strrchr(exe, '/') = '\0';
+	for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+		snprintf(buf, n, "%s%s%s", exe, beside[i], dir);
+		snprintf(probe, sizeof probe, "%s/showback.html", buf);
+		if (!access(probe, R_OK))
+			return buf;
+	}
+	return dir; /* the error then names the configured directory */
+}
+
 /* HTML and PDF in the site's look, read at each rendering so an edited
  * template shows in the next report without a restart. */
 static int render_styled(const struct gl_showback *sb, enum gl_reports_format f, const struct gl_config *cfg,
 			 int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
 {
 	struct gl_report_style st;
-	int rc = gl_report_style_load(cfg->reports_template_dir, cfg->reports_thousands_separator,
-				      cfg->reports_decimal_separator, &st, err);
+	char buf[4200];
+	int rc = gl_report_style_load(template_dir(cfg->reports_template_dir, buf, sizeof buf),
+				      cfg->reports_thousands_separator, cfg->reports_decimal_separator, &st, err);
 	if (rc) {
 		/* the site's files, not the request, are wrong: never a 400/404 */
 		char msg[sizeof err->msg];
