@@ -44,7 +44,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps run test test-unit test-integration test-http test-web test-valgrind test-ha test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
+.PHONY: all deps run reports-sample test test-unit test-integration test-http test-web test-valgrind test-ha test-slurm test-slurm-hook test-abuse bench fuzz clean help check-config-doc
 all: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim
 
 help:
@@ -52,6 +52,7 @@ help:
 	@echo "make run        install deps, build, start embedded PostgreSQL, migrate, load demo history, start the fleet simulator, serve on 127.0.0.1:8080"
 	@echo "make run SIM=0  the same with the static demo data and no simulator"
 	@echo "make test       install deps, build, run unit + integration + http + web (headless Chromium) tests"
+	@echo "make reports-sample   a CSV, HTML and PDF report of the current month from the demo data in $(BUILD)/reports-sample/"
 	@echo "make bench      run the benchmarks (never part of make test)"
 	@echo "make test-abuse slowloris, idle sockets, a flood and heavy requests against the daemon, with figures (~2 min; never part of make test)"
 	@echo "make test-ha    several daemons (HA_TRIALS kills), standby reads, failover under load (never part of make test)"
@@ -152,6 +153,11 @@ test-slurm: $(BUILD)/gpuledger
 # only the idle-hook part of test-slurm (a real idle job cancelled by the hook, ~4 min)
 test-slurm-hook: $(BUILD)/gpuledger
 	@BUILD=$(BUILD) tests/slurm/hook.sh
+
+# one report of each format for the current month from the demo data, in
+# build/reports-sample/ (not committed: it changes every month)
+reports-sample: $(BUILD)/gpuledger
+	@scripts/reports-sample.sh $(BUILD)
 
 bench: $(BUILD)/gpuledger $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh

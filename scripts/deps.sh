@@ -5,7 +5,7 @@
 set -euo pipefail
 PKGS=(build-essential pkg-config libpq-dev libmicrohttpd-dev libcjson-dev libyaml-dev
       libcurl4-openssl-dev libssl-dev libcmocka-dev zlib1g-dev postgresql-15 curl
-      libcairo2-dev libpango1.0-dev fonts-dejavu-core poppler-utils unzip
+      libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-wqy-microhei poppler-utils unzip
       chromium nodejs)
 # the web suite (tests/web) drives Debian's chromium with playwright-core
 # from npm; a Node.js that ships its own npm (NodeSource) conflicts with

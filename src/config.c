@@ -10,6 +10,7 @@
 #include "gl/tmpl.h"
 #include "gl/workload.h"
 #include "gl/runs.h"
+#include "gl/report.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -463,6 +464,13 @@ static const struct gl_cfg_key top_keys[] = {
 	 "formats of scheduled reports (comma list)", NULL, 0, 0},
 	{"reports.share_idle", GL_CFG_STR, OFF(reports_share_idle), "none", 0, 0, 0,
 	 "shareIdle of scheduled reports: " GL_CB_SHARE_NAMES, NULL, 0, 0},
+	{"reports.template_dir", GL_CFG_STR, OFF(reports_template_dir), "reports", 0, 0, 0,
+	 "HTML template, CSS and PDF layout of the reports, read at each rendering (relative to the working directory)",
+	 NULL, 0, 0},
+	{"reports.thousands_separator", GL_CFG_STR, OFF(reports_thousands_separator), ",", 0, 0, 0,
+	 "between digit groups in HTML and PDF reports (\"\" for none); the CSV has none", NULL, 0, 0},
+	{"reports.decimal_separator", GL_CFG_STR, OFF(reports_decimal_separator), ".", 0, 0, 0,
+	 "before the fraction in HTML and PDF reports; the CSV keeps \".\"", NULL, 0, 0},
 	{"budgets", GL_CFG_LIST, OFF(budgets), NULL, 0, 0, 0, "monthly budgets per owner", budget_keys,
 	 sizeof(struct gl_budget_cfg), OFF(n_budgets)},
 	{"budget_alerts.thresholds", GL_CFG_STR, OFF(budget_thresholds), "50,75,90,100", 0, 0, 0,
@@ -1480,6 +1488,7 @@ static int check_capacity_plan(const struct gl_config *cfg, const char *name, co
 static int check_semantics(const struct gl_config *cfg, const char *name, const struct cfg_lines *l,
 			   struct gl_err *err)
 {
+	struct gl_err e = {0};
 	enum gl_share_idle sh;
 	int rc;
 
@@ -1489,6 +1498,8 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	if (gl_cb_share_parse(cfg->reports_share_idle, &sh))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
+	if (gl_report_seps_check(cfg->reports_thousands_separator, cfg->reports_decimal_separator, &e))
+		return cfg_fail(err, name, l, "reports.thousands_separator", "%s", e.msg);
 	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
 				cfg->reports_formats);

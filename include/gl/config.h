@@ -276,6 +276,9 @@ struct gl_config {
 	char *reports_aggregate;
 	char *reports_formats;       /* comma list of csv, html, pdf */
 	char *reports_share_idle;
+	char *reports_template_dir;        /* showback.html, showback.css, pdf-layout.yaml */
+	char *reports_thousands_separator; /* HTML and PDF only; the CSV has none */
+	char *reports_decimal_separator;
 	struct gl_budget_cfg *budgets;
 	size_t n_budgets;
 	char *budget_thresholds;     /* comma list of percentages */

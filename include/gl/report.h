@@ -21,8 +21,65 @@ extern const char *const gl_report_tables[];
  * thousands separators). -GL_EINVAL for an unknown table. */
 int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_strbuf *out) GL_MUSTCHECK;
 
-/* Appends the HTML page: inline CSS and SVG charts, everything escaped. */
-void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *out);
+/* The PDF's page geometry and type, read at run time from the template
+ * directory's pdf-layout.yaml (src/report/report_style.c), so a site
+ * restyles its reports without recompiling. Lengths in points. */
+struct gl_report_pdf_layout {
+	char font[64];                        /* family, e.g. "DejaVu Sans" */
+	double page_width, page_height;       /* A4: 595 x 842 */
+	double margin, footer;                /* all four margins; the footer band above the bottom one */
+	double title_size, heading_size, text_size, table_size, small_size;
+	double row_padding;                   /* between a table row's text and the next row */
+	double min_column_width;              /* a column is never narrower: the table splits instead */
+	double name_column_width;             /* owner / name columns (their text wraps, never cut) */
+	double chart_height;
+};
+
+/* How HTML and PDF show numbers and where their look comes from. The CSV
+ * never uses it: it stays machine-readable (no separators, '.' decimals).
+ *
+ * Ownership: gl_report_style_fini() (report_style.h) frees html and css. */
+struct gl_report_style {
+	char thousands[8]; /* between groups of three digits; "" for none */
+	char decimal[8];   /* before the fraction */
+	char *html;        /* the page template: {{title}}, {{css}}, {{body}} */
+	char *css;         /* inlined into {{css}} (the page stays self-contained) */
+	struct gl_report_pdf_layout pdf;
+};
+
+/* Appends the HTML page (the style's template around the report's
+ * content: inline CSS and SVG charts, everything escaped). */
+void gl_report_html(const struct gl_showback *sb, const struct gl_report_style *st, int64_t generated_at_s,
+		    struct gl_strbuf *out);
+
+/* The separators (config checks them when it loads): decimal one to seven
+ * bytes, thousands zero to seven, neither with a digit, '-', '<', '>' or
+ * '&', and not the same. 0 or -GL_EINVAL with the reason. */
+int gl_report_seps_check(const char *thousands, const char *decimal, struct gl_err *err) GL_MUSTCHECK;
+
+/* Said where the busy/idle chart would be when no exporter data exists. */
+extern const char gl_report_no_usage_note[];
+
+/* Copies in to buf with the style's separators in its leading number
+ * ("-1234567.89 + unpriced" -> "-1,234,567.89 + unpriced"); text that does
+ * not start with a plain number ("no data", a date) is copied unchanged. */
+void gl_report_fmt_local(const struct gl_report_style *st, const char *in, char *buf, size_t n);
+/* A queue wait for people: "45 s", "12 min", "327 h 08 min" (to the
+ * nearest minute from a minute on). The CSV keeps the seconds. */
+void gl_report_fmt_wait(int64_t seconds, char *buf, size_t n);
+/* GPUs for people: "16" when a whole number, else as gl_report_fmt_gpus. */
+void gl_report_fmt_gpus_shown(int64_t micro, char *buf, size_t n);
+
+/* A chart's value axis: ticks at multiples of a round step (1, 2 or 5 x a
+ * power of ten, in thousandths of the unit) from 0 to top >= the largest
+ * value, at most max_ticks + 1 labels. */
+struct gl_report_axis {
+	int64_t step_milli, top_milli;
+	int ticks; /* intervals: labels at 0, step, ..., top */
+};
+void gl_report_axis_ticks(int64_t max_milli, int max_ticks, struct gl_report_axis *ax);
+/* A tick label in the unit, with as few decimals as the step needs. */
+void gl_report_fmt_tick(const struct gl_report_axis *ax, int64_t milli, char *buf, size_t n);
 
 /* Shared number formats (also used by the PDF renderer). */
 void gl_report_fmt_hours(int64_t gpu_seconds, char *buf, size_t n);    /* "12.345" (3 decimals, half up) */

@@ -10,10 +10,13 @@
 #ifndef GL_REPORT_PDF_H
 #define GL_REPORT_PDF_H
 
+#include "gl/report.h"
 #include "gl/showback.h"
 #include "gl/strbuf.h"
 
-int gl_report_pdf(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *out,
-		  struct gl_err *err) GL_MUSTCHECK;
+/* Geometry, type and number separators come from style (its pdf layout,
+ * read from reports/pdf-layout.yaml by gl_report_style_load). */
+int gl_report_pdf(const struct gl_showback *sb, const struct gl_report_style *style, int64_t generated_at_s,
+		  struct gl_strbuf *out, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

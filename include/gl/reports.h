@@ -22,9 +22,13 @@ int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_
 /* "none" | "proportional" | "owner" (and the /v1/chargeback aliases). */
 int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err) GL_MUSTCHECK;
 
-/* The bytes of one format (table: the CSV table; ignored otherwise). */
+struct gl_config;
+/* The bytes of one format (table: the CSV table; ignored otherwise). HTML
+ * and PDF read their templates and layout from cfg's reports.template_dir
+ * and take its separators (report_style.h); CSV and ZIP use neither. */
 int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
-		      int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err) GL_MUSTCHECK;
+		      const struct gl_config *cfg, int64_t generated_at_s, struct gl_strbuf *out,
+		      struct gl_err *err) GL_MUSTCHECK;
 
 /* One written file of a set. */
 struct gl_reports_file {
@@ -37,7 +41,7 @@ struct gl_reports_file {
  * name and renamed, so a reader never sees half a report. files has room
  * for max entries; *n counts them. */
 int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f, const char *dir,
-			 int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
+			 const struct gl_config *cfg, int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
 			 struct gl_err *err) GL_MUSTCHECK;
 
 /* Writes b to dir/name through a temporary file and a rename. */

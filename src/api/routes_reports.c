@@ -99,7 +99,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, err.code == GL_EINVAL ? "month" : NULL, "%s", err.msg);
 	if (n_scope)
 		gl_showback_restrict(&sb, scope_vals, n_scope);
-	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->now_s, &resp->body,
+	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->cfg, req->now_s, &resp->body,
 			       &err);
 	if (!rc) {
 		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, gl_reports_ext[f], name,

@@ -111,7 +111,7 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 		}
 		goto fail;
 	}
-	rc = gl_reports_write_set(&sb, f, out, req.now_s, files, 16, &n, &err);
+	rc = gl_reports_write_set(&sb, f, out, cfg, req.now_s, files, 16, &n, &err);
 	gl_strbuf_printf(&detail, "{\"month\":\"%s\",\"aggregate\":\"%s\",\"format\":\"%s\",\"files\":%zu}", sb.month,
 			 sb.aggregate, fmt, n);
 	gl_showback_fini(&sb);

@@ -65,6 +65,114 @@ void gl_report_fmt_gpus(int64_t micro, char *buf, size_t n)
 		snprintf(buf, n, "%lld.%06lld", (long long)(micro / GL_GPU_MICRO), (long long)(micro % GL_GPU_MICRO));
 }
 
+void gl_report_fmt_gpus_shown(int64_t micro, char *buf, size_t n)
+{
+	if (micro % GL_GPU_MICRO == 0)
+		snprintf(buf, n, "%lld", (long long)(micro / GL_GPU_MICRO));
+	else
+		gl_report_fmt_gpus(micro, buf, n);
+}
+
+void gl_report_fmt_wait(int64_t s, char *buf, size_t n)
+{
+	int64_t m = (s + 30) / 60;
+	if (s < 60)
+		snprintf(buf, n, "%lld s", (long long)(s < 0 ? 0 : s));
+	else if (m < 60)
+		snprintf(buf, n, "%lld min", (long long)m);
+	else
+		snprintf(buf, n, "%lld h %02lld min", (long long)(m / 60), (long long)(m % 60));
+}
+
+void gl_report_fmt_local(const struct gl_report_style *st, const char *in, char *buf, size_t n)
+{
+	size_t i = 0, d0, d1, o = 0;
+	char tmp[256];
+	if (in[i] == '-')
+		i++;
+	d0 = i;
+	while (in[i] >= '0' && in[i] <= '9')
+		i++;
+	d1 = i;
+	/* a plain number ends the text or a word: "2026-10-01" and "12ab" are not one */
+	if (d1 == d0 || (in[i] && in[i] != '.' && in[i] != ' ') ||
+	    (in[i] == '.' && !(in[i + 1] >= '0' && in[i + 1] <= '9'))) {
+		snprintf(buf, n, "%s", in);
+		return;
+	}
+	if (d0)
+		tmp[o++] = '-';
+	for (size_t k = d0; k < d1 && o + 16 < sizeof tmp; k++) {
+		tmp[o++] = in[k];
+		if ((d1 - k - 1) % 3 == 0 && k + 1 < d1)
+			for (const char *t = st->thousands; *t && o + 16 < sizeof tmp; t++)
+				tmp[o++] = *t;
+	}
+	if (in[i] == '.') {
+		for (const char *t = st->decimal; *t && o + 16 < sizeof tmp; t++)
+			tmp[o++] = *t;
+		i++;
+		while (in[i] >= '0' && in[i] <= '9' && o + 2 < sizeof tmp)
+			tmp[o++] = in[i++];
+		if (in[i] && in[i] != ' ') {
+			snprintf(buf, n, "%s", in);
+			return;
+		}
+	}
+	tmp[o] = '\0';
+	snprintf(buf, n, "%s%s", tmp, in + i);
+}
+
+int gl_report_seps_check(const char *thousands, const char *decimal, struct gl_err *err)
+{
+	const char *v[] = {thousands, decimal};
+	if (!decimal[0])
+		return gl_err_set(err, GL_EINVAL, "decimal_separator: must not be empty");
+	for (int i = 0; i < 2; i++) {
+		if (strlen(v[i]) > 7)
+			return gl_err_set(err, GL_EINVAL, "'%s' is longer than 7 bytes", v[i]);
+		if (strpbrk(v[i], "0123456789-<>&"))
+			return gl_err_set(err, GL_EINVAL, "'%s' may not hold a digit, '-', '<', '>' or '&'", v[i]);
+	}
+	if (!strcmp(thousands, decimal))
+		return gl_err_set(err, GL_EINVAL, "thousands and decimal separators are both '%s'", decimal);
+	return 0;
+}
+
+void gl_report_axis_ticks(int64_t max_milli, int max_ticks, struct gl_report_axis *ax)
+{
+	static const int mant[] = {1, 2, 5};
+	int64_t p = 1;
+	if (max_milli < 1)
+		max_milli = 1;
+	if (max_ticks < 1)
+		max_ticks = 1;
+	for (;;) {
+		for (size_t k = 0; k < 3; k++) {
+			int64_t step = mant[k] * p, t = (max_milli + step - 1) / step;
+			if (t <= max_ticks) {
+				ax->step_milli = step;
+				ax->ticks = (int)t;
+				ax->top_milli = step * t;
+				return;
+			}
+		}
+		p *= 10;
+	}
+}
+
+void gl_report_fmt_tick(const struct gl_report_axis *ax, int64_t milli, char *buf, size_t n)
+{
+	if (ax->step_milli % 1000 == 0)
+		snprintf(buf, n, "%lld", (long long)(milli / 1000));
+	else if (ax->step_milli % 100 == 0)
+		snprintf(buf, n, "%lld.%01lld", (long long)(milli / 1000), (long long)(milli % 1000 / 100));
+	else if (ax->step_milli % 10 == 0)
+		snprintf(buf, n, "%lld.%02lld", (long long)(milli / 1000), (long long)(milli % 1000 / 10));
+	else
+		snprintf(buf, n, "%lld.%03lld", (long long)(milli / 1000), (long long)(milli % 1000));
+}
+
 const char *gl_report_owner_label(const char *key)
 {
 	return key && *key ? key : "(none)";
@@ -365,7 +473,7 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 		 sh.idle_shared);
 	fr_money(rows, &n, sb, "idle_cost_left_in___idle__", "Idle cost left in __idle__", f->capacity_known,
 		 sh.idle_left);
-	fr_money(rows, &n, sb, "total", "Total (owners and __idle__)", 1, sh.fleet_total);
+	fr_money(rows, &n, sb, "total", "Fleet total", 1, sh.fleet_total);
 	fr_money(rows, &n, sb, "previous_month_total", "Previous month total", f->has_prev, f->prev_total_micros);
 	fr_hours(rows, &n, "failed_job_gpu_hours", "Failed-job GPU-h", 1, f->failed_s);
 	fr_money(rows, &n, sb, "failed_job_cost", "Failed-job cost", 1, f->failed_micros);
@@ -664,13 +772,14 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2"
 				      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 #define CHART_SERIES 9 /* the rest of the owners go into "others" */
 
-/* Stacked GPU-hours by owner per day. */
+/* Stacked GPU-hours by owner per day, on a value axis with round ticks. */
 static void svg_daily(const struct gl_showback *sb, struct gl_strbuf *o)
 {
-	const int W = 680, H = 240, L = 50, B = 20;
-	int64_t max = 1;
+	const int W = 680, H = 240, L = 56, B = 20, T = 12;
+	int64_t max = 0;
 	size_t ns = sb->n_owners < CHART_SERIES ? sb->n_owners : CHART_SERIES;
-	double bw;
+	struct gl_report_axis ax;
+	double bw, span = H - B - T;
 	for (size_t d = 0; d < sb->n_days; d++) {
 		int64_t t = 0;
 		for (size_t i = 0; i < sb->n_owners; i++)
@@ -678,31 +787,34 @@ static void svg_daily(const struct gl_showback *sb, struct gl_strbuf *o)
 		if (t > max)
 			max = t;
 	}
+	gl_report_axis_ticks((max * 1000 + 3599) / 3600, 6, &ax);
 	bw = (double)(W - L - 10) / (double)(sb->n_days ? sb->n_days : 1);
 	gl_strbuf_printf(o, "<svg class=chart role=img aria-label=\"GPU-hours by owner per day\" viewBox=\"0 0 %d %d\">",
 			 W, H + 30);
-	gl_strbuf_printf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>", L, H - B, W - 10, H - B);
-	{
+	for (int k = 0; k <= ax.ticks; k++) {
 		char b[32];
-		gl_report_fmt_hours(max, b, sizeof b);
-		gl_strbuf_printf(o, "<text x=\"%d\" y=\"12\" class=ax>", 2);
-		esc(o, b);
-		gl_strbuf_puts(o, " GPU-h</text>");
+		double y = H - B - span * k / ax.ticks;
+		gl_report_fmt_tick(&ax, ax.step_milli * k, b, sizeof b);
+		gl_strbuf_printf(o, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\"/>", L - 4, y, W - 10,
+				 y, k ? "#e4e4e4" : "#888");
+		gl_strbuf_printf(o, "<text x=\"%d\" y=\"%.1f\" class=\"n ax tick\" text-anchor=\"end\">%s</text>", L - 6,
+				 y + 3, b);
 	}
+	gl_strbuf_printf(o, "<text x=\"2\" y=\"%d\" class=ax>GPU-h</text>", T - 4 > 0 ? T - 4 : 8);
 	for (size_t d = 0; d < sb->n_days; d++) {
 		double y = H - B;
 		for (size_t i = 0; i < sb->n_owners; i++) {
 			size_t series = i < ns ? i : ns;
-			double h = (double)sb->owners[i].daily_s[d] * (H - B - 20) / (double)max;
+			double h = (double)sb->owners[i].daily_s[d] * 1000.0 / 3600.0 * span / (double)ax.top_milli;
 			if (h <= 0)
 				continue;
 			y -= h;
 			gl_strbuf_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>",
 					 L + bw * (double)d + 1, y, bw - 2 > 1 ? bw - 2 : 1, h, palette[series % 10]);
 		}
-		if (d % 5 == 0)
-			gl_strbuf_printf(o, "<text x=\"%.1f\" y=\"%d\" class=ax>%zu</text>", L + bw * (double)d, H - 5,
-					 d + 1);
+		if (d % 5 == 0 || d + 1 == sb->n_days)
+			gl_strbuf_printf(o, "<text x=\"%.1f\" y=\"%d\" class=ax text-anchor=\"middle\">%zu</text>",
+					 L + bw * ((double)d + 0.5), H - 5, d + 1);
 	}
 	/* legend */
 	for (size_t i = 0; i <= ns && i < sb->n_owners; i++) {
@@ -778,7 +890,7 @@ static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const s
 		td(o, j[i].cluster);
 		td(o, gl_report_owner_label(j[i].owner));
 		td(o, j[i].state);
-		gl_report_fmt_gpus(j[i].gpu_micro, b, sizeof b);
+		gl_report_fmt_gpus_shown(j[i].gpu_micro, b, sizeof b);
 		tdn(o, b);
 		tdh(o, j[i].alloc_s);
 		gl_report_fmt_job_money(sb, &j[i], j[i].cost_micros, b, sizeof b);
@@ -941,17 +1053,23 @@ static void html_waste(const struct gl_showback *sb, struct gl_strbuf *o)
 /* waits */
 static void html_waits(const struct gl_showback *sb, struct gl_strbuf *o)
 {
-	static const char *const h[] = {"By", "Name", "Jobs", "Wait p50 s", "p90 s", "p99 s", NULL};
+	static const char *const h[] = {"By", "Name", "Jobs", "Wait p50", "p90", "p99", NULL};
 	gl_strbuf_puts(o, "<h2>Queue waits</h2><table id=waits>");
 	ths(o, h);
 	for (size_t i = 0; i < sb->n_waits; i++) {
 		const struct gl_sb_wait *w = &sb->waits[i];
+		char b[48];
 		gl_strbuf_puts(o, "<tr>");
 		td(o, w->kind);
 		td(o, gl_report_owner_label(w->name));
-		gl_strbuf_printf(o, "<td class=n>%lld</td><td class=n>%lld</td><td class=n>%lld</td>"
-				    "<td class=n>%lld</td></tr>",
-				 (long long)w->jobs, (long long)w->p50_s, (long long)w->p90_s, (long long)w->p99_s);
+		gl_strbuf_printf(o, "<td class=n>%lld</td>", (long long)w->jobs);
+		gl_report_fmt_wait(w->p50_s, b, sizeof b);
+		tdn(o, b);
+		gl_report_fmt_wait(w->p90_s, b, sizeof b);
+		tdn(o, b);
+		gl_report_fmt_wait(w->p99_s, b, sizeof b);
+		tdn(o, b);
+		gl_strbuf_puts(o, "</tr>");
 	}
 	gl_strbuf_puts(o, "</tbody></table>\n");
 }
@@ -1052,30 +1170,58 @@ static void html_rules(const struct gl_showback *sb, struct gl_strbuf *o)
 	gl_strbuf_puts(o, "</tbody></table>\n");
 }
 
-void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct gl_strbuf *o)
+/* A numeric element: a start tag with class n ("<td class=n>", "<td
+ * class=\"n total\">", "<strong class=n id=..>"). */
+static int numeric_tag(const char *tag, size_t len)
+{
+	for (size_t k = 0; k + 8 <= len; k++)
+		if (!strncmp(tag + k, " class=n", 8) && (tag[k + 8] == ' ' || tag[k + 8] == '>'))
+			return 1;
+		else if (!strncmp(tag + k, " class=\"n ", 10) || !strncmp(tag + k, " class=\"n\"", 10))
+			return 1;
+	return 0;
+}
+
+/* Every numeric element's text with the site's separators: the one place
+ * the HTML decides how a number reads, so no table can forget it. */
+static void localize(const struct gl_report_style *st, const char *s, struct gl_strbuf *o)
+{
+	while (*s) {
+		const char *lt = strchr(s, '<'), *gt, *end;
+		char in[256], out[512];
+		if (!lt) {
+			gl_strbuf_puts(o, s);
+			return;
+		}
+		gt = strchr(lt, '>');
+		if (!gt) {
+			gl_strbuf_puts(o, s);
+			return;
+		}
+		gl_strbuf_append(o, s, (size_t)(gt + 1 - s));
+		s = gt + 1;
+		if (!numeric_tag(lt, (size_t)(gt - lt)))
+			continue;
+		end = strchr(s, '<');
+		if (!end || (size_t)(end - s) >= sizeof in)
+			continue;
+		memcpy(in, s, (size_t)(end - s));
+		in[end - s] = '\0';
+		/* in is escaped already; the separators cannot hold < > &
+		 * (gl_report_seps_check), so out needs no second escaping */
+		gl_report_fmt_local(st, in, out, sizeof out);
+		gl_strbuf_puts(o, out);
+		s = end;
+	}
+}
+
+/* The page's content, between the template's <body> tags. */
+static void html_body(const struct gl_showback *sb, const char *gen, struct gl_strbuf *o)
 {
 	const struct gl_sb_fleet *f = &sb->fleet;
-	char gen[32], b[64], c[64];
+	char b[64], c[64];
 	struct gl_report_shown sh;
 
-	gl_time_format(generated_at_s, gen, sizeof gen);
-	gl_strbuf_puts(o, "<!DOCTYPE html>\n<html lang=en><head><meta charset=\"utf-8\">"
-			  "<meta name=viewport content=\"width=device-width, initial-scale=1\"><title>GPU showback ");
-	esc(o, sb->month);
-	gl_strbuf_puts(o, "</title><style>"
-			  "@page{size:A4;margin:14mm}"
-			  "body{font:10pt/1.35 system-ui,'DejaVu Sans',sans-serif;color:#222;max-width:190mm;margin:auto}"
-			  "h1{font-size:18pt;margin:0 0 4pt}h2{font-size:13pt;margin:14pt 0 4pt;break-after:avoid}"
-			  "table{border-collapse:collapse;width:100%;margin:4pt 0;font-size:8.5pt;break-inside:auto}"
-			  "tr{break-inside:avoid}th,td{border-bottom:1px solid #ddd;padding:2pt 4pt;text-align:left}"
-			  "th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
-			  /* fourteen columns: a number broken over two lines ("0.07 / %") read as two */
-			  "#owners{font-size:7.5pt}#owners th,#owners td{padding:2pt 2.5pt}"
-			  ".warn{background:#fff4e5;border:1px solid #f0b070;padding:4pt 8pt}"
-			  ".ok{color:#2a7a2a}.bad{color:#b00020;font-weight:bold}"
-			  "svg.chart{width:100%;height:auto;break-inside:avoid}.ax{font-size:9px;fill:#444}"
-			  ".meta{color:#666;font-size:8.5pt}section{break-inside:auto}"
-			  "</style></head><body>\n");
 	gl_strbuf_puts(o, "<h1>GPU showback ");
 	esc(o, sb->month);
 	gl_strbuf_puts(o, "</h1><p class=meta>by ");
@@ -1099,12 +1245,12 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	}
 	gl_report_shown_compute(sb, &sh);
 	gl_money_format(sh.fleet_total, sb->minor, b, sizeof b);
-	gl_strbuf_puts(o, "<p>Fleet total: <strong id=fleet-total>");
+	gl_strbuf_puts(o, "<p>Fleet total: <strong class=n id=fleet-total>");
 	esc(o, b);
 	gl_strbuf_puts(o, "</strong> ");
 	esc(o, sb->currency);
 	gl_report_fmt_hours(f->allocated_s, c, sizeof c);
-	gl_strbuf_puts(o, " · allocated GPU-hours: <strong id=allocated-hours>");
+	gl_strbuf_puts(o, " · allocated GPU-hours: <strong class=n id=allocated-hours>");
 	esc(o, c);
 	gl_strbuf_puts(o, "</strong></p>\n");
 
@@ -1112,7 +1258,10 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	gl_strbuf_puts(o, "<h2>GPU-hours by owner per day</h2>");
 	svg_daily(sb, o);
 	gl_strbuf_puts(o, "<h2>Busy and allocated-idle GPU-hours</h2>");
-	svg_pairs(sb, o, 0);
+	if (sb->fleet.usage_known)
+		svg_pairs(sb, o, 0);
+	else
+		gl_strbuf_printf(o, "<p class=meta id=no-usage>%s</p>", gl_report_no_usage_note);
 	gl_strbuf_puts(o, "<h2>Cost by owner, month over month</h2>");
 	svg_pairs(sb, o, 1);
 
@@ -1133,8 +1282,49 @@ void gl_report_html(const struct gl_showback *sb, int64_t generated_at_s, struct
 	esc(o, sb->month);
 	gl_strbuf_puts(o, " · generated at ");
 	esc(o, gen);
-	gl_strbuf_puts(o, "</p></body></html>\n");
+	gl_strbuf_puts(o, "</p>\n");
 	gl_report_shown_fini(&sh);
+}
+
+const char gl_report_no_usage_note[] =
+	"No exporter data (dcgm-exporter) for this month's jobs: busy and allocated-idle GPU-hours are unknown, so "
+	"the chart is left out.";
+
+void gl_report_html(const struct gl_showback *sb, const struct gl_report_style *st, int64_t generated_at_s,
+		    struct gl_strbuf *o)
+{
+	struct gl_strbuf body = GL_STRBUF_INIT;
+	char gen[32];
+	const char *t = st->html;
+
+	gl_time_format(generated_at_s, gen, sizeof gen);
+	html_body(sb, gen, &body);
+	gl_strbuf_putc(&body, '\0');
+	/* the template's placeholders were checked when it was read
+	 * (gl_report_style_load); anything else in it is copied as it is */
+	while (*t) {
+		const char *at = strstr(t, "{{");
+		if (!at) {
+			gl_strbuf_puts(o, t);
+			break;
+		}
+		gl_strbuf_append(o, t, (size_t)(at - t));
+		if (!strncmp(at, "{{title}}", 9)) {
+			gl_strbuf_puts(o, "GPU showback ");
+			esc(o, sb->month);
+			t = at + 9;
+		} else if (!strncmp(at, "{{css}}", 7)) {
+			gl_strbuf_puts(o, st->css ? st->css : "");
+			t = at + 7;
+		} else if (!strncmp(at, "{{body}}", 8)) {
+			localize(st, body.p, o);
+			t = at + 8;
+		} else {
+			gl_strbuf_puts(o, "{{");
+			t = at + 2;
+		}
+	}
+	gl_strbuf_fini(&body);
 }
 
 /* ---- the capacity page ---- */

@@ -45,7 +45,7 @@ static int compare_latest(struct gl_store *st, const struct gl_showback *sb, con
 	for (*nt = 0; gl_report_tables[*nt] && *nt < GL_REPORT_SCHED_MAX_FILES; (*nt)++) {
 		char name[160], sha[65];
 		int same = 0;
-		if ((rc = gl_reports_render(sb, GL_REPORTS_CSV, gl_report_tables[*nt], now_s, &csv[*nt], err)))
+		if ((rc = gl_reports_render(sb, GL_REPORTS_CSV, gl_report_tables[*nt], NULL, now_s, &csv[*nt], err)))
 			goto out;
 		gl_reports_sha256(csv[*nt].p, csv[*nt].len, sha);
 		gl_report_sched_name(sb->month, sb->aggregate, sb->share, gl_report_tables[*nt], "csv", *pv, name,
@@ -89,7 +89,7 @@ static int write_files(const struct gl_config *cfg, const struct gl_showback *sb
 			continue;
 		f = &res->files[res->n_files++];
 		gl_strbuf_reset(&b);
-		if ((rc = gl_reports_render(sb, (enum gl_reports_format)fmt, NULL, now_s, &b, err)))
+		if ((rc = gl_reports_render(sb, (enum gl_reports_format)fmt, NULL, cfg, now_s, &b, err)))
 			break;
 		gl_report_sched_name(sb->month, sb->aggregate, sb->share, NULL, gl_reports_ext[fmt], res->version, f->name,
 				     sizeof f->name);

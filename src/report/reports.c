@@ -1,7 +1,9 @@
 /* Producing report files (see include/gl/reports.h). */
 #include "gl/reports.h"
 #include "gl/report.h"
+#include "gl/config.h"
 #include "gl/report_pdf.h"
+#include "gl/report_style.h"
 #include "gl/zip.h"
 
 #include <errno.h>
@@ -65,8 +67,56 @@ static int render_zip(const struct gl_showback *sb, struct gl_strbuf *out, struc
 	return rc;
 }
 
+/* Where the templates are: a relative reports.template_dir from the
+ * working directory (as server.web_dir), else beside the binary, so the
+ * default finds the repository's reports/ from build/gpuledger and an
+ * installed PREFIX/share/gpuledger/reports from PREFIX/bin/gpuledger,
+ * whatever directory the daemon was started in. */
+static const char *template_dir(const char *dir, char *buf, size_t n)
+{
+	static const char *const beside[] = {"/../", "/../share/gpuledger/"};
+	char exe[4096], probe[4200];
+	ssize_t len;
+	snprintf(probe, sizeof probe, "%s/showback.html", dir);
+	if (dir[0] == '/' || !access(probe, R_OK) || (len = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
+		return dir;
+	exe[len] = '\0';
+	if (strrchr(exe, '/'))
+		*strrchr(exe, '/') = '\0';
+	for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+		snprintf(buf, n, "%s%s%s", exe, beside[i], dir);
+		snprintf(probe, sizeof probe, "%s/showback.html", buf);
+		if (!access(probe, R_OK))
+			return buf;
+	}
+	return dir; /* the error then names the configured directory */
+}
+
+/* HTML and PDF in the site's look, read at each rendering so an edited
+ * template shows in the next report without a restart. */
+static int render_styled(const struct gl_showback *sb, enum gl_reports_format f, const struct gl_config *cfg,
+			 int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
+{
+	struct gl_report_style st;
+	char buf[4200];
+	int rc = gl_report_style_load(template_dir(cfg->reports_template_dir, buf, sizeof buf),
+				      cfg->reports_thousands_separator, cfg->reports_decimal_separator, &st, err);
+	if (rc) {
+		/* the site's files, not the request, are wrong: never a 400/404 */
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		return gl_err_set(err, GL_ECONFIG, "%s", msg);
+	}
+	if (f == GL_REPORTS_HTML)
+		gl_report_html(sb, &st, generated_at_s, out);
+	else
+		rc = gl_report_pdf(sb, &st, generated_at_s, out, err);
+	gl_report_style_fini(&st);
+	return rc;
+}
+
 int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
-		      int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
+		      const struct gl_config *cfg, int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
 {
 	switch (f) {
 	case GL_REPORTS_CSV:
@@ -74,10 +124,8 @@ int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, co
 			return gl_err_set(err, GL_EINVAL, "table: unknown table '%s'", table);
 		return 0;
 	case GL_REPORTS_HTML:
-		gl_report_html(sb, generated_at_s, out);
-		return 0;
 	case GL_REPORTS_PDF:
-		return gl_report_pdf(sb, generated_at_s, out, err);
+		return render_styled(sb, f, cfg, generated_at_s, out, err);
 	case GL_REPORTS_ZIP:
 		return render_zip(sb, out, err);
 	}
@@ -133,7 +181,7 @@ out:
 }
 
 int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f, const char *dir,
-			 int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
+			 const struct gl_config *cfg, int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
 			 struct gl_err *err)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
@@ -151,7 +199,7 @@ int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f,
 		}
 		o = &files[(*n)++];
 		gl_strbuf_reset(&b);
-		if ((rc = gl_reports_render(sb, f, table, generated_at_s, &b, err)))
+		if ((rc = gl_reports_render(sb, f, table, cfg, generated_at_s, &b, err)))
 			goto out;
 		gl_report_file_name(sb, table, gl_reports_ext[f], o->name, sizeof o->name);
 		gl_reports_sha256(b.p, b.len, o->sha256);

@@ -792,6 +792,24 @@ static char *run_capture(const char *cmd)
 	return b;
 }
 
+/* A CSV number as the report shows it with the default separators:
+ * "276364.80" -> "276,364.80" (worked out here, not by the code under test). */
+static void grouped(const char *in, char *out, size_t n)
+{
+	const char *dot = strchr(in, '.');
+	size_t lead = in[0] == '-', digits = (dot ? (size_t)(dot - in) : strlen(in)) - lead, o = 0;
+	char b[128];
+	if (lead)
+		b[o++] = '-';
+	for (size_t k = 0; k < digits; k++) {
+		if (k && (digits - k) % 3 == 0)
+			b[o++] = ',';
+		b[o++] = in[lead + k];
+	}
+	snprintf(b + o, sizeof b - o, "%s", dot ? dot : "");
+	snprintf(out, n, "%s", b);
+}
+
 static void test_pdf_pages_and_text(void **state)
 {
 	char dir[PATH_MAX + 8], cmd[4 * PATH_MAX], total[64], hours[64];
@@ -834,20 +852,23 @@ static void test_pdf_pages_and_text(void **state)
 	fleet_value(PH_MONTH, "total", total, sizeof total);
 	fleet_value(PH_MONTH, "allocated_gpu_hours", hours, sizeof hours);
 	{
-		char want[128];
-		snprintf(want, sizeof want, "Fleet total: %s USD", total);
+		char want[128], g[96];
+		grouped(total, g, sizeof g);
+		snprintf(want, sizeof want, "Fleet total: %s USD", g);
 		assert_non_null(strstr(txt, want));
-		snprintf(want, sizeof want, "Allocated GPU-hours: %s", hours);
+		grouped(hours, g, sizeof g);
+		snprintf(want, sizeof want, "Allocated GPU-hours: %s", g);
 		assert_non_null(strstr(txt, want));
 	}
 	{
 		/* the fleet table on its page: the CSV fleet table's rows, the same values */
 		static const char *const fl[][2] = {{"Allocated GPU-h", "allocated_gpu_hours"},
-						    {"Total (owners and __idle__)", "total"},
+						    {"Fleet total", "total"},
 						    {"Allocation cost", "allocation_cost"}};
 		for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++) {
-			char v[64], *at = strstr(txt, fl[i][0]), *eol;
-			fleet_value(PH_MONTH, fl[i][1], v, sizeof v);
+			char v[64], *at = strstr(txt, fl[i][0]), *eol, g[96];
+			fleet_value(PH_MONTH, fl[i][1], g, sizeof g);
+			grouped(g, v, sizeof v);
 			assert_non_null(at);
 			eol = strchr(at, '\n');
 			assert_non_null(eol);
@@ -859,8 +880,11 @@ static void test_pdf_pages_and_text(void **state)
 	get_csv("month=" PH_MONTH, &own);
 	{
 		int tc = csv_col(&own, "total");
-		for (size_t r = 1; r < own.nrows && r < 10; r++)
-			assert_non_null(strstr(txt, own.cell[r][tc]));
+		for (size_t r = 1; r < own.nrows && r < 10; r++) {
+			char g[96];
+			grouped(own.cell[r][tc], g, sizeof g);
+			assert_non_null(strstr(txt, g));
+		}
 	}
 	gl_test_csv_free(&own);
 	free(txt);
@@ -908,6 +932,328 @@ static void test_pdf_layout(void **state)
 	free(html);
 }
 
+/* A word of pdftotext -bbox, its entities decoded. */
+struct pword {
+	int page;
+	double x0, y0, x1, y1;
+	char t[128];
+};
+
+static size_t pdf_words(const char *bbox, struct pword **out)
+{
+	size_t n = 0, cap = 1024;
+	int page = 0;
+	struct pword *w = malloc(cap * sizeof *w);
+	for (const char *at = bbox; (at = strchr(at, '<')); at++) {
+		char raw[256] = "";
+		struct pword *p;
+		if (!strncmp(at, "<page ", 6)) {
+			page++;
+			continue;
+		}
+		if (strncmp(at, "<word ", 6))
+			continue;
+		if (n == cap)
+			w = realloc(w, (cap *= 2) * sizeof *w);
+		p = &w[n];
+		assert_int_equal(sscanf(at, "<word xMin=\"%lf\" yMin=\"%lf\" xMax=\"%lf\" yMax=\"%lf\">%255[^<]", &p->x0, &p->y0,
+					&p->x1, &p->y1, raw),
+				 5);
+		p->page = page;
+		{
+			size_t o = 0;
+			static const char *const ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
+							     {"&apos;", "'"}, {"&#39;", "'"}};
+			for (const char *r = raw; *r && o + 1 < sizeof p->t;) {
+				size_t e = 0;
+				while (e < 6 && strncmp(r, ent[e][0], strlen(ent[e][0])))
+					e++;
+				if (e < 6) {
+					p->t[o++] = ent[e][1][0];
+					r += strlen(ent[e][0]);
+				} else
+					p->t[o++] = *r++;
+			}
+			p->t[o] = '\0';
+		}
+		n++;
+	}
+	*out = w;
+	return n;
+}
+
+/* Whether name (spaces ignored) is drawn whole: from a word that starts
+ * it, the following pieces are on the same line just after it or on the
+ * next line at the same left edge (a wrapped cell). */
+static int name_whole(const struct pword *w, size_t n, const char *name)
+{
+	char want[256];
+	size_t k = 0;
+	for (const char *c = name; *c && k + 1 < sizeof want; c++)
+		if (*c != ' ')
+			want[k++] = *c;
+	want[k] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t got = strlen(w[i].t), cur = i;
+		double left = w[i].x0;
+		if (strncmp(want, w[i].t, got))
+			continue;
+		while (got < k) {
+			size_t j, l = 0;
+			for (j = 0; j < n; j++) {
+				int same_line = fabs(w[j].y0 - w[cur].y0) < 0.5 && w[j].x0 > w[cur].x1 && w[j].x0 - w[cur].x1 < 4;
+				int next_line = fabs(w[j].x0 - left) < 1 && w[j].y0 > w[cur].y0 && w[j].y0 - w[cur].y0 < 12;
+				l = strlen(w[j].t);
+				if (w[j].page == w[cur].page && (same_line || next_line) && !strncmp(want + got, w[j].t, l))
+					break;
+			}
+			if (j == n)
+				break;
+			got += l;
+			cur = j;
+		}
+		if (got == k)
+			return 1;
+	}
+	return 0;
+}
+
+/* The test's own h/min: minutes rounded, "327 h 08 min". */
+static void wait_hmin(long long s, char *b, size_t n)
+{
+	long long m = (s + 30) / 60;
+	if (s < 60)
+		snprintf(b, n, "%lld s", s);
+	else if (m < 60)
+		snprintf(b, n, "%lld min", m);
+	else
+		snprintf(b, n, "%lld h %02lld min", m / 60, m % 60);
+}
+
+/* The PDF finance reads (issue 28): columns no narrower than the layout's
+ * minimum, every owner's name whole (wrapped, never "foundatio…"), figures
+ * with thousands separators, waits in h/min, whole GPU counts as integers,
+ * the daily chart's value axis labelled with round ticks, the busy/idle
+ * chart replaced by a sentence for a month with no exporter data. */
+static void test_pdf_finance_readable(void **state)
+{
+	char dir[PATH_MAX + 8], cmd[4 * PATH_MAX], total[64], want[160], g[96];
+	char *txt, *bbox;
+	struct pword *w;
+	size_t n;
+	struct gl_test_csv own, waits, top, daily;
+	snprintf(dir, sizeof dir, "%s/pdffin", g_tmp);
+	assert_int_equal(run_cli(dir, PH_MONTH, "pdf"), 0);
+	snprintf(cmd, sizeof cmd, "pdftotext -layout '%s/showback-" PH_MONTH "-team.pdf' -", dir);
+	txt = run_capture(cmd);
+	snprintf(cmd, sizeof cmd, "pdftotext -bbox '%s/showback-" PH_MONTH "-team.pdf' -", dir);
+	bbox = run_capture(cmd);
+	n = pdf_words(bbox, &w);
+	assert_true(n > 300);
+
+	/* separators: the fleet total (six digits before the point) grouped */
+	fleet_value(PH_MONTH, "total", total, sizeof total);
+	assert_true(strchr(total, '.') - total >= 4);
+	grouped(total, g, sizeof g);
+	snprintf(want, sizeof want, "Fleet total: %s USD", g);
+	assert_non_null(strstr(txt, want));
+	assert_null(strstr(strstr(txt, want) + 1, want)); /* one fleet total, one name */
+	assert_null(strstr(txt, "Total (owners and __idle__)"));
+
+	/* no text set smaller to fit, no cut label */
+	for (size_t i = 0; i < n; i++)
+		if (w[i].y1 - w[i].y0 < 5.5)
+			fail_msg("'%s' is %.1f pt tall: shrunk to fit", w[i].t, w[i].y1 - w[i].y0);
+	assert_null(strstr(txt, "…"));
+	get_csv("month=" PH_MONTH, &own);
+	{
+		int oc = csv_col(&own, "owner");
+		for (size_t r = 1; r < own.nrows; r++) {
+			const char *name = own.cell[r][oc][0] == '\'' ? own.cell[r][oc] + 1 : own.cell[r][oc];
+			if (!name_whole(w, n, name))
+				fail_msg("owner '%s' is not drawn whole", name);
+		}
+	}
+	gl_test_csv_free(&own);
+
+	/* the owners table: each column's right edge at least 28 pt (the
+	 * layout's min_column_width) from the previous one, on the first line
+	 * of its heading (a heading's words closer than 3 pt are one cell) */
+	{
+		size_t h = 0;
+		double y = -1, edges[32];
+		int ne = 0;
+		while (h < n && !(strcmp(w[h].t, "Owners") == 0 && h + 1 < n && strcmp(w[h + 1].t, "Owner") == 0))
+			h++;
+		assert_true(h < n);
+		y = w[h + 1].y0;
+		/* the heading's later lines come between in reading order */
+		for (size_t i = h + 1, last = 0; i < n && i < h + 60; i++) {
+			if (fabs(w[i].y0 - y) >= 0.5)
+				continue;
+			if (ne && w[i].x0 - w[last].x1 < 3)
+				edges[ne - 1] = w[i].x1;
+			else if (ne < 32)
+				edges[ne++] = w[i].x1;
+			last = i;
+		}
+		assert_true(ne >= 6);
+		for (int i = 1; i < ne; i++)
+			if (edges[i] - edges[i - 1] < 28)
+				fail_msg("owners column %d is %.1f pt wide", i, edges[i] - edges[i - 1]);
+	}
+
+	/* waits in h/min, as the test computes them from the CSV's seconds */
+	get_csv("month=" PH_MONTH "&table=waits", &waits);
+	assert_true(waits.nrows > 1);
+	assert_null(strstr(txt, "p99 s"));
+	for (size_t r = 1; r < waits.nrows; r++) {
+		wait_hmin(atoll(waits.cell[r][csv_col(&waits, "wait_p99_s")]), g, sizeof g);
+		if (!strstr(txt, g))
+			fail_msg("p99 wait '%s' (%s s) not in the PDF", g, waits.cell[r][csv_col(&waits, "wait_p99_s")]);
+	}
+	gl_test_csv_free(&waits);
+
+	/* GPUs of the top jobs: "8", not "8.000", right after the job's state
+	 * on the line of its rank and id */
+	get_csv("month=" PH_MONTH "&table=top_cost", &top);
+	assert_true(top.nrows > 5);
+	for (size_t r = 1; r < top.nrows; r++) {
+		const char *gpus = top.cell[r][csv_col(&top, "gpus")], *st = top.cell[r][csv_col(&top, "state")];
+		const char *id = top.cell[r][csv_col(&top, "job_id")];
+		char rank[16];
+		int found = 0;
+		snprintf(rank, sizeof rank, "%zu", r);
+		for (char *line = txt; line && *line && !found; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+			char copy[1024], *tok[64], *save = NULL;
+			size_t len = strcspn(line, "\n"), nt = 0;
+			if (len >= sizeof copy)
+				continue;
+			memcpy(copy, line, len);
+			copy[len] = '\0';
+			for (char *t = strtok_r(copy, " ", &save); t && nt < 64; t = strtok_r(NULL, " ", &save))
+				tok[nt++] = t;
+			if (nt < 6 || strcmp(tok[0], rank) || strcmp(tok[1], id))
+				continue;
+			for (size_t k = 2; k + 1 < nt; k++)
+				if (!strcmp(tok[k], st)) {
+					char whole[32];
+					snprintf(whole, sizeof whole, "%.*s", (int)strcspn(gpus, "."), gpus);
+					assert_string_equal(tok[k + 1], strstr(gpus, ".000") ? whole : gpus);
+					found = 1;
+					break;
+				}
+		}
+		if (!found)
+			fail_msg("top job %s (rank %s) not found on one line", id, rank);
+	}
+	gl_test_csv_free(&top);
+
+	/* the daily chart's value axis: labels right-aligned left of the plot
+	 * (ending by 82 pt), round, evenly spaced from 0 to at least the
+	 * busiest day's GPU-hours (summed here from the daily CSV) */
+	get_csv("month=" PH_MONTH "&table=daily", &daily);
+	{
+		double day_h[32] = {0}, busiest = 0;
+		long long ticks[16], step, m;
+		int nt = 0, page;
+		size_t h = 0;
+		int dc = csv_col(&daily, "day"), hc = csv_col(&daily, "gpu_hours");
+		for (size_t r = 1; r < daily.nrows; r++) {
+			int d = atoi(daily.cell[r][dc] + 8);
+			assert_true(d >= 1 && d <= 31);
+			day_h[d] += atof(daily.cell[r][hc]);
+			busiest = day_h[d] > busiest ? day_h[d] : busiest;
+		}
+		while (h + 4 < n && !(!strcmp(w[h].t, "GPU-hours") && !strcmp(w[h + 1].t, "by") && !strcmp(w[h + 4].t, "day")))
+			h++;
+		assert_true(h + 4 < n);
+		page = w[h].page;
+		for (size_t i = h; i < n && w[i].page == page && nt < 16; i++) {
+			char digits[32];
+			size_t k = 0;
+			if (w[i].x1 > 82)
+				continue;
+			for (const char *c = w[i].t; *c && k + 1 < sizeof digits; c++)
+				if (*c != ',')
+					digits[k++] = *c;
+			digits[k] = '\0';
+			if (k && strspn(digits, "0123456789") == k)
+				ticks[nt++] = atoll(digits);
+		}
+		assert_true(nt >= 3);
+		for (int a = 0; a < nt; a++)
+			for (int b = a + 1; b < nt; b++)
+				if (ticks[b] < ticks[a]) {
+					long long t = ticks[a];
+					ticks[a] = ticks[b];
+					ticks[b] = t;
+				}
+		assert_int_equal(ticks[0], 0);
+		step = m = ticks[1];
+		while (m >= 10 && m % 10 == 0)
+			m /= 10;
+		assert_true(m == 1 || m == 2 || m == 5);
+		for (int i = 0; i < nt; i++)
+			assert_int_equal(ticks[i], step * i);
+		assert_true((double)ticks[nt - 1] >= busiest);
+		assert_true((double)ticks[nt - 2] < busiest); /* no empty band on top */
+	}
+	gl_test_csv_free(&daily);
+
+	/* no exporter data in the Philly month: a sentence, no bars of "no data" */
+	{
+		char *at = strstr(txt, "Busy and allocated-idle GPU-hours"), *end;
+		assert_non_null(at);
+		end = strstr(at, "Cost by owner, month over month");
+		assert_non_null(end);
+		*end = '\0';
+		assert_non_null(strstr(at, "No exporter data"));
+		assert_null(strstr(at, "no data"));
+		*end = 'C';
+	}
+	free(w);
+	free(bbox);
+	free(txt);
+}
+
+/* The HTML carries the same figures: grouped, waits in h/min, the
+ * template from reports/. */
+static void test_html_finance_readable(void **state)
+{
+	char *html, total[64], g[96], want[160];
+	struct gl_test_csv waits;
+	html = get_body("/v1/reports/showback?month=" PH_MONTH "&format=html", 200, "text/html", NULL);
+	fleet_value(PH_MONTH, "total", total, sizeof total);
+	grouped(total, g, sizeof g);
+	snprintf(want, sizeof want, "<strong class=n id=fleet-total>%s</strong>", g);
+	assert_non_null(strstr(html, want));
+	assert_non_null(strstr(html, "/* The showback report's HTML look")); /* reports/showback.css, inlined */
+	get_csv("month=" PH_MONTH "&table=waits", &waits);
+	for (size_t r = 1; r < waits.nrows; r++) {
+		char cell[96];
+		wait_hmin(atoll(waits.cell[r][csv_col(&waits, "wait_p50_s")]), g, sizeof g);
+		snprintf(cell, sizeof cell, "<td class=n>%s</td>", g);
+		assert_non_null(strstr(html, cell));
+	}
+	gl_test_csv_free(&waits);
+	assert_non_null(strstr(html, "id=no-usage"));
+	{
+		/* the top job's GPUs, whole: "<td>COMPLETED</td><td class=n>16</td>" */
+		struct gl_test_csv top;
+		char cell[160];
+		const char *gpus;
+		get_csv("month=" PH_MONTH "&table=top_cost", &top);
+		gpus = top.cell[1][csv_col(&top, "gpus")];
+		assert_non_null(strstr(gpus, ".000"));
+		snprintf(cell, sizeof cell, "<td>%s</td><td class=n>%.*s</td>", top.cell[1][csv_col(&top, "state")],
+			 (int)strcspn(gpus, "."), gpus);
+		assert_non_null(strstr(html, cell));
+		gl_test_csv_free(&top);
+	}
+	free(html);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -925,6 +1271,8 @@ int main(void)
 		cmocka_unit_test(test_regenerate_closed_month_byte_identical),
 		cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_pdf_pages_and_text),
+		cmocka_unit_test(test_pdf_finance_readable),
+		cmocka_unit_test(test_html_finance_readable),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -327,7 +327,8 @@ static void test_api_same_cents(void **state)
 	api_same_cents("proportional");
 }
 
-/* HTML shows the CSV's figures: the fleet total and each owner's total. */
+/* HTML shows the CSV's figures (with the default thousands separator):
+ * the fleet total and each owner's total. */
 static void test_html_same_figures(void **state)
 {
 	struct gl_test_http r;
@@ -336,7 +337,7 @@ static void test_html_same_figures(void **state)
 				      NULL, 0, NULL, &r),
 			 0);
 	assert_int_equal(r.status, 200);
-	assert_non_null(strstr(r.body, "<strong id=fleet-total>16070.40</strong>"));
+	assert_non_null(strstr(r.body, "<strong class=n id=fleet-total>16,070.40</strong>"));
 	{
 		const char *own = strstr(r.body, "<table id=owners>"), *end = own ? strstr(own, "</table>") : NULL;
 		const char *p = own;
@@ -353,14 +354,15 @@ static void test_html_same_figures(void **state)
 	{
 		const char *rec = strstr(r.body, "<table id=reconciliation>");
 		assert_non_null(rec);
-		assert_non_null(strstr(rec, "<td>__idle__</td><td class=n>16067.36</td>"));
+		assert_non_null(strstr(rec, "<td>__idle__</td><td class=n>16,067.36</td>"));
 	}
 	gl_test_http_fini(&r);
 }
 
 /* The PDF shows them too (pdftotext -layout, as tests/http/test_report.c
- * reads it): with shared idle, carol's row is 1.00, 5303.02, 5304.02 (naive
- * 1.01, 5303.02, 5304.02) and bob's 1.03, 5408.55, 5409.58. */
+ * reads it, figures grouped): with shared idle, carol's row is 1.00,
+ * 5,303.02, 5,304.02 (naive 1.01, 5,303.02, 5,304.02) and bob's 1.03,
+ * 5,408.55, 5,409.58. */
 static void test_pdf_same_figures(void **state)
 {
 	struct gl_test_http r;
@@ -385,7 +387,7 @@ static void test_pdf_same_figures(void **state)
 	n = fread(txt, 1, sizeof txt - 1, f);
 	txt[n] = '\0';
 	assert_int_equal(pclose(f), 0);
-	assert_non_null(strstr(txt, "Fleet total: 16070.40 USD"));
+	assert_non_null(strstr(txt, "Fleet total: 16,070.40 USD"));
 	{
 		const char *carol = strstr(txt, "carol "), *bob = strstr(txt, "bob ");
 		char row[256];
@@ -393,12 +395,12 @@ static void test_pdf_same_figures(void **state)
 		assert_non_null(bob);
 		snprintf(row, sizeof row, "%.*s", (int)strcspn(carol, "\n"), carol);
 		assert_non_null(strstr(row, " 1.00 "));
-		assert_non_null(strstr(row, " 5303.02 "));
-		assert_non_null(strstr(row, " 5304.02 "));
+		assert_non_null(strstr(row, " 5,303.02 "));
+		assert_non_null(strstr(row, " 5,304.02 "));
 		snprintf(row, sizeof row, "%.*s", (int)strcspn(bob, "\n"), bob);
 		assert_non_null(strstr(row, " 1.03 "));
-		assert_non_null(strstr(row, " 5408.55 "));
-		assert_non_null(strstr(row, " 5409.58 "));
+		assert_non_null(strstr(row, " 5,408.55 "));
+		assert_non_null(strstr(row, " 5,409.58 "));
 	}
 }
 

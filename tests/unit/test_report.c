@@ -12,6 +12,7 @@
 #include "gl/cost.h"
 #include "gl/report.h"
 #include "gl/report_sched.h"
+#include "gl/report_style.h"
 #include "gl/reports.h"
 #include "gl/strbuf.h"
 
@@ -21,6 +22,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* The repository's reports/ (the tests run from the top of the tree). */
+static void style(struct gl_report_style *st, const char *th, const char *dec)
+{
+	struct gl_err err = {0};
+	if (gl_report_style_load("reports", th, dec, st, &err))
+		fail_msg("%s", err.msg);
+}
 
 static void test_formats(void **state)
 {
@@ -130,8 +139,11 @@ static void test_html_escapes(void **state)
 {
 	struct gl_showback sb;
 	struct gl_strbuf o = GL_STRBUF_INIT;
+	struct gl_report_style st;
 	model(&sb);
-	gl_report_html(&sb, 1793491200, &o);
+	style(&st, ",", ".");
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
 	assert_null(strstr(o.p, "<script>"));
 	assert_non_null(strstr(o.p, "=cmd|&#39; /C calc&#39;!A0, &quot;x&quot; &lt;script&gt;é"));
 	assert_non_null(strstr(o.p, "generated at 2026-11-01T00:00:00Z"));
@@ -285,6 +297,7 @@ static void test_shown_model(void **state)
 	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
 	const char *const names[3] = {"c", "b", "a"}; /* the model's order: total desc, then name, here reversed on purpose */
 	size_t n;
+	struct gl_report_style st;
 	(void)state;
 	memset(&sb, 0, sizeof sb);
 	snprintf(sb.month, sizeof sb.month, "2026-10");
@@ -329,8 +342,10 @@ static void test_shown_model(void **state)
 			assert_string_equal(rows[i].value, "3.02");
 	}
 	gl_strbuf_reset(&o);
-	gl_report_html(&sb, 1790812800, &o);
-	assert_non_null(strstr(o.p, "<strong id=fleet-total>3.02</strong>"));
+	style(&st, ",", ".");
+	gl_report_html(&sb, &st, 1790812800, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, "<strong class=n id=fleet-total>3.02</strong>"));
 	assert_non_null(strstr(o.p, "<td class=\"n total\">1.01</td>"));
 	gl_strbuf_fini(&o);
 	gl_showback_fini(&sb);
@@ -425,6 +440,188 @@ static void test_write_file_no_planted_tmp(void **state)
 	gl_strbuf_fini(&b);
 }
 
+/* The site's separators in the leading number only; text, dates and the
+ * rest of a cell unchanged. */
+static void test_fmt_local(void **state)
+{
+	struct gl_report_style en = {.thousands = ",", .decimal = "."}, de = {.thousands = ".", .decimal = ","},
+			       none = {.thousands = "", .decimal = "."}, nb = {.thousands = "\u202f", .decimal = ","};
+	char b[96];
+	(void)state;
+	gl_report_fmt_local(&en, "276364.80", b, sizeof b);
+	assert_string_equal(b, "276,364.80");
+	gl_report_fmt_local(&en, "1234567", b, sizeof b);
+	assert_string_equal(b, "1,234,567");
+	gl_report_fmt_local(&en, "-1234.5 + unpriced", b, sizeof b);
+	assert_string_equal(b, "-1,234.5 + unpriced");
+	gl_report_fmt_local(&en, "999.999", b, sizeof b);
+	assert_string_equal(b, "999.999");
+	gl_report_fmt_local(&en, "327 h 08 min", b, sizeof b);
+	assert_string_equal(b, "327 h 08 min");
+	gl_report_fmt_local(&en, "1327 h 08 min", b, sizeof b);
+	assert_string_equal(b, "1,327 h 08 min");
+	gl_report_fmt_local(&de, "273088.227", b, sizeof b);
+	assert_string_equal(b, "273.088,227");
+	gl_report_fmt_local(&none, "273088.227", b, sizeof b);
+	assert_string_equal(b, "273088.227");
+	gl_report_fmt_local(&nb, "1000000.5", b, sizeof b);
+	assert_string_equal(b, "1\u202f000\u202f000,5");
+	/* not numbers: copied as they are */
+	static const char *const keep[] = {"no data", "2026-10-01", "12ab", "1.", "-", "", "a100", "1.2.3"};
+	for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+		gl_report_fmt_local(&en, keep[i], b, sizeof b);
+		assert_string_equal(b, keep[i]);
+	}
+}
+
+static void test_fmt_wait_and_gpus(void **state)
+{
+	char b[48];
+	(void)state;
+	gl_report_fmt_wait(0, b, sizeof b);
+	assert_string_equal(b, "0 s");
+	gl_report_fmt_wait(59, b, sizeof b);
+	assert_string_equal(b, "59 s");
+	gl_report_fmt_wait(60, b, sizeof b);
+	assert_string_equal(b, "1 min");
+	gl_report_fmt_wait(89, b, sizeof b); /* 1.48 min */
+	assert_string_equal(b, "1 min");
+	gl_report_fmt_wait(3599, b, sizeof b); /* 59.98 min rounds to the hour */
+	assert_string_equal(b, "1 h 00 min");
+	gl_report_fmt_wait(1177708, b, sizeof b); /* 19,628.47 min = 327 h 8 min */
+	assert_string_equal(b, "327 h 08 min");
+	gl_report_fmt_gpus_shown(16 * GL_GPU_MICRO, b, sizeof b);
+	assert_string_equal(b, "16");
+	gl_report_fmt_gpus_shown(0, b, sizeof b);
+	assert_string_equal(b, "0");
+	gl_report_fmt_gpus_shown(GL_GPU_MICRO / 2, b, sizeof b);
+	assert_string_equal(b, "0.500");
+	gl_report_fmt_gpus_shown(GL_GPU_MICRO / 7, b, sizeof b);
+	assert_string_equal(b, "0.142857");
+	/* the CSV keeps its fixed decimals */
+	gl_report_fmt_gpus(16 * GL_GPU_MICRO, b, sizeof b);
+	assert_string_equal(b, "16.000");
+}
+
+/* Round ticks: the issue's chart, whose one label was its maximum
+ * (14895.092 GPU-h), gets 0, 5,000, 10,000 and 15,000. */
+static void test_axis_ticks(void **state)
+{
+	struct gl_report_axis ax;
+	char b[32];
+	(void)state;
+	gl_report_axis_ticks(14895092, 6, &ax);
+	assert_int_equal(ax.step_milli, 5000000);
+	assert_int_equal(ax.ticks, 3);
+	assert_int_equal(ax.top_milli, 15000000);
+	gl_report_fmt_tick(&ax, ax.step_milli * 2, b, sizeof b);
+	assert_string_equal(b, "10000");
+	gl_report_axis_ticks(11000000, 6, &ax); /* 11,000: 2,000 x 6 = 12,000 */
+	assert_int_equal(ax.step_milli, 2000000);
+	assert_int_equal(ax.ticks, 6);
+	gl_report_axis_ticks(2300, 6, &ax); /* 2.3 h: 0.5 x 5 */
+	assert_int_equal(ax.step_milli, 500);
+	assert_int_equal(ax.ticks, 5);
+	gl_report_fmt_tick(&ax, 1500, b, sizeof b);
+	assert_string_equal(b, "1.5");
+	gl_report_axis_ticks(0, 6, &ax); /* an empty month still has an axis */
+	assert_true(ax.ticks >= 1 && ax.top_milli >= 1);
+	for (int64_t m = 1; m < 100000000; m = m * 3 + 7) {
+		gl_report_axis_ticks(m, 6, &ax);
+		assert_true(ax.top_milli >= m && ax.ticks <= 6 && ax.ticks >= 1);
+		assert_true(ax.top_milli - ax.step_milli < m); /* no empty interval on top */
+	}
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *b = calloc(1, 1 << 16);
+	assert_non_null(f);
+	assert_true(fread(b, 1, (1 << 16) - 1, f) > 0);
+	fclose(f);
+	return b;
+}
+
+/* The page is the template directory's: a site edits reports/ and the next
+ * rendering shows it, nothing recompiled; numbers take its separators. */
+static void test_html_template_from_dir(void **state)
+{
+	char dir[] = "/tmp/gl-report-tmpl-XXXXXX", path[256];
+	static const char *const files[] = {"showback.html", "showback.css", "pdf-layout.yaml"};
+	struct gl_showback sb;
+	struct gl_report_style st;
+	struct gl_strbuf o = GL_STRBUF_INIT;
+	struct gl_err err = {0};
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (size_t i = 0; i < 3; i++) {
+		char src[64], *t;
+		snprintf(src, sizeof src, "reports/%s", files[i]);
+		t = slurp(src);
+		put_file(dir, files[i], t);
+		free(t);
+	}
+	model(&sb);
+	sb.fleet.allocated_s = 12345 * 3600 + 1800; /* 12,345.5 GPU-h */
+	sb.fleet.usage_known = 1; /* the first owner has exporter data */
+	assert_int_equal(gl_report_style_load(dir, ",", ".", &st, &err), 0);
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, "<title>GPU showback 2026-10</title>"));
+	assert_non_null(strstr(o.p, "@page { size: A4")); /* the CSS file, inlined */
+	assert_non_null(strstr(o.p, "<strong class=n id=allocated-hours>12,345.500</strong>"));
+	assert_null(strstr(o.p, "site-x"));
+	/* the site's own look */
+	put_file(dir, "showback.html", "<!DOCTYPE html>\n<html><head><title>ACME {{title}}</title>"
+				       "<style>{{css}}</style></head>\n<body><main class=site-x>{{body}}</main></body></html>\n");
+	put_file(dir, "showback.css", ".site-x { color: #123456 }\n");
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_style_load(dir, ".", ",", &st, &err), 0);
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, "<title>ACME GPU showback 2026-10</title>"));
+	assert_non_null(strstr(o.p, "<style>.site-x { color: #123456 }\n</style>"));
+	assert_non_null(strstr(o.p, "<main class=site-x><h1>GPU showback 2026-10</h1>"));
+	assert_null(strstr(o.p, "@page"));
+	assert_non_null(strstr(o.p, "<strong class=n id=allocated-hours>12.345,500</strong>"));
+	/* a Swiss apostrophe goes in as it is, the escaped text around it untouched */
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_style_load(dir, "'", ".", &st, &err), 0);
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, "<strong class=n id=allocated-hours>12'345.500</strong>"));
+	assert_non_null(strstr(o.p, "=cmd|&#39; /C calc&#39;!A0, &quot;x&quot; &lt;script&gt;é"));
+	/* the busy/idle chart is there when the month has exporter data, a
+	 * sentence in its place when not */
+	assert_null(strstr(o.p, "id=no-usage"));
+	sb.fleet.usage_known = 0;
+	gl_strbuf_reset(&o);
+	assert_int_equal(gl_report_style_load(dir, ",", ".", &st, &err), 0);
+	gl_report_html(&sb, &st, 1793491200, &o);
+	gl_report_style_fini(&st);
+	assert_non_null(strstr(o.p, gl_report_no_usage_note));
+	assert_null(strstr(o.p, "green: busy GPU-hours"));
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+	gl_strbuf_fini(&o);
+	gl_showback_fini(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +634,10 @@ int main(void)
 		cmocka_unit_test(test_shown_parts),
 		cmocka_unit_test(test_shown_model),
 		cmocka_unit_test(test_write_file_no_planted_tmp),
+		cmocka_unit_test(test_fmt_local),
+		cmocka_unit_test(test_fmt_wait_and_gpus),
+		cmocka_unit_test(test_axis_ticks),
+		cmocka_unit_test(test_html_template_from_dir),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

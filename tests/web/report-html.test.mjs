@@ -33,6 +33,9 @@ async function test(name, fn) {
 		for (const l of String(e && e.stack ? e.stack : e).split('\n')) console.log('# ' + l);
 	}
 }
+// a CSV figure as the page shows it with the default separators (docs/reports.md):
+// "12345.60" -> "12,345.60"; text such as "no data" unchanged
+const grouped = (v) => v.replace(/^(-?)(\d+)(?=\.\d|$| )/, (m, sg, d) => sg + d.replace(/\B(?=(\d{3})+(?!\d))/g, ','));
 function eq(a, b, what) {
 	if (a !== b) throw new Error(`${what}: got ${JSON.stringify(a)}, want ${JSON.stringify(b)}`);
 }
@@ -126,8 +129,8 @@ try {
 	});
 
 	await test('fleet total and allocated GPU-hours equal the CSV tables', async () => {
-		eq((await page.textContent('#fleet-total')).trim(), fleet.total, 'fleet total');
-		eq((await page.textContent('#allocated-hours')).trim(), fleet.allocated_gpu_hours, 'allocated GPU-hours');
+		eq((await page.textContent('#fleet-total')).trim(), grouped(fleet.total), 'fleet total');
+		eq((await page.textContent('#allocated-hours')).trim(), grouped(fleet.allocated_gpu_hours), 'allocated GPU-hours');
 		const micros = (await page.textContent('#total-micros')).replace(/[^0-9-]/g, '');
 		const rec = csv('reconciliation').find((r) => r.line === 'fleet total');
 		eq(micros, rec.amount_micros, 'fleet total micro-units');
@@ -136,7 +139,7 @@ try {
 	await test('the fleet table is the CSV fleet table: every row, the same value', async () => {
 		const rows = await page.$$eval('#fleet tr[data-key]', (trs) => trs.map((tr) => [tr.dataset.key, tr.cells[1].textContent]));
 		assert(rows.length >= 17, 'fleet rows: ' + rows.length);
-		for (const [key, value] of rows) eq(value, fleet[key], 'fleet ' + key);
+		for (const [key, value] of rows) eq(value, grouped(fleet[key]), 'fleet ' + key);
 		// every CSV metric but the month's identity (shown in the page's heading) is in the page
 		for (const key of Object.keys(fleet).filter((k) => !['month', 'aggregate', 'share_idle', 'currency', 'closed'].includes(k)))
 			assert(rows.some(([k]) => k === key), 'missing in HTML: ' + key);
@@ -151,7 +154,7 @@ try {
 		for (const o of owners) {
 			const r = rows.find((x) => x.name === bare(o.owner));
 			assert(r, 'no row for ' + o.owner);
-			eq(r.total, o.total, 'total of ' + o.owner);
+			eq(r.total, grouped(o.total), 'total of ' + o.owner);
 		}
 		assert(rows.some((r) => r.name === HOSTILE), 'hostile name shown verbatim');
 		assert(rows.some((r) => r.name === '@lang, "uage"'), 'second hostile name shown verbatim');
@@ -163,10 +166,14 @@ try {
 		eq(await page.$$eval('script', (x) => x.length), 0, 'scripts');
 	});
 
-	await test('charts are inline SVG with drawn bars', async () => {
+	await test('charts are inline SVG with drawn bars, the daily one on a labelled axis', async () => {
 		const charts = await page.$$eval('svg.chart', (s) => s.map((x) => x.querySelectorAll('rect').length));
-		eq(charts.length, 3, 'charts');
+		// the testbed month has no exporter data: no busy/idle chart, a sentence instead
+		eq(charts.length, 2, 'charts');
+		assert(/No exporter data/.test(await page.textContent('#no-usage')), 'the sentence where the busy/idle chart would be');
 		assert(charts[0] > owners.filter((o) => o.gpu_seconds !== '0').length, 'daily bars drawn');
+		const ticks = await page.$$eval('svg.chart text.tick', (t) => t.map((x) => x.textContent.replace(/,/g, '')));
+		assert(ticks.length >= 2 && Number(ticks[0]) === 0 && Number(ticks[1]) > 0, 'value axis ticks from 0: ' + ticks.join(' '));
 	});
 
 	await test('every table fits the page width and no number breaks over two lines', async () => {
