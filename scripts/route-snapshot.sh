@@ -159,7 +159,8 @@ get() {
 		echo "# status $code"
 		grep -iE '^(content-type|content-disposition|x-next-cursor|x-capacity-[a-z-]*|x-[a-z-]*unpriced[a-z-]*):' "$hdr" |
 			tr -d '\r' | sed 's/^/# /' | sort
-		normalise "$name" <"$body"
+		# how old each source's data is depends on when the record ran
+		normalise "$name" <"$body" | sed -E 's/"staleness_seconds":[0-9]+/"staleness_seconds":"(normalised)"/g'
 	} >"$OUTD/$name"
 	rm -f "$hdr" "$body"
 }
