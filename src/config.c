@@ -856,7 +856,7 @@ static int check_owner_name(const char *v, const char *key, const char *name, co
 			    const char *item, struct gl_err *err)
 {
 	char p[96];
-	if (!gl_cb_name_reserved(v))
+	if (!gl_chargeback_name_reserved(v))
 		return 0;
 	snprintf(p, sizeof p, "%s.%s", item, key);
 	return cfg_fail(err, name, l, p, "'%s' is reserved for the synthetic rows of chargeback and reports (__idle__, __unallocated__)", v);
@@ -998,7 +998,7 @@ static int check_money(const char *amount, const char *key, const char *currency
 	int64_t v;
 	struct gl_err e = {0};
 	snprintf(p, sizeof p, "%s.%s", item, key);
-	if (gl_money_parse(amount, &v, &e))
+	if (gl_cost_parse(amount, &v, &e))
 		return cfg_fail(err, name, l, p, "%s", e.msg);
 	snprintf(p, sizeof p, "%s.currency", item);
 	if (strcmp(currency, cfg->currency) != 0)
@@ -1177,12 +1177,12 @@ static int check_settings(const struct gl_config *cfg, const char *name, const s
 	if (gl_config_parse_listen(cfg->listen, &ss, &sl, &e))
 		return cfg_fail(err, name, l, "server.listen", "'%s' is not ADDR:PORT (an IPv4 address, [IPv6] or localhost, and a port 0..65535)",
 				cfg->listen);
-	if (gl_money_minor(cfg->currency) < 0)
+	if (gl_cost_minor(cfg->currency) < 0)
 		return cfg_fail(err, name, l, "currency", "'%s' is not an ISO 4217 currency code (USD, EUR, JPY, ...)",
 				cfg->currency);
 	if (gl_log_parse_level(cfg->log_level, &lvl))
 		return cfg_fail(err, name, l, "log.level", "'%s' is not debug, info, warn or error", cfg->log_level);
-	if (gl_report_sched_parse_time(cfg->reports_schedule, &at, &e))
+	if (gl_settings_schedule_parse(cfg->reports_schedule, &at, &e))
 		return cfg_fail(err, name, l, "reports.schedule", "'%s' is not HH:MM", cfg->reports_schedule);
 	{
 		char *end;
@@ -1194,14 +1194,14 @@ static int check_settings(const struct gl_config *cfg, const char *name, const s
 	{
 		int th[GL_BUDGET_MAX_THRESHOLDS];
 		size_t nt;
-		if (gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, &e))
+		if (gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, &e))
 			return cfg_fail(err, name, l, "budget_alerts.thresholds", "'%s' is not an ascending comma list of 1..1000 (at most %d)",
 					cfg->budget_thresholds, GL_BUDGET_MAX_THRESHOLDS);
 	}
 	{
 		/* a misspelt {placeholder} would reach the command literally */
 		char bad[64];
-		if (gl_budget_command_check(cfg->budget_alert_command, bad, sizeof bad))
+		if (gl_settings_alert_command_check(cfg->budget_alert_command, bad, sizeof bad))
 			return cfg_fail(err, name, l, "budget_alerts.command",
 					"unknown placeholder %s (owner, month, threshold, spend, budget, currency, pct)", bad);
 	}
@@ -1376,7 +1376,7 @@ static int check_owners(const struct gl_config *cfg, const char *name, const str
 		const struct gl_owner_cfg *o = &cfg->owners[i];
 		snprintf(item, sizeof item, "owners[%zu]", i);
 		snprintf(p, sizeof p, "%s.match", item);
-		if (!gl_costing_match_valid(o->match))
+		if (!gl_settings_match_valid(o->match))
 			return cfg_fail(err, name, l, p, "'%s' is not account, user, partition, qos, wckey, namespace or label:<key>",
 					o->match);
 		if ((rc = check_span(o->from, o->to, &f, &t, name, l, item, err)))
@@ -1416,11 +1416,11 @@ static int check_budgets(const struct gl_config *cfg, const char *name, const st
 			/* pct_used and the alert thresholds are shares of it */
 			int64_t v = 0;
 			snprintf(p, sizeof p, "%s.amount", item);
-			if (gl_money_parse(b->amount, &v, &e) == 0 && v <= 0)
+			if (gl_cost_parse(b->amount, &v, &e) == 0 && v <= 0)
 				return cfg_fail(err, name, l, p, "'%s' must be more than 0", b->amount);
 		}
 		snprintf(p, sizeof p, "%s.aggregate", item);
-		if (!gl_showback_aggregate_ok(b->aggregate))
+		if (!gl_settings_aggregate_ok(b->aggregate))
 			return cfg_fail(err, name, l, p, "'%s' is not team, project, cost_center, account, user or workload_type", b->aggregate);
 		if ((rc = check_span(b->from, b->to, &f, &t, name, l, item, err)))
 			return rc;
@@ -1492,15 +1492,15 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 	enum gl_share_idle sh;
 	int rc;
 
-	if (!gl_showback_aggregate_ok(cfg->reports_aggregate))
+	if (!gl_settings_aggregate_ok(cfg->reports_aggregate))
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account, user or workload_type",
 				cfg->reports_aggregate);
-	if (gl_cb_share_parse(cfg->reports_share_idle, &sh))
+	if (gl_chargeback_share_parse(cfg->reports_share_idle, &sh))
 		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
 				cfg->reports_share_idle);
 	if (gl_report_seps_check(cfg->reports_thousands_separator, cfg->reports_decimal_separator, &e))
 		return cfg_fail(err, name, l, "reports.thousands_separator", "%s", e.msg);
-	if (!list_within(cfg->reports_formats, gl_reports_ext, 4))
+	if (!list_within(cfg->reports_formats, gl_settings_report_ext, 4))
 		return cfg_fail(err, name, l, "reports.formats", "'%s' is not a comma list of csv, html, pdf and zip",
 				cfg->reports_formats);
 	if ((rc = check_capacity_plan(cfg, name, l, err)))

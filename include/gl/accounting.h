@@ -2,8 +2,8 @@
  * jobs (allocation), rates (cost), owners (gl_owner at the job's start),
  * gl_job_usage (exporter busy/idle) and gl_capacity (fleet capacity).
  *
- * Ownership: fills a caller-initialised struct gl_cb (gl_cb_init with the
- * number of steps); struct gl_acct_meta owns nothing beyond its arrays.
+ * Ownership: fills a caller-initialised struct gl_chargeback (gl_chargeback_init with the
+ * number of steps); struct gl_accounting_meta owns nothing beyond its arrays.
  */
 #ifndef GL_ACCOUNTING_H
 #define GL_ACCOUNTING_H
@@ -20,9 +20,9 @@
 struct gl_store;
 
 /* Dimensions the API can aggregate and filter by, NULL-terminated. */
-extern const char *const gl_acct_dims[];
+extern const char *const gl_accounting_dims[];
 
-struct gl_acct_query {
+struct gl_accounting_query {
 	const struct gl_window *steps;
 	size_t n_steps;
 	int64_t now_s;
@@ -39,7 +39,7 @@ struct gl_acct_query {
 	 * /v1/inference. The lines may then be keyed by the dimension "job"
 	 * (the job's job_pk) and by team, project, cost_center, cluster,
 	 * namespace and gpu_model, which built days keep per job for serving
-	 * jobs (usage_daily_job); gl_acct_build_day builds those days only for
+	 * jobs (usage_daily_job); gl_accounting_build_day builds those days only for
 	 * the jobs in serving_jobs. */
 	const int64_t *jobs;
 	size_t n_jobs;
@@ -50,32 +50,32 @@ struct gl_acct_query {
 	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
 					  * (sreport's semantics); it is reported apart either way */
 	/* how node capacity past a stale inventory counts in the fleet idle
-	 * (gl_capacity_query); gl_acct_query_init sets no horizon (sreport's
+	 * (gl_capstore_query); gl_accounting_query_init sets no horizon (sreport's
 	 * semantics), the API and the report set inventory.absent_grace_s */
 	struct gl_cap_observed cap;
 };
 
-/* Ownership: the lists are the meta's; gl_acct_meta_fini() frees them. A
- * meta must be zeroed ({0}) before its first gl_acct_chargeback, which
+/* Ownership: the lists are the meta's; gl_accounting_meta_fini() frees them. A
+ * meta must be zeroed ({0}) before its first gl_accounting_chargeback, which
  * empties a filled one before filling it again. */
-struct gl_acct_meta {
+struct gl_accounting_meta {
 	char **unpriced_models;          /* GPU models with no rate in the window, each once, whole */
 	size_t n_unpriced;
 	int capacity_source;             /* 1 when gl_capacity exists in this database */
 };
-void gl_acct_meta_fini(struct gl_acct_meta *meta);
+void gl_accounting_meta_fini(struct gl_accounting_meta *meta);
 
-int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
 		       struct gl_err *err) GL_MUSTCHECK;
 
 /* The common query: steps, dimensions and now; everything else zero. */
-void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, size_t n_steps,
+void gl_accounting_query_init(struct gl_accounting_query *q, const struct gl_window *steps, size_t n_steps,
 			const char *const *dims, size_t n_dims, int64_t now_s);
-/* gl_acct_chargeback, then the apportioning (gl_cb_finish): the whole of
+/* gl_accounting_chargeback, then the apportioning (gl_chargeback_finish): the whole of
  * what /v1/chargeback computes, for every reader of it (the route, forecast
- * history, reports, budgets). cb as gl_cb_init() made it for q. */
-int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query *q, struct gl_cb *cb,
-				struct gl_acct_meta *meta, struct gl_err *err) GL_MUSTCHECK;
+ * history, reports, budgets). cb as gl_chargeback_init() made it for q. */
+int gl_accounting_chargeback_finished(struct gl_store *st, const struct gl_accounting_query *q, struct gl_chargeback *cb,
+				struct gl_accounting_meta *meta, struct gl_err *err) GL_MUSTCHECK;
 
 /* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
  * covers, by UTC day (each clipped to the window): *days elapsed, *known of
@@ -86,25 +86,25 @@ int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query 
  * fleet by its cluster, partition and gpu_model clauses, as it narrows the
  * chargeback's idle; other clauses are ignored. No gl_capacity in the
  * database: *known = 0. */
-int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+int gl_accounting_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			  int64_t *known, int64_t *days, struct gl_err *err) GL_MUSTCHECK;
 
 /* How much of [start_s, min(end_s, now_s)) the capacity data covers:
- * the days (gl_acct_capacity_days, under the same filter) and the
+ * the days (gl_accounting_capacity_days, under the same filter) and the
  * clusters whose GPU jobs ran in it while no capacity data (scheduler
  * inventory or exporter GPUs) covers any of it, sorted: their idle is
  * unknown even where the other clusters' days are known. Only the filter's
  * cluster clause narrows those. The idle of the window is known only when
  * known == days and n_missing == 0. Ownership: missing is the cover's,
- * freed by gl_acct_cover_fini() (also after a failure). */
-struct gl_acct_cover {
+ * freed by gl_accounting_cover_fini() (also after a failure). */
+struct gl_accounting_cover {
 	int64_t known, days;
 	char **missing;
 	size_t n_missing;
 };
-int gl_acct_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
-			   struct gl_acct_cover *cov, struct gl_err *err) GL_MUSTCHECK;
-void gl_acct_cover_fini(struct gl_acct_cover *cov);
+int gl_accounting_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			   struct gl_accounting_cover *cov, struct gl_err *err) GL_MUSTCHECK;
+void gl_accounting_cover_fini(struct gl_accounting_cover *cov);
 
 /* Appends ", ev0 AS (...) ... cells AS (...)": the allocation per step of
  * intervals without a row per interval and step. src has the columns keys
@@ -115,13 +115,13 @@ void gl_acct_cover_fini(struct gl_acct_cover *cov);
  * (b - a) x gact - si, exact when the times are whole seconds. one_step:
  * steps has a single step (n 1), and the cells are the sums of the
  * intervals, without events. */
-void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step);
+void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step);
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */
-int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
 /* Builds up to max_days stale past days, most recent first; *built counts them. */
-int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
+int gl_accounting_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
 
 /* For src/store/idle.c: the unallocated idle of [start_s, end_s) up to
  * now_s per capacity key (cluster, partition, canonical model), summed
@@ -135,7 +135,7 @@ int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *b
  * GPU-seconds) and idle_micros
  * (NULL: no rate), most idle first; *r NULL (no rows) when the window lies
  * after now. The caller PQclears *r. */
-int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
+int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
 		       const struct gl_cap_observed *cap, PGresult **r, struct gl_err *err) GL_MUSTCHECK;
 
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
@@ -180,6 +180,6 @@ int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int6
 	" AND ist.source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END))"
 
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
-const char *gl_acct_dim_sql(const char *dim);
+const char *gl_accounting_dim_sql(const char *dim);
 
 #endif

@@ -41,7 +41,7 @@ void gl_apijson_add_header(struct gl_resp *resp, const char *k, const char *v);
 void gl_apijson_add_header_num(struct gl_resp *resp, const char *k, long long v);
 /* CSV cells of typed values: an integer, a double as the database prints
  * it (gl_csv_f8), micro-units as money with minor decimals (the currency's
- * minor units, gl_money_minor), epoch seconds as RFC 3339 UTC; an empty
+ * minor units, gl_cost_minor), epoch seconds as RFC 3339 UTC; an empty
  * cell when null is set (or the time is GL_TIME_NONE). */
 void gl_apijson_csv_int(struct gl_strbuf *o, int64_t v, int null);
 void gl_apijson_csv_f8(struct gl_strbuf *o, double v, int null);

@@ -3,8 +3,8 @@
  * per line with carried remainders, shares idle cost and makes the totals
  * reconcile exactly: sum(lines) + idle = total, per step and overall.
  *
- * Ownership: struct gl_cb owns its steps, lines and key strings;
- * gl_cb_fini() frees them.
+ * Ownership: struct gl_chargeback owns its steps, lines and key strings;
+ * gl_chargeback_fini() frees them.
  */
 #ifndef GL_CHARGEBACK_H
 #define GL_CHARGEBACK_H
@@ -18,7 +18,7 @@
 #define GL_CB_MAX_DIMS 4
 
 /* shareIdle: NONE keeps idle on its own line; PROPORTIONAL shares each
- * pool's idle (a cluster's, or with gl_cb.share_by_model a cluster's GPU
+ * pool's idle (a cluster's, or with gl_chargeback.share_by_model a cluster's GPU
  * model's) over the lines that allocated GPU-time in that pool, so idle
  * never leaves its cluster; OWNER puts dedicated idle on its team's line;
  * PROPORTIONAL_FLEET pools the whole fleet's idle over every line (the old
@@ -26,29 +26,29 @@
 enum gl_share_idle { GL_SHARE_NONE = 0, GL_SHARE_PROPORTIONAL, GL_SHARE_OWNER, GL_SHARE_PROPORTIONAL_FLEET };
 
 /* The name of a mode ("none", "proportional", "owner", "proportional_fleet"). */
-const char *gl_cb_share_name(enum gl_share_idle share);
+const char *gl_chargeback_share_name(enum gl_share_idle share);
 /* The mode named s (NULL: none; "true" and "weighted" are proportional):
  * 0, or -GL_EINVAL for a name it does not know. */
-int gl_cb_share_parse(const char *s, enum gl_share_idle *out) GL_MUSTCHECK;
-/* The names gl_cb_share_parse takes, for error messages. */
+int gl_chargeback_share_parse(const char *s, enum gl_share_idle *out) GL_MUSTCHECK;
+/* The names gl_chargeback_share_parse takes, for error messages. */
 #define GL_CB_SHARE_NAMES "none, proportional, proportional_fleet or owner"
 
 /* An idle pool of a step (PROPORTIONAL): its name (cluster, or cluster and
  * model), its unallocated idle, and the allocation of lines an owner filter
  * left out (base_us, which keeps their share of the pool's idle in
  * __idle__). */
-struct gl_cb_pool {
+struct gl_chargeback_pool {
 	char *name;
 	gl_i128 idle_us, idle_num, base_us; /* micro-GPU-seconds */
 };
 
 /* A line's allocation in one pool (micro-GPU-seconds). */
-struct gl_cb_part {
+struct gl_chargeback_part {
 	size_t pool;
 	gl_i128 us;
 };
 
-struct gl_cb_line {
+struct gl_chargeback_line {
 	char *key[GL_CB_MAX_DIMS];
 	/* raw, exact */
 	gl_i128 alloc_us;        /* micro-GPU-seconds allocated (billed) */
@@ -61,7 +61,7 @@ struct gl_cb_line {
 	 * the figures above unless the query included it) */
 	gl_i128 unobs_us, unobs_num; /* micro-GPU-seconds */
 	gl_i128 implausible_us;  /* of unobs_us: past the jobs' own time limits */
-	struct gl_cb_part *parts;          /* PROPORTIONAL: allocation per idle pool */
+	struct gl_chargeback_part *parts;          /* PROPORTIONAL: allocation per idle pool */
 	size_t n_parts, cap_parts;
 	/* results */
 	int64_t alloc_s;
@@ -73,12 +73,12 @@ struct gl_cb_line {
 	int64_t unobserved_s, unobserved_micros, implausible_s;
 };
 
-struct gl_cb_step {
+struct gl_chargeback_step {
 	int64_t start_s, end_s;
-	struct gl_cb_line *lines;
+	struct gl_chargeback_line *lines;
 	size_t n_lines, cap_lines;
 	/* the lines by key (open addressing, line index + 1, 0 free), kept by
-	 * gl_cb_add_line for gl_cb_find_line: a query of 100,000 jobs' lines
+	 * gl_chargeback_add_line for gl_chargeback_find_line: a query of 100,000 jobs' lines
 	 * looked each row's line up by a scan, 30 s of strcmp */
 	size_t *index, cap_index;
 	/* unallocated idle capacity of the step */
@@ -94,7 +94,7 @@ struct gl_cb_step {
 	gl_i128 share_base_us;
 	/* PROPORTIONAL: the idle pools (every idle row and every line's
 	 * allocation named by pool); none: the step shares as one pool */
-	struct gl_cb_pool *pools;
+	struct gl_chargeback_pool *pools;
 	size_t n_pools, cap_pools;
 	/* totals */
 	int64_t total_alloc_s, total_cost_micros, total_micros, total_s;
@@ -102,11 +102,11 @@ struct gl_cb_step {
 	size_t implausible_lines;
 };
 
-struct gl_cb {
+struct gl_chargeback {
 	size_t n_dims;
 	enum gl_share_idle share;
 	int share_by_model;              /* PROPORTIONAL: a pool per cluster and GPU model */
-	struct gl_cb_step *steps;
+	struct gl_chargeback_step *steps;
 	size_t n_steps;
 	int64_t total_alloc_s, total_cost_micros, total_idle_micros, total_idle_s, total_micros, total_s;
 	int64_t unobserved_s, unobserved_micros, implausible_s;
@@ -115,54 +115,54 @@ struct gl_cb {
 	 * What one answer costs in memory is its lines and the query rows
 	 * behind them (docs/security.md, "Heavy requests"). */
 	size_t max_lines;
-	int idle_withheld;               /* gl_cb_withhold_idle ran: no __idle__ figures to show */
+	int idle_withheld;               /* gl_chargeback_withhold_idle ran: no __idle__ figures to show */
 };
 
-void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);
-void gl_cb_fini(struct gl_cb *cb);
+void gl_chargeback_init(struct gl_chargeback *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);
+void gl_chargeback_fini(struct gl_chargeback *cb);
 /* The lines of every step. */
-size_t gl_cb_n_lines(const struct gl_cb *cb);
+size_t gl_chargeback_n_lines(const struct gl_chargeback *cb);
 /* Appends a line to step i; keys are copied. */
-struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys);
+struct gl_chargeback_line *gl_chargeback_add_line(struct gl_chargeback *cb, size_t step, const char *const *keys);
 /* The line of step i with these keys, NULL when none. */
-struct gl_cb_line *gl_cb_find_line(struct gl_cb *cb, size_t step, const char *const *keys);
+struct gl_chargeback_line *gl_chargeback_find_line(struct gl_chargeback *cb, size_t step, const char *const *keys);
 /* The pool of step i named name, made when new. */
-size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name);
+size_t gl_chargeback_pool_of(struct gl_chargeback *cb, size_t step, const char *name);
 /* Adds us (micro-GPU-seconds) of line l's allocation to pool. */
-void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 us);
+void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_i128 us);
 /* Rounds, shares and totals every step. */
-int gl_cb_finish(struct gl_cb *cb) GL_MUSTCHECK;
+int gl_chargeback_finish(struct gl_chargeback *cb) GL_MUSTCHECK;
 
-/* For a token's scope, after gl_cb_finish: what stayed in __idle__ (the
+/* For a token's scope, after gl_chargeback_finish: what stayed in __idle__ (the
  * fleet's idle less the shares on the lines shown) leaves every step and
  * the totals, which become the sums of the lines. The lines themselves,
  * their idle shares included, are unchanged. capacity_known stays (it
  * says whether the shares could be computed); idle_withheld is set. */
-void gl_cb_withhold_idle(struct gl_cb *cb);
+void gl_chargeback_withhold_idle(struct gl_chargeback *cb);
 
-/* The money every view of a finished cb shows (gl_money_shown_rows, the
+/* The money every view of a finished cb shows (gl_cost_shown_rows, the
  * rule the showback report shows its owners by): the total rounded once,
  * each step's total its shown part of that, and in each step the lines
  * (named by their keys joined with '/') and __idle__ the shown parts of
  * the step's, each line's cost and idle share the parts of its total. So
  * the lines add up to the total shown in every format, and an owner shows
  * the same cents in /v1/chargeback and the report of the same month.
- * Ownership: gl_cb_shown_fini() frees the arrays. */
-struct gl_cb_shown {
+ * Ownership: gl_chargeback_shown_fini() frees the arrays. */
+struct gl_chargeback_shown {
 	int64_t total;
 	int64_t *step_total, *idle;        /* per step */
 	int64_t **cost, **share, **line;   /* per step, per line */
 	size_t n_steps;
 };
-void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *out);
-void gl_cb_shown_fini(struct gl_cb_shown *s);
+void gl_chargeback_shown_compute(const struct gl_chargeback *cb, int minor, struct gl_chargeback_shown *out);
+void gl_chargeback_shown_fini(struct gl_chargeback_shown *s);
 
 /* The steps whose capacity (hence idle) is known. */
-size_t gl_cb_capacity_steps(const struct gl_cb *cb);
+size_t gl_chargeback_capacity_steps(const struct gl_chargeback *cb);
 
 /* 1 when s is the name of a synthetic row of chargeback and showback
  * output ("__idle__", "__unallocated__"): an owner so named would be
  * indistinguishable from it (and, as a team, merged into it). */
-int gl_cb_name_reserved(const char *s);
+int gl_chargeback_name_reserved(const char *s);
 
 #endif

@@ -72,15 +72,15 @@ int gl_cli_ingest_nvsmi(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_rates(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_shard(struct gl_config *cfg, int argc, char **argv);
-/* src/cli/report.c */
+/* src/cli/cli_report.c */
 int gl_cli_report(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv);
-/* src/cli/forecast.c: `forecast backtest` */
+/* src/cli/cli_forecast.c: `forecast backtest` */
 int gl_cli_forecast(struct gl_config *cfg, int argc, char **argv);
-/* src/cli/token.c, src/cli/audit.c */
+/* src/cli/token.c, src/cli/cli_audit.c */
 int gl_cli_token(struct gl_config *cfg, int argc, char **argv);
 int gl_cli_audit(struct gl_config *cfg, int argc, char **argv);
-/* src/cli/hook.c: hook idle */
+/* src/cli/cli_hook.c: hook idle */
 int gl_cli_hook(struct gl_config *cfg, int argc, char **argv);
 /* src/cli/db_redact.c: `db redact` */
 int gl_cli_db_redact(struct gl_config *cfg, int argc, char **argv);

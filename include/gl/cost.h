@@ -23,9 +23,9 @@ typedef __int128 gl_i128;
 
 /* Parses a non-negative decimal integer (as PostgreSQL prints numeric without
  * a fraction) into 128 bits. */
-int gl_i128_parse(const char *s, gl_i128 *out) GL_MUSTCHECK;
+int gl_cost_i128_parse(const char *s, gl_i128 *out) GL_MUSTCHECK;
 /* Decimal text of v into buf (>= 41 bytes). */
-void gl_i128_format(gl_i128 v, char *buf, size_t n);
+void gl_cost_i128_format(gl_i128 v, char *buf, size_t n);
 
 /* Rounds num_i / denom for every line so that sum(out) == round(sum(num) / denom)
  * (half up) and every out_i is floor or ceil of its exact value. num_i >= 0,
@@ -38,28 +38,28 @@ int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out)
 int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out) GL_MUSTCHECK;
 
 /* Nearest-rank percentile (p in 0..100) of sorted values; n > 0. */
-int64_t gl_percentile_sorted(const int64_t *sorted, size_t n, double p);
+int64_t gl_cost_percentile_sorted(const int64_t *sorted, size_t n, double p);
 
 /* "2.50" -> 2500000 exactly; at most 6 decimals, no sign, no exponent. */
-int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err) GL_MUSTCHECK;
+int gl_cost_parse(const char *s, int64_t *micros, struct gl_err *err) GL_MUSTCHECK;
 
 /* The ISO 4217 minor units of a currency code (2 for "USD", 0 for "JPY", 3
  * for "BHD"); -1 when code is not an active ISO 4217 code (case matters). */
-int gl_money_minor(const char *code);
+int gl_cost_minor(const char *code);
 
 /* "12.345678" from micro-units with `minor` decimals (2 for USD: "12.35",
  * half up); minor = 6 keeps every digit. */
-void gl_money_format(int64_t micros, int minor, char *buf, size_t n);
+void gl_cost_format(int64_t micros, int minor, char *buf, size_t n);
 
 /* micros rounded to the currency's minor units (half away from zero, as
- * gl_money_format), still in micro-units: gl_money_format of the result
+ * gl_cost_format), still in micro-units: gl_cost_format of the result
  * prints the same text. */
-int64_t gl_money_round(int64_t micros, int minor);
+int64_t gl_cost_round(int64_t micros, int minor);
 
 /* Shown amounts that add up (largest-remainder / Hamilton method): the
  * parts part[0..n) (micro-units, any sign) of an amount whose shown value
  * is shown_total (micro-units, a multiple of the minor unit, normally
- * gl_money_round of the exact Σ part) each get their floor in minor units,
+ * gl_cost_round of the exact Σ part) each get their floor in minor units,
  * and the minor units left over go one each to the parts with the largest
  * remainders; equal remainders go first to the smaller tie[i] (strcmp),
  * then to the smaller index (tie may be NULL: index only). out[i] (micro-
@@ -67,18 +67,18 @@ int64_t gl_money_round(int64_t micros, int minor);
  * is the floor or the ceiling of part[i]. -GL_EINVAL (out = each part
  * rounded on its own) when shown_total is not a multiple of the unit or
  * is not within the floors' sum and that plus n units. */
-int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
+int gl_cost_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
 			 int64_t *out) GL_MUSTCHECK;
 /* A table's shown money, the one rule of every view (API JSON and CSV, the
  * dashboard, the showback report's CSV, HTML and PDF): n rows, each an
  * exact cost[i] + share[i] (micro-units), and a last row left (idle not
  * shared out, named "__idle__" for the ties), whose sum is shown as
  * shown_total. Down the table, the rows' totals and left are the shown
- * parts of shown_total (gl_money_shown_parts, ties by name[i]); along each
+ * parts of shown_total (gl_cost_shown_parts, ties by name[i]); along each
  * row, its cost and share are the shown parts of its total (ties: the cost
  * first). out_total, out_cost, out_share: n each; *out_left. A table that
  * does not reconcile (-GL_EINVAL) is shown line by line, each rounded alone. */
-int gl_money_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t *share, const char *const *name,
+int gl_cost_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t *share, const char *const *name,
 			size_t n, int64_t left, int minor, int64_t *out_total, int64_t *out_cost, int64_t *out_share,
 			int64_t *out_left);
 

@@ -19,7 +19,7 @@
  * A label that matches no job falls through to the next source. MIG parents
  * (skip = 1) get nothing: their time is in their instances.
  *
- * Ownership: inputs are borrowed; gl_dcgm_attribute() returns a malloc'd
+ * Ownership: inputs are borrowed; gl_dcgm_attrib_assign() returns a malloc'd
  * array the caller free()s.
  */
 #ifndef GL_DCGM_ATTRIB_H
@@ -31,17 +31,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gl_attrib_kind {
+enum gl_dcgm_attrib_kind {
 	GL_ATTRIB_HPC_JOB = 0,
 	GL_ATTRIB_POD,
 	GL_ATTRIB_NODE_EXCLUSIVE,
 	GL_ATTRIB_NODE_ESTIMATED,
 };
 /* "hpc_job", "pod", "node-exclusive", "node-estimated" (the stored names). */
-const char *gl_attrib_kind_name(enum gl_attrib_kind k);
+const char *gl_dcgm_attrib_kind_name(enum gl_dcgm_attrib_kind k);
 
 /* A job running at the sample time. Strings never NULL ("" when unknown). */
-struct gl_attrib_job {
+struct gl_dcgm_attrib_job {
 	int64_t job_pk;
 	const char *job_id;     /* display id: "7_3", "14+0", pod name */
 	const char *job_id_raw; /* what SLURM_JOB_ID (hence hpc_job) holds for array tasks */
@@ -54,7 +54,7 @@ struct gl_attrib_job {
 	size_t nnodes;
 };
 
-struct gl_attrib_gpu {
+struct gl_dcgm_attrib_gpu {
 	const char *node;
 	const char *const *jobs; /* hpc_job label values */
 	size_t njobs;
@@ -63,17 +63,17 @@ struct gl_attrib_gpu {
 	int skip;                /* MIG parent: never attributed, not counted on its node */
 };
 
-struct gl_attrib_share {
+struct gl_dcgm_attrib_share {
 	size_t gpu;              /* index into the gpus array */
 	int64_t job_pk;
 	double share;            /* (0, 1]; the shares of one GPU add up to at most 1 */
-	enum gl_attrib_kind kind;
+	enum gl_dcgm_attrib_kind kind;
 	int64_t job_start_s;     /* the job's start_s: its share never covers time before it */
 };
 
 /* Shares for every GPU, grouped by GPU in input order. *out is NULL when
  * *nout is 0. */
-void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const struct gl_attrib_job *jobs,
-		       size_t njobs, struct gl_attrib_share **out, size_t *nout);
+void gl_dcgm_attrib_assign(const struct gl_dcgm_attrib_gpu *gpus, size_t ngpus, const struct gl_dcgm_attrib_job *jobs,
+		       size_t njobs, struct gl_dcgm_attrib_share **out, size_t *nout);
 
 #endif

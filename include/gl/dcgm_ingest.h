@@ -83,7 +83,7 @@ struct gl_dcgm_ingest_result {
 	int64_t applied;        /* samples rolled up */
 	int64_t stale;          /* samples at or before the GPU's last one: not applied again */
 	int64_t duplicates;     /* the same GPU twice in the batch: first kept */
-	int64_t attributed[4];  /* applied samples by best attribution kind (enum gl_attrib_kind) */
+	int64_t attributed[4];  /* applied samples by best attribution kind (enum gl_dcgm_attrib_kind) */
 	int64_t unattributed;   /* applied samples of non-MIG-parent GPUs no job claimed */
 	int64_t waiting;        /* samples of unlabelled nodes left (partly) for jobs not known yet */
 	int64_t marked_absent;  /* GPUs newly marked absent */

@@ -1,6 +1,6 @@
 /* gpuledger — the history series behind a forecast, read from the same
  * accounting data as /v1/chargeback: allocated and busy GPU-hours and cost
- * per step come from gl_acct_chargeback() itself (so a forecast's history is
+ * per step come from gl_accounting_chargeback() itself (so a forecast's history is
  * the chargeback figure for the same bucket, to the second); GPUs requested
  * by submitted jobs, GPUs pending per step and the minutes with any GPU
  * pending come from `jobs`.

@@ -1,7 +1,7 @@
 /* gpuledger — the jobs of the training runs (/v1/runs) from the database:
  * the jobs in a window with the fields the grouping reads (docs/runs.md)
  * and each one's figures from the ledger, the chargeback's own per-job
- * lines (gl_acct_chargeback_finished: the same costing, observed-time and
+ * lines (gl_accounting_chargeback_finished: the same costing, observed-time and
  * rounding rules as /v1/chargeback), then grouped by the domain
  * (include/gl/runs.h).
  *

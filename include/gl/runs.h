@@ -62,7 +62,7 @@ struct gl_runs_job {
 	int64_t queue_wait_s;                          /* -1: not started */
 	const char *owner_kind, *owner_name;           /* a pod's controller */
 	const char *const *labels;                     /* gl_runs_label_keys' order, NULL when absent */
-	/* from the ledger (gl_acct_chargeback's line of this job) */
+	/* from the ledger (gl_accounting_chargeback's line of this job) */
 	int64_t gpu_s, cost_micros, unpriced_s, unobserved_s;
 	double busy_s, idle_s, observed_s;
 };

@@ -1,7 +1,7 @@
 /* gpuledger — the serving tables (sql/052): endpoints, series and their
  * counter state, per-bucket and per-day usage, the jobs that serve; and
  * the reads behind /v1/inference, whose GPU time and cost come from the
- * ledger (gl_acct_chargeback over the serving jobs).
+ * ledger (gl_accounting_chargeback over the serving jobs).
  *
  * A scrape round is two calls in one transaction the caller owns:
  * gl_servingdb_load (endpoints and series made when new, their state, the
@@ -110,7 +110,7 @@ struct gl_servingdb_query {
 /* Fills x (gl_inf_init'ed with the query's agg and steps) from the ledger
  * and the serving usage, and finishes it (gl_inf_finish). meta gets the
  * ledger's unpriced models. */
-int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_acct_meta *meta,
+int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_accounting_meta *meta,
 			   struct gl_err *err) GL_MUSTCHECK;
 
 /* 1 when dim is a job dimension /v1/inference groups by. */

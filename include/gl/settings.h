@@ -19,29 +19,29 @@
 
 /* What a budget alert command may name, NULL-terminated, in the order the
  * alert fills them in: owner month threshold spend budget currency pct. */
-extern const char *const gl_budget_alert_keys[];
+extern const char *const gl_settings_alert_keys[];
 /* 0 when every {name} in an alert command template is one of
- * gl_budget_alert_keys; else -1 and the first unknown one, braces included,
+ * gl_settings_alert_keys; else -1 and the first unknown one, braces included,
  * in bad. */
-int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad);
+int gl_settings_alert_command_check(const char *tmpl, char *bad, size_t nbad);
 /* "50,75,90,100" -> ascending, distinct, each 1..1000. */
-int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
+int gl_settings_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 
 /* Dimensions a report may aggregate owners by, NULL-terminated. */
-extern const char *const gl_showback_aggregates[];
+extern const char *const gl_settings_aggregates[];
 /* "team" etc.: 1 when the dimension may be a report's aggregate. */
-int gl_showback_aggregate_ok(const char *dim);
+int gl_settings_aggregate_ok(const char *dim);
 
 /* 1 when m is an owners[].match field (account, user, partition, qos,
  * wckey, namespace or label:<key>). */
-int gl_costing_match_valid(const char *m);
+int gl_settings_match_valid(const char *m);
 
 /* "HH:MM" -> seconds after midnight; -GL_ECONFIG otherwise. */
-int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err) GL_MUSTCHECK;
+int gl_settings_schedule_parse(const char *s, int64_t *secs, struct gl_err *err) GL_MUSTCHECK;
 
 /* The report file formats; ZIP: every CSV table in one archive. */
 enum gl_reports_format { GL_REPORTS_CSV, GL_REPORTS_HTML, GL_REPORTS_PDF, GL_REPORTS_ZIP };
 /* File extension of each format, in the enum's order. */
-extern const char *const gl_reports_ext[];
+extern const char *const gl_settings_report_ext[];
 
 #endif

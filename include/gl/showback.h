@@ -25,7 +25,7 @@ struct gl_store;
 
 struct gl_showback_req {
 	char month[8];             /* "YYYY-MM" */
-	const char *aggregate;     /* one of gl_showback_aggregates */
+	const char *aggregate;     /* one of gl_settings_aggregates */
 	enum gl_share_idle share;
 	const char *currency;      /* from the config, for display */
 	int64_t now_s;

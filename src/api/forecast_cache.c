@@ -88,7 +88,7 @@ static int fc_parse(const struct gl_forecast_cache_req *q, int64_t now_s, int64_
 		return gl_err_set(err, GL_EINVAL, "aggregate: empty dimension in '%s'", q->aggregate);
 	snprintf(p->agg_buf, sizeof p->agg_buf, "%s", q->aggregate);
 	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (!gl_acct_dim_sql(t))
+		if (!gl_accounting_dim_sql(t))
 			return gl_err_set(err, GL_EINVAL,
 					  "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
 					  "cluster, partition, qos, namespace, gpu_model, workload_type)",

@@ -197,7 +197,7 @@ void gl_apijson_csv_money(struct gl_strbuf *o, int64_t micros, int null, int min
 {
 	char buf[48] = "";
 	if (!null)
-		gl_money_format(micros, minor, buf, sizeof buf);
+		gl_cost_format(micros, minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 

@@ -69,7 +69,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: empty dimension in '%s'", agg);
 	memcpy(p->agg_buf, agg, strlen(agg) + 1);
 	for (char *t = strtok_r(p->agg_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (!gl_acct_dim_sql(t))
+		if (!gl_accounting_dim_sql(t))
 			return gl_resp_error(resp, GL_EINVAL, "aggregate",
 					     "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
 					     "cluster, partition, qos, namespace, gpu_model, workload_type)",
@@ -85,7 +85,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	if (p->n_dims == 0)
 		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: empty");
 	if (flt && *flt) {
-		if (gl_filter_parse(flt, gl_acct_dims, &p->filter, &e))
+		if (gl_filter_parse(flt, gl_accounting_dims, &p->filter, &e))
 			return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
 		p->have_filter = 1;
 	}
@@ -97,7 +97,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	if ((rc = gl_req_scope_filter(req, resp, "filter", &p->filter)))
 		return rc;
 	p->have_filter = p->filter.n > 0;
-	if (gl_cb_share_parse(sh, &p->share))
+	if (gl_chargeback_share_parse(sh, &p->share))
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, sh);
 	if (p->share == GL_SHARE_OWNER && (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0))
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
@@ -120,7 +120,7 @@ static void time_str(int64_t t, char *buf, size_t n)
 	gl_time_format(t, buf, n);
 }
 
-static void add_usage(struct gl_jsonw *w, const struct gl_cb_line *l)
+static void add_usage(struct gl_jsonw *w, const struct gl_chargeback_line *l)
 {
 	/* no exporter data is "unknown", never 0 */
 	if (l->observed_s > 0) {
@@ -134,10 +134,10 @@ static void add_usage(struct gl_jsonw *w, const struct gl_cb_line *l)
 	}
 }
 
-/* Capacity coverage of the answer: days and clusters (gl_acct_capacity_cover)
+/* Capacity coverage of the answer: days and clusters (gl_accounting_capacity_cover)
  * and steps known, and whether that is the whole window. */
 struct cap_cover {
-	struct gl_acct_cover c;
+	struct gl_accounting_cover c;
 	size_t steps_known;
 	int window_known;
 };
@@ -146,9 +146,9 @@ struct cap_cover {
  * the window's only when every step's is and the capacity data covers
  * every day so far: a month whose inventory began on the 16th has half a
  * month of idle, which must not read as the month's. */
-static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const struct gl_acct_meta *meta)
+static void cover_steps(struct cap_cover *cov, const struct gl_chargeback *cb, const struct gl_accounting_meta *meta)
 {
-	cov->steps_known = meta->capacity_source ? gl_cb_capacity_steps(cb) : 0;
+	cov->steps_known = meta->capacity_source ? gl_chargeback_capacity_steps(cb) : 0;
 	cov->window_known = cov->steps_known > 0 && cov->steps_known == cb->n_steps && cov->c.known == cov->c.days &&
 			    cov->c.n_missing == 0;
 }
@@ -159,9 +159,9 @@ static void cover_steps(struct cap_cover *cov, const struct gl_cb *cb, const str
  * and its printed copies it took ~130 MB more). */
 struct cb_out {
 	struct acct_params p;
-	struct gl_cb cb;
-	struct gl_cb_shown shown; /* the money every view shows */
-	struct gl_acct_meta meta;
+	struct gl_chargeback cb;
+	struct gl_chargeback_shown shown; /* the money every view shows */
+	struct gl_accounting_meta meta;
 	struct cap_cover cov;
 	char **unread;        /* clusters of shards that did not answer (gl_req_shards) */
 	size_t n_unread;
@@ -176,14 +176,14 @@ struct cb_out {
 static void cb_out_fini(void *state)
 {
 	struct cb_out *o = state;
-	gl_acct_cover_fini(&o->cov.c);
+	gl_accounting_cover_fini(&o->cov.c);
 	gl_apijson_dt_fini(&o->dt);
-	gl_acct_meta_fini(&o->meta);
+	gl_accounting_meta_fini(&o->meta);
 	for (size_t i = 0; i < o->n_unread; i++)
 		free(o->unread[i]);
 	free(o->unread);
-	gl_cb_shown_fini(&o->shown);
-	gl_cb_fini(&o->cb);
+	gl_chargeback_shown_fini(&o->shown);
+	gl_chargeback_fini(&o->cb);
 	params_fini(&o->p);
 	free(o);
 }
@@ -191,7 +191,7 @@ static void cb_out_fini(void *state)
 static void json_money(struct gl_jsonw *w, const char *k, int64_t micros, int minor)
 {
 	char buf[48];
-	gl_money_format(micros, minor, buf, sizeof buf);
+	gl_cost_format(micros, minor, buf, sizeof buf);
 	gl_jsonw_str(w, k, buf);
 }
 
@@ -204,7 +204,7 @@ static void json_unobserved(struct gl_jsonw *w, int64_t s, int64_t micros, int64
 	gl_jsonw_i64(w, "implausible_gpu_seconds", implausible_s);
 }
 
-/* Money as every view shows it (gl_cb_shown): its micro-units and its text. */
+/* Money as every view shows it (gl_chargeback_shown): its micro-units and its text. */
 static void json_shown(struct gl_jsonw *w, const char *k, int64_t shown, int minor)
 {
 	char name[48];
@@ -226,7 +226,7 @@ static void json_head(struct cb_out *o)
 	for (size_t d = 0; d < o->p.n_dims; d++)
 		gl_jsonw_str(w, NULL, o->p.dims[d]);
 	gl_jsonw_end(w);
-	gl_jsonw_str(w, "shareIdle", gl_cb_share_name(o->p.share));
+	gl_jsonw_str(w, "shareIdle", gl_chargeback_share_name(o->p.share));
 	if (o->p.share == GL_SHARE_PROPORTIONAL)
 		gl_jsonw_str(w, "shareIdleBy", o->p.share_by_model ? "model" : "cluster");
 	gl_jsonw_str(w, "currency", o->currency);
@@ -236,7 +236,7 @@ static void json_head(struct cb_out *o)
 /* Line j of the current step. */
 static void json_line(struct cb_out *o, size_t j)
 {
-	const struct gl_cb_line *l = &o->cb.steps[o->step].lines[j];
+	const struct gl_chargeback_line *l = &o->cb.steps[o->step].lines[j];
 	struct gl_jsonw *w = &o->w;
 	struct gl_strbuf name = GL_STRBUF_INIT;
 	gl_jsonw_object(w, NULL);
@@ -265,7 +265,7 @@ static void json_line(struct cb_out *o, size_t j)
 	gl_jsonw_end(w);
 }
 
-static void json_step_open(struct cb_out *o, const struct gl_cb_step *st)
+static void json_step_open(struct cb_out *o, const struct gl_chargeback_step *st)
 {
 	gl_jsonw_object(&o->w, NULL);
 	gl_jsonw_time(&o->w, "start", st->start_s);
@@ -273,7 +273,7 @@ static void json_step_open(struct cb_out *o, const struct gl_cb_step *st)
 	gl_jsonw_array(&o->w, "items");
 }
 
-static void json_step_close(struct cb_out *o, const struct gl_cb_step *st)
+static void json_step_close(struct cb_out *o, const struct gl_chargeback_step *st)
 {
 	struct gl_jsonw *w = &o->w;
 	static const char *const idle_keys[] = {"gpu_seconds", "total_micros", "unshared_gpu_seconds", "unshared_micros",
@@ -319,7 +319,7 @@ totals:
 static void json_tail(struct cb_out *o)
 {
 	struct gl_jsonw *w = &o->w;
-	const struct gl_cb *cb = &o->cb;
+	const struct gl_chargeback *cb = &o->cb;
 	size_t steps_known = o->cb.idle_withheld ? 0 : o->cov.steps_known;
 	gl_jsonw_end(w); /* steps */
 	/* no step known: unknown, not 0, as in /v1/idle */
@@ -368,7 +368,7 @@ static int json_next(void *state, struct gl_strbuf *out)
 	struct cb_out *o = state;
 	o->w.out = out;
 	while (out->len < GL_RESP_CHUNK) {
-		const struct gl_cb_step *st = o->step < o->cb.n_steps ? &o->cb.steps[o->step] : NULL;
+		const struct gl_chargeback_step *st = o->step < o->cb.n_steps ? &o->cb.steps[o->step] : NULL;
 		if (o->stage == 0) {
 			json_head(o);
 			o->stage = 1;
@@ -402,7 +402,7 @@ static void csv_i64(struct gl_strbuf *o, int64_t v)
 static void csv_money(struct gl_strbuf *o, int64_t micros, int minor)
 {
 	char buf[48];
-	gl_money_format(micros, minor, buf, sizeof buf);
+	gl_cost_format(micros, minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 
@@ -425,11 +425,11 @@ static void csv_header(struct gl_strbuf *out, const struct acct_params *p)
 }
 
 /* One row of the current step: line j, or (j = its n_lines) its __idle__
- * row; money as every view shows it (gl_cb_shown). */
+ * row; money as every view shows it (gl_chargeback_shown). */
 static void csv_row(struct gl_strbuf *out, const struct cb_out *o, size_t j)
 {
-	const struct gl_cb_step *st = &o->cb.steps[o->step];
-	const struct gl_cb_line *l = j < st->n_lines ? &st->lines[j] : NULL;
+	const struct gl_chargeback_step *st = &o->cb.steps[o->step];
+	const struct gl_chargeback_line *l = j < st->n_lines ? &st->lines[j] : NULL;
 	char a[32], b[32];
 	time_str(st->start_s, a, sizeof a);
 	time_str(st->end_s, b, sizeof b);
@@ -476,7 +476,7 @@ static int csv_next(void *state, struct gl_strbuf *out)
 		o->stage = 1;
 	}
 	while (out->len < GL_RESP_CHUNK && o->step < o->cb.n_steps) {
-		const struct gl_cb_step *st = &o->cb.steps[o->step];
+		const struct gl_chargeback_step *st = &o->cb.steps[o->step];
 		/* the step's lines, then its __idle__ row when its idle is known
 		 * and not withheld from a token's scope */
 		if (o->line < st->n_lines || (st->capacity_known && !o->cb.idle_withheld))
@@ -505,23 +505,23 @@ static void csv_headers(struct gl_resp *resp, const struct cap_cover *cov)
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 {
 	struct cb_out *o = gl_xcalloc(1, sizeof *o);
-	struct gl_acct_query q = {0};
+	struct gl_accounting_query q = {0};
 	struct gl_err err = {0};
 	struct gl_store *st;
 	int rc;
 
 	if ((rc = parse_params(req, resp, &o->p, "team")))
 		goto out;
-	gl_cb_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
+	gl_chargeback_init(&o->cb, o->p.n_dims, o->p.share, o->p.n_steps);
 	o->cb.share_by_model = o->p.share_by_model;
 	o->cb.max_lines = (size_t)req->cfg->http_max_answer_lines;
-	gl_acct_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
+	gl_accounting_query_init(&q, o->p.steps, o->p.n_steps, o->p.dims, o->p.n_dims, req->now_s);
 	q.filter = o->p.have_filter ? &o->p.filter : NULL;
 	q.unobserved_include = o->p.unobserved_include;
 	q.scoped = o->p.scoped;
 	q.cap.grace_s = req->cfg->inventory_absent_grace_s;
 	q.cap.include = o->p.unobserved_include;
-	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_acct_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_accounting_chargeback_finished(st, &q, &o->cb, &o->meta, &err))) {
 		if (rc == -GL_ERANGE)
 			/* the caller's choice made it that big: say which knobs */
 			rc = gl_resp_error(resp, GL_EINVAL, o->p.n_steps > 1 ? "step" : "aggregate",
@@ -533,20 +533,20 @@ int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	if (o->p.n_steps &&
-	    (rc = gl_acct_capacity_cover(st, o->p.steps[0].start_s, o->p.steps[o->p.n_steps - 1].end_s, req->now_s,
+	    (rc = gl_accounting_capacity_cover(st, o->p.steps[0].start_s, o->p.steps[o->p.n_steps - 1].end_s, req->now_s,
 					 o->p.have_filter ? &o->p.filter : NULL, &o->cov.c, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}
 	cover_steps(&o->cov, &o->cb, &o->meta);
 	if (o->p.scoped)
-		gl_cb_withhold_idle(&o->cb);
+		gl_chargeback_withhold_idle(&o->cb);
 	o->unread = gl_apijson_unread(req, &o->n_unread);
 	if ((rc = gl_apijson_dt_load(req, resp, &o->p.window, &o->dt)))
 		goto out;
 	o->currency = req->cfg->currency;
-	o->minor = gl_money_minor(req->cfg->currency); /* validated with the config */
-	gl_cb_shown_compute(&o->cb, o->minor, &o->shown);
+	o->minor = gl_cost_minor(req->cfg->currency); /* validated with the config */
+	gl_chargeback_shown_compute(&o->cb, o->minor, &o->shown);
 	if (o->p.csv) {
 		csv_headers(resp, &o->cov);
 		gl_apijson_dt_headers(resp, &o->dt);

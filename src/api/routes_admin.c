@@ -270,7 +270,7 @@ int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 	cJSON_AddStringToObject(root, "currency", req->cfg->currency);
 	/* ISO 4217's, as the API writes money: the browser's Intl has CLDR's
 	 * display digits, which differ for some (HUF, IDR: 0 there, 2 here) */
-	cJSON_AddNumberToObject(root, "currency_minor_units", gl_money_minor(req->cfg->currency));
+	cJSON_AddNumberToObject(root, "currency_minor_units", gl_cost_minor(req->cfg->currency));
 	add_scope(root, sc, n);
 	gl_apijson_put(resp, root);
 	cJSON_Delete(root);

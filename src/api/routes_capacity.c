@@ -269,7 +269,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	}
 	qsteps = cut_steps(steps, nsteps, sreport, req->now_s);
 	if ((rc = gl_req_store(req, &st, &err)) ||
-	    (rc = gl_capacity_query(st, qsteps, nsteps, agg, cluster, req->now_s, &obs, &rows, &nrows, &err))) {
+	    (rc = gl_capstore_query(st, qsteps, nsteps, agg, cluster, req->now_s, &obs, &rows, &nrows, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg);
 		goto out;
 	}

@@ -487,7 +487,7 @@ int gl_route_jobs(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
 	o->windowed = q.windowed;
-	o->minor = gl_money_minor(req->cfg->currency);
+	o->minor = gl_cost_minor(req->cfg->currency);
 	/* without a window the list reaches up to now */
 	win = q.windowed ? (struct gl_window){q.win_start_s, q.win_end_s} : (struct gl_window){0, req->now_s};
 	if ((rc = gl_apijson_dt_load(req, resp, &win, &o->dt))) {

@@ -27,7 +27,7 @@
 enum idle_table { IT_ALLOCATED, IT_TOP_JOBS, IT_UNALLOCATED };
 struct idle_out {
 	struct gl_idle idle;
-	struct gl_acct_cover cov;
+	struct gl_accounting_cover cov;
 	struct gl_apijson_dt dt;
 	struct gl_window win;
 	char agg[64];
@@ -43,7 +43,7 @@ static void idle_out_fini(void *state)
 {
 	struct idle_out *o = state;
 	gl_idle_fini(&o->idle);
-	gl_acct_cover_fini(&o->cov);
+	gl_accounting_cover_fini(&o->cov);
 	gl_apijson_dt_fini(&o->dt);
 	free(o);
 }
@@ -328,7 +328,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	o->unobserved_include = cap.include;
 	if ((rc = gl_req_store(req, &st, &err)) ||
 	    (rc = gl_idle_read(st, dim, win.start_s, win.end_s, req->now_s, limit, &cap, scope, n_scope, &o->idle, &err)) ||
-	    (rc = gl_acct_capacity_cover(st, win.start_s, win.end_s, req->now_s, NULL, &o->cov, &err))) {
+	    (rc = gl_accounting_capacity_cover(st, win.start_s, win.end_s, req->now_s, NULL, &o->cov, &err))) {
 		idle_out_fini(o);
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	}
@@ -342,7 +342,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	}
 	o->win = win;
-	o->minor = gl_money_minor(req->cfg->currency);
+	o->minor = gl_cost_minor(req->cfg->currency);
 	snprintf(o->agg, sizeof o->agg, "%s", dim);
 	idle_send(resp, table, csv, o);
 	return 0;

@@ -60,7 +60,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct inf_par
 static void add_money(cJSON *o, const char *k, int64_t micros, int minor)
 {
 	char buf[48];
-	gl_money_format(micros, minor, buf, sizeof buf);
+	gl_cost_format(micros, minor, buf, sizeof buf);
 	cJSON_AddStringToObject(o, k, buf);
 }
 
@@ -161,10 +161,10 @@ static cJSON *step_json(const struct inf_params *p, const struct gl_inf_step *s,
 }
 
 static void render_json(struct gl_resp *resp, const struct inf_params *p, const struct gl_inf *x,
-			const struct gl_acct_meta *meta, const char *currency)
+			const struct gl_accounting_meta *meta, const char *currency)
 {
 	cJSON *root = cJSON_CreateObject(), *steps, *um;
-	int minor = gl_money_minor(currency);
+	int minor = gl_cost_minor(currency);
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
 	cJSON_AddStringToObject(root, "aggregate", p->aggregate);
@@ -201,7 +201,7 @@ static void csv_money(struct gl_strbuf *o, int have, int64_t micros, int minor)
 		gl_csv_raw(o, "");
 		return;
 	}
-	gl_money_format(micros, minor, buf, sizeof buf);
+	gl_cost_format(micros, minor, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 
@@ -284,7 +284,7 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 {
 	struct inf_params p;
 	struct gl_servingdb_query q;
-	struct gl_acct_meta meta = {0};
+	struct gl_accounting_meta meta = {0};
 	struct gl_inf x;
 	struct gl_err err = {0};
 	struct gl_store *st;
@@ -301,11 +301,11 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 		goto out;
 	}
 	if (p.csv)
-		render_csv(resp, &p, &x, gl_money_minor(req->cfg->currency));
+		render_csv(resp, &p, &x, gl_cost_minor(req->cfg->currency));
 	else
 		render_json(resp, &p, &x, &meta, req->cfg->currency);
 out:
-	gl_acct_meta_fini(&meta);
+	gl_accounting_meta_fini(&meta);
 	gl_inf_fini(&x);
 	free(p.steps);
 	return rc;

@@ -73,7 +73,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	if (!agg)
 		agg = "team";
-	if (!gl_showback_aggregate_ok(agg))
+	if (!gl_settings_aggregate_ok(agg))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: '%s' is not team, project, cost_center, account, user or workload_type", agg);
 	if (sr.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
@@ -102,7 +102,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->cfg, req->now_s, &resp->body,
 			       &err);
 	if (!rc) {
-		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, gl_reports_ext[f], name,
+		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, gl_settings_report_ext[f], name,
 				    sizeof name);
 		snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", name);
 		resp->content_type = gl_reports_ctype[f];
@@ -254,7 +254,7 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	int64_t ms;
 	size_t n = 0;
-	int minor = gl_money_minor(req->cfg->currency), rc;
+	int minor = gl_cost_minor(req->cfg->currency), rc;
 	struct gl_store *st;
 	cJSON *root, *arr;
 	char buf[64];
@@ -295,12 +295,12 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "owner", l->owner);
 		cJSON_AddStringToObject(o, "aggregate", l->aggregate);
-		gl_money_format(l->budget_micros, minor, buf, sizeof buf);
+		gl_cost_format(l->budget_micros, minor, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "budget", buf);
-		gl_money_format(l->spend_micros, minor, buf, sizeof buf);
+		gl_cost_format(l->spend_micros, minor, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "spend_to_date", buf);
 		cJSON_AddNumberToObject(o, "spend_to_date_micros", (double)l->spend_micros);
-		gl_money_format(l->forecast_micros, minor, buf, sizeof buf);
+		gl_cost_format(l->forecast_micros, minor, buf, sizeof buf);
 		cJSON_AddStringToObject(o, "forecast_month_end", buf);
 		cJSON_AddStringToObject(o, "forecast_method", l->method);
 		if (l->origins > 0) {

@@ -70,7 +70,7 @@ static void add_money(cJSON *o, const char *k, int64_t micros, int minor)
 	char km[64], buf[48];
 	snprintf(km, sizeof km, "%s_micros", k);
 	cJSON_AddNumberToObject(o, km, (double)micros);
-	gl_money_format(micros, minor, buf, sizeof buf);
+	gl_cost_format(micros, minor, buf, sizeof buf);
 	cJSON_AddStringToObject(o, k, buf);
 }
 
@@ -165,7 +165,7 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency)
 {
 	cJSON *root = cJSON_CreateObject(), *items;
-	int minor = gl_money_minor(currency);
+	int minor = gl_cost_minor(currency);
 	size_t count = 0;
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddStringToObject(root, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
@@ -294,7 +294,7 @@ int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
 	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, &db)))
 		goto out;
 	if (p.csv)
-		render_csv(resp, &p, &db, gl_money_minor(req->cfg->currency));
+		render_csv(resp, &p, &db, gl_cost_minor(req->cfg->currency));
 	else
 		render_json(resp, &p, &db, req->cfg->currency);
 out:
@@ -330,7 +330,7 @@ int gl_route_run(struct gl_req *req, struct gl_resp *resp)
 	struct runs_params p;
 	struct gl_rundb db = {0};
 	const struct gl_runs_run *r = NULL;
-	int minor = gl_money_minor(req->cfg->currency), rc;
+	int minor = gl_cost_minor(req->cfg->currency), rc;
 
 	/* a bad parameter is 400 whatever the id, as on every route */
 	if ((rc = parse_params(req, resp, &p, 1)))

@@ -181,7 +181,7 @@ static int cmd_check_config(struct gl_config *cfg, int argc, char **argv)
 	{
 		/* budgets and the report schedule are only read by the daemon later */
 		int64_t at;
-		if (gl_budget_validate(cfg, &err) || gl_report_sched_parse_time(cfg->reports_schedule, &at, &err)) {
+		if (gl_budget_validate(cfg, &err) || gl_settings_schedule_parse(cfg->reports_schedule, &at, &err)) {
 			struct gl_err e2 = {0};
 			gl_err_set(&e2, err.code, "%s: %s", cfg->path, err.msg);
 			return gl_cli_fail(&e2);

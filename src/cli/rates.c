@@ -40,7 +40,7 @@ static int rates_list(struct gl_store *st)
 	for (size_t i = 0; i < rb.n_rates; i++) {
 		const struct gl_ratebook_rate *r = &rb.rates[i];
 		char money[40];
-		gl_money_format(r->micros_per_gpu_hour, 6, money, sizeof money);
+		gl_cost_format(r->micros_per_gpu_hour, 6, money, sizeof money);
 		printf("%-16s %-8s %14s  %-26s %-26s\n", r->gpu_model, r->currency, money, r->valid_from, r->valid_to);
 	}
 	printf("\n%-4s %-10s %-14s %-16s %-14s %-14s %-10s\n", "#", "cluster", "match", "value", "team", "project",
@@ -115,7 +115,7 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 	} else if (argc != 1) {
 		return gl_cli_usage_error(usage_rollup, "rollup: unexpected argument '%s'", argv[1]);
 	}
-	if (gl_store_open(cfg, &st, &err) || gl_acct_build_stale(st, (int64_t)time(NULL), (int)days, &built, &err))
+	if (gl_store_open(cfg, &st, &err) || gl_accounting_build_stale(st, (int64_t)time(NULL), (int)days, &built, &err))
 		rc = gl_cli_fail(&err);
 	else
 		printf("rollup: %d days rebuilt\n", built);

@@ -43,7 +43,7 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	int built = 0, rc = gl_acct_build_stale(st, now_s, 31, &built, err);
+	int built = 0, rc = gl_accounting_build_stale(st, now_s, 31, &built, err);
 	if (!rc)
 		snprintf(summary, n, "%d days rebuilt", built);
 	return rc;

@@ -70,11 +70,11 @@ static void sample_i64(struct gl_strbuf *o, const char *metric, const char *cons
 static void sample_money(struct gl_strbuf *o, const char *metric, const char *const *labels, int64_t micros)
 {
 	char buf[48];
-	gl_money_format(micros, 6, buf, sizeof buf);
+	gl_cost_format(micros, 6, buf, sizeof buf);
 	gl_apijson_prom_sample(o, metric, labels, buf);
 }
 
-static void put_owner_series(struct gl_strbuf *o, const struct gl_config *cfg, const struct gl_cb_step *st)
+static void put_owner_series(struct gl_strbuf *o, const struct gl_config *cfg, const struct gl_chargeback_step *st)
 {
 	const char *agg = cfg->reports_aggregate;
 	struct series *s = gl_xcalloc(st->n_lines + 1, sizeof *s);
@@ -102,19 +102,19 @@ static int put_chargeback(struct gl_store *st, const struct gl_config *cfg, cons
 			  struct gl_strbuf *o, struct gl_err *err)
 {
 	const char *dims[] = {cfg->reports_aggregate, "cluster"};
-	struct gl_acct_query q;
-	struct gl_acct_meta meta = {0};
-	struct gl_cb cb;
+	struct gl_accounting_query q;
+	struct gl_accounting_meta meta = {0};
+	struct gl_chargeback cb;
 	int rc;
 
-	gl_cb_init(&cb, 2, GL_SHARE_NONE, 1);
-	gl_acct_query_init(&q, month, 1, dims, 2, now_s);
-	if ((rc = gl_acct_chargeback_finished(st, &q, &cb, &meta, err)))
+	gl_chargeback_init(&cb, 2, GL_SHARE_NONE, 1);
+	gl_accounting_query_init(&q, month, 1, dims, 2, now_s);
+	if ((rc = gl_accounting_chargeback_finished(st, &q, &cb, &meta, err)))
 		goto out;
 	put_owner_series(o, cfg, &cb.steps[0]);
 out:
-	gl_acct_meta_fini(&meta);
-	gl_cb_fini(&cb);
+	gl_accounting_meta_fini(&meta);
+	gl_chargeback_fini(&cb);
 	return rc;
 }
 
@@ -131,7 +131,7 @@ static int put_capacity(struct gl_store *st, const struct gl_config *cfg, const 
 	size_t n = 0;
 	/* firm capacity, as /v1/capacity answers by default */
 	struct gl_cap_observed obs = {cfg->inventory_absent_grace_s, 0};
-	int rc = gl_capacity_query(st, &w, 1, GL_CAP_AGG_MODEL, NULL, now_s, &obs, &rows, &n, err);
+	int rc = gl_capstore_query(st, &w, 1, GL_CAP_AGG_MODEL, NULL, now_s, &obs, &rows, &n, err);
 	if (rc)
 		return rc;
 	for (size_t m = 0; m < GL_ARRAY_LEN(names); m++) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps)
+void gl_chargeback_init(struct gl_chargeback *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps)
 {
 	memset(cb, 0, sizeof *cb);
 	cb->n_dims = n_dims;
@@ -15,7 +15,7 @@ void gl_cb_init(struct gl_cb *cb, size_t n_dims, enum gl_share_idle share, size_
 	cb->steps = gl_xcalloc(n_steps ? n_steps : 1, sizeof *cb->steps);
 }
 
-size_t gl_cb_n_lines(const struct gl_cb *cb)
+size_t gl_chargeback_n_lines(const struct gl_chargeback *cb)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < cb->n_steps; i++)
@@ -23,7 +23,7 @@ size_t gl_cb_n_lines(const struct gl_cb *cb)
 	return n;
 }
 
-void gl_cb_fini(struct gl_cb *cb)
+void gl_chargeback_fini(struct gl_chargeback *cb)
 {
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		for (size_t j = 0; j < cb->steps[i].n_lines; j++) {
@@ -52,7 +52,7 @@ static uint64_t keys_hash(const char *const *keys, size_t n)
 	return h;
 }
 
-static int keys_equal(const struct gl_cb_line *l, const char *const *keys, size_t n)
+static int keys_equal(const struct gl_chargeback_line *l, const char *const *keys, size_t n)
 {
 	for (size_t d = 0; d < n; d++)
 		if (strcmp(l->key[d], keys[d] ? keys[d] : ""))
@@ -61,7 +61,7 @@ static int keys_equal(const struct gl_cb_line *l, const char *const *keys, size_
 }
 
 /* The slot of keys in s's index: theirs, or the free one they would take. */
-static size_t index_slot(const struct gl_cb_step *s, const char *const *keys, size_t n)
+static size_t index_slot(const struct gl_chargeback_step *s, const char *const *keys, size_t n)
 {
 	size_t mask = s->cap_index - 1, i = (size_t)keys_hash(keys, n) & mask;
 	while (s->index[i] && !keys_equal(&s->lines[s->index[i] - 1], keys, n))
@@ -70,7 +70,7 @@ static size_t index_slot(const struct gl_cb_step *s, const char *const *keys, si
 }
 
 /* Rebuilt at twice the lines, so it is never more than half full. */
-static void index_grow(struct gl_cb_step *s, size_t n_dims)
+static void index_grow(struct gl_chargeback_step *s, size_t n_dims)
 {
 	free(s->index);
 	s->cap_index = s->cap_index ? s->cap_index * 2 : 64;
@@ -79,9 +79,9 @@ static void index_grow(struct gl_cb_step *s, size_t n_dims)
 		s->index[index_slot(s, (const char *const *)s->lines[j].key, n_dims)] = j + 1;
 }
 
-struct gl_cb_line *gl_cb_find_line(struct gl_cb *cb, size_t step, const char *const *keys)
+struct gl_chargeback_line *gl_chargeback_find_line(struct gl_chargeback *cb, size_t step, const char *const *keys)
 {
-	struct gl_cb_step *s = &cb->steps[step];
+	struct gl_chargeback_step *s = &cb->steps[step];
 	size_t i;
 	if (!s->cap_index)
 		return NULL;
@@ -89,10 +89,10 @@ struct gl_cb_line *gl_cb_find_line(struct gl_cb *cb, size_t step, const char *co
 	return s->index[i] ? &s->lines[s->index[i] - 1] : NULL;
 }
 
-struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *const *keys)
+struct gl_chargeback_line *gl_chargeback_add_line(struct gl_chargeback *cb, size_t step, const char *const *keys)
 {
-	struct gl_cb_step *s = &cb->steps[step];
-	struct gl_cb_line *l;
+	struct gl_chargeback_step *s = &cb->steps[step];
+	struct gl_chargeback_line *l;
 	if (s->n_lines == s->cap_lines) {
 		s->cap_lines = s->cap_lines ? s->cap_lines * 2 : 16;
 		s->lines = gl_xrealloc(s->lines, s->cap_lines * sizeof *s->lines);
@@ -110,12 +110,12 @@ struct gl_cb_line *gl_cb_add_line(struct gl_cb *cb, size_t step, const char *con
 
 static const char *const share_names[] = {"none", "proportional", "owner", "proportional_fleet"};
 
-const char *gl_cb_share_name(enum gl_share_idle share)
+const char *gl_chargeback_share_name(enum gl_share_idle share)
 {
 	return (size_t)share < GL_ARRAY_LEN(share_names) ? share_names[share] : "none";
 }
 
-int gl_cb_share_parse(const char *s, enum gl_share_idle *out)
+int gl_chargeback_share_parse(const char *s, enum gl_share_idle *out)
 {
 	if (!s || !strcmp(s, "false")) {
 		*out = GL_SHARE_NONE;
@@ -133,9 +133,9 @@ int gl_cb_share_parse(const char *s, enum gl_share_idle *out)
 	return -GL_EINVAL;
 }
 
-size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name)
+size_t gl_chargeback_pool_of(struct gl_chargeback *cb, size_t step, const char *name)
 {
-	struct gl_cb_step *s = &cb->steps[step];
+	struct gl_chargeback_step *s = &cb->steps[step];
 	for (size_t p = s->n_pools; p-- > 0;)
 		if (!strcmp(s->pools[p].name, name))
 			return p;
@@ -148,7 +148,7 @@ size_t gl_cb_pool_of(struct gl_cb *cb, size_t step, const char *name)
 	return s->n_pools++;
 }
 
-void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 us)
+void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_i128 us)
 {
 	for (size_t i = 0; i < l->n_parts; i++)
 		if (l->parts[i].pool == pool) {
@@ -159,7 +159,7 @@ void gl_cb_line_in_pool(struct gl_cb_line *l, size_t pool, gl_i128 us)
 		l->cap_parts = l->cap_parts ? l->cap_parts * 2 : 2;
 		l->parts = gl_xrealloc(l->parts, l->cap_parts * sizeof *l->parts);
 	}
-	l->parts[l->n_parts++] = (struct gl_cb_part){pool, us};
+	l->parts[l->n_parts++] = (struct gl_chargeback_part){pool, us};
 }
 
 /* Makes out[0..n) add up to total. The total was rounded together with
@@ -183,7 +183,7 @@ static void rebalance(int64_t *out, size_t n, int64_t total)
 /* PROPORTIONAL_FLEET: the whole step's idle to each line in proportion to
  * its allocated GPU-time; with no allocation at all there is nobody to
  * share onto: idle stays */
-static void share_fleet(struct gl_cb_step *s)
+static void share_fleet(struct gl_chargeback_step *s)
 {
 	size_t n = s->n_lines, m = n;
 	int64_t *w = gl_xcalloc(n + 1, sizeof *w), *sh = gl_xcalloc(n + 1, sizeof *sh), shown = 0, base = 0;
@@ -217,7 +217,7 @@ static void share_fleet(struct gl_cb_step *s)
  * allocation in that pool (and the allocation an owner filter left out,
  * whose part stays idle). A pool nobody allocated in keeps its idle; a
  * line gets nothing from a pool it did not use. *left: what stays idle. */
-static int share_pools(struct gl_cb_step *s, int micros, int64_t total, int64_t *left)
+static int share_pools(struct gl_chargeback_step *s, int micros, int64_t total, int64_t *left)
 {
 	size_t n = s->n_lines, np = s->n_pools;
 	gl_i128 *num = gl_xcalloc(np + 1, sizeof *num);
@@ -267,7 +267,7 @@ out:
 	return rc;
 }
 
-static int finish_step(struct gl_cb *cb, struct gl_cb_step *s)
+static int finish_step(struct gl_chargeback *cb, struct gl_chargeback_step *s)
 {
 	size_t n = s->n_lines;
 	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
@@ -359,7 +359,7 @@ out:
 /* The unobserved time and its cost per line, rounded together per step as
  * the firm figures are (the lines add up to the step's unobserved total),
  * and the lines with time past their jobs' limits. */
-static int finish_unobserved(struct gl_cb_step *s)
+static int finish_unobserved(struct gl_chargeback_step *s)
 {
 	size_t n = s->n_lines;
 	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
@@ -378,7 +378,7 @@ static int finish_unobserved(struct gl_cb_step *s)
 	if ((rc = gl_cost_apportion(num, n, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		struct gl_cb_line *l = &s->lines[i];
+		struct gl_chargeback_line *l = &s->lines[i];
 		l->unobserved_micros = out[i];
 		s->unobserved_micros += out[i];
 		l->implausible_s = (int64_t)((l->implausible_us + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
@@ -391,11 +391,11 @@ out:
 	return rc;
 }
 
-int gl_cb_finish(struct gl_cb *cb)
+int gl_chargeback_finish(struct gl_chargeback *cb)
 {
 	int rc;
 	for (size_t i = 0; i < cb->n_steps; i++) {
-		struct gl_cb_step *s = &cb->steps[i];
+		struct gl_chargeback_step *s = &cb->steps[i];
 		if ((rc = finish_step(cb, s)) || (s->n_lines && (rc = finish_unobserved(s))))
 			return rc;
 		cb->unobserved_s += s->unobserved_s;
@@ -412,11 +412,11 @@ int gl_cb_finish(struct gl_cb *cb)
 	return 0;
 }
 
-void gl_cb_withhold_idle(struct gl_cb *cb)
+void gl_chargeback_withhold_idle(struct gl_chargeback *cb)
 {
 	cb->total_micros = cb->total_s = cb->total_idle_micros = cb->total_idle_s = 0;
 	for (size_t i = 0; i < cb->n_steps; i++) {
-		struct gl_cb_step *s = &cb->steps[i];
+		struct gl_chargeback_step *s = &cb->steps[i];
 		s->total_micros -= s->idle_micros;
 		s->total_s -= s->idle_s;
 		s->idle_micros = s->idle_s = s->idle_total_micros = s->idle_total_s = s->overalloc_s = 0;
@@ -426,7 +426,7 @@ void gl_cb_withhold_idle(struct gl_cb *cb)
 	cb->idle_withheld = 1;
 }
 
-size_t gl_cb_capacity_steps(const struct gl_cb *cb)
+size_t gl_chargeback_capacity_steps(const struct gl_chargeback *cb)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < cb->n_steps; i++)
@@ -434,12 +434,12 @@ size_t gl_cb_capacity_steps(const struct gl_cb *cb)
 	return n;
 }
 
-int gl_cb_name_reserved(const char *s)
+int gl_chargeback_name_reserved(const char *s)
 {
 	return s && (!strcmp(s, "__idle__") || !strcmp(s, "__unallocated__"));
 }
 
-void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *out)
+void gl_chargeback_shown_compute(const struct gl_chargeback *cb, int minor, struct gl_chargeback_shown *out)
 {
 	size_t ns = cb->n_steps;
 	int64_t *part = gl_xcalloc(ns + 1, sizeof *part);
@@ -450,12 +450,12 @@ void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *
 	out->cost = gl_xcalloc(ns + 1, sizeof *out->cost);
 	out->share = gl_xcalloc(ns + 1, sizeof *out->share);
 	out->line = gl_xcalloc(ns + 1, sizeof *out->line);
-	out->total = gl_money_round(cb->total_micros, minor);
+	out->total = gl_cost_round(cb->total_micros, minor);
 	for (size_t i = 0; i < ns; i++)
 		part[i] = cb->steps[i].total_micros;
-	(void)!gl_money_shown_parts(out->total, part, NULL, ns, minor, out->step_total);
+	(void)!gl_cost_shown_parts(out->total, part, NULL, ns, minor, out->step_total);
 	for (size_t i = 0; i < ns; i++) {
-		const struct gl_cb_step *s = &cb->steps[i];
+		const struct gl_chargeback_step *s = &cb->steps[i];
 		size_t n = s->n_lines;
 		int64_t *cost = gl_xcalloc(n + 1, sizeof *cost), *share = gl_xcalloc(n + 1, sizeof *share);
 		char **name = gl_xcalloc(n + 1, sizeof *name);
@@ -474,7 +474,7 @@ void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *
 			cost[j] = s->lines[j].cost_micros;
 			share[j] = s->lines[j].idle_share_micros;
 		}
-		(void)!gl_money_shown_rows(out->step_total[i], cost, share, (const char *const *)name, n, s->idle_micros,
+		(void)!gl_cost_shown_rows(out->step_total[i], cost, share, (const char *const *)name, n, s->idle_micros,
 					   minor, out->line[i], out->cost[i], out->share[i], &out->idle[i]);
 		for (size_t j = 0; j < n; j++)
 			free(name[j]);
@@ -485,7 +485,7 @@ void gl_cb_shown_compute(const struct gl_cb *cb, int minor, struct gl_cb_shown *
 	free(part);
 }
 
-void gl_cb_shown_fini(struct gl_cb_shown *s)
+void gl_chargeback_shown_fini(struct gl_chargeback_shown *s)
 {
 	for (size_t i = 0; i < s->n_steps; i++) {
 		free(s->cost[i]);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gl_i128_parse(const char *s, gl_i128 *out)
+int gl_cost_i128_parse(const char *s, gl_i128 *out)
 {
 	gl_i128 v = 0;
 	const char *p = s;
@@ -22,7 +22,7 @@ int gl_i128_parse(const char *s, gl_i128 *out)
 	return 0;
 }
 
-void gl_i128_format(gl_i128 v, char *buf, size_t n)
+void gl_cost_i128_format(gl_i128 v, char *buf, size_t n)
 {
 	char tmp[48], *q = tmp + sizeof tmp;
 	int neg = v < 0;
@@ -107,7 +107,7 @@ int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out)
 	return rc;
 }
 
-int64_t gl_percentile_sorted(const int64_t *v, size_t n, double p)
+int64_t gl_cost_percentile_sorted(const int64_t *v, size_t n, double p)
 {
 	size_t rank;
 	if (n == 0)
@@ -147,7 +147,7 @@ static int cmp_code(const void *key, const void *elem)
 	return strncmp(key, *(const char *const *)elem, 3);
 }
 
-int gl_money_minor(const char *code)
+int gl_cost_minor(const char *code)
 {
 	const char *const *e;
 	if (!code || strlen(code) != 3)
@@ -156,7 +156,7 @@ int gl_money_minor(const char *code)
 	return e ? (*e)[3] - '0' : -1;
 }
 
-void gl_money_format(int64_t micros, int minor, char *buf, size_t n)
+void gl_cost_format(int64_t micros, int minor, char *buf, size_t n)
 {
 	int64_t scale = 1, q, r;
 	int neg = micros < 0;
@@ -191,7 +191,7 @@ static int64_t minor_unit(int minor)
 	return unit;
 }
 
-int64_t gl_money_round(int64_t micros, int minor)
+int64_t gl_cost_round(int64_t micros, int minor)
 {
 	int64_t unit = minor_unit(minor), q = micros / unit, r = micros % unit;
 	/* C truncates toward zero: r has micros' sign */
@@ -217,7 +217,7 @@ static int by_shown_rem(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
+int gl_cost_shown_parts(int64_t shown_total, const int64_t *part, const char *const *tie, size_t n, int minor,
 			 int64_t *out)
 {
 	int64_t unit = minor_unit(minor), floors = 0, left;
@@ -239,7 +239,7 @@ int gl_money_shown_parts(int64_t shown_total, const int64_t *part, const char *c
 	left = shown_total - floors;
 	if (left % unit || left < 0 || left / unit > (int64_t)n) {
 		for (size_t i = 0; i < n; i++)
-			out[i] = gl_money_round(part[i], minor);
+			out[i] = gl_cost_round(part[i], minor);
 		rc = -GL_EINVAL;
 		goto out;
 	}
@@ -251,7 +251,7 @@ out:
 	return rc;
 }
 
-int gl_money_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t *share, const char *const *name,
+int gl_cost_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t *share, const char *const *name,
 			size_t n, int64_t left, int minor, int64_t *out_total, int64_t *out_cost, int64_t *out_share,
 			int64_t *out_left)
 {
@@ -264,12 +264,12 @@ int gl_money_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t 
 	}
 	part[n] = left;
 	tie[n] = "__idle__";
-	rc = gl_money_shown_parts(shown_total, part, tie, n + 1, minor, shown);
+	rc = gl_cost_shown_parts(shown_total, part, tie, n + 1, minor, shown);
 	*out_left = shown[n];
 	for (size_t i = 0; i < n; i++) {
 		int64_t p2[2] = {cost[i], share[i]}, s2[2];
 		out_total[i] = shown[i];
-		if (gl_money_shown_parts(shown[i], p2, NULL, 2, minor, s2))
+		if (gl_cost_shown_parts(shown[i], p2, NULL, 2, minor, s2))
 			rc = -GL_EINVAL;
 		out_cost[i] = s2[0];
 		out_share[i] = s2[1];
@@ -280,7 +280,7 @@ int gl_money_shown_rows(int64_t shown_total, const int64_t *cost, const int64_t 
 	return rc;
 }
 
-int gl_money_parse(const char *s, int64_t *micros, struct gl_err *err)
+int gl_cost_parse(const char *s, int64_t *micros, struct gl_err *err)
 {
 	int64_t whole = 0, frac = 0;
 	int digits = 0, fd = 0;

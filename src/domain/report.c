@@ -29,7 +29,7 @@ void gl_report_fmt_job_money(const struct gl_showback *sb, const struct gl_sb_jo
 		snprintf(buf, n, "unpriced");
 		return;
 	}
-	gl_money_format(micros, sb->minor, m, sizeof m);
+	gl_cost_format(micros, sb->minor, m, sizeof m);
 	snprintf(buf, n, "%s%s", m, j->unpriced_s > 0 ? " + unpriced" : "");
 }
 
@@ -202,11 +202,11 @@ void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_show
 		share[i] = sb->owners[i].idle_share_micros;
 		name[i] = sb->owners[i].name;
 	}
-	out->fleet_total = gl_money_round(f->total_micros, sb->minor);
+	out->fleet_total = gl_cost_round(f->total_micros, sb->minor);
 	/* the one rule of every view (the API's too): Σ owner totals +
 	 * __idle__ = the fleet total, cost + idle share = each owner's; a model
 	 * that does not reconcile says so, its lines rounded one by one */
-	(void)!gl_money_shown_rows(out->fleet_total, cost, share, name, n, f->idle_left_micros, sb->minor, out->total,
+	(void)!gl_cost_shown_rows(out->fleet_total, cost, share, name, n, f->idle_left_micros, sb->minor, out->total,
 				   out->cost, out->idle_share, &out->idle_left);
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(sb->owners[i].name, "__unallocated__"))
@@ -223,9 +223,9 @@ void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_show
 		out->idle_shared = sh_s;
 		out->idle_total = sh_s + out->idle_left;
 	} else {
-		out->alloc_cost = gl_money_round(f->cost_micros, sb->minor);
-		out->idle_shared = gl_money_round(f->idle_total_micros - f->idle_left_micros, sb->minor);
-		out->idle_total = gl_money_round(f->idle_total_micros, sb->minor);
+		out->alloc_cost = gl_cost_round(f->cost_micros, sb->minor);
+		out->idle_shared = gl_cost_round(f->idle_total_micros - f->idle_left_micros, sb->minor);
+		out->idle_total = gl_cost_round(f->idle_total_micros, sb->minor);
 	}
 	free(cost);
 	free(share);
@@ -275,7 +275,7 @@ static void c_i64(struct gl_strbuf *o, int64_t v)
 static void c_money(struct gl_strbuf *o, const struct gl_showback *sb, int64_t micros)
 {
 	char b[48];
-	gl_money_format(micros, sb->minor, b, sizeof b);
+	gl_cost_format(micros, sb->minor, b, sizeof b);
 	gl_csv_raw(o, b);
 }
 
@@ -334,8 +334,8 @@ static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
 		c_pct(o, w->total_micros, sb->fleet.total_micros);
 		if (w->has_prev) {
 			/* shown total - shown previous total, so the change adds up too */
-			c_money(o, sb, gl_money_round(w->prev_total_micros, sb->minor));
-			c_money(o, sb, sh.total[i] - gl_money_round(w->prev_total_micros, sb->minor));
+			c_money(o, sb, gl_cost_round(w->prev_total_micros, sb->minor));
+			c_money(o, sb, sh.total[i] - gl_cost_round(w->prev_total_micros, sb->minor));
 			c_pct(o, w->total_micros - w->prev_total_micros, w->prev_total_micros);
 		} else {
 			gl_csv_field(o, "no data");
@@ -437,7 +437,7 @@ static void fr_money(struct gl_report_fleet_row *rows, size_t *n, const struct g
 {
 	struct gl_report_fleet_row *r = fr_add(rows, n, key, label);
 	if (known)
-		gl_money_format(m, sb->minor, r->value, sizeof r->value);
+		gl_cost_format(m, sb->minor, r->value, sizeof r->value);
 	else
 		snprintf(r->value, sizeof r->value, "no data");
 }
@@ -452,7 +452,7 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	gl_report_shown_compute(sb, &sh);
 	fr_text(rows, &n, "month", NULL, sb->month);
 	fr_text(rows, &n, "aggregate", NULL, sb->aggregate);
-	fr_text(rows, &n, "share_idle", NULL, gl_cb_share_name(sb->share));
+	fr_text(rows, &n, "share_idle", NULL, gl_chargeback_share_name(sb->share));
 	fr_text(rows, &n, "currency", NULL, sb->currency);
 	fr_text(rows, &n, "closed", NULL, sb->closed ? "yes" : "no (month to date)");
 	fr_hours(rows, &n, "capacity_gpu_hours", "Capacity GPU-h", f->capacity_known, f->capacity_s);
@@ -602,7 +602,7 @@ static void csv_rates(const struct gl_showback *sb, struct gl_strbuf *o)
 		gl_csv_field(o, r->model);
 		gl_csv_field(o, r->mig_profile);
 		gl_csv_field(o, r->currency);
-		gl_money_format(r->micros_per_gpu_hour, 6, b, sizeof b);
+		gl_cost_format(r->micros_per_gpu_hour, 6, b, sizeof b);
 		gl_csv_raw(o, b);
 		gl_csv_field(o, r->valid_from);
 		gl_csv_field(o, r->valid_to);
@@ -634,7 +634,7 @@ static void csv_rules(const struct gl_showback *sb, struct gl_strbuf *o)
 static void fmt_per(int have, int64_t micros, char *b, size_t n)
 {
 	if (have)
-		gl_money_format(micros, 6, b, n);
+		gl_cost_format(micros, 6, b, n);
 	else
 		snprintf(b, n, "%s", "");
 }
@@ -746,7 +746,7 @@ static void tdn(struct gl_strbuf *o, const char *s)
 static void tdm(struct gl_strbuf *o, const struct gl_showback *sb, int64_t m)
 {
 	char b[48];
-	gl_money_format(m, sb->minor, b, sizeof b);
+	gl_cost_format(m, sb->minor, b, sizeof b);
 	tdn(o, b);
 }
 
@@ -935,7 +935,7 @@ static void html_owners(const struct gl_showback *sb, const struct gl_report_sho
 		}
 		tdm(o, sb, sh->idle_share[i]);
 		gl_strbuf_puts(o, "<td class=\"n total\">");
-		gl_money_format(sh->total[i], sb->minor, b, sizeof b);
+		gl_cost_format(sh->total[i], sb->minor, b, sizeof b);
 		esc(o, b);
 		gl_strbuf_puts(o, "</td>");
 		gl_report_fmt_pct(w->total_micros, f->total_micros, b, sizeof b);
@@ -1139,7 +1139,7 @@ static void html_rates(const struct gl_showback *sb, struct gl_strbuf *o)
 		td(o, r->model);
 		td(o, r->mig_profile);
 		td(o, r->currency);
-		gl_money_format(r->micros_per_gpu_hour, 6, b, sizeof b);
+		gl_cost_format(r->micros_per_gpu_hour, 6, b, sizeof b);
 		tdn(o, b);
 		td(o, r->valid_from[0] ? r->valid_from : "always");
 		td(o, r->valid_to[0] ? r->valid_to : "open");
@@ -1227,7 +1227,7 @@ static void html_body(const struct gl_showback *sb, const char *gen, struct gl_s
 	gl_strbuf_puts(o, "</h1><p class=meta>by ");
 	esc(o, sb->aggregate);
 	gl_strbuf_puts(o, " · idle shared: ");
-	esc(o, gl_cb_share_name(sb->share));
+	esc(o, gl_chargeback_share_name(sb->share));
 	gl_strbuf_puts(o, " · currency ");
 	esc(o, sb->currency);
 	gl_strbuf_puts(o, " · generated at ");
@@ -1244,7 +1244,7 @@ static void html_body(const struct gl_showback *sb, const char *gen, struct gl_s
 		gl_strbuf_puts(o, "</ul></div>\n");
 	}
 	gl_report_shown_compute(sb, &sh);
-	gl_money_format(sh.fleet_total, sb->minor, b, sizeof b);
+	gl_cost_format(sh.fleet_total, sb->minor, b, sizeof b);
 	gl_strbuf_puts(o, "<p>Fleet total: <strong class=n id=fleet-total>");
 	esc(o, b);
 	gl_strbuf_puts(o, "</strong> ");

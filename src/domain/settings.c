@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gl_budget_alert_keys[] = {"owner", "month", "threshold", "spend", "budget", "currency", "pct",
+const char *const gl_settings_alert_keys[] = {"owner", "month", "threshold", "spend", "budget", "currency", "pct",
 					     NULL};
 
-int gl_budget_command_check(const char *tmpl, char *bad, size_t nbad)
+int gl_settings_alert_command_check(const char *tmpl, char *bad, size_t nbad)
 {
-	return gl_tmpl_check(tmpl, gl_budget_alert_keys, bad, nbad);
+	return gl_tmpl_check(tmpl, gl_settings_alert_keys, bad, nbad);
 }
 
-int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err)
+int gl_settings_thresholds_parse(const char *s, int *out, size_t max, size_t *n, struct gl_err *err)
 {
 	const char *p = s ? s : "";
 	*n = 0;
@@ -33,17 +33,17 @@ int gl_budget_thresholds_parse(const char *s, int *out, size_t max, size_t *n, s
 	return 0;
 }
 
-const char *const gl_showback_aggregates[] = {"team", "project", "cost_center", "account", "user", "workload_type", NULL};
+const char *const gl_settings_aggregates[] = {"team", "project", "cost_center", "account", "user", "workload_type", NULL};
 
-int gl_showback_aggregate_ok(const char *dim)
+int gl_settings_aggregate_ok(const char *dim)
 {
-	for (size_t i = 0; gl_showback_aggregates[i]; i++)
-		if (!strcmp(gl_showback_aggregates[i], dim))
+	for (size_t i = 0; gl_settings_aggregates[i]; i++)
+		if (!strcmp(gl_settings_aggregates[i], dim))
 			return 1;
 	return 0;
 }
 
-int gl_costing_match_valid(const char *m)
+int gl_settings_match_valid(const char *m)
 {
 	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace"};
 	for (size_t i = 0; i < GL_ARRAY_LEN(ok); i++)
@@ -52,7 +52,7 @@ int gl_costing_match_valid(const char *m)
 	return !strncmp(m, "label:", 6) && m[6] != '\0';
 }
 
-int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err)
+int gl_settings_schedule_parse(const char *s, int64_t *secs, struct gl_err *err)
 {
 	unsigned h, m;
 	int n = 0;
@@ -62,4 +62,4 @@ int gl_report_sched_parse_time(const char *s, int64_t *secs, struct gl_err *err)
 	return 0;
 }
 
-const char *const gl_reports_ext[] = {"csv", "html", "pdf", "zip"};
+const char *const gl_settings_report_ext[] = {"csv", "html", "pdf", "zip"};

@@ -28,7 +28,7 @@ int gl_workload_name_check(const char *name, struct gl_err *err)
 	}
 	/* a rule naming the fallback would make "no rule matched" and "a
 	 * rule said so" one row */
-	if (!strcmp(name, GL_WORKLOAD_UNCLASSIFIED) || gl_cb_name_reserved(name))
+	if (!strcmp(name, GL_WORKLOAD_UNCLASSIFIED) || gl_chargeback_name_reserved(name))
 		return gl_err_set(err, GL_EINVAL, "'%s' is reserved (jobs no rule matches are %s)", name,
 				  GL_WORKLOAD_UNCLASSIFIED);
 	return 0;

@@ -252,7 +252,7 @@ static char **expand(const struct run *R, const struct gl_hookpolicy *p, const s
 	/* the currency's decimals, half up, as the reports and budget alerts
 	 * write money: cutting at two decimals truncated USD and gave JPY two
 	 * decimals it does not have */
-	gl_money_format(cost_micros, gl_money_minor(R->cfg->currency), cost, sizeof cost);
+	gl_cost_format(cost_micros, gl_cost_minor(R->cfg->currency), cost, sizeof cost);
 	gl_time_format(act_at, at, sizeof at);
 	const struct gl_tmpl_var vars[] = {
 		{"job_id", r->job_id},		 {"cluster", r->cluster},	  {"user", r->user},

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *gl_attrib_kind_name(enum gl_attrib_kind k)
+const char *gl_dcgm_attrib_kind_name(enum gl_dcgm_attrib_kind k)
 {
 	switch (k) {
 	case GL_ATTRIB_HPC_JOB: return "hpc_job";
@@ -98,20 +98,20 @@ struct node {
 };
 
 struct out {
-	struct gl_attrib_share *s;
+	struct gl_dcgm_attrib_share *s;
 	size_t n, cap;
 };
 
-static void emit(struct out *o, size_t gpu, const struct gl_attrib_job *j, double share, enum gl_attrib_kind kind)
+static void emit(struct out *o, size_t gpu, const struct gl_dcgm_attrib_job *j, double share, enum gl_dcgm_attrib_kind kind)
 {
 	if (o->n == o->cap) {
 		o->cap = o->cap ? o->cap * 2 : 64;
 		o->s = gl_xrealloc(o->s, o->cap * sizeof *o->s);
 	}
-	o->s[o->n++] = (struct gl_attrib_share){gpu, j->job_pk, share, kind, j->start_s};
+	o->s[o->n++] = (struct gl_dcgm_attrib_share){gpu, j->job_pk, share, kind, j->start_s};
 }
 
-static int hpc_match(const struct gl_attrib_job *j, const char *label)
+static int hpc_match(const struct gl_dcgm_attrib_job *j, const char *label)
 {
 	return !strcmp(j->job_id, label) || (j->job_id_raw[0] && !strcmp(j->job_id_raw, label)) ||
 	       (j->het_job_id[0] && !strcmp(j->het_job_id, label));
@@ -125,8 +125,8 @@ static int seen(const size_t *m, size_t n, size_t v)
 	return 0;
 }
 
-void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const struct gl_attrib_job *jobs,
-		       size_t njobs, struct gl_attrib_share **out_s, size_t *nout)
+void gl_dcgm_attrib_assign(const struct gl_dcgm_attrib_gpu *gpus, size_t ngpus, const struct gl_dcgm_attrib_job *jobs,
+		       size_t njobs, struct gl_dcgm_attrib_share **out_s, size_t *nout)
 {
 	struct mmap nodes_by_name, pods;
 	struct node *nodes = NULL;
@@ -165,7 +165,7 @@ void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const str
 	}
 	/* jobs by node (only the scrape's nodes matter) and by namespace/pod */
 	for (size_t j = 0; j < njobs; j++) {
-		const struct gl_attrib_job *jb = &jobs[j];
+		const struct gl_dcgm_attrib_job *jb = &jobs[j];
 		if (jb->ns[0]) {
 			mmap_put(&pods, jb->ns, jb->name, j);
 			if (strcmp(jb->name, jb->job_id))
@@ -192,7 +192,7 @@ void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const str
 	match = gl_xmalloc(match_cap * sizeof *match);
 
 	for (size_t g = 0; g < ngpus; g++) {
-		const struct gl_attrib_gpu *gp = &gpus[g];
+		const struct gl_dcgm_attrib_gpu *gp = &gpus[g];
 		const struct node *nd = &nodes[node_of[g]];
 		if (gp->skip)
 			continue;
@@ -234,7 +234,7 @@ void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const str
 			double sum = 0, cap_micro = (double)GL_GPU_MICRO * (double)nd->gpus, denom;
 			size_t holders = 0, last = 0;
 			for (size_t k = 0; k < nd->njobs; k++) {
-				const struct gl_attrib_job *jb = &jobs[nd->jobs[k]];
+				const struct gl_dcgm_attrib_job *jb = &jobs[nd->jobs[k]];
 				double per_node;
 				if (jb->held_micro <= 0)
 					continue;
@@ -251,7 +251,7 @@ void gl_dcgm_attribute(const struct gl_attrib_gpu *gpus, size_t ngpus, const str
 			}
 			denom = sum > cap_micro ? sum : cap_micro;
 			for (size_t k = 0; k < nd->njobs; k++) {
-				const struct gl_attrib_job *jb = &jobs[nd->jobs[k]];
+				const struct gl_dcgm_attrib_job *jb = &jobs[nd->jobs[k]];
 				if (jb->held_micro <= 0)
 					continue;
 				emit(&o, g, jb,

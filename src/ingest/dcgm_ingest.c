@@ -284,16 +284,16 @@ struct round {
 	struct gl_dcgmstore_job_list jobs;    /* the jobs that could claim them */
 	const char **ptrs;                    /* the batch's refs as strings */
 	struct gl_dcgm_pod *pods;
-	struct gl_attrib_gpu *ag;             /* per batch GPU */
-	struct gl_attrib_job *aj;             /* per job */
-	struct gl_attrib_share *shares;
+	struct gl_dcgm_attrib_gpu *ag;             /* per batch GPU */
+	struct gl_dcgm_attrib_job *aj;             /* per job */
+	struct gl_dcgm_attrib_share *shares;
 	size_t nshares;
 	size_t *share0;                       /* GPU i's shares: [share0[i], share0[i + 1]) */
 	int *node_labelled;                   /* per batch GPU: some GPU of its node carries labels */
 	int64_t *node_gpus;                   /* per batch GPU: its node's GPUs (MIG parents not counted) */
 };
 
-static const struct gl_attrib_gpu *g_sort_ag; /* for node_cmp: qsort has no context */
+static const struct gl_dcgm_attrib_gpu *g_sort_ag; /* for node_cmp: qsort has no context */
 
 static int node_cmp(const void *a, const void *b)
 {
@@ -320,7 +320,7 @@ static void node_facts(struct round *R)
 		int lab = 0;
 		int64_t gpus = 0;
 		for (; j < n && !strcmp(R->ag[ix[j]].node, R->ag[ix[i]].node); j++) {
-			const struct gl_attrib_gpu *a = &R->ag[ix[j]];
+			const struct gl_dcgm_attrib_gpu *a = &R->ag[ix[j]];
 			lab |= a->njobs > 0 || a->npods > 0;
 			gpus += !a->skip;
 		}
@@ -381,8 +381,8 @@ static void attrib_gpus(struct round *R, struct names *nodes, struct names *ids,
 	npods_all = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct bgpu *g = &b->g[i];
-		struct gl_attrib_gpu *a = &R->ag[i];
-		*a = (struct gl_attrib_gpu){b->str.p + g->host, R->ptrs + g->job0, g->njobs, R->pods + npods_all, g->npods,
+		struct gl_dcgm_attrib_gpu *a = &R->ag[i];
+		*a = (struct gl_dcgm_attrib_gpu){b->str.p + g->host, R->ptrs + g->job0, g->njobs, R->pods + npods_all, g->npods,
 					    g->mig_parent};
 		for (size_t k = 0; k < g->npods; k++) {
 			struct gl_dcgm_pod *p = &R->pods[npods_all++];
@@ -415,11 +415,11 @@ static int attribute(struct round *R, struct gl_err *err)
 	R->aj = gl_xcalloc(R->jobs.n ? R->jobs.n : 1, sizeof *R->aj);
 	for (size_t k = 0; k < R->jobs.n; k++) {
 		const struct gl_dcgmstore_job *j = &R->jobs.v[k];
-		R->aj[k] = (struct gl_attrib_job){j->job_pk,	j->job_id,  j->job_id_raw, j->het_job_id,
+		R->aj[k] = (struct gl_dcgm_attrib_job){j->job_pk,	j->job_id,  j->job_id_raw, j->het_job_id,
 						  j->ns,	j->name,    j->held_micro, j->start_s,
 						  (const char *const *)j->nodes, j->nnodes};
 	}
-	gl_dcgm_attribute(R->ag, R->b->n, R->aj, R->jobs.n, &R->shares, &R->nshares);
+	gl_dcgm_attrib_assign(R->ag, R->b->n, R->aj, R->jobs.n, &R->shares, &R->nshares);
 	node_facts(R);
 	R->share0 = gl_xcalloc(R->b->n + 1, sizeof *R->share0);
 	for (size_t k = 0; k < R->nshares; k++)
@@ -438,10 +438,10 @@ struct split {
 
 /* The jobs' shares of one applied sample; returns the best attribution and
  * the share of the GPU they took. */
-static enum gl_attrib_kind stage_shares(struct round *R, const struct gl_dcgmstore_state *m, const struct split *sp,
+static enum gl_dcgm_attrib_kind stage_shares(struct round *R, const struct gl_dcgmstore_state *m, const struct split *sp,
 					double *took)
 {
-	enum gl_attrib_kind best = GL_ATTRIB_NODE_ESTIMATED;
+	enum gl_dcgm_attrib_kind best = GL_ATTRIB_NODE_ESTIMATED;
 	double bf = 0, idf = 0, hf = 0;
 	if (sp->covered_ms > 0) {
 		bf = (double)sp->busy_ms / (double)sp->covered_ms;
@@ -450,11 +450,11 @@ static enum gl_attrib_kind stage_shares(struct round *R, const struct gl_dcgmsto
 	}
 	*took = 0;
 	for (size_t s = R->share0[m->idx]; s < R->share0[m->idx + 1]; s++) {
-		const struct gl_attrib_share *sh = &R->shares[s];
+		const struct gl_dcgm_attrib_share *sh = &R->shares[s];
 		/* never cover time before the job started */
 		int64_t jdt = R->at_s - sh->job_start_s < sp->dt_s ? R->at_s - sh->job_start_s : sp->dt_s;
 		double gs = (double)jdt * sh->share;
-		struct gl_dcgmstore_share row = {m->gpu_id, sh->job_pk, gl_attrib_kind_name(sh->kind), sp->busy, sp->nodata,
+		struct gl_dcgmstore_share row = {m->gpu_id, sh->job_pk, gl_dcgm_attrib_kind_name(sh->kind), sp->busy, sp->nodata,
 						 gs, gs * bf, gs * idf, gs * hf};
 		if (sh->kind < best)
 			best = sh->kind;
@@ -497,7 +497,7 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
 	struct gl_dcgm_bucket bk;
 	struct gl_dcgmstore_use u = {0};
 	struct split sp;
-	enum gl_attrib_kind best;
+	enum gl_dcgm_attrib_kind best;
 	double took;
 
 	if (m->last_s != GL_TIME_NONE && R->at_s <= m->last_s) {
@@ -540,7 +540,7 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
 	else if (!g->mig_parent)
 		R->res.unattributed++;
 	if (!g->mig_parent) {
-		const struct gl_attrib_gpu *a = &R->ag[m->idx];
+		const struct gl_dcgm_attrib_gpu *a = &R->ag[m->idx];
 		struct gl_dcgmstore_pending p = {m->gpu_id,   a->node,	  a->jobs,    a->njobs,	   a->pods,
 						 a->npods,    sp.dt_s,	  sp.busy,    sp.nodata,   sp.busy_ms,
 						 sp.idle_ms,  sp.held_ms, -1.0,	      0,	   NULL,

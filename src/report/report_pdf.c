@@ -339,7 +339,7 @@ static const double pal[][3] = {{0.31, 0.47, 0.65}, {0.95, 0.56, 0.17}, {0.88, 0
 
 static void money(const struct gl_showback *sb, int64_t m, char *b, size_t n)
 {
-	gl_money_format(m, sb->minor, b, n);
+	gl_cost_format(m, sb->minor, b, n);
 }
 
 /* The daily chart's legend: the first owners, then "others"; a long name
@@ -514,7 +514,7 @@ static void cover(struct pdf *p, const struct gl_report_shown *shn)
 	new_page(p);
 	p->y = 150;
 	p->y += text(p, MARGIN, p->y, 0, "GPU showback and chargeback", p->L->title_size, F_BOLD, 0) + 6;
-	snprintf(b, sizeof b, "%s · by %s · idle shared: %s · %s%s", sb->month, sb->aggregate, gl_cb_share_name(sb->share),
+	snprintf(b, sizeof b, "%s · by %s · idle shared: %s · %s%s", sb->month, sb->aggregate, gl_chargeback_share_name(sb->share),
 		 sb->currency, sb->closed ? "" : " · month to date");
 	p->y += text(p, MARGIN, p->y, 0, b, p->L->heading_size, F_REGULAR, 0) + 20;
 	money(sb, shn->fleet_total, c, sizeof c);
@@ -727,7 +727,7 @@ static void rates_table(struct pdf *p)
 	for (size_t i = 0; i < sb->n_rates; i++) {
 		const struct gl_sb_rate *r = &sb->rates[i];
 		char c[64];
-		gl_money_format(r->micros_per_gpu_hour, 6, c, sizeof c);
+		gl_cost_format(r->micros_per_gpu_hour, 6, c, sizeof c);
 		t_row(p, &t, r->model, r->mig_profile, r->currency, c, r->valid_from[0] ? r->valid_from : "always",
 		      r->valid_to[0] ? r->valid_to : "open");
 	}

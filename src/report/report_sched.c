@@ -39,7 +39,7 @@ static int compare_latest(struct gl_store *st, const struct gl_showback *sb, con
 	struct gl_reportfiles prev = {0};
 	int rc;
 
-	if ((rc = gl_reportfiles_latest(st, mday, sb->aggregate, gl_cb_share_name(sb->share), pv, &prev, err)))
+	if ((rc = gl_reportfiles_latest(st, mday, sb->aggregate, gl_chargeback_share_name(sb->share), pv, &prev, err)))
 		goto out;
 	/* the CSV is the content: compare it table by table */
 	for (*nt = 0; gl_report_tables[*nt] && *nt < GL_REPORT_SCHED_MAX_FILES; (*nt)++) {
@@ -85,13 +85,13 @@ static int write_files(const struct gl_config *cfg, const struct gl_showback *sb
 	}
 	for (int fmt = GL_REPORTS_HTML; fmt <= GL_REPORTS_ZIP && !rc; fmt++) {
 		struct gl_reports_file *f;
-		if (!strstr(cfg->reports_formats, gl_reports_ext[fmt]) || res->n_files == GL_REPORT_SCHED_MAX_FILES)
+		if (!strstr(cfg->reports_formats, gl_settings_report_ext[fmt]) || res->n_files == GL_REPORT_SCHED_MAX_FILES)
 			continue;
 		f = &res->files[res->n_files++];
 		gl_strbuf_reset(&b);
 		if ((rc = gl_reports_render(sb, (enum gl_reports_format)fmt, NULL, cfg, now_s, &b, err)))
 			break;
-		gl_report_sched_name(sb->month, sb->aggregate, sb->share, NULL, gl_reports_ext[fmt], res->version, f->name,
+		gl_report_sched_name(sb->month, sb->aggregate, sb->share, NULL, gl_settings_report_ext[fmt], res->version, f->name,
 				     sizeof f->name);
 		gl_reports_sha256(b.p, b.len, f->sha256);
 		f->bytes = b.len;
@@ -106,7 +106,7 @@ static int record_rows(struct gl_store *st, const struct gl_showback *sb, const 
 		       int64_t now_s, const struct gl_report_sched_result *res, struct gl_err *err)
 {
 	struct gl_reportfile_new files[GL_REPORT_SCHED_MAX_FILES];
-	struct gl_reportfile_set set = {mday, sb->aggregate, gl_cb_share_name(sb->share), trigger, res->changed,
+	struct gl_reportfile_set set = {mday, sb->aggregate, gl_chargeback_share_name(sb->share), trigger, res->changed,
 					res->version, now_s};
 	struct gl_strbuf detail = GL_STRBUF_INIT;
 	int rc;
@@ -160,7 +160,7 @@ int gl_report_sched_make(struct gl_store *st, const struct gl_config *cfg, const
 	 * wrote its files over each other's, and the second failed on the
 	 * unique key with a raw SQL error. Held until the rows commit; the
 	 * second then finds the set recorded. */
-	snprintf(lockkey, sizeof lockkey, "%s|%s|%s", mday, sb.aggregate, gl_cb_share_name(sb.share));
+	snprintf(lockkey, sizeof lockkey, "%s|%s|%s", mday, sb.aggregate, gl_chargeback_share_name(sb.share));
 	if ((rc = gl_reportfiles_lock(st, lockkey, err)))
 		goto out_unlocked;
 	if ((rc = compare_latest(st, &sb, mday, now_s, csv, &nt, &pv, res, err)))
@@ -206,7 +206,7 @@ int gl_report_sched_run(struct gl_store *st, const struct gl_config *cfg, const 
 		snprintf(summary, n, "off (reports.dir not set)");
 		return 0;
 	}
-	if ((rc = gl_report_sched_parse_time(cfg->reports_schedule, &at, err)))
+	if ((rc = gl_settings_schedule_parse(cfg->reports_schedule, &at, err)))
 		return rc;
 	if (now_s < ms + at) {
 		snprintf(summary, n, "not due");

@@ -36,7 +36,7 @@ int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_
 
 int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err)
 {
-	if (gl_cb_share_parse(s, sh))
+	if (gl_chargeback_share_parse(s, sh))
 		return gl_err_set(err, GL_EINVAL, "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, s);
 	return 0;
 }
@@ -201,7 +201,7 @@ int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f,
 		gl_strbuf_reset(&b);
 		if ((rc = gl_reports_render(sb, f, table, cfg, generated_at_s, &b, err)))
 			goto out;
-		gl_report_file_name(sb, table, gl_reports_ext[f], o->name, sizeof o->name);
+		gl_report_file_name(sb, table, gl_settings_report_ext[f], o->name, sizeof o->name);
 		gl_reports_sha256(b.p, b.len, o->sha256);
 		o->bytes = b.len;
 		if ((rc = gl_reports_write_file(dir, o->name, &b, err)))

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const gl_acct_dims[] = {"team",	   "project",	"cost_center", "user",	    "account",	     "cluster",
+const char *const gl_accounting_dims[] = {"team",	   "project",	"cost_center", "user",	    "account",	     "cluster",
 				     "partition", "qos", "namespace", "gpu_model", "workload_type", NULL};
 
 /* Only these fixed strings ever reach the SQL text; user input goes in parameters. */
@@ -20,19 +20,19 @@ static const char *const dim_sql[] = {
 	"coalesce(k.gpu_model, 'unknown')", "k.workload_type",
 };
 
-const char *gl_acct_dim_sql(const char *dim)
+const char *gl_accounting_dim_sql(const char *dim)
 {
-	for (size_t i = 0; gl_acct_dims[i]; i++)
-		if (!strcmp(gl_acct_dims[i], dim))
+	for (size_t i = 0; gl_accounting_dims[i]; i++)
+		if (!strcmp(gl_accounting_dims[i], dim))
 			return dim_sql[i];
 	return NULL;
 }
 
 /* A dimension over the jobs CTE: the public ones, and "job" for the
- * per-job lines of a query restricted to jobs (gl_acct_query.jobs). */
+ * per-job lines of a query restricted to jobs (gl_accounting_query.jobs). */
 static const char *live_dim_sql(const char *dim)
 {
-	return !strcmp(dim, "job") ? "k.job_pk" : gl_acct_dim_sql(dim);
+	return !strcmp(dim, "job") ? "k.job_pk" : gl_accounting_dim_sql(dim);
 }
 
 /* The live steps ($1 start, $2 end, $4 step index; ascending, not
@@ -40,7 +40,7 @@ static const char *live_dim_sql(const char *dim)
  * the window they span with their starts in order, and the runs of
  * contiguous steps: a job is found once per run it overlaps (one index scan
  * a run), not looked up step by step, and its events are put in their steps
- * by width_bucket over the starts (gl_acct_event_cells). Joining every step
+ * by width_bucket over the starts (gl_accounting_event_cells). Joining every step
  * to the jobs (a bitmap scan and a wide row per job and step, owners
  * resolved over all of them) took 29 s for 649 hours of 30,000 jobs. */
 #define GL_LIVE_CTES(steps, pa, pb, pi)                                                                      \
@@ -178,7 +178,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
  * steps are found where win's arrays are (17 kB for 91 days of hours) and
  * materialized without them: rows that carried them into a sort spilled 7
  * to 14 GB. */
-void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step)
+void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step)
 {
 	/* One step (a day of the rollup, a month's live today, a window with no
 	 * step): its intervals lie inside it, so each is a cell of its own, gact
@@ -214,7 +214,7 @@ void gl_acct_event_cells(struct gl_strbuf *sql, const char *keys, const char *sr
 
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
  * over the live pieces ($4 start, $5 end, $6 step; their allocation per
- * key by gl_acct_event_cells, as the lines') and from usage_daily over
+ * key by gl_accounting_event_cells, as the lines') and from usage_daily over
  * built days ($7 day start, $8 step): k(i, cluster_id, partition,
  * gpu_model, us) in whole micro-GPU-seconds of physical capacity held. */
 static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
@@ -234,7 +234,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 	gl_strbuf_puts(sql,
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.held_micro AS g,"
 		       " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM j, win)");
-	gl_acct_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps", n_live == 1);
+	gl_accounting_event_cells(sql, "cluster_id, partition, gpu_model", "ivj", "lsteps", n_live == 1);
 	gl_strbuf_puts(sql,
 		       ", k AS ("
 		       " SELECT s.i, c.cluster_id, c.partition, c.gpu_model,"
@@ -319,8 +319,8 @@ static const char *daily_expr(const char *dim)
 	static const char *const col[] = {"u.d_team",	  "u.d_project",   "u.d_cost_center", "u.d_user",
 					  "u.d_account",  "u.d_cluster",   "u.d_partition",   "u.d_qos",
 					  "u.d_namespace", "u.d_gpu_model", "u.d_workload_type"};
-	for (size_t i = 0; gl_acct_dims[i]; i++)
-		if (!strcmp(gl_acct_dims[i], dim))
+	for (size_t i = 0; gl_accounting_dims[i]; i++)
+		if (!strcmp(gl_accounting_dims[i], dim))
 			return col[i];
 	return NULL;
 }
@@ -341,7 +341,7 @@ static const char *job_daily_expr(const char *dim)
 
 /* Whether usage_daily_owner (sql/017) has every column the query groups or
  * filters by: then a month reads dozens of rows a day, not thousands. */
-static int owner_rollup_serves(const struct gl_acct_query *q)
+static int owner_rollup_serves(const struct gl_accounting_query *q)
 {
 	static const char *const coarse[] = {"team",	  "project",   "cost_center",	"cluster",
 					     "partition", "gpu_model", "workload_type", NULL};
@@ -397,7 +397,7 @@ enum filter_target { FILTER_JOBS, FILTER_DAILY, FILTER_FLEET };
 
 /* Adds "AND expr = ANY($n::text[])" per filter clause, and the owner scope,
  * over the jobs CTE, the usage_daily rows or the fleet idle rows. */
-static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, int *np, struct gl_strbuf *arrays,
+static int add_filters(struct gl_strbuf *sql, const struct gl_accounting_query *q, int *np, struct gl_strbuf *arrays,
 		       size_t *arr_off, enum filter_target t, struct gl_err *err)
 {
 	size_t nf = q->filter ? q->filter->n : 0;
@@ -405,7 +405,7 @@ static int add_filters(struct gl_strbuf *sql, const struct gl_acct_query *q, int
 		const struct gl_filter_clause *fc = &q->filter->c[i];
 		const char *expr = t == FILTER_FLEET ? fleet_expr(fc->dim)
 				 : t == FILTER_DAILY ? daily_expr(fc->dim)
-						     : gl_acct_dim_sql(fc->dim);
+						     : gl_accounting_dim_sql(fc->dim);
 		if (!expr) {
 			if (t == FILTER_FLEET)
 				continue; /* owner filters do not narrow fleet idle */
@@ -425,7 +425,7 @@ static void put_i64_array(struct gl_strbuf *b, const int64_t *v, size_t n);
 
 /* Appends the query's jobs as the next parameter, a bigint[] literal
  * (add_text_array's layout); returns its number. */
-static int add_jobs_param(struct gl_strbuf *arrays, size_t *arr_off, int *np, const struct gl_acct_query *q)
+static int add_jobs_param(struct gl_strbuf *arrays, size_t *arr_off, int *np, const struct gl_accounting_query *q)
 {
 	arr_off[*np] = arrays->len;
 	put_i64_array(arrays, q->jobs, q->n_jobs);
@@ -463,7 +463,7 @@ static void plan_fini(struct plan *p)
 	free(p->di);
 }
 
-static int make_plan(PGconn *c, const struct gl_acct_query *q, struct plan *p, struct gl_err *err)
+static int make_plan(PGconn *c, const struct gl_accounting_query *q, struct plan *p, struct gl_err *err)
 {
 	int64_t today = q->now_s - ((q->now_s % 86400) + 86400) % 86400, lo = INT64_MAX, hi = INT64_MIN;
 	char los[24], his[24];
@@ -540,7 +540,7 @@ out:
  * one, so that idle, priced at the rate in force at its (sub)step's start,
  * is priced at the rate in force all through it. *parent maps each sub-step
  * to its step. The caller frees *sub and *parent. */
-static int idle_steps(PGconn *c, const struct gl_acct_query *q, struct gl_window **sub, size_t **parent, size_t *nsub,
+static int idle_steps(PGconn *c, const struct gl_accounting_query *q, struct gl_window **sub, size_t **parent, size_t *nsub,
 		      struct gl_err *err)
 {
 	char los[24], his[24];
@@ -595,7 +595,7 @@ static int parse_num(PGresult *r, int row, int col, gl_i128 *out)
 		*out = 0; /* negative sums cannot occur; treat as 0 defensively */
 		return 0;
 	}
-	return gl_i128_parse(v, out);
+	return gl_cost_i128_parse(v, out);
 }
 
 /* ", <prefix>d0, <prefix>d1, ...": the dimension columns every stage of
@@ -609,7 +609,7 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
 /* Appends the CTEs f .. byrate of the live query (jobs over the steps of
  * $1, $2, $4 at now $3), grouped by dims; filters take parameters from $5. */
 static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live,
-		       const struct gl_acct_query *q, enum obs_mode m, int *np, struct gl_strbuf *arrays, size_t *arr_off,
+		       const struct gl_accounting_query *q, enum obs_mode m, int *np, struct gl_strbuf *arrays, size_t *arr_off,
 		       struct gl_err *err)
 {
 	int rc, jobs_param = 0;
@@ -627,7 +627,7 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 	/* Each job is an interval [start, stop) of g micro-GPUs billed (and h
 	 * held), and one more per rate piece it overlaps (priced), clipped to
 	 * the live window:
-	 * their steps' allocation comes from gl_acct_event_cells, per key
+	 * their steps' allocation comes from gl_accounting_event_cells, per key
 	 * (model, rate, dims), not per job and step. */
 	gl_strbuf_puts(sql,
 		       "), mr AS ("
@@ -648,7 +648,7 @@ static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_
 		gl_strbuf_puts(&keys, "gpu_model, rate");
 		put_dim_cols(&keys, "", n_dims);
 		if (n_live > 1)
-			gl_acct_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps", 0);
+			gl_accounting_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps", 0);
 		gl_strbuf_fini(&keys);
 	}
 	gl_strbuf_puts(sql,
@@ -729,7 +729,7 @@ static void append_lines_select(struct gl_strbuf *sql, size_t n_dims)
  * response filtered to another team); under a filter on another owner
  * dimension (user, account...) the line shown is only part of the team,
  * so the team's idle stays in __idle__. */
-static int owner_idle_shown(const struct gl_acct_query *q, const char *team)
+static int owner_idle_shown(const struct gl_accounting_query *q, const char *team)
 {
 	for (size_t i = 0; q->filter && i < q->filter->n; i++) {
 		const struct gl_filter_clause *fc = &q->filter->c[i];
@@ -754,7 +754,7 @@ static int owner_idle_shown(const struct gl_acct_query *q, const char *team)
 }
 
 /* Adds model to the distinct unpriced models of the response. */
-static void add_unpriced(struct gl_acct_meta *meta, const char *m)
+static void add_unpriced(struct gl_accounting_meta *meta, const char *m)
 {
 	for (size_t i = 0; i < meta->n_unpriced; i++)
 		if (!strcmp(meta->unpriced_models[i], m))
@@ -764,7 +764,7 @@ static void add_unpriced(struct gl_acct_meta *meta, const char *m)
 	meta->unpriced_models[meta->n_unpriced++] = gl_xstrdup(m);
 }
 
-void gl_acct_meta_fini(struct gl_acct_meta *meta)
+void gl_accounting_meta_fini(struct gl_accounting_meta *meta)
 {
 	for (size_t i = 0; i < meta->n_unpriced; i++)
 		free(meta->unpriced_models[i]);
@@ -802,11 +802,11 @@ static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, stru
 /* The step's line of keys, made when it has none: rows of one query come
  * ordered by key; the daily and the live query may both have a key, so
  * this looks back through the step's lines. */
-static struct gl_cb_line *line_of(struct gl_cb *cb, size_t step, const char *const *keys, size_t n_dims)
+static struct gl_chargeback_line *line_of(struct gl_chargeback *cb, size_t step, const char *const *keys, size_t n_dims)
 {
-	struct gl_cb_line *l = gl_cb_find_line(cb, step, keys);
+	struct gl_chargeback_line *l = gl_chargeback_find_line(cb, step, keys);
 	(void)n_dims; /* cb's own */
-	return l ? l : gl_cb_add_line(cb, step, keys);
+	return l ? l : gl_chargeback_add_line(cb, step, keys);
 }
 
 /* Where absorb puts a lines query's sums: the firm figures, or the
@@ -814,7 +814,7 @@ static struct gl_cb_line *line_of(struct gl_cb *cb, size_t step, const char *con
  * them), or the implausible part of the unobserved. */
 enum absorb_to { TO_FIRM, TO_UNSEEN, TO_UNSEEN_INCLUDED, TO_IMPLAUSIBLE };
 
-static void absorb_sums(struct gl_cb_line *l, enum absorb_to to, gl_i128 am, gl_i128 pm, gl_i128 cn)
+static void absorb_sums(struct gl_chargeback_line *l, enum absorb_to to, gl_i128 am, gl_i128 pm, gl_i128 cn)
 {
 	if (to == TO_IMPLAUSIBLE) {
 		l->implausible_us += am;
@@ -831,10 +831,10 @@ static void absorb_sums(struct gl_cb_line *l, enum absorb_to to, gl_i128 am, gl_
 	}
 }
 
-/* The idle pool dimensions of cb (gl_cb_pool): none unless idle is shared
+/* The idle pool dimensions of cb (gl_chargeback_pool): none unless idle is shared
  * proportionally within clusters, where the lines query groups by them
  * too, after the caller's dimensions. */
-static size_t pool_dims(const struct gl_cb *cb, const char **dims)
+static size_t pool_dims(const struct gl_chargeback *cb, const char **dims)
 {
 	if (cb->share != GL_SHARE_PROPORTIONAL)
 		return 0;
@@ -852,7 +852,7 @@ static void pool_name(PGresult *r, int row, const int *cols, size_t n, char *buf
 
 /* Folds the rows of a lines query into the lines of cb: n_dims key
  * columns, then the pool columns (pool_dims); to says where the sums go. */
-static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta,
+static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
 		  struct gl_err *err)
 {
 	const char *pd[2];
@@ -862,7 +862,7 @@ static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *c
 	for (int row = 0; !rc && row < PQntuples(r); row++) {
 		const char *keys[GL_CB_MAX_DIMS] = {0};
 		int step = atoi(PQgetvalue(r, row, k.i)) - 1;
-		struct gl_cb_line *l;
+		struct gl_chargeback_line *l;
 		gl_i128 am, pm, cn;
 		char pool[512];
 		if (step < 0 || (size_t)step >= cb->n_steps)
@@ -877,7 +877,7 @@ static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_cb *c
 		/* the idle pools share by what is billed */
 		if (np && (to == TO_FIRM || to == TO_UNSEEN_INCLUDED)) {
 			pool_name(r, row, k.d + n_dims, np, pool, sizeof pool);
-			gl_cb_line_in_pool(l, gl_cb_pool_of(cb, (size_t)step, pool), am);
+			gl_chargeback_line_in_pool(l, gl_chargeback_pool_of(cb, (size_t)step, pool), am);
 		}
 		if (to != TO_FIRM)
 			continue;
@@ -899,7 +899,7 @@ static void filter_args(const char **params, int np0, int np, const struct gl_st
 
 /* Runs a lines query and folds its rows into cb. */
 static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims,
-		     enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
+		     enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	struct gl_strbuf lim = GL_STRBUF_INIT;
 	PGresult *r = NULL;
@@ -913,7 +913,7 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	if (!rc)
 		rc = absorb(r, n_dims, to, cb, meta, err);
-	if (!rc && cb->max_lines && gl_cb_n_lines(cb) > cb->max_lines)
+	if (!rc && cb->max_lines && gl_chargeback_n_lines(cb) > cb->max_lines)
 		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	PQclear(r);
 	gl_strbuf_fini(&lim);
@@ -942,8 +942,8 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
  * it holds every dimension asked for) */
-static int lines_daily(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, struct gl_cb *cb,
-		       struct gl_acct_meta *meta, struct gl_err *err)
+static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
+		       struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, da = GL_STRBUF_INIT, di = GL_STRBUF_INIT;
 	const char *params[40];
@@ -992,8 +992,8 @@ out:
 
 /* 1b. the live pieces' lines from jobs: the part of their time m reads,
  * folded in as to says */
-static int lines_live(PGconn *c, const struct gl_acct_query *q, const struct plan *pl, enum obs_mode m,
-		      enum absorb_to to, struct gl_cb *cb, struct gl_acct_meta *meta, struct gl_err *err)
+static int lines_live(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, enum obs_mode m,
+		      enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[3];
 	const char *params[40];
@@ -1061,9 +1061,9 @@ static void fleet_fini(struct fleet *f)
 	memset(f, 0, sizeof *f);
 }
 
-static int fleet_begin(PGconn *c, const struct gl_acct_query *q, struct fleet *f, struct gl_err *err)
+static int fleet_begin(PGconn *c, const struct gl_accounting_query *q, struct fleet *f, struct gl_err *err)
 {
-	struct gl_acct_query q2 = *q;
+	struct gl_accounting_query q2 = *q;
 	char grace[24] = "NULL";
 	int64_t *sa, *sb;
 	int rc;
@@ -1128,30 +1128,30 @@ struct idle_cols {
 };
 
 /* shareIdle=owner: a team's dedicated idle (idle_owners) on its line */
-static void owner_idle(struct gl_cb *cb, const struct gl_acct_query *q, size_t step, const char *team, gl_i128 us,
+static void owner_idle(struct gl_chargeback *cb, const struct gl_accounting_query *q, size_t step, const char *team, gl_i128 us,
 		       gl_i128 num)
 {
-	struct gl_cb_step *s = &cb->steps[step];
-	struct gl_cb_line *l = NULL;
+	struct gl_chargeback_step *s = &cb->steps[step];
+	struct gl_chargeback_line *l = NULL;
 	if (cb->share != GL_SHARE_OWNER || q->n_dims != 1 || strcmp(q->dims[0], "team") || !owner_idle_shown(q, team))
 		return;
 	for (size_t i = 0; i < s->n_lines; i++)
 		if (!strcmp(s->lines[i].key[0], team))
 			l = &s->lines[i];
 	if (!l)
-		l = gl_cb_add_line(cb, step, (const char *[]){team});
+		l = gl_chargeback_add_line(cb, step, (const char *[]){team});
 	l->idle_owner_us += us;
 	l->idle_owner_num += num;
 }
 
 /* Folds one idle row of sub-step si into its step. */
 static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, const struct fleet *f,
-			   const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+			   const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
 			   struct gl_err *err)
 {
 	int si = atoi(PQgetvalue(r, row, k->i)) - 1;
 	size_t step;
-	struct gl_cb_step *s;
+	struct gl_chargeback_step *s;
 	gl_i128 us, over, num;
 	if (si < 0 || (size_t)si >= f->nsub || (step = f->parent[si]) >= cb->n_steps)
 		return 0;
@@ -1174,10 +1174,10 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 	s->idle_num += num;
 	if (cb->share == GL_SHARE_PROPORTIONAL) {
 		char pool[512];
-		struct gl_cb_pool *p;
+		struct gl_chargeback_pool *p;
 		size_t pi;
 		pool_name(r, row, k->pool, cb->share_by_model ? 2 : 1, pool, sizeof pool);
-		pi = gl_cb_pool_of(cb, step, pool); /* may move s->pools */
+		pi = gl_chargeback_pool_of(cb, step, pool); /* may move s->pools */
 		p = &s->pools[pi];
 		p->idle_us += us;
 		p->idle_num += num;
@@ -1192,7 +1192,7 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
  * only), priced at the rate in force at each sub-step's start; dedicated
  * hardware (idle_owners, exact partition before whole cluster) names the
  * team that pays for it under shareIdle=owner */
-static int idle_by_step(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+static int idle_by_step(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
 			struct gl_err *err)
 {
 	struct fleet f;
@@ -1243,7 +1243,7 @@ out:
  * now): *any 0 none, 1 some, 2 some past its own time limit. One probe of
  * jobs_running_idx, so a fleet without such jobs (every job ended, or seen
  * up to now) pays no unobserved query. */
-static int any_unseen(PGconn *c, const struct gl_acct_query *q, int *any, struct gl_err *err)
+static int any_unseen(PGconn *c, const struct gl_accounting_query *q, int *any, struct gl_err *err)
 {
 	char e[24], now[24];
 	PGresult *r = NULL;
@@ -1263,7 +1263,7 @@ static int any_unseen(PGconn *c, const struct gl_acct_query *q, int *any, struct
 
 /* 1c. the unobserved time of open jobs, read live over every step (the
  * rollup holds firm time only), and its part past the jobs' limits */
-static int lines_unseen(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+static int lines_unseen(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
 			struct gl_err *err)
 {
 	struct plan all;
@@ -1289,14 +1289,14 @@ static int lines_unseen(PGconn *c, const struct gl_acct_query *q, struct gl_cb *
 	return rc;
 }
 
-int gl_acct_chargeback(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_acct_meta *meta,
+int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
 		       struct gl_err *err)
 {
 	PGresult *r = NULL;
 	struct plan pl;
 	int rc;
 
-	gl_acct_meta_fini(meta);
+	gl_accounting_meta_fini(meta);
 	if (q->jobs && (q->filter || q->scope_teams))
 		return gl_err_set(err, GL_EINVAL, "chargeback: a query of some jobs takes no filter");
 	for (size_t d = 0; d < q->n_dims; d++)
@@ -1326,17 +1326,17 @@ out:
 	return rc;
 }
 
-int gl_acct_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
+int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
 		       const struct gl_cap_observed *cap, PGresult **r, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	struct gl_window w = {start_s, end_s};
-	struct gl_acct_query q;
+	struct gl_accounting_query q;
 	struct fleet f;
 	int rc;
 
 	*r = NULL;
-	gl_acct_query_init(&q, &w, 1, NULL, 0, now_s);
+	gl_accounting_query_init(&q, &w, 1, NULL, 0, now_s);
 	q.cap = *cap;
 	if ((rc = fleet_begin(c, &q, &f, err)) || !f.nsub)
 		goto out;
@@ -1389,7 +1389,7 @@ static void filter_params(const struct gl_filter *filter, const char *const *dim
 		params[i] = arr_off[i] == SIZE_MAX ? NULL : arrays->p + arr_off[i];
 }
 
-int gl_acct_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+int gl_accounting_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
 			  int64_t *known, int64_t *days, struct gl_err *err)
 {
 	static const char *const fleet_dims[] = {"cluster", "partition", "gpu_model"};
@@ -1521,18 +1521,18 @@ out:
 	return rc;
 }
 
-int gl_acct_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
-			   struct gl_acct_cover *cov, struct gl_err *err)
+int gl_accounting_capacity_cover(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
+			   struct gl_accounting_cover *cov, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	int rc;
 	memset(cov, 0, sizeof *cov);
-	if ((rc = gl_acct_capacity_days(c, start_s, end_s, now_s, filter, &cov->known, &cov->days, err)))
+	if ((rc = gl_accounting_capacity_days(c, start_s, end_s, now_s, filter, &cov->known, &cov->days, err)))
 		return rc;
 	return capacity_missing(c, start_s, end_s, now_s, filter, &cov->missing, &cov->n_missing, err);
 }
 
-void gl_acct_cover_fini(struct gl_acct_cover *cov)
+void gl_accounting_cover_fini(struct gl_accounting_cover *cov)
 {
 	for (size_t i = 0; cov->missing && i < cov->n_missing; i++)
 		free(cov->missing[i]);
@@ -1540,7 +1540,7 @@ void gl_acct_cover_fini(struct gl_acct_cover *cov)
 	memset(cov, 0, sizeof *cov);
 }
 
-void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, size_t n_steps,
+void gl_accounting_query_init(struct gl_accounting_query *q, const struct gl_window *steps, size_t n_steps,
 			const char *const *dims, size_t n_dims, int64_t now_s)
 {
 	memset(q, 0, sizeof *q);
@@ -1557,14 +1557,14 @@ void gl_acct_query_init(struct gl_acct_query *q, const struct gl_window *steps, 
 /* shareIdle=proportional over lines filtered by owner (a filter clause on
  * an owner dimension, or a token's team scope): each step's allocation
  * without those filters (the fleet filters still apply, as they narrow the
- * idle), for gl_cb_finish to share the idle over. */
-static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb, struct gl_err *err)
+ * idle), for gl_chargeback_finish to share the idle over. */
+static int share_base(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_err *err)
 {
 	static const char *const dims[] = {"cluster"};
 	struct gl_filter fleet;
-	struct gl_acct_query q2 = *q;
-	struct gl_acct_meta meta2 = {0};
-	struct gl_cb all;
+	struct gl_accounting_query q2 = *q;
+	struct gl_accounting_meta meta2 = {0};
+	struct gl_chargeback all;
 	int rc, owner_filtered = q->scope_teams != NULL;
 
 	memset(&fleet, 0, sizeof fleet);
@@ -1583,43 +1583,43 @@ static int share_base(PGconn *c, const struct gl_acct_query *q, struct gl_cb *cb
 	q2.n_scope_teams = 0;
 	q2.lines_only = 1;
 	/* the same pools as cb's, for the base of each */
-	gl_cb_init(&all, 1, cb->share, cb->n_steps);
+	gl_chargeback_init(&all, 1, cb->share, cb->n_steps);
 	all.share_by_model = cb->share_by_model;
-	if (!(rc = gl_acct_chargeback(c, &q2, &all, &meta2, err)))
+	if (!(rc = gl_accounting_chargeback(c, &q2, &all, &meta2, err)))
 		for (size_t i = 0; i < cb->n_steps; i++)
 			for (size_t j = 0; j < all.steps[i].n_lines; j++) {
-				const struct gl_cb_line *l = &all.steps[i].lines[j];
+				const struct gl_chargeback_line *l = &all.steps[i].lines[j];
 				cb->steps[i].share_base_us += l->alloc_us;
 				for (size_t k = 0; k < l->n_parts; k++) {
-					size_t p = gl_cb_pool_of(cb, i, all.steps[i].pools[l->parts[k].pool].name);
+					size_t p = gl_chargeback_pool_of(cb, i, all.steps[i].pools[l->parts[k].pool].name);
 					cb->steps[i].pools[p].base_us += l->parts[k].us;
 				}
 			}
-	gl_cb_fini(&all);
-	gl_acct_meta_fini(&meta2);
+	gl_chargeback_fini(&all);
+	gl_accounting_meta_fini(&meta2);
 	return rc;
 }
 
-int gl_acct_chargeback_finished(struct gl_store *st, const struct gl_acct_query *q, struct gl_cb *cb,
-				struct gl_acct_meta *meta, struct gl_err *err)
+int gl_accounting_chargeback_finished(struct gl_store *st, const struct gl_accounting_query *q, struct gl_chargeback *cb,
+				struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
-	int rc = gl_acct_chargeback(c, q, cb, meta, err);
+	int rc = gl_accounting_chargeback(c, q, cb, meta, err);
 	if (!rc && (cb->share == GL_SHARE_PROPORTIONAL || cb->share == GL_SHARE_PROPORTIONAL_FLEET) && !q->lines_only)
 		rc = share_base(c, q, cb, err);
-	if (!rc && (rc = gl_cb_finish(cb)))
+	if (!rc && (rc = gl_chargeback_finish(cb)))
 		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");
 	return rc;
 }
 
-/* Inside gl_acct_build_day's transaction: usage_daily_job for the day,
+/* Inside gl_accounting_build_day's transaction: usage_daily_job for the day,
  * from the same query as usage_daily restricted to the serving jobs that
  * overlap it (a, b: the day as one-step arrays, now, day: its date). */
 static int build_day_jobs(PGconn *c, const char *a, const char *b, const char *now, const char *day, struct gl_err *err)
 {
 	static const char *const dims[] = {"job", "team", "project", "cost_center", "cluster", "namespace", "gpu_model"};
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
-	struct gl_acct_query q;
+	struct gl_accounting_query q;
 	PGresult *r = NULL;
 	int64_t *ids = NULL;
 	size_t arr_off[8];
@@ -1658,7 +1658,7 @@ out:
 	return rc;
 }
 
-/* Inside gl_acct_build_day's transaction, after the day's built marker:
+/* Inside gl_accounting_build_day's transaction, after the day's built marker:
  * usage_monthly_job for the day's month again, from usage_daily_job over
  * the month's built days, and the list of those days (sql/089). */
 static int build_month_jobs(PGconn *c, const char *day, struct gl_err *err)
@@ -1683,7 +1683,7 @@ static int build_month_jobs(PGconn *c, const char *day, struct gl_err *err)
 	return rc;
 }
 
-int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
+int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
 	char a[32], b[32], now[24], day[16];
@@ -1702,7 +1702,7 @@ int gl_acct_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *er
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
 			     " d_partition, d_qos, d_namespace, d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced,"
 			     " held, busy, idle, obs) ");
-	if ((rc = append_live(&sql, gl_acct_dims, 11, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, gl_accounting_dims, 11, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " SELECT $5::date, d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, gpu_model, rate, alloc,"
 			     " priced, held, busy, idle, obs FROM byrate");
@@ -1742,7 +1742,7 @@ out:
 	return rc;
 }
 
-int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err)
+int gl_accounting_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
@@ -1767,7 +1767,7 @@ int gl_acct_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *b
 			      2, (const char *[]){now, lim}, &r, err)))
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++) {
-		if ((rc = gl_acct_build_day(c, atoll(PQgetvalue(r, i, 0)), now_s, err)))
+		if ((rc = gl_accounting_build_day(c, atoll(PQgetvalue(r, i, 0)), now_s, err)))
 			goto out;
 		(*built)++;
 	}

@@ -56,7 +56,7 @@ int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_st
 	const struct gl_budget_cfg *b = &cfg->budgets[i];
 	int64_t from, to, micros;
 	struct gl_err e = {0};
-	if (bound(b->from, INT64_MIN, &from) || bound(b->to, INT64_MAX, &to) || gl_money_parse(b->amount, &micros, &e))
+	if (bound(b->from, INT64_MIN, &from) || bound(b->to, INT64_MAX, &to) || gl_cost_parse(b->amount, &micros, &e))
 		return -1;
 	return from < month_end && to > month_start ? micros : -1;
 }
@@ -66,7 +66,7 @@ int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
 	int th[GL_BUDGET_MAX_THRESHOLDS];
 	size_t nt;
 	int rc;
-	if ((rc = gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
+	if ((rc = gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
 		return rc;
 	if (cfg->n_budgets > MAX_BUDGETS)
 		return gl_err_set(err, GL_ECONFIG, "budgets: more than %d", MAX_BUDGETS);
@@ -74,12 +74,12 @@ int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
 		const struct gl_budget_cfg *b = &cfg->budgets[i];
 		int64_t v;
 		struct gl_err e = {0};
-		if (gl_money_parse(b->amount, &v, &e))
+		if (gl_cost_parse(b->amount, &v, &e))
 			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].amount: %s", i, e.msg);
 		if (strcmp(b->currency, cfg->currency) != 0)
 			return gl_err_set(err, GL_ECONFIG, "budgets[%zu].currency: '%s' is not the reporting currency '%s'", i,
 					  b->currency, cfg->currency);
-		if (!gl_acct_dim_sql(b->aggregate) || !strcmp(b->aggregate, "cluster") ||
+		if (!gl_accounting_dim_sql(b->aggregate) || !strcmp(b->aggregate, "cluster") ||
 		    !strcmp(b->aggregate, "partition") || !strcmp(b->aggregate, "qos") ||
 		    !strcmp(b->aggregate, "namespace") || !strcmp(b->aggregate, "gpu_model"))
 			return gl_err_set(err, GL_ECONFIG,
@@ -102,7 +102,7 @@ int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
 struct agg_cache {
 	char aggregate[16];
 	int used, have_cb, have_fs;
-	struct gl_cb cb;       /* the month so far, shareIdle none */
+	struct gl_chargeback cb;       /* the month so far, shareIdle none */
 	struct gl_fcseries fs; /* daily cost over the last HISTORY_DAYS whole days */
 };
 
@@ -125,7 +125,7 @@ static void cache_fini(struct agg_cache *cache)
 {
 	for (int i = 0; i < MAX_AGGREGATES; i++) {
 		if (cache[i].have_cb)
-			gl_cb_fini(&cache[i].cb);
+			gl_chargeback_fini(&cache[i].cb);
 		gl_fcseries_fini(&cache[i].fs);
 	}
 }
@@ -137,15 +137,15 @@ static int spend_of(PGconn *c, struct agg_cache *ac, int64_t a, int64_t b, int64
 	*spend = 0;
 	if (!ac->have_cb) {
 		struct gl_window w = {a, b};
-		struct gl_acct_query q;
-		struct gl_acct_meta meta = {0};
+		struct gl_accounting_query q;
+		struct gl_accounting_meta meta = {0};
 		const char *dim = ac->aggregate;
 		int rc;
-		gl_cb_init(&ac->cb, 1, GL_SHARE_NONE, 1);
+		gl_chargeback_init(&ac->cb, 1, GL_SHARE_NONE, 1);
 		ac->have_cb = 1;
-		gl_acct_query_init(&q, &w, 1, &dim, 1, now_s);
-		rc = gl_acct_chargeback_finished(gl_db_store(c), &q, &ac->cb, &meta, err);
-		gl_acct_meta_fini(&meta);
+		gl_accounting_query_init(&q, &w, 1, &dim, 1, now_s);
+		rc = gl_accounting_chargeback_finished(gl_db_store(c), &q, &ac->cb, &meta, err);
+		gl_accounting_meta_fini(&meta);
 		if (rc)
 			return rc;
 	}
@@ -320,14 +320,14 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 	size_t nt, n = 0;
 	int64_t ms = gl_month_start(now_s);
 	char mon[16], ym[8], nows[24];
-	int rc, in_txn = 0, minor = gl_money_minor(cfg->currency);
+	int rc, in_txn = 0, minor = gl_cost_minor(cfg->currency);
 	PGresult *r = NULL;
 
 	*fired = 0;
 	if (cfg->n_budgets == 0)
 		return 0;
 	if ((rc = gl_budget_validate(cfg, err)) ||
-	    (rc = gl_budget_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
+	    (rc = gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
 		return rc;
 	lines = gl_xcalloc(cfg->n_budgets, sizeof *lines);
 	if ((rc = gl_budget_status(st, cfg, ms, now_s, lines, cfg->n_budgets, &n, err)))
@@ -346,8 +346,8 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 			snprintf(t, sizeof t, "%d", th[k]);
 			snprintf(spm, sizeof spm, "%lld", (long long)l->spend_micros);
 			snprintf(bum, sizeof bum, "%lld", (long long)l->budget_micros);
-			gl_money_format(l->spend_micros, minor, sp, sizeof sp);
-			gl_money_format(l->budget_micros, minor, bu, sizeof bu);
+			gl_cost_format(l->spend_micros, minor, sp, sizeof sp);
+			gl_cost_format(l->budget_micros, minor, bu, sizeof bu);
 			snprintf(pct, sizeof pct, "%lld",
 				 (long long)(((gl_i128)l->spend_micros * 100) / (l->budget_micros ? l->budget_micros : 1)));
 			/* the row first, with its audit row, then the command: at
@@ -385,9 +385,9 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 			{
 				/* in alert_keys' order */
 				const struct gl_tmpl_var kv[] = {
-					{gl_budget_alert_keys[0], l->owner}, {gl_budget_alert_keys[1], ym}, {gl_budget_alert_keys[2], t},
-					{gl_budget_alert_keys[3], sp},       {gl_budget_alert_keys[4], bu}, {gl_budget_alert_keys[5], l->currency},
-					{gl_budget_alert_keys[6], pct},
+					{gl_settings_alert_keys[0], l->owner}, {gl_settings_alert_keys[1], ym}, {gl_settings_alert_keys[2], t},
+					{gl_settings_alert_keys[3], sp},       {gl_settings_alert_keys[4], bu}, {gl_settings_alert_keys[5], l->currency},
+					{gl_settings_alert_keys[6], pct},
 				};
 				run_command(cfg, kv, GL_ARRAY_LEN(kv), status, sizeof status);
 			}

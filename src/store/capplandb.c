@@ -77,7 +77,7 @@ int gl_capplandb_fleet(struct gl_store *store, const struct gl_config *cfg, int6
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++)
 		add_name(&f->models, &f->n_models, PQgetvalue(r, i, 0));
-	if ((rc = gl_capacity_query(store, &last, 1, GL_CAP_AGG_MODEL, NULL, now_s, &fleet_as_listed, &rows, &nrows, err)))
+	if ((rc = gl_capstore_query(store, &last, 1, GL_CAP_AGG_MODEL, NULL, now_s, &fleet_as_listed, &rows, &nrows, err)))
 		goto out;
 	f->present = gl_xcalloc(nrows ? nrows : 1, sizeof *f->present);
 	for (size_t i = 0; i < nrows; i++) {
@@ -435,7 +435,7 @@ int gl_capplandb_demand(struct gl_store *store, const struct gl_window *window, 
 		hours[i] = (struct gl_window){window->start_s + 3600 * (int64_t)i, window->start_s + 3600 * (int64_t)(i + 1)};
 	if ((rc = gl_fcseries_query(store, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
 	    (rc = gl_fcseries_query_pending(store, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
-	    (rc = gl_capacity_query(store, &last_hour, 1, GL_CAP_AGG_MODEL, cluster, now_s, &fleet_as_listed, &caps, &ncap,
+	    (rc = gl_capstore_query(store, &last_hour, 1, GL_CAP_AGG_MODEL, cluster, now_s, &fleet_as_listed, &caps, &ncap,
 					       err)) ||
 	    (rc = demand_keys(store, (const struct gl_fcseries *[]){&alloc, &pend}, 2, cluster, d, err)))
 		goto out;

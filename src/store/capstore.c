@@ -42,7 +42,7 @@ static const char cap_head_sql[] =
 	"  FROM st CROSS JOIN LATERAL gl_capacity(to_timestamp(st.a), to_timestamp(st.b), $6::bigint, $7::boolean) c"
 	"  GROUP BY 1, 2, 3),"
 	/* Allocation per step from each job's start and end events
-	 * (gl_acct_event_cells), not a row per job and step: every step
+	 * (gl_accounting_event_cells), not a row per job and step: every step
 	 * joined to the jobs compared 72 million pairs for 720 hours of
 	 * 100,000 jobs (12 s). Jobs are then grouped by the model names they
 	 * carry, then by their canonical model (sql/024): a lookup per group,
@@ -56,7 +56,7 @@ static const char cap_head_sql[] =
 	"   AND " JOB_END_SQL " > win.lo"
 	"   AND " JOB_END_SQL " > j.start_at)";
 
-/* after gl_acct_event_cells over jj: the rest of the query */
+/* after gl_accounting_event_cells over jj: the rest of the query */
 static const char cap_tail_sql[] =
 	", jb0 AS (SELECT s.n AS i, c.cluster_id, c.k, sum(extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si) AS am"
 	"  FROM cells c JOIN steps s ON s.n = c.n GROUP BY 1, 2, 3"
@@ -101,7 +101,7 @@ static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, 
 	gl_strbuf_putc(b, '}');
 }
 
-int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
+int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
 		      const char *cluster, int64_t now_s, const struct gl_cap_observed *obs, struct gl_cap_row **rows,
 		      size_t *nrows, struct gl_err *err)
 {
@@ -119,7 +119,7 @@ int gl_capacity_query(struct gl_store *st, const struct gl_window *steps, size_t
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	snprintf(grace, sizeof grace, "%lld", (long long)obs->grace_s);
 	gl_strbuf_puts(&sql, cap_head_sql);
-	gl_acct_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
+	gl_accounting_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
 	gl_strbuf_puts(&sql, cap_tail_sql);
 	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 7,
 			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster,

@@ -225,7 +225,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 	for (size_t i = 0; i < cfg->n_rates; i++) {
 		const struct gl_rate_cfg *rt = &cfg->rates[i];
 		int64_t m, f, t;
-		if (gl_money_parse(rt->per_gpu_hour, &m, err) || parse_bound(rt->from, "", &f, err) ||
+		if (gl_cost_parse(rt->per_gpu_hour, &m, err) || parse_bound(rt->from, "", &f, err) ||
 		    parse_bound(rt->to, "", &t, err)) {
 			rc = -GL_ECONFIG;
 			goto out;
@@ -303,7 +303,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 		goto out;
 	}
 	/* shared, like every writer's staleness, against a day build reading
-	 * the previous model (gl_acct_build_day) */
+	 * the previous model (gl_accounting_build_day) */
 	if ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock_shared(26476, 0)", err)) ||
 	    (rc = gl_db_query(c, stale_sql, 0, NULL, &r, err)))
 		goto out;

@@ -58,23 +58,23 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 			   const char *const *dims, size_t n_dims, const struct gl_filter *filter, int64_t now_s,
 			   struct gl_fcseries *out, struct gl_err *err)
 {
-	struct gl_acct_query q;
-	struct gl_acct_meta meta = {0};
-	struct gl_cb cb;
+	struct gl_accounting_query q;
+	struct gl_accounting_meta meta = {0};
+	struct gl_chargeback cb;
 	int rc;
 
-	gl_cb_init(&cb, n_dims, GL_SHARE_NONE, n_steps);
-	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
+	gl_chargeback_init(&cb, n_dims, GL_SHARE_NONE, n_steps);
+	gl_accounting_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.filter = filter;
 	/* the owners' lines are the series; the fleet's idle (a gl_capacity
 	 * call per step: 2,184 for the capacity forecast's 91 days of hours)
 	 * is no part of any of them, and shareIdle none leaves lines as they are */
 	q.lines_only = 1;
-	if ((rc = gl_acct_chargeback_finished(gl_db_store(c), &q, &cb, &meta, err)))
+	if ((rc = gl_accounting_chargeback_finished(gl_db_store(c), &q, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
 		for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
-			const struct gl_cb_line *l = &cb.steps[i].lines[j];
+			const struct gl_chargeback_line *l = &cb.steps[i].lines[j];
 			struct gl_strbuf name = GL_STRBUF_INIT;
 			for (size_t d = 0; d < n_dims; d++) {
 				if (d)
@@ -91,8 +91,8 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 				v[i] = (double)l->cost_micros / 1e6;
 		}
 out:
-	gl_acct_meta_fini(&meta);
-	gl_cb_fini(&cb);
+	gl_accounting_meta_fini(&meta);
+	gl_chargeback_fini(&cb);
 	return rc;
 }
 
@@ -189,7 +189,7 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 		gl_strbuf_puts(&sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
 	gl_strbuf_puts(&sql, ") SELECT concat_ws('/'");
 	for (size_t d = 0; d < n_dims; d++) {
-		const char *e = gl_acct_dim_sql(dims[d]);
+		const char *e = gl_accounting_dim_sql(dims[d]);
 		if (!e) {
 			rc = gl_err_set(err, GL_EINVAL, "unknown dimension '%s'", dims[d]);
 			goto out;

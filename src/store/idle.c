@@ -66,7 +66,7 @@ static const struct gl_pgrow_field fleet_fields[] = {
 
 int gl_idle_dim_valid(const char *dim)
 {
-	return !strchr(dim, ',') && gl_acct_dim_sql(dim) != NULL;
+	return !strchr(dim, ',') && gl_accounting_dim_sql(dim) != NULL;
 }
 
 /* the scope's columns in jobs_sql's k, in gl_token_scope_dims' order */
@@ -137,7 +137,7 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	snprintf(lim, sizeof lim, "%ld", limit);
 	gl_token_scope_arrays(scope, n_scope, arr, p + 4);
-	if ((rc = read_jobs(c, gl_acct_dim_sql(dim), p, out, err)) || n_scope)
+	if ((rc = read_jobs(c, gl_accounting_dim_sql(dim), p, out, err)) || n_scope)
 		goto out;
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have", 0,
 			      NULL, &r, err)) ||
@@ -147,7 +147,7 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	r = NULL;
 	/* settled as /v1/chargeback settles it: a cluster's idle is its
 	 * capacity less unavailable less all its allocation */
-	if (out->have_capacity && !(rc = gl_acct_fleet_idle(st, start_s, end_s, now_s, cap, &r, err)) && r) {
+	if (out->have_capacity && !(rc = gl_accounting_fleet_idle(st, start_s, end_s, now_s, cap, &r, err)) && r) {
 		rc = gl_pgrow_decode(r, fleet_fields, GL_ARRAY_LEN(fleet_fields), sizeof *out->fleet, &fleet,
 				     &out->n_fleet, &out->text[2], err);
 		out->fleet = fleet;

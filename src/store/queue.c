@@ -14,7 +14,7 @@ static const char *dim_sql(const char *dim)
 {
 	if (!strcmp(dim, "gpus"))
 		return "trim_scale(greatest(" GL_JOB_GPUS_SQL("k") ", k.req_gpu_micro) / 1000000.0)::text";
-	return gl_acct_dim_sql(dim);
+	return gl_accounting_dim_sql(dim);
 }
 
 int gl_queue_dim_valid(const char *dim)

@@ -105,21 +105,21 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	struct gl_window step = {q->win_start_s, q->win_end_s};
 	const char *dims[1] = {"job"};
 	int64_t *ids = gl_xcalloc(out->n_jobs + 1, sizeof *ids);
-	struct gl_acct_meta meta = {0};
-	struct gl_acct_query aq;
-	struct gl_cb cb;
+	struct gl_accounting_meta meta = {0};
+	struct gl_accounting_query aq;
+	struct gl_chargeback cb;
 	size_t n = 0;
 	int rc;
 
 	for (size_t i = 0; i < out->n_jobs; i++)
 		if (out->jobs[i].start_s != GL_TIME_NONE)
 			ids[n++] = out->jobs[i].job_pk;
-	gl_cb_init(&cb, 1, GL_SHARE_NONE, 1);
+	gl_chargeback_init(&cb, 1, GL_SHARE_NONE, 1);
 	if (!n) {
 		rc = 0;
 		goto out;
 	}
-	gl_acct_query_init(&aq, &step, 1, dims, 1, q->now_s);
+	gl_accounting_query_init(&aq, &step, 1, dims, 1, q->now_s);
 	aq.lines_only = 1;
 	aq.live_only = 1;
 	if (q->n_scope) {
@@ -128,11 +128,11 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 		aq.jobs = ids;
 		aq.n_jobs = n;
 	}
-	if ((rc = gl_acct_chargeback_finished(st, &aq, &cb, &meta, err)))
+	if ((rc = gl_accounting_chargeback_finished(st, &aq, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
 		for (size_t k = 0; k < cb.steps[i].n_lines; k++) {
-			const struct gl_cb_line *l = &cb.steps[i].lines[k];
+			const struct gl_chargeback_line *l = &cb.steps[i].lines[k];
 			struct gl_runs_job key = {.job_pk = atoll(l->key[0])}, *j;
 			if (!(j = gl_bsearch(&key, out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk)))
 				continue; /* not asked for: cannot happen */
@@ -145,8 +145,8 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 			j->observed_s += l->observed_s;
 		}
 out:
-	gl_cb_fini(&cb);
-	gl_acct_meta_fini(&meta);
+	gl_chargeback_fini(&cb);
+	gl_accounting_meta_fini(&meta);
 	free(ids);
 	return rc;
 }

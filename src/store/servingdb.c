@@ -733,23 +733,23 @@ static int feed_pairs(PGconn *c, const char *ids, struct gl_inf *x, struct gl_er
 /* The ledger's lines of the serving jobs, one per job and step: the same
  * query and rounding as /v1/chargeback. */
 static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inf *x,
-		      struct gl_acct_meta *meta, struct gl_err *err)
+		      struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	const char *dims[2] = {"job", q->dim};
 	size_t nd = q->agg == GL_INF_BY_JOB_DIM ? 2 : 1;
-	struct gl_acct_query aq;
-	struct gl_cb cb;
+	struct gl_accounting_query aq;
+	struct gl_chargeback cb;
 	int rc;
 
-	gl_acct_query_init(&aq, q->steps, q->n_steps, dims, nd, q->now_s);
+	gl_accounting_query_init(&aq, q->steps, q->n_steps, dims, nd, q->now_s);
 	aq.lines_only = 1;
 	aq.jobs = ids;
 	aq.n_jobs = n_ids;
-	gl_cb_init(&cb, nd, GL_SHARE_NONE, q->n_steps);
-	if (!(rc = gl_acct_chargeback_finished(st, &aq, &cb, meta, err)))
+	gl_chargeback_init(&cb, nd, GL_SHARE_NONE, q->n_steps);
+	if (!(rc = gl_accounting_chargeback_finished(st, &aq, &cb, meta, err)))
 		for (size_t i = 0; i < cb.n_steps; i++)
 			for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
-				const struct gl_cb_line *l = &cb.steps[i].lines[j];
+				const struct gl_chargeback_line *l = &cb.steps[i].lines[j];
 				struct gl_inf_cost k = {
 					.job_pk = atoll(l->key[0]),
 					.dim = nd > 1 ? l->key[1] : NULL,
@@ -763,7 +763,7 @@ static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, c
 				};
 				gl_inf_add_cost(x, i, &k);
 			}
-	gl_cb_fini(&cb);
+	gl_chargeback_fini(&cb);
 	return rc;
 }
 
@@ -959,7 +959,7 @@ out:
 }
 
 int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x,
-			   struct gl_acct_meta *meta, struct gl_err *err)
+			   struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	struct gl_strbuf lit = GL_STRBUF_INIT;

@@ -60,15 +60,15 @@ static struct gl_cap_observed sb_cap(const struct gl_showback_req *req)
 /* One chargeback over the steps, aggregated by dims: exactly what
  * /v1/chargeback computes for the same window, step and shareIdle. */
 static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
-		  enum gl_share_idle share, int lines_only, int64_t now_s, const struct gl_cap_observed *cap, struct gl_cb *cb,
-		  struct gl_acct_meta *meta, struct gl_err *err)
+		  enum gl_share_idle share, int lines_only, int64_t now_s, const struct gl_cap_observed *cap, struct gl_chargeback *cb,
+		  struct gl_accounting_meta *meta, struct gl_err *err)
 {
-	struct gl_acct_query q;
-	gl_cb_init(cb, n_dims, share, n_steps);
-	gl_acct_query_init(&q, steps, n_steps, dims, n_dims, now_s);
+	struct gl_accounting_query q;
+	gl_chargeback_init(cb, n_dims, share, n_steps);
+	gl_accounting_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.lines_only = lines_only;
 	q.cap = *cap;
-	return gl_acct_chargeback_finished(gl_db_store(c), &q, cb, meta, err);
+	return gl_accounting_chargeback_finished(gl_db_store(c), &q, cb, meta, err);
 }
 
 static struct gl_sb_owner *find_owner(struct gl_showback *sb, const char *name)
@@ -477,7 +477,7 @@ out:
 }
 
 /* The owner of every key: gl_owner once per key, the aggregate's name of
- * it (as gl_acct_dim_sql names it) into names[key]. */
+ * it (as gl_accounting_dim_sql names it) into names[key]. */
 static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx *x, char **names,
 			struct gl_err *err)
 {
@@ -844,7 +844,7 @@ static int gather_inference(struct gl_store *store, struct gl_showback *sb, int6
 {
 	struct gl_window month = {sb->start_s, sb->end_s};
 	struct gl_servingdb_query q = {&month, 1, now_s, GL_INF_BY_JOB_DIM, sb->aggregate};
-	struct gl_acct_meta meta = {0};
+	struct gl_accounting_meta meta = {0};
 	struct gl_inf x;
 	int rc;
 	if (!gl_servingdb_job_dim(sb->aggregate))
@@ -873,7 +873,7 @@ static int gather_inference(struct gl_store *store, struct gl_showback *sb, int6
 		}
 	}
 	gl_inf_fini(&x);
-	gl_acct_meta_fini(&meta);
+	gl_accounting_meta_fini(&meta);
 	return rc;
 }
 
@@ -946,13 +946,13 @@ static int sb_begin(const struct gl_showback_req *req, struct gl_showback *sb, s
 	int rc;
 	if ((rc = gl_showback_month_parse(req->month, &sb->start_s, err)))
 		return rc;
-	if (!gl_showback_aggregate_ok(req->aggregate))
+	if (!gl_settings_aggregate_ok(req->aggregate))
 		return gl_err_set(err, GL_EINVAL, "aggregate: '%s' is not team, project, cost_center, account, user or workload_type",
 				  req->aggregate);
 	snprintf(sb->month, sizeof sb->month, "%s", req->month);
 	snprintf(sb->aggregate, sizeof sb->aggregate, "%s", req->aggregate);
 	snprintf(sb->currency, sizeof sb->currency, "%s", req->currency && *req->currency ? req->currency : "USD");
-	if ((sb->minor = gl_money_minor(sb->currency)) < 0)
+	if ((sb->minor = gl_cost_minor(sb->currency)) < 0)
 		return gl_err_set(err, GL_EINVAL, "currency: '%s' is not an ISO 4217 currency code", sb->currency);
 	sb->share = req->share;
 	sb->end_s = gl_month_next(sb->start_s);
@@ -999,13 +999,13 @@ static struct gl_window *sb_days(struct gl_showback *sb)
 }
 
 /* 1. the month, as /v1/chargeback computes it: per owner and the fleet */
-static void sb_month(struct gl_showback *sb, const struct gl_cb *cb, const struct gl_acct_meta *meta)
+static void sb_month(struct gl_showback *sb, const struct gl_chargeback *cb, const struct gl_accounting_meta *meta)
 {
-	const struct gl_cb_step *st = &cb->steps[0];
+	const struct gl_chargeback_step *st = &cb->steps[0];
 	struct gl_sb_fleet *f = &sb->fleet;
 	struct gl_strbuf um = GL_STRBUF_INIT;
 	for (size_t j = 0; j < st->n_lines; j++) {
-		const struct gl_cb_line *l = &st->lines[j];
+		const struct gl_chargeback_line *l = &st->lines[j];
 		struct gl_sb_owner *o = get_owner(sb, l->key[0]);
 		o->alloc_s += l->alloc_s;
 		o->unpriced_s += l->unpriced_s;
@@ -1050,7 +1050,7 @@ static void sb_month(struct gl_showback *sb, const struct gl_cb *cb, const struc
 
 /* The notes on what the capacity figures cover: days, and clusters that
  * ran GPU jobs without any inventory. */
-static void sb_cover_notes(struct gl_showback *sb, const struct gl_acct_cover *cov)
+static void sb_cover_notes(struct gl_showback *sb, const struct gl_accounting_cover *cov)
 {
 	struct gl_strbuf names = GL_STRBUF_INIT;
 	sb->fleet.capacity_days_known = cov->known;
@@ -1082,7 +1082,7 @@ static void sb_cover_notes(struct gl_showback *sb, const struct gl_acct_cover *c
 static int sb_capacity(PGconn *c, int64_t now_s, const struct gl_cap_observed *cap, struct gl_showback *sb,
 		       struct gl_err *err)
 {
-	struct gl_acct_cover cov = {0};
+	struct gl_accounting_cover cov = {0};
 	char a[24], b[24], g[24];
 	int64_t unobserved = 0;
 	PGresult *r = NULL;
@@ -1107,21 +1107,21 @@ static int sb_capacity(PGconn *c, int64_t now_s, const struct gl_cap_observed *c
 		add_partial(sb, "unobserved capacity: %s GPU-h of nodes no inventory snapshot saw since (past their"
 			    " last snapshot plus inventory.absent_grace_s) are neither capacity nor idle here", h);
 	}
-	if (!(rc = gl_acct_capacity_cover(gl_db_store(c), sb->start_s, sb->end_s, now_s, NULL, &cov, err)))
+	if (!(rc = gl_accounting_capacity_cover(gl_db_store(c), sb->start_s, sb->end_s, now_s, NULL, &cov, err)))
 		sb_cover_notes(sb, &cov);
 out:
-	gl_acct_cover_fini(&cov);
+	gl_accounting_cover_fini(&cov);
 	PQclear(r);
 	return rc;
 }
 
 /* 2. the previous month's totals, same aggregate and sharing */
-static void sb_prev(struct gl_showback *sb, const struct gl_cb *prev)
+static void sb_prev(struct gl_showback *sb, const struct gl_chargeback *prev)
 {
 	sb->fleet.has_prev = 1;
 	sb->fleet.prev_total_micros = prev->total_micros;
 	for (size_t j = 0; j < prev->steps[0].n_lines; j++) {
-		const struct gl_cb_line *l = &prev->steps[0].lines[j];
+		const struct gl_chargeback_line *l = &prev->steps[0].lines[j];
 		struct gl_sb_owner *o = find_owner(sb, l->key[0]);
 		if (!o) /* an owner of last month only: shown with zero this month */
 			o = get_owner(sb, l->key[0]);
@@ -1132,12 +1132,12 @@ static void sb_prev(struct gl_showback *sb, const struct gl_cb *prev)
 }
 
 /* 3. GPU-time and cost by GPU model / MIG profile per owner */
-static void sb_models(struct gl_showback *sb, const struct gl_cb *bym)
+static void sb_models(struct gl_showback *sb, const struct gl_chargeback *bym)
 {
 	sb->n_models = bym->steps[0].n_lines;
 	sb->models = gl_xcalloc(sb->n_models + 1, sizeof *sb->models);
 	for (size_t j = 0; j < sb->n_models; j++) {
-		const struct gl_cb_line *l = &bym->steps[0].lines[j];
+		const struct gl_chargeback_line *l = &bym->steps[0].lines[j];
 		sb->models[j].owner = gl_xstrdup(l->key[0]);
 		sb->models[j].model = gl_xstrdup(l->key[1]);
 		sb->models[j].alloc_s = l->alloc_s;
@@ -1172,7 +1172,7 @@ static void sb_budgets(const struct gl_config *cfg, struct gl_showback *sb)
  * is partial (a banner in HTML and on the PDF's first page, the partial
  * table in CSV): each source whose data stops before the month does (or
  * now), and the open jobs' unobserved time the figures leave out. */
-static int sb_unobserved(PGconn *c, const struct gl_cb *cb, int64_t upto_s, struct gl_showback *sb, struct gl_err *err)
+static int sb_unobserved(PGconn *c, const struct gl_chargeback *cb, int64_t upto_s, struct gl_showback *sb, struct gl_err *err)
 {
 	struct gl_data_through dt;
 	char t[32], h[32], ih[32], m[48];
@@ -1187,7 +1187,7 @@ static int sb_unobserved(PGconn *c, const struct gl_cb *cb, int64_t upto_s, stru
 	if (!rc && cb->unobserved_s > 0) {
 		gl_report_fmt_hours(cb->unobserved_s, h, sizeof h);
 		gl_report_fmt_hours(cb->implausible_s, ih, sizeof ih);
-		gl_money_format(cb->unobserved_micros, sb->minor, m, sizeof m);
+		gl_cost_format(cb->unobserved_micros, sb->minor, m, sizeof m);
 		add_partial(sb,
 			    "unobserved: %s GPU-h (%s %s) of jobs still open when a source last saw them are not in the"
 			    " figures (%s GPU-h of it past their jobs' time limits)",
@@ -1202,8 +1202,8 @@ static int sb_unobserved(PGconn *c, const struct gl_cb *cb, int64_t upto_s, stru
 static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
 		     const struct gl_window *pmonth, int have_before, struct gl_showback *sb, struct gl_err *err)
 {
-	struct gl_cb cb = {0}, prev = {0};
-	struct gl_acct_meta meta = {0}, pmeta = {0};
+	struct gl_chargeback cb = {0}, prev = {0};
+	struct gl_accounting_meta meta = {0}, pmeta = {0};
 	const char *dims[1] = {req->aggregate};
 	const struct gl_cap_observed cap = sb_cap(req);
 	int rc;
@@ -1231,10 +1231,10 @@ static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct 
 		sb_prev(sb, &prev);
 	}
 out:
-	gl_cb_fini(&cb);
-	gl_cb_fini(&prev);
-	gl_acct_meta_fini(&meta);
-	gl_acct_meta_fini(&pmeta);
+	gl_chargeback_fini(&cb);
+	gl_chargeback_fini(&prev);
+	gl_accounting_meta_fini(&meta);
+	gl_accounting_meta_fini(&pmeta);
 	return rc;
 }
 
@@ -1242,8 +1242,8 @@ out:
 static int sb_breakdowns(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
 			 const struct gl_window *days, struct gl_showback *sb, struct gl_err *err)
 {
-	struct gl_cb bym = {0}, daily = {0};
-	struct gl_acct_meta meta = {0};
+	struct gl_chargeback bym = {0}, daily = {0};
+	struct gl_accounting_meta meta = {0};
 	const char *dims[2] = {req->aggregate, "gpu_model"};
 	const struct gl_cap_observed cap = sb_cap(req);
 	int rc;
@@ -1255,13 +1255,13 @@ static int sb_breakdowns(PGconn *c, const struct gl_showback_req *req, const str
 		goto out;
 	for (size_t i = 0; i < sb->n_days; i++)
 		for (size_t j = 0; j < daily.steps[i].n_lines; j++) {
-			const struct gl_cb_line *l = &daily.steps[i].lines[j];
+			const struct gl_chargeback_line *l = &daily.steps[i].lines[j];
 			get_owner(sb, l->key[0])->daily_s[i] += l->alloc_s;
 		}
 out:
-	gl_cb_fini(&bym);
-	gl_cb_fini(&daily);
-	gl_acct_meta_fini(&meta);
+	gl_chargeback_fini(&bym);
+	gl_chargeback_fini(&daily);
+	gl_accounting_meta_fini(&meta);
 	return rc;
 }
 

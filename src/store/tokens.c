@@ -104,7 +104,7 @@ int gl_token_scope_arg(const char *arg, struct gl_token_scope *out, struct gl_er
 				  "spaces, quotes, backslashes, commas or braces)", arg, v, out->dim);
 	/* no owner has that name: the scope would show nothing, or the
 	 * synthetic row where a month's rows name it */
-	if (gl_cb_name_reserved(v))
+	if (gl_chargeback_name_reserved(v))
 		return gl_err_set(err, GL_EINVAL, "--scope '%s': '%s' is the name of a synthetic row (__idle__, "
 				  "__unallocated__), not an owner", arg, v);
 	snprintf(out->value, sizeof out->value, "%s", v);
@@ -147,7 +147,7 @@ static size_t dim_rank(const char *dim)
 static int scope_add(struct gl_token_info *t, const cJSON *key, const cJSON *it, struct gl_err *err)
 {
 	const char *dim = scope_dim(key->string, strlen(key->string));
-	if (!dim || !cJSON_IsString(it) || !gl_token_owner_valid(it->valuestring) || gl_cb_name_reserved(it->valuestring) ||
+	if (!dim || !cJSON_IsString(it) || !gl_token_owner_valid(it->valuestring) || gl_chargeback_name_reserved(it->valuestring) ||
 	    t->n_scope == GL_TOKEN_MAX_OWNERS)
 		return gl_err_set(err, GL_EINVAL, "token %lld: bad scopes.%s entry", (long long)t->id, key->string);
 	t->scope[t->n_scope].dim = dim;

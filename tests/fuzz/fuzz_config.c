@@ -67,15 +67,15 @@ static void check_loaded(const struct gl_config *c)
 	size_t npol = 0;
 	int64_t v;
 
-	if (gl_config_parse_listen(c->listen, &ss, &sl, &e) || gl_money_minor(c->currency) < 0)
+	if (gl_config_parse_listen(c->listen, &ss, &sl, &e) || gl_cost_minor(c->currency) < 0)
 		abort();
 	if (c->http_threads < 2 || c->http_threads > 256 || c->audit_anchor_interval_s < 1)
 		abort();
 	for (size_t i = 0; i < c->n_rates; i++)
-		if (strcmp(c->rates[i].currency, c->currency) || gl_money_parse(c->rates[i].per_gpu_hour, &v, &e))
+		if (strcmp(c->rates[i].currency, c->currency) || gl_cost_parse(c->rates[i].per_gpu_hour, &v, &e))
 			abort();
 	for (size_t i = 0; i < c->n_budgets; i++)
-		if (strcmp(c->budgets[i].currency, c->currency) || gl_money_parse(c->budgets[i].amount, &v, &e) || v <= 0)
+		if (strcmp(c->budgets[i].currency, c->currency) || gl_cost_parse(c->budgets[i].amount, &v, &e) || v <= 0)
 			abort();
 	if (gl_config_hookpolicies(c, &pol, &npol, &e) || npol != c->n_hook_policies)
 		abort();

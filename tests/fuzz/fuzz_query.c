@@ -101,19 +101,19 @@ static void check_filter(const char *v)
 	struct gl_strbuf o = GL_STRBUF_INIT;
 
 	/* the routes read an empty filter as none (and never parse it) */
-	if (!*v || gl_filter_parse(v, gl_acct_dims, &f, &e))
+	if (!*v || gl_filter_parse(v, gl_accounting_dims, &f, &e))
 		return;
 	if (f.n == 0 || f.n > GL_FILTER_MAX_CLAUSES)
 		abort();
 	for (size_t i = 0; i < f.n; i++) {
-		if (!gl_acct_dim_sql(f.c[i].dim) || f.c[i].n_values == 0 || f.c[i].n_values > GL_FILTER_MAX_VALUES)
+		if (!gl_accounting_dim_sql(f.c[i].dim) || f.c[i].n_values == 0 || f.c[i].n_values > GL_FILTER_MAX_VALUES)
 			abort();
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(f.c[i].dim, f.c[j].dim))
 				abort();
 	}
 	write_filter(&f, &o);
-	if (gl_filter_parse(gl_strbuf_cstr(&o), gl_acct_dims, &g, &e) || g.n != f.n)
+	if (gl_filter_parse(gl_strbuf_cstr(&o), gl_accounting_dims, &g, &e) || g.n != f.n)
 		abort();
 	for (size_t i = 0; i < f.n; i++) {
 		if (strcmp(f.c[i].dim, g.c[i].dim) || f.c[i].n_values != g.c[i].n_values)

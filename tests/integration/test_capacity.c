@@ -190,7 +190,7 @@ static void compare_hour_on(PGconn *c, const char *sreport_file, const char *fro
 	struct gl_cap_row *rows = NULL, tot;
 	struct gl_err err = {0};
 	assert_int_equal(nwant, 3);
-	assert_int_equal(gl_capacity_query(gl_db_store(c), &w, 1, GL_CAP_AGG_MODEL, "testgpu", ts(now), &as_sreport, &rows, &nrows, &err), 0);
+	assert_int_equal(gl_capstore_query(gl_db_store(c), &w, 1, GL_CAP_AGG_MODEL, "testgpu", ts(now), &as_sreport, &rows, &nrows, &err), 0);
 	memset(&tot, 0, sizeof tot);
 	for (size_t i = 0; i < nrows; i++) {
 		check_conservation(&rows[i]);
@@ -511,7 +511,7 @@ static void test_kube_capacity_follows_nodes(void **state)
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs WHERE job_key LIKE 'pod:%'"), 3);
 	assert_int_equal(gl_window_split(&day, GL_STEP_HOUR, steps, 48, &nsteps, &err), 0);
 	assert_int_equal(nsteps, 24);
-	assert_int_equal(gl_capacity_query(gl_db_store(g_c), steps, nsteps, GL_CAP_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"), &as_sreport,
+	assert_int_equal(gl_capstore_query(gl_db_store(g_c), steps, nsteps, GL_CAP_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"), &as_sreport,
 					   &rows, &n, &err),
 			 0);
 	for (size_t i = 0; i < n; i++) {

@@ -1,4 +1,4 @@
-/* gl_acct_capacity_days counts the UTC days of a window that have capacity
+/* gl_accounting_capacity_days counts the UTC days of a window that have capacity
  * data, worked out from the spans for speed (asking gl_capacity day by day
  * took seconds for a year of a large fleet). The oracle here is the
  * definition itself: a day counts when gl_capacity(day clipped to the
@@ -84,9 +84,9 @@ static void check_filtered(int64_t a, int64_t b, int64_t now, size_t fi)
 	struct gl_err e = {0};
 	struct gl_filter f = {0};
 	long long want_known, want_days;
-	if (g_filters[fi].filter && gl_filter_parse(g_filters[fi].filter, gl_acct_dims, &f, &e))
+	if (g_filters[fi].filter && gl_filter_parse(g_filters[fi].filter, gl_accounting_dims, &f, &e))
 		fail_msg("%s: %s", g_filters[fi].filter, e.msg);
-	assert_int_equal(gl_acct_capacity_days(g_c, a, b, now, g_filters[fi].filter ? &f : NULL, &known, &days, &e), 0);
+	assert_int_equal(gl_accounting_capacity_days(g_c, a, b, now, g_filters[fi].filter ? &f : NULL, &known, &days, &e), 0);
 	if (g_filters[fi].filter)
 		gl_filter_fini(&f);
 	want_known = gl_test_qintf(g_c,
@@ -124,7 +124,7 @@ static void test_days_as_gl_capacity(void **state)
 	{
 		int64_t known, days;
 		struct gl_err e = {0};
-		assert_int_equal(gl_acct_capacity_days(g_c, aug1, oct1, oct1, NULL, &known, &days, &e), 0);
+		assert_int_equal(gl_accounting_capacity_days(g_c, aug1, oct1, oct1, NULL, &known, &days, &e), 0);
 		assert_int_equal(days, 61);
 		assert_int_equal(known, 4 + 3 + 1 + 2 + 6);
 	}

@@ -63,11 +63,11 @@ static void test_writers_share_builder_excludes(void **state)
 	assert_true(ok(b, sql));
 	/* a build of that day must wait for A */
 	assert_true(ok(bld, "SET lock_timeout = '500ms'"));
-	assert_int_not_equal(gl_acct_build_day(bld, day, now, &err), 0);
+	assert_int_not_equal(gl_accounting_build_day(bld, day, now, &err), 0);
 	assert_non_null(strstr(err.msg, "lock timeout"));
 	assert_true(ok(a, "COMMIT"));
 	/* ... and then sees A's job and B's */
-	assert_int_equal(gl_acct_build_day(bld, day, now, &err), 0);
+	assert_int_equal(gl_accounting_build_day(bld, day, now, &err), 0);
 	snprintf(sql, sizeof sql, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date",
 		 (long long)day);
 	/* micro-GPU-seconds billed (sql/047), and held as billed */

@@ -34,7 +34,7 @@ static const struct gl_dcgm_pod POD_EXPORTER[] = {{"gpu-operator", "", ""}};
 #define NOPODS NULL, 0
 
 /* "pk:share:kind" per share, grouped per GPU with " | " */
-static void render(const struct gl_attrib_share *s, size_t n, size_t ngpus, char *buf, size_t len)
+static void render(const struct gl_dcgm_attrib_share *s, size_t n, size_t ngpus, char *buf, size_t len)
 {
 	size_t k = 0, off = 0;
 	buf[0] = '\0';
@@ -45,18 +45,18 @@ static void render(const struct gl_attrib_share *s, size_t n, size_t ngpus, char
 			off += (size_t)snprintf(buf + off, len - off, "-");
 		for (int first = 1; k < n && s[k].gpu == g; k++, first = 0) {
 			off += (size_t)snprintf(buf + off, len - off, "%s%lld:%.3g:%s", first ? "" : " ", (long long)s[k].job_pk,
-						s[k].share, gl_attrib_kind_name(s[k].kind));
+						s[k].share, gl_dcgm_attrib_kind_name(s[k].kind));
 			assert_int_equal(s[k].job_start_s, 1000 * s[k].job_pk);
 		}
 	}
 }
 
-static void check(const struct gl_attrib_gpu *g, size_t ng, const struct gl_attrib_job *j, size_t nj, const char *want)
+static void check(const struct gl_dcgm_attrib_gpu *g, size_t ng, const struct gl_dcgm_attrib_job *j, size_t nj, const char *want)
 {
-	struct gl_attrib_share *s = NULL;
+	struct gl_dcgm_attrib_share *s = NULL;
 	size_t n = 0;
 	char buf[1024];
-	gl_dcgm_attribute(g, ng, j, nj, &s, &n);
+	gl_dcgm_attrib_assign(g, ng, j, nj, &s, &n);
 	render(s, n, ng, buf, sizeof buf);
 	if (strcmp(buf, want))
 		fail_msg("got  %s\nwant %s", buf, want);
@@ -66,19 +66,19 @@ static void check(const struct gl_attrib_gpu *g, size_t ng, const struct gl_attr
 static void test_node_exclusive_and_estimated(void **state)
 {
 	/* hand-written: the Slurm testbed's gpu01/gpu02 */
-	const struct gl_attrib_gpu four01[] = {{"gpu01", NOJOBS, NOPODS, 0}, {"gpu01", NOJOBS, NOPODS, 0},
+	const struct gl_dcgm_attrib_gpu four01[] = {{"gpu01", NOJOBS, NOPODS, 0}, {"gpu01", NOJOBS, NOPODS, 0},
 					       {"gpu01", NOJOBS, NOPODS, 0}, {"gpu01", NOJOBS, NOPODS, 0}};
-	const struct gl_attrib_gpu two02[] = {{"gpu02", NOJOBS, NOPODS, 0}, {"gpu02", NOJOBS, NOPODS, 0}};
-	const struct gl_attrib_job one4[] = {JOB(4, "4", "4", "", "", "gpu4", 4000, N_GPU01)};
-	const struct gl_attrib_job one2[] = {JOB(2, "2", "2", "", "", "gpu1", 1000, N_GPU01)};
-	const struct gl_attrib_job mix[] = {JOB(2, "2", "2", "", "", "gpu1", 1000, N_GPU01),
+	const struct gl_dcgm_attrib_gpu two02[] = {{"gpu02", NOJOBS, NOPODS, 0}, {"gpu02", NOJOBS, NOPODS, 0}};
+	const struct gl_dcgm_attrib_job one4[] = {JOB(4, "4", "4", "", "", "gpu4", 4000, N_GPU01)};
+	const struct gl_dcgm_attrib_job one2[] = {JOB(2, "2", "2", "", "", "gpu1", 1000, N_GPU01)};
+	const struct gl_dcgm_attrib_job mix[] = {JOB(2, "2", "2", "", "", "gpu1", 1000, N_GPU01),
 					    JOB(3, "3", "3", "", "", "gpu2", 2000, N_GPU01),
 					    JOB(7, "7", "7", "", "", "cpu", 0, N_GPU01)};
-	const struct gl_attrib_job over[] = {JOB(2, "2", "2", "", "", "a", 4000, N_GPU01),
+	const struct gl_dcgm_attrib_job over[] = {JOB(2, "2", "2", "", "", "a", 4000, N_GPU01),
 					     JOB(3, "3", "3", "", "", "b", 4000, N_GPU01)};
 	/* 8 GPUs over two nodes: 4 per node, exclusive on each */
-	const struct gl_attrib_job wide[] = {JOB(6, "6", "6", "", "", "gpu8", 8000, N_GPU0102)};
-	const struct gl_attrib_job other_node[] = {JOB(4, "4", "4", "", "", "gpu4", 4000, N_GPU02)};
+	const struct gl_dcgm_attrib_job wide[] = {JOB(6, "6", "6", "", "", "gpu8", 8000, N_GPU0102)};
+	const struct gl_dcgm_attrib_job other_node[] = {JOB(4, "4", "4", "", "", "gpu4", 4000, N_GPU02)};
 
 	check(four01, 4, one4, 1, "4:1:node-exclusive | 4:1:node-exclusive | 4:1:node-exclusive | 4:1:node-exclusive");
 	/* one job holding 1 of 4 GPUs: a quarter of each GPU, estimated */
@@ -101,7 +101,7 @@ static void test_node_exclusive_and_estimated(void **state)
 static void test_hpc_job_labels(void **state)
 {
 	/* hand-written: testbed jobs, labels as dcgm-exporter's hpc_job mapping writes them */
-	const struct gl_attrib_gpu g[] = {
+	const struct gl_dcgm_attrib_gpu g[] = {
 		{"gpu04", J11_13, 2, NOPODS, 0}, /* shared: split, never summed */
 		{"gpu04", NOJOBS, NOPODS, 0},    /* mapping in use on the node: free */
 		{"gpu01", J5, 1, NOPODS, 0},     /* requeued: only the attempt running now is a candidate */
@@ -109,7 +109,7 @@ static void test_hpc_job_labels(void **state)
 		{"gpu02", J14, 1, NOPODS, 0},    /* het leader id: the component on this node */
 		{"gpu02", J9, 1, NOPODS, 0},     /* job 9 runs elsewhere (gpu03): no match, node labelled */
 	};
-	const struct gl_attrib_job j[] = {
+	const struct gl_dcgm_attrib_job j[] = {
 		JOB(11, "11", "11", "", "", "timeout", 1000, ((const char *const[]){"gpu04"})),
 		JOB(13, "13", "13", "", "", "cancel", 1000, ((const char *const[]){"gpu04"})),
 		JOB(25, "5", "5", "", "", "requeue", 1000, N_GPU01),
@@ -122,8 +122,8 @@ static void test_hpc_job_labels(void **state)
 	/* array task: hpc_job carries SLURM_JOB_ID, the raw id */
 	{
 		const char *const raw[] = {"17"};
-		const struct gl_attrib_gpu ga[] = {{"gpu01", raw, 1, NOPODS, 0}};
-		const struct gl_attrib_job ja[] = {JOB(26, "7_0", "17", "", "", "gpu1_array", 1000, N_GPU01)};
+		const struct gl_dcgm_attrib_gpu ga[] = {{"gpu01", raw, 1, NOPODS, 0}};
+		const struct gl_dcgm_attrib_job ja[] = {JOB(26, "7_0", "17", "", "", "gpu1_array", 1000, N_GPU01)};
 		check(ga, 1, ja, 1, "26:1:hpc_job");
 	}
 }
@@ -131,14 +131,14 @@ static void test_hpc_job_labels(void **state)
 static void test_pod_labels_and_mig(void **state)
 {
 	/* hand-written: pods match by namespace + name wherever the exporter runs */
-	const struct gl_attrib_gpu g[] = {
+	const struct gl_dcgm_attrib_gpu g[] = {
 		{"dcgm-exporter-x7k2p", NOJOBS, POD_TRAIN, 1, 0},
 		{"dcgm-exporter-x7k2p", NOJOBS, POD_EXPORTER, 1, 0}, /* no pod name: not a workload label */
 		{"h100-mig-node", NOJOBS, NOPODS, 1},               /* MIG parent */
 		{"h100-mig-node", NOJOBS, NOPODS, 0},
 		{"h100-mig-node", NOJOBS, NOPODS, 0},
 	};
-	const struct gl_attrib_job j[] = {
+	const struct gl_dcgm_attrib_job j[] = {
 		JOB(31, "train-7f9c-0", "", "", "ml-team", "train-7f9c-0", 1000, ((const char *const[]){"node-b"})),
 		JOB(32, "train-7f9c-0", "", "", "other-team", "train-7f9c-0", 1000, ((const char *const[]){"node-b"})),
 		JOB(33, "mig-user", "", "", "ml-team", "mig-user", 2000, ((const char *const[]){"h100-mig-node"})),
@@ -152,10 +152,10 @@ static void test_fixture_hpc_job(void **state)
 	/* the hand-written hpc_job fixture: GPU 0 shared by 4242/4243, GPU 1 by 4250 */
 	struct gl_dcgm_scrape s;
 	struct gl_err err = {0};
-	struct gl_attrib_gpu g[4];
+	struct gl_dcgm_attrib_gpu g[4];
 	size_t len;
 	char *buf = gl_test_read_file("tests/fixtures/dcgm/handwritten_slurm_hpc_job.prom", &len);
-	const struct gl_attrib_job j[] = {
+	const struct gl_dcgm_attrib_job j[] = {
 		JOB(1, "4242", "4242", "", "", "a", 1000, N_NODE7),
 		JOB(2, "4243", "4243", "", "", "b", 1000, N_NODE7),
 		JOB(3, "4250", "4250", "", "", "c", 1000, N_NODE7),
@@ -163,7 +163,7 @@ static void test_fixture_hpc_job(void **state)
 	assert_int_equal(gl_dcgm_scrape_parse(&s, buf, len, NULL, &err), 0);
 	assert_int_equal(s.ngpus, 2);
 	for (size_t i = 0; i < s.ngpus; i++)
-		g[i] = (struct gl_attrib_gpu){s.gpus[i].hostname, s.gpus[i].jobs, s.gpus[i].njobs, s.gpus[i].pods,
+		g[i] = (struct gl_dcgm_attrib_gpu){s.gpus[i].hostname, s.gpus[i].jobs, s.gpus[i].njobs, s.gpus[i].pods,
 					      s.gpus[i].npods, 0};
 	check(g, s.ngpus, j, 3, "1:0.5:hpc_job 2:0.5:hpc_job | 3:1:hpc_job");
 	gl_dcgm_scrape_fini(&s);

@@ -245,22 +245,22 @@ static void test_percentile_and_money(void **state)
 	int64_t v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	char buf[64];
 	gl_i128 x;
-	assert_int_equal(gl_percentile_sorted(v, 10, 50), 5);
-	assert_int_equal(gl_percentile_sorted(v, 10, 90), 9);
-	assert_int_equal(gl_percentile_sorted(v, 10, 99), 10);
-	assert_int_equal(gl_percentile_sorted(v, 1, 99), 1);
-	gl_money_format(166667, 2, buf, sizeof buf);
+	assert_int_equal(gl_cost_percentile_sorted(v, 10, 50), 5);
+	assert_int_equal(gl_cost_percentile_sorted(v, 10, 90), 9);
+	assert_int_equal(gl_cost_percentile_sorted(v, 10, 99), 10);
+	assert_int_equal(gl_cost_percentile_sorted(v, 1, 99), 1);
+	gl_cost_format(166667, 2, buf, sizeof buf);
 	assert_string_equal(buf, "0.17");
-	gl_money_format(12345678, 6, buf, sizeof buf);
+	gl_cost_format(12345678, 6, buf, sizeof buf);
 	assert_string_equal(buf, "12.345678");
-	gl_money_format(-5000, 2, buf, sizeof buf);
+	gl_cost_format(-5000, 2, buf, sizeof buf);
 	assert_string_equal(buf, "-0.01");
-	gl_money_format(2500000, 0, buf, sizeof buf);
+	gl_cost_format(2500000, 0, buf, sizeof buf);
 	assert_string_equal(buf, "3");
-	assert_int_equal(gl_i128_parse("123456789012345678901234567890", &x), 0);
-	gl_i128_format(x, buf, sizeof buf);
+	assert_int_equal(gl_cost_i128_parse("123456789012345678901234567890", &x), 0);
+	gl_cost_i128_format(x, buf, sizeof buf);
 	assert_string_equal(buf, "123456789012345678901234567890");
-	assert_int_not_equal(gl_i128_parse("12.5", &x), 0);
+	assert_int_not_equal(gl_cost_i128_parse("12.5", &x), 0);
 }
 
 static const char *const dims[] = {"team", "cluster", "user", NULL};
@@ -343,14 +343,14 @@ static void test_chargeback_reconciles(void **state)
 	 * and to the second, under every sharing policy */
 	for (int policy = 0; policy < 4; policy++) {
 		for (int round = 0; round < 200; round++) {
-			struct gl_cb cb;
+			struct gl_chargeback cb;
 			size_t n = next_rand() % 12;
 			int64_t sum_s = 0, sum_m = 0;
-			gl_cb_init(&cb, 1, (enum gl_share_idle)policy, 1);
+			gl_chargeback_init(&cb, 1, (enum gl_share_idle)policy, 1);
 			for (size_t i = 0; i < n; i++) {
 				char key[16];
 				snprintf(key, sizeof key, "t%zu", i);
-				struct gl_cb_line *l = gl_cb_add_line(&cb, 0, (const char *[]){key});
+				struct gl_chargeback_line *l = gl_chargeback_add_line(&cb, 0, (const char *[]){key});
 				l->alloc_us = (gl_i128)(next_rand() % 100000000) * 1000;
 				l->priced_us = l->alloc_us;
 				l->cost_num = l->alloc_us * (gl_i128)(next_rand() % 4000000);
@@ -359,23 +359,23 @@ static void test_chargeback_reconciles(void **state)
 					l->idle_owner_num = (gl_i128)123456000 * 2500000;
 				}
 				if (policy == GL_SHARE_PROPORTIONAL) /* its cluster: one of three */
-					gl_cb_line_in_pool(l, gl_cb_pool_of(&cb, 0, (const char *[]){"c0", "c1", "c2"}[i % 3]),
+					gl_chargeback_line_in_pool(l, gl_chargeback_pool_of(&cb, 0, (const char *[]){"c0", "c1", "c2"}[i % 3]),
 							   l->alloc_us);
 			}
 			cb.steps[0].capacity_known = 1;
 			cb.steps[0].idle_us = ((gl_i128)(next_rand() % 100000000) + 123456) * 1000;
 			cb.steps[0].idle_num = cb.steps[0].idle_us * 2500000;
 			if (policy == GL_SHARE_PROPORTIONAL) { /* the idle of c0 and c3, none of c1 and c2 */
-				size_t i0 = gl_cb_pool_of(&cb, 0, "c0"), i3 = gl_cb_pool_of(&cb, 0, "c3");
-				struct gl_cb_pool *p0 = &cb.steps[0].pools[i0], *p3 = &cb.steps[0].pools[i3];
+				size_t i0 = gl_chargeback_pool_of(&cb, 0, "c0"), i3 = gl_chargeback_pool_of(&cb, 0, "c3");
+				struct gl_chargeback_pool *p0 = &cb.steps[0].pools[i0], *p3 = &cb.steps[0].pools[i3];
 				p0->idle_us = cb.steps[0].idle_us / 3;
 				p3->idle_us = cb.steps[0].idle_us - p0->idle_us;
 				p0->idle_num = p0->idle_us * 2500000;
 				p3->idle_num = p3->idle_us * 2500000;
 			}
-			assert_int_equal(gl_cb_finish(&cb), 0);
+			assert_int_equal(gl_chargeback_finish(&cb), 0);
 			for (size_t i = 0; i < n; i++) {
-				const struct gl_cb_line *l = &cb.steps[0].lines[i];
+				const struct gl_chargeback_line *l = &cb.steps[0].lines[i];
 				sum_s += l->alloc_s + l->idle_share_s;
 				sum_m += l->total_micros;
 				assert_int_equal(l->total_micros, l->cost_micros + l->idle_share_micros);
@@ -394,9 +394,9 @@ static void test_chargeback_reconciles(void **state)
 						assert_true(cb.steps[0].lines[i].idle_share_micros == 0 &&
 							    cb.steps[0].lines[i].idle_share_s == 0);
 				assert_true(cb.steps[0].idle_s >=
-					    (int64_t)(cb.steps[0].pools[gl_cb_pool_of(&cb, 0, "c3")].idle_us / GL_GPU_MICRO) - 1);
+					    (int64_t)(cb.steps[0].pools[gl_chargeback_pool_of(&cb, 0, "c3")].idle_us / GL_GPU_MICRO) - 1);
 			}
-			gl_cb_fini(&cb);
+			gl_chargeback_fini(&cb);
 		}
 	}
 }
@@ -410,27 +410,27 @@ static void test_chargeback_reconciles(void **state)
  * 520,833), t2 nothing. */
 static void test_idle_stays_in_cluster(void **state)
 {
-	struct gl_cb cb;
-	struct gl_cb_line *l[3];
-	struct gl_cb_step *s;
+	struct gl_chargeback cb;
+	struct gl_chargeback_line *l[3];
+	struct gl_chargeback_step *s;
 	size_t a, b;
-	gl_cb_init(&cb, 1, GL_SHARE_PROPORTIONAL, 1);
-	a = gl_cb_pool_of(&cb, 0, "A");
-	b = gl_cb_pool_of(&cb, 0, "B");
+	gl_chargeback_init(&cb, 1, GL_SHARE_PROPORTIONAL, 1);
+	a = gl_chargeback_pool_of(&cb, 0, "A");
+	b = gl_chargeback_pool_of(&cb, 0, "B");
 	for (int i = 0; i < 3; i++)
-		l[i] = gl_cb_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
+		l[i] = gl_chargeback_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
 	l[0]->alloc_us = 100000000;
-	gl_cb_line_in_pool(l[0], a, 100000000);
+	gl_chargeback_line_in_pool(l[0], a, 100000000);
 	l[1]->alloc_us = 300000000;
-	gl_cb_line_in_pool(l[1], b, 300000000);
+	gl_chargeback_line_in_pool(l[1], b, 300000000);
 	l[2]->alloc_us = 400000000;
-	gl_cb_line_in_pool(l[2], a, 300000000);
-	gl_cb_line_in_pool(l[2], b, 100000000);
+	gl_chargeback_line_in_pool(l[2], a, 300000000);
+	gl_chargeback_line_in_pool(l[2], b, 100000000);
 	s = &cb.steps[0];
 	s->capacity_known = 1;
 	s->idle_us = s->pools[a].idle_us = 1000000000;
 	s->idle_num = s->pools[a].idle_num = (gl_i128)1000000000 * 2500000;
-	assert_int_equal(gl_cb_finish(&cb), 0);
+	assert_int_equal(gl_chargeback_finish(&cb), 0);
 	assert_int_equal(l[0]->idle_share_s, 250);
 	assert_int_equal(l[2]->idle_share_s, 750);
 	assert_int_equal(l[1]->idle_share_s, 0);
@@ -438,11 +438,11 @@ static void test_idle_stays_in_cluster(void **state)
 	assert_int_equal(l[2]->idle_share_micros, 520833);
 	assert_int_equal(l[1]->idle_share_micros, 0);
 	assert_int_equal(s->idle_micros, 0);
-	gl_cb_fini(&cb);
+	gl_chargeback_fini(&cb);
 	/* the fleet-wide pooling, asked for by name, still spreads it over all */
-	gl_cb_init(&cb, 1, GL_SHARE_PROPORTIONAL_FLEET, 1);
+	gl_chargeback_init(&cb, 1, GL_SHARE_PROPORTIONAL_FLEET, 1);
 	for (int i = 0; i < 3; i++)
-		l[i] = gl_cb_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
+		l[i] = gl_chargeback_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
 	l[0]->alloc_us = 100000000;
 	l[1]->alloc_us = 300000000;
 	l[2]->alloc_us = 400000000;
@@ -450,9 +450,9 @@ static void test_idle_stays_in_cluster(void **state)
 	s->capacity_known = 1;
 	s->idle_us = 1000000000;
 	s->idle_num = (gl_i128)1000000000 * 2500000;
-	assert_int_equal(gl_cb_finish(&cb), 0);
+	assert_int_equal(gl_chargeback_finish(&cb), 0);
 	assert_int_equal(l[1]->idle_share_s, 375);
-	gl_cb_fini(&cb);
+	gl_chargeback_fini(&cb);
 }
 
 static void test_owned_idle_never_negative(void **state)
@@ -461,10 +461,10 @@ static void test_owned_idle_never_negative(void **state)
 	 * that line's team: rounded together the line takes the unit (1 + 0),
 	 * while the owned idle alone rounds to 1; the unit must come back from
 	 * the owned share, never as -1 on the unowned idle line */
-	struct gl_cb cb;
-	struct gl_cb_line *l;
-	gl_cb_init(&cb, 1, GL_SHARE_OWNER, 1);
-	l = gl_cb_add_line(&cb, 0, (const char *[]){"vision"});
+	struct gl_chargeback cb;
+	struct gl_chargeback_line *l;
+	gl_chargeback_init(&cb, 1, GL_SHARE_OWNER, 1);
+	l = gl_chargeback_add_line(&cb, 0, (const char *[]){"vision"});
 	l->alloc_us = 1000000;
 	l->priced_us = 1000000;
 	l->cost_num = 2520000000;
@@ -473,23 +473,23 @@ static void test_owned_idle_never_negative(void **state)
 	cb.steps[0].capacity_known = 1;
 	cb.steps[0].idle_us = 1000000;
 	cb.steps[0].idle_num = 2160000000;
-	assert_int_equal(gl_cb_finish(&cb), 0);
+	assert_int_equal(gl_chargeback_finish(&cb), 0);
 	assert_int_equal(cb.steps[0].lines[0].cost_micros, 1);
 	assert_int_equal(cb.steps[0].idle_total_micros, 0);
 	assert_int_equal(cb.steps[0].idle_micros, 0);
 	assert_int_equal(cb.steps[0].lines[0].idle_share_micros, 0);
 	assert_int_equal(cb.steps[0].lines[0].total_micros + cb.steps[0].idle_micros, cb.total_micros);
-	gl_cb_fini(&cb);
+	gl_chargeback_fini(&cb);
 	/* and at random: all idle owned, nothing negative, totals reconcile */
 	for (int round = 0; round < 500; round++) {
 		size_t n = 1 + next_rand() % 6;
 		gl_i128 idle_us = 0, idle_num = 0;
 		int64_t sum_m = 0;
-		gl_cb_init(&cb, 1, GL_SHARE_OWNER, 1);
+		gl_chargeback_init(&cb, 1, GL_SHARE_OWNER, 1);
 		for (size_t i = 0; i < n; i++) {
 			char key[16];
 			snprintf(key, sizeof key, "t%zu", i);
-			l = gl_cb_add_line(&cb, 0, (const char *[]){key});
+			l = gl_chargeback_add_line(&cb, 0, (const char *[]){key});
 			l->alloc_us = (gl_i128)(next_rand() % 5000) * 1000;
 			l->priced_us = l->alloc_us;
 			l->cost_num = (gl_i128)(next_rand() % 7200000) * 1000;
@@ -501,14 +501,14 @@ static void test_owned_idle_never_negative(void **state)
 		cb.steps[0].capacity_known = 1;
 		cb.steps[0].idle_us = idle_us;
 		cb.steps[0].idle_num = idle_num;
-		assert_int_equal(gl_cb_finish(&cb), 0);
+		assert_int_equal(gl_chargeback_finish(&cb), 0);
 		assert_true(cb.steps[0].idle_micros >= 0 && cb.steps[0].idle_s >= 0);
 		for (size_t i = 0; i < n; i++) {
 			assert_true(cb.steps[0].lines[i].idle_share_micros >= 0 && cb.steps[0].lines[i].idle_share_s >= 0);
 			sum_m += cb.steps[0].lines[i].total_micros;
 		}
 		assert_int_equal(sum_m + cb.steps[0].idle_micros, cb.total_micros);
-		gl_cb_fini(&cb);
+		gl_chargeback_fini(&cb);
 	}
 }
 

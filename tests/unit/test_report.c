@@ -55,20 +55,20 @@ static void test_formats(void **state)
 	gl_report_fmt_kwh(1800000LL, b, sizeof b); /* 0.5 Wh -> 0.001 kWh half up */
 	assert_string_equal(b, "0.001");
 	assert_string_equal(gl_report_owner_label(""), "(none)");
-	assert_int_equal(gl_money_minor("JPY"), 0);
-	assert_int_equal(gl_money_minor("KWD"), 3);
-	assert_int_equal(gl_money_minor("EUR"), 2);
-	assert_int_equal(gl_money_minor("CLF"), 4);
-	assert_int_equal(gl_money_minor("HUF"), 2); /* ISO 4217 says 2, whatever the coins */
+	assert_int_equal(gl_cost_minor("JPY"), 0);
+	assert_int_equal(gl_cost_minor("KWD"), 3);
+	assert_int_equal(gl_cost_minor("EUR"), 2);
+	assert_int_equal(gl_cost_minor("CLF"), 4);
+	assert_int_equal(gl_cost_minor("HUF"), 2); /* ISO 4217 says 2, whatever the coins */
 	/* not codes: lower case, old, made up, wrong length */
-	assert_int_equal(gl_money_minor("usd"), -1);
-	assert_int_equal(gl_money_minor("EURO"), -1);
-	assert_int_equal(gl_money_minor("DEM"), -1);
-	assert_int_equal(gl_money_minor("XYZ"), -1);
-	assert_int_equal(gl_money_minor(""), -1);
-	assert_int_equal(gl_money_minor(NULL), -1);
-	assert_int_equal(gl_money_minor("AED"), 2); /* the table's first */
-	assert_int_equal(gl_money_minor("ZWL"), 2); /* and last */
+	assert_int_equal(gl_cost_minor("usd"), -1);
+	assert_int_equal(gl_cost_minor("EURO"), -1);
+	assert_int_equal(gl_cost_minor("DEM"), -1);
+	assert_int_equal(gl_cost_minor("XYZ"), -1);
+	assert_int_equal(gl_cost_minor(""), -1);
+	assert_int_equal(gl_cost_minor(NULL), -1);
+	assert_int_equal(gl_cost_minor("AED"), 2); /* the table's first */
+	assert_int_equal(gl_cost_minor("ZWL"), 2); /* and last */
 }
 
 /* Two owners (one hostile, one without exporter data) and __idle__. */
@@ -157,12 +157,12 @@ static void test_budget_pure(void **state)
 	int th[GL_BUDGET_MAX_THRESHOLDS];
 	size_t n;
 	struct gl_err e = {0};
-	assert_int_equal(gl_budget_thresholds_parse("50,75,90,100", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_equal(gl_settings_thresholds_parse("50,75,90,100", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
 	assert_int_equal(n, 4);
 	assert_int_equal(th[3], 100);
-	assert_int_not_equal(gl_budget_thresholds_parse("75,50", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
-	assert_int_not_equal(gl_budget_thresholds_parse("50,x", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
-	assert_int_not_equal(gl_budget_thresholds_parse("0", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_settings_thresholds_parse("75,50", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_settings_thresholds_parse("50,x", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_settings_thresholds_parse("0", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
 	/* 10 days into a 30-day month with 100 spent: 300 at month end */
 	assert_int_equal(gl_budget_forecast(100, 0, 30 * 86400, 10 * 86400), 300);
 	/* a third of a day into 3 days with 1 spent: 9 */
@@ -176,11 +176,11 @@ static void test_schedule_and_names(void **state)
 	int64_t s;
 	struct gl_err e = {0};
 	char b[128];
-	assert_int_equal(gl_report_sched_parse_time("02:30", &s, &e), 0);
+	assert_int_equal(gl_settings_schedule_parse("02:30", &s, &e), 0);
 	assert_int_equal(s, 2 * 3600 + 30 * 60);
-	assert_int_not_equal(gl_report_sched_parse_time("24:00", &s, &e), 0);
-	assert_int_not_equal(gl_report_sched_parse_time("2:30", &s, &e), 0);
-	assert_int_not_equal(gl_report_sched_parse_time("02:30x", &s, &e), 0);
+	assert_int_not_equal(gl_settings_schedule_parse("24:00", &s, &e), 0);
+	assert_int_not_equal(gl_settings_schedule_parse("2:30", &s, &e), 0);
+	assert_int_not_equal(gl_settings_schedule_parse("02:30x", &s, &e), 0);
 	gl_report_sched_name("2026-10", "team", GL_SHARE_NONE, "owners", "csv", 1, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team-owners.csv");
 	gl_report_sched_name("2026-10", "team", GL_SHARE_NONE, NULL, "pdf", 3, b, sizeof b);
@@ -204,12 +204,12 @@ static void test_shown_parts(void **state)
 	int64_t out[4];
 	(void)state;
 	/* half away from zero, in micro-units */
-	assert_int_equal(gl_money_round(1005000, 2), 1010000);
-	assert_int_equal(gl_money_round(1004999, 2), 1000000);
-	assert_int_equal(gl_money_round(-1005000, 2), -1010000);
-	assert_int_equal(gl_money_round(-1004999, 2), -1000000);
-	assert_int_equal(gl_money_round(100500000, 0), 101000000);
-	assert_int_equal(gl_money_round(1500, 3), 2000);
+	assert_int_equal(gl_cost_round(1005000, 2), 1010000);
+	assert_int_equal(gl_cost_round(1004999, 2), 1000000);
+	assert_int_equal(gl_cost_round(-1005000, 2), -1010000);
+	assert_int_equal(gl_cost_round(-1004999, 2), -1000000);
+	assert_int_equal(gl_cost_round(100500000, 0), 101000000);
+	assert_int_equal(gl_cost_round(1500, 3), 2000);
 	{
 		/* three owners of 1.005 each: the total 3.015 shows 3.02, naive
 		 * rounding 1.01 x 3 = 3.03 (a cent off). Floors 1.00 x 3 = 3.00,
@@ -217,7 +217,7 @@ static void test_shown_parts(void **state)
 		 * and bob (index 2) get one each, carol (index 0) stays 1.00. */
 		const int64_t part[3] = {1005000, 1005000, 1005000};
 		const char *const name[3] = {"carol", "alice", "bob"};
-		assert_int_equal(gl_money_shown_parts(3020000, part, name, 3, 2, out), 0);
+		assert_int_equal(gl_cost_shown_parts(3020000, part, name, 3, 2, out), 0);
 		assert_int_equal(out[0], 1000000);
 		assert_int_equal(out[1], 1010000);
 		assert_int_equal(out[2], 1010000);
@@ -228,12 +228,12 @@ static void test_shown_parts(void **state)
 		 * one cent left, to the larger remainder (0.0045 > 0.0030): the
 		 * idle share, 0.24 + 125.68 = 125.92. */
 		const int64_t part[2] = {243000, 125674500};
-		assert_int_equal(gl_money_shown_parts(125920000, part, NULL, 2, 2, out), 0);
+		assert_int_equal(gl_cost_shown_parts(125920000, part, NULL, 2, 2, out), 0);
 		assert_int_equal(out[0], 240000);
 		assert_int_equal(out[1], 125680000);
 		/* equal remainders without names: the lower index first */
 		const int64_t eq[2] = {244000, 125674000}; /* 125.918 -> 125.92 */
-		assert_int_equal(gl_money_shown_parts(125920000, eq, NULL, 2, 2, out), 0);
+		assert_int_equal(gl_cost_shown_parts(125920000, eq, NULL, 2, 2, out), 0);
 		assert_int_equal(out[0], 250000);
 		assert_int_equal(out[1], 125670000);
 	}
@@ -242,7 +242,7 @@ static void test_shown_parts(void **state)
 		 * = 1.99. Floors -1.01 (remainder 0.005) and 3.00 (0.004): the
 		 * cent goes to the credit, -1.00 + 3.00 = 2.00. */
 		const int64_t part[2] = {-1005000, 3004000};
-		assert_int_equal(gl_money_shown_parts(2000000, part, NULL, 2, 2, out), 0);
+		assert_int_equal(gl_cost_shown_parts(2000000, part, NULL, 2, 2, out), 0);
 		assert_int_equal(out[0], -1000000);
 		assert_int_equal(out[1], 3000000);
 	}
@@ -251,7 +251,7 @@ static void test_shown_parts(void **state)
 		 * two yen left; ties by name: x (index 2), y (index 1). */
 		const int64_t part[3] = {100500000, 100500000, 100500000};
 		const char *const name[3] = {"z", "y", "x"};
-		assert_int_equal(gl_money_shown_parts(302000000, part, name, 3, 0, out), 0);
+		assert_int_equal(gl_cost_shown_parts(302000000, part, name, 3, 0, out), 0);
 		assert_int_equal(out[0], 100000000);
 		assert_int_equal(out[1], 101000000);
 		assert_int_equal(out[2], 101000000);
@@ -262,7 +262,7 @@ static void test_shown_parts(void **state)
 		 * (index 0). */
 		const int64_t part[4] = {1500, 1500, 1500, 1500};
 		const char *const name[4] = {"b", "a", "d", "c"};
-		assert_int_equal(gl_money_shown_parts(6000, part, name, 4, 3, out), 0);
+		assert_int_equal(gl_cost_shown_parts(6000, part, name, 4, 3, out), 0);
 		assert_int_equal(out[0], 2000);
 		assert_int_equal(out[1], 2000);
 		assert_int_equal(out[2], 1000);
@@ -272,10 +272,10 @@ static void test_shown_parts(void **state)
 		/* a shown total the parts cannot make: refused, each part rounded
 		 * on its own */
 		const int64_t part[2] = {1005000, 1000000};
-		assert_int_equal(gl_money_shown_parts(2015000, part, NULL, 2, 2, out), -GL_EINVAL); /* not whole cents */
+		assert_int_equal(gl_cost_shown_parts(2015000, part, NULL, 2, 2, out), -GL_EINVAL); /* not whole cents */
 		assert_int_equal(out[0], 1010000);
-		assert_int_equal(gl_money_shown_parts(5000000, part, NULL, 2, 2, out), -GL_EINVAL); /* 3 cents > 2 parts */
-		assert_int_equal(gl_money_shown_parts(1990000, part, NULL, 2, 2, out), -GL_EINVAL); /* below the floors */
+		assert_int_equal(gl_cost_shown_parts(5000000, part, NULL, 2, 2, out), -GL_EINVAL); /* 3 cents > 2 parts */
+		assert_int_equal(gl_cost_shown_parts(1990000, part, NULL, 2, 2, out), -GL_EINVAL); /* below the floors */
 		assert_int_equal(out[1], 1000000);
 	}
 }

@@ -50,7 +50,7 @@ static void print_text(const cJSON *r, int minor)
 			       n(it, "idle_gpu_seconds") / 3600.0);
 			if (cJSON_IsNumber(cost)) {
 				char b[48];
-				gl_money_format((int64_t)cost->valuedouble, minor, b, sizeof b);
+				gl_cost_format((int64_t)cost->valuedouble, minor, b, sizeof b);
 				fputs(b, stdout);
 			} else
 				printf("unpriced");
@@ -146,7 +146,7 @@ int gl_cli_hook(struct gl_config *cfg, int argc, char **argv)
 		puts(t);
 		free(t);
 	} else {
-		print_text(report, gl_money_minor(use->currency));
+		print_text(report, gl_cost_minor(use->currency));
 	}
 out:
 	cJSON_Delete(report);

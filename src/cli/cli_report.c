@@ -92,7 +92,7 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_report, "report showback: --month is required");
 	if (gl_reports_format_parse(fmt, &f, &err) || gl_reports_share_parse(share, &req.share, &err))
 		return gl_cli_usage_error(usage_report, "report showback: --%s", err.msg);
-	if (!gl_showback_aggregate_ok(agg))
+	if (!gl_settings_aggregate_ok(agg))
 		return gl_cli_usage_error(usage_report, "report showback: --aggregate: '%s' is not team, project, "
 							"cost_center, account, user or workload_type", agg);
 	if (req.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
