@@ -26,6 +26,10 @@ struct gl_forecast_cache_req {
 	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate, risk in level) */
 	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[GL_AUDIT_FIELD_MAX];
 	char plan[GL_AUDIT_FIELD_MAX]; /* /v1/capacity/forecast's what-if */
+	/* /v1/forecast's filter as gl_filter_format writes it, a scoped
+	 * token's scope already in it: part of the cache key, so a token is
+	 * never served an answer computed for another's rows */
+	char filter[GL_AUDIT_FIELD_MAX];
 };
 
 /* Opens the store only when an answer must be computed (ctx: the caller's). */

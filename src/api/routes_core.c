@@ -49,7 +49,7 @@ const struct gl_route gl_routes[] = {
 	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},
 	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster,unobserved", 0, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,table,format", 0, GL_ROUTE_LIGHT, 1},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,window,horizon,step,level,exclude", 0, GL_ROUTE_HEAVY, 1},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,filter,window,horizon,step,level,exclude", 1, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
 	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT, 0},
