@@ -34,7 +34,7 @@ const struct gl_route gl_routes[] = {
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 1, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/runs", gl_route_runs, "runs", "finance", "window,aggregate,state,format", 1, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/runs/", gl_route_run, "run", "finance", "window,format", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 0, GL_ROUTE_WINDOWED, 1},
+	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 1, GL_ROUTE_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
 	 "month,aggregate,format,table,shareIdle", 1, GL_ROUTE_HEAVY, 1},
 	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
