@@ -842,6 +842,11 @@ int gl_forecast_cache_answer(const struct gl_forecast_cache_req *q, const struct
 	return 0;
 }
 
+const char *const *gl_forecast_cache_filter_dims(void)
+{
+	return gl_accounting_dims;
+}
+
 void gl_forecast_cache_drop(char kind)
 {
 	pthread_mutex_lock(&cache_mu);

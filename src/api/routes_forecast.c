@@ -1,7 +1,6 @@
 /* /v1/forecast and /v1/capacity/forecast: the parameters as given, checked
  * for role, answered by the forecast cache (src/api/forecast_cache.c), a
  * what-if audited. */
-#include "gl/accounting.h"
 #include "gl/apijson.h"
 #include "gl/audit.h"
 #include "gl/auth.h"
@@ -61,7 +60,7 @@ static int forecast_filter(struct gl_req *req, struct gl_resp *resp, struct gl_f
 	struct gl_err e = {0};
 	int rc = 0;
 
-	if (v && *v && gl_filter_parse(v, gl_accounting_dims, &f, &e))
+	if (v && *v && gl_filter_parse(v, gl_forecast_cache_filter_dims(), &f, &e))
 		return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
 	if ((rc = gl_req_scope_filter(req, resp, "filter", &f)))
 		goto out;
