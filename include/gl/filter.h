@@ -40,4 +40,10 @@ void gl_filter_fini(struct gl_filter *f);
 int gl_filter_restrict(struct gl_filter *f, const char *dim, const char *const *vals, size_t n,
 		       struct gl_err *err) GL_MUSTCHECK;
 
+struct gl_strbuf;
+/* Appends f in its own syntax, every value quoted: gl_filter_parse reads
+ * it back to the same clauses, so it can stand for f as a string (a cache
+ * key, a request to recompute). */
+void gl_filter_format(const struct gl_filter *f, struct gl_strbuf *o);
+
 #endif

@@ -26,6 +26,10 @@ struct gl_forecast_cache_req {
 	char kind; /* 'f' /v1/forecast, 'c' /v1/capacity/forecast (cluster in aggregate, risk in level) */
 	char metric[32], step[16], horizon[16], level[16], aggregate[256], window[128], exclude[GL_AUDIT_FIELD_MAX];
 	char plan[GL_AUDIT_FIELD_MAX]; /* /v1/capacity/forecast's what-if */
+	/* /v1/forecast's filter as gl_filter_format writes it, a scoped
+	 * token's scope already in it: part of the cache key, so a token is
+	 * never served an answer computed for another's rows */
+	char filter[GL_AUDIT_FIELD_MAX];
 };
 
 /* Opens the store only when an answer must be computed (ctx: the caller's). */
@@ -38,6 +42,9 @@ typedef int (*gl_forecast_cache_store_fn)(void *ctx, struct gl_store **st, struc
 int gl_forecast_cache_answer(const struct gl_forecast_cache_req *q, const struct gl_config *cfg, int64_t now_s,
 			     gl_forecast_cache_store_fn get_store, void *ctx, struct gl_strbuf *body, const char **param,
 			     int *bad_param, struct gl_err *err) GL_MUSTCHECK;
+/* The dimensions /v1/forecast's filter may name: /v1/chargeback's (for a
+ * route, which must not include the libpq-bound accounting header). */
+const char *const *gl_forecast_cache_filter_dims(void);
 /* Drops the cached answers of one kind ('c': /v1/capacity/forecast), e.g.
  * when the plan they drew changed. */
 void gl_forecast_cache_drop(char kind);

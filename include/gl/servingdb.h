@@ -21,6 +21,7 @@
 #include "gl/common.h"
 #include "gl/inference.h"
 #include "gl/servemetrics.h"
+#include "gl/tokens.h"
 #include "gl/window.h"
 
 #include <libpq-fe.h>
@@ -105,6 +106,12 @@ struct gl_servingdb_query {
 	int64_t now_s;
 	enum gl_inf_agg agg;
 	const char *dim;            /* GL_INF_BY_JOB_DIM: team, project, cost_center, cluster, namespace or gpu_model */
+	/* an owner-scoped token's scope (borrowed; n_scope 0: every job): only
+	 * the serving jobs inside it (by the owner at the job's start, as
+	 * /v1/jobs), their cost and the requests they served; requests no
+	 * job is known for are no scope's and are left out */
+	const struct gl_token_scope *scope;
+	size_t n_scope;
 };
 
 /* Fills x (gl_inf_init'ed with the query's agg and steps) from the ledger

@@ -11,6 +11,7 @@
 #include "gl/capplan.h"
 #include "gl/capplandb.h"
 #include "gl/fcseries.h"
+#include "gl/filter.h"
 #include "gl/ingest.h"
 #include "gl/forecast.h"
 #include "gl/timeutil.h"
@@ -235,6 +236,7 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 	struct gl_window *steps = NULL;
 	struct gl_fcseries fs = {0};
 	struct gl_data_through dt = {0};
+	struct gl_filter flt = {0};
 	size_t n_steps = 0;
 	cJSON *root = NULL, *arr;
 	double *fit_y = NULL;
@@ -244,13 +246,19 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 	steps = gl_xcalloc(FC_MAX_STEPS, sizeof *steps);
 	if ((rc = gl_window_split(&p->window, p->step, steps, FC_MAX_STEPS, &n_steps, err)))
 		goto out;
-	if ((rc = gl_fcseries_query(store, p->metric, steps, n_steps, p->dims, p->n_dims, NULL, now_s, &fs, err)) ||
+	/* the route checked the filter (and narrowed it to a token's scope) */
+	if (*q->filter && (rc = gl_filter_parse(q->filter, gl_accounting_dims, &flt, err)))
+		goto out;
+	if ((rc = gl_fcseries_query(store, p->metric, steps, n_steps, p->dims, p->n_dims, *q->filter ? &flt : NULL,
+				    now_s, &fs, err)) ||
 	    (rc = gl_ingest_data_through(store, &dt, err)))
 		goto out;
 	root = cJSON_CreateObject();
 	cJSON_AddStringToObject(root, "metric", gl_fcseries_metric_name(p->metric));
 	cJSON_AddStringToObject(root, "step", q->step);
 	cJSON_AddStringToObject(root, "aggregate", q->aggregate);
+	if (*q->filter)
+		cJSON_AddStringToObject(root, "filter", q->filter);
 	gl_apijson_add_window(root, "window", &p->window);
 	cJSON_AddNumberToObject(root, "horizon", p->horizon);
 	gl_apijson_add_time(root, "computed_at", now_s);
@@ -326,6 +334,7 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 out:
 	cJSON_Delete(root);
 	gl_fcseries_fini(&fs);
+	gl_filter_fini(&flt);
 	gl_data_through_fini(&dt);
 	free(steps);
 	return rc;
@@ -743,8 +752,8 @@ static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void req_key(const struct gl_forecast_cache_req *q, char *buf, size_t n)
 {
-	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
-		 q->window, q->exclude, q->plan);
+	snprintf(buf, n, "%c|%s|%s|%s|%s|%s|%s|%s|%s|%s", q->kind, q->metric, q->step, q->horizon, q->level, q->aggregate,
+		 q->window, q->exclude, q->plan, q->filter);
 }
 
 /* A copy of a fresh cached body, or NULL. */
@@ -831,6 +840,11 @@ int gl_forecast_cache_answer(const struct gl_forecast_cache_req *q, const struct
 		return rc;
 	cache_put(&k, key, gl_strbuf_cstr(body), now_s, 1);
 	return 0;
+}
+
+const char *const *gl_forecast_cache_filter_dims(void)
+{
+	return gl_accounting_dims;
 }
 
 void gl_forecast_cache_drop(char kind)

@@ -4,6 +4,7 @@
 #include "gl/apijson.h"
 #include "gl/audit.h"
 #include "gl/auth.h"
+#include "gl/filter.h"
 #include "gl/forecast_cache.h"
 #include "gl/routes.h"
 #include "gl/strbuf.h"
@@ -49,9 +50,36 @@ static int serve(struct gl_req *req, struct gl_resp *resp, const struct gl_forec
 	return 0;
 }
 
+/* q->filter: the request's filter narrowed to a scoped token's scope
+ * (403 naming filter for an owner outside it), in one canonical form. */
+static int forecast_filter(struct gl_req *req, struct gl_resp *resp, struct gl_forecast_cache_req *q)
+{
+	const char *v = gl_req_param(req, "filter");
+	struct gl_filter f = {0};
+	struct gl_strbuf s = GL_STRBUF_INIT;
+	struct gl_err e = {0};
+	int rc = 0;
+
+	if (v && *v && gl_filter_parse(v, gl_forecast_cache_filter_dims(), &f, &e))
+		return gl_resp_error(resp, GL_EINVAL, "filter", "filter: %s", e.msg);
+	if ((rc = gl_req_scope_filter(req, resp, "filter", &f)))
+		goto out;
+	gl_filter_format(&f, &s);
+	if (s.len >= sizeof q->filter) {
+		rc = gl_resp_error(resp, GL_EINVAL, "filter", "filter: longer than %zu bytes", sizeof q->filter - 1);
+		goto out;
+	}
+	memcpy(q->filter, gl_strbuf_cstr(&s), s.len + 1);
+out:
+	gl_strbuf_fini(&s);
+	gl_filter_fini(&f);
+	return rc;
+}
+
 int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 {
 	struct gl_forecast_cache_req q;
+	int rc;
 
 	memset(&q, 0, sizeof q);
 	q.kind = 'f';
@@ -77,6 +105,8 @@ int gl_route_forecast(struct gl_req *req, struct gl_resp *resp)
 			if (!strcmp(t, "user") || !strcmp(t, "account"))
 				return gl_resp_error(resp, GL_EPERM, "aggregate", "aggregate=%s needs role finance or admin", t);
 	}
+	if ((rc = forecast_filter(req, resp, &q)))
+		return rc;
 	return serve(req, resp, &q);
 }
 

@@ -295,7 +295,8 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 		return rc;
 	}
 	gl_inf_init(&x, p.agg, p.n_steps);
-	q = (struct gl_servingdb_query){p.steps, p.n_steps, req->now_s, p.agg, p.aggregate};
+	q = (struct gl_servingdb_query){p.steps, p.n_steps, req->now_s, p.agg, p.aggregate, NULL, 0};
+	q.scope = gl_req_scope(req, &q.n_scope);
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_servingdb_inference(st, &q, &x, &meta, &err))) {
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "inference failed");
 		goto out;

@@ -128,3 +128,23 @@ int gl_filter_restrict(struct gl_filter *f, const char *dim, const char *const *
 		c->values[c->n_values++] = gl_xstrdup(vals[k]);
 	return 0;
 }
+
+void gl_filter_format(const struct gl_filter *f, struct gl_strbuf *o)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		if (i)
+			gl_strbuf_putc(o, '+');
+		gl_strbuf_printf(o, "%s:", f->c[i].dim);
+		for (size_t k = 0; k < f->c[i].n_values; k++) {
+			if (k)
+				gl_strbuf_putc(o, ',');
+			gl_strbuf_putc(o, '"');
+			for (const char *p = f->c[i].values[k]; *p; p++) {
+				if (*p == '"' || *p == '\\')
+					gl_strbuf_putc(o, '\\');
+				gl_strbuf_putc(o, *p);
+			}
+			gl_strbuf_putc(o, '"');
+		}
+	}
+}

@@ -160,13 +160,35 @@ static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n
 
 /* minutes: when not NULL (metric pending_gpus), the pending minutes of the
  * same rows too, so that both come from one pass over the jobs */
+/* The filter's clauses on k's rows, each value a parameter from $4 on
+ * (vals: the parameters, a, b and now first). */
+static int where_filter(struct gl_strbuf *sql, const struct gl_filter *filter, const char **vals, size_t *n,
+			struct gl_err *err)
+{
+	for (size_t i = 0; filter && i < filter->n; i++) {
+		const struct gl_filter_clause *fc = &filter->c[i];
+		const char *e = gl_accounting_dim_sql(fc->dim);
+		if (!e)
+			return gl_err_set(err, GL_EINVAL, "filter: unknown dimension '%s'", fc->dim);
+		gl_strbuf_printf(sql, " %s %s IN (", i ? "AND" : "WHERE", e);
+		for (size_t k = 0; k < fc->n_values; k++) {
+			vals[*n] = fc->values[k];
+			gl_strbuf_printf(sql, "%s$%zu", k ? ", " : "", ++*n);
+		}
+		gl_strbuf_putc(sql, ')');
+	}
+	return 0;
+}
+
 static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
-		     size_t n_dims, int64_t now_s, struct gl_fcseries *out, struct gl_fcseries *minutes,
-		     struct gl_err *err)
+		     size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
+		     struct gl_fcseries *minutes, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
 	PGresult *r = NULL;
 	char a[24], b[24], now[24];
+	const char *vals[3 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES];
+	size_t n_vals = 3;
 	int rc;
 
 	snprintf(a, sizeof a, "%lld", (long long)steps[0].start_s);
@@ -199,8 +221,12 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
 			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
 			     /* a pending array row stands for all its still-pending tasks */
-			     " greatest(k.req_gpu_micro, " GL_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) FROM k ORDER BY 1, 2");
-	if ((rc = gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err)))
+			     " greatest(k.req_gpu_micro, " GL_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) FROM k");
+	vals[0] = a, vals[1] = b, vals[2] = now;
+	if ((rc = where_filter(&sql, filter, vals, &n_vals, err)))
+		goto out;
+	gl_strbuf_puts(&sql, " ORDER BY 1, 2");
+	if ((rc = gl_db_query(c, sql.p, (int)n_vals, vals, &r, err)))
 		goto out;
 	if (metric == GL_FCS_PENDING_MINUTES || minutes)
 		pending_minutes(r, steps, n_steps, minutes ? minutes : out);
@@ -246,9 +272,7 @@ int gl_fcseries_query(struct gl_store *st, int metric, const struct gl_window *s
 	if (!n_steps)
 		return 0;
 	if (metric == GL_FCS_DEMAND_GPUS || metric == GL_FCS_PENDING_GPUS || metric == GL_FCS_PENDING_MINUTES) {
-		if (filter)
-			return gl_err_set(err, GL_EINVAL, "%s: filter is not supported", metric_names[metric]);
-		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, now_s, out, NULL, err);
+		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, NULL, err);
 	} else if (metric >= 0 && metric < GL_FCS_METRIC_COUNT) {
 		rc = from_chargeback(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, err);
 	} else {
@@ -267,7 +291,7 @@ int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps
 	memset(minutes, 0, sizeof *minutes);
 	gpus->n_steps = minutes->n_steps = n_steps;
 	if (n_steps)
-		rc = from_jobs(c, GL_FCS_PENDING_GPUS, steps, n_steps, dims, n_dims, now_s, gpus, minutes, err);
+		rc = from_jobs(c, GL_FCS_PENDING_GPUS, steps, n_steps, dims, n_dims, NULL, now_s, gpus, minutes, err);
 	if (rc)
 		gl_fcseries_fini(minutes);
 	else

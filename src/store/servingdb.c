@@ -686,23 +686,46 @@ int gl_servingdb_job_dim(const char *dim)
 	return 0;
 }
 
-/* The serving jobs that hold GPUs in [lo, hi) before now, ascending. */
-static int serving_jobs_in(PGconn *c, int64_t lo, int64_t hi, int64_t now_s, int64_t **ids, size_t *n,
-			   struct gl_strbuf *lit, struct gl_err *err)
+/* the scope's columns, in gl_token_scope_dims' order */
+static const char *const scope_cols[GL_TOKEN_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "j.account",
+							    "j.namespace", "j.user_name"};
+
+/* The serving jobs that hold GPUs in [lo, hi) before now, ascending; with
+ * a scope, those inside it. */
+static int serving_jobs_in(PGconn *c, const struct gl_servingdb_query *q, int64_t lo, int64_t hi, int64_t **ids,
+			   size_t *n, struct gl_strbuf *lit, struct gl_err *err)
 {
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	struct gl_strbuf arr[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
+	const char *sc[GL_TOKEN_SCOPE_DIMS];
 	char a[24], b[24], now[24];
 	PGresult *r = NULL;
 	int rc;
 	snprintf(a, sizeof a, "%lld", (long long)lo);
 	snprintf(b, sizeof b, "%lld", (long long)hi);
-	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	*ids = NULL;
 	*n = 0;
-	if ((rc = gl_db_query(c,
-			      "SELECT DISTINCT sj.job_pk FROM serving_jobs sj JOIN jobs j ON j.job_pk = sj.job_pk"
-			      " WHERE j.gpu_milli > 0 AND j.start_at < least(to_timestamp($2), to_timestamp($3))"
-			      " AND coalesce(j.end_at, to_timestamp($3)) > to_timestamp($1) ORDER BY 1",
-			      3, (const char *[]){a, b, now}, &r, err)))
+	gl_strbuf_puts(&sql, "SELECT DISTINCT sj.job_pk FROM serving_jobs sj JOIN jobs j ON j.job_pk = sj.job_pk");
+	if (q->n_scope)
+		gl_strbuf_puts(&sql, " JOIN clusters c ON c.cluster_id = j.cluster_id"
+				     " LEFT JOIN LATERAL gl_owner(c.name, j.account, j.user_name, j.partition, j.qos, j.wckey,"
+				     "  j.namespace, j.tags, coalesce(j.start_at, j.submit_at)) ow ON true");
+	gl_strbuf_puts(&sql, " WHERE j.gpu_milli > 0 AND j.start_at < least(to_timestamp($2), to_timestamp($3))"
+			     " AND coalesce(j.end_at, to_timestamp($3)) > to_timestamp($1)");
+	if (q->n_scope) {
+		gl_token_scope_arrays(q->scope, q->n_scope, arr, sc);
+		gl_token_scope_sql(&sql, scope_cols, 4);
+	}
+	gl_strbuf_puts(&sql, " ORDER BY 1");
+	rc = q->n_scope ? gl_db_query(c, sql.p, 9, (const char *[]){a, b, now, sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]},
+				      &r, err)
+			: gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err);
+	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+		gl_strbuf_fini(&arr[d]);
+	gl_strbuf_fini(&sql);
+	if (rc)
 		goto out;
 	*n = (size_t)PQntuples(r);
 	*ids = gl_xcalloc(*n + 1, sizeof **ids);
@@ -920,7 +943,10 @@ static int usage_series(PGconn *c, PGresult *u, struct series_info **out, size_t
 	return 0;
 }
 
-static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_err *err)
+/* ids, n: with a scope, the serving jobs inside it (ascending): the
+ * requests of any other job, or of none, are not read into x */
+static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inf *x,
+		      struct gl_err *err)
 {
 	struct gl_strbuf pa = GL_STRBUF_INIT, pb = GL_STRBUF_INIT, pi = GL_STRBUF_INIT, pd = GL_STRBUF_INIT;
 	PGresult *r = NULL, *sr = NULL;
@@ -936,6 +962,8 @@ static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, struct gl_i
 		int64_t job = atoll(PQgetvalue(r, row, 1)), id = atoll(PQgetvalue(r, row, 2)), v[GL_SERVE__NCTR];
 		const struct series_info *s = gl_bsearch(&id, ser, n_ser, sizeof *ser, cmp_series);
 		double cum[GL_SERVE_MAX_LE];
+		if (q->n_scope && !gl_bsearch(&job, ids, n_ids, sizeof *ids, cmp_i64))
+			continue;
 		if (!s) { /* series are never deleted: a row without one is a broken database */
 			rc = gl_err_set(err, GL_EDB, "inference: usage of series %lld, which serving_series lacks",
 					(long long)id);
@@ -975,10 +1003,9 @@ int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query 
 	}
 	if (!q->n_steps)
 		return gl_inf_finish(x) ? gl_err_set(err, GL_EINTERNAL, "inference: grouping failed") : 0;
-	if ((rc = serving_jobs_in(c, q->steps[0].start_s, q->steps[q->n_steps - 1].end_s, q->now_s, &ids, &n_ids, &lit,
-				  err)) ||
+	if ((rc = serving_jobs_in(c, q, q->steps[0].start_s, q->steps[q->n_steps - 1].end_s, &ids, &n_ids, &lit, err)) ||
 	    (rc = feed_pairs(c, lit.p, x, err)) || (rc = feed_costs(st, q, ids, n_ids, x, meta, err)) ||
-	    (rc = feed_usage(c, q, x, err)))
+	    (rc = feed_usage(c, q, ids, n_ids, x, err)))
 		goto out;
 	if (gl_inf_finish(x))
 		rc = gl_err_set(err, GL_EINTERNAL, "inference: sharing a job's cost over its endpoints failed");

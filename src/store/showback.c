@@ -843,7 +843,7 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 static int gather_inference(struct gl_store *store, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
 {
 	struct gl_window month = {sb->start_s, sb->end_s};
-	struct gl_servingdb_query q = {&month, 1, now_s, GL_INF_BY_JOB_DIM, sb->aggregate};
+	struct gl_servingdb_query q = {&month, 1, now_s, GL_INF_BY_JOB_DIM, sb->aggregate, NULL, 0};
 	struct gl_accounting_meta meta = {0};
 	struct gl_inf x;
 	int rc;

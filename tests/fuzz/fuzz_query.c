@@ -73,27 +73,6 @@ static void check_step(const char *v)
 		abort();
 }
 
-/* The filter back in its own syntax, every value quoted. */
-static void write_filter(const struct gl_filter *f, struct gl_strbuf *o)
-{
-	for (size_t i = 0; i < f->n; i++) {
-		if (i)
-			gl_strbuf_putc(o, '+');
-		gl_strbuf_printf(o, "%s:", f->c[i].dim);
-		for (size_t k = 0; k < f->c[i].n_values; k++) {
-			if (k)
-				gl_strbuf_putc(o, ',');
-			gl_strbuf_putc(o, '"');
-			for (const char *p = f->c[i].values[k]; *p; p++) {
-				if (*p == '"' || *p == '\\')
-					gl_strbuf_putc(o, '\\');
-				gl_strbuf_putc(o, *p);
-			}
-			gl_strbuf_putc(o, '"');
-		}
-	}
-}
-
 static void check_filter(const char *v)
 {
 	struct gl_filter f, g;
@@ -112,7 +91,7 @@ static void check_filter(const char *v)
 			if (!strcmp(f.c[i].dim, f.c[j].dim))
 				abort();
 	}
-	write_filter(&f, &o);
+	gl_filter_format(&f, &o);
 	if (gl_filter_parse(gl_strbuf_cstr(&o), gl_accounting_dims, &g, &e) || g.n != f.n)
 		abort();
 	for (size_t i = 0; i < f.n; i++) {

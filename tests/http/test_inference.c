@@ -32,6 +32,7 @@
 static char g_dsn[512];
 static char g_dir[256];
 static struct gl_test_daemon g_d;
+static char g_scoped[3][64]; /* tokens scoped to team search, assist, research */
 
 static const char config_yaml[] =
 	"rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"
@@ -153,6 +154,12 @@ static int setup(void **state)
 		char at[32];
 		snprintf(at, sizeof at, "2026-10-02T01:%02d:%02dZ", k / 2, k % 2 * 30);
 		dcgm(at, k < 10 ? 0 : 80);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const scopes[3] = {"team=search", "team=assist", "team=research"};
+		if (gl_test_token_create(g_dsn, scopes[i] + 5, "finance", (const char *[]){"--scope", scopes[i], NULL},
+					 g_scoped[i], sizeof g_scoped[i], NULL))
+			return -1;
 	}
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
@@ -523,6 +530,87 @@ static void test_month_rollup_late_data(void **state)
 	cJSON_Delete(m3);
 }
 
+/* GET path as token; the status, the body in r. */
+static long get_as(const char *path, const char *token, struct gl_test_http *r)
+{
+	struct gl_test_http_opts o = {token, 0, NULL};
+	assert_int_equal(gl_test_http_ex(g_d.port, "GET", path, NULL, 0, NULL, &o, r), 0);
+	return r->status;
+}
+
+/* An owner-scoped token (issue 26): the serving jobs of its own owners,
+ * their cost and the requests they served, each item the admin's for the
+ * same endpoint or team; nothing of another team's endpoints, and no
+ * unattributed requests (no job is known for them, so no owner). */
+static void test_scoped_token(void **state)
+{
+	static const char *const keys[] = {"cost_micros", "gpu_seconds", "requests", "prompt_tokens", "generated_tokens",
+					   "cost_per_1k_requests_micros", "failed_requests"};
+	static const struct {
+		int tok;
+		const char *agg, *mine, *others[6];
+	} cases[] = {
+		{0, "endpoint", "embed", {"\"chat\"", "\"sg\"", "ghost", "mistral", "assist", "Llama"}},
+		{0, "team", "search", {"\"chat\"", "\"sg\"", "ghost", "mistral", "assist", "1124"}},
+		{1, "endpoint", "chat,sg", {"embed", "mnist", "ghost", "mistral", "search", "5003"}},
+		{1, "team", "assist", {"embed", "mnist", "ghost", "mistral", "search", "5003"}},
+	};
+	char path[256];
+	(void)state;
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		struct gl_test_http r;
+		cJSON *adm, *sc, *it;
+		long long requests = 0;
+		int n = 0;
+		for (int csv = 1; csv >= 0; csv--) { /* the JSON last: parsed below */
+			snprintf(path, sizeof path, "/v1/inference?window=2026-10-02&aggregate=%s%s", cases[c].agg,
+				 csv ? "&format=csv" : "");
+			assert_int_equal(get_as(path, g_scoped[cases[c].tok], &r), 200);
+			for (size_t k = 0; k < 6; k++)
+				if (strstr(r.body, cases[c].others[k]))
+					fail_msg("%s as %s holds %s: %s", path, g_scoped[cases[c].tok], cases[c].others[k], r.body);
+			assert_null(strstr(r.body, "__unattributed__"));
+			if (csv)
+				gl_test_http_fini(&r);
+		}
+		sc = cJSON_Parse(r.body);
+		gl_test_http_fini(&r);
+		snprintf(path, sizeof path, "/v1/inference?window=2026-10-02&aggregate=%s", cases[c].agg);
+		adm = get(path);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sc, "unattributed")), 0);
+		cJSON_ArrayForEach(it, cJSON_GetObjectItem(sc, "items"))
+		{
+			const char *name = cJSON_GetObjectItem(it, "name")->valuestring;
+			cJSON *a = item(cJSON_GetObjectItem(adm, "items"), name);
+			assert_non_null(strstr(cases[c].mine, name));
+			for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+				if (num(it, keys[k]) != num(a, keys[k]))
+					fail_msg("%s %s: %s %lld, the admin's %lld", path, name, keys[k], num(it, keys[k]),
+						 num(a, keys[k]));
+			requests += num(it, "requests");
+			n++;
+		}
+		if (n != (strchr(cases[c].mine, ',') ? 2 : 1))
+			fail_msg("%s: %d items: %s", path, n, cJSON_PrintUnformatted(sc));
+		assert_int_equal(num(cJSON_GetObjectItem(sc, "totals"), "requests"), requests);
+		cJSON_Delete(adm);
+		cJSON_Delete(sc);
+	}
+	/* research runs no serving job: nothing, not the others' */
+	{
+		cJSON *j;
+		struct gl_test_http r;
+		assert_int_equal(get_as("/v1/inference?window=2026-10-02&aggregate=endpoint", g_scoped[2], &r), 200);
+		j = cJSON_Parse(r.body);
+		gl_test_http_fini(&r);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "items")), 0);
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "unattributed")), 0);
+		assert_int_equal(num(cJSON_GetObjectItem(j, "totals"), "requests"), 0);
+		assert_int_equal(num(cJSON_GetObjectItem(j, "totals"), "cost_micros"), 0);
+		cJSON_Delete(j);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -533,6 +621,7 @@ int main(void)
 		cmocka_unit_test(test_report_table),	cmocka_unit_test(test_month_window),
 		cmocka_unit_test(test_after_rollup),
 		cmocka_unit_test(test_month_rollup_late_data),
+		cmocka_unit_test(test_scoped_token),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

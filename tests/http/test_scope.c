@@ -15,6 +15,7 @@
 #include "lib/testlib.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,6 +464,152 @@ static void test_idle_of_the_scope(void **state)
 	}
 }
 
+/* The history of a forecast's series: "key=v,v,...;" for each series, the
+ * values as sent. */
+static void history_text(const cJSON *j, char *out, size_t n)
+{
+	const cJSON *so, *h;
+	size_t o = 0;
+	out[0] = '\0';
+	cJSON_ArrayForEach(so, cJSON_GetObjectItem(j, "series"))
+	{
+		o += (size_t)snprintf(out + o, n - o, "%s=", cJSON_GetObjectItem(so, "key")->valuestring);
+		cJSON_ArrayForEach(h, cJSON_GetObjectItem(so, "history"))
+			o += (size_t)snprintf(out + o, n - o, "%g,", cJSON_GetObjectItem(h, "value")->valuedouble);
+		o += (size_t)snprintf(out + o, n - o, ";");
+		assert_true(o < n);
+	}
+}
+
+/* The series of j whose key is one of keys (comma list), in its order:
+ * the admin's answer cut to the keys a scope owns. */
+static void history_of_keys(const cJSON *j, const char *keys, char *out, size_t n)
+{
+	cJSON *copy = cJSON_Duplicate(j, 1), *arr = cJSON_GetObjectItem(copy, "series");
+	for (int k = cJSON_GetArraySize(arr) - 1; k >= 0; k--) {
+		const char *key = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, k), "key")->valuestring;
+		char padded[256], want[128];
+		snprintf(padded, sizeof padded, ",%s,", keys);
+		snprintf(want, sizeof want, ",%s,", key);
+		if (!strstr(padded, want))
+			cJSON_DeleteItemFromArray(arr, k);
+	}
+	history_text(copy, out, n);
+	cJSON_Delete(copy);
+}
+
+/* /v1/forecast: a scoped token's series are those of its own jobs, the
+ * same history (and so the same forecast) as the admin's series of those
+ * owners, for the allocation metrics (per segment, as chargeback) and the
+ * queue's (by the owner at the job's start); nothing of another owner. */
+static void test_forecast_of_the_scope(void **state)
+{
+	static const char *const metrics[] = {"gpu_hours", "cost", "busy_gpu_hours", "demand_gpus", "pending_gpus",
+					      "pending_minutes"};
+	/* the tokens whose scope is one dimension, the keys of their own */
+	static const struct {
+		size_t tok;
+		const char *agg, *keys;
+	} one[] = {{0, "team", "vision"}, {1, "team", "vision"}, {2, "team", "robotics,vision"}, {4, "user", "alice"}};
+	char path[512], want[8192], got[8192];
+	for (size_t m = 0; m < sizeof metrics / sizeof metrics[0]; m++)
+		for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+			const struct scoped *t = &g_tok[one[i].tok];
+			struct gl_test_http r;
+			cJSON *adm, *sc;
+			snprintf(path, sizeof path, "/v1/forecast?metric=%s&aggregate=%s&window=2026-10&step=day&horizon=3",
+				 metrics[m], one[i].agg);
+			adm = get_json(path, NULL);
+			assert_int_equal(get(path, t->token, &r), 200);
+			assert_nothing_of_others(t, path, r.body);
+			sc = cJSON_Parse(r.body);
+			gl_test_http_fini(&r);
+			history_text(sc, got, sizeof got);
+			history_of_keys(adm, one[i].keys, want, sizeof want);
+			if (strcmp(got, want))
+				fail_msg("%s as %s:\n got %s\nwant %s", path, t->name, got, want);
+			/* the admin's answer has other owners: the comparison is not empty */
+			assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(adm, "series")) >
+				    cJSON_GetArraySize(cJSON_GetObjectItem(sc, "series")));
+			cJSON_Delete(adm);
+			cJSON_Delete(sc);
+		}
+	/* across dimensions (project px and user carol): the admin asking with
+	 * the same filter written another way (a cache entry of its own) */
+	for (size_t m = 0; m < sizeof metrics / sizeof metrics[0]; m++) {
+		cJSON *adm, *sc;
+		struct gl_test_http r;
+		snprintf(path, sizeof path, "/v1/forecast?metric=%s&aggregate=team,user&window=2026-10&step=day&horizon=3",
+			 metrics[m]);
+		assert_int_equal(get(path, g_tok[3].token, &r), 200);
+		assert_nothing_of_others(&g_tok[3], path, r.body);
+		sc = cJSON_Parse(r.body);
+		gl_test_http_fini(&r);
+		strcat(path, "&filter=user:carol%2Bproject:px");
+		adm = get_json(path, NULL);
+		history_text(sc, got, sizeof got);
+		history_text(adm, want, sizeof want);
+		assert_string_equal(got, want);
+		assert_non_null(strstr(got, "robotics/carol="));
+		cJSON_Delete(adm);
+		cJSON_Delete(sc);
+	}
+}
+
+/* The sum of a forecast answer's history values, over every series. */
+static double history_sum(const cJSON *j)
+{
+	const cJSON *so, *h;
+	double sum = 0;
+	cJSON_ArrayForEach(so, cJSON_GetObjectItem(j, "series"))
+		cJSON_ArrayForEach(h, cJSON_GetObjectItem(so, "history"))
+			sum += cJSON_GetObjectItem(h, "value")->valuedouble;
+	return sum;
+}
+
+/* The same request by a scope, the admin, then another scope: each its
+ * own answer, never one cached for another (vision 18,000 GPU-seconds,
+ * all four jobs 63,609, alice 14,400); a filter outside the scope is 403
+ * naming it. */
+static void test_forecast_cache_per_scope(void **state)
+{
+	static const char path[] = "/v1/forecast?metric=gpu_hours&aggregate=team&window=2026-09-28,2026-10-12&step=day&horizon=2";
+	struct gl_test_http r;
+	cJSON *j = get_json(path, g_tok[0].token);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "series")), 1);
+	assert_true(fabs(history_sum(j) - 18000 / 3600.0) < 1e-9);
+	cJSON_Delete(j);
+	j = get_json(path, NULL);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "series")), 3);
+	assert_true(fabs(history_sum(j) - 63609 / 3600.0) < 1e-3);
+	cJSON_Delete(j);
+	j = get_json(path, g_tok[4].token);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "series")), 1);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "series"), 0), "key")->valuestring,
+			    "vision");
+	assert_true(fabs(history_sum(j) - 14400 / 3600.0) < 1e-9);
+	cJSON_Delete(j);
+	/* and the first scope again, from the cache: still its own */
+	j = get_json(path, g_tok[0].token);
+	assert_true(fabs(history_sum(j) - 18000 / 3600.0) < 1e-9);
+	cJSON_Delete(j);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(get(k ? "/v1/forecast?window=2026-10&filter=team:%22vision%22,%22language%22"
+				       : "/v1/forecast?window=2026-10&metric=pending_minutes&filter=team:language",
+				     g_tok[0].token, &r),
+				 403);
+		assert_non_null(strstr(r.body, "\"param\":\"filter\""));
+		assert_null(strstr(r.body, "33262"));
+		gl_test_http_fini(&r);
+	}
+	/* the fleet's capacity outlook is not a scope's */
+	assert_int_equal(get("/v1/capacity/forecast", g_tok[0].token, &r), 403);
+	gl_test_http_fini(&r);
+	assert_int_equal(get("/v1/forecast?window=2026-10&filter=team", NULL, &r), 400);
+	assert_non_null(strstr(r.body, "\"param\":\"filter\""));
+	gl_test_http_fini(&r);
+}
+
 /* whoami and /v1/tokens say the scope by dimension; token list too. */
 static void test_scope_is_shown(void **state)
 {
@@ -535,6 +682,8 @@ int main(void)
 		cmocka_unit_test(test_budgets_of_the_scope),
 		cmocka_unit_test(test_queue_of_the_scope),
 		cmocka_unit_test(test_idle_of_the_scope),
+		cmocka_unit_test(test_forecast_of_the_scope),
+		cmocka_unit_test(test_forecast_cache_per_scope),
 		cmocka_unit_test(test_scope_is_shown),
 		cmocka_unit_test(test_bad_scope_is_exit_2),
 	};

@@ -691,7 +691,7 @@ try {
 		const w2 = H.watch(p2);
 		await H.signIn(p2, base, scoped);
 		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'chargeback,queue,jobs', 'scoped views');
+		eq(nav.join(','), 'chargeback,inference,queue,forecast,jobs', 'scoped views');
 		await H.ready(p2, 'chargeback');
 		await p2.goto(base + '/#/jobs?' + FX.hash);
 		await H.ready(p2, 'jobs');
@@ -709,7 +709,7 @@ try {
 		const w2 = H.watch(p2);
 		await H.signIn(p2, base, vision);
 		const nav = await p2.$$eval('#nav a', (as) => as.map((a) => a.dataset.view));
-		eq(nav.join(','), 'chargeback,queue,jobs', 'scoped views');
+		eq(nav.join(','), 'chargeback,inference,queue,forecast,jobs', 'scoped views');
 		let api, adm;
 		for (let attempt = 0; ; attempt++) {
 			const resp = p2.waitForResponse((r) => new URL(r.url()).pathname === '/v1/chargeback' && !new URL(r.url()).searchParams.get('step'));
@@ -735,6 +735,19 @@ try {
 		}
 		assert(!text.includes('__idle__'), 'page names __idle__');
 		assert(!text.includes(shown(full.totals.total, full.currency)), 'page holds the fleet total');
+		// the Forecast view: its own series, and no fleet capacity outlook
+		// (asked for, it would be 403 and a failure on the page)
+		const asked = [];
+		p2.on('request', (r) => asked.push(new URL(r.url()).pathname));
+		const fcResp = p2.waitForResponse((r) => new URL(r.url()).pathname === '/v1/forecast');
+		await p2.goto(base + '/#/forecast?a=team');
+		await H.ready(p2, 'forecast');
+		eq((await fcResp).status(), 200, '/v1/forecast as vision');
+		const series = await p2.$$eval('#forecast-series option', (os) => os.map((o) => o.textContent));
+		assert(series.every((k) => k === 'vision'), 'forecast series ' + series.join(','));
+		assert(!(await p2.$('#capacity-card')) && !(await p2.$('#forecast-saturation')), 'a capacity outlook shown to a scope');
+		assert(!asked.includes('/v1/capacity/forecast'), 'the capacity outlook asked for as a scope');
+		assert(!/Capacity forecast/.test(await p2.textContent('#view')), 'a capacity failure shown to a scope');
 		assert(w2.clean(), w2.report());
 		await p2.screenshot({ path: path.join(SHOTS, 'chargeback-scoped.png'), fullPage: true });
 		await c2.close();

@@ -9,8 +9,12 @@ import * as f from '../fmt.js';
 
 export async function render(ctx) {
 	const params = { metric: 'gpu_hours', aggregate: ctx.aggregate, step: 'day', horizon: 14 };
-	const [fc, cap] = await Promise.allSettled([ctx.get('/v1/forecast', params), ctx.get('/v1/capacity/forecast', { horizon: 90 })]);
-	if (fc.status === 'rejected' && cap.status === 'rejected') throw fc.reason;
+	// an owner-scoped token gets its own series; the fleet's capacity
+	// outlook is not a scope's (403), so it is not asked for
+	const scoped = !!(ctx.who && ctx.who.owners && ctx.who.owners.length);
+	const [fc, cap] = await Promise.allSettled([ctx.get('/v1/forecast', params),
+		scoped ? Promise.resolve(null) : ctx.get('/v1/capacity/forecast', { horizon: 90 })]);
+	if (fc.status === 'rejected' && (scoped || cap.status === 'rejected')) throw fc.reason;
 	const out = [];
 	ctx.charts = [];
 	ctx.capCharts = [];
@@ -43,7 +47,9 @@ export async function render(ctx) {
 	} else {
 		out.push(h('h2', { text: 'Demand forecast' }), failure(fc.reason));
 	}
-	if (cap.status === 'fulfilled') {
+	if (scoped) {
+		// nothing of the fleet's capacity
+	} else if (cap.status === 'fulfilled') {
 		const cv = cap.value;
 		if (cv.series.length) {
 			// the series that saturates first (else the largest) is shown first
