@@ -110,7 +110,7 @@ if [[ $what == all || $what == integration || $what == ha ]]; then
 		run_suite "${progs[@]}"
 		for w in tests/web/run.sh; do
 			[[ $what == ha ]] && continue
-			[[ -x $w && -z $VG && -z ${TESTS:-} ]] || continue
+			[[ -x $w && -z $VG && ( -z ${TESTS:-} || -n ${WEB_TESTS:-} ) ]] || continue
 			echo "=== $w"
 			out=$("$w" 2>&1); rc=$?
 			printf '%s\n' "$out"

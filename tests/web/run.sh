@@ -17,8 +17,10 @@ if [[ ! -f node_modules/.package-lock.json ]] || [[ package-lock.json -nt node_m
 		exit 1
 	fi
 fi
+# WEB_TESTS="demo-sim inventory": only those files (with TESTS naming the C programs to run beside them)
 for t in *.test.mjs; do
 	[[ -f $t ]] || continue
+	[[ -z ${WEB_TESTS:-} || " $WEB_TESTS " == *" ${t%.test.mjs} "* ]] || continue
 	echo "# $t"
 	timeout 300 node "$t" || status=1
 done
