@@ -155,9 +155,14 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	" FROM attrs a"
 	" LEFT JOIN LATERAL gl_owner(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"  jsonb_build_object('labels', a.labels), a.seg) o ON true"
+	/* every k0 row has exactly one own row (own is per distinct key of
+	 * k0): LEFT JOIN says so to the planner, which estimated an inner
+	 * join on the four keys at one row and then joined the exporter usage
+	 * to the jobs by a merge on the step with the job as a filter, jobs x
+	 * jobs comparisons (4 M for a day of 2,000 GPUs, 102 s for 10,000) */
 	"), k AS ("
 	" SELECT k0.*, own.team, own.project, own.cost_center, own.workload_type FROM k0"
-	" JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
+	" LEFT JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
 	"  AND own.endpoints = k0.endpoints"
 	")");
 }
