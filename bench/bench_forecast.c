@@ -123,43 +123,66 @@ static void acc_add(struct acc *a, double y, double f, double lo, double hi)
 	a->pin += 0.5 * ((y >= lo ? 0.1 * (y - lo) : 0.9 * (lo - y)) + (y >= hi ? 0.9 * (y - hi) : 0.1 * (hi - y)));
 }
 
-/* The day-block bootstrap's distribution of the ratio of summed losses
- * (same draws as boot_p): its 5 %, 50 % and 95 % points in q[3]. */
-static void boot_q(const double *ours, const double *base, int nd, double q[3])
+#define BOOT_DRAWS 10000
+
+/* Day-block bootstrap: the test days drawn with replacement (BOOT_DRAWS
+ * times, a fixed seed), and each draw's summed losses of ours and of the
+ * baseline in so[] and sb[]. ours[d], base[d]: per test day. */
+static void boot_sums(const double *ours, const double *base, int nd, double *so, double *sb)
 {
-	static double r[10000];
 	uint32_t s = 12345;
-	for (int it = 0; it < 10000; it++) {
-		double so = 0, sb = 0;
+	for (int it = 0; it < BOOT_DRAWS; it++) {
+		so[it] = sb[it] = 0;
 		for (int i = 0; i < nd; i++) {
 			s = s * 1664525u + 1013904223u;
 			int j = (int)((double)(s >> 8) / (double)(1u << 24) * nd);
-			so += ours[j], sb += base[j];
+			so[it] += ours[j], sb[it] += base[j];
 		}
-		r[it] = sb > 0 ? so / sb : 1;
 	}
-	q[0] = quantile(r, 10000, 0.05);
-	q[1] = quantile(r, 10000, 0.5);
-	q[2] = quantile(r, 10000, 0.95);
 }
 
-/* Day-block bootstrap: the test days drawn with replacement (10,000 times,
- * a fixed seed); the share of draws in which ours' summed loss is below
- * ratio x the baseline's. ours[d], base[d]: per test day. */
+/* The share of the bootstrap's draws in which ours' summed loss is at most
+ * ratio x the baseline's. */
 static double boot_p(const double *ours, const double *base, int nd, double ratio)
 {
-	uint32_t s = 12345;
+	static double so[BOOT_DRAWS], sb[BOOT_DRAWS];
 	int wins = 0;
-	for (int it = 0; it < 10000; it++) {
-		double so = 0, sb = 0;
-		for (int i = 0; i < nd; i++) {
-			s = s * 1664525u + 1013904223u;
-			int j = (int)((double)(s >> 8) / (double)(1u << 24) * nd);
-			so += ours[j], sb += base[j];
-		}
-		wins += so <= ratio * sb;
+	boot_sums(ours, base, nd, so, sb);
+	for (int it = 0; it < BOOT_DRAWS; it++)
+		wins += so[it] <= ratio * sb[it];
+	return wins / (double)BOOT_DRAWS;
+}
+
+/* The bootstrap's distribution of the ratio of summed losses: its 5 %,
+ * 50 % and 95 % points in q[3]. */
+static void boot_q(const double *ours, const double *base, int nd, double q[3])
+{
+	static double so[BOOT_DRAWS], sb[BOOT_DRAWS];
+	boot_sums(ours, base, nd, so, sb);
+	for (int it = 0; it < BOOT_DRAWS; it++)
+		so[it] = sb[it] > 0 ? so[it] / sb[it] : 1;
+	q[0] = quantile(so, BOOT_DRAWS, 0.05);
+	q[1] = quantile(so, BOOT_DRAWS, 0.5);
+	q[2] = quantile(so, BOOT_DRAWS, 0.95);
+}
+
+/* The module's day-ahead fit (method auto) of a Venus series of per_day
+ * slots a day (24: hours, 1: days) at the midnight before slot o; 0, or -1
+ * with the error printed. */
+static int venus_fit(const double *y, int o, int per_day, struct gl_forecast_result *r)
+{
+	struct gl_forecast_opts opt = {0};
+	struct gl_err err = {0};
+	opt.slots_per_day = per_day;
+	opt.slots_per_week = 7 * per_day;
+	opt.horizon = per_day;
+	opt.method = GL_FORECAST_AUTO;
+	opt.first_weekday = 2; /* 2020-04-01 was a Wednesday */
+	if (gl_forecast_fit(y, (size_t)o, &opt, r, &err)) {
+		fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		return -1;
 	}
-	return wins / 10000.0;
+	return 0;
 }
 
 static void venus_hindsight(const double *y, int test0, int tend, double scale, double dscale);
@@ -215,19 +238,10 @@ static void venus(const char *dir, const char *month)
 	double t_fit = 0, d_ae[64] = {0}, d_bae[64] = {0}, d_pin[64] = {0}, d_bpin[64] = {0};
 	int nday = 0;
 	for (int o = test0; o < tend; o += 24, nday++) {
-		struct gl_forecast_opts opt = {0};
 		struct gl_forecast_result r;
-		struct gl_err err = {0};
-		opt.slots_per_day = 24;
-		opt.slots_per_week = 168;
-		opt.horizon = 24;
-		opt.method = GL_FORECAST_AUTO;
-		opt.first_weekday = 2; /* 2020-04-01 was a Wednesday */
 		double t1 = now_s();
-		if (gl_forecast_fit(y, (size_t)o, &opt, &r, &err)) {
-			fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		if (venus_fit(y, o, 24, &r))
 			return;
-		}
 		t_fit += now_s() - t1;
 		if (getenv("GL_BENCH_DEBUG"))
 			fprintf(stderr, "hourly %d %s (baseline %s)\n", nday, gl_forecast_method_name(r.method),
@@ -291,19 +305,10 @@ static void venus(const char *dir, const char *month)
 	struct acc dours = {0}, dbase = {0}, dluc = {0};
 	double dd_ae[64] = {0}, dd_bae[64] = {0};
 	for (int d = d0; d < nd; d++) {
-		struct gl_forecast_opts opt = {0};
 		struct gl_forecast_result r;
-		struct gl_err err = {0};
 		double v4[4];
-		opt.slots_per_day = 1;
-		opt.slots_per_week = 7;
-		opt.horizon = 1;
-		opt.method = GL_FORECAST_AUTO;
-		opt.first_weekday = 2;
-		if (gl_forecast_fit(yd, (size_t)d, &opt, &r, &err)) {
-			fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		if (venus_fit(yd, d, 1, &r))
 			break;
-		}
 		if (getenv("GL_BENCH_DEBUG"))
 			fprintf(stderr, "daily %d %s (baseline %s; backtest MAE median_day %.0f, median_week %.0f, chosen %.0f)\n",
 				d - d0, gl_forecast_method_name(r.method), gl_forecast_method_name(r.baseline),
@@ -430,16 +435,8 @@ static void venus_daily_conformal(const double *yd, int d0, int nd, double dscal
 	struct acc g[5] = {{0}};
 	char lab[64];
 	for (int j = j0; j < nd; j++) {
-		struct gl_forecast_opts opt = {0};
 		struct gl_forecast_result r;
-		struct gl_err err = {0};
-		opt.slots_per_day = 1;
-		opt.slots_per_week = 7;
-		opt.horizon = 1;
-		opt.method = GL_FORECAST_AUTO;
-		opt.first_weekday = 2;
-		if (gl_forecast_fit(yd, (size_t)j, &opt, &r, &err)) {
-			fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		if (venus_fit(yd, j, 1, &r)) {
 			free(pt);
 			return;
 		}
