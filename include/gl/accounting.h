@@ -120,8 +120,18 @@ void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const ch
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */
 int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
-/* Builds up to max_days stale past days, most recent first; *built counts them. */
-int gl_accounting_build_stale(struct gl_store *st, int64_t now_s, int max_days, int *built, struct gl_err *err) GL_MUSTCHECK;
+/* The same for n whole past days (day_s ascending, caller's array) in one
+ * pass over the jobs; the figures are those of gl_accounting_build_day day
+ * by day. helper (may be NULL): a second connection of the caller's that
+ * builds the later half of the days at the same time, in a second thread
+ * and a transaction of its own, idle when this returns. */
+int gl_accounting_build_days(PGconn *c, PGconn *helper, const int64_t *day_s, size_t n, int64_t now_s,
+			     struct gl_err *err) GL_MUSTCHECK;
+/* Builds up to max_days stale past days, most recent first, a few days a
+ * transaction; helper (may be NULL): a second connection that builds half
+ * of them at the same time. *built counts them. */
+int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int64_t now_s, int max_days, int *built,
+			      struct gl_err *err) GL_MUSTCHECK;
 
 /* For src/store/idle.c: the unallocated idle of [start_s, end_s) up to
  * now_s per capacity key (cluster, partition, canonical model), summed

@@ -86,6 +86,102 @@ static void test_writers_share_builder_excludes(void **state)
 	PQfinish(bld);
 }
 
+/* Rows of the rollup's tables for the days from d0 (four days), each
+ * table's rows in one order: what a build left. */
+static void snapshot(PGconn *c, const char *tag, int64_t d0)
+{
+	static const char *const tabs[] = {"usage_daily", "usage_daily_owner", "usage_daily_job", "usage_monthly_job"};
+	char sql[512], days[160];
+	snprintf(days, sizeof days,
+		 "day BETWEEN (to_timestamp(%lld) AT TIME ZONE 'UTC')::date AND (to_timestamp(%lld) AT TIME ZONE 'UTC')::date + 3",
+		 (long long)d0, (long long)d0);
+	for (size_t t = 0; t < sizeof tabs / sizeof *tabs; t++) {
+		/* the months hold this test's serving jobs only */
+		snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS snap_%s_%zu; CREATE TEMP TABLE snap_%s_%zu AS SELECT * FROM %s WHERE %s",
+			 tag, t, tag, t, tabs[t], t == 3 ? "true" : days);
+		assert_true(ok(c, sql));
+	}
+}
+
+static long long snapshot_diff(PGconn *c)
+{
+	long long n = 0;
+	for (int t = 0; t < 4; t++)
+		n += gl_test_qintf(c,
+				   "SELECT (SELECT count(*) FROM (SELECT * FROM snap_a_%d EXCEPT ALL SELECT * FROM snap_b_%d) x)"
+				   " + (SELECT count(*) FROM (SELECT * FROM snap_b_%d EXCEPT ALL SELECT * FROM snap_a_%d) y)",
+				   t, t, t, t);
+	return n;
+}
+
+/* Days built together (one pass over the jobs, half of them on a helper
+ * connection in a second thread and transaction) hold the figures of the
+ * same days built one at a time: jobs over several days, a job still open,
+ * a rate that changes inside a day, a serving job (usage_daily_job and its
+ * month). And the pair takes the rollup lock before either half reads: a
+ * writer in flight makes the whole build wait, and neither half commits. */
+static void test_days_together_equal_one_by_one(void **state)
+{
+	PGconn *c = conn(), *helper = conn(), *w = conn();
+	struct gl_err err = {0};
+	int64_t now = (int64_t)time(NULL), d0 = (now / 86400 - 6) * 86400, days[4];
+	char sql[2048];
+
+	(void)state;
+	for (int k = 0; k < 4; k++)
+		days[k] = d0 + 86400LL * k;
+	assert_true(ok(c, "INSERT INTO clusters (name, kind) VALUES ('batch', 'slurm')"));
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO rates (gpu_model, micros_per_gpu_hour, valid_from, valid_to) VALUES"
+		 " ('a100', 2500000, '-infinity', to_timestamp(%lld)), ('a100', 3100000, to_timestamp(%lld), 'infinity'),"
+		 " ('h100', 4000000, '-infinity', 'infinity');"
+		 "INSERT INTO owners (match_field, match_value, team, project) VALUES ('account', 'acct1', 't1', 'p1');"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, state, start_at, end_at, gpu_micro,"
+		 " gpu_type, last_seen_at)"
+		 " SELECT (SELECT cluster_id FROM clusters WHERE name = 'batch'), 'db:b' || g, 'b' || g, 'u' || (g %% 5),"
+		 " 'acct' || (g %% 3), CASE WHEN g %% 7 = 0 THEN 'RUNNING' ELSE 'COMPLETED' END,"
+		 " to_timestamp(%lld + g * 3917), CASE WHEN g %% 7 = 0 THEN NULL ELSE to_timestamp(%lld + g * 3917 + 600 + g * g * 97) END,"
+		 " (1 + g %% 4) * 1000000, CASE WHEN g %% 3 = 0 THEN 'h100' ELSE 'a100' END,"
+		 " to_timestamp(%lld + g * 3917 + 7200)"
+		 " FROM generate_series(1, 90) g;"
+		 "INSERT INTO serving_endpoints (name, cluster_id) SELECT 'ep', cluster_id FROM clusters WHERE name = 'batch';"
+		 "INSERT INTO serving_jobs (job_pk, endpoint_id, model_name, cluster_id)"
+		 " SELECT j.job_pk, e.endpoint_id, 'm', j.cluster_id FROM jobs j, serving_endpoints e"
+		 " WHERE j.job_key IN ('db:b12', 'db:b30', 'db:b41')",
+		 (long long)d0 + 86400 + 5000, (long long)d0 + 86400 + 5000, (long long)d0 - 20000, (long long)d0 - 20000,
+		 (long long)d0 - 20000);
+	assert_true(ok(c, sql));
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(gl_accounting_build_day(c, days[k], now, &err), 0);
+	snapshot(c, "a", d0);
+	assert_true(gl_test_qintf(c, "SELECT count(*) FROM snap_a_0") > 20);
+	assert_true(gl_test_qintf(c, "SELECT count(*) FROM snap_a_2") > 0);
+	assert_true(gl_test_qintf(c, "SELECT count(*) FROM snap_a_3") > 0);
+	assert_true(ok(c, "DELETE FROM usage_daily; DELETE FROM usage_daily_owner; DELETE FROM usage_daily_job;"
+			  " DELETE FROM usage_monthly_job; DELETE FROM usage_monthly_job_built; DELETE FROM usage_daily_built"));
+
+	/* a writer in flight: the pair waits, and neither half commits */
+	assert_true(ok(w, "BEGIN"));
+	assert_true(ok(w, "UPDATE jobs SET account = 'acct1' WHERE job_key = 'db:b1'"));
+	assert_true(ok(c, "SET lock_timeout = '500ms'"));
+	assert_int_not_equal(gl_accounting_build_days(c, helper, days, 4, now, &err), 0);
+	assert_non_null(strstr(err.msg, "lock timeout"));
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily"), 0);
+	assert_true(ok(w, "ROLLBACK"));
+
+	assert_int_equal(gl_accounting_build_days(c, helper, days, 4, now, &err), 0);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 4);
+	snapshot(c, "b", d0);
+	assert_int_equal(snapshot_diff(c), 0);
+	/* a batch's days must be whole past days in ascending order */
+	days[2] = days[1];
+	assert_int_not_equal(gl_accounting_build_days(c, helper, days, 4, now, &err), 0);
+	PQfinish(c);
+	PQfinish(helper);
+	PQfinish(w);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -96,6 +192,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writers_share_builder_excludes),
+		cmocka_unit_test(test_days_together_equal_one_by_one),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
