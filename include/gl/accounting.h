@@ -36,17 +36,13 @@ struct gl_accounting_query {
 					  * capacity stay out of meta's unpriced_models, which then names
 					  * only the lines' own */
 	/* Only these jobs (NULL: all), with no fleet idle: the serving jobs of
-	 * /v1/inference. The lines may then be keyed by the dimension "job"
-	 * (the job's job_pk) and by team, project, cost_center, cluster,
-	 * namespace and gpu_model, which built days keep per job for serving
-	 * jobs (usage_daily_job); gl_accounting_build_day builds those days only for
-	 * the jobs in serving_jobs. */
+	 * /v1/inference, a token's jobs in /v1/runs. Lines keyed by the
+	 * dimension "job" (the job's job_pk), with or without a jobs list, may
+	 * also be keyed by team, project, cost_center, cluster, namespace and
+	 * gpu_model, which built days keep per job (usage_daily_job, every
+	 * job since sql/092), and take no filter. */
 	const int64_t *jobs;
 	size_t n_jobs;
-	/* 1: every step read from jobs live, never from built days: the
-	 * per-job lines of jobs usage_daily_job does not keep (/v1/runs); the
-	 * dimension "job" then needs no jobs list (every job's line) */
-	int live_only;
 	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
 					  * (sreport's semantics); it is reported apart either way */
 	/* how node capacity past a stale inventory counts in the fleet idle

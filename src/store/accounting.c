@@ -339,6 +339,18 @@ static const char *job_daily_expr(const char *dim)
 	return NULL;
 }
 
+/* Whether the query reads usage_daily_job (sql/052, every job since
+ * sql/092): some jobs, or every job's own line. */
+static int per_job(const struct gl_accounting_query *q)
+{
+	if (q->jobs)
+		return 1;
+	for (size_t d = 0; d < q->n_dims; d++)
+		if (!strcmp(q->dims[d], "job"))
+			return 1;
+	return 0;
+}
+
 /* Whether usage_daily_owner (sql/017) has every column the query groups or
  * filters by: then a month reads dozens of rows a day, not thousands. */
 static int owner_rollup_serves(const struct gl_accounting_query *q)
@@ -483,7 +495,7 @@ static int make_plan(PGconn *c, const struct gl_accounting_query *q, struct plan
 	}
 	snprintf(los, sizeof los, "%lld", (long long)lo);
 	snprintf(his, sizeof his, "%lld", (long long)(hi < today ? hi : today));
-	if (!q->live_only && (rc = gl_db_query(c,
+	if ((rc = gl_db_query(c,
 			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
 			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
 			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
@@ -953,14 +965,14 @@ static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const str
 	const char *pd[2];
 	size_t npd = pool_dims(cb, pd);
 
-	gl_strbuf_printf(&sql, "WITH byrate AS (SELECT %s", q->jobs ? "u.i" : "d.i");
+	gl_strbuf_printf(&sql, "WITH byrate AS (SELECT %s", per_job(q) ? "u.i" : "d.i");
 	for (size_t d = 0; d < q->n_dims + npd; d++)
 	{
 		const char *dim = d < q->n_dims ? q->dims[d] : pd[d - q->n_dims];
-		gl_strbuf_printf(&sql, ", %s AS d%zu", q->jobs ? job_daily_expr(dim) : daily_expr(dim), d);
+		gl_strbuf_printf(&sql, ", %s AS d%zu", per_job(q) ? job_daily_expr(dim) : daily_expr(dim), d);
 	}
 	gl_strbuf_puts(&sql, ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs");
-	if (q->jobs)
+	if (per_job(q))
 		gl_strbuf_puts(&sql, " FROM " JOB_DAYS_SQL " u WHERE true");
 	else
 		gl_strbuf_printf(&sql,
@@ -1297,10 +1309,10 @@ int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, str
 	int rc;
 
 	gl_accounting_meta_fini(meta);
-	if (q->jobs && (q->filter || q->scope_teams))
-		return gl_err_set(err, GL_EINVAL, "chargeback: a query of some jobs takes no filter");
+	if (per_job(q) && (q->filter || q->scope_teams))
+		return gl_err_set(err, GL_EINVAL, "chargeback: a query per job takes no filter");
 	for (size_t d = 0; d < q->n_dims; d++)
-		if (q->jobs ? !job_daily_expr(q->dims[d]) : !q->live_only && !strcmp(q->dims[d], "job"))
+		if (per_job(q) && !job_daily_expr(q->dims[d]))
 			return gl_err_set(err, GL_EINVAL, "chargeback: dimension '%s' is not kept per job", q->dims[d]);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
 		cb->steps[i].start_s = q->steps[i].start_s;
@@ -1613,46 +1625,27 @@ int gl_accounting_chargeback_finished(struct gl_store *st, const struct gl_accou
 }
 
 /* Inside gl_accounting_build_day's transaction: usage_daily_job for the day,
- * from the same query as usage_daily restricted to the serving jobs that
- * overlap it (a, b: the day as one-step arrays, now, day: its date). */
+ * every job's line from the same query as usage_daily (a, b: the day as
+ * one-step arrays, now, day: its date). /v1/runs reads a month of jobs
+ * from it, /v1/inference its serving jobs (sql/092). */
 static int build_day_jobs(PGconn *c, const char *a, const char *b, const char *now, const char *day, struct gl_err *err)
 {
 	static const char *const dims[] = {"job", "team", "project", "cost_center", "cluster", "namespace", "gpu_model"};
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
-	struct gl_accounting_query q;
-	PGresult *r = NULL;
-	int64_t *ids = NULL;
 	size_t arr_off[8];
 	int np = 4, rc;
 
-	memset(&q, 0, sizeof q);
 	if ((rc = gl_db_query(c, "DELETE FROM usage_daily_job WHERE day = $1::date", 1, (const char *[]){day}, NULL,
-			      err)) ||
-	    (rc = gl_db_query(c,
-			      "SELECT DISTINCT sj.job_pk FROM serving_jobs sj JOIN jobs j ON j.job_pk = sj.job_pk"
-			      " WHERE j.start_at < to_timestamp(($2::bigint[])[1])"
-			      " AND coalesce(j.end_at, to_timestamp($3)) > to_timestamp(($1::bigint[])[1])"
-			      " ORDER BY 1",
-			      3, (const char *[]){a, b, now}, &r, err)))
+			      err)))
 		goto out;
-	if (!PQntuples(r))
-		goto out;
-	ids = gl_xcalloc((size_t)PQntuples(r), sizeof *ids);
-	for (int i = 0; i < PQntuples(r); i++)
-		ids[i] = atoll(PQgetvalue(r, i, 0));
-	q.jobs = ids;
-	q.n_jobs = (size_t)PQntuples(r);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily_job (day, job_pk, d_team, d_project, d_cost_center, d_cluster,"
 			     " d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
-	if ((rc = append_live(&sql, dims, GL_ARRAY_LEN(dims), 1, &q, OBS_FIRM, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, dims, GL_ARRAY_LEN(dims), 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
-	gl_strbuf_printf(&sql, " SELECT $%d::date, d0::bigint, d1, d2, d3, d4, d5, d6, gpu_model, rate, alloc, priced,"
-			       " busy, idle, obs FROM byrate",
-			 np + 1);
-	rc = gl_db_query(c, sql.p, np + 1, (const char *[]){a, b, now, "{1}", arrays.p + arr_off[4], day}, NULL, err);
+	gl_strbuf_puts(&sql, " SELECT $5::date, d0::bigint, d1, d2, d3, d4, d5, d6, gpu_model, rate, alloc, priced,"
+			     " busy, idle, obs FROM byrate");
+	rc = gl_db_query(c, sql.p, 5, (const char *[]){a, b, now, "{1}", day}, NULL, err);
 out:
-	PQclear(r);
-	free(ids);
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
 	return rc;

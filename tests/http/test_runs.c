@@ -338,6 +338,43 @@ static void test_csv(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* After the rollup the day is built and a run's cost is read from its
+ * jobs' built lines (usage_daily_job keeps every job, sql/092), not
+ * computed live: the day holds a line for each GPU job of the day, and
+ * the figures are the same as before it was built. Last: it builds. */
+static void test_built_day(void **state)
+{
+	cJSON *before = get("/v1/runs?" WIN, 200), *after, *r;
+	struct gl_test_out o;
+	if (gl_test_run(g_dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+		fail_msg("rollup: exit %d: %s", o.status, o.err);
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-22'"), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT job_pk) FROM usage_daily_job WHERE day = '2026-11-22'"),
+			 gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM jobs WHERE gpu_milli > 0"
+						 " AND start_at < '2026-11-23' AND coalesce(end_at, now()) > '2026-11-22'"));
+	after = get("/v1/runs?" WIN, 200);
+	r = run_of(after, "testgpu/job/5");
+	assert_int_equal(num(r, "gpu_seconds"), 66);
+	assert_int_equal(num(r, "cost_micros"), 66000);
+	assert_int_equal(num(r, "failed_attempts_cost_micros"), 26000);
+	{
+		cJSON *a, *b;
+		int n = 0;
+		cJSON_ArrayForEach(b, cJSON_GetObjectItem(before, "runs"))
+		{
+			a = run_of(after, cJSON_GetObjectItem(b, "key")->valuestring);
+			assert_int_equal(num(a, "cost_micros"), num(b, "cost_micros"));
+			assert_int_equal(num(a, "gpu_seconds"), num(b, "gpu_seconds"));
+			n++;
+		}
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(after, "runs")), n);
+	}
+	cJSON_Delete(before);
+	cJSON_Delete(after);
+	test_cost_equals_chargeback(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_cost_equals_chargeback),  cmocka_unit_test(test_run_detail),
 		cmocka_unit_test(test_bad_params),              cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_pod_owner),              cmocka_unit_test(test_comment_tag),
+		cmocka_unit_test(test_built_day),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
