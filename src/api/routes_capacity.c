@@ -27,7 +27,10 @@ static void sreport_time(int64_t t, char *buf, size_t n)
 
 static const char *key_name(enum gl_cap_aggregate agg)
 {
-	return agg == GL_CAP_AGG_PARTITION ? "partition" : agg == GL_CAP_AGG_MODEL ? "gpu_model" : NULL;
+	return agg == GL_CAP_AGG_PARTITION	   ? "partition"
+	       : agg == GL_CAP_AGG_MODEL	   ? "gpu_model"
+	       : agg == GL_CAP_AGG_WORKLOAD_TYPE ? "workload_type"
+					   : NULL;
 }
 
 static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
@@ -210,9 +213,11 @@ static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_w
 		*agg = GL_CAP_AGG_PARTITION;
 	else if (agg_s && !strcmp(agg_s, "gpu_model"))
 		*agg = GL_CAP_AGG_MODEL;
+	else if (agg_s && !strcmp(agg_s, "workload_type"))
+		*agg = GL_CAP_AGG_WORKLOAD_TYPE;
 	else if (agg_s && strcmp(agg_s, "cluster"))
-		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: expected cluster, partition or gpu_model, got '%s'",
-				     agg_s);
+		return gl_resp_error(resp, GL_EINVAL, "aggregate",
+				     "aggregate: expected cluster, partition, gpu_model or workload_type, got '%s'", agg_s);
 	if (*format && strcmp(*format, "json") && strcmp(*format, "csv") && strcmp(*format, "sreport"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", *format);
 	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))
