@@ -1,7 +1,8 @@
 /* GET /v1/runs and /v1/runs/{id} end to end: the real binary ingests the
  * real Slurm testbed's allocations (tests/fixtures/sacct/testbed: job 5
  * requeued once, array 7 of four tasks, a failed and two cancelled jobs)
- * and real training-operator pods (tests/fixtures/kube/runs), and the
+ * and real pod dumps (run:ai jobs in tests/fixtures/kube/sharing, a JobSet
+ * pod's metadata in tests/fixtures/kube/runs), and the
  * daemon answers over real HTTP. Expected figures are worked out by hand
  * from those files at a100 3.60 and v100 7.20 an hour (1,000 and 2,000
  * micro-units a GPU-second, so every cost is exact). Conservation: the
@@ -93,6 +94,14 @@ static int setup(void **state)
 	ingest((const char *[]){"ingest", "kube", "--cluster", "k1", "--file", KS "sharing_pods.json", "--at",
 				"2026-11-22T16:00:00Z", NULL},
 	       4); /* the sharing schemes' pods a node cannot bill are reported, the rest ingested */
+	/* a JobSet's pod on a cluster of its own (a snapshot lists a cluster's
+	 * every pod) */
+	ingest((const char *[]){"ingest", "kube-nodes", "--cluster", "k2", "--file", KS "handwritten_nodes.json", "--at",
+				"2026-11-22T14:00:00Z", NULL},
+	       0);
+	ingest((const char *[]){"ingest", "kube", "--cluster", "k2", "--file", "tests/fixtures/kube/runs/jobset_pod.json",
+				"--at", "2026-11-22T16:00:00Z", NULL},
+	       0);
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -338,6 +347,24 @@ static void test_csv(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* The real JobSet pod: its controlling owner is a Job (one replicated
+ * job's), its run the JobSet its labels name. */
+static void test_jobset_run(void **state)
+{
+	cJSON *root = get("/v1/runs?" WIN, 200), *r = run_of(root, "k2/jobset/default/example-jobset"), *it;
+	assert_string_equal(cJSON_GetObjectItem(r, "kind")->valuestring, "jobset");
+	assert_int_equal(num(r, "jobs"), 1);
+	/* 15:00 to the snapshot at 16:00 on a replica of ts-h100-01's one
+	 * H100 time-sliced 4 ways: a quarter of a GPU, 900 GPU-seconds */
+	assert_int_equal(num(r, "gpu_seconds"), 900);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "runs"))
+	{
+		if (strstr(cJSON_GetObjectItem(it, "key")->valuestring, "example-jobset-rs-a-0"))
+			fail_msg("the pod is also run %s", cJSON_GetObjectItem(it, "key")->valuestring);
+	}
+	cJSON_Delete(root);
+}
+
 /* After the rollup the day is built and a run's cost is read from its
  * jobs' built lines (usage_daily_job keeps every job, sql/092), not
  * computed live: the day holds a line for each GPU job of the day, and
@@ -382,7 +409,7 @@ int main(void)
 		cmocka_unit_test(test_cost_equals_chargeback),  cmocka_unit_test(test_run_detail),
 		cmocka_unit_test(test_bad_params),              cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_pod_owner),              cmocka_unit_test(test_comment_tag),
-		cmocka_unit_test(test_built_day),
+		cmocka_unit_test(test_jobset_run),              cmocka_unit_test(test_built_day),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
