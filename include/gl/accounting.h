@@ -157,6 +157,11 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
 #define GL_JOB_GPUS_SQL(j) j ".gpu_micro"
 #define GL_JOB_HELD_SQL(j) "coalesce(" j ".phys_micro, " j ".gpu_micro)"
 
+/* A job's run kind (sql/093) and its tags with it as 'run_kind': what
+ * gl_workload_type takes, so that a rule on run_kind matches. */
+#define GL_JOB_RUN_KIND_SQL(j) "gl_job_run_kind(" j ".namespace, " j ".tags, " j ".array_job_id, " j ".het_job_id)"
+#define GL_JOB_RULE_TAGS_SQL(j) "(coalesce(" j ".tags, '{}') || jsonb_build_object('run_kind', " GL_JOB_RUN_KIND_SQL(j) "))"
+
 /* The factor that keeps a job's exporter-observed time in a window (u, a
  * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL
  * expression): usage is booked by bucket start, so a window that cuts a

@@ -19,7 +19,8 @@
 	"   AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"  \
 	"   j.gpu_type, '')"                                                                                \
 	" WHEN 'workload_type' THEN gl_workload_type((SELECT c.name FROM clusters c WHERE c.cluster_id = j.cluster_id)," \
-	"   j.account, j.user_name, j.partition, j.qos, j.wckey, j.namespace, j.tags, gl_job_endpoints(j.job_pk),"  \
+	"   j.account, j.user_name, j.partition, j.qos, j.wckey, j.namespace, " GL_JOB_RULE_TAGS_SQL("j") ","     \
+	"   gl_job_endpoints(j.job_pk),"                                                                     \
 	"   j.start_at)"                                                                                    \
 	" ELSE '' END"
 /* A job's end as the figures count it: an open job runs to now with the

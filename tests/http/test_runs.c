@@ -35,7 +35,10 @@ static const char config_yaml[] = "rates:\n"
 				  "runs:\n"
 				  "  - by: tag\n"
 				  "  - by: array\n"
-				  "  - by: kube_owner\n";
+				  "  - by: kube_owner\n"
+				  "workload_types:\n"
+				  "  - match: run_kind\n    value: array\n    type: sweep\n"
+				  "  - match: run_kind\n    value: JobSet\n    type: training\n";
 
 static void ingest(const char *const *argv, int want)
 {
@@ -365,6 +368,33 @@ static void test_jobset_run(void **state)
 	cJSON_Delete(root);
 }
 
+/* Workload rules on the run kind: the array's tasks are "sweep", the
+ * JobSet's pod "training", each type's GPU-seconds those of its run, and
+ * the Slurm jobs of no array and the other pods unclassified. */
+static void test_run_kind_rules(void **state)
+{
+	cJSON *runs = get("/v1/runs?" WIN, 200), *cb = get("/v1/chargeback?" WIN "&aggregate=workload_type", 200);
+	cJSON *it, *sweep = NULL, *training = NULL, *st = cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), 0);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "items"))
+	{
+		const char *n = cJSON_GetObjectItem(it, "name")->valuestring;
+		if (!strcmp(n, "sweep"))
+			sweep = it;
+		else if (!strcmp(n, "training"))
+			training = it;
+		else if (strcmp(n, "unclassified") && strcmp(n, "__idle__"))
+			fail_msg("unexpected type %s", n);
+	}
+	assert_non_null(sweep);
+	assert_non_null(training);
+	assert_int_equal(num(sweep, "allocated_gpu_seconds"), num(run_of(runs, "testgpu/array/7"), "gpu_seconds"));
+	assert_int_equal(num(training, "allocated_gpu_seconds"),
+			 num(run_of(runs, "k2/jobset/default/example-jobset"), "gpu_seconds"));
+	assert_true(num(sweep, "allocated_gpu_seconds") > 0);
+	cJSON_Delete(runs);
+	cJSON_Delete(cb);
+}
+
 /* After the rollup the day is built and a run's cost is read from its
  * jobs' built lines (usage_daily_job keeps every job, sql/092), not
  * computed live: the day holds a line for each GPU job of the day, and
@@ -400,6 +430,7 @@ static void test_built_day(void **state)
 	cJSON_Delete(before);
 	cJSON_Delete(after);
 	test_cost_equals_chargeback(state);
+	test_run_kind_rules(state); /* the types from the rollup's usage_daily */
 }
 
 int main(void)
@@ -409,7 +440,8 @@ int main(void)
 		cmocka_unit_test(test_cost_equals_chargeback),  cmocka_unit_test(test_run_detail),
 		cmocka_unit_test(test_bad_params),              cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_pod_owner),              cmocka_unit_test(test_comment_tag),
-		cmocka_unit_test(test_jobset_run),              cmocka_unit_test(test_built_day),
+		cmocka_unit_test(test_jobset_run),              cmocka_unit_test(test_run_kind_rules),
+		cmocka_unit_test(test_built_day),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

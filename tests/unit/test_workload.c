@@ -26,7 +26,7 @@ static void test_match_fields(void **state)
 		{"account", 1},	  {"user", 1},	     {"partition", 1},	{"qos", 1},	     {"wckey", 1},
 		{"namespace", 1}, {"endpoint", 1},   {"label:team", 1}, {"label:a/b", 1}, {"label:", 0},
 		{"label", 0},	  {"", 0},	     {"Partition", 0},	{"runkind", 0},	     {"endpoints", 0},
-		{"cluster", 0},	  {"partition ", 0},
+		{"cluster", 0},	  {"partition ", 0}, {"run_kind", 1},	{"run_kind:", 0},
 	};
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
 		if (gl_workload_match_valid(t[i].m) != t[i].ok)
