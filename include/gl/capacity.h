@@ -57,6 +57,9 @@ struct gl_cap_row {
  * down and reserved are cut to what is left; idle is the rest. Pure. */
 void gl_capacity_settle(struct gl_cap_row *r);
 
+/* Adds r's raw inputs (the raw_* fields) to t's. Pure. */
+void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r);
+
 /* aggregate=workload_type. in[0..n): raw rows sorted by step and
  * cluster; of each step and cluster, the one with key "" holds the
  * capacity inputs (and no allocation), the others one workload type's

@@ -35,12 +35,7 @@ static const char *key_name(enum gl_cap_aggregate agg)
 
 static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 {
-	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
-	t->raw_allocated_micro_gpu_seconds += r->raw_allocated_micro_gpu_seconds;
-	t->raw_down_gpu_seconds += r->raw_down_gpu_seconds;
-	t->raw_planned_down_gpu_seconds += r->raw_planned_down_gpu_seconds;
-	t->raw_reserved_gpu_seconds += r->raw_reserved_gpu_seconds;
-	t->raw_drained_alloc_micro_gpu_seconds += r->raw_drained_alloc_micro_gpu_seconds;
+	gl_capacity_add_raw(t, r);
 	t->drained_allocated_gpu_seconds += r->drained_allocated_gpu_seconds;
 	t->reported_gpu_seconds += r->reported_gpu_seconds;
 	t->allocated_gpu_seconds += r->allocated_gpu_seconds;
@@ -49,7 +44,6 @@ static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 	t->reserved_gpu_seconds += r->reserved_gpu_seconds;
 	t->idle_gpu_seconds += r->idle_gpu_seconds;
 	t->over_gpu_seconds += r->over_gpu_seconds;
-	t->raw_unobserved_gpu_seconds += r->raw_unobserved_gpu_seconds;
 	t->unobserved_gpu_seconds += r->unobserved_gpu_seconds;
 }
 

@@ -97,7 +97,7 @@ static void split(int64_t total, const int64_t *w, size_t n, int64_t *out)
 	}
 }
 
-static void sum_raw(struct gl_cap_row *t, const struct gl_cap_row *r)
+void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r)
 {
 	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
 	t->raw_allocated_micro_gpu_seconds += r->raw_allocated_micro_gpu_seconds;
@@ -118,7 +118,7 @@ static size_t by_type_group(const struct gl_cap_row *in, size_t n, struct gl_cap
 
 	memset(&tot, 0, sizeof tot);
 	for (size_t i = 0; i < n; i++) {
-		sum_raw(&tot, &in[i]);
+		gl_capacity_add_raw(&tot, &in[i]);
 		w[i] = in[i].key[0] ? in[i].raw_allocated_micro_gpu_seconds : 0;
 		dw[i] = in[i].key[0] ? in[i].raw_drained_alloc_micro_gpu_seconds : 0;
 	}
