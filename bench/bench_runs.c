@@ -5,9 +5,15 @@
  * month, are one user's one job name: runs of 4 jobs under
  * runs: [{by: name_user}]. Asked with aggregate=user (a list of 250,000
  * runs is past server.max_answer_lines) and once per run (the list) at
- * sizes that fit. Usage: bench_runs [jobs] [requests] (1000000 5; or
- * $GL_BENCH_RUNS_JOBS, for a smaller run through bench/run.sh). Needs the
- * environment of bench/run.sh. */
+ * sizes that fit: first with no day built (every job's line live; at most
+ * 100,000 jobs, the old path), then after the real `gpuledger rollup` of
+ * the month (per-job lines from usage_daily_job, sql/092), with the
+ * rollup's time, the per-job tables' size per job, and
+ * one day built again with its statements timed by the server's own log
+ * (log_min_duration_statement): what the per-job lines add to a day.
+ * Usage: bench_runs [jobs] [requests] (1000000 5; or $GL_BENCH_RUNS_JOBS,
+ * for a smaller run through bench/run.sh). Needs the environment of
+ * bench/run.sh. */
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -50,6 +56,84 @@ static void measure(int port, const char *path, int reqs, long jobs, const char 
 	fflush(stdout);
 }
 
+/* The month built by the real CLI, timed; the per-job tables' size. */
+static void rollup(const char *dsn, long jobs)
+{
+	struct gl_test_out o;
+	double t0 = gl_test_now_s(), took;
+	long long bytes, rows, mbytes, mrows;
+	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+		die("rollup", NULL);
+	took = gl_test_now_s() - t0;
+	gl_test_out_fini(&o);
+	bytes = gl_test_qint_dsn(dsn, "SELECT pg_total_relation_size('usage_daily_job')");
+	rows = gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_daily_job");
+	mbytes = gl_test_qint_dsn(dsn, "SELECT pg_total_relation_size('usage_monthly_job')");
+	mrows = gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_monthly_job");
+	printf("| `gpuledger rollup` of the month, %ld jobs | %.1f s (%lld days) | - | - |\n", jobs, took,
+	       gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_daily_built"));
+	printf("| usage_daily_job / usage_monthly_job for the month, %ld jobs | %lld rows, %.1f MB (%.0f bytes a job) / "
+	       "%lld rows, %.1f MB (%.0f bytes a job) | - | - |\n",
+	       jobs, rows, bytes / 1e6, (double)bytes / jobs, mrows, mbytes / 1e6, (double)mbytes / jobs);
+	fflush(stdout);
+}
+
+/* Sums the durations of the server log's statements after offset off
+ * that start with prefix (log_min_duration_statement = 0). */
+static double log_ms(const char *log, long off, const char *prefix)
+{
+	FILE *f = fopen(log, "r");
+	char line[4096];
+	double ms = 0;
+	if (!f)
+		return -1;
+	fseek(f, off, SEEK_SET);
+	while (fgets(line, sizeof line, f)) {
+		const char *d = strstr(line, "duration: "), *st;
+		if (!d || !(st = strstr(d, ": ")) || !(st = strstr(st + 2, ": ")))
+			continue;
+		if (!strncmp(st + 2, prefix, strlen(prefix)))
+			ms += atof(d + 10);
+	}
+	fclose(f);
+	return ms;
+}
+
+/* One day of the month built again, its statements timed by the server:
+ * the per-job lines' INSERT (and the month's per-job sums) beside the
+ * day's usage_daily INSERT. */
+static void one_day(const char *dsn, long jobs)
+{
+	char log[600];
+	const char *tmp = getenv("GL_TEST_TMP");
+	struct gl_test_out o;
+	FILE *f;
+	long off;
+	double t0, took;
+	snprintf(log, sizeof log, "%s/var/log/postgresql.log", tmp ? tmp : "/tmp");
+	if (!(f = fopen(log, "r")))
+		return;
+	fseek(f, 0, SEEK_END);
+	off = ftell(f);
+	fclose(f);
+	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_runs SET log_min_duration_statement = 0");
+	gl_test_exec_owner(dsn, "DELETE FROM usage_daily_built WHERE day = '2026-10-15'");
+	t0 = gl_test_now_s();
+	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+		die("rollup", NULL);
+	took = gl_test_now_s() - t0;
+	gl_test_out_fini(&o);
+	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_runs RESET log_min_duration_statement");
+	printf("| one day built again (2026-10-15), %ld jobs a month: the whole build / usage_daily INSERT / "
+	       "usage_daily_job INSERT (per-job lines) / usage_monthly_job INSERT (the month's per-job sums) | "
+	       "%.0f / %.0f / %.0f / %.0f ms | usage_daily INSERT (the day without per-job lines) | %.2fx |\n",
+	       jobs, took * 1000, log_ms(log, off, "INSERT INTO usage_daily (day"),
+	       log_ms(log, off, "INSERT INTO usage_daily_job"), log_ms(log, off, "INSERT INTO usage_monthly_job ("),
+	       (log_ms(log, off, "INSERT INTO usage_daily_job") + log_ms(log, off, "INSERT INTO usage_monthly_job (")) /
+		       log_ms(log, off, "INSERT INTO usage_daily (day"));
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	const char *env = getenv("GL_BENCH_RUNS_JOBS");
@@ -86,12 +170,19 @@ int main(int argc, char **argv)
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
-	measure(d.port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, "/v1/runs month, aggregate=user");
-	/* the peer: the ledger's own month by user over the same jobs, read
-	 * live as /v1/runs reads them (no day is rolled up here) */
-	measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs, "peer: /v1/chargeback month, aggregate=user");
+	if (jobs <= 100000) {
+		measure(d.port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs,
+			"/v1/runs month, aggregate=user, no day built (live)");
+		measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
+			"peer: /v1/chargeback month, aggregate=user, no day built");
+	}
+	rollup(dsn, jobs);
+	measure(d.port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, "/v1/runs month, aggregate=user, month built");
+	measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
+		"peer: /v1/chargeback month, aggregate=user, month built");
 	if (jobs / 4 <= 250000)
-		measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, every run");
+		measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, every run, month built");
+	one_day(dsn, jobs);
 	gl_test_daemon_stop(&d);
 	PQfinish(c);
 	return 0;

@@ -263,7 +263,7 @@ static const struct gl_cfg_key owner_keys[] = {
 static const struct gl_cfg_key workload_keys[] = {
 	{"cluster", GL_CFG_STR, WLOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
 	{"match", GL_CFG_STR, WLOFF(match), NULL, 1, 0, 0,
-	 "account, user, partition, qos, wckey, namespace, label:<key> or endpoint", NULL, 0, 0},
+	 "account, user, partition, qos, wckey, namespace, label:<key>, endpoint or run_kind", NULL, 0, 0},
 	{"value", GL_CFG_STR, WLOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
 	{"type", GL_CFG_STR, WLOFF(type), NULL, 1, 0, 0, "workload type (training, inference, interactive, ...)", NULL, 0, 0},
 	{"from", GL_CFG_STR, WLOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
@@ -910,8 +910,8 @@ static int check_workload_types(const struct gl_config *cfg, const char *name, c
 		snprintf(p, sizeof p, "%s.match", item);
 		if (!gl_workload_match_valid(w->match))
 			return cfg_fail(err, name, l, p,
-					"unknown match field '%s' (account, user, partition, qos, wckey, namespace, label:<key>"
-					" or endpoint)",
+					"unknown match field '%s' (account, user, partition, qos, wckey, namespace, label:<key>,"
+					" endpoint or run_kind)",
 					w->match);
 		snprintf(p, sizeof p, "%s.type", item);
 		if (gl_workload_name_check(w->type, &e))

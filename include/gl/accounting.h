@@ -36,17 +36,13 @@ struct gl_accounting_query {
 					  * capacity stay out of meta's unpriced_models, which then names
 					  * only the lines' own */
 	/* Only these jobs (NULL: all), with no fleet idle: the serving jobs of
-	 * /v1/inference. The lines may then be keyed by the dimension "job"
-	 * (the job's job_pk) and by team, project, cost_center, cluster,
-	 * namespace and gpu_model, which built days keep per job for serving
-	 * jobs (usage_daily_job); gl_accounting_build_day builds those days only for
-	 * the jobs in serving_jobs. */
+	 * /v1/inference, a token's jobs in /v1/runs. Lines keyed by the
+	 * dimension "job" (the job's job_pk), with or without a jobs list, may
+	 * also be keyed by team, project, cost_center, cluster, namespace and
+	 * gpu_model, which built days keep per job (usage_daily_job, every
+	 * job since sql/092), and take no filter. */
 	const int64_t *jobs;
 	size_t n_jobs;
-	/* 1: every step read from jobs live, never from built days: the
-	 * per-job lines of jobs usage_daily_job does not keep (/v1/runs); the
-	 * dimension "job" then needs no jobs list (every job's line) */
-	int live_only;
 	int unobserved_include;          /* 1: the unobserved time of open jobs also in the firm figures
 					  * (sreport's semantics); it is reported apart either way */
 	/* how node capacity past a stale inventory counts in the fleet idle
@@ -170,6 +166,11 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
  * read for an amount. */
 #define GL_JOB_GPUS_SQL(j) j ".gpu_micro"
 #define GL_JOB_HELD_SQL(j) "coalesce(" j ".phys_micro, " j ".gpu_micro)"
+
+/* A job's run kind (sql/093) and its tags with it as 'run_kind': what
+ * gl_workload_type takes, so that a rule on run_kind matches. */
+#define GL_JOB_RUN_KIND_SQL(j) "gl_job_run_kind(" j ".namespace, " j ".tags, " j ".array_job_id, " j ".het_job_id)"
+#define GL_JOB_RULE_TAGS_SQL(j) "(coalesce(" j ".tags, '{}') || jsonb_build_object('run_kind', " GL_JOB_RUN_KIND_SQL(j) "))"
 
 /* The factor that keeps a job's exporter-observed time in a window (u, a
  * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL

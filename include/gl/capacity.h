@@ -19,13 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gl_cap_aggregate { GL_CAP_AGG_CLUSTER = 0, GL_CAP_AGG_PARTITION, GL_CAP_AGG_MODEL };
+enum gl_cap_aggregate { GL_CAP_AGG_CLUSTER = 0, GL_CAP_AGG_PARTITION, GL_CAP_AGG_MODEL, GL_CAP_AGG_WORKLOAD_TYPE };
+
+/* The row of aggregate=workload_type that holds a cluster's capacity no
+ * job of any type was allocated (idle, down, reserved, ...). */
+#define GL_CAP_UNALLOCATED_KEY "__idle__"
 
 struct gl_cap_row {
 	size_t step;                 /* index into the steps given */
 	int64_t start_s, end_s;
 	char cluster[128];
-	char key[128];               /* partition or GPU model; "" for aggregate=cluster */
+	char key[128];               /* partition, GPU model or workload type; "" for aggregate=cluster */
 	/* inputs as measured */
 	int64_t raw_reported_gpu_seconds, raw_allocated_micro_gpu_seconds, raw_down_gpu_seconds,
 		raw_planned_down_gpu_seconds, raw_reserved_gpu_seconds;
@@ -52,6 +56,22 @@ struct gl_cap_row {
  * (_setup_cluster_tres_usage): allocated <= reported, then down, planned
  * down and reserved are cut to what is left; idle is the rest. Pure. */
 void gl_capacity_settle(struct gl_cap_row *r);
+
+/* Adds r's raw inputs (the raw_* fields) to t's. Pure. */
+void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r);
+
+/* aggregate=workload_type. in[0..n): raw rows sorted by step and
+ * cluster; of each step and cluster, the one with key "" holds the
+ * capacity inputs (and no allocation), the others one workload type's
+ * allocation each (and no capacity). Each step and cluster is settled as
+ * one row (so its figures are aggregate=cluster's to the second), then
+ * its allocated and drained-allocated GPU-seconds are split over its types
+ * in proportion to their raw micro-GPU-seconds, by largest remainder (ties:
+ * the earlier row), and the rest of its capacity (idle, down, reserved,
+ * over, unobserved, and reported less allocated) is one more row keyed
+ * GL_CAP_UNALLOCATED_KEY. A type row's reported is its allocated. *out
+ * (the caller frees) gets at most 2n rows. Pure. */
+void gl_capacity_by_type(const struct gl_cap_row *in, size_t n, struct gl_cap_row **out, size_t *nout);
 
 /* Saturation: allocated / (reported - down - planned_down); -1 when nothing was available. */
 double gl_capacity_saturation(const struct gl_cap_row *r);

@@ -17,7 +17,7 @@
 #define GL_WORKLOAD_NAME_MAX 63
 
 /* 1 when m is a field a workload rule may match: account, user,
- * partition, qos, wckey, namespace, label:<key> or endpoint. */
+ * partition, qos, wckey, namespace, label:<key>, endpoint or run_kind. */
 int gl_workload_match_valid(const char *m);
 /* 0 when name may be a workload type; else -GL_EINVAL with the reason in
  * err: empty, longer than GL_WORKLOAD_NAME_MAX, a character outside

@@ -27,17 +27,15 @@ static void sreport_time(int64_t t, char *buf, size_t n)
 
 static const char *key_name(enum gl_cap_aggregate agg)
 {
-	return agg == GL_CAP_AGG_PARTITION ? "partition" : agg == GL_CAP_AGG_MODEL ? "gpu_model" : NULL;
+	return agg == GL_CAP_AGG_PARTITION	   ? "partition"
+	       : agg == GL_CAP_AGG_MODEL	   ? "gpu_model"
+	       : agg == GL_CAP_AGG_WORKLOAD_TYPE ? "workload_type"
+					   : NULL;
 }
 
 static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 {
-	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
-	t->raw_allocated_micro_gpu_seconds += r->raw_allocated_micro_gpu_seconds;
-	t->raw_down_gpu_seconds += r->raw_down_gpu_seconds;
-	t->raw_planned_down_gpu_seconds += r->raw_planned_down_gpu_seconds;
-	t->raw_reserved_gpu_seconds += r->raw_reserved_gpu_seconds;
-	t->raw_drained_alloc_micro_gpu_seconds += r->raw_drained_alloc_micro_gpu_seconds;
+	gl_capacity_add_raw(t, r);
 	t->drained_allocated_gpu_seconds += r->drained_allocated_gpu_seconds;
 	t->reported_gpu_seconds += r->reported_gpu_seconds;
 	t->allocated_gpu_seconds += r->allocated_gpu_seconds;
@@ -46,7 +44,6 @@ static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 	t->reserved_gpu_seconds += r->reserved_gpu_seconds;
 	t->idle_gpu_seconds += r->idle_gpu_seconds;
 	t->over_gpu_seconds += r->over_gpu_seconds;
-	t->raw_unobserved_gpu_seconds += r->raw_unobserved_gpu_seconds;
 	t->unobserved_gpu_seconds += r->unobserved_gpu_seconds;
 }
 
@@ -210,9 +207,11 @@ static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_w
 		*agg = GL_CAP_AGG_PARTITION;
 	else if (agg_s && !strcmp(agg_s, "gpu_model"))
 		*agg = GL_CAP_AGG_MODEL;
+	else if (agg_s && !strcmp(agg_s, "workload_type"))
+		*agg = GL_CAP_AGG_WORKLOAD_TYPE;
 	else if (agg_s && strcmp(agg_s, "cluster"))
-		return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: expected cluster, partition or gpu_model, got '%s'",
-				     agg_s);
+		return gl_resp_error(resp, GL_EINVAL, "aggregate",
+				     "aggregate: expected cluster, partition, gpu_model or workload_type, got '%s'", agg_s);
 	if (*format && strcmp(*format, "json") && strcmp(*format, "csv") && strcmp(*format, "sreport"))
 		return gl_resp_error(resp, GL_EINVAL, "format", "format: expected json, csv or sreport, got '%s'", *format);
 	if (unobs && strcmp(unobs, "exclude") && strcmp(unobs, "include"))

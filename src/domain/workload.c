@@ -6,7 +6,7 @@
 
 int gl_workload_match_valid(const char *m)
 {
-	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace", "endpoint"};
+	static const char *const ok[] = {"account", "user", "partition", "qos", "wckey", "namespace", "endpoint", "run_kind"};
 	for (size_t i = 0; i < GL_ARRAY_LEN(ok); i++)
 		if (!strcmp(m, ok[i]))
 			return 1;

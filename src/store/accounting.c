@@ -135,7 +135,8 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') AS okey, jb.wckey, jb.tags,"
+	"  coalesce((jb.tags -> 'labels')::text, '') || chr(1) || " GL_JOB_RUN_KIND_SQL("jb") " AS okey, jb.wckey, jb.tags,"
+	"  " GL_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
 	"  coalesce(ep.endpoints, '{}') AS endpoints"
 	" FROM runs r"
 	" JOIN jobs jb ON");
@@ -146,12 +147,12 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
 	"), attrs AS ("
 	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
-	"  tags -> 'labels' AS labels"
+	"  tags -> 'labels' AS labels, run_kind"
 	" FROM k0"
 	"), own AS MATERIALIZED ("
 	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
 	"  gl_workload_type(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
-	"   jsonb_build_object('labels', a.labels), a.endpoints, a.seg) AS workload_type"
+	"   jsonb_build_object('labels', a.labels, 'run_kind', a.run_kind), a.endpoints, a.seg) AS workload_type"
 	" FROM attrs a"
 	" LEFT JOIN LATERAL gl_owner(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"  jsonb_build_object('labels', a.labels), a.seg) o ON true"
@@ -345,6 +346,18 @@ static const char *job_daily_expr(const char *dim)
 	return NULL;
 }
 
+/* Whether the query reads usage_daily_job (sql/052, every job since
+ * sql/092): some jobs, or every job's own line. */
+static int per_job(const struct gl_accounting_query *q)
+{
+	if (q->jobs)
+		return 1;
+	for (size_t d = 0; d < q->n_dims; d++)
+		if (!strcmp(q->dims[d], "job"))
+			return 1;
+	return 0;
+}
+
 /* Whether usage_daily_owner (sql/017) has every column the query groups or
  * filters by: then a month reads dozens of rows a day, not thousands. */
 static int owner_rollup_serves(const struct gl_accounting_query *q)
@@ -489,7 +502,7 @@ static int make_plan(PGconn *c, const struct gl_accounting_query *q, struct plan
 	}
 	snprintf(los, sizeof los, "%lld", (long long)lo);
 	snprintf(his, sizeof his, "%lld", (long long)(hi < today ? hi : today));
-	if (!q->live_only && (rc = gl_db_query(c,
+	if ((rc = gl_db_query(c,
 			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
 			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
 			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
@@ -970,6 +983,15 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 	" FROM d0 JOIN usage_daily_job j ON j.day = d0.day"                                                  \
 	" WHERE NOT EXISTS (SELECT 1 FROM gm WHERE gm.i = d0.i AND gm.month = date_trunc('month', d0.day)))"
 
+/* The same for every job: the days' rows (usage_monthly_job keeps the
+ * serving jobs only: summing every job's month again with each day built
+ * cost 3.6x the day's usage_daily, docs/bench.md). */
+#define ALL_JOB_DAYS_SQL                                                                                     \
+	"(SELECT d.i, j.job_pk, j.d_team, j.d_project, j.d_cost_center, j.d_cluster, j.d_namespace,"         \
+	"  j.d_gpu_model, j.gpu_model, j.rate, j.alloc, j.priced, j.busy, j.idle, j.obs"                    \
+	" FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"                                               \
+	" JOIN usage_daily_job j ON j.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date)"
+
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
  * it holds every dimension asked for) */
 static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
@@ -983,15 +1005,15 @@ static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const str
 	const char *pd[2];
 	size_t npd = pool_dims(cb, pd);
 
-	gl_strbuf_printf(&sql, "WITH byrate AS (SELECT %s", q->jobs ? "u.i" : "d.i");
+	gl_strbuf_printf(&sql, "WITH byrate AS (SELECT %s", per_job(q) ? "u.i" : "d.i");
 	for (size_t d = 0; d < q->n_dims + npd; d++)
 	{
 		const char *dim = d < q->n_dims ? q->dims[d] : pd[d - q->n_dims];
-		gl_strbuf_printf(&sql, ", %s AS d%zu", q->jobs ? job_daily_expr(dim) : daily_expr(dim), d);
+		gl_strbuf_printf(&sql, ", %s AS d%zu", per_job(q) ? job_daily_expr(dim) : daily_expr(dim), d);
 	}
 	gl_strbuf_puts(&sql, ", u.gpu_model, u.rate, u.alloc, u.priced, u.busy, u.idle, u.obs");
-	if (q->jobs)
-		gl_strbuf_puts(&sql, " FROM " JOB_DAYS_SQL " u WHERE true");
+	if (per_job(q))
+		gl_strbuf_puts(&sql, q->jobs ? " FROM " JOB_DAYS_SQL " u WHERE true" : " FROM " ALL_JOB_DAYS_SQL " u WHERE true");
 	else
 		gl_strbuf_printf(&sql,
 				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
@@ -1327,10 +1349,10 @@ int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, str
 	int rc;
 
 	gl_accounting_meta_fini(meta);
-	if (q->jobs && (q->filter || q->scope_teams))
-		return gl_err_set(err, GL_EINVAL, "chargeback: a query of some jobs takes no filter");
+	if (per_job(q) && (q->filter || q->scope_teams))
+		return gl_err_set(err, GL_EINVAL, "chargeback: a query per job takes no filter");
 	for (size_t d = 0; d < q->n_dims; d++)
-		if (q->jobs ? !job_daily_expr(q->dims[d]) : !q->live_only && !strcmp(q->dims[d], "job"))
+		if (per_job(q) && !job_daily_expr(q->dims[d]))
 			return gl_err_set(err, GL_EINVAL, "chargeback: dimension '%s' is not kept per job", q->dims[d]);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
 		cb->steps[i].start_s = q->steps[i].start_s;
@@ -1688,56 +1710,36 @@ static int build_args_make(struct build_args *ba, const int64_t *day_s, size_t n
 }
 
 /* Inside gl_accounting_build_days' transaction: usage_daily_job for the
- * days, from the same query as usage_daily restricted to the serving jobs
- * that overlap them. */
+ * days, every job's line from the same query as usage_daily. /v1/runs reads
+ * a month of jobs from it, /v1/inference its serving jobs (sql/092). */
 static int build_days_jobs(PGconn *c, const struct build_args *ba, struct gl_err *err)
 {
 	static const char *const dims[] = {"job", "team", "project", "cost_center", "cluster", "namespace", "gpu_model"};
 	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT;
 	const char *a = gl_strbuf_cstr(&ba->a), *b = gl_strbuf_cstr(&ba->b), *days = gl_strbuf_cstr(&ba->days);
-	struct gl_accounting_query q;
-	PGresult *r = NULL;
-	int64_t *ids = NULL;
 	size_t arr_off[8];
 	int np = 4, rc;
 
-	memset(&q, 0, sizeof q);
 	if ((rc = gl_db_query(c, "DELETE FROM usage_daily_job WHERE day = ANY($1::date[])", 1, (const char *[]){days},
-			      NULL, err)) ||
-	    (rc = gl_db_query(c,
-			      "SELECT DISTINCT sj.job_pk FROM serving_jobs sj JOIN jobs j ON j.job_pk = sj.job_pk"
-			      " WHERE j.start_at < to_timestamp((SELECT max(x) FROM unnest($2::bigint[]) x))"
-			      " AND coalesce(j.end_at, to_timestamp($3)) > to_timestamp((SELECT min(x) FROM unnest($1::bigint[]) x))"
-			      " ORDER BY 1",
-			      3, (const char *[]){a, b, ba->now}, &r, err)))
+			      NULL, err)))
 		goto out;
-	if (!PQntuples(r))
-		goto out;
-	ids = gl_xcalloc((size_t)PQntuples(r), sizeof *ids);
-	for (int i = 0; i < PQntuples(r); i++)
-		ids[i] = atoll(PQgetvalue(r, i, 0));
-	q.jobs = ids;
-	q.n_jobs = (size_t)PQntuples(r);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_daily_job (day, job_pk, d_team, d_project, d_cost_center, d_cluster,"
 			     " d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs) ");
-	if ((rc = append_live_split(&sql, dims, GL_ARRAY_LEN(dims), ba->n, 1, &q, OBS_FIRM, &np, &arrays, arr_off, err)))
+	if ((rc = append_live_split(&sql, dims, GL_ARRAY_LEN(dims), ba->n, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
 	gl_strbuf_printf(&sql, " SELECT dd.day, d0::bigint, d1, d2, d3, d4, d5, d6, gpu_model, rate, alloc, priced,"
 			       " busy, idle, obs FROM byrate JOIN unnest($%d::date[]) WITH ORDINALITY AS dd(day, n) ON dd.n = byrate.i",
 			 np + 1);
-	rc = gl_db_query(c, sql.p, np + 1,
-			 (const char *[]){a, b, ba->now, gl_strbuf_cstr(&ba->i), arrays.p + arr_off[4], days}, NULL, err);
+	rc = gl_db_query(c, sql.p, np + 1, (const char *[]){a, b, ba->now, gl_strbuf_cstr(&ba->i), days}, NULL, err);
 out:
-	PQclear(r);
-	free(ids);
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
 	return rc;
 }
 
 /* Inside gl_accounting_build_days' transaction, after the days' built
- * markers: usage_monthly_job for the days' months again, from
- * usage_daily_job over each month's built days, and the list of those days
+ * markers: usage_monthly_job for the days' months again, from the serving
+ * jobs' usage_daily_job over each month's built days, and the list of those days
  * (sql/089). */
 static int build_month_jobs(PGconn *c, const char *days, struct gl_err *err)
 {
@@ -1750,6 +1752,7 @@ static int build_month_jobs(PGconn *c, const char *days, struct gl_err *err)
 		" sum(u.obs) FROM usage_daily_job u JOIN usage_daily_built b ON b.day = u.day"
 		" JOIN (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
 		"  ON u.day >= mo.month AND u.day < mo.month + interval '1 month'"
+		" WHERE u.job_pk IN (SELECT job_pk FROM serving_jobs)"
 		" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10",
 		"INSERT INTO usage_monthly_job_built (month, days)"
 		" SELECT mo.month, array_agg(b.day ORDER BY b.day)"
@@ -1765,7 +1768,7 @@ static int build_month_jobs(PGconn *c, const char *days, struct gl_err *err)
 }
 
 /* Inside a build's transaction: the days' usage_daily from the live query
- * (sql_daily), the owner aggregates, the serving jobs' days and the built
+ * (sql_daily), the owner aggregates, every job's days and the built
  * markers (their months: build_month_jobs, once for the whole build). */
 static int build_days_run(PGconn *c, const struct build_args *ba, const char *sql_daily, struct gl_err *err)
 {

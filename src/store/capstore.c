@@ -18,6 +18,10 @@
 	" WHEN 'gpu_model' THEN coalesce((SELECT s.gpu_model FROM node_gpu_spans s WHERE s.cluster_id = j.cluster_id" \
 	"   AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"  \
 	"   j.gpu_type, '')"                                                                                \
+	" WHEN 'workload_type' THEN gl_workload_type((SELECT c.name FROM clusters c WHERE c.cluster_id = j.cluster_id)," \
+	"   j.account, j.user_name, j.partition, j.qos, j.wckey, j.namespace, " GL_JOB_RULE_TAGS_SQL("j") ","     \
+	"   gl_job_endpoints(j.job_pk),"                                                                     \
+	"   j.start_at)"                                                                                    \
 	" ELSE '' END"
 /* A job's end as the figures count it: an open job runs to now with the
  * unobserved time included ($7, sreport's semantics), else to the last
@@ -105,7 +109,7 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 		      const char *cluster, int64_t now_s, const struct gl_cap_observed *obs, struct gl_cap_row **rows,
 		      size_t *nrows, struct gl_err *err)
 {
-	static const char *const agg_names[] = {"cluster", "partition", "gpu_model"};
+	static const char *const agg_names[] = {"cluster", "partition", "gpu_model", "workload_type"};
 	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT, sql = GL_STRBUF_INIT;
 	char now[24], grace[24];
 	PGresult *r = NULL;
@@ -148,6 +152,11 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 		x->raw_drained_alloc_micro_gpu_seconds = atoll(PQgetvalue(r, i, 8));
 		x->raw_unobserved_gpu_seconds = atoll(PQgetvalue(r, i, 9));
 		gl_capacity_settle(x);
+	}
+	if (agg == GL_CAP_AGG_WORKLOAD_TYPE) {
+		/* capacity on the "" rows, allocation on the types' */
+		gl_capacity_by_type(out, (size_t)n, rows, nrows);
+		goto out;
 	}
 	*rows = out;
 	*nrows = (size_t)n;

@@ -25,8 +25,8 @@ int gl_queue_dim_valid(const char *dim)
 static const char queue_cte[] =
 	"WITH k AS ("
 	" SELECT jb.*, c.name AS cluster, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, ow.team, ow.project, ow.cost_center,"
-	"  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace, jb.tags,"
-	"   gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
+	"  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
+	"   " GL_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true"

@@ -121,7 +121,6 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	}
 	gl_accounting_query_init(&aq, &step, 1, dims, 1, q->now_s);
 	aq.lines_only = 1;
-	aq.live_only = 1;
 	if (q->n_scope) {
 		/* a scoped token's jobs only; unscoped, every job's line (a list
 		 * of every job in the window is a 100,000-element ANY per row) */

@@ -188,7 +188,7 @@ static void intern_fini(struct intern *t)
 /* The columns of the stream, in order. */
 enum {
 	JC_PK, JC_JOB_ID, JC_STATE, JC_CLUSTER, JC_PARTITION, JC_ACCOUNT, JC_USER, JC_QOS, JC_WCKEY, JC_NAMESPACE,
-	JC_LABELS, JC_ENDPOINTS, JC_START, JC_QUEUED, JC_END, JC_GPU_MICRO, JC_MODEL, JC_IDLE_US, JC_OBSERVED, JC_ENERGY, JC_BUSY_US, JC_N
+	JC_LABELS, JC_RUN_KIND, JC_ENDPOINTS, JC_START, JC_QUEUED, JC_END, JC_GPU_MICRO, JC_MODEL, JC_IDLE_US, JC_OBSERVED, JC_ENERGY, JC_BUSY_US, JC_N
 };
 
 /* The owner-relevant attributes gl_owner and gl_workload_type take,
@@ -210,7 +210,8 @@ enum {
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, coalesce(ep.endpoints, '{}')::text, jb.start_at, jb.submit_at, " SB_FIRM_END ","
+	" jb.namespace, (jb.tags -> 'labels')::text, " GL_JOB_RUN_KIND_SQL("jb") ", coalesce(ep.endpoints, '{}')::text,"
+	" jb.start_at, jb.submit_at, " SB_FIRM_END ","
 	" " GL_JOB_GPUS_SQL("jb") ", " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
 	" u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
@@ -483,7 +484,7 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 {
 	/* in stream order, JC_CLUSTER .. JC_ENDPOINTS */
 	static const char *const cols[OKEY_FIELDS] = {"cluster", "partition", "account", "user_name", "qos",
-						       "wckey",	  "namespace", "labels",  "endpoints"};
+						       "wckey",	  "namespace", "labels",  "run_kind", "endpoints"};
 	enum { CHUNK = 20000 }; /* keys per query: bounds the JSON parameter */
 	struct gl_strbuf js = GL_STRBUF_INIT;
 	PGresult *r = NULL;
@@ -516,11 +517,11 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 		if ((rc = gl_db_query(c,
 				      "SELECT k.i, o.team, o.project, o.cost_center,"
 				      " gl_workload_type(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey, k.namespace,"
-				      "  jsonb_build_object('labels', k.labels), coalesce(k.endpoints::text[], '{}'),"
+				      "  jsonb_build_object('labels', k.labels, 'run_kind', k.run_kind), coalesce(k.endpoints::text[], '{}'),"
 				      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond')"
 				      " FROM jsonb_to_recordset($1::jsonb) AS k(i bigint,"
 				      " at_us bigint, cluster text, account text, user_name text, partition text, qos text,"
-				      " wckey text, namespace text, labels jsonb, endpoints text)"
+				      " wckey text, namespace text, labels jsonb, run_kind text, endpoints text)"
 				      " LEFT JOIN LATERAL gl_owner(k.cluster, k.account, k.user_name, k.partition, k.qos, k.wckey,"
 				      "  k.namespace, jsonb_build_object('labels', k.labels),"
 				      "  timestamptz 'epoch' + k.at_us * interval '1 microsecond') o ON true",

@@ -400,7 +400,9 @@ static void test_after_rollup(void **state)
 	char *a, *b;
 	(void)state;
 	run_ok((const char *[]){"rollup", NULL});
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT job_pk) FROM usage_daily_job WHERE day = '2026-10-02'"), 4);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT job_pk) FROM usage_daily_job"
+						   " WHERE day = '2026-10-02' AND job_pk IN (SELECT job_pk FROM serving_jobs)"),
+			 4);
 	after = get("/v1/inference?window=2026-10-02&aggregate=endpoint");
 	a = cJSON_PrintUnformatted(cJSON_GetObjectItem(before, "items"));
 	b = cJSON_PrintUnformatted(cJSON_GetObjectItem(after, "items"));

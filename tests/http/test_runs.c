@@ -1,7 +1,8 @@
 /* GET /v1/runs and /v1/runs/{id} end to end: the real binary ingests the
  * real Slurm testbed's allocations (tests/fixtures/sacct/testbed: job 5
  * requeued once, array 7 of four tasks, a failed and two cancelled jobs)
- * and real training-operator pods (tests/fixtures/kube/runs), and the
+ * and real pod dumps (run:ai jobs in tests/fixtures/kube/sharing, a JobSet
+ * pod's metadata in tests/fixtures/kube/runs), and the
  * daemon answers over real HTTP. Expected figures are worked out by hand
  * from those files at a100 3.60 and v100 7.20 an hour (1,000 and 2,000
  * micro-units a GPU-second, so every cost is exact). Conservation: the
@@ -34,7 +35,10 @@ static const char config_yaml[] = "rates:\n"
 				  "runs:\n"
 				  "  - by: tag\n"
 				  "  - by: array\n"
-				  "  - by: kube_owner\n";
+				  "  - by: kube_owner\n"
+				  "workload_types:\n"
+				  "  - match: run_kind\n    value: array\n    type: sweep\n"
+				  "  - match: run_kind\n    value: JobSet\n    type: training\n";
 
 static void ingest(const char *const *argv, int want)
 {
@@ -93,6 +97,14 @@ static int setup(void **state)
 	ingest((const char *[]){"ingest", "kube", "--cluster", "k1", "--file", KS "sharing_pods.json", "--at",
 				"2026-11-22T16:00:00Z", NULL},
 	       4); /* the sharing schemes' pods a node cannot bill are reported, the rest ingested */
+	/* a JobSet's pod on a cluster of its own (a snapshot lists a cluster's
+	 * every pod) */
+	ingest((const char *[]){"ingest", "kube-nodes", "--cluster", "k2", "--file", KS "handwritten_nodes.json", "--at",
+				"2026-11-22T14:00:00Z", NULL},
+	       0);
+	ingest((const char *[]){"ingest", "kube", "--cluster", "k2", "--file", "tests/fixtures/kube/runs/jobset_pod.json",
+				"--at", "2026-11-22T16:00:00Z", NULL},
+	       0);
 	return gl_test_daemon_start(&g_d, g_dsn, config_yaml, (const char *[]){"--no-ingest", NULL});
 }
 
@@ -338,6 +350,89 @@ static void test_csv(void **state)
 	gl_test_http_fini(&r);
 }
 
+/* The real JobSet pod: its controlling owner is a Job (one replicated
+ * job's), its run the JobSet its labels name. */
+static void test_jobset_run(void **state)
+{
+	cJSON *root = get("/v1/runs?" WIN, 200), *r = run_of(root, "k2/jobset/default/example-jobset"), *it;
+	assert_string_equal(cJSON_GetObjectItem(r, "kind")->valuestring, "jobset");
+	assert_int_equal(num(r, "jobs"), 1);
+	/* 15:00 to the snapshot at 16:00 on a replica of ts-h100-01's one
+	 * H100 time-sliced 4 ways: a quarter of a GPU, 900 GPU-seconds */
+	assert_int_equal(num(r, "gpu_seconds"), 900);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "runs"))
+	{
+		if (strstr(cJSON_GetObjectItem(it, "key")->valuestring, "example-jobset-rs-a-0"))
+			fail_msg("the pod is also run %s", cJSON_GetObjectItem(it, "key")->valuestring);
+	}
+	cJSON_Delete(root);
+}
+
+/* Workload rules on the run kind: the array's tasks are "sweep", the
+ * JobSet's pod "training", each type's GPU-seconds those of its run, and
+ * the Slurm jobs of no array and the other pods unclassified. */
+static void test_run_kind_rules(void **state)
+{
+	cJSON *runs = get("/v1/runs?" WIN, 200), *cb = get("/v1/chargeback?" WIN "&aggregate=workload_type", 200);
+	cJSON *it, *sweep = NULL, *training = NULL, *st = cJSON_GetArrayItem(cJSON_GetObjectItem(cb, "steps"), 0);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "items"))
+	{
+		const char *n = cJSON_GetObjectItem(it, "name")->valuestring;
+		if (!strcmp(n, "sweep"))
+			sweep = it;
+		else if (!strcmp(n, "training"))
+			training = it;
+		else if (strcmp(n, "unclassified") && strcmp(n, "__idle__"))
+			fail_msg("unexpected type %s", n);
+	}
+	assert_non_null(sweep);
+	assert_non_null(training);
+	assert_int_equal(num(sweep, "allocated_gpu_seconds"), num(run_of(runs, "testgpu/array/7"), "gpu_seconds"));
+	assert_int_equal(num(training, "allocated_gpu_seconds"),
+			 num(run_of(runs, "k2/jobset/default/example-jobset"), "gpu_seconds"));
+	assert_true(num(sweep, "allocated_gpu_seconds") > 0);
+	cJSON_Delete(runs);
+	cJSON_Delete(cb);
+}
+
+/* After the rollup the day is built and a run's cost is read from its
+ * jobs' built lines (usage_daily_job keeps every job, sql/092), not
+ * computed live: the day holds a line for each GPU job of the day, and
+ * the figures are the same as before it was built. Last: it builds. */
+static void test_built_day(void **state)
+{
+	cJSON *before = get("/v1/runs?" WIN, 200), *after, *r;
+	struct gl_test_out o;
+	if (gl_test_run(g_dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+		fail_msg("rollup: exit %d: %s", o.status, o.err);
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-22'"), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT job_pk) FROM usage_daily_job WHERE day = '2026-11-22'"),
+			 gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM jobs WHERE gpu_milli > 0"
+						 " AND start_at < '2026-11-23' AND coalesce(end_at, now()) > '2026-11-22'"));
+	after = get("/v1/runs?" WIN, 200);
+	r = run_of(after, "testgpu/job/5");
+	assert_int_equal(num(r, "gpu_seconds"), 66);
+	assert_int_equal(num(r, "cost_micros"), 66000);
+	assert_int_equal(num(r, "failed_attempts_cost_micros"), 26000);
+	{
+		cJSON *a, *b;
+		int n = 0;
+		cJSON_ArrayForEach(b, cJSON_GetObjectItem(before, "runs"))
+		{
+			a = run_of(after, cJSON_GetObjectItem(b, "key")->valuestring);
+			assert_int_equal(num(a, "cost_micros"), num(b, "cost_micros"));
+			assert_int_equal(num(a, "gpu_seconds"), num(b, "gpu_seconds"));
+			n++;
+		}
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(after, "runs")), n);
+	}
+	cJSON_Delete(before);
+	cJSON_Delete(after);
+	test_cost_equals_chargeback(state);
+	test_run_kind_rules(state); /* the types from the rollup's usage_daily */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +440,8 @@ int main(void)
 		cmocka_unit_test(test_cost_equals_chargeback),  cmocka_unit_test(test_run_detail),
 		cmocka_unit_test(test_bad_params),              cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_pod_owner),              cmocka_unit_test(test_comment_tag),
+		cmocka_unit_test(test_jobset_run),              cmocka_unit_test(test_run_kind_rules),
+		cmocka_unit_test(test_built_day),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -202,6 +202,93 @@ static void test_types_live_and_rolled_up(void **state)
 /* A job keeps the type of its start: 101's hours of 1 October are
  * unclassified though teama's rule is in force that day; 103's (10 Oct)
  * are training. */
+/* The capacity row of cluster cl and key k (NULL when none). */
+static cJSON *cap_row(cJSON *j, const char *cl, const char *keyname, const char *k)
+{
+	cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "rows"))
+	{
+		if (!strcmp(cJSON_GetObjectItem(it, "cluster")->valuestring, cl) &&
+		    (!keyname || !strcmp(cJSON_GetObjectItem(it, keyname)->valuestring, k)))
+			return it;
+	}
+	return NULL;
+}
+
+/* /v1/capacity by workload type: each type's allocated GPU-seconds inside
+ * the capacity (c1's are the hand figures of the file's head), the rest of
+ * each cluster's capacity on its __idle__ row, and every figure of each
+ * cluster and of the totals equal to aggregate=cluster's to the second;
+ * the CSV carries the same rows. unobserved=include: the fixture's nodes are
+ * one snapshot each, so most of October is past their absent grace. */
+static void test_capacity_by_type(void **state)
+{
+	static const char *const f[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
+					"planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
+					"over_gpu_seconds", "drained_allocated_gpu_seconds", "unobserved_gpu_seconds"};
+	static const struct want c1[] = {{"training", 122400}, {"batch", 43200}, {"unclassified", 55800}};
+	cJSON *jt = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-10&unobserved=include&aggregate=workload_type", 200);
+	cJSON *jc = gl_test_get_json(g_d.port, "/v1/capacity?window=2026-10&unobserved=include", 200), *it;
+	struct gl_test_http r;
+	struct gl_test_csv csv;
+	size_t n_rows = 0;
+
+	assert_non_null(jt);
+	assert_non_null(jc);
+	assert_string_equal(cJSON_GetObjectItem(jt, "aggregate")->valuestring, "workload_type");
+	for (size_t i = 0; i < GL_ARRAY_LEN(c1); i++) {
+		cJSON *row = cap_row(jt, "c1", "workload_type", c1[i].type);
+		if (!row)
+			fail_msg("c1: no row for %s", c1[i].type);
+		assert_int_equal(gl_test_jnum(row, "allocated_gpu_seconds"), c1[i].alloc_s);
+		assert_int_equal(gl_test_jnum(row, "idle_gpu_seconds"), 0);
+	}
+	assert_non_null(cap_row(jt, "k1", "workload_type", "inference"));
+	assert_null(cap_row(jt, "k1", "workload_type", "training"));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(jc, "rows"))
+	{
+		const char *cl = cJSON_GetObjectItem(it, "cluster")->valuestring;
+		cJSON *idle = cap_row(jt, cl, "workload_type", "__idle__"), *t;
+		assert_non_null(idle);
+		assert_int_equal(gl_test_jnum(idle, "allocated_gpu_seconds"), 0);
+		assert_int_equal(gl_test_jnum(idle, "idle_gpu_seconds"), gl_test_jnum(it, "idle_gpu_seconds"));
+		for (size_t k = 0; k < GL_ARRAY_LEN(f); k++) {
+			long long sum = 0;
+			cJSON_ArrayForEach(t, cJSON_GetObjectItem(jt, "rows"))
+			{
+				if (!strcmp(cJSON_GetObjectItem(t, "cluster")->valuestring, cl))
+					sum += gl_test_jnum(t, f[k]);
+			}
+			if (sum != gl_test_jnum(it, f[k]))
+				fail_msg("%s %s: by type %lld, by cluster %lld", cl, f[k], sum, gl_test_jnum(it, f[k]));
+		}
+	}
+	assert_true(gl_test_jnum(cJSON_GetObjectItem(jc, "totals"), "idle_gpu_seconds") > 0);
+	for (size_t k = 0; k < GL_ARRAY_LEN(f); k++)
+		assert_int_equal(gl_test_jnum(cJSON_GetObjectItem(jt, "totals"), f[k]),
+				 gl_test_jnum(cJSON_GetObjectItem(jc, "totals"), f[k]));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(jt, "rows")) n_rows++;
+	assert_int_equal(gl_test_http(g_d.port, "GET", "/v1/capacity?window=2026-10&unobserved=include&aggregate=workload_type&format=csv",
+				      NULL, 0, NULL, &r),
+			 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(gl_test_csv_parse(r.body, &csv), 0);
+	{
+		int cc = gl_test_csv_col(&csv, "cluster"), ct = gl_test_csv_col(&csv, "workload_type"),
+		    ca = gl_test_csv_col(&csv, "allocated_gpu_seconds");
+		assert_true(cc >= 0 && ct >= 0 && ca >= 0);
+		assert_int_equal(csv.nrows - 1, n_rows);
+		for (size_t i = 1; i < csv.nrows; i++)
+			assert_int_equal(atoll(csv.cell[i][ca]),
+					 gl_test_jnum(cap_row(jt, csv.cell[i][cc], "workload_type", csv.cell[i][ct]),
+						      "allocated_gpu_seconds"));
+	}
+	gl_test_csv_free(&csv);
+	gl_test_http_fini(&r);
+	cJSON_Delete(jt);
+	cJSON_Delete(jc);
+}
+
 static void test_type_of_the_start(void **state)
 {
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10-01&aggregate=workload_type", 200);
@@ -366,7 +453,8 @@ static void test_other_routes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_types_live_and_rolled_up), cmocka_unit_test(test_type_of_the_start),
+		cmocka_unit_test(test_types_live_and_rolled_up), cmocka_unit_test(test_capacity_by_type),
+		cmocka_unit_test(test_type_of_the_start),
 		cmocka_unit_test(test_rule_change_reresolves),	 cmocka_unit_test(test_queue_by_type),
 		cmocka_unit_test(test_report_by_type),	 cmocka_unit_test(test_other_routes),
 	};

@@ -1,0 +1,11 @@
+-- usage_daily_job (sql/052) keeps every job's line of a built day, not the
+-- serving jobs' only: /v1/runs reads a month of per-job costs from it
+-- instead of computing every job's line live, with the chargeback's own
+-- query (gl_accounting_build_day builds it in the same transaction as
+-- usage_daily). usage_monthly_job (sql/089) keeps the serving jobs only,
+-- so the trigger that makes a new serving job's days stale (sql/052)
+-- stays: their month is summed again with them.
+--
+-- The days built so far hold the serving jobs only: built again, with
+-- every job, by the next rollup (readers take them live until then).
+DELETE FROM usage_daily_built;
