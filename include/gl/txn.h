@@ -10,12 +10,12 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
+struct gl_store;
 
-int gl_txn_begin(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
-int gl_txn_commit(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
+int gl_txn_begin(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
+int gl_txn_commit(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* Ends the open transaction, failed or not, with nothing kept; its own
  * failure (a connection already gone) is ignored: there is nothing to undo. */
-void gl_txn_rollback(PGconn *c);
+void gl_txn_rollback(struct gl_store *st);
 
 #endif

@@ -2,7 +2,7 @@
 #include "gl/hookstore.h"
 #include "gl/accounting.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
