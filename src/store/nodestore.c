@@ -4,6 +4,7 @@
  * the Slurm events and reservations. */
 #include "gl/nodestore.h"
 #include "db_int.h"
+#include "gl/pgrow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,24 +21,34 @@ static int q(PGconn *c, const char *sql, int n, const char *const *p, int64_t *a
 	return rc;
 }
 
+/* max(taken_at): GL_TIME_NONE before the first snapshot */
+struct last_row {
+	int64_t last_s;
+};
+static const struct gl_pgrow_field last_fields[] = {GL_PGROW(struct last_row, TIME, last_s)};
+
 int gl_nodestore_last_snapshot(struct gl_store *store, int cluster_id, const char *source, int64_t *last_s,
 			       struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(store);
-	char cid[16];
-	PGresult *r = NULL;
+	char cid[16], *text = NULL;
+	struct last_row *rows = NULL;
+	void *v = NULL;
+	size_t n = 0;
 	int rc;
 	*last_s = GL_TIME_NONE;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
-	if ((rc = gl_db_query(c,
-			      "SELECT extract(epoch FROM max(taken_at))::bigint FROM sched_snapshots"
-			      " WHERE cluster_id = $1 AND source = $2",
-			      2, (const char *[]){cid, source}, &r, err)))
-		return rc;
-	if (!PQgetisnull(r, 0, 0))
-		*last_s = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return 0;
+	rc = gl_pgrow_query(c,
+			    "SELECT extract(epoch FROM max(taken_at))::bigint AS last_s FROM sched_snapshots"
+			    " WHERE cluster_id = $1 AND source = $2",
+			    2, (const char *[]){cid, source}, last_fields, GL_ARRAY_LEN(last_fields), sizeof *rows, &v, &n,
+			    &text, err);
+	rows = v;
+	if (!rc && n)
+		*last_s = rows[0].last_s;
+	free(rows);
+	free(text);
+	return rc;
 }
 
 /* The staging tables, loaded. analyze: the merge joins the staged snapshot
