@@ -4,7 +4,7 @@
  * open one; both pass it to the store functions that fill typed rows.
  *
  * A handle is a connection under another name: src/store/ reaches the
- * PGconn with gl_db_conn() (include/gl/db.h).
+ * PGconn with gl_db_conn() (src/store/db_int.h, its private header).
  *
  * Ownership: gl_store_open() returns a handle the caller closes with
  * gl_store_close() (NULL is a no-op); a request's handle is the server's.

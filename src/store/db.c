@@ -1,4 +1,4 @@
-/* Embedded PostgreSQL and connections (see include/gl/db.h). */
+/* Embedded PostgreSQL and connections (see include/gl/db.h and src/store/db_int.h). */
 #include "db_int.h"
 #include "gl/dbcancel.h"
 #include "gl/log.h"
