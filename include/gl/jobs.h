@@ -48,8 +48,8 @@ int gl_jobs_merge(struct gl_store *st, int cluster_id, struct gl_jobs_batch *b, 
  * the remembered keys) before the transaction ends. */
 void gl_jobs_batch_set_fresh(struct gl_jobs_batch *b, int fresh);
 /* In fresh mode: rows with new keys go straight into an open `COPY jobs`
- * on c as they are added (the server loads while the caller builds rows);
- * gl_jobs_merge() ends it and reports its errors. Until then c must not be
+ * on st as they are added (the server loads while the caller builds rows);
+ * gl_jobs_merge() ends it and reports its errors. Until then st must not be
  * used for anything else. gl_jobs_batch_set_fresh(b, 0) abandons an open
  * COPY (the transaction then fails): call it before a ROLLBACK. */
 void gl_jobs_batch_stream(struct gl_jobs_batch *b, struct gl_store *st);

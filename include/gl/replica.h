@@ -22,7 +22,7 @@ struct gl_replica_status {
 				* (now() when caught up, else the last replayed commit's time) */
 };
 
-/* Asks the server c is connected to. */
+/* Asks the server the session store is connected to. */
 int gl_replica_status(struct gl_store *store, struct gl_replica_status *st, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -3,7 +3,7 @@
  * and ingests its output; the watermark moves with the last batch of each
  * chunk, never when sacct fails.
  *
- * Ownership: borrows the connection and the source config.
+ * Ownership: borrows the store session and the source config.
  */
 #ifndef GL_SACCT_POLL_H
 #define GL_SACCT_POLL_H

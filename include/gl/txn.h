@@ -1,9 +1,9 @@
 /* gpuledger — transaction statements for the code that drives a batch
- * (ingest/): BEGIN, COMMIT and ROLLBACK on the caller's connection, so that
+ * (ingest/): BEGIN, COMMIT and ROLLBACK on the caller's store session, so that
  * no SQL text lives outside store/. The batch's own statements are the
  * store modules' (store/jobs, store/ingest, store/dcgmstore, ...).
  *
- * Ownership: nothing is allocated; the connection is borrowed.
+ * Ownership: nothing is allocated; the session is borrowed.
  */
 #ifndef GL_TXN_H
 #define GL_TXN_H
