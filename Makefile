@@ -87,23 +87,23 @@ $(BUILD)/gpuledger-sim: $(SIM_MAIN_OBJ) $(BUILD)/libgl.a
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -Isrc -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/tests/integration/%: tests/integration/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -Isrc -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/tests/http/%: tests/http/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -Isrc -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/tests/ha/%: tests/ha/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -Isrc -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -Isrc -o $@ $< $(TESTLIB_OBJ) $(BUILD)/libgl.a $(LDFLAGS_ALL) $(LIBS)
 
 build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 

@@ -3,7 +3,7 @@
  * async writer end to end, and verification of a 1 M-row chain.
  * Prints markdown rows "| figure | ours | limit | ratio |". */
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/timeutil.h"
 #include "lib/testlib.h"
 

@@ -11,6 +11,7 @@
  * database an earlier run generated, whose "now" was its last sample). */
 #include "gl/config.h"
 #include "gl/hook.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>

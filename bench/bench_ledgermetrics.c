@@ -20,7 +20,7 @@
 #include "lib/testlib.h"
 
 #include "gl/config.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/ledgermetrics.h"
 #include "gl/store.h"
 #include "gl/strbuf.h"

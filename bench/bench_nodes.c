@@ -5,7 +5,7 @@
  * and state spans) into the same tables with the same indexes. First
  * snapshot (everything new) and a second one 5 minutes later (2% of the
  * nodes changed state). Needs the env of bench/run.sh. Best of 3. */
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/jobs.h"
 #include "gl/nodeobs.h"
 #include "gl/nodes_ingest.h"
@@ -136,7 +136,7 @@ static double ours(PGconn *c, const char *cluster, int kube, const struct gl_str
 	o.run_source = kube ? "kube-nodes" : "slurm-nodes";
 	o.input_name = "bench";
 	o.at_s = at;
-	if (gl_nodes_ingest(c, &o, &s, &k, &err))
+	if (gl_nodes_ingest(gl_db_store(c), &o, &s, &k, &err))
 		gl_test_die(err.msg);
 	gl_node_snapshot_fini(&s);
 	return gl_test_now_s() - t0;
@@ -198,7 +198,7 @@ static void bench(PGconn *c, const char *what, int kube)
 		make_scontrol(&t1, 0);
 		make_scontrol(&t2, 1);
 	}
-	if (gl_cluster_ensure(c, "bench-raw", "slurm", &cid, &err))
+	if (gl_cluster_ensure(gl_db_store(c), "bench-raw", "slurm", &cid, &err))
 		gl_test_die(err.msg);
 	for (int r = 0; r < 3; r++) {
 		double a, b, x;

@@ -15,8 +15,6 @@
 #include "gl/strbuf.h"
 #include "gl/window.h"
 
-#include <libpq-fe.h>
-
 struct gl_store;
 
 /* Dimensions the API can aggregate and filter by, NULL-terminated. */
@@ -52,7 +50,8 @@ struct gl_accounting_query {
 };
 
 /* Ownership: the lists are the meta's; gl_accounting_meta_fini() frees them. A
- * meta must be zeroed ({0}) before its first gl_accounting_chargeback, which
+ * meta must be zeroed ({0}) before its first gl_accounting_chargeback
+ * (src/store/accounting_int.h), which
  * empties a filled one before filling it again. */
 struct gl_accounting_meta {
 	char **unpriced_models;          /* GPU models with no rate in the window, each once, whole */
@@ -60,9 +59,6 @@ struct gl_accounting_meta {
 	int capacity_source;             /* 1 when gl_capacity exists in this database */
 };
 void gl_accounting_meta_fini(struct gl_accounting_meta *meta);
-
-int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
-		       struct gl_err *err) GL_MUSTCHECK;
 
 /* The common query: steps, dimensions and now; everything else zero. */
 void gl_accounting_query_init(struct gl_accounting_query *q, const struct gl_window *steps, size_t n_steps,
@@ -72,18 +68,6 @@ void gl_accounting_query_init(struct gl_accounting_query *q, const struct gl_win
  * history, reports, budgets). cb as gl_chargeback_init() made it for q. */
 int gl_accounting_chargeback_finished(struct gl_store *st, const struct gl_accounting_query *q, struct gl_chargeback *cb,
 				struct gl_accounting_meta *meta, struct gl_err *err) GL_MUSTCHECK;
-
-/* How much of [start_s, min(end_s, now_s)) the fleet's capacity data
- * covers, by UTC day (each clipped to the window): *days elapsed, *known of
- * them with a gl_capacity row (worked out from the spans gl_capacity reads:
- * keep the two in step). An idle total over a window whose capacity
- * data starts (or stops) inside it covers only the known days, which a
- * reader must be told. filter (may be NULL: the whole fleet) narrows the
- * fleet by its cluster, partition and gpu_model clauses, as it narrows the
- * chargeback's idle; other clauses are ignored. No gl_capacity in the
- * database: *known = 0. */
-int gl_accounting_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64_t now_s, const struct gl_filter *filter,
-			  int64_t *known, int64_t *days, struct gl_err *err) GL_MUSTCHECK;
 
 /* How much of [start_s, min(end_s, now_s)) the capacity data covers:
  * the days (gl_accounting_capacity_days, under the same filter) and the
@@ -113,16 +97,6 @@ void gl_accounting_cover_fini(struct gl_accounting_cover *cov);
  * intervals, without events. */
 void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step);
 
-/* Builds usage_daily for the whole past UTC day starting at day_s (one
- * transaction, serialised with the staleness triggers). */
-int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
-/* The same for n whole past days (day_s ascending, caller's array) in one
- * pass over the jobs; the figures are those of gl_accounting_build_day day
- * by day. helper (may be NULL): a second connection of the caller's that
- * builds the later half of the days at the same time, in a second thread
- * and a transaction of its own, idle when this returns. */
-int gl_accounting_build_days(PGconn *c, PGconn *helper, const int64_t *day_s, size_t n, int64_t now_s,
-			     struct gl_err *err) GL_MUSTCHECK;
 /* Builds up to max_days stale past days, most recent first, a few days a
  * transaction; helper (may be NULL): a second connection that builds half
  * of them at the same time. *built counts them. */
@@ -135,14 +109,16 @@ int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int6
  * steps cut where a rate starts or ends, allocation from the live pieces
  * and the built days, settled so a cluster's idle is its capacity less
  * unavailable less all its allocation), priced at the rate in force while
- * it was idle. Columns cluster, partition, gpu_model, reported_s,
- * unavailable_s, allocated_s, idle_s, over_s, unobserved_s (capacity past
- * the inventory's horizon, apart from reported_s unless cap includes it;
- * GPU-seconds) and idle_micros
- * (NULL: no rate), most idle first; *r NULL (no rows) when the window lies
- * after now. The caller PQclears *r. */
+ * it was idle: *n rows (struct gl_idle_fleet, include/gl/idle.h: reported,
+ * unavailable, allocated, idle, over and unobserved GPU-seconds, the last
+ * being capacity past the inventory's horizon, apart from reported_s
+ * unless cap includes it; idle_micros null without a rate), most idle
+ * first; none when the window lies after now. The caller frees *rows and
+ * *text (the strings the rows point to) with free(). */
+struct gl_idle_fleet;
 int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
-		       const struct gl_cap_observed *cap, PGresult **r, struct gl_err *err) GL_MUSTCHECK;
+			     const struct gl_cap_observed *cap, struct gl_idle_fleet **rows, size_t *n, char **text,
+			     struct gl_err *err) GL_MUSTCHECK;
 
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
  * the index probe written out, since PostgreSQL does not inline

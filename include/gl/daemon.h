@@ -14,7 +14,6 @@
 #include "gl/lease.h"
 #include "gl/log.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
 
 struct gl_store;
@@ -71,28 +70,5 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
  * left inside a transaction is rolled back before the next one. */
 void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, const struct gl_daemon_self *self,
 		    struct gl_daemon_source *s, size_t n, int64_t now_s, volatile int *stop);
-
-/* The ingest sources below still take the connection itself; src/daemon/
- * runs them through a store handle's (gl_db_conn). */
-/* The sacct source (src/ingest/sacct_poll.c). */
-int gl_sacct_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-			size_t n, struct gl_err *err);
-/* The kube source (src/ingest/kube_ingest.c). */
-int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-		       size_t n, struct gl_err *err);
-/* The dcgm-exporter source (src/ingest/dcgm_scrape.c). */
-int gl_dcgm_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-		       size_t n, struct gl_err *err);
-/* The serving source (src/ingest/serving_scrape.c): src is the first
- * sources.serving[] entry of a cluster and interval; a round scrapes every
- * entry of that group. */
-int gl_serving_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-			  size_t n, struct gl_err *err);
-/* The node inventory sources (src/ingest/nodes_poll.c): a failure applies
- * nothing, so the last known node state stays in force. */
-int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-			      size_t n, struct gl_err *err);
-int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
-			     size_t n, struct gl_err *err);
 
 #endif

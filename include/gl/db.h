@@ -1,9 +1,12 @@
 /* gpuledger — database access: the embedded PostgreSQL cluster (db
  * init/start/stop/status) and connections.
  *
- * Ownership: gl_db_connect() returns a PGconn the caller closes with
- * PQfinish(). Every PGresult obtained through these helpers is the caller's
- * to PQclear() unless stated otherwise.
+ * No libpq here: code outside src/store/ holds a session as the opaque
+ * struct gl_store (include/gl/store.h); the connection helpers on the
+ * PGconn itself are src/store/'s own (src/store/db_int.h).
+ *
+ * Ownership: nothing here allocates for the caller; paths and DSNs go to
+ * caller-owned buffers.
  */
 #ifndef GL_DB_H
 #define GL_DB_H
@@ -11,7 +14,6 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
 #include <limits.h>
 #include <stdint.h>
 
@@ -24,19 +26,6 @@ struct gl_db_paths {
 	char passfile[PATH_MAX]; /* base/pgpass: the roles' generated passwords (libpq passfile, 0600) */
 	int relocated;          /* 1: configured is not reachable by the cluster's OS user */
 };
-
-/* The connection behind a store handle (include/gl/store.h) and the handle
- * of a connection: one object under two names, the second for code outside
- * src/store/. */
-struct gl_store;
-static inline PGconn *gl_db_conn(struct gl_store *st)
-{
-	return (PGconn *)st;
-}
-static inline struct gl_store *gl_db_store(PGconn *c)
-{
-	return (struct gl_store *)c;
-}
 
 #define GL_DB_EMBEDDED_PORT 5432 /* only names the socket file: TCP is off */
 #define GL_DB_NAME "gpuledger"
@@ -93,26 +82,12 @@ int gl_db_status(const struct gl_config *cfg, int *running, struct gl_err *err) 
 int gl_db_owner_takeover(const struct gl_config *cfg, int *converted, struct gl_err *err) GL_MUSTCHECK;
 
 /* A CLI command (not the daemon) calls this once, before any connection:
- * every connection made afterwards through gl_db_connect*() registers
+ * every connection made afterwards through gl_db_connect*() (src/store/) registers
  * with the stop watcher (gl/dbcancel.h, group GL_DBCANCEL_WORK) until
  * PQfinish, so a SIGTERM/SIGINT that requests the stop cancels whatever
  * statement it runs. */
 void gl_db_cancel_on_stop(void);
 
-int gl_db_connect(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
-/* The same through gl_db_owner_dsn (migrations). */
-int gl_db_connect_owner(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
-/* The cluster superuser on the embedded cluster's gpuledger database;
- * -GL_ECONFIG with an external DSN (we hold no superuser there). */
-int gl_db_connect_superuser(const struct gl_config *cfg, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
-int gl_db_connect_dsn(const char *dsn, PGconn **out, struct gl_err *err) GL_MUSTCHECK;
-/* PQreset, then the session settings every connection gets (a reset is a
- * new backend without them). With a DSN listing several hosts and
- * target_session_attrs=read-write, the reset finds the promoted standby
- * after a failover. */
-int gl_db_reset(PGconn *c, struct gl_err *err) GL_MUSTCHECK;
-/* SET statement_timeout for the session (0 = none). */
-int gl_db_set_statement_timeout(PGconn *c, int64_t ms, struct gl_err *err) GL_MUSTCHECK;
 /* The SQLSTATE of the calling thread's last failed statement ("" when
  * none since gl_db_clear_sqlstate): "57014" for a statement_timeout (or a
  * cancel). */
@@ -131,15 +106,6 @@ void gl_db_set_session(const char *instance, int64_t idle_in_txn_timeout_s);
  * GL_DB_SQLSTATE_FENCED. GL_EINTERNAL for any other failed statement. */
 int gl_db_sqlstate_code(const char *state);
 
-/* Runs a statement without parameters (DDL, BEGIN/COMMIT). */
-int gl_db_exec(PGconn *c, const char *sql, struct gl_err *err) GL_MUSTCHECK;
-/* PQexecParams with text parameters; *res set on success (PGRES_COMMAND_OK or
- * PGRES_TUPLES_OK), NULL on failure. res may be NULL to discard. */
-int gl_db_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
-		struct gl_err *err) GL_MUSTCHECK;
-/* Streams data through COPY ... FROM STDIN already started by copy_sql. */
-int gl_db_copy_in(PGconn *c, const char *copy_sql, const char *data, size_t len, struct gl_err *err) GL_MUSTCHECK;
-
 /* One field of a binary COPY row: len bytes at p in network order, len -1
  * for NULL. Borrowed from the row message: valid during the callback. */
 struct gl_db_field {
@@ -147,13 +113,6 @@ struct gl_db_field {
 	int32_t len;
 };
 typedef int (*gl_db_row_fn)(void *ctx, const struct gl_db_field *f, int n, struct gl_err *err);
-/* Runs copy_sql (a `COPY (...) TO STDOUT (FORMAT binary)`) and calls fn once
- * per row; a row of another width than nfields, a malformed message or a
- * non-zero fn ends it with that error (the rest of the stream is read and
- * dropped so the connection stays usable). Parameters go in beforehand
- * (COPY takes none), e.g. by set_config() in the same transaction. */
-int gl_db_copy_out_binary(PGconn *c, const char *copy_sql, int nfields, gl_db_row_fn fn, void *ctx,
-			  struct gl_err *err) GL_MUSTCHECK;
 /* Pure: decodes one binary-COPY message (a row, optionally preceded by the
  * file header when *header is 0, which it then sets) into f[max]. Returns
  * the field count, 0 for the trailer, -2 for a header alone, -1 when

@@ -38,7 +38,6 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
 
 #define GL_DBCANCEL_RETRY_MS 1000
@@ -86,13 +85,11 @@ void gl_dbcancel_request(unsigned groups);
 /* 1 once gl_dbcancel_request() was called for any of groups. */
 int gl_dbcancel_requested(unsigned groups);
 
-/* Registers c's current work, of group, under what (copied). Once a stop
- * is requested for its group it is cancelled within the watcher's next
- * round. */
-void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const char *what);
-/* The same for a store handle's session (include/gl/store.h). */
+/* Registers the current work of st's session (include/gl/store.h), of
+ * group, under what (copied). Once a stop is requested for its group it is
+ * cancelled within the watcher's next round. */
 struct gl_store;
-void gl_dbcancel_begin_store(struct gl_dbcancel_slot *s, struct gl_store *st, int group, const char *what);
+void gl_dbcancel_begin(struct gl_dbcancel_slot *s, struct gl_store *st, int group, const char *what);
 /* 1 when the stop has sent a cancel request for the calling thread's work
  * in progress (its slot begun): a statement that failed with SQLSTATE 57014
  * was then cut by the stop, not by a statement_timeout. 0 for work without

@@ -20,8 +20,9 @@
 #include "gl/config.h"
 #include "gl/dcgm.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_dcgm_ingest_opts {
 	const char *cluster;
@@ -96,7 +97,7 @@ struct gl_dcgm_ingest_result {
  * (source 'dcgm', cluster) watermark (raised to at_s, never lowered) and an
  * ingest_runs row. Creates the cluster when missing (kind 'kubernetes' when
  * a GPU carries pod labels, else 'slurm'). res may be NULL. */
-int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
+int gl_dcgm_ingest(struct gl_store *st, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* Rounds b[0..n) taken at at_s[0..n) (ascending) as one run: each round
@@ -104,7 +105,7 @@ int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcg
  * reasons and failures (gl_dcgm_batch_skip, gl_dcgm_batch_fail), the
  * others only GPUs. A failure stops the run, the rounds before it stay
  * written (ingesting the same samples again applies only the rest). */
-int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
+int gl_dcgm_ingest_rounds(struct gl_store *st, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
 			  const int64_t *at_s, size_t n, struct gl_dcgm_ingest_result *res,
 			  struct gl_err *err) GL_MUSTCHECK;
 
@@ -112,6 +113,6 @@ int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct
  * waited for a job not yet known at scrape time (their hpc_job or pod
  * label matched nothing) and now match one are attributed to it
  * (sql/020). *claimed (may be NULL) counts them. */
-int gl_dcgm_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgm_claim_pending(struct gl_store *st, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

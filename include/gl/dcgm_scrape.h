@@ -64,4 +64,9 @@ struct gl_dcgm_fetch_opts {
 int gl_dcgm_fetch_all(struct gl_dcgm_fetch *f, size_t n, const struct gl_dcgm_fetch_opts *o,
 		      void (*on_done)(struct gl_dcgm_fetch *f, void *ud), void *ud, struct gl_err *err) GL_MUSTCHECK;
 
+/* The daemon's dcgm-exporter source: src is a struct gl_dcgm_source_cfg. */
+struct gl_store;
+int gl_dcgm_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		       size_t n, struct gl_err *err) GL_MUSTCHECK;
+
 #endif

@@ -22,20 +22,20 @@
 #include "gl/dcgm.h"
 #include "gl/store.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* The cluster of the round: an existing one keeps its kind, a new one is
  * 'kubernetes' when pods = 1, else 'slurm' (dcgm-exporter does not say
  * which scheduler runs the nodes). */
-int gl_dcgmstore_cluster(PGconn *c, const char *name, int pods, int *cluster_id, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_cluster(struct gl_store *st, const char *name, int pods, int *cluster_id,
+			 struct gl_err *err) GL_MUSTCHECK;
 /* The staging tables and the day partitions of bucket_start_s (and the next
  * day's, made ahead), outside any transaction. */
-int gl_dcgmstore_prepare(PGconn *c, int64_t bucket_start_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_prepare(struct gl_store *st, int64_t bucket_start_s, struct gl_err *err) GL_MUSTCHECK;
 /* BEGIN, then the cluster's dcgm lock for the transaction (rolled back when
  * the lock fails). */
-int gl_dcgmstore_begin(PGconn *c, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_begin(struct gl_store *st, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
 
 struct gl_dcgmstore_stage;
 struct gl_dcgmstore_stage *gl_dcgmstore_stage_new(void);
@@ -57,8 +57,8 @@ void gl_dcgmstore_add_gpu(struct gl_dcgmstore_stage *s, const struct gl_dcgmstor
 /* The staged GPUs into nodes and gpus, seen at at_s (descriptive fields
  * follow the newest scrape; an older one only widens first/last seen).
  * *nodes: distinct nodes of the round; *new_gpus: inventory rows created. */
-int gl_dcgmstore_inventory(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t *nodes,
-			   int64_t *new_gpus, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_inventory(struct gl_store *st, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s,
+			   int64_t *nodes, int64_t *new_gpus, struct gl_err *err) GL_MUSTCHECK;
 
 /* Each staged GPU's inventory id and last applied sample; a GPU staged
  * twice comes back once (its first idx). */
@@ -72,7 +72,7 @@ struct gl_dcgmstore_state_list {
 	struct gl_dcgmstore_state *v;
 	size_t n;
 };
-int gl_dcgmstore_states(PGconn *c, int cluster_id, struct gl_dcgmstore_state_list *out,
+int gl_dcgmstore_states(struct gl_store *st, int cluster_id, struct gl_dcgmstore_state_list *out,
 			struct gl_err *err) GL_MUSTCHECK;
 void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l);
 
@@ -91,7 +91,7 @@ struct gl_dcgmstore_job_list {
 /* Jobs of the cluster running at at_s on one of nodes, or whose id (display,
  * raw, het leader) is one of ids, or (Kubernetes) whose name or id is one of
  * pods. */
-int gl_dcgmstore_jobs(PGconn *c, int cluster_id, int64_t at_s, const char *const *nodes, size_t nnodes,
+int gl_dcgmstore_jobs(struct gl_store *st, int cluster_id, int64_t at_s, const char *const *nodes, size_t nnodes,
 		      const char *const *ids, size_t nids, const char *const *pods, size_t npods,
 		      struct gl_dcgmstore_job_list *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_dcgmstore_job_list_fini(struct gl_dcgmstore_job_list *l);
@@ -143,17 +143,17 @@ void gl_dcgmstore_add_pending(struct gl_dcgmstore_stage *s, const struct gl_dcgm
  * bucket_s)) into gpu_usage, gpu_usage_jobs (each bucket's job: the largest
  * share so far), dcgm_gpu_state and dcgm_pending (pending samples older
  * than six hours dropped). applied: samples staged. */
-int gl_dcgmstore_apply(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t bucket_start_s,
-		       int64_t bucket_s, int64_t applied, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_apply(struct gl_store *st, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s,
+		       int64_t bucket_start_s, int64_t bucket_s, int64_t applied, struct gl_err *err) GL_MUSTCHECK;
 
 /* GPUs of the cluster silent for longer than grace_s before at_s are
  * marked absent since they were last seen; *marked counts them. */
-int gl_dcgmstore_mark_absent(PGconn *c, int cluster_id, int64_t at_s, int64_t grace_s, int64_t *marked,
+int gl_dcgmstore_mark_absent(struct gl_store *st, int cluster_id, int64_t at_s, int64_t grace_s, int64_t *marked,
 			     struct gl_err *err) GL_MUSTCHECK;
 /* The (dcgm, cluster) watermark raised to at_s (never lowered). */
-int gl_dcgmstore_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_watermark(struct gl_store *st, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
 /* Pending samples whose job is known now attributed to it (sql/020). */
-int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgmstore_claim_pending(struct gl_store *st, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
 
 /* A GPU some source reports (exporter, AMD exporter, nvidia-smi), as
  * /v1/inventory lists it. Strings "" when unknown; times GL_TIME_NONE. */

@@ -12,8 +12,9 @@
 #include "gl/common.h"
 #include "gl/jobrow.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_jobs_batch;
 
@@ -36,7 +37,7 @@ const char *gl_jobs_batch_copy_data(const struct gl_jobs_batch *b, size_t *len);
  * inside a transaction the caller owns (the watermark goes in the same one),
  * holding the per-cluster ingest lock (gl_jobs_lock) so two ingesters cannot
  * both insert a new key. Later rows with the same job_key win. */
-int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
+int gl_jobs_merge(struct gl_store *st, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
 		  struct gl_err *err) GL_MUSTCHECK;
 
 /* Fresh mode: the caller checked, under gl_jobs_lock in its open
@@ -47,21 +48,22 @@ int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_
  * the remembered keys) before the transaction ends. */
 void gl_jobs_batch_set_fresh(struct gl_jobs_batch *b, int fresh);
 /* In fresh mode: rows with new keys go straight into an open `COPY jobs`
- * on c as they are added (the server loads while the caller builds rows);
- * gl_jobs_merge() ends it and reports its errors. Until then c must not be
+ * on st as they are added (the server loads while the caller builds rows);
+ * gl_jobs_merge() ends it and reports its errors. Until then st must not be
  * used for anything else. gl_jobs_batch_set_fresh(b, 0) abandons an open
  * COPY (the transaction then fails): call it before a ROLLBACK. */
-void gl_jobs_batch_stream(struct gl_jobs_batch *b, PGconn *c);
+void gl_jobs_batch_stream(struct gl_jobs_batch *b, struct gl_store *st);
 
 /* Transaction-scoped advisory lock serialising ingest into one cluster. */
-int gl_jobs_lock(PGconn *c, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
+int gl_jobs_lock(struct gl_store *st, int cluster_id, struct gl_err *err) GL_MUSTCHECK;
 
 /* Finds or creates the cluster; kind is "slurm" or "kubernetes". A name that
  * exists with another kind is an error once the cluster has data
  * (GL_CLUSTER_HAS_DATA_SQL); before, it takes this kind. Called when a run starts, before
  * anything is read: the run's ingest_runs row names the cluster by id, and
  * a run that fails keeps its record. */
-int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err) GL_MUSTCHECK;
+int gl_cluster_ensure(struct gl_store *st, const char *name, const char *kind, int *cluster_id,
+		      struct gl_err *err) GL_MUSTCHECK;
 
 /* SQL, true when cluster cid (an SQL expression) has data: jobs, exporter
  * nodes, scheduler node spans or snapshots, or a watermark (a run that read

@@ -21,9 +21,10 @@
 #include "gl/config.h"
 #include "gl/ingest.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gl_store;
 
 #define GL_KUBE_SOURCE "kube" /* ingest_state / ingest_runs source name */
 
@@ -59,17 +60,21 @@ void gl_kube_ingest_result_fini(struct gl_kube_ingest_result *res);
  * watermark (refused: newer state is never rewritten), -GL_EDB. A failure is
  * recorded as a 'failed' run; pods skipped for bad fields are not failures
  * (status 'partial', res->st.skipped > 0). */
-int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc, size_t len,
+int gl_kube_ingest_doc(struct gl_store *st, const struct gl_kube_ingest_opts *o, char *doc, size_t len,
 		       struct gl_kube_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* Reads path (refusing files over the size cap before reading them) and
  * ingests it as above. */
-int gl_kube_ingest_file(PGconn *c, const struct gl_kube_ingest_opts *o, const char *path,
+int gl_kube_ingest_file(struct gl_store *st, const struct gl_kube_ingest_opts *o, const char *path,
 			struct gl_kube_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* Records a run that produced no document (the command failed) as 'failed'
  * with why, touching nothing else: the last known state stays in force. */
-int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *input_name, const char *why,
+int gl_kube_ingest_record_failure(struct gl_store *st, const char *cluster, const char *input_name, const char *why,
 				  struct gl_err *err) GL_MUSTCHECK;
+
+/* The daemon's kube source: src is a struct gl_kube_source_cfg. */
+int gl_kube_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		       size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -14,9 +14,10 @@
 #include "gl/common.h"
 #include "gl/kubegpu.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gl_store;
 
 /* A stored pod row. Times are GL_TIME_NONE when NULL. */
 struct gl_kubestore_pod {
@@ -30,7 +31,7 @@ struct gl_kubestore_pod_list {
 	char *arena;               /* the rows' strings */
 };
 /* The stored rows of the cluster with these keys (any order). */
-int gl_kubestore_pods(PGconn *c, int cluster_id, const char *const *keys, size_t nkeys,
+int gl_kubestore_pods(struct gl_store *st, int cluster_id, const char *const *keys, size_t nkeys,
 		      struct gl_kubestore_pod_list *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_kubestore_pod_list_fini(struct gl_kubestore_pod_list *l);
 
@@ -43,12 +44,12 @@ struct gl_kubestore_node_list {
 	size_t n;
 	char *arena;
 };
-int gl_kubestore_node_gpus(PGconn *c, int cluster_id, int64_t at_s, struct gl_kubestore_node_list *out,
+int gl_kubestore_node_gpus(struct gl_store *st, int cluster_id, int64_t at_s, struct gl_kubestore_node_list *out,
 			   struct gl_err *err) GL_MUSTCHECK;
 void gl_kubestore_node_list_fini(struct gl_kubestore_node_list *l);
 
 /* *any = 1 when the cluster has at least one job. */
-int gl_kubestore_has_jobs(PGconn *c, int cluster_id, int *any, struct gl_err *err) GL_MUSTCHECK;
+int gl_kubestore_has_jobs(struct gl_store *st, int cluster_id, int *any, struct gl_err *err) GL_MUSTCHECK;
 
 /* The keys of the cluster's open rows (end unknown). */
 struct gl_kubestore_key_list {
@@ -56,7 +57,7 @@ struct gl_kubestore_key_list {
 	size_t n;
 	char *arena;
 };
-int gl_kubestore_open_keys(PGconn *c, int cluster_id, struct gl_kubestore_key_list *out,
+int gl_kubestore_open_keys(struct gl_store *st, int cluster_id, struct gl_kubestore_key_list *out,
 			   struct gl_err *err) GL_MUSTCHECK;
 void gl_kubestore_key_list_fini(struct gl_kubestore_key_list *l);
 
@@ -64,7 +65,7 @@ void gl_kubestore_key_list_fini(struct gl_kubestore_key_list *l);
  * the last time they were seen, at the latest of last_seen_at, wm_prev_s
  * (the previous snapshot; GL_TIME_NONE: none), start and submit. *closed
  * counts them. */
-int gl_kubestore_close_vanished(PGconn *c, int cluster_id, int64_t wm_prev_s, const char *const *keys, size_t nkeys,
-				int64_t *closed, struct gl_err *err) GL_MUSTCHECK;
+int gl_kubestore_close_vanished(struct gl_store *st, int cluster_id, int64_t wm_prev_s, const char *const *keys,
+				size_t nkeys, int64_t *closed, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

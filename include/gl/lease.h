@@ -22,7 +22,6 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,10 +48,10 @@ int gl_lease_take(struct gl_store *st, const char *name, const char *holder, con
 /* Clears the session's fence (after the job's run). */
 int gl_lease_unfence(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* Extends every lease of holder by its own ttl; *n (may be NULL) gets how many. */
-int gl_lease_renew_all(PGconn *c, const char *holder, int *n, struct gl_err *err) GL_MUSTCHECK;
+int gl_lease_renew_all(struct gl_store *st, const char *holder, int *n, struct gl_err *err) GL_MUSTCHECK;
 /* Lets every lease of holder expire now (the token stays: the next holder
  * gets a greater one). */
-int gl_lease_release_all(PGconn *c, const char *holder, struct gl_err *err) GL_MUSTCHECK;
+int gl_lease_release_all(struct gl_store *st, const char *holder, struct gl_err *err) GL_MUSTCHECK;
 
 /* The keeper: renews holder's leases every period_ms on a connection of
  * its own to dsn (reconnecting after a failure or a failover). */

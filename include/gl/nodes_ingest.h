@@ -16,8 +16,9 @@
 #include "gl/common.h"
 #include "gl/nodeobs.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_nodes_ingest_opts {
 	const char *cluster;
@@ -36,7 +37,7 @@ struct gl_nodes_ingest_counts {
 	int64_t events, reservations;
 };
 
-int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
+int gl_nodes_ingest(struct gl_store *st, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
 		    struct gl_nodes_ingest_counts *out, struct gl_err *err) GL_MUSTCHECK;
 
 /* The COPY text of the staged GPU rows and its column list, for the

@@ -12,9 +12,10 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gl_store;
 
 /* The COPY text of one snapshot's staging tables (columns in
  * nodes_ingest.c's order); n* = 0: that table gets nothing. */
@@ -27,7 +28,7 @@ struct gl_nodestore_stage {
 
 /* The time of the last snapshot applied for (cluster, source);
  * GL_TIME_NONE when none. */
-int gl_nodestore_last_snapshot(PGconn *c, int cluster_id, const char *source, int64_t *last_s,
+int gl_nodestore_last_snapshot(struct gl_store *st, int cluster_id, const char *source, int64_t *last_s,
 			       struct gl_err *err) GL_MUSTCHECK;
 
 struct gl_nodestore_counts {
@@ -37,13 +38,13 @@ struct gl_nodestore_counts {
 };
 /* Loads the staging tables and merges the snapshot taken at at_s (last_s:
  * the previous one, GL_TIME_NONE for a first) into the spans. */
-int gl_nodestore_merge(PGconn *c, const struct gl_nodestore_stage *st, int cluster_id, const char *source, int64_t at_s,
-		       int64_t last_s, struct gl_nodestore_counts *out, struct gl_err *err) GL_MUSTCHECK;
+int gl_nodestore_merge(struct gl_store *store, const struct gl_nodestore_stage *st, int cluster_id, const char *source,
+		       int64_t at_s, int64_t last_s, struct gl_nodestore_counts *out, struct gl_err *err) GL_MUSTCHECK;
 
 /* The node-event history is complete up to at_s (never moved back). */
-int gl_nodestore_coverage(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_nodestore_coverage(struct gl_store *st, int cluster_id, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
 /* The snapshot's own row (a second one at the same time replaces it). */
-int gl_nodestore_snapshot(PGconn *c, int cluster_id, const char *source, int64_t at_s, int64_t gpu_nodes, int64_t gpus,
-			  int64_t problems, struct gl_err *err) GL_MUSTCHECK;
+int gl_nodestore_snapshot(struct gl_store *st, int cluster_id, const char *source, int64_t at_s, int64_t gpu_nodes,
+			  int64_t gpus, int64_t problems, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

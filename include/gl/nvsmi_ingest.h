@@ -24,9 +24,10 @@
 #include "gl/config.h"
 #include "gl/dcgm_ingest.h"
 
-#include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_nvsmi_ingest_opts {
 	struct gl_dcgm_ingest_opts dcgm; /* cluster, input name (the capture's), rollup and idle policy */
@@ -64,7 +65,7 @@ struct gl_nvsmi_ingest_result {
  * a required column missing, a --query-compute-apps capture given as the
  * capture, or no sample at all; nothing is written then. Bad rows and
  * values are the run's skip reasons ("input:line: reason"). */
-int gl_nvsmi_ingest(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const char *capture, size_t len,
+int gl_nvsmi_ingest(struct gl_store *st, const struct gl_nvsmi_ingest_opts *o, const char *capture, size_t len,
 		    const struct gl_nvsmi_ingest_input *apps, const struct gl_nvsmi_ingest_input *pids,
 		    struct gl_nvsmi_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
@@ -73,12 +74,13 @@ int gl_nvsmi_ingest(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const char 
  * is named in the run's failures (the run is partial) and the others are
  * ingested; with one node, its refusal is the error and nothing is written.
  * -GL_EIO when no node's capture was read. */
-int gl_nvsmi_ingest_nodes(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
-			  size_t n, struct gl_nvsmi_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
+int gl_nvsmi_ingest_nodes(struct gl_store *st, const struct gl_nvsmi_ingest_opts *o,
+			  const struct gl_nvsmi_node_input *in, size_t n, struct gl_nvsmi_ingest_result *res,
+			  struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon source (struct gl_nvsmi_source_cfg), the gl_daemon source
  * signature. */
-int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_nvsmi_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

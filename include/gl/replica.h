@@ -8,8 +8,9 @@
 
 #include "gl/common.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_replica_status {
 	int standby;           /* the server is in recovery (a hot standby) */
@@ -21,7 +22,7 @@ struct gl_replica_status {
 				* (now() when caught up, else the last replayed commit's time) */
 };
 
-/* Asks the server c is connected to. */
-int gl_replica_status(PGconn *c, struct gl_replica_status *st, struct gl_err *err) GL_MUSTCHECK;
+/* Asks the server the session store is connected to. */
+int gl_replica_status(struct gl_store *store, struct gl_replica_status *st, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

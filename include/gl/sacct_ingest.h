@@ -12,7 +12,7 @@
 #include "gl/common.h"
 #include "gl/ingest.h"
 
-#include <libpq-fe.h>
+struct gl_store;
 
 struct gl_sacct_ingest_opts {
 	const char *cluster;       /* book under this cluster; rows naming another Cluster are skipped */
@@ -30,7 +30,7 @@ struct gl_sacct_ingest_opts {
 
 struct gl_sacct_ingest;
 
-int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, struct gl_sacct_ingest **out,
+int gl_sacct_ingest_begin(struct gl_store *st, const struct gl_sacct_ingest_opts *opts, struct gl_sacct_ingest **out,
 			  struct gl_err *err) GL_MUSTCHECK;
 /* Feeds bytes (any chunking); complete lines are parsed, full batches committed. */
 int gl_sacct_ingest_feed(struct gl_sacct_ingest *in, const char *buf, size_t n, struct gl_err *err) GL_MUSTCHECK;
@@ -48,7 +48,7 @@ int gl_sacct_ingest_abandon(struct gl_sacct_ingest *in, const char *why, struct 
 void gl_sacct_ingest_free(struct gl_sacct_ingest *in);
 
 /* Whole file convenience. */
-int gl_sacct_ingest_file(PGconn *c, const struct gl_sacct_ingest_opts *opts, const char *path,
+int gl_sacct_ingest_file(struct gl_store *st, const struct gl_sacct_ingest_opts *opts, const char *path,
 			 struct gl_ingest_stats *stats, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -3,7 +3,7 @@
  * and ingests its output; the watermark moves with the last batch of each
  * chunk, never when sacct fails.
  *
- * Ownership: borrows the connection and the source config.
+ * Ownership: borrows the store session and the source config.
  */
 #ifndef GL_SACCT_POLL_H
 #define GL_SACCT_POLL_H
@@ -11,7 +11,7 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#include <libpq-fe.h>
+struct gl_store;
 
 struct gl_sacct_poll_result {
 	int chunks;
@@ -20,7 +20,12 @@ struct gl_sacct_poll_result {
 };
 
 /* One run at time now_s. */
-int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src, int64_t now_s,
-		      struct gl_sacct_poll_result *res, struct gl_err *err) GL_MUSTCHECK;
+int gl_sacct_poll_run(struct gl_store *st, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src,
+		      int64_t now_s, struct gl_sacct_poll_result *res, struct gl_err *err) GL_MUSTCHECK;
+
+/* The daemon's sacct source (gpuledger serve): src is a struct
+ * gl_sacct_source_cfg; a one-line summary of the round goes to summary. */
+int gl_sacct_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+			size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

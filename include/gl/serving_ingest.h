@@ -15,8 +15,9 @@
 #include "gl/config.h"
 #include "gl/servingdb.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 struct gl_serving_ingest_opts {
 	const char *cluster;        /* the run's cluster (ingest_runs, the watermark) */
@@ -57,7 +58,7 @@ struct gl_serving_ingest_result {
 	int64_t bad_lines, bad_values, failed_inputs;
 };
 
-int gl_serving_ingest(PGconn *c, const struct gl_serving_ingest_opts *o, struct gl_serving_batch *b,
+int gl_serving_ingest(struct gl_store *st, const struct gl_serving_ingest_opts *o, struct gl_serving_batch *b,
 		      struct gl_serving_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -24,8 +24,9 @@
 #include "gl/tokens.h"
 #include "gl/window.h"
 
-#include <libpq-fe.h>
 #include <stdint.h>
+
+struct gl_store;
 
 #define GL_SERVINGDB_NCTR GL_SERVE__NCTR
 
@@ -76,9 +77,10 @@ struct gl_servingdb_row *gl_servingdb_batch_add(struct gl_servingdb_batch *b, co
 
 /* Outside the round's transaction (their DDL locks serving_usage only
  * briefly): the partitions of at_s's day and the next. */
-int gl_servingdb_partitions(PGconn *c, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
+int gl_servingdb_partitions(struct gl_store *st, int64_t at_s, struct gl_err *err) GL_MUSTCHECK;
 /* The cluster named name, made with kind when missing. */
-int gl_servingdb_cluster_id(PGconn *c, const char *name, const char *kind, int *id, struct gl_err *err) GL_MUSTCHECK;
+int gl_servingdb_cluster_id(struct gl_store *st, const char *name, const char *kind, int *id,
+			    struct gl_err *err) GL_MUSTCHECK;
 /* The kind of cluster a series' where suggests: "slurm" for Slurm jobs,
  * else "kubernetes". */
 const char *gl_servingdb_cluster_kind(const char *where_kind);
@@ -87,7 +89,7 @@ const char *gl_servingdb_cluster_kind(const char *where_kind);
  * 'kubernetes' for pod and selector rows, else 'slurm'), endpoints and
  * series made when new, their state locked (FOR UPDATE) and read, the job
  * of every row at the batch's time. */
-int gl_servingdb_load(PGconn *c, struct gl_servingdb_batch *b, struct gl_err *err) GL_MUSTCHECK;
+int gl_servingdb_load(struct gl_store *st, struct gl_servingdb_batch *b, struct gl_err *err) GL_MUSTCHECK;
 
 struct gl_servingdb_written {
 	int64_t usage_rows, claimed_rows, new_jobs;
@@ -96,8 +98,8 @@ struct gl_servingdb_written {
  * earlier rows of a series that had no job and now has one (up to
  * claim_s back, from the job's start), serving_jobs, the state of the
  * applied rows, the endpoints' last scrape. */
-int gl_servingdb_write(PGconn *c, struct gl_servingdb_batch *b, int64_t claim_s, struct gl_servingdb_written *w,
-		       struct gl_err *err) GL_MUSTCHECK;
+int gl_servingdb_write(struct gl_store *st, struct gl_servingdb_batch *b, int64_t claim_s,
+		       struct gl_servingdb_written *w, struct gl_err *err) GL_MUSTCHECK;
 
 /* The query of /v1/inference. */
 struct gl_servingdb_query {

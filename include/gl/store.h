@@ -4,7 +4,7 @@
  * open one; both pass it to the store functions that fill typed rows.
  *
  * A handle is a connection under another name: src/store/ reaches the
- * PGconn with gl_db_conn() (include/gl/db.h).
+ * PGconn with gl_db_conn() (src/store/db_int.h, its private header).
  *
  * Ownership: gl_store_open() returns a handle the caller closes with
  * gl_store_close() (NULL is a no-op); a request's handle is the server's.
@@ -14,6 +14,10 @@
 
 #include "gl/common.h"
 #include "gl/config.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct gl_store;
 
@@ -37,6 +41,19 @@ int gl_store_up(struct gl_store *st);
  * lands anywhere): 1 when there was one, 0 when none; negative (err set)
  * when the rollback failed. */
 int gl_store_rollback_open(struct gl_store *st, struct gl_err *err);
+/* A thread's own session to dsn, kept under key (created with
+ * gl_store_thread_close as its destructor, or a destructor that calls it):
+ * opened on first use, reopened when the server behind an idle one has
+ * gone (a restart), so a request never fails on a dead cached session. A
+ * new session gets statement_timeout stmt_ms again (0: the server's). *fresh
+ * (may be NULL): 1 when the session is new. The handle stays the key's. */
+int gl_store_thread(pthread_key_t key, const char *dsn, int64_t stmt_ms, struct gl_store **out, int *fresh,
+		    struct gl_err *err) GL_MUSTCHECK;
+/* The key's destructor: closes the thread's session (p: a struct gl_store). */
+void gl_store_thread_close(void *p);
+/* 0 when dsn parses as a connection string, else -GL_ECONFIG with the
+ * reason in err (no connection is made). */
+int gl_store_dsn_check(const char *dsn, struct gl_err *err) GL_MUSTCHECK;
 /* A statement timeout for the rest of the session ("5s"). */
 int gl_store_statement_timeout(struct gl_store *st, const char *timeout, struct gl_err *err) GL_MUSTCHECK;
 

@@ -1,10 +1,7 @@
 /* The idle hook over the API (role hook; admin too): candidates as the CLI's
  * --format json computes them (dry-run, nothing runs), actions recorded by
- * controllers that act elsewhere, and the list of past warnings/actions.
- * src/hook/ still takes the connection itself: it gets the store handle's
- * (gl_db_conn). */
+ * controllers that act elsewhere, and the list of past warnings/actions. */
 #include "gl/apijson.h"
-#include "gl/db.h"
 #include "gl/hook.h"
 #include "gl/routes.h"
 #include "gl/store.h"

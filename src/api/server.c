@@ -399,22 +399,8 @@ static void fleet_fini(void);
 
 static void conn_destroy(void *p)
 {
-	PQfinish((PGconn *)p);
+	gl_store_thread_close(p);
 	fleet_fini();
-}
-
-/* 1 when the server behind an idle cached connection has gone (a restart):
- * libpq only notices on the next query, which would fail that request. An
- * idle session is sent nothing unasked but the server's goodbye (FATAL on
- * shutdown) and EOF, so a readable socket means it is gone. */
-static int conn_lost(PGconn *c)
-{
-	struct pollfd p = {.fd = PQsocket(c), .events = POLLIN};
-	if (PQstatus(c) != CONNECTION_OK || p.fd < 0)
-		return 1;
-	if (PQtransactionStatus(c) != PQTRANS_IDLE)
-		return 0;
-	return poll(&p, 1, 0) > 0;
 }
 
 /* This worker thread's request in progress, for the stop's cancel: a pool
@@ -436,18 +422,18 @@ static _Thread_local int64_t t_fleet_at;
 static _Thread_local struct gl_shard_route t_route;
 static _Thread_local int t_read_fleet; /* as t_fleet, for the read_dsn session */
 
-static int fleet_route(PGconn *c, int fresh, int64_t now_s, struct gl_err *err)
+static int fleet_route(struct gl_store *c, int fresh, int64_t now_s, struct gl_err *err)
 {
 	int n = 0, rc;
 	if (fresh || !t_fleet) {
-		if ((rc = gl_shard_count(gl_db_store(c), &n, err)))
+		if ((rc = gl_shard_count(c, &n, err)))
 			return rc;
 		t_fleet = n ? 2 : 1;
 		fresh = 1;
 	}
 	if (t_fleet != 2 || (!fresh && now_s - t_fleet_at < FLEET_PROBE_S))
 		return 0;
-	if ((rc = gl_shard_route(gl_db_store(c), &t_route, err)))
+	if ((rc = gl_shard_route(c, &t_route, err)))
 		return rc;
 	t_fleet_at = now_s;
 	return 0;
@@ -467,48 +453,16 @@ const struct gl_shard_route *gl_req_shards(const struct gl_req *req)
 	return t_fleet == 2 ? &t_route : NULL;
 }
 
-/* This thread's connection under key to dsn: reconnected when lost. A
- * new session starts from the server's defaults, so it gets the pool's
- * statement_timeout again: no statement of a request may run past its
- * bound. *freshp (may be NULL): 1 when the session is new. */
-static int thread_conn(pthread_key_t key, const char *dsn, PGconn **out, int *freshp, struct gl_err *err)
-{
-	PGconn *c = pthread_getspecific(key);
-	int rc, fresh = 0;
-	if (c && conn_lost(c)) {
-		struct gl_err rerr = {0};
-		if (gl_db_reset(c, &rerr)) {
-			PQfinish(c);
-			c = NULL;
-			pthread_setspecific(key, NULL);
-		} else {
-			fresh = 1;
-		}
-	}
-	if (!c) {
-		if ((rc = gl_db_connect_dsn(dsn, &c, err)))
-			return rc;
-		pthread_setspecific(key, c);
-		fresh = 1;
-	}
-	if (fresh && t_stmt_ms > 0 && (rc = gl_db_set_statement_timeout(c, t_stmt_ms, err)))
-		return rc;
-	if (freshp)
-		*freshp = fresh;
-	*out = c;
-	return 0;
-}
-
 /* The read DSN's connection when it may answer req (see req_db): 0
  * with *out set, or 1 with req->read.fallback saying why the primary
  * must. A standby within the bound serves the whole request: a handler
  * asking again gets it back without a second look. */
-static int read_conn(struct gl_req *req, PGconn **out)
+static int read_conn(struct gl_req *req, struct gl_store **out)
 {
 	struct gl_server *s = req->srv;
 	struct gl_replica_status st;
 	struct gl_err err = {0};
-	PGconn *c = NULL;
+	struct gl_store *c = NULL;
 	if (req->read.set) {
 		if (req->read.fallback[0])
 			return 1;
@@ -517,8 +471,8 @@ static int read_conn(struct gl_req *req, PGconn **out)
 	}
 	req->read.set = 1;
 	int fresh = 0, n = 0;
-	if (thread_conn(s->read_conn_key, s->read_dsn, &c, &fresh, &err) || gl_replica_status(c, &st, &err) ||
-	    ((fresh || !t_read_fleet) && gl_shard_count(gl_db_store(c), &n, &err))) {
+	if (gl_store_thread(s->read_conn_key, s->read_dsn, t_stmt_ms, &c, &fresh, &err) ||
+	    gl_replica_status(c, &st, &err) || ((fresh || !t_read_fleet) && gl_shard_count(c, &n, &err))) {
 		snprintf(req->read.fallback, sizeof req->read.fallback, "read_dsn unavailable");
 		pthread_mutex_lock(&s->mu);
 		gl_log_fail(&s->read_log, req->now_s, GL_LOG_WARN, "http: database.read_dsn: %s; reads go to the primary",
@@ -545,10 +499,10 @@ static int read_conn(struct gl_req *req, PGconn **out)
 	return 0;
 }
 
-static int req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
+static int req_db(struct gl_req *req, struct gl_store **out, struct gl_err *err)
 {
 	struct gl_server *s = req->srv;
-	PGconn *c = NULL;
+	struct gl_store *c = NULL;
 	char what[96];
 	int rc, fresh = 0;
 
@@ -564,7 +518,8 @@ static int req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 		req->read.lag_s = 0;
 		req->read.data_through_s = (double)req->now_s;
 	}
-	if ((rc = thread_conn(s->conn_key, s->dsn, &c, &fresh, err)) || (rc = fleet_route(c, fresh, req->now_s, err)))
+	if ((rc = gl_store_thread(s->conn_key, s->dsn, t_stmt_ms, &c, &fresh, err)) ||
+	    (rc = fleet_route(c, fresh, req->now_s, err)))
 		return rc;
 	/* anew on every call: a reset above gave another backend */
 	snprintf(what, sizeof what, "http %s %s", req->method, req->path);
@@ -575,9 +530,9 @@ static int req_db(struct gl_req *req, PGconn **out, struct gl_err *err)
 
 int gl_req_store(struct gl_req *req, struct gl_store **st, struct gl_err *err)
 {
-	PGconn *c = NULL;
-	int rc = req_db(req, &c, err);
-	*st = rc ? NULL : gl_db_store(c);
+	int rc = req_db(req, st, err);
+	if (rc)
+		*st = NULL;
 	return rc;
 }
 
@@ -856,12 +811,12 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 	memset(tok, 0, sizeof tok);
 	if (!gl_auth_cache_get(s->tokens, key, req->now_s, &found, &t)) {
 		struct gl_err err = {0};
-		PGconn *c = NULL;
+		struct gl_store *c = NULL;
 		int rc;
-		if ((rc = req_db(req, &c, &err)) || (rc = gl_token_lookup(gl_db_store(c), key, &t, &found, &err))) {
+		if ((rc = req_db(req, &c, &err)) || (rc = gl_token_lookup(c, key, &t, &found, &err))) {
 			/* only when the database cannot be reached at all: an answer
 			 * (unknown, revoked, a query error) is never overridden */
-			int unreachable = !c || PQstatus(c) != CONNECTION_OK;
+			int unreachable = !c || !gl_store_up(c);
 			/* server.auth_outage_grace_s (docs/security.md): /metrics
 			 * must go on answering during the outage it is there to
 			 * show; a revocation made meanwhile is in a database
@@ -1905,13 +1860,8 @@ int gl_server_start(const struct gl_config *cfg, const struct gl_server_opts *op
 		goto out;
 	if (cfg->db_read_dsn && cfg->db_read_dsn[0]) {
 		/* a typo shows at start, not as every read moved to the primary */
-		char *why = NULL;
-		PQconninfoOption *o = PQconninfoParse(cfg->db_read_dsn, &why);
-		PQconninfoFree(o);
-		if (!o) {
-			rc = gl_err_set(err, GL_ECONFIG, "%s: database.read_dsn: %s", cfg->path,
-					why ? strtok(why, "\n") : "not a connection string");
-			PQfreemem(why);
+		if ((rc = gl_store_dsn_check(cfg->db_read_dsn, err))) {
+			gl_err_prefix(err, "%s: database.read_dsn: ", cfg->path);
 			goto out;
 		}
 		snprintf(s->read_dsn, sizeof s->read_dsn, "%s", cfg->db_read_dsn);

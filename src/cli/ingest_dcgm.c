@@ -1,6 +1,5 @@
 /* `gpuledger ingest dcgm`: one-shot ingest of a saved dcgm-exporter scrape. */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/dcgm.h"
 #include "gl/dcgm_attrib.h"
 #include "gl/dcgm_ingest.h"
@@ -94,7 +93,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	if (gl_store_open(cfg, &store, &err) || gl_dcgm_ingest(gl_db_conn(store), &o, b, at_s, &res, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_dcgm_ingest(store, &o, b, at_s, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

@@ -1,6 +1,5 @@
 /* `gpuledger ingest kube`: one-shot ingest of a saved PodList snapshot. */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/kube_ingest.h"
 #include "gl/log.h"
 #include "gl/store.h"
@@ -66,7 +65,7 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 			o.cost_center_label = cfg->kube[i].label_cost_center;
 		}
 	}
-	if (gl_store_open(cfg, &store, &err) || gl_kube_ingest_file(gl_db_conn(store), &o, file, &res, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_kube_ingest_file(store, &o, file, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

@@ -2,7 +2,6 @@
  * saved scheduler node snapshot (plus Slurm events and reservations) into the
  * inventory tables. */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/log.h"
 #include "gl/nodeobs.h"
 #include "gl/nodes_ingest.h"
@@ -63,7 +62,7 @@ static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, c
 		gl_log(GL_LOG_WARN, "%s", s->problems[i]);
 	if (s->problems_dropped)
 		gl_log(GL_LOG_WARN, "... and %zu more problems", s->problems_dropped);
-	if (gl_store_open(cfg, &store, &err) || gl_nodes_ingest(gl_db_conn(store), o, s, &n, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_nodes_ingest(store, o, s, &n, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

@@ -1,6 +1,5 @@
 /* `gpuledger ingest nvidia-smi`: one node's nvidia-smi capture. */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/dcgm_attrib.h"
 #include "gl/log.h"
 #include "gl/nvsmi_ingest.h"
@@ -113,7 +112,7 @@ int gl_cli_ingest_nvsmi(struct gl_config *cfg, int argc, char **argv)
 	o.fields = fields;
 	if (!(buf = gl_cli_read_file(file, 1, &len, &err)) || read_side(apps, "--apps", &ai, &abuf, &err) ||
 	    read_side(pids, "--pids", &pi, &pbuf, &err) || gl_store_open(cfg, &store, &err) ||
-	    gl_nvsmi_ingest(gl_db_conn(store), &o, buf, len, &ai, &pi, &res, &err)) {
+	    gl_nvsmi_ingest(store, &o, buf, len, &ai, &pi, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

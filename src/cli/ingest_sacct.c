@@ -1,6 +1,5 @@
 /* `gpuledger ingest sacct`: one-shot ingest of a saved sacct output. */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
 #include "gl/sacct.h"
@@ -81,7 +80,7 @@ int gl_cli_ingest_sacct(struct gl_config *cfg, int argc, char **argv)
 	o.batch_rows = cfg->ingest_batch_rows;
 	o.max_skip_reasons = cfg->ingest_max_skip_reasons;
 	o.watermark_s = GL_TIME_NONE;
-	if (gl_store_open(cfg, &store, &err) || gl_sacct_ingest_file(gl_db_conn(store), &o, file, &st, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_sacct_ingest_file(store, &o, file, &st, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

@@ -1,7 +1,6 @@
 /* `gpuledger ingest serving`: one-shot ingest of a saved inference-server
  * scrape. */
 #include "gl/cli.h"
-#include "gl/db.h"
 #include "gl/log.h"
 #include "gl/serving_ingest.h"
 #include "gl/store.h"
@@ -166,7 +165,7 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	if (gl_store_open(cfg, &store, &err) || gl_serving_ingest(gl_db_conn(store), &o, b, &res, &err)) {
+	if (gl_store_open(cfg, &store, &err) || gl_serving_ingest(store, &o, b, &res, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

@@ -105,7 +105,7 @@ void gl_anchor_tick(struct gl_store *store, const struct gl_config *cfg, struct 
 	if (last && gl_store_statement_timeout(store, "5s", &err))
 		gl_log(GL_LOG_WARN, "audit: anchor: %s", err.msg);
 	if (!last)
-		gl_dbcancel_begin_store(&slot, store, GL_DBCANCEL_WORK, "audit anchor");
+		gl_dbcancel_begin(&slot, store, GL_DBCANCEL_WORK, "audit anchor");
 	rc = gl_anchor_check(store, cfg->audit_anchor_file, &checked, &v, &err);
 	if (!rc && checked) {
 		gl_health_anchor_report(v.ok, now_s);

@@ -1,9 +1,13 @@
 /* The daemon's source scheduler (see include/gl/daemon.h). */
 #include "gl/daemon.h"
+#include "gl/dcgm_scrape.h"
+#include "gl/kube_ingest.h"
+#include "gl/nodes_poll.h"
 #include "gl/nvsmi_ingest.h"
+#include "gl/sacct_poll.h"
+#include "gl/serving_scrape.h"
 #include "gl/accounting.h"
 #include "gl/budget.h"
-#include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/forecast_cache.h"
 #include "gl/health.h"
@@ -88,47 +92,32 @@ static int budget_run(struct gl_store *st, const struct gl_config *cfg, const vo
 	return rc;
 }
 
-/* The ingest sources take the connection itself (src/ingest/): one bridge
- * each from the store handle the scheduler holds. */
-#define INGEST_SOURCE(name, fn)                                                                              \
-	static int name(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,   \
-			char *summary, size_t n, struct gl_err *err)                                        \
-	{                                                                                                    \
-		return fn(gl_db_conn(st), cfg, src, now_s, summary, n, err);                                 \
-	}
-INGEST_SOURCE(sacct_run, gl_sacct_source_run)
-INGEST_SOURCE(kube_run, gl_kube_source_run)
-INGEST_SOURCE(dcgm_run, gl_dcgm_source_run)
-INGEST_SOURCE(nvsmi_run, gl_nvsmi_source_run)
-INGEST_SOURCE(slurm_nodes_run, gl_slurm_nodes_source_run)
-INGEST_SOURCE(kube_nodes_run, gl_kube_nodes_source_run)
-INGEST_SOURCE(serving_run, gl_serving_source_run)
-#undef INGEST_SOURCE
-
 size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **out)
 {
 	struct gl_daemon_source *arr = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < cfg->n_sacct; i++)
-		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, sacct_run,
+		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_source_run,
 		    &cfg->sacct[i]);
 	for (size_t i = 0; i < cfg->n_kube; i++)
-		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, kube_run, &cfg->kube[i]);
+		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_source_run,
+		    &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
-		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, dcgm_run, &cfg->dcgm[i]);
+		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_source_run,
+		    &cfg->dcgm[i]);
 	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
 		/* one source a node: its name carries the node too */
 		char who[256];
 		snprintf(who, sizeof who, "%s/%s", cfg->nvidia_smi[i].cluster, cfg->nvidia_smi[i].node);
-		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, nvsmi_run,
+		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, gl_nvsmi_source_run,
 		    &cfg->nvidia_smi[i]);
 	}
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
-		    slurm_nodes_run, &cfg->slurm_nodes[i]);
+		    gl_slurm_nodes_source_run, &cfg->slurm_nodes[i]);
 	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
 		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
-		    kube_nodes_run, &cfg->kube_nodes[i]);
+		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
 	/* serving endpoints: one source per cluster and interval, whose
 	 * rounds scrape all of that group's targets at once */
 	for (size_t i = 0; i < cfg->n_serving; i++) {
@@ -138,7 +127,7 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 			j++;
 		if (j == i)
 			add(&arr, &n, &cap, "serving", cfg->serving[i].cluster, cfg->serving[i].interval_s,
-			    serving_run, &cfg->serving[i]);
+			    gl_serving_source_run, &cfg->serving[i]);
 	}
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
@@ -225,7 +214,7 @@ void gl_daemon_tick(struct gl_store *st, const struct gl_config *cfg, const stru
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* a stop cancels the source's statement in flight (one waiting on
 		 * a lock would otherwise hold the stop for as long as the lock) */
-		gl_dbcancel_begin_store(&slot, st, GL_DBCANCEL_WORK, s[i].name);
+		gl_dbcancel_begin(&slot, st, GL_DBCANCEL_WORK, s[i].name);
 		rc = s[i].run(st, cfg, s[i].src, now_s, summary, sizeof summary, &err);
 		gl_dbcancel_end(&slot);
 		if (rc == -GL_EBUSY && self && s[i].leased)

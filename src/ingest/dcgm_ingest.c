@@ -1,6 +1,5 @@
 /* dcgm-exporter ingestion (see include/gl/dcgm_ingest.h, docs/ingest.md). */
 #include "gl/dcgm_ingest.h"
-#include "gl/db.h"
 #include "gl/dcgmstore.h"
 #include "gl/busyshare.h"
 #include "gl/dcgm_attrib.h"
@@ -270,7 +269,7 @@ void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, 
 
 /* The state of one gl_dcgm_ingest call. */
 struct round {
-	PGconn *c;
+	struct gl_store *db;
 	const struct gl_dcgm_ingest_opts *o;
 	struct gl_dcgm_batch *b;
 	struct gl_dcgm_batch *run;            /* the batch holding the run's counters and reasons */
@@ -405,7 +404,7 @@ static int attribute(struct round *R, struct gl_err *err)
 	struct names nodes = {0}, ids = {0}, pods = {0};
 	int rc;
 	attrib_gpus(R, &nodes, &ids, &pods);
-	rc = gl_dcgmstore_jobs(R->c, R->cluster_id, R->at_s, nodes.v, nodes.n, ids.v, ids.n, pods.v, pods.n, &R->jobs,
+	rc = gl_dcgmstore_jobs(R->db, R->cluster_id, R->at_s, nodes.v, nodes.n, ids.v, ids.n, pods.v, pods.n, &R->jobs,
 			       err);
 	free(nodes.v);
 	free(ids.v);
@@ -579,39 +578,39 @@ static int write_round(struct round *R, struct gl_err *err)
 	/* the run's counters as committed: a failed round adds nothing */
 	int64_t ins0 = run->st.inserted, unc0 = run->st.unchanged, ign0 = run->st.ignored;
 	int rc;
-	if ((rc = gl_dcgmstore_begin(R->c, R->cluster_id, err)))
+	if ((rc = gl_dcgmstore_begin(R->db, R->cluster_id, err)))
 		return rc;
 	stage_inventory(R);
-	if ((rc = gl_dcgmstore_inventory(R->c, R->st, R->cluster_id, R->at_s, &R->res.nodes, &R->res.new_gpus, err)) ||
-	    (rc = gl_dcgmstore_states(R->c, R->cluster_id, &R->mp, err)))
+	if ((rc = gl_dcgmstore_inventory(R->db, R->st, R->cluster_id, R->at_s, &R->res.nodes, &R->res.new_gpus, err)) ||
+	    (rc = gl_dcgmstore_states(R->db, R->cluster_id, &R->mp, err)))
 		goto fail;
 	R->res.duplicates = (int64_t)b->n - (int64_t)R->mp.n;
 	if ((rc = attribute(R, err)))
 		goto fail;
 	for (size_t k = 0; k < R->mp.n; k++)
 		stage_sample(R, &R->mp.v[k]);
-	if ((rc = gl_dcgmstore_apply(R->c, R->st, R->cluster_id, R->at_s, R->bstart, R->o->bucket_s, R->res.applied,
+	if ((rc = gl_dcgmstore_apply(R->db, R->st, R->cluster_id, R->at_s, R->bstart, R->o->bucket_s, R->res.applied,
 				     err)) ||
 	    ((b->n || !b->failed) &&
-	     (rc = gl_dcgmstore_mark_absent(R->c, R->cluster_id, R->at_s, R->o->absent_grace_s, &R->res.marked_absent,
+	     (rc = gl_dcgmstore_mark_absent(R->db, R->cluster_id, R->at_s, R->o->absent_grace_s, &R->res.marked_absent,
 					    err))) ||
-	    (b->n && (rc = gl_dcgmstore_watermark(R->c, R->cluster_id, R->at_s, err))))
+	    (b->n && (rc = gl_dcgmstore_watermark(R->db, R->cluster_id, R->at_s, err))))
 		goto fail;
 	run->st.inserted += R->res.applied;
 	run->st.unchanged += R->res.stale;
 	run->st.ignored += b->ignored + R->res.duplicates;
 	if (b->no_host)
 		add_reason(run, R->o->input_name, 0, "GPUs without a Hostname label skipped (give the node name)");
-	if ((rc = gl_ingest_run_update(gl_db_store(R->c), R->run_id, &run->st,
-				       !R->last ? "running"
-				       : run->failed || run->bad_lines || run->no_host || b->no_host ? "partial"
-												   : "ok",
+	if ((rc = gl_ingest_run_update(R->db, R->run_id, &run->st,
+				       !R->last                                                              ? "running"
+					       : run->failed || run->bad_lines || run->no_host || b->no_host ? "partial"
+													     : "ok",
 				       NULL, err)) ||
-	    (rc = gl_txn_commit(R->c, err)))
+	    (rc = gl_txn_commit(R->db, err)))
 		goto fail;
 	return 0;
 fail:
-	gl_txn_rollback(R->c);
+	gl_txn_rollback(R->db);
 	run->st.inserted = ins0;
 	run->st.unchanged = unc0;
 	run->st.ignored = ign0;
@@ -649,11 +648,11 @@ static void add_result(struct gl_dcgm_ingest_result *t, const struct gl_dcgm_ing
 }
 
 /* One round of the run (its own transaction). */
-static int one_round(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *run, struct gl_dcgm_batch *b,
-		     int64_t at_s, int cluster_id, int64_t run_id, int last, int64_t *day_ready,
-		     struct gl_dcgm_ingest_result *total, struct gl_err *err)
+static int one_round(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *run,
+		     struct gl_dcgm_batch *b, int64_t at_s, int cluster_id, int64_t run_id, int last,
+		     int64_t *day_ready, struct gl_dcgm_ingest_result *total, struct gl_err *err)
 {
-	struct round R = {.c = c, .o = o, .b = b, .run = run, .last = last, .at_s = at_s, .cluster_id = cluster_id,
+	struct round R = {.db = db, .o = o, .b = b, .run = run, .last = last, .at_s = at_s, .cluster_id = cluster_id,
 			  .run_id = run_id};
 	int64_t day;
 	int rc = 0;
@@ -665,7 +664,7 @@ static int one_round(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_d
 	day = R.bstart - ((R.bstart % 86400) + 86400) % 86400;
 	/* partitions outside the batch transaction: their DDL locks gpu_usage
 	 * briefly instead of for the whole batch; tomorrow's is made ahead */
-	if (day != *day_ready && !(rc = gl_dcgmstore_prepare(c, R.bstart, err)))
+	if (day != *day_ready && !(rc = gl_dcgmstore_prepare(db, R.bstart, err)))
 		*day_ready = day;
 	if (!rc && !(rc = write_round(&R, err)))
 		add_result(total, &R.res);
@@ -673,7 +672,7 @@ static int one_round(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_d
 	return rc;
 }
 
-int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
+int gl_dcgm_ingest_rounds(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
 			  const int64_t *at_s, size_t n, struct gl_dcgm_ingest_result *res_out, struct gl_err *err)
 {
 	struct gl_dcgm_ingest_result res = {0};
@@ -690,12 +689,12 @@ int gl_dcgm_ingest_rounds(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct
 	res.failed_inputs = run->failed;
 	res.no_host = run->no_host;
 	run->st.inserted = run->st.updated = run->st.unchanged = 0;
-	if ((rc = gl_dcgmstore_cluster(c, o->cluster, pods, &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(gl_db_store(c), o->run_source ? o->run_source : "dcgm", cluster_id, o->input_name, &run_id,
+	if ((rc = gl_dcgmstore_cluster(db, o->cluster, pods, &cluster_id, err)) ||
+	    (rc = gl_ingest_run_begin(db, o->run_source ? o->run_source : "dcgm", cluster_id, o->input_name, &run_id,
 				      err)))
 		goto failed;
 	for (; k < n; k++)
-		if ((rc = one_round(c, o, run, b[k], at_s[k], cluster_id, run_id, k + 1 == n, &day_ready, &res, err)))
+		if ((rc = one_round(db, o, run, b[k], at_s[k], cluster_id, run_id, k + 1 == n, &day_ready, &res, err)))
 			goto failed;
 	goto out;
 failed:
@@ -707,11 +706,11 @@ failed:
 			 k ? "the rounds before the failed one were written; ingesting the same samples again applies "
 			     "only the rest"
 			   : "none of this round's samples were written: the next round scrapes the targets again");
-		if (gl_ingest_run_fail(gl_db_store(c), run_id, &run->st, err ? err->msg : "error", redo, &e2))
+		if (gl_ingest_run_fail(db, run_id, &run->st, err ? err->msg : "error", redo, &e2))
 			gl_log(GL_LOG_WARN, "dcgm: could not record the failed run: %s", e2.msg);
 	}
 out:
-	gl_ingest_run_audit(gl_db_store(c), run_id);
+	gl_ingest_run_audit(db, run_id);
 	if (rc)
 		gl_err_prefix(err, "dcgm %s: ", o->cluster);
 	if (!rc && res_out)
@@ -719,15 +718,15 @@ out:
 	return rc;
 }
 
-int gl_dcgm_ingest(PGconn *c, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
+int gl_dcgm_ingest(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res_out, struct gl_err *err)
 {
-	return gl_dcgm_ingest_rounds(c, o, &b, &at_s, 1, res_out, err);
+	return gl_dcgm_ingest_rounds(db, o, &b, &at_s, 1, res_out, err);
 }
 
-int gl_dcgm_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err)
+int gl_dcgm_claim_pending(struct gl_store *db, int cluster_id, int64_t *claimed, struct gl_err *err)
 {
-	if (gl_dcgmstore_claim_pending(c, cluster_id, claimed, err))
+	if (gl_dcgmstore_claim_pending(db, cluster_id, claimed, err))
 		return gl_err_prefix(err, "dcgm pending samples: ");
 	return 0;
 }

@@ -1,6 +1,5 @@
 /* The daemon's dcgm-exporter source (see include/gl/dcgm_scrape.h). */
 #include "gl/dcgm_scrape.h"
-#include "gl/daemon.h"
 #include "gl/dcgm.h"
 #include "gl/dcgm_attrib.h"
 #include "gl/dcgm_ingest.h"
@@ -373,7 +372,7 @@ static struct gl_log_limiter *limiter_for(const void *src)
 	return l;
 }
 
-int gl_dcgm_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
+int gl_dcgm_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err)
 {
 	const struct gl_dcgm_source_cfg *src = srcp;
@@ -422,7 +421,7 @@ int gl_dcgm_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp,
 		goto out;
 	}
 	/* the good ones go in even when others failed */
-	if ((rc = gl_dcgm_ingest(c, &o, rd.b, now_s, &res, err)))
+	if ((rc = gl_dcgm_ingest(db, &o, rd.b, now_s, &res, err)))
 		goto out;
 	if (!rd.good) {
 		rc = gl_err_set(err, GL_EIO, "dcgm %s: all %zu targets failed (%s)", src->cluster, nt, rd.first_error);

@@ -18,8 +18,6 @@
  * rows carry that run's at_s, the watermark did not move).
  */
 #include "gl/kube_ingest.h"
-#include "gl/db.h"
-#include "gl/daemon.h"
 #include "gl/dcgm_ingest.h"
 #include "gl/dbcancel.h"
 #include "gl/jobs.h"
@@ -546,11 +544,11 @@ static void record_problems(struct gl_kube_ingest_result *res, const struct gl_k
 
 /* Refuses a snapshot older than what is already booked: its pods would
  * reopen or roll back rows that newer snapshots closed or advanced. */
-static int check_watermark(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, int64_t *wm,
+static int check_watermark(struct gl_store *db, int cluster_id, const struct gl_kube_ingest_opts *o, int64_t *wm,
 			   struct gl_err *err)
 {
 	char a[32], w[32];
-	int rc = gl_ingest_watermark_get(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, wm, err);
+	int rc = gl_ingest_watermark_get(db, GL_KUBE_SOURCE, cluster_id, wm, err);
 	if (rc || *wm == GL_TIME_NONE || o->at_s >= *wm)
 		return rc;
 	gl_time_format(o->at_s, a, sizeof a);
@@ -565,7 +563,7 @@ static int check_watermark(PGconn *c, int cluster_id, const struct gl_kube_inges
  * here, not in SQL: an anti-join against a 50,000-element array parameter
  * is planned from guesses (a nested loop took a minute), while a hash set
  * is linear and the UPDATE then touches only the few vanished keys. */
-static int close_vanished(PGconn *c, int cluster_id, int64_t wm_prev, const struct keyset *listed, int64_t *n,
+static int close_vanished(struct gl_store *db, int cluster_id, int64_t wm_prev, const struct keyset *listed, int64_t *n,
 			  struct gl_err *err)
 {
 	struct gl_kubestore_key_list open = {0};
@@ -574,34 +572,34 @@ static int close_vanished(PGconn *c, int cluster_id, int64_t wm_prev, const stru
 	int rc;
 
 	*n = 0;
-	if ((rc = gl_kubestore_open_keys(c, cluster_id, &open, err)))
+	if ((rc = gl_kubestore_open_keys(db, cluster_id, &open, err)))
 		return rc;
 	gone = gl_xcalloc(open.n ? open.n : 1, sizeof *gone);
 	for (size_t i = 0; i < open.n; i++)
 		if (!keyset_has(listed, open.v[i]))
 			gone[ngone++] = open.v[i];
 	if (ngone)
-		rc = gl_kubestore_close_vanished(c, cluster_id, wm_prev, gone, ngone, n, err);
+		rc = gl_kubestore_close_vanished(db, cluster_id, wm_prev, gone, ngone, n, err);
 	free(gone);
 	gl_kubestore_key_list_fini(&open);
 	return rc;
 }
 
-static int begin_txn(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, struct gl_kube_ingest_result *res,
-		     struct gl_err *err)
+static int begin_txn(struct gl_store *db, int cluster_id, const struct gl_kube_ingest_opts *o,
+		     struct gl_kube_ingest_result *res, struct gl_err *err)
 {
 	int rc;
-	if ((rc = gl_txn_begin(c, err)))
+	if ((rc = gl_txn_begin(db, err)))
 		return rc;
 	/* under the lock: another ingester may have moved the watermark since */
-	if ((rc = gl_jobs_lock(c, cluster_id, err)) || (rc = check_watermark(c, cluster_id, o, &res->watermark_prev_s, err)))
-		gl_txn_rollback(c);
+	if ((rc = gl_jobs_lock(db, cluster_id, err)) || (rc = check_watermark(db, cluster_id, o, &res->watermark_prev_s, err)))
+		gl_txn_rollback(db);
 	return rc;
 }
 
-static int cluster_is_empty(PGconn *c, int cluster_id, int *empty, struct gl_err *err)
+static int cluster_is_empty(struct gl_store *db, int cluster_id, int *empty, struct gl_err *err)
 {
-	int any = 0, rc = gl_kubestore_has_jobs(c, cluster_id, &any, err);
+	int any = 0, rc = gl_kubestore_has_jobs(db, cluster_id, &any, err);
 	*empty = !any;
 	return rc;
 }
@@ -609,9 +607,9 @@ static int cluster_is_empty(PGconn *c, int cluster_id, int *empty, struct gl_err
 /* Pods [from, to) of one part into the batch (last_seen_at decided against
  * the stored rows, see the top comment). keys holds their "pod:<uid>" keys
  * at key_off[]. */
-static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, const struct gl_kube_result *kr,
-		      size_t from, size_t to, const char *keys, const size_t *key_off, int fresh,
-		      struct gl_jobs_batch *b, struct gl_kube_ingest_result *res, struct gl_err *err)
+static int add_pods(struct gl_store *db, int cluster_id, const struct gl_kube_ingest_opts *o,
+		    const struct gl_kube_result *kr, size_t from, size_t to, const char *keys, const size_t *key_off,
+		    int fresh, struct gl_jobs_batch *b, struct gl_kube_ingest_result *res, struct gl_err *err)
 {
 	struct gl_kubestore_pod_list stored = {0};
 	struct rowmap map = {0};
@@ -623,7 +621,7 @@ static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts 
 		const char **kv = gl_xcalloc(to - from + 1, sizeof *kv);
 		for (size_t i = from; i < to; i++)
 			kv[i - from] = keys + key_off[i];
-		rc = gl_kubestore_pods(c, cluster_id, kv, to - from, &stored, err);
+		rc = gl_kubestore_pods(db, cluster_id, kv, to - from, &stored, err);
 		free(kv);
 		if (rc)
 			return rc;
@@ -650,11 +648,11 @@ static int add_pods(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts 
 }
 
 /* The batch into jobs, inside the open transaction. */
-static int flush_batch(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_kube_ingest_result *res,
+static int flush_batch(struct gl_store *db, int cluster_id, struct gl_jobs_batch *b, struct gl_kube_ingest_result *res,
 		       struct gl_err *err)
 {
 	struct gl_merge_counts mc;
-	int rc = gl_jobs_merge(c, cluster_id, b, &mc, err);
+	int rc = gl_jobs_merge(db, cluster_id, b, &mc, err);
 	if (!rc) {
 		res->st.inserted += mc.inserted;
 		res->st.updated += mc.updated;
@@ -748,7 +746,7 @@ static int whole_snapshot(struct parser *ps, const struct gl_kube_ingest_opts *o
  * parsed before the first is written (whole_snapshot), so a bad document
  * writes nothing. *bad_doc = 1 (rc 0) when a part did not parse: everything
  * was rolled back and the whole document must decide. */
-static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_opts *o, struct parser *ps,
+static int ingest_parts(struct gl_store *db, int cluster_id, const struct gl_kube_ingest_opts *o, struct parser *ps,
 			struct gl_kube_ingest_result *res, int *bad_doc, struct gl_err *err)
 {
 	struct gl_strbuf keys = GL_STRBUF_INIT;
@@ -776,26 +774,26 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 		nkeys += pt->r.npods;
 		for (size_t from = 0; from < pt->r.npods;) {
 			size_t to = pt->r.npods - from > batch - in_txn_rows ? from + (batch - in_txn_rows) : pt->r.npods;
-			if (!in_txn && (rc = begin_txn(c, cluster_id, o, res, err)))
+			if (!in_txn && (rc = begin_txn(db, cluster_id, o, res, err)))
 				goto out;
 			if (!in_txn && first_txn) {
 				in_txn = 1;
 				first_txn = 0;
 				/* under the lock: a cluster with no jobs yet needs no
 				 * lookups in this transaction (gl_jobs_batch_set_fresh) */
-				if ((rc = cluster_is_empty(c, cluster_id, &fresh, err)))
+				if ((rc = cluster_is_empty(db, cluster_id, &fresh, err)))
 					goto fail;
 				gl_jobs_batch_set_fresh(b, fresh);
-				gl_jobs_batch_stream(b, c);
+				gl_jobs_batch_stream(b, db);
 			}
 			in_txn = 1;
-			if ((rc = add_pods(c, cluster_id, o, &pt->r, from, to, keys.p, key_off, fresh, b, res, err)))
+			if ((rc = add_pods(db, cluster_id, o, &pt->r, from, to, keys.p, key_off, fresh, b, res, err)))
 				goto fail;
 			in_txn_rows += to - from;
 			from = to;
 			/* a few slices per COPY: fewer round trips, still overlapped */
 			if ((gl_jobs_batch_rows(b) >= MERGE_ROWS || in_txn_rows >= batch) &&
-			    (rc = flush_batch(c, cluster_id, b, res, err)))
+			    (rc = flush_batch(db, cluster_id, b, res, err)))
 				goto fail;
 			if (in_txn_rows >= batch) {
 				if (parser_check_all(ps)) {
@@ -804,9 +802,9 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 				}
 				/* the samples that waited for these pods: jobs are
 				 * claimed by the transaction that writes them */
-				if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)) ||
-				    (rc = gl_ingest_run_update(gl_db_store(c), res->run_id, &res->st, "running", NULL, err)) ||
-				    (rc = gl_txn_commit(c, err)))
+				if ((rc = gl_dcgm_claim_pending(db, cluster_id, NULL, err)) ||
+				    (rc = gl_ingest_run_update(db, res->run_id, &res->st, "running", NULL, err)) ||
+				    (rc = gl_txn_commit(db, err)))
 					goto fail;
 				in_txn = 0;
 				fresh = 0;
@@ -821,29 +819,29 @@ static int ingest_parts(PGconn *c, int cluster_id, const struct gl_kube_ingest_o
 		nkeys += pt->nextra;
 		parser_release(pt);
 	}
-	if (!in_txn && (rc = begin_txn(c, cluster_id, o, res, err)))
+	if (!in_txn && (rc = begin_txn(db, cluster_id, o, res, err)))
 		goto out;
 	in_txn = 1;
-	if ((rc = flush_batch(c, cluster_id, b, res, err)))
+	if ((rc = flush_batch(db, cluster_id, b, res, err)))
 		goto fail;
 	keyset_build(&listed, &keys, nkeys);
-	if ((rc = close_vanished(c, cluster_id, res->watermark_prev_s, &listed, &vanished, err)))
+	if ((rc = close_vanished(db, cluster_id, res->watermark_prev_s, &listed, &vanished, err)))
 		goto fail;
 	res->st.updated += vanished;
-	if ((rc = gl_dcgm_claim_pending(c, cluster_id, NULL, err)))
+	if ((rc = gl_dcgm_claim_pending(db, cluster_id, NULL, err)))
 		goto fail;
 	if (res->watermark_prev_s != o->at_s &&
-	    (rc = gl_ingest_watermark_set(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
+	    (rc = gl_ingest_watermark_set(db, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
 		goto fail;
-	if ((rc = gl_ingest_run_update(gl_db_store(c), res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
-	    (rc = gl_txn_commit(c, err)))
+	if ((rc = gl_ingest_run_update(db, res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
+	    (rc = gl_txn_commit(db, err)))
 		goto fail;
 	res->vanished = vanished;
 	goto out;
 fail:
 	gl_jobs_batch_set_fresh(b, 0); /* ends an open COPY before the ROLLBACK */
 	if (in_txn)
-		gl_txn_rollback(c);
+		gl_txn_rollback(db);
 	res->st.inserted = ins0;
 	res->st.updated = upd0;
 	res->st.unchanged = unc0;
@@ -861,14 +859,14 @@ out:
 	"the pods not committed, the vanished ones and the watermark come with the next run's snapshot (merged by " \
 	"pod uid: none twice)"
 
-static void record_failed(PGconn *c, struct gl_kube_ingest_result *res, const struct gl_err *why)
+static void record_failed(struct gl_store *db, struct gl_kube_ingest_result *res, const struct gl_err *why)
 {
 	struct gl_err e2 = {0};
-	if (res->run_id && gl_ingest_run_fail(gl_db_store(c), res->run_id, &res->st, why->msg, KUBE_REDO, &e2))
+	if (res->run_id && gl_ingest_run_fail(db, res->run_id, &res->st, why->msg, KUBE_REDO, &e2))
 		gl_log(GL_LOG_WARN, "kube: could not record the failed run: %s", e2.msg);
 }
 
-int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc, size_t len,
+int gl_kube_ingest_doc(struct gl_store *db, const struct gl_kube_ingest_opts *o, char *doc, size_t len,
 		       struct gl_kube_ingest_result *res, struct gl_err *err)
 {
 	struct gl_kube_opts ko = {0};
@@ -884,12 +882,12 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 		rc = gl_err_set(err, GL_EINVAL, "%s: the time the snapshot was taken is required", o->input_name);
 		goto out;
 	}
-	if ((rc = gl_cluster_ensure(c, o->cluster, "kubernetes", &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
+	if ((rc = gl_cluster_ensure(db, o->cluster, "kubernetes", &cluster_id, err)) ||
+	    (rc = gl_ingest_run_begin(db, GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
 		goto out;
 	/* early, before parsing a large document for nothing; checked again
 	 * under the lock in every transaction */
-	if ((rc = check_watermark(c, cluster_id, o, &wm, err)))
+	if ((rc = check_watermark(db, cluster_id, o, &wm, err)))
 		goto failed;
 	res->watermark_prev_s = wm;
 	ko.team_label = o->team_label;
@@ -897,7 +895,7 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 	ko.cost_center_label = o->cost_center_label;
 	ko.max_doc_bytes = o->max_doc_bytes;
 	/* replicas and GPU memory per node (kube-nodes) say what a share is */
-	if ((rc = gl_kubestore_node_gpus(c, cluster_id, o->at_s, &nodes, err)))
+	if ((rc = gl_kubestore_node_gpus(db, cluster_id, o->at_s, &nodes, err)))
 		goto failed;
 	ko.nodes = nodes.v;
 	ko.nnodes = nodes.n;
@@ -907,7 +905,7 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 		parser_start(&ps, doc ? doc : "", len, &ko, whole);
 		gl_log(GL_LOG_DEBUG, "%s: %zu bytes in %zu part(s)%s", o->input_name, len, ps.nslices,
 		       ps.threaded ? ", parsed by a worker thread" : "");
-		if ((rc = ingest_parts(c, cluster_id, o, &ps, res, &bad_doc, err)))
+		if ((rc = ingest_parts(db, cluster_id, o, &ps, res, &bad_doc, err)))
 			goto failed;
 		if (!bad_doc)
 			break;
@@ -929,16 +927,16 @@ int gl_kube_ingest_doc(PGconn *c, const struct gl_kube_ingest_opts *o, char *doc
 	}
 	goto out;
 failed:
-	record_failed(c, res, err);
+	record_failed(db, res, err);
 out:
-	gl_ingest_run_audit(gl_db_store(c), res->run_id);
+	gl_ingest_run_audit(db, res->run_id);
 	parser_fini(&ps);
 	gl_kubestore_node_list_fini(&nodes);
 	free(doc);
 	return rc;
 }
 
-int gl_kube_ingest_file(PGconn *c, const struct gl_kube_ingest_opts *o, const char *path,
+int gl_kube_ingest_file(struct gl_store *db, const struct gl_kube_ingest_opts *o, const char *path,
 			struct gl_kube_ingest_result *res, struct gl_err *err)
 {
 	size_t cap = o->max_doc_bytes ? o->max_doc_bytes : GL_KUBE_MAX_DOC_BYTES_DEFAULT, got = 0;
@@ -972,10 +970,10 @@ int gl_kube_ingest_file(PGconn *c, const struct gl_kube_ingest_opts *o, const ch
 	fclose(f);
 	buf[got] = '\0';
 	gl_ingest_stats_fini(&res->st);
-	return gl_kube_ingest_doc(c, o, buf, got, res, err);
+	return gl_kube_ingest_doc(db, o, buf, got, res, err);
 }
 
-int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *input_name, const char *why,
+int gl_kube_ingest_record_failure(struct gl_store *db, const char *cluster, const char *input_name, const char *why,
 				  struct gl_err *err)
 {
 	struct gl_ingest_stats st;
@@ -986,10 +984,11 @@ int gl_kube_ingest_record_failure(PGconn *c, const char *cluster, const char *in
 	/* a command the stop killed: its record is not cancelled in turn */
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 		gl_dbcancel_defer();
-	if (!(rc = gl_cluster_ensure(c, cluster, "kubernetes", &cluster_id, err)) &&
-	    !(rc = gl_ingest_run_begin(gl_db_store(c), GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
-		rc = gl_ingest_run_fail(gl_db_store(c), run_id, &st, why, "nothing was read: the next run lists the pods again", err);
-		gl_ingest_run_audit(gl_db_store(c), run_id);
+	if (!(rc = gl_cluster_ensure(db, cluster, "kubernetes", &cluster_id, err)) &&
+	    !(rc = gl_ingest_run_begin(db, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
+		rc = gl_ingest_run_fail(db, run_id, &st, why, "nothing was read: the next run lists the pods again",
+					err);
+		gl_ingest_run_audit(db, run_id);
 	}
 	gl_ingest_stats_fini(&st);
 	return rc;
@@ -1059,7 +1058,7 @@ out:
 	return rc;
 }
 
-int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *srcv, int64_t now_s, char *summary,
+int gl_kube_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcv, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err)
 {
 	const struct gl_kube_source_cfg *src = srcv;
@@ -1088,7 +1087,7 @@ int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *srcv,
 			goto failed;
 		}
 		o.at_s = (int64_t)sb.st_mtime < now_s ? (int64_t)sb.st_mtime : now_s;
-		rc = gl_kube_ingest_file(c, &o, src->file, &res, err);
+		rc = gl_kube_ingest_file(db, &o, src->file, &res, err);
 		if (rc && !res.run_id)
 			goto failed; /* not read at all: record it below */
 	} else {
@@ -1099,7 +1098,7 @@ int gl_kube_source_run(PGconn *c, const struct gl_config *cfg, const void *srcv,
 		if ((rc = run_command(src, o.input_name, GL_KUBE_MAX_DOC_BYTES_DEFAULT, &out, err)))
 			goto failed;
 		len = out.len;
-		rc = gl_kube_ingest_doc(c, &o, gl_strbuf_steal(&out), len, &res, err);
+		rc = gl_kube_ingest_doc(db, &o, gl_strbuf_steal(&out), len, &res, err);
 	}
 	if (!rc)
 		snprintf(summary, n,
@@ -1113,7 +1112,7 @@ failed:
 	/* no document: nothing is closed, the last known state stays in force */
 	{
 		struct gl_err e2 = {0};
-		if (gl_kube_ingest_record_failure(c, src->cluster, o.input_name, err->msg, &e2))
+		if (gl_kube_ingest_record_failure(db, src->cluster, o.input_name, err->msg, &e2))
 			gl_log(GL_LOG_WARN, "kube %s: could not record the failed run: %s", src->cluster, e2.msg);
 	}
 out:

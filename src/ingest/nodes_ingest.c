@@ -7,7 +7,6 @@
  * that need the whole snapshot (which cluster registration covers a node,
  * how a reservation's GPUs spread over its nodes) are made here in C. */
 #include "gl/hostlist.h"
-#include "gl/db.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
 #include "gl/log.h"
@@ -447,25 +446,25 @@ static void stage_snapshot(const struct gl_node_snapshot *s, int64_t at_s, struc
 /* The snapshot's transaction, under the per-cluster ingest lock: refused
  * when older than the last one applied, else merged, with the snapshot's
  * row and the run's counters; rolled back whole on any failure. */
-static int apply(PGconn *c, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s, int cluster_id,
-		 const struct staged *x, int64_t run_id, struct gl_ingest_stats *st, struct gl_nodes_ingest_counts *out,
-		 struct gl_err *err)
+static int apply(struct gl_store *db, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
+		 int cluster_id, const struct staged *x, int64_t run_id, struct gl_ingest_stats *st,
+		 struct gl_nodes_ingest_counts *out, struct gl_err *err)
 {
 	struct gl_nodestore_counts m = {0};
 	int64_t last;
 	int rc;
-	if ((rc = gl_txn_begin(c, err)))
+	if ((rc = gl_txn_begin(db, err)))
 		return rc;
-	if ((rc = gl_jobs_lock(c, cluster_id, err)) || (rc = gl_nodestore_last_snapshot(c, cluster_id, o->source, &last, err)))
+	if ((rc = gl_jobs_lock(db, cluster_id, err)) || (rc = gl_nodestore_last_snapshot(db, cluster_id, o->source, &last, err)))
 		goto fail;
 	if (last != GL_TIME_NONE && last > o->at_s) {
 		rc = gl_err_set(err, GL_EINVAL, "%s: snapshot taken at %lld is older than the last one applied (%lld)",
 				o->input_name, (long long)o->at_s, (long long)last);
 		goto fail;
 	}
-	if ((rc = gl_nodestore_merge(c, &x->st, cluster_id, o->source, o->at_s, last, &m, err)) ||
-	    (o->events_complete && (rc = gl_nodestore_coverage(c, cluster_id, o->at_s, err))) ||
-	    (rc = gl_nodestore_snapshot(c, cluster_id, o->source, o->at_s, out->gpu_nodes, out->gpus,
+	if ((rc = gl_nodestore_merge(db, &x->st, cluster_id, o->source, o->at_s, last, &m, err)) ||
+	    (o->events_complete && (rc = gl_nodestore_coverage(db, cluster_id, o->at_s, err))) ||
+	    (rc = gl_nodestore_snapshot(db, cluster_id, o->source, o->at_s, out->gpu_nodes, out->gpus,
 					(int64_t)(s->nproblems + s->problems_dropped), err)))
 		goto fail;
 	out->gpu_spans_opened = m.gpu_spans_opened;
@@ -476,16 +475,16 @@ static int apply(PGconn *c, const struct gl_nodes_ingest_opts *o, const struct g
 	out->reservations = m.reservations;
 	st->inserted = out->gpu_spans_opened + out->state_spans_opened;
 	st->updated = out->gpu_spans_closed + out->state_spans_closed + out->events + out->reservations;
-	if ((rc = gl_ingest_run_update(gl_db_store(c), run_id, st, s->skipped ? "partial" : "ok", NULL, err)) ||
-	    (rc = gl_txn_commit(c, err)))
+	if ((rc = gl_ingest_run_update(db, run_id, st, s->skipped ? "partial" : "ok", NULL, err)) ||
+	    (rc = gl_txn_commit(db, err)))
 		goto fail;
 	return 0;
 fail:
-	gl_txn_rollback(c);
+	gl_txn_rollback(db);
 	return rc;
 }
 
-int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
+int gl_nodes_ingest(struct gl_store *db, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
 		    struct gl_nodes_ingest_counts *out, struct gl_err *err)
 {
 	struct staged x = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT, NULL, {0}};
@@ -495,8 +494,8 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 
 	memset(out, 0, sizeof *out);
 	gl_ingest_stats_init(&st, 20);
-	if ((rc = gl_cluster_ensure(c, o->cluster, o->kind, &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(gl_db_store(c), o->run_source, cluster_id, o->input_name, &run_id, err)))
+	if ((rc = gl_cluster_ensure(db, o->cluster, o->kind, &cluster_id, err)) ||
+	    (rc = gl_ingest_run_begin(db, o->run_source, cluster_id, o->input_name, &run_id, err)))
 		goto out;
 	if (s->nnodes == 0) {
 		/* a scheduler that answers with nothing must not zero the fleet */
@@ -508,17 +507,17 @@ int gl_nodes_ingest(PGconn *c, const struct gl_nodes_ingest_opts *o, const struc
 	for (size_t i = 0; i < s->nproblems; i++)
 		gl_ingest_stats_skip(&st, o->input_name, 0, s->problems[i]);
 	st.skipped = (int64_t)s->skipped; /* problems include warnings; skipped counts records */
-	rc = apply(c, o, s, cluster_id, &x, run_id, &st, out, err);
+	rc = apply(db, o, s, cluster_id, &x, run_id, &st, out, err);
 out:
 	if (rc && run_id) {
 		struct gl_err e2 = {0};
 		/* one transaction per snapshot: none of it was written */
 		st.inserted = st.updated = st.unchanged = 0;
-		if (gl_ingest_run_fail(gl_db_store(c), run_id, &st, err->msg,
+		if (gl_ingest_run_fail(db, run_id, &st, err->msg,
 				       "none of this snapshot was written: the next run reads the nodes again", &e2))
 			gl_log(GL_LOG_WARN, "%s: could not record the failed run: %s", o->run_source, e2.msg);
 	}
-	gl_ingest_run_audit(gl_db_store(c), run_id);
+	gl_ingest_run_audit(db, run_id);
 	gl_ingest_stats_fini(&st);
 	staged_fini(&x);
 	return rc;

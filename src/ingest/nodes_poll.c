@@ -4,8 +4,7 @@
  * scheduler (gl_daemon_tick) reports it through gl_health_report, and it is
  * a failed ingest_runs row. */
 #include "gl/config.h"
-#include "gl/db.h"
-#include "gl/daemon.h"
+#include "gl/nodes_poll.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
 #include "gl/log.h"
@@ -92,7 +91,7 @@ static void fmt_slurm_time(int64_t t, char *buf, size_t n)
  * ingest_runs, as docs/capacity.md and the kube pod source have it: it was
  * only on /metrics, so /v1/ingest/runs and the report's partial-data notes
  * never showed the outage. Nothing else is written. */
-static void record_failure(PGconn *c, const char *cluster, const char *kind, const char *run_source,
+static void record_failure(struct gl_store *db, const char *cluster, const char *kind, const char *run_source,
 			   const char *input, const struct gl_err *why)
 {
 	struct gl_ingest_stats st;
@@ -101,12 +100,12 @@ static void record_failure(PGconn *c, const char *cluster, const char *kind, con
 	int cluster_id;
 
 	gl_ingest_stats_init(&st, 0);
-	if (gl_cluster_ensure(c, cluster, kind, &cluster_id, &e2) ||
-	    gl_ingest_run_begin(gl_db_store(c), run_source, cluster_id, input, &run_id, &e2) ||
-	    gl_ingest_run_update(gl_db_store(c), run_id, &st, "failed", why->msg, &e2))
+	if (gl_cluster_ensure(db, cluster, kind, &cluster_id, &e2) ||
+	    gl_ingest_run_begin(db, run_source, cluster_id, input, &run_id, &e2) ||
+	    gl_ingest_run_update(db, run_id, &st, "failed", why->msg, &e2))
 		gl_log(GL_LOG_WARN, "%s %s: could not record the failed run: %s", run_source, cluster, e2.msg);
 	else
-		gl_ingest_run_audit(gl_db_store(c), run_id);
+		gl_ingest_run_audit(db, run_id);
 	gl_ingest_stats_fini(&st);
 }
 
@@ -120,8 +119,8 @@ static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_coun
 		 (long long)k->events, (long long)k->reservations, s->nproblems + s->problems_dropped);
 }
 
-int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *vsrc, int64_t now_s, char *summary,
-			      size_t summary_len, struct gl_err *err)
+int gl_slurm_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
+			      char *summary, size_t summary_len, struct gl_err *err)
 {
 	const struct gl_slurm_nodes_source_cfg *src = vsrc;
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
@@ -169,18 +168,18 @@ int gl_slurm_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void
 	o.at_s = now_s;
 	o.events_complete = src->sacctmgr[0] != '\0';
 	read = 1; /* from here gl_nodes_ingest records its own run */
-	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
+	if ((rc = gl_nodes_ingest(db, &o, &s, &k, err)))
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
 	if (rc && !read && !gl_proc_stopping()) /* a stop is no outage */
-		record_failure(c, src->cluster, "slurm", "slurm-nodes", input, err);
+		record_failure(db, src->cluster, "slurm", "slurm-nodes", input, err);
 	gl_node_snapshot_fini(&s);
 	return rc;
 }
 
-int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void *vsrc, int64_t now_s, char *summary,
-			     size_t summary_len, struct gl_err *err)
+int gl_kube_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
+			     char *summary, size_t summary_len, struct gl_err *err)
 {
 	const struct gl_kube_nodes_source_cfg *src = vsrc;
 	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
@@ -229,12 +228,12 @@ int gl_kube_nodes_source_run(PGconn *c, const struct gl_config *cfg, const void 
 	o.input_name = gl_strbuf_cstr(&shown);
 	o.at_s = at;
 	read = 1;
-	if ((rc = gl_nodes_ingest(c, &o, &s, &k, err)))
+	if ((rc = gl_nodes_ingest(db, &o, &s, &k, err)))
 		goto out;
 	summarize(summary, summary_len, &k, &s);
 out:
 	if (rc && !read && !gl_proc_stopping())
-		record_failure(c, src->cluster, "kubernetes", "kube-nodes", src->command[0] ? src->command : src->file,
+		record_failure(db, src->cluster, "kubernetes", "kube-nodes", src->command[0] ? src->command : src->file,
 			       err);
 	gl_strbuf_fini(&out);
 	gl_strbuf_fini(&shown);

@@ -1,6 +1,5 @@
 /* nvidia-smi captures into the books (see include/gl/nvsmi_ingest.h). */
 #include "gl/nvsmi_ingest.h"
-#include "gl/db.h"
 #include "gl/dbcancel.h"
 #include "gl/dcgm.h"
 #include "gl/dcgmstore.h"
@@ -281,8 +280,9 @@ static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsm
 	return 0;
 }
 
-int gl_nvsmi_ingest_nodes(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
-			  size_t n, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
+int gl_nvsmi_ingest_nodes(struct gl_store *db, const struct gl_nvsmi_ingest_opts *o,
+			  const struct gl_nvsmi_node_input *in, size_t n, struct gl_nvsmi_ingest_result *res,
+			  struct gl_err *err)
 {
 	struct node *nd = gl_xcalloc(n ? n : 1, sizeof *nd);
 	struct gl_dcgm_batch **b = gl_xmalloc(sizeof *b);
@@ -317,7 +317,7 @@ int gl_nvsmi_ingest_nodes(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const
 		goto out;
 	}
 	if ((rc = make_rounds(o, nd, ok, &b, &t, &nr, res, err)) ||
-	    (rc = gl_dcgm_ingest_rounds(c, &o->dcgm, b, t, nr, &res->dcgm, err)))
+	    (rc = gl_dcgm_ingest_rounds(db, &o->dcgm, b, t, nr, &res->dcgm, err)))
 		goto out;
 out:
 	for (size_t k = 0; k < (nr ? nr : 1); k++)
@@ -330,7 +330,7 @@ out:
 	return rc;
 }
 
-int gl_nvsmi_ingest(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const char *capture, size_t len,
+int gl_nvsmi_ingest(struct gl_store *db, const struct gl_nvsmi_ingest_opts *o, const char *capture, size_t len,
 		    const struct gl_nvsmi_ingest_input *apps, const struct gl_nvsmi_ingest_input *pids,
 		    struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
@@ -339,7 +339,7 @@ int gl_nvsmi_ingest(PGconn *c, const struct gl_nvsmi_ingest_opts *o, const char 
 		in.apps = *apps;
 	if (pids)
 		in.pids = *pids;
-	return gl_nvsmi_ingest_nodes(c, o, &in, 1, res, err);
+	return gl_nvsmi_ingest_nodes(db, o, &in, 1, res, err);
 }
 
 /* ---- the daemon source ---------------------------------------------- */
@@ -389,7 +389,7 @@ static int read_input(const char *command, const char *file, int64_t timeout_s, 
 
 /* A capture the source could not read is a failed run in /v1/ingest/runs,
  * as an ingest that failed is: nothing else would show it but the log. */
-static void record_unread(PGconn *c, const char *cluster, const char *input, const char *why)
+static void record_unread(struct gl_store *db, const char *cluster, const char *input, const char *why)
 {
 	struct gl_ingest_stats st;
 	struct gl_err e2 = {0};
@@ -400,12 +400,12 @@ static void record_unread(PGconn *c, const char *cluster, const char *input, con
 	/* a command the stop killed: its record is not cancelled in turn */
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 		gl_dbcancel_defer();
-	if (gl_dcgmstore_cluster(c, cluster, 0, &cluster_id, &e2) ||
-	    gl_ingest_run_begin(gl_db_store(c), "nvidia-smi", cluster_id, input, &run_id, &e2) ||
-	    gl_ingest_run_fail(gl_db_store(c), run_id, &st, why, "nothing was read: the next run reads the capture again", &e2))
+	if (gl_dcgmstore_cluster(db, cluster, 0, &cluster_id, &e2) ||
+	    gl_ingest_run_begin(db, "nvidia-smi", cluster_id, input, &run_id, &e2) ||
+	    gl_ingest_run_fail(db, run_id, &st, why, "nothing was read: the next run reads the capture again", &e2))
 		gl_log(GL_LOG_WARN, "nvidia-smi: could not record the failed run: %s", e2.msg);
 	if (run_id)
-		gl_ingest_run_audit(gl_db_store(c), run_id);
+		gl_ingest_run_audit(db, run_id);
 	gl_ingest_stats_fini(&st);
 }
 
@@ -507,7 +507,7 @@ static size_t read_nodes(const struct gl_nvsmi_source_cfg *src, struct hosts *h,
 	return ok;
 }
 
-int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
+int gl_nvsmi_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
 	const struct gl_nvsmi_source_cfg *src = srcp;
@@ -533,13 +533,13 @@ int gl_nvsmi_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp
 		/* nothing to ingest: the run says why (the first node's reason) */
 		rc = gl_err_set(err, GL_EIO, "nvidia-smi %s/%s: %s%s", src->cluster, src->node, h.n ? h.v[0].why : "no node",
 				h.n > 1 ? " (and every other node failed too)" : "");
-		record_unread(c, src->cluster, h.n == 1 ? h.v[0].shown : src->node, err->msg);
+		record_unread(db, src->cluster, h.n == 1 ? h.v[0].shown : src->node, err->msg);
 		goto reported;
 	}
 	snprintf(name, sizeof name, "%s", h.n == 1 ? h.v[0].shown : src->node);
 	o.dcgm.input_name = name;
 	o.node = h.v[0].node;
-	if ((rc = gl_nvsmi_ingest_nodes(c, &o, in, h.n, &res, err)))
+	if ((rc = gl_nvsmi_ingest_nodes(db, &o, in, h.n, &res, err)))
 		goto failed;
 	gl_health_report("nvidia-smi", src->cluster, src->node, 1, now_s, NULL, 0);
 	snprintf(summary, n,

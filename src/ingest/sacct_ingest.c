@@ -1,6 +1,5 @@
 /* sacct ingestion driver (see include/gl/sacct_ingest.h). */
 #include "gl/sacct_ingest.h"
-#include "gl/db.h"
 #include "gl/jsonw.h"
 #include "gl/dbcancel.h"
 #include "gl/dcgm_ingest.h"
@@ -18,7 +17,7 @@
 #include <strings.h>
 
 struct gl_sacct_ingest {
-	PGconn *c;
+	struct gl_store *db;
 	struct gl_sacct_ingest_opts o;
 	struct gl_sacct_layout lay;
 	int have_layout;
@@ -50,13 +49,13 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 				  "%s: not sacct output (none of the first %lld lines parsed; check --delimiter and --fields)",
 				  in->o.input_name, (long long)in->st.lines_read);
 	}
-	if ((rc = gl_txn_begin(in->c, err)))
+	if ((rc = gl_txn_begin(in->db, err)))
 		return rc;
-	if ((rc = gl_jobs_lock(in->c, in->cluster_id, err)) ||
-	    (rc = gl_jobs_merge(in->c, in->cluster_id, in->batch, &mc, err)))
+	if ((rc = gl_jobs_lock(in->db, in->cluster_id, err)) ||
+	    (rc = gl_jobs_merge(in->db, in->cluster_id, in->batch, &mc, err)))
 		goto fail;
 	merged = 1; /* the batch is emptied into the transaction */
-	if ((rc = gl_dcgm_claim_pending(in->c, in->cluster_id, NULL, err)))
+	if ((rc = gl_dcgm_claim_pending(in->db, in->cluster_id, NULL, err)))
 		goto fail;
 	/* counted now: the run's row commits with the batch */
 	in->st.inserted += mc.inserted;
@@ -70,22 +69,22 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	else
 		status = in->st.skipped ? "partial" : "ok";
 	if (final && source_ok && in->o.watermark_s != GL_TIME_NONE &&
-	    (rc = gl_ingest_watermark_set(gl_db_store(in->c), in->o.source, in->cluster_id, in->o.watermark_s, err)))
+	    (rc = gl_ingest_watermark_set(in->db, in->o.source, in->cluster_id, in->o.watermark_s, err)))
 		goto fail;
 	/* an output without a job says nothing of the cluster (a file read
 	 * before its cluster ran anything): it does not make the cluster's data
 	 * reach its capture time */
 	if (final && source_ok && in->o.seen_s > 0 && in->st.inserted + in->st.updated + in->st.unchanged > 0 &&
-	    (rc = gl_ingest_observed_set(gl_db_store(in->c), in->o.source, in->cluster_id, in->o.seen_s, err)))
+	    (rc = gl_ingest_observed_set(in->db, in->o.source, in->cluster_id, in->o.seen_s, err)))
 		goto fail;
-	if ((rc = gl_ingest_run_update(gl_db_store(in->c), in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
+	if ((rc = gl_ingest_run_update(in->db, in->run_id, &in->st, status, source_ok ? NULL : source_error, err)))
 		goto fail;
-	if ((rc = gl_txn_commit(in->c, err)))
+	if ((rc = gl_txn_commit(in->db, err)))
 		goto fail;
 	in->committed_any = 1;
 	return 0;
 fail:
-	gl_txn_rollback(in->c);
+	gl_txn_rollback(in->db);
 	if (counted) {
 		/* rolled back: a failed run counts only what it committed */
 		in->st.inserted -= mc.inserted;
@@ -304,14 +303,14 @@ static int do_line(struct gl_sacct_ingest *in, const char *line, size_t len, str
 	return 0;
 }
 
-int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, struct gl_sacct_ingest **out,
+int gl_sacct_ingest_begin(struct gl_store *db, const struct gl_sacct_ingest_opts *opts, struct gl_sacct_ingest **out,
 			  struct gl_err *err)
 {
 	struct gl_sacct_ingest *in = gl_xcalloc(1, sizeof *in);
 	int rc;
 
 	*out = NULL;
-	in->c = c;
+	in->db = db;
 	in->o = *opts;
 	if (!in->o.source)
 		in->o.source = "sacct";
@@ -325,10 +324,10 @@ int gl_sacct_ingest_begin(PGconn *c, const struct gl_sacct_ingest_opts *opts, st
 	if ((rc = gl_sacct_layout_init(&in->lay, opts->fields, opts->delimiter, err)))
 		goto out;
 	in->have_layout = 1;
-	if ((rc = gl_cluster_ensure(c, opts->cluster, "slurm", &in->cluster_id, err)))
+	if ((rc = gl_cluster_ensure(db, opts->cluster, "slurm", &in->cluster_id, err)))
 		goto out;
 	in->batch = gl_jobs_batch_new(in->cluster_id);
-	if ((rc = gl_ingest_run_begin(gl_db_store(c), in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))
+	if ((rc = gl_ingest_run_begin(db, in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))
 		goto out;
 out:
 	if (rc) {
@@ -383,10 +382,10 @@ out:
 	if (rc) {
 		/* record why, outside any transaction */
 		struct gl_err e2 = {0};
-		if (gl_ingest_run_update(gl_db_store(in->c), in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
+		if (gl_ingest_run_update(in->db, in->run_id, &in->st, "failed", err ? err->msg : "error", &e2))
 			gl_log(GL_LOG_WARN, "ingest: could not record the failed run: %s", e2.msg);
 	}
-	gl_ingest_run_audit(gl_db_store(in->c), in->run_id);
+	gl_ingest_run_audit(in->db, in->run_id);
 	if (stats) {
 		*stats = in->st;
 		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */
@@ -403,8 +402,8 @@ int gl_sacct_ingest_abandon(struct gl_sacct_ingest *in, const char *why, struct 
 		 gl_jobs_batch_rows(in->batch) + in->rolled_back);
 	/* the stop's cancel must not take the record of the run with it */
 	gl_dbcancel_defer();
-	rc = gl_ingest_run_update(gl_db_store(in->c), in->run_id, &in->st, "failed", msg, err);
-	gl_ingest_run_audit(gl_db_store(in->c), in->run_id);
+	rc = gl_ingest_run_update(in->db, in->run_id, &in->st, "failed", msg, err);
+	gl_ingest_run_audit(in->db, in->run_id);
 	if (stats) {
 		*stats = in->st;
 		gl_strbuf_init(&in->st.reasons); /* ownership of the reasons moved to *stats */
@@ -427,7 +426,7 @@ void gl_sacct_ingest_free(struct gl_sacct_ingest *in)
 	free(in);
 }
 
-int gl_sacct_ingest_file(PGconn *c, const struct gl_sacct_ingest_opts *opts, const char *path,
+int gl_sacct_ingest_file(struct gl_store *db, const struct gl_sacct_ingest_opts *opts, const char *path,
 			 struct gl_ingest_stats *stats, struct gl_err *err)
 {
 	struct gl_sacct_ingest *in = NULL;
@@ -440,7 +439,7 @@ int gl_sacct_ingest_file(PGconn *c, const struct gl_sacct_ingest_opts *opts, con
 		rc = gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	if ((rc = gl_sacct_ingest_begin(c, opts, &in, err)))
+	if ((rc = gl_sacct_ingest_begin(db, opts, &in, err)))
 		goto out;
 	buf = gl_xmalloc(1 << 20);
 	for (;;) {

@@ -1,7 +1,5 @@
 /* Periodic sacct runs (see include/gl/sacct_poll.h). */
 #include "gl/sacct_poll.h"
-#include "gl/db.h"
-#include "gl/daemon.h"
 #include "gl/ingest.h"
 #include "gl/jobs.h"
 #include "gl/log.h"
@@ -41,8 +39,8 @@ static void fmt_sacct_time(int64_t t, char *buf, size_t n)
 	snprintf(buf, n, "%s", tmp);
 }
 
-static int run_chunk(PGconn *c, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src, int64_t from,
-		     int64_t to, int final_wm, struct gl_sacct_poll_result *res, struct gl_err *err)
+static int run_chunk(struct gl_store *db, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src,
+		     int64_t from, int64_t to, int final_wm, struct gl_sacct_poll_result *res, struct gl_err *err)
 {
 	char s_from[32], s_to[32];
 	const char *argv[64];
@@ -100,7 +98,7 @@ static int run_chunk(PGconn *c, const struct gl_config *cfg, const struct gl_sac
 	o.batch_rows = cfg->ingest_batch_rows;
 	o.max_skip_reasons = cfg->ingest_max_skip_reasons;
 	o.watermark_s = final_wm ? to : GL_TIME_NONE;
-	if ((rc = gl_sacct_ingest_begin(c, &o, &f.in, err)))
+	if ((rc = gl_sacct_ingest_begin(db, &o, &f.in, err)))
 		goto out;
 	po.env = env;
 	po.timeout_s = (int)src->timeout_s;
@@ -149,16 +147,16 @@ out:
 	return rc;
 }
 
-int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src, int64_t now_s,
-		      struct gl_sacct_poll_result *res, struct gl_err *err)
+int gl_sacct_poll_run(struct gl_store *db, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src,
+		      int64_t now_s, struct gl_sacct_poll_result *res, struct gl_err *err)
 {
 	int cluster_id, rc;
 	int64_t wm, from;
 
 	memset(res, 0, sizeof *res);
-	if ((rc = gl_cluster_ensure(c, src->cluster, "slurm", &cluster_id, err)))
+	if ((rc = gl_cluster_ensure(db, src->cluster, "slurm", &cluster_id, err)))
 		return rc;
-	if ((rc = gl_ingest_watermark_get(gl_db_store(c), "sacct", cluster_id, &wm, err)))
+	if ((rc = gl_ingest_watermark_get(db, "sacct", cluster_id, &wm, err)))
 		return rc;
 	from = wm == GL_TIME_NONE ? now_s - src->lookback_s : wm - src->overlap_s;
 	res->watermark_s = wm;
@@ -171,7 +169,7 @@ int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sa
 		if (gl_proc_stopping())
 			return gl_err_set(err, GL_EIO, "sacct: stopped before %lld (the daemon is stopping)",
 					  (long long)from);
-		if ((rc = run_chunk(c, cfg, src, from, to, 1, res, err)))
+		if ((rc = run_chunk(db, cfg, src, from, to, 1, res, err)))
 			return rc;
 		res->watermark_s = to;
 		from = to;
@@ -179,11 +177,11 @@ int gl_sacct_poll_run(PGconn *c, const struct gl_config *cfg, const struct gl_sa
 	return 0;
 }
 
-int gl_sacct_source_run(PGconn *c, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_sacct_source_run(struct gl_store *db, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
 	struct gl_sacct_poll_result res;
-	int rc = gl_sacct_poll_run(c, cfg, src, now_s, &res, err);
+	int rc = gl_sacct_poll_run(db, cfg, src, now_s, &res, err);
 	if (!rc)
 		snprintf(summary, n, "%d chunks, %lld lines, %lld inserted, %lld updated, %lld unchanged, %lld skipped",
 			 res.chunks, (long long)res.lines, (long long)res.inserted, (long long)res.updated,

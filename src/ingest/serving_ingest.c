@@ -1,10 +1,10 @@
 /* Serving ingest (see include/gl/serving_ingest.h, docs/serving.md). */
 #include "gl/serving_ingest.h"
-#include "gl/db.h"
 #include "gl/increase.h"
 #include "gl/ingest.h"
 #include "gl/log.h"
 #include "gl/servemetrics.h"
+#include "gl/txn.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -176,16 +176,16 @@ static void compute(struct gl_serving_batch *b, struct gl_serving_ingest_result 
 
 /* The watermark of (serving, cluster): raised to the round's time, never
  * lowered by an old file. */
-static int raise_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err)
+static int raise_watermark(struct gl_store *db, int cluster_id, int64_t at_s, struct gl_err *err)
 {
 	int64_t wm;
-	int rc = gl_ingest_watermark_get(gl_db_store(c), "serving", cluster_id, &wm, err);
+	int rc = gl_ingest_watermark_get(db, "serving", cluster_id, &wm, err);
 	if (!rc && (wm == GL_TIME_NONE || wm < at_s))
-		rc = gl_ingest_watermark_set(gl_db_store(c), "serving", cluster_id, at_s, err);
+		rc = gl_ingest_watermark_set(db, "serving", cluster_id, at_s, err);
 	return rc;
 }
 
-int gl_serving_ingest(PGconn *c, const struct gl_serving_ingest_opts *o, struct gl_serving_batch *b,
+int gl_serving_ingest(struct gl_store *db, const struct gl_serving_ingest_opts *o, struct gl_serving_batch *b,
 		      struct gl_serving_ingest_result *res_out, struct gl_err *err)
 {
 	struct gl_serving_ingest_result res;
@@ -198,16 +198,17 @@ int gl_serving_ingest(PGconn *c, const struct gl_serving_ingest_opts *o, struct 
 	res.bad_lines = b->bad_lines;
 	res.bad_values = b->bad_values;
 	res.failed_inputs = b->failed;
-	if ((rc = gl_servingdb_cluster_id(c, o->cluster, gl_servingdb_cluster_kind(b->db->n ? b->db->rows[0].where.kind : NULL),
+	if ((rc = gl_servingdb_cluster_id(db, o->cluster,
+					  gl_servingdb_cluster_kind(b->db->n ? b->db->rows[0].where.kind : NULL),
 					  &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(gl_db_store(c), "serving", cluster_id, o->input_name, &run_id, err)) ||
-	    (rc = gl_servingdb_partitions(c, b->db->at_s, err)) || (rc = gl_db_exec(c, "BEGIN", err)))
+	    (rc = gl_ingest_run_begin(db, "serving", cluster_id, o->input_name, &run_id, err)) ||
+	    (rc = gl_servingdb_partitions(db, b->db->at_s, err)) || (rc = gl_txn_begin(db, err)))
 		goto out;
 	in_txn = 1;
-	if ((rc = gl_servingdb_load(c, b->db, err)))
+	if ((rc = gl_servingdb_load(db, b->db, err)))
 		goto out;
 	compute(b, &res);
-	if ((rc = gl_servingdb_write(c, b->db, o->claim_s, &w, err)) || (rc = raise_watermark(c, cluster_id, b->db->at_s, err)))
+	if ((rc = gl_servingdb_write(db, b->db, o->claim_s, &w, err)) || (rc = raise_watermark(db, cluster_id, b->db->at_s, err)))
 		goto out;
 	res.usage_rows = w.usage_rows;
 	res.claimed_rows = w.claimed_rows;
@@ -216,27 +217,25 @@ int gl_serving_ingest(PGconn *c, const struct gl_serving_ingest_opts *o, struct 
 	b->st.updated = w.claimed_rows;
 	b->st.unchanged = res.stale;
 	b->st.ignored = res.duplicates;
-	if ((rc = gl_ingest_run_update(gl_db_store(c), run_id, &b->st,
-				       b->failed || b->bad_lines || b->bad_values || res.flagged ? "partial" : "ok", NULL,
-				       err)) ||
-	    (rc = gl_db_exec(c, "COMMIT", err)))
+	if ((rc = gl_ingest_run_update(db, run_id, &b->st,
+				       b->failed || b->bad_lines || b->bad_values || res.flagged ? "partial" : "ok",
+				       NULL, err)) ||
+	    (rc = gl_txn_commit(db, err)))
 		goto out;
 	in_txn = 0;
 out:
-	if (rc && in_txn) {
-		struct gl_err e3 = {0};
-		if (gl_db_exec(c, "ROLLBACK", &e3))
-			gl_log(GL_LOG_DEBUG, "serving: rollback: %s", e3.msg);
-	}
+	if (rc && in_txn)
+		gl_txn_rollback(db);
 	if (rc && run_id) {
 		struct gl_err e2 = {0};
 		b->st.inserted = b->st.updated = b->st.unchanged = 0;
-		if (gl_ingest_run_fail(gl_db_store(c), run_id, &b->st, err ? err->msg : "error",
-				       "none of this round's scrapes were written: the next round scrapes the targets again", &e2))
+		if (gl_ingest_run_fail(
+			    db, run_id, &b->st, err ? err->msg : "error",
+			    "none of this round's scrapes were written: the next round scrapes the targets again", &e2))
 			gl_log(GL_LOG_WARN, "serving: could not record the failed run: %s", e2.msg);
 	}
 	if (run_id)
-		gl_ingest_run_audit(gl_db_store(c), run_id);
+		gl_ingest_run_audit(db, run_id);
 	if (rc)
 		gl_err_prefix(err, "serving %s: ", o->cluster);
 	else if (res_out)

@@ -3,7 +3,7 @@
  * concurrently (the dcgm fetcher: libcurl multi, per-target timeout, body
  * cap), reports each target's health, and ingests the good scrapes in one
  * transaction at the round's time (gl_serving_ingest). */
-#include "gl/daemon.h"
+#include "gl/serving_scrape.h"
 #include "gl/dcgm_scrape.h"
 #include "gl/health.h"
 #include "gl/log.h"
@@ -132,8 +132,8 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 	note_error(rd, t->instance, why);
 }
 
-int gl_serving_source_run(PGconn *c, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
-			  size_t n, struct gl_err *err)
+int gl_serving_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s,
+			  char *summary, size_t n, struct gl_err *err)
 {
 	const struct gl_serving_source_cfg *src = srcp;
 	struct gl_serving_ingest_opts o;
@@ -171,7 +171,7 @@ int gl_serving_source_run(PGconn *c, const struct gl_config *cfg, const void *sr
 		goto out;
 	}
 	/* the good ones go in even when others failed */
-	if ((rc = gl_serving_ingest(c, &o, rd.b, &res, err)))
+	if ((rc = gl_serving_ingest(db, &o, rd.b, &res, err)))
 		goto out;
 	if (!rd.good) {
 		rc = gl_err_set(err, GL_EIO, "serving %s: all %zu targets failed (%s)", src->cluster, nt, rd.first_error);

@@ -1,6 +1,7 @@
 /* Accounting queries (see include/gl/accounting.h). */
-#include "gl/accounting.h"
-#include "gl/db.h"
+#include "accounting_int.h"
+#include "db_int.h"
+#include "gl/idle.h"
 #include "gl/pgrow.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -1378,16 +1379,29 @@ out:
 	return rc;
 }
 
+#define FL(t, m) GL_PGROW(struct gl_idle_fleet, t, m)
+static const struct gl_pgrow_field fleet_fields[] = {
+	FL(STR, cluster), FL(STR, partition), FL(STR, gpu_model), FL(I64, reported_s), FL(I64, unavailable_s),
+	FL(I64, allocated_s), FL(I64, idle_s), FL(I64, over_s), FL(I64, unobserved_s),
+	GL_PGROW_N(struct gl_idle_fleet, I64, idle_micros, idle_micros_null),
+};
+#undef FL
+
 int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
-		       const struct gl_cap_observed *cap, PGresult **r, struct gl_err *err)
+			     const struct gl_cap_observed *cap, struct gl_idle_fleet **rows, size_t *n, char **text,
+			     struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	void *v = NULL;
 	struct gl_window w = {start_s, end_s};
 	struct gl_accounting_query q;
 	struct fleet f;
 	int rc;
 
-	*r = NULL;
+	*rows = NULL;
+	*n = 0;
+	*text = NULL;
 	gl_accounting_query_init(&q, &w, 1, NULL, 0, now_s);
 	q.cap = *cap;
 	if ((rc = fleet_begin(c, &q, &f, err)) || !f.nsub)
@@ -1401,8 +1415,12 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
 		       " round(sum(s.idle_us * rt.micros_per_gpu_hour) / 3600000000.0) AS idle_micros"
 		       " FROM settled s LEFT JOIN LATERAL gl_rate_at(s.gpu_model, s.a) rt ON true"
 		       " GROUP BY 1, 2, 3 ORDER BY 7 DESC, 1, 2, 3");
-	rc = fleet_run(c, &f, r, err);
+	if (!(rc = fleet_run(c, &f, &r, err)) && r) {
+		rc = gl_pgrow_decode(r, fleet_fields, GL_ARRAY_LEN(fleet_fields), sizeof **rows, &v, n, text, err);
+		*rows = v;
+	}
 out:
+	PQclear(r);
 	fleet_fini(&f);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /* Hash-chained audit log (see include/gl/audit.h, docs/security.md). */
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/dbcancel.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
@@ -985,7 +985,7 @@ static int write_batch(struct gl_audit_writer *w, struct qent **b, size_t n)
 	}
 	/* registered for the stop: once its grace is over, a batch waiting on
 	 * a lock on the audit log is cancelled instead of holding the stop */
-	gl_dbcancel_begin(&slot, w->c, GL_DBCANCEL_AUDIT, "audit writer");
+	gl_dbcancel_begin(&slot, gl_db_store(w->c), GL_DBCANCEL_AUDIT, "audit writer");
 	month_roll(w);
 	rc = gl_audit_append_batch(gl_db_store(w->c), e, n, NULL, &err);
 	if (rc && gl_dbcancel_requested(GL_DBCANCEL_AUDIT)) {

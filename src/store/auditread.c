@@ -1,6 +1,6 @@
 /* Reading the audit log (see include/gl/auditread.h). */
 #include "gl/auditread.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 
 #include <stdio.h>

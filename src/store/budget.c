@@ -4,7 +4,7 @@
 #include "gl/audit.h"
 #include "gl/cost.h"
 #include "gl/tmpl.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/fcseries.h"
 #include "gl/forecast.h"
 #include "gl/log.h"

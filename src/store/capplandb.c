@@ -3,7 +3,7 @@
 #include "gl/capplandb.h"
 #include "gl/audit.h"
 #include "gl/capstore.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/fcseries.h"
 #include "gl/inventory.h"
 #include "gl/log.h"

@@ -1,7 +1,7 @@
 /* Reading capacity and allocation per step (see include/gl/capstore.h). */
 #include "gl/capstore.h"
 #include "gl/accounting.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/strbuf.h"
 
 #include <stdio.h>

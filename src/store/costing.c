@@ -2,7 +2,7 @@
 #include "gl/costing.h"
 #include "gl/audit.h"
 #include "gl/cost.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/log.h"
 #include "gl/timeutil.h"
 

@@ -1,5 +1,5 @@
-/* Embedded PostgreSQL and connections (see include/gl/db.h). */
-#include "gl/db.h"
+/* Embedded PostgreSQL and connections (see include/gl/db.h and src/store/db_int.h). */
+#include "db_int.h"
 #include "gl/dbcancel.h"
 #include "gl/log.h"
 #include "gl/proc.h"
@@ -770,7 +770,7 @@ static int on_conn_event(PGEventId id, void *info, void *pass)
 		return 1;
 	gl_dbcancel_end(s);
 	if (id == PGEVT_CONNRESET) /* a new backend: a new cancel key */
-		gl_dbcancel_begin(s, c, GL_DBCANCEL_WORK, "command");
+		gl_dbcancel_begin(s, gl_db_store(c), GL_DBCANCEL_WORK, "command");
 	else
 		free(s);
 	return 1;
@@ -792,7 +792,7 @@ static void cancel_register(PGconn *c)
 		free(s);
 		return;
 	}
-	gl_dbcancel_begin(s, c, GL_DBCANCEL_WORK, "command");
+	gl_dbcancel_begin(s, gl_db_store(c), GL_DBCANCEL_WORK, "command");
 }
 
 /* gl_db_set_session: written once at start, before any other thread */

@@ -1,6 +1,6 @@
 /* Cancelling database work on stop (see include/gl/dbcancel.h). */
 #include "gl/dbcancel.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/log.h"
 
 #include <errno.h>
@@ -222,8 +222,9 @@ int gl_dbcancel_requested(unsigned groups)
 	return (atomic_load(&g_requested) & groups) != 0;
 }
 
-void gl_dbcancel_begin(struct gl_dbcancel_slot *s, PGconn *c, int group, const char *what)
+void gl_dbcancel_begin(struct gl_dbcancel_slot *s, struct gl_store *st, int group, const char *what)
 {
+	PGconn *c = gl_db_conn(st);
 	PGcancel *cancel;
 	gl_dbcancel_end(s); /* a slot begun twice stays linked once */
 	memset(s, 0, sizeof *s);
@@ -307,9 +308,4 @@ void gl_dbcancel_defer_ms(int ms)
 			break;
 	s->hold_until_ms = mono_ms() + ms;
 	pthread_mutex_unlock(&g_mu);
-}
-
-void gl_dbcancel_begin_store(struct gl_dbcancel_slot *s, struct gl_store *st, int group, const char *what)
-{
-	gl_dbcancel_begin(s, gl_db_conn(st), group, what);
 }

@@ -1,7 +1,7 @@
 /* The dcgm-exporter ingest's queries (see include/gl/dcgmstore.h). */
 #include "gl/dcgmstore.h"
 #include "gl/accounting.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
@@ -83,8 +83,9 @@ static const char k_temp_sql[] =
 	" busy boolean, nodata boolean, busy_ms bigint, idle_ms bigint, held_ms bigint, left_share double precision,"
 	" node_gpus integer, claimed bigint[]) ON COMMIT DELETE ROWS";
 
-int gl_dcgmstore_cluster(PGconn *c, const char *name, int pods, int *cluster_id, struct gl_err *err)
+int gl_dcgmstore_cluster(struct gl_store *store, const char *name, int pods, int *cluster_id, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	int rc;
 	if ((rc = gl_db_query(c,
@@ -104,8 +105,9 @@ out:
 	return rc;
 }
 
-int gl_dcgmstore_prepare(PGconn *c, int64_t bucket_start_s, struct gl_err *err)
+int gl_dcgmstore_prepare(struct gl_store *store, int64_t bucket_start_s, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char bucket[24];
 	int rc;
 	fmt_i64(bucket, sizeof bucket, bucket_start_s);
@@ -116,8 +118,9 @@ int gl_dcgmstore_prepare(PGconn *c, int64_t bucket_start_s, struct gl_err *err)
 			   1, (const char *[]){bucket}, NULL, err);
 }
 
-int gl_dcgmstore_begin(PGconn *c, int cluster_id, struct gl_err *err)
+int gl_dcgmstore_begin(struct gl_store *store, int cluster_id, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16];
 	int rc;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
@@ -200,9 +203,10 @@ static const char gpus_sql[] =
 	"      coalesce(EXCLUDED.gpu_index, gpus.gpu_index)))"
 	" RETURNING (xmax = 0) AS ins) SELECT count(*) FILTER (WHERE ins) FROM up";
 
-int gl_dcgmstore_inventory(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t *nodes,
-			   int64_t *new_gpus, struct gl_err *err)
+int gl_dcgmstore_inventory(struct gl_store *store, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s,
+			   int64_t *nodes, int64_t *new_gpus, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24];
 	PGresult *r = NULL;
 	int rc;
@@ -229,8 +233,9 @@ static const char states_sql[] =
 	" ORDER BY g.gpu_id, i.idx";
 enum { SC_IDX, SC_GPU, SC_LAST, SC_ENERGY };
 
-int gl_dcgmstore_states(PGconn *c, int cluster_id, struct gl_dcgmstore_state_list *out, struct gl_err *err)
+int gl_dcgmstore_states(struct gl_store *store, int cluster_id, struct gl_dcgmstore_state_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16];
 	PGresult *r = NULL;
 	int rc;
@@ -308,10 +313,11 @@ static void job_decode(const PGresult *r, int i, struct gl_dcgmstore_job *j)
 	j->nnodes = split_us(PQgetvalue(r, i, JC_NODES), &j->nodes);
 }
 
-int gl_dcgmstore_jobs(PGconn *c, int cluster_id, int64_t at_s, const char *const *nodes, size_t nnodes,
+int gl_dcgmstore_jobs(struct gl_store *store, int cluster_id, int64_t at_s, const char *const *nodes, size_t nnodes,
 		      const char *const *ids, size_t nids, const char *const *pods, size_t npods,
 		      struct gl_dcgmstore_job_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	struct gl_strbuf na = GL_STRBUF_INIT, ia = GL_STRBUF_INIT, pa = GL_STRBUF_INIT;
 	char cid[16], at[24];
 	PGresult *r = NULL;
@@ -518,9 +524,10 @@ static int pending(PGconn *c, const struct gl_dcgmstore_stage *s, const char *ci
 			   3, (const char *[]){cid, at, bucket}, NULL, err);
 }
 
-int gl_dcgmstore_apply(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s, int64_t bucket_start_s,
-		       int64_t bucket_s, int64_t applied, struct gl_err *err)
+int gl_dcgmstore_apply(struct gl_store *store, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s,
+		       int64_t bucket_start_s, int64_t bucket_s, int64_t applied, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24], bucket[24], bs[24];
 	int rc;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
@@ -539,9 +546,10 @@ int gl_dcgmstore_apply(PGconn *c, struct gl_dcgmstore_stage *s, int cluster_id, 
 	return pending(c, s, cid, at, bucket, err);
 }
 
-int gl_dcgmstore_mark_absent(PGconn *c, int cluster_id, int64_t at_s, int64_t grace_s, int64_t *marked,
+int gl_dcgmstore_mark_absent(struct gl_store *store, int cluster_id, int64_t at_s, int64_t grace_s, int64_t *marked,
 			     struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24], grace[24];
 	PGresult *r = NULL;
 	int rc;
@@ -558,8 +566,9 @@ int gl_dcgmstore_mark_absent(PGconn *c, int cluster_id, int64_t at_s, int64_t gr
 	return 0;
 }
 
-int gl_dcgmstore_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err)
+int gl_dcgmstore_watermark(struct gl_store *store, int cluster_id, int64_t at_s, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24];
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	fmt_i64(at, sizeof at, at_s);
@@ -571,8 +580,9 @@ int gl_dcgmstore_watermark(PGconn *c, int cluster_id, int64_t at_s, struct gl_er
 			   2, (const char *[]){cid, at}, NULL, err);
 }
 
-int gl_dcgmstore_claim_pending(PGconn *c, int cluster_id, int64_t *claimed, struct gl_err *err)
+int gl_dcgmstore_claim_pending(struct gl_store *store, int cluster_id, int64_t *claimed, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16];
 	PGresult *r = NULL;
 	int rc;

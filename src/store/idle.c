@@ -1,7 +1,7 @@
 /* Idle GPU time for /v1/idle (see include/gl/idle.h). */
 #include "gl/idle.h"
 #include "gl/accounting.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 #include "gl/strbuf.h"
 
@@ -56,14 +56,6 @@ static const struct gl_pgrow_field job_fields[] = {
 	GL_PGROW_N(struct gl_idle_job, I64, idle_micros, idle_micros_null), JB(TIME, from_s), JB(TIME, to_s), JB(F64, held_idle_gpu_s),
 };
 #undef JB
-#define FL(t, m) GL_PGROW(struct gl_idle_fleet, t, m)
-static const struct gl_pgrow_field fleet_fields[] = {
-	FL(STR, cluster), FL(STR, partition), FL(STR, gpu_model), FL(I64, reported_s), FL(I64, unavailable_s),
-	FL(I64, allocated_s), FL(I64, idle_s), FL(I64, over_s), FL(I64, unobserved_s),
-	GL_PGROW_N(struct gl_idle_fleet, I64, idle_micros, idle_micros_null),
-};
-#undef FL
-
 int gl_idle_dim_valid(const char *dim)
 {
 	return !strchr(dim, ',') && gl_accounting_dim_sql(dim) != NULL;
@@ -126,7 +118,6 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
 	const char *p[4 + GL_TOKEN_SCOPE_DIMS] = {a, b, now, lim};
 	PGresult *r = NULL;
-	void *fleet = NULL;
 	int rc;
 
 	memset(out, 0, sizeof *out);
@@ -147,11 +138,9 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	r = NULL;
 	/* settled as /v1/chargeback settles it: a cluster's idle is its
 	 * capacity less unavailable less all its allocation */
-	if (out->have_capacity && !(rc = gl_accounting_fleet_idle(st, start_s, end_s, now_s, cap, &r, err)) && r) {
-		rc = gl_pgrow_decode(r, fleet_fields, GL_ARRAY_LEN(fleet_fields), sizeof *out->fleet, &fleet,
-				     &out->n_fleet, &out->text[2], err);
-		out->fleet = fleet;
-	}
+	if (out->have_capacity)
+		rc = gl_accounting_fleet_idle(st, start_s, end_s, now_s, cap, &out->fleet, &out->n_fleet, &out->text[2],
+					      err);
 out:
 	PQclear(r);
 	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)

@@ -2,7 +2,7 @@
 #include "gl/ingest.h"
 #include "gl/dbcancel.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/log.h"
 #include "gl/redact.h"
 #include "gl/utf8.h"

@@ -2,7 +2,7 @@
  * include/gl/inventory.h). Conflicts are listed, never resolved: the
  * scheduler's count stays what capacity uses. */
 #include "gl/inventory.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/jobs.h"
 #include "gl/pgrow.h"
 

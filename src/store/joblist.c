@@ -1,7 +1,7 @@
 /* Jobs for /v1/jobs (see include/gl/joblist.h). */
 #include "gl/joblist.h"
 #include "gl/accounting.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 
 #include <stdio.h>

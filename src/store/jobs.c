@@ -1,6 +1,6 @@
 /* Job batches and the staging merge (see include/gl/jobs.h). */
 #include "gl/jobs.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
 
@@ -455,8 +455,9 @@ static void stream_end(struct gl_jobs_batch *b, int commit_it)
 	gl_strbuf_reset(&b->sendbuf);
 }
 
-void gl_jobs_batch_stream(struct gl_jobs_batch *b, PGconn *c)
+void gl_jobs_batch_stream(struct gl_jobs_batch *b, struct gl_store *store)
 {
+	PGconn *c = gl_db_conn(store);
 	b->stream_c = b->fresh ? c : NULL;
 }
 
@@ -515,8 +516,10 @@ static void mine_add(struct gl_jobs_batch *b, const char *s)
 	b->mine_n++;
 }
 
-int gl_jobs_merge(PGconn *c, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out, struct gl_err *err)
+int gl_jobs_merge(struct gl_store *store, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
+		  struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char copy_sql[sizeof gl_jobs_stage_columns + 64], cid[16];
 	struct gl_strbuf arr = GL_STRBUF_INIT, direct = GL_STRBUF_INIT, staged = GL_STRBUF_INIT;
 	struct keyset found = {0}, seen = {0};
@@ -623,8 +626,9 @@ out:
 	return rc;
 }
 
-int gl_cluster_ensure(PGconn *c, const char *name, const char *kind, int *cluster_id, struct gl_err *err)
+int gl_cluster_ensure(struct gl_store *store, const char *name, const char *kind, int *cluster_id, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	char cid[16];
 	int rc;
@@ -665,8 +669,9 @@ out:
 	return rc;
 }
 
-int gl_jobs_lock(PGconn *c, int cluster_id, struct gl_err *err)
+int gl_jobs_lock(struct gl_store *store, int cluster_id, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16];
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	/* class 0x676c ("gl") keeps us apart from other advisory lock users */

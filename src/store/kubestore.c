@@ -1,6 +1,6 @@
 /* The Kubernetes pod ingest's queries (see include/gl/kubestore.h). */
 #include "gl/kubestore.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
@@ -42,9 +42,10 @@ static const char nodes_sql[] =
 	" AND (valid_to IS NULL OR valid_to > to_timestamp($2::bigint)) GROUP BY node ORDER BY node";
 enum { NC_NODE, NC_GPUS, NC_REPLICAS, NC_MEMORY };
 
-int gl_kubestore_node_gpus(PGconn *c, int cluster_id, int64_t at_s, struct gl_kubestore_node_list *out,
+int gl_kubestore_node_gpus(struct gl_store *store, int cluster_id, int64_t at_s, struct gl_kubestore_node_list *out,
 			   struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	static const int strs[] = {NC_NODE};
 	char cid[16], at[24];
 	PGresult *r = NULL;
@@ -85,9 +86,10 @@ static const char pods_sql[] =
 	" FROM jobs WHERE cluster_id = $1 AND job_key = ANY($2::text[])";
 enum { PC_KEY, PC_LAST_SEEN, PC_STATE, PC_START, PC_END };
 
-int gl_kubestore_pods(PGconn *c, int cluster_id, const char *const *keys, size_t nkeys,
+int gl_kubestore_pods(struct gl_store *store, int cluster_id, const char *const *keys, size_t nkeys,
 		      struct gl_kubestore_pod_list *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	static const int strs[] = {PC_KEY, PC_STATE};
 	struct gl_strbuf arr = GL_STRBUF_INIT;
 	char cid[16];
@@ -125,8 +127,9 @@ void gl_kubestore_pod_list_fini(struct gl_kubestore_pod_list *l)
 	memset(l, 0, sizeof *l);
 }
 
-int gl_kubestore_has_jobs(PGconn *c, int cluster_id, int *any, struct gl_err *err)
+int gl_kubestore_has_jobs(struct gl_store *store, int cluster_id, int *any, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	char cid[16];
 	int rc;
@@ -139,8 +142,10 @@ int gl_kubestore_has_jobs(PGconn *c, int cluster_id, int *any, struct gl_err *er
 	return 0;
 }
 
-int gl_kubestore_open_keys(PGconn *c, int cluster_id, struct gl_kubestore_key_list *out, struct gl_err *err)
+int gl_kubestore_open_keys(struct gl_store *store, int cluster_id, struct gl_kubestore_key_list *out,
+			   struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	static const int cols[] = {0};
 	char cid[16];
 	PGresult *r = NULL;
@@ -177,9 +182,10 @@ static const char vanish_sql[] =
 	"  FROM jobs o WHERE o.cluster_id = $1 AND o.end_at IS NULL AND o.job_key = ANY($3::text[])) g"
 	" WHERE j.cluster_id = $1 AND j.job_pk = g.job_pk AND g.t IS NOT NULL";
 
-int gl_kubestore_close_vanished(PGconn *c, int cluster_id, int64_t wm_prev_s, const char *const *keys, size_t nkeys,
-				int64_t *closed, struct gl_err *err)
+int gl_kubestore_close_vanished(struct gl_store *store, int cluster_id, int64_t wm_prev_s, const char *const *keys,
+				size_t nkeys, int64_t *closed, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	struct gl_strbuf gone = GL_STRBUF_INIT;
 	char cid[16], w[24];
 	PGresult *r = NULL;

@@ -1,6 +1,6 @@
 /* Leases and the fence (see include/gl/lease.h, sql/055). */
 #include "gl/lease.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/log.h"
 
 #include <errno.h>
@@ -73,8 +73,9 @@ int gl_lease_unfence(struct gl_store *st, struct gl_err *err)
 	return gl_db_exec(gl_db_conn(st), "SELECT set_config('gpuledger.fence', '', false)", err);
 }
 
-int gl_lease_renew_all(PGconn *c, const char *holder, int *n, struct gl_err *err)
+int gl_lease_renew_all(struct gl_store *store, const char *holder, int *n, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	int rc = gl_db_query(c,
 			     "UPDATE leases SET renewed_at = now(), expires_at = now() + ttl_s * interval '1 second'"
@@ -86,8 +87,9 @@ int gl_lease_renew_all(PGconn *c, const char *holder, int *n, struct gl_err *err
 	return rc;
 }
 
-int gl_lease_release_all(PGconn *c, const char *holder, struct gl_err *err)
+int gl_lease_release_all(struct gl_store *store, const char *holder, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	return gl_db_query(c, "UPDATE leases SET expires_at = now() WHERE holder = $1 AND expires_at > now()", 1,
 			   (const char *[]){holder}, NULL, err);
 }
@@ -124,7 +126,7 @@ static void *keeper_main(void *arg)
 		pthread_mutex_unlock(&k->mu);
 		/* an expired lease is not renewed: it may be another's by now,
 		 * and the job's next run takes it again if it is free */
-		rc = keeper_conn(k, &err) ?: gl_lease_renew_all(k->c, k->holder, NULL, &err);
+		rc = keeper_conn(k, &err) ?: gl_lease_renew_all(gl_db_store(k->c), k->holder, NULL, &err);
 		if (rc)
 			gl_log_fail(&k->lim, (int64_t)time(NULL), GL_LOG_WARN, "lease: renewal: %s", err.msg);
 		else
@@ -182,7 +184,7 @@ void gl_lease_keeper_stop(struct gl_lease_keeper *k)
 		pthread_mutex_unlock(&k->mu);
 		pthread_join(k->th, NULL);
 		/* the next instance takes over at its next try, not after a ttl */
-		if (keeper_conn(k, &err) || gl_lease_release_all(k->c, k->holder, &err))
+		if (keeper_conn(k, &err) || gl_lease_release_all(gl_db_store(k->c), k->holder, &err))
 			gl_log(GL_LOG_WARN, "lease: release at stop: %s (the leases expire by themselves)", err.msg);
 	}
 	PQfinish(k->c);

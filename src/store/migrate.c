@@ -1,7 +1,7 @@
 /* Schema migrations (see include/gl/migrate.h). */
 #include "gl/migrate.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/log.h"
 
 #include <stdio.h>

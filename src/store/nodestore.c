@@ -3,7 +3,8 @@
  * statements close the spans that changed, open the new ones and upsert
  * the Slurm events and reservations. */
 #include "gl/nodestore.h"
-#include "gl/db.h"
+#include "db_int.h"
+#include "gl/pgrow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,22 +21,34 @@ static int q(PGconn *c, const char *sql, int n, const char *const *p, int64_t *a
 	return rc;
 }
 
-int gl_nodestore_last_snapshot(PGconn *c, int cluster_id, const char *source, int64_t *last_s, struct gl_err *err)
+/* max(taken_at): GL_TIME_NONE before the first snapshot */
+struct last_row {
+	int64_t last_s;
+};
+static const struct gl_pgrow_field last_fields[] = {GL_PGROW(struct last_row, TIME, last_s)};
+
+int gl_nodestore_last_snapshot(struct gl_store *store, int cluster_id, const char *source, int64_t *last_s,
+			       struct gl_err *err)
 {
-	char cid[16];
-	PGresult *r = NULL;
+	PGconn *c = gl_db_conn(store);
+	char cid[16], *text = NULL;
+	struct last_row *rows = NULL;
+	void *v = NULL;
+	size_t n = 0;
 	int rc;
 	*last_s = GL_TIME_NONE;
 	snprintf(cid, sizeof cid, "%d", cluster_id);
-	if ((rc = gl_db_query(c,
-			      "SELECT extract(epoch FROM max(taken_at))::bigint FROM sched_snapshots"
-			      " WHERE cluster_id = $1 AND source = $2",
-			      2, (const char *[]){cid, source}, &r, err)))
-		return rc;
-	if (!PQgetisnull(r, 0, 0))
-		*last_s = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return 0;
+	rc = gl_pgrow_query(c,
+			    "SELECT extract(epoch FROM max(taken_at))::bigint AS last_s FROM sched_snapshots"
+			    " WHERE cluster_id = $1 AND source = $2",
+			    2, (const char *[]){cid, source}, last_fields, GL_ARRAY_LEN(last_fields), sizeof *rows, &v, &n,
+			    &text, err);
+	rows = v;
+	if (!rc && n)
+		*last_s = rows[0].last_s;
+	free(rows);
+	free(text);
+	return rc;
 }
 
 /* The staging tables, loaded. analyze: the merge joins the staged snapshot
@@ -227,9 +240,10 @@ static int merge_history(PGconn *c, const struct gl_nodestore_stage *st, const c
 	return 0;
 }
 
-int gl_nodestore_merge(PGconn *c, const struct gl_nodestore_stage *st, int cluster_id, const char *source, int64_t at_s,
-		       int64_t last_s, struct gl_nodestore_counts *out, struct gl_err *err)
+int gl_nodestore_merge(struct gl_store *store, const struct gl_nodestore_stage *st, int cluster_id, const char *source,
+		       int64_t at_s, int64_t last_s, struct gl_nodestore_counts *out, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24], last[24];
 	const char *const p4[] = {cid, source, at, last_s == GL_TIME_NONE ? NULL : last};
 	int rc;
@@ -242,8 +256,9 @@ int gl_nodestore_merge(PGconn *c, const struct gl_nodestore_stage *st, int clust
 	return merge_history(c, st, p4, out, err);
 }
 
-int gl_nodestore_coverage(PGconn *c, int cluster_id, int64_t at_s, struct gl_err *err)
+int gl_nodestore_coverage(struct gl_store *store, int cluster_id, int64_t at_s, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24];
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	snprintf(at, sizeof at, "%lld", (long long)at_s);
@@ -254,9 +269,10 @@ int gl_nodestore_coverage(PGconn *c, int cluster_id, int64_t at_s, struct gl_err
 		 2, (const char *[]){cid, at}, NULL, err);
 }
 
-int gl_nodestore_snapshot(PGconn *c, int cluster_id, const char *source, int64_t at_s, int64_t gpu_nodes, int64_t gpus,
-			  int64_t problems, struct gl_err *err)
+int gl_nodestore_snapshot(struct gl_store *store, int cluster_id, const char *source, int64_t at_s, int64_t gpu_nodes,
+			  int64_t gpus, int64_t problems, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char cid[16], at[24], nn[24], ng[24], np[24];
 	snprintf(cid, sizeof cid, "%d", cluster_id);
 	snprintf(at, sizeof at, "%lld", (long long)at_s);

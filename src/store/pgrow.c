@@ -1,6 +1,6 @@
 /* Query results into typed rows (see include/gl/pgrow.h). */
 #include "gl/pgrow.h"
-#include "gl/db.h"
+#include "db_int.h"
 
 #include <stdlib.h>
 #include <string.h>

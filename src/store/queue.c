@@ -1,7 +1,7 @@
 /* Queue waits (see include/gl/queue.h). */
 #include "gl/queue.h"
 #include "gl/accounting.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 #include "gl/strbuf.h"
 

@@ -1,6 +1,6 @@
 /* The cost model as it stands (see include/gl/ratebook.h). */
 #include "gl/ratebook.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Credentials out of rows stored before the redaction (see include/gl/redactdb.h). */
 #include "gl/redactdb.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/redact.h"
 #include "gl/strbuf.h"
 

@@ -1,6 +1,6 @@
 /* A standby's replay lag (see include/gl/replica.h). */
 #include "gl/replica.h"
-#include "gl/db.h"
+#include "db_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +22,9 @@ static const char status_sql[] =
 	"  CASE WHEN r THEN pg_is_wal_replay_paused() END AS p,"
 	"  CASE WHEN r THEN pg_last_xact_replay_timestamp() END AS ts) y";
 
-int gl_replica_status(PGconn *c, struct gl_replica_status *st, struct gl_err *err)
+int gl_replica_status(struct gl_store *store, struct gl_replica_status *st, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	int rc;
 	memset(st, 0, sizeof *st);

@@ -1,7 +1,7 @@
 /* Recorded monthly report sets (see include/gl/reportfiles.h). */
 #include "gl/reportfiles.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Time partitions ahead and retention by partition (see include/gl/retention.h). */
 #include "gl/retention.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/txn.h"
 
 #include <cjson/cJSON.h>
@@ -63,7 +63,7 @@ int gl_retention_drop(struct gl_store *st, const struct gl_retention_policy *pol
 
 	if (!detail || !list)
 		gl_oom(0);
-	if ((rc = gl_txn_begin(c, err)))
+	if ((rc = gl_txn_begin(gl_db_store(c), err)))
 		goto out;
 	open = 1;
 	if (pol->usage_days > 0) {
@@ -94,11 +94,11 @@ int gl_retention_drop(struct gl_store *st, const struct gl_retention_policy *pol
 					  err)))
 			goto out;
 	}
-	rc = gl_txn_commit(c, err);
+	rc = gl_txn_commit(gl_db_store(c), err);
 	open = 0;
 out:
 	if (open)
-		gl_txn_rollback(c);
+		gl_txn_rollback(gl_db_store(c));
 	PQclear(r);
 	free(text);
 	cJSON_Delete(detail);

@@ -2,7 +2,7 @@
 #include "gl/rundb.h"
 #include "gl/accounting.h"
 #include "gl/chargeback.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgrow.h"
 #include "gl/strbuf.h"
 #include "gl/window.h"

@@ -1,7 +1,7 @@
 /* The serving tables (see include/gl/servingdb.h). */
 #include "gl/servingdb.h"
 #include "gl/chargeback.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/jobs.h"
 #include "gl/strbuf.h"
 
@@ -133,8 +133,9 @@ const char *gl_servingdb_cluster_kind(const char *where_kind)
 	return where_kind && (!strcmp(where_kind, "job") || !strcmp(where_kind, "job_name")) ? "slurm" : "kubernetes";
 }
 
-int gl_servingdb_partitions(PGconn *c, int64_t at_s, struct gl_err *err)
+int gl_servingdb_partitions(struct gl_store *store, int64_t at_s, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	char at[24];
 	snprintf(at, sizeof at, "%lld", (long long)at_s);
 	return gl_db_query(c,
@@ -143,14 +144,15 @@ int gl_servingdb_partitions(PGconn *c, int64_t at_s, struct gl_err *err)
 			   1, (const char *[]){at}, NULL, err);
 }
 
-int gl_servingdb_cluster_id(PGconn *c, const char *name, const char *kind, int *id, struct gl_err *err)
+int gl_servingdb_cluster_id(struct gl_store *store, const char *name, const char *kind, int *id, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	int rc = gl_db_query(c, "SELECT cluster_id FROM clusters WHERE name = $1", 1, (const char *[]){name}, &r, err);
 	if (!rc && PQntuples(r))
 		*id = atoi(PQgetvalue(r, 0, 0));
 	else if (!rc)
-		rc = gl_cluster_ensure(c, name, kind, id, err);
+		rc = gl_cluster_ensure(gl_db_store(c), name, kind, id, err);
 	PQclear(r);
 	return rc;
 }
@@ -169,8 +171,8 @@ static int load_clusters(PGconn *c, struct gl_servingdb_batch *b, struct gl_err 
 			x->cluster_id = b->rows[j].cluster_id;
 			continue;
 		}
-		if ((rc = gl_servingdb_cluster_id(c, x->cluster, gl_servingdb_cluster_kind(x->where.kind), &x->cluster_id,
-						  err)))
+		if ((rc = gl_servingdb_cluster_id(gl_db_store(c), x->cluster, gl_servingdb_cluster_kind(x->where.kind),
+						  &x->cluster_id, err)))
 			break;
 	}
 	return rc;
@@ -451,8 +453,9 @@ out:
 	return rc;
 }
 
-int gl_servingdb_load(PGconn *c, struct gl_servingdb_batch *b, struct gl_err *err)
+int gl_servingdb_load(struct gl_store *store, struct gl_servingdb_batch *b, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	int rc;
 	if (!b->n)
 		return 0;
@@ -613,9 +616,10 @@ out:
 	return rc;
 }
 
-int gl_servingdb_write(PGconn *c, struct gl_servingdb_batch *b, int64_t claim_s, struct gl_servingdb_written *w,
-		       struct gl_err *err)
+int gl_servingdb_write(struct gl_store *store, struct gl_servingdb_batch *b, int64_t claim_s,
+		       struct gl_servingdb_written *w, struct gl_err *err)
 {
+	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
 	int rc, any;
 

@@ -1,6 +1,6 @@
 /* Shards read over postgres_fdw (see include/gl/shard.h). */
 #include "gl/shard.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
 

@@ -5,7 +5,7 @@
 #include "gl/accounting.h"
 #include "gl/budget.h"
 #include "gl/cost.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/ingest.h"
 #include "gl/pgrow.h"
 #include "gl/report.h"

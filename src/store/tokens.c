@@ -2,7 +2,7 @@
 #include "gl/tokens.h"
 #include "gl/chargeback.h"
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "db_int.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"

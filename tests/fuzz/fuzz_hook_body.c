@@ -17,7 +17,7 @@
  * Seeds: the bodies of docs/hook.md, docs/openapi.yaml and the http tests
  * (tests/fuzz/corpus/hook_body). */
 #include "gl/config.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/hook.h"
 #include "gl/jsonscan.h"
 #include "gl/utf8.h"

@@ -13,7 +13,7 @@ BUILD=${BUILD:-build}
 CC=${FUZZ_CC:-clang}
 SECS=${FUZZ_SECONDS:-30}
 CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-        -std=c11 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags libcjson 2>/dev/null))
+        -std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(pkg-config --cflags libcjson 2>/dev/null))
 LIBS=($(pkg-config --libs libcjson 2>/dev/null) -lz -lm)
 
 if (($# == 0)); then
@@ -42,7 +42,7 @@ build_full() {
 		o="$objdir/$(echo "$f" | tr / _).o"
 		if [[ ! -e $o || $f -nt $o ]]; then
 			"$CC" -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
-				-std=c11 -D_GNU_SOURCE -Iinclude $(pkg-config --cflags $FULL_PKGS) -c "$f" -o "$o"
+				-std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(pkg-config --cflags $FULL_PKGS) -c "$f" -o "$o"
 		fi
 		full_objs+=("$o")
 	done

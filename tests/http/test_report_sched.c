@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "gl/config.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/report_sched.h"
 #include "lib/testlib.h"
 

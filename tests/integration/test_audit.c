@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "gl/audit.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <pthread.h>

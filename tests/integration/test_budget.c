@@ -14,7 +14,7 @@
 #include "gl/budget.h"
 #include "gl/config.h"
 #include "gl/costing.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "gl/capstore.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
 #include "lib/testlib.h"

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gl/accounting.h"
+#include "store/accounting_int.h"
 #include "gl/filter.h"
 #include "lib/testlib.h"
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>

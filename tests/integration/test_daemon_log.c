@@ -12,7 +12,7 @@
 
 #include "gl/config.h"
 #include "gl/daemon.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/log.h"
 #include "lib/testlib.h"
 

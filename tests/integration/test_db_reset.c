@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "lib/testlib.h"
-#include "gl/db.h"
+#include "store/db_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "gl/dbcancel.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <arpa/inet.h>
@@ -133,7 +134,7 @@ static void test_end_and_stop_do_not_wait_on_an_unanswered_cancel(void **state)
 	assert_int_equal(PQstatus(c), CONNECTION_OK);
 	alarm(60);
 	assert_int_equal(gl_dbcancel_start(&err), 0);
-	gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "test work");
+	gl_dbcancel_begin(&slot, gl_db_store(c), GL_DBCANCEL_WORK, "test work");
 	gl_dbcancel_request(GL_DBCANCEL_WORK);
 	/* the watcher's cancel request has reached the silent server */
 	assert_true(wait_cancels(before + 1) > before);
@@ -161,7 +162,7 @@ static void test_the_give_up_ends_a_statement_the_cancel_cannot_reach(void **sta
 	alarm(60);
 	assert_int_equal(gl_dbcancel_start(&err), 0);
 	gl_dbcancel_request(GL_DBCANCEL_WORK);
-	gl_dbcancel_begin(&slot, c, GL_DBCANCEL_WORK, "test sleeper");
+	gl_dbcancel_begin(&slot, gl_db_store(c), GL_DBCANCEL_WORK, "test sleeper");
 	r = PQexec(c, "SELECT pg_sleep(600)");
 	assert_int_not_equal(PQresultStatus(r), PGRES_TUPLES_OK);
 	PQclear(r);

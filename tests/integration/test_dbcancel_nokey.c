@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "gl/dbcancel.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <pthread.h>
@@ -39,7 +40,7 @@ static void *sleeper_main(void *arg)
 	struct gl_dbcancel_slot s = {0};
 	PGconn *c = PQconnectdb(getenv("GL_TEST_ADMIN_DSN"));
 	PGresult *r;
-	gl_dbcancel_begin(&s, c, GL_DBCANCEL_WORK, "sleeper");
+	gl_dbcancel_begin(&s, gl_db_store(c), GL_DBCANCEL_WORK, "sleeper");
 	pthread_mutex_lock(&w->mu);
 	w->ready = 1;
 	pthread_cond_signal(&w->cv);
@@ -69,7 +70,7 @@ static void test_no_key_not_sent(void **state)
 
 	alarm(120);
 	assert_int_equal(gl_dbcancel_start(&e), 0);
-	gl_dbcancel_begin(&s, bad, GL_DBCANCEL_WORK, "keyless");
+	gl_dbcancel_begin(&s, gl_db_store(bad), GL_DBCANCEL_WORK, "keyless");
 	assert_null(s.key);
 	assert_int_equal(pthread_create(&th, NULL, sleeper_main, &w), 0);
 	pthread_mutex_lock(&w.mu);

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/joblist.h"
 #include "lib/testlib.h"
 

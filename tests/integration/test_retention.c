@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gl/db.h"
+#include "store/db_int.h"
 #include "gl/ingest.h"
 #include "gl/migrate.h"
 #include "gl/retention.h"

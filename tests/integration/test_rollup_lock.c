@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "gl/accounting.h"
+#include "store/accounting_int.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>
