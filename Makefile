@@ -113,11 +113,13 @@ test: deps check-layers check-bench
 	@$(MAKE) --no-print-directory build-tests
 	@BUILD=$(BUILD) tests/run.sh all
 
-# the layering rules of docs/ARCHITECTURE.md, and the check itself on planted violations
+# the layering rules of docs/ARCHITECTURE.md, and the check itself on planted
+# violations; the module renamer on a small tree of its own
 .PHONY: check-layers
 check-layers:
 	@scripts/check-layers.sh
 	@tests/scripts/test_check_layers.sh
+	@tests/scripts/test_rename_modules.sh
 
 # the benchmarks compile (no link, a few seconds): an API change that breaks
 # one fails `make test`, not the next `make bench`

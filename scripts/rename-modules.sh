@@ -179,21 +179,58 @@ for pair in "${FILES[@]}"; do
 done
 
 # ---- identifiers ----
+sqlnames() { # the gl_* names the SQL of sql/ uses (comments left out)
+	sed 's/--.*$//' sql/*.sql 2>/dev/null | grep -ohE '\bgl_[A-Za-z0-9_]+' | sort -u || true
+}
+# A C function may share its name with the SQL function it wraps
+# (gl_dcgm_claim_pending): then only C code is renamed, never a string
+# literal (the SQL text) nor a document (which names the SQL function).
+# Perl splits each line into string/char literals and the rest.
+outside_strings_holding() { # perl regex in $RE -> C files with a match outside literals
+	tracked | grep -zE '\.[ch]$' | xargs -0 perl -ne '
+		BEGIN { $re = qr/$ENV{RE}/ }
+		my @p = split /("(?:[^"\\]|\\.)*"|'\''(?:[^'\''\\]|\\.)*'\'')/;
+		for (my $i = 0; $i < @p; $i += 2) {
+			if ($p[$i] =~ $re) { print "$ARGV\0"; close ARGV; last }
+		}' 2>/dev/null || true
+}
+rename_outside_strings() { # $RE -> $NEW in the C files given, outside literals
+	perl -pi -e '
+		my @p = split /("(?:[^"\\]|\\.)*"|'\''(?:[^'\''\\]|\\.)*'\'')/;
+		for (my $i = 0; $i < @p; $i += 2) { $p[$i] =~ s/$ENV{RE}/$ENV{NEW}/g }
+		$_ = join "", @p' "$@"
+}
 rename_ident() { # ERE of the old names, sed expression, what (for the log)
-	local re=$1 expr=$2 what=$3 clash
-	mapfile -d '' fs < <(holding "$re")
+	local re=$1 expr=$2 what=$3 clash shared
+	shared=$(comm -12 <(idents "$re") <(sqlnames))
+	if [[ -n $shared ]]; then
+		[[ $what == *" -> "* && $what != *"*"* ]] || {
+			echo "rename-modules: $what: also SQL names ($shared): rename those by symbol" >&2
+			exit 1
+		}
+		export RE="\\b${what%% -> *}\\b" NEW="${what##* -> }"
+		mapfile -d '' fs < <(outside_strings_holding)
+	else
+		mapfile -d '' fs < <(holding "$re")
+	fi
 	if [[ ${#fs[@]} -eq 0 ]]; then
 		echo "rename-modules: done before: $what"
 		return
 	fi
-	# the names it would make must not be in use already
-	clash=$(comm -12 <(idents "$re" | sed -E "$expr") <(idents '\bgl_[A-Za-z0-9_]+'))
+	# the names it would make must not be in use already, in C nor in SQL
+	clash=$(comm -12 <(tracked | xargs -0 grep -ohE -- "$re" 2>/dev/null | sort -u | sed -E "$expr" | sort -u) \
+		<(sort -u <(idents '\bgl_[A-Za-z0-9_]+') <(sqlnames)))
 	if [[ -n $clash ]]; then
 		echo "rename-modules: $what would clash with names in use: $clash" >&2
 		exit 1
 	fi
-	sed -i -E "$expr" "${fs[@]}"
-	echo "rename-modules: $what in ${#fs[@]} files"
+	if [[ -n $shared ]]; then
+		rename_outside_strings "${fs[@]}"
+		echo "rename-modules: $what in ${#fs[@]} files (C code only: also a SQL name)"
+	else
+		sed -i -E "$expr" "${fs[@]}"
+		echo "rename-modules: $what in ${#fs[@]} files"
+	fi
 	changed=1
 }
 for pair in "${PREFIX[@]}"; do
