@@ -10,7 +10,8 @@
 #
 # What it touches: the files git tracks under src/ include/ tests/ bench/
 # docs/ scripts/, the Makefile, README.md and the example config (never sql/
-# nor this script). Files move with `git mv`, so history follows them.
+# nor this script and its test). Files move with `git mv`, so history
+# follows them.
 #
 # Three kinds of rename, each a table below:
 #   FILES    a source file (and its header, when it has its own) to a new
@@ -30,6 +31,8 @@ set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 self=scripts/rename-modules.sh
+# its own test names the old and the new names on purpose
+selftest=tests/scripts/test_rename_modules.sh
 
 # old path -> new path (src/ and include/)
 FILES=(
@@ -135,7 +138,7 @@ SYMBOL=(
 
 tracked() { # the files a rename may touch, NUL-separated
 	git ls-files -z -- src include tests bench docs scripts Makefile README.md gpuledger.example.yaml |
-		grep -zv -e "^$self\$" -e '\.\(png\|pdf\|gz\|zip\|prom\.gz\)$' || true
+		grep -zv -e "^$self\$" -e "^$selftest\$" -e '\.\(png\|pdf\|gz\|zip\|prom\.gz\)$' || true
 }
 holding() { # ERE -> the tracked files with a match, NUL-separated
 	tracked | xargs -0 grep -lZE -- "$1" 2>/dev/null || true

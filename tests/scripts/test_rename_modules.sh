@@ -15,8 +15,11 @@ t=$work/t
 
 fresh() {
 	rm -rf "$t"
-	mkdir -p "$t"/{src/domain,src/ingest,src/store,tests/unit,docs,sql,scripts}
+	mkdir -p "$t"/{src/domain,src/ingest,src/store,tests/unit,tests/scripts,docs,sql,scripts}
 	cp "$here/scripts/rename-modules.sh" "$here/scripts/prefix.awk" "$t/scripts/"
+	# this test names the new names: the script must neither take them for
+	# a clash nor rename the old ones here
+	cp "$here/tests/scripts/test_rename_modules.sh" "$t/tests/scripts/"
 	printf 'int gl_month_start(int x);\nint gl_month_start(int x) { return x; }\n' >"$t/src/domain/window.c"
 	printf 'int gl_dcgm_claim_pending(int c);\nint gl_dcgm_claim_pending(int c) { return c; }\n' >"$t/src/ingest/dcgm_ingest.c"
 	printf 'const char *gl_dcgmstore_sql = "SELECT gl_dcgm_claim_pending($1::integer)";\nchar gl_dcgmstore_q = '"'\"'"';\n' \
@@ -50,6 +53,7 @@ check "a C function named as a SQL one: C renamed" \
 check "its SQL text in a string literal is kept" "grep -qF '\"SELECT gl_dcgm_claim_pending(\$1::integer)\"' src/store/dcgmstore.c"
 check "the document naming the SQL function is kept" "grep -q '(\`gl_dcgm_claim_pending\`, sql/020)' docs/notes.md"
 check "sql/ is never touched" "git diff --quiet -- sql"
+check "nor its own test" "git diff --quiet -- tests/scripts"
 check "the paid lines leave layers-known.txt" "! grep -q '^prefix' scripts/layers-known.txt"
 check "nothing is left" 'grep -q "prefix is not their file.s: 0" <<<"$out"'
 (cd "$t" && git add -A && git -c user.name=t -c user.email=t@t commit -qm run1)
