@@ -11,6 +11,10 @@
  *   published Lucid forecast are computed here, without the module.
  * - Helios Earth (tests/fixtures/forecast, MIT): daily GPU-hours per VC one
  *   week ahead, and saturation days (also checked by make test).
+ *   Beside them, judged on the validation months before September was
+ *   read: fixed forecast combinations, conformal scalings of the daily
+ *   bands, and how much one month can tell (bootstrap and binomial spread,
+ *   forecasts that knew the month).
  * - Speed: 1,000 synthetic series of two years of hourly history, each with
  *   model selection (gl_forecast_fit, method auto), day-ahead.
  *
@@ -119,26 +123,74 @@ static void acc_add(struct acc *a, double y, double f, double lo, double hi)
 	a->pin += 0.5 * ((y >= lo ? 0.1 * (y - lo) : 0.9 * (lo - y)) + (y >= hi ? 0.9 * (y - hi) : 0.1 * (hi - y)));
 }
 
-/* Day-block bootstrap: the test days drawn with replacement (10,000 times,
- * a fixed seed); the share of draws in which ours' summed loss is below
- * ratio x the baseline's. ours[d], base[d]: per test day. */
-static double boot_p(const double *ours, const double *base, int nd, double ratio)
+#define BOOT_DRAWS 10000
+
+/* Day-block bootstrap: the test days drawn with replacement (BOOT_DRAWS
+ * times, a fixed seed), and each draw's summed losses of ours and of the
+ * baseline in so[] and sb[]. ours[d], base[d]: per test day. */
+static void boot_sums(const double *ours, const double *base, int nd, double *so, double *sb)
 {
 	uint32_t s = 12345;
-	int wins = 0;
-	for (int it = 0; it < 10000; it++) {
-		double so = 0, sb = 0;
+	for (int it = 0; it < BOOT_DRAWS; it++) {
+		so[it] = sb[it] = 0;
 		for (int i = 0; i < nd; i++) {
 			s = s * 1664525u + 1013904223u;
 			int j = (int)((double)(s >> 8) / (double)(1u << 24) * nd);
-			so += ours[j], sb += base[j];
+			so[it] += ours[j], sb[it] += base[j];
 		}
-		wins += so <= ratio * sb;
 	}
-	return wins / 10000.0;
+}
+
+/* The share of the bootstrap's draws in which ours' summed loss is at most
+ * ratio x the baseline's. */
+static double boot_p(const double *ours, const double *base, int nd, double ratio)
+{
+	static double so[BOOT_DRAWS], sb[BOOT_DRAWS];
+	int wins = 0;
+	boot_sums(ours, base, nd, so, sb);
+	for (int it = 0; it < BOOT_DRAWS; it++)
+		wins += so[it] <= ratio * sb[it];
+	return wins / (double)BOOT_DRAWS;
+}
+
+/* The bootstrap's distribution of the ratio of summed losses: its 5 %,
+ * 50 % and 95 % points in q[3]. */
+static void boot_q(const double *ours, const double *base, int nd, double q[3])
+{
+	static double so[BOOT_DRAWS], sb[BOOT_DRAWS];
+	boot_sums(ours, base, nd, so, sb);
+	for (int it = 0; it < BOOT_DRAWS; it++)
+		so[it] = sb[it] > 0 ? so[it] / sb[it] : 1;
+	q[0] = quantile(so, BOOT_DRAWS, 0.05);
+	q[1] = quantile(so, BOOT_DRAWS, 0.5);
+	q[2] = quantile(so, BOOT_DRAWS, 0.95);
+}
+
+/* The module's day-ahead fit (method auto) of a Venus series of per_day
+ * slots a day (24: hours, 1: days) at the midnight before slot o; 0, or -1
+ * with the error printed. */
+static int venus_fit(const double *y, int o, int per_day, struct gl_forecast_result *r)
+{
+	struct gl_forecast_opts opt = {0};
+	struct gl_err err = {0};
+	opt.slots_per_day = per_day;
+	opt.slots_per_week = 7 * per_day;
+	opt.horizon = per_day;
+	opt.method = GL_FORECAST_AUTO;
+	opt.first_weekday = 2; /* 2020-04-01 was a Wednesday */
+	if (gl_forecast_fit(y, (size_t)o, &opt, r, &err)) {
+		fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
 }
 
 static void venus_hindsight(const double *y, int test0, int tend, double scale, double dscale);
+static void venus_spread(const double *y, int test0, int tend, const double *h_ae, const double *h_bae,
+			 const double *d_ae, const double *d_bae, double dcover);
+static void venus_combos(const double *y, const double *fh, const double *yd, const double *fd, int test0, int tend,
+			 double scale, double dscale);
+static void venus_daily_conformal(const double *yd, int d0, int nd, double dscale);
 static void venus_clairvoyant(const double *y, const double *lucid, int test0, int tend, double scale,
 			      double dscale);
 
@@ -182,22 +234,14 @@ static void venus(const char *dir, const char *month)
 
 	/* hourly, day-ahead */
 	struct acc ours = {0}, base = {0}, luc = {0}, ivb = {0};
+	static double fh[MAXH], fd[MAXH / 24];
 	double t_fit = 0, d_ae[64] = {0}, d_bae[64] = {0}, d_pin[64] = {0}, d_bpin[64] = {0};
 	int nday = 0;
 	for (int o = test0; o < tend; o += 24, nday++) {
-		struct gl_forecast_opts opt = {0};
 		struct gl_forecast_result r;
-		struct gl_err err = {0};
-		opt.slots_per_day = 24;
-		opt.slots_per_week = 168;
-		opt.horizon = 24;
-		opt.method = GL_FORECAST_AUTO;
-		opt.first_weekday = 2; /* 2020-04-01 was a Wednesday */
 		double t1 = now_s();
-		if (gl_forecast_fit(y, (size_t)o, &opt, &r, &err)) {
-			fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		if (venus_fit(y, o, 24, &r))
 			return;
-		}
 		t_fit += now_s() - t1;
 		if (getenv("GL_BENCH_DEBUG"))
 			fprintf(stderr, "hourly %d %s (baseline %s)\n", nday, gl_forecast_method_name(r.method),
@@ -212,6 +256,7 @@ static void venus(const char *dir, const char *month)
 			double lo = quantile(v28, 28, 0.1), hi = quantile(v28, 28, 0.9);
 			double p0 = ours.pin, b0 = ivb.pin;
 			acc_add(&ours, y[o + h], r.point[h], r.lo80[h], r.hi80[h]);
+			fh[o + h] = r.point[h];
 			acc_add(&base, y[o + h], med, med, med);
 			acc_add(&luc, y[o + h], lucid[o + h], lucid[o + h], lucid[o + h]);
 			acc_add(&ivb, y[o + h], med, lo, hi);
@@ -260,19 +305,10 @@ static void venus(const char *dir, const char *month)
 	struct acc dours = {0}, dbase = {0}, dluc = {0};
 	double dd_ae[64] = {0}, dd_bae[64] = {0};
 	for (int d = d0; d < nd; d++) {
-		struct gl_forecast_opts opt = {0};
 		struct gl_forecast_result r;
-		struct gl_err err = {0};
 		double v4[4];
-		opt.slots_per_day = 1;
-		opt.slots_per_week = 7;
-		opt.horizon = 1;
-		opt.method = GL_FORECAST_AUTO;
-		opt.first_weekday = 2;
-		if (gl_forecast_fit(yd, (size_t)d, &opt, &r, &err)) {
-			fprintf(stderr, "bench_forecast: %s\n", err.msg);
+		if (venus_fit(yd, d, 1, &r))
 			break;
-		}
 		if (getenv("GL_BENCH_DEBUG"))
 			fprintf(stderr, "daily %d %s (baseline %s; backtest MAE median_day %.0f, median_week %.0f, chosen %.0f)\n",
 				d - d0, gl_forecast_method_name(r.method), gl_forecast_method_name(r.baseline),
@@ -281,6 +317,7 @@ static void venus(const char *dir, const char *month)
 			v4[j] = yd[d - 7 * (j + 1)];
 		double med = quantile(v4, 4, 0.5);
 		acc_add(&dours, yd[d], r.point[0], r.lo80[0], r.hi80[0]);
+		fd[d] = r.point[0];
 		acc_add(&dbase, yd[d], med, med, med);
 		dd_ae[d - d0] = fabs(yd[d] - r.point[0]);
 		dd_bae[d - d0] = fabs(yd[d] - med);
@@ -296,12 +333,249 @@ static void venus(const char *dir, const char *month)
 	snprintf(lab, sizeof lab, "Venus daily day-ahead submit GPUs, %s 2020 (%d d)", val ? mname[mi] : "Sept",
 		 nd - d0);
 	row(lab, a, b, c);
+	venus_combos(y, fh, yd, fd, test0, tend, scale, dscale);
+	venus_daily_conformal(yd, d0, nd, dscale);
+	venus_spread(y, test0, tend, d_ae, d_bae, dd_ae, dd_bae, dours.cover / dours.n);
 	free(yd);
 	free(ld);
 	if (val)
 		return;
 	venus_hindsight(y, test0, tend, scale, dscale);
 	venus_clairvoyant(y, lucid, test0, tend, scale, dscale);
+}
+
+static double mid3(double a, double b, double c)
+{
+	return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
+/* P(X <= k) for X ~ Binomial(n, p). */
+static double binom_cdf(int k, int n, double p)
+{
+	double s = 0;
+	for (int i = 0; i <= k && i <= n; i++)
+		s += exp(lgamma(n + 1.0) - lgamma(i + 1.0) - lgamma(n - i + 1.0) + i * log(p) + (n - i) * log1p(-p));
+	return s;
+}
+
+/* How much one month can say, for the targets still short: the bootstrap
+ * spread of the hourly and daily MAE ratios, the same P for forecasts
+ * that knew September (the best pooled median chosen on it, 56 days +-1 h
+ * weekdays and weekends apart, and the clairvoyant one's per-hour median),
+ * and the binomial spread of a month's 80 % coverage for a band that is
+ * exactly calibrated. h_ae / h_bae: per-day absolute errors of ours and of
+ * the 7-day median (hourly); d_ae / d_bae: of ours and the 4-week weekday
+ * median (daily); dcover: ours' daily coverage. */
+static void venus_spread(const double *y, int test0, int tend, const double *h_ae, const double *h_bae,
+			 const double *d_ae, const double *d_bae, double dcover)
+{
+	static double pool[56 * 3];
+	double q[3], hs[64] = {0}, cv[64] = {0};
+	char a[200], c[120];
+	int nday = (tend - test0) / 24;
+	boot_q(h_ae, h_bae, nday, q);
+	snprintf(a, sizeof a, "hourly MAE ratio to the 7-day median: bootstrap 5 / 50 / 95 %% %.3f / %.3f / %.3f", q[0],
+		 q[1], q[2]);
+	row("Venus spread", a, "target <= 0.96 with P >= 0.95", "-");
+	for (int o = test0, i = 0; o < tend; o += 24, i++) {
+		int wk = (2 + o / 24) % 7 >= 5; /* 2020-04-01 was a Wednesday */
+		for (int h = 0; h < 24 && o + h < tend; h++) {
+			int n = 0, m = 0;
+			for (int k = 1; k <= 56; k++) {
+				int dd = o - 24 * k;
+				if (((2 + dd / 24) % 7 >= 5) != wk)
+					continue;
+				for (int off = -1; off <= 1; off++)
+					if (dd + h + off >= 0 && dd + h + off < o)
+						pool[n++] = y[dd + h + off];
+			}
+			hs[i] += fabs(y[o + h] - quantile(pool, n, 0.5));
+			for (int dd = test0; dd < tend; dd += 24)
+				if (((2 + dd / 24) % 7 >= 5) == wk)
+					pool[m++] = y[dd + h];
+			cv[i] += fabs(y[o + h] - quantile(pool, m, 0.5));
+		}
+	}
+	double s0 = 0, s1 = 0, sb = 0;
+	for (int i = 0; i < nday; i++)
+		s0 += hs[i], s1 += cv[i], sb += h_bae[i];
+	snprintf(a, sizeof a, "the pooled median best on September (56 d, +-1 h, wkday/wkend): ratio %.4f", s0 / sb);
+	snprintf(c, sizeof c, "P(<= 0.96) %.3f", boot_p(hs, h_bae, nday, 0.96));
+	row("Venus spread", a, "7-day median", c);
+	snprintf(a, sizeof a, "clairvoyant (the month's own same-hour median): ratio %.4f", s1 / sb);
+	snprintf(c, sizeof c, "P(<= 0.96) %.3f", boot_p(cv, h_bae, nday, 0.96));
+	row("Venus spread", a, "7-day median", c);
+	boot_q(d_ae, d_bae, nday, q);
+	snprintf(a, sizeof a, "daily MAE ratio to the 4-week weekday median: bootstrap 5 / 50 / 95 %% %.3f / %.3f / %.3f",
+		 q[0], q[1], q[2]);
+	row("Venus spread", a, "target <= 1", "-");
+	int lo = (int)ceil(0.75 * nday - 1e-9), hi = (int)floor(0.85 * nday + 1e-9);
+	snprintf(a, sizeof a,
+		 "an exactly calibrated 80 %% band over %d days: P(coverage in 75-85 %%) %.3f, P(<= %.1f %%, ours) %.3f",
+		 nday, binom_cdf(hi, nday, 0.8) - binom_cdf(lo - 1, nday, 0.8), 100 * dcover,
+		 binom_cdf((int)lround(dcover * nday), nday, 0.8));
+	row("Venus spread", a, "Binomial(n, 0.8)", "-");
+}
+
+/* Conformal scaling of the module's daily 80 % bands, judged on the
+ * validation months first: the score of a past day j is how far its actual
+ * lay past its band, in band widths (negative inside); a test day's band is
+ * widened (or narrowed) by the split-conformal 80 % quantile of the scores
+ * of a group of the 91 days before it: all of them, the same weekday (13),
+ * the same day type (weekdays or weekends), or the same level (the days
+ * whose point is on the same side of those 91 points' median). Every past
+ * band comes from a fit at its own midnight, as the test days' do. */
+#define CONF_DAYS 91
+static void venus_daily_conformal(const double *yd, int d0, int nd, double dscale)
+{
+	static const char *const gname[] = {"as fitted", "all 91 days", "same weekday", "same day type",
+					    "same level"};
+	int j0 = d0 - CONF_DAYS > 28 ? d0 - CONF_DAYS : 28;
+	double *pt = calloc((size_t)nd * 3, sizeof(double)), *lo = pt + nd, *hi = lo + nd;
+	struct acc g[5] = {{0}};
+	char lab[64];
+	for (int j = j0; j < nd; j++) {
+		struct gl_forecast_result r;
+		if (venus_fit(yd, j, 1, &r)) {
+			free(pt);
+			return;
+		}
+		pt[j] = r.point[0], lo[j] = r.lo80[0], hi[j] = r.hi80[0];
+		gl_forecast_result_fini(&r);
+	}
+	for (int d = d0; d < nd; d++) {
+		double sc[4][CONF_DAYS], lv[CONF_DAYS];
+		int n[4] = {0}, nl = 0, wd = (d + 2) % 7, we = wd >= 5;
+		for (int j = d - CONF_DAYS > j0 ? d - CONF_DAYS : j0; j < d; j++)
+			lv[nl++] = pt[j];
+		double lmed = quantile(lv, nl, 0.5);
+		for (int j = d - CONF_DAYS > j0 ? d - CONF_DAYS : j0; j < d; j++) {
+			double w = hi[j] - lo[j] > 1 ? hi[j] - lo[j] : 1;
+			double s = fmax(lo[j] - yd[j], yd[j] - hi[j]) / w;
+			sc[0][n[0]++] = s;
+			if ((j + 2) % 7 == wd)
+				sc[1][n[1]++] = s;
+			if (((j + 2) % 7 >= 5) == we)
+				sc[2][n[2]++] = s;
+			if ((pt[j] > lmed) == (pt[d] > lmed))
+				sc[3][n[3]++] = s;
+		}
+		acc_add(&g[0], yd[d], pt[d], lo[d], hi[d]);
+		for (int k = 0; k < 4; k++) {
+			int rank = (int)ceil((n[k] + 1) * 0.8);
+			qsort(sc[k], (size_t)n[k], sizeof(double), cmp_d);
+			double q = n[k] ? sc[k][(rank < n[k] ? rank : n[k]) - 1] : 0, w = hi[d] - lo[d];
+			double l = fmin(fmax(0, lo[d] - q * w), pt[d]), h = fmax(hi[d] + q * w, pt[d]);
+			acc_add(&g[k + 1], yd[d], pt[d], l, h);
+		}
+	}
+	/* the combination chosen on the validation months (the median of the
+	 * module's point, the 4-week weekday median and the same weekday last
+	 * week), used on a day only when it beat the module's own forecasts
+	 * over the 91 days before it: the issue's rule applied to it */
+	double gae = 0, bae = 0, mae = 0;
+	int used = 0;
+	for (int d = d0; d < nd; d++) {
+		double e_c = 0, e_m = 0, v4[4], m4 = 0;
+		for (int j = d - CONF_DAYS > j0 ? d - CONF_DAYS : j0; j <= d; j++) {
+			for (int i = 0; i < 4; i++)
+				v4[i] = yd[j - 7 * (i + 1)];
+			m4 = quantile(v4, 4, 0.5);
+			if (j < d)
+				e_c += fabs(yd[j] - mid3(pt[j], m4, yd[j - 7])), e_m += fabs(yd[j] - pt[j]);
+		}
+		double f = e_c < e_m ? mid3(pt[d], m4, yd[d - 7]) : pt[d];
+		used += e_c < e_m;
+		gae += fabs(yd[d] - f), mae += fabs(yd[d] - pt[d]), bae += fabs(yd[d] - m4);
+	}
+	char a2[160];
+	snprintf(a2, sizeof a2, "daily median(model, med4w, snaive_week) where it beat the model over 91 days (%d of %d days):"
+				" MASE %.3f (model %.3f)", used, nd - d0, gae / (nd - d0) / dscale, mae / (nd - d0) / dscale);
+	snprintf(lab, sizeof lab, "%.4f of med4w", gae / bae);
+	row("Venus combination", a2, "same weekday, 4-week median", lab);
+	for (int k = 0; k < 5; k++) {
+		char a[128];
+		snprintf(a, sizeof a, "daily 80 %% band, %s: coverage %.1f %%, scaled pinball %.3f", gname[k],
+			 100 * g[k].cover / g[k].n, g[k].pin / g[k].n / dscale);
+		row("Venus conformal scaling", a, "target 75-85 %", "-");
+	}
+	free(pt);
+}
+
+
+/* Forecast combinations, fixed beforehand (no weights fitted): the chosen
+ * model's point with the simple forecasts beside it, as mean or median.
+ * Hourly: the same-hour 7-day median (the baseline) and the same hour
+ * yesterday; daily: the same weekday's 4-week median (the baseline), the
+ * same weekday last week and the 7-day median. Each beside its baseline,
+ * with the day-block bootstrap P. Judged on the validation months first;
+ * fh / fd: the module's day-ahead points, by hour / day. */
+static void venus_combos(const double *y, const double *fh, const double *yd, const double *fd, int test0, int tend,
+			 double scale, double dscale)
+{
+	static const char *const hn[] = {"model", "mean(model, med7, snaive)", "median(model, med7, snaive)",
+					 "mean(model, med7)"};
+	static const char *const dn[] = {"model", "mean(model, med4w, snaive_week)", "median(model, med4w, snaive_week)",
+					 "mean(model, med4w)", "mean(model, med7, med4w)", "median(model, med7, med4w)"};
+	double hae[4][64] = {{0}}, hbae[64] = {0}, dae[6][64] = {{0}}, dbae[64] = {0};
+	char a[160], c[96];
+	int nday = 0;
+	for (int o = test0; o < tend; o += 24, nday++)
+		for (int h = 0; h < 24 && o + h < tend; h++) {
+			int t = o + h;
+			double v7[7], f[4];
+			for (int j = 0; j < 7; j++)
+				v7[j] = y[t - 24 * (j + 1)];
+			double med = quantile(v7, 7, 0.5), sn = y[t - 24];
+			f[0] = fh[t];
+			f[1] = (fh[t] + med + sn) / 3;
+			f[2] = mid3(fh[t], med, sn);
+			f[3] = (fh[t] + med) / 2;
+			for (int k = 0; k < 4; k++)
+				hae[k][nday] += fabs(y[t] - f[k]);
+			hbae[nday] += fabs(y[t] - med);
+		}
+	double sb = 0;
+	for (int i = 0; i < nday; i++)
+		sb += hbae[i];
+	for (int k = 0; k < 4; k++) {
+		double so = 0;
+		for (int i = 0; i < nday; i++)
+			so += hae[k][i];
+		snprintf(a, sizeof a, "hourly %s: MASE %.3f", hn[k], so / (24.0 * nday) / scale);
+		snprintf(c, sizeof c, "%.4f of med7; P(< 1) %.3f, P(<= 0.96) %.3f", so / sb, boot_p(hae[k], hbae, nday, 1 - 1e-12),
+			 boot_p(hae[k], hbae, nday, 0.96));
+		row("Venus combination", a, "same hour, 7-day median", c);
+	}
+	int d0 = test0 / 24, nd = tend / 24;
+	for (int d = d0; d < nd; d++) {
+		double v4[4], v7[7], f[6];
+		for (int j = 0; j < 4; j++)
+			v4[j] = yd[d - 7 * (j + 1)];
+		for (int j = 0; j < 7; j++)
+			v7[j] = yd[d - j - 1];
+		double m4 = quantile(v4, 4, 0.5), m7 = quantile(v7, 7, 0.5), sn = yd[d - 7];
+		f[0] = fd[d];
+		f[1] = (fd[d] + m4 + sn) / 3;
+		f[2] = mid3(fd[d], m4, sn);
+		f[3] = (fd[d] + m4) / 2;
+		f[4] = (fd[d] + m7 + m4) / 3;
+		f[5] = mid3(fd[d], m7, m4);
+		for (int k = 0; k < 6; k++)
+			dae[k][d - d0] = fabs(yd[d] - f[k]);
+		dbae[d - d0] = fabs(yd[d] - m4);
+	}
+	sb = 0;
+	for (int i = 0; i < nd - d0; i++)
+		sb += dbae[i];
+	for (int k = 0; k < 6; k++) {
+		double so = 0;
+		for (int i = 0; i < nd - d0; i++)
+			so += dae[k][i];
+		snprintf(a, sizeof a, "daily %s: MASE %.3f", dn[k], so / (nd - d0) / dscale);
+		snprintf(c, sizeof c, "%.4f of med4w; P(<= 1) %.3f", so / sb, boot_p(dae[k], dbae, nd - d0, 1));
+		row("Venus combination", a, "same weekday, 4-week median", c);
+	}
 }
 
 /* How far the Venus targets are from the median family the forecaster is
