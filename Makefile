@@ -108,16 +108,25 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 
 # prometheus: promtool and the server the /metrics tests run (test_metrics_ledger)
-test: deps check-layers
+test: deps check-layers check-bench
 	@scripts/deps.sh prometheus
 	@$(MAKE) --no-print-directory build-tests
 	@BUILD=$(BUILD) tests/run.sh all
 
-# the layering rules of docs/ARCHITECTURE.md, and the check itself on planted violations
+# the layering rules of docs/ARCHITECTURE.md, and the check itself on planted
+# violations; the module renamer on a small tree of its own
 .PHONY: check-layers
 check-layers:
 	@scripts/check-layers.sh
 	@tests/scripts/test_check_layers.sh
+	@tests/scripts/test_rename_modules.sh
+
+# the benchmarks compile (no link, a few seconds): an API change that breaks
+# one fails `make test`, not the next `make bench`
+.PHONY: check-bench
+check-bench:
+	@$(CC) $(filter-out -MMD -MP,$(CFLAGS_ALL)) -Werror -Itests -Isrc -fsyntax-only $(BENCH_SRC)
+	@echo "check-bench: the $(words $(BENCH_SRC)) benchmarks compile"
 
 test-unit: $(BUILD)/gpuledger $(UNIT_BIN)
 	@BUILD=$(BUILD) tests/run.sh unit

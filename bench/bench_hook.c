@@ -10,6 +10,7 @@
  * Usage: bench_hook [DAYS [reuse]] (default 30; reuse: time the runs on the
  * database an earlier run generated, whose "now" was its last sample). */
 #include "gl/config.h"
+#include "gl/db.h"
 #include "gl/hook.h"
 #include "store/db_int.h"
 #include "lib/testlib.h"

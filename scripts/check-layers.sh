@@ -11,7 +11,10 @@
 #   name    no two files under src/ share a name;
 #   long    no function under src/ is longer than 200 lines (its body, from
 #           the opening brace at column 0 to the closing one: the house
-#           style), key "long FILE FUNCTION".
+#           style), key "long FILE FUNCTION";
+#   prefix  every function a file exports is named after the file: gl_FILE or
+#           gl_FILE_* (scripts/prefix.awk, which also names the families that
+#           keep a shared prefix on purpose), key "prefix FILE FUNCTION".
 #
 # Each violation is one line "RULE FILE: why". scripts/layers-known.txt lists
 # the ones the tree still carries ("RULE FILE" a line); a violation not in it
@@ -103,6 +106,10 @@ find src -name '*.c' | sort | xargs awk -v max=200 '
 		if (FNR - start + 1 > max) printf "long %s %s: %d lines (at most %d)\n", FILENAME, fn, FNR - start + 1, max
 		start = 0; sig = ""
 	}' >>"$out"
+
+awk -f scripts/prefix.awk "${srcs[@]}" |
+	awk '{ b = $1; sub(/.*\//, "", b); sub(/\.c$/, "", b)
+	       printf "prefix %s %s: not named gl_%s or gl_%s_* after its file\n", $1, $2, b, b }' >>"$out"
 
 sort -u -o "$out" "$out"
 cut -d: -f1 "$out" | sort -u >"$tmp/keys"

@@ -10,7 +10,8 @@
 #
 # What it touches: the files git tracks under src/ include/ tests/ bench/
 # docs/ scripts/, the Makefile, README.md and the example config (never sql/
-# nor this script). Files move with `git mv`, so history follows them.
+# nor this script and its test). Files move with `git mv`, so history
+# follows them.
 #
 # Three kinds of rename, each a table below:
 #   FILES    a source file (and its header, when it has its own) to a new
@@ -21,16 +22,17 @@
 # Before a symbol or prefix rename, the new names are checked to be unused:
 # a clash stops the script before it writes anything more.
 #
-# Families that keep their shared prefix on purpose (not renamed): the
-# route handlers gl_route_* (api/routes_*.c, one table in routes_core.c),
-# the subcommands gl_cli_<command> (cli/*.c, declared in cli.h), the
-# request API gl_req_* / gl_resp_* of api/server.c, the base helpers of
-# util/common.c (gl_err_*, gl_x*alloc). At the end the script lists what
-# else still does not match its file, for the next pass.
+# Families that keep their shared prefix on purpose (not renamed) are
+# those scripts/prefix.awk names (route handlers, subcommands, the request
+# API, util/common.c). At the end the script takes the paid debts out of
+# scripts/layers-known.txt and lists what still does not match its file
+# (the same list as check-layers.sh's "prefix" rule).
 set -euo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 self=scripts/rename-modules.sh
+# its own test names the old and the new names on purpose
+selftest=tests/scripts/test_rename_modules.sh
 
 # old path -> new path (src/ and include/)
 FILES=(
@@ -40,6 +42,7 @@ FILES=(
 	"src/cli/forecast.c src/cli/cli_forecast.c"
 	"src/cli/shard.c src/cli/cli_shard.c"
 	"src/store/capacity.c src/store/capstore.c"
+	"src/api/json.c src/api/apijson.c"  # gl_apijson_*, declared in apijson.h
 )
 # old prefix -> new prefix (the module the file names)
 PREFIX=(
@@ -48,6 +51,19 @@ PREFIX=(
 	"gl_attrib_ gl_dcgm_attrib_"       # ingest/dcgm_attrib.c
 	"gl_money_ gl_cost_"               # domain/cost.c
 	"gl_i128_ gl_cost_i128_"           # domain/cost.c
+	"gl_ratelimit_ gl_auth_ratelimit_" # api/auth.c: failed-login limits
+	"gl_reqlimit_ gl_auth_reqlimit_"   # api/auth.c: per-token request limits
+	"gl_inf_ gl_inference_"            # domain/inference.c
+	"GL_INF_ GL_INFERENCE_"
+	"gl_dcgm_batch_ gl_dcgm_ingest_batch_"      # ingest/dcgm_ingest.c
+	"gl_dcgm_targets_ gl_dcgm_scrape_targets_"  # ingest/dcgm_scrape.c
+	"gl_dcgm_fetch_ gl_dcgm_scrape_fetch_"
+	"gl_serving_batch_ gl_serving_ingest_batch_" # ingest/serving_ingest.c
+	"gl_token_ gl_tokens_"             # store/tokens.c
+	"GL_TOKEN_ GL_TOKENS_"
+	"gl_bound_ gl_bounds_"             # util/bounds.c
+	"GL_BOUND_ GL_BOUNDS_"
+	"GL_STEP_ GL_WINDOW_STEP_"         # domain/window.c
 )
 # old symbol -> new symbol
 SYMBOL=(
@@ -64,11 +80,65 @@ SYMBOL=(
 	"gl_costing_match_valid gl_settings_match_valid"
 	"gl_report_sched_parse_time gl_settings_schedule_parse"
 	"gl_reports_ext gl_settings_report_ext"
+	# the types of the families above that have no "_" after the prefix
+	"gl_ratelimit gl_auth_ratelimit"
+	"gl_reqlimit gl_auth_reqlimit"
+	"gl_inf gl_inference"
+	"gl_dcgm_batch gl_dcgm_ingest_batch"
+	"gl_dcgm_target gl_dcgm_scrape_target"
+	"gl_dcgm_fetch gl_dcgm_scrape_fetch"
+	"gl_serving_batch gl_serving_ingest_batch"
+	"gl_bound gl_bounds"
+	# domain/window.c
+	"gl_month_start gl_window_month_start"
+	"gl_month_next gl_window_month_next"
+	"gl_step_parse gl_window_step_parse"
+	"gl_step_name gl_window_step_name"
+	"gl_step gl_window_step"
+	# domain/idlerule.c (gl_idle_* stays the family of store/idle.c)
+	"gl_idle_stage_name gl_idlerule_stage_name"
+	"gl_idle_stage_parse gl_idlerule_stage_parse"
+	"gl_idle_classify gl_idlerule_classify"
+	"gl_idle_cost_micros gl_idlerule_cost_micros"
+	# ingest/: each source's loop is named after the file that runs it
+	"gl_dcgm_claim_pending gl_dcgm_ingest_claim_pending"
+	"gl_dcgm_source_run gl_dcgm_scrape_source_run"
+	"gl_kube_source_run gl_kube_ingest_source_run"
+	"gl_slurm_nodes_source_run gl_nodes_poll_slurm_source_run"
+	"gl_kube_nodes_source_run gl_nodes_poll_kube_source_run"
+	"gl_nvsmi_source_run gl_nvsmi_ingest_source_run"
+	"gl_sacct_source_run gl_sacct_poll_source_run"
+	"gl_serving_source_run gl_serving_scrape_source_run"
+	"gl_nodes_stage_copy_text gl_nodes_ingest_stage_copy_text"
+	# sources/: the parsers named after their format's file
+	"gl_kube_parse_nodes gl_kube_nodes_parse"
+	"gl_kube_share_name gl_kubegpu_share_name"
+	"gl_node_avail_name gl_nodeobs_avail_name"
+	"gl_node_snapshot_fini gl_nodeobs_snapshot_fini"
+	"gl_slurm_state_classify gl_nodeobs_state_classify"
+	"gl_slurm_state_raw_classify gl_nodeobs_state_raw_classify"
+	"gl_mig_profile_slices gl_nodeobs_mig_profile_slices"
+	"gl_slurm_parse_gres gl_nodeobs_parse_gres"
+	"gl_slurm_parse_tres_models gl_nodeobs_parse_tres_models"
+	"gl_job_state_name gl_sacct_job_state_name"
+	"gl_nodeobs_parse_scontrol_resv gl_scontrol_parse_resv"
+	"gl_sacctmgr_parse_events gl_slurm_events_parse_sacctmgr"
+	"gl_slurm_parse_reservations gl_slurm_events_parse_reservations"
+	# store/
+	"gl_data_through_fini gl_ingest_data_through_fini"
+	"gl_cluster_ensure gl_jobs_cluster_ensure"
+	# util/timeutil.c (symbol by symbol: gl_time_partitions is SQL's)
+	"gl_time_days_from_civil gl_timeutil_days_from_civil"
+	"gl_time_civil_from_days gl_timeutil_civil_from_days"
+	"gl_time_weekday gl_timeutil_weekday"
+	"gl_time_parse gl_timeutil_parse"
+	"gl_time_format_day gl_timeutil_format_day"
+	"gl_time_format gl_timeutil_format"
 )
 
 tracked() { # the files a rename may touch, NUL-separated
 	git ls-files -z -- src include tests bench docs scripts Makefile README.md gpuledger.example.yaml |
-		grep -zv -e "^$self\$" -e '\.\(png\|pdf\|gz\|zip\|prom\.gz\)$' || true
+		grep -zv -e "^$self\$" -e "^$selftest\$" -e '\.\(png\|pdf\|gz\|zip\|prom\.gz\)$' || true
 }
 holding() { # ERE -> the tracked files with a match, NUL-separated
 	tracked | xargs -0 grep -lZE -- "$1" 2>/dev/null || true
@@ -112,21 +182,58 @@ for pair in "${FILES[@]}"; do
 done
 
 # ---- identifiers ----
+sqlnames() { # the gl_* names the SQL of sql/ uses (comments left out)
+	sed 's/--.*$//' sql/*.sql 2>/dev/null | grep -ohE '\bgl_[A-Za-z0-9_]+' | sort -u || true
+}
+# A C function may share its name with the SQL function it wraps
+# (gl_dcgm_claim_pending): then only C code is renamed, never a string
+# literal (the SQL text) nor a document (which names the SQL function).
+# Perl splits each line into string/char literals and the rest.
+outside_strings_holding() { # perl regex in $RE -> C files with a match outside literals
+	tracked | grep -zE '\.[ch]$' | xargs -0 perl -ne '
+		BEGIN { $re = qr/$ENV{RE}/ }
+		my @p = split /("(?:[^"\\]|\\.)*"|'\''(?:[^'\''\\]|\\.)*'\'')/;
+		for (my $i = 0; $i < @p; $i += 2) {
+			if ($p[$i] =~ $re) { print "$ARGV\0"; close ARGV; last }
+		}' 2>/dev/null || true
+}
+rename_outside_strings() { # $RE -> $NEW in the C files given, outside literals
+	perl -pi -e '
+		my @p = split /("(?:[^"\\]|\\.)*"|'\''(?:[^'\''\\]|\\.)*'\'')/;
+		for (my $i = 0; $i < @p; $i += 2) { $p[$i] =~ s/$ENV{RE}/$ENV{NEW}/g }
+		$_ = join "", @p' "$@"
+}
 rename_ident() { # ERE of the old names, sed expression, what (for the log)
-	local re=$1 expr=$2 what=$3 clash
-	mapfile -d '' fs < <(holding "$re")
+	local re=$1 expr=$2 what=$3 clash shared
+	shared=$(comm -12 <(idents "$re") <(sqlnames))
+	if [[ -n $shared ]]; then
+		[[ $what == *" -> "* && $what != *"*"* ]] || {
+			echo "rename-modules: $what: also SQL names ($shared): rename those by symbol" >&2
+			exit 1
+		}
+		export RE="\\b${what%% -> *}\\b" NEW="${what##* -> }"
+		mapfile -d '' fs < <(outside_strings_holding)
+	else
+		mapfile -d '' fs < <(holding "$re")
+	fi
 	if [[ ${#fs[@]} -eq 0 ]]; then
 		echo "rename-modules: done before: $what"
 		return
 	fi
-	# the names it would make must not be in use already
-	clash=$(comm -12 <(idents "$re" | sed -E "$expr") <(idents '\bgl_[A-Za-z0-9_]+'))
+	# the names it would make must not be in use already, in C nor in SQL
+	clash=$(comm -12 <(tracked | xargs -0 grep -ohE -- "$re" 2>/dev/null | sort -u | sed -E "$expr" | sort -u) \
+		<(sort -u <(idents '\bgl_[A-Za-z0-9_]+') <(sqlnames)))
 	if [[ -n $clash ]]; then
 		echo "rename-modules: $what would clash with names in use: $clash" >&2
 		exit 1
 	fi
-	sed -i -E "$expr" "${fs[@]}"
-	echo "rename-modules: $what in ${#fs[@]} files"
+	if [[ -n $shared ]]; then
+		rename_outside_strings "${fs[@]}"
+		echo "rename-modules: $what in ${#fs[@]} files (C code only: also a SQL name)"
+	else
+		sed -i -E "$expr" "${fs[@]}"
+		echo "rename-modules: $what in ${#fs[@]} files"
+	fi
 	changed=1
 }
 for pair in "${PREFIX[@]}"; do
@@ -139,35 +246,40 @@ for pair in "${SYMBOL[@]}"; do
 	rename_ident "\\b${old}\\b" "s/\\b${old}\\b/${new}/g" "$old -> $new"
 done
 
-# ---- the layering check's known list: duplicate names that are gone ----
+# ---- the layering check's known list: debts that are paid ----
+# a duplicate file name that is gone, a function that now carries its file's
+# prefix (or is gone)
 known=scripts/layers-known.txt
 if [[ -f $known ]]; then
-	while read -r rule path; do
-		[[ $rule == name ]] || continue
-		b=$(basename "$path")
-		if [[ ! -e $path || $(find src -name "$b" | wc -l) -lt 2 ]]; then
-			grep -vxF "name $path" "$known" >"$known.new" || true
-			mv "$known.new" "$known"
-			echo "rename-modules: $known: no longer a duplicate name: $path"
-			changed=1
-		fi
-	done < <(grep -E '^name ' "$known" || true)
+	mapfile -t srcs < <(find src -name '*.c' | sort)
+	awk -f scripts/prefix.awk "${srcs[@]}" | sed 's/^/prefix /' >"$known.left"
+	while read -r rule path fn; do
+		case $rule in
+		name)
+			b=$(basename "$path")
+			[[ ! -e $path || $(find src -name "$b" | wc -l) -lt 2 ]] || continue
+			line="name $path"
+			;;
+		prefix)
+			line="prefix $path $fn"
+			! grep -qxF "$line" "$known.left" || continue
+			;;
+		*) continue ;;
+		esac
+		grep -vxF "$line" "$known" >"$known.new" || true
+		mv "$known.new" "$known"
+		echo "rename-modules: $known: paid: $line"
+		changed=1
+	done < <(grep -E '^(name|prefix) ' "$known" || true)
+	rm -f "$known.left"
 fi
 
 # ---- what still does not match its file ----
+mapfile -t srcs < <(find src -name '*.c' | sort)
 left=0
-while read -r f; do
-	b=$(basename "$f" .c)
-	while read -r fn; do
-		case $fn in
-		gl_"$b" | gl_"$b"_* | gl_route_* | gl_cli_* | gl_req_* | gl_resp_*) ;;
-		*)
-			[[ $b == common ]] && continue
-			echo "rename-modules: left: $f $fn"
-			left=$((left + 1))
-			;;
-		esac
-	done < <(awk '/^[A-Za-z_].*\(/ && !/^static/ {l = $0; sub(/\(.*/, "", l); sub(/.*[ *]/, "", l); if (l ~ /^gl_/) print l}' "$f")
-done < <(find src -name '*.c' -not -path 'src/sim/*' | sort)
+while read -r f fn; do
+	echo "rename-modules: left: $f $fn"
+	left=$((left + 1))
+done < <(awk -f scripts/prefix.awk "${srcs[@]}")
 dups=$(find src -name '*.[ch]' | awk -F/ '{print $NF}' | sort | uniq -d)
-echo "rename-modules: $( ((changed)) && echo "renamed" || echo "nothing to do"); duplicate file names under src/: ${dups:-none}; functions whose prefix is not their file's (for a next pass): $left"
+echo "rename-modules: $( ((changed)) && echo "renamed" || echo "nothing to do"); duplicate file names under src/: ${dups:-none}; functions whose prefix is not their file's: $left"

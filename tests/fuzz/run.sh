@@ -5,7 +5,8 @@
 # crashes land in $BUILD/fuzz/<X>/. Needs clang.
 # A harness whose first lines say "fuzz-link: full" (the config file, the
 # query parameters, the API's POST bodies) is linked with every source of
-# the binary but main.c, instrumented, and the daemon's libraries; the
+# the binary but the programs' mains (cli/main.c, sim/sim_main.c: libFuzzer
+# has its own), instrumented, and the daemon's libraries; the
 # objects are built once into $BUILD/fuzz/full-obj.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,14 +32,15 @@ for f in src/util/*.c src/sources/*.c src/domain/increase.c; do
 	srcs+=("$f")
 done
 
-# every source of the binary but main.c, instrumented (full harnesses)
+# every source of the binary but a file that defines main (the same two the
+# Makefile leaves out of libgl.a), instrumented (full harnesses)
 full_objs=()
 build_full() {
 	local objdir="$BUILD/fuzz/full-obj" f o
 	((${#full_objs[@]})) && return 0
 	mkdir -p "$objdir"
 	"${MAKE:-make}" --no-print-directory BUILD="$BUILD" "$BUILD/gen/migrations.c" >&2
-	for f in $(find src -name '*.c' ! -path src/cli/main.c | sort) "$BUILD/gen/migrations.c"; do
+	for f in $(find src -name '*.c' | sort | xargs grep -L '^int main(') "$BUILD/gen/migrations.c"; do
 		o="$objdir/$(echo "$f" | tr / _).o"
 		if [[ ! -e $o || $f -nt $o ]]; then
 			"$CC" -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \

@@ -438,6 +438,7 @@ static void test_report_by_type(void **state)
 static void test_other_routes(void **state)
 {
 	cJSON *j = gl_test_get_json(g_d.port, "/v1/idle?window=2026-10&aggregate=workload_type", 200);
+	char *text;
 	assert_non_null(j);
 	cJSON_Delete(j);
 	j = gl_test_get_json(g_d.port, "/v1/forecast?aggregate=workload_type&window=2026-10", 200);
@@ -446,7 +447,10 @@ static void test_other_routes(void **state)
 	cJSON_Delete(j);
 	j = gl_test_get_json(g_d.port, "/v1/chargeback?window=2026-10&aggregate=workload", 400);
 	assert_non_null(j);
-	assert_non_null(strstr(cJSON_PrintUnformatted(j), "workload_type"));
+	text = cJSON_PrintUnformatted(j);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "workload_type"));
+	cJSON_free(text);
 	cJSON_Delete(j);
 }
 

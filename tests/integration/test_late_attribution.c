@@ -167,7 +167,7 @@ static int teardown(void **state)
 static void test_order_changes_nothing(void **state)
 {
 	static const int all[] = {101, 102, 103}, first[] = {101};
-	char *a, *b, *c, *again;
+	char *a, *b, *c, *none, *again;
 	(void)state;
 	/* a: the jobs known before their samples */
 	ingest_jobs("order-a", all, 3);
@@ -180,7 +180,9 @@ static void test_order_changes_nothing(void **state)
 
 	/* b: the samples first; n1's wait whole (no job known), n2's too */
 	ingest_scrapes("order-b");
-	assert_string_equal(usage_of("order-b"), "");
+	none = usage_of("order-b");
+	assert_string_equal(none, "");
+	free(none);
 	assert_int_equal(pending("order-b"), (SAMPLES - 1) * 6);
 	ingest_jobs("order-b", all, 3);
 	b = usage_of("order-b");
