@@ -48,7 +48,7 @@ static void load_chain(PGconn *c, long n)
 		gl_audit_hash(prev, canon.p, canon.len, h);
 		gl_audit_hex(prev, ph);
 		gl_audit_hex(h, hh);
-		gl_time_format(at / 1000000, ts, sizeof ts);
+		gl_timeutil_format(at / 1000000, ts, sizeof ts);
 		ts[19] = '\0';
 		gl_strbuf_printf(&data, "%ld\t%s.%06lld+00\ttoken:1\t10.1.2.3\thttp.request\t%s\tok\t%s\t\\\\x%s\t\\\\x%s\n", i,
 				 ts, (long long)(at % 1000000), obj, detail, ph, hh);

@@ -73,7 +73,7 @@ static int read_hourly(const char *path, const char *col, double *out, int max)
 	char line[1024];
 	int ci = -1, n = 0;
 	int64_t t0;
-	if (!f || gl_time_parse("2020-04-01", 10, &t0))
+	if (!f || gl_timeutil_parse("2020-04-01", 10, &t0))
 		return -1;
 	memset(out, 0, sizeof(double) * (size_t)max);
 	if (!fgets(line, sizeof line, f))
@@ -88,7 +88,7 @@ static int read_hourly(const char *path, const char *col, double *out, int max)
 		char *save = NULL, *tok = strtok_r(line, ",\r\n", &save);
 		int64_t t;
 		double v = 0;
-		if (!tok || gl_time_parse(tok, strlen(tok), &t))
+		if (!tok || gl_timeutil_parse(tok, strlen(tok), &t))
 			continue;
 		for (int i = 1; i <= ci && (tok = strtok_r(NULL, ",\r\n", &save)); i++)
 			if (i == ci)
@@ -1033,12 +1033,12 @@ static int read_daily_peaks_philly(const char *dir, struct gbase *b)
 	int64_t t0;
 	FILE *f;
 	snprintf(path, sizeof path, "%s/philly-cluster-series/philly_node_sequence.csv", dir);
-	if (!(f = fopen(path, "r")) || !fgets(line, sizeof line, f) || gl_time_parse("2017-10-03", 10, &t0))
+	if (!(f = fopen(path, "r")) || !fgets(line, sizeof line, f) || gl_timeutil_parse("2017-10-03", 10, &t0))
 		return -1;
 	b->v = calloc(80, sizeof(double));
 	while (fgets(line, sizeof line, f)) {
 		int64_t t;
-		if (gl_time_parse(line, 19, &t))
+		if (gl_timeutil_parse(line, 19, &t))
 			continue;
 		int d = (int)((t - t0) / 86400);
 		double a = atof(strchr(line, ',') + 1);

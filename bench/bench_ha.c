@@ -69,7 +69,7 @@ static void fence_cost(void)
 	int64_t run_id;
 	double best[3] = {1e9, 1e9, 1e9};
 	if (gl_test_db_fresh("gl_bench_ha", dsn, sizeof dsn) || gl_db_connect_dsn(dsn, &c, &err) ||
-	    gl_cluster_ensure(gl_db_store(c), "bench", "slurm", &cluster_id, &err) ||
+	    gl_jobs_cluster_ensure(gl_db_store(c), "bench", "slurm", &cluster_id, &err) ||
 	    gl_ingest_run_begin(gl_db_store(c), "sacct", cluster_id, "bench", &run_id, &err))
 		gl_test_die(err.msg[0] ? err.msg : "no database");
 	for (int r = 0; r < ROUNDS; r++)

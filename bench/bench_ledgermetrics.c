@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 	struct gl_test_out o;
 	if (refreshes < 1)
 		refreshes = 1;
-	if (gl_time_parse("2026-10-31T23:00:00Z", 20, &now_s))
+	if (gl_timeutil_parse("2026-10-31T23:00:00Z", 20, &now_s))
 		die("time", NULL);
 	if (gl_test_db_fresh("gl_bench_ledgermetrics", dsn, sizeof dsn))
 		die("db", NULL);

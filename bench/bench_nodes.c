@@ -127,7 +127,7 @@ static double ours(PGconn *c, const char *cluster, int kube, const struct gl_str
 	struct gl_nodes_ingest_counts k;
 	struct gl_err err = {0};
 	double t0 = gl_test_now_s();
-	if ((kube ? gl_kube_parse_nodes(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
+	if ((kube ? gl_kube_nodes_parse(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
 		gl_test_die(err.msg);
 	g_parse_s = gl_test_now_s() - t0;
 	o.cluster = cluster;
@@ -138,7 +138,7 @@ static double ours(PGconn *c, const char *cluster, int kube, const struct gl_str
 	o.at_s = at;
 	if (gl_nodes_ingest(gl_db_store(c), &o, &s, &k, &err))
 		gl_test_die(err.msg);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	return gl_test_now_s() - t0;
 }
 
@@ -149,7 +149,7 @@ static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, 
 	struct gl_strbuf g = GL_STRBUF_INIT, st = GL_STRBUF_INIT;
 	struct gl_err err = {0};
 	double t0, t;
-	if ((kube ? gl_kube_parse_nodes(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
+	if ((kube ? gl_kube_nodes_parse(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
 		gl_test_die(err.msg);
 	for (size_t i = 0; i < s.nnodes; i++) {
 		const struct gl_node_obs *o = &s.nodes[i];
@@ -159,10 +159,10 @@ static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, 
 					 o->partitions ? o->partitions : "\\N", o->partitions ? o->partitions : "",
 					 kube ? "kube" : "scontrol", (long long)at);
 		gl_strbuf_printf(&st, "%d\t%s\t%s\t%s\t%lld\t%s\t%s\n", cluster_id, o->name, kube ? "kube" : "scontrol",
-				 gl_node_avail_name(o->avail), (long long)at, o->state_raw ? o->state_raw : "\\N",
+				 gl_nodeobs_avail_name(o->avail), (long long)at, o->state_raw ? o->state_raw : "\\N",
 				 o->reason ? o->reason : "\\N");
 	}
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	t0 = gl_test_now_s();
 	sql(c, "BEGIN");
 	sql(c, "CREATE TEMP TABLE IF NOT EXISTS raw_g (cluster_id int, node text, gpu_model text, gpus int, mig int,"
@@ -198,7 +198,7 @@ static void bench(PGconn *c, const char *what, int kube)
 		make_scontrol(&t1, 0);
 		make_scontrol(&t2, 1);
 	}
-	if (gl_cluster_ensure(gl_db_store(c), "bench-raw", "slurm", &cid, &err))
+	if (gl_jobs_cluster_ensure(gl_db_store(c), "bench-raw", "slurm", &cid, &err))
 		gl_test_die(err.msg);
 	for (int r = 0; r < 3; r++) {
 		double a, b, x;

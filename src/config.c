@@ -845,7 +845,7 @@ static int check_bound(const char *s, int64_t *out, const char *name, const stru
 		       struct gl_err *err)
 {
 	*out = GL_TIME_NONE;
-	if (*s && gl_time_parse(s, strlen(s), out))
+	if (*s && gl_timeutil_parse(s, strlen(s), out))
 		return cfg_fail(err, name, l, path, "'%s' is not an RFC3339 time or date", s);
 	return 0;
 }
@@ -1354,8 +1354,8 @@ static int check_rates(const struct gl_config *cfg, const char *name, const stru
 			int64_t of = GL_TIME_NONE, ot = GL_TIME_NONE;
 			if (strcasecmp(o->model, rt->model) != 0)
 				continue;
-			if ((*o->from && gl_time_parse(o->from, strlen(o->from), &of)) ||
-			    (*o->to && gl_time_parse(o->to, strlen(o->to), &ot)))
+			if ((*o->from && gl_timeutil_parse(o->from, strlen(o->from), &of)) ||
+			    (*o->to && gl_timeutil_parse(o->to, strlen(o->to), &ot)))
 				continue; /* reported for rates[j] already */
 			if ((t == GL_TIME_NONE || of == GL_TIME_NONE || of < t) &&
 			    (ot == GL_TIME_NONE || f == GL_TIME_NONE || f < ot))
@@ -1432,8 +1432,8 @@ static int check_budgets(const struct gl_config *cfg, const char *name, const st
 			int64_t of = GL_TIME_NONE, ot = GL_TIME_NONE;
 			if (strcmp(o->owner, b->owner) != 0 || strcmp(o->aggregate, b->aggregate) != 0)
 				continue;
-			if ((*o->from && gl_time_parse(o->from, strlen(o->from), &of)) ||
-			    (*o->to && gl_time_parse(o->to, strlen(o->to), &ot)))
+			if ((*o->from && gl_timeutil_parse(o->from, strlen(o->from), &of)) ||
+			    (*o->to && gl_timeutil_parse(o->to, strlen(o->to), &ot)))
 				continue; /* reported for budgets[j] already */
 			if ((t == GL_TIME_NONE || of == GL_TIME_NONE || of < t) &&
 			    (ot == GL_TIME_NONE || f == GL_TIME_NONE || f < ot))
@@ -1470,7 +1470,7 @@ static int check_capacity_plan(const struct gl_config *cfg, const char *name, co
 		if (strcmp(c->action, "add") && strcmp(c->action, "retire"))
 			return cfg_fail(err, name, l, p, "'%s' is not add or retire", c->action);
 		snprintf(p, sizeof p, "capacity_plan[%zu].date", i);
-		if (strlen(c->date) != 10 || gl_time_parse(c->date, 10, &d) || d % 86400)
+		if (strlen(c->date) != 10 || gl_timeutil_parse(c->date, 10, &d) || d % 86400)
 			return cfg_fail(err, name, l, p, "'%s' is not a date YYYY-MM-DD", c->date);
 		snprintf(p, sizeof p, "capacity_plan[%zu].cluster", i);
 		if (!*c->cluster)
@@ -1680,8 +1680,8 @@ void gl_config_run_rules(const struct gl_config *cfg, struct gl_runs_rule **rule
 		r->cluster = c->cluster;
 		r->from_s = r->to_s = GL_TIME_NONE;
 		if (gl_runs_by_parse(c->by, &r->by, &r->label) ||
-		    (*c->from && gl_time_parse(c->from, strlen(c->from), &r->from_s)) ||
-		    (*c->to && gl_time_parse(c->to, strlen(c->to), &r->to_s)))
+		    (*c->from && gl_timeutil_parse(c->from, strlen(c->from), &r->from_s)) ||
+		    (*c->to && gl_timeutil_parse(c->to, strlen(c->to), &r->to_s)))
 			continue; /* refused at load: not reached */
 		++*n;
 	}

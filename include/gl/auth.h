@@ -25,26 +25,26 @@ int gl_auth_route_public(const char *route_roles);
 int gl_auth_role_allows(const char *token_role, const char *route_roles);
 
 /* ---- failed-authentication limiter, per source address ---- */
-struct gl_ratelimit;
+struct gl_auth_ratelimit;
 /* max_failures within window_s block the address for block_s. */
-struct gl_ratelimit *gl_ratelimit_new(size_t slots, int max_failures, int64_t window_s, int64_t block_s);
-void gl_ratelimit_free(struct gl_ratelimit *rl);
+struct gl_auth_ratelimit *gl_auth_ratelimit_new(size_t slots, int max_failures, int64_t window_s, int64_t block_s);
+void gl_auth_ratelimit_free(struct gl_auth_ratelimit *rl);
 /* 1 while addr is blocked. */
-int gl_ratelimit_blocked(struct gl_ratelimit *rl, const char *addr, int64_t now_s);
+int gl_auth_ratelimit_blocked(struct gl_auth_ratelimit *rl, const char *addr, int64_t now_s);
 /* Counts a failure; returns 1 when this failure starts a block. */
-int gl_ratelimit_fail(struct gl_ratelimit *rl, const char *addr, int64_t now_s);
+int gl_auth_ratelimit_fail(struct gl_auth_ratelimit *rl, const char *addr, int64_t now_s);
 
 /* ---- request-rate limiter, per source address (token bucket) ----
  * Each address may send burst requests at once and rate_per_s after that.
  * Refusals are counted and audited in aggregate by the server (one row per
  * address and minute), never one by one: a flood would fill the audit
  * queue and slow every other client. */
-struct gl_reqlimit;
+struct gl_auth_reqlimit;
 /* rate_per_s 0: everything is allowed. */
-struct gl_reqlimit *gl_reqlimit_new(size_t slots, double rate_per_s, double burst);
-void gl_reqlimit_free(struct gl_reqlimit *rl);
+struct gl_auth_reqlimit *gl_auth_reqlimit_new(size_t slots, double rate_per_s, double burst);
+void gl_auth_reqlimit_free(struct gl_auth_reqlimit *rl);
 /* 0: allowed; 1: refused. */
-int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms);
+int gl_auth_reqlimit_take(struct gl_auth_reqlimit *rl, const char *addr, int64_t now_ms);
 
 /* ---- token cache, keyed by the token's SHA-256 ---- */
 struct gl_auth_cache;
@@ -52,14 +52,14 @@ struct gl_auth_cache *gl_auth_cache_new(size_t slots, int64_t ttl_s);
 void gl_auth_cache_free(struct gl_auth_cache *c);
 /* 1 on a fresh hit: *found says whether the token exists, *t its row. */
 int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s, int *found,
-		      struct gl_token_info *t);
+		      struct gl_tokens_info *t);
 /* While the database cannot be reached: 1 when the token was found in the
  * database (by a put with t) less than max_age_s ago, *t its row as it was
  * then. Unknown hashes and tokens never verified never hit. */
 int gl_auth_cache_get_verified(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
-				int64_t max_age_s, struct gl_token_info *t);
+				int64_t max_age_s, struct gl_tokens_info *t);
 /* t NULL: remember that the hash is unknown (for ttl_s as well). */
 void gl_auth_cache_put(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
-		       const struct gl_token_info *t);
+		       const struct gl_tokens_info *t);
 
 #endif

@@ -8,8 +8,8 @@
  * sample, so re-ingesting a scrape changes nothing and samples must reach a
  * GPU in time order.
  *
- * Ownership: gl_dcgm_batch_new() returns a batch the caller frees with
- * gl_dcgm_batch_free() (NULL no-op). gl_dcgm_batch_add() copies what it needs:
+ * Ownership: gl_dcgm_ingest_batch_new() returns a batch the caller frees with
+ * gl_dcgm_ingest_batch_free() (NULL no-op). gl_dcgm_ingest_batch_add() copies what it needs:
  * the scrape may be finalised right after. opts strings are borrowed for the
  * call.
  */
@@ -47,23 +47,23 @@ const char *gl_dcgm_ingest_source_name(const char *scrape_source);
 int gl_dcgm_ingest_opts_init(struct gl_dcgm_ingest_opts *o, const struct gl_config *cfg, const char *cluster,
 			     struct gl_err *err) GL_MUSTCHECK;
 
-struct gl_dcgm_batch;
+struct gl_dcgm_ingest_batch;
 
-struct gl_dcgm_batch *gl_dcgm_batch_new(int64_t max_skip_reasons);
-void gl_dcgm_batch_free(struct gl_dcgm_batch *b);
+struct gl_dcgm_ingest_batch *gl_dcgm_ingest_batch_new(int64_t max_skip_reasons);
+void gl_dcgm_ingest_batch_free(struct gl_dcgm_ingest_batch *b);
 /* Copies the scrape's GPUs. GPUs without a hostname (no label and no node
  * override) are skipped and counted; bad lines are recorded as "input:line:
  * reason". input names the source in those reasons. */
-void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, const char *input);
+void gl_dcgm_ingest_batch_add(struct gl_dcgm_ingest_batch *b, const struct gl_dcgm_scrape *s, const char *input);
 /* Records a target that gave nothing usable (the run becomes 'partial'). */
-void gl_dcgm_batch_fail(struct gl_dcgm_batch *b, const char *input, const char *why);
+void gl_dcgm_ingest_batch_fail(struct gl_dcgm_ingest_batch *b, const char *input, const char *why);
 /* Records a bad line of an input: "input:line: reason" in the run's
  * reasons, counted as skipped (the run becomes 'partial'). */
-void gl_dcgm_batch_skip(struct gl_dcgm_batch *b, const char *input, int64_t line, const char *why);
+void gl_dcgm_ingest_batch_skip(struct gl_dcgm_ingest_batch *b, const char *input, int64_t line, const char *why);
 /* One GPU reading of a source other than an exporter scrape (nvidia-smi):
  * strings are copied; "" or NULL is unknown. jobs are hpc_job-like labels
  * (the Slurm jobs whose processes run on it). */
-struct gl_dcgm_batch_gpu {
+struct gl_dcgm_ingest_batch_gpu {
 	const char *node, *uuid, *profile, *model, *driver, *source;
 	int gi_id;
 	int mig_parent;
@@ -72,10 +72,10 @@ struct gl_dcgm_batch_gpu {
 	const char *const *jobs;
 	size_t njobs;
 };
-void gl_dcgm_batch_add_gpu(struct gl_dcgm_batch *b, const struct gl_dcgm_batch_gpu *g);
+void gl_dcgm_ingest_batch_add_gpu(struct gl_dcgm_ingest_batch *b, const struct gl_dcgm_ingest_batch_gpu *g);
 /* Lines read, for the run's counters. */
-void gl_dcgm_batch_lines(struct gl_dcgm_batch *b, int64_t lines);
-size_t gl_dcgm_batch_gpus(const struct gl_dcgm_batch *b);
+void gl_dcgm_ingest_batch_lines(struct gl_dcgm_ingest_batch *b, int64_t lines);
+size_t gl_dcgm_ingest_batch_gpus(const struct gl_dcgm_ingest_batch *b);
 
 struct gl_dcgm_ingest_result {
 	int64_t gpus;           /* GPU entities in the batch */
@@ -89,7 +89,7 @@ struct gl_dcgm_ingest_result {
 	int64_t waiting;        /* samples of unlabelled nodes left (partly) for jobs not known yet */
 	int64_t marked_absent;  /* GPUs newly marked absent */
 	int64_t bad_lines;      /* skipped scrape lines */
-	int64_t failed_inputs;  /* gl_dcgm_batch_fail() calls */
+	int64_t failed_inputs;  /* gl_dcgm_ingest_batch_fail() calls */
 	int64_t no_host;        /* GPUs dropped for want of a hostname */
 };
 
@@ -97,15 +97,15 @@ struct gl_dcgm_ingest_result {
  * (source 'dcgm', cluster) watermark (raised to at_s, never lowered) and an
  * ingest_runs row. Creates the cluster when missing (kind 'kubernetes' when
  * a GPU carries pod labels, else 'slurm'). res may be NULL. */
-int gl_dcgm_ingest(struct gl_store *st, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
+int gl_dcgm_ingest(struct gl_store *st, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_ingest_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* Rounds b[0..n) taken at at_s[0..n) (ascending) as one run: each round
  * is one transaction as above, in order; b[0] holds the run's lines,
- * reasons and failures (gl_dcgm_batch_skip, gl_dcgm_batch_fail), the
+ * reasons and failures (gl_dcgm_ingest_batch_skip, gl_dcgm_ingest_batch_fail), the
  * others only GPUs. A failure stops the run, the rounds before it stay
  * written (ingesting the same samples again applies only the rest). */
-int gl_dcgm_ingest_rounds(struct gl_store *st, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
+int gl_dcgm_ingest_rounds(struct gl_store *st, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_ingest_batch *const *b,
 			  const int64_t *at_s, size_t n, struct gl_dcgm_ingest_result *res,
 			  struct gl_err *err) GL_MUSTCHECK;
 
@@ -113,6 +113,6 @@ int gl_dcgm_ingest_rounds(struct gl_store *st, const struct gl_dcgm_ingest_opts 
  * waited for a job not yet known at scrape time (their hpc_job or pod
  * label matched nothing) and now match one are attributed to it
  * (sql/020). *claimed (may be NULL) counts them. */
-int gl_dcgm_claim_pending(struct gl_store *st, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgm_ingest_claim_pending(struct gl_store *st, int cluster_id, int64_t *claimed, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

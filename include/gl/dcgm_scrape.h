@@ -6,9 +6,9 @@
  *
  * curl_global_init() must have run before (main() does it).
  *
- * Ownership: targets from gl_dcgm_targets_load() are freed with
- * gl_dcgm_targets_free(). A fetch's body belongs to the fetch; on_done may
- * consume it and gl_dcgm_fetch_all() frees whatever is left.
+ * Ownership: targets from gl_dcgm_scrape_targets_load() are freed with
+ * gl_dcgm_scrape_targets_free(). A fetch's body belongs to the fetch; on_done may
+ * consume it and gl_dcgm_scrape_fetch_all() frees whatever is left.
  */
 #ifndef GL_DCGM_SCRAPE_H
 #define GL_DCGM_SCRAPE_H
@@ -22,7 +22,7 @@
 
 #define GL_DCGM_MAX_BODY (64u << 20) /* a scrape larger than this is refused */
 
-struct gl_dcgm_target {
+struct gl_dcgm_scrape_target {
 	char *url;
 	char *node; /* NULL: the Hostname label names the node */
 };
@@ -31,16 +31,16 @@ struct gl_dcgm_target {
  * "node=NAME") plus targets_file (one "URL [NODE]" or "URL node=NAME" per
  * line, # comments), duplicates dropped. Zero targets is not an error
  * here. */
-int gl_dcgm_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_target **out, size_t *n,
+int gl_dcgm_scrape_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_scrape_target **out, size_t *n,
 			 struct gl_err *err) GL_MUSTCHECK;
-void gl_dcgm_targets_free(struct gl_dcgm_target *t, size_t n);
+void gl_dcgm_scrape_targets_free(struct gl_dcgm_scrape_target *t, size_t n);
 /* The targets string alone, appended to *out (*n used, *cap allocated): a
  * "node=NAME" token names the node of the URL before it. -GL_ECONFIG for a
  * node= without a URL before it, a second one, or an empty name. */
-int gl_dcgm_targets_parse(const char *targets, struct gl_dcgm_target **out, size_t *n, size_t *cap,
+int gl_dcgm_scrape_targets_parse(const char *targets, struct gl_dcgm_scrape_target **out, size_t *n, size_t *cap,
 			  struct gl_err *err) GL_MUSTCHECK;
 
-struct gl_dcgm_fetch {
+struct gl_dcgm_scrape_fetch {
 	const char *url;         /* borrowed */
 	void *ud;                /* the caller's */
 	/* results */
@@ -51,7 +51,7 @@ struct gl_dcgm_fetch {
 	struct gl_strbuf body;
 };
 
-struct gl_dcgm_fetch_opts {
+struct gl_dcgm_scrape_fetch_opts {
 	int64_t timeout_ms;      /* whole transfer, per target */
 	size_t max_parallel;
 	size_t max_body;         /* 0: GL_DCGM_MAX_BODY */
@@ -61,12 +61,12 @@ struct gl_dcgm_fetch_opts {
  * completes, in completion order, from the calling thread. Returns 0 once
  * all are done (failures are in the fetches), or -GL_EIO when libcurl itself
  * could not run. */
-int gl_dcgm_fetch_all(struct gl_dcgm_fetch *f, size_t n, const struct gl_dcgm_fetch_opts *o,
-		      void (*on_done)(struct gl_dcgm_fetch *f, void *ud), void *ud, struct gl_err *err) GL_MUSTCHECK;
+int gl_dcgm_scrape_fetch_all(struct gl_dcgm_scrape_fetch *f, size_t n, const struct gl_dcgm_scrape_fetch_opts *o,
+		      void (*on_done)(struct gl_dcgm_scrape_fetch *f, void *ud), void *ud, struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon's dcgm-exporter source: src is a struct gl_dcgm_source_cfg. */
 struct gl_store;
-int gl_dcgm_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_dcgm_scrape_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -100,8 +100,8 @@ int gl_idlerule_check(const struct gl_idlerule *r, struct gl_err *err) GL_MUSTCH
 const char *gl_idlerule_kind_name(enum gl_idlerule_kind k);
 int gl_idlerule_kind_parse(const char *s, enum gl_idlerule_kind *out) GL_MUSTCHECK;
 /* "none" / "warn1" / "warn2" / "act"; parse returns -GL_EINVAL for others. */
-const char *gl_idle_stage_name(enum gl_idle_stage s);
-int gl_idle_stage_parse(const char *s, enum gl_idle_stage *out) GL_MUSTCHECK;
+const char *gl_idlerule_stage_name(enum gl_idle_stage s);
+int gl_idlerule_stage_parse(const char *s, enum gl_idle_stage *out) GL_MUSTCHECK;
 
 /* The state of one observation under a signal:
  *   no data  : no samples, or all samples without a signal;
@@ -110,7 +110,7 @@ int gl_idle_stage_parse(const char *s, enum gl_idle_stage *out) GL_MUSTCHECK;
  *              engine activity is unknown), memory (when it counts) or power
  *              at or above their thresholds;
  *   idle     : otherwise. */
-enum gl_idle_state gl_idle_classify(const struct gl_idle_obs *o, const struct gl_idle_signal *sig);
+enum gl_idle_state gl_idlerule_classify(const struct gl_idle_obs *o, const struct gl_idle_signal *sig);
 
 /* One GPU: spans in time order (overlaps are not checked), job start, now. */
 void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
@@ -134,6 +134,6 @@ gl_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_i
 
 /* Idle cost in micro-units: idle_gpu_s x micros_per_gpu_hour / 3600, rounded
  * half up; 0 when the rate is unknown (< 0). */
-int64_t gl_idle_cost_micros(int64_t idle_gpu_s, int64_t micros_per_gpu_hour);
+int64_t gl_idlerule_cost_micros(int64_t idle_gpu_s, int64_t micros_per_gpu_hour);
 
 #endif

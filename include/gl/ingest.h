@@ -96,7 +96,7 @@ int gl_ingest_observed_set(struct gl_store *st, const char *source, int cluster_
  * "Observed time"): data is "jobs" (sacct, kube pods), "usage" (dcgm) or
  * "inventory" (scontrol or kube node snapshots), through_s the last moment
  * it observed. Sorted by cluster, data, source. Ownership: the rows and
- * their strings are the list's; gl_data_through_fini frees them. */
+ * their strings are the list's; gl_ingest_data_through_fini frees them. */
 struct gl_data_through_row {
 	char *cluster, *source, *data;
 	int64_t through_s;
@@ -107,6 +107,6 @@ struct gl_data_through {
 	char *text;
 };
 int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err) GL_MUSTCHECK;
-void gl_data_through_fini(struct gl_data_through *dt);
+void gl_ingest_data_through_fini(struct gl_data_through *dt);
 
 #endif

@@ -18,7 +18,7 @@ struct gl_joblist_query {
 	/* a token's scope (n_scope 0: every job): team, project and cost_center
 	 * are the job's owner at its start (gl_owner), account, namespace and
 	 * user its own columns */
-	const struct gl_token_scope *scope;
+	const struct gl_tokens_scope *scope;
 	size_t n_scope;
 	int64_t limit, offset;
 	int64_t cursor;            /* the last job_pk of the previous page; 0: from the newest */

@@ -62,13 +62,13 @@ int gl_jobs_lock(struct gl_store *st, int cluster_id, struct gl_err *err) GL_MUS
  * (GL_CLUSTER_HAS_DATA_SQL); before, it takes this kind. Called when a run starts, before
  * anything is read: the run's ingest_runs row names the cluster by id, and
  * a run that fails keeps its record. */
-int gl_cluster_ensure(struct gl_store *st, const char *name, const char *kind, int *cluster_id,
+int gl_jobs_cluster_ensure(struct gl_store *st, const char *name, const char *kind, int *cluster_id,
 		      struct gl_err *err) GL_MUSTCHECK;
 
 /* SQL, true when cluster cid (an SQL expression) has data: jobs, exporter
  * nodes, scheduler node spans or snapshots, or a watermark (a run that read
  * it through, if it found nothing yet). A cluster only failed runs named
- * (gl_cluster_ensure's row, then nothing committed) has none, and the
+ * (gl_jobs_cluster_ensure's row, then nothing committed) has none, and the
  * listings of clusters leave it out (docs/ingest.md, "A new cluster"). */
 #define GL_CLUSTER_HAS_DATA_SQL(cid)                                              \
 	"(EXISTS (SELECT 1 FROM jobs hd WHERE hd.cluster_id = " cid ")"            \

@@ -74,7 +74,7 @@ int gl_kube_ingest_record_failure(struct gl_store *st, const char *cluster, cons
 				  struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon's kube source: src is a struct gl_kube_source_cfg. */
-int gl_kube_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_kube_ingest_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -54,7 +54,7 @@ enum gl_kube_share {
 };
 /* "whole", "mig", "timeslice", "hami", "volcano", "aliyun", "runai",
  * "runai_reservation", "trace", "mixed", "none". */
-const char *gl_kube_share_name(enum gl_kube_share s);
+const char *gl_kubegpu_share_name(enum gl_kube_share s);
 
 /* What the pod cannot say about its node. */
 struct gl_kube_node_gpu {

@@ -2,11 +2,11 @@
  * Kubernetes say about their nodes.
  *
  *   gl_scontrol_parse_nodes()    `scontrol show node -o` (one node a line)
- *   gl_sacctmgr_parse_events()   `sacctmgr -P show event ...` (node down/drain
+ *   gl_slurm_events_parse_sacctmgr()   `sacctmgr -P show event ...` (node down/drain
  *                                periods and cluster registrations)
- *   gl_slurm_parse_reservations() `sacctmgr -P show reservation ...` or
+ *   gl_slurm_events_parse_reservations() `sacctmgr -P show reservation ...` or
  *                                `scontrol show reservation [-o]`
- *   gl_kube_parse_nodes()        `kubectl get nodes -o json`
+ *   gl_kube_nodes_parse()        `kubectl get nodes -o json`
  *
  * No I/O, no clock, no libpq: the caller reads the text and says when it was
  * taken. docs/capacity.md has the state table and the GPU counting rules.
@@ -14,7 +14,7 @@
  * Ownership: struct gl_node_snapshot is caller-owned storage (zero it, or use
  * GL_NODE_SNAPSHOT_INIT); the parsers APPEND to it (so the outputs of one
  * poll go into one snapshot) and everything in it is heap memory released by
- * gl_node_snapshot_fini() (no-op on a zeroed or finalised snapshot). Nothing
+ * gl_nodeobs_snapshot_fini() (no-op on a zeroed or finalised snapshot). Nothing
  * points into the caller's text.
  */
 #ifndef GL_NODEOBS_H
@@ -40,7 +40,7 @@ enum gl_node_avail {
 	GL_AVAIL__COUNT
 };
 /* "up", "down", "drained", "powered_down", "reserved", "maint" */
-const char *gl_node_avail_name(enum gl_node_avail a);
+const char *gl_nodeobs_avail_name(enum gl_node_avail a);
 
 /* GPUs of one model on a node. Physical GPUs: MIG instances are folded into
  * their parent GPU (mig_instances keeps how many there were). */
@@ -111,30 +111,30 @@ struct gl_node_snapshot {
 };
 #define GL_NODE_SNAPSHOT_INIT {0}
 
-void gl_node_snapshot_fini(struct gl_node_snapshot *s);
+void gl_nodeobs_snapshot_fini(struct gl_node_snapshot *s);
 
 /* Each returns 0 (bad records are skipped into problems), or -GL_EFORMAT when
  * the input is not that tool's output at all (no NodeName= line, no header,
  * not a NodeList). */
 int gl_scontrol_parse_nodes(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err) GL_MUSTCHECK;
-int gl_sacctmgr_parse_events(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err) GL_MUSTCHECK;
-int gl_slurm_parse_reservations(const char *text, size_t len, struct gl_node_snapshot *s,
+int gl_slurm_events_parse_sacctmgr(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err) GL_MUSTCHECK;
+int gl_slurm_events_parse_reservations(const char *text, size_t len, struct gl_node_snapshot *s,
 				struct gl_err *err) GL_MUSTCHECK;
-int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s, struct gl_err *err) GL_MUSTCHECK;
+int gl_kube_nodes_parse(const char *json, size_t len, struct gl_node_snapshot *s, struct gl_err *err) GL_MUSTCHECK;
 
 /* Exported for tests and the other parsers. */
 /* Slurm state string ("MIXED+DRAIN", "DOWN*", "IDLE+POWERED_DOWN") -> avail;
  * flags not in the table are '+'-joined into unknown (may be NULL). */
-enum gl_node_avail gl_slurm_state_classify(const char *s, size_t n, char *unknown, size_t unknown_n);
+enum gl_node_avail gl_nodeobs_state_classify(const char *s, size_t n, char *unknown, size_t unknown_n);
 /* StateRaw of an event (node_states.h bits) -> avail, as the 22.05 rollup reads it. */
-enum gl_node_avail gl_slurm_state_raw_classify(int64_t raw);
+enum gl_node_avail gl_nodeobs_state_raw_classify(int64_t raw);
 /* Gres "gpu:a100:4(S:0-1),gpu:v100:2,shard:8" -> GPUs per model. -GL_EINVAL with a message. */
-int gl_slurm_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, struct gl_err *err) GL_MUSTCHECK;
+int gl_nodeobs_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, struct gl_err *err) GL_MUSTCHECK;
 /* TRES "cpu=8,gres/gpu=4,gres/gpu:a100=4" -> GPUs per model (typed entries;
  * an untyped remainder as model ""), total into *total. */
-int gl_slurm_parse_tres_models(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, int64_t *total,
+int gl_nodeobs_parse_tres_models(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, int64_t *total,
 			       struct gl_err *err) GL_MUSTCHECK;
 /* MIG profile "1g.10gb" -> compute slices (1), 0 when not a MIG profile name. */
-int gl_mig_profile_slices(const char *s, size_t n);
+int gl_nodeobs_mig_profile_slices(const char *s, size_t n);
 
 #endif

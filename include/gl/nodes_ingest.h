@@ -42,7 +42,7 @@ int gl_nodes_ingest(struct gl_store *st, const struct gl_nodes_ingest_opts *o, c
 
 /* The COPY text of the staged GPU rows and its column list, for the
  * benchmark's raw-COPY baseline. The returned buffer is the caller's (free). */
-char *gl_nodes_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, size_t *len);
+char *gl_nodes_ingest_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, size_t *len);
 extern const char gl_nodes_stage_columns[];
 
 #endif

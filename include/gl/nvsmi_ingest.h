@@ -80,7 +80,7 @@ int gl_nvsmi_ingest_nodes(struct gl_store *st, const struct gl_nvsmi_ingest_opts
 
 /* The daemon source (struct gl_nvsmi_source_cfg), the gl_daemon source
  * signature. */
-int gl_nvsmi_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_nvsmi_ingest_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

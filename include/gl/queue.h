@@ -48,7 +48,7 @@ int gl_queue_dim_valid(const char *dim);
 /* scope (n_scope 0: every job): a token's; only the jobs inside it count
  * (team, project, cost_center of the owner at the job's start). */
 int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s,
-		  const struct gl_token_scope *scope, size_t n_scope, struct gl_queue *q, struct gl_err *err) GL_MUSTCHECK;
+		  const struct gl_tokens_scope *scope, size_t n_scope, struct gl_queue *q, struct gl_err *err) GL_MUSTCHECK;
 void gl_queue_fini(struct gl_queue *q);
 
 #endif

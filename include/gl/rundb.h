@@ -25,7 +25,7 @@ struct gl_rundb_query {
 	size_t n_rules;
 	/* a token's scope (n_scope 0: every job): team, project and
 	 * cost_center are the owner at the job's start, as in /v1/jobs */
-	const struct gl_token_scope *scope;
+	const struct gl_tokens_scope *scope;
 	size_t n_scope;
 };
 

@@ -59,7 +59,7 @@ enum gl_job_state {
 	GL_JS__COUNT
 };
 /* Upper-case name as sacct prints it ("COMPLETED"); "UNKNOWN" for GL_JS_UNKNOWN. */
-const char *gl_job_state_name(enum gl_job_state s);
+const char *gl_sacct_job_state_name(enum gl_job_state s);
 
 enum gl_sacct_kind {
 	GL_SACCT_ALLOCATION = 0, /* a job allocation: becomes one jobs row */

@@ -25,7 +25,7 @@ int gl_sacct_poll_run(struct gl_store *st, const struct gl_config *cfg, const st
 
 /* The daemon's sacct source (gpuledger serve): src is a struct
  * gl_sacct_source_cfg; a one-line summary of the round goes to summary. */
-int gl_sacct_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_sacct_poll_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

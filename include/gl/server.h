@@ -21,10 +21,10 @@ struct gl_server;
  * "public" routes). Handlers read it; they never see the token itself. */
 struct gl_auth {
 	int64_t token_id;
-	char token_name[GL_TOKEN_NAME_MAX];
+	char token_name[GL_TOKENS_NAME_MAX];
 	char role[16];
 	size_t n_scope;                  /* 0: not scoped, every owner */
-	struct gl_token_scope scope[GL_TOKEN_MAX_OWNERS];
+	struct gl_tokens_scope scope[GL_TOKENS_MAX_OWNERS];
 };
 
 struct gl_req {
@@ -109,7 +109,7 @@ const struct gl_shard_route *gl_req_shards(const struct gl_req *req);
  * the scope, one clause per dimension it names; 0, or the answer made: 403
  * naming param when f asks for an owner outside the scope, 400 when the
  * clauses do not fit. */
-const struct gl_token_scope *gl_req_scope(struct gl_req *req, size_t *n);
+const struct gl_tokens_scope *gl_req_scope(struct gl_req *req, size_t *n);
 struct gl_filter;
 int gl_req_scope_filter(struct gl_req *req, struct gl_resp *resp, const char *param, struct gl_filter *f) GL_MUSTCHECK;
 /* 400 (param = the first unknown name) when the query string has a

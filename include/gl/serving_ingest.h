@@ -4,8 +4,8 @@
  * ingest_runs row per call, all scrapes of a call taken at one time.
  * Semantics in docs/serving.md.
  *
- * Ownership: gl_serving_batch_new() returns a batch the caller frees with
- * gl_serving_batch_free() (NULL no-op); gl_serving_batch_add() copies what
+ * Ownership: gl_serving_ingest_batch_new() returns a batch the caller frees with
+ * gl_serving_ingest_batch_free() (NULL no-op); gl_serving_ingest_batch_add() copies what
  * it needs from its arguments.
  */
 #ifndef GL_SERVING_INGEST_H
@@ -37,18 +37,18 @@ struct gl_serving_scrape_in {
 	const char *input;          /* names the scrape in reasons: file or URL */
 };
 
-struct gl_serving_batch;
-struct gl_serving_batch *gl_serving_batch_new(int64_t at_s, int64_t bucket_s, int64_t max_skip_reasons);
-void gl_serving_batch_free(struct gl_serving_batch *b);
+struct gl_serving_ingest_batch;
+struct gl_serving_ingest_batch *gl_serving_ingest_batch_new(int64_t at_s, int64_t bucket_s, int64_t max_skip_reasons);
+void gl_serving_ingest_batch_free(struct gl_serving_ingest_batch *b);
 /* Parses one scrape and adds its series. -GL_EFORMAT (err says why and
  * where) when it is not Prometheus text or has no serving metric: nothing
  * of it is added, and the caller records the target as failed. Bad lines
  * and values are recorded as "input:line: reason". */
-int gl_serving_batch_add(struct gl_serving_batch *b, const struct gl_serving_scrape_in *in, const char *text,
+int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct gl_serving_scrape_in *in, const char *text,
 			 size_t len, struct gl_err *err) GL_MUSTCHECK;
 /* A target that gave nothing usable (the run becomes 'partial'). */
-void gl_serving_batch_fail(struct gl_serving_batch *b, const char *input, const char *why);
-size_t gl_serving_batch_series(const struct gl_serving_batch *b);
+void gl_serving_ingest_batch_fail(struct gl_serving_ingest_batch *b, const char *input, const char *why);
+size_t gl_serving_ingest_batch_series(const struct gl_serving_ingest_batch *b);
 
 struct gl_serving_ingest_result {
 	int64_t series, counted, baseline, resets, new_processes, stale, duplicates;
@@ -58,7 +58,7 @@ struct gl_serving_ingest_result {
 	int64_t bad_lines, bad_values, failed_inputs;
 };
 
-int gl_serving_ingest(struct gl_store *st, const struct gl_serving_ingest_opts *o, struct gl_serving_batch *b,
+int gl_serving_ingest(struct gl_store *st, const struct gl_serving_ingest_opts *o, struct gl_serving_ingest_batch *b,
 		      struct gl_serving_ingest_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

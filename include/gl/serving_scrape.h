@@ -17,7 +17,7 @@ struct gl_store;
 
 /* src is the first sources.serving[] entry of a cluster and interval; a
  * round scrapes every entry of that group. */
-int gl_serving_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
+int gl_serving_scrape_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
 			  char *summary, size_t n, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -106,20 +106,20 @@ struct gl_servingdb_query {
 	const struct gl_window *steps;
 	size_t n_steps;
 	int64_t now_s;
-	enum gl_inf_agg agg;
-	const char *dim;            /* GL_INF_BY_JOB_DIM: team, project, cost_center, cluster, namespace or gpu_model */
+	enum gl_inference_agg agg;
+	const char *dim;            /* GL_INFERENCE_BY_JOB_DIM: team, project, cost_center, cluster, namespace or gpu_model */
 	/* an owner-scoped token's scope (borrowed; n_scope 0: every job): only
 	 * the serving jobs inside it (by the owner at the job's start, as
 	 * /v1/jobs), their cost and the requests they served; requests no
 	 * job is known for are no scope's and are left out */
-	const struct gl_token_scope *scope;
+	const struct gl_tokens_scope *scope;
 	size_t n_scope;
 };
 
-/* Fills x (gl_inf_init'ed with the query's agg and steps) from the ledger
- * and the serving usage, and finishes it (gl_inf_finish). meta gets the
+/* Fills x (gl_inference_init'ed with the query's agg and steps) from the ledger
+ * and the serving usage, and finishes it (gl_inference_finish). meta gets the
  * ledger's unpriced models. */
-int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x, struct gl_accounting_meta *meta,
+int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inference *x, struct gl_accounting_meta *meta,
 			   struct gl_err *err) GL_MUSTCHECK;
 
 /* 1 when dim is a job dimension /v1/inference groups by. */

@@ -25,22 +25,22 @@ struct gl_window {
 	int64_t start_s, end_s;
 };
 
-enum gl_step { GL_STEP_NONE = 0, GL_STEP_HOUR, GL_STEP_DAY, GL_STEP_WEEK, GL_STEP_MONTH };
+enum gl_window_step { GL_WINDOW_STEP_NONE = 0, GL_WINDOW_STEP_HOUR, GL_WINDOW_STEP_DAY, GL_WINDOW_STEP_WEEK, GL_WINDOW_STEP_MONTH };
 
 /* Errors (-GL_EINVAL) say what is wrong without the parameter name
  * ("end before start"); the caller adds "window: ". */
 int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl_err *err) GL_MUSTCHECK;
-int gl_step_parse(const char *s, enum gl_step *out, struct gl_err *err) GL_MUSTCHECK;
-const char *gl_step_name(enum gl_step s);
+int gl_window_step_parse(const char *s, enum gl_window_step *out, struct gl_err *err) GL_MUSTCHECK;
+const char *gl_window_step_name(enum gl_window_step s);
 
 /* Splits w into steps aligned to UTC boundaries (weeks start on Monday); the
- * first and last steps are clipped to w. GL_STEP_NONE gives w itself.
+ * first and last steps are clipped to w. GL_WINDOW_STEP_NONE gives w itself.
  * Returns -GL_ERANGE when more than max steps would be needed. */
-int gl_window_split(const struct gl_window *w, enum gl_step step, struct gl_window *out, size_t max, size_t *n,
+int gl_window_split(const struct gl_window *w, enum gl_window_step step, struct gl_window *out, size_t max, size_t *n,
 		    struct gl_err *err) GL_MUSTCHECK;
 
 /* Start of the UTC month containing t, and of the month after it. */
-int64_t gl_month_start(int64_t t);
-int64_t gl_month_next(int64_t month_start);
+int64_t gl_window_month_start(int64_t t);
+int64_t gl_window_month_next(int64_t month_start);
 
 #endif

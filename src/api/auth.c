@@ -60,7 +60,7 @@ struct rl_slot {
 	int failures;
 };
 
-struct gl_ratelimit {
+struct gl_auth_ratelimit {
 	pthread_mutex_t mu;
 	struct rl_slot *slots;
 	size_t n;
@@ -68,9 +68,9 @@ struct gl_ratelimit {
 	int64_t window_s, block_s;
 };
 
-struct gl_ratelimit *gl_ratelimit_new(size_t slots, int max_failures, int64_t window_s, int64_t block_s)
+struct gl_auth_ratelimit *gl_auth_ratelimit_new(size_t slots, int max_failures, int64_t window_s, int64_t block_s)
 {
-	struct gl_ratelimit *rl = gl_xcalloc(1, sizeof *rl);
+	struct gl_auth_ratelimit *rl = gl_xcalloc(1, sizeof *rl);
 	pthread_mutex_init(&rl->mu, NULL);
 	rl->n = slots < PROBE ? PROBE : slots;
 	rl->slots = gl_xcalloc(rl->n, sizeof *rl->slots);
@@ -80,7 +80,7 @@ struct gl_ratelimit *gl_ratelimit_new(size_t slots, int max_failures, int64_t wi
 	return rl;
 }
 
-void gl_ratelimit_free(struct gl_ratelimit *rl)
+void gl_auth_ratelimit_free(struct gl_auth_ratelimit *rl)
 {
 	if (!rl)
 		return;
@@ -92,7 +92,7 @@ void gl_ratelimit_free(struct gl_ratelimit *rl)
 /* The slot for addr, or NULL. With create, an empty or the stalest slot in
  * the probe range is taken over: a flood of addresses can evict, but never
  * grow memory. */
-static struct rl_slot *rl_find(struct gl_ratelimit *rl, const char *addr, int create)
+static struct rl_slot *rl_find(struct gl_auth_ratelimit *rl, const char *addr, int create)
 {
 	size_t base = (size_t)(gl_fnv1a(addr) % rl->n);
 	struct rl_slot *victim = NULL;
@@ -110,7 +110,7 @@ static struct rl_slot *rl_find(struct gl_ratelimit *rl, const char *addr, int cr
 	return victim;
 }
 
-int gl_ratelimit_blocked(struct gl_ratelimit *rl, const char *addr, int64_t now_s)
+int gl_auth_ratelimit_blocked(struct gl_auth_ratelimit *rl, const char *addr, int64_t now_s)
 {
 	struct rl_slot *s;
 	int b;
@@ -121,7 +121,7 @@ int gl_ratelimit_blocked(struct gl_ratelimit *rl, const char *addr, int64_t now_
 	return b;
 }
 
-int gl_ratelimit_fail(struct gl_ratelimit *rl, const char *addr, int64_t now_s)
+int gl_auth_ratelimit_fail(struct gl_auth_ratelimit *rl, const char *addr, int64_t now_s)
 {
 	struct rl_slot *s;
 	int started = 0;
@@ -149,16 +149,16 @@ struct rq_slot {
 	int64_t last_ms;
 };
 
-struct gl_reqlimit {
+struct gl_auth_reqlimit {
 	pthread_mutex_t mu;
 	struct rq_slot *slots;
 	size_t n;
 	double rate_per_ms, burst;
 };
 
-struct gl_reqlimit *gl_reqlimit_new(size_t slots, double rate_per_s, double burst)
+struct gl_auth_reqlimit *gl_auth_reqlimit_new(size_t slots, double rate_per_s, double burst)
 {
-	struct gl_reqlimit *rl = gl_xcalloc(1, sizeof *rl);
+	struct gl_auth_reqlimit *rl = gl_xcalloc(1, sizeof *rl);
 	pthread_mutex_init(&rl->mu, NULL);
 	rl->n = slots < PROBE ? PROBE : slots;
 	rl->slots = gl_xcalloc(rl->n, sizeof *rl->slots);
@@ -167,7 +167,7 @@ struct gl_reqlimit *gl_reqlimit_new(size_t slots, double rate_per_s, double burs
 	return rl;
 }
 
-void gl_reqlimit_free(struct gl_reqlimit *rl)
+void gl_auth_reqlimit_free(struct gl_auth_reqlimit *rl)
 {
 	if (!rl)
 		return;
@@ -179,7 +179,7 @@ void gl_reqlimit_free(struct gl_reqlimit *rl)
 /* Same eviction rule as rl_find: bounded memory whatever the address mix.
  * An evicted address comes back with a full bucket, which only ever errs
  * towards serving. */
-static struct rq_slot *rq_find(struct gl_reqlimit *rl, const char *addr, int64_t now_ms)
+static struct rq_slot *rq_find(struct gl_auth_reqlimit *rl, const char *addr, int64_t now_ms)
 {
 	size_t base = (size_t)(gl_fnv1a(addr) % rl->n);
 	struct rq_slot *victim = NULL;
@@ -198,7 +198,7 @@ static struct rq_slot *rq_find(struct gl_reqlimit *rl, const char *addr, int64_t
 	return victim;
 }
 
-int gl_reqlimit_take(struct gl_reqlimit *rl, const char *addr, int64_t now_ms)
+int gl_auth_reqlimit_take(struct gl_auth_reqlimit *rl, const char *addr, int64_t now_ms)
 {
 	struct rq_slot *s;
 	int refused;
@@ -225,7 +225,7 @@ struct cache_slot {
 	unsigned char key[32];
 	int used, found;
 	int64_t fetched_s;
-	struct gl_token_info t;
+	struct gl_tokens_info t;
 };
 
 struct gl_auth_cache {
@@ -274,7 +274,7 @@ static struct cache_slot *find_slot(struct gl_auth_cache *c, const unsigned char
 }
 
 int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s, int *found,
-		      struct gl_token_info *t)
+		      struct gl_tokens_info *t)
 {
 	struct cache_slot *s;
 	int hit = 0;
@@ -290,7 +290,7 @@ int gl_auth_cache_get(struct gl_auth_cache *c, const unsigned char key[32], int6
 }
 
 int gl_auth_cache_get_verified(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
-				int64_t max_age_s, struct gl_token_info *t)
+				int64_t max_age_s, struct gl_tokens_info *t)
 {
 	struct cache_slot *s;
 	int hit = 0;
@@ -306,7 +306,7 @@ int gl_auth_cache_get_verified(struct gl_auth_cache *c, const unsigned char key[
 }
 
 void gl_auth_cache_put(struct gl_auth_cache *c, const unsigned char key[32], int64_t now_s,
-		       const struct gl_token_info *t)
+		       const struct gl_tokens_info *t)
 {
 	size_t base = key_base(c, key);
 	struct cache_slot *victim = NULL;

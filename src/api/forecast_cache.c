@@ -32,7 +32,7 @@
 
 struct fc_params {
 	int metric;
-	enum gl_step step;
+	enum gl_window_step step;
 	int64_t step_s;
 	int horizon;
 	int lv80, lv95;
@@ -57,18 +57,18 @@ static int fc_parse(const struct gl_forecast_cache_req *q, int64_t now_s, int64_
 				  "metric: '%s' is not gpu_hours, busy_gpu_hours, demand_gpus, pending_gpus, pending_minutes or cost", q->metric);
 	*param = "step";
 	if (!strcmp(q->step, "hour"))
-		p->step = GL_STEP_HOUR, p->step_s = 3600;
+		p->step = GL_WINDOW_STEP_HOUR, p->step_s = 3600;
 	else if (!strcmp(q->step, "day"))
-		p->step = GL_STEP_DAY, p->step_s = 86400;
+		p->step = GL_WINDOW_STEP_DAY, p->step_s = 86400;
 	else if (!strcmp(q->step, "week"))
-		p->step = GL_STEP_WEEK, p->step_s = 7 * 86400;
+		p->step = GL_WINDOW_STEP_WEEK, p->step_s = 7 * 86400;
 	else
 		return gl_err_set(err, GL_EINVAL, "step: '%s' is not hour, day or week", q->step);
 	*param = "horizon";
 	{
 		/* a year ahead at most, at any step */
-		long max = p->step == GL_STEP_HOUR ? 24 * 14 : p->step == GL_STEP_DAY ? 366 : 53;
-		long def = p->step == GL_STEP_HOUR ? 24 : p->step == GL_STEP_DAY ? 14 : 12;
+		long max = p->step == GL_WINDOW_STEP_HOUR ? 24 * 14 : p->step == GL_WINDOW_STEP_DAY ? 366 : 53;
+		long def = p->step == GL_WINDOW_STEP_HOUR ? 24 : p->step == GL_WINDOW_STEP_DAY ? 14 : 12;
 		long long x = def;
 		if ((*q->horizon && gl_apijson_digits(q->horizon, &x)) || x < 1 || x > max)
 			return gl_err_set(err, GL_EINVAL, "horizon: '%s' is not 1..%ld steps of one %s", q->horizon, max,
@@ -107,9 +107,9 @@ static int fc_parse(const struct gl_forecast_cache_req *q, int64_t now_s, int64_
 	{
 		struct gl_err e = {0};
 		struct gl_window w;
-		int64_t align = p->step == GL_STEP_WEEK ? 7 * 86400 : 86400;
+		int64_t align = p->step == GL_WINDOW_STEP_WEEK ? 7 * 86400 : 86400;
 		/* weeks start on Monday; 1970-01-01 was a Thursday */
-		int64_t off = p->step == GL_STEP_WEEK ? 4 * 86400 : 0;
+		int64_t off = p->step == GL_WINDOW_STEP_WEEK ? 4 * 86400 : 0;
 		if (gl_window_parse(q->window, now_s, &w, &e))
 			return gl_err_set(err, GL_EINVAL, "window: %s", e.msg);
 		if (w.end_s - w.start_s > max_window_days * 86400)
@@ -271,8 +271,8 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 		struct gl_forecast_opts o = {0};
 		struct gl_forecast_result r;
 		cJSON *so = cJSON_CreateObject(), *hist, *fc;
-		o.slots_per_day = p->step == GL_STEP_HOUR ? 24 : 1;
-		o.slots_per_week = p->step == GL_STEP_HOUR ? 168 : p->step == GL_STEP_DAY ? 7 : 1;
+		o.slots_per_day = p->step == GL_WINDOW_STEP_HOUR ? 24 : 1;
+		o.slots_per_week = p->step == GL_WINDOW_STEP_HOUR ? 168 : p->step == GL_WINDOW_STEP_DAY ? 7 : 1;
 		o.horizon = p->horizon;
 		o.method = GL_FORECAST_AUTO;
 		/* excluded steps are missing to the forecaster (NaN: imputed for
@@ -290,7 +290,7 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 		{
 			const double *yv = fit_y ? fit_y : fs.s[i].v;
 			size_t s0 = gl_forecast_active_start(yv, n_steps, o.slots_per_day);
-			o.first_weekday = gl_time_weekday(steps[s0].start_s);
+			o.first_weekday = gl_timeutil_weekday(steps[s0].start_s);
 			rc = gl_forecast_fit(yv + s0, n_steps - s0, &o, &r, err);
 		}
 		free(fit_y);
@@ -335,7 +335,7 @@ out:
 	cJSON_Delete(root);
 	gl_fcseries_fini(&fs);
 	gl_filter_fini(&flt);
-	gl_data_through_fini(&dt);
+	gl_ingest_data_through_fini(&dt);
 	free(steps);
 	return rc;
 }
@@ -465,7 +465,7 @@ static void sat_json(cJSON *root, const struct gl_forecast_satday *sat, size_t n
 	add_num_or_null(acc, "persistence_f1", r4(sc.persist_f1));
 	{
 		char from[32];
-		gl_time_format_day(day0_s + 86400 * (int64_t)test_from, from, sizeof from);
+		gl_timeutil_format_day(day0_s + 86400 * (int64_t)test_from, from, sizeof from);
 		cJSON_AddStringToObject(acc, "scored_from", from);
 	}
 }
@@ -474,7 +474,7 @@ static void plan_json(cJSON *arr, const struct gl_capplan_change *c)
 {
 	cJSON *o = cJSON_CreateObject();
 	char day[32];
-	gl_time_format_day(c->day_s, day, sizeof day);
+	gl_timeutil_format_day(c->day_s, day, sizeof day);
 	if (c->id)
 		cJSON_AddNumberToObject(o, "id", (double)c->id);
 	cJSON_AddStringToObject(o, "cluster", c->cluster);
@@ -508,8 +508,8 @@ static void recommendation_json(cJSON *so, const struct gl_capplan_outlook *ol, 
 		const struct gl_capplan_purchase *pu = &ol->purchases[i];
 		cJSON *b = cJSON_CreateObject();
 		char d1[32], d2[32];
-		gl_time_format_day(pu->need_by_s, d1, sizeof d1);
-		gl_time_format_day(pu->order_by_s, d2, sizeof d2);
+		gl_timeutil_format_day(pu->need_by_s, d1, sizeof d1);
+		gl_timeutil_format_day(pu->order_by_s, d2, sizeof d2);
 		cJSON_AddStringToObject(b, "need_by", d1);
 		cJSON_AddStringToObject(b, "order_by", d2);
 		cJSON_AddNumberToObject(b, "gpus", (double)pu->gpus);
@@ -527,7 +527,7 @@ static void saturation_json(cJSON *so, const struct gl_capplan_outlook *ol, int6
 		long s = w ? ol->sat80 : ol->sat50;
 		char date[32];
 		if (s >= 0) {
-			gl_time_format_day(ol->steps[s].start_s, date, sizeof date);
+			gl_timeutil_format_day(ol->steps[s].start_s, date, sizeof date);
 			cJSON_AddStringToObject(so, w ? "saturation_date_p80" : "saturation_date_p50", date);
 		} else {
 			cJSON_AddNullToObject(so, w ? "saturation_date_p80" : "saturation_date_p50");
@@ -545,7 +545,7 @@ static cJSON *steps_json(const struct gl_capplan_outlook *ol)
 		cJSON *d = cJSON_CreateObject();
 		char date[32];
 		double ps = gl_capplan_p_saturation(st);
-		gl_time_format_day(st->start_s, date, sizeof date);
+		gl_timeutil_format_day(st->start_s, date, sizeof date);
 		cJSON_AddStringToObject(d, "date", date);
 		cJSON_AddNumberToObject(d, "peak_demand", r4(ol->fc.point[i]));
 		add_num_or_null(d, "p50", r4(st->q[2]));
@@ -591,7 +591,7 @@ static int cap_series_json(cJSON *arr, const struct gl_capplan_key *k, const str
 	{
 		cJSON *qs = cJSON_AddObjectToObject(so, "queue_saturation");
 		char date[32];
-		gl_time_format_day(o->end_s, date, sizeof date);
+		gl_timeutil_format_day(o->end_s, date, sizeof date);
 		cJSON_AddStringToObject(qs, "date", date);
 		add_num_or_null(qs, "p", isfinite(queue_p) ? round(queue_p * 1000) / 1000 : NAN);
 		add_num_or_null(qs, "last_day_pending_minutes",
@@ -602,7 +602,7 @@ static int cap_series_json(cJSON *arr, const struct gl_capplan_key *k, const str
 	for (size_t i = 0; i < ol.n_hist; i++) {
 		cJSON *h = cJSON_CreateObject();
 		char date[32];
-		gl_time_format_day(dm->start_s + step_s * (int64_t)i, date, sizeof date);
+		gl_timeutil_format_day(dm->start_s + step_s * (int64_t)i, date, sizeof date);
 		cJSON_AddStringToObject(h, "date", date);
 		cJSON_AddNumberToObject(h, "peak_demand", r4(ol.hist[i]));
 		cJSON_AddItemToArray(hist, h);

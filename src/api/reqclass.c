@@ -10,7 +10,7 @@ int gl_reqclass_heavy(enum gl_route_class cls, const char *window, const char *s
 {
 	struct gl_window w, *steps;
 	struct gl_err err = {0};
-	enum gl_step st = GL_STEP_NONE;
+	enum gl_window_step st = GL_WINDOW_STEP_NONE;
 	size_t n = 0;
 	int heavy;
 
@@ -27,9 +27,9 @@ int gl_reqclass_heavy(enum gl_route_class cls, const char *window, const char *s
 	}
 	if (w.end_s - w.start_s > heavy_window_days * 86400)
 		return 1;
-	if (step && gl_step_parse(step, &st, &err))
+	if (step && gl_window_step_parse(step, &st, &err))
 		return 0;
-	if (st == GL_STEP_NONE)
+	if (st == GL_WINDOW_STEP_NONE)
 		return 0;
 	/* the steps the handler would make: the exact count, aligned to UTC
 	 * boundaries as gl_window_split aligns them */

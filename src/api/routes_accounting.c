@@ -19,7 +19,7 @@
 /* Common parameters of the windowed endpoints. */
 struct acct_params {
 	struct gl_window window;
-	enum gl_step step;
+	enum gl_window_step step;
 	struct gl_window *steps;
 	size_t n_steps;
 	char agg_buf[256];
@@ -54,7 +54,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 	memset(p, 0, sizeof *p);
 	if ((rc = gl_apijson_window(req, resp, "month", &p->window)))
 		return rc;
-	if (gl_step_parse(st ? st : "none", &p->step, &e))
+	if (gl_window_step_parse(st ? st : "none", &p->step, &e))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", e.msg);
 	p->steps = gl_xcalloc(MAX_STEPS, sizeof *p->steps);
 	if (gl_window_split(&p->window, p->step, p->steps, MAX_STEPS, &p->n_steps, &e))
@@ -117,7 +117,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 
 static void time_str(int64_t t, char *buf, size_t n)
 {
-	gl_time_format(t, buf, n);
+	gl_timeutil_format(t, buf, n);
 }
 
 static void add_usage(struct gl_jsonw *w, const struct gl_chargeback_line *l)
@@ -221,7 +221,7 @@ static void json_head(struct cb_out *o)
 	gl_jsonw_time(w, NULL, o->p.window.start_s);
 	gl_jsonw_time(w, NULL, o->p.window.end_s);
 	gl_jsonw_end(w);
-	gl_jsonw_str(w, "step", gl_step_name(o->p.step));
+	gl_jsonw_str(w, "step", gl_window_step_name(o->p.step));
 	gl_jsonw_array(w, "aggregate");
 	for (size_t d = 0; d < o->p.n_dims; d++)
 		gl_jsonw_str(w, NULL, o->p.dims[d]);

@@ -31,12 +31,12 @@ static int window_param(struct gl_req *req, struct gl_resp *resp, char *from, ch
 	if ((rc = gl_apijson_window(req, resp, NULL, &w)))
 		return rc;
 	*wout = w;
-	gl_time_format(w.start_s, from, n);
+	gl_timeutil_format(w.start_s, from, n);
 	/* a window ending now ("7d", "today") takes the rows of the current
 	 * second too: windows end at whole seconds, the log does not */
 	snprintf(to, n, "%s", "infinity");
 	if (w.end_s < req->now_s)
-		gl_time_format(w.end_s, to, n);
+		gl_timeutil_format(w.end_s, to, n);
 	*have = 1;
 	return 0;
 }
@@ -206,17 +206,17 @@ int gl_route_audit_verify(struct gl_req *req, struct gl_resp *resp)
 
 /* "scope": {"team": ["vision"], ...} ({} unscoped), and "owners": the same
  * as "team=vision" strings, one list for a client to show. */
-static void add_scope(cJSON *o, const struct gl_token_scope *sc, size_t n)
+static void add_scope(cJSON *o, const struct gl_tokens_scope *sc, size_t n)
 {
 	cJSON *obj = cJSON_AddObjectToObject(o, "scope"), *ow = cJSON_AddArrayToObject(o, "owners");
-	for (size_t d = 0; gl_token_scope_dims[d]; d++) {
-		const char *vals[GL_TOKEN_MAX_OWNERS];
-		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
+	for (size_t d = 0; gl_tokens_scope_dims[d]; d++) {
+		const char *vals[GL_TOKENS_MAX_OWNERS];
+		size_t k = gl_tokens_scope_values(sc, n, gl_tokens_scope_dims[d], vals);
 		if (k)
-			cJSON_AddItemToObject(obj, gl_token_scope_dims[d], cJSON_CreateStringArray(vals, (int)k));
+			cJSON_AddItemToObject(obj, gl_tokens_scope_dims[d], cJSON_CreateStringArray(vals, (int)k));
 	}
 	for (size_t i = 0; i < n; i++) {
-		char buf[16 + GL_TOKEN_OWNER_MAX];
+		char buf[16 + GL_TOKENS_OWNER_MAX];
 		snprintf(buf, sizeof buf, "%s=%s", sc[i].dim, sc[i].value);
 		cJSON_AddItemToArray(ow, cJSON_CreateString(buf));
 	}
@@ -224,14 +224,14 @@ static void add_scope(cJSON *o, const struct gl_token_scope *sc, size_t n)
 
 int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
 {
-	struct gl_token_info *t = NULL;
+	struct gl_tokens_info *t = NULL;
 	struct gl_err err = {0};
 	size_t n = 0;
 	struct gl_store *st;
 	cJSON *root, *arr;
 	int rc;
 
-	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_token_list(st, &t, &n, &err)))
+	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_tokens_list(st, &t, &n, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
 	root = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(root, "tokens");
@@ -261,7 +261,7 @@ int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 	cJSON *root = cJSON_CreateObject();
 	size_t n;
 	/* answering with the scope is this route's owner filter */
-	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+	const struct gl_tokens_scope *sc = gl_req_scope(req, &n);
 
 	cJSON_AddNumberToObject(root, "token_id", (double)a->token_id);
 	cJSON_AddStringToObject(root, "name", a->token_name);

@@ -21,7 +21,7 @@
 /* sreport prints times without a zone and the last second of the window */
 static void sreport_time(int64_t t, char *buf, size_t n)
 {
-	gl_time_format(t, buf, n);
+	gl_timeutil_format(t, buf, n);
 	buf[strcspn(buf, "Z")] = '\0';
 }
 
@@ -136,8 +136,8 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 		const struct gl_cap_row *r = &rows[i];
 		char a[32], b[32], sat[32] = "";
 		double sv = gl_capacity_saturation(r);
-		gl_time_format(r->start_s, a, sizeof a);
-		gl_time_format(r->end_s, b, sizeof b);
+		gl_timeutil_format(r->start_s, a, sizeof a);
+		gl_timeutil_format(r->end_s, b, sizeof b);
 		gl_csv_raw(o, a);
 		gl_csv_raw(o, b);
 		/* names come from scheduler output: guarded like any text */
@@ -157,14 +157,14 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
 }
 
-static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum gl_cap_aggregate agg, int include,
+static cJSON *capacity_json(const struct gl_window *w, enum gl_window_step step, enum gl_cap_aggregate agg, int include,
 			    const struct gl_cap_row *rows, size_t nrows)
 {
 	cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
 	struct gl_cap_row tot;
 	gl_apijson_add_time(wo, "start", w->start_s);
 	gl_apijson_add_time(wo, "end", w->end_s);
-	cJSON_AddStringToObject(root, "step", gl_step_name(step));
+	cJSON_AddStringToObject(root, "step", gl_window_step_name(step));
 	cJSON_AddStringToObject(root, "aggregate", key_name(agg) ? key_name(agg) : "cluster");
 	cJSON_AddStringToObject(root, "unobserved", include ? "include" : "exclude");
 	arr = cJSON_AddArrayToObject(root, "rows");
@@ -187,7 +187,7 @@ static cJSON *capacity_json(const struct gl_window *w, enum gl_step step, enum g
 
 /* window, step, aggregate, unobserved and format, each checked (400 naming
  * it). */
-static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_window *w, enum gl_step *step,
+static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_window *w, enum gl_window_step *step,
 			   enum gl_cap_aggregate *agg, struct gl_cap_observed *obs, const char **format)
 {
 	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
@@ -196,12 +196,12 @@ static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_w
 	int rc;
 
 	*format = gl_req_param(req, "format");
-	*step = GL_STEP_NONE;
+	*step = GL_WINDOW_STEP_NONE;
 	*agg = GL_CAP_AGG_CLUSTER;
 	/* the shared parser also enforces api.max_window_days, as on every route */
 	if ((rc = gl_apijson_window(req, resp, "24h", w)))
 		return rc;
-	if (step_s && gl_step_parse(step_s, step, &err))
+	if (step_s && gl_window_step_parse(step_s, step, &err))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
 	if (agg_s && !strcmp(agg_s, "partition"))
 		*agg = GL_CAP_AGG_PARTITION;
@@ -250,7 +250,7 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	const char *cluster = gl_req_param(req, "cluster"), *format = NULL;
 	struct gl_err err = {0};
 	struct gl_window w, *steps = NULL, *qsteps = NULL;
-	enum gl_step step;
+	enum gl_window_step step;
 	enum gl_cap_aggregate agg;
 	struct gl_cap_observed obs;
 	struct gl_cap_row *rows = NULL;
@@ -504,12 +504,12 @@ static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_
 		gl_csv_field(o, v[i].mig_instance >= 0 ? t : "");
 		gl_csv_field(o, v[i].driver);
 		gl_csv_field(o, v[i].source);
-		gl_time_format(v[i].first_seen_s, t, sizeof t);
+		gl_timeutil_format(v[i].first_seen_s, t, sizeof t);
 		gl_csv_field(o, t);
-		gl_time_format(v[i].last_seen_s, t, sizeof t);
+		gl_timeutil_format(v[i].last_seen_s, t, sizeof t);
 		gl_csv_field(o, t);
 		if (v[i].absent_since_s != GL_TIME_NONE)
-			gl_time_format(v[i].absent_since_s, t, sizeof t);
+			gl_timeutil_format(v[i].absent_since_s, t, sizeof t);
 		gl_csv_field(o, v[i].absent_since_s != GL_TIME_NONE ? t : "");
 		gl_csv_field(o, inv_gpu_stale(&v[i], now_s, grace_s) ? "true" : "false");
 		gl_csv_end(o);

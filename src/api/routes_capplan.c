@@ -22,7 +22,7 @@ static cJSON *plan_list_json(const struct gl_capplan_change *p, size_t n, int64_
 	for (size_t i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject();
 		char day[32];
-		gl_time_format_day(p[i].day_s, day, sizeof day);
+		gl_timeutil_format_day(p[i].day_s, day, sizeof day);
 		cJSON_AddNumberToObject(o, "id", (double)p[i].id);
 		cJSON_AddStringToObject(o, "cluster", p[i].cluster);
 		cJSON_AddStringToObject(o, "gpu_model", p[i].gpu_model);
@@ -105,7 +105,7 @@ static int change_parse(const cJSON *e, size_t i, struct gl_capplan_change *c, c
 		c->gpus = -c->gpus;
 	snprintf(param, plen, "changes[%zu].date", i);
 	f = cJSON_GetObjectItemCaseSensitive(e, "date");
-	if (!cJSON_IsString(f) || strlen(f->valuestring) != 10 || gl_time_parse(f->valuestring, 10, &c->day_s) ||
+	if (!cJSON_IsString(f) || strlen(f->valuestring) != 10 || gl_timeutil_parse(f->valuestring, 10, &c->day_s) ||
 	    c->day_s % 86400)
 		return gl_err_set(err, GL_EINVAL, "changes[%zu].date: expected a date YYYY-MM-DD", i);
 	return 0;

@@ -208,7 +208,7 @@ static void staleness_metrics(struct gl_store *st, struct gl_strbuf *o, int64_t 
 					       v);
 		}
 	}
-	gl_data_through_fini(&dt);
+	gl_ingest_data_through_fini(&dt);
 }
 
 /* The inventory gauges: GPUs per cluster and source, the last scheduler

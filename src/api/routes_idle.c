@@ -312,7 +312,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct idle_out *o;
 	struct gl_store *st;
-	const struct gl_token_scope *scope;
+	const struct gl_tokens_scope *scope;
 	size_t n_scope;
 	struct gl_cap_observed cap;
 	long limit;

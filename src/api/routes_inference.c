@@ -18,11 +18,11 @@
 
 struct inf_params {
 	struct gl_window window;
-	enum gl_step step;
+	enum gl_window_step step;
 	struct gl_window *steps;
 	size_t n_steps;
 	const char *aggregate;
-	enum gl_inf_agg agg;
+	enum gl_inference_agg agg;
 	int csv;
 };
 
@@ -35,7 +35,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct inf_par
 	memset(p, 0, sizeof *p);
 	if ((rc = gl_apijson_window(req, resp, "month", &p->window)))
 		return rc;
-	if (gl_step_parse(st ? st : "none", &p->step, &e))
+	if (gl_window_step_parse(st ? st : "none", &p->step, &e))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", e.msg);
 	p->steps = gl_xcalloc(MAX_STEPS, sizeof *p->steps);
 	if (gl_window_split(&p->window, p->step, p->steps, MAX_STEPS, &p->n_steps, &e))
@@ -44,11 +44,11 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct inf_par
 	if (!p->aggregate)
 		p->aggregate = "model_name";
 	if (!strcmp(p->aggregate, "endpoint"))
-		p->agg = GL_INF_BY_ENDPOINT;
+		p->agg = GL_INFERENCE_BY_ENDPOINT;
 	else if (!strcmp(p->aggregate, "model_name"))
-		p->agg = GL_INF_BY_MODEL;
+		p->agg = GL_INFERENCE_BY_MODEL;
 	else if (gl_servingdb_job_dim(p->aggregate))
-		p->agg = GL_INF_BY_JOB_DIM;
+		p->agg = GL_INFERENCE_BY_JOB_DIM;
 	else
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: '%s' is not one of endpoint, model_name, team, project, cost_center, "
@@ -90,7 +90,7 @@ static void add_per(cJSON *o, const char *k, int have, int64_t micros)
 static const char *const ctr_keys[] = {"requests", "failed_requests", "prompt_tokens", "generated_tokens",
 				       "inferences", "executions"};
 
-static void add_group(cJSON *o, const struct gl_inf_group *g, int minor)
+static void add_group(cJSON *o, const struct gl_inference_group *g, int minor)
 {
 	int observed = g->observed_s > 0;
 	for (int k = 0; k < GL_SERVE__NCTR; k++)
@@ -124,7 +124,7 @@ static void add_group(cJSON *o, const struct gl_inf_group *g, int minor)
 	add_ratio(o, "latency_p99_seconds", g->p99_s);
 }
 
-static cJSON *unattributed_json(const struct gl_inf_step *s)
+static cJSON *unattributed_json(const struct gl_inference_step *s)
 {
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < s->n_un; i++) {
@@ -141,7 +141,7 @@ static cJSON *unattributed_json(const struct gl_inf_step *s)
 	return arr;
 }
 
-static cJSON *step_json(const struct inf_params *p, const struct gl_inf_step *s, int minor)
+static cJSON *step_json(const struct inf_params *p, const struct gl_inference_step *s, int minor)
 {
 	cJSON *so = cJSON_CreateObject(), *items = cJSON_CreateArray(), *t;
 	gl_apijson_add_time(so, "start", s->start_s);
@@ -160,13 +160,13 @@ static cJSON *step_json(const struct inf_params *p, const struct gl_inf_step *s,
 	return so;
 }
 
-static void render_json(struct gl_resp *resp, const struct inf_params *p, const struct gl_inf *x,
+static void render_json(struct gl_resp *resp, const struct inf_params *p, const struct gl_inference *x,
 			const struct gl_accounting_meta *meta, const char *currency)
 {
 	cJSON *root = cJSON_CreateObject(), *steps, *um;
 	int minor = gl_cost_minor(currency);
 	gl_apijson_add_window(root, "window", &p->window);
-	cJSON_AddStringToObject(root, "step", gl_step_name(p->step));
+	cJSON_AddStringToObject(root, "step", gl_window_step_name(p->step));
 	cJSON_AddStringToObject(root, "aggregate", p->aggregate);
 	cJSON_AddStringToObject(root, "currency", currency);
 	steps = cJSON_AddArrayToObject(root, "steps");
@@ -224,7 +224,7 @@ static const char *const csv_cols[] = {
 };
 
 static void csv_group(struct gl_strbuf *o, const char *a, const char *b, const char *key,
-		      const struct gl_inf_group *g, int minor)
+		      const struct gl_inference_group *g, int minor)
 {
 	int observed = g->observed_s > 0;
 	gl_csv_field(o, a);
@@ -252,7 +252,7 @@ static void csv_group(struct gl_strbuf *o, const char *a, const char *b, const c
 	gl_csv_end(o);
 }
 
-static void render_csv(struct gl_resp *resp, const struct inf_params *p, const struct gl_inf *x, int minor)
+static void render_csv(struct gl_resp *resp, const struct inf_params *p, const struct gl_inference *x, int minor)
 {
 	struct gl_strbuf *o = &resp->body;
 	gl_csv_field(o, "start");
@@ -262,15 +262,15 @@ static void render_csv(struct gl_resp *resp, const struct inf_params *p, const s
 		gl_csv_field(o, csv_cols[k]);
 	gl_csv_end(o);
 	for (size_t i = 0; i < x->n_steps; i++) {
-		const struct gl_inf_step *s = &x->steps[i];
+		const struct gl_inference_step *s = &x->steps[i];
 		char a[32], b[32];
-		gl_time_format(s->start_s, a, sizeof a);
-		gl_time_format(s->end_s, b, sizeof b);
+		gl_timeutil_format(s->start_s, a, sizeof a);
+		gl_timeutil_format(s->end_s, b, sizeof b);
 		for (size_t j = 0; j < s->n; j++)
 			csv_group(o, a, b, s->groups[j].key, &s->groups[j], minor);
 		/* requests no job is known for: their own row, with no GPU */
 		for (size_t j = 0; j < s->n_un; j++) {
-			struct gl_inf_group g;
+			struct gl_inference_group g;
 			memset(&g, 0, sizeof g);
 			memcpy(g.v, s->un[j].v, sizeof g.v);
 			g.tokens_per_gpu_s = g.busy_share = g.p50_s = g.p99_s = NAN;
@@ -285,7 +285,7 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 	struct inf_params p;
 	struct gl_servingdb_query q;
 	struct gl_accounting_meta meta = {0};
-	struct gl_inf x;
+	struct gl_inference x;
 	struct gl_err err = {0};
 	struct gl_store *st;
 	int rc;
@@ -294,7 +294,7 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 		free(p.steps);
 		return rc;
 	}
-	gl_inf_init(&x, p.agg, p.n_steps);
+	gl_inference_init(&x, p.agg, p.n_steps);
 	q = (struct gl_servingdb_query){p.steps, p.n_steps, req->now_s, p.agg, p.aggregate, NULL, 0};
 	q.scope = gl_req_scope(req, &q.n_scope);
 	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_servingdb_inference(st, &q, &x, &meta, &err))) {
@@ -307,7 +307,7 @@ int gl_route_inference(struct gl_req *req, struct gl_resp *resp)
 		render_json(resp, &p, &x, &meta, req->cfg->currency);
 out:
 	gl_accounting_meta_fini(&meta);
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 	free(p.steps);
 	return rc;
 }

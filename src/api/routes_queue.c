@@ -93,7 +93,7 @@ int gl_route_queue(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct gl_queue q = {0};
 	struct gl_store *st;
-	const struct gl_token_scope *scope;
+	const struct gl_tokens_scope *scope;
 	size_t n_scope;
 	int rc = 0, csv = fmt && !strcmp(fmt, "csv");
 

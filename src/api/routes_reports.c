@@ -26,7 +26,7 @@
 static int report_scope(struct gl_req *req, struct gl_resp *resp, const char **agg, const char **vals, size_t *n)
 {
 	size_t ns;
-	const struct gl_token_scope *sc = gl_req_scope(req, &ns);
+	const struct gl_tokens_scope *sc = gl_req_scope(req, &ns);
 	*n = 0;
 	if (!sc)
 		return 0;
@@ -41,7 +41,7 @@ static int report_scope(struct gl_req *req, struct gl_resp *resp, const char **a
 		return gl_resp_error(resp, GL_EPERM, "aggregate",
 				     "aggregate: '%s' is outside the token's scope (by %s: aggregate=%s)", *agg, sc[0].dim,
 				     sc[0].dim);
-	*n = gl_token_scope_values(sc, ns, sc[0].dim, vals);
+	*n = gl_tokens_scope_values(sc, ns, sc[0].dim, vals);
 	return 0;
 }
 
@@ -59,7 +59,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	char name[128];
 	struct gl_store *st;
-	const char *scope_vals[GL_TOKEN_MAX_OWNERS];
+	const char *scope_vals[GL_TOKENS_MAX_OWNERS];
 	size_t n_scope = 0;
 	int rc;
 
@@ -237,7 +237,7 @@ int gl_route_reports(struct gl_req *req, struct gl_resp *resp)
 static int budget_in_scope(struct gl_req *req, const struct gl_budget_line *l)
 {
 	size_t n;
-	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+	const struct gl_tokens_scope *sc = gl_req_scope(req, &n);
 	int in = 0;
 	for (size_t i = 0; sc && i < n; i++) {
 		if (strcmp(sc[i].dim, l->aggregate))
@@ -267,7 +267,7 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 		if (ms > req->now_s)
 			return gl_resp_error(resp, GL_EINVAL, "month", "month: %s is in the future", month);
 	} else {
-		ms = gl_month_start(req->now_s);
+		ms = gl_window_month_start(req->now_s);
 	}
 	if ((rc = gl_budget_validate(req->cfg, &err)))
 		return gl_resp_error(resp, rc, NULL, "%s", err.msg);
@@ -281,7 +281,7 @@ int gl_route_budgets(struct gl_req *req, struct gl_resp *resp)
 	{
 		int64_t y;
 		unsigned m, d;
-		gl_time_civil_from_days(ms / 86400, &y, &m, &d);
+		gl_timeutil_civil_from_days(ms / 86400, &y, &m, &d);
 		snprintf(buf, sizeof buf, "%04lld-%02u", (long long)y, m);
 		cJSON_AddStringToObject(root, "month", buf);
 	}

@@ -139,8 +139,8 @@ struct gl_server {
 	pthread_key_t conn_key;
 	pthread_key_t read_conn_key;
 	struct gl_log_limiter read_log; /* reads moved to the primary; under mu */
-	struct gl_ratelimit *rl;
-	struct gl_reqlimit *reqrl; /* requests per second per address */
+	struct gl_auth_ratelimit *rl;
+	struct gl_auth_reqlimit *reqrl; /* requests per second per address */
 	struct gl_auth_cache *tokens;
 	struct gl_audit_writer *audit;
 	struct gl_static *web;     /* server.web_dir; NULL when not served */
@@ -244,7 +244,7 @@ const char *gl_req_param(const struct gl_req *req, const char *name)
 	return MHD_lookup_connection_value((struct MHD_Connection *)req->mhd_conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-const struct gl_token_scope *gl_req_scope(struct gl_req *req, size_t *n)
+const struct gl_tokens_scope *gl_req_scope(struct gl_req *req, size_t *n)
 {
 	req->scope_applied = 1;
 	*n = req->auth ? req->auth->n_scope : 0;
@@ -254,12 +254,12 @@ const struct gl_token_scope *gl_req_scope(struct gl_req *req, size_t *n)
 int gl_req_scope_filter(struct gl_req *req, struct gl_resp *resp, const char *param, struct gl_filter *f)
 {
 	size_t n;
-	const struct gl_token_scope *sc = gl_req_scope(req, &n);
+	const struct gl_tokens_scope *sc = gl_req_scope(req, &n);
 	struct gl_err err = {0};
-	for (size_t d = 0; sc && gl_token_scope_dims[d]; d++) {
-		const char *vals[GL_TOKEN_MAX_OWNERS];
-		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
-		int rc = k ? gl_filter_restrict(f, gl_token_scope_dims[d], vals, k, &err) : 0;
+	for (size_t d = 0; sc && gl_tokens_scope_dims[d]; d++) {
+		const char *vals[GL_TOKENS_MAX_OWNERS];
+		size_t k = gl_tokens_scope_values(sc, n, gl_tokens_scope_dims[d], vals);
+		int rc = k ? gl_filter_restrict(f, gl_tokens_scope_dims[d], vals, k, &err) : 0;
 		if (rc)
 			return gl_resp_error(resp, -rc == GL_EPERM ? GL_EPERM : GL_EINVAL, param, "%s: %s", param, err.msg);
 	}
@@ -769,7 +769,7 @@ static int auth_fail(struct gl_server *s, struct gl_req *req, struct gl_resp *re
 		[AR_UNUSABLE] = "token has an unreadable scope; recreate it",
 	};
 	*reason = why;
-	if (gl_ratelimit_fail(s->rl, req->remote_addr, req->now_s))
+	if (gl_auth_ratelimit_fail(s->rl, req->remote_addr, req->now_s))
 		gl_log(GL_LOG_WARN, "http: %d failed authentications from %s: blocked for %d s", AUTH_MAX_FAILURES,
 		       req->remote_addr, AUTH_BLOCK_S);
 	resp->extra_headers[0][0] = "WWW-Authenticate";
@@ -785,12 +785,12 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 {
 	const char *h = MHD_lookup_connection_value((struct MHD_Connection *)req->mhd_conn, MHD_HEADER_KIND,
 						    MHD_HTTP_HEADER_AUTHORIZATION);
-	struct gl_token_info t;
+	struct gl_tokens_info t;
 	unsigned char key[32];
-	char tok[GL_TOKEN_LEN + 1];
+	char tok[GL_TOKENS_LEN + 1];
 	int found = 0;
 
-	if (gl_ratelimit_blocked(s->rl, req->remote_addr, req->now_s)) {
+	if (gl_auth_ratelimit_blocked(s->rl, req->remote_addr, req->now_s)) {
 		/* no lookup at all while blocked: a guessing flood costs nothing */
 		*reason = AR_RATE_LIMITED;
 		resp->extra_headers[0][0] = "Retry-After";
@@ -804,16 +804,16 @@ static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp 
 	h += 7;
 	while (*h == ' ')
 		h++;
-	if (strlen(h) != GL_TOKEN_LEN || !gl_token_wellformed(h))
+	if (strlen(h) != GL_TOKENS_LEN || !gl_tokens_wellformed(h))
 		return auth_fail(s, req, resp, AR_MALFORMED, reason);
 	memcpy(tok, h, sizeof tok);
-	gl_token_sha256(tok, key);
+	gl_tokens_sha256(tok, key);
 	memset(tok, 0, sizeof tok);
 	if (!gl_auth_cache_get(s->tokens, key, req->now_s, &found, &t)) {
 		struct gl_err err = {0};
 		struct gl_store *c = NULL;
 		int rc;
-		if ((rc = req_db(req, &c, &err)) || (rc = gl_token_lookup(c, key, &t, &found, &err))) {
+		if ((rc = req_db(req, &c, &err)) || (rc = gl_tokens_lookup(c, key, &t, &found, &err))) {
 			/* only when the database cannot be reached at all: an answer
 			 * (unknown, revoked, a query error) is never overridden */
 			int unreachable = !c || !gl_store_up(c);
@@ -1214,7 +1214,7 @@ static enum MHD_Result dispatch(struct req_ctx *x, const char *url, const char *
 	if (s->stopping)
 		return refuse_inline(x, 503, "unavailable", TK_STOPPING, BUSY_RETRY_S, "the server is stopping");
 	/* before any token lookup or database work: a flood costs a hash probe */
-	if (gl_reqlimit_take(s->reqrl, x->req.remote_addr, mono_ms())) {
+	if (gl_auth_reqlimit_take(s->reqrl, x->req.remote_addr, mono_ms())) {
 		x->reason = AR_REQUEST_RATE;
 		pthread_mutex_lock(&s->mu);
 		s->auth_denied[AR_REQUEST_RATE]++;
@@ -1400,7 +1400,7 @@ static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char b
 {
 	struct gl_strbuf m = GL_STRBUF_INIT, b = GL_STRBUF_INIT;
 	char through[32];
-	gl_time_format((int64_t)req->read.data_through_s, through, sizeof through);
+	gl_timeutil_format((int64_t)req->read.data_through_s, through, sizeof through);
 	snprintf(buf[0], sizeof buf[0], "%.3f", req->read.lag_s);
 	snprintf(buf[1], sizeof buf[1], "%s", through);
 	gl_apijson_add_header(resp, "X-Served-By", req->read.standby ? "standby" : "primary");
@@ -1767,9 +1767,9 @@ static void start_parts(struct gl_server *s)
 	};
 	s->guard = gl_connguard_new(&gc);
 	s->tally = gl_tally_new(tally_kinds, TK_N, TALLY_ADDRS);
-	s->rl = gl_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
+	s->rl = gl_auth_ratelimit_new(AUTH_LIMITER_SLOTS, AUTH_MAX_FAILURES, AUTH_WINDOW_S, AUTH_BLOCK_S);
 	s->tokens = gl_auth_cache_new(AUTH_CACHE_SLOTS, AUTH_CACHE_TTL_S);
-	s->reqrl = gl_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
+	s->reqrl = gl_auth_reqlimit_new(REQ_LIMITER_SLOTS, (double)cfg->http_rate_per_ip, (double)cfg->http_rate_burst);
 	/* every token with a heavy request counted is in a main worker
 	 * handing it over, or in the heavy pool */
 	s->n_holds = (size_t)(cfg->http_workers + cfg->http_heavy_workers + cfg->http_heavy_queue);
@@ -1955,8 +1955,8 @@ void gl_server_stop(struct gl_server *s)
 	gl_connguard_free(s->guard);
 	gl_tally_free(s->tally);
 	free(s->holds);
-	gl_ratelimit_free(s->rl);
-	gl_reqlimit_free(s->reqrl);
+	gl_auth_ratelimit_free(s->rl);
+	gl_auth_reqlimit_free(s->reqrl);
 	gl_auth_cache_free(s->tokens);
 	gl_static_free(s->web);
 	pthread_key_delete(s->conn_key);

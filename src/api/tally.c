@@ -177,8 +177,8 @@ static size_t emit_entry(const struct gl_tally *t, const struct table *tb, const
 	unsigned char done[64] = {0};
 	size_t rows = 0;
 	char from[32], to[32];
-	gl_time_format(tb->from_s, from, sizeof from);
-	gl_time_format(tb->to_s, to, sizeof to);
+	gl_timeutil_format(tb->from_s, from, sizeof from);
+	gl_timeutil_format(tb->to_s, to, sizeof to);
 	for (size_t k = 0; k < t->n_kinds && k < sizeof done; k++) {
 		struct gl_strbuf d = GL_STRBUF_INIT;
 		struct gl_tally_row row;

@@ -78,8 +78,8 @@ int gl_cli_at_not_future(const char *usage, const char *cmd, const char *what, i
 	char at[32], now[32];
 	if (at_s <= now_s + GL_CLI_AT_SKEW_S)
 		return -1;
-	gl_time_format(at_s, at, sizeof at);
-	gl_time_format(now_s, now, sizeof now);
+	gl_timeutil_format(at_s, at, sizeof at);
+	gl_timeutil_format(now_s, now, sizeof now);
 	return gl_cli_usage_error(usage,
 				  "%s: %s %s is in the future (now %s): a snapshot cannot be newer than the clock, and "
 				  "once stored it would make every real snapshot of the cluster look old",

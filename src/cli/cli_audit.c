@@ -123,7 +123,7 @@ static int audit_prune(struct gl_config *cfg, int argc, char **argv)
 	if (strlen(argv[2]) != 7 || argv[2][4] != '-')
 		return gl_cli_usage_error(usage_audit, "audit prune: --before: expected YYYY-MM, got '%s'", argv[2]);
 	snprintf(day, sizeof day, "%s-01", argv[2]);
-	if (gl_time_parse(day, strlen(day), &before))
+	if (gl_timeutil_parse(day, strlen(day), &before))
 		return gl_cli_usage_error(usage_audit, "audit prune: --before: expected YYYY-MM, got '%s'", argv[2]);
 	gl_cli_actor(actor, sizeof actor);
 	if (gl_store_open(cfg, &st, &err) || gl_audit_prune(st, actor, before, &res, &err)) {

@@ -145,7 +145,7 @@ static int read_series(const char *path, const char *tcol, const char *vcol, con
 		}
 		struct row r;
 		char *end;
-		if (gl_time_parse(f[ti], strlen(f[ti]), &r.t)) {
+		if (gl_timeutil_parse(f[ti], strlen(f[ti]), &r.t)) {
 			rc = gl_err_set(err, GL_EINVAL, "%s:%zu: %s: bad time '%s'", path, lineno, tcol, f[ti]);
 			goto out;
 		}
@@ -342,7 +342,7 @@ static int cmd_backtest(int argc, char **argv)
 	fo.method = gl_forecast_method_parse(method);
 	if (fo.method == -2)
 		return gl_cli_usage_error(usage_forecast, "forecast backtest: --method: unknown method '%s'", method);
-	if (gl_time_parse(test_from, strlen(test_from), &test_s))
+	if (gl_timeutil_parse(test_from, strlen(test_from), &test_s))
 		return gl_cli_usage_error(usage_forecast, "forecast backtest: --test-from: bad time '%s'", test_from);
 	if (strcmp(format, "text") && strcmp(format, "json"))
 		return gl_cli_usage_error(usage_forecast, "forecast backtest: --format: '%s' is not text or json", format);
@@ -356,7 +356,7 @@ static int cmd_backtest(int argc, char **argv)
 		goto out;
 	}
 	test0 = (size_t)((bucket_of(test_s, step_s) - d.t0) / step_s);
-	fo.first_weekday = gl_time_weekday(d.t0);
+	fo.first_weekday = gl_timeutil_weekday(d.t0);
 	ntest = d.nslots - test0;
 
 	all = gl_xcalloc(d.ns * NROWS, sizeof *all);

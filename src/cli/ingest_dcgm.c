@@ -36,7 +36,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	struct gl_dcgm_ingest_result res;
 	struct gl_dcgm_scrape s;
 	struct gl_dcgm_opts so = {0};
-	struct gl_dcgm_batch *b = NULL;
+	struct gl_dcgm_ingest_batch *b = NULL;
 	struct gl_err err = {0};
 	struct gl_store *store = NULL;
 	char *buf = NULL, why[400];
@@ -50,7 +50,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	rc = 0;
 	if (!cluster || !file || !at)
 		return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: --cluster, --file and --at are required");
-	if (gl_time_parse(at, strlen(at), &at_s) != 0)
+	if (gl_timeutil_parse(at, strlen(at), &at_s) != 0)
 		return gl_cli_usage_error(usage_ingest_dcgm, "ingest dcgm: --at: '%s' is not an RFC 3339 time", at);
 	if ((rc = gl_cli_at_not_future(usage_ingest_dcgm, "ingest dcgm", "--at", at_s, (int64_t)time(NULL))) >= 0)
 		return rc;
@@ -84,11 +84,11 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 	if (s.too_long)
 		gl_log(GL_LOG_WARN, "%s:%zu: %s (%zu samples with a label over its bound dropped)", file, s.too_long_line,
 		       s.too_long_reason, s.too_long);
-	b = gl_dcgm_batch_new(cfg->ingest_max_skip_reasons);
-	gl_dcgm_batch_add(b, &s, file);
+	b = gl_dcgm_ingest_batch_new(cfg->ingest_max_skip_reasons);
+	gl_dcgm_ingest_batch_add(b, &s, file);
 	why_empty = gl_dcgm_scrape_why_empty(&s, why, sizeof why);
 	gl_dcgm_scrape_fini(&s);
-	if (gl_dcgm_batch_gpus(b) == 0) {
+	if (gl_dcgm_ingest_batch_gpus(b) == 0) {
 		gl_err_set(&err, GL_EFORMAT, "%s: %s", file, why_empty ? why_empty : "no GPU the store can take");
 		rc = gl_cli_fail(&err);
 		goto out;
@@ -115,7 +115,7 @@ int gl_cli_ingest_dcgm(struct gl_config *cfg, int argc, char **argv)
 		res.bad_lines || res.no_host);
 out:
 	free(buf);
-	gl_dcgm_batch_free(b);
+	gl_dcgm_ingest_batch_free(b);
 	gl_store_close(store);
 	return rc;
 }

@@ -39,7 +39,7 @@ int gl_cli_ingest_kube(struct gl_config *cfg, int argc, char **argv)
 	if (!cluster || !*cluster || !file)
 		return gl_cli_usage_error(usage_ingest_kube, "ingest kube: --cluster and --file are required");
 	if (at) {
-		if (gl_time_parse(at, strlen(at), &o.at_s) != 0)
+		if (gl_timeutil_parse(at, strlen(at), &o.at_s) != 0)
 			return gl_cli_usage_error(usage_ingest_kube,
 						  "ingest kube: --at '%s': not an RFC 3339 time (2026-10-01T12:00:00Z)", at);
 	} else {

@@ -49,7 +49,7 @@ static int parse_at(const char *at, int64_t *out)
 		*out = (int64_t)time(NULL);
 		return 0;
 	}
-	return gl_time_parse(at, strlen(at), out);
+	return gl_timeutil_parse(at, strlen(at), out);
 }
 
 static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s)
@@ -110,14 +110,14 @@ int gl_cli_ingest_slurm_nodes(struct gl_config *cfg, int argc, char **argv)
 	if ((rc = gl_cli_at_not_future(usage_slurm_nodes, "ingest slurm-nodes", "--at", o.at_s, (int64_t)time(NULL))) >= 0)
 		return rc;
 	if (parse_file(nodes, gl_scontrol_parse_nodes, &s, &err) ||
-	    (events && parse_file(events, gl_sacctmgr_parse_events, &s, &err)) ||
-	    (resv && parse_file(resv, gl_slurm_parse_reservations, &s, &err))) {
+	    (events && parse_file(events, gl_slurm_events_parse_sacctmgr, &s, &err)) ||
+	    (resv && parse_file(resv, gl_slurm_events_parse_reservations, &s, &err))) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	rc = report(cfg, &o, &s);
 out:
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	return rc;
 }
 
@@ -143,12 +143,12 @@ int gl_cli_ingest_kube_nodes(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_kube_nodes, "ingest kube-nodes: --at: bad time '%s'", at);
 	if ((rc = gl_cli_at_not_future(usage_kube_nodes, "ingest kube-nodes", "--at", o.at_s, (int64_t)time(NULL))) >= 0)
 		return rc;
-	if (parse_file(file, gl_kube_parse_nodes, &s, &err)) {
+	if (parse_file(file, gl_kube_nodes_parse, &s, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	rc = report(cfg, &o, &s);
 out:
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	return rc;
 }

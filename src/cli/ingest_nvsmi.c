@@ -88,7 +88,7 @@ int gl_cli_ingest_nvsmi(struct gl_config *cfg, int argc, char **argv)
 					  "ingest nvidia-smi: --apps and --pids go together (GPU processes and their jobs)");
 	memset(&o, 0, sizeof o);
 	o.at_s = GL_TIME_NONE;
-	if (at && gl_time_parse(at, strlen(at), &o.at_s) != 0)
+	if (at && gl_timeutil_parse(at, strlen(at), &o.at_s) != 0)
 		return gl_cli_usage_error(usage_ingest_nvsmi, "ingest nvidia-smi: --at: '%s' is not an RFC 3339 time", at);
 	if (at && (rc = gl_cli_at_not_future(usage_ingest_nvsmi, "ingest nvidia-smi", "--at", o.at_s,
 					     (int64_t)time(NULL))) >= 0)

@@ -32,7 +32,7 @@ static int capture_time(const char *file, const char *at, int64_t *seen_s)
 {
 	struct gl_err err = {0};
 	if (at) {
-		if (gl_time_parse(at, strlen(at), seen_s) != 0)
+		if (gl_timeutil_parse(at, strlen(at), seen_s) != 0)
 			return gl_cli_usage_error(usage_ingest_sacct,
 						  "ingest sacct: --at '%s': not an RFC 3339 time (2026-10-01T12:00:00Z)", at);
 	} else {

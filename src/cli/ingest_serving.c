@@ -112,7 +112,7 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 	struct gl_serving_ingest_opts o;
 	struct gl_serving_ingest_result res;
 	struct gl_serving_scrape_in in;
-	struct gl_serving_batch *b = NULL;
+	struct gl_serving_ingest_batch *b = NULL;
 	struct gl_err err = {0};
 	struct gl_store *store = NULL;
 	char ns[256], inst[600];
@@ -125,7 +125,7 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 		return rc;
 	if (!file || !at || !endpoint)
 		return gl_cli_usage_error(usage_ingest_serving, "ingest serving: --file, --at and --endpoint are required");
-	if (gl_time_parse(at, strlen(at), &at_s) != 0)
+	if (gl_timeutil_parse(at, strlen(at), &at_s) != 0)
 		return gl_cli_usage_error(usage_ingest_serving, "ingest serving: --at: '%s' is not an RFC 3339 time", at);
 	if ((rc = gl_cli_at_not_future(usage_ingest_serving, "ingest serving", "--at", at_s, (int64_t)time(NULL))) >= 0)
 		return rc;
@@ -160,8 +160,8 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
-	b = gl_serving_batch_new(at_s, o.bucket_s, o.max_skip_reasons);
-	if (gl_serving_batch_add(b, &in, buf, len, &err)) {
+	b = gl_serving_ingest_batch_new(at_s, o.bucket_s, o.max_skip_reasons);
+	if (gl_serving_ingest_batch_add(b, &in, buf, len, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -172,7 +172,7 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 	rc = report(file, endpoint, &res);
 out:
 	free(buf);
-	gl_serving_batch_free(b);
+	gl_serving_ingest_batch_free(b);
 	gl_store_close(store);
 	return rc;
 }

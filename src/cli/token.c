@@ -26,7 +26,7 @@ static const char usage_token[] =
 	"stdout; store it then.\n";
 
 /* "team=vision,team=nlp" (or "*" unscoped) into out. */
-static void scope_text(const struct gl_token_scope *sc, size_t n, char *out, size_t len)
+static void scope_text(const struct gl_tokens_scope *sc, size_t n, char *out, size_t len)
 {
 	size_t o = 0;
 	snprintf(out, len, "%s", n ? "" : "*");
@@ -52,7 +52,7 @@ static int parse_expires(const char *s, int64_t now_s, int64_t *out)
 		*out = now_s + v * mult;
 		return 0;
 	}
-	return gl_time_parse(s, strlen(s), out) ? -GL_EINVAL : 0;
+	return gl_timeutil_parse(s, strlen(s), out) ? -GL_EINVAL : 0;
 }
 
 static int token_create(struct gl_config *cfg, int argc, char **argv)
@@ -63,11 +63,11 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	const char *name = NULL, *role = NULL;
-	struct gl_token_scope scope[GL_TOKEN_MAX_OWNERS];
-	char shown[GL_TOKEN_MAX_OWNERS * (16 + GL_TOKEN_OWNER_MAX)];
+	struct gl_tokens_scope scope[GL_TOKENS_MAX_OWNERS];
+	char shown[GL_TOKENS_MAX_OWNERS * (16 + GL_TOKENS_OWNER_MAX)];
 	size_t n_scope = 0;
 	int64_t expires = GL_TIME_NONE, id = 0, now = (int64_t)time(NULL);
-	char token[GL_TOKEN_LEN + 1], actor[96], when[32];
+	char token[GL_TOKENS_LEN + 1], actor[96], when[32];
 	struct gl_err err = {0};
 	struct gl_store *st = NULL;
 	int ch, rc = 0;
@@ -82,9 +82,9 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 				return gl_cli_usage_error(usage_token, "token create: --expires: bad duration or time '%s'", optarg);
 			break;
 		case 's':
-			if (n_scope == GL_TOKEN_MAX_OWNERS)
-				return gl_cli_usage_error(usage_token, "token create: at most %d --scope options", GL_TOKEN_MAX_OWNERS);
-			if (gl_token_scope_arg(optarg, &scope[n_scope], &err))
+			if (n_scope == GL_TOKENS_MAX_OWNERS)
+				return gl_cli_usage_error(usage_token, "token create: at most %d --scope options", GL_TOKENS_MAX_OWNERS);
+			if (gl_tokens_scope_arg(optarg, &scope[n_scope], &err))
 				return gl_cli_usage_error(usage_token, "token create: %s", err.msg);
 			n_scope++;
 			break;
@@ -93,15 +93,15 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 	}
 	if (optind < argc)
 		return gl_cli_usage_error(usage_token, "token create: unexpected argument '%s'", argv[optind]);
-	if (!name || !*name || strlen(name) >= GL_TOKEN_NAME_MAX)
-		return gl_cli_usage_error(usage_token, "token create: --name is required (< %d bytes)", GL_TOKEN_NAME_MAX);
+	if (!name || !*name || strlen(name) >= GL_TOKENS_NAME_MAX)
+		return gl_cli_usage_error(usage_token, "token create: --name is required (< %d bytes)", GL_TOKENS_NAME_MAX);
 	if (!gl_auth_role_valid(role))
 		return gl_cli_usage_error(usage_token, "token create: --role must be viewer, finance, admin or hook");
 	if (expires != GL_TIME_NONE && expires <= now)
 		fprintf(stderr, "gpuledger: warning: --expires is in the past; the token will be refused\n");
 	gl_cli_actor(actor, sizeof actor);
 	if (gl_store_open(cfg, &st, &err) ||
-	    gl_token_create(st, name, role, expires, scope, n_scope, actor, token, &id, &err)) {
+	    gl_tokens_create(st, name, role, expires, scope, n_scope, actor, token, &id, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
@@ -110,7 +110,7 @@ static int token_create(struct gl_config *cfg, int argc, char **argv)
 	fflush(stdout);
 	memset(token, 0, sizeof token);
 	if (expires != GL_TIME_NONE)
-		gl_time_format(expires, when, sizeof when);
+		gl_timeutil_format(expires, when, sizeof when);
 	scope_text(scope, n_scope, shown, sizeof shown);
 	fprintf(stderr, "token %lld '%s' created: role %s, expires %s, scope %s\n"
 		"It is shown only now; gpuledger keeps only its SHA-256.\n",
@@ -125,26 +125,26 @@ static void put_time(int64_t t, char *buf, size_t n)
 	if (t == GL_TIME_NONE)
 		snprintf(buf, n, "-");
 	else
-		gl_time_format(t, buf, n);
+		gl_timeutil_format(t, buf, n);
 }
 
 static int token_list(struct gl_config *cfg, int argc, char **argv)
 {
-	struct gl_token_info *t = NULL;
+	struct gl_tokens_info *t = NULL;
 	struct gl_err err = {0};
 	size_t n = 0;
 	struct gl_store *st = NULL;
 	int rc = 0;
 	if (argc > 1)
 		return gl_cli_usage_error(usage_token, "token list: unexpected argument '%s'", argv[1]);
-	if (gl_store_open(cfg, &st, &err) || gl_token_list(st, &t, &n, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_tokens_list(st, &t, &n, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	printf("%-6s %-24s %-8s %-22s %-22s %-22s %-22s %s\n", "ID", "NAME", "ROLE", "CREATED", "EXPIRES", "REVOKED",
 	       "LAST USED", "OWNERS");
 	for (size_t i = 0; i < n; i++) {
-		char cr[32], ex[32], rv[32], lu[32], sc[GL_TOKEN_MAX_OWNERS * (16 + GL_TOKEN_OWNER_MAX)];
+		char cr[32], ex[32], rv[32], lu[32], sc[GL_TOKENS_MAX_OWNERS * (16 + GL_TOKENS_OWNER_MAX)];
 		put_time(t[i].created_s, cr, sizeof cr);
 		put_time(t[i].expires_s, ex, sizeof ex);
 		put_time(t[i].revoked_s, rv, sizeof rv);
@@ -169,7 +169,7 @@ static int token_revoke(struct gl_config *cfg, int argc, char **argv)
 	if (argc != 2)
 		return gl_cli_usage_error(usage_token, "token revoke: expected one ID or NAME");
 	gl_cli_actor(actor, sizeof actor);
-	if (gl_store_open(cfg, &st, &err) || gl_token_revoke(st, argv[1], actor, &id, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_tokens_revoke(st, argv[1], actor, &id, &err)) {
 		rc = gl_cli_fail(&err);
 		goto out;
 	}

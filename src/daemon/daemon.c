@@ -97,27 +97,27 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	struct gl_daemon_source *arr = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < cfg->n_sacct; i++)
-		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_source_run,
+		add(&arr, &n, &cap, "sacct", cfg->sacct[i].cluster, cfg->sacct[i].interval_s, gl_sacct_poll_source_run,
 		    &cfg->sacct[i]);
 	for (size_t i = 0; i < cfg->n_kube; i++)
-		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_source_run,
+		add(&arr, &n, &cap, "kube", cfg->kube[i].cluster, cfg->kube[i].interval_s, gl_kube_ingest_source_run,
 		    &cfg->kube[i]);
 	for (size_t i = 0; i < cfg->n_dcgm; i++)
-		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_source_run,
+		add(&arr, &n, &cap, "dcgm", cfg->dcgm[i].cluster, cfg->dcgm[i].interval_s, gl_dcgm_scrape_source_run,
 		    &cfg->dcgm[i]);
 	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
 		/* one source a node: its name carries the node too */
 		char who[256];
 		snprintf(who, sizeof who, "%s/%s", cfg->nvidia_smi[i].cluster, cfg->nvidia_smi[i].node);
-		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, gl_nvsmi_source_run,
+		add(&arr, &n, &cap, "nvidia-smi", who, cfg->nvidia_smi[i].interval_s, gl_nvsmi_ingest_source_run,
 		    &cfg->nvidia_smi[i]);
 	}
 	for (size_t i = 0; i < cfg->n_slurm_nodes; i++)
 		add(&arr, &n, &cap, "slurm-nodes", cfg->slurm_nodes[i].cluster, cfg->slurm_nodes[i].interval_s,
-		    gl_slurm_nodes_source_run, &cfg->slurm_nodes[i]);
+		    gl_nodes_poll_slurm_source_run, &cfg->slurm_nodes[i]);
 	for (size_t i = 0; i < cfg->n_kube_nodes; i++)
 		add(&arr, &n, &cap, "kube-nodes", cfg->kube_nodes[i].cluster, cfg->kube_nodes[i].interval_s,
-		    gl_kube_nodes_source_run, &cfg->kube_nodes[i]);
+		    gl_nodes_poll_kube_source_run, &cfg->kube_nodes[i]);
 	/* serving endpoints: one source per cluster and interval, whose
 	 * rounds scrape all of that group's targets at once */
 	for (size_t i = 0; i < cfg->n_serving; i++) {
@@ -127,7 +127,7 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 			j++;
 		if (j == i)
 			add(&arr, &n, &cap, "serving", cfg->serving[i].cluster, cfg->serving[i].interval_s,
-			    gl_serving_source_run, &cfg->serving[i]);
+			    gl_serving_scrape_source_run, &cfg->serving[i]);
 	}
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);

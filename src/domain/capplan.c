@@ -25,7 +25,7 @@ void gl_capplan_fleet_fini(struct gl_capplan_fleet *f)
 /* A whole date, nothing else: 00:00 UTC of it. */
 static int parse_day(const char *s, int64_t *out)
 {
-	if (strlen(s) != 10 || gl_time_parse(s, 10, out) || *out % 86400)
+	if (strlen(s) != 10 || gl_timeutil_parse(s, 10, out) || *out % 86400)
 		return -1;
 	return 0;
 }
@@ -145,7 +145,7 @@ int gl_capplan_check(const struct gl_capplan_fleet *f, const struct gl_capplan_c
 		if (-c->gpus > have) {
 			*bad = i;
 			*field = "gpus";
-			gl_time_format_day(c->day_s, day, sizeof day);
+			gl_timeutil_format_day(c->day_s, day, sizeof day);
 			return gl_err_set(err, GL_EINVAL,
 					  "retires %lld %s GPUs in %s on %s, but %lld are there then (present now and the plan's"
 					  " earlier changes)",
@@ -331,7 +331,7 @@ int gl_capplan_outlook(const struct gl_capplan_key *k, size_t nd, int64_t start_
 	fo.slots_per_week = o->weekly ? 1 : 7;
 	fo.horizon = o->horizon;
 	fo.method = GL_FORECAST_AUTO;
-	fo.first_weekday = o->weekly ? -1 : gl_time_weekday(start_s + (int64_t)s0 * step_s);
+	fo.first_weekday = o->weekly ? -1 : gl_timeutil_weekday(start_s + (int64_t)s0 * step_s);
 	if ((rc = gl_forecast_fit(out->hist + s0, out->n_hist - s0, &fo, &out->fc, err))) {
 		gl_capplan_outlook_fini(out);
 		return rc;
@@ -350,7 +350,7 @@ int gl_capplan_outlook(const struct gl_capplan_key *k, size_t nd, int64_t start_
 	if (gl_capplan_recommend(out->steps, (size_t)out->fc.horizon, o->risk, o->lead_s, o->today_s, &out->purchases,
 				 &out->n_purchases, &at, &e)) {
 		char day[32];
-		gl_time_format_day(out->fc.horizon ? out->steps[at].start_s : o->end_s, day, sizeof day);
+		gl_timeutil_format_day(out->fc.horizon ? out->steps[at].start_s : o->end_s, day, sizeof day);
 		snprintf(out->note, sizeof out->note, "no recommendation: %s from %s", e.msg, day);
 	} else {
 		out->purchases_known = 1;

@@ -22,12 +22,12 @@ int gl_idlerule_kind_parse(const char *s, enum gl_idlerule_kind *out)
 	return -GL_EINVAL;
 }
 
-const char *gl_idle_stage_name(enum gl_idle_stage s)
+const char *gl_idlerule_stage_name(enum gl_idle_stage s)
 {
 	return (unsigned)s < GL_ARRAY_LEN(stage_names) ? stage_names[s] : "?";
 }
 
-int gl_idle_stage_parse(const char *s, enum gl_idle_stage *out)
+int gl_idlerule_stage_parse(const char *s, enum gl_idle_stage *out)
 {
 	for (size_t i = 0; i < GL_ARRAY_LEN(stage_names); i++)
 		if (s && !strcmp(s, stage_names[i])) {
@@ -56,7 +56,7 @@ int gl_idlerule_check(const struct gl_idlerule *r, struct gl_err *err)
 	return 0;
 }
 
-enum gl_idle_state gl_idle_classify(const struct gl_idle_obs *o, const struct gl_idle_signal *sig)
+enum gl_idle_state gl_idlerule_classify(const struct gl_idle_obs *o, const struct gl_idle_signal *sig)
 {
 	if (o->samples <= 0 || o->nodata_samples >= o->samples)
 		return GL_IDLE_NODATA;
@@ -193,7 +193,7 @@ void gl_idlerule_eval_job(const struct gl_idlerule *r, const struct gl_idle_gpu_
 			out->idle_gpus++;
 }
 
-int64_t gl_idle_cost_micros(int64_t idle_gpu_s, int64_t micros_per_gpu_hour)
+int64_t gl_idlerule_cost_micros(int64_t idle_gpu_s, int64_t micros_per_gpu_hour)
 {
 	if (micros_per_gpu_hour < 0 || idle_gpu_s <= 0)
 		return 0;

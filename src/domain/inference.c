@@ -7,19 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct gl_inf_pair {
+struct gl_inference_pair {
 	int64_t job_pk;
 	char *endpoint, *model;
 };
 
-struct gl_inf_line {
+struct gl_inference_line {
 	size_t step;
-	struct gl_inf_cost c;
+	struct gl_inference_cost c;
 	char *dim;
 	int64_t idle_micros;
 };
 
-struct gl_inf_use {
+struct gl_inference_use {
 	size_t step;
 	int64_t job_pk;
 	char *endpoint, *model;
@@ -29,7 +29,7 @@ struct gl_inf_use {
 	int in_window; /* its job has a ledger line in the window */
 };
 
-void gl_inf_init(struct gl_inf *x, enum gl_inf_agg agg, size_t n_steps)
+void gl_inference_init(struct gl_inference *x, enum gl_inference_agg agg, size_t n_steps)
 {
 	memset(x, 0, sizeof *x);
 	x->agg = agg;
@@ -37,14 +37,14 @@ void gl_inf_init(struct gl_inf *x, enum gl_inf_agg agg, size_t n_steps)
 	x->steps = gl_xcalloc(n_steps ? n_steps : 1, sizeof *x->steps);
 }
 
-static void group_fini(struct gl_inf_group *g)
+static void group_fini(struct gl_inference_group *g)
 {
 	free(g->key);
 	free(g->le);
 	free(g->cum);
 }
 
-static void step_fini(struct gl_inf_step *s)
+static void step_fini(struct gl_inference_step *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		group_fini(&s->groups[i]);
@@ -58,7 +58,7 @@ static void step_fini(struct gl_inf_step *s)
 	free(s->gix.slot);
 }
 
-void gl_inf_fini(struct gl_inf *x)
+void gl_inference_fini(struct gl_inference *x)
 {
 	for (size_t i = 0; i < x->n_steps; i++)
 		step_fini(&x->steps[i]);
@@ -110,7 +110,7 @@ static uint64_t str_hash(uint64_t h, const char *s)
 
 /* The slot of key h in ix: the one holding an item eq() accepts, or the
  * empty one where it goes. ix has room (cap > 2 x items). */
-static size_t *ix_probe(struct gl_inf_index *ix, uint64_t h, int (*eq)(const void *ctx, size_t item), const void *ctx)
+static size_t *ix_probe(struct gl_inference_index *ix, uint64_t h, int (*eq)(const void *ctx, size_t item), const void *ctx)
 {
 	size_t k = (size_t)h & (ix->cap - 1);
 	while (ix->slot[k] && !eq(ctx, ix->slot[k] - 1))
@@ -120,7 +120,7 @@ static size_t *ix_probe(struct gl_inf_index *ix, uint64_t h, int (*eq)(const voi
 
 /* Doubles ix when n + 1 items would fill half of it; hash(ctx, i) is item
  * i's key hash. */
-static void ix_room(struct gl_inf_index *ix, size_t n, uint64_t (*hash)(const void *ctx, size_t item), const void *ctx)
+static void ix_room(struct gl_inference_index *ix, size_t n, uint64_t (*hash)(const void *ctx, size_t item), const void *ctx)
 {
 	size_t cap;
 	if (2 * (n + 1) <= ix->cap)
@@ -139,22 +139,22 @@ static void ix_room(struct gl_inf_index *ix, size_t n, uint64_t (*hash)(const vo
 	}
 }
 
-static void ix_drop(struct gl_inf_index *ix)
+static void ix_drop(struct gl_inference_index *ix)
 {
 	free(ix->slot);
 	ix->slot = NULL;
 	ix->cap = 0;
 }
 
-void gl_inf_add_pair(struct gl_inf *x, int64_t job_pk, const char *endpoint, const char *model)
+void gl_inference_add_pair(struct gl_inference *x, int64_t job_pk, const char *endpoint, const char *model)
 {
 	GROW(x->pairs, x->n_pairs, x->cap_pairs);
-	x->pairs[x->n_pairs++] = (struct gl_inf_pair){job_pk, gl_xstrdup(endpoint), gl_xstrdup(model)};
+	x->pairs[x->n_pairs++] = (struct gl_inference_pair){job_pk, gl_xstrdup(endpoint), gl_xstrdup(model)};
 }
 
-void gl_inf_add_cost(struct gl_inf *x, size_t step, const struct gl_inf_cost *c)
+void gl_inference_add_cost(struct gl_inference *x, size_t step, const struct gl_inference_cost *c)
 {
-	struct gl_inf_line *l;
+	struct gl_inference_line *l;
 	if (step >= x->n_steps)
 		return;
 	GROW(x->lines, x->n_lines, x->cap_lines);
@@ -171,7 +171,7 @@ void gl_inf_add_cost(struct gl_inf *x, size_t step, const struct gl_inf_cost *c)
 }
 
 struct use_key {
-	const struct gl_inf *x;
+	const struct gl_inference *x;
 	size_t step;
 	int64_t job_pk;
 	const char *endpoint, *model;
@@ -186,23 +186,23 @@ static uint64_t use_key_hash(size_t step, int64_t job_pk, const char *endpoint, 
 
 static uint64_t use_hash(const void *ctx, size_t i)
 {
-	const struct gl_inf_use *u = &((const struct gl_inf *)ctx)->uses[i];
+	const struct gl_inference_use *u = &((const struct gl_inference *)ctx)->uses[i];
 	return use_key_hash(u->step, u->job_pk, u->endpoint, u->model);
 }
 
 static int use_eq(const void *ctx, size_t i)
 {
 	const struct use_key *k = ctx;
-	const struct gl_inf_use *u = &k->x->uses[i];
+	const struct gl_inference_use *u = &k->x->uses[i];
 	return u->step == k->step && u->job_pk == k->job_pk && !strcmp(u->endpoint, k->endpoint) &&
 	       !strcmp(u->model, k->model);
 }
 
 /* The use of (step, job, endpoint, model), added when new. */
-static struct gl_inf_use *use_for(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model)
+static struct gl_inference_use *use_for(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model)
 {
 	struct use_key key = {x, step, job_pk, endpoint, model};
-	struct gl_inf_use *u;
+	struct gl_inference_use *u;
 	size_t *slot;
 	ix_room(&x->uix, x->n_uses, use_hash, x);
 	slot = ix_probe(&x->uix, use_key_hash(step, job_pk, endpoint, model), use_eq, &key);
@@ -219,10 +219,10 @@ static struct gl_inf_use *use_for(struct gl_inf *x, size_t step, int64_t job_pk,
 	return u;
 }
 
-void gl_inf_add_usage(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
+void gl_inference_add_usage(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
 		      const int64_t v[GL_SERVE__NCTR])
 {
-	struct gl_inf_use *u;
+	struct gl_inference_use *u;
 	if (step >= x->n_steps)
 		return;
 	u = use_for(x, step, job_pk, endpoint, model);
@@ -248,20 +248,20 @@ static void hist_add(size_t *n, size_t *cap, double **le, double **cum, double b
 	(*cum)[i] += count;
 }
 
-void gl_inf_add_bucket(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
+void gl_inference_add_bucket(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
 		       double le, double count)
 {
-	struct gl_inf_use *u;
+	struct gl_inference_use *u;
 	if (step >= x->n_steps || isnan(le))
 		return;
 	u = use_for(x, step, job_pk, endpoint, model);
 	hist_add(&u->nle, &u->cap, &u->le, &u->cum, le, count);
 }
 
-void gl_inf_add_row(struct gl_inf *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
+void gl_inference_add_row(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
 		    const int64_t v[GL_SERVE__NCTR], const double *le, const double *cum, size_t n)
 {
-	struct gl_inf_use *u;
+	struct gl_inference_use *u;
 	if (step >= x->n_steps)
 		return;
 	u = use_for(x, step, job_pk, endpoint, model);
@@ -277,7 +277,7 @@ void gl_inf_add_row(struct gl_inf *x, size_t step, int64_t job_pk, const char *e
 			hist_add(&u->nle, &u->cap, &u->le, &u->cum, le[i], cum[i]);
 }
 
-int64_t gl_inf_per(int64_t a, int64_t num, int64_t den)
+int64_t gl_inference_per(int64_t a, int64_t num, int64_t den)
 {
 	gl_i128 p = (gl_i128)a * num;
 	return (int64_t)((2 * p + den) / (2 * (gl_i128)den));
@@ -286,13 +286,13 @@ int64_t gl_inf_per(int64_t a, int64_t num, int64_t den)
 /* ---- groups ---- */
 
 struct group_key {
-	const struct gl_inf_step *s;
+	const struct gl_inference_step *s;
 	const char *key;
 };
 
 static uint64_t group_hash(const void *ctx, size_t i)
 {
-	return str_hash(FNV_BASIS, ((const struct gl_inf_step *)ctx)->groups[i].key);
+	return str_hash(FNV_BASIS, ((const struct gl_inference_step *)ctx)->groups[i].key);
 }
 
 static int group_eq(const void *ctx, size_t i)
@@ -301,7 +301,7 @@ static int group_eq(const void *ctx, size_t i)
 	return !strcmp(k->s->groups[i].key, k->key);
 }
 
-static struct gl_inf_group *group_for(struct gl_inf_step *s, const char *key)
+static struct gl_inference_group *group_for(struct gl_inference_step *s, const char *key)
 {
 	struct group_key k = {s, key};
 	size_t *slot;
@@ -316,7 +316,7 @@ static struct gl_inf_group *group_for(struct gl_inf_step *s, const char *key)
 	return &s->groups[s->n - 1];
 }
 
-static void group_add_usage(struct gl_inf_group *g, const int64_t *v, size_t nle, const double *le, const double *cum)
+static void group_add_usage(struct gl_inference_group *g, const int64_t *v, size_t nle, const double *le, const double *cum)
 {
 	for (size_t k = 0; k < GL_SERVE__NCTR; k++)
 		g->v[k] += v[k];
@@ -324,7 +324,7 @@ static void group_add_usage(struct gl_inf_group *g, const int64_t *v, size_t nle
 		hist_add(&g->nle, &g->cap_le, &g->le, &g->cum, le[i], cum[i]);
 }
 
-static void group_add_group(struct gl_inf_group *g, const struct gl_inf_group *o)
+static void group_add_group(struct gl_inference_group *g, const struct gl_inference_group *o)
 {
 	group_add_usage(g, o->v, o->nle, o->le, o->cum);
 	g->gpu_s += o->gpu_s;
@@ -336,9 +336,9 @@ static void group_add_group(struct gl_inf_group *g, const struct gl_inf_group *o
 	g->observed_s += o->observed_s;
 }
 
-static void unattributed_add(struct gl_inf_step *s, const char *endpoint, const char *model, const int64_t *v)
+static void unattributed_add(struct gl_inference_step *s, const char *endpoint, const char *model, const int64_t *v)
 {
-	struct gl_inf_unattributed *u = NULL;
+	struct gl_inference_unattributed *u = NULL;
 	for (size_t i = 0; i < s->n_un && !u; i++)
 		if (!strcmp(s->un[i].endpoint, endpoint) && !strcmp(s->un[i].model, model))
 			u = &s->un[i];
@@ -357,7 +357,7 @@ static void unattributed_add(struct gl_inf_step *s, const char *endpoint, const 
 
 static int cmp_pair(const void *a, const void *b)
 {
-	const struct gl_inf_pair *x = a, *y = b;
+	const struct gl_inference_pair *x = a, *y = b;
 	int c;
 	if (x->job_pk != y->job_pk)
 		return x->job_pk < y->job_pk ? -1 : 1;
@@ -366,7 +366,7 @@ static int cmp_pair(const void *a, const void *b)
 
 static int cmp_use(const void *a, const void *b)
 {
-	const struct gl_inf_use *x = a, *y = b;
+	const struct gl_inference_use *x = a, *y = b;
 	int c;
 	if (x->step != y->step)
 		return x->step < y->step ? -1 : 1;
@@ -377,7 +377,7 @@ static int cmp_use(const void *a, const void *b)
 
 static int cmp_line_job(const void *a, const void *b)
 {
-	const struct gl_inf_line *x = a, *y = b;
+	const struct gl_inference_line *x = a, *y = b;
 	if (x->c.job_pk != y->c.job_pk)
 		return x->c.job_pk < y->c.job_pk ? -1 : 1;
 	return x->step < y->step ? -1 : x->step > y->step;
@@ -385,7 +385,7 @@ static int cmp_line_job(const void *a, const void *b)
 
 /* The line of job in the window with the lowest step (its dimension
  * value: a job's owner is resolved at its start, so all its lines agree). */
-static const struct gl_inf_line *line_of_job(const struct gl_inf *x, int64_t job_pk)
+static const struct gl_inference_line *line_of_job(const struct gl_inference *x, int64_t job_pk)
 {
 	size_t lo = 0, hi = x->n_lines;
 	while (lo < hi) {
@@ -398,16 +398,16 @@ static const struct gl_inf_line *line_of_job(const struct gl_inf *x, int64_t job
 	return lo < x->n_lines && x->lines[lo].c.job_pk == job_pk ? &x->lines[lo] : NULL;
 }
 
-static int64_t requests_of(const struct gl_inf *x, size_t step, int64_t job_pk, const struct gl_inf_pair *p)
+static int64_t requests_of(const struct gl_inference *x, size_t step, int64_t job_pk, const struct gl_inference_pair *p)
 {
-	struct gl_inf_use key = {.step = step, .job_pk = job_pk, .endpoint = p->endpoint, .model = p->model};
-	const struct gl_inf_use *u = gl_bsearch(&key, x->uses, x->n_uses, sizeof *x->uses, cmp_use);
+	struct gl_inference_use key = {.step = step, .job_pk = job_pk, .endpoint = p->endpoint, .model = p->model};
+	const struct gl_inference_use *u = gl_bsearch(&key, x->uses, x->n_uses, sizeof *x->uses, cmp_use);
 	return u ? u->v[GL_SERVE_REQUESTS] : 0;
 }
 
 /* Shares one line over its job's (endpoint, model) pairs by their requests
  * in the step (equally when none had any). */
-static int split_line(struct gl_inf *x, struct gl_inf_step *s, const struct gl_inf_line *l)
+static int split_line(struct gl_inference *x, struct gl_inference_step *s, const struct gl_inference_line *l)
 {
 	size_t a = 0, hi = x->n_pairs, n = 0;
 	int64_t *w, *cost, *gpu, *unpriced, *idle, sum = 0;
@@ -425,9 +425,9 @@ static int split_line(struct gl_inf *x, struct gl_inf_step *s, const struct gl_i
 	if (!n) {
 		/* a serving job without a pair cannot come from the store;
 		 * its cost still goes somewhere visible */
-		struct gl_inf_pair none = {l->c.job_pk, "unknown", "unknown"};
-		const struct gl_inf_pair *p = &none;
-		struct gl_inf_group *g = group_for(s, x->agg == GL_INF_BY_ENDPOINT ? p->endpoint : p->model);
+		struct gl_inference_pair none = {l->c.job_pk, "unknown", "unknown"};
+		const struct gl_inference_pair *p = &none;
+		struct gl_inference_group *g = group_for(s, x->agg == GL_INFERENCE_BY_ENDPOINT ? p->endpoint : p->model);
 		g->gpu_s += l->c.alloc_s;
 		g->unpriced_s += l->c.unpriced_s;
 		g->cost_micros += l->c.cost_micros;
@@ -454,8 +454,8 @@ static int split_line(struct gl_inf *x, struct gl_inf_step *s, const struct gl_i
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_inf_pair *p = &x->pairs[a + i];
-		struct gl_inf_group *g = group_for(s, x->agg == GL_INF_BY_ENDPOINT ? p->endpoint : p->model);
+		const struct gl_inference_pair *p = &x->pairs[a + i];
+		struct gl_inference_group *g = group_for(s, x->agg == GL_INFERENCE_BY_ENDPOINT ? p->endpoint : p->model);
 		double f = (double)w[i] / (double)sum;
 		g->cost_micros += cost[i];
 		g->gpu_s += gpu[i];
@@ -471,14 +471,14 @@ out:
 }
 
 /* The lines and uses into their steps' groups, in one pass over each. */
-static int group_all(struct gl_inf *x)
+static int group_all(struct gl_inference *x)
 {
 	int rc;
 	for (size_t k = 0; k < x->n_lines; k++) {
-		const struct gl_inf_line *l = &x->lines[k];
-		struct gl_inf_step *s = &x->steps[l->step];
-		if (x->agg == GL_INF_BY_JOB_DIM) {
-			struct gl_inf_group *g = group_for(s, l->dim);
+		const struct gl_inference_line *l = &x->lines[k];
+		struct gl_inference_step *s = &x->steps[l->step];
+		if (x->agg == GL_INFERENCE_BY_JOB_DIM) {
+			struct gl_inference_group *g = group_for(s, l->dim);
 			g->gpu_s += l->c.alloc_s;
 			g->unpriced_s += l->c.unpriced_s;
 			g->cost_micros += l->c.cost_micros;
@@ -491,15 +491,15 @@ static int group_all(struct gl_inf *x)
 		}
 	}
 	for (size_t k = 0; k < x->n_uses; k++) {
-		const struct gl_inf_use *u = &x->uses[k];
-		struct gl_inf_step *s = &x->steps[u->step];
+		const struct gl_inference_use *u = &x->uses[k];
+		struct gl_inference_step *s = &x->steps[u->step];
 		const char *key;
 		if (!u->in_window) {
 			unattributed_add(s, u->endpoint, u->model, u->v);
 			continue;
 		}
-		key = x->agg == GL_INF_BY_ENDPOINT ? u->endpoint
-		    : x->agg == GL_INF_BY_MODEL	   ? u->model
+		key = x->agg == GL_INFERENCE_BY_ENDPOINT ? u->endpoint
+		    : x->agg == GL_INFERENCE_BY_MODEL	   ? u->model
 						   : line_of_job(x, u->job_pk)->dim;
 		group_add_usage(group_for(s, key), u->v, u->nle, u->le, u->cum);
 	}
@@ -514,7 +514,7 @@ static int cmp_le_pair(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-static double quantile(const struct gl_inf_group *g, double q)
+static double quantile(const struct gl_inference_group *g, double q)
 {
 	double *pairs, *le, *cum, v;
 	if (g->nle < 2)
@@ -536,15 +536,15 @@ static double quantile(const struct gl_inf_group *g, double q)
 	return v;
 }
 
-static void derive(struct gl_inf_group *g)
+static void derive(struct gl_inference_group *g)
 {
 	int64_t req = g->v[GL_SERVE_REQUESTS], pt = g->v[GL_SERVE_PROMPT], gt = g->v[GL_SERVE_GENERATED];
 	g->have_per_1k_requests = req > 0;
-	g->per_1k_requests_micros = req > 0 ? gl_inf_per(g->cost_micros, 1000, req) : 0;
+	g->per_1k_requests_micros = req > 0 ? gl_inference_per(g->cost_micros, 1000, req) : 0;
 	g->have_per_1m_prompt = pt > 0;
-	g->per_1m_prompt_micros = pt > 0 ? gl_inf_per(g->cost_micros, 1000000, pt) : 0;
+	g->per_1m_prompt_micros = pt > 0 ? gl_inference_per(g->cost_micros, 1000000, pt) : 0;
 	g->have_per_1m_generated = gt > 0;
-	g->per_1m_generated_micros = gt > 0 ? gl_inf_per(g->cost_micros, 1000000, gt) : 0;
+	g->per_1m_generated_micros = gt > 0 ? gl_inference_per(g->cost_micros, 1000000, gt) : 0;
 	g->tokens_per_gpu_s = g->gpu_s > 0 ? (double)(pt + gt) / (double)g->gpu_s : NAN;
 	g->generated_per_gpu_s = g->gpu_s > 0 ? (double)gt / (double)g->gpu_s : NAN;
 	g->busy_share = g->observed_s > 0 ? g->busy_s / g->observed_s : NAN;
@@ -555,17 +555,17 @@ static void derive(struct gl_inf_group *g)
 
 static int cmp_group(const void *a, const void *b)
 {
-	return strcmp(((const struct gl_inf_group *)a)->key, ((const struct gl_inf_group *)b)->key);
+	return strcmp(((const struct gl_inference_group *)a)->key, ((const struct gl_inference_group *)b)->key);
 }
 
 static int cmp_unattr(const void *a, const void *b)
 {
-	const struct gl_inf_unattributed *x = a, *y = b;
+	const struct gl_inference_unattributed *x = a, *y = b;
 	int c = strcmp(x->endpoint, y->endpoint);
 	return c ? c : strcmp(x->model, y->model);
 }
 
-static void finish_step(struct gl_inf_step *s)
+static void finish_step(struct gl_inference_step *s)
 {
 	ix_drop(&s->gix);
 	gl_qsort(s->groups, s->n, sizeof *s->groups, cmp_group);
@@ -579,7 +579,7 @@ static void finish_step(struct gl_inf_step *s)
 	derive(&s->total);
 }
 
-int gl_inf_finish(struct gl_inf *x)
+int gl_inference_finish(struct gl_inference *x)
 {
 	int rc;
 	gl_qsort(x->pairs, x->n_pairs, sizeof *x->pairs, cmp_pair);
@@ -596,7 +596,7 @@ int gl_inf_finish(struct gl_inf *x)
 	if ((rc = group_all(x)))
 		return rc;
 	for (size_t i = 0; i < x->n_steps; i++) {
-		struct gl_inf_step *s = &x->steps[i];
+		struct gl_inference_step *s = &x->steps[i];
 		for (size_t k = 0; k < s->n; k++)
 			group_add_group(group_for(&x->window, s->groups[k].key), &s->groups[k]);
 		for (size_t k = 0; k < s->n_un; k++)

@@ -386,7 +386,7 @@ static void csv_daily(const struct gl_showback *sb, struct gl_strbuf *o)
 	c_header(o, h);
 	for (size_t d = 0; d < sb->n_days; d++) {
 		char day[32];
-		gl_time_format_day(sb->day_start[d], day, sizeof day);
+		gl_timeutil_format_day(sb->day_start[d], day, sizeof day);
 		for (size_t i = 0; i < sb->n_owners; i++) {
 			if (!sb->owners[i].daily_s[d])
 				continue;
@@ -1297,7 +1297,7 @@ void gl_report_html(const struct gl_showback *sb, const struct gl_report_style *
 	char gen[32];
 	const char *t = st->html;
 
-	gl_time_format(generated_at_s, gen, sizeof gen);
+	gl_timeutil_format(generated_at_s, gen, sizeof gen);
 	html_body(sb, gen, &body);
 	gl_strbuf_putc(&body, '\0');
 	/* the template's placeholders were checked when it was read
@@ -1341,7 +1341,7 @@ static void day_or(int64_t t, const char *none, char *buf, size_t n)
 	else if (t == 0)
 		snprintf(buf, n, "%s", none);
 	else
-		gl_time_format_day(t, buf, n);
+		gl_timeutil_format_day(t, buf, n);
 }
 
 void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64])
@@ -1363,8 +1363,8 @@ void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPO
 	if (!r->need_by_s) {
 		snprintf(cells[7], 64, "-");
 	} else {
-		gl_time_format_day(r->need_by_s, d1, sizeof d1);
-		gl_time_format_day(r->order_by_s, d2, sizeof d2);
+		gl_timeutil_format_day(r->need_by_s, d1, sizeof d1);
+		gl_timeutil_format_day(r->order_by_s, d2, sizeof d2);
 		snprintf(cells[7], 64, "by %s for %s%s", d2, d1, r->late ? " (late)" : "");
 	}
 	snprintf(cells[8], 64, "%s", r->method);
@@ -1373,7 +1373,7 @@ void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPO
 void gl_report_capacity_note(const struct gl_showback *sb, char *buf, size_t n)
 {
 	char day[16];
-	gl_time_format_day(sb->capacity_asof_s, day, sizeof day);
+	gl_timeutil_format_day(sb->capacity_asof_s, day, sizeof day);
 	snprintf(buf, n,
 		 "Peak demand: the month's largest hour of allocated and pending GPUs. Outlook from %s, %d days ahead"
 		 " (or as far as the history answers): the peak forecast from the 91 days before against the GPUs"

@@ -10,24 +10,24 @@ static int64_t day_floor(int64_t t)
 	return (t >= 0 ? t / 86400 : -((-t + 86399) / 86400)) * 86400;
 }
 
-int64_t gl_month_start(int64_t t)
+int64_t gl_window_month_start(int64_t t)
 {
 	int64_t y;
 	unsigned m, d;
-	gl_time_civil_from_days(day_floor(t) / 86400, &y, &m, &d);
-	return gl_time_days_from_civil(y, m, 1) * 86400;
+	gl_timeutil_civil_from_days(day_floor(t) / 86400, &y, &m, &d);
+	return gl_timeutil_days_from_civil(y, m, 1) * 86400;
 }
 
-int64_t gl_month_next(int64_t ms)
+int64_t gl_window_month_next(int64_t ms)
 {
 	int64_t y;
 	unsigned m, d;
-	gl_time_civil_from_days(ms / 86400, &y, &m, &d);
+	gl_timeutil_civil_from_days(ms / 86400, &y, &m, &d);
 	if (++m > 12) {
 		m = 1;
 		y++;
 	}
-	return gl_time_days_from_civil(y, m, 1) * 86400;
+	return gl_timeutil_days_from_civil(y, m, 1) * 86400;
 }
 
 static int64_t week_floor(int64_t t)
@@ -45,10 +45,10 @@ static int parse_month(const char *s, size_t n, int64_t *out)
 		return -GL_EINVAL;
 	memcpy(buf, s, 7);
 	memcpy(buf + 7, "-01", 4);
-	return gl_time_parse(buf, 10, out);
+	return gl_timeutil_parse(buf, 10, out);
 }
 
-/* One end of an "A,B" pair: *floor_s is the whole second (gl_time_parse's
+/* One end of an "A,B" pair: *floor_s is the whole second (gl_timeutil_parse's
  * reading, which drops a fraction), *frac the fraction in units of 1e-18 s
  * (0 for a date or a month). A leap second is refused here with its own message: POSIX
  * seconds have none, and reading 23:59:60 as the next minute's :00 made
@@ -62,7 +62,7 @@ static int parse_end(const char *which, const char *s, size_t n, int64_t *floor_
 				  "%s '%.*s' is a leap second (:60): times here are POSIX seconds, which have none; "
 				  "write :59 or the next minute's :00",
 				  which, (int)n, s);
-	if (gl_time_parse(s, n, floor_s) && parse_month(s, n, floor_s))
+	if (gl_timeutil_parse(s, n, floor_s) && parse_month(s, n, floor_s))
 		return gl_err_set(err, GL_EINVAL, "bad %s '%.*s' (RFC3339 time or date%s)", which, (int)n, s,
 				  memchr(s, ' ', n) ? "; a '+' in a URL query is a space: write %2B" : "");
 	if (n > 20 && (s[19] == '.' || s[19] == ',')) {
@@ -103,7 +103,7 @@ static int calendar_error(const char *s, size_t n, struct gl_err *err)
 		return gl_err_set(err, GL_EINVAL, "'%s' has no month %02d (months are 01 to 12)", s, m);
 	if (n == 10) {
 		int ny = m == 12 ? y + 1 : y, nm = m == 12 ? 1 : m + 1;
-		int64_t days = gl_time_days_from_civil(ny, (unsigned)nm, 1) - gl_time_days_from_civil(y, (unsigned)m, 1);
+		int64_t days = gl_timeutil_days_from_civil(ny, (unsigned)nm, 1) - gl_timeutil_days_from_civil(y, (unsigned)m, 1);
 		d = (s[8] - '0') * 10 + (s[9] - '0');
 		if (d < 1 || d > days)
 			return gl_err_set(err, GL_EINVAL, "the day %s does not exist: %s %04d has %lld days", s, names[m - 1],
@@ -148,11 +148,11 @@ static int parse_window(const char *s, int64_t now_s, struct gl_window *w, struc
 		w->end_s = week_floor(now_s);
 		w->start_s = w->end_s - 7 * 86400;
 	} else if (!strcmp(s, "month") || !strcmp(s, "thismonth")) {
-		w->start_s = gl_month_start(now_s);
-		w->end_s = gl_month_next(w->start_s);
+		w->start_s = gl_window_month_start(now_s);
+		w->end_s = gl_window_month_next(w->start_s);
 	} else if (!strcmp(s, "lastmonth")) {
-		w->end_s = gl_month_start(now_s);
-		w->start_s = gl_month_start(w->end_s - 1);
+		w->end_s = gl_window_month_start(now_s);
+		w->start_s = gl_window_month_start(w->end_s - 1);
 	} else if (n >= 2 && (s[n - 1] == 'd' || s[n - 1] == 'h' || s[n - 1] == 'm') && s[0] >= '0' && s[0] <= '9') {
 		char *end;
 		long long k = strtoll(s, &end, 10);
@@ -162,8 +162,8 @@ static int parse_window(const char *s, int64_t now_s, struct gl_window *w, struc
 		w->end_s = now_s;
 		w->start_s = now_s - k * unit;
 	} else if (n == 7 && parse_month(s, n, &w->start_s) == 0) {
-		w->end_s = gl_month_next(w->start_s);
-	} else if (n == 10 && gl_time_parse(s, n, &w->start_s) == 0) {
+		w->end_s = gl_window_month_next(w->start_s);
+	} else if (n == 10 && gl_timeutil_parse(s, n, &w->start_s) == 0) {
 		w->end_s = w->start_s + 86400;
 	} else if (calendar_error(s, n, err)) {
 		return -GL_EINVAL;
@@ -194,35 +194,35 @@ int gl_window_parse(const char *s, int64_t now_s, struct gl_window *w, struct gl
 	return 0;
 }
 
-int gl_step_parse(const char *s, enum gl_step *out, struct gl_err *err)
+int gl_window_step_parse(const char *s, enum gl_window_step *out, struct gl_err *err)
 {
 	static const char *const names[] = {"none", "hour", "day", "week", "month"};
 	for (size_t i = 0; i < GL_ARRAY_LEN(names); i++)
 		if (!strcmp(s, names[i])) {
-			*out = (enum gl_step)i;
+			*out = (enum gl_window_step)i;
 			return 0;
 		}
 	return gl_err_set(err, GL_EINVAL, "unknown step '%s' (hour, day, week, month)", s);
 }
 
-const char *gl_step_name(enum gl_step s)
+const char *gl_window_step_name(enum gl_window_step s)
 {
 	static const char *const names[] = {"none", "hour", "day", "week", "month"};
 	return (size_t)s < GL_ARRAY_LEN(names) ? names[s] : "none";
 }
 
-static int64_t step_next(enum gl_step step, int64_t t)
+static int64_t step_next(enum gl_window_step step, int64_t t)
 {
 	switch (step) {
-	case GL_STEP_HOUR: return (t >= 0 ? t / 3600 : -((-t + 3599) / 3600)) * 3600 + 3600;
-	case GL_STEP_DAY: return day_floor(t) + 86400;
-	case GL_STEP_WEEK: return week_floor(t) + 7 * 86400;
-	case GL_STEP_MONTH: return gl_month_next(gl_month_start(t));
+	case GL_WINDOW_STEP_HOUR: return (t >= 0 ? t / 3600 : -((-t + 3599) / 3600)) * 3600 + 3600;
+	case GL_WINDOW_STEP_DAY: return day_floor(t) + 86400;
+	case GL_WINDOW_STEP_WEEK: return week_floor(t) + 7 * 86400;
+	case GL_WINDOW_STEP_MONTH: return gl_window_month_next(gl_window_month_start(t));
 	default: return INT64_MAX;
 	}
 }
 
-int gl_window_split(const struct gl_window *w, enum gl_step step, struct gl_window *out, size_t max, size_t *n,
+int gl_window_split(const struct gl_window *w, enum gl_window_step step, struct gl_window *out, size_t max, size_t *n,
 		    struct gl_err *err)
 {
 	int64_t t = w->start_s;

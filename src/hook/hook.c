@@ -194,16 +194,16 @@ static cJSON *job_json(const struct hjob *j, const struct gl_hookpolicy *pols)
 	else
 		cJSON_AddNullToObject(o, "idle_cost_micros");
 	cJSON_AddStringToObject(o, "rule", gl_idlerule_kind_name(p->rule.kind));
-	cJSON_AddStringToObject(o, "stage", gl_idle_stage_name(j->ev.stage));
+	cJSON_AddStringToObject(o, "stage", gl_idlerule_stage_name(j->ev.stage));
 	cJSON_AddStringToObject(o, "policy", p->name);
 	if (j->cls == J_CANDIDATE) {
-		cJSON_AddStringToObject(o, "next_stage", gl_idle_stage_name(j->next));
+		cJSON_AddStringToObject(o, "next_stage", gl_idlerule_stage_name(j->next));
 		/* a stage that failed in an earlier run is retried, and said so */
 		cJSON_AddBoolToObject(o, "retry", j->next != GL_IDLE_STAGE_NONE && (j->failed & (1u << j->next)) != 0);
 		cJSON *d = cJSON_AddArrayToObject(o, "done_stages");
 		for (int s = GL_IDLE_STAGE_WARN1; s <= GL_IDLE_STAGE_ACT; s++)
 			if (j->done & (1u << s))
-				cJSON_AddItemToArray(d, cJSON_CreateString(gl_idle_stage_name((enum gl_idle_stage)s)));
+				cJSON_AddItemToArray(d, cJSON_CreateString(gl_idlerule_stage_name((enum gl_idle_stage)s)));
 	} else {
 		cJSON_AddStringToObject(o, "reason", j->why);
 	}
@@ -253,12 +253,12 @@ static char **expand(const struct run *R, const struct gl_hookpolicy *p, const s
 	 * write money: cutting at two decimals truncated USD and gave JPY two
 	 * decimals it does not have */
 	gl_cost_format(cost_micros, gl_cost_minor(R->cfg->currency), cost, sizeof cost);
-	gl_time_format(act_at, at, sizeof at);
+	gl_timeutil_format(act_at, at, sizeof at);
 	const struct gl_tmpl_var vars[] = {
 		{"job_id", r->job_id},		 {"cluster", r->cluster},	  {"user", r->user},
 		{"account", r->account},	 {"owner", j->owner},		  {"namespace", r->ns},
 		{"pod", r->job_id},		 {"job_name", r->name},		  {"partition", r->partition},
-		{"policy", p->name},		 {"stage", gl_idle_stage_name(st)}, {"idle_minutes", idle_min},
+		{"policy", p->name},		 {"stage", gl_idlerule_stage_name(st)}, {"idle_minutes", idle_min},
 		{"gpus", gpus},			 {"gpu_hours", gpu_hours},	  {"cost", cost},
 		{"currency", R->cfg->currency}, {"action_at", at},
 	};
@@ -330,7 +330,7 @@ static char *stage_detail(const struct gl_hookpolicy *p, const struct hjob *j, e
 	for (size_t i = 0; m->shown[i]; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(m->shown[i]));
 	cJSON_AddStringToObject(d, "policy", p->name);
-	cJSON_AddStringToObject(d, "stage", gl_idle_stage_name(st));
+	cJSON_AddStringToObject(d, "stage", gl_idlerule_stage_name(st));
 	if (m->have_status)
 		cJSON_AddNumberToObject(d, "exit_status", m->status);
 	else if (m->argv[0])
@@ -349,7 +349,7 @@ static int record_stage(const struct run *R, const struct gl_hookpolicy *p, cons
 {
 	const struct gl_hookstore_job *r = j->row;
 	struct gl_hookstore_action a = {r->cluster_id, r->job_pk, r->cluster, r->job_id, j->owner, p->name,
-					gl_idle_stage_name(st), (const char *const *)m->shown, m->have_status,
+					gl_idlerule_stage_name(st), (const char *const *)m->shown, m->have_status,
 					m->status, m->ok, m->stderr_txt, R->actor, j->ev.idle_s, j->ev.idle_gpu_s,
 					j->idle_cost >= 0 ? j->idle_cost : -1};
 	char action[32], object[256], *detail = stage_detail(p, j, st, m);
@@ -370,7 +370,7 @@ static void report_action(struct run *R, const struct gl_hookpolicy *p, const st
 	cJSON_AddStringToObject(row, "job_id", j->row->job_id);
 	cJSON_AddStringToObject(row, "owner", j->owner);
 	cJSON_AddStringToObject(row, "policy", p->name);
-	cJSON_AddStringToObject(row, "stage", gl_idle_stage_name(st));
+	cJSON_AddStringToObject(row, "stage", gl_idlerule_stage_name(st));
 	cJSON_AddStringToObject(row, "command", disp);
 	if (m->have_status)
 		cJSON_AddNumberToObject(row, "exit_status", m->status);
@@ -381,7 +381,7 @@ static void report_action(struct run *R, const struct gl_hookpolicy *p, const st
 		cJSON_AddStringToObject(row, "error", m->stderr_txt);
 	cJSON_AddItemToArray(R->acts, row);
 	if (!m->ok)
-		gl_log(GL_LOG_WARN, "hook: %s %s/%s failed (%s): %s", gl_idle_stage_name(st), j->row->cluster,
+		gl_log(GL_LOG_WARN, "hook: %s %s/%s failed (%s): %s", gl_idlerule_stage_name(st), j->row->cluster,
 		       j->row->job_id, disp, m->stderr_txt);
 }
 
@@ -524,7 +524,7 @@ static void eval_buckets(const struct run *R, const struct gl_hookstore_bucket_l
 				spcap = spcap ? spcap * 2 : 64;
 				sp = gl_xrealloc(sp, spcap * sizeof *sp);
 			}
-			sp[ns] = (struct gl_idle_span){b->obs.start_s, b->obs.dur_s, gl_idle_classify(&b->obs, &p->signal)};
+			sp[ns] = (struct gl_idle_span){b->obs.start_s, b->obs.dur_s, gl_idlerule_classify(&b->obs, &p->signal)};
 			if (sp[ns].state != GL_IDLE_NODATA && b->last_sample_s > last)
 				last = b->last_sample_s;
 			if (b->estimated)
@@ -894,7 +894,7 @@ static void report_new(struct run *R)
 	char now_iso[32];
 	R->root = cJSON_CreateObject();
 	cJSON_AddStringToObject(R->root, "mode", R->o->act ? "act" : "dry-run");
-	gl_time_format(R->now_s, now_iso, sizeof now_iso);
+	gl_timeutil_format(R->now_s, now_iso, sizeof now_iso);
 	cJSON_AddStringToObject(R->root, "now", now_iso);
 	R->cand = cJSON_AddArrayToObject(R->root, "candidates");
 	R->nod = cJSON_AddArrayToObject(R->root, "no_data");
@@ -1060,12 +1060,12 @@ static int record_fits(const char *cluster, const char *job_id, const char *poli
 {
 	const struct {
 		const char *name, *v;
-		enum gl_bound k;
-	} b[] = {{"cluster", cluster, GL_BOUND_CLUSTER}, {"job_id", job_id, GL_BOUND_JOB_ID},
-		 {"policy", policy, GL_BOUND_NAME}, {"owner", owner, GL_BOUND_NAME}};
+		enum gl_bounds k;
+	} b[] = {{"cluster", cluster, GL_BOUNDS_CLUSTER}, {"job_id", job_id, GL_BOUNDS_JOB_ID},
+		 {"policy", policy, GL_BOUNDS_NAME}, {"owner", owner, GL_BOUNDS_NAME}};
 	char why[160];
 	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
-		if (b[i].v && gl_bound_check(b[i].k, strlen(b[i].v), why, sizeof why)) {
+		if (b[i].v && gl_bounds_check(b[i].k, strlen(b[i].v), why, sizeof why)) {
 			*param = b[i].name;
 			return gl_err_set(err, GL_EINVAL, "%s: %s", b[i].name, why);
 		}
@@ -1150,11 +1150,11 @@ static int record_outcome(const cJSON *in, const char *stage, struct gl_hookstor
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(in, "ok");
 	enum gl_idle_stage st;
-	if (gl_idle_stage_parse(stage, &st) || st == GL_IDLE_STAGE_NONE) {
+	if (gl_idlerule_stage_parse(stage, &st) || st == GL_IDLE_STAGE_NONE) {
 		*param = "stage";
 		return gl_err_set(err, GL_EINVAL, "stage: '%s' is not warn1, warn2 or act", stage);
 	}
-	a->stage = gl_idle_stage_name(st);
+	a->stage = gl_idlerule_stage_name(st);
 	if (!cJSON_IsBool(f)) {
 		*param = "ok";
 		return gl_err_set(err, GL_EINVAL, "ok: required, true or false");
@@ -1210,7 +1210,7 @@ static int record_command(cJSON *argv_j, char ***shown, const char **param, stru
 		char why[160];
 		for (size_t i = 0; i < n; i++)
 			total += strlen(argv[i]) + 1;
-		if (gl_bound_check(GL_BOUND_TEXT, total, why, sizeof why)) {
+		if (gl_bounds_check(GL_BOUNDS_TEXT, total, why, sizeof why)) {
 			gl_hookpolicy_argv_free(argv);
 			*param = "command";
 			return gl_err_set(err, GL_EINVAL, "command: %s", why);
@@ -1273,7 +1273,7 @@ int gl_hook_record(struct gl_store *c, const struct gl_config *cfg, const char *
 		goto out;
 	*out = cJSON_CreateObject();
 	cJSON_AddNumberToObject(*out, "action_id", (double)got.action_id);
-	gl_time_format(got.at_s, at, sizeof at);
+	gl_timeutil_format(got.at_s, at, sizeof at);
 	cJSON_AddStringToObject(*out, "at", at);
 	cJSON_AddBoolToObject(*out, "job_known", got.job_known);
 	cJSON_AddBoolToObject(*out, "policy_known", policy_configured(cfg, a.policy));
@@ -1289,7 +1289,7 @@ static cJSON *listed_json(const struct gl_config *cfg, const struct gl_hookstore
 {
 	cJSON *o = cJSON_CreateObject();
 	char at[32];
-	gl_time_format(l->at_s, at, sizeof at);
+	gl_timeutil_format(l->at_s, at, sizeof at);
 	cJSON_AddStringToObject(o, "at", at);
 	cJSON_AddStringToObject(o, "cluster", l->cluster);
 	cJSON_AddStringToObject(o, "job_id", l->job_id);

@@ -69,7 +69,7 @@ struct bgpu {
 	size_t pod0, npods; /* into refs: three offsets (ns, pod, container) per pod */
 };
 
-struct gl_dcgm_batch {
+struct gl_dcgm_ingest_batch {
 	struct bgpu *g;
 	size_t n, cap;
 	struct gl_strbuf str; /* NUL-terminated strings; offset 0 is "" */
@@ -80,16 +80,16 @@ struct gl_dcgm_batch {
 	int has_pods;
 };
 
-struct gl_dcgm_batch *gl_dcgm_batch_new(int64_t max_skip_reasons)
+struct gl_dcgm_ingest_batch *gl_dcgm_ingest_batch_new(int64_t max_skip_reasons)
 {
-	struct gl_dcgm_batch *b = gl_xcalloc(1, sizeof *b);
+	struct gl_dcgm_ingest_batch *b = gl_xcalloc(1, sizeof *b);
 	gl_strbuf_init(&b->str);
 	gl_strbuf_putc(&b->str, '\0');
 	gl_ingest_stats_init(&b->st, max_skip_reasons);
 	return b;
 }
 
-void gl_dcgm_batch_free(struct gl_dcgm_batch *b)
+void gl_dcgm_ingest_batch_free(struct gl_dcgm_ingest_batch *b)
 {
 	if (!b)
 		return;
@@ -100,12 +100,12 @@ void gl_dcgm_batch_free(struct gl_dcgm_batch *b)
 	free(b);
 }
 
-size_t gl_dcgm_batch_gpus(const struct gl_dcgm_batch *b)
+size_t gl_dcgm_ingest_batch_gpus(const struct gl_dcgm_ingest_batch *b)
 {
 	return b->n;
 }
 
-static size_t put_str(struct gl_dcgm_batch *b, const char *s)
+static size_t put_str(struct gl_dcgm_ingest_batch *b, const char *s)
 {
 	size_t off = b->str.len, n = strlen(s);
 	if (!n)
@@ -115,7 +115,7 @@ static size_t put_str(struct gl_dcgm_batch *b, const char *s)
 	return off;
 }
 
-static void put_ref(struct gl_dcgm_batch *b, size_t off)
+static void put_ref(struct gl_dcgm_ingest_batch *b, size_t off)
 {
 	if (b->nrefs == b->refs_cap) {
 		b->refs_cap = b->refs_cap ? b->refs_cap * 2 : 256;
@@ -126,7 +126,7 @@ static void put_ref(struct gl_dcgm_batch *b, size_t off)
 
 /* A reason that is not a scrape line: kept for ingest_runs, logged by the
  * caller (the daemon rate-limits per target through the health registry). */
-static void add_reason(struct gl_dcgm_batch *b, const char *input, int64_t line, const char *why)
+static void add_reason(struct gl_dcgm_ingest_batch *b, const char *input, int64_t line, const char *why)
 {
 	struct gl_ingest_stats *s = &b->st;
 	struct gl_strbuf url = GL_STRBUF_INIT;
@@ -147,24 +147,24 @@ static void add_reason(struct gl_dcgm_batch *b, const char *input, int64_t line,
 	s->n_reasons++;
 }
 
-void gl_dcgm_batch_fail(struct gl_dcgm_batch *b, const char *input, const char *why)
+void gl_dcgm_ingest_batch_fail(struct gl_dcgm_ingest_batch *b, const char *input, const char *why)
 {
 	b->failed++;
 	add_reason(b, input, 0, why);
 }
 
-void gl_dcgm_batch_skip(struct gl_dcgm_batch *b, const char *input, int64_t line, const char *why)
+void gl_dcgm_ingest_batch_skip(struct gl_dcgm_ingest_batch *b, const char *input, int64_t line, const char *why)
 {
 	b->bad_lines++;
 	add_reason(b, input, line, why);
 }
 
-void gl_dcgm_batch_lines(struct gl_dcgm_batch *b, int64_t lines)
+void gl_dcgm_ingest_batch_lines(struct gl_dcgm_ingest_batch *b, int64_t lines)
 {
 	b->st.lines_read += lines;
 }
 
-static struct bgpu *new_gpu(struct gl_dcgm_batch *b)
+static struct bgpu *new_gpu(struct gl_dcgm_ingest_batch *b)
 {
 	struct bgpu *o;
 	if (b->n == b->cap) {
@@ -176,7 +176,7 @@ static struct bgpu *new_gpu(struct gl_dcgm_batch *b)
 	return o;
 }
 
-void gl_dcgm_batch_add_gpu(struct gl_dcgm_batch *b, const struct gl_dcgm_batch_gpu *g)
+void gl_dcgm_ingest_batch_add_gpu(struct gl_dcgm_ingest_batch *b, const struct gl_dcgm_ingest_batch_gpu *g)
 {
 	struct bgpu *o = new_gpu(b);
 	o->host = put_str(b, g->node ? g->node : "");
@@ -196,7 +196,7 @@ void gl_dcgm_batch_add_gpu(struct gl_dcgm_batch *b, const struct gl_dcgm_batch_g
 	o->pod0 = b->nrefs;
 }
 
-void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, const char *input)
+void gl_dcgm_ingest_batch_add(struct gl_dcgm_ingest_batch *b, const struct gl_dcgm_scrape *s, const char *input)
 {
 	size_t *map = gl_xmalloc((s->ngpus ? s->ngpus : 1) * sizeof *map); /* scrape index -> batch index + 1 */
 
@@ -271,8 +271,8 @@ void gl_dcgm_batch_add(struct gl_dcgm_batch *b, const struct gl_dcgm_scrape *s, 
 struct round {
 	struct gl_store *db;
 	const struct gl_dcgm_ingest_opts *o;
-	struct gl_dcgm_batch *b;
-	struct gl_dcgm_batch *run;            /* the batch holding the run's counters and reasons */
+	struct gl_dcgm_ingest_batch *b;
+	struct gl_dcgm_ingest_batch *run;            /* the batch holding the run's counters and reasons */
 	int last;                             /* the run's last round: its final status */
 	int64_t at_s, bstart, max_gap;
 	int cluster_id;
@@ -334,7 +334,7 @@ static void node_facts(struct round *R)
 
 static void stage_inventory(struct round *R)
 {
-	const struct gl_dcgm_batch *b = R->b;
+	const struct gl_dcgm_ingest_batch *b = R->b;
 	const char *S = b->str.p;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct bgpu *g = &b->g[i];
@@ -368,7 +368,7 @@ static void names_add(struct names *l, const char *s)
  * batch names, to find the jobs that could claim them. */
 static void attrib_gpus(struct round *R, struct names *nodes, struct names *ids, struct names *pods)
 {
-	const struct gl_dcgm_batch *b = R->b;
+	const struct gl_dcgm_ingest_batch *b = R->b;
 	size_t npods_all = 0;
 	R->ptrs = gl_xmalloc((b->nrefs ? b->nrefs : 1) * sizeof *R->ptrs);
 	for (size_t k = 0; k < b->nrefs; k++)
@@ -574,7 +574,7 @@ static void stage_sample(struct round *R, const struct gl_dcgmstore_state *m)
  * counters. Rolled back whole on any failure. */
 static int write_round(struct round *R, struct gl_err *err)
 {
-	struct gl_dcgm_batch *b = R->b, *run = R->run;
+	struct gl_dcgm_ingest_batch *b = R->b, *run = R->run;
 	/* the run's counters as committed: a failed round adds nothing */
 	int64_t ins0 = run->st.inserted, unc0 = run->st.unchanged, ign0 = run->st.ignored;
 	int rc;
@@ -648,8 +648,8 @@ static void add_result(struct gl_dcgm_ingest_result *t, const struct gl_dcgm_ing
 }
 
 /* One round of the run (its own transaction). */
-static int one_round(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *run,
-		     struct gl_dcgm_batch *b, int64_t at_s, int cluster_id, int64_t run_id, int last,
+static int one_round(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_ingest_batch *run,
+		     struct gl_dcgm_ingest_batch *b, int64_t at_s, int cluster_id, int64_t run_id, int last,
 		     int64_t *day_ready, struct gl_dcgm_ingest_result *total, struct gl_err *err)
 {
 	struct round R = {.db = db, .o = o, .b = b, .run = run, .last = last, .at_s = at_s, .cluster_id = cluster_id,
@@ -672,11 +672,11 @@ static int one_round(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, s
 	return rc;
 }
 
-int gl_dcgm_ingest_rounds(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *const *b,
+int gl_dcgm_ingest_rounds(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_ingest_batch *const *b,
 			  const int64_t *at_s, size_t n, struct gl_dcgm_ingest_result *res_out, struct gl_err *err)
 {
 	struct gl_dcgm_ingest_result res = {0};
-	struct gl_dcgm_batch *run = b[0];
+	struct gl_dcgm_ingest_batch *run = b[0];
 	int64_t run_id = 0, day_ready = INT64_MIN;
 	int cluster_id = 0, rc = 0, pods = 0;
 	size_t k = 0;
@@ -718,13 +718,13 @@ out:
 	return rc;
 }
 
-int gl_dcgm_ingest(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_batch *b, int64_t at_s,
+int gl_dcgm_ingest(struct gl_store *db, const struct gl_dcgm_ingest_opts *o, struct gl_dcgm_ingest_batch *b, int64_t at_s,
 		   struct gl_dcgm_ingest_result *res_out, struct gl_err *err)
 {
 	return gl_dcgm_ingest_rounds(db, o, &b, &at_s, 1, res_out, err);
 }
 
-int gl_dcgm_claim_pending(struct gl_store *db, int cluster_id, int64_t *claimed, struct gl_err *err)
+int gl_dcgm_ingest_claim_pending(struct gl_store *db, int cluster_id, int64_t *claimed, struct gl_err *err)
 {
 	if (gl_dcgmstore_claim_pending(db, cluster_id, claimed, err))
 		return gl_err_prefix(err, "dcgm pending samples: ");

@@ -18,7 +18,7 @@
 /* ---- targets ------------------------------------------------------------ */
 
 /* Adds url (once); returns its index. */
-static size_t add_target(struct gl_dcgm_target **t, size_t *n, size_t *cap, const char *url, size_t ulen,
+static size_t add_target(struct gl_dcgm_scrape_target **t, size_t *n, size_t *cap, const char *url, size_t ulen,
 			 const char *node, size_t nlen)
 {
 	for (size_t i = 0; i < *n; i++)
@@ -46,7 +46,7 @@ static int node_token(const char *s, size_t n)
 	return n >= 5 && !memcmp(s, "node=", 5);
 }
 
-int gl_dcgm_targets_parse(const char *targets, struct gl_dcgm_target **out, size_t *n, size_t *cap,
+int gl_dcgm_scrape_targets_parse(const char *targets, struct gl_dcgm_scrape_target **out, size_t *n, size_t *cap,
 			  struct gl_err *err)
 {
 	size_t skip, len, last = SIZE_MAX;
@@ -68,17 +68,17 @@ int gl_dcgm_targets_parse(const char *targets, struct gl_dcgm_target **out, size
 	return 0;
 }
 
-int gl_dcgm_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_target **out, size_t *n,
+int gl_dcgm_scrape_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_scrape_target **out, size_t *n,
 			 struct gl_err *err)
 {
-	struct gl_dcgm_target *t = NULL;
+	struct gl_dcgm_scrape_target *t = NULL;
 	size_t cnt = 0, cap = 0, skip;
 	FILE *f = NULL;
 	char line[4096];
 	size_t lineno = 0;
 	int rc = 0;
 
-	if ((rc = gl_dcgm_targets_parse(src->targets, &t, &cnt, &cap, err))) {
+	if ((rc = gl_dcgm_scrape_targets_parse(src->targets, &t, &cnt, &cap, err))) {
 		gl_err_prefix(err, "dcgm %s: targets: ", src->cluster);
 		goto out;
 	}
@@ -110,7 +110,7 @@ out:
 	if (f)
 		fclose(f);
 	if (rc) {
-		gl_dcgm_targets_free(t, cnt);
+		gl_dcgm_scrape_targets_free(t, cnt);
 		t = NULL;
 		cnt = 0;
 	}
@@ -119,7 +119,7 @@ out:
 	return rc;
 }
 
-void gl_dcgm_targets_free(struct gl_dcgm_target *t, size_t n)
+void gl_dcgm_scrape_targets_free(struct gl_dcgm_scrape_target *t, size_t n)
 {
 	for (size_t i = 0; t && i < n; i++) {
 		free(t[i].url);
@@ -131,7 +131,7 @@ void gl_dcgm_targets_free(struct gl_dcgm_target *t, size_t n)
 /* ---- concurrent fetch --------------------------------------------------- */
 
 struct xfer {
-	struct gl_dcgm_fetch *f;
+	struct gl_dcgm_scrape_fetch *f;
 	size_t max_body;
 	int too_big;
 	char curl_err[CURL_ERROR_SIZE];
@@ -149,7 +149,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
 	return k;
 }
 
-static CURL *start(struct gl_dcgm_fetch *f, const struct gl_dcgm_fetch_opts *o, struct xfer *x)
+static CURL *start(struct gl_dcgm_scrape_fetch *f, const struct gl_dcgm_scrape_fetch_opts *o, struct xfer *x)
 {
 	CURL *h = curl_easy_init();
 	if (!h)
@@ -178,7 +178,7 @@ static CURL *start(struct gl_dcgm_fetch *f, const struct gl_dcgm_fetch_opts *o, 
 
 static void finish(CURL *h, struct xfer *x, CURLcode cc)
 {
-	struct gl_dcgm_fetch *f = x->f;
+	struct gl_dcgm_scrape_fetch *f = x->f;
 	double t = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &f->http_status);
 	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &t);
@@ -197,8 +197,8 @@ static void finish(CURL *h, struct xfer *x, CURLcode cc)
 		gl_strbuf_fini(&f->body);
 }
 
-int gl_dcgm_fetch_all(struct gl_dcgm_fetch *f, size_t n, const struct gl_dcgm_fetch_opts *o,
-		      void (*on_done)(struct gl_dcgm_fetch *f, void *ud), void *ud, struct gl_err *err)
+int gl_dcgm_scrape_fetch_all(struct gl_dcgm_scrape_fetch *f, size_t n, const struct gl_dcgm_scrape_fetch_opts *o,
+		      void (*on_done)(struct gl_dcgm_scrape_fetch *f, void *ud), void *ud, struct gl_err *err)
 {
 	size_t par = o->max_parallel ? o->max_parallel : 1, next = 0, running = 0;
 	struct xfer *xs = gl_xcalloc(par, sizeof *xs);
@@ -291,16 +291,16 @@ out:
 
 struct round {
 	const struct gl_dcgm_source_cfg *src;
-	struct gl_dcgm_batch *b;
+	struct gl_dcgm_ingest_batch *b;
 	int64_t now_s;
 	size_t good, bad;
 	char first_error[400];
 };
 
-static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
+static void on_fetched(struct gl_dcgm_scrape_fetch *f, void *ud)
 {
 	struct round *rd = ud;
-	const struct gl_dcgm_target *t = f->ud;
+	const struct gl_dcgm_scrape_target *t = f->ud;
 	struct gl_dcgm_scrape s;
 	struct gl_dcgm_opts so = {t->node};
 	struct gl_err perr = {0};
@@ -325,7 +325,7 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 			snprintf(why, sizeof why, "%s", why_empty);
 			ok = 0;
 		} else {
-			gl_dcgm_batch_add(rd->b, &s, f->url);
+			gl_dcgm_ingest_batch_add(rd->b, &s, f->url);
 		}
 		gl_dcgm_scrape_fini(&s);
 	}
@@ -334,7 +334,7 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 		rd->good++;
 	} else {
 		rd->bad++;
-		gl_dcgm_batch_fail(rd->b, f->url, why);
+		gl_dcgm_ingest_batch_fail(rd->b, f->url, why);
 		if (!rd->first_error[0]) {
 			/* logged and stored: a target's user:password@ or
 			 * ?token= must reach neither, nor libcurl's words on it */
@@ -372,13 +372,13 @@ static struct gl_log_limiter *limiter_for(const void *src)
 	return l;
 }
 
-int gl_dcgm_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
+int gl_dcgm_scrape_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err)
 {
 	const struct gl_dcgm_source_cfg *src = srcp;
-	struct gl_dcgm_target *t = NULL;
-	struct gl_dcgm_fetch *f = NULL;
-	struct gl_dcgm_fetch_opts fo = {0};
+	struct gl_dcgm_scrape_target *t = NULL;
+	struct gl_dcgm_scrape_fetch *f = NULL;
+	struct gl_dcgm_scrape_fetch_opts fo = {0};
 	struct gl_dcgm_ingest_opts o;
 	struct gl_dcgm_ingest_result res;
 	struct round rd = {0};
@@ -387,7 +387,7 @@ int gl_dcgm_source_run(struct gl_store *db, const struct gl_config *cfg, const v
 	size_t nt = 0;
 	int rc;
 
-	if ((rc = gl_dcgm_targets_load(src, &t, &nt, err)) || (rc = gl_dcgm_ingest_opts_init(&o, cfg, src->cluster, err)))
+	if ((rc = gl_dcgm_scrape_targets_load(src, &t, &nt, err)) || (rc = gl_dcgm_ingest_opts_init(&o, cfg, src->cluster, err)))
 		goto out;
 	if (!nt) {
 		rc = gl_err_set(err, GL_ECONFIG, "dcgm %s: no targets", src->cluster);
@@ -404,8 +404,8 @@ int gl_dcgm_source_run(struct gl_store *db, const struct gl_config *cfg, const v
 	fo.max_parallel = (size_t)src->max_parallel;
 	rd.src = src;
 	rd.now_s = now_s;
-	rd.b = gl_dcgm_batch_new(cfg->ingest_max_skip_reasons);
-	if ((rc = gl_dcgm_fetch_all(f, nt, &fo, on_fetched, &rd, err)))
+	rd.b = gl_dcgm_ingest_batch_new(cfg->ingest_max_skip_reasons);
+	if ((rc = gl_dcgm_scrape_fetch_all(f, nt, &fo, on_fetched, &rd, err)))
 		goto out;
 	lim = limiter_for(src);
 	if (rd.bad && lim)
@@ -432,8 +432,8 @@ int gl_dcgm_source_run(struct gl_store *db, const struct gl_config *cfg, const v
 		 rd.good, nt, (long long)res.gpus, (long long)res.applied, (long long)res.stale,
 		 (long long)res.unattributed, (long long)res.new_gpus, (long long)res.marked_absent);
 out:
-	gl_dcgm_batch_free(rd.b);
+	gl_dcgm_ingest_batch_free(rd.b);
 	free(f);
-	gl_dcgm_targets_free(t, nt);
+	gl_dcgm_scrape_targets_free(t, nt);
 	return rc;
 }

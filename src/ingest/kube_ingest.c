@@ -551,8 +551,8 @@ static int check_watermark(struct gl_store *db, int cluster_id, const struct gl_
 	int rc = gl_ingest_watermark_get(db, GL_KUBE_SOURCE, cluster_id, wm, err);
 	if (rc || *wm == GL_TIME_NONE || o->at_s >= *wm)
 		return rc;
-	gl_time_format(o->at_s, a, sizeof a);
-	gl_time_format(*wm, w, sizeof w);
+	gl_timeutil_format(o->at_s, a, sizeof a);
+	gl_timeutil_format(*wm, w, sizeof w);
 	return gl_err_set(err, GL_EINVAL,
 			  "%s: snapshot taken at %s is older than cluster '%s' (already ingested up to %s): refused, "
 			  "newer state is kept",
@@ -802,7 +802,7 @@ static int ingest_parts(struct gl_store *db, int cluster_id, const struct gl_kub
 				}
 				/* the samples that waited for these pods: jobs are
 				 * claimed by the transaction that writes them */
-				if ((rc = gl_dcgm_claim_pending(db, cluster_id, NULL, err)) ||
+				if ((rc = gl_dcgm_ingest_claim_pending(db, cluster_id, NULL, err)) ||
 				    (rc = gl_ingest_run_update(db, res->run_id, &res->st, "running", NULL, err)) ||
 				    (rc = gl_txn_commit(db, err)))
 					goto fail;
@@ -828,7 +828,7 @@ static int ingest_parts(struct gl_store *db, int cluster_id, const struct gl_kub
 	if ((rc = close_vanished(db, cluster_id, res->watermark_prev_s, &listed, &vanished, err)))
 		goto fail;
 	res->st.updated += vanished;
-	if ((rc = gl_dcgm_claim_pending(db, cluster_id, NULL, err)))
+	if ((rc = gl_dcgm_ingest_claim_pending(db, cluster_id, NULL, err)))
 		goto fail;
 	if (res->watermark_prev_s != o->at_s &&
 	    (rc = gl_ingest_watermark_set(db, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
@@ -882,7 +882,7 @@ int gl_kube_ingest_doc(struct gl_store *db, const struct gl_kube_ingest_opts *o,
 		rc = gl_err_set(err, GL_EINVAL, "%s: the time the snapshot was taken is required", o->input_name);
 		goto out;
 	}
-	if ((rc = gl_cluster_ensure(db, o->cluster, "kubernetes", &cluster_id, err)) ||
+	if ((rc = gl_jobs_cluster_ensure(db, o->cluster, "kubernetes", &cluster_id, err)) ||
 	    (rc = gl_ingest_run_begin(db, GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
 		goto out;
 	/* early, before parsing a large document for nothing; checked again
@@ -984,7 +984,7 @@ int gl_kube_ingest_record_failure(struct gl_store *db, const char *cluster, cons
 	/* a command the stop killed: its record is not cancelled in turn */
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 		gl_dbcancel_defer();
-	if (!(rc = gl_cluster_ensure(db, cluster, "kubernetes", &cluster_id, err)) &&
+	if (!(rc = gl_jobs_cluster_ensure(db, cluster, "kubernetes", &cluster_id, err)) &&
 	    !(rc = gl_ingest_run_begin(db, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
 		rc = gl_ingest_run_fail(db, run_id, &st, why, "nothing was read: the next run lists the pods again",
 					err);
@@ -1058,7 +1058,7 @@ out:
 	return rc;
 }
 
-int gl_kube_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcv, int64_t now_s, char *summary,
+int gl_kube_ingest_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcv, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err)
 {
 	const struct gl_kube_source_cfg *src = srcv;

@@ -147,7 +147,7 @@ static void node_since(const struct gl_node_snapshot *s, int64_t at_s, int64_t *
 	}
 }
 
-char *gl_nodes_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, size_t *len)
+char *gl_nodes_ingest_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, size_t *len)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
 	int64_t *since = gl_xcalloc(s->nnodes ? s->nnodes : 1, sizeof *since);
@@ -201,7 +201,7 @@ static void stage_states(const struct gl_node_snapshot *s, int64_t at_s, const i
 			continue; /* a GPU ledger: CPU-only nodes carry no capacity */
 		put_text(b, o->name);
 		gl_strbuf_putc(b, '\t');
-		gl_strbuf_puts(b, gl_node_avail_name(o->avail));
+		gl_strbuf_puts(b, gl_nodeobs_avail_name(o->avail));
 		gl_strbuf_putc(b, '\t');
 		/* evidence of when the state began (reason time, Ready transition,
 		 * taint time); the merge keeps it only when it falls after the
@@ -236,7 +236,7 @@ static size_t stage_events(const struct gl_node_snapshot *s, struct gl_strbuf *b
 			continue;
 		put_text(b, ev->node);
 		gl_strbuf_putc(b, '\t');
-		gl_strbuf_puts(b, gl_node_avail_name(ev->avail));
+		gl_strbuf_puts(b, gl_nodeobs_avail_name(ev->avail));
 		gl_strbuf_putc(b, '\t');
 		put_time(b, ev->start_s);
 		gl_strbuf_putc(b, '\t');
@@ -417,7 +417,7 @@ static void stage_snapshot(const struct gl_node_snapshot *s, int64_t at_s, struc
 {
 	int64_t *since = gl_xcalloc(s->nnodes ? s->nnodes : 1, sizeof *since);
 	node_since(s, at_s, since);
-	x->gtext = gl_nodes_stage_copy_text(s, at_s, &x->st.gpus_len);
+	x->gtext = gl_nodes_ingest_stage_copy_text(s, at_s, &x->st.gpus_len);
 	stage_states(s, at_s, since, &x->sb);
 	x->st.nevents = stage_events(s, &x->eb);
 	x->st.nresvs = stage_resvs(s, &x->rb);
@@ -494,7 +494,7 @@ int gl_nodes_ingest(struct gl_store *db, const struct gl_nodes_ingest_opts *o, c
 
 	memset(out, 0, sizeof *out);
 	gl_ingest_stats_init(&st, 20);
-	if ((rc = gl_cluster_ensure(db, o->cluster, o->kind, &cluster_id, err)) ||
+	if ((rc = gl_jobs_cluster_ensure(db, o->cluster, o->kind, &cluster_id, err)) ||
 	    (rc = gl_ingest_run_begin(db, o->run_source, cluster_id, o->input_name, &run_id, err)))
 		goto out;
 	if (s->nnodes == 0) {

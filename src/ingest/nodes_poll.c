@@ -82,7 +82,7 @@ static int run_parse(const char *const *argv, int64_t timeout_s,
 
 static void fmt_slurm_time(int64_t t, char *buf, size_t n)
 {
-	gl_time_format(t, buf, n);
+	gl_timeutil_format(t, buf, n);
 	buf[strcspn(buf, "Z")] = '\0';
 }
 
@@ -100,7 +100,7 @@ static void record_failure(struct gl_store *db, const char *cluster, const char 
 	int cluster_id;
 
 	gl_ingest_stats_init(&st, 0);
-	if (gl_cluster_ensure(db, cluster, kind, &cluster_id, &e2) ||
+	if (gl_jobs_cluster_ensure(db, cluster, kind, &cluster_id, &e2) ||
 	    gl_ingest_run_begin(db, run_source, cluster_id, input, &run_id, &e2) ||
 	    gl_ingest_run_update(db, run_id, &st, "failed", why->msg, &e2))
 		gl_log(GL_LOG_WARN, "%s %s: could not record the failed run: %s", run_source, cluster, e2.msg);
@@ -119,7 +119,7 @@ static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_coun
 		 (long long)k->events, (long long)k->reservations, s->nproblems + s->problems_dropped);
 }
 
-int gl_slurm_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
+int gl_nodes_poll_slurm_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
 			      char *summary, size_t summary_len, struct gl_err *err)
 {
 	const struct gl_slurm_nodes_source_cfg *src = vsrc;
@@ -150,14 +150,14 @@ int gl_slurm_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, 
 					      endarg,
 					      "format=Cluster,Event,NodeName,ClusterNodes,Start,End,State,StateRaw,Reason,User,TRES",
 					      NULL};
-			if ((rc = run_parse(argv, src->timeout_s, gl_sacctmgr_parse_events, &s, err)))
+			if ((rc = run_parse(argv, src->timeout_s, gl_slurm_events_parse_sacctmgr, &s, err)))
 				goto out;
 		}
 	}
 	if (src->reservations) {
 		const char *argv[] = {src->scontrol, "show", "reservation", "-o", NULL};
 		input = "scontrol show reservation -o";
-		if ((rc = run_parse(argv, src->timeout_s, gl_slurm_parse_reservations, &s, err)))
+		if ((rc = run_parse(argv, src->timeout_s, gl_slurm_events_parse_reservations, &s, err)))
 			goto out;
 	}
 	o.cluster = src->cluster;
@@ -174,11 +174,11 @@ int gl_slurm_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, 
 out:
 	if (rc && !read && !gl_proc_stopping()) /* a stop is no outage */
 		record_failure(db, src->cluster, "slurm", "slurm-nodes", input, err);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	return rc;
 }
 
-int gl_kube_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
+int gl_nodes_poll_kube_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
 			     char *summary, size_t summary_len, struct gl_err *err)
 {
 	const struct gl_kube_nodes_source_cfg *src = vsrc;
@@ -217,7 +217,7 @@ int gl_kube_nodes_source_run(struct gl_store *db, const struct gl_config *cfg, c
 			gl_strbuf_append(&out, buf, r);
 		fclose(f);
 	}
-	if ((rc = gl_kube_parse_nodes(gl_strbuf_cstr(&out), out.len, &s, err)))
+	if ((rc = gl_kube_nodes_parse(gl_strbuf_cstr(&out), out.len, &s, err)))
 		goto out;
 	o.cluster = src->cluster;
 	o.kind = "kubernetes";
@@ -237,6 +237,6 @@ out:
 			       err);
 	gl_strbuf_fini(&out);
 	gl_strbuf_fini(&shown);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	return rc;
 }

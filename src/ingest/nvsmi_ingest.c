@@ -39,11 +39,11 @@ static int parse_capture(const char *text, size_t len, const char *fields, int64
 }
 
 /* The parsers' problems as the run's skip reasons, "input:line: reason". */
-static void take_problems(struct gl_dcgm_batch *b, const struct gl_nvsmi_result *r, const char *name, int64_t *n)
+static void take_problems(struct gl_dcgm_ingest_batch *b, const struct gl_nvsmi_result *r, const char *name, int64_t *n)
 {
 	for (size_t i = 0; i < r->nproblems; i++) {
 		gl_log(GL_LOG_WARN, "%s:%zu: %s", name, r->problems[i].line, r->problems[i].reason);
-		gl_dcgm_batch_skip(b, name, (int64_t)r->problems[i].line, r->problems[i].reason);
+		gl_dcgm_ingest_batch_skip(b, name, (int64_t)r->problems[i].line, r->problems[i].reason);
 	}
 	*n += (int64_t)(r->nproblems + r->problems_dropped);
 	if (r->problems_dropped)
@@ -149,7 +149,7 @@ static int by_sec(const void *a, const void *b)
 }
 
 /* One round: the samples e[a..b) (one second) into batch. */
-static void add_round(struct gl_dcgm_batch *batch, const struct node *nd, const struct ent *e, size_t a, size_t b,
+static void add_round(struct gl_dcgm_ingest_batch *batch, const struct node *nd, const struct ent *e, size_t a, size_t b,
 		      int64_t t, int64_t *labelled)
 {
 	for (size_t i = a; i < b; i++) {
@@ -157,7 +157,7 @@ static void add_round(struct gl_dcgm_batch *batch, const struct node *nd, const 
 		const struct gl_nvsmi_sample *s = &d->r.samples[e[i].i];
 		const struct gl_nvsmi_gpu *g = &d->r.gpus[s->gpu];
 		const char *jobs[16];
-		struct gl_dcgm_batch_gpu bg = {d->node, g->uuid, "", g->model, g->driver_version, "nvidia-smi", g->gi_id, 0,
+		struct gl_dcgm_ingest_batch_gpu bg = {d->node, g->uuid, "", g->model, g->driver_version, "nvidia-smi", g->gi_id, 0,
 					       g->index, &s->r, jobs, 0};
 		/* a whole GPU whose instances are in the same round is their parent */
 		for (size_t k = a; k < b && g->gi_id < 0; k++) {
@@ -170,19 +170,19 @@ static void add_round(struct gl_dcgm_batch *batch, const struct node *nd, const 
 		}
 		bg.njobs = jobs_on(&d->pr, g->uuid, t, jobs, GL_ARRAY_LEN(jobs));
 		*labelled += bg.njobs > 0;
-		gl_dcgm_batch_add_gpu(batch, &bg);
+		gl_dcgm_ingest_batch_add_gpu(batch, &bg);
 	}
 }
 
 /* The rounds of every node, oldest first, into batches (b[0] holds the
  * problems already); at_s overrides the time of a capture of one round. */
 static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct node *nd, size_t nn,
-		       struct gl_dcgm_batch ***bv, int64_t **tv, size_t *nr, struct gl_nvsmi_ingest_result *res,
+		       struct gl_dcgm_ingest_batch ***bv, int64_t **tv, size_t *nr, struct gl_nvsmi_ingest_result *res,
 		       struct gl_err *err)
 {
 	size_t ne = 0, n = 0;
 	struct ent *e;
-	struct gl_dcgm_batch **b = *bv;
+	struct gl_dcgm_ingest_batch **b = *bv;
 	int64_t *t = NULL;
 	int rc = 0;
 
@@ -208,7 +208,7 @@ static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct node *
 		b = gl_xrealloc(b, (n + 1) * sizeof *b);
 		t = gl_xrealloc(t, (n + 1) * sizeof *t);
 		if (n)
-			b[n] = gl_dcgm_batch_new(0);
+			b[n] = gl_dcgm_ingest_batch_new(0);
 		t[n] = o->at_s != GL_TIME_NONE ? o->at_s : e[i].sec;
 		add_round(b[n], nd, e, i, j, t[n], &res->labelled);
 		n++;
@@ -225,7 +225,7 @@ static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct node *
 
 /* The apps capture and the PIDs, when given: their problems are the run's. */
 static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
-		       struct gl_dcgm_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
+		       struct gl_dcgm_ingest_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
 	int rc;
 	if (in->apps.text) {
@@ -242,7 +242,7 @@ static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvs
 		if (d->pp.bad) {
 			char why[96];
 			snprintf(why, sizeof why, "%zu lines not understood (the first here), skipped", d->pp.bad);
-			gl_dcgm_batch_skip(b0, in->pids.name, (int64_t)d->pp.first_bad, why);
+			gl_dcgm_ingest_batch_skip(b0, in->pids.name, (int64_t)d->pp.first_bad, why);
 			res->problems += (int64_t)d->pp.bad;
 		}
 	}
@@ -252,7 +252,7 @@ static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvs
 /* One node's capture and side inputs; a capture refused writes nothing of
  * the node (-GL_EFORMAT and the reason). */
 static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
-		      struct gl_dcgm_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
+		      struct gl_dcgm_ingest_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
 	const struct gl_nvsmi_ingest_input *cap = &in->capture;
 	int rc;
@@ -266,7 +266,7 @@ static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsm
 				  "%s: a --query-compute-apps capture: give it with --apps (the capture is --query-gpu "
 				  "CSV or -q -x XML)",
 				  cap->name);
-	gl_dcgm_batch_lines(b0, (int64_t)d->r.lines);
+	gl_dcgm_ingest_batch_lines(b0, (int64_t)d->r.lines);
 	take_problems(b0, &d->r, cap->name, &res->problems);
 	if ((rc = side_inputs(o, in, b0, d, res, err)))
 		return rc;
@@ -285,17 +285,17 @@ int gl_nvsmi_ingest_nodes(struct gl_store *db, const struct gl_nvsmi_ingest_opts
 			  struct gl_err *err)
 {
 	struct node *nd = gl_xcalloc(n ? n : 1, sizeof *nd);
-	struct gl_dcgm_batch **b = gl_xmalloc(sizeof *b);
+	struct gl_dcgm_ingest_batch **b = gl_xmalloc(sizeof *b);
 	int64_t *t = NULL;
 	size_t nr = 0, ok = 0;
 	int rc = 0;
 
 	memset(res, 0, sizeof *res);
-	b[0] = gl_dcgm_batch_new(o->dcgm.max_skip_reasons);
+	b[0] = gl_dcgm_ingest_batch_new(o->dcgm.max_skip_reasons);
 	for (size_t k = 0; k < n; k++) {
 		struct gl_err e1 = {0};
 		if (in[k].failed) {
-			gl_dcgm_batch_fail(b[0], in[k].capture.name, in[k].failed);
+			gl_dcgm_ingest_batch_fail(b[0], in[k].capture.name, in[k].failed);
 			res->failed_nodes++;
 		} else if ((rc = parse_node(o, &in[k], b[0], &nd[ok], res, &e1))) {
 			node_fini(&nd[ok]);
@@ -305,7 +305,7 @@ int gl_nvsmi_ingest_nodes(struct gl_store *db, const struct gl_nvsmi_ingest_opts
 				*err = e1;
 				goto out;
 			}
-			gl_dcgm_batch_fail(b[0], in[k].capture.name, e1.msg);
+			gl_dcgm_ingest_batch_fail(b[0], in[k].capture.name, e1.msg);
 			res->failed_nodes++;
 		} else {
 			ok++;
@@ -321,7 +321,7 @@ int gl_nvsmi_ingest_nodes(struct gl_store *db, const struct gl_nvsmi_ingest_opts
 		goto out;
 out:
 	for (size_t k = 0; k < (nr ? nr : 1); k++)
-		gl_dcgm_batch_free(b[k]);
+		gl_dcgm_ingest_batch_free(b[k]);
 	for (size_t k = 0; k < n; k++)
 		node_fini(&nd[k]);
 	free(nd);
@@ -507,7 +507,7 @@ static size_t read_nodes(const struct gl_nvsmi_source_cfg *src, struct hosts *h,
 	return ok;
 }
 
-int gl_nvsmi_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
+int gl_nvsmi_ingest_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
 	const struct gl_nvsmi_source_cfg *src = srcp;

@@ -55,7 +55,7 @@ static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const cha
 	    (rc = gl_jobs_merge(in->db, in->cluster_id, in->batch, &mc, err)))
 		goto fail;
 	merged = 1; /* the batch is emptied into the transaction */
-	if ((rc = gl_dcgm_claim_pending(in->db, in->cluster_id, NULL, err)))
+	if ((rc = gl_dcgm_ingest_claim_pending(in->db, in->cluster_id, NULL, err)))
 		goto fail;
 	/* counted now: the run's row commits with the batch */
 	in->st.inserted += mc.inserted;
@@ -137,7 +137,7 @@ static const char *comment_tags(struct gl_sacct_ingest *in, const char *comment)
 
 static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_job_row *row)
 {
-	char key[32 + 255 + 1]; /* "raw:" JobIDRaw (GL_BOUND_JOB_ID) "@" submit: never cut */
+	char key[32 + 255 + 1]; /* "raw:" JobIDRaw (GL_BOUNDS_JOB_ID) "@" submit: never cut */
 	const char *state;
 	struct gl_str st;
 
@@ -153,7 +153,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 		while (st.len < rec->state_raw.len && st.p[st.len] != ' ')
 			st.len++;
 	} else {
-		state = gl_job_state_name(rec->state);
+		state = gl_sacct_job_state_name(rec->state);
 		st = (struct gl_str){state, strlen(state)};
 	}
 	/* every field is a slice of the line, plus the key, the state name and
@@ -324,7 +324,7 @@ int gl_sacct_ingest_begin(struct gl_store *db, const struct gl_sacct_ingest_opts
 	if ((rc = gl_sacct_layout_init(&in->lay, opts->fields, opts->delimiter, err)))
 		goto out;
 	in->have_layout = 1;
-	if ((rc = gl_cluster_ensure(db, opts->cluster, "slurm", &in->cluster_id, err)))
+	if ((rc = gl_jobs_cluster_ensure(db, opts->cluster, "slurm", &in->cluster_id, err)))
 		goto out;
 	in->batch = gl_jobs_batch_new(in->cluster_id);
 	if ((rc = gl_ingest_run_begin(db, in->o.source, in->cluster_id, opts->input_name, &in->run_id, err)))

@@ -34,7 +34,7 @@ static void fmt_sacct_time(int64_t t, char *buf, size_t n)
 {
 	/* sacct wants local time without a zone; we run it with TZ=UTC */
 	char tmp[32];
-	gl_time_format(t, tmp, sizeof tmp);
+	gl_timeutil_format(t, tmp, sizeof tmp);
 	tmp[strlen(tmp) - 1] = '\0'; /* drop the Z */
 	snprintf(buf, n, "%s", tmp);
 }
@@ -154,7 +154,7 @@ int gl_sacct_poll_run(struct gl_store *db, const struct gl_config *cfg, const st
 	int64_t wm, from;
 
 	memset(res, 0, sizeof *res);
-	if ((rc = gl_cluster_ensure(db, src->cluster, "slurm", &cluster_id, err)))
+	if ((rc = gl_jobs_cluster_ensure(db, src->cluster, "slurm", &cluster_id, err)))
 		return rc;
 	if ((rc = gl_ingest_watermark_get(db, "sacct", cluster_id, &wm, err)))
 		return rc;
@@ -177,7 +177,7 @@ int gl_sacct_poll_run(struct gl_store *db, const struct gl_config *cfg, const st
 	return 0;
 }
 
-int gl_sacct_source_run(struct gl_store *db, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+int gl_sacct_poll_source_run(struct gl_store *db, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
 	struct gl_sacct_poll_result res;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct gl_serving_batch {
+struct gl_serving_ingest_batch {
 	struct gl_servingdb_batch *db;
 	struct gl_ingest_stats st;
 	int64_t bad_lines, bad_values, failed;
@@ -29,15 +29,15 @@ void gl_serving_ingest_opts_init(struct gl_serving_ingest_opts *o, const struct 
 	o->max_skip_reasons = cfg->ingest_max_skip_reasons;
 }
 
-struct gl_serving_batch *gl_serving_batch_new(int64_t at_s, int64_t bucket_s, int64_t max_skip_reasons)
+struct gl_serving_ingest_batch *gl_serving_ingest_batch_new(int64_t at_s, int64_t bucket_s, int64_t max_skip_reasons)
 {
-	struct gl_serving_batch *b = gl_xcalloc(1, sizeof *b);
+	struct gl_serving_ingest_batch *b = gl_xcalloc(1, sizeof *b);
 	b->db = gl_servingdb_batch_new(at_s, bucket_s);
 	gl_ingest_stats_init(&b->st, max_skip_reasons);
 	return b;
 }
 
-void gl_serving_batch_free(struct gl_serving_batch *b)
+void gl_serving_ingest_batch_free(struct gl_serving_ingest_batch *b)
 {
 	if (!b)
 		return;
@@ -46,12 +46,12 @@ void gl_serving_batch_free(struct gl_serving_batch *b)
 	free(b);
 }
 
-size_t gl_serving_batch_series(const struct gl_serving_batch *b)
+size_t gl_serving_ingest_batch_series(const struct gl_serving_ingest_batch *b)
 {
 	return b->db->n;
 }
 
-void gl_serving_batch_fail(struct gl_serving_batch *b, const char *input, const char *why)
+void gl_serving_ingest_batch_fail(struct gl_serving_ingest_batch *b, const char *input, const char *why)
 {
 	char reason[600];
 	b->failed++;
@@ -79,7 +79,7 @@ static void series_where(const struct gl_serving_scrape_in *in, const struct gl_
 		snprintf(instance, n, "pod:%s/%s", x->namespace_, x->pod);
 }
 
-int gl_serving_batch_add(struct gl_serving_batch *b, const struct gl_serving_scrape_in *in, const char *text,
+int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct gl_serving_scrape_in *in, const char *text,
 			 size_t len, struct gl_err *err)
 {
 	struct gl_serve_scrape s;
@@ -120,7 +120,7 @@ out:
 	return rc;
 }
 
-static void flag(struct gl_serving_batch *b, const struct gl_servingdb_row *x, const struct gl_increase_result *r)
+static void flag(struct gl_serving_ingest_batch *b, const struct gl_servingdb_row *x, const struct gl_increase_result *r)
 {
 	char why[400];
 	const char *what = r->first_backwards < GL_SERVE__NCTR ? gl_servemetrics_counter_name(r->first_backwards)
@@ -134,7 +134,7 @@ static void flag(struct gl_serving_batch *b, const struct gl_servingdb_row *x, c
 
 /* The domain's step for every loaded row: the increases, the state to
  * keep, and what the run says about them. */
-static void compute(struct gl_serving_batch *b, struct gl_serving_ingest_result *res)
+static void compute(struct gl_serving_ingest_batch *b, struct gl_serving_ingest_result *res)
 {
 	struct gl_servingdb_batch *db = b->db;
 	for (size_t i = 0; i < db->n; i++) {
@@ -185,7 +185,7 @@ static int raise_watermark(struct gl_store *db, int cluster_id, int64_t at_s, st
 	return rc;
 }
 
-int gl_serving_ingest(struct gl_store *db, const struct gl_serving_ingest_opts *o, struct gl_serving_batch *b,
+int gl_serving_ingest(struct gl_store *db, const struct gl_serving_ingest_opts *o, struct gl_serving_ingest_batch *b,
 		      struct gl_serving_ingest_result *res_out, struct gl_err *err)
 {
 	struct gl_serving_ingest_result res;

@@ -24,7 +24,7 @@ struct target {
 
 struct round {
 	const char *cluster;
-	struct gl_serving_batch *b;
+	struct gl_serving_ingest_batch *b;
 	int64_t now_s;
 	size_t good, bad;
 	char first_error[400];
@@ -94,7 +94,7 @@ static void note_error(struct round *rd, const char *instance, const char *why)
 		snprintf(rd->first_error, sizeof rd->first_error, "%s: %s", instance, why);
 }
 
-static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
+static void on_fetched(struct gl_dcgm_scrape_fetch *f, void *ud)
 {
 	struct round *rd = ud;
 	struct target *t = f->ud;
@@ -114,7 +114,7 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 		in.default_model = t->e->model[0] ? t->e->model : NULL;
 		in.input = t->instance;
 		where_of(t->e, &in.where, t->ns, sizeof t->ns);
-		if (gl_serving_batch_add(rd->b, &in, f->body.p ? f->body.p : "", f->body.len, &perr)) {
+		if (gl_serving_ingest_batch_add(rd->b, &in, f->body.p ? f->body.p : "", f->body.len, &perr)) {
 			snprintf(why, sizeof why, "%s", perr.msg);
 			ok = 0;
 		}
@@ -128,18 +128,18 @@ static void on_fetched(struct gl_dcgm_fetch *f, void *ud)
 		return;
 	}
 	rd->bad++;
-	gl_serving_batch_fail(rd->b, t->instance, why);
+	gl_serving_ingest_batch_fail(rd->b, t->instance, why);
 	note_error(rd, t->instance, why);
 }
 
-int gl_serving_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s,
+int gl_serving_scrape_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s,
 			  char *summary, size_t n, struct gl_err *err)
 {
 	const struct gl_serving_source_cfg *src = srcp;
 	struct gl_serving_ingest_opts o;
 	struct gl_serving_ingest_result res;
-	struct gl_dcgm_fetch_opts fo = {0};
-	struct gl_dcgm_fetch *f = NULL;
+	struct gl_dcgm_scrape_fetch_opts fo = {0};
+	struct gl_dcgm_scrape_fetch *f = NULL;
 	struct target *t = NULL;
 	struct round rd = {0};
 	char input[64];
@@ -158,8 +158,8 @@ int gl_serving_source_run(struct gl_store *db, const struct gl_config *cfg, cons
 	fo.max_parallel = (size_t)src->max_parallel;
 	rd.cluster = src->cluster;
 	rd.now_s = now_s;
-	rd.b = gl_serving_batch_new(now_s, o.bucket_s, o.max_skip_reasons);
-	if ((rc = gl_dcgm_fetch_all(f, nt, &fo, on_fetched, &rd, err)))
+	rd.b = gl_serving_ingest_batch_new(now_s, o.bucket_s, o.max_skip_reasons);
+	if ((rc = gl_dcgm_scrape_fetch_all(f, nt, &fo, on_fetched, &rd, err)))
 		goto out;
 	if (rd.bad)
 		gl_log(GL_LOG_DEBUG, "serving %s: %zu of %zu targets failed (%s)", src->cluster, rd.bad, nt, rd.first_error);
@@ -182,7 +182,7 @@ int gl_serving_source_run(struct gl_store *db, const struct gl_config *cfg, cons
 		 rd.good, nt, (long long)res.series, (long long)res.counted, (long long)res.baseline, (long long)res.resets,
 		 (long long)res.flagged, (long long)res.unattributed);
 out:
-	gl_serving_batch_free(rd.b);
+	gl_serving_ingest_batch_free(rd.b);
 	for (size_t i = 0; i < nt; i++) {
 		free(t[i].url);
 		free(t[i].instance);

@@ -796,7 +796,7 @@ int gl_report_pdf(const struct gl_showback *sb, const struct gl_report_style *st
 	p.sb = sb;
 	p.st = style;
 	p.L = &style->pdf;
-	gl_time_format(generated_at_s, p.gen, sizeof p.gen);
+	gl_timeutil_format(generated_at_s, p.gen, sizeof p.gen);
 	p.surf = cairo_pdf_surface_create_for_stream(write_cb, out, p.L->page_width, p.L->page_height);
 	cairo_pdf_surface_set_metadata(p.surf, CAIRO_PDF_METADATA_TITLE, "GPU showback");
 	cairo_pdf_surface_set_metadata(p.surf, CAIRO_PDF_METADATA_CREATOR, "gpuledger");

@@ -197,7 +197,7 @@ int gl_report_sched_run(struct gl_store *st, const struct gl_config *cfg, const 
 			char *summary, size_t n, struct gl_err *err)
 {
 	struct gl_report_sched_result res;
-	int64_t at, ms = gl_month_start(now_s), prev = gl_month_start(ms - 1), y;
+	int64_t at, ms = gl_window_month_start(now_s), prev = gl_window_month_start(ms - 1), y;
 	unsigned m, d;
 	char month[8], mday[16];
 	int rc, done;
@@ -212,7 +212,7 @@ int gl_report_sched_run(struct gl_store *st, const struct gl_config *cfg, const 
 		snprintf(summary, n, "not due");
 		return 0;
 	}
-	gl_time_civil_from_days(prev / 86400, &y, &m, &d);
+	gl_timeutil_civil_from_days(prev / 86400, &y, &m, &d);
 	snprintf(month, sizeof month, "%04lld-%02u", (long long)y, m);
 	snprintf(mday, sizeof mday, "%s-01", month);
 	if ((rc = gl_reportfiles_recorded(st, mday, cfg->reports_aggregate, cfg->reports_share_idle, &done, err)))

@@ -70,7 +70,7 @@ struct opts {
 
 static int parse_time_arg(const char *s, int64_t *out)
 {
-	return gl_time_parse(s, strlen(s), out);
+	return gl_timeutil_parse(s, strlen(s), out);
 }
 
 static int parse_opts(int argc, char **argv, int from, struct opts *o)

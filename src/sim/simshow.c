@@ -15,7 +15,7 @@
 static void put_time(struct gl_strbuf *b, int64_t t)
 {
 	char buf[40];
-	gl_time_format(t, buf, sizeof buf);
+	gl_timeutil_format(t, buf, sizeof buf);
 	buf[strlen(buf) - 1] = '\0'; /* Slurm writes local time, no zone: UTC here */
 	gl_strbuf_puts(b, buf);
 }
@@ -53,7 +53,7 @@ static int parse_when(const struct gl_sim_fleet *f, const char *s, int64_t *out)
 		snprintf(buf, sizeof buf, "%sZ", s);
 	else
 		return -1;
-	return gl_time_parse(buf, strlen(buf), out) ? -1 : 0;
+	return gl_timeutil_parse(buf, strlen(buf), out) ? -1 : 0;
 }
 
 /* One option of argv: "--name=value", "--name value", "-X value", "-Xvalue".
@@ -519,7 +519,7 @@ static void scontrol_node(const struct gl_sim_fleet *f, int ni, int oneliner, st
 	for (int k = 0; k < n->ngpus; k++)
 		used += n->slot[k] >= 0;
 	st = used == 0 ? "IDLE" : used == n->ngpus ? "ALLOCATED" : "MIXED";
-	gl_time_format(f->p.start_s, boot, sizeof boot);
+	gl_timeutil_format(f->p.start_s, boot, sizeof boot);
 	boot[strlen(boot) - 1] = '\0';
 	gl_strbuf_printf(out, "NodeName=%s Arch=x86_64 CoresPerSocket=%d%sCPUAlloc=%d CPUEfctv=%d CPUTot=%d CPULoad=%.2f",
 			 n->name, cpus / 2, sep, used * CPUS_PER_GPU, cpus, cpus, used * 7.5);
@@ -824,7 +824,7 @@ static void pod_name(const struct gl_sim_fleet *f, const struct gl_sim_job *j, s
 static void json_time(struct gl_strbuf *b, const char *key, int64_t t)
 {
 	char buf[40];
-	gl_time_format(t, buf, sizeof buf);
+	gl_timeutil_format(t, buf, sizeof buf);
 	gl_strbuf_printf(b, "\"%s\":\"%s\"", key, buf);
 }
 

@@ -578,23 +578,23 @@ static int labels_fit(struct gl_dcgm_scrape *s, const struct gl_str *l, size_t l
 	static const struct {
 		int id;
 		const char *name;
-		enum gl_bound k;
+		enum gl_bounds k;
 	} b[] = {
-		{L_HOST, "Hostname", GL_BOUND_NODE}, {L_UUID, "UUID", GL_BOUND_UUID},
-		{L_GI_PROFILE, "GPU_I_PROFILE", GL_BOUND_GPU_MODEL}, {L_MODEL, "modelName", GL_BOUND_GPU_MODEL},
-		{L_DEVICE, "device", GL_BOUND_TEXT}, {L_PCI, "pci_bus_id", GL_BOUND_TEXT},
-		{L_DRIVER, "DCGM_FI_DRIVER_VERSION", GL_BOUND_TEXT}, {L_JOB, "hpc_job", GL_BOUND_JOB_ID},
-		{L_POD, "pod", GL_BOUND_OBJECT}, {L_NS, "namespace", GL_BOUND_NAMESPACE},
-		{L_CONT, "container", GL_BOUND_OBJECT}, {L_XPOD, "exported_pod", GL_BOUND_OBJECT},
-		{L_XNS, "exported_namespace", GL_BOUND_NAMESPACE}, {L_XCONT, "exported_container", GL_BOUND_OBJECT},
-		{L_NAME, "name", GL_BOUND_GPU_MODEL}, {L_DRIVER2, "driver_version", GL_BOUND_TEXT},
-		{L_SERIAL, "serial_number", GL_BOUND_UUID}, {L_GPU_UUID, "gpu_uuid", GL_BOUND_UUID},
-		{L_PART_TYPE, "gpu_compute_partition_type", GL_BOUND_GPU_MODEL}, {L_CARD_SERIES, "card_series", GL_BOUND_GPU_MODEL},
-		{L_CARD_MODEL, "card_model", GL_BOUND_GPU_MODEL}, {L_JOB_ID, "job_id", GL_BOUND_JOB_ID},
+		{L_HOST, "Hostname", GL_BOUNDS_NODE}, {L_UUID, "UUID", GL_BOUNDS_UUID},
+		{L_GI_PROFILE, "GPU_I_PROFILE", GL_BOUNDS_GPU_MODEL}, {L_MODEL, "modelName", GL_BOUNDS_GPU_MODEL},
+		{L_DEVICE, "device", GL_BOUNDS_TEXT}, {L_PCI, "pci_bus_id", GL_BOUNDS_TEXT},
+		{L_DRIVER, "DCGM_FI_DRIVER_VERSION", GL_BOUNDS_TEXT}, {L_JOB, "hpc_job", GL_BOUNDS_JOB_ID},
+		{L_POD, "pod", GL_BOUNDS_OBJECT}, {L_NS, "namespace", GL_BOUNDS_NAMESPACE},
+		{L_CONT, "container", GL_BOUNDS_OBJECT}, {L_XPOD, "exported_pod", GL_BOUNDS_OBJECT},
+		{L_XNS, "exported_namespace", GL_BOUNDS_NAMESPACE}, {L_XCONT, "exported_container", GL_BOUNDS_OBJECT},
+		{L_NAME, "name", GL_BOUNDS_GPU_MODEL}, {L_DRIVER2, "driver_version", GL_BOUNDS_TEXT},
+		{L_SERIAL, "serial_number", GL_BOUNDS_UUID}, {L_GPU_UUID, "gpu_uuid", GL_BOUNDS_UUID},
+		{L_PART_TYPE, "gpu_compute_partition_type", GL_BOUNDS_GPU_MODEL}, {L_CARD_SERIES, "card_series", GL_BOUNDS_GPU_MODEL},
+		{L_CARD_MODEL, "card_model", GL_BOUNDS_GPU_MODEL}, {L_JOB_ID, "job_id", GL_BOUNDS_JOB_ID},
 	};
 	char why[160];
 	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
-		if (gl_bound_check(b[i].k, l[b[i].id].len, why, sizeof why)) {
+		if (gl_bounds_check(b[i].k, l[b[i].id].len, why, sizeof why)) {
 			if (!s->too_long++) {
 				s->too_long_line = line;
 				snprintf(s->too_long_reason, sizeof s->too_long_reason, "label %s: %s", b[i].name, why);

@@ -18,7 +18,7 @@
 /* ---- pure helpers ---------------------------------------------------- */
 
 /* Strict RFC 3339 as the Kubernetes API writes it: seconds and a zone
- * (Z or +hh:mm) are required; the arithmetic is gl_time_parse's. */
+ * (Z or +hh:mm) are required; the arithmetic is gl_timeutil_parse's. */
 int gl_kube_parse_rfc3339(const char *s, size_t n, int64_t *out)
 {
 	int zone;
@@ -27,7 +27,7 @@ int gl_kube_parse_rfc3339(const char *s, size_t n, int64_t *out)
 		return -GL_EINVAL;
 	zone = s[n - 1] == 'Z' || s[n - 1] == 'z' ||
 	       (n >= 25 && (s[n - 6] == '+' || s[n - 6] == '-') && s[n - 3] == ':');
-	if (!zone || gl_time_parse(s, n, out))
+	if (!zone || gl_timeutil_parse(s, n, out))
 		return -GL_EINVAL;
 	return 0;
 }
@@ -562,20 +562,20 @@ static int pod_fits(struct ctx *c, const cJSON *item, const char *path)
 	const struct {
 		const cJSON *o;
 		const char *obj, *key;
-		enum gl_bound k;
+		enum gl_bounds k;
 	} f[] = {
-		{meta, "metadata", "uid", GL_BOUND_UUID},
-		{meta, "metadata", "name", GL_BOUND_OBJECT},
-		{meta, "metadata", "namespace", GL_BOUND_NAMESPACE},
-		{get(item, "spec"), "spec", "nodeName", GL_BOUND_NODE},
-		{get(item, "status"), "status", "phase", GL_BOUND_TEXT},
+		{meta, "metadata", "uid", GL_BOUNDS_UUID},
+		{meta, "metadata", "name", GL_BOUNDS_OBJECT},
+		{meta, "metadata", "namespace", GL_BOUNDS_NAMESPACE},
+		{get(item, "spec"), "spec", "nodeName", GL_BOUNDS_NODE},
+		{get(item, "status"), "status", "phase", GL_BOUNDS_TEXT},
 	};
 	char why[160];
 	size_t j = 0;
 
 	for (size_t i = 0; i < GL_ARRAY_LEN(f); i++) {
 		const char *v = get_str(f[i].o, f[i].key);
-		if (v && gl_bound_check(f[i].k, strlen(v), why, sizeof why)) {
+		if (v && gl_bounds_check(f[i].k, strlen(v), why, sizeof why)) {
 			problem(c, "%s.%s.%s: %s", path, f[i].obj, f[i].key, why);
 			return 0;
 		}
@@ -584,7 +584,7 @@ static int pod_fits(struct ctx *c, const cJSON *item, const char *path)
 		static const char *const keys[] = {"kind", "name"};
 		for (size_t i = 0; i < GL_ARRAY_LEN(keys); i++) {
 			const char *v = get_str(ref, keys[i]);
-			if (v && gl_bound_check(GL_BOUND_OBJECT, strlen(v), why, sizeof why)) {
+			if (v && gl_bounds_check(GL_BOUNDS_OBJECT, strlen(v), why, sizeof why)) {
 				problem(c, "%s.metadata.ownerReferences[%zu].%s: %s", path, j, keys[i], why);
 				return 0;
 			}
@@ -593,11 +593,11 @@ static int pod_fits(struct ctx *c, const cJSON *item, const char *path)
 	}
 	cJSON_ArrayForEach(l, as_object(get(meta, "labels"))) {
 		/* the key is named cut: it may be the long one */
-		if (l->string && gl_bound_check(GL_BOUND_LABEL, strlen(l->string), why, sizeof why)) {
+		if (l->string && gl_bounds_check(GL_BOUNDS_LABEL, strlen(l->string), why, sizeof why)) {
 			problem(c, "%s.metadata.labels.%.64s...: the key is %s", path, l->string, why);
 			return 0;
 		}
-		if (cJSON_IsString(l) && gl_bound_check(GL_BOUND_LABEL, strlen(l->valuestring), why, sizeof why)) {
+		if (cJSON_IsString(l) && gl_bounds_check(GL_BOUNDS_LABEL, strlen(l->valuestring), why, sizeof why)) {
 			problem(c, "%s.metadata.labels.%s: %s", path, l->string, why);
 			return 0;
 		}
@@ -1102,7 +1102,7 @@ void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct
 	row->req_gpu_micro = pod->gpu.gpu_micro;
 	row->phys_micro = bound ? pod->held_micro : 0;
 	row->gpu_type = pod->gpu_type[0] ? pod->gpu_type : NULL;
-	row->gpu_share = gl_kube_share_name(pod->gpu.share);
+	row->gpu_share = gl_kubegpu_share_name(pod->gpu.share);
 	row->gpu_uuids_json = pod->gpu.uuids_json;
 	row->gpu_group = pod->gpu.group;
 	row->gpu_note = pod->gpu.note;

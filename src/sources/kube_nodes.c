@@ -95,10 +95,10 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		/* the name keys the node's rows; the product label is its GPU
 		 * model, which was cut to fit (another model, then) */
 		char why[160];
-		if (gl_bound_check(GL_BOUND_NODE, strlen(name), why, sizeof why))
+		if (gl_bounds_check(GL_BOUNDS_NODE, strlen(name), why, sizeof why))
 			return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.name: %s", idx, why);
 		const char *mig = product ? strstr(product, "-MIG-") : NULL;
-		if (product && gl_bound_check(GL_BOUND_GPU_MODEL, mig ? (size_t)(mig - product) : strlen(product), why,
+		if (product && gl_bounds_check(GL_BOUNDS_GPU_MODEL, mig ? (size_t)(mig - product) : strlen(product), why,
 					      sizeof why))
 			return gl_err_set(err, GL_EINVAL, "items[%zu].metadata.labels.nvidia.com/gpu.product: %s", idx, why);
 	}
@@ -113,7 +113,7 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	cJSON_ArrayForEach(c, cap)
 	{
 		if (c->string && !strncmp(c->string, "nvidia.com/mig-", 15)) {
-			int sl = gl_mig_profile_slices(c->string + 15, strlen(c->string + 15));
+			int sl = gl_nodeobs_mig_profile_slices(c->string + 15, strlen(c->string + 15));
 			int64_t n = qty(cap, c->string);
 			if (n > 0) {
 				mig_inst += n;
@@ -131,7 +131,7 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 		if (l > 7 && !strcmp(model + l - 7, "-SHARED"))
 			model[l - 7] = '\0';
 		if (m && full > 0 && !mig_inst) {
-			int sl = gl_mig_profile_slices(m + 5, strlen(m + 5));
+			int sl = gl_nodeobs_mig_profile_slices(m + 5, strlen(m + 5));
 			mig_inst = full;
 			mig_slices = full * (sl ? sl : 7);
 			full = 0;
@@ -244,7 +244,7 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	return 0;
 }
 
-int gl_kube_parse_nodes(const char *json, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_kube_nodes_parse(const char *json, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
 {
 	cJSON *root = NULL;
 	const cJSON *items, *it;

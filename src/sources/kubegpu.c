@@ -24,7 +24,7 @@ static const char *const k_share_names[] = {
 	[GL_KUBE_SHARE_MIXED] = "mixed",
 };
 
-const char *gl_kube_share_name(enum gl_kube_share s)
+const char *gl_kubegpu_share_name(enum gl_kube_share s)
 {
 	return (unsigned)s < GL_ARRAY_LEN(k_share_names) ? k_share_names[s] : "?";
 }
@@ -307,7 +307,7 @@ static void mig(struct reader *r, struct amounts *a, const char *name, int64_t n
 	if (n_milli <= 0)
 		return;
 	snprintf(prof, sizeof prof, "%.*s", (int)(shared ? l - 7 : l), name);
-	slices = gl_mig_profile_slices(prof, strlen(prof));
+	slices = gl_nodeobs_mig_profile_slices(prof, strlen(prof));
 	r->out->intent = 1;
 	r->schemes |= 1u << (shared ? GL_KUBE_SHARE_TIMESLICE : GL_KUBE_SHARE_MIG);
 	if (!r->nprofiles || strcmp(r->profile, prof)) {

@@ -13,7 +13,7 @@ static const char *const avail_names[GL_AVAIL__COUNT] = {
 	"up", "down", "drained", "powered_down", "reserved", "maint",
 };
 
-const char *gl_node_avail_name(enum gl_node_avail a)
+const char *gl_nodeobs_avail_name(enum gl_node_avail a)
 {
 	return (unsigned)a < GL_AVAIL__COUNT ? avail_names[a] : "up";
 }
@@ -103,7 +103,7 @@ void gl_nodeobs_resv_fini(struct gl_slurm_resv *r)
 	memset(r, 0, sizeof *r);
 }
 
-void gl_node_snapshot_fini(struct gl_node_snapshot *s)
+void gl_nodeobs_snapshot_fini(struct gl_node_snapshot *s)
 {
 	if (!s)
 		return;
@@ -150,7 +150,7 @@ static const struct {
 	{"PERFCTRS", T_INFO}, {"NPC", T_INFO}, {"POWER_DRAIN", T_INFO}, {"COMPLETING_", T_INFO},
 };
 
-enum gl_node_avail gl_slurm_state_classify(const char *s, size_t n, char *unknown, size_t unknown_n)
+enum gl_node_avail gl_nodeobs_state_classify(const char *s, size_t n, char *unknown, size_t unknown_n)
 {
 	int base = T_BASE_UNKNOWN, drain = 0, drained = 0, draining = 0, fail = 0, failed = 0, powered = 0,
 	    inval = 0;
@@ -228,7 +228,7 @@ enum gl_node_avail gl_slurm_state_classify(const char *s, size_t n, char *unknow
 #define NS_POWERED_DOWN (1u << 12)
 #define NS_MAINT (1u << 15)
 
-enum gl_node_avail gl_slurm_state_raw_classify(int64_t raw)
+enum gl_node_avail gl_nodeobs_state_raw_classify(int64_t raw)
 {
 	uint64_t r = (uint64_t)raw;
 	/* the rollup skips MAINT rows and books FUTURE and CLOUD+POWERED_DOWN as
@@ -244,7 +244,7 @@ enum gl_node_avail gl_slurm_state_raw_classify(int64_t raw)
 
 /* ---- GPU counting ---- */
 
-int gl_mig_profile_slices(const char *s, size_t n)
+int gl_nodeobs_mig_profile_slices(const char *s, size_t n)
 {
 	/* "1g.10gb", "3g.40gb", "1g.10gb+me", "a100_1g.5gb" (Slurm's NVML names) */
 	size_t i = 0;
@@ -278,7 +278,7 @@ static int add_model(struct gl_node_gpus *out, size_t *nout, const char *t, size
 		     struct gl_err *err)
 {
 	char model[GL_NODE_MODEL_MAX];
-	int slices = gl_mig_profile_slices(t, tl);
+	int slices = gl_nodeobs_mig_profile_slices(t, tl);
 	int64_t mig = 0;
 	if (tl >= sizeof model)
 		return gl_err_set(err, GL_EINVAL, "GPU type too long");
@@ -328,7 +328,7 @@ static int parse_count(const char *s, size_t n, int64_t *v)
 	return 0;
 }
 
-int gl_slurm_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, struct gl_err *err)
+int gl_nodeobs_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, struct gl_err *err)
 {
 	const char *p = s, *end = s + n;
 	*nout = 0;
@@ -377,7 +377,7 @@ int gl_slurm_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, size_
 	return 0;
 }
 
-int gl_slurm_parse_tres_models(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, int64_t *total,
+int gl_nodeobs_parse_tres_models(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, int64_t *total,
 			       struct gl_err *err)
 {
 	const char *p = s, *end = s + n;

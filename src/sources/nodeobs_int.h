@@ -23,6 +23,6 @@ size_t gl_nodeobs_kv_split(const char *s, size_t n, struct gl_nodeobs_kv *kv, si
 char *gl_nodeobs_dup_val(const char *v, size_t n);
 
 /* scontrol show reservation [-o] blocks (src/sources/scontrol.c). */
-int gl_nodeobs_parse_scontrol_resv(const char *text, size_t len, struct gl_node_snapshot *s);
+int gl_scontrol_parse_resv(const char *text, size_t len, struct gl_node_snapshot *s);
 
 #endif

@@ -197,7 +197,7 @@ int gl_nvsmi_parse_time(const char *s, size_t n, int64_t *ms)
 		if (d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap))
 			return -GL_EINVAL;
 	}
-	*ms = (gl_time_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se) * 1000 + frac;
+	*ms = (gl_timeutil_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + se) * 1000 + frac;
 	return 0;
 }
 

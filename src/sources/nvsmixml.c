@@ -87,7 +87,7 @@ static int parse_ctime(const char *s, int64_t *ms)
 	if (!m || (m - months) % 3 || strlen(mon) != 3 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
 	    se < 0 || se > 60 || y < 1970 || y > 9999)
 		return -GL_EINVAL;
-	*ms = (gl_time_days_from_civil(y, (unsigned)((m - months) / 3 + 1), (unsigned)d) * 86400 + h * 3600 + mi * 60 +
+	*ms = (gl_timeutil_days_from_civil(y, (unsigned)((m - months) / 3 + 1), (unsigned)d) * 86400 + h * 3600 + mi * 60 +
 	       (se > 59 ? 59 : se)) * 1000;
 	return 0;
 }

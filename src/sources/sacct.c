@@ -39,22 +39,22 @@ struct fdesc {
 	const char *name; /* as sacct spells it, for --fields lookup and messages */
 	unsigned char conv;
 	unsigned short off; /* struct gl_str for CV_STR and slice-carrying kinds, int64_t otherwise */
-	unsigned char bound; /* B(enum gl_bound) of a column kept as text; 0 for the others */
+	unsigned char bound; /* B(enum gl_bounds) of a column kept as text; 0 for the others */
 };
 #define B(k) ((unsigned char)((k) + 1))
 
 #define SOFF(m) ((unsigned short)offsetof(struct gl_sacct_rec, m))
 
 static const struct fdesc fdesc[GL_SF__COUNT] = {
-	[GL_SF_JOBID] = {"JobID", CV_JOBID, SOFF(job_id), B(GL_BOUND_JOB_ID)},
-	[GL_SF_JOBIDRAW] = {"JobIDRaw", CV_JOBIDRAW, SOFF(job_id_raw), B(GL_BOUND_JOB_ID)},
-	[GL_SF_CLUSTER] = {"Cluster", CV_STR, SOFF(cluster), B(GL_BOUND_CLUSTER)},
-	[GL_SF_PARTITION] = {"Partition", CV_STR, SOFF(partition), B(GL_BOUND_ACCOUNT)},
-	[GL_SF_QOS] = {"QOS", CV_STR, SOFF(qos), B(GL_BOUND_ACCOUNT)},
-	[GL_SF_ACCOUNT] = {"Account", CV_STR, SOFF(account), B(GL_BOUND_ACCOUNT)},
-	[GL_SF_GROUP] = {"Group", CV_STR, SOFF(group), B(GL_BOUND_USER)},
+	[GL_SF_JOBID] = {"JobID", CV_JOBID, SOFF(job_id), B(GL_BOUNDS_JOB_ID)},
+	[GL_SF_JOBIDRAW] = {"JobIDRaw", CV_JOBIDRAW, SOFF(job_id_raw), B(GL_BOUNDS_JOB_ID)},
+	[GL_SF_CLUSTER] = {"Cluster", CV_STR, SOFF(cluster), B(GL_BOUNDS_CLUSTER)},
+	[GL_SF_PARTITION] = {"Partition", CV_STR, SOFF(partition), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SF_QOS] = {"QOS", CV_STR, SOFF(qos), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SF_ACCOUNT] = {"Account", CV_STR, SOFF(account), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SF_GROUP] = {"Group", CV_STR, SOFF(group), B(GL_BOUNDS_USER)},
 	[GL_SF_GID] = {"GID", CV_INT, SOFF(gid)},
-	[GL_SF_USER] = {"User", CV_STR, SOFF(user), B(GL_BOUND_USER)},
+	[GL_SF_USER] = {"User", CV_STR, SOFF(user), B(GL_BOUNDS_USER)},
 	[GL_SF_UID] = {"UID", CV_INT, SOFF(uid)},
 	[GL_SF_SUBMIT] = {"Submit", CV_TIME, SOFF(submit_s)},
 	[GL_SF_ELIGIBLE] = {"Eligible", CV_TIME, SOFF(eligible_s)},
@@ -62,23 +62,23 @@ static const struct fdesc fdesc[GL_SF__COUNT] = {
 	[GL_SF_END] = {"End", CV_TIME, SOFF(end_s)},
 	[GL_SF_ELAPSED] = {"Elapsed", CV_ELAPSED, 0},
 	[GL_SF_ELAPSEDRAW] = {"ElapsedRaw", CV_ELAPSEDRAW, 0},
-	[GL_SF_EXITCODE] = {"ExitCode", CV_STR, SOFF(exit_code), B(GL_BOUND_TEXT)},
-	[GL_SF_STATE] = {"State", CV_STATE, SOFF(state_raw), B(GL_BOUND_TEXT)},
+	[GL_SF_EXITCODE] = {"ExitCode", CV_STR, SOFF(exit_code), B(GL_BOUNDS_TEXT)},
+	[GL_SF_STATE] = {"State", CV_STATE, SOFF(state_raw), B(GL_BOUNDS_TEXT)},
 	[GL_SF_NNODES] = {"NNodes", CV_INT, SOFF(nnodes)},
 	[GL_SF_NCPUS] = {"NCPUS", CV_INT, SOFF(ncpus)},
 	[GL_SF_REQCPUS] = {"ReqCPUS", CV_INT, SOFF(req_cpus)},
-	[GL_SF_REQMEM] = {"ReqMem", CV_REQMEM, SOFF(req_mem), B(GL_BOUND_TEXT)},
-	[GL_SF_REQTRES] = {"ReqTRES", CV_REQTRES, SOFF(req_tres), B(GL_BOUND_TEXT)},
-	[GL_SF_ALLOCTRES] = {"AllocTRES", CV_ALLOCTRES, SOFF(alloc_tres), B(GL_BOUND_TEXT)},
+	[GL_SF_REQMEM] = {"ReqMem", CV_REQMEM, SOFF(req_mem), B(GL_BOUNDS_TEXT)},
+	[GL_SF_REQTRES] = {"ReqTRES", CV_REQTRES, SOFF(req_tres), B(GL_BOUNDS_TEXT)},
+	[GL_SF_ALLOCTRES] = {"AllocTRES", CV_ALLOCTRES, SOFF(alloc_tres), B(GL_BOUNDS_TEXT)},
 	[GL_SF_TIMELIMIT] = {"Timelimit", CV_DUR, SOFF(timelimit_s)},
-	[GL_SF_NODELIST] = {"NodeList", CV_STR, SOFF(node_list), B(GL_BOUND_NODE_LIST)},
+	[GL_SF_NODELIST] = {"NodeList", CV_STR, SOFF(node_list), B(GL_BOUNDS_NODE_LIST)},
 	[GL_SF_DBINDEX] = {"DBIndex", CV_INT, SOFF(db_index)},
 	[GL_SF_SUSPENDED] = {"Suspended", CV_DUR, SOFF(suspended_s)},
-	[GL_SF_WCKEY] = {"WCKey", CV_STR, SOFF(wckey), B(GL_BOUND_ACCOUNT)},
-	[GL_SF_JOBNAME] = {"JobName", CV_STR, SOFF(job_name), B(GL_BOUND_JOB_NAME)},
+	[GL_SF_WCKEY] = {"WCKey", CV_STR, SOFF(wckey), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SF_JOBNAME] = {"JobName", CV_STR, SOFF(job_name), B(GL_BOUNDS_JOB_NAME)},
 	/* sbatch --comment (kept when AccountingStoreFlags has job_comment):
 	 * a run's key when runs[].by is comment or tag (docs/runs.md) */
-	[GL_SF_COMMENT] = {"Comment", CV_STR, SOFF(comment), B(GL_BOUND_JOB_NAME)},
+	[GL_SF_COMMENT] = {"Comment", CV_STR, SOFF(comment), B(GL_BOUNDS_JOB_NAME)},
 };
 
 static const struct {
@@ -98,7 +98,7 @@ static const struct {
 #undef S
 };
 
-const char *gl_job_state_name(enum gl_job_state s)
+const char *gl_sacct_job_state_name(enum gl_job_state s)
 {
 	if ((unsigned)s >= GL_JS__COUNT)
 		return "UNKNOWN";
@@ -251,7 +251,7 @@ int gl_sacct_parse_time(const char *s, size_t n, int64_t *out)
 	/* year 0000 is not a year PostgreSQL takes in ISO form (it has no year 0) */
 	if (y < 1 || mo < 1 || mo > 12 || dd < 1 || dd > days_in_month(y, mo) || h > 23 || mi > 59 || se > 59)
 		return -GL_EINVAL;
-	*out = gl_time_days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + h * 3600 + mi * 60 + se;
+	*out = gl_timeutil_days_from_civil(y, (unsigned)mo, (unsigned)dd) * 86400 + h * 3600 + mi * 60 + se;
 	return 0;
 }
 
@@ -747,7 +747,7 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 		if (fd->bound) {
 			/* kept as text (an indexed key, for some): the line goes, not the batch */
 			char why[160];
-			if (gl_bound_check((enum gl_bound)(fd->bound - 1), v.len, why, sizeof why))
+			if (gl_bounds_check((enum gl_bounds)(fd->bound - 1), v.len, why, sizeof why))
 				return gl_err_set(err, GL_EINVAL, "%s: %s", fd->name, why);
 		}
 		switch (fd->conv) {

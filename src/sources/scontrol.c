@@ -52,10 +52,10 @@ static void parse_reason(struct gl_node_obs *o, const char *v, size_t n)
 /* The keys a node line keeps, and their bounds (include/gl/bounds.h). */
 static const struct {
 	const char *key;
-	enum gl_bound k;
+	enum gl_bounds k;
 } node_keys[] = {
-	{"NodeName", GL_BOUND_NODE}, {"Gres", GL_BOUND_TEXT},   {"CfgTRES", GL_BOUND_TEXT}, {"AllocTRES", GL_BOUND_TEXT},
-	{"State", GL_BOUND_TEXT},    {"Partitions", GL_BOUND_TEXT}, {"Reason", GL_BOUND_TEXT},
+	{"NodeName", GL_BOUNDS_NODE}, {"Gres", GL_BOUNDS_TEXT},   {"CfgTRES", GL_BOUNDS_TEXT}, {"AllocTRES", GL_BOUNDS_TEXT},
+	{"State", GL_BOUNDS_TEXT},    {"Partitions", GL_BOUNDS_TEXT}, {"Reason", GL_BOUNDS_TEXT},
 };
 
 static int node_line_fits(const struct gl_nodeobs_kv *kv, size_t nkv, struct gl_err *err)
@@ -63,7 +63,7 @@ static int node_line_fits(const struct gl_nodeobs_kv *kv, size_t nkv, struct gl_
 	char why[160];
 	for (size_t i = 0; i < nkv; i++)
 		for (size_t j = 0; j < GL_ARRAY_LEN(node_keys); j++)
-			if (key_is(&kv[i], node_keys[j].key) && gl_bound_check(node_keys[j].k, kv[i].vlen, why, sizeof why))
+			if (key_is(&kv[i], node_keys[j].key) && gl_bounds_check(node_keys[j].k, kv[i].vlen, why, sizeof why))
 				return gl_err_set(err, GL_EINVAL, "%s: %s", node_keys[j].key, why);
 	return 0;
 }
@@ -114,19 +114,19 @@ static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t 
 		/* CfgTRES is what the accounting (and sreport) counts; Gres is the
 		 * fallback for dumps without it */
 		int64_t total = 0;
-		if (cfg && (rc = gl_slurm_parse_tres_models(cfg->val, cfg->vlen, o->gpus, &o->ngpu_models, &total, err))) {
+		if (cfg && (rc = gl_nodeobs_parse_tres_models(cfg->val, cfg->vlen, o->gpus, &o->ngpu_models, &total, err))) {
 			gl_err_prefix(err, "CfgTRES: ");
 			goto out;
 		}
 		if (o->ngpu_models == 0 && gres &&
-		    (rc = gl_slurm_parse_gres(gres->val, gres->vlen, o->gpus, &o->ngpu_models, err))) {
+		    (rc = gl_nodeobs_parse_gres(gres->val, gres->vlen, o->gpus, &o->ngpu_models, err))) {
 			gl_err_prefix(err, "Gres: ");
 			goto out;
 		}
 		if (alloc) {
 			struct gl_node_gpus tmp[GL_NODE_MAX_MODELS];
 			size_t nt;
-			if ((rc = gl_slurm_parse_tres_models(alloc->val, alloc->vlen, tmp, &nt, &o->alloc_gpus, err))) {
+			if ((rc = gl_nodeobs_parse_tres_models(alloc->val, alloc->vlen, tmp, &nt, &o->alloc_gpus, err))) {
 				gl_err_prefix(err, "AllocTRES: ");
 				goto out;
 			}
@@ -134,7 +134,7 @@ static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t 
 	}
 	if (state) {
 		o->state_raw = gl_xstrndup(state->val, state->vlen);
-		o->avail = gl_slurm_state_classify(state->val, state->vlen, unknown, sizeof unknown);
+		o->avail = gl_nodeobs_state_classify(state->val, state->vlen, unknown, sizeof unknown);
 		if (unknown[0]) {
 			o->unknown_flags = gl_xstrdup(unknown);
 			s->unknown_flags++;
@@ -212,13 +212,13 @@ static void resv_from_kv(struct gl_node_snapshot *s, const char *blk, size_t n, 
 	int64_t t;
 	static const struct {
 		const char *key;
-		enum gl_bound k;
-	} rk[] = {{"ReservationName", GL_BOUND_OBJECT}, {"Nodes", GL_BOUND_NODE_LIST}, {"Flags", GL_BOUND_TEXT},
-		  {"TRES", GL_BOUND_TEXT}};
+		enum gl_bounds k;
+	} rk[] = {{"ReservationName", GL_BOUNDS_OBJECT}, {"Nodes", GL_BOUNDS_NODE_LIST}, {"Flags", GL_BOUNDS_TEXT},
+		  {"TRES", GL_BOUNDS_TEXT}};
 	for (size_t i = 0; i < nkv; i++)
 		for (size_t j = 0; j < GL_ARRAY_LEN(rk); j++) {
 			char why[160];
-			if (key_is(&kv[i], rk[j].key) && gl_bound_check(rk[j].k, kv[i].vlen, why, sizeof why)) {
+			if (key_is(&kv[i], rk[j].key) && gl_bounds_check(rk[j].k, kv[i].vlen, why, sizeof why)) {
 				gl_nodeobs_problem(s, "scontrol reservation line %zu: %s: %s", lineno, rk[j].key, why);
 				s->skipped++;
 				return;
@@ -257,7 +257,7 @@ static void resv_from_kv(struct gl_node_snapshot *s, const char *blk, size_t n, 
 		s->skipped++;
 		return;
 	}
-	if (r->tres && gl_slurm_parse_tres_models(r->tres, strlen(r->tres), r->gpus, &r->ngpu_models, &r->gpus_total,
+	if (r->tres && gl_nodeobs_parse_tres_models(r->tres, strlen(r->tres), r->gpus, &r->ngpu_models, &r->gpus_total,
 						  &err)) {
 		gl_nodeobs_problem(s, "scontrol reservation line %zu: TRES: %s (no GPUs counted)", lineno, err.msg);
 		r->ngpu_models = 0;
@@ -281,7 +281,7 @@ static void resv_block(struct gl_node_snapshot *s, const char *blk, size_t n, si
 	resv_from_kv(s, blk, n, lineno);
 }
 
-int gl_nodeobs_parse_scontrol_resv(const char *text, size_t len, struct gl_node_snapshot *s)
+int gl_scontrol_parse_resv(const char *text, size_t len, struct gl_node_snapshot *s)
 {
 	const char *p = text, *end = text + len;
 	size_t lineno = 0, blk_line = 0;

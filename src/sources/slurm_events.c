@@ -147,7 +147,7 @@ static int parse_table(const char *text, size_t len, struct gl_node_snapshot *s,
 struct colbound {
 	enum col c;
 	const char *name;
-	enum gl_bound k;
+	enum gl_bounds k;
 };
 
 static int row_fits(const struct psv *h, const struct gl_str *f, size_t nf, const struct colbound *cb, size_t n,
@@ -155,7 +155,7 @@ static int row_fits(const struct psv *h, const struct gl_str *f, size_t nf, cons
 {
 	char why[160];
 	for (size_t i = 0; i < n; i++)
-		if (gl_bound_check(cb[i].k, col(h, f, nf, cb[i].c).len, why, sizeof why))
+		if (gl_bounds_check(cb[i].k, col(h, f, nf, cb[i].c).len, why, sizeof why))
 			return gl_err_set(err, GL_EINVAL, "%s: %s", cb[i].name, why);
 	return 0;
 }
@@ -185,10 +185,10 @@ static int event_row(struct gl_node_snapshot *s, const struct psv *h, const stru
 	size_t ng;
 	int rc;
 	static const struct colbound cb[] = {
-		{C_EVENT, "Event", GL_BOUND_TEXT},   {C_NODE, "NodeName", GL_BOUND_NODE},
-		{C_CLNODES, "ClusterNodes", GL_BOUND_NODE_LIST}, {C_STATE, "State", GL_BOUND_TEXT},
-		{C_REASON, "Reason", GL_BOUND_TEXT}, {C_USER, "User", GL_BOUND_USER},
-		{C_TRES, "TRES", GL_BOUND_TEXT},
+		{C_EVENT, "Event", GL_BOUNDS_TEXT},   {C_NODE, "NodeName", GL_BOUNDS_NODE},
+		{C_CLNODES, "ClusterNodes", GL_BOUNDS_NODE_LIST}, {C_STATE, "State", GL_BOUNDS_TEXT},
+		{C_REASON, "Reason", GL_BOUNDS_TEXT}, {C_USER, "User", GL_BOUNDS_USER},
+		{C_TRES, "TRES", GL_BOUNDS_TEXT},
 	};
 	if ((rc = row_fits(h, f, nf, cb, GL_ARRAY_LEN(cb), err)) || (rc = parse_times(h, f, nf, &start, &end, err)))
 		return rc;
@@ -215,15 +215,15 @@ static int event_row(struct gl_node_snapshot *s, const struct psv *h, const stru
 		rc = gl_err_set(err, GL_EINVAL, "NodeName: missing on a node event");
 		goto out;
 	}
-	if (tres.len && gl_slurm_parse_tres_models(tres.p, tres.len, g, &ng, &e->gpus_total, err)) {
+	if (tres.len && gl_nodeobs_parse_tres_models(tres.p, tres.len, g, &ng, &e->gpus_total, err)) {
 		gl_err_prefix(err, "TRES: ");
 		rc = -GL_EINVAL;
 		goto out;
 	}
 	if (e->state_raw >= 0)
-		e->avail = gl_slurm_state_raw_classify(e->state_raw);
+		e->avail = gl_nodeobs_state_raw_classify(e->state_raw);
 	else {
-		e->avail = gl_slurm_state_classify(st.p, st.len, NULL, 0);
+		e->avail = gl_nodeobs_state_classify(st.p, st.len, NULL, 0);
 		if (st.len >= 5 && memmem(st.p, st.len, "MAINT", 5))
 			e->avail = GL_AVAIL_MAINT;
 	}
@@ -242,7 +242,7 @@ out:
 	return rc;
 }
 
-int gl_sacctmgr_parse_events(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_slurm_events_parse_sacctmgr(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
 {
 	return parse_table(text, len, s, "events", event_row, err);
 }
@@ -255,8 +255,8 @@ static int resv_row(struct gl_node_snapshot *s, const struct psv *h, const struc
 	struct gl_str tres = col(h, f, nf, C_TRES);
 	int rc;
 	static const struct colbound cb[] = {
-		{C_NAME, "Name", GL_BOUND_OBJECT}, {C_NODE, "Nodes", GL_BOUND_NODE_LIST},
-		{C_FLAGS, "Flags", GL_BOUND_TEXT}, {C_TRES, "TRES", GL_BOUND_TEXT},
+		{C_NAME, "Name", GL_BOUNDS_OBJECT}, {C_NODE, "Nodes", GL_BOUNDS_NODE_LIST},
+		{C_FLAGS, "Flags", GL_BOUNDS_TEXT}, {C_TRES, "TRES", GL_BOUNDS_TEXT},
 	};
 	if ((rc = row_fits(h, f, nf, cb, GL_ARRAY_LEN(cb), err)) || (rc = parse_times(h, f, nf, &start, &end, err)))
 		return rc;
@@ -270,7 +270,7 @@ static int resv_row(struct gl_node_snapshot *s, const struct psv *h, const struc
 	r->nodes = dup_str(col(h, f, nf, C_NODE));
 	r->tres = dup_str(tres);
 	if (tres.len &&
-	    gl_slurm_parse_tres_models(tres.p, tres.len, r->gpus, &r->ngpu_models, &r->gpus_total, err)) {
+	    gl_nodeobs_parse_tres_models(tres.p, tres.len, r->gpus, &r->ngpu_models, &r->gpus_total, err)) {
 		gl_err_prefix(err, "TRES: ");
 		gl_nodeobs_resv_fini(r);
 		s->nresvs--;
@@ -283,10 +283,10 @@ static int resv_row(struct gl_node_snapshot *s, const struct psv *h, const struc
 	return 0;
 }
 
-int gl_slurm_parse_reservations(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_slurm_events_parse_reservations(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
 {
 	if (memmem(text, len, "ReservationName=", 16))
-		return gl_nodeobs_parse_scontrol_resv(text, len, s);
+		return gl_scontrol_parse_resv(text, len, s);
 	/* "No reservations in the system" is scontrol's empty answer */
 	if (memmem(text, len, "No reservations", 15))
 		return 0;

@@ -1713,7 +1713,7 @@ static int build_args_make(struct build_args *ba, const int64_t *day_s, size_t n
 					(long long)day_s[k]);
 		ends[k] = day_s[k] + 86400;
 		ord[k] = (int64_t)k + 1;
-		gl_time_civil_from_days(day_s[k] / 86400, &y, &m, &d);
+		gl_timeutil_civil_from_days(day_s[k] / 86400, &y, &m, &d);
 		gl_strbuf_printf(&ba->days, "%s%04lld-%02u-%02u", k ? "," : "", (long long)y, m, d);
 	}
 	gl_strbuf_putc(&ba->days, '}');

@@ -229,7 +229,7 @@ static void put_copy_time_us(struct gl_strbuf *o, int64_t at_us)
 	int64_t secs = at_us >= 0 ? at_us / 1000000 : -((-at_us + 999999) / 1000000), us = at_us - secs * 1000000;
 	int64_t days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400), rem = secs - days * 86400, y;
 	unsigned m, d;
-	gl_time_civil_from_days(days, &y, &m, &d);
+	gl_timeutil_civil_from_days(days, &y, &m, &d);
 	gl_strbuf_printf(o, "%04lld-%02u-%02u %02lld:%02lld:%02lld.%06lld+00", (long long)y, m, d, (long long)(rem / 3600),
 			 (long long)(rem / 60 % 60), (long long)(rem % 60), (long long)us);
 }
@@ -365,7 +365,7 @@ int gl_audit_partitions_ensure(struct gl_store *st, int64_t now_s, int months, s
 {
 	PGconn *c = gl_db_conn(st);
 	char day[32], m[16];
-	gl_time_format_day(now_s, day, sizeof day);
+	gl_timeutil_format_day(now_s, day, sizeof day);
 	snprintf(m, sizeof m, "%d", months);
 	return gl_db_query(c, "SELECT gl_audit_partitions_ensure($1::date, $2::integer)", 2, (const char *[]){day, m},
 			   NULL, err);
@@ -634,7 +634,7 @@ int gl_audit_anchor_line(struct gl_store *st, int64_t now_s, char *line, size_t 
 	if ((rc = gl_audit_head(st, &h, err)))
 		return rc;
 	gl_audit_hex(h.seq ? h.hash : zero_hash, hx);
-	gl_time_format(h.seq ? h.at_us / 1000000 : now_s, at, sizeof at);
+	gl_timeutil_format(h.seq ? h.at_us / 1000000 : now_s, at, sizeof at);
 	snprintf(line, n, "seq %lld hash %s at %s\n", (long long)h.seq, hx, at);
 	return 0;
 }
@@ -775,13 +775,13 @@ int gl_audit_prune(struct gl_store *st, const char *actor, int64_t before_s, str
 	int own, rc;
 
 	memset(res, 0, sizeof *res);
-	gl_time_format_day(before_s, day, sizeof day);
+	gl_timeutil_format_day(before_s, day, sizeof day);
 	{
 		/* said here in words; the database refuses it too, in SQL's */
-		int64_t month0 = gl_month_start((int64_t)time(NULL));
+		int64_t month0 = gl_window_month_start((int64_t)time(NULL));
 		char cur[32];
 		if (before_s > month0) {
-			gl_time_format(month0, cur, sizeof cur);
+			gl_timeutil_format(month0, cur, sizeof cur);
 			cur[7] = '\0';
 			rc = gl_err_set(err, GL_EINVAL,
 					"audit prune: --before %.7s is after the current month (%s): the current month and"
@@ -956,7 +956,7 @@ static void month_roll(struct gl_audit_writer *w)
 	int64_t t = (int64_t)time(NULL), y;
 	unsigned mo, d;
 	struct gl_err err = {0};
-	gl_time_civil_from_days(t / 86400, &y, &mo, &d);
+	gl_timeutil_civil_from_days(t / 86400, &y, &mo, &d);
 	if (y * 12 + mo == w->ensured_month)
 		return;
 	/* this month and the next two: a row never waits for DDL at midnight */

@@ -48,7 +48,7 @@ static int bound(const char *s, int64_t inf, int64_t *out)
 		*out = inf;
 		return 0;
 	}
-	return gl_time_parse(s, strlen(s), out);
+	return gl_timeutil_parse(s, strlen(s), out);
 }
 
 int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_start, int64_t month_end)
@@ -196,7 +196,7 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 	o.horizon = (int)((month_end - today + 86399) / 86400);
 	o.method = GL_FORECAST_AUTO;
 	s0 = gl_forecast_active_start(y, HISTORY_DAYS, 1);
-	o.first_weekday = gl_time_weekday(steps[s0].start_s);
+	o.first_weekday = gl_timeutil_weekday(steps[s0].start_s);
 	/* a forecast that cannot be made leaves the linear one: a budget line
 	 * is still worth showing */
 	if (gl_forecast_fit(y + s0, HISTORY_DAYS - s0, &o, &fr, &ferr)) {
@@ -229,7 +229,7 @@ static void month_text(int64_t start_s, char *buf, size_t n)
 {
 	int64_t y;
 	unsigned m, d;
-	gl_time_civil_from_days(start_s / 86400, &y, &m, &d);
+	gl_timeutil_civil_from_days(start_s / 86400, &y, &m, &d);
 	snprintf(buf, n, "%04lld-%02u-01", (long long)y, m);
 }
 
@@ -237,7 +237,7 @@ int gl_budget_status(struct gl_store *st, const struct gl_config *cfg, int64_t m
 		     struct gl_budget_line *out, size_t max, size_t *n, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
-	int64_t month_end = gl_month_next(month_start);
+	int64_t month_end = gl_window_month_next(month_start);
 	struct agg_cache cache[MAX_AGGREGATES];
 	char mon[16];
 	PGresult *r = NULL;
@@ -318,7 +318,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 	struct gl_budget_line *lines = NULL;
 	int th[GL_BUDGET_MAX_THRESHOLDS];
 	size_t nt, n = 0;
-	int64_t ms = gl_month_start(now_s);
+	int64_t ms = gl_window_month_start(now_s);
 	char mon[16], ym[8], nows[24];
 	int rc, in_txn = 0, minor = gl_cost_minor(cfg->currency);
 	PGresult *r = NULL;

@@ -219,7 +219,7 @@ static char *audit_detail(const char *source, const struct gl_capplan_change *pl
 	for (size_t i = 0; i < n && i < 100; i++) {
 		cJSON *e = cJSON_CreateObject();
 		char day[16];
-		gl_time_format_day(plan[i].day_s, day, sizeof day);
+		gl_timeutil_format_day(plan[i].day_s, day, sizeof day);
 		cJSON_AddStringToObject(e, "cluster", plan[i].cluster);
 		cJSON_AddStringToObject(e, "gpu_model", plan[i].gpu_model);
 		cJSON_AddNumberToObject(e, "gpus", (double)plan[i].gpus);
@@ -254,7 +254,7 @@ static int replace(PGconn *c, const struct gl_config *cfg, int64_t now_s, const 
 	for (size_t i = 0; i < n; i++) {
 		char gpus[24], day[16], line[16];
 		snprintf(gpus, sizeof gpus, "%lld", (long long)plan[i].gpus);
-		gl_time_format_day(plan[i].day_s, day, sizeof day);
+		gl_timeutil_format_day(plan[i].day_s, day, sizeof day);
 		snprintf(line, sizeof line, "%d", plan[i].line);
 		if ((rc = gl_db_query(c,
 				      "INSERT INTO capacity_plan (source, cluster, gpu_model, gpus, effective, note, config_line,"
@@ -342,7 +342,7 @@ int gl_capplandb_load_config(struct gl_store *store, const struct gl_config *cfg
 		p->gpus = !strcmp(e->action, "retire") ? -e->gpus : e->gpus;
 		p->line = e->line;
 		/* the form was checked at load */
-		if (gl_time_parse(e->date, strlen(e->date), &p->day_s))
+		if (gl_timeutil_parse(e->date, strlen(e->date), &p->day_s))
 			p->day_s = 0;
 	}
 	if ((rc = config_unchanged(c, plan, cfg->n_capacity_plan, &same, err)) || same)

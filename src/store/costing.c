@@ -17,7 +17,7 @@ static int parse_bound(const char *s, const char *what, int64_t *out, struct gl_
 		*out = GL_TIME_NONE;
 		return 0;
 	}
-	if (gl_time_parse(s, strlen(s), out))
+	if (gl_timeutil_parse(s, strlen(s), out))
 		return gl_err_set(err, GL_ECONFIG, "%s: '%s' is not an RFC3339 time or date", what, s);
 	return 0;
 }
@@ -27,7 +27,7 @@ static void bound_text(int64_t t, const char *inf, char *buf, size_t n)
 	if (t == GL_TIME_NONE)
 		snprintf(buf, n, "%s", inf);
 	else
-		gl_time_format(t, buf, n);
+		gl_timeutil_format(t, buf, n);
 }
 
 /* A fingerprint of the loaded set, to tell whether a load changed anything. */

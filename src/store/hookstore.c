@@ -552,7 +552,7 @@ int gl_hookstore_stages(struct gl_store *st, const struct gl_hookstore_key *k, s
 		for (size_t i = 0; i < nrows; i++) {
 			const struct stage_row *x = (const struct stage_row *)rows + i;
 			struct gl_hookstore_stage *s = &out->v[out->n];
-			if (!x->stage || gl_idle_stage_parse(x->stage, &s->stage))
+			if (!x->stage || gl_idlerule_stage_parse(x->stage, &s->stage))
 				continue;
 			s->tag = (size_t)x->i;
 			s->done = x->status && !strcmp(x->status, "done");

@@ -61,15 +61,15 @@ int gl_idle_dim_valid(const char *dim)
 	return !strchr(dim, ',') && gl_accounting_dim_sql(dim) != NULL;
 }
 
-/* the scope's columns in jobs_sql's k, in gl_token_scope_dims' order */
-static const char *const scope_cols[GL_TOKEN_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "jb.account",
+/* the scope's columns in jobs_sql's k, in gl_tokens_scope_dims' order */
+static const char *const scope_cols[GL_TOKENS_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "jb.account",
 							    "jb.namespace", "jb.user_name"};
 
 /* jobs_sql by expr, its scope condition from parameter first on. */
 static void put_jobs_sql(struct gl_strbuf *sql, const char *expr, int first)
 {
 	struct gl_strbuf w = GL_STRBUF_INIT;
-	gl_token_scope_sql(&w, scope_cols, first);
+	gl_tokens_scope_sql(&w, scope_cols, first);
 	gl_strbuf_printf(sql, jobs_sql, gl_strbuf_cstr(&w), expr);
 	gl_strbuf_fini(&w);
 }
@@ -109,14 +109,14 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 }
 
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 const struct gl_cap_observed *cap, const struct gl_token_scope *scope, size_t n_scope, struct gl_idle *out,
+		 const struct gl_cap_observed *cap, const struct gl_tokens_scope *scope, size_t n_scope, struct gl_idle *out,
 		 struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	char a[24], b[24], now[24], lim[16];
-	struct gl_strbuf arr[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+	struct gl_strbuf arr[GL_TOKENS_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
 						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
-	const char *p[4 + GL_TOKEN_SCOPE_DIMS] = {a, b, now, lim};
+	const char *p[4 + GL_TOKENS_SCOPE_DIMS] = {a, b, now, lim};
 	PGresult *r = NULL;
 	int rc;
 
@@ -127,7 +127,7 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	snprintf(lim, sizeof lim, "%ld", limit);
-	gl_token_scope_arrays(scope, n_scope, arr, p + 4);
+	gl_tokens_scope_arrays(scope, n_scope, arr, p + 4);
 	if ((rc = read_jobs(c, gl_accounting_dim_sql(dim), p, out, err)) || n_scope)
 		goto out;
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have", 0,
@@ -143,7 +143,7 @@ int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t 
 					      err);
 out:
 	PQclear(r);
-	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_fini(&arr[d]);
 	return rc;
 }

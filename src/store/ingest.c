@@ -276,7 +276,7 @@ int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, str
 	return rc;
 }
 
-void gl_data_through_fini(struct gl_data_through *dt)
+void gl_ingest_data_through_fini(struct gl_data_through *dt)
 {
 	free(dt->rows);
 	free(dt->text);

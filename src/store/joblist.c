@@ -96,7 +96,7 @@ int gl_joblist_query(struct gl_store *st, const struct gl_joblist_query *q, stru
 	snprintf(wb, sizeof wb, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	snprintf(cur, sizeof cur, "%lld", (long long)q->cursor);
-	gl_token_scope_arrays(q->scope, q->n_scope, b, sc);
+	gl_tokens_scope_arrays(q->scope, q->n_scope, b, sc);
 	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 15,
 			    (const char *[]){q->cluster, q->state, q->job_id, lim, off, sc[0], q->windowed ? wa : NULL,
 					     q->windowed ? wb : NULL, now, q->cursor ? cur : NULL, sc[1], sc[2], sc[3], sc[4],

@@ -233,7 +233,7 @@ static void put_time(struct gl_strbuf *o, int64_t t)
 	}
 	days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
 	rem = t - days * 86400;
-	gl_time_civil_from_days(days, &y, &m, &d);
+	gl_timeutil_civil_from_days(days, &y, &m, &d);
 	if (y < 0 || y > 9999) {
 		gl_strbuf_printf(o, "%lld\t", (long long)y); /* rejected by COPY: impossible from our parsers */
 		return;
@@ -626,7 +626,7 @@ out:
 	return rc;
 }
 
-int gl_cluster_ensure(struct gl_store *store, const char *name, const char *kind, int *cluster_id, struct gl_err *err)
+int gl_jobs_cluster_ensure(struct gl_store *store, const char *name, const char *kind, int *cluster_id, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;

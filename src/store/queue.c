@@ -46,8 +46,8 @@ static const struct gl_pgrow_field pending_fields[] = {
 };
 #undef QP
 
-/* the scope's columns in the CTE, in gl_token_scope_dims' order */
-static const char *const scope_cols[GL_TOKEN_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "jb.account",
+/* the scope's columns in the CTE, in gl_tokens_scope_dims' order */
+static const char *const scope_cols[GL_TOKENS_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "jb.account",
 							    "jb.namespace", "jb.user_name"};
 
 /* queue_cte with where and the scope's condition from parameter first on. */
@@ -55,18 +55,18 @@ static void put_cte(struct gl_strbuf *sql, const char *where, int first)
 {
 	struct gl_strbuf w = GL_STRBUF_INIT;
 	gl_strbuf_puts(&w, where);
-	gl_token_scope_sql(&w, scope_cols, first);
+	gl_tokens_scope_sql(&w, scope_cols, first);
 	gl_strbuf_printf(sql, queue_cte, gl_strbuf_cstr(&w));
 	gl_strbuf_fini(&w);
 }
 
 int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s,
-		  const struct gl_token_scope *scope, size_t n_scope, struct gl_queue *q, struct gl_err *err)
+		  const struct gl_tokens_scope *scope, size_t n_scope, struct gl_queue *q, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
-	struct gl_strbuf arr[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+	struct gl_strbuf arr[GL_TOKENS_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
 						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
-	const char *expr = dim_sql(dim), *sc[GL_TOKEN_SCOPE_DIMS];
+	const char *expr = dim_sql(dim), *sc[GL_TOKENS_SCOPE_DIMS];
 	char a[24], b[24], now[24];
 	void *waits = NULL, *pending = NULL;
 	int rc;
@@ -77,7 +77,7 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 	snprintf(a, sizeof a, "%lld", (long long)start_s);
 	snprintf(b, sizeof b, "%lld", (long long)end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	gl_token_scope_arrays(scope, n_scope, arr, sc);
+	gl_tokens_scope_arrays(scope, n_scope, arr, sc);
 	/* waits of jobs that started in the window */
 	put_cte(&sql, "jb.start_at >= to_timestamp($1) AND jb.start_at < to_timestamp($2)", 3);
 	gl_strbuf_printf(&sql,
@@ -117,7 +117,7 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			   sizeof *q->pending, &pending, &q->n_pending, &q->text[1], err);
 	q->pending = pending;
 	gl_strbuf_fini(&sql);
-	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_fini(&arr[d]);
 	return rc;
 }

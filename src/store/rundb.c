@@ -153,9 +153,9 @@ out:
 int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, struct gl_err *err)
 {
 	struct gl_strbuf keys = GL_STRBUF_INIT;
-	struct gl_strbuf sb[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+	struct gl_strbuf sb[GL_TOKENS_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
 						    GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
-	const char *sc[GL_TOKEN_SCOPE_DIMS];
+	const char *sc[GL_TOKENS_SCOPE_DIMS];
 	char a[24], b[24], now[24];
 	const char **kv = NULL;
 	size_t nk = 0, n = 0;
@@ -167,11 +167,11 @@ int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	snprintf(a, sizeof a, "%lld", (long long)q->win_start_s);
 	snprintf(b, sizeof b, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
-	gl_token_scope_arrays(q->scope, q->n_scope, sb, sc);
+	gl_tokens_scope_arrays(q->scope, q->n_scope, sb, sc);
 	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 10,
 			    (const char *[]){a, b, now, sc[0], keys.p, sc[1], sc[2], sc[3], sc[4], sc[5]}, fields,
 			    GL_ARRAY_LEN(fields), sizeof(struct row), &out->rows, &n, &out->text, err);
-	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_fini(&sb[d]);
 	if (rc)
 		goto out;

@@ -152,7 +152,7 @@ int gl_servingdb_cluster_id(struct gl_store *store, const char *name, const char
 	if (!rc && PQntuples(r))
 		*id = atoi(PQgetvalue(r, 0, 0));
 	else if (!rc)
-		rc = gl_cluster_ensure(gl_db_store(c), name, kind, id, err);
+		rc = gl_jobs_cluster_ensure(gl_db_store(c), name, kind, id, err);
 	PQclear(r);
 	return rc;
 }
@@ -690,8 +690,8 @@ int gl_servingdb_job_dim(const char *dim)
 	return 0;
 }
 
-/* the scope's columns, in gl_token_scope_dims' order */
-static const char *const scope_cols[GL_TOKEN_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "j.account",
+/* the scope's columns, in gl_tokens_scope_dims' order */
+static const char *const scope_cols[GL_TOKENS_SCOPE_DIMS] = {"ow.team", "ow.project", "ow.cost_center", "j.account",
 							    "j.namespace", "j.user_name"};
 
 /* The serving jobs that hold GPUs in [lo, hi) before now, ascending; with
@@ -700,9 +700,9 @@ static int serving_jobs_in(PGconn *c, const struct gl_servingdb_query *q, int64_
 			   size_t *n, struct gl_strbuf *lit, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
-	struct gl_strbuf arr[GL_TOKEN_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
+	struct gl_strbuf arr[GL_TOKENS_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
 						     GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT};
-	const char *sc[GL_TOKEN_SCOPE_DIMS];
+	const char *sc[GL_TOKENS_SCOPE_DIMS];
 	char a[24], b[24], now[24];
 	PGresult *r = NULL;
 	int rc;
@@ -719,14 +719,14 @@ static int serving_jobs_in(PGconn *c, const struct gl_servingdb_query *q, int64_
 	gl_strbuf_puts(&sql, " WHERE j.gpu_milli > 0 AND j.start_at < least(to_timestamp($2), to_timestamp($3))"
 			     " AND coalesce(j.end_at, to_timestamp($3)) > to_timestamp($1)");
 	if (q->n_scope) {
-		gl_token_scope_arrays(q->scope, q->n_scope, arr, sc);
-		gl_token_scope_sql(&sql, scope_cols, 4);
+		gl_tokens_scope_arrays(q->scope, q->n_scope, arr, sc);
+		gl_tokens_scope_sql(&sql, scope_cols, 4);
 	}
 	gl_strbuf_puts(&sql, " ORDER BY 1");
 	rc = q->n_scope ? gl_db_query(c, sql.p, 9, (const char *[]){a, b, now, sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]},
 				      &r, err)
 			: gl_db_query(c, sql.p, 3, (const char *[]){a, b, now}, &r, err);
-	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_fini(&arr[d]);
 	gl_strbuf_fini(&sql);
 	if (rc)
@@ -744,7 +744,7 @@ out:
 	return rc;
 }
 
-static int feed_pairs(PGconn *c, const char *ids, struct gl_inf *x, struct gl_err *err)
+static int feed_pairs(PGconn *c, const char *ids, struct gl_inference *x, struct gl_err *err)
 {
 	PGresult *r = NULL;
 	int rc = gl_db_query(c,
@@ -752,18 +752,18 @@ static int feed_pairs(PGconn *c, const char *ids, struct gl_inf *x, struct gl_er
 			     " JOIN serving_endpoints e ON e.endpoint_id = sj.endpoint_id WHERE sj.job_pk = ANY($1::bigint[])",
 			     1, (const char *[]){ids}, &r, err);
 	for (int i = 0; !rc && i < PQntuples(r); i++)
-		gl_inf_add_pair(x, atoll(PQgetvalue(r, i, 0)), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+		gl_inference_add_pair(x, atoll(PQgetvalue(r, i, 0)), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
 	PQclear(r);
 	return rc;
 }
 
 /* The ledger's lines of the serving jobs, one per job and step: the same
  * query and rounding as /v1/chargeback. */
-static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inf *x,
+static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inference *x,
 		      struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	const char *dims[2] = {"job", q->dim};
-	size_t nd = q->agg == GL_INF_BY_JOB_DIM ? 2 : 1;
+	size_t nd = q->agg == GL_INFERENCE_BY_JOB_DIM ? 2 : 1;
 	struct gl_accounting_query aq;
 	struct gl_chargeback cb;
 	int rc;
@@ -777,7 +777,7 @@ static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, c
 		for (size_t i = 0; i < cb.n_steps; i++)
 			for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
 				const struct gl_chargeback_line *l = &cb.steps[i].lines[j];
-				struct gl_inf_cost k = {
+				struct gl_inference_cost k = {
 					.job_pk = atoll(l->key[0]),
 					.dim = nd > 1 ? l->key[1] : NULL,
 					.alloc_us = l->alloc_us,
@@ -788,7 +788,7 @@ static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, c
 					.idle_s = l->idle_s,
 					.observed_s = l->observed_s,
 				};
-				gl_inf_add_cost(x, i, &k);
+				gl_inference_add_cost(x, i, &k);
 			}
 	gl_chargeback_fini(&cb);
 	return rc;
@@ -823,8 +823,8 @@ static void usage_pieces(const struct gl_servingdb_query *q, struct gl_strbuf *c
 		if (a < d0)
 			put_piece(pv, &k, a, d0, i, 'b');
 		for (int64_t d = d0; d < d1;) {
-			int64_t m1 = gl_month_next(gl_month_start(d));
-			if (gl_month_start(d) == d && m1 <= d1) {
+			int64_t m1 = gl_window_month_next(gl_window_month_start(d));
+			if (gl_window_month_start(d) == d && m1 <= d1) {
 				put_piece(pv, &k, d, m1, i, 'm');
 				d = m1;
 			} else {
@@ -949,7 +949,7 @@ static int usage_series(PGconn *c, PGresult *u, struct series_info **out, size_t
 
 /* ids, n: with a scope, the serving jobs inside it (ascending): the
  * requests of any other job, or of none, are not read into x */
-static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inf *x,
+static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, const int64_t *ids, size_t n_ids, struct gl_inference *x,
 		      struct gl_err *err)
 {
 	struct gl_strbuf pa = GL_STRBUF_INIT, pb = GL_STRBUF_INIT, pi = GL_STRBUF_INIT, pd = GL_STRBUF_INIT;
@@ -976,7 +976,7 @@ static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, const int64
 		for (int k = 0; k < GL_SERVE__NCTR; k++)
 			v[k] = atoll(PQgetvalue(r, row, 3 + k));
 		sum_counts(PQgetvalue(r, row, 9), cum, s->nle);
-		gl_inf_add_row(x, i, job, s->endpoint, s->model, v, s->le, cum,
+		gl_inference_add_row(x, i, job, s->endpoint, s->model, v, s->le, cum,
 			       PQgetisnull(r, row, 9) || !strcmp(PQgetvalue(r, row, 9), "{}") ? 0 : s->nle);
 	}
 out:
@@ -990,7 +990,7 @@ out:
 	return rc;
 }
 
-int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inf *x,
+int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query *q, struct gl_inference *x,
 			   struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
@@ -999,19 +999,19 @@ int gl_servingdb_inference(struct gl_store *st, const struct gl_servingdb_query 
 	size_t n_ids = 0;
 	int rc;
 
-	if (q->agg == GL_INF_BY_JOB_DIM && (!q->dim || !gl_servingdb_job_dim(q->dim)))
+	if (q->agg == GL_INFERENCE_BY_JOB_DIM && (!q->dim || !gl_servingdb_job_dim(q->dim)))
 		return gl_err_set(err, GL_EINVAL, "inference: '%s' is not a job dimension", q->dim ? q->dim : "");
 	for (size_t i = 0; i < q->n_steps && i < x->n_steps; i++) {
 		x->steps[i].start_s = q->steps[i].start_s;
 		x->steps[i].end_s = q->steps[i].end_s;
 	}
 	if (!q->n_steps)
-		return gl_inf_finish(x) ? gl_err_set(err, GL_EINTERNAL, "inference: grouping failed") : 0;
+		return gl_inference_finish(x) ? gl_err_set(err, GL_EINTERNAL, "inference: grouping failed") : 0;
 	if ((rc = serving_jobs_in(c, q, q->steps[0].start_s, q->steps[q->n_steps - 1].end_s, &ids, &n_ids, &lit, err)) ||
 	    (rc = feed_pairs(c, lit.p, x, err)) || (rc = feed_costs(st, q, ids, n_ids, x, meta, err)) ||
 	    (rc = feed_usage(c, q, ids, n_ids, x, err)))
 		goto out;
-	if (gl_inf_finish(x))
+	if (gl_inference_finish(x))
 		rc = gl_err_set(err, GL_EINTERNAL, "inference: sharing a job's cost over its endpoints failed");
 out:
 	free(ids);

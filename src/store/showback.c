@@ -27,7 +27,7 @@ int gl_showback_month_parse(const char *s, int64_t *start_s, struct gl_err *err)
 	if (!s || strlen(s) != 7 || sscanf(s, "%4u-%2u%n", &y, &m, &n) != 2 || n != 7 || s[4] != '-' || m < 1 ||
 	    m > 12 || y < 1970)
 		return gl_err_set(err, GL_EINVAL, "month: '%s' is not YYYY-MM", s ? s : "");
-	*start_s = gl_time_days_from_civil((int64_t)y, m, 1) * 86400;
+	*start_s = gl_timeutil_days_from_civil((int64_t)y, m, 1) * 86400;
 	return 0;
 }
 
@@ -35,7 +35,7 @@ static void month_name(int64_t start_s, char *buf, size_t n)
 {
 	int64_t y;
 	unsigned m, d;
-	gl_time_civil_from_days(start_s / 86400, &y, &m, &d);
+	gl_timeutil_civil_from_days(start_s / 86400, &y, &m, &d);
 	snprintf(buf, n, "%04lld-%02u", (long long)y, m);
 }
 
@@ -844,17 +844,17 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 static int gather_inference(struct gl_store *store, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
 {
 	struct gl_window month = {sb->start_s, sb->end_s};
-	struct gl_servingdb_query q = {&month, 1, now_s, GL_INF_BY_JOB_DIM, sb->aggregate, NULL, 0};
+	struct gl_servingdb_query q = {&month, 1, now_s, GL_INFERENCE_BY_JOB_DIM, sb->aggregate, NULL, 0};
 	struct gl_accounting_meta meta = {0};
-	struct gl_inf x;
+	struct gl_inference x;
 	int rc;
 	if (!gl_servingdb_job_dim(sb->aggregate))
 		return 0;
-	gl_inf_init(&x, GL_INF_BY_JOB_DIM, 1);
+	gl_inference_init(&x, GL_INFERENCE_BY_JOB_DIM, 1);
 	if (!(rc = gl_servingdb_inference(store, &q, &x, &meta, err)) && x.window.n) {
 		sb->inference = gl_xcalloc(x.window.n, sizeof *sb->inference);
 		for (size_t i = 0; i < x.window.n; i++) {
-			const struct gl_inf_group *g = &x.window.groups[i];
+			const struct gl_inference_group *g = &x.window.groups[i];
 			struct gl_sb_inference *o = &sb->inference[sb->n_inference++];
 			o->owner = gl_xstrdup(g->key);
 			o->requests = g->v[GL_SERVE_REQUESTS];
@@ -873,7 +873,7 @@ static int gather_inference(struct gl_store *store, struct gl_showback *sb, int6
 			o->p99_s = g->p99_s;
 		}
 	}
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 	gl_accounting_meta_fini(&meta);
 	return rc;
 }
@@ -956,7 +956,7 @@ static int sb_begin(const struct gl_showback_req *req, struct gl_showback *sb, s
 	if ((sb->minor = gl_cost_minor(sb->currency)) < 0)
 		return gl_err_set(err, GL_EINVAL, "currency: '%s' is not an ISO 4217 currency code", sb->currency);
 	sb->share = req->share;
-	sb->end_s = gl_month_next(sb->start_s);
+	sb->end_s = gl_window_month_next(sb->start_s);
 	sb->closed = sb->end_s <= req->now_s;
 	sb->unpriced_models = gl_xstrdup("");
 	if (sb->start_s > req->now_s)
@@ -1181,7 +1181,7 @@ static int sb_unobserved(PGconn *c, const struct gl_chargeback *cb, int64_t upto
 	for (size_t i = 0; !rc && i < dt.n; i++) {
 		if (dt.rows[i].through_s >= upto_s)
 			continue;
-		gl_time_format(dt.rows[i].through_s, t, sizeof t);
+		gl_timeutil_format(dt.rows[i].through_s, t, sizeof t);
 		add_partial(sb, "data through %s: %s's %s data (%s) stops there; the month reaches past it, later time is unobserved",
 			    t, dt.rows[i].cluster, dt.rows[i].source, dt.rows[i].data);
 	}
@@ -1194,7 +1194,7 @@ static int sb_unobserved(PGconn *c, const struct gl_chargeback *cb, int64_t upto
 			    " figures (%s GPU-h of it past their jobs' time limits)",
 			    h, m, sb->currency, ih);
 	}
-	gl_data_through_fini(&dt);
+	gl_ingest_data_through_fini(&dt);
 	return rc;
 }
 
@@ -1282,7 +1282,7 @@ int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req
 		goto out;
 	}
 	month = (struct gl_window){sb->start_s, sb->end_s};
-	pmonth = (struct gl_window){gl_month_start(sb->start_s - 1), sb->start_s};
+	pmonth = (struct gl_window){gl_window_month_start(sb->start_s - 1), sb->start_s};
 	month_name(pmonth.start_s, sb->prev_month, sizeof sb->prev_month);
 	days = sb_days(sb);
 	if ((rc = sb_totals(c, req, &month, &pmonth, have_before, sb, err)) ||

@@ -17,7 +17,7 @@
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-int gl_token_generate(char out[GL_TOKEN_LEN + 1], struct gl_err *err)
+int gl_tokens_generate(char out[GL_TOKENS_LEN + 1], struct gl_err *err)
 {
 	unsigned char raw[33]; /* 32 random + 1 zero pad byte: 264 bits = 44 sextets, we emit 43 */
 	size_t got = 0, o;
@@ -30,40 +30,40 @@ int gl_token_generate(char out[GL_TOKEN_LEN + 1], struct gl_err *err)
 		got += (size_t)r;
 	}
 	raw[32] = 0;
-	memcpy(out, GL_TOKEN_PREFIX, 4);
+	memcpy(out, GL_TOKENS_PREFIX, 4);
 	o = 4;
-	for (size_t i = 0; i < 33 && o < GL_TOKEN_LEN; i += 3) {
+	for (size_t i = 0; i < 33 && o < GL_TOKENS_LEN; i += 3) {
 		uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)(i + 1 < 33 ? raw[i + 1] : 0) << 8 |
 			     (uint32_t)(i + 2 < 33 ? raw[i + 2] : 0);
-		for (int k = 18; k >= 0 && o < GL_TOKEN_LEN; k -= 6)
+		for (int k = 18; k >= 0 && o < GL_TOKENS_LEN; k -= 6)
 			out[o++] = b64url[(v >> k) & 63];
 	}
-	out[GL_TOKEN_LEN] = '\0';
+	out[GL_TOKENS_LEN] = '\0';
 	memset(raw, 0, sizeof raw);
 	return 0;
 }
 
-int gl_token_wellformed(const char *s)
+int gl_tokens_wellformed(const char *s)
 {
-	if (strncmp(s, GL_TOKEN_PREFIX, 4) != 0 || strlen(s) != GL_TOKEN_LEN)
+	if (strncmp(s, GL_TOKENS_PREFIX, 4) != 0 || strlen(s) != GL_TOKENS_LEN)
 		return 0;
-	for (size_t i = 4; i < GL_TOKEN_LEN; i++)
+	for (size_t i = 4; i < GL_TOKENS_LEN; i++)
 		if (!strchr(b64url, s[i]) || !s[i])
 			return 0;
 	return 1;
 }
 
-void gl_token_sha256(const char *token, unsigned char out[32])
+void gl_tokens_sha256(const char *token, unsigned char out[32])
 {
 	unsigned int n = 0;
 	if (!EVP_Digest(token, strlen(token), out, &n, EVP_sha256(), NULL) || n != 32)
 		abort();
 }
 
-int gl_token_owner_valid(const char *s)
+int gl_tokens_owner_valid(const char *s)
 {
 	size_t n = strlen(s);
-	if (n == 0 || n >= GL_TOKEN_OWNER_MAX)
+	if (n == 0 || n >= GL_TOKENS_OWNER_MAX)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -73,17 +73,17 @@ int gl_token_owner_valid(const char *s)
 	return 1;
 }
 
-const char *const gl_token_scope_dims[] = {"team", "project", "cost_center", "account", "namespace", "user", NULL};
+const char *const gl_tokens_scope_dims[] = {"team", "project", "cost_center", "account", "namespace", "user", NULL};
 
 static const char *scope_dim(const char *s, size_t n)
 {
-	for (size_t i = 0; gl_token_scope_dims[i]; i++)
-		if (strlen(gl_token_scope_dims[i]) == n && !strncmp(gl_token_scope_dims[i], s, n))
-			return gl_token_scope_dims[i];
+	for (size_t i = 0; gl_tokens_scope_dims[i]; i++)
+		if (strlen(gl_tokens_scope_dims[i]) == n && !strncmp(gl_tokens_scope_dims[i], s, n))
+			return gl_tokens_scope_dims[i];
 	return NULL;
 }
 
-int gl_token_scope_arg(const char *arg, struct gl_token_scope *out, struct gl_err *err)
+int gl_tokens_scope_arg(const char *arg, struct gl_tokens_scope *out, struct gl_err *err)
 {
 	const char *eq = strchr(arg, '='), *v;
 	size_t n;
@@ -99,7 +99,7 @@ int gl_token_scope_arg(const char *arg, struct gl_token_scope *out, struct gl_er
 				  "account, namespace or user)", arg, (int)n, arg);
 	if (!*v)
 		return gl_err_set(err, GL_EINVAL, "--scope '%s': empty value for dimension '%s'", arg, out->dim);
-	if (!gl_token_owner_valid(v))
+	if (!gl_tokens_owner_valid(v))
 		return gl_err_set(err, GL_EINVAL, "--scope '%s': bad value '%s' for dimension '%s' (1..63 bytes, no "
 				  "spaces, quotes, backslashes, commas or braces)", arg, v, out->dim);
 	/* no owner has that name: the scope would show nothing, or the
@@ -111,52 +111,52 @@ int gl_token_scope_arg(const char *arg, struct gl_token_scope *out, struct gl_er
 	return 0;
 }
 
-size_t gl_token_scope_values(const struct gl_token_scope *sc, size_t n, const char *dim, const char **vals)
+size_t gl_tokens_scope_values(const struct gl_tokens_scope *sc, size_t n, const char *dim, const char **vals)
 {
 	size_t k = 0;
-	for (size_t i = 0; i < n && k < GL_TOKEN_MAX_OWNERS; i++)
+	for (size_t i = 0; i < n && k < GL_TOKENS_MAX_OWNERS; i++)
 		if (!strcmp(sc[i].dim, dim))
 			vals[k++] = sc[i].value;
 	return k;
 }
 
-void gl_token_scope_arrays(const struct gl_token_scope *sc, size_t n, struct gl_strbuf *b,
-			   const char *lit[GL_TOKEN_SCOPE_DIMS])
+void gl_tokens_scope_arrays(const struct gl_tokens_scope *sc, size_t n, struct gl_strbuf *b,
+			   const char *lit[GL_TOKENS_SCOPE_DIMS])
 {
-	for (size_t d = 0; d < GL_TOKEN_SCOPE_DIMS; d++) {
-		const char *vals[GL_TOKEN_MAX_OWNERS];
-		size_t k = gl_token_scope_values(sc, n, gl_token_scope_dims[d], vals);
+	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++) {
+		const char *vals[GL_TOKENS_MAX_OWNERS];
+		size_t k = gl_tokens_scope_values(sc, n, gl_tokens_scope_dims[d], vals);
 		lit[d] = k ? gl_pgarray_texts(&b[d], vals, k) : NULL;
 	}
 }
 
-void gl_token_scope_sql(struct gl_strbuf *sql, const char *const cols[GL_TOKEN_SCOPE_DIMS], int first)
+void gl_tokens_scope_sql(struct gl_strbuf *sql, const char *const cols[GL_TOKENS_SCOPE_DIMS], int first)
 {
-	for (int d = 0; d < GL_TOKEN_SCOPE_DIMS; d++)
+	for (int d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_printf(sql, " AND ($%d::text[] IS NULL OR %s = ANY($%d::text[]))", first + d, cols[d], first + d);
 }
 
 static size_t dim_rank(const char *dim)
 {
 	size_t i = 0;
-	while (gl_token_scope_dims[i] && strcmp(gl_token_scope_dims[i], dim))
+	while (gl_tokens_scope_dims[i] && strcmp(gl_tokens_scope_dims[i], dim))
 		i++;
 	return i;
 }
 
-static int scope_add(struct gl_token_info *t, const cJSON *key, const cJSON *it, struct gl_err *err)
+static int scope_add(struct gl_tokens_info *t, const cJSON *key, const cJSON *it, struct gl_err *err)
 {
 	const char *dim = scope_dim(key->string, strlen(key->string));
-	if (!dim || !cJSON_IsString(it) || !gl_token_owner_valid(it->valuestring) || gl_chargeback_name_reserved(it->valuestring) ||
-	    t->n_scope == GL_TOKEN_MAX_OWNERS)
+	if (!dim || !cJSON_IsString(it) || !gl_tokens_owner_valid(it->valuestring) || gl_chargeback_name_reserved(it->valuestring) ||
+	    t->n_scope == GL_TOKENS_MAX_OWNERS)
 		return gl_err_set(err, GL_EINVAL, "token %lld: bad scopes.%s entry", (long long)t->id, key->string);
 	t->scope[t->n_scope].dim = dim;
-	snprintf(t->scope[t->n_scope].value, GL_TOKEN_OWNER_MAX, "%s", it->valuestring);
+	snprintf(t->scope[t->n_scope].value, GL_TOKENS_OWNER_MAX, "%s", it->valuestring);
 	t->n_scope++;
 	return 0;
 }
 
-int gl_token_scopes_parse(const char *json, struct gl_token_info *t, struct gl_err *err)
+int gl_tokens_scopes_parse(const char *json, struct gl_tokens_info *t, struct gl_err *err)
 {
 	cJSON *j = cJSON_Parse(json), *key, *it;
 	int rc = 0;
@@ -181,7 +181,7 @@ int gl_token_scopes_parse(const char *json, struct gl_token_info *t, struct gl_e
 	/* jsonb keeps its keys by length: show them in the dimensions' order */
 	for (size_t i = 1; i < t->n_scope; i++)
 		for (size_t k = i; k > 0 && dim_rank(t->scope[k].dim) < dim_rank(t->scope[k - 1].dim); k--) {
-			struct gl_token_scope x = t->scope[k];
+			struct gl_tokens_scope x = t->scope[k];
 			t->scope[k] = t->scope[k - 1];
 			t->scope[k - 1] = x;
 		}
@@ -193,15 +193,15 @@ out:
 	return rc;
 }
 
-/* {"team": [...], ...}: one list per dimension, in gl_token_scope_dims order. */
-static cJSON *scope_json(const struct gl_token_scope *scope, size_t n)
+/* {"team": [...], ...}: one list per dimension, in gl_tokens_scope_dims order. */
+static cJSON *scope_json(const struct gl_tokens_scope *scope, size_t n)
 {
 	cJSON *sj = cJSON_CreateObject();
-	for (size_t d = 0; gl_token_scope_dims[d]; d++) {
-		const char *vals[GL_TOKEN_MAX_OWNERS];
-		size_t k = gl_token_scope_values(scope, n, gl_token_scope_dims[d], vals);
+	for (size_t d = 0; gl_tokens_scope_dims[d]; d++) {
+		const char *vals[GL_TOKENS_MAX_OWNERS];
+		size_t k = gl_tokens_scope_values(scope, n, gl_tokens_scope_dims[d], vals);
 		if (k)
-			cJSON_AddItemToObject(sj, gl_token_scope_dims[d], cJSON_CreateStringArray(vals, (int)k));
+			cJSON_AddItemToObject(sj, gl_tokens_scope_dims[d], cJSON_CreateStringArray(vals, (int)k));
 	}
 	return sj;
 }
@@ -211,8 +211,8 @@ static int64_t opt_time(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
 }
 
-int gl_token_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s,
-		    const struct gl_token_scope *scope, size_t n_scope, const char *actor, char token_out[GL_TOKEN_LEN + 1],
+int gl_tokens_create(struct gl_store *st, const char *name, const char *role, int64_t expires_s,
+		    const struct gl_tokens_scope *scope, size_t n_scope, const char *actor, char token_out[GL_TOKENS_LEN + 1],
 		    int64_t *id_out, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
@@ -222,25 +222,25 @@ int gl_token_create(struct gl_store *st, const char *name, const char *role, int
 	PGresult *r = NULL;
 	int rc;
 
-	if (n_scope > GL_TOKEN_MAX_OWNERS) {
-		rc = gl_err_set(err, GL_EINVAL, "token: at most %d scope values", GL_TOKEN_MAX_OWNERS);
+	if (n_scope > GL_TOKENS_MAX_OWNERS) {
+		rc = gl_err_set(err, GL_EINVAL, "token: at most %d scope values", GL_TOKENS_MAX_OWNERS);
 		goto out;
 	}
 	for (size_t i = 0; i < n_scope; i++) {
-		struct gl_token_scope chk;
-		char arg[16 + GL_TOKEN_OWNER_MAX];
+		struct gl_tokens_scope chk;
+		char arg[16 + GL_TOKENS_OWNER_MAX];
 		snprintf(arg, sizeof arg, "%s=%s", scope[i].dim ? scope[i].dim : "", scope[i].value);
-		if ((rc = gl_token_scope_arg(arg, &chk, err)))
+		if ((rc = gl_tokens_scope_arg(arg, &chk, err)))
 			goto out;
 	}
 	sj = scope_json(scope, n_scope);
-	if ((rc = gl_token_generate(token_out, err)))
+	if ((rc = gl_tokens_generate(token_out, err)))
 		goto out;
-	gl_token_sha256(token_out, h);
+	gl_tokens_sha256(token_out, h);
 	hex[0] = '\\', hex[1] = 'x';
 	gl_audit_hex(h, hex + 2);
 	if (expires_s != GL_TIME_NONE)
-		gl_time_format(expires_s, exp, sizeof exp);
+		gl_timeutil_format(expires_s, exp, sizeof exp);
 	scopes = cJSON_PrintUnformatted(sj);
 	if ((rc = gl_db_exec(c, "BEGIN", err)))
 		goto out;
@@ -279,7 +279,7 @@ int gl_token_create(struct gl_store *st, const char *name, const char *role, int
 	goto out;
 rollback:
 	PQclear(PQexec(c, "ROLLBACK"));
-	memset(token_out, 0, GL_TOKEN_LEN + 1);
+	memset(token_out, 0, GL_TOKENS_LEN + 1);
 out:
 	PQclear(r);
 	cJSON_Delete(sj);
@@ -289,7 +289,7 @@ out:
 	return rc;
 }
 
-int gl_token_revoke(struct gl_store *st, const char *id_or_name, const char *actor, int64_t *id_out, struct gl_err *err)
+int gl_tokens_revoke(struct gl_store *st, const char *id_or_name, const char *actor, int64_t *id_out, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
@@ -338,7 +338,7 @@ out:
 	" extract(epoch FROM expires_at)::bigint, extract(epoch FROM revoked_at)::bigint,"                            \
 	" extract(epoch FROM last_used_at)::bigint"
 
-static int fill(PGresult *r, int i, struct gl_token_info *t, struct gl_err *err)
+static int fill(PGresult *r, int i, struct gl_tokens_info *t, struct gl_err *err)
 {
 	memset(t, 0, sizeof *t);
 	t->id = atoll(PQgetvalue(r, i, 0));
@@ -348,10 +348,10 @@ static int fill(PGresult *r, int i, struct gl_token_info *t, struct gl_err *err)
 	t->expires_s = opt_time(r, i, 5);
 	t->revoked_s = opt_time(r, i, 6);
 	t->last_used_s = opt_time(r, i, 7);
-	return gl_token_scopes_parse(PQgetvalue(r, i, 3), t, err);
+	return gl_tokens_scopes_parse(PQgetvalue(r, i, 3), t, err);
 }
 
-int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, struct gl_err *err)
+int gl_tokens_list(struct gl_store *st, struct gl_tokens_info **out, size_t *n, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	PGresult *r = NULL;
@@ -371,7 +371,7 @@ int gl_token_list(struct gl_store *st, struct gl_token_info **out, size_t *n, st
 	return 0;
 }
 
-int gl_token_lookup(struct gl_store *st, const unsigned char hash[32], struct gl_token_info *out, int *found,
+int gl_tokens_lookup(struct gl_store *st, const unsigned char hash[32], struct gl_tokens_info *out, int *found,
 		    struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);

@@ -122,6 +122,6 @@ void gl_jsonw_time(struct gl_jsonw *w, const char *key, int64_t t)
 		gl_jsonw_null(w, key);
 		return;
 	}
-	gl_time_format(t, buf, sizeof buf);
+	gl_timeutil_format(t, buf, sizeof buf);
 	gl_jsonw_str(w, key, buf);
 }

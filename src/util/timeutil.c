@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-int64_t gl_time_days_from_civil(int64_t y, unsigned m, unsigned d)
+int64_t gl_timeutil_days_from_civil(int64_t y, unsigned m, unsigned d)
 {
 	y -= m <= 2;
 	const int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -13,13 +13,13 @@ int64_t gl_time_days_from_civil(int64_t y, unsigned m, unsigned d)
 	return era * 146097 + (int64_t)doe - 719468;
 }
 
-int gl_time_weekday(int64_t t)
+int gl_timeutil_weekday(int64_t t)
 {
 	int64_t day = t / 86400 - (t % 86400 < 0);
 	return (int)(((day + 3) % 7 + 7) % 7); /* 1970-01-01 was a Thursday */
 }
 
-void gl_time_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+void gl_timeutil_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
 	z += 719468;
 	const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -49,7 +49,7 @@ static int digits(const char *s, size_t n, size_t at, size_t count, int64_t *v)
 
 static const unsigned char mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 
-int gl_time_parse(const char *s, size_t n, int64_t *out)
+int gl_timeutil_parse(const char *s, size_t n, int64_t *out)
 {
 	int64_t y, mo, d, h = 0, mi = 0, sec = 0, oh, om;
 	size_t i = 10;
@@ -97,23 +97,23 @@ int gl_time_parse(const char *s, size_t n, int64_t *out)
 	}
 	if (i != n)
 		return -GL_EINVAL;
-	*out = gl_time_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - off;
+	*out = gl_timeutil_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - off;
 	return 0;
 }
 
-void gl_time_format_day(int64_t t, char *buf, size_t n)
+void gl_timeutil_format_day(int64_t t, char *buf, size_t n)
 {
 	char full[32];
-	gl_time_format(t, full, sizeof full);
+	gl_timeutil_format(t, full, sizeof full);
 	snprintf(buf, n, "%.10s", full);
 }
 
-void gl_time_format(int64_t t, char *buf, size_t n)
+void gl_timeutil_format(int64_t t, char *buf, size_t n)
 {
 	int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
 	int64_t rem = t - days * 86400, y;
 	unsigned m, d;
-	gl_time_civil_from_days(days, &y, &m, &d);
+	gl_timeutil_civil_from_days(days, &y, &m, &d);
 	snprintf(buf, n, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ", (long long)y, m, d, (long long)(rem / 3600),
 		 (long long)(rem % 3600 / 60), (long long)(rem % 60));
 }

@@ -26,7 +26,7 @@ void gl_zip_init(struct gl_zip *z, struct gl_strbuf *out, int64_t mtime_s)
 	memset(z, 0, sizeof *z);
 	z->out = out;
 	gl_strbuf_init(&z->cd);
-	gl_time_civil_from_days(days, &y, &m, &d);
+	gl_timeutil_civil_from_days(days, &y, &m, &d);
 	if (y < 1980) { /* the format's epoch */
 		y = 1980;
 		m = d = 1;

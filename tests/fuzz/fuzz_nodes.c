@@ -38,15 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n;
 	int64_t total;
 	(void)gl_scontrol_parse_nodes(p, size, &s, &err);
-	(void)gl_sacctmgr_parse_events(p, size, &s, &err);
-	(void)gl_slurm_parse_reservations(p, size, &s, &err);
-	(void)gl_kube_parse_nodes(p, size, &s, &err);
+	(void)gl_slurm_events_parse_sacctmgr(p, size, &s, &err);
+	(void)gl_slurm_events_parse_reservations(p, size, &s, &err);
+	(void)gl_kube_nodes_parse(p, size, &s, &err);
 	check(&s);
-	gl_node_snapshot_fini(&s);
-	(void)gl_slurm_state_classify(p, size, unk, sizeof unk);
-	if (gl_slurm_parse_gres(p, size, g, &n, &err) == 0 && n > GL_NODE_MAX_MODELS)
+	gl_nodeobs_snapshot_fini(&s);
+	(void)gl_nodeobs_state_classify(p, size, unk, sizeof unk);
+	if (gl_nodeobs_parse_gres(p, size, g, &n, &err) == 0 && n > GL_NODE_MAX_MODELS)
 		abort();
-	if (gl_slurm_parse_tres_models(p, size, g, &n, &total, &err) == 0 && (n > GL_NODE_MAX_MODELS || total < 0))
+	if (gl_nodeobs_parse_tres_models(p, size, g, &n, &total, &err) == 0 && (n > GL_NODE_MAX_MODELS || total < 0))
 		abort();
 	return 0;
 }

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_window(const char *v)
 {
-	static const enum gl_step steps[] = {GL_STEP_NONE, GL_STEP_HOUR, GL_STEP_DAY, GL_STEP_WEEK, GL_STEP_MONTH};
+	static const enum gl_window_step steps[] = {GL_WINDOW_STEP_NONE, GL_WINDOW_STEP_HOUR, GL_WINDOW_STEP_DAY, GL_WINDOW_STEP_WEEK, GL_WINDOW_STEP_MONTH};
 	struct gl_window w, w2, *parts = NULL;
 	struct gl_err e = {0};
 	char a[40], b[40], pair[96];
@@ -45,8 +45,8 @@ static void check_window(const char *v)
 		return;
 	if (!(w.start_s < w.end_s) || w.start_s < -62135596800LL || w.end_s > 253402300799LL)
 		abort();
-	gl_time_format(w.start_s, a, sizeof a);
-	gl_time_format(w.end_s, b, sizeof b);
+	gl_timeutil_format(w.start_s, a, sizeof a);
+	gl_timeutil_format(w.end_s, b, sizeof b);
 	snprintf(pair, sizeof pair, "%s,%s", a, b);
 	if (gl_window_parse(pair, NOW_S, &w2, &e) || w2.start_s != w.start_s || w2.end_s != w.end_s)
 		abort();
@@ -65,11 +65,11 @@ static void check_window(const char *v)
 
 static void check_step(const char *v)
 {
-	enum gl_step s, s2;
+	enum gl_window_step s, s2;
 	struct gl_err e = {0};
-	if (gl_step_parse(v, &s, &e))
+	if (gl_window_step_parse(v, &s, &e))
 		return;
-	if (gl_step_parse(gl_step_name(s), &s2, &e) || s2 != s)
+	if (gl_window_step_parse(gl_window_step_name(s), &s2, &e) || s2 != s)
 		abort();
 }
 

@@ -330,8 +330,8 @@ static void test_shims(void **state)
 	struct gl_err e = {0};
 	int rows = 0;
 	(void)state;
-	gl_time_format(from, s_from, sizeof s_from);
-	gl_time_format(now, s_to, sizeof s_to);
+	gl_timeutil_format(from, s_from, sizeof s_from);
+	gl_timeutil_format(now, s_to, sizeof s_to);
 	s_from[19] = s_to[19] = '\0';
 	{
 		/* sacct_poll.c's argv, with a delimiter of three bytes */

@@ -73,7 +73,7 @@ static int64_t epoch(const cJSON *o, const char *key)
 {
 	const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, key));
 	int64_t t = 0;
-	CHECK(s && gl_time_parse(s, strlen(s), &t) == 0, "bad time %s", key);
+	CHECK(s && gl_timeutil_parse(s, strlen(s), &t) == 0, "bad time %s", key);
 	return t;
 }
 

@@ -41,7 +41,7 @@ static struct gl_test_daemon g_d;
 static int64_t ts(const char *s)
 {
 	int64_t v;
-	if (gl_time_parse(s, strlen(s), &v))
+	if (gl_timeutil_parse(s, strlen(s), &v))
 		fail_msg("bad time %s", s);
 	return v;
 }
@@ -509,7 +509,7 @@ static void test_kube_capacity_follows_nodes(void **state)
 		       "         ('pod:c', 'Running', '2026-11-01T04:00:00Z', NULL, 4000000, 'gpu-n2')) v(k, s, a, b, g, n)"
 		       " WHERE name = 'k8s-test'"));
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs WHERE job_key LIKE 'pod:%'"), 3);
-	assert_int_equal(gl_window_split(&day, GL_STEP_HOUR, steps, 48, &nsteps, &err), 0);
+	assert_int_equal(gl_window_split(&day, GL_WINDOW_STEP_HOUR, steps, 48, &nsteps, &err), 0);
 	assert_int_equal(nsteps, 24);
 	assert_int_equal(gl_capstore_query(gl_db_store(g_c), steps, nsteps, GL_CAP_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"), &as_sreport,
 					   &rows, &n, &err),

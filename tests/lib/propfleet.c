@@ -100,7 +100,7 @@ int64_t gl_prop_alloc(const struct gl_prop_job *j, int64_t a, int64_t b)
 
 static void ts(int64_t t, char *buf, size_t n)
 {
-	gl_time_format(t, buf, n);
+	gl_timeutil_format(t, buf, n);
 }
 
 int gl_prop_load(const struct gl_prop_fleet *f, const char *dsn)

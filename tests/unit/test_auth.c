@@ -107,43 +107,43 @@ static void test_role_lattice(void **state)
 
 static void test_ratelimit(void **state)
 {
-	struct gl_ratelimit *rl = gl_ratelimit_new(64, 3, 60, 30);
+	struct gl_auth_ratelimit *rl = gl_auth_ratelimit_new(64, 3, 60, 30);
 	/* two failures: not blocked */
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.1", 1000), 0);
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.1", 1001), 0);
-	assert_false(gl_ratelimit_blocked(rl, "10.0.0.1", 1001));
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.1", 1000), 0);
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.1", 1001), 0);
+	assert_false(gl_auth_ratelimit_blocked(rl, "10.0.0.1", 1001));
 	/* the third within the window blocks for block_s, only that address */
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.1", 1002), 1);
-	assert_true(gl_ratelimit_blocked(rl, "10.0.0.1", 1002));
-	assert_true(gl_ratelimit_blocked(rl, "10.0.0.1", 1031));
-	assert_false(gl_ratelimit_blocked(rl, "10.0.0.2", 1002));
-	assert_false(gl_ratelimit_blocked(rl, "10.0.0.1", 1032));
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.1", 1002), 1);
+	assert_true(gl_auth_ratelimit_blocked(rl, "10.0.0.1", 1002));
+	assert_true(gl_auth_ratelimit_blocked(rl, "10.0.0.1", 1031));
+	assert_false(gl_auth_ratelimit_blocked(rl, "10.0.0.2", 1002));
+	assert_false(gl_auth_ratelimit_blocked(rl, "10.0.0.1", 1032));
 	/* failures spread beyond the window never add up */
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.3", 2000), 0);
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.3", 2061), 0);
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.3", 2122), 0);
-	assert_false(gl_ratelimit_blocked(rl, "10.0.0.3", 2122));
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.3", 2000), 0);
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.3", 2061), 0);
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.3", 2122), 0);
+	assert_false(gl_auth_ratelimit_blocked(rl, "10.0.0.3", 2122));
 	/* a flood of other addresses cannot grow memory; the limiter keeps working */
 	for (int i = 0; i < 10000; i++) {
 		char a[32];
 		snprintf(a, sizeof a, "192.0.2.%d/%d", i % 256, i);
-		(void)gl_ratelimit_fail(rl, a, 3000);
+		(void)gl_auth_ratelimit_fail(rl, a, 3000);
 	}
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.9", 3001), 0);
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.9", 3001), 0);
-	assert_int_equal(gl_ratelimit_fail(rl, "10.0.0.9", 3001), 1);
-	gl_ratelimit_free(rl);
-	gl_ratelimit_free(NULL);
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.9", 3001), 0);
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.9", 3001), 0);
+	assert_int_equal(gl_auth_ratelimit_fail(rl, "10.0.0.9", 3001), 1);
+	gl_auth_ratelimit_free(rl);
+	gl_auth_ratelimit_free(NULL);
 }
 
 static void test_token_cache(void **state)
 {
 	struct gl_auth_cache *c = gl_auth_cache_new(16, 5);
-	struct gl_token_info t = {0}, got;
+	struct gl_tokens_info t = {0}, got;
 	unsigned char k1[32], k2[32];
 	int found = -1;
-	gl_token_sha256("glt_one", k1);
-	gl_token_sha256("glt_two", k2);
+	gl_tokens_sha256("glt_one", k1);
+	gl_tokens_sha256("glt_two", k2);
 	t.id = 7;
 	snprintf(t.role, sizeof t.role, "finance");
 	assert_false(gl_auth_cache_get(c, k1, 100, &found, &got));
@@ -166,11 +166,11 @@ static void test_token_cache(void **state)
 static void test_token_cache_verified(void **state)
 {
 	struct gl_auth_cache *c = gl_auth_cache_new(16, 5);
-	struct gl_token_info t = {0}, got = {0};
+	struct gl_tokens_info t = {0}, got = {0};
 	unsigned char k1[32], k2[32], k3[32];
-	gl_token_sha256("glt_one", k1);
-	gl_token_sha256("glt_two", k2);
-	gl_token_sha256("glt_three", k3);
+	gl_tokens_sha256("glt_one", k1);
+	gl_tokens_sha256("glt_two", k2);
+	gl_tokens_sha256("glt_three", k3);
 	t.id = 9;
 	gl_auth_cache_put(c, k1, 1000, &t);
 	gl_auth_cache_put(c, k2, 1000, NULL);
@@ -189,54 +189,54 @@ static void test_token_cache_verified(void **state)
 
 static void test_token_shape(void **state)
 {
-	char a[GL_TOKEN_LEN + 1], b[GL_TOKEN_LEN + 1];
-	assert_int_equal(gl_token_generate(a, NULL), 0);
-	assert_int_equal(gl_token_generate(b, NULL), 0);
-	assert_int_equal(strlen(a), GL_TOKEN_LEN);
-	assert_true(gl_token_wellformed(a));
+	char a[GL_TOKENS_LEN + 1], b[GL_TOKENS_LEN + 1];
+	assert_int_equal(gl_tokens_generate(a, NULL), 0);
+	assert_int_equal(gl_tokens_generate(b, NULL), 0);
+	assert_int_equal(strlen(a), GL_TOKENS_LEN);
+	assert_true(gl_tokens_wellformed(a));
 	assert_string_not_equal(a, b);
-	assert_false(gl_token_wellformed("glt_short"));
+	assert_false(gl_tokens_wellformed("glt_short"));
 	a[10] = '+';
-	assert_false(gl_token_wellformed(a));
+	assert_false(gl_tokens_wellformed(a));
 	b[0] = 'x';
-	assert_false(gl_token_wellformed(b));
-	assert_true(gl_token_owner_valid("team-x"));
-	assert_false(gl_token_owner_valid(""));
-	assert_false(gl_token_owner_valid("a,b"));
-	assert_false(gl_token_owner_valid("a\"b"));
-	assert_false(gl_token_owner_valid("a b"));
+	assert_false(gl_tokens_wellformed(b));
+	assert_true(gl_tokens_owner_valid("team-x"));
+	assert_false(gl_tokens_owner_valid(""));
+	assert_false(gl_tokens_owner_valid("a,b"));
+	assert_false(gl_tokens_owner_valid("a\"b"));
+	assert_false(gl_tokens_owner_valid("a b"));
 	{
-		struct gl_token_info t = {0};
-		assert_int_equal(gl_token_scopes_parse("{}", &t, NULL), 0);
+		struct gl_tokens_info t = {0};
+		assert_int_equal(gl_tokens_scopes_parse("{}", &t, NULL), 0);
 		assert_int_equal(t.n_scope, 0);
-		assert_int_equal(gl_token_scopes_parse("{\"team\":[\"a\",\"b\"],\"user\":[\"u\"]}", &t, NULL), 0);
+		assert_int_equal(gl_tokens_scopes_parse("{\"team\":[\"a\",\"b\"],\"user\":[\"u\"]}", &t, NULL), 0);
 		assert_int_equal(t.n_scope, 3);
 		assert_string_equal(t.scope[1].dim, "team");
 		assert_string_equal(t.scope[1].value, "b");
 		assert_string_equal(t.scope[2].dim, "user");
 		/* a scope that cannot be read must never widen to "all owners":
 		 * the form before sql/081 ("owners") included */
-		assert_int_not_equal(gl_token_scopes_parse("{\"owners\":[\"a\"]}", &t, NULL), 0);
+		assert_int_not_equal(gl_tokens_scopes_parse("{\"owners\":[\"a\"]}", &t, NULL), 0);
 		assert_int_equal(t.n_scope, 0);
-		assert_int_not_equal(gl_token_scopes_parse("{\"team\":[]}", &t, NULL), 0);
-		assert_int_not_equal(gl_token_scopes_parse("{\"team\":\"a\"}", &t, NULL), 0);
-		assert_int_not_equal(gl_token_scopes_parse("{\"team\":[\"__idle__\"]}", &t, NULL), 0);
-		assert_int_not_equal(gl_token_scopes_parse("[", &t, NULL), 0);
+		assert_int_not_equal(gl_tokens_scopes_parse("{\"team\":[]}", &t, NULL), 0);
+		assert_int_not_equal(gl_tokens_scopes_parse("{\"team\":\"a\"}", &t, NULL), 0);
+		assert_int_not_equal(gl_tokens_scopes_parse("{\"team\":[\"__idle__\"]}", &t, NULL), 0);
+		assert_int_not_equal(gl_tokens_scopes_parse("[", &t, NULL), 0);
 	}
 	{
-		struct gl_token_scope sc;
+		struct gl_tokens_scope sc;
 		struct gl_err e = {0};
-		assert_int_equal(gl_token_scope_arg("cost_center=cc-1", &sc, &e), 0);
+		assert_int_equal(gl_tokens_scope_arg("cost_center=cc-1", &sc, &e), 0);
 		assert_string_equal(sc.dim, "cost_center");
 		assert_string_equal(sc.value, "cc-1");
 		/* the form before dimensions: an owner was a team */
-		assert_int_equal(gl_token_scope_arg("owner=vision", &sc, &e), 0);
+		assert_int_equal(gl_tokens_scope_arg("owner=vision", &sc, &e), 0);
 		assert_string_equal(sc.dim, "team");
-		assert_int_not_equal(gl_token_scope_arg("cluster=c1", &sc, &e), 0);
+		assert_int_not_equal(gl_tokens_scope_arg("cluster=c1", &sc, &e), 0);
 		assert_non_null(strstr(e.msg, "unknown dimension 'cluster'"));
-		assert_int_not_equal(gl_token_scope_arg("namespace=", &sc, &e), 0);
+		assert_int_not_equal(gl_tokens_scope_arg("namespace=", &sc, &e), 0);
 		assert_non_null(strstr(e.msg, "empty value for dimension 'namespace'"));
-		assert_int_not_equal(gl_token_scope_arg("=x", &sc, &e), 0);
+		assert_int_not_equal(gl_tokens_scope_arg("=x", &sc, &e), 0);
 		assert_non_null(strstr(e.msg, "unknown dimension ''"));
 	}
 }
@@ -266,29 +266,29 @@ static void test_clean(void **state)
 /* The request-rate bucket: burst at once, then rate per second. */
 static void test_reqlimit(void **state)
 {
-	struct gl_reqlimit *rl = gl_reqlimit_new(64, 2.0, 3.0);
+	struct gl_auth_reqlimit *rl = gl_auth_reqlimit_new(64, 2.0, 3.0);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1000), 0);
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1000), 1);
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1100), 1);
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1200), 1);
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.2", 1200), 0); /* another address */
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1400), 1); /* 0.8 tokens refilled */
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1600), 0); /* 1.2 tokens */
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 1600), 1);
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 2000), 0); /* 0.2 + 0.8 */
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 2050), 1);
+		assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1000), 0);
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1000), 1);
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1100), 1);
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1200), 1);
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.2", 1200), 0); /* another address */
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1400), 1); /* 0.8 tokens refilled */
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1600), 0); /* 1.2 tokens */
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 1600), 1);
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 2000), 0); /* 0.2 + 0.8 */
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 2050), 1);
 	/* never more than the burst, however long the pause */
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 100000), 0);
-	assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 100000), 1);
-	gl_reqlimit_free(rl);
+		assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 100000), 0);
+	assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 100000), 1);
+	gl_auth_reqlimit_free(rl);
 	/* rate 0 is off */
-	rl = gl_reqlimit_new(8, 0, 1);
+	rl = gl_auth_reqlimit_new(8, 0, 1);
 	for (int i = 0; i < 1000; i++)
-		assert_int_equal(gl_reqlimit_take(rl, "10.0.0.1", 0), 0);
-	gl_reqlimit_free(rl);
-	gl_reqlimit_free(NULL);
+		assert_int_equal(gl_auth_reqlimit_take(rl, "10.0.0.1", 0), 0);
+	gl_auth_reqlimit_free(rl);
+	gl_auth_reqlimit_free(NULL);
 }
 
 int main(void)

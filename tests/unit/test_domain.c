@@ -19,7 +19,7 @@
 static int64_t T(const char *s)
 {
 	int64_t t = 0;
-	if (gl_time_parse(s, strlen(s), &t))
+	if (gl_timeutil_parse(s, strlen(s), &t))
 		fail_msg("bad time literal %s", s);
 	return t;
 }
@@ -149,8 +149,8 @@ static void test_window_split(void **state)
 	struct gl_window w = {T("2026-10-30T12:00:00Z"), T("2026-11-03T06:00:00Z")}, out[64];
 	struct gl_err e = {0};
 	size_t n;
-	enum gl_step st;
-	assert_int_equal(gl_window_split(&w, GL_STEP_DAY, out, 64, &n, &e), 0);
+	enum gl_window_step st;
+	assert_int_equal(gl_window_split(&w, GL_WINDOW_STEP_DAY, out, 64, &n, &e), 0);
 	assert_int_equal(n, 5);
 	assert_int_equal(out[0].start_s, w.start_s);
 	assert_int_equal(out[0].end_s, T("2026-10-31"));
@@ -158,18 +158,18 @@ static void test_window_split(void **state)
 	assert_int_equal(out[4].end_s, w.end_s);
 	for (size_t i = 1; i < n; i++)
 		assert_int_equal(out[i].start_s, out[i - 1].end_s);
-	assert_int_equal(gl_window_split(&w, GL_STEP_MONTH, out, 64, &n, &e), 0);
+	assert_int_equal(gl_window_split(&w, GL_WINDOW_STEP_MONTH, out, 64, &n, &e), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(out[1].start_s, T("2026-11-01"));
-	assert_int_equal(gl_window_split(&w, GL_STEP_WEEK, out, 64, &n, &e), 0);
+	assert_int_equal(gl_window_split(&w, GL_WINDOW_STEP_WEEK, out, 64, &n, &e), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(out[1].start_s, T("2026-11-02")); /* a Monday */
-	assert_int_equal(gl_window_split(&w, GL_STEP_HOUR, out, 64, &n, &e), -GL_ERANGE);
-	assert_int_equal(gl_window_split(&w, GL_STEP_NONE, out, 64, &n, &e), 0);
+	assert_int_equal(gl_window_split(&w, GL_WINDOW_STEP_HOUR, out, 64, &n, &e), -GL_ERANGE);
+	assert_int_equal(gl_window_split(&w, GL_WINDOW_STEP_NONE, out, 64, &n, &e), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(gl_step_parse("day", &st, &e), 0);
-	assert_int_equal(st, GL_STEP_DAY);
-	assert_int_not_equal(gl_step_parse("fortnight", &st, &e), 0);
+	assert_int_equal(gl_window_step_parse("day", &st, &e), 0);
+	assert_int_equal(st, GL_WINDOW_STEP_DAY);
+	assert_int_not_equal(gl_window_step_parse("fortnight", &st, &e), 0);
 }
 
 static uint64_t rng = 88172645463325252ULL;

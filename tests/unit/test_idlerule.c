@@ -103,7 +103,7 @@ static void spans_of(const struct pod *p, size_t end, const struct gl_idle_signa
 {
 	for (size_t i = 0; i < end; i++) {
 		struct gl_idle_obs o = {p->t[i], STEP_S, 1, 0, 0, -1, p->util[i], p->mem_mib[i], -1};
-		sp[i] = (struct gl_idle_span){p->t[i], STEP_S, gl_idle_classify(&o, sig)};
+		sp[i] = (struct gl_idle_span){p->t[i], STEP_S, gl_idlerule_classify(&o, sig)};
 	}
 }
 
@@ -263,7 +263,7 @@ static void test_gpu_fraction_philly(void **s)
 				int last4_idle = 1;
 				for (int c = 0; c < PH_COLS; c++) {
 					struct gl_idle_obs o = {t0 + 60 * c, 60, 1, 0, g[k].v[c] < 0, -1, g[k].v[c], -1, -1};
-					sp[c] = (struct gl_idle_span){t0 + 60 * c, 60, gl_idle_classify(&o, &util_only)};
+					sp[c] = (struct gl_idle_span){t0 + 60 * c, 60, gl_idlerule_classify(&o, &util_only)};
 				}
 				gl_idlerule_eval_gpu(&r, sp, PH_COLS, t0, now, &ev[k - a]);
 				for (int c = PH_COLS - 4; c < PH_COLS; c++)
@@ -279,7 +279,7 @@ static void test_gpu_fraction_philly(void **s)
 			gl_idlerule_eval_job(&r, ev, n, n, &job);
 			if ((job.stage == GL_IDLE_STAGE_ACT) != want)
 				fail_msg("job %s fraction %.2f: %zu/%zu idle, stage %s", g[a].job, fractions[fi], idle, n,
-					 gl_idle_stage_name(job.stage));
+					 gl_idlerule_stage_name(job.stage));
 			assert_int_equal(job.no_data, nodata > 0);
 			if (want)
 				assert_true(job.idle_gpus >= need);
@@ -326,11 +326,11 @@ static void test_classify_nvidia_smi(void **s)
 		struct gl_idle_obs no_util = {0, 30, 1, 0, 0, -1, -1, mem, pw};
 		struct gl_idle_signal power = {0.01, 0, 0, 1024, 200}, mem_sig = {0.01, 0, 1, 1024, 0};
 		int loaded = util > 0; /* what the capture says, read independently */
-		assert_int_equal(gl_idle_classify(&o, &util_only), loaded ? GL_IDLE_BUSY : GL_IDLE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&o, &util_only), loaded ? GL_IDLE_BUSY : GL_IDLE_IDLE);
 		/* without utilisation, power above 200 W decides (idle H100: ~70 W) */
-		assert_int_equal(gl_idle_classify(&no_util, &power), pw >= 200 ? GL_IDLE_BUSY : GL_IDLE_IDLE);
-		assert_int_equal(gl_idle_classify(&no_util, &util_only), GL_IDLE_IDLE);
-		assert_int_equal(gl_idle_classify(&no_util, &mem_sig), mem >= 1024 ? GL_IDLE_BUSY : GL_IDLE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&no_util, &power), pw >= 200 ? GL_IDLE_BUSY : GL_IDLE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&no_util, &util_only), GL_IDLE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&no_util, &mem_sig), mem >= 1024 ? GL_IDLE_BUSY : GL_IDLE_IDLE);
 		assert_int_equal(pw >= 200, loaded);
 		free(t);
 	}
@@ -356,7 +356,7 @@ static void test_classify_buckets(void **s)
 	};
 	(void)s;
 	for (size_t i = 0; i < GL_ARRAY_LEN(c); i++)
-		assert_int_equal(gl_idle_classify(&c[i].o, c[i].mem ? &util_mem : &util_only), c[i].want);
+		assert_int_equal(gl_idlerule_classify(&c[i].o, c[i].mem ? &util_mem : &util_only), c[i].want);
 }
 
 static void test_rules_table(void **s)
@@ -410,12 +410,12 @@ static void test_check(void **s)
 	assert_int_equal(gl_idlerule_kind_parse("sliding", &k), 0);
 	assert_int_equal(k, GL_IDLERULE_SLIDING);
 	assert_int_equal(gl_idlerule_kind_parse("Sliding", &k), -GL_EINVAL);
-	assert_int_equal(gl_idle_stage_parse("warn2", &st), 0);
+	assert_int_equal(gl_idlerule_stage_parse("warn2", &st), 0);
 	assert_int_equal(st, GL_IDLE_STAGE_WARN2);
-	assert_int_equal(gl_idle_cost_micros(3600, 2500000), 2500000);
-	assert_int_equal(gl_idle_cost_micros(1, 1800), 1);   /* 0.5 rounds up */
-	assert_int_equal(gl_idle_cost_micros(1, 1799), 0);
-	assert_int_equal(gl_idle_cost_micros(100, -1), 0);
+	assert_int_equal(gl_idlerule_cost_micros(3600, 2500000), 2500000);
+	assert_int_equal(gl_idlerule_cost_micros(1, 1800), 1);   /* 0.5 rounds up */
+	assert_int_equal(gl_idlerule_cost_micros(1, 1799), 0);
+	assert_int_equal(gl_idlerule_cost_micros(100, -1), 0);
 }
 
 static void test_job_unseen_gpu(void **s)

@@ -18,29 +18,29 @@
 
 static const int64_t none[GL_SERVE__NCTR];
 
-static void usage(struct gl_inf *x, size_t step, int64_t job, const char *ep, const char *model, int64_t req,
+static void usage(struct gl_inference *x, size_t step, int64_t job, const char *ep, const char *model, int64_t req,
 		  int64_t prompt, int64_t gen)
 {
 	int64_t v[GL_SERVE__NCTR] = {0};
 	v[GL_SERVE_REQUESTS] = req;
 	v[GL_SERVE_PROMPT] = prompt;
 	v[GL_SERVE_GENERATED] = gen;
-	gl_inf_add_usage(x, step, job, ep, model, v);
+	gl_inference_add_usage(x, step, job, ep, model, v);
 }
 
 /* job 7: one GPU for two hours at 1.00 an hour (two steps of 1,000,000
  * micro-units, 3,600 GPU-s each), serving models a and b of endpoint t */
-static void fill(struct gl_inf *x, enum gl_inf_agg agg)
+static void fill(struct gl_inference *x, enum gl_inference_agg agg)
 {
-	struct gl_inf_cost c = {.job_pk = 7, .dim = "vision", .alloc_us = 3600000000, .alloc_s = 3600,
+	struct gl_inference_cost c = {.job_pk = 7, .dim = "vision", .alloc_us = 3600000000, .alloc_s = 3600,
 				.cost_micros = 1000000};
-	gl_inf_init(x, agg, 2);
-	x->steps[0] = (struct gl_inf_step){.start_s = 0, .end_s = 3600};
-	x->steps[1] = (struct gl_inf_step){.start_s = 3600, .end_s = 7200};
-	gl_inf_add_pair(x, 7, "t", "a");
-	gl_inf_add_pair(x, 7, "t", "b");
-	gl_inf_add_cost(x, 0, &c);
-	gl_inf_add_cost(x, 1, &c);
+	gl_inference_init(x, agg, 2);
+	x->steps[0] = (struct gl_inference_step){.start_s = 0, .end_s = 3600};
+	x->steps[1] = (struct gl_inference_step){.start_s = 3600, .end_s = 7200};
+	gl_inference_add_pair(x, 7, "t", "a");
+	gl_inference_add_pair(x, 7, "t", "b");
+	gl_inference_add_cost(x, 0, &c);
+	gl_inference_add_cost(x, 1, &c);
 	/* step 0: a 1 request, b 2: the cost goes 1/3 - 2/3 */
 	usage(x, 0, 7, "t", "a", 1, 300, 0);
 	usage(x, 0, 7, "t", "b", 2, 0, 0);
@@ -51,7 +51,7 @@ static void fill(struct gl_inf *x, enum gl_inf_agg agg)
 	usage(x, 1, 9, "u", "a", 4, 0, 0);
 }
 
-static const struct gl_inf_group *group(const struct gl_inf_step *s, const char *key)
+static const struct gl_inference_group *group(const struct gl_inference_step *s, const char *key)
 {
 	for (size_t i = 0; i < s->n; i++)
 		if (!strcmp(s->groups[i].key, key))
@@ -62,11 +62,11 @@ static const struct gl_inf_group *group(const struct gl_inf_step *s, const char 
 
 static void test_by_model(void **state)
 {
-	struct gl_inf x;
-	const struct gl_inf_group *a, *b;
+	struct gl_inference x;
+	const struct gl_inference_group *a, *b;
 	(void)state;
-	fill(&x, GL_INF_BY_MODEL);
-	assert_int_equal(gl_inf_finish(&x), 0);
+	fill(&x, GL_INFERENCE_BY_MODEL);
+	assert_int_equal(gl_inference_finish(&x), 0);
 	/* step 0: 1,000,000 x 1/3 = 333,333.3 and x 2/3 = 666,666.7: the
 	 * remainder micro-unit goes to the larger remainder (b) */
 	a = group(&x.steps[0], "a");
@@ -96,55 +96,55 @@ static void test_by_model(void **state)
 	assert_int_equal(x.steps[0].un[0].v[GL_SERVE_REQUESTS], 5);
 	assert_int_equal(x.steps[1].n_un, 1);
 	assert_int_equal(x.steps[1].un[0].v[GL_SERVE_REQUESTS], 4);
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 }
 
 static void test_by_job_dim(void **state)
 {
-	struct gl_inf x;
-	const struct gl_inf_group *g;
+	struct gl_inference x;
+	const struct gl_inference_group *g;
 	(void)state;
-	fill(&x, GL_INF_BY_JOB_DIM);
-	assert_int_equal(gl_inf_finish(&x), 0);
+	fill(&x, GL_INFERENCE_BY_JOB_DIM);
+	assert_int_equal(gl_inference_finish(&x), 0);
 	assert_int_equal(x.window.n, 1);
 	g = group(&x.window, "vision");
 	assert_int_equal(g->cost_micros, 2000000);
 	assert_int_equal(g->v[GL_SERVE_REQUESTS], 3);
 	/* 2,000,000 x 1,000 / 3 = 666,666,666.7 -> 666,666,667 */
 	assert_int_equal(g->per_1k_requests_micros, 666666667);
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 }
 
 /* Idle inside the allocation is priced per job: cost x idle / allocated,
  * half up; no exporter data is unknown. */
 static void test_idle_cost(void **state)
 {
-	struct gl_inf x;
-	struct gl_inf_cost c = {.job_pk = 3, .dim = "d", .alloc_us = 7200000000, .alloc_s = 3600, .cost_micros = 1000001,
+	struct gl_inference x;
+	struct gl_inference_cost c = {.job_pk = 3, .dim = "d", .alloc_us = 7200000000, .alloc_s = 3600, .cost_micros = 1000001,
 				.busy_s = 2400, .idle_s = 1200, .observed_s = 3600};
-	const struct gl_inf_group *g;
+	const struct gl_inference_group *g;
 	(void)state;
-	gl_inf_init(&x, GL_INF_BY_JOB_DIM, 1);
-	gl_inf_add_cost(&x, 0, &c);
-	gl_inf_add_usage(&x, 0, 3, "e", "m", none);
-	assert_int_equal(gl_inf_finish(&x), 0);
+	gl_inference_init(&x, GL_INFERENCE_BY_JOB_DIM, 1);
+	gl_inference_add_cost(&x, 0, &c);
+	gl_inference_add_usage(&x, 0, 3, "e", "m", none);
+	assert_int_equal(gl_inference_finish(&x), 0);
 	g = group(&x.steps[0], "d");
 	/* 1,000,001 x 1,200,000 / 7,200,000 = 166,666.83 -> 166,667 */
 	assert_int_equal(g->idle_micros, 166667);
 	assert_true(fabs(g->busy_share - 2.0 / 3) < 1e-12);
 	assert_true(fabs(g->idle_share - 1.0 / 3) < 1e-12);
 	assert_true(isnan(g->p50_s));
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 }
 
 static void test_per_rounding(void **state)
 {
 	(void)state;
 	/* half up: 25,000,000 x 1,000 / 1,024 = 24,414,062.5 -> 24,414,063 */
-	assert_int_equal(gl_inf_per(25000000, 1000, 1024), 24414063);
-	assert_int_equal(gl_inf_per(25000000, 1000, 1023), 24437928);
+	assert_int_equal(gl_inference_per(25000000, 1000, 1024), 24414063);
+	assert_int_equal(gl_inference_per(25000000, 1000, 1023), 24437928);
 	/* no overflow past 2^63 in the product */
-	assert_int_equal(gl_inf_per(9000000000000LL, 1000000, 3), 3000000000000000000LL);
+	assert_int_equal(gl_inference_per(9000000000000LL, 1000000, 3), 3000000000000000000LL);
 }
 
 /* Many keys, each added twice in an order that is not the store's (the
@@ -153,20 +153,20 @@ static void test_per_rounding(void **state)
  * its step costing j micro-units. */
 static void test_many_keys(void **state)
 {
-	struct gl_inf x;
+	struct gl_inference x;
 	int64_t req_m0 = 0, cost_m0 = 0;
 	(void)state;
-	gl_inf_init(&x, GL_INF_BY_ENDPOINT, 3);
+	gl_inference_init(&x, GL_INFERENCE_BY_ENDPOINT, 3);
 	for (size_t i = 0; i < 3; i++)
-		x.steps[i] = (struct gl_inf_step){.start_s = (int64_t)i * 3600, .end_s = (int64_t)(i + 1) * 3600};
+		x.steps[i] = (struct gl_inference_step){.start_s = (int64_t)i * 3600, .end_s = (int64_t)(i + 1) * 3600};
 	for (int j = 500; j >= 1; j--) {
 		char ep[16], m[16];
 		snprintf(ep, sizeof ep, "e%d", j);
 		snprintf(m, sizeof m, "m%d", j % 7);
-		gl_inf_add_pair(&x, j, ep, m);
+		gl_inference_add_pair(&x, j, ep, m);
 		for (size_t i = 0; i < 3; i++) {
-			struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_us = 1000000, .alloc_s = 1, .cost_micros = j};
-			gl_inf_add_cost(&x, i, &c);
+			struct gl_inference_cost c = {.job_pk = j, .dim = "t", .alloc_us = 1000000, .alloc_s = 1, .cost_micros = j};
+			gl_inference_add_cost(&x, i, &c);
 		}
 	}
 	for (int pass = 0; pass < 2; pass++)
@@ -177,7 +177,7 @@ static void test_many_keys(void **state)
 				snprintf(m, sizeof m, "m%d", j % 7);
 				usage(&x, i, j, ep, m, pass ? j - j / 2 : j / 2, 0, 0);
 			}
-	assert_int_equal(gl_inf_finish(&x), 0);
+	assert_int_equal(gl_inference_finish(&x), 0);
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(x.steps[i].n, 500);
 		assert_int_equal(x.steps[i].total.v[GL_SERVE_REQUESTS], 500 * 501 / 2);
@@ -187,28 +187,28 @@ static void test_many_keys(void **state)
 	}
 	assert_int_equal(x.window.n, 500);
 	assert_int_equal(group(&x.window, "e77")->v[GL_SERVE_REQUESTS], 3 * 77);
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 	/* the same by model: m0 holds the jobs 7, 14, ..., 497 */
-	gl_inf_init(&x, GL_INF_BY_MODEL, 1);
-	x.steps[0] = (struct gl_inf_step){.start_s = 0, .end_s = 3600};
+	gl_inference_init(&x, GL_INFERENCE_BY_MODEL, 1);
+	x.steps[0] = (struct gl_inference_step){.start_s = 0, .end_s = 3600};
 	for (int j = 1; j <= 500; j++) {
 		char ep[16], m[16];
-		struct gl_inf_cost c = {.job_pk = j, .dim = "t", .alloc_us = 1000000, .alloc_s = 1, .cost_micros = j};
+		struct gl_inference_cost c = {.job_pk = j, .dim = "t", .alloc_us = 1000000, .alloc_s = 1, .cost_micros = j};
 		snprintf(ep, sizeof ep, "e%d", j);
 		snprintf(m, sizeof m, "m%d", j % 7);
-		gl_inf_add_pair(&x, j, ep, m);
-		gl_inf_add_cost(&x, 0, &c);
+		gl_inference_add_pair(&x, j, ep, m);
+		gl_inference_add_cost(&x, 0, &c);
 		usage(&x, 0, j, ep, m, j, 0, 0);
 		if (j % 7 == 0) {
 			req_m0 += j;
 			cost_m0 += j;
 		}
 	}
-	assert_int_equal(gl_inf_finish(&x), 0);
+	assert_int_equal(gl_inference_finish(&x), 0);
 	assert_int_equal(x.steps[0].n, 7);
 	assert_int_equal(group(&x.steps[0], "m0")->v[GL_SERVE_REQUESTS], req_m0);
 	assert_int_equal(group(&x.steps[0], "m0")->cost_micros, cost_m0);
-	gl_inf_fini(&x);
+	gl_inference_fini(&x);
 }
 
 int main(void)

@@ -47,7 +47,7 @@ static void check(const struct gl_kube_pod *p, const struct want *w)
 	    strcmp(g->nuuids ? g->uuids[0] : "", w->uuid0) || (!w->note) != (!g->note) ||
 	    (w->note && !strstr(g->note, w->note)))
 		fail_msg("%s: share %s micro %lld phys %lld replicas %lld type '%s' model '%s' uuid '%s' note '%s'", w->uid,
-			 gl_kube_share_name(g->share), (long long)g->gpu_micro, (long long)g->phys_micro,
+			 gl_kubegpu_share_name(g->share), (long long)g->gpu_micro, (long long)g->phys_micro,
 			 (long long)g->replicas, g->gpu_type, g->gpu_model, g->nuuids ? g->uuids[0] : "",
 			 g->note ? g->note : "");
 	/* what the books hold: the pod's micro-GPUs, and its held share (none
@@ -60,7 +60,7 @@ static size_t load_nodes(struct gl_node_snapshot *snap, struct gl_kube_node_gpu 
 {
 	size_t len, n = 0;
 	char *buf = gl_test_read_file(gl_test_fixture(SH "handwritten_nodes.json"), &len);
-	assert_int_equal(gl_kube_parse_nodes(buf, len, snap, NULL), 0);
+	assert_int_equal(gl_kube_nodes_parse(buf, len, snap, NULL), 0);
 	free(buf);
 	for (size_t i = 0; i < snap->nnodes && n < max; i++) {
 		const struct gl_node_obs *o = &snap->nodes[i];
@@ -146,7 +146,7 @@ static void test_real_specs(void **state)
 	assert_int_equal(find(&r, "3b47e794-97f0-4824-b7d5-bb44c122039e")->gpu.gpu_micro, 0);
 	assert_int_equal(find(&r, "3b47e794-97f0-4824-b7d5-bb44c122039e")->held_micro, 0);
 	gl_kube_result_fini(&r);
-	gl_node_snapshot_fini(&snap);
+	gl_nodeobs_snapshot_fini(&snap);
 	free(buf);
 }
 
@@ -174,7 +174,7 @@ static void test_nodes(void **state)
 		assert_int_equal(o->gpus[0].gpus, want[i].gpus);
 		assert_int_equal(o->gpus[0].replicas, want[i].replicas);
 	}
-	gl_node_snapshot_fini(&snap);
+	gl_nodeobs_snapshot_fini(&snap);
 }
 
 /* ---- hand-written, one rule each ------------------------------------------- */

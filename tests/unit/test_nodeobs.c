@@ -25,7 +25,7 @@
 static int64_t t(const char *s)
 {
 	int64_t v;
-	assert_int_equal(gl_time_parse(s, strlen(s), &v), 0);
+	assert_int_equal(gl_timeutil_parse(s, strlen(s), &v), 0);
 	return v;
 }
 
@@ -79,21 +79,21 @@ static void test_state_table(void **state)
 	};
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
 		char unk[128];
-		enum gl_node_avail a = gl_slurm_state_classify(cases[i].in, strlen(cases[i].in), unk, sizeof unk);
+		enum gl_node_avail a = gl_nodeobs_state_classify(cases[i].in, strlen(cases[i].in), unk, sizeof unk);
 		if (a != cases[i].want || strcmp(unk, cases[i].unknown))
-			fail_msg("%s: got %s '%s', want %s '%s'", cases[i].in, gl_node_avail_name(a), unk,
-				 gl_node_avail_name(cases[i].want), cases[i].unknown);
+			fail_msg("%s: got %s '%s', want %s '%s'", cases[i].in, gl_nodeobs_avail_name(a), unk,
+				 gl_nodeobs_avail_name(cases[i].want), cases[i].unknown);
 	}
 }
 
 static void test_state_raw(void **state)
 {
-	assert_int_equal(gl_slurm_state_raw_classify(1), GL_AVAIL_DOWN);
-	assert_int_equal(gl_slurm_state_raw_classify(514), GL_AVAIL_DRAINED);     /* IDLE+DRAIN, the testbed event */
-	assert_int_equal(gl_slurm_state_raw_classify(1 | 0x8000), GL_AVAIL_MAINT); /* skipped by the rollup */
-	assert_int_equal(gl_slurm_state_raw_classify(6), GL_AVAIL_POWERED_DOWN);  /* FUTURE */
-	assert_int_equal(gl_slurm_state_raw_classify(2 | 0x80 | 0x1000), GL_AVAIL_POWERED_DOWN);
-	assert_int_equal(gl_slurm_state_raw_classify(2 | 0x1000), GL_AVAIL_DOWN); /* powered down, not cloud */
+	assert_int_equal(gl_nodeobs_state_raw_classify(1), GL_AVAIL_DOWN);
+	assert_int_equal(gl_nodeobs_state_raw_classify(514), GL_AVAIL_DRAINED);     /* IDLE+DRAIN, the testbed event */
+	assert_int_equal(gl_nodeobs_state_raw_classify(1 | 0x8000), GL_AVAIL_MAINT); /* skipped by the rollup */
+	assert_int_equal(gl_nodeobs_state_raw_classify(6), GL_AVAIL_POWERED_DOWN);  /* FUTURE */
+	assert_int_equal(gl_nodeobs_state_raw_classify(2 | 0x80 | 0x1000), GL_AVAIL_POWERED_DOWN);
+	assert_int_equal(gl_nodeobs_state_raw_classify(2 | 0x1000), GL_AVAIL_DOWN); /* powered down, not cloud */
 }
 
 /* ---- Gres and TRES ---- */
@@ -125,7 +125,7 @@ static void test_gres(void **state)
 		struct gl_node_gpus g[GL_NODE_MAX_MODELS];
 		size_t n = 99;
 		struct gl_err err = {0};
-		int rc = gl_slurm_parse_gres(cases[i].in, strlen(cases[i].in), g, &n, &err);
+		int rc = gl_nodeobs_parse_gres(cases[i].in, strlen(cases[i].in), g, &n, &err);
 		if (rc != cases[i].rc)
 			fail_msg("%s: rc %d (%s)", cases[i].in, rc, err.msg);
 		if (rc)
@@ -150,24 +150,24 @@ static void test_tres(void **state)
 	int64_t total;
 	struct gl_err err = {0};
 	const char *s = "cpu=8,mem=16000M,billing=8,gres/gpu=4,gres/gpu:a100=4";
-	assert_int_equal(gl_slurm_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
+	assert_int_equal(gl_nodeobs_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(g[0].model, "a100");
 	assert_int_equal(g[0].gpus, 4);
 	assert_int_equal(total, 4);
 	/* an untyped remainder keeps its own (empty) model */
 	s = "cpu=8,gres/gpu=6,gres/gpu:a100=4";
-	assert_int_equal(gl_slurm_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
+	assert_int_equal(gl_nodeobs_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(g[1].model, "");
 	assert_int_equal(g[1].gpus, 2);
 	assert_int_equal(total, 6);
 	/* gres/gpumem is not a GPU count */
 	s = "cpu=8,gres/gpumem=40G,gres/gpu=1";
-	assert_int_equal(gl_slurm_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
+	assert_int_equal(gl_nodeobs_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
 	assert_int_equal(total, 1);
 	s = "cpu=8,gres/gpu=x";
-	assert_int_not_equal(gl_slurm_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
+	assert_int_not_equal(gl_nodeobs_parse_tres_models(s, strlen(s), g, &n, &total, &err), 0);
 }
 
 /* ---- scontrol show node -o ---- */
@@ -195,7 +195,7 @@ static void test_scontrol_testbed(void **state)
 	o = node(&s, "gpu04");
 	assert_string_equal(o->gpus[0].model, "v100");
 	assert_int_equal(o->gpus[0].gpus, 2);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	free(txt);
 }
 
@@ -239,7 +239,7 @@ static void test_scontrol_states(void **state)
 	assert_int_equal(drained, 1);
 	assert_int_equal(draining, 2);
 	assert_int_equal(maint, 2);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	free(txt);
 }
 
@@ -265,7 +265,7 @@ static void test_scontrol_bad_lines(void **state)
 	assert_string_equal(node(&s, "a3")->reason_user, "admin");
 	assert_string_equal(node(&s, "a3")->unknown_flags, "WEIRD");
 	assert_int_equal(node(&s, "a3")->gpus[0].gpus, 2);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	/* not UTF-8: that node only (the store would refuse the snapshot) */
 	{
 		static const char lat[] = "NodeName=b1 Gres=gpu:2 State=IDLE\n"
@@ -275,11 +275,11 @@ static void test_scontrol_bad_lines(void **state)
 		assert_int_equal(s.skipped, 1);
 		assert_string_equal(s.nodes[0].name, "b1");
 		assert_string_equal(s.problems[0], "scontrol line 2: not valid UTF-8 (byte 46)");
-		gl_node_snapshot_fini(&s);
+		gl_nodeobs_snapshot_fini(&s);
 	}
 	/* not scontrol output at all */
 	assert_int_equal(gl_scontrol_parse_nodes("{\"items\":[]}\n", 13, &s, &err), -GL_EFORMAT);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 }
 
 /* The real hb-jobinfo / rug-slurm-jobinfo dumps (NodeName + CfgTRES only):
@@ -307,7 +307,7 @@ static void check_real(const char *path, size_t want_gpu_nodes)
 		want_gpus += atoll(p + 9);
 	assert_int_equal(gpu_nodes, want_gpu_nodes);
 	assert_int_equal(gpus, want_gpus);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	free(txt);
 }
 
@@ -326,7 +326,7 @@ static void test_events_testbed(void **state)
 	size_t len;
 	char *txt = gl_test_read_file(FIX "testbed/sacctmgr_events.txt", &len);
 	const struct gl_slurm_event *e;
-	assert_int_equal(gl_sacctmgr_parse_events(txt, len, &s, &err), 0);
+	assert_int_equal(gl_slurm_events_parse_sacctmgr(txt, len, &s, &err), 0);
 	assert_int_equal(s.nevents, 3);
 	{
 		/* the testbed's events with the drain reason made Latin-1: that
@@ -335,11 +335,11 @@ static void test_events_testbed(void **state)
 		char *lat = gl_xstrdup(txt), *r = strstr(lat, "|drain test|");
 		assert_non_null(r);
 		r[3] = (char)0xe9; /* "dr\xe9in" */
-		assert_int_equal(gl_sacctmgr_parse_events(lat, len, &s2, &err), 0);
+		assert_int_equal(gl_slurm_events_parse_sacctmgr(lat, len, &s2, &err), 0);
 		assert_int_equal(s2.nevents, 2);
 		assert_int_equal(s2.skipped, 1);
 		assert_non_null(strstr(s2.problems[0], "line 3: not valid UTF-8 (byte "));
-		gl_node_snapshot_fini(&s2);
+		gl_nodeobs_snapshot_fini(&s2);
 		free(lat);
 	}
 	e = &s.events[0];
@@ -362,11 +362,11 @@ static void test_events_testbed(void **state)
 	assert_string_equal(e->node, "gpu04");
 	assert_int_equal(e->avail, GL_AVAIL_DOWN);
 	assert_int_equal(e->end_s - e->start_s, 119);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	free(txt);
 	/* 22.05's answer to `show event all` is an error text, not a table */
-	assert_int_equal(gl_sacctmgr_parse_events(" Unknown event type: 'all'\n", 27, &s, &err), -GL_EFORMAT);
-	gl_node_snapshot_fini(&s);
+	assert_int_equal(gl_slurm_events_parse_sacctmgr(" Unknown event type: 'all'\n", 27, &s, &err), -GL_EFORMAT);
+	gl_nodeobs_snapshot_fini(&s);
 }
 
 static void test_reservations(void **state)
@@ -380,13 +380,13 @@ static void test_reservations(void **state)
 		"Nodes=gpu[01-02] NodeCnt=2 CoreCnt=16 Features=(null) PartitionName=a100 Flags=SPEC_NODES "
 		"TRES=cpu=16,gres/gpu=6,gres/gpu:a100=6 Users=alice Groups=(null) Accounts=(null) Licenses=(null) "
 		"State=INACTIVE BurstBuffer=(null) Watts=n/a MaxStartDelay=(null)\n";
-	assert_int_equal(gl_slurm_parse_reservations(txt, len, &s, &err), 0);
+	assert_int_equal(gl_slurm_events_parse_reservations(txt, len, &s, &err), 0);
 	free(txt);
 	txt = gl_test_read_file(FIX "testbed/scontrol_show_reservation.txt", &len);
-	assert_int_equal(gl_slurm_parse_reservations(txt, len, &s, &err), 0);
+	assert_int_equal(gl_slurm_events_parse_reservations(txt, len, &s, &err), 0);
 	free(txt);
-	assert_int_equal(gl_slurm_parse_reservations(one_line, sizeof one_line - 1, &s, &err), 0);
-	assert_int_equal(gl_slurm_parse_reservations("No reservations in the system\n", 30, &s, &err), 0);
+	assert_int_equal(gl_slurm_events_parse_reservations(one_line, sizeof one_line - 1, &s, &err), 0);
+	assert_int_equal(gl_slurm_events_parse_reservations("No reservations in the system\n", 30, &s, &err), 0);
 	assert_int_equal(s.nresvs, 3);
 	/* sacctmgr and scontrol forms of the testbed's maintenance reservation agree */
 	for (int i = 0; i < 2; i++) {
@@ -402,7 +402,7 @@ static void test_reservations(void **state)
 	assert_false(s.resvs[2].maint);
 	assert_int_equal(s.resvs[2].gpus_total, 6);
 	assert_string_equal(s.resvs[2].nodes, "gpu[01-02]");
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 }
 
 /* ---- kubectl get nodes -o json ---- */
@@ -414,7 +414,7 @@ static void test_kube_nodes(void **state)
 	size_t len;
 	char *txt = gl_test_read_file(FIX "kube/t0_2026-11-01T00.json", &len);
 	const struct gl_node_obs *o;
-	assert_int_equal(gl_kube_parse_nodes(txt, len, &s, &err), 0);
+	assert_int_equal(gl_kube_nodes_parse(txt, len, &s, &err), 0);
 	free(txt);
 	assert_int_equal(s.nnodes, 3);
 	/* the nvidia.com/gpu=present:NoSchedule dedication taint is not a drain */
@@ -425,10 +425,10 @@ static void test_kube_nodes(void **state)
 	assert_int_equal(o->gpus[0].gpus, 8);
 	assert_int_equal(o->gpus[0].memory_mib, 81920);
 	assert_int_equal(o->created_s, t("2026-10-01T00:00:00Z"));
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 
 	txt = gl_test_read_file(FIX "kube/t2_2026-11-01T12.json", &len);
-	assert_int_equal(gl_kube_parse_nodes(txt, len, &s, &err), 0);
+	assert_int_equal(gl_kube_nodes_parse(txt, len, &s, &err), 0);
 	free(txt);
 	o = node(&s, "gpu-n1");
 	assert_int_equal(o->avail, GL_AVAIL_DOWN);
@@ -443,7 +443,7 @@ static void test_kube_nodes(void **state)
 	assert_int_equal(o->gpus[0].gpus, 2); /* physical, from 14 MIG instances and gpu.count */
 	assert_int_equal(o->gpus[0].mig_instances, 14);
 	assert_null(node(&s, "gpu-n3"));
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 }
 
 static void test_kube_nodes_bad(void **state)
@@ -457,45 +457,45 @@ static void test_kube_nodes_bad(void **state)
 		"{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"m\",\"labels\":{\"nvidia.com/gpu.product\":"
 		"\"NVIDIA-A100-SXM4-40GB-MIG-1g.5gb\",\"nvidia.com/mig.strategy\":\"single\"}},"
 		"\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"56\"}}}]}";
-	assert_int_equal(gl_kube_parse_nodes(no_name, sizeof no_name - 1, &s, &err), 0);
+	assert_int_equal(gl_kube_nodes_parse(no_name, sizeof no_name - 1, &s, &err), 0);
 	assert_int_equal(s.nnodes, 1);
 	assert_int_equal(s.skipped, 1);
 	assert_string_equal(s.problems[0], "kubectl nodes items[0].metadata.name: missing");
 	assert_int_equal(s.nodes[0].gpus[0].gpus, 4);
 	assert_string_equal(s.nodes[0].gpus[0].model, "");
 	assert_int_equal(s.nodes[0].gpus[0].memory_mib, 0); /* not reported: unknown, not 0 MiB */
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	{
 		/* a raw Latin-1 byte in a label: that node only */
 		static const char lat[] =
 			"{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"bad\",\"labels\":{\"rack\":\"caf\xe9\"}}},"
 			"{\"metadata\":{\"name\":\"ok\"},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"4\"}}}]}";
-		assert_int_equal(gl_kube_parse_nodes(lat, sizeof lat - 1, &s, &err), 0);
+		assert_int_equal(gl_kube_nodes_parse(lat, sizeof lat - 1, &s, &err), 0);
 		assert_int_equal(s.nnodes, 1);
 		assert_string_equal(s.nodes[0].name, "ok");
 		assert_int_equal(s.skipped, 1);
 		assert_string_equal(s.problems[0], "kubectl nodes items[0].metadata.labels.rack: not valid UTF-8");
 	}
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	/* mig.strategy=single: 56 one-slice instances are 8 A100s */
-	assert_int_equal(gl_kube_parse_nodes(single, sizeof single - 1, &s, &err), 0);
+	assert_int_equal(gl_kube_nodes_parse(single, sizeof single - 1, &s, &err), 0);
 	assert_string_equal(s.nodes[0].gpus[0].model, "NVIDIA-A100-SXM4-40GB");
 	assert_int_equal(s.nodes[0].gpus[0].gpus, 8);
 	assert_int_equal(s.nodes[0].gpus[0].mig_instances, 56);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	/* a gpu.memory label that is not a MiB count is reported, not guessed */
 	{
 		static const char badmem[] =
 			"{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"b\",\"labels\":{\"nvidia.com/gpu.memory\":"
 			"\"80GB\"}},\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"2\"}}}]}";
-		assert_int_equal(gl_kube_parse_nodes(badmem, sizeof badmem - 1, &s, &err), 0);
+		assert_int_equal(gl_kube_nodes_parse(badmem, sizeof badmem - 1, &s, &err), 0);
 		assert_int_equal(s.nodes[0].gpus[0].memory_mib, 0);
 		assert_string_equal(s.problems[0], "kubectl nodes items[0].metadata.labels.nvidia.com/gpu.memory: '80GB' ignored");
-		gl_node_snapshot_fini(&s);
+		gl_nodeobs_snapshot_fini(&s);
 	}
-	assert_int_equal(gl_kube_parse_nodes("{\"kind\":\"PodList\",\"items\":[]}", 30, &s, &err), -GL_EFORMAT);
-	assert_int_equal(gl_kube_parse_nodes("not json", 8, &s, &err), -GL_EFORMAT);
-	gl_node_snapshot_fini(&s);
+	assert_int_equal(gl_kube_nodes_parse("{\"kind\":\"PodList\",\"items\":[]}", 30, &s, &err), -GL_EFORMAT);
+	assert_int_equal(gl_kube_nodes_parse("not json", 8, &s, &err), -GL_EFORMAT);
+	gl_nodeobs_snapshot_fini(&s);
 }
 
 /* The Alibaba PAI 2020 machine inventory (1,897 machines, CC-BY-4.0) as a
@@ -524,7 +524,7 @@ static void test_kube_pai_inventory(void **state)
 			want_p100 += gpu;
 	}
 	gl_strbuf_puts(&doc, "]}");
-	assert_int_equal(gl_kube_parse_nodes(doc.p, doc.len, &s, &err), 0);
+	assert_int_equal(gl_kube_nodes_parse(doc.p, doc.len, &s, &err), 0);
 	assert_int_equal(s.nnodes, items);
 	assert_int_equal(items, 1897);
 	for (size_t i = 0; i < s.nnodes; i++)
@@ -536,7 +536,7 @@ static void test_kube_pai_inventory(void **state)
 	assert_int_equal(got_gpus, want_gpus);
 	assert_int_equal(want_gpus, 6742); /* the trace README's figure */
 	assert_int_equal(got_p100, want_p100);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	gl_strbuf_fini(&doc);
 	free(csv);
 }

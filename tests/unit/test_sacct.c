@@ -363,13 +363,13 @@ static void test_state(void **state)
 		snprintf(line, sizeof line, "1|%s", cases[i].in);
 		parse1(&lay, line, &rec);
 		if (rec.state != cases[i].st || rec.state_by_uid != cases[i].by)
-			fail_msg("state '%s': %s by %lld", cases[i].in, gl_job_state_name(rec.state),
+			fail_msg("state '%s': %s by %lld", cases[i].in, gl_sacct_job_state_name(rec.state),
 				 (long long)rec.state_by_uid);
 		assert_str(rec.state_raw, cases[i].in);
 	}
-	assert_string_equal(gl_job_state_name(GL_JS_OUT_OF_MEMORY), "OUT_OF_MEMORY");
-	assert_string_equal(gl_job_state_name(GL_JS_UNKNOWN), "UNKNOWN");
-	assert_string_equal(gl_job_state_name((enum gl_job_state)99), "UNKNOWN");
+	assert_string_equal(gl_sacct_job_state_name(GL_JS_OUT_OF_MEMORY), "OUT_OF_MEMORY");
+	assert_string_equal(gl_sacct_job_state_name(GL_JS_UNKNOWN), "UNKNOWN");
+	assert_string_equal(gl_sacct_job_state_name((enum gl_job_state)99), "UNKNOWN");
 }
 
 static void test_reqmem(void **state)

@@ -72,7 +72,7 @@ static int run(struct gl_strbuf *out, struct gl_strbuf *err, const char *const *
 
 static void fmt(int64_t t, char *buf)
 {
-	gl_time_format(t, buf, 32);
+	gl_timeutil_format(t, buf, 32);
 	buf[strlen(buf) - 1] = '\0';
 }
 
@@ -214,10 +214,10 @@ static void test_scontrol(void **state)
 		assert_int_equal(s.nodes[i].avail == GL_AVAIL_DRAINED, n->avail == GL_SIM_DRAIN && used == 0);
 	}
 	assert_int_equal(run(&out, &err, resv), 0);
-	assert_int_equal(gl_slurm_parse_reservations(out.p, out.len, &s, &e), 0);
+	assert_int_equal(gl_slurm_events_parse_reservations(out.p, out.len, &s, &e), 0);
 	assert_int_equal(s.nresvs, 0);
 	assert_int_equal(run(&out, &err, bad), 1);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	gl_strbuf_fini(&out);
 	gl_strbuf_fini(&err);
 }
@@ -243,7 +243,7 @@ static void test_sacctmgr_events(void **state)
 					      "Reason,User,TRES", NULL};
 		assert_int_equal(run(&out, &err, argv), 0);
 	}
-	assert_int_equal(gl_sacctmgr_parse_events(out.p, out.len, &snap, &er), 0);
+	assert_int_equal(gl_slurm_events_parse_sacctmgr(out.p, out.len, &snap, &er), 0);
 	for (size_t i = 0; i < g_f->nevents; i++) {
 		const struct gl_sim_nodeevent *ev = &g_f->events[i];
 		if (g_f->nodes[ev->node].cluster == 0 && ev->start_s <= to &&
@@ -265,7 +265,7 @@ static void test_sacctmgr_events(void **state)
 		assert_true(ev->avail == GL_AVAIL_DOWN || ev->avail == GL_AVAIL_DRAINED);
 	}
 	assert_int_equal(nodes, want);
-	gl_node_snapshot_fini(&snap);
+	gl_nodeobs_snapshot_fini(&snap);
 	gl_strbuf_fini(&out);
 	gl_strbuf_fini(&err);
 }
@@ -306,14 +306,14 @@ static void test_kubectl(void **state)
 	assert_int_equal(r.npods, ns_want);
 	gl_kube_result_fini(&r);
 	assert_int_equal(run(&out, &err, nodes), 0);
-	assert_int_equal(gl_kube_parse_nodes(out.p, out.len, &s, &e), 0);
+	assert_int_equal(gl_kube_nodes_parse(out.p, out.len, &s, &e), 0);
 	assert_int_equal(s.nnodes, (size_t)g_f->cl[1].nnodes);
 	for (size_t i = 0; i < s.nnodes; i++) {
 		assert_int_equal(s.nodes[i].gpus[0].gpus, g_f->nodes[g_f->cl[1].first_node + (int)i].ngpus);
 		assert_int_equal(s.nodes[i].created_s, T0);
 	}
 	assert_int_equal(run(&out, &err, yaml), 1);
-	gl_node_snapshot_fini(&s);
+	gl_nodeobs_snapshot_fini(&s);
 	gl_strbuf_fini(&out);
 	gl_strbuf_fini(&err);
 }

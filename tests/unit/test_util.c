@@ -69,7 +69,7 @@ static void test_time_parse(void **state)
 {
 	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
 		int64_t t = 0;
-		int rc = gl_time_parse(times[i].in, strlen(times[i].in), &t);
+		int rc = gl_timeutil_parse(times[i].in, strlen(times[i].in), &t);
 		if (times[i].want == INT64_MIN) {
 			if (rc == 0)
 				fprintf(stderr, "'%s' parsed as %lld\n", times[i].in, (long long)t);
@@ -87,23 +87,23 @@ static void test_time_roundtrip(void **state)
 {
 	/* weekdays, Monday 0: the epoch was a Thursday, 2026-11-23 a Monday,
 	 * 1969-12-31 a Wednesday (before the epoch, floor division) */
-	assert_int_equal(gl_time_weekday(0), 3);
-	assert_int_equal(gl_time_weekday(1795392000LL + 86399), 0);
-	assert_int_equal(gl_time_weekday(1795392000LL + 6 * 86400), 6);
-	assert_int_equal(gl_time_weekday(-1), 2);
+	assert_int_equal(gl_timeutil_weekday(0), 3);
+	assert_int_equal(gl_timeutil_weekday(1795392000LL + 86399), 0);
+	assert_int_equal(gl_timeutil_weekday(1795392000LL + 6 * 86400), 6);
+	assert_int_equal(gl_timeutil_weekday(-1), 2);
 	/* every day across 1900..2200 round-trips through civil dates */
 	char buf[32];
 	for (int64_t t = -2208988800LL; t < 7258118400LL; t += 86400 + 3661) {
 		int64_t back;
-		gl_time_format(t, buf, sizeof buf);
-		assert_int_equal(gl_time_parse(buf, strlen(buf), &back), 0);
+		gl_timeutil_format(t, buf, sizeof buf);
+		assert_int_equal(gl_timeutil_parse(buf, strlen(buf), &back), 0);
 		assert_int_equal(back, t);
 	}
-	gl_time_format(1795363433, buf, sizeof buf);
+	gl_timeutil_format(1795363433, buf, sizeof buf);
 	assert_string_equal(buf, "2026-11-22T16:03:53Z");
-	gl_time_format_day(1795363433, buf, sizeof buf);
+	gl_timeutil_format_day(1795363433, buf, sizeof buf);
 	assert_string_equal(buf, "2026-11-22");
-	gl_time_format_day(-1, buf, sizeof buf); /* the last second of 1969 */
+	gl_timeutil_format_day(-1, buf, sizeof buf); /* the last second of 1969 */
 	assert_string_equal(buf, "1969-12-31");
 }
 
@@ -383,19 +383,19 @@ static void test_bounds(void **state)
 {
 	char *doc = gl_test_read_file("docs/ingest.md", NULL), want[160], why[160];
 	(void)state;
-	for (int k = 0; k < GL_BOUND__COUNT; k++) {
-		size_t max = gl_bound_max((enum gl_bound)k);
+	for (int k = 0; k < GL_BOUNDS__COUNT; k++) {
+		size_t max = gl_bounds_max((enum gl_bounds)k);
 		assert_true(max > 0);
-		assert_int_equal(gl_bound_check((enum gl_bound)k, max, why, sizeof why), 0);
-		assert_int_equal(gl_bound_check((enum gl_bound)k, max + 1, why, sizeof why), -1);
+		assert_int_equal(gl_bounds_check((enum gl_bounds)k, max, why, sizeof why), 0);
+		assert_int_equal(gl_bounds_check((enum gl_bounds)k, max + 1, why, sizeof why), -1);
 		snprintf(want, sizeof want, "%zu bytes, over the %zu-byte bound of %s", max + 1, max,
-			 gl_bound_what((enum gl_bound)k));
+			 gl_bounds_what((enum gl_bounds)k));
 		assert_string_equal(why, want);
-		snprintf(want, sizeof want, "| %s | %zu |", gl_bound_what((enum gl_bound)k), max);
+		snprintf(want, sizeof want, "| %s | %zu |", gl_bounds_what((enum gl_bounds)k), max);
 		if (!strstr(doc, want))
 			fail_msg("docs/ingest.md lacks the row '%s'", want);
 	}
-	assert_int_equal(gl_bound_check(GL_BOUND_OBJECT, 31457280, why, sizeof why), -1);
+	assert_int_equal(gl_bounds_check(GL_BOUNDS_OBJECT, 31457280, why, sizeof why), -1);
 	assert_string_equal(why, "31457280 bytes, over the 253-byte bound of Kubernetes object names and kinds");
 	free(doc);
 }

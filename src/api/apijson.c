@@ -76,15 +76,15 @@ void gl_apijson_add_time(cJSON *o, const char *k, int64_t t)
 		cJSON_AddNullToObject(o, k);
 		return;
 	}
-	gl_time_format(t, buf, sizeof buf);
+	gl_timeutil_format(t, buf, sizeof buf);
 	cJSON_AddStringToObject(o, k, buf);
 }
 
 void gl_apijson_add_window(cJSON *o, const char *k, const struct gl_window *w)
 {
 	char a[32], b[32];
-	gl_time_format(w->start_s, a, sizeof a);
-	gl_time_format(w->end_s, b, sizeof b);
+	gl_timeutil_format(w->start_s, a, sizeof a);
+	gl_timeutil_format(w->end_s, b, sizeof b);
 	cJSON_AddItemToObject(o, k, cJSON_CreateStringArray((const char *[]){a, b}, 2));
 }
 
@@ -189,7 +189,7 @@ void gl_apijson_csv_time(struct gl_strbuf *o, int64_t t)
 {
 	char buf[32] = "";
 	if (t != GL_TIME_NONE)
-		gl_time_format(t, buf, sizeof buf);
+		gl_timeutil_format(t, buf, sizeof buf);
 	gl_csv_raw(o, buf);
 }
 
@@ -308,7 +308,7 @@ static void through_header(struct gl_resp *resp, const struct gl_data_through *d
 	for (size_t i = 0; i < dt->n; i++) {
 		char t[32], one[256];
 		int n;
-		gl_time_format(dt->rows[i].through_s, t, sizeof t);
+		gl_timeutil_format(dt->rows[i].through_s, t, sizeof t);
 		n = snprintf(one, sizeof one, "%s%s/%s/%s=%s", len ? ", " : "", dt->rows[i].cluster, dt->rows[i].source,
 			     dt->rows[i].data, t);
 		if (n < 0 || (size_t)n >= sizeof one || len + (size_t)n >= sizeof resp->header_text)
@@ -357,7 +357,7 @@ int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *roo
 		gl_apijson_add_header(resp, "X-Window-Past-Data-Through", past ? "true" : "false");
 	}
 out:
-	gl_data_through_fini(&dt);
+	gl_ingest_data_through_fini(&dt);
 	return rc;
 }
 
@@ -409,5 +409,5 @@ void gl_apijson_dt_headers(struct gl_resp *resp, const struct gl_apijson_dt *d)
 
 void gl_apijson_dt_fini(struct gl_apijson_dt *d)
 {
-	gl_data_through_fini(&d->dt);
+	gl_ingest_data_through_fini(&d->dt);
 }
