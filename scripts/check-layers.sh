@@ -12,9 +12,11 @@
 #   long    no function under src/ is longer than 200 lines (its body, from
 #           the opening brace at column 0 to the closing one: the house
 #           style), key "long FILE FUNCTION";
-#   prefix  every function a file exports is named after the file: gl_FILE or
-#           gl_FILE_* (scripts/prefix.awk, which also names the families that
-#           keep a shared prefix on purpose), key "prefix FILE FUNCTION".
+#   prefix  every function a file exports, and every type, enumerator and
+#           macro a header defines, is named after the file: gl_FILE or
+#           gl_FILE_* (GL_FILE_* for the upper-case ones; scripts/prefix.awk,
+#           which also names the families that keep a shared prefix on
+#           purpose), key "prefix FILE NAME".
 #
 # Each violation is one line "RULE FILE: why". scripts/layers-known.txt lists
 # the ones the tree still carries ("RULE FILE" a line); a violation not in it
@@ -107,9 +109,12 @@ find src -name '*.c' | sort | xargs awk -v max=200 '
 		start = 0; sig = ""
 	}' >>"$out"
 
-awk -f scripts/prefix.awk "${srcs[@]}" |
-	awk '{ b = $1; sub(/.*\//, "", b); sub(/\.c$/, "", b)
-	       printf "prefix %s %s: not named gl_%s or gl_%s_* after its file\n", $1, $2, b, b }' >>"$out"
+mapfile -t named < <(find src include -name '*.[ch]' | sort)
+awk -f scripts/prefix.awk "${named[@]}" |
+	awk '{ b = $1; sub(/.*\//, "", b); sub(/(_int)?\.[ch]$/, "", b)
+	       if ($2 ~ /^GL_/) b = toupper(b)
+	       p = $2 ~ /^GL_/ ? "GL_" : "gl_"
+	       printf "prefix %s %s: not named %s%s or %s%s_* after its file\n", $1, $2, p, b, p, b }' >>"$out"
 
 sort -u -o "$out" "$out"
 cut -d: -f1 "$out" | sort -u >"$tmp/keys"

@@ -33,6 +33,8 @@ cd "$root"
 self=scripts/rename-modules.sh
 # its own test names the old and the new names on purpose
 selftest=tests/scripts/test_rename_modules.sh
+# the layering debts name the old names: the end of the script pays them
+known=scripts/layers-known.txt
 
 # old path -> new path (src/ and include/)
 FILES=(
@@ -64,6 +66,29 @@ PREFIX=(
 	"gl_bound_ gl_bounds_"             # util/bounds.c
 	"GL_BOUND_ GL_BOUNDS_"
 	"GL_STEP_ GL_WINDOW_STEP_"         # domain/window.c
+	# the types, enumerators and macros of a header, named after it
+	# (scripts/prefix.awk checks headers too)
+	"gl_node_ gl_nodeobs_"             # nodeobs.h
+	"GL_NODE_ GL_NODEOBS_"
+	"GL_AVAIL_ GL_NODEOBS_AVAIL_"
+	"gl_serve_ gl_servemetrics_"       # servemetrics.h (GL_SERVE_ by symbol:
+	                                   # main.c has a GL_SERVE_ of its own)
+	"gl_sb_ gl_sbmodel_"               # sbmodel.h
+	"GL_SB_ GL_SBMODEL_"
+	"gl_cap_ gl_capacity_"             # capacity.h
+	"GL_CAP_ GL_CAPACITY_"
+	"GL_ROUTE_ GL_REQCLASS_"           # reqclass.h
+	"GL_EXIT_ GL_CLI_EXIT_"            # cli.h
+	"GL_FCS_ GL_FCSERIES_"             # fcseries.h
+	"GL_SF_ GL_SACCT_F_"               # sacct.h: the fields, the job states
+	"GL_JS_ GL_SACCT_JS_"
+	"GL_ATTRIB_ GL_DCGM_ATTRIB_"       # dcgm_attrib.h
+	"GL_SHARE_ GL_CHARGEBACK_SHARE_"   # chargeback.h
+	"GL_CB_ GL_CHARGEBACK_"
+	"GL_KUBE_SHARE_ GL_KUBEGPU_SHARE_" # kubegpu.h
+	"gl_reportfile_ gl_reportfiles_"   # reportfiles.h
+	"GL_CFG_ GL_CONFIG_"               # config.h
+	"GL_IDLE_STAGE_ GL_IDLERULE_STAGE_" # idlerule.h
 )
 # old symbol -> new symbol
 SYMBOL=(
@@ -134,11 +159,134 @@ SYMBOL=(
 	"gl_time_parse gl_timeutil_parse"
 	"gl_time_format_day gl_timeutil_format_day"
 	"gl_time_format gl_timeutil_format"
+	# config.h: its types are the config module's (gl_config_*)
+	"gl_budget_cfg gl_config_budget"
+	"gl_capacity_plan_cfg gl_config_capacity_plan"
+	"gl_cfg_key gl_config_key"
+	"gl_cfg_type gl_config_type"
+	"gl_dcgm_source_cfg gl_config_dcgm_source"
+	"gl_gpu_model_cfg gl_config_gpu_model"
+	"gl_idle_owner_cfg gl_config_idle_owner"
+	"gl_kube_nodes_source_cfg gl_config_kube_nodes_source"
+	"gl_kube_source_cfg gl_config_kube_source"
+	"gl_nvsmi_source_cfg gl_config_nvsmi_source"
+	"gl_owner_cfg gl_config_owner"
+	"gl_rate_cfg gl_config_rate"
+	"gl_run_cfg gl_config_run"
+	"gl_sacct_source_cfg gl_config_sacct_source"
+	"gl_serving_source_cfg gl_config_serving_source"
+	"gl_slurm_nodes_source_cfg gl_config_slurm_nodes_source"
+	"gl_workload_cfg gl_config_workload"
+	# idlerule.h (gl_idle_* stays the family of store/idle.c)
+	"gl_idle_gpu_eval gl_idlerule_gpu_eval"
+	"gl_idle_job_eval gl_idlerule_job_eval"
+	"gl_idle_obs gl_idlerule_obs"
+	"gl_idle_signal gl_idlerule_signal"
+	"gl_idle_span gl_idlerule_span"
+	"gl_idle_stage gl_idlerule_stage"
+	"gl_idle_state gl_idlerule_state"
+	"GL_IDLE_NODATA GL_IDLERULE_NODATA"
+	"GL_IDLE_IDLE GL_IDLERULE_IDLE"
+	"GL_IDLE_BUSY GL_IDLERULE_BUSY"
+	# simfleet.h and simtrace.h share gl_sim_: each its own
+	"gl_sim_avail gl_simfleet_avail"
+	"gl_sim_cluster gl_simfleet_cluster_def" # gl_simfleet_cluster is a function
+	"gl_sim_fleet gl_simfleet_fleet"
+	"gl_sim_job gl_simfleet_job"
+	"gl_sim_kind gl_simfleet_kind"
+	"gl_sim_model gl_simfleet_model"
+	"gl_sim_namespace gl_simfleet_namespace"
+	"gl_sim_node gl_simfleet_node"
+	"gl_sim_nodeevent gl_simfleet_nodeevent"
+	"gl_sim_params gl_simfleet_params"
+	"gl_sim_part gl_simfleet_part"
+	"gl_sim_state gl_simfleet_state"
+	"GL_SIM_MAX_GPUS_PER_NODE GL_SIMFLEET_MAX_GPUS_PER_NODE"
+	"GL_SIM_MAX_JOB_NODES GL_SIMFLEET_MAX_JOB_NODES"
+	"GL_SIM_NONE GL_SIMFLEET_NONE"
+	"GL_SIM_SLURM GL_SIMFLEET_SLURM"
+	"GL_SIM_KUBE GL_SIMFLEET_KUBE"
+	"GL_SIM_PENDING GL_SIMFLEET_PENDING"
+	"GL_SIM_RUNNING GL_SIMFLEET_RUNNING"
+	"GL_SIM_COMPLETED GL_SIMFLEET_COMPLETED"
+	"GL_SIM_FAILED GL_SIMFLEET_FAILED"
+	"GL_SIM_REQUEUED GL_SIMFLEET_REQUEUED"
+	"GL_SIM_CANCELLED GL_SIMFLEET_CANCELLED"
+	"GL_SIM_UP GL_SIMFLEET_UP"
+	"GL_SIM_DOWN GL_SIMFLEET_DOWN"
+	"GL_SIM_DRAIN GL_SIMFLEET_DRAIN"
+	"gl_sim_duty gl_simtrace_duty"
+	"gl_sim_pjob gl_simtrace_pjob"
+	"gl_sim_pod gl_simtrace_pod"
+	"gl_sim_traces gl_simtrace_traces"
+	"GL_SIM_UTIL_MINUTES GL_SIMTRACE_UTIL_MINUTES"
+	# servemetrics.h
+	"GL_SERVE_NONE GL_SERVEMETRICS_NONE"
+	"GL_SERVE_VLLM GL_SERVEMETRICS_VLLM"
+	"GL_SERVE_TGI GL_SERVEMETRICS_TGI"
+	"GL_SERVE_TRITON GL_SERVEMETRICS_TRITON"
+	"GL_SERVE_SGLANG GL_SERVEMETRICS_SGLANG"
+	"GL_SERVE_REQUESTS GL_SERVEMETRICS_REQUESTS"
+	"GL_SERVE_FAILED GL_SERVEMETRICS_FAILED"
+	"GL_SERVE_PROMPT GL_SERVEMETRICS_PROMPT"
+	"GL_SERVE_GENERATED GL_SERVEMETRICS_GENERATED"
+	"GL_SERVE_INFERENCES GL_SERVEMETRICS_INFERENCES"
+	"GL_SERVE_EXECUTIONS GL_SERVEMETRICS_EXECUTIONS"
+	"GL_SERVE__NCTR GL_SERVEMETRICS__NCTR"
+	"GL_SERVE_MAX_LE GL_SERVEMETRICS_MAX_LE"
+	# the other headers
+	"GL_GPU_MODEL_SQL GL_ACCOUNTING_GPU_MODEL_SQL"
+	"GL_JOB_MODEL_SQL GL_ACCOUNTING_JOB_MODEL_SQL"
+	"GL_JOB_GPUS_SQL GL_ACCOUNTING_JOB_GPUS_SQL"
+	"GL_JOB_HELD_SQL GL_ACCOUNTING_JOB_HELD_SQL"
+	"GL_JOB_RUN_KIND_SQL GL_ACCOUNTING_JOB_RUN_KIND_SQL"
+	"GL_JOB_RULE_TAGS_SQL GL_ACCOUNTING_JOB_RULE_TAGS_SQL"
+	"GL_USAGE_SCALE_SQL GL_ACCOUNTING_USAGE_SCALE_SQL"
+	"GL_JOB_SEEN_SQL GL_ACCOUNTING_JOB_SEEN_SQL"
+	"gl_share_idle gl_chargeback_share_idle"
+	"GL_MICRO_GPU_SECONDS_PER_GPU_HOUR GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR"
+	"gl_i128 gl_cost_i128"
+	"gl_idle_policy gl_dcgm_idle_policy"
+	"GL_IDLE_POLICY_DEFAULT GL_DCGM_IDLE_POLICY_DEFAULT"
+	"GL_DCGM_MAX_BODY GL_DCGM_SCRAPE_MAX_BODY"
+	"gl_inv_gpu gl_dcgmstore_inv_gpu"
+	"gl_hook_policy_cfg gl_hookpolicy_cfg"
+	"GL_HOOK_LOCK_KEY GL_HOOKSTORE_LOCK_KEY"
+	"gl_data_through_row gl_ingest_data_through_row"
+	"gl_data_through gl_ingest_data_through_set" # gl_ingest_data_through fills it
+	"gl_jobpid gl_jobpids_entry"
+	"GL_JOB_HELD_AS_BILLED GL_JOBROW_HELD_AS_BILLED"
+	"gl_job_row gl_jobrow"
+	"GL_CLUSTER_HAS_DATA_SQL GL_JOBS_CLUSTER_HAS_DATA_SQL"
+	"gl_merge_counts gl_jobs_merge_counts"
+	"GL_KUBE_SOURCE GL_KUBE_INGEST_SOURCE"
+	"gl_kube_share gl_kubegpu_share"
+	"gl_kube_node_gpu gl_kubegpu_node_gpu"
+	"gl_migration gl_migrate_script"
+	"gl_slurm_event gl_nodeobs_slurm_event"
+	"gl_slurm_resv gl_nodeobs_slurm_resv"
+	"gl_nvsmi_node_input gl_nvsmi_ingest_node_input"
+	"gl_reportfile gl_reportfiles_file"
+	"gl_route_class gl_reqclass"
+	"gl_job_state gl_sacct_job_state"
+	"GL_GPU_TYPE_MAX GL_SACCT_GPU_TYPE_MAX"
+	"gl_showback gl_sbmodel"
+	"gl_auth gl_server_auth"
+	"gl_handler_fn gl_server_handler_fn"
+	"gl_route gl_server_route"
+	"gl_serving_scrape_in gl_serving_ingest_scrape_in"
+	"GL_BUDGET_MAX_THRESHOLDS GL_SETTINGS_MAX_THRESHOLDS"
+	"gl_reports_format gl_settings_report_format"
+	"GL_REPORTS_CSV GL_SETTINGS_REPORT_CSV"
+	"GL_REPORTS_HTML GL_SETTINGS_REPORT_HTML"
+	"GL_REPORTS_PDF GL_SETTINGS_REPORT_PDF"
+	"GL_REPORTS_ZIP GL_SETTINGS_REPORT_ZIP"
+	"gl_source_run_fn gl_daemon_source_run_fn"
 )
 
 tracked() { # the files a rename may touch, NUL-separated
 	git ls-files -z -- src include tests bench docs scripts Makefile README.md gpuledger.example.yaml |
-		grep -zv -e "^$self\$" -e "^$selftest\$" -e '\.\(png\|pdf\|gz\|zip\|prom\.gz\)$' || true
+		grep -zv -e "^$self\$" -e "^$selftest\$" -e "^$known\$" -e '\.\(png\|pdf\|gz\|zip\|prom\.gz\)$' || true
 }
 holding() { # ERE -> the tracked files with a match, NUL-separated
 	tracked | xargs -0 grep -lZE -- "$1" 2>/dev/null || true
@@ -222,7 +370,7 @@ rename_ident() { # ERE of the old names, sed expression, what (for the log)
 	fi
 	# the names it would make must not be in use already, in C nor in SQL
 	clash=$(comm -12 <(tracked | xargs -0 grep -ohE -- "$re" 2>/dev/null | sort -u | sed -E "$expr" | sort -u) \
-		<(sort -u <(idents '\bgl_[A-Za-z0-9_]+') <(sqlnames)))
+		<(sort -u <(idents '\b(gl|GL)_[A-Za-z0-9_]+') <(sqlnames)))
 	if [[ -n $clash ]]; then
 		echo "rename-modules: $what would clash with names in use: $clash" >&2
 		exit 1
@@ -251,7 +399,7 @@ done
 # prefix (or is gone)
 known=scripts/layers-known.txt
 if [[ -f $known ]]; then
-	mapfile -t srcs < <(find src -name '*.c' | sort)
+	mapfile -t srcs < <(find src include -name '*.[ch]' | sort)
 	awk -f scripts/prefix.awk "${srcs[@]}" | sed 's/^/prefix /' >"$known.left"
 	while read -r rule path fn; do
 		case $rule in
@@ -275,11 +423,11 @@ if [[ -f $known ]]; then
 fi
 
 # ---- what still does not match its file ----
-mapfile -t srcs < <(find src -name '*.c' | sort)
+mapfile -t srcs < <(find src include -name '*.[ch]' | sort)
 left=0
 while read -r f fn; do
 	echo "rename-modules: left: $f $fn"
 	left=$((left + 1))
 done < <(awk -f scripts/prefix.awk "${srcs[@]}")
 dups=$(find src -name '*.[ch]' | awk -F/ '{print $NF}' | sort | uniq -d)
-echo "rename-modules: $( ((changed)) && echo "renamed" || echo "nothing to do"); duplicate file names under src/: ${dups:-none}; functions whose prefix is not their file's: $left"
+echo "rename-modules: $( ((changed)) && echo "renamed" || echo "nothing to do"); duplicate file names under src/: ${dups:-none}; names whose prefix is not their file's: $left"
