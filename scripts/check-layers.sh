@@ -8,6 +8,9 @@
 #   pure    src/domain/ and src/sources/ include no store header (one named
 #           after a src/store/ file, or one that pulls libpq) nor config.h, and
 #           do no I/O and read no clock;
+#   ingest  src/ingest/ includes no daemon header (one named after a
+#           src/daemon/ file, directly or through a header): the daemon
+#           calls ingest, and ingest reports health through srchealth.h;
 #   name    no two files under src/ share a name;
 #   long    no function under src/ is longer than 200 lines (its body, from
 #           the opening brace at column 0 to the closing one: the house
@@ -52,6 +55,12 @@ for f in src/store/*.c; do
 done >"$tmp/storeh"
 grep -l 'libpq-fe\.h' include/gl/*.h >>"$tmp/storeh" 2>/dev/null || true
 sort -u -o "$tmp/storeh" "$tmp/storeh"
+# daemon headers: named after a src/daemon/ file, or private to it
+for f in src/daemon/*.c; do
+	b=$(basename "$f" .c)
+	[ -f "include/gl/$b.h" ] && echo "include/gl/$b.h"
+done >"$tmp/daemonh"
+find src/daemon -name '*.h' >>"$tmp/daemonh"
 
 out=$tmp/found
 : >"$out"
@@ -67,6 +76,15 @@ while read -r file deps; do
 			;;
 		esac
 	done
+	case $file in
+	src/ingest/*)
+		for d in $deps; do
+			if grep -qxF "$d" "$tmp/daemonh"; then
+				echo "ingest $file: includes the daemon header $d" >>"$out"
+			fi
+		done
+		;;
+	esac
 	case $file in
 	src/domain/* | src/sources/*)
 		for d in $deps; do

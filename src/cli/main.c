@@ -22,6 +22,7 @@
 #include "gl/sacct_ingest.h"
 #include "gl/sacct.h"
 #include "gl/sacct_poll.h"
+#include "gl/srchealth.h"
 #include "gl/server.h"
 #include "gl/store.h"
 
@@ -531,6 +532,10 @@ int main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	/* the cJSON hooks are process-wide: installed before any thread */
 	gl_jsonarena_init();
+	/* ingest/ reports each source's health through its own sink (it may
+	 * not include a daemon header): here it goes to the registry that
+	 * /metrics and /healthz read */
+	gl_srchealth_set_sink(gl_health_report);
 	/* libpq waits for ever on a server that takes the connection and never
 	 * answers (a hung host, a half-open network path): the daemon's tick
 	 * and its reconnects would stop with it. A connection string's own

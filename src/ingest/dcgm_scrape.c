@@ -3,7 +3,7 @@
 #include "gl/dcgm.h"
 #include "gl/dcgm_attrib.h"
 #include "gl/dcgm_ingest.h"
-#include "gl/health.h"
+#include "gl/srchealth.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/redact.h"
@@ -329,7 +329,7 @@ static void on_fetched(struct gl_dcgm_scrape_fetch *f, void *ud)
 		}
 		gl_dcgm_scrape_fini(&s);
 	}
-	gl_health_report("dcgm", rd->src->cluster, f->url, ok, rd->now_s, ok ? NULL : why, f->duration_s);
+	gl_srchealth_report("dcgm", rd->src->cluster, f->url, ok, rd->now_s, ok ? NULL : why, f->duration_s);
 	if (ok) {
 		rd->good++;
 	} else {

@@ -3,7 +3,7 @@
 #include "gl/dbcancel.h"
 #include "gl/dcgm.h"
 #include "gl/dcgmstore.h"
-#include "gl/health.h"
+#include "gl/srchealth.h"
 #include "gl/hostlist.h"
 #include "gl/ingest.h"
 #include "gl/jobpids.h"
@@ -541,7 +541,7 @@ int gl_nvsmi_ingest_source_run(struct gl_store *db, const struct gl_config *cfg,
 	o.node = h.v[0].node;
 	if ((rc = gl_nvsmi_ingest_nodes(db, &o, in, h.n, &res, err)))
 		goto failed;
-	gl_health_report("nvidia-smi", src->cluster, src->node, 1, now_s, NULL, 0);
+	gl_srchealth_report("nvidia-smi", src->cluster, src->node, 1, now_s, NULL, 0);
 	snprintf(summary, n,
 		 "%s: %zu nodes (%lld failed), %lld rounds, %lld GPU samples, %lld applied, %lld stale, %lld labelled by "
 		 "job, %lld problems",
@@ -551,7 +551,7 @@ int gl_nvsmi_ingest_source_run(struct gl_store *db, const struct gl_config *cfg,
 failed:
 	gl_err_prefix(err, "nvidia-smi %s/%s: ", src->cluster, src->node);
 reported:
-	gl_health_report("nvidia-smi", src->cluster, src->node, 0, now_s, err->msg, 0);
+	gl_srchealth_report("nvidia-smi", src->cluster, src->node, 0, now_s, err->msg, 0);
 out:
 	hosts_fini(&h);
 	free(in);

@@ -5,7 +5,7 @@
  * transaction at the round's time (gl_serving_ingest). */
 #include "gl/serving_scrape.h"
 #include "gl/dcgm_scrape.h"
-#include "gl/health.h"
+#include "gl/srchealth.h"
 #include "gl/log.h"
 #include "gl/proc.h"
 #include "gl/redact.h"
@@ -122,7 +122,7 @@ static void on_fetched(struct gl_dcgm_scrape_fetch *f, void *ud)
 		 * transfers in flight */
 		gl_strbuf_fini(&f->body);
 	}
-	gl_health_report("serving", rd->cluster, t->instance, ok, rd->now_s, ok ? NULL : why, f->duration_s);
+	gl_srchealth_report("serving", rd->cluster, t->instance, ok, rd->now_s, ok ? NULL : why, f->duration_s);
 	if (ok) {
 		rd->good++;
 		return;

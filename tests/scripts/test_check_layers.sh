@@ -40,6 +40,16 @@ printf '#include "gl/common.h"\n#include <libpq-fe.h>\nint gl_planted(void *c);\
 expect "api/ calling libpq" 1 'libpq src/api/planted.c: (includes libpq-fe.h|names)'
 
 fresh
+sed -i "1i #include \"gl/health.h\"" "$work/t/src/ingest/dcgm_scrape.c"
+expect "ingest/ including a daemon header (health.h)" 1 \
+	'ingest src/ingest/dcgm_scrape.c: includes the daemon header include/gl/health.h'
+
+fresh
+printf '#include "gl/sacct_poll.h"\n' >>"$work/t/include/gl/daemon.h"
+printf '#include "gl/daemon.h"\n' >>"$work/t/src/ingest/sacct_poll.c"
+expect "ingest/ including daemon.h" 1 'ingest src/ingest/sacct_poll.c: includes the daemon header include/gl/daemon.h'
+
+fresh
 printf '#include <stdio.h>\nint gl_planted(void);\nint gl_planted(void) { return fopen("/x", "r") != NULL; }\n' \
 	>"$work/t/src/sources/planted.c"
 expect "sources/ opening a file" 1 'pure src/sources/planted.c: does I/O'
