@@ -122,7 +122,7 @@ static void truncate_tables(const char *q)
 
 static double ours(PGconn *c, const char *cluster, int kube, const struct gl_strbuf *text, int64_t at)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	struct gl_err err = {0};
@@ -145,14 +145,14 @@ static double ours(PGconn *c, const char *cluster, int kube, const struct gl_str
 /* the same rows, straight in */
 static double raw_copy(PGconn *c, int cluster_id, const struct gl_strbuf *text, int kube, int64_t at)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_strbuf g = GL_STRBUF_INIT, st = GL_STRBUF_INIT;
 	struct gl_err err = {0};
 	double t0, t;
 	if ((kube ? gl_kube_nodes_parse(text->p, text->len, &s, &err) : gl_scontrol_parse_nodes(text->p, text->len, &s, &err)))
 		gl_test_die(err.msg);
 	for (size_t i = 0; i < s.nnodes; i++) {
-		const struct gl_node_obs *o = &s.nodes[i];
+		const struct gl_nodeobs_obs *o = &s.nodes[i];
 		for (size_t m = 0; m < o->ngpu_models; m++)
 			gl_strbuf_printf(&g, "%d\t%s\t%s\t%lld\t%lld\t%s\t{%s}\t%s\t%lld\n", cluster_id, o->name, o->gpus[m].model,
 					 (long long)o->gpus[m].gpus, (long long)o->gpus[m].mig_instances,

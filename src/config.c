@@ -134,417 +134,417 @@ out:
 
 /* ---- the key table ---- */
 #define OFF(f) offsetof(struct gl_config, f)
-#define SOFF(f) offsetof(struct gl_sacct_source_cfg, f)
+#define SOFF(f) offsetof(struct gl_config_sacct_source, f)
 
-static const struct gl_cfg_key sacct_keys[] = {
-	{"cluster", GL_CFG_STR, SOFF(cluster), NULL, 1, 0, 0, "cluster name the jobs are booked under", NULL, 0, 0},
-	{"command", GL_CFG_STR, SOFF(command), "sacct", 0, 0, 0, "sacct binary (path or name on PATH)", NULL, 0, 0},
-	{"extra_args", GL_CFG_STR, SOFF(extra_args), "", 0, 0, 0, "extra sacct arguments, whitespace-separated (no shell)", NULL, 0, 0},
-	{"delimiter", GL_CFG_STR, SOFF(delimiter), "|", 0, 0, 0, "field delimiter passed to sacct --delimiter", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, SOFF(interval_s), "300", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
-	{"overlap_s", GL_CFG_INT, SOFF(overlap_s), "3600", 0, 0, 30 * 86400, "re-read this much before the watermark (late updates)", NULL, 0, 0},
-	{"chunk_s", GL_CFG_INT, SOFF(chunk_s), "86400", 0, 60, 31 * 86400, "sacct -S/-E window per call (sacct refuses very wide ranges)", NULL, 0, 0},
-	{"lookback_s", GL_CFG_INT, SOFF(lookback_s), "86400", 0, 0, 3650LL * 86400, "first run starts this far back", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, SOFF(timeout_s), "120", 0, 1, 3600, "kill a sacct call that runs longer", NULL, 0, 0},
+static const struct gl_config_key sacct_keys[] = {
+	{"cluster", GL_CONFIG_STR, SOFF(cluster), NULL, 1, 0, 0, "cluster name the jobs are booked under", NULL, 0, 0},
+	{"command", GL_CONFIG_STR, SOFF(command), "sacct", 0, 0, 0, "sacct binary (path or name on PATH)", NULL, 0, 0},
+	{"extra_args", GL_CONFIG_STR, SOFF(extra_args), "", 0, 0, 0, "extra sacct arguments, whitespace-separated (no shell)", NULL, 0, 0},
+	{"delimiter", GL_CONFIG_STR, SOFF(delimiter), "|", 0, 0, 0, "field delimiter passed to sacct --delimiter", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, SOFF(interval_s), "300", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"overlap_s", GL_CONFIG_INT, SOFF(overlap_s), "3600", 0, 0, 30 * 86400, "re-read this much before the watermark (late updates)", NULL, 0, 0},
+	{"chunk_s", GL_CONFIG_INT, SOFF(chunk_s), "86400", 0, 60, 31 * 86400, "sacct -S/-E window per call (sacct refuses very wide ranges)", NULL, 0, 0},
+	{"lookback_s", GL_CONFIG_INT, SOFF(lookback_s), "86400", 0, 0, 3650LL * 86400, "first run starts this far back", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, SOFF(timeout_s), "120", 0, 1, 3600, "kill a sacct call that runs longer", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define KOFF(f) offsetof(struct gl_kube_source_cfg, f)
-static const struct gl_cfg_key kube_keys[] = {
-	{"cluster", GL_CFG_STR, KOFF(cluster), NULL, 1, 0, 0, "cluster name the pods are booked under", NULL, 0, 0},
-	{"command", GL_CFG_STR, KOFF(command), "", 0, 0, 0, "command printing a PodList (argv split on whitespace, no shell)", NULL, 0, 0},
-	{"file", GL_CFG_STR, KOFF(file), "", 0, 0, 0, "PodList JSON file refreshed by another process", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, KOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, KOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
-	{"label_team", GL_CFG_STR, KOFF(label_team), "team", 0, 0, 0, "pod label holding the team", NULL, 0, 0},
-	{"label_project", GL_CFG_STR, KOFF(label_project), "project", 0, 0, 0, "pod label holding the project", NULL, 0, 0},
-	{"label_cost_center", GL_CFG_STR, KOFF(label_cost_center), "cost-center", 0, 0, 0, "pod label holding the cost centre", NULL, 0, 0},
+#define KOFF(f) offsetof(struct gl_config_kube_source, f)
+static const struct gl_config_key kube_keys[] = {
+	{"cluster", GL_CONFIG_STR, KOFF(cluster), NULL, 1, 0, 0, "cluster name the pods are booked under", NULL, 0, 0},
+	{"command", GL_CONFIG_STR, KOFF(command), "", 0, 0, 0, "command printing a PodList (argv split on whitespace, no shell)", NULL, 0, 0},
+	{"file", GL_CONFIG_STR, KOFF(file), "", 0, 0, 0, "PodList JSON file refreshed by another process", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, KOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, KOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
+	{"label_team", GL_CONFIG_STR, KOFF(label_team), "team", 0, 0, 0, "pod label holding the team", NULL, 0, 0},
+	{"label_project", GL_CONFIG_STR, KOFF(label_project), "project", 0, 0, 0, "pod label holding the project", NULL, 0, 0},
+	{"label_cost_center", GL_CONFIG_STR, KOFF(label_cost_center), "cost-center", 0, 0, 0, "pod label holding the cost centre", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define DOFF(f) offsetof(struct gl_dcgm_source_cfg, f)
-static const struct gl_cfg_key dcgm_keys[] = {
-	{"cluster", GL_CFG_STR, DOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs belong to", NULL, 0, 0},
-	{"targets", GL_CFG_STR, DOFF(targets), "", 0, 0, 0,
+#define DOFF(f) offsetof(struct gl_config_dcgm_source, f)
+static const struct gl_config_key dcgm_keys[] = {
+	{"cluster", GL_CONFIG_STR, DOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs belong to", NULL, 0, 0},
+	{"targets", GL_CONFIG_STR, DOFF(targets), "", 0, 0, 0,
 	 "exporter /metrics URLs, whitespace- or comma-separated, each optionally followed by node=NAME", NULL, 0, 0},
-	{"targets_file", GL_CFG_STR, DOFF(targets_file), "", 0, 0, 0,
+	{"targets_file", GL_CONFIG_STR, DOFF(targets_file), "", 0, 0, 0,
 	 "file with one URL (and optionally its node) per line, re-read every run", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, DOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, DOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
-	{"max_parallel", GL_CFG_INT, DOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, DOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, DOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
+	{"max_parallel", GL_CONFIG_INT, DOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define SVOFF(f) offsetof(struct gl_serving_source_cfg, f)
-static const struct gl_cfg_key serving_keys[] = {
-	{"(line)", GL_CFG_LINE, SVOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
-	{"endpoint", GL_CFG_STR, SVOFF(endpoint), NULL, 1, 0, 0, "name of the inference endpoint (what /v1/inference lists)", NULL, 0, 0},
-	{"cluster", GL_CFG_STR, SVOFF(cluster), NULL, 1, 0, 0, "cluster its pods or job run in", NULL, 0, 0},
-	{"targets", GL_CFG_STR, SVOFF(targets), NULL, 1, 0, 0, "the server's /metrics URLs (one per replica), whitespace- or comma-separated", NULL, 0, 0},
-	{"model", GL_CFG_STR, SVOFF(model), "", 0, 0, 0, "model name for servers that label none (TGI); empty = the scrape's", NULL, 0, 0},
-	{"pod", GL_CFG_STR, SVOFF(pod), "", 0, 0, 0, "NAMESPACE/NAME of the pod it runs on", NULL, 0, 0},
-	{"namespace", GL_CFG_STR, SVOFF(namespace_), "", 0, 0, 0, "with selector: namespace of its pods", NULL, 0, 0},
-	{"selector", GL_CFG_STR, SVOFF(selector), "", 0, 0, 0, "label selector k=v,k2=v2 of its pods (one running pod per target)", NULL, 0, 0},
-	{"job", GL_CFG_STR, SVOFF(job), "", 0, 0, 0, "Slurm job id it runs in", NULL, 0, 0},
-	{"job_name", GL_CFG_STR, SVOFF(job_name), "", 0, 0, 0, "Slurm job name it runs in (the running job of that name)", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, SVOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, SVOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
-	{"max_parallel", GL_CFG_INT, SVOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes of a round", NULL, 0, 0},
+#define SVOFF(f) offsetof(struct gl_config_serving_source, f)
+static const struct gl_config_key serving_keys[] = {
+	{"(line)", GL_CONFIG_LINE, SVOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"endpoint", GL_CONFIG_STR, SVOFF(endpoint), NULL, 1, 0, 0, "name of the inference endpoint (what /v1/inference lists)", NULL, 0, 0},
+	{"cluster", GL_CONFIG_STR, SVOFF(cluster), NULL, 1, 0, 0, "cluster its pods or job run in", NULL, 0, 0},
+	{"targets", GL_CONFIG_STR, SVOFF(targets), NULL, 1, 0, 0, "the server's /metrics URLs (one per replica), whitespace- or comma-separated", NULL, 0, 0},
+	{"model", GL_CONFIG_STR, SVOFF(model), "", 0, 0, 0, "model name for servers that label none (TGI); empty = the scrape's", NULL, 0, 0},
+	{"pod", GL_CONFIG_STR, SVOFF(pod), "", 0, 0, 0, "NAMESPACE/NAME of the pod it runs on", NULL, 0, 0},
+	{"namespace", GL_CONFIG_STR, SVOFF(namespace_), "", 0, 0, 0, "with selector: namespace of its pods", NULL, 0, 0},
+	{"selector", GL_CONFIG_STR, SVOFF(selector), "", 0, 0, 0, "label selector k=v,k2=v2 of its pods (one running pod per target)", NULL, 0, 0},
+	{"job", GL_CONFIG_STR, SVOFF(job), "", 0, 0, 0, "Slurm job id it runs in", NULL, 0, 0},
+	{"job_name", GL_CONFIG_STR, SVOFF(job_name), "", 0, 0, 0, "Slurm job name it runs in (the running job of that name)", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, SVOFF(interval_s), "30", 0, 1, 3600, "scrape interval", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, SVOFF(timeout_s), "10", 0, 1, 600, "per-target timeout", NULL, 0, 0},
+	{"max_parallel", GL_CONFIG_INT, SVOFF(max_parallel), "64", 0, 1, 4096, "concurrent scrapes of a round", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define SNOFF(f) offsetof(struct gl_slurm_nodes_source_cfg, f)
-static const struct gl_cfg_key slurm_nodes_keys[] = {
-	{"cluster", GL_CFG_STR, SNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
-	{"scontrol", GL_CFG_STR, SNOFF(scontrol), "scontrol", 0, 0, 0, "scontrol binary (path or name on PATH)", NULL, 0, 0},
-	{"sacctmgr", GL_CFG_STR, SNOFF(sacctmgr), "sacctmgr", 0, 0, 0, "sacctmgr binary for the node event history; empty = none", NULL, 0, 0},
-	{"events_lookback_s", GL_CFG_INT, SNOFF(events_lookback_s), "86400", 0, 60, 3650LL * 86400, "node events re-read by each run", NULL, 0, 0},
-	{"reservations", GL_CFG_BOOL, SNOFF(reservations), "true", 0, 0, 0, "also read scontrol show reservation", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, SNOFF(interval_s), "300", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, SNOFF(timeout_s), "60", 0, 1, 3600, "kill a command that runs longer", NULL, 0, 0},
+#define SNOFF(f) offsetof(struct gl_config_slurm_nodes_source, f)
+static const struct gl_config_key slurm_nodes_keys[] = {
+	{"cluster", GL_CONFIG_STR, SNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
+	{"scontrol", GL_CONFIG_STR, SNOFF(scontrol), "scontrol", 0, 0, 0, "scontrol binary (path or name on PATH)", NULL, 0, 0},
+	{"sacctmgr", GL_CONFIG_STR, SNOFF(sacctmgr), "sacctmgr", 0, 0, 0, "sacctmgr binary for the node event history; empty = none", NULL, 0, 0},
+	{"events_lookback_s", GL_CONFIG_INT, SNOFF(events_lookback_s), "86400", 0, 60, 3650LL * 86400, "node events re-read by each run", NULL, 0, 0},
+	{"reservations", GL_CONFIG_BOOL, SNOFF(reservations), "true", 0, 0, 0, "also read scontrol show reservation", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, SNOFF(interval_s), "300", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, SNOFF(timeout_s), "60", 0, 1, 3600, "kill a command that runs longer", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define KNOFF(f) offsetof(struct gl_kube_nodes_source_cfg, f)
-static const struct gl_cfg_key kube_nodes_keys[] = {
-	{"cluster", GL_CFG_STR, KNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
-	{"command", GL_CFG_STR, KNOFF(command), "", 0, 0, 0, "command printing a NodeList (argv split on whitespace, no shell)", NULL, 0, 0},
-	{"file", GL_CFG_STR, KNOFF(file), "", 0, 0, 0, "NodeList JSON file refreshed by another process", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, KNOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, KNOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
+#define KNOFF(f) offsetof(struct gl_config_kube_nodes_source, f)
+static const struct gl_config_key kube_nodes_keys[] = {
+	{"cluster", GL_CONFIG_STR, KNOFF(cluster), NULL, 1, 0, 0, "cluster the nodes belong to", NULL, 0, 0},
+	{"command", GL_CONFIG_STR, KNOFF(command), "", 0, 0, 0, "command printing a NodeList (argv split on whitespace, no shell)", NULL, 0, 0},
+	{"file", GL_CONFIG_STR, KNOFF(file), "", 0, 0, 0, "NodeList JSON file refreshed by another process", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, KNOFF(interval_s), "60", 0, 5, 86400, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, KNOFF(timeout_s), "60", 0, 1, 3600, "kill the command after this long", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define NSOFF(f) offsetof(struct gl_nvsmi_source_cfg, f)
-static const struct gl_cfg_key nvidia_smi_keys[] = {
-	{"cluster", GL_CFG_STR, NSOFF(cluster), NULL, 1, 0, 0, "cluster the node belongs to", NULL, 0, 0},
-	{"node", GL_CFG_STR, NSOFF(node), NULL, 1, 0, 0, "the node the captures are taken on", NULL, 0, 0},
-	{"command", GL_CFG_STR, NSOFF(command), "", 0, 0, 0,
+#define NSOFF(f) offsetof(struct gl_config_nvsmi_source, f)
+static const struct gl_config_key nvidia_smi_keys[] = {
+	{"cluster", GL_CONFIG_STR, NSOFF(cluster), NULL, 1, 0, 0, "cluster the node belongs to", NULL, 0, 0},
+	{"node", GL_CONFIG_STR, NSOFF(node), NULL, 1, 0, 0, "the node the captures are taken on", NULL, 0, 0},
+	{"command", GL_CONFIG_STR, NSOFF(command), "", 0, 0, 0,
 	 "command printing nvidia-smi --query-gpu CSV or -q -x XML (argv split on whitespace, no shell)", NULL, 0, 0},
-	{"file", GL_CFG_STR, NSOFF(file), "", 0, 0, 0, "capture file a node-side cron refreshes", NULL, 0, 0},
-	{"fields", GL_CFG_STR, NSOFF(fields), "", 0, 0, 0, "the --query-gpu list of a noheader capture", NULL, 0, 0},
-	{"apps_command", GL_CFG_STR, NSOFF(apps_command), "", 0, 0, 0,
+	{"file", GL_CONFIG_STR, NSOFF(file), "", 0, 0, 0, "capture file a node-side cron refreshes", NULL, 0, 0},
+	{"fields", GL_CONFIG_STR, NSOFF(fields), "", 0, 0, 0, "the --query-gpu list of a noheader capture", NULL, 0, 0},
+	{"apps_command", GL_CONFIG_STR, NSOFF(apps_command), "", 0, 0, 0,
 	 "command printing nvidia-smi --query-compute-apps CSV (with pids_*: GPU use per Slurm job)", NULL, 0, 0},
-	{"apps_file", GL_CFG_STR, NSOFF(apps_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
-	{"pids_command", GL_CFG_STR, NSOFF(pids_command), "", 0, 0, 0,
+	{"apps_file", GL_CONFIG_STR, NSOFF(apps_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
+	{"pids_command", GL_CONFIG_STR, NSOFF(pids_command), "", 0, 0, 0,
 	 "command printing the node's Slurm processes (scontrol listpids, or /proc/PID/cgroup lines)", NULL, 0, 0},
-	{"pids_file", GL_CFG_STR, NSOFF(pids_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
-	{"utc_offset_s", GL_CFG_INT, NSOFF(utc_offset_s), "0", 0, -50400, 50400,
+	{"pids_file", GL_CONFIG_STR, NSOFF(pids_file), "", 0, 0, 0, "the same, a file", NULL, 0, 0},
+	{"utc_offset_s", GL_CONFIG_INT, NSOFF(utc_offset_s), "0", 0, -50400, 50400,
 	 "the node's local time minus UTC, for captures not taken with TZ=UTC", NULL, 0, 0},
-	{"interval_s", GL_CFG_INT, NSOFF(interval_s), "30", 0, 1, 3600, "seconds between runs", NULL, 0, 0},
-	{"timeout_s", GL_CFG_INT, NSOFF(timeout_s), "20", 0, 1, 600, "kill a command that runs longer", NULL, 0, 0},
+	{"interval_s", GL_CONFIG_INT, NSOFF(interval_s), "30", 0, 1, 3600, "seconds between runs", NULL, 0, 0},
+	{"timeout_s", GL_CONFIG_INT, NSOFF(timeout_s), "20", 0, 1, 600, "kill a command that runs longer", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define ROFF(f) offsetof(struct gl_rate_cfg, f)
-static const struct gl_cfg_key rate_keys[] = {
-	{"model", GL_CFG_STR, ROFF(model), NULL, 1, 0, 0, "GPU model/type as jobs name it, or * for any unpriced model", NULL, 0, 0},
-	{"currency", GL_CFG_STR, ROFF(currency), "", 0, 0, 0, "ISO 4217 code; empty = the reporting currency", NULL, 0, 0},
-	{"per_gpu_hour", GL_CFG_STR, ROFF(per_gpu_hour), NULL, 1, 0, 0, "price of one GPU-hour, decimal (at most 6 decimals)", NULL, 0, 0},
-	{"from", GL_CFG_STR, ROFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
-	{"to", GL_CFG_STR, ROFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
+#define ROFF(f) offsetof(struct gl_config_rate, f)
+static const struct gl_config_key rate_keys[] = {
+	{"model", GL_CONFIG_STR, ROFF(model), NULL, 1, 0, 0, "GPU model/type as jobs name it, or * for any unpriced model", NULL, 0, 0},
+	{"currency", GL_CONFIG_STR, ROFF(currency), "", 0, 0, 0, "ISO 4217 code; empty = the reporting currency", NULL, 0, 0},
+	{"per_gpu_hour", GL_CONFIG_STR, ROFF(per_gpu_hour), NULL, 1, 0, 0, "price of one GPU-hour, decimal (at most 6 decimals)", NULL, 0, 0},
+	{"from", GL_CONFIG_STR, ROFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
+	{"to", GL_CONFIG_STR, ROFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define OWOFF(f) offsetof(struct gl_owner_cfg, f)
-static const struct gl_cfg_key owner_keys[] = {
-	{"cluster", GL_CFG_STR, OWOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
-	{"match", GL_CFG_STR, OWOFF(match), NULL, 1, 0, 0, "account, user, partition, qos, wckey, namespace or label:<key>", NULL, 0, 0},
-	{"value", GL_CFG_STR, OWOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
-	{"team", GL_CFG_STR, OWOFF(team), NULL, 1, 0, 0, "owning team", NULL, 0, 0},
-	{"project", GL_CFG_STR, OWOFF(project), "", 0, 0, 0, "project", NULL, 0, 0},
-	{"cost_center", GL_CFG_STR, OWOFF(cost_center), "", 0, 0, 0, "cost centre", NULL, 0, 0},
-	{"from", GL_CFG_STR, OWOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
-	{"to", GL_CFG_STR, OWOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
+#define OWOFF(f) offsetof(struct gl_config_owner, f)
+static const struct gl_config_key owner_keys[] = {
+	{"cluster", GL_CONFIG_STR, OWOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
+	{"match", GL_CONFIG_STR, OWOFF(match), NULL, 1, 0, 0, "account, user, partition, qos, wckey, namespace or label:<key>", NULL, 0, 0},
+	{"value", GL_CONFIG_STR, OWOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
+	{"team", GL_CONFIG_STR, OWOFF(team), NULL, 1, 0, 0, "owning team", NULL, 0, 0},
+	{"project", GL_CONFIG_STR, OWOFF(project), "", 0, 0, 0, "project", NULL, 0, 0},
+	{"cost_center", GL_CONFIG_STR, OWOFF(cost_center), "", 0, 0, 0, "cost centre", NULL, 0, 0},
+	{"from", GL_CONFIG_STR, OWOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
+	{"to", GL_CONFIG_STR, OWOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define WLOFF(f) offsetof(struct gl_workload_cfg, f)
-static const struct gl_cfg_key workload_keys[] = {
-	{"cluster", GL_CFG_STR, WLOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
-	{"match", GL_CFG_STR, WLOFF(match), NULL, 1, 0, 0,
+#define WLOFF(f) offsetof(struct gl_config_workload, f)
+static const struct gl_config_key workload_keys[] = {
+	{"cluster", GL_CONFIG_STR, WLOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
+	{"match", GL_CONFIG_STR, WLOFF(match), NULL, 1, 0, 0,
 	 "account, user, partition, qos, wckey, namespace, label:<key>, endpoint or run_kind", NULL, 0, 0},
-	{"value", GL_CFG_STR, WLOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
-	{"type", GL_CFG_STR, WLOFF(type), NULL, 1, 0, 0, "workload type (training, inference, interactive, ...)", NULL, 0, 0},
-	{"from", GL_CFG_STR, WLOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
-	{"to", GL_CFG_STR, WLOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
+	{"value", GL_CONFIG_STR, WLOFF(value), NULL, 1, 0, 0, "value to match exactly, or *", NULL, 0, 0},
+	{"type", GL_CONFIG_STR, WLOFF(type), NULL, 1, 0, 0, "workload type (training, inference, interactive, ...)", NULL, 0, 0},
+	{"from", GL_CONFIG_STR, WLOFF(from), "", 0, 0, 0, "effective from (the job's start time is what counts)", NULL, 0, 0},
+	{"to", GL_CONFIG_STR, WLOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define IOOFF(f) offsetof(struct gl_idle_owner_cfg, f)
-static const struct gl_cfg_key idle_owner_keys[] = {
-	{"cluster", GL_CFG_STR, IOOFF(cluster), NULL, 1, 0, 0, "cluster of the dedicated hardware", NULL, 0, 0},
-	{"partition", GL_CFG_STR, IOOFF(partition), "", 0, 0, 0, "partition; empty = the whole cluster", NULL, 0, 0},
-	{"team", GL_CFG_STR, IOOFF(team), NULL, 1, 0, 0, "team that pays for its idle time under shareIdle=owner", NULL, 0, 0},
+#define IOOFF(f) offsetof(struct gl_config_idle_owner, f)
+static const struct gl_config_key idle_owner_keys[] = {
+	{"cluster", GL_CONFIG_STR, IOOFF(cluster), NULL, 1, 0, 0, "cluster of the dedicated hardware", NULL, 0, 0},
+	{"partition", GL_CONFIG_STR, IOOFF(partition), "", 0, 0, 0, "partition; empty = the whole cluster", NULL, 0, 0},
+	{"team", GL_CONFIG_STR, IOOFF(team), NULL, 1, 0, 0, "team that pays for its idle time under shareIdle=owner", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define RUOFF(f) offsetof(struct gl_run_cfg, f)
-static const struct gl_cfg_key run_keys[] = {
-	{"cluster", GL_CFG_STR, RUOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
-	{"by", GL_CFG_STR, RUOFF(by), NULL, 1, 0, 0, "what groups jobs into a run: " GL_RUNS_BY_NAMES, NULL, 0, 0},
-	{"from", GL_CFG_STR, RUOFF(from), "", 0, 0, 0, "effective from (the job's submit time is what counts)", NULL, 0, 0},
-	{"to", GL_CFG_STR, RUOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
+#define RUOFF(f) offsetof(struct gl_config_run, f)
+static const struct gl_config_key run_keys[] = {
+	{"cluster", GL_CONFIG_STR, RUOFF(cluster), "", 0, 0, 0, "cluster the rule applies to; empty = any", NULL, 0, 0},
+	{"by", GL_CONFIG_STR, RUOFF(by), NULL, 1, 0, 0, "what groups jobs into a run: " GL_RUNS_BY_NAMES, NULL, 0, 0},
+	{"from", GL_CONFIG_STR, RUOFF(from), "", 0, 0, 0, "effective from (the job's submit time is what counts)", NULL, 0, 0},
+	{"to", GL_CONFIG_STR, RUOFF(to), "", 0, 0, 0, "effective until (exclusive)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define GMOFF(f) offsetof(struct gl_gpu_model_cfg, f)
-static const struct gl_cfg_key gpu_model_keys[] = {
-	{"match", GL_CFG_STR, GMOFF(match), NULL, 1, 0, 0, "a GPU model name as a source writes it (any case)", NULL, 0, 0},
-	{"model", GL_CFG_STR, GMOFF(model), NULL, 1, 0, 0, "the canonical model it means (as rates and Slurm name it)", NULL, 0, 0},
+#define GMOFF(f) offsetof(struct gl_config_gpu_model, f)
+static const struct gl_config_key gpu_model_keys[] = {
+	{"match", GL_CONFIG_STR, GMOFF(match), NULL, 1, 0, 0, "a GPU model name as a source writes it (any case)", NULL, 0, 0},
+	{"model", GL_CONFIG_STR, GMOFF(model), NULL, 1, 0, 0, "the canonical model it means (as rates and Slurm name it)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define BOFF(f) offsetof(struct gl_budget_cfg, f)
-static const struct gl_cfg_key budget_keys[] = {
-	{"owner", GL_CFG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
-	{"aggregate", GL_CFG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account, user or workload_type", NULL, 0, 0},
-	{"amount", GL_CFG_STR, BOFF(amount), NULL, 1, 0, 0, "budget per calendar month, decimal", NULL, 0, 0},
-	{"currency", GL_CFG_STR, BOFF(currency), "", 0, 0, 0, "ISO 4217 code; must equal currency; empty = currency", NULL, 0, 0},
-	{"from", GL_CFG_STR, BOFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
-	{"to", GL_CFG_STR, BOFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
+#define BOFF(f) offsetof(struct gl_config_budget, f)
+static const struct gl_config_key budget_keys[] = {
+	{"owner", GL_CONFIG_STR, BOFF(owner), NULL, 1, 0, 0, "owner the budget is for (a value of aggregate)", NULL, 0, 0},
+	{"aggregate", GL_CONFIG_STR, BOFF(aggregate), "team", 0, 0, 0, "team, project, cost_center, account, user or workload_type", NULL, 0, 0},
+	{"amount", GL_CONFIG_STR, BOFF(amount), NULL, 1, 0, 0, "budget per calendar month, decimal", NULL, 0, 0},
+	{"currency", GL_CONFIG_STR, BOFF(currency), "", 0, 0, 0, "ISO 4217 code; must equal currency; empty = currency", NULL, 0, 0},
+	{"from", GL_CONFIG_STR, BOFF(from), "", 0, 0, 0, "effective from (RFC3339 or date); empty = always", NULL, 0, 0},
+	{"to", GL_CONFIG_STR, BOFF(to), "", 0, 0, 0, "effective until (exclusive); empty = open", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define HPOFF(f) offsetof(struct gl_hook_policy_cfg, f)
-static const struct gl_cfg_key hook_policy_keys[] = {
-	{"(line)", GL_CFG_LINE, HPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
-	{"name", GL_CFG_STR, HPOFF(name), NULL, 1, 0, 0, "policy name (--policy, audit rows, state)", NULL, 0, 0},
-	{"scope.clusters", GL_CFG_STR, HPOFF(clusters), "", 0, 0, 0, "clusters, comma-separated", NULL, 0, 0},
-	{"scope.partitions", GL_CFG_STR, HPOFF(partitions), "", 0, 0, 0, "Slurm partitions", NULL, 0, 0},
-	{"scope.qos", GL_CFG_STR, HPOFF(qos), "", 0, 0, 0, "Slurm QoS", NULL, 0, 0},
-	{"scope.accounts", GL_CFG_STR, HPOFF(accounts), "", 0, 0, 0, "Slurm accounts", NULL, 0, 0},
-	{"scope.namespaces", GL_CFG_STR, HPOFF(namespaces), "", 0, 0, 0, "Kubernetes namespaces", NULL, 0, 0},
-	{"scope.labels", GL_CFG_STR, HPOFF(labels), "", 0, 0, 0, "pod label selector k=v,k2=v2", NULL, 0, 0},
-	{"exclude.users", GL_CFG_STR, HPOFF(ex_users), "", 0, 0, 0, "users never acted on", NULL, 0, 0},
-	{"exclude.accounts", GL_CFG_STR, HPOFF(ex_accounts), "", 0, 0, 0, "accounts never acted on", NULL, 0, 0},
-	{"exclude.qos", GL_CFG_STR, HPOFF(ex_qos), "", 0, 0, 0, "QoS never acted on", NULL, 0, 0},
-	{"exclude.partitions", GL_CFG_STR, HPOFF(ex_partitions), "", 0, 0, 0, "partitions never acted on", NULL, 0, 0},
-	{"exclude.namespaces", GL_CFG_STR, HPOFF(ex_namespaces), "", 0, 0, 0, "namespaces never acted on", NULL, 0, 0},
-	{"exclude.label", GL_CFG_STR, HPOFF(ex_label), "gpuledger.io/keep=true", 0, 0, 0, "pods with this label k=v are spared", NULL, 0, 0},
-	{"exclude.allow_list_file", GL_CFG_STR, HPOFF(allow_list_file), "", 0, 0, 0, "file of user:, account:, namespace:, job:CLUSTER/ID lines", NULL, 0, 0},
-	{"min_age_min", GL_CFG_INT, HPOFF(min_age_min), "0", 0, 0, 525600, "jobs younger than this are not considered", NULL, 0, 0},
-	{"grace_min", GL_CFG_INT, HPOFF(grace_min), "0", 0, 0, 525600, "minutes after start that never count as idle", NULL, 0, 0},
-	{"signal.engine_active_threshold", GL_CFG_STR, HPOFF(engine_active_threshold), "0.01", 0, 0, 0, "busy when mean engine activity reaches this ratio", NULL, 0, 0},
-	{"signal.util_threshold_pct", GL_CFG_INT, HPOFF(util_threshold_pct), "0", 0, 0, 100, "without engine activity: busy when GPU_UTIL is above this", NULL, 0, 0},
-	{"signal.memory_counts_as_busy", GL_CFG_BOOL, HPOFF(memory_counts_as_busy), "false", 0, 0, 0, "framebuffer in use counts as busy", NULL, 0, 0},
-	{"signal.fb_used_busy_mib", GL_CFG_INT, HPOFF(fb_used_busy_mib), "1024", 0, 0, 1LL << 30, "framebuffer threshold", NULL, 0, 0},
-	{"signal.power_busy_watts", GL_CFG_INT, HPOFF(power_busy_watts), "0", 0, 0, 100000, "busy when power reaches this; 0 = off", NULL, 0, 0},
-	{"rule.kind", GL_CFG_STR, HPOFF(rule), NULL, 1, 0, 0, "fixed | sliding | reset", NULL, 0, 0},
-	{"rule.t1_min", GL_CFG_INT, HPOFF(t1_min), NULL, 1, 1, 525600, "first warning (sliding: idle run that warns)", NULL, 0, 0},
-	{"rule.t2_min", GL_CFG_INT, HPOFF(t2_min), "0", 0, 0, 525600, "second warning; 0 = none", NULL, 0, 0},
-	{"rule.t3_min", GL_CFG_INT, HPOFF(t3_min), NULL, 1, 1, 525600, "action (sliding: the window W)", NULL, 0, 0},
-	{"rule.gpu_fraction", GL_CFG_STR, HPOFF(gpu_fraction), "1", 0, 0, 0, "share of a job's GPUs that must be idle", NULL, 0, 0},
-	{"warn_command", GL_CFG_STR, HPOFF(warn_command), "", 0, 0, 0, "warning command template", NULL, 0, 0},
-	{"slurm_command", GL_CFG_STR, HPOFF(slurm_command), "", 0, 0, 0, "action on Slurm jobs; \"\" = hook.slurm_command", NULL, 0, 0},
-	{"kube_command", GL_CFG_STR, HPOFF(kube_command), "", 0, 0, 0, "action on pods; \"\" = hook.kube_command", NULL, 0, 0},
-	{"allow_shell", GL_CFG_BOOL, HPOFF(allow_shell), "false", 0, 0, 0,
+#define HPOFF(f) offsetof(struct gl_hookpolicy_cfg, f)
+static const struct gl_config_key hook_policy_keys[] = {
+	{"(line)", GL_CONFIG_LINE, HPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"name", GL_CONFIG_STR, HPOFF(name), NULL, 1, 0, 0, "policy name (--policy, audit rows, state)", NULL, 0, 0},
+	{"scope.clusters", GL_CONFIG_STR, HPOFF(clusters), "", 0, 0, 0, "clusters, comma-separated", NULL, 0, 0},
+	{"scope.partitions", GL_CONFIG_STR, HPOFF(partitions), "", 0, 0, 0, "Slurm partitions", NULL, 0, 0},
+	{"scope.qos", GL_CONFIG_STR, HPOFF(qos), "", 0, 0, 0, "Slurm QoS", NULL, 0, 0},
+	{"scope.accounts", GL_CONFIG_STR, HPOFF(accounts), "", 0, 0, 0, "Slurm accounts", NULL, 0, 0},
+	{"scope.namespaces", GL_CONFIG_STR, HPOFF(namespaces), "", 0, 0, 0, "Kubernetes namespaces", NULL, 0, 0},
+	{"scope.labels", GL_CONFIG_STR, HPOFF(labels), "", 0, 0, 0, "pod label selector k=v,k2=v2", NULL, 0, 0},
+	{"exclude.users", GL_CONFIG_STR, HPOFF(ex_users), "", 0, 0, 0, "users never acted on", NULL, 0, 0},
+	{"exclude.accounts", GL_CONFIG_STR, HPOFF(ex_accounts), "", 0, 0, 0, "accounts never acted on", NULL, 0, 0},
+	{"exclude.qos", GL_CONFIG_STR, HPOFF(ex_qos), "", 0, 0, 0, "QoS never acted on", NULL, 0, 0},
+	{"exclude.partitions", GL_CONFIG_STR, HPOFF(ex_partitions), "", 0, 0, 0, "partitions never acted on", NULL, 0, 0},
+	{"exclude.namespaces", GL_CONFIG_STR, HPOFF(ex_namespaces), "", 0, 0, 0, "namespaces never acted on", NULL, 0, 0},
+	{"exclude.label", GL_CONFIG_STR, HPOFF(ex_label), "gpuledger.io/keep=true", 0, 0, 0, "pods with this label k=v are spared", NULL, 0, 0},
+	{"exclude.allow_list_file", GL_CONFIG_STR, HPOFF(allow_list_file), "", 0, 0, 0, "file of user:, account:, namespace:, job:CLUSTER/ID lines", NULL, 0, 0},
+	{"min_age_min", GL_CONFIG_INT, HPOFF(min_age_min), "0", 0, 0, 525600, "jobs younger than this are not considered", NULL, 0, 0},
+	{"grace_min", GL_CONFIG_INT, HPOFF(grace_min), "0", 0, 0, 525600, "minutes after start that never count as idle", NULL, 0, 0},
+	{"signal.engine_active_threshold", GL_CONFIG_STR, HPOFF(engine_active_threshold), "0.01", 0, 0, 0, "busy when mean engine activity reaches this ratio", NULL, 0, 0},
+	{"signal.util_threshold_pct", GL_CONFIG_INT, HPOFF(util_threshold_pct), "0", 0, 0, 100, "without engine activity: busy when GPU_UTIL is above this", NULL, 0, 0},
+	{"signal.memory_counts_as_busy", GL_CONFIG_BOOL, HPOFF(memory_counts_as_busy), "false", 0, 0, 0, "framebuffer in use counts as busy", NULL, 0, 0},
+	{"signal.fb_used_busy_mib", GL_CONFIG_INT, HPOFF(fb_used_busy_mib), "1024", 0, 0, 1LL << 30, "framebuffer threshold", NULL, 0, 0},
+	{"signal.power_busy_watts", GL_CONFIG_INT, HPOFF(power_busy_watts), "0", 0, 0, 100000, "busy when power reaches this; 0 = off", NULL, 0, 0},
+	{"rule.kind", GL_CONFIG_STR, HPOFF(rule), NULL, 1, 0, 0, "fixed | sliding | reset", NULL, 0, 0},
+	{"rule.t1_min", GL_CONFIG_INT, HPOFF(t1_min), NULL, 1, 1, 525600, "first warning (sliding: idle run that warns)", NULL, 0, 0},
+	{"rule.t2_min", GL_CONFIG_INT, HPOFF(t2_min), "0", 0, 0, 525600, "second warning; 0 = none", NULL, 0, 0},
+	{"rule.t3_min", GL_CONFIG_INT, HPOFF(t3_min), NULL, 1, 1, 525600, "action (sliding: the window W)", NULL, 0, 0},
+	{"rule.gpu_fraction", GL_CONFIG_STR, HPOFF(gpu_fraction), "1", 0, 0, 0, "share of a job's GPUs that must be idle", NULL, 0, 0},
+	{"warn_command", GL_CONFIG_STR, HPOFF(warn_command), "", 0, 0, 0, "warning command template", NULL, 0, 0},
+	{"slurm_command", GL_CONFIG_STR, HPOFF(slurm_command), "", 0, 0, 0, "action on Slurm jobs; \"\" = hook.slurm_command", NULL, 0, 0},
+	{"kube_command", GL_CONFIG_STR, HPOFF(kube_command), "", 0, 0, 0, "action on pods; \"\" = hook.kube_command", NULL, 0, 0},
+	{"allow_shell", GL_CONFIG_BOOL, HPOFF(allow_shell), "false", 0, 0, 0,
 	 "let this policy's own commands hand placeholders to a shell (sh -c, ssh ...; warned at every start)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-#define CPOFF(f) offsetof(struct gl_capacity_plan_cfg, f)
-static const struct gl_cfg_key capacity_plan_keys[] = {
-	{"(line)", GL_CFG_LINE, CPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
-	{"cluster", GL_CFG_STR, CPOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs are (or will be) in", NULL, 0, 0},
-	{"gpu_model", GL_CFG_STR, CPOFF(gpu_model), NULL, 1, 0, 0, "GPU model, as inventory, jobs or rates name it", NULL, 0, 0},
-	{"action", GL_CFG_STR, CPOFF(action), NULL, 1, 0, 0, "add | retire", NULL, 0, 0},
-	{"gpus", GL_CFG_INT, CPOFF(gpus), NULL, 1, 1, 1000000, "how many GPUs are added or retired", NULL, 0, 0},
-	{"date", GL_CFG_STR, CPOFF(date), NULL, 1, 0, 0, "YYYY-MM-DD: in service (or gone) from 00:00 UTC that day", NULL, 0, 0},
-	{"note", GL_CFG_STR, CPOFF(note), "", 0, 0, 0, "free text shown with the plan (a purchase order, a reason)", NULL, 0, 0},
+#define CPOFF(f) offsetof(struct gl_config_capacity_plan, f)
+static const struct gl_config_key capacity_plan_keys[] = {
+	{"(line)", GL_CONFIG_LINE, CPOFF(line), NULL, 0, 0, 0, NULL, NULL, 0, 0},
+	{"cluster", GL_CONFIG_STR, CPOFF(cluster), NULL, 1, 0, 0, "cluster the GPUs are (or will be) in", NULL, 0, 0},
+	{"gpu_model", GL_CONFIG_STR, CPOFF(gpu_model), NULL, 1, 0, 0, "GPU model, as inventory, jobs or rates name it", NULL, 0, 0},
+	{"action", GL_CONFIG_STR, CPOFF(action), NULL, 1, 0, 0, "add | retire", NULL, 0, 0},
+	{"gpus", GL_CONFIG_INT, CPOFF(gpus), NULL, 1, 1, 1000000, "how many GPUs are added or retired", NULL, 0, 0},
+	{"date", GL_CONFIG_STR, CPOFF(date), NULL, 1, 0, 0, "YYYY-MM-DD: in service (or gone) from 00:00 UTC that day", NULL, 0, 0},
+	{"note", GL_CONFIG_STR, CPOFF(note), "", 0, 0, 0, "free text shown with the plan (a purchase order, a reason)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-static const struct gl_cfg_key top_keys[] = {
-	{"database.dsn", GL_CFG_STR, OFF(db_dsn), "", 0, 0, 0,
+static const struct gl_config_key top_keys[] = {
+	{"database.dsn", GL_CONFIG_STR, OFF(db_dsn), "", 0, 0, 0,
 	 "libpq connection string of an external PostgreSQL; empty = the embedded cluster (GPULEDGER_DSN overrides)", NULL, 0, 0},
-	{"database.migrate_dsn", GL_CFG_STR, OFF(db_migrate_dsn), "", 0, 0, 0,
+	{"database.migrate_dsn", GL_CONFIG_STR, OFF(db_migrate_dsn), "", 0, 0, 0,
 	 "the schema owner's connection string for migrate, with an external database; empty = database.dsn"
 	 " (GPULEDGER_MIGRATE_DSN overrides)", NULL, 0, 0},
-	{"database.embedded_dir", GL_CFG_STR, OFF(db_embedded_dir), "var", 0, 0, 0,
+	{"database.embedded_dir", GL_CONFIG_STR, OFF(db_embedded_dir), "var", 0, 0, 0,
 	 "directory of the embedded cluster (pg/ data, run/ socket), relative to the working directory", NULL, 0, 0},
-	{"database.pg_bindir", GL_CFG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
+	{"database.pg_bindir", GL_CONFIG_STR, OFF(db_pg_bindir), "/usr/lib/postgresql/15/bin", 0, 0, 0,
 	 "where initdb, pg_ctl and postgres live", NULL, 0, 0},
-	{"database.read_dsn", GL_CFG_STR, OFF(db_read_dsn), "", 0, 0, 0,
+	{"database.read_dsn", GL_CONFIG_STR, OFF(db_read_dsn), "", 0, 0, 0,
 	 "libpq connection string for read-only routes (hot standbys: several hosts and "
 	 "target_session_attrs=prefer-standby); empty = database.dsn", NULL, 0, 0},
-	{"database.max_replica_lag_s", GL_CFG_INT, OFF(db_max_replica_lag_s), "30", 0, 0, 86400,
+	{"database.max_replica_lag_s", GL_CONFIG_INT, OFF(db_max_replica_lag_s), "30", 0, 0, 86400,
 	 "a standby further behind than this (replay lag): the read goes to the primary, as a response header says", NULL,
 	 0, 0},
-	{"server.instance_name", GL_CFG_STR, OFF(instance_name), "", 0, 0, 0,
+	{"server.instance_name", GL_CONFIG_STR, OFF(instance_name), "", 0, 0, 0,
 	 "this instance's name in /metrics, /v1/ingest/runs and the log; empty = host:pid:start", NULL, 0, 0},
-	{"server.lease_ttl_s", GL_CFG_INT, OFF(lease_ttl_s), "15", 0, 3, 3600,
+	{"server.lease_ttl_s", GL_CONFIG_INT, OFF(lease_ttl_s), "15", 0, 3, 3600,
 	 "a job's lease (at most its interval): an instance that dies holding it gives it up after this long", NULL, 0, 0},
-	{"server.listen", GL_CFG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
-	{"server.threads", GL_CFG_INT, OFF(http_threads), "2", 0, 2, 256,
+	{"server.listen", GL_CONFIG_STR, OFF(listen), "127.0.0.1:8080", 0, 0, 0, "ADDR:PORT to serve on (port 0 = any free port)", NULL, 0, 0},
+	{"server.threads", GL_CONFIG_INT, OFF(http_threads), "2", 0, 2, 256,
 	 "threads that read and answer connections (/healthz, static files, refusals); they never wait on a query", NULL, 0, 0},
-	{"server.workers", GL_CFG_INT, OFF(http_workers), "4", 0, 1, 256,
+	{"server.workers", GL_CONFIG_INT, OFF(http_workers), "4", 0, 1, 256,
 	 "threads that run API requests (the main pool; one database connection each)", NULL, 0, 0},
-	{"server.heavy_workers", GL_CFG_INT, OFF(http_heavy_workers), "2", 0, 1, 64,
+	{"server.heavy_workers", GL_CONFIG_INT, OFF(http_heavy_workers), "2", 0, 1, 64,
 	 "threads that run heavy requests (the heavy pool; one database connection each)", NULL, 0, 0},
-	{"server.heavy_queue", GL_CFG_INT, OFF(http_heavy_queue), "8", 0, 0, 10000,
+	{"server.heavy_queue", GL_CONFIG_INT, OFF(http_heavy_queue), "8", 0, 0, 10000,
 	 "heavy requests that may wait for a heavy worker; more get 503 with Retry-After", NULL, 0, 0},
-	{"server.heavy_per_token", GL_CFG_INT, OFF(http_heavy_per_token), "4", 0, 1, 10000,
+	{"server.heavy_per_token", GL_CONFIG_INT, OFF(http_heavy_per_token), "4", 0, 1, 10000,
 	 "heavy requests one token may have running or waiting; more get 429 with Retry-After", NULL, 0, 0},
-	{"server.heavy_window_days", GL_CFG_INT, OFF(http_heavy_window_days), "31", 0, 1, 3660,
+	{"server.heavy_window_days", GL_CONFIG_INT, OFF(http_heavy_window_days), "31", 0, 1, 3660,
 	 "a windowed request over a longer window is heavy", NULL, 0, 0},
-	{"server.heavy_steps", GL_CFG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
+	{"server.heavy_steps", GL_CONFIG_INT, OFF(http_heavy_steps), "100", 0, 1, 100000,
 	 "a windowed request cut into more steps than this is heavy", NULL, 0, 0},
-	{"server.max_answer_lines", GL_CFG_INT, OFF(http_max_answer_lines), "250000", 0, 0, 100000000,
+	{"server.max_answer_lines", GL_CONFIG_INT, OFF(http_max_answer_lines), "250000", 0, 0, 100000000,
 	 "most lines (steps x groups) one /v1/chargeback answer may hold (0 = no bound); more get 400 naming step", NULL, 0,
 	 0},
-	{"server.statement_timeout_s", GL_CFG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
+	{"server.statement_timeout_s", GL_CONFIG_INT, OFF(http_statement_timeout_s), "60", 0, 1, 86400,
 	 "longest a statement of an API request may run (503 naming this key when exceeded)", NULL, 0, 0},
-	{"server.connection_timeout_s", GL_CFG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
-	{"server.header_timeout_s", GL_CFG_INT, OFF(http_header_timeout_s), "10", 0, 1, 3600,
+	{"server.connection_timeout_s", GL_CONFIG_INT, OFF(http_conn_timeout_s), "30", 0, 1, 3600, "idle connection timeout", NULL, 0, 0},
+	{"server.header_timeout_s", GL_CONFIG_INT, OFF(http_header_timeout_s), "10", 0, 1, 3600,
 	 "a request's line and headers must arrive within this long of its first byte (activity does not extend it)", NULL, 0, 0},
-	{"server.body_timeout_s", GL_CFG_INT, OFF(http_body_timeout_s), "30", 0, 1, 3600,
+	{"server.body_timeout_s", GL_CONFIG_INT, OFF(http_body_timeout_s), "30", 0, 1, 3600,
 	 "a request's body must arrive within this long of its headers (activity does not extend it)", NULL, 0, 0},
-	{"server.max_connections", GL_CFG_INT, OFF(http_max_conns), "512", 0, 16, 100000, "total concurrent connections", NULL, 0, 0},
-	{"server.max_connections_per_ip", GL_CFG_INT, OFF(http_max_conns_per_ip), "16", 0, 1, 100000,
+	{"server.max_connections", GL_CONFIG_INT, OFF(http_max_conns), "512", 0, 16, 100000, "total concurrent connections", NULL, 0, 0},
+	{"server.max_connections_per_ip", GL_CONFIG_INT, OFF(http_max_conns_per_ip), "16", 0, 1, 100000,
 	 "concurrent connections per client address (IPv6: per /64) once a quarter of max_connections are open", NULL, 0, 0},
-	{"server.reserved_connections", GL_CFG_INT, OFF(http_reserved_conns), "32", 0, 1, 10000,
+	{"server.reserved_connections", GL_CONFIG_INT, OFF(http_reserved_conns), "32", 0, 1, 10000,
 	 "the last connections of max_connections, kept for /healthz and /metrics", NULL, 0, 0},
-	{"server.max_body_bytes", GL_CFG_INT, OFF(http_max_body_bytes), "1048576", 0, 0, 1LL << 30, "request body cap (413 above it)", NULL, 0, 0},
-	{"server.web_dir", GL_CFG_STR, OFF(web_dir), "web", 0, 0, 0, "static dashboard files served at /", NULL, 0, 0},
-	{"server.rate_limit_per_ip", GL_CFG_INT, OFF(http_rate_per_ip), "100", 0, 0, 1000000,
+	{"server.max_body_bytes", GL_CONFIG_INT, OFF(http_max_body_bytes), "1048576", 0, 0, 1LL << 30, "request body cap (413 above it)", NULL, 0, 0},
+	{"server.web_dir", GL_CONFIG_STR, OFF(web_dir), "web", 0, 0, 0, "static dashboard files served at /", NULL, 0, 0},
+	{"server.rate_limit_per_ip", GL_CONFIG_INT, OFF(http_rate_per_ip), "100", 0, 0, 1000000,
 	 "requests per second per client address (token bucket; 429 above it); 0 = off", NULL, 0, 0},
-	{"server.rate_limit_burst", GL_CFG_INT, OFF(http_rate_burst), "200", 0, 1, 1000000,
+	{"server.rate_limit_burst", GL_CONFIG_INT, OFF(http_rate_burst), "200", 0, 1, 1000000,
 	 "requests one address may send at once before rate_limit_per_ip applies", NULL, 0, 0},
-	{"server.auth_outage_grace_s", GL_CFG_INT, OFF(auth_outage_grace_s), "600", 0, 0, 86400,
+	{"server.auth_outage_grace_s", GL_CONFIG_INT, OFF(auth_outage_grace_s), "600", 0, 0, 86400,
 	 "while the database is unreachable, a token it verified less than this long ago is still accepted; 0 = off",
 	 NULL, 0, 0},
-	{"log.level", GL_CFG_STR, OFF(log_level), "info", 0, 0, 0, "debug | info | warn | error", NULL, 0, 0},
-	{"ingest.batch_rows", GL_CFG_INT, OFF(ingest_batch_rows), "50000", 0, 1, 10000000, "rows per transaction (batch + watermark commit together)", NULL, 0, 0},
-	{"ingest.max_skip_reasons", GL_CFG_INT, OFF(ingest_max_skip_reasons), "20", 0, 0, 10000, "skipped-line reasons kept per ingest run", NULL, 0, 0},
-	{"ingest.bucket_s", GL_CFG_INT, OFF(bucket_s), "300", 0, 60, 3600, "GPU usage rollup bucket", NULL, 0, 0},
-	{"idle.engine_active_threshold", GL_CFG_STR, OFF(idle_engine_active_threshold), "0.01", 0, 0, 0,
+	{"log.level", GL_CONFIG_STR, OFF(log_level), "info", 0, 0, 0, "debug | info | warn | error", NULL, 0, 0},
+	{"ingest.batch_rows", GL_CONFIG_INT, OFF(ingest_batch_rows), "50000", 0, 1, 10000000, "rows per transaction (batch + watermark commit together)", NULL, 0, 0},
+	{"ingest.max_skip_reasons", GL_CONFIG_INT, OFF(ingest_max_skip_reasons), "20", 0, 0, 10000, "skipped-line reasons kept per ingest run", NULL, 0, 0},
+	{"ingest.bucket_s", GL_CONFIG_INT, OFF(bucket_s), "300", 0, 60, 3600, "GPU usage rollup bucket", NULL, 0, 0},
+	{"idle.engine_active_threshold", GL_CONFIG_STR, OFF(idle_engine_active_threshold), "0.01", 0, 0, 0,
 	 "a sample is idle when DCGM_FI_PROF_GR_ENGINE_ACTIVE is below this ratio", NULL, 0, 0},
-	{"idle.use_gpu_util_fallback", GL_CFG_BOOL, OFF(idle_use_gpu_util_fallback), "true", 0, 0, 0,
+	{"idle.use_gpu_util_fallback", GL_CONFIG_BOOL, OFF(idle_use_gpu_util_fallback), "true", 0, 0, 0,
 	 "without PROF_GR_ENGINE_ACTIVE, idle means DCGM_FI_DEV_GPU_UTIL == 0", NULL, 0, 0},
-	{"idle.memory_counts_as_busy", GL_CFG_BOOL, OFF(idle_memory_counts_as_busy), "false", 0, 0, 0,
+	{"idle.memory_counts_as_busy", GL_CONFIG_BOOL, OFF(idle_memory_counts_as_busy), "false", 0, 0, 0,
 	 "framebuffer use above fb_used_busy_mib makes a sample busy", NULL, 0, 0},
-	{"idle.fb_used_busy_mib", GL_CFG_INT, OFF(idle_fb_used_busy_mib), "1024", 0, 0, 1LL << 30,
+	{"idle.fb_used_busy_mib", GL_CONFIG_INT, OFF(idle_fb_used_busy_mib), "1024", 0, 0, 1LL << 30,
 	 "framebuffer threshold for memory_counts_as_busy", NULL, 0, 0},
-	{"idle.power_busy_watts", GL_CFG_INT, OFF(idle_power_busy_watts), "0", 0, 0, 100000,
+	{"idle.power_busy_watts", GL_CONFIG_INT, OFF(idle_power_busy_watts), "0", 0, 0, 100000,
 	 "power draw above this makes a sample busy (0 = off)", NULL, 0, 0},
-	{"idle.held_memory_mib", GL_CFG_INT, OFF(idle_held_memory_mib), "1024", 0, 0, 1LL << 30,
+	{"idle.held_memory_mib", GL_CONFIG_INT, OFF(idle_held_memory_mib), "1024", 0, 0, 1LL << 30,
 	 "idle time with at least this much framebuffer used is allocated-but-idle (memory held, no kernels); 0 = off",
 	 NULL, 0, 0},
-	{"inventory.absent_grace_s", GL_CFG_INT, OFF(inventory_absent_grace_s), "900", 0, 0, 30 * 86400,
+	{"inventory.absent_grace_s", GL_CONFIG_INT, OFF(inventory_absent_grace_s), "900", 0, 0, 30 * 86400,
 	 "a GPU that stops reporting for this long is marked absent; node capacity is firm up to a node's last"
 	 " snapshot plus this, unobserved after", NULL, 0, 0},
-	{"retention.raw_days", GL_CFG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
+	{"retention.raw_days", GL_CONFIG_INT, OFF(retention_raw_days), "7", 0, 1, 3650,
 	 "reserved: no raw per-sample table is kept (docs/scale.md); rollups are retention.usage_days", NULL, 0, 0},
-	{"retention.usage_days", GL_CFG_INT, OFF(retention_usage_days), "0", 0, 0, 36500,
+	{"retention.usage_days", GL_CONFIG_INT, OFF(retention_usage_days), "0", 0, 0, 36500,
 	 "day partitions of gpu_usage and gpu_usage_jobs older than this are dropped once rolled up; 0 = kept", NULL, 0, 0},
-	{"retention.ingest_runs_days", GL_CFG_INT, OFF(retention_ingest_runs_days), "400", 0, 0, 36500,
+	{"retention.ingest_runs_days", GL_CONFIG_INT, OFF(retention_ingest_runs_days), "400", 0, 0, 36500,
 	 "monthly ingest_runs partitions that ended longer ago than this are dropped; 0 = kept", NULL, 0, 0},
-	{"audit.anchor_file", GL_CFG_STR, OFF(audit_anchor_file), "", 0, 0, 0,
+	{"audit.anchor_file", GL_CONFIG_STR, OFF(audit_anchor_file), "", 0, 0, 0,
 	 "the daemon appends the audit chain head here every anchor_interval_s; \"\" = off", NULL, 0, 0},
-	{"audit.anchor_interval_s", GL_CFG_INT, OFF(audit_anchor_interval_s), "3600", 0, 1, 7 * 86400,
+	{"audit.anchor_interval_s", GL_CONFIG_INT, OFF(audit_anchor_interval_s), "3600", 0, 1, 7 * 86400,
 	 "seconds between anchors (written even when nothing changed); the daemon checks the chain against the last one as often",
 	 NULL, 0, 0},
-	{"audit.anchor_command", GL_CFG_STR, OFF(audit_anchor_command), "", 0, 0, 0,
+	{"audit.anchor_command", GL_CONFIG_STR, OFF(audit_anchor_command), "", 0, 0, 0,
 	 "command run with each anchor, to publish it off the machine (no shell; {line} {seq} {hash} {at} {file})", NULL, 0, 0},
-	{"audit.allow_shell", GL_CFG_BOOL, OFF(audit_allow_shell), "false", 0, 0, 0,
+	{"audit.allow_shell", GL_CONFIG_BOOL, OFF(audit_allow_shell), "false", 0, 0, 0,
 	 "let anchor_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
-	{"audit.requests", GL_CFG_BOOL, OFF(audit_requests), "true", 0, 0, 0,
+	{"audit.requests", GL_CONFIG_BOOL, OFF(audit_requests), "true", 0, 0, 0,
 	 "one audit row per API request; false only as a benchmarking aid", NULL, 0, 0},
-	{"api.max_window_days", GL_CFG_INT, OFF(api_max_window_days), "400", 0, 1, 3660,
+	{"api.max_window_days", GL_CONFIG_INT, OFF(api_max_window_days), "400", 0, 1, 3660,
 	 "longest window an API request may ask for (400 above it)", NULL, 0, 0},
-	{"currency", GL_CFG_STR, OFF(currency), "USD", 0, 0, 0, "reporting currency; every rate must use it", NULL, 0, 0},
-	{"reports.dir", GL_CFG_STR, OFF(reports_dir), "", 0, 0, 0,
+	{"currency", GL_CONFIG_STR, OFF(currency), "USD", 0, 0, 0, "reporting currency; every rate must use it", NULL, 0, 0},
+	{"reports.dir", GL_CONFIG_STR, OFF(reports_dir), "", 0, 0, 0,
 	 "where the daemon writes each month's showback report set; \"\" = no scheduled reports", NULL, 0, 0},
-	{"reports.schedule", GL_CFG_STR, OFF(reports_schedule), "02:00", 0, 0, 0,
+	{"reports.schedule", GL_CONFIG_STR, OFF(reports_schedule), "02:00", 0, 0, 0,
 	 "HH:MM UTC on the 1st when the previous month's report set is made", NULL, 0, 0},
-	{"reports.aggregate", GL_CFG_STR, OFF(reports_aggregate), "team", 0, 0, 0,
+	{"reports.aggregate", GL_CONFIG_STR, OFF(reports_aggregate), "team", 0, 0, 0,
 	 "owner dimension of scheduled reports", NULL, 0, 0},
-	{"reports.formats", GL_CFG_STR, OFF(reports_formats), "csv,html,pdf", 0, 0, 0,
+	{"reports.formats", GL_CONFIG_STR, OFF(reports_formats), "csv,html,pdf", 0, 0, 0,
 	 "formats of scheduled reports (comma list)", NULL, 0, 0},
-	{"reports.share_idle", GL_CFG_STR, OFF(reports_share_idle), "none", 0, 0, 0,
-	 "shareIdle of scheduled reports: " GL_CB_SHARE_NAMES, NULL, 0, 0},
-	{"reports.template_dir", GL_CFG_STR, OFF(reports_template_dir), "reports", 0, 0, 0,
+	{"reports.share_idle", GL_CONFIG_STR, OFF(reports_share_idle), "none", 0, 0, 0,
+	 "shareIdle of scheduled reports: " GL_CHARGEBACK_SHARE_NAMES, NULL, 0, 0},
+	{"reports.template_dir", GL_CONFIG_STR, OFF(reports_template_dir), "reports", 0, 0, 0,
 	 "HTML template, CSS and PDF layout of the reports, read at each rendering (relative to the working directory)",
 	 NULL, 0, 0},
-	{"reports.thousands_separator", GL_CFG_STR, OFF(reports_thousands_separator), ",", 0, 0, 0,
+	{"reports.thousands_separator", GL_CONFIG_STR, OFF(reports_thousands_separator), ",", 0, 0, 0,
 	 "between digit groups in HTML and PDF reports (\"\" for none); the CSV has none", NULL, 0, 0},
-	{"reports.decimal_separator", GL_CFG_STR, OFF(reports_decimal_separator), ".", 0, 0, 0,
+	{"reports.decimal_separator", GL_CONFIG_STR, OFF(reports_decimal_separator), ".", 0, 0, 0,
 	 "before the fraction in HTML and PDF reports; the CSV keeps \".\"", NULL, 0, 0},
-	{"budgets", GL_CFG_LIST, OFF(budgets), NULL, 0, 0, 0, "monthly budgets per owner", budget_keys,
-	 sizeof(struct gl_budget_cfg), OFF(n_budgets)},
-	{"budget_alerts.thresholds", GL_CFG_STR, OFF(budget_thresholds), "50,75,90,100", 0, 0, 0,
+	{"budgets", GL_CONFIG_LIST, OFF(budgets), NULL, 0, 0, 0, "monthly budgets per owner", budget_keys,
+	 sizeof(struct gl_config_budget), OFF(n_budgets)},
+	{"budget_alerts.thresholds", GL_CONFIG_STR, OFF(budget_thresholds), "50,75,90,100", 0, 0, 0,
 	 "percentages of a budget whose crossing alerts, once per month each", NULL, 0, 0},
-	{"budget_alerts.command", GL_CFG_STR, OFF(budget_alert_command), "", 0, 0, 0,
+	{"budget_alerts.command", GL_CONFIG_STR, OFF(budget_alert_command), "", 0, 0, 0,
 	 "command run per alert (no shell; {owner} {month} {threshold} {spend} {budget} {currency} {pct})", NULL, 0, 0},
-	{"budget_alerts.interval_s", GL_CFG_INT, OFF(budget_interval_s), "300", 0, 10, 86400,
+	{"budget_alerts.interval_s", GL_CONFIG_INT, OFF(budget_interval_s), "300", 0, 10, 86400,
 	 "seconds between budget checks", NULL, 0, 0},
-	{"budget_alerts.allow_shell", GL_CFG_BOOL, OFF(budget_allow_shell), "false", 0, 0, 0,
+	{"budget_alerts.allow_shell", GL_CONFIG_BOOL, OFF(budget_allow_shell), "false", 0, 0, 0,
 	 "let command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
-	{"rates", GL_CFG_LIST, OFF(rates), NULL, 0, 0, 0, "effective-dated prices per GPU-hour per GPU model", rate_keys,
-	 sizeof(struct gl_rate_cfg), OFF(n_rates)},
-	{"owners", GL_CFG_LIST, OFF(owners), NULL, 0, 0, 0, "ownership rules, first match wins", owner_keys,
-	 sizeof(struct gl_owner_cfg), OFF(n_owners)},
-	{"idle_owners", GL_CFG_LIST, OFF(idle_owners), NULL, 0, 0, 0, "dedicated hardware whose idle time a team pays for",
-	 idle_owner_keys, sizeof(struct gl_idle_owner_cfg), OFF(n_idle_owners)},
-	{"workload_types", GL_CFG_LIST, OFF(workload_types), NULL, 0, 0, 0, "workload type rules, first match wins",
-	 workload_keys, sizeof(struct gl_workload_cfg), OFF(n_workload_types)},
-	{"runs", GL_CFG_LIST, OFF(runs), NULL, 0, 0, 0, "how jobs group into training runs, first match wins", run_keys,
-	 sizeof(struct gl_run_cfg), OFF(n_runs)},
-	{"gpu_models", GL_CFG_LIST, OFF(gpu_models), NULL, 0, 0, 0, "GPU model aliases the canonical rule cannot derive",
-	 gpu_model_keys, sizeof(struct gl_gpu_model_cfg), OFF(n_gpu_models)},
-	{"sources.sacct", GL_CFG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
-	 sizeof(struct gl_sacct_source_cfg), OFF(n_sacct)},
-	{"sources.kube", GL_CFG_LIST, OFF(kube), NULL, 0, 0, 0, "Kubernetes clusters whose GPU pods are read", kube_keys,
-	 sizeof(struct gl_kube_source_cfg), OFF(n_kube)},
-	{"sources.dcgm", GL_CFG_LIST, OFF(dcgm), NULL, 0, 0, 0, "dcgm-exporter targets scraped for GPU activity", dcgm_keys,
-	 sizeof(struct gl_dcgm_source_cfg), OFF(n_dcgm)},
-	{"sources.slurm_nodes", GL_CFG_LIST, OFF(slurm_nodes), NULL, 0, 0, 0, "Slurm node inventory, states and events",
-	 slurm_nodes_keys, sizeof(struct gl_slurm_nodes_source_cfg), OFF(n_slurm_nodes)},
-	{"sources.kube_nodes", GL_CFG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
-	 kube_nodes_keys, sizeof(struct gl_kube_nodes_source_cfg), OFF(n_kube_nodes)},
-	{"sources.serving", GL_CFG_LIST, OFF(serving), NULL, 0, 0, 0, "inference endpoints whose /metrics are scraped",
-	 serving_keys, sizeof(struct gl_serving_source_cfg), OFF(n_serving)},
-	{"sources.nvidia_smi", GL_CFG_LIST, OFF(nvidia_smi), NULL, 0, 0, 0,
-	 "nodes read through nvidia-smi (no GPU exporter)", nvidia_smi_keys, sizeof(struct gl_nvsmi_source_cfg),
+	{"rates", GL_CONFIG_LIST, OFF(rates), NULL, 0, 0, 0, "effective-dated prices per GPU-hour per GPU model", rate_keys,
+	 sizeof(struct gl_config_rate), OFF(n_rates)},
+	{"owners", GL_CONFIG_LIST, OFF(owners), NULL, 0, 0, 0, "ownership rules, first match wins", owner_keys,
+	 sizeof(struct gl_config_owner), OFF(n_owners)},
+	{"idle_owners", GL_CONFIG_LIST, OFF(idle_owners), NULL, 0, 0, 0, "dedicated hardware whose idle time a team pays for",
+	 idle_owner_keys, sizeof(struct gl_config_idle_owner), OFF(n_idle_owners)},
+	{"workload_types", GL_CONFIG_LIST, OFF(workload_types), NULL, 0, 0, 0, "workload type rules, first match wins",
+	 workload_keys, sizeof(struct gl_config_workload), OFF(n_workload_types)},
+	{"runs", GL_CONFIG_LIST, OFF(runs), NULL, 0, 0, 0, "how jobs group into training runs, first match wins", run_keys,
+	 sizeof(struct gl_config_run), OFF(n_runs)},
+	{"gpu_models", GL_CONFIG_LIST, OFF(gpu_models), NULL, 0, 0, 0, "GPU model aliases the canonical rule cannot derive",
+	 gpu_model_keys, sizeof(struct gl_config_gpu_model), OFF(n_gpu_models)},
+	{"sources.sacct", GL_CONFIG_LIST, OFF(sacct), NULL, 0, 0, 0, "Slurm clusters polled with sacct", sacct_keys,
+	 sizeof(struct gl_config_sacct_source), OFF(n_sacct)},
+	{"sources.kube", GL_CONFIG_LIST, OFF(kube), NULL, 0, 0, 0, "Kubernetes clusters whose GPU pods are read", kube_keys,
+	 sizeof(struct gl_config_kube_source), OFF(n_kube)},
+	{"sources.dcgm", GL_CONFIG_LIST, OFF(dcgm), NULL, 0, 0, 0, "dcgm-exporter targets scraped for GPU activity", dcgm_keys,
+	 sizeof(struct gl_config_dcgm_source), OFF(n_dcgm)},
+	{"sources.slurm_nodes", GL_CONFIG_LIST, OFF(slurm_nodes), NULL, 0, 0, 0, "Slurm node inventory, states and events",
+	 slurm_nodes_keys, sizeof(struct gl_config_slurm_nodes_source), OFF(n_slurm_nodes)},
+	{"sources.kube_nodes", GL_CONFIG_LIST, OFF(kube_nodes), NULL, 0, 0, 0, "Kubernetes node inventory and states",
+	 kube_nodes_keys, sizeof(struct gl_config_kube_nodes_source), OFF(n_kube_nodes)},
+	{"sources.serving", GL_CONFIG_LIST, OFF(serving), NULL, 0, 0, 0, "inference endpoints whose /metrics are scraped",
+	 serving_keys, sizeof(struct gl_config_serving_source), OFF(n_serving)},
+	{"sources.nvidia_smi", GL_CONFIG_LIST, OFF(nvidia_smi), NULL, 0, 0, 0,
+	 "nodes read through nvidia-smi (no GPU exporter)", nvidia_smi_keys, sizeof(struct gl_config_nvsmi_source),
 	 OFF(n_nvidia_smi)},
-	{"hook.act", GL_CFG_BOOL, OFF(hook_act), "false", 0, 0, 0, "the idle hook may act (also needs --act)", NULL, 0, 0},
-	{"hook.max_actions_per_run", GL_CFG_INT, OFF(hook_max_actions_per_run), "10", 0, 0, 100000,
+	{"hook.act", GL_CONFIG_BOOL, OFF(hook_act), "false", 0, 0, 0, "the idle hook may act (also needs --act)", NULL, 0, 0},
+	{"hook.max_actions_per_run", GL_CONFIG_INT, OFF(hook_max_actions_per_run), "10", 0, 0, 100000,
 	 "circuit breaker: more candidates than this to act on, and none is acted on", NULL, 0, 0},
-	{"hook.max_data_age_s", GL_CFG_INT, OFF(hook_max_data_age_s), "900", 0, 0, 86400,
+	{"hook.max_data_age_s", GL_CONFIG_INT, OFF(hook_max_data_age_s), "900", 0, 0, 86400,
 	 "a GPU whose last exporter sample is older is unknown (never acted on)", NULL, 0, 0},
-	{"hook.lock_file", GL_CFG_STR, OFF(hook_lock_file), "", 0, 0, 0, "flock(2) file besides the database lock", NULL, 0, 0},
-	{"hook.command_timeout_s", GL_CFG_INT, OFF(hook_command_timeout_s), "30", 0, 1, 3600, "kill a warn/act command after this", NULL, 0, 0},
-	{"hook.slurm_command", GL_CFG_STR, OFF(hook_slurm_command), "scancel {job_id}", 0, 0, 0, "default action on Slurm jobs", NULL, 0, 0},
-	{"hook.kube_command", GL_CFG_STR, OFF(hook_kube_command), "kubectl delete pod --namespace {namespace} {pod}", 0, 0, 0,
+	{"hook.lock_file", GL_CONFIG_STR, OFF(hook_lock_file), "", 0, 0, 0, "flock(2) file besides the database lock", NULL, 0, 0},
+	{"hook.command_timeout_s", GL_CONFIG_INT, OFF(hook_command_timeout_s), "30", 0, 1, 3600, "kill a warn/act command after this", NULL, 0, 0},
+	{"hook.slurm_command", GL_CONFIG_STR, OFF(hook_slurm_command), "scancel {job_id}", 0, 0, 0, "default action on Slurm jobs", NULL, 0, 0},
+	{"hook.kube_command", GL_CONFIG_STR, OFF(hook_kube_command), "kubectl delete pod --namespace {namespace} {pod}", 0, 0, 0,
 	 "default action on pods", NULL, 0, 0},
-	{"hook.allow_shell", GL_CFG_BOOL, OFF(hook_allow_shell), "false", 0, 0, 0,
+	{"hook.allow_shell", GL_CONFIG_BOOL, OFF(hook_allow_shell), "false", 0, 0, 0,
 	 "let hook.slurm_command and hook.kube_command hand placeholders to a shell (warned at every start)", NULL, 0, 0},
-	{"hook.policies", GL_CFG_LIST, OFF(hook_policies), NULL, 0, 0, 0, "idle-GPU policies", hook_policy_keys,
-	 sizeof(struct gl_hook_policy_cfg), OFF(n_hook_policies)},
-	{"capacity_plan", GL_CFG_LIST, OFF(capacity_plan), NULL, 0, 0, 0,
+	{"hook.policies", GL_CONFIG_LIST, OFF(hook_policies), NULL, 0, 0, 0, "idle-GPU policies", hook_policy_keys,
+	 sizeof(struct gl_hookpolicy_cfg), OFF(n_hook_policies)},
+	{"capacity_plan", GL_CONFIG_LIST, OFF(capacity_plan), NULL, 0, 0, 0,
 	 "planned GPU additions and retirements per cluster and model (the capacity forecast uses them)",
-	 capacity_plan_keys, sizeof(struct gl_capacity_plan_cfg), OFF(n_capacity_plan)},
-	{"procurement.lead_days", GL_CFG_INT, OFF(procurement_lead_days), "90", 0, 0, 3650,
+	 capacity_plan_keys, sizeof(struct gl_config_capacity_plan), OFF(n_capacity_plan)},
+	{"procurement.lead_days", GL_CONFIG_INT, OFF(procurement_lead_days), "90", 0, 0, 3650,
 	 "days from ordering GPUs to having them in service (the purchase recommendation's order-by dates)", NULL, 0, 0},
 	{NULL, 0, 0, NULL, 0, 0, 0, NULL, NULL, 0, 0},
 };
 
-const struct gl_cfg_key *gl_config_keys(void)
+const struct gl_config_key *gl_config_keys(void)
 {
 	return top_keys;
 }
 
-static void walk(const struct gl_cfg_key *t, const char *prefix,
-		 void (*cb)(const char *, const struct gl_cfg_key *, void *), void *ud)
+static void walk(const struct gl_config_key *t, const char *prefix,
+		 void (*cb)(const char *, const struct gl_config_key *, void *), void *ud)
 {
 	char path[256];
 	for (; t->name; t++) {
-		if (t->type == GL_CFG_LINE)
+		if (t->type == GL_CONFIG_LINE)
 			continue;
 		snprintf(path, sizeof path, "%s%s", prefix, t->name);
 		cb(path, t, ud);
-		if (t->type == GL_CFG_LIST) {
+		if (t->type == GL_CONFIG_LIST) {
 			char sub[256];
 			snprintf(sub, sizeof sub, "%s[].", path);
 			walk(t->sub, sub, cb, ud);
@@ -552,24 +552,24 @@ static void walk(const struct gl_cfg_key *t, const char *prefix,
 	}
 }
 
-void gl_config_walk_keys(void (*cb)(const char *, const struct gl_cfg_key *, void *), void *ud)
+void gl_config_walk_keys(void (*cb)(const char *, const struct gl_config_key *, void *), void *ud)
 {
 	walk(top_keys, "", cb, ud);
 }
 
 /* ---- applying the tree to the struct ---- */
-static int set_value(void *base, const struct gl_cfg_key *k, const char *text, const char *name, int line,
+static int set_value(void *base, const struct gl_config_key *k, const char *text, const char *name, int line,
 		     const char *path, struct gl_err *err)
 {
 	char *p = (char *)base + k->offset;
 	switch (k->type) {
-	case GL_CFG_STR: {
+	case GL_CONFIG_STR: {
 		char **dst = (char **)p;
 		free(*dst);
 		*dst = gl_xstrdup(text);
 		return 0;
 	}
-	case GL_CFG_INT: {
+	case GL_CONFIG_INT: {
 		char *end;
 		long long v;
 		errno = 0;
@@ -582,7 +582,7 @@ static int set_value(void *base, const struct gl_cfg_key *k, const char *text, c
 		*(int64_t *)p = v;
 		return 0;
 	}
-	case GL_CFG_BOOL: {
+	case GL_CONFIG_BOOL: {
 		int v;
 		if (!strcasecmp(text, "true") || !strcasecmp(text, "yes") || !strcmp(text, "1"))
 			v = 1;
@@ -593,17 +593,17 @@ static int set_value(void *base, const struct gl_cfg_key *k, const char *text, c
 		*(int *)p = v;
 		return 0;
 	}
-	case GL_CFG_LIST:
-	case GL_CFG_LINE:
+	case GL_CONFIG_LIST:
+	case GL_CONFIG_LINE:
 		break;
 	}
 	return gl_err_set(err, GL_ECONFIG, "%s:%d: %s: internal: bad key type", name, line, path);
 }
 
-static int apply_defaults(void *base, const struct gl_cfg_key *t, struct gl_err *err)
+static int apply_defaults(void *base, const struct gl_config_key *t, struct gl_err *err)
 {
 	for (; t->name; t++) {
-		if (t->type == GL_CFG_LIST || t->type == GL_CFG_LINE || !t->def)
+		if (t->type == GL_CONFIG_LIST || t->type == GL_CONFIG_LINE || !t->def)
 			continue;
 		int rc = set_value(base, t, t->def, "(defaults)", 0, t->name, err);
 		if (rc)
@@ -638,11 +638,11 @@ static void lines_fini(struct cfg_lines *l)
 	free(l->line);
 }
 
-static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
+static int apply_map(void *base, const struct gl_config_key *t, const struct ynode *map, const char *prefix,
 		     const char *disp, const char *name, unsigned char *seen, struct cfg_lines *lines,
 		     struct gl_err *err);
 
-static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode *seq, const char *path,
+static int apply_list(void *base, const struct gl_config_key *k, const struct ynode *seq, const char *path,
 		      const char *dpath, const char *name, struct cfg_lines *lines, struct gl_err *err)
 {
 	char **arr = (char **)((char *)base + k->offset);
@@ -670,7 +670,7 @@ static int apply_list(void *base, const struct gl_cfg_key *k, const struct ynode
 		if ((rc = apply_defaults(elem, k->sub, err)))
 			goto out;
 		for (size_t j = 0; j < nsub; j++)
-			if (k->sub[j].type == GL_CFG_LINE)
+			if (k->sub[j].type == GL_CONFIG_LINE)
 				*(int *)((char *)elem + k->sub[j].offset) = seq->kids[i]->line;
 		if (seq->kids[i]->type != Y_MAP) {
 			rc = gl_err_set(err, GL_ECONFIG, "%s:%d: %s[%zu]: expected a mapping", name, seq->kids[i]->line,
@@ -693,7 +693,7 @@ out:
 
 /* Matches dotted table names against nested maps: "database.dsn" is found at
  * database: {dsn: ...}. */
-static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode *map, const char *prefix,
+static int apply_map(void *base, const struct gl_config_key *t, const struct ynode *map, const char *prefix,
 		     const char *disp, const char *name, unsigned char *seen, struct cfg_lines *lines,
 		     struct gl_err *err)
 {
@@ -713,12 +713,12 @@ static int apply_map(void *base, const struct gl_cfg_key *t, const struct ynode 
 						  key->line, path, map->kids[j]->line);
 		for (size_t j = 0; t[j].name; j++) {
 			size_t plen = strlen(path);
-			if (t[j].type == GL_CFG_LINE)
+			if (t[j].type == GL_CONFIG_LINE)
 				continue;
 			if (!strcmp(t[j].name, path)) {
 				found = 1;
 				seen[j] = 1;
-				if (t[j].type == GL_CFG_LIST) {
+				if (t[j].type == GL_CONFIG_LIST) {
 					if (val->type == Y_SCALAR && val->plain_null)
 						break;
 					if ((rc = apply_list(base, &t[j], val, path, dpath, name, lines, err)))
@@ -904,7 +904,7 @@ static int check_workload_types(const struct gl_config *cfg, const char *name, c
 	int64_t f, t;
 	int rc;
 	for (size_t i = 0; i < cfg->n_workload_types; i++) {
-		const struct gl_workload_cfg *w = &cfg->workload_types[i];
+		const struct gl_config_workload *w = &cfg->workload_types[i];
 		struct gl_err e = {0};
 		snprintf(item, sizeof item, "workload_types[%zu]", i);
 		snprintf(p, sizeof p, "%s.match", item);
@@ -956,7 +956,7 @@ static int check_serving(const struct gl_config *cfg, const char *name, const st
 	char item[96];
 	int rc;
 	for (size_t i = 0; i < cfg->n_serving; i++) {
-		const struct gl_serving_source_cfg *v = &cfg->serving[i];
+		const struct gl_config_serving_source *v = &cfg->serving[i];
 		const char *slash = strchr(v->pod, '/');
 		int ways = (v->pod[0] != 0) + (v->selector[0] != 0) + (v->job[0] != 0) + (v->job_name[0] != 0);
 		if ((rc = check_cluster(v->cluster, "serving", i, name, l, err)))
@@ -1041,7 +1041,7 @@ static struct shell_tmpl *shell_templates(const struct gl_config *cfg, size_t *n
 	ADD(cfg->audit_anchor_command, cfg->audit_allow_shell, 0, "audit.anchor_command");
 	snprintf(t[k - 1].allow_key, sizeof t[k - 1].allow_key, "audit.allow_shell");
 	for (size_t i = 0; i < cfg->n_hook_policies; i++) {
-		const struct gl_hook_policy_cfg *p = &cfg->hook_policies[i];
+		const struct gl_hookpolicy_cfg *p = &cfg->hook_policies[i];
 		const char *own[] = {p->warn_command, p->slurm_command, p->kube_command};
 		const char *key[] = {"warn_command", "slurm_command", "kube_command"};
 		for (size_t j = 0; j < 3; j++) {
@@ -1122,7 +1122,7 @@ static int count_host(const char *host, void *ud)
 
 /* sources.nvidia_smi[].node is a Slurm hostlist; several nodes need their
  * name in the command or file, or every node would read the same capture. */
-static int check_nvsmi_nodes(const struct gl_nvsmi_source_cfg *ns, const char *item, const char *name,
+static int check_nvsmi_nodes(const struct gl_config_nvsmi_source *ns, const char *item, const char *name,
 			     const struct cfg_lines *l, struct gl_err *err)
 {
 	struct gl_err e = {0};
@@ -1192,11 +1192,11 @@ static int check_settings(const struct gl_config *cfg, const char *name, const s
 					cfg->idle_engine_active_threshold);
 	}
 	{
-		int th[GL_BUDGET_MAX_THRESHOLDS];
+		int th[GL_SETTINGS_MAX_THRESHOLDS];
 		size_t nt;
-		if (gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, &e))
+		if (gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_SETTINGS_MAX_THRESHOLDS, &nt, &e))
 			return cfg_fail(err, name, l, "budget_alerts.thresholds", "'%s' is not an ascending comma list of 1..1000 (at most %d)",
-					cfg->budget_thresholds, GL_BUDGET_MAX_THRESHOLDS);
+					cfg->budget_thresholds, GL_SETTINGS_MAX_THRESHOLDS);
 	}
 	{
 		/* a misspelt {placeholder} would reach the command literally */
@@ -1241,7 +1241,7 @@ static int check_sources(const struct gl_config *cfg, const char *name, const st
 		if ((rc = check_cluster(cfg->kube_nodes[i].cluster, "kube_nodes", i, name, l, err)))
 			return rc;
 	for (size_t i = 0; i < cfg->n_sacct; i++) {
-		const struct gl_sacct_source_cfg *sc = &cfg->sacct[i];
+		const struct gl_config_sacct_source *sc = &cfg->sacct[i];
 		snprintf(item, sizeof item, "sources.sacct[%zu]", i);
 		snprintf(p, sizeof p, "%s.command", item);
 		if (!*sc->command)
@@ -1265,7 +1265,7 @@ static int check_sources(const struct gl_config *cfg, const char *name, const st
 			return cfg_fail(err, name, l, item, "give exactly one of command and file");
 	}
 	for (size_t i = 0; i < cfg->n_nvidia_smi; i++) {
-		const struct gl_nvsmi_source_cfg *ns = &cfg->nvidia_smi[i];
+		const struct gl_config_nvsmi_source *ns = &cfg->nvidia_smi[i];
 		snprintf(item, sizeof item, "sources.nvidia_smi[%zu]", i);
 		if ((rc = check_cluster(ns->cluster, "nvidia_smi", i, name, l, err)))
 			return rc;
@@ -1330,7 +1330,7 @@ static int check_rates(const struct gl_config *cfg, const char *name, const stru
 
 	/* GPU model aliases: one name means one model (sql/024) */
 	for (size_t i = 0; i < cfg->n_gpu_models; i++) {
-		const struct gl_gpu_model_cfg *g = &cfg->gpu_models[i];
+		const struct gl_config_gpu_model *g = &cfg->gpu_models[i];
 		snprintf(item, sizeof item, "gpu_models[%zu].%s", i, *g->match ? "model" : "match");
 		if (!*g->match || !*g->model)
 			return cfg_fail(err, name, l, item, "must not be empty");
@@ -1343,14 +1343,14 @@ static int check_rates(const struct gl_config *cfg, const char *name, const stru
 	}
 	/* the cost model, as gl_costing_load checks it before a load */
 	for (size_t i = 0; i < cfg->n_rates; i++) {
-		const struct gl_rate_cfg *rt = &cfg->rates[i];
+		const struct gl_config_rate *rt = &cfg->rates[i];
 		snprintf(item, sizeof item, "rates[%zu]", i);
 		if ((rc = check_money(rt->per_gpu_hour, "per_gpu_hour", rt->currency, cfg, name, l, item, err)) ||
 		    (rc = check_span(rt->from, rt->to, &f, &t, name, l, item, err)))
 			return rc;
 		for (size_t j = 0; j < i; j++) {
 			/* two prices for one model at one time would make cost ambiguous */
-			const struct gl_rate_cfg *o = &cfg->rates[j];
+			const struct gl_config_rate *o = &cfg->rates[j];
 			int64_t of = GL_TIME_NONE, ot = GL_TIME_NONE;
 			if (strcasecmp(o->model, rt->model) != 0)
 				continue;
@@ -1373,7 +1373,7 @@ static int check_owners(const struct gl_config *cfg, const char *name, const str
 	int rc;
 
 	for (size_t i = 0; i < cfg->n_owners; i++) {
-		const struct gl_owner_cfg *o = &cfg->owners[i];
+		const struct gl_config_owner *o = &cfg->owners[i];
 		snprintf(item, sizeof item, "owners[%zu]", i);
 		snprintf(p, sizeof p, "%s.match", item);
 		if (!gl_settings_match_valid(o->match))
@@ -1407,7 +1407,7 @@ static int check_budgets(const struct gl_config *cfg, const char *name, const st
 	int rc;
 
 	for (size_t i = 0; i < cfg->n_budgets; i++) {
-		const struct gl_budget_cfg *b = &cfg->budgets[i];
+		const struct gl_config_budget *b = &cfg->budgets[i];
 		snprintf(item, sizeof item, "budgets[%zu]", i);
 		if ((rc = check_money(b->amount, "amount", b->currency, cfg, name, l, item, err)) ||
 		    (rc = check_owner_name(b->owner, "owner", name, l, item, err)))
@@ -1428,7 +1428,7 @@ static int check_budgets(const struct gl_config *cfg, const char *name, const st
 			/* two budgets of one owner in one month: /v1/budgets listed
 			 * both and the alerts (one per owner, month and threshold)
 			 * went to whichever was checked first */
-			const struct gl_budget_cfg *o = &cfg->budgets[j];
+			const struct gl_config_budget *o = &cfg->budgets[j];
 			int64_t of = GL_TIME_NONE, ot = GL_TIME_NONE;
 			if (strcmp(o->owner, b->owner) != 0 || strcmp(o->aggregate, b->aggregate) != 0)
 				continue;
@@ -1463,7 +1463,7 @@ static int check_capacity_plan(const struct gl_config *cfg, const char *name, co
 			       struct gl_err *err)
 {
 	for (size_t i = 0; i < cfg->n_capacity_plan; i++) {
-		const struct gl_capacity_plan_cfg *c = &cfg->capacity_plan[i];
+		const struct gl_config_capacity_plan *c = &cfg->capacity_plan[i];
 		char p[96];
 		int64_t d;
 		snprintf(p, sizeof p, "capacity_plan[%zu].action", i);
@@ -1489,14 +1489,14 @@ static int check_semantics(const struct gl_config *cfg, const char *name, const 
 			   struct gl_err *err)
 {
 	struct gl_err e = {0};
-	enum gl_share_idle sh;
+	enum gl_chargeback_share_idle sh;
 	int rc;
 
 	if (!gl_settings_aggregate_ok(cfg->reports_aggregate))
 		return cfg_fail(err, name, l, "reports.aggregate", "'%s' is not team, project, cost_center, account, user or workload_type",
 				cfg->reports_aggregate);
 	if (gl_chargeback_share_parse(cfg->reports_share_idle, &sh))
-		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CB_SHARE_NAMES,
+		return cfg_fail(err, name, l, "reports.share_idle", "'%s' is not " GL_CHARGEBACK_SHARE_NAMES,
 				cfg->reports_share_idle);
 	if (gl_report_seps_check(cfg->reports_thousands_separator, cfg->reports_decimal_separator, &e))
 		return cfg_fail(err, name, l, "reports.thousands_separator", "%s", e.msg);
@@ -1615,14 +1615,14 @@ out:
 	return rc;
 }
 
-static void fini_table(void *base, const struct gl_cfg_key *t)
+static void fini_table(void *base, const struct gl_config_key *t)
 {
 	for (; t->name; t++) {
 		char *p = (char *)base + t->offset;
-		if (t->type == GL_CFG_STR) {
+		if (t->type == GL_CONFIG_STR) {
 			free(*(char **)p);
 			*(char **)p = NULL;
-		} else if (t->type == GL_CFG_LIST) {
+		} else if (t->type == GL_CONFIG_LIST) {
 			char *arr = *(char **)p;
 			size_t n = *(size_t *)((char *)base + t->count_offset);
 			for (size_t i = 0; arr && i < n; i++)
@@ -1675,7 +1675,7 @@ void gl_config_run_rules(const struct gl_config *cfg, struct gl_runs_rule **rule
 	*rules = gl_xcalloc(cfg->n_runs + 1, sizeof **rules);
 	*n = 0;
 	for (size_t i = 0; i < cfg->n_runs; i++) {
-		const struct gl_run_cfg *c = &cfg->runs[i];
+		const struct gl_config_run *c = &cfg->runs[i];
 		struct gl_runs_rule *r = &(*rules)[*n];
 		r->cluster = c->cluster;
 		r->from_s = r->to_s = GL_TIME_NONE;

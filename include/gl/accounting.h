@@ -24,7 +24,7 @@ struct gl_accounting_query {
 	const struct gl_window *steps;
 	size_t n_steps;
 	int64_t now_s;
-	const char *dims[GL_CB_MAX_DIMS];
+	const char *dims[GL_CHARGEBACK_MAX_DIMS];
 	size_t n_dims;
 	const struct gl_filter *filter;  /* may be NULL */
 	const char *const *scope_teams;  /* token owner scope: only these teams (NULL = all) */
@@ -46,7 +46,7 @@ struct gl_accounting_query {
 	/* how node capacity past a stale inventory counts in the fleet idle
 	 * (gl_capstore_query); gl_accounting_query_init sets no horizon (sreport's
 	 * semantics), the API and the report set inventory.absent_grace_s */
-	struct gl_cap_observed cap;
+	struct gl_capacity_observed cap;
 };
 
 /* Ownership: the lists are the meta's; gl_accounting_meta_fini() frees them. A
@@ -117,42 +117,42 @@ int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int6
  * *text (the strings the rows point to) with free(). */
 struct gl_idle_fleet;
 int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
-			     const struct gl_cap_observed *cap, struct gl_idle_fleet **rows, size_t *n, char **text,
+			     const struct gl_capacity_observed *cap, struct gl_idle_fleet **rows, size_t *n, char **text,
 			     struct gl_err *err) GL_MUSTCHECK;
 
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
  * the index probe written out, since PostgreSQL does not inline
  * gl_gpu_model() and a call per job row costs several times the probe. */
-#define GL_GPU_MODEL_SQL(x) \
+#define GL_ACCOUNTING_GPU_MODEL_SQL(x) \
 	"coalesce((SELECT gmc.model FROM gpu_model_canon gmc WHERE gmc.raw = lower(" x ")), gl_gpu_model(" x "))"
 
 /* The GPU model a job is priced and grouped by: the scheduler's type, else
  * the model of its first node (sql/021), canonical (sql/024: the same name
  * capacity and rates are keyed by). j: the jobs alias. */
-#define GL_JOB_MODEL_SQL(j) GL_GPU_MODEL_SQL("coalesce(" j ".gpu_type, " j ".node_gpu_model)")
+#define GL_ACCOUNTING_JOB_MODEL_SQL(j) GL_ACCOUNTING_GPU_MODEL_SQL("coalesce(" j ".gpu_type, " j ".node_gpu_model)")
 
 /* A job's allocation in the books, micro-GPUs (GL_GPU_MICRO = one GPU; j:
  * the jobs alias). Every accounting query reads it through one of these:
- * GL_JOB_GPUS_SQL is what the job is billed, GPU-seconds and cost per owner
+ * GL_ACCOUNTING_JOB_GPUS_SQL is what the job is billed, GPU-seconds and cost per owner
  * in the unit its rate applies to (GPUs of its model, instances of its MIG
- * profile); GL_JOB_HELD_SQL the physical capacity it holds (allocated
+ * profile); GL_ACCOUNTING_JOB_HELD_SQL the physical capacity it holds (allocated
  * capacity, idle, conservation: a 1g MIG slice holds 1/7 of a GPU, the pods
  * sharing a GPU never more than it). For a Slurm job the two are equal.
  * gpu_milli (sql/047) only says which jobs have GPUs: its value is never
  * read for an amount. */
-#define GL_JOB_GPUS_SQL(j) j ".gpu_micro"
-#define GL_JOB_HELD_SQL(j) "coalesce(" j ".phys_micro, " j ".gpu_micro)"
+#define GL_ACCOUNTING_JOB_GPUS_SQL(j) j ".gpu_micro"
+#define GL_ACCOUNTING_JOB_HELD_SQL(j) "coalesce(" j ".phys_micro, " j ".gpu_micro)"
 
 /* A job's run kind (sql/093) and its tags with it as 'run_kind': what
  * gl_workload_type takes, so that a rule on run_kind matches. */
-#define GL_JOB_RUN_KIND_SQL(j) "gl_job_run_kind(" j ".namespace, " j ".tags, " j ".array_job_id, " j ".het_job_id)"
-#define GL_JOB_RULE_TAGS_SQL(j) "(coalesce(" j ".tags, '{}') || jsonb_build_object('run_kind', " GL_JOB_RUN_KIND_SQL(j) "))"
+#define GL_ACCOUNTING_JOB_RUN_KIND_SQL(j) "gl_job_run_kind(" j ".namespace, " j ".tags, " j ".array_job_id, " j ".het_job_id)"
+#define GL_ACCOUNTING_JOB_RULE_TAGS_SQL(j) "(coalesce(" j ".tags, '{}') || jsonb_build_object('run_kind', " GL_ACCOUNTING_JOB_RUN_KIND_SQL(j) "))"
 
 /* The factor that keeps a job's exporter-observed time in a window (u, a
  * gl_job_usage row) within its allocated GPU-seconds there (a, an SQL
  * expression): usage is booked by bucket start, so a window that cuts a
  * bucket could otherwise show more busy + idle time than was allocated. */
-#define GL_USAGE_SCALE_SQL(u, a) \
+#define GL_ACCOUNTING_USAGE_SCALE_SQL(u, a) \
 	"(CASE WHEN " u ".observed_gpu_s > (" a ") THEN (" a ") / " u ".observed_gpu_s ELSE 1 END)"
 
 /* The last moment a source saw the open job j (an alias of jobs) open, NULL
@@ -161,7 +161,7 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
  * series ingested in full lists every job still open: kube closes the pods
  * a snapshot no longer lists, sacct -S..-E reports every job running in
  * its window). Time after it is unobserved (docs/ingest.md). */
-#define GL_JOB_SEEN_SQL(j)                                                                                   \
+#define GL_ACCOUNTING_JOB_SEEN_SQL(j)                                                                                   \
 	"greatest(" j ".last_seen_at, (SELECT ist.watermark FROM ingest_state ist"                            \
 	" WHERE ist.cluster_id = " j ".cluster_id"                                                            \
 	" AND ist.source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END))"

@@ -75,14 +75,14 @@ int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *roo
  * from its request (the forecasts, computed once and cached): the three
  * keys above for a window ending at end_s, cut at now_s. Returns 1 when the
  * window reaches past any entry. */
-int gl_apijson_add_data_through(cJSON *root, const struct gl_data_through *dt, int64_t end_s, int64_t now_s);
+int gl_apijson_add_data_through(cJSON *root, const struct gl_ingest_data_through_set *dt, int64_t end_s, int64_t now_s);
 /* The same for an answer written a piece at a time: loaded before the
  * first piece (gl_apijson_dt_load: 0, or the handler's error return after
  * gl_resp_error), then written into the root object being written
  * (gl_apijson_dt_jsonw) or sent as the headers (gl_apijson_dt_headers).
  * Ownership: the rows are the struct's; gl_apijson_dt_fini frees them. */
 struct gl_apijson_dt {
-	struct gl_data_through dt;
+	struct gl_ingest_data_through_set dt;
 	int64_t upto_s, now_s;
 	int past;
 };

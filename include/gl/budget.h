@@ -34,7 +34,7 @@ struct gl_budget_line {
 	double mase, wape;         /* NaN when undefined (a zero scale or no spend) */
 	int closed;                /* the month is over: forecast == spend */
 	size_t n_fired;
-	int fired[GL_BUDGET_MAX_THRESHOLDS]; /* thresholds already alerted this month */
+	int fired[GL_SETTINGS_MAX_THRESHOLDS]; /* thresholds already alerted this month */
 };
 
 /* Pure: spend so far x month length / elapsed part of the month, half up. */

@@ -19,13 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum gl_cap_aggregate { GL_CAP_AGG_CLUSTER = 0, GL_CAP_AGG_PARTITION, GL_CAP_AGG_MODEL, GL_CAP_AGG_WORKLOAD_TYPE };
+enum gl_capacity_aggregate { GL_CAPACITY_AGG_CLUSTER = 0, GL_CAPACITY_AGG_PARTITION, GL_CAPACITY_AGG_MODEL, GL_CAPACITY_AGG_WORKLOAD_TYPE };
 
 /* The row of aggregate=workload_type that holds a cluster's capacity no
  * job of any type was allocated (idle, down, reserved, ...). */
-#define GL_CAP_UNALLOCATED_KEY "__idle__"
+#define GL_CAPACITY_UNALLOCATED_KEY "__idle__"
 
-struct gl_cap_row {
+struct gl_capacity_row {
 	size_t step;                 /* index into the steps given */
 	int64_t start_s, end_s;
 	char cluster[128];
@@ -55,10 +55,10 @@ struct gl_cap_row {
 /* Settles one row from its raw inputs, in sreport's order
  * (_setup_cluster_tres_usage): allocated <= reported, then down, planned
  * down and reserved are cut to what is left; idle is the rest. Pure. */
-void gl_capacity_settle(struct gl_cap_row *r);
+void gl_capacity_settle(struct gl_capacity_row *r);
 
 /* Adds r's raw inputs (the raw_* fields) to t's. Pure. */
-void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r);
+void gl_capacity_add_raw(struct gl_capacity_row *t, const struct gl_capacity_row *r);
 
 /* aggregate=workload_type. in[0..n): raw rows sorted by step and
  * cluster; of each step and cluster, the one with key "" holds the
@@ -69,12 +69,12 @@ void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r);
  * in proportion to their raw micro-GPU-seconds, by largest remainder (ties:
  * the earlier row), and the rest of its capacity (idle, down, reserved,
  * over, unobserved, and reported less allocated) is one more row keyed
- * GL_CAP_UNALLOCATED_KEY. A type row's reported is its allocated. *out
+ * GL_CAPACITY_UNALLOCATED_KEY. A type row's reported is its allocated. *out
  * (the caller frees) gets at most 2n rows. Pure. */
-void gl_capacity_by_type(const struct gl_cap_row *in, size_t n, struct gl_cap_row **out, size_t *nout);
+void gl_capacity_by_type(const struct gl_capacity_row *in, size_t n, struct gl_capacity_row **out, size_t *nout);
 
 /* Saturation: allocated / (reported - down - planned_down); -1 when nothing was available. */
-double gl_capacity_saturation(const struct gl_cap_row *r);
+double gl_capacity_saturation(const struct gl_capacity_row *r);
 
 /* The one definition of every ratio of GPU time (saturation, wasted share,
  * utilisation) for every view: part / whole, -1 (no data) when whole is
@@ -96,7 +96,7 @@ int64_t gl_capacity_beyond(int64_t available_s, int64_t idle_s, int64_t allocate
  * include 1 keeps the unobserved part in the figures (sreport's semantics),
  * 0 leaves it out of them. Either way it is named in
  * unobserved_gpu_seconds. */
-struct gl_cap_observed {
+struct gl_capacity_observed {
 	int64_t grace_s;
 	int include;
 };

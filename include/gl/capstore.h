@@ -15,8 +15,8 @@ struct gl_store;
 /* Rows for each step x cluster x key (only those with capacity or
  * allocation), ordered by step, cluster, key, settled. cluster may be NULL
  * (all). now_s ends running jobs. */
-int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
-		      const char *cluster, int64_t now_s, const struct gl_cap_observed *obs, struct gl_cap_row **rows,
+int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_capacity_aggregate agg,
+		      const char *cluster, int64_t now_s, const struct gl_capacity_observed *obs, struct gl_capacity_row **rows,
 		      size_t *nrows, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GL_CB_MAX_DIMS 4
+#define GL_CHARGEBACK_MAX_DIMS 4
 
 /* shareIdle: NONE keeps idle on its own line; PROPORTIONAL shares each
  * pool's idle (a cluster's, or with gl_chargeback.share_by_model a cluster's GPU
@@ -23,15 +23,15 @@
  * never leaves its cluster; OWNER puts dedicated idle on its team's line;
  * PROPORTIONAL_FLEET pools the whole fleet's idle over every line (the old
  * rule, asked for by name). */
-enum gl_share_idle { GL_SHARE_NONE = 0, GL_SHARE_PROPORTIONAL, GL_SHARE_OWNER, GL_SHARE_PROPORTIONAL_FLEET };
+enum gl_chargeback_share_idle { GL_CHARGEBACK_SHARE_NONE = 0, GL_CHARGEBACK_SHARE_PROPORTIONAL, GL_CHARGEBACK_SHARE_OWNER, GL_CHARGEBACK_SHARE_PROPORTIONAL_FLEET };
 
 /* The name of a mode ("none", "proportional", "owner", "proportional_fleet"). */
-const char *gl_chargeback_share_name(enum gl_share_idle share);
+const char *gl_chargeback_share_name(enum gl_chargeback_share_idle share);
 /* The mode named s (NULL: none; "true" and "weighted" are proportional):
  * 0, or -GL_EINVAL for a name it does not know. */
-int gl_chargeback_share_parse(const char *s, enum gl_share_idle *out) GL_MUSTCHECK;
+int gl_chargeback_share_parse(const char *s, enum gl_chargeback_share_idle *out) GL_MUSTCHECK;
 /* The names gl_chargeback_share_parse takes, for error messages. */
-#define GL_CB_SHARE_NAMES "none, proportional, proportional_fleet or owner"
+#define GL_CHARGEBACK_SHARE_NAMES "none, proportional, proportional_fleet or owner"
 
 /* An idle pool of a step (PROPORTIONAL): its name (cluster, or cluster and
  * model), its unallocated idle, and the allocation of lines an owner filter
@@ -39,28 +39,28 @@ int gl_chargeback_share_parse(const char *s, enum gl_share_idle *out) GL_MUSTCHE
  * __idle__). */
 struct gl_chargeback_pool {
 	char *name;
-	gl_i128 idle_us, idle_num, base_us; /* micro-GPU-seconds */
+	gl_cost_i128 idle_us, idle_num, base_us; /* micro-GPU-seconds */
 };
 
 /* A line's allocation in one pool (micro-GPU-seconds). */
 struct gl_chargeback_part {
 	size_t pool;
-	gl_i128 us;
+	gl_cost_i128 us;
 };
 
 struct gl_chargeback_line {
-	char *key[GL_CB_MAX_DIMS];
+	char *key[GL_CHARGEBACK_MAX_DIMS];
 	/* raw, exact */
-	gl_i128 alloc_us;        /* micro-GPU-seconds allocated (billed) */
-	gl_i128 priced_us;       /* of which covered by a rate */
-	gl_i128 cost_num;        /* sum of micro-GPU-seconds x micros per GPU-hour */
-	gl_i128 idle_owner_num;  /* shareIdle=owner: idle cost numerator charged to this line */
-	gl_i128 idle_owner_us;
+	gl_cost_i128 alloc_us;        /* micro-GPU-seconds allocated (billed) */
+	gl_cost_i128 priced_us;       /* of which covered by a rate */
+	gl_cost_i128 cost_num;        /* sum of micro-GPU-seconds x micros per GPU-hour */
+	gl_cost_i128 idle_owner_num;  /* shareIdle=owner: idle cost numerator charged to this line */
+	gl_cost_i128 idle_owner_us;
 	double busy_s, idle_s, observed_s; /* exporter-observed, job-attributed */
 	/* open jobs' time after the last moment a source saw them (apart from
 	 * the figures above unless the query included it) */
-	gl_i128 unobs_us, unobs_num; /* micro-GPU-seconds */
-	gl_i128 implausible_us;  /* of unobs_us: past the jobs' own time limits */
+	gl_cost_i128 unobs_us, unobs_num; /* micro-GPU-seconds */
+	gl_cost_i128 implausible_us;  /* of unobs_us: past the jobs' own time limits */
 	struct gl_chargeback_part *parts;          /* PROPORTIONAL: allocation per idle pool */
 	size_t n_parts, cap_parts;
 	/* results */
@@ -83,7 +83,7 @@ struct gl_chargeback_step {
 	size_t *index, cap_index;
 	/* unallocated idle capacity of the step */
 	int capacity_known;
-	gl_i128 idle_us, idle_num, overalloc_us;
+	gl_cost_i128 idle_us, idle_num, overalloc_us;
 	int64_t idle_s, idle_micros;       /* after sharing: what stays in __idle__ */
 	int64_t idle_total_s, idle_total_micros; /* before sharing */
 	int64_t overalloc_s;
@@ -91,7 +91,7 @@ struct gl_chargeback_step {
 	 * GPU-time the unfiltered lines held (micro-GPU-seconds), so a shown
 	 * line gets the share it has of the whole idle and the rest stays in
 	 * __idle__; 0 = the lines are all there is */
-	gl_i128 share_base_us;
+	gl_cost_i128 share_base_us;
 	/* PROPORTIONAL: the idle pools (every idle row and every line's
 	 * allocation named by pool); none: the step shares as one pool */
 	struct gl_chargeback_pool *pools;
@@ -104,7 +104,7 @@ struct gl_chargeback_step {
 
 struct gl_chargeback {
 	size_t n_dims;
-	enum gl_share_idle share;
+	enum gl_chargeback_share_idle share;
 	int share_by_model;              /* PROPORTIONAL: a pool per cluster and GPU model */
 	struct gl_chargeback_step *steps;
 	size_t n_steps;
@@ -118,7 +118,7 @@ struct gl_chargeback {
 	int idle_withheld;               /* gl_chargeback_withhold_idle ran: no __idle__ figures to show */
 };
 
-void gl_chargeback_init(struct gl_chargeback *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps);
+void gl_chargeback_init(struct gl_chargeback *cb, size_t n_dims, enum gl_chargeback_share_idle share, size_t n_steps);
 void gl_chargeback_fini(struct gl_chargeback *cb);
 /* The lines of every step. */
 size_t gl_chargeback_n_lines(const struct gl_chargeback *cb);
@@ -129,7 +129,7 @@ struct gl_chargeback_line *gl_chargeback_find_line(struct gl_chargeback *cb, siz
 /* The pool of step i named name, made when new. */
 size_t gl_chargeback_pool_of(struct gl_chargeback *cb, size_t step, const char *name);
 /* Adds us (micro-GPU-seconds) of line l's allocation to pool. */
-void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_i128 us);
+void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_cost_i128 us);
 /* Rounds, shares and totals every step. */
 int gl_chargeback_finish(struct gl_chargeback *cb) GL_MUSTCHECK;
 

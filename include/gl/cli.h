@@ -8,14 +8,14 @@
 #include "gl/common.h"
 #include "gl/config.h"
 
-#define GL_EXIT_RUNTIME 1
-#define GL_EXIT_USAGE 2
-#define GL_EXIT_SKIPPED 4
-#define GL_EXIT_BROKEN 5 /* audit verify: the chain is broken */
+#define GL_CLI_EXIT_RUNTIME 1
+#define GL_CLI_EXIT_USAGE 2
+#define GL_CLI_EXIT_SKIPPED 4
+#define GL_CLI_EXIT_BROKEN 5 /* audit verify: the chain is broken */
 
-/* Prints "gpuledger: <msg>" and the usage to stderr; returns GL_EXIT_USAGE. */
+/* Prints "gpuledger: <msg>" and the usage to stderr; returns GL_CLI_EXIT_USAGE. */
 int gl_cli_usage_error(const char *usage, const char *fmt, ...) GL_PRINTF(2, 3);
-/* Logs err and returns GL_EXIT_RUNTIME. */
+/* Logs err and returns GL_CLI_EXIT_RUNTIME. */
 int gl_cli_fail(const struct gl_err *err);
 int gl_cli_wants_help(int argc, char **argv);
 
@@ -29,7 +29,7 @@ struct gl_cli_opt {
 /* Parses the options of a subcommand whose options all take a value (argv[0]
  * is the subcommand; cmd names it in messages, "ingest sacct"). --help or -h
  * anywhere prints usage to stdout. Returns -1 when the command should go on,
- * else the exit status to return at once: 0 after --help, GL_EXIT_USAGE after
+ * else the exit status to return at once: 0 after --help, GL_CLI_EXIT_USAGE after
  * a bad option, an empty value or a stray argument (message and usage on
  * stderr). */
 int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage, const struct gl_cli_opt *opts);
@@ -41,7 +41,7 @@ int gl_cli_parse_opts(int argc, char **argv, const char *cmd, const char *usage,
  * after now + GL_CLI_AT_SKEW_S is the caller's mistake (a mistyped year):
  * stored, it outdated every later snapshot of the cluster, which were then
  * refused, and it stretched node spans into the future. Returns -1 when
- * at_s is fine, else prints the error and usage and returns GL_EXIT_USAGE. */
+ * at_s is fine, else prints the error and usage and returns GL_CLI_EXIT_USAGE. */
 int gl_cli_at_not_future(const char *usage, const char *cmd, const char *what, int64_t at_s, int64_t now_s);
 
 /* The whole of path (stdin for "-" when dash_is_stdin), NUL-terminated, its
@@ -55,7 +55,7 @@ struct gl_cli_count {
 	long long n;
 };
 /* Prints the counts as one JSON object line on stdout, the machine-readable
- * result of an `ingest` command; returns its exit status: GL_EXIT_SKIPPED
+ * result of an `ingest` command; returns its exit status: GL_CLI_EXIT_SKIPPED
  * when skipped (input was left out), else 0. */
 int gl_cli_ingest_result(const struct gl_cli_count *counts, int skipped);
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-struct gl_sacct_source_cfg {
+struct gl_config_sacct_source {
 	char *cluster;
 	char *command;       /* sacct binary (path or name on PATH) */
 	char *extra_args;    /* whitespace-separated extra argv elements */
@@ -27,7 +27,7 @@ struct gl_sacct_source_cfg {
 	int64_t timeout_s;   /* kill sacct after this long */
 };
 
-struct gl_kube_source_cfg {
+struct gl_config_kube_source {
 	char *cluster;
 	char *command;       /* e.g. "kubectl get pods -A -o json" (split on whitespace, no shell); "" = use file */
 	char *file;          /* a PodList JSON another process refreshes; "" = use command */
@@ -38,7 +38,7 @@ struct gl_kube_source_cfg {
 	char *label_cost_center;
 };
 
-struct gl_dcgm_source_cfg {
+struct gl_config_dcgm_source {
 	char *cluster;
 	char *targets;       /* whitespace/comma-separated http(s) URLs of dcgm-exporter /metrics */
 	char *targets_file;  /* one URL per line (# comments); re-read every run */
@@ -51,7 +51,7 @@ struct gl_dcgm_source_cfg {
  * (docs/serving.md): its targets' /metrics, and the pod, pods or Slurm
  * job it runs on (at most one of pod, namespace + selector, job,
  * job_name; none: the scrape's own pod/namespace labels). */
-struct gl_serving_source_cfg {
+struct gl_config_serving_source {
 	int line;            /* where the entry starts in the file */
 	char *endpoint;
 	char *cluster;
@@ -67,7 +67,7 @@ struct gl_serving_source_cfg {
 	int64_t max_parallel;
 };
 
-struct gl_rate_cfg {
+struct gl_config_rate {
 	char *model;         /* GPU model or type as jobs name it ("a100", "1g.10gb"); "*" = any unpriced model */
 	char *currency;
 	char *per_gpu_hour;  /* decimal text, at most 6 decimals: parsed exactly into micro-units */
@@ -75,7 +75,7 @@ struct gl_rate_cfg {
 	char *to;            /* "" = until further notice */
 };
 
-struct gl_owner_cfg {
+struct gl_config_owner {
 	char *cluster;       /* "" = any cluster */
 	char *match;         /* account | user | partition | qos | wckey | namespace | label:<key> */
 	char *value;         /* exact value, or "*" */
@@ -89,7 +89,7 @@ struct gl_owner_cfg {
 /* workload_types[]: a rule giving jobs a workload type (sql/088,
  * gl_workload_type): the first rule in force at the job's start that
  * matches wins; a job no rule matches is "unclassified". */
-struct gl_workload_cfg {
+struct gl_config_workload {
 	char *cluster;       /* "" = any cluster */
 	char *match;         /* account | user | partition | qos | wckey | namespace | label:<key> | endpoint */
 	char *value;         /* exact value, or "*" */
@@ -101,21 +101,21 @@ struct gl_workload_cfg {
 /* gpu_models[]: an explicit alias for a GPU model name the canonical rule
  * (sql/024, gl_gpu_model) cannot derive, e.g. the exporter's "NVIDIA
  * A100-SXM4-80GB" for a Slurm type "a100_80g". Compared case-insensitively. */
-struct gl_gpu_model_cfg {
+struct gl_config_gpu_model {
 	char *match;         /* a model name as some source writes it */
 	char *model;         /* the canonical model it means */
 };
 
 /* runs[]: how jobs group into training runs (docs/runs.md), in priority
  * order, effective-dated by the job's submit time. */
-struct gl_run_cfg {
+struct gl_config_run {
 	char *cluster;       /* "" = any cluster */
 	char *by;            /* GL_RUNS_BY_NAMES (include/gl/runs.h) */
 	char *from;
 	char *to;
 };
 
-struct gl_idle_owner_cfg {
+struct gl_config_idle_owner {
 	char *cluster;
 	char *partition;     /* "" = the whole cluster */
 	char *team;          /* idle capacity of this hardware is charged to this team (shareIdle=owner) */
@@ -123,7 +123,7 @@ struct gl_idle_owner_cfg {
 
 /* budgets[]: a monthly budget per owner (the report's aggregate key, team
  * by default), effective-dated. */
-struct gl_budget_cfg {
+struct gl_config_budget {
 	char *owner;
 	char *aggregate;     /* team | project | cost_center | account | user */
 	char *amount;        /* decimal text per month, parsed where used */
@@ -132,7 +132,7 @@ struct gl_budget_cfg {
 };
 
 /* sources.slurm_nodes[]: scontrol show node -o (+ sacctmgr show event, scontrol show reservation) */
-struct gl_slurm_nodes_source_cfg {
+struct gl_config_slurm_nodes_source {
 	char *cluster;
 	char *scontrol;          /* scontrol binary */
 	char *sacctmgr;          /* sacctmgr binary; "" = no event history (sampled states only) */
@@ -143,7 +143,7 @@ struct gl_slurm_nodes_source_cfg {
 };
 
 /* sources.kube_nodes[]: kubectl get nodes -o json */
-struct gl_kube_nodes_source_cfg {
+struct gl_config_kube_nodes_source {
 	char *cluster;
 	char *command;           /* split on whitespace, no shell; "" = use file */
 	char *file;              /* a NodeList JSON another process refreshes; "" = use command */
@@ -154,7 +154,7 @@ struct gl_kube_nodes_source_cfg {
 /* sources.nvidia_smi[]: a node's nvidia-smi captures (docs/ingest.md,
  * "nvidia-smi captures"), each by a command run on a schedule or a file a
  * node-side cron refreshes; "" = not given. */
-struct gl_nvsmi_source_cfg {
+struct gl_config_nvsmi_source {
 	char *cluster;
 	char *node;
 	char *command;           /* prints --query-gpu CSV or -q -x XML (argv split on whitespace, no shell) */
@@ -173,7 +173,7 @@ struct gl_nvsmi_source_cfg {
  * (docs/forecast.md, "Capacity planning"). Checked here for form (file:line);
  * the daemon checks clusters, models and retirements against the database
  * when it loads the plan (gl_capplandb_load_config), naming file:line too. */
-struct gl_capacity_plan_cfg {
+struct gl_config_capacity_plan {
 	int line;            /* where the entry starts in the file */
 	char *cluster;
 	char *gpu_model;
@@ -241,32 +241,32 @@ struct gl_config {
 	int64_t retention_usage_days;       /* 0 = kept */
 	int64_t retention_ingest_runs_days; /* 0 = kept */
 	/* sources */
-	struct gl_sacct_source_cfg *sacct;
+	struct gl_config_sacct_source *sacct;
 	size_t n_sacct;
-	struct gl_kube_source_cfg *kube;
+	struct gl_config_kube_source *kube;
 	size_t n_kube;
-	struct gl_dcgm_source_cfg *dcgm;
+	struct gl_config_dcgm_source *dcgm;
 	size_t n_dcgm;
-	struct gl_slurm_nodes_source_cfg *slurm_nodes;
+	struct gl_config_slurm_nodes_source *slurm_nodes;
 	size_t n_slurm_nodes;
-	struct gl_kube_nodes_source_cfg *kube_nodes;
+	struct gl_config_kube_nodes_source *kube_nodes;
 	size_t n_kube_nodes;
-	struct gl_serving_source_cfg *serving;
+	struct gl_config_serving_source *serving;
 	size_t n_serving;
-	struct gl_nvsmi_source_cfg *nvidia_smi;
+	struct gl_config_nvsmi_source *nvidia_smi;
 	size_t n_nvidia_smi;
 	/* cost model */
-	struct gl_rate_cfg *rates;
+	struct gl_config_rate *rates;
 	size_t n_rates;
-	struct gl_owner_cfg *owners;
+	struct gl_config_owner *owners;
 	size_t n_owners;
-	struct gl_idle_owner_cfg *idle_owners;
+	struct gl_config_idle_owner *idle_owners;
 	size_t n_idle_owners;
-	struct gl_workload_cfg *workload_types;
+	struct gl_config_workload *workload_types;
 	size_t n_workload_types;
-	struct gl_run_cfg *runs;
+	struct gl_config_run *runs;
 	size_t n_runs;
-	struct gl_gpu_model_cfg *gpu_models;
+	struct gl_config_gpu_model *gpu_models;
 	size_t n_gpu_models;
 	int64_t api_max_window_days;
 	char *currency;
@@ -279,7 +279,7 @@ struct gl_config {
 	char *reports_template_dir;        /* showback.html, showback.css, pdf-layout.yaml */
 	char *reports_thousands_separator; /* HTML and PDF only; the CSV has none */
 	char *reports_decimal_separator;
-	struct gl_budget_cfg *budgets;
+	struct gl_config_budget *budgets;
 	size_t n_budgets;
 	char *budget_thresholds;     /* comma list of percentages */
 	char *budget_alert_command;  /* argv template, whitespace-split, no shell; "" = audit only */
@@ -294,34 +294,34 @@ struct gl_config {
 	char *hook_slurm_command;
 	char *hook_kube_command;
 	int hook_allow_shell;          /* hook.slurm_command / hook.kube_command may hand placeholders to a shell */
-	struct gl_hook_policy_cfg *hook_policies;
+	struct gl_hookpolicy_cfg *hook_policies;
 	size_t n_hook_policies;
 	/* capacity planning */
-	struct gl_capacity_plan_cfg *capacity_plan;
+	struct gl_config_capacity_plan *capacity_plan;
 	size_t n_capacity_plan;
 	int64_t procurement_lead_days;  /* GPUs ordered today are in service this many days later */
 };
 
-/* GL_CFG_LINE: not a key; in a list element's table, an int field that gets
+/* GL_CONFIG_LINE: not a key; in a list element's table, an int field that gets
  * the element's line number (for later checks that name file:line). */
-enum gl_cfg_type { GL_CFG_STR, GL_CFG_INT, GL_CFG_BOOL, GL_CFG_LIST, GL_CFG_LINE };
+enum gl_config_type { GL_CONFIG_STR, GL_CONFIG_INT, GL_CONFIG_BOOL, GL_CONFIG_LIST, GL_CONFIG_LINE };
 
-struct gl_cfg_key {
+struct gl_config_key {
 	const char *name;        /* dotted path relative to its table ("database.dsn", "cluster") */
-	enum gl_cfg_type type;
+	enum gl_config_type type;
 	size_t offset;           /* into the struct the table describes */
 	const char *def;         /* default as text (NULL = none) */
 	int required;
-	int64_t min, max;        /* for GL_CFG_INT */
+	int64_t min, max;        /* for GL_CONFIG_INT */
 	const char *doc;
-	/* GL_CFG_LIST: element table, element size, offset of the size_t count */
-	const struct gl_cfg_key *sub;
+	/* GL_CONFIG_LIST: element table, element size, offset of the size_t count */
+	const struct gl_config_key *sub;
 	size_t elem_size;
 	size_t count_offset;
 };
 
 /* The top-level key table, terminated by an entry with name == NULL. */
-const struct gl_cfg_key *gl_config_keys(void);
+const struct gl_config_key *gl_config_keys(void);
 
 /* path == NULL: defaults only. Errors name "file:line: key: why". */
 int gl_config_load(struct gl_config *cfg, const char *path, struct gl_err *err) GL_MUSTCHECK;
@@ -347,7 +347,7 @@ int gl_config_parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t
 
 /* Flattened key paths ("sources.sacct[].cluster") in table order, for the
  * doc/example consistency check. Calls cb once per key. */
-void gl_config_walk_keys(void (*cb)(const char *path, const struct gl_cfg_key *k, void *ud), void *ud);
+void gl_config_walk_keys(void (*cb)(const char *path, const struct gl_config_key *k, void *ud), void *ud);
 
 /* Logs a warning for each command template that hands a placeholder to a
  * shell because its allow_shell says so (gl_tmpl_shell_check); without it

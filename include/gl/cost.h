@@ -17,20 +17,20 @@
 #include <stdint.h>
 
 /* 1 GPU-hour = 3600 s x 1,000,000 micro-GPU (GL_GPU_MICRO) */
-#define GL_MICRO_GPU_SECONDS_PER_GPU_HOUR 3600000000LL
+#define GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR 3600000000LL
 
-typedef __int128 gl_i128;
+typedef __int128 gl_cost_i128;
 
 /* Parses a non-negative decimal integer (as PostgreSQL prints numeric without
  * a fraction) into 128 bits. */
-int gl_cost_i128_parse(const char *s, gl_i128 *out) GL_MUSTCHECK;
+int gl_cost_i128_parse(const char *s, gl_cost_i128 *out) GL_MUSTCHECK;
 /* Decimal text of v into buf (>= 41 bytes). */
-void gl_cost_i128_format(gl_i128 v, char *buf, size_t n);
+void gl_cost_i128_format(gl_cost_i128 v, char *buf, size_t n);
 
 /* Rounds num_i / denom for every line so that sum(out) == round(sum(num) / denom)
  * (half up) and every out_i is floor or ceil of its exact value. num_i >= 0,
  * denom > 0. */
-int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out) GL_MUSTCHECK;
+int gl_cost_apportion(const gl_cost_i128 *num, size_t n, int64_t denom, int64_t *out) GL_MUSTCHECK;
 
 /* Shares `amount` (>= 0) over weights (>= 0) exactly: sum(out) == amount,
  * out_i proportional to weight_i up to one unit. All weights zero: out all 0

@@ -17,13 +17,13 @@
 #include <stdint.h>
 
 struct gl_store;
-typedef int (*gl_source_run_fn)(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
+typedef int (*gl_daemon_source_run_fn)(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
 				char *summary, size_t summary_len, struct gl_err *err);
 
 struct gl_daemon_source {
 	char name[160];           /* "sacct:testgpu" */
 	int64_t interval_s;
-	gl_source_run_fn run;
+	gl_daemon_source_run_fn run;
 	const void *src;          /* the source's config entry */
 	int64_t next_s;
 	struct gl_log_limiter lim;

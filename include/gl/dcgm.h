@@ -19,7 +19,7 @@
  * gl_dcgm_scrape_fini(), which frees the gpus array and EVERY string reachable
  * from it (they live in an arena owned by the scrape): copy what must outlive
  * it. Nothing points into the scrape text, so the caller's buffer may go as
- * soon as parsing returns. struct gl_dcgm_bucket and struct gl_idle_policy
+ * soon as parsing returns. struct gl_dcgm_bucket and struct gl_dcgm_idle_policy
  * hold no pointers; they are plain values.
  *
  * Identity: a GPU is (hostname, UUID, GPU_I_ID): MIG instances share the
@@ -165,14 +165,14 @@ const struct gl_dcgm_gpu *gl_dcgm_scrape_find(const struct gl_dcgm_scrape *s, co
  * only: memory or power alone can make a reading busy, never idle, because
  * low memory says nothing about compute. A reading with neither an activity
  * signal nor an extra busy reason is "no data". */
-struct gl_idle_policy {
+struct gl_dcgm_idle_policy {
 	double engine_active_threshold; /* 0.01: idle GPUs read 0.00006, not 0 */
 	int use_gpu_util_fallback;      /* 1 */
 	int memory_counts_as_busy;      /* 0; 1: FB_USED > fb_used_busy_mib is busy */
 	double fb_used_busy_mib;        /* 0 */
 	double power_busy_watts;        /* <= 0: off; else POWER_USAGE >= it is busy */
 };
-#define GL_IDLE_POLICY_DEFAULT {0.01, 1, 0, 0.0, 0.0}
+#define GL_DCGM_IDLE_POLICY_DEFAULT {0.01, 1, 0, 0.0, 0.0}
 
 /* The reading's duty cycle in [0, 1]: the share of its sample period with a
  * kernel running (docs/ingest.md, "Busy share"). PROF_GR_ENGINE_ACTIVE is
@@ -181,11 +181,11 @@ struct gl_idle_policy {
  * gpu_gfx_activity land there too); memory or power above their optional
  * thresholds make it 1. -GL_ENOTFOUND when the reading has no usable signal
  * (*duty untouched). */
-int gl_dcgm_reading_duty(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r,
+int gl_dcgm_reading_duty(const struct gl_dcgm_idle_policy *pol, const struct gl_dcgm_reading *r,
 			 double *duty) GL_MUSTCHECK;
 /* *busy = 1 when the duty is above 0, else 0; returns 0, or -GL_ENOTFOUND
  * when the reading has no usable signal under the policy (*busy untouched). */
-int gl_dcgm_reading_is_busy(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r,
+int gl_dcgm_reading_is_busy(const struct gl_dcgm_idle_policy *pol, const struct gl_dcgm_reading *r,
 			    int *busy) GL_MUSTCHECK;
 
 /* ---- bucket rollup -------------------------------------------------------- */
@@ -221,7 +221,7 @@ void gl_dcgm_bucket_next(struct gl_dcgm_bucket *b, const struct gl_dcgm_bucket *
 /* Adds a reading taken at t_s. -GL_ERANGE when t_s is outside the bucket,
  * -GL_EINVAL when not after the previous reading (a repeated scrape would
  * count twice). */
-int gl_dcgm_bucket_add(struct gl_dcgm_bucket *b, const struct gl_idle_policy *pol, int64_t t_s,
+int gl_dcgm_bucket_add(struct gl_dcgm_bucket *b, const struct gl_dcgm_idle_policy *pol, int64_t t_s,
 		       const struct gl_dcgm_reading *r) GL_MUSTCHECK;
 /* *idle = 1 when every reading with a signal was idle; -GL_ENOTFOUND when
  * none had one. */

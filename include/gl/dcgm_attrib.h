@@ -32,10 +32,10 @@
 #include <stdint.h>
 
 enum gl_dcgm_attrib_kind {
-	GL_ATTRIB_HPC_JOB = 0,
-	GL_ATTRIB_POD,
-	GL_ATTRIB_NODE_EXCLUSIVE,
-	GL_ATTRIB_NODE_ESTIMATED,
+	GL_DCGM_ATTRIB_HPC_JOB = 0,
+	GL_DCGM_ATTRIB_POD,
+	GL_DCGM_ATTRIB_NODE_EXCLUSIVE,
+	GL_DCGM_ATTRIB_NODE_ESTIMATED,
 };
 /* "hpc_job", "pod", "node-exclusive", "node-estimated" (the stored names). */
 const char *gl_dcgm_attrib_kind_name(enum gl_dcgm_attrib_kind k);

@@ -31,7 +31,7 @@ struct gl_dcgm_ingest_opts {
 	int64_t bucket_s;        /* ingest.bucket_s */
 	int64_t max_gap_s;       /* a sample stands for at most this long; capped at bucket_s */
 	int64_t absent_grace_s;  /* inventory.absent_grace_s */
-	struct gl_idle_policy idle;
+	struct gl_dcgm_idle_policy idle;
 	double held_mib;         /* idle.held_memory_mib: idle with this much framebuffer used is held idle; <= 0 off */
 	int64_t max_skip_reasons;
 };

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GL_DCGM_MAX_BODY (64u << 20) /* a scrape larger than this is refused */
+#define GL_DCGM_SCRAPE_MAX_BODY (64u << 20) /* a scrape larger than this is refused */
 
 struct gl_dcgm_scrape_target {
 	char *url;
@@ -31,7 +31,7 @@ struct gl_dcgm_scrape_target {
  * "node=NAME") plus targets_file (one "URL [NODE]" or "URL node=NAME" per
  * line, # comments), duplicates dropped. Zero targets is not an error
  * here. */
-int gl_dcgm_scrape_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_scrape_target **out, size_t *n,
+int gl_dcgm_scrape_targets_load(const struct gl_config_dcgm_source *src, struct gl_dcgm_scrape_target **out, size_t *n,
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_dcgm_scrape_targets_free(struct gl_dcgm_scrape_target *t, size_t n);
 /* The targets string alone, appended to *out (*n used, *cap allocated): a
@@ -54,7 +54,7 @@ struct gl_dcgm_scrape_fetch {
 struct gl_dcgm_scrape_fetch_opts {
 	int64_t timeout_ms;      /* whole transfer, per target */
 	size_t max_parallel;
-	size_t max_body;         /* 0: GL_DCGM_MAX_BODY */
+	size_t max_body;         /* 0: GL_DCGM_SCRAPE_MAX_BODY */
 };
 
 /* Fetches every f[i].url; calls on_done (may be NULL) once per fetch as it
@@ -64,7 +64,7 @@ struct gl_dcgm_scrape_fetch_opts {
 int gl_dcgm_scrape_fetch_all(struct gl_dcgm_scrape_fetch *f, size_t n, const struct gl_dcgm_scrape_fetch_opts *o,
 		      void (*on_done)(struct gl_dcgm_scrape_fetch *f, void *ud), void *ud, struct gl_err *err) GL_MUSTCHECK;
 
-/* The daemon's dcgm-exporter source: src is a struct gl_dcgm_source_cfg. */
+/* The daemon's dcgm-exporter source: src is a struct gl_config_dcgm_source. */
 struct gl_store;
 int gl_dcgm_scrape_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err) GL_MUSTCHECK;

@@ -80,7 +80,7 @@ void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l);
 struct gl_dcgmstore_job {
 	int64_t job_pk;
 	char *job_id, *job_id_raw, *het_job_id, *ns, *name; /* "" when unknown */
-	int64_t held_micro, start_s; /* held: physical micro-GPUs (GL_JOB_HELD_SQL) */
+	int64_t held_micro, start_s; /* held: physical micro-GPUs (GL_ACCOUNTING_JOB_HELD_SQL) */
 	char **nodes;
 	size_t nnodes;
 };
@@ -157,7 +157,7 @@ int gl_dcgmstore_claim_pending(struct gl_store *st, int cluster_id, int64_t *cla
 
 /* A GPU some source reports (exporter, AMD exporter, nvidia-smi), as
  * /v1/inventory lists it. Strings "" when unknown; times GL_TIME_NONE. */
-struct gl_inv_gpu {
+struct gl_dcgmstore_inv_gpu {
 	char *cluster, *node, *uuid, *model_raw, *model, *profile, *driver, *source;
 	int mig_instance;        /* -1: the whole GPU */
 	int gpu_index;           /* the source's index on its node, -1 unknown */
@@ -165,8 +165,8 @@ struct gl_inv_gpu {
 };
 /* Every GPU of cluster (NULL: all), by cluster, node, uuid, instance. The
  * caller frees *out with gl_dcgmstore_inv_gpus_free. */
-int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_dcgmstore_inv_gpu **out, size_t *n,
 			  struct gl_err *err) GL_MUSTCHECK;
-void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n);
+void gl_dcgmstore_inv_gpus_free(struct gl_dcgmstore_inv_gpu *v, size_t n);
 
 #endif

@@ -20,13 +20,13 @@
 struct gl_store;
 
 enum gl_fcseries_metric {
-	GL_FCS_GPU_HOURS = 0, /* allocated GPU-hours in the step */
-	GL_FCS_BUSY_GPU_HOURS,  /* exporter-busy GPU-hours inside allocations */
-	GL_FCS_DEMAND_GPUS,     /* GPUs requested by jobs submitted in the step */
-	GL_FCS_PENDING_GPUS,    /* GPUs waiting in the queue, mean over the step */
-	GL_FCS_COST,            /* allocation cost in the step, currency units */
-	GL_FCS_PENDING_MINUTES, /* minutes of the step with GPUs waiting in the queue (any number) */
-	GL_FCS_METRIC_COUNT,
+	GL_FCSERIES_GPU_HOURS = 0, /* allocated GPU-hours in the step */
+	GL_FCSERIES_BUSY_GPU_HOURS,  /* exporter-busy GPU-hours inside allocations */
+	GL_FCSERIES_DEMAND_GPUS,     /* GPUs requested by jobs submitted in the step */
+	GL_FCSERIES_PENDING_GPUS,    /* GPUs waiting in the queue, mean over the step */
+	GL_FCSERIES_COST,            /* allocation cost in the step, currency units */
+	GL_FCSERIES_PENDING_MINUTES, /* minutes of the step with GPUs waiting in the queue (any number) */
+	GL_FCSERIES_METRIC_COUNT,
 };
 /* -1 for an unknown name. */
 int gl_fcseries_metric_parse(const char *name);

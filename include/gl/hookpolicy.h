@@ -26,7 +26,7 @@
 
 /* hook.policies[] (docs/hook.md): lists are comma-separated text, parsed
  * and checked by gl_hookpolicy_compile (below). */
-struct gl_hook_policy_cfg {
+struct gl_hookpolicy_cfg {
 	int line;                 /* where the policy starts in the file */
 	char *name;
 	/* scope: a job is in scope when it matches every non-empty list */
@@ -71,7 +71,7 @@ struct gl_hookpolicy {
 	const char *name;            /* borrowed from the config */
 	int line;
 	struct gl_idlerule rule;     /* max_data_age_s from hook.max_data_age_s */
-	struct gl_idle_signal signal;
+	struct gl_idlerule_signal signal;
 	int64_t min_age_s;
 	struct gl_hookpolicy_list clusters, partitions, qos, accounts, namespaces, labels;
 	struct gl_hookpolicy_list ex_users, ex_accounts, ex_qos, ex_partitions, ex_namespaces, ex_label;
@@ -95,7 +95,7 @@ extern const char *const gl_hookpolicy_placeholders[];
  * Checks: known rule kind, gpu_fraction in (0, 1], threshold a ratio,
  * T1 < T2 < T3, a non-empty scope, unique names, balanced quotes and known
  * placeholders in the templates. */
-int gl_hookpolicy_compile(const struct gl_hook_policy_cfg *pc, size_t npc, const struct gl_hookpolicy_defaults *d,
+int gl_hookpolicy_compile(const struct gl_hookpolicy_cfg *pc, size_t npc, const struct gl_hookpolicy_defaults *d,
 			  struct gl_hookpolicy **out, size_t *n, struct gl_err *err) GL_MUSTCHECK;
 void gl_hookpolicy_free(struct gl_hookpolicy *p, size_t n);
 

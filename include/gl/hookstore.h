@@ -26,7 +26,7 @@ struct gl_store;
 
 /* ---- the run lock ---- */
 /* pg_try_advisory_lock key of hook runs ("glhook"). */
-#define GL_HOOK_LOCK_KEY 0x676c686f6f6bLL
+#define GL_HOOKSTORE_LOCK_KEY 0x676c686f6f6bLL
 
 /* *locked = 1 when this session got it; 0 when another run holds it. */
 int gl_hookstore_try_lock(struct gl_store *st, int *locked, struct gl_err *err) GL_MUSTCHECK;
@@ -44,7 +44,7 @@ void gl_hookstore_read_abort(struct gl_store *st);                              
 /* A running GPU job (end unknown, started by now, with GPUs). Strings
  * never NULL ("" when unknown). labels: the pod labels as "key=value". */
 struct gl_hookstore_job {
-	int64_t job_pk, start_s, gpu_micro; /* billed micro-GPUs (GL_JOB_GPUS_SQL) */
+	int64_t job_pk, start_s, gpu_micro; /* billed micro-GPUs (GL_ACCOUNTING_JOB_GPUS_SQL) */
 	int cluster_id;
 	char *cluster, *kind, *job_id, *name, *user, *account, *partition, *qos, *ns;
 	char **labels;
@@ -84,7 +84,7 @@ int gl_hookstore_busy_between(struct gl_store *st, const struct gl_hookstore_pro
 struct gl_hookstore_bucket {
 	size_t tag;
 	int64_t gpu_id;
-	struct gl_idle_obs obs;    /* util_max_pct unknown (-1): rollups keep no GPU_UTIL */
+	struct gl_idlerule_obs obs;    /* util_max_pct unknown (-1): rollups keep no GPU_UTIL */
 	int64_t last_sample_s;     /* the GPU's last sample in the bucket; 0: none */
 	int estimated;             /* attributed to the job by a node-level estimate */
 };
@@ -136,7 +136,7 @@ void gl_hookstore_rate_list_fini(struct gl_hookstore_rate_list *l);
  * are left out. */
 struct gl_hookstore_stage {
 	size_t tag;
-	enum gl_idle_stage stage;
+	enum gl_idlerule_stage stage;
 	int done;                  /* 0: it failed (retried by the next run) */
 };
 struct gl_hookstore_stage_list {

@@ -67,7 +67,7 @@ int gl_idle_dim_valid(const char *dim);
  * jobs count (the owner at the job's start), and the fleet's unallocated
  * idle, every owner's, is not read (n_fleet 0). */
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 const struct gl_cap_observed *cap, const struct gl_tokens_scope *scope, size_t n_scope,
+		 const struct gl_capacity_observed *cap, const struct gl_tokens_scope *scope, size_t n_scope,
 		 struct gl_idle *out, struct gl_err *err) GL_MUSTCHECK;
 void gl_idle_fini(struct gl_idle *idle);
 

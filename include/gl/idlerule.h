@@ -32,12 +32,12 @@
 enum gl_idlerule_kind { GL_IDLERULE_FIXED = 0, GL_IDLERULE_SLIDING, GL_IDLERULE_RESET };
 
 /* Stages in escalation order; a job is "reached" a stage once. */
-enum gl_idle_stage { GL_IDLE_STAGE_NONE = 0, GL_IDLE_STAGE_WARN1, GL_IDLE_STAGE_WARN2, GL_IDLE_STAGE_ACT };
+enum gl_idlerule_stage { GL_IDLERULE_STAGE_NONE = 0, GL_IDLERULE_STAGE_WARN1, GL_IDLERULE_STAGE_WARN2, GL_IDLERULE_STAGE_ACT };
 
-enum gl_idle_state { GL_IDLE_NODATA = 0, GL_IDLE_IDLE, GL_IDLE_BUSY };
+enum gl_idlerule_state { GL_IDLERULE_NODATA = 0, GL_IDLERULE_IDLE, GL_IDLERULE_BUSY };
 
 /* What makes a span busy (a policy's "signal"). */
-struct gl_idle_signal {
+struct gl_idlerule_signal {
 	double engine_active_threshold; /* busy when mean engine activity >= this (ratio) */
 	double util_threshold_pct;      /* fallback without engine activity: busy when GPU_UTIL > this (%) */
 	int memory_counts_as_busy;
@@ -47,7 +47,7 @@ struct gl_idle_signal {
 
 /* One rollup bucket (gpu_usage x gpu_usage_jobs) or one raw sample. Unknown
  * measurements are negative. */
-struct gl_idle_obs {
+struct gl_idlerule_obs {
 	int64_t start_s;
 	int64_t dur_s;
 	int samples;         /* samples in the span (1 for a raw sample) */
@@ -59,9 +59,9 @@ struct gl_idle_obs {
 	double power_w;      /* max power; < 0 unknown */
 };
 
-struct gl_idle_span {
+struct gl_idlerule_span {
 	int64_t start_s, dur_s;
-	enum gl_idle_state state;
+	enum gl_idlerule_state state;
 };
 
 struct gl_idlerule {
@@ -75,8 +75,8 @@ struct gl_idlerule {
 };
 
 /* Per-GPU result. */
-struct gl_idle_gpu_eval {
-	enum gl_idle_stage stage;
+struct gl_idlerule_gpu_eval {
+	enum gl_idlerule_stage stage;
 	int64_t idle_s;        /* idle time the rule counts (the candidate's "idle minutes") */
 	int64_t idle_total_s;  /* all idle span time since start + grace (waste so far) */
 	int64_t last_data_s;   /* end of the last span with data; GL_TIME_NONE when none */
@@ -84,8 +84,8 @@ struct gl_idle_gpu_eval {
 };
 
 /* Per-job decision. */
-struct gl_idle_job_eval {
-	enum gl_idle_stage stage;
+struct gl_idlerule_job_eval {
+	enum gl_idlerule_stage stage;
 	int64_t idle_s;        /* idle time of the GPU that decided the stage */
 	int64_t idle_gpu_s;    /* sum of idle_total_s over the job's GPUs */
 	size_t idle_gpus;      /* GPUs at or above the job's stage (or at WARN1 when none) */
@@ -100,8 +100,8 @@ int gl_idlerule_check(const struct gl_idlerule *r, struct gl_err *err) GL_MUSTCH
 const char *gl_idlerule_kind_name(enum gl_idlerule_kind k);
 int gl_idlerule_kind_parse(const char *s, enum gl_idlerule_kind *out) GL_MUSTCHECK;
 /* "none" / "warn1" / "warn2" / "act"; parse returns -GL_EINVAL for others. */
-const char *gl_idlerule_stage_name(enum gl_idle_stage s);
-int gl_idlerule_stage_parse(const char *s, enum gl_idle_stage *out) GL_MUSTCHECK;
+const char *gl_idlerule_stage_name(enum gl_idlerule_stage s);
+int gl_idlerule_stage_parse(const char *s, enum gl_idlerule_stage *out) GL_MUSTCHECK;
 
 /* The state of one observation under a signal:
  *   no data  : no samples, or all samples without a signal;
@@ -110,18 +110,18 @@ int gl_idlerule_stage_parse(const char *s, enum gl_idle_stage *out) GL_MUSTCHECK
  *              engine activity is unknown), memory (when it counts) or power
  *              at or above their thresholds;
  *   idle     : otherwise. */
-enum gl_idle_state gl_idlerule_classify(const struct gl_idle_obs *o, const struct gl_idle_signal *sig);
+enum gl_idlerule_state gl_idlerule_classify(const struct gl_idlerule_obs *o, const struct gl_idlerule_signal *sig);
 
 /* One GPU: spans in time order (overlaps are not checked), job start, now. */
-void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
-			  int64_t job_start_s, int64_t now_s, struct gl_idle_gpu_eval *out);
+void gl_idlerule_eval_gpu(const struct gl_idlerule *r, const struct gl_idlerule_span *spans, size_t n,
+			  int64_t job_start_s, int64_t now_s, struct gl_idlerule_gpu_eval *out);
 
 /* A job from its GPUs' results: the highest stage s that at least
  * ceil(gpu_fraction x ngpus) GPUs reached; expected_gpus (>= ngpus, 0 =
  * ngpus) counts GPUs the exporter does not see, which are unknown. Any stale
  * or unseen GPU sets no_data and the stage to NONE. */
-void gl_idlerule_eval_job(const struct gl_idlerule *r, const struct gl_idle_gpu_eval *gpus, size_t ngpus,
-			  size_t expected_gpus, struct gl_idle_job_eval *out);
+void gl_idlerule_eval_job(const struct gl_idlerule *r, const struct gl_idlerule_gpu_eval *gpus, size_t ngpus,
+			  size_t expected_gpus, struct gl_idlerule_job_eval *out);
 
 /* Idle cost numerator of one GPU (micro-units per GPU-hour x micro-GPUs x
  * seconds, as gl_jobstats_cost_num): the idle time gl_idlerule_eval_gpu
@@ -129,7 +129,7 @@ void gl_idlerule_eval_job(const struct gl_idlerule *r, const struct gl_idle_gpu_
  * priced at the rate in force (rates of the job's rate model, borrowed);
  * time no rate covers adds nothing. The job's idle cost in micro-units is
  * (the sum of num over its GPUs + 1,800,000,000) / 3,600,000,000, rounded once. */
-gl_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_idle_span *spans, size_t n,
+gl_cost_i128 gl_idlerule_idle_cost_num(const struct gl_idlerule *r, const struct gl_idlerule_span *spans, size_t n,
 				  int64_t job_start_s, int64_t now_s, const struct gl_jobstats_rate *rates, size_t nr);
 
 /* Idle cost in micro-units: idle_gpu_s x micros_per_gpu_hour / 3600, rounded

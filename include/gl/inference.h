@@ -41,14 +41,14 @@ enum gl_inference_agg { GL_INFERENCE_BY_ENDPOINT = 0, GL_INFERENCE_BY_MODEL, GL_
 struct gl_inference_cost {
 	int64_t job_pk;
 	const char *dim;          /* the job's value of the aggregate (GL_INFERENCE_BY_JOB_DIM) */
-	gl_i128 alloc_us;         /* micro-GPU-seconds allocated (billed) */
+	gl_cost_i128 alloc_us;         /* micro-GPU-seconds allocated (billed) */
 	int64_t alloc_s, unpriced_s, cost_micros;
 	double busy_s, idle_s, observed_s; /* exporter-observed GPU-seconds */
 };
 
 struct gl_inference_group {
 	char *key;
-	int64_t v[GL_SERVE__NCTR];
+	int64_t v[GL_SERVEMETRICS__NCTR];
 	int64_t gpu_s, unpriced_s, cost_micros, idle_micros;
 	double busy_s, idle_s, observed_s;
 	size_t nle, cap_le;
@@ -64,7 +64,7 @@ struct gl_inference_group {
 /* Usage that no job is known for, per endpoint and model. */
 struct gl_inference_unattributed {
 	char *endpoint, *model;
-	int64_t v[GL_SERVE__NCTR];
+	int64_t v[GL_SERVEMETRICS__NCTR];
 };
 
 /* Internal: an open-addressing index over an array's items (slot = item
@@ -111,14 +111,14 @@ void gl_inference_add_cost(struct gl_inference *x, size_t step, const struct gl_
 /* Usage of (job, endpoint, model) in a step; job_pk 0: no job known. Adds
  * to a row added before with the same key. */
 void gl_inference_add_usage(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
-		      const int64_t v[GL_SERVE__NCTR]);
+		      const int64_t v[GL_SERVEMETRICS__NCTR]);
 /* Latency bucket count (le, cumulative) of that usage. */
 void gl_inference_add_bucket(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
 		       double le, double count);
 /* Both at once: usage v and the latency counts cum[i] of bounds le[i]
  * (n of them; a series' bounds, so rows of one key usually share them). */
 void gl_inference_add_row(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
-		    const int64_t v[GL_SERVE__NCTR], const double *le, const double *cum, size_t n);
+		    const int64_t v[GL_SERVEMETRICS__NCTR], const double *le, const double *cum, size_t n);
 /* Groups every step, sums the window and derives the figures. */
 int gl_inference_finish(struct gl_inference *x) GL_MUSTCHECK;
 

@@ -97,16 +97,16 @@ int gl_ingest_observed_set(struct gl_store *st, const char *source, int cluster_
  * "inventory" (scontrol or kube node snapshots), through_s the last moment
  * it observed. Sorted by cluster, data, source. Ownership: the rows and
  * their strings are the list's; gl_ingest_data_through_fini frees them. */
-struct gl_data_through_row {
+struct gl_ingest_data_through_row {
 	char *cluster, *source, *data;
 	int64_t through_s;
 };
-struct gl_data_through {
-	struct gl_data_through_row *rows;
+struct gl_ingest_data_through_set {
+	struct gl_ingest_data_through_row *rows;
 	size_t n;
 	char *text;
 };
-int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err) GL_MUSTCHECK;
-void gl_ingest_data_through_fini(struct gl_data_through *dt);
+int gl_ingest_data_through(struct gl_store *st, struct gl_ingest_data_through_set *out, struct gl_err *err) GL_MUSTCHECK;
+void gl_ingest_data_through_fini(struct gl_ingest_data_through_set *dt);
 
 #endif

@@ -25,13 +25,13 @@
 
 #define GL_JOBPIDS_JOB_MAX 32
 
-struct gl_jobpid {
+struct gl_jobpids_entry {
 	int64_t pid;
 	char job[GL_JOBPIDS_JOB_MAX]; /* the Slurm job id, as hpc_job labels name it */
 };
 
 struct gl_jobpids {
-	struct gl_jobpid *v;  /* sorted by pid, one entry per pid */
+	struct gl_jobpids_entry *v;  /* sorted by pid, one entry per pid */
 	size_t n, cap;
 	size_t lines;         /* input lines */
 	size_t bad;           /* lines not understood, skipped */

@@ -10,9 +10,9 @@
 
 #include <stdint.h>
 
-#define GL_JOB_HELD_AS_BILLED INT64_MIN
+#define GL_JOBROW_HELD_AS_BILLED INT64_MIN
 
-struct gl_job_row {
+struct gl_jobrow {
 	const char *job_key;       /* natural key, unique per cluster (DBIndex, JobIDRaw@submit, pod UID) */
 	const char *job_id;        /* display id: "7_3", "14+0", pod name */
 	const char *job_id_raw;
@@ -42,7 +42,7 @@ struct gl_job_row {
 	int64_t gpu_micro;         /* allocated GPUs billed x 1,000,000 (MIG: instances; shares exact) */
 	int64_t req_gpu_micro;     /* requested GPUs x 1,000,000 (pending demand) */
 	int64_t phys_micro;        /* physical GPU capacity held x 1,000,000 (a 1g slice: 1/7);
-	                            * GL_JOB_HELD_AS_BILLED: as gpu_micro (stored NULL) */
+	                            * GL_JOBROW_HELD_AS_BILLED: as gpu_micro (stored NULL) */
 	const char *gpu_type;      /* "a100", "1g.10gb", NULL when untyped/mixed */
 	const char *gpu_share;     /* kube sharing scheme ("whole", "hami", "runai"...); NULL: not a pod */
 	const char *gpu_uuids_json; /* JSON array of bound GPU UUIDs; NULL none */

@@ -1,4 +1,4 @@
-/* gpuledger — writing jobs: batches of gl_job_row rows loaded with COPY into a
+/* gpuledger — writing jobs: batches of gl_jobrow rows loaded with COPY into a
  * temporary staging table and merged into `jobs` with one INSERT ... ON
  * CONFLICT, all inside the caller's transaction.
  *
@@ -18,14 +18,14 @@ struct gl_store;
 
 struct gl_jobs_batch;
 
-struct gl_merge_counts {
+struct gl_jobs_merge_counts {
 	int64_t inserted, updated, unchanged;
 };
 
 /* Rows are written for cluster_id (its id goes into each row). */
 struct gl_jobs_batch *gl_jobs_batch_new(int cluster_id);
 void gl_jobs_batch_free(struct gl_jobs_batch *b);
-void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *row);
+void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_jobrow *row);
 size_t gl_jobs_batch_rows(const struct gl_jobs_batch *b);
 size_t gl_jobs_batch_bytes(const struct gl_jobs_batch *b);
 /* The staged COPY text (for benchmarks comparing against raw COPY). */
@@ -37,7 +37,7 @@ const char *gl_jobs_batch_copy_data(const struct gl_jobs_batch *b, size_t *len);
  * inside a transaction the caller owns (the watermark goes in the same one),
  * holding the per-cluster ingest lock (gl_jobs_lock) so two ingesters cannot
  * both insert a new key. Later rows with the same job_key win. */
-int gl_jobs_merge(struct gl_store *st, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
+int gl_jobs_merge(struct gl_store *st, int cluster_id, struct gl_jobs_batch *b, struct gl_jobs_merge_counts *out,
 		  struct gl_err *err) GL_MUSTCHECK;
 
 /* Fresh mode: the caller checked, under gl_jobs_lock in its open
@@ -59,7 +59,7 @@ int gl_jobs_lock(struct gl_store *st, int cluster_id, struct gl_err *err) GL_MUS
 
 /* Finds or creates the cluster; kind is "slurm" or "kubernetes". A name that
  * exists with another kind is an error once the cluster has data
- * (GL_CLUSTER_HAS_DATA_SQL); before, it takes this kind. Called when a run starts, before
+ * (GL_JOBS_CLUSTER_HAS_DATA_SQL); before, it takes this kind. Called when a run starts, before
  * anything is read: the run's ingest_runs row names the cluster by id, and
  * a run that fails keeps its record. */
 int gl_jobs_cluster_ensure(struct gl_store *st, const char *name, const char *kind, int *cluster_id,
@@ -70,7 +70,7 @@ int gl_jobs_cluster_ensure(struct gl_store *st, const char *name, const char *ki
  * it through, if it found nothing yet). A cluster only failed runs named
  * (gl_jobs_cluster_ensure's row, then nothing committed) has none, and the
  * listings of clusters leave it out (docs/ingest.md, "A new cluster"). */
-#define GL_CLUSTER_HAS_DATA_SQL(cid)                                              \
+#define GL_JOBS_CLUSTER_HAS_DATA_SQL(cid)                                              \
 	"(EXISTS (SELECT 1 FROM jobs hd WHERE hd.cluster_id = " cid ")"            \
 	" OR EXISTS (SELECT 1 FROM nodes hd WHERE hd.cluster_id = " cid ")"        \
 	" OR EXISTS (SELECT 1 FROM node_gpu_spans hd WHERE hd.cluster_id = " cid ")" \

@@ -43,7 +43,7 @@ int64_t gl_jobstats_span_s(int64_t a_us, int64_t b_us);
 
 /* Cost numerator of a job clipped to [s0_us, e0_us): Σ over the rates (of
  * its rate model) that overlap it of micros x gpu_micro x span. */
-gl_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
+gl_cost_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
 			     int64_t gpu_micro);
 
 /* Seconds of [s0_us, e0_us) that the rates cover (as gl_jobstats_span_s

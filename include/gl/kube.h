@@ -12,7 +12,7 @@
  *   gl_kube_result_fini() releases. fini on a zeroed or already-finalised
  *   result is a no-op, as is gl_kube_result_free(NULL).
  * - The document is only read during gl_kube_parse(); nothing points into it.
- * - gl_kube_pod_to_row() fills a struct gl_job_row whose strings point INTO
+ * - gl_kube_pod_to_row() fills a struct gl_jobrow whose strings point INTO
  *   THE POD: the row is valid as long as the result is not finalised.
  */
 #ifndef GL_KUBE_H
@@ -46,7 +46,7 @@ struct gl_kube_opts {
 	 * per GPU, a GPU's memory): borrowed, only read during the parse;
 	 * nodes absent here are unknown (their shares that need it are
 	 * reported, not guessed). */
-	const struct gl_kube_node_gpu *nodes;
+	const struct gl_kubegpu_node_gpu *nodes;
 	size_t nnodes;
 };
 
@@ -144,7 +144,7 @@ void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n);
  * this within one document; a caller that parses a snapshot in parts calls
  * it once over all parts' pods, after gl_kube_link_runai(). Returns the
  * pods cut (held_cut_micro > 0). */
-size_t gl_kube_bound_held(struct gl_kube_pod *const *pods, size_t n, const struct gl_kube_node_gpu *nodes,
+size_t gl_kube_bound_held(struct gl_kube_pod *const *pods, size_t n, const struct gl_kubegpu_node_gpu *nodes,
 			  size_t nnodes);
 /* For heap-allocated results: fini + free(res). */
 void gl_kube_result_free(struct gl_kube_result *res);
@@ -155,7 +155,7 @@ void gl_kube_result_free(struct gl_kube_result *res);
  * pod's once it is bound to a node or has started, else 0; req_gpu_micro
  * is always the request (pending demand). eligible_s = submit_s (a pod is
  * schedulable as soon as it exists). */
-void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_job_row *row);
+void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_jobrow *row);
 
 /* Pure helpers, exported for tests and other sources. */
 /* Kubernetes quantity ("1", "500m", "0.5", "2k", "1Ki", "1e3") -> milli-units,

@@ -26,7 +26,7 @@
 
 struct gl_store;
 
-#define GL_KUBE_SOURCE "kube" /* ingest_state / ingest_runs source name */
+#define GL_KUBE_INGEST_SOURCE "kube" /* ingest_state / ingest_runs source name */
 
 struct gl_kube_ingest_opts {
 	const char *cluster;       /* booked under this kubernetes cluster (created if new) */
@@ -73,7 +73,7 @@ int gl_kube_ingest_file(struct gl_store *st, const struct gl_kube_ingest_opts *o
 int gl_kube_ingest_record_failure(struct gl_store *st, const char *cluster, const char *input_name, const char *why,
 				  struct gl_err *err) GL_MUSTCHECK;
 
-/* The daemon's kube source: src is a struct gl_kube_source_cfg. */
+/* The daemon's kube source: src is a struct gl_config_kube_source. */
 int gl_kube_ingest_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err) GL_MUSTCHECK;
 

@@ -7,7 +7,7 @@
  *
  * Pure: no I/O, no clock, no libpq. Node facts the pod does not carry
  * (time-slicing replicas per GPU, a GPU's memory) come from the caller
- * (struct gl_kube_node_gpu, e.g. from a kubectl get nodes snapshot).
+ * (struct gl_kubegpu_node_gpu, e.g. from a kubectl get nodes snapshot).
  *
  * Units: GPUs are micro-GPUs (1,000,000 = one GPU). Milli-GPUs are too
  * coarse for the shares that occur: run:ai writes 1/7 of a GPU as
@@ -39,25 +39,25 @@
 #define GL_KUBEGPU_NAME_MAX 64
 #define GL_KUBEGPU_MAX_UUIDS 64
 
-enum gl_kube_share {
-	GL_KUBE_SHARE_NONE = 0,          /* no GPU intent */
-	GL_KUBE_SHARE_WHOLE,             /* nvidia.com/gpu, amd.com/gpu, volcano.sh/gpu-number */
-	GL_KUBE_SHARE_MIG,               /* nvidia.com/mig-<profile>, or run:ai MIG annotations */
-	GL_KUBE_SHARE_TIMESLICE,         /* time-slicing / MPS replicas (nvidia.com/gpu.shared, or renameByDefault=false) */
-	GL_KUBE_SHARE_HAMI,              /* HAMi vGPU: nvidia.com/gpucores, gpumem, gpumem-percentage, vgpu */
-	GL_KUBE_SHARE_VOLCANO,           /* volcano.sh/vgpu-*, volcano.sh/gpu-memory */
-	GL_KUBE_SHARE_ALIYUN,            /* aliyun.com/gpu-mem, aliyun.com/gpu-core.percentage */
-	GL_KUBE_SHARE_RUNAI,             /* run:ai / KAI fraction (gpu-fraction, runai-allocated-gpus, gpu-memory) */
-	GL_KUBE_SHARE_RUNAI_RESERVATION, /* run:ai's pod holding a shared GPU: billed to its users */
-	GL_KUBE_SHARE_TRACE,             /* gpu-milli annotations (Alibaba cluster traces) */
-	GL_KUBE_SHARE_MIXED,             /* more than one of these in one pod */
+enum gl_kubegpu_share {
+	GL_KUBEGPU_SHARE_NONE = 0,          /* no GPU intent */
+	GL_KUBEGPU_SHARE_WHOLE,             /* nvidia.com/gpu, amd.com/gpu, volcano.sh/gpu-number */
+	GL_KUBEGPU_SHARE_MIG,               /* nvidia.com/mig-<profile>, or run:ai MIG annotations */
+	GL_KUBEGPU_SHARE_TIMESLICE,         /* time-slicing / MPS replicas (nvidia.com/gpu.shared, or renameByDefault=false) */
+	GL_KUBEGPU_SHARE_HAMI,              /* HAMi vGPU: nvidia.com/gpucores, gpumem, gpumem-percentage, vgpu */
+	GL_KUBEGPU_SHARE_VOLCANO,           /* volcano.sh/vgpu-*, volcano.sh/gpu-memory */
+	GL_KUBEGPU_SHARE_ALIYUN,            /* aliyun.com/gpu-mem, aliyun.com/gpu-core.percentage */
+	GL_KUBEGPU_SHARE_RUNAI,             /* run:ai / KAI fraction (gpu-fraction, runai-allocated-gpus, gpu-memory) */
+	GL_KUBEGPU_SHARE_RUNAI_RESERVATION, /* run:ai's pod holding a shared GPU: billed to its users */
+	GL_KUBEGPU_SHARE_TRACE,             /* gpu-milli annotations (Alibaba cluster traces) */
+	GL_KUBEGPU_SHARE_MIXED,             /* more than one of these in one pod */
 };
 /* "whole", "mig", "timeslice", "hami", "volcano", "aliyun", "runai",
  * "runai_reservation", "trace", "mixed", "none". */
-const char *gl_kubegpu_share_name(enum gl_kube_share s);
+const char *gl_kubegpu_share_name(enum gl_kubegpu_share s);
 
 /* What the pod cannot say about its node. */
-struct gl_kube_node_gpu {
+struct gl_kubegpu_node_gpu {
 	const char *node;     /* spec.nodeName */
 	int replicas;         /* nvidia.com/gpu.replicas: time-slicing/MPS replicas per GPU; <= 1 none */
 	int64_t memory_mib;   /* MiB per GPU (nvidia.com/gpu.memory); 0 unknown */
@@ -65,7 +65,7 @@ struct gl_kube_node_gpu {
 };
 
 struct gl_kubegpu {
-	enum gl_kube_share share;
+	enum gl_kubegpu_share share;
 	int intent;              /* asks for or holds GPUs in some way (billed or not) */
 	int64_t gpu_micro;       /* GPUs billed (MIG: instances), micro-GPUs, rounded down */
 	int64_t phys_micro;      /* physical GPU capacity held, micro-GPUs; -1 unknown */
@@ -84,7 +84,7 @@ struct gl_kubegpu {
  * ("items[3]"); node is the pod's node's facts or NULL. Bad fields it
  * ignores are reported through problem(ud, "items[3]....: reason"). */
 struct cJSON;
-void gl_kubegpu_read(const struct cJSON *item, const char *path, const struct gl_kube_node_gpu *node,
+void gl_kubegpu_read(const struct cJSON *item, const char *path, const struct gl_kubegpu_node_gpu *node,
 		     struct gl_kubegpu *out, void (*problem)(void *ud, const char *msg), void *ud);
 void gl_kubegpu_fini(struct gl_kubegpu *g);
 /* Rebuilds uuids_json from uuids (after they changed). */

@@ -40,7 +40,7 @@ void gl_kubestore_pod_list_fini(struct gl_kubestore_pod_list *l);
  * its physical GPUs, time-slicing replicas per GPU and GPU memory. The
  * entries' node strings belong to the list. */
 struct gl_kubestore_node_list {
-	struct gl_kube_node_gpu *v;
+	struct gl_kubegpu_node_gpu *v;
 	size_t n;
 	char *arena;
 };

@@ -35,7 +35,7 @@ struct gl_store;
 int gl_ledgermetrics_build(struct gl_store *st, const struct gl_config *cfg, int64_t now_s, struct gl_strbuf *o,
 			   struct gl_err *err) GL_MUSTCHECK;
 
-/* A daemon source (gl_source_run_fn): builds and replaces the cached text;
+/* A daemon source (gl_daemon_source_run_fn): builds and replaces the cached text;
  * on failure the last text stays, with its refresh time telling its age. */
 int gl_ledgermetrics_refresh(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			     size_t n, struct gl_err *err) GL_MUSTCHECK;

@@ -12,13 +12,13 @@
 
 struct gl_store;
 
-struct gl_migration {
+struct gl_migrate_script {
 	int version;
 	const char *name;
 	const char *sql;
 };
 /* Terminated by version 0. */
-extern const struct gl_migration gl_migrations[];
+extern const struct gl_migrate_script gl_migrations[];
 
 /* Applies what is missing. *applied = number applied now (0 on a second run).
  * Concurrent migrators serialise on an advisory lock. */

@@ -37,12 +37,12 @@ struct gl_nodes_ingest_counts {
 	int64_t events, reservations;
 };
 
-int gl_nodes_ingest(struct gl_store *st, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
+int gl_nodes_ingest(struct gl_store *st, const struct gl_nodes_ingest_opts *o, const struct gl_nodeobs_snapshot *s,
 		    struct gl_nodes_ingest_counts *out, struct gl_err *err) GL_MUSTCHECK;
 
 /* The COPY text of the staged GPU rows and its column list, for the
  * benchmark's raw-COPY baseline. The returned buffer is the caller's (free). */
-char *gl_nodes_ingest_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, size_t *len);
+char *gl_nodes_ingest_stage_copy_text(const struct gl_nodeobs_snapshot *s, int64_t at_s, size_t *len);
 extern const char gl_nodes_stage_columns[];
 
 #endif

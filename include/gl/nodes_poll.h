@@ -16,7 +16,7 @@
 
 struct gl_store;
 
-/* src is a struct gl_slurm_nodes_source_cfg (resp. gl_kube_nodes_source_cfg);
+/* src is a struct gl_config_slurm_nodes_source (resp. gl_config_kube_nodes_source);
  * a one-line summary of the round goes to summary. */
 int gl_nodes_poll_slurm_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s,
 			      char *summary, size_t n, struct gl_err *err) GL_MUSTCHECK;

@@ -46,7 +46,7 @@ struct gl_nvsmi_ingest_input {
 
 /* One node's inputs for gl_nvsmi_ingest_nodes. failed: the reason its
  * capture could not be had (a command that failed), or NULL. */
-struct gl_nvsmi_node_input {
+struct gl_nvsmi_ingest_node_input {
 	const char *node;
 	struct gl_nvsmi_ingest_input capture, apps, pids;
 	const char *failed;
@@ -75,10 +75,10 @@ int gl_nvsmi_ingest(struct gl_store *st, const struct gl_nvsmi_ingest_opts *o, c
  * ingested; with one node, its refusal is the error and nothing is written.
  * -GL_EIO when no node's capture was read. */
 int gl_nvsmi_ingest_nodes(struct gl_store *st, const struct gl_nvsmi_ingest_opts *o,
-			  const struct gl_nvsmi_node_input *in, size_t n, struct gl_nvsmi_ingest_result *res,
+			  const struct gl_nvsmi_ingest_node_input *in, size_t n, struct gl_nvsmi_ingest_result *res,
 			  struct gl_err *err) GL_MUSTCHECK;
 
-/* The daemon source (struct gl_nvsmi_source_cfg), the gl_daemon source
+/* The daemon source (struct gl_config_nvsmi_source), the gl_daemon source
  * signature. */
 int gl_nvsmi_ingest_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err) GL_MUSTCHECK;

@@ -1,5 +1,5 @@
 /* gpuledger — showback report renderers: CSV tables and a self-contained
- * HTML page from a gathered struct gl_showback. Pure: no I/O, no clock (the
+ * HTML page from a gathered struct gl_sbmodel. Pure: no I/O, no clock (the
  * generated-at time is a parameter, and it never goes into a CSV, so a
  * closed month renders byte-identical CSV every time).
  *
@@ -19,7 +19,7 @@ extern const char *const gl_report_tables[];
 /* Appends table `table` as RFC 4180 CSV (UTF-8, header row, CRLF, text
  * fields formula-safe, money with the currency's minor units and no
  * thousands separators). -GL_EINVAL for an unknown table. */
-int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_strbuf *out) GL_MUSTCHECK;
+int gl_report_csv(const struct gl_sbmodel *sb, const char *table, struct gl_strbuf *out) GL_MUSTCHECK;
 
 /* The PDF's page geometry and type, read at run time from the template
  * directory's pdf-layout.yaml (src/report/report_style.c), so a site
@@ -49,7 +49,7 @@ struct gl_report_style {
 
 /* Appends the HTML page (the style's template around the report's
  * content: inline CSS and SVG charts, everything escaped). */
-void gl_report_html(const struct gl_showback *sb, const struct gl_report_style *st, int64_t generated_at_s,
+void gl_report_html(const struct gl_sbmodel *sb, const struct gl_report_style *st, int64_t generated_at_s,
 		    struct gl_strbuf *out);
 
 /* The separators (config checks them when it loads): decimal one to seven
@@ -91,13 +91,13 @@ void gl_report_fmt_gpus(int64_t micro, char *buf, size_t n);
 /* A top job's cost (or idle cost) for HTML and PDF: "unpriced" when no rate
  * covers any of its GPU-time (a 0.00 would read as free), "12.34 +
  * unpriced" when one covers only part, else the amount. */
-void gl_report_fmt_job_money(const struct gl_showback *sb, const struct gl_sb_job *j, int64_t micros, char *buf,
+void gl_report_fmt_job_money(const struct gl_sbmodel *sb, const struct gl_sbmodel_job *j, int64_t micros, char *buf,
 			     size_t n);
 /* Display name of an owner key: "(none)" for the empty key. */
 const char *gl_report_owner_label(const char *key);
 /* The reconciliation of the model: 0 when Σ owners + __idle__ = fleet total
  * to the micro-unit, else the difference. */
-int64_t gl_report_reconcile_diff(const struct gl_showback *sb);
+int64_t gl_report_reconcile_diff(const struct gl_sbmodel *sb);
 
 /* The money amounts as every format shows them (micro-units, multiples of
  * the minor unit), so that the shown figures add up (docs/reports.md):
@@ -115,7 +115,7 @@ struct gl_report_shown {
 	int64_t owners, unallocated, idle_left, fleet_total; /* the reconciliation's lines */
 	int64_t alloc_cost, idle_total, idle_shared;         /* the fleet table's */
 };
-void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_shown *out);
+void gl_report_shown_compute(const struct gl_sbmodel *sb, struct gl_report_shown *out);
 void gl_report_shown_fini(struct gl_report_shown *s);
 
 /* One row of the fleet table. CSV, HTML and PDF all render this one list,
@@ -128,25 +128,25 @@ struct gl_report_fleet_row {
 #define GL_REPORT_FLEET_ROWS 24
 /* Fills rows (GL_REPORT_FLEET_ROWS at most), money as gl_report_shown
  * shows it; returns how many. */
-size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows);
+size_t gl_report_fleet_rows(const struct gl_sbmodel *sb, struct gl_report_fleet_row *rows);
 
-/* The capacity page's cells, one row per struct gl_sb_capacity, the same in
+/* The capacity page's cells, one row per struct gl_sbmodel_capacity, the same in
  * HTML and PDF: cluster, model, GPUs, the month's peak demand, the first
  * days P(saturation) reaches 50 % and 80 %, GPUs to add, the first need-by
  * and order-by dates (with "late"), the method. */
 #define GL_REPORT_CAPACITY_COLS 9
 extern const char *const gl_report_capacity_head[GL_REPORT_CAPACITY_COLS + 1]; /* NULL-terminated */
-void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64]);
+void gl_report_capacity_cells(const struct gl_sbmodel_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64]);
 /* The sentence under the capacity table: from when, how far, at what risk. */
-void gl_report_capacity_note(const struct gl_showback *sb, char *buf, size_t n);
+void gl_report_capacity_note(const struct gl_sbmodel *sb, char *buf, size_t n);
 
 /* Stable file name of a table or format: "showback-2026-10-team-owners.csv",
  * "showback-2026-10-team.html"; a report whose idle is shared says how after
  * the aggregate ("showback-2026-10-team-idle_proportional.pdf"), so it never
  * takes the name of the unshared one, whose figures differ. */
-void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n);
+void gl_report_file_name(const struct gl_sbmodel *sb, const char *table, const char *ext, char *buf, size_t n);
 /* "" for shareIdle none, "-idle_proportional", "-idle_owner": the part of
  * the file names above that tells the sharing apart. */
-const char *gl_report_share_tag(enum gl_share_idle share);
+const char *gl_report_share_tag(enum gl_chargeback_share_idle share);
 
 #endif

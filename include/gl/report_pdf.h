@@ -16,7 +16,7 @@
 
 /* Geometry, type and number separators come from style (its pdf layout,
  * read from reports/pdf-layout.yaml by gl_report_style_load). */
-int gl_report_pdf(const struct gl_showback *sb, const struct gl_report_style *style, int64_t generated_at_s,
+int gl_report_pdf(const struct gl_sbmodel *sb, const struct gl_report_style *style, int64_t generated_at_s,
 		  struct gl_strbuf *out, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -30,7 +30,7 @@ struct gl_report_sched_result {
 /* Pure: the file name of a table (NULL: the whole report) in version v,
  * shareIdle share named as gl_report_file_name names it (sets recorded with
  * different shareIdle are versioned apart and must not share files). */
-void gl_report_sched_name(const char *month, const char *aggregate, enum gl_share_idle share, const char *table,
+void gl_report_sched_name(const char *month, const char *aggregate, enum gl_chargeback_share_idle share, const char *table,
 			  const char *ext, int v, char *buf, size_t n);
 
 /* Makes (or confirms) the recorded set of month "YYYY-MM" in cfg->reports_dir

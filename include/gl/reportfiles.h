@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct gl_reportfile_row {
+struct gl_reportfiles_row {
 	int64_t id;         /* report_files.file_id: GET /v1/reports/{id} */
 	char *month, *aggregate, *share_idle, *format, *name, *sha256, *trigger;
 	char *changed;      /* the tables that changed, comma-separated ("" for none) */
@@ -25,7 +25,7 @@ struct gl_reportfile_row {
 };
 
 struct gl_reportfiles {
-	struct gl_reportfile_row *rows;
+	struct gl_reportfiles_row *rows;
 	size_t n;
 	char *text;
 };
@@ -49,11 +49,11 @@ void gl_reportfiles_fini(struct gl_reportfiles *f);
 int gl_reportfiles_lock(struct gl_store *st, const char *key, struct gl_err *err) GL_MUSTCHECK;
 int gl_reportfiles_unlock(struct gl_store *st, const char *key, struct gl_err *err) GL_MUSTCHECK;
 
-struct gl_reportfile_new {
+struct gl_reportfiles_new {
 	const char *name, *sha256, *format;
 	size_t bytes;
 };
-struct gl_reportfile_set {
+struct gl_reportfiles_set {
 	const char *month_day, *aggregate, *share_idle, *trigger;
 	const char *changed; /* comma-separated table names */
 	int version;
@@ -62,8 +62,8 @@ struct gl_reportfile_set {
 /* Records the files of a new version and its "report.generate" audit row
  * (actor set->trigger, object month, detail a JSON object) in one
  * transaction: all or nothing. */
-int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfile_set *set,
-			  const struct gl_reportfile_new *files, size_t n, const char *month, const char *detail,
+int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfiles_set *set,
+			  const struct gl_reportfiles_new *files, size_t n, const char *month, const char *detail,
 			  struct gl_err *err) GL_MUSTCHECK;
 /* The "report.generate" audit row alone (a set found unchanged, a report
  * written to files by the command). */
@@ -71,7 +71,7 @@ int gl_reportfiles_audit(struct gl_store *st, const char *actor, const char *mon
 			 struct gl_err *err) GL_MUSTCHECK;
 
 /* One recorded file (no pointers). */
-struct gl_reportfile {
+struct gl_reportfiles_file {
 	char name[256];   /* file name under reports.dir */
 	char sha256[65];  /* of the bytes as recorded */
 	char format[8];   /* csv | html | pdf */
@@ -79,6 +79,6 @@ struct gl_reportfile {
 };
 
 /* The file recorded as id: 0 and *f, or -GL_ENOTFOUND when there is none. */
-int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfile *f, struct gl_err *err) GL_MUSTCHECK;
+int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfiles_file *f, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

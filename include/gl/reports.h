@@ -14,19 +14,19 @@
 #include "gl/showback.h"
 #include "gl/strbuf.h"
 
-/* Content-Type of each format (enum gl_reports_format, settings.h). */
+/* Content-Type of each format (enum gl_settings_report_format, settings.h). */
 extern const char *const gl_reports_ctype[];
 
 /* "csv" | "html" | "pdf" | "zip"; -GL_EINVAL otherwise. */
-int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_err *err) GL_MUSTCHECK;
+int gl_reports_format_parse(const char *s, enum gl_settings_report_format *f, struct gl_err *err) GL_MUSTCHECK;
 /* "none" | "proportional" | "owner" (and the /v1/chargeback aliases). */
-int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err) GL_MUSTCHECK;
+int gl_reports_share_parse(const char *s, enum gl_chargeback_share_idle *sh, struct gl_err *err) GL_MUSTCHECK;
 
 struct gl_config;
 /* The bytes of one format (table: the CSV table; ignored otherwise). HTML
  * and PDF read their templates and layout from cfg's reports.template_dir
  * and take its separators (report_style.h); CSV and ZIP use neither. */
-int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
+int gl_reports_render(const struct gl_sbmodel *sb, enum gl_settings_report_format f, const char *table,
 		      const struct gl_config *cfg, int64_t generated_at_s, struct gl_strbuf *out,
 		      struct gl_err *err) GL_MUSTCHECK;
 
@@ -40,7 +40,7 @@ struct gl_reports_file {
  * table for csv, one file otherwise. Each file is written to a temporary
  * name and renamed, so a reader never sees half a report. files has room
  * for max entries; *n counts them. */
-int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f, const char *dir,
+int gl_reports_write_set(const struct gl_sbmodel *sb, enum gl_settings_report_format f, const char *dir,
 			 const struct gl_config *cfg, int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
 			 struct gl_err *err) GL_MUSTCHECK;
 

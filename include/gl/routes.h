@@ -6,7 +6,7 @@
 #include "gl/server.h"
 
 /* Terminated by an entry with path == NULL. */
-extern const struct gl_route gl_routes[];
+extern const struct gl_server_route gl_routes[];
 
 int gl_route_healthz(struct gl_req *req, struct gl_resp *resp);
 /* /healthz from the last check when it is under a second old (1, resp

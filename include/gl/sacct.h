@@ -16,15 +16,15 @@
 
 /* Columns we understand. Any other column in --fields is accepted and ignored. */
 enum gl_sacct_field {
-	GL_SF_JOBID, GL_SF_JOBIDRAW, GL_SF_CLUSTER, GL_SF_PARTITION, GL_SF_QOS,
-	GL_SF_ACCOUNT, GL_SF_GROUP, GL_SF_GID, GL_SF_USER, GL_SF_UID,
-	GL_SF_SUBMIT, GL_SF_ELIGIBLE, GL_SF_START, GL_SF_END, GL_SF_ELAPSED,
-	GL_SF_ELAPSEDRAW, GL_SF_EXITCODE, GL_SF_STATE, GL_SF_NNODES, GL_SF_NCPUS,
-	GL_SF_REQCPUS, GL_SF_REQMEM, GL_SF_REQTRES, GL_SF_ALLOCTRES, GL_SF_TIMELIMIT,
-	GL_SF_NODELIST, GL_SF_DBINDEX, GL_SF_SUSPENDED, GL_SF_WCKEY, GL_SF_JOBNAME,
-	GL_SF_COMMENT,
-	GL_SF__COUNT,
-	GL_SF_IGNORED = -1
+	GL_SACCT_F_JOBID, GL_SACCT_F_JOBIDRAW, GL_SACCT_F_CLUSTER, GL_SACCT_F_PARTITION, GL_SACCT_F_QOS,
+	GL_SACCT_F_ACCOUNT, GL_SACCT_F_GROUP, GL_SACCT_F_GID, GL_SACCT_F_USER, GL_SACCT_F_UID,
+	GL_SACCT_F_SUBMIT, GL_SACCT_F_ELIGIBLE, GL_SACCT_F_START, GL_SACCT_F_END, GL_SACCT_F_ELAPSED,
+	GL_SACCT_F_ELAPSEDRAW, GL_SACCT_F_EXITCODE, GL_SACCT_F_STATE, GL_SACCT_F_NNODES, GL_SACCT_F_NCPUS,
+	GL_SACCT_F_REQCPUS, GL_SACCT_F_REQMEM, GL_SACCT_F_REQTRES, GL_SACCT_F_ALLOCTRES, GL_SACCT_F_TIMELIMIT,
+	GL_SACCT_F_NODELIST, GL_SACCT_F_DBINDEX, GL_SACCT_F_SUSPENDED, GL_SACCT_F_WCKEY, GL_SACCT_F_JOBNAME,
+	GL_SACCT_F_COMMENT,
+	GL_SACCT_F__COUNT,
+	GL_SACCT_F_IGNORED = -1
 };
 
 /* The recommended field list (FORMATS.md), JobName last. */
@@ -37,8 +37,8 @@ enum gl_sacct_field {
 
 struct gl_sacct_layout {
 	int ncols;                          /* number of columns in --fields */
-	int col[GL_SACCT_MAX_COLS];         /* column index -> enum gl_sacct_field or GL_SF_IGNORED */
-	int pos[GL_SF__COUNT];              /* field -> column index, -1 when absent */
+	int col[GL_SACCT_MAX_COLS];         /* column index -> enum gl_sacct_field or GL_SACCT_F_IGNORED */
+	int pos[GL_SACCT_F__COUNT];              /* field -> column index, -1 when absent */
 	char delim[8];                      /* delimiter bytes (UTF-8 allowed, e.g. "☃") */
 	size_t delim_len;
 	int jobname_col;                    /* column of JobName or -1: when last, it absorbs extra delimiters */
@@ -50,16 +50,16 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 			 struct gl_err *err) GL_MUSTCHECK;
 void gl_sacct_layout_fini(struct gl_sacct_layout *lay);
 
-enum gl_job_state {
-	GL_JS_UNKNOWN = 0, /* not in the known list: state_raw is kept verbatim */
-	GL_JS_PENDING, GL_JS_RUNNING, GL_JS_SUSPENDED, GL_JS_COMPLETED, GL_JS_CANCELLED,
-	GL_JS_FAILED, GL_JS_TIMEOUT, GL_JS_NODE_FAIL, GL_JS_PREEMPTED, GL_JS_BOOT_FAIL,
-	GL_JS_DEADLINE, GL_JS_OUT_OF_MEMORY, GL_JS_REQUEUED, GL_JS_REQUEUE_HOLD,
-	GL_JS_REQUEUE_FED, GL_JS_RESIZING, GL_JS_REVOKED, GL_JS_SPECIAL_EXIT,
-	GL_JS__COUNT
+enum gl_sacct_job_state {
+	GL_SACCT_JS_UNKNOWN = 0, /* not in the known list: state_raw is kept verbatim */
+	GL_SACCT_JS_PENDING, GL_SACCT_JS_RUNNING, GL_SACCT_JS_SUSPENDED, GL_SACCT_JS_COMPLETED, GL_SACCT_JS_CANCELLED,
+	GL_SACCT_JS_FAILED, GL_SACCT_JS_TIMEOUT, GL_SACCT_JS_NODE_FAIL, GL_SACCT_JS_PREEMPTED, GL_SACCT_JS_BOOT_FAIL,
+	GL_SACCT_JS_DEADLINE, GL_SACCT_JS_OUT_OF_MEMORY, GL_SACCT_JS_REQUEUED, GL_SACCT_JS_REQUEUE_HOLD,
+	GL_SACCT_JS_REQUEUE_FED, GL_SACCT_JS_RESIZING, GL_SACCT_JS_REVOKED, GL_SACCT_JS_SPECIAL_EXIT,
+	GL_SACCT_JS__COUNT
 };
-/* Upper-case name as sacct prints it ("COMPLETED"); "UNKNOWN" for GL_JS_UNKNOWN. */
-const char *gl_sacct_job_state_name(enum gl_job_state s);
+/* Upper-case name as sacct prints it ("COMPLETED"); "UNKNOWN" for GL_SACCT_JS_UNKNOWN. */
+const char *gl_sacct_job_state_name(enum gl_sacct_job_state s);
 
 enum gl_sacct_kind {
 	GL_SACCT_ALLOCATION = 0, /* a job allocation: becomes one jobs row */
@@ -67,7 +67,7 @@ enum gl_sacct_kind {
 	GL_SACCT_ARRAY_PENDING,  /* pending array meta row 123_[5-9] (possibly truncated "...") */
 };
 
-#define GL_GPU_TYPE_MAX 64
+#define GL_SACCT_GPU_TYPE_MAX 64
 
 struct gl_sacct_rec {
 	enum gl_sacct_kind kind;
@@ -96,7 +96,7 @@ struct gl_sacct_rec {
 	int64_t suspended_s;      /* -1 absent */
 	int64_t timelimit_s;      /* -1 UNLIMITED/Partition_limit/INVALID/absent */
 
-	enum gl_job_state state;
+	enum gl_sacct_job_state state;
 	int64_t state_by_uid;     /* "CANCELLED by 1234" -> 1234, else -1 */
 
 	int64_t nnodes, ncpus, req_cpus; /* -1 absent; larger than INT32_MAX: the line is refused */
@@ -105,7 +105,7 @@ struct gl_sacct_rec {
 	/* GPUs from AllocTRES (typed/untyped rule: gres/gpu=N wins; else sum of gres/gpu:TYPE=N).
 	 * gres/gpumem and gres/gpuutil are not GPU counts. */
 	int64_t gpus_alloc;       /* 0 when none */
-	char gpu_type[GL_GPU_TYPE_MAX]; /* the single typed name if exactly one type (e.g. "a100", "1g.10gb"), "" otherwise */
+	char gpu_type[GL_SACCT_GPU_TYPE_MAX]; /* the single typed name if exactly one type (e.g. "a100", "1g.10gb"), "" otherwise */
 	int64_t gpus_req;         /* same rule on ReqTRES */
 };
 
@@ -138,8 +138,8 @@ int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out) GL_MUSTCHECK;
 int gl_sacct_array_tasks(const char *s, size_t n, int64_t *tasks, int *partial) GL_MUSTCHECK;
 /* TRES list -> GPU count and single type (see gl_sacct_rec.gpus_alloc).
  * -GL_EINVAL: malformed; -GL_ERANGE: more than GL_SACCT_MAX_JOB_GPUS GPUs;
- * -GL_EFORMAT: the one GPU type is longer than GL_GPU_TYPE_MAX - 1 bytes (it
+ * -GL_EFORMAT: the one GPU type is longer than GL_SACCT_GPU_TYPE_MAX - 1 bytes (it
  * was cut, which made it another model). */
-int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX]) GL_MUSTCHECK;
+int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_SACCT_GPU_TYPE_MAX]) GL_MUSTCHECK;
 
 #endif

@@ -20,11 +20,11 @@ struct gl_sacct_poll_result {
 };
 
 /* One run at time now_s. */
-int gl_sacct_poll_run(struct gl_store *st, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src,
+int gl_sacct_poll_run(struct gl_store *st, const struct gl_config *cfg, const struct gl_config_sacct_source *src,
 		      int64_t now_s, struct gl_sacct_poll_result *res, struct gl_err *err) GL_MUSTCHECK;
 
 /* The daemon's sacct source (gpuledger serve): src is a struct
- * gl_sacct_source_cfg; a one-line summary of the round goes to summary. */
+ * gl_config_sacct_source; a one-line summary of the round goes to summary. */
 int gl_sacct_poll_source_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err) GL_MUSTCHECK;
 

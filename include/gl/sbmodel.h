@@ -3,7 +3,7 @@
  * renderer (domain/report.c for CSV and HTML, report/report_pdf.c) reads,
  * so the renderers need no store header.
  *
- * Types only. Ownership: struct gl_showback owns every array and string in
+ * Types only. Ownership: struct gl_sbmodel owns every array and string in
  * it; gl_showback_fini() (showback.h) frees them.
  */
 #ifndef GL_SBMODEL_H
@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GL_SB_TOP_JOBS 20
+#define GL_SBMODEL_TOP_JOBS 20
 
-struct gl_sb_owner {
+struct gl_sbmodel_owner {
 	char *name;
 	int64_t alloc_s, unpriced_s, cost_micros, idle_share_s, idle_share_micros, total_micros;
 	int has_usage;             /* exporter data exists for the owner's jobs */
@@ -32,18 +32,18 @@ struct gl_sb_owner {
 	int64_t *daily_s;          /* allocated GPU-seconds per day of the month (n_days) */
 };
 
-struct gl_sb_model {
+struct gl_sbmodel_model {
 	char *owner, *model;
 	int64_t alloc_s, cost_micros, unpriced_s;
 };
 
-struct gl_sb_wait {
+struct gl_sbmodel_wait {
 	char *kind;                /* "partition" | "owner" */
 	char *name;
 	int64_t jobs, p50_s, p90_s, p99_s;
 };
 
-struct gl_sb_job {
+struct gl_sbmodel_job {
 	char *job_id, *cluster, *owner, *state;
 	int64_t gpu_micro, alloc_s, cost_micros;
 	int64_t unpriced_s; /* of alloc_s, no rate covers it: cost_micros is only the priced part */
@@ -51,12 +51,12 @@ struct gl_sb_job {
 	int64_t idle_s, idle_micros;
 };
 
-struct gl_sb_rate {
+struct gl_sbmodel_rate {
 	char *model, *mig_profile, *currency, *valid_from, *valid_to;
 	int64_t micros_per_gpu_hour;
 };
 
-struct gl_sb_rule {
+struct gl_sbmodel_rule {
 	char *cluster, *match_field, *match_value, *team, *project, *cost_center, *valid_from, *valid_to;
 	int64_t priority;
 };
@@ -65,7 +65,7 @@ struct gl_sb_rule {
  * the outlook from the month's end (today for the month under way): a daily
  * forecast of the peak 90 days ahead from the 91 days before, against
  * capacity and the stored plan (docs/forecast.md, "Capacity planning"). */
-struct gl_sb_capacity {
+struct gl_sbmodel_capacity {
 	char *cluster, *gpu_model, *method;
 	double capacity_gpus;          /* GPUs available at the outlook's start; NaN unknown */
 	double peak_gpus;              /* the month's largest daily peak of demand */
@@ -75,9 +75,9 @@ struct gl_sb_capacity {
 	int late;                      /* its order-by date has passed */
 	int days;                      /* days the outlook answers (the history may answer fewer than 90) */
 };
-#define GL_SB_CAPACITY_DAYS 90
+#define GL_SBMODEL_CAPACITY_DAYS 90
 
-struct gl_sb_fleet {
+struct gl_sbmodel_fleet {
 	int capacity_known;        /* some capacity data: the figures cover capacity_days_known days */
 	int64_t capacity_days_known, capacity_days; /* UTC days of the month so far with capacity data / all */
 	int64_t capacity_s, unavailable_s, allocated_s, unalloc_idle_s, overalloc_s;
@@ -97,7 +97,7 @@ struct gl_sb_fleet {
 /* What the owner's serving jobs served in the month: /v1/inference by
  * the report's aggregate for the month (docs/serving.md), one row per
  * owner with a serving job. */
-struct gl_sb_inference {
+struct gl_sbmodel_inference {
 	char *owner;
 	int64_t requests, failed, prompt_tokens, generated_tokens, gpu_s, cost_micros;
 	int have_per_1k, have_per_1m_prompt, have_per_1m_generated;
@@ -105,35 +105,35 @@ struct gl_sb_inference {
 	double p50_s, p99_s;       /* NaN without latency buckets */
 };
 
-struct gl_showback {
+struct gl_sbmodel {
 	char month[8], prev_month[8];
 	char aggregate[16];
-	enum gl_share_idle share;
+	enum gl_chargeback_share_idle share;
 	char currency[8];
 	int minor;                 /* the currency's minor-unit digits */
 	int64_t start_s, end_s;
 	int closed;                /* the month is over at now_s */
 	size_t n_days;
 	int64_t *day_start;
-	struct gl_sb_owner *owners; /* sorted by total, descending, then name */
+	struct gl_sbmodel_owner *owners; /* sorted by total, descending, then name */
 	size_t n_owners;
-	struct gl_sb_model *models;
+	struct gl_sbmodel_model *models;
 	size_t n_models;
-	struct gl_sb_wait *waits;
+	struct gl_sbmodel_wait *waits;
 	size_t n_waits;
-	struct gl_sb_job top_cost[GL_SB_TOP_JOBS], top_idle[GL_SB_TOP_JOBS];
+	struct gl_sbmodel_job top_cost[GL_SBMODEL_TOP_JOBS], top_idle[GL_SBMODEL_TOP_JOBS];
 	size_t n_top_cost, n_top_idle;
-	struct gl_sb_rate *rates;
+	struct gl_sbmodel_rate *rates;
 	size_t n_rates;
-	struct gl_sb_rule *rules;
+	struct gl_sbmodel_rule *rules;
 	size_t n_rules;
-	struct gl_sb_fleet fleet;
-	struct gl_sb_inference *inference; /* none for account and user: serving costs go by job dimensions */
+	struct gl_sbmodel_fleet fleet;
+	struct gl_sbmodel_inference *inference; /* none for account and user: serving costs go by job dimensions */
 	size_t n_inference;
 	char **partial;            /* human-readable gaps: ingestion failures, unpriced models, no capacity */
 	size_t n_partial;
 	char *unpriced_models;     /* comma-separated, "" when none */
-	struct gl_sb_capacity *capacity;
+	struct gl_sbmodel_capacity *capacity;
 	size_t n_capacity;
 	int64_t capacity_asof_s;   /* the outlook's first day */
 	int64_t capacity_lead_days;

@@ -19,7 +19,7 @@ struct gl_server;
 
 /* Who is calling: filled by the server before the handler runs (NULL on
  * "public" routes). Handlers read it; they never see the token itself. */
-struct gl_auth {
+struct gl_server_auth {
 	int64_t token_id;
 	char token_name[GL_TOKENS_NAME_MAX];
 	char role[16];
@@ -37,9 +37,9 @@ struct gl_req {
 	struct gl_server *srv;
 	void *mhd_conn;           /* struct MHD_Connection*, for query lookups */
 	int64_t now_s;            /* request time: handlers never read the clock themselves */
-	const struct gl_auth *auth; /* NULL on public routes */
+	const struct gl_server_auth *auth; /* NULL on public routes */
 	int scope_applied;        /* set by the owner-scope helpers below */
-	const struct gl_route *route; /* set just before the handler runs */
+	const struct gl_server_route *route; /* set just before the handler runs */
 	/* Where gl_req_store got the data of a route that may read from a
 	 * standby (database.read_dsn; docs/scale.md, "Read replicas"): set by
 	 * its first call, which the later ones of the request follow. */
@@ -131,12 +131,12 @@ void gl_resp_set_stream(struct gl_resp *resp, int (*next)(void *state, struct gl
  * 404, GL_ERANGE 413, GL_EBUSY 429, GL_EDB 503, else 500). */
 int gl_resp_error(struct gl_resp *resp, int code, const char *param, const char *fmt, ...) GL_PRINTF(4, 5);
 
-typedef int (*gl_handler_fn)(struct gl_req *req, struct gl_resp *resp);
+typedef int (*gl_server_handler_fn)(struct gl_req *req, struct gl_resp *resp);
 
-struct gl_route {
+struct gl_server_route {
 	const char *method;
 	const char *path;         /* exact, or a prefix when it ends with '/' */
-	gl_handler_fn fn;
+	gl_server_handler_fn fn;
 	const char *name;         /* metrics label */
 	const char *role;         /* least role allowed: "public" (no token), "viewer", "finance", "admin", "hook" */
 	/* Query parameters the handler reads, comma-separated ("window,step");
@@ -153,7 +153,7 @@ struct gl_route {
 	 * requests"): probe routes on the I/O threads or the probe worker,
 	 * heavy ones in the heavy pool, windowed ones there when their window
 	 * and step make them heavy, the rest in the main pool. */
-	enum gl_route_class cls;
+	enum gl_reqclass cls;
 	/* 1 when the handler only reads (through gl_req_store), so a hot
 	 * standby may answer it (database.read_dsn). Audit rows still go to
 	 * the primary (the audit writer's own connection). */

@@ -29,7 +29,7 @@ struct gl_serving_ingest_opts {
 void gl_serving_ingest_opts_init(struct gl_serving_ingest_opts *o, const struct gl_config *cfg, const char *cluster);
 
 /* One scrape of one endpoint. */
-struct gl_serving_scrape_in {
+struct gl_serving_ingest_scrape_in {
 	const char *endpoint, *cluster;
 	const char *instance;       /* the process stream: a target URL (credentials blanked), "pod:NS/NAME", ... */
 	const char *default_model;  /* for servers that label no model (TGI); NULL: "" */
@@ -44,7 +44,7 @@ void gl_serving_ingest_batch_free(struct gl_serving_ingest_batch *b);
  * where) when it is not Prometheus text or has no serving metric: nothing
  * of it is added, and the caller records the target as failed. Bad lines
  * and values are recorded as "input:line: reason". */
-int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct gl_serving_scrape_in *in, const char *text,
+int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct gl_serving_ingest_scrape_in *in, const char *text,
 			 size_t len, struct gl_err *err) GL_MUSTCHECK;
 /* A target that gave nothing usable (the run becomes 'partial'). */
 void gl_serving_ingest_batch_fail(struct gl_serving_ingest_batch *b, const char *input, const char *why);

@@ -28,7 +28,7 @@
 
 struct gl_store;
 
-#define GL_SERVINGDB_NCTR GL_SERVE__NCTR
+#define GL_SERVINGDB_NCTR GL_SERVEMETRICS__NCTR
 
 /* Where a series runs, as its source says; kind NULL: nothing said (the
  * row stays unattributed). */
@@ -43,7 +43,7 @@ struct gl_servingdb_row {
 	size_t nle;
 	double *le;                 /* nle latency bucket bounds, +Inf last */
 	struct gl_servingdb_where where;
-	double cur[GL_SERVINGDB_NCTR + GL_SERVE_MAX_LE]; /* the scrape's values, NaN absent */
+	double cur[GL_SERVINGDB_NCTR + GL_SERVEMETRICS_MAX_LE]; /* the scrape's values, NaN absent */
 	double start_s;             /* NaN unknown */
 	/* filled by gl_servingdb_load */
 	int64_t series_id, endpoint_id;
@@ -51,14 +51,14 @@ struct gl_servingdb_row {
 	int have_state;
 	int64_t state_at_s, state_job_pk;
 	double state_start_s;
-	double hw[GL_SERVINGDB_NCTR + GL_SERVE_MAX_LE]; /* NaN: never seen */
+	double hw[GL_SERVINGDB_NCTR + GL_SERVEMETRICS_MAX_LE]; /* NaN: never seen */
 	int64_t endpoint_prev_s;    /* GL_TIME_NONE: never scraped */
 	int64_t job_pk, job_start_s; /* 0 / GL_TIME_NONE: no job found */
 	char why_unattributed[160];
 	/* set by the caller before gl_servingdb_write */
 	int apply;                  /* 1: write the state (and usage when counted) */
 	int counted;                /* 1: inc holds increases to add */
-	int64_t inc[GL_SERVINGDB_NCTR + GL_SERVE_MAX_LE];
+	int64_t inc[GL_SERVINGDB_NCTR + GL_SERVEMETRICS_MAX_LE];
 };
 
 struct gl_servingdb_batch {
@@ -72,7 +72,7 @@ void gl_servingdb_batch_free(struct gl_servingdb_batch *b);
 /* Copies one series of a scrape: endpoint, cluster, instance and where as
  * the source gives them. Returns the row. */
 struct gl_servingdb_row *gl_servingdb_batch_add(struct gl_servingdb_batch *b, const char *endpoint, const char *cluster,
-						const char *instance, const struct gl_serve_series *x,
+						const char *instance, const struct gl_servemetrics_series *x,
 						const struct gl_servingdb_where *where);
 
 /* Outside the round's transaction (their DDL locks serving_usage only

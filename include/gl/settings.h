@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GL_BUDGET_MAX_THRESHOLDS 16
+#define GL_SETTINGS_MAX_THRESHOLDS 16
 
 /* What a budget alert command may name, NULL-terminated, in the order the
  * alert fills them in: owner month threshold spend budget currency pct. */
@@ -40,7 +40,7 @@ int gl_settings_match_valid(const char *m);
 int gl_settings_schedule_parse(const char *s, int64_t *secs, struct gl_err *err) GL_MUSTCHECK;
 
 /* The report file formats; ZIP: every CSV table in one archive. */
-enum gl_reports_format { GL_REPORTS_CSV, GL_REPORTS_HTML, GL_REPORTS_PDF, GL_REPORTS_ZIP };
+enum gl_settings_report_format { GL_SETTINGS_REPORT_CSV, GL_SETTINGS_REPORT_HTML, GL_SETTINGS_REPORT_PDF, GL_SETTINGS_REPORT_ZIP };
 /* File extension of each format, in the enum's order. */
 extern const char *const gl_settings_report_ext[];
 

@@ -1,6 +1,6 @@
 /* gpuledger fleet simulator — the model: a Slurm cluster and a Kubernetes
  * cluster with node inventory, jobs and pods that arrive, wait, run, fail
- * and are requeued by the distributions of real traces (gl_sim_traces), and
+ * and are requeued by the distributions of real traces (gl_simtrace_traces), and
  * nodes that go down or are drained now and then.
  *
  * Time is wall-clock seconds (the daemon polls the simulator with its own
@@ -21,35 +21,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GL_SIM_NONE INT64_MIN
-#define GL_SIM_MAX_GPUS_PER_NODE 8
-#define GL_SIM_MAX_JOB_NODES 16
+#define GL_SIMFLEET_NONE INT64_MIN
+#define GL_SIMFLEET_MAX_GPUS_PER_NODE 8
+#define GL_SIMFLEET_MAX_JOB_NODES 16
 
-enum gl_sim_kind { GL_SIM_SLURM = 0, GL_SIM_KUBE = 1 };
+enum gl_simfleet_kind { GL_SIMFLEET_SLURM = 0, GL_SIMFLEET_KUBE = 1 };
 
-enum gl_sim_state {
-	GL_SIM_PENDING = 0,
-	GL_SIM_RUNNING,
-	GL_SIM_COMPLETED, /* Slurm COMPLETED, pod Succeeded */
-	GL_SIM_FAILED,    /* Slurm FAILED, pod Failed */
-	GL_SIM_REQUEUED,  /* Slurm attempt ended by a node failure; pod lost with its node */
-	GL_SIM_CANCELLED, /* waited past the limit: cancelled while pending / pod deleted */
+enum gl_simfleet_state {
+	GL_SIMFLEET_PENDING = 0,
+	GL_SIMFLEET_RUNNING,
+	GL_SIMFLEET_COMPLETED, /* Slurm COMPLETED, pod Succeeded */
+	GL_SIMFLEET_FAILED,    /* Slurm FAILED, pod Failed */
+	GL_SIMFLEET_REQUEUED,  /* Slurm attempt ended by a node failure; pod lost with its node */
+	GL_SIMFLEET_CANCELLED, /* waited past the limit: cancelled while pending / pod deleted */
 };
 
-enum gl_sim_avail { GL_SIM_UP = 0, GL_SIM_DOWN, GL_SIM_DRAIN };
+enum gl_simfleet_avail { GL_SIMFLEET_UP = 0, GL_SIMFLEET_DOWN, GL_SIMFLEET_DRAIN };
 
 /* A GPU model as each source names it. */
-struct gl_sim_model {
+struct gl_simfleet_model {
 	const char *gres;    /* Slurm GRES type / rate model: a100 */
 	const char *product; /* dcgm-exporter modelName: NVIDIA A100-SXM4-80GB */
 	const char *label;   /* nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB */
 	int fb_mib;
 	int idle_w, max_w;
 };
-extern const struct gl_sim_model gl_sim_models[];
+extern const struct gl_simfleet_model gl_sim_models[];
 extern const size_t gl_sim_nmodels;
 
-struct gl_sim_part {           /* Slurm partition / Kubernetes node pool */
+struct gl_simfleet_part {           /* Slurm partition / Kubernetes node pool */
 	char name[16];
 	int model;             /* gl_sim_models index */
 	int first_node, nnodes, gpus_per_node;
@@ -57,31 +57,31 @@ struct gl_sim_part {           /* Slurm partition / Kubernetes node pool */
 	double rate_per_trace_s; /* mean arrivals per trace second at weekly-profile 1 */
 };
 
-struct gl_sim_cluster {
+struct gl_simfleet_cluster_def {
 	char name[32];
 	int kind;
-	struct gl_sim_part part[4];
+	struct gl_simfleet_part part[4];
 	int nparts;
 	int first_node, nnodes, gpus;
 	double rate_per_trace_s; /* the partitions' sum */
 	double next_arrival_s;
 };
 
-struct gl_sim_node {
+struct gl_simfleet_node {
 	char name[32];
 	int cluster, part;
 	int ngpus;
-	int32_t slot[GL_SIM_MAX_GPUS_PER_NODE]; /* job index per GPU, -1 free */
-	int avail;                                /* enum gl_sim_avail */
+	int32_t slot[GL_SIMFLEET_MAX_GPUS_PER_NODE]; /* job index per GPU, -1 free */
+	int avail;                                /* enum gl_simfleet_avail */
 	int64_t avail_since_s, avail_until_s;     /* the current down/drain */
 	int64_t next_fault_s;
 	char reason[40];
 	/* the exporter's energy counter (mJ) and when it was last advanced */
-	double energy_mj[GL_SIM_MAX_GPUS_PER_NODE];
-	int64_t energy_at_s[GL_SIM_MAX_GPUS_PER_NODE];
+	double energy_mj[GL_SIMFLEET_MAX_GPUS_PER_NODE];
+	int64_t energy_at_s[GL_SIMFLEET_MAX_GPUS_PER_NODE];
 };
 
-struct gl_sim_job {
+struct gl_simfleet_job {
 	uint32_t id;       /* Slurm JobIDRaw / pod serial */
 	uint32_t dbindex;  /* one per attempt */
 	int16_t cluster, part, attempt, nnodes;
@@ -93,25 +93,25 @@ struct gl_sim_job {
 	int64_t submit_s, start_s, end_s, planned_end_s;
 	int64_t run_s;     /* wall seconds it runs once started */
 	int64_t deadline_s; /* pending past this is cancelled */
-	int16_t node[GL_SIM_MAX_JOB_NODES];
-	uint8_t mask[GL_SIM_MAX_JOB_NODES]; /* its GPUs on each node */
+	int16_t node[GL_SIMFLEET_MAX_JOB_NODES];
+	uint8_t mask[GL_SIMFLEET_MAX_JOB_NODES]; /* its GPUs on each node */
 };
 
-struct gl_sim_nodeevent {      /* a down or drain, for sacctmgr and node conditions */
+struct gl_simfleet_nodeevent {      /* a down or drain, for sacctmgr and node conditions */
 	int32_t node;
-	int kind;              /* GL_SIM_DOWN / GL_SIM_DRAIN */
-	int64_t start_s, end_s; /* end GL_SIM_NONE while open */
+	int kind;              /* GL_SIMFLEET_DOWN / GL_SIMFLEET_DRAIN */
+	int64_t start_s, end_s; /* end GL_SIMFLEET_NONE while open */
 	char reason[40];
 };
 
 /* Kubernetes namespaces the pods are spread over, with their pod labels. */
-struct gl_sim_namespace {
+struct gl_simfleet_namespace {
 	const char *name, *team, *project, *cost_center;
 };
-extern const struct gl_sim_namespace gl_sim_namespaces[];
+extern const struct gl_simfleet_namespace gl_sim_namespaces[];
 extern const size_t gl_sim_nnamespaces;
 
-struct gl_sim_params {
+struct gl_simfleet_params {
 	uint64_t seed;
 	int gpus;              /* fleet size, split over the two clusters (>= 48) */
 	double load;           /* offered load: GPUs asked / GPUs, e.g. 0.8 */
@@ -124,20 +124,20 @@ struct gl_sim_params {
 /* Defaults: 256 GPUs, load 0.8, clusters sim-slurm and sim-k8s, runtimes
  * cut at 3 days, pending cancelled after 2 days, a node fault per node every
  * 20 trace days. */
-void gl_simfleet_params_default(struct gl_sim_params *p);
+void gl_simfleet_params_default(struct gl_simfleet_params *p);
 
-struct gl_sim_fleet {
-	struct gl_sim_params p;
-	const struct gl_sim_traces *tr;
-	struct gl_sim_cluster cl[2];
+struct gl_simfleet_fleet {
+	struct gl_simfleet_params p;
+	const struct gl_simtrace_traces *tr;
+	struct gl_simfleet_cluster_def cl[2];
 	int ncl;
-	struct gl_sim_node *nodes;
+	struct gl_simfleet_node *nodes;
 	int nnodes;
-	struct gl_sim_job *jobs;
+	struct gl_simfleet_job *jobs;
 	size_t njobs, jobs_cap;
 	int32_t *active; /* pending and running jobs, in submit order */
 	size_t nactive, active_cap;
-	struct gl_sim_nodeevent *events;
+	struct gl_simfleet_nodeevent *events;
 	size_t nevents, events_cap;
 	double week_profile[2][168]; /* arrivals by hour of the week, mean 1 */
 	uint64_t rng;
@@ -150,19 +150,19 @@ struct gl_sim_fleet {
 
 /* A fleet at p->start_s with every node up and no job. Fails (GL_EINVAL)
  * when the traces hold no job or no pod that fits, or gpus is too small. */
-int gl_simfleet_new(const struct gl_sim_params *p, const struct gl_sim_traces *tr, struct gl_sim_fleet **out,
+int gl_simfleet_new(const struct gl_simfleet_params *p, const struct gl_simtrace_traces *tr, struct gl_simfleet_fleet **out,
 		    struct gl_err *err) GL_MUSTCHECK;
-void gl_simfleet_free(struct gl_sim_fleet *f);
+void gl_simfleet_free(struct gl_simfleet_fleet *f);
 /* Runs the model up to to_s (never backwards). */
-void gl_simfleet_advance(struct gl_sim_fleet *f, int64_t to_s);
+void gl_simfleet_advance(struct gl_simfleet_fleet *f, int64_t to_s);
 /* Advances to at_s, then compresses the trace by speed from there: what is
  * left of running jobs, downs and pending deadlines is rescaled. */
-void gl_simfleet_set_speed(struct gl_sim_fleet *f, int64_t at_s, double speed);
+void gl_simfleet_set_speed(struct gl_simfleet_fleet *f, int64_t at_s, double speed);
 
 /* The GPU utilisation (percent) job j shows on its k-th GPU at t_s, from
  * its real trace (Philly minutes after start; GenAI duty cycle). */
-int gl_simfleet_util(const struct gl_sim_fleet *f, const struct gl_sim_job *j, int k, int64_t t_s);
+int gl_simfleet_util(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, int k, int64_t t_s);
 /* The cluster index of a name, -1 when none. */
-int gl_simfleet_cluster(const struct gl_sim_fleet *f, const char *name);
+int gl_simfleet_cluster(const struct gl_simfleet_fleet *f, const char *name);
 
 #endif

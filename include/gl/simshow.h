@@ -26,19 +26,19 @@
  * [-P|-p|-n] show|list event[s] events= clusters= start= end= format= nodes=;
  * kubectl get pods|nodes [-A|--all-namespaces|-n NS] -o json. Times are
  * written in UTC (the daemon runs them with TZ=UTC). */
-int gl_simshow_command(const struct gl_sim_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
+int gl_simshow_command(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
 		       struct gl_strbuf *errout);
 
 /* dcgm-exporter's text for the node named node (0), or -1 when there is no
  * such node. Advances the node's energy counters to f->now_s. */
-int gl_simshow_metrics(struct gl_sim_fleet *f, const char *node, struct gl_strbuf *out);
+int gl_simshow_metrics(struct gl_simfleet_fleet *f, const char *node, struct gl_strbuf *out);
 
 /* The exporter's Hostname label of a node: the node itself on Slurm, the
  * exporter pod's name on Kubernetes (as a DaemonSet's pods are named). */
-void gl_simshow_exporter_host(const struct gl_sim_fleet *f, int node, char *buf, size_t n);
+void gl_simshow_exporter_host(const struct gl_simfleet_fleet *f, int node, char *buf, size_t n);
 
 /* Slurm hostlist of nodes idx[0..n) (sorted, one name prefix, numeric
  * suffixes): gpu-a[001-003,007]. */
-void gl_simshow_hostlist(const struct gl_sim_fleet *f, const int *idx, int n, struct gl_strbuf *out);
+void gl_simshow_hostlist(const struct gl_simfleet_fleet *f, const int *idx, int n, struct gl_strbuf *out);
 
 #endif

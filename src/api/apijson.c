@@ -289,7 +289,7 @@ char **gl_apijson_unread(const struct gl_req *req, size_t *n)
 }
 
 /* One data_through entry as JSON. */
-static cJSON *through_json(const struct gl_data_through_row *r, int64_t now_s)
+static cJSON *through_json(const struct gl_ingest_data_through_row *r, int64_t now_s)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "cluster", r->cluster);
@@ -301,7 +301,7 @@ static cJSON *through_json(const struct gl_data_through_row *r, int64_t now_s)
 }
 
 /* "cluster/source/data=time" entries, comma-separated, as many as fit. */
-static void through_header(struct gl_resp *resp, const struct gl_data_through *dt)
+static void through_header(struct gl_resp *resp, const struct gl_ingest_data_through_set *dt)
 {
 	size_t len = 0;
 	resp->header_text[0] = '\0';
@@ -319,7 +319,7 @@ static void through_header(struct gl_resp *resp, const struct gl_data_through *d
 	gl_apijson_add_header(resp, "X-Data-Through", resp->header_text);
 }
 
-int gl_apijson_add_data_through(cJSON *root, const struct gl_data_through *dt, int64_t end_s, int64_t now_s)
+int gl_apijson_add_data_through(cJSON *root, const struct gl_ingest_data_through_set *dt, int64_t end_s, int64_t now_s)
 {
 	int64_t upto = end_s < now_s ? end_s : now_s;
 	cJSON *all = cJSON_AddArrayToObject(root, "data_through"), *pastl = cJSON_AddArrayToObject(root, "past_data_through");
@@ -337,7 +337,7 @@ int gl_apijson_add_data_through(cJSON *root, const struct gl_data_through *dt, i
 
 int gl_apijson_data_through(struct gl_req *req, struct gl_resp *resp, cJSON *root, const struct gl_window *w)
 {
-	struct gl_data_through dt;
+	struct gl_ingest_data_through_set dt;
 	struct gl_err err = {0};
 	struct gl_store *st;
 	int64_t upto = w->end_s < req->now_s ? w->end_s : req->now_s;
@@ -376,7 +376,7 @@ int gl_apijson_dt_load(struct gl_req *req, struct gl_resp *resp, const struct gl
 	return 0;
 }
 
-static void through_jsonw(struct gl_jsonw *w, const struct gl_data_through_row *r, int64_t now_s)
+static void through_jsonw(struct gl_jsonw *w, const struct gl_ingest_data_through_row *r, int64_t now_s)
 {
 	gl_jsonw_object(w, NULL);
 	gl_jsonw_str(w, "cluster", r->cluster);

@@ -37,7 +37,7 @@ struct fc_params {
 	int horizon;
 	int lv80, lv95;
 	char agg_buf[256];
-	const char *dims[GL_CB_MAX_DIMS];
+	const char *dims[GL_CHARGEBACK_MAX_DIMS];
 	size_t n_dims;
 	struct gl_window window;
 	struct gl_window excl[16]; /* holidays, maintenance: left out of fitting and scoring */
@@ -94,8 +94,8 @@ static int fc_parse(const struct gl_forecast_cache_req *q, int64_t now_s, int64_
 					  "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
 					  "cluster, partition, qos, namespace, gpu_model, workload_type)",
 					  t);
-		if (p->n_dims == GL_CB_MAX_DIMS)
-			return gl_err_set(err, GL_EINVAL, "aggregate: at most %d dimensions", GL_CB_MAX_DIMS);
+		if (p->n_dims == GL_CHARGEBACK_MAX_DIMS)
+			return gl_err_set(err, GL_EINVAL, "aggregate: at most %d dimensions", GL_CHARGEBACK_MAX_DIMS);
 		for (size_t i = 0; i < p->n_dims; i++)
 			if (!strcmp(p->dims[i], t))
 				return gl_err_set(err, GL_EINVAL, "aggregate: '%s' given twice", t);
@@ -221,7 +221,7 @@ static void add_accuracy(cJSON *so, const struct gl_forecast_result *r, int base
 /* The earliest time any source's data reaches (data_through): a history
  * step ending after it holds time some source did not see. INT64_MAX when
  * there are no sources. */
-static int64_t data_end_of(const struct gl_data_through *dt)
+static int64_t data_end_of(const struct gl_ingest_data_through_set *dt)
 {
 	int64_t e = INT64_MAX;
 	for (size_t i = 0; i < dt->n; i++)
@@ -235,7 +235,7 @@ static int fc_compute(struct gl_store *store, const struct fc_params *p, const s
 {
 	struct gl_window *steps = NULL;
 	struct gl_fcseries fs = {0};
-	struct gl_data_through dt = {0};
+	struct gl_ingest_data_through_set dt = {0};
 	struct gl_filter flt = {0};
 	size_t n_steps = 0;
 	cJSON *root = NULL, *arr;

@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 
-int gl_reqclass_heavy(enum gl_route_class cls, const char *window, const char *step, int64_t now_s,
+int gl_reqclass_heavy(enum gl_reqclass cls, const char *window, const char *step, int64_t now_s,
 		      int64_t heavy_window_days, int64_t heavy_steps)
 {
 	struct gl_window w, *steps;
@@ -14,9 +14,9 @@ int gl_reqclass_heavy(enum gl_route_class cls, const char *window, const char *s
 	size_t n = 0;
 	int heavy;
 
-	if (cls == GL_ROUTE_HEAVY)
+	if (cls == GL_REQCLASS_HEAVY)
 		return 1;
-	if (cls != GL_ROUTE_WINDOWED)
+	if (cls != GL_REQCLASS_WINDOWED)
 		return 0;
 	if (window) {
 		if (gl_window_parse(window, now_s, &w, &err))

@@ -23,11 +23,11 @@ struct acct_params {
 	struct gl_window *steps;
 	size_t n_steps;
 	char agg_buf[256];
-	const char *dims[GL_CB_MAX_DIMS];
+	const char *dims[GL_CHARGEBACK_MAX_DIMS];
 	size_t n_dims;
 	struct gl_filter filter;
 	int have_filter;
-	enum gl_share_idle share;
+	enum gl_chargeback_share_idle share;
 	int share_by_model; /* shareIdleBy=model */
 	int csv;
 	int unobserved_include;
@@ -74,9 +74,9 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 					     "aggregate: unknown dimension '%s' (team, project, cost_center, user, account, "
 					     "cluster, partition, qos, namespace, gpu_model, workload_type)",
 					     t);
-		if (p->n_dims == GL_CB_MAX_DIMS)
+		if (p->n_dims == GL_CHARGEBACK_MAX_DIMS)
 			return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: at most %d dimensions",
-					     GL_CB_MAX_DIMS);
+					     GL_CHARGEBACK_MAX_DIMS);
 		for (size_t i = 0; i < p->n_dims; i++)
 			if (!strcmp(p->dims[i], t))
 				return gl_resp_error(resp, GL_EINVAL, "aggregate", "aggregate: '%s' given twice", t);
@@ -98,12 +98,12 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct acct_pa
 		return rc;
 	p->have_filter = p->filter.n > 0;
 	if (gl_chargeback_share_parse(sh, &p->share))
-		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, sh);
-	if (p->share == GL_SHARE_OWNER && (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0))
+		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: '%s' is not " GL_CHARGEBACK_SHARE_NAMES, sh);
+	if (p->share == GL_CHARGEBACK_SHARE_OWNER && (p->n_dims != 1 || strcmp(p->dims[0], "team") != 0))
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
 	if (by && strcmp(by, "cluster") && strcmp(by, "model"))
 		return gl_resp_error(resp, GL_EINVAL, "shareIdleBy", "shareIdleBy: '%s' is not cluster or model", by);
-	if (by && p->share != GL_SHARE_PROPORTIONAL)
+	if (by && p->share != GL_CHARGEBACK_SHARE_PROPORTIONAL)
 		return gl_resp_error(resp, GL_EINVAL, "shareIdleBy", "shareIdleBy: needs shareIdle=proportional");
 	p->share_by_model = by && !strcmp(by, "model");
 	if (fmt && strcmp(fmt, "json") && strcmp(fmt, "csv"))
@@ -227,7 +227,7 @@ static void json_head(struct cb_out *o)
 		gl_jsonw_str(w, NULL, o->p.dims[d]);
 	gl_jsonw_end(w);
 	gl_jsonw_str(w, "shareIdle", gl_chargeback_share_name(o->p.share));
-	if (o->p.share == GL_SHARE_PROPORTIONAL)
+	if (o->p.share == GL_CHARGEBACK_SHARE_PROPORTIONAL)
 		gl_jsonw_str(w, "shareIdleBy", o->p.share_by_model ? "model" : "cluster");
 	gl_jsonw_str(w, "currency", o->currency);
 	gl_jsonw_array(w, "steps");

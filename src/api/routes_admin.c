@@ -257,7 +257,7 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp)
  * role and scope reach instead of probing routes for 403s. */
 int gl_route_whoami(struct gl_req *req, struct gl_resp *resp)
 {
-	const struct gl_auth *a = req->auth;
+	const struct gl_server_auth *a = req->auth;
 	cJSON *root = cJSON_CreateObject();
 	size_t n;
 	/* answering with the scope is this route's owner filter */

@@ -25,15 +25,15 @@ static void sreport_time(int64_t t, char *buf, size_t n)
 	buf[strcspn(buf, "Z")] = '\0';
 }
 
-static const char *key_name(enum gl_cap_aggregate agg)
+static const char *key_name(enum gl_capacity_aggregate agg)
 {
-	return agg == GL_CAP_AGG_PARTITION	   ? "partition"
-	       : agg == GL_CAP_AGG_MODEL	   ? "gpu_model"
-	       : agg == GL_CAP_AGG_WORKLOAD_TYPE ? "workload_type"
+	return agg == GL_CAPACITY_AGG_PARTITION	   ? "partition"
+	       : agg == GL_CAPACITY_AGG_MODEL	   ? "gpu_model"
+	       : agg == GL_CAPACITY_AGG_WORKLOAD_TYPE ? "workload_type"
 					   : NULL;
 }
 
-static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
+static void sum_into(struct gl_capacity_row *t, const struct gl_capacity_row *r)
 {
 	gl_capacity_add_raw(t, r);
 	t->drained_allocated_gpu_seconds += r->drained_allocated_gpu_seconds;
@@ -47,7 +47,7 @@ static void sum_into(struct gl_cap_row *t, const struct gl_cap_row *r)
 	t->unobserved_gpu_seconds += r->unobserved_gpu_seconds;
 }
 
-static void row_fields(cJSON *o, const struct gl_cap_row *r)
+static void row_fields(cJSON *o, const struct gl_capacity_row *r)
 {
 	double sat = gl_capacity_saturation(r);
 	cJSON_AddNumberToObject(o, "reported_gpu_seconds", (double)r->reported_gpu_seconds);
@@ -68,7 +68,7 @@ static void row_fields(cJSON *o, const struct gl_cap_row *r)
 
 /* sreport -P cluster Utilization, one block per step, GPU TRES only:
  * Allocated includes non-maintenance reservations, as the rollup books them. */
-static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size_t nsteps, const struct gl_cap_row *rows,
+static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size_t nsteps, const struct gl_capacity_row *rows,
 			size_t n)
 {
 	size_t i = 0;
@@ -82,7 +82,7 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 		gl_strbuf_puts(o, "Cluster|TRES Name|Allocated|Down|PLND Down|Idle|Planned|Reported\n");
 		while (i < n && rows[i].step == s) {
 			size_t j = i;
-			struct gl_cap_row tot;
+			struct gl_capacity_row tot;
 			memset(&tot, 0, sizeof tot);
 			while (j < n && rows[j].step == s && !strcmp(rows[j].cluster, rows[i].cluster)) {
 				tot.raw_reported_gpu_seconds += rows[j].raw_reported_gpu_seconds;
@@ -119,7 +119,7 @@ static void put_sreport(struct gl_strbuf *o, const struct gl_window *steps, size
 	}
 }
 
-static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const struct gl_cap_row *rows, size_t nrows)
+static void capacity_csv(struct gl_resp *resp, enum gl_capacity_aggregate agg, const struct gl_capacity_row *rows, size_t nrows)
 {
 	static const char *const hdr[] = {"reported_gpu_seconds", "allocated_gpu_seconds", "down_gpu_seconds",
 					  "planned_down_gpu_seconds", "reserved_gpu_seconds", "idle_gpu_seconds",
@@ -133,7 +133,7 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 		gl_csv_field(o, key_name(agg));
 	gl_apijson_csv_header(o, hdr);
 	for (size_t i = 0; i < nrows; i++) {
-		const struct gl_cap_row *r = &rows[i];
+		const struct gl_capacity_row *r = &rows[i];
 		char a[32], b[32], sat[32] = "";
 		double sv = gl_capacity_saturation(r);
 		gl_timeutil_format(r->start_s, a, sizeof a);
@@ -157,11 +157,11 @@ static void capacity_csv(struct gl_resp *resp, enum gl_cap_aggregate agg, const 
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("capacity.csv"));
 }
 
-static cJSON *capacity_json(const struct gl_window *w, enum gl_window_step step, enum gl_cap_aggregate agg, int include,
-			    const struct gl_cap_row *rows, size_t nrows)
+static cJSON *capacity_json(const struct gl_window *w, enum gl_window_step step, enum gl_capacity_aggregate agg, int include,
+			    const struct gl_capacity_row *rows, size_t nrows)
 {
 	cJSON *root = cJSON_CreateObject(), *arr, *t, *wo = cJSON_AddObjectToObject(root, "window");
-	struct gl_cap_row tot;
+	struct gl_capacity_row tot;
 	gl_apijson_add_time(wo, "start", w->start_s);
 	gl_apijson_add_time(wo, "end", w->end_s);
 	cJSON_AddStringToObject(root, "step", gl_window_step_name(step));
@@ -188,7 +188,7 @@ static cJSON *capacity_json(const struct gl_window *w, enum gl_window_step step,
 /* window, step, aggregate, unobserved and format, each checked (400 naming
  * it). */
 static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_window *w, enum gl_window_step *step,
-			   enum gl_cap_aggregate *agg, struct gl_cap_observed *obs, const char **format)
+			   enum gl_capacity_aggregate *agg, struct gl_capacity_observed *obs, const char **format)
 {
 	const char *step_s = gl_req_param(req, "step"), *agg_s = gl_req_param(req, "aggregate"),
 		   *unobs = gl_req_param(req, "unobserved");
@@ -197,18 +197,18 @@ static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_w
 
 	*format = gl_req_param(req, "format");
 	*step = GL_WINDOW_STEP_NONE;
-	*agg = GL_CAP_AGG_CLUSTER;
+	*agg = GL_CAPACITY_AGG_CLUSTER;
 	/* the shared parser also enforces api.max_window_days, as on every route */
 	if ((rc = gl_apijson_window(req, resp, "24h", w)))
 		return rc;
 	if (step_s && gl_window_step_parse(step_s, step, &err))
 		return gl_resp_error(resp, GL_EINVAL, "step", "step: %s", err.msg);
 	if (agg_s && !strcmp(agg_s, "partition"))
-		*agg = GL_CAP_AGG_PARTITION;
+		*agg = GL_CAPACITY_AGG_PARTITION;
 	else if (agg_s && !strcmp(agg_s, "gpu_model"))
-		*agg = GL_CAP_AGG_MODEL;
+		*agg = GL_CAPACITY_AGG_MODEL;
 	else if (agg_s && !strcmp(agg_s, "workload_type"))
-		*agg = GL_CAP_AGG_WORKLOAD_TYPE;
+		*agg = GL_CAPACITY_AGG_WORKLOAD_TYPE;
 	else if (agg_s && strcmp(agg_s, "cluster"))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: expected cluster, partition, gpu_model or workload_type, got '%s'", agg_s);
@@ -219,7 +219,7 @@ static int capacity_params(struct gl_req *req, struct gl_resp *resp, struct gl_w
 	obs->grace_s = req->cfg->inventory_absent_grace_s;
 	obs->include = unobs && !strcmp(unobs, "include");
 	if (*format && !strcmp(*format, "sreport")) {
-		*agg = GL_CAP_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
+		*agg = GL_CAPACITY_AGG_MODEL; /* one row per GPU TRES, the total settled separately */
 		obs->include = 1;        /* slurmdbd rolls a node's last state to the hour's end */
 	}
 	return 0;
@@ -251,9 +251,9 @@ int gl_route_capacity(struct gl_req *req, struct gl_resp *resp)
 	struct gl_err err = {0};
 	struct gl_window w, *steps = NULL, *qsteps = NULL;
 	enum gl_window_step step;
-	enum gl_cap_aggregate agg;
-	struct gl_cap_observed obs;
-	struct gl_cap_row *rows = NULL;
+	enum gl_capacity_aggregate agg;
+	struct gl_capacity_observed obs;
+	struct gl_capacity_row *rows = NULL;
 	size_t nsteps = 0, nrows = 0;
 	struct gl_store *st;
 	int rc = 0, sreport;
@@ -444,13 +444,13 @@ static cJSON *inventory_json(const struct gl_inventory *inv, int64_t now_s, int6
 
 /* A GPU is stale when it stopped reporting (absent_since) or nobody
  * observed it for longer than the absent grace, as a node is. */
-static int inv_gpu_stale(const struct gl_inv_gpu *g, int64_t now_s, int64_t grace_s)
+static int inv_gpu_stale(const struct gl_dcgmstore_inv_gpu *g, int64_t now_s, int64_t grace_s)
 {
 	return g->absent_since_s != GL_TIME_NONE || (g->last_seen_s != GL_TIME_NONE && now_s - g->last_seen_s > grace_s);
 }
 
 /* Every GPU a source reports, JSON. */
-static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n, int64_t now_s, int64_t grace_s)
+static cJSON *inv_gpus_json(const struct gl_dcgmstore_inv_gpu *v, size_t n, int64_t now_s, int64_t grace_s)
 {
 	cJSON *arr = cJSON_CreateArray();
 	for (size_t i = 0; i < n; i++) {
@@ -485,7 +485,7 @@ static cJSON *inv_gpus_json(const struct gl_inv_gpu *v, size_t n, int64_t now_s,
 }
 
 /* table=gpus: the GPUs the sources report, one row each. */
-static void inv_gpus_csv(struct gl_resp *resp, const struct gl_inv_gpu *v, size_t n, int64_t now_s, int64_t grace_s)
+static void inv_gpus_csv(struct gl_resp *resp, const struct gl_dcgmstore_inv_gpu *v, size_t n, int64_t now_s, int64_t grace_s)
 {
 	struct gl_strbuf *o = &resp->body;
 	char t[32];
@@ -522,7 +522,7 @@ int gl_route_inventory(struct gl_req *req, struct gl_resp *resp)
 	const char *cluster = gl_req_param(req, "cluster"), *table = gl_req_param(req, "table");
 	struct gl_err err = {0};
 	struct gl_inventory inv = {0};
-	struct gl_inv_gpu *gv = NULL;
+	struct gl_dcgmstore_inv_gpu *gv = NULL;
 	size_t ng = 0;
 	struct gl_store *st;
 	/* the inventory is as of now: past any source that stopped before it */

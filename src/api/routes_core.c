@@ -22,39 +22,39 @@
 
 /* the last column: replica_ok (include/gl/server.h), the read-only routes
  * a hot standby may answer (database.read_dsn) */
-const struct gl_route gl_routes[] = {
-	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_ROUTE_PROBE, 0},
-	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_ROUTE_PROBE, 0},
-	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_ROUTE_HEAVY, 0},
-	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/runs", gl_route_runs, "runs", "finance", "window,aggregate,state,format", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/runs/", gl_route_run, "run", "finance", "window,format", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 1, GL_ROUTE_WINDOWED, 1},
+const struct gl_server_route gl_routes[] = {
+	{"GET", "/healthz", gl_route_healthz, "healthz", "public", NULL, 0, GL_REQCLASS_PROBE, 0},
+	{"GET", "/metrics", gl_route_metrics, "metrics", "viewer", NULL, 0, GL_REQCLASS_PROBE, 0},
+	{"GET", "/v1/jobs", gl_route_jobs, "jobs", "finance", "cluster,state,job_id,window,limit,offset,cursor,format", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/ingest/runs", gl_route_ingest_runs, "ingest_runs", "viewer", "source,limit,format", 0, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/audit", gl_route_audit, "audit", "admin", "window,actor,action,outcome,limit,cursor,format", 0, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/audit/verify", gl_route_audit_verify, "audit_verify", "admin", "window", 0, GL_REQCLASS_HEAVY, 0},
+	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/runs", gl_route_runs, "runs", "finance", "window,aggregate,state,format", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/runs/", gl_route_run, "run", "finance", "window,format", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 1, GL_REQCLASS_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",
-	 "month,aggregate,format,table,shareIdle", 1, GL_ROUTE_HEAVY, 1},
-	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_ROUTE_LIGHT, 1},
+	 "month,aggregate,format,table,shareIdle", 1, GL_REQCLASS_HEAVY, 1},
+	{"GET", "/v1/reports", gl_route_reports, "reports", "finance", "month", 0, GL_REQCLASS_LIGHT, 1},
 	/* a prefix: after /v1/reports/showback, which it would otherwise take;
 	 * the primary's: the files are those of its reports.dir */
-	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 1, GL_ROUTE_LIGHT, 1},
-	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format,unobserved", 1, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_ROUTE_LIGHT, 0},
-	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_ROUTE_LIGHT, 0},
-	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster,unobserved", 0, GL_ROUTE_WINDOWED, 1},
-	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,table,format", 0, GL_ROUTE_LIGHT, 1},
-	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,filter,window,horizon,step,level,exclude", 1, GL_ROUTE_HEAVY, 1},
+	{"GET", "/v1/reports/", gl_route_report_file, "report_file", "finance", NULL, 0, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/budgets", gl_route_budgets, "budgets", "finance", "month", 1, GL_REQCLASS_LIGHT, 1},
+	{"GET", "/v1/queue", gl_route_queue, "queue", "viewer", "window,aggregate,format", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/idle", gl_route_idle, "idle", "finance", "window,aggregate,limit,table,format,unobserved", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/idle/candidates", gl_route_idle_candidates, "idle_candidates", "hook", "policy", 0, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/hook/actions", gl_route_hook_actions, "hook_actions", "hook", "window,limit", 0, GL_REQCLASS_LIGHT, 0},
+	{"POST", "/v1/hook/actions", gl_route_hook_record, "hook_record", "hook", NULL, 0, GL_REQCLASS_LIGHT, 0},
+	{"GET", "/v1/capacity", gl_route_capacity, "capacity", "viewer", "window,step,aggregate,format,cluster,unobserved", 0, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/inventory", gl_route_inventory, "inventory", "viewer", "cluster,table,format", 0, GL_REQCLASS_LIGHT, 1},
+	{"GET", "/v1/forecast", gl_route_forecast, "forecast", "viewer", "metric,aggregate,filter,window,horizon,step,level,exclude", 1, GL_REQCLASS_HEAVY, 1},
 	{"GET", "/v1/capacity/forecast", gl_route_capacity_forecast, "capacity_forecast", "viewer",
-	 "window,horizon,cluster,step,risk,plan", 0, GL_ROUTE_HEAVY, 1},
-	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_ROUTE_LIGHT, 0},
-	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_ROUTE_LIGHT, 0},
-	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_ROUTE_LIGHT, 0},
+	 "window,horizon,cluster,step,risk,plan", 0, GL_REQCLASS_HEAVY, 1},
+	{"GET", "/v1/capacity/plan", gl_route_capacity_plan, "capacity_plan", "viewer", NULL, 0, GL_REQCLASS_LIGHT, 0},
+	{"POST", "/v1/capacity/plan", gl_route_capacity_plan_post, "capacity_plan_post", "admin", NULL, 0, GL_REQCLASS_LIGHT, 0},
+	{NULL, NULL, NULL, NULL, NULL, NULL, 0, GL_REQCLASS_LIGHT, 0},
 };
 
 /* A health probe must stay cheap at any rate (load balancers, kubelets,
@@ -192,7 +192,7 @@ static void ingest_metrics(struct gl_strbuf *o, const struct gl_ingest_list *l, 
  * Time after it is unobserved (docs/ingest.md). Silent when the query fails. */
 static void staleness_metrics(struct gl_store *st, struct gl_strbuf *o, int64_t now_s)
 {
-	struct gl_data_through dt;
+	struct gl_ingest_data_through_set dt;
 	struct gl_err err = {0};
 	char v[24];
 	if (gl_ingest_data_through(st, &dt, &err) == 0) {
@@ -200,7 +200,7 @@ static void staleness_metrics(struct gl_store *st, struct gl_strbuf *o, int64_t 
 				  " observation (time after it is unobserved).\n"
 				  "# TYPE gpuledger_source_staleness_seconds gauge\n");
 		for (size_t i = 0; i < dt.n; i++) {
-			const struct gl_data_through_row *r = &dt.rows[i];
+			const struct gl_ingest_data_through_row *r = &dt.rows[i];
 			snprintf(v, sizeof v, "%lld", (long long)(now_s > r->through_s ? now_s - r->through_s : 0));
 			gl_apijson_prom_sample(o, "gpuledger_source_staleness_seconds",
 					       (const char *[]){"source", r->source, "cluster", r->cluster, "data", r->data,

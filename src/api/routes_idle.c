@@ -256,7 +256,7 @@ static int idle_json_next(void *state, struct gl_strbuf *out)
 
 /* aggregate, limit, table and unobserved, each checked (400 naming it). */
 static int idle_params(struct gl_req *req, struct gl_resp *resp, const char **dim, long *limit,
-		       struct gl_cap_observed *cap)
+		       struct gl_capacity_observed *cap)
 {
 	const char *agg = gl_req_param(req, "aggregate"), *lim = gl_req_param(req, "limit"),
 		   *table = gl_req_param(req, "table"), *unobs = gl_req_param(req, "unobserved");
@@ -314,7 +314,7 @@ int gl_route_idle(struct gl_req *req, struct gl_resp *resp)
 	struct gl_store *st;
 	const struct gl_tokens_scope *scope;
 	size_t n_scope;
-	struct gl_cap_observed cap;
+	struct gl_capacity_observed cap;
 	long limit;
 	int rc = 0, csv;
 

@@ -93,7 +93,7 @@ static const char *const ctr_keys[] = {"requests", "failed_requests", "prompt_to
 static void add_group(cJSON *o, const struct gl_inference_group *g, int minor)
 {
 	int observed = g->observed_s > 0;
-	for (int k = 0; k < GL_SERVE__NCTR; k++)
+	for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		cJSON_AddNumberToObject(o, ctr_keys[k], (double)g->v[k]);
 	cJSON_AddNumberToObject(o, "gpu_seconds", (double)g->gpu_s);
 	cJSON_AddNumberToObject(o, "unpriced_gpu_seconds", (double)g->unpriced_s);
@@ -131,7 +131,7 @@ static cJSON *unattributed_json(const struct gl_inference_step *s)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "endpoint", s->un[i].endpoint);
 		cJSON_AddStringToObject(o, "model_name", s->un[i].model);
-		for (int k = 0; k < GL_SERVE__NCTR; k++)
+		for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 			cJSON_AddNumberToObject(o, ctr_keys[k], (double)s->un[i].v[k]);
 		cJSON_AddStringToObject(o, "reason",
 					"no pod or Slurm job of the ledger is known to have served these scrapes "

@@ -54,8 +54,8 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		   *fmt = gl_req_param(req, "format"), *table = gl_req_param(req, "table"),
 		   *share = gl_req_param(req, "shareIdle");
 	struct gl_showback_req sr = {0};
-	struct gl_showback sb;
-	enum gl_reports_format f;
+	struct gl_sbmodel sb;
+	enum gl_settings_report_format f;
 	struct gl_err err = {0};
 	char name[128];
 	struct gl_store *st;
@@ -76,7 +76,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	if (!gl_settings_aggregate_ok(agg))
 		return gl_resp_error(resp, GL_EINVAL, "aggregate",
 				     "aggregate: '%s' is not team, project, cost_center, account, user or workload_type", agg);
-	if (sr.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
+	if (sr.share == GL_CHARGEBACK_SHARE_OWNER && strcmp(agg, "team") != 0)
 		return gl_resp_error(resp, GL_EINVAL, "shareIdle", "shareIdle: 'owner' needs aggregate=team");
 	/* checked with every format: a wrong table is a typo whatever is sent */
 	if (table) {
@@ -99,10 +99,10 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 		return gl_resp_error(resp, rc, err.code == GL_EINVAL ? "month" : NULL, "%s", err.msg);
 	if (n_scope)
 		gl_showback_restrict(&sb, scope_vals, n_scope);
-	rc = gl_reports_render(&sb, f, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, req->cfg, req->now_s, &resp->body,
+	rc = gl_reports_render(&sb, f, f == GL_SETTINGS_REPORT_CSV ? (table ? table : "owners") : NULL, req->cfg, req->now_s, &resp->body,
 			       &err);
 	if (!rc) {
-		gl_report_file_name(&sb, f == GL_REPORTS_CSV ? (table ? table : "owners") : NULL, gl_settings_report_ext[f], name,
+		gl_report_file_name(&sb, f == GL_SETTINGS_REPORT_CSV ? (table ? table : "owners") : NULL, gl_settings_report_ext[f], name,
 				    sizeof name);
 		snprintf(disposition, sizeof disposition, "attachment; filename=\"%s\"", name);
 		resp->content_type = gl_reports_ctype[f];
@@ -117,7 +117,7 @@ int gl_route_report_showback(struct gl_req *req, struct gl_resp *resp)
 	return 0;
 }
 
-static cJSON *file_json(const struct gl_reportfile_row *f)
+static cJSON *file_json(const struct gl_reportfiles_row *f)
 {
 	cJSON *o = cJSON_CreateObject(), *ch;
 	char buf[600], *save = NULL;
@@ -142,7 +142,7 @@ static cJSON *file_json(const struct gl_reportfile_row *f)
 /* The bytes of name under dir into out, when their sha256 is still the
  * recorded one: a file changed or cut on disk since is refused, not
  * served as the record. */
-static int read_recorded(const char *dir, const struct gl_reportfile *f, struct gl_strbuf *out, struct gl_err *err)
+static int read_recorded(const char *dir, const struct gl_reportfiles_file *f, struct gl_strbuf *out, struct gl_err *err)
 {
 	char path[1024], sum[65], buf[65536];
 	FILE *fp;
@@ -176,8 +176,8 @@ int gl_route_report_file(struct gl_req *req, struct gl_resp *resp)
 	static _Thread_local char disposition[320], etag[70];
 	const char *id = req->path + strlen("/v1/reports/");
 	const char *dir = req->cfg->reports_dir;
-	struct gl_reportfile f;
-	enum gl_reports_format fmt;
+	struct gl_reportfiles_file f;
+	enum gl_settings_report_format fmt;
 	struct gl_err err = {0};
 	struct gl_store *st;
 	int rc;

@@ -189,8 +189,8 @@ struct req_ctx {
 	enum req_phase phase; /* RQ_QUEUED: suspended, a pool's; RQ_DONE: resp is the answer */
 	struct gl_req req;
 	struct gl_resp resp;
-	struct gl_auth auth;
-	const struct gl_route *route;
+	struct gl_server_auth auth;
+	const struct gl_server_route *route;
 	size_t ridx;
 	int64_t token_id;
 	enum auth_reason reason;
@@ -378,7 +378,7 @@ static enum MHD_Result check_route_param(void *cls, enum MHD_ValueKind kind, con
 	return MHD_YES;
 }
 
-static int check_route_params(struct MHD_Connection *conn, const struct gl_route *route, struct gl_resp *resp)
+static int check_route_params(struct MHD_Connection *conn, const struct gl_server_route *route, struct gl_resp *resp)
 {
 	struct route_check rc = {route->params, {0}, 0, "", NULL};
 	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, check_route_param, &rc);
@@ -591,11 +591,11 @@ static void error_body(struct gl_resp *resp)
 	resp->content_type = "application/json";
 }
 
-static const struct gl_route *match(const char *method, const char *url, size_t *idx, int *method_mismatch)
+static const struct gl_server_route *match(const char *method, const char *url, size_t *idx, int *method_mismatch)
 {
 	*method_mismatch = 0;
 	for (size_t i = 0; gl_routes[i].path; i++) {
-		const struct gl_route *r = &gl_routes[i];
+		const struct gl_server_route *r = &gl_routes[i];
 		size_t n = strlen(r->path);
 		int hit = r->path[n - 1] == '/' && n > 1 ? strncmp(url, r->path, n) == 0 : strcmp(url, r->path) == 0;
 		if (!hit)
@@ -617,7 +617,7 @@ static void allowed_methods(const char *url, char *buf, size_t n)
 	size_t o = 0;
 	buf[0] = '\0';
 	for (size_t i = 0; gl_routes[i].path; i++) {
-		const struct gl_route *r = &gl_routes[i];
+		const struct gl_server_route *r = &gl_routes[i];
 		size_t k = strlen(r->path);
 		int hit = r->path[k - 1] == '/' && k > 1 ? strncmp(url, r->path, k) == 0 : strcmp(url, r->path) == 0;
 		if (!hit)
@@ -780,7 +780,7 @@ static int auth_fail(struct gl_server *s, struct gl_req *req, struct gl_resp *re
 /* Fills a from the bearer token, or returns -GL_EAUTH / -GL_EBUSY / -GL_EDB
  * / -GL_EINTERNAL with *reason set. The token is hashed at once and never
  * kept. */
-static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp *resp, struct gl_auth *a,
+static int authenticate(struct gl_server *s, struct gl_req *req, struct gl_resp *resp, struct gl_server_auth *a,
 			int64_t *attempted_id, enum auth_reason *reason)
 {
 	const char *h = MHD_lookup_connection_value((struct MHD_Connection *)req->mhd_conn, MHD_HEADER_KIND,
@@ -897,7 +897,7 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
  * name, the route, the query string (filters may name people: the log is
  * the admin's), status and why. Refusals and /healthz answers are rows in
  * aggregate (tally_emit). */
-static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_route *route, int status,
+static void audit_request(struct gl_server *s, const struct gl_req *req, const struct gl_server_route *route, int status,
 			  int64_t token_id, enum auth_reason reason, double secs)
 {
 	struct gl_strbuf d = GL_STRBUF_INIT;
@@ -1203,7 +1203,7 @@ static enum MHD_Result dispatch(struct req_ctx *x, const char *url, const char *
 
 	req_fill(x, url, method);
 	x->route = match(method, url, &x->ridx, &x->method_mismatch);
-	probe = x->route && x->route->cls == GL_ROUTE_PROBE;
+	probe = x->route && x->route->cls == GL_REQCLASS_PROBE;
 	/* a probe must answer at any rate and while everything else is busy:
 	 * from the last check when it is fresh, never behind the pools */
 	if (x->route && x->route->fn == gl_route_healthz) {
@@ -1278,7 +1278,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static int prepare(struct req_ctx *x)
 {
 	struct gl_server *s = x->s;
-	const struct gl_route *route = x->route;
+	const struct gl_server_route *route = x->route;
 	struct gl_req *req = &x->req;
 	struct gl_resp *resp = &x->resp;
 	int rc = 0;

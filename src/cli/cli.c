@@ -18,13 +18,13 @@ int gl_cli_usage_error(const char *usage, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\n%s", usage);
-	return GL_EXIT_USAGE;
+	return GL_CLI_EXIT_USAGE;
 }
 
 int gl_cli_fail(const struct gl_err *err)
 {
 	gl_log(GL_LOG_ERROR, "%s", err->msg);
-	return GL_EXIT_RUNTIME;
+	return GL_CLI_EXIT_RUNTIME;
 }
 
 int gl_cli_wants_help(int argc, char **argv)
@@ -125,5 +125,5 @@ int gl_cli_ingest_result(const struct gl_cli_count *counts, int skipped)
 	for (const struct gl_cli_count *c = counts; c->name; c++)
 		printf("%s\"%s\":%lld", c == counts ? "" : ",", c->name, c->n);
 	puts("}");
-	return skipped ? GL_EXIT_SKIPPED : 0;
+	return skipped ? GL_CLI_EXIT_SKIPPED : 0;
 }

@@ -69,7 +69,7 @@ static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 	if (!v.ok) {
 		printf("audit verify: BROKEN at seq %lld: %s (%lld rows verified before it)\n", (long long)v.bad_seq,
 		       v.reason, (long long)v.rows);
-		rc = GL_EXIT_BROKEN;
+		rc = GL_CLI_EXIT_BROKEN;
 		goto out;
 	}
 	gl_audit_hex(v.head, hx);
@@ -163,7 +163,7 @@ int gl_cli_audit(struct gl_config *cfg, int argc, char **argv)
 {
 	if (argc < 2) {
 		fputs(usage_audit, stderr);
-		return GL_EXIT_USAGE;
+		return GL_CLI_EXIT_USAGE;
 	}
 	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_audit, stdout);

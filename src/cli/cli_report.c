@@ -69,10 +69,10 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 	const struct gl_cli_opt opts[] = {{"month", &month},   {"aggregate", &agg}, {"format", &fmt},
 					  {"out", &out},       {"shareIdle", &share}, {NULL, NULL}};
 	struct gl_showback_req req = {0};
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_reports_file files[16];
 	struct gl_strbuf detail = GL_STRBUF_INIT;
-	enum gl_reports_format f;
+	enum gl_settings_report_format f;
 	struct gl_err err = {0};
 	struct gl_store *st = NULL;
 	size_t n = 0;
@@ -95,7 +95,7 @@ int gl_cli_report(struct gl_config *cfg, int argc, char **argv)
 	if (!gl_settings_aggregate_ok(agg))
 		return gl_cli_usage_error(usage_report, "report showback: --aggregate: '%s' is not team, project, "
 							"cost_center, account, user or workload_type", agg);
-	if (req.share == GL_SHARE_OWNER && strcmp(agg, "team") != 0)
+	if (req.share == GL_CHARGEBACK_SHARE_OWNER && strcmp(agg, "team") != 0)
 		return gl_cli_usage_error(usage_report, "report showback: --shareIdle owner needs --aggregate team");
 	snprintf(req.month, sizeof req.month, "%s", month);
 	req.aggregate = agg;

@@ -51,7 +51,7 @@ int gl_cli_shard(struct gl_config *cfg, int argc, char **argv)
 
 	if (argc < 2 || gl_cli_wants_help(argc, argv)) {
 		fputs(usage_shard, argc < 2 ? stderr : stdout);
-		return argc < 2 ? GL_EXIT_USAGE : 0;
+		return argc < 2 ? GL_CLI_EXIT_USAGE : 0;
 	}
 	if (!strcmp(argv[1], "list")) {
 		if (argc != 2)

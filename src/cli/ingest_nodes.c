@@ -28,8 +28,8 @@ static const char usage_kube_nodes[] =
 	"Applies a saved `kubectl get nodes -o json` taken at --at (RFC 3339, default now).\n"
 	"Exit 0 ok, 1 failure, 4 when nodes were skipped.\n";
 
-static int parse_file(const char *path, int (*fn)(const char *, size_t, struct gl_node_snapshot *, struct gl_err *),
-		      struct gl_node_snapshot *s, struct gl_err *err)
+static int parse_file(const char *path, int (*fn)(const char *, size_t, struct gl_nodeobs_snapshot *, struct gl_err *),
+		      struct gl_nodeobs_snapshot *s, struct gl_err *err)
 {
 	size_t len = 0;
 	char *buf = gl_cli_read_file(path, 0, &len, err);
@@ -52,7 +52,7 @@ static int parse_at(const char *at, int64_t *out)
 	return gl_timeutil_parse(at, strlen(at), out);
 }
 
-static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s)
+static int report(struct gl_config *cfg, const struct gl_nodes_ingest_opts *o, const struct gl_nodeobs_snapshot *s)
 {
 	struct gl_err err = {0};
 	struct gl_nodes_ingest_counts n;
@@ -90,7 +90,7 @@ int gl_cli_ingest_slurm_nodes(struct gl_config *cfg, int argc, char **argv)
 		{"cluster", &cluster}, {"nodes", &nodes}, {"events", &events}, {"reservations", &resv}, {"at", &at},
 		{NULL, NULL},
 	};
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_err err = {0};
 	int rc;
@@ -125,7 +125,7 @@ int gl_cli_ingest_kube_nodes(struct gl_config *cfg, int argc, char **argv)
 {
 	const char *cluster = NULL, *file = NULL, *at = NULL;
 	const struct gl_cli_opt opts[] = {{"cluster", &cluster}, {"file", &file}, {"at", &at}, {NULL, NULL}};
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_err err = {0};
 	int rc;

@@ -29,7 +29,7 @@ static const char usage_ingest_serving[] =
 	"counter went backwards without a restart (flagged, counted 0).\n";
 
 /* The sources.serving entry of an endpoint, if the config has one. */
-static const struct gl_serving_source_cfg *entry_of(const struct gl_config *cfg, const char *endpoint)
+static const struct gl_config_serving_source *entry_of(const struct gl_config *cfg, const char *endpoint)
 {
 	for (size_t i = 0; i < cfg->n_serving; i++)
 		if (!strcmp(cfg->serving[i].endpoint, endpoint))
@@ -38,7 +38,7 @@ static const struct gl_serving_source_cfg *entry_of(const struct gl_config *cfg,
 }
 
 /* Where it runs: the options, else the config entry; its stream name. */
-static int where_of(const char *pod, const char *job, const char *job_name, const struct gl_serving_source_cfg *e,
+static int where_of(const char *pod, const char *job, const char *job_name, const struct gl_config_serving_source *e,
 		    struct gl_servingdb_where *w, char *ns_buf, size_t n)
 {
 	const char *slash;
@@ -108,10 +108,10 @@ int gl_cli_ingest_serving(struct gl_config *cfg, int argc, char **argv)
 		{"pod", &pod},		 {"job", &job},		{"job-name", &job_name}, {"model", &model},
 		{"instance", &instance}, {NULL, NULL},
 	};
-	const struct gl_serving_source_cfg *e;
+	const struct gl_config_serving_source *e;
 	struct gl_serving_ingest_opts o;
 	struct gl_serving_ingest_result res;
-	struct gl_serving_scrape_in in;
+	struct gl_serving_ingest_scrape_in in;
 	struct gl_serving_ingest_batch *b = NULL;
 	struct gl_err err = {0};
 	struct gl_store *store = NULL;

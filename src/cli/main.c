@@ -36,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_RUNTIME GL_EXIT_RUNTIME
-#define EXIT_USAGE GL_EXIT_USAGE
+#define EXIT_RUNTIME GL_CLI_EXIT_RUNTIME
+#define EXIT_USAGE GL_CLI_EXIT_USAGE
 
 static volatile int g_stop; /* set from the signal handler; int for gl_daemon_tick */
 static void on_signal(int sig)

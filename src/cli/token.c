@@ -183,7 +183,7 @@ int gl_cli_token(struct gl_config *cfg, int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(usage_token, argc < 2 ? stderr : stdout);
-		return argc < 2 ? GL_EXIT_USAGE : 0;
+		return argc < 2 ? GL_CLI_EXIT_USAGE : 0;
 	}
 	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_token, stdout);

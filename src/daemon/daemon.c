@@ -24,7 +24,7 @@
 #include <string.h>
 
 static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const char *kind, const char *cluster,
-		int64_t interval_s, gl_source_run_fn run, const void *src)
+		int64_t interval_s, gl_daemon_source_run_fn run, const void *src)
 {
 	struct gl_daemon_source *s;
 	if (*n == *cap) {

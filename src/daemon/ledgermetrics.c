@@ -107,7 +107,7 @@ static int put_chargeback(struct gl_store *st, const struct gl_config *cfg, cons
 	struct gl_chargeback cb;
 	int rc;
 
-	gl_chargeback_init(&cb, 2, GL_SHARE_NONE, 1);
+	gl_chargeback_init(&cb, 2, GL_CHARGEBACK_SHARE_NONE, 1);
 	gl_accounting_query_init(&q, month, 1, dims, 2, now_s);
 	if ((rc = gl_accounting_chargeback_finished(st, &q, &cb, &meta, err)))
 		goto out;
@@ -127,11 +127,11 @@ static int put_capacity(struct gl_store *st, const struct gl_config *cfg, const 
 					   "GPU-seconds neither allocated, down nor reserved"};
 	/* as /v1/capacity: the seconds that have not happened yet are no capacity */
 	struct gl_window w = {month->start_s, month->end_s < now_s ? month->end_s : now_s};
-	struct gl_cap_row *rows = NULL;
+	struct gl_capacity_row *rows = NULL;
 	size_t n = 0;
 	/* firm capacity, as /v1/capacity answers by default */
-	struct gl_cap_observed obs = {cfg->inventory_absent_grace_s, 0};
-	int rc = gl_capstore_query(st, &w, 1, GL_CAP_AGG_MODEL, NULL, now_s, &obs, &rows, &n, err);
+	struct gl_capacity_observed obs = {cfg->inventory_absent_grace_s, 0};
+	int rc = gl_capstore_query(st, &w, 1, GL_CAPACITY_AGG_MODEL, NULL, now_s, &obs, &rows, &n, err);
 	if (rc)
 		return rc;
 	for (size_t m = 0; m < GL_ARRAY_LEN(names); m++) {
@@ -140,7 +140,7 @@ static int put_capacity(struct gl_store *st, const struct gl_config *cfg, const 
 		gl_strbuf_printf(o, "# HELP %s %s this month so far (UTC), per cluster and GPU model (/v1/capacity).\n"
 				    "# TYPE %s gauge\n", metric, help[m], metric);
 		for (size_t i = 0; i < n; i++) {
-			const struct gl_cap_row *r = &rows[i];
+			const struct gl_capacity_row *r = &rows[i];
 			int64_t v = m == 0 ? r->reported_gpu_seconds : m == 1 ? r->allocated_gpu_seconds : r->idle_gpu_seconds;
 			sample_i64(o, metric, (const char *[]){"cluster", r->cluster, "gpu_model", r->key, NULL}, v);
 		}

@@ -15,7 +15,7 @@ static int64_t take(int64_t want, int64_t *left)
 	return t;
 }
 
-void gl_capacity_settle(struct gl_cap_row *r)
+void gl_capacity_settle(struct gl_capacity_row *r)
 {
 	int64_t left = r->raw_reported_gpu_seconds < 0 ? 0 : r->raw_reported_gpu_seconds;
 	/* micro-GPU-seconds -> GPU-seconds once per row, half up as chargeback
@@ -60,7 +60,7 @@ int64_t gl_capacity_beyond(int64_t available_s, int64_t idle_s, int64_t allocate
 	return allocated_s - gl_capacity_inside(available_s, idle_s, allocated_s);
 }
 
-double gl_capacity_saturation(const struct gl_cap_row *r)
+double gl_capacity_saturation(const struct gl_capacity_row *r)
 {
 	/* a settled row's allocation is within its capacity (the rest is
 	 * over_gpu_seconds, beside it) */
@@ -72,20 +72,20 @@ double gl_capacity_saturation(const struct gl_cap_row *r)
  * which add up to total: floors, then one each by largest remainder. */
 static void split(int64_t total, const int64_t *w, size_t n, int64_t *out)
 {
-	gl_i128 sw = 0, left = total;
+	gl_cost_i128 sw = 0, left = total;
 	for (size_t i = 0; i < n; i++)
 		sw += w[i] > 0 ? w[i] : 0;
 	for (size_t i = 0; i < n; i++) {
-		out[i] = sw > 0 && w[i] > 0 ? (int64_t)((gl_i128)total * w[i] / sw) : 0;
+		out[i] = sw > 0 && w[i] > 0 ? (int64_t)((gl_cost_i128)total * w[i] / sw) : 0;
 		left -= out[i];
 	}
 	while (sw > 0 && left > 0) {
 		size_t best = n;
-		gl_i128 br = -1;
+		gl_cost_i128 br = -1;
 		for (size_t i = 0; i < n; i++) {
-			gl_i128 r = w[i] > 0 ? (gl_i128)total * w[i] % sw : -1;
+			gl_cost_i128 r = w[i] > 0 ? (gl_cost_i128)total * w[i] % sw : -1;
 			/* a part given its unit already ranks below the others */
-			if (w[i] > 0 && out[i] == (int64_t)((gl_i128)total * w[i] / sw) && r > br) {
+			if (w[i] > 0 && out[i] == (int64_t)((gl_cost_i128)total * w[i] / sw) && r > br) {
 				br = r;
 				best = i;
 			}
@@ -97,7 +97,7 @@ static void split(int64_t total, const int64_t *w, size_t n, int64_t *out)
 	}
 }
 
-void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r)
+void gl_capacity_add_raw(struct gl_capacity_row *t, const struct gl_capacity_row *r)
 {
 	t->raw_reported_gpu_seconds += r->raw_reported_gpu_seconds;
 	t->raw_allocated_micro_gpu_seconds += r->raw_allocated_micro_gpu_seconds;
@@ -109,9 +109,9 @@ void gl_capacity_add_raw(struct gl_cap_row *t, const struct gl_cap_row *r)
 }
 
 /* One step and cluster, in[0..n), onto o: its types, then the rest. */
-static size_t by_type_group(const struct gl_cap_row *in, size_t n, struct gl_cap_row *o)
+static size_t by_type_group(const struct gl_capacity_row *in, size_t n, struct gl_capacity_row *o)
 {
-	struct gl_cap_row tot;
+	struct gl_capacity_row tot;
 	int64_t *w = gl_xcalloc(n + 1, sizeof *w), *dw = gl_xcalloc(n + 1, sizeof *dw), *a = gl_xcalloc(n + 1, sizeof *a),
 		*d = gl_xcalloc(n + 1, sizeof *d);
 	size_t k = 0;
@@ -145,7 +145,7 @@ static size_t by_type_group(const struct gl_cap_row *in, size_t n, struct gl_cap
 	o[k].start_s = in[0].start_s;
 	o[k].end_s = in[0].end_s;
 	snprintf(o[k].cluster, sizeof o[k].cluster, "%s", in[0].cluster);
-	snprintf(o[k].key, sizeof o[k].key, "%s", GL_CAP_UNALLOCATED_KEY);
+	snprintf(o[k].key, sizeof o[k].key, "%s", GL_CAPACITY_UNALLOCATED_KEY);
 	o[k].reported_gpu_seconds = tot.reported_gpu_seconds - tot.allocated_gpu_seconds;
 	o[k].allocated_gpu_seconds = 0;
 	o[k].drained_allocated_gpu_seconds = 0;
@@ -158,9 +158,9 @@ static size_t by_type_group(const struct gl_cap_row *in, size_t n, struct gl_cap
 	return k + 1;
 }
 
-void gl_capacity_by_type(const struct gl_cap_row *in, size_t n, struct gl_cap_row **out, size_t *nout)
+void gl_capacity_by_type(const struct gl_capacity_row *in, size_t n, struct gl_capacity_row **out, size_t *nout)
 {
-	struct gl_cap_row *o = gl_xcalloc(2 * n + 1, sizeof *o);
+	struct gl_capacity_row *o = gl_xcalloc(2 * n + 1, sizeof *o);
 	size_t k = 0;
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && in[j].step == in[i].step && !strcmp(in[j].cluster, in[i].cluster); j++)

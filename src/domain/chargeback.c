@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gl_chargeback_init(struct gl_chargeback *cb, size_t n_dims, enum gl_share_idle share, size_t n_steps)
+void gl_chargeback_init(struct gl_chargeback *cb, size_t n_dims, enum gl_chargeback_share_idle share, size_t n_steps)
 {
 	memset(cb, 0, sizeof *cb);
 	cb->n_dims = n_dims;
@@ -27,7 +27,7 @@ void gl_chargeback_fini(struct gl_chargeback *cb)
 {
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		for (size_t j = 0; j < cb->steps[i].n_lines; j++) {
-			for (size_t d = 0; d < GL_CB_MAX_DIMS; d++)
+			for (size_t d = 0; d < GL_CHARGEBACK_MAX_DIMS; d++)
 				free(cb->steps[i].lines[j].key[d]);
 			free(cb->steps[i].lines[j].parts);
 		}
@@ -110,24 +110,24 @@ struct gl_chargeback_line *gl_chargeback_add_line(struct gl_chargeback *cb, size
 
 static const char *const share_names[] = {"none", "proportional", "owner", "proportional_fleet"};
 
-const char *gl_chargeback_share_name(enum gl_share_idle share)
+const char *gl_chargeback_share_name(enum gl_chargeback_share_idle share)
 {
 	return (size_t)share < GL_ARRAY_LEN(share_names) ? share_names[share] : "none";
 }
 
-int gl_chargeback_share_parse(const char *s, enum gl_share_idle *out)
+int gl_chargeback_share_parse(const char *s, enum gl_chargeback_share_idle *out)
 {
 	if (!s || !strcmp(s, "false")) {
-		*out = GL_SHARE_NONE;
+		*out = GL_CHARGEBACK_SHARE_NONE;
 		return 0;
 	}
 	if (!strcmp(s, "true") || !strcmp(s, "weighted")) {
-		*out = GL_SHARE_PROPORTIONAL;
+		*out = GL_CHARGEBACK_SHARE_PROPORTIONAL;
 		return 0;
 	}
 	for (size_t i = 0; i < GL_ARRAY_LEN(share_names); i++)
 		if (!strcmp(s, share_names[i])) {
-			*out = (enum gl_share_idle)i;
+			*out = (enum gl_chargeback_share_idle)i;
 			return 0;
 		}
 	return -GL_EINVAL;
@@ -148,7 +148,7 @@ size_t gl_chargeback_pool_of(struct gl_chargeback *cb, size_t step, const char *
 	return s->n_pools++;
 }
 
-void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_i128 us)
+void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_cost_i128 us)
 {
 	for (size_t i = 0; i < l->n_parts; i++)
 		if (l->parts[i].pool == pool) {
@@ -220,7 +220,7 @@ static void share_fleet(struct gl_chargeback_step *s)
 static int share_pools(struct gl_chargeback_step *s, int micros, int64_t total, int64_t *left)
 {
 	size_t n = s->n_lines, np = s->n_pools;
-	gl_i128 *num = gl_xcalloc(np + 1, sizeof *num);
+	gl_cost_i128 *num = gl_xcalloc(np + 1, sizeof *num);
 	int64_t *amt = gl_xcalloc(np + 1, sizeof *amt), *w = gl_xcalloc(n + 1, sizeof *w);
 	int64_t *sh = gl_xcalloc(n + 1, sizeof *sh);
 	int rc = 0;
@@ -230,11 +230,11 @@ static int share_pools(struct gl_chargeback_step *s, int micros, int64_t total, 
 		goto out;
 	for (size_t p = 0; p < np; p++)
 		num[p] = micros ? s->pools[p].idle_num : s->pools[p].idle_us;
-	if ((rc = gl_cost_apportion(num, np, micros ? GL_MICRO_GPU_SECONDS_PER_GPU_HOUR : GL_GPU_MICRO, amt)))
+	if ((rc = gl_cost_apportion(num, np, micros ? GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR : GL_GPU_MICRO, amt)))
 		goto out;
 	rebalance(amt, np, total);
 	for (size_t p = 0; p < np; p++) {
-		gl_i128 shown = 0;
+		gl_cost_i128 shown = 0;
 		size_t m = n;
 		for (size_t i = 0; i < n; i++) {
 			w[i] = 0;
@@ -270,7 +270,7 @@ out:
 static int finish_step(struct gl_chargeback *cb, struct gl_chargeback_step *s)
 {
 	size_t n = s->n_lines;
-	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
+	gl_cost_i128 *num = gl_xcalloc(n + 1, sizeof *num);
 	int64_t *out = gl_xcalloc(n + 1, sizeof *out), *w = gl_xcalloc(n + 1, sizeof *w);
 	int rc = 0;
 
@@ -288,18 +288,18 @@ static int finish_step(struct gl_chargeback *cb, struct gl_chargeback_step *s)
 	s->idle_total_s = out[n];
 	/* unpriced GPU-seconds per line (informational, rounded per line) */
 	for (size_t i = 0; i < n; i++) {
-		gl_i128 u = s->lines[i].alloc_us - s->lines[i].priced_us;
+		gl_cost_i128 u = s->lines[i].alloc_us - s->lines[i].priced_us;
 		s->lines[i].unpriced_s = (int64_t)((u + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	}
 	{
-		gl_i128 o = s->overalloc_us;
+		gl_cost_i128 o = s->overalloc_us;
 		s->overalloc_s = (int64_t)((o + GL_GPU_MICRO / 2) / GL_GPU_MICRO);
 	}
 	/* cost: every line and the idle line rounded once, remainders carried */
 	for (size_t i = 0; i < n; i++)
 		num[i] = s->lines[i].cost_num;
 	num[n] = s->capacity_known ? s->idle_num : 0;
-	if ((rc = gl_cost_apportion(num, n + 1, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
+	if ((rc = gl_cost_apportion(num, n + 1, GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 		goto out;
 	s->total_cost_micros = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -309,23 +309,23 @@ static int finish_step(struct gl_chargeback *cb, struct gl_chargeback_step *s)
 	s->idle_total_micros = out[n];
 	s->idle_micros = s->idle_total_micros;
 	s->idle_s = s->idle_total_s;
-	if (cb->share == GL_SHARE_PROPORTIONAL && s->idle_total_micros + s->idle_total_s > 0) {
+	if (cb->share == GL_CHARGEBACK_SHARE_PROPORTIONAL && s->idle_total_micros + s->idle_total_s > 0) {
 		if ((rc = share_pools(s, 1, s->idle_total_micros, &s->idle_micros)) ||
 		    (rc = share_pools(s, 0, s->idle_total_s, &s->idle_s)))
 			goto out;
-	} else if (cb->share == GL_SHARE_PROPORTIONAL_FLEET && s->idle_total_micros + s->idle_total_s > 0) {
+	} else if (cb->share == GL_CHARGEBACK_SHARE_PROPORTIONAL_FLEET && s->idle_total_micros + s->idle_total_s > 0) {
 		share_fleet(s);
-	} else if (cb->share == GL_SHARE_OWNER) {
+	} else if (cb->share == GL_CHARGEBACK_SHARE_OWNER) {
 		/* the store put each dedicated owner's idle numerators on its line;
 		 * round them together with what stays unowned */
-		gl_i128 owned_num = 0, owned_us = 0;
+		gl_cost_i128 owned_num = 0, owned_us = 0;
 		for (size_t i = 0; i < n; i++) {
 			num[i] = s->lines[i].idle_owner_num;
 			owned_num += num[i];
 			owned_us += s->lines[i].idle_owner_us;
 		}
 		num[n] = s->idle_num > owned_num ? s->idle_num - owned_num : 0;
-		if ((rc = gl_cost_apportion(num, n + 1, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
+		if ((rc = gl_cost_apportion(num, n + 1, GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 			goto out;
 		/* re-balance to the idle total already fixed above */
 		rebalance(out, n + 1, s->idle_total_micros);
@@ -362,7 +362,7 @@ out:
 static int finish_unobserved(struct gl_chargeback_step *s)
 {
 	size_t n = s->n_lines;
-	gl_i128 *num = gl_xcalloc(n + 1, sizeof *num);
+	gl_cost_i128 *num = gl_xcalloc(n + 1, sizeof *num);
 	int64_t *out = gl_xcalloc(n + 1, sizeof *out);
 	int rc;
 
@@ -375,7 +375,7 @@ static int finish_unobserved(struct gl_chargeback_step *s)
 		s->unobserved_s += out[i];
 		num[i] = s->lines[i].unobs_num;
 	}
-	if ((rc = gl_cost_apportion(num, n, GL_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
+	if ((rc = gl_cost_apportion(num, n, GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR, out)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct gl_chargeback_line *l = &s->lines[i];

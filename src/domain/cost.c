@@ -5,16 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gl_cost_i128_parse(const char *s, gl_i128 *out)
+int gl_cost_i128_parse(const char *s, gl_cost_i128 *out)
 {
-	gl_i128 v = 0;
+	gl_cost_i128 v = 0;
 	const char *p = s;
 	if (!*p)
 		return -GL_EINVAL;
 	for (; *p; p++) {
 		if (*p < '0' || *p > '9')
 			return -GL_EINVAL;
-		if (v > ((((gl_i128)1) << 120) / 10))
+		if (v > ((((gl_cost_i128)1) << 120) / 10))
 			return -GL_ERANGE;
 		v = v * 10 + (*p - '0');
 	}
@@ -22,7 +22,7 @@ int gl_cost_i128_parse(const char *s, gl_i128 *out)
 	return 0;
 }
 
-void gl_cost_i128_format(gl_i128 v, char *buf, size_t n)
+void gl_cost_i128_format(gl_cost_i128 v, char *buf, size_t n)
 {
 	char tmp[48], *q = tmp + sizeof tmp;
 	int neg = v < 0;
@@ -39,7 +39,7 @@ void gl_cost_i128_format(gl_i128 v, char *buf, size_t n)
 
 struct rem {
 	size_t idx;
-	gl_i128 r;
+	gl_cost_i128 r;
 };
 
 static int by_rem_desc(const void *a, const void *b)
@@ -51,9 +51,9 @@ static int by_rem_desc(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out)
+int gl_cost_apportion(const gl_cost_i128 *num, size_t n, int64_t denom, int64_t *out)
 {
-	gl_i128 total = 0, floors = 0, target;
+	gl_cost_i128 total = 0, floors = 0, target;
 	struct rem *r;
 	if (denom <= 0)
 		return -GL_EINVAL;
@@ -72,7 +72,7 @@ int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out)
 	}
 	gl_qsort(r, n, sizeof *r, by_rem_desc);
 	/* target - floors < n always: each line lost less than one unit */
-	for (gl_i128 k = 0; k < target - floors && (size_t)k < n; k++)
+	for (gl_cost_i128 k = 0; k < target - floors && (size_t)k < n; k++)
 		out[r[k].idx]++;
 	free(r);
 	return 0;
@@ -80,8 +80,8 @@ int gl_cost_apportion(const gl_i128 *num, size_t n, int64_t denom, int64_t *out)
 
 int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out)
 {
-	gl_i128 wsum = 0;
-	gl_i128 *num;
+	gl_cost_i128 wsum = 0;
+	gl_cost_i128 *num;
 	int rc;
 	for (size_t i = 0; i < n; i++) {
 		out[i] = 0;
@@ -97,7 +97,7 @@ int gl_cost_share(int64_t amount, const int64_t *weight, size_t n, int64_t *out)
 	/* amount x w_i / W, rounded with carry; sums to exactly amount because
 	 * sum(num)/W == amount is an integer */
 	for (size_t i = 0; i < n; i++)
-		num[i] = (gl_i128)amount * weight[i];
+		num[i] = (gl_cost_i128)amount * weight[i];
 	if (wsum > INT64_MAX) {
 		free(num);
 		return -GL_ERANGE;

@@ -60,7 +60,7 @@ static int check_placeholders(const struct gl_hookpolicy_list *l, char *bad, siz
 	return 0;
 }
 
-static int compile_one(const struct gl_hookpolicy_defaults *d, const struct gl_hook_policy_cfg *c,
+static int compile_one(const struct gl_hookpolicy_defaults *d, const struct gl_hookpolicy_cfg *c,
 		       struct gl_hookpolicy *p, struct gl_err *err)
 {
 	char *end, bad[64];
@@ -137,7 +137,7 @@ static int compile_one(const struct gl_hookpolicy_defaults *d, const struct gl_h
 	return 0;
 }
 
-int gl_hookpolicy_compile(const struct gl_hook_policy_cfg *pc, size_t npc, const struct gl_hookpolicy_defaults *d,
+int gl_hookpolicy_compile(const struct gl_hookpolicy_cfg *pc, size_t npc, const struct gl_hookpolicy_defaults *d,
 			  struct gl_hookpolicy **out, size_t *n, struct gl_err *err)
 {
 	struct gl_hookpolicy *p = gl_xcalloc(npc ? npc : 1, sizeof *p);
@@ -146,7 +146,7 @@ int gl_hookpolicy_compile(const struct gl_hook_policy_cfg *pc, size_t npc, const
 	*out = NULL;
 	*n = 0;
 	for (size_t i = 0; i < npc; i++) {
-		const struct gl_hook_policy_cfg *c = &pc[i];
+		const struct gl_hookpolicy_cfg *c = &pc[i];
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(pc[j].name, c->name)) {
 				rc = gl_err_set(err, GL_ECONFIG, "%s:%d: hook.policies[%zu]: name '%s' is used twice (first at line %d)",

@@ -23,7 +23,7 @@ struct gl_inference_use {
 	size_t step;
 	int64_t job_pk;
 	char *endpoint, *model;
-	int64_t v[GL_SERVE__NCTR];
+	int64_t v[GL_SERVEMETRICS__NCTR];
 	size_t nle, cap;
 	double *le, *cum;
 	int in_window; /* its job has a ledger line in the window */
@@ -220,13 +220,13 @@ static struct gl_inference_use *use_for(struct gl_inference *x, size_t step, int
 }
 
 void gl_inference_add_usage(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
-		      const int64_t v[GL_SERVE__NCTR])
+		      const int64_t v[GL_SERVEMETRICS__NCTR])
 {
 	struct gl_inference_use *u;
 	if (step >= x->n_steps)
 		return;
 	u = use_for(x, step, job_pk, endpoint, model);
-	for (size_t k = 0; k < GL_SERVE__NCTR; k++)
+	for (size_t k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		u->v[k] += v[k];
 }
 
@@ -259,13 +259,13 @@ void gl_inference_add_bucket(struct gl_inference *x, size_t step, int64_t job_pk
 }
 
 void gl_inference_add_row(struct gl_inference *x, size_t step, int64_t job_pk, const char *endpoint, const char *model,
-		    const int64_t v[GL_SERVE__NCTR], const double *le, const double *cum, size_t n)
+		    const int64_t v[GL_SERVEMETRICS__NCTR], const double *le, const double *cum, size_t n)
 {
 	struct gl_inference_use *u;
 	if (step >= x->n_steps)
 		return;
 	u = use_for(x, step, job_pk, endpoint, model);
-	for (size_t k = 0; k < GL_SERVE__NCTR; k++)
+	for (size_t k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		u->v[k] += v[k];
 	if (u->nle == n && (!n || !memcmp(u->le, le, n * sizeof *le))) {
 		for (size_t i = 0; i < n; i++) /* the same bounds in the same order */
@@ -279,8 +279,8 @@ void gl_inference_add_row(struct gl_inference *x, size_t step, int64_t job_pk, c
 
 int64_t gl_inference_per(int64_t a, int64_t num, int64_t den)
 {
-	gl_i128 p = (gl_i128)a * num;
-	return (int64_t)((2 * p + den) / (2 * (gl_i128)den));
+	gl_cost_i128 p = (gl_cost_i128)a * num;
+	return (int64_t)((2 * p + den) / (2 * (gl_cost_i128)den));
 }
 
 /* ---- groups ---- */
@@ -318,7 +318,7 @@ static struct gl_inference_group *group_for(struct gl_inference_step *s, const c
 
 static void group_add_usage(struct gl_inference_group *g, const int64_t *v, size_t nle, const double *le, const double *cum)
 {
-	for (size_t k = 0; k < GL_SERVE__NCTR; k++)
+	for (size_t k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		g->v[k] += v[k];
 	for (size_t i = 0; i < nle; i++)
 		hist_add(&g->nle, &g->cap_le, &g->le, &g->cum, le[i], cum[i]);
@@ -349,7 +349,7 @@ static void unattributed_add(struct gl_inference_step *s, const char *endpoint, 
 		u->endpoint = gl_xstrdup(endpoint);
 		u->model = gl_xstrdup(model);
 	}
-	for (size_t k = 0; k < GL_SERVE__NCTR; k++)
+	for (size_t k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		u->v[k] += v[k];
 }
 
@@ -402,7 +402,7 @@ static int64_t requests_of(const struct gl_inference *x, size_t step, int64_t jo
 {
 	struct gl_inference_use key = {.step = step, .job_pk = job_pk, .endpoint = p->endpoint, .model = p->model};
 	const struct gl_inference_use *u = gl_bsearch(&key, x->uses, x->n_uses, sizeof *x->uses, cmp_use);
-	return u ? u->v[GL_SERVE_REQUESTS] : 0;
+	return u ? u->v[GL_SERVEMETRICS_REQUESTS] : 0;
 }
 
 /* Shares one line over its job's (endpoint, model) pairs by their requests
@@ -538,7 +538,7 @@ static double quantile(const struct gl_inference_group *g, double q)
 
 static void derive(struct gl_inference_group *g)
 {
-	int64_t req = g->v[GL_SERVE_REQUESTS], pt = g->v[GL_SERVE_PROMPT], gt = g->v[GL_SERVE_GENERATED];
+	int64_t req = g->v[GL_SERVEMETRICS_REQUESTS], pt = g->v[GL_SERVEMETRICS_PROMPT], gt = g->v[GL_SERVEMETRICS_GENERATED];
 	g->have_per_1k_requests = req > 0;
 	g->per_1k_requests_micros = req > 0 ? gl_inference_per(g->cost_micros, 1000, req) : 0;
 	g->have_per_1m_prompt = pt > 0;

@@ -14,15 +14,15 @@ int64_t gl_jobstats_span_s(int64_t a_us, int64_t b_us)
 	return (int64_t)rint(d);
 }
 
-gl_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
+gl_cost_i128 gl_jobstats_cost_num(const struct gl_jobstats_rate *rates, size_t n, int64_t s0_us, int64_t e0_us,
 			     int64_t gpu_micro)
 {
-	gl_i128 num = 0;
+	gl_cost_i128 num = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct gl_jobstats_rate *r = &rates[i];
 		if (r->from_us >= e0_us || r->to_us <= s0_us)
 			continue;
-		num += (gl_i128)r->micros_per_gpu_hour * gpu_micro *
+		num += (gl_cost_i128)r->micros_per_gpu_hour * gpu_micro *
 		       gl_jobstats_span_s(r->from_us > s0_us ? r->from_us : s0_us, r->to_us < e0_us ? r->to_us : e0_us);
 	}
 	return num;
@@ -133,7 +133,7 @@ int64_t gl_jobstats_part_cost(int64_t cost_micros, int64_t alloc_us, int64_t par
 {
 	if (alloc_us <= 0 || part_us <= 0 || cost_micros <= 0)
 		return 0;
-	return (int64_t)(((gl_i128)cost_micros * part_us * 2 + alloc_us) / ((gl_i128)alloc_us * 2));
+	return (int64_t)(((gl_cost_i128)cost_micros * part_us * 2 + alloc_us) / ((gl_cost_i128)alloc_us * 2));
 }
 
 static int64_t part_cost(const struct gl_jobstats_job *j, int64_t part_us)

@@ -21,7 +21,7 @@ void gl_report_fmt_hours(int64_t s, char *buf, size_t n)
 	snprintf(buf, n, "%s%lld.%03lld", neg ? "-" : "", (long long)(milli / 1000), (long long)(milli % 1000));
 }
 
-void gl_report_fmt_job_money(const struct gl_showback *sb, const struct gl_sb_job *j, int64_t micros, char *buf,
+void gl_report_fmt_job_money(const struct gl_sbmodel *sb, const struct gl_sbmodel_job *j, int64_t micros, char *buf,
 			     size_t n)
 {
 	char m[48];
@@ -35,7 +35,7 @@ void gl_report_fmt_job_money(const struct gl_showback *sb, const struct gl_sb_jo
 
 void gl_report_fmt_pct(int64_t num, int64_t den, char *buf, size_t n)
 {
-	gl_i128 v;
+	gl_cost_i128 v;
 	int neg;
 	if (den == 0) {
 		snprintf(buf, n, "%s", "");
@@ -46,7 +46,7 @@ void gl_report_fmt_pct(int64_t num, int64_t den, char *buf, size_t n)
 		num = -num;
 	if (den < 0)
 		den = -den;
-	v = ((gl_i128)num * 10000 * 2 + den) / ((gl_i128)den * 2); /* hundredths of a percent */
+	v = ((gl_cost_i128)num * 10000 * 2 + den) / ((gl_cost_i128)den * 2); /* hundredths of a percent */
 	snprintf(buf, n, "%s%lld.%02lld", neg ? "-" : "", (long long)(v / 100), (long long)(v % 100));
 }
 
@@ -178,7 +178,7 @@ const char *gl_report_owner_label(const char *key)
 	return key && *key ? key : "(none)";
 }
 
-int64_t gl_report_reconcile_diff(const struct gl_showback *sb)
+int64_t gl_report_reconcile_diff(const struct gl_sbmodel *sb)
 {
 	int64_t sum = sb->fleet.idle_left_micros;
 	for (size_t i = 0; i < sb->n_owners; i++)
@@ -186,9 +186,9 @@ int64_t gl_report_reconcile_diff(const struct gl_showback *sb)
 	return sum - sb->fleet.total_micros;
 }
 
-void gl_report_shown_compute(const struct gl_showback *sb, struct gl_report_shown *out)
+void gl_report_shown_compute(const struct gl_sbmodel *sb, struct gl_report_shown *out)
 {
-	const struct gl_sb_fleet *f = &sb->fleet;
+	const struct gl_sbmodel_fleet *f = &sb->fleet;
 	size_t n = sb->n_owners;
 	int64_t *cost = gl_xcalloc(n + 1, sizeof *cost), *share = gl_xcalloc(n + 1, sizeof *share);
 	const char **name = gl_xcalloc(n + 1, sizeof *name);
@@ -240,21 +240,21 @@ void gl_report_shown_fini(struct gl_report_shown *s)
 	memset(s, 0, sizeof *s);
 }
 
-const char *gl_report_share_tag(enum gl_share_idle share)
+const char *gl_report_share_tag(enum gl_chargeback_share_idle share)
 {
 	switch (share) {
-	case GL_SHARE_PROPORTIONAL:
+	case GL_CHARGEBACK_SHARE_PROPORTIONAL:
 		return "-idle_proportional";
-	case GL_SHARE_OWNER:
+	case GL_CHARGEBACK_SHARE_OWNER:
 		return "-idle_owner";
-	case GL_SHARE_PROPORTIONAL_FLEET:
+	case GL_CHARGEBACK_SHARE_PROPORTIONAL_FLEET:
 		return "-idle_proportional_fleet";
 	default:
 		return "";
 	}
 }
 
-void gl_report_file_name(const struct gl_showback *sb, const char *table, const char *ext, char *buf, size_t n)
+void gl_report_file_name(const struct gl_sbmodel *sb, const char *table, const char *ext, char *buf, size_t n)
 {
 	const char *tag = gl_report_share_tag(sb->share);
 	if (table)
@@ -272,7 +272,7 @@ static void c_i64(struct gl_strbuf *o, int64_t v)
 	gl_csv_raw(o, b);
 }
 
-static void c_money(struct gl_strbuf *o, const struct gl_showback *sb, int64_t micros)
+static void c_money(struct gl_strbuf *o, const struct gl_sbmodel *sb, int64_t micros)
 {
 	char b[48];
 	gl_cost_format(micros, sb->minor, b, sizeof b);
@@ -300,7 +300,7 @@ static void c_header(struct gl_strbuf *o, const char *const *cols)
 	gl_csv_end(o);
 }
 
-static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_owners(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"owner", "gpu_seconds", "gpu_hours", "unpriced_gpu_seconds", "cost",
 					"busy_gpu_hours", "allocated_idle_gpu_hours", "busy_cost", "allocated_idle_cost",
@@ -311,7 +311,7 @@ static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
 	c_header(o, h);
 	gl_report_shown_compute(sb, &sh);
 	for (size_t i = 0; i < sb->n_owners; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
+		const struct gl_sbmodel_owner *w = &sb->owners[i];
 		gl_csv_field(o, w->name);
 		c_i64(o, w->alloc_s);
 		c_hours(o, w->alloc_s);
@@ -363,13 +363,13 @@ static void csv_owners(const struct gl_showback *sb, struct gl_strbuf *o)
 	gl_report_shown_fini(&sh);
 }
 
-static void csv_models(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_models(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"owner", "gpu_model", "gpu_seconds", "gpu_hours", "unpriced_gpu_seconds",
 					"cost", NULL};
 	c_header(o, h);
 	for (size_t i = 0; i < sb->n_models; i++) {
-		const struct gl_sb_model *m = &sb->models[i];
+		const struct gl_sbmodel_model *m = &sb->models[i];
 		gl_csv_field(o, m->owner);
 		gl_csv_field(o, m->model);
 		c_i64(o, m->alloc_s);
@@ -380,7 +380,7 @@ static void csv_models(const struct gl_showback *sb, struct gl_strbuf *o)
 	}
 }
 
-static void csv_daily(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_daily(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"day", "owner", "gpu_seconds", "gpu_hours", NULL};
 	c_header(o, h);
@@ -432,7 +432,7 @@ static void fr_hours(struct gl_report_fleet_row *rows, size_t *n, const char *ke
 		snprintf(r->value, sizeof r->value, "no data");
 }
 
-static void fr_money(struct gl_report_fleet_row *rows, size_t *n, const struct gl_showback *sb, const char *key,
+static void fr_money(struct gl_report_fleet_row *rows, size_t *n, const struct gl_sbmodel *sb, const char *key,
 		     const char *label, int known, int64_t m)
 {
 	struct gl_report_fleet_row *r = fr_add(rows, n, key, label);
@@ -442,9 +442,9 @@ static void fr_money(struct gl_report_fleet_row *rows, size_t *n, const struct g
 		snprintf(r->value, sizeof r->value, "no data");
 }
 
-size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet_row *rows)
+size_t gl_report_fleet_rows(const struct gl_sbmodel *sb, struct gl_report_fleet_row *rows)
 {
-	const struct gl_sb_fleet *f = &sb->fleet;
+	const struct gl_sbmodel_fleet *f = &sb->fleet;
 	int64_t avail = f->capacity_s - f->unavailable_s;
 	char b[48];
 	size_t n = 0;
@@ -483,7 +483,7 @@ size_t gl_report_fleet_rows(const struct gl_showback *sb, struct gl_report_fleet
 	return n;
 }
 
-static void csv_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_fleet(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
 	size_t n = gl_report_fleet_rows(sb, rows);
@@ -492,12 +492,12 @@ static void csv_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
 		kv(o, rows[i].key, rows[i].value);
 }
 
-static void csv_waits(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_waits(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"by", "name", "jobs", "wait_p50_s", "wait_p90_s", "wait_p99_s", NULL};
 	c_header(o, h);
 	for (size_t i = 0; i < sb->n_waits; i++) {
-		const struct gl_sb_wait *w = &sb->waits[i];
+		const struct gl_sbmodel_wait *w = &sb->waits[i];
 		gl_csv_field(o, w->kind);
 		gl_csv_field(o, w->name);
 		c_i64(o, w->jobs);
@@ -508,7 +508,7 @@ static void csv_waits(const struct gl_showback *sb, struct gl_strbuf *o)
 	}
 }
 
-static void csv_jobs(const struct gl_showback *sb, const struct gl_sb_job *j, size_t n, struct gl_strbuf *o)
+static void csv_jobs(const struct gl_sbmodel *sb, const struct gl_sbmodel_job *j, size_t n, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"rank", "job_id", "cluster", "owner", "state", "gpus", "gpu_hours",
 					"unpriced_gpu_hours", "cost", "idle_gpu_hours", "idle_cost", NULL};
@@ -546,7 +546,7 @@ static void csv_jobs(const struct gl_showback *sb, const struct gl_sb_job *j, si
 	}
 }
 
-static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_reconciliation(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"line", "gpu_seconds", "amount", "amount_micros", NULL};
 	int64_t owners_m = 0, owners_s = 0, un_m = 0, un_s = 0;
@@ -554,7 +554,7 @@ static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o
 	c_header(o, h);
 	gl_report_shown_compute(sb, &sh);
 	for (size_t i = 0; i < sb->n_owners; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
+		const struct gl_sbmodel_owner *w = &sb->owners[i];
 		if (!strcmp(w->name, "__unallocated__")) {
 			un_m += w->total_micros;
 			un_s += w->alloc_s + w->idle_share_s;
@@ -591,13 +591,13 @@ static void csv_reconciliation(const struct gl_showback *sb, struct gl_strbuf *o
 	gl_report_shown_fini(&sh);
 }
 
-static void csv_rates(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_rates(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"gpu_model", "mig_profile", "currency", "per_gpu_hour", "valid_from",
 					"valid_to", NULL};
 	c_header(o, h);
 	for (size_t i = 0; i < sb->n_rates; i++) {
-		const struct gl_sb_rate *r = &sb->rates[i];
+		const struct gl_sbmodel_rate *r = &sb->rates[i];
 		char b[48];
 		gl_csv_field(o, r->model);
 		gl_csv_field(o, r->mig_profile);
@@ -610,13 +610,13 @@ static void csv_rates(const struct gl_showback *sb, struct gl_strbuf *o)
 	}
 }
 
-static void csv_rules(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_rules(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"priority", "cluster", "match", "value", "team", "project", "cost_center",
 					"valid_from", "valid_to", NULL};
 	c_header(o, h);
 	for (size_t i = 0; i < sb->n_rules; i++) {
-		const struct gl_sb_rule *r = &sb->rules[i];
+		const struct gl_sbmodel_rule *r = &sb->rules[i];
 		c_i64(o, r->priority);
 		gl_csv_field(o, r->cluster);
 		gl_csv_field(o, r->match_field);
@@ -647,14 +647,14 @@ static void fmt_latency(double v, char *b, size_t n)
 		snprintf(b, n, "%.3f", v);
 }
 
-static void csv_inference(const struct gl_showback *sb, struct gl_strbuf *o)
+static void csv_inference(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"owner", "requests", "failed_requests", "prompt_tokens", "generated_tokens",
 					"gpu_hours", "cost", "cost_per_1k_requests", "cost_per_1m_prompt_tokens",
 					"cost_per_1m_generated_tokens", "latency_p50_seconds", "latency_p99_seconds", NULL};
 	c_header(o, h);
 	for (size_t i = 0; i < sb->n_inference; i++) {
-		const struct gl_sb_inference *x = &sb->inference[i];
+		const struct gl_sbmodel_inference *x = &sb->inference[i];
 		char b[48];
 		gl_csv_field(o, x->owner);
 		c_i64(o, x->requests);
@@ -677,7 +677,7 @@ static void csv_inference(const struct gl_showback *sb, struct gl_strbuf *o)
 	}
 }
 
-int gl_report_csv(const struct gl_showback *sb, const char *table, struct gl_strbuf *o)
+int gl_report_csv(const struct gl_sbmodel *sb, const char *table, struct gl_strbuf *o)
 {
 	if (!strcmp(table, "owners"))
 		csv_owners(sb, o);
@@ -743,7 +743,7 @@ static void tdn(struct gl_strbuf *o, const char *s)
 	gl_strbuf_puts(o, "</td>");
 }
 
-static void tdm(struct gl_strbuf *o, const struct gl_showback *sb, int64_t m)
+static void tdm(struct gl_strbuf *o, const struct gl_sbmodel *sb, int64_t m)
 {
 	char b[48];
 	gl_cost_format(m, sb->minor, b, sizeof b);
@@ -773,7 +773,7 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2"
 #define CHART_SERIES 9 /* the rest of the owners go into "others" */
 
 /* Stacked GPU-hours by owner per day, on a value axis with round ticks. */
-static void svg_daily(const struct gl_showback *sb, struct gl_strbuf *o)
+static void svg_daily(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	const int W = 680, H = 240, L = 56, B = 20, T = 12;
 	int64_t max = 0;
@@ -832,13 +832,13 @@ static void svg_daily(const struct gl_showback *sb, struct gl_strbuf *o)
 }
 
 /* Horizontal bars per owner: two series (busy/idle or this/previous month). */
-static void svg_pairs(const struct gl_showback *sb, struct gl_strbuf *o, int mom)
+static void svg_pairs(const struct gl_sbmodel *sb, struct gl_strbuf *o, int mom)
 {
 	size_t n = sb->n_owners < 12 ? sb->n_owners : 12;
 	int64_t max = 1;
 	const int W = 680, L = 160, row = 22;
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
+		const struct gl_sbmodel_owner *w = &sb->owners[i];
 		int64_t a = mom ? w->total_micros : w->busy_s, b = mom ? w->prev_total_micros : w->aidle_s;
 		if (mom ? a > max : a + b > max)
 			max = mom ? a : a + b;
@@ -849,7 +849,7 @@ static void svg_pairs(const struct gl_showback *sb, struct gl_strbuf *o, int mom
 			 mom ? "cost by owner, this month and the previous one" : "busy and allocated-idle GPU-hours",
 			 W, n * (size_t)row + 24);
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
+		const struct gl_sbmodel_owner *w = &sb->owners[i];
 		double y = (double)i * row + 4, span = W - L - 10;
 		gl_strbuf_printf(o, "<text x=\"%d\" y=\"%.1f\" class=ax text-anchor=\"end\">", L - 6, y + 13);
 		esc(o, gl_report_owner_label(w->name));
@@ -877,7 +877,7 @@ static void svg_pairs(const struct gl_showback *sb, struct gl_strbuf *o, int mom
 	gl_strbuf_puts(o, "</svg>");
 }
 
-static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const struct gl_sb_job *j, size_t n)
+static void html_jobs(const struct gl_sbmodel *sb, struct gl_strbuf *o, const struct gl_sbmodel_job *j, size_t n)
 {
 	static const char *const h[] = {"#", "Job", "Cluster", "Owner", "State", "GPUs", "GPU-h", "Cost", "Idle GPU-h",
 					"Idle cost", NULL};
@@ -909,9 +909,9 @@ static void html_jobs(const struct gl_showback *sb, struct gl_strbuf *o, const s
 }
 
 /* owners */
-static void html_owners(const struct gl_showback *sb, const struct gl_report_shown *sh, struct gl_strbuf *o)
+static void html_owners(const struct gl_sbmodel *sb, const struct gl_report_shown *sh, struct gl_strbuf *o)
 {
-	const struct gl_sb_fleet *f = &sb->fleet;
+	const struct gl_sbmodel_fleet *f = &sb->fleet;
 	char b[64];
 	static const char *const h[] = {"Owner", "GPU-h", "Cost", "Busy GPU-h", "Alloc-idle GPU-h",
 					"Alloc-idle cost", "Idle share", "Total", "Share", "Prev. month", "Change",
@@ -919,7 +919,7 @@ static void html_owners(const struct gl_showback *sb, const struct gl_report_sho
 	gl_strbuf_puts(o, "<h2>Owners</h2><table id=owners>");
 	ths(o, h);
 	for (size_t i = 0; i < sb->n_owners; i++) {
-		const struct gl_sb_owner *w = &sb->owners[i];
+		const struct gl_sbmodel_owner *w = &sb->owners[i];
 		gl_strbuf_puts(o, "<tr>");
 		td(o, gl_report_owner_label(w->name));
 		tdh(o, w->alloc_s);
@@ -970,7 +970,7 @@ static void html_owners(const struct gl_showback *sb, const struct gl_report_sho
 }
 
 /* fleet: the CSV table's rows, labelled */
-static void html_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_fleet(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
 	size_t n = gl_report_fleet_rows(sb, rows);
@@ -989,9 +989,9 @@ static void html_fleet(const struct gl_showback *sb, struct gl_strbuf *o)
 }
 
 /* reconciliation */
-static void html_reconciliation(const struct gl_showback *sb, const struct gl_report_shown *sh, struct gl_strbuf *o)
+static void html_reconciliation(const struct gl_sbmodel *sb, const struct gl_report_shown *sh, struct gl_strbuf *o)
 {
-	const struct gl_sb_fleet *f = &sb->fleet;
+	const struct gl_sbmodel_fleet *f = &sb->fleet;
 	int64_t own = 0, un = 0, diff = gl_report_reconcile_diff(sb);
 	for (size_t i = 0; i < sb->n_owners; i++) {
 		if (!strcmp(sb->owners[i].name, "__unallocated__"))
@@ -1014,7 +1014,7 @@ static void html_reconciliation(const struct gl_showback *sb, const struct gl_re
 }
 
 /* by model */
-static void html_models(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_models(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"Owner", "GPU model / MIG profile", "GPU-h", "Unpriced GPU-h", "Cost", NULL};
 	gl_strbuf_puts(o, "<h2>GPU-hours by GPU model / MIG profile</h2><table id=models>");
@@ -1032,7 +1032,7 @@ static void html_models(const struct gl_showback *sb, struct gl_strbuf *o)
 }
 
 /* failed-job waste and energy */
-static void html_waste(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_waste(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"Owner", "Failed-job GPU-h", "Failed-job cost", NULL};
 	gl_strbuf_puts(o, "<h2>Failed-job waste</h2><p class=meta>Jobs that ended FAILED, TIMEOUT, NODE_FAIL,"
@@ -1051,13 +1051,13 @@ static void html_waste(const struct gl_showback *sb, struct gl_strbuf *o)
 }
 
 /* waits */
-static void html_waits(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_waits(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"By", "Name", "Jobs", "Wait p50", "p90", "p99", NULL};
 	gl_strbuf_puts(o, "<h2>Queue waits</h2><table id=waits>");
 	ths(o, h);
 	for (size_t i = 0; i < sb->n_waits; i++) {
-		const struct gl_sb_wait *w = &sb->waits[i];
+		const struct gl_sbmodel_wait *w = &sb->waits[i];
 		char b[48];
 		gl_strbuf_puts(o, "<tr>");
 		td(o, w->kind);
@@ -1075,7 +1075,7 @@ static void html_waits(const struct gl_showback *sb, struct gl_strbuf *o)
 }
 
 /* capacity outlook */
-static void html_inference(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_inference(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"Owner", "Requests", "Generated tokens", "GPU-h", "Cost", "Per 1k requests",
 					"Per 1M prompt tokens", "Per 1M generated tokens", "p50 s", "p99 s", NULL};
@@ -1085,7 +1085,7 @@ static void html_inference(const struct gl_showback *sb, struct gl_strbuf *o)
 			  " from the GPU-time of the pods and jobs they ran on (docs/serving.md).</p><table id=inference>");
 	ths(o, h);
 	for (size_t i = 0; i < sb->n_inference; i++) {
-		const struct gl_sb_inference *x = &sb->inference[i];
+		const struct gl_sbmodel_inference *x = &sb->inference[i];
 		char pb[48];
 		gl_strbuf_puts(o, "<tr>");
 		td(o, gl_report_owner_label(x->owner));
@@ -1108,7 +1108,7 @@ static void html_inference(const struct gl_showback *sb, struct gl_strbuf *o)
 	gl_strbuf_puts(o, "</tbody></table>\n");
 }
 
-static void html_capacity(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_capacity(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	char cells[GL_REPORT_CAPACITY_COLS][64], note[400];
 	gl_strbuf_puts(o, "<h2>Capacity outlook</h2><table id=capacity>");
@@ -1127,14 +1127,14 @@ static void html_capacity(const struct gl_showback *sb, struct gl_strbuf *o)
 }
 
 /* rates and owner rules in force */
-static void html_rates(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_rates(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	char b[64];
 	static const char *const h[] = {"GPU model", "MIG profile", "Currency", "Per GPU-hour", "From", "To", NULL};
 	gl_strbuf_puts(o, "<h2>Rates in force</h2><table id=rates>");
 	ths(o, h);
 	for (size_t i = 0; i < sb->n_rates; i++) {
-		const struct gl_sb_rate *r = &sb->rates[i];
+		const struct gl_sbmodel_rate *r = &sb->rates[i];
 		gl_strbuf_puts(o, "<tr>");
 		td(o, r->model);
 		td(o, r->mig_profile);
@@ -1148,14 +1148,14 @@ static void html_rates(const struct gl_showback *sb, struct gl_strbuf *o)
 	gl_strbuf_puts(o, "</tbody></table>\n");
 }
 
-static void html_rules(const struct gl_showback *sb, struct gl_strbuf *o)
+static void html_rules(const struct gl_sbmodel *sb, struct gl_strbuf *o)
 {
 	static const char *const h[] = {"Priority", "Cluster", "Match", "Value", "Team", "Project", "Cost center",
 					"From", "To", NULL};
 	gl_strbuf_puts(o, "<h2>Owner rules in force</h2><table id=rules>");
 	ths(o, h);
 	for (size_t i = 0; i < sb->n_rules; i++) {
-		const struct gl_sb_rule *r = &sb->rules[i];
+		const struct gl_sbmodel_rule *r = &sb->rules[i];
 		gl_strbuf_printf(o, "<tr><td class=n>%lld</td>", (long long)r->priority);
 		td(o, r->cluster);
 		td(o, r->match_field);
@@ -1216,9 +1216,9 @@ static void localize(const struct gl_report_style *st, const char *s, struct gl_
 }
 
 /* The page's content, between the template's <body> tags. */
-static void html_body(const struct gl_showback *sb, const char *gen, struct gl_strbuf *o)
+static void html_body(const struct gl_sbmodel *sb, const char *gen, struct gl_strbuf *o)
 {
-	const struct gl_sb_fleet *f = &sb->fleet;
+	const struct gl_sbmodel_fleet *f = &sb->fleet;
 	char b[64], c[64];
 	struct gl_report_shown sh;
 
@@ -1290,7 +1290,7 @@ const char gl_report_no_usage_note[] =
 	"No exporter data (dcgm-exporter) for this month's jobs: busy and allocated-idle GPU-hours are unknown, so "
 	"the chart is left out.";
 
-void gl_report_html(const struct gl_showback *sb, const struct gl_report_style *st, int64_t generated_at_s,
+void gl_report_html(const struct gl_sbmodel *sb, const struct gl_report_style *st, int64_t generated_at_s,
 		    struct gl_strbuf *o)
 {
 	struct gl_strbuf body = GL_STRBUF_INIT;
@@ -1344,7 +1344,7 @@ static void day_or(int64_t t, const char *none, char *buf, size_t n)
 		gl_timeutil_format_day(t, buf, n);
 }
 
-void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64])
+void gl_report_capacity_cells(const struct gl_sbmodel_capacity *r, char cells[GL_REPORT_CAPACITY_COLS][64])
 {
 	char d1[16], d2[16];
 	snprintf(cells[0], 64, "%s", r->cluster);
@@ -1370,7 +1370,7 @@ void gl_report_capacity_cells(const struct gl_sb_capacity *r, char cells[GL_REPO
 	snprintf(cells[8], 64, "%s", r->method);
 }
 
-void gl_report_capacity_note(const struct gl_showback *sb, char *buf, size_t n)
+void gl_report_capacity_note(const struct gl_sbmodel *sb, char *buf, size_t n)
 {
 	char day[16];
 	gl_timeutil_format_day(sb->capacity_asof_s, day, sizeof day);
@@ -1379,5 +1379,5 @@ void gl_report_capacity_note(const struct gl_showback *sb, char *buf, size_t n)
 		 " (or as far as the history answers): the peak forecast from the 91 days before against the GPUs"
 		 " available and the capacity plan; GPUs to add keep P(saturation) under 20 %%, ordered %lld days before"
 		 " they are needed. Unknown: no inventory, or too little history for an interval.",
-		 day, GL_SB_CAPACITY_DAYS, (long long)sb->capacity_lead_days);
+		 day, GL_SBMODEL_CAPACITY_DAYS, (long long)sb->capacity_lead_days);
 }

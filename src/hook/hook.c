@@ -40,16 +40,16 @@ struct hjob {
 	int estimated, busy_before;
 	int recent_busy;         /* busy in the last min(t1, max_data_age): settled, not read */
 	int64_t last_sample_s;
-	struct gl_idle_gpu_eval *gpus;
+	struct gl_idlerule_gpu_eval *gpus;
 	size_t ngpus, gcap;
-	struct gl_idle_job_eval ev;
+	struct gl_idlerule_job_eval ev;
 	enum jclass cls;
 	char owner[128];
-	struct gl_idle_span *isp; /* the idle spans of all its GPUs, priced once the rates are known */
+	struct gl_idlerule_span *isp; /* the idle spans of all its GPUs, priced once the rates are known */
 	size_t nisp, iscap;
 	int64_t idle_cost;       /* micro-units; -1: no rate of its model in the look-back */
 	unsigned done, failed;   /* bit per stage */
-	enum gl_idle_stage next; /* stage to run now; NONE = nothing */
+	enum gl_idlerule_stage next; /* stage to run now; NONE = nothing */
 };
 
 struct allow {
@@ -199,11 +199,11 @@ static cJSON *job_json(const struct hjob *j, const struct gl_hookpolicy *pols)
 	if (j->cls == J_CANDIDATE) {
 		cJSON_AddStringToObject(o, "next_stage", gl_idlerule_stage_name(j->next));
 		/* a stage that failed in an earlier run is retried, and said so */
-		cJSON_AddBoolToObject(o, "retry", j->next != GL_IDLE_STAGE_NONE && (j->failed & (1u << j->next)) != 0);
+		cJSON_AddBoolToObject(o, "retry", j->next != GL_IDLERULE_STAGE_NONE && (j->failed & (1u << j->next)) != 0);
 		cJSON *d = cJSON_AddArrayToObject(o, "done_stages");
-		for (int s = GL_IDLE_STAGE_WARN1; s <= GL_IDLE_STAGE_ACT; s++)
+		for (int s = GL_IDLERULE_STAGE_WARN1; s <= GL_IDLERULE_STAGE_ACT; s++)
 			if (j->done & (1u << s))
-				cJSON_AddItemToArray(d, cJSON_CreateString(gl_idlerule_stage_name((enum gl_idle_stage)s)));
+				cJSON_AddItemToArray(d, cJSON_CreateString(gl_idlerule_stage_name((enum gl_idlerule_stage)s)));
 	} else {
 		cJSON_AddStringToObject(o, "reason", j->why);
 	}
@@ -230,15 +230,15 @@ static void cmd_fini(struct cmd *m)
 }
 
 static const struct gl_hookpolicy_list *stage_template(const struct gl_hookpolicy *p, const struct hjob *j,
-						       enum gl_idle_stage st)
+						       enum gl_idlerule_stage st)
 {
-	if (st != GL_IDLE_STAGE_ACT)
+	if (st != GL_IDLERULE_STAGE_ACT)
 		return &p->warn_argv;
 	return !strcmp(j->row->kind, "kubernetes") ? &p->kube_argv : &p->slurm_argv;
 }
 
 /* The template with the job's values in place. */
-static char **expand(const struct run *R, const struct gl_hookpolicy *p, const struct hjob *j, enum gl_idle_stage st)
+static char **expand(const struct run *R, const struct gl_hookpolicy *p, const struct hjob *j, enum gl_idlerule_stage st)
 {
 	const struct gl_hookstore_job *r = j->row;
 	char idle_min[24], gpus[32], gpu_hours[32], cost[32], at[32];
@@ -322,7 +322,7 @@ static void execute(const struct run *R, const struct gl_hookpolicy_list *tmpl, 
 }
 
 /* The audit row's detail of a stage: what ran, how it ended. */
-static char *stage_detail(const struct gl_hookpolicy *p, const struct hjob *j, enum gl_idle_stage st,
+static char *stage_detail(const struct gl_hookpolicy *p, const struct hjob *j, enum gl_idlerule_stage st,
 			  const struct cmd *m)
 {
 	cJSON *d = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(d, "argv");
@@ -345,7 +345,7 @@ static char *stage_detail(const struct gl_hookpolicy *p, const struct hjob *j, e
 
 /* The stage's state, hook_actions row and audit row, in one transaction. */
 static int record_stage(const struct run *R, const struct gl_hookpolicy *p, const struct hjob *j,
-			enum gl_idle_stage st, const struct cmd *m, struct gl_err *err)
+			enum gl_idlerule_stage st, const struct cmd *m, struct gl_err *err)
 {
 	const struct gl_hookstore_job *r = j->row;
 	struct gl_hookstore_action a = {r->cluster_id, r->job_pk, r->cluster, r->job_id, j->owner, p->name,
@@ -354,14 +354,14 @@ static int record_stage(const struct run *R, const struct gl_hookpolicy *p, cons
 					j->idle_cost >= 0 ? j->idle_cost : -1};
 	char action[32], object[256], *detail = stage_detail(p, j, st, m);
 	int rc;
-	snprintf(action, sizeof action, "hook.%s", st == GL_IDLE_STAGE_ACT ? "act" : "warn");
+	snprintf(action, sizeof action, "hook.%s", st == GL_IDLERULE_STAGE_ACT ? "act" : "warn");
 	snprintf(object, sizeof object, "job:%s/%s", r->cluster, r->job_id);
 	rc = gl_hookstore_action_record(R->c, &a, action, object, detail, err);
 	free(detail);
 	return rc;
 }
 
-static void report_action(struct run *R, const struct gl_hookpolicy *p, const struct hjob *j, enum gl_idle_stage st,
+static void report_action(struct run *R, const struct gl_hookpolicy *p, const struct hjob *j, enum gl_idlerule_stage st,
 			  const struct cmd *m)
 {
 	cJSON *row = cJSON_CreateObject();
@@ -392,7 +392,7 @@ static void report_action(struct run *R, const struct gl_hookpolicy *p, const st
  * carry a credential (kubectl --token, curl -u), and those are read by every
  * viewer of /v1/hook/actions and kept for good in the audit chain. A retry
  * expands the template again; nothing reads a stored argv to run it. */
-static int run_stage(struct run *R, const struct gl_hookpolicy *p, struct hjob *j, enum gl_idle_stage st,
+static int run_stage(struct run *R, const struct gl_hookpolicy *p, struct hjob *j, enum gl_idlerule_stage st,
 		     struct gl_err *err)
 {
 	struct cmd m = {0};
@@ -485,7 +485,7 @@ static int probe_recent(struct run *R, struct gl_err *err)
 
 /* One GPU of a job: its spans judged by the rule, its idle spans kept for
  * pricing, its staleness from the last sample itself (not the bucket's end). */
-static void eval_gpu(const struct run *R, struct hjob *j, const struct gl_hookpolicy *p, const struct gl_idle_span *sp,
+static void eval_gpu(const struct run *R, struct hjob *j, const struct gl_hookpolicy *p, const struct gl_idlerule_span *sp,
 		     size_t ns, int64_t last)
 {
 	if (j->ngpus == j->gcap) {
@@ -494,7 +494,7 @@ static void eval_gpu(const struct run *R, struct hjob *j, const struct gl_hookpo
 	}
 	gl_idlerule_eval_gpu(&p->rule, sp, ns, j->row->start_s, R->now_s, &j->gpus[j->ngpus]);
 	for (size_t k = 0; k < ns; k++) {
-		if (sp[k].state != GL_IDLE_IDLE)
+		if (sp[k].state != GL_IDLERULE_IDLE)
 			continue;
 		if (j->nisp == j->iscap) {
 			j->iscap = j->iscap ? j->iscap * 2 : 64;
@@ -511,7 +511,7 @@ static void eval_gpu(const struct run *R, struct hjob *j, const struct gl_hookpo
 /* The buckets come per job and GPU in bucket order: evaluate GPU by GPU. */
 static void eval_buckets(const struct run *R, const struct gl_hookstore_bucket_list *bl)
 {
-	struct gl_idle_span *sp = NULL;
+	struct gl_idlerule_span *sp = NULL;
 	size_t spcap = 0;
 	for (size_t r = 0; r < bl->n;) {
 		size_t tag = bl->v[r].tag, ns = 0;
@@ -524,8 +524,8 @@ static void eval_buckets(const struct run *R, const struct gl_hookstore_bucket_l
 				spcap = spcap ? spcap * 2 : 64;
 				sp = gl_xrealloc(sp, spcap * sizeof *sp);
 			}
-			sp[ns] = (struct gl_idle_span){b->obs.start_s, b->obs.dur_s, gl_idlerule_classify(&b->obs, &p->signal)};
-			if (sp[ns].state != GL_IDLE_NODATA && b->last_sample_s > last)
+			sp[ns] = (struct gl_idlerule_span){b->obs.start_s, b->obs.dur_s, gl_idlerule_classify(&b->obs, &p->signal)};
+			if (sp[ns].state != GL_IDLERULE_NODATA && b->last_sample_s > last)
 				last = b->last_sample_s;
 			if (b->estimated)
 				j->estimated = 1;
@@ -603,13 +603,13 @@ static int classify(const struct run *R, struct hjob *j)
 	if (j->busy_before)
 		for (size_t g = 0; g < j->ngpus; g++) {
 			j->gpus[g].idle_s = 0;
-			j->gpus[g].stage = GL_IDLE_STAGE_NONE;
+			j->gpus[g].stage = GL_IDLERULE_STAGE_NONE;
 		}
 	gl_idlerule_eval_job(&p->rule, j->gpus, j->ngpus, expected > j->ngpus ? expected : 0, &j->ev);
 	if (j->estimated && !j->ev.no_data) {
 		/* a node-level estimate may name the wrong job: never act on it */
 		j->ev.no_data = 1;
-		j->ev.stage = GL_IDLE_STAGE_NONE;
+		j->ev.stage = GL_IDLERULE_STAGE_NONE;
 	}
 	if (j->ev.no_data) {
 		j->cls = J_NODATA;
@@ -625,7 +625,7 @@ static int classify(const struct run *R, struct hjob *j)
 				 (long long)(R->now_s - j->last_sample_s), (long long)p->rule.max_data_age_s);
 		return 1;
 	}
-	if (j->ev.stage < GL_IDLE_STAGE_WARN1)
+	if (j->ev.stage < GL_IDLERULE_STAGE_WARN1)
 		return 0;
 	j->cls = j->spared ? J_SPARED : J_CANDIDATE;
 	return 1;
@@ -640,12 +640,12 @@ static void price(struct run *R, const struct gl_hookstore_rate_list *rl)
 		size_t tag = rl->v[r].tag, nr = 0;
 		struct hjob *j = &R->jobs[tag];
 		struct gl_jobstats_rate rt[64];
-		gl_i128 num;
+		gl_cost_i128 num;
 		for (; r < rl->n && rl->v[r].tag == tag; r++)
 			if (nr < GL_ARRAY_LEN(rt))
 				rt[nr++] = rl->v[r].rate;
 		num = gl_idlerule_idle_cost_num(&R->pols[j->pol].rule, j->isp, j->nisp, j->row->start_s, R->now_s, rt, nr);
-		j->idle_cost = (int64_t)((num + GL_MICRO_GPU_SECONDS_PER_GPU_HOUR / 2) / GL_MICRO_GPU_SECONDS_PER_GPU_HOUR);
+		j->idle_cost = (int64_t)((num + GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR / 2) / GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR);
 	}
 }
 
@@ -714,21 +714,21 @@ out:
 
 /* ---- planning and acting ---- */
 
-static enum gl_idle_stage next_stage(const struct gl_hookpolicy *p, const struct hjob *j)
+static enum gl_idlerule_stage next_stage(const struct gl_hookpolicy *p, const struct hjob *j)
 {
 	/* one stage per run, in order: a job gets its warning(s) before the
 	 * action, each in an earlier run than the next */
-	static const enum gl_idle_stage order[] = {GL_IDLE_STAGE_WARN1, GL_IDLE_STAGE_WARN2, GL_IDLE_STAGE_ACT};
+	static const enum gl_idlerule_stage order[] = {GL_IDLERULE_STAGE_WARN1, GL_IDLERULE_STAGE_WARN2, GL_IDLERULE_STAGE_ACT};
 	for (size_t i = 0; i < GL_ARRAY_LEN(order); i++) {
-		enum gl_idle_stage s = order[i];
-		if (s == GL_IDLE_STAGE_WARN2 && !p->rule.t2_s)
+		enum gl_idlerule_stage s = order[i];
+		if (s == GL_IDLERULE_STAGE_WARN2 && !p->rule.t2_s)
 			continue;
 		if (s > j->ev.stage)
-			return GL_IDLE_STAGE_NONE;
+			return GL_IDLERULE_STAGE_NONE;
 		if (!(j->done & (1u << s)))
 			return s;
 	}
-	return GL_IDLE_STAGE_NONE;
+	return GL_IDLERULE_STAGE_NONE;
 }
 
 static void breaker_json(cJSON *root, int tripped, int actions_due, int64_t max_actions, const char *why)
@@ -751,7 +751,7 @@ static void plan(struct run *R)
 		if (j->cls != J_CANDIDATE)
 			continue;
 		j->next = next_stage(&R->pols[j->pol], j);
-		R->acts_planned += j->next == GL_IDLE_STAGE_ACT;
+		R->acts_planned += j->next == GL_IDLERULE_STAGE_ACT;
 		R->ncand++;
 	}
 	if (R->acts_planned <= R->cfg->hook_max_actions_per_run) {
@@ -816,9 +816,9 @@ static int act(struct run *R, struct gl_err *err)
 	for (size_t i = 0; i < R->njobs && R->o->act; i++) {
 		struct hjob *j = &R->jobs[i];
 		int rc;
-		if (j->cls != J_CANDIDATE || j->next == GL_IDLE_STAGE_NONE)
+		if (j->cls != J_CANDIDATE || j->next == GL_IDLERULE_STAGE_NONE)
 			continue;
-		if (j->next == GL_IDLE_STAGE_ACT && R->breaker)
+		if (j->next == GL_IDLERULE_STAGE_ACT && R->breaker)
 			continue;
 		if (!(rc = run_stage(R, &R->pols[j->pol], j, j->next, err)))
 			continue;
@@ -1149,8 +1149,8 @@ static int record_outcome(const cJSON *in, const char *stage, struct gl_hookstor
 			  struct gl_err *err)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(in, "ok");
-	enum gl_idle_stage st;
-	if (gl_idlerule_stage_parse(stage, &st) || st == GL_IDLE_STAGE_NONE) {
+	enum gl_idlerule_stage st;
+	if (gl_idlerule_stage_parse(stage, &st) || st == GL_IDLERULE_STAGE_NONE) {
 		*param = "stage";
 		return gl_err_set(err, GL_EINVAL, "stage: '%s' is not warn1, warn2 or act", stage);
 	}

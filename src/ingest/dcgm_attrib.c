@@ -7,10 +7,10 @@
 const char *gl_dcgm_attrib_kind_name(enum gl_dcgm_attrib_kind k)
 {
 	switch (k) {
-	case GL_ATTRIB_HPC_JOB: return "hpc_job";
-	case GL_ATTRIB_POD: return "pod";
-	case GL_ATTRIB_NODE_EXCLUSIVE: return "node-exclusive";
-	case GL_ATTRIB_NODE_ESTIMATED: return "node-estimated";
+	case GL_DCGM_ATTRIB_HPC_JOB: return "hpc_job";
+	case GL_DCGM_ATTRIB_POD: return "pod";
+	case GL_DCGM_ATTRIB_NODE_EXCLUSIVE: return "node-exclusive";
+	case GL_DCGM_ATTRIB_NODE_ESTIMATED: return "node-estimated";
 	}
 	return "?";
 }
@@ -207,7 +207,7 @@ void gl_dcgm_attrib_assign(const struct gl_dcgm_attrib_gpu *gpus, size_t ngpus, 
 		}
 		if (nmatch) {
 			for (size_t k = 0; k < nmatch; k++)
-				emit(&o, g, &jobs[match[k]], 1.0 / (double)nmatch, GL_ATTRIB_HPC_JOB);
+				emit(&o, g, &jobs[match[k]], 1.0 / (double)nmatch, GL_DCGM_ATTRIB_HPC_JOB);
 			continue;
 		}
 		/* 2. pods: by namespace and name, wherever the job says it runs (in
@@ -224,7 +224,7 @@ void gl_dcgm_attrib_assign(const struct gl_dcgm_attrib_gpu *gpus, size_t ngpus, 
 		}
 		if (nmatch) {
 			for (size_t k = 0; k < nmatch; k++)
-				emit(&o, g, &jobs[match[k]], 1.0 / (double)nmatch, GL_ATTRIB_POD);
+				emit(&o, g, &jobs[match[k]], 1.0 / (double)nmatch, GL_DCGM_ATTRIB_POD);
 			continue;
 		}
 		/* 3. node: only where labels are not in use */
@@ -246,7 +246,7 @@ void gl_dcgm_attrib_assign(const struct gl_dcgm_attrib_gpu *gpus, size_t ngpus, 
 			if (!holders)
 				continue;
 			if (holders == 1 && sum >= cap_micro) {
-				emit(&o, g, &jobs[last], 1.0, GL_ATTRIB_NODE_EXCLUSIVE);
+				emit(&o, g, &jobs[last], 1.0, GL_DCGM_ATTRIB_NODE_EXCLUSIVE);
 				continue;
 			}
 			denom = sum > cap_micro ? sum : cap_micro;
@@ -256,7 +256,7 @@ void gl_dcgm_attrib_assign(const struct gl_dcgm_attrib_gpu *gpus, size_t ngpus, 
 					continue;
 				emit(&o, g, jb,
 				     (double)jb->held_micro / (double)(jb->nnodes ? jb->nnodes : 1) / denom,
-				     GL_ATTRIB_NODE_ESTIMATED);
+				     GL_DCGM_ATTRIB_NODE_ESTIMATED);
 			}
 		}
 	}

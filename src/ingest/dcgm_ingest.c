@@ -440,7 +440,7 @@ struct split {
 static enum gl_dcgm_attrib_kind stage_shares(struct round *R, const struct gl_dcgmstore_state *m, const struct split *sp,
 					double *took)
 {
-	enum gl_dcgm_attrib_kind best = GL_ATTRIB_NODE_ESTIMATED;
+	enum gl_dcgm_attrib_kind best = GL_DCGM_ATTRIB_NODE_ESTIMATED;
 	double bf = 0, idf = 0, hf = 0;
 	if (sp->covered_ms > 0) {
 		bf = (double)sp->busy_ms / (double)sp->covered_ms;

@@ -68,7 +68,7 @@ int gl_dcgm_scrape_targets_parse(const char *targets, struct gl_dcgm_scrape_targ
 	return 0;
 }
 
-int gl_dcgm_scrape_targets_load(const struct gl_dcgm_source_cfg *src, struct gl_dcgm_scrape_target **out, size_t *n,
+int gl_dcgm_scrape_targets_load(const struct gl_config_dcgm_source *src, struct gl_dcgm_scrape_target **out, size_t *n,
 			 struct gl_err *err)
 {
 	struct gl_dcgm_scrape_target *t = NULL;
@@ -156,7 +156,7 @@ static CURL *start(struct gl_dcgm_scrape_fetch *f, const struct gl_dcgm_scrape_f
 		return NULL;
 	memset(x, 0, sizeof *x);
 	x->f = f;
-	x->max_body = o->max_body ? o->max_body : GL_DCGM_MAX_BODY;
+	x->max_body = o->max_body ? o->max_body : GL_DCGM_SCRAPE_MAX_BODY;
 	curl_easy_setopt(h, CURLOPT_URL, f->url);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, x);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -290,7 +290,7 @@ out:
 /* ---- the source --------------------------------------------------------- */
 
 struct round {
-	const struct gl_dcgm_source_cfg *src;
+	const struct gl_config_dcgm_source *src;
 	struct gl_dcgm_ingest_batch *b;
 	int64_t now_s;
 	size_t good, bad;
@@ -375,7 +375,7 @@ static struct gl_log_limiter *limiter_for(const void *src)
 int gl_dcgm_scrape_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err)
 {
-	const struct gl_dcgm_source_cfg *src = srcp;
+	const struct gl_config_dcgm_source *src = srcp;
 	struct gl_dcgm_scrape_target *t = NULL;
 	struct gl_dcgm_scrape_fetch *f = NULL;
 	struct gl_dcgm_scrape_fetch_opts fo = {0};

@@ -548,7 +548,7 @@ static int check_watermark(struct gl_store *db, int cluster_id, const struct gl_
 			   struct gl_err *err)
 {
 	char a[32], w[32];
-	int rc = gl_ingest_watermark_get(db, GL_KUBE_SOURCE, cluster_id, wm, err);
+	int rc = gl_ingest_watermark_get(db, GL_KUBE_INGEST_SOURCE, cluster_id, wm, err);
 	if (rc || *wm == GL_TIME_NONE || o->at_s >= *wm)
 		return rc;
 	gl_timeutil_format(o->at_s, a, sizeof a);
@@ -628,7 +628,7 @@ static int add_pods(struct gl_store *db, int cluster_id, const struct gl_kube_in
 		rowmap_build(&map, &stored);
 	}
 	for (size_t i = from; i < to; i++) {
-		struct gl_job_row row;
+		struct gl_jobrow row;
 		const struct gl_kubestore_pod *k;
 		gl_kube_pod_to_row(&kr->pods[i], o->at_s, &row);
 		row.job_key = keys + key_off[i];
@@ -651,7 +651,7 @@ static int add_pods(struct gl_store *db, int cluster_id, const struct gl_kube_in
 static int flush_batch(struct gl_store *db, int cluster_id, struct gl_jobs_batch *b, struct gl_kube_ingest_result *res,
 		       struct gl_err *err)
 {
-	struct gl_merge_counts mc;
+	struct gl_jobs_merge_counts mc;
 	int rc = gl_jobs_merge(db, cluster_id, b, &mc, err);
 	if (!rc) {
 		res->st.inserted += mc.inserted;
@@ -831,7 +831,7 @@ static int ingest_parts(struct gl_store *db, int cluster_id, const struct gl_kub
 	if ((rc = gl_dcgm_ingest_claim_pending(db, cluster_id, NULL, err)))
 		goto fail;
 	if (res->watermark_prev_s != o->at_s &&
-	    (rc = gl_ingest_watermark_set(db, GL_KUBE_SOURCE, cluster_id, o->at_s, err)))
+	    (rc = gl_ingest_watermark_set(db, GL_KUBE_INGEST_SOURCE, cluster_id, o->at_s, err)))
 		goto fail;
 	if ((rc = gl_ingest_run_update(db, res->run_id, &res->st, res->st.skipped ? "partial" : "ok", NULL, err)) ||
 	    (rc = gl_txn_commit(db, err)))
@@ -883,7 +883,7 @@ int gl_kube_ingest_doc(struct gl_store *db, const struct gl_kube_ingest_opts *o,
 		goto out;
 	}
 	if ((rc = gl_jobs_cluster_ensure(db, o->cluster, "kubernetes", &cluster_id, err)) ||
-	    (rc = gl_ingest_run_begin(db, GL_KUBE_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
+	    (rc = gl_ingest_run_begin(db, GL_KUBE_INGEST_SOURCE, cluster_id, o->input_name, &res->run_id, err)))
 		goto out;
 	/* early, before parsing a large document for nothing; checked again
 	 * under the lock in every transaction */
@@ -985,7 +985,7 @@ int gl_kube_ingest_record_failure(struct gl_store *db, const char *cluster, cons
 	if (gl_dbcancel_requested(GL_DBCANCEL_WORK))
 		gl_dbcancel_defer();
 	if (!(rc = gl_jobs_cluster_ensure(db, cluster, "kubernetes", &cluster_id, err)) &&
-	    !(rc = gl_ingest_run_begin(db, GL_KUBE_SOURCE, cluster_id, input_name, &run_id, err))) {
+	    !(rc = gl_ingest_run_begin(db, GL_KUBE_INGEST_SOURCE, cluster_id, input_name, &run_id, err))) {
 		rc = gl_ingest_run_fail(db, run_id, &st, why, "nothing was read: the next run lists the pods again",
 					err);
 		gl_ingest_run_audit(db, run_id);
@@ -1015,7 +1015,7 @@ static int on_out(const char *buf, size_t n, void *ud)
 
 /* Runs the command; the whole stdout when it exited 0, else an error.
  * shown: the command as messages quote it (credentials blanked). */
-static int run_command(const struct gl_kube_source_cfg *src, const char *shown, size_t cap, struct gl_strbuf *out,
+static int run_command(const struct gl_config_kube_source *src, const char *shown, size_t cap, struct gl_strbuf *out,
 		       struct gl_err *err)
 {
 	const char *argv[64];
@@ -1061,7 +1061,7 @@ out:
 int gl_kube_ingest_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcv, int64_t now_s, char *summary,
 		       size_t n, struct gl_err *err)
 {
-	const struct gl_kube_source_cfg *src = srcv;
+	const struct gl_config_kube_source *src = srcv;
 	struct gl_kube_ingest_opts o = {0};
 	struct gl_kube_ingest_result res = {0};
 	/* the command as every message, log line and ingest_runs row quotes

@@ -118,16 +118,16 @@ static int names_has(const struct names *ns, const char *name)
 /* When each node started to be present: the start of the cluster
  * registration covering at_s that lists it (slurmdbd counts a node's GPUs
  * from the registration), else the Kubernetes creation time, else at_s. */
-static void node_since(const struct gl_node_snapshot *s, int64_t at_s, int64_t *since)
+static void node_since(const struct gl_nodeobs_snapshot *s, int64_t at_s, int64_t *since)
 {
 	for (size_t i = 0; i < s->nnodes; i++) {
-		const struct gl_node_obs *o = &s->nodes[i];
+		const struct gl_nodeobs_obs *o = &s->nodes[i];
 		since[i] = at_s;
 		if (o->created_s != GL_TIME_NONE && o->created_s <= at_s)
 			since[i] = o->created_s;
 	}
 	for (size_t e = 0; e < s->nevents; e++) {
-		const struct gl_slurm_event *ev = &s->events[e];
+		const struct gl_nodeobs_slurm_event *ev = &s->events[e];
 		struct names ns = {0};
 		struct gl_err err = {0};
 		if (!ev->is_cluster || ev->start_s > at_s || (ev->end_s != GL_TIME_NONE && ev->end_s <= at_s) ||
@@ -147,13 +147,13 @@ static void node_since(const struct gl_node_snapshot *s, int64_t at_s, int64_t *
 	}
 }
 
-char *gl_nodes_ingest_stage_copy_text(const struct gl_node_snapshot *s, int64_t at_s, size_t *len)
+char *gl_nodes_ingest_stage_copy_text(const struct gl_nodeobs_snapshot *s, int64_t at_s, size_t *len)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
 	int64_t *since = gl_xcalloc(s->nnodes ? s->nnodes : 1, sizeof *since);
 	node_since(s, at_s, since);
 	for (size_t i = 0; i < s->nnodes; i++) {
-		const struct gl_node_obs *o = &s->nodes[i];
+		const struct gl_nodeobs_obs *o = &s->nodes[i];
 		char *prim = primary_partition(o->partitions);
 		for (size_t m = 0; m < o->ngpu_models; m++) {
 			if (o->gpus[m].gpus <= 0)
@@ -185,7 +185,7 @@ char *gl_nodes_ingest_stage_copy_text(const struct gl_node_snapshot *s, int64_t 
 	return gl_strbuf_steal(&b);
 }
 
-static int node_has_gpus(const struct gl_node_obs *o)
+static int node_has_gpus(const struct gl_nodeobs_obs *o)
 {
 	for (size_t m = 0; m < o->ngpu_models; m++)
 		if (o->gpus[m].gpus > 0)
@@ -193,10 +193,10 @@ static int node_has_gpus(const struct gl_node_obs *o)
 	return 0;
 }
 
-static void stage_states(const struct gl_node_snapshot *s, int64_t at_s, const int64_t *since, struct gl_strbuf *b)
+static void stage_states(const struct gl_nodeobs_snapshot *s, int64_t at_s, const int64_t *since, struct gl_strbuf *b)
 {
 	for (size_t i = 0; i < s->nnodes; i++) {
-		const struct gl_node_obs *o = &s->nodes[i];
+		const struct gl_nodeobs_obs *o = &s->nodes[i];
 		if (!node_has_gpus(o))
 			continue; /* a GPU ledger: CPU-only nodes carry no capacity */
 		put_text(b, o->name);
@@ -226,11 +226,11 @@ static void stage_states(const struct gl_node_snapshot *s, int64_t at_s, const i
 	}
 }
 
-static size_t stage_events(const struct gl_node_snapshot *s, struct gl_strbuf *b)
+static size_t stage_events(const struct gl_nodeobs_snapshot *s, struct gl_strbuf *b)
 {
 	size_t n = 0;
 	for (size_t e = 0; e < s->nevents; e++) {
-		const struct gl_slurm_event *ev = &s->events[e];
+		const struct gl_nodeobs_slurm_event *ev = &s->events[e];
 		char raw[32];
 		if (ev->is_cluster)
 			continue;
@@ -260,7 +260,7 @@ static size_t stage_events(const struct gl_node_snapshot *s, struct gl_strbuf *b
 /* Cluster registrations, one row per node they list: the first span of a
  * node seen before the event history arrived is moved back to them. */
 struct reg_ctx {
-	const struct gl_slurm_event *ev;
+	const struct gl_nodeobs_slurm_event *ev;
 	struct gl_strbuf *b;
 	size_t rows;
 };
@@ -278,7 +278,7 @@ static int reg_node(const char *host, void *ud)
 	return 0;
 }
 
-static size_t stage_regs(const struct gl_node_snapshot *s, struct gl_strbuf *b)
+static size_t stage_regs(const struct gl_nodeobs_snapshot *s, struct gl_strbuf *b)
 {
 	size_t rows = 0;
 	for (size_t e = 0; e < s->nevents; e++) {
@@ -297,15 +297,15 @@ static size_t stage_regs(const struct gl_node_snapshot *s, struct gl_strbuf *b)
  * GPUs): a 22.05 reservation's TRES has no GPUs, so its rows carry 0 GPUs and
  * show in the inventory without taking capacity, exactly as sreport books it. */
 struct resv_ctx {
-	const struct gl_node_snapshot *s;
-	const struct gl_slurm_resv *r;
+	const struct gl_nodeobs_snapshot *s;
+	const struct gl_nodeobs_slurm_resv *r;
 	struct gl_strbuf *b;
-	int64_t left[GL_NODE_MAX_MODELS]; /* typed GPUs still to place, per r->gpus[] */
+	int64_t left[GL_NODEOBS_MAX_MODELS]; /* typed GPUs still to place, per r->gpus[] */
 	int64_t untyped_left;
 	size_t rows;
 };
 
-static const struct gl_node_obs *find_node(const struct gl_node_snapshot *s, const char *name)
+static const struct gl_nodeobs_obs *find_node(const struct gl_nodeobs_snapshot *s, const char *name)
 {
 	/* reservations are few; a linear scan keeps the snapshot unsorted */
 	for (size_t i = 0; i < s->nnodes; i++)
@@ -316,7 +316,7 @@ static const struct gl_node_obs *find_node(const struct gl_node_snapshot *s, con
 
 static void resv_row(struct resv_ctx *x, const char *node, const char *model, int64_t gpus)
 {
-	const struct gl_slurm_resv *r = x->r;
+	const struct gl_nodeobs_slurm_resv *r = x->r;
 	char ref[256];
 	snprintf(ref, sizeof ref, "%s%s%s", r->name, model ? ":" : "", model ? model : "");
 	put_text(x->b, node);
@@ -341,7 +341,7 @@ static void resv_row(struct resv_ctx *x, const char *node, const char *model, in
 static int resv_node(const char *host, void *ud)
 {
 	struct resv_ctx *x = ud;
-	const struct gl_node_obs *o = find_node(x->s, host);
+	const struct gl_nodeobs_obs *o = find_node(x->s, host);
 	int placed = 0;
 	if (o) {
 		for (size_t m = 0; m < o->ngpu_models; m++) {
@@ -367,11 +367,11 @@ static int resv_node(const char *host, void *ud)
 	return 0;
 }
 
-static size_t stage_resvs(const struct gl_node_snapshot *s, struct gl_strbuf *b)
+static size_t stage_resvs(const struct gl_nodeobs_snapshot *s, struct gl_strbuf *b)
 {
 	size_t rows = 0;
 	for (size_t i = 0; i < s->nresvs; i++) {
-		const struct gl_slurm_resv *r = &s->resvs[i];
+		const struct gl_nodeobs_slurm_resv *r = &s->resvs[i];
 		struct resv_ctx x = {.s = s, .r = r, .b = b};
 		struct gl_err err = {0};
 		int64_t typed = 0;
@@ -412,7 +412,7 @@ static void staged_fini(struct staged *x)
 	free(x->gtext);
 }
 
-static void stage_snapshot(const struct gl_node_snapshot *s, int64_t at_s, struct staged *x,
+static void stage_snapshot(const struct gl_nodeobs_snapshot *s, int64_t at_s, struct staged *x,
 			   struct gl_nodes_ingest_counts *out)
 {
 	int64_t *since = gl_xcalloc(s->nnodes ? s->nnodes : 1, sizeof *since);
@@ -446,7 +446,7 @@ static void stage_snapshot(const struct gl_node_snapshot *s, int64_t at_s, struc
 /* The snapshot's transaction, under the per-cluster ingest lock: refused
  * when older than the last one applied, else merged, with the snapshot's
  * row and the run's counters; rolled back whole on any failure. */
-static int apply(struct gl_store *db, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
+static int apply(struct gl_store *db, const struct gl_nodes_ingest_opts *o, const struct gl_nodeobs_snapshot *s,
 		 int cluster_id, const struct staged *x, int64_t run_id, struct gl_ingest_stats *st,
 		 struct gl_nodes_ingest_counts *out, struct gl_err *err)
 {
@@ -484,7 +484,7 @@ fail:
 	return rc;
 }
 
-int gl_nodes_ingest(struct gl_store *db, const struct gl_nodes_ingest_opts *o, const struct gl_node_snapshot *s,
+int gl_nodes_ingest(struct gl_store *db, const struct gl_nodes_ingest_opts *o, const struct gl_nodeobs_snapshot *s,
 		    struct gl_nodes_ingest_counts *out, struct gl_err *err)
 {
 	struct staged x = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT, NULL, {0}};

@@ -69,8 +69,8 @@ static int run_capture(const char *const *argv, int64_t timeout_s, struct gl_str
 
 /* Runs argv and parses its stdout into s with parse. */
 static int run_parse(const char *const *argv, int64_t timeout_s,
-		     int (*parse)(const char *, size_t, struct gl_node_snapshot *, struct gl_err *),
-		     struct gl_node_snapshot *s, struct gl_err *err)
+		     int (*parse)(const char *, size_t, struct gl_nodeobs_snapshot *, struct gl_err *),
+		     struct gl_nodeobs_snapshot *s, struct gl_err *err)
 {
 	struct gl_strbuf out = GL_STRBUF_INIT;
 	int rc = run_capture(argv, timeout_s, &out, err);
@@ -109,7 +109,7 @@ static void record_failure(struct gl_store *db, const char *cluster, const char 
 	gl_ingest_stats_fini(&st);
 }
 
-static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_counts *k, const struct gl_node_snapshot *s)
+static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_counts *k, const struct gl_nodeobs_snapshot *s)
 {
 	snprintf(summary, n,
 		 "%lld nodes (%lld with GPUs, %lld GPUs), GPU spans +%lld/-%lld, state spans +%lld/-%lld, %lld events, "
@@ -122,8 +122,8 @@ static void summarize(char *summary, size_t n, const struct gl_nodes_ingest_coun
 int gl_nodes_poll_slurm_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
 			      char *summary, size_t summary_len, struct gl_err *err)
 {
-	const struct gl_slurm_nodes_source_cfg *src = vsrc;
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	const struct gl_config_slurm_nodes_source *src = vsrc;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;
 	char start[32], end[32], startarg[48], endarg[48], clarg[300];
@@ -181,8 +181,8 @@ out:
 int gl_nodes_poll_kube_source_run(struct gl_store *db, const struct gl_config *cfg, const void *vsrc, int64_t now_s,
 			     char *summary, size_t summary_len, struct gl_err *err)
 {
-	const struct gl_kube_nodes_source_cfg *src = vsrc;
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	const struct gl_config_kube_nodes_source *src = vsrc;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_strbuf out = GL_STRBUF_INIT, shown = GL_STRBUF_INIT;
 	struct gl_nodes_ingest_opts o = {0};
 	struct gl_nodes_ingest_counts k;

@@ -224,7 +224,7 @@ static int make_rounds(const struct gl_nvsmi_ingest_opts *o, const struct node *
 }
 
 /* The apps capture and the PIDs, when given: their problems are the run's. */
-static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
+static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_ingest_node_input *in,
 		       struct gl_dcgm_ingest_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
 	int rc;
@@ -251,7 +251,7 @@ static int side_inputs(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvs
 
 /* One node's capture and side inputs; a capture refused writes nothing of
  * the node (-GL_EFORMAT and the reason). */
-static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_node_input *in,
+static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsmi_ingest_node_input *in,
 		      struct gl_dcgm_ingest_batch *b0, struct node *d, struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
 	const struct gl_nvsmi_ingest_input *cap = &in->capture;
@@ -281,7 +281,7 @@ static int parse_node(const struct gl_nvsmi_ingest_opts *o, const struct gl_nvsm
 }
 
 int gl_nvsmi_ingest_nodes(struct gl_store *db, const struct gl_nvsmi_ingest_opts *o,
-			  const struct gl_nvsmi_node_input *in, size_t n, struct gl_nvsmi_ingest_result *res,
+			  const struct gl_nvsmi_ingest_node_input *in, size_t n, struct gl_nvsmi_ingest_result *res,
 			  struct gl_err *err)
 {
 	struct node *nd = gl_xcalloc(n ? n : 1, sizeof *nd);
@@ -334,7 +334,7 @@ int gl_nvsmi_ingest(struct gl_store *db, const struct gl_nvsmi_ingest_opts *o, c
 		    const struct gl_nvsmi_ingest_input *apps, const struct gl_nvsmi_ingest_input *pids,
 		    struct gl_nvsmi_ingest_result *res, struct gl_err *err)
 {
-	struct gl_nvsmi_node_input in = {o->node, {capture, len, o->dcgm.input_name}, {0}, {0}, NULL};
+	struct gl_nvsmi_ingest_node_input in = {o->node, {capture, len, o->dcgm.input_name}, {0}, {0}, NULL};
 	if (apps)
 		in.apps = *apps;
 	if (pids)
@@ -450,7 +450,7 @@ static int add_host(const char *host, void *ud)
 
 /* input (command or file, one of them "") of node into out; its name in
  * shown. On failure the reason in nr->why. */
-static int read_one(const struct gl_nvsmi_source_cfg *src, const char *command, const char *file, struct node_read *nr,
+static int read_one(const struct gl_config_nvsmi_source *src, const char *command, const char *file, struct node_read *nr,
 		    struct gl_strbuf *out, char *shown, size_t nshown)
 {
 	char *cmd = subst_node(command, nr->node), *f = subst_node(file, nr->node);
@@ -463,7 +463,7 @@ static int read_one(const struct gl_nvsmi_source_cfg *src, const char *command, 
 	return rc;
 }
 
-static void read_node(const struct gl_nvsmi_source_cfg *src, struct node_read *nr, struct gl_nvsmi_node_input *in)
+static void read_node(const struct gl_config_nvsmi_source *src, struct node_read *nr, struct gl_nvsmi_ingest_node_input *in)
 {
 	memset(in, 0, sizeof *in);
 	in->node = nr->node;
@@ -495,7 +495,7 @@ static void hosts_fini(struct hosts *h)
 }
 
 /* Every node's inputs, read one after the other; the number read. */
-static size_t read_nodes(const struct gl_nvsmi_source_cfg *src, struct hosts *h, struct gl_nvsmi_node_input *in)
+static size_t read_nodes(const struct gl_config_nvsmi_source *src, struct hosts *h, struct gl_nvsmi_ingest_node_input *in)
 {
 	size_t ok = 0;
 	for (size_t k = 0; k < h->n; k++) {
@@ -510,9 +510,9 @@ static size_t read_nodes(const struct gl_nvsmi_source_cfg *src, struct hosts *h,
 int gl_nvsmi_ingest_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s, char *summary,
 			size_t n, struct gl_err *err)
 {
-	const struct gl_nvsmi_source_cfg *src = srcp;
+	const struct gl_config_nvsmi_source *src = srcp;
 	struct hosts h = {0};
-	struct gl_nvsmi_node_input *in = NULL;
+	struct gl_nvsmi_ingest_node_input *in = NULL;
 	struct gl_nvsmi_ingest_opts o;
 	struct gl_nvsmi_ingest_result res;
 	char name[600];

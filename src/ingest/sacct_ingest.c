@@ -38,7 +38,7 @@ struct gl_sacct_ingest {
 
 static int flush(struct gl_sacct_ingest *in, int final, int source_ok, const char *source_error, struct gl_err *err)
 {
-	struct gl_merge_counts mc = {0};
+	struct gl_jobs_merge_counts mc = {0};
 	const char *status;
 	size_t rows = gl_jobs_batch_rows(in->batch);
 	int rc, merged = 0, counted = 0;
@@ -135,7 +135,7 @@ static const char *comment_tags(struct gl_sacct_ingest *in, const char *comment)
 	return in->tags.p;
 }
 
-static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_job_row *row)
+static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, size_t line_len, struct gl_jobrow *row)
 {
 	char key[32 + 255 + 1]; /* "raw:" JobIDRaw (GL_BOUNDS_JOB_ID) "@" submit: never cut */
 	const char *state;
@@ -146,7 +146,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	else
 		snprintf(key, sizeof key, "raw:%.*s@%lld", (int)(rec->job_id_raw.p ? rec->job_id_raw.len : rec->job_id.len),
 			 rec->job_id_raw.p ? rec->job_id_raw.p : rec->job_id.p, (long long)rec->submit_s);
-	if (rec->state == GL_JS_UNKNOWN) {
+	if (rec->state == GL_SACCT_JS_UNKNOWN) {
 		/* keep the verbatim first token of an unknown state */
 		st = rec->state_raw;
 		st.len = 0;
@@ -159,7 +159,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	/* every field is a slice of the line, plus the key, the state name and
 	 * the GPU type, each with its NUL */
 	gl_strbuf_reset(&in->scratch);
-	gl_strbuf_reserve(&in->scratch, line_len + sizeof key + st.len + GL_GPU_TYPE_MAX + 32);
+	gl_strbuf_reserve(&in->scratch, line_len + sizeof key + st.len + GL_SACCT_GPU_TYPE_MAX + 32);
 	memset(row, 0, sizeof *row);
 	row->job_key = dup(in, (struct gl_str){key, strlen(key)}, 0);
 	row->job_id = dup(in, rec->job_id, 0);
@@ -183,7 +183,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	row->het_job_id = rec->het_offset >= 0 ? rec->base_job_id : -1;
 	row->het_offset = rec->het_offset;
 	row->uid = rec->uid;
-	row->state_known = rec->state != GL_JS_UNKNOWN;
+	row->state_known = rec->state != GL_SACCT_JS_UNKNOWN;
 	row->state_by_uid = rec->state_by_uid;
 	row->submit_s = rec->submit_s;
 	row->eligible_s = rec->eligible_s;
@@ -198,7 +198,7 @@ static void to_row(struct gl_sacct_ingest *in, const struct gl_sacct_rec *rec, s
 	/* whole GPUs (a MIG instance is one of its profile): held as billed */
 	row->gpu_micro = rec->gpus_alloc * GL_GPU_MICRO;
 	row->req_gpu_micro = rec->gpus_req * GL_GPU_MICRO;
-	row->phys_micro = GL_JOB_HELD_AS_BILLED;
+	row->phys_micro = GL_JOBROW_HELD_AS_BILLED;
 	row->nodes_json = NULL;
 	row->tags_json = comment_tags(in, dup(in, rec->comment, 1));
 	row->last_seen_s = rec->end_s == GL_TIME_NONE && in->o.seen_s > 0 ? in->o.seen_s : GL_TIME_NONE;
@@ -239,7 +239,7 @@ out:
 static int do_line(struct gl_sacct_ingest *in, const char *line, size_t len, struct gl_err *err)
 {
 	struct gl_sacct_rec rec;
-	struct gl_job_row row;
+	struct gl_jobrow row;
 	struct gl_err perr = {0};
 	char reason[600];
 	int rc;
@@ -279,7 +279,7 @@ static int do_line(struct gl_sacct_ingest *in, const char *line, size_t len, str
 		gl_ingest_stats_skip(&in->st, in->o.input_name, in->line_no, reason);
 		return 0;
 	}
-	if (rec.state == GL_JS_UNKNOWN)
+	if (rec.state == GL_SACCT_JS_UNKNOWN)
 		gl_log(GL_LOG_WARN, "%s:%lld: unknown job state '%.*s' kept verbatim", in->o.input_name,
 		       (long long)in->line_no, (int)rec.state_raw.len, rec.state_raw.p);
 	to_row(in, &rec, len, &row);

@@ -39,7 +39,7 @@ static void fmt_sacct_time(int64_t t, char *buf, size_t n)
 	snprintf(buf, n, "%s", tmp);
 }
 
-static int run_chunk(struct gl_store *db, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src,
+static int run_chunk(struct gl_store *db, const struct gl_config *cfg, const struct gl_config_sacct_source *src,
 		     int64_t from, int64_t to, int final_wm, struct gl_sacct_poll_result *res, struct gl_err *err)
 {
 	char s_from[32], s_to[32];
@@ -147,7 +147,7 @@ out:
 	return rc;
 }
 
-int gl_sacct_poll_run(struct gl_store *db, const struct gl_config *cfg, const struct gl_sacct_source_cfg *src,
+int gl_sacct_poll_run(struct gl_store *db, const struct gl_config *cfg, const struct gl_config_sacct_source *src,
 		      int64_t now_s, struct gl_sacct_poll_result *res, struct gl_err *err)
 {
 	int cluster_id, rc;

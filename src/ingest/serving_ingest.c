@@ -65,7 +65,7 @@ void gl_serving_ingest_batch_fail(struct gl_serving_ingest_batch *b, const char 
 
 /* The series' stream and place: a series the scrape labels with its pod
  * (a federated scrape) runs on that pod, unless the source named one. */
-static void series_where(const struct gl_serving_scrape_in *in, const struct gl_serve_series *x,
+static void series_where(const struct gl_serving_ingest_scrape_in *in, const struct gl_servemetrics_series *x,
 			 struct gl_servingdb_where *w, char *instance, size_t n)
 {
 	*w = in->where;
@@ -79,10 +79,10 @@ static void series_where(const struct gl_serving_scrape_in *in, const struct gl_
 		snprintf(instance, n, "pod:%s/%s", x->namespace_, x->pod);
 }
 
-int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct gl_serving_scrape_in *in, const char *text,
+int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct gl_serving_ingest_scrape_in *in, const char *text,
 			 size_t len, struct gl_err *err)
 {
-	struct gl_serve_scrape s;
+	struct gl_servemetrics_scrape s;
 	int rc = gl_servemetrics_parse(&s, text, len, in->default_model, err);
 	const char *input = in->input ? in->input : "";
 
@@ -105,7 +105,7 @@ int gl_serving_ingest_batch_add(struct gl_serving_ingest_batch *b, const struct 
 		b->bad_values += (int64_t)s.bad_values;
 	}
 	for (size_t i = 0; i < s.n; i++) {
-		const struct gl_serve_series *x = &s.series[i];
+		const struct gl_servemetrics_series *x = &s.series[i];
 		struct gl_servingdb_where w;
 		char instance[600], why[300];
 		if (x->hist_problem) {
@@ -123,7 +123,7 @@ out:
 static void flag(struct gl_serving_ingest_batch *b, const struct gl_servingdb_row *x, const struct gl_increase_result *r)
 {
 	char why[400];
-	const char *what = r->first_backwards < GL_SERVE__NCTR ? gl_servemetrics_counter_name(r->first_backwards)
+	const char *what = r->first_backwards < GL_SERVEMETRICS__NCTR ? gl_servemetrics_counter_name(r->first_backwards)
 							      : "a latency bucket";
 	snprintf(why, sizeof why,
 		 "endpoint %s, model %s (%s): %s went from %.17g down to %.17g with no sign of a restart: counted 0, "

@@ -16,7 +16,7 @@
 #include <string.h>
 
 struct target {
-	const struct gl_serving_source_cfg *e;
+	const struct gl_config_serving_source *e;
 	char *url;
 	char *instance; /* the URL with credentials blanked: what is stored */
 	char ns[256];
@@ -31,12 +31,12 @@ struct round {
 };
 
 /* The entries of src's group: the same cluster and interval. */
-static int same_group(const struct gl_serving_source_cfg *a, const struct gl_serving_source_cfg *b)
+static int same_group(const struct gl_config_serving_source *a, const struct gl_config_serving_source *b)
 {
 	return !strcmp(a->cluster, b->cluster) && a->interval_s == b->interval_s;
 }
 
-static void where_of(const struct gl_serving_source_cfg *e, struct gl_servingdb_where *w, char *ns, size_t n)
+static void where_of(const struct gl_config_serving_source *e, struct gl_servingdb_where *w, char *ns, size_t n)
 {
 	memset(w, 0, sizeof *w);
 	if (e->pod[0]) {
@@ -58,12 +58,12 @@ static void where_of(const struct gl_serving_source_cfg *e, struct gl_servingdb_
 	}
 }
 
-static size_t load_targets(const struct gl_config *cfg, const struct gl_serving_source_cfg *src, struct target **out)
+static size_t load_targets(const struct gl_config *cfg, const struct gl_config_serving_source *src, struct target **out)
 {
 	struct target *t = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < cfg->n_serving; i++) {
-		const struct gl_serving_source_cfg *e = &cfg->serving[i];
+		const struct gl_config_serving_source *e = &cfg->serving[i];
 		if (!same_group(e, src))
 			continue;
 		for (const char *u = e->targets; *u;) {
@@ -98,7 +98,7 @@ static void on_fetched(struct gl_dcgm_scrape_fetch *f, void *ud)
 {
 	struct round *rd = ud;
 	struct target *t = f->ud;
-	struct gl_serving_scrape_in in;
+	struct gl_serving_ingest_scrape_in in;
 	struct gl_err perr = {0};
 	char why[400];
 	int ok = f->ok;
@@ -135,7 +135,7 @@ static void on_fetched(struct gl_dcgm_scrape_fetch *f, void *ud)
 int gl_serving_scrape_source_run(struct gl_store *db, const struct gl_config *cfg, const void *srcp, int64_t now_s,
 			  char *summary, size_t n, struct gl_err *err)
 {
-	const struct gl_serving_source_cfg *src = srcp;
+	const struct gl_config_serving_source *src = srcp;
 	struct gl_serving_ingest_opts o;
 	struct gl_serving_ingest_result res;
 	struct gl_dcgm_scrape_fetch_opts fo = {0};

@@ -28,7 +28,7 @@ struct pdf {
 	 * threads would pile up */
 	PangoFontMap *fm;
 	PangoContext *pc;
-	const struct gl_showback *sb;
+	const struct gl_sbmodel *sb;
 	const struct gl_report_style *st;
 	const struct gl_report_pdf_layout *L;
 	char gen[32];
@@ -337,7 +337,7 @@ static const double pal[][3] = {{0.31, 0.47, 0.65}, {0.95, 0.56, 0.17}, {0.88, 0
 				{0.61, 0.46, 0.37}, {0.73, 0.69, 0.67}};
 #define SERIES 9
 
-static void money(const struct gl_showback *sb, int64_t m, char *b, size_t n)
+static void money(const struct gl_sbmodel *sb, int64_t m, char *b, size_t n)
 {
 	gl_cost_format(m, sb->minor, b, n);
 }
@@ -346,7 +346,7 @@ static void money(const struct gl_showback *sb, int64_t m, char *b, size_t n)
  * wraps inside its slot. */
 static void chart_legend(struct pdf *p, size_t ns)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	double slot = TEXT_W / 4, rowh = 0;
 	for (size_t i = 0; i <= ns && i < p->sb->n_owners; i++) {
 		const char *name = i == ns ? "others" : gl_report_owner_label(sb->owners[i].name);
@@ -370,7 +370,7 @@ static void chart_legend(struct pdf *p, size_t ns)
  * ticks and grid lines; days labelled every five. */
 static void chart_daily(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	double x0 = MARGIN + 44, w = TEXT_W - 44, h = p->L->chart_height, bw, fs = p->L->small_size;
 	size_t ns = sb->n_owners < SERIES ? sb->n_owners : SERIES;
 	int64_t max = 0;
@@ -424,7 +424,7 @@ static void chart_daily(struct pdf *p)
 
 static void chart_pairs(struct pdf *p, int mom)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	size_t n = sb->n_owners < 12 ? sb->n_owners : 12;
 	double lw = p->L->name_column_width, x0 = MARGIN + lw + 5, w = TEXT_W - lw - 5;
 	int64_t max = 1;
@@ -435,7 +435,7 @@ static void chart_pairs(struct pdf *p, int mom)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_sb_owner *o = &sb->owners[i];
+		const struct gl_sbmodel_owner *o = &sb->owners[i];
 		int64_t a = mom ? o->total_micros : o->busy_s + o->aidle_s;
 		if (a > max)
 			max = a;
@@ -443,7 +443,7 @@ static void chart_pairs(struct pdf *p, int mom)
 			max = o->prev_total_micros;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct gl_sb_owner *o = &sb->owners[i];
+		const struct gl_sbmodel_owner *o = &sb->owners[i];
 		const char *name = gl_report_owner_label(o->name);
 		double rh = text_h(p, lw, name, p->L->table_size, F_REGULAR);
 		rh = rh > 14 ? rh + 2 : 16;
@@ -480,7 +480,7 @@ static void chart_pairs(struct pdf *p, int mom)
 	p->y += 14;
 }
 
-static void jobs_table(struct pdf *p, const char *title, const char *empty, const struct gl_sb_job *j, size_t n)
+static void jobs_table(struct pdf *p, const char *title, const char *empty, const struct gl_sbmodel_job *j, size_t n)
 {
 	static const char *const h[] = {"#", "Job", "Cluster", "Owner", "State", "GPUs", "GPU-h", "Cost", "Idle GPU-h",
 					"Idle cost"};
@@ -508,7 +508,7 @@ static void jobs_table(struct pdf *p, const char *title, const char *empty, cons
  * the partial-data notes. */
 static void cover(struct pdf *p, const struct gl_report_shown *shn)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	char b[256], c[64];
 	int64_t diff = gl_report_reconcile_diff(sb);
 	new_page(p);
@@ -541,7 +541,7 @@ static void cover(struct pdf *p, const struct gl_report_shown *shn)
 
 static void owners_table(struct pdf *p, const struct gl_report_shown *shn)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"Owner", "GPU-h", "Cost", "Alloc-idle GPU-h", "Idle share", "Total",
 					"Share %", "Prev. month", "Change %", "Budget %", "Failed cost", "kWh"};
 	static const double w[] = {90, 50, 58, 50, 50, 58, 40, 58, 44, 44, 50, 44};
@@ -550,7 +550,7 @@ static void owners_table(struct pdf *p, const struct gl_report_shown *shn)
 	heading(p, "Owners");
 	t_init(p, &t, h, w, a, 12, 1u);
 	for (size_t i = 0; i < sb->n_owners; i++) {
-		const struct gl_sb_owner *o = &sb->owners[i];
+		const struct gl_sbmodel_owner *o = &sb->owners[i];
 		char gh[32], co[48], ai[32], is[48], to[48], sh[32], pv[48], ch[32], bu[32], fc[48], kw[32];
 		gl_report_fmt_hours(o->alloc_s, gh, sizeof gh);
 		money(sb, shn->cost[i], co, sizeof co);
@@ -586,7 +586,7 @@ static void owners_table(struct pdf *p, const struct gl_report_shown *shn)
 
 static void reconciliation_table(struct pdf *p, const struct gl_report_shown *shn)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"Line", "Amount", "Micro-units"};
 	static const double w[] = {200, 100, 120};
 	static const int a[] = {0, 1, 1};
@@ -633,7 +633,7 @@ static void fleet_table(struct pdf *p)
 
 static void models_table(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"Owner", "GPU model / MIG profile", "GPU-h", "Unpriced GPU-h", "Cost"};
 	static const double w[] = {150, 130, 80, 80, 70};
 	static const int a[] = {0, 0, 1, 1, 1};
@@ -652,7 +652,7 @@ static void models_table(struct pdf *p)
 
 static void waste_table(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"Owner", "Failed-job GPU-h", "Failed-job cost"};
 	static const double w[] = {200, 100, 100};
 	static const int a[] = {0, 1, 1};
@@ -674,7 +674,7 @@ static void waste_table(struct pdf *p)
 
 static void waits_table(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"By", "Name", "Jobs", "Wait p50", "p90", "p99"};
 	static const double w[] = {60, 160, 60, 70, 70, 70};
 	static const int a[] = {0, 0, 1, 1, 1, 1};
@@ -682,7 +682,7 @@ static void waits_table(struct pdf *p)
 	heading(p, "Queue waits");
 	t_init(p, &t, h, w, a, 6, 2u);
 	for (size_t i = 0; i < sb->n_waits; i++) {
-		const struct gl_sb_wait *wt = &sb->waits[i];
+		const struct gl_sbmodel_wait *wt = &sb->waits[i];
 		char n1[24], n2[32], n3[32], n4[32];
 		snprintf(n1, sizeof n1, "%lld", (long long)wt->jobs);
 		gl_report_fmt_wait(wt->p50_s, n2, sizeof n2);
@@ -696,7 +696,7 @@ static void waits_table(struct pdf *p)
 /* The capacity page: its own page, the cells the HTML shows. */
 static void capacity_page(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const double w[] = {56, 60, 40, 44, 56, 56, 44, 70, 50};
 	static const int a[] = {0, 0, 1, 1, 0, 0, 1, 0, 0}; /* as the HTML: numbers right */
 	char cells[GL_REPORT_CAPACITY_COLS][64], note[400];
@@ -717,7 +717,7 @@ static void capacity_page(struct pdf *p)
 
 static void rates_table(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"GPU model", "MIG profile", "Currency", "Per GPU-hour", "From", "To"};
 	static const double w[] = {90, 70, 50, 70, 110, 110};
 	static const int a[] = {0, 0, 0, 1, 0, 0};
@@ -725,7 +725,7 @@ static void rates_table(struct pdf *p)
 	heading(p, "Rates in force");
 	t_init(p, &t, h, w, a, 6, 1u);
 	for (size_t i = 0; i < sb->n_rates; i++) {
-		const struct gl_sb_rate *r = &sb->rates[i];
+		const struct gl_sbmodel_rate *r = &sb->rates[i];
 		char c[64];
 		gl_cost_format(r->micros_per_gpu_hour, 6, c, sizeof c);
 		t_row(p, &t, r->model, r->mig_profile, r->currency, c, r->valid_from[0] ? r->valid_from : "always",
@@ -736,7 +736,7 @@ static void rates_table(struct pdf *p)
 
 static void rules_table(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	static const char *const h[] = {"Prio", "Cluster", "Match", "Value", "Team", "Project", "Cost center",
 					"From", "To"};
 	static const double w[] = {28, 50, 50, 60, 60, 55, 55, 76, 76};
@@ -745,7 +745,7 @@ static void rules_table(struct pdf *p)
 	heading(p, "Owner rules in force");
 	t_init(p, &t, h, w, a, 9, 0u);
 	for (size_t i = 0; i < sb->n_rules; i++) {
-		const struct gl_sb_rule *r = &sb->rules[i];
+		const struct gl_sbmodel_rule *r = &sb->rules[i];
 		char d[32];
 		snprintf(d, sizeof d, "%lld", (long long)r->priority);
 		t_row(p, &t, d, r->cluster, r->match_field, r->match_value, r->team, r->project, r->cost_center,
@@ -756,7 +756,7 @@ static void rules_table(struct pdf *p)
 
 static void body(struct pdf *p)
 {
-	const struct gl_showback *sb = p->sb;
+	const struct gl_sbmodel *sb = p->sb;
 	struct gl_report_shown shn;
 
 	gl_report_shown_compute(sb, &shn);
@@ -785,7 +785,7 @@ static void body(struct pdf *p)
 	gl_report_shown_fini(&shn);
 }
 
-int gl_report_pdf(const struct gl_showback *sb, const struct gl_report_style *style, int64_t generated_at_s,
+int gl_report_pdf(const struct gl_sbmodel *sb, const struct gl_report_style *style, int64_t generated_at_s,
 		  struct gl_strbuf *out, struct gl_err *err)
 {
 	struct pdf p;

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void gl_report_sched_name(const char *month, const char *aggregate, enum gl_share_idle share, const char *table,
+void gl_report_sched_name(const char *month, const char *aggregate, enum gl_chargeback_share_idle share, const char *table,
 			  const char *ext, int v, char *buf, size_t n)
 {
 	const char *tag = gl_report_share_tag(share);
@@ -32,7 +32,7 @@ void gl_report_sched_name(const char *month, const char *aggregate, enum gl_shar
 /* The month's CSV tables rendered into csv[] (*nt of them), each compared
  * with the latest recorded version's file of the same name: res->changed
  * names those that differ, *pv is that version (0: none recorded). */
-static int compare_latest(struct gl_store *st, const struct gl_showback *sb, const char *mday, int64_t now_s,
+static int compare_latest(struct gl_store *st, const struct gl_sbmodel *sb, const char *mday, int64_t now_s,
 			  struct gl_strbuf *csv, size_t *nt, int *pv, struct gl_report_sched_result *res,
 			  struct gl_err *err)
 {
@@ -45,7 +45,7 @@ static int compare_latest(struct gl_store *st, const struct gl_showback *sb, con
 	for (*nt = 0; gl_report_tables[*nt] && *nt < GL_REPORT_SCHED_MAX_FILES; (*nt)++) {
 		char name[160], sha[65];
 		int same = 0;
-		if ((rc = gl_reports_render(sb, GL_REPORTS_CSV, gl_report_tables[*nt], NULL, now_s, &csv[*nt], err)))
+		if ((rc = gl_reports_render(sb, GL_SETTINGS_REPORT_CSV, gl_report_tables[*nt], NULL, now_s, &csv[*nt], err)))
 			goto out;
 		gl_reports_sha256(csv[*nt].p, csv[*nt].len, sha);
 		gl_report_sched_name(sb->month, sb->aggregate, sb->share, gl_report_tables[*nt], "csv", *pv, name,
@@ -65,7 +65,7 @@ out:
 
 /* The new version's files under reports.dir, each renamed into place:
  * the nt CSV tables, then the configured other formats. */
-static int write_files(const struct gl_config *cfg, const struct gl_showback *sb, int64_t now_s,
+static int write_files(const struct gl_config *cfg, const struct gl_sbmodel *sb, int64_t now_s,
 		       struct gl_strbuf *csv, size_t nt, struct gl_report_sched_result *res, struct gl_err *err)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
@@ -83,13 +83,13 @@ static int write_files(const struct gl_config *cfg, const struct gl_showback *sb
 		f->bytes = csv[t].len;
 		rc = gl_reports_write_file(cfg->reports_dir, f->name, &csv[t], err);
 	}
-	for (int fmt = GL_REPORTS_HTML; fmt <= GL_REPORTS_ZIP && !rc; fmt++) {
+	for (int fmt = GL_SETTINGS_REPORT_HTML; fmt <= GL_SETTINGS_REPORT_ZIP && !rc; fmt++) {
 		struct gl_reports_file *f;
 		if (!strstr(cfg->reports_formats, gl_settings_report_ext[fmt]) || res->n_files == GL_REPORT_SCHED_MAX_FILES)
 			continue;
 		f = &res->files[res->n_files++];
 		gl_strbuf_reset(&b);
-		if ((rc = gl_reports_render(sb, (enum gl_reports_format)fmt, NULL, cfg, now_s, &b, err)))
+		if ((rc = gl_reports_render(sb, (enum gl_settings_report_format)fmt, NULL, cfg, now_s, &b, err)))
 			break;
 		gl_report_sched_name(sb->month, sb->aggregate, sb->share, NULL, gl_settings_report_ext[fmt], res->version, f->name,
 				     sizeof f->name);
@@ -102,17 +102,17 @@ static int write_files(const struct gl_config *cfg, const struct gl_showback *sb
 }
 
 /* The files' rows and the audit row, in one transaction. */
-static int record_rows(struct gl_store *st, const struct gl_showback *sb, const char *mday, const char *trigger,
+static int record_rows(struct gl_store *st, const struct gl_sbmodel *sb, const char *mday, const char *trigger,
 		       int64_t now_s, const struct gl_report_sched_result *res, struct gl_err *err)
 {
-	struct gl_reportfile_new files[GL_REPORT_SCHED_MAX_FILES];
-	struct gl_reportfile_set set = {mday, sb->aggregate, gl_chargeback_share_name(sb->share), trigger, res->changed,
+	struct gl_reportfiles_new files[GL_REPORT_SCHED_MAX_FILES];
+	struct gl_reportfiles_set set = {mday, sb->aggregate, gl_chargeback_share_name(sb->share), trigger, res->changed,
 					res->version, now_s};
 	struct gl_strbuf detail = GL_STRBUF_INIT;
 	int rc;
 
 	for (size_t i = 0; i < res->n_files; i++)
-		files[i] = (struct gl_reportfile_new){res->files[i].name, res->files[i].sha256,
+		files[i] = (struct gl_reportfiles_new){res->files[i].name, res->files[i].sha256,
 						      strrchr(res->files[i].name, '.') + 1, res->files[i].bytes};
 	gl_strbuf_printf(&detail, "{\"month\":\"%s\",\"aggregate\":\"%s\",\"version\":%d,\"files\":%zu,\"changed\":\"%s\"}",
 			 sb->month, sb->aggregate, res->version, res->n_files, res->changed);
@@ -122,7 +122,7 @@ static int record_rows(struct gl_store *st, const struct gl_showback *sb, const 
 }
 
 static int gather(struct gl_store *st, const struct gl_config *cfg, const char *month, int64_t now_s,
-		  struct gl_showback *sb, struct gl_report_sched_result *res, struct gl_err *err)
+		  struct gl_sbmodel *sb, struct gl_report_sched_result *res, struct gl_err *err)
 {
 	struct gl_showback_req req = {0};
 	int rc;
@@ -143,7 +143,7 @@ static int gather(struct gl_store *st, const struct gl_config *cfg, const char *
 int gl_report_sched_make(struct gl_store *st, const struct gl_config *cfg, const char *month, const char *trigger,
 			 int64_t now_s, struct gl_report_sched_result *res, struct gl_err *err)
 {
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_strbuf csv[GL_REPORT_SCHED_MAX_FILES];
 	char mday[16], lockkey[200];
 	size_t nt = 0;

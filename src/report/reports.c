@@ -19,31 +19,31 @@
 const char *const gl_reports_ctype[] = {"text/csv; charset=utf-8", "text/html; charset=utf-8", "application/pdf",
 					"application/zip"};
 
-int gl_reports_format_parse(const char *s, enum gl_reports_format *f, struct gl_err *err)
+int gl_reports_format_parse(const char *s, enum gl_settings_report_format *f, struct gl_err *err)
 {
 	if (!s || !strcmp(s, "csv"))
-		*f = GL_REPORTS_CSV;
+		*f = GL_SETTINGS_REPORT_CSV;
 	else if (!strcmp(s, "html"))
-		*f = GL_REPORTS_HTML;
+		*f = GL_SETTINGS_REPORT_HTML;
 	else if (!strcmp(s, "pdf"))
-		*f = GL_REPORTS_PDF;
+		*f = GL_SETTINGS_REPORT_PDF;
 	else if (!strcmp(s, "zip"))
-		*f = GL_REPORTS_ZIP;
+		*f = GL_SETTINGS_REPORT_ZIP;
 	else
 		return gl_err_set(err, GL_EINVAL, "format: '%s' is not csv, html, pdf or zip", s);
 	return 0;
 }
 
-int gl_reports_share_parse(const char *s, enum gl_share_idle *sh, struct gl_err *err)
+int gl_reports_share_parse(const char *s, enum gl_chargeback_share_idle *sh, struct gl_err *err)
 {
 	if (gl_chargeback_share_parse(s, sh))
-		return gl_err_set(err, GL_EINVAL, "shareIdle: '%s' is not " GL_CB_SHARE_NAMES, s);
+		return gl_err_set(err, GL_EINVAL, "shareIdle: '%s' is not " GL_CHARGEBACK_SHARE_NAMES, s);
 	return 0;
 }
 
 /* Every CSV table under its file name; the entries carry the month's first
  * second as their time, so a closed month zips to the same bytes. */
-static int render_zip(const struct gl_showback *sb, struct gl_strbuf *out, struct gl_err *err)
+static int render_zip(const struct gl_sbmodel *sb, struct gl_strbuf *out, struct gl_err *err)
 {
 	struct gl_strbuf csv = GL_STRBUF_INIT;
 	struct gl_zip z;
@@ -94,7 +94,7 @@ static const char *template_dir(const char *dir, char *buf, size_t n)
 
 /* HTML and PDF in the site's look, read at each rendering so an edited
  * template shows in the next report without a restart. */
-static int render_styled(const struct gl_showback *sb, enum gl_reports_format f, const struct gl_config *cfg,
+static int render_styled(const struct gl_sbmodel *sb, enum gl_settings_report_format f, const struct gl_config *cfg,
 			 int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
 {
 	struct gl_report_style st;
@@ -107,7 +107,7 @@ static int render_styled(const struct gl_showback *sb, enum gl_reports_format f,
 		snprintf(msg, sizeof msg, "%s", err->msg);
 		return gl_err_set(err, GL_ECONFIG, "%s", msg);
 	}
-	if (f == GL_REPORTS_HTML)
+	if (f == GL_SETTINGS_REPORT_HTML)
 		gl_report_html(sb, &st, generated_at_s, out);
 	else
 		rc = gl_report_pdf(sb, &st, generated_at_s, out, err);
@@ -115,18 +115,18 @@ static int render_styled(const struct gl_showback *sb, enum gl_reports_format f,
 	return rc;
 }
 
-int gl_reports_render(const struct gl_showback *sb, enum gl_reports_format f, const char *table,
+int gl_reports_render(const struct gl_sbmodel *sb, enum gl_settings_report_format f, const char *table,
 		      const struct gl_config *cfg, int64_t generated_at_s, struct gl_strbuf *out, struct gl_err *err)
 {
 	switch (f) {
-	case GL_REPORTS_CSV:
+	case GL_SETTINGS_REPORT_CSV:
 		if (gl_report_csv(sb, table ? table : "owners", out))
 			return gl_err_set(err, GL_EINVAL, "table: unknown table '%s'", table);
 		return 0;
-	case GL_REPORTS_HTML:
-	case GL_REPORTS_PDF:
+	case GL_SETTINGS_REPORT_HTML:
+	case GL_SETTINGS_REPORT_PDF:
 		return render_styled(sb, f, cfg, generated_at_s, out, err);
-	case GL_REPORTS_ZIP:
+	case GL_SETTINGS_REPORT_ZIP:
 		return render_zip(sb, out, err);
 	}
 	return gl_err_set(err, GL_EINVAL, "format: unknown");
@@ -180,7 +180,7 @@ out:
 	return rc;
 }
 
-int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f, const char *dir,
+int gl_reports_write_set(const struct gl_sbmodel *sb, enum gl_settings_report_format f, const char *dir,
 			 const struct gl_config *cfg, int64_t generated_at_s, struct gl_reports_file *files, size_t max, size_t *n,
 			 struct gl_err *err)
 {
@@ -190,8 +190,8 @@ int gl_reports_write_set(const struct gl_showback *sb, enum gl_reports_format f,
 	*n = 0;
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return gl_err_set(err, GL_EIO, "%s: %s", dir, strerror(errno));
-	for (size_t t = 0; f == GL_REPORTS_CSV ? gl_report_tables[t] != NULL : t < 1; t++) {
-		const char *table = f == GL_REPORTS_CSV ? gl_report_tables[t] : NULL;
+	for (size_t t = 0; f == GL_SETTINGS_REPORT_CSV ? gl_report_tables[t] != NULL : t < 1; t++) {
+		const char *table = f == GL_SETTINGS_REPORT_CSV ? gl_report_tables[t] : NULL;
 		struct gl_reports_file *o;
 		if (*n == max) {
 			rc = gl_err_set(err, GL_ERANGE, "reports: more than %zu files", max);

@@ -39,8 +39,8 @@ static const char usage[] =
 static volatile sig_atomic_t stopping;
 
 struct sim {
-	struct gl_sim_traces tr;
-	struct gl_sim_fleet *f;
+	struct gl_simtrace_traces tr;
+	struct gl_simfleet_fleet *f;
 	pthread_mutex_t mu;
 	struct MHD_Daemon *d;
 	int port;
@@ -82,7 +82,7 @@ static int parse_opts(int argc, char **argv, int from, struct opts *o)
 	o->gpus = 256;
 	o->history_days = 77;
 	o->seed = 28;
-	o->start_s = o->at_s = o->speed_from_s = GL_SIM_NONE;
+	o->start_s = o->at_s = o->speed_from_s = GL_SIMFLEET_NONE;
 	for (int i = from; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (a[0] != '-' || a[1] != '-') {
@@ -127,7 +127,7 @@ static int parse_opts(int argc, char **argv, int from, struct opts *o)
 
 static int new_fleet(const struct opts *o, struct sim *s, int64_t start_s, struct gl_err *err)
 {
-	struct gl_sim_params p;
+	struct gl_simfleet_params p;
 	int rc = gl_simload_traces(o->traces, &s->tr, err);
 	if (rc)
 		return rc;
@@ -298,14 +298,14 @@ static enum MHD_Result do_shim(struct sim *s, struct MHD_Connection *c, struct r
 	return ret;
 }
 
-static void state_json(const struct gl_sim_fleet *f, struct gl_strbuf *b)
+static void state_json(const struct gl_simfleet_fleet *f, struct gl_strbuf *b)
 {
 	size_t running = 0, pending = 0;
 	int down = 0;
 	for (size_t i = 0; i < f->nactive; i++)
-		f->jobs[f->active[i]].state == GL_SIM_RUNNING ? running++ : pending++;
+		f->jobs[f->active[i]].state == GL_SIMFLEET_RUNNING ? running++ : pending++;
 	for (int i = 0; i < f->nnodes; i++)
-		down += f->nodes[i].avail != GL_SIM_UP;
+		down += f->nodes[i].avail != GL_SIMFLEET_UP;
 	gl_strbuf_printf(b,
 			 "{\"now\":%lld,\"start\":%lld,\"speed\":%g,\"gpus\":%d,\"jobs\":%zu,\"running\":%zu,"
 			 "\"pending\":%zu,\"started\":%llu,\"requeues\":%llu,\"faults\":%llu,\"nodes_unavailable\":%d,"
@@ -435,7 +435,7 @@ static int write_outputs(const struct sim *s, const char *dir, struct gl_err *er
 			return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
 	}
 	for (int c = 0; c < s->f->ncl; c++) {
-		const struct gl_sim_cluster *cl = &s->f->cl[c];
+		const struct gl_simfleet_cluster_def *cl = &s->f->cl[c];
 		snprintf(path, sizeof path, "%s/dcgm-%s.targets", dir, cl->name);
 		snprintf(tmp, sizeof tmp, "%s.tmp", path);
 		if (!(fp = fopen(tmp, "w")))
@@ -444,7 +444,7 @@ static int write_outputs(const struct sim *s, const char *dir, struct gl_err *er
 		for (int i = cl->first_node; i < cl->first_node + cl->nnodes; i++)
 			/* Kubernetes exporters name themselves, not the node */
 			fprintf(fp, "http://127.0.0.1:%d/node/%s/metrics%s%s\n", s->port, s->f->nodes[i].name,
-				cl->kind == GL_SIM_KUBE ? " " : "", cl->kind == GL_SIM_KUBE ? s->f->nodes[i].name : "");
+				cl->kind == GL_SIMFLEET_KUBE ? " " : "", cl->kind == GL_SIMFLEET_KUBE ? s->f->nodes[i].name : "");
 		if (fclose(fp) || rename(tmp, path))
 			return gl_err_set(err, GL_EIO, "%s: %s", path, strerror(errno));
 	}
@@ -615,7 +615,7 @@ static int cmd_once(int argc, char **argv)
 	struct gl_strbuf out = GL_STRBUF_INIT, errout = GL_STRBUF_INIT;
 	int code = 1;
 
-	if (parse_opts(argc, argv, 2, &o) || o.rest >= argc || o.start_s == GL_SIM_NONE || o.at_s == GL_SIM_NONE) {
+	if (parse_opts(argc, argv, 2, &o) || o.rest >= argc || o.start_s == GL_SIMFLEET_NONE || o.at_s == GL_SIMFLEET_NONE) {
 		fprintf(stderr, "%s", usage);
 		return 2;
 	}
@@ -623,7 +623,7 @@ static int cmd_once(int argc, char **argv)
 		fprintf(stderr, "gpuledger-sim: %s\n", err.msg);
 		goto out;
 	}
-	if (o.speed_from_s != GL_SIM_NONE)
+	if (o.speed_from_s != GL_SIMFLEET_NONE)
 		gl_simfleet_set_speed(s.f, o.speed_from_s < o.at_s ? o.speed_from_s : o.at_s, o.speed);
 	gl_simfleet_advance(s.f, o.at_s);
 	if (!strcmp(argv[o.rest], "metrics")) {

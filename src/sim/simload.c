@@ -20,7 +20,7 @@ static int read_file(const char *path, struct gl_strbuf *out, struct gl_err *err
 	return 0;
 }
 
-int gl_simload_traces(const char *dir, struct gl_sim_traces *tr, struct gl_err *err)
+int gl_simload_traces(const char *dir, struct gl_simtrace_traces *tr, struct gl_err *err)
 {
 	static const char *const files[] = {"philly_jobs.tsv", "openb_pods.tsv", "genai_duty.tsv"};
 	int rc = 0;

@@ -37,7 +37,7 @@ static const char *base_name(const char *p)
 }
 
 /* "2026-11-28", "2026-11-28T10:00[:00]", "now"; -1 when none fits */
-static int parse_when(const struct gl_sim_fleet *f, const char *s, int64_t *out)
+static int parse_when(const struct gl_simfleet_fleet *f, const char *s, int64_t *out)
 {
 	char buf[40];
 	size_t n = strlen(s);
@@ -111,7 +111,7 @@ static int bad_option(struct gl_strbuf *errout, const char *tool, const char *ar
 	return 1;
 }
 
-void gl_simshow_hostlist(const struct gl_sim_fleet *f, const int *idx, int n, struct gl_strbuf *out)
+void gl_simshow_hostlist(const struct gl_simfleet_fleet *f, const int *idx, int n, struct gl_strbuf *out)
 {
 	char prefix[32];
 	size_t plen;
@@ -140,9 +140,9 @@ void gl_simshow_hostlist(const struct gl_sim_fleet *f, const int *idx, int n, st
 	gl_strbuf_putc(out, ']');
 }
 
-static void job_hostlist(const struct gl_sim_fleet *f, const struct gl_sim_job *j, struct gl_strbuf *out)
+static void job_hostlist(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, struct gl_strbuf *out)
 {
-	int idx[GL_SIM_MAX_JOB_NODES];
+	int idx[GL_SIMFLEET_MAX_JOB_NODES];
 	for (int i = 0; i < j->nnodes; i++)
 		idx[i] = j->node[i];
 	/* whole-node jobs take nodes in order; sort anyway for the hostlist */
@@ -180,13 +180,13 @@ static unsigned name_uid(const char *s)
 	return 10000 + h % 50000;
 }
 
-static int64_t job_nodes(const struct gl_sim_fleet *f, const struct gl_sim_job *j)
+static int64_t job_nodes(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j)
 {
 	int gpn = f->cl[j->cluster].part[j->part].gpus_per_node;
 	return j->nnodes ? j->nnodes : (j->gpus + gpn - 1) / gpn;
 }
 
-static void put_tres(const struct gl_sim_fleet *f, const struct gl_sim_job *j, int alloc, int step,
+static void put_tres(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, int alloc, int step,
 		     struct gl_strbuf *b)
 {
 	long long cpus = (long long)j->gpus * CPUS_PER_GPU, nodes = job_nodes(f, j);
@@ -203,13 +203,13 @@ static void put_tres(const struct gl_sim_fleet *f, const struct gl_sim_job *j, i
 }
 
 /* step: 0 the allocation, 1 its batch step, 2 its extern step */
-static void sacct_field(const struct gl_sim_fleet *f, const struct gl_sim_job *j, int field, int step,
+static void sacct_field(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, int field, int step,
 			struct gl_strbuf *b)
 {
-	const struct gl_sim_pjob *pj = &f->tr->jobs[j->trace];
+	const struct gl_simtrace_pjob *pj = &f->tr->jobs[j->trace];
 	const char *suffix = step == 1 ? ".batch" : step == 2 ? ".extern" : "";
-	int started = j->start_s != GL_SIM_NONE;
-	int64_t stop = j->end_s != GL_SIM_NONE ? j->end_s : f->now_s;
+	int started = j->start_s != GL_SIMFLEET_NONE;
+	int64_t stop = j->end_s != GL_SIMFLEET_NONE ? j->end_s : f->now_s;
 
 	switch (field) {
 	case F_JOBID:
@@ -248,10 +248,10 @@ static void sacct_field(const struct gl_sim_fleet *f, const struct gl_sim_job *j
 		if (started)
 			put_time(b, j->start_s);
 		else
-			gl_strbuf_puts(b, j->end_s != GL_SIM_NONE ? "None" : "Unknown");
+			gl_strbuf_puts(b, j->end_s != GL_SIMFLEET_NONE ? "None" : "Unknown");
 		break;
 	case F_END:
-		if (j->end_s != GL_SIM_NONE)
+		if (j->end_s != GL_SIMFLEET_NONE)
 			put_time(b, j->end_s);
 		else
 			gl_strbuf_puts(b, "Unknown");
@@ -263,10 +263,10 @@ static void sacct_field(const struct gl_sim_fleet *f, const struct gl_sim_job *j
 		gl_strbuf_printf(b, "%lld", (long long)(started ? stop - j->start_s : 0));
 		break;
 	case F_EXITCODE:
-		gl_strbuf_puts(b, j->state == GL_SIM_FAILED ? "1:0" : "0:0");
+		gl_strbuf_puts(b, j->state == GL_SIMFLEET_FAILED ? "1:0" : "0:0");
 		break;
 	case F_STATE:
-		if (j->state == GL_SIM_CANCELLED)
+		if (j->state == GL_SIMFLEET_CANCELLED)
 			gl_strbuf_printf(b, "CANCELLED by %u", name_uid(pj->user));
 		else
 			gl_strbuf_puts(b, state_names[j->state]);
@@ -362,7 +362,7 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
-static void sacct_row(const struct gl_sim_fleet *f, const struct gl_sim_job *j, int step, const struct sacct_req *r,
+static void sacct_row(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, int step, const struct sacct_req *r,
 		      struct gl_strbuf *out)
 {
 	for (int k = 0; k < r->nfields; k++) {
@@ -408,7 +408,7 @@ static void sacct_header(const struct sacct_req *r, struct gl_strbuf *out)
 	}
 }
 
-static int sacct_args(const struct gl_sim_fleet *f, int argc, const char *const *argv, struct sacct_req *r,
+static int sacct_args(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, struct sacct_req *r,
 		      struct gl_strbuf *errout)
 {
 	static const struct opt opts[] = {
@@ -475,7 +475,7 @@ static int sacct_args(const struct gl_sim_fleet *f, int argc, const char *const 
 
 /* Jobs active in [from, to] as sacct selects them without --state: submitted
  * by `to` and not ended before `from`. */
-static int sacct_run(const struct gl_sim_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
+static int sacct_run(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
 		     struct gl_strbuf *errout)
 {
 	struct sacct_req r;
@@ -485,18 +485,18 @@ static int sacct_run(const struct gl_sim_fleet *f, int argc, const char *const *
 	if (r.header)
 		sacct_header(&r, out);
 	for (size_t i = 0; i < f->njobs; i++) {
-		const struct gl_sim_job *j = &f->jobs[i];
-		if (f->cl[j->cluster].kind != GL_SIM_SLURM || !in_list(r.clusters, f->cl[j->cluster].name))
+		const struct gl_simfleet_job *j = &f->jobs[i];
+		if (f->cl[j->cluster].kind != GL_SIMFLEET_SLURM || !in_list(r.clusters, f->cl[j->cluster].name))
 			continue;
-		if (j->submit_s > r.to || (j->end_s != GL_SIM_NONE && j->end_s < r.from))
+		if (j->submit_s > r.to || (j->end_s != GL_SIMFLEET_NONE && j->end_s < r.from))
 			continue;
 		if (r.only_job >= 0 && (long long)j->id != r.only_job)
 			continue;
 		/* without --duplicates only a job's last attempt is shown */
-		if (!r.duplicates && j->state == GL_SIM_REQUEUED)
+		if (!r.duplicates && j->state == GL_SIMFLEET_REQUEUED)
 			continue;
 		sacct_row(f, j, 0, &r, out);
-		if (!r.allocations && j->start_s != GL_SIM_NONE) {
+		if (!r.allocations && j->start_s != GL_SIMFLEET_NONE) {
 			sacct_row(f, j, 1, &r, out);
 			sacct_row(f, j, 2, &r, out);
 		}
@@ -506,10 +506,10 @@ static int sacct_run(const struct gl_sim_fleet *f, int argc, const char *const *
 
 /* ---- scontrol ----------------------------------------------------------- */
 
-static void scontrol_node(const struct gl_sim_fleet *f, int ni, int oneliner, struct gl_strbuf *out)
+static void scontrol_node(const struct gl_simfleet_fleet *f, int ni, int oneliner, struct gl_strbuf *out)
 {
-	const struct gl_sim_node *n = &f->nodes[ni];
-	const struct gl_sim_part *p = &f->cl[n->cluster].part[n->part];
+	const struct gl_simfleet_node *n = &f->nodes[ni];
+	const struct gl_simfleet_part *p = &f->cl[n->cluster].part[n->part];
 	const char *gres = gl_sim_models[p->model].gres;
 	const char *sep = oneliner ? " " : "\n   ";
 	int used = 0, cpus = n->ngpus * CPUS_PER_GPU;
@@ -530,9 +530,9 @@ static void scontrol_node(const struct gl_sim_fleet *f, int ni, int oneliner, st
 			      "Sockets=2 Boards=1",
 			 sep, sep, n->ngpus * MEM_G_PER_GPU * 1024, used * MEM_G_PER_GPU * 1024,
 			 (n->ngpus - used) * MEM_G_PER_GPU * 1024);
-	if (n->avail == GL_SIM_DOWN)
+	if (n->avail == GL_SIMFLEET_DOWN)
 		gl_strbuf_printf(out, "%sState=DOWN+NOT_RESPONDING", sep);
-	else if (n->avail == GL_SIM_DRAIN)
+	else if (n->avail == GL_SIMFLEET_DRAIN)
 		gl_strbuf_printf(out, "%sState=%s+DRAIN", sep, st);
 	else
 		gl_strbuf_printf(out, "%sState=%s", sep, st);
@@ -551,15 +551,15 @@ static void scontrol_node(const struct gl_sim_fleet *f, int ni, int oneliner, st
 	gl_strbuf_printf(out, "%sCapWatts=n/a%sCurrentWatts=0 AveWatts=0%sExtSensorsJoules=n/s ExtSensorsWatts=0 "
 			      "ExtSensorsTemp=n/s",
 			 sep, sep, sep);
-	if (n->avail != GL_SIM_UP) {
-		gl_strbuf_printf(out, "%sReason=%s [%s@", sep, n->reason, n->avail == GL_SIM_DOWN ? "slurm" : "root");
+	if (n->avail != GL_SIMFLEET_UP) {
+		gl_strbuf_printf(out, "%sReason=%s [%s@", sep, n->reason, n->avail == GL_SIMFLEET_DOWN ? "slurm" : "root");
 		put_time(out, n->avail_since_s);
 		gl_strbuf_putc(out, ']');
 	}
 	gl_strbuf_puts(out, oneliner ? "\n" : "\n\n");
 }
 
-static int scontrol_run(const struct gl_sim_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
+static int scontrol_run(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
 			struct gl_strbuf *errout)
 {
 	static const struct opt opts[] = {{"oneliner", 'o', 0}, {"clusters", 'M', 1}};
@@ -612,22 +612,22 @@ static const char *const ev_headers[] = {"Cluster", "Event", "EventRaw", "NodeNa
 struct ev_row {
 	int cluster_event;
 	int node;
-	const struct gl_sim_nodeevent *e;
+	const struct gl_simfleet_nodeevent *e;
 };
 
-static void node_tres(const struct gl_sim_fleet *f, int cpus, int gpus, const char *gres, struct gl_strbuf *b)
+static void node_tres(const struct gl_simfleet_fleet *f, int cpus, int gpus, const char *gres, struct gl_strbuf *b)
 {
 	(void)f;
 	gl_strbuf_printf(b, "billing=%d,cpu=%d,gres/gpu:%s=%d,gres/gpu=%d,mem=%dG", cpus, cpus, gres, gpus, gpus,
 			 gpus * MEM_G_PER_GPU);
 }
 
-static void ev_field(const struct gl_sim_fleet *f, const struct ev_row *r, int field, struct gl_strbuf *b)
+static void ev_field(const struct gl_simfleet_fleet *f, const struct ev_row *r, int field, struct gl_strbuf *b)
 {
-	const struct gl_sim_cluster *c = &f->cl[0];
-	const struct gl_sim_node *n = r->cluster_event ? NULL : &f->nodes[r->e->node];
+	const struct gl_simfleet_cluster_def *c = &f->cl[0];
+	const struct gl_simfleet_node *n = r->cluster_event ? NULL : &f->nodes[r->e->node];
 	int64_t start = r->cluster_event ? f->p.start_s : r->e->start_s;
-	int64_t end = r->cluster_event ? GL_SIM_NONE : r->e->end_s;
+	int64_t end = r->cluster_event ? GL_SIMFLEET_NONE : r->e->end_s;
 
 	switch (field) {
 	case 0:
@@ -665,31 +665,31 @@ static void ev_field(const struct gl_sim_fleet *f, const struct ev_row *r, int f
 		put_time(b, start);
 		break;
 	case 6:
-		if (end == GL_SIM_NONE)
+		if (end == GL_SIMFLEET_NONE)
 			gl_strbuf_puts(b, "Unknown");
 		else
 			put_time(b, end);
 		break;
 	case 7:
-		put_dur(b, (end == GL_SIM_NONE ? f->now_s : end) - start);
+		put_dur(b, (end == GL_SIMFLEET_NONE ? f->now_s : end) - start);
 		break;
 	case 8:
 		if (n)
-			gl_strbuf_puts(b, r->e->kind == GL_SIM_DOWN ? "DOWN" : "DRAIN");
+			gl_strbuf_puts(b, r->e->kind == GL_SIMFLEET_DOWN ? "DOWN" : "DRAIN");
 		break;
 	case 9:
-		gl_strbuf_puts(b, n ? (r->e->kind == GL_SIM_DOWN ? "1" : "514") : "0");
+		gl_strbuf_puts(b, n ? (r->e->kind == GL_SIMFLEET_DOWN ? "1" : "514") : "0");
 		break;
 	case 10:
 		gl_strbuf_puts(b, n ? r->e->reason : "Cluster Registered TRES");
 		break;
 	case 11:
 		if (n)
-			gl_strbuf_puts(b, r->e->kind == GL_SIM_DOWN ? "slurm(64030)" : "root(0)");
+			gl_strbuf_puts(b, r->e->kind == GL_SIMFLEET_DOWN ? "slurm(64030)" : "root(0)");
 		break;
 	case 12:
 		if (n) {
-			const struct gl_sim_part *p = &c->part[n->part];
+			const struct gl_simfleet_part *p = &c->part[n->part];
 			node_tres(f, n->ngpus * CPUS_PER_GPU, n->ngpus, gl_sim_models[p->model].gres, b);
 		} else {
 			int cpus = c->gpus * CPUS_PER_GPU;
@@ -724,7 +724,7 @@ static int ev_format(const char *list, int *fields, int *n, struct gl_strbuf *er
 	return 0;
 }
 
-static void ev_print(const struct gl_sim_fleet *f, const struct ev_row *r, const int *fields, int nf, int trailing,
+static void ev_print(const struct gl_simfleet_fleet *f, const struct ev_row *r, const int *fields, int nf, int trailing,
 		     struct gl_strbuf *out)
 {
 	for (int k = 0; k < nf; k++) {
@@ -735,7 +735,7 @@ static void ev_print(const struct gl_sim_fleet *f, const struct ev_row *r, const
 	gl_strbuf_puts(out, trailing ? "|\n" : "\n");
 }
 
-static int sacctmgr_run(const struct gl_sim_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
+static int sacctmgr_run(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
 			struct gl_strbuf *errout)
 {
 	static const struct opt opts[] = {{"parsable2", 'P', 0}, {"parsable", 'p', 0}, {"noheader", 'n', 0}};
@@ -801,9 +801,9 @@ static int sacctmgr_run(const struct gl_sim_fleet *f, int argc, const char *cons
 		ev_print(f, &r, fields, nf, trailing, out);
 	}
 	for (size_t i = 0; want_node && i < f->nevents; i++) {
-		const struct gl_sim_nodeevent *e = &f->events[i];
+		const struct gl_simfleet_nodeevent *e = &f->events[i];
 		struct ev_row r = {0, e->node, e};
-		if (f->nodes[e->node].cluster != 0 || e->start_s > to || (e->end_s != GL_SIM_NONE && e->end_s < from))
+		if (f->nodes[e->node].cluster != 0 || e->start_s > to || (e->end_s != GL_SIMFLEET_NONE && e->end_s < from))
 			continue;
 		if (nodes && !in_list(nodes, f->nodes[e->node].name))
 			continue;
@@ -814,9 +814,9 @@ static int sacctmgr_run(const struct gl_sim_fleet *f, int argc, const char *cons
 
 /* ---- kubectl ------------------------------------------------------------ */
 
-static void pod_name(const struct gl_sim_fleet *f, const struct gl_sim_job *j, struct gl_strbuf *b)
+static void pod_name(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, struct gl_strbuf *b)
 {
-	const struct gl_sim_namespace *ns = &gl_sim_namespaces[j->owner];
+	const struct gl_simfleet_namespace *ns = &gl_sim_namespaces[j->owner];
 	(void)f;
 	gl_strbuf_printf(b, "%s-%u-%x", ns->project, j->id, (j->id * 2654435761u) >> 20);
 }
@@ -828,14 +828,14 @@ static void json_time(struct gl_strbuf *b, const char *key, int64_t t)
 	gl_strbuf_printf(b, "\"%s\":\"%s\"", key, buf);
 }
 
-static void pod_json(const struct gl_sim_fleet *f, const struct gl_sim_job *j, struct gl_strbuf *b)
+static void pod_json(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, struct gl_strbuf *b)
 {
-	const struct gl_sim_namespace *ns = &gl_sim_namespaces[j->owner];
-	const struct gl_sim_pod *tp = &f->tr->pods[j->trace];
-	int ended = j->end_s != GL_SIM_NONE, started = j->start_s != GL_SIM_NONE;
+	const struct gl_simfleet_namespace *ns = &gl_sim_namespaces[j->owner];
+	const struct gl_simtrace_pod *tp = &f->tr->pods[j->trace];
+	int ended = j->end_s != GL_SIMFLEET_NONE, started = j->start_s != GL_SIMFLEET_NONE;
 	const char *phase = !started ? "Pending"
 			    : !ended ? "Running"
-			    : j->state == GL_SIM_COMPLETED ? "Succeeded"
+			    : j->state == GL_SIMFLEET_COMPLETED ? "Succeeded"
 							   : "Failed";
 
 	gl_strbuf_puts(b, "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"");
@@ -858,7 +858,7 @@ static void pod_json(const struct gl_sim_fleet *f, const struct gl_sim_job *j, s
 			 ns->project, (int)j->gpus * CPUS_PER_GPU, (int)j->gpus * MEM_G_PER_GPU, (int)j->gpus,
 			 (int)j->gpus * CPUS_PER_GPU, (int)j->gpus * MEM_G_PER_GPU, (int)j->gpus);
 	gl_strbuf_printf(b, "\"status\":{\"phase\":\"%s\",", phase);
-	if (j->state == GL_SIM_REQUEUED)
+	if (j->state == GL_SIMFLEET_REQUEUED)
 		gl_strbuf_puts(b, "\"reason\":\"NodeLost\",\"message\":\"Node running the pod became unreachable\",");
 	gl_strbuf_printf(b, "\"qosClass\":\"Guaranteed\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"%s\"",
 			 started ? "True" : "False");
@@ -877,8 +877,8 @@ static void pod_json(const struct gl_sim_fleet *f, const struct gl_sim_job *j, s
 		gl_strbuf_puts(b, ",\"restartCount\":0,\"state\":{");
 		if (ended) {
 			gl_strbuf_printf(b, "\"terminated\":{\"exitCode\":%d,\"reason\":\"%s\",",
-					 j->state == GL_SIM_COMPLETED ? 0 : 1,
-					 j->state == GL_SIM_COMPLETED ? "Completed" : "Error");
+					 j->state == GL_SIMFLEET_COMPLETED ? 0 : 1,
+					 j->state == GL_SIMFLEET_COMPLETED ? "Completed" : "Error");
 			json_time(b, "startedAt", j->start_s);
 			gl_strbuf_putc(b, ',');
 			json_time(b, "finishedAt", j->end_s);
@@ -893,11 +893,11 @@ static void pod_json(const struct gl_sim_fleet *f, const struct gl_sim_job *j, s
 	gl_strbuf_puts(b, "}}");
 }
 
-static void node_json(const struct gl_sim_fleet *f, int ni, struct gl_strbuf *b)
+static void node_json(const struct gl_simfleet_fleet *f, int ni, struct gl_strbuf *b)
 {
-	const struct gl_sim_node *n = &f->nodes[ni];
-	const struct gl_sim_part *p = &f->cl[n->cluster].part[n->part];
-	const struct gl_sim_model *m = &gl_sim_models[p->model];
+	const struct gl_simfleet_node *n = &f->nodes[ni];
+	const struct gl_simfleet_part *p = &f->cl[n->cluster].part[n->part];
+	const struct gl_simfleet_model *m = &gl_sim_models[p->model];
 	int cpus = n->ngpus * CPUS_PER_GPU, memg = n->ngpus * MEM_G_PER_GPU;
 
 	gl_strbuf_printf(b, "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"node-%s\",",
@@ -907,12 +907,12 @@ static void node_json(const struct gl_sim_fleet *f, int ni, struct gl_strbuf *b)
 			    "\"nvidia.com/gpu.product\":\"%s\",\"nvidia.com/gpu.count\":\"%d\","
 			    "\"nvidia.com/gpu.memory\":\"%d\"}},\"spec\":{",
 			 n->name, p->name, m->label, n->ngpus, m->fb_mib);
-	if (n->avail == GL_SIM_DRAIN) {
+	if (n->avail == GL_SIMFLEET_DRAIN) {
 		gl_strbuf_puts(b, "\"unschedulable\":true,\"taints\":[{\"key\":\"node.kubernetes.io/unschedulable\","
 				  "\"effect\":\"NoSchedule\",");
 		json_time(b, "timeAdded", n->avail_since_s);
 		gl_strbuf_puts(b, "}]");
-	} else if (n->avail == GL_SIM_DOWN) {
+	} else if (n->avail == GL_SIMFLEET_DOWN) {
 		gl_strbuf_puts(b, "\"taints\":[{\"key\":\"node.kubernetes.io/unreachable\",\"effect\":\"NoExecute\",");
 		json_time(b, "timeAdded", n->avail_since_s);
 		gl_strbuf_puts(b, "}]");
@@ -921,26 +921,26 @@ static void node_json(const struct gl_sim_fleet *f, int ni, struct gl_strbuf *b)
 			    "\"nvidia.com/gpu\":\"%d\"},\"allocatable\":{\"cpu\":\"%d\",\"memory\":\"%dGi\","
 			    "\"pods\":\"110\",\"nvidia.com/gpu\":\"%d\"},\"conditions\":[{\"type\":\"Ready\","
 			    "\"status\":\"%s\",",
-			 cpus, memg, n->ngpus, cpus, memg, n->ngpus, n->avail == GL_SIM_DOWN ? "False" : "True");
+			 cpus, memg, n->ngpus, cpus, memg, n->ngpus, n->avail == GL_SIMFLEET_DOWN ? "False" : "True");
 	json_time(b, "lastHeartbeatTime", f->now_s);
 	gl_strbuf_putc(b, ',');
-	json_time(b, "lastTransitionTime", n->avail == GL_SIM_DRAIN ? f->p.start_s : n->avail_since_s);
+	json_time(b, "lastTransitionTime", n->avail == GL_SIMFLEET_DRAIN ? f->p.start_s : n->avail_since_s);
 	gl_strbuf_printf(b, ",\"reason\":\"%s\"}],\"nodeInfo\":{\"kubeletVersion\":\"v1.29.4\"}}}",
-			 n->avail == GL_SIM_DOWN ? "KubeletNotReady" : "KubeletReady");
+			 n->avail == GL_SIMFLEET_DOWN ? "KubeletNotReady" : "KubeletReady");
 }
 
-static int pod_listed(const struct gl_sim_fleet *f, const struct gl_sim_job *j, int history, const char *ns)
+static int pod_listed(const struct gl_simfleet_fleet *f, const struct gl_simfleet_job *j, int history, const char *ns)
 {
-	if (f->cl[j->cluster].kind != GL_SIM_KUBE || j->state == GL_SIM_CANCELLED)
+	if (f->cl[j->cluster].kind != GL_SIMFLEET_KUBE || j->state == GL_SIMFLEET_CANCELLED)
 		return 0;
 	if (ns && strcmp(ns, gl_sim_namespaces[j->owner].name))
 		return 0;
 	if (history)
-		return j->start_s != GL_SIM_NONE;
-	return j->end_s == GL_SIM_NONE || j->end_s >= f->now_s - GL_SIMSHOW_POD_TTL_S;
+		return j->start_s != GL_SIMFLEET_NONE;
+	return j->end_s == GL_SIMFLEET_NONE || j->end_s >= f->now_s - GL_SIMSHOW_POD_TTL_S;
 }
 
-static int kubectl_run(const struct gl_sim_fleet *f, int argc, const char *const *argv, int history,
+static int kubectl_run(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, int history,
 		       struct gl_strbuf *out, struct gl_strbuf *errout)
 {
 	static const struct opt opts[] = {{"all-namespaces", 'A', 0}, {"namespace", 'n', 1}, {"output", 'o', 1}};
@@ -998,7 +998,7 @@ static int kubectl_run(const struct gl_sim_fleet *f, int argc, const char *const
 	return 0;
 }
 
-int gl_simshow_command(const struct gl_sim_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
+int gl_simshow_command(const struct gl_simfleet_fleet *f, int argc, const char *const *argv, struct gl_strbuf *out,
 		       struct gl_strbuf *errout)
 {
 	const char *tool = argc > 0 ? base_name(argv[0]) : "";
@@ -1035,9 +1035,9 @@ static const struct metric metrics[] = {
 	{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."},
 };
 
-void gl_simshow_exporter_host(const struct gl_sim_fleet *f, int node, char *buf, size_t n)
+void gl_simshow_exporter_host(const struct gl_simfleet_fleet *f, int node, char *buf, size_t n)
 {
-	if (f->cl[f->nodes[node].cluster].kind == GL_SIM_SLURM)
+	if (f->cl[f->nodes[node].cluster].kind == GL_SIMFLEET_SLURM)
 		snprintf(buf, n, "%s", f->nodes[node].name);
 	else
 		snprintf(buf, n, "nvidia-dcgm-exporter-%05x", (name_uid(f->nodes[node].name) * 7919u) & 0xfffff);
@@ -1045,15 +1045,15 @@ void gl_simshow_exporter_host(const struct gl_sim_fleet *f, int node, char *buf,
 
 struct gpu_sample {
 	double util, active, power, fb_used;
-	const struct gl_sim_job *job;
+	const struct gl_simfleet_job *job;
 };
 
-static struct gpu_sample sample(const struct gl_sim_fleet *f, const struct gl_sim_node *n, int k)
+static struct gpu_sample sample(const struct gl_simfleet_fleet *f, const struct gl_simfleet_node *n, int k)
 {
-	const struct gl_sim_model *m = &gl_sim_models[f->cl[n->cluster].part[n->part].model];
+	const struct gl_simfleet_model *m = &gl_sim_models[f->cl[n->cluster].part[n->part].model];
 	struct gpu_sample s = {0};
 	int32_t ji = n->slot[k];
-	if (ji >= 0 && f->jobs[ji].state == GL_SIM_RUNNING) {
+	if (ji >= 0 && f->jobs[ji].state == GL_SIMFLEET_RUNNING) {
 		s.job = &f->jobs[ji];
 		s.util = gl_simfleet_util(f, s.job, k, f->now_s);
 		/* a job holds its memory whether it computes or not */
@@ -1065,17 +1065,17 @@ static struct gpu_sample sample(const struct gl_sim_fleet *f, const struct gl_si
 	return s;
 }
 
-static void labels(const struct gl_sim_fleet *f, const struct gl_sim_node *n, int k, const struct gpu_sample *s,
+static void labels(const struct gl_simfleet_fleet *f, const struct gl_simfleet_node *n, int k, const struct gpu_sample *s,
 		   const char *host, struct gl_strbuf *b)
 {
-	const struct gl_sim_model *m = &gl_sim_models[f->cl[n->cluster].part[n->part].model];
+	const struct gl_simfleet_model *m = &gl_sim_models[f->cl[n->cluster].part[n->part].model];
 	unsigned h = name_uid(n->name) * 2654435761u + (unsigned)k * 40503u;
 	gl_strbuf_printf(b,
 			 "{gpu=\"%d\",UUID=\"GPU-%08x-%04x-%04x-%04x-%012x\",pci_bus_id=\"00000000:%02X:00.0\","
 			 "device=\"nvidia%d\",modelName=\"%s\",Hostname=\"%s\",DCGM_FI_DRIVER_VERSION=\"550.54.15\"",
 			 k, h, (h >> 7) & 0xffff, 0x4000 | (k & 0xfff), 0x8000 | ((h >> 3) & 0xfff),
 			 (unsigned)name_uid(n->name), 0x18 + k * 0x10, k, m->product, host);
-	if (f->cl[n->cluster].kind == GL_SIM_SLURM) {
+	if (f->cl[n->cluster].kind == GL_SIMFLEET_SLURM) {
 		if (s->job)
 			gl_strbuf_printf(b, ",hpc_job=\"%u\"", s->job->id);
 	} else if (s->job) {
@@ -1087,7 +1087,7 @@ static void labels(const struct gl_sim_fleet *f, const struct gl_sim_node *n, in
 	gl_strbuf_putc(b, '}');
 }
 
-static void value(const struct gl_sim_node *n, int k, int metric, const struct gpu_sample *s, int fb_mib,
+static void value(const struct gl_simfleet_node *n, int k, int metric, const struct gpu_sample *s, int fb_mib,
 		  struct gl_strbuf *b)
 {
 	switch (metric) {
@@ -1127,10 +1127,10 @@ static void value(const struct gl_sim_node *n, int k, int metric, const struct g
 	}
 }
 
-int gl_simshow_metrics(struct gl_sim_fleet *f, const char *node, struct gl_strbuf *out)
+int gl_simshow_metrics(struct gl_simfleet_fleet *f, const char *node, struct gl_strbuf *out)
 {
-	struct gpu_sample s[GL_SIM_MAX_GPUS_PER_NODE];
-	struct gl_sim_node *n = NULL;
+	struct gpu_sample s[GL_SIMFLEET_MAX_GPUS_PER_NODE];
+	struct gl_simfleet_node *n = NULL;
 	char host[64];
 	int fb_mib;
 

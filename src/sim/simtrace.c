@@ -60,7 +60,7 @@ static void copy_name(char *dst, size_t n, const char *s)
 }
 
 /* "72,45,76,22;71,93,53,9" -> values appended to t->util; GPUs in *ngpus */
-static int parse_util(struct gl_sim_traces *t, const char *s, int32_t *ngpus)
+static int parse_util(struct gl_simtrace_traces *t, const char *s, int32_t *ngpus)
 {
 	size_t cap = t->nutil + strlen(s) / 2 + 8;
 	int k = 0;
@@ -76,9 +76,9 @@ static int parse_util(struct gl_sim_traces *t, const char *s, int32_t *ngpus)
 		s = e;
 		if (*s == ',' || *s == ';' || *s == '\0') {
 			if (*s != ',') {
-				if (k != GL_SIM_UTIL_MINUTES)
+				if (k != GL_SIMTRACE_UTIL_MINUTES)
 					/* a GPU with fewer samples repeats its last one */
-					for (; k < GL_SIM_UTIL_MINUTES; k++)
+					for (; k < GL_SIMTRACE_UTIL_MINUTES; k++)
 						t->util[t->nutil++] = (uint8_t)v;
 				(*ngpus)++;
 				k = 0;
@@ -87,7 +87,7 @@ static int parse_util(struct gl_sim_traces *t, const char *s, int32_t *ngpus)
 				s++;
 		} else
 			return -1;
-		if (t->nutil + GL_SIM_UTIL_MINUTES >= cap) {
+		if (t->nutil + GL_SIMTRACE_UTIL_MINUTES >= cap) {
 			cap *= 2;
 			t->util = gl_xrealloc(t->util, cap);
 		}
@@ -95,7 +95,7 @@ static int parse_util(struct gl_sim_traces *t, const char *s, int32_t *ngpus)
 	return *ngpus > 0 ? 0 : -1;
 }
 
-int gl_simtrace_parse_philly(struct gl_sim_traces *t, const char *name, const char *buf, size_t n,
+int gl_simtrace_parse_philly(struct gl_simtrace_traces *t, const char *name, const char *buf, size_t n,
 			     struct gl_err *err)
 {
 	struct line_iter it = {buf, buf + n, name, 0};
@@ -104,7 +104,7 @@ int gl_simtrace_parse_philly(struct gl_sim_traces *t, const char *name, const ch
 	size_t cap = t->njobs;
 
 	while (next_line(&it, line, sizeof line, col, &ncol)) {
-		struct gl_sim_pjob j = {0};
+		struct gl_simtrace_pjob j = {0};
 		int64_t v;
 		if (ncol != 7)
 			return gl_err_set(err, GL_EINVAL, "%s:%d: %d columns, want 7", name, it.lineno, ncol);
@@ -121,7 +121,7 @@ int gl_simtrace_parse_philly(struct gl_sim_traces *t, const char *name, const ch
 		j.failed = col[3][0] == 'F';
 		copy_name(j.vc, sizeof j.vc, col[4]);
 		copy_name(j.user, sizeof j.user, col[5]);
-		j.util_first = (int32_t)(t->nutil / GL_SIM_UTIL_MINUTES);
+		j.util_first = (int32_t)(t->nutil / GL_SIMTRACE_UTIL_MINUTES);
 		if (parse_util(t, col[6], &j.util_ngpus))
 			return gl_err_set(err, GL_EINVAL, "%s:%d: gpu_util_pct: bad value", name, it.lineno);
 		if (t->njobs == cap) {
@@ -133,7 +133,7 @@ int gl_simtrace_parse_philly(struct gl_sim_traces *t, const char *name, const ch
 	return 0;
 }
 
-int gl_simtrace_parse_pods(struct gl_sim_traces *t, const char *name, const char *buf, size_t n, struct gl_err *err)
+int gl_simtrace_parse_pods(struct gl_simtrace_traces *t, const char *name, const char *buf, size_t n, struct gl_err *err)
 {
 	struct line_iter it = {buf, buf + n, name, 0};
 	char line[512], *col[MAX_COLS];
@@ -141,7 +141,7 @@ int gl_simtrace_parse_pods(struct gl_sim_traces *t, const char *name, const char
 	size_t cap = t->npods;
 
 	while (next_line(&it, line, sizeof line, col, &ncol)) {
-		struct gl_sim_pod p = {0};
+		struct gl_simtrace_pod p = {0};
 		int64_t v;
 		if (ncol != 5)
 			return gl_err_set(err, GL_EINVAL, "%s:%d: %d columns, want 5", name, it.lineno, ncol);
@@ -170,7 +170,7 @@ int gl_simtrace_parse_pods(struct gl_sim_traces *t, const char *name, const char
 	return 0;
 }
 
-int gl_simtrace_parse_duty(struct gl_sim_traces *t, const char *name, const char *buf, size_t n, struct gl_err *err)
+int gl_simtrace_parse_duty(struct gl_simtrace_traces *t, const char *name, const char *buf, size_t n, struct gl_err *err)
 {
 	struct line_iter it = {buf, buf + n, name, 0};
 	char line[16384];
@@ -180,7 +180,7 @@ int gl_simtrace_parse_duty(struct gl_sim_traces *t, const char *name, const char
 
 	t->duty_step_s = 114;
 	while (next_line(&it, line, sizeof line, col, &ncol)) {
-		struct gl_sim_duty d = {0};
+		struct gl_simtrace_duty d = {0};
 		size_t vcap;
 		if (ncol != 2)
 			return gl_err_set(err, GL_EINVAL, "%s:%d: %d columns, want 2", name, it.lineno, ncol);
@@ -208,7 +208,7 @@ int gl_simtrace_parse_duty(struct gl_sim_traces *t, const char *name, const char
 	return 0;
 }
 
-void gl_simtrace_fini(struct gl_sim_traces *t)
+void gl_simtrace_fini(struct gl_simtrace_traces *t)
 {
 	free(t->jobs);
 	free(t->util);

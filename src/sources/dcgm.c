@@ -757,7 +757,7 @@ int gl_dcgm_scrape_parse(struct gl_dcgm_scrape *s, const char *buf, size_t len,
 
 /* ---- busy / idle -------------------------------------------------------- */
 
-int gl_dcgm_reading_duty(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r, double *duty)
+int gl_dcgm_reading_duty(const struct gl_dcgm_idle_policy *pol, const struct gl_dcgm_reading *r, double *duty)
 {
 	int signal = 0;
 	double d = 0.0;
@@ -788,7 +788,7 @@ int gl_dcgm_reading_duty(const struct gl_idle_policy *pol, const struct gl_dcgm_
 	return 0;
 }
 
-int gl_dcgm_reading_is_busy(const struct gl_idle_policy *pol, const struct gl_dcgm_reading *r, int *busy)
+int gl_dcgm_reading_is_busy(const struct gl_dcgm_idle_policy *pol, const struct gl_dcgm_reading *r, int *busy)
 {
 	double d;
 	if (gl_dcgm_reading_duty(pol, r, &d) != 0)
@@ -825,7 +825,7 @@ void gl_dcgm_bucket_next(struct gl_dcgm_bucket *b, const struct gl_dcgm_bucket *
 	b->energy_last_mj = last_e;
 }
 
-int gl_dcgm_bucket_add(struct gl_dcgm_bucket *b, const struct gl_idle_policy *pol, int64_t t_s,
+int gl_dcgm_bucket_add(struct gl_dcgm_bucket *b, const struct gl_dcgm_idle_policy *pol, int64_t t_s,
 		       const struct gl_dcgm_reading *r)
 {
 	int busy;

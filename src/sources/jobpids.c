@@ -85,7 +85,7 @@ static int cgroup_line(struct gl_jobpids *p, const char *s, const char *e)
 
 static int cmp_pid(const void *a, const void *b)
 {
-	const struct gl_jobpid *x = a, *y = b;
+	const struct gl_jobpids_entry *x = a, *y = b;
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 

@@ -202,7 +202,7 @@ struct ctx {
 	struct gl_kube_result *res;
 	size_t pods_cap, problems_cap;
 	const char *team_key, *project_key, *cost_key;
-	const struct gl_kube_node_gpu **nodes; /* sorted by name */
+	const struct gl_kubegpu_node_gpu **nodes; /* sorted by name */
 	size_t nnodes;
 	/* items holding a \u0000 somewhere (gl_jsonscan_nul_items), in order;
 	 * nul_next is the first not yet passed */
@@ -380,8 +380,8 @@ static void gpu_problem(void *ud, const char *msg)
 
 static int node_cmp(const void *a, const void *b)
 {
-	const struct gl_kube_node_gpu *x = *(const struct gl_kube_node_gpu *const *)a;
-	const struct gl_kube_node_gpu *y = *(const struct gl_kube_node_gpu *const *)b;
+	const struct gl_kubegpu_node_gpu *x = *(const struct gl_kubegpu_node_gpu *const *)a;
+	const struct gl_kubegpu_node_gpu *y = *(const struct gl_kubegpu_node_gpu *const *)b;
 	return strcmp(x->node ? x->node : "", y->node ? y->node : "");
 }
 
@@ -397,7 +397,7 @@ static void nodes_index(struct ctx *c, const struct gl_kube_opts *o)
 	gl_qsort(c->nodes, c->nnodes, sizeof *c->nodes, node_cmp);
 }
 
-static const struct gl_kube_node_gpu *node_of(const struct ctx *c, const char *name)
+static const struct gl_kubegpu_node_gpu *node_of(const struct ctx *c, const char *name)
 {
 	size_t lo = 0, hi = c->nnodes;
 	if (!name)
@@ -472,7 +472,7 @@ static char *tags_json(struct ctx *c, const struct gl_kube_pod *p, const cJSON *
 /* What a pod holds of physical GPUs before gl_kube_bound_held(). */
 static int64_t held_base(const struct gl_kubegpu *g)
 {
-	if (g->share == GL_KUBE_SHARE_RUNAI_RESERVATION)
+	if (g->share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION)
 		return 0; /* its GPU is its group's pods': what they leave is idle */
 	return g->phys_micro >= 0 ? g->phys_micro : g->gpu_micro;
 }
@@ -874,7 +874,7 @@ static int link_cmp(const void *a, const void *b)
 	if (!d)
 		d = strcmp(x->gpu.group, y->gpu.group);
 	if (!d) /* the reservation first in its (node, group) */
-		d = (y->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION) - (x->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION);
+		d = (y->gpu.share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION) - (x->gpu.share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION);
 	return d;
 }
 
@@ -889,13 +889,13 @@ void gl_kube_link_runai(struct gl_kube_pod *const *pods, size_t n)
 	gl_qsort(g, m, sizeof *g, link_cmp);
 	for (size_t i = 0; i < m;) {
 		size_t j = i + 1;
-		const struct gl_kube_pod *resv = g[i]->gpu.share == GL_KUBE_SHARE_RUNAI_RESERVATION ? g[i] : NULL;
+		const struct gl_kube_pod *resv = g[i]->gpu.share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION ? g[i] : NULL;
 		while (j < m && !strcmp(g[j]->node_name, g[i]->node_name) && !strcmp(g[j]->gpu.group, g[i]->gpu.group))
 			j++;
 		for (size_t k = i; resv && resv->gpu.nuuids && k < j; k++) {
 			struct gl_kubegpu *u = &g[k]->gpu;
 			/* the users of the reserved GPU get its UUID; what they had stays */
-			if (u->share == GL_KUBE_SHARE_RUNAI_RESERVATION || u->nuuids)
+			if (u->share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION || u->nuuids)
 				continue;
 			u->uuids = gl_xmalloc(resv->gpu.nuuids * sizeof *u->uuids);
 			for (size_t x = 0; x < resv->gpu.nuuids; x++)
@@ -948,7 +948,7 @@ static void grant(struct claim *v, size_t a, size_t b, int64_t cap)
 	}
 }
 
-static int64_t node_cap(const struct gl_kube_node_gpu *nodes, size_t nnodes, const char *node)
+static int64_t node_cap(const struct gl_kubegpu_node_gpu *nodes, size_t nnodes, const char *node)
 {
 	for (size_t i = 0; i < nnodes; i++)
 		if (nodes[i].node && !strcmp(nodes[i].node, node))
@@ -957,7 +957,7 @@ static int64_t node_cap(const struct gl_kube_node_gpu *nodes, size_t nnodes, con
 }
 
 /* Sorts the claims, grants each group its cap and returns them in order. */
-static void grant_all(struct claim *v, size_t m, const struct gl_kube_node_gpu *nodes, size_t nnodes)
+static void grant_all(struct claim *v, size_t m, const struct gl_kubegpu_node_gpu *nodes, size_t nnodes)
 {
 	gl_qsort(v, m, sizeof *v, claim_cmp);
 	for (size_t i = 0; i < m;) {
@@ -975,7 +975,7 @@ static void grant_all(struct claim *v, size_t m, const struct gl_kube_node_gpu *
 	}
 }
 
-size_t gl_kube_bound_held(struct gl_kube_pod *const *pods, size_t n, const struct gl_kube_node_gpu *nodes,
+size_t gl_kube_bound_held(struct gl_kube_pod *const *pods, size_t n, const struct gl_kubegpu_node_gpu *nodes,
 			  size_t nnodes)
 {
 	struct claim *v = NULL;
@@ -1060,7 +1060,7 @@ void gl_kube_result_free(struct gl_kube_result *res)
 
 /* ---- job row --------------------------------------------------------- */
 
-void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_job_row *row)
+void gl_kube_pod_to_row(const struct gl_kube_pod *pod, int64_t seen_at_s, struct gl_jobrow *row)
 {
 	static const char *const states[] = {
 		[GL_KUBE_PHASE_PENDING] = "PENDING", [GL_KUBE_PHASE_RUNNING] = "RUNNING",

@@ -43,19 +43,19 @@ static int64_t qty(const cJSON *o, const char *k)
 /* Taints that mean the node takes no new work (cordon, drain, autoscaler
  * scale-down) or is gone. Other NoSchedule taints usually dedicate a node
  * (nvidia.com/gpu=present:NoSchedule) and say nothing about availability. */
-static enum gl_node_avail taint_avail(const char *key, const char *effect)
+static enum gl_nodeobs_avail taint_avail(const char *key, const char *effect)
 {
 	if (!key || !effect)
-		return GL_AVAIL_UP;
+		return GL_NODEOBS_AVAIL_UP;
 	if (!strcmp(key, "node.kubernetes.io/not-ready") || !strcmp(key, "node.kubernetes.io/unreachable") ||
 	    !strcmp(key, "node.kubernetes.io/out-of-service"))
-		return GL_AVAIL_DOWN;
+		return GL_NODEOBS_AVAIL_DOWN;
 	if (!strcmp(key, "node.kubernetes.io/unschedulable") || !strcmp(key, "ToBeDeletedByClusterAutoscaler"))
-		return GL_AVAIL_DRAINED;
+		return GL_NODEOBS_AVAIL_DRAINED;
 	if (!strcmp(effect, "NoExecute") && strncmp(key, "nvidia.com/", 11) && strcmp(key, "dedicated") &&
 	    strncmp(key, "node-role.kubernetes.io/", 24))
-		return GL_AVAIL_DRAINED;
-	return GL_AVAIL_UP;
+		return GL_NODEOBS_AVAIL_DRAINED;
+	return GL_NODEOBS_AVAIL_UP;
 }
 
 static void append(char *buf, size_t n, const char *fmt, ...) GL_PRINTF(3, 4);
@@ -70,7 +70,7 @@ static void append(char *buf, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, struct gl_err *err)
+static int parse_item(struct gl_nodeobs_snapshot *s, const cJSON *it, size_t idx, struct gl_err *err)
 {
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(it, "spec");
@@ -82,11 +82,11 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	const char *name = str_at(md, "name"), *product = str_at(labels, "nvidia.com/gpu.product"),
 		   *count_l = str_at(labels, "nvidia.com/gpu.count"), *strategy = str_at(labels, "nvidia.com/mig.strategy"),
 		   *mem_l = str_at(labels, "nvidia.com/gpu.memory"), *rep_l = str_at(labels, "nvidia.com/gpu.replicas");
-	struct gl_node_obs *o;
-	char model[GL_NODE_MODEL_MAX] = "", raw[512] = "", reason[512] = "";
+	struct gl_nodeobs_obs *o;
+	char model[GL_NODEOBS_MODEL_MAX] = "", raw[512] = "", reason[512] = "";
 	int64_t full, mig_inst = 0, mig_slices = 0, phys, ready_since = GL_TIME_NONE, taint_since = GL_TIME_NONE;
 	int replicas = 0;
-	enum gl_node_avail av = GL_AVAIL_UP;
+	enum gl_nodeobs_avail av = GL_NODEOBS_AVAIL_UP;
 	int ready = -1;
 
 	if (!name || !*name)
@@ -209,23 +209,23 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	if (ready == -1)
 		append(raw, sizeof raw, "Ready=absent");
 	if (ready == 0)
-		av = GL_AVAIL_DOWN;
+		av = GL_NODEOBS_AVAIL_DOWN;
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "unschedulable"))) {
 		append(raw, sizeof raw, ",unschedulable");
-		if (av == GL_AVAIL_UP)
-			av = GL_AVAIL_DRAINED;
+		if (av == GL_NODEOBS_AVAIL_UP)
+			av = GL_NODEOBS_AVAIL_DRAINED;
 	}
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "taints"))
 	{
 		const char *key = str_at(c, "key"), *effect = str_at(c, "effect");
-		enum gl_node_avail ta = taint_avail(key, effect);
+		enum gl_nodeobs_avail ta = taint_avail(key, effect);
 		append(raw, sizeof raw, ",taint=%s:%s", key ? key : "", effect ? effect : "");
-		if (ta == GL_AVAIL_DOWN && av != GL_AVAIL_DOWN) {
-			av = GL_AVAIL_DOWN;
+		if (ta == GL_NODEOBS_AVAIL_DOWN && av != GL_NODEOBS_AVAIL_DOWN) {
+			av = GL_NODEOBS_AVAIL_DOWN;
 			taint_since = time_at(c, "timeAdded");
-		} else if (ta == GL_AVAIL_DRAINED && av != GL_AVAIL_DOWN) {
+		} else if (ta == GL_NODEOBS_AVAIL_DRAINED && av != GL_NODEOBS_AVAIL_DOWN) {
 			/* spec.unschedulable has no time; its taint may */
-			av = GL_AVAIL_DRAINED;
+			av = GL_NODEOBS_AVAIL_DRAINED;
 			if (taint_since == GL_TIME_NONE)
 				taint_since = time_at(c, "timeAdded");
 		}
@@ -235,16 +235,16 @@ static int parse_item(struct gl_node_snapshot *s, const cJSON *it, size_t idx, s
 	o->reason = reason[0] ? gl_xstrdup(reason) : NULL;
 	/* evidence of when the state began: Ready's transition for up and down,
 	 * the taint's timeAdded for a drain (cordons carry none) */
-	if (av == GL_AVAIL_DOWN && ready == 0)
+	if (av == GL_NODEOBS_AVAIL_DOWN && ready == 0)
 		o->state_since_s = ready_since;
-	else if (av == GL_AVAIL_UP && ready == 1)
+	else if (av == GL_NODEOBS_AVAIL_UP && ready == 1)
 		o->state_since_s = ready_since;
-	else if (av != GL_AVAIL_UP)
+	else if (av != GL_NODEOBS_AVAIL_UP)
 		o->state_since_s = taint_since;
 	return 0;
 }
 
-int gl_kube_nodes_parse(const char *json, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_kube_nodes_parse(const char *json, size_t len, struct gl_nodeobs_snapshot *s, struct gl_err *err)
 {
 	cJSON *root = NULL;
 	const cJSON *items, *it;

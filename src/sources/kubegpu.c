@@ -17,14 +17,14 @@
 #define MICRO INT64_C(1000000)
 
 static const char *const k_share_names[] = {
-	[GL_KUBE_SHARE_NONE] = "none", [GL_KUBE_SHARE_WHOLE] = "whole", [GL_KUBE_SHARE_MIG] = "mig",
-	[GL_KUBE_SHARE_TIMESLICE] = "timeslice", [GL_KUBE_SHARE_HAMI] = "hami", [GL_KUBE_SHARE_VOLCANO] = "volcano",
-	[GL_KUBE_SHARE_ALIYUN] = "aliyun", [GL_KUBE_SHARE_RUNAI] = "runai",
-	[GL_KUBE_SHARE_RUNAI_RESERVATION] = "runai_reservation", [GL_KUBE_SHARE_TRACE] = "trace",
-	[GL_KUBE_SHARE_MIXED] = "mixed",
+	[GL_KUBEGPU_SHARE_NONE] = "none", [GL_KUBEGPU_SHARE_WHOLE] = "whole", [GL_KUBEGPU_SHARE_MIG] = "mig",
+	[GL_KUBEGPU_SHARE_TIMESLICE] = "timeslice", [GL_KUBEGPU_SHARE_HAMI] = "hami", [GL_KUBEGPU_SHARE_VOLCANO] = "volcano",
+	[GL_KUBEGPU_SHARE_ALIYUN] = "aliyun", [GL_KUBEGPU_SHARE_RUNAI] = "runai",
+	[GL_KUBEGPU_SHARE_RUNAI_RESERVATION] = "runai_reservation", [GL_KUBEGPU_SHARE_TRACE] = "trace",
+	[GL_KUBEGPU_SHARE_MIXED] = "mixed",
 };
 
-const char *gl_kubegpu_share_name(enum gl_kube_share s)
+const char *gl_kubegpu_share_name(enum gl_kubegpu_share s)
 {
 	return (unsigned)s < GL_ARRAY_LEN(k_share_names) ? k_share_names[s] : "?";
 }
@@ -145,12 +145,12 @@ struct amounts {
 struct reader {
 	const char *path;
 	const char *node_name;    /* spec.nodeName, "(not scheduled)" */
-	const struct gl_kube_node_gpu *node;
+	const struct gl_kubegpu_node_gpu *node;
 	struct gl_kubegpu *out;
 	void (*problem)(void *ud, const char *msg);
 	void *ud;
 	struct gl_strbuf note;
-	unsigned schemes;         /* 1u << enum gl_kube_share */
+	unsigned schemes;         /* 1u << enum gl_kubegpu_share */
 	int phys_unknown;
 	char profile[GL_KUBEGPU_NAME_MAX];
 	int nprofiles;
@@ -282,7 +282,7 @@ static int64_t vgpu_micro(struct reader *r, int64_t count, int64_t cores, int64_
 
 /* HAMi (nvidia.com/) and Volcano (volcano.sh/vgpu-) vGPU: count x share. */
 static void vgpu(struct reader *r, struct amounts *a, int64_t count, int64_t cores, int64_t pct, int64_t mem,
-		 const char *mem_key, enum gl_kube_share scheme)
+		 const char *mem_key, enum gl_kubegpu_share scheme)
 {
 	int64_t m = vgpu_micro(r, count, cores, pct, mem, mem_key);
 	r->schemes |= 1u << scheme;
@@ -309,7 +309,7 @@ static void mig(struct reader *r, struct amounts *a, const char *name, int64_t n
 	snprintf(prof, sizeof prof, "%.*s", (int)(shared ? l - 7 : l), name);
 	slices = gl_nodeobs_mig_profile_slices(prof, strlen(prof));
 	r->out->intent = 1;
-	r->schemes |= 1u << (shared ? GL_KUBE_SHARE_TIMESLICE : GL_KUBE_SHARE_MIG);
+	r->schemes |= 1u << (shared ? GL_KUBEGPU_SHARE_TIMESLICE : GL_KUBEGPU_SHARE_MIG);
 	if (!r->nprofiles || strcmp(r->profile, prof)) {
 		r->nprofiles++;
 		snprintf(r->profile, sizeof r->profile, "%s", prof);
@@ -340,18 +340,18 @@ static void derive(struct reader *r, const struct ctr *c, struct amounts *a)
 		/* HAMi's webhook gives a container that names memory or cores
 		 * but no count one GPU (its defaultGPUNum) */
 		vgpu(r, a, count > 0 ? count : 1000, q[K_GPUCORES], q[K_GPUMEM_PCT], q[K_GPUMEM], "nvidia.com/gpumem",
-		     GL_KUBE_SHARE_HAMI);
+		     GL_KUBEGPU_SHARE_HAMI);
 	} else if (count > 0 && reps) {
 		/* time-slicing/MPS without renaming: nvidia.com/gpu is a replica */
-		r->schemes |= 1u << GL_KUBE_SHARE_TIMESLICE;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_TIMESLICE;
 		a->v[A_REPL] += count / 1000;
 		add(r, a, sat_mul_div(r, count, 1000, reps), sat_mul_div(r, count, 1000, reps));
 	} else if (count > 0) {
-		r->schemes |= 1u << GL_KUBE_SHARE_WHOLE;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_WHOLE;
 		add(r, a, sat_mul_div(r, count, 1000, 1), sat_mul_div(r, count, 1000, 1));
 	}
 	if (q[K_GPU_SHARED] > 0) {
-		r->schemes |= 1u << GL_KUBE_SHARE_TIMESLICE;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_TIMESLICE;
 		a->v[A_REPL] += q[K_GPU_SHARED] / 1000;
 		if (reps)
 			add(r, a, sat_mul_div(r, q[K_GPU_SHARED], 1000, reps), sat_mul_div(r, q[K_GPU_SHARED], 1000, reps));
@@ -361,16 +361,16 @@ static void derive(struct reader *r, const struct ctr *c, struct amounts *a)
 			     r->node_name);
 	}
 	if (q[K_AMD_GPU] > 0) {
-		r->schemes |= 1u << GL_KUBE_SHARE_WHOLE;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_WHOLE;
 		add(r, a, sat_mul_div(r, q[K_AMD_GPU], 1000, 1), sat_mul_div(r, q[K_AMD_GPU], 1000, 1));
 	}
 	if (q[K_VOL_NUM] >= 0 || q[K_VOL_MEM] >= 0 || q[K_VOL_MEM_PCT] >= 0 || q[K_VOL_CORES] >= 0)
 		vgpu(r, a, q[K_VOL_NUM] > 0 ? q[K_VOL_NUM] : 1000, q[K_VOL_CORES], q[K_VOL_MEM_PCT], q[K_VOL_MEM],
-		     "volcano.sh/vgpu-memory", GL_KUBE_SHARE_VOLCANO);
+		     "volcano.sh/vgpu-memory", GL_KUBEGPU_SHARE_VOLCANO);
 	if (q[K_VOL_GPUMEM] > 0)
-		vgpu(r, a, 1000, -1, -1, q[K_VOL_GPUMEM], "volcano.sh/gpu-memory", GL_KUBE_SHARE_VOLCANO);
+		vgpu(r, a, 1000, -1, -1, q[K_VOL_GPUMEM], "volcano.sh/gpu-memory", GL_KUBEGPU_SHARE_VOLCANO);
 	if (q[K_VOL_GPUNUM] > 0) {
-		r->schemes |= 1u << GL_KUBE_SHARE_WHOLE;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_WHOLE;
 		add(r, a, sat_mul_div(r, q[K_VOL_GPUNUM], 1000, 1), sat_mul_div(r, q[K_VOL_GPUNUM], 1000, 1));
 	}
 	a->v[A_ALI_MEM] = sat_add(r, a->v[A_ALI_MEM], q[K_ALI_MEM] > 0 ? q[K_ALI_MEM] : 0);
@@ -548,14 +548,14 @@ static void runai(struct reader *r, const cJSON *ann, struct amounts *a)
 	if (alloc > 0 || frac > 0) {
 		/* given, else asked for: gpu-fraction per device x devices */
 		int64_t f = alloc > 0 ? alloc : sat_mul_div(r, frac, ndev > 0 ? ndev : MICRO, MICRO);
-		r->schemes |= 1u << GL_KUBE_SHARE_RUNAI;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_RUNAI;
 		r->out->intent = 1;
 		add(r, a, f, f);
 		return;
 	}
 	if (mem) {
 		int64_t milli;
-		r->schemes |= 1u << GL_KUBE_SHARE_RUNAI;
+		r->schemes |= 1u << GL_KUBEGPU_SHARE_RUNAI;
 		r->out->intent = 1;
 		if (gl_kube_parse_quantity_milli(mem, strlen(mem), &milli) < 0) {
 			say(r, "%s.metadata.annotations.gpu-memory: '%.40s' is not an amount", r->path, mem);
@@ -580,7 +580,7 @@ static void aliyun(struct reader *r, const cJSON *ann, struct amounts *a)
 	const char *dev = ann_str(ann, "ALIYUN_COM_GPU_MEM_DEV");
 	int64_t d;
 
-	r->schemes |= 1u << GL_KUBE_SHARE_ALIYUN;
+	r->schemes |= 1u << GL_KUBEGPU_SHARE_ALIYUN;
 	r->out->intent = 1;
 	if (a->v[A_ALI_CORE] > 0) {
 		/* percent of one card's compute */
@@ -640,7 +640,7 @@ static void trace(struct reader *r, const cJSON *meta, struct amounts *a, int64_
 	}
 	/* milli-GPUs x milli-share = micro-GPUs, exactly */
 	a->v[A_MICRO] = a->v[A_PHYS] = sat_mul_div(r, whole, share, 1);
-	r->schemes = 1u << GL_KUBE_SHARE_TRACE;
+	r->schemes = 1u << GL_KUBEGPU_SHARE_TRACE;
 	r->out->intent = 1;
 }
 
@@ -655,7 +655,7 @@ static int reservation(struct reader *r, const cJSON *meta, const cJSON *ann, st
 	if (!gpu && !(app && !strcmp(app, "runai-reservation")) &&
 	    !(ns && (!strcmp(ns, "runai-reservation") || !strcmp(ns, "kai-resource-reservation"))))
 		return 0;
-	r->out->share = GL_KUBE_SHARE_RUNAI_RESERVATION;
+	r->out->share = GL_KUBEGPU_SHARE_RUNAI_RESERVATION;
 	r->out->intent = 1;
 	r->out->gpu_micro = 0;
 	r->out->phys_micro = a->v[A_PHYS];
@@ -676,15 +676,15 @@ static void finish(struct reader *r, const struct amounts *a)
 	if (s && !(s & (s - 1))) {
 		for (int k = 0; k < 32; k++)
 			if (s == 1u << k)
-				g->share = (enum gl_kube_share)k;
+				g->share = (enum gl_kubegpu_share)k;
 	} else if (s) {
-		g->share = GL_KUBE_SHARE_MIXED;
+		g->share = GL_KUBEGPU_SHARE_MIXED;
 	}
-	if (r->nprofiles == 1 && !(s & ~((1u << GL_KUBE_SHARE_MIG) | (1u << GL_KUBE_SHARE_TIMESLICE))))
+	if (r->nprofiles == 1 && !(s & ~((1u << GL_KUBEGPU_SHARE_MIG) | (1u << GL_KUBEGPU_SHARE_TIMESLICE))))
 		snprintf(g->gpu_type, sizeof g->gpu_type, "%s", r->profile);
 }
 
-void gl_kubegpu_read(const cJSON *item, const char *path, const struct gl_kube_node_gpu *node, struct gl_kubegpu *out,
+void gl_kubegpu_read(const cJSON *item, const char *path, const struct gl_kubegpu_node_gpu *node, struct gl_kubegpu *out,
 		     void (*problem)(void *ud, const char *msg), void *ud)
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(item, "metadata");

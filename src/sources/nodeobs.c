@@ -9,20 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const avail_names[GL_AVAIL__COUNT] = {
+static const char *const avail_names[GL_NODEOBS_AVAIL__COUNT] = {
 	"up", "down", "drained", "powered_down", "reserved", "maint",
 };
 
-const char *gl_nodeobs_avail_name(enum gl_node_avail a)
+const char *gl_nodeobs_avail_name(enum gl_nodeobs_avail a)
 {
-	return (unsigned)a < GL_AVAIL__COUNT ? avail_names[a] : "up";
+	return (unsigned)a < GL_NODEOBS_AVAIL__COUNT ? avail_names[a] : "up";
 }
 
-void gl_nodeobs_problem(struct gl_node_snapshot *s, const char *fmt, ...)
+void gl_nodeobs_problem(struct gl_nodeobs_snapshot *s, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
-	if (s->nproblems >= GL_NODE_MAX_PROBLEMS) {
+	if (s->nproblems >= GL_NODEOBS_MAX_PROBLEMS) {
 		s->problems_dropped++;
 		return;
 	}
@@ -33,9 +33,9 @@ void gl_nodeobs_problem(struct gl_node_snapshot *s, const char *fmt, ...)
 	s->problems[s->nproblems++] = gl_xstrdup(buf);
 }
 
-struct gl_node_obs *gl_nodeobs_add_node(struct gl_node_snapshot *s)
+struct gl_nodeobs_obs *gl_nodeobs_add_node(struct gl_nodeobs_snapshot *s)
 {
-	struct gl_node_obs *o;
+	struct gl_nodeobs_obs *o;
 	if (s->nnodes == s->cap_nodes) {
 		s->cap_nodes = s->cap_nodes ? s->cap_nodes * 2 : 64;
 		s->nodes = gl_xrealloc(s->nodes, s->cap_nodes * sizeof *s->nodes);
@@ -47,9 +47,9 @@ struct gl_node_obs *gl_nodeobs_add_node(struct gl_node_snapshot *s)
 	return o;
 }
 
-struct gl_slurm_event *gl_nodeobs_add_event(struct gl_node_snapshot *s)
+struct gl_nodeobs_slurm_event *gl_nodeobs_add_event(struct gl_nodeobs_snapshot *s)
 {
-	struct gl_slurm_event *e;
+	struct gl_nodeobs_slurm_event *e;
 	if (s->nevents == s->cap_events) {
 		s->cap_events = s->cap_events ? s->cap_events * 2 : 16;
 		s->events = gl_xrealloc(s->events, s->cap_events * sizeof *s->events);
@@ -61,9 +61,9 @@ struct gl_slurm_event *gl_nodeobs_add_event(struct gl_node_snapshot *s)
 	return e;
 }
 
-struct gl_slurm_resv *gl_nodeobs_add_resv(struct gl_node_snapshot *s)
+struct gl_nodeobs_slurm_resv *gl_nodeobs_add_resv(struct gl_nodeobs_snapshot *s)
 {
-	struct gl_slurm_resv *r;
+	struct gl_nodeobs_slurm_resv *r;
 	if (s->nresvs == s->cap_resvs) {
 		s->cap_resvs = s->cap_resvs ? s->cap_resvs * 2 : 8;
 		s->resvs = gl_xrealloc(s->resvs, s->cap_resvs * sizeof *s->resvs);
@@ -74,7 +74,7 @@ struct gl_slurm_resv *gl_nodeobs_add_resv(struct gl_node_snapshot *s)
 	return r;
 }
 
-void gl_nodeobs_node_fini(struct gl_node_obs *o)
+void gl_nodeobs_node_fini(struct gl_nodeobs_obs *o)
 {
 	free(o->name);
 	free(o->partitions);
@@ -85,7 +85,7 @@ void gl_nodeobs_node_fini(struct gl_node_obs *o)
 	memset(o, 0, sizeof *o);
 }
 
-static void event_fini(struct gl_slurm_event *e)
+static void event_fini(struct gl_nodeobs_slurm_event *e)
 {
 	free(e->node);
 	free(e->cluster_nodes);
@@ -94,7 +94,7 @@ static void event_fini(struct gl_slurm_event *e)
 	free(e->user);
 }
 
-void gl_nodeobs_resv_fini(struct gl_slurm_resv *r)
+void gl_nodeobs_resv_fini(struct gl_nodeobs_slurm_resv *r)
 {
 	free(r->name);
 	free(r->flags);
@@ -103,7 +103,7 @@ void gl_nodeobs_resv_fini(struct gl_slurm_resv *r)
 	memset(r, 0, sizeof *r);
 }
 
-void gl_nodeobs_snapshot_fini(struct gl_node_snapshot *s)
+void gl_nodeobs_snapshot_fini(struct gl_nodeobs_snapshot *s)
 {
 	if (!s)
 		return;
@@ -150,7 +150,7 @@ static const struct {
 	{"PERFCTRS", T_INFO}, {"NPC", T_INFO}, {"POWER_DRAIN", T_INFO}, {"COMPLETING_", T_INFO},
 };
 
-enum gl_node_avail gl_nodeobs_state_classify(const char *s, size_t n, char *unknown, size_t unknown_n)
+enum gl_nodeobs_avail gl_nodeobs_state_classify(const char *s, size_t n, char *unknown, size_t unknown_n)
 {
 	int base = T_BASE_UNKNOWN, drain = 0, drained = 0, draining = 0, fail = 0, failed = 0, powered = 0,
 	    inval = 0;
@@ -209,14 +209,14 @@ enum gl_node_avail gl_nodeobs_state_classify(const char *s, size_t n, char *unkn
 		p = e < end ? e + 1 : e;
 	}
 	if (base == T_BASE_DOWN || inval || failed)
-		return GL_AVAIL_DOWN;
+		return GL_NODEOBS_AVAIL_DOWN;
 	if (fail && (base == T_BASE_IDLE || base == T_BASE_UNKNOWN))
-		return GL_AVAIL_DOWN; /* FAIL with nothing running is FAILED */
+		return GL_NODEOBS_AVAIL_DOWN; /* FAIL with nothing running is FAILED */
 	if (drained || (drain && !draining && base != T_BASE_BUSY))
-		return GL_AVAIL_DRAINED;
+		return GL_NODEOBS_AVAIL_DRAINED;
 	if (powered || base == T_BASE_FUTURE)
-		return GL_AVAIL_POWERED_DOWN;
-	return GL_AVAIL_UP;
+		return GL_NODEOBS_AVAIL_POWERED_DOWN;
+	return GL_NODEOBS_AVAIL_UP;
 }
 
 /* node_state bits of slurm/slurm.h (22.05): base in the low 4 bits */
@@ -228,18 +228,18 @@ enum gl_node_avail gl_nodeobs_state_classify(const char *s, size_t n, char *unkn
 #define NS_POWERED_DOWN (1u << 12)
 #define NS_MAINT (1u << 15)
 
-enum gl_node_avail gl_nodeobs_state_raw_classify(int64_t raw)
+enum gl_nodeobs_avail gl_nodeobs_state_raw_classify(int64_t raw)
 {
 	uint64_t r = (uint64_t)raw;
 	/* the rollup skips MAINT rows and books FUTURE and CLOUD+POWERED_DOWN as
 	 * planned down; every other event row is Down (as_mysql_rollup.c) */
 	if (r & NS_MAINT)
-		return GL_AVAIL_MAINT;
+		return GL_NODEOBS_AVAIL_MAINT;
 	if ((r & NS_BASE) == NS_FUTURE || ((r & NS_CLOUD) && (r & NS_POWERED_DOWN)))
-		return GL_AVAIL_POWERED_DOWN;
+		return GL_NODEOBS_AVAIL_POWERED_DOWN;
 	if ((r & NS_DRAIN) && (r & NS_BASE) != NS_DOWN)
-		return GL_AVAIL_DRAINED;
-	return GL_AVAIL_DOWN;
+		return GL_NODEOBS_AVAIL_DRAINED;
+	return GL_NODEOBS_AVAIL_DOWN;
 }
 
 /* ---- GPU counting ---- */
@@ -274,10 +274,10 @@ int gl_nodeobs_mig_profile_slices(const char *s, size_t n)
 
 /* Adds count GPUs of type t (len tl) into out, folding MIG types into their
  * parent: a physical GPU has 7 compute slices on A100/H100. */
-static int add_model(struct gl_node_gpus *out, size_t *nout, const char *t, size_t tl, int64_t count,
+static int add_model(struct gl_nodeobs_gpus *out, size_t *nout, const char *t, size_t tl, int64_t count,
 		     struct gl_err *err)
 {
-	char model[GL_NODE_MODEL_MAX];
+	char model[GL_NODEOBS_MODEL_MAX];
 	int slices = gl_nodeobs_mig_profile_slices(t, tl);
 	int64_t mig = 0;
 	if (tl >= sizeof model)
@@ -301,8 +301,8 @@ static int add_model(struct gl_node_gpus *out, size_t *nout, const char *t, size
 			out[i].mig_instances += mig;
 			return 0;
 		}
-	if (*nout == GL_NODE_MAX_MODELS)
-		return gl_err_set(err, GL_EINVAL, "more than %d GPU models", GL_NODE_MAX_MODELS);
+	if (*nout == GL_NODEOBS_MAX_MODELS)
+		return gl_err_set(err, GL_EINVAL, "more than %d GPU models", GL_NODEOBS_MAX_MODELS);
 	snprintf(out[*nout].model, sizeof out[*nout].model, "%s", model);
 	out[*nout].gpus = count;
 	out[*nout].mig_instances = mig;
@@ -328,7 +328,7 @@ static int parse_count(const char *s, size_t n, int64_t *v)
 	return 0;
 }
 
-int gl_nodeobs_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, struct gl_err *err)
+int gl_nodeobs_parse_gres(const char *s, size_t n, struct gl_nodeobs_gpus *out, size_t *nout, struct gl_err *err)
 {
 	const char *p = s, *end = s + n;
 	*nout = 0;
@@ -377,7 +377,7 @@ int gl_nodeobs_parse_gres(const char *s, size_t n, struct gl_node_gpus *out, siz
 	return 0;
 }
 
-int gl_nodeobs_parse_tres_models(const char *s, size_t n, struct gl_node_gpus *out, size_t *nout, int64_t *total,
+int gl_nodeobs_parse_tres_models(const char *s, size_t n, struct gl_nodeobs_gpus *out, size_t *nout, int64_t *total,
 			       struct gl_err *err)
 {
 	const char *p = s, *end = s + n;

@@ -45,62 +45,62 @@ struct fdesc {
 
 #define SOFF(m) ((unsigned short)offsetof(struct gl_sacct_rec, m))
 
-static const struct fdesc fdesc[GL_SF__COUNT] = {
-	[GL_SF_JOBID] = {"JobID", CV_JOBID, SOFF(job_id), B(GL_BOUNDS_JOB_ID)},
-	[GL_SF_JOBIDRAW] = {"JobIDRaw", CV_JOBIDRAW, SOFF(job_id_raw), B(GL_BOUNDS_JOB_ID)},
-	[GL_SF_CLUSTER] = {"Cluster", CV_STR, SOFF(cluster), B(GL_BOUNDS_CLUSTER)},
-	[GL_SF_PARTITION] = {"Partition", CV_STR, SOFF(partition), B(GL_BOUNDS_ACCOUNT)},
-	[GL_SF_QOS] = {"QOS", CV_STR, SOFF(qos), B(GL_BOUNDS_ACCOUNT)},
-	[GL_SF_ACCOUNT] = {"Account", CV_STR, SOFF(account), B(GL_BOUNDS_ACCOUNT)},
-	[GL_SF_GROUP] = {"Group", CV_STR, SOFF(group), B(GL_BOUNDS_USER)},
-	[GL_SF_GID] = {"GID", CV_INT, SOFF(gid)},
-	[GL_SF_USER] = {"User", CV_STR, SOFF(user), B(GL_BOUNDS_USER)},
-	[GL_SF_UID] = {"UID", CV_INT, SOFF(uid)},
-	[GL_SF_SUBMIT] = {"Submit", CV_TIME, SOFF(submit_s)},
-	[GL_SF_ELIGIBLE] = {"Eligible", CV_TIME, SOFF(eligible_s)},
-	[GL_SF_START] = {"Start", CV_TIME, SOFF(start_s)},
-	[GL_SF_END] = {"End", CV_TIME, SOFF(end_s)},
-	[GL_SF_ELAPSED] = {"Elapsed", CV_ELAPSED, 0},
-	[GL_SF_ELAPSEDRAW] = {"ElapsedRaw", CV_ELAPSEDRAW, 0},
-	[GL_SF_EXITCODE] = {"ExitCode", CV_STR, SOFF(exit_code), B(GL_BOUNDS_TEXT)},
-	[GL_SF_STATE] = {"State", CV_STATE, SOFF(state_raw), B(GL_BOUNDS_TEXT)},
-	[GL_SF_NNODES] = {"NNodes", CV_INT, SOFF(nnodes)},
-	[GL_SF_NCPUS] = {"NCPUS", CV_INT, SOFF(ncpus)},
-	[GL_SF_REQCPUS] = {"ReqCPUS", CV_INT, SOFF(req_cpus)},
-	[GL_SF_REQMEM] = {"ReqMem", CV_REQMEM, SOFF(req_mem), B(GL_BOUNDS_TEXT)},
-	[GL_SF_REQTRES] = {"ReqTRES", CV_REQTRES, SOFF(req_tres), B(GL_BOUNDS_TEXT)},
-	[GL_SF_ALLOCTRES] = {"AllocTRES", CV_ALLOCTRES, SOFF(alloc_tres), B(GL_BOUNDS_TEXT)},
-	[GL_SF_TIMELIMIT] = {"Timelimit", CV_DUR, SOFF(timelimit_s)},
-	[GL_SF_NODELIST] = {"NodeList", CV_STR, SOFF(node_list), B(GL_BOUNDS_NODE_LIST)},
-	[GL_SF_DBINDEX] = {"DBIndex", CV_INT, SOFF(db_index)},
-	[GL_SF_SUSPENDED] = {"Suspended", CV_DUR, SOFF(suspended_s)},
-	[GL_SF_WCKEY] = {"WCKey", CV_STR, SOFF(wckey), B(GL_BOUNDS_ACCOUNT)},
-	[GL_SF_JOBNAME] = {"JobName", CV_STR, SOFF(job_name), B(GL_BOUNDS_JOB_NAME)},
+static const struct fdesc fdesc[GL_SACCT_F__COUNT] = {
+	[GL_SACCT_F_JOBID] = {"JobID", CV_JOBID, SOFF(job_id), B(GL_BOUNDS_JOB_ID)},
+	[GL_SACCT_F_JOBIDRAW] = {"JobIDRaw", CV_JOBIDRAW, SOFF(job_id_raw), B(GL_BOUNDS_JOB_ID)},
+	[GL_SACCT_F_CLUSTER] = {"Cluster", CV_STR, SOFF(cluster), B(GL_BOUNDS_CLUSTER)},
+	[GL_SACCT_F_PARTITION] = {"Partition", CV_STR, SOFF(partition), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SACCT_F_QOS] = {"QOS", CV_STR, SOFF(qos), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SACCT_F_ACCOUNT] = {"Account", CV_STR, SOFF(account), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SACCT_F_GROUP] = {"Group", CV_STR, SOFF(group), B(GL_BOUNDS_USER)},
+	[GL_SACCT_F_GID] = {"GID", CV_INT, SOFF(gid)},
+	[GL_SACCT_F_USER] = {"User", CV_STR, SOFF(user), B(GL_BOUNDS_USER)},
+	[GL_SACCT_F_UID] = {"UID", CV_INT, SOFF(uid)},
+	[GL_SACCT_F_SUBMIT] = {"Submit", CV_TIME, SOFF(submit_s)},
+	[GL_SACCT_F_ELIGIBLE] = {"Eligible", CV_TIME, SOFF(eligible_s)},
+	[GL_SACCT_F_START] = {"Start", CV_TIME, SOFF(start_s)},
+	[GL_SACCT_F_END] = {"End", CV_TIME, SOFF(end_s)},
+	[GL_SACCT_F_ELAPSED] = {"Elapsed", CV_ELAPSED, 0},
+	[GL_SACCT_F_ELAPSEDRAW] = {"ElapsedRaw", CV_ELAPSEDRAW, 0},
+	[GL_SACCT_F_EXITCODE] = {"ExitCode", CV_STR, SOFF(exit_code), B(GL_BOUNDS_TEXT)},
+	[GL_SACCT_F_STATE] = {"State", CV_STATE, SOFF(state_raw), B(GL_BOUNDS_TEXT)},
+	[GL_SACCT_F_NNODES] = {"NNodes", CV_INT, SOFF(nnodes)},
+	[GL_SACCT_F_NCPUS] = {"NCPUS", CV_INT, SOFF(ncpus)},
+	[GL_SACCT_F_REQCPUS] = {"ReqCPUS", CV_INT, SOFF(req_cpus)},
+	[GL_SACCT_F_REQMEM] = {"ReqMem", CV_REQMEM, SOFF(req_mem), B(GL_BOUNDS_TEXT)},
+	[GL_SACCT_F_REQTRES] = {"ReqTRES", CV_REQTRES, SOFF(req_tres), B(GL_BOUNDS_TEXT)},
+	[GL_SACCT_F_ALLOCTRES] = {"AllocTRES", CV_ALLOCTRES, SOFF(alloc_tres), B(GL_BOUNDS_TEXT)},
+	[GL_SACCT_F_TIMELIMIT] = {"Timelimit", CV_DUR, SOFF(timelimit_s)},
+	[GL_SACCT_F_NODELIST] = {"NodeList", CV_STR, SOFF(node_list), B(GL_BOUNDS_NODE_LIST)},
+	[GL_SACCT_F_DBINDEX] = {"DBIndex", CV_INT, SOFF(db_index)},
+	[GL_SACCT_F_SUSPENDED] = {"Suspended", CV_DUR, SOFF(suspended_s)},
+	[GL_SACCT_F_WCKEY] = {"WCKey", CV_STR, SOFF(wckey), B(GL_BOUNDS_ACCOUNT)},
+	[GL_SACCT_F_JOBNAME] = {"JobName", CV_STR, SOFF(job_name), B(GL_BOUNDS_JOB_NAME)},
 	/* sbatch --comment (kept when AccountingStoreFlags has job_comment):
 	 * a run's key when runs[].by is comment or tag (docs/runs.md) */
-	[GL_SF_COMMENT] = {"Comment", CV_STR, SOFF(comment), B(GL_BOUNDS_JOB_NAME)},
+	[GL_SACCT_F_COMMENT] = {"Comment", CV_STR, SOFF(comment), B(GL_BOUNDS_JOB_NAME)},
 };
 
 static const struct {
 	const char *name;
 	unsigned char len;
-} state_names[GL_JS__COUNT] = {
+} state_names[GL_SACCT_JS__COUNT] = {
 #define S(e, s) [e] = {s, sizeof(s) - 1}
-	S(GL_JS_UNKNOWN, "UNKNOWN"), S(GL_JS_PENDING, "PENDING"), S(GL_JS_RUNNING, "RUNNING"),
-	S(GL_JS_SUSPENDED, "SUSPENDED"), S(GL_JS_COMPLETED, "COMPLETED"),
-	S(GL_JS_CANCELLED, "CANCELLED"), S(GL_JS_FAILED, "FAILED"), S(GL_JS_TIMEOUT, "TIMEOUT"),
-	S(GL_JS_NODE_FAIL, "NODE_FAIL"), S(GL_JS_PREEMPTED, "PREEMPTED"),
-	S(GL_JS_BOOT_FAIL, "BOOT_FAIL"), S(GL_JS_DEADLINE, "DEADLINE"),
-	S(GL_JS_OUT_OF_MEMORY, "OUT_OF_MEMORY"), S(GL_JS_REQUEUED, "REQUEUED"),
-	S(GL_JS_REQUEUE_HOLD, "REQUEUE_HOLD"), S(GL_JS_REQUEUE_FED, "REQUEUE_FED"),
-	S(GL_JS_RESIZING, "RESIZING"), S(GL_JS_REVOKED, "REVOKED"),
-	S(GL_JS_SPECIAL_EXIT, "SPECIAL_EXIT"),
+	S(GL_SACCT_JS_UNKNOWN, "UNKNOWN"), S(GL_SACCT_JS_PENDING, "PENDING"), S(GL_SACCT_JS_RUNNING, "RUNNING"),
+	S(GL_SACCT_JS_SUSPENDED, "SUSPENDED"), S(GL_SACCT_JS_COMPLETED, "COMPLETED"),
+	S(GL_SACCT_JS_CANCELLED, "CANCELLED"), S(GL_SACCT_JS_FAILED, "FAILED"), S(GL_SACCT_JS_TIMEOUT, "TIMEOUT"),
+	S(GL_SACCT_JS_NODE_FAIL, "NODE_FAIL"), S(GL_SACCT_JS_PREEMPTED, "PREEMPTED"),
+	S(GL_SACCT_JS_BOOT_FAIL, "BOOT_FAIL"), S(GL_SACCT_JS_DEADLINE, "DEADLINE"),
+	S(GL_SACCT_JS_OUT_OF_MEMORY, "OUT_OF_MEMORY"), S(GL_SACCT_JS_REQUEUED, "REQUEUED"),
+	S(GL_SACCT_JS_REQUEUE_HOLD, "REQUEUE_HOLD"), S(GL_SACCT_JS_REQUEUE_FED, "REQUEUE_FED"),
+	S(GL_SACCT_JS_RESIZING, "RESIZING"), S(GL_SACCT_JS_REVOKED, "REVOKED"),
+	S(GL_SACCT_JS_SPECIAL_EXIT, "SPECIAL_EXIT"),
 #undef S
 };
 
-const char *gl_sacct_job_state_name(enum gl_job_state s)
+const char *gl_sacct_job_state_name(enum gl_sacct_job_state s)
 {
-	if ((unsigned)s >= GL_JS__COUNT)
+	if ((unsigned)s >= GL_SACCT_JS__COUNT)
 		return "UNKNOWN";
 	return state_names[s].name;
 }
@@ -109,10 +109,10 @@ const char *gl_sacct_job_state_name(enum gl_job_state s)
 
 static int lookup_field(const char *p, size_t n)
 {
-	for (int f = 0; f < GL_SF__COUNT; f++)
+	for (int f = 0; f < GL_SACCT_F__COUNT; f++)
 		if (strlen(fdesc[f].name) == n && strncasecmp(fdesc[f].name, p, n) == 0)
 			return f;
-	return GL_SF_IGNORED;
+	return GL_SACCT_F_IGNORED;
 }
 
 int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const char *delim,
@@ -121,7 +121,7 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 	const char *p;
 
 	memset(lay, 0, sizeof *lay);
-	for (int f = 0; f < GL_SF__COUNT; f++)
+	for (int f = 0; f < GL_SACCT_F__COUNT; f++)
 		lay->pos[f] = -1;
 	lay->jobname_col = -1;
 
@@ -157,7 +157,7 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 			return gl_err_set(err, GL_EINVAL, "fields: more than %d fields",
 					  GL_SACCT_MAX_COLS);
 		f = lookup_field(name, n);
-		if (f != GL_SF_IGNORED) {
+		if (f != GL_SACCT_F_IGNORED) {
 			if (lay->pos[f] >= 0)
 				return gl_err_set(err, GL_EINVAL, "fields: duplicate field '%.*s'",
 						  (int)n, name);
@@ -169,9 +169,9 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 		p = comma + 1;
 	}
 	/* jobs.job_id is NOT NULL: without JobID every line would fail the batch */
-	if (lay->pos[GL_SF_JOBID] < 0)
+	if (lay->pos[GL_SACCT_F_JOBID] < 0)
 		return gl_err_set(err, GL_EINVAL, "fields: JobID missing (every job row needs it)");
-	lay->jobname_col = lay->pos[GL_SF_JOBNAME];
+	lay->jobname_col = lay->pos[GL_SACCT_F_JOBNAME];
 	return 0;
 }
 
@@ -315,7 +315,7 @@ int gl_sacct_parse_duration(const char *s, size_t n, int64_t *out)
 	return 0;
 }
 
-int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_GPU_TYPE_MAX])
+int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[GL_SACCT_GPU_TYPE_MAX])
 {
 	const char *p = s, *end = s + n, *tname = NULL;
 	size_t tlen = 0;
@@ -372,7 +372,7 @@ int gl_sacct_parse_tres_gpus(const char *s, size_t n, int64_t *gpus, char type[G
 		return -GL_ERANGE;
 	}
 	if (types == 1) {
-		if (tlen > GL_GPU_TYPE_MAX - 1) {
+		if (tlen > GL_SACCT_GPU_TYPE_MAX - 1) {
 			*gpus = 0;
 			return -GL_EFORMAT; /* cut, it would be another model */
 		}
@@ -568,11 +568,11 @@ static void parse_state(const char *s, size_t n, struct gl_sacct_rec *rec)
 	const char *sp = memchr(s, ' ', n);
 	size_t tok = sp ? (size_t)(sp - s) : n;
 
-	rec->state = GL_JS_UNKNOWN;
-	for (int st = 1; st < GL_JS__COUNT; st++) {
+	rec->state = GL_SACCT_JS_UNKNOWN;
+	for (int st = 1; st < GL_SACCT_JS__COUNT; st++) {
 		if (state_names[st].len == tok && state_names[st].name[0] == s[0] &&
 		    memcmp(state_names[st].name, s, tok) == 0) {
-			rec->state = (enum gl_job_state)st;
+			rec->state = (enum gl_sacct_job_state)st;
 			break;
 		}
 	}
@@ -683,7 +683,7 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 	const char *end;
 	const int n = lay->ncols;
 	const size_t dl = lay->delim_len;
-	char req_type[GL_GPU_TYPE_MAX] = "";
+	char req_type[GL_SACCT_GPU_TYPE_MAX] = "";
 	int64_t elapsed_raw = -1;
 	int have_elapsed_raw = 0, req_mem_col = -1, elapsed_col = -1, rc;
 
@@ -758,7 +758,7 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 			if (v.len && parse_u63(v.p, v.len, i64_at(rec, fd->off)) < 0)
 				return bad_value(err, f, "number", v);
 			/* stored in integer columns: one absurd count must not fail the batch */
-			if ((f == GL_SF_NNODES || f == GL_SF_NCPUS || f == GL_SF_REQCPUS) &&
+			if ((f == GL_SACCT_F_NNODES || f == GL_SACCT_F_NCPUS || f == GL_SACCT_F_REQCPUS) &&
 			    *i64_at(rec, fd->off) > INT32_MAX)
 				return bad_value(err, f, "number (over 2147483647)", v);
 			break;
@@ -826,18 +826,18 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 	} else if (elapsed_col >= 0) {
 		struct gl_str v = cols[elapsed_col];
 		if (gl_sacct_parse_duration(v.p, v.len, &rec->elapsed_s) < 0)
-			return bad_value(err, GL_SF_ELAPSED, "duration", v);
+			return bad_value(err, GL_SACCT_F_ELAPSED, "duration", v);
 	}
 	if (req_mem_col >= 0) {
 		struct gl_str v = cols[req_mem_col];
 		int64_t cpus = rec->ncpus > 0 ? rec->ncpus : rec->req_cpus;
 		if (parse_reqmem(v.p, v.len, cpus, rec->nnodes, &rec->req_mem_mb) < 0)
-			return bad_value(err, GL_SF_REQMEM, "memory", v);
+			return bad_value(err, GL_SACCT_F_REQMEM, "memory", v);
 	}
 	/* A job that never started has an empty AllocTRES: keep the requested
 	 * type so pending demand can still be priced by model. */
 	if (rec->gpus_alloc == 0 && rec->gpu_type[0] == '\0' && rec->gpus_req > 0 &&
-	    lay->pos[GL_SF_REQTRES] >= 0)
+	    lay->pos[GL_SACCT_F_REQTRES] >= 0)
 		memcpy(rec->gpu_type, req_type, sizeof req_type);
 	return 0;
 }

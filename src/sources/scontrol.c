@@ -18,7 +18,7 @@ static int key_is(const struct gl_nodeobs_kv *kv, const char *k)
 }
 
 /* "maint test [root@2026-11-22T17:59:21]" -> text, user, time */
-static void parse_reason(struct gl_node_obs *o, const char *v, size_t n)
+static void parse_reason(struct gl_nodeobs_obs *o, const char *v, size_t n)
 {
 	const char *lb = NULL;
 	free(o->reason); /* a repeated key: the last one wins */
@@ -68,12 +68,12 @@ static int node_line_fits(const struct gl_nodeobs_kv *kv, size_t nkv, struct gl_
 	return 0;
 }
 
-static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t len, struct gl_err *err)
+static int parse_node_line(struct gl_nodeobs_snapshot *s, const char *line, size_t len, struct gl_err *err)
 {
 	struct gl_nodeobs_kv kv[MAX_KV];
 	size_t nkv = gl_nodeobs_kv_split(line, len, kv, MAX_KV);
 	const struct gl_nodeobs_kv *gres = NULL, *cfg = NULL, *alloc = NULL, *state = NULL;
-	struct gl_node_obs *o;
+	struct gl_nodeobs_obs *o;
 	char unknown[256];
 	int rc = 0;
 
@@ -124,7 +124,7 @@ static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t 
 			goto out;
 		}
 		if (alloc) {
-			struct gl_node_gpus tmp[GL_NODE_MAX_MODELS];
+			struct gl_nodeobs_gpus tmp[GL_NODEOBS_MAX_MODELS];
 			size_t nt;
 			if ((rc = gl_nodeobs_parse_tres_models(alloc->val, alloc->vlen, tmp, &nt, &o->alloc_gpus, err))) {
 				gl_err_prefix(err, "AllocTRES: ");
@@ -140,10 +140,10 @@ static int parse_node_line(struct gl_node_snapshot *s, const char *line, size_t 
 			s->unknown_flags++;
 		}
 	} else {
-		o->avail = GL_AVAIL_UP;
+		o->avail = GL_NODEOBS_AVAIL_UP;
 	}
 	/* the reason's time is when the admin (or slurmctld) set the state */
-	if (o->avail != GL_AVAIL_UP && o->reason_s != GL_TIME_NONE)
+	if (o->avail != GL_NODEOBS_AVAIL_UP && o->reason_s != GL_TIME_NONE)
 		o->state_since_s = o->reason_s;
 out:
 	if (rc) {
@@ -153,7 +153,7 @@ out:
 	return rc;
 }
 
-int gl_scontrol_parse_nodes(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_scontrol_parse_nodes(const char *text, size_t len, struct gl_nodeobs_snapshot *s, struct gl_err *err)
 {
 	const char *p = text, *end = text + len;
 	size_t lineno = 0, seen = 0, nonblank = 0;
@@ -203,11 +203,11 @@ int gl_scontrol_parse_nodes(const char *text, size_t len, struct gl_node_snapsho
 /* ---- reservations, scontrol form: one block per ReservationName= (with -o
  * one line; without it the block continues on indented lines) ---- */
 
-static void resv_from_kv(struct gl_node_snapshot *s, const char *blk, size_t n, size_t lineno)
+static void resv_from_kv(struct gl_nodeobs_snapshot *s, const char *blk, size_t n, size_t lineno)
 {
 	struct gl_nodeobs_kv kv[MAX_KV];
 	size_t nkv = gl_nodeobs_kv_split(blk, n, kv, MAX_KV);
-	struct gl_slurm_resv *r;
+	struct gl_nodeobs_slurm_resv *r;
 	struct gl_err err = {0};
 	int64_t t;
 	static const struct {
@@ -271,7 +271,7 @@ static void resv_from_kv(struct gl_node_snapshot *s, const char *blk, size_t n, 
 
 /* A block with a line that is not UTF-8 is skipped whole: the store would
  * refuse the snapshot for it. */
-static void resv_block(struct gl_node_snapshot *s, const char *blk, size_t n, size_t lineno, size_t bad_line)
+static void resv_block(struct gl_nodeobs_snapshot *s, const char *blk, size_t n, size_t lineno, size_t bad_line)
 {
 	if (bad_line) {
 		s->skipped++;
@@ -281,7 +281,7 @@ static void resv_block(struct gl_node_snapshot *s, const char *blk, size_t n, si
 	resv_from_kv(s, blk, n, lineno);
 }
 
-int gl_scontrol_parse_resv(const char *text, size_t len, struct gl_node_snapshot *s)
+int gl_scontrol_parse_resv(const char *text, size_t len, struct gl_nodeobs_snapshot *s)
 {
 	const char *p = text, *end = text + len;
 	size_t lineno = 0, blk_line = 0;

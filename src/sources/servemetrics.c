@@ -100,17 +100,17 @@ static int lookup_in(const struct metric *t, struct gl_str name, size_t skip, en
 	return 0;
 }
 
-static enum gl_serve_family lookup(struct gl_str name, enum role *role)
+static enum gl_servemetrics_family lookup(struct gl_str name, enum role *role)
 {
 	if (name.len > 5 && (!memcmp(name.p, "vllm:", 5) || !memcmp(name.p, "vllm_", 5)))
-		return lookup_in(vllm_metrics, name, 5, role) ? GL_SERVE_VLLM : GL_SERVE_NONE;
+		return lookup_in(vllm_metrics, name, 5, role) ? GL_SERVEMETRICS_VLLM : GL_SERVEMETRICS_NONE;
 	if (name.len > 4 && !memcmp(name.p, "tgi_", 4))
-		return lookup_in(tgi_metrics, name, 0, role) ? GL_SERVE_TGI : GL_SERVE_NONE;
+		return lookup_in(tgi_metrics, name, 0, role) ? GL_SERVEMETRICS_TGI : GL_SERVEMETRICS_NONE;
 	if (name.len > 13 && !memcmp(name.p, "nv_inference_", 13))
-		return lookup_in(triton_metrics, name, 0, role) ? GL_SERVE_TRITON : GL_SERVE_NONE;
+		return lookup_in(triton_metrics, name, 0, role) ? GL_SERVEMETRICS_TRITON : GL_SERVEMETRICS_NONE;
 	if (name.len > 7 && !memcmp(name.p, "sglang:", 7))
-		return lookup_in(sglang_metrics, name, 0, role) ? GL_SERVE_SGLANG : GL_SERVE_NONE;
-	return GL_SERVE_NONE;
+		return lookup_in(sglang_metrics, name, 0, role) ? GL_SERVEMETRICS_SGLANG : GL_SERVEMETRICS_NONE;
+	return GL_SERVEMETRICS_NONE;
 }
 
 /* Raw sums while parsing, composed into the counters at the end. */
@@ -120,7 +120,7 @@ struct raw {
 };
 
 struct ctx {
-	struct gl_serve_scrape *s;
+	struct gl_servemetrics_scrape *s;
 	struct raw *raw;
 	size_t cap_raw;
 	const char *default_model;
@@ -149,11 +149,11 @@ static int str_is(const char *s, struct gl_str v)
 	return strlen(s) == v.len && (!v.len || !memcmp(s, v.p, v.len));
 }
 
-static struct gl_serve_series *series_for(struct ctx *c, enum gl_serve_family f, struct gl_str model,
+static struct gl_servemetrics_series *series_for(struct ctx *c, enum gl_servemetrics_family f, struct gl_str model,
 					  struct gl_str pod, struct gl_str ns, struct raw **raw)
 {
-	struct gl_serve_scrape *s = c->s;
-	struct gl_serve_series *x;
+	struct gl_servemetrics_scrape *s = c->s;
+	struct gl_servemetrics_series *x;
 	for (size_t k = 0; k < s->n; k++) {
 		size_t i = (c->last + k) % s->n;
 		x = &s->series[i];
@@ -181,7 +181,7 @@ static struct gl_serve_series *series_for(struct ctx *c, enum gl_serve_family f,
 	return &s->series[s->n++];
 }
 
-static void add_bucket(struct gl_serve_series *x, const struct gl_promtext_sample *sm)
+static void add_bucket(struct gl_servemetrics_series *x, const struct gl_promtext_sample *sm)
 {
 	struct gl_str le = label(sm, "le");
 	double b;
@@ -195,7 +195,7 @@ static void add_bucket(struct gl_serve_series *x, const struct gl_promtext_sampl
 	while (i < x->nle && x->le[i] != b)
 		i++;
 	if (i == x->nle) {
-		if (x->nle == GL_SERVE_MAX_LE) {
+		if (x->nle == GL_SERVEMETRICS_MAX_LE) {
 			x->hist_problem = "more than 64 latency buckets";
 			return;
 		}
@@ -205,13 +205,13 @@ static void add_bucket(struct gl_serve_series *x, const struct gl_promtext_sampl
 	x->cum[i] += sm->value; /* summed over the labels that are not le */
 }
 
-static void apply(struct ctx *c, enum gl_serve_family f, enum role role, const struct gl_promtext_sample *sm)
+static void apply(struct ctx *c, enum gl_servemetrics_family f, enum role role, const struct gl_promtext_sample *sm)
 {
-	struct gl_str model = f == GL_SERVE_TRITON ? label(sm, "model")
-			    : f == GL_SERVE_SGLANG ? label2(sm, "model_name", "name")
+	struct gl_str model = f == GL_SERVEMETRICS_TRITON ? label(sm, "model")
+			    : f == GL_SERVEMETRICS_SGLANG ? label2(sm, "model_name", "name")
 						   : label(sm, "model_name");
 	struct raw *r;
-	struct gl_serve_series *x;
+	struct gl_servemetrics_series *x;
 	if (!model.p && c->default_model)
 		model = (struct gl_str){c->default_model, strlen(c->default_model)};
 	x = series_for(c, f, model, label2(sm, "pod", "exported_pod"), label2(sm, "namespace", "exported_namespace"), &r);
@@ -236,10 +236,10 @@ static void apply(struct ctx *c, enum gl_serve_family f, enum role role, const s
 	case R_GEN:
 	case R_INFER:
 	case R_EXEC: {
-		enum gl_serve_ctr k = role == R_PROMPT ? GL_SERVE_PROMPT
-				    : role == R_GEN    ? GL_SERVE_GENERATED
-				    : role == R_INFER  ? GL_SERVE_INFERENCES
-						       : GL_SERVE_EXECUTIONS;
+		enum gl_servemetrics_ctr k = role == R_PROMPT ? GL_SERVEMETRICS_PROMPT
+				    : role == R_GEN    ? GL_SERVEMETRICS_GENERATED
+				    : role == R_INFER  ? GL_SERVEMETRICS_INFERENCES
+						       : GL_SERVEMETRICS_EXECUTIONS;
 		x->v[k] = (x->have >> k & 1u) ? x->v[k] + sm->value : sm->value;
 		x->have |= 1u << k;
 		break;
@@ -269,7 +269,7 @@ static int on_sample(void *ud, const struct gl_promtext_sample *sm)
 {
 	struct ctx *c = ud;
 	enum role role = R_OK;
-	enum gl_serve_family f;
+	enum gl_servemetrics_family f;
 
 	if (gl_str_eq(sm->name, "process_start_time_seconds")) {
 		if (sm->has_value && isfinite(sm->value) && sm->value > 0)
@@ -277,7 +277,7 @@ static int on_sample(void *ud, const struct gl_promtext_sample *sm)
 		return 0;
 	}
 	f = lookup(sm->name, &role);
-	if (f == GL_SERVE_NONE) {
+	if (f == GL_SERVEMETRICS_NONE) {
 		if (!c->first_unknown[0])
 			snprintf(c->first_unknown, sizeof c->first_unknown, "%.*s",
 				 (int)(sm->name.len > 80 ? 80 : sm->name.len), sm->name.p);
@@ -303,9 +303,9 @@ static int cmp_le(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-static void finish_hist(struct gl_serve_series *x)
+static void finish_hist(struct gl_servemetrics_series *x)
 {
-	double pairs[2 * GL_SERVE_MAX_LE];
+	double pairs[2 * GL_SERVEMETRICS_MAX_LE];
 	if (x->hist_problem || !x->nle) {
 		x->nle = 0;
 		return;
@@ -328,23 +328,23 @@ static void finish_hist(struct gl_serve_series *x)
 /* The counters from the raw sums, as each family defines them. */
 static void compose(struct ctx *c, size_t i)
 {
-	struct gl_serve_series *x = &c->s->series[i];
+	struct gl_servemetrics_series *x = &c->s->series[i];
 	const struct raw *r = &c->raw[i];
 	int have_req = 1, have_fail = 0;
 	double req = 0, fail = 0;
 
-	if (x->family == GL_SERVE_VLLM && r->have_ok) {
+	if (x->family == GL_SERVEMETRICS_VLLM && r->have_ok) {
 		req = r->ok;
 		fail = r->ok_failed;
 		have_fail = 1;
-	} else if ((x->family == GL_SERVE_TGI || x->family == GL_SERVE_TRITON) && (r->have_ok || r->have_fail)) {
+	} else if ((x->family == GL_SERVEMETRICS_TGI || x->family == GL_SERVEMETRICS_TRITON) && (r->have_ok || r->have_fail)) {
 		/* success and failure counters each count a finished request once */
 		req = r->ok + r->fail;
 		fail = r->fail;
 		have_fail = 1;
-	} else if (x->family == GL_SERVE_TGI && r->have_count) {
+	} else if (x->family == GL_SERVEMETRICS_TGI && r->have_count) {
 		req = r->count;
-	} else if (x->family == GL_SERVE_SGLANG && r->have_ok) {
+	} else if (x->family == GL_SERVEMETRICS_SGLANG && r->have_ok) {
 		req = r->ok;
 		fail = r->fail;
 		have_fail = r->have_fail;
@@ -358,12 +358,12 @@ static void compose(struct ctx *c, size_t i)
 		have_req = 0;
 	}
 	if (have_req) {
-		x->v[GL_SERVE_REQUESTS] = req;
-		x->have |= 1u << GL_SERVE_REQUESTS;
+		x->v[GL_SERVEMETRICS_REQUESTS] = req;
+		x->have |= 1u << GL_SERVEMETRICS_REQUESTS;
 	}
 	if (have_fail) {
-		x->v[GL_SERVE_FAILED] = fail;
-		x->have |= 1u << GL_SERVE_FAILED;
+		x->v[GL_SERVEMETRICS_FAILED] = fail;
+		x->have |= 1u << GL_SERVEMETRICS_FAILED;
 	}
 	if (!isnan(c->process_start))
 		x->start_s = c->process_start;
@@ -372,7 +372,7 @@ static void compose(struct ctx *c, size_t i)
 	finish_hist(x);
 }
 
-int gl_servemetrics_parse(struct gl_serve_scrape *s, const char *buf, size_t len, const char *default_model,
+int gl_servemetrics_parse(struct gl_servemetrics_scrape *s, const char *buf, size_t len, const char *default_model,
 			  struct gl_err *err)
 {
 	struct ctx c;
@@ -410,7 +410,7 @@ out:
 	return rc;
 }
 
-void gl_servemetrics_fini(struct gl_serve_scrape *s)
+void gl_servemetrics_fini(struct gl_servemetrics_scrape *s)
 {
 	for (size_t i = 0; s->series && i < s->n; i++) {
 		free(s->series[i].model_name);
@@ -421,13 +421,13 @@ void gl_servemetrics_fini(struct gl_serve_scrape *s)
 	memset(s, 0, sizeof *s);
 }
 
-const char *gl_servemetrics_family_name(enum gl_serve_family f)
+const char *gl_servemetrics_family_name(enum gl_servemetrics_family f)
 {
 	static const char *const names[] = {"", "vllm", "tgi", "triton", "sglang"};
 	return (unsigned)f < GL_ARRAY_LEN(names) ? names[f] : "";
 }
 
-const char *gl_servemetrics_counter_name(enum gl_serve_ctr k)
+const char *gl_servemetrics_counter_name(enum gl_servemetrics_ctr k)
 {
 	static const char *const names[] = {"requests",         "failed",     "prompt_tokens",
 					    "generated_tokens", "inferences", "executions"};

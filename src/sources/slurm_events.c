@@ -90,10 +90,10 @@ static char *dup_str(struct gl_str v)
 	return gl_nodeobs_dup_val(v.p, v.len);
 }
 
-typedef int (*row_fn)(struct gl_node_snapshot *s, const struct psv *h, const struct gl_str *f, size_t nf,
+typedef int (*row_fn)(struct gl_nodeobs_snapshot *s, const struct psv *h, const struct gl_str *f, size_t nf,
 		      struct gl_err *err);
 
-static int parse_table(const char *text, size_t len, struct gl_node_snapshot *s, const char *what, row_fn fn,
+static int parse_table(const char *text, size_t len, struct gl_nodeobs_snapshot *s, const char *what, row_fn fn,
 		       struct gl_err *err)
 {
 	const char *p = text, *end = text + len;
@@ -174,14 +174,14 @@ static int parse_times(const struct psv *h, const struct gl_str *f, size_t nf, i
 	return 0;
 }
 
-static int event_row(struct gl_node_snapshot *s, const struct psv *h, const struct gl_str *f, size_t nf,
+static int event_row(struct gl_nodeobs_snapshot *s, const struct psv *h, const struct gl_str *f, size_t nf,
 		     struct gl_err *err)
 {
 	struct gl_str ev = col(h, f, nf, C_EVENT), node = col(h, f, nf, C_NODE), raw = col(h, f, nf, C_STATERAW),
 		      st = col(h, f, nf, C_STATE), tres = col(h, f, nf, C_TRES);
 	int64_t start, end;
-	struct gl_slurm_event *e;
-	struct gl_node_gpus g[GL_NODE_MAX_MODELS];
+	struct gl_nodeobs_slurm_event *e;
+	struct gl_nodeobs_gpus g[GL_NODEOBS_MAX_MODELS];
 	size_t ng;
 	int rc;
 	static const struct colbound cb[] = {
@@ -225,11 +225,11 @@ static int event_row(struct gl_node_snapshot *s, const struct psv *h, const stru
 	else {
 		e->avail = gl_nodeobs_state_classify(st.p, st.len, NULL, 0);
 		if (st.len >= 5 && memmem(st.p, st.len, "MAINT", 5))
-			e->avail = GL_AVAIL_MAINT;
+			e->avail = GL_NODEOBS_AVAIL_MAINT;
 	}
 	/* every node event is an unavailability period (the rollup books it as Down) */
-	if (e->avail == GL_AVAIL_UP)
-		e->avail = GL_AVAIL_DOWN;
+	if (e->avail == GL_NODEOBS_AVAIL_UP)
+		e->avail = GL_NODEOBS_AVAIL_DOWN;
 out:
 	if (rc) {
 		free(e->node);
@@ -242,16 +242,16 @@ out:
 	return rc;
 }
 
-int gl_slurm_events_parse_sacctmgr(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_slurm_events_parse_sacctmgr(const char *text, size_t len, struct gl_nodeobs_snapshot *s, struct gl_err *err)
 {
 	return parse_table(text, len, s, "events", event_row, err);
 }
 
-static int resv_row(struct gl_node_snapshot *s, const struct psv *h, const struct gl_str *f, size_t nf,
+static int resv_row(struct gl_nodeobs_snapshot *s, const struct psv *h, const struct gl_str *f, size_t nf,
 		    struct gl_err *err)
 {
 	int64_t start, end;
-	struct gl_slurm_resv *r;
+	struct gl_nodeobs_slurm_resv *r;
 	struct gl_str tres = col(h, f, nf, C_TRES);
 	int rc;
 	static const struct colbound cb[] = {
@@ -283,7 +283,7 @@ static int resv_row(struct gl_node_snapshot *s, const struct psv *h, const struc
 	return 0;
 }
 
-int gl_slurm_events_parse_reservations(const char *text, size_t len, struct gl_node_snapshot *s, struct gl_err *err)
+int gl_slurm_events_parse_reservations(const char *text, size_t len, struct gl_nodeobs_snapshot *s, struct gl_err *err)
 {
 	if (memmem(text, len, "ReservationName=", 16))
 		return gl_scontrol_parse_resv(text, len, s);

@@ -69,15 +69,15 @@ enum obs_mode { OBS_FIRM, OBS_UNSEEN, OBS_IMPLAUSIBLE };
 /* The [start, stop) of jb a mode reads, as SQL over $3 (now). */
 static const char *obs_start(enum obs_mode m)
 {
-	return m == OBS_UNSEEN	    ? "greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ")"
-	       : m == OBS_IMPLAUSIBLE ? "greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ","
+	return m == OBS_UNSEEN	    ? "greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ")"
+	       : m == OBS_IMPLAUSIBLE ? "greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ","
 					" jb.start_at + jb.timelimit_s * interval '1 second')"
 				      : "jb.start_at";
 }
 
 static const char *obs_stop(enum obs_mode m)
 {
-	return m == OBS_FIRM ? "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " GL_JOB_SEEN_SQL(
+	return m == OBS_FIRM ? "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL(
 				       "jb") ")))"
 			     : "coalesce(jb.end_at, to_timestamp($3))";
 }
@@ -128,16 +128,16 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m)
 	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
 	"), k0 AS ("
 	" SELECT jb.job_pk, jb.cluster_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos,"
-	"  jb.namespace, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_JOB_GPUS_SQL("jb") " AS gpu_micro,"
-	"  " GL_JOB_HELD_SQL("jb") " AS held_micro,"
+	"  jb.namespace, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS gpu_micro,"
+	"  " GL_ACCOUNTING_JOB_HELD_SQL("jb") " AS held_micro,"
 	"  ");
 	gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
 	gl_strbuf_puts(sql,
 	"  sg.s_from AS seg,"
 	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
 	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') || chr(1) || " GL_JOB_RUN_KIND_SQL("jb") " AS okey, jb.wckey, jb.tags,"
-	"  " GL_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
+	"  coalesce((jb.tags -> 'labels')::text, '') || chr(1) || " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS okey, jb.wckey, jb.tags,"
+	"  " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
 	"  coalesce(ep.endpoints, '{}') AS endpoints"
 	" FROM runs r"
 	" JOIN jobs jb ON");
@@ -233,7 +233,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       " FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS s(a, b, i)"
 		       "), " GL_LIVE_CTES("lsteps", "$4", "$5", "$6") ", j AS ("
 		       " SELECT jb.cluster_id, coalesce(jb.partition, '') AS partition,"
-		       "  coalesce(" GL_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, " GL_JOB_HELD_SQL("jb") " AS held_micro,"
+		       "  coalesce(" GL_ACCOUNTING_JOB_MODEL_SQL("jb") ", 'unknown') AS gpu_model, " GL_ACCOUNTING_JOB_HELD_SQL("jb") " AS held_micro,"
 		       "  jb.start_at, ");
 	gl_strbuf_puts(sql, obs_stop(OBS_FIRM));
 	gl_strbuf_puts(sql, " AS stop_at"
@@ -608,7 +608,7 @@ out:
 	return rc;
 }
 
-static int parse_num(PGresult *r, int row, int col, gl_i128 *out)
+static int parse_num(PGresult *r, int row, int col, gl_cost_i128 *out)
 {
 	const char *v = PQgetisnull(r, row, col) ? "0" : PQgetvalue(r, row, col);
 	if (*v == '-') {
@@ -729,7 +729,7 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 	if (m != OBS_FIRM)
 		gl_strbuf_puts(sql, " AND false");
 	gl_strbuf_puts(sql,
-		       " CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL(
+		       " CROSS JOIN LATERAL (SELECT " GL_ACCOUNTING_USAGE_SCALE_SQL(
 			       "u", "f1.gpu_micro * greatest(extract(epoch FROM least(f1.stop_at, u.b) - greatest(f1.start_at, u.a)), 0)"
 				    " / 1000000.0") " AS k) sc"
 		       /* sums of bigint micro-GPU-seconds per rate first: the price is
@@ -818,7 +818,7 @@ void gl_accounting_meta_fini(struct gl_accounting_meta *meta)
 
 /* The columns of a lines query (append_lines_select), by name. */
 struct line_cols {
-	int i, d[GL_CB_MAX_DIMS + 2], alloc_us, priced_us, cost_num, busy_s, idle_s, observed_s, unpriced;
+	int i, d[GL_CHARGEBACK_MAX_DIMS + 2], alloc_us, priced_us, cost_num, busy_s, idle_s, observed_s, unpriced;
 };
 
 static int line_cols(const PGresult *r, size_t n_dims, struct line_cols *k, struct gl_err *err)
@@ -858,7 +858,7 @@ static struct gl_chargeback_line *line_of(struct gl_chargeback *cb, size_t step,
  * them), or the implausible part of the unobserved. */
 enum absorb_to { TO_FIRM, TO_UNSEEN, TO_UNSEEN_INCLUDED, TO_IMPLAUSIBLE };
 
-static void absorb_sums(struct gl_chargeback_line *l, enum absorb_to to, gl_i128 am, gl_i128 pm, gl_i128 cn)
+static void absorb_sums(struct gl_chargeback_line *l, enum absorb_to to, gl_cost_i128 am, gl_cost_i128 pm, gl_cost_i128 cn)
 {
 	if (to == TO_IMPLAUSIBLE) {
 		l->implausible_us += am;
@@ -880,7 +880,7 @@ static void absorb_sums(struct gl_chargeback_line *l, enum absorb_to to, gl_i128
  * too, after the caller's dimensions. */
 static size_t pool_dims(const struct gl_chargeback *cb, const char **dims)
 {
-	if (cb->share != GL_SHARE_PROPORTIONAL)
+	if (cb->share != GL_CHARGEBACK_SHARE_PROPORTIONAL)
 		return 0;
 	dims[0] = "cluster";
 	dims[1] = "gpu_model";
@@ -904,10 +904,10 @@ static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_charg
 	struct line_cols k = {0};
 	int rc = line_cols(r, n_dims + np, &k, err);
 	for (int row = 0; !rc && row < PQntuples(r); row++) {
-		const char *keys[GL_CB_MAX_DIMS] = {0};
+		const char *keys[GL_CHARGEBACK_MAX_DIMS] = {0};
 		int step = atoi(PQgetvalue(r, row, k.i)) - 1;
 		struct gl_chargeback_line *l;
-		gl_i128 am, pm, cn;
+		gl_cost_i128 am, pm, cn;
 		char pool[512];
 		if (step < 0 || (size_t)step >= cb->n_steps)
 			continue;
@@ -1054,7 +1054,7 @@ static int lines_live(PGconn *c, const struct gl_accounting_query *q, const stru
 	char now[24];
 	int np = 4, rc;
 
-	const char *dims[GL_CB_MAX_DIMS + 2];
+	const char *dims[GL_CHARGEBACK_MAX_DIMS + 2];
 	size_t nd = q->n_dims;
 
 	for (size_t d = 0; d < q->n_dims; d++)
@@ -1181,12 +1181,12 @@ struct idle_cols {
 };
 
 /* shareIdle=owner: a team's dedicated idle (idle_owners) on its line */
-static void owner_idle(struct gl_chargeback *cb, const struct gl_accounting_query *q, size_t step, const char *team, gl_i128 us,
-		       gl_i128 num)
+static void owner_idle(struct gl_chargeback *cb, const struct gl_accounting_query *q, size_t step, const char *team, gl_cost_i128 us,
+		       gl_cost_i128 num)
 {
 	struct gl_chargeback_step *s = &cb->steps[step];
 	struct gl_chargeback_line *l = NULL;
-	if (cb->share != GL_SHARE_OWNER || q->n_dims != 1 || strcmp(q->dims[0], "team") || !owner_idle_shown(q, team))
+	if (cb->share != GL_CHARGEBACK_SHARE_OWNER || q->n_dims != 1 || strcmp(q->dims[0], "team") || !owner_idle_shown(q, team))
 		return;
 	for (size_t i = 0; i < s->n_lines; i++)
 		if (!strcmp(s->lines[i].key[0], team))
@@ -1205,7 +1205,7 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 	int si = atoi(PQgetvalue(r, row, k->i)) - 1;
 	size_t step;
 	struct gl_chargeback_step *s;
-	gl_i128 us, over, num;
+	gl_cost_i128 us, over, num;
 	if (si < 0 || (size_t)si >= f->nsub || (step = f->parent[si]) >= cb->n_steps)
 		return 0;
 	s = &cb->steps[step];
@@ -1225,7 +1225,7 @@ static int absorb_idle_row(PGresult *r, int row, const struct idle_cols *k, cons
 		free(models);
 	}
 	s->idle_num += num;
-	if (cb->share == GL_SHARE_PROPORTIONAL) {
+	if (cb->share == GL_CHARGEBACK_SHARE_PROPORTIONAL) {
 		char pool[512];
 		struct gl_chargeback_pool *p;
 		size_t pi;
@@ -1307,7 +1307,7 @@ static int any_unseen(PGconn *c, const struct gl_accounting_query *q, int *any, 
 			 "SELECT coalesce(max(CASE WHEN jb.timelimit_s >= 0 AND jb.start_at + jb.timelimit_s * interval '1 second'"
 			 "  < least(to_timestamp($1), to_timestamp($2)) THEN 2 ELSE 1 END), 0) FROM jobs jb"
 			 " WHERE jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($1)"
-			 " AND greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ") < least(to_timestamp($1), to_timestamp($2))",
+			 " AND greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ") < least(to_timestamp($1), to_timestamp($2))",
 			 2, (const char *[]){e, now}, &r, err);
 	*any = rc ? 0 : atoi(PQgetvalue(r, 0, 0));
 	PQclear(r);
@@ -1388,7 +1388,7 @@ static const struct gl_pgrow_field fleet_fields[] = {
 #undef FL
 
 int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s, int64_t now_s,
-			     const struct gl_cap_observed *cap, struct gl_idle_fleet **rows, size_t *n, char **text,
+			     const struct gl_capacity_observed *cap, struct gl_idle_fleet **rows, size_t *n, char **text,
 			     struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
@@ -1619,9 +1619,9 @@ void gl_accounting_query_init(struct gl_accounting_query *q, const struct gl_win
 	q->now_s = now_s;
 	q->cap.grace_s = -1;
 	q->cap.include = 1;
-	for (size_t d = 0; d < n_dims && d < GL_CB_MAX_DIMS; d++)
+	for (size_t d = 0; d < n_dims && d < GL_CHARGEBACK_MAX_DIMS; d++)
 		q->dims[d] = dims[d];
-	q->n_dims = n_dims < GL_CB_MAX_DIMS ? n_dims : GL_CB_MAX_DIMS;
+	q->n_dims = n_dims < GL_CHARGEBACK_MAX_DIMS ? n_dims : GL_CHARGEBACK_MAX_DIMS;
 }
 
 /* shareIdle=proportional over lines filtered by owner (a filter clause on
@@ -1675,7 +1675,7 @@ int gl_accounting_chargeback_finished(struct gl_store *st, const struct gl_accou
 {
 	PGconn *c = gl_db_conn(st);
 	int rc = gl_accounting_chargeback(c, q, cb, meta, err);
-	if (!rc && (cb->share == GL_SHARE_PROPORTIONAL || cb->share == GL_SHARE_PROPORTIONAL_FLEET) && !q->lines_only)
+	if (!rc && (cb->share == GL_CHARGEBACK_SHARE_PROPORTIONAL || cb->share == GL_CHARGEBACK_SHARE_PROPORTIONAL_FLEET) && !q->lines_only)
 		rc = share_base(c, q, cb, err);
 	if (!rc && (rc = gl_chargeback_finish(cb)))
 		rc = gl_err_set(err, -rc, "chargeback: apportioning failed");

@@ -25,7 +25,7 @@ int64_t gl_budget_forecast(int64_t spend, int64_t month_start, int64_t month_end
 	int64_t elapsed = now_s - month_start, len = month_end - month_start;
 	if (now_s >= month_end || elapsed <= 0)
 		return now_s >= month_end ? spend : 0;
-	return (int64_t)(((gl_i128)spend * len * 2 + elapsed) / ((gl_i128)elapsed * 2));
+	return (int64_t)(((gl_cost_i128)spend * len * 2 + elapsed) / ((gl_cost_i128)elapsed * 2));
 }
 
 int64_t gl_budget_forecast_daily(int64_t spend, int64_t now_s, int64_t month_end, const double *daily_micros,
@@ -53,7 +53,7 @@ static int bound(const char *s, int64_t inf, int64_t *out)
 
 int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_start, int64_t month_end)
 {
-	const struct gl_budget_cfg *b = &cfg->budgets[i];
+	const struct gl_config_budget *b = &cfg->budgets[i];
 	int64_t from, to, micros;
 	struct gl_err e = {0};
 	if (bound(b->from, INT64_MIN, &from) || bound(b->to, INT64_MAX, &to) || gl_cost_parse(b->amount, &micros, &e))
@@ -63,15 +63,15 @@ int64_t gl_budget_amount(const struct gl_config *cfg, size_t i, int64_t month_st
 
 int gl_budget_validate(const struct gl_config *cfg, struct gl_err *err)
 {
-	int th[GL_BUDGET_MAX_THRESHOLDS];
+	int th[GL_SETTINGS_MAX_THRESHOLDS];
 	size_t nt;
 	int rc;
-	if ((rc = gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
+	if ((rc = gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_SETTINGS_MAX_THRESHOLDS, &nt, err)))
 		return rc;
 	if (cfg->n_budgets > MAX_BUDGETS)
 		return gl_err_set(err, GL_ECONFIG, "budgets: more than %d", MAX_BUDGETS);
 	for (size_t i = 0; i < cfg->n_budgets; i++) {
-		const struct gl_budget_cfg *b = &cfg->budgets[i];
+		const struct gl_config_budget *b = &cfg->budgets[i];
 		int64_t v;
 		struct gl_err e = {0};
 		if (gl_cost_parse(b->amount, &v, &e))
@@ -141,7 +141,7 @@ static int spend_of(PGconn *c, struct agg_cache *ac, int64_t a, int64_t b, int64
 		struct gl_accounting_meta meta = {0};
 		const char *dim = ac->aggregate;
 		int rc;
-		gl_chargeback_init(&ac->cb, 1, GL_SHARE_NONE, 1);
+		gl_chargeback_init(&ac->cb, 1, GL_CHARGEBACK_SHARE_NONE, 1);
 		ac->have_cb = 1;
 		gl_accounting_query_init(&q, &w, 1, &dim, 1, now_s);
 		rc = gl_accounting_chargeback_finished(gl_db_store(c), &q, &ac->cb, &meta, err);
@@ -158,7 +158,7 @@ static int spend_of(PGconn *c, struct agg_cache *ac, int64_t a, int64_t b, int64
 /* The month-end forecast of an open month from the owner's daily cost
  * over the last HISTORY_DAYS whole days; linear (and says so) when too few
  * of them had any spend to learn from. */
-static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_cfg *b, int64_t month_start,
+static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_config_budget *b, int64_t month_start,
 		       int64_t month_end, int64_t now_s, struct gl_budget_line *l, struct gl_err *err)
 {
 	int64_t today = now_s - ((now_s % 86400) + 86400) % 86400;
@@ -181,7 +181,7 @@ static int forecast_of(PGconn *c, struct agg_cache *ac, const struct gl_budget_c
 	}
 	if (!ac->have_fs) {
 		ac->have_fs = 1;
-		if ((rc = gl_fcseries_query(gl_db_store(c), GL_FCS_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &ac->fs, err)))
+		if ((rc = gl_fcseries_query(gl_db_store(c), GL_FCSERIES_COST, steps, HISTORY_DAYS, &dim, 1, NULL, now_s, &ac->fs, err)))
 			goto out;
 	}
 	for (size_t i = 0; i < fs->n; i++)
@@ -247,7 +247,7 @@ int gl_budget_status(struct gl_store *st, const struct gl_config *cfg, int64_t m
 	memset(cache, 0, sizeof cache);
 	month_text(month_start, mon, sizeof mon);
 	for (size_t i = 0; i < cfg->n_budgets && *n < max; i++) {
-		const struct gl_budget_cfg *b = &cfg->budgets[i];
+		const struct gl_config_budget *b = &cfg->budgets[i];
 		struct gl_budget_line *l;
 		struct agg_cache *ac;
 		int64_t amount = gl_budget_amount(cfg, i, month_start, month_end);
@@ -277,7 +277,7 @@ int gl_budget_status(struct gl_store *st, const struct gl_config *cfg, int64_t m
 				      " AND aggregate = $3 ORDER BY threshold_pct",
 				      3, (const char *[]){b->owner, mon, b->aggregate}, &r, err)))
 			goto out;
-		for (int k = 0; k < PQntuples(r) && l->n_fired < GL_BUDGET_MAX_THRESHOLDS; k++)
+		for (int k = 0; k < PQntuples(r) && l->n_fired < GL_SETTINGS_MAX_THRESHOLDS; k++)
 			l->fired[l->n_fired++] = atoi(PQgetvalue(r, k, 0));
 		PQclear(r);
 		r = NULL;
@@ -316,7 +316,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 {
 	PGconn *c = gl_db_conn(st);
 	struct gl_budget_line *lines = NULL;
-	int th[GL_BUDGET_MAX_THRESHOLDS];
+	int th[GL_SETTINGS_MAX_THRESHOLDS];
 	size_t nt, n = 0;
 	int64_t ms = gl_window_month_start(now_s);
 	char mon[16], ym[8], nows[24];
@@ -327,7 +327,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 	if (cfg->n_budgets == 0)
 		return 0;
 	if ((rc = gl_budget_validate(cfg, err)) ||
-	    (rc = gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_BUDGET_MAX_THRESHOLDS, &nt, err)))
+	    (rc = gl_settings_thresholds_parse(cfg->budget_thresholds, th, GL_SETTINGS_MAX_THRESHOLDS, &nt, err)))
 		return rc;
 	lines = gl_xcalloc(cfg->n_budgets, sizeof *lines);
 	if ((rc = gl_budget_status(st, cfg, ms, now_s, lines, cfg->n_budgets, &n, err)))
@@ -341,7 +341,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 			char t[16], sp[48], bu[48], spm[24], bum[24], pct[32], status[160], *detail;
 			struct gl_strbuf d = GL_STRBUF_INIT;
 			int inserted;
-			if (l->budget_micros <= 0 || (gl_i128)l->spend_micros * 100 < (gl_i128)l->budget_micros * th[k])
+			if (l->budget_micros <= 0 || (gl_cost_i128)l->spend_micros * 100 < (gl_cost_i128)l->budget_micros * th[k])
 				continue;
 			snprintf(t, sizeof t, "%d", th[k]);
 			snprintf(spm, sizeof spm, "%lld", (long long)l->spend_micros);
@@ -349,7 +349,7 @@ int gl_budget_check(struct gl_store *st, const struct gl_config *cfg, int64_t no
 			gl_cost_format(l->spend_micros, minor, sp, sizeof sp);
 			gl_cost_format(l->budget_micros, minor, bu, sizeof bu);
 			snprintf(pct, sizeof pct, "%lld",
-				 (long long)(((gl_i128)l->spend_micros * 100) / (l->budget_micros ? l->budget_micros : 1)));
+				 (long long)(((gl_cost_i128)l->spend_micros * 100) / (l->budget_micros ? l->budget_micros : 1)));
 			/* the row first, with its audit row, then the command: at
 			 * most once per owner, month and threshold */
 			if ((rc = gl_db_exec(c, "BEGIN", err)))

@@ -33,7 +33,7 @@ static void add_name(char (**arr)[GL_CAPPLAN_NAME_MAX], size_t *n, const char *n
 /* A plan starts from the GPUs the inventory lists, whether or not a
  * snapshot saw them lately: a stale inventory still names the fleet the
  * purchases add to (sreport's semantics, the unobserved part included). */
-static const struct gl_cap_observed fleet_as_listed = {-1, 1};
+static const struct gl_capacity_observed fleet_as_listed = {-1, 1};
 
 static void config_clusters(const struct gl_config *cfg, struct gl_capplan_fleet *f)
 {
@@ -54,7 +54,7 @@ int gl_capplandb_fleet(struct gl_store *store, const struct gl_config *cfg, int6
 {
 	PGconn *c = gl_db_conn(store);
 	PGresult *r = NULL;
-	struct gl_cap_row *rows = NULL;
+	struct gl_capacity_row *rows = NULL;
 	size_t nrows = 0;
 	int64_t hour = now_s - ((now_s % 3600) + 3600) % 3600;
 	struct gl_window last = {hour - 3600, hour};
@@ -77,7 +77,7 @@ int gl_capplandb_fleet(struct gl_store *store, const struct gl_config *cfg, int6
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++)
 		add_name(&f->models, &f->n_models, PQgetvalue(r, i, 0));
-	if ((rc = gl_capstore_query(store, &last, 1, GL_CAP_AGG_MODEL, NULL, now_s, &fleet_as_listed, &rows, &nrows, err)))
+	if ((rc = gl_capstore_query(store, &last, 1, GL_CAPACITY_AGG_MODEL, NULL, now_s, &fleet_as_listed, &rows, &nrows, err)))
 		goto out;
 	f->present = gl_xcalloc(nrows ? nrows : 1, sizeof *f->present);
 	for (size_t i = 0; i < nrows; i++) {
@@ -333,7 +333,7 @@ int gl_capplandb_load_config(struct gl_store *store, const struct gl_config *cfg
 	int rc, same = 0;
 
 	for (size_t i = 0; i < cfg->n_capacity_plan; i++) {
-		const struct gl_capacity_plan_cfg *e = &cfg->capacity_plan[i];
+		const struct gl_config_capacity_plan *e = &cfg->capacity_plan[i];
 		struct gl_capplan_change *p = &plan[i];
 		snprintf(p->cluster, sizeof p->cluster, "%s", e->cluster);
 		snprintf(p->gpu_model, sizeof p->gpu_model, "%s", e->gpu_model);
@@ -424,7 +424,7 @@ int gl_capplandb_demand(struct gl_store *store, const struct gl_window *window, 
 	 * deployment's first day) and raise a false saturation alarm */
 	struct gl_window last_hour = {window->end_s - 3600, window->end_s};
 	struct gl_fcseries alloc = {0}, pend = {0}, pmin = {0};
-	struct gl_cap_row *caps = NULL;
+	struct gl_capacity_row *caps = NULL;
 	const char *dims[2] = {"cluster", "gpu_model"};
 	int rc;
 
@@ -433,14 +433,14 @@ int gl_capplandb_demand(struct gl_store *store, const struct gl_window *window, 
 	d->start_s = window->start_s;
 	for (size_t i = 0; i < nh; i++)
 		hours[i] = (struct gl_window){window->start_s + 3600 * (int64_t)i, window->start_s + 3600 * (int64_t)(i + 1)};
-	if ((rc = gl_fcseries_query(store, GL_FCS_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
+	if ((rc = gl_fcseries_query(store, GL_FCSERIES_GPU_HOURS, hours, nh, dims, 2, NULL, now_s, &alloc, err)) ||
 	    (rc = gl_fcseries_query_pending(store, hours, nh, dims, 2, now_s, &pend, &pmin, err)) ||
-	    (rc = gl_capstore_query(store, &last_hour, 1, GL_CAP_AGG_MODEL, cluster, now_s, &fleet_as_listed, &caps, &ncap,
+	    (rc = gl_capstore_query(store, &last_hour, 1, GL_CAPACITY_AGG_MODEL, cluster, now_s, &fleet_as_listed, &caps, &ncap,
 					       err)) ||
 	    (rc = demand_keys(store, (const struct gl_fcseries *[]){&alloc, &pend}, 2, cluster, d, err)))
 		goto out;
 	for (size_t i = 0; i < ncap; i++) {
-		const struct gl_cap_row *r = &caps[i];
+		const struct gl_capacity_row *r = &caps[i];
 		struct gl_capplan_key *k = gl_capplan_demand_key(d, r->cluster, r->key[0] ? r->key : "unknown");
 		int64_t avail = r->reported_gpu_seconds - r->down_gpu_seconds - r->planned_down_gpu_seconds;
 		/* the inventory's spelling of the model wins */

@@ -19,17 +19,17 @@
 	"   AND s.node = j.nodes[1] AND s.valid_from <= j.start_at ORDER BY s.valid_from DESC LIMIT 1),"  \
 	"   j.gpu_type, '')"                                                                                \
 	" WHEN 'workload_type' THEN gl_workload_type((SELECT c.name FROM clusters c WHERE c.cluster_id = j.cluster_id)," \
-	"   j.account, j.user_name, j.partition, j.qos, j.wckey, j.namespace, " GL_JOB_RULE_TAGS_SQL("j") ","     \
+	"   j.account, j.user_name, j.partition, j.qos, j.wckey, j.namespace, " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("j") ","     \
 	"   gl_job_endpoints(j.job_pk),"                                                                     \
 	"   j.start_at)"                                                                                    \
 	" ELSE '' END"
 /* A job's end as the figures count it: an open job runs to now with the
  * unobserved time included ($7, sreport's semantics), else to the last
- * moment a source saw it (GL_JOB_SEEN_SQL; none: no firm time), as
+ * moment a source saw it (GL_ACCOUNTING_JOB_SEEN_SQL; none: no firm time), as
  * chargeback counts it. */
 #define JOB_END_SQL                                                                                      \
 	"coalesce(j.end_at, CASE WHEN $7::boolean THEN to_timestamp($3::bigint)"                          \
-	" ELSE least(greatest(coalesce(" GL_JOB_SEEN_SQL("j") ", j.start_at), j.start_at),"               \
+	" ELSE least(greatest(coalesce(" GL_ACCOUNTING_JOB_SEEN_SQL("j") ", j.start_at), j.start_at),"               \
 	" to_timestamp($3::bigint)) END)"
 #define CANON_KEY_SQL "CASE $4 WHEN 'gpu_model' THEN gl_gpu_model(k) ELSE k END"
 #define JOB_IN_STEP_SQL                                                                                  \
@@ -54,7 +54,7 @@ static const char cap_head_sql[] =
 	" steps AS (SELECT st.i::integer AS n, to_timestamp(st.a) AS a, to_timestamp(st.b) AS b FROM st),"
 	" win AS (SELECT array_agg(a ORDER BY n) AS starts, min(a) AS lo, max(b) AS hi FROM steps),"
 	" jj AS MATERIALIZED ("
-	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, " GL_JOB_HELD_SQL("j") " AS g,"
+	"  SELECT j.cluster_id, " JOB_KEY_SQL " AS k, " GL_ACCOUNTING_JOB_HELD_SQL("j") " AS g,"
 	"   greatest(j.start_at, win.lo) AS p0, least(" JOB_END_SQL ", win.hi) AS p1"
 	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < win.hi"
 	"   AND " JOB_END_SQL " > win.lo"
@@ -76,7 +76,7 @@ static const char cap_tail_sql[] =
 	"  FROM node_state_spans s WHERE s.state IN ('down', 'drained') GROUP BY 1, 2),"
 	" dc AS (SELECT cluster_id, array_agg(node) AS nodes FROM dn GROUP BY 1),"
 	" dr0 AS ("
-	"  SELECT st.i, j.cluster_id, " JOB_KEY_SQL " AS k, sum(" GL_JOB_HELD_SQL("j") " * o.secs / cardinality(j.nodes)) AS dm"
+	"  SELECT st.i, j.cluster_id, " JOB_KEY_SQL " AS k, sum(" GL_ACCOUNTING_JOB_HELD_SQL("j") " * o.secs / cardinality(j.nodes)) AS dm"
 	"  FROM st JOIN jobs j ON " JOB_IN_STEP_SQL
 	"  JOIN dc ON dc.cluster_id = j.cluster_id AND j.nodes && dc.nodes"
 	"  CROSS JOIN LATERAL (SELECT sum(extract(epoch FROM upper(x) - lower(x)))::bigint AS secs"
@@ -105,15 +105,15 @@ static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, 
 	gl_strbuf_putc(b, '}');
 }
 
-int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_cap_aggregate agg,
-		      const char *cluster, int64_t now_s, const struct gl_cap_observed *obs, struct gl_cap_row **rows,
+int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_capacity_aggregate agg,
+		      const char *cluster, int64_t now_s, const struct gl_capacity_observed *obs, struct gl_capacity_row **rows,
 		      size_t *nrows, struct gl_err *err)
 {
 	static const char *const agg_names[] = {"cluster", "partition", "gpu_model", "workload_type"};
 	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT, sql = GL_STRBUF_INIT;
 	char now[24], grace[24];
 	PGresult *r = NULL;
-	struct gl_cap_row *out = NULL;
+	struct gl_capacity_row *out = NULL;
 	int rc, n;
 
 	*rows = NULL;
@@ -133,7 +133,7 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 	n = PQntuples(r);
 	out = gl_xcalloc(n ? (size_t)n : 1, sizeof *out);
 	for (int i = 0; i < n; i++) {
-		struct gl_cap_row *x = &out[i];
+		struct gl_capacity_row *x = &out[i];
 		long long step = atoll(PQgetvalue(r, i, 0));
 		if (step < 0 || (size_t)step >= nsteps) {
 			rc = gl_err_set(err, GL_EDB, "capacity: step %lld out of range", step);
@@ -153,7 +153,7 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 		x->raw_unobserved_gpu_seconds = atoll(PQgetvalue(r, i, 9));
 		gl_capacity_settle(x);
 	}
-	if (agg == GL_CAP_AGG_WORKLOAD_TYPE) {
+	if (agg == GL_CAPACITY_AGG_WORKLOAD_TYPE) {
 		/* capacity on the "" rows, allocation on the types' */
 		gl_capacity_by_type(out, (size_t)n, rows, nrows);
 		goto out;

@@ -155,7 +155,7 @@ static int load_workload_rules(PGconn *c, const struct gl_config *cfg, struct gl
 	char from[32], to[32], prio[16];
 	int rc;
 	for (size_t i = 0; i < cfg->n_workload_types; i++) {
-		const struct gl_workload_cfg *w = &cfg->workload_types[i];
+		const struct gl_config_workload *w = &cfg->workload_types[i];
 		int64_t f, t;
 		if (parse_bound(w->from, "", &f, err) || parse_bound(w->to, "", &t, err))
 			return -GL_ECONFIG;
@@ -223,7 +223,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 				      2, (const char *[]){cfg->gpu_models[i].match, cfg->gpu_models[i].model}, NULL, err)))
 			goto out;
 	for (size_t i = 0; i < cfg->n_rates; i++) {
-		const struct gl_rate_cfg *rt = &cfg->rates[i];
+		const struct gl_config_rate *rt = &cfg->rates[i];
 		int64_t m, f, t;
 		if (gl_cost_parse(rt->per_gpu_hour, &m, err) || parse_bound(rt->from, "", &f, err) ||
 		    parse_bound(rt->to, "", &t, err)) {
@@ -260,7 +260,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 	PQclear(r);
 	r = NULL;
 	for (size_t i = 0; i < cfg->n_owners; i++) {
-		const struct gl_owner_cfg *o = &cfg->owners[i];
+		const struct gl_config_owner *o = &cfg->owners[i];
 		int64_t f, t;
 		if (parse_bound(o->from, "", &f, err) || parse_bound(o->to, "", &t, err)) {
 			rc = -GL_ECONFIG;
@@ -284,7 +284,7 @@ int gl_costing_load(struct gl_store *st, const struct gl_config *cfg, const char
 	if ((rc = load_workload_rules(c, cfg, sum, err)))
 		goto out;
 	for (size_t i = 0; i < cfg->n_idle_owners; i++) {
-		const struct gl_idle_owner_cfg *io = &cfg->idle_owners[i];
+		const struct gl_config_idle_owner *io = &cfg->idle_owners[i];
 		if ((rc = gl_db_query(c, "INSERT INTO idle_owners (cluster, partition, team, source) VALUES ($1, $2, $3, 'config')",
 				      3, (const char *[]){io->cluster, io->partition, io->team}, NULL, err)))
 			goto out;

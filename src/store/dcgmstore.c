@@ -267,7 +267,7 @@ void gl_dcgmstore_state_list_fini(struct gl_dcgmstore_state_list *l)
 
 static const char jobs_sql[] =
 	"SELECT job_pk, job_id, coalesce(job_id_raw, ''), coalesce(het_job_id::text, ''),"
-	" coalesce(namespace, ''), coalesce(name, ''), " GL_JOB_HELD_SQL("jobs") ","
+	" coalesce(namespace, ''), coalesce(name, ''), " GL_ACCOUNTING_JOB_HELD_SQL("jobs") ","
 	" coalesce(array_to_string(nodes, chr(31)), ''), extract(epoch FROM start_at)::bigint"
 	" FROM jobs WHERE cluster_id = $1::integer AND start_at <= to_timestamp($2::bigint)"
 	" AND (end_at IS NULL OR end_at > to_timestamp($2::bigint))"
@@ -595,7 +595,7 @@ int gl_dcgmstore_claim_pending(struct gl_store *store, int cluster_id, int64_t *
 	return 0;
 }
 
-int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_inv_gpu **out, size_t *n,
+int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_dcgmstore_inv_gpu **out, size_t *n,
 			  struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
@@ -617,7 +617,7 @@ int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_in
 	*n = (size_t)PQntuples(r);
 	*out = gl_xcalloc(*n ? *n : 1, sizeof **out);
 	for (size_t i = 0; i < *n; i++) {
-		struct gl_inv_gpu *g = &(*out)[i];
+		struct gl_dcgmstore_inv_gpu *g = &(*out)[i];
 		char **str[] = {&g->cluster, &g->node, &g->uuid, &g->model_raw, &g->model, &g->profile, &g->driver, &g->source};
 		int64_t *tm[] = {&g->first_seen_s, &g->last_seen_s, &g->absent_since_s};
 		for (int k = 0; k < 8; k++)
@@ -632,7 +632,7 @@ out:
 	return rc;
 }
 
-void gl_dcgmstore_inv_gpus_free(struct gl_inv_gpu *v, size_t n)
+void gl_dcgmstore_inv_gpus_free(struct gl_dcgmstore_inv_gpu *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {
 		free(v[i].cluster);

@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const metric_names[GL_FCS_METRIC_COUNT] = {
+static const char *const metric_names[GL_FCSERIES_METRIC_COUNT] = {
 	"gpu_hours", "busy_gpu_hours", "demand_gpus", "pending_gpus", "cost", "pending_minutes",
 };
 
 int gl_fcseries_metric_parse(const char *name)
 {
-	for (int i = 0; name && i < GL_FCS_METRIC_COUNT; i++)
+	for (int i = 0; name && i < GL_FCSERIES_METRIC_COUNT; i++)
 		if (!strcmp(name, metric_names[i]))
 			return i;
 	return -1;
@@ -23,7 +23,7 @@ int gl_fcseries_metric_parse(const char *name)
 
 const char *gl_fcseries_metric_name(int metric)
 {
-	return metric >= 0 && metric < GL_FCS_METRIC_COUNT ? metric_names[metric] : NULL;
+	return metric >= 0 && metric < GL_FCSERIES_METRIC_COUNT ? metric_names[metric] : NULL;
 }
 
 void gl_fcseries_fini(struct gl_fcseries *f)
@@ -63,7 +63,7 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 	struct gl_chargeback cb;
 	int rc;
 
-	gl_chargeback_init(&cb, n_dims, GL_SHARE_NONE, n_steps);
+	gl_chargeback_init(&cb, n_dims, GL_CHARGEBACK_SHARE_NONE, n_steps);
 	gl_accounting_query_init(&q, steps, n_steps, dims, n_dims, now_s);
 	q.filter = filter;
 	/* the owners' lines are the series; the fleet's idle (a gl_capacity
@@ -83,9 +83,9 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 			}
 			double *v = series_for(out, gl_strbuf_cstr(&name));
 			gl_strbuf_fini(&name);
-			if (metric == GL_FCS_GPU_HOURS)
+			if (metric == GL_FCSERIES_GPU_HOURS)
 				v[i] = (double)l->alloc_s / 3600.0;
-			else if (metric == GL_FCS_BUSY_GPU_HOURS)
+			else if (metric == GL_FCSERIES_BUSY_GPU_HOURS)
 				v[i] = l->observed_s > 0 ? (double)(int64_t)(l->busy_s + 0.5) / 3600.0 : 0;
 			else
 				v[i] = (double)l->cost_micros / 1e6;
@@ -197,15 +197,15 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	/* the owner at submit time (the job's own time for a queued job) */
 	gl_strbuf_puts(&sql,
 		       "WITH k AS ("
-		       " SELECT jb.*, c.name AS cluster, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, ow.team, ow.project, ow.cost_center,"
+		       " SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model, ow.team, ow.project, ow.cost_center,"
 		       "  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
-		       "   " GL_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
+		       "   " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
 		       " FROM jobs jb JOIN clusters c USING (cluster_id)"
 		       " LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey,"
 		       "  jb.namespace, jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true"
 		       " WHERE (jb.gpu_milli > 0 OR jb.req_gpu_milli > 0) AND jb.submit_at IS NOT NULL"
 		       "  AND jb.submit_at < to_timestamp($2)");
-	if (metric == GL_FCS_DEMAND_GPUS)
+	if (metric == GL_FCSERIES_DEMAND_GPUS)
 		gl_strbuf_puts(&sql, " AND jb.submit_at >= to_timestamp($1)");
 	else /* pending from submit until start (or end, or now) */
 		gl_strbuf_puts(&sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
@@ -221,22 +221,22 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
 			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
 			     /* a pending array row stands for all its still-pending tasks */
-			     " greatest(k.req_gpu_micro, " GL_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) FROM k");
+			     " greatest(k.req_gpu_micro, " GL_ACCOUNTING_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) FROM k");
 	vals[0] = a, vals[1] = b, vals[2] = now;
 	if ((rc = where_filter(&sql, filter, vals, &n_vals, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " ORDER BY 1, 2");
 	if ((rc = gl_db_query(c, sql.p, (int)n_vals, vals, &r, err)))
 		goto out;
-	if (metric == GL_FCS_PENDING_MINUTES || minutes)
+	if (metric == GL_FCSERIES_PENDING_MINUTES || minutes)
 		pending_minutes(r, steps, n_steps, minutes ? minutes : out);
-	if (metric == GL_FCS_PENDING_MINUTES)
+	if (metric == GL_FCSERIES_PENDING_MINUTES)
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++) {
 		double *v = series_for(out, PQgetvalue(r, i, 0));
 		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
 		double gpus = atof(PQgetvalue(r, i, 3)) / (double)GL_GPU_MICRO;
-		if (metric == GL_FCS_DEMAND_GPUS) {
+		if (metric == GL_FCSERIES_DEMAND_GPUS) {
 			long k = step_of(steps, n_steps, s0);
 			if (k >= 0)
 				v[k] += gpus;
@@ -271,9 +271,9 @@ int gl_fcseries_query(struct gl_store *st, int metric, const struct gl_window *s
 	out->n_steps = n_steps;
 	if (!n_steps)
 		return 0;
-	if (metric == GL_FCS_DEMAND_GPUS || metric == GL_FCS_PENDING_GPUS || metric == GL_FCS_PENDING_MINUTES) {
+	if (metric == GL_FCSERIES_DEMAND_GPUS || metric == GL_FCSERIES_PENDING_GPUS || metric == GL_FCSERIES_PENDING_MINUTES) {
 		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, NULL, err);
-	} else if (metric >= 0 && metric < GL_FCS_METRIC_COUNT) {
+	} else if (metric >= 0 && metric < GL_FCSERIES_METRIC_COUNT) {
 		rc = from_chargeback(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, err);
 	} else {
 		rc = gl_err_set(err, GL_EINVAL, "unknown metric %d", metric);
@@ -291,7 +291,7 @@ int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps
 	memset(minutes, 0, sizeof *minutes);
 	gpus->n_steps = minutes->n_steps = n_steps;
 	if (n_steps)
-		rc = from_jobs(c, GL_FCS_PENDING_GPUS, steps, n_steps, dims, n_dims, NULL, now_s, gpus, minutes, err);
+		rc = from_jobs(c, GL_FCSERIES_PENDING_GPUS, steps, n_steps, dims, n_dims, NULL, now_s, gpus, minutes, err);
 	if (rc)
 		gl_fcseries_fini(minutes);
 	else

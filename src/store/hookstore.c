@@ -101,7 +101,7 @@ int gl_hookstore_try_lock(struct gl_store *st, int *locked, struct gl_err *err)
 	PGresult *q = NULL;
 	int rc;
 	*locked = 0;
-	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%lld) AS locked", (long long)GL_HOOK_LOCK_KEY);
+	snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%lld) AS locked", (long long)GL_HOOKSTORE_LOCK_KEY);
 	if (!(rc = gl_db_query(c, sql, 0, NULL, &q, err)))
 		rc = gl_pgrow_one_bool(q, "locked", locked, err);
 	PQclear(q);
@@ -114,7 +114,7 @@ void gl_hookstore_unlock(struct gl_store *st)
 	struct gl_err e2 = {0};
 	char sql[96];
 	PGresult *u = NULL;
-	snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", (long long)GL_HOOK_LOCK_KEY);
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", (long long)GL_HOOKSTORE_LOCK_KEY);
 	(void)!gl_db_query(c, sql, 0, NULL, &u, &e2);
 	PQclear(u);
 }
@@ -158,7 +158,7 @@ static const char jobs_sql[] =
 	"SELECT j.job_pk, j.cluster_id, c.name AS cluster, c.kind, j.job_id, coalesce(j.name, '') AS name,"
 	" coalesce(j.user_name, '') AS user_name, coalesce(j.account, '') AS account,"
 	" coalesce(j.partition, '') AS partition, coalesce(j.qos, '') AS qos, coalesce(j.namespace, '') AS ns,"
-	" coalesce(j.tags->'labels', '{}')::text AS labels, extract(epoch FROM j.start_at)::bigint AS start_s, " GL_JOB_GPUS_SQL("j")
+	" coalesce(j.tags->'labels', '{}')::text AS labels, extract(epoch FROM j.start_at)::bigint AS start_s, " GL_ACCOUNTING_JOB_GPUS_SQL("j")
 	" AS gpu_micro FROM jobs j JOIN clusters c USING (cluster_id)"
 	" WHERE j.end_at IS NULL AND j.start_at IS NOT NULL AND j.gpu_milli > 0 AND j.start_at <= to_timestamp($1)"
 	" ORDER BY j.cluster_id, j.job_pk";
@@ -366,7 +366,7 @@ static void bucket_decode(const struct bucket_row *x, struct gl_hookstore_bucket
 	int eng = (int)x->engine_samples;
 	b->tag = (size_t)x->i;
 	b->gpu_id = x->gpu_id;
-	b->obs = (struct gl_idle_obs){x->bucket_start_s,
+	b->obs = (struct gl_idlerule_obs){x->bucket_start_s,
 				      x->bucket_s,
 				      (int)x->samples,
 				      (int)x->busy_samples,
@@ -467,7 +467,7 @@ static const char rates_sql[] =
 	" r.micros_per_gpu_hour"
 	" FROM unnest($1::integer[], $2::bigint[], $3::integer[]) AS x(cid, job_pk, i)"
 	" JOIN jobs jb ON jb.cluster_id = x.cid AND jb.job_pk = x.job_pk"
-	" JOIN LATERAL gl_rates_of(" GL_JOB_MODEL_SQL("jb") ") r"
+	" JOIN LATERAL gl_rates_of(" GL_ACCOUNTING_JOB_MODEL_SQL("jb") ") r"
 	" ON r.valid_to > to_timestamp($4) AND r.valid_from < to_timestamp($5)"
 	" ORDER BY x.i, r.valid_from";
 struct rate_row {

@@ -18,16 +18,16 @@
 static const char jobs_sql[] =
 	"WITH k AS ("
 	" SELECT jb.job_pk, jb.job_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace,"
-	"  " GL_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_JOB_GPUS_SQL("jb") " AS gpu_micro, jb.state, jb.name AS job_name,"
+	"  " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS gpu_micro, jb.state, jb.name AS job_name,"
 	"  greatest(jb.start_at, to_timestamp($1)) AS s0, least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) AS e0,"
 	"  ow.team, ow.project, ow.cost_center,"
 	"  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
-	"   " GL_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), jb.start_at) AS workload_type,"
+	"   " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), jb.start_at) AS workload_type,"
 	"  u.idle_gpu_s * sc.k AS idle_gpu_s, u.busy_gpu_s * sc.k AS busy_gpu_s,"
 	"  u.observed_gpu_s * sc.k AS observed_gpu_s, u.held_idle_gpu_s * sc.k AS held_idle_gpu_s"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" JOIN gl_job_usage(to_timestamp($1), to_timestamp($2)) u ON u.job_pk = jb.job_pk"
-	" CROSS JOIN LATERAL (SELECT " GL_USAGE_SCALE_SQL("u", GL_JOB_GPUS_SQL("jb") " * greatest(extract(epoch FROM"
+	" CROSS JOIN LATERAL (SELECT " GL_ACCOUNTING_USAGE_SCALE_SQL("u", GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * greatest(extract(epoch FROM"
 	"  least(coalesce(jb.end_at, to_timestamp($3)), to_timestamp($2)) - greatest(jb.start_at, to_timestamp($1))), 0)"
 	"  / 1000000.0") " AS k) sc"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
@@ -109,7 +109,7 @@ static int read_jobs(PGconn *c, const char *expr, const char *const *p, struct g
 }
 
 int gl_idle_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t end_s, int64_t now_s, long limit,
-		 const struct gl_cap_observed *cap, const struct gl_tokens_scope *scope, size_t n_scope, struct gl_idle *out,
+		 const struct gl_capacity_observed *cap, const struct gl_tokens_scope *scope, size_t n_scope, struct gl_idle *out,
 		 struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);

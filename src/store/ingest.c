@@ -247,7 +247,7 @@ int gl_ingest_observed_set(struct gl_store *st, const char *source, int cluster_
 			   3, (const char *[]){source, cid, t}, NULL, err);
 }
 
-#define DT(t, m) GL_PGROW(struct gl_data_through_row, t, m)
+#define DT(t, m) GL_PGROW(struct gl_ingest_data_through_row, t, m)
 static const struct gl_pgrow_field dt_fields[] = {
 	DT(STR, cluster),
 	DT(STR, source),
@@ -256,7 +256,7 @@ static const struct gl_pgrow_field dt_fields[] = {
 };
 #undef DT
 
-int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, struct gl_err *err)
+int gl_ingest_data_through(struct gl_store *st, struct gl_ingest_data_through_set *out, struct gl_err *err)
 {
 	void *rows = NULL;
 	int rc;
@@ -276,7 +276,7 @@ int gl_ingest_data_through(struct gl_store *st, struct gl_data_through *out, str
 	return rc;
 }
 
-void gl_ingest_data_through_fini(struct gl_data_through *dt)
+void gl_ingest_data_through_fini(struct gl_ingest_data_through_set *dt)
 {
 	free(dt->rows);
 	free(dt->text);

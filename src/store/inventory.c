@@ -45,7 +45,7 @@ int gl_inventory_clusters(struct gl_store *st, const char *cluster, struct gl_in
 		"  AS events_until_s"
 		/* a cluster appears once data for it lands, not when a run that
 		 * failed before writing any named it */
-		" FROM clusters cl WHERE ($1::text IS NULL OR cl.name = $1) AND " GL_CLUSTER_HAS_DATA_SQL("cl.cluster_id")
+		" FROM clusters cl WHERE ($1::text IS NULL OR cl.name = $1) AND " GL_JOBS_CLUSTER_HAS_DATA_SQL("cl.cluster_id")
 		" ORDER BY 1";
 	void *rows = inv->clusters;
 	int rc = fetch(st, sql, 1, (const char *[]){cluster}, cluster_fields, GL_ARRAY_LEN(cluster_fields),

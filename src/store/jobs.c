@@ -262,7 +262,7 @@ static void put_time(struct gl_strbuf *o, int64_t t)
 }
 
 /* One row in `jobs` COPY format (gl_jobs_stage_columns order). */
-static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_job_row *r)
+static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_jobrow *r)
 {
 	gl_strbuf_put_i64(o, cluster_id);
 	gl_strbuf_putc(o, '\t');
@@ -320,7 +320,7 @@ static void put_row(struct gl_strbuf *o, int cluster_id, const struct gl_job_row
 	o->p[o->len - 1] = '\n'; /* the last column ends the row */
 }
 
-void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_job_row *r)
+void gl_jobs_batch_add(struct gl_jobs_batch *b, const struct gl_jobrow *r)
 {
 	const char *key = r->job_key ? r->job_key : "";
 	/* fresh and streaming: a key new to this load goes straight into the
@@ -516,7 +516,7 @@ static void mine_add(struct gl_jobs_batch *b, const char *s)
 	b->mine_n++;
 }
 
-int gl_jobs_merge(struct gl_store *store, int cluster_id, struct gl_jobs_batch *b, struct gl_merge_counts *out,
+int gl_jobs_merge(struct gl_store *store, int cluster_id, struct gl_jobs_batch *b, struct gl_jobs_merge_counts *out,
 		  struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(store);
@@ -658,7 +658,7 @@ int gl_jobs_cluster_ensure(struct gl_store *store, const char *name, const char 
 		 * wait on a lock on any of them before its run is on record */
 		if ((rc = gl_db_query(c,
 				      "UPDATE clusters SET kind = $2 WHERE cluster_id = $1::integer AND kind <> $2"
-				      " AND NOT " GL_CLUSTER_HAS_DATA_SQL("clusters.cluster_id") " RETURNING kind",
+				      " AND NOT " GL_JOBS_CLUSTER_HAS_DATA_SQL("clusters.cluster_id") " RETURNING kind",
 				      2, (const char *[]){cid, kind}, &r, err)))
 			goto out;
 		if (PQntuples(r) < 1)

@@ -61,7 +61,7 @@ int gl_kubestore_node_gpus(struct gl_store *store, int cluster_id, int64_t at_s,
 	off = gl_xcalloc(out->n ? out->n : 1, sizeof *off);
 	out->arena = arena_of(r, strs, 1, off);
 	for (size_t i = 0; i < out->n; i++) {
-		struct gl_kube_node_gpu *g = &out->v[i];
+		struct gl_kubegpu_node_gpu *g = &out->v[i];
 		int row = (int)i;
 		g->node = out->arena + off[i];
 		g->gpus = atoll(PQgetvalue(r, row, NC_GPUS));

@@ -48,7 +48,7 @@ int gl_migrate_run(struct gl_store *st, int *applied, struct gl_err *err)
 			     " applied_at timestamptz NOT NULL DEFAULT now())",
 			     err)))
 		goto out;
-	for (const struct gl_migration *m = gl_migrations; m->version; m++) {
+	for (const struct gl_migrate_script *m = gl_migrations; m->version; m++) {
 		char ver[16];
 		snprintf(ver, sizeof ver, "%d", m->version);
 		if ((rc = gl_db_query(c, "SELECT 1 FROM schema_migrations WHERE version = $1", 1,
@@ -89,7 +89,7 @@ int gl_migrate_pending(struct gl_store *st)
 {
 	struct gl_err err = {0};
 	int version = 0, latest = 0;
-	for (const struct gl_migration *m = gl_migrations; m->version; m++)
+	for (const struct gl_migrate_script *m = gl_migrations; m->version; m++)
 		latest = m->version > latest ? m->version : latest;
 	if (gl_migrate_current(st, &version, &err))
 		return 1;

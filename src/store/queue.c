@@ -13,7 +13,7 @@
 static const char *dim_sql(const char *dim)
 {
 	if (!strcmp(dim, "gpus"))
-		return "trim_scale(greatest(" GL_JOB_GPUS_SQL("k") ", k.req_gpu_micro) / 1000000.0)::text";
+		return "trim_scale(greatest(" GL_ACCOUNTING_JOB_GPUS_SQL("k") ", k.req_gpu_micro) / 1000000.0)::text";
 	return gl_accounting_dim_sql(dim);
 }
 
@@ -24,9 +24,9 @@ int gl_queue_dim_valid(const char *dim)
 
 static const char queue_cte[] =
 	"WITH k AS ("
-	" SELECT jb.*, c.name AS cluster, " GL_JOB_MODEL_SQL("jb") " AS gpu_model, ow.team, ow.project, ow.cost_center,"
+	" SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model, ow.team, ow.project, ow.cost_center,"
 	"  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
-	"   " GL_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
+	"   " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
 	" FROM jobs jb JOIN clusters c USING (cluster_id)"
 	" LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 	"  jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true"
@@ -87,7 +87,7 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 " percentile_disc(0.99) WITHIN GROUP (ORDER BY k.queue_wait_s) AS p99_s,"
 			 " max(k.queue_wait_s) AS max_s, round(avg(k.queue_wait_s) * 10) AS mean_ds,"
 			 " percentile_disc(0.5) WITHIN GROUP (ORDER BY k.eligible_wait_s) AS eligible_p50_s,"
-			 " sum(" GL_JOB_GPUS_SQL("k") ") AS gpu_micro"
+			 " sum(" GL_ACCOUNTING_JOB_GPUS_SQL("k") ") AS gpu_micro"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);
 	rc = gl_pgrow_query(gl_db_conn(st), sql.p, 8, (const char *[]){a, b, sc[0], sc[1], sc[2], sc[3], sc[4], sc[5]},
@@ -104,10 +104,10 @@ int gl_queue_read(struct gl_store *st, const char *dim, int64_t start_s, int64_t
 			 /* a wait is known up to the last time a source saw the
 			  * job still pending (docs/ingest.md, "Observed time"):
 			  * one snapshot does not show a month of waiting */
-			 " max(extract(epoch FROM least(to_timestamp($1), greatest(k.submit_at, " GL_JOB_SEEN_SQL("k") "))"
+			 " max(extract(epoch FROM least(to_timestamp($1), greatest(k.submit_at, " GL_ACCOUNTING_JOB_SEEN_SQL("k") "))"
 			 "  - k.submit_at)::bigint) AS longest_wait_s,"
 			 " max($1::bigint - extract(epoch FROM least(to_timestamp($1), greatest(k.submit_at, "
-			 GL_JOB_SEEN_SQL("k") ")))::bigint) AS unobserved_s,"
+			 GL_ACCOUNTING_JOB_SEEN_SQL("k") ")))::bigint) AS unobserved_s,"
 			 " bool_or(k.array_tasks_partial) AS lower_bound"
 			 " FROM k GROUP BY 1 ORDER BY 1",
 			 expr);

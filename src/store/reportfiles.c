@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RF(t, m) GL_PGROW(struct gl_reportfile_row, t, m)
+#define RF(t, m) GL_PGROW(struct gl_reportfiles_row, t, m)
 static const struct gl_pgrow_field list_fields[] = {
 	RF(I64, id), RF(STR, month), RF(STR, aggregate), RF(STR, share_idle), RF(I64, version), RF(STR, format), RF(STR, name),
 	RF(STR, sha256), RF(I64, bytes), RF(STR, changed), RF(STR, trigger), RF(STR, generated_at),
@@ -84,7 +84,7 @@ int gl_reportfiles_unlock(struct gl_store *st, const char *key, struct gl_err *e
 			   NULL, err);
 }
 
-static int insert_file(PGconn *c, const struct gl_reportfile_set *set, const struct gl_reportfile_new *f,
+static int insert_file(PGconn *c, const struct gl_reportfiles_set *set, const struct gl_reportfiles_new *f,
 		       struct gl_err *err)
 {
 	char ver[16], bytes[24], changed[600], gen[24];
@@ -102,8 +102,8 @@ static int insert_file(PGconn *c, const struct gl_reportfile_set *set, const str
 			   NULL, err);
 }
 
-int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfile_set *set,
-			  const struct gl_reportfile_new *files, size_t n, const char *month, const char *detail,
+int gl_reportfiles_record(struct gl_store *st, const struct gl_reportfiles_set *set,
+			  const struct gl_reportfiles_new *files, size_t n, const char *month, const char *detail,
 			  struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
@@ -127,7 +127,7 @@ int gl_reportfiles_audit(struct gl_store *st, const char *actor, const char *mon
 	return gl_audit_append(st, actor, NULL, "report.generate", month, "ok", detail, err);
 }
 
-int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfile *f, struct gl_err *err)
+int gl_reportfiles_get(struct gl_store *st, int64_t id, struct gl_reportfiles_file *f, struct gl_err *err)
 {
 	char ids[24];
 	PGresult *r = NULL;

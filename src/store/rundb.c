@@ -30,7 +30,7 @@ static const char jobs_sql[] =
 	"  CASE WHEN j.tags ? 'labels' THEN array_to_string(ARRAY(SELECT coalesce(j.tags->'labels'->>k.k, '')"
 	"   FROM unnest($5::text[]) WITH ORDINALITY AS k(k, o) ORDER BY k.o), E'\\x1f') END AS labels"
 	" FROM jobs j JOIN clusters c USING (cluster_id), w"
-	" WHERE (" GL_JOB_GPUS_SQL("j") " > 0 OR j.req_gpu_micro > 0)"
+	" WHERE (" GL_ACCOUNTING_JOB_GPUS_SQL("j") " > 0 OR j.req_gpu_micro > 0)"
 	"  AND ((j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a)"
 	"   OR (j.start_at IS NULL AND j.submit_at >= w.a AND j.submit_at < w.b))"
 	"  AND ($8::text[] IS NULL OR j.account = ANY($8)) AND ($9::text[] IS NULL OR j.namespace = ANY($9))"
@@ -114,7 +114,7 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	for (size_t i = 0; i < out->n_jobs; i++)
 		if (out->jobs[i].start_s != GL_TIME_NONE)
 			ids[n++] = out->jobs[i].job_pk;
-	gl_chargeback_init(&cb, 1, GL_SHARE_NONE, 1);
+	gl_chargeback_init(&cb, 1, GL_CHARGEBACK_SHARE_NONE, 1);
 	if (!n) {
 		rc = 0;
 		goto out;

@@ -46,7 +46,7 @@ void gl_servingdb_batch_free(struct gl_servingdb_batch *b)
 }
 
 struct gl_servingdb_row *gl_servingdb_batch_add(struct gl_servingdb_batch *b, const char *endpoint, const char *cluster,
-						const char *instance, const struct gl_serve_series *x,
+						const char *instance, const struct gl_servemetrics_series *x,
 						const struct gl_servingdb_where *where)
 {
 	struct gl_servingdb_row *r;
@@ -69,9 +69,9 @@ struct gl_servingdb_row *gl_servingdb_batch_add(struct gl_servingdb_batch *b, co
 		r->where.ns = dup0(where->ns);
 		r->where.name = dup0(where->name);
 	}
-	for (size_t k = 0; k < GL_SERVINGDB_NCTR + GL_SERVE_MAX_LE; k++)
+	for (size_t k = 0; k < GL_SERVINGDB_NCTR + GL_SERVEMETRICS_MAX_LE; k++)
 		r->cur[k] = r->hw[k] = NAN;
-	for (int k = 0; k < GL_SERVE__NCTR; k++)
+	for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		if (x->have >> k & 1u)
 			r->cur[k] = x->v[k];
 	for (size_t k = 0; k < x->nle; k++)
@@ -495,7 +495,7 @@ static void stage_row(struct gl_strbuf *o, const struct gl_servingdb_batch *b, c
 	int64_t bucket = b->at_s - ((b->at_s % b->bucket_s) + b->bucket_s) % b->bucket_s;
 	gl_strbuf_printf(o, "%lld\t%lld\t%lld\t%d\t%lld\t%s", (long long)x->series_id, (long long)bucket,
 			 (long long)x->job_pk, x->cluster_id, (long long)x->endpoint_id, x->counted ? "t" : "f");
-	for (int k = 0; k < GL_SERVE__NCTR; k++)
+	for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 		gl_strbuf_printf(o, "\t%lld", (long long)(x->counted ? x->inc[k] : 0));
 	gl_strbuf_puts(o, "\t{");
 	for (size_t k = 0; k < x->nle; k++)
@@ -772,7 +772,7 @@ static int feed_costs(struct gl_store *st, const struct gl_servingdb_query *q, c
 	aq.lines_only = 1;
 	aq.jobs = ids;
 	aq.n_jobs = n_ids;
-	gl_chargeback_init(&cb, nd, GL_SHARE_NONE, q->n_steps);
+	gl_chargeback_init(&cb, nd, GL_CHARGEBACK_SHARE_NONE, q->n_steps);
 	if (!(rc = gl_accounting_chargeback_finished(st, &aq, &cb, meta, err)))
 		for (size_t i = 0; i < cb.n_steps; i++)
 			for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
@@ -868,7 +868,7 @@ static const char series_sql[] =
 struct series_info {
 	int64_t id;
 	const char *endpoint, *model; /* in the series query's result */
-	double le[GL_SERVE_MAX_LE];
+	double le[GL_SERVEMETRICS_MAX_LE];
 	size_t nle;
 };
 
@@ -942,7 +942,7 @@ static int usage_series(PGconn *c, PGresult *u, struct series_info **out, size_t
 		s->id = atoll(PQgetvalue(*sr, (int)i, 0));
 		s->endpoint = PQgetvalue(*sr, (int)i, 1);
 		s->model = PQgetvalue(*sr, (int)i, 2);
-		s->nle = parse_f8_array(PQgetvalue(*sr, (int)i, 3), s->le, GL_SERVE_MAX_LE);
+		s->nle = parse_f8_array(PQgetvalue(*sr, (int)i, 3), s->le, GL_SERVEMETRICS_MAX_LE);
 	}
 	return 0;
 }
@@ -963,9 +963,9 @@ static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, const int64
 		goto out;
 	for (int row = 0; row < PQntuples(r); row++) {
 		size_t i = (size_t)atoll(PQgetvalue(r, row, 0));
-		int64_t job = atoll(PQgetvalue(r, row, 1)), id = atoll(PQgetvalue(r, row, 2)), v[GL_SERVE__NCTR];
+		int64_t job = atoll(PQgetvalue(r, row, 1)), id = atoll(PQgetvalue(r, row, 2)), v[GL_SERVEMETRICS__NCTR];
 		const struct series_info *s = gl_bsearch(&id, ser, n_ser, sizeof *ser, cmp_series);
-		double cum[GL_SERVE_MAX_LE];
+		double cum[GL_SERVEMETRICS_MAX_LE];
 		if (q->n_scope && !gl_bsearch(&job, ids, n_ids, sizeof *ids, cmp_i64))
 			continue;
 		if (!s) { /* series are never deleted: a row without one is a broken database */
@@ -973,7 +973,7 @@ static int feed_usage(PGconn *c, const struct gl_servingdb_query *q, const int64
 					(long long)id);
 			goto out;
 		}
-		for (int k = 0; k < GL_SERVE__NCTR; k++)
+		for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++)
 			v[k] = atoll(PQgetvalue(r, row, 3 + k));
 		sum_counts(PQgetvalue(r, row, 9), cum, s->nle);
 		gl_inference_add_row(x, i, job, s->endpoint, s->model, v, s->le, cum,

@@ -51,16 +51,16 @@ static int64_t i64v(PGresult *r, int row, int col)
 
 /* Capacity as the API's default counts it: firm up to each node's last
  * snapshot plus inventory.absent_grace_s (no config: no horizon). */
-static struct gl_cap_observed sb_cap(const struct gl_showback_req *req)
+static struct gl_capacity_observed sb_cap(const struct gl_showback_req *req)
 {
-	struct gl_cap_observed cap = {req->cfg ? req->cfg->inventory_absent_grace_s : -1, 0};
+	struct gl_capacity_observed cap = {req->cfg ? req->cfg->inventory_absent_grace_s : -1, 0};
 	return cap;
 }
 
 /* One chargeback over the steps, aggregated by dims: exactly what
  * /v1/chargeback computes for the same window, step and shareIdle. */
 static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
-		  enum gl_share_idle share, int lines_only, int64_t now_s, const struct gl_cap_observed *cap, struct gl_chargeback *cb,
+		  enum gl_chargeback_share_idle share, int lines_only, int64_t now_s, const struct gl_capacity_observed *cap, struct gl_chargeback *cb,
 		  struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	struct gl_accounting_query q;
@@ -71,7 +71,7 @@ static int run_cb(PGconn *c, const struct gl_window *steps, size_t n_steps, cons
 	return gl_accounting_chargeback_finished(gl_db_store(c), &q, cb, meta, err);
 }
 
-static struct gl_sb_owner *find_owner(struct gl_showback *sb, const char *name)
+static struct gl_sbmodel_owner *find_owner(struct gl_sbmodel *sb, const char *name)
 {
 	for (size_t i = 0; i < sb->n_owners; i++)
 		if (!strcmp(sb->owners[i].name, name))
@@ -79,9 +79,9 @@ static struct gl_sb_owner *find_owner(struct gl_showback *sb, const char *name)
 	return NULL;
 }
 
-static struct gl_sb_owner *get_owner(struct gl_showback *sb, const char *name)
+static struct gl_sbmodel_owner *get_owner(struct gl_sbmodel *sb, const char *name)
 {
-	struct gl_sb_owner *o = find_owner(sb, name);
+	struct gl_sbmodel_owner *o = find_owner(sb, name);
 	if (o)
 		return o;
 	sb->owners = gl_xrealloc(sb->owners, (sb->n_owners + 1) * sizeof *sb->owners);
@@ -92,8 +92,8 @@ static struct gl_sb_owner *get_owner(struct gl_showback *sb, const char *name)
 	return o;
 }
 
-static void add_partial(struct gl_showback *sb, const char *fmt, ...) GL_PRINTF(2, 3);
-static void add_partial(struct gl_showback *sb, const char *fmt, ...)
+static void add_partial(struct gl_sbmodel *sb, const char *fmt, ...) GL_PRINTF(2, 3);
+static void add_partial(struct gl_sbmodel *sb, const char *fmt, ...)
 {
 	struct gl_strbuf b = GL_STRBUF_INIT;
 	va_list ap;
@@ -203,16 +203,16 @@ enum {
 
 /* An open job ends, for its figures, where a source last saw it (as
  * chargeback's firm figures: docs/ingest.md, "Observed time"). */
-#define SB_FIRM_END "coalesce(jb.end_at, least(" SB_NOW ", greatest(jb.start_at, " GL_JOB_SEEN_SQL("jb") ")))"
+#define SB_FIRM_END "coalesce(jb.end_at, least(" SB_NOW ", greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ")))"
 
 /* The jobs of the month as chargeback's jobs CTE takes them (GPU jobs
  * started before the end and before now, not ended before the start),
  * with their exporter usage and energy in the month. */
 static const char jobs_copy[] =
 	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, " GL_JOB_RUN_KIND_SQL("jb") ", coalesce(ep.endpoints, '{}')::text,"
+	" jb.namespace, (jb.tags -> 'labels')::text, " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") ", coalesce(ep.endpoints, '{}')::text,"
 	" jb.start_at, jb.submit_at, " SB_FIRM_END ","
-	" " GL_JOB_GPUS_SQL("jb") ", " GL_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
+	" " GL_ACCOUNTING_JOB_GPUS_SQL("jb") ", " GL_ACCOUNTING_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
 	" u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
 	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
 	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
@@ -383,9 +383,9 @@ static int job_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err 
 	rm = rates_for(x, &f[JC_MODEL]);
 	j.unpriced_us = j.alloc_us;
 	if (rm) {
-		gl_i128 num = gl_jobstats_cost_num(rm->r, rm->n, s0, e0, j.gpu_micro);
-		j.cost_micros = (int64_t)((num * 2 + GL_MICRO_GPU_SECONDS_PER_GPU_HOUR) /
-					  (2 * (gl_i128)GL_MICRO_GPU_SECONDS_PER_GPU_HOUR));
+		gl_cost_i128 num = gl_jobstats_cost_num(rm->r, rm->n, s0, e0, j.gpu_micro);
+		j.cost_micros = (int64_t)((num * 2 + GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR) /
+					  (2 * (gl_cost_i128)GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR));
 		j.unpriced_us -= j.gpu_micro * gl_jobstats_priced_s(rm->r, rm->n, s0, e0);
 	}
 	if (j.unpriced_us < 0)
@@ -479,7 +479,7 @@ out:
 
 /* The owner of every key: gl_owner once per key, the aggregate's name of
  * it (as gl_accounting_dim_sql names it) into names[key]. */
-static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx *x, char **names,
+static int resolve_keys(PGconn *c, const struct gl_sbmodel *sb, struct jobs_ctx *x, char **names,
 			struct gl_err *err)
 {
 	/* in stream order, JC_CLUSTER .. JC_ENDPOINTS */
@@ -543,10 +543,10 @@ static int resolve_keys(PGconn *c, const struct gl_showback *sb, struct jobs_ctx
 	return rc;
 }
 
-_Static_assert(GL_JOBSTATS_TOP <= GL_SB_TOP_JOBS, "the report holds every top job the fold keeps");
+_Static_assert(GL_JOBSTATS_TOP <= GL_SBMODEL_TOP_JOBS, "the report holds every top job the fold keeps");
 
 static void put_top(const struct gl_jobstats_top *t, char *const *owner_names, const uint32_t *owner_of,
-		    struct gl_sb_job *j)
+		    struct gl_sbmodel_job *j)
 {
 	j->job_id = gl_xstrdup(t->job_id);
 	j->cluster = gl_xstrdup(t->cluster);
@@ -561,9 +561,9 @@ static void put_top(const struct gl_jobstats_top *t, char *const *owner_names, c
 	j->idle_micros = t->idle_micros;
 }
 
-static void add_wait(struct gl_showback *sb, const char *kind, const char *name, const struct gl_jobstats_owner *w)
+static void add_wait(struct gl_sbmodel *sb, const char *kind, const char *name, const struct gl_jobstats_owner *w)
 {
-	struct gl_sb_wait *x;
+	struct gl_sbmodel_wait *x;
 	sb->waits = gl_xrealloc(sb->waits, (sb->n_waits + 1) * sizeof *sb->waits);
 	x = &sb->waits[sb->n_waits++];
 	x->name = gl_xstrdup(name);
@@ -575,7 +575,7 @@ static void add_wait(struct gl_showback *sb, const char *kind, const char *name,
 }
 
 /* Streams the month's jobs and folds them into sb. */
-static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+static int gather_jobs(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct gl_err *err)
 {
 	struct jobs_ctx x;
 	struct intern owners = {0};
@@ -629,7 +629,7 @@ static int gather_jobs(PGconn *c, struct gl_showback *sb, int64_t now_s, struct 
 	gl_jobstats_fold(&x.st, owner_of, owners.n, per_owner, x.parts.n, per_part);
 	for (size_t i = 0; i < owners.n; i++) {
 		const struct gl_jobstats_owner *w = &per_owner[i];
-		struct gl_sb_owner *o = find_owner(sb, owners.key[i]);
+		struct gl_sbmodel_owner *o = find_owner(sb, owners.key[i]);
 		if (o) {
 			o->failed_s = w->failed_s;
 			o->failed_micros = w->failed_micros;
@@ -677,14 +677,14 @@ out:
 
 static int cmp_wait(const void *pa, const void *pb)
 {
-	const struct gl_sb_wait *a = pa, *b = pb;
+	const struct gl_sbmodel_wait *a = pa, *b = pb;
 	int k = strcmp(a->kind, b->kind);
 	return k ? -k : strcmp(a->name, b->name); /* partitions first */
 }
 
 static int cmp_owner(const void *pa, const void *pb)
 {
-	const struct gl_sb_owner *a = pa, *b = pb;
+	const struct gl_sbmodel_owner *a = pa, *b = pb;
 	if (a->total_micros != b->total_micros)
 		return a->total_micros > b->total_micros ? -1 : 1;
 	if (a->alloc_s != b->alloc_s)
@@ -694,14 +694,14 @@ static int cmp_owner(const void *pa, const void *pb)
 
 static int cmp_model(const void *pa, const void *pb)
 {
-	const struct gl_sb_model *a = pa, *b = pb;
+	const struct gl_sbmodel_model *a = pa, *b = pb;
 	int k = strcmp(a->owner, b->owner);
 	return k ? k : strcmp(a->model, b->model);
 }
 
 /* Rates and owner rules in force at some time of the month, with their
  * effective dates. */
-static int gather_pricebook(PGconn *c, struct gl_showback *sb, struct gl_err *err)
+static int gather_pricebook(PGconn *c, struct gl_sbmodel *sb, struct gl_err *err)
 {
 	char a[24], b[24];
 	PGresult *r = NULL;
@@ -721,7 +721,7 @@ static int gather_pricebook(PGconn *c, struct gl_showback *sb, struct gl_err *er
 	sb->n_rates = (size_t)PQntuples(r);
 	sb->rates = gl_xcalloc(sb->n_rates + 1, sizeof *sb->rates);
 	for (int i = 0; i < PQntuples(r); i++) {
-		struct gl_sb_rate *x = &sb->rates[i];
+		struct gl_sbmodel_rate *x = &sb->rates[i];
 		x->model = dupv(r, i, 0);
 		x->mig_profile = dupv(r, i, 1);
 		x->currency = dupv(r, i, 2);
@@ -745,7 +745,7 @@ static int gather_pricebook(PGconn *c, struct gl_showback *sb, struct gl_err *er
 	sb->n_rules = (size_t)PQntuples(r);
 	sb->rules = gl_xcalloc(sb->n_rules + 1, sizeof *sb->rules);
 	for (int i = 0; i < PQntuples(r); i++) {
-		struct gl_sb_rule *x = &sb->rules[i];
+		struct gl_sbmodel_rule *x = &sb->rules[i];
 		x->priority = i64v(r, i, 0);
 		x->cluster = dupv(r, i, 1);
 		x->match_field = dupv(r, i, 2);
@@ -765,7 +765,7 @@ out:
 
 /* The ingestion runs of the month that failed or were partial, and the
  * stretches without runs, as notes on what is partial. */
-static int gather_ingest_gaps(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+static int gather_ingest_gaps(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct gl_err *err)
 {
 	char a[24], b[24];
 	PGresult *r = NULL;
@@ -833,7 +833,7 @@ out:
 }
 
 /* The reference pages: the price book and what the ingestion missed. */
-static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+static int gather_reference(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct gl_err *err)
 {
 	int rc = gather_pricebook(c, sb, err);
 	return rc ? rc : gather_ingest_gaps(c, sb, now_s, err);
@@ -841,7 +841,7 @@ static int gather_reference(PGconn *c, struct gl_showback *sb, int64_t now_s, st
 
 /* The month of /v1/inference by the report's aggregate, when that is a
  * dimension it groups by. */
-static int gather_inference(struct gl_store *store, struct gl_showback *sb, int64_t now_s, struct gl_err *err)
+static int gather_inference(struct gl_store *store, struct gl_sbmodel *sb, int64_t now_s, struct gl_err *err)
 {
 	struct gl_window month = {sb->start_s, sb->end_s};
 	struct gl_servingdb_query q = {&month, 1, now_s, GL_INFERENCE_BY_JOB_DIM, sb->aggregate, NULL, 0};
@@ -855,12 +855,12 @@ static int gather_inference(struct gl_store *store, struct gl_showback *sb, int6
 		sb->inference = gl_xcalloc(x.window.n, sizeof *sb->inference);
 		for (size_t i = 0; i < x.window.n; i++) {
 			const struct gl_inference_group *g = &x.window.groups[i];
-			struct gl_sb_inference *o = &sb->inference[sb->n_inference++];
+			struct gl_sbmodel_inference *o = &sb->inference[sb->n_inference++];
 			o->owner = gl_xstrdup(g->key);
-			o->requests = g->v[GL_SERVE_REQUESTS];
-			o->failed = g->v[GL_SERVE_FAILED];
-			o->prompt_tokens = g->v[GL_SERVE_PROMPT];
-			o->generated_tokens = g->v[GL_SERVE_GENERATED];
+			o->requests = g->v[GL_SERVEMETRICS_REQUESTS];
+			o->failed = g->v[GL_SERVEMETRICS_FAILED];
+			o->prompt_tokens = g->v[GL_SERVEMETRICS_PROMPT];
+			o->generated_tokens = g->v[GL_SERVEMETRICS_GENERATED];
 			o->gpu_s = g->gpu_s;
 			o->cost_micros = g->cost_micros;
 			o->have_per_1k = g->have_per_1k_requests;
@@ -878,10 +878,10 @@ static int gather_inference(struct gl_store *store, struct gl_showback *sb, int6
 	return rc;
 }
 
-/* The capacity page's rows (struct gl_sb_capacity): the outlook that
+/* The capacity page's rows (struct gl_sbmodel_capacity): the outlook that
  * /v1/capacity/forecast gives, from the month's end (today for the month
  * under way), with the stored plan. */
-static int gather_capacity(struct gl_store *store, struct gl_showback *sb, const struct gl_showback_req *req, struct gl_err *err)
+static int gather_capacity(struct gl_store *store, struct gl_sbmodel *sb, const struct gl_showback_req *req, struct gl_err *err)
 {
 	struct gl_capplan_demand dm = {0};
 	struct gl_capplan_change *plan = NULL;
@@ -892,7 +892,7 @@ static int gather_capacity(struct gl_store *store, struct gl_showback *sb, const
 
 	o.end_s = sb->closed ? sb->end_s : req->now_s - ((req->now_s % 86400) + 86400) % 86400;
 	o.today_s = o.end_s;
-	o.horizon = GL_SB_CAPACITY_DAYS;
+	o.horizon = GL_SBMODEL_CAPACITY_DAYS;
 	o.risk = 0.2;
 	sb->capacity_lead_days = req->cfg ? req->cfg->procurement_lead_days : 90;
 	o.lead_s = sb->capacity_lead_days * 86400;
@@ -906,7 +906,7 @@ static int gather_capacity(struct gl_store *store, struct gl_showback *sb, const
 	sb->capacity = gl_xcalloc(dm.nk + 1, sizeof *sb->capacity);
 	for (size_t i = 0; i < dm.nk; i++) {
 		const struct gl_capplan_key *k = &dm.keys[i];
-		struct gl_sb_capacity *r = &sb->capacity[sb->n_capacity];
+		struct gl_sbmodel_capacity *r = &sb->capacity[sb->n_capacity];
 		struct gl_capplan_outlook ol;
 		int known;
 		if ((rc = gl_capplan_outlook(k, dm.nd, dm.start_s, &o, &ol, err)))
@@ -942,7 +942,7 @@ out:
 
 /* The report's heading from the request, checked: month, aggregate,
  * currency and sharing; -GL_EINVAL for a month in the future. */
-static int sb_begin(const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
+static int sb_begin(const struct gl_showback_req *req, struct gl_sbmodel *sb, struct gl_err *err)
 {
 	int rc;
 	if ((rc = gl_showback_month_parse(req->month, &sb->start_s, err)))
@@ -967,7 +967,7 @@ static int sb_begin(const struct gl_showback_req *req, struct gl_showback *sb, s
 /* Whether a GPU job started by the month's end (*any) and before its start
  * (*before: the previous month has data); index range scans, not a min()
  * over every job. */
-static int sb_data_bounds(PGconn *c, const struct gl_showback *sb, int *any, int *before, struct gl_err *err)
+static int sb_data_bounds(PGconn *c, const struct gl_sbmodel *sb, int *any, int *before, struct gl_err *err)
 {
 	char e[24], p[24];
 	PGresult *r = NULL;
@@ -986,7 +986,7 @@ out:
 }
 
 /* The month's days, as steps (days) and in the report (sb->day_start). */
-static struct gl_window *sb_days(struct gl_showback *sb)
+static struct gl_window *sb_days(struct gl_sbmodel *sb)
 {
 	struct gl_window *days;
 	sb->n_days = (size_t)((sb->end_s - sb->start_s) / 86400);
@@ -1000,14 +1000,14 @@ static struct gl_window *sb_days(struct gl_showback *sb)
 }
 
 /* 1. the month, as /v1/chargeback computes it: per owner and the fleet */
-static void sb_month(struct gl_showback *sb, const struct gl_chargeback *cb, const struct gl_accounting_meta *meta)
+static void sb_month(struct gl_sbmodel *sb, const struct gl_chargeback *cb, const struct gl_accounting_meta *meta)
 {
 	const struct gl_chargeback_step *st = &cb->steps[0];
-	struct gl_sb_fleet *f = &sb->fleet;
+	struct gl_sbmodel_fleet *f = &sb->fleet;
 	struct gl_strbuf um = GL_STRBUF_INIT;
 	for (size_t j = 0; j < st->n_lines; j++) {
 		const struct gl_chargeback_line *l = &st->lines[j];
-		struct gl_sb_owner *o = get_owner(sb, l->key[0]);
+		struct gl_sbmodel_owner *o = get_owner(sb, l->key[0]);
 		o->alloc_s += l->alloc_s;
 		o->unpriced_s += l->unpriced_s;
 		o->cost_micros += l->cost_micros;
@@ -1021,7 +1021,7 @@ static void sb_month(struct gl_showback *sb, const struct gl_chargeback *cb, con
 		}
 	}
 	for (size_t i = 0; i < sb->n_owners; i++) {
-		struct gl_sb_owner *o = &sb->owners[i];
+		struct gl_sbmodel_owner *o = &sb->owners[i];
 		if (o->has_usage) {
 			f->usage_known = 1;
 			f->busy_s += o->busy_s;
@@ -1051,7 +1051,7 @@ static void sb_month(struct gl_showback *sb, const struct gl_chargeback *cb, con
 
 /* The notes on what the capacity figures cover: days, and clusters that
  * ran GPU jobs without any inventory. */
-static void sb_cover_notes(struct gl_showback *sb, const struct gl_accounting_cover *cov)
+static void sb_cover_notes(struct gl_sbmodel *sb, const struct gl_accounting_cover *cov)
 {
 	struct gl_strbuf names = GL_STRBUF_INIT;
 	sb->fleet.capacity_days_known = cov->known;
@@ -1080,7 +1080,7 @@ static void sb_cover_notes(struct gl_showback *sb, const struct gl_accounting_co
 
 /* The fleet's capacity and unavailable GPU-time (month to date while it is
  * open, as chargeback counts idle) and what it covers. */
-static int sb_capacity(PGconn *c, int64_t now_s, const struct gl_cap_observed *cap, struct gl_showback *sb,
+static int sb_capacity(PGconn *c, int64_t now_s, const struct gl_capacity_observed *cap, struct gl_sbmodel *sb,
 		       struct gl_err *err)
 {
 	struct gl_accounting_cover cov = {0};
@@ -1117,13 +1117,13 @@ out:
 }
 
 /* 2. the previous month's totals, same aggregate and sharing */
-static void sb_prev(struct gl_showback *sb, const struct gl_chargeback *prev)
+static void sb_prev(struct gl_sbmodel *sb, const struct gl_chargeback *prev)
 {
 	sb->fleet.has_prev = 1;
 	sb->fleet.prev_total_micros = prev->total_micros;
 	for (size_t j = 0; j < prev->steps[0].n_lines; j++) {
 		const struct gl_chargeback_line *l = &prev->steps[0].lines[j];
-		struct gl_sb_owner *o = find_owner(sb, l->key[0]);
+		struct gl_sbmodel_owner *o = find_owner(sb, l->key[0]);
 		if (!o) /* an owner of last month only: shown with zero this month */
 			o = get_owner(sb, l->key[0]);
 		o->prev_total_micros += l->total_micros;
@@ -1133,7 +1133,7 @@ static void sb_prev(struct gl_showback *sb, const struct gl_chargeback *prev)
 }
 
 /* 3. GPU-time and cost by GPU model / MIG profile per owner */
-static void sb_models(struct gl_showback *sb, const struct gl_chargeback *bym)
+static void sb_models(struct gl_sbmodel *sb, const struct gl_chargeback *bym)
 {
 	sb->n_models = bym->steps[0].n_lines;
 	sb->models = gl_xcalloc(sb->n_models + 1, sizeof *sb->models);
@@ -1150,12 +1150,12 @@ static void sb_models(struct gl_showback *sb, const struct gl_chargeback *bym)
 }
 
 /* The budgets of this aggregate in force in the month (the first one wins). */
-static void sb_budgets(const struct gl_config *cfg, struct gl_showback *sb)
+static void sb_budgets(const struct gl_config *cfg, struct gl_sbmodel *sb)
 {
 	for (size_t i = 0; cfg && i < cfg->n_budgets; i++) {
-		const struct gl_budget_cfg *bc = &cfg->budgets[i];
+		const struct gl_config_budget *bc = &cfg->budgets[i];
 		int64_t amount;
-		struct gl_sb_owner *o;
+		struct gl_sbmodel_owner *o;
 		if (strcmp(bc->aggregate, sb->aggregate) != 0 ||
 		    (amount = gl_budget_amount(cfg, i, sb->start_s, sb->end_s)) < 0)
 			continue;
@@ -1173,9 +1173,9 @@ static void sb_budgets(const struct gl_config *cfg, struct gl_showback *sb)
  * is partial (a banner in HTML and on the PDF's first page, the partial
  * table in CSV): each source whose data stops before the month does (or
  * now), and the open jobs' unobserved time the figures leave out. */
-static int sb_unobserved(PGconn *c, const struct gl_chargeback *cb, int64_t upto_s, struct gl_showback *sb, struct gl_err *err)
+static int sb_unobserved(PGconn *c, const struct gl_chargeback *cb, int64_t upto_s, struct gl_sbmodel *sb, struct gl_err *err)
 {
-	struct gl_data_through dt;
+	struct gl_ingest_data_through_set dt;
 	char t[32], h[32], ih[32], m[48];
 	int rc = gl_ingest_data_through(gl_db_store(c), &dt, err);
 	for (size_t i = 0; !rc && i < dt.n; i++) {
@@ -1201,12 +1201,12 @@ static int sb_unobserved(PGconn *c, const struct gl_chargeback *cb, int64_t upto
 /* The month's lines (1), its capacity, the notes on what is partial, and
  * the previous month (2). */
 static int sb_totals(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
-		     const struct gl_window *pmonth, int have_before, struct gl_showback *sb, struct gl_err *err)
+		     const struct gl_window *pmonth, int have_before, struct gl_sbmodel *sb, struct gl_err *err)
 {
 	struct gl_chargeback cb = {0}, prev = {0};
 	struct gl_accounting_meta meta = {0}, pmeta = {0};
 	const char *dims[1] = {req->aggregate};
-	const struct gl_cap_observed cap = sb_cap(req);
+	const struct gl_capacity_observed cap = sb_cap(req);
 	int rc;
 
 	if ((rc = run_cb(c, month, 1, dims, 1, req->share, 0, req->now_s, &cap, &cb, &meta, err)))
@@ -1241,18 +1241,18 @@ out:
 
 /* 3. by GPU model, and 4. GPU-time per owner per day, for the stacked chart */
 static int sb_breakdowns(PGconn *c, const struct gl_showback_req *req, const struct gl_window *month,
-			 const struct gl_window *days, struct gl_showback *sb, struct gl_err *err)
+			 const struct gl_window *days, struct gl_sbmodel *sb, struct gl_err *err)
 {
 	struct gl_chargeback bym = {0}, daily = {0};
 	struct gl_accounting_meta meta = {0};
 	const char *dims[2] = {req->aggregate, "gpu_model"};
-	const struct gl_cap_observed cap = sb_cap(req);
+	const struct gl_capacity_observed cap = sb_cap(req);
 	int rc;
 
-	if ((rc = run_cb(c, month, 1, dims, 2, GL_SHARE_NONE, 1, req->now_s, &cap, &bym, &meta, err)))
+	if ((rc = run_cb(c, month, 1, dims, 2, GL_CHARGEBACK_SHARE_NONE, 1, req->now_s, &cap, &bym, &meta, err)))
 		goto out;
 	sb_models(sb, &bym);
-	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_SHARE_NONE, 1, req->now_s, &cap, &daily, &meta, err)))
+	if ((rc = run_cb(c, days, sb->n_days, dims, 1, GL_CHARGEBACK_SHARE_NONE, 1, req->now_s, &cap, &daily, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < sb->n_days; i++)
 		for (size_t j = 0; j < daily.steps[i].n_lines; j++) {
@@ -1266,7 +1266,7 @@ out:
 	return rc;
 }
 
-int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req, struct gl_showback *sb, struct gl_err *err)
+int gl_showback_gather(struct gl_store *store, const struct gl_showback_req *req, struct gl_sbmodel *sb, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(store);
 	struct gl_window month, pmonth, *days = NULL;
@@ -1308,7 +1308,7 @@ out:
 	return rc;
 }
 
-static void job_fini(struct gl_sb_job *j)
+static void job_fini(struct gl_sbmodel_job *j)
 {
 	free(j->job_id);
 	free(j->cluster);
@@ -1316,7 +1316,7 @@ static void job_fini(struct gl_sb_job *j)
 	free(j->state);
 }
 
-void gl_showback_fini(struct gl_showback *sb)
+void gl_showback_fini(struct gl_sbmodel *sb)
 {
 	for (size_t i = 0; i < sb->n_capacity; i++) {
 		free(sb->capacity[i].cluster);
@@ -1352,7 +1352,7 @@ void gl_showback_fini(struct gl_showback *sb)
 	}
 	free(sb->rates);
 	for (size_t i = 0; i < sb->n_rules; i++) {
-		struct gl_sb_rule *x = &sb->rules[i];
+		struct gl_sbmodel_rule *x = &sb->rules[i];
 		free(x->cluster);
 		free(x->match_field);
 		free(x->match_value);
@@ -1382,7 +1382,7 @@ static int named(const char *s, const char *const *v, size_t n)
 	return 0;
 }
 
-static void restrict_owners(struct gl_showback *sb, const char *const *v, size_t n)
+static void restrict_owners(struct gl_sbmodel *sb, const char *const *v, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < sb->n_owners; i++) {
@@ -1426,7 +1426,7 @@ static void restrict_owners(struct gl_showback *sb, const char *const *v, size_t
 	sb->n_inference = k;
 }
 
-static void restrict_jobs(struct gl_sb_job *jobs, size_t *nj, const char *const *v, size_t n)
+static void restrict_jobs(struct gl_sbmodel_job *jobs, size_t *nj, const char *const *v, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < *nj; i++) {
@@ -1441,11 +1441,11 @@ static void restrict_jobs(struct gl_sb_job *jobs, size_t *nj, const char *const 
 
 /* The rules that map to an owner kept (by the aggregate's field; account
  * and user reports keep none: a rule names the team it gives). */
-static void restrict_rules(struct gl_showback *sb, const char *const *v, size_t n)
+static void restrict_rules(struct gl_sbmodel *sb, const char *const *v, size_t n)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < sb->n_rules; i++) {
-		struct gl_sb_rule *x = &sb->rules[i];
+		struct gl_sbmodel_rule *x = &sb->rules[i];
 		const char *f = !strcmp(sb->aggregate, "team")	       ? x->team
 				: !strcmp(sb->aggregate, "project")     ? x->project
 				: !strcmp(sb->aggregate, "cost_center") ? x->cost_center
@@ -1468,14 +1468,14 @@ static void restrict_rules(struct gl_showback *sb, const char *const *v, size_t 
 
 /* The fleet as the sum of the owners kept: nothing of the others, no idle,
  * no capacity. */
-static void restrict_fleet(struct gl_showback *sb)
+static void restrict_fleet(struct gl_sbmodel *sb)
 {
-	struct gl_sb_fleet *f = &sb->fleet;
+	struct gl_sbmodel_fleet *f = &sb->fleet;
 	int has_prev = f->has_prev;
 	memset(f, 0, sizeof *f);
 	f->has_prev = has_prev;
 	for (size_t i = 0; i < sb->n_owners; i++) {
-		const struct gl_sb_owner *o = &sb->owners[i];
+		const struct gl_sbmodel_owner *o = &sb->owners[i];
 		f->allocated_s += o->alloc_s;
 		f->cost_micros += o->cost_micros;
 		f->total_s += o->alloc_s + o->idle_share_s;
@@ -1488,7 +1488,7 @@ static void restrict_fleet(struct gl_showback *sb)
 	}
 }
 
-void gl_showback_restrict(struct gl_showback *sb, const char *const *owners, size_t n)
+void gl_showback_restrict(struct gl_sbmodel *sb, const char *const *owners, size_t n)
 {
 	char note[512];
 	size_t o = 0;

@@ -8,7 +8,7 @@
  * keys a 253-byte prefix, '/', 63), Linux's and Slurm's where they are
  * smaller than ours; otherwise room for any real value and well inside a
  * PostgreSQL index entry (~2.7 kB). The GPU model bound is the parsers'
- * fixed buffers' (GL_GPU_TYPE_MAX, GL_NODE_MODEL_MAX). */
+ * fixed buffers' (GL_SACCT_GPU_TYPE_MAX, GL_NODEOBS_MODEL_MAX). */
 static const struct {
 	size_t max;
 	const char *what;

@@ -21,7 +21,7 @@ static void check(const struct gl_jobpids *p)
 	if (p->n > p->lines || p->bad > p->lines || (p->bad > 0) != (p->first_bad > 0) || p->first_bad > p->lines)
 		abort();
 	for (size_t i = 0; i < p->n; i++) {
-		const struct gl_jobpid *e = &p->v[i];
+		const struct gl_jobpids_entry *e = &p->v[i];
 		size_t len = strnlen(e->job, GL_JOBPIDS_JOB_MAX);
 		if (e->pid < 0 || (i && e->pid <= p->v[i - 1].pid) || !len || len == GL_JOBPIDS_JOB_MAX)
 			abort();

@@ -19,9 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gl_kube_result r;
 	struct gl_err err = {0};
-	static const struct gl_kube_node_gpu nodes[] = {{"n1", 3, 40960}, {"n2", 0, 0}, {"ts", 10, 0}};
+	static const struct gl_kubegpu_node_gpu nodes[] = {{"n1", 3, 40960}, {"n2", 0, 0}, {"ts", 10, 0}};
 	struct gl_kube_opts opts = {.max_doc_bytes = 1 << 20, .nodes = nodes, .nnodes = 3};
-	struct gl_job_row row;
+	struct gl_jobrow row;
 	size_t unclear = 0;
 	int64_t v;
 
@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    row.req_gpu_micro != g->gpu_micro || g->overflow || r.pods[i].held_micro < 0 ||
 			    r.pods[i].held_micro > (g->phys_micro >= 0 ? g->phys_micro : g->gpu_micro))
 				abort();
-			if (g->share == GL_KUBE_SHARE_RUNAI_RESERVATION && g->gpu_micro != 0)
+			if (g->share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION && g->gpu_micro != 0)
 				abort();
 			for (size_t k = 0; k < g->nuuids; k++)
 				if (!g->uuids[k][0])

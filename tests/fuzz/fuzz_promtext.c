@@ -47,7 +47,7 @@ static int on_meta(void *ctx, const struct gl_promtext_meta *m)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct gl_idle_policy pol = {0.01, 1, 1, 100.0, 50.0};
+	static const struct gl_dcgm_idle_policy pol = {0.01, 1, 1, 100.0, 50.0};
 	struct gl_promtext_opts o = {GL_PROMTEXT_AUTO, 0};
 	struct gl_promtext_stats st;
 	struct gl_dcgm_scrape s;

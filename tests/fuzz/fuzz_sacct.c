@@ -30,7 +30,7 @@ static void check_rec(const struct gl_sacct_rec *r, const char *line, size_t len
 		check_slice(*all[i], line, len);
 	if (memchr(r->gpu_type, '\0', sizeof r->gpu_type) == NULL)
 		abort();
-	if ((unsigned)r->state >= GL_JS__COUNT || r->gpus_alloc < 0 || r->gpus_req < 0)
+	if ((unsigned)r->state >= GL_SACCT_JS__COUNT || r->gpus_alloc < 0 || r->gpus_req < 0)
 		abort();
 }
 
@@ -47,7 +47,7 @@ static void one_line(const char *line, size_t len)
 	struct gl_sacct_rec rec;
 	struct gl_err err;
 	int64_t v, gpus;
-	char type[GL_GPU_TYPE_MAX];
+	char type[GL_SACCT_GPU_TYPE_MAX];
 	int hosts = 0;
 
 	if (gl_sacct_parse_line(&lay_pipe, line, len, &rec, &err) == 0) {

@@ -17,18 +17,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_series(const struct gl_serve_series *x)
+static void check_series(const struct gl_servemetrics_series *x)
 {
-	double cur[GL_SERVE__NCTR + GL_SERVE_MAX_LE], hw[GL_SERVE__NCTR + GL_SERVE_MAX_LE];
-	int64_t inc[GL_SERVE__NCTR + GL_SERVE_MAX_LE];
-	size_t n = GL_SERVE__NCTR + x->nle;
+	double cur[GL_SERVEMETRICS__NCTR + GL_SERVEMETRICS_MAX_LE], hw[GL_SERVEMETRICS__NCTR + GL_SERVEMETRICS_MAX_LE];
+	int64_t inc[GL_SERVEMETRICS__NCTR + GL_SERVEMETRICS_MAX_LE];
+	size_t n = GL_SERVEMETRICS__NCTR + x->nle;
 	struct gl_increase_series s = {0, 0, NAN, 0, n, hw};
 	struct gl_increase_result r = {.inc = inc};
 	struct gl_increase_obs o = {1000, x->start_s, 0, INT64_MIN, 970, cur};
 
 	if (!x->model_name || !x->pod || !x->namespace_)
 		abort();
-	for (int k = 0; k < GL_SERVE__NCTR; k++) {
+	for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++) {
 		cur[k] = NAN;
 		if (x->have >> k & 1u) {
 			if (!isfinite(x->v[k]) || x->v[k] < 0)
@@ -36,14 +36,14 @@ static void check_series(const struct gl_serve_series *x)
 			cur[k] = x->v[k];
 		}
 	}
-	if (x->family != GL_SERVE_SGLANG && (x->have & 3u) == 3u && x->v[GL_SERVE_FAILED] > x->v[GL_SERVE_REQUESTS])
+	if (x->family != GL_SERVEMETRICS_SGLANG && (x->have & 3u) == 3u && x->v[GL_SERVEMETRICS_FAILED] > x->v[GL_SERVEMETRICS_REQUESTS])
 		abort();
 	if (x->hist_problem && x->nle)
 		abort();
 	for (size_t i = 0; i < x->nle; i++) {
 		if (i && !(x->le[i] > x->le[i - 1]))
 			abort();
-		cur[GL_SERVE__NCTR + i] = x->cum[i];
+		cur[GL_SERVEMETRICS__NCTR + i] = x->cum[i];
 	}
 	if (x->nle && !isinf(x->le[x->nle - 1]))
 		abort();
@@ -74,7 +74,7 @@ static void check_series(const struct gl_serve_series *x)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct gl_serve_scrape s;
+	struct gl_servemetrics_scrape s;
 	struct gl_err err = {0, ""};
 	char *buf = malloc(size + 1);
 	if (!buf)

@@ -495,7 +495,7 @@ static void test_every_window_keeps_max_window_days(void **state)
 {
 	char path[160];
 	int n = 0;
-	for (const struct gl_route *rt = gl_routes; rt->path; rt++) {
+	for (const struct gl_server_route *rt = gl_routes; rt->path; rt++) {
 		const char *p = rt->params;
 		if (strcmp(rt->method, "GET") || !p || !strstr(p, "window"))
 			continue;
@@ -515,7 +515,7 @@ static void test_year_zero_window_is_400_everywhere(void **state)
 	static const char *const zero[] = {"0000-01", "0000-12-31", "0000-06-01,0001-01-02"};
 	char path[200];
 	int n = 0;
-	for (const struct gl_route *rt = gl_routes; rt->path; rt++) {
+	for (const struct gl_server_route *rt = gl_routes; rt->path; rt++) {
 		const char *p = rt->params;
 		if (strcmp(rt->method, "GET") || !p || !strstr(p, "window"))
 			continue;

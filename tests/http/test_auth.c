@@ -149,7 +149,7 @@ static void test_role_matrix_on_every_route(void **state)
 {
 	int checked = 0;
 	for (size_t i = 0; gl_routes[i].path; i++) {
-		const struct gl_route *rt = &gl_routes[i];
+		const struct gl_server_route *rt = &gl_routes[i];
 		size_t n = strlen(rt->path);
 		if (strcmp(rt->method, "GET") != 0 || rt->path[n - 1] == '/')
 			continue;

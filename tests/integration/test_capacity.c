@@ -35,7 +35,7 @@ static char g_dsn[512], g_tmp[512];
 static const char *g_run_dsn = g_dsn; /* the database the CLI runs against */
 static PGconn *g_c;
 /* sreport's semantics: a node's last state runs to the window's end */
-static const struct gl_cap_observed as_sreport = {-1, 1};
+static const struct gl_capacity_observed as_sreport = {-1, 1};
 static struct gl_test_daemon g_d;
 
 static int64_t ts(const char *s)
@@ -174,7 +174,7 @@ static size_t read_sreport(const char *path, struct sr_row *rows, size_t max)
 	return n;
 }
 
-static void check_conservation(const struct gl_cap_row *r)
+static void check_conservation(const struct gl_capacity_row *r)
 {
 	assert_int_equal(r->allocated_gpu_seconds + r->down_gpu_seconds + r->planned_down_gpu_seconds +
 				 r->reserved_gpu_seconds + r->idle_gpu_seconds,
@@ -187,10 +187,10 @@ static void compare_hour_on(PGconn *c, const char *sreport_file, const char *fro
 	struct sr_row want[8];
 	size_t nwant = read_sreport(sreport_file, want, 8), nrows = 0;
 	struct gl_window w = {ts(from), ts(from) + 3600};
-	struct gl_cap_row *rows = NULL, tot;
+	struct gl_capacity_row *rows = NULL, tot;
 	struct gl_err err = {0};
 	assert_int_equal(nwant, 3);
-	assert_int_equal(gl_capstore_query(gl_db_store(c), &w, 1, GL_CAP_AGG_MODEL, "testgpu", ts(now), &as_sreport, &rows, &nrows, &err), 0);
+	assert_int_equal(gl_capstore_query(gl_db_store(c), &w, 1, GL_CAPACITY_AGG_MODEL, "testgpu", ts(now), &as_sreport, &rows, &nrows, &err), 0);
 	memset(&tot, 0, sizeof tot);
 	for (size_t i = 0; i < nrows; i++) {
 		check_conservation(&rows[i]);
@@ -203,7 +203,7 @@ static void compare_hour_on(PGconn *c, const char *sreport_file, const char *fro
 	gl_capacity_settle(&tot);
 	check_conservation(&tot);
 	for (size_t k = 0; k < nwant; k++) {
-		const struct gl_cap_row *r = NULL;
+		const struct gl_capacity_row *r = NULL;
 		if (!strcmp(want[k].tres, "gres/gpu"))
 			r = &tot;
 		else
@@ -493,7 +493,7 @@ static void test_kube_capacity_follows_nodes(void **state)
 		{KU "t3_2026-11-01T18.json", "2026-11-01T18:00:00Z"},
 	};
 	struct gl_window day = {ts("2026-11-01T00:00:00Z"), ts("2026-11-02T00:00:00Z")}, steps[48];
-	struct gl_cap_row *rows = NULL;
+	struct gl_capacity_row *rows = NULL;
 	size_t n = 0, nsteps = 0;
 	struct gl_err err = {0};
 	long long rep = 0, down = 0, alloc = 0, by_model_h100 = 0, drained_alloc = 0;
@@ -511,7 +511,7 @@ static void test_kube_capacity_follows_nodes(void **state)
 	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM jobs WHERE job_key LIKE 'pod:%'"), 3);
 	assert_int_equal(gl_window_split(&day, GL_WINDOW_STEP_HOUR, steps, 48, &nsteps, &err), 0);
 	assert_int_equal(nsteps, 24);
-	assert_int_equal(gl_capstore_query(gl_db_store(g_c), steps, nsteps, GL_CAP_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"), &as_sreport,
+	assert_int_equal(gl_capstore_query(gl_db_store(g_c), steps, nsteps, GL_CAPACITY_AGG_MODEL, "k8s-test", ts("2026-11-01T06:00:00Z"), &as_sreport,
 					   &rows, &n, &err),
 			 0);
 	for (size_t i = 0; i < n; i++) {

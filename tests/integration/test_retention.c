@@ -47,7 +47,7 @@ static void migrate_before_058(PGconn *c)
 	char ins[160];
 	assert_true(ok(c, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
 			  " applied_at timestamptz NOT NULL DEFAULT now())"));
-	for (const struct gl_migration *m = gl_migrations; m->version && m->version < 58; m++) {
+	for (const struct gl_migrate_script *m = gl_migrations; m->version && m->version < 58; m++) {
 		assert_true(ok(c, "BEGIN"));
 		assert_true(ok(c, m->sql));
 		snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, '%s')", m->version, m->name);

@@ -71,7 +71,7 @@ static void test_sampled_half_duty(void **state)
 	unsigned char *on = malloc(DAY_MS);
 	struct gl_busyshare b;
 	struct gl_dcgm_bucket bk;
-	static const struct gl_idle_policy pol = GL_IDLE_POLICY_DEFAULT;
+	static const struct gl_dcgm_idle_policy pol = GL_DCGM_IDLE_POLICY_DEFAULT;
 	int64_t truth = 0, buckets = 0, busy_buckets = 0;
 	double r;
 	(void)state;

@@ -271,7 +271,7 @@ struct doc_ctx {
 	int n;
 };
 
-static void check_key(const char *path, const struct gl_cfg_key *k, void *ud)
+static void check_key(const char *path, const struct gl_config_key *k, void *ud)
 {
 	struct doc_ctx *d = ud;
 	char want[160];

@@ -187,27 +187,27 @@ static void test_between(void **state)
 static void test_heavy_rule(void **state)
 {
 	const int64_t now = 1795824000;
-	assert_false(gl_reqclass_heavy(GL_ROUTE_LIGHT, "400d", "hour", now, 31, 100));
-	assert_false(gl_reqclass_heavy(GL_ROUTE_PROBE, NULL, NULL, now, 31, 100));
-	assert_true(gl_reqclass_heavy(GL_ROUTE_HEAVY, NULL, NULL, now, 31, 100));
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_LIGHT, "400d", "hour", now, 31, 100));
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_PROBE, NULL, NULL, now, 31, 100));
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_HEAVY, NULL, NULL, now, 31, 100));
 	/* windowed: by length, then by steps (hour over 4 days is 96, over
 	 * 5 is 120); the default window counts as 31 days */
-	assert_false(gl_reqclass_heavy(GL_ROUTE_WINDOWED, NULL, NULL, now, 31, 100));
-	assert_false(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "31d", "day", now, 31, 100));
-	assert_true(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "32d", NULL, now, 31, 100));
-	assert_true(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "160d", "hour", now, 31, 100));
-	assert_false(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "2026-11-01T00:00:00Z,2026-11-05T00:00:00Z", "hour", now, 31,
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, NULL, NULL, now, 31, 100));
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "31d", "day", now, 31, 100));
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "32d", NULL, now, 31, 100));
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "160d", "hour", now, 31, 100));
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "2026-11-01T00:00:00Z,2026-11-05T00:00:00Z", "hour", now, 31,
 				       100));
-	assert_true(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "2026-11-01T00:00:00Z,2026-11-06T00:00:00Z", "hour", now, 31,
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "2026-11-01T00:00:00Z,2026-11-06T00:00:00Z", "hour", now, 31,
 				      100));
-	assert_true(gl_reqclass_heavy(GL_ROUTE_WINDOWED, NULL, "hour", now, 31, 100)); /* a month of hours */
-	assert_false(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "lastmonth", "week", now, 31, 100));
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, NULL, "hour", now, 31, 100)); /* a month of hours */
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "lastmonth", "week", now, 31, 100));
 	/* the thresholds are the configuration's */
-	assert_true(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "7d", "day", now, 31, 6));
-	assert_true(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "8d", NULL, now, 7, 100));
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "7d", "day", now, 31, 6));
+	assert_true(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "8d", NULL, now, 7, 100));
 	/* what the handler refuses with 400 does not wait for the heavy pool */
-	assert_false(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "36500x", "hour", now, 31, 100));
-	assert_false(gl_reqclass_heavy(GL_ROUTE_WINDOWED, "7d", "fortnight", now, 31, 100));
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "36500x", "hour", now, 31, 100));
+	assert_false(gl_reqclass_heavy(GL_REQCLASS_WINDOWED, "7d", "fortnight", now, 31, 100));
 }
 
 /* ---- the pools ---- */

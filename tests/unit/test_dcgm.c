@@ -208,7 +208,7 @@ static void join_pods(const struct gl_dcgm_gpu *g, char *out, size_t n)
 
 static void check_gpu(const char *path, const struct gl_dcgm_gpu *g, const struct gpu_want *w)
 {
-	static const struct gl_idle_policy pol = GL_IDLE_POLICY_DEFAULT;
+	static const struct gl_dcgm_idle_policy pol = GL_DCGM_IDLE_POLICY_DEFAULT;
 	char buf[512];
 	int m, busy = -1, rc;
 
@@ -377,28 +377,28 @@ static void test_nul_in_labels(void **state)
 
 struct policy_case {
 	const char *name;
-	struct gl_idle_policy pol;
+	struct gl_dcgm_idle_policy pol;
 	struct gl_dcgm_reading r;
 	int want; /* 1 busy, 0 idle, -1 no data */
 };
 
 static const struct policy_case policy_cases[] = {
-	{"idle MIG reads 0.00006", GL_IDLE_POLICY_DEFAULT, R(0.00006, NOPE, NOPE, NOPE), 0},
-	{"threshold is inclusive for busy", GL_IDLE_POLICY_DEFAULT, R(0.01, NOPE, NOPE, NOPE), 1},
-	{"engine wins over util", GL_IDLE_POLICY_DEFAULT, R(0.5, 0, NOPE, NOPE), 1},
-	{"engine idle wins over util busy", GL_IDLE_POLICY_DEFAULT, R(0.001, 100, NOPE, NOPE), 0},
-	{"util fallback idle", GL_IDLE_POLICY_DEFAULT, R(NOPE, 0, NOPE, NOPE), 0},
-	{"util fallback busy", GL_IDLE_POLICY_DEFAULT, R(NOPE, 37, NOPE, NOPE), 1},
+	{"idle MIG reads 0.00006", GL_DCGM_IDLE_POLICY_DEFAULT, R(0.00006, NOPE, NOPE, NOPE), 0},
+	{"threshold is inclusive for busy", GL_DCGM_IDLE_POLICY_DEFAULT, R(0.01, NOPE, NOPE, NOPE), 1},
+	{"engine wins over util", GL_DCGM_IDLE_POLICY_DEFAULT, R(0.5, 0, NOPE, NOPE), 1},
+	{"engine idle wins over util busy", GL_DCGM_IDLE_POLICY_DEFAULT, R(0.001, 100, NOPE, NOPE), 0},
+	{"util fallback idle", GL_DCGM_IDLE_POLICY_DEFAULT, R(NOPE, 0, NOPE, NOPE), 0},
+	{"util fallback busy", GL_DCGM_IDLE_POLICY_DEFAULT, R(NOPE, 37, NOPE, NOPE), 1},
 	{"fallback off", {0.01, 0, 0, 0, 0}, R(NOPE, 37, NOPE, NOPE), -1},
-	{"nothing usable", GL_IDLE_POLICY_DEFAULT, R(NOPE, NOPE, 30000, 300), -1},
+	{"nothing usable", GL_DCGM_IDLE_POLICY_DEFAULT, R(NOPE, NOPE, 30000, 300), -1},
 	{"memory busy", {0.01, 1, 1, 0, 0}, R(0.0, NOPE, 512, NOPE), 1},
 	{"memory under threshold", {0.01, 1, 1, 1024, 0}, R(0.0, NOPE, 512, NOPE), 0},
 	{"memory alone can say busy", {0.01, 1, 1, 0, 0}, R(NOPE, NOPE, 512, NOPE), 1},
 	{"memory alone cannot say idle", {0.01, 1, 1, 0, 0}, R(NOPE, NOPE, 0, NOPE), -1},
-	{"memory option off ignores memory", GL_IDLE_POLICY_DEFAULT, R(0.0, NOPE, 70000, NOPE), 0},
+	{"memory option off ignores memory", GL_DCGM_IDLE_POLICY_DEFAULT, R(0.0, NOPE, 70000, NOPE), 0},
 	{"power busy", {0.01, 1, 0, 0, 100}, R(0.0, NOPE, NOPE, 150), 1},
 	{"power under threshold", {0.01, 1, 0, 0, 100}, R(0.0, NOPE, NOPE, 60), 0},
-	{"power off", GL_IDLE_POLICY_DEFAULT, R(0.0, NOPE, NOPE, 600), 0},
+	{"power off", GL_DCGM_IDLE_POLICY_DEFAULT, R(0.0, NOPE, NOPE, 600), 0},
 	{"power alone cannot say idle", {0.01, 1, 0, 0, 100}, R(NOPE, NOPE, NOPE, 60), -1},
 	{"custom threshold", {0.2, 1, 0, 0, 0}, R(0.15, NOPE, NOPE, NOPE), 0},
 };
@@ -475,7 +475,7 @@ static struct gl_dcgm_reading mk(const struct step *s)
 
 static void test_bucket_table(void **state)
 {
-	static const struct gl_idle_policy pol = GL_IDLE_POLICY_DEFAULT;
+	static const struct gl_dcgm_idle_policy pol = GL_DCGM_IDLE_POLICY_DEFAULT;
 	size_t i, j;
 	(void)state;
 	for (i = 0; i < GL_ARRAY_LEN(bucket_cases); i++) {
@@ -503,7 +503,7 @@ static void test_bucket_table(void **state)
 
 static void test_bucket_carry_and_align(void **state)
 {
-	static const struct gl_idle_policy pol = GL_IDLE_POLICY_DEFAULT;
+	static const struct gl_dcgm_idle_policy pol = GL_DCGM_IDLE_POLICY_DEFAULT;
 	struct gl_dcgm_bucket a, b;
 	struct step s1 = {310, 1000, 0.5, NOPE, 0}, s2 = {590, 1100, 0.2, NOPE, 0}, s3 = {600, 1300, 0.0, NOPE, 0};
 	struct gl_dcgm_reading r;

@@ -187,33 +187,33 @@ static void test_apportion_sums_exactly(void **state)
 	 * one unit of its exact value, and the lines add up to the rounded total */
 	for (int round = 0; round < 2000; round++) {
 		size_t n = 1 + next_rand() % 40;
-		gl_i128 num[40], total = 0;
+		gl_cost_i128 num[40], total = 0;
 		int64_t out[40], sum = 0;
-		const int64_t denom = GL_MICRO_GPU_SECONDS_PER_GPU_HOUR;
+		const int64_t denom = GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR;
 		for (size_t i = 0; i < n; i++) {
-			num[i] = (gl_i128)(next_rand() % 100000000) * (gl_i128)(next_rand() % 5000000);
+			num[i] = (gl_cost_i128)(next_rand() % 100000000) * (gl_cost_i128)(next_rand() % 5000000);
 			total += num[i];
 		}
 		assert_int_equal(gl_cost_apportion(num, n, denom, out), 0);
 		for (size_t i = 0; i < n; i++) {
-			gl_i128 lo = num[i] / denom, hi = lo + (num[i] % denom != 0);
+			gl_cost_i128 lo = num[i] / denom, hi = lo + (num[i] % denom != 0);
 			assert_true(out[i] == (int64_t)lo || out[i] == (int64_t)hi);
 			sum += out[i];
 		}
-		assert_true((gl_i128)sum == (total + denom / 2) / denom);
+		assert_true((gl_cost_i128)sum == (total + denom / 2) / denom);
 	}
 }
 
 static void test_apportion_cases(void **state)
 {
 	/* hand-computed: 1 GPU for 1 s at 3.6 units/hour = 0.001 micro each */
-	gl_i128 num[3] = {1200000, 1200000, 1200000}; /* 0.333.. each, total 1.0 -> 1 */
+	gl_cost_i128 num[3] = {1200000, 1200000, 1200000}; /* 0.333.. each, total 1.0 -> 1 */
 	int64_t out[3];
 	assert_int_equal(gl_cost_apportion(num, 3, 3600000, out), 0);
 	assert_int_equal(out[0] + out[1] + out[2], 1);
 	assert_int_equal(out[0], 1); /* ties go to the first line */
 	/* 8 GPUs x 30 s at 2.50 per GPU-hour = 0.1666.. = 166667 micros */
-	gl_i128 one[1] = {(gl_i128)8000 * 30 * 2500000};
+	gl_cost_i128 one[1] = {(gl_cost_i128)8000 * 30 * 2500000};
 	assert_int_equal(gl_cost_apportion(one, 1, 3600000, out), 0);
 	assert_int_equal(out[0], 166667);
 }
@@ -244,7 +244,7 @@ static void test_percentile_and_money(void **state)
 {
 	int64_t v[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 	char buf[64];
-	gl_i128 x;
+	gl_cost_i128 x;
 	assert_int_equal(gl_cost_percentile_sorted(v, 10, 50), 5);
 	assert_int_equal(gl_cost_percentile_sorted(v, 10, 90), 9);
 	assert_int_equal(gl_cost_percentile_sorted(v, 10, 99), 10);
@@ -346,26 +346,26 @@ static void test_chargeback_reconciles(void **state)
 			struct gl_chargeback cb;
 			size_t n = next_rand() % 12;
 			int64_t sum_s = 0, sum_m = 0;
-			gl_chargeback_init(&cb, 1, (enum gl_share_idle)policy, 1);
+			gl_chargeback_init(&cb, 1, (enum gl_chargeback_share_idle)policy, 1);
 			for (size_t i = 0; i < n; i++) {
 				char key[16];
 				snprintf(key, sizeof key, "t%zu", i);
 				struct gl_chargeback_line *l = gl_chargeback_add_line(&cb, 0, (const char *[]){key});
-				l->alloc_us = (gl_i128)(next_rand() % 100000000) * 1000;
+				l->alloc_us = (gl_cost_i128)(next_rand() % 100000000) * 1000;
 				l->priced_us = l->alloc_us;
-				l->cost_num = l->alloc_us * (gl_i128)(next_rand() % 4000000);
-				if (policy == GL_SHARE_OWNER && i == 0) {
+				l->cost_num = l->alloc_us * (gl_cost_i128)(next_rand() % 4000000);
+				if (policy == GL_CHARGEBACK_SHARE_OWNER && i == 0) {
 					l->idle_owner_us = 123456000;
-					l->idle_owner_num = (gl_i128)123456000 * 2500000;
+					l->idle_owner_num = (gl_cost_i128)123456000 * 2500000;
 				}
-				if (policy == GL_SHARE_PROPORTIONAL) /* its cluster: one of three */
+				if (policy == GL_CHARGEBACK_SHARE_PROPORTIONAL) /* its cluster: one of three */
 					gl_chargeback_line_in_pool(l, gl_chargeback_pool_of(&cb, 0, (const char *[]){"c0", "c1", "c2"}[i % 3]),
 							   l->alloc_us);
 			}
 			cb.steps[0].capacity_known = 1;
-			cb.steps[0].idle_us = ((gl_i128)(next_rand() % 100000000) + 123456) * 1000;
+			cb.steps[0].idle_us = ((gl_cost_i128)(next_rand() % 100000000) + 123456) * 1000;
 			cb.steps[0].idle_num = cb.steps[0].idle_us * 2500000;
-			if (policy == GL_SHARE_PROPORTIONAL) { /* the idle of c0 and c3, none of c1 and c2 */
+			if (policy == GL_CHARGEBACK_SHARE_PROPORTIONAL) { /* the idle of c0 and c3, none of c1 and c2 */
 				size_t i0 = gl_chargeback_pool_of(&cb, 0, "c0"), i3 = gl_chargeback_pool_of(&cb, 0, "c3");
 				struct gl_chargeback_pool *p0 = &cb.steps[0].pools[i0], *p3 = &cb.steps[0].pools[i3];
 				p0->idle_us = cb.steps[0].idle_us / 3;
@@ -384,9 +384,9 @@ static void test_chargeback_reconciles(void **state)
 			sum_m += cb.steps[0].idle_micros;
 			assert_int_equal(sum_s, cb.total_s);
 			assert_int_equal(sum_m, cb.total_micros);
-			if (policy == GL_SHARE_PROPORTIONAL_FLEET && n > 0 && cb.steps[0].total_alloc_s > 0)
+			if (policy == GL_CHARGEBACK_SHARE_PROPORTIONAL_FLEET && n > 0 && cb.steps[0].total_alloc_s > 0)
 				assert_int_equal(cb.steps[0].idle_micros, 0);
-			if (policy == GL_SHARE_PROPORTIONAL) {
+			if (policy == GL_CHARGEBACK_SHARE_PROPORTIONAL) {
 				/* no idle crosses a cluster: c1 and c2 had none to give,
 				 * c3's stays (nobody ran there), c0's goes to c0's lines */
 				for (size_t i = 0; i < n; i++)
@@ -414,7 +414,7 @@ static void test_idle_stays_in_cluster(void **state)
 	struct gl_chargeback_line *l[3];
 	struct gl_chargeback_step *s;
 	size_t a, b;
-	gl_chargeback_init(&cb, 1, GL_SHARE_PROPORTIONAL, 1);
+	gl_chargeback_init(&cb, 1, GL_CHARGEBACK_SHARE_PROPORTIONAL, 1);
 	a = gl_chargeback_pool_of(&cb, 0, "A");
 	b = gl_chargeback_pool_of(&cb, 0, "B");
 	for (int i = 0; i < 3; i++)
@@ -429,7 +429,7 @@ static void test_idle_stays_in_cluster(void **state)
 	s = &cb.steps[0];
 	s->capacity_known = 1;
 	s->idle_us = s->pools[a].idle_us = 1000000000;
-	s->idle_num = s->pools[a].idle_num = (gl_i128)1000000000 * 2500000;
+	s->idle_num = s->pools[a].idle_num = (gl_cost_i128)1000000000 * 2500000;
 	assert_int_equal(gl_chargeback_finish(&cb), 0);
 	assert_int_equal(l[0]->idle_share_s, 250);
 	assert_int_equal(l[2]->idle_share_s, 750);
@@ -440,7 +440,7 @@ static void test_idle_stays_in_cluster(void **state)
 	assert_int_equal(s->idle_micros, 0);
 	gl_chargeback_fini(&cb);
 	/* the fleet-wide pooling, asked for by name, still spreads it over all */
-	gl_chargeback_init(&cb, 1, GL_SHARE_PROPORTIONAL_FLEET, 1);
+	gl_chargeback_init(&cb, 1, GL_CHARGEBACK_SHARE_PROPORTIONAL_FLEET, 1);
 	for (int i = 0; i < 3; i++)
 		l[i] = gl_chargeback_add_line(&cb, 0, (const char *[]){(const char *[]){"t1", "t2", "t3"}[i]});
 	l[0]->alloc_us = 100000000;
@@ -449,7 +449,7 @@ static void test_idle_stays_in_cluster(void **state)
 	s = &cb.steps[0];
 	s->capacity_known = 1;
 	s->idle_us = 1000000000;
-	s->idle_num = (gl_i128)1000000000 * 2500000;
+	s->idle_num = (gl_cost_i128)1000000000 * 2500000;
 	assert_int_equal(gl_chargeback_finish(&cb), 0);
 	assert_int_equal(l[1]->idle_share_s, 375);
 	gl_chargeback_fini(&cb);
@@ -463,7 +463,7 @@ static void test_owned_idle_never_negative(void **state)
 	 * the owned share, never as -1 on the unowned idle line */
 	struct gl_chargeback cb;
 	struct gl_chargeback_line *l;
-	gl_chargeback_init(&cb, 1, GL_SHARE_OWNER, 1);
+	gl_chargeback_init(&cb, 1, GL_CHARGEBACK_SHARE_OWNER, 1);
 	l = gl_chargeback_add_line(&cb, 0, (const char *[]){"vision"});
 	l->alloc_us = 1000000;
 	l->priced_us = 1000000;
@@ -483,18 +483,18 @@ static void test_owned_idle_never_negative(void **state)
 	/* and at random: all idle owned, nothing negative, totals reconcile */
 	for (int round = 0; round < 500; round++) {
 		size_t n = 1 + next_rand() % 6;
-		gl_i128 idle_us = 0, idle_num = 0;
+		gl_cost_i128 idle_us = 0, idle_num = 0;
 		int64_t sum_m = 0;
-		gl_chargeback_init(&cb, 1, GL_SHARE_OWNER, 1);
+		gl_chargeback_init(&cb, 1, GL_CHARGEBACK_SHARE_OWNER, 1);
 		for (size_t i = 0; i < n; i++) {
 			char key[16];
 			snprintf(key, sizeof key, "t%zu", i);
 			l = gl_chargeback_add_line(&cb, 0, (const char *[]){key});
-			l->alloc_us = (gl_i128)(next_rand() % 5000) * 1000;
+			l->alloc_us = (gl_cost_i128)(next_rand() % 5000) * 1000;
 			l->priced_us = l->alloc_us;
-			l->cost_num = (gl_i128)(next_rand() % 7200000) * 1000;
-			l->idle_owner_us = (gl_i128)(next_rand() % 5000) * 1000;
-			l->idle_owner_num = (gl_i128)(next_rand() % 7200000) * 1000;
+			l->cost_num = (gl_cost_i128)(next_rand() % 7200000) * 1000;
+			l->idle_owner_us = (gl_cost_i128)(next_rand() % 5000) * 1000;
+			l->idle_owner_num = (gl_cost_i128)(next_rand() % 7200000) * 1000;
 			idle_us += l->idle_owner_us;
 			idle_num += l->idle_owner_num;
 		}

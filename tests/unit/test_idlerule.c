@@ -99,21 +99,21 @@ static int64_t naive_fixed(const struct pod *p, size_t end, int mem_counts)
 	return (int64_t)end * STEP_S;
 }
 
-static void spans_of(const struct pod *p, size_t end, const struct gl_idle_signal *sig, struct gl_idle_span *sp)
+static void spans_of(const struct pod *p, size_t end, const struct gl_idlerule_signal *sig, struct gl_idlerule_span *sp)
 {
 	for (size_t i = 0; i < end; i++) {
-		struct gl_idle_obs o = {p->t[i], STEP_S, 1, 0, 0, -1, p->util[i], p->mem_mib[i], -1};
-		sp[i] = (struct gl_idle_span){p->t[i], STEP_S, gl_idlerule_classify(&o, sig)};
+		struct gl_idlerule_obs o = {p->t[i], STEP_S, 1, 0, 0, -1, p->util[i], p->mem_mib[i], -1};
+		sp[i] = (struct gl_idlerule_span){p->t[i], STEP_S, gl_idlerule_classify(&o, sig)};
 	}
 }
 
-static const struct gl_idle_signal util_only = {0.01, 0, 0, 1024, 0};
-static const struct gl_idle_signal util_mem = {0.01, 0, 1, 1024, 0};
+static const struct gl_idlerule_signal util_only = {0.01, 0, 0, 1024, 0};
+static const struct gl_idlerule_signal util_mem = {0.01, 0, 1, 1024, 0};
 
 static void check_rule(enum gl_idlerule_kind kind, int mem_counts, int64_t (*naive)(const struct pod *, size_t, int))
 {
 	struct gl_idlerule r = {kind, 30 * 60, 45 * 60, 60 * 60, 0, 600, 1.0};
-	struct gl_idle_span sp[MAXS];
+	struct gl_idlerule_span sp[MAXS];
 	int acts = 0, nonzero = 0, checked = 0;
 
 	if (!npods)
@@ -123,10 +123,10 @@ static void check_rule(enum gl_idlerule_kind kind, int mem_counts, int64_t (*nai
 		/* now = the end of sample end-1, every 20 samples */
 		for (size_t end = 20; end <= p->n; end += 20) {
 			int64_t now = p->t[end - 1] + STEP_S, want = naive(p, end, mem_counts);
-			enum gl_idle_stage want_stage = want >= r.t3_s ? GL_IDLE_STAGE_ACT
-							: want >= r.t2_s ? GL_IDLE_STAGE_WARN2
-							: want >= r.t1_s ? GL_IDLE_STAGE_WARN1 : GL_IDLE_STAGE_NONE;
-			struct gl_idle_gpu_eval ev;
+			enum gl_idlerule_stage want_stage = want >= r.t3_s ? GL_IDLERULE_STAGE_ACT
+							: want >= r.t2_s ? GL_IDLERULE_STAGE_WARN2
+							: want >= r.t1_s ? GL_IDLERULE_STAGE_WARN1 : GL_IDLERULE_STAGE_NONE;
+			struct gl_idlerule_gpu_eval ev;
 			spans_of(p, end, mem_counts ? &util_mem : &util_only, sp);
 			gl_idlerule_eval_gpu(&r, sp, end, p->t[0], now, &ev);
 			if (ev.idle_s != want)
@@ -134,7 +134,7 @@ static void check_rule(enum gl_idlerule_kind kind, int mem_counts, int64_t (*nai
 					 mem_counts ? "mem" : "util", p->name, end, (long long)ev.idle_s, (long long)want);
 			assert_int_equal(ev.stage, want_stage);
 			assert_false(ev.stale);
-			acts += ev.stage == GL_IDLE_STAGE_ACT;
+			acts += ev.stage == GL_IDLERULE_STAGE_ACT;
 			nonzero += want > 0;
 			checked++;
 		}
@@ -160,21 +160,21 @@ static void test_sliding_alibaba_memory(void **s) { (void)s; check_rule(GL_IDLER
 static void test_memory_spares_alibaba(void **s)
 {
 	struct gl_idlerule r = {GL_IDLERULE_RESET, 30 * 60, 0, 60 * 60, 0, 600, 1.0};
-	struct gl_idle_span sp[MAXS];
+	struct gl_idlerule_span sp[MAXS];
 	int spared = 0;
 	(void)s;
 	if (!npods)
 		load_alibaba();
 	for (size_t k = 0; k < npods; k++) {
 		const struct pod *p = &pods[k];
-		struct gl_idle_gpu_eval a, b;
+		struct gl_idlerule_gpu_eval a, b;
 		int64_t now = p->t[p->n - 1] + STEP_S;
 		spans_of(p, p->n, &util_only, sp);
 		gl_idlerule_eval_gpu(&r, sp, p->n, p->t[0], now, &a);
 		spans_of(p, p->n, &util_mem, sp);
 		gl_idlerule_eval_gpu(&r, sp, p->n, p->t[0], now, &b);
 		assert_true(b.idle_s <= a.idle_s);
-		if (a.stage == GL_IDLE_STAGE_ACT && b.stage != GL_IDLE_STAGE_ACT) {
+		if (a.stage == GL_IDLERULE_STAGE_ACT && b.stage != GL_IDLERULE_STAGE_ACT) {
 			/* independently: the pod's last samples hold >= 1 GiB */
 			assert_true(p->mem_mib[p->n - 1] >= 1024);
 			spared++;
@@ -187,9 +187,9 @@ static void test_memory_spares_alibaba(void **s)
 static void test_stale_alibaba(void **s)
 {
 	struct gl_idlerule r = {GL_IDLERULE_SLIDING, 30 * 60, 0, 60 * 60, 0, 600, 1.0};
-	struct gl_idle_span sp[MAXS];
-	struct gl_idle_gpu_eval ev;
-	struct gl_idle_job_eval job;
+	struct gl_idlerule_span sp[MAXS];
+	struct gl_idlerule_gpu_eval ev;
+	struct gl_idlerule_job_eval job;
 	const struct pod *p;
 	(void)s;
 	if (!npods)
@@ -200,7 +200,7 @@ static void test_stale_alibaba(void **s)
 	assert_true(ev.stale);
 	gl_idlerule_eval_job(&r, &ev, 1, 1, &job);
 	assert_true(job.no_data);
-	assert_int_equal(job.stage, GL_IDLE_STAGE_NONE);
+	assert_int_equal(job.stage, GL_IDLERULE_STAGE_NONE);
 	gl_idlerule_eval_gpu(&r, sp, p->n, p->t[0], p->t[p->n - 1] + STEP_S + 599, &ev);
 	assert_false(ev.stale);
 	gl_idlerule_eval_gpu(&r, NULL, 0, p->t[0], p->t[0] + 7200, &ev);
@@ -252,18 +252,18 @@ static void test_gpu_fraction_philly(void **s)
 		while (b < ng && !strcmp(g[b].job, g[a].job))
 			b++;
 		for (size_t fi = 0; fi < GL_ARRAY_LEN(fractions); fi++) {
-			struct gl_idle_gpu_eval ev[64];
-			struct gl_idle_job_eval job;
+			struct gl_idlerule_gpu_eval ev[64];
+			struct gl_idlerule_job_eval job;
 			size_t idle = 0, nodata = 0, n = b - a, need = 0;
 			int want;
 			r.gpu_fraction = fractions[fi];
 			assert_true(n <= 64);
 			for (size_t k = a; k < b; k++) {
-				struct gl_idle_span sp[PH_COLS];
+				struct gl_idlerule_span sp[PH_COLS];
 				int last4_idle = 1;
 				for (int c = 0; c < PH_COLS; c++) {
-					struct gl_idle_obs o = {t0 + 60 * c, 60, 1, 0, g[k].v[c] < 0, -1, g[k].v[c], -1, -1};
-					sp[c] = (struct gl_idle_span){t0 + 60 * c, 60, gl_idlerule_classify(&o, &util_only)};
+					struct gl_idlerule_obs o = {t0 + 60 * c, 60, 1, 0, g[k].v[c] < 0, -1, g[k].v[c], -1, -1};
+					sp[c] = (struct gl_idlerule_span){t0 + 60 * c, 60, gl_idlerule_classify(&o, &util_only)};
 				}
 				gl_idlerule_eval_gpu(&r, sp, PH_COLS, t0, now, &ev[k - a]);
 				for (int c = PH_COLS - 4; c < PH_COLS; c++)
@@ -277,7 +277,7 @@ static void test_gpu_fraction_philly(void **s)
 				need++;
 			want = !nodata && idle >= need;
 			gl_idlerule_eval_job(&r, ev, n, n, &job);
-			if ((job.stage == GL_IDLE_STAGE_ACT) != want)
+			if ((job.stage == GL_IDLERULE_STAGE_ACT) != want)
 				fail_msg("job %s fraction %.2f: %zu/%zu idle, stage %s", g[a].job, fractions[fi], idle, n,
 					 gl_idlerule_stage_name(job.stage));
 			assert_int_equal(job.no_data, nodata > 0);
@@ -322,15 +322,15 @@ static void test_classify_nvidia_smi(void **s)
 		double util = prom_value(t, "nvidia_smi_utilization_gpu_ratio") * 100,
 		       mem = prom_value(t, "nvidia_smi_memory_used_bytes") / (1024.0 * 1024.0),
 		       pw = prom_value(t, "nvidia_smi_power_draw_watts");
-		struct gl_idle_obs o = {0, 30, 1, 0, 0, -1, util, mem, pw};
-		struct gl_idle_obs no_util = {0, 30, 1, 0, 0, -1, -1, mem, pw};
-		struct gl_idle_signal power = {0.01, 0, 0, 1024, 200}, mem_sig = {0.01, 0, 1, 1024, 0};
+		struct gl_idlerule_obs o = {0, 30, 1, 0, 0, -1, util, mem, pw};
+		struct gl_idlerule_obs no_util = {0, 30, 1, 0, 0, -1, -1, mem, pw};
+		struct gl_idlerule_signal power = {0.01, 0, 0, 1024, 200}, mem_sig = {0.01, 0, 1, 1024, 0};
 		int loaded = util > 0; /* what the capture says, read independently */
-		assert_int_equal(gl_idlerule_classify(&o, &util_only), loaded ? GL_IDLE_BUSY : GL_IDLE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&o, &util_only), loaded ? GL_IDLERULE_BUSY : GL_IDLERULE_IDLE);
 		/* without utilisation, power above 200 W decides (idle H100: ~70 W) */
-		assert_int_equal(gl_idlerule_classify(&no_util, &power), pw >= 200 ? GL_IDLE_BUSY : GL_IDLE_IDLE);
-		assert_int_equal(gl_idlerule_classify(&no_util, &util_only), GL_IDLE_IDLE);
-		assert_int_equal(gl_idlerule_classify(&no_util, &mem_sig), mem >= 1024 ? GL_IDLE_BUSY : GL_IDLE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&no_util, &power), pw >= 200 ? GL_IDLERULE_BUSY : GL_IDLERULE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&no_util, &util_only), GL_IDLERULE_IDLE);
+		assert_int_equal(gl_idlerule_classify(&no_util, &mem_sig), mem >= 1024 ? GL_IDLERULE_BUSY : GL_IDLERULE_IDLE);
 		assert_int_equal(pw >= 200, loaded);
 		free(t);
 	}
@@ -340,19 +340,19 @@ static void test_classify_nvidia_smi(void **s)
 static void test_classify_buckets(void **s)
 {
 	static const struct {
-		struct gl_idle_obs o;
+		struct gl_idlerule_obs o;
 		int mem;
-		enum gl_idle_state want;
+		enum gl_idlerule_state want;
 	} c[] = {
-		{{0, 300, 0, 0, 0, -1, -1, -1, -1}, 0, GL_IDLE_NODATA},
-		{{0, 300, 10, 0, 10, -1, -1, -1, -1}, 0, GL_IDLE_NODATA},
-		{{0, 300, 10, 1, 0, 0.0, -1, -1, -1}, 0, GL_IDLE_BUSY},
-		{{0, 300, 10, 0, 0, 0.00006, -1, 40000, -1}, 0, GL_IDLE_IDLE},
-		{{0, 300, 10, 0, 0, 0.00006, -1, 40000, -1}, 1, GL_IDLE_BUSY},
-		{{0, 300, 10, 0, 0, 0.02, -1, 0, -1}, 0, GL_IDLE_BUSY},
+		{{0, 300, 0, 0, 0, -1, -1, -1, -1}, 0, GL_IDLERULE_NODATA},
+		{{0, 300, 10, 0, 10, -1, -1, -1, -1}, 0, GL_IDLERULE_NODATA},
+		{{0, 300, 10, 1, 0, 0.0, -1, -1, -1}, 0, GL_IDLERULE_BUSY},
+		{{0, 300, 10, 0, 0, 0.00006, -1, 40000, -1}, 0, GL_IDLERULE_IDLE},
+		{{0, 300, 10, 0, 0, 0.00006, -1, 40000, -1}, 1, GL_IDLERULE_BUSY},
+		{{0, 300, 10, 0, 0, 0.02, -1, 0, -1}, 0, GL_IDLERULE_BUSY},
 		/* engine activity known: GPU_UTIL does not overrule it */
-		{{0, 300, 10, 0, 0, 0.001, 100, 0, -1}, 0, GL_IDLE_IDLE},
-		{{0, 300, 10, 0, 3, -1, 5, 0, -1}, 0, GL_IDLE_BUSY},
+		{{0, 300, 10, 0, 0, 0.001, 100, 0, -1}, 0, GL_IDLERULE_IDLE},
+		{{0, 300, 10, 0, 3, -1, 5, 0, -1}, 0, GL_IDLERULE_BUSY},
 	};
 	(void)s;
 	for (size_t i = 0; i < GL_ARRAY_LEN(c); i++)
@@ -362,19 +362,19 @@ static void test_classify_buckets(void **s)
 static void test_rules_table(void **s)
 {
 	/* busy 0-30 min, idle 30-90, no data 90-100, idle 100-130; now = 130 min */
-	const struct gl_idle_span sp[] = {
-		{0, 1800, GL_IDLE_BUSY}, {1800, 3600, GL_IDLE_IDLE}, {5400, 600, GL_IDLE_NODATA}, {6000, 1800, GL_IDLE_IDLE},
+	const struct gl_idlerule_span sp[] = {
+		{0, 1800, GL_IDLERULE_BUSY}, {1800, 3600, GL_IDLERULE_IDLE}, {5400, 600, GL_IDLERULE_NODATA}, {6000, 1800, GL_IDLERULE_IDLE},
 	};
 	struct gl_idlerule r = {GL_IDLERULE_RESET, 3600, 0, 5400, 0, 600, 1.0};
-	struct gl_idle_gpu_eval ev;
+	struct gl_idlerule_gpu_eval ev;
 	(void)s;
 	gl_idlerule_eval_gpu(&r, sp, 4, 0, 7800, &ev);
 	assert_int_equal(ev.idle_s, 5400); /* 60 + 30 min: the gap neither adds nor resets */
-	assert_int_equal(ev.stage, GL_IDLE_STAGE_ACT);
+	assert_int_equal(ev.stage, GL_IDLERULE_STAGE_ACT);
 	r.kind = GL_IDLERULE_SLIDING;
 	gl_idlerule_eval_gpu(&r, sp, 4, 0, 7800, &ev);
 	assert_int_equal(ev.idle_s, 1800); /* the gap broke the window */
-	assert_int_equal(ev.stage, GL_IDLE_STAGE_NONE);
+	assert_int_equal(ev.stage, GL_IDLERULE_STAGE_NONE);
 	r.kind = GL_IDLERULE_FIXED;
 	gl_idlerule_eval_gpu(&r, sp, 4, 0, 7800, &ev);
 	assert_int_equal(ev.idle_s, 0);
@@ -394,7 +394,7 @@ static void test_check(void **s)
 	struct gl_idlerule ok = {GL_IDLERULE_FIXED, 3600, 6300, 7200, 0, 600, 1.0}, r;
 	struct gl_err e = {0};
 	enum gl_idlerule_kind k;
-	enum gl_idle_stage st;
+	enum gl_idlerule_stage st;
 	(void)s;
 	assert_int_equal(gl_idlerule_check(&ok, &e), 0);
 	r = ok;
@@ -411,7 +411,7 @@ static void test_check(void **s)
 	assert_int_equal(k, GL_IDLERULE_SLIDING);
 	assert_int_equal(gl_idlerule_kind_parse("Sliding", &k), -GL_EINVAL);
 	assert_int_equal(gl_idlerule_stage_parse("warn2", &st), 0);
-	assert_int_equal(st, GL_IDLE_STAGE_WARN2);
+	assert_int_equal(st, GL_IDLERULE_STAGE_WARN2);
 	assert_int_equal(gl_idlerule_cost_micros(3600, 2500000), 2500000);
 	assert_int_equal(gl_idlerule_cost_micros(1, 1800), 1);   /* 0.5 rounds up */
 	assert_int_equal(gl_idlerule_cost_micros(1, 1799), 0);
@@ -421,16 +421,16 @@ static void test_check(void **s)
 static void test_job_unseen_gpu(void **s)
 {
 	struct gl_idlerule r = {GL_IDLERULE_RESET, 60, 0, 120, 0, 600, 0.5};
-	struct gl_idle_gpu_eval g[2] = {{GL_IDLE_STAGE_ACT, 600, 600, 1000, 0}, {GL_IDLE_STAGE_ACT, 600, 600, 1000, 0}};
-	struct gl_idle_job_eval j;
+	struct gl_idlerule_gpu_eval g[2] = {{GL_IDLERULE_STAGE_ACT, 600, 600, 1000, 0}, {GL_IDLERULE_STAGE_ACT, 600, 600, 1000, 0}};
+	struct gl_idlerule_job_eval j;
 	(void)s;
 	gl_idlerule_eval_job(&r, g, 2, 2, &j);
-	assert_int_equal(j.stage, GL_IDLE_STAGE_ACT);
+	assert_int_equal(j.stage, GL_IDLERULE_STAGE_ACT);
 	assert_int_equal(j.idle_gpu_s, 1200);
 	/* the job has 4 GPUs, the exporter sees 2: unknown is not idle */
 	gl_idlerule_eval_job(&r, g, 2, 4, &j);
 	assert_true(j.no_data);
-	assert_int_equal(j.stage, GL_IDLE_STAGE_NONE);
+	assert_int_equal(j.stage, GL_IDLERULE_STAGE_NONE);
 }
 
 /* Idle cost across a rate change (the hook priced all of it at the rate in
@@ -442,11 +442,11 @@ static void test_job_unseen_gpu(void **s)
 static void test_idle_cost_across_rate_change(void **s)
 {
 	const struct gl_idlerule r = {GL_IDLERULE_RESET, 30 * 60, 0, 60 * 60, 200, 600, 1.0};
-	const struct gl_idle_span sp[] = {
-		{1000, 300, GL_IDLE_IDLE}, {1300, 300, GL_IDLE_BUSY}, {1600, 600, GL_IDLE_IDLE}, {2200, 300, GL_IDLE_IDLE},
+	const struct gl_idlerule_span sp[] = {
+		{1000, 300, GL_IDLERULE_IDLE}, {1300, 300, GL_IDLERULE_BUSY}, {1600, 600, GL_IDLERULE_IDLE}, {2200, 300, GL_IDLERULE_IDLE},
 	};
 	const struct gl_jobstats_rate rt[] = {{INT64_MIN, 1900LL * 1000000, 3600000}, {1900LL * 1000000, INT64_MAX, 7200000}};
-	gl_i128 num;
+	gl_cost_i128 num;
 	(void)s;
 	num = gl_idlerule_idle_cost_num(&r, sp, 4, 900, 2100, rt, 2);
 	assert_int_equal((int64_t)((num + 1800000000) / 3600000000), 900000);

@@ -16,15 +16,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static const int64_t none[GL_SERVE__NCTR];
+static const int64_t none[GL_SERVEMETRICS__NCTR];
 
 static void usage(struct gl_inference *x, size_t step, int64_t job, const char *ep, const char *model, int64_t req,
 		  int64_t prompt, int64_t gen)
 {
-	int64_t v[GL_SERVE__NCTR] = {0};
-	v[GL_SERVE_REQUESTS] = req;
-	v[GL_SERVE_PROMPT] = prompt;
-	v[GL_SERVE_GENERATED] = gen;
+	int64_t v[GL_SERVEMETRICS__NCTR] = {0};
+	v[GL_SERVEMETRICS_REQUESTS] = req;
+	v[GL_SERVEMETRICS_PROMPT] = prompt;
+	v[GL_SERVEMETRICS_GENERATED] = gen;
 	gl_inference_add_usage(x, step, job, ep, model, v);
 }
 
@@ -91,11 +91,11 @@ static void test_by_model(void **state)
 	assert_int_equal(x.window.total.cost_micros, 2000000);
 	assert_int_equal(group(&x.window, "a")->cost_micros + group(&x.window, "b")->cost_micros, 2000000);
 	/* the 5 requests without a job and the 4 of job 9: apart */
-	assert_int_equal(x.window.total.v[GL_SERVE_REQUESTS], 3);
+	assert_int_equal(x.window.total.v[GL_SERVEMETRICS_REQUESTS], 3);
 	assert_int_equal(x.steps[0].n_un, 1);
-	assert_int_equal(x.steps[0].un[0].v[GL_SERVE_REQUESTS], 5);
+	assert_int_equal(x.steps[0].un[0].v[GL_SERVEMETRICS_REQUESTS], 5);
 	assert_int_equal(x.steps[1].n_un, 1);
-	assert_int_equal(x.steps[1].un[0].v[GL_SERVE_REQUESTS], 4);
+	assert_int_equal(x.steps[1].un[0].v[GL_SERVEMETRICS_REQUESTS], 4);
 	gl_inference_fini(&x);
 }
 
@@ -109,7 +109,7 @@ static void test_by_job_dim(void **state)
 	assert_int_equal(x.window.n, 1);
 	g = group(&x.window, "vision");
 	assert_int_equal(g->cost_micros, 2000000);
-	assert_int_equal(g->v[GL_SERVE_REQUESTS], 3);
+	assert_int_equal(g->v[GL_SERVEMETRICS_REQUESTS], 3);
 	/* 2,000,000 x 1,000 / 3 = 666,666,666.7 -> 666,666,667 */
 	assert_int_equal(g->per_1k_requests_micros, 666666667);
 	gl_inference_fini(&x);
@@ -180,13 +180,13 @@ static void test_many_keys(void **state)
 	assert_int_equal(gl_inference_finish(&x), 0);
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(x.steps[i].n, 500);
-		assert_int_equal(x.steps[i].total.v[GL_SERVE_REQUESTS], 500 * 501 / 2);
+		assert_int_equal(x.steps[i].total.v[GL_SERVEMETRICS_REQUESTS], 500 * 501 / 2);
 		assert_int_equal(x.steps[i].total.cost_micros, 500 * 501 / 2);
-		assert_int_equal(group(&x.steps[i], "e321")->v[GL_SERVE_REQUESTS], 321);
+		assert_int_equal(group(&x.steps[i], "e321")->v[GL_SERVEMETRICS_REQUESTS], 321);
 		assert_int_equal(group(&x.steps[i], "e321")->cost_micros, 321);
 	}
 	assert_int_equal(x.window.n, 500);
-	assert_int_equal(group(&x.window, "e77")->v[GL_SERVE_REQUESTS], 3 * 77);
+	assert_int_equal(group(&x.window, "e77")->v[GL_SERVEMETRICS_REQUESTS], 3 * 77);
 	gl_inference_fini(&x);
 	/* the same by model: m0 holds the jobs 7, 14, ..., 497 */
 	gl_inference_init(&x, GL_INFERENCE_BY_MODEL, 1);
@@ -206,7 +206,7 @@ static void test_many_keys(void **state)
 	}
 	assert_int_equal(gl_inference_finish(&x), 0);
 	assert_int_equal(x.steps[0].n, 7);
-	assert_int_equal(group(&x.steps[0], "m0")->v[GL_SERVE_REQUESTS], req_m0);
+	assert_int_equal(group(&x.steps[0], "m0")->v[GL_SERVEMETRICS_REQUESTS], req_m0);
 	assert_int_equal(group(&x.steps[0], "m0")->cost_micros, cost_m0);
 	gl_inference_fini(&x);
 }

@@ -40,13 +40,13 @@ static void test_cost_split_at_rate_changes(void **state)
 		{INT64_MIN, 3600 * US, 2000000},
 		{7200 * US, INT64_MAX, 3000000},
 	};
-	gl_i128 num;
+	gl_cost_i128 num;
 	(void)state;
 	/* 2 GPUs from 1800 s to 9000 s: 1800 s at 2.00, 1800 s unpriced, 1800 s at 3.00 */
 	num = gl_jobstats_cost_num(r, 2, 1800 * US, 9000 * US, 2000000);
-	assert_true(num == (gl_i128)2000000 * 2000000 * 1800 + (gl_i128)3000000 * 2000000 * 1800);
+	assert_true(num == (gl_cost_i128)2000000 * 2000000 * 1800 + (gl_cost_i128)3000000 * 2000000 * 1800);
 	/* 2 GPUs x 0.5 h x 2.00 + 2 GPUs x 0.5 h x 3.00 = 5.00 */
-	assert_true(num / GL_MICRO_GPU_SECONDS_PER_GPU_HOUR == 5000000);
+	assert_true(num / GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR == 5000000);
 	/* wholly inside the gap: nothing; touching a bound: nothing */
 	assert_true(gl_jobstats_cost_num(r, 2, 3600 * US, 7200 * US, 1000000) == 0);
 	assert_true(gl_jobstats_cost_num(r, 0, 0, 9000 * US, 1000000) == 0);

@@ -269,7 +269,7 @@ static void test_full_pod(void **state)
 {
 	struct gl_kube_result r;
 	struct gl_err err = {0};
-	struct gl_job_row row;
+	struct gl_jobrow row;
 	const struct gl_kube_pod *p;
 
 	(void)state;
@@ -380,7 +380,7 @@ static void test_phases(void **state)
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
 		struct gl_kube_result r;
 		struct gl_err err = {0};
-		struct gl_job_row row;
+		struct gl_jobrow row;
 		char doc[2048];
 
 		snprintf(doc, sizeof doc,
@@ -478,7 +478,7 @@ static void test_active_deadline(void **state)
 	static const int64_t limits[] = {3600, -1, -1, -1, -1};
 	struct gl_kube_result r;
 	struct gl_err err = {0};
-	struct gl_job_row row;
+	struct gl_jobrow row;
 
 	(void)state;
 	assert_int_equal(parse_str(doc, NULL, &r, &err), 0);
@@ -782,7 +782,7 @@ static void test_openb_snapshots(void **state)
 		assert_non_null(seen);
 		for (size_t i = 0; i < r.npods; i++) {
 			const struct gl_kube_pod *p = &r.pods[i];
-			struct gl_job_row row;
+			struct gl_jobrow row;
 			cJSON *labels = cJSON_Parse(p->labels_json);
 			const cJSON *q = cJSON_GetObjectItem(labels, "qos");
 			size_t idx;

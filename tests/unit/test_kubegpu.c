@@ -25,7 +25,7 @@
 
 struct want {
 	const char *uid;
-	enum gl_kube_share share;
+	enum gl_kubegpu_share share;
 	int64_t micro, phys, replicas;
 	const char *type, *model, *uuid0, *note; /* note: a substring, NULL = none */
 };
@@ -52,18 +52,18 @@ static void check(const struct gl_kube_pod *p, const struct want *w)
 			 g->note ? g->note : "");
 	/* what the books hold: the pod's micro-GPUs, and its held share (none
 	 * for a run:ai reservation, whose GPU is its group's pods') */
-	assert_int_equal(p->held_micro, w->share == GL_KUBE_SHARE_RUNAI_RESERVATION ? 0 : w->phys >= 0 ? w->phys : w->micro);
+	assert_int_equal(p->held_micro, w->share == GL_KUBEGPU_SHARE_RUNAI_RESERVATION ? 0 : w->phys >= 0 ? w->phys : w->micro);
 }
 
 /* The node facts, read from the nodes document by the real node parser. */
-static size_t load_nodes(struct gl_node_snapshot *snap, struct gl_kube_node_gpu *out, size_t max)
+static size_t load_nodes(struct gl_nodeobs_snapshot *snap, struct gl_kubegpu_node_gpu *out, size_t max)
 {
 	size_t len, n = 0;
 	char *buf = gl_test_read_file(gl_test_fixture(SH "handwritten_nodes.json"), &len);
 	assert_int_equal(gl_kube_nodes_parse(buf, len, snap, NULL), 0);
 	free(buf);
 	for (size_t i = 0; i < snap->nnodes && n < max; i++) {
-		const struct gl_node_obs *o = &snap->nodes[i];
+		const struct gl_nodeobs_obs *o = &snap->nodes[i];
 		out[n].node = o->name;
 		out[n].replicas = o->ngpu_models ? o->gpus[0].replicas : 0;
 		out[n].memory_mib = o->ngpu_models ? o->gpus[0].memory_mib : 0;
@@ -78,49 +78,49 @@ static size_t load_nodes(struct gl_node_snapshot *snap, struct gl_kube_node_gpu 
 /* Real pods, each billed as docs/ingest.md's table says. */
 static const struct want real[] = {
 	/* aliyun.com/gpu-mem 2 GiB of a 15360 MiB T4: 2048/15360 */
-	{"alibaba/gpushare_sample_1.yaml#0", GL_KUBE_SHARE_ALIYUN, 133333, 133333, 0, "", "", "", NULL},
+	{"alibaba/gpushare_sample_1.yaml#0", GL_KUBEGPU_SHARE_ALIYUN, 133333, 133333, 0, "", "", "", NULL},
 	/* HAMi: gpucores 30 wins over gpumem 3000 */
-	{"hami/default_use.yaml#0", GL_KUBE_SHARE_HAMI, 300000, 300000, 0, "", "", "", NULL},
+	{"hami/default_use.yaml#0", GL_KUBEGPU_SHARE_HAMI, 300000, 300000, 0, "", "", "", NULL},
 	/* 2 GPUs x 8000/40960 MiB (no cores): 0.390625 */
-	{"hami/dynamic_mig_example.yaml#0", GL_KUBE_SHARE_HAMI, 390625, 390625, 0, "", "", "", NULL},
+	{"hami/dynamic_mig_example.yaml#0", GL_KUBEGPU_SHARE_HAMI, 390625, 390625, 0, "", "", "", NULL},
 	/* the Deployment's pod: 3000/40960 MiB = 0.0732421875 */
-	{"hami/example.yaml#0", GL_KUBE_SHARE_HAMI, 73242, 73242, 0, "", "", "", NULL},
+	{"hami/example.yaml#0", GL_KUBEGPU_SHARE_HAMI, 73242, 73242, 0, "", "", "", NULL},
 	/* one 3g.20gb instance: billed per instance, holds 3/7 of the A100 */
-	{"hami/mig_example.yaml#0", GL_KUBE_SHARE_MIG, 1000000, 428571, 0, "3g.20gb", "", "", NULL},
-	{"hami/use_exclusive_card.yaml#0", GL_KUBE_SHARE_HAMI, 2000000, 2000000, 0, "", "", "", NULL},
+	{"hami/mig_example.yaml#0", GL_KUBEGPU_SHARE_MIG, 1000000, 428571, 0, "3g.20gb", "", "", NULL},
+	{"hami/use_exclusive_card.yaml#0", GL_KUBEGPU_SHARE_HAMI, 2000000, 2000000, 0, "", "", "", NULL},
 	/* 2 GPUs x 30 % cores (memory 50 % is not the billed share) */
-	{"hami/use_memory_fraction.yaml#0", GL_KUBE_SHARE_HAMI, 600000, 600000, 0, "", "", "", NULL},
+	{"hami/use_memory_fraction.yaml#0", GL_KUBEGPU_SHARE_HAMI, 600000, 600000, 0, "", "", "", NULL},
 	/* two pods meant for one card: 60 % + 40 % of its cores */
-	{"hami/use_sharing_card.yaml#0", GL_KUBE_SHARE_HAMI, 600000, 600000, 0, "", "", "", NULL},
-	{"hami/use_sharing_card.yaml#1", GL_KUBE_SHARE_HAMI, 400000, 400000, 0, "", "", "", NULL},
+	{"hami/use_sharing_card.yaml#0", GL_KUBEGPU_SHARE_HAMI, 600000, 600000, 0, "", "", "", NULL},
+	{"hami/use_sharing_card.yaml#1", GL_KUBEGPU_SHARE_HAMI, 400000, 400000, 0, "", "", "", NULL},
 	/* KAI gpu-memory 2000 MiB on a node whose GPU memory is not known */
-	{"kai/gpu-memory.yaml#0", GL_KUBE_SHARE_RUNAI, 0, 0, 0, "", "", "", "gpu-memory 2000 MiB without a core share"},
-	{"kai/gpu-sharing-init-container.yaml#0", GL_KUBE_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL},
-	{"kai/gpu-sharing-non-default-container.yaml#0", GL_KUBE_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL},
-	{"kai/gpu-sharing.yaml#0", GL_KUBE_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL},
+	{"kai/gpu-memory.yaml#0", GL_KUBEGPU_SHARE_RUNAI, 0, 0, 0, "", "", "", "gpu-memory 2000 MiB without a core share"},
+	{"kai/gpu-sharing-init-container.yaml#0", GL_KUBEGPU_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL},
+	{"kai/gpu-sharing-non-default-container.yaml#0", GL_KUBEGPU_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL},
+	{"kai/gpu-sharing.yaml#0", GL_KUBEGPU_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL},
 	/* nvidia.com/gpu on a node with 4 time-slicing replicas per GPU */
-	{"nvidia/readme_gpu_pod.yaml#0", GL_KUBE_SHARE_TIMESLICE, 250000, 250000, 1, "", "", "", NULL},
+	{"nvidia/readme_gpu_pod.yaml#0", GL_KUBEGPU_SHARE_TIMESLICE, 250000, 250000, 1, "", "", "", NULL},
 	/* run:ai 2.17: the fraction pod gets its reservation's GPU */
-	{"a801b3c7-b9be-4830-821c-2456cad2234f", GL_KUBE_SHARE_RUNAI, 500000, 500000, 0, "", "",
+	{"a801b3c7-b9be-4830-821c-2456cad2234f", GL_KUBEGPU_SHARE_RUNAI, 500000, 500000, 0, "", "",
 	 "GPU-8983c66a-23df-e63b-4c2f-afcae9ec79b3", NULL},
-	{"3b47e794-97f0-4824-b7d5-bb44c122039e", GL_KUBE_SHARE_RUNAI_RESERVATION, 0, 1000000, 0, "", "",
+	{"3b47e794-97f0-4824-b7d5-bb44c122039e", GL_KUBEGPU_SHARE_RUNAI_RESERVATION, 0, 1000000, 0, "", "",
 	 "GPU-8983c66a-23df-e63b-4c2f-afcae9ec79b3", NULL},
 	/* run:ai MIG by annotation: 1 instance of 1g.5gb, 1/7 of the GPU */
-	{"cb9aaa99-97df-4c10-bfa7-c1ed024c672b", GL_KUBE_SHARE_MIG, 1000000, 142857, 0, "1g.5gb", "A100-40GB",
+	{"cb9aaa99-97df-4c10-bfa7-c1ed024c672b", GL_KUBEGPU_SHARE_MIG, 1000000, 142857, 0, "1g.5gb", "A100-40GB",
 	 "MIG-28810d46-0180-5139-a975-020bdc7f9cb1", NULL},
-	{"83a0c3bc-63ed-4b94-85bc-e5bd124c72f2", GL_KUBE_SHARE_MIG, 1000000, 1000000, 0, "7g.40gb", "A100-40GB",
+	{"83a0c3bc-63ed-4b94-85bc-e5bd124c72f2", GL_KUBEGPU_SHARE_MIG, 1000000, 1000000, 0, "7g.40gb", "A100-40GB",
 	 "MIG-6d9be9db-d376-5991-8c4c-18ab448933ff", NULL},
 	/* Volcano on a 32768 MiB V100: 1024, 1024, 10240 MiB, and 2 x 2000 + 2 x 3000 */
-	{"volcano/gpu-share.yml#0", GL_KUBE_SHARE_VOLCANO, 31250, 31250, 0, "", "", "", NULL},
-	{"volcano/vgpu-case01.yml#0", GL_KUBE_SHARE_VOLCANO, 31250, 31250, 0, "", "", "", NULL},
-	{"volcano/vgpu-case02.yml#0", GL_KUBE_SHARE_VOLCANO, 312500, 312500, 0, "", "", "", NULL},
-	{"volcano/vgpu-case03.yml#0", GL_KUBE_SHARE_VOLCANO, 305175, 305175, 0, "", "", "", NULL},
+	{"volcano/gpu-share.yml#0", GL_KUBEGPU_SHARE_VOLCANO, 31250, 31250, 0, "", "", "", NULL},
+	{"volcano/vgpu-case01.yml#0", GL_KUBEGPU_SHARE_VOLCANO, 31250, 31250, 0, "", "", "", NULL},
+	{"volcano/vgpu-case02.yml#0", GL_KUBEGPU_SHARE_VOLCANO, 312500, 312500, 0, "", "", "", NULL},
+	{"volcano/vgpu-case03.yml#0", GL_KUBEGPU_SHARE_VOLCANO, 305175, 305175, 0, "", "", "", NULL},
 };
 
 static void test_real_specs(void **state)
 {
-	struct gl_node_snapshot snap = GL_NODE_SNAPSHOT_INIT;
-	struct gl_kube_node_gpu nodes[16];
+	struct gl_nodeobs_snapshot snap = GL_NODEOBS_SNAPSHOT_INIT;
+	struct gl_kubegpu_node_gpu nodes[16];
 	struct gl_kube_opts o = {0};
 	struct gl_kube_result r;
 	struct gl_err err = {0};
@@ -154,8 +154,8 @@ static void test_real_specs(void **state)
  * not counted once per replica. */
 static void test_nodes(void **state)
 {
-	struct gl_node_snapshot snap = GL_NODE_SNAPSHOT_INIT;
-	struct gl_kube_node_gpu nodes[16];
+	struct gl_nodeobs_snapshot snap = GL_NODEOBS_SNAPSHOT_INIT;
+	struct gl_kubegpu_node_gpu nodes[16];
 	static const struct {
 		const char *name, *model;
 		int64_t gpus;
@@ -168,7 +168,7 @@ static void test_nodes(void **state)
 	(void)state;
 	load_nodes(&snap, nodes, 16);
 	for (size_t i = 0; i < GL_ARRAY_LEN(want); i++) {
-		const struct gl_node_obs *o = &snap.nodes[i];
+		const struct gl_nodeobs_obs *o = &snap.nodes[i];
 		assert_string_equal(o->name, want[i].name);
 		assert_string_equal(o->gpus[0].model, want[i].model);
 		assert_int_equal(o->gpus[0].gpus, want[i].gpus);
@@ -192,83 +192,83 @@ static const struct {
 } cases[] = {
 	/* the three pods: HAMi with nvidia.com/vgpu (20 % cores) ... */
 	{POD("hami-vgpu", "", CTR("{\"nvidia.com/vgpu\":\"1\",\"nvidia.com/gpumem\":\"1024\",\"nvidia.com/gpucores\":\"20\"}"), "n1"),
-	 {"hami-vgpu", GL_KUBE_SHARE_HAMI, 200000, 200000, 0, "", "", "", NULL}, 1},
+	 {"hami-vgpu", GL_KUBEGPU_SHARE_HAMI, 200000, 200000, 0, "", "", "", NULL}, 1},
 	/* ... run:ai half a GPU without a resource ... */
 	{POD("runai-half", ANN("{\"gpu-fraction\":\"0.5\",\"runai-allocated-gpus\":\"0.5\"}"), CTR("{}"), "n1"),
-	 {"runai-half", GL_KUBE_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL}, 1},
+	 {"runai-half", GL_KUBEGPU_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL}, 1},
 	/* ... and a MIG profile given only as annotations: 1/7 of a GPU held */
 	{POD("runai-mig", ANN("{\"nvidia.com/mig-1g.5gb\":\"1\",\"runai-allocated-mig-gpus\":\"0.142857\"}"), CTR("{}"), "n1"),
-	 {"runai-mig", GL_KUBE_SHARE_MIG, 1000000, 142857, 0, "1g.5gb", "", "", NULL}, 1},
+	 {"runai-mig", GL_KUBEGPU_SHARE_MIG, 1000000, 142857, 0, "1g.5gb", "", "", NULL}, 1},
 	/* run:ai asked (pending): gpu-fraction x gpu-fraction-num-devices */
 	{POD("runai-multi", ANN("{\"gpu-fraction\":\"0.25\",\"gpu-fraction-num-devices\":\"2\"}"), CTR("{}"), "n1"),
-	 {"runai-multi", GL_KUBE_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL}, 1},
+	 {"runai-multi", GL_KUBEGPU_SHARE_RUNAI, 500000, 500000, 0, "", "", "", NULL}, 1},
 	/* KAI gpu-memory on a node with 40960 MiB GPUs: 2000/40960 */
 	{POD("kai-mem", ANN("{\"gpu-memory\":\"2000\"}"), CTR("{}"), "mem40g"),
-	 {"kai-mem", GL_KUBE_SHARE_RUNAI, 48828, 48828, 0, "", "", "", NULL}, 1},
+	 {"kai-mem", GL_KUBEGPU_SHARE_RUNAI, 48828, 48828, 0, "", "", "", NULL}, 1},
 	/* HAMi memory percentage without cores */
 	{POD("hami-pct", "", CTR("{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem-percentage\":\"25\"}"), "n1"),
-	 {"hami-pct", GL_KUBE_SHARE_HAMI, 250000, 250000, 0, "", "", "", NULL}, 1},
+	 {"hami-pct", GL_KUBEGPU_SHARE_HAMI, 250000, 250000, 0, "", "", "", NULL}, 1},
 	/* HAMi memory in MiB, the node's GPU memory unknown: reported, not guessed */
 	{POD("hami-mem", "", CTR("{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpumem\":\"3000\"}"), "n1"),
-	 {"hami-mem", GL_KUBE_SHARE_HAMI, 0, 0, 0, "", "", "", "nvidia.com/gpumem 3000 MiB without a core share"}, 1},
+	 {"hami-mem", GL_KUBEGPU_SHARE_HAMI, 0, 0, 0, "", "", "", "nvidia.com/gpumem 3000 MiB without a core share"}, 1},
 	/* HAMi's binding annotation: which GPUs (format of HAMi's protocol doc) */
 	{POD("hami-bound", ANN("{\"hami.io/vgpu-devices-allocated\":\"GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,30:;\"}"),
 	     CTR("{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpucores\":\"30\"}"), "n1"),
-	 {"hami-bound", GL_KUBE_SHARE_HAMI, 300000, 300000, 0, "", "", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", NULL}, 1},
+	 {"hami-bound", GL_KUBEGPU_SHARE_HAMI, 300000, 300000, 0, "", "", "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448", NULL}, 1},
 	/* a binding annotation without a GPU resource: kept, reported */
 	{POD("bound-nores", ANN("{\"volcano.sh/vgpu-ids-new\":\"GPU-a,NVIDIA,1024,0:;\"}"), CTR("{\"cpu\":\"1\"}"), "n1"),
-	 {"bound-nores", GL_KUBE_SHARE_NONE, 0, 0, 0, "", "", "GPU-a", "binds GPUs but the pod requests no GPU resource"}, 1},
+	 {"bound-nores", GL_KUBEGPU_SHARE_NONE, 0, 0, 0, "", "", "GPU-a", "binds GPUs but the pod requests no GPU resource"}, 1},
 	/* an unknown */ /* GPU resource: kept, reported, nothing billed for it */
 	{POD("intel", "", CTR("{\"gpu.intel.com/i915\":\"1\"}"), "n1"),
-	 {"intel", GL_KUBE_SHARE_NONE, 0, 0, 0, "", "", "", "unknown GPU resource 'gpu.intel.com/i915'"}, 1},
+	 {"intel", GL_KUBEGPU_SHARE_NONE, 0, 0, 0, "", "", "", "unknown GPU resource 'gpu.intel.com/i915'"}, 1},
 	{POD("intel-and-nv", "", CTR("{\"gpu.intel.com/i915\":\"1\",\"nvidia.com/gpu\":\"1\"}"), "n1"),
-	 {"intel-and-nv", GL_KUBE_SHARE_WHOLE, 1000000, 1000000, 0, "", "", "", "unknown GPU resource"}, 1},
+	 {"intel-and-nv", GL_KUBEGPU_SHARE_WHOLE, 1000000, 1000000, 0, "", "", "", "unknown GPU resource"}, 1},
 	/* HAMi's priority is no amount of GPU */
 	{POD("prio", "", CTR("{\"nvidia.com/gpu\":\"1\",\"nvidia.com/priority\":\"0\"}"), "n1"),
-	 {"prio", GL_KUBE_SHARE_WHOLE, 1000000, 1000000, 0, "", "", "", NULL}, 1},
+	 {"prio", GL_KUBEGPU_SHARE_WHOLE, 1000000, 1000000, 0, "", "", "", NULL}, 1},
 	/* time-slicing renamed: 3 replicas on a node with 10 per GPU */
 	{POD("shared", "", CTR("{\"nvidia.com/gpu.shared\":\"3\"}"), "ts10"),
-	 {"shared", GL_KUBE_SHARE_TIMESLICE, 300000, 300000, 3, "", "", "", NULL}, 1},
+	 {"shared", GL_KUBEGPU_SHARE_TIMESLICE, 300000, 300000, 3, "", "", "", NULL}, 1},
 	/* ... and 1 of 3: 333333, three of them stay under one GPU */
 	{POD("third", "", CTR("{\"nvidia.com/gpu.shared\":\"1\"}"), "ts3"),
-	 {"third", GL_KUBE_SHARE_TIMESLICE, 333333, 333333, 1, "", "", "", NULL}, 1},
+	 {"third", GL_KUBEGPU_SHARE_TIMESLICE, 333333, 333333, 1, "", "", "", NULL}, 1},
 	/* replicas of a node nobody described: reported */
 	{POD("shared-unk", "", CTR("{\"nvidia.com/gpu.shared\":\"1\"}"), "n1"),
-	 {"shared-unk", GL_KUBE_SHARE_TIMESLICE, 0, 0, 1, "", "", "", "replicas per GPU of node n1 unknown"}, 1},
+	 {"shared-unk", GL_KUBEGPU_SHARE_TIMESLICE, 0, 0, 1, "", "", "", "replicas per GPU of node n1 unknown"}, 1},
 	/* time-sliced MIG instances */
 	{POD("mig-shared", "", CTR("{\"nvidia.com/mig-1g.10gb.shared\":\"1\"}"), "ts3"),
-	 {"mig-shared", GL_KUBE_SHARE_TIMESLICE, 333333, 47619, 0, "1g.10gb", "", "", NULL}, 1},
+	 {"mig-shared", GL_KUBEGPU_SHARE_TIMESLICE, 333333, 47619, 0, "1g.10gb", "", "", NULL}, 1},
 	/* Alibaba cGPU: 30 % of one card's compute */
 	{POD("ali-core", "", CTR("{\"aliyun.com/gpu-mem\":\"2\",\"aliyun.com/gpu-core.percentage\":\"30\"}"), "n1"),
-	 {"ali-core", GL_KUBE_SHARE_ALIYUN, 300000, 300000, 0, "", "", "", NULL}, 1},
+	 {"ali-core", GL_KUBEGPU_SHARE_ALIYUN, 300000, 300000, 0, "", "", "", NULL}, 1},
 	/* Alibaba gpushare once bound: 4 of a 15 GiB card, as the annotations say */
 	{POD("ali-bound", ANN("{\"ALIYUN_COM_GPU_MEM_IDX\":\"0\",\"ALIYUN_COM_GPU_MEM_POD\":\"4\",\"ALIYUN_COM_GPU_MEM_DEV\":\"15\"}"),
 	     CTR("{\"aliyun.com/gpu-mem\":\"4\"}"), "n1"),
-	 {"ali-bound", GL_KUBE_SHARE_ALIYUN, 266666, 266666, 0, "", "", "", NULL}, 1},
+	 {"ali-bound", GL_KUBEGPU_SHARE_ALIYUN, 266666, 266666, 0, "", "", "", NULL}, 1},
 	{POD("ali-unk", "", CTR("{\"aliyun.com/gpu-mem\":\"4\"}"), "n1"),
-	 {"ali-unk", GL_KUBE_SHARE_ALIYUN, 0, 0, 0, "", "", "", "aliyun.com/gpu-mem 4 GiB"}, 1},
+	 {"ali-unk", GL_KUBEGPU_SHARE_ALIYUN, 0, 0, 0, "", "", "", "aliyun.com/gpu-mem 4 GiB"}, 1},
 	/* Volcano vGPU cores */
 	{POD("vol-cores", "", CTR("{\"volcano.sh/vgpu-number\":\"2\",\"volcano.sh/vgpu-cores\":\"50\"}"), "n1"),
-	 {"vol-cores", GL_KUBE_SHARE_VOLCANO, 1000000, 1000000, 0, "", "", "", NULL}, 1},
+	 {"vol-cores", GL_KUBEGPU_SHARE_VOLCANO, 1000000, 1000000, 0, "", "", "", NULL}, 1},
 	/* AMD whole GPUs */
-	{POD("amd", "", CTR("{\"amd.com/gpu\":\"2\"}"), "n1"), {"amd", GL_KUBE_SHARE_WHOLE, 2000000, 2000000, 0, "", "", "", NULL}, 1},
+	{POD("amd", "", CTR("{\"amd.com/gpu\":\"2\"}"), "n1"), {"amd", GL_KUBEGPU_SHARE_WHOLE, 2000000, 2000000, 0, "", "", "", NULL}, 1},
 	/* MIG and whole in one pod */
 	{POD("mixed", "", CTR("{\"nvidia.com/gpu\":\"1\",\"nvidia.com/mig-2g.20gb\":\"1\"}"), "n1"),
-	 {"mixed", GL_KUBE_SHARE_MIXED, 2000000, 1285714, 0, "", "", "", NULL}, 1},
+	 {"mixed", GL_KUBEGPU_SHARE_MIXED, 2000000, 1285714, 0, "", "", "", NULL}, 1},
 	/* run:ai's reservation before 2.17 named the GPU by index: no UUID */
 	{"{\"metadata\":{\"uid\":\"resv-old\",\"name\":\"runai-reservation-gpu-n1-x\",\"namespace\":\"runai-reservation\","
 	 "\"creationTimestamp\":\"2026-10-01T12:00:00Z\",\"annotations\":{\"run.ai/reserve_for_gpu_index\":\"0\"}},"
 	 "\"spec\":{\"nodeName\":\"n1\",\"containers\":[" CTR("{\"nvidia.com/gpu\":\"1\"}") "]}}",
-	 {"resv-old", GL_KUBE_SHARE_RUNAI_RESERVATION, 0, 1000000, 0, "", "", "", NULL}, 1},
+	 {"resv-old", GL_KUBEGPU_SHARE_RUNAI_RESERVATION, 0, 1000000, 0, "", "", "", NULL}, 1},
 	/* no GPU intent at all */
-	{POD("cpu", "", CTR("{\"cpu\":\"4\"}"), "n1"), {"cpu", GL_KUBE_SHARE_NONE, 0, 0, 0, "", "", "", NULL}, 0},
+	{POD("cpu", "", CTR("{\"cpu\":\"4\"}"), "n1"), {"cpu", GL_KUBEGPU_SHARE_NONE, 0, 0, 0, "", "", "", NULL}, 0},
 	{POD("runai-zero", ANN("{\"runai-allocated-gpus\":\"0\",\"runai-allocated-mig-gpus\":\"0\"}"), CTR("{}"), "n1"),
-	 {"runai-zero", GL_KUBE_SHARE_NONE, 0, 0, 0, "", "", "", NULL}, 0},
+	 {"runai-zero", GL_KUBEGPU_SHARE_NONE, 0, 0, 0, "", "", "", NULL}, 0},
 };
 
 static void test_cases(void **state)
 {
-	static const struct gl_kube_node_gpu nodes[] = {
+	static const struct gl_kubegpu_node_gpu nodes[] = {
 		{"ts10", 10, 0, 0}, {"mem40g", 0, 40960, 0}, {"ts3", 3, 0, 0},
 	};
 	(void)state;
@@ -320,7 +320,7 @@ static void test_decimal(void **state)
  * slices, 3 time-slicing replicas of 3, the HAMi card split 60/40. */
 static void test_never_twice(void **state)
 {
-	static const struct gl_kube_node_gpu nodes[] = {{"ts3", 3, 0, 0}};
+	static const struct gl_kubegpu_node_gpu nodes[] = {{"ts3", 3, 0, 0}};
 	struct gl_kube_opts o = {0};
 	struct gl_kube_result r;
 	char doc[8192];
@@ -365,7 +365,7 @@ static void test_never_twice(void **state)
  * annotations/limits, want held}. */
 static void test_bound_held(void **state)
 {
-	static const struct gl_kube_node_gpu nodes[] = {{"one", 0, 0, 1}, {"two", 0, 0, 2}};
+	static const struct gl_kubegpu_node_gpu nodes[] = {{"one", 0, 0, 1}, {"two", 0, 0, 2}};
 	static const struct {
 		const char *uid, *node, *binding, *start, *end, *res;
 		int64_t held;

@@ -29,7 +29,7 @@ static int64_t t(const char *s)
 	return v;
 }
 
-static const struct gl_node_obs *node(const struct gl_node_snapshot *s, const char *name)
+static const struct gl_nodeobs_obs *node(const struct gl_nodeobs_snapshot *s, const char *name)
 {
 	for (size_t i = 0; i < s->nnodes; i++)
 		if (!strcmp(s->nodes[i].name, name))
@@ -43,43 +43,43 @@ static void test_state_table(void **state)
 {
 	static const struct {
 		const char *in;
-		enum gl_node_avail want;
+		enum gl_nodeobs_avail want;
 		const char *unknown;
 	} cases[] = {
-		{"IDLE", GL_AVAIL_UP, ""},
-		{"MIXED", GL_AVAIL_UP, ""},
-		{"ALLOCATED", GL_AVAIL_UP, ""},
-		{"DOWN", GL_AVAIL_DOWN, ""},
-		{"DOWN*", GL_AVAIL_DOWN, ""},
-		{"DOWN*+DRAIN", GL_AVAIL_DOWN, ""},
-		{"IDLE+DRAIN", GL_AVAIL_DRAINED, ""},       /* drained: nothing runs */
-		{"MIXED+DRAIN", GL_AVAIL_UP, ""},           /* draining: jobs still run */
-		{"ALLOCATED+DRAIN", GL_AVAIL_UP, ""},
-		{"DRAINED", GL_AVAIL_DRAINED, ""},
-		{"DRAINING", GL_AVAIL_UP, ""},
-		{"IDLE+MAINTENANCE+RESERVED+PLANNED", GL_AVAIL_UP, ""}, /* reservations come from their own source */
-		{"IDLE+PLANNED", GL_AVAIL_UP, ""},
-		{"IDLE*", GL_AVAIL_UP, ""},                 /* not responding is not down (yet) */
-		{"IDLE+NOT_RESPONDING", GL_AVAIL_UP, ""},
-		{"IDLE+POWERED_DOWN", GL_AVAIL_POWERED_DOWN, ""},
-		{"IDLE~", GL_AVAIL_POWERED_DOWN, ""},
-		{"IDLE+CLOUD+POWERED_DOWN", GL_AVAIL_POWERED_DOWN, ""},
-		{"IDLE+POWERING_UP", GL_AVAIL_POWERED_DOWN, ""},
-		{"IDLE+POWERING_DOWN", GL_AVAIL_UP, ""},
-		{"FUTURE", GL_AVAIL_POWERED_DOWN, ""},
-		{"IDLE+FAIL", GL_AVAIL_DOWN, ""},
-		{"MIXED+FAIL", GL_AVAIL_UP, ""},
-		{"IDLE+INVAL", GL_AVAIL_DOWN, ""},
-		{"UNKNOWN", GL_AVAIL_UP, ""},
-		{"IDLE+COMPLETING", GL_AVAIL_UP, ""},
-		{"IDLE+REBOOT_REQUESTED", GL_AVAIL_UP, ""},
-		{"IDLE+SOMETHING_NEW", GL_AVAIL_UP, "SOMETHING_NEW"},    /* kept, not unavailable */
-		{"DOWN+SOMETHING_NEW+X2", GL_AVAIL_DOWN, "SOMETHING_NEW+X2"},
-		{"idle+drain", GL_AVAIL_DRAINED, ""},
+		{"IDLE", GL_NODEOBS_AVAIL_UP, ""},
+		{"MIXED", GL_NODEOBS_AVAIL_UP, ""},
+		{"ALLOCATED", GL_NODEOBS_AVAIL_UP, ""},
+		{"DOWN", GL_NODEOBS_AVAIL_DOWN, ""},
+		{"DOWN*", GL_NODEOBS_AVAIL_DOWN, ""},
+		{"DOWN*+DRAIN", GL_NODEOBS_AVAIL_DOWN, ""},
+		{"IDLE+DRAIN", GL_NODEOBS_AVAIL_DRAINED, ""},       /* drained: nothing runs */
+		{"MIXED+DRAIN", GL_NODEOBS_AVAIL_UP, ""},           /* draining: jobs still run */
+		{"ALLOCATED+DRAIN", GL_NODEOBS_AVAIL_UP, ""},
+		{"DRAINED", GL_NODEOBS_AVAIL_DRAINED, ""},
+		{"DRAINING", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE+MAINTENANCE+RESERVED+PLANNED", GL_NODEOBS_AVAIL_UP, ""}, /* reservations come from their own source */
+		{"IDLE+PLANNED", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE*", GL_NODEOBS_AVAIL_UP, ""},                 /* not responding is not down (yet) */
+		{"IDLE+NOT_RESPONDING", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE+POWERED_DOWN", GL_NODEOBS_AVAIL_POWERED_DOWN, ""},
+		{"IDLE~", GL_NODEOBS_AVAIL_POWERED_DOWN, ""},
+		{"IDLE+CLOUD+POWERED_DOWN", GL_NODEOBS_AVAIL_POWERED_DOWN, ""},
+		{"IDLE+POWERING_UP", GL_NODEOBS_AVAIL_POWERED_DOWN, ""},
+		{"IDLE+POWERING_DOWN", GL_NODEOBS_AVAIL_UP, ""},
+		{"FUTURE", GL_NODEOBS_AVAIL_POWERED_DOWN, ""},
+		{"IDLE+FAIL", GL_NODEOBS_AVAIL_DOWN, ""},
+		{"MIXED+FAIL", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE+INVAL", GL_NODEOBS_AVAIL_DOWN, ""},
+		{"UNKNOWN", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE+COMPLETING", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE+REBOOT_REQUESTED", GL_NODEOBS_AVAIL_UP, ""},
+		{"IDLE+SOMETHING_NEW", GL_NODEOBS_AVAIL_UP, "SOMETHING_NEW"},    /* kept, not unavailable */
+		{"DOWN+SOMETHING_NEW+X2", GL_NODEOBS_AVAIL_DOWN, "SOMETHING_NEW+X2"},
+		{"idle+drain", GL_NODEOBS_AVAIL_DRAINED, ""},
 	};
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
 		char unk[128];
-		enum gl_node_avail a = gl_nodeobs_state_classify(cases[i].in, strlen(cases[i].in), unk, sizeof unk);
+		enum gl_nodeobs_avail a = gl_nodeobs_state_classify(cases[i].in, strlen(cases[i].in), unk, sizeof unk);
 		if (a != cases[i].want || strcmp(unk, cases[i].unknown))
 			fail_msg("%s: got %s '%s', want %s '%s'", cases[i].in, gl_nodeobs_avail_name(a), unk,
 				 gl_nodeobs_avail_name(cases[i].want), cases[i].unknown);
@@ -88,12 +88,12 @@ static void test_state_table(void **state)
 
 static void test_state_raw(void **state)
 {
-	assert_int_equal(gl_nodeobs_state_raw_classify(1), GL_AVAIL_DOWN);
-	assert_int_equal(gl_nodeobs_state_raw_classify(514), GL_AVAIL_DRAINED);     /* IDLE+DRAIN, the testbed event */
-	assert_int_equal(gl_nodeobs_state_raw_classify(1 | 0x8000), GL_AVAIL_MAINT); /* skipped by the rollup */
-	assert_int_equal(gl_nodeobs_state_raw_classify(6), GL_AVAIL_POWERED_DOWN);  /* FUTURE */
-	assert_int_equal(gl_nodeobs_state_raw_classify(2 | 0x80 | 0x1000), GL_AVAIL_POWERED_DOWN);
-	assert_int_equal(gl_nodeobs_state_raw_classify(2 | 0x1000), GL_AVAIL_DOWN); /* powered down, not cloud */
+	assert_int_equal(gl_nodeobs_state_raw_classify(1), GL_NODEOBS_AVAIL_DOWN);
+	assert_int_equal(gl_nodeobs_state_raw_classify(514), GL_NODEOBS_AVAIL_DRAINED);     /* IDLE+DRAIN, the testbed event */
+	assert_int_equal(gl_nodeobs_state_raw_classify(1 | 0x8000), GL_NODEOBS_AVAIL_MAINT); /* skipped by the rollup */
+	assert_int_equal(gl_nodeobs_state_raw_classify(6), GL_NODEOBS_AVAIL_POWERED_DOWN);  /* FUTURE */
+	assert_int_equal(gl_nodeobs_state_raw_classify(2 | 0x80 | 0x1000), GL_NODEOBS_AVAIL_POWERED_DOWN);
+	assert_int_equal(gl_nodeobs_state_raw_classify(2 | 0x1000), GL_NODEOBS_AVAIL_DOWN); /* powered down, not cloud */
 }
 
 /* ---- Gres and TRES ---- */
@@ -122,7 +122,7 @@ static void test_gres(void **state)
 		{"gpu:a100:x", -GL_EINVAL, 0, NULL, 0, 0, NULL, 0},
 	};
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
-		struct gl_node_gpus g[GL_NODE_MAX_MODELS];
+		struct gl_nodeobs_gpus g[GL_NODEOBS_MAX_MODELS];
 		size_t n = 99;
 		struct gl_err err = {0};
 		int rc = gl_nodeobs_parse_gres(cases[i].in, strlen(cases[i].in), g, &n, &err);
@@ -145,7 +145,7 @@ static void test_gres(void **state)
 
 static void test_tres(void **state)
 {
-	struct gl_node_gpus g[GL_NODE_MAX_MODELS];
+	struct gl_nodeobs_gpus g[GL_NODEOBS_MAX_MODELS];
 	size_t n;
 	int64_t total;
 	struct gl_err err = {0};
@@ -174,11 +174,11 @@ static void test_tres(void **state)
 
 static void test_scontrol_testbed(void **state)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
 	char *txt = gl_test_read_file(FIX "testbed/start_scontrol_show_node.txt", &len);
-	const struct gl_node_obs *o;
+	const struct gl_nodeobs_obs *o;
 	assert_int_equal(gl_scontrol_parse_nodes(txt, len, &s, &err), 0);
 	assert_int_equal(s.nnodes, 4);
 	assert_int_equal(s.nproblems, 0);
@@ -189,7 +189,7 @@ static void test_scontrol_testbed(void **state)
 	assert_string_equal(o->gpus[0].model, "a100");
 	assert_int_equal(o->gpus[0].gpus, 4);
 	assert_int_equal(o->alloc_gpus, 0);
-	assert_int_equal(o->avail, GL_AVAIL_UP);
+	assert_int_equal(o->avail, GL_NODEOBS_AVAIL_UP);
 	assert_string_equal(o->state_raw, "IDLE");
 	assert_null(o->reason);
 	o = node(&s, "gpu04");
@@ -202,7 +202,7 @@ static void test_scontrol_testbed(void **state)
 /* every state the testbed run went through (node_snapshots.txt) */
 static void test_scontrol_states(void **state)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len, down = 0, drained = 0, draining = 0, maint = 0;
 	char *txt = gl_test_read_file(FIX "testbed/node_snapshots_scontrol.txt", &len);
@@ -211,10 +211,10 @@ static void test_scontrol_states(void **state)
 	assert_int_equal(s.skipped, 0);
 	assert_int_equal(s.unknown_flags, 0);
 	for (size_t i = 0; i < s.nnodes; i++) {
-		const struct gl_node_obs *o = &s.nodes[i];
+		const struct gl_nodeobs_obs *o = &s.nodes[i];
 		if (!strcmp(o->state_raw, "DOWN")) {
 			down++;
-			assert_int_equal(o->avail, GL_AVAIL_DOWN);
+			assert_int_equal(o->avail, GL_NODEOBS_AVAIL_DOWN);
 			assert_string_equal(o->name, "gpu04");
 			assert_string_equal(o->reason, "maint test");
 			assert_string_equal(o->reason_user, "root");
@@ -222,17 +222,17 @@ static void test_scontrol_states(void **state)
 			assert_int_equal(o->state_since_s, t("2026-11-22T17:59:21Z"));
 		} else if (!strcmp(o->state_raw, "IDLE+DRAIN")) {
 			drained++;
-			assert_int_equal(o->avail, GL_AVAIL_DRAINED);
+			assert_int_equal(o->avail, GL_NODEOBS_AVAIL_DRAINED);
 			assert_string_equal(o->reason, "drain test");
 		} else if (!strcmp(o->state_raw, "MIXED+DRAIN")) {
 			draining++;
-			assert_int_equal(o->avail, GL_AVAIL_UP);
+			assert_int_equal(o->avail, GL_NODEOBS_AVAIL_UP);
 			assert_true(o->alloc_gpus == 4 || o->alloc_gpus == 3); /* AllocTRES gres/gpu */
 		} else if (strstr(o->state_raw, "MAINTENANCE")) {
 			maint++;
-			assert_int_equal(o->avail, GL_AVAIL_UP);
+			assert_int_equal(o->avail, GL_NODEOBS_AVAIL_UP);
 		} else {
-			assert_int_equal(o->avail, GL_AVAIL_UP);
+			assert_int_equal(o->avail, GL_NODEOBS_AVAIL_UP);
 		}
 	}
 	assert_int_equal(down, 1);
@@ -251,7 +251,7 @@ static void test_scontrol_bad_lines(void **state)
 		"NodeName=a2 Gres=gpu:a100:x State=IDLE\n"
 		"garbage here\n"
 		"NodeName=a3 Gres=gpu:2 State=IDLE+WEIRD Reason=broken fan=loud [admin@2026-01-02T03:04:05]\n";
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	assert_int_equal(gl_scontrol_parse_nodes(txt, sizeof txt - 1, &s, &err), 0);
 	assert_int_equal(s.nnodes, 2);
@@ -286,7 +286,7 @@ static void test_scontrol_bad_lines(void **state)
  * the GPU total is recomputed here from the text. */
 static void check_real(const char *path, size_t want_gpu_nodes)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len, gpu_nodes = 0;
 	int64_t gpus = 0, want_gpus = 0;
@@ -321,17 +321,17 @@ static void test_scontrol_real(void **state)
 
 static void test_events_testbed(void **state)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
 	char *txt = gl_test_read_file(FIX "testbed/sacctmgr_events.txt", &len);
-	const struct gl_slurm_event *e;
+	const struct gl_nodeobs_slurm_event *e;
 	assert_int_equal(gl_slurm_events_parse_sacctmgr(txt, len, &s, &err), 0);
 	assert_int_equal(s.nevents, 3);
 	{
 		/* the testbed's events with the drain reason made Latin-1: that
 		 * event only (the store would refuse the snapshot) */
-		struct gl_node_snapshot s2 = GL_NODE_SNAPSHOT_INIT;
+		struct gl_nodeobs_snapshot s2 = GL_NODEOBS_SNAPSHOT_INIT;
 		char *lat = gl_xstrdup(txt), *r = strstr(lat, "|drain test|");
 		assert_non_null(r);
 		r[3] = (char)0xe9; /* "dr\xe9in" */
@@ -352,7 +352,7 @@ static void test_events_testbed(void **state)
 	assert_false(e->is_cluster);
 	assert_string_equal(e->node, "gpu01");
 	assert_int_equal(e->state_raw, 514);
-	assert_int_equal(e->avail, GL_AVAIL_DRAINED);
+	assert_int_equal(e->avail, GL_NODEOBS_AVAIL_DRAINED);
 	assert_int_equal(e->start_s, t("2026-11-22T17:59:43Z"));
 	assert_int_equal(e->end_s, t("2026-11-22T18:01:25Z"));
 	assert_string_equal(e->reason, "drain test");
@@ -360,7 +360,7 @@ static void test_events_testbed(void **state)
 	assert_int_equal(e->gpus_total, 4);
 	e = &s.events[2];
 	assert_string_equal(e->node, "gpu04");
-	assert_int_equal(e->avail, GL_AVAIL_DOWN);
+	assert_int_equal(e->avail, GL_NODEOBS_AVAIL_DOWN);
 	assert_int_equal(e->end_s - e->start_s, 119);
 	gl_nodeobs_snapshot_fini(&s);
 	free(txt);
@@ -371,7 +371,7 @@ static void test_events_testbed(void **state)
 
 static void test_reservations(void **state)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
 	char *txt = gl_test_read_file(FIX "testbed/sacctmgr_reservations.txt", &len);
@@ -390,7 +390,7 @@ static void test_reservations(void **state)
 	assert_int_equal(s.nresvs, 3);
 	/* sacctmgr and scontrol forms of the testbed's maintenance reservation agree */
 	for (int i = 0; i < 2; i++) {
-		const struct gl_slurm_resv *r = &s.resvs[i];
+		const struct gl_nodeobs_slurm_resv *r = &s.resvs[i];
 		assert_string_equal(r->name, "maint_gpu03");
 		assert_int_equal(r->start_s, t("2026-11-22T18:01:14Z"));
 		assert_int_equal(r->end_s, t("2026-11-22T18:03:14Z"));
@@ -409,17 +409,17 @@ static void test_reservations(void **state)
 
 static void test_kube_nodes(void **state)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	size_t len;
 	char *txt = gl_test_read_file(FIX "kube/t0_2026-11-01T00.json", &len);
-	const struct gl_node_obs *o;
+	const struct gl_nodeobs_obs *o;
 	assert_int_equal(gl_kube_nodes_parse(txt, len, &s, &err), 0);
 	free(txt);
 	assert_int_equal(s.nnodes, 3);
 	/* the nvidia.com/gpu=present:NoSchedule dedication taint is not a drain */
 	for (size_t i = 0; i < s.nnodes; i++)
-		assert_int_equal(s.nodes[i].avail, GL_AVAIL_UP);
+		assert_int_equal(s.nodes[i].avail, GL_NODEOBS_AVAIL_UP);
 	o = node(&s, "gpu-n1");
 	assert_string_equal(o->gpus[0].model, "NVIDIA-A100-SXM4-80GB");
 	assert_int_equal(o->gpus[0].gpus, 8);
@@ -431,11 +431,11 @@ static void test_kube_nodes(void **state)
 	assert_int_equal(gl_kube_nodes_parse(txt, len, &s, &err), 0);
 	free(txt);
 	o = node(&s, "gpu-n1");
-	assert_int_equal(o->avail, GL_AVAIL_DOWN);
+	assert_int_equal(o->avail, GL_NODEOBS_AVAIL_DOWN);
 	assert_int_equal(o->state_since_s, t("2026-11-01T10:00:00Z"));
 	assert_non_null(strstr(o->reason, "NodeStatusUnknown"));
 	o = node(&s, "gpu-n2");
-	assert_int_equal(o->avail, GL_AVAIL_DRAINED);
+	assert_int_equal(o->avail, GL_NODEOBS_AVAIL_DRAINED);
 	assert_int_equal(o->state_since_s, t("2026-11-01T05:30:00Z"));
 	assert_non_null(strstr(o->state_raw, "unschedulable"));
 	o = node(&s, "gpu-n4");
@@ -448,7 +448,7 @@ static void test_kube_nodes(void **state)
 
 static void test_kube_nodes_bad(void **state)
 {
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	static const char no_name[] =
 		"{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{}},{\"metadata\":{\"name\":\"ok\"},"
@@ -505,7 +505,7 @@ static void test_kube_pai_inventory(void **state)
 	size_t len, items = 0;
 	char *csv = gl_test_read_file(FIX "real/pai_v2020_machine_spec.csv", &len), *save = NULL;
 	struct gl_strbuf doc = GL_STRBUF_INIT;
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err err = {0};
 	int64_t want_gpus = 0, got_gpus = 0, want_p100 = 0, got_p100 = 0;
 	gl_strbuf_puts(&doc, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[");

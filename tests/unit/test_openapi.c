@@ -81,7 +81,7 @@ static const char *doc_path(const char *route_path)
 	return route_path;
 }
 
-static const struct gl_route *route_for(const char *path)
+static const struct gl_server_route *route_for(const char *path)
 {
 	for (size_t i = 0; gl_routes[i].path; i++)
 		if (!strcmp(doc_path(gl_routes[i].path), path))
@@ -123,7 +123,7 @@ static void doc_params(yaml_node_t *op, char *out, size_t n)
 	}
 }
 
-static void route_params_sorted(const struct gl_route *r, char *out, size_t n)
+static void route_params_sorted(const struct gl_server_route *r, char *out, size_t n)
 {
 	char buf[512], names[32][64], *save = NULL;
 	size_t k = 0;
@@ -142,7 +142,7 @@ static void test_every_route_is_documented_with_its_role_and_parameters(void **s
 	size_t n = 0;
 	assert_non_null(paths);
 	for (size_t i = 0; gl_routes[i].path; i++, n++) {
-		const struct gl_route *r = &gl_routes[i];
+		const struct gl_server_route *r = &gl_routes[i];
 		char method[16], want[512], got[512];
 		yaml_node_t *op;
 		const char *role;
@@ -186,7 +186,7 @@ static void test_every_documented_path_is_a_route(void **state)
 	for (yaml_node_pair_t *p = paths->data.mapping.pairs.start; p < paths->data.mapping.pairs.top; p++) {
 		const char *path = scalar(yaml_document_get_node(&g_doc, p->key));
 		yaml_node_t *ops = yaml_document_get_node(&g_doc, p->value);
-		const struct gl_route *r = route_for(path);
+		const struct gl_server_route *r = route_for(path);
 		if (!r)
 			fail_msg("docs/openapi.yaml documents %s, which the server does not answer", path);
 		for (yaml_node_pair_t *q = ops->data.mapping.pairs.start; q < ops->data.mapping.pairs.top; q++) {

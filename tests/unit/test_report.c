@@ -72,7 +72,7 @@ static void test_formats(void **state)
 }
 
 /* Two owners (one hostile, one without exporter data) and __idle__. */
-static void model(struct gl_showback *sb)
+static void model(struct gl_sbmodel *sb)
 {
 	memset(sb, 0, sizeof *sb);
 	snprintf(sb->month, sizeof sb->month, "2026-10");
@@ -108,7 +108,7 @@ static void model(struct gl_showback *sb)
 
 static void test_csv_owners_safe_and_no_data(void **state)
 {
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_strbuf o = GL_STRBUF_INIT;
 	model(&sb);
 	assert_int_equal(gl_report_csv(&sb, "owners", &o), 0);
@@ -137,7 +137,7 @@ static void test_csv_owners_safe_and_no_data(void **state)
 
 static void test_html_escapes(void **state)
 {
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_strbuf o = GL_STRBUF_INIT;
 	struct gl_report_style st;
 	model(&sb);
@@ -154,15 +154,15 @@ static void test_html_escapes(void **state)
 
 static void test_budget_pure(void **state)
 {
-	int th[GL_BUDGET_MAX_THRESHOLDS];
+	int th[GL_SETTINGS_MAX_THRESHOLDS];
 	size_t n;
 	struct gl_err e = {0};
-	assert_int_equal(gl_settings_thresholds_parse("50,75,90,100", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_equal(gl_settings_thresholds_parse("50,75,90,100", th, GL_SETTINGS_MAX_THRESHOLDS, &n, &e), 0);
 	assert_int_equal(n, 4);
 	assert_int_equal(th[3], 100);
-	assert_int_not_equal(gl_settings_thresholds_parse("75,50", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
-	assert_int_not_equal(gl_settings_thresholds_parse("50,x", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
-	assert_int_not_equal(gl_settings_thresholds_parse("0", th, GL_BUDGET_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_settings_thresholds_parse("75,50", th, GL_SETTINGS_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_settings_thresholds_parse("50,x", th, GL_SETTINGS_MAX_THRESHOLDS, &n, &e), 0);
+	assert_int_not_equal(gl_settings_thresholds_parse("0", th, GL_SETTINGS_MAX_THRESHOLDS, &n, &e), 0);
 	/* 10 days into a 30-day month with 100 spent: 300 at month end */
 	assert_int_equal(gl_budget_forecast(100, 0, 30 * 86400, 10 * 86400), 300);
 	/* a third of a day into 3 days with 1 spent: 9 */
@@ -181,14 +181,14 @@ static void test_schedule_and_names(void **state)
 	assert_int_not_equal(gl_settings_schedule_parse("24:00", &s, &e), 0);
 	assert_int_not_equal(gl_settings_schedule_parse("2:30", &s, &e), 0);
 	assert_int_not_equal(gl_settings_schedule_parse("02:30x", &s, &e), 0);
-	gl_report_sched_name("2026-10", "team", GL_SHARE_NONE, "owners", "csv", 1, b, sizeof b);
+	gl_report_sched_name("2026-10", "team", GL_CHARGEBACK_SHARE_NONE, "owners", "csv", 1, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team-owners.csv");
-	gl_report_sched_name("2026-10", "team", GL_SHARE_NONE, NULL, "pdf", 3, b, sizeof b);
+	gl_report_sched_name("2026-10", "team", GL_CHARGEBACK_SHARE_NONE, NULL, "pdf", 3, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team.v3.pdf");
 	/* a shared idle is named: its figures are not the unshared set's */
-	gl_report_sched_name("2026-10", "team", GL_SHARE_PROPORTIONAL, "owners", "csv", 2, b, sizeof b);
+	gl_report_sched_name("2026-10", "team", GL_CHARGEBACK_SHARE_PROPORTIONAL, "owners", "csv", 2, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team-idle_proportional-owners.v2.csv");
-	gl_report_sched_name("2026-10", "team", GL_SHARE_OWNER, NULL, "html", 1, b, sizeof b);
+	gl_report_sched_name("2026-10", "team", GL_CHARGEBACK_SHARE_OWNER, NULL, "html", 1, b, sizeof b);
 	assert_string_equal(b, "showback-2026-10-team-idle_owner.html");
 	assert_int_equal(gl_showback_month_parse("2026-10", &s, &e), 0);
 	assert_int_equal(s, 1790812800);
@@ -292,7 +292,7 @@ static void test_shown_parts(void **state)
  * Naive rounding would show 1.01 x 3 + 0.00 = 3.03 beside 3.02. */
 static void test_shown_model(void **state)
 {
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_strbuf o = GL_STRBUF_INIT;
 	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
 	const char *const names[3] = {"c", "b", "a"}; /* the model's order: total desc, then name, here reversed on purpose */
@@ -356,7 +356,7 @@ static void test_shown_model(void **state)
  * energy), and the values the CSV shows. */
 static void test_fleet_rows_one_list(void **state)
 {
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_report_fleet_row rows[GL_REPORT_FLEET_ROWS];
 	struct gl_strbuf csv = GL_STRBUF_INIT;
 	size_t n, labelled = 0;
@@ -560,7 +560,7 @@ static void test_html_template_from_dir(void **state)
 {
 	char dir[] = "/tmp/gl-report-tmpl-XXXXXX", path[256];
 	static const char *const files[] = {"showback.html", "showback.css", "pdf-layout.yaml"};
-	struct gl_showback sb;
+	struct gl_sbmodel sb;
 	struct gl_report_style st;
 	struct gl_strbuf o = GL_STRBUF_INIT;
 	struct gl_err err = {0};

@@ -265,7 +265,7 @@ static void test_tres(void **state)
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(cases); i++) {
 		int64_t gpus = 42;
-		char type[GL_GPU_TYPE_MAX] = "junk";
+		char type[GL_SACCT_GPU_TYPE_MAX] = "junk";
 		int rc = gl_sacct_parse_tres_gpus(cases[i].in, strlen(cases[i].in), &gpus, type);
 		if (rc != cases[i].rc ||
 		    (rc == 0 && (gpus != cases[i].gpus || strcmp(type, cases[i].type) != 0)))
@@ -331,28 +331,28 @@ static void test_state(void **state)
 {
 	static const struct {
 		const char *in;
-		enum gl_job_state st;
+		enum gl_sacct_job_state st;
 		int64_t by;
 	} cases[] = {
-		{"COMPLETED", GL_JS_COMPLETED, -1},
-		{"CANCELLED by 2003", GL_JS_CANCELLED, 2003},   /* testbed */
-		{"CANCELLED by 10304007", GL_JS_CANCELLED, 10304007}, /* hb-jobinfo */
-		{"CANCELLED", GL_JS_CANCELLED, -1},
-		{"REQUEUED", GL_JS_REQUEUED, -1},
-		{"TIMEOUT", GL_JS_TIMEOUT, -1},
-		{"FAILED", GL_JS_FAILED, -1},
-		{"OUT_OF_MEMORY", GL_JS_OUT_OF_MEMORY, -1},
-		{"NODE_FAIL", GL_JS_NODE_FAIL, -1},
-		{"PREEMPTED", GL_JS_PREEMPTED, -1},
-		{"PENDING", GL_JS_PENDING, -1},
-		{"RUNNING", GL_JS_RUNNING, -1},
-		{"SPECIAL_EXIT", GL_JS_SPECIAL_EXIT, -1},
-		{"REQUEUE_HOLD", GL_JS_REQUEUE_HOLD, -1},
-		{"FOO", GL_JS_UNKNOWN, -1},     /* xdmod unknown-job-state.log */
-		{"INVALID", GL_JS_UNKNOWN, -1}, /* aws issue61 */
-		{"", GL_JS_UNKNOWN, -1},
-		{"CANCELLED by x", GL_JS_CANCELLED, -1}, /* hand-written */
-		{"COMPLETEDX", GL_JS_UNKNOWN, -1},       /* hand-written */
+		{"COMPLETED", GL_SACCT_JS_COMPLETED, -1},
+		{"CANCELLED by 2003", GL_SACCT_JS_CANCELLED, 2003},   /* testbed */
+		{"CANCELLED by 10304007", GL_SACCT_JS_CANCELLED, 10304007}, /* hb-jobinfo */
+		{"CANCELLED", GL_SACCT_JS_CANCELLED, -1},
+		{"REQUEUED", GL_SACCT_JS_REQUEUED, -1},
+		{"TIMEOUT", GL_SACCT_JS_TIMEOUT, -1},
+		{"FAILED", GL_SACCT_JS_FAILED, -1},
+		{"OUT_OF_MEMORY", GL_SACCT_JS_OUT_OF_MEMORY, -1},
+		{"NODE_FAIL", GL_SACCT_JS_NODE_FAIL, -1},
+		{"PREEMPTED", GL_SACCT_JS_PREEMPTED, -1},
+		{"PENDING", GL_SACCT_JS_PENDING, -1},
+		{"RUNNING", GL_SACCT_JS_RUNNING, -1},
+		{"SPECIAL_EXIT", GL_SACCT_JS_SPECIAL_EXIT, -1},
+		{"REQUEUE_HOLD", GL_SACCT_JS_REQUEUE_HOLD, -1},
+		{"FOO", GL_SACCT_JS_UNKNOWN, -1},     /* xdmod unknown-job-state.log */
+		{"INVALID", GL_SACCT_JS_UNKNOWN, -1}, /* aws issue61 */
+		{"", GL_SACCT_JS_UNKNOWN, -1},
+		{"CANCELLED by x", GL_SACCT_JS_CANCELLED, -1}, /* hand-written */
+		{"COMPLETEDX", GL_SACCT_JS_UNKNOWN, -1},       /* hand-written */
 	};
 	struct gl_sacct_layout lay;
 	(void)state;
@@ -367,9 +367,9 @@ static void test_state(void **state)
 				 (long long)rec.state_by_uid);
 		assert_str(rec.state_raw, cases[i].in);
 	}
-	assert_string_equal(gl_sacct_job_state_name(GL_JS_OUT_OF_MEMORY), "OUT_OF_MEMORY");
-	assert_string_equal(gl_sacct_job_state_name(GL_JS_UNKNOWN), "UNKNOWN");
-	assert_string_equal(gl_sacct_job_state_name((enum gl_job_state)99), "UNKNOWN");
+	assert_string_equal(gl_sacct_job_state_name(GL_SACCT_JS_OUT_OF_MEMORY), "OUT_OF_MEMORY");
+	assert_string_equal(gl_sacct_job_state_name(GL_SACCT_JS_UNKNOWN), "UNKNOWN");
+	assert_string_equal(gl_sacct_job_state_name((enum gl_sacct_job_state)99), "UNKNOWN");
 }
 
 static void test_reqmem(void **state)
@@ -609,12 +609,12 @@ static void test_layout(void **state)
 	layout(&lay, NULL, NULL);
 	assert_int_equal(lay.ncols, 30);
 	assert_int_equal(lay.jobname_col, 29);
-	assert_int_equal(lay.pos[GL_SF_DBINDEX], 26);
+	assert_int_equal(lay.pos[GL_SACCT_F_DBINDEX], 26);
 	assert_string_equal(lay.delim, "|");
 	layout(&lay, "jobid,JOBIDRAW,Account,foo,JobName%50", "☃");
 	assert_int_equal(lay.ncols, 5);
-	assert_int_equal(lay.col[3], GL_SF_IGNORED);
-	assert_int_equal(lay.pos[GL_SF_JOBIDRAW], 1);
+	assert_int_equal(lay.col[3], GL_SACCT_F_IGNORED);
+	assert_int_equal(lay.pos[GL_SACCT_F_JOBIDRAW], 1);
 	assert_int_equal(lay.jobname_col, 4);
 	assert_int_equal(lay.delim_len, 3);
 	for (int i = 1; i < GL_SACCT_MAX_COLS + 1; i++)
@@ -710,7 +710,7 @@ static void test_testbed_records(void **state)
 	assert_int_equal(r.end_s, 1795363449);
 	assert_int_equal(r.elapsed_s, 0);
 	assert_str(r.exit_code, "0:0");
-	assert_int_equal(r.state, GL_JS_CANCELLED);
+	assert_int_equal(r.state, GL_SACCT_JS_CANCELLED);
 	assert_int_equal(r.state_by_uid, 2003);
 	assert_int_equal(r.nnodes, 2);
 	assert_int_equal(r.ncpus, 2);
@@ -762,7 +762,7 @@ static void oracle_rec(const struct gl_sacct_rec *r, void *ud)
 	if (r->kind != GL_SACCT_ALLOCATION)
 		return;
 	c->allocs++;
-	if (r->state == GL_JS_REQUEUED)
+	if (r->state == GL_SACCT_JS_REQUEUED)
 		c->requeued++;
 	for (size_t i = 0; i < c->n; i++)
 		if (str_is(r->account, c->o[i].account) && str_is(r->user, c->o[i].user))
@@ -834,7 +834,7 @@ static void count_rec(const struct gl_sacct_rec *r, void *ud)
 		c->alloc++;
 	if (r->state_by_uid >= 0)
 		c->by_uid++;
-	if (r->state == GL_JS_UNKNOWN)
+	if (r->state == GL_SACCT_JS_UNKNOWN)
 		c->unknown_state++;
 	if (r->start_s == GL_TIME_NONE)
 		c->no_start++;
@@ -911,7 +911,7 @@ static void test_hb_jobinfo(void **state)
 	parse1(&lay, line, &r);
 	assert_str(r.job_name, "A9E0GMQ7UDQT2YW");
 	assert_str(r.alloc_tres, "billing=8,cpu=8,gres/gpu:v100=1,gres/gpu=1,mem=10G,node=1");
-	assert_int_equal(r.state, GL_JS_CANCELLED);
+	assert_int_equal(r.state, GL_SACCT_JS_CANCELLED);
 	assert_int_equal(r.state_by_uid, 10314909);
 	assert_int_equal(r.end_s, 1712322819);
 	assert_int_equal(r.elapsed_s, 15 * 3600 + 28 * 60 + 22);
@@ -980,7 +980,7 @@ static void test_aws(void **state)
 		parse1(&plain, "PENDING|31259618|1|5G|1||2022-04-21T11:24:28|2022-04-21T11:24:28|Unknown|"
 			       "00:00:00|00:00:00|Unknown|0:0|0:0|0|1||||||00:00:00|00:00:00|00:00:00|00:00:00",
 		       &r);
-		assert_int_equal(r.state, GL_JS_PENDING);
+		assert_int_equal(r.state, GL_SACCT_JS_PENDING);
 		assert_int_equal(r.start_s, GL_TIME_NONE);
 		assert_int_equal(r.end_s, GL_TIME_NONE);
 		assert_int_equal(r.req_mem_mb, 5120);

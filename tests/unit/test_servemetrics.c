@@ -23,9 +23,9 @@
 struct want {
 	const char *file;
 	const char *default_model;
-	enum gl_serve_family family;
+	enum gl_servemetrics_family family;
 	const char *model;
-	double v[GL_SERVE__NCTR]; /* ABSENT: not given by the server */
+	double v[GL_SERVEMETRICS__NCTR]; /* ABSENT: not given by the server */
 	size_t nle;
 	double running, waiting; /* ABSENT: no gauge */
 	size_t bad_lines;
@@ -35,32 +35,32 @@ struct want {
 static const struct want wants[] = {
 	/* vLLM: request_success_total{finished_reason="stop"} 4, prompt 148,
 	 * generation 955; no e2e histogram in the excerpt; running 0, waiting 0 */
-	{"vllm_aibrix_qwen25_coder.prom", NULL, GL_SERVE_VLLM, "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+	{"vllm_aibrix_qwen25_coder.prom", NULL, GL_SERVEMETRICS_VLLM, "Qwen/Qwen2.5-Coder-1.5B-Instruct",
 	 {4, 0, 148, 955, ABSENT, ABSENT}, 0, 0, 0, 0},
 	/* SGLang: no request counter, so the e2e histogram's count 11,228;
 	 * no abort counter in this version; 16 e2e buckets; 162 running and
 	 * 2,826 queued */
-	{"sglang_llama31_8b.prom", NULL, GL_SERVE_SGLANG, "meta-llama/Llama-3.1-8B-Instruct",
+	{"sglang_llama31_8b.prom", NULL, GL_SERVEMETRICS_SGLANG, "meta-llama/Llama-3.1-8B-Instruct",
 	 {11228, ABSENT, 8128902, 7557572, ABSENT, ABSENT}, 16, 162, 2826, 0},
 	/* Triton: 395,927 successes + 0 failures; inferences 395,927,
 	 * executions 193,751; line 13 is the author's "..." */
-	{"triton_mnist_cnn.prom", NULL, GL_SERVE_TRITON, "mnist_cnn",
+	{"triton_mnist_cnn.prom", NULL, GL_SERVEMETRICS_TRITON, "mnist_cnn",
 	 {395927, 0, ABSENT, ABSENT, 395927, 193751}, 0, ABSENT, ABSENT, 1},
 	/* TGI: only tgi_request_count 1.0; TGI labels no model, the caller
 	 * names it */
-	{"tgi_gke_mistral7b.prom", "mistral-7b-instruct", GL_SERVE_TGI, "mistral-7b-instruct",
+	{"tgi_gke_mistral7b.prom", "mistral-7b-instruct", GL_SERVEMETRICS_TGI, "mistral-7b-instruct",
 	 {1, ABSENT, ABSENT, ABSENT, ABSENT, ABSENT}, 0, ABSENT, ABSENT, 0},
 };
 
-static void check(const struct want *w, const struct gl_serve_scrape *s)
+static void check(const struct want *w, const struct gl_servemetrics_scrape *s)
 {
-	const struct gl_serve_series *x;
+	const struct gl_servemetrics_series *x;
 	assert_int_equal(s->n, 1);
 	x = &s->series[0];
 	assert_int_equal(x->family, w->family);
 	assert_string_equal(x->model_name, w->model);
 	assert_string_equal(x->pod, "");
-	for (int k = 0; k < GL_SERVE__NCTR; k++) {
+	for (int k = 0; k < GL_SERVEMETRICS__NCTR; k++) {
 		int have = (x->have >> k) & 1u;
 		if (w->v[k] == ABSENT) {
 			if (have)
@@ -86,7 +86,7 @@ static void test_fixtures(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(wants); i++) {
-		struct gl_serve_scrape s;
+		struct gl_servemetrics_scrape s;
 		struct gl_err err = {0};
 		size_t len;
 		char path[256];
@@ -106,7 +106,7 @@ static void test_sglang_histogram(void **state)
 {
 	static const double le[] = {0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, INFINITY};
 	static const double cum[] = {0, 6, 6, 6, 6, 6, 6, 7, 10, 11, 14, 247, 486, 845, 1513, 11228};
-	struct gl_serve_scrape s;
+	struct gl_servemetrics_scrape s;
 	size_t len;
 	char *buf = gl_test_read_file(gl_test_fixture(FX "sglang_llama31_8b.prom"), &len);
 	(void)state;
@@ -125,7 +125,7 @@ static void test_sglang_histogram(void **state)
  * renames): the same counters. */
 static void test_vllm_underscore(void **state)
 {
-	struct gl_serve_scrape s;
+	struct gl_servemetrics_scrape s;
 	size_t len;
 	char *buf = gl_test_read_file(gl_test_fixture(FX "vllm_aibrix_qwen25_coder.prom"), &len), *p;
 	(void)state;
@@ -176,17 +176,17 @@ static void test_line_table(void **state)
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(line_cases); i++) {
 		const struct line_case *c = &line_cases[i];
-		struct gl_serve_scrape s;
+		struct gl_servemetrics_scrape s;
 		struct gl_err err = {0};
-		const struct gl_serve_series *x;
+		const struct gl_servemetrics_series *x;
 		if (gl_servemetrics_parse(&s, c->text, strlen(c->text), NULL, &err))
 			fail_msg("case %zu: %s", i, err.msg);
 		assert_int_equal(s.n, c->nseries);
 		x = &s.series[0];
-		if (x->v[GL_SERVE_REQUESTS] != c->requests || !(x->have & 1u << GL_SERVE_REQUESTS))
-			fail_msg("case %zu: requests %g, want %g", i, x->v[GL_SERVE_REQUESTS], c->requests);
-		if (x->v[GL_SERVE_FAILED] != c->failed)
-			fail_msg("case %zu: failed %g, want %g", i, x->v[GL_SERVE_FAILED], c->failed);
+		if (x->v[GL_SERVEMETRICS_REQUESTS] != c->requests || !(x->have & 1u << GL_SERVEMETRICS_REQUESTS))
+			fail_msg("case %zu: requests %g, want %g", i, x->v[GL_SERVEMETRICS_REQUESTS], c->requests);
+		if (x->v[GL_SERVEMETRICS_FAILED] != c->failed)
+			fail_msg("case %zu: failed %g, want %g", i, x->v[GL_SERVEMETRICS_FAILED], c->failed);
 		gl_servemetrics_fini(&s);
 	}
 }
@@ -194,7 +194,7 @@ static void test_line_table(void **state)
 static void test_federated_labels(void **state)
 {
 	const char *t = line_cases[5].text;
-	struct gl_serve_scrape s;
+	struct gl_servemetrics_scrape s;
 	(void)state;
 	assert_int_equal(gl_servemetrics_parse(&s, t, strlen(t), NULL, NULL), 0);
 	assert_string_equal(s.series[0].pod, "a");
@@ -209,7 +209,7 @@ static void test_start_evidence(void **state)
 {
 	const char *a = "process_start_time_seconds 1.7e9\nvllm:request_success_total{model_name=\"m\"} 1\n";
 	const char *b = "vllm:request_success_total{model_name=\"m\"} 1\nvllm:request_success_created{model_name=\"m\"} 1.6e9\n";
-	struct gl_serve_scrape s;
+	struct gl_servemetrics_scrape s;
 	(void)state;
 	assert_int_equal(gl_servemetrics_parse(&s, a, strlen(a), NULL, NULL), 0);
 	assert_true(s.series[0].start_s == 1.7e9);
@@ -245,7 +245,7 @@ static void test_bad_input(void **state)
 	(void)state;
 	for (size_t i = 0; i < GL_ARRAY_LEN(bad_cases); i++) {
 		const struct bad_case *c = &bad_cases[i];
-		struct gl_serve_scrape s;
+		struct gl_servemetrics_scrape s;
 		struct gl_err err = {0};
 		int rc = gl_servemetrics_parse(&s, c->text, strlen(c->text), NULL, &err);
 		if (rc != c->want_rc)

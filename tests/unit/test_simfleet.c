@@ -23,7 +23,7 @@
 #define DAY 86400
 #define T0 1789171200 /* 2026-09-12T00:00:00Z */
 
-static struct gl_sim_traces g_tr;
+static struct gl_simtrace_traces g_tr;
 
 static int load(void **state)
 {
@@ -43,10 +43,10 @@ static int unload(void **state)
 	return 0;
 }
 
-static struct gl_sim_fleet *fleet(uint64_t seed, int gpus)
+static struct gl_simfleet_fleet *fleet(uint64_t seed, int gpus)
 {
-	struct gl_sim_params p;
-	struct gl_sim_fleet *f = NULL;
+	struct gl_simfleet_params p;
+	struct gl_simfleet_fleet *f = NULL;
 	struct gl_err err = {0};
 	gl_simfleet_params_default(&p);
 	p.seed = seed;
@@ -59,7 +59,7 @@ static struct gl_sim_fleet *fleet(uint64_t seed, int gpus)
 /* the slices as README.md counts them */
 static void test_traces(void **state)
 {
-	struct gl_sim_traces t = {0};
+	struct gl_simtrace_traces t = {0};
 	struct gl_err err = {0};
 	const char bad[] = "# h\n10\t8\t600\tPass\tvc\tu\t1,2,3,4\n10\t8\t600\tMaybe\tvc\tu\t1,2,3,4\n";
 	(void)state;
@@ -77,7 +77,7 @@ static void test_traces(void **state)
 	gl_simtrace_fini(&t);
 }
 
-static void sacct_all(const struct gl_sim_fleet *f, struct gl_strbuf *out)
+static void sacct_all(const struct gl_simfleet_fleet *f, struct gl_strbuf *out)
 {
 	const char *argv[] = {"sacct", "-a", "-P", "-n", "-X", "-D", "-S", "2026-09-01", "-E", "now", "--format",
 			      "JobID,DBIndex,State,Submit,Start,End,NodeList,AllocTRES"};
@@ -88,7 +88,7 @@ static void sacct_all(const struct gl_sim_fleet *f, struct gl_strbuf *out)
 
 static void test_deterministic(void **state)
 {
-	struct gl_sim_fleet *a = fleet(7, 256), *b = fleet(7, 256), *c = fleet(8, 256);
+	struct gl_simfleet_fleet *a = fleet(7, 256), *b = fleet(7, 256), *c = fleet(8, 256);
 	struct gl_strbuf sa = GL_STRBUF_INIT, sb = GL_STRBUF_INIT, sc = GL_STRBUF_INIT;
 	(void)state;
 	/* the same calls in other steps: the model's state depends on the
@@ -115,19 +115,19 @@ static void test_deterministic(void **state)
 /* Every GPU slot names a running job that holds it, each running job holds
  * exactly its GPUs on up-or-draining nodes of its partition, and every
  * attempt's times are in order. */
-static void check_invariants(const struct gl_sim_fleet *f)
+static void check_invariants(const struct gl_simfleet_fleet *f)
 {
 	size_t running = 0;
 	for (int i = 0; i < f->nnodes; i++) {
-		const struct gl_sim_node *n = &f->nodes[i];
+		const struct gl_simfleet_node *n = &f->nodes[i];
 		for (int k = 0; k < n->ngpus; k++) {
-			const struct gl_sim_job *j;
+			const struct gl_simfleet_job *j;
 			int held = 0;
 			if (n->slot[k] < 0)
 				continue;
 			j = &f->jobs[n->slot[k]];
-			assert_int_equal(j->state, GL_SIM_RUNNING);
-			assert_int_not_equal(n->avail, GL_SIM_DOWN);
+			assert_int_equal(j->state, GL_SIMFLEET_RUNNING);
+			assert_int_not_equal(n->avail, GL_SIMFLEET_DOWN);
 			assert_int_equal(j->cluster, n->cluster);
 			assert_int_equal(j->part, n->part);
 			for (int m = 0; m < j->nnodes; m++)
@@ -137,14 +137,14 @@ static void check_invariants(const struct gl_sim_fleet *f)
 		}
 	}
 	for (size_t i = 0; i < f->njobs; i++) {
-		const struct gl_sim_job *j = &f->jobs[i];
+		const struct gl_simfleet_job *j = &f->jobs[i];
 		int gpus = 0;
 		assert_true(j->submit_s <= f->now_s);
-		if (j->start_s != GL_SIM_NONE)
+		if (j->start_s != GL_SIMFLEET_NONE)
 			assert_true(j->start_s >= j->submit_s);
-		if (j->end_s != GL_SIM_NONE)
-			assert_true(j->end_s >= (j->start_s != GL_SIM_NONE ? j->start_s : j->submit_s));
-		if (j->state != GL_SIM_RUNNING)
+		if (j->end_s != GL_SIMFLEET_NONE)
+			assert_true(j->end_s >= (j->start_s != GL_SIMFLEET_NONE ? j->start_s : j->submit_s));
+		if (j->state != GL_SIMFLEET_RUNNING)
 			continue;
 		running++;
 		for (int m = 0; m < j->nnodes; m++)
@@ -156,7 +156,7 @@ static void check_invariants(const struct gl_sim_fleet *f)
 
 static void test_invariants_and_requeues(void **state)
 {
-	struct gl_sim_fleet *f = fleet(28, 256);
+	struct gl_simfleet_fleet *f = fleet(28, 256);
 	size_t requeued = 0, followed = 0;
 	(void)state;
 	for (int64_t t = T0 + 3600; t <= T0 + 30 * DAY; t += 7 * 3600)
@@ -167,15 +167,15 @@ static void test_invariants_and_requeues(void **state)
 	assert_true(f->faults > 0);
 	/* a lost attempt is followed by the next attempt of the same job */
 	for (size_t i = 0; i < f->njobs; i++) {
-		const struct gl_sim_job *j = &f->jobs[i];
-		if (j->state != GL_SIM_REQUEUED)
+		const struct gl_simfleet_job *j = &f->jobs[i];
+		if (j->state != GL_SIMFLEET_REQUEUED)
 			continue;
 		requeued++;
 		for (size_t k = i + 1; k < f->njobs; k++) {
-			const struct gl_sim_job *n = &f->jobs[k];
+			const struct gl_simfleet_job *n = &f->jobs[k];
 			if (n->trace == j->trace && n->attempt == j->attempt + 1 && n->submit_s == j->end_s &&
 			    n->cluster == j->cluster && n->dbindex != j->dbindex &&
-			    (f->cl[j->cluster].kind == GL_SIM_KUBE ? n->id != j->id : n->id == j->id)) {
+			    (f->cl[j->cluster].kind == GL_SIMFLEET_KUBE ? n->id != j->id : n->id == j->id)) {
 				followed++;
 				break;
 			}
@@ -189,7 +189,7 @@ static void test_invariants_and_requeues(void **state)
 /* At speed S a Slurm job runs its trace runtime (cut at max_runtime) / S. */
 static void test_speed(void **state)
 {
-	struct gl_sim_fleet *f = fleet(3, 256);
+	struct gl_simfleet_fleet *f = fleet(3, 256);
 	int64_t at = T0 + 14 * DAY;
 	size_t checked = 0;
 	double busy = 0;
@@ -197,21 +197,21 @@ static void test_speed(void **state)
 	gl_simfleet_advance(f, at);
 	/* the offered load is 0.8: a fortnight's allocation is a real share of it */
 	for (size_t i = 0; i < f->njobs; i++) {
-		const struct gl_sim_job *j = &f->jobs[i];
-		if (j->start_s != GL_SIM_NONE)
-			busy += (double)j->gpus * (double)((j->end_s != GL_SIM_NONE ? j->end_s : at) - j->start_s);
+		const struct gl_simfleet_job *j = &f->jobs[i];
+		if (j->start_s != GL_SIMFLEET_NONE)
+			busy += (double)j->gpus * (double)((j->end_s != GL_SIMFLEET_NONE ? j->end_s : at) - j->start_s);
 	}
 	busy /= (double)(f->cl[0].gpus + f->cl[1].gpus) * 14 * DAY;
 	assert_true(busy > 0.4 && busy < 0.95);
 	gl_simfleet_set_speed(f, at, 60);
 	gl_simfleet_advance(f, at + 3 * 3600);
 	for (size_t i = 0; i < f->njobs; i++) {
-		const struct gl_sim_job *j = &f->jobs[i];
+		const struct gl_simfleet_job *j = &f->jobs[i];
 		int64_t rt;
-		if (j->submit_s < at || j->end_s == GL_SIM_NONE || j->start_s == GL_SIM_NONE ||
-		    (j->state != GL_SIM_COMPLETED && j->state != GL_SIM_FAILED))
+		if (j->submit_s < at || j->end_s == GL_SIMFLEET_NONE || j->start_s == GL_SIMFLEET_NONE ||
+		    (j->state != GL_SIMFLEET_COMPLETED && j->state != GL_SIMFLEET_FAILED))
 			continue;
-		rt = f->cl[j->cluster].kind == GL_SIM_SLURM ? g_tr.jobs[j->trace].runtime_s
+		rt = f->cl[j->cluster].kind == GL_SIMFLEET_SLURM ? g_tr.jobs[j->trace].runtime_s
 							   : g_tr.pods[j->trace].duration_s;
 		if (rt > f->p.max_runtime_s)
 			rt = f->p.max_runtime_s;
@@ -226,26 +226,26 @@ static void test_speed(void **state)
  * its GenAI series. */
 static void test_util_from_traces(void **state)
 {
-	struct gl_sim_fleet *f = fleet(5, 256);
+	struct gl_simfleet_fleet *f = fleet(5, 256);
 	int slurm = 0, kube = 0, idle_jobs = 0;
 	(void)state;
 	gl_simfleet_advance(f, T0 + 5 * DAY);
 	for (size_t i = 0; i < f->nactive; i++) {
-		const struct gl_sim_job *j = &f->jobs[f->active[i]];
+		const struct gl_simfleet_job *j = &f->jobs[f->active[i]];
 		int all_zero = 1;
-		if (j->state != GL_SIM_RUNNING)
+		if (j->state != GL_SIMFLEET_RUNNING)
 			continue;
 		for (int k = 0; k < j->gpus; k++) {
 			int u = gl_simfleet_util(f, j, k, f->now_s);
-			if (f->cl[j->cluster].kind == GL_SIM_SLURM) {
-				const struct gl_sim_pjob *pj = &g_tr.jobs[j->profile];
-				int64_t minute = (f->now_s - j->start_s) / 60 % GL_SIM_UTIL_MINUTES;
+			if (f->cl[j->cluster].kind == GL_SIMFLEET_SLURM) {
+				const struct gl_simtrace_pjob *pj = &g_tr.jobs[j->profile];
+				int64_t minute = (f->now_s - j->start_s) / 60 % GL_SIMTRACE_UTIL_MINUTES;
 				assert_int_equal(u, g_tr.util[(size_t)(pj->util_first + k % pj->util_ngpus) *
-								      GL_SIM_UTIL_MINUTES +
+								      GL_SIMTRACE_UTIL_MINUTES +
 							      (size_t)minute]);
 				slurm++;
 			} else {
-				const struct gl_sim_duty *d = &g_tr.series[j->profile];
+				const struct gl_simtrace_duty *d = &g_tr.series[j->profile];
 				int found = 0;
 				for (int v = 0; v < d->n && !found; v++)
 					found = g_tr.duty[d->first + v] == u;

@@ -29,12 +29,12 @@
 #define DAY 86400
 #define T0 1789171200 /* 2026-09-12T00:00:00Z */
 
-static struct gl_sim_traces g_tr;
-static struct gl_sim_fleet *g_f;
+static struct gl_simtrace_traces g_tr;
+static struct gl_simfleet_fleet *g_f;
 
 static int setup(void **state)
 {
-	struct gl_sim_params p;
+	struct gl_simfleet_params p;
 	struct gl_err err = {0};
 	(void)state;
 	if (gl_simload_traces("scripts/demo/traces", &g_tr, &err)) {
@@ -82,9 +82,9 @@ static size_t expected_rows(int64_t from, int64_t to, int duplicates)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < g_f->njobs; i++) {
-		const struct gl_sim_job *j = &g_f->jobs[i];
-		if (g_f->cl[j->cluster].kind != GL_SIM_SLURM || j->submit_s > to ||
-		    (j->end_s != GL_SIM_NONE && j->end_s < from) || (!duplicates && j->state == GL_SIM_REQUEUED))
+		const struct gl_simfleet_job *j = &g_f->jobs[i];
+		if (g_f->cl[j->cluster].kind != GL_SIMFLEET_SLURM || j->submit_s > to ||
+		    (j->end_s != GL_SIMFLEET_NONE && j->end_s < from) || (!duplicates && j->state == GL_SIMFLEET_REQUEUED))
 			continue;
 		n++;
 	}
@@ -124,8 +124,8 @@ static void test_sacct_daemon_argv(void **state)
 			assert_true(r.db_index > 0);
 			if (r.start_s != GL_TIME_NONE)
 				assert_true(r.gpus_alloc > 0 && r.gpu_type[0]);
-			requeued += r.state == GL_JS_REQUEUED;
-			running += r.state == GL_JS_RUNNING;
+			requeued += r.state == GL_SACCT_JS_REQUEUED;
+			running += r.state == GL_SACCT_JS_RUNNING;
 			rows++;
 		}
 		gl_sacct_layout_fini(&lay);
@@ -193,7 +193,7 @@ static void test_scontrol(void **state)
 	const char *nodes[] = {"var/sim/bin/scontrol", "show", "node", "-o", NULL};
 	const char *resv[] = {"scontrol", "show", "reservation", "-o", NULL};
 	const char *bad[] = {"scontrol", "show", "partition", NULL};
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err e = {0};
 	(void)state;
 	assert_int_equal(run(&out, &err, nodes), 0);
@@ -201,7 +201,7 @@ static void test_scontrol(void **state)
 	assert_int_equal(s.nnodes, (size_t)g_f->cl[0].nnodes);
 	assert_int_equal(s.nproblems, 0);
 	for (size_t i = 0; i < s.nnodes; i++) {
-		const struct gl_sim_node *n = &g_f->nodes[g_f->cl[0].first_node + (int)i];
+		const struct gl_simfleet_node *n = &g_f->nodes[g_f->cl[0].first_node + (int)i];
 		int used = 0;
 		for (int k = 0; k < n->ngpus; k++)
 			used += n->slot[k] >= 0;
@@ -209,9 +209,9 @@ static void test_scontrol(void **state)
 		assert_int_equal(s.nodes[i].ngpu_models, 1);
 		assert_int_equal(s.nodes[i].gpus[0].gpus, n->ngpus);
 		assert_int_equal(s.nodes[i].alloc_gpus, used);
-		assert_int_equal(s.nodes[i].avail == GL_AVAIL_DOWN, n->avail == GL_SIM_DOWN);
+		assert_int_equal(s.nodes[i].avail == GL_NODEOBS_AVAIL_DOWN, n->avail == GL_SIMFLEET_DOWN);
 		/* a draining node (jobs still on it) is up until they end */
-		assert_int_equal(s.nodes[i].avail == GL_AVAIL_DRAINED, n->avail == GL_SIM_DRAIN && used == 0);
+		assert_int_equal(s.nodes[i].avail == GL_NODEOBS_AVAIL_DRAINED, n->avail == GL_SIMFLEET_DRAIN && used == 0);
 	}
 	assert_int_equal(run(&out, &err, resv), 0);
 	assert_int_equal(gl_slurm_events_parse_reservations(out.p, out.len, &s, &e), 0);
@@ -229,7 +229,7 @@ static void test_sacctmgr_events(void **state)
 	struct gl_strbuf out = GL_STRBUF_INIT, err = GL_STRBUF_INIT;
 	int64_t from = g_f->now_s - 5 * DAY, to = g_f->now_s;
 	char s[32], e[32], sa[48], ea[48];
-	struct gl_node_snapshot snap = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot snap = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err er = {0};
 	size_t want = 0, nodes = 0;
 	(void)state;
@@ -245,16 +245,16 @@ static void test_sacctmgr_events(void **state)
 	}
 	assert_int_equal(gl_slurm_events_parse_sacctmgr(out.p, out.len, &snap, &er), 0);
 	for (size_t i = 0; i < g_f->nevents; i++) {
-		const struct gl_sim_nodeevent *ev = &g_f->events[i];
+		const struct gl_simfleet_nodeevent *ev = &g_f->events[i];
 		if (g_f->nodes[ev->node].cluster == 0 && ev->start_s <= to &&
-		    (ev->end_s == GL_SIM_NONE || ev->end_s >= from))
+		    (ev->end_s == GL_SIMFLEET_NONE || ev->end_s >= from))
 			want++;
 	}
 	assert_true(want > 0);
 	assert_int_equal(snap.nproblems, 0);
 	assert_int_equal(snap.nevents, want + 1);
 	for (size_t i = 0; i < snap.nevents; i++) {
-		const struct gl_slurm_event *ev = &snap.events[i];
+		const struct gl_nodeobs_slurm_event *ev = &snap.events[i];
 		if (ev->is_cluster) {
 			assert_int_equal(ev->start_s, T0);
 			assert_int_equal(ev->gpus_total, g_f->cl[0].gpus);
@@ -262,7 +262,7 @@ static void test_sacctmgr_events(void **state)
 		}
 		nodes++;
 		assert_true(ev->start_s <= to && (ev->end_s == GL_TIME_NONE || ev->end_s >= from));
-		assert_true(ev->avail == GL_AVAIL_DOWN || ev->avail == GL_AVAIL_DRAINED);
+		assert_true(ev->avail == GL_NODEOBS_AVAIL_DOWN || ev->avail == GL_NODEOBS_AVAIL_DRAINED);
 	}
 	assert_int_equal(nodes, want);
 	gl_nodeobs_snapshot_fini(&snap);
@@ -278,19 +278,19 @@ static void test_kubectl(void **state)
 	const char *nodes[] = {"var/sim/bin/kubectl", "get", "nodes", "-o", "json", NULL};
 	const char *yaml[] = {"kubectl", "get", "pods", "-A", "-o", "yaml", NULL};
 	struct gl_kube_result r = {0};
-	struct gl_node_snapshot s = GL_NODE_SNAPSHOT_INIT;
+	struct gl_nodeobs_snapshot s = GL_NODEOBS_SNAPSHOT_INIT;
 	struct gl_err e = {0};
 	size_t want = 0, running = 0, ns_want = 0;
 	(void)state;
 	assert_int_equal(run(&out, &err, pods), 0);
 	assert_int_equal(gl_kube_parse(out.p, out.len, NULL, &r, &e), 0);
 	for (size_t i = 0; i < g_f->njobs; i++) {
-		const struct gl_sim_job *j = &g_f->jobs[i];
-		if (g_f->cl[j->cluster].kind != GL_SIM_KUBE || j->state == GL_SIM_CANCELLED ||
-		    (j->end_s != GL_SIM_NONE && j->end_s < g_f->now_s - GL_SIMSHOW_POD_TTL_S))
+		const struct gl_simfleet_job *j = &g_f->jobs[i];
+		if (g_f->cl[j->cluster].kind != GL_SIMFLEET_KUBE || j->state == GL_SIMFLEET_CANCELLED ||
+		    (j->end_s != GL_SIMFLEET_NONE && j->end_s < g_f->now_s - GL_SIMSHOW_POD_TTL_S))
 			continue;
 		want++;
-		running += j->state == GL_SIM_RUNNING;
+		running += j->state == GL_SIMFLEET_RUNNING;
 		ns_want += !strcmp(gl_sim_namespaces[j->owner].name, "llm-serving");
 	}
 	assert_int_equal(r.nproblems, 0);
@@ -328,7 +328,7 @@ static void test_metrics(void **state)
 	(void)state;
 	assert_int_equal(gl_simshow_metrics(g_f, "no-such-node", &out), -1);
 	for (int i = 0; i < g_f->nnodes; i++) {
-		struct gl_sim_node *n = &g_f->nodes[i];
+		struct gl_simfleet_node *n = &g_f->nodes[i];
 		struct gl_dcgm_scrape sc;
 		struct gl_err e = {0};
 		char host[64];
@@ -351,7 +351,7 @@ static void test_metrics(void **state)
 			labelled++;
 			assert_int_equal((int)g->r.v[GL_DCGM_GPU_UTIL],
 					 gl_simfleet_util(g_f, &g_f->jobs[ji], g->gpu_index, g_f->now_s));
-			if (g_f->cl[n->cluster].kind == GL_SIM_SLURM) {
+			if (g_f->cl[n->cluster].kind == GL_SIMFLEET_SLURM) {
 				char id[16];
 				snprintf(id, sizeof id, "%u", g_f->jobs[ji].id);
 				assert_int_equal(g->njobs, 1);

@@ -68,10 +68,10 @@ static void test_type_names(void **state)
 	assert_int_equal(gl_workload_name_check("012345678901234567890123456789012345678901234567890123456789012", &e), 0);
 }
 
-static struct gl_cap_row raw(size_t step, const char *cl, const char *key, int64_t rep, int64_t alloc_us,
+static struct gl_capacity_row raw(size_t step, const char *cl, const char *key, int64_t rep, int64_t alloc_us,
 			     int64_t down, int64_t drained_us)
 {
-	struct gl_cap_row r;
+	struct gl_capacity_row r;
 	memset(&r, 0, sizeof r);
 	r.step = step;
 	snprintf(r.cluster, sizeof r.cluster, "%s", cl);
@@ -91,13 +91,13 @@ static struct gl_cap_row raw(size_t step, const char *cl, const char *key, int64
  * the 50 s over and 0 s down left on __idle__. Cluster c: capacity only. */
 static void test_capacity_by_type(void **state)
 {
-	struct gl_cap_row in[] = {
+	struct gl_capacity_row in[] = {
 		raw(0, "a", "", 100, 0, 10, 0),	       raw(0, "a", "x", 0, 30000000, 0, 40000000),
 		raw(0, "a", "y", 0, 30000000, 0, 0),   raw(0, "a", "z", 0, 30500000, 0, 0),
 		raw(0, "b", "", 100, 0, 0, 0),	       raw(0, "b", "p", 0, 100000000, 0, 0),
 		raw(0, "b", "q", 0, 50000000, 0, 0),   raw(1, "c", "", 50, 0, 0, 0),
 	};
-	struct gl_cap_row *o = NULL;
+	struct gl_capacity_row *o = NULL;
 	size_t n = 0;
 	gl_capacity_by_type(in, sizeof in / sizeof in[0], &o, &n);
 	assert_int_equal(n, 8);
@@ -109,7 +109,7 @@ static void test_capacity_by_type(void **state)
 	assert_string_equal(o[2].key, "z");
 	assert_int_equal(o[2].allocated_gpu_seconds, 31);
 	assert_int_equal(o[2].reported_gpu_seconds, 31);
-	assert_string_equal(o[3].key, GL_CAP_UNALLOCATED_KEY);
+	assert_string_equal(o[3].key, GL_CAPACITY_UNALLOCATED_KEY);
 	assert_int_equal(o[3].reported_gpu_seconds, 9);
 	assert_int_equal(o[3].allocated_gpu_seconds, 0);
 	assert_int_equal(o[3].down_gpu_seconds, 9); /* 100 - 91 left for the 10 down */
@@ -124,7 +124,7 @@ static void test_capacity_by_type(void **state)
 	/* c: only its capacity, idle */
 	assert_string_equal(o[7].cluster, "c");
 	assert_int_equal(o[7].step, 1);
-	assert_string_equal(o[7].key, GL_CAP_UNALLOCATED_KEY);
+	assert_string_equal(o[7].key, GL_CAPACITY_UNALLOCATED_KEY);
 	assert_int_equal(o[7].idle_gpu_seconds, 50);
 	free(o);
 }
