@@ -284,20 +284,20 @@ static PGconn *lock_writes(const char *table)
 	return c;
 }
 
-/* Waits (30 s cap) for another session of this database to wait on a lock,
+/* Waits (60 s cap) for another session of this database to wait on a lock,
  * then SIGTERM and a bounded wait (a bound on a hang, not a measure): the
- * exit status, the log in *log. */
-static int stop_while_locked(PGconn *c, char **log)
+ * exit status, the log in *log, whether a session waited in *waited. It
+ * asserts nothing: the caller releases its lock first, so a miss fails
+ * that test alone instead of leaving the lock to hang the next ones. */
+static int stop_while_locked(PGconn *c, char **log, int *waited)
 {
+	static const char *const waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+					   " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()";
 	int st = 0, done = 0;
 	time_t t0;
-	for (int i = 0; i < 300 && gl_test_qint(c, "SELECT count(*) FROM pg_stat_activity WHERE datname ="
-						   " current_database() AND wait_event_type = 'Lock'"
-						   " AND pid <> pg_backend_pid()") < 1;
-	     i++)
+	for (int i = 0; i < 600 && gl_test_qint(c, waiting) < 1; i++)
 		usleep(100000);
-	assert_true(gl_test_qint(c, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-				    " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()") >= 1);
+	*waited = gl_test_qint(c, waiting) >= 1;
 	kill(g_d.pid, SIGTERM);
 	for (t0 = time(NULL); !done && time(NULL) - t0 < 20;)
 		if (!(done = waitpid(g_d.pid, &st, WNOHANG) == g_d.pid))
@@ -321,7 +321,7 @@ static void test_stop_mid_report_set(void **state)
 {
 	char yaml[8192], *log = NULL;
 	PGconn *c = PQconnectdb(g_dsn), *locker;
-	int st;
+	int st, waited;
 	(void)state;
 	assert_int_equal(PQstatus(c), CONNECTION_OK);
 	assert_int_equal(gl_test_daemon_stop(&g_d), 0);
@@ -330,8 +330,9 @@ static void test_stop_mid_report_set(void **state)
 	daemon_yaml(yaml, sizeof yaml, "1000000");
 	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, yaml, NULL), 0);
 	g_up = 1;
-	st = stop_while_locked(c, &log);
+	st = stop_while_locked(c, &log, &waited);
 	PQfinish(locker);
+	assert_true(waited);
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
 	assert_int_equal(st, 0);
@@ -509,7 +510,7 @@ static void test_stop_mid_budget_alert(void **state)
 	long long spend, budget;
 	PGconn *c = PQconnectdb(g_dsn), *locker;
 	time_t t0;
-	int st;
+	int st, waited;
 	(void)state;
 	assert_int_equal(PQstatus(c), CONNECTION_OK);
 	if (!g_up) {
@@ -528,8 +529,9 @@ static void test_stop_mid_budget_alert(void **state)
 	locker = lock_writes("budget_alerts");
 	assert_int_equal(gl_test_daemon_start(&g_d, g_dsn, yaml, NULL), 0);
 	g_up = 1;
-	st = stop_while_locked(c, &log);
+	st = stop_while_locked(c, &log, &waited);
 	PQfinish(locker);
+	assert_true(waited);
 	if (st)
 		fprintf(stderr, "daemon log:\n%s\n", log);
 	assert_int_equal(st, 0);
