@@ -42,6 +42,14 @@ expected() { # expected DIR... -> the binaries of DIR/test_*.c (those named in T
 	done
 }
 
+# Wall time of each program, so the slowest are named at the end (make test
+# has a 15-minute budget on 2 cores; this says where it goes).
+timings=()
+timed() { # timed NAME START (an $EPOCHREALTIME)
+	local ms=$(( (${EPOCHREALTIME/./} - ${2/./}) / 1000 ))
+	timings+=("$ms ${1##*/}")
+}
+
 run_suite() { # run_suite BINARY...
 	for t in "$@"; do
 		if [[ ! -x $t ]]; then
@@ -50,12 +58,14 @@ run_suite() { # run_suite BINARY...
 			continue
 		fi
 		echo "=== $t"
+		t0=$EPOCHREALTIME
 		if [[ -n $VG && $t == */unit/* ]]; then
 			out=$(valgrind "${VG_OPTS[@]}" --log-file="$VG_DIR/${t##*/}.%p" "$t" 2>&1); rc=$?
 		else
 			out=$("$t" 2>&1); rc=$?
 		fi
 		printf '%s\n' "$out"
+		timed "$t" "$t0"
 		p=$(grep -c '^\[       OK \]' <<<"$out"); f=$(grep -c '^\[  FAILED  \]' <<<"$out")
 		# cmocka lists failures twice (inline and in the summary): count the summary once
 		f=$(grep -E '^\[  FAILED  \] [0-9]+ test' <<<"$out" | awk '{s+=$4} END{print s+0}')
@@ -113,8 +123,10 @@ if [[ $what == all || $what == integration || $what == ha ]]; then
 			[[ $what == ha ]] && continue
 			[[ -x $w && -z $VG && ( -z ${TESTS:-} || -n ${WEB_TESTS:-} ) ]] || continue
 			echo "=== $w"
+			t0=$EPOCHREALTIME
 			out=$("$w" 2>&1); rc=$?
 			printf '%s\n' "$out"
+			timed "$w" "$t0"
 			p=$(grep -cE '^ok ' <<<"$out"); f=$(grep -cE '^not ok ' <<<"$out")
 			((rc != 0 && f == 0)) && f=1
 			passed=$((passed + p)); failed=$((failed + f))
@@ -139,6 +151,10 @@ if [[ -n $VG ]]; then
 fi
 
 echo
+if ((${#timings[@]})); then
+	echo "slowest programs (wall s):"
+	printf '%s\n' "${timings[@]}" | sort -rn | head -8 | awk '{printf "  %7.1f  %s\n", $1 / 1000, $2}'
+fi
 if ((${#failures[@]})); then
 	echo "failed suites:"; printf '  %s\n' "${failures[@]}"
 fi
