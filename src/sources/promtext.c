@@ -557,7 +557,7 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 	struct gl_promtext_stats local;
 	struct parser ps;
 	const char *p = buf, *end = buf + len;
-	size_t lineno = 0;
+	size_t lineno = 0, utf8_ok = 0; /* buf[0..utf8_ok) is valid UTF-8 */
 	int rc = 0;
 
 	if (!stats)
@@ -572,6 +572,11 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 	else if (!opts || opts->format == GL_PROMTEXT_AUTO)
 		ps.om = len && ends_with_eof(buf, len);
 	stats->openmetrics = ps.om;
+	/* Checked whole first: a line ends at an ASCII byte, so each line before
+	 * the first bad byte is valid UTF-8 and only the lines from there on are
+	 * checked one by one (a scrape is nearly always all valid). */
+	if (gl_utf8_validate(buf, len, &utf8_ok) == 0)
+		utf8_ok = len;
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -586,7 +591,7 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 		if ((size_t)(e - p) > ps.max_line) {
 			why = "line too long";
 			r = 1;
-		} else if (gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
+		} else if ((size_t)(e - buf) > utf8_ok && gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
 			/* PostgreSQL would refuse the whole scrape for one label value */
 			why = "not valid UTF-8";
 			r = 1;

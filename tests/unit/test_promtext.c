@@ -108,6 +108,11 @@ static const struct parse_case parse_cases[] = {
 	{"Latin-1 label value", "a{x=\"caf\xe9\"} 1\nb 2\n", 0, 0, 0, "b 2 @2\n", 1, 0, 0, 0, "not valid UTF-8", 1},
 	{"surrogate in HELP", "b 2\n# HELP a \xed\xa0\x80\n", 0, 0, 0, "b 2 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
 	{"valid UTF-8 label value", "a{x=\"caf\xc3\xa9\"} 1\n", 0, 0, 0, "a{x=\"caf\xc3\xa9\"} 1 @1\n", 0, 0, 0, 0, NULL, 0},
+	/* the scrape is checked whole first; past its first bad byte, line by line */
+	{"bad lines among good ones", "a{x=\"\xc3\xa9\"} 1\nb{x=\"\xe9\"} 2\nc{x=\"\xe2\x82\xac\"} 3\nd{x=\"\xe2\x82\"} 4\ne 5\n",
+	 0, 0, 0, "a{x=\"\xc3\xa9\"} 1 @1\nc{x=\"\xe2\x82\xac\"} 3 @3\ne 5 @5\n", 2, 0, 0, 0, "not valid UTF-8", 2},
+	{"a cut sequence at the very end", "a 1\n# HELP b x\xc3", 0, 0, 0, "a 1 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
+	{"a sequence at the very end", "a 1\n# HELP b x\xc3\xa9", 0, 0, 0, "a 1 @1\n#HELP b [x\xc3\xa9] @2\n", 0, 0, 0, 0, NULL, 0},
 	{"no final newline", "a 1", 0, 0, 0, "a 1 @1\n", 0, 0, 0, 0, NULL, 0},
 	{"empty", "", 0, 0, 0, "", 0, 0, 0, 0, NULL, 0},
 	{"blank lines only", "\n \n\t\n", 0, 0, 0, "", 0, 0, 0, 0, NULL, 0},
