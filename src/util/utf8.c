@@ -52,17 +52,26 @@ static size_t ascii_prefix(const unsigned char *u, size_t n)
 {
 	size_t i = 0;
 #if defined(__SSE2__)
-	for (; i + 64 <= n; i += 64) {
-		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(u + i));
-		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 16));
-		__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 32));
-		__m128i d = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 48));
-		if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
-			break;
+	if (n >= 16) {
+		unsigned m;
+		for (; i + 64 <= n; i += 64) {
+			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(u + i));
+			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 16));
+			__m128i c = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 32));
+			__m128i d = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 48));
+			if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))))
+				break;
+		}
+		for (; i + 16 <= n; i += 16)
+			if ((m = (unsigned)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(u + i)))))
+				return i + (size_t)__builtin_ctz(m);
+		if (i == n)
+			return n;
+		/* the last 16 bytes, overlapping ASCII already seen: one load, not
+		 * a step per byte of the tail */
+		m = (unsigned)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(u + n - 16)));
+		return m ? n - 16 + (size_t)__builtin_ctz(m) : n;
 	}
-	for (; i + 16 <= n; i += 16)
-		if (_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(u + i))))
-			break;
 #endif
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
