@@ -221,6 +221,58 @@ static int check_nul(void *ctx, const struct gl_promtext_sample *s)
 	return 0;
 }
 
+struct name_seen {
+	char name[32], label[32];
+	size_t n;
+};
+
+static int note_names(void *ctx, const struct gl_promtext_sample *s)
+{
+	struct name_seen *ns = ctx;
+	if (!ns->n) /* the first line's */
+		snprintf(ns->name, sizeof ns->name, "%.*s", (int)s->name.len, s->name.p);
+	snprintf(ns->label, sizeof ns->label, "%.*s", s->nlabels ? (int)s->labels[0].name.len : 0,
+		 s->nlabels ? s->labels[0].name.p : "");
+	ns->n++;
+	return 0;
+}
+
+/* Names are read four bytes a step: a metric or label name of every
+ * length to 13 ends exactly where it ends (at '{', '=', a blank or the end
+ * of the line), and a byte no name may hold at any offset of it costs the
+ * line. */
+static void test_name_lengths(void **state)
+{
+	static const char alpha[] = "abcdefghijklm";
+	static const char *const ends[] = {"{l=\"v\"} 1", " 1", "\t{l=\"v\"} 1"};
+	char in[128], want[32];
+	(void)state;
+	for (size_t n = 1; n < sizeof alpha; n++) {
+		for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) {
+			struct name_seen ns = {{0}, {0}, 0};
+			struct gl_promtext_handler h = {note_names, NULL, &ns};
+			struct gl_promtext_stats st;
+			int len = snprintf(in, sizeof in, "%.*s%s\nm{%.*s=\"v\"} 2\n", (int)n, alpha, ends[k], (int)n, alpha);
+			assert_int_equal(gl_promtext_parse(in, (size_t)len, NULL, &h, &st, NULL), 0);
+			assert_int_equal(st.bad_lines, 0);
+			assert_int_equal(ns.n, 2);
+			snprintf(want, sizeof want, "%.*s", (int)n, alpha);
+			assert_string_equal(ns.name, want);
+			assert_string_equal(ns.label, want); /* the second line's label */
+		}
+		for (size_t k = 0; k < n; k++) {
+			struct gl_promtext_stats st;
+			int len;
+			snprintf(want, sizeof want, "%.*s", (int)n, alpha);
+			want[k] = '-';
+			len = snprintf(in, sizeof in, "%s 1\nm{%s=\"v\"} 2\nok 3\n", want, want);
+			assert_int_equal(gl_promtext_parse(in, (size_t)len, NULL, NULL, &st, NULL), 0);
+			assert_int_equal(st.bad_lines, 2);
+			assert_int_equal(st.samples, 1);
+		}
+	}
+}
+
 static void test_nul_byte(void **state)
 {
 	static const char in[] = "a{x=\"p\0q\"} 1\n";
@@ -441,6 +493,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_table),
 		cmocka_unit_test(test_nul_byte),
+		cmocka_unit_test(test_name_lengths),
 		cmocka_unit_test(test_float_table),
 		cmocka_unit_test(test_float_exact_vs_strtod),
 		cmocka_unit_test(test_label_bound),
