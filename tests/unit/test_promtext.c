@@ -273,6 +273,40 @@ static void test_name_lengths(void **state)
 	}
 }
 
+/* UTF-8 is checked a block at a time: over 40 blocks of lines full of
+ * two-, three- and four-byte sequences (blocks cut them at every offset)
+ * no line is refused, and a bad byte in any one line refuses that line
+ * alone. */
+static void test_utf8_blocks(void **state)
+{
+	struct gl_strbuf in = GL_STRBUF_INIT;
+	struct gl_promtext_stats st;
+	size_t lines = 0, bad_line = 0, bad_off = 0;
+	(void)state;
+	for (size_t i = 0; in.len < 40 * 16384; i++) {
+		gl_strbuf_printf(&in, "m{x=\"");
+		for (size_t k = 0; k < i % 37; k++)
+			gl_strbuf_puts(&in, k % 3 == 0 ? "\xc3\xa9" : k % 3 == 1 ? "\xe2\x82\xac" : "\xf0\x9f\x98\x80");
+		if (i == 3001) { /* a Latin-1 byte at the end of this line's value */
+			bad_line = i + 1;
+			bad_off = in.len;
+			gl_strbuf_putc(&in, 'x');
+		}
+		gl_strbuf_printf(&in, "\"} %zu\n", i);
+		lines++;
+	}
+	assert_int_equal(gl_promtext_parse(in.p, in.len, NULL, NULL, &st, NULL), 0);
+	assert_int_equal(st.bad_lines, 0);
+	assert_int_equal(st.samples, lines);
+	in.p[bad_off] = (char)0xe9;
+	assert_int_equal(gl_promtext_parse(in.p, in.len, NULL, NULL, &st, NULL), 0);
+	assert_int_equal(st.bad_lines, 1);
+	assert_int_equal(st.bad[0].line, bad_line);
+	assert_string_equal(st.bad[0].reason, "not valid UTF-8");
+	assert_int_equal(st.samples, lines - 1);
+	gl_strbuf_fini(&in);
+}
+
 static void test_nul_byte(void **state)
 {
 	static const char in[] = "a{x=\"p\0q\"} 1\n";
@@ -494,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_parse_table),
 		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_name_lengths),
+		cmocka_unit_test(test_utf8_blocks),
 		cmocka_unit_test(test_float_table),
 		cmocka_unit_test(test_float_exact_vs_strtod),
 		cmocka_unit_test(test_label_bound),
