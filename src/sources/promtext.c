@@ -64,27 +64,6 @@ static inline const char *skip_class(const char *p, const char *e, unsigned char
 	return p;
 }
 
-/* Whether the line p..e is known valid UTF-8: buf[0..*ok) is. When the line
- * lies past it, a block from the line's start is checked in one call (a
- * line starts after an ASCII byte, and ends before one), so a scrape costs
- * one check per block, not one per line, and the block is still in the
- * cache when its lines are parsed (a check of the whole scrape first would
- * read it from memory twice). Not covered: the line holds the first bad
- * byte or the block's cut, and is checked alone. */
-#define UTF8_BLOCK 16384
-static int utf8_covered(const char *buf, size_t len, const char *p, const char *e, size_t *ok)
-{
-	size_t from = (size_t)(p - buf), to, at;
-
-	if ((size_t)(e - buf) <= *ok)
-		return 1;
-	to = len - from > UTF8_BLOCK ? from + UTF8_BLOCK : len;
-	if ((size_t)(e - buf) > to)
-		to = (size_t)(e - buf);
-	*ok = gl_utf8_validate(p, to - from, &at) == 0 ? to : from + at;
-	return (size_t)(e - buf) <= *ok;
-}
-
 /* ---- numbers ------------------------------------------------------------ */
 
 static const double k_pow10[] = {
@@ -586,7 +565,7 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 	struct gl_promtext_stats local;
 	struct parser ps;
 	const char *p = buf, *end = buf + len;
-	size_t lineno = 0, utf8_ok = 0; /* buf[0..utf8_ok) is valid UTF-8 */
+	size_t lineno = 0;
 	int rc = 0;
 
 	if (!stats)
@@ -614,7 +593,7 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 		if ((size_t)(e - p) > ps.max_line) {
 			why = "line too long";
 			r = 1;
-		} else if (!utf8_covered(buf, len, p, e, &utf8_ok) && gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
+		} else if (gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
 			/* PostgreSQL would refuse the whole scrape for one label value */
 			why = "not valid UTF-8";
 			r = 1;

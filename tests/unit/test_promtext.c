@@ -108,7 +108,7 @@ static const struct parse_case parse_cases[] = {
 	{"Latin-1 label value", "a{x=\"caf\xe9\"} 1\nb 2\n", 0, 0, 0, "b 2 @2\n", 1, 0, 0, 0, "not valid UTF-8", 1},
 	{"surrogate in HELP", "b 2\n# HELP a \xed\xa0\x80\n", 0, 0, 0, "b 2 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
 	{"valid UTF-8 label value", "a{x=\"caf\xc3\xa9\"} 1\n", 0, 0, 0, "a{x=\"caf\xc3\xa9\"} 1 @1\n", 0, 0, 0, 0, NULL, 0},
-	/* the scrape is checked whole first; past its first bad byte, line by line */
+	/* one bad line among good ones, before and after it */
 	{"bad lines among good ones", "a{x=\"\xc3\xa9\"} 1\nb{x=\"\xe9\"} 2\nc{x=\"\xe2\x82\xac\"} 3\nd{x=\"\xe2\x82\"} 4\ne 5\n",
 	 0, 0, 0, "a{x=\"\xc3\xa9\"} 1 @1\nc{x=\"\xe2\x82\xac\"} 3 @3\ne 5 @5\n", 2, 0, 0, 0, "not valid UTF-8", 2},
 	{"a cut sequence at the very end", "a 1\n# HELP b x\xc3", 0, 0, 0, "a 1 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
@@ -273,11 +273,10 @@ static void test_name_lengths(void **state)
 	}
 }
 
-/* UTF-8 is checked a block at a time: over 40 blocks of lines full of
- * two-, three- and four-byte sequences (blocks cut them at every offset)
- * no line is refused, and a bad byte in any one line refuses that line
- * alone. */
-static void test_utf8_blocks(void **state)
+/* A long scrape (640 kB) of lines full of two-, three- and four-byte
+ * sequences: no line is refused, and a bad byte in one line refuses that
+ * line alone, the lines before and after it kept. */
+static void test_utf8_long_scrape(void **state)
 {
 	struct gl_strbuf in = GL_STRBUF_INIT;
 	struct gl_promtext_stats st;
@@ -528,7 +527,7 @@ int main(void)
 		cmocka_unit_test(test_parse_table),
 		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_name_lengths),
-		cmocka_unit_test(test_utf8_blocks),
+		cmocka_unit_test(test_utf8_long_scrape),
 		cmocka_unit_test(test_float_table),
 		cmocka_unit_test(test_float_exact_vs_strtod),
 		cmocka_unit_test(test_label_bound),
