@@ -306,6 +306,41 @@ static void test_utf8_long_scrape(void **state)
 	gl_strbuf_fini(&in);
 }
 
+/* A line's end and whether it is all ASCII are found in one pass, 16
+ * bytes a step: a bad byte at every offset of lines of every length to 48
+ * refuses that line only, a valid sequence there refuses nothing, and the
+ * next line's bytes read in the same step are not taken for this line's. */
+static void test_line_ascii_steps(void **state)
+{
+	char text[64], in[160];
+	(void)state;
+	for (size_t n = 1; n <= 48; n++) {
+		for (size_t k = 0; k <= n; k++) {
+			for (int bad = 0; bad <= 1; bad++) {
+				struct gl_promtext_stats st;
+				int len;
+				memset(text, 'x', n);
+				text[n] = '\0';
+				if (k < n && bad)
+					text[k] = (char)0xff;
+				else if (k + 1 < n)
+					memcpy(text + k, "\xc3\xa9", 2);
+				len = snprintf(in, sizeof in, "# HELP m %s\n# HELP z \xc3\xa9\xe2\x82\xac\nok 1\n# HELP y %s", text,
+					       text);
+				assert_int_equal(gl_promtext_parse(in, (size_t)len, NULL, NULL, &st, NULL), 0);
+				if (k < n && bad) {
+					assert_int_equal(st.bad_lines, 2); /* line 1 and the last, without a newline */
+					assert_int_equal(st.bad[0].line, 1);
+					assert_int_equal(st.bad[1].line, 4);
+				} else {
+					assert_int_equal(st.bad_lines, 0);
+				}
+				assert_int_equal(st.samples, 1);
+			}
+		}
+	}
+}
+
 static void test_nul_byte(void **state)
 {
 	static const char in[] = "a{x=\"p\0q\"} 1\n";
@@ -528,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_name_lengths),
 		cmocka_unit_test(test_utf8_long_scrape),
+		cmocka_unit_test(test_line_ascii_steps),
 		cmocka_unit_test(test_float_table),
 		cmocka_unit_test(test_float_exact_vs_strtod),
 		cmocka_unit_test(test_label_bound),
