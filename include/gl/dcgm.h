@@ -129,6 +129,7 @@ struct gl_dcgm_scrape {
 	char too_long_reason[200];
 	/* private */
 	struct gl_dcgm_opts opts;
+	size_t label_fit; /* the smallest bound of a kept label: shorter values need no lookup */
 	size_t cap;
 	uint64_t *index; /* open addressing: hash high half | gpu index + 1; 0 = empty */
 	size_t index_cap;

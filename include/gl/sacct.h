@@ -42,6 +42,9 @@ struct gl_sacct_layout {
 	char delim[8];                      /* delimiter bytes (UTF-8 allowed, e.g. "☃") */
 	size_t delim_len;
 	int jobname_col;                    /* column of JobName or -1: when last, it absorbs extra delimiters */
+	size_t col_max[GL_SACCT_MAX_COLS];  /* column index -> byte bound of a column kept as text
+					     * (gl_bounds_max), SIZE_MAX for the others: looked up
+					     * once here, not per field of every line */
 };
 
 /* fields: comma-separated sacct field names, case-insensitive (NULL = default list);

@@ -108,11 +108,14 @@ int gl_dcgm_value_is_blank(double v)
 
 /* ---- scrape ------------------------------------------------------------- */
 
+static size_t label_fit(void);
+
 void gl_dcgm_scrape_init(struct gl_dcgm_scrape *s, const struct gl_dcgm_opts *opts)
 {
 	memset(s, 0, sizeof *s);
 	if (opts)
 		s->opts = *opts;
+	s->label_fit = label_fit();
 }
 
 void gl_dcgm_scrape_fini(struct gl_dcgm_scrape *s)
@@ -569,35 +572,49 @@ static int in_range(enum gl_dcgm_metric m, double v)
 
 static const char *const k_source[] = {[FAM_DCGM] = "dcgm", [FAM_NVSMI] = "nvidia_smi", [FAM_AMD] = "amd"};
 
-/* Whether every label kept is within its bound (include/gl/bounds.h): a
- * 60 kB Hostname or UUID (a line may hold 64 kB) would fail the whole
- * batch's write of the inventory keys. The sample is dropped, counted,
- * and the first one kept with its line for the run's reasons. */
+/* The labels kept, each with its bound (include/gl/bounds.h): a 60 kB
+ * Hostname or UUID (a line may hold 64 kB) would fail the whole batch's
+ * write of the inventory keys. */
+static const struct {
+	int id;
+	const char *name;
+	enum gl_bounds k;
+} k_label_bounds[] = {
+	{L_HOST, "Hostname", GL_BOUNDS_NODE}, {L_UUID, "UUID", GL_BOUNDS_UUID},
+	{L_GI_PROFILE, "GPU_I_PROFILE", GL_BOUNDS_GPU_MODEL}, {L_MODEL, "modelName", GL_BOUNDS_GPU_MODEL},
+	{L_DEVICE, "device", GL_BOUNDS_TEXT}, {L_PCI, "pci_bus_id", GL_BOUNDS_TEXT},
+	{L_DRIVER, "DCGM_FI_DRIVER_VERSION", GL_BOUNDS_TEXT}, {L_JOB, "hpc_job", GL_BOUNDS_JOB_ID},
+	{L_POD, "pod", GL_BOUNDS_OBJECT}, {L_NS, "namespace", GL_BOUNDS_NAMESPACE},
+	{L_CONT, "container", GL_BOUNDS_OBJECT}, {L_XPOD, "exported_pod", GL_BOUNDS_OBJECT},
+	{L_XNS, "exported_namespace", GL_BOUNDS_NAMESPACE}, {L_XCONT, "exported_container", GL_BOUNDS_OBJECT},
+	{L_NAME, "name", GL_BOUNDS_GPU_MODEL}, {L_DRIVER2, "driver_version", GL_BOUNDS_TEXT},
+	{L_SERIAL, "serial_number", GL_BOUNDS_UUID}, {L_GPU_UUID, "gpu_uuid", GL_BOUNDS_UUID},
+	{L_PART_TYPE, "gpu_compute_partition_type", GL_BOUNDS_GPU_MODEL}, {L_CARD_SERIES, "card_series", GL_BOUNDS_GPU_MODEL},
+	{L_CARD_MODEL, "card_model", GL_BOUNDS_GPU_MODEL}, {L_JOB_ID, "job_id", GL_BOUNDS_JOB_ID},
+};
+
+/* The smallest bound of a kept label: a sample whose label values are all
+ * this short needs no per-label lookup (the caller's fast path). */
+static size_t label_fit(void)
+{
+	size_t m = SIZE_MAX;
+	for (size_t i = 0; i < GL_ARRAY_LEN(k_label_bounds); i++)
+		if (gl_bounds_max(k_label_bounds[i].k) < m)
+			m = gl_bounds_max(k_label_bounds[i].k);
+	return m;
+}
+
+/* Whether every label kept is within its bound. The sample is dropped,
+ * counted, and the first one kept with its line for the run's reasons. */
 static int labels_fit(struct gl_dcgm_scrape *s, const struct gl_str *l, size_t line)
 {
-	static const struct {
-		int id;
-		const char *name;
-		enum gl_bounds k;
-	} b[] = {
-		{L_HOST, "Hostname", GL_BOUNDS_NODE}, {L_UUID, "UUID", GL_BOUNDS_UUID},
-		{L_GI_PROFILE, "GPU_I_PROFILE", GL_BOUNDS_GPU_MODEL}, {L_MODEL, "modelName", GL_BOUNDS_GPU_MODEL},
-		{L_DEVICE, "device", GL_BOUNDS_TEXT}, {L_PCI, "pci_bus_id", GL_BOUNDS_TEXT},
-		{L_DRIVER, "DCGM_FI_DRIVER_VERSION", GL_BOUNDS_TEXT}, {L_JOB, "hpc_job", GL_BOUNDS_JOB_ID},
-		{L_POD, "pod", GL_BOUNDS_OBJECT}, {L_NS, "namespace", GL_BOUNDS_NAMESPACE},
-		{L_CONT, "container", GL_BOUNDS_OBJECT}, {L_XPOD, "exported_pod", GL_BOUNDS_OBJECT},
-		{L_XNS, "exported_namespace", GL_BOUNDS_NAMESPACE}, {L_XCONT, "exported_container", GL_BOUNDS_OBJECT},
-		{L_NAME, "name", GL_BOUNDS_GPU_MODEL}, {L_DRIVER2, "driver_version", GL_BOUNDS_TEXT},
-		{L_SERIAL, "serial_number", GL_BOUNDS_UUID}, {L_GPU_UUID, "gpu_uuid", GL_BOUNDS_UUID},
-		{L_PART_TYPE, "gpu_compute_partition_type", GL_BOUNDS_GPU_MODEL}, {L_CARD_SERIES, "card_series", GL_BOUNDS_GPU_MODEL},
-		{L_CARD_MODEL, "card_model", GL_BOUNDS_GPU_MODEL}, {L_JOB_ID, "job_id", GL_BOUNDS_JOB_ID},
-	};
 	char why[160];
-	for (size_t i = 0; i < GL_ARRAY_LEN(b); i++)
-		if (gl_bounds_check(b[i].k, l[b[i].id].len, why, sizeof why)) {
+	for (size_t i = 0; i < GL_ARRAY_LEN(k_label_bounds); i++)
+		if (gl_bounds_check(k_label_bounds[i].k, l[k_label_bounds[i].id].len, why, sizeof why)) {
 			if (!s->too_long++) {
 				s->too_long_line = line;
-				snprintf(s->too_long_reason, sizeof s->too_long_reason, "label %s: %s", b[i].name, why);
+				snprintf(s->too_long_reason, sizeof s->too_long_reason, "label %s: %s",
+					 k_label_bounds[i].name, why);
 			}
 			return 0;
 		}
@@ -653,7 +670,7 @@ int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample
 	struct ident id;
 	char ubuf[256];
 	double v;
-	size_t i;
+	size_t i, longest = 0;
 	int rc;
 
 	s->stats.samples++;
@@ -667,8 +684,9 @@ int gl_dcgm_scrape_add(struct gl_dcgm_scrape *s, const struct gl_promtext_sample
 		/* the first occurrence wins, should a label repeat */
 		if (lid >= 0 && !l[lid].p)
 			l[lid] = smp->labels[i].value;
+		longest |= smp->labels[i].value.len; /* at least the longest value */
 	}
-	if (!labels_fit(s, l, smp->line))
+	if (longest > s->label_fit && !labels_fit(s, l, smp->line))
 		return 0;
 	rc = identify(s, &m, l, ubuf, sizeof ubuf, &id);
 	if (rc < 0) {

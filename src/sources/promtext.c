@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Character classes: 1 label-name char, 2 metric-name char, 4 digit, 8 blank. */
 enum { C_LNAME = 1, C_MNAME = 2, C_DIGIT = 4, C_BLANK = 8 };
 static const unsigned char k_class[256] = {
@@ -51,6 +55,51 @@ static inline const char *skip_blank(const char *p, const char *e)
 	while (p < e && (CLS(*p) & C_BLANK))
 		p++;
 	return p;
+}
+
+/* p past its run of bytes of class c (one bit): four bytes a step while
+ * four remain. Names are most of a dcgm-exporter line's bytes. */
+static inline const char *skip_class(const char *p, const char *e, unsigned char c)
+{
+	while (e - p >= 4 && (CLS(p[0]) & CLS(p[1]) & CLS(p[2]) & CLS(p[3]) & c))
+		p += 4;
+	while (p < e && (CLS(*p) & c))
+		p++;
+	return p;
+}
+
+/* The end of the line at p (its '\n', or NULL when it runs to e) and, in
+ * *ascii, whether every byte before it is ASCII: one pass finds both, and
+ * only a line with other bytes is checked for UTF-8 (a scrape's lines are
+ * nearly always all ASCII). */
+static const char *line_end(const char *p, const char *e, int *ascii)
+{
+	unsigned hi = 0;
+#if defined(__SSE2__)
+	const __m128i vnl = _mm_set1_epi8('\n');
+	__m128i seen = _mm_setzero_si128();
+	for (; e - p >= 16; p += 16) {
+		const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(b, vnl));
+		if (m) {
+			/* the bytes of the next line in this block are not this line's */
+			unsigned before = (1u << __builtin_ctz(m)) - 1;
+			*ascii = !(_mm_movemask_epi8(seen) | ((unsigned)_mm_movemask_epi8(b) & before));
+			return p + __builtin_ctz(m);
+		}
+		seen = _mm_or_si128(seen, b);
+	}
+	hi = (unsigned)_mm_movemask_epi8(seen);
+#endif
+	for (; p < e; p++) {
+		if (*p == '\n') {
+			*ascii = !hi;
+			return p;
+		}
+		hi |= (unsigned char)*p & 0x80u;
+	}
+	*ascii = !hi;
+	return NULL;
 }
 
 /* ---- numbers ------------------------------------------------------------ */
@@ -342,8 +391,7 @@ static int parse_sample(struct parser *ps, const char *p, const char *e, size_t 
 		*why = "bad metric name";
 		return 1;
 	}
-	while (p < e && (CLS(*p) & C_MNAME))
-		p++;
+	p = skip_class(p, e, C_MNAME);
 	s.name.len = (size_t)(p - s.name.p);
 	t = p;
 	p = skip_blank(p, e);
@@ -363,8 +411,7 @@ static int parse_sample(struct parser *ps, const char *p, const char *e, size_t 
 				return 1;
 			}
 			labels[nl].name.p = p;
-			while (p < e && (CLS(*p) & C_LNAME))
-				p++;
+			p = skip_class(p, e, C_LNAME);
 			labels[nl].name.len = (size_t)(p - labels[nl].name.p);
 			p = skip_blank(p, e);
 			if (p == e || *p != '=') {
@@ -513,8 +560,7 @@ static int parse_comment(struct parser *ps, const char *p, const char *e, size_t
 		*why = "HELP/TYPE: bad metric name";
 		return 1;
 	}
-	while (p < e && (CLS(*p) & C_MNAME))
-		p++;
+	p = skip_class(p, e, C_MNAME);
 	m.metric.len = (size_t)(p - m.metric.p);
 	if (p < e && !(CLS(*p) & C_BLANK)) {
 		*why = "HELP/TYPE: bad metric name";
@@ -572,12 +618,11 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 	else if (!opts || opts->format == GL_PROMTEXT_AUTO)
 		ps.om = len && ends_with_eof(buf, len);
 	stats->openmetrics = ps.om;
-
 	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		int ascii, r;
+		const char *nl = line_end(p, end, &ascii);
 		const char *e = nl ? nl : end, *why = NULL;
 		const char *q;
-		int r;
 
 		lineno++;
 		stats->lines++;
@@ -586,7 +631,7 @@ int gl_promtext_parse(const char *buf, size_t len, const struct gl_promtext_opts
 		if ((size_t)(e - p) > ps.max_line) {
 			why = "line too long";
 			r = 1;
-		} else if (gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
+		} else if (!ascii && gl_utf8_validate(p, (size_t)(e - p), NULL) < 0) {
 			/* PostgreSQL would refuse the whole scrape for one label value */
 			why = "not valid UTF-8";
 			r = 1;

@@ -172,6 +172,11 @@ int gl_sacct_layout_init(struct gl_sacct_layout *lay, const char *fields, const 
 	if (lay->pos[GL_SACCT_F_JOBID] < 0)
 		return gl_err_set(err, GL_EINVAL, "fields: JobID missing (every job row needs it)");
 	lay->jobname_col = lay->pos[GL_SACCT_F_JOBNAME];
+	for (int i = 0; i < lay->ncols; i++) {
+		int f = lay->col[i];
+		lay->col_max[i] = f >= 0 && fdesc[f].bound ? gl_bounds_max((enum gl_bounds)(fdesc[f].bound - 1))
+							   : SIZE_MAX;
+	}
 	return 0;
 }
 
@@ -666,6 +671,14 @@ static const char *tres_problem(int rc)
 				   : "TRES";
 }
 
+static int too_long(struct gl_err *err, const struct fdesc *fd, size_t len)
+{
+	char why[160];
+	/* the caller saw len over lay->col_max, the same bound: always -1 */
+	(void)gl_bounds_check((enum gl_bounds)(fd->bound - 1), len, why, sizeof why);
+	return gl_err_set(err, GL_EINVAL, "%s: %s", fd->name, why);
+}
+
 static inline int64_t *i64_at(struct gl_sacct_rec *rec, unsigned off)
 {
 	return (int64_t *)(void *)((char *)rec + off);
@@ -744,12 +757,9 @@ int gl_sacct_parse_line(const struct gl_sacct_layout *lay, const char *line, siz
 		if (f < 0)
 			continue;
 		fd = &fdesc[f];
-		if (fd->bound) {
-			/* kept as text (an indexed key, for some): the line goes, not the batch */
-			char why[160];
-			if (gl_bounds_check((enum gl_bounds)(fd->bound - 1), v.len, why, sizeof why))
-				return gl_err_set(err, GL_EINVAL, "%s: %s", fd->name, why);
-		}
+		/* kept as text (an indexed key, for some): the line goes, not the batch */
+		if (v.len > lay->col_max[i])
+			return too_long(err, fd, v.len);
 		switch (fd->conv) {
 		case CV_STR:
 			*str_at(rec, fd->off) = v;

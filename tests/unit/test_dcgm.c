@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/bounds.h"
 #include "gl/dcgm.h"
 #include "lib/testlib.h"
 
@@ -350,6 +351,56 @@ static void test_inline_table(void **state)
 /* Found by the fuzzer (hand-written reduction): a NUL byte inside the UUID
  * made the stored C-string key differ from the hashed one. Identity with a
  * NUL is dropped; other label values are cut at the NUL. */
+/* Each kept label is held to its own bound, however short the others:
+ * at the bound the sample maps, one byte over it is dropped and counted
+ * with the label, the bound and the line; a long label that is not kept
+ * (description) costs nothing. */
+static void test_label_bounds(void **state)
+{
+	static const struct {
+		const char *label;
+		enum gl_bounds k;
+	} cases[] = {
+		{"Hostname", GL_BOUNDS_NODE}, {"UUID", GL_BOUNDS_UUID}, {"modelName", GL_BOUNDS_GPU_MODEL},
+		{"pci_bus_id", GL_BOUNDS_TEXT}, {"hpc_job", GL_BOUNDS_JOB_ID}, {"namespace", GL_BOUNDS_NAMESPACE},
+		{"pod", GL_BOUNDS_OBJECT},
+	};
+	size_t cap = 3 * gl_bounds_max(GL_BOUNDS_TEXT) + 1024;
+	char *in = malloc(cap), *big = malloc(cap), want[200];
+	(void)state;
+	assert_non_null(in);
+	assert_non_null(big);
+	memset(big, 'a', cap);
+	for (size_t c = 0; c < 2 * (sizeof cases / sizeof cases[0]); c++)
+		for (size_t over = 0; over <= 1; over++) {
+			struct gl_dcgm_scrape s;
+			int desc = c % 2 ? (int)(2 * gl_bounds_max(GL_BOUNDS_TEXT)) : 1;
+			size_t len = gl_bounds_max(cases[c / 2].k) + over;
+			int uuid = !strcmp(cases[c / 2].label, "UUID");
+			int n = snprintf(in, cap,
+					 "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",%s%s=\"%s%.*s\",description=\"%.*s\"} 7\n",
+					 uuid ? "" : "UUID=\"GPU-1\",", cases[c / 2].label, uuid ? "GPU-" : "",
+					 (int)(uuid ? len - 4 : len), big, desc, big);
+			assert_int_equal(gl_dcgm_scrape_parse(&s, in, (size_t)n, NULL, NULL), 0);
+			if (!over) {
+				if (s.ngpus != 1 || s.too_long)
+					fail_msg("%s at its bound: %zu GPUs, %zu too long (%s)", cases[c / 2].label, s.ngpus,
+						 s.too_long, s.too_long_reason);
+			} else {
+				assert_int_equal(s.ngpus, 0);
+				assert_int_equal(s.too_long, 1);
+				assert_int_equal(s.too_long_line, 1);
+				snprintf(want, sizeof want, "label %s: %zu bytes, over the %zu-byte bound of", cases[c / 2].label,
+					 len, len - 1);
+				if (!strstr(s.too_long_reason, want))
+					fail_msg("got '%s', want '%s'", s.too_long_reason, want);
+			}
+			gl_dcgm_scrape_fini(&s);
+		}
+	free(in);
+	free(big);
+}
+
 static void test_nul_in_labels(void **state)
 {
 	static const char in[] = "DCGM_FI_DEV_GPU_UTIL{UUID=\"GPU-1\0x\"} 1\n"
@@ -612,6 +663,7 @@ int main(void)
 		cmocka_unit_test(test_scrape_table),
 		cmocka_unit_test(test_inline_table),
 		cmocka_unit_test(test_nul_in_labels),
+		cmocka_unit_test(test_label_bounds),
 		cmocka_unit_test(test_exporter_families),
 		cmocka_unit_test(test_policy_table),
 		cmocka_unit_test(test_bucket_table),

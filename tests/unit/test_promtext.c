@@ -108,6 +108,11 @@ static const struct parse_case parse_cases[] = {
 	{"Latin-1 label value", "a{x=\"caf\xe9\"} 1\nb 2\n", 0, 0, 0, "b 2 @2\n", 1, 0, 0, 0, "not valid UTF-8", 1},
 	{"surrogate in HELP", "b 2\n# HELP a \xed\xa0\x80\n", 0, 0, 0, "b 2 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
 	{"valid UTF-8 label value", "a{x=\"caf\xc3\xa9\"} 1\n", 0, 0, 0, "a{x=\"caf\xc3\xa9\"} 1 @1\n", 0, 0, 0, 0, NULL, 0},
+	/* one bad line among good ones, before and after it */
+	{"bad lines among good ones", "a{x=\"\xc3\xa9\"} 1\nb{x=\"\xe9\"} 2\nc{x=\"\xe2\x82\xac\"} 3\nd{x=\"\xe2\x82\"} 4\ne 5\n",
+	 0, 0, 0, "a{x=\"\xc3\xa9\"} 1 @1\nc{x=\"\xe2\x82\xac\"} 3 @3\ne 5 @5\n", 2, 0, 0, 0, "not valid UTF-8", 2},
+	{"a cut sequence at the very end", "a 1\n# HELP b x\xc3", 0, 0, 0, "a 1 @1\n", 1, 0, 0, 0, "not valid UTF-8", 2},
+	{"a sequence at the very end", "a 1\n# HELP b x\xc3\xa9", 0, 0, 0, "a 1 @1\n#HELP b [x\xc3\xa9] @2\n", 0, 0, 0, 0, NULL, 0},
 	{"no final newline", "a 1", 0, 0, 0, "a 1 @1\n", 0, 0, 0, 0, NULL, 0},
 	{"empty", "", 0, 0, 0, "", 0, 0, 0, 0, NULL, 0},
 	{"blank lines only", "\n \n\t\n", 0, 0, 0, "", 0, 0, 0, 0, NULL, 0},
@@ -214,6 +219,126 @@ static int check_nul(void *ctx, const struct gl_promtext_sample *s)
 	assert_memory_equal(s->labels[0].value.p, "p\0q", 3);
 	*(int *)ctx = 1;
 	return 0;
+}
+
+struct name_seen {
+	char name[32], label[32];
+	size_t n;
+};
+
+static int note_names(void *ctx, const struct gl_promtext_sample *s)
+{
+	struct name_seen *ns = ctx;
+	if (!ns->n) /* the first line's */
+		snprintf(ns->name, sizeof ns->name, "%.*s", (int)s->name.len, s->name.p);
+	snprintf(ns->label, sizeof ns->label, "%.*s", s->nlabels ? (int)s->labels[0].name.len : 0,
+		 s->nlabels ? s->labels[0].name.p : "");
+	ns->n++;
+	return 0;
+}
+
+/* Names are read four bytes a step: a metric or label name of every
+ * length to 13 ends exactly where it ends (at '{', '=', a blank or the end
+ * of the line), and a byte no name may hold at any offset of it costs the
+ * line. */
+static void test_name_lengths(void **state)
+{
+	static const char alpha[] = "abcdefghijklm";
+	static const char *const ends[] = {"{l=\"v\"} 1", " 1", "\t{l=\"v\"} 1"};
+	char in[128], want[32];
+	(void)state;
+	for (size_t n = 1; n < sizeof alpha; n++) {
+		for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++) {
+			struct name_seen ns = {{0}, {0}, 0};
+			struct gl_promtext_handler h = {note_names, NULL, &ns};
+			struct gl_promtext_stats st;
+			int len = snprintf(in, sizeof in, "%.*s%s\nm{%.*s=\"v\"} 2\n", (int)n, alpha, ends[k], (int)n, alpha);
+			assert_int_equal(gl_promtext_parse(in, (size_t)len, NULL, &h, &st, NULL), 0);
+			assert_int_equal(st.bad_lines, 0);
+			assert_int_equal(ns.n, 2);
+			snprintf(want, sizeof want, "%.*s", (int)n, alpha);
+			assert_string_equal(ns.name, want);
+			assert_string_equal(ns.label, want); /* the second line's label */
+		}
+		for (size_t k = 0; k < n; k++) {
+			struct gl_promtext_stats st;
+			int len;
+			snprintf(want, sizeof want, "%.*s", (int)n, alpha);
+			want[k] = '-';
+			len = snprintf(in, sizeof in, "%s 1\nm{%s=\"v\"} 2\nok 3\n", want, want);
+			assert_int_equal(gl_promtext_parse(in, (size_t)len, NULL, NULL, &st, NULL), 0);
+			assert_int_equal(st.bad_lines, 2);
+			assert_int_equal(st.samples, 1);
+		}
+	}
+}
+
+/* A long scrape (640 kB) of lines full of two-, three- and four-byte
+ * sequences: no line is refused, and a bad byte in one line refuses that
+ * line alone, the lines before and after it kept. */
+static void test_utf8_long_scrape(void **state)
+{
+	struct gl_strbuf in = GL_STRBUF_INIT;
+	struct gl_promtext_stats st;
+	size_t lines = 0, bad_line = 0, bad_off = 0;
+	(void)state;
+	for (size_t i = 0; in.len < 40 * 16384; i++) {
+		gl_strbuf_printf(&in, "m{x=\"");
+		for (size_t k = 0; k < i % 37; k++)
+			gl_strbuf_puts(&in, k % 3 == 0 ? "\xc3\xa9" : k % 3 == 1 ? "\xe2\x82\xac" : "\xf0\x9f\x98\x80");
+		if (i == 3001) { /* a Latin-1 byte at the end of this line's value */
+			bad_line = i + 1;
+			bad_off = in.len;
+			gl_strbuf_putc(&in, 'x');
+		}
+		gl_strbuf_printf(&in, "\"} %zu\n", i);
+		lines++;
+	}
+	assert_int_equal(gl_promtext_parse(in.p, in.len, NULL, NULL, &st, NULL), 0);
+	assert_int_equal(st.bad_lines, 0);
+	assert_int_equal(st.samples, lines);
+	in.p[bad_off] = (char)0xe9;
+	assert_int_equal(gl_promtext_parse(in.p, in.len, NULL, NULL, &st, NULL), 0);
+	assert_int_equal(st.bad_lines, 1);
+	assert_int_equal(st.bad[0].line, bad_line);
+	assert_string_equal(st.bad[0].reason, "not valid UTF-8");
+	assert_int_equal(st.samples, lines - 1);
+	gl_strbuf_fini(&in);
+}
+
+/* A line's end and whether it is all ASCII are found in one pass, 16
+ * bytes a step: a bad byte at every offset of lines of every length to 48
+ * refuses that line only, a valid sequence there refuses nothing, and the
+ * next line's bytes read in the same step are not taken for this line's. */
+static void test_line_ascii_steps(void **state)
+{
+	char text[64], in[160];
+	(void)state;
+	for (size_t n = 1; n <= 48; n++) {
+		for (size_t k = 0; k <= n; k++) {
+			for (int bad = 0; bad <= 1; bad++) {
+				struct gl_promtext_stats st;
+				int len;
+				memset(text, 'x', n);
+				text[n] = '\0';
+				if (k < n && bad)
+					text[k] = (char)0xff;
+				else if (k + 1 < n)
+					memcpy(text + k, "\xc3\xa9", 2);
+				len = snprintf(in, sizeof in, "# HELP m %s\n# HELP z \xc3\xa9\xe2\x82\xac\nok 1\n# HELP y %s", text,
+					       text);
+				assert_int_equal(gl_promtext_parse(in, (size_t)len, NULL, NULL, &st, NULL), 0);
+				if (k < n && bad) {
+					assert_int_equal(st.bad_lines, 2); /* line 1 and the last, without a newline */
+					assert_int_equal(st.bad[0].line, 1);
+					assert_int_equal(st.bad[1].line, 4);
+				} else {
+					assert_int_equal(st.bad_lines, 0);
+				}
+				assert_int_equal(st.samples, 1);
+			}
+		}
+	}
 }
 
 static void test_nul_byte(void **state)
@@ -436,6 +561,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_table),
 		cmocka_unit_test(test_nul_byte),
+		cmocka_unit_test(test_name_lengths),
+		cmocka_unit_test(test_utf8_long_scrape),
+		cmocka_unit_test(test_line_ascii_steps),
 		cmocka_unit_test(test_float_table),
 		cmocka_unit_test(test_float_exact_vs_strtod),
 		cmocka_unit_test(test_label_bound),

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gl/bounds.h"
 #include "gl/sacct.h"
 #include "lib/testlib.h"
 
@@ -574,6 +575,61 @@ static void test_int_limits(void **state)
 	gl_sacct_layout_fini(&lay);
 }
 
+/* Each text column is held to its own bound (include/gl/bounds.h) in any
+ * column order: at the bound the line parses, one byte over it is refused
+ * naming the column and the bound; an ignored column has none. */
+static void test_text_bounds(void **state)
+{
+	static const struct {
+		const char *name;
+		enum gl_bounds k;
+	} cols[] = {
+		{"JobName", GL_BOUNDS_JOB_NAME}, {"User", GL_BOUNDS_USER}, {"Partition", GL_BOUNDS_ACCOUNT},
+		{"Cluster", GL_BOUNDS_CLUSTER}, {"NodeList", GL_BOUNDS_NODE_LIST}, {"State", GL_BOUNDS_TEXT},
+	};
+	struct gl_sacct_layout lay;
+	size_t cap = gl_bounds_max(GL_BOUNDS_NODE_LIST) + 16384;
+	char *line = malloc(cap), *big = malloc(cap), want[160];
+	(void)state;
+	assert_non_null(line);
+	assert_non_null(big);
+	memset(big, 'a', cap);
+	layout(&lay, "JobName,User,Partition,AveDiskRead,JobID,Cluster,NodeList,State", "|");
+	for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+		for (size_t over = 0; over <= 1; over++) {
+			size_t len = gl_bounds_max(cols[c].k) + over;
+			struct gl_sacct_rec rec;
+			struct gl_err err = {0};
+			int n = 0;
+			const char *v[8] = {"train", "alice", "gpu", "", "42", "fox", "n1", "COMPLETED"};
+			static const int at[] = {0, 1, 2, 5, 6, 7};
+
+			line[0] = '\0';
+			for (int i = 0; i < 8; i++) {
+				if (i == 3) /* AveDiskRead: ignored, never bounded */
+					n += snprintf(line + n, cap - (size_t)n, "%.*s|", 5000, big);
+				else if (i == at[c])
+					n += snprintf(line + n, cap - (size_t)n, "%.*s%s", (int)len, big, i < 7 ? "|" : "");
+				else
+					n += snprintf(line + n, cap - (size_t)n, "%s%s", v[i], i < 7 ? "|" : "");
+			}
+			if (!over) {
+				if (gl_sacct_parse_line(&lay, line, (size_t)n, &rec, &err) != 0)
+					fail_msg("%s at its bound: %s", cols[c].name, err.msg);
+				continue;
+			}
+			assert_int_not_equal(gl_sacct_parse_line(&lay, line, (size_t)n, &rec, &err), 0);
+			snprintf(want, sizeof want, "%s: %zu bytes, over the %zu-byte bound of", cols[c].name, len,
+				 len - 1);
+			if (!strstr(err.msg, want))
+				fail_msg("%s: got '%s', want '%s'", cols[c].name, err.msg, want);
+		}
+	}
+	gl_sacct_layout_fini(&lay);
+	free(line);
+	free(big);
+}
+
 static void test_layout(void **state)
 {
 	static const struct {
@@ -1018,6 +1074,7 @@ int main(void)
 		cmocka_unit_test(test_int_limits),
 		cmocka_unit_test(test_array_tasks),
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_text_bounds),
 		cmocka_unit_test(test_delimiters),
 		cmocka_unit_test(test_testbed_records),
 		cmocka_unit_test(test_testbed_oracle_alloc),

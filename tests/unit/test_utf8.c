@@ -84,6 +84,35 @@ static void test_known_bad(void **state)
 	assert_int_equal(at, 2);
 }
 
+/* The ASCII runs are skipped 64, 16 and 8 bytes at a time: a bad byte or a
+ * valid sequence at every offset of every length up to 200, across each
+ * step's edges, is found where it is (or passed), never skipped over. */
+static void test_wide_steps(void **state)
+{
+	char buf[208];
+	size_t at;
+	(void)state;
+	for (size_t n = 1; n <= 200; n++) {
+		memset(buf, 'a', sizeof buf);
+		assert_true(valid(buf, n, NULL));
+		for (size_t k = 0; k < n; k++) {
+			memset(buf, 'a', sizeof buf);
+			buf[k] = (char)0xff;
+			at = 999;
+			assert_false(valid(buf, n, &at));
+			assert_int_equal(at, k);
+			if (k + 3 <= n) {
+				memcpy(buf + k, "\xe2\x82\xac", 3); /* a euro sign is valid */
+				assert_true(valid(buf, n, NULL));
+				buf[k + 2] = 'x'; /* cut: the lead byte is the offset */
+				at = 999;
+				assert_false(valid(buf, n, &at));
+				assert_int_equal(at, k);
+			}
+		}
+	}
+}
+
 static void test_exhaustive(void **state)
 {
 	unsigned char b[4];
@@ -133,6 +162,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_known_good),
 		cmocka_unit_test(test_known_bad),
+		cmocka_unit_test(test_wide_steps),
 		cmocka_unit_test(test_exhaustive),
 		cmocka_unit_test(test_seq_len),
 	};
