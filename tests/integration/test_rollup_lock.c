@@ -182,6 +182,60 @@ static void test_days_together_equal_one_by_one(void **state)
 	PQfinish(w);
 }
 
+/* The rollup finds a batch's finished jobs from the longest one's span
+ * (sql/100): a job longer than any before, inserted or made so by an
+ * update, in any cluster, is still read for every day it covers, and a
+ * deleted one leaves the span as it was. */
+static void test_long_job_found_by_its_span(void **state)
+{
+	PGconn *c = conn();
+	struct gl_err err = {0};
+	int64_t now = (int64_t)time(NULL), d = (now / 86400 - 10) * 86400;
+	char sql[2048];
+
+	(void)state;
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO clusters (name, kind) VALUES ('span1', 'slurm'), ('span2', 'slurm');"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:s1', 's1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld + 3600), 1000000, 'a100'"
+		 " FROM clusters WHERE name = 'span1'",
+		 (long long)d + 600, (long long)d + 600);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
+	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
+				       " AND rate IS NULL AND d_cluster = 'span1'",
+				       (long long)d),
+			 3600LL * 1000000);
+	/* 22 days, inserted: the span grows with it */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:s2', 's2', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000000, 'a100'"
+		 " FROM clusters WHERE name = 'span1'",
+		 (long long)d - 20 * 86400, (long long)d + 2 * 86400);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
+	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
+				       " AND rate IS NULL AND d_cluster = 'span1'",
+				       (long long)d),
+			 3600LL * 1000000 + 86400LL * 2000000);
+	/* a day long in another cluster, then 31 days by an update */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:s3', 's3', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 3000000, 'a100'"
+		 " FROM clusters WHERE name = 'span2';"
+		 "UPDATE jobs SET end_at = to_timestamp(%lld) WHERE job_key = 'db:s3'",
+		 (long long)d - 30 * 86400, (long long)d - 29 * 86400, (long long)d + 86400);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
+	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
+				       " AND rate IS NULL AND d_cluster = 'span2'",
+				       (long long)d),
+			 86400LL * 3000000);
+	assert_true(ok(c, "DELETE FROM jobs WHERE job_key = 'db:s3'"));
+	assert_int_equal(gl_test_qint(c, "SELECT extract(epoch FROM max(span))::bigint FROM job_span_max"), 31 * 86400);
+	PQfinish(c);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -193,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writers_share_builder_excludes),
 		cmocka_unit_test(test_days_together_equal_one_by_one),
+		cmocka_unit_test(test_long_job_found_by_its_span),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
