@@ -2,6 +2,7 @@
 #include "accounting_int.h"
 #include "db_int.h"
 #include "gl/idle.h"
+#include "gl/store.h"
 #include "gl/pgrow.h"
 #include "gl/strbuf.h"
 #include "gl/timeutil.h"
@@ -1944,16 +1945,19 @@ int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_e
  * ingest writers, for its whole build. */
 #define BUILD_BATCH_DAYS 8
 
-int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int64_t now_s, int max_days, int *built,
-			      struct gl_err *err)
+int gl_accounting_build_stale(struct gl_store *st, const struct gl_config *helper_cfg, int64_t now_s, int max_days,
+			      int *built, int *helped, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
-	int batch = helper ? 2 * BUILD_BATCH_DAYS : BUILD_BATCH_DAYS;
+	struct gl_store *helper = NULL;
+	int batch;
 	PGresult *r = NULL;
 	char now[24], lim[16];
 	int rc;
 
 	*built = 0;
+	if (helped)
+		*helped = 0;
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	snprintf(lim, sizeof lim, "%d", max_days);
 	/* the most recent stale days first: they are the ones people look at */
@@ -1974,6 +1978,14 @@ int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int6
 			      " ORDER BY d DESC LIMIT $2",
 			      2, (const char *[]){now, lim}, &r, err)))
 		goto out;
+	/* a second connection (a backend) only for days to share: the daemon
+	 * runs this every minute, mostly with nothing stale */
+	if (helper_cfg && PQntuples(r) > 1) {
+		struct gl_err herr = {0};
+		if (gl_store_open(helper_cfg, &helper, &herr))
+			helper = NULL;
+	}
+	batch = helper ? 2 * BUILD_BATCH_DAYS : BUILD_BATCH_DAYS;
 	/* the stale days a batch at a time, each in ascending order */
 	for (int i = 0; i < PQntuples(r); i += batch) {
 		int64_t days[2 * BUILD_BATCH_DAYS];
@@ -1984,7 +1996,10 @@ int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int6
 			goto out;
 		*built += n;
 	}
+	if (helped && helper && *built > 1)
+		*helped = 1;
 out:
+	gl_store_close(helper);
 	PQclear(r);
 	return rc;
 }
