@@ -15,6 +15,7 @@
 #include "gl/strbuf.h"
 #include "gl/window.h"
 
+struct gl_config;
 struct gl_store;
 
 /* Dimensions the API can aggregate and filter by, NULL-terminated. */
@@ -98,10 +99,13 @@ void gl_accounting_cover_fini(struct gl_accounting_cover *cov);
 void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const char *src, const char *steps, int one_step);
 
 /* Builds up to max_days stale past days, most recent first, a few days a
- * transaction; helper (may be NULL): a second connection that builds half
- * of them at the same time. *built counts them. */
-int gl_accounting_build_stale(struct gl_store *st, struct gl_store *helper, int64_t now_s, int max_days, int *built,
-			      struct gl_err *err) GL_MUSTCHECK;
+ * transaction. helper_cfg (may be NULL: one connection): the configuration
+ * a second connection is opened with, only when two days or more are
+ * stale, to build half of them at the same time (one that cannot be opened
+ * leaves them to st); it is closed before this returns. *built counts the
+ * days, *helped (may be NULL) is 1 when the second connection built some. */
+int gl_accounting_build_stale(struct gl_store *st, const struct gl_config *helper_cfg, int64_t now_s, int max_days,
+			      int *built, int *helped, struct gl_err *err) GL_MUSTCHECK;
 
 /* For src/store/idle.c: the unallocated idle of [start_s, end_s) up to
  * now_s per capacity key (cluster, partition, canonical model), summed

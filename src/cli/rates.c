@@ -99,7 +99,7 @@ static const char usage_rollup[] =
 int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
-	struct gl_store *st = NULL, *helper = NULL;
+	struct gl_store *st = NULL;
 	int built = 0, rc = 0;
 	long days = 400;
 
@@ -116,13 +116,11 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_rollup, "rollup: unexpected argument '%s'", argv[1]);
 	}
 	/* the days are built on two connections at once (two cores) */
-	if (gl_store_open(cfg, &st, &err) || gl_store_open(cfg, &helper, &err) ||
-	    gl_accounting_build_stale(st, helper, (int64_t)time(NULL), (int)days, &built, &err))
+	if (gl_store_open(cfg, &st, &err) ||
+	    gl_accounting_build_stale(st, cfg, (int64_t)time(NULL), (int)days, &built, NULL, &err))
 		rc = gl_cli_fail(&err);
 	else
 		printf("rollup: %d days rebuilt\n", built);
-	if (helper)
-		gl_store_close(helper);
 	gl_store_close(st);
 	return rc;
 }

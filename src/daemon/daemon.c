@@ -49,16 +49,11 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	struct gl_store *helper = NULL;
-	struct gl_err herr = {0};
-	int built = 0, rc;
-	if (gl_store_open(cfg, &helper, &herr))
-		helper = NULL;
-	rc = gl_accounting_build_stale(st, helper, now_s, 31, &built, err);
-	if (helper)
-		gl_store_close(helper);
+	int built = 0, helped = 0, rc;
+	rc = gl_accounting_build_stale(st, cfg, now_s, 31, &built, &helped, err);
 	if (!rc)
-		snprintf(summary, n, "%d days rebuilt%s", built, helper ? "" : " (one connection: no second one)");
+		snprintf(summary, n, "%d days rebuilt%s", built,
+			 built > 1 && !helped ? " (one connection: no second one)" : "");
 	return rc;
 }
 

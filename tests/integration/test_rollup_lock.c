@@ -9,13 +9,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/config.h"
 #include "store/accounting_int.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 static char g_dsn[512];
 
@@ -182,6 +190,109 @@ static void test_days_together_equal_one_by_one(void **state)
 	PQfinish(w);
 }
 
+/* The rollup finds a batch's finished jobs from the longest one's span
+ * (sql/100): a job longer than any before, inserted or made so by an
+ * update, in any cluster, is still read for every day it covers, and a
+ * deleted one leaves the span as it was. */
+static void test_long_job_found_by_its_span(void **state)
+{
+	PGconn *c = conn();
+	struct gl_err err = {0};
+	int64_t now = (int64_t)time(NULL), d = (now / 86400 - 10) * 86400;
+	char sql[2048];
+
+	(void)state;
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO clusters (name, kind) VALUES ('span1', 'slurm'), ('span2', 'slurm');"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:s1', 's1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld + 3600), 1000000, 'a100'"
+		 " FROM clusters WHERE name = 'span1'",
+		 (long long)d + 600, (long long)d + 600);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
+	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
+				       " AND rate IS NULL AND d_cluster = 'span1'",
+				       (long long)d),
+			 3600LL * 1000000);
+	/* 22 days, inserted: the span grows with it */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:s2', 's2', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000000, 'a100'"
+		 " FROM clusters WHERE name = 'span1'",
+		 (long long)d - 20 * 86400, (long long)d + 2 * 86400);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
+	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
+				       " AND rate IS NULL AND d_cluster = 'span1'",
+				       (long long)d),
+			 3600LL * 1000000 + 86400LL * 2000000);
+	/* a day long in another cluster, then 31 days by an update */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:s3', 's3', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 3000000, 'a100'"
+		 " FROM clusters WHERE name = 'span2';"
+		 "UPDATE jobs SET end_at = to_timestamp(%lld) WHERE job_key = 'db:s3'",
+		 (long long)d - 30 * 86400, (long long)d - 29 * 86400, (long long)d + 86400);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
+	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
+				       " AND rate IS NULL AND d_cluster = 'span2'",
+				       (long long)d),
+			 86400LL * 3000000);
+	assert_true(ok(c, "DELETE FROM jobs WHERE job_key = 'db:s3'"));
+	assert_int_equal(gl_test_qint(c, "SELECT extract(epoch FROM max(span))::bigint FROM job_span_max"), 31 * 86400);
+	PQfinish(c);
+}
+
+/* The rollup's second connection is opened only when there are days to
+ * share (the daemon runs the rollup every minute, mostly with nothing
+ * stale): its configuration points at a socket of the test's, which sees
+ * whether a connection came. One that cannot be opened leaves the days to
+ * the first. */
+static void test_second_connection_only_for_stale_days(void **state)
+{
+	PGconn *c = conn();
+	struct gl_store *st = gl_db_store(c);
+	struct gl_config cfg;
+	struct gl_err err = {0};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof sa;
+	int64_t now = (int64_t)time(NULL);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), built = -1, helped = -1, a;
+	char yaml[256];
+
+	(void)state;
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&sa, &len), 0);
+	assert_int_equal(fcntl(ls, F_SETFL, O_NONBLOCK), 0);
+	snprintf(yaml, sizeof yaml,
+		 "database:\n  dsn: \"host=127.0.0.1 port=%d dbname=none user=none connect_timeout=2\"\n",
+		 (int)ntohs(sa.sin_port));
+	memset(&cfg, 0, sizeof cfg);
+	assert_int_equal(gl_config_load_buf(&cfg, "helper.yaml", yaml, strlen(yaml), &err), 0);
+
+	assert_int_equal(gl_accounting_build_stale(st, NULL, now, 400, &built, NULL, &err), 0);
+	assert_int_equal(gl_accounting_build_stale(st, &cfg, now, 400, &built, &helped, &err), 0);
+	assert_int_equal(built, 0);
+	assert_int_equal(helped, 0);
+	a = accept(ls, NULL, NULL);
+	assert_true(a < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+
+	assert_true(ok(c, "DELETE FROM usage_daily_built WHERE day IN (SELECT day FROM usage_daily_built ORDER BY day DESC"
+			  " LIMIT 2)"));
+	assert_int_equal(gl_accounting_build_stale(st, &cfg, now, 400, &built, &helped, &err), 0);
+	assert_int_equal(built, 2);
+	assert_int_equal(helped, 0);
+	a = accept(ls, NULL, NULL);
+	assert_true(a >= 0);
+	close(a);
+	close(ls);
+	gl_config_fini(&cfg);
+	PQfinish(c);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -193,6 +304,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writers_share_builder_excludes),
 		cmocka_unit_test(test_days_together_equal_one_by_one),
+		cmocka_unit_test(test_long_job_found_by_its_span),
+		cmocka_unit_test(test_second_connection_only_for_stale_days),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
