@@ -219,8 +219,8 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	/* the owner at submit time (the job's own time for a queued job),
 	 * resolved only when a dimension or the filter names it: a call of
-	 * gl_owner and gl_workload_type per job was most of the capacity
-	 * page's pending series (by cluster and model) */
+	 * gl_owner and gl_workload_type per job, which nothing reads for the
+	 * capacity page's series by cluster and model */
 	gl_strbuf_puts(&sql, "WITH k AS (SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model");
 	if (needs_owner(dims, n_dims, filter))
 		gl_strbuf_puts(&sql,
