@@ -70,6 +70,20 @@ void gl_accounting_query_init(struct gl_accounting_query *q, const struct gl_win
 int gl_accounting_chargeback_finished(struct gl_store *st, const struct gl_accounting_query *q, struct gl_chargeback *cb,
 				struct gl_accounting_meta *meta, struct gl_err *err) GL_MUSTCHECK;
 
+/* The allocation of gl_accounting_chargeback_finished's lines alone
+ * (alloc_us and alloc_s, unobs_us, implausible_us; priced, cost and
+ * exporter usage 0, no idle), equal to that of its lines to the
+ * micro-GPU-second, for steps shorter than a day (every step read live
+ * from the jobs, as the chargeback reads such steps) and dimensions of a
+ * job's own row: user, account, cluster, partition, qos, namespace,
+ * gpu_model (no owner to resolve, no rate, no exporter usage: the hourly
+ * demand of a month, gl_capplandb_demand). q: one that
+ * gl_accounting_alloc_serves (else GL_EINVAL). cb as gl_chargeback_init()
+ * made it for q. */
+int gl_accounting_alloc_serves(const struct gl_accounting_query *q);
+int gl_accounting_alloc_finished(struct gl_store *st, const struct gl_accounting_query *q, struct gl_chargeback *cb,
+				 struct gl_err *err) GL_MUSTCHECK;
+
 /* How much of [start_s, min(end_s, now_s)) the capacity data covers:
  * the days (gl_accounting_capacity_days, under the same filter) and the
  * clusters whose GPU jobs ran in it while no capacity data (scheduler

@@ -70,7 +70,14 @@ static int from_chargeback(PGconn *c, int metric, const struct gl_window *steps,
 	 * call per step: 2,184 for the capacity forecast's 91 days of hours)
 	 * is no part of any of them, and shareIdle none leaves lines as they are */
 	q.lines_only = 1;
-	if ((rc = gl_accounting_chargeback_finished(gl_db_store(c), &q, &cb, &meta, err)))
+	/* GPU-hours by the job's own fields over steps of less than a day
+	 * (the capacity page's hours): the allocation alone, no owners,
+	 * rates or exporter usage to join */
+	if (metric == GL_FCSERIES_GPU_HOURS && gl_accounting_alloc_serves(&q))
+		rc = gl_accounting_alloc_finished(gl_db_store(c), &q, &cb, err);
+	else
+		rc = gl_accounting_chargeback_finished(gl_db_store(c), &q, &cb, &meta, err);
+	if (rc)
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
 		for (size_t j = 0; j < cb.steps[i].n_lines; j++) {
@@ -180,6 +187,22 @@ static int where_filter(struct gl_strbuf *sql, const struct gl_filter *filter, c
 	return 0;
 }
 
+/* Whether a dimension or filter clause is one of the owner's (gl_owner,
+ * gl_workload_type): team, project, cost_center, workload_type. */
+static int needs_owner(const char *const *dims, size_t n_dims, const struct gl_filter *filter)
+{
+	static const char *const owner[] = {"team", "project", "cost_center", "workload_type"};
+	for (size_t i = 0; i < GL_ARRAY_LEN(owner); i++) {
+		for (size_t d = 0; d < n_dims; d++)
+			if (!strcmp(dims[d], owner[i]))
+				return 1;
+		for (size_t f = 0; filter && f < filter->n; f++)
+			if (!strcmp(filter->c[f].dim, owner[i]))
+				return 1;
+	}
+	return 0;
+}
+
 static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
 		     size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
 		     struct gl_fcseries *minutes, struct gl_err *err)
@@ -194,15 +217,22 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	snprintf(a, sizeof a, "%lld", (long long)steps[0].start_s);
 	snprintf(b, sizeof b, "%lld", (long long)steps[n_steps - 1].end_s);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	/* the owner at submit time (the job's own time for a queued job) */
+	/* the owner at submit time (the job's own time for a queued job),
+	 * resolved only when a dimension or the filter names it: a call of
+	 * gl_owner and gl_workload_type per job, which nothing reads for the
+	 * capacity page's series by cluster and model */
+	gl_strbuf_puts(&sql, "WITH k AS (SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model");
+	if (needs_owner(dims, n_dims, filter))
+		gl_strbuf_puts(&sql,
+			       ", ow.team, ow.project, ow.cost_center,"
+			       "  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
+			       "   " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
+			       " FROM jobs jb JOIN clusters c USING (cluster_id)"
+			       " LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey,"
+			       "  jb.namespace, jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true");
+	else
+		gl_strbuf_puts(&sql, " FROM jobs jb JOIN clusters c USING (cluster_id)");
 	gl_strbuf_puts(&sql,
-		       "WITH k AS ("
-		       " SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model, ow.team, ow.project, ow.cost_center,"
-		       "  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
-		       "   " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
-		       " FROM jobs jb JOIN clusters c USING (cluster_id)"
-		       " LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey,"
-		       "  jb.namespace, jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true"
 		       " WHERE (jb.gpu_milli > 0 OR jb.req_gpu_milli > 0) AND jb.submit_at IS NOT NULL"
 		       "  AND jb.submit_at < to_timestamp($2)");
 	if (metric == GL_FCSERIES_DEMAND_GPUS)
