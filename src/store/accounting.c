@@ -1384,7 +1384,7 @@ static int alloc_live(PGconn *c, const struct gl_accounting_query *q, const stru
 			 "  greatest(%s, win.lo) AS p0, least(%s, win.hi) AS p1"
 			 " FROM runs r CROSS JOIN win JOIN jobs jb ON",
 			 keys.p, obs_start(m), obs_stop(m));
-	put_run_jobs_where(&sql, m, "$1", "$2");
+	put_run_jobs_where(&sql, m, "$1", "$2", 0);
 	gl_strbuf_puts(&sql, ")");
 	gl_accounting_event_cells(&sql, gl_strbuf_cstr(&keys), "iv", "steps", pl->nl == 1);
 	gl_strbuf_puts(&sql, ", byrate AS (SELECT s.i");
