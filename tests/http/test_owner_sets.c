@@ -8,7 +8,8 @@
  * and 7102 share every attribute), two rate periods (7104 runs across the
  * change), jobs that differ only in a field a rule matches (partition,
  * account) or only in one no rule matches (user), over one step, a few
- * steps (each job cut at them) and 30 steps (their events). */
+ * steps (each job cut at them) and 30 steps (their events), then the same
+ * from the rollup's days. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,6 +164,20 @@ static void test_days_of_the_month(void **state)
 	cJSON_Delete(j);
 }
 
+/* the same figures from the rollup (the days built from the same sums) */
+static void test_rolled_up(void **state)
+{
+	(void)state;
+	if (gl_test_cli(g_dsn, "rollup", NULL))
+		fail_msg("rollup failed");
+	/* the days the jobs touched: 10, 11, 12, 15, 16, 20 and 21 November */
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built"), 7);
+	test_month_by_team(state);
+	test_month_by_user_and_partition(state);
+	test_few_steps(state);
+	test_days_of_the_month(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -170,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_month_by_user_and_partition),
 		cmocka_unit_test(test_few_steps),
 		cmocka_unit_test(test_days_of_the_month),
+		cmocka_unit_test(test_rolled_up),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
