@@ -674,10 +674,13 @@ static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, in
 	/* each interval lies inside its step and is summed as it is; a rate
 	 * piece of a job in the step may lie outside it (p1 < p0): nothing,
 	 * never a negative part */
-	gl_strbuf_puts(sql, ", am AS (SELECT iv.i, " LIVE_SET_COLS ", rate,"
-			    " sum(g * greatest(extract(epoch FROM p1 - p0)::bigint, 0)) AS m,"
-			    " sum(h * greatest(extract(epoch FROM p1 - p0)::bigint, 0)) AS held"
-			    " FROM iv GROUP BY iv.i, " LIVE_SET_COLS ", rate)");
+	/* per job (by_job), every row is a set of its own: summing them
+	 * first would only add a hash aggregate of every job piece (the
+	 * rollup's usage_daily_job) */
+	gl_strbuf_printf(sql, ", am AS (SELECT iv.i, " LIVE_SET_COLS ", rate,"
+			      " %s(g * greatest(extract(epoch FROM p1 - p0)::bigint, 0)) AS m,"
+			      " %s(h * greatest(extract(epoch FROM p1 - p0)::bigint, 0)) AS held FROM iv%s)",
+			 by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : " GROUP BY iv.i, " LIVE_SET_COLS ", rate");
 }
 
 /* ", usage AS (...), ub AS (...)": the jobs' exporter usage over the steps
@@ -696,9 +699,9 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 		gl_strbuf_printf(sql, " WHERE u.job_pk = ANY($%d::bigint[])", jobs_param);
 	gl_strbuf_printf(sql,
 			 "), ub AS (SELECT u.i, j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, %s AS jk,"
-			 " sum(u.busy_gpu_s * sc.k) AS busy, sum(u.idle_gpu_s * sc.k) AS idle, sum(u.observed_gpu_s * sc.k) AS obs"
+			 " %s(u.busy_gpu_s * sc.k) AS busy, %s(u.idle_gpu_s * sc.k) AS idle, %s(u.observed_gpu_s * sc.k) AS obs"
 			 " FROM usage u JOIN k0 j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
-			 by_job ? "j.job_pk" : "NULL::bigint");
+			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum");
 	/* exporter usage is what a source saw: it stays with the firm time */
 	if (m != OBS_FIRM)
 		gl_strbuf_puts(sql, " AND false");
@@ -706,8 +709,8 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 			 " CROSS JOIN LATERAL (SELECT " GL_ACCOUNTING_USAGE_SCALE_SQL(
 				 "u", "j.gpu_micro * greatest(extract(epoch FROM least(j.stop_at, u.b) - greatest(j.start_at, u.a)), 0)"
 				      " / 1000000.0") " AS k) sc"
-			 " WHERE %s GROUP BY 1, 2, 3, 4, 5, 6, 7)",
-			 jw);
+			 " WHERE %s%s)",
+			 jw, by_job ? "" : " GROUP BY 1, 2, 3, 4, 5, 6, 7");
 }
 
 /* Appends the CTEs of the live query up to byrate (jobs over the steps of
