@@ -1,13 +1,19 @@
 /* Observed time on a fleet of long-running jobs: 10,000 open one-GPU jobs
- * started over the 30 days before now, their days rolled up, then a later
+ * started over the 30 days before now (the cost model loaded first, as a
+ * user has it: two rate periods, 50 accounts in 10 teams), their days
+ * rolled up, then a later
  * sacct output of the same jobs (Elapsed grown by 5 minutes, as sacct prints
  * them at the next poll; ingested with --at five minutes later, so every
  * job's last_seen_at moves too). The figures: how many rolled-up days the
  * poll made stale (the limit: today's, which is never built, so 0 built
  * days) and what rebuilding them costs, and /v1/chargeback's month with the
- * open jobs' unobserved time read live. Needs the environment of
- * bench/run.sh. */
+ * open jobs' unobserved time read live: the 29 built days from the
+ * rollup, today's firm time and every day's unobserved time from the jobs
+ * (the figures say how many days were built when the requests ran), with
+ * the database time of the live lines queries from the server's statement
+ * log. Needs the environment of bench/run.sh. */
 #include "lib/testlib.h"
+#include "gl/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +62,69 @@ static void write_sacct(const char *path, long n, time_t now, time_t t)
 	fclose(f);
 }
 
+/* The cost model: a100 at 2.50 until 15 days ago, 3.00 since; accounts
+ * acct0..acct49 in teams t0..t9 (account rules, as most sites write them).
+ * The daemon's configuration carries the same, so its start changes
+ * nothing and no built day goes stale. */
+static void cost_yaml(struct gl_strbuf *y, time_t now)
+{
+	time_t cut = now - 15 * 86400;
+	struct tm tm;
+	char at[32];
+	gmtime_r(&cut, &tm);
+	strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	gl_strbuf_printf(y, "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n    to: \"%s\"\n"
+			    "  - model: a100\n    per_gpu_hour: \"3.00\"\n    from: \"%s\"\nowners:\n", at, at);
+	for (int a = 0; a < 50; a++)
+		gl_strbuf_printf(y, "  - match: account\n    value: acct%d\n    team: t%d\n    project: p%d\n", a, a % 10, a);
+}
+
+static void load_costs(const char *dsn, const char *path, const struct gl_strbuf *y)
+{
+	struct gl_test_out o;
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(y->p, f) < 0 || fclose(f))
+		die(path, NULL);
+	if (gl_test_run(dsn, NULL, &o, "rates", "load", path, NULL) || o.status != 0)
+		die("rates load", NULL);
+	gl_test_out_fini(&o);
+}
+
+/* The server log's statements after offset off whose text holds what:
+ * how many ran and their summed duration (parse, bind and execute) (log_min_duration_statement = 0). */
+static double log_ms(const char *log, long off, const char *what, int *n)
+{
+	FILE *f = fopen(log, "r");
+	char line[8192];
+	double ms = 0;
+	*n = 0;
+	if (!f)
+		return -1;
+	fseek(f, off, SEEK_SET);
+	while (fgets(line, sizeof line, f)) {
+		const char *d = strstr(line, "duration: ");
+		if (d && strstr(d, what)) {
+			ms += atof(d + 10);
+			/* parse, bind and execute are logged apart */
+			*n += strstr(d, " execute ") != NULL;
+		}
+	}
+	fclose(f);
+	return ms;
+}
+
+static long log_end(const char *log)
+{
+	FILE *f = fopen(log, "r");
+	long off;
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	off = ftell(f);
+	fclose(f);
+	return off;
+}
+
 static double ingest(const char *dsn, const char *file, time_t at)
 {
 	struct gl_test_out o;
@@ -81,25 +150,72 @@ static double rollup(const char *dsn)
 	return gl_test_now_s() - t0;
 }
 
+/* p50 and p99 of n latencies (sorted in place) */
+static void pct(double *lat, int n, double *p50, double *p99)
+{
+	for (int i = 1; i < n; i++)
+		for (int k = i; k > 0 && lat[k] < lat[k - 1]; k--) {
+			double x = lat[k];
+			lat[k] = lat[k - 1];
+			lat[k - 1] = x;
+		}
+	*p50 = lat[(n + 1) / 2 - 1];
+	*p99 = lat[(99 * n + 99) / 100 - 1];
+}
+
+/* reqs requests of path, then their p50 / p99 and the server's time for
+ * them: every statement, and the live lines queries (the jobs read through
+ * gl_job_usage_steps) */
+static void measure(int port, const char *path, const char *label, int reqs, const char *log, long long built)
+{
+	double lat[200], p50, p99, all_ms, live_ms;
+	int n_all, n_live;
+	long off = log_end(log);
+	for (int i = 0; i < reqs; i++) {
+		struct gl_test_http r;
+		double a = gl_test_now_s();
+		if (gl_test_http(port, "GET", path, NULL, 0, NULL, &r) || r.status != 200)
+			die(path, NULL);
+		lat[i] = (gl_test_now_s() - a) * 1000;
+		gl_test_http_fini(&r);
+	}
+	pct(lat, reqs, &p50, &p99);
+	all_ms = log_ms(log, off, "", &n_all);
+	live_ms = log_ms(log, off, "gl_job_usage_steps", &n_live);
+	printf("| /v1/chargeback 30 days by team, %s (%lld of 30 days built; p50 / p99 of %d) | %.0f / %.0f ms | "
+	       "100 ms p99 (target) | %.2fx |\n",
+	       label, built, reqs, p50, p99, p99 / 100.0);
+	if (n_live)
+		printf("| the same: database time a request, all statements / the live lines queries (%d a request) | "
+		       "%.0f / %.0f ms | - | - |\n",
+		       n_live / reqs, all_ms / reqs, live_ms / reqs);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10000;
 	int reqs = argc > 2 ? atoi(argv[2]) : 20;
 	time_t now = time(NULL);
-	char dsn[512], f1[600], f2[600];
+	char dsn[512], f1[600], f2[600], fc[600], log[600], label[96];
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
+	struct gl_strbuf costs = GL_STRBUF_INIT, conf = GL_STRBUF_INIT;
 	struct gl_test_daemon d;
-	double t_ing, t_roll, lat[200] = {0}, p50;
+	double t_ing, t_roll;
 	long long days_before, days_after;
 	PGconn *c;
 
-	if (reqs > 200)
+	if (reqs > 200 || reqs < 1)
 		reqs = 200;
 	if (gl_test_db_fresh("gl_bench_observed", dsn, sizeof dsn))
 		die("db", NULL);
 	c = PQconnectdb(dsn);
 	snprintf(f1, sizeof f1, "%s/observed-1.txt", tmp);
 	snprintf(f2, sizeof f2, "%s/observed-2.txt", tmp);
+	snprintf(fc, sizeof fc, "%s/observed-costs.yaml", tmp);
+	snprintf(log, sizeof log, "%s/var/log/postgresql.log", tmp);
+	cost_yaml(&costs, now);
+	load_costs(dsn, fc, &costs);
 	write_sacct(f1, n, now, now - 600);
 	write_sacct(f2, n, now, now - 300);
 	ingest(dsn, f1, now - 600);
@@ -116,31 +232,24 @@ int main(int argc, char **argv)
 	printf("| sacct poll over %ld open jobs: ingest (every row rewritten) | %.2f s | - | - |\n", n, t_ing);
 	t_roll = rollup(dsn);
 	printf("| rollup after that poll (days rebuilt: %lld) | %.2f s | - | - |\n", days_before - days_after, t_roll);
-	if (gl_test_daemon_start(&d, dsn, "server:\n  rate_limit_per_ip: 0\nrates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n",
-				 (const char *[]){"--no-ingest", NULL}))
+	gl_strbuf_printf(&conf, "server:\n  rate_limit_per_ip: 0\n%s", costs.p);
+	if (gl_test_daemon_start(&d, dsn, conf.p, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
-	for (int pass = 0; pass < 2; pass++) {
-		const char *path = pass ? "/v1/chargeback?window=30d&aggregate=team&unobserved=include"
-					: "/v1/chargeback?window=30d&aggregate=team";
-		for (int i = 0; i < reqs; i++) {
-			struct gl_test_http r;
-			double a = gl_test_now_s();
-			if (gl_test_http(d.port, "GET", path, NULL, 0, NULL, &r) || r.status != 200)
-				die(path, NULL);
-			lat[i] = (gl_test_now_s() - a) * 1000;
-			gl_test_http_fini(&r);
-		}
-		for (int i = 1; i < reqs; i++)
-			for (int k = i; k > 0 && lat[k] < lat[k - 1]; k--) {
-				double x = lat[k];
-				lat[k] = lat[k - 1];
-				lat[k - 1] = x;
-			}
-		p50 = lat[(reqs + 1) / 2 - 1];
-		printf("| /v1/chargeback 30 days by team, %ld open jobs%s (p50 of %d) | %.0f ms | 100 ms p99 (target) | %.2fx |\n",
-		       n, pass ? ", unobserved=include" : "", reqs, p50, p50 / 100.0);
-	}
+	days_after = q1(c, "SELECT count(*) FROM usage_daily_built");
+	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_observed SET log_min_duration_statement = 0");
+	/* the daemon's pooled sessions took the setting at their start: a
+	 * restart gives them the statement log */
 	gl_test_daemon_stop(&d);
+	if (gl_test_daemon_start(&d, dsn, conf.p, (const char *[]){"--no-ingest", NULL}))
+		die("daemon", NULL);
+	snprintf(label, sizeof label, "%ld open jobs", n);
+	measure(d.port, "/v1/chargeback?window=30d&aggregate=team", label, reqs, log, days_after);
+	snprintf(label, sizeof label, "%ld open jobs, unobserved=include", n);
+	measure(d.port, "/v1/chargeback?window=30d&aggregate=team&unobserved=include", label, reqs, log, days_after);
+	gl_test_daemon_stop(&d);
+	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_observed RESET log_min_duration_statement");
+	gl_strbuf_fini(&costs);
+	gl_strbuf_fini(&conf);
 	PQfinish(c);
 	return 0;
 }

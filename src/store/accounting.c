@@ -121,11 +121,11 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
 			 a, b);
 }
 
-/* GPU jobs overlapping the live steps, one row each (k), with their owner
- * at start time. Owner rules change rarely, so the owner is resolved once
- * per distinct set of owner-relevant attributes and rule-validity segment
- * (a few thousand gl_owner calls) and hash-joined back to the jobs, instead
- * of once per job. append_live puts them in their steps. */
+/* GPU jobs overlapping the live steps, one row each (k0), and the owner of
+ * each distinct set of owner-relevant attributes and rule-validity segment
+ * at start time (own: a few thousand gl_owner calls, not one per job),
+ * with the attributes the dimensions read. append_live_split sums the jobs
+ * per such set before it joins own. */
 static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned)
 {
 	gl_strbuf_puts(sql,
@@ -133,7 +133,7 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned)
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
 	"  UNION ALL SELECT valid_from FROM workload_rules UNION ALL SELECT valid_to FROM workload_rules"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
-	"), segs AS ("
+	"), segs AS MATERIALIZED ("
 	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
 	/* the serving jobs' endpoints apart, hashed: joined to the jobs as
 	 * the view, they were merged in job_pk order, which made the planner
@@ -166,20 +166,12 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned)
 	" FROM k0"
 	"), own AS MATERIALIZED ("
 	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
+	"  a.account, a.user_name, a.partition, a.qos, a.namespace,"
 	"  gl_workload_type(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"   jsonb_build_object('labels', a.labels, 'run_kind', a.run_kind), a.endpoints, a.seg) AS workload_type"
 	" FROM attrs a"
 	" LEFT JOIN LATERAL gl_owner(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"  jsonb_build_object('labels', a.labels), a.seg) o ON true"
-	/* every k0 row has exactly one own row (own is per distinct key of
-	 * k0): LEFT JOIN says so to the planner, which estimated an inner
-	 * join on the four keys at one row and then joined the exporter usage
-	 * to the jobs by a merge on the step with the job as a filter, jobs x
-	 * jobs comparisons (4 M for a day of 2,000 GPUs, 102 s for 10,000) */
-	"), k AS ("
-	" SELECT k0.*, own.team, own.project, own.cost_center, own.workload_type FROM k0"
-	" LEFT JOIN own ON own.cluster = k0.cluster AND own.okey = k0.okey AND own.seg = k0.seg"
-	"  AND own.endpoints = k0.endpoints"
 	")");
 }
 
@@ -640,7 +632,102 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
 		gl_strbuf_printf(sql, ", %sd%zu", prefix, d);
 }
 
-/* Appends the CTEs f .. byrate of the live query (jobs over the steps of
+/* The columns a live job's pieces are summed by before the owners are
+ * joined: its owner-attribute set (own's key), its model and, for a query
+ * of per-job lines, the job itself (jk: NULL otherwise). */
+#define LIVE_SET_COLS "cluster, okey, seg, endpoints, gpu_model, jk"
+
+/* Up to this many live steps, put_live_pieces cuts each job at them
+ * rather than summing events (gl_accounting_event_cells). */
+#define GL_LIVE_CUT_MAX 4
+
+/* ", iv AS (...), am AS (...)": each job of k0 (jw: a condition on it, as
+ * "j.job_pk = ANY(...)", or "true") as an interval [p0, p1) of g
+ * micro-GPUs billed (and h held), and one more per rate piece it overlaps
+ * (priced), clipped to the live window (pieces: to each step it overlaps,
+ * whose i it carries); am sums them per step i, owner-attribute set and
+ * rate in whole micro-GPU-seconds (m billed, held). Summed before the
+ * owners are joined, the stages after it see a row per set, not per job:
+ * 10,000 open jobs of 500 sets cost ~36 µs a job through the owner join,
+ * the rate join and the grouping (docs/bench.md, "Observed time"). */
+static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, int by_job, const char *jw)
+{
+	/* a few live steps (a window's first day and today around the built
+	 * days): each job cut at them, at most n_live rows a job, costs less
+	 * than its events' sort and windows (bench_observed: firm lines of
+	 * 10,000 open jobs over two live pieces) */
+	pieces |= n_live <= GL_LIVE_CUT_MAX;
+	/* the rates of the models once: inlined, each job piece ran
+	 * gl_rates_of's lookup of its model again */
+	gl_strbuf_puts(sql, ", mr AS MATERIALIZED ("
+			    " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
+			    " FROM (SELECT DISTINCT gpu_model FROM k0) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
+			    "), iv AS (SELECT ");
+	/* in pieces, win is each step the job overlaps (lo, hi: its bounds) */
+	const char *w = pieces ? " JOIN (SELECT i, a AS lo, b AS hi FROM steps) win ON win.lo < j.stop_at"
+				 " AND win.hi > j.start_at"
+			       : " CROSS JOIN win";
+	const char *set = by_job ? "j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, j.job_pk AS jk"
+				 : "j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, NULL::bigint AS jk";
+	gl_strbuf_printf(sql, "%s%s, NULL::bigint AS rate, j.gpu_micro AS g, j.held_micro AS h,"
+			      " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM k0 j%s WHERE %s"
+			      " UNION ALL SELECT %s%s, r.micros_per_gpu_hour, j.gpu_micro, 0::bigint,"
+			      " greatest(j.start_at, r.valid_from, win.lo), least(j.stop_at, r.valid_to, win.hi)"
+			      " FROM k0 j%s JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM j.gpu_model"
+			      " AND r.valid_from < j.stop_at AND r.valid_to > j.start_at WHERE %s)",
+			 pieces ? "win.i, " : "", set, w, jw, pieces ? "win.i, " : "", set, w, jw);
+	if (!pieces) {
+		/* many steps: their allocation per set and step from the events,
+		 * not per job and step */
+		gl_accounting_event_cells(sql, LIVE_SET_COLS ", rate", "iv", "steps", 0);
+		gl_strbuf_puts(sql, ", am AS (SELECT s.i, c.cluster, c.okey, c.seg, c.endpoints, c.gpu_model, c.jk, c.rate,"
+				    " sum(extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si) AS m, 0::bigint AS held"
+				    " FROM cells c JOIN steps s ON s.n = c.n GROUP BY 1, 2, 3, 4, 5, 6, 7, 8)");
+		return;
+	}
+	/* each interval lies inside its step and is summed as it is; a rate
+	 * piece of a job in the step may lie outside it (p1 < p0): nothing,
+	 * never a negative part */
+	/* per job (by_job), every row is a set of its own: summing them
+	 * first would only add a hash aggregate of every job piece (the
+	 * rollup's usage_daily_job) */
+	gl_strbuf_printf(sql, ", am AS (SELECT iv.i, " LIVE_SET_COLS ", rate,"
+			      " %s(g * greatest(extract(epoch FROM p1 - p0)::bigint, 0)) AS m,"
+			      " %s(h * greatest(extract(epoch FROM p1 - p0)::bigint, 0)) AS held FROM iv%s)",
+			 by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : " GROUP BY iv.i, " LIVE_SET_COLS ", rate");
+}
+
+/* ", usage AS (...), ub AS (...)": the jobs' exporter usage over the steps
+ * (jobs_param: restricted to those jobs, 0 all), kept within each job's
+ * allocated time and summed per step and owner-attribute set. */
+static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw)
+{
+	gl_strbuf_puts(sql,
+		       ", usage AS ("
+		       " SELECT s.i, u.job_pk, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s, s.a, s.b"
+		       " FROM win CROSS JOIN LATERAL gl_job_usage_steps(win.starts, win.ends) u JOIN steps s ON s.n = u.n");
+	/* a restriction to some jobs goes inside the inlined function, so its
+	 * scan reads those jobs' buckets (by gpu_usage_jobs_job_idx), not the
+	 * fleet's */
+	if (jobs_param)
+		gl_strbuf_printf(sql, " WHERE u.job_pk = ANY($%d::bigint[])", jobs_param);
+	gl_strbuf_printf(sql,
+			 "), ub AS (SELECT u.i, j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, %s AS jk,"
+			 " %s(u.busy_gpu_s * sc.k) AS busy, %s(u.idle_gpu_s * sc.k) AS idle, %s(u.observed_gpu_s * sc.k) AS obs"
+			 " FROM usage u JOIN k0 j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
+			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum");
+	/* exporter usage is what a source saw: it stays with the firm time */
+	if (m != OBS_FIRM)
+		gl_strbuf_puts(sql, " AND false");
+	gl_strbuf_printf(sql,
+			 " CROSS JOIN LATERAL (SELECT " GL_ACCOUNTING_USAGE_SCALE_SQL(
+				 "u", "j.gpu_micro * greatest(extract(epoch FROM least(j.stop_at, u.b) - greatest(j.start_at, u.a)), 0)"
+				      " / 1000000.0") " AS k) sc"
+			 " WHERE %s%s)",
+			 jw, by_job ? "" : " GROUP BY 1, 2, 3, 4, 5, 6, 7");
+}
+
+/* Appends the CTEs of the live query up to byrate (jobs over the steps of
  * $1, $2, $4 at now $3), grouped by dims; filters take parameters from $5.
  * pieces (the rollup, steps of whole days): each job is cut into one
  * interval per step it overlaps and summed per step as one step's are,
@@ -651,104 +738,39 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 			     const struct gl_accounting_query *q, enum obs_mode m, int *np, struct gl_strbuf *arrays,
 			     size_t *arr_off, struct gl_err *err)
 {
-	int rc, jobs_param = 0;
-	put_jobs_cte(sql, m, pieces);
-	gl_strbuf_puts(sql, ", f1 AS (SELECT k.*");
+	char jw[48] = "true";
+	int rc, jobs_param = 0, by_job = 0;
 	for (size_t d = 0; d < n_dims; d++)
-		gl_strbuf_printf(sql, ", %s AS d%zu", live_dim_sql(dims[d]), d);
-	gl_strbuf_puts(sql, " FROM k WHERE true");
-	if (q && (rc = add_filters(sql, q, np, arrays, arr_off, FILTER_JOBS, err)))
-		return rc;
+		by_job |= !strcmp(dims[d], "job");
+	put_jobs_cte(sql, m, pieces);
 	if (q && q->jobs) {
 		jobs_param = add_jobs_param(arrays, arr_off, np, q);
-		gl_strbuf_printf(sql, " AND k.job_pk = ANY($%d::bigint[])", jobs_param);
+		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
-	/* Each job is an interval [start, stop) of g micro-GPUs billed (and h
-	 * held), and one more per rate piece it overlaps (priced), clipped to
-	 * the live window:
-	 * their steps' allocation comes from gl_accounting_event_cells, per key
-	 * (model, rate, dims), not per job and step. */
-	/* pieces: the rates of the models once; inlined, the join of each
-	 * job-day piece with them ran the models' DISTINCT again for every
-	 * piece (2 of the 2.5 s of two days of 300,000 jobs a year) */
-	gl_strbuf_printf(sql,
-		       "), mr AS %s("
-		       " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
-		       " FROM (SELECT DISTINCT gpu_model FROM f1) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
-		       "), iv AS (SELECT ",
-		       pieces ? "MATERIALIZED " : "");
-	/* in pieces, win is each step the job overlaps (lo, hi: its bounds) */
-	const char *w = pieces ? " JOIN (SELECT i, a AS lo, b AS hi FROM steps) win ON win.lo < f1.stop_at"
-				 " AND win.hi > f1.start_at"
-			       : " CROSS JOIN win";
-	gl_strbuf_puts(sql, pieces ? "win.i, " : "");
-	gl_strbuf_puts(sql, "f1.gpu_model, NULL::bigint AS rate, f1.gpu_micro AS g, f1.held_micro AS h,"
-			    " greatest(f1.start_at, win.lo) AS p0, least(f1.stop_at, win.hi) AS p1");
-	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_printf(sql, " FROM f1%s UNION ALL SELECT %sf1.gpu_model, r.micros_per_gpu_hour, f1.gpu_micro, 0::bigint,"
-			      " greatest(f1.start_at, r.valid_from, win.lo), least(f1.stop_at, r.valid_to, win.hi)",
-			 w, pieces ? "win.i, " : "");
-	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_printf(sql, " FROM f1%s JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM f1.gpu_model"
-			      " AND r.valid_from < f1.stop_at AND r.valid_to > f1.start_at"
-			      ")",
-			 w);
-	{
-		struct gl_strbuf keys = GL_STRBUF_INIT;
-		gl_strbuf_puts(&keys, "gpu_model, rate");
-		put_dim_cols(&keys, "", n_dims);
-		if (n_live > 1 && !pieces)
-			gl_accounting_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps", 0);
-		gl_strbuf_fini(&keys);
-	}
-	gl_strbuf_puts(sql,
-		       ", usage AS ("
-			    " SELECT s.i, u.job_pk, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s, s.a, s.b"
-			    " FROM win CROSS JOIN LATERAL gl_job_usage_steps(win.starts, win.ends) u JOIN steps s ON s.n = u.n");
-	/* a restriction to some jobs goes inside the inlined function, so its
-	 * scan reads those jobs' buckets (by gpu_usage_jobs_job_idx), not the
-	 * fleet's */
-	if (jobs_param)
-		gl_strbuf_printf(sql, " WHERE u.job_pk = ANY($%d::bigint[])", jobs_param);
-	/* every sum is a part of its own UNION ALL branch and the lines are
-	 * one GROUP BY. Lines are also split by GPU model so unpriced models
-	 * are known exactly; C merges them. */
-	gl_strbuf_puts(sql, "), parts AS (SELECT ");
-	/* one step (a day of the rollup, a month's live today): each job's
-	 * interval lies inside it and is summed as it is; cells joined to the
-	 * step made the planner sort the rows by every key, not hash them (a
-	 * day's rollup of 1,000,000 jobs a month: 2.8 s against 1.3 s) */
-	gl_strbuf_puts(sql, pieces ? "c.i" : n_live > 1 ? "s.i" : "(SELECT i FROM steps)");
-	put_dim_cols(sql, "c.", n_dims);
-	/* held: one step or pieces only (the rollup's days, for the idle
-	 * settlement over built days); the lines' steps read the held
-	 * capacity apart */
-	gl_strbuf_puts(sql, ", c.gpu_model, c.rate,"
-			    " CASE WHEN c.rate IS NULL THEN m ELSE 0 END AS alloc, CASE WHEN c.rate IS NULL THEN 0 ELSE m END AS priced,"
-			    " x.held, 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs");
-	gl_strbuf_puts(sql, n_live > 1 && !pieces ? " FROM cells c JOIN steps s ON s.n = c.n"
-					 " CROSS JOIN LATERAL (SELECT extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS m,"
-					 " 0::bigint AS held) x"
-				       /* a rate piece of a job in the step may lie outside the
-					* step (p1 < p0): nothing, never a negative part */
-				       : " FROM iv c CROSS JOIN LATERAL (SELECT c.g * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0) AS m,"
-					 " c.h * greatest(extract(epoch FROM c.p1 - c.p0)::bigint, 0) AS held) x");
-	gl_strbuf_puts(sql, " WHERE x.m <> 0 OR x.held <> 0"
-			    " UNION ALL SELECT u.i");
-	put_dim_cols(sql, "f1.", n_dims);
-	gl_strbuf_puts(sql,
-		       ", f1.gpu_model, NULL, 0, 0, 0, u.busy_gpu_s * sc.k, u.idle_gpu_s * sc.k, u.observed_gpu_s * sc.k"
-		       " FROM usage u JOIN f1 ON f1.job_pk = u.job_pk AND u.a < f1.stop_at AND u.b > f1.start_at");
-	/* exporter usage is what a source saw: it stays with the firm time */
-	if (m != OBS_FIRM)
-		gl_strbuf_puts(sql, " AND false");
-	gl_strbuf_puts(sql,
-		       " CROSS JOIN LATERAL (SELECT " GL_ACCOUNTING_USAGE_SCALE_SQL(
-			       "u", "f1.gpu_micro * greatest(extract(epoch FROM least(f1.stop_at, u.b) - greatest(f1.start_at, u.a)), 0)"
-				    " / 1000000.0") " AS k) sc"
-		       /* sums of bigint micro-GPU-seconds per rate first: the price is
-			* constant per rate row, so cost = rate x sum, in numeric once */
-		       "), byrate AS (SELECT i");
+	put_live_pieces(sql, n_live, pieces, by_job, jw);
+	put_live_usage(sql, m, by_job, jobs_param, jw);
+	/* every sum is a part of its own UNION ALL branch; the owners and
+	 * the dimensions are joined to the sums per set (k), and the lines
+	 * are one GROUP BY. Lines are also split by GPU model so unpriced
+	 * models are known exactly; C merges them. Every row of pu has
+	 * exactly one own row (own is per distinct set of k0): LEFT JOIN says
+	 * so to the planner. */
+	gl_strbuf_puts(sql, ", pu AS (SELECT i, " LIVE_SET_COLS ", rate,"
+			    " CASE WHEN rate IS NULL THEN m ELSE 0 END AS alloc, CASE WHEN rate IS NULL THEN 0 ELSE m END AS priced,"
+			    " held, 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs FROM am WHERE m <> 0 OR held <> 0"
+			    " UNION ALL SELECT i, " LIVE_SET_COLS ", NULL::bigint, 0, 0, 0, busy, idle, obs FROM ub"
+			    "), parts AS (SELECT k.i");
+	for (size_t d = 0; d < n_dims; d++)
+		gl_strbuf_printf(sql, ", %s AS d%zu", live_dim_sql(dims[d]), d);
+	gl_strbuf_puts(sql, ", k.gpu_model, k.rate, k.alloc, k.priced, k.held, k.busy, k.idle, k.obs FROM ("
+			    " SELECT p.*, p.jk AS job_pk, o.team, o.project, o.cost_center, o.workload_type, o.account,"
+			    "  o.user_name, o.partition, o.qos, o.namespace FROM pu p LEFT JOIN own o ON o.cluster = p.cluster"
+			    "  AND o.okey = p.okey AND o.seg = p.seg AND o.endpoints = p.endpoints) k WHERE true");
+	if (q && (rc = add_filters(sql, q, np, arrays, arr_off, FILTER_JOBS, err)))
+		return rc;
+	/* sums of bigint micro-GPU-seconds per rate first: the price is
+	 * constant per rate row, so cost = rate x sum, in numeric once */
+	gl_strbuf_puts(sql, "), byrate AS (SELECT i");
 	put_dim_cols(sql, "", n_dims);
 	gl_strbuf_puts(sql, ", gpu_model, rate, sum(alloc) AS alloc, sum(priced) AS priced, sum(held) AS held, sum(busy) AS busy,"
 			    " sum(idle) AS idle, sum(obs) AS obs FROM parts GROUP BY i");
