@@ -148,8 +148,11 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned)
 	gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
 	gl_strbuf_puts(sql,
 	"  sg.s_from AS seg,"
-	"  coalesce(jb.account, '') || chr(1) || coalesce(jb.user_name, '') || chr(1) || coalesce(jb.partition, '') || chr(1) ||"
-	"  coalesce(jb.qos, '') || chr(1) || coalesce(jb.wckey, '') || chr(1) || coalesce(jb.namespace, '') || chr(1) ||"
+	/* the key of attrs' DISTINCT below, so every job joins one row of own:
+	 * a NULL field is '' and an empty one chr(2), never the same */
+	"  coalesce(chr(2) || jb.account, '') || chr(1) || coalesce(chr(2) || jb.user_name, '') || chr(1) ||"
+	"  coalesce(chr(2) || jb.partition, '') || chr(1) || coalesce(chr(2) || jb.qos, '') || chr(1) ||"
+	"  coalesce(chr(2) || jb.wckey, '') || chr(1) || coalesce(chr(2) || jb.namespace, '') || chr(1) ||"
 	"  coalesce((jb.tags -> 'labels')::text, '') || chr(1) || " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS okey, jb.wckey, jb.tags,"
 	"  " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
 	"  coalesce(ep.endpoints, '{}') AS endpoints"

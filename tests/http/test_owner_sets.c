@@ -20,7 +20,9 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
@@ -178,6 +180,46 @@ static void test_rolled_up(void **state)
 	test_days_of_the_month(state);
 }
 
+/* A field that is NULL on one job and empty on another (two sources, or a
+ * hand-fixed row) is one owner-attribute set to the owner rules: each
+ * job's GPU-seconds are counted once, not once per spelling of the set. */
+static void test_null_and_empty_are_one_set(void **state)
+{
+	char path[] = "/tmp/gl_owner_sets_XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	cJSON *j, *t;
+	(void)state;
+	assert_non_null(f);
+	fputs("JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|Elapsed|"
+	      "ElapsedRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|DBIndex|"
+	      "Suspended|WCKey|JobName\n",
+	      f);
+	for (int k = 1; k <= 2; k++)
+		fprintf(f,
+			"720%d|720%d|c2|p1|normal|az|az|2001|u9|2001|2026-10-0%dT00:00:00|2026-10-0%dT00:00:00|"
+			"2026-10-0%dT00:00:00|2026-10-0%dT0%d:00:00|0%d:00:00|%d|0:0|COMPLETED|1|1|1|1000M|"
+			"billing=1,cpu=1,gres/gpu=1,mem=1000M,node=1|billing=1,cpu=1,gres/gpu:a100=1,gres/gpu=1,mem=1000M,"
+			"node=1|1-00:00:00|n1|720%d|00:00:00||spelling-%d\n",
+			k, k, k, k, k, k, k, k, k * 3600, k, k);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c2", "--file", path, "--at",
+				     "2026-11-25T00:00:00Z", NULL),
+			 0);
+	unlink(path);
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET account = NULL WHERE job_id = '7201'") >= 0);
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET account = '' WHERE job_id = '7202'") >= 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM jobs WHERE job_id IN ('7201', '7202')"
+						 " AND coalesce(account, '') = ''"),
+			 2);
+	j = get("/v1/chargeback?window=2026-10&aggregate=user");
+	t = cJSON_GetObjectItem(j, "totals");
+	/* 1 GPU for 1 h and for 2 h, at the a100 rate of 2.00 */
+	assert_int_equal(gl_test_jnum(t, "allocated_gpu_seconds"), 3 * 3600);
+	assert_int_equal(gl_test_jnum(t, "cost_micros"), 6000000);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_few_steps),
 		cmocka_unit_test(test_days_of_the_month),
 		cmocka_unit_test(test_rolled_up),
+		cmocka_unit_test(test_null_and_empty_are_one_set),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
