@@ -11,7 +11,8 @@
  * before it, for month and year chargeback p50/p99 over a year of that
  * fleet once rolled up (the detail of those days is not made: it is what
  * cannot fit, docs/scale.md). Needs the environment of bench/run.sh.
- * Usage: bench_growth [JOBS ...]   (0: the GPU day only) */
+ * Usage: bench_growth [JOBS ...]   (or $BENCH_GROWTH_JOBS, one count;
+ * 0: the GPU day only) */
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -192,8 +193,11 @@ static void gpu_day(long gpus)
 
 int main(int argc, char **argv)
 {
-	const char *g = getenv("BENCH_GROWTH_GPUS");
-	if (argc > 1) {
+	const char *g = getenv("BENCH_GROWTH_GPUS"), *j = getenv("BENCH_GROWTH_JOBS");
+	if (j) {
+		if (atol(j) > 0)
+			jobs_year(atol(j));
+	} else if (argc > 1) {
 		for (int i = 1; i < argc; i++)
 			if (atol(argv[i]) > 0)
 				jobs_year(atol(argv[i]));

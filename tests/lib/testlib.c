@@ -160,7 +160,9 @@ int gl_test_owner_dsn(const char *dsn, char *out, size_t n)
 			rc = 0;
 	for (PQconninfoOption *o = opts; !rc && o && o->keyword; o++) {
 		const char *v = !strcmp(o->keyword, "user") ? "gpuledger_owner" : o->val;
-		if (!v)
+		/* the application role's password is not the owner's: the
+		 * owner's comes from the passfile */
+		if (!v || !strcmp(o->keyword, "password"))
 			continue;
 		k += (size_t)snprintf(out + k, k < n ? n - k : 0, "%s%s='", k ? " " : "", o->keyword);
 		for (; *v; v++)
@@ -330,7 +332,8 @@ int gl_test_shard_server(const char *dir, int k, char *cfg, size_t ncfg, char *d
 	fclose(f);
 	if (!pw[0])
 		return -1;
-	snprintf(dsn, ndsn, "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s", sock, pw);
+	/* the passfile for the owner role (gl_test_owner_dsn); attach ignores it */
+	snprintf(dsn, ndsn, "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s passfile=%s", sock, pw, pass);
 	snprintf(idx, sizeof idx, "%d", k);
 	return gl_test_cli_cfg(cfg, "migrate", NULL) || gl_test_cli_cfg(cfg, "shard", "init", "--index", idx, NULL) ? -1 : 0;
 }
