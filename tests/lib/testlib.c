@@ -153,16 +153,18 @@ int gl_test_owner_dsn(const char *dsn, char *out, size_t n)
 {
 	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
 	size_t k = 0;
-	int rc = -1;
+	int rc = -1, passfile = 0;
 	out[0] = '\0';
-	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+	for (PQconninfoOption *o = opts; o && o->keyword; o++) {
 		if (!strcmp(o->keyword, "user") && o->val && !strcmp(o->val, "gpuledger"))
 			rc = 0;
+		passfile |= !strcmp(o->keyword, "passfile") && o->val && *o->val;
+	}
 	for (PQconninfoOption *o = opts; !rc && o && o->keyword; o++) {
 		const char *v = !strcmp(o->keyword, "user") ? "gpuledger_owner" : o->val;
-		/* the application role's password is not the owner's: the
-		 * owner's comes from the passfile */
-		if (!v || !strcmp(o->keyword, "password"))
+		/* with a passfile (a shard server's, gl_test_shard_server) the
+		 * owner's password is there, not the application role's */
+		if (!v || (passfile && !strcmp(o->keyword, "password")))
 			continue;
 		k += (size_t)snprintf(out + k, k < n ? n - k : 0, "%s%s='", k ? " " : "", o->keyword);
 		for (; *v; v++)
