@@ -6,8 +6,13 @@
  * real daemon over HTTP. Then the exporter rollups of one day of
  * BENCH_GROWTH_GPUS GPUs (default 10,000) at 5-minute buckets, each bucket
  * attributed to a job: rows and bytes per GPU-day, and the rollup of that
- * day. Needs the environment of bench/run.sh.
- * Usage: bench_growth [JOBS ...] */
+ * day; then that day's rollup output (usage_daily, usage_daily_owner and
+ * the built marker, what a built window reads) copied over the 364 days
+ * before it, for month and year chargeback p50/p99 over a year of that
+ * fleet once rolled up (the detail of those days is not made: it is what
+ * cannot fit, docs/scale.md). Needs the environment of bench/run.sh.
+ * Usage: bench_growth [JOBS ...]   (or $BENCH_GROWTH_JOBS, one count;
+ * 0: the GPU day only) */
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -82,6 +87,55 @@ static void jobs_year(long n)
 	PQfinish(c);
 }
 
+/* The rolled-up day 2026-06-01 copied to the 364 days before it (every
+ * column as built but the day), each day marked built: a year of that
+ * fleet as month and year chargeback read it once rolled up. */
+static const char COPY_YEAR[] =
+	"DO $$ DECLARE t text; cols text; sel text; BEGIN"
+	" FOREACH t IN ARRAY ARRAY['usage_daily', 'usage_daily_owner'] LOOP"
+	"  SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position),"
+	"   string_agg(CASE WHEN column_name = 'day' THEN 'u.day - g' ELSE 'u.' || quote_ident(column_name) END, ', '"
+	"    ORDER BY ordinal_position) INTO cols, sel"
+	"   FROM information_schema.columns WHERE table_schema = 'public' AND table_name = t;"
+	"  EXECUTE format('INSERT INTO %I (%s) SELECT %s FROM %I u, generate_series(1, 364) g"
+	" WHERE u.day = ''2026-06-01''', t, cols, sel, t);"
+	" END LOOP;"
+	" INSERT INTO usage_daily_built (day) SELECT date '2026-06-01' - g FROM generate_series(1, 364) g;"
+	" END $$";
+#define GMONTH "/v1/chargeback?window=2026-05&aggregate=team"
+#define GYEAR "/v1/chargeback?window=2025-06-02,2026-06-02&aggregate=team"
+
+static void gpu_year(PGconn *c, const char *dsn, long gpus)
+{
+	struct gl_test_daemon d;
+	double t0 = gl_test_now_s(), p50, p99;
+	char own[512];
+	if (gl_test_exec_dsn(dsn, COPY_YEAR) < 0)
+		die("copy the day", NULL);
+	/* the tables' owner: the service role may not analyze them */
+	if (gl_test_owner_dsn(dsn, own, sizeof own) ||
+	    gl_test_exec_dsn(own, "ANALYZE usage_daily, usage_daily_owner, usage_daily_built") < 0)
+		die("analyze", NULL);
+	printf("| usage_daily + usage_daily_owner, a year of %ld GPUs (the day's rollup x 365, copied in %.1f s) | %lld + %lld rows,"
+	       " %.1f MB | - | - |\n",
+	       gpus, gl_test_now_s() - t0, gl_test_qint(c, "SELECT count(*) FROM usage_daily"),
+	       gl_test_qint(c, "SELECT count(*) FROM usage_daily_owner"),
+	       (double)gl_test_qint(c, "SELECT pg_total_relation_size('usage_daily') + pg_total_relation_size('usage_daily_owner')") /
+		       1e6);
+	if (gl_test_daemon_start(&d, dsn, COST, (const char *[]){"--no-ingest", NULL}))
+		die("daemon", NULL);
+	if (!gl_test_http_timed(d.port, GMONTH, 100, &p50, &p99, NULL))
+		printf("| month chargeback by team, a year of %ld GPUs rolled up (p50 / p99 of 100) | %.0f / %.0f ms |"
+		       " 100 ms p99 (target) | %.2f |\n",
+		       gpus, p50, p99, p99 / 100);
+	if (!gl_test_http_timed(d.port, GYEAR, 30, &p50, &p99, NULL))
+		printf("| year chargeback by team, a year of %ld GPUs rolled up (p50 / p99 of 30) | %.0f / %.0f ms |"
+		       " 1 s p99 (target) | %.2f |\n",
+		       gpus, p50, p99, p99 / 1000);
+	fflush(stdout);
+	gl_test_daemon_stop(&d);
+}
+
 /* One day of exporter rollups for gpus GPUs, each GPU-bucket attributed to
  * the job running on it (a job a GPU, the whole day). */
 static void gpu_day(long gpus)
@@ -132,16 +186,22 @@ static void gpu_day(long gpus)
 	       (double)bytes * 100000.0 / (double)gpus * 365 / 1e12);
 	t = rollup_s(dsn);
 	printf("| rollup of that day into usage_daily (jobs + exporter busy/idle), %ld GPUs | %.1f s | - | - |\n", gpus, t);
+	fflush(stdout);
+	gpu_year(c, dsn, gpus);
 	PQfinish(c);
 }
 
 int main(int argc, char **argv)
 {
-	const char *g = getenv("BENCH_GROWTH_GPUS");
-	if (argc > 1)
+	const char *g = getenv("BENCH_GROWTH_GPUS"), *j = getenv("BENCH_GROWTH_JOBS");
+	if (j) {
+		if (atol(j) > 0)
+			jobs_year(atol(j));
+	} else if (argc > 1) {
 		for (int i = 1; i < argc; i++)
-			jobs_year(atol(argv[i]));
-	else {
+			if (atol(argv[i]) > 0)
+				jobs_year(atol(argv[i]));
+	} else {
 		jobs_year(100000);
 		jobs_year(1000000);
 	}

@@ -5,7 +5,8 @@
  * Month and year chargebacks after each side's rollup, and the live (cold)
  * month, through the real daemons over HTTP: the sharded p50/p99 beside the
  * single database's. All four PostgreSQL servers share this machine's two
- * cores. Needs the environment of bench/run.sh. Usage: bench_shards [JOBS] */
+ * cores. Needs the environment of bench/run.sh.
+ * Usage: bench_shards [JOBS]   (or $BENCH_SHARDS_JOBS; 300,000) */
 #include "lib/testlib.h"
 
 #include <limits.h>
@@ -26,7 +27,8 @@ static void die(const char *m)
 
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 300000;
+	const char *jobs = getenv("BENCH_SHARDS_JOBS");
+	long n = argc > 1 ? atol(argv[1]) : jobs ? atol(jobs) : 300000;
 	const char *tmp = getenv("GL_TEST_TMP");
 	char one[512], central[512], cfg[NSHARD][PATH_MAX], sdsn[NSHARD][1024], costs[PATH_MAX], dir[PATH_MAX],
 		cluster[16];

@@ -4,7 +4,8 @@
  * A shard is a whole gpuledger database holding some sites' clusters,
  * written by its own daemon (ingest and rollup), its ids in the range of
  * its index (gl_shard_local_init). The central database attaches each
- * shard over postgres_fdw (gl_shard_attach) and reads them all in one
+ * shard over postgres_fdw (gl_shard_attach; a connect_timeout of
+ * GL_SHARD_CONNECT_TIMEOUT s unless its DSN says) and reads them all in one
  * query: gl_shard_route probes the shards, points the session's
  * search_path at the schema whose fact tables have a foreign partition
  * for each shard that answered, and says which shards and clusters it
@@ -23,6 +24,8 @@
 #include <stdint.h>
 
 #define GL_SHARD_MAX 62
+/* seconds: a shard's connect_timeout when its DSN gives none */
+#define GL_SHARD_CONNECT_TIMEOUT "5"
 
 struct gl_shard_route {
 	uint64_t mask;          /* bit k - 1: shard k was read */
@@ -44,6 +47,11 @@ int gl_shard_count(struct gl_store *st, int *n, struct gl_err *err) GL_MUSTCHECK
 int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *dsn, struct gl_err *err) GL_MUSTCHECK;
 /* Probes the shards and routes this session's reads (see above). */
 int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err *err) GL_MUSTCHECK;
+/* Routes this session's reads to the shards of mask (a route's, probed by
+ * another session: include/gl/fleetstate.h) without connecting to any. */
+int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err) GL_MUSTCHECK;
+/* dst becomes a copy of src (dst's old strings freed). */
+void gl_shard_route_copy(struct gl_shard_route *dst, const struct gl_shard_route *src);
 void gl_shard_route_fini(struct gl_shard_route *rt);
 
 #endif

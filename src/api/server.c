@@ -12,6 +12,7 @@
 #include "gl/connguard.h"
 #include "gl/db.h"
 #include "gl/dbcancel.h"
+#include "gl/fleetstate.h"
 #include "gl/log.h"
 #include "gl/replica.h"
 #include "gl/reqpool.h"
@@ -144,6 +145,7 @@ struct gl_server {
 	struct gl_auth_cache *tokens;
 	struct gl_audit_writer *audit;
 	struct gl_static *web;     /* server.web_dir; NULL when not served */
+	struct gl_fleetstate *fleet; /* the shards that answer (a central's; prober started on first use) */
 	uint64_t auth_denied[AR_N]; /* under mu */
 	struct gl_log_limiter err_log;   /* 503 answers (the database away); under mu */
 	struct gl_log_limiter int_log;   /* other 5xx answers (a fault to mend), apart: an outage's
@@ -410,32 +412,41 @@ static _Thread_local struct gl_dbcancel_slot t_db_slot;
 /* The statement_timeout of this thread's pool (set once per thread). */
 static _Thread_local int64_t t_stmt_ms;
 
-/* On a central database of shards (docs/scale.md), each thread's session
- * reads the shards that answered its last probe, made at most
- * FLEET_PROBE_S ago (and again on every new session: search_path is the
- * session's). t_fleet: 0 not known yet, 1 no shards, 2 sharded. A
- * central's reads stay on its primary: routing writes (the shards'
- * clusters, the fleet schema), which a standby cannot. */
+/* On a central database of shards (docs/scale.md), the shards that
+ * answered are the process's knowledge (s->fleet, probed by one thread
+ * every FLEET_PROBE_S): each thread's session reads those, set again when
+ * the answering set changes or the session is new (search_path is the
+ * session's), and never connects to a shard to learn it. t_fleet: 0 not
+ * known yet, 1 no shards, 2 sharded. A central's reads stay on its
+ * primary: routing writes (the shards' clusters, the fleet schema), which
+ * a standby cannot. */
 #define FLEET_PROBE_S 5
 static _Thread_local int t_fleet;
-static _Thread_local int64_t t_fleet_at;
+static _Thread_local uint64_t t_fleet_gen;  /* the generation t_route copies */
+static _Thread_local int t_fleet_set;       /* the session reads t_fleet_mask's shards */
+static _Thread_local uint64_t t_fleet_mask;
 static _Thread_local struct gl_shard_route t_route;
 static _Thread_local int t_read_fleet; /* as t_fleet, for the read_dsn session */
 
-static int fleet_route(struct gl_store *c, int fresh, int64_t now_s, struct gl_err *err)
+static int fleet_route(struct gl_server *s, struct gl_store *c, int fresh, struct gl_err *err)
 {
 	int n = 0, rc;
 	if (fresh || !t_fleet) {
 		if ((rc = gl_shard_count(c, &n, err)))
 			return rc;
 		t_fleet = n ? 2 : 1;
-		fresh = 1;
+		t_fleet_set = 0;
 	}
-	if (t_fleet != 2 || (!fresh && now_s - t_fleet_at < FLEET_PROBE_S))
+	if (t_fleet != 2)
 		return 0;
-	if ((rc = gl_shard_route(c, &t_route, err)))
+	if ((rc = gl_fleetstate_get(s->fleet, &t_fleet_gen, &t_route, err)))
 		return rc;
-	t_fleet_at = now_s;
+	if (t_fleet_set && t_fleet_mask == t_route.mask)
+		return 0;
+	if ((rc = gl_shard_use(c, t_route.mask, err)))
+		return rc;
+	t_fleet_set = 1;
+	t_fleet_mask = t_route.mask;
 	return 0;
 }
 
@@ -444,6 +455,8 @@ static void fleet_fini(void)
 {
 	gl_shard_route_fini(&t_route);
 	t_fleet = 0;
+	t_fleet_gen = 0;
+	t_fleet_set = 0;
 	t_read_fleet = 0;
 }
 
@@ -519,7 +532,7 @@ static int req_db(struct gl_req *req, struct gl_store **out, struct gl_err *err)
 		req->read.data_through_s = (double)req->now_s;
 	}
 	if ((rc = gl_store_thread(s->conn_key, s->dsn, t_stmt_ms, &c, &fresh, err)) ||
-	    (rc = fleet_route(c, fresh, req->now_s, err)))
+	    (rc = fleet_route(s, c, fresh, err)))
 		return rc;
 	/* anew on every call: a reset above gave another backend */
 	snprintf(what, sizeof what, "http %s %s", req->method, req->path);
@@ -1780,6 +1793,7 @@ static void start_parts(struct gl_server *s)
 	s->heavy_pool = gl_reqpool_new("heavy", (size_t)cfg->http_heavy_workers, (size_t)cfg->http_heavy_queue,
 				       pool_init_main, s);
 	s->probe_pool = gl_reqpool_new("probe", 1, PROBE_QUEUE, pool_init_probe, s);
+	s->fleet = gl_fleetstate_new(s->dsn, cfg->http_statement_timeout_s * 1000, FLEET_PROBE_S);
 	pthread_mutex_init(&s->hk_mu, NULL);
 	pthread_cond_init(&s->hk_cv, NULL);
 	pthread_mutex_init(&s->mhd_log_mu, NULL);
@@ -1944,6 +1958,7 @@ void gl_server_stop(struct gl_server *s)
 	if (s->d)
 		MHD_stop_daemon(s->d);
 	stop_housekeeping(s);
+	gl_fleetstate_free(s->fleet);
 	/* the last partial minute's refusals too, before the writer drains:
 	 * no request can add to them any more */
 	if (s->tally)

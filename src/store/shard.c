@@ -36,7 +36,7 @@ int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *ds
 	PQconninfoOption *opts = PQconninfoParse(dsn, &perr);
 	struct gl_strbuf arr = GL_STRBUF_INIT;
 	const char *user = NULL, *pw = NULL;
-	int rc;
+	int rc, timeout = 0;
 
 	if (!opts) {
 		rc = gl_err_set(err, GL_EINVAL, "shard %s: dsn: %s", name, perr ? perr : "out of memory");
@@ -53,9 +53,17 @@ int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *ds
 		else if (!strcmp(o->keyword, "passfile"))
 			continue; /* the central server reads no file of ours: give password */
 		else {
+			timeout |= !strcmp(o->keyword, "connect_timeout");
 			gl_pgarray_add_text(&arr, o->keyword);
 			gl_pgarray_add_text(&arr, o->val);
 		}
+	}
+	/* a shard host that takes the connection and never answers (a hung
+	 * server, a dropped route) would hold the probe without one: libpq
+	 * waits forever by default */
+	if (!timeout) {
+		gl_pgarray_add_text(&arr, "connect_timeout");
+		gl_pgarray_add_text(&arr, GL_SHARD_CONNECT_TIMEOUT);
 	}
 	snprintf(ks, sizeof ks, "%d", k);
 	if (!user)
@@ -125,6 +133,32 @@ int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err
 out:
 	PQclear(r);
 	return rc;
+}
+
+int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err)
+{
+	char ms[24];
+	snprintf(ms, sizeof ms, "%llu", (unsigned long long)mask);
+	return gl_db_query(gl_db_conn(st), "SELECT gl_fleet_use($1::bigint)", 1, (const char *[]){ms}, NULL, err);
+}
+
+static char **strv_copy(char **v, size_t n)
+{
+	char **c = n ? gl_xcalloc(n, sizeof *c) : NULL;
+	for (size_t i = 0; i < n; i++)
+		c[i] = gl_xstrdup(v[i]);
+	return c;
+}
+
+void gl_shard_route_copy(struct gl_shard_route *dst, const struct gl_shard_route *src)
+{
+	gl_shard_route_fini(dst);
+	dst->mask = src->mask;
+	dst->unread_shards = strv_copy(src->unread_shards, src->n_unread_shards);
+	dst->n_unread_shards = src->n_unread_shards;
+	dst->unread_clusters = strv_copy(src->unread_clusters, src->n_unread_clusters);
+	dst->n_unread_clusters = src->n_unread_clusters;
+	dst->unread_text = src->unread_text ? gl_xstrdup(src->unread_text) : NULL;
 }
 
 void gl_shard_route_fini(struct gl_shard_route *rt)

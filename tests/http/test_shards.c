@@ -9,7 +9,9 @@
  * the single database's. With one shard stopped, the chargeback names its
  * cluster under clusters_unread and its totals are exactly the other two
  * sites' (never a smaller total as whole), and what cannot name it (CSV, the
- * report) is a 503 that does. */
+ * report) is a 503 that does. A shard that takes connections and never
+ * answers (a hung server) is found down by the daemon's one prober, and
+ * requests meanwhile answer at once: none waits on its connect timeout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define NSHARD 3
@@ -280,11 +284,80 @@ static void test_shard_down_is_named(void **state)
 	same("/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team");
 }
 
+
+/* A socket at the stopped shard's address that takes connections and never
+ * answers: what a hung server or a dropped route looks like to libpq, which
+ * waits for its connect_timeout (5 s, gl_shard_attach's default). */
+static int hang_shard(int k)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	const char *h = strstr(g_shard_dsn[k], "host="), *e;
+	int fd;
+	assert_non_null(h);
+	h += 5;
+	e = strchr(h, ' ');
+	snprintf(a.sun_path, sizeof a.sun_path, "%.*s/.s.PGSQL.5432", (int)(e - h), h);
+	unlink(a.sun_path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	/* the central server's user connects: it needs write on the socket */
+	assert_int_equal(chmod(a.sun_path, 0777), 0);
+	assert_int_equal(listen(fd, 128), 0);
+	return fd;
+}
+
+static int names_site_c(void)
+{
+	struct gl_test_http r = {0};
+	int yes;
+	assert_int_equal(gl_test_http(g_central.port, "GET", "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
+				      NULL, 0, NULL, &r),
+			 0);
+	yes = r.status == 200 && strstr(r.body, "\"clusters_unread\":[\"site-c\"]") != NULL;
+	gl_test_http_fini(&r);
+	return yes;
+}
+
+static void test_hung_shard_does_not_hold_requests(void **state)
+{
+	int fd, i;
+	double t0;
+	(void)state;
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "stop", NULL), 0);
+	fd = hang_shard(2);
+	/* the prober finds it down after one connect timeout */
+	t0 = gl_test_now_s();
+	for (i = 0; i < 60 && !names_site_c(); i++)
+		sleep(1);
+	assert_true(i < 60);
+	fprintf(stderr, "hung shard named after %.1f s\n", gl_test_now_s() - t0);
+	/* past the probe interval: a thread that probed for itself would now
+	 * wait on the hung shard's connect timeout */
+	sleep(6);
+	for (i = 0; i < 8; i++) {
+		double t;
+		char *err;
+		t0 = gl_test_now_s();
+		assert_true(names_site_c());
+		err = get(&g_central, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&format=csv", 503);
+		assert_non_null(strstr(err, "site-c"));
+		free(err);
+		t = gl_test_now_s() - t0;
+		if (t > 2.5)
+			fprintf(stderr, "request %d: %.2f s\n", i, t);
+		/* loose: well under the 5 s connect timeout, under any load */
+		assert_true(t < 2.5);
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sharded_equals_single),
 		cmocka_unit_test(test_shard_down_is_named),
+		cmocka_unit_test(test_hung_shard_does_not_hold_requests),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

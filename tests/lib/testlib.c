@@ -153,14 +153,18 @@ int gl_test_owner_dsn(const char *dsn, char *out, size_t n)
 {
 	PQconninfoOption *opts = PQconninfoParse(dsn, NULL);
 	size_t k = 0;
-	int rc = -1;
+	int rc = -1, passfile = 0;
 	out[0] = '\0';
-	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+	for (PQconninfoOption *o = opts; o && o->keyword; o++) {
 		if (!strcmp(o->keyword, "user") && o->val && !strcmp(o->val, "gpuledger"))
 			rc = 0;
+		passfile |= !strcmp(o->keyword, "passfile") && o->val && *o->val;
+	}
 	for (PQconninfoOption *o = opts; !rc && o && o->keyword; o++) {
 		const char *v = !strcmp(o->keyword, "user") ? "gpuledger_owner" : o->val;
-		if (!v)
+		/* with a passfile (a shard server's, gl_test_shard_server) the
+		 * owner's password is there, not the application role's */
+		if (!v || (passfile && !strcmp(o->keyword, "password")))
 			continue;
 		k += (size_t)snprintf(out + k, k < n ? n - k : 0, "%s%s='", k ? " " : "", o->keyword);
 		for (; *v; v++)
@@ -330,7 +334,8 @@ int gl_test_shard_server(const char *dir, int k, char *cfg, size_t ncfg, char *d
 	fclose(f);
 	if (!pw[0])
 		return -1;
-	snprintf(dsn, ndsn, "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s", sock, pw);
+	/* the passfile for the owner role (gl_test_owner_dsn); attach ignores it */
+	snprintf(dsn, ndsn, "host=%s port=5432 dbname=gpuledger user=gpuledger password=%s passfile=%s", sock, pw, pass);
 	snprintf(idx, sizeof idx, "%d", k);
 	return gl_test_cli_cfg(cfg, "migrate", NULL) || gl_test_cli_cfg(cfg, "shard", "init", "--index", idx, NULL) ? -1 : 0;
 }
