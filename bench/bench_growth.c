@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char COST[] = "server:\n  rate_limit_per_ip: 0\n"
 			   "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
@@ -32,10 +33,25 @@ static void die(const char *m, PGconn *c)
 	exit(1);
 }
 
+/* The rollup prices and attributes with the cost model in the database:
+ * COST, loaded first, is the one the daemon later serves with. Built
+ * under another (none), every built day would be stale once the daemon
+ * loads COST (a changed cost model unbuilds the days it touches), and the
+ * month and year would be read live from the jobs, not from the rollup. */
 static double rollup_s(const char *dsn)
 {
 	struct gl_test_out o;
-	double t0 = gl_test_now_s();
+	char cfg[512];
+	double t0;
+	FILE *f;
+	snprintf(cfg, sizeof cfg, "%s/bench_growth_cost.yaml", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
+	if (!(f = fopen(cfg, "w")) || fputs(COST, f) < 0 || fclose(f))
+		die("cost model file", NULL);
+	if (gl_test_run(dsn, NULL, &o, "rates", "load", cfg, NULL) || o.status)
+		die("rates load", NULL);
+	gl_test_out_fini(&o);
+	unlink(cfg);
+	t0 = gl_test_now_s();
 	if (gl_test_run(dsn, NULL, &o, "rollup", "--days", "400", NULL) || o.status)
 		die("rollup", NULL);
 	gl_test_out_fini(&o);
@@ -105,11 +121,28 @@ static const char COPY_YEAR[] =
 #define GMONTH "/v1/chargeback?window=2026-05&aggregate=team"
 #define GYEAR "/v1/chargeback?window=2025-06-02,2026-06-02&aggregate=team"
 
+/* The year timed must be the one the rollup answers: every day of it
+ * still built once the daemon has started, and its total all 365 days
+ * (a job a GPU, the whole day), not the one day left in the jobs table. */
+static void year_read_built(PGconn *c, const char *body, long gpus)
+{
+	cJSON *j = body ? cJSON_Parse(body) : NULL;
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "totals"), "allocated_gpu_seconds");
+	long long built = gl_test_qint(c, "SELECT count(*) FROM usage_daily_built WHERE day BETWEEN '2025-06-02' AND '2026-06-01'");
+	double want = (double)gpus * 86400.0 * 365.0;
+	if (built != 365 || !cJSON_IsNumber(a) || a->valuedouble != want) {
+		fprintf(stderr, "bench_growth: the year read %lld built days of 365 and %.0f GPU-seconds of %.0f\n", built,
+			cJSON_IsNumber(a) ? a->valuedouble : -1.0, want);
+		exit(1);
+	}
+	cJSON_Delete(j);
+}
+
 static void gpu_year(PGconn *c, const char *dsn, long gpus)
 {
 	struct gl_test_daemon d;
 	double t0 = gl_test_now_s(), p50, p99;
-	char own[512];
+	char own[512], *body = NULL;
 	if (gl_test_exec_dsn(dsn, COPY_YEAR) < 0)
 		die("copy the day", NULL);
 	/* the tables' owner: the service role may not analyze them */
@@ -128,12 +161,14 @@ static void gpu_year(PGconn *c, const char *dsn, long gpus)
 		printf("| month chargeback by team, a year of %ld GPUs rolled up (p50 / p99 of 100) | %.0f / %.0f ms |"
 		       " 100 ms p99 (target) | %.2f |\n",
 		       gpus, p50, p99, p99 / 100);
-	if (!gl_test_http_timed(d.port, GYEAR, 30, &p50, &p99, NULL))
+	if (!gl_test_http_timed(d.port, GYEAR, 30, &p50, &p99, &body))
 		printf("| year chargeback by team, a year of %ld GPUs rolled up (p50 / p99 of 30) | %.0f / %.0f ms |"
 		       " 1 s p99 (target) | %.2f |\n",
 		       gpus, p50, p99, p99 / 1000);
 	fflush(stdout);
 	gl_test_daemon_stop(&d);
+	year_read_built(c, body, gpus);
+	free(body);
 }
 
 /* One day of exporter rollups for gpus GPUs, each GPU-bucket attributed to
