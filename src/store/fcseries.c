@@ -203,24 +203,37 @@ static int jobs_cte(struct gl_strbuf *sql, int demand, const char *const *dims, 
 	return rc;
 }
 
+/* A jobs query's parameters: $1 the window's start, $2 its end, $3 now,
+ * then the query's own and the filter's values. */
+struct jobs_params {
+	char a[24], b[24], now[24];
+	const char *v[4 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES];
+	size_t n;
+};
+
+static void jobs_params_init(struct jobs_params *p, const struct gl_window *steps, size_t n_steps, int64_t now_s)
+{
+	snprintf(p->a, sizeof p->a, "%lld", (long long)steps[0].start_s);
+	snprintf(p->b, sizeof p->b, "%lld", (long long)steps[n_steps - 1].end_s);
+	snprintf(p->now, sizeof p->now, "%lld", (long long)now_s);
+	p->v[0] = p->a, p->v[1] = p->b, p->v[2] = p->now;
+	p->n = 3;
+}
+
 /* GPUs requested by the jobs submitted in each step. */
 static int from_jobs(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
 		     const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
 	PGresult *r = NULL;
-	char a[24], b[24], now[24];
-	const char *vals[3 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES] = {a, b, now};
-	size_t n_vals = 3;
+	struct jobs_params p;
 	int rc;
 
-	snprintf(a, sizeof a, "%lld", (long long)steps[0].start_s);
-	snprintf(b, sizeof b, "%lld", (long long)steps[n_steps - 1].end_s);
-	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	if ((rc = jobs_cte(&sql, 1, dims, n_dims, filter, vals, &n_vals, err)))
+	jobs_params_init(&p, steps, n_steps, now_s);
+	if ((rc = jobs_cte(&sql, 1, dims, n_dims, filter, p.v, &p.n, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " SELECT key, s0, g FROM j ORDER BY 1, 2");
-	if ((rc = gl_db_query(c, sql.p, (int)n_vals, vals, &r, err)))
+	if ((rc = gl_db_query(c, sql.p, (int)p.n, p.v, &r, err)))
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++) {
 		double *v = series_for(out, PQgetvalue(r, i, 0));
@@ -264,22 +277,18 @@ static int from_pending(PGconn *c, const struct gl_window *steps, size_t n_steps
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT, starts = GL_STRBUF_INIT;
 	PGresult *r = NULL;
-	char a[24], b[24], now[24];
-	const char *vals[4 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES] = {a, b, now};
-	size_t n_vals = 4;
+	struct jobs_params p;
 	int rc;
 
-	snprintf(a, sizeof a, "%lld", (long long)steps[0].start_s);
-	snprintf(b, sizeof b, "%lld", (long long)steps[n_steps - 1].end_s);
-	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	jobs_params_init(&p, steps, n_steps, now_s);
 	for (size_t i = 0; i < n_steps; i++)
 		gl_strbuf_printf(&starts, "%c%lld", i ? ',' : '{', (long long)steps[i].start_s);
 	gl_strbuf_putc(&starts, '}');
-	vals[3] = gl_strbuf_cstr(&starts);
-	if ((rc = jobs_cte(&sql, 0, dims, n_dims, filter, vals, &n_vals, err)))
+	p.v[p.n++] = gl_strbuf_cstr(&starts); /* $4 */
+	if ((rc = jobs_cte(&sql, 0, dims, n_dims, filter, p.v, &p.n, err)))
 		goto out;
 	gl_strbuf_puts(&sql, pending_sql);
-	if ((rc = gl_db_query(c, sql.p, (int)n_vals, vals, &r, err)))
+	if ((rc = gl_db_query(c, sql.p, (int)p.n, p.v, &r, err)))
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *key = PQgetvalue(r, i, 0);
