@@ -250,24 +250,29 @@ out:
 /* The pending sums per key and step, in the database: each wait, cut to the
  * window, is two events (+1 job and +g micro-GPUs at its start, the opposite
  * at its end) and each step's start an empty one, so that the running sums
- * are constant between a key's consecutive events and each such segment
- * lies in one step (width_bucket over the starts, which are contiguous).
- * Its micro-GPU-seconds are the level of GPUs times its length; its seconds
- * count towards the minutes when any job waits in it: the union of the
- * waits, ten jobs waiting together counting their time once. One row per
- * key and step with any, and one (step -1) per key of any row, which makes
- * the key's series even when its jobs never waited. */
+ * are constant between consecutive events and each such segment lies in one
+ * step (width_bucket over the starts, which are contiguous). Its
+ * micro-GPU-seconds are the level of GPUs times its length; its seconds count
+ * towards the minutes when any job waits in it: the union of the waits, ten
+ * jobs waiting together counting their time once. The events are ordered by
+ * one bigint, the key's number x 2^34 + the time (epoch seconds below 2^34),
+ * not by the key's text: a key's events sum to zero, so one running sum over
+ * all keys starts each key from nothing, and the gap from a key's last event
+ * to the next key's first has no job waiting. One row per key and step with
+ * any wait, and one (step -1) for a key whose jobs never waited in the
+ * window, which gives it its (zero) series. */
+#define PENDING_KEY_SHIFT "17179869184"
 static const char pending_sql[] =
-	", e AS (SELECT key, greatest(s0, $1::bigint) AS t, 1 AS dn, g AS dg FROM j"
+	", kid AS (SELECT key, row_number() OVER () AS kn FROM (SELECT DISTINCT key FROM j) kk),"
+	" e AS (SELECT kn * " PENDING_KEY_SHIFT " + greatest(s0, $1::bigint) AS sk, 1 AS dn, g AS dg FROM j JOIN kid USING (key)"
 	"  WHERE least(s1, $2::bigint) > greatest(s0, $1::bigint)"
-	" UNION ALL SELECT key, least(s1, $2::bigint), -1, -g FROM j WHERE least(s1, $2::bigint) > greatest(s0, $1::bigint)"
-	" UNION ALL SELECT key, b, 0, 0 FROM (SELECT DISTINCT key FROM j) kk, unnest($4::bigint[]) b),"
-	" s AS (SELECT key, t, sum(dn) AS dn, sum(dg) AS dg FROM e GROUP BY key, t),"
-	" r AS (SELECT key, t, sum(dn) OVER w AS n, sum(dg) OVER w AS g, lead(t) OVER w - t AS dt FROM s"
-	"  WINDOW w AS (PARTITION BY key ORDER BY t))"
-	" SELECT key, width_bucket(t, $4::bigint[]) - 1, sum(g * dt)::bigint, sum(dt)::bigint FROM r"
-	"  WHERE n > 0 AND dt > 0 GROUP BY 1, 2"
-	" UNION ALL SELECT DISTINCT key, -1, 0, 0 FROM j";
+	" UNION ALL SELECT kn * " PENDING_KEY_SHIFT " + least(s1, $2::bigint), -1, -g FROM j JOIN kid USING (key)"
+	"  WHERE least(s1, $2::bigint) > greatest(s0, $1::bigint)"
+	" UNION ALL SELECT kn * " PENDING_KEY_SHIFT " + b, 0, 0 FROM kid, unnest($4::bigint[]) b),"
+	" r AS (SELECT sk, sum(dn) OVER w AS n, sum(dg) OVER w AS g, lead(sk) OVER w - sk AS dt FROM e WINDOW w AS (ORDER BY sk)),"
+	" cell AS (SELECT sk / " PENDING_KEY_SHIFT " AS kn, width_bucket(sk % " PENDING_KEY_SHIFT ", $4::bigint[]) - 1 AS step,"
+	"  sum(g * dt)::bigint AS us, sum(dt)::bigint AS sec FROM r WHERE n > 0 AND dt > 0 GROUP BY 1, 2)"
+	" SELECT kid.key, coalesce(cell.step, -1), coalesce(cell.us, 0), coalesce(cell.sec, 0) FROM kid LEFT JOIN cell USING (kn)";
 
 /* Mean GPUs pending per step (GPU-seconds pending in the step / its length)
  * and minutes of the step with any GPU pending, both per key. */
