@@ -119,8 +119,56 @@ static long step_of(const struct gl_window *steps, size_t n, int64_t t)
 	return (long)lo;
 }
 
-/* The filter's clauses on k's rows, each value a parameter from *n + 1 on
- * (vals: the parameters, the query's own first). */
+/* Adds w x the seconds of [s0, s1) in each step to v; per_step: divided by
+ * the step's length (a mean over the step). */
+static void add_span(double *v, const struct gl_window *steps, size_t n_steps, int64_t s0, int64_t s1, double w,
+		     int per_step)
+{
+	long k = step_of(steps, n_steps, s0 > steps[0].start_s ? s0 : steps[0].start_s);
+	for (; k >= 0 && (size_t)k < n_steps && steps[k].start_s < s1; k++) {
+		int64_t x0 = s0 > steps[k].start_s ? s0 : steps[k].start_s;
+		int64_t x1 = s1 < steps[k].end_s ? s1 : steps[k].end_s;
+		if (x1 > x0)
+			v[k] += w * (double)(x1 - x0) / (per_step ? (double)(steps[k].end_s - steps[k].start_s) : 1.0);
+	}
+}
+
+/* Minutes with any GPU pending: the union of the pending spans of a key
+ * (rows ordered by key, then submit), so ten jobs waiting together count
+ * their minutes once. */
+static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n_steps, struct gl_fcseries *out)
+{
+	double *v = NULL;
+	int64_t m0 = 0, m1 = 0;
+	for (int i = 0; i <= PQntuples(r); i++) {
+		int next_key = i == PQntuples(r) || i == 0 || strcmp(PQgetvalue(r, i, 0), PQgetvalue(r, i - 1, 0));
+		int64_t s0 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 1)) : 0;
+		int64_t s1 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 2)) : 0;
+		if (v && (next_key || s0 > m1)) {
+			add_span(v, steps, n_steps, m0, m1, 1.0 / 60, 0);
+			m0 = m1 = 0;
+			if (next_key)
+				v = NULL;
+		}
+		if (i == PQntuples(r))
+			break;
+		if (!v)
+			v = series_for(out, PQgetvalue(r, i, 0));
+		if (s1 <= s0)
+			continue; /* started on submission: never waited */
+		if (m1 <= m0) {
+			m0 = s0;
+			m1 = s1;
+		} else if (s1 > m1) {
+			m1 = s1;
+		}
+	}
+}
+
+/* minutes: when not NULL (metric pending_gpus), the pending minutes of the
+ * same rows too, so that both come from one pass over the jobs */
+/* The filter's clauses on k's rows, each value a parameter from $4 on
+ * (vals: the parameters, a, b and now first). */
 static int where_filter(struct gl_strbuf *sql, const struct gl_filter *filter, const char **vals, size_t *n,
 			struct gl_err *err)
 {
@@ -155,23 +203,27 @@ static int needs_owner(const char *const *dims, size_t n_dims, const struct gl_f
 	return 0;
 }
 
-/* The jobs' rows as CTE j (key, s0, s1, g) over the window $1..$2 at now $3:
- * the key (the dimensions joined with '/'), the submission (s0), the end of
- * its wait (s1: its start, or end, or now, whichever comes first; s1 <= s0
- * when it started on submission) and its GPUs in micro-GPUs (g: a pending
- * array row stands for all its still-pending tasks). demand: the jobs
- * submitted in the window; else those pending at any time of it. The
- * filter's values are parameters from *n_vals + 1 on. */
-static int jobs_cte(struct gl_strbuf *sql, int demand, const char *const *dims, size_t n_dims,
-		    const struct gl_filter *filter, const char **vals, size_t *n_vals, struct gl_err *err)
+static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+		     size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
+		     struct gl_fcseries *minutes, struct gl_err *err)
 {
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	PGresult *r = NULL;
+	char a[24], b[24], now[24];
+	const char *vals[3 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES];
+	size_t n_vals = 3;
+	int rc;
+
+	snprintf(a, sizeof a, "%lld", (long long)steps[0].start_s);
+	snprintf(b, sizeof b, "%lld", (long long)steps[n_steps - 1].end_s);
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	/* the owner at submit time (the job's own time for a queued job),
 	 * resolved only when a dimension or the filter names it: a call of
 	 * gl_owner and gl_workload_type per job, which nothing reads for the
 	 * capacity page's series by cluster and model */
-	gl_strbuf_puts(sql, "WITH k AS (SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model");
+	gl_strbuf_puts(&sql, "WITH k AS (SELECT jb.*, c.name AS cluster, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model");
 	if (needs_owner(dims, n_dims, filter))
-		gl_strbuf_puts(sql,
+		gl_strbuf_puts(&sql,
 			       ", ow.team, ow.project, ow.cost_center,"
 			       "  gl_workload_type(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey, jb.namespace,"
 			       "   " GL_ACCOUNTING_JOB_RULE_TAGS_SQL("jb") ", gl_job_endpoints(jb.job_pk), coalesce(jb.start_at, jb.submit_at)) AS workload_type"
@@ -179,136 +231,53 @@ static int jobs_cte(struct gl_strbuf *sql, int demand, const char *const *dims, 
 			       " LEFT JOIN LATERAL gl_owner(c.name, jb.account, jb.user_name, jb.partition, jb.qos, jb.wckey,"
 			       "  jb.namespace, jb.tags, coalesce(jb.start_at, jb.submit_at)) ow ON true");
 	else
-		gl_strbuf_puts(sql, " FROM jobs jb JOIN clusters c USING (cluster_id)");
-	gl_strbuf_puts(sql,
+		gl_strbuf_puts(&sql, " FROM jobs jb JOIN clusters c USING (cluster_id)");
+	gl_strbuf_puts(&sql,
 		       " WHERE (jb.gpu_milli > 0 OR jb.req_gpu_milli > 0) AND jb.submit_at IS NOT NULL"
 		       "  AND jb.submit_at < to_timestamp($2)");
-	if (demand)
-		gl_strbuf_puts(sql, " AND jb.submit_at >= to_timestamp($1)");
+	if (metric == GL_FCSERIES_DEMAND_GPUS)
+		gl_strbuf_puts(&sql, " AND jb.submit_at >= to_timestamp($1)");
 	else /* pending from submit until start (or end, or now) */
-		gl_strbuf_puts(sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
-	gl_strbuf_puts(sql, "), j AS MATERIALIZED (SELECT concat_ws('/'");
+		gl_strbuf_puts(&sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
+	gl_strbuf_puts(&sql, ") SELECT concat_ws('/'");
 	for (size_t d = 0; d < n_dims; d++) {
 		const char *e = gl_accounting_dim_sql(dims[d]);
-		if (!e)
-			return gl_err_set(err, GL_EINVAL, "unknown dimension '%s'", dims[d]);
-		gl_strbuf_printf(sql, ", %s", e);
+		if (!e) {
+			rc = gl_err_set(err, GL_EINVAL, "unknown dimension '%s'", dims[d]);
+			goto out;
+		}
+		gl_strbuf_printf(&sql, ", %s", e);
 	}
-	gl_strbuf_puts(sql, ") AS key, extract(epoch FROM k.submit_at)::bigint AS s0,"
-			    " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint AS s1,"
-			    " greatest(k.req_gpu_micro, " GL_ACCOUNTING_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) AS g FROM k");
-	int rc = where_filter(sql, filter, vals, n_vals, err);
-	if (!rc)
-		gl_strbuf_putc(sql, ')');
-	return rc;
-}
-
-/* A jobs query's parameters: $1 the window's start, $2 its end, $3 now,
- * then the query's own and the filter's values. */
-struct jobs_params {
-	char a[24], b[24], now[24];
-	const char *v[4 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES];
-	size_t n;
-};
-
-static void jobs_params_init(struct jobs_params *p, const struct gl_window *steps, size_t n_steps, int64_t now_s)
-{
-	snprintf(p->a, sizeof p->a, "%lld", (long long)steps[0].start_s);
-	snprintf(p->b, sizeof p->b, "%lld", (long long)steps[n_steps - 1].end_s);
-	snprintf(p->now, sizeof p->now, "%lld", (long long)now_s);
-	p->v[0] = p->a, p->v[1] = p->b, p->v[2] = p->now;
-	p->n = 3;
-}
-
-/* GPUs requested by the jobs submitted in each step. */
-static int from_jobs(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
-		     const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out, struct gl_err *err)
-{
-	struct gl_strbuf sql = GL_STRBUF_INIT;
-	PGresult *r = NULL;
-	struct jobs_params p;
-	int rc;
-
-	jobs_params_init(&p, steps, n_steps, now_s);
-	if ((rc = jobs_cte(&sql, 1, dims, n_dims, filter, p.v, &p.n, err)))
+	gl_strbuf_puts(&sql, "), extract(epoch FROM k.submit_at)::bigint,"
+			     " extract(epoch FROM least(coalesce(k.start_at, k.end_at, to_timestamp($3)), to_timestamp($3)))::bigint,"
+			     /* a pending array row stands for all its still-pending tasks */
+			     " greatest(k.req_gpu_micro, " GL_ACCOUNTING_JOB_GPUS_SQL("k") ") * coalesce(k.array_tasks, 1) FROM k");
+	vals[0] = a, vals[1] = b, vals[2] = now;
+	if ((rc = where_filter(&sql, filter, vals, &n_vals, err)))
 		goto out;
-	gl_strbuf_puts(&sql, " SELECT key, s0, g FROM j ORDER BY 1, 2");
-	if ((rc = gl_db_query(c, sql.p, (int)p.n, p.v, &r, err)))
+	gl_strbuf_puts(&sql, " ORDER BY 1, 2");
+	if ((rc = gl_db_query(c, sql.p, (int)n_vals, vals, &r, err)))
+		goto out;
+	if (metric == GL_FCSERIES_PENDING_MINUTES || minutes)
+		pending_minutes(r, steps, n_steps, minutes ? minutes : out);
+	if (metric == GL_FCSERIES_PENDING_MINUTES)
 		goto out;
 	for (int i = 0; i < PQntuples(r); i++) {
 		double *v = series_for(out, PQgetvalue(r, i, 0));
-		long k = step_of(steps, n_steps, atoll(PQgetvalue(r, i, 1)));
-		if (k >= 0)
-			v[k] += atof(PQgetvalue(r, i, 2)) / (double)GL_GPU_MICRO;
-	}
-out:
-	PQclear(r);
-	gl_strbuf_fini(&sql);
-	return rc;
-}
-
-/* The pending sums per key and step, in the database: each wait, cut to the
- * window, is two events (+1 job and +g micro-GPUs at its start, the opposite
- * at its end) and each step's start an empty one, so that the running sums
- * are constant between consecutive events and each such segment lies in one
- * step (width_bucket over the starts, which are contiguous). Its
- * micro-GPU-seconds are the level of GPUs times its length; its seconds count
- * towards the minutes when any job waits in it: the union of the waits, ten
- * jobs waiting together counting their time once. The events are ordered by
- * one bigint, the key's number x 2^34 + the time (epoch seconds below 2^34),
- * not by the key's text: a key's events sum to zero, so one running sum over
- * all keys starts each key from nothing, and the gap from a key's last event
- * to the next key's first has no job waiting. One row per key and step with
- * any wait, and one (step -1) for a key whose jobs never waited in the
- * window, which gives it its (zero) series. */
-#define PENDING_KEY_SHIFT "17179869184"
-static const char pending_sql[] =
-	", kid AS (SELECT key, row_number() OVER () AS kn FROM (SELECT DISTINCT key FROM j) kk),"
-	" e AS (SELECT kn * " PENDING_KEY_SHIFT " + greatest(s0, $1::bigint) AS sk, 1 AS dn, g AS dg FROM j JOIN kid USING (key)"
-	"  WHERE least(s1, $2::bigint) > greatest(s0, $1::bigint)"
-	" UNION ALL SELECT kn * " PENDING_KEY_SHIFT " + least(s1, $2::bigint), -1, -g FROM j JOIN kid USING (key)"
-	"  WHERE least(s1, $2::bigint) > greatest(s0, $1::bigint)"
-	" UNION ALL SELECT kn * " PENDING_KEY_SHIFT " + b, 0, 0 FROM kid, unnest($4::bigint[]) b),"
-	" r AS (SELECT sk, sum(dn) OVER w AS n, sum(dg) OVER w AS g, lead(sk) OVER w - sk AS dt FROM e WINDOW w AS (ORDER BY sk)),"
-	" cell AS (SELECT sk / " PENDING_KEY_SHIFT " AS kn, width_bucket(sk % " PENDING_KEY_SHIFT ", $4::bigint[]) - 1 AS step,"
-	"  sum(g * dt)::bigint AS us, sum(dt)::bigint AS sec FROM r WHERE n > 0 AND dt > 0 GROUP BY 1, 2)"
-	" SELECT kid.key, coalesce(cell.step, -1), coalesce(cell.us, 0), coalesce(cell.sec, 0) FROM kid LEFT JOIN cell USING (kn)";
-
-/* Mean GPUs pending per step (GPU-seconds pending in the step / its length)
- * and minutes of the step with any GPU pending, both per key. */
-static int from_pending(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims,
-			size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *gpus,
-			struct gl_fcseries *minutes, struct gl_err *err)
-{
-	struct gl_strbuf sql = GL_STRBUF_INIT, starts = GL_STRBUF_INIT;
-	PGresult *r = NULL;
-	struct jobs_params p;
-	int rc;
-
-	jobs_params_init(&p, steps, n_steps, now_s);
-	for (size_t i = 0; i < n_steps; i++)
-		gl_strbuf_printf(&starts, "%c%lld", i ? ',' : '{', (long long)steps[i].start_s);
-	gl_strbuf_putc(&starts, '}');
-	p.v[p.n++] = gl_strbuf_cstr(&starts); /* $4 */
-	if ((rc = jobs_cte(&sql, 0, dims, n_dims, filter, p.v, &p.n, err)))
-		goto out;
-	gl_strbuf_puts(&sql, pending_sql);
-	if ((rc = gl_db_query(c, sql.p, (int)p.n, p.v, &r, err)))
-		goto out;
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *key = PQgetvalue(r, i, 0);
-		double *g = series_for(gpus, key), *m = series_for(minutes, key);
-		long k = atol(PQgetvalue(r, i, 1));
-		if (k < 0 || (size_t)k >= n_steps)
+		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
+		double gpus = atof(PQgetvalue(r, i, 3)) / (double)GL_GPU_MICRO;
+		if (metric == GL_FCSERIES_DEMAND_GPUS) {
+			long k = step_of(steps, n_steps, s0);
+			if (k >= 0)
+				v[k] += gpus;
 			continue;
-		g[k] = (double)atoll(PQgetvalue(r, i, 2)) / (double)GL_GPU_MICRO /
-		       (double)(steps[k].end_s - steps[k].start_s);
-		m[k] = (double)atoll(PQgetvalue(r, i, 3)) / 60.0;
+		}
+		/* mean pending GPUs: GPU-seconds pending in the step / its length */
+		add_span(v, steps, n_steps, s0, s1, gpus, 1);
 	}
 out:
 	PQclear(r);
 	gl_strbuf_fini(&sql);
-	gl_strbuf_fini(&starts);
 	return rc;
 }
 
@@ -332,15 +301,8 @@ int gl_fcseries_query(struct gl_store *st, int metric, const struct gl_window *s
 	out->n_steps = n_steps;
 	if (!n_steps)
 		return 0;
-	if (metric == GL_FCSERIES_DEMAND_GPUS) {
-		rc = from_jobs(c, steps, n_steps, dims, n_dims, filter, now_s, out, err);
-	} else if (metric == GL_FCSERIES_PENDING_GPUS || metric == GL_FCSERIES_PENDING_MINUTES) {
-		struct gl_fcseries other = {.n_steps = n_steps};
-		if (metric == GL_FCSERIES_PENDING_GPUS)
-			rc = from_pending(c, steps, n_steps, dims, n_dims, filter, now_s, out, &other, err);
-		else
-			rc = from_pending(c, steps, n_steps, dims, n_dims, filter, now_s, &other, out, err);
-		gl_fcseries_fini(&other);
+	if (metric == GL_FCSERIES_DEMAND_GPUS || metric == GL_FCSERIES_PENDING_GPUS || metric == GL_FCSERIES_PENDING_MINUTES) {
+		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, NULL, err);
 	} else if (metric >= 0 && metric < GL_FCSERIES_METRIC_COUNT) {
 		rc = from_chargeback(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, err);
 	} else {
@@ -359,7 +321,7 @@ int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps
 	memset(minutes, 0, sizeof *minutes);
 	gpus->n_steps = minutes->n_steps = n_steps;
 	if (n_steps)
-		rc = from_pending(c, steps, n_steps, dims, n_dims, NULL, now_s, gpus, minutes, err);
+		rc = from_jobs(c, GL_FCSERIES_PENDING_GPUS, steps, n_steps, dims, n_dims, NULL, now_s, gpus, minutes, err);
 	if (rc)
 		gl_fcseries_fini(minutes);
 	else
