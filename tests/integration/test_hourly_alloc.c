@@ -46,25 +46,15 @@ static const char config_yaml[] =
 
 static int setup(void **state)
 {
-	static const char *const snaps[] = {"2026-11-01", "2026-11-03", "2026-11-05"};
-	static const char *const ats[] = {"2026-11-01T12:00:00Z", "2026-11-03T00:00:00Z", "2026-11-05T00:00:00Z"};
 	struct gl_test_daemon d;
 	struct gl_test_out o;
-	char f[256];
 	if (gl_test_db_fresh("gl_test_hourly_alloc", g_dsn, sizeof g_dsn))
 		return -1;
 	if (gl_test_cli(g_dsn, "ingest", "slurm-nodes", "--cluster", "alpha", "--nodes",
 			gl_test_fixture("tests/fixtures/nodes/testbed/end_scontrol_show_node.txt"), "--at", "2026-11-01T00:00:00Z",
 			NULL) ||
-	    gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "alpha", "--file", gl_test_fixture(M "sacct_alpha.txt"), "--at",
-			"2026-11-07T12:00:00Z", NULL))
+	    gl_test_messy_jobs(g_dsn))
 		return -1;
-	for (int i = 0; i < 3; i++) {
-		snprintf(f, sizeof f, M "pods_beta_%s.json", snaps[i]);
-		if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "beta", "--file", gl_test_fixture(f), "--at", ats[i],
-				NULL))
-			return -1;
-	}
 	/* a third cluster of pods sharing GPUs (tests/fixtures/kube/sharing:
 	 * real pod specs of the sharing schemes), running since 1 October and
 	 * last seen on 9 November; two of them not billable (exit 4) */

@@ -38,20 +38,10 @@ static struct gl_window g_hours[HOURS];
 
 static int setup(void **state)
 {
-	static const char *const snaps[] = {"2026-11-01", "2026-11-03", "2026-11-05"};
-	static const char *const ats[] = {"2026-11-01T12:00:00Z", "2026-11-03T00:00:00Z", "2026-11-05T00:00:00Z"};
-	char f[256];
 	if (gl_test_db_fresh("gl_test_pending_series", g_dsn, sizeof g_dsn))
 		return -1;
-	if (gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "alpha", "--file", gl_test_fixture(M "sacct_alpha.txt"), "--at",
-			"2026-11-07T12:00:00Z", NULL))
+	if (gl_test_messy_jobs(g_dsn))
 		return -1;
-	for (int i = 0; i < 3; i++) {
-		snprintf(f, sizeof f, M "pods_beta_%s.json", snaps[i]);
-		if (gl_test_cli(g_dsn, "ingest", "kube", "--cluster", "beta", "--file", gl_test_fixture(f), "--at", ats[i],
-				NULL))
-			return -1;
-	}
 	for (int h = 0; h < HOURS; h++)
 		g_hours[h] = (struct gl_window){NOV + 3600LL * h, NOV + 3600LL * (h + 1)};
 	g_c = PQconnectdb(g_dsn);

@@ -1465,6 +1465,23 @@ int gl_test_philly_db(const char *name, char *dsn, size_t n)
 	return rc;
 }
 
+int gl_test_messy_jobs(const char *dsn)
+{
+	static const char *const snaps[] = {"2026-11-01", "2026-11-03", "2026-11-05"};
+	static const char *const ats[] = {"2026-11-01T12:00:00Z", "2026-11-03T00:00:00Z", "2026-11-05T00:00:00Z"};
+	char f[256];
+	if (gl_test_cli(dsn, "ingest", "sacct", "--cluster", "alpha", "--file",
+			gl_test_fixture("tests/fixtures/messy/sacct_alpha.txt"), "--at", "2026-11-07T12:00:00Z", NULL))
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		snprintf(f, sizeof f, "tests/fixtures/messy/pods_beta_%s.json", snaps[i]);
+		if (gl_test_cli(dsn, "ingest", "kube", "--cluster", "beta", "--file", gl_test_fixture(f), "--at", ats[i],
+				NULL))
+			return -1;
+	}
+	return 0;
+}
+
 void gl_test_proc_usage(pid_t pid, double *cpu_s, long *hwm_kb)
 {
 	char path[64], buf[4096];

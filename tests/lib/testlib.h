@@ -214,6 +214,11 @@ int gl_test_philly_to_sacct(const char *out_path, const char *node_list, struct 
  * jobs, ingested by the real `ingest sacct` as cluster "philly". 0 or -1. */
 int gl_test_philly_db(const char *name, char *dsn, size_t n);
 
+/* The messy fleet's jobs (tests/fixtures/messy/README.md) into dsn by the
+ * real ingest: alpha's sacct poll that stops on 7 November with jobs open,
+ * beta's three pod snapshots at their capture times. 0 or -1. */
+int gl_test_messy_jobs(const char *dsn);
+
 /* A strict RFC 4180 reader for the tests, independent of src/util/csv.c:
  * records end with CRLF, quoted fields double their quotes, a bare quote in
  * an unquoted field is an error. cell[r][c] for c < ncols[r]. */
