@@ -241,16 +241,13 @@ static void same(const char *who, const struct answers *live, const struct answe
 				 mixed->s[i]);
 }
 
+/* the run of /v1/runs' answer whose key is key (the test fails without one) */
 static cJSON *run_of(cJSON *root, const char *key)
 {
-	cJSON *it;
-	cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, "runs"))
-	{
-		if (!strcmp(cJSON_GetObjectItem(it, "key")->valuestring, key))
-			return it;
-	}
-	fail_msg("no run '%s'", key);
-	return NULL;
+	cJSON *it = gl_test_json_item(root, "runs", "key", key);
+	if (!it)
+		fail_msg("no run '%s'", key);
+	return it;
 }
 
 static long long num(const cJSON *o, const char *k)

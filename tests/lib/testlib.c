@@ -1465,6 +1465,18 @@ int gl_test_philly_db(const char *name, char *dsn, size_t n)
 	return rc;
 }
 
+cJSON *gl_test_json_item(const cJSON *root, const char *array, const char *field, const char *value)
+{
+	cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(root, array))
+	{
+		const cJSON *f = cJSON_GetObjectItem(it, field);
+		if (cJSON_IsString(f) && !strcmp(f->valuestring, value))
+			return it;
+	}
+	return NULL;
+}
+
 int gl_test_messy_jobs(const char *dsn)
 {
 	static const char *const snaps[] = {"2026-11-01", "2026-11-03", "2026-11-05"};

@@ -160,6 +160,9 @@ int gl_test_sacct_fields(char *out, size_t n);
  * want_status, the Content-Type JSON and the body parses; else NULL, with
  * the status and body on stderr. */
 cJSON *gl_test_get_json(int port, const char *path, long want_status);
+/* The element of root's array `array` whose string member `field` is
+ * value, or NULL (borrowed from root). */
+cJSON *gl_test_json_item(const cJSON *root, const char *array, const char *field, const char *value);
 
 /* For the benchmarks: monotonic seconds, and a fatal error that names the
  * program ("bench_nodes: msg") and exits 1. */
