@@ -492,6 +492,60 @@ static void test_late_job_claims_its_samples(void **state)
 			 0);
 }
 
+/* gl_job_usage_steps names, per step and job, the least certain attribution
+ * among the job's buckets (gl_attribution_rank's highest), whatever the
+ * order of the rows: buckets of every kind mixed in one step, one kind in
+ * the next. Rows of a day nobody else reads, rolled back. */
+static int exec_ok(const char *sql)
+{
+	PGresult *r = PQexec(g_c, sql);
+	int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	if (!ok)
+		fprintf(stderr, "%s: %s", sql, PQerrorMessage(g_c));
+	PQclear(r);
+	return ok;
+}
+
+static void test_steps_attribution_is_the_least_certain(void **state)
+{
+	static const char *const want[][2] = {
+		{"1 hpc_job,node-estimated,pod", "node-estimated"},
+		{"1 node-exclusive,pod", "node-exclusive"},
+		{"1 hpc_job,pod", "pod"},
+		{"2 hpc_job", "hpc_job"},
+	};
+	(void)state;
+	assert_true(exec_ok("BEGIN"));
+	assert_true(exec_ok("SELECT gl_ensure_dcgm_partitions('2030-01-01', '2030-01-02')"));
+	/* job 900001 mixes three kinds in the first hour, job 900002 two,
+	 * job 900003 two; in the second hour each has hpc_job buckets only */
+	assert_true(exec_ok("INSERT INTO gpu_usage_jobs (gpu_id, bucket, job_pk, cluster_id, attribution, samples,"
+				 " busy_samples, nodata_samples, gpu_s, busy_gpu_s, idle_gpu_s)"
+				 " SELECT 900000 + k, timestamptz '2030-01-01Z' + (h * 60 + m) * interval '1 minute', 900000 + j, 1,"
+				 "  CASE WHEN h = 1 THEN 'hpc_job' ELSE (ARRAY[ARRAY['pod', 'node-estimated', 'hpc_job'],"
+				 "   ARRAY['pod', 'node-exclusive', 'pod'], ARRAY['hpc_job', 'pod', 'hpc_job']])[j][k] END,"
+				 "  1, 0, 0, 60, 0, 60"
+				 " FROM generate_series(1, 3) j, generate_series(1, 3) k, generate_series(0, 1) h,"
+				 "  generate_series(0, 50, 10) m"));
+	for (int j = 1; j <= 3; j++)
+		for (int n = 1; n <= 2; n++) {
+			char got[256], exp[256];
+			snprintf(got, sizeof got, "%s",
+				 gl_test_qstrf(g_c,
+					       "SELECT u.n || ' ' || (SELECT string_agg(DISTINCT attribution, ',')"
+					       " FROM gpu_usage_jobs WHERE job_pk = %d AND bucket >= u.starts[u.n]"
+					       " AND bucket < u.starts[u.n] + interval '1 hour') || '|' || u.attribution"
+					       " FROM (SELECT s.*, ARRAY[timestamptz '2030-01-01Z', '2030-01-01 01:00Z'] AS starts"
+					       "  FROM gl_job_usage_steps(ARRAY[timestamptz '2030-01-01Z', '2030-01-01 01:00Z'],"
+					       "  ARRAY[timestamptz '2030-01-01 01:00Z', '2030-01-01 02:00Z']) s) u"
+					       " WHERE u.job_pk = %d AND u.n = %d",
+					       900000 + j, 900000 + j, n));
+			snprintf(exp, sizeof exp, "%s|%s", want[n == 1 ? j - 1 : 3][0], want[n == 1 ? j - 1 : 3][1]);
+			assert_string_equal(got, exp);
+		}
+	assert_true(exec_ok("ROLLBACK"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_energy_counter_reset),
 		cmocka_unit_test(test_pod_attribution),
 		cmocka_unit_test(test_late_job_claims_its_samples),
+		cmocka_unit_test(test_steps_attribution_is_the_least_certain),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
