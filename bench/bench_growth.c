@@ -5,7 +5,8 @@
  * time per day, then month and year p50/p99 from the rollup, through the
  * real daemon over HTTP. Then the exporter rollups of one day of
  * BENCH_GROWTH_GPUS GPUs (default 10,000) at 5-minute buckets, each bucket
- * attributed to a job: rows and bytes per GPU-day, and the rollup of that
+ * attributed to a job: rows and bytes per GPU-day, the day's chargeback
+ * read live before its rollup (as today always is), and the rollup of that
  * day; then that day's rollup output (usage_daily, usage_daily_owner and
  * the built marker, what a built window reads) copied over the 364 days
  * before it, for month and year chargeback p50/p99 over a year of that
@@ -120,6 +121,7 @@ static const char COPY_YEAR[] =
 	" END $$";
 #define GMONTH "/v1/chargeback?window=2026-05&aggregate=team"
 #define GYEAR "/v1/chargeback?window=2025-06-02,2026-06-02&aggregate=team"
+#define GDAY "/v1/chargeback?window=2026-06-01&aggregate=team"
 
 /* The year timed must be the one the rollup answers: every day of it
  * still built once the daemon has started, and its total all 365 days
@@ -171,6 +173,22 @@ static void gpu_year(PGconn *c, const char *dsn, long gpus)
 	free(body);
 }
 
+/* The day before its rollup: how every window that includes today reads
+ * (today is never built), from the jobs and the day's exporter rows. */
+static void gpu_day_live(const char *dsn, long gpus)
+{
+	struct gl_test_daemon d;
+	double p50, p99;
+	if (gl_test_daemon_start(&d, dsn, COST, (const char *[]){"--no-ingest", NULL}))
+		die("daemon", NULL);
+	if (!gl_test_http_timed(d.port, GDAY, 10, &p50, &p99, NULL))
+		printf("| the day's chargeback by team read live (unbuilt, as today is), %ld GPUs (p50 / p99 of 10) |"
+		       " %.0f / %.0f ms | 100 ms p99 (the month target) | %.2f |\n",
+		       gpus, p50, p99, p99 / 100);
+	fflush(stdout);
+	gl_test_daemon_stop(&d);
+}
+
 /* One day of exporter rollups for gpus GPUs, each GPU-bucket attributed to
  * the job running on it (a job a GPU, the whole day). */
 static void gpu_day(long gpus)
@@ -219,6 +237,7 @@ static void gpu_day(long gpus)
 	printf("| the same for a year of 100,000 GPUs (extrapolated: x %.0f x 365) | %.2f G rows a table, %.1f TB | - | - |\n",
 	       100000.0 / (double)gpus, (double)rows * 100000.0 / (double)gpus * 365 / 1e9,
 	       (double)bytes * 100000.0 / (double)gpus * 365 / 1e12);
+	gpu_day_live(dsn, gpus);
 	t = rollup_s(dsn);
 	printf("| rollup of that day into usage_daily (jobs + exporter busy/idle), %ld GPUs | %.1f s | - | - |\n", gpus, t);
 	fflush(stdout);
