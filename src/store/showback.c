@@ -195,11 +195,14 @@ enum {
  * stream columns JC_CLUSTER .. JC_ENDPOINTS. */
 #define OKEY_FIELDS (JC_ENDPOINTS - JC_CLUSTER + 1)
 
-/* Parameters come in by set_config (COPY takes none); a stable expression
- * is evaluated once, so the range conditions can still use an index. */
-#define SB_NOW "to_timestamp(current_setting('gpuledger.sb_now')::bigint)"
-#define SB_FROM "to_timestamp(current_setting('gpuledger.sb_from')::bigint)"
-#define SB_TO "to_timestamp(current_setting('gpuledger.sb_to')::bigint)"
+/* COPY takes no parameters, and a stable expression such as
+ * to_timestamp(current_setting(...)) is evaluated again for every row a
+ * sequential scan filters (~0.12 s a 100,000 jobs): the bounds go into the
+ * text as integer literals (@NOW@, @FROM@, @TO@: Unix seconds the code
+ * formats itself, jobs_copy_sql), which the planner folds to constants. */
+#define SB_NOW "to_timestamp(@NOW@)"
+#define SB_FROM "to_timestamp(@FROM@)"
+#define SB_TO "to_timestamp(@TO@)"
 
 /* An open job ends, for its figures, where a source last saw it (as
  * chargeback's firm figures: docs/ingest.md, "Observed time"). */
@@ -207,22 +210,51 @@ enum {
 
 /* The jobs of the month as chargeback's jobs CTE takes them (GPU jobs
  * started before the end and before now, not ended before the start),
- * with their exporter usage and energy in the month. */
-static const char jobs_copy[] =
-	"COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name, jb.qos, jb.wckey,"
-	" jb.namespace, (jb.tags -> 'labels')::text, " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") ", coalesce(ep.endpoints, '{}')::text,"
-	" jb.start_at, jb.submit_at, " SB_FIRM_END ","
-	" " GL_ACCOUNTING_JOB_GPUS_SQL("jb") ", " GL_ACCOUNTING_JOB_MODEL_SQL("jb") ", round(u.idle_gpu_s * 1000000)::bigint,"
-	" u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
-	" FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id"
-	" LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk"
-	" LEFT JOIN (SELECT job_pk, idle_gpu_s, busy_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM ", " SB_TO ")) u"
-	"  ON u.job_pk = jb.job_pk"
-	" LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
-	"  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
-	" WHERE jb.gpu_micro > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
-	" AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_FIRM_END " > " SB_FROM ")))"
-	" TO STDOUT (FORMAT binary)";
+ * with their exporter usage and energy in the month. Columns no owner rule
+ * of the aggregate reads are NULL: gl_owner takes no run kind nor
+ * endpoints (only workload_type does), and labels only when a rule matches
+ * one; a per-row gl_job_run_kind call or labels' text costs ~0.7 s a
+ * million jobs for nothing. The model's canonical name comes by a hash join
+ * (GL_ACCOUNTING_GPU_MODEL_JOIN_SQL) rather than a probe per job row
+ * (~5 us each: half the stream's time). */
+static void jobs_copy_sql(struct gl_strbuf *out, int by_type, int use_labels, int64_t now_s, int64_t from_s,
+			  int64_t to_s)
+{
+	struct gl_strbuf qb = GL_STRBUF_INIT, *q = &qb;
+	gl_strbuf_puts(q, "COPY (SELECT jb.job_pk, jb.job_id, jb.state, c.name, jb.partition, jb.account, jb.user_name,"
+			  " jb.qos, jb.wckey, jb.namespace, ");
+	gl_strbuf_puts(q, use_labels ? "(jb.tags -> 'labels')::text, " : "NULL::text, ");
+	gl_strbuf_puts(q, by_type ? GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") ", coalesce(ep.endpoints, '{}')::text,"
+				  : "NULL::text, NULL::text,");
+	gl_strbuf_printf(q,
+			 " jb.start_at, jb.submit_at, %s, %s, %s, round(u.idle_gpu_s * 1000000)::bigint,"
+			 " u.observed_gpu_s > 0, e.mj, round(u.busy_gpu_s * 1000000)::bigint"
+			 " FROM jobs jb JOIN clusters c ON c.cluster_id = jb.cluster_id ",
+			 SB_FIRM_END, GL_ACCOUNTING_JOB_GPUS_SQL("jb"), GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb")));
+	gl_strbuf_printf(q, "%s ", GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb")));
+	if (by_type)
+		gl_strbuf_puts(q, "LEFT JOIN job_endpoints ep ON ep.job_pk = jb.job_pk");
+	gl_strbuf_puts(q, " LEFT JOIN (SELECT job_pk, idle_gpu_s, busy_gpu_s, observed_gpu_s FROM gl_job_usage(" SB_FROM
+			  ", " SB_TO ")) u ON u.job_pk = jb.job_pk"
+			  " LEFT JOIN (SELECT job_pk, sum(energy_mj)::bigint AS mj FROM gpu_usage WHERE bucket >= " SB_FROM
+			  "  AND bucket < " SB_TO " AND energy_mj IS NOT NULL GROUP BY job_pk) e ON e.job_pk = jb.job_pk"
+			  " WHERE jb.gpu_micro > 0 AND jb.start_at < " SB_TO " AND jb.start_at < " SB_NOW
+			  " AND (jb.end_at > " SB_FROM " OR (jb.end_at IS NULL AND " SB_FIRM_END " > " SB_FROM ")))"
+			  " TO STDOUT (FORMAT binary)");
+	for (const char *p = gl_strbuf_cstr(q); *p;) {
+		static const char *const mark[] = {"@NOW@", "@FROM@", "@TO@"};
+		const int64_t val[] = {now_s, from_s, to_s};
+		size_t k = 0;
+		while (k < GL_ARRAY_LEN(mark) && strncmp(p, mark[k], strlen(mark[k])))
+			k++;
+		if (k < GL_ARRAY_LEN(mark)) {
+			gl_strbuf_printf(out, "%lld", (long long)val[k]);
+			p += strlen(mark[k]);
+		} else
+			gl_strbuf_putc(out, *p++);
+	}
+	gl_strbuf_fini(q);
+}
 
 struct rate_model {
 	char *model;
@@ -582,7 +614,7 @@ static int gather_jobs(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct g
 	char **names = NULL;
 	uint32_t *owner_of = NULL;
 	struct gl_jobstats_owner *per_owner = NULL, *per_part = NULL;
-	char now[24], a1[24], b1[24];
+	struct gl_strbuf q = GL_STRBUF_INIT;
 	int rc, in_txn = 0;
 
 	memset(&x, 0, sizeof x);
@@ -592,19 +624,15 @@ static int gather_jobs(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct g
 	x.a_us = sb->start_s * 1000000;
 	x.b_us = sb->end_s * 1000000;
 	x.now_us = now_s * 1000000;
-	snprintf(a1, sizeof a1, "%lld", (long long)sb->start_s);
-	snprintf(b1, sizeof b1, "%lld", (long long)sb->end_s);
-	snprintf(now, sizeof now, "%lld", (long long)now_s);
 	/* one snapshot for the rules, the rates and the jobs */
 	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
 		goto out;
 	in_txn = 1;
-	if ((rc = jobs_reference(c, &x, err)) ||
-	    (rc = gl_db_query(c,
-			      "SELECT set_config('gpuledger.sb_now', $1, true), set_config('gpuledger.sb_from', $2, true),"
-			      " set_config('gpuledger.sb_to', $3, true), set_config('enable_nestloop', 'off', true)",
-			      3, (const char *[]){now, a1, b1}, NULL, err)) ||
-	    (rc = gl_db_copy_out_binary(c, jobs_copy, JC_N, job_row, &x, err)))
+	if ((rc = jobs_reference(c, &x, err)))
+		goto out;
+	jobs_copy_sql(&q, !strcmp(sb->aggregate, "workload_type"), x.use_labels, now_s, sb->start_s, sb->end_s);
+	if ((rc = gl_db_exec(c, "SET LOCAL enable_nestloop = off", err)) ||
+	    (rc = gl_db_copy_out_binary(c, gl_strbuf_cstr(&q), JC_N, job_row, &x, err)))
 		goto out;
 	names = gl_xcalloc(x.keys.n + 1, sizeof *names);
 	if (x.by_rules) {
@@ -672,6 +700,7 @@ out:
 	free(per_part);
 	intern_fini(&owners);
 	jobs_ctx_fini(&x);
+	gl_strbuf_fini(&q);
 	return rc;
 }
 

@@ -25,17 +25,7 @@
 static char g_dsn[512];
 static struct gl_test_daemon g_d;
 
-static const char config_yaml[] =
-	"rates:\n"
-	"  - model: a100\n    per_gpu_hour: \"2.50\"\n    to: 2026-11-16T00:00:00Z\n"
-	"  - model: a100\n    per_gpu_hour: \"3.00\"\n    from: 2026-11-16T00:00:00Z\n"
-	"  - model: v100\n    per_gpu_hour: \"1.20\"\n"
-	"  - model: \"*\"\n    per_gpu_hour: \"1.00\"\n"
-	"owners:\n"
-	"  - match: account\n    value: teama\n    team: vision\n    to: 2026-11-04T00:00:00Z\n"
-	"  - match: account\n    value: teama\n    team: nlp\n    from: 2026-11-04T00:00:00Z\n"
-	"  - match: account\n    value: teamb\n    team: language\n"
-	"  - match: namespace\n    value: vision-ns\n    team: vision\n";
+static const char config_yaml[] = GL_TEST_MESSY_COST_YAML;
 
 static int setup(void **state)
 {

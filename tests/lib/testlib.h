@@ -221,6 +221,21 @@ int gl_test_philly_db(const char *name, char *dsn, size_t n);
  * real ingest: alpha's sacct poll that stops on 7 November with jobs open,
  * beta's three pod snapshots at their capture times. 0 or -1. */
 int gl_test_messy_jobs(const char *dsn);
+/* The messy fleet's cost model (README.md there): two a100 rate periods
+ * (2.50 to 16 November, 3.00 from it), v100 1.20, any other model 1.00;
+ * account teama's team vision until 4 November and nlp from it, teamb's
+ * language, namespace vision-ns's vision. A YAML literal to append to. */
+#define GL_TEST_MESSY_COST_YAML                                                              \
+	"rates:\n"                                                                           \
+	"  - model: a100\n    per_gpu_hour: \"2.50\"\n    to: 2026-11-16T00:00:00Z\n"          \
+	"  - model: a100\n    per_gpu_hour: \"3.00\"\n    from: 2026-11-16T00:00:00Z\n"        \
+	"  - model: v100\n    per_gpu_hour: \"1.20\"\n"                                        \
+	"  - model: \"*\"\n    per_gpu_hour: \"1.00\"\n"                                       \
+	"owners:\n"                                                                          \
+	"  - match: account\n    value: teama\n    team: vision\n    to: 2026-11-04T00:00:00Z\n" \
+	"  - match: account\n    value: teama\n    team: nlp\n    from: 2026-11-04T00:00:00Z\n"  \
+	"  - match: account\n    value: teamb\n    team: language\n"                           \
+	"  - match: namespace\n    value: vision-ns\n    team: vision\n"
 
 /* A strict RFC 4180 reader for the tests, independent of src/util/csv.c:
  * records end with CRLF, quoted fields double their quotes, a bare quote in
