@@ -36,7 +36,8 @@ $$;
 
 -- The shards of p_mask, each asked gl_capacity_missing_here for its
 -- clusters over a dblink connection of this session (kept open, named
--- after the shard), all queries sent before any answer is read. A
+-- after the shard's attachment), all queries sent before any answer is
+-- read. A
 -- connection that broke (a restarted shard, a request cancelled between
 -- sending and reading) is made again once, and the shard asked again. With
 -- the owner's rights: dblink connects through the foreign servers, which
@@ -51,7 +52,9 @@ DECLARE
     cn text;
 BEGIN
     FOR s IN SELECT * FROM shards WHERE (p_mask >> (shard_id - 1)) & 1 = 1 ORDER BY shard_id LOOP
-        cn := 'gl_capmiss_' || s.name;
+        -- named after the attachment too: a shard attached again (another
+        -- host) is never read over a connection made to the one before
+        cn := format('gl_capmiss_%s_%s', s.name, extract(epoch FROM s.attached_at)::bigint);
         BEGIN
             IF NOT coalesce(cn = ANY(dblink_get_connections()), false) THEN
                 PERFORM dblink_connect(cn, s.server_name);

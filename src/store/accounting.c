@@ -230,6 +230,15 @@ void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const ch
 			 keys, src, steps, keys, keys, keys, keys, keys, keys);
 }
 
+/* u.day within the first and last of the built days in the bigint[]
+ * parameter arr (their starts): implied by the join on the days, and said
+ * as two values (initplans), which postgres_fdw sends to a shard, where a
+ * join on an array stays on the central and each shard sent every day it
+ * holds (docs/scale.md). */
+#define GL_ACCOUNTING_DAYS_WITHIN_SQL(arr)                                                              \
+	" u.day >= (SELECT min((to_timestamp(x) AT TIME ZONE 'UTC')::date) FROM unnest(" arr "::bigint[]) x)" \
+	" AND u.day <= (SELECT max((to_timestamp(x) AT TIME ZONE 'UTC')::date) FROM unnest(" arr "::bigint[]) x)"
+
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
  * over the live pieces ($4 start, $5 end, $6 step; their allocation per
  * key by gl_accounting_event_cells, as the lines') and from usage_daily over
@@ -262,6 +271,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       " SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.held"
 		       " FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
 		       " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
+		       "  AND" GL_ACCOUNTING_DAYS_WITHIN_SQL("$7")
 		       " JOIN clusters c ON c.name = u.d_cluster"
 		       ")");
 }
@@ -1058,7 +1068,8 @@ static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const str
 	else
 		gl_strbuf_printf(&sql,
 				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
-				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
+				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE"
+				 GL_ACCOUNTING_DAYS_WITHIN_SQL("$1"),
 				 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
 	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 		goto out;
