@@ -34,10 +34,11 @@ int main(int argc, char **argv)
 		cluster[16];
 	struct gl_test_daemon d1, dc;
 	static const char *const paths[][2] = {
-		{"month, cold (no rollup)", "/v1/chargeback?window=2026-06&aggregate=team"},
-		{"month after the rollup", "/v1/chargeback?window=2026-06&aggregate=team"},
-		{"year after the rollup", "/v1/chargeback?window=2025-11-01,2026-11-01&aggregate=team"},
-		{"month by cluster after the rollup", "/v1/chargeback?window=2026-06&aggregate=cluster"},
+		{"chargeback month, cold (no rollup)", "/v1/chargeback?window=2026-06&aggregate=team"},
+		{"chargeback month after the rollup", "/v1/chargeback?window=2026-06&aggregate=team"},
+		{"chargeback year after the rollup", "/v1/chargeback?window=2025-11-01,2026-11-01&aggregate=team"},
+		{"chargeback month by cluster after the rollup", "/v1/chargeback?window=2026-06&aggregate=cluster"},
+		{"capacity, month by cluster", "/v1/capacity?window=2026-06&aggregate=cluster"},
 	};
 	PGconn *c;
 	FILE *f;
@@ -88,16 +89,22 @@ int main(int argc, char **argv)
 			       " %.1f s | %.1f s | %.2f |\n",
 			       n, gl_test_now_s() - t1, t1 - t0, (gl_test_now_s() - t1) / (t1 - t0));
 		}
-		if (gl_test_http_timed(d1.port, paths[i][1], reqs, &a50, &a99, &ba) ||
-		    gl_test_http_timed(dc.port, paths[i][1], reqs, &b50, &b99, &bb))
-			die(paths[i][1]);
-		printf("| chargeback %s, %ld jobs: three shards vs one database (p50 / p99 of %d)%s | %.0f / %.0f ms |"
-		       " %.0f / %.0f ms (target <= 1.5x) | %.2f / %.2f |\n",
-		       paths[i][0], n, reqs, strcmp(ba, bb) ? " ANSWERS DIFFER" : ", same bytes", b50, b99, a50, a99,
-		       b50 / a50, b99 / a99);
-		fflush(stdout);
-		free(ba);
-		free(bb);
+		/* then the same again: every worker's session has answered this
+		 * kind of request (its connections to the shards made, its
+		 * statements prepared), as in a daemon that has run a while */
+		for (int pass = 0; pass < (i == 0 ? 1 : 2); pass++) {
+			if (gl_test_http_timed(d1.port, paths[i][1], reqs, &a50, &a99, &ba) ||
+			    gl_test_http_timed(dc.port, paths[i][1], reqs, &b50, &b99, &bb))
+				die(paths[i][1]);
+			printf("| %s%s, %ld jobs: three shards vs one database (p50 / p99 of %d)%s |"
+			       " %.0f / %.0f ms | %.0f / %.0f ms (target <= 1.5x) | %.2f / %.2f |\n",
+			       paths[i][0], pass ? ", sessions warm" : "", n, reqs,
+			       strcmp(ba, bb) ? " ANSWERS DIFFER" : ", same bytes", b50, b99, a50, a99, b50 / a50, b99 / a99);
+			fflush(stdout);
+			free(ba);
+			free(bb);
+			ba = bb = NULL;
+		}
 	}
 	gl_test_daemon_stop(&dc);
 	gl_test_daemon_stop(&d1);

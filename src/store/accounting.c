@@ -1,6 +1,7 @@
 /* Accounting queries (see include/gl/accounting.h). */
 #include "accounting_int.h"
 #include "db_int.h"
+#include "plancache_int.h"
 #include "gl/idle.h"
 #include "gl/store.h"
 #include "gl/pgrow.h"
@@ -229,6 +230,15 @@ void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const ch
 			 keys, src, steps, keys, keys, keys, keys, keys, keys);
 }
 
+/* u.day within the first and last of the built days in the bigint[]
+ * parameter arr (their starts): implied by the join on the days, and said
+ * as two values (initplans), which postgres_fdw sends to a shard, where a
+ * join on an array stays on the central and each shard sent every day it
+ * holds (docs/scale.md). */
+#define GL_ACCOUNTING_DAYS_WITHIN_SQL(arr)                                                              \
+	" u.day >= (SELECT min((to_timestamp(x) AT TIME ZONE 'UTC')::date) FROM unnest(" arr "::bigint[]) x)" \
+	" AND u.day <= (SELECT max((to_timestamp(x) AT TIME ZONE 'UTC')::date) FROM unnest(" arr "::bigint[]) x)"
+
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
  * over the live pieces ($4 start, $5 end, $6 step; their allocation per
  * key by gl_accounting_event_cells, as the lines') and from usage_daily over
@@ -261,6 +271,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       " SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.held"
 		       " FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
 		       " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
+		       "  AND" GL_ACCOUNTING_DAYS_WITHIN_SQL("$7")
 		       " JOIN clusters c ON c.name = u.d_cluster"
 		       ")");
 }
@@ -512,7 +523,7 @@ static int make_plan(PGconn *c, const struct gl_accounting_query *q, struct plan
 	}
 	snprintf(los, sizeof los, "%lld", (long long)lo);
 	snprintf(his, sizeof his, "%lld", (long long)(hi < today ? hi : today));
-	if ((rc = gl_db_query(c,
+	if ((rc = gl_plancache_query(c,
 			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
 			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
 			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
@@ -1062,7 +1073,8 @@ static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const str
 	else
 		gl_strbuf_printf(&sql,
 				 " FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"
-				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE true",
+				 " JOIN %s u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date WHERE"
+				 GL_ACCOUNTING_DAYS_WITHIN_SQL("$1"),
 				 owner_rollup_serves(q) ? "usage_daily_owner" : "usage_daily");
 	if ((rc = add_filters(&sql, q, &np, &arrays, arr_off, FILTER_DAILY, err)))
 		goto out;
@@ -1216,7 +1228,7 @@ static int fleet_run(PGconn *c, struct fleet *f, PGresult **r, struct gl_err *er
 	const char *fixed[] = {f->pa[0].p, f->pa[1].p, f->now, f->pa[2].p, f->pa[3].p, f->pa[4].p, f->pa[5].p, f->pa[6].p};
 	memcpy(f->params, fixed, sizeof fixed);
 	filter_args(f->params, 8, f->np, &f->arrays, f->arr_off);
-	return gl_db_query(c, f->sql.p, f->np, f->params, r, err);
+	return gl_plancache_query(c, f->sql.p, f->np, f->params, r, err);
 }
 
 /* The columns of the idle-by-step query, by name. */
@@ -1347,7 +1359,7 @@ static int any_unseen(PGconn *c, const struct gl_accounting_query *q, int *any, 
 	int rc;
 	snprintf(e, sizeof e, "%lld", (long long)q->steps[q->n_steps - 1].end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
-	rc = gl_db_query(c,
+	rc = gl_plancache_query(c,
 			 "SELECT coalesce(max(CASE WHEN jb.timelimit_s >= 0 AND jb.start_at + jb.timelimit_s * interval '1 second'"
 			 "  < least(to_timestamp($1), to_timestamp($2)) THEN 2 ELSE 1 END), 0) FROM jobs jb"
 			 " WHERE jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($1)"
@@ -1629,7 +1641,7 @@ int gl_accounting_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64
 	 * by day took 7 s for 400 days of 2 000 nodes (112 000 spans); merging
 	 * the spans into islands first takes some 0.13 s. Epoch arithmetic,
 	 * not timestamptz series: UTC days whatever the session's time zone. */
-	if ((rc = gl_db_query(c,
+	if ((rc = gl_plancache_query(c,
 			      "WITH iv AS ("
 			      " SELECT greatest(extract(epoch FROM s.valid_from)::bigint, $1::bigint) AS a,"
 			      "  least(coalesce(extract(epoch FROM s.valid_to)::bigint, $2::bigint), $2::bigint) AS b"
@@ -1688,31 +1700,10 @@ static int capacity_missing(PGconn *c, int64_t start_s, int64_t end_s, int64_t n
 	params[0] = a;
 	params[1] = b;
 	filter_params(filter, (const char *const[]){"cluster"}, 1, &arrays, arr_off, &np, params);
-	/* a cluster whose GPU jobs ran in the window while neither a scheduler
-	 * inventory nor an exporter reported any of its GPUs: its idle is
-	 * unknown, whatever the days of the other clusters say (the demo's
-	 * philly, 30,000 GPU-hours in four days, made /v1/idle say 100 %
-	 * wasted with capacity_known true). A job in the window is one that
-	 * ended after its start (jobs_window_idx from there on: never the
-	 * jobs that ended before, a year of history) or is still open
-	 * (jobs_running_idx); one probe each, not coalesce(end_at, ...) over
-	 * every job of the cluster (100 ms at 1M jobs, 479 ms at 5M). */
-	if ((rc = gl_db_query(c,
-			      "SELECT c.name FROM clusters c"
-			      " WHERE ($3::text[] IS NULL OR c.name = ANY($3::text[]))"
-			      /* a subquery per cluster, not a semi-join: on a central
-			       * database of shards (docs/scale.md) a semi-join is
-			       * made on the central, with every job of the window
-			       * sent to it; these ask each shard for one job */
-			      " AND (coalesce((SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.gpu_milli > 0"
-			      "   AND jb.end_at > to_timestamp($1) AND jb.start_at < to_timestamp($2) LIMIT 1), false)"
-			      "  OR coalesce((SELECT true FROM jobs jb WHERE jb.cluster_id = c.cluster_id AND jb.end_at IS NULL"
-			      "   AND jb.start_at IS NOT NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($2) LIMIT 1), false))"
-			      " AND NOT EXISTS (SELECT 1 FROM node_gpu_spans s WHERE s.cluster_id = c.cluster_id"
-			      "  AND s.valid_from < to_timestamp($2) AND (s.valid_to IS NULL OR s.valid_to > to_timestamp($1)))"
-			      " AND NOT EXISTS (SELECT 1 FROM gpus gp WHERE gp.cluster_id = c.cluster_id"
-			      "  AND gp.first_seen < to_timestamp($2) AND (gp.absent_since IS NULL OR gp.absent_since > to_timestamp($1)))"
-			      " ORDER BY c.name",
+	/* the rule is sql/104's, where a central database of shards asks
+	 * each shard once for its clusters instead of probing each cluster's
+	 * tables over the network */
+	if ((rc = gl_db_query(c, "SELECT n FROM gl_capacity_missing($1::bigint, $2::bigint, $3::text[]) n ORDER BY n",
 			      3, params, &r, err)))
 		goto out;
 	*n = (size_t)PQntuples(r);

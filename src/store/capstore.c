@@ -32,9 +32,15 @@
 	" ELSE least(greatest(coalesce(" GL_ACCOUNTING_JOB_SEEN_SQL("j") ", j.start_at), j.start_at),"               \
 	" to_timestamp($3::bigint)) END)"
 #define CANON_KEY_SQL "CASE $4 WHEN 'gpu_model' THEN gl_gpu_model(k) ELSE k END"
+/* The steps' bounds said again as values ($8 first start, $9 last end),
+ * implied by the tests against the steps: on a central database of shards
+ * (docs/scale.md) a bound taken from a CTE stays on the central, and each
+ * shard sent all its jobs (a month's capacity over 30,000 jobs: 0.5 s). */
+#define JOB_IN_WINDOW_SQL                                                                                \
+	" AND j.start_at < to_timestamp($9::bigint) AND (j.end_at IS NULL OR j.end_at > to_timestamp($8::bigint))"
 #define JOB_IN_STEP_SQL                                                                                  \
 	"j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < to_timestamp(st.b)"                  \
-	" AND " JOB_END_SQL " > to_timestamp(st.a) AND " JOB_END_SQL " > j.start_at"
+	" AND " JOB_END_SQL " > to_timestamp(st.a) AND " JOB_END_SQL " > j.start_at" JOB_IN_WINDOW_SQL
 
 static const char cap_head_sql[] =
 	"WITH st AS (SELECT t.a, t.b, t.i FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS t(a, b, i)),"
@@ -58,7 +64,7 @@ static const char cap_head_sql[] =
 	"   greatest(j.start_at, win.lo) AS p0, least(" JOB_END_SQL ", win.hi) AS p1"
 	"  FROM win JOIN jobs j ON j.gpu_milli > 0 AND j.start_at IS NOT NULL AND j.start_at < win.hi"
 	"   AND " JOB_END_SQL " > win.lo"
-	"   AND " JOB_END_SQL " > j.start_at)";
+	"   AND " JOB_END_SQL " > j.start_at" JOB_IN_WINDOW_SQL ")";
 
 /* after gl_accounting_event_cells over jj: the rest of the query */
 static const char cap_tail_sql[] =
@@ -111,7 +117,8 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 {
 	static const char *const agg_names[] = {"cluster", "partition", "gpu_model", "workload_type"};
 	struct gl_strbuf a = GL_STRBUF_INIT, b = GL_STRBUF_INIT, sql = GL_STRBUF_INIT;
-	char now[24], grace[24];
+	char now[24], grace[24], los[24], his[24];
+	int64_t lo = 0, hi = 0;
 	PGresult *r = NULL;
 	struct gl_capacity_row *out = NULL;
 	int rc, n;
@@ -121,13 +128,19 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 	put_array(&a, steps, nsteps, 0);
 	put_array(&b, steps, nsteps, 1);
 	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	for (size_t i = 0; i < nsteps; i++) {
+		lo = i && lo < steps[i].start_s ? lo : steps[i].start_s;
+		hi = i && hi > steps[i].end_s ? hi : steps[i].end_s;
+	}
+	snprintf(los, sizeof los, "%lld", (long long)lo);
+	snprintf(his, sizeof his, "%lld", (long long)hi);
 	snprintf(grace, sizeof grace, "%lld", (long long)obs->grace_s);
 	gl_strbuf_puts(&sql, cap_head_sql);
 	gl_accounting_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
 	gl_strbuf_puts(&sql, cap_tail_sql);
-	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 7,
+	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 9,
 			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster,
-					       obs->grace_s < 0 ? NULL : grace, obs->include ? "true" : "false"},
+					       obs->grace_s < 0 ? NULL : grace, obs->include ? "true" : "false", los, his},
 			      &r, err)))
 		goto out;
 	n = PQntuples(r);

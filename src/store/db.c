@@ -936,6 +936,11 @@ static int pg_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
 	return gl_err_set(err, gl_db_sqlstate_code(state), "%s: %s", what, msg);
 }
 
+int gl_db_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err)
+{
+	return pg_fail(c, r, what, err);
+}
+
 int gl_db_exec(PGconn *c, const char *sql, struct gl_err *err)
 {
 	PGresult *r = PQexec(c, sql);

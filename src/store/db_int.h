@@ -49,6 +49,10 @@ int gl_db_exec(PGconn *c, const char *sql, struct gl_err *err) GL_MUSTCHECK;
  * PGRES_TUPLES_OK), NULL on failure. res may be NULL to discard. */
 int gl_db_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		struct gl_err *err) GL_MUSTCHECK;
+/* A failed statement's error (r, or the connection's when r is NULL) into
+ * err, prefixed with what, as gl_db_query() reports it; the SQLSTATE is
+ * then gl_db_last_sqlstate()'s. Returns the error code. */
+int gl_db_fail(PGconn *c, PGresult *r, const char *what, struct gl_err *err);
 /* Streams data through COPY ... FROM STDIN already started by copy_sql. */
 int gl_db_copy_in(PGconn *c, const char *copy_sql, const char *data, size_t len, struct gl_err *err) GL_MUSTCHECK;
 

@@ -1,6 +1,7 @@
 /* Shards read over postgres_fdw (see include/gl/shard.h). */
 #include "gl/shard.h"
 #include "db_int.h"
+#include "plancache_int.h"
 #include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
@@ -138,8 +139,14 @@ out:
 int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err)
 {
 	char ms[24];
+	int rc;
 	snprintf(ms, sizeof ms, "%llu", (unsigned long long)mask);
-	return gl_db_query(gl_db_conn(st), "SELECT gl_fleet_use($1::bigint)", 1, (const char *[]){ms}, NULL, err);
+	rc = gl_db_query(gl_db_conn(st), "SELECT gl_fleet_use($1::bigint)", 1, (const char *[]){ms}, NULL, err);
+	/* the fleet's statements plan over every shard's foreign partitions:
+	 * the costly ones are planned once for the session */
+	if (!rc)
+		gl_plancache_enable(gl_db_conn(st), 1);
+	return rc;
 }
 
 static char **strv_copy(char **v, size_t n)

@@ -211,6 +211,9 @@ static void test_sharded_equals_single(void **state)
 		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
 		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=cluster,team&step=day",
 		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=account&format=csv",
+		/* a year: the trace's months and the empty ones around them */
+		"/v1/chargeback?window=2017-01-01,2018-01-01&aggregate=team",
+		"/v1/chargeback?window=2017-01-01,2018-01-01&aggregate=cluster&step=month",
 		/* a window that cuts days: its ends are read live from jobs */
 		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-11-09T18:00:00Z&aggregate=user,cluster&step=week",
 		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=cluster",
@@ -226,9 +229,16 @@ static void test_sharded_equals_single(void **state)
 		assert_non_null(j = cJSON_Parse(b));
 		assert_true(gl_test_jnum(cJSON_GetObjectItem(j, "totals"), "cost_micros") > 1000000000LL);
 		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "clusters_unread")), 0);
+		/* no site has an inventory: each named by its own shard */
+		assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "capacity_clusters_unknown")), NSHARD);
 		cJSON_Delete(j);
 		free(b);
 	}
+	/* the capacity check asked each shard once, over the central's dblink
+	 * connection to it (sql/104), not a remote probe per cluster and table */
+	for (int k = 0; k < NSHARD; k++)
+		assert_true(gl_test_qint_dsn(g_shard_dsn[k], "SELECT count(*) FROM pg_stat_activity"
+							   " WHERE query LIKE 'SELECT gl_capacity_missing_here(%'") >= 1);
 	/* a GPU model name a shard's ingest noted (what its jobs trigger does
 	 * for a job with that type) is canonical on the central after its next
 	 * probe: no job's model is worked out row by row there */

@@ -1,0 +1,30 @@
+/* gpuledger — statements planned once per session (src/store/ alone).
+ *
+ * On a central database of shards (docs/scale.md) planning a query over
+ * the shards' foreign partitions costs more than running it: the fleet
+ * idle query planned for 20 ms a request and ran in 8. A session marked
+ * with gl_plancache_enable() prepares such a statement once, under a name
+ * made from its text, and runs it with a generic plan from then on
+ * (plan_cache_mode set for that statement alone: every other statement of
+ * the session keeps its custom plans). Unmarked sessions (one database)
+ * run it as gl_db_query() does.
+ *
+ * The mark and the names are the calling thread's, for one connection
+ * (the API threads' sessions are per thread); a reset connection (a new
+ * backend) is noticed by its pid and prepares again.
+ */
+#ifndef GL_PLANCACHE_INT_H
+#define GL_PLANCACHE_INT_H
+
+#include "db_int.h"
+
+/* Statements kept prepared per session at most; past it, gl_db_query(). */
+#define GL_PLANCACHE_MAX 64
+
+/* Marks c (on) or unmarks it (off) for this thread. */
+void gl_plancache_enable(PGconn *c, int on);
+/* gl_db_query(), with a generic plan prepared once on a marked session. */
+int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
+		       struct gl_err *err) GL_MUSTCHECK;
+
+#endif
