@@ -141,13 +141,20 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
 /* The canonical GPU model of x, an SQL expression evaluated twice (sql/024):
  * the index probe written out, since PostgreSQL does not inline
  * gl_gpu_model() and a call per job row costs several times the probe. */
-#define GL_ACCOUNTING_GPU_MODEL_SQL(x) \
-	"coalesce((SELECT gmc.model FROM gpu_model_canon gmc WHERE gmc.raw = lower(" x ")), gl_gpu_model(" x "))"
+#define GL_ACCOUNTING_GPU_MODEL_SQL(x) GL_ACCOUNTING_GPU_MODEL_OF_SQL("(SELECT gmc.model FROM gpu_model_canon gmc WHERE gmc.raw = lower(" x "))", x)
+
+/* The same as a join: GL_ACCOUNTING_GPU_MODEL_JOIN_SQL(x, g) after a FROM
+ * item, then GL_ACCOUNTING_GPU_MODEL_OF_SQL(g ".model", x). Where every job of
+ * a query is read, a hash join to the table costs less than its probe per
+ * row (an index scan per job row). */
+#define GL_ACCOUNTING_GPU_MODEL_JOIN_SQL(x, g) " LEFT JOIN gpu_model_canon " g " ON " g ".raw = lower(" x ")"
+#define GL_ACCOUNTING_GPU_MODEL_OF_SQL(canon, x) "coalesce(" canon ", gl_gpu_model(" x "))"
 
 /* The GPU model a job is priced and grouped by: the scheduler's type, else
  * the model of its first node (sql/021), canonical (sql/024: the same name
  * capacity and rates are keyed by). j: the jobs alias. */
-#define GL_ACCOUNTING_JOB_MODEL_SQL(j) GL_ACCOUNTING_GPU_MODEL_SQL("coalesce(" j ".gpu_type, " j ".node_gpu_model)")
+#define GL_ACCOUNTING_JOB_MODEL_RAW_SQL(j) "coalesce(" j ".gpu_type, " j ".node_gpu_model)"
+#define GL_ACCOUNTING_JOB_MODEL_SQL(j) GL_ACCOUNTING_GPU_MODEL_SQL(GL_ACCOUNTING_JOB_MODEL_RAW_SQL(j))
 
 /* A job's allocation in the books, micro-GPUs (GL_GPU_MICRO = one GPU; j:
  * the jobs alias). Every accounting query reads it through one of these:
@@ -179,10 +186,19 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
  * series ingested in full lists every job still open: kube closes the pods
  * a snapshot no longer lists, sacct -S..-E reports every job running in
  * its window). Time after it is unobserved (docs/ingest.md). */
-#define GL_ACCOUNTING_JOB_SEEN_SQL(j)                                                                                   \
-	"greatest(" j ".last_seen_at, (SELECT ist.watermark FROM ingest_state ist"                            \
-	" WHERE ist.cluster_id = " j ".cluster_id"                                                            \
-	" AND ist.source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END))"
+#define GL_ACCOUNTING_JOB_SEEN_SQL(j)                                                                   \
+	GL_ACCOUNTING_JOB_SEEN_OF_SQL(j, "(SELECT ist.watermark FROM ingest_state ist WHERE" GL_ACCOUNTING_JOB_SEEN_ON_SQL(j, "ist") ")")
+
+/* The same as a join (at most one row: ingest_state's key): after a FROM
+ * item, GL_ACCOUNTING_JOB_SEEN_JOIN_SQL(j, w), then
+ * GL_ACCOUNTING_JOB_SEEN_OF_SQL(j, w ".watermark"). A query over every open
+ * job reads the watermark once a job this way, where the subquery ran once
+ * each place the expression is written (three in a live lines query). */
+#define GL_ACCOUNTING_JOB_SEEN_ON_SQL(j, w)                                                             \
+	" " w ".cluster_id = " j ".cluster_id"                                                            \
+	" AND " w ".source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END"
+#define GL_ACCOUNTING_JOB_SEEN_JOIN_SQL(j, w) " LEFT JOIN ingest_state " w " ON" GL_ACCOUNTING_JOB_SEEN_ON_SQL(j, w)
+#define GL_ACCOUNTING_JOB_SEEN_OF_SQL(j, watermark) "greatest(" j ".last_seen_at, " watermark ")"
 
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_accounting_dim_sql(const char *dim);
