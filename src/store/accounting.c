@@ -726,7 +726,8 @@ static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, in
 /* ", usage AS (...), ub AS (...)": the jobs' exporter usage over the steps
  * (jobs_param: restricted to those jobs, 0 all), kept within each job's
  * allocated time and summed per step and owner-attribute set. */
-static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw)
+static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw,
+			   const char *src)
 {
 	gl_strbuf_puts(sql,
 		       ", usage AS ("
@@ -740,8 +741,8 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 	gl_strbuf_printf(sql,
 			 "), ub AS (SELECT u.i, j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, %s AS jk,"
 			 " %s(u.busy_gpu_s * sc.k) AS busy, %s(u.idle_gpu_s * sc.k) AS idle, %s(u.observed_gpu_s * sc.k) AS obs"
-			 " FROM usage u JOIN k0 j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
-			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum");
+			 " FROM usage u JOIN %s j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
+			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum", src);
 	/* exporter usage is what a source saw: it stays with the firm time */
 	if (m != OBS_FIRM)
 		gl_strbuf_puts(sql, " AND false");
@@ -782,7 +783,9 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
 	put_live_pieces(sql, n_live, pieces, by_job, jw, agg ? "kp" : "k0");
-	put_live_usage(sql, m, by_job, jobs_param, jw);
+	/* the unobserved time has no usage (put_live_usage): k0 read by kp
+	 * alone is not materialized, a tuplestore of every job */
+	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM ? "kp" : "k0");
 	/* every sum is a part of its own UNION ALL branch; the owners and
 	 * the dimensions are joined to the sums per set (k), and the lines
 	 * are one GROUP BY. Lines are also split by GPU model so unpriced
