@@ -182,13 +182,13 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 		"  j.seg, j.okey, j.wckey, j.labels, j.run_kind, j.endpoints, NULL::bigint AS job_pk"
 		" FROM k0 j JOIN steps s ON s.a < j.stop_at AND s.b > j.start_at"
 		" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19");
-	/* the sets of the jobs whose exporter usage is read (firm time) are
-	 * k0's: a job of no piece may have some */
+	/* kp holds every set k0 has in a step: a job's exporter usage in a
+	 * step (put_live_usage) needs the same overlap as its row of kp */
 	gl_strbuf_printf(sql,
 	"), attrs AS ("
 	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
 	"  labels, run_kind"
-	" FROM %s", agg && m != OBS_FIRM ? "kp" : "k0");
+	" FROM %s", agg ? "kp" : "k0");
 	gl_strbuf_puts(sql,
 	"), own AS MATERIALIZED ("
 	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
