@@ -667,7 +667,8 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
  * rather than summing events (gl_accounting_event_cells). */
 #define GL_LIVE_CUT_MAX 4
 
-/* ", iv AS (...), am AS (...)": each job of k0 (jw: a condition on it, as
+/* ", iv AS (...), am AS (...)": each job of src (k0, or kp's sums of
+ * them per step and interval; jw: a condition on it, as
  * "j.job_pk = ANY(...)", or "true") as an interval [p0, p1) of g
  * micro-GPUs billed (and h held), and one more per rate piece it overlaps
  * (priced), clipped to the live window (pieces: to each step it overlaps,
@@ -676,13 +677,8 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
  * owners are joined, the stages after it see a row per set, not per job:
  * 10,000 open jobs of 500 sets cost ~36 µs a job through the owner join,
  * the rate join and the grouping (docs/bench.md, "Observed time"). */
-static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, int by_job, const char *jw, const char *src)
+static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const char *jw, const char *src)
 {
-	/* a few live steps (a window's first day and today around the built
-	 * days): each job cut at them, at most n_live rows a job, costs less
-	 * than its events' sort and windows (bench_observed: firm lines of
-	 * 10,000 open jobs over two live pieces) */
-	pieces |= n_live <= GL_LIVE_CUT_MAX;
 	/* the rates of the models once: inlined, each job piece ran
 	 * gl_rates_of's lookup of its model again */
 	gl_strbuf_printf(sql, ", mr AS MATERIALIZED ("
@@ -766,7 +762,7 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 			     size_t *arr_off, struct gl_err *err)
 {
 	char jw[48] = "true";
-	int rc, jobs_param = 0, by_job = 0, agg;
+	int rc, jobs_param = 0, by_job = 0, cut, agg;
 	for (size_t d = 0; d < n_dims; d++)
 		by_job |= !strcmp(dims[d], "job");
 	/* a request's lines of a few steps sum their jobs per step and
@@ -776,13 +772,18 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 	 * ~500 rows through the pieces, the rates and the owners. The sums
 	 * are of the same integers. Not for the rollup (q NULL: its jobs of
 	 * whole days rarely share an interval) nor lines per job. */
-	agg = q && !q->jobs && !by_job && (pieces || n_live <= GL_LIVE_CUT_MAX);
+	/* a few live steps (a window's first day and today around the built
+	 * days): each job cut at them, at most n_live rows a job, costs less
+	 * than its events' sort and windows (bench_observed: firm lines of
+	 * 10,000 open jobs over two live pieces) */
+	cut = pieces || n_live <= GL_LIVE_CUT_MAX;
+	agg = q && !q->jobs && !by_job && cut;
 	put_jobs_cte(sql, m, pieces, agg);
 	if (q && q->jobs) {
 		jobs_param = add_jobs_param(arrays, arr_off, np, q);
 		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
-	put_live_pieces(sql, n_live, pieces, by_job, jw, agg ? "kp" : "k0");
+	put_live_pieces(sql, cut, by_job, jw, agg ? "kp" : "k0");
 	/* the unobserved time has no usage (put_live_usage): k0 read by kp
 	 * alone is not materialized, a tuplestore of every job */
 	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM ? "kp" : "k0");
