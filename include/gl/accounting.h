@@ -190,10 +190,19 @@ int gl_accounting_fleet_idle(struct gl_store *st, int64_t start_s, int64_t end_s
  * series ingested in full lists every job still open: kube closes the pods
  * a snapshot no longer lists, sacct -S..-E reports every job running in
  * its window). Time after it is unobserved (docs/ingest.md). */
-#define GL_ACCOUNTING_JOB_SEEN_SQL(j)                                                                                   \
-	"greatest(" j ".last_seen_at, (SELECT ist.watermark FROM ingest_state ist"                            \
-	" WHERE ist.cluster_id = " j ".cluster_id"                                                            \
-	" AND ist.source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END))"
+#define GL_ACCOUNTING_JOB_SEEN_SQL(j)                                                                   \
+	GL_ACCOUNTING_JOB_SEEN_OF_SQL(j, "(SELECT ist.watermark FROM ingest_state ist WHERE" GL_ACCOUNTING_JOB_SEEN_ON_SQL(j, "ist") ")")
+
+/* The same as a join (at most one row: ingest_state's key): after a FROM
+ * item, GL_ACCOUNTING_JOB_SEEN_JOIN_SQL(j, w), then
+ * GL_ACCOUNTING_JOB_SEEN_OF_SQL(j, w ".watermark"). A query over every open
+ * job reads the watermark once a job this way, where the subquery ran once
+ * each place the expression is written (three in a live lines query). */
+#define GL_ACCOUNTING_JOB_SEEN_ON_SQL(j, w)                                                             \
+	" " w ".cluster_id = " j ".cluster_id"                                                            \
+	" AND " w ".source = CASE WHEN left(" j ".job_key, 4) = 'pod:' THEN 'kube' ELSE 'sacct' END"
+#define GL_ACCOUNTING_JOB_SEEN_JOIN_SQL(j, w) " LEFT JOIN ingest_state " w " ON" GL_ACCOUNTING_JOB_SEEN_ON_SQL(j, w)
+#define GL_ACCOUNTING_JOB_SEEN_OF_SQL(j, watermark) "greatest(" j ".last_seen_at, " watermark ")"
 
 /* SQL expression of a dimension over the jobs CTE, or NULL when unknown. */
 const char *gl_accounting_dim_sql(const char *dim);

@@ -68,19 +68,24 @@ static const char *live_dim_sql(const char *dim)
  * job's own time limit (the scheduler would have ended it by then). */
 enum obs_mode { OBS_FIRM, OBS_UNSEEN, OBS_IMPLAUSIBLE };
 
-/* The [start, stop) of jb a mode reads, as SQL over $3 (now). */
+/* The jobs (jb) a live query reads, each with its watermark row (jst):
+ * one hash join, not the watermark's subquery again in each place
+ * obs_start and obs_stop are written (three a job in a lines query). */
+#define RUN_JOBS "(jobs jb" GL_ACCOUNTING_JOB_SEEN_JOIN_SQL("jb", "jst") ")"
+#define JB_SEEN GL_ACCOUNTING_JOB_SEEN_OF_SQL("jb", "jst.watermark")
+
+/* The [start, stop) of jb (of RUN_JOBS) a mode reads, as SQL over $3 (now). */
 static const char *obs_start(enum obs_mode m)
 {
-	return m == OBS_UNSEEN	    ? "greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ")"
-	       : m == OBS_IMPLAUSIBLE ? "greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ","
+	return m == OBS_UNSEEN	    ? "greatest(jb.start_at, " JB_SEEN ")"
+	       : m == OBS_IMPLAUSIBLE ? "greatest(jb.start_at, " JB_SEEN ","
 					" jb.start_at + jb.timelimit_s * interval '1 second')"
 				      : "jb.start_at";
 }
 
 static const char *obs_stop(enum obs_mode m)
 {
-	return m == OBS_FIRM ? "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL(
-				       "jb") ")))"
+	return m == OBS_FIRM ? "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " JB_SEEN ")))"
 			     : "coalesce(jb.end_at, to_timestamp($3))";
 }
 
@@ -126,16 +131,20 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
  * each distinct set of owner-relevant attributes and rule-validity segment
  * at start time (own: a few thousand gl_owner calls, not one per job),
  * with the attributes the dimensions read. append_live_split sums the jobs
- * per such set before it joins own. */
-static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned)
+ * per such set before it joins own. agg: kp too, k0's jobs cut at the
+ * steps and summed per step, owner-attribute set and interval (see
+ * append_live_split). */
+static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, int agg)
 {
 	gl_strbuf_puts(sql,
 	"WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
 	"  UNION ALL SELECT valid_from FROM workload_rules UNION ALL SELECT valid_to FROM workload_rules"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
-	"), segs AS MATERIALIZED ("
-	" SELECT t AS s_from, coalesce(lead(t) OVER (ORDER BY t), 'infinity') AS s_to FROM bounds"
+	/* the segments' starts in order: a job's is found by width_bucket
+	 * ('-infinity' first, so every job has one), not by a join that read
+	 * every job row once a segment */
+	"), segs AS MATERIALIZED (SELECT array_agg(t ORDER BY t) AS ts FROM bounds"
 	/* the serving jobs' endpoints apart, hashed: joined to the jobs as
 	 * the view, they were merged in job_pk order, which made the planner
 	 * read the jobs by jobs_job_pk_idx, the whole table, for a batch of
@@ -143,31 +152,45 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned)
 	"), ep AS MATERIALIZED (SELECT job_pk, endpoints FROM job_endpoints"
 	"), k0 AS ("
 	" SELECT jb.job_pk, jb.cluster_id, c.name AS cluster, jb.user_name, jb.account, jb.partition, jb.qos,"
-	"  jb.namespace, " GL_ACCOUNTING_JOB_MODEL_SQL("jb") " AS gpu_model, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS gpu_micro,"
+	"  jb.namespace, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb")) " AS gpu_model, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS gpu_micro,"
 	"  " GL_ACCOUNTING_JOB_HELD_SQL("jb") " AS held_micro,"
 	"  ");
 	gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
 	gl_strbuf_puts(sql,
-	"  sg.s_from AS seg,"
+	"  sg.ts[width_bucket(jb.start_at, sg.ts)] AS seg,"
 	/* the key of attrs' DISTINCT below, so every job joins one row of own:
 	 * a NULL field is '' and an empty one chr(2), never the same */
 	"  coalesce(chr(2) || jb.account, '') || chr(1) || coalesce(chr(2) || jb.user_name, '') || chr(1) ||"
 	"  coalesce(chr(2) || jb.partition, '') || chr(1) || coalesce(chr(2) || jb.qos, '') || chr(1) ||"
 	"  coalesce(chr(2) || jb.wckey, '') || chr(1) || coalesce(chr(2) || jb.namespace, '') || chr(1) ||"
-	"  coalesce((jb.tags -> 'labels')::text, '') || chr(1) || " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS okey, jb.wckey, jb.tags,"
+	"  coalesce((jb.tags -> 'labels')::text, '') || chr(1) || " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS okey, jb.wckey, jb.tags -> 'labels' AS labels,"
 	"  " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
 	"  coalesce(ep.endpoints, '{}') AS endpoints"
 	" FROM runs r"
-	" JOIN jobs jb ON");
+	" JOIN " RUN_JOBS " ON");
 	put_run_jobs_where(sql, m, "$1", "$2", spanned);
 	gl_strbuf_puts(sql,
 	" JOIN clusters c ON c.cluster_id = jb.cluster_id"
-	" JOIN segs sg ON jb.start_at >= sg.s_from AND jb.start_at < sg.s_to"
-	" LEFT JOIN ep ON ep.job_pk = jb.job_pk"
+	" CROSS JOIN segs sg"
+	" " GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb"))
+	" LEFT JOIN ep ON ep.job_pk = jb.job_pk");
+	if (agg)
+		gl_strbuf_puts(sql,
+		"), kp AS ("
+		" SELECT s.i, j.cluster_id, j.cluster, j.user_name, j.account, j.partition, j.qos, j.namespace, j.gpu_model,"
+		"  sum(j.gpu_micro) AS gpu_micro, sum(j.held_micro) AS held_micro,"
+		"  greatest(j.start_at, s.a) AS start_at, least(j.stop_at, s.b) AS stop_at,"
+		"  j.seg, j.okey, j.wckey, j.labels, j.run_kind, j.endpoints, NULL::bigint AS job_pk"
+		" FROM k0 j JOIN steps s ON s.a < j.stop_at AND s.b > j.start_at"
+		" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19");
+	/* kp holds every set k0 has in a step: a job's exporter usage in a
+	 * step (put_live_usage) needs the same overlap as its row of kp */
+	gl_strbuf_printf(sql,
 	"), attrs AS ("
 	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
-	"  tags -> 'labels' AS labels, run_kind"
-	" FROM k0"
+	"  labels, run_kind"
+	" FROM %s", agg ? "kp" : "k0");
+	gl_strbuf_puts(sql,
 	"), own AS MATERIALIZED ("
 	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
 	"  a.account, a.user_name, a.partition, a.qos, a.namespace,"
@@ -256,7 +279,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       "  jb.start_at, ");
 	gl_strbuf_puts(sql, obs_stop(OBS_FIRM));
 	gl_strbuf_puts(sql, " AS stop_at"
-		       " FROM runs r JOIN jobs jb ON");
+		       " FROM runs r JOIN " RUN_JOBS " ON");
 	put_run_jobs_where(sql, OBS_FIRM, "$4", "$5", 0);
 	gl_strbuf_puts(sql,
 		       "), ivj AS (SELECT j.cluster_id, j.partition, j.gpu_model, j.held_micro AS g,"
@@ -655,7 +678,8 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
  * rather than summing events (gl_accounting_event_cells). */
 #define GL_LIVE_CUT_MAX 4
 
-/* ", iv AS (...), am AS (...)": each job of k0 (jw: a condition on it, as
+/* ", iv AS (...), am AS (...)": each job of src (k0, or kp's sums of
+ * them per step and interval; jw: a condition on it, as
  * "j.job_pk = ANY(...)", or "true") as an interval [p0, p1) of g
  * micro-GPUs billed (and h held), and one more per rate piece it overlaps
  * (priced), clipped to the live window (pieces: to each step it overlaps,
@@ -664,19 +688,14 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
  * owners are joined, the stages after it see a row per set, not per job:
  * 10,000 open jobs of 500 sets cost ~36 µs a job through the owner join,
  * the rate join and the grouping (docs/bench.md, "Observed time"). */
-static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, int by_job, const char *jw)
+static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const char *jw, const char *src)
 {
-	/* a few live steps (a window's first day and today around the built
-	 * days): each job cut at them, at most n_live rows a job, costs less
-	 * than its events' sort and windows (bench_observed: firm lines of
-	 * 10,000 open jobs over two live pieces) */
-	pieces |= n_live <= GL_LIVE_CUT_MAX;
 	/* the rates of the models once: inlined, each job piece ran
 	 * gl_rates_of's lookup of its model again */
-	gl_strbuf_puts(sql, ", mr AS MATERIALIZED ("
-			    " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
-			    " FROM (SELECT DISTINCT gpu_model FROM k0) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
-			    "), iv AS (SELECT ");
+	gl_strbuf_printf(sql, ", mr AS MATERIALIZED ("
+			      " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
+			      " FROM (SELECT DISTINCT gpu_model FROM %s) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
+			      "), iv AS (SELECT ", src);
 	/* in pieces, win is each step the job overlaps (lo, hi: its bounds) */
 	const char *w = pieces ? " JOIN (SELECT i, a AS lo, b AS hi FROM steps) win ON win.lo < j.stop_at"
 				 " AND win.hi > j.start_at"
@@ -684,12 +703,12 @@ static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, in
 	const char *set = by_job ? "j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, j.job_pk AS jk"
 				 : "j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, NULL::bigint AS jk";
 	gl_strbuf_printf(sql, "%s%s, NULL::bigint AS rate, j.gpu_micro AS g, j.held_micro AS h,"
-			      " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM k0 j%s WHERE %s"
+			      " greatest(j.start_at, win.lo) AS p0, least(j.stop_at, win.hi) AS p1 FROM %s j%s WHERE %s"
 			      " UNION ALL SELECT %s%s, r.micros_per_gpu_hour, j.gpu_micro, 0::bigint,"
 			      " greatest(j.start_at, r.valid_from, win.lo), least(j.stop_at, r.valid_to, win.hi)"
-			      " FROM k0 j%s JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM j.gpu_model"
+			      " FROM %s j%s JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM j.gpu_model"
 			      " AND r.valid_from < j.stop_at AND r.valid_to > j.start_at WHERE %s)",
-			 pieces ? "win.i, " : "", set, w, jw, pieces ? "win.i, " : "", set, w, jw);
+			 pieces ? "win.i, " : "", set, src, w, jw, pieces ? "win.i, " : "", set, src, w, jw);
 	if (!pieces) {
 		/* many steps: their allocation per set and step from the events,
 		 * not per job and step */
@@ -714,7 +733,8 @@ static void put_live_pieces(struct gl_strbuf *sql, size_t n_live, int pieces, in
 /* ", usage AS (...), ub AS (...)": the jobs' exporter usage over the steps
  * (jobs_param: restricted to those jobs, 0 all), kept within each job's
  * allocated time and summed per step and owner-attribute set. */
-static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw)
+static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw,
+			   const char *src)
 {
 	/* the steps' bounds as constants of the plan (gl_steps_starts is
 	 * immutable: folded from $1 and $2), not win's: read from the CTE,
@@ -733,8 +753,8 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 	gl_strbuf_printf(sql,
 			 "), ub AS (SELECT u.i, j.cluster, j.okey, j.seg, j.endpoints, j.gpu_model, %s AS jk,"
 			 " %s(u.busy_gpu_s * sc.k) AS busy, %s(u.idle_gpu_s * sc.k) AS idle, %s(u.observed_gpu_s * sc.k) AS obs"
-			 " FROM usage u JOIN k0 j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
-			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum");
+			 " FROM usage u JOIN %s j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
+			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum", src);
 	/* exporter usage is what a source saw: it stays with the firm time */
 	if (m != OBS_FIRM)
 		gl_strbuf_puts(sql, " AND false");
@@ -758,16 +778,31 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 			     size_t *arr_off, struct gl_err *err)
 {
 	char jw[48] = "true";
-	int rc, jobs_param = 0, by_job = 0;
+	int rc, jobs_param = 0, by_job = 0, cut, agg;
 	for (size_t d = 0; d < n_dims; d++)
 		by_job |= !strcmp(dims[d], "job");
-	put_jobs_cte(sql, m, pieces);
+	/* a request's lines of a few steps sum their jobs per step and
+	 * interval before anything else (kp): the open jobs' unobserved time
+	 * is one interval a step ([last seen, now)), their firm time today
+	 * too ([midnight, last seen)), so 10,000 open jobs of 500 sets are
+	 * ~500 rows through the pieces, the rates and the owners. The sums
+	 * are of the same integers. Not for the rollup (q NULL: its jobs of
+	 * whole days rarely share an interval) nor lines per job. */
+	/* a few live steps (a window's first day and today around the built
+	 * days): each job cut at them, at most n_live rows a job, costs less
+	 * than its events' sort and windows (bench_observed: firm lines of
+	 * 10,000 open jobs over two live pieces) */
+	cut = pieces || n_live <= GL_LIVE_CUT_MAX;
+	agg = q && !q->jobs && !by_job && cut;
+	put_jobs_cte(sql, m, pieces, agg);
 	if (q && q->jobs) {
 		jobs_param = add_jobs_param(arrays, arr_off, np, q);
 		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
-	put_live_pieces(sql, n_live, pieces, by_job, jw);
-	put_live_usage(sql, m, by_job, jobs_param, jw);
+	put_live_pieces(sql, cut, by_job, jw, agg ? "kp" : "k0");
+	/* the unobserved time has no usage (put_live_usage): k0 read by kp
+	 * alone is not materialized, a tuplestore of every job */
+	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM ? "kp" : "k0");
 	/* every sum is a part of its own UNION ALL branch; the owners and
 	 * the dimensions are joined to the sums per set (k), and the lines
 	 * are one GROUP BY. Lines are also split by GPU model so unpriced
@@ -1361,9 +1396,9 @@ static int any_unseen(PGconn *c, const struct gl_accounting_query *q, int *any, 
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	rc = gl_plancache_query(c,
 			 "SELECT coalesce(max(CASE WHEN jb.timelimit_s >= 0 AND jb.start_at + jb.timelimit_s * interval '1 second'"
-			 "  < least(to_timestamp($1), to_timestamp($2)) THEN 2 ELSE 1 END), 0) FROM jobs jb"
+			 "  < least(to_timestamp($1), to_timestamp($2)) THEN 2 ELSE 1 END), 0) FROM " RUN_JOBS
 			 " WHERE jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at < to_timestamp($1)"
-			 " AND greatest(jb.start_at, " GL_ACCOUNTING_JOB_SEEN_SQL("jb") ") < least(to_timestamp($1), to_timestamp($2))",
+			 " AND greatest(jb.start_at, " JB_SEEN ") < least(to_timestamp($1), to_timestamp($2))",
 			 2, (const char *[]){e, now}, &r, err);
 	*any = rc ? 0 : atoi(PQgetvalue(r, 0, 0));
 	PQclear(r);
@@ -1424,7 +1459,7 @@ static int alloc_live(PGconn *c, const struct gl_accounting_query *q, const stru
 			 "WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", iv AS ("
 			 " SELECT jb.%s, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS g,"
 			 "  greatest(%s, win.lo) AS p0, least(%s, win.hi) AS p1"
-			 " FROM runs r CROSS JOIN win JOIN jobs jb ON",
+			 " FROM runs r CROSS JOIN win JOIN " RUN_JOBS " ON",
 			 keys.p, obs_start(m), obs_stop(m));
 	put_run_jobs_where(&sql, m, "$1", "$2", 0);
 	gl_strbuf_puts(&sql, ")");
