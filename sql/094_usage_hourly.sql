@@ -11,9 +11,12 @@
 -- the seconds with any GPU pending.
 --
 -- gl_accounting_build_days writes both for its days with the live
--- functions themselves, in the transaction that writes usage_daily_built;
--- readers take a day from here only while that marker stands, so these rows
--- turn stale with usage_daily.
+-- functions themselves, in the transaction that writes usage_daily_built,
+-- and marks the days in usage_hourly_built. Readers take a day from here
+-- only while both markers stand: the rows turn stale with usage_daily, and a
+-- day built before these tables (or a central database of shards, whose
+-- usage_daily_built is its shards' while these tables are its own, empty:
+-- sql/059) is read live.
 CREATE TABLE usage_hourly_alloc (
     day       date     NOT NULL,
     hour      smallint NOT NULL CHECK (hour BETWEEN 0 AND 23),
@@ -31,6 +34,10 @@ CREATE TABLE usage_hourly_pending (
     pending_s bigint   NOT NULL
 );
 CREATE INDEX usage_hourly_pending_day_idx ON usage_hourly_pending (day);
+
+CREATE TABLE usage_hourly_built (
+    day date PRIMARY KEY
+);
 
 -- Pending time runs from a job's submission to its start (or end), which
 -- sql/079's trigger did not look at: it made stale the days from the start

@@ -1847,9 +1847,10 @@ int gl_accounting_built_hours(PGconn *c, const struct gl_window *steps, size_t n
 	snprintf(los, sizeof los, "%lld", (long long)steps[0].start_s);
 	snprintf(his, sizeof his, "%lld", (long long)(steps[n_steps - 1].end_s < today ? steps[n_steps - 1].end_s : today));
 	if ((rc = gl_db_query(c,
-			      "SELECT extract(epoch FROM day::timestamp)::bigint FROM usage_daily_built"
-			      " WHERE day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
-			      " AND day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY day",
+			      "SELECT extract(epoch FROM b.day::timestamp)::bigint FROM usage_daily_built b"
+			      " JOIN usage_hourly_built h ON h.day = b.day"
+			      " WHERE b.day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
+			      " AND b.day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY b.day",
 			      2, (const char *[]){los, his}, &r, err)))
 		return rc;
 	/* steps ascend: one walk over both */
@@ -2074,9 +2075,11 @@ static int build_hourly(PGconn *c, const struct build_args *ba, struct gl_err *e
 			      NULL, err)) ||
 	    (rc = gl_db_query(c, "DELETE FROM usage_hourly_pending WHERE day = ANY($1::date[])", 1, (const char *[]){days},
 			      NULL, err)) ||
-	    (rc = gl_db_query(c, sql.p, 5, (const char *[]){pa.p, pb.p, ba->now, pi.p, days}, NULL, err)))
+	    (rc = gl_db_query(c, sql.p, 5, (const char *[]){pa.p, pb.p, ba->now, pi.p, days}, NULL, err)) ||
+	    (rc = gl_fcseries_build_pending(gl_db_store(c), ba->day_s, ba->n, ba->now_s, err)))
 		goto out;
-	rc = gl_fcseries_build_pending(gl_db_store(c), ba->day_s, ba->n, ba->now_s, err);
+	rc = gl_db_query(c, "INSERT INTO usage_hourly_built (day) SELECT unnest($1::date[]) ON CONFLICT DO NOTHING", 1,
+			 (const char *[]){days}, NULL, err);
 out:
 	free(hours);
 	free(la);
