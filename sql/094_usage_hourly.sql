@@ -39,6 +39,12 @@ CREATE TABLE usage_hourly_built (
     day date PRIMARY KEY
 );
 
+-- The pending series' jobs of a window are those submitted before its end
+-- and started or ended after its start (or still queued): this index
+-- answers the second bound for the hours read live, today's mostly, where
+-- the submissions before its end are every job.
+CREATE INDEX jobs_pending_until_idx ON jobs ((coalesce(start_at, end_at))) WHERE submit_at IS NOT NULL;
+
 -- Pending time runs from a job's submission to its start (or end), which
 -- sql/079's trigger did not look at: it made stale the days from the start
 -- on, and nothing for a job not started. A change of the submit time, the

@@ -288,8 +288,14 @@ static int jobs_query(PGconn *c, int metric, const struct gl_window *steps, size
 		       "  AND jb.submit_at < to_timestamp($2)");
 	if (metric == GL_FCSERIES_DEMAND_GPUS)
 		gl_strbuf_puts(&sql, " AND jb.submit_at >= to_timestamp($1)");
-	else /* pending from submit until start (or end, or now) */
-		gl_strbuf_puts(&sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
+	else /* pending from submit until start (or end, or now), said so that
+	      * an index answers either bound: the submissions before the
+	      * steps' end (jobs_newest_idx) or the starts and ends after their
+	      * start (jobs_pending_until_idx, sql/094) and the jobs still
+	      * queued (jobs_pending_idx), whichever is fewer */
+		gl_strbuf_puts(&sql, " AND coalesce(jb.submit_at, jb.start_at, '-infinity'::timestamptz) < to_timestamp($2)"
+				     " AND (coalesce(jb.start_at, jb.end_at) > to_timestamp($1)"
+				     "  OR (jb.start_at IS NULL AND jb.end_at IS NULL AND to_timestamp($3) > to_timestamp($1)))");
 	gl_strbuf_puts(&sql, ") SELECT concat_ws('/'");
 	for (size_t d = 0; d < n_dims; d++) {
 		const char *e = gl_accounting_dim_sql(dims[d]);
@@ -411,8 +417,28 @@ static int pending_read(PGconn *c, const struct gl_window *steps, size_t n_steps
 			live[nl++] = steps[i];
 		}
 	la.n_steps = nl;
-	if ((nb && (rc = pending_built(c, steps, n_steps, built, acc, err))) ||
-	    (nl && (rc = pending_live(c, live, nl, dims, n_dims, filter, now_s, &la, err))))
+	if (nb && (rc = pending_built(c, steps, n_steps, built, acc, err)))
+		goto out;
+	/* a query per run of contiguous live steps: one over all of them would
+	 * read every job between the first and the last (today and a day
+	 * never built 91 days ago: the whole window) */
+	for (size_t r0 = 0, r1; r0 < nl && !rc; r0 = r1) {
+		struct pend_acc run = {0};
+		for (r1 = r0 + 1; r1 < nl && live[r1].start_s == live[r1 - 1].end_s; r1++)
+			;
+		run.n_steps = r1 - r0;
+		if (!(rc = pending_live(c, live + r0, r1 - r0, dims, n_dims, filter, now_s, &run, err)))
+			for (size_t k = 0; k < run.n; k++) {
+				struct pend_key *pk = pend_key_for(&la, run.k[k].key);
+				for (size_t j = 0; j < run.n_steps; j++) {
+					pk->gus[r0 + j] += run.k[k].gus[j];
+					pk->sec[r0 + j] += run.k[k].sec[j];
+					pk->on[r0 + j] |= run.k[k].on[j];
+				}
+			}
+		pend_acc_fini(&run);
+	}
+	if (rc)
 		goto out;
 	for (size_t k = 0; k < la.n; k++) {
 		struct pend_key *pk = pend_key_for(acc, la.k[k].key);
