@@ -1388,7 +1388,9 @@ static const struct own_dim *own_dim_of(const char *dim)
  * query). Without owners, rates and usage to join, 744 hourly steps of
  * 1,000,000 jobs are one pass over the jobs' events: 8.2 s where
  * lines_live took 28.7 s on the same machine (docs/bench.md). */
-static void alloc_live_sql(struct gl_strbuf *sql, const struct gl_accounting_query *q, size_t n_live, enum obs_mode m)
+/* spanned: as put_run_jobs_where's (the rollup's build of the hours) */
+static void alloc_live_sql(struct gl_strbuf *sql, const struct gl_accounting_query *q, size_t n_live, enum obs_mode m,
+			   int spanned)
 {
 	struct gl_strbuf keys = GL_STRBUF_INIT;
 	const struct own_dim *used[GL_ARRAY_LEN(own_dims)] = {0};
@@ -1405,7 +1407,7 @@ static void alloc_live_sql(struct gl_strbuf *sql, const struct gl_accounting_que
 			 "  greatest(%s, win.lo) AS p0, least(%s, win.hi) AS p1"
 			 " FROM runs r CROSS JOIN win JOIN jobs jb ON",
 			 keys.p, obs_start(m), obs_stop(m));
-	put_run_jobs_where(sql, m, "$1", "$2", 0);
+	put_run_jobs_where(sql, m, "$1", "$2", spanned);
 	gl_strbuf_puts(sql, ")");
 	gl_accounting_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps", n_live == 1);
 	gl_strbuf_puts(sql, ", byrate AS (SELECT s.i");
@@ -1435,7 +1437,7 @@ static int alloc_live(PGconn *c, const struct gl_accounting_query *q, const stru
 
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_init(&pa[i]);
-	alloc_live_sql(&sql, q, pl->nl, m);
+	alloc_live_sql(&sql, q, pl->nl, m, 0);
 	put_i64_array(&pa[0], pl->la, pl->nl);
 	put_i64_array(&pa[1], pl->lb, pl->nl);
 	put_i64_array(&pa[2], pl->li, pl->nl);
@@ -2069,7 +2071,7 @@ static int build_hourly(PGconn *c, const struct build_args *ba, struct gl_err *e
 	gl_accounting_query_init(&q, hours, nh, dims, 2, ba->now_s);
 	gl_strbuf_puts(&sql, "INSERT INTO usage_hourly_alloc (day, hour, cluster, gpu_model, alloc_us)"
 			     " SELECT ($5::date[])[(x.i - 1) / 24 + 1], (x.i - 1) % 24, x.d0, x.d1, x.alloc_us::bigint FROM (");
-	alloc_live_sql(&sql, &q, nh, OBS_FIRM);
+	alloc_live_sql(&sql, &q, nh, OBS_FIRM, 1);
 	gl_strbuf_puts(&sql, ") x");
 	if ((rc = gl_db_query(c, "DELETE FROM usage_hourly_alloc WHERE day = ANY($1::date[])", 1, (const char *[]){days},
 			      NULL, err)) ||
