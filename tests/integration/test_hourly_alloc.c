@@ -35,6 +35,9 @@
 #define HOURS (30 * 24)
 
 static char g_dsn[512];
+
+/* a statement of the test, on its own connection */
+#define GL_EXEC_OK(sql) assert_true(gl_test_exec_dsn(g_dsn, (sql)) >= 0)
 static PGconn *g_c;
 static struct gl_window g_hours[HOURS];
 
@@ -198,25 +201,6 @@ static void test_series_equals_chargeback(void **state)
 }
 
 
-static int64_t one_i64(const char *sql)
-{
-	PGresult *r = PQexec(g_c, sql);
-	int64_t v;
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-		fail_msg("%s: %s", sql, PQerrorMessage(g_c));
-	v = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return v;
-}
-
-static void exec_ok(const char *sql)
-{
-	PGresult *r = PQexec(g_c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(g_c));
-	PQclear(r);
-}
-
 /* the allocation, built days and live, against the live chargeback; the
  * firm total */
 static gl_cost_i128 check_against_live(int64_t now_s)
@@ -240,17 +224,17 @@ static void test_alloc_built_days(void **state)
 	struct gl_err err = {0};
 	gl_cost_i128 a = 0, b = 0;
 
-	exec_ok("DELETE FROM usage_daily_built");
+	GL_EXEC_OK("DELETE FROM usage_daily_built");
 	/* 2, 4, ... 12 November built; 1, 3, ... 11 and the days from now's on live */
 	for (size_t i = 0; i < 6; i++)
 		days[i] = NOV + (int64_t)(2 * i + 1) * 86400;
 	if (gl_accounting_build_days(g_c, NULL, days, 6, now_s, &err))
 		fail_msg("%s", err.msg);
-	assert_true(one_i64("SELECT count(DISTINCT day) FROM usage_hourly_alloc") >= 3);
+	assert_true(gl_test_qint(g_c, "SELECT count(DISTINCT day) FROM usage_hourly_alloc") >= 3);
 	check_against_live(now_s);
 
 	/* the built rows are what is read: a second more in one shows */
-	exec_ok("UPDATE usage_hourly_alloc SET alloc_us = alloc_us + 1000000"
+	GL_EXEC_OK("UPDATE usage_hourly_alloc SET alloc_us = alloc_us + 1000000"
 		" WHERE ctid = (SELECT ctid FROM usage_hourly_alloc ORDER BY day, hour, cluster, gpu_model LIMIT 1)");
 	both(now_s, &whole, &alloc);
 	for (size_t i = 0; i < HOURS; i++) {
@@ -262,23 +246,23 @@ static void test_alloc_built_days(void **state)
 	assert_true(b - a == 1000000);
 	gl_chargeback_fini(&whole);
 	gl_chargeback_fini(&alloc);
-	exec_ok("UPDATE usage_hourly_alloc SET alloc_us = alloc_us - 1000000"
+	GL_EXEC_OK("UPDATE usage_hourly_alloc SET alloc_us = alloc_us - 1000000"
 		" WHERE ctid = (SELECT ctid FROM usage_hourly_alloc ORDER BY day, hour, cluster, gpu_model LIMIT 1)");
 
 	/* a GPU job that ended inside a built day ends a second later: its
 	 * day turns stale and the allocation follows */
-	exec_ok("UPDATE jobs SET end_at = end_at + interval '1 second' WHERE job_pk = (SELECT job_pk FROM jobs"
+	GL_EXEC_OK("UPDATE jobs SET end_at = end_at + interval '1 second' WHERE job_pk = (SELECT job_pk FROM jobs"
 		" WHERE gpu_milli > 0 AND end_at >= '2026-11-02Z' AND end_at < '2026-11-03Z'"
 		" AND extract(minute FROM end_at) > 0 ORDER BY end_at, job_pk LIMIT 1)");
-	assert_int_equal(one_i64("SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-02'"), 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-02'"), 0);
 	check_against_live(now_s);
 	/* built again, then an owner rule changes: stale again, still equal */
 	if (gl_accounting_build_days(g_c, NULL, days, 6, now_s, &err))
 		fail_msg("%s", err.msg);
-	assert_int_equal(one_i64("SELECT count(*) FROM usage_daily_built"), 6);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built"), 6);
 	check_against_live(now_s);
-	exec_ok("UPDATE owners SET team = team || '2' WHERE match_value = 'teama'");
-	assert_true(one_i64("SELECT count(*) FROM usage_daily_built") < 6);
+	GL_EXEC_OK("UPDATE owners SET team = team || '2' WHERE match_value = 'teama'");
+	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built") < 6);
 	check_against_live(now_s);
 }
 

@@ -37,6 +37,9 @@
 #define MAX_KEYS 16
 
 static char g_dsn[512];
+
+/* a statement of the test, on its own connection */
+#define GL_EXEC_OK(sql) assert_true(gl_test_exec_dsn(g_dsn, (sql)) >= 0)
 static PGconn *g_c;
 static struct gl_window g_hours[HOURS];
 
@@ -189,25 +192,6 @@ static void test_pending_series(void **state)
 }
 
 
-static int64_t one_i64(const char *sql)
-{
-	PGresult *r = PQexec(g_c, sql);
-	int64_t v;
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-		fail_msg("%s: %s", sql, PQerrorMessage(g_c));
-	v = atoll(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return v;
-}
-
-static void exec_ok(const char *sql)
-{
-	PGresult *r = PQexec(g_c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(g_c));
-	PQclear(r);
-}
-
 /* the series, built days and live, against the rule */
 static void check_against_rule(int64_t now_s, struct want *w)
 {
@@ -233,16 +217,16 @@ static void test_pending_built_days(void **state)
 	struct gl_fcseries gpus, mins;
 	struct gl_err err = {0};
 
-	exec_ok("DELETE FROM usage_daily_built");
+	GL_EXEC_OK("DELETE FROM usage_daily_built");
 	/* a job that waited, its submission inside the days before now's: its
 	 * day is built, the day after it live, and so on */
-	job = one_i64("SELECT job_pk FROM jobs WHERE (gpu_milli > 0 OR req_gpu_milli > 0)"
+	job = gl_test_qint(g_c, "SELECT job_pk FROM jobs WHERE (gpu_milli > 0 OR req_gpu_milli > 0)"
 		      " AND submit_at >= '2026-11-01Z' AND submit_at < '2026-11-12Z'"
 		      " AND coalesce(start_at, end_at, 'infinity') > submit_at + interval '10 minutes'"
 		      " ORDER BY submit_at, job_pk LIMIT 1");
 	snprintf(sql, sizeof sql, "SELECT extract(epoch FROM date_trunc('day', submit_at AT TIME ZONE 'UTC'))::bigint"
 				  " FROM jobs WHERE job_pk = %lld", (long long)job);
-	d0 = one_i64(sql);
+	d0 = gl_test_qint(g_c, sql);
 	for (int64_t d = NOV + (d0 - NOV) % (2 * 86400); d < NOV + 12 * 86400; d += 2 * 86400)
 		days[nd++] = d;
 	if (gl_accounting_build_days(g_c, NULL, days, nd, now_s, &err))
@@ -250,8 +234,8 @@ static void test_pending_built_days(void **state)
 	/* not an empty build: the job's day has its pending hours */
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM usage_hourly_pending WHERE day = to_timestamp(%lld)::date"
 				  " AND pending_s > 0", (long long)d0);
-	assert_true(one_i64(sql) > 0);
-	assert_int_equal(one_i64("SELECT count(DISTINCT day) FROM usage_hourly_pending u"
+	assert_true(gl_test_qint(g_c, sql) > 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(DISTINCT day) FROM usage_hourly_pending u"
 				 " WHERE NOT EXISTS (SELECT 1 FROM usage_daily_built b WHERE b.day = u.day)"), 0);
 	check_against_rule(now_s, w);
 
@@ -260,7 +244,7 @@ static void test_pending_built_days(void **state)
 	snprintf(sql, sizeof sql, "UPDATE usage_hourly_pending SET pending_s = pending_s + 1 WHERE ctid = (SELECT ctid FROM"
 				  " usage_hourly_pending WHERE day = to_timestamp(%lld)::date AND pending_s > 0 LIMIT 1)",
 		 (long long)d0);
-	exec_ok(sql);
+	GL_EXEC_OK(sql);
 	if (gl_fcseries_query_pending(gl_db_store(g_c), g_hours, HOURS, dims, 2, now_s, &gpus, &mins, &err))
 		fail_msg("%s", err.msg);
 	{
@@ -281,23 +265,23 @@ static void test_pending_built_days(void **state)
 	snprintf(sql, sizeof sql, "UPDATE usage_hourly_pending SET pending_s = pending_s - 1 WHERE ctid = (SELECT ctid FROM"
 				  " usage_hourly_pending WHERE day = to_timestamp(%lld)::date AND pending_s > 0 LIMIT 1)",
 		 (long long)d0);
-	exec_ok(sql);
+	GL_EXEC_OK(sql);
 
 	/* the job submitted one second earlier: its day turns stale and the
 	 * series follows, to the second */
 	snprintf(sql, sizeof sql, "UPDATE jobs SET submit_at = submit_at - interval '1 second' WHERE job_pk = %lld",
 		 (long long)job);
-	exec_ok(sql);
+	GL_EXEC_OK(sql);
 	check_against_rule(now_s, w);
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM usage_daily_built WHERE day = to_timestamp(%lld)::date", (long long)d0);
-	assert_int_equal(one_i64(sql), 0);
+	assert_int_equal(gl_test_qint(g_c, sql), 0);
 	/* built again: the same */
 	if (gl_accounting_build_days(g_c, NULL, days, nd, now_s, &err))
 		fail_msg("%s", err.msg);
 	check_against_rule(now_s, w);
 	/* a rate change makes the days stale too (as usage_daily's): read live */
-	exec_ok("INSERT INTO rates (gpu_model, micros_per_gpu_hour, valid_from) VALUES ('a100', 4000000, '2026-11-20Z')");
-	assert_true(one_i64("SELECT count(*) FROM usage_daily_built") < (int64_t)nd);
+	GL_EXEC_OK("INSERT INTO rates (gpu_model, micros_per_gpu_hour, valid_from) VALUES ('a100', 4000000, '2026-11-20Z')");
+	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built") < (int64_t)nd);
 	check_against_rule(now_s, w);
 }
 
