@@ -53,5 +53,11 @@ int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps
 			      size_t n_dims, int64_t now_s, struct gl_fcseries *gpus, struct gl_fcseries *minutes,
 			      struct gl_err *err) GL_MUSTCHECK;
 void gl_fcseries_fini(struct gl_fcseries *f);
+/* For the rollup, inside its transaction (gl_accounting_build_days): the
+ * pending series by cluster and model of each hour of the days (whole UTC
+ * days, ascending) into usage_hourly_pending (sql/094), from the live
+ * query itself; the caller has deleted the days' rows. */
+int gl_fcseries_build_pending(struct gl_store *st, const int64_t *day_s, size_t n_days, int64_t now_s,
+			      struct gl_err *err) GL_MUSTCHECK;
 
 #endif

@@ -2,6 +2,7 @@
 #include "accounting_int.h"
 #include "db_int.h"
 #include "plancache_int.h"
+#include "gl/fcseries.h"
 #include "gl/idle.h"
 #include "gl/store.h"
 #include "gl/pgrow.h"
@@ -1439,53 +1440,62 @@ static const struct own_dim *own_dim_of(const char *dim)
  * query). Without owners, rates and usage to join, 744 hourly steps of
  * 1,000,000 jobs are one pass over the jobs' events: 8.2 s where
  * lines_live took 28.7 s on the same machine (docs/bench.md). */
-static int alloc_live(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, enum obs_mode m,
-		      enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
+/* spanned: as put_run_jobs_where's (the rollup's build of the hours) */
+static void alloc_live_sql(struct gl_strbuf *sql, const struct gl_accounting_query *q, size_t n_live, enum obs_mode m,
+			   int spanned)
 {
-	struct gl_strbuf sql = GL_STRBUF_INIT, keys = GL_STRBUF_INIT, pa[3];
+	struct gl_strbuf keys = GL_STRBUF_INIT;
 	const struct own_dim *used[GL_ARRAY_LEN(own_dims)] = {0};
-	char now[24];
-	int rc;
 
-	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
-		gl_strbuf_init(&pa[i]);
 	for (size_t d = 0; d < q->n_dims; d++) {
 		const struct own_dim *o = own_dim_of(q->dims[d]);
 		if (!used[o - own_dims])
 			gl_strbuf_printf(&keys, "%s%s", keys.len ? ", " : "", o->cols);
 		used[o - own_dims] = o;
 	}
-	gl_strbuf_printf(&sql,
+	gl_strbuf_printf(sql,
 			 "WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", iv AS ("
 			 " SELECT jb.%s, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS g,"
 			 "  greatest(%s, win.lo) AS p0, least(%s, win.hi) AS p1"
 			 " FROM runs r CROSS JOIN win JOIN " RUN_JOBS " ON",
 			 keys.p, obs_start(m), obs_stop(m));
-	put_run_jobs_where(&sql, m, "$1", "$2", 0);
-	gl_strbuf_puts(&sql, ")");
-	gl_accounting_event_cells(&sql, gl_strbuf_cstr(&keys), "iv", "steps", pl->nl == 1);
-	gl_strbuf_puts(&sql, ", byrate AS (SELECT s.i");
+	put_run_jobs_where(sql, m, "$1", "$2", spanned);
+	gl_strbuf_puts(sql, ")");
+	gl_accounting_event_cells(sql, gl_strbuf_cstr(&keys), "iv", "steps", n_live == 1);
+	gl_strbuf_puts(sql, ", byrate AS (SELECT s.i");
 	for (size_t d = 0; d < q->n_dims; d++)
-		gl_strbuf_printf(&sql, ", %s AS d%zu", gl_accounting_dim_sql(q->dims[d]), d);
+		gl_strbuf_printf(sql, ", %s AS d%zu", gl_accounting_dim_sql(q->dims[d]), d);
 	/* the columns append_lines_select reads, the allocation's alone */
-	gl_strbuf_puts(&sql, ", NULL::text AS gpu_model, NULL::bigint AS rate,"
-			     " extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS alloc, 0::bigint AS priced,"
-			     " 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs"
-			     " FROM cells c JOIN steps s ON s.n = c.n CROSS JOIN LATERAL (SELECT 0 AS none");
+	gl_strbuf_puts(sql, ", NULL::text AS gpu_model, NULL::bigint AS rate,"
+			    " extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si AS alloc, 0::bigint AS priced,"
+			    " 0::float8 AS busy, 0::float8 AS idle, 0::float8 AS obs"
+			    " FROM cells c JOIN steps s ON s.n = c.n CROSS JOIN LATERAL (SELECT 0 AS none");
 	for (size_t i = 0; i < GL_ARRAY_LEN(own_dims); i++)
 		if (used[i])
-			gl_strbuf_printf(&sql, ", %s", used[i]->k);
-	gl_strbuf_puts(&sql, ") k"
-			     /* a line where lines_live's parts have a row: a cell's allocation */
-			     " WHERE extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si <> 0)");
-	append_lines_select(&sql, q->n_dims);
+			gl_strbuf_printf(sql, ", %s", used[i]->k);
+	gl_strbuf_puts(sql, ") k"
+			    /* a line where lines_live's parts have a row: a cell's allocation */
+			    " WHERE extract(epoch FROM s.b - s.a)::bigint * c.gact - c.si <> 0)");
+	append_lines_select(sql, q->n_dims);
+	gl_strbuf_fini(&keys);
+}
+
+static int alloc_live(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, enum obs_mode m,
+		      enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, pa[3];
+	char now[24];
+	int rc;
+
+	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
+		gl_strbuf_init(&pa[i]);
+	alloc_live_sql(&sql, q, pl->nl, m, 0);
 	put_i64_array(&pa[0], pl->la, pl->nl);
 	put_i64_array(&pa[1], pl->lb, pl->nl);
 	put_i64_array(&pa[2], pl->li, pl->nl);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	rc = run_lines(c, sql.p, 4, (const char *[]){pa[0].p, pa[1].p, now, pa[2].p}, q->n_dims, to, cb, meta, err);
 	gl_strbuf_fini(&sql);
-	gl_strbuf_fini(&keys);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_fini(&pa[i]);
 	return rc;
@@ -1855,12 +1865,95 @@ int gl_accounting_alloc_serves(const struct gl_accounting_query *q)
 	return 1;
 }
 
+int gl_accounting_built_hours(PGconn *c, const struct gl_window *steps, size_t n_steps, int64_t now_s, unsigned char *built,
+			      size_t *n_built, struct gl_err *err)
+{
+	int64_t today = now_s - ((now_s % 86400) + 86400) % 86400;
+	char los[24], his[24];
+	PGresult *r = NULL;
+	int rc;
+
+	memset(built, 0, n_steps);
+	*n_built = 0;
+	if (!n_steps)
+		return 0;
+	snprintf(los, sizeof los, "%lld", (long long)steps[0].start_s);
+	snprintf(his, sizeof his, "%lld", (long long)(steps[n_steps - 1].end_s < today ? steps[n_steps - 1].end_s : today));
+	if ((rc = gl_db_query(c,
+			      "SELECT extract(epoch FROM b.day::timestamp)::bigint FROM usage_daily_built b"
+			      " JOIN usage_hourly_built h ON h.day = b.day"
+			      " WHERE b.day >= (to_timestamp($1) AT TIME ZONE 'UTC')::date"
+			      " AND b.day < (to_timestamp($2) AT TIME ZONE 'UTC')::date ORDER BY b.day",
+			      2, (const char *[]){los, his}, &r, err)))
+		return rc;
+	/* steps ascend: one walk over both */
+	for (size_t i = 0, k = 0; i < n_steps; i++) {
+		int64_t a = steps[i].start_s, day = a - ((a % 86400) + 86400) % 86400;
+		while (k < (size_t)PQntuples(r) && atoll(PQgetvalue(r, (int)k, 0)) < day)
+			k++;
+		if (k < (size_t)PQntuples(r) && atoll(PQgetvalue(r, (int)k, 0)) == day && a % 3600 == 0 &&
+		    steps[i].end_s == a + 3600 && day + 86400 <= today) {
+			built[i] = 1;
+			++*n_built;
+		}
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* Whether usage_hourly_alloc (cluster and model) can answer q's lines. */
+static int alloc_by_built(const struct gl_accounting_query *q)
+{
+	for (size_t d = 0; d < q->n_dims; d++)
+		if (strcmp(q->dims[d], "cluster") && strcmp(q->dims[d], "gpu_model"))
+			return 0;
+	return 1;
+}
+
+/* The firm allocation of the built hours (built[i]) from
+ * usage_hourly_alloc, as alloc_live's lines. */
+static int alloc_built(PGconn *c, const struct gl_accounting_query *q, const unsigned char *built, struct gl_chargeback *cb,
+		       struct gl_accounting_meta *meta, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT, a = GL_STRBUF_INIT, i1 = GL_STRBUF_INIT;
+	int rc;
+
+	gl_strbuf_putc(&a, '{');
+	gl_strbuf_putc(&i1, '{');
+	for (size_t i = 0, n = 0; i < q->n_steps; i++)
+		if (built[i]) {
+			gl_strbuf_printf(&a, "%s%lld", n ? "," : "", (long long)q->steps[i].start_s);
+			gl_strbuf_printf(&i1, "%s%zu", n++ ? "," : "", i + 1);
+		}
+	gl_strbuf_putc(&a, '}');
+	gl_strbuf_putc(&i1, '}');
+	gl_strbuf_puts(&sql, "SELECT s.i");
+	for (size_t d = 0; d < q->n_dims; d++)
+		gl_strbuf_printf(&sql, ", u.%s AS d%zu", q->dims[d], d);
+	gl_strbuf_puts(&sql, ", sum(u.alloc_us)::text AS alloc_us, '0' AS priced_us, '0' AS cost_num, 0::float8 AS busy_s,"
+			     " 0::float8 AS idle_s, 0::float8 AS observed_s, NULL::text AS unpriced"
+			     " FROM unnest($1::bigint[], $2::integer[]) AS s(a, i)"
+			     " JOIN usage_hourly_alloc u ON u.day = (to_timestamp(s.a) AT TIME ZONE 'UTC')::date"
+			     "  AND u.hour = extract(hour FROM to_timestamp(s.a) AT TIME ZONE 'UTC')::integer"
+			     " GROUP BY s.i");
+	put_dim_cols(&sql, "", q->n_dims);
+	gl_strbuf_puts(&sql, " ORDER BY s.i");
+	put_dim_cols(&sql, "", q->n_dims);
+	rc = run_lines(c, sql.p, 2, (const char *[]){a.p, i1.p}, q->n_dims, TO_FIRM, cb, meta, err);
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&a);
+	gl_strbuf_fini(&i1);
+	return rc;
+}
+
 int gl_accounting_alloc_finished(struct gl_store *st, const struct gl_accounting_query *q, struct gl_chargeback *cb,
 				 struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
 	struct gl_accounting_meta meta = {0};
 	struct plan all;
+	unsigned char *built = NULL;
+	size_t nb = 0;
 	int rc = 0;
 
 	memset(&all, 0, sizeof all);
@@ -1868,24 +1961,33 @@ int gl_accounting_alloc_finished(struct gl_store *st, const struct gl_accounting
 		return gl_err_set(err, GL_EINVAL, "allocation: a query it does not serve");
 	if (!q->n_steps)
 		goto finish;
-	/* every step live: steps shorter than a day hold no built day, so
-	 * gl_accounting_chargeback reads them live too */
+	/* the hours of built days from usage_hourly_alloc (sql/094), the
+	 * others live: steps shorter than a day hold no built day, so
+	 * gl_accounting_chargeback reads them live */
+	built = gl_xcalloc(q->n_steps, 1);
+	if (alloc_by_built(q) && (rc = gl_accounting_built_hours(c, q->steps, q->n_steps, q->now_s, built, &nb, err)))
+		goto out;
 	all.la = gl_xcalloc(q->n_steps, sizeof *all.la);
 	all.lb = gl_xcalloc(q->n_steps, sizeof *all.lb);
 	all.li = gl_xcalloc(q->n_steps, sizeof *all.li);
 	for (size_t i = 0; i < q->n_steps && i < cb->n_steps; i++) {
-		cb->steps[i].start_s = all.la[i] = q->steps[i].start_s;
-		cb->steps[i].end_s = all.lb[i] = q->steps[i].end_s;
-		all.li[i] = (int64_t)i + 1;
+		cb->steps[i].start_s = q->steps[i].start_s;
+		cb->steps[i].end_s = q->steps[i].end_s;
+		if (built[i])
+			continue;
+		all.la[all.nl] = q->steps[i].start_s;
+		all.lb[all.nl] = q->steps[i].end_s;
+		all.li[all.nl++] = (int64_t)i + 1;
 	}
-	all.nl = q->n_steps;
-	if ((rc = alloc_live(c, q, &all, OBS_FIRM, TO_FIRM, cb, &meta, err)) ||
+	if ((all.nl && (rc = alloc_live(c, q, &all, OBS_FIRM, TO_FIRM, cb, &meta, err))) ||
+	    (nb && (rc = alloc_built(c, q, built, cb, &meta, err))) ||
 	    (rc = lines_unseen(c, q, alloc_live, cb, &meta, err)))
 		goto out;
 finish:
 	if ((rc = gl_chargeback_finish(cb)))
 		rc = gl_err_set(err, -rc, "allocation: apportioning failed");
 out:
+	free(built);
 	plan_fini(&all);
 	gl_accounting_meta_fini(&meta);
 	return rc;
@@ -1898,10 +2000,12 @@ struct build_args {
 	struct gl_strbuf a, b, i, days;
 	size_t n;
 	char now[24];
+	int64_t now_s, *day_s;
 };
 
 static void build_args_fini(struct build_args *ba)
 {
+	free(ba->day_s);
 	gl_strbuf_fini(&ba->a);
 	gl_strbuf_fini(&ba->b);
 	gl_strbuf_fini(&ba->i);
@@ -1931,6 +2035,9 @@ static int build_args_make(struct build_args *ba, const int64_t *day_s, size_t n
 	put_i64_array(&ba->i, ord, n);
 	snprintf(ba->now, sizeof ba->now, "%lld", (long long)now_s);
 	ba->n = n;
+	ba->now_s = now_s;
+	ba->day_s = gl_xcalloc(n ? n : 1, sizeof *ba->day_s);
+	memcpy(ba->day_s, day_s, n * sizeof *day_s);
 	free(ends);
 	free(ord);
 	return rc;
@@ -1966,6 +2073,58 @@ static int build_month_jobs(PGconn *c, const char *days, struct gl_err *err)
 	return rc;
 }
 
+/* Inside a build's transaction: the capacity page's hourly series of the
+ * days (sql/094), from the live queries themselves over the days' hours,
+ * so built and live hours cannot differ: the firm allocation by cluster and
+ * model (alloc_live's, as gl_accounting_alloc_finished reads it) and the
+ * pending series (gl_fcseries_build_pending). */
+static int build_hourly(PGconn *c, const struct build_args *ba, struct gl_err *err)
+{
+	static const char *const dims[] = {"cluster", "gpu_model"};
+	const char *days = gl_strbuf_cstr(&ba->days);
+	size_t nh = 24 * ba->n;
+	struct gl_window *hours = gl_xcalloc(nh ? nh : 1, sizeof *hours);
+	int64_t *la = gl_xcalloc(nh ? nh : 1, sizeof *la), *lb = gl_xcalloc(nh ? nh : 1, sizeof *lb),
+		*li = gl_xcalloc(nh ? nh : 1, sizeof *li);
+	struct gl_strbuf sql = GL_STRBUF_INIT, pa = GL_STRBUF_INIT, pb = GL_STRBUF_INIT, pi = GL_STRBUF_INIT;
+	struct gl_accounting_query q;
+	int rc;
+
+	for (size_t i = 0; i < nh; i++) {
+		la[i] = ba->day_s[i / 24] + 3600 * (int64_t)(i % 24);
+		lb[i] = la[i] + 3600;
+		li[i] = (int64_t)i + 1;
+		hours[i] = (struct gl_window){la[i], lb[i]};
+	}
+	put_i64_array(&pa, la, nh);
+	put_i64_array(&pb, lb, nh);
+	put_i64_array(&pi, li, nh);
+	gl_accounting_query_init(&q, hours, nh, dims, 2, ba->now_s);
+	gl_strbuf_puts(&sql, "INSERT INTO usage_hourly_alloc (day, hour, cluster, gpu_model, alloc_us)"
+			     " SELECT ($5::date[])[(x.i - 1) / 24 + 1], (x.i - 1) % 24, x.d0, x.d1, x.alloc_us::bigint FROM (");
+	alloc_live_sql(&sql, &q, nh, OBS_FIRM, 1);
+	gl_strbuf_puts(&sql, ") x");
+	if ((rc = gl_db_query(c, "DELETE FROM usage_hourly_alloc WHERE day = ANY($1::date[])", 1, (const char *[]){days},
+			      NULL, err)) ||
+	    (rc = gl_db_query(c, "DELETE FROM usage_hourly_pending WHERE day = ANY($1::date[])", 1, (const char *[]){days},
+			      NULL, err)) ||
+	    (rc = gl_db_query(c, sql.p, 5, (const char *[]){pa.p, pb.p, ba->now, pi.p, days}, NULL, err)) ||
+	    (rc = gl_fcseries_build_pending(gl_db_store(c), ba->day_s, ba->n, ba->now_s, err)))
+		goto out;
+	rc = gl_db_query(c, "INSERT INTO usage_hourly_built (day) SELECT unnest($1::date[]) ON CONFLICT DO NOTHING", 1,
+			 (const char *[]){days}, NULL, err);
+out:
+	free(hours);
+	free(la);
+	free(lb);
+	free(li);
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&pa);
+	gl_strbuf_fini(&pb);
+	gl_strbuf_fini(&pi);
+	return rc;
+}
+
 /* Inside a build's transaction: the days' usage_daily and usage_daily_job
  * from the live query (sql_daily, one statement: build_part_make), the
  * owner aggregates and the built markers (their months: build_month_jobs,
@@ -1992,7 +2151,8 @@ static int build_days_run(PGconn *c, const struct build_args *ba, const char *sq
 			      " FROM usage_daily WHERE day = ANY($1::date[])"
 			      " GROUP BY day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
 			      " d_workload_type, gpu_model, rate",
-			      1, (const char *[]){days}, NULL, err)))
+			      1, (const char *[]){days}, NULL, err)) ||
+	    (rc = build_hourly(c, ba, err)))
 		return rc;
 	return gl_db_query(c,
 			   "INSERT INTO usage_daily_built (day, built_at) SELECT d, now() FROM unnest($1::date[]) d"

@@ -31,6 +31,14 @@ int gl_accounting_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64
 
 /* Builds usage_daily for the whole past UTC day starting at day_s (one
  * transaction, serialised with the staleness triggers). */
+/* built[i] = 1 (and *n_built of them) for each step that is one whole UTC
+ * hour of a built day before now's day (usage_daily_built and
+ * usage_hourly_built: its hourly series, sql/094, are kept with it); steps
+ * ascending. built: n_steps
+ * bytes, the caller's. */
+int gl_accounting_built_hours(PGconn *c, const struct gl_window *steps, size_t n_steps, int64_t now_s, unsigned char *built,
+			      size_t *n_built, struct gl_err *err) GL_MUSTCHECK;
+
 int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
 /* The same for n whole past days (day_s ascending, caller's array) in one
  * pass over the jobs; the figures are those of gl_accounting_build_day day

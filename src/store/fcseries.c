@@ -2,8 +2,10 @@
 #include "gl/fcseries.h"
 #include "gl/accounting.h"
 #include "gl/chargeback.h"
+#include "accounting_int.h"
 #include "db_int.h"
 #include "gl/strbuf.h"
+#include "gl/timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,41 +121,91 @@ static long step_of(const struct gl_window *steps, size_t n, int64_t t)
 	return (long)lo;
 }
 
-/* Adds w x the seconds of [s0, s1) in each step to v; per_step: divided by
- * the step's length (a mean over the step). */
-static void add_span(double *v, const struct gl_window *steps, size_t n_steps, int64_t s0, int64_t s1, double w,
-		     int per_step)
+/* A key's pending sums per step in integers, micro-GPU-seconds (gus) and
+ * seconds with any GPU pending (sec), and the steps a job of it was
+ * pending in or started in (on): the same sums whether a step is read live
+ * or from its built hour (usage_hourly_pending, sql/094), so the two
+ * cannot differ by a rounding. */
+struct pend_key {
+	char *key;
+	int64_t *gus, *sec;
+	unsigned char *on;
+};
+
+struct pend_acc {
+	size_t n_steps, n;
+	struct pend_key *k;
+};
+
+static void pend_acc_fini(struct pend_acc *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->k[i].key);
+		free(p->k[i].gus);
+		free(p->k[i].sec);
+		free(p->k[i].on);
+	}
+	free(p->k);
+	memset(p, 0, sizeof *p);
+}
+
+static struct pend_key *pend_key_for(struct pend_acc *p, const char *key)
+{
+	size_t n = p->n_steps ? p->n_steps : 1;
+	/* rows come ordered by key: the last one first */
+	for (size_t i = p->n; i-- > 0;)
+		if (!strcmp(p->k[i].key, key))
+			return &p->k[i];
+	p->k = gl_xrealloc(p->k, sizeof *p->k * (p->n + 1));
+	p->k[p->n].key = gl_xstrdup(key);
+	p->k[p->n].gus = gl_xcalloc(n, sizeof(int64_t));
+	p->k[p->n].sec = gl_xcalloc(n, sizeof(int64_t));
+	p->k[p->n].on = gl_xcalloc(n, 1);
+	return &p->k[p->n++];
+}
+
+/* Adds w x the seconds of [s0, s1) in each step to v; on (when not NULL):
+ * the steps that start before s1 and end after s0, which is the live
+ * query's rule for a row in a window, so a job that started on submission
+ * still names its key there. */
+static void add_span(int64_t *v, unsigned char *on, const struct gl_window *steps, size_t n_steps, int64_t s0, int64_t s1,
+		     int64_t w)
 {
 	long k = step_of(steps, n_steps, s0 > steps[0].start_s ? s0 : steps[0].start_s);
 	for (; k >= 0 && (size_t)k < n_steps && steps[k].start_s < s1; k++) {
 		int64_t x0 = s0 > steps[k].start_s ? s0 : steps[k].start_s;
 		int64_t x1 = s1 < steps[k].end_s ? s1 : steps[k].end_s;
-		if (x1 > x0)
-			v[k] += w * (double)(x1 - x0) / (per_step ? (double)(steps[k].end_s - steps[k].start_s) : 1.0);
+		if (v && x1 > x0)
+			v[k] += w * (x1 - x0);
+		if (on && s0 < steps[k].end_s)
+			on[k] = 1;
 	}
 }
 
-/* Minutes with any GPU pending: the union of the pending spans of a key
+/* Seconds with any GPU pending: the union of the pending spans of a key
  * (rows ordered by key, then submit), so ten jobs waiting together count
- * their minutes once. */
-static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n_steps, struct gl_fcseries *out)
+ * their seconds once; and the steps each row touches (the live query's
+ * rule for a key's presence in a window: submitted before its end, pending
+ * or started after its start). */
+static void pending_seconds(PGresult *r, const struct gl_window *steps, size_t n_steps, struct pend_acc *out)
 {
-	double *v = NULL;
+	struct pend_key *pk = NULL;
 	int64_t m0 = 0, m1 = 0;
 	for (int i = 0; i <= PQntuples(r); i++) {
 		int next_key = i == PQntuples(r) || i == 0 || strcmp(PQgetvalue(r, i, 0), PQgetvalue(r, i - 1, 0));
 		int64_t s0 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 1)) : 0;
 		int64_t s1 = i < PQntuples(r) ? atoll(PQgetvalue(r, i, 2)) : 0;
-		if (v && (next_key || s0 > m1)) {
-			add_span(v, steps, n_steps, m0, m1, 1.0 / 60, 0);
+		if (pk && (next_key || s0 > m1)) {
+			add_span(pk->sec, NULL, steps, n_steps, m0, m1, 1);
 			m0 = m1 = 0;
 			if (next_key)
-				v = NULL;
+				pk = NULL;
 		}
 		if (i == PQntuples(r))
 			break;
-		if (!v)
-			v = series_for(out, PQgetvalue(r, i, 0));
+		if (!pk)
+			pk = pend_key_for(out, PQgetvalue(r, i, 0));
+		add_span(NULL, pk->on, steps, n_steps, s0, s1, 0);
 		if (s1 <= s0)
 			continue; /* started on submission: never waited */
 		if (m1 <= m0) {
@@ -165,8 +217,6 @@ static void pending_minutes(PGresult *r, const struct gl_window *steps, size_t n
 	}
 }
 
-/* minutes: when not NULL (metric pending_gpus), the pending minutes of the
- * same rows too, so that both come from one pass over the jobs */
 /* The filter's clauses on k's rows, each value a parameter from $4 on
  * (vals: the parameters, a, b and now first). */
 static int where_filter(struct gl_strbuf *sql, const struct gl_filter *filter, const char **vals, size_t *n,
@@ -203,12 +253,13 @@ static int needs_owner(const char *const *dims, size_t n_dims, const struct gl_f
 	return 0;
 }
 
-static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
-		     size_t n_dims, const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out,
-		     struct gl_fcseries *minutes, struct gl_err *err)
+/* The GPU jobs a metric of from_jobs reads in the steps' span, a row each:
+ * the key, submit, the end of its pending time (start, end or now) and its
+ * micro-GPUs, ordered by key and submit; *r the caller's. */
+static int jobs_query(PGconn *c, int metric, const struct gl_window *steps, size_t n_steps, const char *const *dims,
+		      size_t n_dims, const struct gl_filter *filter, int64_t now_s, PGresult **r, struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
-	PGresult *r = NULL;
 	char a[24], b[24], now[24];
 	const char *vals[3 + GL_FILTER_MAX_CLAUSES * GL_FILTER_MAX_VALUES];
 	size_t n_vals = 3;
@@ -237,8 +288,14 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 		       "  AND jb.submit_at < to_timestamp($2)");
 	if (metric == GL_FCSERIES_DEMAND_GPUS)
 		gl_strbuf_puts(&sql, " AND jb.submit_at >= to_timestamp($1)");
-	else /* pending from submit until start (or end, or now) */
-		gl_strbuf_puts(&sql, " AND coalesce(jb.start_at, jb.end_at, to_timestamp($3)) > to_timestamp($1)");
+	else /* pending from submit until start (or end, or now), said so that
+	      * an index answers either bound: the submissions before the
+	      * steps' end (jobs_newest_idx) or the starts and ends after their
+	      * start (jobs_pending_until_idx, sql/094) and the jobs still
+	      * queued (jobs_pending_idx), whichever is fewer */
+		gl_strbuf_puts(&sql, " AND coalesce(jb.submit_at, jb.start_at, '-infinity'::timestamptz) < to_timestamp($2)"
+				     " AND (coalesce(jb.start_at, jb.end_at) > to_timestamp($1)"
+				     "  OR (jb.start_at IS NULL AND jb.end_at IS NULL AND to_timestamp($3) > to_timestamp($1)))");
 	gl_strbuf_puts(&sql, ") SELECT concat_ws('/'");
 	for (size_t d = 0; d < n_dims; d++) {
 		const char *e = gl_accounting_dim_sql(dims[d]);
@@ -256,29 +313,164 @@ static int from_jobs(PGconn *c, int metric, const struct gl_window *steps, size_
 	if ((rc = where_filter(&sql, filter, vals, &n_vals, err)))
 		goto out;
 	gl_strbuf_puts(&sql, " ORDER BY 1, 2");
-	if ((rc = gl_db_query(c, sql.p, (int)n_vals, vals, &r, err)))
-		goto out;
-	if (metric == GL_FCSERIES_PENDING_MINUTES || minutes)
-		pending_minutes(r, steps, n_steps, minutes ? minutes : out);
-	if (metric == GL_FCSERIES_PENDING_MINUTES)
-		goto out;
-	for (int i = 0; i < PQntuples(r); i++) {
-		double *v = series_for(out, PQgetvalue(r, i, 0));
-		int64_t s0 = atoll(PQgetvalue(r, i, 1)), s1 = atoll(PQgetvalue(r, i, 2));
-		double gpus = atof(PQgetvalue(r, i, 3)) / (double)GL_GPU_MICRO;
-		if (metric == GL_FCSERIES_DEMAND_GPUS) {
-			long k = step_of(steps, n_steps, s0);
-			if (k >= 0)
-				v[k] += gpus;
-			continue;
-		}
-		/* mean pending GPUs: GPU-seconds pending in the step / its length */
-		add_span(v, steps, n_steps, s0, s1, gpus, 1);
-	}
+	rc = gl_db_query(c, sql.p, (int)n_vals, vals, r, err);
 out:
-	PQclear(r);
 	gl_strbuf_fini(&sql);
 	return rc;
+}
+
+static int from_jobs(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
+		     const struct gl_filter *filter, int64_t now_s, struct gl_fcseries *out, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = jobs_query(c, GL_FCSERIES_DEMAND_GPUS, steps, n_steps, dims, n_dims, filter, now_s, &r, err);
+	for (int i = 0; !rc && i < PQntuples(r); i++) {
+		double *v = series_for(out, PQgetvalue(r, i, 0));
+		long k = step_of(steps, n_steps, atoll(PQgetvalue(r, i, 1)));
+		if (k >= 0)
+			v[k] += atof(PQgetvalue(r, i, 3)) / (double)GL_GPU_MICRO;
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* The pending sums of the steps, all read live, into acc (acc->n_steps ==
+ * n_steps). */
+static int pending_live(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
+			const struct gl_filter *filter, int64_t now_s, struct pend_acc *acc, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = jobs_query(c, GL_FCSERIES_PENDING_GPUS, steps, n_steps, dims, n_dims, filter, now_s, &r, err);
+	if (rc)
+		return rc;
+	pending_seconds(r, steps, n_steps, acc);
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct pend_key *pk = pend_key_for(acc, PQgetvalue(r, i, 0));
+		add_span(pk->gus, NULL, steps, n_steps, atoll(PQgetvalue(r, i, 1)), atoll(PQgetvalue(r, i, 2)),
+			 atoll(PQgetvalue(r, i, 3)));
+	}
+	PQclear(r);
+	return 0;
+}
+
+/* The built hours among the steps (built[i]) from usage_hourly_pending. */
+static int pending_built(PGconn *c, const struct gl_window *steps, size_t n_steps, const unsigned char *built,
+			 struct pend_acc *acc, struct gl_err *err)
+{
+	struct gl_strbuf a = GL_STRBUF_INIT, i1 = GL_STRBUF_INIT;
+	PGresult *r = NULL;
+	int rc;
+	gl_strbuf_putc(&a, '{');
+	gl_strbuf_putc(&i1, '{');
+	for (size_t i = 0, n = 0; i < n_steps; i++)
+		if (built[i]) {
+			gl_strbuf_printf(&a, "%s%lld", n ? "," : "", (long long)steps[i].start_s);
+			gl_strbuf_printf(&i1, "%s%zu", n++ ? "," : "", i);
+		}
+	gl_strbuf_putc(&a, '}');
+	gl_strbuf_putc(&i1, '}');
+	rc = gl_db_query(c,
+			 "SELECT s.i, u.skey, u.gpu_us, u.pending_s FROM unnest($1::bigint[], $2::integer[]) AS s(a, i)"
+			 " JOIN usage_hourly_pending u ON u.day = (to_timestamp(s.a) AT TIME ZONE 'UTC')::date"
+			 "  AND u.hour = extract(hour FROM to_timestamp(s.a) AT TIME ZONE 'UTC')::integer"
+			 " ORDER BY u.skey",
+			 2, (const char *[]){a.p, i1.p}, &r, err);
+	for (int i = 0; !rc && i < PQntuples(r); i++) {
+		size_t k = (size_t)atoll(PQgetvalue(r, i, 0));
+		struct pend_key *pk = pend_key_for(acc, PQgetvalue(r, i, 1));
+		pk->gus[k] += atoll(PQgetvalue(r, i, 2));
+		pk->sec[k] += atoll(PQgetvalue(r, i, 3));
+		pk->on[k] = 1;
+	}
+	PQclear(r);
+	gl_strbuf_fini(&a);
+	gl_strbuf_fini(&i1);
+	return rc;
+}
+
+/* Whether the built hours can answer: the series by cluster and model,
+ * unfiltered, as usage_hourly_pending keeps them (its seconds are unions
+ * per such key, which no other grouping can be summed from). */
+static int pending_by_built(const char *const *dims, size_t n_dims, const struct gl_filter *filter)
+{
+	return !filter && n_dims == 2 && !strcmp(dims[0], "cluster") && !strcmp(dims[1], "gpu_model");
+}
+
+/* The pending sums of the steps: built hours from usage_hourly_pending,
+ * the others live (one query over just those steps). */
+static int pending_read(PGconn *c, const struct gl_window *steps, size_t n_steps, const char *const *dims, size_t n_dims,
+			const struct gl_filter *filter, int64_t now_s, struct pend_acc *acc, struct gl_err *err)
+{
+	unsigned char *built = gl_xcalloc(n_steps, 1);
+	struct gl_window *live = gl_xcalloc(n_steps, sizeof *live);
+	size_t *idx = gl_xcalloc(n_steps, sizeof *idx), nb = 0, nl = 0;
+	struct pend_acc la = {0};
+	int rc = 0;
+
+	acc->n_steps = n_steps;
+	if (pending_by_built(dims, n_dims, filter) &&
+	    (rc = gl_accounting_built_hours(c, steps, n_steps, now_s, built, &nb, err)))
+		goto out;
+	for (size_t i = 0; i < n_steps; i++)
+		if (!built[i]) {
+			idx[nl] = i;
+			live[nl++] = steps[i];
+		}
+	la.n_steps = nl;
+	if (nb && (rc = pending_built(c, steps, n_steps, built, acc, err)))
+		goto out;
+	/* a query per run of contiguous live steps: one over all of them would
+	 * read every job between the first and the last (today and a day
+	 * never built 91 days ago: the whole window) */
+	for (size_t r0 = 0, r1; r0 < nl && !rc; r0 = r1) {
+		struct pend_acc run = {0};
+		for (r1 = r0 + 1; r1 < nl && live[r1].start_s == live[r1 - 1].end_s; r1++)
+			;
+		run.n_steps = r1 - r0;
+		if (!(rc = pending_live(c, live + r0, r1 - r0, dims, n_dims, filter, now_s, &run, err)))
+			for (size_t k = 0; k < run.n; k++) {
+				struct pend_key *pk = pend_key_for(&la, run.k[k].key);
+				for (size_t j = 0; j < run.n_steps; j++) {
+					pk->gus[r0 + j] += run.k[k].gus[j];
+					pk->sec[r0 + j] += run.k[k].sec[j];
+					pk->on[r0 + j] |= run.k[k].on[j];
+				}
+			}
+		pend_acc_fini(&run);
+	}
+	if (rc)
+		goto out;
+	for (size_t k = 0; k < la.n; k++) {
+		struct pend_key *pk = pend_key_for(acc, la.k[k].key);
+		for (size_t j = 0; j < nl; j++) {
+			pk->gus[idx[j]] += la.k[k].gus[j];
+			pk->sec[idx[j]] += la.k[k].sec[j];
+			pk->on[idx[j]] |= la.k[k].on[j];
+		}
+	}
+out:
+	pend_acc_fini(&la);
+	free(built);
+	free(live);
+	free(idx);
+	return rc;
+}
+
+/* The series of the sums (either NULL: not wanted): mean GPUs pending
+ * (GPU-seconds pending in the step / its length) and minutes. */
+static void pending_series(const struct pend_acc *acc, const struct gl_window *steps, struct gl_fcseries *gpus,
+			   struct gl_fcseries *minutes)
+{
+	for (size_t k = 0; k < acc->n; k++) {
+		const struct pend_key *pk = &acc->k[k];
+		double *g = gpus ? series_for(gpus, pk->key) : NULL, *m = minutes ? series_for(minutes, pk->key) : NULL;
+		for (size_t i = 0; i < acc->n_steps; i++) {
+			if (g)
+				g[i] = (double)pk->gus[i] / (double)GL_GPU_MICRO / (double)(steps[i].end_s - steps[i].start_s);
+			if (m)
+				m[i] = (double)pk->sec[i] / 60.0;
+		}
+	}
 }
 
 /* Sorts the keys of a query's result; on failure frees it. */
@@ -301,8 +493,14 @@ int gl_fcseries_query(struct gl_store *st, int metric, const struct gl_window *s
 	out->n_steps = n_steps;
 	if (!n_steps)
 		return 0;
-	if (metric == GL_FCSERIES_DEMAND_GPUS || metric == GL_FCSERIES_PENDING_GPUS || metric == GL_FCSERIES_PENDING_MINUTES) {
-		rc = from_jobs(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, NULL, err);
+	if (metric == GL_FCSERIES_PENDING_GPUS || metric == GL_FCSERIES_PENDING_MINUTES) {
+		struct pend_acc acc = {0};
+		if (!(rc = pending_read(c, steps, n_steps, dims, n_dims, filter, now_s, &acc, err)))
+			pending_series(&acc, steps, metric == GL_FCSERIES_PENDING_GPUS ? out : NULL,
+				       metric == GL_FCSERIES_PENDING_MINUTES ? out : NULL);
+		pend_acc_fini(&acc);
+	} else if (metric == GL_FCSERIES_DEMAND_GPUS) {
+		rc = from_jobs(c, steps, n_steps, dims, n_dims, filter, now_s, out, err);
 	} else if (metric >= 0 && metric < GL_FCSERIES_METRIC_COUNT) {
 		rc = from_chargeback(c, metric, steps, n_steps, dims, n_dims, filter, now_s, out, err);
 	} else {
@@ -320,11 +518,51 @@ int gl_fcseries_query_pending(struct gl_store *st, const struct gl_window *steps
 	memset(gpus, 0, sizeof *gpus);
 	memset(minutes, 0, sizeof *minutes);
 	gpus->n_steps = minutes->n_steps = n_steps;
-	if (n_steps)
-		rc = from_jobs(c, GL_FCSERIES_PENDING_GPUS, steps, n_steps, dims, n_dims, NULL, now_s, gpus, minutes, err);
+	if (n_steps) {
+		struct pend_acc acc = {0};
+		if (!(rc = pending_read(c, steps, n_steps, dims, n_dims, NULL, now_s, &acc, err)))
+			pending_series(&acc, steps, gpus, minutes);
+		pend_acc_fini(&acc);
+	}
 	if (rc)
 		gl_fcseries_fini(minutes);
 	else
 		finish(minutes, 0);
 	return finish(gpus, rc);
+}
+
+int gl_fcseries_build_pending(struct gl_store *st, const int64_t *day_s, size_t n_days, int64_t now_s, struct gl_err *err)
+{
+	static const char *const dims[] = {"cluster", "gpu_model"};
+	size_t nh = 24 * n_days;
+	struct gl_window *hours = gl_xcalloc(nh ? nh : 1, sizeof *hours);
+	struct gl_strbuf rows = GL_STRBUF_INIT;
+	struct pend_acc acc = {0};
+	int rc = 0;
+
+	for (size_t i = 0; i < nh; i++)
+		hours[i] = (struct gl_window){day_s[i / 24] + 3600 * (int64_t)(i % 24), day_s[i / 24] + 3600 * (int64_t)(i % 24 + 1)};
+	acc.n_steps = nh;
+	/* the live rule itself over the days' hours: built and live agree */
+	if (!nh || (rc = pending_live(gl_db_conn(st), hours, nh, dims, 2, NULL, now_s, &acc, err)))
+		goto out;
+	for (size_t k = 0; k < acc.n; k++)
+		for (size_t i = 0; i < nh; i++) {
+			int64_t y;
+			unsigned m, d;
+			if (!acc.k[k].on[i])
+				continue;
+			gl_timeutil_civil_from_days(day_s[i / 24] / 86400, &y, &m, &d);
+			gl_strbuf_printf(&rows, "%04lld-%02u-%02u\t%zu\t", (long long)y, m, d, i % 24);
+			gl_strbuf_put_copy_text(&rows, acc.k[k].key, strlen(acc.k[k].key));
+			gl_strbuf_printf(&rows, "\t%lld\t%lld\n", (long long)acc.k[k].gus[i], (long long)acc.k[k].sec[i]);
+		}
+	if (rows.len)
+		rc = gl_db_copy_in(gl_db_conn(st), "COPY usage_hourly_pending (day, hour, skey, gpu_us, pending_s) FROM STDIN",
+				   rows.p, rows.len, err);
+out:
+	pend_acc_fini(&acc);
+	gl_strbuf_fini(&rows);
+	free(hours);
+	return rc;
 }

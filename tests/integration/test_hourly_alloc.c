@@ -7,7 +7,11 @@
  * stopped with jobs open, Kubernetes pods sharing GPUs, a snapshot series
  * that stopped), at a now inside the month and at the end of the day that
  * holds it; and gl_fcseries_query's series, which the capacity page reads,
- * against the chargeback's seconds. Real PostgreSQL, the real CLI's ingest. */
+ * against the chargeback's seconds. And the same with every other day built
+ * by the rollup (usage_hourly_alloc, sql/094): built and live hours over a
+ * window across both against the live chargeback to the micro-GPU-second;
+ * a job's end moved by one second and an owner rule changed after the build
+ * make the days stale. Real PostgreSQL, the real CLI's ingest. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +20,7 @@
 
 #include "gl/accounting.h"
 #include "gl/fcseries.h"
+#include "store/accounting_int.h"
 #include "store/db_int.h"
 #include "lib/testlib.h"
 
@@ -30,6 +35,9 @@
 #define HOURS (30 * 24)
 
 static char g_dsn[512];
+
+/* a statement of the test, on its own connection */
+#define GL_EXEC_OK(sql) assert_true(gl_test_exec_dsn(g_dsn, (sql)) >= 0)
 static PGconn *g_c;
 static struct gl_window g_hours[HOURS];
 
@@ -192,11 +200,78 @@ static void test_series_equals_chargeback(void **state)
 	gl_chargeback_fini(&alloc);
 }
 
+
+/* the allocation, built days and live, against the live chargeback; the
+ * firm total */
+static gl_cost_i128 check_against_live(int64_t now_s)
+{
+	struct gl_chargeback whole, alloc;
+	gl_cost_i128 firm = 0, unobs = 0;
+	int frac = 0;
+	both(now_s, &whole, &alloc);
+	same_lines(&whole, &alloc, &firm, &unobs, &frac);
+	assert_true(firm > 0 && unobs > 0 && frac);
+	gl_chargeback_fini(&whole);
+	gl_chargeback_fini(&alloc);
+	return firm;
+}
+
+static void test_alloc_built_days(void **state)
+{
+	const int64_t now_s = NOV + 12 * 86400 + 1234;
+	int64_t days[6];
+	struct gl_chargeback whole, alloc;
+	struct gl_err err = {0};
+	gl_cost_i128 a = 0, b = 0;
+
+	GL_EXEC_OK("DELETE FROM usage_daily_built");
+	/* 2, 4, ... 12 November built; 1, 3, ... 11 and the days from now's on live */
+	for (size_t i = 0; i < 6; i++)
+		days[i] = NOV + (int64_t)(2 * i + 1) * 86400;
+	if (gl_accounting_build_days(g_c, NULL, days, 6, now_s, &err))
+		fail_msg("%s", err.msg);
+	assert_true(gl_test_qint(g_c, "SELECT count(DISTINCT day) FROM usage_hourly_alloc") >= 3);
+	check_against_live(now_s);
+
+	/* the built rows are what is read: a second more in one shows */
+	GL_EXEC_OK("UPDATE usage_hourly_alloc SET alloc_us = alloc_us + 1000000"
+		" WHERE ctid = (SELECT ctid FROM usage_hourly_alloc ORDER BY day, hour, cluster, gpu_model LIMIT 1)");
+	both(now_s, &whole, &alloc);
+	for (size_t i = 0; i < HOURS; i++) {
+		for (size_t j = 0; j < whole.steps[i].n_lines; j++)
+			a += whole.steps[i].lines[j].alloc_us;
+		for (size_t j = 0; j < alloc.steps[i].n_lines; j++)
+			b += alloc.steps[i].lines[j].alloc_us;
+	}
+	assert_true(b - a == 1000000);
+	gl_chargeback_fini(&whole);
+	gl_chargeback_fini(&alloc);
+	GL_EXEC_OK("UPDATE usage_hourly_alloc SET alloc_us = alloc_us - 1000000"
+		" WHERE ctid = (SELECT ctid FROM usage_hourly_alloc ORDER BY day, hour, cluster, gpu_model LIMIT 1)");
+
+	/* a GPU job that ended inside a built day ends a second later: its
+	 * day turns stale and the allocation follows */
+	GL_EXEC_OK("UPDATE jobs SET end_at = end_at + interval '1 second' WHERE job_pk = (SELECT job_pk FROM jobs"
+		" WHERE gpu_milli > 0 AND end_at >= '2026-11-02Z' AND end_at < '2026-11-03Z'"
+		" AND extract(minute FROM end_at) > 0 ORDER BY end_at, job_pk LIMIT 1)");
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-02'"), 0);
+	check_against_live(now_s);
+	/* built again, then an owner rule changes: stale again, still equal */
+	if (gl_accounting_build_days(g_c, NULL, days, 6, now_s, &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built"), 6);
+	check_against_live(now_s);
+	GL_EXEC_OK("UPDATE owners SET team = team || '2' WHERE match_value = 'teama'");
+	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built") < 6);
+	check_against_live(now_s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_equals_chargeback),
 		cmocka_unit_test(test_series_equals_chargeback),
+		cmocka_unit_test(test_alloc_built_days),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

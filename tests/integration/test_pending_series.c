@@ -9,8 +9,11 @@
  * pending past the sacct run, a Kubernetes pod pending for days, spans across
  * hour and day boundaries), at a now while jobs are pending (mid-hour) and
  * at one after both sources stopped. The same series from gl_fcseries_query
- * (pending_gpus, pending_minutes), which /v1/forecast reads. Real
- * PostgreSQL, the real CLI's ingest. */
+ * (pending_gpus, pending_minutes), which /v1/forecast reads. And the
+ * same with days built by the rollup (usage_hourly_pending, sql/094): a
+ * built day, the next live, over a window across both, equal to the rule
+ * to the second; a submit time moved by one second after the build makes
+ * its day stale. Real PostgreSQL, the real CLI's ingest. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +22,7 @@
 
 #include "gl/accounting.h"
 #include "gl/fcseries.h"
+#include "store/accounting_int.h"
 #include "store/db_int.h"
 #include "lib/testlib.h"
 
@@ -33,6 +37,9 @@
 #define MAX_KEYS 16
 
 static char g_dsn[512];
+
+/* a statement of the test, on its own connection */
+#define GL_EXEC_OK(sql) assert_true(gl_test_exec_dsn(g_dsn, (sql)) >= 0)
 static PGconn *g_c;
 static struct gl_window g_hours[HOURS];
 
@@ -184,10 +191,105 @@ static void test_pending_series(void **state)
 	}
 }
 
+
+/* the series, built days and live, against the rule */
+static void check_against_rule(int64_t now_s, struct want *w)
+{
+	struct gl_fcseries gpus, mins;
+	struct gl_err err = {0};
+	size_t n = 0;
+	int still = 0, cross = 0;
+	expect(now_s, w, &n, &still, &cross);
+	if (gl_fcseries_query_pending(gl_db_store(g_c), g_hours, HOURS, dims, 2, now_s, &gpus, &mins, &err))
+		fail_msg("%s", err.msg);
+	same(&gpus, &mins, w, n);
+	gl_fcseries_fini(&gpus);
+	gl_fcseries_fini(&mins);
+}
+
+static void test_pending_built_days(void **state)
+{
+	const int64_t now_s = NOV + 12 * 86400 + 1234;
+	static struct want w[MAX_KEYS];
+	int64_t job, d0, days[12];
+	size_t nd = 0;
+	char sql[512];
+	struct gl_fcseries gpus, mins;
+	struct gl_err err = {0};
+
+	GL_EXEC_OK("DELETE FROM usage_daily_built");
+	/* a job that waited, its submission inside the days before now's: its
+	 * day is built, the day after it live, and so on */
+	job = gl_test_qint(g_c, "SELECT job_pk FROM jobs WHERE (gpu_milli > 0 OR req_gpu_milli > 0)"
+		      " AND submit_at >= '2026-11-01Z' AND submit_at < '2026-11-12Z'"
+		      " AND coalesce(start_at, end_at, 'infinity') > submit_at + interval '10 minutes'"
+		      " ORDER BY submit_at, job_pk LIMIT 1");
+	snprintf(sql, sizeof sql, "SELECT extract(epoch FROM date_trunc('day', submit_at AT TIME ZONE 'UTC'))::bigint"
+				  " FROM jobs WHERE job_pk = %lld", (long long)job);
+	d0 = gl_test_qint(g_c, sql);
+	for (int64_t d = NOV + (d0 - NOV) % (2 * 86400); d < NOV + 12 * 86400; d += 2 * 86400)
+		days[nd++] = d;
+	if (gl_accounting_build_days(g_c, NULL, days, nd, now_s, &err))
+		fail_msg("%s", err.msg);
+	/* not an empty build: the job's day has its pending hours */
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM usage_hourly_pending WHERE day = to_timestamp(%lld)::date"
+				  " AND pending_s > 0", (long long)d0);
+	assert_true(gl_test_qint(g_c, sql) > 0);
+	assert_int_equal(gl_test_qint(g_c, "SELECT count(DISTINCT day) FROM usage_hourly_pending u"
+				 " WHERE NOT EXISTS (SELECT 1 FROM usage_daily_built b WHERE b.day = u.day)"), 0);
+	check_against_rule(now_s, w);
+
+	/* the built rows are what is read: one second more in one of them
+	 * shows, and goes again */
+	snprintf(sql, sizeof sql, "UPDATE usage_hourly_pending SET pending_s = pending_s + 1 WHERE ctid = (SELECT ctid FROM"
+				  " usage_hourly_pending WHERE day = to_timestamp(%lld)::date AND pending_s > 0 LIMIT 1)",
+		 (long long)d0);
+	GL_EXEC_OK(sql);
+	if (gl_fcseries_query_pending(gl_db_store(g_c), g_hours, HOURS, dims, 2, now_s, &gpus, &mins, &err))
+		fail_msg("%s", err.msg);
+	{
+		double sum = 0, want_sum = 0;
+		size_t n = 0;
+		int still = 0, cross = 0;
+		expect(now_s, w, &n, &still, &cross);
+		for (size_t k = 0; k < mins.n; k++)
+			for (int h = 0; h < HOURS; h++)
+				sum += mins.s[k].v[h] * 60.0;
+		for (size_t k = 0; k < n; k++)
+			for (int h = 0; h < HOURS; h++)
+				want_sum += (double)w[k].sec[h];
+		assert_int_equal(llround(sum - want_sum), 1);
+	}
+	gl_fcseries_fini(&gpus);
+	gl_fcseries_fini(&mins);
+	snprintf(sql, sizeof sql, "UPDATE usage_hourly_pending SET pending_s = pending_s - 1 WHERE ctid = (SELECT ctid FROM"
+				  " usage_hourly_pending WHERE day = to_timestamp(%lld)::date AND pending_s > 0 LIMIT 1)",
+		 (long long)d0);
+	GL_EXEC_OK(sql);
+
+	/* the job submitted one second earlier: its day turns stale and the
+	 * series follows, to the second */
+	snprintf(sql, sizeof sql, "UPDATE jobs SET submit_at = submit_at - interval '1 second' WHERE job_pk = %lld",
+		 (long long)job);
+	GL_EXEC_OK(sql);
+	check_against_rule(now_s, w);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM usage_daily_built WHERE day = to_timestamp(%lld)::date", (long long)d0);
+	assert_int_equal(gl_test_qint(g_c, sql), 0);
+	/* built again: the same */
+	if (gl_accounting_build_days(g_c, NULL, days, nd, now_s, &err))
+		fail_msg("%s", err.msg);
+	check_against_rule(now_s, w);
+	/* a rate change makes the days stale too (as usage_daily's): read live */
+	GL_EXEC_OK("INSERT INTO rates (gpu_model, micros_per_gpu_hour, valid_from) VALUES ('a100', 4000000, '2026-11-20Z')");
+	assert_true(gl_test_qint(g_c, "SELECT count(*) FROM usage_daily_built") < (int64_t)nd);
+	check_against_rule(now_s, w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pending_series),
+		cmocka_unit_test(test_pending_built_days),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
