@@ -67,7 +67,16 @@ static const char *live_dim_sql(const char *dim)
  * only the open part after that, to now (the unobserved time: firm and
  * unseen together are sreport's semantics), OBS_IMPLAUSIBLE the unobserved part after the
  * job's own time limit (the scheduler would have ended it by then). */
-enum obs_mode { OBS_FIRM, OBS_UNSEEN, OBS_IMPLAUSIBLE };
+enum obs_mode { OBS_FIRM, OBS_UNSEEN, OBS_IMPLAUSIBLE, OBS_ALL };
+
+/* OBS_ALL: the three parts of a request's live lines from one read of the
+ * jobs (lines_parts): the firm part over the live steps ($5 start, $6
+ * end, $7 step), the unobserved and implausible parts over every step
+ * ($1, $2, $4). Each row's step i is its step plus its part x this stride
+ * (0 firm, 1 unobserved, 2 implausible), which absorb takes apart. */
+#define LIVE_PART_STRIDE 1000000
+#define LIVE_STR_(x) #x
+#define LIVE_STR(x) LIVE_STR_(x)
 
 /* The jobs (jb) a live query reads, each with its watermark row (jst):
  * one hash join, not the watermark's subquery again in each place
@@ -103,7 +112,18 @@ static const char *obs_stop(enum obs_mode m)
 static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const char *pa, const char *pb, int spanned)
 {
 	const char *a = obs_start(m), *b = obs_stop(m);
-	if (m == OBS_UNSEEN || m == OBS_IMPLAUSIBLE)
+	if (m == OBS_ALL) {
+		/* a job with a firm part in a live step, or an open one with
+		 * unobserved time in r; found once, at the first run its whole
+		 * span overlaps; kp keeps each part's overlap with its steps */
+		a = "jb.start_at";
+		b = "coalesce(jb.end_at, to_timestamp($3))";
+		gl_strbuf_printf(sql,
+				 " jb.gpu_milli > 0 AND jb.start_at < r.b AND (jb.end_at > r.a OR jb.end_at IS NULL)"
+				 " AND (EXISTS (SELECT 1 FROM fsteps f WHERE f.a < %s AND f.b > jb.start_at)"
+				 " OR (jb.end_at IS NULL AND to_timestamp($3) > r.a AND %s < least(r.b, to_timestamp($3))))",
+				 obs_stop(OBS_FIRM), obs_start(OBS_UNSEEN));
+	} else if (m == OBS_UNSEEN || m == OBS_IMPLAUSIBLE)
 		gl_strbuf_printf(sql,
 				 " jb.gpu_milli > 0 AND jb.end_at IS NULL AND jb.start_at < r.b AND to_timestamp($3) > r.a"
 				 " AND %s < least(r.b, to_timestamp($3))%s",
@@ -128,6 +148,34 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
 			 a, b);
 }
 
+/* OBS_ALL's kp: each part of a job of k0 cut at its part's steps (the
+ * firm part [start_at, stop_at) at fsteps, the unobserved [u0, u1) and
+ * implausible [x0, x1) at every step), the step i of a part p > 0 moved
+ * by p x LIVE_PART_STRIDE, and summed as kp is. One UNION ALL branch a
+ * part: a row a job and part through a VALUES list cost 1.15x that in CPU
+ * (10,000 open jobs, bench_observed's data). */
+static void put_parts_kp(struct gl_strbuf *sql)
+{
+	static const char *const part[3][3] = {
+		{"s.i", "start_at", "stop_at"},
+		{"s.i + " LIVE_STR(LIVE_PART_STRIDE), "u0", "u1"},
+		{"s.i + 2 * " LIVE_STR(LIVE_PART_STRIDE), "x0", "x1"},
+	};
+	gl_strbuf_puts(sql, "), kp AS ("
+			    " SELECT j.i, j.cluster_id, j.cluster, j.user_name, j.account, j.partition, j.qos, j.namespace, j.gpu_model,"
+			    "  sum(j.gpu_micro) AS gpu_micro, sum(j.held_micro) AS held_micro, j.start_at, j.stop_at,"
+			    "  j.seg, j.okey, j.wckey, j.labels, j.run_kind, j.endpoints, NULL::bigint AS job_pk FROM (");
+	for (int p = 0; p < 3; p++)
+		gl_strbuf_printf(sql,
+				 "%s SELECT %s AS i, j.cluster_id, j.cluster, j.user_name, j.account, j.partition, j.qos,"
+				 "  j.namespace, j.gpu_model, j.gpu_micro, j.held_micro, greatest(j.%s, s.a) AS start_at,"
+				 "  least(j.%s, s.b) AS stop_at, j.seg, j.okey, j.wckey, j.labels, j.run_kind, j.endpoints"
+				 " FROM k0 j JOIN %s s ON s.a < j.%s AND s.b > j.%s",
+				 p ? " UNION ALL" : "", part[p][0], part[p][1], part[p][2], p ? "steps" : "fsteps", part[p][2],
+				 part[p][1]);
+	gl_strbuf_puts(sql, ") j GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19");
+}
+
 /* GPU jobs overlapping the live steps, one row each (k0), and the owner of
  * each distinct set of owner-relevant attributes and rule-validity segment
  * at start time (own: a few thousand gl_owner calls, not one per job),
@@ -137,8 +185,19 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
  * append_live_split). */
 static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, int agg)
 {
+	gl_strbuf_puts(sql, "WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4"));
+	if (m == OBS_ALL)
+		/* the firm part's steps, and every part's steps with its i (kp's) */
+		gl_strbuf_puts(sql,
+		", fsteps AS ("
+		" SELECT s.i::integer AS i, to_timestamp(s.a) AS a, to_timestamp(s.b) AS b,"
+		"  row_number() OVER (ORDER BY s.a)::integer AS n"
+		" FROM unnest($5::bigint[], $6::bigint[], $7::integer[]) AS s(a, b, i)"
+		"), esteps AS (SELECT i, a, b FROM fsteps"
+		" UNION ALL SELECT i + " LIVE_STR(LIVE_PART_STRIDE) ", a, b FROM steps"
+		" UNION ALL SELECT i + 2 * " LIVE_STR(LIVE_PART_STRIDE) ", a, b FROM steps)");
 	gl_strbuf_puts(sql,
-	"WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4") ", bounds AS ("
+	", bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
 	"  UNION ALL SELECT valid_from FROM workload_rules UNION ALL SELECT valid_to FROM workload_rules"
 	"  UNION ALL SELECT '-infinity'::timestamptz) x"
@@ -156,7 +215,15 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 	"  jb.namespace, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb")) " AS gpu_model, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS gpu_micro,"
 	"  " GL_ACCOUNTING_JOB_HELD_SQL("jb") " AS held_micro,"
 	"  ");
-	gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
+	if (m == OBS_ALL)
+		gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,"
+				 " CASE WHEN jb.end_at IS NULL THEN %s END AS u0, CASE WHEN jb.end_at IS NULL THEN %s END AS u1,"
+				 " CASE WHEN jb.end_at IS NULL AND jb.timelimit_s >= 0 THEN %s END AS x0,"
+				 " CASE WHEN jb.end_at IS NULL AND jb.timelimit_s >= 0 THEN %s END AS x1,",
+				 obs_start(OBS_FIRM), obs_stop(OBS_FIRM), obs_start(OBS_UNSEEN), obs_stop(OBS_UNSEEN),
+				 obs_start(OBS_IMPLAUSIBLE), obs_stop(OBS_IMPLAUSIBLE));
+	else
+		gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
 	gl_strbuf_puts(sql,
 	"  sg.ts[width_bucket(jb.start_at, sg.ts)] AS seg,"
 	/* the key of attrs' DISTINCT below, so every job joins one row of own
@@ -181,7 +248,9 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 	" CROSS JOIN segs sg"
 	" " GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb"))
 	" LEFT JOIN ep ON ep.job_pk = jb.job_pk");
-	if (agg)
+	if (agg && m == OBS_ALL)
+		put_parts_kp(sql);
+	else if (agg)
 		gl_strbuf_puts(sql,
 		"), kp AS ("
 		" SELECT s.i, j.cluster_id, j.cluster, j.user_name, j.account, j.partition, j.qos, j.namespace, j.gpu_model,"
@@ -695,7 +764,7 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
  * owners are joined, the stages after it see a row per set, not per job:
  * 10,000 open jobs of 500 sets cost ~36 µs a job through the owner join,
  * the rate join and the grouping (docs/bench.md, "Observed time"). */
-static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const char *jw, const char *src)
+static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const char *jw, const char *src, int parts)
 {
 	/* the rates of the models once: inlined, each job piece ran
 	 * gl_rates_of's lookup of its model again */
@@ -703,10 +772,14 @@ static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const
 			      " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
 			      " FROM (SELECT DISTINCT gpu_model FROM %s) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
 			      "), iv AS (SELECT ", src);
-	/* in pieces, win is each step the job overlaps (lo, hi: its bounds) */
-	const char *w = pieces ? " JOIN (SELECT i, a AS lo, b AS hi FROM steps) win ON win.lo < j.stop_at"
-				 " AND win.hi > j.start_at"
-			       : " CROSS JOIN win";
+	/* in pieces, win is each step the job overlaps (lo, hi: its bounds);
+	 * parts (OBS_ALL): kp's row of a part's step, whose steps overlap
+	 * other parts' */
+	const char *w = parts	 ? " JOIN (SELECT i, a AS lo, b AS hi FROM esteps) win ON win.i = j.i AND win.lo < j.stop_at"
+				   " AND win.hi > j.start_at"
+			: pieces ? " JOIN (SELECT i, a AS lo, b AS hi FROM steps) win ON win.lo < j.stop_at"
+				   " AND win.hi > j.start_at"
+				 : " CROSS JOIN win";
 	const char *set = by_job ? "j.cluster, j.okey, j.gpu_model, j.job_pk AS jk"
 				 : "j.cluster, j.okey, j.gpu_model, NULL::bigint AS jk";
 	gl_strbuf_printf(sql, "%s%s, NULL::bigint AS rate, j.gpu_micro AS g, j.held_micro AS h,"
@@ -746,12 +819,15 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 	/* the steps' bounds as constants of the plan (gl_steps_starts is
 	 * immutable: folded from $1 and $2), not win's: read from the CTE,
 	 * the planner guessed 400 exporter rows for a day of 720,000 and
-	 * sorted them on disk to group them (sql/105) */
-	gl_strbuf_puts(sql,
+	 * sorted them on disk to group them (sql/105). OBS_ALL: the firm
+	 * part's steps, whose i is its own (part 0). */
+	int all = m == OBS_ALL;
+	gl_strbuf_printf(sql,
 		       ", usage AS ("
 		       " SELECT s.i, u.job_pk, u.busy_gpu_s, u.idle_gpu_s, u.observed_gpu_s, s.a, s.b"
-		       " FROM gl_job_usage_steps(gl_steps_starts($1::bigint[]), gl_steps_ends($1::bigint[], $2::bigint[])) u"
-		       " JOIN steps s ON s.n = u.n");
+		       " FROM gl_job_usage_steps(gl_steps_starts(%s::bigint[]), gl_steps_ends(%s::bigint[], %s::bigint[])) u"
+		       " JOIN %s s ON s.n = u.n",
+		       all ? "$5" : "$1", all ? "$5" : "$1", all ? "$6" : "$2", all ? "fsteps" : "steps");
 	/* a restriction to some jobs goes inside the inlined function, so its
 	 * scan reads those jobs' buckets (by gpu_usage_jobs_job_idx), not the
 	 * fleet's */
@@ -762,8 +838,9 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 			 " %s(u.busy_gpu_s * sc.k) AS busy, %s(u.idle_gpu_s * sc.k) AS idle, %s(u.observed_gpu_s * sc.k) AS obs"
 			 " FROM usage u JOIN %s j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
 			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum", src);
-	/* exporter usage is what a source saw: it stays with the firm time */
-	if (m != OBS_FIRM)
+	/* exporter usage is what a source saw: it stays with the firm time
+	 * (OBS_ALL: k0's start_at and stop_at are the firm part's) */
+	if (m != OBS_FIRM && m != OBS_ALL)
 		gl_strbuf_puts(sql, " AND false");
 	gl_strbuf_printf(sql,
 			 " CROSS JOIN LATERAL (SELECT " GL_ACCOUNTING_USAGE_SCALE_SQL(
@@ -816,15 +893,17 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 	 * than its events' sort and windows (bench_observed: firm lines of
 	 * 10,000 open jobs over two live pieces) */
 	agg = live_sums_first(q, dims, n_dims, n_live, pieces, &cut);
+	if (m == OBS_ALL && !agg)
+		return gl_err_set(err, GL_EINVAL, "chargeback: the live parts in one query need their sums per set");
 	put_jobs_cte(sql, m, pieces, agg);
 	if (q && q->jobs) {
 		jobs_param = add_jobs_param(arrays, arr_off, np, q);
 		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
-	put_live_pieces(sql, cut, by_job, jw, agg ? "kp" : "k0");
+	put_live_pieces(sql, cut, by_job, jw, agg ? "kp" : "k0", m == OBS_ALL);
 	/* the unobserved time has no usage (put_live_usage): k0 read by kp
 	 * alone is not materialized, a tuplestore of every job */
-	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM ? "kp" : "k0");
+	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM && m != OBS_ALL ? "kp" : "k0");
 	/* every sum is a part of its own UNION ALL branch; the owners and
 	 * the dimensions are joined to the sums per set (k), and the lines
 	 * are one GROUP BY. Lines are also split by GPU model so unpriced
@@ -1010,9 +1089,11 @@ static void pool_name(PGresult *r, int row, const int *cols, size_t n, char *buf
 }
 
 /* Folds the rows of a lines query into the lines of cb: n_dims key
- * columns, then the pool columns (pool_dims); to says where the sums go. */
-static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
-		  struct gl_err *err)
+ * columns, then the pool columns (pool_dims); to[p] says where the sums of
+ * part p go (a row's step i is its step + p x LIVE_PART_STRIDE; n_to
+ * parts, 1 but for OBS_ALL). */
+static int absorb(PGresult *r, size_t n_dims, const enum absorb_to *to_of, int n_to, struct gl_chargeback *cb,
+		  struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	const char *pd[2];
 	size_t np = pool_dims(cb, pd);
@@ -1020,10 +1101,16 @@ static int absorb(PGresult *r, size_t n_dims, enum absorb_to to, struct gl_charg
 	int rc = line_cols(r, n_dims + np, &k, err);
 	for (int row = 0; !rc && row < PQntuples(r); row++) {
 		const char *keys[GL_CHARGEBACK_MAX_DIMS] = {0};
-		int step = atoi(PQgetvalue(r, row, k.i)) - 1;
+		long long ei = atoll(PQgetvalue(r, row, k.i));
+		int part = ei > 0 ? (int)((ei - 1) / LIVE_PART_STRIDE) : 0;
+		int step = (int)(ei - (long long)part * LIVE_PART_STRIDE) - 1;
+		enum absorb_to to;
 		struct gl_chargeback_line *l;
 		gl_cost_i128 am, pm, cn;
 		char pool[512];
+		if (part >= n_to)
+			return gl_err_set(err, GL_EDB, "chargeback: a line of part %d of %d", part, n_to);
+		to = to_of[part];
 		if (step < 0 || (size_t)step >= cb->n_steps)
 			continue;
 		for (size_t d = 0; d < n_dims; d++)
@@ -1057,26 +1144,33 @@ static void filter_args(const char **params, int np0, int np, const struct gl_st
 }
 
 /* Runs a lines query and folds its rows into cb. */
-static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims,
-		     enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
+static int run_lines_parts(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims,
+			   const enum absorb_to *to, int n_to, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
+			   struct gl_err *err)
 {
 	struct gl_strbuf lim = GL_STRBUF_INIT;
 	PGresult *r = NULL;
 	int rc;
-	/* with a bound, the server stops one row past it: a refused answer
-	 * never had its rows in our memory */
+	/* with a bound, the server stops one row past it (a line a part):
+	 * a refused answer never had its rows in our memory */
 	if (cb->max_lines)
-		gl_strbuf_printf(&lim, "SELECT * FROM (%s) gl_lines LIMIT %zu", sql, cb->max_lines + 1);
+		gl_strbuf_printf(&lim, "SELECT * FROM (%s) gl_lines LIMIT %zu", sql, (size_t)n_to * cb->max_lines + 1);
 	rc = gl_db_query(c, cb->max_lines ? lim.p : sql, np, params, &r, err);
-	if (!rc && cb->max_lines && (size_t)PQntuples(r) > cb->max_lines)
+	if (!rc && cb->max_lines && (size_t)PQntuples(r) > (size_t)n_to * cb->max_lines)
 		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	if (!rc)
-		rc = absorb(r, n_dims, to, cb, meta, err);
+		rc = absorb(r, n_dims, to, n_to, cb, meta, err);
 	if (!rc && cb->max_lines && gl_chargeback_n_lines(cb) > cb->max_lines)
 		rc = gl_err_set(err, GL_ERANGE, "the answer would hold more than %zu lines", cb->max_lines);
 	PQclear(r);
 	gl_strbuf_fini(&lim);
 	return rc;
+}
+
+static int run_lines(PGconn *c, const char *sql, int np, const char *const *params, size_t n_dims,
+		     enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
+{
+	return run_lines_parts(c, sql, np, params, n_dims, &to, 1, cb, meta, err);
 }
 
 /* The built days ($1 starts, $2 steps) of a query of some jobs as rows of
@@ -1159,26 +1253,31 @@ out:
 	return rc;
 }
 
-/* 1b. the live pieces' lines from jobs: the part of their time m reads,
- * folded in as to says */
-static int lines_live(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, enum obs_mode m,
-		      enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
+/* The live lines over the steps of pl (firm NULL), or with m OBS_ALL every
+ * part at once: the unobserved ones over pl's steps (every step of the
+ * query), the firm one over firm's (the live pieces); to[p] where part p's
+ * sums go (n_to parts). */
+static int lines_live_run(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, const struct plan *firm,
+			  enum obs_mode m, const enum absorb_to *to, int n_to, struct gl_chargeback *cb,
+			  struct gl_accounting_meta *meta, struct gl_err *err)
 {
-	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[3];
+	struct gl_strbuf sql = GL_STRBUF_INIT, arrays = GL_STRBUF_INIT, pa[6];
 	const char *params[40];
 	size_t arr_off[40];
 	char now[24];
-	int np = 4, rc, nest_off, cut;
+	int np = firm ? 7 : 4, rc, nest_off, cut;
 
 	const char *dims[GL_CHARGEBACK_MAX_DIMS + 2];
-	size_t nd = q->n_dims;
+	size_t nd = q->n_dims, n_live = pl->nl;
 
 	for (size_t d = 0; d < q->n_dims; d++)
 		dims[d] = q->dims[d];
 	nd += pool_dims(cb, dims + nd);
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_init(&pa[i]);
-	if ((rc = append_live(&sql, dims, nd, pl->nl, q, m, &np, &arrays, arr_off, err)))
+	if (firm && firm->nl > n_live)
+		n_live = firm->nl;
+	if ((rc = append_live(&sql, dims, nd, n_live, q, m, &np, &arrays, arr_off, err)))
 		goto out;
 	append_lines_select(&sql, nd);
 	put_i64_array(&pa[0], pl->la, pl->nl);
@@ -1189,16 +1288,23 @@ static int lines_live(PGconn *c, const struct gl_accounting_query *q, const stru
 	params[1] = pa[1].p;
 	params[2] = now;
 	params[3] = pa[2].p;
-	filter_args(params, 4, np, &arrays, arr_off);
+	if (firm) {
+		put_i64_array(&pa[3], firm->la, firm->nl);
+		put_i64_array(&pa[4], firm->lb, firm->nl);
+		put_i64_array(&pa[5], firm->li, firm->nl);
+		for (int i = 0; i < 3; i++)
+			params[4 + i] = pa[3 + i].p;
+	}
+	filter_args(params, firm ? 7 : 4, np, &arrays, arr_off);
 	/* kp's sums are a few rows a set, and the planner, estimating a
 	 * handful, joined them to own (a row a set) by a nested loop: every
 	 * sum compared with every set's key, 12,000,000 times for a day of
 	 * 2,000 sets (2.0 s of a 2.6 s request). No join of this statement
 	 * needs one but the range joins, which have no other way. */
-	nest_off = live_sums_first(q, dims, nd, pl->nl, 0, &cut);
+	nest_off = live_sums_first(q, dims, nd, n_live, 0, &cut);
 	if (nest_off && (rc = gl_db_exec(c, "SET enable_nestloop = off", err)))
 		goto out;
-	rc = run_lines(c, sql.p, np, params, q->n_dims, to, cb, meta, err);
+	rc = run_lines_parts(c, sql.p, np, params, q->n_dims, to, n_to, cb, meta, err);
 	if (nest_off) {
 		struct gl_err e2;
 		int rc2 = gl_db_exec(c, "RESET enable_nestloop", &e2);
@@ -1211,6 +1317,14 @@ out:
 	for (size_t i = 0; i < GL_ARRAY_LEN(pa); i++)
 		gl_strbuf_fini(&pa[i]);
 	return rc;
+}
+
+/* 1b. the live pieces' lines from jobs: the part of their time m reads,
+ * folded in as to says */
+static int lines_live(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, enum obs_mode m,
+		      enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err)
+{
+	return lines_live_run(c, q, pl, NULL, m, &to, 1, cb, meta, err);
 }
 
 /* The fleet idle query up to its "settled" CTE (settle_sql), the one both
@@ -1546,27 +1660,56 @@ typedef int (*lines_reader)(PGconn *c, const struct gl_accounting_query *q, cons
 
 /* 1c. the unobserved time of open jobs, read live over every step (the
  * rollup holds firm time only), and its part past the jobs' limits */
+/* every step of q as live pieces of a plan (the caller frees it) */
+static void plan_all_steps(const struct gl_accounting_query *q, struct plan *all)
+{
+	memset(all, 0, sizeof *all);
+	all->la = gl_xcalloc(q->n_steps, sizeof *all->la);
+	all->lb = gl_xcalloc(q->n_steps, sizeof *all->lb);
+	all->li = gl_xcalloc(q->n_steps, sizeof *all->li);
+	for (size_t i = 0; i < q->n_steps; i++) {
+		all->la[i] = q->steps[i].start_s;
+		all->lb[i] = q->steps[i].end_s;
+		all->li[i] = (int64_t)i + 1;
+	}
+	all->nl = q->n_steps;
+}
+
 static int lines_unseen(PGconn *c, const struct gl_accounting_query *q, lines_reader read, struct gl_chargeback *cb,
 			struct gl_accounting_meta *meta, struct gl_err *err)
 {
 	struct plan all;
 	int rc = 0, any = 0;
 
-	memset(&all, 0, sizeof all);
 	if (!q->n_steps || (rc = any_unseen(c, q, &any, err)) || !any)
 		return rc;
-	all.la = gl_xcalloc(q->n_steps, sizeof *all.la);
-	all.lb = gl_xcalloc(q->n_steps, sizeof *all.lb);
-	all.li = gl_xcalloc(q->n_steps, sizeof *all.li);
-	for (size_t i = 0; i < q->n_steps; i++) {
-		all.la[i] = q->steps[i].start_s;
-		all.lb[i] = q->steps[i].end_s;
-		all.li[i] = (int64_t)i + 1;
-	}
-	all.nl = q->n_steps;
+	plan_all_steps(q, &all);
 	if (!(rc = read(c, q, &all, OBS_UNSEEN, q->unobserved_include ? TO_UNSEEN_INCLUDED : TO_UNSEEN, cb, meta, err)) &&
 	    any > 1)
 		rc = read(c, q, &all, OBS_IMPLAUSIBLE, TO_IMPLAUSIBLE, cb, meta, err);
+	plan_fini(&all);
+	return rc;
+}
+
+/* 1b and 1c in one statement, where both sum their jobs per set first (a
+ * few live pieces and steps, lines not per job): the open jobs are read
+ * once for their firm, unobserved and implausible parts, the owner sets
+ * resolved once, and no probe for open jobs is needed. */
+static int lines_parts_fit(const struct gl_accounting_query *q, const struct plan *pl)
+{
+	return pl->nl && q->n_steps && !q->jobs && !lines_by_job(q->dims, q->n_dims) && pl->nl <= GL_LIVE_CUT_MAX &&
+	       q->n_steps <= GL_LIVE_CUT_MAX;
+}
+
+static int lines_parts(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
+		       struct gl_accounting_meta *meta, struct gl_err *err)
+{
+	const enum absorb_to to[3] = {TO_FIRM, q->unobserved_include ? TO_UNSEEN_INCLUDED : TO_UNSEEN, TO_IMPLAUSIBLE};
+	struct plan all;
+	int rc;
+
+	plan_all_steps(q, &all);
+	rc = lines_live_run(c, q, &all, pl, OBS_ALL, to, 3, cb, meta, err);
 	plan_fini(&all);
 	return rc;
 }
@@ -1592,9 +1735,11 @@ int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, str
 		goto out;
 	if (pl.nd && (rc = lines_daily(c, q, &pl, cb, meta, err)))
 		goto out;
-	if (pl.nl && (rc = lines_live(c, q, &pl, OBS_FIRM, TO_FIRM, cb, meta, err)))
-		goto out;
-	if ((rc = lines_unseen(c, q, lines_live, cb, meta, err)))
+	if (lines_parts_fit(q, &pl)) {
+		if ((rc = lines_parts(c, q, &pl, cb, meta, err)))
+			goto out;
+	} else if ((pl.nl && (rc = lines_live(c, q, &pl, OBS_FIRM, TO_FIRM, cb, meta, err))) ||
+		   (rc = lines_unseen(c, q, lines_live, cb, meta, err)))
 		goto out;
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have",
 			      0, NULL, &r, err)) ||

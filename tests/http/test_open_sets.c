@@ -139,12 +139,40 @@ static void test_days_apart(void **state)
 	assert_teams(path, 1, unseen, 4);
 }
 
+/* Last: the days rolled up. A window of a built day and half a day after
+ * the poll reads its firm time from the built day and its unobserved time
+ * live: no job has firm time in the live half day, so the one statement of
+ * a request's live parts (lines_parts) must still find the open jobs for
+ * their unobserved part, owners, rate and limit kept apart as above. */
+static void test_built_day_then_unobserved(void **state)
+{
+	static const struct team_fig w[] = {
+		{"old", 2 * DAY, 2 * FIRM_DAY, DAY, FIRM_DAY, 0},
+		{"new", DAY, FIRM_DAY, DAY / 2, FIRM_DAY / 2, 0},
+		{"gpart", DAY, FIRM_DAY, DAY / 2, FIRM_DAY / 2, 0},
+		{"ty", 2 * DAY, 2 * FIRM_DAY, DAY, FIRM_DAY, DAY},
+	};
+	static const struct team_fig incl[] = {
+		{"old", 3 * DAY, 3 * FIRM_DAY, DAY, FIRM_DAY, 0},
+		{"new", 3 * DAY / 2, 3 * FIRM_DAY / 2, DAY / 2, FIRM_DAY / 2, 0},
+		{"gpart", 3 * DAY / 2, 3 * FIRM_DAY / 2, DAY / 2, FIRM_DAY / 2, 0},
+		{"ty", 3 * DAY, 3 * FIRM_DAY, DAY, FIRM_DAY, DAY},
+	};
+	(void)state;
+	assert_int_equal(gl_test_cli(g_dsn, "rollup", NULL), 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-24'"), 1);
+	assert_teams("/v1/chargeback?window=2026-11-24T00:00:00Z,2026-11-25T12:00:00Z&aggregate=team", 0, w, 4);
+	assert_teams("/v1/chargeback?window=2026-11-24T00:00:00Z,2026-11-25T12:00:00Z&aggregate=team&unobserved=include",
+		     0, incl, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_firm_and_unobserved_apart),
 		cmocka_unit_test(test_unobserved_included),
 		cmocka_unit_test(test_days_apart),
+		cmocka_unit_test(test_built_day_then_unobserved),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
