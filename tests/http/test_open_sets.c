@@ -139,6 +139,38 @@ static void test_days_apart(void **state)
 	assert_teams(path, 1, unseen, 4);
 }
 
+/* server.max_answer_lines bounds the answer's lines (4 teams here), not
+ * the rows of the one statement that reads their firm, unobserved and
+ * implausible parts (9: 4 + 4 + ty's implausible part): at 4 the answer
+ * is whole, at 3 it is refused naming the parameter to narrow. */
+static void test_answer_bound_counts_lines(void **state)
+{
+	static const char path[] = "/v1/chargeback?window=2026-11-24,2026-11-26&aggregate=team";
+	static const struct {
+		int max;
+		long status;
+	} c[] = {{4, 200}, {3, 400}};
+	(void)state;
+	for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+		struct gl_test_daemon d;
+		char cfg[1024];
+		cJSON *j;
+		snprintf(cfg, sizeof cfg, "server:\n  max_answer_lines: %d\n%s", c[k].max, config_yaml);
+		assert_int_equal(gl_test_daemon_start(&d, g_dsn, cfg, (const char *[]){"--no-ingest", NULL}), 0);
+		j = gl_test_get_json(d.port, path, c[k].status);
+		assert_non_null(j);
+		if (c[k].status == 200)
+			assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(
+						 cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), 0), "items")),
+					 4);
+		else
+			assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "param")->valuestring,
+					    "aggregate");
+		cJSON_Delete(j);
+		assert_int_equal(gl_test_daemon_stop(&d), 0);
+	}
+}
+
 /* Last: the days rolled up. A window of a built day and half a day after
  * the poll reads its firm time from the built day and its unobserved time
  * live: no job has firm time in the live half day, so the one statement of
@@ -172,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_firm_and_unobserved_apart),
 		cmocka_unit_test(test_unobserved_included),
 		cmocka_unit_test(test_days_apart),
+		cmocka_unit_test(test_answer_bound_counts_lines),
 		cmocka_unit_test(test_built_day_then_unobserved),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
