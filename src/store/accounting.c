@@ -1662,8 +1662,6 @@ static int alloc_live(PGconn *c, const struct gl_accounting_query *q, const stru
 typedef int (*lines_reader)(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, enum obs_mode m,
 			    enum absorb_to to, struct gl_chargeback *cb, struct gl_accounting_meta *meta, struct gl_err *err);
 
-/* 1c. the unobserved time of open jobs, read live over every step (the
- * rollup holds firm time only), and its part past the jobs' limits */
 /* every step of q as live pieces of a plan (the caller frees it) */
 static void plan_all_steps(const struct gl_accounting_query *q, struct plan *all)
 {
@@ -1679,6 +1677,8 @@ static void plan_all_steps(const struct gl_accounting_query *q, struct plan *all
 	all->nl = q->n_steps;
 }
 
+/* 1c. the unobserved time of open jobs, read live over every step (the
+ * rollup holds firm time only), and its part past the jobs' limits */
 static int lines_unseen(PGconn *c, const struct gl_accounting_query *q, lines_reader read, struct gl_chargeback *cb,
 			struct gl_accounting_meta *meta, struct gl_err *err)
 {
