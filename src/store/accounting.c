@@ -806,7 +806,8 @@ static int live_sums_first(const struct gl_accounting_query *q, const char *cons
  * shares its [start, end) with no other; only the few that span a whole
  * piece share one), so summing them per interval first (kp) grouped every
  * job into a set of its own: at 1 M jobs over a year, 1 M groups sorted on
- * 17 keys, 8 of the statement's 17.6 s of CPU (docs/bench.md, issue 31).
+ * 17 keys, 8.2 s of the statement's 24.3 s under EXPLAIN ANALYZE
+ * (docs/scale.md, "A cold window").
  * The unobserved time ([last seen, now)) is shared by the open jobs of a
  * set over any piece, and stays summed first. */
 static int live_cold(const struct plan *pl, enum obs_mode m)
@@ -1596,8 +1597,8 @@ static int lines_unseen(PGconn *c, const struct gl_accounting_query *q, lines_re
  * the planner takes its jobs for ~1 % of what they are (their bounds come
  * from the steps' arrays, then three range joins to runs), and so grouped
  * the 2 M job pieces of a year into 8,000 sums by an external sort (223 MB
- * on disk) where a hash of the sums fits in 9 MB: 12.2 -> 7.8 s of CPU at
- * 1 M jobs (docs/bench.md, issue 31). The ORDER BY of the lines still
+ * on disk) where a hash of the sums fits in 9 MB: 12.2 -> 7.75 s of CPU at
+ * 1 M jobs (docs/scale.md, "A cold window"). The ORDER BY of the lines still
  * sorts (no other way), a few thousand rows. */
 static int lines_firm(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
 		      struct gl_accounting_meta *meta, struct gl_err *err)
