@@ -867,17 +867,39 @@ static int lines_by_job(const char *const *dims, size_t n_dims)
 
 /* Whether a live query cuts its jobs at the steps (cut) and, for a
  * request, sums them per step and interval first (the CTE kp): see
- * append_live_split. */
+ * append_live_split. cold (live_cold): not summed first. */
 static int live_sums_first(const struct gl_accounting_query *q, const char *const *dims, size_t n_dims, size_t n_live,
-			   int pieces, int *cut)
+			   int pieces, int cold, int *cut)
 {
 	*cut = pieces || n_live <= GL_LIVE_CUT_MAX;
-	return q && !q->jobs && !lines_by_job(dims, n_dims) && *cut;
+	return q && !q->jobs && !lines_by_job(dims, n_dims) && *cut && !cold;
+}
+
+/* A live piece longer than this is a cold read: days nobody built. */
+#define GL_LIVE_COLD_S 86400
+
+/* Whether m's read of pl's live pieces is cold: firm time over a piece
+ * longer than a day. Its jobs' intervals are their own (a finished job
+ * shares its [start, end) with no other; only the few that span a whole
+ * piece share one), so summing them per interval first (kp) grouped every
+ * job into a set of its own: at 1 M jobs over a year, 1 M groups sorted on
+ * 17 keys, 8.2 s of the statement's 24.3 s under EXPLAIN ANALYZE
+ * (docs/scale.md, "A cold window").
+ * The unobserved time ([last seen, now)) is shared by the open jobs of a
+ * set over any piece, and stays summed first. */
+static int live_cold(const struct plan *pl, enum obs_mode m)
+{
+	if (m != OBS_FIRM)
+		return 0;
+	for (size_t i = 0; i < pl->nl; i++)
+		if (pl->lb[i] - pl->la[i] > GL_LIVE_COLD_S)
+			return 1;
+	return 0;
 }
 
 static int append_live_split(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live, int pieces,
-			     const struct gl_accounting_query *q, enum obs_mode m, int *np, struct gl_strbuf *arrays,
-			     size_t *arr_off, struct gl_err *err)
+			     int cold, const struct gl_accounting_query *q, enum obs_mode m, int *np,
+			     struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
 {
 	char jw[48] = "true";
 	int rc, jobs_param = 0, by_job = lines_by_job(dims, n_dims), cut, agg;
@@ -892,7 +914,7 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 	 * days): each job cut at them, at most n_live rows a job, costs less
 	 * than its events' sort and windows (bench_observed: firm lines of
 	 * 10,000 open jobs over two live pieces) */
-	agg = live_sums_first(q, dims, n_dims, n_live, pieces, &cut);
+	agg = live_sums_first(q, dims, n_dims, n_live, pieces, cold, &cut);
 	if (m == OBS_ALL && !agg)
 		return gl_err_set(err, GL_EINVAL, "chargeback: the live parts in one query need their sums per set");
 	put_jobs_cte(sql, m, pieces, agg);
@@ -937,11 +959,11 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 	return 0;
 }
 
-static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live,
+static int append_live(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live, int cold,
 		       const struct gl_accounting_query *q, enum obs_mode m, int *np, struct gl_strbuf *arrays, size_t *arr_off,
 		       struct gl_err *err)
 {
-	return append_live_split(sql, dims, n_dims, n_live, 0, q, m, np, arrays, arr_off, err);
+	return append_live_split(sql, dims, n_dims, n_live, 0, cold, q, m, np, arrays, arr_off, err);
 }
 
 /* The lines from byrate: per step and key (and GPU model, for unpriced
@@ -1277,7 +1299,7 @@ static int lines_live_run(PGconn *c, const struct gl_accounting_query *q, const 
 		gl_strbuf_init(&pa[i]);
 	if (firm && firm->nl > n_live)
 		n_live = firm->nl;
-	if ((rc = append_live(&sql, dims, nd, n_live, q, m, &np, &arrays, arr_off, err)))
+	if ((rc = append_live(&sql, dims, nd, n_live, live_cold(pl, m), q, m, &np, &arrays, arr_off, err)))
 		goto out;
 	append_lines_select(&sql, nd);
 	put_i64_array(&pa[0], pl->la, pl->nl);
@@ -1305,7 +1327,7 @@ static int lines_live_run(PGconn *c, const struct gl_accounting_query *q, const 
 	 * a merge join with their watermarks and the 20,000 job parts to
 	 * group them into kp: 50 of 140 ms of CPU (bench_observed, 10,000
 	 * open jobs); hashed, nothing of it needs an order but the lines'. */
-	nest_off = live_sums_first(q, dims, nd, n_live, 0, &cut);
+	nest_off = live_sums_first(q, dims, nd, n_live, 0, live_cold(pl, m), &cut);
 	if (nest_off && (rc = gl_db_exec(c, "SET enable_nestloop = off; SET enable_sort = off", err)))
 		goto out;
 	rc = run_lines_parts(c, sql.p, np, params, q->n_dims, to, n_to, cb, meta, err);
@@ -1698,11 +1720,12 @@ static int lines_unseen(PGconn *c, const struct gl_accounting_query *q, lines_re
 /* 1b and 1c in one statement, where both sum their jobs per set first (a
  * few live pieces and steps, lines not per job): the open jobs are read
  * once for their firm, unobserved and implausible parts, the owner sets
- * resolved once, and no probe for open jobs is needed. */
+ * resolved once, and no probe for open jobs is needed. Not a cold read:
+ * its firm jobs share no interval to sum first (lines_firm). */
 static int lines_parts_fit(const struct gl_accounting_query *q, const struct plan *pl)
 {
 	return pl->nl && q->n_steps && !q->jobs && !lines_by_job(q->dims, q->n_dims) && pl->nl <= GL_LIVE_CUT_MAX &&
-	       q->n_steps <= GL_LIVE_CUT_MAX;
+	       q->n_steps <= GL_LIVE_CUT_MAX && !live_cold(pl, OBS_FIRM);
 }
 
 static int lines_parts(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
@@ -1715,6 +1738,26 @@ static int lines_parts(PGconn *c, const struct gl_accounting_query *q, const str
 	plan_all_steps(q, &all);
 	rc = lines_live_run(c, q, &all, pl, OBS_ALL, to, 3, cb, meta, err);
 	plan_fini(&all);
+	return rc;
+}
+
+/* 1b for the firm time. A cold read (live_cold) is planned without sorts:
+ * the planner takes its jobs for ~1 % of what they are (their bounds come
+ * from the steps' arrays, then three range joins to runs), and so grouped
+ * the 2 M job pieces of a year into 8,000 sums by an external sort (223 MB
+ * on disk) where a hash of the sums fits in 9 MB: 12.2 -> 7.75 s of CPU at
+ * 1 M jobs (docs/scale.md, "A cold window"). The ORDER BY of the lines still
+ * sorts (no other way), a few thousand rows. */
+static int lines_firm(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
+		      struct gl_accounting_meta *meta, struct gl_err *err)
+{
+	struct gl_err e2;
+	int rc, rc2, cold = live_cold(pl, OBS_FIRM);
+	if (cold && (rc = gl_db_exec(c, "SET enable_sort = off", err)))
+		return rc;
+	rc = lines_live(c, q, pl, OBS_FIRM, TO_FIRM, cb, meta, err);
+	if (cold && (rc2 = gl_db_exec(c, "RESET enable_sort", &e2)) && !rc)
+		rc = gl_err_set(err, -rc2, "%s", e2.msg);
 	return rc;
 }
 
@@ -1742,7 +1785,7 @@ int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, str
 	if (lines_parts_fit(q, &pl)) {
 		if ((rc = lines_parts(c, q, &pl, cb, meta, err)))
 			goto out;
-	} else if ((pl.nl && (rc = lines_live(c, q, &pl, OBS_FIRM, TO_FIRM, cb, meta, err))) ||
+	} else if ((pl.nl && (rc = lines_firm(c, q, &pl, cb, meta, err))) ||
 		   (rc = lines_unseen(c, q, lines_live, cb, meta, err)))
 		goto out;
 	if ((rc = gl_db_query(c, "SELECT to_regprocedure('gl_capacity(timestamptz,timestamptz)') IS NOT NULL AS have",
@@ -2381,7 +2424,7 @@ static int build_part_make(struct build_part *p, const int64_t *day_s, size_t n,
 	 * 26 s for 8 days of 27,400 jobs a day). usage_daily sums the same
 	 * parts as before, not the per-job sums, so its figures are the
 	 * same sums. */
-	if ((rc = append_live_split(&p->sql, dims, GL_ARRAY_LEN(dims), n, 1, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
+	if ((rc = append_live_split(&p->sql, dims, GL_ARRAY_LEN(dims), n, 1, 0, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
 	gl_strbuf_puts(&p->sql,
 		       ", dd AS (SELECT day, n FROM unnest($5::date[]) WITH ORDINALITY AS x(day, n)),"
