@@ -284,15 +284,20 @@ int gl_rundb_sync_rules(struct gl_store *st, const struct gl_runs_rule *rules, s
 	}
 	/* a rule decides for the jobs submitted while it is in force, and a
 	 * job runs on: a changed rule (or order) stales its start and every
-	 * later day, under the build's lock as the other writers' staleness */
-	if ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock_shared(26476, 0)", err)) ||
-	    (rc = gl_db_query(c,
+	 * later day, under the build's lock as the other writers' staleness
+	 * (taken only then: a start with the same rules waits for no build) */
+	if ((rc = gl_db_query(c,
 			      "WITH ch AS ((SELECT * FROM gl_run_rules0 EXCEPT SELECT * FROM run_rules)"
-			      " UNION ALL (SELECT * FROM run_rules EXCEPT SELECT * FROM gl_run_rules0)),"
-			      " lo AS (SELECT min(valid_from) AS a FROM ch)"
-			      " DELETE FROM usage_daily_built d USING lo"
-			      " WHERE lo.a IS NOT NULL AND (d.day::timestamp AT TIME ZONE 'UTC') + interval '1 day' > lo.a",
-			      0, NULL, NULL, err)))
+			      " UNION ALL (SELECT * FROM run_rules EXCEPT SELECT * FROM gl_run_rules0))"
+			      " SELECT min(valid_from)::text FROM ch",
+			      0, NULL, &r, err)))
+		goto out;
+	if (!PQgetisnull(r, 0, 0) &&
+	    ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock_shared(26476, 0)", err)) ||
+	     (rc = gl_db_query(c,
+			       "DELETE FROM usage_daily_built WHERE (day::timestamp AT TIME ZONE 'UTC') + interval '1 day'"
+			       " > $1::timestamptz",
+			       1, (const char *[]){PQgetvalue(r, 0, 0)}, NULL, err))))
 		goto out;
 	rc = gl_db_exec(c, "COMMIT", err);
 	in_txn = 0;
