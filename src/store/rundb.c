@@ -376,6 +376,21 @@ int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 		" sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN run_members m USING (job_pk)"
 		" WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5",
 		"INSERT INTO usage_daily_run_built (day) SELECT d FROM unnest($1::date[]) d ON CONFLICT DO NOTHING",
+		/* the days' months summed again over their built days, once a
+		 * batch (sql/099) */
+		"DELETE FROM usage_monthly_run WHERE month IN (SELECT date_trunc('month', d)::date FROM unnest($1::date[]) d)",
+		"INSERT INTO usage_monthly_run (month, run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs)"
+		" SELECT mo.month, u.run_key, sum(u.alloc), sum(u.priced), coalesce(sum(u.priced::numeric * u.rate), 0),"
+		" coalesce(sum(u.alloc) FILTER (WHERE u.failed), 0),"
+		" coalesce(sum(u.priced::numeric * u.rate) FILTER (WHERE u.failed), 0), sum(u.busy), sum(u.idle), sum(u.obs)"
+		" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
+		" JOIN usage_daily_run_built b ON b.day >= mo.month AND b.day < mo.month + interval '1 month'"
+		" JOIN usage_daily_run u ON u.day = b.day GROUP BY 1, 2",
+		"INSERT INTO usage_monthly_run_built (month, days)"
+		" SELECT mo.month, array_agg(b.day ORDER BY b.day)"
+		" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
+		" JOIN usage_daily_run_built b ON b.day >= mo.month AND b.day < mo.month + interval '1 month'"
+		" GROUP BY mo.month ON CONFLICT (month) DO UPDATE SET days = excluded.days, built_at = now()",
 	};
 	struct stored_rules sr = {0};
 	struct gl_strbuf keys = GL_STRBUF_INIT, copy = GL_STRBUF_INIT;
@@ -409,19 +424,27 @@ out:
 /* ---- a request ------------------------------------------------------- */
 
 /* $1 $2 the window's days (dates), $3 $4 its bounds and $5 now (epoch
- * seconds): whether every day's runs are built and no GPU job the window
- * holds is open (running or waiting: their time after the last sighting
- * is live, and their run's state). */
+ * seconds): whether no GPU job the window holds is open (running or
+ * waiting: their time after the last sighting is live, and their run's
+ * state) and none touches a day of it whose runs are not built (the
+ * days no job touched are never built). */
 static const char built_check_sql[] =
-	"SELECT (SELECT count(*) FROM usage_daily_run_built WHERE day >= $1::date AND day < $2::date)"
-	"  = ($2::date - $1::date)"
+	"WITH d AS (SELECT g::date AS day FROM generate_series($1::date, $2::date - 1, interval '1 day') g"
+	"  WHERE NOT EXISTS (SELECT 1 FROM usage_daily_run_built b WHERE b.day = g::date)),"
+	" isl AS (SELECT min(day)::timestamp AT TIME ZONE 'UTC' AS a, (max(day) + 1)::timestamp AT TIME ZONE 'UTC' AS b"
+	"  FROM (SELECT day, day - row_number() OVER (ORDER BY day)::integer AS grp FROM d) x GROUP BY grp)"
+	" SELECT NOT EXISTS (SELECT 1 FROM isl WHERE EXISTS (SELECT 1 FROM jobs j WHERE " GPU_JOB_SQL
+	"   AND ((j.start_at < isl.b AND coalesce(j.end_at, to_timestamp($5::bigint)) > isl.a)"
+	"    OR (j.start_at IS NULL AND j.submit_at >= isl.a AND j.submit_at < isl.b))))"
 	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.end_at IS NULL AND j.start_at IS NOT NULL"
 	"  AND j.start_at < to_timestamp($4::bigint) AND " GPU_JOB_SQL ")"
 	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.start_at IS NULL AND j.end_at IS NULL"
 	"  AND j.submit_at >= to_timestamp($3::bigint) AND j.submit_at < to_timestamp($4::bigint) AND " GPU_JOB_SQL ")";
 
 /* The runs of a built window: the members the window holds (the jobs
- * query's window test on their stored times) and the days' sums. */
+ * query's window test on their stored times), and the sums of its days
+ * (of a whole month inside it from usage_monthly_run when that month's
+ * sums are of its days built now, sql/099). */
 static const char built_sql[] =
 	"WITH m AS (SELECT * FROM run_members m WHERE (m.start_s < $4 AND coalesce(m.end_s, $5) > $3)"
 	"  OR (m.start_s IS NULL AND m.submit_s >= $3 AND m.submit_s < $4)),"
@@ -432,12 +455,19 @@ static const char built_sql[] =
 	"  max(end_s) AS last_end_s,"
 	"  (array_agg(coalesce(state, 'UNKNOWN') ORDER BY end_s DESC NULLS LAST, job_pk DESC))[1] AS state"
 	"  FROM m GROUP BY run_key),"
-	" u AS (SELECT run_key, sum(alloc) AS alloc, sum(priced) AS priced,"
-	"  coalesce(sum(priced::numeric * rate), 0) AS cost_num,"
-	"  coalesce(sum(alloc) FILTER (WHERE failed), 0) AS f_alloc,"
-	"  coalesce(sum(priced::numeric * rate) FILTER (WHERE failed), 0) AS f_cost,"
-	"  sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
-	"  FROM usage_daily_run WHERE day >= $1::date AND day < $2::date GROUP BY run_key)"
+	" mo AS (SELECT mb.month FROM usage_monthly_run_built mb WHERE mb.month >= $1::date"
+	"  AND mb.month + interval '1 month' <= $2::date"
+	"  AND mb.days = ARRAY(SELECT b.day FROM usage_daily_run_built b WHERE b.day >= mb.month"
+	"   AND b.day < mb.month + interval '1 month' ORDER BY b.day)),"
+	" x AS (SELECT run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs FROM usage_monthly_run"
+	"  WHERE month IN (SELECT month FROM mo)"
+	"  UNION ALL SELECT run_key, alloc, priced, coalesce(priced::numeric * rate, 0),"
+	"  CASE WHEN failed THEN alloc ELSE 0 END, CASE WHEN failed THEN coalesce(priced::numeric * rate, 0) ELSE 0 END,"
+	"  busy, idle, obs FROM usage_daily_run WHERE day >= $1::date AND day < $2::date"
+	"  AND date_trunc('month', day)::date NOT IN (SELECT month FROM mo)),"
+	" u AS (SELECT run_key, sum(alloc) AS alloc, sum(priced) AS priced, sum(cost_num) AS cost_num,"
+	"  sum(f_alloc) AS f_alloc, sum(f_cost) AS f_cost, sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
+	"  FROM x GROUP BY run_key)"
 	" SELECT r.run_key, r.kind, r.attempts, r.jobs, r.queue_s, r.first_submit_s, r.last_end_s, r.state,"
 	"  coalesce(u.alloc, 0)::text, coalesce(u.priced, 0)::text, coalesce(u.cost_num, 0)::text,"
 	"  coalesce(u.f_alloc, 0)::text, coalesce(u.f_cost, 0)::text, coalesce(u.busy, 0), coalesce(u.idle, 0),"
@@ -499,8 +529,7 @@ static int built_runs(PGconn *c, const struct gl_rundb_query *q, struct gl_rundb
 	int rc;
 
 	*served = 0;
-	if (q->n_scope || q->members || q->win_start_s % 86400 || q->win_end_s % 86400 || q->win_end_s <= q->win_start_s ||
-	    q->win_end_s > q->now_s)
+	if (q->n_scope || q->members || q->win_start_s % 86400 || q->win_end_s % 86400 || q->win_end_s <= q->win_start_s)
 		return 0;
 	if ((rc = rules_read(c, &sr, err)) || !same_rules(sr.r, sr.n, q->rules, q->n_rules))
 		goto out;
@@ -511,7 +540,7 @@ static int built_runs(PGconn *c, const struct gl_rundb_query *q, struct gl_rundb
 	snprintf(a, sizeof a, "%lld", (long long)q->win_start_s);
 	snprintf(b, sizeof b, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
-	if ((rc = gl_db_query(c, built_check_sql, 4, (const char *[]){da, db, a, b}, &res, err)) ||
+	if ((rc = gl_db_query(c, built_check_sql, 5, (const char *[]){da, db, a, b, now}, &res, err)) ||
 	    strcmp(PQgetvalue(res, 0, 0), "t"))
 		goto out;
 	PQclear(res);

@@ -62,6 +62,8 @@ static const char *const paths[] = {
 	"/v1/runs?window=2026-11-21T12:00:00Z,2026-11-22T18:00:00Z",
 	"/v1/runs?window=2026-11-22T00:00:00Z,2026-11-24T00:00:00Z",
 	"/v1/runs?window=2026-11-21T00:00:00Z,2026-11-23T00:00:00Z",
+	"/v1/runs?window=2026-11",
+	"/v1/runs?window=2026-11&aggregate=user",
 };
 #define N_PATHS N_OF(paths)
 
@@ -348,8 +350,10 @@ static void rollup(const char *cfg, const char *days)
 /* The runs built by the rollup under the rules daemon a answers with (the
  * rollup syncs them: `--config` a's): every answer equal to the live one,
  * byte for byte, now read from the built runs (a GPU-second added to one
- * built run-day shows in the answer, and the answer is the live one again
- * without it); a changed rule makes the built days from its start stale. */
+ * built run-day shows in the answer, one added to the month's run sums in
+ * the month's answer, and the answer is the live one again without it);
+ * a changed rule makes the built days from its start stale. The month
+ * (2026-11) is read built too: its days no job touched are never built. */
 static void test_built_runs_equal_live(void **state)
 {
 	struct answers live = {0}, built = {0};
@@ -383,6 +387,24 @@ static void test_built_runs_equal_live(void **state)
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_daily_run SET alloc = alloc - 1000000"
 						 " WHERE ctid = (SELECT ctid FROM usage_daily_run WHERE run_key = 'days/job/5'"
 						 " AND day = '2026-11-22' AND alloc >= 1000000 LIMIT 1) RETURNING 1) SELECT count(*) FROM u"),
+			 1);
+	/* a whole month is read from its sums (usage_monthly_run), a window
+	 * of days from the days: one GPU-second more in the month's row shows
+	 * in the month, not in the four days */
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_monthly_run_built"
+						 " WHERE month = '2026-11-01' AND cardinality(days) = 4"),
+			 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc + 1000000"
+						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
+			 1);
+	moved = body(g_a.port, "/v1/runs?window=2026-11");
+	assert_non_null(strstr(moved, "\"gpu_seconds\":180001"));
+	free(moved);
+	moved = body(g_a.port, "/v1/runs?" WIN);
+	assert_string_equal(moved, live.s[0]);
+	free(moved);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc - 1000000"
+						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
 			 1);
 	/* the name_user rule starts a day later: the days from its old start
 	 * (the 21st) on are stale, the 20th stays built; the rollup of one day
