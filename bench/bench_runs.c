@@ -140,12 +140,11 @@ static void one_day(const char *dsn, const char *cfg, long jobs)
 		       log_ms(log, off, "INSERT INTO usage_daily (day"));
 	/* the runs' part of the build (gl_rundb_build_days) */
 	printf("| the same day's runs (gl_rundb_build_days): the days' jobs read / members COPY / members upsert / "
-	       "usage_daily_run INSERT | %.0f / %.0f / %.0f / %.0f ms | usage_daily INSERT | %.2fx |\n",
+	       "usage_daily_run INSERT / usage_monthly_run INSERT (the month's run sums) | %.0f / %.0f / %.0f / %.0f / "
+	       "%.0f ms | - | - |\n",
 	       log_ms(log, off, "WITH d AS (SELECT min(x)"), log_ms(log, off, "COPY gl_run_members_in"),
 	       log_ms(log, off, "INSERT INTO run_members"), log_ms(log, off, "INSERT INTO usage_daily_run ("),
-	       (log_ms(log, off, "WITH d AS (SELECT min(x)") + log_ms(log, off, "COPY gl_run_members_in") +
-		log_ms(log, off, "INSERT INTO run_members") + log_ms(log, off, "INSERT INTO usage_daily_run (")) /
-		       log_ms(log, off, "INSERT INTO usage_daily (day"));
+	       log_ms(log, off, "INSERT INTO usage_monthly_run ("));
 	fflush(stdout);
 }
 
