@@ -7,7 +7,7 @@
  * runs is past server.max_answer_lines) and once per run (the list) at
  * sizes that fit: first with no day built (every job's line live; at most
  * 100,000 jobs, the old path), then after the real `gpuledger rollup` of
- * the month (per-job lines from usage_daily_job, sql/092), with the
+ * the month (the runs built with it, sql/098: a row per run), with the
  * rollup's time, the per-job tables' size per job, and
  * one day built again with its statements timed by the server's own log
  * (log_min_duration_statement): what the per-job lines add to a day.
@@ -57,12 +57,12 @@ static void measure(int port, const char *path, int reqs, long jobs, const char 
 }
 
 /* The month built by the real CLI, timed; the per-job tables' size. */
-static void rollup(const char *dsn, long jobs)
+static void rollup(const char *dsn, const char *cfg, long jobs)
 {
 	struct gl_test_out o;
 	double t0 = gl_test_now_s(), took;
 	long long bytes, rows, mbytes, mrows;
-	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+	if (gl_test_run(dsn, NULL, &o, "--config", cfg, "rollup", NULL) || o.status != 0)
 		die("rollup", NULL);
 	took = gl_test_now_s() - t0;
 	gl_test_out_fini(&o);
@@ -75,6 +75,13 @@ static void rollup(const char *dsn, long jobs)
 	printf("| usage_daily_job / usage_monthly_job for the month, %ld jobs | %lld rows, %.1f MB (%.0f bytes a job) / "
 	       "%lld rows, %.1f MB (%.0f bytes a job) | - | - |\n",
 	       jobs, rows, bytes / 1e6, (double)bytes / jobs, mrows, mbytes / 1e6, (double)mbytes / jobs);
+	bytes = gl_test_qint_dsn(dsn, "SELECT pg_total_relation_size('usage_daily_run')");
+	rows = gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_daily_run");
+	mbytes = gl_test_qint_dsn(dsn, "SELECT pg_total_relation_size('run_members')");
+	mrows = gl_test_qint_dsn(dsn, "SELECT count(*) FROM run_members");
+	printf("| usage_daily_run / run_members for the month, %ld jobs | %lld rows, %.1f MB / %lld rows, %.1f MB "
+	       "(%.0f bytes a job together) | - | - |\n",
+	       jobs, rows, bytes / 1e6, mrows, mbytes / 1e6, (double)(bytes + mbytes) / jobs);
 	fflush(stdout);
 }
 
@@ -102,7 +109,7 @@ static double log_ms(const char *log, long off, const char *prefix)
 /* One day of the month built again, its statements timed by the server:
  * the per-job lines' INSERT (and the month's per-job sums) beside the
  * day's usage_daily INSERT. */
-static void one_day(const char *dsn, long jobs)
+static void one_day(const char *dsn, const char *cfg, long jobs)
 {
 	char log[600];
 	const char *tmp = getenv("GL_TEST_TMP");
@@ -119,7 +126,7 @@ static void one_day(const char *dsn, long jobs)
 	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_runs SET log_min_duration_statement = 0");
 	gl_test_exec_owner(dsn, "DELETE FROM usage_daily_built WHERE day = '2026-10-15'");
 	t0 = gl_test_now_s();
-	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+	if (gl_test_run(dsn, NULL, &o, "--config", cfg, "rollup", NULL) || o.status != 0)
 		die("rollup", NULL);
 	took = gl_test_now_s() - t0;
 	gl_test_out_fini(&o);
@@ -131,6 +138,13 @@ static void one_day(const char *dsn, long jobs)
 	       log_ms(log, off, "INSERT INTO usage_daily_job"), log_ms(log, off, "INSERT INTO usage_monthly_job ("),
 	       (log_ms(log, off, "INSERT INTO usage_daily_job") + log_ms(log, off, "INSERT INTO usage_monthly_job (")) /
 		       log_ms(log, off, "INSERT INTO usage_daily (day"));
+	/* the runs' part of the build (gl_rundb_build_days) */
+	printf("| the same day's runs (gl_rundb_build_days): the days' jobs read / members COPY / members upsert / "
+	       "usage_daily_run INSERT / usage_monthly_run INSERT (the month's run sums) | %.0f / %.0f / %.0f / %.0f / "
+	       "%.0f ms | - | - |\n",
+	       log_ms(log, off, "WITH d AS (SELECT min(x)"), log_ms(log, off, "COPY gl_run_members_in"),
+	       log_ms(log, off, "INSERT INTO run_members"), log_ms(log, off, "INSERT INTO usage_daily_run ("),
+	       log_ms(log, off, "INSERT INTO usage_monthly_run ("));
 	fflush(stdout);
 }
 
@@ -142,7 +156,7 @@ int main(int argc, char **argv)
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
 			  "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			  "runs:\n  - by: name_user\n";
-	char dsn[512], sql[512];
+	char dsn[512], sql[512], cfgfile[400];
 	struct gl_test_daemon d;
 	PGresult *r;
 	PGconn *c;
@@ -176,13 +190,16 @@ int main(int argc, char **argv)
 		measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
 			"peer: /v1/chargeback month, aggregate=user, no day built");
 	}
-	rollup(dsn, jobs);
+	/* the rollup with the daemon's config: the runs are built with the
+	 * rules the daemon answers with */
+	snprintf(cfgfile, sizeof cfgfile, "%s/config.yaml", d.dir);
+	rollup(dsn, cfgfile, jobs);
 	measure(d.port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, "/v1/runs month, aggregate=user, month built");
 	measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
 		"peer: /v1/chargeback month, aggregate=user, month built");
 	if (jobs / 4 <= 250000)
 		measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, every run, month built");
-	one_day(dsn, jobs);
+	one_day(dsn, cfgfile, jobs);
 	gl_test_daemon_stop(&d);
 	PQfinish(c);
 	return 0;

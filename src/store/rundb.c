@@ -1,7 +1,11 @@
 /* The jobs of the training runs (see include/gl/rundb.h). */
 #include "gl/rundb.h"
-#include "gl/accounting.h"
+#include "rundb_int.h"
+#include "accounting_int.h"
 #include "gl/chargeback.h"
+#include "gl/config.h"
+#include "gl/cost.h"
+#include "gl/timeutil.h"
 #include "db_int.h"
 #include "gl/pgrow.h"
 #include "gl/strbuf.h"
@@ -12,25 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* $1 window start, $2 end, $3 now (epoch seconds), $5 the label keys
- * (text[]): their values joined by U+001F, an
- * absent label as the empty string (a label's value is never empty and
- * never holds a control character in the API). The window test is
- * /v1/jobs'; a job that never started counts where it was submitted. */
+/* The job columns the grouping reads; lbl: the parameter of the label keys
+ * (text[]): their values joined by U+001F, an absent label as the empty
+ * string (a label's value is never empty and never holds a control
+ * character in the API). Only pods have labels: a Slurm job's row skips
+ * the subquery. */
+#define JOB_COLS_SQL(lbl)                                                                                      \
+	" j.job_pk, c.name AS cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition,"     \
+	"  j.namespace AS namespace_, j.wckey, j.tags->>'comment' AS comment, j.state,"                       \
+	"  coalesce(j.array_job_id, -1) AS array_job_id, coalesce(j.het_job_id, -1) AS het_job_id,"          \
+	"  coalesce(j.het_offset, -1) AS het_offset,"                                                          \
+	"  extract(epoch FROM j.submit_at)::bigint AS submit_s, extract(epoch FROM j.start_at)::bigint AS start_s," \
+	"  extract(epoch FROM j.end_at)::bigint AS end_s, coalesce(j.queue_wait_s, -1) AS queue_wait_s,"     \
+	"  j.tags->>'owner_kind' AS owner_kind, j.tags->>'owner_name' AS owner_name,"                        \
+	"  CASE WHEN j.tags ? 'labels' THEN array_to_string(ARRAY(SELECT coalesce(j.tags->'labels'->>k.k, '')" \
+	"   FROM unnest(" lbl "::text[]) WITH ORDINALITY AS k(k, o) ORDER BY k.o), E'\\x1f') END AS labels"   \
+	" FROM jobs j JOIN clusters c USING (cluster_id)"
+
+#define GPU_JOB_SQL "(" GL_ACCOUNTING_JOB_GPUS_SQL("j") " > 0 OR j.req_gpu_micro > 0)"
+
+/* $1 window start, $2 end, $3 now (epoch seconds), $5 the label keys. The
+ * window test is /v1/jobs'; a job that never started counts where it was
+ * submitted. */
 static const char jobs_sql[] =
 	"WITH w AS (SELECT to_timestamp($1::bigint) AS a, to_timestamp($2::bigint) AS b, to_timestamp($3::bigint) AS now)"
-	" SELECT j.job_pk, c.name AS cluster, j.job_key, j.job_id, j.name, j.user_name, j.account, j.partition,"
-	"  j.namespace AS namespace_, j.wckey, j.tags->>'comment' AS comment, j.state,"
-	"  coalesce(j.array_job_id, -1) AS array_job_id, coalesce(j.het_job_id, -1) AS het_job_id,"
-	"  coalesce(j.het_offset, -1) AS het_offset,"
-	"  extract(epoch FROM j.submit_at)::bigint AS submit_s, extract(epoch FROM j.start_at)::bigint AS start_s,"
-	"  extract(epoch FROM j.end_at)::bigint AS end_s, coalesce(j.queue_wait_s, -1) AS queue_wait_s,"
-	"  j.tags->>'owner_kind' AS owner_kind, j.tags->>'owner_name' AS owner_name,"
-	/* only pods have labels: a Slurm job's row skips the subquery */
-	"  CASE WHEN j.tags ? 'labels' THEN array_to_string(ARRAY(SELECT coalesce(j.tags->'labels'->>k.k, '')"
-	"   FROM unnest($5::text[]) WITH ORDINALITY AS k(k, o) ORDER BY k.o), E'\\x1f') END AS labels"
-	" FROM jobs j JOIN clusters c USING (cluster_id), w"
-	" WHERE (" GL_ACCOUNTING_JOB_GPUS_SQL("j") " > 0 OR j.req_gpu_micro > 0)"
+	" SELECT" JOB_COLS_SQL("$5") ", w"
+	" WHERE " GPU_JOB_SQL
 	"  AND ((j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a)"
 	"   OR (j.start_at IS NULL AND j.submit_at >= w.a AND j.submit_at < w.b))"
 	"  AND ($8::text[] IS NULL OR j.account = ANY($8)) AND ($9::text[] IS NULL OR j.namespace = ANY($9))"
@@ -40,6 +51,19 @@ static const char jobs_sql[] =
 	"    coalesce(j.start_at, j.submit_at)) ow"
 	"   WHERE ($4::text[] IS NULL OR ow.team = ANY($4)) AND ($6::text[] IS NULL OR ow.project = ANY($6))"
 	"    AND ($7::text[] IS NULL OR ow.cost_center = ANY($7))))";
+
+/* The jobs of days being built ($1 date[]): those with a line in their
+ * usage_daily_job, and those submitted on them that never started; $2 the
+ * label keys. */
+static const char build_jobs_sql[] =
+	"WITH d AS (SELECT min(x) AS lo, max(x) + 1 AS hi FROM unnest($1::date[]) x)"
+	" SELECT" JOB_COLS_SQL("$2") ", d"
+	" WHERE " GPU_JOB_SQL
+	"  AND (j.job_pk IN (SELECT job_pk FROM usage_daily_job WHERE day = ANY($1::date[]))"
+	"   OR (j.start_at IS NULL"
+	"    AND coalesce(j.submit_at, j.start_at, '-infinity'::timestamptz) >= d.lo::timestamp AT TIME ZONE 'UTC'"
+	"    AND coalesce(j.submit_at, j.start_at, '-infinity'::timestamptz) < d.hi::timestamp AT TIME ZONE 'UTC'"
+	"    AND (j.submit_at AT TIME ZONE 'UTC')::date = ANY($1::date[])))";
 
 struct row {
 	struct gl_runs_job j;
@@ -99,7 +123,8 @@ static int cmp_pk(const void *a, const void *b)
 	return x->job_pk < y->job_pk ? -1 : x->job_pk > y->job_pk;
 }
 
-/* The ledger's line of each job that started: one step, the window. */
+/* The ledger's line of each job that started, unrounded: one step, the
+ * window. */
 static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, struct gl_err *err)
 {
 	struct gl_window step = {q->win_start_s, q->win_end_s};
@@ -127,7 +152,8 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 		aq.jobs = ids;
 		aq.n_jobs = n;
 	}
-	if ((rc = gl_accounting_chargeback_finished(st, &aq, &cb, &meta, err)))
+	/* the numerators, rounded per run across the runs (gl_runs_round) */
+	if ((rc = gl_accounting_chargeback(gl_db_conn(st), &aq, &cb, &meta, err)))
 		goto out;
 	for (size_t i = 0; i < cb.n_steps; i++)
 		for (size_t k = 0; k < cb.steps[i].n_lines; k++) {
@@ -135,14 +161,16 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 			struct gl_runs_job key = {.job_pk = atoll(l->key[0])}, *j;
 			if (!(j = gl_bsearch(&key, out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk)))
 				continue; /* not asked for: cannot happen */
-			j->gpu_s += l->alloc_s;
-			j->cost_micros += l->cost_micros;
-			j->unpriced_s += l->unpriced_s;
-			j->unobserved_s += l->unobserved_s;
+			j->alloc_us += l->alloc_us;
+			j->priced_us += l->priced_us;
+			j->cost_num += l->cost_num;
+			j->unobs_us += l->unobs_us;
 			j->busy_s += l->busy_s;
 			j->idle_s += l->idle_s;
 			j->observed_s += l->observed_s;
 		}
+	for (size_t i = 0; i < out->n_jobs; i++)
+		gl_runs_round_job(&out->jobs[i]);
 out:
 	gl_chargeback_fini(&cb);
 	gl_accounting_meta_fini(&meta);
@@ -150,7 +178,393 @@ out:
 	return rc;
 }
 
-int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, struct gl_err *err)
+/* The jobs of sql ($keys_param the label keys) into out, sorted by job_pk. */
+static int read_jobs(PGconn *c, const char *sql, int np, const char *const *params, size_t nk, struct gl_rundb *out,
+		     struct gl_err *err)
+{
+	size_t n = 0;
+	int rc = gl_pgrow_query(c, sql, np, params, fields, GL_ARRAY_LEN(fields), sizeof(struct row), &out->rows, &n,
+				&out->text, err);
+	if (rc)
+		return rc;
+	out->n_jobs = n;
+	out->jobs = gl_xcalloc(n + 1, sizeof *out->jobs);
+	split_labels(out, out->rows, nk);
+	gl_qsort(out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk);
+	return 0;
+}
+
+/* ---- the grouping rules the built runs were computed with ------------- */
+
+struct stored_rules {
+	PGresult *res;
+	struct gl_runs_rule *r;
+	size_t n;
+};
+
+static int64_t opt_time(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? GL_TIME_NONE : atoll(PQgetvalue(r, row, col));
+}
+
+static int rules_read(PGconn *c, struct stored_rules *sr, struct gl_err *err)
+{
+	int rc = gl_db_query(c,
+			     "SELECT by_, cluster, CASE WHEN valid_from > '-infinity' THEN extract(epoch FROM valid_from)::bigint END,"
+			     " CASE WHEN valid_to < 'infinity' THEN extract(epoch FROM valid_to)::bigint END"
+			     " FROM run_rules ORDER BY ord",
+			     0, NULL, &sr->res, err);
+	if (rc)
+		return rc;
+	sr->r = gl_xcalloc((size_t)PQntuples(sr->res) + 1, sizeof *sr->r);
+	for (int i = 0; i < PQntuples(sr->res); i++) {
+		struct gl_runs_rule *ru = &sr->r[sr->n];
+		ru->cluster = PQgetvalue(sr->res, i, 1);
+		ru->from_s = opt_time(sr->res, i, 2);
+		ru->to_s = opt_time(sr->res, i, 3);
+		if (gl_runs_by_parse(PQgetvalue(sr->res, i, 0), &ru->by, &ru->label))
+			return gl_err_set(err, GL_EINTERNAL, "run_rules: '%s' is not a grouping",
+					  PQgetvalue(sr->res, i, 0));
+		sr->n++;
+	}
+	return 0;
+}
+
+static void rules_fini(struct stored_rules *sr)
+{
+	PQclear(sr->res);
+	free(sr->r);
+}
+
+static int same_rules(const struct gl_runs_rule *a, size_t na, const struct gl_runs_rule *b, size_t nb)
+{
+	if (na != nb)
+		return 0;
+	for (size_t i = 0; i < na; i++) {
+		char x[256], y[256];
+		gl_runs_by_name(&a[i], x, sizeof x);
+		gl_runs_by_name(&b[i], y, sizeof y);
+		if (strcmp(x, y) || strcmp(a[i].cluster ? a[i].cluster : "", b[i].cluster ? b[i].cluster : "") ||
+		    a[i].from_s != b[i].from_s || a[i].to_s != b[i].to_s)
+			return 0;
+	}
+	return 1;
+}
+
+int gl_rundb_sync_rules(struct gl_store *st, const struct gl_runs_rule *rules, size_t n, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	int rc, in_txn = 0;
+
+	if ((rc = gl_db_exec(c, "BEGIN", err)))
+		goto out;
+	in_txn = 1;
+	/* one sync at a time (two daemons of a rolling restart); the trigger's
+	 * every-day staleness stands aside: this marks the days it changes */
+	if ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock(26479, 1)", err)) ||
+	    (rc = gl_db_exec(c, "SET LOCAL gpuledger.run_rules_sync = 'on'", err)) ||
+	    (rc = gl_db_exec(c, "CREATE TEMP TABLE gl_run_rules0 ON COMMIT DROP AS SELECT * FROM run_rules", err)) ||
+	    (rc = gl_db_exec(c, "DELETE FROM run_rules", err)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char ord[16], by[256], f[24] = "", t[24] = "";
+		snprintf(ord, sizeof ord, "%zu", i + 1);
+		gl_runs_by_name(&rules[i], by, sizeof by);
+		if (rules[i].from_s != GL_TIME_NONE)
+			snprintf(f, sizeof f, "%lld", (long long)rules[i].from_s);
+		if (rules[i].to_s != GL_TIME_NONE)
+			snprintf(t, sizeof t, "%lld", (long long)rules[i].to_s);
+		if ((rc = gl_db_query(c,
+				      "INSERT INTO run_rules (ord, by_, cluster, valid_from, valid_to) VALUES ($1, $2, $3,"
+				      " CASE WHEN $4 = '' THEN '-infinity' ELSE to_timestamp($4::bigint) END,"
+				      " CASE WHEN $5 = '' THEN 'infinity' ELSE to_timestamp($5::bigint) END)",
+				      5, (const char *[]){ord, by, rules[i].cluster ? rules[i].cluster : "", f, t}, NULL, err)))
+			goto out;
+	}
+	/* a rule decides for the jobs submitted while it is in force, and a
+	 * job runs on: a changed rule (or order) stales its start and every
+	 * later day, under the build's lock as the other writers' staleness
+	 * (taken only then: a start with the same rules waits for no build) */
+	if ((rc = gl_db_query(c,
+			      "WITH ch AS ((SELECT * FROM gl_run_rules0 EXCEPT SELECT * FROM run_rules)"
+			      " UNION ALL (SELECT * FROM run_rules EXCEPT SELECT * FROM gl_run_rules0))"
+			      " SELECT min(valid_from)::text FROM ch",
+			      0, NULL, &r, err)))
+		goto out;
+	if (!PQgetisnull(r, 0, 0) &&
+	    ((rc = gl_db_exec(c, "SELECT pg_advisory_xact_lock_shared(26476, 0)", err)) ||
+	     (rc = gl_db_query(c,
+			       "DELETE FROM usage_daily_built WHERE (day::timestamp AT TIME ZONE 'UTC') + interval '1 day'"
+			       " > $1::timestamptz",
+			       1, (const char *[]){PQgetvalue(r, 0, 0)}, NULL, err))))
+		goto out;
+	rc = gl_db_exec(c, "COMMIT", err);
+	in_txn = 0;
+out:
+	if (in_txn)
+		PQclear(PQexec(c, "ROLLBACK"));
+	PQclear(r);
+	return rc;
+}
+
+int gl_rundb_sync_config(struct gl_store *st, const struct gl_config *cfg, struct gl_err *err)
+{
+	struct gl_runs_rule *rules;
+	size_t n;
+	int rc;
+	gl_config_run_rules(cfg, &rules, &n);
+	rc = gl_rundb_sync_rules(st, rules, n, err);
+	free(rules);
+	return rc;
+}
+
+/* ---- built: the members and the runs' days, from the rollup ---------- */
+
+static void copy_opt_i64(struct gl_strbuf *b, int64_t v)
+{
+	if (v == GL_TIME_NONE)
+		gl_strbuf_puts(b, "\\N\t");
+	else
+		gl_strbuf_printf(b, "%lld\t", (long long)v);
+}
+
+static void copy_str(struct gl_strbuf *b, const char *s, char end)
+{
+	if (s)
+		gl_strbuf_put_copy_text(b, s, strlen(s));
+	else
+		gl_strbuf_puts(b, "\\N");
+	gl_strbuf_putc(b, end);
+}
+
+/* The COPY text of run_members: a row per job, its run's key. */
+static void members_copy(const struct gl_rundb *db, struct gl_strbuf *b)
+{
+	char base[1024];
+	for (size_t i = 0; i < db->runs.n; i++) {
+		const struct gl_runs_run *r = &db->runs.runs[i];
+		for (size_t k = 0; k < r->n_members; k++) {
+			const struct gl_runs_job *j = &db->jobs[r->members[k]];
+			gl_runs_base(j, base, sizeof base);
+			gl_strbuf_printf(b, "%lld\t", (long long)j->job_pk);
+			copy_str(b, r->key, '\t');
+			copy_str(b, r->kind, '\t');
+			copy_str(b, base, '\t');
+			copy_opt_i64(b, j->submit_s);
+			copy_opt_i64(b, j->start_s);
+			copy_opt_i64(b, j->end_s);
+			copy_str(b, j->state, '\t');
+			gl_strbuf_printf(b, "%lld\t%s\t%s\n", (long long)(j->queue_wait_s > 0 ? j->queue_wait_s : 0),
+					 j->het_offset <= 0 ? "t" : "f", gl_runs_attempt_failed(j->state) ? "t" : "f");
+		}
+	}
+}
+
+int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
+{
+	static const char *const after[] = {
+		"INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
+		" run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
+		" submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
+		" state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed",
+		"DELETE FROM usage_daily_run WHERE day = ANY($1::date[])",
+		/* the days' per-job lines (just built) summed per run: no second
+		 * pass over the jobs */
+		"INSERT INTO usage_daily_run (day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs)"
+		" SELECT u.day, m.run_key, m.failed, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy),"
+		" sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN run_members m USING (job_pk)"
+		" WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5",
+		"INSERT INTO usage_daily_run_built (day) SELECT d FROM unnest($1::date[]) d ON CONFLICT DO NOTHING",
+		/* the days' months summed again over their built days, once a
+		 * batch (sql/099) */
+		"DELETE FROM usage_monthly_run WHERE month IN (SELECT date_trunc('month', d)::date FROM unnest($1::date[]) d)",
+		"INSERT INTO usage_monthly_run (month, run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs)"
+		" SELECT mo.month, u.run_key, sum(u.alloc), sum(u.priced), coalesce(sum(u.priced::numeric * u.rate), 0),"
+		" coalesce(sum(u.alloc) FILTER (WHERE u.failed), 0),"
+		" coalesce(sum(u.priced::numeric * u.rate) FILTER (WHERE u.failed), 0), sum(u.busy), sum(u.idle), sum(u.obs)"
+		" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
+		" JOIN usage_daily_run_built b ON b.day >= mo.month AND b.day < mo.month + interval '1 month'"
+		" JOIN usage_daily_run u ON u.day = b.day GROUP BY 1, 2",
+		"INSERT INTO usage_monthly_run_built (month, days)"
+		" SELECT mo.month, array_agg(b.day ORDER BY b.day)"
+		" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
+		" JOIN usage_daily_run_built b ON b.day >= mo.month AND b.day < mo.month + interval '1 month'"
+		" GROUP BY mo.month ON CONFLICT (month) DO UPDATE SET days = excluded.days, built_at = now()",
+	};
+	struct stored_rules sr = {0};
+	struct gl_strbuf keys = GL_STRBUF_INIT, copy = GL_STRBUF_INIT;
+	struct gl_rundb db = {0};
+	const char **kv = NULL;
+	size_t nk = 0;
+	int rc;
+
+	if ((rc = rules_read(c, &sr, err)))
+		goto out;
+	gl_runs_label_keys(sr.r, sr.n, &kv, &nk);
+	text_array(&keys, kv, nk);
+	if ((rc = read_jobs(c, build_jobs_sql, 2, (const char *[]){days, keys.p}, nk, &db, err)))
+		goto out;
+	gl_runs_group(db.jobs, db.n_jobs, sr.r, sr.n, &db.runs);
+	members_copy(&db, &copy);
+	if ((rc = gl_db_exec(c, "CREATE TEMP TABLE gl_run_members_in (LIKE run_members) ON COMMIT DROP", err)) ||
+	    (copy.len && (rc = gl_db_copy_in(c, "COPY gl_run_members_in FROM STDIN", copy.p, copy.len, err))))
+		goto out;
+	for (size_t i = 0; i < GL_ARRAY_LEN(after) && !rc; i++)
+		rc = gl_db_query(c, after[i], i ? 1 : 0, i ? (const char *[]){days} : NULL, NULL, err);
+out:
+	gl_rundb_fini(&db);
+	rules_fini(&sr);
+	free(kv);
+	gl_strbuf_fini(&keys);
+	gl_strbuf_fini(&copy);
+	return rc;
+}
+
+/* ---- a request ------------------------------------------------------- */
+
+/* $1 $2 the window's days (dates), $3 $4 its bounds and $5 now (epoch
+ * seconds): whether no GPU job the window holds is open (running or
+ * waiting: their time after the last sighting is live, and their run's
+ * state) and none touches a day of it whose runs are not built (the
+ * days no job touched are never built). */
+static const char built_check_sql[] =
+	"WITH d AS (SELECT g::date AS day FROM generate_series($1::date, $2::date - 1, interval '1 day') g"
+	"  WHERE NOT EXISTS (SELECT 1 FROM usage_daily_run_built b WHERE b.day = g::date)),"
+	" isl AS (SELECT min(day)::timestamp AT TIME ZONE 'UTC' AS a, (max(day) + 1)::timestamp AT TIME ZONE 'UTC' AS b"
+	"  FROM (SELECT day, day - row_number() OVER (ORDER BY day)::integer AS grp FROM d) x GROUP BY grp)"
+	" SELECT NOT EXISTS (SELECT 1 FROM isl WHERE EXISTS (SELECT 1 FROM jobs j WHERE " GPU_JOB_SQL
+	"   AND ((j.start_at < isl.b AND coalesce(j.end_at, to_timestamp($5::bigint)) > isl.a)"
+	"    OR (j.start_at IS NULL AND j.submit_at >= isl.a AND j.submit_at < isl.b))))"
+	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.end_at IS NULL AND j.start_at IS NOT NULL"
+	"  AND j.start_at < to_timestamp($4::bigint) AND " GPU_JOB_SQL ")"
+	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.start_at IS NULL AND j.end_at IS NULL"
+	"  AND j.submit_at >= to_timestamp($3::bigint) AND j.submit_at < to_timestamp($4::bigint) AND " GPU_JOB_SQL ")";
+
+/* The runs of a built window: the members the window holds (the jobs
+ * query's window test on their stored times), and the sums of its days
+ * (of a whole month inside it from usage_monthly_run when that month's
+ * sums are of its days built now, sql/099). */
+static const char built_sql[] =
+	"WITH m AS (SELECT * FROM run_members m WHERE (m.start_s < $4 AND coalesce(m.end_s, $5) > $3)"
+	"  OR (m.start_s IS NULL AND m.submit_s >= $3 AND m.submit_s < $4)),"
+	" r AS (SELECT run_key, min(kind) AS kind, count(*) FILTER (WHERE attempt) AS attempts,"
+	"  count(DISTINCT base_key) AS jobs, sum(queue_s) AS queue_s,"
+	"  min(coalesce(submit_s, start_s)) AS first_submit_s,"
+	"  (array_agg(job_pk ORDER BY coalesce(submit_s, start_s) NULLS FIRST, job_pk))[1] AS first_pk,"
+	"  max(end_s) AS last_end_s,"
+	"  (array_agg(coalesce(state, 'UNKNOWN') ORDER BY end_s DESC NULLS LAST, job_pk DESC))[1] AS state"
+	"  FROM m GROUP BY run_key),"
+	" mo AS (SELECT mb.month FROM usage_monthly_run_built mb WHERE mb.month >= $1::date"
+	"  AND mb.month + interval '1 month' <= $2::date"
+	"  AND mb.days = ARRAY(SELECT b.day FROM usage_daily_run_built b WHERE b.day >= mb.month"
+	"   AND b.day < mb.month + interval '1 month' ORDER BY b.day)),"
+	" x AS (SELECT run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs FROM usage_monthly_run"
+	"  WHERE month IN (SELECT month FROM mo)"
+	"  UNION ALL SELECT run_key, alloc, priced, coalesce(priced::numeric * rate, 0),"
+	"  CASE WHEN failed THEN alloc ELSE 0 END, CASE WHEN failed THEN coalesce(priced::numeric * rate, 0) ELSE 0 END,"
+	"  busy, idle, obs FROM usage_daily_run WHERE day >= $1::date AND day < $2::date"
+	"  AND date_trunc('month', day)::date NOT IN (SELECT month FROM mo)),"
+	" u AS (SELECT run_key, sum(alloc) AS alloc, sum(priced) AS priced, sum(cost_num) AS cost_num,"
+	"  sum(f_alloc) AS f_alloc, sum(f_cost) AS f_cost, sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
+	"  FROM x GROUP BY run_key)"
+	" SELECT r.run_key, r.kind, r.attempts, r.jobs, r.queue_s, r.first_submit_s, r.last_end_s, r.state,"
+	"  coalesce(u.alloc, 0)::text, coalesce(u.priced, 0)::text, coalesce(u.cost_num, 0)::text,"
+	"  coalesce(u.f_alloc, 0)::text, coalesce(u.f_cost, 0)::text, coalesce(u.busy, 0), coalesce(u.idle, 0),"
+	"  coalesce(u.obs, 0), c.name, j.user_name, j.account, j.partition, j.namespace, j.name"
+	" FROM r LEFT JOIN u USING (run_key) JOIN jobs j ON j.job_pk = r.first_pk JOIN clusters c USING (cluster_id)"
+	" ORDER BY r.first_submit_s DESC NULLS LAST, r.run_key COLLATE \"C\"";
+
+static const char *opt_str(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+static int num(const PGresult *r, int row, int col, gl_cost_i128 *out, struct gl_err *err)
+{
+	if (gl_cost_i128_parse(PQgetvalue(r, row, col), out))
+		return gl_err_set(err, GL_EINTERNAL, "runs: '%s' is not a sum", PQgetvalue(r, row, col));
+	return 0;
+}
+
+/* One run of built_sql's row i; its first job's fields in jobs[i]. */
+static int built_row(const PGresult *res, int i, struct gl_runs_run *r, struct gl_runs_job *j, struct gl_err *err)
+{
+	int rc;
+	r->key = gl_xstrdup(PQgetvalue(res, i, 0));
+	gl_runs_id(r->key, r->id);
+	r->kind = PQgetvalue(res, i, 1);
+	r->first = (size_t)i;
+	r->attempts = atoll(PQgetvalue(res, i, 2));
+	r->jobs = atoll(PQgetvalue(res, i, 3));
+	r->queue_s = atoll(PQgetvalue(res, i, 4));
+	r->first_submit_s = opt_time(res, i, 5);
+	r->last_end_s = opt_time(res, i, 6);
+	r->state = PQgetvalue(res, i, 7);
+	if ((rc = num(res, i, 8, &r->alloc_us, err)) || (rc = num(res, i, 9, &r->priced_us, err)) ||
+	    (rc = num(res, i, 10, &r->cost_num, err)) || (rc = num(res, i, 11, &r->failed_alloc_us, err)) ||
+	    (rc = num(res, i, 12, &r->failed_cost_num, err)))
+		return rc;
+	r->busy_s = strtod(PQgetvalue(res, i, 13), NULL);
+	r->idle_s = strtod(PQgetvalue(res, i, 14), NULL);
+	r->observed_s = strtod(PQgetvalue(res, i, 15), NULL);
+	j->cluster = opt_str(res, i, 16);
+	j->user_name = opt_str(res, i, 17);
+	j->account = opt_str(res, i, 18);
+	j->partition = opt_str(res, i, 19);
+	j->namespace_ = opt_str(res, i, 20);
+	j->name = opt_str(res, i, 21);
+	return 0;
+}
+
+/* The runs of a window of whole days the rollup built, when it is one
+ * (*served 1); else nothing is read beyond the check (*served 0). */
+static int built_runs(PGconn *c, const struct gl_rundb_query *q, struct gl_rundb *out, int *served, struct gl_err *err)
+{
+	struct stored_rules sr = {0};
+	char da[16], db[16], a[24], b[24], now[24];
+	PGresult *res = NULL;
+	int64_t y;
+	unsigned mo, d;
+	int rc;
+
+	*served = 0;
+	if (q->n_scope || q->members || q->win_start_s % 86400 || q->win_end_s % 86400 || q->win_end_s <= q->win_start_s)
+		return 0;
+	if ((rc = rules_read(c, &sr, err)) || !same_rules(sr.r, sr.n, q->rules, q->n_rules))
+		goto out;
+	gl_timeutil_civil_from_days(q->win_start_s / 86400, &y, &mo, &d);
+	snprintf(da, sizeof da, "%04lld-%02u-%02u", (long long)y, mo, d);
+	gl_timeutil_civil_from_days(q->win_end_s / 86400, &y, &mo, &d);
+	snprintf(db, sizeof db, "%04lld-%02u-%02u", (long long)y, mo, d);
+	snprintf(a, sizeof a, "%lld", (long long)q->win_start_s);
+	snprintf(b, sizeof b, "%lld", (long long)q->win_end_s);
+	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
+	if ((rc = gl_db_query(c, built_check_sql, 5, (const char *[]){da, db, a, b, now}, &res, err)) ||
+	    strcmp(PQgetvalue(res, 0, 0), "t"))
+		goto out;
+	PQclear(res);
+	res = NULL;
+	if ((rc = gl_db_query(c, built_sql, 5, (const char *[]){da, db, a, b, now}, &res, err)))
+		goto out;
+	out->runs.n = (size_t)PQntuples(res);
+	out->runs.runs = gl_xcalloc(out->runs.n + 1, sizeof *out->runs.runs);
+	out->n_jobs = out->runs.n;
+	out->jobs = gl_xcalloc(out->n_jobs + 1, sizeof *out->jobs);
+	for (size_t i = 0; i < out->runs.n && !rc; i++)
+		rc = built_row(res, (int)i, &out->runs.runs[i], &out->jobs[i], err);
+	if (!rc) {
+		out->res = res;
+		res = NULL;
+		*served = 1;
+	}
+out:
+	PQclear(res);
+	rules_fini(&sr);
+	return rc;
+}
+
+static int live_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, struct gl_err *err)
 {
 	struct gl_strbuf keys = GL_STRBUF_INIT;
 	struct gl_strbuf sb[GL_TOKENS_SCOPE_DIMS] = {GL_STRBUF_INIT, GL_STRBUF_INIT, GL_STRBUF_INIT,
@@ -158,34 +572,41 @@ int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	const char *sc[GL_TOKENS_SCOPE_DIMS];
 	char a[24], b[24], now[24];
 	const char **kv = NULL;
-	size_t nk = 0, n = 0;
+	size_t nk = 0;
 	int rc;
 
-	memset(out, 0, sizeof *out);
 	gl_runs_label_keys(q->rules, q->n_rules, &kv, &nk);
 	text_array(&keys, kv, nk);
 	snprintf(a, sizeof a, "%lld", (long long)q->win_start_s);
 	snprintf(b, sizeof b, "%lld", (long long)q->win_end_s);
 	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
 	gl_tokens_scope_arrays(q->scope, q->n_scope, sb, sc);
-	rc = gl_pgrow_query(gl_db_conn(st), jobs_sql, 10,
-			    (const char *[]){a, b, now, sc[0], keys.p, sc[1], sc[2], sc[3], sc[4], sc[5]}, fields,
-			    GL_ARRAY_LEN(fields), sizeof(struct row), &out->rows, &n, &out->text, err);
+	rc = read_jobs(gl_db_conn(st), jobs_sql, 10,
+		       (const char *[]){a, b, now, sc[0], keys.p, sc[1], sc[2], sc[3], sc[4], sc[5]}, nk, out, err);
 	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_fini(&sb[d]);
-	if (rc)
-		goto out;
-	out->n_jobs = n;
-	out->jobs = gl_xcalloc(n + 1, sizeof *out->jobs);
-	split_labels(out, out->rows, nk);
-	gl_qsort(out->jobs, out->n_jobs, sizeof *out->jobs, cmp_pk);
-	if ((rc = ledger(st, q, out, err)))
+	if (rc || (rc = ledger(st, q, out, err)))
 		goto out;
 	gl_runs_group(out->jobs, out->n_jobs, q->rules, q->n_rules, &out->runs);
 out:
 	free(kv);
 	gl_strbuf_fini(&keys);
 	return rc;
+}
+
+int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, struct gl_err *err)
+{
+	int served = 0, rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = built_runs(gl_db_conn(st), q, out, &served, err)))
+		return rc;
+	out->built = served;
+	if (!served && (rc = live_runs(st, q, out, err)))
+		return rc;
+	if ((rc = gl_runs_round(&out->runs)))
+		return gl_err_set(err, -rc, "runs: apportioning failed");
+	return 0;
 }
 
 void gl_rundb_fini(struct gl_rundb *r)
@@ -195,5 +616,6 @@ void gl_rundb_fini(struct gl_rundb *r)
 	free(r->rows);
 	free(r->text);
 	free(r->label_store);
+	PQclear(r->res);
 	memset(r, 0, sizeof *r);
 }

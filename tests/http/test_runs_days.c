@@ -62,6 +62,8 @@ static const char *const paths[] = {
 	"/v1/runs?window=2026-11-21T12:00:00Z,2026-11-22T18:00:00Z",
 	"/v1/runs?window=2026-11-22T00:00:00Z,2026-11-24T00:00:00Z",
 	"/v1/runs?window=2026-11-21T00:00:00Z,2026-11-23T00:00:00Z",
+	"/v1/runs?window=2026-11",
+	"/v1/runs?window=2026-11&aggregate=user",
 };
 #define N_PATHS N_OF(paths)
 
@@ -325,6 +327,104 @@ static void test_built_days_equal_live(void **state)
 	answers_fini(&mb);
 }
 
+/* cfg: a config file of the test's with text */
+static void write_config(char *path, size_t n, const char *name, const char *text)
+{
+	FILE *f;
+	snprintf(path, n, "%s/%s", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp", name);
+	f = fopen(path, "w");
+	if (!f)
+		fail_msg("%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void rollup(const char *cfg, const char *days)
+{
+	struct gl_test_out o;
+	if (gl_test_run(g_dsn, NULL, &o, "--config", cfg, "rollup", "--days", days, NULL) || o.status != 0)
+		fail_msg("rollup: exit %d: %s", o.status, o.err);
+	gl_test_out_fini(&o);
+}
+
+/* The runs built by the rollup under the rules daemon a answers with (the
+ * rollup syncs them: `--config` a's): every answer equal to the live one,
+ * byte for byte, now read from the built runs (a GPU-second added to one
+ * built run-day shows in the answer, one added to the month's run sums in
+ * the month's answer, and the answer is the live one again without it);
+ * a changed rule makes the built days from its start stale. The month
+ * (2026-11) is read built too: its days no job touched are never built. */
+static void test_built_runs_equal_live(void **state)
+{
+	struct answers live = {0}, built = {0};
+	char cfg_a[400], cfg_c[400];
+	char *moved;
+
+	take(g_a.port, &live);
+	snprintf(cfg_a, sizeof cfg_a, "%s/config.yaml", g_a.dir);
+	rollup(cfg_a, "4");
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_run_built"), 4);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_rules"), 2);
+	/* every GPU job of the four days is a member, in the run live gives it */
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_members WHERE run_key = 'days/job/5'"), 2);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_members"
+						 " WHERE run_key = 'days/name_user/alice/ckpt'"),
+			 1 + 2); /* 11, and 14's two het components */
+	take(g_a.port, &built);
+	same("built runs", &live, &built);
+	answers_fini(&built);
+	/* the answer is read from usage_daily_run: one GPU-second more in job
+	 * 5's run on the 22nd is one more in the answer */
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_daily_run SET alloc = alloc + 1000000"
+						 " WHERE ctid = (SELECT ctid FROM usage_daily_run WHERE run_key = 'days/job/5'"
+						 " AND day = '2026-11-22' LIMIT 1) RETURNING 1) SELECT count(*) FROM u"),
+			 1);
+	moved = body(g_a.port, "/v1/runs?" WIN);
+	if (!strcmp(moved, live.s[0]))
+		fail_msg("the answer of built days did not read usage_daily_run");
+	assert_non_null(strstr(moved, "\"gpu_seconds\":180001"));
+	free(moved);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_daily_run SET alloc = alloc - 1000000"
+						 " WHERE ctid = (SELECT ctid FROM usage_daily_run WHERE run_key = 'days/job/5'"
+						 " AND day = '2026-11-22' AND alloc >= 1000000 LIMIT 1) RETURNING 1) SELECT count(*) FROM u"),
+			 1);
+	/* a whole month is read from its sums (usage_monthly_run), a window
+	 * of days from the days: one GPU-second more in the month's row shows
+	 * in the month, not in the four days */
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_monthly_run_built"
+						 " WHERE month = '2026-11-01' AND cardinality(days) = 4"),
+			 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc + 1000000"
+						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
+			 1);
+	moved = body(g_a.port, "/v1/runs?window=2026-11");
+	assert_non_null(strstr(moved, "\"gpu_seconds\":180001"));
+	free(moved);
+	moved = body(g_a.port, "/v1/runs?" WIN);
+	assert_string_equal(moved, live.s[0]);
+	free(moved);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc - 1000000"
+						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
+			 1);
+	/* the name_user rule starts a day later: the days from its old start
+	 * (the 21st) on are stale, the 20th stays built; the rollup of one day
+	 * builds the 23rd again */
+	write_config(cfg_c, sizeof cfg_c, "runs-days-c.yaml",
+		     RATES "runs:\n  - by: array\n  - by: name_user\n    from: \"2026-11-22T12:00:00Z\"\n");
+	rollup(cfg_c, "1");
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-20'"), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built"
+						 " WHERE day IN ('2026-11-21', '2026-11-22')"),
+			 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_run_built WHERE day = '2026-11-23'"), 1);
+	/* a's rules are no longer the built ones: a reads live, the same */
+	take(g_a.port, &built);
+	same("rules changed", &live, &built);
+	answers_fini(&built);
+	answers_fini(&live);
+	rollup(cfg_a, "4");
+}
+
 /* The runs' cost is the window's cost in /v1/chargeback, built or not. */
 static void test_runs_equal_chargeback(void **state)
 {
@@ -349,6 +449,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_equal_chargeback),
 		cmocka_unit_test(test_built_days_equal_live),
+		cmocka_unit_test(test_runs_equal_chargeback),
+		cmocka_unit_test(test_built_runs_equal_live),
 		cmocka_unit_test(test_runs_equal_chargeback),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
