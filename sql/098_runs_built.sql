@@ -34,6 +34,8 @@ CREATE TABLE run_members (
     failed   boolean NOT NULL
 );
 CREATE INDEX run_members_start_idx ON run_members (start_s);
+-- a request's runs with an open job read their other members by key
+CREATE INDEX run_members_run_idx ON run_members (run_key);
 
 CREATE TABLE usage_daily_run (
     day       date NOT NULL,

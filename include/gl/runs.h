@@ -132,4 +132,8 @@ void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct g
 		   struct gl_runs *out);
 void gl_runs_fini(struct gl_runs *r);
 
+/* The runs in gl_runs_group's order (most recent first submit first, then
+ * key): for runs put together from more than one grouping. */
+void gl_runs_sort(struct gl_runs *r);
+
 #endif

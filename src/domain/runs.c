@@ -269,6 +269,11 @@ static int cmp_newest(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
+void gl_runs_sort(struct gl_runs *r)
+{
+	gl_qsort(r->runs, r->n, sizeof *r->runs, cmp_newest);
+}
+
 void gl_runs_id(const char *s, char id[17])
 {
 	uint64_t h = 14695981039346656037ULL;

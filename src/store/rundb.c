@@ -54,16 +54,17 @@ static const char jobs_sql[] =
 
 /* The jobs of days being built ($1 date[]): those with a line in their
  * usage_daily_job, and those submitted on them that never started; $2 the
- * label keys. */
+ * label keys. Both by index (the days' lines, jobs_newest_idx), not a scan
+ * of every job. */
 static const char build_jobs_sql[] =
-	"WITH d AS (SELECT min(x) AS lo, max(x) + 1 AS hi FROM unnest($1::date[]) x)"
-	" SELECT" JOB_COLS_SQL("$2") ", d"
-	" WHERE " GPU_JOB_SQL
-	"  AND (j.job_pk IN (SELECT job_pk FROM usage_daily_job WHERE day = ANY($1::date[]))"
-	"   OR (j.start_at IS NULL"
-	"    AND coalesce(j.submit_at, j.start_at, '-infinity'::timestamptz) >= d.lo::timestamp AT TIME ZONE 'UTC'"
-	"    AND coalesce(j.submit_at, j.start_at, '-infinity'::timestamptz) < d.hi::timestamp AT TIME ZONE 'UTC'"
-	"    AND (j.submit_at AT TIME ZONE 'UTC')::date = ANY($1::date[])))";
+	"SELECT" JOB_COLS_SQL("$2")
+	" WHERE " GPU_JOB_SQL " AND j.job_pk IN (SELECT u.job_pk FROM usage_daily_job u WHERE u.day = ANY($1::date[])"
+	"  UNION SELECT p.job_pk FROM jobs p,"
+	"   (SELECT min(x)::timestamp AT TIME ZONE 'UTC' AS lo, (max(x) + 1)::timestamp AT TIME ZONE 'UTC' AS hi"
+	"    FROM unnest($1::date[]) x) d"
+	"   WHERE p.start_at IS NULL AND coalesce(p.submit_at, p.start_at, '-infinity'::timestamptz) >= d.lo"
+	"    AND coalesce(p.submit_at, p.start_at, '-infinity'::timestamptz) < d.hi"
+	"    AND (p.submit_at AT TIME ZONE 'UTC')::date = ANY($1::date[]))";
 
 struct row {
 	struct gl_runs_job j;
@@ -125,7 +126,8 @@ static int cmp_pk(const void *a, const void *b)
 
 /* The ledger's line of each job that started, unrounded: one step, the
  * window. */
-static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, struct gl_err *err)
+static int ledger(struct gl_store *st, const struct gl_rundb_query *q, int listed, struct gl_rundb *out,
+		  struct gl_err *err)
 {
 	struct gl_window step = {q->win_start_s, q->win_end_s};
 	const char *dims[1] = {"job"};
@@ -146,9 +148,10 @@ static int ledger(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	}
 	gl_accounting_query_init(&aq, &step, 1, dims, 1, q->now_s);
 	aq.lines_only = 1;
-	if (q->n_scope) {
-		/* a scoped token's jobs only; unscoped, every job's line (a list
-		 * of every job in the window is a 100,000-element ANY per row) */
+	if (q->n_scope || listed) {
+		/* a scoped token's jobs only, or a built answer's live runs;
+		 * else every job's line (a list of every job in the window is a
+		 * 100,000-element ANY per row) */
 		aq.jobs = ids;
 		aq.n_jobs = n;
 	}
@@ -361,37 +364,86 @@ static void members_copy(const struct gl_rundb *db, struct gl_strbuf *b)
 	}
 }
 
+/* The run-days' columns summed into a month, from d (rows of
+ * usage_daily_run, the old ones negated). */
+#define MONTH_SUMS_SQL                                                                                         \
+	" SELECT date_trunc('month', day)::date, run_key, sum(alloc), sum(priced), coalesce(sum(priced * rate), 0),"  \
+	" coalesce(sum(alloc) FILTER (WHERE failed), 0), coalesce(sum(priced * rate) FILTER (WHERE failed), 0),"      \
+	" sum(busy), sum(idle), sum(obs) FROM d GROUP BY 1, 2"
+
+/* Inside the build's transaction, once the batch's members are in
+ * gl_run_members_in: the runs whose members changed (old and new keys),
+ * the members, the days' run-days with their months' sums moved by the
+ * difference, the months' lists, and the changed runs' member columns of
+ * their months (sql/099). $1 the days. */
+static const char *const build_sql[] = {
+	"CREATE TEMP TABLE gl_run_touched ON COMMIT DROP AS SELECT DISTINCT k FROM gl_run_members_in n"
+	" LEFT JOIN run_members m USING (job_pk),"
+	" LATERAL (VALUES (n.run_key), (m.run_key)) v(k)"
+	" WHERE v.k IS NOT NULL AND (m.job_pk IS NULL OR (n.run_key, n.kind, n.base_key, n.submit_s, n.start_s,"
+	"  n.end_s, n.state, n.queue_s, n.attempt, n.failed) IS DISTINCT FROM"
+	"  (m.run_key, m.kind, m.base_key, m.submit_s, m.start_s, m.end_s, m.state, m.queue_s, m.attempt, m.failed))",
+	"INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
+	" run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
+	" submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
+	" state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed"
+	" WHERE (run_members.run_key, run_members.kind, run_members.base_key, run_members.submit_s,"
+	"  run_members.start_s, run_members.end_s, run_members.state, run_members.queue_s, run_members.attempt,"
+	"  run_members.failed) IS DISTINCT FROM (excluded.run_key, excluded.kind, excluded.base_key,"
+	"  excluded.submit_s, excluded.start_s, excluded.end_s, excluded.state, excluded.queue_s, excluded.attempt,"
+	"  excluded.failed)",
+	/* the days' per-job lines (just built) summed per run, no second pass
+	 * over the jobs; each month's sums move by the new run-days less the
+	 * old ones it held (the days in its list) */
+	"WITH old AS (DELETE FROM usage_daily_run WHERE day = ANY($1::date[]) RETURNING *),"
+	" nw AS (INSERT INTO usage_daily_run (day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs)"
+	"  SELECT u.day, m.run_key, m.failed, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy),"
+	"  sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN run_members m USING (job_pk)"
+	"  WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5 RETURNING *),"
+	" d AS (SELECT day, run_key, failed, rate, alloc::numeric AS alloc, priced::numeric AS priced, busy, idle, obs"
+	"  FROM nw UNION ALL SELECT o.day, o.run_key, o.failed, o.rate, -o.alloc::numeric, -o.priced::numeric,"
+	"  -o.busy, -o.idle, -o.obs FROM old o JOIN usage_monthly_run_built mb"
+	"  ON mb.month = date_trunc('month', o.day)::date AND o.day = ANY(mb.days))"
+	" INSERT INTO usage_monthly_run (month, run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs)"
+	MONTH_SUMS_SQL
+	" ON CONFLICT (month, run_key) DO UPDATE SET alloc = usage_monthly_run.alloc + excluded.alloc,"
+	" priced = usage_monthly_run.priced + excluded.priced, cost_num = usage_monthly_run.cost_num + excluded.cost_num,"
+	" f_alloc = usage_monthly_run.f_alloc + excluded.f_alloc, f_cost = usage_monthly_run.f_cost + excluded.f_cost,"
+	" busy = usage_monthly_run.busy + excluded.busy, idle = usage_monthly_run.idle + excluded.idle,"
+	" obs = usage_monthly_run.obs + excluded.obs",
+	"INSERT INTO usage_daily_run_built (day) SELECT d FROM unnest($1::date[]) d ON CONFLICT DO NOTHING",
+	"INSERT INTO usage_monthly_run_built (month, days)"
+	" SELECT mo.month, ARRAY(SELECT DISTINCT x FROM unnest(coalesce(mb.days, '{}'::date[]) || ARRAY(SELECT d"
+	"  FROM unnest($1::date[]) d WHERE date_trunc('month', d)::date = mo.month)) x ORDER BY x)"
+	" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
+	" LEFT JOIN usage_monthly_run_built mb USING (month)"
+	" ON CONFLICT (month) DO UPDATE SET days = excluded.days, built_at = now()",
+	/* the changed runs' members, each month they were in computed again */
+	"UPDATE usage_monthly_run SET n_mem = 0, attempts = 0, jobs = 0, queue_s = 0, first_s = NULL, first_pk = NULL,"
+	" last_end_s = NULL, last_pk = NULL, last_state = NULL"
+	" WHERE run_key IN (SELECT k FROM gl_run_touched) AND n_mem > 0",
+	"INSERT INTO usage_monthly_run (month, run_key, kind, n_mem, attempts, jobs, queue_s, first_s, first_pk,"
+	" last_end_s, last_pk, last_state)"
+	" SELECT mo.m, m.run_key, min(m.kind), count(*), count(*) FILTER (WHERE m.attempt), count(DISTINCT m.base_key),"
+	" sum(m.queue_s), min(coalesce(m.submit_s, m.start_s)),"
+	" (array_agg(m.job_pk ORDER BY coalesce(m.submit_s, m.start_s) NULLS FIRST, m.job_pk))[1], max(m.end_s),"
+	" (array_agg(m.job_pk ORDER BY m.end_s DESC, m.job_pk DESC))[1],"
+	" (array_agg(coalesce(m.state, 'UNKNOWN') ORDER BY m.end_s DESC, m.job_pk DESC))[1]"
+	" FROM run_members m CROSS JOIN LATERAL (SELECT g::date AS m, extract(epoch FROM g)::bigint AS a,"
+	"  extract(epoch FROM g + interval '1 month')::bigint AS b"
+	"  FROM generate_series(date_trunc('month', to_timestamp(coalesce(m.start_s, m.submit_s)) AT TIME ZONE 'UTC'),"
+	"   date_trunc('month', to_timestamp(m.end_s) AT TIME ZONE 'UTC'), interval '1 month') g) mo"
+	" WHERE m.run_key IN (SELECT k FROM gl_run_touched) AND m.end_s IS NOT NULL"
+	"  AND ((m.start_s < mo.b AND m.end_s > mo.a) OR (m.start_s IS NULL AND m.submit_s >= mo.a AND m.submit_s < mo.b))"
+	" GROUP BY 1, 2"
+	" ON CONFLICT (month, run_key) DO UPDATE SET kind = excluded.kind, n_mem = excluded.n_mem,"
+	" attempts = excluded.attempts, jobs = excluded.jobs, queue_s = excluded.queue_s, first_s = excluded.first_s,"
+	" first_pk = excluded.first_pk, last_end_s = excluded.last_end_s, last_pk = excluded.last_pk,"
+	" last_state = excluded.last_state",
+};
+
 int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 {
-	static const char *const after[] = {
-		"INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
-		" run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
-		" submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
-		" state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed",
-		"DELETE FROM usage_daily_run WHERE day = ANY($1::date[])",
-		/* the days' per-job lines (just built) summed per run: no second
-		 * pass over the jobs */
-		"INSERT INTO usage_daily_run (day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs)"
-		" SELECT u.day, m.run_key, m.failed, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy),"
-		" sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN run_members m USING (job_pk)"
-		" WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5",
-		"INSERT INTO usage_daily_run_built (day) SELECT d FROM unnest($1::date[]) d ON CONFLICT DO NOTHING",
-		/* the days' months summed again over their built days, once a
-		 * batch (sql/099) */
-		"DELETE FROM usage_monthly_run WHERE month IN (SELECT date_trunc('month', d)::date FROM unnest($1::date[]) d)",
-		"INSERT INTO usage_monthly_run (month, run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs)"
-		" SELECT mo.month, u.run_key, sum(u.alloc), sum(u.priced), coalesce(sum(u.priced::numeric * u.rate), 0),"
-		" coalesce(sum(u.alloc) FILTER (WHERE u.failed), 0),"
-		" coalesce(sum(u.priced::numeric * u.rate) FILTER (WHERE u.failed), 0), sum(u.busy), sum(u.idle), sum(u.obs)"
-		" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
-		" JOIN usage_daily_run_built b ON b.day >= mo.month AND b.day < mo.month + interval '1 month'"
-		" JOIN usage_daily_run u ON u.day = b.day GROUP BY 1, 2",
-		"INSERT INTO usage_monthly_run_built (month, days)"
-		" SELECT mo.month, array_agg(b.day ORDER BY b.day)"
-		" FROM (SELECT DISTINCT date_trunc('month', d)::date AS month FROM unnest($1::date[]) d) mo"
-		" JOIN usage_daily_run_built b ON b.day >= mo.month AND b.day < mo.month + interval '1 month'"
-		" GROUP BY mo.month ON CONFLICT (month) DO UPDATE SET days = excluded.days, built_at = now()",
-	};
 	struct stored_rules sr = {0};
 	struct gl_strbuf keys = GL_STRBUF_INIT, copy = GL_STRBUF_INIT;
 	struct gl_rundb db = {0};
@@ -410,8 +462,10 @@ int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 	if ((rc = gl_db_exec(c, "CREATE TEMP TABLE gl_run_members_in (LIKE run_members) ON COMMIT DROP", err)) ||
 	    (copy.len && (rc = gl_db_copy_in(c, "COPY gl_run_members_in FROM STDIN", copy.p, copy.len, err))))
 		goto out;
-	for (size_t i = 0; i < GL_ARRAY_LEN(after) && !rc; i++)
-		rc = gl_db_query(c, after[i], i ? 1 : 0, i ? (const char *[]){days} : NULL, NULL, err);
+	for (size_t i = 0; i < GL_ARRAY_LEN(build_sql) && !rc; i++) {
+		int np = strstr(build_sql[i], "$1") != NULL;
+		rc = gl_db_query(c, build_sql[i], np, np ? (const char *[]){days} : NULL, NULL, err);
+	}
 out:
 	gl_rundb_fini(&db);
 	rules_fini(&sr);
@@ -423,57 +477,83 @@ out:
 
 /* ---- a request ------------------------------------------------------- */
 
-/* $1 $2 the window's days (dates), $3 $4 its bounds and $5 now (epoch
- * seconds): whether no GPU job the window holds is open (running or
- * waiting: their time after the last sighting is live, and their run's
- * state) and none touches a day of it whose runs are not built (the
- * days no job touched are never built). */
-static const char built_check_sql[] =
-	"WITH d AS (SELECT g::date AS day FROM generate_series($1::date, $2::date - 1, interval '1 day') g"
-	"  WHERE NOT EXISTS (SELECT 1 FROM usage_daily_run_built b WHERE b.day = g::date)),"
-	" isl AS (SELECT min(day)::timestamp AT TIME ZONE 'UTC' AS a, (max(day) + 1)::timestamp AT TIME ZONE 'UTC' AS b"
-	"  FROM (SELECT day, day - row_number() OVER (ORDER BY day)::integer AS grp FROM d) x GROUP BY grp)"
-	" SELECT NOT EXISTS (SELECT 1 FROM isl WHERE EXISTS (SELECT 1 FROM jobs j WHERE " GPU_JOB_SQL
-	"   AND ((j.start_at < isl.b AND coalesce(j.end_at, to_timestamp($5::bigint)) > isl.a)"
-	"    OR (j.start_at IS NULL AND j.submit_at >= isl.a AND j.submit_at < isl.b))))"
-	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.end_at IS NULL AND j.start_at IS NOT NULL"
-	"  AND j.start_at < to_timestamp($4::bigint) AND " GPU_JOB_SQL ")"
-	" AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.start_at IS NULL AND j.end_at IS NULL"
-	"  AND j.submit_at >= to_timestamp($3::bigint) AND j.submit_at < to_timestamp($4::bigint) AND " GPU_JOB_SQL ")";
+/* The window's jobs a built answer reads live ($1 $2 the window, $3 now,
+ * $4 the label keys): the open ones (running, or waiting and submitted in
+ * it), those with time in a part of it no built day holds ($5 $6: those
+ * parts' starts and ends, epoch seconds; a job that never started, by its
+ * submit time), and $7 the job_pks of other members of their runs. Each
+ * arm by an index; the window test is the jobs query's. */
+static const char live_jobs_sql[] =
+	"WITH w AS (SELECT to_timestamp($1::bigint) AS a, to_timestamp($2::bigint) AS b, to_timestamp($3::bigint) AS now)"
+	" SELECT" JOB_COLS_SQL("$4") ", w"
+	" WHERE " GPU_JOB_SQL
+	"  AND ((j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a)"
+	"   OR (j.start_at IS NULL AND j.submit_at >= w.a AND j.submit_at < w.b))"
+	"  AND j.job_pk IN (SELECT o.job_pk FROM jobs o WHERE o.end_at IS NULL AND o.start_at IS NOT NULL"
+	"    AND o.start_at < to_timestamp($2::bigint)"
+	"   UNION SELECT o.job_pk FROM jobs o WHERE o.start_at IS NULL AND o.end_at IS NULL"
+	"    AND o.submit_at >= to_timestamp($1::bigint) AND o.submit_at < to_timestamp($2::bigint)"
+	"   UNION SELECT o.job_pk FROM unnest($5::bigint[], $6::bigint[]) i(a, b) JOIN jobs o"
+	"    ON o.end_at > to_timestamp(i.a) AND o.start_at < to_timestamp(i.b) AND o.gpu_milli > 0"
+	"   UNION SELECT o.job_pk FROM unnest($5::bigint[], $6::bigint[]) i(a, b) JOIN jobs o ON o.start_at IS NULL"
+	"    AND coalesce(o.submit_at, o.start_at, '-infinity'::timestamptz) >= to_timestamp(i.a)"
+	"    AND coalesce(o.submit_at, o.start_at, '-infinity'::timestamptz) < to_timestamp(i.b)"
+	"   UNION SELECT unnest($7::bigint[]))";
 
-/* The runs of a built window: the members the window holds (the jobs
- * query's window test on their stored times), and the sums of its days
- * (of a whole month inside it from usage_monthly_run when that month's
- * sums are of its days built now, sql/099). */
-static const char built_sql[] =
-	"WITH m AS (SELECT * FROM run_members m WHERE (m.start_s < $4 AND coalesce(m.end_s, $5) > $3)"
-	"  OR (m.start_s IS NULL AND m.submit_s >= $3 AND m.submit_s < $4)),"
-	" r AS (SELECT run_key, min(kind) AS kind, count(*) FILTER (WHERE attempt) AS attempts,"
-	"  count(DISTINCT base_key) AS jobs, sum(queue_s) AS queue_s,"
-	"  min(coalesce(submit_s, start_s)) AS first_submit_s,"
-	"  (array_agg(job_pk ORDER BY coalesce(submit_s, start_s) NULLS FIRST, job_pk))[1] AS first_pk,"
-	"  max(end_s) AS last_end_s,"
-	"  (array_agg(coalesce(state, 'UNKNOWN') ORDER BY end_s DESC NULLS LAST, job_pk DESC))[1] AS state"
-	"  FROM m GROUP BY run_key),"
-	" mo AS (SELECT mb.month FROM usage_monthly_run_built mb WHERE mb.month >= $1::date"
-	"  AND mb.month + interval '1 month' <= $2::date"
-	"  AND mb.days = ARRAY(SELECT b.day FROM usage_daily_run_built b WHERE b.day >= mb.month"
-	"   AND b.day < mb.month + interval '1 month' ORDER BY b.day)),"
-	" x AS (SELECT run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs FROM usage_monthly_run"
-	"  WHERE month IN (SELECT month FROM mo)"
-	"  UNION ALL SELECT run_key, alloc, priced, coalesce(priced::numeric * rate, 0),"
-	"  CASE WHEN failed THEN alloc ELSE 0 END, CASE WHEN failed THEN coalesce(priced::numeric * rate, 0) ELSE 0 END,"
-	"  busy, idle, obs FROM usage_daily_run WHERE day >= $1::date AND day < $2::date"
-	"  AND date_trunc('month', day)::date NOT IN (SELECT month FROM mo)),"
-	" u AS (SELECT run_key, sum(alloc) AS alloc, sum(priced) AS priced, sum(cost_num) AS cost_num,"
-	"  sum(f_alloc) AS f_alloc, sum(f_cost) AS f_cost, sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
-	"  FROM x GROUP BY run_key)"
-	" SELECT r.run_key, r.kind, r.attempts, r.jobs, r.queue_s, r.first_submit_s, r.last_end_s, r.state,"
-	"  coalesce(u.alloc, 0)::text, coalesce(u.priced, 0)::text, coalesce(u.cost_num, 0)::text,"
-	"  coalesce(u.f_alloc, 0)::text, coalesce(u.f_cost, 0)::text, coalesce(u.busy, 0), coalesce(u.idle, 0),"
-	"  coalesce(u.obs, 0), c.name, j.user_name, j.account, j.partition, j.namespace, j.name"
-	" FROM r LEFT JOIN u USING (run_key) JOIN jobs j ON j.job_pk = r.first_pk JOIN clusters c USING (cluster_id)"
-	" ORDER BY r.first_submit_s DESC NULLS LAST, r.run_key COLLATE \"C\"";
+/* A built run's row from its members ($3 $4 the window, m the closed
+ * members it holds): what gl_runs_group makes of them. */
+#define MEMBER_AGG_SQL                                                                                         \
+	" SELECT run_key, min(kind) AS kind, count(*) FILTER (WHERE attempt) AS attempts,"                         \
+	"  count(DISTINCT base_key) AS jobs, sum(queue_s) AS queue_s, min(coalesce(submit_s, start_s)) AS first_s,"  \
+	"  (array_agg(job_pk ORDER BY coalesce(submit_s, start_s) NULLS FIRST, job_pk))[1] AS first_pk,"             \
+	"  max(end_s) AS last_end_s,"                                                                              \
+	"  (array_agg(coalesce(state, 'UNKNOWN') ORDER BY end_s DESC NULLS LAST, job_pk DESC))[1] AS last_state"    \
+	"  FROM m GROUP BY run_key"
+
+#define MEMBER_WIN_SQL                                                                                         \
+	" m.end_s IS NOT NULL AND ((m.start_s < $4 AND m.end_s > $3) OR (m.start_s IS NULL AND m.submit_s >= $3"    \
+	"  AND m.submit_s < $4))"
+
+/* The built runs of a window's built days ($1 $2: its whole days, dates),
+ * those of $5 (the runs read live) left out: their sums from the months
+ * in $6 (whole months of built days whose sums are of those days, sql/099)
+ * and from the other built days; with month_rows (the window is those
+ * months), the rest from the months' rows too (a run with closed members
+ * in more than one month from its members: a job spanning two months is
+ * one attempt), else from the members the window holds. */
+static void built_sql(struct gl_strbuf *sql, int month_rows)
+{
+	gl_strbuf_puts(sql,
+		       "WITH k AS (SELECT unnest($5::text[]) AS run_key),"
+		       " x AS (SELECT run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs FROM usage_monthly_run"
+		       "  WHERE month = ANY($6::date[])"
+		       "  UNION ALL SELECT u.run_key, u.alloc, u.priced, coalesce(u.priced::numeric * u.rate, 0),"
+		       "  CASE WHEN u.failed THEN u.alloc ELSE 0 END,"
+		       "  CASE WHEN u.failed THEN coalesce(u.priced::numeric * u.rate, 0) ELSE 0 END, u.busy, u.idle, u.obs"
+		       "  FROM usage_daily_run u JOIN usage_daily_run_built b ON b.day = u.day"
+		       "  WHERE u.day >= $1::date AND u.day < $2::date AND NOT date_trunc('month', u.day)::date = ANY($6::date[])),"
+		       " u AS (SELECT run_key, sum(alloc) AS alloc, sum(priced) AS priced, sum(cost_num) AS cost_num,"
+		       "  sum(f_alloc) AS f_alloc, sum(f_cost) AS f_cost, sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
+		       "  FROM x WHERE run_key NOT IN (SELECT run_key FROM k) GROUP BY run_key),");
+	if (month_rows)
+		gl_strbuf_puts(sql, " ms AS (SELECT * FROM usage_monthly_run WHERE month = ANY($6::date[]) AND n_mem > 0"
+				    "  AND run_key NOT IN (SELECT run_key FROM k)),"
+				    " multi AS (SELECT run_key FROM ms GROUP BY run_key HAVING count(*) > 1),"
+				    " m AS (SELECT m.* FROM run_members m WHERE m.run_key IN (SELECT run_key FROM multi) AND"
+				    MEMBER_WIN_SQL "),"
+				    " r AS (" MEMBER_AGG_SQL " UNION ALL SELECT run_key, kind, attempts, jobs, queue_s, first_s,"
+				    "  first_pk, last_end_s, last_state FROM ms WHERE run_key NOT IN (SELECT run_key FROM multi))");
+	else
+		gl_strbuf_puts(sql, " m AS (SELECT m.* FROM run_members m WHERE" MEMBER_WIN_SQL
+				    "  AND m.run_key NOT IN (SELECT run_key FROM k)),"
+				    " r AS (" MEMBER_AGG_SQL ")");
+	gl_strbuf_puts(sql, " SELECT r.run_key, r.kind, r.attempts, r.jobs, r.queue_s, r.first_s, r.last_end_s, r.last_state,"
+			    "  coalesce(u.alloc, 0)::text, coalesce(u.priced, 0)::text, coalesce(u.cost_num, 0)::text,"
+			    "  coalesce(u.f_alloc, 0)::text, coalesce(u.f_cost, 0)::text, coalesce(u.busy, 0), coalesce(u.idle, 0),"
+			    "  coalesce(u.obs, 0), c.name, j.user_name, j.account, j.partition, j.namespace, j.name"
+			    " FROM r LEFT JOIN u USING (run_key) JOIN jobs j ON j.job_pk = r.first_pk"
+			    " JOIN clusters c USING (cluster_id)");
+}
 
 static const char *opt_str(const PGresult *r, int row, int col)
 {
@@ -487,14 +567,16 @@ static int num(const PGresult *r, int row, int col, gl_cost_i128 *out, struct gl
 	return 0;
 }
 
-/* One run of built_sql's row i; its first job's fields in jobs[i]. */
-static int built_row(const PGresult *res, int i, struct gl_runs_run *r, struct gl_runs_job *j, struct gl_err *err)
+/* One run of built_sql's row i, its first job's fields in *j (at index
+ * first of the answer's jobs). */
+static int built_row(const PGresult *res, int i, size_t first, struct gl_runs_run *r, struct gl_runs_job *j,
+		     struct gl_err *err)
 {
 	int rc;
 	r->key = gl_xstrdup(PQgetvalue(res, i, 0));
 	gl_runs_id(r->key, r->id);
 	r->kind = PQgetvalue(res, i, 1);
-	r->first = (size_t)i;
+	r->first = first;
 	r->attempts = atoll(PQgetvalue(res, i, 2));
 	r->jobs = atoll(PQgetvalue(res, i, 3));
 	r->queue_s = atoll(PQgetvalue(res, i, 4));
@@ -517,50 +599,231 @@ static int built_row(const PGresult *res, int i, struct gl_runs_run *r, struct g
 	return 0;
 }
 
-/* The runs of a window of whole days the rollup built, when it is one
- * (*served 1); else nothing is read beyond the check (*served 0). */
-static int built_runs(PGconn *c, const struct gl_rundb_query *q, struct gl_rundb *out, int *served, struct gl_err *err)
+static void put_date(char *buf, size_t n, int64_t s)
 {
-	struct stored_rules sr = {0};
-	char da[16], db[16], a[24], b[24], now[24];
-	PGresult *res = NULL;
 	int64_t y;
 	unsigned mo, d;
+	gl_timeutil_civil_from_days(s / 86400, &y, &mo, &d);
+	snprintf(buf, n, "%04lld-%02u-%02u", (long long)y, mo, d);
+}
+
+/* The whole months from day da to day db (epoch seconds), -1 when either
+ * is not a month's first day. */
+static int months_between(int64_t da, int64_t db)
+{
+	int64_t y1, y2;
+	unsigned m1, m2, d1, d2;
+	gl_timeutil_civil_from_days(da / 86400, &y1, &m1, &d1);
+	gl_timeutil_civil_from_days(db / 86400, &y2, &m2, &d2);
+	if (d1 != 1 || d2 != 1)
+		return -1;
+	return (int)((y2 * 12 + m2) - (y1 * 12 + m1));
+}
+
+/* A built answer's plan: the window's built days (epoch seconds, in
+ * order), the parts no built day holds, the whole months whose sums serve
+ * (a date[] literal) and whether the window is those months. */
+struct plan {
+	int64_t *built, *la, *lb;
+	size_t nb, nl;
+	struct gl_strbuf months;
+	int month_rows;
+	char da[16], db[16], a[24], b[24], now[24];
+};
+
+static void plan_fini(struct plan *p)
+{
+	free(p->built);
+	free(p->la);
+	free(p->lb);
+	gl_strbuf_fini(&p->months);
+}
+
+/* The window's whole built days and whole months of valid sums, and the
+ * parts around them. */
+static int make_plan(PGconn *c, const struct gl_rundb_query *q, struct plan *p, struct gl_err *err)
+{
+	int64_t da = (q->win_start_s + 86399) / 86400 * 86400, db = q->win_end_s / 86400 * 86400, at = q->win_start_s;
+	PGresult *r = NULL;
+	int rc, nm;
+
+	if (db < da)
+		db = da;
+	put_date(p->da, sizeof p->da, da);
+	put_date(p->db, sizeof p->db, db);
+	snprintf(p->a, sizeof p->a, "%lld", (long long)q->win_start_s);
+	snprintf(p->b, sizeof p->b, "%lld", (long long)q->win_end_s);
+	snprintf(p->now, sizeof p->now, "%lld", (long long)q->now_s);
+	if ((rc = gl_db_query(c,
+			      "SELECT extract(epoch FROM day::timestamp)::bigint, NULL FROM usage_daily_run_built"
+			      " WHERE day >= $1::date AND day < $2::date"
+			      " UNION ALL SELECT NULL, mb.month::text FROM usage_monthly_run_built mb"
+			      " WHERE mb.month >= $1::date AND mb.month + interval '1 month' <= $2::date"
+			      " AND mb.days = ARRAY(SELECT b.day FROM usage_daily_run_built b WHERE b.day >= mb.month"
+			      "  AND b.day < mb.month + interval '1 month' ORDER BY b.day)"
+			      " ORDER BY 1, 2",
+			      2, (const char *[]){p->da, p->db}, &r, err)))
+		return rc;
+	p->built = gl_xcalloc((size_t)PQntuples(r) + 1, sizeof *p->built);
+	p->la = gl_xcalloc((size_t)PQntuples(r) + 2, sizeof *p->la);
+	p->lb = gl_xcalloc((size_t)PQntuples(r) + 2, sizeof *p->lb);
+	gl_strbuf_putc(&p->months, '{');
+	nm = 0;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (PQgetisnull(r, i, 0)) {
+			gl_strbuf_printf(&p->months, "%s%s", nm++ ? "," : "", PQgetvalue(r, i, 1));
+			continue;
+		}
+		p->built[p->nb] = atoll(PQgetvalue(r, i, 0));
+		if (p->built[p->nb] > at) {
+			p->la[p->nl] = at;
+			p->lb[p->nl++] = p->built[p->nb];
+		}
+		at = p->built[p->nb++] + 86400;
+	}
+	gl_strbuf_putc(&p->months, '}');
+	if (at < q->win_end_s) {
+		p->la[p->nl] = at;
+		p->lb[p->nl++] = q->win_end_s;
+	}
+	/* the window is those months (they lie in it, each once) */
+	p->month_rows = nm > 0 && da == q->win_start_s && db == q->win_end_s && months_between(da, db) == nm;
+	PQclear(r);
+	return 0;
+}
+static void i64_array(struct gl_strbuf *b, const int64_t *v, size_t n)
+{
+	gl_strbuf_putc(b, '{');
+	for (size_t i = 0; i < n; i++)
+		gl_strbuf_printf(b, "%s%lld", i ? "," : "", (long long)v[i]);
+	gl_strbuf_putc(b, '}');
+}
+
+/* The live jobs of a built answer (live_jobs_sql, extra: $7), unsorted
+ * into runs. */
+static int live_read(PGconn *c, const struct plan *p, const char *keys, size_t nk, const char *extra,
+		     struct gl_rundb *out, struct gl_err *err)
+{
+	struct gl_strbuf la = GL_STRBUF_INIT, lb = GL_STRBUF_INIT;
+	int rc;
+	i64_array(&la, p->la, p->nl);
+	i64_array(&lb, p->lb, p->nl);
+	rc = read_jobs(c, live_jobs_sql, 7, (const char *[]){p->a, p->b, p->now, keys, la.p, lb.p, extra}, nk, out, err);
+	gl_strbuf_fini(&la);
+	gl_strbuf_fini(&lb);
+	return rc;
+}
+
+/* The runs of a built answer read live (into lv; their keys into ks, a
+ * text[] literal): those of the open jobs and of the jobs with time in a
+ * part no built day holds, each with every member the window holds (its
+ * built ones too, found by run key), costed by the ledger's per-job lines
+ * as a live answer's are. */
+static int live_part(struct gl_store *st, const struct gl_rundb_query *q, const struct plan *p, struct gl_rundb *lv,
+		     struct gl_strbuf *ks, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	struct gl_strbuf keys = GL_STRBUF_INIT, rk = GL_STRBUF_INIT;
+	struct gl_rundb first = {0};
+	const char **kv = NULL, **names = NULL;
+	PGresult *r = NULL;
+	size_t nk = 0;
 	int rc;
 
-	*served = 0;
-	if (q->n_scope || q->members || q->win_start_s % 86400 || q->win_end_s % 86400 || q->win_end_s <= q->win_start_s)
-		return 0;
-	if ((rc = rules_read(c, &sr, err)) || !same_rules(sr.r, sr.n, q->rules, q->n_rules))
+	gl_runs_label_keys(q->rules, q->n_rules, &kv, &nk);
+	text_array(&keys, kv, nk);
+	if ((rc = live_read(c, p, keys.p, nk, "{}", &first, err)))
 		goto out;
-	gl_timeutil_civil_from_days(q->win_start_s / 86400, &y, &mo, &d);
-	snprintf(da, sizeof da, "%04lld-%02u-%02u", (long long)y, mo, d);
-	gl_timeutil_civil_from_days(q->win_end_s / 86400, &y, &mo, &d);
-	snprintf(db, sizeof db, "%04lld-%02u-%02u", (long long)y, mo, d);
-	snprintf(a, sizeof a, "%lld", (long long)q->win_start_s);
-	snprintf(b, sizeof b, "%lld", (long long)q->win_end_s);
-	snprintf(now, sizeof now, "%lld", (long long)q->now_s);
-	if ((rc = gl_db_query(c, built_check_sql, 5, (const char *[]){da, db, a, b, now}, &res, err)) ||
-	    strcmp(PQgetvalue(res, 0, 0), "t"))
+	gl_runs_group(first.jobs, first.n_jobs, q->rules, q->n_rules, &first.runs);
+	names = gl_xcalloc(first.runs.n + 1, sizeof *names);
+	for (size_t i = 0; i < first.runs.n; i++)
+		names[i] = first.runs.runs[i].key;
+	text_array(&rk, names, first.runs.n);
+	if ((rc = gl_db_query(c, "SELECT coalesce(array_agg(job_pk), '{}')::text FROM run_members WHERE run_key = ANY($1::text[])",
+			      1, (const char *[]){rk.p}, &r, err)) ||
+	    (rc = live_read(c, p, keys.p, nk, PQgetvalue(r, 0, 0), lv, err)) || (rc = ledger(st, q, 1, lv, err)))
 		goto out;
-	PQclear(res);
-	res = NULL;
-	if ((rc = gl_db_query(c, built_sql, 5, (const char *[]){da, db, a, b, now}, &res, err)))
-		goto out;
-	out->runs.n = (size_t)PQntuples(res);
-	out->runs.runs = gl_xcalloc(out->runs.n + 1, sizeof *out->runs.runs);
-	out->n_jobs = out->runs.n;
-	out->jobs = gl_xcalloc(out->n_jobs + 1, sizeof *out->jobs);
-	for (size_t i = 0; i < out->runs.n && !rc; i++)
-		rc = built_row(res, (int)i, &out->runs.runs[i], &out->jobs[i], err);
-	if (!rc) {
-		out->res = res;
-		res = NULL;
-		*served = 1;
+	gl_runs_group(lv->jobs, lv->n_jobs, q->rules, q->n_rules, &lv->runs);
+	free(names);
+	names = gl_xcalloc(lv->runs.n + 1, sizeof *names);
+	for (size_t i = 0; i < lv->runs.n; i++)
+		names[i] = lv->runs.runs[i].key;
+	text_array(ks, names, lv->runs.n);
+out:
+	PQclear(r);
+	free(names);
+	free(kv);
+	gl_rundb_fini(&first);
+	gl_strbuf_fini(&keys);
+	gl_strbuf_fini(&rk);
+	return rc;
+}
+
+/* The live runs (lv, emptied) and the built ones (res, owned by out from
+ * here on) as one answer, in gl_runs_group's order. */
+static int merge(struct gl_rundb *out, struct gl_rundb *lv, PGresult *res, struct gl_err *err)
+{
+	size_t nl = lv->n_jobs, nr = (size_t)PQntuples(res);
+	int rc = 0;
+
+	out->res = res;
+	out->jobs = gl_xcalloc(nl + nr + 1, sizeof *out->jobs);
+	if (nl)
+		memcpy(out->jobs, lv->jobs, nl * sizeof *out->jobs);
+	out->runs.runs = gl_xcalloc(lv->runs.n + nr + 1, sizeof *out->runs.runs);
+	if (lv->runs.n)
+		memcpy(out->runs.runs, lv->runs.runs, lv->runs.n * sizeof *out->runs.runs);
+	out->runs.n = lv->runs.n;
+	out->rows = lv->rows;
+	out->text = lv->text;
+	out->label_store = lv->label_store;
+	free(lv->jobs);
+	free(lv->runs.runs);
+	memset(lv, 0, sizeof *lv);
+	for (size_t i = 0; i < nr && !rc; i++) {
+		rc = built_row(res, (int)i, nl + i, &out->runs.runs[out->runs.n], &out->jobs[nl + i], err);
+		out->runs.n++;
 	}
+	out->n_jobs = nl + nr;
+	gl_runs_sort(&out->runs);
+	return rc;
+}
+
+/* A window with built days, asked without a token scope with the rules
+ * the days were built with: the runs of its open jobs and of its parts no
+ * built day holds live, the others from the built runs (*served 1); else
+ * nothing is read beyond the check (*served 0). */
+static int built_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, int *served,
+		      struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	struct stored_rules sr = {0};
+	struct gl_strbuf sql = GL_STRBUF_INIT, ks = GL_STRBUF_INIT;
+	struct gl_rundb lv = {0};
+	struct plan p;
+	PGresult *res = NULL;
+	int rc;
+
+	memset(&p, 0, sizeof p);
+	*served = 0;
+	if (q->n_scope || q->members || q->win_end_s <= q->win_start_s)
+		return 0;
+	if ((rc = rules_read(c, &sr, err)) || !same_rules(sr.r, sr.n, q->rules, q->n_rules) ||
+	    (rc = make_plan(c, q, &p, err)) || !p.nb || (rc = live_part(st, q, &p, &lv, &ks, err)))
+		goto out;
+	built_sql(&sql, p.month_rows);
+	if ((rc = gl_db_query(c, sql.p, 6, (const char *[]){p.da, p.db, p.a, p.b, ks.p, p.months.p}, &res, err)))
+		goto out;
+	rc = merge(out, &lv, res, err);
+	res = NULL;
+	*served = 1;
 out:
 	PQclear(res);
+	gl_rundb_fini(&lv);
+	plan_fini(&p);
 	rules_fini(&sr);
+	gl_strbuf_fini(&sql);
+	gl_strbuf_fini(&ks);
 	return rc;
 }
 
@@ -585,7 +848,7 @@ static int live_runs(struct gl_store *st, const struct gl_rundb_query *q, struct
 		       (const char *[]){a, b, now, sc[0], keys.p, sc[1], sc[2], sc[3], sc[4], sc[5]}, nk, out, err);
 	for (size_t d = 0; d < GL_TOKENS_SCOPE_DIMS; d++)
 		gl_strbuf_fini(&sb[d]);
-	if (rc || (rc = ledger(st, q, out, err)))
+	if (rc || (rc = ledger(st, q, 0, out, err)))
 		goto out;
 	gl_runs_group(out->jobs, out->n_jobs, q->rules, q->n_rules, &out->runs);
 out:
@@ -599,7 +862,7 @@ int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl
 	int served = 0, rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = built_runs(gl_db_conn(st), q, out, &served, err)))
+	if ((rc = built_runs(st, q, out, &served, err)))
 		return rc;
 	out->built = served;
 	if (!served && (rc = live_runs(st, q, out, err)))
