@@ -377,6 +377,7 @@ static void members_copy(const struct gl_rundb *db, struct gl_strbuf *b)
  * difference, the months' lists, and the changed runs' member columns of
  * their months (sql/099). $1 the days. */
 static const char *const build_sql[] = {
+	"ANALYZE gl_run_members_in",
 	"CREATE TEMP TABLE gl_run_touched ON COMMIT DROP AS SELECT DISTINCT k FROM gl_run_members_in n"
 	" LEFT JOIN run_members m USING (job_pk),"
 	" LATERAL (VALUES (n.run_key), (m.run_key)) v(k)"
@@ -392,13 +393,14 @@ static const char *const build_sql[] = {
 	"  run_members.failed) IS DISTINCT FROM (excluded.run_key, excluded.kind, excluded.base_key,"
 	"  excluded.submit_s, excluded.start_s, excluded.end_s, excluded.state, excluded.queue_s, excluded.attempt,"
 	"  excluded.failed)",
-	/* the days' per-job lines (just built) summed per run, no second pass
-	 * over the jobs; each month's sums move by the new run-days less the
+	/* the days' per-job lines (just built) summed per run by the batch's
+	 * members (every job with a line on the days), no second pass over the
+	 * jobs nor over every member; each month's sums move by the new run-days less the
 	 * old ones it held (the days in its list) */
 	"WITH old AS (DELETE FROM usage_daily_run WHERE day = ANY($1::date[]) RETURNING *),"
 	" nw AS (INSERT INTO usage_daily_run (day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs)"
 	"  SELECT u.day, m.run_key, m.failed, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy),"
-	"  sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN run_members m USING (job_pk)"
+	"  sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN gl_run_members_in m USING (job_pk)"
 	"  WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5 RETURNING *),"
 	" d AS (SELECT day, run_key, failed, rate, alloc::numeric AS alloc, priced::numeric AS priced, busy, idle, obs"
 	"  FROM nw UNION ALL SELECT o.day, o.run_key, o.failed, o.rate, -o.alloc::numeric, -o.priced::numeric,"
@@ -463,7 +465,7 @@ int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 	    (copy.len && (rc = gl_db_copy_in(c, "COPY gl_run_members_in FROM STDIN", copy.p, copy.len, err))))
 		goto out;
 	for (size_t i = 0; i < GL_ARRAY_LEN(build_sql) && !rc; i++) {
-		int np = strstr(build_sql[i], "$1") != NULL;
+		int np = strstr(build_sql[i], "$1") != NULL; /* the days */
 		rc = gl_db_query(c, build_sql[i], np, np ? (const char *[]){days} : NULL, NULL, err);
 	}
 out:
@@ -730,10 +732,13 @@ static int live_part(struct gl_store *st, const struct gl_rundb_query *q, const 
 	size_t nk = 0;
 	int rc;
 
+	gl_strbuf_puts(ks, "{}");
 	gl_runs_label_keys(q->rules, q->n_rules, &kv, &nk);
 	text_array(&keys, kv, nk);
 	if ((rc = live_read(c, p, keys.p, nk, "{}", &first, err)))
 		goto out;
+	if (!first.n_jobs)
+		goto out; /* no open job, no part unbuilt: every run is built */
 	gl_runs_group(first.jobs, first.n_jobs, q->rules, q->n_rules, &first.runs);
 	names = gl_xcalloc(first.runs.n + 1, sizeof *names);
 	for (size_t i = 0; i < first.runs.n; i++)
@@ -748,6 +753,7 @@ static int live_part(struct gl_store *st, const struct gl_rundb_query *q, const 
 	names = gl_xcalloc(lv->runs.n + 1, sizeof *names);
 	for (size_t i = 0; i < lv->runs.n; i++)
 		names[i] = lv->runs.runs[i].key;
+	gl_strbuf_reset(ks);
 	text_array(ks, names, lv->runs.n);
 out:
 	PQclear(r);
