@@ -31,7 +31,15 @@ CREATE TABLE run_members (
     state    text,
     queue_s  bigint NOT NULL,
     attempt  boolean NOT NULL,
-    failed   boolean NOT NULL
+    failed   boolean NOT NULL,
+    -- the job's owner fields a run is listed and aggregated by when it is
+    -- the run's first member
+    cluster   text,
+    user_name text,
+    account   text,
+    partition text,
+    namespace text,
+    name      text
 );
 CREATE INDEX run_members_start_idx ON run_members (start_s);
 -- a request's runs with an open job read their other members by key

@@ -39,6 +39,14 @@ CREATE TABLE usage_monthly_run (
     last_end_s bigint,
     last_pk    bigint,
     last_state text,
+    -- the first member's owner fields (run_members'): a month is read
+    -- without a join to jobs
+    f_cluster   text,
+    f_user      text,
+    f_account   text,
+    f_partition text,
+    f_namespace text,
+    f_name      text,
     PRIMARY KEY (month, run_key)
 );
 CREATE INDEX usage_monthly_run_key_idx ON usage_monthly_run (run_key);

@@ -358,8 +358,14 @@ static void members_copy(const struct gl_rundb *db, struct gl_strbuf *b)
 			copy_opt_i64(b, j->start_s);
 			copy_opt_i64(b, j->end_s);
 			copy_str(b, j->state, '\t');
-			gl_strbuf_printf(b, "%lld\t%s\t%s\n", (long long)(j->queue_wait_s > 0 ? j->queue_wait_s : 0),
+			gl_strbuf_printf(b, "%lld\t%s\t%s\t", (long long)(j->queue_wait_s > 0 ? j->queue_wait_s : 0),
 					 j->het_offset <= 0 ? "t" : "f", gl_runs_attempt_failed(j->state) ? "t" : "f");
+			copy_str(b, j->cluster, '\t');
+			copy_str(b, j->user_name, '\t');
+			copy_str(b, j->account, '\t');
+			copy_str(b, j->partition, '\t');
+			copy_str(b, j->namespace_, '\t');
+			copy_str(b, j->name, '\n');
 		}
 	}
 }
@@ -371,6 +377,12 @@ static void members_copy(const struct gl_rundb *db, struct gl_strbuf *b)
 	" coalesce(sum(alloc) FILTER (WHERE failed), 0), coalesce(sum(priced * rate) FILTER (WHERE failed), 0),"      \
 	" sum(busy), sum(idle), sum(obs) FROM d GROUP BY 1, 2"
 
+/* A member's columns but its job_pk, of the row t. */
+#define MEMBER_COLS(t)                                                                                         \
+	t ".run_key, " t ".kind, " t ".base_key, " t ".submit_s, " t ".start_s, " t ".end_s, " t ".state, " t        \
+	".queue_s, " t ".attempt, " t ".failed, " t ".cluster, " t ".user_name, " t ".account, " t ".partition, " t \
+	".namespace, " t ".name"
+
 /* Inside the build's transaction, once the batch's members are in
  * gl_run_members_in: the runs whose members changed (old and new keys),
  * the members, the days' run-days with their months' sums moved by the
@@ -381,18 +393,14 @@ static const char *const build_sql[] = {
 	"CREATE TEMP TABLE gl_run_touched ON COMMIT DROP AS SELECT DISTINCT k FROM gl_run_members_in n"
 	" LEFT JOIN run_members m USING (job_pk),"
 	" LATERAL (VALUES (n.run_key), (m.run_key)) v(k)"
-	" WHERE v.k IS NOT NULL AND (m.job_pk IS NULL OR (n.run_key, n.kind, n.base_key, n.submit_s, n.start_s,"
-	"  n.end_s, n.state, n.queue_s, n.attempt, n.failed) IS DISTINCT FROM"
-	"  (m.run_key, m.kind, m.base_key, m.submit_s, m.start_s, m.end_s, m.state, m.queue_s, m.attempt, m.failed))",
+	" WHERE v.k IS NOT NULL AND (m.job_pk IS NULL OR (" MEMBER_COLS("n") ") IS DISTINCT FROM (" MEMBER_COLS("m") "))",
 	"INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
 	" run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
 	" submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
-	" state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed"
-	" WHERE (run_members.run_key, run_members.kind, run_members.base_key, run_members.submit_s,"
-	"  run_members.start_s, run_members.end_s, run_members.state, run_members.queue_s, run_members.attempt,"
-	"  run_members.failed) IS DISTINCT FROM (excluded.run_key, excluded.kind, excluded.base_key,"
-	"  excluded.submit_s, excluded.start_s, excluded.end_s, excluded.state, excluded.queue_s, excluded.attempt,"
-	"  excluded.failed)",
+	" state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed,"
+	" cluster = excluded.cluster, user_name = excluded.user_name, account = excluded.account,"
+	" partition = excluded.partition, namespace = excluded.namespace, name = excluded.name"
+	" WHERE (" MEMBER_COLS("run_members") ") IS DISTINCT FROM (" MEMBER_COLS("excluded") ")",
 	/* the days' per-job lines (just built) summed per run by the batch's
 	 * members (every job with a line on the days), no second pass over the
 	 * jobs nor over every member; each month's sums move by the new run-days less the
@@ -425,11 +433,12 @@ static const char *const build_sql[] = {
 	" last_end_s = NULL, last_pk = NULL, last_state = NULL"
 	" WHERE run_key IN (SELECT k FROM gl_run_touched) AND n_mem > 0",
 	"INSERT INTO usage_monthly_run (month, run_key, kind, n_mem, attempts, jobs, queue_s, first_s, first_pk,"
-	" last_end_s, last_pk, last_state)"
+	" last_end_s, last_pk, last_state, f_cluster, f_user, f_account, f_partition, f_namespace, f_name)"
+	" SELECT s.*, f.cluster, f.user_name, f.account, f.partition, f.namespace, f.name FROM ("
 	" SELECT mo.m, m.run_key, min(m.kind), count(*), count(*) FILTER (WHERE m.attempt), count(DISTINCT m.base_key),"
 	" sum(m.queue_s), min(coalesce(m.submit_s, m.start_s)),"
-	" (array_agg(m.job_pk ORDER BY coalesce(m.submit_s, m.start_s) NULLS FIRST, m.job_pk))[1], max(m.end_s),"
-	" (array_agg(m.job_pk ORDER BY m.end_s DESC, m.job_pk DESC))[1],"
+	" (array_agg(m.job_pk ORDER BY coalesce(m.submit_s, m.start_s) NULLS FIRST, m.job_pk))[1] AS first_pk,"
+	" max(m.end_s), (array_agg(m.job_pk ORDER BY m.end_s DESC, m.job_pk DESC))[1],"
 	" (array_agg(coalesce(m.state, 'UNKNOWN') ORDER BY m.end_s DESC, m.job_pk DESC))[1]"
 	" FROM run_members m CROSS JOIN LATERAL (SELECT g::date AS m, extract(epoch FROM g)::bigint AS a,"
 	"  extract(epoch FROM g + interval '1 month')::bigint AS b"
@@ -437,11 +446,13 @@ static const char *const build_sql[] = {
 	"   date_trunc('month', to_timestamp(m.end_s) AT TIME ZONE 'UTC'), interval '1 month') g) mo"
 	" WHERE m.run_key IN (SELECT k FROM gl_run_touched) AND m.end_s IS NOT NULL"
 	"  AND ((m.start_s < mo.b AND m.end_s > mo.a) OR (m.start_s IS NULL AND m.submit_s >= mo.a AND m.submit_s < mo.b))"
-	" GROUP BY 1, 2"
+	" GROUP BY 1, 2) s JOIN run_members f ON f.job_pk = s.first_pk"
 	" ON CONFLICT (month, run_key) DO UPDATE SET kind = excluded.kind, n_mem = excluded.n_mem,"
 	" attempts = excluded.attempts, jobs = excluded.jobs, queue_s = excluded.queue_s, first_s = excluded.first_s,"
 	" first_pk = excluded.first_pk, last_end_s = excluded.last_end_s, last_pk = excluded.last_pk,"
-	" last_state = excluded.last_state",
+	" last_state = excluded.last_state, f_cluster = excluded.f_cluster, f_user = excluded.f_user,"
+	" f_account = excluded.f_account, f_partition = excluded.f_partition, f_namespace = excluded.f_namespace,"
+	" f_name = excluded.f_name",
 };
 
 int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
@@ -484,14 +495,16 @@ out:
  * it), those with time in a part of it no built day holds ($5 $6: those
  * parts' starts and ends, epoch seconds; a job that never started, by its
  * submit time), and $7 the job_pks of other members of their runs. Each
- * arm by an index; the window test is the jobs query's. */
+ * arm by an index, then the jobs by job_pk (an array: a subquery's few
+ * rows were estimated at thousands and read every job); the window test
+ * is the jobs query's. */
 static const char live_jobs_sql[] =
 	"WITH w AS (SELECT to_timestamp($1::bigint) AS a, to_timestamp($2::bigint) AS b, to_timestamp($3::bigint) AS now)"
 	" SELECT" JOB_COLS_SQL("$4") ", w"
 	" WHERE " GPU_JOB_SQL
 	"  AND ((j.start_at < w.b AND coalesce(j.end_at, w.now) > w.a)"
 	"   OR (j.start_at IS NULL AND j.submit_at >= w.a AND j.submit_at < w.b))"
-	"  AND j.job_pk IN (SELECT o.job_pk FROM jobs o WHERE o.end_at IS NULL AND o.start_at IS NOT NULL"
+	"  AND j.job_pk = ANY(ARRAY(SELECT o.job_pk FROM jobs o WHERE o.end_at IS NULL AND o.start_at IS NOT NULL"
 	"    AND o.start_at < to_timestamp($2::bigint)"
 	"   UNION SELECT o.job_pk FROM jobs o WHERE o.start_at IS NULL AND o.end_at IS NULL"
 	"    AND o.submit_at >= to_timestamp($1::bigint) AND o.submit_at < to_timestamp($2::bigint)"
@@ -500,9 +513,9 @@ static const char live_jobs_sql[] =
 	"   UNION SELECT o.job_pk FROM unnest($5::bigint[], $6::bigint[]) i(a, b) JOIN jobs o ON o.start_at IS NULL"
 	"    AND coalesce(o.submit_at, o.start_at, '-infinity'::timestamptz) >= to_timestamp(i.a)"
 	"    AND coalesce(o.submit_at, o.start_at, '-infinity'::timestamptz) < to_timestamp(i.b)"
-	"   UNION SELECT unnest($7::bigint[]))";
+	"   UNION SELECT unnest($7::bigint[])))";
 
-/* A built run's row from its members ($3 $4 the window, m the closed
+/* A built run's row from its members ($2 $3 the window, m the closed
  * members it holds): what gl_runs_group makes of them. */
 #define MEMBER_AGG_SQL                                                                                         \
 	" SELECT run_key, min(kind) AS kind, count(*) FILTER (WHERE attempt) AS attempts,"                         \
@@ -513,32 +526,48 @@ static const char live_jobs_sql[] =
 	"  FROM m GROUP BY run_key"
 
 #define MEMBER_WIN_SQL                                                                                         \
-	" m.end_s IS NOT NULL AND ((m.start_s < $4 AND m.end_s > $3) OR (m.start_s IS NULL AND m.submit_s >= $3"    \
-	"  AND m.submit_s < $4))"
+	" m.end_s IS NOT NULL AND ((m.start_s < $3 AND m.end_s > $2) OR (m.start_s IS NULL AND m.submit_s >= $2"    \
+	"  AND m.submit_s < $3))"
 
-/* The built runs of a window's built days ($1 $2: its whole days, dates),
- * those of $5 (the runs read live) left out: their sums from the months
- * in $6 (whole months of built days whose sums are of those days, sql/099)
- * and from the other built days; with month_rows (the window is those
- * months), the rest from the months' rows too (a run with closed members
- * in more than one month from its members: a job spanning two months is
- * one attempt), else from the members the window holds. */
+/* The columns of a built run's row (r: its members' figures, u: its sums)
+ * and its first job's. */
+#define BUILT_COLS_SQL                                                                                          \
+	" SELECT r.run_key, r.kind, r.attempts, r.jobs, r.queue_s, r.first_s, r.last_end_s, r.last_state,"          \
+	"  coalesce(u.alloc, 0)::text, coalesce(u.priced, 0)::text, coalesce(u.cost_num, 0)::text,"                 \
+	"  coalesce(u.f_alloc, 0)::text, coalesce(u.f_cost, 0)::text, coalesce(u.busy, 0), coalesce(u.idle, 0),"    \
+	"  coalesce(u.obs, 0), c.name, j.user_name, j.account, j.partition, j.namespace, j.name"
+
+/* A window of one whole month of valid sums: its rows, one a run, with
+ * their first members' owner fields ($1 the runs read live, $2 the
+ * month): no other table is read. */
+static const char month_sql[] =
+	"SELECT run_key, kind, attempts, jobs, queue_s, first_s, last_end_s, last_state, alloc::text, priced::text,"
+	" cost_num::text, f_alloc::text, f_cost::text, busy, idle, obs, f_cluster, f_user, f_account, f_partition,"
+	" f_namespace, f_name FROM usage_monthly_run"
+	" WHERE month = $2::date AND n_mem > 0 AND run_key NOT IN (SELECT unnest($1::text[]))";
+
+/* The built runs of a window's built days, those of $4 (the runs read
+ * live) left out: their sums from the months in $5 (whole months of
+ * built days whose sums are of those days, sql/099) and from the other
+ * built days, $1; with month_rows (the window is those months), the rest
+ * from the months' rows too (a run with closed members in more than one
+ * month from its members: a job spanning two months is one attempt),
+ * else from the members the window holds ($2 $3). */
 static void built_sql(struct gl_strbuf *sql, int month_rows)
 {
 	gl_strbuf_puts(sql,
-		       "WITH k AS (SELECT unnest($5::text[]) AS run_key),"
+		       "WITH k AS (SELECT unnest($4::text[]) AS run_key),"
 		       " x AS (SELECT run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs FROM usage_monthly_run"
-		       "  WHERE month = ANY($6::date[])"
+		       "  WHERE month = ANY($5::date[])"
 		       "  UNION ALL SELECT u.run_key, u.alloc, u.priced, coalesce(u.priced::numeric * u.rate, 0),"
 		       "  CASE WHEN u.failed THEN u.alloc ELSE 0 END,"
 		       "  CASE WHEN u.failed THEN coalesce(u.priced::numeric * u.rate, 0) ELSE 0 END, u.busy, u.idle, u.obs"
-		       "  FROM usage_daily_run u JOIN usage_daily_run_built b ON b.day = u.day"
-		       "  WHERE u.day >= $1::date AND u.day < $2::date AND NOT date_trunc('month', u.day)::date = ANY($6::date[])),"
+		       "  FROM usage_daily_run u WHERE u.day = ANY($1::date[])),"
 		       " u AS (SELECT run_key, sum(alloc) AS alloc, sum(priced) AS priced, sum(cost_num) AS cost_num,"
 		       "  sum(f_alloc) AS f_alloc, sum(f_cost) AS f_cost, sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
 		       "  FROM x WHERE run_key NOT IN (SELECT run_key FROM k) GROUP BY run_key),");
 	if (month_rows)
-		gl_strbuf_puts(sql, " ms AS (SELECT * FROM usage_monthly_run WHERE month = ANY($6::date[]) AND n_mem > 0"
+		gl_strbuf_puts(sql, " ms AS (SELECT * FROM usage_monthly_run WHERE month = ANY($5::date[]) AND n_mem > 0"
 				    "  AND run_key NOT IN (SELECT run_key FROM k)),"
 				    " multi AS (SELECT run_key FROM ms GROUP BY run_key HAVING count(*) > 1),"
 				    " m AS (SELECT m.* FROM run_members m WHERE m.run_key IN (SELECT run_key FROM multi) AND"
@@ -549,11 +578,7 @@ static void built_sql(struct gl_strbuf *sql, int month_rows)
 		gl_strbuf_puts(sql, " m AS (SELECT m.* FROM run_members m WHERE" MEMBER_WIN_SQL
 				    "  AND m.run_key NOT IN (SELECT run_key FROM k)),"
 				    " r AS (" MEMBER_AGG_SQL ")");
-	gl_strbuf_puts(sql, " SELECT r.run_key, r.kind, r.attempts, r.jobs, r.queue_s, r.first_s, r.last_end_s, r.last_state,"
-			    "  coalesce(u.alloc, 0)::text, coalesce(u.priced, 0)::text, coalesce(u.cost_num, 0)::text,"
-			    "  coalesce(u.f_alloc, 0)::text, coalesce(u.f_cost, 0)::text, coalesce(u.busy, 0), coalesce(u.idle, 0),"
-			    "  coalesce(u.obs, 0), c.name, j.user_name, j.account, j.partition, j.namespace, j.name"
-			    " FROM r LEFT JOIN u USING (run_key) JOIN jobs j ON j.job_pk = r.first_pk"
+	gl_strbuf_puts(sql, BUILT_COLS_SQL " FROM r LEFT JOIN u USING (run_key) JOIN jobs j ON j.job_pk = r.first_pk"
 			    " JOIN clusters c USING (cluster_id)");
 }
 
@@ -628,8 +653,9 @@ static int months_between(int64_t da, int64_t db)
 struct plan {
 	int64_t *built, *la, *lb;
 	size_t nb, nl;
-	struct gl_strbuf months;
-	int month_rows;
+	struct gl_strbuf months, days; /* date[]: the valid months, the built days outside them */
+	char month1[16];               /* the first valid month */
+	int month_rows, n_months;
 	char da[16], db[16], a[24], b[24], now[24];
 };
 
@@ -639,6 +665,25 @@ static void plan_fini(struct plan *p)
 	free(p->la);
 	free(p->lb);
 	gl_strbuf_fini(&p->months);
+	gl_strbuf_fini(&p->days);
+}
+
+/* The built days of p no valid month of r (make_plan's rows) holds, as
+ * a date[] literal. */
+static void days_outside(struct plan *p, const PGresult *r)
+{
+	size_t n = 0;
+	gl_strbuf_putc(&p->days, '{');
+	for (size_t i = 0; i < p->nb; i++) {
+		char d[16];
+		int in = 0;
+		put_date(d, sizeof d, p->built[i]);
+		for (int k = 0; k < PQntuples(r) && !in; k++)
+			in = PQgetisnull(r, k, 0) && !strncmp(PQgetvalue(r, k, 1), d, 7);
+		if (!in)
+			gl_strbuf_printf(&p->days, "%s%s", n++ ? "," : "", d);
+	}
+	gl_strbuf_putc(&p->days, '}');
 }
 
 /* The window's whole built days and whole months of valid sums, and the
@@ -673,6 +718,8 @@ static int make_plan(PGconn *c, const struct gl_rundb_query *q, struct plan *p, 
 	nm = 0;
 	for (int i = 0; i < PQntuples(r); i++) {
 		if (PQgetisnull(r, i, 0)) {
+			if (!nm)
+				snprintf(p->month1, sizeof p->month1, "%s", PQgetvalue(r, i, 1));
 			gl_strbuf_printf(&p->months, "%s%s", nm++ ? "," : "", PQgetvalue(r, i, 1));
 			continue;
 		}
@@ -684,12 +731,14 @@ static int make_plan(PGconn *c, const struct gl_rundb_query *q, struct plan *p, 
 		at = p->built[p->nb++] + 86400;
 	}
 	gl_strbuf_putc(&p->months, '}');
+	days_outside(p, r);
 	if (at < q->win_end_s) {
 		p->la[p->nl] = at;
 		p->lb[p->nl++] = q->win_end_s;
 	}
 	/* the window is those months (they lie in it, each once) */
 	p->month_rows = nm > 0 && da == q->win_start_s && db == q->win_end_s && months_between(da, db) == nm;
+	p->n_months = nm;
 	PQclear(r);
 	return 0;
 }
@@ -817,8 +866,13 @@ static int built_runs(struct gl_store *st, const struct gl_rundb_query *q, struc
 	if ((rc = rules_read(c, &sr, err)) || !same_rules(sr.r, sr.n, q->rules, q->n_rules) ||
 	    (rc = make_plan(c, q, &p, err)) || !p.nb || (rc = live_part(st, q, &p, &lv, &ks, err)))
 		goto out;
-	built_sql(&sql, p.month_rows);
-	if ((rc = gl_db_query(c, sql.p, 6, (const char *[]){p.da, p.db, p.a, p.b, ks.p, p.months.p}, &res, err)))
+	if (p.month_rows && p.n_months == 1)
+		rc = gl_db_query(c, month_sql, 2, (const char *[]){ks.p, p.month1}, &res, err);
+	else {
+		built_sql(&sql, p.month_rows);
+		rc = gl_db_query(c, sql.p, 5, (const char *[]){p.days.p, p.a, p.b, ks.p, p.months.p}, &res, err);
+	}
+	if (rc)
 		goto out;
 	rc = merge(out, &lv, res, err);
 	res = NULL;
