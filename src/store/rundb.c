@@ -394,6 +394,7 @@ static const char *const build_sql[] = {
 	" LEFT JOIN run_members m USING (job_pk),"
 	" LATERAL (VALUES (n.run_key), (m.run_key)) v(k)"
 	" WHERE v.k IS NOT NULL AND (m.job_pk IS NULL OR (" MEMBER_COLS("n") ") IS DISTINCT FROM (" MEMBER_COLS("m") "))",
+	"ANALYZE gl_run_touched",
 	"INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
 	" run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
 	" submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
@@ -403,17 +404,30 @@ static const char *const build_sql[] = {
 	" WHERE (" MEMBER_COLS("run_members") ") IS DISTINCT FROM (" MEMBER_COLS("excluded") ")",
 	/* the days' per-job lines (just built) summed per run by the batch's
 	 * members (every job with a line on the days), no second pass over the
-	 * jobs nor over every member; each month's sums move by the new run-days less the
-	 * old ones it held (the days in its list) */
-	"WITH old AS (DELETE FROM usage_daily_run WHERE day = ANY($1::date[]) RETURNING *),"
-	" nw AS (INSERT INTO usage_daily_run (day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs)"
-	"  SELECT u.day, m.run_key, m.failed, u.gpu_model, u.rate, sum(u.alloc), sum(u.priced), sum(u.busy),"
-	"  sum(u.idle), sum(u.obs) FROM usage_daily_job u JOIN gl_run_members_in m USING (job_pk)"
-	"  WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5 RETURNING *),"
+	 * jobs nor over every member. Only the run-days that changed are
+	 * written (a day built again mostly changes none), and each month's
+	 * sums move by the changed ones' new values less their old; a day
+	 * the month's list does not hold has no old run-days for it */
+	"DELETE FROM usage_daily_run u WHERE u.day = ANY($1::date[]) AND NOT EXISTS (SELECT 1"
+	" FROM usage_monthly_run_built mb WHERE mb.month = date_trunc('month', u.day)::date AND u.day = ANY(mb.days))",
+	"WITH nw AS (SELECT u.day, m.run_key COLLATE \"C\" AS run_key, m.failed, u.gpu_model, u.rate, sum(u.alloc) AS alloc,"
+	"  sum(u.priced) AS priced, sum(u.busy) AS busy, sum(u.idle) AS idle, sum(u.obs) AS obs"
+	"  FROM usage_daily_job u JOIN gl_run_members_in m USING (job_pk)"
+	"  WHERE u.day = ANY($1::date[]) GROUP BY 1, 2, 3, 4, 5),"
+	" od AS (SELECT ctid AS id, * FROM usage_daily_run WHERE day = ANY($1::date[])),"
+	" ch AS (SELECT od.id, nw.* FROM nw FULL JOIN od ON od.day = nw.day AND od.run_key = nw.run_key"
+	"  AND od.failed = nw.failed AND coalesce(od.gpu_model, '') = coalesce(nw.gpu_model, '')"
+	"  AND coalesce(od.rate, -1) = coalesce(nw.rate, -1)"
+	"  WHERE (od.alloc, od.priced, od.busy, od.idle, od.obs) IS DISTINCT FROM"
+	"  (nw.alloc, nw.priced, nw.busy, nw.idle, nw.obs)),"
+	" old AS (DELETE FROM usage_daily_run WHERE ctid = ANY(ARRAY(SELECT id FROM ch WHERE id IS NOT NULL))"
+	"  RETURNING *),"
+	" ins AS (INSERT INTO usage_daily_run (day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs)"
+	"  SELECT day, run_key, failed, gpu_model, rate, alloc, priced, busy, idle, obs FROM ch WHERE day IS NOT NULL"
+	"  RETURNING *),"
 	" d AS (SELECT day, run_key, failed, rate, alloc::numeric AS alloc, priced::numeric AS priced, busy, idle, obs"
-	"  FROM nw UNION ALL SELECT o.day, o.run_key, o.failed, o.rate, -o.alloc::numeric, -o.priced::numeric,"
-	"  -o.busy, -o.idle, -o.obs FROM old o JOIN usage_monthly_run_built mb"
-	"  ON mb.month = date_trunc('month', o.day)::date AND o.day = ANY(mb.days))"
+	"  FROM ins UNION ALL SELECT day, run_key, failed, rate, -alloc::numeric, -priced::numeric, -busy, -idle, -obs"
+	"  FROM old)"
 	" INSERT INTO usage_monthly_run (month, run_key, alloc, priced, cost_num, f_alloc, f_cost, busy, idle, obs)"
 	MONTH_SUMS_SQL
 	" ON CONFLICT (month, run_key) DO UPDATE SET alloc = usage_monthly_run.alloc + excluded.alloc,"
