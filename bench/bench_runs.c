@@ -151,9 +151,10 @@ static void one_day(const char *dsn, const char *cfg, long jobs)
 			"SELECT by_, cluster",	     "SELECT j.job_pk, c.name AS cluster",
 			"CREATE TEMP TABLE gl_run_members_in", "COPY gl_run_members_in",
 			"ANALYZE gl_run_members_in",   "CREATE TEMP TABLE gl_run_touched",
-			"INSERT INTO run_members",     "WITH old AS (DELETE FROM usage_daily_run",
+			"INSERT INTO run_members",     "WITH nw AS (SELECT u.day, m.run_key",
 			"INSERT INTO usage_daily_run_built", "INSERT INTO usage_monthly_run_built",
 			"UPDATE usage_monthly_run SET n_mem", "INSERT INTO usage_monthly_run (month, run_key, kind",
+			"ANALYZE gl_run_touched",      "DELETE FROM usage_daily_run u",
 		};
 		double ms[GL_ARRAY_LEN(runs_stmts)], total = 0, whole = took * 1000;
 		for (size_t i = 0; i < GL_ARRAY_LEN(runs_stmts); i++)

@@ -54,17 +54,17 @@ static const char jobs_sql[] =
 
 /* The jobs of days being built ($1 date[]): those with a line in their
  * usage_daily_job, and those submitted on them that never started; $2 the
- * label keys. Both by index (the days' lines, jobs_newest_idx), not a scan
- * of every job. */
+ * label keys. Both by index (the days' lines, jobs_newest_idx), then the
+ * jobs by job_pk (an array: as a subquery the planner read every job). */
 static const char build_jobs_sql[] =
 	"SELECT" JOB_COLS_SQL("$2")
-	" WHERE " GPU_JOB_SQL " AND j.job_pk IN (SELECT u.job_pk FROM usage_daily_job u WHERE u.day = ANY($1::date[])"
+	" WHERE " GPU_JOB_SQL " AND j.job_pk = ANY(ARRAY(SELECT u.job_pk FROM usage_daily_job u WHERE u.day = ANY($1::date[])"
 	"  UNION SELECT p.job_pk FROM jobs p,"
 	"   (SELECT min(x)::timestamp AT TIME ZONE 'UTC' AS lo, (max(x) + 1)::timestamp AT TIME ZONE 'UTC' AS hi"
 	"    FROM unnest($1::date[]) x) d"
 	"   WHERE p.start_at IS NULL AND coalesce(p.submit_at, p.start_at, '-infinity'::timestamptz) >= d.lo"
 	"    AND coalesce(p.submit_at, p.start_at, '-infinity'::timestamptz) < d.hi"
-	"    AND (p.submit_at AT TIME ZONE 'UTC')::date = ANY($1::date[]))";
+	"    AND (p.submit_at AT TIME ZONE 'UTC')::date = ANY($1::date[])))";
 
 struct row {
 	struct gl_runs_job j;
@@ -390,18 +390,22 @@ static void members_copy(const struct gl_rundb *db, struct gl_strbuf *b)
  * their months (sql/099). $1 the days. */
 static const char *const build_sql[] = {
 	"ANALYZE gl_run_members_in",
-	"CREATE TEMP TABLE gl_run_touched ON COMMIT DROP AS SELECT DISTINCT k FROM gl_run_members_in n"
-	" LEFT JOIN run_members m USING (job_pk),"
-	" LATERAL (VALUES (n.run_key), (m.run_key)) v(k)"
-	" WHERE v.k IS NOT NULL AND (m.job_pk IS NULL OR (" MEMBER_COLS("n") ") IS DISTINCT FROM (" MEMBER_COLS("m") "))",
+	"CREATE TEMP TABLE gl_run_touched (k text) ON COMMIT DROP",
+	/* the members that changed, and the runs they left or joined: old
+	 * reads the table as it was before the upsert */
+	"WITH old AS (SELECT job_pk, run_key FROM run_members"
+	"  WHERE job_pk = ANY(ARRAY(SELECT job_pk FROM gl_run_members_in))),"
+	" up AS (INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
+	"  run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
+	"  submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
+	"  state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed,"
+	"  cluster = excluded.cluster, user_name = excluded.user_name, account = excluded.account,"
+	"  partition = excluded.partition, namespace = excluded.namespace, name = excluded.name"
+	"  WHERE (" MEMBER_COLS("run_members") ") IS DISTINCT FROM (" MEMBER_COLS("excluded") ")"
+	"  RETURNING job_pk, run_key)"
+	" INSERT INTO gl_run_touched SELECT DISTINCT v.k FROM up LEFT JOIN old USING (job_pk),"
+	" LATERAL (VALUES (up.run_key), (old.run_key)) v(k) WHERE v.k IS NOT NULL",
 	"ANALYZE gl_run_touched",
-	"INSERT INTO run_members SELECT * FROM gl_run_members_in ON CONFLICT (job_pk) DO UPDATE SET"
-	" run_key = excluded.run_key, kind = excluded.kind, base_key = excluded.base_key,"
-	" submit_s = excluded.submit_s, start_s = excluded.start_s, end_s = excluded.end_s,"
-	" state = excluded.state, queue_s = excluded.queue_s, attempt = excluded.attempt, failed = excluded.failed,"
-	" cluster = excluded.cluster, user_name = excluded.user_name, account = excluded.account,"
-	" partition = excluded.partition, namespace = excluded.namespace, name = excluded.name"
-	" WHERE (" MEMBER_COLS("run_members") ") IS DISTINCT FROM (" MEMBER_COLS("excluded") ")",
 	/* the days' per-job lines (just built) summed per run by the batch's
 	 * members (every job with a line on the days), no second pass over the
 	 * jobs nor over every member. Only the run-days that changed are
@@ -469,6 +473,15 @@ static const char *const build_sql[] = {
 	" f_name = excluded.f_name",
 };
 
+static int any_touched(PGconn *c, int *touched, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = gl_db_query(c, "SELECT EXISTS (SELECT 1 FROM gl_run_touched)", 0, NULL, &r, err);
+	*touched = !rc && !strcmp(PQgetvalue(r, 0, 0), "t");
+	PQclear(r);
+	return rc;
+}
+
 int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 {
 	struct stored_rules sr = {0};
@@ -476,7 +489,7 @@ int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 	struct gl_rundb db = {0};
 	const char **kv = NULL;
 	size_t nk = 0;
-	int rc;
+	int rc, touched = 0;
 
 	if ((rc = rules_read(c, &sr, err)))
 		goto out;
@@ -491,7 +504,13 @@ int gl_rundb_build_days(PGconn *c, const char *days, struct gl_err *err)
 		goto out;
 	for (size_t i = 0; i < GL_ARRAY_LEN(build_sql) && !rc; i++) {
 		int np = strstr(build_sql[i], "$1") != NULL; /* the days */
+		/* no member changed: no run's member columns to compute again */
+		if (strstr(build_sql[i], "FROM gl_run_touched") && !strstr(build_sql[i], "INSERT INTO gl_run_touched") &&
+		    !touched)
+			continue;
 		rc = gl_db_query(c, build_sql[i], np, np ? (const char *[]){days} : NULL, NULL, err);
+		if (!rc && strstr(build_sql[i], "ANALYZE gl_run_touched"))
+			rc = any_touched(c, &touched, err);
 	}
 out:
 	gl_rundb_fini(&db);
