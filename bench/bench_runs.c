@@ -151,7 +151,7 @@ static void one_day(const char *dsn, const char *cfg, long jobs)
 			"SELECT by_, cluster",	     "SELECT j.job_pk, c.name AS cluster",
 			"CREATE TEMP TABLE gl_run_members_in", "COPY gl_run_members_in",
 			"ANALYZE gl_run_members_in",   "CREATE TEMP TABLE gl_run_touched",
-			"INSERT INTO run_members",     "WITH nw AS (SELECT u.day, m.run_key",
+			"WITH old AS (SELECT job_pk",  "WITH nw AS (SELECT u.day, m.run_key",
 			"INSERT INTO usage_daily_run_built", "INSERT INTO usage_monthly_run_built",
 			"UPDATE usage_monthly_run SET n_mem", "INSERT INTO usage_monthly_run (month, run_key, kind",
 			"ANALYZE gl_run_touched",      "DELETE FROM usage_daily_run u",
@@ -160,7 +160,7 @@ static void one_day(const char *dsn, const char *cfg, long jobs)
 		for (size_t i = 0; i < GL_ARRAY_LEN(runs_stmts); i++)
 			total += ms[i] = log_ms(log, off, runs_stmts[i]);
 		printf("| the same day's runs (gl_rundb_build_days), %ld jobs: rules / the days' jobs read / members COPY / "
-		       "members changed (touched runs) / members upsert / run-days and the months' difference / "
+		       "touched-runs table / members upsert (the changed ones, with their runs) / run-days and the months' difference / "
 		       "the changed runs' month rows (reset, insert) | %.0f / %.0f / %.0f / %.0f / %.0f / %.0f / %.0f + %.0f ms "
 		       "(%.0f ms of %.0f) | the same build less the runs' statements: %.0f ms | %.3fx |\n",
 		       jobs, ms[0], ms[1], ms[3], ms[5], ms[6], ms[7], ms[10], ms[11], total, whole, whole - total,
