@@ -35,7 +35,7 @@ struct gl_rundb {
 	struct gl_runs_job *jobs;
 	size_t n_jobs;
 	struct gl_runs runs;
-	int built; /* 1: read from the rollup's runs (no members: jobs holds each run's first job) */
+	int built; /* 1: read from the rollup's runs and live pieces (a built run has no members: jobs holds its first job) */
 	/* private: what the jobs point into */
 	void *rows;
 	char *text;
@@ -45,11 +45,13 @@ struct gl_rundb {
 
 /* The GPU jobs (allocated or requested GPUs) overlapping the window, and
  * those submitted in it that never started, grouped into runs, their
- * figures rounded across the runs (gl_runs_round). A window of whole days
- * the rollup built, with no open GPU job in it, the config's rules those
- * the days were built with and no token scope, is read from the built
- * runs (a row per run: out->built); any other, or with q->members, live:
- * the jobs with the chargeback's per-job lines, grouped by the domain. */
+ * figures rounded across the runs (gl_runs_round). A window with days the
+ * rollup built, asked without a token scope with the rules the days were
+ * built with, is read from the built runs (out->built): the runs of its
+ * open jobs and of its parts no built day holds live, whole, the others a
+ * row per run (a whole month from its month rows). Any other, or with
+ * q->members, live: the jobs with the chargeback's per-job lines, grouped
+ * by the domain. */
 int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out,
 		  struct gl_err *err) GL_MUSTCHECK;
 void gl_rundb_fini(struct gl_rundb *r);
