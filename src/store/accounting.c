@@ -2427,12 +2427,27 @@ static int build_part_make(struct build_part *p, const int64_t *day_s, size_t n,
 	 * same sums. */
 	if ((rc = append_live_split(&p->sql, dims, GL_ARRAY_LEN(dims), n, 1, 0, NULL, OBS_FIRM, &np, &arrays, arr_off, err)))
 		goto out;
+	/* A job's day is one usage_daily_job row when at most one rate
+	 * priced it: its allocated time, priced part and exporter usage
+	 * together (jd), not an allocated row (rate NULL) beside a priced
+	 * one. Every reader sums alloc, priced and priced x rate, so the
+	 * figures are the same with half the rows: the rows' insert was 3 of
+	 * a batch's 11 s of CPU. A day across a change of price keeps its row
+	 * per rate and its allocated row, summed per rate as before. The
+	 * dimensions are the job's own, so jd groups by those it keeps. */
 	gl_strbuf_puts(&p->sql,
 		       ", dd AS (SELECT day, n FROM unnest($5::date[]) WITH ORDINALITY AS x(day, n)),"
+		       " jd AS (SELECT i, d11, d0, d1, d2, d5, d8, d9, gpu_model, min(rate) AS r0, max(rate) AS r1,"
+		       " sum(alloc) AS alloc, sum(priced) AS priced, sum(busy) AS busy, sum(idle) AS idle, sum(obs) AS obs"
+		       " FROM parts GROUP BY i, d11, d0, d1, d2, d5, d8, d9, gpu_model),"
 		       " jobrows AS (INSERT INTO usage_daily_job (day, job_pk, d_team, d_project, d_cost_center, d_cluster,"
 		       " d_namespace, d_gpu_model, gpu_model, rate, alloc, priced, busy, idle, obs)"
-		       " SELECT dd.day, d11, d0, d1, d2, d5, d8, d9, gpu_model, rate, alloc, priced, busy, idle, obs"
-		       " FROM byrate JOIN dd ON dd.n = byrate.i)"
+		       " SELECT dd.day, d11, d0, d1, d2, d5, d8, d9, gpu_model, r0, alloc, priced, busy, idle, obs"
+		       " FROM jd JOIN dd ON dd.n = jd.i WHERE r0 IS NOT DISTINCT FROM r1"
+		       " UNION ALL SELECT dd.day, d11, d0, d1, d2, d5, d8, d9, gpu_model, rate, sum(alloc), sum(priced),"
+		       " sum(busy), sum(idle), sum(obs) FROM parts JOIN dd ON dd.n = parts.i"
+		       " WHERE (i, d11) IN (SELECT i, d11 FROM jd WHERE r0 IS DISTINCT FROM r1)"
+		       " GROUP BY dd.day, d11, d0, d1, d2, d5, d8, d9, gpu_model, rate)"
 		       " INSERT INTO usage_daily (day, d_team, d_project, d_cost_center, d_user, d_account, d_cluster,"
 		       " d_partition, d_qos, d_namespace, d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced, held,"
 		       " busy, idle, obs)"

@@ -190,6 +190,49 @@ static void test_days_together_equal_one_by_one(void **state)
 	PQfinish(w);
 }
 
+#define ONE_ROW_Q(what)                                                                                       \
+	"SELECT " what " FROM usage_daily_job u JOIN jobs j ON j.job_pk = u.job_pk"                              \
+	" WHERE j.job_key = 'db:one' AND u.day = (to_timestamp(%lld) AT TIME ZONE 'UTC')::date"
+
+/* A job's day priced by one rate is one usage_daily_job row (allocated,
+ * priced and cost together); a day across a change of price keeps its
+ * allocated row and a row per rate. Either way the figures are the job's:
+ * 2 GPUs from 10:00 on the first day to 18:00 on the second, the price
+ * doubling at noon of the second. */
+static void test_job_day_rows(void **state)
+{
+	PGconn *c = conn();
+	struct gl_err err = {0};
+	int64_t now = (int64_t)time(NULL), d = (now / 86400 - 14) * 86400;
+	char sql[1024];
+
+	(void)state;
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO clusters (name, kind) VALUES ('onerow', 'slurm');"
+		 "INSERT INTO rates (gpu_model, micros_per_gpu_hour, valid_from, valid_to) VALUES"
+		 " ('l40s', 1000000, '-infinity', to_timestamp(%lld)), ('l40s', 2000000, to_timestamp(%lld), 'infinity');"
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro, gpu_type)"
+		 " SELECT cluster_id, 'db:one', 'one', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000000, 'l40s'"
+		 " FROM clusters WHERE name = 'onerow'",
+		 (long long)d + 86400 + 43200, (long long)d + 86400 + 43200, (long long)d + 36000,
+		 (long long)d + 86400 + 64800);
+	assert_true(ok(c, sql));
+	assert_int_equal(gl_accounting_build_days(c, NULL, (int64_t[]){d, d + 86400}, 2, now, &err), 0);
+	/* the first day: one row, all of it priced at the first rate */
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("count(*)"), (long long)d), 1);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("sum(alloc)"), (long long)d), 50400LL * 2000000);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("sum(priced)"), (long long)d), 50400LL * 2000000);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("min(rate)"), (long long)d), 1000000);
+	/* the second: the allocated row and one a rate */
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("count(*)"), (long long)d + 86400), 3);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("sum(alloc)"), (long long)d + 86400), 64800LL * 2000000);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("sum(priced)"), (long long)d + 86400), 64800LL * 2000000);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("sum(priced::numeric * rate)"), (long long)d + 86400),
+			 43200LL * 2000000 * 1000000 + 21600LL * 2000000 * 2000000);
+	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("count(*) FILTER (WHERE rate IS NULL AND priced = 0)"), (long long)d + 86400), 1);
+	PQfinish(c);
+}
+
 /* The rollup finds a batch's finished jobs from the longest one's span
  * (sql/100): a job longer than any before, inserted or made so by an
  * update, in any cluster, is still read for every day it covers, and a
@@ -304,6 +347,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_writers_share_builder_excludes),
 		cmocka_unit_test(test_days_together_equal_one_by_one),
+		cmocka_unit_test(test_job_day_rows),
 		cmocka_unit_test(test_long_job_found_by_its_span),
 		cmocka_unit_test(test_second_connection_only_for_stale_days),
 	};
