@@ -218,7 +218,7 @@ static void gpu_day_live(const char *dsn, long gpus)
  * ingested round by round: the same rows (checksum) and bytes. */
 static const char REST_OF_DAY[] =
 	"DO $$ DECLARE t text; cols text; sel text; k integer; s integer; BEGIN"
-	" FOR k IN %d..287 LOOP"
+	" FOR k IN %d..%d LOOP"
 	"  s := %d + (k - %d) %% 2;"
 	"  FOREACH t IN ARRAY ARRAY['gpu_usage_jobs', 'gpu_usage'] LOOP"
 	"   SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position),"
@@ -302,12 +302,12 @@ static double gpu_day_ingest(const char *dsn, long gpus, int rounds)
 
 /* Where a GPU-day's bytes are: each table's heap and each index of the
  * day's two partitions, bytes a GPU-day. */
-static void day_bytes(PGconn *c, long gpus)
+static void day_bytes(PGconn *c, long gpus, int buckets)
 {
 	char n[32];
 	const char *p[1] = {n};
 	PGresult *r;
-	snprintf(n, sizeof n, "%ld", gpus);
+	snprintf(n, sizeof n, "%.6f", (double)gpus * buckets / 288);
 	r = PQexecParams(c,
 			 "SELECT string_agg(format('%s %s', k.relname, round(pg_relation_size(k.oid) / $1::numeric)), ', '"
 			 " ORDER BY k.relkind DESC, k.relname)"
@@ -323,7 +323,7 @@ static void day_bytes(PGconn *c, long gpus)
 
 /* One day of exporter rollups for gpus GPUs, each GPU-bucket attributed to
  * the job running on it (a job a GPU, the whole day). */
-static void gpu_day(long gpus, int rounds)
+static void gpu_day(long gpus, int rounds, int buckets)
 {
 	char dsn[512], sql[2048], own[512];
 	double t;
@@ -346,13 +346,13 @@ static void gpu_day(long gpus, int rounds)
 		die("analyze jobs", NULL);
 	big_lock(1);
 	t = gpu_day_ingest(dsn, gpus, rounds);
-	if (rounds < 288) {
+	if (rounds < buckets) {
 		double t0 = gl_test_now_s();
-		snprintf(sql, sizeof sql, REST_OF_DAY, rounds, rounds - 2, rounds - 2);
+		snprintf(sql, sizeof sql, REST_OF_DAY, rounds, buckets - 1, rounds - 2, rounds - 2);
 		if (gl_test_exec_dsn(dsn, sql) < 0)
 			die("the rest of the day", NULL);
-		fprintf(stderr, "  %ld GPUs: buckets %d..287 written as the rounds write them in %.1f s\n", gpus, rounds,
-			gl_test_now_s() - t0);
+		fprintf(stderr, "  %ld GPUs: buckets %d..%d written as the rounds write them in %.1f s\n", gpus, rounds,
+			buckets - 1, gl_test_now_s() - t0);
 	}
 	/* as the tables' owner: the service role may not vacuum them */
 	if (gl_test_exec_dsn(own, "VACUUM ANALYZE gpu_usage, gpu_usage_jobs") < 0)
@@ -362,9 +362,9 @@ static void gpu_day(long gpus, int rounds)
 	jrows = gl_test_qint(c, "SELECT count(*) FROM gpu_usage_jobs");
 	bytes = gl_test_qint(c, "SELECT pg_total_relation_size('gpu_usage_20260601') + pg_total_relation_size('gpu_usage_jobs_20260601')");
 	printf("| exporter rollups of one day, %ld GPUs at 5-minute buckets (gpu_usage + gpu_usage_jobs, indexes) | %lld + %lld rows,"
-	       " %.0f bytes a GPU-day (%.0f MB; %d of the 288 rounds through the ingest, %.1f s a round) | - | - |\n",
-	       gpus, rows, jrows, (double)bytes / (double)gpus, (double)bytes / 1e6, rounds, t / rounds);
-	day_bytes(c, gpus);
+	       " %.0f bytes a GPU-day (%.0f MB in %d buckets of the 288; %d rounds through the ingest, %.1f s a round) | - | - |\n",
+	       gpus, rows, jrows, (double)bytes / (double)gpus * 288 / buckets, (double)bytes / 1e6, buckets, rounds, t / rounds);
+	day_bytes(c, gpus, buckets);
 	printf("| that day's rows, %ld GPUs: checksum of gpu_usage, gpu_usage_jobs (every column) | %lld, %lld | - | - |\n", gpus,
 	       gl_test_qint(c, "SELECT sum(hashtext(t::text)::bigint) FROM gpu_usage_20260601 t"),
 	       gl_test_qint(c, "SELECT sum(hashtext(t::text)::bigint) FROM gpu_usage_jobs_20260601 t"));
@@ -384,7 +384,7 @@ static void gpu_day(long gpus, int rounds)
 int main(int argc, char **argv)
 {
 	const char *g = getenv("BENCH_GROWTH_GPUS"), *j = getenv("BENCH_GROWTH_JOBS");
-	int r;
+	int r, b;
 	if (j) {
 		if (atol(j) > 0)
 			jobs_year(atol(j));
@@ -396,7 +396,9 @@ int main(int argc, char **argv)
 		jobs_year(100000);
 		jobs_year(1000000);
 	}
-	r = getenv("BENCH_GROWTH_ROUNDS") ? atoi(getenv("BENCH_GROWTH_ROUNDS")) : 288;
-	gpu_day(g ? atol(g) : 10000, r >= 3 && r <= 288 ? r : 288);
+	b = getenv("BENCH_GROWTH_BUCKETS") ? atoi(getenv("BENCH_GROWTH_BUCKETS")) : 288;
+	b = b >= 3 && b <= 288 ? b : 288;
+	r = getenv("BENCH_GROWTH_ROUNDS") ? atoi(getenv("BENCH_GROWTH_ROUNDS")) : b;
+	gpu_day(g ? atol(g) : 10000, r >= 3 && r <= b ? r : b, b);
 	return 0;
 }
