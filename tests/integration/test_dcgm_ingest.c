@@ -225,6 +225,33 @@ static double job_usage(const char *col, const char *job_id, const char *state)
 	return atof(v);
 }
 
+/* The day's gpu_usage partition's inserted and updated rows, as the
+ * statistics count them. */
+struct tup {
+	long long ins, upd;
+};
+
+static struct tup usage_tuples(void)
+{
+	struct tup t;
+	PQclear(PQexec(g_c, "SELECT pg_stat_clear_snapshot()"));
+	t.ins = gl_test_qint(g_c, "SELECT coalesce(pg_stat_get_tuples_inserted(to_regclass('gpu_usage_20261122')), 0)");
+	t.upd = gl_test_qint(g_c, "SELECT coalesce(pg_stat_get_tuples_updated(to_regclass('gpu_usage_20261122')), 0)");
+	return t;
+}
+
+/* The counts after an ingest that inserted want rows: an ingest's backend
+ * reports them as it exits, which may be just after the client saw it end. */
+static struct tup usage_tuples_after(const struct tup *before, long long want)
+{
+	struct tup t = usage_tuples();
+	for (int i = 0; i < 100 && t.ins < before->ins + want; i++) {
+		usleep(100000);
+		t = usage_tuples();
+	}
+	return t;
+}
+
 static void test_attribution_to_testbed_jobs(void **state)
 {
 	/* gpu02: only job 4 (4 GPUs, 16:03:57-16:04:57) runs at 16:04:10-16:04:40,
@@ -244,6 +271,7 @@ static void test_attribution_to_testbed_jobs(void **state)
 					  {"GPU-01000000-0000-0000-0000-000000000001", 0.0, -1, {0}},
 					  {"GPU-01000000-0000-0000-0000-000000000002", 0.0, -1, {0}},
 					  {"GPU-01000000-0000-0000-0000-000000000003", 0.0, -1, {0}}};
+	struct tup t0, t1;
 	/* gpu03: hpc_job mapping; job 9 on GPUs 0 and 1, idle; 2 and 3 free */
 	const struct hgpu gpu03[] = {{"GPU-03000000-0000-0000-0000-000000000000", 0.0, -1, {"9"}},
 				     {"GPU-03000000-0000-0000-0000-000000000001", 0.0, -1, {"9"}},
@@ -261,9 +289,15 @@ static void test_attribution_to_testbed_jobs(void **state)
 	write_scrape(tmpf("gpu03.prom"), "gpu03", "Tesla V100-SXM2-32GB", gpu03, 4);
 	write_scrape(tmpf("gpu04.prom"), "gpu04", "Tesla V100-SXM2-32GB", gpu04, 2);
 
+	t0 = usage_tuples();
 	assert_int_equal(ingest("testgpu", tmpf("gpu02.prom"), "2026-11-22T16:04:10Z", NULL, &out), 0);
 	assert_non_null(strstr(out, "\"node_exclusive\":4"));
 	free(out);
+	/* four new bucket rows, each written once, its job with it: no second
+	 * version (and index entries) to set the job */
+	t1 = usage_tuples_after(&t0, 4);
+	assert_int_equal(t1.ins - t0.ins, 4);
+	assert_int_equal(t1.upd - t0.upd, 0);
 	assert_int_equal(ingest("testgpu", tmpf("gpu02.prom"), "2026-11-22T16:04:40Z", NULL, NULL), 0);
 	assert_int_equal(ingest("testgpu", tmpf("gpu01.prom"), "2026-11-22T16:04:10Z", NULL, &out), 0);
 	assert_non_null(strstr(out, "\"node_estimated\":4"));
