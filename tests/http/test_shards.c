@@ -254,6 +254,72 @@ static void test_sharded_equals_single(void **state)
 	}
 }
 
+/* Sets the shard's server settings (ALTER SYSTEM, then a reload). */
+static void shard_settings(int k, const char *const *sql, size_t n)
+{
+	PGconn *su = gl_test_shard_superuser(g_shard_dsn[k]);
+	assert_non_null(su);
+	for (size_t i = 0; i < n; i++) {
+		PGresult *r = PQexec(su, sql[i]);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+			fprintf(stderr, "%s: %s", sql[i], PQerrorMessage(su));
+		assert_true(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+		PQclear(r);
+	}
+	PQfinish(su);
+	usleep(300 * 1000); /* a reload reaches each backend at its next command */
+}
+
+/* A request's reads on the central are one local transaction, so each
+ * shard sees one remote transaction for the whole request, not one per
+ * statement (docs/scale.md, "What it costs"): the shard's statement log
+ * during one chargeback, per remote session. */
+static void test_one_remote_transaction_a_request(void **state)
+{
+	static const char *const on[] = {"ALTER SYSTEM SET log_statement = 'all'",
+					 "ALTER SYSTEM SET log_line_prefix = 'gltest[%p] '", "SELECT pg_reload_conf()"};
+	static const char *const off[] = {"ALTER SYSTEM RESET log_statement", "ALTER SYSTEM RESET log_line_prefix",
+					  "SELECT pg_reload_conf()"};
+	enum { MAXPID = 64 };
+	int pids[MAXPID], starts[MAXPID] = {0}, cursors[MAXPID] = {0}, n = 0, best = -1;
+	char log[PATH_MAX], line[8192];
+	struct stat sb;
+	FILE *f;
+	(void)state;
+	assert_int_equal(gl_test_server_log(g_cfg[0], log, sizeof log), 0);
+	shard_settings(0, on, sizeof on / sizeof *on);
+	assert_int_equal(stat(log, &sb), 0);
+	free(get(&g_central, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team", 200));
+	shard_settings(0, off, sizeof off / sizeof *off);
+	assert_non_null(f = fopen(log, "r"));
+	assert_int_equal(fseeko(f, sb.st_size, SEEK_SET), 0);
+	while (fgets(line, sizeof line, f)) {
+		int pid, i;
+		if (sscanf(line, "gltest[%d]", &pid) != 1)
+			continue;
+		for (i = 0; i < n && pids[i] != pid; i++)
+			;
+		if (i == n) {
+			if (n == MAXPID)
+				continue;
+			pids[n++] = pid;
+		}
+		starts[i] += strstr(line, "statement: START TRANSACTION") != NULL;
+		cursors[i] += strstr(line, "CURSOR FOR") != NULL;
+	}
+	fclose(f);
+	/* the request's session on the shard: the one that read most (the
+	 * prober reads the shard too, a transaction a probe) */
+	for (int i = 0; i < n; i++)
+		if (best < 0 || cursors[i] > cursors[best])
+			best = i;
+	assert_true(best >= 0);
+	fprintf(stderr, "  shard %s, one chargeback: %d cursors in %d remote transactions\n", SHARD_NAMES[0],
+		cursors[best], starts[best]);
+	assert_true(cursors[best] >= 3);
+	assert_int_equal(starts[best], 1);
+}
+
 static void test_shard_down_is_named(void **state)
 {
 	char *one, *cen, *err;
@@ -366,6 +432,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sharded_equals_single),
+		cmocka_unit_test(test_one_remote_transaction_a_request),
 		cmocka_unit_test(test_shard_down_is_named),
 		cmocka_unit_test(test_hung_shard_does_not_hold_requests),
 	};
