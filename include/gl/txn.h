@@ -22,12 +22,11 @@ void gl_txn_rollback(struct gl_store *st);
  * (REPEATABLE READ READ ONLY): on a central database of shards
  * (docs/scale.md) postgres_fdw then opens one remote transaction on each
  * shard for the whole request, not one for each statement. A store module
- * that opens a transaction of its own checks gl_txn_open first. */
+ * that opens a transaction of its own reads in this one when it is open
+ * (showback's jobs). */
 int gl_txn_read_begin(struct gl_store *st, struct gl_err *err) GL_MUSTCHECK;
 /* Ends it: committed when sound, rolled back when a statement failed in
  * it, and nothing when none is open (the session was reset meanwhile). */
 void gl_txn_read_end(struct gl_store *st);
-/* 1 when the session is inside a transaction (sound or failed). */
-int gl_txn_open(struct gl_store *st);
 
 #endif

@@ -1462,19 +1462,18 @@ static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char b
  * one read transaction: postgres_fdw opens a remote transaction on each
  * shard once for the request, not once for each of its dozen statements
  * (docs/scale.md, "What it costs"). One database is left as it was. */
-static int read_txn_begin(struct req_ctx *x)
+static void read_txn_begin(struct req_ctx *x)
 {
 	struct gl_store *st;
 	struct gl_err err = {0};
 	if (!x->req.auth || !x->route->replica_ok || gl_req_store(&x->req, &st, &err) || !gl_req_shards(&x->req))
-		return 0;
+		return;
 	if (gl_txn_read_begin(st, &err)) {
 		/* the route's own statements meet the same failure and say it */
 		gl_log(GL_LOG_WARN, "http: %s %s: read transaction: %s", x->req.method, x->req.path, err.msg);
-		return 0;
+		return;
 	}
 	t_req_txn = st;
-	return 0;
 }
 
 static void read_txn_end(void)

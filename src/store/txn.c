@@ -41,9 +41,3 @@ void gl_txn_read_end(struct gl_store *store)
 		break;
 	}
 }
-
-int gl_txn_open(struct gl_store *store)
-{
-	PGTransactionStatusType t = PQtransactionStatus(gl_db_conn(store));
-	return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
-}
