@@ -1,7 +1,9 @@
 /* gpuledger — transaction statements for the code that drives a batch
  * (ingest/): BEGIN, COMMIT and ROLLBACK on the caller's store session, so that
  * no SQL text lives outside store/. The batch's own statements are the
- * store modules' (store/jobs, store/ingest, store/dcgmstore, ...).
+ * store modules' (store/jobs, store/ingest, store/dcgmstore, ...). And the
+ * read transaction the API opens around a read-only request on a central
+ * database of shards (gl_txn_read_begin).
  *
  * Ownership: nothing is allocated; the session is borrowed.
  */
