@@ -217,6 +217,11 @@ static void test_sharded_equals_single(void **state)
 		/* a window that cuts days: its ends are read live from jobs */
 		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-11-09T18:00:00Z&aggregate=user,cluster&step=week",
 		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=cluster",
+		/* each shard answers the capacity for its clusters (sql/110):
+		 * several steps, other keys, one cluster named */
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=gpu_model&step=week",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=partition&cluster=site-b",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=workload_type&format=csv",
 		"/v1/reports/showback?month=2017-10&format=csv",
 	};
 	(void)state;
