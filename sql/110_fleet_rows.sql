@@ -1,12 +1,6 @@
--- 110: a query whose answer is a union of per-cluster rows, asked of each
--- shard whole (docs/scale.md, "What it costs").
---
--- Over foreign partitions the central runs such a query itself: it reads
--- every row the query needs from the shards (a month's capacity read the
--- month's jobs of every shard: 26-69 ms at 30,000 jobs where one database
--- answers in 14-24 ms). When every row of the answer belongs to one
--- cluster and a cluster lives on one shard, each shard can answer for its
--- own clusters and the answer is the union of theirs.
+-- 110: a query asked of each shard whole, its answers unioned
+-- (docs/scale.md, "What it costs"): the clusters without capacity data,
+-- asked so that each shard plans it with the window's bounds.
 
 -- On every database (the shards run it): a query run read-only, so the
 -- text a central sends can read and nothing else.
@@ -16,12 +10,10 @@ BEGIN
     RETURN QUERY EXECUTE p_sql;
 END $$;
 
--- On a central: p_sql (parameters $1.. given as text in p_params, written
--- into the text as literals: dblink takes none) run by each shard of
--- p_mask over the session's dblink connection to it (the one
--- gl_fleet_capacity_missing keeps), all shards at once; p_cols is the
--- column definition list of the answer. With the owner's rights, as
--- gl_fleet_capacity_missing.
+-- On a central: p_sql run by each shard of p_mask over the session's
+-- dblink connection to it (the one gl_fleet_capacity_missing kept), all
+-- shards at once, read-only there; p_cols is the column definition list
+-- of the answer. With the owner's rights, as gl_fleet_capacity_missing.
 CREATE FUNCTION gl_fleet_rows_remote(p_mask bigint, p_sql text, p_cols text) RETURNS SETOF record
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog, pg_temp AS $$
 DECLARE
@@ -57,26 +49,6 @@ BEGIN
     END LOOP;
 END $$;
 REVOKE EXECUTE ON FUNCTION gl_fleet_rows_remote(bigint, text, text) FROM PUBLIC;
-
--- The caller's entry: on a session routed to the fleet (gl_fleet_use)
--- with dblink installed, each shard answers; otherwise the query runs here,
--- over this session's tables.
-CREATE FUNCTION gl_fleet_rows(p_sql text, p_params text[], p_cols text) RETURNS SETOF record
-LANGUAGE plpgsql AS $$
-DECLARE
-    m text := substring(current_setting('search_path') FROM '^"?gl_fleet_([0-9]+)');
-    q text := p_sql;
-BEGIN
-    -- the highest first: $1 must not take the front of $10
-    FOR i IN REVERSE coalesce(array_length(p_params, 1), 0) .. 1 LOOP
-        q := replace(q, '$' || i, coalesce(quote_literal(p_params[i]), 'NULL'));
-    END LOOP;
-    IF m IS NOT NULL AND to_regprocedure('public.dblink_send_query(text, text)') IS NOT NULL THEN
-        RETURN QUERY EXECUTE format('SELECT * FROM gl_fleet_rows_remote(%s, %L, %L) AS t(%s)', m, q, p_cols, p_cols);
-    ELSE
-        RETURN QUERY EXECUTE q;
-    END IF;
-END $$;
 
 -- The clusters without capacity data (sql/104), asked of each shard the
 -- same way, as a set in FROM: there the SQL function is inlined and planned
