@@ -6,7 +6,10 @@
  * month, through the real daemons over HTTP: the sharded p50/p99 beside the
  * single database's. All four PostgreSQL servers share this machine's two
  * cores. Needs the environment of bench/run.sh.
- * Usage: bench_shards [JOBS]   (or $BENCH_SHARDS_JOBS; 300,000) */
+ * Usage: bench_shards [JOBS]   (or $BENCH_SHARDS_JOBS; 300,000)
+ * BENCH_SHARDS_LOG=DIR: every statement of the central database (with its
+ * duration) and of the shards logged, the logs copied into DIR at the end
+ * (where a sharded request's time goes: docs/scale.md). */
 #include "lib/testlib.h"
 
 #include <limits.h>
@@ -25,12 +28,38 @@ static void die(const char *m)
 	exit(1);
 }
 
+/* Every statement logged from now on, with its duration, on the server
+ * of c (a throwaway of this benchmark's). */
+static void log_all(PGconn *c)
+{
+	static const char *const sql[] = {"ALTER SYSTEM SET log_min_duration_statement = 0",
+					  "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d '",
+					  "SELECT pg_reload_conf()"};
+	if (!c)
+		die("superuser");
+	for (size_t i = 0; i < sizeof sql / sizeof *sql; i++) {
+		PGresult *r = PQexec(c, sql[i]);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+			die(PQerrorMessage(c));
+		PQclear(r);
+	}
+	PQfinish(c);
+}
+
+static void copy_log(const char *from, const char *to)
+{
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+	if (system(cmd))
+		fprintf(stderr, "bench_shards: cannot copy %s\n", from);
+}
+
 int main(int argc, char **argv)
 {
 	const char *jobs = getenv("BENCH_SHARDS_JOBS");
 	long n = argc > 1 ? atol(argv[1]) : jobs ? atol(jobs) : 300000;
-	const char *tmp = getenv("GL_TEST_TMP");
-	char one[512], central[512], cfg[NSHARD][PATH_MAX], sdsn[NSHARD][1024], costs[PATH_MAX], dir[PATH_MAX],
+	const char *tmp = getenv("GL_TEST_TMP"), *logdir = getenv("BENCH_SHARDS_LOG");
+	char one[512], central[512], cfg[NSHARD][PATH_MAX], sdsn[NSHARD][1024], costs[PATH_MAX], dir[PATH_MAX], log[PATH_MAX],
 		cluster[16];
 	struct gl_test_daemon d1, dc;
 	static const char *const paths[][2] = {
@@ -70,6 +99,11 @@ int main(int argc, char **argv)
 			die("shard set-up");
 	}
 	fprintf(stderr, "  %ld jobs in one database and over %d shards\n", n, NSHARD);
+	if (logdir) {
+		log_all(gl_test_superuser_conn(central));
+		for (int k = 0; k < NSHARD; k++)
+			log_all(gl_test_shard_superuser(sdsn[k]));
+	}
 	if (gl_test_daemon_start(&d1, one, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}) ||
 	    gl_test_daemon_start(&dc, central, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}))
 		die("daemons");
@@ -108,7 +142,21 @@ int main(int argc, char **argv)
 	}
 	gl_test_daemon_stop(&dc);
 	gl_test_daemon_stop(&d1);
-	for (int k = 0; k < NSHARD; k++)
+	if (logdir) {
+		/* the central database is on bench/run.sh's cluster */
+		snprintf(dir, sizeof dir, "%s/config.yaml", tmp ? tmp : "/tmp");
+		snprintf(costs, sizeof costs, "%s/central.log", logdir);
+		if (!gl_test_server_log(dir, log, sizeof log))
+			copy_log(log, costs);
+	}
+	for (int k = 0; k < NSHARD; k++) {
+		if (logdir) {
+			char to[PATH_MAX];
+			snprintf(to, sizeof to, "%s/shard%d.log", logdir, k + 1);
+			if (!gl_test_server_log(cfg[k], dir, sizeof dir))
+				copy_log(dir, to);
+		}
 		gl_test_cli_cfg(cfg[k], "db", "stop", NULL);
+	}
 	return 0;
 }

@@ -21,6 +21,7 @@
 #include "gl/static.h"
 #include "gl/tally.h"
 #include "gl/timeutil.h"
+#include "gl/txn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -427,6 +428,9 @@ static _Thread_local int t_fleet_set;       /* the session reads t_fleet_mask's 
 static _Thread_local uint64_t t_fleet_mask;
 static _Thread_local struct gl_shard_route t_route;
 static _Thread_local int t_read_fleet; /* as t_fleet, for the read_dsn session */
+/* The session whose read transaction this thread's request holds (see
+ * read_txn_begin): its route stays the one the request began with. */
+static _Thread_local struct gl_store *t_req_txn;
 
 static int fleet_route(struct gl_server *s, struct gl_store *c, int fresh, struct gl_err *err)
 {
@@ -438,6 +442,10 @@ static int fleet_route(struct gl_server *s, struct gl_store *c, int fresh, struc
 		t_fleet_set = 0;
 	}
 	if (t_fleet != 2)
+		return 0;
+	/* inside the request's read transaction: a set published meanwhile
+	 * waits for the next request (a new backend, though, is routed) */
+	if (t_req_txn == c && !fresh && t_fleet_set)
 		return 0;
 	if ((rc = gl_fleetstate_get(s->fleet, &t_fleet_gen, &t_route, err)))
 		return rc;
@@ -1450,6 +1458,32 @@ static void add_freshness(const struct gl_req *req, struct gl_resp *resp, char b
 	gl_strbuf_fini(&m);
 }
 
+/* On a central database of shards, a read-only route's statements run in
+ * one read transaction: postgres_fdw opens a remote transaction on each
+ * shard once for the request, not once for each of its dozen statements
+ * (docs/scale.md, "What it costs"). One database is left as it was. */
+static void read_txn_begin(struct req_ctx *x)
+{
+	struct gl_store *st;
+	struct gl_err err = {0};
+	if (!x->req.auth || !x->route->replica_ok || gl_req_store(&x->req, &st, &err) || !gl_req_shards(&x->req))
+		return;
+	if (gl_txn_read_begin(st, &err)) {
+		/* the route's own statements meet the same failure and say it */
+		gl_log(GL_LOG_WARN, "http: %s %s: read transaction: %s", x->req.method, x->req.path, err.msg);
+		return;
+	}
+	t_req_txn = st;
+}
+
+static void read_txn_end(void)
+{
+	if (!t_req_txn)
+		return;
+	gl_txn_read_end(t_req_txn);
+	t_req_txn = NULL;
+}
+
 static int handle(struct req_ctx *x)
 {
 	struct gl_req *req = &x->req;
@@ -1459,7 +1493,9 @@ static int handle(struct req_ctx *x)
 	req->route = x->route;
 	if ((rc = fleet_check(x)))
 		return rc;
+	read_txn_begin(x);
 	rc = x->route->fn(req, resp);
+	read_txn_end();
 	if (rc == 0 && req->read.set)
 		add_freshness(req, resp, x->fresh_buf);
 	if (rc == 0 && req->auth && req->auth->n_scope && !req->scope_applied) {

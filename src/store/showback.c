@@ -615,7 +615,7 @@ static int gather_jobs(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct g
 	uint32_t *owner_of = NULL;
 	struct gl_jobstats_owner *per_owner = NULL, *per_part = NULL;
 	struct gl_strbuf q = GL_STRBUF_INIT;
-	int rc, in_txn = 0;
+	int rc, in_txn = 0, nested;
 
 	memset(&x, 0, sizeof x);
 	gl_jobstats_init(&x.st);
@@ -624,15 +624,18 @@ static int gather_jobs(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct g
 	x.a_us = sb->start_s * 1000000;
 	x.b_us = sb->end_s * 1000000;
 	x.now_us = now_s * 1000000;
-	/* one snapshot for the rules, the rates and the jobs */
-	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
+	/* one snapshot for the rules, the rates and the jobs: the request's
+	 * own when it reads in one transaction already (gl_txn_read_begin) */
+	nested = PQtransactionStatus(c) != PQTRANS_IDLE;
+	if (!nested && (rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
 		goto out;
-	in_txn = 1;
+	in_txn = !nested;
 	if ((rc = jobs_reference(c, &x, err)))
 		goto out;
 	jobs_copy_sql(&q, !strcmp(sb->aggregate, "workload_type"), x.use_labels, now_s, sb->start_s, sb->end_s);
 	if ((rc = gl_db_exec(c, "SET LOCAL enable_nestloop = off", err)) ||
-	    (rc = gl_db_copy_out_binary(c, gl_strbuf_cstr(&q), JC_N, job_row, &x, err)))
+	    (rc = gl_db_copy_out_binary(c, gl_strbuf_cstr(&q), JC_N, job_row, &x, err)) ||
+	    (nested && (rc = gl_db_exec(c, "SET LOCAL enable_nestloop TO DEFAULT", err))))
 		goto out;
 	names = gl_xcalloc(x.keys.n + 1, sizeof *names);
 	if (x.by_rules) {
@@ -642,7 +645,7 @@ static int gather_jobs(PGconn *c, struct gl_sbmodel *sb, int64_t now_s, struct g
 		for (size_t k = 0; k < x.keys.n; k++)
 			names[k] = gl_xstrdup(x.keys.key[k]);
 	}
-	if ((rc = gl_db_exec(c, "COMMIT", err)))
+	if (in_txn && (rc = gl_db_exec(c, "COMMIT", err)))
 		goto out;
 	in_txn = 0;
 

@@ -19,3 +19,25 @@ void gl_txn_rollback(struct gl_store *store)
 	PGconn *c = gl_db_conn(store);
 	PQclear(PQexec(c, "ROLLBACK"));
 }
+
+int gl_txn_read_begin(struct gl_store *store, struct gl_err *err)
+{
+	return gl_db_exec(gl_db_conn(store), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+}
+
+void gl_txn_read_end(struct gl_store *store)
+{
+	PGconn *c = gl_db_conn(store);
+	switch (PQtransactionStatus(c)) {
+	case PQTRANS_INTRANS:
+		/* nothing was written: a failed COMMIT loses nothing, and the
+		 * next statement finds the session as it is */
+		PQclear(PQexec(c, "COMMIT"));
+		break;
+	case PQTRANS_INERROR:
+		PQclear(PQexec(c, "ROLLBACK"));
+		break;
+	default:
+		break;
+	}
+}

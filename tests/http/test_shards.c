@@ -217,6 +217,10 @@ static void test_sharded_equals_single(void **state)
 		/* a window that cuts days: its ends are read live from jobs */
 		"/v1/chargeback?window=2017-10-03T06:30:00Z,2017-11-09T18:00:00Z&aggregate=user,cluster&step=week",
 		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=cluster",
+		/* several steps, other keys, one cluster named */
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=gpu_model&step=week",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=partition&cluster=site-b",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=workload_type&format=csv",
 		"/v1/reports/showback?month=2017-10&format=csv",
 	};
 	(void)state;
@@ -235,10 +239,11 @@ static void test_sharded_equals_single(void **state)
 		free(b);
 	}
 	/* the capacity check asked each shard once, over the central's dblink
-	 * connection to it (sql/104), not a remote probe per cluster and table */
+	 * connection to it (sql/104, sql/110), not a remote probe per cluster and
+	 * table, and as a set in FROM (planned with its window there) */
 	for (int k = 0; k < NSHARD; k++)
 		assert_true(gl_test_qint_dsn(g_shard_dsn[k], "SELECT count(*) FROM pg_stat_activity"
-							   " WHERE query LIKE 'SELECT gl_capacity_missing_here(%'") >= 1);
+							   " WHERE query LIKE '%SELECT * FROM gl_capacity_missing_here(%'") >= 1);
 	/* a GPU model name a shard's ingest noted (what its jobs trigger does
 	 * for a job with that type) is canonical on the central after its next
 	 * probe: no job's model is worked out row by row there */
@@ -252,6 +257,87 @@ static void test_sharded_equals_single(void **state)
 		PQfinish(a);
 		PQfinish(b);
 	}
+}
+
+/* Sets the shard's server settings (ALTER SYSTEM, then a reload). */
+static void shard_settings(int k, const char *const *sql, size_t n)
+{
+	PGconn *su = gl_test_shard_superuser(g_shard_dsn[k]);
+	assert_non_null(su);
+	for (size_t i = 0; i < n; i++) {
+		PGresult *r = PQexec(su, sql[i]);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+			fprintf(stderr, "%s: %s", sql[i], PQerrorMessage(su));
+		assert_true(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
+		PQclear(r);
+	}
+	PQfinish(su);
+	usleep(300 * 1000); /* a reload reaches each backend at its next command */
+}
+
+/* What shard k's backends did while the central daemon answered path:
+ * per backend (the log line prefix names it), the remote transactions
+ * begun and the cursors declared. The backend that declared most is the
+ * request's (the prober reads the shard too, one transaction a probe). */
+struct shard_log {
+	int starts, cursors;
+};
+
+static void shard_log_during(int k, const char *path, struct shard_log *out)
+{
+	static const char *const on[] = {"ALTER SYSTEM SET log_statement = 'all'",
+					 "ALTER SYSTEM SET log_line_prefix = 'gltest[%p] '", "SELECT pg_reload_conf()"};
+	static const char *const off[] = {"ALTER SYSTEM RESET log_statement", "ALTER SYSTEM RESET log_line_prefix",
+					  "SELECT pg_reload_conf()"};
+	enum { MAXPID = 64 };
+	struct shard_log per[MAXPID];
+	int pids[MAXPID], n = 0, best = -1;
+	char log[PATH_MAX], line[8192];
+	struct stat sb;
+	FILE *f;
+	memset(per, 0, sizeof per);
+	memset(out, 0, sizeof *out);
+	assert_int_equal(gl_test_server_log(g_cfg[k], log, sizeof log), 0);
+	shard_settings(k, on, sizeof on / sizeof *on);
+	assert_int_equal(stat(log, &sb), 0);
+	free(get(&g_central, path, 200));
+	shard_settings(k, off, sizeof off / sizeof *off);
+	assert_non_null(f = fopen(log, "r"));
+	assert_int_equal(fseeko(f, sb.st_size, SEEK_SET), 0);
+	while (fgets(line, sizeof line, f)) {
+		int pid, i;
+		if (sscanf(line, "gltest[%d]", &pid) != 1)
+			continue;
+		for (i = 0; i < n && pids[i] != pid; i++)
+			;
+		if (i == n) {
+			if (n == MAXPID)
+				continue;
+			pids[n++] = pid;
+		}
+		per[i].starts += strstr(line, "statement: START TRANSACTION") != NULL;
+		per[i].cursors += strstr(line, "CURSOR FOR") != NULL;
+	}
+	fclose(f);
+	for (int i = 0; i < n; i++)
+		if (best < 0 || per[i].cursors > per[best].cursors)
+			best = i;
+	if (best >= 0)
+		*out = per[best];
+	fprintf(stderr, "  shard %s, %s: %d cursors in %d remote transactions\n", SHARD_NAMES[k], path, out->cursors,
+		out->starts);
+}
+
+/* A request's reads on the central are one local transaction, so each
+ * shard sees one remote transaction for the whole request, not one per
+ * statement (docs/scale.md, "What it costs"). */
+static void test_one_remote_transaction_a_request(void **state)
+{
+	struct shard_log l;
+	(void)state;
+	shard_log_during(0, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team", &l);
+	assert_true(l.cursors >= 3);
+	assert_int_equal(l.starts, 1);
 }
 
 static void test_shard_down_is_named(void **state)
@@ -366,6 +452,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sharded_equals_single),
+		cmocka_unit_test(test_one_remote_transaction_a_request),
 		cmocka_unit_test(test_shard_down_is_named),
 		cmocka_unit_test(test_hung_shard_does_not_hold_requests),
 	};

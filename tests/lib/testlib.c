@@ -355,6 +355,46 @@ int gl_test_shard_attach(const char *central_dsn, int k, const char *name, const
 	return gl_test_cli(central_dsn, "shard", "attach", name, "--index", idx, "--dsn", shard_dsn, NULL);
 }
 
+PGconn *gl_test_shard_superuser(const char *shard_dsn)
+{
+	char *perr = NULL, dsn[1024] = "";
+	size_t k = 0;
+	PQconninfoOption *opts = PQconninfoParse(shard_dsn, &perr);
+	PGconn *c;
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (o->val && *o->val && strcmp(o->keyword, "user") && strcmp(o->keyword, "password") && k < sizeof dsn)
+			k += (size_t)snprintf(dsn + k, sizeof dsn - k, "%s='%s' ", o->keyword, o->val);
+	if (k < sizeof dsn)
+		snprintf(dsn + k, sizeof dsn - k, "user=postgres");
+	PQconninfoFree(opts);
+	PQfreemem(perr);
+	c = PQconnectdb(dsn);
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "testlib: shard superuser: %s", PQerrorMessage(c));
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+int gl_test_server_log(const char *cfg, char *path, size_t n)
+{
+	struct gl_test_out o = {0};
+	char pass[PATH_MAX] = "", *slash;
+	const char *s;
+	if (gl_test_run(NULL, NULL, &o, "--config", cfg, "db", "status", NULL))
+		return -1;
+	/* the passfile lies at the cluster's base, beside log/ (wherever a
+	 * root-run cluster was moved to) */
+	if ((s = strstr(o.out, "passfile ")))
+		sscanf(s + 9, "%4095s", pass);
+	gl_test_out_fini(&o);
+	if (!(slash = strrchr(pass, '/')))
+		return -1;
+	*slash = '\0';
+	return (size_t)snprintf(path, n, "%s/log/postgresql.log", pass) < n ? 0 : -1;
+}
+
 int gl_test_cli(const char *dsn, const char *arg0, ...)
 {
 	const char *argv[64];

@@ -77,6 +77,13 @@ int gl_test_shard_server(const char *dir, int k, char *cfg, size_t ncfg, char *d
  * application role (a superuser's one-time step), then the real `shard
  * attach name --index k --dsn shard_dsn`. 0 or -1. */
 int gl_test_shard_attach(const char *central_dsn, int k, const char *name, const char *shard_dsn);
+/* The superuser of the shard server whose application dsn gl_test_shard_server
+ * gave (its passfile has the password); NULL, said on stderr, when it
+ * cannot connect. The caller PQfinish()es it. */
+PGconn *gl_test_shard_superuser(const char *shard_dsn);
+/* The server log of the embedded cluster of config file cfg (where `db
+ * start` sends it) into path. 0 or -1. */
+int gl_test_server_log(const char *cfg, char *path, size_t n);
 /* Query helpers: first column of the first row as integer / text (static buffer). */
 /* Runs one statement on a connection of its own: the rows it affected, -1
  * on error (printed). For test set-ups that write a few rows by SQL. */
