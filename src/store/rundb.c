@@ -527,11 +527,10 @@ out:
  * $4 the label keys): the open ones (running, or waiting and submitted in
  * it), those with time in a part of it no built day holds ($5 $6: those
  * parts' starts and ends, epoch seconds; a job that never started, by its
- * submit time), those that started with GPUs requested but none allocated
- * (no daily line makes them members: sql/106), and $7 the job_pks of other
- * members of their runs. Each arm by an index, then the jobs by job_pk (an
- * array: a subquery's few rows were estimated at thousands and read every
- * job); the window test is the jobs query's. */
+ * submit time), and $7 the job_pks of other members of their runs. Each
+ * arm by an index, then the jobs by job_pk (an array: a subquery's few
+ * rows were estimated at thousands and read every job); the window test
+ * is the jobs query's. */
 static const char live_jobs_sql[] =
 	"WITH w AS (SELECT to_timestamp($1::bigint) AS a, to_timestamp($2::bigint) AS b, to_timestamp($3::bigint) AS now)"
 	" SELECT" JOB_COLS_SQL("$4") ", w"
@@ -547,8 +546,6 @@ static const char live_jobs_sql[] =
 	"   UNION SELECT o.job_pk FROM unnest($5::bigint[], $6::bigint[]) i(a, b) JOIN jobs o ON o.start_at IS NULL"
 	"    AND coalesce(o.submit_at, o.start_at, '-infinity'::timestamptz) >= to_timestamp(i.a)"
 	"    AND coalesce(o.submit_at, o.start_at, '-infinity'::timestamptz) < to_timestamp(i.b)"
-	"   UNION SELECT o.job_pk FROM jobs o WHERE o.gpu_micro = 0 AND o.req_gpu_micro > 0 AND o.start_at IS NOT NULL"
-	"    AND o.start_at < to_timestamp($2::bigint) AND coalesce(o.end_at, 'infinity'::timestamptz) > to_timestamp($1::bigint)"
 	"   UNION SELECT unnest($7::bigint[])))";
 
 /* A built run's row from its members ($2 $3 the window, m the closed

@@ -568,62 +568,6 @@ static void test_open_job_over_built_days(void **state)
 	months_are_their_days();
 }
 
-/* A job that ran with GPUs requested but none allocated (AllocTRES
- * without gres/gpu) has no daily line, so no built day holds it: a built
- * answer must still list its run, as the all-live one does. */
-static void test_unallocated_job_over_built_days(void **state)
-{
-	struct answers live = {0}, built = {0};
-	char path[400], line[4096], cfg_a[400], *f[40];
-	FILE *in = fopen(TB "sacct_alloc.txt", "r"), *out;
-	struct gl_test_out o;
-	cJSON *a;
-	int k = 0, n;
-
-	snprintf(path, sizeof path, "%s/runs-days-unalloc.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
-	out = fopen(path, "w");
-	if (!in || !out)
-		fail_msg("unallocated job: %s", path);
-	while (fgets(line, sizeof line, in) && ++k < 11)
-		;
-	fclose(in);
-	line[strcspn(line, "\r\n")] = '\0';
-	n = split(line, f);
-	assert_true(n >= 28);
-	assert_string_equal(f[0], "8");
-	f[0] = f[1] = "98";
-	f[2] = "days";
-	f[10] = f[11] = "2026-11-20T22:00:00";
-	f[12] = "2026-11-20T23:00:00";
-	f[13] = "2026-11-22T01:00:00";
-	f[23] = "billing=1,cpu=1,mem=1000M,node=1"; /* requested 2 GPUs, got none */
-	f[26] = "unalloc";
-	f[27] = "98";
-	for (int i = 0; i < n; i++)
-		fprintf(out, "%s%s", i ? "|" : "", f[i]);
-	fputc('\n', out);
-	fclose(out);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "days", "--file", path, "--fields", g_fields,
-			NULL) ||
-	    o.status != 0)
-		fail_msg("ingest: exit %d: %s", o.status, o.err);
-	gl_test_out_fini(&o);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM jobs WHERE name = 'unalloc' AND gpu_micro = 0"
-						 " AND req_gpu_micro > 0"),
-			 1);
-	gl_test_exec_owner(g_dsn, "DELETE FROM usage_daily_built");
-	take_n(g_a.port, 7, &live);
-	a = gl_test_get_json(g_a.port, "/v1/runs?" WIN, 200);
-	assert_non_null(run_of(a, "days/job/98"));
-	cJSON_Delete(a);
-	snprintf(cfg_a, sizeof cfg_a, "%s/config.yaml", g_a.dir);
-	rollup(cfg_a, "30");
-	take_n(g_a.port, 7, &built);
-	same("unallocated job", &live, &built);
-	answers_fini(&built);
-	answers_fini(&live);
-}
-
 /* The runs' cost is the window's cost in /v1/chargeback, built or not. */
 static void test_runs_equal_chargeback(void **state)
 {
@@ -652,8 +596,6 @@ int main(void)
 		cmocka_unit_test(test_built_runs_equal_live),
 		cmocka_unit_test(test_runs_equal_chargeback),
 		cmocka_unit_test(test_open_job_over_built_days),
-		cmocka_unit_test(test_runs_equal_chargeback),
-		cmocka_unit_test(test_unallocated_job_over_built_days),
 		cmocka_unit_test(test_runs_equal_chargeback),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
