@@ -7,18 +7,14 @@
  * runs is past server.max_answer_lines) and once per run (the list) at
  * sizes that fit: first with no day built (every job's line live; at most
  * 100,000 jobs, the old path), then after the real `gpuledger rollup` of
- * the month (the runs built with it, sql/098: a row per run), with the
+ * the month (per-job lines from usage_daily_job, sql/092), with the
  * rollup's time, the per-job tables' size per job, and
  * one day built again with its statements timed by the server's own log
- * (log_min_duration_statement): what the per-job lines add to a day and
- * what the runs' statements are of it. The last-started 1 in 200 jobs
- * ($GL_BENCH_RUNS_OPEN to choose) are left running: a fleet always has
- * open jobs, whose runs a request reads live.
+ * (log_min_duration_statement): what the per-job lines add to a day.
  * Usage: bench_runs [jobs] [requests] (1000000 5; or $GL_BENCH_RUNS_JOBS,
  * for a smaller run through bench/run.sh). Needs the environment of
  * bench/run.sh. */
 #include "lib/testlib.h"
-#include "gl/common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +31,6 @@ static void die(const char *m, PGconn *c)
 	fprintf(stderr, "bench_runs: %s %s\n", m, c ? PQerrorMessage(c) : "");
 	exit(1);
 }
-
-static long g_open; /* the jobs left running */
 
 static void measure(int port, const char *path, int reqs, long jobs, const char *what)
 {
@@ -56,19 +50,19 @@ static void measure(int port, const char *path, int reqs, long jobs, const char 
 	qsort(lat, (size_t)reqs, sizeof *lat, cmp_d);
 	p50 = lat[(reqs + 1) / 2 - 1];
 	p99 = lat[(int)(0.99 * reqs + 0.999999) - 1];
-	printf("| %s, %ld jobs in %ld runs, %ld of them running (p50 / p99 of %d) | %.0f / %.0f ms | 500 ms p99 (target) | "
+	printf("| %s, %ld jobs in %ld runs (p50 / p99 of %d) | %.0f / %.0f ms | 500 ms p99 (target) | "
 	       "%.2fx |\n",
-	       what, jobs, jobs / 4, g_open, reqs, p50, p99, p99 / 500.0);
+	       what, jobs, jobs / 4, reqs, p50, p99, p99 / 500.0);
 	fflush(stdout);
 }
 
 /* The month built by the real CLI, timed; the per-job tables' size. */
-static void rollup(const char *dsn, const char *cfg, long jobs)
+static void rollup(const char *dsn, long jobs)
 {
 	struct gl_test_out o;
 	double t0 = gl_test_now_s(), took;
 	long long bytes, rows, mbytes, mrows;
-	if (gl_test_run(dsn, NULL, &o, "--config", cfg, "rollup", NULL) || o.status != 0)
+	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
 		die("rollup", NULL);
 	took = gl_test_now_s() - t0;
 	gl_test_out_fini(&o);
@@ -81,13 +75,6 @@ static void rollup(const char *dsn, const char *cfg, long jobs)
 	printf("| usage_daily_job / usage_monthly_job for the month, %ld jobs | %lld rows, %.1f MB (%.0f bytes a job) / "
 	       "%lld rows, %.1f MB (%.0f bytes a job) | - | - |\n",
 	       jobs, rows, bytes / 1e6, (double)bytes / jobs, mrows, mbytes / 1e6, (double)mbytes / jobs);
-	bytes = gl_test_qint_dsn(dsn, "SELECT pg_total_relation_size('usage_daily_run')");
-	rows = gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_daily_run");
-	mbytes = gl_test_qint_dsn(dsn, "SELECT pg_total_relation_size('run_members')");
-	mrows = gl_test_qint_dsn(dsn, "SELECT count(*) FROM run_members");
-	printf("| usage_daily_run / run_members for the month, %ld jobs | %lld rows, %.1f MB / %lld rows, %.1f MB "
-	       "(%.0f bytes a job together) | - | - |\n",
-	       jobs, rows, bytes / 1e6, mrows, mbytes / 1e6, (double)(bytes + mbytes) / jobs);
 	fflush(stdout);
 }
 
@@ -115,7 +102,7 @@ static double log_ms(const char *log, long off, const char *prefix)
 /* One day of the month built again, its statements timed by the server:
  * the per-job lines' INSERT (and the month's per-job sums) beside the
  * day's usage_daily INSERT. */
-static void one_day(const char *dsn, const char *cfg, long jobs)
+static void one_day(const char *dsn, long jobs)
 {
 	char log[600];
 	const char *tmp = getenv("GL_TEST_TMP");
@@ -132,7 +119,7 @@ static void one_day(const char *dsn, const char *cfg, long jobs)
 	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_runs SET log_min_duration_statement = 0");
 	gl_test_exec_owner(dsn, "DELETE FROM usage_daily_built WHERE day = '2026-10-15'");
 	t0 = gl_test_now_s();
-	if (gl_test_run(dsn, NULL, &o, "--config", cfg, "rollup", NULL) || o.status != 0)
+	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
 		die("rollup", NULL);
 	took = gl_test_now_s() - t0;
 	gl_test_out_fini(&o);
@@ -144,28 +131,6 @@ static void one_day(const char *dsn, const char *cfg, long jobs)
 	       log_ms(log, off, "INSERT INTO usage_daily_job"), log_ms(log, off, "INSERT INTO usage_monthly_job ("),
 	       (log_ms(log, off, "INSERT INTO usage_daily_job") + log_ms(log, off, "INSERT INTO usage_monthly_job (")) /
 		       log_ms(log, off, "INSERT INTO usage_daily (day"));
-	/* the runs' part of the build (gl_rundb_build_days): its statements
-	 * by the server's log, against the rest of the same build */
-	{
-		static const char *const runs_stmts[] = {
-			"SELECT by_, cluster",	     "SELECT j.job_pk, c.name AS cluster",
-			"CREATE TEMP TABLE gl_run_members_in", "COPY gl_run_members_in",
-			"ANALYZE gl_run_members_in",   "CREATE TEMP TABLE gl_run_touched",
-			"WITH old AS (SELECT job_pk",  "WITH nw AS (SELECT u.day, m.run_key",
-			"INSERT INTO usage_daily_run_built", "INSERT INTO usage_monthly_run_built",
-			"UPDATE usage_monthly_run SET n_mem", "INSERT INTO usage_monthly_run (month, run_key, kind",
-			"ANALYZE gl_run_touched",      "DELETE FROM usage_daily_run u",
-		};
-		double ms[GL_ARRAY_LEN(runs_stmts)], total = 0, whole = took * 1000;
-		for (size_t i = 0; i < GL_ARRAY_LEN(runs_stmts); i++)
-			total += ms[i] = log_ms(log, off, runs_stmts[i]);
-		printf("| the same day's runs (gl_rundb_build_days), %ld jobs: rules / the days' jobs read / members COPY / "
-		       "touched-runs table / members upsert (the changed ones, with their runs) / run-days and the months' difference / "
-		       "the changed runs' month rows (reset, insert) | %.0f / %.0f / %.0f / %.0f / %.0f / %.0f / %.0f + %.0f ms "
-		       "(%.0f ms of %.0f) | the same build less the runs' statements: %.0f ms | %.3fx |\n",
-		       jobs, ms[0], ms[1], ms[3], ms[5], ms[6], ms[7], ms[10], ms[11], total, whole, whole - total,
-		       whole / (whole - total));
-	}
 	fflush(stdout);
 }
 
@@ -174,12 +139,10 @@ int main(int argc, char **argv)
 	const char *env = getenv("GL_BENCH_RUNS_JOBS");
 	long jobs = argc > 1 ? atol(argv[1]) : env ? atol(env) : 1000000;
 	int reqs = argc > 2 ? atoi(argv[2]) : 5;
-	const char *oenv = getenv("GL_BENCH_RUNS_OPEN");
-	long open_jobs;
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
 			  "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			  "runs:\n  - by: name_user\n";
-	char dsn[512], sql[512], cfgfile[400];
+	char dsn[512], sql[512];
 	struct gl_test_daemon d;
 	PGresult *r;
 	PGconn *c;
@@ -189,7 +152,6 @@ int main(int argc, char **argv)
 		reqs = 100;
 	if (jobs < 8000)
 		jobs = 8000;
-	open_jobs = g_open = oenv ? atol(oenv) : jobs / 200;
 	if (gl_test_db_fresh("gl_bench_runs", dsn, sizeof dsn))
 		die("db", NULL);
 	c = PQconnectdb(dsn);
@@ -204,18 +166,8 @@ int main(int argc, char **argv)
 	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		die("update", c);
 	PQclear(r);
-	/* a fleet always has running jobs: the last ones to start in the
-	 * month are still running (their runs are read live, the rest built) */
-	snprintf(sql, sizeof sql,
-		 "UPDATE jobs SET end_at = NULL, state = 'RUNNING' WHERE job_pk IN (SELECT job_pk FROM jobs"
-		 " WHERE start_at IS NOT NULL ORDER BY start_at DESC, job_pk LIMIT %ld)",
-		 open_jobs);
-	r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		die("open jobs", c);
-	PQclear(r);
 	PQclear(PQexec(c, "ANALYZE jobs"));
-	fprintf(stderr, "  generated %ld jobs (%ld open) in %.1f s\n", jobs, open_jobs, gl_test_now_s() - t0);
+	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
 	if (jobs <= 100000) {
@@ -224,16 +176,13 @@ int main(int argc, char **argv)
 		measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
 			"peer: /v1/chargeback month, aggregate=user, no day built");
 	}
-	/* the rollup with the daemon's config: the runs are built with the
-	 * rules the daemon answers with */
-	snprintf(cfgfile, sizeof cfgfile, "%s/config.yaml", d.dir);
-	rollup(dsn, cfgfile, jobs);
+	rollup(dsn, jobs);
 	measure(d.port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, "/v1/runs month, aggregate=user, month built");
 	measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
 		"peer: /v1/chargeback month, aggregate=user, month built");
 	if (jobs / 4 <= 250000)
 		measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, every run, month built");
-	one_day(dsn, cfgfile, jobs);
+	one_day(dsn, jobs);
 	gl_test_daemon_stop(&d);
 	PQfinish(c);
 	return 0;

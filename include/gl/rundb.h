@@ -13,7 +13,6 @@
 #define GL_RUNDB_H
 
 #include "gl/common.h"
-#include "gl/config.h"
 #include "gl/runs.h"
 #include "gl/store.h"
 #include "gl/tokens.h"
@@ -28,40 +27,22 @@ struct gl_rundb_query {
 	 * cost_center are the owner at the job's start, as in /v1/jobs */
 	const struct gl_tokens_scope *scope;
 	size_t n_scope;
-	int members; /* 1: every run's members are needed (/v1/runs/{id}): read live */
 };
 
 struct gl_rundb {
 	struct gl_runs_job *jobs;
 	size_t n_jobs;
 	struct gl_runs runs;
-	int built; /* 1: read from the rollup's runs and live pieces (a built run has no members: jobs holds its first job) */
 	/* private: what the jobs point into */
 	void *rows;
 	char *text;
 	const char **label_store;
-	void *res;
 };
 
 /* The GPU jobs (allocated or requested GPUs) overlapping the window, and
- * those submitted in it that never started, grouped into runs, their
- * figures rounded across the runs (gl_runs_round). A window with days the
- * rollup built, asked without a token scope with the rules the days were
- * built with, is read from the built runs (out->built): the runs of its
- * open jobs and of its parts no built day holds live, whole, the others a
- * row per run (a whole month from its month rows). Any other, or with
- * q->members, live: the jobs with the chargeback's per-job lines, grouped
- * by the domain. */
+ * those submitted in it that never started, grouped into runs. */
 int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out,
 		  struct gl_err *err) GL_MUSTCHECK;
 void gl_rundb_fini(struct gl_rundb *r);
-
-/* Stores the config's runs[] rules the rollup builds runs with (in their
- * order), marking stale the built days from the earliest changed rule's
- * start; nothing when they are the stored ones. */
-int gl_rundb_sync_rules(struct gl_store *st, const struct gl_runs_rule *rules, size_t n,
-			struct gl_err *err) GL_MUSTCHECK;
-/* The same with the config's runs[] (the daemon and `rollup` at start). */
-int gl_rundb_sync_config(struct gl_store *st, const struct gl_config *cfg, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

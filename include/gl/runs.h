@@ -17,7 +17,6 @@
 #define GL_RUNS_H
 
 #include "gl/common.h"
-#include "gl/cost.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,9 +41,6 @@ struct gl_runs_rule {
 	int64_t from_s, to_s;  /* [from, to); GL_TIME_NONE: open */
 };
 
-/* A run's id: 16 hex digits of its key's FNV-1a 64. */
-void gl_runs_id(const char *key, char id[17]);
-
 /* by as runs[].by spells it; *label points into by for label:<key>.
  * -GL_EINVAL for anything else (an empty label key too). */
 int gl_runs_by_parse(const char *by, enum gl_runs_by *out, const char **label) GL_MUSTCHECK;
@@ -66,11 +62,7 @@ struct gl_runs_job {
 	int64_t queue_wait_s;                          /* -1: not started */
 	const char *owner_kind, *owner_name;           /* a pod's controller */
 	const char *const *labels;                     /* gl_runs_label_keys' order, NULL when absent */
-	/* from the ledger: the exact numerators of gl_accounting_chargeback's
-	 * line of this job (micro-GPU-seconds; cost: micro-GPU-seconds x
-	 * micro-units per GPU-hour), and those rounded for this job alone
-	 * (gl_runs_round_job) */
-	gl_cost_i128 alloc_us, priced_us, cost_num, unobs_us;
+	/* from the ledger (gl_accounting_chargeback's line of this job) */
 	int64_t gpu_s, cost_micros, unpriced_s, unobserved_s;
 	double busy_s, idle_s, observed_s;
 };
@@ -84,9 +76,6 @@ struct gl_runs_run {
 	size_t first;        /* the member the run's owner fields are read from */
 	int64_t first_submit_s, last_end_s; /* last_end_s GL_TIME_NONE while a member is open */
 	int64_t attempts, jobs;
-	/* exact sums of the members' numerators, the failed attempts' apart;
-	 * rounded into the figures below by gl_runs_round, across the runs */
-	gl_cost_i128 alloc_us, priced_us, cost_num, unobs_us, failed_alloc_us, failed_cost_num;
 	int64_t gpu_s, cost_micros, failed_cost_micros, failed_gpu_s, unpriced_s, unobserved_s, queue_s;
 	double busy_s, idle_s, observed_s;
 	const char *state;   /* borrowed from a member: RUNNING, PENDING or the last attempt's */
@@ -107,33 +96,10 @@ int gl_runs_attempt_failed(const char *state);
 void gl_runs_key(const struct gl_runs_job *j, const struct gl_runs_rule *rules, size_t n_rules, char *buf, size_t n,
 		 const char **kind);
 
-/* The key of the job's own attempts and components (what `jobs` counts
- * once): its Slurm job id (a het job's leader's) or its pod. */
-void gl_runs_base(const struct gl_runs_job *j, char *buf, size_t n);
-
-/* A run's id: 16 hex digits of its key's FNV-1a 64. */
-void gl_runs_id(const char *key, char id[17]);
-
-/* by as runs[].by spells it (the inverse of gl_runs_by_parse). */
-void gl_runs_by_name(const struct gl_runs_rule *r, char *buf, size_t n);
-
-/* The runs' figures from their numerators, each rounded once across the
- * runs in their order (gl_cost_apportion: they add up to the rounded
- * total, as the chargeback's lines do); unpriced GPU-seconds per run.
- * -GL_E* from the apportioning. */
-int gl_runs_round(struct gl_runs *runs) GL_MUSTCHECK;
-
-/* One job's figures from its numerators alone (half up). */
-void gl_runs_round_job(struct gl_runs_job *j);
-
-/* Groups the jobs into runs (most recent first submit first, then key)
- * and sums their numerators (gl_runs_round rounds them). */
+/* Groups the jobs into runs (most recent first submit first) and sums
+ * their figures. */
 void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct gl_runs_rule *rules, size_t n_rules,
 		   struct gl_runs *out);
 void gl_runs_fini(struct gl_runs *r);
-
-/* The runs in gl_runs_group's order (most recent first submit first, then
- * key): for runs put together from more than one grouping. */
-void gl_runs_sort(struct gl_runs *r);
 
 #endif

@@ -1,7 +1,6 @@
 /* /v1/runs and /v1/runs/{id}: training runs (docs/runs.md), JSON or CSV.
- * Parameters -> the store reads the window's runs (built by the rollup,
- * or its jobs with the ledger's per-job figures, grouped by the domain)
- * -> render. */
+ * Parameters -> the store reads the window's jobs with the ledger's
+ * per-job figures and the domain groups them -> render. */
 #include "gl/apijson.h"
 #include "gl/config.h"
 #include "gl/cost.h"
@@ -263,9 +262,9 @@ static void render_csv(struct gl_resp *resp, const struct runs_params *p, const 
 }
 
 /* The runs of the window, or -rc after the error answer. */
-static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, int members, struct gl_rundb *db)
+static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, struct gl_rundb *db)
 {
-	struct gl_rundb_query q = {p->window.start_s, p->window.end_s, req->now_s, NULL, 0, NULL, 0, members};
+	struct gl_rundb_query q = {p->window.start_s, p->window.end_s, req->now_s, NULL, 0, NULL, 0};
 	struct gl_runs_rule *rules;
 	struct gl_err err = {0};
 	struct gl_store *st;
@@ -292,7 +291,7 @@ int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
 	struct gl_rundb db = {0};
 	int rc;
 
-	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, 0, &db)))
+	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, &db)))
 		goto out;
 	if (p.csv)
 		render_csv(resp, &p, &db, gl_cost_minor(req->cfg->currency));
@@ -340,7 +339,7 @@ int gl_route_run(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, GL_ENOTFOUND, NULL, "no run '%s' (the ids are those of /v1/runs)", id);
 		goto out;
 	}
-	if ((rc = load(req, resp, &p, 1, &db)))
+	if ((rc = load(req, resp, &p, &db)))
 		goto out;
 	for (size_t i = 0; i < db.runs.n && !r; i++)
 		if (!strcmp(db.runs.runs[i].id, id))

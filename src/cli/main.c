@@ -19,7 +19,6 @@
 #include "gl/migrate.h"
 #include "gl/report_sched.h"
 #include "gl/routes.h"
-#include "gl/rundb.h"
 #include "gl/sacct_ingest.h"
 #include "gl/sacct.h"
 #include "gl/sacct_poll.h"
@@ -389,9 +388,6 @@ static int serve_prepare(const struct gl_config *cfg, struct gl_store **st, stru
 		if ((rc = gl_costing_load(*st, cfg, "system", &sum, err)))
 			return rc;
 	}
-	/* the runs the rollup builds are grouped by the config's rules */
-	if ((rc = gl_rundb_sync_config(*st, cfg, err)))
-		return rc;
 	return gl_capplandb_load_config(*st, cfg, "system", (int64_t)time(NULL), err);
 }
 

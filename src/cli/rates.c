@@ -6,7 +6,6 @@
 #include "gl/costing.h"
 #include "gl/log.h"
 #include "gl/ratebook.h"
-#include "gl/rundb.h"
 #include "gl/store.h"
 
 #include <pwd.h>
@@ -117,7 +116,7 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_rollup, "rollup: unexpected argument '%s'", argv[1]);
 	}
 	/* the days are built on two connections at once (two cores) */
-	if (gl_store_open(cfg, &st, &err) || gl_rundb_sync_config(st, cfg, &err) ||
+	if (gl_store_open(cfg, &st, &err) ||
 	    gl_accounting_build_stale(st, cfg, (int64_t)time(NULL), (int)days, &built, NULL, &err))
 		rc = gl_cli_fail(&err);
 	else

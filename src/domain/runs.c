@@ -3,7 +3,6 @@
 #include "gl/jobstats.h"
 
 #include <ctype.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,21 +182,6 @@ static void base_key(const struct gl_runs_job *j, char *buf, size_t n, const cha
 	}
 }
 
-void gl_runs_base(const struct gl_runs_job *j, char *buf, size_t n)
-{
-	const char *kind;
-	base_key(j, buf, n, &kind);
-}
-
-void gl_runs_by_name(const struct gl_runs_rule *r, char *buf, size_t n)
-{
-	static const char *const names[] = {"array", "name_user", "comment", "wckey", "tag", "kube_owner"};
-	if (r->by == GL_RUNS_BY_LABEL)
-		snprintf(buf, n, "label:%s", r->label ? r->label : "");
-	else
-		snprintf(buf, n, "%s", (size_t)r->by < GL_ARRAY_LEN(names) ? names[r->by] : "");
-}
-
 void gl_runs_key(const struct gl_runs_job *j, const struct gl_runs_rule *rules, size_t n_rules, char *buf, size_t n,
 		 const char **kind)
 {
@@ -269,12 +253,7 @@ static int cmp_newest(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-void gl_runs_sort(struct gl_runs *r)
-{
-	gl_qsort(r->runs, r->n, sizeof *r->runs, cmp_newest);
-}
-
-void gl_runs_id(const char *s, char id[17])
+static void fnv_id(const char *s, char id[17])
 {
 	uint64_t h = 14695981039346656037ULL;
 	for (; *s; s++) {
@@ -311,18 +290,18 @@ static void add_member(struct gl_runs_run *r, const struct gl_runs_job *j, size_
 	if (t != GL_TIME_NONE && (r->first_submit_s == GL_TIME_NONE || t < r->first_submit_s))
 		r->first_submit_s = t;
 	r->attempts += j->het_offset <= 0; /* a het job's components are one attempt */
-	r->alloc_us += j->alloc_us;
-	r->priced_us += j->priced_us;
-	r->cost_num += j->cost_num;
-	r->unobs_us += j->unobs_us;
+	r->gpu_s += j->gpu_s;
+	r->cost_micros += j->cost_micros;
+	r->unpriced_s += j->unpriced_s;
+	r->unobserved_s += j->unobserved_s;
 	r->busy_s += j->busy_s;
 	r->idle_s += j->idle_s;
 	r->observed_s += j->observed_s;
 	if (j->queue_wait_s > 0)
 		r->queue_s += j->queue_wait_s;
 	if (gl_runs_attempt_failed(j->state)) {
-		r->failed_alloc_us += j->alloc_us;
-		r->failed_cost_num += j->cost_num;
+		r->failed_cost_micros += j->cost_micros;
+		r->failed_gpu_s += j->gpu_s;
 	}
 }
 
@@ -367,7 +346,7 @@ void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct g
 		while (e < n_jobs && !strcmp(s[e].run, s[i].run))
 			e++;
 		r->key = gl_xstrdup(s[i].run);
-		gl_runs_id(r->key, r->id);
+		fnv_id(r->key, r->id);
 		r->kind = s[i].kind;
 		r->members = gl_xcalloc(e - i, sizeof *r->members);
 		r->first = s[i].job;
@@ -384,60 +363,6 @@ void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct g
 	}
 	free(s);
 	gl_qsort(out->runs, out->n, sizeof *out->runs, cmp_newest);
-}
-
-static int64_t half_up(gl_cost_i128 num, int64_t denom)
-{
-	return (int64_t)((num + denom / 2) / denom);
-}
-
-/* One figure of every run, rounded across the runs. */
-static int round_field(struct gl_runs *runs, size_t num_off, size_t out_off, int64_t denom, gl_cost_i128 *num,
-		       int64_t *out)
-{
-	int rc;
-	for (size_t i = 0; i < runs->n; i++)
-		num[i] = *(const gl_cost_i128 *)((const char *)&runs->runs[i] + num_off);
-	if ((rc = gl_cost_apportion(num, runs->n, denom, out)))
-		return rc;
-	for (size_t i = 0; i < runs->n; i++)
-		*(int64_t *)((char *)&runs->runs[i] + out_off) = out[i];
-	return 0;
-}
-
-int gl_runs_round(struct gl_runs *runs)
-{
-	static const struct {
-		size_t num, out;
-		int64_t denom;
-	} f[] = {
-		{offsetof(struct gl_runs_run, alloc_us), offsetof(struct gl_runs_run, gpu_s), GL_GPU_MICRO},
-		{offsetof(struct gl_runs_run, cost_num), offsetof(struct gl_runs_run, cost_micros),
-		 GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR},
-		{offsetof(struct gl_runs_run, unobs_us), offsetof(struct gl_runs_run, unobserved_s), GL_GPU_MICRO},
-		{offsetof(struct gl_runs_run, failed_alloc_us), offsetof(struct gl_runs_run, failed_gpu_s), GL_GPU_MICRO},
-		{offsetof(struct gl_runs_run, failed_cost_num), offsetof(struct gl_runs_run, failed_cost_micros),
-		 GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR},
-	};
-	gl_cost_i128 *num = gl_xcalloc(runs->n + 1, sizeof *num);
-	int64_t *out = gl_xcalloc(runs->n + 1, sizeof *out);
-	int rc = 0;
-
-	for (size_t k = 0; k < GL_ARRAY_LEN(f) && runs->n && !rc; k++)
-		rc = round_field(runs, f[k].num, f[k].out, f[k].denom, num, out);
-	for (size_t i = 0; i < runs->n; i++)
-		runs->runs[i].unpriced_s = half_up(runs->runs[i].alloc_us - runs->runs[i].priced_us, GL_GPU_MICRO);
-	free(num);
-	free(out);
-	return rc;
-}
-
-void gl_runs_round_job(struct gl_runs_job *j)
-{
-	j->gpu_s = half_up(j->alloc_us, GL_GPU_MICRO);
-	j->cost_micros = half_up(j->cost_num, GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR);
-	j->unpriced_s = half_up(j->alloc_us - j->priced_us, GL_GPU_MICRO);
-	j->unobserved_s = half_up(j->unobs_us, GL_GPU_MICRO);
 }
 
 void gl_runs_fini(struct gl_runs *r)

@@ -1,6 +1,5 @@
 /* Accounting queries (see include/gl/accounting.h). */
 #include "accounting_int.h"
-#include "rundb_int.h"
 #include "db_int.h"
 #include "plancache_int.h"
 #include "gl/fcseries.h"
@@ -2522,9 +2521,7 @@ int gl_accounting_build_days(PGconn *c, PGconn *helper, const int64_t *day_s, si
 		pthread_join(th, NULL);
 	if (!rc && na < n && theirs.rc)
 		rc = gl_err_set(err, -theirs.rc, "%s", theirs.err.msg);
-	/* the runs read the days' per-job lines, both halves' committed */
-	if (rc || (rc = gl_rundb_build_days(c, gl_strbuf_cstr(&all.days), err)) ||
-	    (rc = build_month_jobs(c, gl_strbuf_cstr(&all.days), err)))
+	if (rc || (rc = build_month_jobs(c, gl_strbuf_cstr(&all.days), err)))
 		goto out;
 	rc = gl_db_exec(c, "COMMIT", err);
 	in_txn = 0;

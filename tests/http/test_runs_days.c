@@ -62,8 +62,6 @@ static const char *const paths[] = {
 	"/v1/runs?window=2026-11-21T12:00:00Z,2026-11-22T18:00:00Z",
 	"/v1/runs?window=2026-11-22T00:00:00Z,2026-11-24T00:00:00Z",
 	"/v1/runs?window=2026-11-21T00:00:00Z,2026-11-23T00:00:00Z",
-	"/v1/runs?window=2026-11",
-	"/v1/runs?window=2026-11&aggregate=user",
 };
 #define N_PATHS N_OF(paths)
 
@@ -201,12 +199,12 @@ struct answers {
 	size_t n;
 };
 
-static void take_n(int port, size_t n_paths, struct answers *a)
+static void take(int port, struct answers *a)
 {
 	char p[300];
 	cJSON *root, *it;
 	a->n = 0;
-	for (size_t i = 0; i < n_paths; i++) {
+	for (size_t i = 0; i < N_PATHS; i++) {
 		a->s[a->n++] = body(port, paths[i]);
 		snprintf(p, sizeof p, "%s&format=csv", paths[i]);
 		a->s[a->n++] = body(port, p);
@@ -223,11 +221,6 @@ static void take_n(int port, size_t n_paths, struct answers *a)
 		a->s[a->n++] = body(port, p);
 	}
 	cJSON_Delete(root);
-}
-
-static void take(int port, struct answers *a)
-{
-	take_n(port, N_PATHS, a);
 }
 
 static void answers_fini(struct answers *a)
@@ -332,242 +325,6 @@ static void test_built_days_equal_live(void **state)
 	answers_fini(&mb);
 }
 
-/* cfg: a config file of the test's with text */
-static void write_config(char *path, size_t n, const char *name, const char *text)
-{
-	FILE *f;
-	snprintf(path, n, "%s/%s", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp", name);
-	f = fopen(path, "w");
-	if (!f)
-		fail_msg("%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void rollup(const char *cfg, const char *days)
-{
-	struct gl_test_out o;
-	if (gl_test_run(g_dsn, NULL, &o, "--config", cfg, "rollup", "--days", days, NULL) || o.status != 0)
-		fail_msg("rollup: exit %d: %s", o.status, o.err);
-	gl_test_out_fini(&o);
-}
-
-/* The months' run sums, kept by difference as days are built again, are
- * the sums of the run-days of exactly the days each month lists. */
-static void months_are_their_days(void)
-{
-	assert_true(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_monthly_run") > 0);
-	assert_int_equal(gl_test_qint_dsn(g_dsn,
-					  "WITH d AS (SELECT mb.month, u.run_key, sum(u.alloc) AS alloc, sum(u.priced) AS priced,"
-					  " coalesce(sum(u.priced::numeric * u.rate), 0) AS cost_num,"
-					  " coalesce(sum(u.alloc) FILTER (WHERE u.failed), 0) AS f_alloc,"
-					  " coalesce(sum(u.priced::numeric * u.rate) FILTER (WHERE u.failed), 0) AS f_cost"
-					  " FROM usage_monthly_run_built mb JOIN usage_daily_run u ON u.day = ANY(mb.days)"
-					  " GROUP BY 1, 2)"
-					  " SELECT count(*) FROM usage_monthly_run m FULL JOIN d USING (month, run_key)"
-					  " WHERE (coalesce(m.alloc, 0), coalesce(m.priced, 0), coalesce(m.cost_num, 0),"
-					  "  coalesce(m.f_alloc, 0), coalesce(m.f_cost, 0)) IS DISTINCT FROM"
-					  " (coalesce(d.alloc, 0), coalesce(d.priced, 0), coalesce(d.cost_num, 0),"
-					  "  coalesce(d.f_alloc, 0), coalesce(d.f_cost, 0))"),
-			 0);
-}
-
-/* Read from the built runs: the failed attempts' cost (job 5's REQUEUED
- * attempt, alice's TIMEOUT) as worked out by hand. */
-static void check_built_failed(void)
-{
-	cJSON *a = gl_test_get_json(g_a.port, "/v1/runs?" WIN, 200);
-	assert_non_null(a);
-	assert_int_equal(num(run_of(a, "days/job/5"), "failed_attempts_cost_micros"), 14400000);
-	assert_int_equal(num(run_of(a, "days/name_user/alice/ckpt"), "failed_attempts_cost_micros"), 25199 * 2000LL);
-	cJSON_Delete(a);
-}
-
-/* The runs built by the rollup under the rules daemon a answers with (the
- * rollup syncs them: `--config` a's): every answer equal to the live one,
- * byte for byte, now read from the built runs (a GPU-second added to one
- * built run-day shows in the answer, one added to the month's run sums in
- * the month's answer, and the answer is the live one again without it);
- * a changed rule makes the built days from its start stale. The month
- * (2026-11) is read built too: its days no job touched are never built. */
-static void test_built_runs_equal_live(void **state)
-{
-	struct answers live = {0}, built = {0};
-	char cfg_a[400], cfg_c[400];
-	char *moved;
-
-	take(g_a.port, &live);
-	snprintf(cfg_a, sizeof cfg_a, "%s/config.yaml", g_a.dir);
-	rollup(cfg_a, "4");
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_run_built"), 4);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_rules"), 2);
-	/* every GPU job of the four days is a member, in the run live gives it */
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_members WHERE run_key = 'days/job/5'"), 2);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_members"
-						 " WHERE run_key = 'days/name_user/alice/ckpt'"),
-			 1 + 2); /* 11, and 14's two het components */
-	take(g_a.port, &built);
-	same("built runs", &live, &built);
-	answers_fini(&built);
-	check_built_failed();
-	/* the answer is read from usage_daily_run: one GPU-second more in job
-	 * 5's run on the 22nd is one more in the answer */
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_daily_run SET alloc = alloc + 1000000"
-						 " WHERE ctid = (SELECT ctid FROM usage_daily_run WHERE run_key = 'days/job/5'"
-						 " AND day = '2026-11-22' LIMIT 1) RETURNING 1) SELECT count(*) FROM u"),
-			 1);
-	moved = body(g_a.port, "/v1/runs?" WIN);
-	if (!strcmp(moved, live.s[0]))
-		fail_msg("the answer of built days did not read usage_daily_run");
-	assert_non_null(strstr(moved, "\"gpu_seconds\":180001"));
-	free(moved);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_daily_run SET alloc = alloc - 1000000"
-						 " WHERE ctid = (SELECT ctid FROM usage_daily_run WHERE run_key = 'days/job/5'"
-						 " AND day = '2026-11-22' AND alloc >= 1000000 LIMIT 1) RETURNING 1) SELECT count(*) FROM u"),
-			 1);
-	/* a whole month is read from its sums (usage_monthly_run), a window
-	 * of days from the days: one GPU-second more in the month's row shows
-	 * in the month, not in the four days */
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_monthly_run_built"
-						 " WHERE month = '2026-11-01' AND cardinality(days) = 4"),
-			 1);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc + 1000000"
-						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
-			 1);
-	moved = body(g_a.port, "/v1/runs?window=2026-11");
-	assert_non_null(strstr(moved, "\"gpu_seconds\":180001"));
-	free(moved);
-	/* one micro-unit of cost more in a run's month row is one more in the
-	 * answer, and the answer is no longer the live one */
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc - 1000000,"
-						 " cost_num = cost_num + 3600000000"
-						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
-			 1);
-	moved = body(g_a.port, "/v1/runs?window=2026-11");
-	assert_non_null(strstr(moved, "\"cost_micros\":180000001"));
-	assert_string_not_equal(moved, live.s[2 * 7]);
-	free(moved);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc + 1000000,"
-						 " cost_num = cost_num - 3600000000"
-						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
-			 1);
-	moved = body(g_a.port, "/v1/runs?" WIN);
-	assert_string_equal(moved, live.s[0]);
-	free(moved);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "WITH u AS (UPDATE usage_monthly_run SET alloc = alloc - 1000000"
-						 " WHERE run_key = 'days/job/5' RETURNING 1) SELECT count(*) FROM u"),
-			 1);
-	moved = body(g_a.port, "/v1/runs?window=2026-11");
-	assert_string_equal(moved, live.s[2 * 7]);
-	free(moved);
-	/* the name_user rule starts a day later: the days from its old start
-	 * (the 21st) on are stale, the 20th stays built; the rollup of one day
-	 * builds the 23rd again */
-	write_config(cfg_c, sizeof cfg_c, "runs-days-c.yaml",
-		     RATES "runs:\n  - by: array\n  - by: name_user\n    from: \"2026-11-22T12:00:00Z\"\n");
-	rollup(cfg_c, "1");
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-11-20'"), 1);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built"
-						 " WHERE day IN ('2026-11-21', '2026-11-22')"),
-			 0);
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_run_built WHERE day = '2026-11-23'"), 1);
-	/* a's rules are no longer the built ones: a reads live, the same */
-	take(g_a.port, &built);
-	same("rules changed", &live, &built);
-	answers_fini(&built);
-	answers_fini(&live);
-	rollup(cfg_a, "4");
-	months_are_their_days();
-}
-
-/* A fleet always has a running job: array 7 gets a fifth task, still
- * running (sacct's End "Unknown"), from the 22nd on. Its run is one run
- * of its built tasks and the open one, read live and merged with the
- * built runs: every answer over the days before today (the open task's
- * time there is firm) is the all-live one byte for byte, the other runs
- * are still read from their run-days, the array's are not. */
-static void test_open_job_over_built_days(void **state)
-{
-	struct answers live = {0}, built = {0};
-	char path[400], line[4096], cfg_a[400], *f[40], *moved;
-	FILE *in = fopen(TB "sacct_alloc.txt", "r"), *out;
-	struct gl_test_out o;
-	cJSON *a, *r;
-	int k = 0, n;
-
-	snprintf(path, sizeof path, "%s/runs-days-open.txt", getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp");
-	out = fopen(path, "w");
-	if (!in || !out)
-		fail_msg("open task: %s", path);
-	while (fgets(line, sizeof line, in) && ++k < 10)
-		;
-	fclose(in);
-	line[strcspn(line, "\r\n")] = '\0';
-	n = split(line, f);
-	assert_true(n >= 28);
-	assert_string_equal(f[0], "7_3");
-	f[0] = "7_4";
-	f[1] = "99";
-	f[2] = "days";
-	f[10] = f[11] = "2026-11-22T20:00:00";
-	f[12] = "2026-11-22T20:00:01";
-	f[13] = "Unknown";
-	f[17] = "RUNNING";
-	f[27] = "99"; /* DBIndex: another allocation */
-	for (int i = 0; i < n; i++)
-		fprintf(out, "%s%s", i ? "|" : "", f[i]);
-	fputc('\n', out);
-	fclose(out);
-	if (gl_test_run(g_dsn, NULL, &o, "ingest", "sacct", "--cluster", "days", "--file", path, "--fields", g_fields,
-			NULL) ||
-	    o.status != 0)
-		fail_msg("ingest: exit %d: %s", o.status, o.err);
-	gl_test_out_fini(&o);
-	/* the all-live answers: no day built */
-	gl_test_exec_owner(g_dsn, "DELETE FROM usage_daily_built");
-	take_n(g_a.port, 7, &live);
-	a = gl_test_get_json(g_a.port, "/v1/runs?" WIN, 200);
-	r = run_of(a, "days/array/7");
-	assert_int_equal(num(r, "jobs"), 5);
-	assert_string_equal(cJSON_GetObjectItem(r, "state")->valuestring, "RUNNING");
-	assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "last_end")));
-	cJSON_Delete(a);
-	/* every day up to yesterday built: the task's days too */
-	snprintf(cfg_a, sizeof cfg_a, "%s/config.yaml", g_a.dir);
-	rollup(cfg_a, "30");
-	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_run_built"
-						 " WHERE day BETWEEN '2026-11-20' AND '2026-11-23'"),
-			 4);
-	assert_true(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM run_members WHERE run_key = 'days/array/7'"
-						" AND end_s IS NULL") == 1);
-	take_n(g_a.port, 7, &built);
-	same("open job", &live, &built);
-	answers_fini(&built);
-	/* the array's run is read live (a GPU-second more in its run-days
-	 * changes nothing), job 5's from its run-days */
-	gl_test_exec_owner(g_dsn, "UPDATE usage_daily_run SET alloc = alloc + 1000000 WHERE ctid IN"
-				  " (SELECT min(ctid) FROM usage_daily_run WHERE day = '2026-11-22'"
-				  " AND run_key IN ('days/array/7', 'days/job/5') GROUP BY run_key)");
-	moved = body(g_a.port, "/v1/runs?" WIN);
-	a = cJSON_Parse(moved);
-	assert_non_null(a);
-	assert_int_equal(num(run_of(a, "days/job/5"), "gpu_seconds"), 180001);
-	r = cJSON_Parse(live.s[0]);
-	assert_non_null(r);
-	assert_int_equal(num(run_of(a, "days/array/7"), "gpu_seconds"), num(run_of(r, "days/array/7"), "gpu_seconds"));
-	cJSON_Delete(r);
-	cJSON_Delete(a);
-	free(moved);
-	gl_test_exec_owner(g_dsn, "UPDATE usage_daily_run SET alloc = alloc - 1000000 WHERE ctid IN"
-				  " (SELECT min(ctid) FROM usage_daily_run WHERE day = '2026-11-22'"
-				  " AND run_key IN ('days/array/7', 'days/job/5') GROUP BY run_key)");
-	take_n(g_a.port, 7, &built);
-	same("open job, again", &live, &built);
-	answers_fini(&built);
-	answers_fini(&live);
-	months_are_their_days();
-}
-
 /* The runs' cost is the window's cost in /v1/chargeback, built or not. */
 static void test_runs_equal_chargeback(void **state)
 {
@@ -592,10 +349,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_equal_chargeback),
 		cmocka_unit_test(test_built_days_equal_live),
-		cmocka_unit_test(test_runs_equal_chargeback),
-		cmocka_unit_test(test_built_runs_equal_live),
-		cmocka_unit_test(test_runs_equal_chargeback),
-		cmocka_unit_test(test_open_job_over_built_days),
 		cmocka_unit_test(test_runs_equal_chargeback),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

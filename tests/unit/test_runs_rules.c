@@ -138,13 +138,11 @@ static void test_dated_rules_and_attempts(void **state)
 	j[0] = job(1, "5", T0, T0 + 1, T0 + 27, "REQUEUED");
 	j[1] = job(2, "5", T0 + 150, T0 + 271, T0 + 311, "COMPLETED");
 	j[2] = job(3, "6", T0 + 200, T0 + 201, T0 + 211, "FAILED");
-	/* one GPU at 3.60 an hour: 1,000 micro-units a GPU-second */
 	for (int i = 0; i < 3; i++) {
-		j[i].alloc_us = j[i].priced_us = (gl_cost_i128)(j[i].end_s - j[i].start_s) * GL_GPU_MICRO;
-		j[i].cost_num = j[i].priced_us * 3600000;
+		j[i].gpu_s = j[i].end_s - j[i].start_s;
+		j[i].cost_micros = 1000 * j[i].gpu_s;
 	}
 	gl_runs_group(j, 3, r, 1, &out);
-	assert_int_equal(gl_runs_round(&out), 0);
 	assert_int_equal(out.n, 2);
 	/* newest first: job 6 alone (the rule had ended when it was submitted) */
 	assert_string_equal(out.runs[0].key, "c1/job/6");
@@ -193,49 +191,12 @@ static void test_het_and_state(void **state)
 	assert_false(gl_runs_attempt_failed(NULL));
 }
 
-/* A run's figures are rounded once across the runs, as the chargeback's
- * lines are: three runs of 1.5 GPU-seconds each show 2 + 2 + 1 (the total,
- * 4.5, rounded), never 2 each (6, a GPU-second more than was used), and
- * each run's cost is floor or ceil of its exact value, to the micro-unit. */
-static void test_round_across_runs(void **state)
-{
-	struct gl_runs_job j[3];
-	struct gl_runs out;
-	int64_t s = 0, c = 0;
-	static const char *const ids[] = {"20", "21", "22"};
-	for (int i = 0; i < 3; i++) {
-		j[i] = job(i + 1, ids[i], T0 + i, T0 + i, T0 + i + 2, i == 2 ? "FAILED" : "COMPLETED");
-		j[i].alloc_us = j[i].priced_us = 1500000;
-		/* 1.5 GPU-seconds at 0.0000012 an hour: 0.0005 micro-units */
-		j[i].cost_num = j[i].priced_us * 1;
-		j[i].cost_num += i == 0 ? (gl_cost_i128)GL_COST_MICRO_GPU_SECONDS_PER_GPU_HOUR * 7 / 2 : 0;
-	}
-	gl_runs_group(j, 3, NULL, 0, &out);
-	assert_int_equal(out.n, 3);
-	assert_int_equal(gl_runs_round(&out), 0);
-	for (size_t i = 0; i < out.n; i++) {
-		assert_true(out.runs[i].gpu_s == 1 || out.runs[i].gpu_s == 2);
-		s += out.runs[i].gpu_s;
-		c += out.runs[i].cost_micros;
-	}
-	assert_int_equal(s, 5);
-	/* 3.5 micro-units and three 0.0005: 3.5015 in all, rounded to 4 */
-	assert_int_equal(c, 4);
-	/* the failed attempt's figures rounded the same way, apart */
-	assert_int_equal(out.runs[0].failed_gpu_s + out.runs[1].failed_gpu_s + out.runs[2].failed_gpu_s, 2);
-	gl_runs_fini(&out);
-	/* a member alone is rounded on its own (/v1/runs/{id}) */
-	gl_runs_round_job(&j[0]);
-	assert_int_equal(j[0].gpu_s, 2);
-	assert_int_equal(j[0].cost_micros, 4);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_by_names),	 cmocka_unit_test(test_rule_keys),
 		cmocka_unit_test(test_kube_owner),	 cmocka_unit_test(test_dated_rules_and_attempts),
-		cmocka_unit_test(test_het_and_state),	 cmocka_unit_test(test_round_across_runs),
+		cmocka_unit_test(test_het_and_state),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
