@@ -340,9 +340,11 @@ void gl_accounting_event_cells(struct gl_strbuf *sql, const char *keys, const ch
 
 /* Fleet idle: capacity over the whole steps ($1, $2), allocation from jobs
  * over the live pieces ($4 start, $5 end, $6 step; their allocation per
- * key by gl_accounting_event_cells, as the lines') and from usage_daily over
- * built days ($7 day start, $8 step): k(i, cluster_id, partition,
- * gpu_model, us) in whole micro-GPU-seconds of physical capacity held. */
+ * key by gl_accounting_event_cells, as the lines') and over built days ($7
+ * day start, $8 step) from usage_daily_owner (sql/114: a few rows a day per
+ * key; usage_daily has one per user, account, QoS and namespace):
+ * k(i, cluster_id, partition, gpu_model, us) in whole micro-GPU-seconds of
+ * physical capacity held. */
 static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 {
 	gl_strbuf_puts(sql,
@@ -369,7 +371,7 @@ static void append_alloc_cte(struct gl_strbuf *sql, size_t n_live)
 		       " UNION ALL"
 		       " SELECT d.i, c.cluster_id, u.d_partition, u.d_gpu_model, u.held"
 		       " FROM unnest($7::bigint[], $8::integer[]) AS d(a, i)"
-		       " JOIN usage_daily u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
+		       " JOIN usage_daily_owner u ON u.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date AND u.rate IS NULL"
 		       "  AND" GL_ACCOUNTING_DAYS_WITHIN_SQL("$7")
 		       " JOIN clusters c ON c.name = u.d_cluster"
 		       ")");
@@ -2375,9 +2377,10 @@ static int build_days_run(PGconn *c, const struct build_args *ba, const char *sq
 			      NULL, err)) ||
 	    (rc = gl_db_query(c,
 			      "INSERT INTO usage_daily_owner (day, d_team, d_project, d_cost_center, d_cluster, d_partition,"
-			      " d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced, busy, idle, obs)"
+			      " d_gpu_model, d_workload_type, gpu_model, rate, alloc, priced, busy, idle, obs, held)"
 			      " SELECT day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
-			      " d_workload_type, gpu_model, rate, sum(alloc), sum(priced), sum(busy), sum(idle), sum(obs)"
+			      " d_workload_type, gpu_model, rate, sum(alloc), sum(priced), sum(busy), sum(idle), sum(obs),"
+			      " sum(held)"
 			      " FROM usage_daily WHERE day = ANY($1::date[])"
 			      " GROUP BY day, d_team, d_project, d_cost_center, d_cluster, d_partition, d_gpu_model,"
 			      " d_workload_type, gpu_model, rate",
