@@ -153,32 +153,35 @@ static void put_sums_ctes(struct gl_strbuf *sql)
  * clips alike), and kk: k0's jobs not summed and ks, what kp cuts. */
 static void put_ks(struct gl_strbuf *sql)
 {
+	/* summed on narrow columns first (a sums row a set and start day:
+	 * thousands), the sets' attributes joined to the few hundred sums */
 	gl_strbuf_puts(sql,
 	"), ks AS ("
 	" SELECT NULL::bigint AS job_pk, st.cluster_id, c.name AS cluster, st.user_name, st.account, st.partition, st.qos,"
-	"  st.namespace, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", "st.model_raw") " AS gpu_model,"
-	"  sum(su.gpu_micro)::bigint AS gpu_micro, sum(su.held_micro)::bigint AS held_micro,"
-	"  min(su.start_day)::timestamp AT TIME ZONE 'UTC' AS start_at, least(to_timestamp($3), w.seen) AS stop_at,"
-	"  w.seen AS u0, to_timestamp($3) AS u1, CASE WHEN w.xs THEN w.seen END AS x0,"
-	"  CASE WHEN w.xs THEN to_timestamp($3) END AS x1, w.seg,"
+	"  st.namespace, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", "st.model_raw") " AS gpu_model, w.gpu_micro, w.held_micro,"
+	"  w.start_at, least(to_timestamp($3), w.seen) AS stop_at, w.seen AS u0, to_timestamp($3) AS u1,"
+	"  CASE WHEN w.xs THEN w.seen END AS x0, CASE WHEN w.xs THEN to_timestamp($3) END AS x1, w.seg,"
 	"  coalesce(chr(2) || st.account, '') || chr(1) || coalesce(chr(2) || st.user_name, '') || chr(1) ||"
 	"  coalesce(chr(2) || st.partition, '') || chr(1) || coalesce(chr(2) || st.qos, '') || chr(1) ||"
 	"  coalesce(chr(2) || st.wckey, '') || chr(1) || coalesce(chr(2) || st.namespace, '') || chr(1) ||"
 	"  coalesce(st.labels::text, '') || chr(1) || st.run_kind || chr(1) || coalesce(w.seg::text, '') || chr(1) ||"
 	"  st.endpoints::text || chr(1) || c.name AS okey, st.wckey, st.labels, st.run_kind, st.endpoints"
-	" FROM open_gpu_sums su JOIN open_gpu_sets st ON st.set_id = su.set_id"
-	" LEFT JOIN ingest_state ist ON ist.cluster_id = st.cluster_id AND ist.source = st.source"
-	" CROSS JOIN segs sg"
-	" CROSS JOIN LATERAL (SELECT greatest(su.last_seen_at, ist.watermark) AS seen,"
-	"  coalesce(su.dl_day < (greatest(su.last_seen_at, ist.watermark) AT TIME ZONE 'UTC')::date, false) AS xs,"
-	"  width_bucket(su.start_day::timestamp AT TIME ZONE 'UTC', (SELECT array_agg(b ORDER BY a) FROM fsteps)) AS fc,"
-	"  sg.ts[width_bucket(su.start_day::timestamp AT TIME ZONE 'UTC', sg.ts)] AS seg) w"
+	" FROM (SELECT v.set_id, v.seen, v.xs, v.fc, v.seg, sum(v.gpu_micro)::bigint AS gpu_micro,"
+	"   sum(v.held_micro)::bigint AS held_micro, min(v.start_day)::timestamp AT TIME ZONE 'UTC' AS start_at"
+	"  FROM (SELECT su.set_id, su.gpu_micro, su.held_micro, su.start_day, y.seen,"
+	"    coalesce(su.dl_day < (y.seen AT TIME ZONE 'UTC')::date, false) AS xs,"
+	"    width_bucket(su.start_day::timestamp AT TIME ZONE 'UTC', (SELECT array_agg(b ORDER BY a) FROM fsteps)) AS fc,"
+	"    sg.ts[width_bucket(su.start_day::timestamp AT TIME ZONE 'UTC', sg.ts)] AS seg"
+	"   FROM open_gpu_sums su JOIN open_gpu_sets s0 ON s0.set_id = su.set_id"
+	"   LEFT JOIN ingest_state ist ON ist.cluster_id = s0.cluster_id AND ist.source = s0.source"
+	"   CROSS JOIN segs sg CROSS JOIN LATERAL (SELECT greatest(su.last_seen_at, ist.watermark) AS seen) y"
+	"   WHERE ");
+	put_summed(sql, "su.start_day", "su.dl_day", "y.seen");
+	gl_strbuf_puts(sql,
+	"  ) v GROUP BY v.set_id, v.seen, v.xs, v.fc, v.seg) w"
+	" JOIN open_gpu_sets st ON st.set_id = w.set_id"
 	" JOIN clusters c ON c.cluster_id = st.cluster_id"
 	" " GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", "st.model_raw")
-	" WHERE ");
-	put_summed(sql, "su.start_day", "su.dl_day", "w.seen");
-	gl_strbuf_puts(sql,
-	" GROUP BY st.set_id, c.name, gmc.model, w.seen, w.xs, w.fc, w.seg"
 	"), kk AS (SELECT job_pk, cluster_id, cluster, user_name, account, partition, qos, namespace, gpu_model,"
 	"  gpu_micro, held_micro, start_at, stop_at, u0, u1, x0, x1, seg, okey, wckey, labels, run_kind, endpoints"
 	" FROM k0 WHERE NOT ins UNION ALL SELECT * FROM ks");
