@@ -143,7 +143,49 @@ static void put_sums_ctes(struct gl_strbuf *sql)
 	" UNION ALL SELECT (t AT TIME ZONE 'UTC')::date FROM (SELECT valid_from AS t FROM owners"
 	"  UNION ALL SELECT valid_to FROM owners UNION ALL SELECT valid_from FROM workload_rules"
 	"  UNION ALL SELECT valid_to FROM workload_rules) x"
-	" WHERE isfinite(t) AND t <> date_trunc('day', t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') y)");
+	" WHERE isfinite(t) AND t <> date_trunc('day', t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') y)"
+	/* the bounds of the open jobs that may be read per job
+	 * (put_open_ranges): a start from lo on, a deadline in [dlo, dhi);
+	 * all of them without the sums or with a job never seen */
+	", slo AS MATERIALIZED (SELECT CASE WHEN NOT (SELECT use_sums FROM sm) OR bool_or(x.seen IS NULL)"
+	"  THEN '-infinity'::timestamptz ELSE least(min(date_trunc('day', x.seen AT TIME ZONE 'UTC')) AT TIME ZONE 'UTC',"
+	"  date_trunc('day', to_timestamp($3) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',"
+	"  (SELECT min(date_trunc('day', t AT TIME ZONE 'UTC')) AT TIME ZONE 'UTC' FROM (SELECT valid_from AS t FROM owners"
+	"   UNION ALL SELECT valid_to FROM owners UNION ALL SELECT valid_from FROM workload_rules"
+	"   UNION ALL SELECT valid_to FROM workload_rules) b WHERE isfinite(t)"
+	"   AND t <> date_trunc('day', t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+	"   AND (t AT TIME ZONE 'UTC')::date >= (SELECT min(start_day) FROM open_gpu_sums))) END AS lo,"
+	"  date_trunc('day', min(x.seen) AT TIME ZONE 'UTC') AS dlo,"
+	"  date_trunc('day', to_timestamp($3) AT TIME ZONE 'UTC') + interval '1 day' AS dhi"
+	" FROM (SELECT greatest(su.last_seen_at, ist.watermark) AS seen FROM open_gpu_sums su"
+	"  JOIN open_gpu_sets st ON st.set_id = su.set_id"
+	"  LEFT JOIN ingest_state ist ON ist.cluster_id = st.cluster_id AND ist.source = st.source) x)");
+}
+
+/* OBS_ALL's test of the jobs a run reads, instead of "ended in the steps
+ * or open": ended in them, or open in a range that can hold a job the
+ * sums do not stand for (put_summed): a start in a firm piece's days
+ * ($5, $6: up to GL_LIVE_CUT_MAX pieces), from slo.lo on (the earliest
+ * sighting's day, today, a rule boundary's day), a deadline in slo's
+ * days, or exporter usage in a firm piece. Each arm an index range
+ * (jobs_window_idx, sql/108's), so the summed jobs are not read. */
+static void put_open_ranges(struct gl_strbuf *sql, const char *pa)
+{
+	gl_strbuf_printf(sql,
+			 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x))"
+			 " OR (jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at >= (SELECT lo FROM slo))",
+			 pa);
+	for (int k = 1; k <= 4; k++)
+		gl_strbuf_printf(sql,
+				 " OR (jb.end_at IS NULL AND jb.gpu_milli > 0"
+				 " AND jb.start_at >= date_trunc('day', to_timestamp(($5::bigint[])[%d]) AT TIME ZONE 'UTC')"
+				 " AT TIME ZONE 'UTC' AND jb.start_at < (date_trunc('day', (to_timestamp(($6::bigint[])[%d])"
+				 " - interval '1 microsecond') AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC')",
+				 k, k);
+	gl_strbuf_puts(sql, " OR (jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.timelimit_s >= 0"
+			    " AND (jb.start_at AT TIME ZONE 'UTC') + jb.timelimit_s * interval '1 second' >= (SELECT dlo FROM slo)"
+			    " AND (jb.start_at AT TIME ZONE 'UTC') + jb.timelimit_s * interval '1 second' < (SELECT dhi FROM slo))"
+			    " OR jb.job_pk = ANY((SELECT array_agg(job_pk) FROM usage)::bigint[]))");
 }
 
 /* OBS_ALL's ks: the summed rows of open_gpu_sums as rows of k0's columns
@@ -188,6 +230,7 @@ static void put_ks(struct gl_strbuf *sql)
 }
 
 static void put_usage_cte(struct gl_strbuf *sql, enum obs_mode m, int jobs_param);
+static void put_open_ranges(struct gl_strbuf *sql, const char *pa);
 
 /* The GPU jobs of jb overlapping a run r and started before now ($3), each
  * once: a job over two runs is kept at the first. The end_at tests stay
@@ -227,10 +270,13 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
 				 " jb.gpu_milli > 0 AND jb.start_at < r.b"
 				 " AND (jb.end_at > r.a OR (jb.end_at IS NULL AND %s > r.a))",
 				 m == OBS_FIRM ? b : "to_timestamp($3)");
-	gl_strbuf_printf(sql,
-			 " AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(%s::bigint[]) x))"
-			 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x)) OR jb.end_at IS NULL)",
-			 pb, pa);
+	gl_strbuf_printf(sql, " AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(%s::bigint[]) x))", pb);
+	if (m == OBS_ALL)
+		put_open_ranges(sql, pa);
+	else
+		gl_strbuf_printf(sql,
+				 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x)) OR jb.end_at IS NULL)",
+				 pa);
 	if (spanned)
 		gl_strbuf_printf(sql,
 				 " AND (jb.end_at IS NULL OR jb.start_at >= coalesce(to_timestamp((SELECT min(x) FROM"
