@@ -99,6 +99,139 @@ static const char *obs_stop(enum obs_mode m)
 			     : "coalesce(jb.end_at, to_timestamp($3))";
 }
 
+/* Whether the open jobs of start day sd (a date), deadline day dd (NULL:
+ * no limit) and last sighting seen (SQL over $3, now) are summed
+ * (open_gpu_sums, sql/107) rather than read per job: each of them then has
+ * the same pieces (docs/ingest.md, "Sums of open jobs"). Written once for
+ * a job (the per-job read skips exactly these) and for a row of sums. hot
+ * (OBS_ALL's CTE) holds the days a firm piece or a rule boundary lies in. */
+static void put_summed(struct gl_strbuf *sql, const char *sd, const char *dd, const char *seen)
+{
+	gl_strbuf_printf(sql,
+			 "((SELECT use_sums FROM sm) AND %s IS NOT NULL AND %s < (%s AT TIME ZONE 'UTC')::date"
+			 " AND %s < (to_timestamp($3) AT TIME ZONE 'UTC')::date AND NOT %s = ANY((SELECT days FROM hot)::date[])"
+			 " AND (%s IS NULL OR %s < (%s AT TIME ZONE 'UTC')::date OR %s > (to_timestamp($3) AT TIME ZONE 'UTC')::date))",
+			 seen, sd, seen, sd, sd, dd, dd, seen, dd);
+}
+
+/* A job's start day and deadline day, as open_gpu_sums has them. */
+#define JB_START_DAY "(jb.start_at AT TIME ZONE 'UTC')::date"
+#define JB_DL_DAY                                                                                         \
+	"CASE WHEN jb.timelimit_s >= 0 THEN ((jb.start_at + jb.timelimit_s * interval '1 second')"         \
+	" AT TIME ZONE 'UTC')::date END"
+
+static void put_job_summed(struct gl_strbuf *sql)
+{
+	gl_strbuf_puts(sql, "(jb.end_at IS NULL AND ");
+	put_summed(sql, JB_START_DAY, JB_DL_DAY, JB_SEEN);
+	gl_strbuf_puts(sql, ")");
+}
+
+/* OBS_ALL's CTEs before k0: whether the sums are read (sm: not on a
+ * central of shards, whose jobs are the shards'), the days whose open
+ * jobs are read per job for a firm piece or a rule boundary inside them
+ * (hot), and the exporter usage of the firm pieces (usage: a summed job
+ * that has some is read per job for its usage, put_live_usage). */
+static void put_sums_ctes(struct gl_strbuf *sql)
+{
+	gl_strbuf_puts(sql,
+	", sm AS MATERIALIZED (SELECT coalesce((SELECT enabled FROM open_gpu_sums_state), false)"
+	"  AND NOT EXISTS (SELECT 1 FROM shards) AS use_sums"
+	"), hot AS MATERIALIZED (SELECT coalesce(array_agg(DISTINCT d), '{}') AS days FROM ("
+	" SELECT generate_series((a AT TIME ZONE 'UTC')::date, ((b - interval '1 microsecond') AT TIME ZONE 'UTC')::date,"
+	"  interval '1 day')::date AS d FROM fsteps"
+	" UNION ALL SELECT (t AT TIME ZONE 'UTC')::date FROM (SELECT valid_from AS t FROM owners"
+	"  UNION ALL SELECT valid_to FROM owners UNION ALL SELECT valid_from FROM workload_rules"
+	"  UNION ALL SELECT valid_to FROM workload_rules) x"
+	" WHERE isfinite(t) AND t <> date_trunc('day', t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') y)"
+	/* the bounds of the open jobs that may be read per job
+	 * (put_open_ranges): a start from lo on, a deadline in [dlo, dhi);
+	 * all of them without the sums or with a job never seen */
+	", slo AS MATERIALIZED (SELECT CASE WHEN NOT (SELECT use_sums FROM sm) OR bool_or(x.seen IS NULL)"
+	"  THEN '-infinity'::timestamptz ELSE least(min(date_trunc('day', x.seen AT TIME ZONE 'UTC')) AT TIME ZONE 'UTC',"
+	"  date_trunc('day', to_timestamp($3) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',"
+	"  (SELECT min(date_trunc('day', t AT TIME ZONE 'UTC')) AT TIME ZONE 'UTC' FROM (SELECT valid_from AS t FROM owners"
+	"   UNION ALL SELECT valid_to FROM owners UNION ALL SELECT valid_from FROM workload_rules"
+	"   UNION ALL SELECT valid_to FROM workload_rules) b WHERE isfinite(t)"
+	"   AND t <> date_trunc('day', t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+	"   AND (t AT TIME ZONE 'UTC')::date >= (SELECT min(start_day) FROM open_gpu_sums))) END AS lo,"
+	"  date_trunc('day', min(x.seen) AT TIME ZONE 'UTC') AS dlo,"
+	"  date_trunc('day', to_timestamp($3) AT TIME ZONE 'UTC') + interval '1 day' AS dhi"
+	" FROM (SELECT greatest(su.last_seen_at, ist.watermark) AS seen FROM open_gpu_sums su"
+	"  JOIN open_gpu_sets st ON st.set_id = su.set_id"
+	"  LEFT JOIN ingest_state ist ON ist.cluster_id = st.cluster_id AND ist.source = st.source) x)");
+}
+
+/* OBS_ALL's test of the jobs a run reads, instead of "ended in the steps
+ * or open": ended in them, or open in a range that can hold a job the
+ * sums do not stand for (put_summed): a start in a firm piece's days
+ * ($5, $6: up to GL_LIVE_CUT_MAX pieces), from slo.lo on (the earliest
+ * sighting's day, today, a rule boundary's day), a deadline in slo's
+ * days, or exporter usage in a firm piece. Each arm an index range
+ * (jobs_window_idx, sql/108's), so the summed jobs are not read. */
+static void put_open_ranges(struct gl_strbuf *sql, const char *pa)
+{
+	gl_strbuf_printf(sql,
+			 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x))"
+			 " OR (jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.start_at >= (SELECT lo FROM slo))",
+			 pa);
+	for (int k = 1; k <= 4; k++)
+		gl_strbuf_printf(sql,
+				 " OR (jb.end_at IS NULL AND jb.gpu_milli > 0"
+				 " AND jb.start_at >= date_trunc('day', to_timestamp(($5::bigint[])[%d]) AT TIME ZONE 'UTC')"
+				 " AT TIME ZONE 'UTC' AND jb.start_at < (date_trunc('day', (to_timestamp(($6::bigint[])[%d])"
+				 " - interval '1 microsecond') AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC')",
+				 k, k);
+	gl_strbuf_puts(sql, " OR (jb.end_at IS NULL AND jb.gpu_milli > 0 AND jb.timelimit_s >= 0"
+			    " AND (jb.start_at AT TIME ZONE 'UTC') + jb.timelimit_s * interval '1 second' >= (SELECT dlo FROM slo)"
+			    " AND (jb.start_at AT TIME ZONE 'UTC') + jb.timelimit_s * interval '1 second' < (SELECT dhi FROM slo))"
+			    " OR jb.job_pk = ANY((SELECT array_agg(job_pk) FROM usage)::bigint[]))");
+}
+
+/* OBS_ALL's ks: the summed rows of open_gpu_sums as rows of k0's columns
+ * (job_pk NULL), merged per set, sighting, implausible or not and the
+ * firm pieces that start after their day (fc: a day matters through
+ * those only; start_at is the first such day, which every firm piece
+ * clips alike), and kk: k0's jobs not summed and ks, what kp cuts. */
+static void put_ks(struct gl_strbuf *sql)
+{
+	/* summed on narrow columns first (a sums row a set and start day:
+	 * thousands), the sets' attributes joined to the few hundred sums */
+	gl_strbuf_puts(sql,
+	"), ks AS ("
+	" SELECT NULL::bigint AS job_pk, st.cluster_id, c.name AS cluster, st.user_name, st.account, st.partition, st.qos,"
+	"  st.namespace, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", "st.model_raw") " AS gpu_model, w.gpu_micro, w.held_micro,"
+	"  w.start_at, least(to_timestamp($3), w.seen) AS stop_at, w.seen AS u0, to_timestamp($3) AS u1,"
+	"  CASE WHEN w.xs THEN w.seen END AS x0, CASE WHEN w.xs THEN to_timestamp($3) END AS x1, w.seg,"
+	"  coalesce(chr(2) || st.account, '') || chr(1) || coalesce(chr(2) || st.user_name, '') || chr(1) ||"
+	"  coalesce(chr(2) || st.partition, '') || chr(1) || coalesce(chr(2) || st.qos, '') || chr(1) ||"
+	"  coalesce(chr(2) || st.wckey, '') || chr(1) || coalesce(chr(2) || st.namespace, '') || chr(1) ||"
+	"  coalesce(st.labels::text, '') || chr(1) || st.run_kind || chr(1) || coalesce(w.seg::text, '') || chr(1) ||"
+	"  st.endpoints::text || chr(1) || c.name AS okey, st.wckey, st.labels, st.run_kind, st.endpoints"
+	" FROM (SELECT v.set_id, v.seen, v.xs, v.fc, v.seg, sum(v.gpu_micro)::bigint AS gpu_micro,"
+	"   sum(v.held_micro)::bigint AS held_micro, min(v.start_day)::timestamp AT TIME ZONE 'UTC' AS start_at"
+	"  FROM (SELECT su.set_id, su.gpu_micro, su.held_micro, su.start_day, y.seen,"
+	"    coalesce(su.dl_day < (y.seen AT TIME ZONE 'UTC')::date, false) AS xs,"
+	"    width_bucket(su.start_day::timestamp AT TIME ZONE 'UTC', (SELECT array_agg(b ORDER BY a) FROM fsteps)) AS fc,"
+	"    sg.ts[width_bucket(su.start_day::timestamp AT TIME ZONE 'UTC', sg.ts)] AS seg"
+	"   FROM open_gpu_sums su JOIN open_gpu_sets s0 ON s0.set_id = su.set_id"
+	"   LEFT JOIN ingest_state ist ON ist.cluster_id = s0.cluster_id AND ist.source = s0.source"
+	"   CROSS JOIN segs sg CROSS JOIN LATERAL (SELECT greatest(su.last_seen_at, ist.watermark) AS seen) y"
+	"   WHERE ");
+	put_summed(sql, "su.start_day", "su.dl_day", "y.seen");
+	gl_strbuf_puts(sql,
+	"  ) v GROUP BY v.set_id, v.seen, v.xs, v.fc, v.seg) w"
+	" JOIN open_gpu_sets st ON st.set_id = w.set_id"
+	" JOIN clusters c ON c.cluster_id = st.cluster_id"
+	" " GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", "st.model_raw")
+	"), kk AS (SELECT job_pk, cluster_id, cluster, user_name, account, partition, qos, namespace, gpu_model,"
+	"  gpu_micro, held_micro, start_at, stop_at, u0, u1, x0, x1, seg, okey, wckey, labels, run_kind, endpoints"
+	" FROM k0 WHERE NOT ins UNION ALL SELECT * FROM ks");
+}
+
+static void put_usage_cte(struct gl_strbuf *sql, enum obs_mode m, int jobs_param);
+static void put_open_ranges(struct gl_strbuf *sql, const char *pa);
+
 /* The GPU jobs of jb overlapping a run r and started before now ($3), each
  * once: a job over two runs is kept at the first. The end_at tests stay
  * apart from the stop expression so the scans use jobs_window_idx and
@@ -123,6 +256,10 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
 				 " AND (EXISTS (SELECT 1 FROM fsteps f WHERE f.a < %s AND f.b > jb.start_at)"
 				 " OR (jb.end_at IS NULL AND to_timestamp($3) > r.a AND %s < least(r.b, to_timestamp($3))))",
 				 obs_stop(OBS_FIRM), obs_start(OBS_UNSEEN));
+		/* the summed jobs are ks's, but for their exporter usage */
+		gl_strbuf_puts(sql, " AND (NOT ");
+		put_job_summed(sql);
+		gl_strbuf_puts(sql, " OR jb.job_pk IN (SELECT job_pk FROM usage))");
 	} else if (m == OBS_UNSEEN || m == OBS_IMPLAUSIBLE)
 		gl_strbuf_printf(sql,
 				 " jb.gpu_milli > 0 AND jb.end_at IS NULL AND jb.start_at < r.b AND to_timestamp($3) > r.a"
@@ -133,10 +270,13 @@ static void put_run_jobs_where(struct gl_strbuf *sql, enum obs_mode m, const cha
 				 " jb.gpu_milli > 0 AND jb.start_at < r.b"
 				 " AND (jb.end_at > r.a OR (jb.end_at IS NULL AND %s > r.a))",
 				 m == OBS_FIRM ? b : "to_timestamp($3)");
-	gl_strbuf_printf(sql,
-			 " AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(%s::bigint[]) x))"
-			 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x)) OR jb.end_at IS NULL)",
-			 pb, pa);
+	gl_strbuf_printf(sql, " AND jb.start_at < to_timestamp((SELECT max(x) FROM unnest(%s::bigint[]) x))", pb);
+	if (m == OBS_ALL)
+		put_open_ranges(sql, pa);
+	else
+		gl_strbuf_printf(sql,
+				 " AND (jb.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x)) OR jb.end_at IS NULL)",
+				 pa);
 	if (spanned)
 		gl_strbuf_printf(sql,
 				 " AND (jb.end_at IS NULL OR jb.start_at >= coalesce(to_timestamp((SELECT min(x) FROM"
@@ -161,6 +301,7 @@ static void put_parts_kp(struct gl_strbuf *sql)
 		{"s.i + " LIVE_STR(LIVE_PART_STRIDE), "u0", "u1"},
 		{"s.i + 2 * " LIVE_STR(LIVE_PART_STRIDE), "x0", "x1"},
 	};
+	put_ks(sql);
 	gl_strbuf_puts(sql, "), kp AS ("
 			    " SELECT j.i, j.cluster_id, j.cluster, j.user_name, j.account, j.partition, j.qos, j.namespace, j.gpu_model,"
 			    "  sum(j.gpu_micro) AS gpu_micro, sum(j.held_micro) AS held_micro, j.start_at, j.stop_at,"
@@ -170,7 +311,7 @@ static void put_parts_kp(struct gl_strbuf *sql)
 				 "%s SELECT %s AS i, j.cluster_id, j.cluster, j.user_name, j.account, j.partition, j.qos,"
 				 "  j.namespace, j.gpu_model, j.gpu_micro, j.held_micro, greatest(j.%s, s.a) AS start_at,"
 				 "  least(j.%s, s.b) AS stop_at, j.seg, j.okey, j.wckey, j.labels, j.run_kind, j.endpoints"
-				 " FROM k0 j JOIN %s s ON s.a < j.%s AND s.b > j.%s",
+				 " FROM kk j JOIN %s s ON s.a < j.%s AND s.b > j.%s",
 				 p ? " UNION ALL" : "", part[p][0], part[p][1], part[p][2], p ? "steps" : "fsteps", part[p][2],
 				 part[p][1]);
 	gl_strbuf_puts(sql, ") j GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19");
@@ -196,6 +337,10 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 		"), esteps AS (SELECT i, a, b FROM fsteps"
 		" UNION ALL SELECT i + " LIVE_STR(LIVE_PART_STRIDE) ", a, b FROM steps"
 		" UNION ALL SELECT i + 2 * " LIVE_STR(LIVE_PART_STRIDE) ", a, b FROM steps)");
+	if (m == OBS_ALL) {
+		put_sums_ctes(sql);
+		put_usage_cte(sql, m, 0);
+	}
 	gl_strbuf_puts(sql,
 	", bounds AS ("
 	" SELECT DISTINCT t FROM (SELECT valid_from AS t FROM owners UNION ALL SELECT valid_to FROM owners"
@@ -215,14 +360,16 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 	"  jb.namespace, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb")) " AS gpu_model, " GL_ACCOUNTING_JOB_GPUS_SQL("jb") " AS gpu_micro,"
 	"  " GL_ACCOUNTING_JOB_HELD_SQL("jb") " AS held_micro,"
 	"  ");
-	if (m == OBS_ALL)
+	if (m == OBS_ALL) {
 		gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,"
 				 " CASE WHEN jb.end_at IS NULL THEN %s END AS u0, CASE WHEN jb.end_at IS NULL THEN %s END AS u1,"
 				 " CASE WHEN jb.end_at IS NULL AND jb.timelimit_s >= 0 THEN %s END AS x0,"
 				 " CASE WHEN jb.end_at IS NULL AND jb.timelimit_s >= 0 THEN %s END AS x1,",
 				 obs_start(OBS_FIRM), obs_stop(OBS_FIRM), obs_start(OBS_UNSEEN), obs_stop(OBS_UNSEEN),
 				 obs_start(OBS_IMPLAUSIBLE), obs_stop(OBS_IMPLAUSIBLE));
-	else
+		put_job_summed(sql);
+		gl_strbuf_puts(sql, " AS ins,");
+	} else
 		gl_strbuf_printf(sql, "%s AS start_at, %s AS stop_at,", obs_start(m), obs_stop(m));
 	gl_strbuf_puts(sql,
 	"  sg.ts[width_bucket(jb.start_at, sg.ts)] AS seg,"
@@ -812,11 +959,9 @@ static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const
 			 by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : " GROUP BY iv.i, " LIVE_SET_COLS ", rate");
 }
 
-/* ", usage AS (...), ub AS (...)": the jobs' exporter usage over the steps
- * (jobs_param: restricted to those jobs, 0 all), kept within each job's
- * allocated time and summed per step and owner-attribute set. */
-static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw,
-			   const char *src)
+/* ", usage AS (...)": the jobs' exporter usage over the steps (jobs_param:
+ * restricted to those jobs, 0 all), a row per job and step. */
+static void put_usage_cte(struct gl_strbuf *sql, enum obs_mode m, int jobs_param)
 {
 	/* the steps' bounds as constants of the plan (gl_steps_starts is
 	 * immutable: folded from $1 and $2), not win's: read from the CTE,
@@ -835,8 +980,20 @@ static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, i
 	 * fleet's */
 	if (jobs_param)
 		gl_strbuf_printf(sql, " WHERE u.job_pk = ANY($%d::bigint[])", jobs_param);
+	gl_strbuf_puts(sql, ")");
+}
+
+/* ", usage AS (...), ub AS (...)": the jobs' exporter usage over the steps
+ * (jobs_param: restricted to those jobs, 0 all), kept within each job's
+ * allocated time and summed per step and owner-attribute set. OBS_ALL's
+ * usage is put_jobs_cte's (its k0 reads it). */
+static void put_live_usage(struct gl_strbuf *sql, enum obs_mode m, int by_job, int jobs_param, const char *jw,
+			   const char *src)
+{
+	if (m != OBS_ALL)
+		put_usage_cte(sql, m, jobs_param);
 	gl_strbuf_printf(sql,
-			 "), ub AS (SELECT u.i, j.cluster, j.okey, j.gpu_model, %s AS jk,"
+			 ", ub AS (SELECT u.i, j.cluster, j.okey, j.gpu_model, %s AS jk,"
 			 " %s(u.busy_gpu_s * sc.k) AS busy, %s(u.idle_gpu_s * sc.k) AS idle, %s(u.observed_gpu_s * sc.k) AS obs"
 			 " FROM usage u JOIN %s j ON j.job_pk = u.job_pk AND u.a < j.stop_at AND u.b > j.start_at",
 			 by_job ? "j.job_pk" : "NULL::bigint", by_job ? "" : "sum", by_job ? "" : "sum", by_job ? "" : "sum", src);
