@@ -22,6 +22,11 @@ void gl_plancache_enable(PGconn *c, int on)
 		t_pc.c = c;
 }
 
+int gl_plancache_marked(PGconn *c)
+{
+	return c && t_pc.c == c;
+}
+
 /* FNV-1a: the statement's name; two texts sharing one would need 2^32
  * statements in a session */
 static uint64_t text_hash(const char *s)

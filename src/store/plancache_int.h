@@ -23,6 +23,9 @@
 
 /* Marks c (on) or unmarks it (off) for this thread. */
 void gl_plancache_enable(PGconn *c, int on);
+/* 1 when c is marked for this thread: a session routed to the shards
+ * (gl_shard_use marks it). */
+int gl_plancache_marked(PGconn *c);
 /* gl_db_query(), with a generic plan prepared once on a marked session. */
 int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		       struct gl_err *err) GL_MUSTCHECK;
