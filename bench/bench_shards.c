@@ -9,13 +9,17 @@
  * Usage: bench_shards [JOBS]   (or $BENCH_SHARDS_JOBS; 300,000)
  * BENCH_SHARDS_LOG=DIR: every statement of the central database (with its
  * duration) and of the shards logged, the logs copied into DIR at the end
- * (where a sharded request's time goes: docs/scale.md). */
+ * (where a sharded request's time goes: docs/scale.md).
+ * BENCH_SHARDS_HOLD=FILE: once both sides are rolled up, their connection
+ * strings are written to FILE and the benchmark waits until FILE is
+ * removed (to EXPLAIN a request's statements on the live servers). */
 #include "lib/testlib.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NSHARD 3
 static const char COST[] = "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
@@ -44,6 +48,22 @@ static void log_all(PGconn *c)
 		PQclear(r);
 	}
 	PQfinish(c);
+}
+
+/* The servers' connection strings into path, then a wait for its removal. */
+static void hold(const char *path, const char *one, const char *central, char sdsn[][1024], int n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		die(path);
+	fprintf(f, "one\t%s\ncentral\t%s\n", one, central);
+	for (int k = 0; k < n; k++)
+		fprintf(f, "shard%d\t%s\n", k + 1, sdsn[k]);
+	if (fclose(f))
+		die(path);
+	fprintf(stderr, "  holding: remove %s to go on\n", path);
+	while (access(path, F_OK) == 0)
+		sleep(1);
 }
 
 static void copy_log(const char *from, const char *to)
@@ -122,6 +142,8 @@ int main(int argc, char **argv)
 			printf("| full rollup of the year, %ld jobs: three shards one after the other vs one database |"
 			       " %.1f s | %.1f s | %.2f |\n",
 			       n, gl_test_now_s() - t1, t1 - t0, (gl_test_now_s() - t1) / (t1 - t0));
+			if (getenv("BENCH_SHARDS_HOLD"))
+				hold(getenv("BENCH_SHARDS_HOLD"), one, central, sdsn, NSHARD);
 		}
 		/* then the same again: every worker's session has answered this
 		 * kind of request (its connections to the shards made, its

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* s NULL: a NULL element */
 void gl_pgarray_add_text(struct gl_strbuf *b, const char *s);
 void gl_pgarray_add_i64(struct gl_strbuf *b, int64_t v);
 /* Closes the literal ("{}" when nothing was added); returns it. */

@@ -2,6 +2,8 @@
 #include "gl/capstore.h"
 #include "gl/accounting.h"
 #include "db_int.h"
+#include "plancache_int.h"
+#include "gl/pgarray.h"
 #include "gl/strbuf.h"
 
 #include <stdio.h>
@@ -111,6 +113,38 @@ static void put_array(struct gl_strbuf *b, const struct gl_window *w, size_t n, 
 	gl_strbuf_putc(b, '}');
 }
 
+/* Every row of the answer is one cluster's, so on a session routed to the
+ * shards each shard answers for its own clusters (gl_fleet_rows, sql/115):
+ * the central read every job of the window from the shards to answer it
+ * itself (a month at 300,000 jobs: 25,482 jobs crossed, 145-213 ms where
+ * one database took 52-80). The columns cross as text, and are ordered
+ * here as the query orders them. One database runs the query as it is. */
+static int run_query(PGconn *c, const struct gl_strbuf *sql, const char *const *params, size_t np, PGresult **r,
+		     struct gl_err *err)
+{
+	struct gl_strbuf inner = GL_STRBUF_INIT, arr = GL_STRBUF_INIT;
+	int rc;
+	if (!gl_plancache_marked(c))
+		return gl_db_query(c, sql->p, (int)np, params, r, err);
+	gl_strbuf_puts(&inner, "SELECT c0::text, c1::text, c2::text, c3::text, c4::text, c5::text, c6::text, c7::text,"
+			       " c8::text, c9::text FROM (");
+	gl_strbuf_puts(&inner, sql->p);
+	gl_strbuf_puts(&inner, ") x(c0, c1, c2, c3, c4, c5, c6, c7, c8, c9)");
+	for (size_t i = 0; i < np; i++)
+		gl_pgarray_add_text(&arr, params[i]);
+	rc = gl_db_query(c,
+			 "SELECT * FROM gl_fleet_rows($1, $2::text[], $3) AS t(c0 text, c1 text, c2 text, c3 text,"
+			 " c4 text, c5 text, c6 text, c7 text, c8 text, c9 text) ORDER BY c0::bigint, c1, c2",
+			 3,
+			 (const char *[]){gl_strbuf_cstr(&inner), gl_pgarray_end(&arr),
+					  "c0 text, c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text,"
+					  " c9 text"},
+			 r, err);
+	gl_strbuf_fini(&inner);
+	gl_strbuf_fini(&arr);
+	return rc;
+}
+
 int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t nsteps, enum gl_capacity_aggregate agg,
 		      const char *cluster, int64_t now_s, const struct gl_capacity_observed *obs, struct gl_capacity_row **rows,
 		      size_t *nrows, struct gl_err *err)
@@ -138,11 +172,12 @@ int gl_capstore_query(struct gl_store *st, const struct gl_window *steps, size_t
 	gl_strbuf_puts(&sql, cap_head_sql);
 	gl_accounting_event_cells(&sql, "cluster_id, k", "jj", "steps", nsteps == 1);
 	gl_strbuf_puts(&sql, cap_tail_sql);
-	if ((rc = gl_db_query(gl_db_conn(st), sql.p, 9,
-			      (const char *[]){gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster,
-					       obs->grace_s < 0 ? NULL : grace, obs->include ? "true" : "false", los, his},
-			      &r, err)))
-		goto out;
+	{
+		const char *params[] = {gl_strbuf_cstr(&a), gl_strbuf_cstr(&b), now, agg_names[agg], cluster,
+					obs->grace_s < 0 ? NULL : grace, obs->include ? "true" : "false", los, his};
+		if ((rc = run_query(gl_db_conn(st), &sql, params, GL_ARRAY_LEN(params), &r, err)))
+			goto out;
+	}
 	n = PQntuples(r);
 	out = gl_xcalloc(n ? (size_t)n : 1, sizeof *out);
 	for (int i = 0; i < n; i++) {

@@ -4,6 +4,10 @@
 void gl_pgarray_add_text(struct gl_strbuf *b, const char *s)
 {
 	gl_strbuf_putc(b, b->len ? ',' : '{');
+	if (!s) {
+		gl_strbuf_puts(b, "NULL");
+		return;
+	}
 	gl_strbuf_putc(b, '"');
 	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')

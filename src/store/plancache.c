@@ -5,31 +5,95 @@
 #include <stdio.h>
 #include <string.h>
 
-/* This thread's marked session and the statements prepared on it. */
+/* This thread's marked session and the statements prepared on it; and,
+ * while a read transaction is open on it, the answers given in it. */
 static _Thread_local struct {
 	PGconn *c;
 	int pid;
 	size_t n;
 	uint64_t h[GL_PLANCACHE_MAX];
+	int in_read;
+	size_t nmemo;
+	struct {
+		uint64_t key;
+		PGresult *r;
+	} memo[GL_PLANCACHE_MEMO];
 } t_pc;
+
+static void memo_clear(void)
+{
+	for (size_t i = 0; i < t_pc.nmemo; i++)
+		PQclear(t_pc.memo[i].r);
+	t_pc.nmemo = 0;
+}
 
 void gl_plancache_enable(PGconn *c, int on)
 {
 	if (on && t_pc.c == c)
 		return;
+	memo_clear();
 	memset(&t_pc, 0, sizeof t_pc);
 	if (on)
 		t_pc.c = c;
 }
 
-/* FNV-1a: the statement's name; two texts sharing one would need 2^32
- * statements in a session */
-static uint64_t text_hash(const char *s)
+int gl_plancache_marked(PGconn *c)
 {
-	uint64_t h = 14695981039346656037ULL;
+	return c && t_pc.c == c;
+}
+
+void gl_plancache_read_txn(PGconn *c, int open)
+{
+	memo_clear();
+	t_pc.in_read = open && c && t_pc.c == c;
+	if (t_pc.in_read && t_pc.pid != PQbackendPID(c)) {
+		t_pc.n = 0; /* as gl_plancache_query does on a new backend */
+		t_pc.pid = PQbackendPID(c);
+	}
+}
+
+/* FNV-1a, from h: the statement's name; two texts sharing one would need
+ * 2^32 statements in a session */
+static uint64_t hash_more(uint64_t h, const char *s)
+{
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
 	return h;
+}
+
+static uint64_t text_hash(const char *s)
+{
+	return hash_more(14695981039346656037ULL, s);
+}
+
+/* The statement and its parameters (a NULL apart from every text). */
+static uint64_t call_hash(uint64_t h, int nparams, const char *const *params)
+{
+	for (int i = 0; i < nparams; i++)
+		h = params[i] ? hash_more(h * 31 + 1, params[i]) * 31 + 2 : h * 31 + 3;
+	return h;
+}
+
+/* An answer already given in this read transaction: a copy into *res. */
+static int memo_get(PGconn *c, uint64_t key, PGresult **res)
+{
+	if (!t_pc.in_read || PQtransactionStatus(c) != PQTRANS_INTRANS)
+		return 0;
+	for (size_t i = 0; i < t_pc.nmemo; i++)
+		if (t_pc.memo[i].key == key) {
+			if (res)
+				*res = PQcopyResult(t_pc.memo[i].r, PG_COPYRES_ATTRS | PG_COPYRES_TUPLES);
+			return !res || *res;
+		}
+	return 0;
+}
+
+static void memo_put(PGconn *c, uint64_t key, const PGresult *r)
+{
+	if (!t_pc.in_read || !r || PQtransactionStatus(c) != PQTRANS_INTRANS || t_pc.nmemo == GL_PLANCACHE_MEMO)
+		return;
+	if ((t_pc.memo[t_pc.nmemo].r = PQcopyResult(r, PG_COPYRES_ATTRS | PG_COPYRES_TUPLES)))
+		t_pc.memo[t_pc.nmemo++].key = key;
 }
 
 /* The results of one pipeline up to its sync: the statement's (index
@@ -98,7 +162,7 @@ static int run_prepared(PGconn *c, const char *name, int fresh, int *prepared, c
 int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		       struct gl_err *err)
 {
-	uint64_t h = text_hash(sql);
+	uint64_t h = text_hash(sql), key;
 	char name[32];
 	size_t i;
 	int rc, prepared = 0;
@@ -108,10 +172,15 @@ int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *cons
 	if (!c || t_pc.c != c)
 		return gl_db_query(c, sql, nparams, params, res, err);
 	if (t_pc.pid != PQbackendPID(c)) {
-		/* a new backend (a reset): nothing is prepared there */
+		/* a new backend (a reset): nothing is prepared there, and the
+		 * old one's answers are not this one's */
 		t_pc.n = 0;
 		t_pc.pid = PQbackendPID(c);
+		memo_clear();
 	}
+	key = call_hash(h, nparams, params);
+	if (memo_get(c, key, res))
+		return 0;
 	for (i = 0; i < t_pc.n && t_pc.h[i] != h; i++)
 		;
 	if (i == t_pc.n && t_pc.n == GL_PLANCACHE_MAX)
@@ -121,5 +190,7 @@ int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *cons
 	rc = run_prepared(c, name, i == t_pc.n, &prepared, sql, nparams, params, res, err);
 	if (prepared)
 		t_pc.h[t_pc.n++] = h;
+	if (!rc && res)
+		memo_put(c, key, *res);
 	return rc;
 }

@@ -9,6 +9,14 @@
  * the session keeps its custom plans). Unmarked sessions (one database)
  * run it as gl_db_query() does.
  *
+ * Inside a read transaction (gl_txn_read_begin: one snapshot for the
+ * request) a marked session also keeps each answer it gave, by statement
+ * and parameters, and gives it again without asking: a request reads the
+ * built days twice (the chargeback's plan and the idle's), each a remote
+ * query on every shard. So only statements whose answer the snapshot and
+ * the parameters decide go through here (no clock_timestamp(), no
+ * random()); the answers are dropped when the transaction ends.
+ *
  * The mark and the names are the calling thread's, for one connection
  * (the API threads' sessions are per thread); a reset connection (a new
  * backend) is noticed by its pid and prepares again.
@@ -21,8 +29,17 @@
 /* Statements kept prepared per session at most; past it, gl_db_query(). */
 #define GL_PLANCACHE_MAX 64
 
+/* Answers kept per read transaction at most; past it, asked again. */
+#define GL_PLANCACHE_MEMO 16
+
 /* Marks c (on) or unmarks it (off) for this thread. */
 void gl_plancache_enable(PGconn *c, int on);
+/* 1 when c is marked for this thread: a session routed to the shards
+ * (gl_shard_use marks it). */
+int gl_plancache_marked(PGconn *c);
+/* A read transaction opened (open 1) or ended (0) on c: answers kept from
+ * the open one to its end, on a marked session. */
+void gl_plancache_read_txn(PGconn *c, int open);
 /* gl_db_query(), with a generic plan prepared once on a marked session. */
 int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		       struct gl_err *err) GL_MUSTCHECK;

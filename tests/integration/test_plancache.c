@@ -4,7 +4,9 @@
  * generic plan, the session's other statements keep plan_cache_mode's
  * default (inside and outside a transaction), a failing statement leaves
  * the session usable and reports its SQLSTATE, a new backend (a reset)
- * prepares again, and an unmarked session prepares nothing. */
+ * prepares again, and an unmarked session prepares nothing. Inside a read
+ * transaction a marked session answers a statement asked again with the
+ * same parameters from the answer it gave, and asks anew in the next. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,10 +101,65 @@ static void test_prepared_once_generic(void **state)
 	PQfinish(c);
 }
 
+/* clock_timestamp() differs at every execution: an answer that repeats
+ * it was not asked again */
+static char *clock_of(PGconn *c, const char *x)
+{
+	struct gl_err err = {0};
+	PGresult *r = NULL;
+	char *v;
+	assert_int_equal(gl_plancache_query(c, "SELECT clock_timestamp()::text || ' ' || $1::text", 1, (const char *[]){x}, &r,
+					    &err),
+			 0);
+	assert_int_equal(PQntuples(r), 1);
+	v = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+static void test_answers_kept_in_read_txn(void **state)
+{
+	struct gl_err err = {0};
+	PGconn *c = NULL;
+	char *a, *b, *y, *next, *o1, *o2;
+	(void)state;
+	assert_int_equal(gl_db_connect_dsn(g_dsn, &c, &err), 0);
+	gl_plancache_enable(c, 1);
+	PQclear(PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+	gl_plancache_read_txn(c, 1);
+	a = clock_of(c, "x");
+	b = clock_of(c, "x");
+	y = clock_of(c, "y");
+	assert_string_equal(a, b);
+	assert_string_not_equal(a, y);
+	gl_plancache_read_txn(c, 0);
+	PQclear(PQexec(c, "COMMIT"));
+	/* the next transaction asks again */
+	PQclear(PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+	gl_plancache_read_txn(c, 1);
+	next = clock_of(c, "x");
+	assert_string_not_equal(a, next);
+	gl_plancache_read_txn(c, 0);
+	PQclear(PQexec(c, "COMMIT"));
+	/* outside one, every call is asked */
+	o1 = clock_of(c, "x");
+	o2 = clock_of(c, "x");
+	assert_string_not_equal(o1, o2);
+	free(a);
+	free(b);
+	free(y);
+	free(next);
+	free(o1);
+	free(o2);
+	gl_plancache_enable(c, 0);
+	PQfinish(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prepared_once_generic),
+		cmocka_unit_test(test_answers_kept_in_read_txn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
