@@ -772,14 +772,14 @@ static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const
 			      " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
 			      " FROM (SELECT DISTINCT gpu_model FROM %s) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
 			      "), iv AS (SELECT ", src);
-	/* in pieces, win is each step the job overlaps (lo, hi: its bounds);
-	 * parts (OBS_ALL): kp's row of a part's step, whose steps overlap
-	 * other parts' */
-	/* pieces: the steps a job overlaps are those from the one holding
-	 * its start to the one holding its stop (width_bucket over win's
-	 * starts, in steps' n order), joined by n: a join on the bounds alone
-	 * tested every job against every step of the batch (a nested loop
-	 * rescanning k0 once a step, twice: 8 x 246,695 rows for 8 days) */
+	/* in pieces, win is each step the job overlaps (lo, hi: its bounds):
+	 * those from the one holding its start to the one holding its stop
+	 * (width_bucket over the starts, which are in steps' n order), joined
+	 * by n. On the bounds alone the join tested every job against every
+	 * step (a nested loop rescanning k0 once a step, for the allocated
+	 * and again for the priced pieces): ~5 % of a rollup's CPU at 10 M
+	 * jobs a year's density (docs/scale.md). parts (OBS_ALL): kp's row of
+	 * a part's step, whose steps overlap other parts' */
 	const char *w = parts	 ? " JOIN (SELECT i, a AS lo, b AS hi FROM esteps) win ON win.i = j.i AND win.lo < j.stop_at"
 				   " AND win.hi > j.start_at"
 			: pieces ? " CROSS JOIN win w0 CROSS JOIN LATERAL generate_series(greatest(width_bucket(j.start_at,"
