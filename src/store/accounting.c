@@ -913,8 +913,10 @@ static void put_dim_cols(struct gl_strbuf *sql, const char *prefix, size_t n_dim
  * rate in whole micro-GPU-seconds (m billed, held). Summed before the
  * owners are joined, the stages after it see a row per set, not per job:
  * 10,000 open jobs of 500 sets cost ~36 µs a job through the owner join,
- * the rate join and the grouping (docs/bench.md, "Observed time"). */
-static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const char *jw, const char *src, int parts)
+ * the rate join and the grouping (docs/bench.md, "Observed time").
+ * days: the rollup's batch of days (see below). */
+static void put_live_pieces(struct gl_strbuf *sql, int pieces, int days, int by_job, const char *jw, const char *src,
+			    int parts)
 {
 	/* the rates of the models once: inlined, each job piece ran
 	 * gl_rates_of's lookup of its model again */
@@ -922,10 +924,21 @@ static void put_live_pieces(struct gl_strbuf *sql, int pieces, int by_job, const
 			      " SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
 			      " FROM (SELECT DISTINCT gpu_model FROM %s) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
 			      "), iv AS (SELECT ", src);
-	/* in pieces, win is each step the job overlaps (lo, hi: its bounds);
-	 * parts (OBS_ALL): kp's row of a part's step, whose steps overlap
-	 * other parts' */
+	/* in pieces, win is each step the job overlaps (lo, hi: its bounds).
+	 * days: those from the one holding its start to the one holding its
+	 * stop (width_bucket over the starts, which are in steps' n order),
+	 * joined by n. On the bounds alone the join tested every job against
+	 * every day of the batch (a nested loop rescanning k0 once a day, for
+	 * the allocated and again for the priced pieces): ~5 % of a rollup's
+	 * CPU at 10 M jobs a year's density (docs/scale.md). A request's few
+	 * live steps keep the join on the bounds, which costs less than the
+	 * lookup for one or two steps. parts (OBS_ALL): kp's row of a part's
+	 * step, whose steps overlap other parts' */
 	const char *w = parts	 ? " JOIN (SELECT i, a AS lo, b AS hi FROM esteps) win ON win.i = j.i AND win.lo < j.stop_at"
+				   " AND win.hi > j.start_at"
+			: days	 ? " CROSS JOIN win w0 CROSS JOIN LATERAL generate_series(greatest(width_bucket(j.start_at,"
+				   " w0.starts), 1), width_bucket(j.stop_at, w0.starts)) g(n)"
+				   " JOIN (SELECT n, i, a AS lo, b AS hi FROM steps) win ON win.n = g.n AND win.lo < j.stop_at"
 				   " AND win.hi > j.start_at"
 			: pieces ? " JOIN (SELECT i, a AS lo, b AS hi FROM steps) win ON win.lo < j.stop_at"
 				   " AND win.hi > j.start_at"
@@ -1082,7 +1095,7 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 		jobs_param = add_jobs_param(arrays, arr_off, np, q);
 		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
-	put_live_pieces(sql, cut, by_job, jw, agg ? "kp" : "k0", m == OBS_ALL);
+	put_live_pieces(sql, cut, pieces, by_job, jw, agg ? "kp" : "k0", m == OBS_ALL);
 	/* the unobserved time has no usage (put_live_usage): k0 read by kp
 	 * alone is not materialized, a tuplestore of every job */
 	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM && m != OBS_ALL ? "kp" : "k0");
