@@ -1397,8 +1397,6 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 	" FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"                                               \
 	" JOIN usage_daily_job j ON j.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date)"
 
-/* 1a. the built days' lines from usage_daily (or usage_daily_owner when
- * it holds every dimension asked for) */
 /* The built days' rows of byrate (its text in by, parameters params) on a
  * session routed to the shards, for more days than a month: usage_daily
  * (_owner) is there a UNION ALL of the shards' tables, which PostgreSQL
@@ -1451,6 +1449,8 @@ static void daily_byrate(PGconn *c, int shards, struct gl_strbuf *sql, const str
 	gl_strbuf_fini(&arr);
 }
 
+/* 1a. the built days' lines from usage_daily (or usage_daily_owner when
+ * it holds every dimension asked for) */
 static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
 		       struct gl_accounting_meta *meta, struct gl_err *err)
 {
