@@ -1504,6 +1504,18 @@ out:
 	return rc;
 }
 
+/* The planner settings a statement was run under set back, after it ran
+ * with rc: its error, if any, is kept over the reset's, since the reset's
+ * would hide why the statement failed. */
+static int planner_reset(PGconn *c, const char *reset, int rc, struct gl_err *err)
+{
+	struct gl_err e2;
+	int rc2 = gl_db_exec(c, reset, &e2);
+	if (!rc && rc2)
+		rc = gl_err_set(err, -rc2, "%s", e2.msg);
+	return rc;
+}
+
 /* The live lines over the steps of pl (firm NULL), or with m OBS_ALL every
  * part at once: the unobserved ones over pl's steps (every step of the
  * query), the firm one over firm's (the live pieces); to[p] where part p's
@@ -1560,12 +1572,8 @@ static int lines_live_run(PGconn *c, const struct gl_accounting_query *q, const 
 	if (nest_off && (rc = gl_db_exec(c, "SET enable_nestloop = off; SET enable_sort = off", err)))
 		goto out;
 	rc = run_lines_parts(c, sql.p, np, params, q->n_dims, to, n_to, cb, meta, err);
-	if (nest_off) {
-		struct gl_err e2;
-		int rc2 = gl_db_exec(c, "RESET enable_nestloop; RESET enable_sort", &e2);
-		if (!rc && rc2)
-			rc = gl_err_set(err, -rc2, "%s", e2.msg);
-	}
+	if (nest_off)
+		rc = planner_reset(c, "RESET enable_nestloop; RESET enable_sort", rc, err);
 out:
 	gl_strbuf_fini(&sql);
 	gl_strbuf_fini(&arrays);
@@ -1980,14 +1988,11 @@ static int lines_parts(PGconn *c, const struct gl_accounting_query *q, const str
 static int lines_firm(PGconn *c, const struct gl_accounting_query *q, const struct plan *pl, struct gl_chargeback *cb,
 		      struct gl_accounting_meta *meta, struct gl_err *err)
 {
-	struct gl_err e2;
-	int rc, rc2, cold = live_cold(pl, OBS_FIRM);
+	int rc, cold = live_cold(pl, OBS_FIRM);
 	if (cold && (rc = gl_db_exec(c, "SET enable_sort = off", err)))
 		return rc;
 	rc = lines_live(c, q, pl, OBS_FIRM, TO_FIRM, cb, meta, err);
-	if (cold && (rc2 = gl_db_exec(c, "RESET enable_sort", &e2)) && !rc)
-		rc = gl_err_set(err, -rc2, "%s", e2.msg);
-	return rc;
+	return cold ? planner_reset(c, "RESET enable_sort", rc, err) : rc;
 }
 
 int gl_accounting_chargeback(PGconn *c, const struct gl_accounting_query *q, struct gl_chargeback *cb, struct gl_accounting_meta *meta,
