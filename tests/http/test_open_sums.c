@@ -5,7 +5,12 @@
  * ending some jobs and seeing others later; a poll's watermark between
  * them; jobs started today, on a window's first day, past their limit,
  * with a deadline between their sighting and now, without a limit; two
- * GPU models, three partitions, owners and rates that change mid-day):
+ * GPU models, three partitions, owners and rates that change mid-day;
+ * and a second cluster of one owner-attribute set whose jobs start on
+ * many days, two either side of a window's mid-day start, seen at two
+ * moments days apart, then one without a sighting of its own, so that the
+ * earliest sighting, from which a request reads jobs one by one, is a
+ * row's older last_seen_at and then the watermark):
  *   - maintenance: after every change (ingest, a job's end, deletes, a
  *     serving endpoint) open_gpu_sums holds exactly the open jobs, per
  *     owner attributes, endpoints, sighting, start and deadline day;
@@ -108,11 +113,98 @@ static void write_capture(const char *path, time_t t, int second)
 	fclose(f);
 }
 
-static void ingest(const char *path, time_t at)
+static void ingest_to(const char *cluster, const char *path, time_t at)
 {
 	char a[32];
 	iso(at, a, sizeof a);
-	assert_int_equal(gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", "c1", "--file", path, "--at", a, NULL), 0);
+	assert_int_equal(gl_test_cli(g_dsn, "ingest", "sacct", "--cluster", cluster, "--file", path, "--at", a, NULL), 0);
+}
+
+static void ingest(const char *path, time_t at)
+{
+	ingest_to("c1", path, at);
+}
+
+static void assert_sums_exact(const char *when);
+
+/* Cluster c2: NJOBS2 jobs of one owner-attribute set (one account, user,
+ * partition, model, no limit) started on many days, two of them either
+ * side of a window's mid-day start (g_now - 14 days - 5000 s). Capture A
+ * at ta lists them all, B at tb the even ones: the set's rows are seen at
+ * two moments, its earliest sighting is A's (a request must read the jobs
+ * started on A's day one by one). */
+#define NJOBS2 40
+static time_t c2_start(int g, time_t ta)
+{
+	time_t piece = g_now - 14 * DAY - 5000;
+	return g == 1	? ta - 30 - (time_t)rnd(600)
+	       : g == 2 ? piece - 3000
+	       : g == 3 ? piece + 3000
+			: ta - 3600 - (time_t)rnd(18 * DAY);
+}
+
+static void write_c2(const char *path, const time_t *start, time_t t, int every)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|Elapsed|"
+	      "ElapsedRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|DBIndex|"
+	      "Suspended|WCKey|JobName\n",
+	      f);
+	for (int g = 1; g <= NJOBS2; g++) {
+		char s[32];
+		if (g % every)
+			continue;
+		iso(start[g], s, sizeof s);
+		s[19] = '\0';
+		fprintf(f,
+			"%d|%d|c2|q1|normal|b1|g|1000|v1|1000|%s|%s|%s|Unknown|00:00:00|%lld|0:0|RUNNING|1|1|1|1000M|"
+			"billing=1,cpu=1,gres/gpu=1,node=1|billing=1,cpu=1,gres/gpu:a100=1,gres/gpu=1,node=1|"
+			"UNLIMITED|m%d|%d|00:00:00||job\n",
+			g, g, s, s, s, (long long)(t - start[g]), g, g);
+	}
+	fclose(f);
+}
+
+/* c2's captures, then its watermark moved back before both: the set's
+ * rows are seen at A's time and B's, and its earliest sighting (the day a
+ * request reads per job from) is A's, not the latest row's */
+static void c2_fleet(const char *tmp)
+{
+	char fa[600], fb[600], q[256];
+	time_t start[NJOBS2 + 1], ta = g_now - 2 * DAY - DAY / 2, tb = g_now - DAY - DAY / 5, wm = g_now - 4 * DAY;
+	/* A's sighting and the watermark an hour or more into their day:
+	 * the jobs started just before them start on their day */
+	ta -= ta % DAY < 3600 ? 7200 : 0;
+	wm -= wm % DAY < 3600 ? 7200 : 0;
+	for (int g = 1; g <= NJOBS2; g++)
+		start[g] = c2_start(g, ta);
+	start[4] = wm - 100;
+	snprintf(fa, sizeof fa, "%s/open_sums-c2a.txt", tmp);
+	snprintf(fb, sizeof fb, "%s/open_sums-c2b.txt", tmp);
+	write_c2(fa, start, ta, 1);
+	write_c2(fb, start, tb, 2);
+	ingest_to("c2", fa, ta);
+	ingest_to("c2", fb, tb);
+	assert_sums_exact("c2's two captures");
+	assert_true(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT su.last_seen_at) FROM open_gpu_sums su"
+					    " JOIN open_gpu_sets st USING (set_id) JOIN clusters c USING (cluster_id)"
+					    " WHERE c.name = 'c2'") == 2);
+	snprintf(q, sizeof q,
+		 "UPDATE ingest_state SET watermark = to_timestamp(%lld)"
+		 " WHERE cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'c2')",
+		 (long long)wm);
+	assert_true(gl_test_exec_dsn(g_dsn, q) == 1);
+}
+
+/* then one job of the set without a sighting of its own (B's job 4,
+ * started just before the watermark): the set's earliest sighting is the
+ * watermark, below every row's last_seen_at */
+static void c2_unseen(void)
+{
+	assert_true(gl_test_exec_dsn(g_dsn, "UPDATE jobs SET last_seen_at = NULL WHERE job_key = 'db:4'"
+					    " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'c2')") == 1);
+	assert_sums_exact("a c2 job without its own sighting");
 }
 
 /* open_gpu_sums against the open jobs themselves: rows of one side the
@@ -210,8 +302,15 @@ static int assert_same(int port, const char *when)
 		set_sums(0);
 		off = answer(port, paths[i]);
 		set_sums(1);
-		if (strcmp(on, off))
-			fail_msg("%s: %s differs with the sums:\n%.2000s\nwithout:\n%.2000s", when, paths[i], on, off);
+		if (strcmp(on, off)) {
+			/* where they part: a whole answer is longer than a message */
+			size_t k = 0;
+			while (on[k] && on[k] == off[k])
+				k++;
+			k = k > 400 ? k - 400 : 0;
+			fail_msg("%s: %s differs with the sums at byte %zu:\n%.900s\nwithout:\n%.900s", when, paths[i], k,
+				 on + k, off + k);
+		}
 		with_unseen += !!strstr(on, "\"unobserved_gpu_seconds\":") && !strstr(on, "\"unobserved_gpu_seconds\":0,");
 		free(on);
 		free(off);
@@ -269,10 +368,12 @@ static void test_sums_equal_jobs(void **state)
 					    " WHERE j.job_key IN ('db:11', 'db:22')") == 2);
 	assert_sums_exact("jobs serving an endpoint");
 	assert_true(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM open_gpu_sets WHERE endpoints = '{chat}'") >= 1);
+	c2_fleet(tmp);
 
 	config(conf, sizeof conf, "");
 	assert_int_equal(gl_test_daemon_start(&d, g_dsn, conf, (const char *[]){"--no-ingest", NULL}), 0);
 	assert_true(assert_same(d.port, "no day built") > 0);
+	c2_unseen();
 	assert_int_equal(gl_test_cli(g_dsn, "rollup", "--days", "40", NULL), 0);
 	assert_true(assert_same(d.port, "the days rolled up") > 0);
 	assert_int_equal(gl_test_daemon_stop(&d), 0);
