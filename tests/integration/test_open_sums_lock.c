@@ -1,0 +1,138 @@
+/* Two writers of one cluster's open jobs at once (sql/107's statement
+ * triggers): each statement adds its deltas to open_gpu_sums in key order,
+ * so two transactions that touch the same sums rows wait for each other
+ * and never deadlock, and the sums equal the open jobs after both commit.
+ *
+ * The interleaving is fixed: writer A changes a job of sums row k1 and
+ * keeps its transaction open; writer B, in one statement, changes a job
+ * of k1 and one of k2 (k1 < k2: the same set and sighting, an earlier
+ * start day): in key order it waits at k1, holding nothing of k2; A then
+ * changes a job of k2 and commits, and B goes on. Had B's statement
+ * locked k2 first, A would wait for B and B for A (a deadlock, which
+ * PostgreSQL ends by failing one of them after deadlock_timeout). Waits
+ * are bounded by lock_timeout so that a wait that should not happen fails
+ * the test instead of hanging it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char g_dsn[512];
+
+static PGconn *conn(void)
+{
+	PGconn *c = PQconnectdb(g_dsn);
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	return c;
+}
+
+static int ok(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	int good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	if (!good)
+		fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	return good;
+}
+
+/* open_gpu_sums against the open jobs: rows of one side the other lacks */
+static long long sums_off(void)
+{
+	return gl_test_qint_dsn(
+		g_dsn,
+		"WITH s AS (SELECT st.cluster_id, su.last_seen_at, su.start_day, sum(su.n) AS n, sum(su.gpu_micro) AS g"
+		" FROM open_gpu_sums su JOIN open_gpu_sets st USING (set_id) GROUP BY 1, 2, 3),"
+		" j AS (SELECT cluster_id, last_seen_at, (start_at AT TIME ZONE 'UTC')::date, count(*), sum(gpu_micro)"
+		" FROM jobs WHERE end_at IS NULL AND gpu_milli > 0 AND start_at IS NOT NULL GROUP BY 1, 2, 3)"
+		" SELECT (SELECT count(*) FROM (SELECT * FROM s EXCEPT SELECT * FROM j) x)"
+		" + (SELECT count(*) FROM (SELECT * FROM j EXCEPT SELECT * FROM s) y)");
+}
+
+/* job key's gpu_micro grown by one micro-GPU: its sums row changes */
+static void grow_sql(char *out, size_t n, const char *keys)
+{
+	snprintf(out, n, "UPDATE jobs SET gpu_micro = gpu_micro + 1 WHERE job_key IN (%s)", keys);
+}
+
+static void test_two_writers_no_deadlock(void **state)
+{
+	PGconn *a = conn(), *b = conn();
+	int64_t now = (int64_t)time(NULL), d1 = (now / 86400 - 5) * 86400 + 3600, d2 = d1 + 2 * 86400;
+	char sql[1024];
+	PGresult *r;
+	int b_ok = 1;
+
+	(void)state;
+	assert_true(ok(a, "INSERT INTO clusters (name, kind) VALUES ('sums-lock', 'slurm')"));
+	/* j1, j3 start on day d1 (row k1), j2, j4 on d2 (k2): one set, one
+	 * sighting */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, gpu_micro, last_seen_at, account)"
+		 " SELECT c.cluster_id, 'db:' || g, g::text, 'RUNNING', to_timestamp(CASE WHEN g %% 2 = 1 THEN %lld"
+		 "  ELSE %lld END + g), 1000000, to_timestamp(%lld), 'acct'"
+		 " FROM clusters c, generate_series(1, 4) g WHERE c.name = 'sums-lock'",
+		 (long long)d1, (long long)d2, (long long)now - 60);
+	assert_true(ok(a, sql));
+	assert_int_equal(sums_off(), 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM open_gpu_sums"), 2);
+
+	assert_true(ok(a, "SET lock_timeout = '20s'"));
+	assert_true(ok(b, "SET lock_timeout = '20s'"));
+	assert_true(ok(a, "BEGIN"));
+	grow_sql(sql, sizeof sql, "'db:1'");
+	assert_true(ok(a, sql));
+	assert_true(ok(b, "BEGIN"));
+	grow_sql(sql, sizeof sql, "'db:3', 'db:4'");
+	assert_int_equal(PQsendQuery(b, sql), 1);
+	/* B is waiting at k1 (on A), not before it: its backend shows the wait */
+	for (int i = 0; i < 200; i++) {
+		if (gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+					    " AND query LIKE 'UPDATE jobs SET gpu_micro%'") == 1)
+			break;
+		usleep(20000);
+	}
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+						 " AND query LIKE 'UPDATE jobs SET gpu_micro%'"),
+			 1);
+	/* A now writes k2: in key order B holds nothing of it */
+	grow_sql(sql, sizeof sql, "'db:2'");
+	assert_true(ok(a, sql));
+	assert_true(ok(a, "COMMIT"));
+	while ((r = PQgetResult(b))) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			fprintf(stderr, "writer B: %s", PQresultErrorMessage(r));
+			b_ok = 0;
+		}
+		PQclear(r);
+	}
+	assert_true(b_ok);
+	assert_true(ok(b, "COMMIT"));
+	assert_int_equal(sums_off(), 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT sum(gpu_micro) FROM open_gpu_sums"), 4000004);
+	PQfinish(a);
+	PQfinish(b);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return gl_test_db_fresh("gl_test_open_sums_lock", g_dsn, sizeof g_dsn);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_writers_no_deadlock),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
