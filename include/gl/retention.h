@@ -49,5 +49,9 @@ int gl_retention_ahead(struct gl_store *st, int64_t now_s, int *made, struct gl_
 int gl_retention_drop(struct gl_store *st, const struct gl_retention_policy *pol, int64_t now_s, struct gl_retention_result *res,
 		      struct gl_err *err) GL_MUSTCHECK;
 void gl_retention_result_fini(struct gl_retention_result *res);
+/* Deletes the sets of open jobs no sums row references any more
+ * (sql/116): *pruned of them, or -1 when a jobs writer was in flight and
+ * nothing was tried (the next run does it). The connection must be idle. */
+int gl_retention_open_sets(struct gl_store *st, int64_t *pruned, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

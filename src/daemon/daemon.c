@@ -64,13 +64,19 @@ static int partitions_run(struct gl_store *st, const struct gl_config *cfg, cons
 {
 	struct gl_retention_policy pol = {cfg->retention_usage_days, cfg->retention_ingest_runs_days};
 	struct gl_retention_result res = {0};
+	int64_t sets = 0;
 	int rc = gl_retention_ahead(st, now_s, &res.made, err);
 	if (!rc)
 		rc = gl_retention_drop(st, &pol, now_s, &res, err);
 	if (!rc)
-		snprintf(summary, n, "%d made ahead, %d dropped (~%lld rows)%s%s; %d past the horizon kept: not rolled up",
+		rc = gl_retention_open_sets(st, &sets, err);
+	if (!rc)
+		snprintf(summary, n,
+			 "%d made ahead, %d dropped (~%lld rows)%s%s; %d past the horizon kept: not rolled up; "
+			 "%lld unused open-job sets deleted%s",
 			 res.made, res.dropped, (long long)res.est_rows, res.dropped ? ": " : "",
-			 res.dropped ? gl_strbuf_cstr(&res.names) : "", res.kept_unbuilt);
+			 res.dropped ? gl_strbuf_cstr(&res.names) : "", res.kept_unbuilt, (long long)(sets < 0 ? 0 : sets),
+			 sets < 0 ? " (a writer in flight: next run)" : "");
 	gl_retention_result_fini(&res);
 	return rc;
 }

@@ -109,3 +109,13 @@ void gl_retention_result_fini(struct gl_retention_result *res)
 {
 	gl_strbuf_fini(&res->names);
 }
+
+int gl_retention_open_sets(struct gl_store *st, int64_t *pruned, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = gl_db_query(gl_db_conn(st), "SELECT gl_open_sets_prune()", 0, NULL, &r, err);
+	if (!rc)
+		*pruned = PQgetisnull(r, 0, 0) ? -1 : atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}

@@ -11,13 +11,19 @@
  * locked k2 first, A would wait for B and B for A (a deadlock, which
  * PostgreSQL ends by failing one of them after deadlock_timeout). Waits
  * are bounded by lock_timeout so that a wait that should not happen fails
- * the test instead of hanging it. */
+ * the test instead of hanging it.
+ *
+ * And the sets no sums row references any more (sql/116): deleted by the
+ * daemon's retention run, never while a jobs writer is in flight, never
+ * one a sums row still references. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "gl/retention.h"
+#include "store/db_int.h"
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -123,6 +129,69 @@ static void test_two_writers_no_deadlock(void **state)
 	PQfinish(b);
 }
 
+static long long sets_of(const char *cluster)
+{
+	char q[256];
+	snprintf(q, sizeof q,
+		 "SELECT count(*) FROM open_gpu_sets st JOIN clusters c USING (cluster_id) WHERE c.name = '%s'", cluster);
+	return gl_test_qint_dsn(g_dsn, q);
+}
+
+static void test_unused_sets_pruned(void **state)
+{
+	PGconn *a = conn(), *c = conn();
+	struct gl_err err = {0};
+	int64_t now = (int64_t)time(NULL), pruned = 0;
+	char sql[1024];
+
+	(void)state;
+	assert_true(ok(a, "INSERT INTO clusters (name, kind) VALUES ('sums-prune', 'slurm')"));
+	/* three sets (accounts x, y, z), a job each */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, gpu_micro, last_seen_at, account)"
+		 " SELECT c.cluster_id, 'db:' || g, g::text, 'RUNNING', to_timestamp(%lld), 1000000, to_timestamp(%lld),"
+		 "  (ARRAY['x', 'y', 'z'])[g] FROM clusters c, generate_series(1, 3) g WHERE c.name = 'sums-prune'",
+		 (long long)now - 3 * 86400, (long long)now - 60);
+	assert_true(ok(a, sql));
+	assert_int_equal(sets_of("sums-prune"), 3);
+	/* x's job ends: its sums row goes, its set stays until a prune */
+	snprintf(sql, sizeof sql,
+		 "UPDATE jobs SET end_at = to_timestamp(%lld), state = 'COMPLETED' WHERE job_key = 'db:1'"
+		 " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'sums-prune')",
+		 (long long)now - 600);
+	assert_true(ok(a, sql));
+	assert_int_equal(sets_of("sums-prune"), 3);
+	/* a writer in flight (y's job changed, not committed): nothing tried */
+	assert_true(ok(a, "BEGIN"));
+	assert_true(ok(a, "UPDATE jobs SET gpu_micro = gpu_micro + 1 WHERE job_key = 'db:2'"
+			  " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'sums-prune')"));
+	assert_int_equal(gl_retention_open_sets(gl_db_store(c), &pruned, &err), 0);
+	assert_int_equal(pruned, -1);
+	assert_true(ok(a, "COMMIT"));
+	assert_int_equal(sets_of("sums-prune"), 3);
+	/* then x's set goes, and only it; the sums still equal the jobs */
+	assert_int_equal(gl_retention_open_sets(gl_db_store(c), &pruned, &err), 0);
+	assert_true(pruned >= 1);
+	assert_int_equal(sets_of("sums-prune"), 2);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM open_gpu_sums su"
+						 " WHERE NOT EXISTS (SELECT 1 FROM open_gpu_sets st WHERE st.set_id = su.set_id)"),
+			 0);
+	assert_int_equal(sums_off(), 0);
+	/* a new open job of x's attributes makes its set again */
+	snprintf(sql, sizeof sql,
+		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, gpu_micro, last_seen_at, account)"
+		 " SELECT cluster_id, 'db:4', '4', 'RUNNING', to_timestamp(%lld), 2000000, to_timestamp(%lld), 'x'"
+		 " FROM clusters WHERE name = 'sums-prune'",
+		 (long long)now - 86400, (long long)now - 60);
+	assert_true(ok(a, sql));
+	assert_int_equal(sets_of("sums-prune"), 3);
+	assert_int_equal(sums_off(), 0);
+	assert_int_equal(gl_retention_open_sets(gl_db_store(c), &pruned, &err), 0);
+	assert_int_equal(sets_of("sums-prune"), 3);
+	PQfinish(a);
+	PQfinish(c);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -133,6 +202,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_writers_no_deadlock),
+		cmocka_unit_test(test_unused_sets_pruned),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
