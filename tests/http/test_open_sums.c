@@ -80,16 +80,19 @@ struct job {
 };
 static struct job g_jobs[NJOBS + 1];
 
+/* sacct --parsable2's header, as both clusters' captures have it */
+static const char sacct_header[] =
+	"JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|Elapsed|"
+	"ElapsedRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|DBIndex|"
+	"Suspended|WCKey|JobName\n";
+
 /* capture at t: every job (first) or those of g % 3 != 0, of which g % 7
  * == 0 ended an hour before the capture */
 static void write_capture(const char *path, time_t t, int second)
 {
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|Elapsed|"
-	      "ElapsedRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|DBIndex|"
-	      "Suspended|WCKey|JobName\n",
-	      f);
+	fputs(sacct_header, f);
 	for (int g = 1; g <= NJOBS; g++) {
 		const struct job *j = &g_jobs[g];
 		char s[32], e[32] = "Unknown";
@@ -147,10 +150,7 @@ static void write_c2(const char *path, const time_t *start, time_t t, int every)
 {
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fputs("JobID|JobIDRaw|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|Elapsed|"
-	      "ElapsedRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|Timelimit|NodeList|DBIndex|"
-	      "Suspended|WCKey|JobName\n",
-	      f);
+	fputs(sacct_header, f);
 	for (int g = 1; g <= NJOBS2; g++) {
 		char s[32];
 		if (g % every)
