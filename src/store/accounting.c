@@ -185,7 +185,10 @@ static void put_sums_ctes(struct gl_strbuf *sql)
  * read: as an OR the planner took jobs_start_idx for the whole span and
  * filtered every open job (9,680 of 10,000 on bench_observed's data). A
  * hot day's range is a lateral scan a day (OFFSET 0 keeps it one): joined,
- * the planner read every open job below lo and matched it to the days. */
+ * the planner read every open job below lo and matched it to the days.
+ * Without the sums (lo is then -infinity) only the first two arms can
+ * hold a job, and the others do not run (a one-time filter): on a central
+ * database of shards each arm is a remote query to every shard. */
 #define OPEN_J "j.end_at IS NULL AND j.gpu_milli > 0"
 #define OPEN_BELOW_LO "j.start_at < (SELECT lo FROM slo)"
 #define OPEN_HOT_DAY "(j.start_at AT TIME ZONE 'UTC')::date = ANY((SELECT days FROM hot)::date[])"
@@ -198,12 +201,13 @@ static void put_open_jobs(struct gl_strbuf *sql, const char *pa)
 			 "(SELECT j.* FROM jobs j WHERE j.gpu_milli > 0"
 			 " AND j.end_at > to_timestamp((SELECT min(x) FROM unnest(%s::bigint[]) x))"
 			 " UNION ALL SELECT j.* FROM jobs j WHERE " OPEN_J " AND j.start_at >= (SELECT lo FROM slo)"
-			 " UNION ALL SELECT j.* FROM (SELECT unnest(days) AS d FROM hot) h CROSS JOIN LATERAL ("
+			 " UNION ALL SELECT j.* FROM (SELECT unnest(days) AS d FROM hot WHERE (SELECT use_sums FROM sm)) h"
+			 " CROSS JOIN LATERAL ("
 			 "  SELECT * FROM jobs j WHERE " OPEN_J " AND j.start_at >= h.d::timestamp AT TIME ZONE 'UTC'"
 			 "  AND j.start_at < (h.d + 1)::timestamp AT TIME ZONE 'UTC' AND " OPEN_BELOW_LO " OFFSET 0) j"
-			 " UNION ALL SELECT j.* FROM jobs j WHERE " OPEN_J " AND " OPEN_IN_DL " AND " OPEN_BELOW_LO
-			 " AND NOT " OPEN_HOT_DAY
-			 " UNION ALL SELECT j.* FROM jobs j WHERE " OPEN_J
+			 " UNION ALL SELECT j.* FROM jobs j WHERE (SELECT use_sums FROM sm) AND " OPEN_J " AND " OPEN_IN_DL
+			 " AND " OPEN_BELOW_LO " AND NOT " OPEN_HOT_DAY
+			 " UNION ALL SELECT j.* FROM jobs j WHERE (SELECT use_sums FROM sm) AND " OPEN_J
 			 " AND j.job_pk = ANY((SELECT array_agg(job_pk) FROM usage)::bigint[]) AND " OPEN_BELOW_LO
 			 " AND NOT " OPEN_HOT_DAY " AND " OPEN_IN_DL " IS NOT TRUE)",
 			 pa);
