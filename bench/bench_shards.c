@@ -38,6 +38,8 @@ static void log_all(PGconn *c)
 {
 	static const char *const sql[] = {"ALTER SYSTEM SET log_min_duration_statement = 0",
 					  "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d '",
+					  "ALTER SYSTEM SET log_connections = on",
+					  "ALTER SYSTEM SET log_disconnections = on",
 					  "SELECT pg_reload_conf()"};
 	if (!c)
 		die("superuser");

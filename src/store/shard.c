@@ -149,6 +149,11 @@ int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err)
 	return rc;
 }
 
+int gl_shard_warm(struct gl_store *st, struct gl_err *err)
+{
+	return gl_db_query(gl_db_conn(st), "SELECT gl_fleet_warm()", 0, NULL, NULL, err);
+}
+
 static char **strv_copy(char **v, size_t n)
 {
 	char **c = n ? gl_xcalloc(n, sizeof *c) : NULL;
