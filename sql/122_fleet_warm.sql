@@ -17,15 +17,18 @@
 -- On a session routed by gl_fleet_use: every shard of its set scanned once
 -- (one postgres_fdw connection per foreign server, kept for the session),
 -- and the check asked of every shard over the session's dblink
--- connections, for an empty window. Returns the shards' clusters counted.
+-- connections, for an empty window. Returns the last day every shard holds
+-- built (epoch seconds; NULL when none, or when not routed to the fleet):
+-- the daemon then plans a built day's statements on the session too.
 CREATE FUNCTION gl_fleet_warm() RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-    n bigint;
+    d date;
 BEGIN
     IF substring(current_setting('search_path') FROM '^"?gl_fleet_([0-9]+)') IS NULL THEN
-        RETURN 0; -- not routed to the fleet: nothing to open
+        RETURN NULL; -- not routed to the fleet: nothing to open
     END IF;
-    SELECT count(*) INTO n FROM clusters;
+    PERFORM count(*) FROM clusters;
     PERFORM * FROM gl_capacity_missing(0, 0, NULL);
-    RETURN n;
+    SELECT max(day) INTO d FROM usage_daily_built;
+    RETURN extract(epoch FROM d::timestamp)::bigint;
 END $$;

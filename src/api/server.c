@@ -1716,16 +1716,18 @@ static void drop_heavy(void *arg)
  * request: on a central of shards its first request paid its connections
  * to every shard (postgres_fdw's and dblink's, each a new backend there
  * with its authentication: 160-320 ms of a first month by team at 300,000
- * jobs, load average 8; docs/scale.md). A failure is left to the first
- * request, which opens the session as it always did and answers the error. */
+ * jobs, load average 8) and the generic plans of its costliest statements
+ * (30-60 ms more; docs/scale.md). A failure is left to the first request,
+ * which opens the session as it always did and answers the error. */
 static void warm_session(struct gl_server *s)
 {
 	struct gl_store *c = NULL;
 	struct gl_err err = {0};
+	int64_t built_s = -1;
 	int fresh = 0, rc;
 	if (!(rc = gl_store_thread(s->conn_key, s->dsn, t_stmt_ms, &c, &fresh, &err)) &&
-	    !(rc = fleet_route(s, c, fresh, &err)) && t_fleet == 2)
-		rc = gl_shard_warm(c, &err);
+	    !(rc = fleet_route(s, c, fresh, &err)) && t_fleet == 2 && !(rc = gl_shard_warm(c, &built_s, &err)))
+		rc = gl_route_chargeback_warm(c, s->cfg, built_s, wall_s(), &err);
 	if (rc)
 		gl_log(GL_LOG_INFO, "http: opening a worker's session at start: %s (its first request opens it)", err.msg);
 }

@@ -149,9 +149,13 @@ int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err)
 	return rc;
 }
 
-int gl_shard_warm(struct gl_store *st, struct gl_err *err)
+int gl_shard_warm(struct gl_store *st, int64_t *last_built_s, struct gl_err *err)
 {
-	return gl_db_query(gl_db_conn(st), "SELECT gl_fleet_warm()", 0, NULL, NULL, err);
+	PGresult *r = NULL;
+	int rc = gl_db_query(gl_db_conn(st), "SELECT gl_fleet_warm()", 0, NULL, &r, err);
+	*last_built_s = rc || PQgetisnull(r, 0, 0) ? -1 : strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
 }
 
 static char **strv_copy(char **v, size_t n)

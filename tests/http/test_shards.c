@@ -414,8 +414,8 @@ static void test_shard_down_is_named(void **state)
 
 
 /* The central's backends on shard k that started since the shard's clock
- * read since (a timestamptz literal), and of them those of postgres_fdw
- * and those of dblink whose last query was the start-up's capacity check. */
+ * read since (a timestamptz literal) that match which: postgres_fdw's by
+ * their application name, dblink's by what the central sends over them. */
 static long long shard_backends(int k, const char *since, const char *which)
 {
 	PGconn *c = PQconnectdb(g_shard_dsn[k]);
@@ -438,7 +438,7 @@ static void shard_clocks(char since[NSHARD][64])
 }
 
 #define FDW_BACKENDS "application_name = 'postgres_fdw'"
-#define WARM_CHECKS "query LIKE '%gl_capacity_missing_here(0, 0, %'"
+#define DBLINK_BACKENDS "query LIKE '%gl_read_only_rows(%'"
 
 /* A central daemon opens its workers' sessions to every shard before it
  * says ready (sql/122): its first requests, one a worker, open no
@@ -462,7 +462,7 @@ static void test_sessions_open_before_ready(void **state)
 	for (int k = 0; k < NSHARD; k++) {
 		/* the prober's session is one more postgres_fdw backend */
 		assert_true(shard_backends(k, since[k], FDW_BACKENDS) >= 4);
-		assert_true(shard_backends(k, since[k], WARM_CHECKS) >= 3);
+		assert_true(shard_backends(k, since[k], DBLINK_BACKENDS) >= 3);
 	}
 	shard_clocks(since);
 	for (i = 0; i < 3; i++)
