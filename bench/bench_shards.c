@@ -4,7 +4,9 @@
  * central database over postgres_fdw; the same clusters in one database.
  * Month and year chargebacks after each side's rollup, and the live (cold)
  * month, through the real daemons over HTTP: the sharded p50/p99 beside the
- * single database's. All four PostgreSQL servers share this machine's two
+ * single database's. The daemons are started again after the rollup: each
+ * month, year and by-cluster row's first pass is then the first request of
+ * every worker session after a start. All four PostgreSQL servers share this machine's two
  * cores. Needs the environment of bench/run.sh.
  * Usage: bench_shards [JOBS]   (or $BENCH_SHARDS_JOBS; 300,000)
  * BENCH_SHARDS_LOG=DIR: every statement of the central database (with its
@@ -38,6 +40,8 @@ static void log_all(PGconn *c)
 {
 	static const char *const sql[] = {"ALTER SYSTEM SET log_min_duration_statement = 0",
 					  "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d '",
+					  "ALTER SYSTEM SET log_connections = on",
+					  "ALTER SYSTEM SET log_disconnections = on",
 					  "SELECT pg_reload_conf()"};
 	if (!c)
 		die("superuser");
@@ -64,6 +68,14 @@ static void hold(const char *path, const char *one, const char *central, char sd
 	fprintf(stderr, "  holding: remove %s to go on\n", path);
 	while (access(path, F_OK) == 0)
 		sleep(1);
+}
+
+/* Both daemons, ready (their workers' sessions opened: /healthz). */
+static void start_daemons(struct gl_test_daemon *d1, const char *one, struct gl_test_daemon *dc, const char *central)
+{
+	if (gl_test_daemon_start(d1, one, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}) ||
+	    gl_test_daemon_start(dc, central, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}))
+		die("daemons");
 }
 
 static void copy_log(const char *from, const char *to)
@@ -124,9 +136,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k < NSHARD; k++)
 			log_all(gl_test_shard_superuser(sdsn[k]));
 	}
-	if (gl_test_daemon_start(&d1, one, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}) ||
-	    gl_test_daemon_start(&dc, central, "server:\n  rate_limit_per_ip: 0\n", (const char *[]){"--no-ingest", NULL}))
-		die("daemons");
+	start_daemons(&d1, one, &dc, central);
 	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
 		double a50, a99, b50, b99;
 		int reqs = i == 0 ? 3 : 30;
@@ -144,6 +154,12 @@ int main(int argc, char **argv)
 			       n, gl_test_now_s() - t1, t1 - t0, (gl_test_now_s() - t1) / (t1 - t0));
 			if (getenv("BENCH_SHARDS_HOLD"))
 				hold(getenv("BENCH_SHARDS_HOLD"), one, central, sdsn, NSHARD);
+			/* the first pass below is the first request of every
+			 * worker session after a daemon start, over history
+			 * rolled up, as a site restarting its daemons has it */
+			gl_test_daemon_stop(&dc);
+			gl_test_daemon_stop(&d1);
+			start_daemons(&d1, one, &dc, central);
 		}
 		/* then the same again: every worker's session has answered this
 		 * kind of request (its connections to the shards made, its

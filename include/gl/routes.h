@@ -23,6 +23,11 @@ int gl_route_tokens(struct gl_req *req, struct gl_resp *resp);
 /* The calling token's name, role and owner scope (any role). */
 int gl_route_whoami(struct gl_req *req, struct gl_resp *resp);
 int gl_route_chargeback(struct gl_req *req, struct gl_resp *resp);
+/* On a central's worker session at start (server.c): the statements a
+ * chargeback plans once per session over the shards planned now (see
+ * routes_accounting.c); built_day_s: a day every shard holds built, or -1. */
+int gl_route_chargeback_warm(struct gl_store *st, const struct gl_config *cfg, int64_t built_day_s, int64_t now_s,
+			     struct gl_err *err) GL_MUSTCHECK;
 /* src/api/routes_runs.c */
 int gl_route_runs(struct gl_req *req, struct gl_resp *resp);
 int gl_route_run(struct gl_req *req, struct gl_resp *resp);

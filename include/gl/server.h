@@ -181,5 +181,9 @@ unsigned long gl_server_error_ref(struct gl_server *s, int status, int64_t now_s
 /* Metrics text (Prometheus 0.0.4) of the server's own counters. */
 void gl_server_metrics(struct gl_server *s, struct gl_strbuf *out);
 int64_t gl_server_started_s(const struct gl_server *s);
+/* 1 while the workers' database sessions are still being opened at start
+ * (on a central: routed to the shards, connected to each), for a bounded
+ * time: /healthz says "starting" meanwhile. */
+int gl_server_warming(struct gl_server *s);
 
 #endif

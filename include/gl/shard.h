@@ -50,6 +50,12 @@ int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err
 /* Routes this session's reads to the shards of mask (a route's, probed by
  * another session: include/gl/fleetstate.h) without connecting to any. */
 int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err) GL_MUSTCHECK;
+/* On a session routed by gl_shard_use: opens its connections to every
+ * shard of the route (postgres_fdw's and dblink's) and has each shard run
+ * the capacity check once, so that none of it waits for a request
+ * (sql/122); *last_built_s: the last day every shard holds built (epoch
+ * seconds), -1 when none. A no-op (-1) on a session not routed to shards. */
+int gl_shard_warm(struct gl_store *st, int64_t *last_built_s, struct gl_err *err) GL_MUSTCHECK;
 /* dst becomes a copy of src (dst's old strings freed). */
 void gl_shard_route_copy(struct gl_shard_route *dst, const struct gl_shard_route *src);
 void gl_shard_route_fini(struct gl_shard_route *rt);

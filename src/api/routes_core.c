@@ -104,10 +104,24 @@ static int health_answer(struct gl_req *req, struct gl_resp *resp, int ok, int c
 	return 0;
 }
 
+/* Not ready while the workers' sessions are still being opened at start
+ * (gl_server_warming): a request sent now would wait for them. */
+static int health_starting(struct gl_req *req, struct gl_resp *resp)
+{
+	if (!gl_server_warming(req->srv))
+		return 0;
+	resp->content_type = "application/json";
+	resp->status = 503;
+	gl_strbuf_puts(&resp->body, "{\"status\":\"starting\",\"db\":\"opening\"}\n");
+	return 1;
+}
+
 int gl_route_healthz_cached(struct gl_req *req, struct gl_resp *resp)
 {
 	char msg[sizeof g_health_msg];
 	int ok, code;
+	if (health_starting(req, resp))
+		return 1;
 	if (!health_cached(&ok, &code, msg, sizeof msg))
 		return 0;
 	health_answer(req, resp, ok, code, msg);
@@ -120,6 +134,8 @@ int gl_route_healthz(struct gl_req *req, struct gl_resp *resp)
 	char msg[sizeof g_health_msg];
 	int ok, code;
 
+	if (health_starting(req, resp))
+		return 0;
 	if (!health_cached(&ok, &code, msg, sizeof msg)) {
 		struct gl_store *st;
 		ok = !gl_req_store(req, &st, &err) && !gl_store_ping(st, &err);

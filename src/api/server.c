@@ -147,6 +147,8 @@ struct gl_server {
 	struct gl_audit_writer *audit;
 	struct gl_static *web;     /* server.web_dir; NULL when not served */
 	struct gl_fleetstate *fleet; /* the shards that answer (a central's; prober started on first use) */
+	_Atomic int warming;         /* worker sessions still being opened (pool_init_main) */
+	int64_t warm_bound_ms;       /* monotonic: /healthz waits for them no longer than this */
 	uint64_t auth_denied[AR_N]; /* under mu */
 	struct gl_log_limiter err_log;   /* 503 answers (the database away); under mu */
 	struct gl_log_limiter int_log;   /* other 5xx answers (a fault to mend), apart: an outage's
@@ -422,6 +424,13 @@ static _Thread_local int64_t t_stmt_ms;
  * primary: routing writes (the shards' clusters, the fleet schema), which
  * a standby cannot. */
 #define FLEET_PROBE_S 5
+/* How long /healthz says "starting" at most while the worker sessions are
+ * opened (warm_session): the first probe of a hung shard (its
+ * connect_timeout, GL_SHARD_CONNECT_TIMEOUT) and a shard that stops
+ * answering between that probe and the sessions' connections (the same
+ * timeout again), with room to spare. Past it the daemon says ready; a
+ * session still opening finishes on its own thread. */
+#define WARM_BOUND_S 15
 static _Thread_local int t_fleet;
 static _Thread_local uint64_t t_fleet_gen;  /* the generation t_route copies */
 static _Thread_local int t_fleet_set;       /* the session reads t_fleet_mask's shards */
@@ -1703,10 +1712,41 @@ static void drop_heavy(void *arg)
 	drop_request(x);
 }
 
+/* A worker's session opened when its thread starts, not by its first
+ * request: on a central of shards its first request paid its connections
+ * to every shard (postgres_fdw's and dblink's, each a new backend there
+ * with its authentication: 160-320 ms of a first month by team at 300,000
+ * jobs, load average 8) and the generic plans of its costliest statements
+ * (30-60 ms more; docs/scale.md). A failure is left to the first request,
+ * which opens the session as it always did and answers the error. */
+static void warm_session(struct gl_server *s)
+{
+	struct gl_store *c = NULL;
+	struct gl_err err = {0};
+	int64_t built_s = -1;
+	int fresh = 0, rc;
+	if (!(rc = gl_store_thread(s->conn_key, s->dsn, t_stmt_ms, &c, &fresh, &err)) &&
+	    !(rc = fleet_route(s, c, fresh, &err)) && t_fleet == 2 && !(rc = gl_shard_warm(c, &built_s, &err)))
+		rc = gl_route_chargeback_warm(c, s->cfg, built_s, wall_s(), &err);
+	if (rc)
+		gl_log(GL_LOG_INFO, "http: opening a worker's session at start: %s (its first request opens it)", err.msg);
+}
+
 static void pool_init_main(void *cls)
 {
-	const struct gl_server *s = cls;
+	struct gl_server *s = cls;
 	t_stmt_ms = s->cfg->http_statement_timeout_s * 1000;
+	warm_session(s);
+	atomic_fetch_sub(&s->warming, 1);
+}
+
+int gl_server_warming(struct gl_server *s)
+{
+	struct timespec ts;
+	if (atomic_load(&s->warming) <= 0)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < s->warm_bound_ms;
 }
 
 static void pool_init_probe(void *cls)
@@ -1825,11 +1865,18 @@ static void start_parts(struct gl_server *s)
 	s->holds = gl_xcalloc(s->n_holds, sizeof *s->holds);
 	/* a connection has one request at a time: the main queue needs no
 	 * other bound than the connections' */
+	/* the workers route their sessions at start: the prober first */
+	s->fleet = gl_fleetstate_new(s->dsn, cfg->http_statement_timeout_s * 1000, FLEET_PROBE_S);
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s->warm_bound_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + WARM_BOUND_S * 1000;
+		atomic_store(&s->warming, (int)(cfg->http_workers + cfg->http_heavy_workers));
+	}
 	s->main_pool = gl_reqpool_new("main", (size_t)cfg->http_workers, (size_t)cfg->http_max_conns, pool_init_main, s);
 	s->heavy_pool = gl_reqpool_new("heavy", (size_t)cfg->http_heavy_workers, (size_t)cfg->http_heavy_queue,
 				       pool_init_main, s);
 	s->probe_pool = gl_reqpool_new("probe", 1, PROBE_QUEUE, pool_init_probe, s);
-	s->fleet = gl_fleetstate_new(s->dsn, cfg->http_statement_timeout_s * 1000, FLEET_PROBE_S);
 	pthread_mutex_init(&s->hk_mu, NULL);
 	pthread_cond_init(&s->hk_cv, NULL);
 	pthread_mutex_init(&s->mhd_log_mu, NULL);

@@ -149,6 +149,15 @@ int gl_shard_use(struct gl_store *st, uint64_t mask, struct gl_err *err)
 	return rc;
 }
 
+int gl_shard_warm(struct gl_store *st, int64_t *last_built_s, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	int rc = gl_db_query(gl_db_conn(st), "SELECT gl_fleet_warm()", 0, NULL, &r, err);
+	*last_built_s = rc || PQgetisnull(r, 0, 0) ? -1 : strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
+}
+
 static char **strv_copy(char **v, size_t n)
 {
 	char **c = n ? gl_xcalloc(n, sizeof *c) : NULL;

@@ -413,6 +413,94 @@ static void test_shard_down_is_named(void **state)
 }
 
 
+/* The central's backends on shard k that started since the shard's clock
+ * read since (a timestamptz literal) that match which: postgres_fdw's by
+ * their application name, dblink's by what the central sends over them. */
+static long long shard_backends(int k, const char *since, const char *which)
+{
+	PGconn *c = PQconnectdb(g_shard_dsn[k]);
+	long long n = gl_test_qintf(c,
+				    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+				    " AND pid <> pg_backend_pid() AND backend_start >= '%s' AND %s",
+				    since, which);
+	PQfinish(c);
+	return n;
+}
+
+static void shard_clocks(char since[NSHARD][64])
+{
+	for (int k = 0; k < NSHARD; k++) {
+		PGconn *c = PQconnectdb(g_shard_dsn[k]);
+		snprintf(since[k], sizeof since[k], "%s", gl_test_qstr(c, "SELECT now()::text"));
+		assert_true(since[k][0] != '\0');
+		PQfinish(c);
+	}
+}
+
+#define FDW_BACKENDS "application_name = 'postgres_fdw'"
+#define DBLINK_BACKENDS "query LIKE '%gl_read_only_rows(%'"
+
+/* A central daemon opens its workers' sessions to every shard before it
+ * says ready (sql/122): its first requests, one a worker, open no
+ * connection to any shard. Then a shard stopped after the sessions were
+ * opened is named, as when it was down before. */
+static void test_sessions_open_before_ready(void **state)
+{
+	static const char *const paths[] = {
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
+		"/v1/chargeback?window=2017-01-01,2018-01-01&aggregate=team",
+		"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=cluster",
+		"/v1/capacity?window=2017-10-01,2017-11-01&aggregate=cluster",
+	};
+	struct gl_test_daemon d;
+	char since[NSHARD][64], err_path[] = "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&format=csv";
+	int i;
+	(void)state;
+	shard_clocks(since);
+	/* three worker sessions: two main, one heavy */
+	assert_int_equal(gl_test_daemon_start(&d, g_central_dsn, "server:\n  workers: 2\n  heavy_workers: 1\n", NULL), 0);
+	for (int k = 0; k < NSHARD; k++) {
+		/* the prober's session is one more postgres_fdw backend */
+		assert_true(shard_backends(k, since[k], FDW_BACKENDS) >= 4);
+		assert_true(shard_backends(k, since[k], DBLINK_BACKENDS) >= 3);
+	}
+	shard_clocks(since);
+	for (i = 0; i < 3; i++)
+		for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
+			struct gl_test_http r = {0};
+			assert_int_equal(gl_test_http(d.port, "GET", paths[p], NULL, 0, NULL, &r), 0);
+			assert_int_equal(r.status, 200);
+			assert_null(strstr(r.body, "clusters_unread\":[\""));
+			gl_test_http_fini(&r);
+		}
+	for (int k = 0; k < NSHARD; k++)
+		assert_int_equal(shard_backends(k, since[k], "true"), 0);
+
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "stop", NULL), 0);
+	/* named once the prober found it down (every 5 s), by every worker */
+	for (i = 0; i < 30; i++) {
+		struct gl_test_http r = {0};
+		int named;
+		assert_int_equal(gl_test_http(d.port, "GET", paths[0], NULL, 0, NULL, &r), 0);
+		named = r.status == 200 && strstr(r.body, "\"clusters_unread\":[\"site-c\"]");
+		gl_test_http_fini(&r);
+		if (named)
+			break;
+		usleep(500000);
+	}
+	assert_true(i < 30);
+	for (i = 0; i < 6; i++) {
+		struct gl_test_http r = {0};
+		assert_int_equal(gl_test_http(d.port, "GET", i % 2 ? err_path : paths[0], NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, i % 2 ? 503 : 200);
+		assert_non_null(strstr(r.body, "site-c"));
+		gl_test_http_fini(&r);
+	}
+	gl_test_daemon_stop(&d);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[2], "db", "start", NULL), 0);
+	sleep(6);
+}
+
 /* A socket at the stopped shard's address that takes connections and never
  * answers: what a hung server or a dropped route looks like to libpq, which
  * waits for its connect_timeout (5 s, gl_shard_attach's default). */
@@ -480,13 +568,46 @@ static void test_hung_shard_does_not_hold_requests(void **state)
 	close(fd);
 }
 
+/* A central started while a shard is down says ready within its bound
+ * (WARM_BOUND_S, 15 s; a hung shard costs one connect timeout, 5 s) and
+ * names the shard's clusters from its first request: refused (stopped),
+ * then hung. The shard is stopped already (the test before). */
+static void test_shard_down_at_start(void **state)
+{
+	(void)state;
+	for (int hung = 0; hung < 2; hung++) {
+		struct gl_test_daemon d;
+		struct gl_test_http r = {0};
+		int fd = hung ? hang_shard(2) : -1;
+		double t0 = gl_test_now_s(), t;
+		assert_int_equal(gl_test_daemon_start(&d, g_central_dsn, NULL, NULL), 0);
+		t = gl_test_now_s() - t0;
+		fprintf(stderr, "central ready %.1f s after its start with a shard %s\n", t, hung ? "hung" : "stopped");
+		assert_true(t < 15 + 5);
+		assert_int_equal(gl_test_http(d.port, "GET", "/healthz", NULL, 0, NULL, &r), 0);
+		assert_int_equal(r.status, 200);
+		gl_test_http_fini(&r);
+		assert_int_equal(gl_test_http(d.port, "GET", "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team", NULL,
+					      0, NULL, &r),
+				 0);
+		assert_int_equal(r.status, 200);
+		assert_non_null(strstr(r.body, "\"clusters_unread\":[\"site-c\"]"));
+		gl_test_http_fini(&r);
+		gl_test_daemon_stop(&d);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sharded_equals_single),
 		cmocka_unit_test(test_one_remote_transaction_a_request),
+		cmocka_unit_test(test_sessions_open_before_ready),
 		cmocka_unit_test(test_shard_down_is_named),
 		cmocka_unit_test(test_hung_shard_does_not_hold_requests),
+		cmocka_unit_test(test_shard_down_at_start),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -599,6 +599,24 @@ int gl_test_token_create(const char *dsn, const char *name, const char *role, co
 	return token_create_cfg(dsn, NULL, name, role, extra, out, n, id);
 }
 
+/* Once listening, a daemon opens its workers' sessions (on a central: to
+ * every shard) and /healthz says "starting" meanwhile, for a bounded
+ * time: a test starts from a ready daemon, as a load balancer would. */
+static int daemon_ready(struct gl_test_daemon *d)
+{
+	for (int i = 0; i < 200 * gl_test_timeout_scale(); i++) { /* up to 20 s (times the scale) */
+		struct gl_test_http r;
+		int starting = gl_test_http(d->port, "GET", "/healthz", NULL, 0, (const char *[]){"Authorization:", NULL},
+					    &r) == 0 && r.status == 503 && r.body && strstr(r.body, "\"starting\"");
+		gl_test_http_fini(&r);
+		if (!starting)
+			return 0;
+		usleep(50000);
+	}
+	fprintf(stderr, "testlib: daemon still starting; log %s\n", d->log);
+	return -1;
+}
+
 int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *config_yaml,
 			 const char *const *extra_args)
 {
@@ -666,7 +684,7 @@ int gl_test_daemon_start(struct gl_test_daemon *d, const char *dsn, const char *
 			if (ok && d->port > 0) {
 				if (d->token[0])
 					token_register(d->port, d->token);
-				return 0;
+				return daemon_ready(d);
 			}
 		}
 		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
