@@ -1742,11 +1742,7 @@ static void pool_init_main(void *cls)
 
 int gl_server_warming(struct gl_server *s)
 {
-	struct timespec ts;
-	if (atomic_load(&s->warming) <= 0)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 < s->warm_bound_ms;
+	return atomic_load(&s->warming) > 0 && mono_ms() < s->warm_bound_ms;
 }
 
 static void pool_init_probe(void *cls)
@@ -1863,16 +1859,12 @@ static void start_parts(struct gl_server *s)
 	 * handing it over, or in the heavy pool */
 	s->n_holds = (size_t)(cfg->http_workers + cfg->http_heavy_workers + cfg->http_heavy_queue);
 	s->holds = gl_xcalloc(s->n_holds, sizeof *s->holds);
-	/* a connection has one request at a time: the main queue needs no
-	 * other bound than the connections' */
 	/* the workers route their sessions at start: the prober first */
 	s->fleet = gl_fleetstate_new(s->dsn, cfg->http_statement_timeout_s * 1000, FLEET_PROBE_S);
-	{
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		s->warm_bound_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + WARM_BOUND_S * 1000;
-		atomic_store(&s->warming, (int)(cfg->http_workers + cfg->http_heavy_workers));
-	}
+	s->warm_bound_ms = mono_ms() + WARM_BOUND_S * 1000;
+	atomic_store(&s->warming, (int)(cfg->http_workers + cfg->http_heavy_workers));
+	/* a connection has one request at a time: the main queue needs no
+	 * other bound than the connections' */
 	s->main_pool = gl_reqpool_new("main", (size_t)cfg->http_workers, (size_t)cfg->http_max_conns, pool_init_main, s);
 	s->heavy_pool = gl_reqpool_new("heavy", (size_t)cfg->http_heavy_workers, (size_t)cfg->http_heavy_queue,
 				       pool_init_main, s);
