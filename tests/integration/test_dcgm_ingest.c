@@ -232,7 +232,8 @@ static void test_gpu_vanishes_while_node_answers(void **state)
 				   {"GPU-bbbb0000-0000-0000-0000-000000000002", 0.0, -1, {0}}};
 	const char *a = tmpf("vanish-two.prom"), *b = tmpf("vanish-one.prom");
 	const char *v1 = two[0].uuid, *v2 = two[1].uuid;
-	const char *rows = "SELECT string_agg(g.xmin::text, ',' ORDER BY g.gpu_id) FROM gpus g"
+	/* xmax too: a row locked (ON CONFLICT's lock) is written as well */
+	const char *rows = "SELECT string_agg(g.xmin::text || ':' || g.xmax::text, ',' ORDER BY g.gpu_id) FROM gpus g"
 			   " JOIN clusters c USING (cluster_id) WHERE c.name = 'vanish'";
 	char before[256];
 	write_scrape(a, "node-v", "NVIDIA A100-SXM4-80GB", two, 2);
