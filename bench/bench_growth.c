@@ -246,7 +246,10 @@ static double gpu_day_ingest(const char *dsn, long gpus, int rounds)
 	struct gl_dcgm_ingest_opts o;
 	double t0, slow = 0;
 	const int64_t day0 = 1780272000; /* 2026-06-01 00:00 UTC */
+	PGconn *m = PQconnectdb(dsn);
 	snprintf(yaml, sizeof yaml, "database:\n  dsn: \"%s\"\n", dsn);
+	if (PQstatus(m) != CONNECTION_OK)
+		die("monitor:", m);
 	if (gl_config_load_buf(&cfg, "bench.yaml", yaml, strlen(yaml), &err) || gl_store_open(&cfg, &st, &err) ||
 	    gl_dcgm_ingest_opts_init(&o, &cfg, "fleet", &err))
 		die("store:", NULL);
@@ -263,6 +266,9 @@ static double gpu_day_ingest(const char *dsn, long gpus, int rounds)
 	t0 = gl_test_now_s();
 	for (int64_t k = 0; k < rounds; k++) {
 		struct gl_dcgm_ingest_batch *b = gl_dcgm_ingest_batch_new(10);
+		/* the transaction id before the round: the gpus rows it wrote
+		 * are those whose xmin is past it (a fresh database: no wrap) */
+		long long x0 = gl_test_qint(m, "SELECT txid_current()");
 		double r0 = gl_test_now_s();
 		for (long g = 0; g < gpus; g++) {
 			struct gl_dcgm_reading r = {{0}, 0};
@@ -283,6 +289,12 @@ static double gpu_day_ingest(const char *dsn, long gpus, int rounds)
 		gl_dcgm_ingest_batch_free(b);
 		if (gl_test_now_s() - r0 > slow)
 			slow = gl_test_now_s() - r0;
+		if (k < 12) {
+			char q[160];
+			snprintf(q, sizeof q, "SELECT count(*) FROM gpus WHERE xmin::text::bigint > %lld", x0);
+			fprintf(stderr, "  %ld GPUs: round %lld %.2f s, %lld gpus rows written\n", gpus, (long long)k + 1,
+				gl_test_now_s() - r0, gl_test_qint(m, q));
+		}
 		if (k % 48 == 47 || k == rounds - 1)
 			fprintf(stderr, "  %ld GPUs: %lld rounds ingested in %.1f s (slowest %.1f s)\n", gpus, (long long)k + 1,
 				gl_test_now_s() - t0, slow);
@@ -295,6 +307,7 @@ static double gpu_day_ingest(const char *dsn, long gpus, int rounds)
 	free(node);
 	free(uuid);
 	free(job);
+	PQfinish(m);
 	gl_store_close(st);
 	gl_config_fini(&cfg);
 	return gl_test_now_s() - t0;

@@ -130,7 +130,14 @@ struct gl_chargeback_line *gl_chargeback_find_line(struct gl_chargeback *cb, siz
 size_t gl_chargeback_pool_of(struct gl_chargeback *cb, size_t step, const char *name);
 /* Adds us (micro-GPU-seconds) of line l's allocation to pool. */
 void gl_chargeback_line_in_pool(struct gl_chargeback_line *l, size_t pool, gl_cost_i128 us);
-/* Rounds, shares and totals every step. */
+/* The one order of chargeback items in every view (JSON, CSV, the
+ * dashboard's table, the showback report's owners): by their aggregate
+ * keys, the first dimension first, each compared bytewise (strcmp; NULL as
+ * ""). A portal diffing two answers finds an owner at the same place
+ * whatever its cost, and built days and live pieces answer alike. */
+int gl_chargeback_keys_cmp(const char *const *a, const char *const *b, size_t n);
+/* Puts each step's lines in that order (pointers to lines taken before
+ * are stale after), then rounds, shares and totals every step. */
 int gl_chargeback_finish(struct gl_chargeback *cb) GL_MUSTCHECK;
 
 /* For a token's scope, after gl_chargeback_finish: what stayed in __idle__ (the

@@ -69,14 +69,52 @@ static size_t index_slot(const struct gl_chargeback_step *s, const char *const *
 	return i;
 }
 
+/* Made again over the lines as they lie now (after they moved). */
+static void index_build(struct gl_chargeback_step *s, size_t n_dims)
+{
+	memset(s->index, 0, s->cap_index * sizeof *s->index);
+	for (size_t j = 0; j < s->n_lines; j++)
+		s->index[index_slot(s, (const char *const *)s->lines[j].key, n_dims)] = j + 1;
+}
+
 /* Rebuilt at twice the lines, so it is never more than half full. */
 static void index_grow(struct gl_chargeback_step *s, size_t n_dims)
 {
 	free(s->index);
 	s->cap_index = s->cap_index ? s->cap_index * 2 : 64;
 	s->index = gl_xcalloc(s->cap_index, sizeof *s->index);
-	for (size_t j = 0; j < s->n_lines; j++)
-		s->index[index_slot(s, (const char *const *)s->lines[j].key, n_dims)] = j + 1;
+	index_build(s, n_dims);
+}
+
+int gl_chargeback_keys_cmp(const char *const *a, const char *const *b, size_t n)
+{
+	for (size_t d = 0; d < n; d++) {
+		int k = strcmp(a[d] ? a[d] : "", b[d] ? b[d] : "");
+		if (k)
+			return k;
+	}
+	return 0;
+}
+
+/* a line's keys past the aggregate's are NULL (gl_chargeback_add_line) */
+static int line_cmp(const void *pa, const void *pb)
+{
+	const struct gl_chargeback_line *a = pa, *b = pb;
+	size_t n = 0;
+	while (n < GL_CHARGEBACK_MAX_DIMS && a->key[n])
+		n++;
+	return gl_chargeback_keys_cmp((const char *const *)a->key, (const char *const *)b->key, n);
+}
+
+/* The lines in the one order of every view (gl_chargeback_keys_cmp), not
+ * the order the queries met them, which differs between built days and
+ * live pieces; before the rounding, so its ties fall the same way too. */
+static void sort_lines(struct gl_chargeback_step *s, size_t n_dims)
+{
+	if (s->n_lines < 2)
+		return;
+	gl_qsort(s->lines, s->n_lines, sizeof *s->lines, line_cmp);
+	index_build(s, n_dims);
 }
 
 struct gl_chargeback_line *gl_chargeback_find_line(struct gl_chargeback *cb, size_t step, const char *const *keys)
@@ -396,6 +434,7 @@ int gl_chargeback_finish(struct gl_chargeback *cb)
 	int rc;
 	for (size_t i = 0; i < cb->n_steps; i++) {
 		struct gl_chargeback_step *s = &cb->steps[i];
+		sort_lines(s, cb->n_dims);
 		if ((rc = finish_step(cb, s)) || (s->n_lines && (rc = finish_unobserved(s))))
 			return rc;
 		cb->unobserved_s += s->unobserved_s;

@@ -174,34 +174,84 @@ static const char nodes_sql[] =
 	" WHERE nodes.last_seen < EXCLUDED.last_seen OR nodes.first_seen > EXCLUDED.first_seen"
 	" RETURNING 1) SELECT (SELECT count(DISTINCT node) FROM gl_dcgm_inv)";
 
-/* descriptive fields follow the newest scrape; an older one re-ingested
- * only widens first/last seen */
+/* A round that lists a node ends the following of the node's GPUs it does
+ * not list (sql/124): they were last seen at the node's round before this
+ * one. Runs before the nodes move; an older round re-ingested ends nothing.
+ * Without nested loops (vanished): a fleet's first rounds run before
+ * autovacuum has counted its new nodes, and a plan for the two rows it
+ * believed in read the round's GPUs once a GPU, 6-9 s a round at 8,000
+ * GPUs, quadratic in the fleet. */
+static const char vanished_sql[] =
+	"UPDATE gpus g SET follows_node = false, last_seen = greatest(g.last_seen, n.last_seen)"
+	" FROM nodes n WHERE n.cluster_id = $1::integer AND g.cluster_id = $1::integer AND g.node_id = n.node_id"
+	" AND g.follows_node AND n.last_seen < to_timestamp($2::bigint)"
+	" AND n.name IN (SELECT node FROM gl_dcgm_inv)"
+	" AND NOT EXISTS (SELECT 1 FROM gl_dcgm_inv i WHERE i.node = n.name AND i.uuid = g.uuid AND i.gi = g.mig_instance)";
+
+/* A GPU row is written only when it is new, is seen past its own last_seen
+ * while not following its node (back after it vanished or went absent:
+ * from the node's newest round on it follows again; an older round only
+ * widens last_seen), widens first_seen, or its descriptive fields change.
+ * A GPU seen again in its node's newest round is not written: it follows
+ * the node (sql/124). EXCLUDED.follows_node: this round is its node's
+ * newest. Descriptive fields follow the newest round that listed the GPU.
+ * The GPUs that follow their node and did not change are left out before
+ * the upsert: ON CONFLICT locks every row it meets, a WAL record and a
+ * dirtied page a GPU even when its WHERE writes nothing. */
+#define GPU_NEWEST "((EXCLUDED.follows_node OR NOT gpus.follows_node) AND EXCLUDED.last_seen >= gpus.last_seen)"
+#define GPU_FIELD(f) " " #f " = CASE WHEN " GPU_NEWEST " THEN coalesce(EXCLUDED." #f ", gpus." #f ") ELSE gpus." #f " END,"
+/* the descriptive fields of x (gpus' column names) differ from g's */
+#define GPU_CHANGED(x, g)                                                                                                \
+	"(" g ".model, " g ".memory_mib, " g ".mig_profile, " g ".driver, " g ".mig_parent, " g ".source, " g ".gpu_index)" \
+	" IS DISTINCT FROM (coalesce(" x ".model, " g ".model), coalesce(" x ".memory_mib, " g ".memory_mib),"             \
+	" coalesce(" x ".mig_profile, " g ".mig_profile), coalesce(" x ".driver, " g ".driver), " x ".mig_parent,"       \
+	" coalesce(" x ".source, " g ".source), coalesce(" x ".gpu_index, " g ".gpu_index))"
 static const char gpus_sql[] =
 	"WITH up AS (INSERT INTO gpus (cluster_id, node_id, uuid, mig_instance, model, memory_mib,"
-	" mig_profile, driver, first_seen, last_seen, mig_parent, source, gpu_index)"
-	" SELECT DISTINCT ON (i.node, i.uuid, i.gi) $1::integer, n.node_id, i.uuid, i.gi, i.model,"
-	" i.memory_mib, i.profile, i.driver, to_timestamp($2::bigint), to_timestamp($2::bigint), i.mig_parent,"
-	" i.source, i.gpu_index"
-	" FROM gl_dcgm_inv i JOIN nodes n ON n.cluster_id = $1::integer AND n.name = i.node"
-	" ORDER BY i.node, i.uuid, i.gi, i.idx"
+	" mig_profile, driver, first_seen, last_seen, mig_parent, source, gpu_index, follows_node)"
+	" SELECT x.cluster_id, x.node_id, x.uuid, x.mig_instance, x.model, x.memory_mib, x.mig_profile, x.driver,"
+	" x.first_seen, x.last_seen, x.mig_parent, x.source, x.gpu_index, x.follows_node"
+	" FROM (SELECT DISTINCT ON (i.node, i.uuid, i.gi) $1::integer AS cluster_id, n.node_id, i.uuid, i.gi AS mig_instance,"
+	"  i.model, i.memory_mib, i.profile AS mig_profile, i.driver, to_timestamp($2::bigint) AS first_seen,"
+	"  to_timestamp($2::bigint) AS last_seen, i.mig_parent, i.source, i.gpu_index,"
+	"  n.last_seen <= to_timestamp($2::bigint) AS follows_node"
+	"  FROM gl_dcgm_inv i JOIN nodes n ON n.cluster_id = $1::integer AND n.name = i.node"
+	"  ORDER BY i.node, i.uuid, i.gi, i.idx) x"
+	" LEFT JOIN gpus g ON g.cluster_id = x.cluster_id AND g.node_id = x.node_id AND g.uuid = x.uuid"
+	"  AND g.mig_instance = x.mig_instance"
+	" WHERE g.gpu_id IS NULL OR NOT g.follows_node OR x.first_seen < g.first_seen OR " GPU_CHANGED("x", "g")
 	" ON CONFLICT (cluster_id, node_id, uuid, mig_instance) DO UPDATE SET"
-	" model = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.model, gpus.model) ELSE gpus.model END,"
-	" memory_mib = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.memory_mib, gpus.memory_mib) ELSE gpus.memory_mib END,"
-	" mig_profile = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.mig_profile, gpus.mig_profile) ELSE gpus.mig_profile END,"
-	" driver = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.driver, gpus.driver) ELSE gpus.driver END,"
-	" mig_parent = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN EXCLUDED.mig_parent ELSE gpus.mig_parent END,"
-	" source = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.source, gpus.source) ELSE gpus.source END,"
-	" gpu_index = CASE WHEN EXCLUDED.last_seen >= gpus.last_seen THEN coalesce(EXCLUDED.gpu_index, gpus.gpu_index) ELSE gpus.gpu_index END,"
+	GPU_FIELD(model) GPU_FIELD(memory_mib) GPU_FIELD(mig_profile) GPU_FIELD(driver) GPU_FIELD(source)
+	GPU_FIELD(gpu_index)
+	" mig_parent = CASE WHEN " GPU_NEWEST " THEN EXCLUDED.mig_parent ELSE gpus.mig_parent END,"
 	" first_seen = least(gpus.first_seen, EXCLUDED.first_seen),"
 	" last_seen = greatest(gpus.last_seen, EXCLUDED.last_seen),"
+	" follows_node = gpus.follows_node OR (EXCLUDED.follows_node AND EXCLUDED.last_seen > gpus.last_seen),"
 	" absent_since = CASE WHEN EXCLUDED.last_seen > gpus.absent_since THEN NULL ELSE gpus.absent_since END"
-	" WHERE EXCLUDED.last_seen > gpus.last_seen OR EXCLUDED.first_seen < gpus.first_seen"
-	"  OR (EXCLUDED.last_seen = gpus.last_seen AND (gpus.model, gpus.memory_mib, gpus.mig_profile, gpus.driver, gpus.mig_parent,"
-	"      gpus.source, gpus.gpu_index) IS DISTINCT FROM (coalesce(EXCLUDED.model, gpus.model),"
-	"      coalesce(EXCLUDED.memory_mib, gpus.memory_mib), coalesce(EXCLUDED.mig_profile, gpus.mig_profile),"
-	"      coalesce(EXCLUDED.driver, gpus.driver), EXCLUDED.mig_parent, coalesce(EXCLUDED.source, gpus.source),"
-	"      coalesce(EXCLUDED.gpu_index, gpus.gpu_index)))"
+	" WHERE (NOT gpus.follows_node AND EXCLUDED.last_seen > gpus.last_seen)"
+	"  OR EXCLUDED.first_seen < gpus.first_seen"
+	"  OR (" GPU_NEWEST " AND " GPU_CHANGED("EXCLUDED", "gpus") ")"
 	" RETURNING (xmax = 0) AS ins) SELECT count(*) FILTER (WHERE ins) FROM up";
+#undef GPU_CHANGED
+#undef GPU_FIELD
+#undef GPU_NEWEST
+
+/* vanished_sql with nested loops off for it alone (the round's
+ * transaction: SET LOCAL, then the session's value back) */
+static int vanished(PGconn *c, const char *cid, const char *at, struct gl_err *err)
+{
+	PGresult *r = NULL;
+	char was[8];
+	int rc;
+	if ((rc = gl_db_query(c, "SELECT current_setting('enable_nestloop'), set_config('enable_nestloop', 'off', true)", 0,
+			      NULL, &r, err)))
+		return rc;
+	snprintf(was, sizeof was, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if ((rc = gl_db_query(c, vanished_sql, 2, (const char *[]){cid, at}, NULL, err)))
+		return rc;
+	return gl_db_query(c, "SELECT set_config('enable_nestloop', $1, true)", 1, (const char *[]){was}, NULL, err);
+}
 
 int gl_dcgmstore_inventory(struct gl_store *store, struct gl_dcgmstore_stage *s, int cluster_id, int64_t at_s,
 			   int64_t *nodes, int64_t *new_gpus, struct gl_err *err)
@@ -214,7 +264,7 @@ int gl_dcgmstore_inventory(struct gl_store *store, struct gl_dcgmstore_stage *s,
 	fmt_i64(at, sizeof at, at_s);
 	if (s->inv.len && (rc = gl_db_copy_in(c, "COPY gl_dcgm_inv FROM STDIN", s->inv.p, s->inv.len, err)))
 		return rc;
-	if ((rc = gl_db_query(c, nodes_sql, 2, (const char *[]){cid, at}, &r, err)))
+	if ((rc = vanished(c, cid, at, err)) || (rc = gl_db_query(c, nodes_sql, 2, (const char *[]){cid, at}, &r, err)))
 		return rc;
 	*nodes = count_of(r);
 	if ((rc = gl_db_query(c, gpus_sql, 2, (const char *[]){cid, at}, &r, err)))
@@ -562,8 +612,11 @@ int gl_dcgmstore_mark_absent(struct gl_store *store, int cluster_id, int64_t at_
 	fmt_i64(at, sizeof at, at_s);
 	fmt_i64(grace, sizeof grace, grace_s);
 	if ((rc = gl_db_query(c,
-			      "WITH m AS (UPDATE gpus SET absent_since = last_seen WHERE cluster_id = $1::integer"
-			      " AND absent_since IS NULL AND last_seen < to_timestamp($2::bigint) - make_interval(secs => $3::bigint)"
+			      /* a GPU gone stops following its node: if the node
+			       * answers again without it, it stays gone */
+			      "WITH m AS (UPDATE gpus g SET absent_since = s.last_seen, last_seen = s.last_seen,"
+			      " follows_node = false FROM gl_gpus_seen() s WHERE s.gpu_id = g.gpu_id AND s.cluster_id = $1::integer"
+			      " AND s.absent_since IS NULL AND s.last_seen < to_timestamp($2::bigint) - make_interval(secs => $3::bigint)"
 			      " RETURNING 1) SELECT count(*) FROM m",
 			      3, (const char *[]){cid, at, grace}, &r, err)))
 		return rc;
@@ -614,7 +667,7 @@ int gl_dcgmstore_inv_gpus(struct gl_store *st, const char *cluster, struct gl_dc
 			      " coalesce(g.mig_profile, ''), coalesce(g.driver, ''), coalesce(g.source, ''), g.mig_instance,"
 			      " extract(epoch FROM g.first_seen)::bigint, extract(epoch FROM g.last_seen)::bigint,"
 			      " extract(epoch FROM g.absent_since)::bigint, coalesce(g.gpu_index, -1)"
-			      " FROM gpus g JOIN nodes nd ON nd.node_id = g.node_id JOIN clusters cl ON cl.cluster_id = g.cluster_id"
+			      " FROM gl_gpus_seen() g JOIN nodes nd ON nd.node_id = g.node_id JOIN clusters cl ON cl.cluster_id = g.cluster_id"
 			      " WHERE $1::text IS NULL OR cl.name = $1"
 			      " ORDER BY 1, 2, g.gpu_index NULLS LAST, 3, 9",
 			      1, (const char *[]){cluster}, &r, err)))

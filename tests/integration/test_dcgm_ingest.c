@@ -195,12 +195,128 @@ static void test_gpu_absent_after_grace(void **state)
 	assert_int_equal(ingest("absent", b, "2026-11-22T11:03:00Z", NULL, NULL), 0);
 	/* past the grace: absent since it was last seen */
 	assert_string_equal(gl_test_qstrf(g_c, "SELECT absent_since FROM gpus WHERE %s", gone), "2026-11-22 11:00:00+00");
-	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus WHERE uuid = 'GPU-aaaa0000-0000-0000-0000-000000000001'"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_gpus_seen() WHERE uuid = 'GPU-aaaa0000-0000-0000-0000-000000000001'"
 			   " AND absent_since IS NULL AND last_seen = '2026-11-22T11:03:00Z'"), 1);
 	/* it comes back */
 	assert_int_equal(ingest("absent", a, "2026-11-22T11:04:00Z", NULL, NULL), 0);
-	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gpus WHERE %s AND absent_since IS NULL"
+	assert_int_equal(gl_test_qintf(g_c, "SELECT count(*) FROM gl_gpus_seen() WHERE %s AND absent_since IS NULL"
 			   " AND last_seen = '2026-11-22T11:04:00Z' AND first_seen = '2026-11-22T11:00:00Z'", gone), 1);
+}
+
+/* A GPU's last sighting as every reader sees it (gl_gpus_seen, sql/124):
+ * "last_seen|absent_since" of the GPU on node, "-" for NULL. */
+static const char *sighting(const char *node, const char *uuid)
+{
+	return gl_test_qstrf(g_c,
+			     "SELECT to_char(s.last_seen, 'HH24:MI:SS') || '|' || coalesce(to_char(s.absent_since, 'HH24:MI:SS'), '-')"
+			     " FROM gl_gpus_seen() s JOIN nodes n ON n.node_id = s.node_id WHERE n.name = '%s' AND s.uuid = '%s'",
+			     node, uuid);
+}
+
+/* firm / unobserved exporter capacity of a cluster over 12:00-13:00 */
+static const char *capacity_hour(const char *cluster)
+{
+	return gl_test_qstrf(g_c,
+			     "SELECT sum(reported_gpu_seconds) || '/' || sum(unobserved_gpu_seconds)"
+			     " FROM gl_capacity('2026-11-22T12:00:00Z', '2026-11-22T13:00:00Z', 120, false) c"
+			     " JOIN clusters cl USING (cluster_id) WHERE cl.name = '%s'",
+			     cluster);
+}
+
+/* A GPU that drops out of a target that keeps answering stops being seen at
+ * the last round that listed it, not at the target's; a round that only
+ * sees the same GPUs again writes no GPU row. */
+static void test_gpu_vanishes_while_node_answers(void **state)
+{
+	const struct hgpu two[] = {{"GPU-bbbb0000-0000-0000-0000-000000000001", 0.0, -1, {0}},
+				   {"GPU-bbbb0000-0000-0000-0000-000000000002", 0.0, -1, {0}}};
+	const char *a = tmpf("vanish-two.prom"), *b = tmpf("vanish-one.prom");
+	const char *v1 = two[0].uuid, *v2 = two[1].uuid;
+	/* xmax too: a row locked (ON CONFLICT's lock) is written as well */
+	const char *rows = "SELECT string_agg(g.xmin::text || ':' || g.xmax::text, ',' ORDER BY g.gpu_id) FROM gpus g"
+			   " JOIN clusters c USING (cluster_id) WHERE c.name = 'vanish'";
+	char before[256];
+	write_scrape(a, "node-v", "NVIDIA A100-SXM4-80GB", two, 2);
+	write_scrape(b, "node-v", "NVIDIA A100-SXM4-80GB", two, 1);
+	assert_int_equal(ingest("vanish", a, "2026-11-22T12:00:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("vanish", a, "2026-11-22T12:01:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("vanish", b, "2026-11-22T12:02:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("vanish", b, "2026-11-22T12:03:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-v", v2), "12:01:00|-");
+	assert_string_equal(sighting("node-v", v1), "12:03:00|-");
+	/* an older round re-ingested late widens what it listed, nothing else */
+	assert_int_equal(ingest("vanish", a, "2026-11-22T12:01:30Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-v", v2), "12:01:30|-");
+	assert_string_equal(sighting("node-v", v1), "12:03:00|-");
+	/* past the grace: gone since its last sighting */
+	assert_int_equal(ingest("vanish", b, "2026-11-22T12:04:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-v", v2), "12:01:30|12:01:30");
+	assert_string_equal(sighting("node-v", v1), "12:04:00|-");
+	/* capacity: v1 firm 12:00 to 12:04 + 120 s grace, the rest unobserved;
+	 * v2 12:00 to 12:01:30 */
+	assert_string_equal(capacity_hour("vanish"), "450/3240");
+	/* a round that sees the same GPUs again rewrites none of them */
+	snprintf(before, sizeof before, "%s", gl_test_qstr(g_c, rows));
+	assert_int_equal(ingest("vanish", b, "2026-11-22T12:05:00Z", NULL, NULL), 0);
+	assert_string_equal(gl_test_qstr(g_c, rows), before);
+	assert_string_equal(sighting("node-v", v1), "12:05:00|-");
+	/* it comes back */
+	assert_int_equal(ingest("vanish", a, "2026-11-22T12:06:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-v", v2), "12:06:00|-");
+	assert_int_equal(ingest("vanish", a, "2026-11-22T12:07:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-v", v2), "12:07:00|-");
+}
+
+/* A target that stops answering: its GPUs are seen up to its last round,
+ * then gone after the grace; the other target's rounds do not move them. */
+static void test_target_stops(void **state)
+{
+	const struct hgpu s1[] = {{"GPU-cccc0000-0000-0000-0000-000000000001", 0.0, -1, {0}}};
+	const struct hgpu t1[] = {{"GPU-cccc0000-0000-0000-0000-000000000002", 0.0, -1, {0}}};
+	const char *s = tmpf("stop-s.prom"), *t = tmpf("stop-t.prom");
+	write_scrape(s, "node-s", "NVIDIA L4", s1, 1);
+	write_scrape(t, "node-t", "NVIDIA L4", t1, 1);
+	assert_int_equal(ingest("stops", s, "2026-11-22T12:00:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("stops", t, "2026-11-22T12:00:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("stops", s, "2026-11-22T12:01:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("stops", t, "2026-11-22T12:01:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("stops", t, "2026-11-22T12:02:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-s", s1[0].uuid), "12:01:00|-");
+	assert_int_equal(ingest("stops", t, "2026-11-22T12:04:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-s", s1[0].uuid), "12:01:00|12:01:00");
+	assert_string_equal(sighting("node-t", t1[0].uuid), "12:04:00|-");
+	/* s1 60 s; t1 firm to 12:06, unobserved after */
+	assert_string_equal(capacity_hour("stops"), "420/3240");
+	/* the target answers again */
+	assert_int_equal(ingest("stops", s, "2026-11-22T12:05:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-s", s1[0].uuid), "12:05:00|-");
+	assert_int_equal(ingest("stops", s, "2026-11-22T12:06:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-s", s1[0].uuid), "12:06:00|-");
+}
+
+/* A GPU that moves to another node: its row on the old node is last seen
+ * at the old node's last round that listed it, the new row follows the new
+ * node. */
+static void test_gpu_moves_node(void **state)
+{
+	const struct hgpu both[] = {{"GPU-dddd0000-0000-0000-0000-000000000001", 0.0, -1, {0}},
+				    {"GPU-dddd0000-0000-0000-0000-000000000002", 0.0, -1, {0}}};
+	const struct hgpu moved[] = {{"GPU-dddd0000-0000-0000-0000-000000000002", 0.0, -1, {0}}};
+	const char *m1 = tmpf("move-m1.prom"), *m1b = tmpf("move-m1b.prom"), *m2 = tmpf("move-m2.prom");
+	write_scrape(m1, "node-m1", "NVIDIA H100 80GB HBM3", both, 2);
+	write_scrape(m1b, "node-m1", "NVIDIA H100 80GB HBM3", both, 1);
+	write_scrape(m2, "node-m2", "NVIDIA H100 80GB HBM3", moved, 1);
+	assert_int_equal(ingest("moves", m1, "2026-11-22T12:00:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("moves", m1, "2026-11-22T12:01:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("moves", m1b, "2026-11-22T12:02:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("moves", m2, "2026-11-22T12:02:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("moves", m1b, "2026-11-22T12:03:00Z", NULL, NULL), 0);
+	assert_int_equal(ingest("moves", m2, "2026-11-22T12:03:00Z", NULL, NULL), 0);
+	assert_string_equal(sighting("node-m1", moved[0].uuid), "12:01:00|-");
+	assert_string_equal(sighting("node-m2", moved[0].uuid), "12:03:00|-");
+	assert_string_equal(sighting("node-m1", both[0].uuid), "12:03:00|-");
+	assert_string_equal(gl_test_qstrf(g_c, "SELECT to_char(s.first_seen, 'HH24:MI:SS') FROM gl_gpus_seen() s"
+					  " JOIN nodes n USING (node_id) WHERE n.name = 'node-m2'"), "12:02:00");
 }
 
 static void ingest_testbed(void)
@@ -585,6 +701,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inventory_from_real_scrapes),
 		cmocka_unit_test(test_gpu_absent_after_grace),
+		cmocka_unit_test(test_gpu_vanishes_while_node_answers),
+		cmocka_unit_test(test_target_stops),
+		cmocka_unit_test(test_gpu_moves_node),
 		cmocka_unit_test(test_attribution_to_testbed_jobs),
 		cmocka_unit_test(test_reingest_is_idempotent),
 		cmocka_unit_test(test_energy_counter_reset),
