@@ -41,16 +41,6 @@ static PGconn *conn(void)
 	return c;
 }
 
-static int ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	int good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-	if (!good)
-		fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
-	PQclear(r);
-	return good;
-}
-
 /* open_gpu_sums against the open jobs: rows of one side the other lacks */
 static long long sums_off(void)
 {
@@ -79,7 +69,7 @@ static void test_two_writers_no_deadlock(void **state)
 	int b_ok = 1;
 
 	(void)state;
-	assert_true(ok(a, "INSERT INTO clusters (name, kind) VALUES ('sums-lock', 'slurm')"));
+	assert_true(gl_test_sql_ok(a, "INSERT INTO clusters (name, kind) VALUES ('sums-lock', 'slurm')"));
 	/* j1, j3 start on day d1 (row k1), j2, j4 on d2 (k2): one set, one
 	 * sighting */
 	snprintf(sql, sizeof sql,
@@ -88,16 +78,16 @@ static void test_two_writers_no_deadlock(void **state)
 		 "  ELSE %lld END + g), 1000000, to_timestamp(%lld), 'acct'"
 		 " FROM clusters c, generate_series(1, 4) g WHERE c.name = 'sums-lock'",
 		 (long long)d1, (long long)d2, (long long)now - 60);
-	assert_true(ok(a, sql));
+	assert_true(gl_test_sql_ok(a, sql));
 	assert_int_equal(sums_off(), 0);
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM open_gpu_sums"), 2);
 
-	assert_true(ok(a, "SET lock_timeout = '20s'"));
-	assert_true(ok(b, "SET lock_timeout = '20s'"));
-	assert_true(ok(a, "BEGIN"));
+	assert_true(gl_test_sql_ok(a, "SET lock_timeout = '20s'"));
+	assert_true(gl_test_sql_ok(b, "SET lock_timeout = '20s'"));
+	assert_true(gl_test_sql_ok(a, "BEGIN"));
 	grow_sql(sql, sizeof sql, "'db:1'");
-	assert_true(ok(a, sql));
-	assert_true(ok(b, "BEGIN"));
+	assert_true(gl_test_sql_ok(a, sql));
+	assert_true(gl_test_sql_ok(b, "BEGIN"));
 	grow_sql(sql, sizeof sql, "'db:3', 'db:4'");
 	assert_int_equal(PQsendQuery(b, sql), 1);
 	/* B is waiting at k1 (on A), not before it: its backend shows the wait */
@@ -112,8 +102,8 @@ static void test_two_writers_no_deadlock(void **state)
 			 1);
 	/* A now writes k2: in key order B holds nothing of it */
 	grow_sql(sql, sizeof sql, "'db:2'");
-	assert_true(ok(a, sql));
-	assert_true(ok(a, "COMMIT"));
+	assert_true(gl_test_sql_ok(a, sql));
+	assert_true(gl_test_sql_ok(a, "COMMIT"));
 	while ((r = PQgetResult(b))) {
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 			fprintf(stderr, "writer B: %s", PQresultErrorMessage(r));
@@ -122,7 +112,7 @@ static void test_two_writers_no_deadlock(void **state)
 		PQclear(r);
 	}
 	assert_true(b_ok);
-	assert_true(ok(b, "COMMIT"));
+	assert_true(gl_test_sql_ok(b, "COMMIT"));
 	assert_int_equal(sums_off(), 0);
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT sum(gpu_micro) FROM open_gpu_sums"), 4000004);
 	PQfinish(a);
@@ -145,29 +135,30 @@ static void test_unused_sets_pruned(void **state)
 	char sql[1024];
 
 	(void)state;
-	assert_true(ok(a, "INSERT INTO clusters (name, kind) VALUES ('sums-prune', 'slurm')"));
+	assert_true(gl_test_sql_ok(a, "INSERT INTO clusters (name, kind) VALUES ('sums-prune', 'slurm')"));
 	/* three sets (accounts x, y, z), a job each */
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, gpu_micro, last_seen_at, account)"
 		 " SELECT c.cluster_id, 'db:' || g, g::text, 'RUNNING', to_timestamp(%lld), 1000000, to_timestamp(%lld),"
 		 "  (ARRAY['x', 'y', 'z'])[g] FROM clusters c, generate_series(1, 3) g WHERE c.name = 'sums-prune'",
 		 (long long)now - 3 * 86400, (long long)now - 60);
-	assert_true(ok(a, sql));
+	assert_true(gl_test_sql_ok(a, sql));
 	assert_int_equal(sets_of("sums-prune"), 3);
 	/* x's job ends: its sums row goes, its set stays until a prune */
 	snprintf(sql, sizeof sql,
 		 "UPDATE jobs SET end_at = to_timestamp(%lld), state = 'COMPLETED' WHERE job_key = 'db:1'"
 		 " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'sums-prune')",
 		 (long long)now - 600);
-	assert_true(ok(a, sql));
+	assert_true(gl_test_sql_ok(a, sql));
 	assert_int_equal(sets_of("sums-prune"), 3);
 	/* a writer in flight (y's job changed, not committed): nothing tried */
-	assert_true(ok(a, "BEGIN"));
-	assert_true(ok(a, "UPDATE jobs SET gpu_micro = gpu_micro + 1 WHERE job_key = 'db:2'"
-			  " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'sums-prune')"));
+	assert_true(gl_test_sql_ok(a, "BEGIN"));
+	assert_true(gl_test_sql_ok(a,
+				   "UPDATE jobs SET gpu_micro = gpu_micro + 1 WHERE job_key = 'db:2'"
+				   " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = 'sums-prune')"));
 	assert_int_equal(gl_retention_open_sets(gl_db_store(c), &pruned, &err), 0);
 	assert_int_equal(pruned, -1);
-	assert_true(ok(a, "COMMIT"));
+	assert_true(gl_test_sql_ok(a, "COMMIT"));
 	assert_int_equal(sets_of("sums-prune"), 3);
 	/* then x's set goes, and only it; the sums still equal the jobs */
 	assert_int_equal(gl_retention_open_sets(gl_db_store(c), &pruned, &err), 0);
@@ -183,7 +174,7 @@ static void test_unused_sets_pruned(void **state)
 		 " SELECT cluster_id, 'db:4', '4', 'RUNNING', to_timestamp(%lld), 2000000, to_timestamp(%lld), 'x'"
 		 " FROM clusters WHERE name = 'sums-prune'",
 		 (long long)now - 86400, (long long)now - 60);
-	assert_true(ok(a, sql));
+	assert_true(gl_test_sql_ok(a, sql));
 	assert_int_equal(sets_of("sums-prune"), 3);
 	assert_int_equal(sums_off(), 0);
 	assert_int_equal(gl_retention_open_sets(gl_db_store(c), &pruned, &err), 0);

@@ -30,29 +30,20 @@ static PGconn *conn(void)
 	return c;
 }
 
-static int ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	int good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-	if (!good)
-		fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
-	PQclear(r);
-	return good;
-}
-
 /* The schema as it was before sql/058, applied migration by migration as
  * gl_migrate_run would. */
 static void migrate_before_058(PGconn *c)
 {
 	char ins[160];
-	assert_true(ok(c, "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-			  " applied_at timestamptz NOT NULL DEFAULT now())"));
+	assert_true(gl_test_sql_ok(c,
+				   "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+				   " applied_at timestamptz NOT NULL DEFAULT now())"));
 	for (const struct gl_migrate_script *m = gl_migrations; m->version && m->version < 58; m++) {
-		assert_true(ok(c, "BEGIN"));
-		assert_true(ok(c, m->sql));
+		assert_true(gl_test_sql_ok(c, "BEGIN"));
+		assert_true(gl_test_sql_ok(c, m->sql));
 		snprintf(ins, sizeof ins, "INSERT INTO schema_migrations VALUES (%d, '%s')", m->version, m->name);
-		assert_true(ok(c, ins));
-		assert_true(ok(c, "COMMIT"));
+		assert_true(gl_test_sql_ok(c, ins));
+		assert_true(gl_test_sql_ok(c, "COMMIT"));
 	}
 }
 
@@ -71,16 +62,18 @@ static void test_ingest_runs_partitioned_with_its_rows(void **state)
 	assert_int_equal(PQstatus(c), CONNECTION_OK);
 	PQclear(PQexec(c, "SET TIME ZONE 'UTC'"));
 	migrate_before_058(c);
-	assert_true(ok(c, "INSERT INTO clusters (name, kind) VALUES ('ret', 'slurm')"));
-	assert_true(ok(c, "INSERT INTO ingest_runs (source, cluster_id, input, started_at, finished_at, status, inserted)"
-			  " SELECT 'sacct', cluster_id, 'f' || g, ts, ts + interval '1 minute', 'ok', g"
-			  "   FROM clusters, (VALUES (1, timestamptz '2025-01-10 08:00Z'), (2, '2025-06-01 00:00Z'),"
-			  "                          (3, '2025-06-30 23:59:59Z'), (4, now())) v(g, ts)"));
+	assert_true(gl_test_sql_ok(c, "INSERT INTO clusters (name, kind) VALUES ('ret', 'slurm')"));
+	assert_true(gl_test_sql_ok(
+		c,
+		"INSERT INTO ingest_runs (source, cluster_id, input, started_at, finished_at, status, inserted)"
+		" SELECT 'sacct', cluster_id, 'f' || g, ts, ts + interval '1 minute', 'ok', g"
+		"   FROM clusters, (VALUES (1, timestamptz '2025-01-10 08:00Z'), (2, '2025-06-01 00:00Z'),"
+		"                          (3, '2025-06-30 23:59:59Z'), (4, now())) v(g, ts)"));
 	assert_int_equal(gl_test_qint(c, "SELECT max(run_id) FROM ingest_runs"), 4);
 	assert_int_equal(gl_migrate_run(gl_db_store(c), &applied, &err), 0);
 	assert_true(applied >= 1);
 	/* what `gpuledger migrate` does next: the service's role may use it */
-	assert_true(ok(c, "SELECT gl_app_grant('gpuledger')"));
+	assert_true(gl_test_sql_ok(c, "SELECT gl_app_grant('gpuledger')"));
 	assert_string_equal(gl_test_qstr(c, "SELECT relkind FROM pg_class WHERE relname = 'ingest_runs'"), "p");
 	/* every row, with its id, in the partition of its month */
 	assert_int_equal(gl_test_qint(c, "SELECT sum(run_id * inserted) FROM ingest_runs"), 1 + 4 + 9 + 16);
@@ -140,16 +133,21 @@ static void test_drop_whole_partitions(void **state)
 	assert_int_equal(gl_test_qintf(c, "SELECT (gl_ensure_dcgm_partitions(to_timestamp(%lld), to_timestamp(%lld)) >= 0)::int",
 				       (long long)(today - 10 * 86400), (long long)(today - 5 * 86400)),
 			 1);
-	assert_true(ok(c, "INSERT INTO gpu_usage (gpu_id, bucket, cluster_id, bucket_s, samples, busy_samples)"
-			  " SELECT g, b, 1, 300, 10, 5 FROM generate_series(1, 3) g,"
-			  " generate_series(date_trunc('day', now()) - interval '10 days',"
-			  "                 date_trunc('day', now()) - interval '5 days' - interval '5 minutes', interval '5 minutes') b"));
-	assert_true(ok(c, "INSERT INTO gpu_usage_jobs (gpu_id, bucket, job_pk, cluster_id, attribution, samples, busy_samples,"
-			  " nodata_samples, gpu_s, busy_gpu_s, idle_gpu_s)"
-			  " SELECT gpu_id, bucket, 7, 1, 'pod', 10, 5, 0, 300, 150, 150 FROM gpu_usage"));
+	assert_true(gl_test_sql_ok(
+		c,
+		"INSERT INTO gpu_usage (gpu_id, bucket, cluster_id, bucket_s, samples, busy_samples)"
+		" SELECT g, b, 1, 300, 10, 5 FROM generate_series(1, 3) g,"
+		" generate_series(date_trunc('day', now()) - interval '10 days',"
+		"                 date_trunc('day', now()) - interval '5 days' - interval '5 minutes', interval '5 minutes') b"));
+	assert_true(gl_test_sql_ok(
+		c,
+		"INSERT INTO gpu_usage_jobs (gpu_id, bucket, job_pk, cluster_id, attribution, samples, busy_samples,"
+		" nodata_samples, gpu_s, busy_gpu_s, idle_gpu_s)"
+		" SELECT gpu_id, bucket, 7, 1, 'pod', 10, 5, 0, 300, 150, 150 FROM gpu_usage"));
 	/* rolled up: today-10 and today-9; today-8 not yet */
-	assert_true(ok(c, "INSERT INTO usage_daily_built (day) SELECT (now() - d * interval '1 day')::date"
-			  " FROM generate_series(9, 10) d"));
+	assert_true(gl_test_sql_ok(c,
+				   "INSERT INTO usage_daily_built (day) SELECT (now() - d * interval '1 day')::date"
+				   " FROM generate_series(9, 10) d"));
 	/* nothing may go row by row (set up as the owner role: the service's
 	 * makes no functions or triggers) */
 	assert_true(gl_test_exec_owner(g_dsn, "CREATE FUNCTION no_row_delete() RETURNS trigger LANGUAGE plpgsql AS"
@@ -188,7 +186,8 @@ static void test_drop_whole_partitions(void **state)
 
 	/* once the day is rolled up, its detail goes too; a second run with
 	 * nothing past the horizon writes no audit row */
-	assert_true(ok(c, "INSERT INTO usage_daily_built (day) VALUES ((now() - interval '8 days')::date)"));
+	assert_true(
+		gl_test_sql_ok(c, "INSERT INTO usage_daily_built (day) VALUES ((now() - interval '8 days')::date)"));
 	memset(&res, 0, sizeof res);
 	assert_int_equal(gl_retention_drop(gl_db_store(c), &pol, now, &res, &err), 0);
 	assert_int_equal(res.dropped, 2);

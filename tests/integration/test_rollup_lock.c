@@ -34,16 +34,6 @@ static PGconn *conn(void)
 	return c;
 }
 
-static int ok(PGconn *c, const char *sql)
-{
-	PGresult *r = PQexec(c, sql);
-	int good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-	if (!good)
-		fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
-	PQclear(r);
-	return good;
-}
-
 static void test_writers_share_builder_excludes(void **state)
 {
 	PGconn *a = conn(), *b = conn(), *bld = conn();
@@ -52,28 +42,29 @@ static void test_writers_share_builder_excludes(void **state)
 	char sql[512];
 
 	(void)state;
-	assert_true(ok(a, "INSERT INTO clusters (name, kind) VALUES ('lock-a', 'slurm'), ('lock-b', 'slurm')"));
+	assert_true(
+		gl_test_sql_ok(a, "INSERT INTO clusters (name, kind) VALUES ('lock-a', 'slurm'), ('lock-b', 'slurm')"));
 	/* writer A of cluster lock-a holds its transaction open */
-	assert_true(ok(a, "BEGIN"));
+	assert_true(gl_test_sql_ok(a, "BEGIN"));
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro)"
 		 " SELECT cluster_id, 'db:1', '1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 1000000"
 		 " FROM clusters WHERE name = 'lock-a'",
 		 (long long)day + 3600, (long long)day + 7200);
-	assert_true(ok(a, sql));
+	assert_true(gl_test_sql_ok(a, sql));
 	/* writer B of cluster lock-b goes through meanwhile */
-	assert_true(ok(b, "SET lock_timeout = '2s'"));
+	assert_true(gl_test_sql_ok(b, "SET lock_timeout = '2s'"));
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO jobs (cluster_id, job_key, job_id, state, start_at, end_at, gpu_micro)"
 		 " SELECT cluster_id, 'db:1', '1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000000"
 		 " FROM clusters WHERE name = 'lock-b'",
 		 (long long)day + 3600, (long long)day + 10800);
-	assert_true(ok(b, sql));
+	assert_true(gl_test_sql_ok(b, sql));
 	/* a build of that day must wait for A */
-	assert_true(ok(bld, "SET lock_timeout = '500ms'"));
+	assert_true(gl_test_sql_ok(bld, "SET lock_timeout = '500ms'"));
 	assert_int_not_equal(gl_accounting_build_day(bld, day, now, &err), 0);
 	assert_non_null(strstr(err.msg, "lock timeout"));
-	assert_true(ok(a, "COMMIT"));
+	assert_true(gl_test_sql_ok(a, "COMMIT"));
 	/* ... and then sees A's job and B's */
 	assert_int_equal(gl_accounting_build_day(bld, day, now, &err), 0);
 	snprintf(sql, sizeof sql, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date",
@@ -87,7 +78,8 @@ static void test_writers_share_builder_excludes(void **state)
 		 (long long)day);
 	assert_int_equal(gl_test_qint(bld, sql), 1);
 	/* a later write to that day makes it stale */
-	assert_true(ok(b, "UPDATE jobs SET gpu_micro = 3000000 WHERE job_key = 'db:1' AND gpu_micro = 2000000"));
+	assert_true(gl_test_sql_ok(
+		b, "UPDATE jobs SET gpu_micro = 3000000 WHERE job_key = 'db:1' AND gpu_micro = 2000000"));
 	assert_int_equal(gl_test_qint(bld, sql), 0);
 	PQfinish(a);
 	PQfinish(b);
@@ -107,7 +99,7 @@ static void snapshot(PGconn *c, const char *tag, int64_t d0)
 		/* the months hold this test's serving jobs only */
 		snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS snap_%s_%zu; CREATE TEMP TABLE snap_%s_%zu AS SELECT * FROM %s WHERE %s",
 			 tag, t, tag, t, tabs[t], t == 3 ? "true" : days);
-		assert_true(ok(c, sql));
+		assert_true(gl_test_sql_ok(c, sql));
 	}
 }
 
@@ -138,7 +130,7 @@ static void test_days_together_equal_one_by_one(void **state)
 	(void)state;
 	for (int k = 0; k < 4; k++)
 		days[k] = d0 + 86400LL * k;
-	assert_true(ok(c, "INSERT INTO clusters (name, kind) VALUES ('batch', 'slurm')"));
+	assert_true(gl_test_sql_ok(c, "INSERT INTO clusters (name, kind) VALUES ('batch', 'slurm')"));
 	snprintf(sql, sizeof sql,
 		 "INSERT INTO rates (gpu_model, micros_per_gpu_hour, valid_from, valid_to) VALUES"
 		 " ('a100', 2500000, '-infinity', to_timestamp(%lld)), ('a100', 3100000, to_timestamp(%lld), 'infinity'),"
@@ -158,25 +150,27 @@ static void test_days_together_equal_one_by_one(void **state)
 		 " WHERE j.job_key IN ('db:b12', 'db:b30', 'db:b41')",
 		 (long long)d0 + 86400 + 5000, (long long)d0 + 86400 + 5000, (long long)d0 - 20000, (long long)d0 - 20000,
 		 (long long)d0 - 20000);
-	assert_true(ok(c, sql));
+	assert_true(gl_test_sql_ok(c, sql));
 	for (int k = 0; k < 4; k++)
 		assert_int_equal(gl_accounting_build_day(c, days[k], now, &err), 0);
 	snapshot(c, "a", d0);
 	assert_true(gl_test_qintf(c, "SELECT count(*) FROM snap_a_0") > 20);
 	assert_true(gl_test_qintf(c, "SELECT count(*) FROM snap_a_2") > 0);
 	assert_true(gl_test_qintf(c, "SELECT count(*) FROM snap_a_3") > 0);
-	assert_true(ok(c, "DELETE FROM usage_daily; DELETE FROM usage_daily_owner; DELETE FROM usage_daily_job;"
-			  " DELETE FROM usage_monthly_job; DELETE FROM usage_monthly_job_built; DELETE FROM usage_daily_built"));
+	assert_true(gl_test_sql_ok(
+		c,
+		"DELETE FROM usage_daily; DELETE FROM usage_daily_owner; DELETE FROM usage_daily_job;"
+		" DELETE FROM usage_monthly_job; DELETE FROM usage_monthly_job_built; DELETE FROM usage_daily_built"));
 
 	/* a writer in flight: the pair waits, and neither half commits */
-	assert_true(ok(w, "BEGIN"));
-	assert_true(ok(w, "UPDATE jobs SET account = 'acct1' WHERE job_key = 'db:b1'"));
-	assert_true(ok(c, "SET lock_timeout = '500ms'"));
+	assert_true(gl_test_sql_ok(w, "BEGIN"));
+	assert_true(gl_test_sql_ok(w, "UPDATE jobs SET account = 'acct1' WHERE job_key = 'db:b1'"));
+	assert_true(gl_test_sql_ok(c, "SET lock_timeout = '500ms'"));
 	assert_int_not_equal(gl_accounting_build_days(c, helper, days, 4, now, &err), 0);
 	assert_non_null(strstr(err.msg, "lock timeout"));
 	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 0);
 	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily"), 0);
-	assert_true(ok(w, "ROLLBACK"));
+	assert_true(gl_test_sql_ok(w, "ROLLBACK"));
 
 	assert_int_equal(gl_accounting_build_days(c, helper, days, 4, now, &err), 0);
 	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built"), 4);
@@ -216,7 +210,7 @@ static void test_job_day_rows(void **state)
 		 " FROM clusters WHERE name = 'onerow'",
 		 (long long)d + 86400 + 43200, (long long)d + 86400 + 43200, (long long)d + 36000,
 		 (long long)d + 86400 + 64800);
-	assert_true(ok(c, sql));
+	assert_true(gl_test_sql_ok(c, sql));
 	assert_int_equal(gl_accounting_build_days(c, NULL, (int64_t[]){d, d + 86400}, 2, now, &err), 0);
 	/* the first day: one row, all of it priced at the first rate */
 	assert_int_equal(gl_test_qintf(c, ONE_ROW_Q("count(*)"), (long long)d), 1);
@@ -251,7 +245,7 @@ static void test_long_job_found_by_its_span(void **state)
 		 " SELECT cluster_id, 'db:s1', 's1', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld + 3600), 1000000, 'a100'"
 		 " FROM clusters WHERE name = 'span1'",
 		 (long long)d + 600, (long long)d + 600);
-	assert_true(ok(c, sql));
+	assert_true(gl_test_sql_ok(c, sql));
 	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
 	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
 				       " AND rate IS NULL AND d_cluster = 'span1'",
@@ -263,7 +257,7 @@ static void test_long_job_found_by_its_span(void **state)
 		 " SELECT cluster_id, 'db:s2', 's2', 'COMPLETED', to_timestamp(%lld), to_timestamp(%lld), 2000000, 'a100'"
 		 " FROM clusters WHERE name = 'span1'",
 		 (long long)d - 20 * 86400, (long long)d + 2 * 86400);
-	assert_true(ok(c, sql));
+	assert_true(gl_test_sql_ok(c, sql));
 	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
 	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
 				       " AND rate IS NULL AND d_cluster = 'span1'",
@@ -276,13 +270,13 @@ static void test_long_job_found_by_its_span(void **state)
 		 " FROM clusters WHERE name = 'span2';"
 		 "UPDATE jobs SET end_at = to_timestamp(%lld) WHERE job_key = 'db:s3'",
 		 (long long)d - 30 * 86400, (long long)d - 29 * 86400, (long long)d + 86400);
-	assert_true(ok(c, sql));
+	assert_true(gl_test_sql_ok(c, sql));
 	assert_int_equal(gl_accounting_build_day(c, d, now, &err), 0);
 	assert_int_equal(gl_test_qintf(c, "SELECT sum(alloc) FROM usage_daily WHERE day = to_timestamp(%lld)::date"
 				       " AND rate IS NULL AND d_cluster = 'span2'",
 				       (long long)d),
 			 86400LL * 3000000);
-	assert_true(ok(c, "DELETE FROM jobs WHERE job_key = 'db:s3'"));
+	assert_true(gl_test_sql_ok(c, "DELETE FROM jobs WHERE job_key = 'db:s3'"));
 	assert_int_equal(gl_test_qint(c, "SELECT extract(epoch FROM max(span))::bigint FROM job_span_max"), 31 * 86400);
 	PQfinish(c);
 }
@@ -323,8 +317,10 @@ static void test_second_connection_only_for_stale_days(void **state)
 	a = accept(ls, NULL, NULL);
 	assert_true(a < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 
-	assert_true(ok(c, "DELETE FROM usage_daily_built WHERE day IN (SELECT day FROM usage_daily_built ORDER BY day DESC"
-			  " LIMIT 2)"));
+	assert_true(gl_test_sql_ok(
+		c,
+		"DELETE FROM usage_daily_built WHERE day IN (SELECT day FROM usage_daily_built ORDER BY day DESC"
+		" LIMIT 2)"));
 	assert_int_equal(gl_accounting_build_stale(st, &cfg, now, 400, &built, &helped, &err), 0);
 	assert_int_equal(built, 2);
 	assert_int_equal(helped, 0);

@@ -1199,6 +1199,16 @@ int gl_test_csv_col(const struct gl_test_csv *t, const char *name)
 	return -1;
 }
 
+int gl_test_sql_ok(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	int good = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	if (!good)
+		fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
+	PQclear(r);
+	return good;
+}
+
 long long gl_test_exec_dsn(const char *dsn, const char *sql)
 {
 	PGconn *c = PQconnectdb(dsn);

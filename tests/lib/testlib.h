@@ -88,6 +88,9 @@ int gl_test_server_log(const char *cfg, char *path, size_t n);
 /* Runs one statement on a connection of its own: the rows it affected, -1
  * on error (printed). For test set-ups that write a few rows by SQL. */
 long long gl_test_exec_dsn(const char *dsn, const char *sql);
+/* 1 when sql ran on c (a command or rows), else 0 with the statement and
+ * its error printed: for tests that hold their own connections. */
+int gl_test_sql_ok(PGconn *c, const char *sql);
 /* The same as the owner role of the database an application-role dsn
  * names (gl_test_owner_dsn): for set-ups that change the schema. */
 long long gl_test_exec_owner(const char *dsn, const char *sql);
