@@ -107,8 +107,11 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libgl.a $(TESTLIB_OBJ)
 
 build-tests: $(BUILD)/gpuledger $(BUILD)/gpuledger-sim $(UNIT_BIN) $(INTEG_BIN) $(HTTP_BIN)
 
-# prometheus: promtool and the server the /metrics tests run (test_metrics_ledger)
-test: deps check-layers check-bench
+# prometheus: promtool and the server the /metrics tests run (test_metrics_ledger).
+# The checks run in a sub-make, after deps: this make read PKG_CFLAGS
+# before deps installed the -dev packages, so on a new machine it has none.
+test: deps
+	@$(MAKE) --no-print-directory check-layers check-bench
 	@scripts/deps.sh prometheus
 	@$(MAKE) --no-print-directory build-tests
 	@BUILD=$(BUILD) tests/run.sh all
