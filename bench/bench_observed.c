@@ -150,27 +150,29 @@ static double rollup(const char *dsn)
 	return gl_test_now_s() - t0;
 }
 
-/* p50 and p99 of n latencies (sorted in place) */
-static void pct(double *lat, int n, double *p50, double *p99)
+static int cmp_ms(const void *a, const void *b)
 {
-	for (int i = 1; i < n; i++)
-		for (int k = i; k > 0 && lat[k] < lat[k - 1]; k--) {
-			double x = lat[k];
-			lat[k] = lat[k - 1];
-			lat[k - 1] = x;
-		}
-	*p50 = lat[(n + 1) / 2 - 1];
-	*p99 = lat[(99 * n + 99) / 100 - 1];
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
 }
 
-/* reqs requests of path, then their p50 / p99 and the server's time for
- * them: every statement, and the live lines queries (the jobs read through
- * gl_job_usage_steps) */
+/* the q-th percentile of n sorted latencies (nearest rank) */
+static double rank(const double *lat, int n, int q)
+{
+	return lat[(q * n + 99) / 100 - 1];
+}
+
+/* reqs requests of path, then their p50 / p90 / p99 and the server's time
+ * for them: every statement, and the live lines queries (the jobs read
+ * through gl_job_usage_steps). Under 100 requests the p99 is the slowest
+ * request, not a percentile: 200 by default. */
 static void measure(int port, const char *path, const char *label, int reqs, const char *log, long long built)
 {
-	double lat[200], p50, p99, all_ms, live_ms;
+	double *lat = calloc((size_t)reqs, sizeof *lat), all_ms, live_ms;
 	int n_all, n_live;
 	long off = log_end(log);
+	if (!lat)
+		die("calloc", NULL);
 	for (int i = 0; i < reqs; i++) {
 		struct gl_test_http r;
 		double a = gl_test_now_s();
@@ -179,12 +181,14 @@ static void measure(int port, const char *path, const char *label, int reqs, con
 		lat[i] = (gl_test_now_s() - a) * 1000;
 		gl_test_http_fini(&r);
 	}
-	pct(lat, reqs, &p50, &p99);
+	qsort(lat, (size_t)reqs, sizeof *lat, cmp_ms);
 	all_ms = log_ms(log, off, "", &n_all);
 	live_ms = log_ms(log, off, "gl_job_usage_steps", &n_live);
-	printf("| /v1/chargeback 30 days by team, %s (%lld of 30 days built; p50 / p99 of %d) | %.0f / %.0f ms | "
-	       "100 ms p99 (target) | %.2fx |\n",
-	       label, built, reqs, p50, p99, p99 / 100.0);
+	printf("| /v1/chargeback 30 days by team, %s (%lld of 30 days built; p50 / p90 / p99 of %d) | %.0f / %.0f / %.0f ms"
+	       " | 100 ms p99 (target) | %.2fx |\n",
+	       label, built, reqs, rank(lat, reqs, 50), rank(lat, reqs, 90), rank(lat, reqs, 99),
+	       rank(lat, reqs, 99) / 100.0);
+	free(lat);
 	if (n_live)
 		printf("| the same: database time a request, all statements / the live lines queries (%d a request) | "
 		       "%.0f / %.0f ms | - | - |\n",
@@ -195,7 +199,7 @@ static void measure(int port, const char *path, const char *label, int reqs, con
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10000;
-	int reqs = argc > 2 ? atoi(argv[2]) : 20;
+	int reqs = argc > 2 ? atoi(argv[2]) : 200;
 	time_t now = time(NULL);
 	char dsn[512], f1[600], f2[600], fc[600], log[600], label[96];
 	const char *tmp = getenv("GL_TEST_TMP") ? getenv("GL_TEST_TMP") : "/tmp";
@@ -205,7 +209,7 @@ int main(int argc, char **argv)
 	long long days_before, days_after;
 	PGconn *c;
 
-	if (reqs > 200 || reqs < 1)
+	if (reqs < 1)
 		reqs = 200;
 	if (gl_test_db_fresh("gl_bench_observed", dsn, sizeof dsn))
 		die("db", NULL);
