@@ -20,6 +20,19 @@ static _Thread_local struct {
 	} memo[GL_PLANCACHE_MEMO];
 } t_pc;
 
+/* The statements this thread prepared by gl_plancache_query_generic, each
+ * with the session (c, backend pid) it is prepared on: a thread may use
+ * several sessions in turn, and a name prepared twice on one backend
+ * would fail (and abort the caller's transaction). */
+static _Thread_local struct {
+	size_t n;
+	struct {
+		PGconn *c;
+		int pid;
+		uint64_t h;
+	} s[GL_PLANCACHE_MAX];
+} t_gp;
+
 static void memo_clear(void)
 {
 	for (size_t i = 0; i < t_pc.nmemo; i++)
@@ -192,5 +205,34 @@ int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *cons
 		t_pc.h[t_pc.n++] = h;
 	if (!rc && res)
 		memo_put(c, key, *res);
+	return rc;
+}
+
+int gl_plancache_query_generic(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
+			       struct gl_err *err)
+{
+	uint64_t h = text_hash(sql);
+	char name[48];
+	size_t i;
+	int rc, prepared = 0, pid;
+
+	if (res)
+		*res = NULL;
+	if (!c || t_pc.c == c)
+		return gl_db_query(c, sql, nparams, params, res, err);
+	pid = PQbackendPID(c);
+	for (i = 0; i < t_gp.n && (t_gp.s[i].h != h || t_gp.s[i].c != c || t_gp.s[i].pid != pid); i++)
+		;
+	if (i == t_gp.n && t_gp.n == GL_PLANCACHE_MAX)
+		return gl_db_query(c, sql, nparams, params, res, err);
+	/* the thread in the name too: a session another thread used may hold
+	 * that thread's statements, which this list does not know of */
+	snprintf(name, sizeof name, "gl_pg_%016llx_%llx", (unsigned long long)h, (unsigned long long)(uintptr_t)&t_gp);
+	rc = run_prepared(c, name, i == t_gp.n, &prepared, sql, nparams, params, res, err);
+	if (prepared) {
+		t_gp.s[t_gp.n].c = c;
+		t_gp.s[t_gp.n].pid = pid;
+		t_gp.s[t_gp.n++].h = h;
+	}
 	return rc;
 }

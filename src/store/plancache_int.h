@@ -43,5 +43,13 @@ void gl_plancache_read_txn(PGconn *c, int open);
 /* gl_db_query(), with a generic plan prepared once on a marked session. */
 int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		       struct gl_err *err) GL_MUSTCHECK;
+/* gl_db_query(), with a generic plan prepared once on any session that is
+ * not marked (a marked one runs it as gl_db_query() does): for a statement
+ * whose custom planning costs more than its generic plan loses. The
+ * names are the calling thread's, for the last connection it used so
+ * (the list starts again on another connection or a new backend). Keeps
+ * no answer. */
+int gl_plancache_query_generic(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
+			       struct gl_err *err) GL_MUSTCHECK;
 
 #endif
