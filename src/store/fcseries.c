@@ -291,8 +291,9 @@ static int jobs_query(PGconn *c, int metric, const struct gl_window *steps, size
 	else /* pending from submit until start (or end, or now), said so that
 	      * an index answers either bound: the submissions before the
 	      * steps' end (jobs_newest_idx) or the starts and ends after their
-	      * start (jobs_pending_until_idx, sql/094) and the jobs still
-	      * queued (jobs_pending_idx), whichever is fewer */
+	      * start with the submissions tested in the index
+	      * (jobs_pending_until_idx, sql/127) and the jobs still queued
+	      * (jobs_pending_idx), whichever is fewer */
 		gl_strbuf_puts(&sql, " AND coalesce(jb.submit_at, jb.start_at, '-infinity'::timestamptz) < to_timestamp($2)"
 				     " AND (coalesce(jb.start_at, jb.end_at) > to_timestamp($1)"
 				     "  OR (jb.start_at IS NULL AND jb.end_at IS NULL AND to_timestamp($3) > to_timestamp($1)))");
