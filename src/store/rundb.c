@@ -201,10 +201,12 @@ void gl_rundb_fini(struct gl_rundb *r)
 }
 
 /* The marks a month's runs are built from (sql/131), in the caller's
- * snapshot: $1 the month's first day. mark_sql's row: all the month's days
- * built (t/f), the days' mark, the jobs' mark. */
+ * snapshot: $1 the month's first day. The row: all the month's days built
+ * (t/f), the days' mark, the jobs' mark. A central's jobs are its shards',
+ * whose writes no trigger here counts: it never builds nor reads them. */
 #define MARKS_SQL                                                                                                  \
-	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day') AS all_built,"     \
+	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day')"                    \
+	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built,"                                                    \
 	" count(*) || '/' || coalesce(max(extract(epoch FROM built_at)), 0) AS days_sig,"                        \
 	" (SELECT coalesce(sum(n), 0) FROM runs_jobs_changed) AS jobs_sig"                                         \
 	" FROM usage_daily_built WHERE day >= $1::date AND day < $1::date + interval '1 month'"

@@ -1,15 +1,15 @@
 /* GET /v1/runs for a calendar month whose runs the rollup built (sql/131):
- * the answer is the live answer byte for byte (JSON and CSV, the run list
- * and an aggregate), and it is the built one only while the runs[] rules,
- * the month's built days and the jobs are those it was built from; a
- * scoped token and /v1/runs/{id} read the jobs.
+ * the answer is the live answer byte for byte (JSON and CSV, the run list,
+ * aggregates, a state filter), and it is the built one only while the
+ * runs[] rules, the month's built days and the jobs are those it was built
+ * from; a scoped token and /v1/runs/{id} read the jobs.
  *
  * The jobs are gl_test_synth_jobs' month (400 jobs of 1-8 GPUs, 5 min to 2
- * days, October 2026), every 4 of them one user's one job name: 100 runs of
- * 4 under runs: [{by: name_user}] (bench_runs' shape, smaller). Whether an
- * answer is the built one is seen by changing the built rows: a run's
- * cost moved by 7 units in runs_month shows in the answer only when it is
- * read from there. */
+ * days, October 2026), every 4 of them one user's one job name: 100 runs
+ * of 4 under runs: [{by: name_user}] (bench_runs' shape, smaller), every
+ * 7th job FAILED. Whether an answer is the built one is seen by changing
+ * the built rows: every run's cost moved by 7 micro-units in runs_month
+ * shows in the answer only when it is read from there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -71,8 +71,10 @@ static int setup(void **state)
 		return -1;
 	c = PQconnectdb(g_dsn);
 	gl_test_synth_jobs(c, g_dsn, 400, "2026-10-01", "31 days");
+	/* every 7th job FAILED: runs of both final states, for state= */
 	PQclear(PQexec(c, "UPDATE jobs SET name = 'train-' || (job_id::bigint % 100),"
-			  " user_name = 'u' || (job_id::bigint % 100)"));
+			  " user_name = 'u' || (job_id::bigint % 100),"
+			  " state = CASE WHEN job_id::bigint % 7 = 0 THEN 'FAILED' ELSE state END"));
 	PQfinish(c);
 	snprintf(g_cfg, sizeof g_cfg, "%s/runs-month.yaml", tmp ? tmp : "/tmp");
 	if (!(f = fopen(g_cfg, "w")))
@@ -115,6 +117,9 @@ static void test_live_first(void **state)
 	for (size_t i = 0; i < N_PATHS; i++)
 		g_live[i] = body(g_a.port, paths[i], NULL);
 	assert_non_null(strstr(g_live[0], "\"count\":100"));
+	/* both states among the runs, so state= keeps some of them */
+	assert_non_null(strstr(g_live[0], "\"state\":\"FAILED\""));
+	assert_non_null(strstr(g_live[0], "\"state\":\"COMPLETED\""));
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built"), 0);
 }
 
