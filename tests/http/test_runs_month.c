@@ -33,8 +33,10 @@ static const char config_a[] = RATES "runs:\n  - by: name_user\n";
 /* no rule: every job a run of its own */
 static const char config_b[] = RATES;
 
+/* kind: every run in one group, of both states (a user or account has
+ * one run here) */
 static const char *const paths[] = {MONTH, MONTH "&aggregate=user", MONTH "&format=csv",
-				    MONTH "&aggregate=account&state=completed"};
+				    MONTH "&aggregate=kind&state=completed"};
 #define N_PATHS (sizeof paths / sizeof *paths)
 
 static char g_dsn[512], g_cfg[600], g_scoped[64];
