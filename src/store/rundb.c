@@ -249,12 +249,15 @@ static void copy_time(struct gl_strbuf *b, int64_t t)
 		gl_strbuf_printf(b, "%lld\t", (long long)t);
 }
 
-/* One row of runs_month for each run, in the answer's order. */
-static void month_rows(struct gl_strbuf *b, const char *month, const struct gl_rundb *db)
+/* One row of runs_month for each run, in the answer's order; 1 when a
+ * run has exporter data. */
+static int month_rows(struct gl_strbuf *b, const char *month, const struct gl_rundb *db)
 {
+	int observed = 0;
 	for (size_t i = 0; i < db->runs.n; i++) {
 		const struct gl_runs_run *r = &db->runs.runs[i];
 		const struct gl_runs_job *j = &db->jobs[r->first];
+		observed |= r->busy_s != 0 || r->idle_s != 0 || r->observed_s != 0;
 		gl_strbuf_printf(b, "%s\t%zu\t", month, i);
 		copy_str(b, r->key);
 		copy_str(b, r->kind);
@@ -272,6 +275,7 @@ static void month_rows(struct gl_strbuf *b, const char *month, const struct gl_r
 				 (long long)r->failed_cost_micros, (long long)r->failed_gpu_s, (long long)r->unpriced_s,
 				 (long long)r->unobserved_s, (long long)r->queue_s, r->busy_s, r->idle_s, r->observed_s);
 	}
+	return observed;
 }
 
 /* The month's runs grouped by gl_rundb_runs and written with its marks, in
@@ -286,6 +290,7 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	struct marks m = {0};
 	void *mrows = NULL;
 	char *mtext = NULL, js[24];
+	const char *observed;
 	PGresult *res = NULL;
 	int rc, fresh;
 
@@ -307,14 +312,15 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	fresh = PQntuples(res) > 0;
 	if (fresh || (rc = gl_rundb_runs(st, &q, &db, err)))
 		goto out;
-	month_rows(&rows, month, &db);
+	observed = month_rows(&rows, month, &db) ? "t" : "f";
 	if ((rc = gl_db_query(c, "DELETE FROM runs_month WHERE month = $1::date", 1, (const char *[]){month}, NULL, err)) ||
 	    (rc = gl_db_copy_in(c, "COPY runs_month FROM STDIN", rows.p ? rows.p : "", rows.len, err)) ||
 	    (rc = gl_db_query(c,
-			      "INSERT INTO runs_month_built (month, rules_sig, days_sig, jobs_sig) VALUES ($1::date, $2, $3,"
-			      " $4::bigint) ON CONFLICT (month) DO UPDATE SET rules_sig = excluded.rules_sig,"
-			      " days_sig = excluded.days_sig, jobs_sig = excluded.jobs_sig, built_at = now()",
-			      4, (const char *[]){month, sig, m.days_sig, js}, NULL, err)))
+			      "INSERT INTO runs_month_built (month, rules_sig, days_sig, jobs_sig, observed) VALUES ($1::date,"
+			      " $2, $3, $4::bigint, $5::boolean) ON CONFLICT (month) DO UPDATE SET rules_sig = excluded.rules_sig,"
+			      " days_sig = excluded.days_sig, jobs_sig = excluded.jobs_sig, observed = excluded.observed,"
+			      " built_at = now()",
+			      5, (const char *[]){month, sig, m.days_sig, js, observed}, NULL, err)))
 		goto out;
 	*built = 1;
 out:
@@ -379,8 +385,9 @@ static const struct gl_pgrow_field month_fields[] = {
 /* The built month's runs ($1, $2 the state's first word or NULL), or
  * their sums by group_by: one row a value, the value in its own column
  * (the others NULL), its runs' figures summed in the runs' order as
- * /v1/runs sums them (the same float additions). */
-static int month_query(struct gl_strbuf *sql, const char *group_by)
+ * /v1/runs sums them (the same float additions, so the same bits) when
+ * ordered, else (no run has exporter data: every float 0) as they come. */
+static int month_query(struct gl_strbuf *sql, const char *group_by, int ordered)
 {
 	static const char *const cols[] = {"user_name", "account", "cluster", "partition", "namespace_", "kind"};
 	static const char *const sums[] = {"attempts", "jobs", "gpu_s", "cost_micros", "failed_cost_micros",
@@ -409,8 +416,10 @@ static int month_query(struct gl_strbuf *sql, const char *group_by)
 	gl_strbuf_puts(sql, ", NULL::text AS name");
 	for (size_t i = 0; i < GL_ARRAY_LEN(sums); i++)
 		gl_strbuf_printf(sql, ", sum(%s)::bigint AS %s", sums[i], sums[i]);
-	gl_strbuf_puts(sql, ", sum(busy_s ORDER BY ord) AS busy_s, sum(idle_s ORDER BY ord) AS idle_s,"
-			    " sum(observed_s ORDER BY ord) AS observed_s");
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const f[] = {"busy_s", "idle_s", "observed_s"};
+		gl_strbuf_printf(sql, ordered ? ", sum(%s ORDER BY ord) AS %s" : ", sum(%s) AS %s", f[i], f[i]);
+	}
 	gl_strbuf_puts(sql, where);
 	gl_strbuf_printf(sql, " GROUP BY coalesce(%s, '')", cols[g]);
 	return 0;
@@ -437,7 +446,7 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 	PGresult *res = NULL;
 	char month[16], sig[17];
 	size_t n = 0;
-	int rc;
+	int rc, observed;
 
 	memset(out, 0, sizeof *out);
 	*hit = 0;
@@ -447,15 +456,16 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 	gl_runs_rules_sig(q->rules, q->n_rules, sig);
 	if ((rc = gl_db_query(c,
 			      "WITH mk AS (" MARKS_SQL ")"
-			      " SELECT 1 FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built"
+			      " SELECT b.observed FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built"
 			      " AND b.rules_sig = $2 AND b.days_sig = mk.days_sig AND b.jobs_sig = mk.jobs_sig",
 			      2, (const char *[]){month, sig}, &res, err)))
 		return rc;
 	*hit = PQntuples(res) > 0;
+	observed = *hit && !strcmp(PQgetvalue(res, 0, 0), "t");
 	PQclear(res);
 	if (!*hit)
 		return 0;
-	if ((rc = month_query(&sql, q->group_by)) ||
+	if ((rc = month_query(&sql, q->group_by, observed)) ||
 	    (rc = gl_pgrow_query(c, gl_strbuf_cstr(&sql), 2, (const char *[]){month, q->state}, month_fields,
 				 GL_ARRAY_LEN(month_fields), sizeof *rows, &out->rows, &n, &out->text, err)))
 		goto out;
