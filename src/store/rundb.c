@@ -13,7 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-/* $1 window start, $2 end, $3 now (epoch seconds), $5 the label keys
+/* The columns of jobs it reads are those whose change makes a built
+ * month's runs stale (sql/131's gl_runs_jobs_upd): keep both lists one.
+ * $1 window start, $2 end, $3 now (epoch seconds), $5 the label keys
  * (text[]): their values joined by U+001F, an
  * absent label as the empty string (a label's value is never empty and
  * never holds a control character in the API). The window test is
@@ -208,7 +210,7 @@ void gl_rundb_fini(struct gl_rundb *r)
 	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day')"                    \
 	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built,"                                                    \
 	" count(*) || '/' || coalesce(max(extract(epoch FROM built_at)), 0) AS days_sig,"                        \
-	" (SELECT coalesce(sum(n), 0) FROM runs_jobs_changed) AS jobs_sig"                                         \
+	" (SELECT coalesce(sum(n), 0) FROM runs_jobs_changed WHERE month = $1::date) AS jobs_sig"                  \
 	" FROM usage_daily_built WHERE day >= $1::date AND day < $1::date + interval '1 month'"
 
 struct marks {

@@ -113,6 +113,18 @@ static int served_built(int port)
 	return built;
 }
 
+/* The same where the answer moved otherwise too: the newest run's cost
+ * is the reference's plus 7 (a run the changes below do not touch). */
+static int first_run_tampered(int port)
+{
+	cJSON *now = gl_test_get_json(port, MONTH, 200), *ref = cJSON_Parse(g_live[0]);
+	long long a = gl_test_jnum(cJSON_GetArrayItem(cJSON_GetObjectItem(now, "runs"), 0), "cost_micros");
+	long long b = gl_test_jnum(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "runs"), 0), "cost_micros");
+	cJSON_Delete(now);
+	cJSON_Delete(ref);
+	return a == b + 7;
+}
+
 /* Before any day is built: the live answers, the reference. */
 static void test_live_first(void **state)
 {
@@ -207,6 +219,28 @@ static void test_days_changed_read_jobs(void **state)
 	tamper(-7);
 }
 
+/* What changes no answer of October keeps its built runs: a poll's
+ * last_seen_at and elapsed time on October's jobs, a job of September. */
+static void test_other_changes_keep_built(void **state)
+{
+	tamper(7);
+	assert_true(served_built(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET last_seen_at = now(), elapsed_s = elapsed_s + 1") >= 0);
+	assert_true(served_built(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, state, submit_at,"
+					      " start_at, end_at, gpu_micro) SELECT cluster_id, 'db:sept', 'sept', 'u1', 'COMPLETED',"
+					      " '2026-09-10', '2026-09-10', '2026-09-11', 1000000 FROM clusters LIMIT 1") >= 0);
+	assert_true(served_built(g_a.port));
+	/* and a job of October does not */
+	assert_true(first_run_tampered(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET state = 'FAILED' WHERE job_id = '5'") >= 0);
+	assert_false(first_run_tampered(g_a.port));
+	/* built again: the reference is the new answer */
+	rollup();
+	free(g_live[0]);
+	g_live[0] = body(g_a.port, MONTH, NULL);
+}
+
 /* A renamed job leaves its run of 4 for one of its own: the answer
  * follows at once, and the next rollup builds it. */
 static void test_job_change_regroups(void **state)
@@ -234,7 +268,7 @@ int main(void)
 		cmocka_unit_test(test_live_first),	     cmocka_unit_test(test_built_equals_live),
 		cmocka_unit_test(test_scoped_reads_jobs),   cmocka_unit_test(test_detail_reads_jobs),
 		cmocka_unit_test(test_other_rules_read_jobs), cmocka_unit_test(test_days_changed_read_jobs),
-		cmocka_unit_test(test_job_change_regroups),
+		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
