@@ -56,13 +56,17 @@ static void measure(int port, const char *path, int reqs, long jobs, const char 
 	fflush(stdout);
 }
 
+/* The daemon's configuration, for the CLI's rollup too: the month's runs
+ * are built under its runs[] rules (sql/131). */
+static char g_cfg[600];
+
 /* The month built by the real CLI, timed; the per-job tables' size. */
 static void rollup(const char *dsn, long jobs)
 {
 	struct gl_test_out o;
 	double t0 = gl_test_now_s(), took;
 	long long bytes, rows, mbytes, mrows;
-	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+	if (gl_test_run(dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
 		die("rollup", NULL);
 	took = gl_test_now_s() - t0;
 	gl_test_out_fini(&o);
@@ -119,7 +123,7 @@ static void one_day(const char *dsn, long jobs)
 	gl_test_exec_dsn(gl_test_admin_dsn(), "ALTER DATABASE gl_bench_runs SET log_min_duration_statement = 0");
 	gl_test_exec_owner(dsn, "DELETE FROM usage_daily_built WHERE day = '2026-10-15'");
 	t0 = gl_test_now_s();
-	if (gl_test_run(dsn, NULL, &o, "rollup", NULL) || o.status != 0)
+	if (gl_test_run(dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
 		die("rollup", NULL);
 	took = gl_test_now_s() - t0;
 	gl_test_out_fini(&o);
@@ -148,6 +152,14 @@ int main(int argc, char **argv)
 	PGconn *c;
 	double t0;
 
+	const char *tmp = getenv("GL_TEST_TMP");
+	FILE *f;
+
+	snprintf(g_cfg, sizeof g_cfg, "%s/bench_runs.yaml", tmp ? tmp : "/tmp");
+	if (!(f = fopen(g_cfg, "w")))
+		die("config file", NULL);
+	fputs(cfg, f);
+	fclose(f);
 	if (reqs > 100)
 		reqs = 100;
 	if (jobs < 8000)

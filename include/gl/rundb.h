@@ -27,12 +27,20 @@ struct gl_rundb_query {
 	 * cost_center are the owner at the job's start, as in /v1/jobs */
 	const struct gl_tokens_scope *scope;
 	size_t n_scope;
+	/* gl_rundb_month only: runs summed by this field of their first job
+	 * ("user_name", "account", "cluster", "partition", "namespace_") or
+	 * "kind", NULL for every run; the runs whose state's first word is
+	 * state (any case), NULL for all */
+	const char *group_by, *state;
 };
 
 struct gl_rundb {
 	struct gl_runs_job *jobs;
 	size_t n_jobs;
 	struct gl_runs runs;
+	/* per run, the runs it sums: a built month summed by group_by
+	 * (gl_rundb_month); NULL: each is one run */
+	int64_t *n_runs;
 	/* private: what the jobs point into */
 	void *rows;
 	char *text;
@@ -44,5 +52,20 @@ struct gl_rundb {
 int gl_rundb_runs(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out,
 		  struct gl_err *err) GL_MUSTCHECK;
 void gl_rundb_fini(struct gl_rundb *r);
+
+/* The runs of a calendar month as built by gl_rundb_build_months, when the
+ * query is unscoped, its window that month and the month's runs were built
+ * from the rules, days and jobs there are now (sql/131): then *hit is 1 and
+ * out holds the runs (each run's first job alone: no members, which
+ * /v1/runs/{id} reads live), with q->group_by one per value, summed, and
+ * its count in n_runs. Else *hit is 0 and out empty. */
+int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, int *hit,
+		   struct gl_err *err) GL_MUSTCHECK;
+
+/* Builds the runs of every month whose days are all built and whose runs
+ * are not those of its rules, days and jobs now, with gl_rundb_runs (the
+ * request's own grouping), each in one snapshot; *built counts them. */
+int gl_rundb_build_months(struct gl_store *st, const struct gl_runs_rule *rules, size_t n_rules, int64_t now_s,
+			  int *built, struct gl_err *err) GL_MUSTCHECK;
 
 #endif

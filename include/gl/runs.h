@@ -102,4 +102,12 @@ void gl_runs_group(const struct gl_runs_job *jobs, size_t n_jobs, const struct g
 		   struct gl_runs *out);
 void gl_runs_fini(struct gl_runs *r);
 
+/* A run's id: 16 hex digits of its key's FNV-1a 64. */
+void gl_runs_run_id(const char *key, char id[17]);
+
+/* What the rules group by, as 16 hex digits (FNV-1a 64 of every field of
+ * every rule, in order): a month's runs built under other rules are not
+ * this configuration's (sql/131). */
+void gl_runs_rules_sig(const struct gl_runs_rule *rules, size_t n_rules, char sig[17]);
+
 #endif

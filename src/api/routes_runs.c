@@ -155,7 +155,7 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 	for (size_t i = 0; i < k; i++) {
 		if (!n || strcmp((*names)[n - 1], ref[i].v))
 			(*names)[n++] = ref[i].v;
-		(*counts)[n - 1]++;
+		(*counts)[n - 1] += db->n_runs ? db->n_runs[ref[i].r - db->runs.runs] : 1;
 		add_run(&(*out)[n - 1], ref[i].r);
 	}
 	free(ref);
@@ -261,20 +261,25 @@ static void render_csv(struct gl_resp *resp, const struct runs_params *p, const 
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("runs.csv"));
 }
 
-/* The runs of the window, or -rc after the error answer. */
-static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, struct gl_rundb *db)
+/* The runs of the window, or -rc after the error answer: a built month's
+ * as the rollup built them (sql/131) unless the runs' members are wanted,
+ * else grouped from the jobs. */
+static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, int members, struct gl_rundb *db)
 {
-	struct gl_rundb_query q = {p->window.start_s, p->window.end_s, req->now_s, NULL, 0, NULL, 0};
+	static const char *const agg_cols[] = {"user_name", "account", "cluster", "partition", "namespace_", "kind"};
+	struct gl_rundb_query q = {p->window.start_s, p->window.end_s, req->now_s, NULL, 0, NULL, 0,
+				   p->agg < 0 ? NULL : agg_cols[p->agg], p->state};
 	struct gl_runs_rule *rules;
 	struct gl_err err = {0};
 	struct gl_store *st;
-	int rc;
+	int rc, hit = 0;
 
 	gl_config_run_rules(req->cfg, &rules, &q.n_rules);
 	q.rules = rules;
 	/* a scoped token sees the runs of its own jobs */
 	q.scope = gl_req_scope(req, &q.n_scope);
-	if ((rc = gl_req_store(req, &st, &err)) || (rc = gl_rundb_runs(st, &q, db, &err)))
+	if ((rc = gl_req_store(req, &st, &err)) || (!members && (rc = gl_rundb_month(st, &q, db, &hit, &err))) ||
+	    (!hit && (rc = gl_rundb_runs(st, &q, db, &err))))
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "runs failed");
 	else if (req->cfg->http_max_answer_lines > 0 && db->runs.n > (size_t)req->cfg->http_max_answer_lines && p->agg < 0)
 		rc = gl_resp_error(resp, GL_EINVAL, "window",
@@ -291,7 +296,7 @@ int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
 	struct gl_rundb db = {0};
 	int rc;
 
-	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, &db)))
+	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, 0, &db)))
 		goto out;
 	if (p.csv)
 		render_csv(resp, &p, &db, gl_cost_minor(req->cfg->currency));
@@ -339,7 +344,7 @@ int gl_route_run(struct gl_req *req, struct gl_resp *resp)
 		rc = gl_resp_error(resp, GL_ENOTFOUND, NULL, "no run '%s' (the ids are those of /v1/runs)", id);
 		goto out;
 	}
-	if ((rc = load(req, resp, &p, &db)))
+	if ((rc = load(req, resp, &p, 1, &db)))
 		goto out;
 	for (size_t i = 0; i < db.runs.n && !r; i++)
 		if (!strcmp(db.runs.runs[i].id, id))

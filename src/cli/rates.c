@@ -6,6 +6,7 @@
 #include "gl/costing.h"
 #include "gl/log.h"
 #include "gl/ratebook.h"
+#include "gl/rundb.h"
 #include "gl/store.h"
 
 #include <pwd.h>
@@ -100,7 +101,9 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
 	struct gl_store *st = NULL;
-	int built = 0, rc = 0;
+	struct gl_runs_rule *rules = NULL;
+	size_t n_rules = 0;
+	int built = 0, months = 0, rc = 0;
 	long days = 400;
 
 	if (gl_cli_wants_help(argc, argv)) {
@@ -116,11 +119,14 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 		return gl_cli_usage_error(usage_rollup, "rollup: unexpected argument '%s'", argv[1]);
 	}
 	/* the days are built on two connections at once (two cores) */
+	gl_config_run_rules(cfg, &rules, &n_rules);
 	if (gl_store_open(cfg, &st, &err) ||
-	    gl_accounting_build_stale(st, cfg, (int64_t)time(NULL), (int)days, &built, NULL, &err))
+	    gl_accounting_build_stale(st, cfg, (int64_t)time(NULL), (int)days, &built, NULL, &err) ||
+	    gl_rundb_build_months(st, rules, n_rules, (int64_t)time(NULL), &months, &err))
 		rc = gl_cli_fail(&err);
 	else
-		printf("rollup: %d days rebuilt\n", built);
+		printf("rollup: %d days rebuilt, %d months of runs\n", built, months);
+	free(rules);
 	gl_store_close(st);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include "gl/redact.h"
 #include "gl/report_sched.h"
 #include "gl/retention.h"
+#include "gl/rundb.h"
 #include "gl/store.h"
 
 #include <time.h>
@@ -49,11 +50,18 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
-	int built = 0, helped = 0, rc;
+	struct gl_runs_rule *rules;
+	size_t n_rules;
+	int built = 0, helped = 0, months = 0, rc;
 	rc = gl_accounting_build_stale(st, cfg, now_s, 31, &built, &helped, err);
+	/* the built months' runs (/v1/runs), once their days are */
+	gl_config_run_rules(cfg, &rules, &n_rules);
 	if (!rc)
-		snprintf(summary, n, "%d days rebuilt%s", built,
-			 built > 1 && !helped ? " (one connection: no second one)" : "");
+		rc = gl_rundb_build_months(st, rules, n_rules, now_s, &months, err);
+	free(rules);
+	if (!rc)
+		snprintf(summary, n, "%d days rebuilt%s, %d months of runs", built,
+			 built > 1 && !helped ? " (one connection: no second one)" : "", months);
 	return rc;
 }
 

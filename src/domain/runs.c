@@ -253,14 +253,37 @@ static int cmp_newest(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-static void fnv_id(const char *s, char id[17])
+static uint64_t fnv_add(uint64_t h, const char *s)
 {
-	uint64_t h = 14695981039346656037ULL;
 	for (; *s; s++) {
 		h ^= (unsigned char)*s;
 		h *= 1099511628211ULL;
 	}
-	snprintf(id, 17, "%016llx", (unsigned long long)h);
+	return h;
+}
+
+static void fnv_id(const char *s, char id[17])
+{
+	snprintf(id, 17, "%016llx", (unsigned long long)fnv_add(14695981039346656037ULL, s));
+}
+
+void gl_runs_run_id(const char *key, char id[17])
+{
+	fnv_id(key, id);
+}
+
+void gl_runs_rules_sig(const struct gl_runs_rule *rules, size_t n_rules, char sig[17])
+{
+	uint64_t h = 14695981039346656037ULL;
+	char buf[96];
+	for (size_t i = 0; i < n_rules; i++) {
+		const struct gl_runs_rule *r = &rules[i];
+		/* a separator no field holds, so ("a","b") is not ("ab","") */
+		snprintf(buf, sizeof buf, "\x1f%d\x1f%lld\x1f%lld\x1f", (int)r->by, (long long)r->from_s, (long long)r->to_s);
+		h = fnv_add(fnv_add(fnv_add(h, buf), r->cluster ? r->cluster : ""), "\x1f");
+		h = fnv_add(fnv_add(h, r->label ? r->label : ""), "\x1e");
+	}
+	snprintf(sig, 17, "%016llx", (unsigned long long)h);
 }
 
 /* The run's state: RUNNING while a member runs, PENDING while one waits

@@ -11,8 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-/* $1 window start, $2 end, $3 now (epoch seconds), $5 the label keys
+/* The columns of jobs it reads are those whose change makes a built
+ * month's runs stale (sql/131's gl_runs_jobs_upd): keep both lists one.
+ * $1 window start, $2 end, $3 now (epoch seconds), $5 the label keys
  * (text[]): their values joined by U+001F, an
  * absent label as the empty string (a label's value is never empty and
  * never holds a control character in the API). The window test is
@@ -195,5 +198,298 @@ void gl_rundb_fini(struct gl_rundb *r)
 	free(r->rows);
 	free(r->text);
 	free(r->label_store);
+	free(r->n_runs);
 	memset(r, 0, sizeof *r);
+}
+
+/* The marks a month's runs are built from (sql/131), in the caller's
+ * snapshot: $1 the month's first day. The row: all the month's days built
+ * (t/f), the days' mark, the jobs' mark. A central's jobs are its shards',
+ * whose writes no trigger here counts: it never builds nor reads them. */
+#define MARKS_SQL                                                                                                  \
+	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day')"                    \
+	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built,"                                                    \
+	" count(*) || '/' || coalesce(max(extract(epoch FROM built_at)), 0) AS days_sig,"                        \
+	" (SELECT coalesce(sum(n), 0) FROM runs_jobs_changed WHERE month = $1::date) AS jobs_sig"                  \
+	" FROM usage_daily_built WHERE day >= $1::date AND day < $1::date + interval '1 month'"
+
+struct marks {
+	int all_built;
+	char *days_sig;
+	int64_t jobs_sig;
+};
+
+static int read_marks(PGconn *c, const char *month, struct marks *m, void **rows, char **text, struct gl_err *err)
+{
+	static const struct gl_pgrow_field f[] = {
+		GL_PGROW(struct marks, BOOL, all_built), GL_PGROW(struct marks, STR, days_sig),
+		GL_PGROW(struct marks, I64, jobs_sig)};
+	size_t n = 0;
+	int rc = gl_pgrow_query(c, MARKS_SQL, 1, (const char *[]){month}, f, GL_ARRAY_LEN(f), sizeof *m, rows, &n,
+				text, err);
+	if (!rc && n != 1)
+		rc = gl_err_set(err, GL_EIO, "runs: the month's marks: %zu rows", n);
+	if (!rc)
+		*m = *(struct marks *)*rows;
+	return rc;
+}
+
+static void copy_str(struct gl_strbuf *b, const char *s)
+{
+	if (s)
+		gl_strbuf_put_copy_text(b, s, strlen(s));
+	else
+		gl_strbuf_puts(b, "\\N");
+	gl_strbuf_putc(b, '\t');
+}
+
+static void copy_time(struct gl_strbuf *b, int64_t t)
+{
+	if (t == GL_TIME_NONE)
+		gl_strbuf_puts(b, "\\N\t");
+	else
+		gl_strbuf_printf(b, "%lld\t", (long long)t);
+}
+
+/* One row of runs_month for each run, in the answer's order; 1 when a
+ * run has exporter data. */
+static int month_rows(struct gl_strbuf *b, const char *month, const struct gl_rundb *db)
+{
+	int observed = 0;
+	for (size_t i = 0; i < db->runs.n; i++) {
+		const struct gl_runs_run *r = &db->runs.runs[i];
+		const struct gl_runs_job *j = &db->jobs[r->first];
+		observed |= r->busy_s != 0 || r->idle_s != 0 || r->observed_s != 0;
+		gl_strbuf_printf(b, "%s\t%zu\t", month, i);
+		copy_str(b, r->key);
+		copy_str(b, r->kind);
+		copy_str(b, j->cluster);
+		copy_str(b, j->user_name);
+		copy_str(b, j->account);
+		copy_str(b, j->partition);
+		copy_str(b, j->namespace_);
+		copy_str(b, j->name);
+		copy_time(b, r->first_submit_s);
+		copy_time(b, r->last_end_s);
+		copy_str(b, r->state);
+		gl_strbuf_printf(b, "%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%lld\t%.17g\t%.17g\t%.17g\n",
+				 (long long)r->attempts, (long long)r->jobs, (long long)r->gpu_s, (long long)r->cost_micros,
+				 (long long)r->failed_cost_micros, (long long)r->failed_gpu_s, (long long)r->unpriced_s,
+				 (long long)r->unobserved_s, (long long)r->queue_s, r->busy_s, r->idle_s, r->observed_s);
+	}
+	return observed;
+}
+
+/* The month's runs grouped by gl_rundb_runs and written with its marks, in
+ * one snapshot; *built 1 when it was stale. */
+static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_t a, int64_t b,
+		       const struct gl_runs_rule *rules, size_t n_rules, const char *sig, int64_t now_s, int *built,
+		       struct gl_err *err)
+{
+	struct gl_rundb_query q = {a, b, now_s, rules, n_rules, NULL, 0, NULL, NULL};
+	struct gl_strbuf rows = GL_STRBUF_INIT;
+	struct gl_rundb db = {0};
+	struct marks m = {0};
+	void *mrows = NULL;
+	char *mtext = NULL, js[24];
+	const char *observed;
+	PGresult *res = NULL;
+	int rc, fresh;
+
+	*built = 0;
+	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ", err)) ||
+	    (rc = gl_db_query(c, "SELECT pg_try_advisory_xact_lock(26476, 131)", 0, NULL, &res, err)))
+		goto out;
+	/* another process builds the runs: this one's would be the same */
+	if (strcmp(PQgetvalue(res, 0, 0), "t") || (rc = read_marks(c, month, &m, &mrows, &mtext, err)) || !m.all_built)
+		goto out;
+	PQclear(res);
+	res = NULL;
+	snprintf(js, sizeof js, "%lld", (long long)m.jobs_sig);
+	if ((rc = gl_db_query(c,
+			      "SELECT 1 FROM runs_month_built WHERE month = $1::date AND rules_sig = $2 AND days_sig = $3"
+			      " AND jobs_sig = $4::bigint",
+			      4, (const char *[]){month, sig, m.days_sig, js}, &res, err)))
+		goto out;
+	fresh = PQntuples(res) > 0;
+	if (fresh || (rc = gl_rundb_runs(st, &q, &db, err)))
+		goto out;
+	observed = month_rows(&rows, month, &db) ? "t" : "f";
+	if ((rc = gl_db_query(c, "DELETE FROM runs_month WHERE month = $1::date", 1, (const char *[]){month}, NULL, err)) ||
+	    (rc = gl_db_copy_in(c, "COPY runs_month FROM STDIN", rows.p ? rows.p : "", rows.len, err)) ||
+	    (rc = gl_db_query(c,
+			      "INSERT INTO runs_month_built (month, rules_sig, days_sig, jobs_sig, observed) VALUES ($1::date,"
+			      " $2, $3, $4::bigint, $5::boolean) ON CONFLICT (month) DO UPDATE SET rules_sig = excluded.rules_sig,"
+			      " days_sig = excluded.days_sig, jobs_sig = excluded.jobs_sig, observed = excluded.observed,"
+			      " built_at = now()",
+			      5, (const char *[]){month, sig, m.days_sig, js, observed}, NULL, err)))
+		goto out;
+	*built = 1;
+out:
+	PQclear(res);
+	rc = rc ? (PQclear(PQexec(c, "ROLLBACK")), rc) : gl_db_exec(c, "COMMIT", err);
+	gl_rundb_fini(&db);
+	gl_strbuf_fini(&rows);
+	free(mrows);
+	free(mtext);
+	return rc;
+}
+
+int gl_rundb_build_months(struct gl_store *st, const struct gl_runs_rule *rules, size_t n_rules, int64_t now_s,
+			  int *built, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *res = NULL;
+	char sig[17];
+	int rc;
+
+	*built = 0;
+	gl_runs_rules_sig(rules, n_rules, sig);
+	/* the months whose every day is built */
+	if ((rc = gl_db_query(c,
+			      "SELECT m::text, extract(epoch FROM m::timestamp AT TIME ZONE 'UTC')::bigint,"
+			      " extract(epoch FROM (m + interval '1 month')::timestamp AT TIME ZONE 'UTC')::bigint"
+			      " FROM (SELECT date_trunc('month', day)::date AS m, count(*) AS n FROM usage_daily_built"
+			      " GROUP BY 1) x WHERE n = extract(day FROM m + interval '1 month' - interval '1 day') ORDER BY m",
+			      0, NULL, &res, err)))
+		return rc;
+	for (int i = 0; i < PQntuples(res) && !rc; i++) {
+		int one = 0;
+		rc = build_month(c, st, PQgetvalue(res, i, 0), atoll(PQgetvalue(res, i, 1)), atoll(PQgetvalue(res, i, 2)),
+				 rules, n_rules, sig, now_s, &one, err);
+		*built += one;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* A run of runs_month with its first job's fields. */
+struct month_row {
+	struct gl_runs_job j;
+	struct gl_runs_run r;
+	char *key;
+	int64_t n_runs;
+};
+
+#define J(m) {#m, GL_PGROW_STR, offsetof(struct month_row, j) + offsetof(struct gl_runs_job, m), GL_PGROW_NO_NULL}
+#define R(t, m) {#m, GL_PGROW_##t, offsetof(struct month_row, r) + offsetof(struct gl_runs_run, m), GL_PGROW_NO_NULL}
+static const struct gl_pgrow_field month_fields[] = {
+	{"key", GL_PGROW_STR, offsetof(struct month_row, key), GL_PGROW_NO_NULL},
+	R(STR, kind), J(cluster), J(user_name), J(account), J(partition), J(namespace_), J(name),
+	R(TIME, first_submit_s), R(TIME, last_end_s), R(STR, state), R(I64, attempts), R(I64, jobs), R(I64, gpu_s),
+	R(I64, cost_micros), R(I64, failed_cost_micros), R(I64, failed_gpu_s), R(I64, unpriced_s), R(I64, unobserved_s),
+	R(I64, queue_s), R(F64, busy_s), R(F64, idle_s), R(F64, observed_s),
+	{"n_runs", GL_PGROW_I64, offsetof(struct month_row, n_runs), GL_PGROW_NO_NULL},
+};
+#undef J
+#undef R
+
+/* The built month's runs ($1, $2 the state's first word or NULL), or
+ * their sums by group_by: one row a value, the value in its own column
+ * (the others NULL), its runs' figures summed in the runs' order as
+ * /v1/runs sums them (the same float additions, so the same bits) when
+ * ordered, else (no run has exporter data: every float 0) as they come. */
+static int month_query(struct gl_strbuf *sql, const char *group_by, int ordered)
+{
+	static const char *const cols[] = {"user_name", "account", "cluster", "partition", "namespace_", "kind"};
+	static const char *const sums[] = {"attempts", "jobs", "gpu_s", "cost_micros", "failed_cost_micros",
+					   "failed_gpu_s", "unpriced_s", "unobserved_s", "queue_s"};
+	static const char where[] = " FROM runs_month WHERE month = $1::date"
+				    " AND ($2::text IS NULL OR upper(split_part(state, ' ', 1)) = upper($2))";
+	size_t g = 0;
+	if (!group_by) {
+		gl_strbuf_puts(sql, "SELECT *, 1 AS n_runs");
+		gl_strbuf_puts(sql, where);
+		gl_strbuf_puts(sql, " ORDER BY ord");
+		return 0;
+	}
+	while (g < GL_ARRAY_LEN(cols) && strcmp(cols[g], group_by))
+		g++;
+	if (g == GL_ARRAY_LEN(cols))
+		return -GL_EINVAL;
+	gl_strbuf_puts(sql, "SELECT '' AS key, min(state) AS state, count(*) AS n_runs, NULL::bigint AS first_submit_s,"
+			    " NULL::bigint AS last_end_s");
+	for (size_t i = 0; i < GL_ARRAY_LEN(cols); i++) {
+		if (i == g)
+			gl_strbuf_printf(sql, ", coalesce(%s, '') AS %s", cols[i], cols[i]);
+		else /* kind is never NULL */
+			gl_strbuf_printf(sql, ", %s AS %s", i == 5 ? "''" : "NULL::text", cols[i]);
+	}
+	gl_strbuf_puts(sql, ", NULL::text AS name");
+	for (size_t i = 0; i < GL_ARRAY_LEN(sums); i++)
+		gl_strbuf_printf(sql, ", sum(%s)::bigint AS %s", sums[i], sums[i]);
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const f[] = {"busy_s", "idle_s", "observed_s"};
+		gl_strbuf_printf(sql, ordered ? ", sum(%s ORDER BY ord) AS %s" : ", sum(%s) AS %s", f[i], f[i]);
+	}
+	gl_strbuf_puts(sql, where);
+	gl_strbuf_printf(sql, " GROUP BY coalesce(%s, '')", cols[g]);
+	return 0;
+}
+
+/* The window as a calendar month's first day (UTC), or 0. */
+static int window_month(int64_t a, int64_t b, char out[16])
+{
+	time_t t = (time_t)a;
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || tm.tm_mday != 1 || tm.tm_hour || tm.tm_min || tm.tm_sec)
+		return 0;
+	snprintf(out, 16, "%04d-%02d-01", tm.tm_year + 1900, tm.tm_mon + 1);
+	tm.tm_mon++;
+	return (int64_t)timegm(&tm) == b;
+}
+
+int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct gl_rundb *out, int *hit,
+		   struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	struct month_row *rows;
+	PGresult *res = NULL;
+	char month[16], sig[17];
+	size_t n = 0;
+	int rc, observed;
+
+	memset(out, 0, sizeof *out);
+	*hit = 0;
+	/* a scoped token's jobs are another window's lines: their own rounding */
+	if (q->n_scope || !window_month(q->win_start_s, q->win_end_s, month))
+		return 0;
+	gl_runs_rules_sig(q->rules, q->n_rules, sig);
+	if ((rc = gl_db_query(c,
+			      "WITH mk AS (" MARKS_SQL ")"
+			      " SELECT b.observed FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built"
+			      " AND b.rules_sig = $2 AND b.days_sig = mk.days_sig AND b.jobs_sig = mk.jobs_sig",
+			      2, (const char *[]){month, sig}, &res, err)))
+		return rc;
+	*hit = PQntuples(res) > 0;
+	observed = *hit && !strcmp(PQgetvalue(res, 0, 0), "t");
+	PQclear(res);
+	if (!*hit)
+		return 0;
+	if ((rc = month_query(&sql, q->group_by, observed)) ||
+	    (rc = gl_pgrow_query(c, gl_strbuf_cstr(&sql), 2, (const char *[]){month, q->state}, month_fields,
+				 GL_ARRAY_LEN(month_fields), sizeof *rows, &out->rows, &n, &out->text, err)))
+		goto out;
+	rows = out->rows;
+	if (q->group_by)
+		out->n_runs = gl_xcalloc(n + 1, sizeof *out->n_runs);
+	out->n_jobs = n;
+	out->jobs = gl_xcalloc(n + 1, sizeof *out->jobs);
+	out->runs.runs = gl_xcalloc(n + 1, sizeof *out->runs.runs);
+	out->runs.n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct gl_runs_run *r = &out->runs.runs[i];
+		out->jobs[i] = rows[i].j;
+		*r = rows[i].r;
+		r->key = gl_xstrdup(rows[i].key);
+		r->first = i;
+		/* the id is the key's, as gl_runs_group makes it */
+		gl_runs_run_id(r->key, r->id);
+		if (out->n_runs)
+			out->n_runs[i] = rows[i].n_runs;
+	}
+out:
+	gl_strbuf_fini(&sql);
+	return rc;
 }

@@ -1,0 +1,276 @@
+/* GET /v1/runs for a calendar month whose runs the rollup built (sql/131):
+ * the answer is the live answer byte for byte (JSON and CSV, the run list,
+ * aggregates, a state filter), and it is the built one only while the
+ * runs[] rules, the month's built days and the jobs are those it was built
+ * from; a scoped token and /v1/runs/{id} read the jobs.
+ *
+ * The jobs are gl_test_synth_jobs' month (400 jobs of 1-8 GPUs, 5 min to 2
+ * days, October 2026), every 4 of them one user's one job name: 100 runs
+ * of 4 under runs: [{by: name_user}] (bench_runs' shape, smaller), every
+ * 7th job FAILED. Whether an answer is the built one is seen by changing
+ * the built rows: every run's cost moved by 7 micro-units in runs_month
+ * shows in the answer only when it is read from there. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "lib/testlib.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MONTH "/v1/runs?window=2026-10"
+#define RATES                                                                                                         \
+	"rates:\n"                                                                                                    \
+	"  - model: a100\n    per_gpu_hour: \"2.50\"\n"                                                               \
+	"  - model: h100\n    per_gpu_hour: \"4.00\"\n"
+
+static const char config_a[] = RATES "runs:\n  - by: name_user\n";
+/* no rule: every job a run of its own */
+static const char config_b[] = RATES;
+
+/* kind: every run in one group, of both states (a user or account has
+ * one run here) */
+static const char *const paths[] = {MONTH, MONTH "&aggregate=user", MONTH "&format=csv",
+				    MONTH "&aggregate=kind&state=completed"};
+#define N_PATHS (sizeof paths / sizeof *paths)
+
+static char g_dsn[512], g_cfg[600], g_scoped[64];
+static struct gl_test_daemon g_a, g_b; /* g_b: other rules, one test */
+static char *g_live[N_PATHS];
+
+static char *body(int port, const char *path, const char *token)
+{
+	struct gl_test_http r;
+	struct gl_test_http_opts o = {token, 0, NULL};
+	char *b;
+	assert_int_equal(gl_test_http_ex(port, "GET", path, NULL, 0, NULL, token ? &o : NULL, &r), 0);
+	if (r.status != 200)
+		fail_msg("%s: %ld %s", path, r.status, r.body ? r.body : "");
+	b = strdup(r.body ? r.body : "");
+	gl_test_http_fini(&r);
+	return b;
+}
+
+static void rollup(void)
+{
+	struct gl_test_out o;
+	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
+		fail_msg("rollup: exit %d: %s", o.status, o.err);
+	gl_test_out_fini(&o);
+}
+
+static int setup(void **state)
+{
+	const char *tmp = getenv("GL_TEST_TMP");
+	PGconn *c;
+	FILE *f;
+	if (gl_test_db_fresh("gl_test_runs_month", g_dsn, sizeof g_dsn))
+		return -1;
+	c = PQconnectdb(g_dsn);
+	gl_test_synth_jobs(c, g_dsn, 400, "2026-10-01", "31 days");
+	/* every 7th job FAILED: runs of both final states, for state= */
+	PQclear(PQexec(c, "UPDATE jobs SET name = 'train-' || (job_id::bigint % 100),"
+			  " user_name = 'u' || (job_id::bigint % 100),"
+			  " state = CASE WHEN job_id::bigint % 7 = 0 THEN 'FAILED' ELSE state END"));
+	PQfinish(c);
+	snprintf(g_cfg, sizeof g_cfg, "%s/runs-month.yaml", tmp ? tmp : "/tmp");
+	if (!(f = fopen(g_cfg, "w")))
+		return -1;
+	fputs(config_a, f);
+	fclose(f);
+	if (gl_test_token_create(g_dsn, "acct7", "finance", (const char *[]){"--scope", "account=acct7", NULL}, g_scoped,
+				 sizeof g_scoped, NULL))
+		return -1;
+	return gl_test_daemon_start(&g_a, g_dsn, config_a, (const char *[]){"--no-ingest", NULL});
+}
+
+static int teardown(void **state)
+{
+	for (size_t i = 0; i < N_PATHS; i++)
+		free(g_live[i]);
+	/* a failed test leaves its daemon: stopped here */
+	if (g_b.pid)
+		(void)gl_test_daemon_stop(&g_b);
+	return gl_test_daemon_stop(&g_a) == 0 ? 0 : -1;
+}
+
+/* Moves every built run's cost by d micro-units. */
+static void tamper(long long d)
+{
+	char sql[200];
+	snprintf(sql, sizeof sql, "UPDATE runs_month SET cost_micros = cost_micros + %lld", d);
+	assert_true(gl_test_exec_owner(g_dsn, sql) >= 0);
+}
+
+/* Whether the answer to the run list is the (tampered) built one. */
+static int served_built(int port)
+{
+	char *b = body(port, MONTH, NULL);
+	int built = strcmp(b, g_live[0]) != 0;
+	free(b);
+	return built;
+}
+
+/* The same where the answer moved otherwise too: the newest run's cost
+ * is the reference's plus 7 (a run the changes below do not touch). */
+static int first_run_tampered(int port)
+{
+	cJSON *now = gl_test_get_json(port, MONTH, 200), *ref = cJSON_Parse(g_live[0]);
+	long long a = gl_test_jnum(cJSON_GetArrayItem(cJSON_GetObjectItem(now, "runs"), 0), "cost_micros");
+	long long b = gl_test_jnum(cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "runs"), 0), "cost_micros");
+	cJSON_Delete(now);
+	cJSON_Delete(ref);
+	return a == b + 7;
+}
+
+/* Before any day is built: the live answers, the reference. */
+static void test_live_first(void **state)
+{
+	for (size_t i = 0; i < N_PATHS; i++)
+		g_live[i] = body(g_a.port, paths[i], NULL);
+	assert_non_null(strstr(g_live[0], "\"count\":100"));
+	/* both states among the runs, so state= keeps some of them */
+	assert_non_null(strstr(g_live[0], "\"state\":\"FAILED\""));
+	assert_non_null(strstr(g_live[0], "\"state\":\"COMPLETED\""));
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built"), 0);
+}
+
+/* The rollup builds October's runs; the answers are the live ones. */
+static void test_built_equals_live(void **state)
+{
+	rollup();
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built WHERE month = '2026-10-01'"), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE month = '2026-10-01'"), 100);
+	/* November is not over: not built */
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built"), 1);
+	for (size_t i = 0; i < N_PATHS; i++) {
+		char *b = body(g_a.port, paths[i], NULL);
+		if (strcmp(b, g_live[i]))
+			fail_msg("%s built:\n%.600s\nlive:\n%.600s", paths[i], b, g_live[i]);
+		free(b);
+	}
+	/* and it is the built one that answers */
+	tamper(7);
+	assert_true(served_built(g_a.port));
+	tamper(-7);
+	assert_false(served_built(g_a.port));
+}
+
+/* A scoped token's runs are its jobs' lines of their own window: live. */
+static void test_scoped_reads_jobs(void **state)
+{
+	char *b;
+	tamper(7);
+	b = body(g_a.port, MONTH, g_scoped);
+	/* acct7's jobs are 7, 207: runs train-7 (u7) alone */
+	assert_non_null(strstr(b, "\"count\":1}"));
+	assert_null(strstr(b, "train-8\""));
+	free(b);
+	tamper(-7);
+}
+
+/* /v1/runs/{id} lists members: read from the jobs. */
+static void test_detail_reads_jobs(void **state)
+{
+	cJSON *root = cJSON_Parse(g_live[0]), *first = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "runs"), 0), *d;
+	char path[200];
+	snprintf(path, sizeof path, "/v1/runs/%s?window=2026-10", cJSON_GetObjectItem(first, "id")->valuestring);
+	tamper(7);
+	d = gl_test_get_json(g_a.port, path, 200);
+	assert_int_equal(gl_test_jnum(d, "cost_micros"), gl_test_jnum(first, "cost_micros"));
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(d, "members")), gl_test_jnum(first, "attempts"));
+	tamper(-7);
+	cJSON_Delete(d);
+	cJSON_Delete(root);
+}
+
+/* Other runs[] rules: the built month is not theirs. */
+static void test_other_rules_read_jobs(void **state)
+{
+	char *s;
+	assert_int_equal(gl_test_daemon_start(&g_b, g_dsn, config_b, (const char *[]){"--no-ingest", NULL}), 0);
+	tamper(7);
+	s = body(g_b.port, MONTH, NULL);
+	/* job 400 starts on November 1st: 399 in October */
+	assert_non_null(strstr(s, "\"count\":399"));
+	free(s);
+	tamper(-7);
+	assert_int_equal(gl_test_daemon_stop(&g_b), 0);
+}
+
+/* A day of the month rebuilt after its runs, or unbuilt: the jobs. */
+static void test_days_changed_read_jobs(void **state)
+{
+	tamper(7);
+	assert_true(served_built(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE usage_daily_built SET built_at = built_at + interval '1 second'"
+					      " WHERE day = '2026-10-15'") >= 0);
+	assert_false(served_built(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "DELETE FROM usage_daily_built WHERE day = '2026-10-15'") >= 0);
+	assert_false(served_built(g_a.port));
+	/* built again: so are the runs, the answer unchanged */
+	rollup();
+	assert_false(served_built(g_a.port));
+	tamper(7);
+	assert_true(served_built(g_a.port));
+	tamper(-7);
+}
+
+/* What changes no answer of October keeps its built runs: a poll's
+ * last_seen_at and elapsed time on October's jobs, a job of September. */
+static void test_other_changes_keep_built(void **state)
+{
+	tamper(7);
+	assert_true(served_built(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET last_seen_at = now(), elapsed_s = elapsed_s + 1") >= 0);
+	assert_true(served_built(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, state, submit_at,"
+					      " start_at, end_at, gpu_micro) SELECT cluster_id, 'db:sept', 'sept', 'u1', 'COMPLETED',"
+					      " '2026-09-10', '2026-09-10', '2026-09-11', 1000000 FROM clusters LIMIT 1") >= 0);
+	assert_true(served_built(g_a.port));
+	/* and a job of October does not */
+	assert_true(first_run_tampered(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET state = 'FAILED' WHERE job_id = '5'") >= 0);
+	assert_false(first_run_tampered(g_a.port));
+	/* built again: the reference is the new answer */
+	rollup();
+	free(g_live[0]);
+	g_live[0] = body(g_a.port, MONTH, NULL);
+}
+
+/* A renamed job leaves its run of 4 for one of its own: the answer
+ * follows at once, and the next rollup builds it. */
+static void test_job_change_regroups(void **state)
+{
+	char *b;
+	tamper(7);
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET name = 'solo' WHERE job_id = '123'") >= 0);
+	b = body(g_a.port, MONTH, NULL);
+	assert_non_null(strstr(b, "\"count\":101"));
+	assert_non_null(strstr(b, "\"name\":\"solo\""));
+	free(b);
+	rollup();
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE month = '2026-10-01'"), 101);
+	tamper(7);
+	b = body(g_a.port, MONTH, NULL);
+	assert_non_null(strstr(b, "\"count\":101"));
+	free(b);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE name = 'solo' AND jobs = 1"), 1);
+	tamper(-7);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_live_first),	     cmocka_unit_test(test_built_equals_live),
+		cmocka_unit_test(test_scoped_reads_jobs),   cmocka_unit_test(test_detail_reads_jobs),
+		cmocka_unit_test(test_other_rules_read_jobs), cmocka_unit_test(test_days_changed_read_jobs),
+		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
