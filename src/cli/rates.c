@@ -93,9 +93,10 @@ int gl_cli_rates(struct gl_config *cfg, int argc, char **argv)
 }
 
 static const char usage_rollup[] =
-	"usage: gpuledger [--config FILE] rollup [--days N]\n"
+	"usage: gpuledger [--config FILE] rollup [--days N] [--no-runs]\n"
 	"Rebuilds the daily per-owner aggregates (usage_daily) of up to N stale past days (default 400),\n"
-	"most recent first. The daemon does this every minute; run it after a bulk load or a cost-model change.\n";
+	"most recent first, then the runs of every month whose days are all built (/v1/runs; --no-runs: not).\n"
+	"The daemon does both (every minute / five minutes); run it after a bulk load or a cost-model change.\n";
 
 int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 {
@@ -103,12 +104,16 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 	struct gl_store *st = NULL;
 	struct gl_runs_rule *rules = NULL;
 	size_t n_rules = 0;
-	int built = 0, months = 0, rc = 0;
+	int built = 0, months = 0, runs = 1, rc = 0;
 	long days = 400;
 
 	if (gl_cli_wants_help(argc, argv)) {
 		fputs(usage_rollup, stdout);
 		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[argc - 1], "--no-runs")) {
+		runs = 0;
+		argc--;
 	}
 	if (argc == 3 && !strcmp(argv[1], "--days")) {
 		char *end;
@@ -122,10 +127,12 @@ int gl_cli_rollup(struct gl_config *cfg, int argc, char **argv)
 	gl_config_run_rules(cfg, &rules, &n_rules);
 	if (gl_store_open(cfg, &st, &err) ||
 	    gl_accounting_build_stale(st, cfg, (int64_t)time(NULL), (int)days, &built, NULL, &err) ||
-	    gl_rundb_build_months(st, rules, n_rules, (int64_t)time(NULL), &months, &err))
+	    (runs && gl_rundb_build_months(st, rules, n_rules, (int64_t)time(NULL), &months, &err)))
 		rc = gl_cli_fail(&err);
-	else
+	else if (runs)
 		printf("rollup: %d days rebuilt, %d months of runs\n", built, months);
+	else
+		printf("rollup: %d days rebuilt\n", built);
 	free(rules);
 	gl_store_close(st);
 	return rc;

@@ -50,18 +50,29 @@ static void add(struct gl_daemon_source **arr, size_t *n, size_t *cap, const cha
 static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
 		      size_t n, struct gl_err *err)
 {
+	int built = 0, helped = 0, rc;
+	rc = gl_accounting_build_stale(st, cfg, now_s, 31, &built, &helped, err);
+	if (!rc)
+		snprintf(summary, n, "%d days rebuilt%s", built,
+			 built > 1 && !helped ? " (one connection: no second one)" : "");
+	return rc;
+}
+
+/* The runs of the months whose days are all built (/v1/runs). A task of
+ * its own: a month costs one grouping of all its jobs (~12 s at 1 M jobs),
+ * which would hold back the next days' rollup, and a month one late job
+ * unbuilds is built again at most once an interval. */
+static int runs_run(struct gl_store *st, const struct gl_config *cfg, const void *src, int64_t now_s, char *summary,
+		    size_t n, struct gl_err *err)
+{
 	struct gl_runs_rule *rules;
 	size_t n_rules;
-	int built = 0, helped = 0, months = 0, rc;
-	rc = gl_accounting_build_stale(st, cfg, now_s, 31, &built, &helped, err);
-	/* the built months' runs (/v1/runs), once their days are */
+	int months = 0, rc;
 	gl_config_run_rules(cfg, &rules, &n_rules);
-	if (!rc)
-		rc = gl_rundb_build_months(st, rules, n_rules, now_s, &months, err);
+	rc = gl_rundb_build_months(st, rules, n_rules, now_s, &months, err);
 	free(rules);
 	if (!rc)
-		snprintf(summary, n, "%d days rebuilt%s, %d months of runs", built,
-			 built > 1 && !helped ? " (one connection: no second one)" : "", months);
+		snprintf(summary, n, "%d months of runs built", months);
 	return rc;
 }
 
@@ -140,6 +151,7 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	}
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
+	add(&arr, &n, &cap, "runs", "months", 300, runs_run, NULL);
 	/* time partitions ahead of the writes, retention behind them */
 	add(&arr, &n, &cap, "partitions", "all", 3600, partitions_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MONTH "/v1/runs?window=2026-10"
 #define RATES                                                                                                         \
@@ -143,6 +144,13 @@ static void test_live_first(void **state)
 /* The rollup builds October's runs; the answers are the live ones. */
 static void test_built_equals_live(void **state)
 {
+	struct gl_test_out o;
+	/* --no-runs: the days alone */
+	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", "--no-runs", NULL) || o.status != 0)
+		fail_msg("rollup --no-runs: exit %d: %s", o.status, o.err);
+	gl_test_out_fini(&o);
+	assert_true(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built WHERE day = '2026-10-15'") == 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built"), 0);
 	rollup();
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built WHERE month = '2026-10-01'"), 1);
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE month = '2026-10-01'"), 100);
@@ -264,6 +272,21 @@ static void test_job_change_regroups(void **state)
 	tamper(-7);
 }
 
+/* The daemon builds a month its jobs changed, in its runs task: started
+ * with no source of its own, its periodic tasks run at once. */
+static void test_daemon_builds_runs(void **state)
+{
+	int waited = 0;
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET name = 'solo2' WHERE job_id = '124'") >= 0);
+	assert_int_equal(gl_test_daemon_start(&g_b, g_dsn, config_a, NULL), 0);
+	while (gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE name = 'solo2' AND jobs = 1") != 1 &&
+	       waited++ < 60 * gl_test_timeout_scale())
+		sleep(1);
+	assert_int_equal(gl_test_daemon_stop(&g_b), 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE name = 'solo2' AND jobs = 1"), 1);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE month = '2026-10-01'"), 102);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_scoped_reads_jobs),   cmocka_unit_test(test_detail_reads_jobs),
 		cmocka_unit_test(test_other_rules_read_jobs), cmocka_unit_test(test_days_changed_read_jobs),
 		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
+		cmocka_unit_test(test_daemon_builds_runs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
