@@ -85,6 +85,9 @@ enum obs_mode { OBS_FIRM, OBS_UNSEEN, OBS_IMPLAUSIBLE, OBS_ALL };
 #define RUN_JOBS "(jobs jb" GL_ACCOUNTING_JOB_SEEN_JOIN_SQL("jb", "jst") ")"
 #define JB_SEEN GL_ACCOUNTING_JOB_SEEN_OF_SQL("jb", "jst.watermark")
 
+/* The end of jb's firm time: its end, or its last sighting (not past now). */
+#define JB_FIRM_STOP "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " JB_SEEN ")))"
+
 /* The [start, stop) of jb (of RUN_JOBS) a mode reads, as SQL over $3 (now). */
 static const char *obs_start(enum obs_mode m)
 {
@@ -96,7 +99,7 @@ static const char *obs_start(enum obs_mode m)
 
 static const char *obs_stop(enum obs_mode m)
 {
-	return m == OBS_FIRM ? "coalesce(jb.end_at, least(to_timestamp($3), greatest(jb.start_at, " JB_SEEN ")))"
+	return m == OBS_FIRM ? JB_FIRM_STOP
 			     : "coalesce(jb.end_at, to_timestamp($3))";
 }
 
@@ -343,7 +346,10 @@ static void put_parts_kp(struct gl_strbuf *sql)
  * per such set before it joins own. agg: kp too, k0's jobs cut at the
  * steps and summed per step, owner-attribute set and interval (see
  * append_live_split). */
-static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, int agg)
+static void put_own_cte(struct gl_strbuf *sql, const char *src);
+static void put_whole_sets(struct gl_strbuf *sql);
+
+static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, int agg, int whole)
 {
 	gl_strbuf_puts(sql, "WITH " GL_LIVE_CTES("steps", "$1", "$2", "$4"));
 	if (m == OBS_ALL)
@@ -429,11 +435,21 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 		" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19");
 	/* kp holds every set k0 has in a step: a job's exporter usage in a
 	 * step (put_live_usage) needs the same overlap as its row of kp */
+	gl_strbuf_puts(sql, ")");
+	if (whole)
+		put_whole_sets(sql);
+	put_own_cte(sql, whole ? "kw" : agg ? "kp" : "k0");
+}
+
+/* ", attrs AS (...), own AS (...)": the owner and workload type of each
+ * distinct owner-attribute set of src (k0, kp or kw). */
+static void put_own_cte(struct gl_strbuf *sql, const char *src)
+{
 	gl_strbuf_printf(sql,
-	"), attrs AS ("
+	", attrs AS ("
 	" SELECT DISTINCT cluster, okey, seg, endpoints, account, user_name, partition, qos, wckey, namespace,"
 	"  labels, run_kind"
-	" FROM %s", agg ? "kp" : "k0");
+	" FROM %s", src);
 	gl_strbuf_puts(sql,
 	"), own AS MATERIALIZED ("
 	" SELECT a.cluster, a.okey, a.seg, a.endpoints, o.team, o.project, o.cost_center,"
@@ -444,6 +460,108 @@ static void put_jobs_cte(struct gl_strbuf *sql, enum obs_mode m, int spanned, in
 	" LEFT JOIN LATERAL gl_owner(a.cluster, a.account, a.user_name, a.partition, a.qos, a.wckey, a.namespace,"
 	"  jsonb_build_object('labels', a.labels), a.seg) o ON true"
 	")");
+}
+
+/* The whole-window read (live_whole): a cold request's one live piece,
+ * [$1[1], $2[1]), whose jobs are summed per owner-attribute set before any
+ * per-set work. The jobs' scan reads no CTE (the window's bounds are
+ * constants, the owner rules' segments and the rates' bounds joined
+ * subqueries of tables): a CTE scan is parallel-restricted, and one would
+ * keep that scan in the leader if the statement's functions were marked
+ * parallel safe (docs/scale.md, "A cold window"). */
+#define WHOLE_A "to_timestamp(($1::bigint[])[1])"
+#define WHOLE_B "to_timestamp(($2::bigint[])[1])"
+/* the owner rules' segments (zs.ts, as segs) and every rate's bounds, of
+ * any model (zr.rb): a job's piece with none of these inside lies in one
+ * period of each rate; a piece cut by one is priced per period */
+#define WHOLE_RB                                                                                          \
+	"(SELECT array_agg(t ORDER BY t) AS rb FROM (SELECT valid_from AS t FROM rates"                     \
+	" UNION SELECT valid_to FROM rates UNION SELECT '-infinity'::timestamptz) x)"
+#define WHOLE_Z                                                                                           \
+	" CROSS JOIN (SELECT array_agg(t ORDER BY t) AS ts FROM (SELECT valid_from AS t FROM owners"        \
+	"  UNION SELECT valid_to FROM owners UNION SELECT valid_from FROM workload_rules"                   \
+	"  UNION SELECT valid_to FROM workload_rules UNION SELECT '-infinity'::timestamptz) x) zs"          \
+	" CROSS JOIN " WHOLE_RB " zr"                                                                       \
+	" CROSS JOIN LATERAL (SELECT greatest(jb.start_at, " WHOLE_A ") AS p0,"                            \
+	"  least(" JB_FIRM_STOP ", " WHOLE_B ") AS p1) v"                                                      \
+	" CROSS JOIN LATERAL (SELECT width_bucket(v.p0, zr.rb) AS k) w"                                     \
+	" CROSS JOIN LATERAL (SELECT w.k < cardinality(zr.rb) AND v.p1 > zr.rb[w.k + 1] AS cut) x"
+#define WHOLE_SEC "greatest(extract(epoch FROM v.p1 - v.p0)::bigint, 0)"
+
+/* One branch of kg: the jobs of from (as jb) summed per set and bucket,
+ * with the given endpoints, their sums and a cut job's GPUs times sign. */
+static void put_whole_kg(struct gl_strbuf *sql, const char *from, const char *endpoints, const char *sign)
+{
+	gl_strbuf_printf(sql,
+	" SELECT jb.cluster_id, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace, jb.wckey,"
+	"  jb.tags -> 'labels' AS labels, " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
+	"  zs.ts[width_bucket(jb.start_at, zs.ts)] AS seg, %s AS endpoints,"
+	"  " GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb") " AS raw_model,"
+	"  CASE WHEN x.cut THEN jb.job_pk END AS xj, CASE WHEN x.cut THEN %s" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " END AS xg,"
+	"  CASE WHEN x.cut THEN v.p0 END AS xp0, CASE WHEN x.cut THEN v.p1 END AS xp1,"
+	"  CASE WHEN NOT x.cut THEN w.k END AS k,"
+	"  %ssum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") AS m,"
+	"  %ssum(" GL_ACCOUNTING_JOB_HELD_SQL("jb") " * " WHOLE_SEC ") AS held"
+	" FROM %s" GL_ACCOUNTING_JOB_SEEN_JOIN_SQL("jb", "jst") WHOLE_Z
+	" WHERE jb.gpu_milli > 0 AND jb.start_at < " WHOLE_B " AND jb.start_at < to_timestamp($3)"
+	"  AND (jb.end_at > " WHOLE_A " OR (jb.end_at IS NULL AND " JB_FIRM_STOP " > " WHOLE_A "))"
+	" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17",
+	endpoints, sign, sign, sign, from);
+}
+
+/* kg: the jobs of the piece (put_run_jobs_where's for one run, OBS_FIRM)
+ * summed per owner-attribute set and raw model, billed and held
+ * micro-GPU-seconds, and per rate bucket k; a job whose piece a rate bound
+ * cuts is a row of its own (xg, xp0, xp1: its pieces are priced per period
+ * in put_whole_pieces). Every job is summed without endpoints first, and
+ * the few serving jobs moved to their endpoints' sets after (taken off,
+ * then added): joined to every job, the endpoints were a third of the
+ * scan's time (26.1 -> 16.7 s at 10 M jobs, load 8; docs/scale.md). A set
+ * left at zero is no piece (put_live_usage's pu keeps none). kw: kg's sets
+ * with k0's names (cluster, gpu_model, okey), a few thousand rows, not a
+ * key string per job. */
+static void put_whole_sets(struct gl_strbuf *sql)
+{
+	static const char served[] = "jobs jb JOIN job_endpoints ep ON ep.job_pk = jb.job_pk";
+	gl_strbuf_puts(sql, ", kg AS (");
+	put_whole_kg(sql, "jobs jb", "'{}'::text[]", "");
+	gl_strbuf_puts(sql, " UNION ALL");
+	put_whole_kg(sql, served, "'{}'::text[]", "-");
+	gl_strbuf_puts(sql, " UNION ALL");
+	put_whole_kg(sql, served, "ep.endpoints", "");
+	gl_strbuf_puts(sql,
+	"), kw AS ("
+	" SELECT c.name AS cluster, g.user_name, g.account, g.partition, g.qos, g.namespace, g.wckey, g.labels,"
+	"  g.run_kind, g.seg, g.endpoints, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", "g.raw_model") " AS gpu_model,"
+	"  " OKEY_SQL("g", "g.labels", "g.run_kind", "g.seg", "g.endpoints", "c.name") " AS okey,"
+	"  g.xg, g.xp0, g.xp1, g.k, g.m, g.held"
+	" FROM kg g JOIN clusters c ON c.cluster_id = g.cluster_id"
+	" " GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", "g.raw_model")
+	")");
+}
+
+/* ", mr AS (...), am AS (...)": put_live_pieces' sums for kw's sets: the
+ * allocation as summed, the price of a set's uncut jobs by the one rate
+ * period holding their bucket, a cut job's per period it overlaps; the
+ * same integers per set and rate as a piece per job and rate. */
+static void put_whole_pieces(struct gl_strbuf *sql)
+{
+	gl_strbuf_puts(sql,
+	", mr AS MATERIALIZED ("
+	" SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
+	" FROM (SELECT DISTINCT gpu_model FROM kw) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
+	"), rbk AS MATERIALIZED (SELECT rb FROM " WHOLE_RB " r"
+	"), iv AS (SELECT j.cluster, j.okey, j.gpu_model, NULL::bigint AS rate, j.m, j.held FROM kw j"
+	" UNION ALL SELECT j.cluster, j.okey, j.gpu_model, r.micros_per_gpu_hour, j.m, 0"
+	" FROM kw j CROSS JOIN rbk JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM j.gpu_model"
+	"  AND r.valid_from <= rbk.rb[j.k] AND r.valid_to > rbk.rb[j.k]"
+	" WHERE j.k IS NOT NULL"
+	" UNION ALL SELECT j.cluster, j.okey, j.gpu_model, r.micros_per_gpu_hour,"
+	"  j.xg * greatest(extract(epoch FROM least(j.xp1, r.valid_to) - greatest(j.xp0, r.valid_from))::bigint, 0), 0"
+	" FROM kw j JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM j.gpu_model"
+	"  AND r.valid_from < j.xp1 AND r.valid_to > j.xp0 WHERE j.k IS NULL"
+	"), am AS (SELECT (SELECT i FROM steps) AS i, cluster, okey, gpu_model, jk, rate, sum(m) AS m, sum(held) AS held"
+	" FROM (SELECT iv.*, NULL::bigint AS jk FROM iv) iv GROUP BY 1, 2, 3, 4, 5, 6)");
 }
 
 /* ", ev0 AS (...) ... cells AS (...)": allocation per step without a row
@@ -1090,12 +1208,21 @@ static int live_cold(const struct plan *pl, enum obs_mode m)
 	return 0;
 }
 
+/* Whether a cold read (live_cold) is one live piece of a request, not per
+ * job: read whole (put_whole_sets), its jobs summed per owner-attribute
+ * set in one scan, with no per-job key, CTE or sort (docs/scale.md, "A
+ * cold window"). */
+static int live_whole(const struct gl_accounting_query *q, int by_job, size_t n_live, int pieces, int cold)
+{
+	return q && !q->jobs && !by_job && n_live == 1 && !pieces && cold;
+}
+
 static int append_live_split(struct gl_strbuf *sql, const char *const *dims, size_t n_dims, size_t n_live, int pieces,
 			     int cold, const struct gl_accounting_query *q, enum obs_mode m, int *np,
 			     struct gl_strbuf *arrays, size_t *arr_off, struct gl_err *err)
 {
 	char jw[48] = "true";
-	int rc, jobs_param = 0, by_job = lines_by_job(dims, n_dims), cut, agg;
+	int rc, jobs_param = 0, by_job = lines_by_job(dims, n_dims), cut, agg, whole;
 	/* a request's lines of a few steps sum their jobs per step and
 	 * interval before anything else (kp): the open jobs' unobserved time
 	 * is one interval a step ([last seen, now)), their firm time today
@@ -1110,12 +1237,16 @@ static int append_live_split(struct gl_strbuf *sql, const char *const *dims, siz
 	agg = live_sums_first(q, dims, n_dims, n_live, pieces, cold, &cut);
 	if (m == OBS_ALL && !agg)
 		return gl_err_set(err, GL_EINVAL, "chargeback: the live parts in one query need their sums per set");
-	put_jobs_cte(sql, m, pieces, agg);
+	whole = live_whole(q, by_job, n_live, pieces, cold);
+	put_jobs_cte(sql, m, pieces, agg, whole);
 	if (q && q->jobs) {
 		jobs_param = add_jobs_param(arrays, arr_off, np, q);
 		snprintf(jw, sizeof jw, "j.job_pk = ANY($%d::bigint[])", jobs_param);
 	}
-	put_live_pieces(sql, cut, pieces, by_job, jw, agg ? "kp" : "k0", m == OBS_ALL);
+	if (whole)
+		put_whole_pieces(sql);
+	else
+		put_live_pieces(sql, cut, pieces, by_job, jw, agg ? "kp" : "k0", m == OBS_ALL);
 	/* the unobserved time has no usage (put_live_usage): k0 read by kp
 	 * alone is not materialized, a tuplestore of every job */
 	put_live_usage(sql, m, by_job, jobs_param, jw, agg && m != OBS_FIRM && m != OBS_ALL ? "kp" : "k0");

@@ -146,7 +146,8 @@ try {
 			// clients agree when they ask within the same second; a few tries
 			let api, other;
 			for (let attempt = 0; ; attempt++) {
-				const resp = page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/chargeback' && new URL(r.url()).searchParams.get('aggregate') === agg);
+				// the view's request without a step (it asks for the stepped series beside it)
+				const resp = page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/chargeback' && new URL(r.url()).searchParams.get('aggregate') === agg && !new URL(r.url()).searchParams.has('step'));
 				await page.goto(base + '/#/chargeback?' + FX.hash + '&a=' + agg + '&try=' + attempt);
 				await H.ready(page, 'chargeback');
 				api = await (await resp).json();
