@@ -217,8 +217,12 @@ static void scrape(time_t t, int minute)
 		double engine = j->kind == BUSY || (j->kind == BUSY_THEN_IDLE && minute < 60) ? 0.82 : 0.00004;
 		int fb = engine > 0.01 || j->kind == MEMHOG ? 30512 : 0;
 		char lab[400];
-		if (j->kind == STALE && minute > 60)
-			continue; /* its exporter went away */
+		/* its exporter went away an hour before the last scrape: older
+		 * than hook.max_data_age_s, yet inside every rule's look-back
+		 * (120 min before the hook's now, which is up to 5 min after the
+		 * aligned last scrape plus however long the ingest took) */
+		if (j->kind == STALE && minute > 120)
+			continue;
 		snprintf(lab, sizeof lab,
 			 "{gpu=\"0\",UUID=\"GPU-00000000-0000-4000-8000-000000000%03d\",pci_bus_id=\"00000000:3B:00.0\","
 			 "device=\"nvidia0\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"%s\",hpc_job=\"%d\"}",
