@@ -3,17 +3,18 @@
  * 1,000,000 jobs). The jobs are gl_test_synth_jobs' (1-8 GPUs, 5 min to 2
  * days, 2,000 users), then named so that every 4 of them, spread over the
  * month, are one user's one job name: runs of 4 jobs under
- * runs: [{by: name_user}]. Asked with aggregate=user (a list of 250,000
- * runs is past server.max_answer_lines) and once per run (the list) at
- * sizes that fit: first with no day built (every job's line live; at most
+ * runs: [{by: name_user}]. Asked with aggregate=user, for the whole list
+ * (limit= every run, JSON and CSV, and the list's SELECT alone), and for
+ * a page (the first, one in the middle): first with no day built (every job's line live; at most
  * 100,000 jobs, the old path), then after the real `gpuledger rollup` of
  * the month (per-job lines from usage_daily_job, sql/092), with the
  * rollup's time, the per-job tables' size per job, and
  * one day built again with its statements timed by the server's own log
  * (log_min_duration_statement): what the per-job lines add to a day.
  * Usage: bench_runs [jobs] [requests] (1000000 5; or $GL_BENCH_RUNS_JOBS,
- * for a smaller run through bench/run.sh). Needs the environment of
- * bench/run.sh. */
+ * for a smaller run through bench/run.sh); $GL_BENCH_RUNS_PEER, another
+ * tree's gpuledger (main's), asked in turn with this one on the same
+ * month. Needs the environment of bench/run.sh. */
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -70,6 +71,21 @@ static void measure_or(int port, const char *path, const char *fallback, int req
 static void measure(int port, const char *path, int reqs, long jobs, const char *what)
 {
 	measure_or(port, path, NULL, reqs, jobs, what);
+}
+
+/* The whole list of the built month, JSON and CSV, and its aggregate by user. */
+static void list_rows(int port, int reqs, long jobs, const char *who)
+{
+	char all[128], csv[128], what[3][200];
+	snprintf(all, sizeof all, "/v1/runs?window=2026-10&limit=%ld", jobs / 4);
+	snprintf(csv, sizeof csv, "/v1/runs?window=2026-10&format=csv&limit=%ld", jobs / 4);
+	snprintf(what[0], sizeof what[0], "%s/v1/runs month, every run (limit= the runs), month built", who);
+	snprintf(what[1], sizeof what[1], "%s/v1/runs month, every run as CSV (limit= the runs), month built", who);
+	snprintf(what[2], sizeof what[2], "%s/v1/runs month, aggregate=user, month built", who);
+	measure_or(port, all, "/v1/runs?window=2026-10", reqs, jobs, what[0]);
+	measure_or(port, csv, "/v1/runs?window=2026-10&format=csv", reqs, jobs, what[1]);
+	if (*who)
+		measure(port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, what[2]);
 }
 
 /* The built month's rows read alone (the statement of gl_rundb_month,
@@ -180,7 +196,7 @@ static void one_day(const char *dsn, long jobs)
 
 int main(int argc, char **argv)
 {
-	const char *env = getenv("GL_BENCH_RUNS_JOBS");
+	const char *env = getenv("GL_BENCH_RUNS_JOBS"), *peer = getenv("GL_BENCH_RUNS_PEER");
 	long jobs = argc > 1 ? atol(argv[1]) : env ? atol(env) : 1000000;
 	int reqs = argc > 2 ? atoi(argv[2]) : 5;
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
@@ -234,14 +250,25 @@ int main(int argc, char **argv)
 		"peer: /v1/chargeback month, aggregate=user, month built");
 	snprintf(deep, sizeof deep, "/v1/runs?window=2026-10&cursor=%ld", jobs / 8);
 	if (jobs / 4 <= 250000) {
-		char all[128], csv[128];
-		snprintf(all, sizeof all, "/v1/runs?window=2026-10&limit=%ld", jobs / 4);
-		snprintf(csv, sizeof csv, "/v1/runs?window=2026-10&format=csv&limit=%ld", jobs / 4);
-		measure_or(d.port, all, "/v1/runs?window=2026-10", reqs, jobs,
-			   "/v1/runs month, every run (limit= the runs), month built");
-		measure_or(d.port, csv, "/v1/runs?window=2026-10&format=csv", reqs, jobs,
-			   "/v1/runs month, every run as CSV (limit= the runs), month built");
+		list_rows(d.port, reqs, jobs, "");
 		measure_sql(c, reqs, jobs);
+	}
+	/* another tree's daemon on the same database, asked in turn with this
+	 * one's: the figures of one run of the machine, side by side */
+	if (peer && jobs / 4 <= 250000) {
+		struct gl_test_daemon pd;
+		const char *own = getenv("GL_TEST_BIN");
+		char keep[600];
+		snprintf(keep, sizeof keep, "%s", own ? own : "");
+		setenv("GL_TEST_BIN", peer, 1);
+		if (gl_test_daemon_start(&pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
+			die("peer daemon", NULL);
+		setenv("GL_TEST_BIN", keep, 1);
+		for (int round = 0; round < 2; round++) {
+			list_rows(pd.port, reqs, jobs, "peer (GL_BENCH_RUNS_PEER) ");
+			list_rows(d.port, reqs, jobs, "this tree ");
+		}
+		gl_test_daemon_stop(&pd);
 	}
 	measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, the first page (default limit), month built");
 	measure(d.port, deep, reqs, jobs, "/v1/runs month, a page in the middle (cursor=), month built");

@@ -393,6 +393,20 @@ static void test_daemon_builds_runs(void **state)
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE month = '2026-10-01'"), 102);
 }
 
+/* A job moved out of October counts in October (its old row's month), as
+ * one moved in counts in the month it enters: October's runs go live. */
+static void test_job_moved_out(void **state)
+{
+	free(g_live[0]);
+	g_live[0] = body(g_a.port, MONTH, NULL);
+	tamper(7);
+	assert_true(first_run_tampered(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET submit_at = '2026-12-10', start_at = '2026-12-10',"
+					      " end_at = '2026-12-11' WHERE job_id = '9'") >= 0);
+	assert_false(first_run_tampered(g_a.port));
+	tamper(-7);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,7 +415,7 @@ int main(void)
 		cmocka_unit_test(test_scoped_reads_jobs),   cmocka_unit_test(test_detail_reads_jobs),
 		cmocka_unit_test(test_other_rules_read_jobs), cmocka_unit_test(test_days_changed_read_jobs),
 		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
-		cmocka_unit_test(test_daemon_builds_runs),
+		cmocka_unit_test(test_daemon_builds_runs),  cmocka_unit_test(test_job_moved_out),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
