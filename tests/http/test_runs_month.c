@@ -407,6 +407,21 @@ static void test_job_moved_out(void **state)
 	tamper(-7);
 }
 
+/* A central (a database with shards) never builds a month's runs, even
+ * one whose days it holds as built: its jobs are its shards'. */
+static void test_central_builds_no_runs(void **state)
+{
+	struct gl_test_out o;
+	assert_true(gl_test_exec_owner(g_dsn, "INSERT INTO shards (shard_id, name, server_name) VALUES (1, 's1', 's1')") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET name = 'solo3' WHERE job_id = '125'") >= 0);
+	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
+		fail_msg("rollup: exit %d: %s", o.status, o.err);
+	assert_non_null(strstr(o.out, "0 months of runs"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE name = 'solo3'"), 0);
+	assert_true(gl_test_exec_owner(g_dsn, "DELETE FROM shards") >= 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_other_rules_read_jobs), cmocka_unit_test(test_days_changed_read_jobs),
 		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
 		cmocka_unit_test(test_daemon_builds_runs),  cmocka_unit_test(test_job_moved_out),
+		cmocka_unit_test(test_central_builds_no_runs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
