@@ -221,9 +221,24 @@ static void pages_are_the_list(void)
 	}
 }
 
+/* CSV's next cursor is a header, absent on the last page. */
+static void csv_cursor(void)
+{
+	struct gl_test_http r;
+	assert_int_equal(gl_test_http(g_a.port, "GET", MONTH "&format=csv&limit=9&cursor=50", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strcasestr(r.headers, "X-Next-Cursor: 59\r\n"));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(g_a.port, "GET", MONTH "&format=csv&limit=9&cursor=95", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_null(strcasestr(r.headers, "X-Next-Cursor"));
+	gl_test_http_fini(&r);
+}
+
 static void test_live_pages(void **state)
 {
 	pages_are_the_list();
+	csv_cursor();
 }
 
 /* A bad page is 400 naming the parameter; an aggregate is not paged. */
@@ -273,6 +288,7 @@ static void test_built_equals_live(void **state)
 	assert_false(served_built(g_a.port));
 	/* the built month's pages, as the live ones */
 	pages_are_the_list();
+	csv_cursor();
 }
 
 /* A scoped token's runs are its jobs' lines of their own window: live. */
