@@ -3,17 +3,18 @@
  * 1,000,000 jobs). The jobs are gl_test_synth_jobs' (1-8 GPUs, 5 min to 2
  * days, 2,000 users), then named so that every 4 of them, spread over the
  * month, are one user's one job name: runs of 4 jobs under
- * runs: [{by: name_user}]. Asked with aggregate=user (a list of 250,000
- * runs is past server.max_answer_lines) and once per run (the list) at
- * sizes that fit: first with no day built (every job's line live; at most
+ * runs: [{by: name_user}]. Asked with aggregate=user, for the whole list
+ * (limit= every run, JSON and CSV, and the list's SELECT alone), and for
+ * a page (the first, one in the middle): first with no day built (every job's line live; at most
  * 100,000 jobs, the old path), then after the real `gpuledger rollup` of
  * the month (per-job lines from usage_daily_job, sql/092), with the
  * rollup's time, the per-job tables' size per job, and
  * one day built again with its statements timed by the server's own log
  * (log_min_duration_statement): what the per-job lines add to a day.
  * Usage: bench_runs [jobs] [requests] (1000000 5; or $GL_BENCH_RUNS_JOBS,
- * for a smaller run through bench/run.sh). Needs the environment of
- * bench/run.sh. */
+ * for a smaller run through bench/run.sh); $GL_BENCH_RUNS_PEER, another
+ * tree's gpuledger (main's), asked in turn with this one on the same
+ * month. Needs the environment of bench/run.sh. */
 #include "lib/testlib.h"
 
 #include <stdio.h>
@@ -32,27 +33,78 @@ static void die(const char *m, PGconn *c)
 	exit(1);
 }
 
-static void measure(int port, const char *path, int reqs, long jobs, const char *what)
+/* fallback: asked instead when path is refused (400), as a tree without
+ * the list's limit= refuses it: the same list from the older answer */
+static void measure_or(int port, const char *path, const char *fallback, int reqs, long jobs, const char *what)
 {
 	double lat[100], p50, p99;
+	size_t bytes = 0;
 	for (int i = 0; i < reqs; i++) {
 		struct gl_test_http r;
 		double a = gl_test_now_s();
-		if (gl_test_http(port, "GET", path, NULL, 0, NULL, &r) || r.status != 200) {
+		int bad = gl_test_http(port, "GET", path, NULL, 0, NULL, &r);
+		if (!bad && r.status == 400 && fallback) {
+			gl_test_http_fini(&r);
+			path = fallback;
+			a = gl_test_now_s();
+			bad = gl_test_http(port, "GET", path, NULL, 0, NULL, &r);
+		}
+		if (bad || r.status != 200) {
 			printf("| %s, %ld jobs | no answer (status %ld) | 500 ms p99 (target) | - |\n", what,
 			       jobs, r.status);
 			gl_test_http_fini(&r);
 			return;
 		}
 		lat[i] = (gl_test_now_s() - a) * 1000;
+		bytes = r.len;
 		gl_test_http_fini(&r);
 	}
 	qsort(lat, (size_t)reqs, sizeof *lat, cmp_d);
 	p50 = lat[(reqs + 1) / 2 - 1];
 	p99 = lat[(int)(0.99 * reqs + 0.999999) - 1];
-	printf("| %s, %ld jobs in %ld runs (p50 / p99 of %d) | %.0f / %.0f ms | 500 ms p99 (target) | "
+	printf("| %s, %ld jobs in %ld runs (p50 / p99 of %d; %.1f MB) | %.0f / %.0f ms | 500 ms p99 (target) | "
 	       "%.2fx |\n",
-	       what, jobs, jobs / 4, reqs, p50, p99, p99 / 500.0);
+	       what, jobs, jobs / 4, reqs, bytes / 1e6, p50, p99, p99 / 500.0);
+	fflush(stdout);
+}
+
+static void measure(int port, const char *path, int reqs, long jobs, const char *what)
+{
+	measure_or(port, path, NULL, reqs, jobs, what);
+}
+
+/* The whole list of the built month, JSON and CSV, and its aggregate by user. */
+static void list_rows(int port, int reqs, long jobs, const char *who)
+{
+	char all[128], csv[128], what[3][200];
+	snprintf(all, sizeof all, "/v1/runs?window=2026-10&limit=%ld", jobs / 4);
+	snprintf(csv, sizeof csv, "/v1/runs?window=2026-10&format=csv&limit=%ld", jobs / 4);
+	snprintf(what[0], sizeof what[0], "%s/v1/runs month, every run (limit= the runs), month built", who);
+	snprintf(what[1], sizeof what[1], "%s/v1/runs month, every run as CSV (limit= the runs), month built", who);
+	snprintf(what[2], sizeof what[2], "%s/v1/runs month, aggregate=user, month built", who);
+	measure_or(port, all, "/v1/runs?window=2026-10", reqs, jobs, what[0]);
+	measure_or(port, csv, "/v1/runs?window=2026-10&format=csv", reqs, jobs, what[1]);
+	if (*who)
+		measure(port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, what[2]);
+}
+
+/* The built month's rows read alone (the statement of gl_rundb_month,
+ * over libpq, no daemon): what of the whole list is the database's. */
+static void measure_sql(PGconn *c, int reqs, long jobs)
+{
+	double lat[100];
+	for (int i = 0; i < reqs; i++) {
+		double a = gl_test_now_s();
+		PGresult *r = PQexec(c, "SELECT *, 1 AS n_runs FROM runs_month WHERE month = '2026-10-01' ORDER BY ord");
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			die("runs_month", c);
+		PQclear(r);
+		lat[i] = (gl_test_now_s() - a) * 1000;
+	}
+	qsort(lat, (size_t)reqs, sizeof *lat, cmp_d);
+	printf("| of it: the built month's runs read alone (the list's SELECT over libpq), %ld runs | %.0f / %.0f ms | - | "
+	       "- |\n",
+	       jobs / 4, lat[(reqs + 1) / 2 - 1], lat[(int)(0.99 * reqs + 0.999999) - 1]);
 	fflush(stdout);
 }
 
@@ -144,13 +196,13 @@ static void one_day(const char *dsn, long jobs)
 
 int main(int argc, char **argv)
 {
-	const char *env = getenv("GL_BENCH_RUNS_JOBS");
+	const char *env = getenv("GL_BENCH_RUNS_JOBS"), *peer = getenv("GL_BENCH_RUNS_PEER");
 	long jobs = argc > 1 ? atol(argv[1]) : env ? atol(env) : 1000000;
 	int reqs = argc > 2 ? atoi(argv[2]) : 5;
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
 			  "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			  "runs:\n  - by: name_user\n";
-	char dsn[512], sql[512];
+	char dsn[512], sql[512], deep[128];
 	struct gl_test_daemon d;
 	PGresult *r;
 	PGconn *c;
@@ -196,8 +248,30 @@ int main(int argc, char **argv)
 	measure(d.port, "/v1/runs?window=2026-10&aggregate=user", reqs, jobs, "/v1/runs month, aggregate=user, month built");
 	measure(d.port, "/v1/chargeback?window=2026-10&aggregate=user", reqs, jobs,
 		"peer: /v1/chargeback month, aggregate=user, month built");
-	if (jobs / 4 <= 250000)
-		measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, every run, month built");
+	snprintf(deep, sizeof deep, "/v1/runs?window=2026-10&cursor=%ld", jobs / 8);
+	if (jobs / 4 <= 250000) {
+		list_rows(d.port, reqs, jobs, "");
+		measure_sql(c, reqs, jobs);
+	}
+	/* another tree's daemon on the same database, asked in turn with this
+	 * one's: the figures of one run of the machine, side by side */
+	if (peer && jobs / 4 <= 250000) {
+		struct gl_test_daemon pd;
+		const char *own = getenv("GL_TEST_BIN");
+		char keep[600];
+		snprintf(keep, sizeof keep, "%s", own ? own : "");
+		setenv("GL_TEST_BIN", peer, 1);
+		if (gl_test_daemon_start(&pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
+			die("peer daemon", NULL);
+		setenv("GL_TEST_BIN", keep, 1);
+		for (int round = 0; round < 2; round++) {
+			list_rows(pd.port, reqs, jobs, "peer (GL_BENCH_RUNS_PEER) ");
+			list_rows(d.port, reqs, jobs, "this tree ");
+		}
+		gl_test_daemon_stop(&pd);
+	}
+	measure(d.port, "/v1/runs?window=2026-10", reqs, jobs, "/v1/runs month, the first page (default limit), month built");
+	measure(d.port, deep, reqs, jobs, "/v1/runs month, a page in the middle (cursor=), month built");
 	one_day(dsn, jobs);
 	gl_test_daemon_stop(&d);
 	PQfinish(c);

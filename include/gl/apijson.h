@@ -117,5 +117,9 @@ void gl_apijson_add_f8(cJSON *o, const char *k, double v, int null);
 struct gl_jsonw;
 void gl_apijson_w_int(struct gl_jsonw *w, const char *k, int64_t v, int null);
 void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null);
+/* k: [start, end] of win as RFC 3339 UTC strings. */
+void gl_apijson_w_window(struct gl_jsonw *w, const char *k, const struct gl_window *win);
+/* k_micros: the micro-units, exact; k: them as money with minor decimals. */
+void gl_apijson_w_money(struct gl_jsonw *w, const char *k, int64_t micros, int minor);
 
 #endif

@@ -32,6 +32,12 @@ struct gl_rundb_query {
 	 * "kind", NULL for every run; the runs whose state's first word is
 	 * state (any case), NULL for all */
 	const char *group_by, *state;
+	/* gl_rundb_month's list (group_by NULL) only: the runs after the one
+	 * at place after_ord of the month's list (-1: from the first), at most
+	 * limit of them (0: all); the place is the run's index in
+	 * gl_rundb_runs' answer for the month, so a page is the live one's */
+	int64_t after_ord;
+	size_t limit;
 };
 
 struct gl_rundb {
@@ -41,6 +47,10 @@ struct gl_rundb {
 	/* per run, the runs it sums: a built month summed by group_by
 	 * (gl_rundb_month); NULL: each is one run */
 	int64_t *n_runs;
+	/* per run, its place in the month's list (a page of gl_rundb_month);
+	 * NULL: its index in runs; more: the month has runs after the page */
+	int64_t *ord;
+	int more;
 	/* private: what the jobs point into */
 	void *rows;
 	char *text;

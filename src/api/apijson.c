@@ -128,6 +128,23 @@ void gl_apijson_w_f8(struct gl_jsonw *w, const char *k, double v, int null)
 		gl_jsonw_num(w, k, v);
 }
 
+void gl_apijson_w_window(struct gl_jsonw *w, const char *k, const struct gl_window *win)
+{
+	gl_jsonw_array(w, k);
+	gl_jsonw_time(w, NULL, win->start_s);
+	gl_jsonw_time(w, NULL, win->end_s);
+	gl_jsonw_end(w);
+}
+
+void gl_apijson_w_money(struct gl_jsonw *w, const char *k, int64_t micros, int minor)
+{
+	char km[64], buf[48];
+	snprintf(km, sizeof km, "%s_micros", k);
+	gl_jsonw_i64(w, km, micros);
+	gl_cost_format(micros, minor, buf, sizeof buf);
+	gl_jsonw_str(w, k, buf);
+}
+
 int gl_apijson_format(struct gl_req *req, struct gl_resp *resp, int *csv)
 {
 	const char *v = gl_req_param(req, "format");

@@ -5,12 +5,13 @@
 #include "gl/config.h"
 #include "gl/cost.h"
 #include "gl/csv.h"
+#include "gl/jsonw.h"
 #include "gl/routes.h"
 #include "gl/rundb.h"
 #include "gl/runs.h"
 #include "gl/strbuf.h"
 
-#include <cjson/cJSON.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,34 @@
 /* aggregate= values and the run field each reads (the run's first job's) */
 static const char *const agg_names[] = {"user", "account", "cluster", "partition", "namespace", "kind", NULL};
 
+/* The list's page: the default keeps an answer bounded, the largest is
+ * the answer the server allows (server.max_answer_lines). */
+#define RUNS_PAGE 1000
+
 struct runs_params {
 	struct gl_window window;
 	int agg;            /* index into agg_names, -1: one item per run */
 	const char *state;  /* NULL: any */
 	int csv;
+	long long limit;    /* the list's page: at most this many runs (0: all, /v1/runs/{id}) */
+	long long cursor;   /* the runs after the one at this place of the list; -1: from the first */
 };
+
+/* limit and cursor: the list's only (an aggregate is one item a value). */
+static int page_params(struct gl_req *req, struct gl_resp *resp, struct runs_params *p)
+{
+	long long max = req->cfg->http_max_answer_lines > 0 ? req->cfg->http_max_answer_lines : INT32_MAX;
+	int rc;
+	if (p->agg >= 0) {
+		const char *bad = gl_req_param(req, "limit") ? "limit" : gl_req_param(req, "cursor") ? "cursor" : NULL;
+		if (bad)
+			return gl_resp_error(resp, GL_EINVAL, bad, "%s: pages the list of runs; an aggregate is whole", bad);
+		return 0;
+	}
+	if ((rc = gl_apijson_int_param(req, resp, "limit", max < RUNS_PAGE ? max : RUNS_PAGE, 1, max, &p->limit)))
+		return rc;
+	return gl_apijson_int_param(req, resp, "cursor", -1, 0, INT64_MAX, &p->cursor);
+}
 
 static int parse_params(struct gl_req *req, struct gl_resp *resp, struct runs_params *p, int detail)
 {
@@ -33,6 +56,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct runs_pa
 
 	memset(p, 0, sizeof *p);
 	p->agg = -1;
+	p->cursor = -1;
 	if ((rc = gl_apijson_window(req, resp, "month", &p->window)))
 		return rc;
 	if (!detail && agg && strcmp(agg, "run")) {
@@ -49,6 +73,8 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct runs_pa
 						       strlen(p->state)))
 		return gl_resp_error(resp, GL_EINVAL, "state",
 				     "state: '%s' is not a job state (COMPLETED, FAILED, RUNNING, PENDING, ...)", p->state);
+	if (!detail && (rc = page_params(req, resp, p)))
+		return rc;
 	return gl_apijson_format(req, resp, &p->csv);
 }
 
@@ -65,48 +91,72 @@ static const char *agg_value(const struct gl_runs_run *r, const struct gl_runs_j
 	return v[agg] ? v[agg] : "";
 }
 
-static void add_money(cJSON *o, const char *k, int64_t micros, int minor)
+/* A run's place in the window's list: a built month's page says it, a
+ * live answer holds the whole list. */
+static int64_t run_ord(const struct gl_rundb *db, size_t i)
 {
-	char km[64], buf[48];
-	snprintf(km, sizeof km, "%s_micros", k);
-	cJSON_AddNumberToObject(o, km, (double)micros);
-	gl_cost_format(micros, minor, buf, sizeof buf);
-	cJSON_AddStringToObject(o, k, buf);
+	return db->ord ? db->ord[i] : (int64_t)i;
+}
+
+struct page {
+	size_t *idx;  /* the page's runs, indices into the answer's runs */
+	size_t n;
+	int64_t next; /* the next page's cursor, -1: this is the last */
+};
+
+/* The runs of the page: a built month's answer is the page already (read
+ * by its key), a live one the whole list, cut here in the same order. */
+static void page_of(const struct gl_rundb *db, const struct runs_params *p, struct page *pg)
+{
+	size_t i = db->ord || p->cursor < 0 ? 0
+		   : (uint64_t)p->cursor < db->runs.n ? (size_t)p->cursor + 1
+						      : db->runs.n;
+	pg->idx = gl_xcalloc(db->runs.n + 1, sizeof *pg->idx);
+	pg->n = 0;
+	pg->next = -1;
+	for (; i < db->runs.n; i++) {
+		if (!state_matches(&db->runs.runs[i], p->state))
+			continue;
+		if (pg->n == (size_t)p->limit)
+			break;
+		pg->idx[pg->n++] = i;
+	}
+	if (pg->n && (i < db->runs.n || db->more))
+		pg->next = run_ord(db, pg->idx[pg->n - 1]);
 }
 
 /* The figures a run and a group of runs share. */
-static void add_figures(cJSON *o, const struct gl_runs_run *r, int minor)
+static void w_figures(struct gl_jsonw *w, const struct gl_runs_run *r, int minor)
 {
-	cJSON_AddNumberToObject(o, "attempts", (double)r->attempts);
-	cJSON_AddNumberToObject(o, "jobs", (double)r->jobs);
-	cJSON_AddNumberToObject(o, "gpu_seconds", (double)r->gpu_s);
-	cJSON_AddNumberToObject(o, "unpriced_gpu_seconds", (double)r->unpriced_s);
-	cJSON_AddNumberToObject(o, "unobserved_gpu_seconds", (double)r->unobserved_s);
-	add_money(o, "cost", r->cost_micros, minor);
-	add_money(o, "failed_attempts_cost", r->failed_cost_micros, minor);
-	cJSON_AddNumberToObject(o, "failed_attempts_gpu_seconds", (double)r->failed_gpu_s);
-	gl_apijson_add_f8(o, "busy_gpu_seconds", r->busy_s, r->observed_s <= 0);
-	gl_apijson_add_f8(o, "idle_in_allocation_gpu_seconds", r->idle_s, r->observed_s <= 0);
-	cJSON_AddNumberToObject(o, "queue_seconds", (double)r->queue_s);
+	gl_jsonw_i64(w, "attempts", r->attempts);
+	gl_jsonw_i64(w, "jobs", r->jobs);
+	gl_jsonw_i64(w, "gpu_seconds", r->gpu_s);
+	gl_jsonw_i64(w, "unpriced_gpu_seconds", r->unpriced_s);
+	gl_jsonw_i64(w, "unobserved_gpu_seconds", r->unobserved_s);
+	gl_apijson_w_money(w, "cost", r->cost_micros, minor);
+	gl_apijson_w_money(w, "failed_attempts_cost", r->failed_cost_micros, minor);
+	gl_jsonw_i64(w, "failed_attempts_gpu_seconds", r->failed_gpu_s);
+	gl_apijson_w_f8(w, "busy_gpu_seconds", r->busy_s, r->observed_s <= 0);
+	gl_apijson_w_f8(w, "idle_in_allocation_gpu_seconds", r->idle_s, r->observed_s <= 0);
+	gl_jsonw_i64(w, "queue_seconds", r->queue_s);
 }
 
-static cJSON *run_json(const struct gl_runs_run *r, const struct gl_rundb *db, int minor)
+/* A run's members of the open object. */
+static void w_run(struct gl_jsonw *w, const struct gl_runs_run *r, const struct gl_rundb *db, int minor)
 {
 	const struct gl_runs_job *j = &db->jobs[r->first];
-	cJSON *o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", r->id);
-	cJSON_AddStringToObject(o, "key", r->key);
-	cJSON_AddStringToObject(o, "kind", r->kind);
-	gl_apijson_add_str(o, "cluster", j->cluster);
-	gl_apijson_add_str(o, "user", j->user_name);
-	gl_apijson_add_str(o, "account", j->account);
-	gl_apijson_add_str(o, "namespace", j->namespace_);
-	gl_apijson_add_str(o, "name", j->name);
-	gl_apijson_add_time(o, "first_submit", r->first_submit_s);
-	gl_apijson_add_time(o, "last_end", r->last_end_s);
-	cJSON_AddStringToObject(o, "state", r->state);
-	add_figures(o, r, minor);
-	return o;
+	gl_jsonw_str(w, "id", r->id);
+	gl_jsonw_str(w, "key", r->key);
+	gl_jsonw_str(w, "kind", r->kind);
+	gl_jsonw_str(w, "cluster", j->cluster);
+	gl_jsonw_str(w, "user", j->user_name);
+	gl_jsonw_str(w, "account", j->account);
+	gl_jsonw_str(w, "namespace", j->namespace_);
+	gl_jsonw_str(w, "name", j->name);
+	gl_jsonw_time(w, "first_submit", r->first_submit_s);
+	gl_jsonw_time(w, "last_end", r->last_end_s);
+	gl_jsonw_str(w, "state", r->state);
+	w_figures(w, r, minor);
 }
 
 struct agg_ref {
@@ -162,40 +212,54 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 	return n;
 }
 
+/* The answer written as it goes (a cJSON tree of 250,000 runs, then its
+ * printed copy, were most of the list's time). */
 static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency)
 {
-	cJSON *root = cJSON_CreateObject(), *items;
+	struct gl_jsonw w;
 	int minor = gl_cost_minor(currency);
-	size_t count = 0;
-	gl_apijson_add_window(root, "window", &p->window);
-	cJSON_AddStringToObject(root, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
-	cJSON_AddStringToObject(root, "currency", currency);
-	items = cJSON_AddArrayToObject(root, p->agg < 0 ? "runs" : "items");
+	gl_jsonw_init(&w, &resp->body);
+	gl_jsonw_object(&w, NULL);
+	gl_apijson_w_window(&w, "window", &p->window);
+	gl_jsonw_str(&w, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
+	gl_jsonw_str(&w, "currency", currency);
+	gl_jsonw_array(&w, p->agg < 0 ? "runs" : "items");
 	if (p->agg < 0) {
-		for (size_t i = 0; i < db->runs.n; i++)
-			if (state_matches(&db->runs.runs[i], p->state)) {
-				cJSON_AddItemToArray(items, run_json(&db->runs.runs[i], db, minor));
-				count++;
-			}
+		struct page pg;
+		page_of(db, p, &pg);
+		for (size_t k = 0; k < pg.n; k++) {
+			gl_jsonw_object(&w, NULL);
+			w_run(&w, &db->runs.runs[pg.idx[k]], db, minor);
+			gl_jsonw_end(&w);
+		}
+		gl_jsonw_end(&w);
+		gl_jsonw_i64(&w, "count", (int64_t)pg.n);
+		if (pg.next >= 0)
+			gl_jsonw_i64(&w, "next_cursor", pg.next);
+		else
+			gl_jsonw_null(&w, "next_cursor");
+		free(pg.idx);
 	} else {
 		struct gl_runs_run *g;
 		const char **names;
 		int64_t *counts;
-		count = group_runs(db, p, &g, &names, &counts);
+		size_t count = group_runs(db, p, &g, &names, &counts);
 		for (size_t i = 0; i < count; i++) {
-			cJSON *o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, agg_names[p->agg], names[i]);
-			cJSON_AddNumberToObject(o, "runs", (double)counts[i]);
-			add_figures(o, &g[i], minor);
-			cJSON_AddItemToArray(items, o);
+			gl_jsonw_object(&w, NULL);
+			gl_jsonw_str(&w, agg_names[p->agg], names[i]);
+			gl_jsonw_i64(&w, "runs", counts[i]);
+			w_figures(&w, &g[i], minor);
+			gl_jsonw_end(&w);
 		}
+		gl_jsonw_end(&w);
+		gl_jsonw_i64(&w, "count", (int64_t)count);
 		free(g);
 		free(names);
 		free(counts);
 	}
-	cJSON_AddNumberToObject(root, "count", (double)count);
-	gl_apijson_put(resp, root);
-	cJSON_Delete(root);
+	gl_jsonw_end(&w);
+	gl_strbuf_putc(&resp->body, '\n');
+	resp->content_type = "application/json";
 }
 
 static const char *const csv_cols[] = {"attempts", "jobs", "gpu_seconds", "unpriced_gpu_seconds",
@@ -219,28 +283,41 @@ static void csv_figures(struct gl_strbuf *o, const struct gl_runs_run *r, int mi
 	gl_csv_end(o);
 }
 
-static void render_csv(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, int minor)
+/* The page's runs; CSV has no room for the cursor: the next page's is a
+ * header, as /v1/jobs sends it. */
+static void csv_runs(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, int minor)
 {
 	static const char *const run_head[] = {"id", "key", "kind", "cluster", "user", "account", "namespace", "name",
 					       "first_submit", "last_end", "state", NULL};
 	struct gl_strbuf *o = &resp->body;
+	struct page pg;
+	for (size_t k = 0; run_head[k]; k++)
+		gl_csv_field(o, run_head[k]);
+	gl_apijson_csv_header(o, csv_cols);
+	page_of(db, p, &pg);
+	for (size_t i = 0; i < pg.n; i++) {
+		const struct gl_runs_run *r = &db->runs.runs[pg.idx[i]];
+		const struct gl_runs_job *j = &db->jobs[r->first];
+		const char *v[] = {r->id, r->key, r->kind, j->cluster, j->user_name, j->account, j->namespace_, j->name};
+		for (size_t k = 0; k < GL_ARRAY_LEN(v); k++)
+			gl_csv_field(o, v[k] ? v[k] : "");
+		gl_apijson_csv_time(o, r->first_submit_s);
+		gl_apijson_csv_time(o, r->last_end_s);
+		gl_csv_field(o, r->state);
+		csv_figures(o, r, minor);
+	}
+	if (pg.next >= 0) {
+		snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)pg.next);
+		gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
+	}
+	free(pg.idx);
+}
+
+static void render_csv(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, int minor)
+{
+	struct gl_strbuf *o = &resp->body;
 	if (p->agg < 0) {
-		for (size_t k = 0; run_head[k]; k++)
-			gl_csv_field(o, run_head[k]);
-		gl_apijson_csv_header(o, csv_cols);
-		for (size_t i = 0; i < db->runs.n; i++) {
-			const struct gl_runs_run *r = &db->runs.runs[i];
-			const struct gl_runs_job *j = &db->jobs[r->first];
-			const char *v[] = {r->id, r->key, r->kind, j->cluster, j->user_name, j->account, j->namespace_, j->name};
-			if (!state_matches(r, p->state))
-				continue;
-			for (size_t k = 0; k < GL_ARRAY_LEN(v); k++)
-				gl_csv_field(o, v[k] ? v[k] : "");
-			gl_apijson_csv_time(o, r->first_submit_s);
-			gl_apijson_csv_time(o, r->last_end_s);
-			gl_csv_field(o, r->state);
-			csv_figures(o, r, minor);
-		}
+		csv_runs(resp, p, db, minor);
 	} else {
 		struct gl_runs_run *g;
 		const char **names;
@@ -268,7 +345,7 @@ static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_para
 {
 	static const char *const agg_cols[] = {"user_name", "account", "cluster", "partition", "namespace_", "kind"};
 	struct gl_rundb_query q = {p->window.start_s, p->window.end_s, req->now_s, NULL, 0, NULL, 0,
-				   p->agg < 0 ? NULL : agg_cols[p->agg], p->state};
+				   p->agg < 0 ? NULL : agg_cols[p->agg], p->state, p->cursor, (size_t)p->limit};
 	struct gl_runs_rule *rules;
 	struct gl_err err = {0};
 	struct gl_store *st;
@@ -281,11 +358,6 @@ static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_para
 	if ((rc = gl_req_store(req, &st, &err)) || (!members && (rc = gl_rundb_month(st, &q, db, &hit, &err))) ||
 	    (!hit && (rc = gl_rundb_runs(st, &q, db, &err))))
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "runs failed");
-	else if (req->cfg->http_max_answer_lines > 0 && db->runs.n > (size_t)req->cfg->http_max_answer_lines && p->agg < 0)
-		rc = gl_resp_error(resp, GL_EINVAL, "window",
-				   "%zu runs in the window, more than server.max_answer_lines (%lld): ask for a shorter "
-				   "window or an aggregate",
-				   db->runs.n, (long long)req->cfg->http_max_answer_lines);
 	free(rules);
 	return rc;
 }
@@ -307,26 +379,26 @@ out:
 	return rc;
 }
 
-static cJSON *job_json(const struct gl_runs_job *j, int minor)
+static void w_job(struct gl_jsonw *w, const struct gl_runs_job *j, int minor)
 {
-	cJSON *o = cJSON_CreateObject();
-	gl_apijson_add_str(o, "cluster", j->cluster);
-	gl_apijson_add_str(o, "job_id", j->job_id);
-	gl_apijson_add_str(o, "name", j->name);
-	gl_apijson_add_str(o, "user", j->user_name);
-	gl_apijson_add_str(o, "account", j->account);
-	gl_apijson_add_str(o, "namespace", j->namespace_);
-	gl_apijson_add_str(o, "state", j->state);
-	cJSON_AddBoolToObject(o, "failed_attempt", gl_runs_attempt_failed(j->state));
-	gl_apijson_add_time(o, "submit", j->submit_s);
-	gl_apijson_add_time(o, "start", j->start_s);
-	gl_apijson_add_time(o, "end", j->end_s);
-	gl_apijson_add_int(o, "queue_seconds", j->queue_wait_s, j->queue_wait_s < 0);
-	cJSON_AddNumberToObject(o, "gpu_seconds", (double)j->gpu_s);
-	cJSON_AddNumberToObject(o, "unobserved_gpu_seconds", (double)j->unobserved_s);
-	add_money(o, "cost", j->cost_micros, minor);
-	gl_apijson_add_f8(o, "idle_in_allocation_gpu_seconds", j->idle_s, j->observed_s <= 0);
-	return o;
+	gl_jsonw_object(w, NULL);
+	gl_jsonw_str(w, "cluster", j->cluster);
+	gl_jsonw_str(w, "job_id", j->job_id);
+	gl_jsonw_str(w, "name", j->name);
+	gl_jsonw_str(w, "user", j->user_name);
+	gl_jsonw_str(w, "account", j->account);
+	gl_jsonw_str(w, "namespace", j->namespace_);
+	gl_jsonw_str(w, "state", j->state);
+	gl_jsonw_bool(w, "failed_attempt", gl_runs_attempt_failed(j->state));
+	gl_jsonw_time(w, "submit", j->submit_s);
+	gl_jsonw_time(w, "start", j->start_s);
+	gl_jsonw_time(w, "end", j->end_s);
+	gl_apijson_w_int(w, "queue_seconds", j->queue_wait_s, j->queue_wait_s < 0);
+	gl_jsonw_i64(w, "gpu_seconds", j->gpu_s);
+	gl_jsonw_i64(w, "unobserved_gpu_seconds", j->unobserved_s);
+	gl_apijson_w_money(w, "cost", j->cost_micros, minor);
+	gl_apijson_w_f8(w, "idle_in_allocation_gpu_seconds", j->idle_s, j->observed_s <= 0);
+	gl_jsonw_end(w);
 }
 
 int gl_route_run(struct gl_req *req, struct gl_resp *resp)
@@ -372,14 +444,19 @@ int gl_route_run(struct gl_req *req, struct gl_resp *resp)
 		}
 		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("run.csv"));
 	} else {
-		cJSON *root = run_json(r, &db, minor), *jobs;
-		gl_apijson_add_window(root, "window", &p.window);
-		cJSON_AddStringToObject(root, "currency", req->cfg->currency);
-		jobs = cJSON_AddArrayToObject(root, "members");
+		struct gl_jsonw w;
+		gl_jsonw_init(&w, &resp->body);
+		gl_jsonw_object(&w, NULL);
+		w_run(&w, r, &db, minor);
+		gl_apijson_w_window(&w, "window", &p.window);
+		gl_jsonw_str(&w, "currency", req->cfg->currency);
+		gl_jsonw_array(&w, "members");
 		for (size_t i = 0; i < r->n_members; i++)
-			cJSON_AddItemToArray(jobs, job_json(&db.jobs[r->members[i]], minor));
-		gl_apijson_put(resp, root);
-		cJSON_Delete(root);
+			w_job(&w, &db.jobs[r->members[i]], minor);
+		gl_jsonw_end(&w);
+		gl_jsonw_end(&w);
+		gl_strbuf_putc(&resp->body, '\n');
+		resp->content_type = "application/json";
 	}
 out:
 	gl_rundb_fini(&db);

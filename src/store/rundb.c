@@ -199,6 +199,7 @@ void gl_rundb_fini(struct gl_rundb *r)
 	free(r->text);
 	free(r->label_store);
 	free(r->n_runs);
+	free(r->ord);
 	memset(r, 0, sizeof *r);
 }
 
@@ -286,7 +287,7 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 		       const struct gl_runs_rule *rules, size_t n_rules, const char *sig, int64_t now_s, int *built,
 		       struct gl_err *err)
 {
-	struct gl_rundb_query q = {a, b, now_s, rules, n_rules, NULL, 0, NULL, NULL};
+	struct gl_rundb_query q = {a, b, now_s, rules, n_rules, NULL, 0, NULL, NULL, -1, 0};
 	struct gl_strbuf rows = GL_STRBUF_INIT;
 	struct gl_rundb db = {0};
 	struct marks m = {0};
@@ -368,7 +369,7 @@ struct month_row {
 	struct gl_runs_job j;
 	struct gl_runs_run r;
 	char *key;
-	int64_t n_runs;
+	int64_t n_runs, ord;
 };
 
 #define J(m) {#m, GL_PGROW_STR, offsetof(struct month_row, j) + offsetof(struct gl_runs_job, m), GL_PGROW_NO_NULL}
@@ -380,6 +381,7 @@ static const struct gl_pgrow_field month_fields[] = {
 	R(I64, cost_micros), R(I64, failed_cost_micros), R(I64, failed_gpu_s), R(I64, unpriced_s), R(I64, unobserved_s),
 	R(I64, queue_s), R(F64, busy_s), R(F64, idle_s), R(F64, observed_s),
 	{"n_runs", GL_PGROW_I64, offsetof(struct month_row, n_runs), GL_PGROW_NO_NULL},
+	{"ord", GL_PGROW_I64, offsetof(struct month_row, ord), GL_PGROW_NO_NULL},
 };
 #undef J
 #undef R
@@ -398,9 +400,10 @@ static int month_query(struct gl_strbuf *sql, const char *group_by, int ordered)
 				    " AND ($2::text IS NULL OR upper(split_part(state, ' ', 1)) = upper($2))";
 	size_t g = 0;
 	if (!group_by) {
+		/* a page read by the key (month, ord): the runs before it are never read */
 		gl_strbuf_puts(sql, "SELECT *, 1 AS n_runs");
 		gl_strbuf_puts(sql, where);
-		gl_strbuf_puts(sql, " ORDER BY ord");
+		gl_strbuf_puts(sql, " AND ord > $3::bigint ORDER BY ord LIMIT $4::bigint");
 		return 0;
 	}
 	while (g < GL_ARRAY_LEN(cols) && strcmp(cols[g], group_by))
@@ -415,7 +418,7 @@ static int month_query(struct gl_strbuf *sql, const char *group_by, int ordered)
 		else /* kind is never NULL */
 			gl_strbuf_printf(sql, ", %s AS %s", i == 5 ? "''" : "NULL::text", cols[i]);
 	}
-	gl_strbuf_puts(sql, ", NULL::text AS name");
+	gl_strbuf_puts(sql, ", NULL::text AS name, NULL::bigint AS ord");
 	for (size_t i = 0; i < GL_ARRAY_LEN(sums); i++)
 		gl_strbuf_printf(sql, ", sum(%s)::bigint AS %s", sums[i], sums[i]);
 	for (size_t i = 0; i < 3; i++) {
@@ -446,7 +449,7 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 	struct gl_strbuf sql = GL_STRBUF_INIT;
 	struct month_row *rows;
 	PGresult *res = NULL;
-	char month[16], sig[17];
+	char month[16], sig[17], after[24], lim[24];
 	size_t n = 0;
 	int rc, observed;
 
@@ -467,13 +470,22 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 	PQclear(res);
 	if (!*hit)
 		return 0;
+	snprintf(after, sizeof after, "%lld", (long long)q->after_ord);
+	/* one run past the page says whether there is a next one */
+	snprintf(lim, sizeof lim, "%lld", q->limit ? (long long)q->limit + 1 : (long long)INT64_MAX);
 	if ((rc = month_query(&sql, q->group_by, observed)) ||
-	    (rc = gl_pgrow_query(c, gl_strbuf_cstr(&sql), 2, (const char *[]){month, q->state}, month_fields,
-				 GL_ARRAY_LEN(month_fields), sizeof *rows, &out->rows, &n, &out->text, err)))
+	    (rc = gl_pgrow_query(c, gl_strbuf_cstr(&sql), q->group_by ? 2 : 4, (const char *[]){month, q->state, after, lim},
+				 month_fields, GL_ARRAY_LEN(month_fields), sizeof *rows, &out->rows, &n, &out->text, err)))
 		goto out;
 	rows = out->rows;
 	if (q->group_by)
 		out->n_runs = gl_xcalloc(n + 1, sizeof *out->n_runs);
+	else
+		out->ord = gl_xcalloc(n + 1, sizeof *out->ord);
+	if (q->limit && n > q->limit) {
+		out->more = 1;
+		n = q->limit;
+	}
 	out->n_jobs = n;
 	out->jobs = gl_xcalloc(n + 1, sizeof *out->jobs);
 	out->runs.runs = gl_xcalloc(n + 1, sizeof *out->runs.runs);
@@ -488,6 +500,8 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 		gl_runs_run_id(r->key, r->id);
 		if (out->n_runs)
 			out->n_runs[i] = rows[i].n_runs;
+		else
+			out->ord[i] = rows[i].ord;
 	}
 out:
 	gl_strbuf_fini(&sql);

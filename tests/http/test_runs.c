@@ -322,7 +322,9 @@ static void test_bad_params(void **state)
 	want_400("/v1/runs?state=", "state");
 	want_400("/v1/runs?window=2026-13-01T00:00:00Z,2026-11-23T00:00:00Z", "window");
 	want_400("/v1/runs?format=xml", "format");
-	want_400("/v1/runs?limit=3", "limit");
+	want_400("/v1/runs?offset=3", "offset");
+	/* a run's members are one page */
+	want_400("/v1/runs/0000000000000000?limit=3", "limit");
 	want_400("/v1/runs/0000000000000000?state=FAILED", "state");
 }
 

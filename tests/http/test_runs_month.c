@@ -37,7 +37,8 @@ static const char config_b[] = RATES;
 /* kind: every run in one group, of both states (a user or account has
  * one run here) */
 static const char *const paths[] = {MONTH, MONTH "&aggregate=user", MONTH "&format=csv",
-				    MONTH "&aggregate=kind&state=completed"};
+				    MONTH "&aggregate=kind&state=completed", MONTH "&limit=7&cursor=13",
+				    MONTH "&state=failed&limit=3&cursor=20", MONTH "&format=csv&limit=9&cursor=50"};
 #define N_PATHS (sizeof paths / sizeof *paths)
 
 static char g_dsn[512], g_cfg[600], g_scoped[64];
@@ -141,6 +142,124 @@ static void test_live_first(void **state)
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month_built"), 0);
 }
 
+/* Each run of the answer's list printed on a line of *all. */
+static void append_runs(char **all, const cJSON *j)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "runs"))
+	{
+		char *one = cJSON_PrintUnformatted(it);
+		size_t len = strlen(*all);
+		*all = realloc(*all, len + strlen(one) + 2);
+		sprintf(*all + len, "%s\n", one);
+		cJSON_free(one);
+	}
+}
+
+/* The run list's items, each printed, concatenated over pages of limit
+ * (from path, which has a query); checks each page's bound and cursor. */
+static char *walk_pages(const char *path, int limit, int *pages)
+{
+	char *all = strdup(""), url[300];
+	long long cursor = -1;
+	*pages = 0;
+	do {
+		cJSON *j, *runs, *next;
+		if (cursor < 0)
+			snprintf(url, sizeof url, "%s&limit=%d", path, limit);
+		else
+			snprintf(url, sizeof url, "%s&limit=%d&cursor=%lld", path, limit, cursor);
+		j = gl_test_get_json(g_a.port, url, 200);
+		runs = cJSON_GetObjectItem(j, "runs");
+		next = cJSON_GetObjectItem(j, "next_cursor");
+		assert_true(cJSON_GetArraySize(runs) <= limit);
+		assert_int_equal(gl_test_jnum(j, "count"), cJSON_GetArraySize(runs));
+		append_runs(&all, j);
+		if (cJSON_IsNull(next)) {
+			cursor = -1;
+		} else {
+			/* a full page, and the cursor moves on */
+			assert_int_equal(cJSON_GetArraySize(runs), limit);
+			assert_true((long long)next->valuedouble > cursor);
+			cursor = (long long)next->valuedouble;
+		}
+		cJSON_Delete(j);
+		++*pages;
+		assert_true(*pages < 1000);
+	} while (cursor >= 0);
+	return all;
+}
+
+/* The list paged: every run once, in the list's order, the last page's
+ * next_cursor null, a cursor past the end an empty last page; the same
+ * for a state filter. */
+static void pages_are_the_list(void)
+{
+	static const char *const lists[] = {MONTH, MONTH "&state=failed"};
+	for (size_t l = 0; l < sizeof lists / sizeof *lists; l++) {
+		char url[200];
+		int pages;
+		char *whole, *paged;
+		snprintf(url, sizeof url, "%s&limit=1000", lists[l]);
+		cJSON *j = gl_test_get_json(g_a.port, url, 200);
+		whole = strdup("");
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "next_cursor")));
+		append_runs(&whole, j);
+		cJSON_Delete(j);
+		paged = walk_pages(lists[l], 7, &pages);
+		assert_true(pages > 1);
+		if (strcmp(whole, paged))
+			fail_msg("%s: pages of 7 differ from the list:\n%.600s\n%.600s", lists[l], paged, whole);
+		free(paged);
+		free(whole);
+	}
+	{
+		cJSON *j = gl_test_get_json(g_a.port, MONTH "&cursor=100000", 200);
+		assert_int_equal(gl_test_jnum(j, "count"), 0);
+		assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "next_cursor")));
+		cJSON_Delete(j);
+	}
+}
+
+/* CSV's next cursor is a header, absent on the last page. */
+static void csv_cursor(void)
+{
+	struct gl_test_http r;
+	assert_int_equal(gl_test_http(g_a.port, "GET", MONTH "&format=csv&limit=9&cursor=50", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strcasestr(r.headers, "X-Next-Cursor: 59\r\n"));
+	gl_test_http_fini(&r);
+	assert_int_equal(gl_test_http(g_a.port, "GET", MONTH "&format=csv&limit=9&cursor=95", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_null(strcasestr(r.headers, "X-Next-Cursor"));
+	gl_test_http_fini(&r);
+}
+
+static void test_live_pages(void **state)
+{
+	pages_are_the_list();
+	csv_cursor();
+}
+
+/* A bad page is 400 naming the parameter; an aggregate is not paged. */
+static void test_bad_page(void **state)
+{
+	static const struct {
+		const char *q, *param;
+	} bad[] = {{"&limit=0", "limit"},	  {"&limit=x", "limit"},	   {"&limit=250001", "limit"},
+		   {"&cursor=-1", "cursor"},	  {"&cursor=1x", "cursor"},	   {"&aggregate=user&limit=5", "limit"},
+		   {"&aggregate=user&cursor=5", "cursor"}};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char url[200];
+		cJSON *j, *e;
+		snprintf(url, sizeof url, MONTH "%s", bad[i].q);
+		j = gl_test_get_json(g_a.port, url, 400);
+		e = cJSON_GetObjectItem(j, "error");
+		assert_string_equal(cJSON_GetObjectItem(e, "param")->valuestring, bad[i].param);
+		cJSON_Delete(j);
+	}
+}
+
 /* The rollup builds October's runs; the answers are the live ones. */
 static void test_built_equals_live(void **state)
 {
@@ -167,6 +286,9 @@ static void test_built_equals_live(void **state)
 	assert_true(served_built(g_a.port));
 	tamper(-7);
 	assert_false(served_built(g_a.port));
+	/* the built month's pages, as the live ones */
+	pages_are_the_list();
+	csv_cursor();
 }
 
 /* A scoped token's runs are its jobs' lines of their own window: live. */
@@ -176,7 +298,7 @@ static void test_scoped_reads_jobs(void **state)
 	tamper(7);
 	b = body(g_a.port, MONTH, g_scoped);
 	/* acct7's jobs are 7, 207: runs train-7 (u7) alone */
-	assert_non_null(strstr(b, "\"count\":1}"));
+	assert_non_null(strstr(b, "\"count\":1,\"next_cursor\":null}"));
 	assert_null(strstr(b, "train-8\""));
 	free(b);
 	tamper(-7);
@@ -287,14 +409,45 @@ static void test_daemon_builds_runs(void **state)
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE month = '2026-10-01'"), 102);
 }
 
+/* A job moved out of October counts in October (its old row's month), as
+ * one moved in counts in the month it enters: October's runs go live. */
+static void test_job_moved_out(void **state)
+{
+	free(g_live[0]);
+	g_live[0] = body(g_a.port, MONTH, NULL);
+	tamper(7);
+	assert_true(first_run_tampered(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET submit_at = '2026-12-10', start_at = '2026-12-10',"
+					      " end_at = '2026-12-11' WHERE job_id = '9'") >= 0);
+	assert_false(first_run_tampered(g_a.port));
+	tamper(-7);
+}
+
+/* A central (a database with shards) never builds a month's runs, even
+ * one whose days it holds as built: its jobs are its shards'. */
+static void test_central_builds_no_runs(void **state)
+{
+	struct gl_test_out o;
+	assert_true(gl_test_exec_owner(g_dsn, "INSERT INTO shards (shard_id, name, server_name) VALUES (1, 's1', 's1')") >= 0);
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET name = 'solo3' WHERE job_id = '125'") >= 0);
+	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
+		fail_msg("rollup: exit %d: %s", o.status, o.err);
+	assert_non_null(strstr(o.out, "0 months of runs"));
+	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM runs_month WHERE name = 'solo3'"), 0);
+	assert_true(gl_test_exec_owner(g_dsn, "DELETE FROM shards") >= 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_live_first),	     cmocka_unit_test(test_built_equals_live),
+		cmocka_unit_test(test_live_first),	     cmocka_unit_test(test_live_pages),
+		cmocka_unit_test(test_bad_page),	     cmocka_unit_test(test_built_equals_live),
 		cmocka_unit_test(test_scoped_reads_jobs),   cmocka_unit_test(test_detail_reads_jobs),
 		cmocka_unit_test(test_other_rules_read_jobs), cmocka_unit_test(test_days_changed_read_jobs),
 		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
-		cmocka_unit_test(test_daemon_builds_runs),
+		cmocka_unit_test(test_daemon_builds_runs),  cmocka_unit_test(test_job_moved_out),
+		cmocka_unit_test(test_central_builds_no_runs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
