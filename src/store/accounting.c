@@ -464,48 +464,66 @@ static void put_own_cte(struct gl_strbuf *sql, const char *src)
 
 /* The whole-window read (live_whole): a cold request's one live piece,
  * [$1[1], $2[1]), whose jobs are summed per owner-attribute set before any
- * per-set work. The jobs' scan reads no CTE (the window's bounds are
- * constants, the owner rules' segments and the rates' bounds joined
- * subqueries of tables): a CTE scan is parallel-restricted, and one would
- * keep that scan in the leader if the statement's functions were marked
- * parallel safe (docs/scale.md, "A cold window"). */
+ * per-set work, in PostgreSQL's parallel workers (Partial HashAggregate
+ * under a Gather). Nothing the jobs' scan reads may keep it in the leader:
+ * no CTE (parallel-restricted), no subquery of a table joined to it (a
+ * join to the rules' or rates' bounds aggregated in a FROM subquery is
+ * never parallel): the window's bounds are constants, the owner rules'
+ * segments (WHOLE_ZS) and the rates' bounds (WHOLE_ZR) scalar subqueries,
+ * which the leader computes once and passes to the workers (docs/scale.md,
+ * "A cold window"). */
 #define WHOLE_A "to_timestamp(($1::bigint[])[1])"
 #define WHOLE_B "to_timestamp(($2::bigint[])[1])"
-/* the owner rules' segments (zs.ts, as segs) and every rate's bounds, of
- * any model (zr.rb): a job's piece with none of these inside lies in one
- * period of each rate; a piece cut by one is priced per period */
+/* the owner rules' segments (as segs) and every rate's bounds, of any
+ * model: a job's piece with none of these inside lies in one period of
+ * each rate; a piece cut by one is priced per period */
 #define WHOLE_RB                                                                                          \
 	"(SELECT array_agg(t ORDER BY t) AS rb FROM (SELECT valid_from AS t FROM rates"                     \
 	" UNION SELECT valid_to FROM rates UNION SELECT '-infinity'::timestamptz) x)"
-#define WHOLE_Z                                                                                           \
-	" CROSS JOIN (SELECT array_agg(t ORDER BY t) AS ts FROM (SELECT valid_from AS t FROM owners"        \
+#define WHOLE_ZR                                                                                          \
+	"(SELECT array_agg(t ORDER BY t) FROM (SELECT valid_from AS t FROM rates"                           \
+	" UNION SELECT valid_to FROM rates UNION SELECT '-infinity'::timestamptz) x)"
+#define WHOLE_ZS                                                                                          \
+	"(SELECT array_agg(t ORDER BY t) FROM (SELECT valid_from AS t FROM owners"                          \
 	"  UNION SELECT valid_to FROM owners UNION SELECT valid_from FROM workload_rules"                   \
-	"  UNION SELECT valid_to FROM workload_rules UNION SELECT '-infinity'::timestamptz) x) zs"          \
-	" CROSS JOIN " WHOLE_RB " zr"                                                                       \
+	"  UNION SELECT valid_to FROM workload_rules UNION SELECT '-infinity'::timestamptz) x)"
+/* y.key, a job's part of its group: its owner segment and rate bucket,
+ * or, for a piece a rate bound cuts, the job itself. It comes out of a
+ * function in FROM (x + 0) only for the planner: its estimate of
+ * the groups takes the jobs' own columns (segment and bucket from
+ * start_at, the job from job_pk) for one group a job, and then sends
+ * every job to the leader instead of summing in the workers; a
+ * function's column it takes for one value a job (the owner columns'
+ * sets are then the jobs' extended statistics, sql/132) */
+#define WHOLE_Z                                                                                           \
 	" CROSS JOIN LATERAL (SELECT greatest(jb.start_at, " WHOLE_A ") AS p0,"                            \
 	"  least(" JB_FIRM_STOP ", " WHOLE_B ") AS p1) v"                                                      \
-	" CROSS JOIN LATERAL (SELECT width_bucket(v.p0, zr.rb) AS k) w"                                     \
-	" CROSS JOIN LATERAL (SELECT w.k < cardinality(zr.rb) AND v.p1 > zr.rb[w.k + 1] AS cut) x"
+	" CROSS JOIN LATERAL (SELECT width_bucket(v.p0, " WHOLE_ZR ") AS k) w"                              \
+	" CROSS JOIN LATERAL (SELECT w.k < cardinality(" WHOLE_ZR ") AND v.p1 > (" WHOLE_ZR ")[w.k + 1] AS cut) x" \
+	" CROSS JOIN LATERAL int8pl(CASE WHEN x.cut THEN -jb.job_pk"                                        \
+	"  ELSE width_bucket(jb.start_at, " WHOLE_ZS ")::bigint * 4294967296 + w.k END, 0) y(key)"
 #define WHOLE_SEC "greatest(extract(epoch FROM v.p1 - v.p0)::bigint, 0)"
 
-/* One branch of kg: the jobs of from (as jb) summed per set and bucket,
- * with the given endpoints, their sums and a cut job's GPUs times sign. */
+/* One branch of kg: the jobs of from (as jb) summed per set and y.key,
+ * with the given endpoints, their sums and a cut job's GPUs times sign.
+ * The segment and a cut job's values are one per group (y.key holds
+ * them): min() only names them. */
 static void put_whole_kg(struct gl_strbuf *sql, const char *from, const char *endpoints, const char *sign)
 {
 	gl_strbuf_printf(sql,
 	" SELECT jb.cluster_id, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace, jb.wckey,"
 	"  jb.tags -> 'labels' AS labels, " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
-	"  zs.ts[width_bucket(jb.start_at, zs.ts)] AS seg, %s AS endpoints,"
+	"  min((" WHOLE_ZS ")[width_bucket(jb.start_at, " WHOLE_ZS ")]) AS seg, %s AS endpoints,"
 	"  " GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb") " AS raw_model,"
-	"  CASE WHEN x.cut THEN jb.job_pk END AS xj, CASE WHEN x.cut THEN %s" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " END AS xg,"
-	"  CASE WHEN x.cut THEN v.p0 END AS xp0, CASE WHEN x.cut THEN v.p1 END AS xp1,"
-	"  CASE WHEN NOT x.cut THEN w.k END AS k,"
+	"  min(CASE WHEN x.cut THEN %s" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " END) AS xg,"
+	"  min(CASE WHEN x.cut THEN v.p0 END) AS xp0, min(CASE WHEN x.cut THEN v.p1 END) AS xp1,"
+	"  CASE WHEN y.key > 0 THEN (y.key %% 4294967296)::integer END AS k,"
 	"  %ssum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") AS m,"
 	"  %ssum(" GL_ACCOUNTING_JOB_HELD_SQL("jb") " * " WHOLE_SEC ") AS held"
 	" FROM %s" GL_ACCOUNTING_JOB_SEEN_JOIN_SQL("jb", "jst") WHOLE_Z
 	" WHERE jb.gpu_milli > 0 AND jb.start_at < " WHOLE_B " AND jb.start_at < to_timestamp($3)"
 	"  AND (jb.end_at > " WHOLE_A " OR (jb.end_at IS NULL AND " JB_FIRM_STOP " > " WHOLE_A "))"
-	" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17",
+	" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, y.key",
 	endpoints, sign, sign, sign, from);
 }
 

@@ -5,8 +5,11 @@
  * the window's edges, an open job, and jobs serving an endpoint (moved to
  * their endpoints' sets after the sums) under a workload type rule on the
  * endpoint. A stepped request (each day a live step of its own, read job
- * by job) gives the same GPU-seconds per team, step by step summed. Real
- * PostgreSQL, the real binary over HTTP; the rollup is `gpuledger rollup`. */
+ * by job) gives the same GPU-seconds per team, step by step summed. And
+ * the schema the read needs to run in parallel workers (sql/132): a check
+ * of the catalogs, not of a plan (its plan and time are measured on 10 M
+ * jobs, docs/bench.md). Real PostgreSQL, the real binary over HTTP; the
+ * rollup is `gpuledger rollup`. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,11 +178,41 @@ static void test_whole_equals_built(void **state)
 	}
 }
 
+/* Every function the whole read's statement calls (the owner rules'
+ * inlined too) is PARALLEL SAFE, or RESTRICTED where it may read a foreign
+ * partition: one UNSAFE call forbids a parallel plan for the whole
+ * statement. The owner columns' sets have ndistinct statistics: without
+ * them the planner takes the sums in the workers for no gain. */
+static void test_parallel_schema(void **state)
+{
+	(void)state;
+	assert_int_equal(gl_test_qint_dsn(g_dsn,
+					  "SELECT count(*) FROM (VALUES"
+					  " ('gl_job_run_kind(text, jsonb, bigint, bigint)', 's'),"
+					  " ('gl_rule_value(text, text, text, text, text, text, text, jsonb)', 's'),"
+					  " ('gl_owner(text, text, text, text, text, text, text, jsonb, timestamptz)', 's'),"
+					  " ('gl_workload_type(text, text, text, text, text, text, text, jsonb, text[], timestamptz)', 's'),"
+					  " ('gl_steps_starts(bigint[])', 's'), ('gl_steps_ends(bigint[], bigint[])', 's'),"
+					  " ('gl_gpu_model(text)', 's'), ('gl_rates_of(text)', 's'), ('gl_attribution_rank(text)', 's'),"
+					  " ('gl_job_usage_steps(timestamptz[], timestamptz[])', 'r'),"
+					  " ('gl_job_usage(timestamptz, timestamptz)', 'r')) v(sig, want)"
+					  " WHERE (SELECT p.proparallel::text FROM pg_proc p WHERE p.oid = to_regprocedure(v.sig))"
+					  "  IS NOT DISTINCT FROM v.want"),
+			 11);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(DISTINCT k.n) FROM pg_statistic_ext s CROSS JOIN LATERAL unnest(s.stxkeys) k(n)"
+						 " JOIN pg_attribute a ON a.attrelid = s.stxrelid AND a.attnum = k.n"
+						 " WHERE s.stxrelid = 'jobs'::regclass AND 'd' = ANY(s.stxkind) AND a.attname IN"
+						 " ('cluster_id', 'user_name', 'account', 'partition', 'qos', 'namespace', 'wckey',"
+						 "  'gpu_type', 'tags', 'array_job_id', 'het_job_id', 'node_gpu_model')"),
+			 12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_whole_equals_steps),
 		cmocka_unit_test(test_whole_equals_built),
+		cmocka_unit_test(test_parallel_schema),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
