@@ -2984,6 +2984,42 @@ int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_e
  * ingest writers, for its whole build. */
 #define BUILD_BATCH_DAYS 8
 
+/* The days to build: the past days some GPU job touched (a job touches the
+ * days from its start's to its end's, or yesterday's while it runs: an
+ * empty day reads nothing live either) that are not built, the most recent
+ * first, as people look at those. The daemon asks every minute, mostly
+ * with nothing stale, so the cost follows the days not built (normally a
+ * handful, plus the empty ones), not the jobs: each such day is three index
+ * probes, a job started on it, an open job started before it, or a finished
+ * job started before it and ending on or after it, found by its start
+ * within the longest finished job's span (job_span_max, as the build finds
+ * them; a day widens it for the session's time zone). */
+int gl_accounting_stale_days(PGconn *c, int64_t now_s, int max_days, PGresult **res, struct gl_err *err)
+{
+	char now[24], lim[16];
+
+	snprintf(now, sizeof now, "%lld", (long long)now_s);
+	snprintf(lim, sizeof lim, "%d", max_days);
+	return gl_db_query(
+		c,
+		"WITH y AS (SELECT (to_timestamp($1) AT TIME ZONE 'UTC')::date AS today),"
+		" cand AS MATERIALIZED (SELECT g::date AS d FROM y,"
+		"  generate_series((SELECT min(start_at) FROM jobs WHERE gpu_milli > 0)::date::timestamp,"
+		"   y.today::timestamp - interval '1 day', interval '1 day') g"
+		"  WHERE NOT EXISTS (SELECT 1 FROM usage_daily_built b WHERE b.day = g::date))"
+		" SELECT extract(epoch FROM cand.d::timestamp)::bigint FROM cand"
+		" WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.gpu_milli > 0 AND j.start_at >= cand.d::timestamp"
+		"   AND j.start_at < cand.d::timestamp + interval '1 day'"
+		"   AND (j.end_at IS NULL OR j.end_at >= cand.d::timestamp))"
+		"  OR EXISTS (SELECT 1 FROM jobs j WHERE j.gpu_milli > 0 AND j.end_at IS NULL"
+		"   AND j.start_at < cand.d::timestamp)"
+		"  OR EXISTS (SELECT 1 FROM jobs j WHERE j.gpu_milli > 0 AND j.end_at >= cand.d::timestamp"
+		"   AND j.start_at < cand.d::timestamp AND j.start_at >= coalesce(cand.d::timestamp"
+		"    - (SELECT max(span) FROM job_span_max) - interval '1 day', '-infinity'))"
+		" ORDER BY cand.d DESC LIMIT $2",
+		2, (const char *[]){now, lim}, res, err);
+}
+
 int gl_accounting_build_stale(struct gl_store *st, const struct gl_config *helper_cfg, int64_t now_s, int max_days,
 			      int *built, int *helped, struct gl_err *err)
 {
@@ -2991,31 +3027,12 @@ int gl_accounting_build_stale(struct gl_store *st, const struct gl_config *helpe
 	struct gl_store *helper = NULL;
 	int batch;
 	PGresult *r = NULL;
-	char now[24], lim[16];
 	int rc;
 
 	*built = 0;
 	if (helped)
 		*helped = 0;
-	snprintf(now, sizeof now, "%lld", (long long)now_s);
-	snprintf(lim, sizeof lim, "%d", max_days);
-	/* the most recent stale days first: they are the ones people look at */
-	/* only days some GPU job touched: an empty day reads nothing live
-	 * either. The jobs starting on one day touch that day up to the
-	 * latest last day among them: one interval a start day, not a row per
-	 * job and day (a row per job and day took 0.73 s at 300,000 jobs,
-	 * each rollup run) */
-	if ((rc = gl_db_query(c,
-			      "WITH y AS (SELECT (to_timestamp($1) AT TIME ZONE 'UTC')::date AS today),"
-			      " iv AS (SELECT j.start_at::date AS s,"
-			      "  max(least(coalesce(j.end_at, to_timestamp($1)), y.today::timestamp - interval '1 second')::date) AS e"
-			      "  FROM jobs j, y WHERE j.gpu_milli > 0 AND j.start_at < y.today::timestamp GROUP BY 1),"
-			      " days AS (SELECT DISTINCT g::date AS d FROM iv,"
-			      "  generate_series(iv.s::timestamp, iv.e::timestamp, interval '1 day') g)"
-			      " SELECT extract(epoch FROM d::timestamp)::bigint FROM days"
-			      " WHERE NOT EXISTS (SELECT 1 FROM usage_daily_built b WHERE b.day = days.d)"
-			      " ORDER BY d DESC LIMIT $2",
-			      2, (const char *[]){now, lim}, &r, err)))
+	if ((rc = gl_accounting_stale_days(c, now_s, max_days, &r, err)))
 		goto out;
 	/* a second connection (a backend) only for days to share: the daemon
 	 * runs this every minute, mostly with nothing stale */

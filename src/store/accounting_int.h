@@ -39,6 +39,12 @@ int gl_accounting_capacity_days(PGconn *c, int64_t start_s, int64_t end_s, int64
 int gl_accounting_built_hours(PGconn *c, const struct gl_window *steps, size_t n_steps, int64_t now_s, unsigned char *built,
 			      size_t *n_built, struct gl_err *err) GL_MUSTCHECK;
 
+/* The stale days gl_accounting_build_stale builds: the past UTC days some
+ * GPU job touched and usage_daily_built lacks, at most max_days, the most
+ * recent first, one column (the day's epoch seconds). *res: the caller's
+ * (PQclear), NULL on failure. */
+int gl_accounting_stale_days(PGconn *c, int64_t now_s, int max_days, PGresult **res, struct gl_err *err) GL_MUSTCHECK;
+
 int gl_accounting_build_day(PGconn *c, int64_t day_s, int64_t now_s, struct gl_err *err) GL_MUSTCHECK;
 /* The same for n whole past days (day_s ascending, caller's array) in one
  * pass over the jobs; the figures are those of gl_accounting_build_day day

@@ -438,6 +438,45 @@ static void test_central_builds_no_runs(void **state)
 	assert_true(gl_test_exec_owner(g_dsn, "DELETE FROM shards") >= 0);
 }
 
+/* The days' built marks as they were at the last rollup: a change to a
+ * job unbuilds its days too (and a pending one the days it waited), which
+ * alone sends the month to the jobs; put back, the jobs' mark alone can. */
+static void days_as_built(void)
+{
+	assert_true(gl_test_exec_owner(g_dsn,
+				       "INSERT INTO usage_daily_built SELECT * FROM runs_days_kept"
+				       " ON CONFLICT DO NOTHING") >= 0);
+}
+
+/* A job inserted into the month, and one deleted from it, make the answer
+ * the live one until the next rollup: both triggers mark the job's months
+ * (one function, sql/134). */
+static void test_insert_delete_read_jobs(void **state)
+{
+	rollup();
+	free(g_live[0]);
+	g_live[0] = body(g_a.port, MONTH, NULL);
+	assert_true(gl_test_exec_owner(g_dsn, "CREATE TABLE runs_days_kept AS SELECT * FROM usage_daily_built") >= 0);
+	tamper(7);
+	assert_true(first_run_tampered(g_a.port));
+	assert_true(gl_test_exec_owner(
+			    g_dsn,
+			    "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, state, submit_at,"
+			    " start_at, end_at, gpu_micro) SELECT cluster_id, 'db:oct', 'oct', 'u1', 'COMPLETED',"
+			    " '2026-10-03', '2026-10-03', '2026-10-04', 1000000 FROM clusters LIMIT 1") >= 0);
+	days_as_built();
+	assert_false(first_run_tampered(g_a.port));
+	rollup();
+	assert_true(gl_test_exec_owner(g_dsn,
+				       "DROP TABLE runs_days_kept;"
+				       " CREATE TABLE runs_days_kept AS SELECT * FROM usage_daily_built") >= 0);
+	tamper(7);
+	assert_true(first_run_tampered(g_a.port));
+	assert_true(gl_test_exec_owner(g_dsn, "DELETE FROM jobs WHERE job_key = 'db:oct'") >= 0);
+	days_as_built();
+	assert_false(first_run_tampered(g_a.port));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_other_changes_keep_built), cmocka_unit_test(test_job_change_regroups),
 		cmocka_unit_test(test_daemon_builds_runs),  cmocka_unit_test(test_job_moved_out),
 		cmocka_unit_test(test_central_builds_no_runs),
+		cmocka_unit_test(test_insert_delete_read_jobs),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
