@@ -264,18 +264,12 @@ int gl_ingest_data_through(struct gl_store *st, struct gl_ingest_data_through_se
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	/* node snapshots: the newest per cluster and source (their primary
-	 * key). Over the shards' partitions its planning took 5 ms a request
-	 * (300,000 jobs): planned once a session there (plancache_int.h). */
+	/* the rule is sql/137's view, which a central reads as one foreign
+	 * table a shard; over the shards its planning took 5 ms a request
+	 * (300,000 jobs): planned once a session there (plancache_int.h) */
 	rc = gl_plancache_query(gl_db_conn(st),
-			    "SELECT c.name AS cluster, x.source, x.data, extract(epoch FROM x.t)::bigint AS through_s"
-			    " FROM (SELECT s.cluster_id, s.source,"
-			    "   CASE s.source WHEN 'dcgm' THEN 'usage' ELSE 'jobs' END AS data,"
-			    "   greatest(s.watermark, s.observed_to) AS t FROM ingest_state s"
-			    "  UNION ALL SELECT n.cluster_id, n.source, 'inventory', max(n.taken_at) FROM sched_snapshots n"
-			    "  GROUP BY n.cluster_id, n.source) x"
-			    " JOIN clusters c USING (cluster_id) WHERE x.t IS NOT NULL ORDER BY 1, 3, 2",
-			    0, NULL, &r, err);
+			    "SELECT cluster, source, data, through_s FROM ingest_data_through ORDER BY 1, 3, 2", 0, NULL,
+			    &r, err);
 	if (!rc)
 		rc = gl_pgrow_decode(r, dt_fields, GL_ARRAY_LEN(dt_fields), sizeof *out->rows, &rows, &out->n, &out->text,
 				     err);
