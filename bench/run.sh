@@ -7,6 +7,10 @@ set -uo pipefail
 only=" $* "
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
+# a benchmark asked by name and not built would print no row and exit 0
+for b in "$@"; do
+	[[ -x $BUILD/bench/$b ]] || { echo "bench/run.sh: $BUILD/bench/$b is not built (make $BUILD/bench/$b)" >&2; exit 2; }
+done
 T=$(mktemp -d /tmp/gpuledger-bench.XXXXXX)
 chmod 755 "$T"
 trap '"$BUILD/gpuledger" --config "$T/config.yaml" db stop >/dev/null 2>&1; rm -rf "$T"' EXIT
