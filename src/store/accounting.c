@@ -474,15 +474,14 @@ static void put_own_cte(struct gl_strbuf *sql, const char *src)
  * "A cold window"). */
 #define WHOLE_A "to_timestamp(($1::bigint[])[1])"
 #define WHOLE_B "to_timestamp(($2::bigint[])[1])"
-/* the owner rules' segments (as segs) and every rate's bounds, of any
- * model: a job's piece with none of these inside lies in one period of
- * each rate; a piece cut by one is priced per period */
-#define WHOLE_RB                                                                                          \
-	"(SELECT array_agg(t ORDER BY t) AS rb FROM (SELECT valid_from AS t FROM rates"                     \
-	" UNION SELECT valid_to FROM rates UNION SELECT '-infinity'::timestamptz) x)"
+/* every rate's bounds, of any model (WHOLE_ZR; WHOLE_RB as a relation
+ * of one row, rb), and the owner rules' segments (WHOLE_ZS): a job's piece
+ * with none of these inside lies in one period of each rate; a piece cut
+ * by one is priced per period */
 #define WHOLE_ZR                                                                                          \
 	"(SELECT array_agg(t ORDER BY t) FROM (SELECT valid_from AS t FROM rates"                           \
 	" UNION SELECT valid_to FROM rates UNION SELECT '-infinity'::timestamptz) x)"
+#define WHOLE_RB "(SELECT " WHOLE_ZR " AS rb)"
 #define WHOLE_ZS                                                                                          \
 	"(SELECT array_agg(t ORDER BY t) FROM (SELECT valid_from AS t FROM owners"                          \
 	"  UNION SELECT valid_to FROM owners UNION SELECT valid_from FROM workload_rules"                   \
