@@ -55,6 +55,7 @@ struct gl_rundb {
 	void *rows;
 	char *text;
 	const char **label_store;
+	void *blocks;
 };
 
 /* The GPU jobs (allocated or requested GPUs) overlapping the window, and

@@ -138,8 +138,15 @@ void gl_apijson_w_window(struct gl_jsonw *w, const char *k, const struct gl_wind
 
 void gl_apijson_w_money(struct gl_jsonw *w, const char *k, int64_t micros, int minor)
 {
+	static const char sfx[] = "_micros";
 	char km[64], buf[48];
-	snprintf(km, sizeof km, "%s_micros", k);
+	size_t kl = strlen(k);
+	if (kl + sizeof sfx <= sizeof km) {
+		memcpy(km, k, kl);
+		memcpy(km + kl, sfx, sizeof sfx);
+	} else {
+		snprintf(km, sizeof km, "%s%s", k, sfx);
+	}
 	gl_jsonw_i64(w, km, micros);
 	gl_cost_format(micros, minor, buf, sizeof buf);
 	gl_jsonw_str(w, k, buf);

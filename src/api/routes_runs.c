@@ -212,51 +212,39 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 	return n;
 }
 
-/* The answer written as it goes (a cJSON tree of 250,000 runs, then its
- * printed copy, were most of the list's time). */
+/* The head every JSON answer of the route starts with. */
+static void w_head(struct gl_jsonw *w, const struct runs_params *p, const char *currency)
+{
+	gl_jsonw_object(w, NULL);
+	gl_apijson_w_window(w, "window", &p->window);
+	gl_jsonw_str(w, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
+	gl_jsonw_str(w, "currency", currency);
+}
+
+/* An aggregate's answer: one item a value (the values of a month, held). */
 static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency)
 {
 	struct gl_jsonw w;
 	int minor = gl_cost_minor(currency);
+	struct gl_runs_run *g;
+	const char **names;
+	int64_t *counts;
+	size_t count = group_runs(db, p, &g, &names, &counts);
 	gl_jsonw_init(&w, &resp->body);
-	gl_jsonw_object(&w, NULL);
-	gl_apijson_w_window(&w, "window", &p->window);
-	gl_jsonw_str(&w, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
-	gl_jsonw_str(&w, "currency", currency);
-	gl_jsonw_array(&w, p->agg < 0 ? "runs" : "items");
-	if (p->agg < 0) {
-		struct page pg;
-		page_of(db, p, &pg);
-		for (size_t k = 0; k < pg.n; k++) {
-			gl_jsonw_object(&w, NULL);
-			w_run(&w, &db->runs.runs[pg.idx[k]], db, minor);
-			gl_jsonw_end(&w);
-		}
+	w_head(&w, p, currency);
+	gl_jsonw_array(&w, "items");
+	for (size_t i = 0; i < count; i++) {
+		gl_jsonw_object(&w, NULL);
+		gl_jsonw_str(&w, agg_names[p->agg], names[i]);
+		gl_jsonw_i64(&w, "runs", counts[i]);
+		w_figures(&w, &g[i], minor);
 		gl_jsonw_end(&w);
-		gl_jsonw_i64(&w, "count", (int64_t)pg.n);
-		if (pg.next >= 0)
-			gl_jsonw_i64(&w, "next_cursor", pg.next);
-		else
-			gl_jsonw_null(&w, "next_cursor");
-		free(pg.idx);
-	} else {
-		struct gl_runs_run *g;
-		const char **names;
-		int64_t *counts;
-		size_t count = group_runs(db, p, &g, &names, &counts);
-		for (size_t i = 0; i < count; i++) {
-			gl_jsonw_object(&w, NULL);
-			gl_jsonw_str(&w, agg_names[p->agg], names[i]);
-			gl_jsonw_i64(&w, "runs", counts[i]);
-			w_figures(&w, &g[i], minor);
-			gl_jsonw_end(&w);
-		}
-		gl_jsonw_end(&w);
-		gl_jsonw_i64(&w, "count", (int64_t)count);
-		free(g);
-		free(names);
-		free(counts);
 	}
+	gl_jsonw_end(&w);
+	gl_jsonw_i64(&w, "count", (int64_t)count);
+	free(g);
+	free(names);
+	free(counts);
 	gl_jsonw_end(&w);
 	gl_strbuf_putc(&resp->body, '\n');
 	resp->content_type = "application/json";
@@ -283,59 +271,129 @@ static void csv_figures(struct gl_strbuf *o, const struct gl_runs_run *r, int mi
 	gl_csv_end(o);
 }
 
-/* The page's runs; CSV has no room for the cursor: the next page's is a
- * header, as /v1/jobs sends it. */
-static void csv_runs(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, int minor)
-{
-	static const char *const run_head[] = {"id", "key", "kind", "cluster", "user", "account", "namespace", "name",
-					       "first_submit", "last_end", "state", NULL};
-	struct gl_strbuf *o = &resp->body;
-	struct page pg;
-	for (size_t k = 0; run_head[k]; k++)
-		gl_csv_field(o, run_head[k]);
-	gl_apijson_csv_header(o, csv_cols);
-	page_of(db, p, &pg);
-	for (size_t i = 0; i < pg.n; i++) {
-		const struct gl_runs_run *r = &db->runs.runs[pg.idx[i]];
-		const struct gl_runs_job *j = &db->jobs[r->first];
-		const char *v[] = {r->id, r->key, r->kind, j->cluster, j->user_name, j->account, j->namespace_, j->name};
-		for (size_t k = 0; k < GL_ARRAY_LEN(v); k++)
-			gl_csv_field(o, v[k] ? v[k] : "");
-		gl_apijson_csv_time(o, r->first_submit_s);
-		gl_apijson_csv_time(o, r->last_end_s);
-		gl_csv_field(o, r->state);
-		csv_figures(o, r, minor);
-	}
-	if (pg.next >= 0) {
-		snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)pg.next);
-		gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
-	}
-	free(pg.idx);
-}
-
 static void render_csv(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, int minor)
 {
 	struct gl_strbuf *o = &resp->body;
-	if (p->agg < 0) {
-		csv_runs(resp, p, db, minor);
-	} else {
-		struct gl_runs_run *g;
-		const char **names;
-		int64_t *counts;
-		size_t n = group_runs(db, p, &g, &names, &counts);
-		gl_csv_field(o, agg_names[p->agg]);
-		gl_csv_field(o, "runs");
-		gl_apijson_csv_header(o, csv_cols);
-		for (size_t i = 0; i < n; i++) {
-			gl_csv_field(o, names[i]);
-			gl_apijson_csv_int(o, counts[i], 0);
-			csv_figures(o, &g[i], minor);
-		}
-		free(g);
-		free(names);
-		free(counts);
+	struct gl_runs_run *g;
+	const char **names;
+	int64_t *counts;
+	size_t n = group_runs(db, p, &g, &names, &counts);
+	gl_csv_field(o, agg_names[p->agg]);
+	gl_csv_field(o, "runs");
+	gl_apijson_csv_header(o, csv_cols);
+	for (size_t i = 0; i < n; i++) {
+		gl_csv_field(o, names[i]);
+		gl_apijson_csv_int(o, counts[i], 0);
+		csv_figures(o, &g[i], minor);
 	}
+	free(g);
+	free(names);
+	free(counts);
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("runs.csv"));
+}
+
+/* The list's answer, written piece by piece as it is sent (250,000 runs
+ * are 146 MB of JSON: never held whole). It holds the runs read. */
+struct list_out {
+	struct runs_params p;
+	struct gl_rundb db;
+	struct page pg;
+	size_t k;   /* the page's next run to write */
+	int head, minor;
+	struct gl_jsonw w;
+	char *currency;
+};
+
+static void list_out_fini(void *state)
+{
+	struct list_out *o = state;
+	gl_rundb_fini(&o->db);
+	free(o->pg.idx);
+	free(o->currency);
+	free(o);
+}
+
+static void csv_run(struct gl_strbuf *o, const struct gl_runs_run *r, const struct gl_rundb *db, int minor)
+{
+	const struct gl_runs_job *j = &db->jobs[r->first];
+	const char *v[] = {r->id, r->key, r->kind, j->cluster, j->user_name, j->account, j->namespace_, j->name};
+	for (size_t k = 0; k < GL_ARRAY_LEN(v); k++)
+		gl_csv_field(o, v[k] ? v[k] : "");
+	gl_apijson_csv_time(o, r->first_submit_s);
+	gl_apijson_csv_time(o, r->last_end_s);
+	gl_csv_field(o, r->state);
+	csv_figures(o, r, minor);
+}
+
+static int list_csv_next(void *state, struct gl_strbuf *out)
+{
+	static const char *const run_head[] = {"id", "key", "kind", "cluster", "user", "account", "namespace", "name",
+					       "first_submit", "last_end", "state", NULL};
+	struct list_out *o = state;
+	if (!o->head) {
+		for (size_t k = 0; run_head[k]; k++)
+			gl_csv_field(out, run_head[k]);
+		gl_apijson_csv_header(out, csv_cols);
+		o->head = 1;
+	}
+	while (out->len < GL_RESP_CHUNK && o->k < o->pg.n)
+		csv_run(out, &o->db.runs.runs[o->pg.idx[o->k++]], &o->db, o->minor);
+	return o->k < o->pg.n;
+}
+
+static int list_json_next(void *state, struct gl_strbuf *out)
+{
+	struct list_out *o = state;
+	o->w.out = out;
+	if (!o->head) {
+		w_head(&o->w, &o->p, o->currency);
+		gl_jsonw_array(&o->w, "runs");
+		o->head = 1;
+	}
+	while (out->len < GL_RESP_CHUNK && o->k < o->pg.n) {
+		gl_jsonw_object(&o->w, NULL);
+		w_run(&o->w, &o->db.runs.runs[o->pg.idx[o->k++]], &o->db, o->minor);
+		gl_jsonw_end(&o->w);
+	}
+	if (o->k < o->pg.n)
+		return 1;
+	gl_jsonw_end(&o->w);
+	gl_jsonw_i64(&o->w, "count", (int64_t)o->pg.n);
+	if (o->pg.next >= 0)
+		gl_jsonw_i64(&o->w, "next_cursor", o->pg.next);
+	else
+		gl_jsonw_null(&o->w, "next_cursor");
+	gl_jsonw_end(&o->w);
+	gl_strbuf_putc(out, '\n');
+	return 0;
+}
+
+/* The page is cut before the answer starts, so its next cursor (CSV's is
+ * a header, sent first) is known. The answer takes the runs: *db is left
+ * empty. */
+static void stream_list(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, struct gl_rundb *db)
+{
+	struct list_out *o = gl_xcalloc(1, sizeof *o);
+	o->p = *p;
+	o->db = *db;
+	memset(db, 0, sizeof *db);
+	o->minor = gl_cost_minor(req->cfg->currency);
+	o->currency = gl_xstrdup(req->cfg->currency);
+	page_of(&o->db, &o->p, &o->pg);
+	gl_jsonw_init(&o->w, NULL);
+	if (p->csv) {
+		gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("runs.csv"));
+		/* CSV has no room for the cursor: the next page's is a header, as
+		 * /v1/jobs sends it */
+		if (o->pg.next >= 0) {
+			snprintf(resp->header_buf, sizeof resp->header_buf, "%lld", (long long)o->pg.next);
+			gl_apijson_add_header(resp, "X-Next-Cursor", resp->header_buf);
+		}
+		gl_resp_set_stream(resp, list_csv_next, list_out_fini, o);
+		return;
+	}
+	resp->content_type = "application/json";
+	gl_resp_set_stream(resp, list_json_next, list_out_fini, o);
 }
 
 /* The runs of the window, or -rc after the error answer: a built month's
@@ -370,7 +428,9 @@ int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
 
 	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, 0, &db)))
 		goto out;
-	if (p.csv)
+	if (p.agg < 0)
+		stream_list(req, resp, &p, &db);
+	else if (p.csv)
 		render_csv(resp, &p, &db, gl_cost_minor(req->cfg->currency));
 	else
 		render_json(resp, &p, &db, req->cfg->currency);

@@ -156,6 +156,31 @@ int gl_cost_minor(const char *code)
 	return e ? (*e)[3] - '0' : -1;
 }
 
+/* "-q.rrr" (r minor digits, zero-padded; no point when minor is 0) at
+ * buf, which has room for 32 bytes. */
+static void put_amount(char *buf, int neg, uint64_t q, uint64_t r, int minor)
+{
+	char t[24];
+	size_t k = 0, o = 0;
+	if (neg)
+		buf[o++] = '-';
+	do {
+		t[k++] = (char)('0' + q % 10);
+		q /= 10;
+	} while (q);
+	while (k)
+		buf[o++] = t[--k];
+	if (minor) {
+		buf[o++] = '.';
+		for (int i = minor - 1; i >= 0; i--) {
+			buf[o + (size_t)i] = (char)('0' + r % 10);
+			r /= 10;
+		}
+		o += (size_t)minor;
+	}
+	buf[o] = '\0';
+}
+
 void gl_cost_format(int64_t micros, int minor, char *buf, size_t n)
 {
 	int64_t scale = 1, q, r;
@@ -174,6 +199,11 @@ void gl_cost_format(int64_t micros, int minor, char *buf, size_t n)
 			unit *= 10;
 		q = (int64_t)(u / (uint64_t)unit);
 		r = (int64_t)(u % (uint64_t)unit);
+		/* digits by hand: every run and line of a list is two amounts */
+		if (n >= 32) {
+			put_amount(buf, neg, (uint64_t)q, (uint64_t)r, minor);
+			return;
+		}
 		if (minor)
 			snprintf(buf, n, "%s%lld.%0*lld", neg ? "-" : "", (long long)q, minor, (long long)r);
 		else

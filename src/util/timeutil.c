@@ -108,12 +108,37 @@ void gl_timeutil_format_day(int64_t t, char *buf, size_t n)
 	snprintf(buf, n, "%.10s", full);
 }
 
+static void put2(char *p, unsigned v)
+{
+	p[0] = (char)('0' + v / 10);
+	p[1] = (char)('0' + v % 10);
+}
+
 void gl_timeutil_format(int64_t t, char *buf, size_t n)
 {
 	int64_t days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
 	int64_t rem = t - days * 86400, y;
 	unsigned m, d;
 	gl_timeutil_civil_from_days(days, &y, &m, &d);
+	/* digits by hand for the years of four: a list of 250,000 runs formats
+	 * half a million times, and snprintf was a tenth of its writing */
+	if (y >= 0 && y <= 9999 && n >= 21) {
+		put2(buf, (unsigned)(y / 100));
+		put2(buf + 2, (unsigned)(y % 100));
+		buf[4] = '-';
+		put2(buf + 5, m);
+		buf[7] = '-';
+		put2(buf + 8, d);
+		buf[10] = 'T';
+		put2(buf + 11, (unsigned)(rem / 3600));
+		buf[13] = ':';
+		put2(buf + 14, (unsigned)(rem % 3600 / 60));
+		buf[16] = ':';
+		put2(buf + 17, (unsigned)(rem % 60));
+		buf[19] = 'Z';
+		buf[20] = '\0';
+		return;
+	}
 	snprintf(buf, n, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ", (long long)y, m, d, (long long)(rem / 3600),
 		 (long long)(rem % 3600 / 60), (long long)(rem % 60));
 }
