@@ -204,9 +204,12 @@ void gl_prop_scope_make(uint64_t *rng, struct gl_prop_scope *sc)
 		}
 		o += (size_t)snprintf(sc->filter + o, sizeof sc->filter - o, "%s%s:", d ? "%2B" : "", sc->dims[d]);
 		for (int v = 0; v < sc->n_values[d]; v++) {
-			snprintf(sc->args[sc->n_args++], sizeof sc->args[0], "%s=%s", sc->dims[d], sc->values[d][v]);
-			o += (size_t)snprintf(sc->filter + o, sizeof sc->filter - o, "%s%%22%s%%22", v ? "," : "",
-					      sc->values[d][v]);
+			/* a copy: with the sanitizers GCC cannot tell that two
+			 * members of *sc do not overlap (-Werror=restrict) */
+			char val[sizeof sc->values[d][v]];
+			memcpy(val, sc->values[d][v], sizeof val);
+			snprintf(sc->args[sc->n_args++], sizeof sc->args[0], "%s=%s", sc->dims[d], val);
+			o += (size_t)snprintf(sc->filter + o, sizeof sc->filter - o, "%s%%22%s%%22", v ? "," : "", val);
 		}
 	}
 }
