@@ -10,6 +10,7 @@
 #include "gl/rundb.h"
 #include "gl/runs.h"
 #include "gl/strbuf.h"
+#include "gl/timeutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ struct runs_params {
 	int csv;
 	long long limit;    /* the list's page: at most this many runs (0: all, /v1/runs/{id}) */
 	long long cursor;   /* the runs after the one at this place of the list; -1: from the first */
+	long long fresh;    /* 1: grouped from the jobs now, never the month so far as built */
 };
 
 /* limit and cursor: the list's only (an aggregate is one item a value). */
@@ -73,7 +75,7 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct runs_pa
 						       strlen(p->state)))
 		return gl_resp_error(resp, GL_EINVAL, "state",
 				     "state: '%s' is not a job state (COMPLETED, FAILED, RUNNING, PENDING, ...)", p->state);
-	if (!detail && (rc = page_params(req, resp, p)))
+	if (!detail && ((rc = page_params(req, resp, p)) || (rc = gl_apijson_int_param(req, resp, "fresh", 0, 0, 1, &p->fresh))))
 		return rc;
 	return gl_apijson_format(req, resp, &p->csv);
 }
@@ -214,7 +216,8 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 
 /* The answer written as it goes (a cJSON tree of 250,000 runs, then its
  * printed copy, were most of the list's time). */
-static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency)
+static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency,
+			int64_t now_s)
 {
 	struct gl_jsonw w;
 	int minor = gl_cost_minor(currency);
@@ -223,6 +226,10 @@ static void render_json(struct gl_resp *resp, const struct runs_params *p, const
 	gl_apijson_w_window(&w, "window", &p->window);
 	gl_jsonw_str(&w, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
 	gl_jsonw_str(&w, "currency", currency);
+	if (db->as_of_s) {
+		gl_jsonw_time(&w, "as_of", db->as_of_s);
+		gl_jsonw_i64(&w, "age_seconds", now_s > db->as_of_s ? now_s - db->as_of_s : 0);
+	}
 	gl_jsonw_array(&w, p->agg < 0 ? "runs" : "items");
 	if (p->agg < 0) {
 		struct page pg;
@@ -338,9 +345,10 @@ static void render_csv(struct gl_resp *resp, const struct runs_params *p, const 
 	gl_apijson_set_csv(resp, GL_APIJSON_ATTACHMENT("runs.csv"));
 }
 
-/* The runs of the window, or -rc after the error answer: a built month's
- * as the rollup built them (sql/131) unless the runs' members are wanted,
- * else grouped from the jobs. */
+/* The runs of the window, or -rc after the error answer: a built month's,
+ * or the month in progress's so far, as the rollup built them (sql/131,
+ * sql/138) unless the runs' members or fresh=1 are wanted, else grouped
+ * from the jobs. */
 static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, int members, struct gl_rundb *db)
 {
 	static const char *const agg_cols[] = {"user_name", "account", "cluster", "partition", "namespace_", "kind"};
@@ -355,11 +363,19 @@ static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_para
 	q.rules = rules;
 	/* a scoped token sees the runs of its own jobs */
 	q.scope = gl_req_scope(req, &q.n_scope);
-	if ((rc = gl_req_store(req, &st, &err)) || (!members && (rc = gl_rundb_month(st, &q, db, &hit, &err))) ||
+	if ((rc = gl_req_store(req, &st, &err)) || (!members && !p->fresh && (rc = gl_rundb_month(st, &q, db, &hit, &err))) ||
 	    (!hit && (rc = gl_rundb_runs(st, &q, db, &err))))
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "runs failed");
 	free(rules);
 	return rc;
+}
+
+/* The month so far as built: the time it reaches and its age, in CSV too. */
+static void as_of_headers(struct gl_resp *resp, int64_t as_of_s, int64_t now_s)
+{
+	gl_timeutil_format(as_of_s, resp->header_text, sizeof resp->header_text);
+	gl_apijson_add_header(resp, "X-As-Of", resp->header_text);
+	gl_apijson_add_header_num(resp, "X-Age-Seconds", now_s > as_of_s ? now_s - as_of_s : 0);
 }
 
 int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
@@ -370,10 +386,12 @@ int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
 
 	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, 0, &db)))
 		goto out;
+	if (db.as_of_s)
+		as_of_headers(resp, db.as_of_s, req->now_s);
 	if (p.csv)
 		render_csv(resp, &p, &db, gl_cost_minor(req->cfg->currency));
 	else
-		render_json(resp, &p, &db, req->cfg->currency);
+		render_json(resp, &p, &db, req->cfg->currency, req->now_s);
 out:
 	gl_rundb_fini(&db);
 	return rc;
