@@ -199,6 +199,18 @@ static void one_day(const char *dsn, long jobs)
 	fflush(stdout);
 }
 
+/* Another tree's daemon (peer: its gpuledger) on the same database. */
+static void peer_start(struct gl_test_daemon *pd, const char *dsn, const char *cfg, const char *peer)
+{
+	const char *own = getenv("GL_TEST_BIN");
+	char keep[600];
+	snprintf(keep, sizeof keep, "%s", own ? own : "");
+	setenv("GL_TEST_BIN", peer, 1);
+	if (gl_test_daemon_start(pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
+		die("peer daemon", NULL);
+	setenv("GL_TEST_BIN", keep, 1);
+}
+
 /* CPU seconds of the cluster's server processes so far: the postmaster's
  * reaped children (the backends that ended) and the live ones, found as the
  * children of backend's parent. Other sessions' work counts too: the
@@ -278,7 +290,7 @@ static void so_far(const char *dsn, PGconn *c, long jobs, int reqs, const char *
 	struct gl_test_out o;
 	time_t now = time(NULL);
 	struct tm tm;
-	char from[32], span[32], sql[512];
+	char from[32], span[32];
 	int live_reqs = jobs >= 500000 && reqs > 2 ? 2 : reqs;
 	double t0;
 	gmtime_r(&now, &tm);
@@ -287,13 +299,7 @@ static void so_far(const char *dsn, PGconn *c, long jobs, int reqs, const char *
 	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
 	snprintf(span, sizeof span, "%lld seconds", (long long)(now - timegm(&tm)) - 600);
 	t0 = gl_test_now_s();
-	gl_test_synth_jobs(c, dsn, jobs, from, span);
-	snprintf(sql, sizeof sql,
-		 "UPDATE jobs SET name = 'train-' || (job_id::bigint %% %ld),"
-		 " user_name = 'u' || ((job_id::bigint %% %ld) %% 2000)",
-		 jobs / 4, jobs / 4);
-	PQclear(PQexec(c, sql));
-	PQclear(PQexec(c, "ANALYZE jobs"));
+	gl_test_synth_runs(c, dsn, jobs, from, span, 0);
 	fprintf(stderr, "  generated %ld jobs from %s over %s in %.1f s\n", jobs, from, span, gl_test_now_s() - t0);
 	t0 = gl_test_now_s();
 	if (gl_test_run(dsn, NULL, &o, "--config", g_cfg, "rollup", "--no-runs", NULL) || o.status != 0)
@@ -303,15 +309,8 @@ static void so_far(const char *dsn, PGconn *c, long jobs, int reqs, const char *
 	       jobs, gl_test_now_s() - t0, gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_daily_built"));
 	if (gl_test_daemon_start(&d, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
-	if (peer) {
-		const char *own = getenv("GL_TEST_BIN");
-		char keep[600];
-		snprintf(keep, sizeof keep, "%s", own ? own : "");
-		setenv("GL_TEST_BIN", peer, 1);
-		if (gl_test_daemon_start(&pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
-			die("peer daemon", NULL);
-		setenv("GL_TEST_BIN", keep, 1);
-	}
+	if (peer)
+		peer_start(&pd, dsn, cfg, peer);
 	for (int round = 0; round < 2; round++) {
 		if (peer)
 			measure(pd.port, page, live_reqs, jobs, "peer (main): /v1/runs?window=month&limit=1000, live");
@@ -341,9 +340,8 @@ int main(int argc, char **argv)
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
 			  "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			  "runs:\n  - by: name_user\n";
-	char dsn[512], sql[512], deep[128];
+	char dsn[512], deep[128];
 	struct gl_test_daemon d;
-	PGresult *r;
 	PGconn *c;
 	double t0;
 
@@ -368,17 +366,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	t0 = gl_test_now_s();
-	gl_test_synth_jobs(c, dsn, jobs, "2026-10-01", "31 days");
 	/* job g and g + jobs/4, + jobs/2, + 3 jobs/4: one name, one user */
-	snprintf(sql, sizeof sql,
-		 "UPDATE jobs SET name = 'train-' || (job_id::bigint %% %ld),"
-		 " user_name = 'u' || ((job_id::bigint %% %ld) %% 2000)",
-		 jobs / 4, jobs / 4);
-	r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		die("update", c);
-	PQclear(r);
-	PQclear(PQexec(c, "ANALYZE jobs"));
+	gl_test_synth_runs(c, dsn, jobs, "2026-10-01", "31 days", 0);
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
@@ -401,13 +390,7 @@ int main(int argc, char **argv)
 	 * one's: the figures of one run of the machine, side by side */
 	if (peer && jobs / 4 <= 250000) {
 		struct gl_test_daemon pd;
-		const char *own = getenv("GL_TEST_BIN");
-		char keep[600];
-		snprintf(keep, sizeof keep, "%s", own ? own : "");
-		setenv("GL_TEST_BIN", peer, 1);
-		if (gl_test_daemon_start(&pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
-			die("peer daemon", NULL);
-		setenv("GL_TEST_BIN", keep, 1);
+		peer_start(&pd, dsn, cfg, peer);
 		for (int round = 0; round < 2; round++) {
 			list_rows(pd.port, reqs, jobs, "peer (GL_BENCH_RUNS_PEER) ");
 			list_rows(d.port, reqs, jobs, "this tree ");

@@ -75,7 +75,8 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct runs_pa
 						       strlen(p->state)))
 		return gl_resp_error(resp, GL_EINVAL, "state",
 				     "state: '%s' is not a job state (COMPLETED, FAILED, RUNNING, PENDING, ...)", p->state);
-	if (!detail && ((rc = page_params(req, resp, p)) || (rc = gl_apijson_int_param(req, resp, "fresh", 0, 0, 1, &p->fresh))))
+	if (!detail &&
+	    ((rc = page_params(req, resp, p)) || (rc = gl_apijson_int_param(req, resp, "fresh", 0, 0, 1, &p->fresh))))
 		return rc;
 	return gl_apijson_format(req, resp, &p->csv);
 }
@@ -216,8 +217,8 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 
 /* The answer written as it goes (a cJSON tree of 250,000 runs, then its
  * printed copy, were most of the list's time). */
-static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency,
-			int64_t now_s)
+static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db,
+			const char *currency, int64_t now_s)
 {
 	struct gl_jsonw w;
 	int minor = gl_cost_minor(currency);

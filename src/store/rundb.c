@@ -205,8 +205,9 @@ void gl_rundb_fini(struct gl_rundb *r)
 
 /* The marks a month's runs are built from (sql/131), in the caller's
  * snapshot: $1 the month's first day. The row: all the month's days built
- * (t/f), no shards (t/f), the days' mark, the jobs' mark. A central's jobs are its shards',
- * whose writes no trigger here counts: it never builds nor reads them. */
+ * (t/f), no shards (t/f), the days' mark, the jobs' mark. A central's jobs
+ * are its shards', whose writes no trigger here counts: it never builds
+ * nor reads them. */
 #define MARKS_SQL                                                                                                  \
 	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day')"                    \
 	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built, NOT EXISTS (SELECT 1 FROM shards) AS local,"        \

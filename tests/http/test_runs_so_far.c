@@ -59,10 +59,7 @@ static char *get(int port, const char *path, const char *token, char **headers)
 
 static void rollup(void)
 {
-	struct gl_test_out o;
-	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
-		fail_msg("rollup: exit %d: %s", o.status, o.err);
-	gl_test_out_fini(&o);
+	assert_int_equal(gl_test_cli(g_dsn, "--config", g_cfg, "rollup", NULL), 0);
 }
 
 /* The month so far's T as built, 0 when none. */
@@ -100,10 +97,7 @@ static int setup(void **state)
 	if (gl_test_db_fresh("gl_test_runs_so_far", g_dsn, sizeof g_dsn))
 		return -1;
 	c = PQconnectdb(g_dsn);
-	gl_test_synth_jobs(c, g_dsn, 400, from, span);
-	PQclear(PQexec(c, "UPDATE jobs SET name = 'train-' || (job_id::bigint % 100),"
-			  " user_name = 'u' || (job_id::bigint % 100),"
-			  " state = CASE WHEN job_id::bigint % 7 = 0 THEN 'FAILED' ELSE state END"));
+	gl_test_synth_runs(c, g_dsn, 400, from, span, 7);
 	PQclear(PQexec(c, "UPDATE jobs SET state = 'RUNNING', end_at = NULL WHERE job_id = '3'"));
 	PQfinish(c);
 	snprintf(g_cfg, sizeof g_cfg, "%s/runs-so-far.yaml", tmp ? tmp : "/tmp");
