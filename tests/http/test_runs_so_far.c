@@ -84,7 +84,6 @@ static int setup(void **state)
 	char from[32], span[32];
 	long long start, s;
 	PGconn *c;
-	FILE *f;
 	gmtime_r(&now, &tm);
 	snprintf(g_month, sizeof g_month, "%04d-%02d", tm.tm_year + 1900, tm.tm_mon + 1);
 	tm.tm_mday = 1;
@@ -101,11 +100,8 @@ static int setup(void **state)
 	PQclear(PQexec(c, "UPDATE jobs SET state = 'RUNNING', end_at = NULL WHERE job_id = '3'"));
 	PQfinish(c);
 	snprintf(g_cfg, sizeof g_cfg, "%s/runs-so-far.yaml", tmp ? tmp : "/tmp");
-	if (!(f = fopen(g_cfg, "w")))
-		return -1;
-	fputs(config_a, f);
-	fclose(f);
-	if (gl_test_token_create(g_dsn, "acct7", "finance", (const char *[]){"--scope", "account=acct7", NULL}, g_scoped,
+	if (gl_test_write_file(g_cfg, config_a) ||
+	    gl_test_token_create(g_dsn, "acct7", "finance", (const char *[]){"--scope", "account=acct7", NULL}, g_scoped,
 				 sizeof g_scoped, NULL))
 		return -1;
 	return gl_test_daemon_start(&g_a, g_dsn, config_a, (const char *[]){"--no-ingest", NULL});
