@@ -14,12 +14,17 @@
  * Usage: bench_runs [jobs] [requests] (1000000 5; or $GL_BENCH_RUNS_JOBS,
  * for a smaller run through bench/run.sh); $GL_BENCH_RUNS_PEER, another
  * tree's gpuledger (main's), asked in turn with this one on the same
- * month. Needs the environment of bench/run.sh. */
+ * month. $GL_BENCH_RUNS_SO_FAR=1: the month in progress instead (so_far()).
+ * Needs the environment of bench/run.sh. */
 #include "lib/testlib.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -194,6 +199,149 @@ static void one_day(const char *dsn, long jobs)
 	fflush(stdout);
 }
 
+/* Another tree's daemon (peer: its gpuledger) on the same database. */
+static void peer_start(struct gl_test_daemon *pd, const char *dsn, const char *cfg, const char *peer)
+{
+	const char *own = getenv("GL_TEST_BIN");
+	char keep[600];
+	snprintf(keep, sizeof keep, "%s", own ? own : "");
+	setenv("GL_TEST_BIN", peer, 1);
+	if (gl_test_daemon_start(pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
+		die("peer daemon", NULL);
+	setenv("GL_TEST_BIN", keep, 1);
+}
+
+/* CPU seconds of the cluster's server processes so far: the postmaster's
+ * reaped children (the backends that ended) and the live ones, found as the
+ * children of backend's parent. Other sessions' work counts too: the
+ * figure is an upper bound of one build's. */
+static double server_cpu_s(int backend)
+{
+	char path[64], line[1024];
+	long ppid = -1, tck = sysconf(_SC_CLK_TCK);
+	unsigned long long ut, st, cut, cst, total = 0;
+	DIR *d;
+	struct dirent *e;
+	FILE *f;
+	snprintf(path, sizeof path, "/proc/%d/stat", backend);
+	if (!(f = fopen(path, "r")) || !fgets(line, sizeof line, f) ||
+	    sscanf(strrchr(line, ')') + 2, "%*c %ld", &ppid) != 1) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	if (!(d = opendir("/proc")))
+		return -1;
+	while ((e = readdir(d))) {
+		long pid = atol(e->d_name), pp;
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(line, sizeof line, f) && strrchr(line, ')') &&
+		    sscanf(strrchr(line, ')') + 2, "%*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &pp, &ut,
+			   &st, &cut, &cst) == 5) {
+			if (pid == ppid)
+				total += ut + st + cut + cst;
+			else if (pp == ppid)
+				total += ut + st;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return (double)total / (double)tck;
+}
+
+/* `gpuledger rollup` (the runs task's build with it), timed: wall, its
+ * own CPU and the server's. */
+static void timed_rollup(const char *dsn, PGconn *c, const char *what, long jobs)
+{
+	struct gl_test_out o;
+	struct rusage a, b;
+	double t0, s0 = server_cpu_s(PQbackendPID(c)), took;
+	getrusage(RUSAGE_CHILDREN, &a);
+	t0 = gl_test_now_s();
+	if (gl_test_run(dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
+		die("rollup", NULL);
+	took = gl_test_now_s() - t0;
+	getrusage(RUSAGE_CHILDREN, &b);
+	/* the rollup's backend counts once the postmaster reaped it */
+	usleep(500000);
+	printf("| %s, %ld jobs: wall / CPU of `gpuledger rollup` / CPU of the server (%.*s) | %.1f s / %.1f s / %.1f s | - | - "
+	       "|\n",
+	       what, jobs, (int)strcspn(o.out, "\n"), o.out, took,
+	       (double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
+		       (b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1e6,
+	       server_cpu_s(PQbackendPID(c)) - s0);
+	gl_test_out_fini(&o);
+	fflush(stdout);
+}
+
+/* The month in progress (GL_BENCH_RUNS_SO_FAR=1): the jobs spread over this
+ * month up to ten minutes ago, its past days built (`rollup --no-runs`),
+ * then /v1/runs?window=month grouped live (fresh=1; the peer's, main's, is
+ * live anyway), the month so far built by the rollup (its wall and CPU
+ * time) and asked again, the peer in turn with this tree. A live answer
+ * at 1,000,000 jobs takes 15-30 s: GL_TEST_TIMEOUT_SCALE=3 gives the
+ * client 90 s (a request the client left runs on in the server, beside
+ * the next ones). */
+static void so_far(const char *dsn, PGconn *c, long jobs, int reqs, const char *cfg, const char *peer)
+{
+	static const char page[] = "/v1/runs?window=month&limit=1000", agg[] = "/v1/runs?window=month&aggregate=user";
+	struct gl_test_daemon d, pd = {0};
+	struct gl_test_out o;
+	time_t now = time(NULL);
+	struct tm tm;
+	char from[32], span[32];
+	int live_reqs = jobs >= 500000 && reqs > 2 ? 2 : reqs;
+	double t0;
+	gmtime_r(&now, &tm);
+	snprintf(from, sizeof from, "%04d-%02d-01T00:00:00Z", tm.tm_year + 1900, tm.tm_mon + 1);
+	tm.tm_mday = 1;
+	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+	snprintf(span, sizeof span, "%lld seconds", (long long)(now - timegm(&tm)) - 600);
+	t0 = gl_test_now_s();
+	gl_test_synth_runs(c, dsn, jobs, from, span, 0);
+	fprintf(stderr, "  generated %ld jobs from %s over %s in %.1f s\n", jobs, from, span, gl_test_now_s() - t0);
+	/* the daemons first: a start writes the config's rates, which makes
+	 * the days built before it stale */
+	if (gl_test_daemon_start(&d, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
+		die("daemon", NULL);
+	if (peer)
+		peer_start(&pd, dsn, cfg, peer);
+	t0 = gl_test_now_s();
+	if (gl_test_run(dsn, NULL, &o, "--config", g_cfg, "rollup", "--no-runs", NULL) || o.status != 0)
+		die("rollup --no-runs", NULL);
+	gl_test_out_fini(&o);
+	printf("| the month in progress: its past days built (`rollup --no-runs`), %ld jobs | %.1f s (%lld days) | - | - |\n",
+	       jobs, gl_test_now_s() - t0, gl_test_qint_dsn(dsn, "SELECT count(*) FROM usage_daily_built"));
+	for (int round = 0; round < 2; round++) {
+		if (peer)
+			measure(pd.port, page, live_reqs, jobs, "peer (main): /v1/runs?window=month&limit=1000, live");
+		measure(d.port, "/v1/runs?window=month&limit=1000&fresh=1", live_reqs, jobs,
+			"this tree: /v1/runs?window=month&limit=1000&fresh=1, live");
+	}
+	timed_rollup(dsn, c, "the month so far built (its days built already)", jobs);
+	for (int round = 0; round < 2; round++) {
+		if (peer)
+			measure(pd.port, page, live_reqs, jobs, "peer (main): /v1/runs?window=month&limit=1000, live");
+		measure(d.port, page, reqs, jobs, "this tree: /v1/runs?window=month&limit=1000, the month so far built");
+		measure(d.port, agg, reqs, jobs, "this tree: /v1/runs?window=month&aggregate=user, the month so far built");
+	}
+	timed_rollup(dsn, c, "the rollup again, nothing changed (the month so far kept)", jobs);
+	PQclear(PQexec(c, "UPDATE jobs SET name = 'late' WHERE job_id = '5'"));
+	/* the job's days first (the rollup task's), then the runs task's build alone */
+	if (gl_test_run(dsn, NULL, &o, "--config", g_cfg, "rollup", "--no-runs", NULL) || o.status != 0)
+		die("rollup --no-runs", NULL);
+	gl_test_out_fini(&o);
+	timed_rollup(dsn, c, "one job changed, its days built again: the month so far built again", jobs);
+	if (peer)
+		gl_test_daemon_stop(&pd);
+	gl_test_daemon_stop(&d);
+}
+
 int main(int argc, char **argv)
 {
 	const char *env = getenv("GL_BENCH_RUNS_JOBS"), *peer = getenv("GL_BENCH_RUNS_PEER");
@@ -202,9 +350,8 @@ int main(int argc, char **argv)
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
 			  "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
 			  "runs:\n  - by: name_user\n";
-	char dsn[512], sql[512], deep[128];
+	char dsn[512], deep[128];
 	struct gl_test_daemon d;
-	PGresult *r;
 	PGconn *c;
 	double t0;
 
@@ -223,18 +370,14 @@ int main(int argc, char **argv)
 	if (gl_test_db_fresh("gl_bench_runs", dsn, sizeof dsn))
 		die("db", NULL);
 	c = PQconnectdb(dsn);
+	if (getenv("GL_BENCH_RUNS_SO_FAR") && atoi(getenv("GL_BENCH_RUNS_SO_FAR"))) {
+		so_far(dsn, c, jobs, reqs, cfg, peer);
+		PQfinish(c);
+		return 0;
+	}
 	t0 = gl_test_now_s();
-	gl_test_synth_jobs(c, dsn, jobs, "2026-10-01", "31 days");
 	/* job g and g + jobs/4, + jobs/2, + 3 jobs/4: one name, one user */
-	snprintf(sql, sizeof sql,
-		 "UPDATE jobs SET name = 'train-' || (job_id::bigint %% %ld),"
-		 " user_name = 'u' || ((job_id::bigint %% %ld) %% 2000)",
-		 jobs / 4, jobs / 4);
-	r = PQexec(c, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		die("update", c);
-	PQclear(r);
-	PQclear(PQexec(c, "ANALYZE jobs"));
+	gl_test_synth_runs(c, dsn, jobs, "2026-10-01", "31 days", 0);
 	fprintf(stderr, "  generated %ld jobs in %.1f s\n", jobs, gl_test_now_s() - t0);
 	if (gl_test_daemon_start(&d, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
 		die("daemon", NULL);
@@ -257,13 +400,7 @@ int main(int argc, char **argv)
 	 * one's: the figures of one run of the machine, side by side */
 	if (peer && jobs / 4 <= 250000) {
 		struct gl_test_daemon pd;
-		const char *own = getenv("GL_TEST_BIN");
-		char keep[600];
-		snprintf(keep, sizeof keep, "%s", own ? own : "");
-		setenv("GL_TEST_BIN", peer, 1);
-		if (gl_test_daemon_start(&pd, dsn, cfg, (const char *[]){"--no-ingest", NULL}))
-			die("peer daemon", NULL);
-		setenv("GL_TEST_BIN", keep, 1);
+		peer_start(&pd, dsn, cfg, peer);
 		for (int round = 0; round < 2; round++) {
 			list_rows(pd.port, reqs, jobs, "peer (GL_BENCH_RUNS_PEER) ");
 			list_rows(d.port, reqs, jobs, "this tree ");

@@ -51,6 +51,9 @@ struct gl_rundb {
 	 * NULL: its index in runs; more: the month has runs after the page */
 	int64_t *ord;
 	int more;
+	/* the month in progress as built (gl_rundb_month): the time its runs
+	 * reach, the window [its start, as_of_s); 0: the answer is now's */
+	int64_t as_of_s;
 	/* private: what the jobs point into */
 	void *rows;
 	char *text;
@@ -66,7 +69,9 @@ void gl_rundb_fini(struct gl_rundb *r);
 
 /* The runs of a calendar month as built by gl_rundb_build_months, when the
  * query is unscoped, its window that month and the month's runs were built
- * from the rules, days and jobs there are now (sql/131): then *hit is 1 and
+ * from the rules, days and jobs there are now (sql/131), or, for the month
+ * of q->now_s, when its runs so far were built from the rules there are
+ * now (sql/138; out->as_of_s the time they reach): then *hit is 1 and
  * out holds the runs (each run's first job alone: no members, which
  * /v1/runs/{id} reads live), with q->group_by one per value, summed, and
  * its count in n_runs. Else *hit is 0 and out empty. */
@@ -75,7 +80,9 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 
 /* Builds the runs of every month whose days are all built and whose runs
  * are not those of its rules, days and jobs now, with gl_rundb_runs (the
- * request's own grouping), each in one snapshot; *built counts them. */
+ * request's own grouping), each in one snapshot, and those of the month of
+ * now_s as the window [its start, now_s) when they are not (none on a
+ * central); *built counts them. */
 int gl_rundb_build_months(struct gl_store *st, const struct gl_runs_rule *rules, size_t n_rules, int64_t now_s,
 			  int *built, struct gl_err *err) GL_MUSTCHECK;
 

@@ -32,7 +32,7 @@ const struct gl_server_route gl_routes[] = {
 	{"GET", "/v1/tokens", gl_route_tokens, "tokens", "admin", NULL, 0, GL_REQCLASS_LIGHT, 0},
 	{"GET", "/v1/whoami", gl_route_whoami, "whoami", "viewer|hook", NULL, 1, GL_REQCLASS_LIGHT, 0},
 	{"GET", "/v1/chargeback", gl_route_chargeback, "chargeback", "finance", "window,step,aggregate,filter,shareIdle,shareIdleBy,format,unobserved", 1, GL_REQCLASS_WINDOWED, 1},
-	{"GET", "/v1/runs", gl_route_runs, "runs", "finance", "window,aggregate,state,limit,cursor,format", 1, GL_REQCLASS_WINDOWED, 1},
+	{"GET", "/v1/runs", gl_route_runs, "runs", "finance", "window,aggregate,state,limit,cursor,fresh,format", 1, GL_REQCLASS_WINDOWED, 1},
 	{"GET", "/v1/runs/", gl_route_run, "run", "finance", "window,format", 1, GL_REQCLASS_WINDOWED, 1},
 	{"GET", "/v1/inference", gl_route_inference, "inference", "finance", "window,step,aggregate,format", 1, GL_REQCLASS_WINDOWED, 1},
 	{"GET", "/v1/reports/showback", gl_route_report_showback, "report_showback", "finance",

@@ -10,6 +10,7 @@
 #include "gl/rundb.h"
 #include "gl/runs.h"
 #include "gl/strbuf.h"
+#include "gl/timeutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ struct runs_params {
 	int csv;
 	long long limit;    /* the list's page: at most this many runs (0: all, /v1/runs/{id}) */
 	long long cursor;   /* the runs after the one at this place of the list; -1: from the first */
+	long long fresh;    /* 1: grouped from the jobs now, never the month so far as built */
 };
 
 /* limit and cursor: the list's only (an aggregate is one item a value). */
@@ -73,7 +75,8 @@ static int parse_params(struct gl_req *req, struct gl_resp *resp, struct runs_pa
 						       strlen(p->state)))
 		return gl_resp_error(resp, GL_EINVAL, "state",
 				     "state: '%s' is not a job state (COMPLETED, FAILED, RUNNING, PENDING, ...)", p->state);
-	if (!detail && (rc = page_params(req, resp, p)))
+	if (!detail &&
+	    ((rc = page_params(req, resp, p)) || (rc = gl_apijson_int_param(req, resp, "fresh", 0, 0, 1, &p->fresh))))
 		return rc;
 	return gl_apijson_format(req, resp, &p->csv);
 }
@@ -212,17 +215,24 @@ static size_t group_runs(const struct gl_rundb *db, const struct runs_params *p,
 	return n;
 }
 
-/* The head every JSON answer of the route starts with. */
-static void w_head(struct gl_jsonw *w, const struct runs_params *p, const char *currency)
+/* The head every JSON answer of the route starts with: the month so far
+ * as built says the time it reaches. */
+static void w_head(struct gl_jsonw *w, const struct runs_params *p, const struct gl_rundb *db, const char *currency,
+		   int64_t now_s)
 {
 	gl_jsonw_object(w, NULL);
 	gl_apijson_w_window(w, "window", &p->window);
 	gl_jsonw_str(w, "aggregate", p->agg < 0 ? "run" : agg_names[p->agg]);
 	gl_jsonw_str(w, "currency", currency);
+	if (db->as_of_s) {
+		gl_jsonw_time(w, "as_of", db->as_of_s);
+		gl_jsonw_i64(w, "age_seconds", now_s > db->as_of_s ? now_s - db->as_of_s : 0);
+	}
 }
 
 /* An aggregate's answer: one item a value (the values of a month, held). */
-static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db, const char *currency)
+static void render_json(struct gl_resp *resp, const struct runs_params *p, const struct gl_rundb *db,
+			const char *currency, int64_t now_s)
 {
 	struct gl_jsonw w;
 	int minor = gl_cost_minor(currency);
@@ -231,7 +241,7 @@ static void render_json(struct gl_resp *resp, const struct runs_params *p, const
 	int64_t *counts;
 	size_t count = group_runs(db, p, &g, &names, &counts);
 	gl_jsonw_init(&w, &resp->body);
-	w_head(&w, p, currency);
+	w_head(&w, p, db, currency, now_s);
 	gl_jsonw_array(&w, "items");
 	for (size_t i = 0; i < count; i++) {
 		gl_jsonw_object(&w, NULL);
@@ -302,6 +312,7 @@ struct list_out {
 	int head, minor;
 	struct gl_jsonw w;
 	char *currency;
+	int64_t now_s;
 };
 
 static void list_out_fini(void *state)
@@ -346,7 +357,7 @@ static int list_json_next(void *state, struct gl_strbuf *out)
 	struct list_out *o = state;
 	o->w.out = out;
 	if (!o->head) {
-		w_head(&o->w, &o->p, o->currency);
+		w_head(&o->w, &o->p, &o->db, o->currency, o->now_s);
 		gl_jsonw_array(&o->w, "runs");
 		o->head = 1;
 	}
@@ -379,6 +390,7 @@ static void stream_list(struct gl_req *req, struct gl_resp *resp, const struct r
 	memset(db, 0, sizeof *db);
 	o->minor = gl_cost_minor(req->cfg->currency);
 	o->currency = gl_xstrdup(req->cfg->currency);
+	o->now_s = req->now_s;
 	page_of(&o->db, &o->p, &o->pg);
 	gl_jsonw_init(&o->w, NULL);
 	if (p->csv) {
@@ -396,9 +408,10 @@ static void stream_list(struct gl_req *req, struct gl_resp *resp, const struct r
 	gl_resp_set_stream(resp, list_json_next, list_out_fini, o);
 }
 
-/* The runs of the window, or -rc after the error answer: a built month's
- * as the rollup built them (sql/131) unless the runs' members are wanted,
- * else grouped from the jobs. */
+/* The runs of the window, or -rc after the error answer: a built month's,
+ * or the month in progress's so far, as the rollup built them (sql/131,
+ * sql/138) unless the runs' members or fresh=1 are wanted, else grouped
+ * from the jobs. */
 static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_params *p, int members, struct gl_rundb *db)
 {
 	static const char *const agg_cols[] = {"user_name", "account", "cluster", "partition", "namespace_", "kind"};
@@ -413,11 +426,19 @@ static int load(struct gl_req *req, struct gl_resp *resp, const struct runs_para
 	q.rules = rules;
 	/* a scoped token sees the runs of its own jobs */
 	q.scope = gl_req_scope(req, &q.n_scope);
-	if ((rc = gl_req_store(req, &st, &err)) || (!members && (rc = gl_rundb_month(st, &q, db, &hit, &err))) ||
+	if ((rc = gl_req_store(req, &st, &err)) || (!members && !p->fresh && (rc = gl_rundb_month(st, &q, db, &hit, &err))) ||
 	    (!hit && (rc = gl_rundb_runs(st, &q, db, &err))))
 		rc = gl_resp_error(resp, rc, NULL, "%s", err.msg[0] ? err.msg : "runs failed");
 	free(rules);
 	return rc;
+}
+
+/* The month so far as built: the time it reaches and its age, in CSV too. */
+static void as_of_headers(struct gl_resp *resp, int64_t as_of_s, int64_t now_s)
+{
+	gl_timeutil_format(as_of_s, resp->header_text, sizeof resp->header_text);
+	gl_apijson_add_header(resp, "X-As-Of", resp->header_text);
+	gl_apijson_add_header_num(resp, "X-Age-Seconds", now_s > as_of_s ? now_s - as_of_s : 0);
 }
 
 int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
@@ -428,12 +449,14 @@ int gl_route_runs(struct gl_req *req, struct gl_resp *resp)
 
 	if ((rc = parse_params(req, resp, &p, 0)) || (rc = load(req, resp, &p, 0, &db)))
 		goto out;
+	if (db.as_of_s)
+		as_of_headers(resp, db.as_of_s, req->now_s);
 	if (p.agg < 0)
 		stream_list(req, resp, &p, &db);
 	else if (p.csv)
 		render_csv(resp, &p, &db, gl_cost_minor(req->cfg->currency));
 	else
-		render_json(resp, &p, &db, req->cfg->currency);
+		render_json(resp, &p, &db, req->cfg->currency, req->now_s);
 out:
 	gl_rundb_fini(&db);
 	return rc;

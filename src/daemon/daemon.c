@@ -58,7 +58,8 @@ static int rollup_run(struct gl_store *st, const struct gl_config *cfg, const vo
 	return rc;
 }
 
-/* The runs of the months whose days are all built (/v1/runs). A task of
+/* The runs of the months whose days are all built, and of the month in
+ * progress so far (/v1/runs). A task of
  * its own: a month costs one grouping of all its jobs (~12 s at 1 M jobs),
  * which would hold back the next days' rollup, and a month one late job
  * unbuilds is built again at most once an interval. */

@@ -220,17 +220,18 @@ void gl_rundb_fini(struct gl_rundb *r)
 
 /* The marks a month's runs are built from (sql/131), in the caller's
  * snapshot: $1 the month's first day. The row: all the month's days built
- * (t/f), the days' mark, the jobs' mark. A central's jobs are its shards',
- * whose writes no trigger here counts: it never builds nor reads them. */
+ * (t/f), no shards (t/f), the days' mark, the jobs' mark. A central's jobs
+ * are its shards', whose writes no trigger here counts: it never builds
+ * nor reads them. */
 #define MARKS_SQL                                                                                                  \
 	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day')"                    \
-	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built,"                                                    \
+	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built, NOT EXISTS (SELECT 1 FROM shards) AS local,"        \
 	" count(*) || '/' || coalesce(max(extract(epoch FROM built_at)), 0) AS days_sig,"                        \
 	" (SELECT coalesce(sum(n), 0) FROM runs_jobs_changed WHERE month = $1::date) AS jobs_sig"                  \
 	" FROM usage_daily_built WHERE day >= $1::date AND day < $1::date + interval '1 month'"
 
 struct marks {
-	int all_built;
+	int all_built, local;
 	char *days_sig;
 	int64_t jobs_sig;
 };
@@ -238,7 +239,8 @@ struct marks {
 static int read_marks(PGconn *c, const char *month, struct marks *m, void **rows, char **text, struct gl_err *err)
 {
 	static const struct gl_pgrow_field f[] = {
-		GL_PGROW(struct marks, BOOL, all_built), GL_PGROW(struct marks, STR, days_sig),
+		GL_PGROW(struct marks, BOOL, all_built), GL_PGROW(struct marks, BOOL, local),
+		GL_PGROW(struct marks, STR, days_sig),
 		GL_PGROW(struct marks, I64, jobs_sig)};
 	size_t n = 0;
 	int rc = gl_pgrow_query(c, MARKS_SQL, 1, (const char *[]){month}, f, GL_ARRAY_LEN(f), sizeof *m, rows, &n,
@@ -297,8 +299,9 @@ static int month_rows(struct gl_strbuf *b, const char *month, const struct gl_ru
 }
 
 /* The month's runs grouped by gl_rundb_runs and written with its marks, in
- * one snapshot; *built 1 when it was stale. */
-static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_t a, int64_t b,
+ * one snapshot; *built 1 when it was stale. so_far: the month in progress,
+ * the window [a, b) with b the build's time (its until_at). */
+static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_t a, int64_t b, int so_far,
 		       const struct gl_runs_rule *rules, size_t n_rules, const char *sig, int64_t now_s, int *built,
 		       struct gl_err *err)
 {
@@ -307,7 +310,7 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	struct gl_rundb db = {0};
 	struct marks m = {0};
 	void *mrows = NULL;
-	char *mtext = NULL, js[24];
+	char *mtext = NULL, js[24], until[24];
 	const char *observed;
 	PGresult *res = NULL;
 	int rc, fresh;
@@ -317,15 +320,19 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	    (rc = gl_db_query(c, "SELECT pg_try_advisory_xact_lock(26476, 131)", 0, NULL, &res, err)))
 		goto out;
 	/* another process builds the runs: this one's would be the same */
-	if (strcmp(PQgetvalue(res, 0, 0), "t") || (rc = read_marks(c, month, &m, &mrows, &mtext, err)) || !m.all_built)
+	if (strcmp(PQgetvalue(res, 0, 0), "t") || (rc = read_marks(c, month, &m, &mrows, &mtext, err)) ||
+	    !(so_far ? m.local : m.all_built))
 		goto out;
 	PQclear(res);
 	res = NULL;
 	snprintf(js, sizeof js, "%lld", (long long)m.jobs_sig);
+	snprintf(until, sizeof until, "%lld", (long long)b);
+	/* the month so far is due again only when a mark moved: with none, its
+	 * runs as of its last build are still the answer up to then */
 	if ((rc = gl_db_query(c,
 			      "SELECT 1 FROM runs_month_built WHERE month = $1::date AND rules_sig = $2 AND days_sig = $3"
-			      " AND jobs_sig = $4::bigint",
-			      4, (const char *[]){month, sig, m.days_sig, js}, &res, err)))
+			      " AND jobs_sig = $4::bigint AND (until_at IS NOT NULL) = $5::boolean",
+			      5, (const char *[]){month, sig, m.days_sig, js, so_far ? "t" : "f"}, &res, err)))
 		goto out;
 	fresh = PQntuples(res) > 0;
 	if (fresh || (rc = gl_rundb_runs(st, &q, &db, err)))
@@ -334,11 +341,12 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	if ((rc = gl_db_query(c, "DELETE FROM runs_month WHERE month = $1::date", 1, (const char *[]){month}, NULL, err)) ||
 	    (rc = gl_db_copy_in(c, "COPY runs_month FROM STDIN", rows.p ? rows.p : "", rows.len, err)) ||
 	    (rc = gl_db_query(c,
-			      "INSERT INTO runs_month_built (month, rules_sig, days_sig, jobs_sig, observed) VALUES ($1::date,"
-			      " $2, $3, $4::bigint, $5::boolean) ON CONFLICT (month) DO UPDATE SET rules_sig = excluded.rules_sig,"
+			      "INSERT INTO runs_month_built (month, rules_sig, days_sig, jobs_sig, observed, until_at) VALUES"
+			      " ($1::date, $2, $3, $4::bigint, $5::boolean, to_timestamp($6::bigint))"
+			      " ON CONFLICT (month) DO UPDATE SET rules_sig = excluded.rules_sig,"
 			      " days_sig = excluded.days_sig, jobs_sig = excluded.jobs_sig, observed = excluded.observed,"
-			      " built_at = now()",
-			      5, (const char *[]){month, sig, m.days_sig, js, observed}, NULL, err)))
+			      " until_at = excluded.until_at, built_at = now()",
+			      6, (const char *[]){month, sig, m.days_sig, js, observed, so_far ? until : NULL}, NULL, err)))
 		goto out;
 	*built = 1;
 out:
@@ -348,6 +356,33 @@ out:
 	gl_strbuf_fini(&rows);
 	free(mrows);
 	free(mtext);
+	return rc;
+}
+
+/* The month of t (UTC) as its first day, "YYYY-MM-01". */
+static void month_of(int64_t t, char out[16])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	snprintf(out, 16, "%04d-%02d-01", tm.tm_year + 1900, tm.tm_mon + 1);
+}
+
+/* The month in progress as the window [its start, now_s): now_s is T, the
+ * time the answer reaches, so a job that starts or ends after it is not
+ * in the answer yet whatever the snapshot holds (the live answer for the
+ * same window and now is the same). */
+static int build_so_far(PGconn *c, struct gl_store *st, const struct gl_runs_rule *rules, size_t n_rules,
+			const char *sig, int64_t now_s, int *built, struct gl_err *err)
+{
+	int64_t a = gl_window_month_start(now_s);
+	char month[16];
+	int one = 0, rc;
+	if (now_s <= a)
+		return 0;
+	month_of(now_s, month);
+	rc = build_month(c, st, month, a, now_s, 1, rules, n_rules, sig, now_s, &one, err);
+	*built += one;
 	return rc;
 }
 
@@ -371,11 +406,13 @@ int gl_rundb_build_months(struct gl_store *st, const struct gl_runs_rule *rules,
 		return rc;
 	for (int i = 0; i < PQntuples(res) && !rc; i++) {
 		int one = 0;
-		rc = build_month(c, st, PQgetvalue(res, i, 0), atoll(PQgetvalue(res, i, 1)), atoll(PQgetvalue(res, i, 2)),
+		rc = build_month(c, st, PQgetvalue(res, i, 0), atoll(PQgetvalue(res, i, 1)), atoll(PQgetvalue(res, i, 2)), 0,
 				 rules, n_rules, sig, now_s, &one, err);
 		*built += one;
 	}
 	PQclear(res);
+	if (!rc)
+		rc = build_so_far(c, st, rules, n_rules, sig, now_s, built, err);
 	return rc;
 }
 
@@ -401,8 +438,8 @@ static const struct gl_pgrow_field month_fields[] = {
 #undef J
 #undef R
 
-/* The built month's runs ($1, $2 the state's first word or NULL), or
- * their sums by group_by: one row a value, the value in its own column
+/* The built month's runs ($1, $2 the state's first word or NULL) summed
+ * by group_by: one row a value, the value in its own column
  * (the others NULL), its runs' figures summed in the runs' order as
  * /v1/runs sums them (the same float additions, so the same bits) when
  * ordered, else (no run has exporter data: every float 0) as they come. */
@@ -414,13 +451,6 @@ static int month_query(struct gl_strbuf *sql, const char *group_by, int ordered)
 	static const char where[] = " FROM runs_month WHERE month = $1::date"
 				    " AND ($2::text IS NULL OR upper(split_part(state, ' ', 1)) = upper($2))";
 	size_t g = 0;
-	if (!group_by) {
-		/* a page read by the key (month, ord): the runs before it are never read */
-		gl_strbuf_puts(sql, "SELECT *, 1 AS n_runs");
-		gl_strbuf_puts(sql, where);
-		gl_strbuf_puts(sql, " AND ord > $3::bigint ORDER BY ord LIMIT $4::bigint");
-		return 0;
-	}
 	while (g < GL_ARRAY_LEN(cols) && strcmp(cols[g], group_by))
 		g++;
 	if (g == GL_ARRAY_LEN(cols))
@@ -559,17 +589,16 @@ static int list_row(void *ctx, const struct gl_db_field *f, int n, struct gl_err
 	return 0;
 }
 
-/* A built month's page of the list (q->after_ord, q->limit), streamed in
- * binary (no row's text parsed, no row allocated) by the key's order: a
- * month just built has no statistics until autovacuum's ANALYZE, and the
- * plan then sorted the whole month on disk (50 of 60 ms at 25,000 runs). */
+/* A built month's page of the list (q->after_ord, q->limit), read in
+ * binary (no row's text parsed, no row allocated), in the caller's
+ * transaction (month_rows_read). */
 static int month_list(PGconn *c, const struct gl_rundb_query *q, const char *month, struct gl_rundb *out,
 		      struct gl_err *err)
 {
 	struct gl_strbuf sql = GL_STRBUF_INIT;
 	struct list_ctx x = {out, (struct text_block **)&out->blocks, 0};
 	char *state = q->state ? PQescapeLiteral(c, q->state, strlen(q->state)) : NULL;
-	int rc, nested = PQtransactionStatus(c) != PQTRANS_IDLE, in_txn = 0;
+	int rc;
 
 	if (q->state && !state) {
 		rc = gl_err_set(err, GL_EINVAL, "runs: state: %s", PQerrorMessage(c));
@@ -581,12 +610,7 @@ static int month_list(PGconn *c, const struct gl_rundb_query *q, const char *mon
 	/* one run past the page says whether there is a next one */
 	gl_strbuf_printf(&sql, " AND ord > %lld ORDER BY ord LIMIT %lld) TO STDOUT (FORMAT binary)",
 			 (long long)q->after_ord, q->limit ? (long long)q->limit + 1 : (long long)INT64_MAX);
-	if (!nested && (rc = gl_db_exec(c, "BEGIN READ ONLY", err)))
-		goto out;
-	in_txn = !nested;
-	if ((rc = gl_db_exec(c, "SET LOCAL enable_sort = off", err)) ||
-	    (rc = gl_db_copy_out_binary(c, gl_strbuf_cstr(&sql), LC_N, list_row, &x, err)) ||
-	    (nested && (rc = gl_db_exec(c, "SET LOCAL enable_sort TO DEFAULT", err))))
+	if ((rc = gl_db_copy_out_binary(c, gl_strbuf_cstr(&sql), LC_N, list_row, &x, err)))
 		goto out;
 	if (q->limit && out->runs.n > q->limit) {
 		out->more = 1;
@@ -594,9 +618,70 @@ static int month_list(PGconn *c, const struct gl_rundb_query *q, const char *mon
 	}
 	out->n_jobs = out->runs.n;
 out:
-	if (in_txn)
-		rc = rc ? (PQclear(PQexec(c, "ROLLBACK")), rc) : gl_db_exec(c, "COMMIT", err);
 	PQfreemem(state);
+	gl_strbuf_fini(&sql);
+	return rc;
+}
+
+/* Whether the month's built runs answer the query: a whole month's while
+ * its three marks are those now, the month so far's (so_far) while its
+ * rules are (it is the answer as of its until_at, *until_s). */
+static int month_built(PGconn *c, const char *month, const char *sig, int so_far, int *hit, int *observed,
+		       int64_t *until_s, struct gl_err *err)
+{
+	static const char whole[] =
+		"WITH mk AS (" MARKS_SQL ")"
+		" SELECT b.observed, 0 FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built"
+		" AND b.rules_sig = $2 AND b.days_sig = mk.days_sig AND b.jobs_sig = mk.jobs_sig AND b.until_at IS NULL";
+	/* a central builds no month: its rows would be a database's before it had shards */
+	static const char part[] =
+		"SELECT observed, extract(epoch FROM until_at)::bigint FROM runs_month_built WHERE month = $1::date"
+		" AND rules_sig = $2 AND until_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM shards)";
+	PGresult *res = NULL;
+	int rc = gl_db_query(c, so_far ? part : whole, 2, (const char *[]){month, sig}, &res, err);
+	if (rc)
+		return rc;
+	*hit = PQntuples(res) > 0;
+	*observed = *hit && !strcmp(PQgetvalue(res, 0, 0), "t");
+	*until_s = *hit ? atoll(PQgetvalue(res, 0, 1)) : 0;
+	PQclear(res);
+	return 0;
+}
+
+/* The built rows of the month's answer, in the snapshot of its marks. */
+static int month_rows_read(PGconn *c, const struct gl_rundb_query *q, const char *month, int so_far,
+			   struct gl_rundb *out, int *hit, size_t *n, struct gl_err *err)
+{
+	struct gl_strbuf sql = GL_STRBUF_INIT;
+	char sig[17];
+	int rc, observed;
+
+	gl_runs_rules_sig(q->rules, q->n_rules, sig);
+	/* one snapshot: a build between the marks and the rows would answer
+	 * one build's runs with another's time */
+	if ((rc = gl_db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err)))
+		return rc;
+	/* a page is the key's order: a month's rows are new every build, and
+	 * until autovacuum analyzes them (the application role cannot) the
+	 * planner thought them few and sorted them all on disk, ~100 ms at
+	 * 75,000 runs instead of reading 1,000 by the key */
+	if (!q->group_by && (rc = gl_db_exec(c, "SET LOCAL enable_sort = off", err)))
+		goto out;
+	if ((rc = month_built(c, month, sig, so_far, hit, &observed, &out->as_of_s, err)) || !*hit)
+		goto out;
+	if (!so_far)
+		out->as_of_s = 0;
+	if (!q->group_by) {
+		rc = month_list(c, q, month, out, err);
+		goto out;
+	}
+	if ((rc = month_query(&sql, q->group_by, observed)))
+		goto out;
+	rc = gl_pgrow_query(c, gl_strbuf_cstr(&sql), 2, (const char *[]){month, q->state},
+			    month_fields, GL_ARRAY_LEN(month_fields), sizeof(struct month_row), &out->rows, n,
+			    &out->text, err);
+out:
+	rc = rc ? (PQclear(PQexec(c, "ROLLBACK")), rc) : gl_db_exec(c, "COMMIT", err);
 	gl_strbuf_fini(&sql);
 	return rc;
 }
@@ -605,50 +690,23 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 		   struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);
-	struct gl_strbuf sql = GL_STRBUF_INIT;
 	struct month_row *rows;
-	PGresult *res = NULL;
-	char month[16], sig[17], after[24], lim[24];
+	char month[16], now_month[16];
 	size_t n = 0;
-	int rc, observed;
+	int rc;
 
 	memset(out, 0, sizeof *out);
 	*hit = 0;
 	/* a scoped token's jobs are another window's lines: their own rounding */
 	if (q->n_scope || !window_month(q->win_start_s, q->win_end_s, month))
 		return 0;
-	gl_runs_rules_sig(q->rules, q->n_rules, sig);
-	if ((rc = gl_db_query(c,
-			      "WITH mk AS (" MARKS_SQL ")"
-			      " SELECT b.observed FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built"
-			      " AND b.rules_sig = $2 AND b.days_sig = mk.days_sig AND b.jobs_sig = mk.jobs_sig",
-			      2, (const char *[]){month, sig}, &res, err)))
-		return rc;
-	*hit = PQntuples(res) > 0;
-	observed = *hit && !strcmp(PQgetvalue(res, 0, 0), "t");
-	PQclear(res);
-	if (!*hit)
-		return 0;
-	if (!q->group_by) {
-		rc = month_list(c, q, month, out, err);
-		goto out;
-	}
-	snprintf(after, sizeof after, "%lld", (long long)q->after_ord);
-	/* one run past the page says whether there is a next one */
-	snprintf(lim, sizeof lim, "%lld", q->limit ? (long long)q->limit + 1 : (long long)INT64_MAX);
-	if ((rc = month_query(&sql, q->group_by, observed)) ||
-	    (rc = gl_pgrow_query(c, gl_strbuf_cstr(&sql), q->group_by ? 2 : 4, (const char *[]){month, q->state, after, lim},
-				 month_fields, GL_ARRAY_LEN(month_fields), sizeof *rows, &out->rows, &n, &out->text, err)))
+	month_of(q->now_s, now_month);
+	/* the list is read into *out whole (month_list): an aggregate's rows are made runs here */
+	if ((rc = month_rows_read(c, q, month, !strcmp(month, now_month), out, hit, &n, err)) || !*hit ||
+	    !q->group_by)
 		goto out;
 	rows = out->rows;
-	if (q->group_by)
-		out->n_runs = gl_xcalloc(n + 1, sizeof *out->n_runs);
-	else
-		out->ord = gl_xcalloc(n + 1, sizeof *out->ord);
-	if (q->limit && n > q->limit) {
-		out->more = 1;
-		n = q->limit;
-	}
+	out->n_runs = gl_xcalloc(n + 1, sizeof *out->n_runs);
 	out->n_jobs = n;
 	out->jobs = gl_xcalloc(n + 1, sizeof *out->jobs);
 	out->runs.runs = gl_xcalloc(n + 1, sizeof *out->runs.runs);
@@ -661,12 +719,12 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
 		r->first = i;
 		/* the id is the key's, as gl_runs_group makes it */
 		gl_runs_run_id(r->key, r->id);
-		if (out->n_runs)
-			out->n_runs[i] = rows[i].n_runs;
-		else
-			out->ord[i] = rows[i].ord;
+		out->n_runs[i] = rows[i].n_runs;
 	}
 out:
-	gl_strbuf_fini(&sql);
+	if (rc || !*hit) {
+		gl_rundb_fini(out);
+		*hit = 0;
+	}
 	return rc;
 }

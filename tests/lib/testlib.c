@@ -1521,6 +1521,24 @@ void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, co
 	gl_test_synth_jobs_part(c, dsn, n, from, span, "synth", 0, 1);
 }
 
+void gl_test_synth_runs(PGconn *c, const char *dsn, long n, const char *from, const char *span, int failed_every)
+{
+	char sql[512];
+	PGresult *r;
+	gl_test_synth_jobs(c, dsn, n, from, span);
+	snprintf(sql, sizeof sql,
+		 "UPDATE jobs SET name = 'train-' || (job_id::bigint %% %ld),"
+		 " user_name = 'u' || ((job_id::bigint %% %ld) %% 2000),"
+		 " state = CASE WHEN job_id::bigint %% %d = 0 THEN 'FAILED' ELSE state END",
+		 n / 4, n / 4, failed_every > 0 ? failed_every : INT_MAX);
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		gl_test_die(PQerrorMessage(c));
+	PQclear(r);
+	if (gl_test_exec_owner(dsn, "ANALYZE jobs") < 0)
+		gl_test_die("ANALYZE jobs as the owner role failed");
+}
+
 int gl_test_philly_db(const char *name, char *dsn, size_t n)
 {
 	static struct gl_test_philly_job jobs[5000];

@@ -308,6 +308,11 @@ int gl_test_audit_recompute(const char *dsn, long long seq, const char *actor);
  * third), 200 accounts, 2,000 users, 1,250 nodes; then ANALYZE. Dies on a
  * database error. */
 void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, const char *span);
+/* gl_test_synth_jobs made into runs of 4 under runs: [{by: name_user}]:
+ * job g named train-(g % (n/4)) of user u((g % (n/4)) % 2000), so every 4
+ * jobs spread over the span are one run (/v1/runs' tests and benchmark);
+ * with failed_every > 0 every such job FAILED. */
+void gl_test_synth_runs(PGconn *c, const char *dsn, long n, const char *from, const char *span, int failed_every);
 /* The same jobs' part number part of nparts (job g when g % nparts ==
  * part), in cluster `cluster` (made when missing): the parts of several
  * calls are the one set of gl_test_synth_jobs, split over clusters or
