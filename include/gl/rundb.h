@@ -83,6 +83,11 @@ int gl_rundb_month(struct gl_store *st, const struct gl_rundb_query *q, struct g
  * request's own grouping), each in one snapshot, and those of the month of
  * now_s as the window [its start, now_s) when they are not (none on a
  * central); *built counts them. */
+/* How often the daemon's runs task builds them, and so the age past which
+ * the month so far is built again while a job is open, though no mark
+ * moved: a running job's seconds grow with the clock alone. */
+#define GL_RUNDB_EVERY_S 300
+
 int gl_rundb_build_months(struct gl_store *st, const struct gl_runs_rule *rules, size_t n_rules, int64_t now_s,
 			  int *built, struct gl_err *err) GL_MUSTCHECK;
 

@@ -152,7 +152,7 @@ size_t gl_daemon_sources(const struct gl_config *cfg, struct gl_daemon_source **
 	}
 	/* the daily aggregates follow whatever the sources above changed */
 	add(&arr, &n, &cap, "rollup", "all", 60, rollup_run, NULL);
-	add(&arr, &n, &cap, "runs", "months", 300, runs_run, NULL);
+	add(&arr, &n, &cap, "runs", "months", GL_RUNDB_EVERY_S, runs_run, NULL);
 	/* time partitions ahead of the writes, retention behind them */
 	add(&arr, &n, &cap, "partitions", "all", 3600, partitions_run, NULL);
 	/* forecasts asked for recently are refitted on fresh data */

@@ -310,7 +310,7 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	struct gl_rundb db = {0};
 	struct marks m = {0};
 	void *mrows = NULL;
-	char *mtext = NULL, js[24], until[24];
+	char *mtext = NULL, js[24], until[24], age[24];
 	const char *observed;
 	PGresult *res = NULL;
 	int rc, fresh;
@@ -327,12 +327,18 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 	res = NULL;
 	snprintf(js, sizeof js, "%lld", (long long)m.jobs_sig);
 	snprintf(until, sizeof until, "%lld", (long long)b);
-	/* the month so far is due again only when a mark moved: with none, its
-	 * runs as of its last build are still the answer up to then */
+	snprintf(age, sizeof age, "%d", GL_RUNDB_EVERY_S);
+	/* the month so far is due again when a mark moved, or when it is older
+	 * than the task's interval and a job is open (running or waiting: its
+	 * seconds grow with the clock alone); with neither, its runs as of its
+	 * last build are the answer up to now */
 	if ((rc = gl_db_query(c,
 			      "SELECT 1 FROM runs_month_built WHERE month = $1::date AND rules_sig = $2 AND days_sig = $3"
-			      " AND jobs_sig = $4::bigint AND (until_at IS NOT NULL) = $5::boolean",
-			      5, (const char *[]){month, sig, m.days_sig, js, so_far ? "t" : "f"}, &res, err)))
+			      " AND jobs_sig = $4::bigint AND (until_at IS NOT NULL) = $5::boolean"
+			      " AND NOT ($5::boolean AND until_at <= to_timestamp($6::bigint - $7::bigint)"
+			      "  AND (EXISTS (SELECT 1 FROM jobs WHERE end_at IS NULL AND start_at IS NOT NULL)"
+			      "   OR EXISTS (SELECT 1 FROM jobs WHERE start_at IS NULL AND end_at IS NULL)))",
+			      7, (const char *[]){month, sig, m.days_sig, js, so_far ? "t" : "f", until, age}, &res, err)))
 		goto out;
 	fresh = PQntuples(res) > 0;
 	if (fresh || (rc = gl_rundb_runs(st, &q, &db, err)))

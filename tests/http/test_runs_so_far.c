@@ -345,6 +345,36 @@ static void test_bad_fresh(void **state)
 	cJSON_Delete(j);
 }
 
+/* Moves the month so far's T ten minutes back (older than the runs task's
+ * interval) and says the T it now has. */
+static long long age_build(void)
+{
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE runs_month_built SET until_at = until_at - interval '10 minutes'"
+					      " WHERE until_at IS NOT NULL") >= 0);
+	return until();
+}
+
+/* No mark moved, but the build is older than the task's interval: built
+ * again while a job is open (job 3 runs: its seconds grow with the clock),
+ * kept once none is (the answer up to T is the answer up to now). */
+static void test_aged_rebuilt_while_open(void **state)
+{
+	long long t;
+	rollup();
+	t = age_build();
+	assert_true(t > 0);
+	rollup();
+	assert_true(until() >= t + 600);
+	so_far_is_live_at(until());
+	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET state = 'COMPLETED', end_at = now() - interval '1 minute'"
+					      " WHERE job_id = '3'") >= 0);
+	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM jobs WHERE end_at IS NULL"), 0);
+	rollup();
+	t = age_build();
+	rollup();
+	assert_int_equal(until(), t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_unchanged_kept),	  cmocka_unit_test(test_others_live),
 		cmocka_unit_test(test_change_after_t),	  cmocka_unit_test(test_daemon_builds),
 		cmocka_unit_test(test_central_live),	  cmocka_unit_test(test_bad_fresh),
+		cmocka_unit_test(test_aged_rebuilt_while_open),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
