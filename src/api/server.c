@@ -1726,8 +1726,13 @@ static void warm_session(struct gl_server *s)
 	int64_t built_s = -1;
 	int fresh = 0, rc;
 	if (!(rc = gl_store_thread(s->conn_key, s->dsn, t_stmt_ms, &c, &fresh, &err)) &&
-	    !(rc = fleet_route(s, c, fresh, &err)) && t_fleet == 2 && !(rc = gl_shard_warm(c, &built_s, &err)))
+	    !(rc = fleet_route(s, c, fresh, &err)) && t_fleet == 2 && !(rc = gl_shard_warm(c, &built_s, &err)) &&
+	    !(rc = gl_txn_read_begin(c, &err))) {
+		/* in a read transaction, as a request reads: what a request
+		 * asks every shard first is then prepared there too (sql/140) */
 		rc = gl_route_chargeback_warm(c, s->cfg, built_s, wall_s(), &err);
+		gl_txn_read_end(c);
+	}
 	if (rc)
 		gl_log(GL_LOG_INFO, "http: opening a worker's session at start: %s (its first request opens it)", err.msg);
 }

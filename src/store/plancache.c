@@ -172,6 +172,21 @@ static int run_prepared(PGconn *c, const char *name, int fresh, int *prepared, c
 	return rc;
 }
 
+int gl_plancache_seeding(PGconn *c)
+{
+	return c && t_pc.c == c && t_pc.in_read && t_pc.pid == PQbackendPID(c) &&
+	       PQtransactionStatus(c) == PQTRANS_INTRANS;
+}
+
+int gl_plancache_seed(PGconn *c, const char *sql, int nparams, const char *const *params, const PGresult *r)
+{
+	size_t before = t_pc.nmemo;
+	if (!gl_plancache_seeding(c))
+		return 0;
+	memo_put(c, call_hash(text_hash(sql), nparams, params), r);
+	return t_pc.nmemo > before;
+}
+
 int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		       struct gl_err *err)
 {

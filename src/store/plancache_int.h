@@ -43,6 +43,14 @@ void gl_plancache_read_txn(PGconn *c, int open);
 /* gl_db_query(), with a generic plan prepared once on a marked session. */
 int gl_plancache_query(PGconn *c, const char *sql, int nparams, const char *const *params, PGresult **res,
 		       struct gl_err *err) GL_MUSTCHECK;
+/* Keeps a copy of r as the answer of sql with params for the rest of the
+ * read transaction, as if c had been asked it (r stays the caller's): for
+ * answers got another way, e.g. several statements' answers asked of the
+ * shards in one query. 1 when kept: a marked session in a read
+ * transaction, room left. */
+int gl_plancache_seed(PGconn *c, const char *sql, int nparams, const char *const *params, const PGresult *r);
+/* 1 when gl_plancache_seed() on c would keep an answer (room aside). */
+int gl_plancache_seeding(PGconn *c);
 /* gl_db_query(), with a generic plan prepared once on any session that is
  * not marked (a marked one runs it as gl_db_query() does): for a statement
  * whose custom planning costs more than its generic plan loses. The

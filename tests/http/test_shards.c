@@ -350,7 +350,9 @@ static void shard_log_during(int k, const char *path, const char *text, struct s
  * answered by each shard for its own clusters (sql/115), not by the central
  * from every job or daily row of the window (docs/scale.md, "What it
  * costs"); data_through is each shard's view (sql/137), one cursor, not
- * three over its tables; and
+ * three over its tables; the built days, the unobserved probe, the
+ * capacity days and the clusters without capacity data are one query a
+ * shard (12 cursors and a dblink query before, 8 and one query after); and
  * what a shard runs for the central it runs without JIT (a 15 ms capacity
  * query compiled for 6.4 s at 100,000 jobs a shard). */
 static void test_one_remote_transaction_a_request(void **state)
@@ -364,6 +366,16 @@ static void test_one_remote_transaction_a_request(void **state)
 	/* data_through: the shard's view, one cursor, not its tables */
 	assert_int_equal(l.snap_cursors, 0);
 	assert_true(l.text_hits >= 1);
+	/* what every request asks every shard before its lines (the built
+	 * days, the unobserved probe, the capacity days and the clusters
+	 * without capacity data) is one query a shard, not three cursors and a
+	 * dblink query */
+	shard_log_during(0, "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team", "EXECUTE gl_fp_", &l);
+	assert_int_equal(l.starts, 1);
+	assert_int_equal(l.text_hits, 1);
+	assert_true(l.cursors >= 3);
+	assert_true(l.cursors <= 8);
+	assert_int_equal(l.job_cursors, 2);
 	/* more days than a month: summed by the shards */
 	shard_log_during(0, "/v1/chargeback?window=2017-01-01,2018-01-01&aggregate=team", "sum(alloc)::numeric", &l);
 	assert_int_equal(l.starts, 1);
@@ -445,7 +457,9 @@ static void shard_clocks(char since[NSHARD][64])
 }
 
 #define FDW_BACKENDS "application_name = 'postgres_fdw'"
-#define DBLINK_BACKENDS "query LIKE '%gl_read_only_rows(%'"
+/* dblink's last query: a text sent (gl_read_only_rows) or a statement the
+ * shard prepared (sql/140: what a chargeback asks first, at the warm) */
+#define DBLINK_BACKENDS "(query LIKE '%gl_read_only_rows(%' OR query LIKE 'EXECUTE gl_fp_%')"
 
 /* A central daemon opens its workers' sessions to every shard before it
  * says ready (sql/122): its first requests, one a worker, open no
