@@ -545,44 +545,58 @@ static void put_own_cte(struct gl_strbuf *sql, const char *src)
 	"(SELECT array_agg(t ORDER BY t) FROM (SELECT valid_from AS t FROM owners"                          \
 	"  UNION SELECT valid_to FROM owners UNION SELECT valid_from FROM workload_rules"                   \
 	"  UNION SELECT valid_to FROM workload_rules UNION SELECT '-infinity'::timestamptz) x)"
-/* y.key, a job's part of its group: its owner segment and rate bucket,
- * or, for a piece a rate bound cuts, the job itself. It comes out of a
- * function in FROM (x + 0) only for the planner: its estimate of
- * the groups takes the jobs' own columns (segment and bucket from
- * start_at, the job from job_pk) for one group a job, and then sends
- * every job to the leader instead of summing in the workers; a
- * function's column it takes for one value a job (the owner columns'
- * sets are then the jobs' extended statistics, sql/132) */
+/* y.key, a job's part of its group: its owner segment and rate bucket
+ * (positive), or, for a piece a rate bound cuts, the job itself (-job_pk,
+ * never positive). It comes out of a function in FROM (x + 0) only for
+ * the planner: its estimate of the groups takes the jobs' own columns
+ * (segment and bucket from start_at, the job from job_pk) for one group a
+ * job, and then sends every job to the leader instead of summing in the
+ * workers; a function's column it takes for one value a job (the owner
+ * columns' sets are then the jobs' extended statistics, sql/132). A bound
+ * of the rates inside (p0, p1) cuts the piece: the bounds strictly before
+ * p1 (those up to p1 - 1 us) outnumber those up to p0. Each use of a
+ * bounds array copies it (a scalar subquery's small array is stored with
+ * a short header and detoasted at every call), and the lateral subqueries
+ * are flattened, so every reference to v, w or x is its expression again,
+ * a job row at a time: the per-job columns of put_whole_kg read y.key
+ * instead (docs/scale.md, "A cold window"). */
 #define WHOLE_Z                                                                                           \
 	" CROSS JOIN LATERAL (SELECT greatest(jb.start_at, " WHOLE_A ") AS p0,"                            \
 	"  least(" JB_FIRM_STOP ", " WHOLE_B ") AS p1) v"                                                      \
 	" CROSS JOIN LATERAL (SELECT width_bucket(v.p0, " WHOLE_ZR ") AS k) w"                              \
-	" CROSS JOIN LATERAL (SELECT w.k < cardinality(" WHOLE_ZR ") AND v.p1 > (" WHOLE_ZR ")[w.k + 1] AS cut) x" \
+	" CROSS JOIN LATERAL (SELECT width_bucket(v.p1 - interval '1 microsecond', " WHOLE_ZR ") > w.k AS cut) x" \
 	" CROSS JOIN LATERAL int8pl(CASE WHEN x.cut THEN -jb.job_pk"                                        \
 	"  ELSE width_bucket(jb.start_at, " WHOLE_ZS ")::bigint * 4294967296 + w.k END, 0) y(key)"
 #define WHOLE_SEC "greatest(extract(epoch FROM v.p1 - v.p0)::bigint, 0)"
 
 /* One branch of kg: the jobs of from (as jb) summed per set and y.key,
  * with the given endpoints, their sums and a cut job's GPUs times sign.
- * The segment and a cut job's values are one per group (y.key holds
- * them): min() only names them. */
+ * A cut job (y.key <= 0) is a group of its own: min() only names its
+ * values and its segment; an uncut group's segment is the key's. Constant
+ * endpoints are no grouping key: hashing and comparing them costs every
+ * job row. The held sum is the billed one (the same aggregate as m,
+ * computed once) plus what the jobs whose held differs add, so a job
+ * whose two are equal (a Slurm job's) pays one WHOLE_SEC, not two. */
 static void put_whole_kg(struct gl_strbuf *sql, const char *from, const char *endpoints, const char *sign)
 {
 	gl_strbuf_printf(sql,
 	" SELECT jb.cluster_id, jb.user_name, jb.account, jb.partition, jb.qos, jb.namespace, jb.wckey,"
 	"  jb.tags -> 'labels' AS labels, " GL_ACCOUNTING_JOB_RUN_KIND_SQL("jb") " AS run_kind,"
-	"  min((" WHOLE_ZS ")[width_bucket(jb.start_at, " WHOLE_ZS ")]) AS seg, %s AS endpoints,"
-	"  " GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb") " AS raw_model,"
-	"  min(CASE WHEN x.cut THEN %s" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " END) AS xg,"
-	"  min(CASE WHEN x.cut THEN v.p0 END) AS xp0, min(CASE WHEN x.cut THEN v.p1 END) AS xp1,"
+	"  CASE WHEN y.key > 0 THEN (" WHOLE_ZS ")[(y.key / 4294967296)::integer]"
+	"  ELSE min(CASE WHEN y.key <= 0 THEN (" WHOLE_ZS ")[width_bucket(jb.start_at, " WHOLE_ZS ")] END) END AS seg,"
+	"  %s AS endpoints, " GL_ACCOUNTING_JOB_RAW_MODEL_SQL("jb") " AS raw_model,"
+	"  min(CASE WHEN y.key <= 0 THEN %s" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " END) AS xg,"
+	"  min(CASE WHEN y.key <= 0 THEN v.p0 END) AS xp0, min(CASE WHEN y.key <= 0 THEN v.p1 END) AS xp1,"
 	"  CASE WHEN y.key > 0 THEN (y.key %% 4294967296)::integer END AS k,"
 	"  %ssum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") AS m,"
-	"  %ssum(" GL_ACCOUNTING_JOB_HELD_SQL("jb") " * " WHOLE_SEC ") AS held"
+	"  %s(sum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") + coalesce(sum(("
+	GL_ACCOUNTING_JOB_HELD_SQL("jb") " - " GL_ACCOUNTING_JOB_GPUS_SQL("jb") ") * " WHOLE_SEC ")"
+	"  FILTER (WHERE " GL_ACCOUNTING_JOB_HELD_SQL("jb") " <> " GL_ACCOUNTING_JOB_GPUS_SQL("jb") "), 0)) AS held"
 	" FROM %s" GL_ACCOUNTING_JOB_SEEN_JOIN_SQL("jb", "jst") WHOLE_Z
 	" WHERE jb.gpu_milli > 0 AND jb.start_at < " WHOLE_B " AND jb.start_at < to_timestamp($3)"
 	"  AND (jb.end_at > " WHOLE_A " OR (jb.end_at IS NULL AND " JB_FIRM_STOP " > " WHOLE_A "))"
-	" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, y.key",
-	endpoints, sign, sign, sign, from);
+	" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, y.key%s",
+	endpoints, sign, sign, sign, from, endpoints[0] == '\'' ? "" : ", 11");
 }
 
 /* kg: the jobs of the piece (put_run_jobs_where's for one run, OBS_FIRM)
