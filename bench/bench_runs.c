@@ -348,8 +348,7 @@ int main(int argc, char **argv)
 	long jobs = argc > 1 ? atol(argv[1]) : env ? atol(env) : 1000000;
 	int reqs = argc > 2 ? atoi(argv[2]) : 5;
 	const char *cfg = "server:\n  rate_limit_per_ip: 0\n"
-			  "rates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n  - model: h100\n    per_gpu_hour: \"4.00\"\n"
-			  "runs:\n  - by: name_user\n";
+			  GL_TEST_SYNTH_RATES GL_TEST_SYNTH_RUNS_RULE;
 	char dsn[512], deep[128];
 	struct gl_test_daemon d;
 	PGconn *c;

@@ -180,15 +180,10 @@ static int teardown(void **state)
 
 static char *body(int port, const char *path)
 {
-	struct gl_test_http r;
-	char *s;
-	assert_int_equal(gl_test_http(port, "GET", path, NULL, 0, NULL, &r), 0);
-	if (r.status != 200)
-		fail_msg("%s: %ld %s", path, r.status, r.body ? r.body : "");
-	s = r.body;
-	r.body = NULL;
-	gl_test_http_fini(&r);
-	return s;
+	char *b = gl_test_get_body(port, path, NULL, NULL);
+	if (!b)
+		fail_msg("GET %s failed", path);
+	return b;
 }
 
 /* Every answer of one daemon: each path as JSON and CSV, then each run's

@@ -25,14 +25,9 @@
 #include <unistd.h>
 
 #define MONTH "/v1/runs?window=2026-10"
-#define RATES                                                                                                         \
-	"rates:\n"                                                                                                    \
-	"  - model: a100\n    per_gpu_hour: \"2.50\"\n"                                                               \
-	"  - model: h100\n    per_gpu_hour: \"4.00\"\n"
-
-static const char config_a[] = RATES "runs:\n  - by: name_user\n";
+static const char config_a[] = GL_TEST_SYNTH_RATES GL_TEST_SYNTH_RUNS_RULE;
 /* no rule: every job a run of its own */
-static const char config_b[] = RATES;
+static const char config_b[] = GL_TEST_SYNTH_RATES;
 
 /* kind: every run in one group, of both states (a user or account has
  * one run here) */
@@ -47,14 +42,9 @@ static char *g_live[N_PATHS];
 
 static char *body(int port, const char *path, const char *token)
 {
-	struct gl_test_http r;
-	struct gl_test_http_opts o = {token, 0, NULL};
-	char *b;
-	assert_int_equal(gl_test_http_ex(port, "GET", path, NULL, 0, NULL, token ? &o : NULL, &r), 0);
-	if (r.status != 200)
-		fail_msg("%s: %ld %s", path, r.status, r.body ? r.body : "");
-	b = strdup(r.body ? r.body : "");
-	gl_test_http_fini(&r);
+	char *b = gl_test_get_body(port, path, token, NULL);
+	if (!b)
+		fail_msg("GET %s failed", path);
 	return b;
 }
 

@@ -26,13 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RATES                                                                                                         \
-	"rates:\n"                                                                                                    \
-	"  - model: a100\n    per_gpu_hour: \"2.50\"\n"                                                               \
-	"  - model: h100\n    per_gpu_hour: \"4.00\"\n"
-
-static const char config_a[] = RATES "runs:\n  - by: name_user\n";
-static const char config_b[] = RATES;
+static const char config_a[] = GL_TEST_SYNTH_RATES GL_TEST_SYNTH_RUNS_RULE;
+static const char config_b[] = GL_TEST_SYNTH_RATES;
 
 /* what follows the window in each of the month's forms */
 static const char *const queries[] = {"", "&aggregate=user", "&format=csv", "&limit=7&cursor=13",
@@ -44,16 +39,9 @@ static struct gl_test_daemon g_a, g_b;
 
 static char *get(int port, const char *path, const char *token, char **headers)
 {
-	struct gl_test_http r;
-	struct gl_test_http_opts o = {token, 0, NULL};
-	char *b;
-	assert_int_equal(gl_test_http_ex(port, "GET", path, NULL, 0, NULL, token ? &o : NULL, &r), 0);
-	if (r.status != 200)
-		fail_msg("%s: %ld %s", path, r.status, r.body ? r.body : "");
-	b = strdup(r.body ? r.body : "");
-	if (headers)
-		*headers = strdup(r.headers ? r.headers : "");
-	gl_test_http_fini(&r);
+	char *b = gl_test_get_body(port, path, token, headers);
+	if (!b)
+		fail_msg("GET %s failed", path);
 	return b;
 }
 

@@ -107,6 +107,28 @@ cJSON *gl_test_get_json(int port, const char *path, long want_status)
 	return j;
 }
 
+char *gl_test_get_body(int port, const char *path, const char *token, char **headers)
+{
+	struct gl_test_http r;
+	struct gl_test_http_opts o = {token, 0, NULL};
+	char *b = NULL;
+	if (headers)
+		*headers = NULL;
+	if (gl_test_http_ex(port, "GET", path, NULL, 0, NULL, token ? &o : NULL, &r) != 0) {
+		fprintf(stderr, "GET %s: request failed\n", path);
+		return NULL;
+	}
+	if (r.status != 200) {
+		fprintf(stderr, "GET %s: %ld %s\n", path, r.status, r.body ? r.body : "");
+	} else {
+		b = strdup(r.body ? r.body : "");
+		if (headers)
+			*headers = strdup(r.headers ? r.headers : "");
+	}
+	gl_test_http_fini(&r);
+	return b;
+}
+
 double gl_test_now_s(void)
 {
 	struct timespec t;

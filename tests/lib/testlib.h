@@ -170,6 +170,10 @@ int gl_test_sacct_fields(char *out, size_t n);
  * want_status, the Content-Type JSON and the body parses; else NULL, with
  * the status and body on stderr. */
 cJSON *gl_test_get_json(int port, const char *path, long want_status);
+/* GET path (with a bearer token unless NULL): the body, the caller's, when
+ * the status is 200; else NULL, with the status and body on stderr. With
+ * headers, the answer's headers too (the caller's; NULL when it failed). */
+char *gl_test_get_body(int port, const char *path, const char *token, char **headers);
 /* The element of root's array `array` whose string member `field` is
  * value, or NULL (borrowed from root). */
 cJSON *gl_test_json_item(const cJSON *root, const char *array, const char *field, const char *value);
@@ -313,6 +317,13 @@ void gl_test_synth_jobs(PGconn *c, const char *dsn, long n, const char *from, co
  * jobs spread over the span are one run (/v1/runs' tests and benchmark);
  * with failed_every > 0 every such job FAILED. */
 void gl_test_synth_runs(PGconn *c, const char *dsn, long n, const char *from, const char *span, int failed_every);
+/* The config those runs are read with: the two models' rates, and the
+ * rule that makes each 4 jobs one run. */
+#define GL_TEST_SYNTH_RATES                                                                                           \
+	"rates:\n"                                                                                                    \
+	"  - model: a100\n    per_gpu_hour: \"2.50\"\n"                                                               \
+	"  - model: h100\n    per_gpu_hour: \"4.00\"\n"
+#define GL_TEST_SYNTH_RUNS_RULE "runs:\n  - by: name_user\n"
 /* The same jobs' part number part of nparts (job g when g % nparts ==
  * part), in cluster `cluster` (made when missing): the parts of several
  * calls are the one set of gl_test_synth_jobs, split over clusters or
