@@ -222,10 +222,10 @@ void gl_rundb_fini(struct gl_rundb *r)
  * snapshot: $1 the month's first day. The row: all the month's days built
  * (t/f), no shards (t/f), the days' mark, the jobs' mark. A central's jobs
  * are its shards', whose writes no trigger here counts: it never builds
- * nor reads them. */
+ * nor reads them (local false). */
 #define MARKS_SQL                                                                                                  \
 	"SELECT count(*) = extract(day FROM $1::date + interval '1 month' - interval '1 day')"                    \
-	"  AND NOT EXISTS (SELECT 1 FROM shards) AS all_built, NOT EXISTS (SELECT 1 FROM shards) AS local,"        \
+	"  AS all_built, NOT EXISTS (SELECT 1 FROM shards) AS local,"                                               \
 	" count(*) || '/' || coalesce(max(extract(epoch FROM built_at)), 0) AS days_sig,"                        \
 	" (SELECT coalesce(sum(n), 0) FROM runs_jobs_changed WHERE month = $1::date) AS jobs_sig"                  \
 	" FROM usage_daily_built WHERE day >= $1::date AND day < $1::date + interval '1 month'"
@@ -321,7 +321,7 @@ static int build_month(PGconn *c, struct gl_store *st, const char *month, int64_
 		goto out;
 	/* another process builds the runs: this one's would be the same */
 	if (strcmp(PQgetvalue(res, 0, 0), "t") || (rc = read_marks(c, month, &m, &mrows, &mtext, err)) ||
-	    !(so_far ? m.local : m.all_built))
+	    !m.local || !(so_far || m.all_built))
 		goto out;
 	PQclear(res);
 	res = NULL;
@@ -422,12 +422,13 @@ int gl_rundb_build_months(struct gl_store *st, const struct gl_runs_rule *rules,
 	return rc;
 }
 
-/* A run of runs_month with its first job's fields. */
+/* A built month's runs summed by a value (month_query): one item of an
+ * aggregate, in a run's and its first job's fields. */
 struct month_row {
 	struct gl_runs_job j;
 	struct gl_runs_run r;
 	char *key;
-	int64_t n_runs, ord;
+	int64_t n_runs;
 };
 
 #define J(m) {#m, GL_PGROW_STR, offsetof(struct month_row, j) + offsetof(struct gl_runs_job, m), GL_PGROW_NO_NULL}
@@ -439,7 +440,6 @@ static const struct gl_pgrow_field month_fields[] = {
 	R(I64, cost_micros), R(I64, failed_cost_micros), R(I64, failed_gpu_s), R(I64, unpriced_s), R(I64, unobserved_s),
 	R(I64, queue_s), R(F64, busy_s), R(F64, idle_s), R(F64, observed_s),
 	{"n_runs", GL_PGROW_I64, offsetof(struct month_row, n_runs), GL_PGROW_NO_NULL},
-	{"ord", GL_PGROW_I64, offsetof(struct month_row, ord), GL_PGROW_NO_NULL},
 };
 #undef J
 #undef R
@@ -469,7 +469,7 @@ static int month_query(struct gl_strbuf *sql, const char *group_by, int ordered)
 		else /* kind is never NULL */
 			gl_strbuf_printf(sql, ", %s AS %s", i == 5 ? "''" : "NULL::text", cols[i]);
 	}
-	gl_strbuf_puts(sql, ", NULL::text AS name, NULL::bigint AS ord");
+	gl_strbuf_puts(sql, ", NULL::text AS name");
 	for (size_t i = 0; i < GL_ARRAY_LEN(sums); i++)
 		gl_strbuf_printf(sql, ", sum(%s)::bigint AS %s", sums[i], sums[i]);
 	for (size_t i = 0; i < 3; i++) {
@@ -637,7 +637,7 @@ static int month_built(PGconn *c, const char *month, const char *sig, int so_far
 {
 	static const char whole[] =
 		"WITH mk AS (" MARKS_SQL ")"
-		" SELECT b.observed, 0 FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built"
+		" SELECT b.observed, 0 FROM runs_month_built b, mk WHERE b.month = $1::date AND mk.all_built AND mk.local"
 		" AND b.rules_sig = $2 AND b.days_sig = mk.days_sig AND b.jobs_sig = mk.jobs_sig AND b.until_at IS NULL";
 	/* a central builds no month: its rows would be a database's before it had shards */
 	static const char part[] =
