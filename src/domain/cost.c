@@ -183,32 +183,27 @@ static void put_amount(char *buf, int neg, uint64_t q, uint64_t r, int minor)
 
 void gl_cost_format(int64_t micros, int minor, char *buf, size_t n)
 {
-	int64_t scale = 1, q, r;
+	int64_t scale = 1, unit = 1;
 	int neg = micros < 0;
 	uint64_t u = neg ? (uint64_t)(-(micros + 1)) + 1 : (uint64_t)micros;
+	char t[32];
+	size_t len;
 	if (minor < 0)
 		minor = 0;
 	if (minor > 6)
 		minor = 6;
 	for (int i = minor; i < 6; i++)
 		scale *= 10;
+	for (int i = 0; i < minor; i++)
+		unit *= 10;
 	u = (u + (uint64_t)scale / 2) / (uint64_t)scale; /* half up, away from zero */
-	{
-		int64_t unit = 1;
-		for (int i = 0; i < minor; i++)
-			unit *= 10;
-		q = (int64_t)(u / (uint64_t)unit);
-		r = (int64_t)(u % (uint64_t)unit);
-		/* digits by hand: every run and line of a list is two amounts */
-		if (n >= 32) {
-			put_amount(buf, neg, (uint64_t)q, (uint64_t)r, minor);
-			return;
-		}
-		if (minor)
-			snprintf(buf, n, "%s%lld.%0*lld", neg ? "-" : "", (long long)q, minor, (long long)r);
-		else
-			snprintf(buf, n, "%s%lld", neg ? "-" : "", (long long)q);
-	}
+	/* digits by hand, not snprintf: every run and line of a list is two amounts */
+	put_amount(t, neg, u / (uint64_t)unit, u % (uint64_t)unit, minor);
+	if (!n)
+		return;
+	len = strlen(t) < n ? strlen(t) : n - 1;
+	memcpy(buf, t, len);
+	buf[len] = '\0';
 }
 
 static int64_t minor_unit(int minor)
