@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 static struct gl_test_pgpair g_p;
-static struct gl_test_daemon g_read, g_bounded, g_primary;
+static struct gl_test_daemon g_read, g_bounded, g_primary, g_only;
 static char g_fields[1024], g_cwd[PATH_MAX];
 
 static const char rates[] = "currency: USD\nrates:\n  - model: a100\n    per_gpu_hour: \"2.50\"\n"
@@ -54,6 +54,9 @@ static int setup(void **state)
 	/* the same config, its read DSN the primary itself: the reference */
 	if (start(&g_primary, g_p.app[0], 3600))
 		return -1;
+	/* the standby alone, no other host to fall to */
+	if (start(&g_only, g_p.app[1], 3600))
+		return -1;
 	return gl_test_pgpair_catch_up(&g_p, 60);
 }
 
@@ -62,6 +65,7 @@ static int teardown(void **state)
 	gl_test_daemon_stop(&g_read);
 	gl_test_daemon_stop(&g_bounded);
 	gl_test_daemon_stop(&g_primary);
+	gl_test_daemon_stop(&g_only);
 	gl_test_pgpair_stop(&g_p);
 	return 0;
 }
@@ -259,12 +263,47 @@ static void test_paused_replay(void **state)
 	cJSON_Delete(b);
 }
 
+/* The standby crashes: a read DSN of the standby alone cannot be reached,
+ * so the primary answers and says why; one listing both hosts
+ * (prefer-standby) lets libpq take the primary, which says so. Both equal
+ * the primary's own answer. Last: the standby stays down. */
+static void test_standby_lost(void **state)
+{
+	struct gl_test_http r = {0};
+	char h[200];
+	cJSON *a, *b, *c;
+	cJSON_Delete(get(&g_only, "/v1/inventory", 1));
+	gl_test_pgpair_kill(&g_p, 1);
+	assert_int_equal(gl_test_http(g_only.port, "GET", "/v1/chargeback?window=2026-11", NULL, 0, NULL, &r), 0);
+	assert_int_equal(r.status, 200);
+	assert_non_null(gl_test_header(&r, "X-Read-Fallback", h, sizeof h));
+	assert_string_equal(h, "read_dsn unavailable");
+	gl_test_http_fini(&r);
+	for (int attempt = 0;; attempt++) {
+		time_t t0 = time(NULL);
+		a = get(&g_only, "/v1/chargeback?window=2026-11", 0);
+		b = get(&g_read, "/v1/chargeback?window=2026-11", 0);
+		c = get(&g_primary, "/v1/chargeback?window=2026-11", 0);
+		if (time(NULL) == t0 || attempt == 9)
+			break;
+		cJSON_Delete(a);
+		cJSON_Delete(b);
+		cJSON_Delete(c);
+	}
+	assert_same(a, c);
+	assert_same(b, c);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_read_routes_on_standby),
 		cmocka_unit_test(test_standby_equals_primary),
 		cmocka_unit_test(test_paused_replay),
+		cmocka_unit_test(test_standby_lost),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
