@@ -124,6 +124,23 @@ static void assert_same(cJSON *a, cJSON *b)
 	free(y);
 }
 
+/* The month's chargeback from each of n daemons (served by the standby
+ * where standby[i]), all asked within one second: the month is open, and
+ * figures that run to now (an open job's unobserved time) move with the
+ * clock (a few tries). */
+static void get_together(struct gl_test_daemon *const *d, const int *standby, size_t n, cJSON **out)
+{
+	for (int attempt = 0;; attempt++) {
+		time_t t0 = time(NULL);
+		for (size_t i = 0; i < n; i++)
+			out[i] = get(d[i], "/v1/chargeback?window=2026-11", standby[i]);
+		if (time(NULL) == t0 || attempt == 9)
+			return;
+		for (size_t i = 0; i < n; i++)
+			cJSON_Delete(out[i]);
+	}
+}
+
 /* Whether one of paths asks route r: its path exactly, or below it for a
  * route that ends in '/' (an id follows). */
 static int covered(const struct gl_server_route *r, const char *const *paths, size_t n)
@@ -246,21 +263,14 @@ static void test_paused_replay(void **state)
 	cJSON_Delete(b);
 	assert_int_equal(gl_test_exec_dsn(g_p.su[1], "SELECT pg_wal_replay_resume()") >= 0, 1);
 	assert_int_equal(gl_test_pgpair_catch_up(&g_p, 60), 0);
-	/* the month is open: figures that run to now (an open job's
-	 * unobserved time) move with the clock, so the two answers are
-	 * compared when both were made in the same second (a few tries) */
-	for (int attempt = 0;; attempt++) {
-		time_t t0 = time(NULL);
-		a = get(&g_read, "/v1/chargeback?window=2026-11", 1);
-		b = get(&g_primary, "/v1/chargeback?window=2026-11", 0);
-		if (time(NULL) == t0 || attempt == 9)
-			break;
-		cJSON_Delete(a);
-		cJSON_Delete(b);
+	{
+		struct gl_test_daemon *d[] = {&g_read, &g_primary};
+		cJSON *j[2];
+		get_together(d, (const int[]){1, 0}, 2, j);
+		assert_same(j[0], j[1]);
+		cJSON_Delete(j[0]);
+		cJSON_Delete(j[1]);
 	}
-	assert_same(a, b);
-	cJSON_Delete(a);
-	cJSON_Delete(b);
 }
 
 /* The standby crashes: a read DSN of the standby alone cannot be reached,
@@ -270,8 +280,9 @@ static void test_paused_replay(void **state)
 static void test_standby_lost(void **state)
 {
 	struct gl_test_http r = {0};
+	struct gl_test_daemon *d[] = {&g_only, &g_read, &g_primary};
 	char h[200];
-	cJSON *a, *b, *c;
+	cJSON *j[3];
 	cJSON_Delete(get(&g_only, "/v1/inventory", 1));
 	gl_test_pgpair_kill(&g_p, 1);
 	assert_int_equal(gl_test_http(g_only.port, "GET", "/v1/chargeback?window=2026-11", NULL, 0, NULL, &r), 0);
@@ -279,22 +290,11 @@ static void test_standby_lost(void **state)
 	assert_non_null(gl_test_header(&r, "X-Read-Fallback", h, sizeof h));
 	assert_string_equal(h, "read_dsn unavailable");
 	gl_test_http_fini(&r);
-	for (int attempt = 0;; attempt++) {
-		time_t t0 = time(NULL);
-		a = get(&g_only, "/v1/chargeback?window=2026-11", 0);
-		b = get(&g_read, "/v1/chargeback?window=2026-11", 0);
-		c = get(&g_primary, "/v1/chargeback?window=2026-11", 0);
-		if (time(NULL) == t0 || attempt == 9)
-			break;
-		cJSON_Delete(a);
-		cJSON_Delete(b);
-		cJSON_Delete(c);
-	}
-	assert_same(a, c);
-	assert_same(b, c);
-	cJSON_Delete(a);
-	cJSON_Delete(b);
-	cJSON_Delete(c);
+	get_together(d, (const int[]){0, 0, 0}, 3, j);
+	assert_same(j[0], j[2]);
+	assert_same(j[1], j[2]);
+	for (int i = 0; i < 3; i++)
+		cJSON_Delete(j[i]);
 }
 
 int main(void)
