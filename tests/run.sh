@@ -77,8 +77,8 @@ run_suite() { # run_suite BINARY...
 
 if [[ -n ${TESTS:-} ]]; then
 	for t in $TESTS; do
-		[[ -f tests/unit/$t.c || -f tests/integration/$t.c || -f tests/http/$t.c ]] && continue
-		echo "=== $t: no such test program (tests/unit, tests/integration, tests/http)"
+		[[ -f tests/unit/$t.c || -f tests/integration/$t.c || -f tests/http/$t.c || -f tests/ha/$t.c ]] && continue
+		echo "=== $t: no such test program (tests/unit, tests/integration, tests/http, tests/ha)"
 		failed=$((failed + 1)); failures+=("$t (no source)")
 	done
 fi
