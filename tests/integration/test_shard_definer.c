@@ -12,8 +12,9 @@
  * to the central as the owner). Every attempt must be refused and the
  * shard's rates left whole. A central whose dblink was installed in schema
  * public (the way before sql/143) is upgraded by the superuser's step
- * (`audit harden`). The SECURITY DEFINER functions are checked from the
- * catalogs: search_path pinned with pg_temp last, EXECUTE not PUBLIC's.
+ * (`audit harden`; `migrate` on the embedded cluster). The SECURITY
+ * DEFINER functions are checked from the catalogs: search_path pinned with
+ * pg_temp last, EXECUTE not PUBLIC's.
  * Real servers: a shard made by the real `db init/start`, `migrate`,
  * `shard init`, the central on the suite's cluster, `shard attach`. */
 #include <setjmp.h>
@@ -313,12 +314,32 @@ static void test_central_with_public_dblink_upgraded(void **state)
 	PQfinish(c);
 }
 
+/* On the embedded cluster `migrate` holds the superuser and takes the step
+ * itself: a dblink made in public (the shard server is one such cluster)
+ * is moved into gl_dblink, its functions the owner's alone. */
+static void test_embedded_migrate_moves_dblink(void **state)
+{
+	(void)state;
+	assert_true(gl_test_sql_ok(g_shard_su, "CREATE EXTENSION dblink SCHEMA public"));
+	assert_int_equal(gl_test_cli_cfg(g_cfg, "migrate", NULL), 0);
+	assert_string_equal(gl_test_qstr(g_shard_su, "SELECT extnamespace::regnamespace::text FROM pg_extension"
+						     " WHERE extname = 'dblink'"),
+			    "gl_dblink");
+	assert_int_equal(gl_test_qint(g_shard_su, "SELECT count(*) FROM pg_proc WHERE pronamespace = 'gl_dblink'::regnamespace"
+						  " AND (has_function_privilege('gpuledger', oid, 'EXECUTE')"
+						  "  OR has_schema_privilege('gpuledger', 'gl_dblink', 'USAGE'))"),
+			 0);
+	assert_true(gl_test_qint(g_shard_su, "SELECT count(*) FROM pg_proc WHERE pronamespace = 'gl_dblink'::regnamespace"
+					     " AND has_function_privilege('gpuledger_owner', oid, 'EXECUTE')") >= 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_service_role_cannot_use_the_owners_connections),
 		cmocka_unit_test(test_definer_functions_pinned),
 		cmocka_unit_test(test_central_with_public_dblink_upgraded),
+		cmocka_unit_test(test_embedded_migrate_moves_dblink),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
