@@ -117,15 +117,22 @@ BEGIN
     PERFORM set_config('gl.fleet_prepared', done, false);
     FOR i IN 1 .. coalesce(array_length(conns, 1), 0) LOOP
         BEGIN
-            RETURN QUERY EXECUTE format('SELECT * FROM gl_fleet_receive(%L, %L, %L) AS t(%s)', conns[i],
-                                        p_types IS NOT NULL, p_cols, p_cols);
+            IF p_types IS NOT NULL THEN
+                PERFORM * FROM gl_dblink.dblink_get_result(conns[i]) AS t(ro text);
+            END IF;
+            RETURN QUERY EXECUTE format('SELECT * FROM gl_dblink.dblink_get_result(%L) AS t(%s)', conns[i], p_cols);
+            -- the empty result that frees the connection for its next query
+            PERFORM * FROM gl_dblink.dblink_get_result(conns[i]) AS t(x text);
         EXCEPTION WHEN OTHERS THEN
             -- a connection made anew elsewhere has lost what it prepared
             PERFORM gl_fleet_dblink_renew(conns[i], srvs[i]);
             PERFORM gl_fleet_prepare(conns[i], nm, p_types, p_sql, '', true);
             PERFORM gl_fleet_send_query(conns[i], q);
-            RETURN QUERY EXECUTE format('SELECT * FROM gl_fleet_receive(%L, %L, %L) AS t(%s)', conns[i],
-                                        p_types IS NOT NULL, p_cols, p_cols);
+            IF p_types IS NOT NULL THEN
+                PERFORM * FROM gl_dblink.dblink_get_result(conns[i]) AS t(ro text);
+            END IF;
+            RETURN QUERY EXECUTE format('SELECT * FROM gl_dblink.dblink_get_result(%L) AS t(%s)', conns[i], p_cols);
+            PERFORM * FROM gl_dblink.dblink_get_result(conns[i]) AS t(x text);
         END;
     END LOOP;
 END $$;
@@ -146,19 +153,6 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION gl_fleet_send_query(text, text) FROM PUBLIC;
 
--- The answer to the query sent on connection p_conn (p_cols checked by
--- the caller), after the set_config row of a prepared statement's query,
--- and the empty result that frees the connection for its next query.
-CREATE FUNCTION gl_fleet_receive(p_conn text, p_prepared boolean, p_cols text) RETURNS SETOF record
-LANGUAGE plpgsql SET search_path = public, pg_catalog, pg_temp AS $$
-BEGIN
-    IF p_prepared THEN
-        PERFORM * FROM gl_dblink.dblink_get_result(p_conn) AS t(ro text);
-    END IF;
-    RETURN QUERY EXECUTE format('SELECT * FROM gl_dblink.dblink_get_result(%L) AS t(%s)', p_conn, p_cols);
-    PERFORM * FROM gl_dblink.dblink_get_result(p_conn) AS t(x text);
-END $$;
-REVOKE EXECUTE ON FUNCTION gl_fleet_receive(text, boolean, text) FROM PUBLIC;
 
 -- sql/140's, the column list checked before it is written into the call.
 CREATE OR REPLACE FUNCTION gl_fleet_rows_remote(p_mask bigint, p_sql text, p_cols text) RETURNS SETOF record
