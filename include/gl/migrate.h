@@ -36,6 +36,8 @@ struct gl_migrate_summary {
 	char app[64];   /* the service's role; equal to owner when one role does both */
 	int converted;  /* embedded: an older single-role database was handed to the owner role */
 	int hardened;   /* embedded: the audit log was handed to gpuledger_audit now */
+	int dblink_moved;  /* embedded: dblink moved into schema gl_dblink now (sql/143) */
+	int dblink_public; /* external: dblink is where every role may call it, so unused */
 };
 /* The whole of `gpuledger migrate` (and serve's start-up migration), in
  * docs/security.md "Two roles": on the embedded cluster the owner role is

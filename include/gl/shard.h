@@ -45,6 +45,18 @@ int gl_shard_count(struct gl_store *st, int *n, struct gl_err *err) GL_MUSTCHECK
  * the connected role, the rest the foreign server's options. Needs the
  * postgres_fdw extension and USAGE on it (a superuser's one-time step). */
 int gl_shard_attach(struct gl_store *st, int k, const char *name, const char *dsn, struct gl_err *err) GL_MUSTCHECK;
+/* A superuser's step on a central (docs/security.md, "A central's
+ * connections to its shards"; run by `audit harden`, and by `migrate` on
+ * the embedded cluster): the dblink extension moved into schema gl_dblink
+ * (sql/143), which only the owner may use, EXECUTE on its functions the
+ * owner's alone, and gl_audit_partitions_drop's search_path pinned
+ * whoever owns it. *moved = 1 when dblink was in another schema. A no-op
+ * before sql/143; st must be a superuser's session. */
+int gl_shard_dblink_private(struct gl_store *st, int *moved, struct gl_err *err) GL_MUSTCHECK;
+/* *yes = 1 when dblink is installed in a schema other than gl_dblink,
+ * where the central does not use it (any role could drive its sessions'
+ * connections). */
+int gl_shard_dblink_public(struct gl_store *st, int *yes, struct gl_err *err) GL_MUSTCHECK;
 /* Probes the shards and routes this session's reads (see above). */
 int gl_shard_route(struct gl_store *st, struct gl_shard_route *rt, struct gl_err *err) GL_MUSTCHECK;
 /* Routes this session's reads to the shards of mask (a route's, probed by

@@ -2,6 +2,7 @@
 #include "gl/audit.h"
 #include "gl/cli.h"
 #include "gl/log.h"
+#include "gl/shard.h"
 #include "gl/store.h"
 #include "gl/timeutil.h"
 
@@ -25,7 +26,8 @@ static const char usage_audit[] =
 	"        (publish it outside the database, e.g. from cron).\n"
 	"prune   drop the monthly partitions before YYYY-MM (never the current month); audited.\n"
 	"harden  run once with a superuser DSN: hands audit_log to the role gpuledger_audit so the\n"
-	"        service role keeps only INSERT and SELECT.\n";
+	"        service role keeps only INSERT and SELECT; on a central of shards, moves dblink into\n"
+	"        schema gl_dblink, which only the owner may use (docs/security.md).\n";
 
 static int audit_verify(struct gl_config *cfg, int argc, char **argv)
 {
@@ -145,15 +147,17 @@ static int audit_harden(struct gl_config *cfg, int argc, char **argv)
 {
 	struct gl_err err = {0};
 	struct gl_store *st = NULL;
-	int rc = 0;
+	int rc = 0, moved = 0;
 	if (argc != 1)
 		return gl_cli_usage_error(usage_audit, "audit harden: unexpected argument '%s'", argv[1]);
-	if (gl_store_open(cfg, &st, &err) || gl_audit_harden(st, &err)) {
+	if (gl_store_open(cfg, &st, &err) || gl_audit_harden(st, &err) || gl_shard_dblink_private(st, &moved, &err)) {
 		gl_err_prefix(&err, "audit harden (needs a superuser DSN): ");
 		rc = gl_cli_fail(&err);
 		goto out;
 	}
 	printf("audit harden: audit_log now belongs to gpuledger_audit; the service role may only SELECT and INSERT\n");
+	if (moved)
+		printf("audit harden: dblink moved into schema gl_dblink, which only the schema's owner may use\n");
 out:
 	gl_store_close(st);
 	return rc;

@@ -17,8 +17,8 @@ static const char usage_shard[] =
 	"           in shard K's range (K = 1..62), unique over the fleet\n"
 	"  attach   on the central database: read shard K, named NAME, over postgres_fdw (CONNINFO's user and\n"
 	"           password become the user mapping; a superuser first runs CREATE EXTENSION postgres_fdw,\n"
-	"           CREATE EXTENSION dblink and GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw to the service's\n"
-	"           role)\n"
+	"           CREATE EXTENSION dblink SCHEMA gl_dblink and GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw\n"
+	"           to the service's role)\n"
 	"  list     on the central database: the shards, whether each answers now, and their clusters\n";
 
 static int parse_index(const char *s, int *k)

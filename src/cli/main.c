@@ -211,6 +211,11 @@ static void say_roles(const struct gl_migrate_summary *m)
 {
 	if (m->hardened)
 		gl_log(GL_LOG_INFO, "migrate: audit_log handed to gpuledger_audit (the service role may only SELECT and INSERT)");
+	if (m->dblink_moved)
+		gl_log(GL_LOG_INFO, "migrate: dblink moved into schema gl_dblink, which only %s may use", m->owner);
+	if (m->dblink_public)
+		gl_log(GL_LOG_WARN, "migrate: dblink is in a schema every role may use, so the central reads its shards "
+				    "without it (slower) until a superuser runs `gpuledger audit harden` (docs/security.md)");
 	if (strcmp(m->owner, m->app))
 		printf("migrate: ran as %s, which owns the schema; the service's role %s owns nothing and was granted "
 		       "what it uses\n",

@@ -1,6 +1,7 @@
 /* Schema migrations (see include/gl/migrate.h). */
 #include "gl/migrate.h"
 #include "gl/audit.h"
+#include "gl/shard.h"
 #include "db_int.h"
 #include "gl/log.h"
 
@@ -144,9 +145,9 @@ out:
 
 /* On the embedded cluster we hold the superuser, so the audit log is bound
  * right after migrating: the roles keep only SELECT and INSERT on it
- * (docs/security.md). An external server needs `audit harden` run once with
- * a superuser DSN. */
-static int harden_embedded(const struct gl_config *cfg, int *hardened, struct gl_err *err)
+ * (docs/security.md); and dblink goes where only the owner reaches it. An
+ * external server needs `audit harden` run once with a superuser DSN. */
+static int harden_embedded(const struct gl_config *cfg, struct gl_migrate_summary *s, struct gl_err *err)
 {
 	PGconn *su = NULL;
 	int yes = 0, rc;
@@ -155,7 +156,9 @@ static int harden_embedded(const struct gl_config *cfg, int *hardened, struct gl
 	if ((rc = gl_db_connect_superuser(cfg, &su, err)) || (rc = gl_audit_hardened(gl_db_store(su), &yes, err)))
 		goto out;
 	if (!yes && !(rc = gl_audit_harden(gl_db_store(su), err)))
-		*hardened = 1;
+		s->hardened = 1;
+	if (!rc)
+		rc = gl_shard_dblink_private(gl_db_store(su), &s->dblink_moved, err);
 out:
 	PQfinish(su);
 	return rc;
@@ -179,7 +182,8 @@ int gl_migrate_database(const struct gl_config *cfg, struct gl_migrate_summary *
 		gl_err_prefix(err, "migrate: granting the service's role %s: ", s->app);
 		goto out;
 	}
-	rc = harden_embedded(cfg, &s->hardened, err);
+	if (!(rc = harden_embedded(cfg, s, err)) && gl_db_is_external(cfg))
+		rc = gl_shard_dblink_public(gl_db_store(own), &s->dblink_public, err);
 out:
 	PQclear(r);
 	PQfinish(own);

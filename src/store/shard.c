@@ -19,6 +19,51 @@ int gl_shard_local_init(struct gl_store *st, int k, struct gl_err *err)
 	return gl_db_query(c, "SELECT gl_shard_local_init($1::integer)", 1, (const char *[]){ks}, NULL, err);
 }
 
+/* The owner is whoever owns the functions that open the connections. */
+static const char dblink_private_sql[] =
+	"DO $$\n"
+	"DECLARE\n"
+	"    own name := (SELECT pg_get_userbyid(proowner) FROM pg_proc\n"
+	"                  WHERE oid = 'public.gl_fleet_send(bigint, text, text, text[], text)'::regprocedure);\n"
+	"BEGIN\n"
+	"    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'dblink'\n"
+	"                AND extnamespace <> 'gl_dblink'::regnamespace) THEN\n"
+	"        ALTER EXTENSION dblink SET SCHEMA gl_dblink;\n"
+	"    END IF;\n"
+	"    REVOKE ALL ON SCHEMA gl_dblink FROM PUBLIC;\n"
+	"    REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA gl_dblink FROM PUBLIC;\n"
+	"    EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA gl_dblink TO %I', own);\n"
+	"    ALTER FUNCTION public.gl_audit_partitions_drop(date) SET search_path = pg_catalog, public, pg_temp;\n"
+	"END $$";
+
+int gl_shard_dblink_public(struct gl_store *st, int *yes, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	int rc = gl_db_query(c,
+			     "SELECT count(*) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+			     " WHERE e.extname = 'dblink' AND n.nspname <> 'gl_dblink'",
+			     0, NULL, &r, err);
+	*yes = !rc && atoi(PQgetvalue(r, 0, 0)) > 0;
+	PQclear(r);
+	return rc;
+}
+
+int gl_shard_dblink_private(struct gl_store *st, int *moved, struct gl_err *err)
+{
+	PGconn *c = gl_db_conn(st);
+	PGresult *r = NULL;
+	int rc = gl_db_query(c, "SELECT to_regnamespace('gl_dblink') IS NOT NULL", 0, NULL, &r, err);
+	*moved = 0;
+	if (rc || PQgetvalue(r, 0, 0)[0] != 't')
+		goto out;
+	if ((rc = gl_shard_dblink_public(st, moved, err)) || (rc = gl_db_exec(c, dblink_private_sql, err)))
+		gl_err_prefix(err, "dblink into schema gl_dblink: ");
+out:
+	PQclear(r);
+	return rc;
+}
+
 int gl_shard_count(struct gl_store *st, int *n, struct gl_err *err)
 {
 	PGconn *c = gl_db_conn(st);

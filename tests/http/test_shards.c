@@ -458,8 +458,9 @@ static void shard_clocks(char since[NSHARD][64])
 
 #define FDW_BACKENDS "application_name = 'postgres_fdw'"
 /* dblink's last query: a text sent (gl_read_only_rows) or a statement the
- * shard prepared (sql/140: what a chargeback asks first, at the warm) */
-#define DBLINK_BACKENDS "(query LIKE '%gl_read_only_rows(%' OR query LIKE 'EXECUTE gl_fp_%')"
+ * shard prepared (sql/140: what a chargeback asks first, at the warm),
+ * executed after the set_config that makes it read-only (sql/143) */
+#define DBLINK_BACKENDS "(query LIKE '%gl_read_only_rows(%' OR query LIKE '%; EXECUTE gl_fp_%')"
 
 /* A central daemon opens its workers' sessions to every shard before it
  * says ready (sql/122): its first requests, one a worker, open no

@@ -369,8 +369,9 @@ int gl_test_shard_attach(const char *central_dsn, int k, const char *name, const
 	if (!su)
 		return -1;
 	PQclear(PQexec(su, "CREATE EXTENSION IF NOT EXISTS postgres_fdw"));
-	/* the capacity check asks each shard once through it (sql/104) */
-	PQclear(PQexec(su, "CREATE EXTENSION IF NOT EXISTS dblink"));
+	/* the capacity check asks each shard once through it (sql/104), from
+	 * the schema only the owner may use (sql/143) */
+	PQclear(PQexec(su, "CREATE EXTENSION IF NOT EXISTS dblink SCHEMA gl_dblink"));
 	PQclear(PQexec(su, "GRANT USAGE ON FOREIGN DATA WRAPPER postgres_fdw TO gpuledger, gpuledger_owner"));
 	PQfinish(su);
 	snprintf(idx, sizeof idx, "%d", k);
