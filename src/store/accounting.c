@@ -1652,23 +1652,31 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 	" FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"                                               \
 	" JOIN usage_daily_job j ON j.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date)"
 
-/* The built days' rows of byrate (its text in by, parameters params) on a
- * session routed to the shards, for more days than a month: usage_daily
- * (_owner) is there a UNION ALL of the shards' tables, which PostgreSQL
- * sums on the central, so a year by team pulled every shard's 2,190 rows
- * (365 days) to sum them into 6 lines (16 ms of a 37 ms request; one
- * database: 20 ms in all). Each shard sums its rows per step, key and
- * rate instead (gl_fleet_rows, sql/115) and the lines sum the shards'
- * sums: integer and numeric sums are the same whatever their grouping. A
- * month's 180 rows a shard cross faster than a shard plans the text it is
- * sent (2.9 against 4.3 ms a request, bench_shards at 300,000 jobs), so
- * up to GL_DAILY_SHARD_SUM_DAYS days, and elsewhere, byrate is the text. */
+/* The built days' rows of byrate (its text in by, parameters params: $1
+ * bigint[], $2 integer[], the filters' text[]) on a session routed to the
+ * shards: usage_daily (_owner) is there a UNION ALL of the shards' tables,
+ * which PostgreSQL sums on the central, so a year by team pulled every
+ * shard's 2,190 rows (365 days) to sum them into 6 lines (16 ms of a 37 ms
+ * request; one database: 20 ms in all). Each shard sums its rows per step,
+ * key and rate instead and the lines sum the shards' sums: integer and
+ * numeric sums are the same whatever their grouping. Up to
+ * GL_DAILY_SHARD_SUM_DAYS days each shard sends its rows as they are (a
+ * month's 180 rows a shard cross in less than their sums take to make).
+ * Either way the text is a statement each shard prepared once and runs
+ * with the arguments, sent to every shard at once over the session's
+ * dblink connections (gl_fleet_prepared_rows, sql/140): the foreign
+ * tables' cursor cost a DECLARE, a FETCH and a CLOSE round trip to each
+ * shard, one shard after the other, and the text written with its
+ * arguments cost each shard its planning (4.3 ms a request at 300,000
+ * jobs). Elsewhere byrate is the text. */
 #define GL_DAILY_SHARD_SUM_DAYS 31
-static void daily_byrate(PGconn *c, int shards, struct gl_strbuf *sql, const struct gl_strbuf *by, size_t n_dims,
-			 int *np, const char **params, struct gl_strbuf *fleet)
+static void daily_byrate(PGconn *c, int shards, size_t n_days, struct gl_strbuf *sql, const struct gl_strbuf *by,
+			 size_t n_dims, int *np, const char **params, struct gl_strbuf *fleet)
 {
-	struct gl_strbuf cols = GL_STRBUF_INIT, inner = GL_STRBUF_INIT, arr = GL_STRBUF_INIT;
+	struct gl_strbuf cols = GL_STRBUF_INIT, inner = GL_STRBUF_INIT, arr = GL_STRBUF_INIT,
+			 types = GL_STRBUF_INIT;
 	const char *arr_text;
+	int sum = n_days > GL_DAILY_SHARD_SUM_DAYS;
 	if (!shards || !gl_plancache_marked(c)) {
 		gl_strbuf_printf(sql, "WITH byrate AS (%s)", by->p);
 		return;
@@ -1681,27 +1689,41 @@ static void daily_byrate(PGconn *c, int shards, struct gl_strbuf *sql, const str
 	}
 	gl_strbuf_puts(&cols, ", gpu_model text, rate bigint, alloc numeric, priced numeric, busy double precision,"
 			      " idle double precision, obs double precision");
-	gl_strbuf_printf(&inner, ", gpu_model::text, rate::bigint, sum(alloc)::numeric, sum(priced)::numeric,"
-				 " sum(busy)::double precision, sum(idle)::double precision, sum(obs)::double precision"
-				 " FROM (%s) x GROUP BY i",
-			 by->p);
-	put_dim_cols(&inner, "", n_dims);
-	gl_strbuf_puts(&inner, ", gpu_model, rate");
-	for (int i = 0; i < *np; i++)
+	if (sum) {
+		gl_strbuf_printf(&inner, ", gpu_model::text, rate::bigint, sum(alloc)::numeric, sum(priced)::numeric,"
+					 " sum(busy)::double precision, sum(idle)::double precision,"
+					 " sum(obs)::double precision FROM (%s) x GROUP BY i",
+				 by->p);
+		put_dim_cols(&inner, "", n_dims);
+		gl_strbuf_puts(&inner, ", gpu_model, rate");
+	} else {
+		gl_strbuf_printf(&inner, ", gpu_model::text, rate::bigint, alloc::numeric, priced::numeric,"
+					 " busy::double precision, idle::double precision, obs::double precision"
+					 " FROM (%s) x",
+				 by->p);
+	}
+	gl_strbuf_puts(&types, "bigint[], integer[]");
+	for (int i = 0; i < *np; i++) {
 		gl_pgarray_add_text(&arr, params[i]);
+		if (i >= 2)
+			gl_strbuf_puts(&types, ", text[]");
+	}
 	arr_text = gl_pgarray_end(&arr);
-	gl_strbuf_printf(sql, "WITH byrate AS (SELECT * FROM gl_fleet_rows($1, $2::text[], $3) AS t(%s))", cols.p);
-	/* fleet keeps the three parameters' texts for the query's run */
+	gl_strbuf_printf(sql, "WITH byrate AS (SELECT * FROM gl_fleet_prepared_rows($1, $2, $3::text[], $4) AS t(%s))",
+			 cols.p);
+	/* fleet keeps the four parameters' texts for the query's run */
 	gl_strbuf_append(fleet, inner.p, inner.len + 1);
+	gl_strbuf_append(fleet, types.p, types.len + 1);
 	gl_strbuf_append(fleet, arr_text, strlen(arr_text) + 1);
 	gl_strbuf_append(fleet, cols.p, cols.len + 1);
 	params[0] = fleet->p;
-	params[1] = params[0] + strlen(params[0]) + 1;
-	params[2] = params[1] + strlen(params[1]) + 1;
-	*np = 3;
+	for (int i = 1; i < 4; i++)
+		params[i] = params[i - 1] + strlen(params[i - 1]) + 1;
+	*np = 4;
 	gl_strbuf_fini(&cols);
 	gl_strbuf_fini(&inner);
 	gl_strbuf_fini(&arr);
+	gl_strbuf_fini(&types);
 }
 
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
@@ -1746,7 +1768,7 @@ static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const str
 	params[1] = di.p;
 	filter_args(params, 2, np, &arrays, arr_off);
 	/* per-job rows: left as they are (a job's lines are not summed over) */
-	daily_byrate(c, !per_job(q) && pl->nd > GL_DAILY_SHARD_SUM_DAYS, &sql, &by, q->n_dims + npd, &np, params, &fleet);
+	daily_byrate(c, !per_job(q), pl->nd, &sql, &by, q->n_dims + npd, &np, params, &fleet);
 	append_lines_select(&sql, q->n_dims + npd);
 	rc = run_lines(c, sql.p, np, params, q->n_dims, TO_FIRM, cb, meta, err);
 out:
