@@ -1660,9 +1660,9 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
  * request; one database: 20 ms in all). Each shard sums its rows per step,
  * key and rate instead and the lines sum the shards' sums: integer and
  * numeric sums are the same whatever their grouping. Up to
- * GL_DAILY_SHARD_SUM_DAYS days each shard sends its rows as they are (a
- * month's 180 rows a shard cross in less than their sums take to make).
- * Either way the text is a statement each shard prepared once and runs
+ * GL_DAILY_SHARD_SUM_DAYS days each shard sends its rows as they are (180
+ * a shard for a month) and the central sums them, as it did from the
+ * foreign tables. Either way the text is a statement each shard prepared once and runs
  * with the arguments, sent to every shard at once over the session's
  * dblink connections (gl_fleet_prepared_rows, sql/140): the foreign
  * tables' cursor cost a DECLARE, a FETCH and a CLOSE round trip to each
