@@ -1,6 +1,7 @@
 /* Accounting queries (see include/gl/accounting.h). */
 #include "accounting_int.h"
 #include "db_int.h"
+#include "ingest_int.h"
 #include "plancache_int.h"
 #include "gl/fcseries.h"
 #include "gl/idle.h"
@@ -1651,23 +1652,31 @@ static int run_lines(PGconn *c, const char *sql, int np, const char *const *para
 	" FROM unnest($1::bigint[], $2::integer[]) AS d(a, i)"                                               \
 	" JOIN usage_daily_job j ON j.day = (to_timestamp(d.a) AT TIME ZONE 'UTC')::date)"
 
-/* The built days' rows of byrate (its text in by, parameters params) on a
- * session routed to the shards, for more days than a month: usage_daily
- * (_owner) is there a UNION ALL of the shards' tables, which PostgreSQL
- * sums on the central, so a year by team pulled every shard's 2,190 rows
- * (365 days) to sum them into 6 lines (16 ms of a 37 ms request; one
- * database: 20 ms in all). Each shard sums its rows per step, key and
- * rate instead (gl_fleet_rows, sql/115) and the lines sum the shards'
- * sums: integer and numeric sums are the same whatever their grouping. A
- * month's 180 rows a shard cross faster than a shard plans the text it is
- * sent (2.9 against 4.3 ms a request, bench_shards at 300,000 jobs), so
- * up to GL_DAILY_SHARD_SUM_DAYS days, and elsewhere, byrate is the text. */
+/* The built days' rows of byrate (its text in by, parameters params: $1
+ * bigint[], $2 integer[], the filters' text[]) on a session routed to the
+ * shards: usage_daily (_owner) is there a UNION ALL of the shards' tables,
+ * which PostgreSQL sums on the central, so a year by team pulled every
+ * shard's 2,190 rows (365 days) to sum them into 6 lines (16 ms of a 37 ms
+ * request; one database: 20 ms in all). Each shard sums its rows per step,
+ * key and rate instead and the lines sum the shards' sums: integer and
+ * numeric sums are the same whatever their grouping. Up to
+ * GL_DAILY_SHARD_SUM_DAYS days each shard sends its rows as they are (180
+ * a shard for a month) and the central sums them, as it did from the
+ * foreign tables. Either way the text is a statement each shard prepared once and runs
+ * with the arguments, sent to every shard at once over the session's
+ * dblink connections (gl_fleet_prepared_rows, sql/140): the foreign
+ * tables' cursor cost a DECLARE, a FETCH and a CLOSE round trip to each
+ * shard, one shard after the other, and the text written with its
+ * arguments cost each shard its planning (4.3 ms a request at 300,000
+ * jobs). Elsewhere byrate is the text. */
 #define GL_DAILY_SHARD_SUM_DAYS 31
-static void daily_byrate(PGconn *c, int shards, struct gl_strbuf *sql, const struct gl_strbuf *by, size_t n_dims,
-			 int *np, const char **params, struct gl_strbuf *fleet)
+static void daily_byrate(PGconn *c, int shards, size_t n_days, struct gl_strbuf *sql, const struct gl_strbuf *by,
+			 size_t n_dims, int *np, const char **params, struct gl_strbuf *fleet)
 {
-	struct gl_strbuf cols = GL_STRBUF_INIT, inner = GL_STRBUF_INIT, arr = GL_STRBUF_INIT;
+	struct gl_strbuf cols = GL_STRBUF_INIT, inner = GL_STRBUF_INIT, arr = GL_STRBUF_INIT,
+			 types = GL_STRBUF_INIT;
 	const char *arr_text;
+	int sum = n_days > GL_DAILY_SHARD_SUM_DAYS;
 	if (!shards || !gl_plancache_marked(c)) {
 		gl_strbuf_printf(sql, "WITH byrate AS (%s)", by->p);
 		return;
@@ -1680,27 +1689,41 @@ static void daily_byrate(PGconn *c, int shards, struct gl_strbuf *sql, const str
 	}
 	gl_strbuf_puts(&cols, ", gpu_model text, rate bigint, alloc numeric, priced numeric, busy double precision,"
 			      " idle double precision, obs double precision");
-	gl_strbuf_printf(&inner, ", gpu_model::text, rate::bigint, sum(alloc)::numeric, sum(priced)::numeric,"
-				 " sum(busy)::double precision, sum(idle)::double precision, sum(obs)::double precision"
-				 " FROM (%s) x GROUP BY i",
-			 by->p);
-	put_dim_cols(&inner, "", n_dims);
-	gl_strbuf_puts(&inner, ", gpu_model, rate");
-	for (int i = 0; i < *np; i++)
+	if (sum) {
+		gl_strbuf_printf(&inner, ", gpu_model::text, rate::bigint, sum(alloc)::numeric, sum(priced)::numeric,"
+					 " sum(busy)::double precision, sum(idle)::double precision,"
+					 " sum(obs)::double precision FROM (%s) x GROUP BY i",
+				 by->p);
+		put_dim_cols(&inner, "", n_dims);
+		gl_strbuf_puts(&inner, ", gpu_model, rate");
+	} else {
+		gl_strbuf_printf(&inner, ", gpu_model::text, rate::bigint, alloc::numeric, priced::numeric,"
+					 " busy::double precision, idle::double precision, obs::double precision"
+					 " FROM (%s) x",
+				 by->p);
+	}
+	gl_strbuf_puts(&types, "bigint[], integer[]");
+	for (int i = 0; i < *np; i++) {
 		gl_pgarray_add_text(&arr, params[i]);
+		if (i >= 2)
+			gl_strbuf_puts(&types, ", text[]");
+	}
 	arr_text = gl_pgarray_end(&arr);
-	gl_strbuf_printf(sql, "WITH byrate AS (SELECT * FROM gl_fleet_rows($1, $2::text[], $3) AS t(%s))", cols.p);
-	/* fleet keeps the three parameters' texts for the query's run */
+	gl_strbuf_printf(sql, "WITH byrate AS (SELECT * FROM gl_fleet_prepared_rows($1, $2, $3::text[], $4) AS t(%s))",
+			 cols.p);
+	/* fleet keeps the four parameters' texts for the query's run */
 	gl_strbuf_append(fleet, inner.p, inner.len + 1);
+	gl_strbuf_append(fleet, types.p, types.len + 1);
 	gl_strbuf_append(fleet, arr_text, strlen(arr_text) + 1);
 	gl_strbuf_append(fleet, cols.p, cols.len + 1);
 	params[0] = fleet->p;
-	params[1] = params[0] + strlen(params[0]) + 1;
-	params[2] = params[1] + strlen(params[1]) + 1;
-	*np = 3;
+	for (int i = 1; i < 4; i++)
+		params[i] = params[i - 1] + strlen(params[i - 1]) + 1;
+	*np = 4;
 	gl_strbuf_fini(&cols);
 	gl_strbuf_fini(&inner);
 	gl_strbuf_fini(&arr);
+	gl_strbuf_fini(&types);
 }
 
 /* 1a. the built days' lines from usage_daily (or usage_daily_owner when
@@ -1745,7 +1768,7 @@ static int lines_daily(PGconn *c, const struct gl_accounting_query *q, const str
 	params[1] = di.p;
 	filter_args(params, 2, np, &arrays, arr_off);
 	/* per-job rows: left as they are (a job's lines are not summed over) */
-	daily_byrate(c, !per_job(q) && pl->nd > GL_DAILY_SHARD_SUM_DAYS, &sql, &by, q->n_dims + npd, &np, params, &fleet);
+	daily_byrate(c, !per_job(q), pl->nd, &sql, &by, q->n_dims + npd, &np, params, &fleet);
 	append_lines_select(&sql, q->n_dims + npd);
 	rc = run_lines(c, sql.p, np, params, q->n_dims, TO_FIRM, cb, meta, err);
 out:
@@ -2466,50 +2489,62 @@ out:
 
 /* What a chargeback asks every shard before its lines (the built days, the
  * unobserved probe, the capacity days, the clusters without capacity
- * data), as one text each shard runs for its own clusters: rows (k, x, y,
- * n). $1 $2 are the built days' bounds, $3 $4 the unobserved probe's, $5
- * to $9 the capacity days' ($5 to $7 the clusters without capacity
- * data's). Each shard gives its islands of capacity days, the central the
- * days of their union: a day is known when any shard's island covers it. */
+ * data, how far each cluster's data goes), as one text each shard runs for
+ * its own clusters: rows (k, x, y, n, s, d). $1 $2 are the built days'
+ * bounds, $3 $4 the unobserved probe's, $5 to $9 the capacity days' ($5 to
+ * $7 the clusters without capacity data's). Each shard gives its islands
+ * of capacity days, the central the days of their union: a day is known
+ * when any shard's island covers it. A data_through row is one cluster's,
+ * so the shards' rows are the fleet's. */
 static const char PROBE_SHARD_SQL[] =
-	"SELECT 'shard'::text, NULL::bigint, NULL::bigint, NULL::text"
-	" UNION ALL SELECT 'built', d.*, NULL, NULL FROM (" BUILT_DAYS_SQL("$1", "$2") ") d"
-	" UNION ALL SELECT 'unseen', (" UNSEEN_SQL("$3", "$4") ")::bigint, NULL, NULL"
-	" UNION ALL SELECT 'island', i.a, i.b, NULL FROM (" CAP_ISLANDS_SQL("$5", "$6", "$7", "$8",
-									     "$9") " SELECT a, b FROM m) i"
-	" UNION ALL SELECT 'missing', NULL, NULL, n FROM gl_capacity_missing_here($5::bigint, $6::bigint, $7::text[]) n";
+	"SELECT 'shard'::text, NULL::bigint, NULL::bigint, NULL::text, NULL::text, NULL::text"
+	" UNION ALL SELECT 'built', d.*, NULL, NULL, NULL, NULL FROM (" BUILT_DAYS_SQL("$1", "$2") ") d"
+	" UNION ALL SELECT 'unseen', (" UNSEEN_SQL("$3", "$4") ")::bigint, NULL, NULL, NULL, NULL"
+	" UNION ALL SELECT 'island', i.a, i.b, NULL, NULL, NULL FROM (" CAP_ISLANDS_SQL("$5", "$6", "$7", "$8",
+											 "$9") " SELECT a, b FROM m) i"
+	" UNION ALL SELECT 'missing', NULL, NULL, n, NULL, NULL"
+	" FROM gl_capacity_missing_here($5::bigint, $6::bigint, $7::text[]) n"
+	" UNION ALL SELECT 'through', t.through_s, NULL, t.cluster, t.source, t.data FROM (" GL_INGEST_DATA_THROUGH_SQL
+	") t";
 
 #define PROBE_TYPES "'bigint, bigint, bigint, bigint, bigint, bigint, text[], text[], text[]'"
 
-/* The shards' rows made the four statements' answers: a day is built when
+/* The shards' rows made the five statements' answers: a day is built when
  * every shard read holds it built (as a central's usage_daily_built), $3
- * $4 the capacity days' window. */
+ * $4 the capacity days' window. Each kind in its statement's order: the
+ * built days by day, the clusters by name, data_through by cluster, data
+ * and source (GL_INGEST_DATA_THROUGH_Q). */
 static const char PROBE_Q[] =
 	"WITH p AS MATERIALIZED (SELECT * FROM gl_fleet_prepared_rows($1, " PROBE_TYPES ", $2::text[],"
-	"  'k text, x bigint, y bigint, n text')"
-	"  AS t(k text, x bigint, y bigint, n text))"
-	" SELECT 'built' AS k, x, NULL::bigint AS y, NULL::text AS n FROM p WHERE k = 'built' GROUP BY x"
-	"  HAVING count(*) = (SELECT count(*) FROM p WHERE k = 'shard')"
-	" UNION ALL SELECT 'unseen', coalesce(max(x), 0), NULL, NULL FROM p WHERE k = 'unseen'"
+	"  'k text, x bigint, y bigint, n text, s text, d text')"
+	"  AS t(k text, x bigint, y bigint, n text, s text, d text))"
+	" SELECT 'built' AS k, x, NULL::bigint AS y, NULL::text AS n, NULL::text AS s, NULL::text AS d FROM p"
+	"  WHERE k = 'built' GROUP BY x HAVING count(*) = (SELECT count(*) FROM p WHERE k = 'shard')"
+	" UNION ALL SELECT 'unseen', coalesce(max(x), 0), NULL, NULL, NULL, NULL FROM p WHERE k = 'unseen'"
 	" UNION ALL SELECT 'known', " CAP_KNOWN_SQL("(SELECT x AS a, y AS b FROM p WHERE k = 'island') m") ", "
-	CAP_DAYS_N_SQL("$3", "$4") ", NULL"
-	" UNION ALL SELECT 'missing', NULL, NULL, n FROM p WHERE k = 'missing'"
-	" ORDER BY 1, 2, 4";
+	CAP_DAYS_N_SQL("$3", "$4") ", NULL, NULL, NULL"
+	" UNION ALL SELECT 'missing', NULL, NULL, n, NULL, NULL FROM p WHERE k = 'missing'"
+	" UNION ALL SELECT 'through', x, NULL, n, s, d FROM p WHERE k = 'through'"
+	" ORDER BY 1, 4, 6, 5, 2";
 
-/* The probe's rows of kind k, their columns cols (of int8, int8, text),
- * as a statement's answer of its own; NULL when out of memory. */
-static PGresult *probe_answer(PGconn *c, const PGresult *r, const char *k, const int *cols, int ncols)
+#define PROBE_NCOLS 6
+
+/* The probe's rows of kind k, their columns cols (of int8, int8, text,
+ * text, text) named names (NULL: "v"), as a statement's answer of its
+ * own; NULL when out of memory. */
+static PGresult *probe_answer(PGconn *c, const PGresult *r, const char *k, const int *cols,
+			      const char *const *names, int ncols)
 {
-	static const Oid types[] = {0, 20, 20, 25};
-	PGresAttDesc att[2];
+	static const Oid types[PROBE_NCOLS] = {0, 20, 20, 25, 25, 25};
+	PGresAttDesc att[PROBE_NCOLS];
 	PGresult *a = PQmakeEmptyPGresult(c, PGRES_TUPLES_OK);
 	int n = 0;
 
 	memset(att, 0, sizeof att);
 	for (int j = 0; j < ncols; j++) {
-		att[j].name = (char *)"v";
+		att[j].name = (char *)(names ? names[j] : "v");
 		att[j].typid = types[cols[j]];
-		att[j].typlen = cols[j] == 3 ? -1 : 8;
+		att[j].typlen = types[cols[j]] == 25 ? -1 : 8;
 		att[j].atttypmod = -1;
 	}
 	if (!a || !PQsetResultAttrs(a, ncols, att))
@@ -2530,19 +2565,20 @@ fail:
 }
 
 /* Keeps the probe's rows of kind k as the answer of sql with params. */
-static void probe_seed(PGconn *c, const PGresult *r, const char *k, const int *cols, int ncols, const char *sql,
-		       int nparams, const char *const *params)
+static void probe_seed(PGconn *c, const PGresult *r, const char *k, const int *cols, const char *const *names,
+		       int ncols, const char *sql, int nparams, const char *const *params)
 {
-	PGresult *a = probe_answer(c, r, k, cols, ncols);
+	PGresult *a = probe_answer(c, r, k, cols, names, ncols);
 	if (a)
 		gl_plancache_seed(c, sql, nparams, params, a);
 	PQclear(a);
 }
 
 /* On a session routed to the shards, in a request's read transaction:
- * what q's chargeback and its capacity coverage would ask every shard in
- * four statements (each a remote query to every shard, one shard after
- * the other: 5.4 ms of a warm month's 14 at 300,000 jobs), asked in one
+ * what q's chargeback, its capacity coverage and its data_through would
+ * ask every shard in five statements (each a remote query to every shard,
+ * one shard after the other: 5.4 ms of a warm month's 14 at 300,000 jobs
+ * for the first four, 1.8 ms p50 for data_through's cursor), asked in one
  * text sent to every shard at once, which each shard prepared once
  * (gl_fleet_prepared_rows, sql/140), its answers kept as
  * those statements' (gl_plancache_seed), which then ask nothing. A
@@ -2575,10 +2611,12 @@ static int fleet_probe(PGconn *c, const struct gl_accounting_query *q, struct gl
 			      (const char *[]){PROBE_SHARD_SQL, gl_pgarray_texts(&arr, pp, (size_t)np), a, b}, &r,
 			      err)))
 		goto out;
-	probe_seed(c, r, "built", (const int[]){1}, 1, BUILT_DAYS_Q, 2, pp);
-	probe_seed(c, r, "unseen", (const int[]){1}, 1, UNSEEN_Q, 2, pp + 2);
-	probe_seed(c, r, "known", (const int[]){1, 2}, 2, CAP_DAYS_Q, 5, pp + 4);
-	probe_seed(c, r, "missing", (const int[]){3}, 1, CAP_MISSING_Q, 3, pm);
+	probe_seed(c, r, "built", (const int[]){1}, NULL, 1, BUILT_DAYS_Q, 2, pp);
+	probe_seed(c, r, "unseen", (const int[]){1}, NULL, 1, UNSEEN_Q, 2, pp + 2);
+	probe_seed(c, r, "known", (const int[]){1, 2}, NULL, 2, CAP_DAYS_Q, 5, pp + 4);
+	probe_seed(c, r, "missing", (const int[]){3}, NULL, 1, CAP_MISSING_Q, 3, pm);
+	probe_seed(c, r, "through", (const int[]){3, 4, 5, 1}, (const char *[]){"cluster", "source", "data", "through_s"},
+		   4, GL_INGEST_DATA_THROUGH_Q, 0, NULL);
 out:
 	PQclear(r);
 	gl_strbuf_fini(&arrays);
