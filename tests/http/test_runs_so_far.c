@@ -344,7 +344,8 @@ static long long age_build(void)
 
 /* No mark moved, but the build is older than the task's interval: built
  * again while a job is open (job 3 runs: its seconds grow with the clock),
- * kept once none is (the answer up to T is the answer up to now). */
+ * kept once none is (the answer up to T is the answer up to now), built
+ * again once a job waits (its queue time grows). */
 static void test_aged_rebuilt_while_open(void **state)
 {
 	long long t;
@@ -361,6 +362,16 @@ static void test_aged_rebuilt_while_open(void **state)
 	t = age_build();
 	rollup();
 	assert_int_equal(until(), t);
+	/* a job waiting is open too: its queue time grows with the clock */
+	assert_int_equal(gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, state,"
+						 " submit_at, req_gpu_micro) SELECT cluster_id, 'db:waits', 'waits', 'u1',"
+						 " 'acct1', 'PENDING', now() - interval '20 minutes', 1000000 FROM clusters"),
+			 1);
+	rollup();
+	t = age_build();
+	rollup();
+	assert_true(until() >= t + 600);
+	so_far_is_live_at(until());
 }
 
 int main(void)
