@@ -11,7 +11,8 @@
  * (k / 7 and k / 11). The database sorts for its groupings
  * (enable_hashagg off, as a large month past work_mem is planned): the
  * sort puts a user's runs in its own order, where a hash aggregate reads
- * them in the order they were written, the list's. */
+ * them in the order they were written, the list's. And the list of a
+ * server whose answers are bounded below its default page. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #include "lib/testlib.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,10 +112,30 @@ static void test_built_sums_in_list_order(void **state)
 		free(live[i]);
 }
 
+/* A server whose answers are bounded below the list's default page (1000
+ * runs) pages the list at its bound when no limit is asked: the first 50
+ * runs and the next cursor, not every run; a larger limit is refused. */
+static void test_default_page_is_the_bound(void **state)
+{
+	struct gl_test_daemon d = {0};
+	cJSON *j;
+	assert_int_equal(gl_test_daemon_start(&d, g_dsn, GL_TEST_SYNTH_RATES "server:\n  max_answer_lines: 50\n",
+					      (const char *[]){"--no-ingest", NULL}),
+			 0);
+	j = gl_test_get_json(d.port, "/v1/runs?window=2026-10", 200);
+	assert_int_equal(gl_test_jnum(j, "count"), 50);
+	assert_int_equal(gl_test_jnum(j, "next_cursor"), 49);
+	cJSON_Delete(j);
+	j = gl_test_get_json(d.port, "/v1/runs?window=2026-10&limit=51", 400);
+	cJSON_Delete(j);
+	assert_int_equal(gl_test_daemon_stop(&d), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_built_sums_in_list_order),
+		cmocka_unit_test(test_default_page_is_the_bound),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
