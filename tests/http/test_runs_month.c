@@ -425,11 +425,18 @@ static void test_job_moved_out(void **state)
 }
 
 /* A central (a database with shards) never builds a month's runs, even
- * one whose days it holds as built: its jobs are its shards'. */
+ * one whose days it holds as built: its jobs are its shards'. Nor does it
+ * answer from a month built before it had shards, whose marks no write
+ * of its shards moves. */
 static void test_central_builds_no_runs(void **state)
 {
 	struct gl_test_out o;
+	rollup();
+	tamper(7);
+	assert_true(first_run_tampered(g_a.port));
 	assert_true(gl_test_exec_owner(g_dsn, "INSERT INTO shards (shard_id, name, server_name) VALUES (1, 's1', 's1')") >= 0);
+	assert_false(first_run_tampered(g_a.port));
+	tamper(-7);
 	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET name = 'solo3' WHERE job_id = '125'") >= 0);
 	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
 		fail_msg("rollup: exit %d: %s", o.status, o.err);
