@@ -342,6 +342,27 @@ static long long age_build(void)
 	return until();
 }
 
+/* The age an answer says of the month so far built at t (JSON's
+ * age_seconds, CSV's X-Age-Seconds), each at least now - t when asked
+ * and at most now - t when the asking is done: a time this test's clock
+ * brackets. */
+static void says_age_of(long long t)
+{
+	long long before = (long long)time(NULL), age_j, age_c;
+	char *h, *b;
+	const char *x;
+	cJSON *j = gl_test_get_json(g_a.port, "/v1/runs?window=month&aggregate=user", 200);
+	age_j = gl_test_jnum(j, "age_seconds");
+	cJSON_Delete(j);
+	b = get(g_a.port, "/v1/runs?window=month&format=csv", NULL, &h);
+	assert_non_null(x = strcasestr(h, "X-Age-Seconds: "));
+	age_c = atoll(x + strlen("X-Age-Seconds: "));
+	free(b);
+	free(h);
+	assert_true(age_j >= before - t && age_j <= (long long)time(NULL) - t);
+	assert_true(age_c >= before - t && age_c <= (long long)time(NULL) - t);
+}
+
 /* No mark moved, but the build is older than the task's interval: built
  * again while a job is open (job 3 runs: its seconds grow with the clock),
  * kept once none is (the answer up to T is the answer up to now), built
@@ -352,6 +373,7 @@ static void test_aged_rebuilt_while_open(void **state)
 	rollup();
 	t = age_build();
 	assert_true(t > 0);
+	says_age_of(t);
 	rollup();
 	assert_true(until() >= t + 600);
 	so_far_is_live_at(until());
