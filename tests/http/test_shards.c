@@ -260,6 +260,38 @@ static void test_sharded_equals_single(void **state)
 	}
 }
 
+/* A shard whose rollup lags: a job of its site changed after its days
+ * were built (its days marked stale there, as the single database's are),
+ * while the other shards hold those days built. A day is built for the
+ * central only when every shard holds it built, so the month is the single
+ * database's still, and again once both have rolled up. */
+static void test_shard_lags_a_day(void **state)
+{
+	static const char *const paths[] = {"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
+					    "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=cluster,team&step=day"};
+	char key[64], sql[512];
+	PGconn *c = PQconnectdb(g_shard_dsn[1]);
+	(void)state;
+	snprintf(key, sizeof key, "%s",
+		 gl_test_qstr(c, "SELECT job_key FROM jobs WHERE gpu_milli > 0 AND start_at >= '2017-10-10'"
+				 " AND end_at < '2017-10-11' ORDER BY job_pk LIMIT 1"));
+	assert_true(key[0] && !strchr(key, '\''));
+	snprintf(sql, sizeof sql,
+		 "UPDATE jobs SET end_at = end_at + interval '1 hour' WHERE job_key = '%s'"
+		 " AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = '%s')",
+		 key, SITES[1]);
+	assert_int_equal(gl_test_exec_dsn(g_shard_dsn[1], sql), 1);
+	assert_int_equal(gl_test_exec_dsn(g_one_dsn, sql), 1);
+	assert_int_equal(gl_test_qint(c, "SELECT count(*) FROM usage_daily_built WHERE day = '2017-10-10'"), 0);
+	PQfinish(c);
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		same(paths[i]);
+	assert_int_equal(gl_test_cli_cfg(g_cfg[1], "rollup", NULL), 0);
+	assert_int_equal(gl_test_cli(g_one_dsn, "rollup", NULL), 0);
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+		same(paths[i]);
+}
+
 /* Sets the shard's server settings (ALTER SYSTEM, then a reload). */
 static void shard_settings(int k, const char *const *sql, size_t n)
 {
@@ -624,6 +656,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sharded_equals_single),
+		cmocka_unit_test(test_shard_lags_a_day),
 		cmocka_unit_test(test_one_remote_transaction_a_request),
 		cmocka_unit_test(test_sessions_open_before_ready),
 		cmocka_unit_test(test_shard_down_is_named),
