@@ -167,9 +167,15 @@ struct agg_ref {
 	const struct gl_runs_run *r;
 };
 
+/* Ties in the list's order: a group's float sums are added in it, as a
+ * built month's are (ORDER BY ord), and C's qsort need not be stable
+ * (musl's is not; glibc's falls back to an unstable one for a large
+ * array). */
 static int cmp_ref(const void *a, const void *b)
 {
-	return strcmp(((const struct agg_ref *)a)->v, ((const struct agg_ref *)b)->v);
+	const struct agg_ref *x = a, *y = b;
+	int c = strcmp(x->v, y->v);
+	return c ? c : (x->r > y->r) - (x->r < y->r);
 }
 
 static void add_run(struct gl_runs_run *g, const struct gl_runs_run *r)

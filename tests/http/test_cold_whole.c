@@ -70,6 +70,21 @@ static int setup(void **state)
 		if (gl_test_exec_dsn(g_dsn, sql) != 1)
 			return -1;
 	}
+	/* pods whose physical share held differs from what they are billed:
+	 * a run:ai reservation (billed half a GPU, holds none), a time-sliced
+	 * pod across the price change (billed a quarter, holds the GPU), one
+	 * billed nothing that holds a GPU */
+	if (gl_test_exec_dsn(g_dsn, "INSERT INTO clusters (name, kind) VALUES ('k1', 'kubernetes')") != 1 ||
+	    gl_test_exec_dsn(g_dsn,
+			     "INSERT INTO jobs (cluster_id, job_key, job_id, state, namespace, user_name, gpu_type, start_at,"
+			     " end_at, last_seen_at, gpu_micro, phys_micro)"
+			     " SELECT cluster_id, 'k:' || x.k, 'pod' || x.k, 'COMPLETED', 'ns1', 'p', 'a100', x.s::timestamptz,"
+			     " x.e::timestamptz, '2026-10-19T12:00:00Z', x.g, x.h FROM clusters,"
+			     " (VALUES (1, '2026-10-12T00:00:00Z', '2026-10-12T06:00:00Z', 500000, 0),"
+			     "  (2, '2026-10-15T11:00:00Z', '2026-10-15T16:00:00Z', 250000, 1000000),"
+			     "  (3, '2026-10-13T00:00:00Z', '2026-10-13T05:00:00Z', 0, 1000000)) x(k, s, e, g, h)"
+			     " WHERE name = 'k1'") != 3)
+		return -1;
 	if (gl_test_exec_dsn(g_dsn, "INSERT INTO serving_endpoints (name, cluster_id)"
 				    " SELECT 'chat', cluster_id FROM clusters WHERE name = 'c1'") != 1 ||
 	    gl_test_exec_dsn(g_dsn, "INSERT INTO serving_jobs (job_pk, endpoint_id, model_name, cluster_id)"
@@ -112,6 +127,7 @@ static const char *const paths[] = {
 	"/v1/chargeback?" WINDOW "&aggregate=team,workload_type,gpu_model",
 	"/v1/chargeback?" WINDOW "&aggregate=account,user&unobserved=include",
 	"/v1/chargeback?" WINDOW "&aggregate=team&format=csv",
+	"/v1/chargeback?" WINDOW "&aggregate=cluster,namespace",
 };
 enum { N_PATHS = sizeof paths / sizeof *paths };
 
@@ -158,6 +174,8 @@ static void test_whole_equals_built(void **state)
 	assert_int_equal(gl_test_qint_dsn(g_dsn, "SELECT count(*) FROM usage_daily_built"), 0);
 	for (size_t i = 0; i < N_PATHS; i++)
 		live[i] = answer_of(paths[i]);
+	/* not vacuous: the pods' namespace has its line */
+	assert_non_null(strstr(live[N_PATHS - 1], "\"ns1\""));
 	assert_int_equal(gl_test_run(g_dsn, NULL, &o, "rollup", NULL), 0);
 	assert_int_equal(o.status, 0);
 	gl_test_out_fini(&o);

@@ -192,6 +192,8 @@ static void whole_is_pages(const char *json, const char *csv)
 	free(items);
 }
 
+static void first_page_is(int csv, long limit);
+
 /* Live (no day built): the whole list is many pieces, and its pages. */
 static void test_live_whole_is_pages(void **state)
 {
@@ -209,6 +211,9 @@ static void test_live_whole_is_pages(void **state)
 	snprintf(tail, sizeof tail, "\"count\":%ld,\"next_cursor\":null}\n", g_runs);
 	assert_non_null(strstr(g_live_json, tail));
 	whole_is_pages(g_live_json, g_live_csv);
+	/* a page of one: its next cursor is place 0, a cursor like another */
+	first_page_is(0, 1);
+	first_page_is(1, 1);
 }
 
 /* Built: the same bytes, read from runs_month (moved by a tamper). */
@@ -260,10 +265,12 @@ static void first_page_is(int csv, long limit)
 		/* the header's line and limit rows; the next cursor a header */
 		cut = past_nth(g_live_csv, "\n", limit + 1);
 		want = strndup(g_live_csv, cut);
-		if (limit < g_runs)
+		if (limit < g_runs) {
+			assert_true(a.cursor[0]);
 			assert_int_equal(atoll(a.cursor), limit - 1);
-		else
+		} else {
 			assert_string_equal(a.cursor, "");
+		}
 	} else {
 		/* up to the end of run limit: the next item's start less its comma */
 		cut = limit < g_runs ? past_nth(g_live_json, ",{\"id\":\"", limit) - strlen(",{\"id\":\"")
@@ -298,7 +305,9 @@ static void test_piece_ends_page(void **state)
 		first_page_is(0, l);
 	for (long l = kc - 2; l <= kc + 2; l++)
 		first_page_is(1, l);
-	/* the whole list as a page */
+	/* a page of one (its next cursor 0), the whole list as a page */
+	first_page_is(0, 1);
+	first_page_is(1, 1);
 	first_page_is(0, g_runs);
 	first_page_is(1, g_runs);
 }

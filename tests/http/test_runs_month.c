@@ -315,9 +315,27 @@ static void test_other_rules_read_jobs(void **state)
 	s = body(g_b.port, MONTH, NULL);
 	/* job 400 starts on November 1st: 399 in October */
 	assert_non_null(strstr(s, "\"count\":399"));
-	free(s);
 	tamper(-7);
+	/* the runs task under the other rules builds the month again, though
+	 * no mark moved: then it is the built month that answers them */
+	{
+		char cfg_b[700], *t;
+		struct gl_test_out o;
+		snprintf(cfg_b, sizeof cfg_b, "%s.b", g_cfg);
+		assert_int_equal(gl_test_write_file(cfg_b, config_b), 0);
+		if (gl_test_run(g_dsn, NULL, &o, "--config", cfg_b, "rollup", NULL) || o.status != 0)
+			fail_msg("rollup: exit %d: %s", o.status, o.err);
+		gl_test_out_fini(&o);
+		tamper(7);
+		t = body(g_b.port, MONTH, NULL);
+		assert_string_not_equal(t, s);
+		free(t);
+		tamper(-7);
+	}
+	free(s);
 	assert_int_equal(gl_test_daemon_stop(&g_b), 0);
+	/* and this daemon's rules' month again */
+	rollup();
 }
 
 /* A day of the month rebuilt after its runs, or unbuilt: the jobs. */
@@ -425,11 +443,18 @@ static void test_job_moved_out(void **state)
 }
 
 /* A central (a database with shards) never builds a month's runs, even
- * one whose days it holds as built: its jobs are its shards'. */
+ * one whose days it holds as built: its jobs are its shards'. Nor does it
+ * answer from a month built before it had shards, whose marks no write
+ * of its shards moves. */
 static void test_central_builds_no_runs(void **state)
 {
 	struct gl_test_out o;
+	rollup();
+	tamper(7);
+	assert_true(first_run_tampered(g_a.port));
 	assert_true(gl_test_exec_owner(g_dsn, "INSERT INTO shards (shard_id, name, server_name) VALUES (1, 's1', 's1')") >= 0);
+	assert_false(first_run_tampered(g_a.port));
+	tamper(-7);
 	assert_true(gl_test_exec_owner(g_dsn, "UPDATE jobs SET name = 'solo3' WHERE job_id = '125'") >= 0);
 	if (gl_test_run(g_dsn, NULL, &o, "--config", g_cfg, "rollup", NULL) || o.status != 0)
 		fail_msg("rollup: exit %d: %s", o.status, o.err);

@@ -342,15 +342,38 @@ static long long age_build(void)
 	return until();
 }
 
+/* The age an answer says of the month so far built at t (JSON's
+ * age_seconds, CSV's X-Age-Seconds), each at least now - t when asked
+ * and at most now - t when the asking is done: a time this test's clock
+ * brackets. */
+static void says_age_of(long long t)
+{
+	long long before = (long long)time(NULL), age_j, age_c;
+	char *h, *b;
+	const char *x;
+	cJSON *j = gl_test_get_json(g_a.port, "/v1/runs?window=month&aggregate=user", 200);
+	age_j = gl_test_jnum(j, "age_seconds");
+	cJSON_Delete(j);
+	b = get(g_a.port, "/v1/runs?window=month&format=csv", NULL, &h);
+	assert_non_null(x = strcasestr(h, "X-Age-Seconds: "));
+	age_c = atoll(x + strlen("X-Age-Seconds: "));
+	free(b);
+	free(h);
+	assert_true(age_j >= before - t && age_j <= (long long)time(NULL) - t);
+	assert_true(age_c >= before - t && age_c <= (long long)time(NULL) - t);
+}
+
 /* No mark moved, but the build is older than the task's interval: built
  * again while a job is open (job 3 runs: its seconds grow with the clock),
- * kept once none is (the answer up to T is the answer up to now). */
+ * kept once none is (the answer up to T is the answer up to now), built
+ * again once a job waits (its queue time grows). */
 static void test_aged_rebuilt_while_open(void **state)
 {
 	long long t;
 	rollup();
 	t = age_build();
 	assert_true(t > 0);
+	says_age_of(t);
 	rollup();
 	assert_true(until() >= t + 600);
 	so_far_is_live_at(until());
@@ -361,6 +384,16 @@ static void test_aged_rebuilt_while_open(void **state)
 	t = age_build();
 	rollup();
 	assert_int_equal(until(), t);
+	/* a job waiting is open too: its queue time grows with the clock */
+	assert_int_equal(gl_test_exec_dsn(g_dsn, "INSERT INTO jobs (cluster_id, job_key, job_id, user_name, account, state,"
+						 " submit_at, req_gpu_micro) SELECT cluster_id, 'db:waits', 'waits', 'u1',"
+						 " 'acct1', 'PENDING', now() - interval '20 minutes', 1000000 FROM clusters"),
+			 1);
+	rollup();
+	t = age_build();
+	rollup();
+	assert_true(until() >= t + 600);
+	so_far_is_live_at(until());
 }
 
 int main(void)

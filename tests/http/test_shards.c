@@ -260,6 +260,78 @@ static void test_sharded_equals_single(void **state)
 	}
 }
 
+/* A shard whose rollup lags: a job of its site changed after its days
+ * were built (its days marked stale there, as the single database's are),
+ * while the other shards hold those days built. A day is built for the
+ * central only when every shard holds it built, so the month is the single
+ * database's still, and again once both have rolled up. */
+/* The key of the first GPU job of site 1 that started on 2017-10-10 and
+ * ended that day. */
+static void site1_job(char key[64])
+{
+	PGconn *c = PQconnectdb(g_shard_dsn[1]);
+	snprintf(key, 64, "%s",
+		 gl_test_qstr(c, "SELECT job_key FROM jobs WHERE gpu_milli > 0 AND start_at >= '2017-10-10'"
+				 " AND end_at < '2017-10-11' ORDER BY job_pk LIMIT 1"));
+	PQfinish(c);
+	assert_true(key[0] && !strchr(key, '\''));
+}
+
+/* Sets the job of site 1 key with set (an SQL list of assignments) on its
+ * shard and in the single database alike. */
+static void change_both(const char *key, const char *set)
+{
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "UPDATE jobs SET %s WHERE job_key = '%s' AND cluster_id = (SELECT cluster_id FROM clusters WHERE name = '%s')",
+		 set, key, SITES[1]);
+	assert_int_equal(gl_test_exec_dsn(g_shard_dsn[1], sql), 1);
+	assert_int_equal(gl_test_exec_dsn(g_one_dsn, sql), 1);
+}
+
+/* Rolls up shard 1 and the single database, then both answer the paths
+ * alike. */
+static void rollup_both(const char *const *paths, size_t n)
+{
+	assert_int_equal(gl_test_cli_cfg(g_cfg[1], "rollup", NULL), 0);
+	assert_int_equal(gl_test_cli(g_one_dsn, "rollup", NULL), 0);
+	for (size_t i = 0; i < n; i++)
+		same(paths[i]);
+}
+
+static const char *const g_month_paths[] = {"/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team",
+					    "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=cluster,team&step=day",
+					    "/v1/chargeback?window=2017-10-01,2017-11-01&aggregate=team&unobserved=include"};
+#define N_MONTH_PATHS (sizeof g_month_paths / sizeof *g_month_paths)
+
+static void test_shard_lags_a_day(void **state)
+{
+	char key[64];
+	(void)state;
+	site1_job(key);
+	change_both(key, "end_at = end_at + interval '1 hour'");
+	assert_int_equal(gl_test_qint_dsn(g_shard_dsn[1], "SELECT count(*) FROM usage_daily_built WHERE day = '2017-10-10'"), 0);
+	assert_int_equal(gl_test_qint_dsn(g_shard_dsn[0], "SELECT count(*) FROM usage_daily_built WHERE day = '2017-10-10'"), 1);
+	for (size_t i = 0; i < N_MONTH_PATHS; i++)
+		same(g_month_paths[i]);
+	rollup_both(g_month_paths, N_MONTH_PATHS);
+}
+
+/* One shard's job still runs, never seen since it started: its time in
+ * the month is unobserved, and the central says so as the single database
+ * does (the other shards have no open job). */
+static void test_one_shard_unseen(void **state)
+{
+	char key[64];
+	(void)state;
+	site1_job(key);
+	change_both(key, "end_at = NULL, state = 'RUNNING'");
+	for (size_t i = 0; i < N_MONTH_PATHS; i++)
+		same(g_month_paths[i]);
+	change_both(key, "end_at = start_at + interval '2 hours', state = 'COMPLETED'");
+	rollup_both(g_month_paths, N_MONTH_PATHS);
+}
+
 /* Sets the shard's server settings (ALTER SYSTEM, then a reload). */
 /* data_through's rows come in the single database's order (by cluster,
  * data, source) however the central gets them: a cluster with two
@@ -658,6 +730,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sharded_equals_single),
 		cmocka_unit_test(test_data_through_in_order),
+		cmocka_unit_test(test_shard_lags_a_day),
+		cmocka_unit_test(test_one_shard_unseen),
 		cmocka_unit_test(test_one_remote_transaction_a_request),
 		cmocka_unit_test(test_sessions_open_before_ready),
 		cmocka_unit_test(test_shard_down_is_named),

@@ -1325,6 +1325,15 @@ char *gl_test_scrape_with(const char *text, const char *const *pairs)
 	return out;
 }
 
+int gl_test_cut_ok(const char *buf, size_t n, const char *want)
+{
+	size_t len = strlen(want), cut = n && n - 1 < len ? n - 1 : len;
+	if (n == 0 ? buf[0] == '#' : strlen(buf) == cut && !memcmp(buf, want, cut) && buf[n] == '#')
+		return 0;
+	fprintf(stderr, "testlib: \"%s\" in %zu bytes: got \"%.40s\"\n", want, n, buf);
+	return -1;
+}
+
 int gl_test_write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");

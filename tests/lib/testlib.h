@@ -283,6 +283,11 @@ char *gl_test_kube_synth_doc(int npods, size_t *len);
 char *gl_test_scrape_with(const char *text, const char *const *pairs);
 /* Writes text to path: 0, or -1. */
 int gl_test_write_file(const char *path, const char *text);
+/* Whether buf, filled with '#' before a formatter wrote want into it with
+ * size n, holds what snprintf would: nothing written when n is 0, else
+ * want cut to n - 1 bytes and its NUL, and buf[n] still '#'. 0 when it
+ * does, else -1 with the difference on stderr. */
+int gl_test_cut_ok(const char *buf, size_t n, const char *want);
 
 /* Raw sockets, for what an HTTP client library will not send (a request
  * line too long, garbage, a header a byte at a time). */

@@ -11,6 +11,7 @@
 #include "gl/filter.h"
 #include "gl/timeutil.h"
 #include "gl/window.h"
+#include "lib/testlib.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,40 @@ static void test_percentile_and_money(void **state)
 	gl_cost_i128_format(x, buf, sizeof buf);
 	assert_string_equal(buf, "123456789012345678901234567890");
 	assert_int_not_equal(gl_cost_i128_parse("12.5", &x), 0);
+}
+
+/* An amount written into buffers of every size around its length: cut as
+ * snprintf cuts (n - 1 bytes and the NUL), nothing written past n, n = 0
+ * writes nothing. Values hand-computed: minor 0, 2, 3 and 6, half away
+ * from zero, a fraction's leading zeros, the int64 ends. */
+static void test_money_bounds(void **state)
+{
+	static const struct {
+		int64_t micros;
+		int minor;
+		const char *want;
+	} c[] = {
+		{0, 2, "0.00"},
+		{50000, 2, "0.05"},
+		{-5000, 2, "-0.01"},
+		{1234567, 3, "1.235"},
+		{-1234500, 3, "-1.235"},
+		{2500000, 0, "3"},
+		{-2500000, 0, "-3"},
+		{1000001, 6, "1.000001"},
+		{1234567, 9, "1.234567"}, /* more than micro-units: all six */
+		{2500000, -1, "3"}, /* no currency's minor: whole units */
+		{INT64_MAX, 2, "9223372036854.78"},
+		{INT64_MIN, 2, "-9223372036854.78"},
+		{INT64_MIN, 6, "-9223372036854.775808"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+		for (size_t n = 0; n <= strlen(c[i].want) + 2; n++) {
+			char buf[40];
+			memset(buf, '#', sizeof buf);
+			gl_cost_format(c[i].micros, c[i].minor, buf, n);
+			assert_int_equal(gl_test_cut_ok(buf, n, c[i].want), 0);
+		}
 }
 
 static const char *const dims[] = {"team", "cluster", "user", NULL};
@@ -526,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_window_split),
 		cmocka_unit_test(test_apportion_sums_exactly), cmocka_unit_test(test_apportion_cases),
 		cmocka_unit_test(test_share),		      cmocka_unit_test(test_percentile_and_money),
+		cmocka_unit_test(test_money_bounds),
 		cmocka_unit_test(test_filter), cmocka_unit_test(test_filter_restrict),		      cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_chargeback_reconciles), cmocka_unit_test(test_idle_stays_in_cluster),
 		cmocka_unit_test(test_owned_idle_never_negative),

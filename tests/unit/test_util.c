@@ -107,6 +107,35 @@ static void test_time_roundtrip(void **state)
 	assert_string_equal(buf, "1969-12-31");
 }
 
+/* A time written into buffers of every size around its length (20 bytes
+ * and the NUL): cut as snprintf cuts, nothing past n, n = 0 writes
+ * nothing; the years outside 0-9999 as snprintf's %04lld writes them.
+ * Values hand-computed from the civil calendar. */
+static void test_time_format_bounds(void **state)
+{
+	static const struct {
+		int64_t t;
+		const char *want;
+	} c[] = {
+		{0, "1970-01-01T00:00:00Z"},
+		{-1, "1969-12-31T23:59:59Z"},
+		{-86400, "1969-12-31T00:00:00Z"},
+		{-86401, "1969-12-30T23:59:59Z"},
+		{1795363433, "2026-11-22T16:03:53Z"},
+		{253402300799LL, "9999-12-31T23:59:59Z"},
+		{253402300800LL, "10000-01-01T00:00:00Z"},
+		{-62167219200LL, "0000-01-01T00:00:00Z"},
+		{-62167219201LL, "-001-12-31T23:59:59Z"},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+		for (size_t n = 0; n <= strlen(c[i].want) + 2; n++) {
+			char buf[40];
+			memset(buf, '#', sizeof buf);
+			gl_timeutil_format(c[i].t, buf, n);
+			assert_int_equal(gl_test_cut_ok(buf, n, c[i].want), 0);
+		}
+}
+
 static void test_log_limiter(void **state)
 {
 	struct gl_log_limiter lim = GL_LOG_LIMITER_INIT(60);
@@ -425,7 +454,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_strbuf_escapes), cmocka_unit_test(test_time_parse),
-		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_log_limiter),
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_format_bounds),
+		cmocka_unit_test(test_log_limiter),
 		cmocka_unit_test(test_proc), cmocka_unit_test(test_proc_background_child),
 		cmocka_unit_test(test_proc_closed_output_and_stop), cmocka_unit_test(test_tmpl),
 		cmocka_unit_test(test_tmpl_shell), cmocka_unit_test(test_tmpl_split),
