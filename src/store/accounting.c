@@ -575,9 +575,12 @@ static void put_own_cte(struct gl_strbuf *sql, const char *src)
  * A cut job (y.key <= 0) is a group of its own: min() only names its
  * values and its segment; an uncut group's segment is the key's. Constant
  * endpoints are no grouping key: hashing and comparing them costs every
- * job row. The held sum is the billed one (the same aggregate as m,
- * computed once) plus what the jobs whose held differs add, so a job
- * whose two are equal (a Slurm job's) pays one WHOLE_SEC, not two. */
+ * job row. No held sum: a request's lines print none, and the only use
+ * of it, pu's "m <> 0 OR held <> 0", is "m <> 0" here: every job read has
+ * gpu_micro >= 1 (gpu_milli > 0), and a set's m and held are sums of
+ * gpu_micro x s and phys x s over the same jobs and seconds s >= 0 (the
+ * served branches take off exactly what they add), so m = 0 only when
+ * every s is 0. */
 static void put_whole_kg(struct gl_strbuf *sql, const char *from, const char *endpoints, const char *sign)
 {
 	gl_strbuf_printf(sql,
@@ -589,19 +592,16 @@ static void put_whole_kg(struct gl_strbuf *sql, const char *from, const char *en
 	"  min(CASE WHEN y.key <= 0 THEN %s" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " END) AS xg,"
 	"  min(CASE WHEN y.key <= 0 THEN v.p0 END) AS xp0, min(CASE WHEN y.key <= 0 THEN v.p1 END) AS xp1,"
 	"  CASE WHEN y.key > 0 THEN (y.key %% 4294967296)::integer END AS k,"
-	"  %ssum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") AS m,"
-	"  %s(sum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") + coalesce(sum(("
-	GL_ACCOUNTING_JOB_HELD_SQL("jb") " - " GL_ACCOUNTING_JOB_GPUS_SQL("jb") ") * " WHOLE_SEC ")"
-	"  FILTER (WHERE " GL_ACCOUNTING_JOB_HELD_SQL("jb") " <> " GL_ACCOUNTING_JOB_GPUS_SQL("jb") "), 0)) AS held"
+	"  %ssum(" GL_ACCOUNTING_JOB_GPUS_SQL("jb") " * " WHOLE_SEC ") AS m"
 	" FROM %s" GL_ACCOUNTING_JOB_SEEN_JOIN_SQL("jb", "jst") WHOLE_Z
 	" WHERE jb.gpu_milli > 0 AND jb.start_at < " WHOLE_B " AND jb.start_at < to_timestamp($3)"
 	"  AND (jb.end_at > " WHOLE_A " OR (jb.end_at IS NULL AND " JB_FIRM_STOP " > " WHOLE_A "))"
 	" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, y.key%s",
-	endpoints, sign, sign, sign, from, endpoints[0] == '\'' ? "" : ", 11");
+	endpoints, sign, sign, from, endpoints[0] == '\'' ? "" : ", 11");
 }
 
 /* kg: the jobs of the piece (put_run_jobs_where's for one run, OBS_FIRM)
- * summed per owner-attribute set and raw model, billed and held
+ * summed per owner-attribute set and raw model, billed
  * micro-GPU-seconds, and per rate bucket k; a job whose piece a rate bound
  * cuts is a row of its own (xg, xp0, xp1: its pieces are priced per period
  * in put_whole_pieces). Every job is summed without endpoints first, and
@@ -625,7 +625,7 @@ static void put_whole_sets(struct gl_strbuf *sql)
 	" SELECT c.name AS cluster, g.user_name, g.account, g.partition, g.qos, g.namespace, g.wckey, g.labels,"
 	"  g.run_kind, g.seg, g.endpoints, " GL_ACCOUNTING_GPU_MODEL_OF_SQL("gmc", "g.raw_model") " AS gpu_model,"
 	"  " OKEY_SQL("g", "g.labels", "g.run_kind", "g.seg", "g.endpoints", "c.name") " AS okey,"
-	"  g.xg, g.xp0, g.xp1, g.k, g.m, g.held"
+	"  g.xg, g.xp0, g.xp1, g.k, g.m"
 	" FROM kg g JOIN clusters c ON c.cluster_id = g.cluster_id"
 	" " GL_ACCOUNTING_GPU_MODEL_JOIN_SQL("gmc", "g.raw_model")
 	")");
@@ -642,7 +642,7 @@ static void put_whole_pieces(struct gl_strbuf *sql)
 	" SELECT m.gpu_model, r.valid_from, r.valid_to, r.micros_per_gpu_hour"
 	" FROM (SELECT DISTINCT gpu_model FROM kw) m CROSS JOIN LATERAL gl_rates_of(m.gpu_model) r"
 	"), rbk AS MATERIALIZED (SELECT rb FROM " WHOLE_RB " r"
-	"), iv AS (SELECT j.cluster, j.okey, j.gpu_model, NULL::bigint AS rate, j.m, j.held FROM kw j"
+	"), iv AS (SELECT j.cluster, j.okey, j.gpu_model, NULL::bigint AS rate, j.m, 0::bigint AS held FROM kw j"
 	" UNION ALL SELECT j.cluster, j.okey, j.gpu_model, r.micros_per_gpu_hour, j.m, 0"
 	" FROM kw j CROSS JOIN rbk JOIN mr r ON r.gpu_model IS NOT DISTINCT FROM j.gpu_model"
 	"  AND r.valid_from <= rbk.rb[j.k] AND r.valid_to > rbk.rb[j.k]"
